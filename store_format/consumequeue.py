@@ -1,0 +1,108 @@
+"""Consume queue assembly with the broker's append rules.
+
+Mirrors ``ConsumeQueue.putMessagePositionInfo`` + ``fillPreBlank`` and
+``MappedFileQueue.getLastMappedFile`` (4.9.x and 5.x are the same here):
+
+* a unit is skipped when ``offset + size <= maxPhysicOffset`` of its queue ("build repeatedly");
+* a queue's first file is created at ``expect - expect % fileSize`` with ``expect = queueOffset*20``;
+  when its queueOffset is not 0 the file is filled from its start with blank units
+  ``(0, Integer.MAX_VALUE, 0)`` up to ``expect``;
+* a unit whose queueOffset is not 0 and whose ``expect`` lies before the queue's write position is
+  skipped; any other unit is appended at the write position, whatever its queueOffset.
+
+The per-queue state is tiny, so the assignment of positions runs as one sequential pass (numba)
+over units in commitlog order, starting from any queue states carried in from earlier splits.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numba
+import numpy as np
+
+from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE, segment_name
+
+__all__ = ["QueueState", "assign_positions", "build_cq_file", "cq_file_name"]
+
+NOT_STARTED = np.iinfo(np.int64).min
+
+
+@dataclasses.dataclass
+class QueueState:
+    """Append state of one queue: ``maxPhysicOffset``, the write position (logical byte offset,
+    or not started), and where its first file's blank prefix ends (-1: none)."""
+    max_phys: int = -1
+    write_pos: int = int(NOT_STARTED)
+    first_file: int = -1
+    blank_until: int = -1
+
+    @property
+    def started(self) -> bool:
+        return self.write_pos != NOT_STARTED
+
+    def as_row(self) -> list[int]:
+        return [self.max_phys, self.write_pos, self.first_file, self.blank_until]
+
+
+@numba.njit(cache=True, nogil=True)
+def _assign(queue_idx, offset, size, queue_offset, file_size, states, positions):
+    for i in range(queue_idx.shape[0]):
+        q = queue_idx[i]
+        end = offset[i] + size[i]
+        if end <= states[q, 0]:
+            positions[i] = -1  # repeated
+            continue
+        expect = queue_offset[i] * 20
+        if states[q, 1] == NOT_STARTED:
+            rem = expect % file_size
+            if rem < 0:
+                rem += file_size
+            first = expect - rem
+            states[q, 2] = first
+            states[q, 1] = first
+            if queue_offset[i] != 0:
+                states[q, 1] = expect  # fillPreBlank
+                states[q, 3] = expect
+        if queue_offset[i] != 0 and expect < states[q, 1]:
+            positions[i] = -1  # "build consume queue repeatedly"
+            continue
+        positions[i] = states[q, 1]
+        states[q, 1] += 20
+        states[q, 0] = end
+
+
+def assign_positions(queue_idx: np.ndarray, offset: np.ndarray, size: np.ndarray, queue_offset: np.ndarray,
+                     file_size: int, states: np.ndarray) -> np.ndarray:
+    """Logical byte position of each unit in its queue, -1 where the broker skips it.
+
+    Args:
+        queue_idx: queue number of each unit (index into ``states``), units in dispatch order.
+        offset, size, queue_offset: the unit's commitlog offset and size and the record's queueOffset.
+        file_size: consume queue file size (a multiple of 20).
+        states: int64 matrix ``[n_queues, 4]`` of :class:`QueueState` rows; updated in place.
+    """
+    positions = np.empty(len(queue_idx), dtype=np.int64)
+    _assign(np.ascontiguousarray(queue_idx, dtype=np.int64), np.ascontiguousarray(offset, dtype=np.int64),
+            np.ascontiguousarray(size, dtype=np.int64), np.ascontiguousarray(queue_offset, dtype=np.int64),
+            np.int64(file_size), states, positions)
+    return positions
+
+
+def build_cq_file(file_start: int, file_size: int, positions: np.ndarray, offset: np.ndarray, size: np.ndarray,
+                  tags_code: np.ndarray, blank_until: int = -1) -> bytes:
+    """Bytes of one consume queue file: units at their positions, blank units before
+    ``blank_until`` if the file holds the queue's blank prefix, zeros elsewhere."""
+    units = np.zeros(file_size // CQ_UNIT_SIZE, dtype=CQ_UNIT_DTYPE)
+    if blank_until > file_start:
+        n_blank = (min(blank_until, file_start + file_size) - file_start) // CQ_UNIT_SIZE
+        units["size"][:n_blank] = CQ_BLANK_SIZE
+    slot = (np.asarray(positions, dtype=np.int64) - file_start) // CQ_UNIT_SIZE
+    units["commitlogOffset"][slot] = offset
+    units["size"][slot] = size
+    units["tagsCode"][slot] = tags_code
+    return units.tobytes()
+
+
+def cq_file_name(file_start: int) -> str:
+    """File name of a consume queue file: its 20-digit start offset in the queue's byte space."""
+    return segment_name(file_start)

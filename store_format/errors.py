@@ -1,0 +1,20 @@
+"""The project's exception hierarchy: one base type, each message says what to do."""
+from __future__ import annotations
+
+__all__ = ["StoreError", "StoreLayoutError", "UnsupportedConfigError", "CorruptStoreError"]
+
+
+class StoreError(Exception):
+    """Base of every error a user of this project can hit."""
+
+
+class StoreLayoutError(StoreError):
+    """The store on disk is not laid out as a broker would load it (missing folder, odd segment size)."""
+
+
+class UnsupportedConfigError(StoreError):
+    """A broker setting this project cannot reproduce (e.g. ``enableConsumeQueueExt=true``)."""
+
+
+class CorruptStoreError(StoreError):
+    """Corrupt commitlog bytes found while running in strict mode."""

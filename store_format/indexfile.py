@@ -1,0 +1,180 @@
+"""IndexFile assembly and lookup.
+
+Mirrors ``IndexService.buildIndex`` / ``getAndCreateLastIndexFile`` and ``IndexFile.putKey`` /
+``selectPhyOffset`` with ``IndexHeader`` (4.9.x and 5.x write the same bytes):
+
+* a file holds entries 1 .. maxIndexNum-1; entry n is ``keyHash, commitlogOffset, timeDiff,
+  prevIndex`` where prevIndex is the slot's previous entry in the same file (0: none);
+* slot = keyHash % maxHashSlotNum holds the slot's latest entry number;
+* header: begin timestamp/offset of the first entry, end of the last, the number of puts that found
+  their slot empty, and ``entries + 1``;
+* a new file starts with begin = end = the previous file's end values (when > 0), so its first
+  entry's timeDiff is measured from the previous file's last store time;
+* a file created with nothing put (the broker creates the next file as soon as any record is
+  dispatched after a full one) keeps those begin/end values and counts 0.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+
+import numba
+import numpy as np
+
+from .javahash import index_key_hash
+from .layout import (INDEX_ENTRY_DTYPE, INDEX_ENTRY_SIZE, INDEX_HEADER_DTYPE, INDEX_HEADER_SIZE,
+                     INDEX_SLOT_SIZE, index_file_size)
+
+__all__ = [
+    "accepted_by_index", "build_index_file", "IndexHeader", "read_header", "select_phy_offsets",
+    "index_file_names",
+]
+
+INT_MAX = 0x7FFFFFFF
+
+
+@numba.njit(cache=True, nogil=True)
+def _accepted(offsets, carry_in, out):
+    e = carry_in
+    for i in range(offsets.shape[0]):
+        out[i] = offsets[i] >= e
+        if offsets[i] > e:
+            e = offsets[i]
+    return e
+
+
+def accepted_by_index(record_offsets: np.ndarray, carry_in: int = 0) -> tuple[np.ndarray, int]:
+    """Which records with index keys the broker indexes, and the carry for the next batch.
+
+    ``buildIndex`` drops a record whose commitlog offset is below the current file's endPhyOffset,
+    the offset of the last record that put a key (carried into a new file).  Since only records at or
+    above it are put, it equals the running maximum of the offsets of all earlier records with keys,
+    starting from 0: a prefix maximum, so batches chain through ``carry_in``.
+    """
+    out = np.empty(len(record_offsets), dtype=np.bool_)
+    carry = _accepted(np.ascontiguousarray(record_offsets, dtype=np.int64), np.int64(carry_in), out)
+    return out, int(carry)
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexHeader:
+    begin_timestamp: int
+    end_timestamp: int
+    begin_phy_offset: int
+    end_phy_offset: int
+    hash_slot_count: int
+    index_count: int
+
+
+def build_index_file(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
+                     max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0) -> bytes:
+    """Bytes of one IndexFile holding the given entries in put order.
+
+    Args:
+        key_hash: index hash of each key (non-negative int32, :func:`javahash.index_key_hashes`).
+        offset, store_ts: commitlog offset and store timestamp of the record of each key.
+        prev_end_offset, prev_end_ts: end values of the previous index file (0 for the first).
+    """
+    n = len(key_hash)
+    if n > max_index_num - 1:
+        raise ValueError(f"{n} entries do not fit an index file of maxIndexNum={max_index_num}")
+    buf = np.zeros(index_file_size(max_hash_slot_num, max_index_num), dtype=np.uint8)
+    header = np.zeros(1, dtype=INDEX_HEADER_DTYPE)
+    begin_ts = prev_end_ts if prev_end_ts > 0 else 0
+    if prev_end_offset > 0:
+        header["beginPhyOffset"] = header["endPhyOffset"] = prev_end_offset
+    if prev_end_ts > 0:
+        header["beginTimestamp"] = header["endTimestamp"] = prev_end_ts
+    if n:
+        key_hash = np.asarray(key_hash, dtype=np.int64)
+        offset = np.asarray(offset, dtype=np.int64)
+        store_ts = np.asarray(store_ts, dtype=np.int64)
+        slots = key_hash % max_hash_slot_num
+        numbers = np.arange(1, n + 1, dtype=np.int64)
+        # previous entry in the same slot: sort stably by slot, link neighbours
+        order = np.argsort(slots, kind="stable")
+        s_sorted = slots[order]
+        prev = np.zeros(n, dtype=np.int64)
+        same = np.zeros(n, dtype=bool)
+        same[1:] = s_sorted[1:] == s_sorted[:-1]
+        prev[order[1:][same[1:]]] = numbers[order[:-1][same[1:]]]
+        # timeDiff: the first entry against the carried begin, the rest against the first's time
+        base = np.full(n, store_ts[0], dtype=np.int64)
+        base[0] = begin_ts
+        diff = store_ts - base
+        tdiff = np.where(diff < 0, -((-diff) // 1000), diff // 1000)  # Java long division
+        tdiff = np.clip(tdiff, 0, INT_MAX)
+        tdiff[base <= 0] = 0
+        entries = np.zeros(n, dtype=INDEX_ENTRY_DTYPE)
+        entries["keyHash"] = key_hash
+        entries["commitlogOffset"] = offset
+        entries["timeDiff"] = tdiff
+        entries["prevIndex"] = prev
+        start = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num + INDEX_ENTRY_SIZE
+        buf[start:start + n * INDEX_ENTRY_SIZE] = entries.view(np.uint8)
+        # slot table: the last entry of each slot
+        is_last = np.ones(n, dtype=bool)
+        is_last[:-1] = s_sorted[1:] != s_sorted[:-1]
+        used = s_sorted[is_last]
+        table = buf[INDEX_HEADER_SIZE:INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num].view(">i4")
+        table[used] = numbers[order][is_last]
+        header["beginTimestamp"] = store_ts[0]
+        header["beginPhyOffset"] = offset[0]
+        header["endTimestamp"] = store_ts[-1]
+        header["endPhyOffset"] = offset[-1]
+        header["hashSlotCount"] = len(used)
+        header["indexCount"] = n + 1
+    buf[:INDEX_HEADER_SIZE] = header.view(np.uint8)
+    return buf.tobytes()
+
+
+def read_header(data: bytes | memoryview | np.ndarray) -> IndexHeader:
+    h = np.frombuffer(bytes(data[:INDEX_HEADER_SIZE]), dtype=INDEX_HEADER_DTYPE)[0]
+    return IndexHeader(int(h["beginTimestamp"]), int(h["endTimestamp"]), int(h["beginPhyOffset"]),
+                       int(h["endPhyOffset"]), int(h["hashSlotCount"]), int(h["indexCount"]))
+
+
+def select_phy_offsets(data: bytes | memoryview | np.ndarray, key: str, *, max_hash_slot_num: int,
+                       max_num: int = 64, begin: int = 0, end: int = 2**63 - 1) -> list[int]:
+    """Commitlog offsets for ``key`` (``topic#key``) in one index file, newest first, exactly as
+    ``IndexFile.selectPhyOffset`` walks the slot chain: it compares the hash only, so keys with equal
+    hashes return each other's offsets."""
+    view = memoryview(data) if not isinstance(data, np.ndarray) else memoryview(data.tobytes())
+    header = read_header(view)
+    key_hash = index_key_hash(key)
+    slot_pos = INDEX_HEADER_SIZE + (key_hash % max_hash_slot_num) * INDEX_SLOT_SIZE
+    slot_value = int.from_bytes(view[slot_pos:slot_pos + 4], "big", signed=True)
+    found: list[int] = []
+    if slot_value <= 0 or slot_value > header.index_count or header.index_count <= 1:
+        return found
+    entries_at = INDEX_HEADER_SIZE + max_hash_slot_num * INDEX_SLOT_SIZE
+    nxt = slot_value
+    while len(found) < max_num:
+        pos = entries_at + nxt * INDEX_ENTRY_SIZE
+        entry = np.frombuffer(bytes(view[pos:pos + INDEX_ENTRY_SIZE]), dtype=INDEX_ENTRY_DTYPE)[0]
+        time_diff = int(entry["timeDiff"])
+        if time_diff < 0:
+            break
+        time_read = header.begin_timestamp + time_diff * 1000
+        if int(entry["keyHash"]) == key_hash and begin <= time_read <= end:
+            found.append(int(entry["commitlogOffset"]))
+        prev = int(entry["prevIndex"])
+        if prev <= 0 or prev > header.index_count or prev == nxt or time_read < begin:
+            break
+        nxt = prev
+    return found
+
+
+def index_file_names(first_store_ts: list[int], tz: _dt.tzinfo = _dt.timezone.utc) -> list[str]:
+    """``yyyyMMddHHmmssSSS`` names from each file's first store time, made strictly increasing
+    (+1 ms where needed) so that the broker, which sorts index files by name, keeps their order."""
+    names = []
+    last = None
+    for ts in first_store_ts:
+        t = max(int(ts), 0)
+        if last is not None and t <= last:
+            t = last + 1
+        last = t
+        stamp = _dt.datetime.fromtimestamp(t / 1000, tz)
+        names.append(stamp.strftime("%Y%m%d%H%M%S") + f"{t % 1000:03d}")
+    return names

@@ -1,0 +1,132 @@
+"""Java ``String.hashCode`` over UTF-16 code units, vectorized, and the index key hash.
+
+``s.hashCode() = s[0]*31^(n-1) + ... + s[n-1]`` in wrapping 32-bit arithmetic, where ``s[i]`` are
+UTF-16 code units: a character outside the BMP counts as two (a surrogate pair).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numba
+import numpy as np
+
+__all__ = [
+    "java_string_hash",
+    "java_string_hashes",
+    "index_key_hash",
+    "index_key_hashes",
+    "utf16_hash_update",
+]
+
+_MASK32 = 0xFFFFFFFF
+
+
+def _to_i32(value: int) -> int:
+    value &= _MASK32
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def java_string_hash(text: str) -> int:
+    """``String.hashCode`` of one string, as a signed 32-bit int."""
+    return int(java_string_hashes([text])[0])
+
+
+def java_string_hashes(texts: Sequence[str] | Iterable[str]) -> np.ndarray:
+    """``String.hashCode`` of many strings at once (int32 array).
+
+    All strings are encoded to one UTF-16-BE buffer; each code unit is multiplied by
+    ``31^(units after it)`` and the products are summed per string, all modulo 2**32.
+    """
+    texts = list(texts)
+    if not texts:
+        return np.zeros(0, dtype=np.int32)
+    encoded = [t.encode("utf-16-be", "surrogatepass") for t in texts]
+    lengths = np.fromiter((len(e) // 2 for e in encoded), dtype=np.int64, count=len(encoded))
+    units = np.frombuffer(b"".join(encoded), dtype=">u2").astype(np.uint32)
+    return _hash_units(units, lengths)
+
+
+def _hash_units(units: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    total = int(lengths.sum())
+    out = np.zeros(len(lengths), dtype=np.uint32)
+    if total == 0:
+        return out.view(np.int32)
+    ends = np.cumsum(lengths)
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    # exponent of each unit = number of units after it in its own string
+    exponent = ends[owner] - 1 - np.arange(total)
+    powers = _powers_of_31(int(lengths.max()))
+    terms = units * powers[exponent]  # uint32 arithmetic wraps modulo 2**32
+    nonempty = lengths > 0
+    starts = ends - lengths
+    out[nonempty] = np.add.reduceat(terms, starts[nonempty]).astype(np.uint32)
+    return out.view(np.int32)
+
+
+def _powers_of_31(n: int) -> np.ndarray:
+    powers = np.empty(max(n, 1), dtype=np.uint32)
+    powers[0] = 1
+    for i in range(1, n):  # n is the longest string, not the number of strings
+        powers[i] = np.uint32((int(powers[i - 1]) * 31) & _MASK32)
+    return powers
+
+
+def index_key_hash(key: str) -> int:
+    """Hash used for index slots: ``abs(key.hashCode())`` with ``Integer.MIN_VALUE`` mapped to 0
+    [IndexFile.indexKeyHashMethod]."""
+    return int(index_key_hashes([key])[0])
+
+
+def index_key_hashes(keys: Sequence[str] | Iterable[str]) -> np.ndarray:
+    """Vectorized :func:`index_key_hash` (int32 array)."""
+    h = java_string_hashes(keys).astype(np.int64)
+    h = np.abs(h)
+    h[h > 0x7FFFFFFF] = 0  # abs(Integer.MIN_VALUE) overflows to itself, negative: the broker uses 0
+    return h.astype(np.int32)
+
+
+@numba.njit(cache=True, nogil=True)
+def utf16_hash_update(h, buf, start, end):
+    """Continue a ``String.hashCode`` (``h`` as int64 in [0, 2**32)) over the UTF-8 bytes
+    ``buf[start:end]`` decoded to UTF-16 code units.
+
+    Returns ``(h, ok)``; ``ok`` is False on malformed UTF-8, where Java substitutes U+FFFD and the
+    caller must recompute with a real decoder.
+    """
+    i = start
+    while i < end:
+        b0 = buf[i]
+        if b0 < 0x80:
+            h = (h * 31 + b0) & 0xFFFFFFFF
+            i += 1
+            continue
+        if b0 >= 0xC2 and b0 <= 0xDF:
+            if i + 1 >= end or (buf[i + 1] & 0xC0) != 0x80:
+                return h, False
+            cp = ((b0 & 0x1F) << 6) | (buf[i + 1] & 0x3F)
+            i += 2
+        elif b0 >= 0xE0 and b0 <= 0xEF:
+            if i + 2 >= end or (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80:
+                return h, False
+            cp = ((b0 & 0x0F) << 12) | ((buf[i + 1] & 0x3F) << 6) | (buf[i + 2] & 0x3F)
+            if cp < 0x800 or (cp >= 0xD800 and cp <= 0xDFFF):
+                return h, False
+            i += 3
+        elif b0 >= 0xF0 and b0 <= 0xF4:
+            if (i + 3 >= end or (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80
+                    or (buf[i + 3] & 0xC0) != 0x80):
+                return h, False
+            cp = (((b0 & 0x07) << 18) | ((buf[i + 1] & 0x3F) << 12) | ((buf[i + 2] & 0x3F) << 6)
+                  | (buf[i + 3] & 0x3F))
+            if cp < 0x10000 or cp > 0x10FFFF:
+                return h, False
+            i += 4
+        else:
+            return h, False
+        if cp >= 0x10000:
+            cp -= 0x10000
+            h = (h * 31 + (0xD800 | (cp >> 10))) & 0xFFFFFFFF
+            h = (h * 31 + (0xDC00 | (cp & 0x3FF))) & 0xFFFFFFFF
+        else:
+            h = (h * 31 + cp) & 0xFFFFFFFF
+    return h, True

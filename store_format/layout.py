@@ -1,0 +1,146 @@
+"""Byte layouts of the broker's store files, transcribed field by field.
+
+All integers are big-endian.  Offsets of the variable parts of a commitlog record are
+derived from the fixed fields before them, never typed as magic numbers.
+
+Commitlog record  [CommitLog.calMsgLength, MessageDecoder]::
+
+    totalSize           i32
+    magicCode           i32   0xDAA320A7 (V1) | 0xDAA320AB (V2, 5.x) | 0xCBD43194 (blank)
+    bodyCRC             i32
+    queueId             i32
+    flag                i32
+    queueOffset         i64
+    physicalOffset      i64
+    sysFlag             i32
+    bornTimestamp       i64
+    bornHost            4+4 | 16+4 if sysFlag & BORNHOST_V6
+    storeTimestamp      i64
+    storeHost           4+4 | 16+4 if sysFlag & STOREHOST_V6
+    reconsumeTimes      i32
+    preparedTxOffset    i64
+    bodyLength          i32, then body
+    topicLength         i8 (V1) | i16 (V2), then topic (UTF-8)
+    propertiesLength    i16, then properties (UTF-8, ``name\\x01value`` joined by ``\\x02``)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# --- magic codes [MessageDecoder.MESSAGE_MAGIC_CODE(_V2), CommitLog.BLANK_MAGIC_CODE]
+def _i32(value: int) -> int:
+    """An unsigned 32-bit literal as the signed int Java reads."""
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+MAGIC_V1 = _i32(0xDAA320A7)
+MAGIC_V2 = _i32(0xDAA320AB)
+MAGIC_BLANK = _i32(0xCBD43194)
+
+# --- sysFlag bits [MessageSysFlag]
+SYSFLAG_COMPRESSED = 0x1
+SYSFLAG_MULTI_TAGS = 0x2
+SYSFLAG_TRANSACTION_MASK = 0xC
+SYSFLAG_BORNHOST_V6 = 0x10
+SYSFLAG_STOREHOST_V6 = 0x20
+SYSFLAG_NEED_UNWRAP = 0x40
+SYSFLAG_INNER_BATCH = 0x80
+
+TRANSACTION_NOT = 0x0
+TRANSACTION_PREPARED = 0x4
+TRANSACTION_COMMIT = 0x8
+TRANSACTION_ROLLBACK = 0xC
+
+# --- fixed head of a record: field -> offset, derived from the field sizes in order
+_HEAD_FIELDS = (
+    ("totalSize", 4),
+    ("magicCode", 4),
+    ("bodyCRC", 4),
+    ("queueId", 4),
+    ("flag", 4),
+    ("queueOffset", 8),
+    ("physicalOffset", 8),
+    ("sysFlag", 4),
+    ("bornTimestamp", 8),
+)
+HEAD_OFFSETS: dict[str, int] = {}
+_pos = 0
+for _name, _size in _HEAD_FIELDS:
+    HEAD_OFFSETS[_name] = _pos
+    _pos += _size
+BORN_HOST_OFFSET = _pos  # 48: the first field whose position depends on sysFlag
+del _pos, _name, _size
+
+OFF_TOTAL_SIZE = HEAD_OFFSETS["totalSize"]
+OFF_MAGIC = HEAD_OFFSETS["magicCode"]
+OFF_BODY_CRC = HEAD_OFFSETS["bodyCRC"]
+OFF_QUEUE_ID = HEAD_OFFSETS["queueId"]
+OFF_FLAG = HEAD_OFFSETS["flag"]
+OFF_QUEUE_OFFSET = HEAD_OFFSETS["queueOffset"]
+OFF_PHYSICAL_OFFSET = HEAD_OFFSETS["physicalOffset"]
+OFF_SYSFLAG = HEAD_OFFSETS["sysFlag"]
+OFF_BORN_TIMESTAMP = HEAD_OFFSETS["bornTimestamp"]
+
+HOST_V4_LEN = 4 + 4
+HOST_V6_LEN = 16 + 4
+STORE_TIMESTAMP_LEN = 8
+RECONSUME_TIMES_LEN = 4
+PREPARED_TX_OFFSET_LEN = 8
+BODY_LENGTH_LEN = 4
+PROPERTIES_LENGTH_LEN = 2
+
+
+def record_length(sys_flag: int, body_len: int, topic_len: int, props_len: int, topic_len_size: int = 1) -> int:
+    """Structural length of a record from its own fields; mirrors ``CommitLog.calMsgLength``
+    (``MessageExtEncoder.calMsgLength`` in 5.x, where V2 records have a 2-byte topic length)."""
+    born = HOST_V6_LEN if sys_flag & SYSFLAG_BORNHOST_V6 else HOST_V4_LEN
+    store = HOST_V6_LEN if sys_flag & SYSFLAG_STOREHOST_V6 else HOST_V4_LEN
+    return (BORN_HOST_OFFSET + born + STORE_TIMESTAMP_LEN + store + RECONSUME_TIMES_LEN
+            + PREPARED_TX_OFFSET_LEN + BODY_LENGTH_LEN + max(body_len, 0)
+            + topic_len_size + topic_len + PROPERTIES_LENGTH_LEN + max(props_len, 0))
+
+
+# --- blank record at the end of a segment [CommitLog.DefaultAppendMessageCallback.doAppend]
+END_FILE_MIN_BLANK_LENGTH = 4 + 4
+
+# --- consume queue unit [ConsumeQueue.CQ_STORE_UNIT_SIZE]
+CQ_UNIT_DTYPE = np.dtype([
+    ("commitlogOffset", ">i8"),
+    ("size", ">i4"),
+    ("tagsCode", ">i8"),
+])
+CQ_UNIT_SIZE = CQ_UNIT_DTYPE.itemsize  # 20
+CQ_BLANK_SIZE = 0x7FFFFFFF  # size field of a fillPreBlank unit
+
+# --- index file [IndexHeader, IndexFile]
+INDEX_HEADER_DTYPE = np.dtype([
+    ("beginTimestamp", ">i8"),
+    ("endTimestamp", ">i8"),
+    ("beginPhyOffset", ">i8"),
+    ("endPhyOffset", ">i8"),
+    ("hashSlotCount", ">i4"),
+    ("indexCount", ">i4"),
+])
+INDEX_HEADER_SIZE = INDEX_HEADER_DTYPE.itemsize  # 40
+INDEX_SLOT_SIZE = 4
+INDEX_ENTRY_DTYPE = np.dtype([
+    ("keyHash", ">i4"),
+    ("commitlogOffset", ">i8"),
+    ("timeDiff", ">i4"),
+    ("prevIndex", ">i4"),
+])
+INDEX_ENTRY_SIZE = INDEX_ENTRY_DTYPE.itemsize  # 20
+
+# --- store layout
+SEGMENT_NAME_DIGITS = 20
+CHECKPOINT_SIZE = 4096
+
+
+def segment_name(offset: int) -> str:
+    """20-digit zero-padded name of a commitlog segment or consume queue file [UtilAll.offset2FileName]."""
+    return f"{offset:020d}"
+
+
+def index_file_size(max_hash_slot_num: int, max_index_num: int) -> int:
+    """Size of an IndexFile [IndexFile constructor]: header, slot table, entries."""
+    return INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num + INDEX_ENTRY_SIZE * max_index_num

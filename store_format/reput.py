@@ -1,0 +1,195 @@
+"""The reput thread's walk over segments, and a sequential in-memory rebuild built on it.
+
+Mirrors ``DefaultMessageStore.ReputMessageService.doReput``: it starts at the smallest commitlog
+offset, takes the readable slice of the segment holding ``reputFromOffset``
+(``CommitLog.getData``), and walks records (:func:`store_format.commitlog.walk_range`).  Where a
+slice's walk ends decides where the next one starts (:func:`next_reput_offset`).
+
+:func:`rebuild_in_memory` runs everything in one process.  It is the reference the Spark pipeline
+is tested against, and a handy tool for small stores; it holds all outputs in memory.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from collections import defaultdict
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from . import commitlog as cl
+from .config import BrokerConfig
+from .consumequeue import NOT_STARTED, assign_positions, build_cq_file, cq_file_name
+from .dispatch import fix_malformed_text, index_keys, queue_units
+from .indexfile import accepted_by_index, build_index_file, index_file_names
+from .store import Segment, StoreLocation
+
+__all__ = ["next_reput_offset", "walk_store", "rebuild_in_memory", "InMemoryRebuild", "data_end_limit"]
+
+
+def next_reput_offset(seg: Segment, state: cl.WalkState, stop: int, file_size: int) -> int | None:
+    """``reputFromOffset`` after a slice's walk stopped, or None when the reput stops for good.
+
+    * blank record: ``CommitLog.rollNextFile(reputFromOffset)``: the start of the segment after the
+      one holding the (declared-size) position, which skips a segment when size mismatches pushed
+      that position past the end;
+    * unreadable record (master): ``reputFromOffset += sliceSize - readSize``;
+    * slice read to its end: go on from ``reputFromOffset``.
+    """
+    reput = seg.base + state.reput
+    if stop == cl.Stop.BLANK:
+        return reput + file_size - reput % file_size
+    if stop == cl.Stop.BAD:
+        return reput + (state.slice_size - state.read_size)
+    if stop == cl.Stop.SLICE_END:
+        return reput
+    if stop == cl.Stop.LIMIT:
+        return None
+    raise ValueError(f"walk stopped with {cl.Stop.NAMES.get(stop, stop)} inside a slice")
+
+
+def data_end_limit(store: StoreLocation, config: BrokerConfig) -> int | None:
+    """5.x only: the reput end offset (``getReputEndOffset``), where the data of the last segment
+    ends.  None where it cannot matter: 4.9, or a last segment walked without size mismatches."""
+    if not config.is_5x:
+        return None
+    last = store.segments[-1]
+    with store.reader(last) as read:
+        res = cl.walk_range(read, last.base, last.size, cl.WalkState.at_slice_start(0, last.size), last.size + 1,
+                            config, keep_text=False)
+    if not (res.rec[:, cl.R_STATUS] == cl.Status.SIZE_MISMATCH).any():
+        return None
+    return last.base + res.state.bufpos
+
+
+def walk_store(store: StoreLocation, config: BrokerConfig) -> Iterator[tuple[Segment, cl.WalkResult]]:
+    """Yield each slice the reput reads, in order, with its walk."""
+    file_size = config.mappedFileSizeCommitLog
+    limit_abs = data_end_limit(store, config)
+    reput = store.segments[0].base
+    while True:
+        seg = store.segment_at(reput)
+        if seg is None:
+            return
+        pos = reput - seg.base
+        state = cl.WalkState.at_slice_start(pos, seg.size)
+        with store.reader(seg) as read:
+            res = cl.walk_range(read, seg.base, seg.size, state, seg.size + 1, config,
+                                limit_rel=None if limit_abs is None else limit_abs - seg.base,
+                                window=seg.size - pos + 16)
+        yield seg, res
+        nxt = next_reput_offset(seg, res.state, res.stop, file_size)
+        if nxt is None or nxt <= reput:
+            return
+        reput = nxt
+
+
+@dataclasses.dataclass
+class InMemoryRebuild:
+    consumequeue: dict[str, bytes]       # "topic/queueId/name" -> bytes
+    index: list[tuple[str, bytes]]       # (name, bytes) in creation order
+    records: int
+    dispatched: int
+    keys: int
+    anomalies: list[dict]
+
+
+def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo = _dt.timezone.utc) -> InMemoryRebuild:
+    """Run the reput over the whole store in this process and return the files it would write."""
+    cq_size = config.cq_file_size
+    cap = config.index_entries_per_file
+    queues: dict[tuple[str, int], int] = {}
+    states = np.zeros((0, 4), dtype=np.int64)
+    per_queue: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = defaultdict(list)
+    key_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    index_carry = 0
+    n_records = n_dispatched = n_keys = 0
+    dispatched_after_last_key = False
+    first_dispatch_ts: int | None = None
+    anomalies: list[dict] = []
+    for seg, res in walk_store(store, config):
+        fix_malformed_text(res)
+        rec = res.rec
+        n_records += len(rec)
+        ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
+        n_dispatched += int(ok.sum())
+        for i in np.nonzero(~ok)[0]:
+            anomalies.append({"segment": seg.name, "position": int(rec[i, cl.R_POS]), "kind": "size_mismatch",
+                              "declared": int(rec[i, cl.R_TOTAL]), "structural": int(rec[i, cl.R_STRUCT])})
+        if res.stop == cl.Stop.BAD:
+            anomalies.append({"segment": seg.name, "position": res.state.bufpos, "kind": "unreadable_record"})
+        if ok.any() and first_dispatch_ts is None:
+            first_dispatch_ts = int(rec[np.argmax(ok), cl.R_STORE_TS])
+        # consume queues
+        units = queue_units(res)
+        if len(units):
+            qidx = np.empty(len(units), dtype=np.int64)
+            topics = units.topic.to_pylist()
+            for j, key in enumerate(zip(topics, units.queue_id.tolist())):
+                q = queues.get(key)
+                if q is None:
+                    q = queues[key] = len(queues)
+                    states = np.vstack([states, [[-1, NOT_STARTED, -1, -1]]])
+                qidx[j] = q
+            pos = assign_positions(qidx, units.offset, units.size, units.queue_offset, cq_size, states)
+            kept = pos >= 0
+            for q in np.unique(qidx[kept]):
+                m = kept & (qidx == q)
+                per_queue[int(q)].append((pos[m], units.offset[m], units.size[m], units.tags_code[m]))
+        # index
+        if config.messageIndexEnable:
+            keys = index_keys(res)
+            if len(keys):
+                recs_with_keys, first_key = np.unique(keys.record, return_index=True)
+                acc, index_carry = accepted_by_index(rec[recs_with_keys, cl.R_PHYS], index_carry)
+                accepted_recs = recs_with_keys[acc]
+                mask = np.isin(keys.record, accepted_recs)
+                key_parts.append((keys.key_hash[mask], keys.offset[mask], keys.store_ts[mask]))
+                n_keys += int(mask.sum())
+                if mask.any():
+                    last_rec = int(keys.record[mask][-1])
+                    dispatched_after_last_key = bool(ok[last_rec + 1:].any())
+                else:
+                    dispatched_after_last_key = dispatched_after_last_key or bool(ok.any())
+            elif ok.any():
+                dispatched_after_last_key = True
+    # consume queue files
+    cq: dict[str, bytes] = {}
+    names_by_q = {v: k for k, v in queues.items()}
+    for q, parts in per_queue.items():
+        topic, qid = names_by_q[q]
+        pos = np.concatenate([p[0] for p in parts])
+        off = np.concatenate([p[1] for p in parts])
+        size = np.concatenate([p[2] for p in parts])
+        tags = np.concatenate([p[3] for p in parts])
+        file_of = pos - pos % cq_size
+        blank_until = int(states[q, 3])
+        for f in np.unique(file_of):
+            m = file_of == f
+            cq[f"{topic}/{qid}/{cq_file_name(int(f))}"] = build_cq_file(int(f), cq_size, pos[m], off[m], size[m],
+                                                                         tags[m], blank_until)
+    # index files
+    index: list[tuple[str, bytes]] = []
+    if config.messageIndexEnable and n_dispatched:
+        hashes = np.concatenate([p[0] for p in key_parts]) if key_parts else np.zeros(0, np.int32)
+        offs = np.concatenate([p[1] for p in key_parts]) if key_parts else np.zeros(0, np.int64)
+        tss = np.concatenate([p[2] for p in key_parts]) if key_parts else np.zeros(0, np.int64)
+        n_files = -(-len(hashes) // cap) if len(hashes) else 0
+        trailing_empty = (len(hashes) == 0) or (len(hashes) % cap == 0 and dispatched_after_last_key)
+        blobs, firsts = [], []
+        prev_off = prev_ts = 0
+        for f in range(n_files):
+            sl = slice(f * cap, (f + 1) * cap)
+            blobs.append(build_index_file(hashes[sl], offs[sl], tss[sl], max_hash_slot_num=config.maxHashSlotNum,
+                                          max_index_num=config.maxIndexNum, prev_end_offset=prev_off,
+                                          prev_end_ts=prev_ts))
+            firsts.append(int(tss[sl][0]))
+            prev_off, prev_ts = int(offs[sl][-1]), int(tss[sl][-1])
+        if trailing_empty:
+            blobs.append(build_index_file(hashes[:0], offs[:0], tss[:0], max_hash_slot_num=config.maxHashSlotNum,
+                                          max_index_num=config.maxIndexNum, prev_end_offset=prev_off,
+                                          prev_end_ts=prev_ts))
+            firsts.append(prev_ts if prev_ts > 0 else (first_dispatch_ts or 0))
+        index = list(zip(index_file_names(firsts, tz), blobs))
+    return InMemoryRebuild(cq, index, n_records, n_dispatched, n_keys, anomalies)

@@ -1,0 +1,156 @@
+"""Finding and reading a broker store through ``pyarrow.fs`` (local paths, ``hdfs://``, ``s3://``).
+
+Mirrors what ``MappedFileQueue.load`` accepts: segments named by their 20-digit base offset, every
+one exactly ``mappedFileSizeCommitLog`` long, loaded in name order.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Iterator
+
+import pyarrow.fs as pafs
+
+from .config import BrokerConfig, load_broker_config
+from .errors import StoreLayoutError
+
+__all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader"]
+
+_SEGMENT_RE = re.compile(r"^\d{20}$")
+
+
+def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
+    """A filesystem and a path inside it for a local path or a URI."""
+    if "://" not in uri:
+        import os
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    return pafs.FileSystem.from_uri(uri)
+
+
+def read_text(uri: str) -> str:
+    fs, path = resolve(uri)
+    try:
+        with fs.open_input_stream(path) as f:
+            return f.read().decode("utf-8")
+    except FileNotFoundError:
+        raise StoreLayoutError(f"{uri}: no such file") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """One commitlog segment."""
+    index: int       # position in name order
+    name: str
+    base: int        # base offset (= its name)
+    size: int        # file size in bytes
+    path: str        # path inside the filesystem
+    mtime_ms: int | None
+
+    @property
+    def end(self) -> int:
+        return self.base + self.size
+
+
+@dataclasses.dataclass
+class StoreLocation:
+    uri: str
+    fs: pafs.FileSystem
+    root: str
+    segments: list[Segment]
+
+    @property
+    def commitlog_dir(self) -> str:
+        return f"{self.root}/commitlog"
+
+    def segment_at(self, offset: int) -> Segment | None:
+        """The segment holding a commitlog offset [MappedFileQueue.findMappedFileByOffset]."""
+        lo, hi = 0, len(self.segments)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.segments[mid].end <= offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(self.segments) and self.segments[lo].base <= offset:
+            return self.segments[lo]
+        return None
+
+    def reader(self, segment: Segment) -> "Reader":
+        return Reader(self.fs, segment.path)
+
+    def total_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+
+class Reader:
+    """``read(pos, length)`` on one segment; opens the file read-only, lazily."""
+
+    def __init__(self, fs: pafs.FileSystem, path: str) -> None:
+        self._fs = fs
+        self._path = path
+        self._file: pafs.NativeFile | None = None
+
+    def __call__(self, pos: int, length: int):
+        if self._file is None:
+            self._file = self._fs.open_input_file(self._path)
+        if length <= 0:
+            return b""
+        return self._file.read_at(length, pos)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> "Reader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_store(uri: str, config: BrokerConfig) -> StoreLocation:
+    """List and check a store's commitlog segments.
+
+    Raises:
+        StoreLayoutError: no ``commitlog/`` folder, no segments, a segment whose size is not
+            ``mappedFileSizeCommitLog`` (the broker refuses to load it), or segments that do not
+            follow each other.
+    """
+    fs, root = resolve(uri)
+    root = root.rstrip("/")
+    info = fs.get_file_info(f"{root}/commitlog")
+    if info.type != pafs.FileType.Directory:
+        raise StoreLayoutError(
+            f"{uri}: no commitlog/ folder. Pass the broker's store root (storePathRootDir), the folder that "
+            "holds commitlog/, consumequeue/ and index/.")
+    entries = fs.get_file_info(pafs.FileSelector(f"{root}/commitlog"))
+    files = sorted((e for e in entries if e.type == pafs.FileType.File and _SEGMENT_RE.match(e.base_name)),
+                   key=lambda e: e.base_name)
+    if not files:
+        raise StoreLayoutError(f"{uri}/commitlog holds no segment files (20-digit names)")
+    segments: list[Segment] = []
+    for i, e in enumerate(files):
+        if e.size != config.mappedFileSizeCommitLog:
+            raise StoreLayoutError(
+                f"commitlog segment {e.base_name} is {e.size} bytes, but mappedFileSizeCommitLog is "
+                f"{config.mappedFileSizeCommitLog}: the broker would refuse to load it. Pass the broker.conf the "
+                "store was written with (--config), or restore the segment's full length.")
+        base = int(e.base_name)
+        if segments and base != segments[-1].end:
+            raise StoreLayoutError(
+                f"commitlog segment {e.base_name} does not follow {segments[-1].name} (expected base "
+                f"{segments[-1].end}); the broker cannot map offsets across a missing segment")
+        mtime = int(e.mtime_ns // 1_000_000) if e.mtime_ns is not None else None
+        segments.append(Segment(i, e.base_name, base, e.size, e.path, mtime))
+    return StoreLocation(uri, fs, root, segments)
+
+
+def load_config_for(config_uri: str | None, **overrides: object) -> BrokerConfig:
+    return load_broker_config(read_text(config_uri) if config_uri else None, **overrides)
+
+
+def iter_files(fs: pafs.FileSystem, root: str) -> Iterator[pafs.FileInfo]:
+    for e in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
+        if e.type == pafs.FileType.File:
+            yield e
