@@ -1,0 +1,1 @@
+"""PySpark orchestration of the offline rebuild: plan splits → scan → chain → build → commit → tables."""

@@ -1,0 +1,258 @@
+"""The rebuild job: plan splits → scan → chain → queue positions → consume queue files →
+index ordinals → index files → commit → (tables).
+
+Every stage reports progress; the summary says what was read, what was written, what looked wrong,
+and how long each stage took.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import time
+import uuid
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from store_format import commitlog as cl
+from store_format.config import BrokerConfig
+from store_format.indexfile import build_index_file, index_file_names
+from store_format.store import StoreLocation, load_config_for, open_store
+
+from . import build
+from .chain import carry_index_state, carry_queue_state, chain_splits
+from .commit import StagedOutput
+from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
+from .scan import ROW_RECORD, ROW_TRAILER, SPLIT_SCHEMA, ScanTask, record_schema, records_batch, split_summary, walk_split
+from .session import build_spark_session, spark_schema
+
+__all__ = ["RebuildSummary", "run_rebuild", "Progress"]
+
+
+class Progress:
+    """Stage timer that prints one line per stage (to stderr by default)."""
+
+    def __init__(self, emit: Callable[[str], None] | None = None) -> None:
+        import sys
+        self.emit = emit or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.timings: dict[str, float] = {}
+        self._t0 = time.perf_counter()
+        self._stage: str | None = None
+        self._start = 0.0
+
+    def stage(self, name: str, detail: str = "") -> None:
+        self.done()
+        self._stage, self._start = name, time.perf_counter()
+        self.emit(f"[rebuild] {name}{': ' + detail if detail else ''} ...")
+
+    def done(self, detail: str = "") -> None:
+        if self._stage is not None:
+            dt = time.perf_counter() - self._start
+            self.timings[self._stage] = round(dt, 3)
+            self.emit(f"[rebuild] {self._stage} done in {dt:.2f}s{' (' + detail + ')' if detail else ''}")
+            self._stage = None
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self._t0
+
+
+@dataclasses.dataclass
+class RebuildSummary:
+    store: str
+    out: str
+    run_id: str
+    segments: int
+    bytes: int
+    splits: int
+    records: int
+    dispatched: int
+    consume_queue_units: int
+    queues: int
+    consume_queue_files: int
+    index_files: int
+    index_keys: int
+    anomalies: list[dict]
+    rewalked_splits: int
+    timings: dict[str, float]
+    seconds: float
+    tables: str | None = None
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def render(self) -> str:
+        mb = self.bytes / 1e6
+        lines = [
+            f"store              {self.store}",
+            f"output             {self.out}",
+            f"segments           {self.segments} ({mb:,.1f} MB in {self.splits} splits)",
+            f"records            {self.records:,} read, {self.dispatched:,} dispatched",
+            f"consume queues     {self.queues:,} queues, {self.consume_queue_files:,} files, "
+            f"{self.consume_queue_units:,} units",
+            f"index              {self.index_files:,} files, {self.index_keys:,} keys",
+            f"anomalies          {len([a for a in self.anomalies if a['kind'] != 'end_of_data'])}",
+        ]
+        for a in self.anomalies:
+            if a["kind"] != "end_of_data":
+                lines.append(f"  - {a['kind']}: {a.get('detail', '')}")
+        lines.append(f"time               {self.seconds:.2f}s (" +
+                     ", ".join(f"{k} {v:.2f}s" for k, v in self.timings.items()) + ")")
+        lines.append(f"throughput         {mb / max(self.seconds, 1e-9):,.0f} MB/s, "
+                     f"{self.records / max(self.seconds, 1e-9):,.0f} records/s")
+        if self.tables:
+            lines.append(f"tables             {self.tables}")
+        return "\n".join(lines)
+
+
+def _driver_rewalk(store: StoreLocation, config: BrokerConfig):
+    def rewalk(split: Split, entering: cl.WalkState | None, limit_rel: int | None):
+        with store.reader(store.segments[split.segment]) as read:
+            sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
+        return split_summary(split, sync, entering, res), res
+    return rewalk
+
+
+def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, config_path: str | None = None,
+                spark: SparkSession | None = None, master: str | None = None, split_size: int | None = None,
+                tables: str | None = None, with_body: bool = False, tz: str = "UTC", overwrite: bool = False,
+                progress: Progress | None = None) -> RebuildSummary:
+    """Rebuild ``consumequeue/`` and ``index/`` of ``store`` into ``out``.
+
+    Args:
+        store: broker store root (the folder holding ``commitlog/``), local path or URI.
+        out: where ``consumequeue/`` and ``index/`` are written (laid out like a store root).
+        config: broker settings; default: ``config_path`` or the broker's defaults.
+        spark: a session to use (default: local, or ``master``).
+        split_size: bytes per scan task (default 128 MiB).
+        tables: publish the Delta tables under this path (None: no tables).
+        tz: time zone of index file names (``yyyyMMddHHmmssSSS``).
+        overwrite: replace existing outputs in ``out`` once the new ones are complete.
+    Raises:
+        StoreError: bad store layout, unsupported settings, existing outputs without ``overwrite``.
+    """
+    progress = progress or Progress()
+    config = config or load_config_for(config_path)
+    run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    progress.stage("plan", store)
+    st = open_store(store, config)
+    splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
+    staged = StagedOutput(out, run_id, overwrite=overwrite)
+    staged.check_target()
+    spark = spark or build_spark_session(master)
+    details = tables is not None
+    scanned: DataFrame | None = None
+    try:
+        staged.prepare()
+        progress.stage("scan", f"{len(st.segments)} segments, {st.total_bytes() / 1e6:,.1f} MB, {len(splits)} splits")
+        split_rows = pa.Table.from_pylist([dataclasses.asdict(s) for s in splits], schema=SPLIT_SCHEMA)
+        split_df = spark.createDataFrame(split_rows.to_pandas()).repartition(len(splits))
+        scanned = split_df.mapInArrow(ScanTask(store, config, details), spark_schema(record_schema(details))).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        trailers = scanned.filter(F.col("row_kind") == ROW_TRAILER).select("split_id", "summary").collect()
+        summaries = {int(r["split_id"]): json.loads(r["summary"]) for r in trailers}
+        n_records = sum(s.get("records", 0) for s in summaries.values())
+        progress.stage("chain")
+        rewalk = _driver_rewalk(st, config)
+        chain = chain_splits(st, config, splits, summaries, rewalk)
+        queue_in, queue_final = carry_queue_state(chain, config, rewalk)
+        index_in, index_totals = carry_index_state(chain, config, rewalk)
+        replaced = [e for e in chain.entries if e.replaced]
+        kept_ids = [e.split.split_id for e in chain.entries if not e.replaced]
+        records = scanned.filter((F.col("row_kind") == ROW_RECORD) & F.col("split_id").isin(kept_ids))
+        local_tables: dict[int, pa.Table] = {}
+        for e in replaced:
+            t = pa.Table.from_batches([records_batch(e.split, e.local, e.summary, details)])
+            local_tables[e.split.split_id] = t.filter(pc.equal(t["row_kind"], ROW_RECORD))
+        dispatched = sum(e.summary.get("dispatched", 0) for e in chain.entries)
+        progress.done(f"{len(chain.entries)} splits on the reput's path, {chain.rewalked} walked again by the driver, "
+                      f"{len(chain.dropped)} unreachable")
+
+        progress.stage("consume queues")
+        sc = spark.sparkContext
+        queue_bc = sc.broadcast(queue_in)
+        blank_bc = sc.broadcast({k: v[3] for k, v in queue_final.items() if v[3] >= 0})
+        cq_rows = records.mapInArrow(build.AssignQueues(config, queue_bc), spark_schema(build.CQ_ROW_SCHEMA))
+        local_cq = [build.queue_rows(t, queue_in.get(sid, {}), config) for sid, t in local_tables.items()]
+        cq_rows = _union_local(spark, cq_rows, local_cq, build.CQ_ROW_SCHEMA)
+        cq_files = (cq_rows.groupBy("topic", "queue_id", "file_start")
+                    .applyInArrow(build.grouped(build.BuildQueueFiles(config, staged.staging_uri, blank_bc)), spark_schema(build.CQ_FILE_SCHEMA))
+                    .collect())
+        n_units = sum(r["units"] for r in cq_files)
+        n_queues = len({(r["topic"], r["queue_id"]) for r in cq_files})
+        progress.done(f"{n_queues} queues, {len(cq_files)} files, {n_units:,} units")
+
+        progress.stage("index")
+        index_files: list[tuple[int, int]] = []  # (file_no, first store timestamp)
+        total_keys = index_totals["keys"]
+        cap = config.index_entries_per_file
+        if config.messageIndexEnable and dispatched:
+            n_files = -(-total_keys // cap)
+            index_bc = sc.broadcast(index_in)
+            idx_rows = records.mapInArrow(build.AssignIndex(config, index_bc), spark_schema(build.INDEX_ROW_SCHEMA))
+            local_idx = [build.index_rows(t, *index_in[sid], config) for sid, t in local_tables.items()]
+            idx_rows = _union_local(spark, idx_rows, local_idx, build.INDEX_ROW_SCHEMA)
+            built = (idx_rows.filter(F.col("file_no") < n_files).groupBy("file_no")
+                     .applyInArrow(build.grouped(build.BuildIndexFiles(config, staged.staging_uri)), spark_schema(build.INDEX_FILE_SCHEMA))
+                     .collect())
+            built = sorted(built, key=lambda r: r["file_no"])
+            index_files = [(r["file_no"], r["first_store_timestamp"]) for r in built]
+            trailing_empty = total_keys == 0 or (total_keys % cap == 0 and index_totals["dispatched_after_last_key"])
+            if trailing_empty:
+                prev_off = built[-1]["end_offset"] if built else 0
+                prev_ts = built[-1]["end_timestamp"] if built else 0
+                data = build_index_file([], [], [], max_hash_slot_num=config.maxHashSlotNum,
+                                        max_index_num=config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts)
+                build.write_file(staged.staging_uri, build.index_part_name(n_files), data)
+                index_files.append((n_files, prev_ts if prev_ts > 0 else (index_totals["first_store_ts"] or 0)))
+            names = index_file_names([ts for _, ts in index_files], _dt.timezone.utc if tz.upper() == "UTC"
+                                     else _zone(tz))
+            for (file_no, _), name in zip(index_files, names):
+                staged.rename_staged(build.index_part_name(file_no), f"index/{name}")
+        progress.done(f"{len(index_files)} files, {total_keys:,} keys")
+
+        table_path = None
+        if tables is not None:
+            progress.stage("tables", tables)
+            from .tables import publish_tables  # issue: Delta tables
+            publish_tables(spark, tables, st, config, scanned, local_tables, chain, run_id=run_id)
+            table_path = tables
+        progress.stage("commit", out)
+        staged.commit()
+        progress.done()
+    except BaseException:
+        staged.abort()
+        raise
+    finally:
+        if scanned is not None:
+            scanned.unpersist()
+    anomalies = list(chain.anomalies)
+    for e in chain.entries:
+        if e.summary.get("mismatched"):
+            anomalies.append({"kind": "size_mismatch", "segment": e.split.segment, "position": e.split.start,
+                              "detail": f"{e.summary['mismatched']} record(s) in split {e.split.split_id} whose "
+                                        "totalSize disagrees with their fields: not dispatched"})
+    return RebuildSummary(store=store, out=out, run_id=run_id, segments=len(st.segments), bytes=st.total_bytes(),
+                          splits=len(splits), records=n_records, dispatched=dispatched, consume_queue_units=n_units,
+                          queues=n_queues, consume_queue_files=len(cq_files), index_files=len(index_files),
+                          index_keys=total_keys, anomalies=anomalies, rewalked_splits=chain.rewalked,
+                          timings=progress.timings, seconds=round(progress.elapsed, 3), tables=table_path)
+
+
+def _zone(name: str) -> _dt.tzinfo:
+    from zoneinfo import ZoneInfo
+    return ZoneInfo(name)
+
+
+def _union_local(spark: SparkSession, df: DataFrame, tables: list[pa.Table], schema: pa.Schema) -> DataFrame:
+    """Add rows the driver computed for splits it walked itself."""
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return df
+    local = spark.createDataFrame(pa.concat_tables(tables).cast(schema).to_pandas()).coalesce(1)
+    return df.unionByName(local)

@@ -1,0 +1,163 @@
+"""Scan splits in parallel: each task walks the records that start in its byte range.
+
+A task that does not start at a segment's start resynchronizes: it takes the first position whose
+bytes form a record (known magic code, stored PHYSICALOFFSET equal to the segment base plus that
+position).  Each task emits its records as Arrow batches and one trailer row whose ``summary``
+(JSON) says where its walk started and stopped and what its queues and index keys look like; the
+driver chains splits with those summaries (:mod:`pipelines.chain`).
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from store_format import commitlog as cl
+from store_format.config import BrokerConfig
+from store_format.dispatch import fix_malformed_text, queue_units
+from store_format.records import DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
+from store_format.store import Reader, resolve
+
+from .plan import Split
+
+__all__ = ["record_schema", "SPLIT_SCHEMA", "walk_split", "split_summary", "records_batch", "ScanTask",
+           "ROW_RECORD", "ROW_TRAILER"]
+
+ROW_RECORD = 0
+ROW_TRAILER = 1
+
+SPLIT_SCHEMA = pa.schema([
+    pa.field("split_id", pa.int32(), False),
+    pa.field("segment", pa.int32(), False),
+    pa.field("seg_base", pa.int64(), False),
+    pa.field("seg_size", pa.int64(), False),
+    pa.field("start", pa.int64(), False),
+    pa.field("end", pa.int64(), False),
+    pa.field("path", pa.string(), False),
+])
+
+
+def record_schema(details: bool) -> pa.Schema:
+    """One row per walked record, plus one trailer row per split (``row_kind`` 1, ``summary`` set)."""
+    head = [pa.field("split_id", pa.int32(), False), pa.field("row_kind", pa.int8(), False),
+            pa.field("seq", pa.int32(), False), pa.field("segment", pa.int32(), False)]
+    fields = head + [pa.field(f.name, f.type, True) for f in LEAN_FIELDS]
+    if details:
+        fields += [pa.field(f.name, f.type, True) for f in DETAIL_FIELDS]
+    return pa.schema(fields + [pa.field("summary", pa.string(), True)])
+
+
+def walk_split(split: Split, read: Reader, config: BrokerConfig,
+               entering: cl.WalkState | None = None, limit_rel: int | None = None) -> tuple[int, cl.WalkResult | None]:
+    """Walk one split.  Without ``entering`` the walk starts at the segment start or at the resync
+    point, with the loop state of a fresh slice there.  Returns (start position or -1, result)."""
+    window = min(split.end, split.seg_size) - split.start + (1 << 20)
+    if entering is None:
+        sync = 0 if split.is_segment_start else cl.resync(read, split.seg_base, split.start, min(split.end, split.seg_size),
+                                                          split.seg_size)
+        if sync < 0:
+            return -1, None
+        entering = cl.WalkState(sync, sync, 0, 1 << 62)
+    res = cl.walk_range(read, split.seg_base, split.seg_size, entering, split.end, config, limit_rel=limit_rel,
+                        window=window)
+    fix_malformed_text(res)
+    return entering.bufpos, res
+
+
+def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: cl.WalkResult | None) -> dict:
+    """What the driver needs to chain this split and to carry queue and index state through it."""
+    if res is None:
+        return {"split_id": split.split_id, "sync": -1, "stop": cl.Stop.SPLIT_END, "records": 0}
+    e = entering or cl.WalkState(sync, sync, 0, 1 << 62)
+    rec = res.rec
+    ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
+    out: dict = {
+        "split_id": split.split_id, "sync": sync, "stop": res.stop, "bufpos": res.state.bufpos,
+        "reput_delta": res.state.reput - e.reput, "read_delta": res.state.read_size - e.read_size,
+        "records": int(len(rec)), "dispatched": int(ok.sum()), "mismatched": int((~ok).sum()),
+        "first_store_ts": int(rec[np.argmax(ok), cl.R_STORE_TS]) if ok.any() else None,
+    }
+    # queues: per (topic, queueId) the first queue offset and commitlog end, and whether the units
+    # follow each other (queue offsets +1, ends increasing): then positions follow in closed form
+    units = queue_units(res)
+    queues = []
+    if len(units):
+        topics = units.topic.dictionary_encode()
+        codes = topics.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        key = codes << 32 | (units.queue_id.astype(np.int64) & 0xFFFFFFFF)
+        order = np.argsort(key, kind="stable")
+        k_sorted = key[order]
+        starts = np.r_[0, np.nonzero(k_sorted[1:] != k_sorted[:-1])[0] + 1]
+        ends_idx = np.r_[starts[1:], len(order)]
+        qoff = units.queue_offset[order]
+        cend = (units.offset + units.size)[order]
+        step_ok = np.r_[False, (np.diff(qoff) == 1) & (np.diff(cend) > 0)]
+        names = topics.dictionary.to_pylist()
+        for a, b in zip(starts, ends_idx):
+            i0 = order[a]
+            clean = bool(step_ok[a + 1:b].all() and qoff[a] >= 0 and cend[a] >= 0)
+            queues.append([names[codes[i0]], int(units.queue_id[i0]), int(b - a), int(qoff[a]), int(cend[a]),
+                           int(cend[b - 1]), clean])
+    out["queues"] = queues
+    # index: records that put keys, and the offsets that decide whether they are indexed
+    has_keys = ok & ((rec[:, cl.R_FLAGS] & cl.F_INDEX) != 0) & (rec[:, cl.R_KEY_COUNT] > 0)
+    keyed = np.nonzero(has_keys)[0]
+    if len(keyed):
+        offs = rec[keyed, cl.R_PHYS]
+        out["index"] = {"keyed": int(len(keyed)), "keys": int(rec[keyed, cl.R_KEY_COUNT].sum()),
+                        "first_offset": int(offs[0]), "max_offset": int(offs.max()),
+                        "monotone": bool((np.diff(offs) >= 0).all()),
+                        "dispatched_after_last_key": bool(ok[keyed[-1] + 1:].any())}
+    else:
+        out["index"] = {"keyed": 0, "keys": 0, "dispatched_after_last_key": bool(ok.any())}
+    return out
+
+
+def records_batch(split: Split, res: cl.WalkResult | None, summary: dict, details: bool) -> pa.RecordBatch:
+    """Record rows of a walk plus the split's trailer row, in :func:`record_schema` layout."""
+    schema = record_schema(details)
+    n = 0 if res is None else len(res.rec)
+    cols: dict[str, pa.Array] = {}
+    if n:
+        cols.update(lean_columns(res))
+        if details:
+            cols.update(detail_columns(res))
+    arrays = []
+    for field in schema:
+        if field.name == "split_id":
+            arr = pa.array(np.full(n + 1, split.split_id, dtype=np.int32))
+        elif field.name == "row_kind":
+            arr = pa.array(np.r_[np.full(n, ROW_RECORD, dtype=np.int8), np.int8(ROW_TRAILER)])
+        elif field.name == "seq":
+            arr = pa.array(np.arange(n + 1, dtype=np.int32))
+        elif field.name == "segment":
+            arr = pa.array(np.full(n + 1, split.segment, dtype=np.int32))
+        elif field.name == "summary":
+            arr = pa.array([None] * n + [json.dumps(summary)], type=pa.string())
+        elif field.name in cols:
+            arr = pa.concat_arrays([cols[field.name].cast(field.type), pa.nulls(1, field.type)])
+        else:
+            arr = pa.nulls(n + 1, field.type)
+        arrays.append(arr)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class ScanTask:
+    """The function ``mapInArrow`` runs on each partition of the split table."""
+
+    def __init__(self, store_uri: str, config: BrokerConfig, details: bool) -> None:
+        self.store_uri = store_uri
+        self.config = config
+        self.details = details
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        fs, _ = resolve(self.store_uri)
+        for batch in batches:
+            for row in batch.to_pylist():
+                split = Split(**row)
+                with Reader(fs, split.path) as read:
+                    sync, res = walk_split(split, read, self.config)
+                summary = split_summary(split, sync, None, res)
+                yield records_batch(split, res, summary, self.details)

@@ -1,0 +1,55 @@
+"""Spark session for the jobs: local by default, the venv's interpreter for Python workers."""
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+__all__ = ["build_spark_session", "delta_classes_available", "spark_schema"]
+
+_DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "262144",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.python.worker.reuse": "true",
+    "spark.driver.memory": "4g",
+    "spark.sql.mapKeyDedupPolicy": "LAST_WIN",
+}
+
+
+def build_spark_session(master: str | None = None, app_name: str = "rocketmq-offline-index",
+                        extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """Get or create the session.  Python workers run this interpreter (``PYSPARK_PYTHON``) unless
+    the environment already says otherwise, so they see the same packages as the driver."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif not os.environ.get("SPARK_MASTER") and "spark.master" not in (extra_conf or {}):
+        builder = builder.master("local[*]")
+    for key, value in {**_DEFAULT_CONF, **(extra_conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def delta_classes_available(spark: SparkSession) -> bool:
+    """Whether delta-spark's JVM classes are on the classpath (production clusters)."""
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")  # type: ignore[union-attr]
+        return True
+    except Exception:
+        return False
+
+
+def spark_schema(schema):
+    """Spark's StructType for an Arrow schema (``mapInArrow``/``applyInArrow`` want Spark types)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    return from_arrow_schema(schema)

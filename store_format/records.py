@@ -1,0 +1,188 @@
+"""Walked records as Arrow columns: the lean ones the rebuild needs, and the details the tables publish."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import commitlog as cl
+from .dispatch import gather_strings, to_index_hash
+from .layout import SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6, SYSFLAG_TRANSACTION_MASK
+
+__all__ = ["LEAN_FIELDS", "DETAIL_FIELDS", "lean_columns", "detail_columns", "hex_strings", "host_strings",
+           "list_array"]
+
+LEAN_FIELDS = [
+    pa.field("position", pa.int64(), False),           # position in the segment (where the record starts)
+    pa.field("commitlog_offset", pa.int64(), False),   # stored PHYSICALOFFSET (what queues and index use)
+    pa.field("size", pa.int32(), False),               # declared totalSize
+    pa.field("status", pa.int8(), False),              # commitlog.Status
+    pa.field("flags", pa.int8(), False),               # commitlog.F_* bits
+    pa.field("topic", pa.string(), True),
+    pa.field("queue_id", pa.int32(), False),
+    pa.field("queue_offset", pa.int64(), False),
+    pa.field("tags_code", pa.int64(), False),
+    pa.field("store_timestamp", pa.int64(), False),
+    pa.field("key_hashes", pa.list_(pa.int32()), True),     # index hashes of topic#key, in put order
+    pa.field("lmq_topics", pa.list_(pa.string()), True),    # multi-dispatch light queues
+    pa.field("lmq_queue_ids", pa.list_(pa.int32()), True),
+    pa.field("lmq_queue_offsets", pa.list_(pa.int64()), True),
+]
+
+DETAIL_FIELDS = [
+    pa.field("sys_flag", pa.int32()),
+    pa.field("transaction_type", pa.int8()),
+    pa.field("born_timestamp", pa.int64()),
+    pa.field("born_host", pa.string()),
+    pa.field("store_host", pa.string()),
+    pa.field("msg_id", pa.string()),
+    pa.field("body_crc", pa.int32()),
+    pa.field("body_size", pa.int32()),
+    pa.field("flag", pa.int32()),
+    pa.field("reconsume_times", pa.int32()),
+    pa.field("prepared_transaction_offset", pa.int64()),
+    pa.field("tags", pa.string()),
+    pa.field("keys", pa.list_(pa.string())),
+    pa.field("key_kinds", pa.list_(pa.int8())),
+    pa.field("uniq_key", pa.string()),
+    pa.field("real_topic", pa.string()),
+    pa.field("real_queue_id", pa.string()),
+    pa.field("delay_level", pa.string()),
+    pa.field("properties", pa.string()),
+    pa.field("body_start", pa.int64()),                 # segment position of the body
+    pa.field("structural_size", pa.int32()),            # length the record's own fields give
+]
+
+
+def list_array(offsets: np.ndarray, values: pa.Array) -> pa.ListArray:
+    return pa.ListArray.from_arrays(pa.array(np.asarray(offsets, dtype=np.int32)), values)
+
+
+def _record_offsets(rec_index: np.ndarray, n_rec: int) -> np.ndarray:
+    counts = np.bincount(rec_index, minlength=n_rec) if len(rec_index) else np.zeros(n_rec, dtype=np.int64)
+    offsets = np.zeros(n_rec + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets
+
+
+def lean_columns(res: cl.WalkResult) -> dict[str, pa.Array]:
+    """Columns of :data:`LEAN_FIELDS` for every walked record (dispatched or size-mismatched)."""
+    rec = res.rec
+    n = len(rec)
+    ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
+    topic = gather_strings(res.text, res.text_origin, rec[:, cl.R_TOPIC_START],
+                           np.where(rec[:, cl.R_TOPIC_LEN] > 0, rec[:, cl.R_TOPIC_LEN], 0))
+    key_offsets = _record_offsets(res.key[:, cl.K_REC], n)
+    key_hashes = list_array(key_offsets, pa.array(to_index_hash(res.key[:, cl.K_HASH])))
+    lmq = res.lmq[(res.lmq[:, cl.L_STATUS] == cl.LMQ_OK) & (res.lmq[:, cl.L_NAME_LEN] > 0)]
+    lmq_offsets = _record_offsets(lmq[:, cl.L_REC], n)
+    lmq_names = gather_strings(res.text, res.text_origin, lmq[:, cl.L_NAME_START], lmq[:, cl.L_NAME_LEN])
+    return {
+        "position": pa.array(rec[:, cl.R_POS]),
+        "commitlog_offset": pa.array(rec[:, cl.R_PHYS]),
+        "size": pa.array(rec[:, cl.R_TOTAL].astype(np.int32)),
+        "status": pa.array(rec[:, cl.R_STATUS].astype(np.int8)),
+        "flags": pa.array(np.where(ok, rec[:, cl.R_FLAGS], 0).astype(np.int8)),
+        "topic": topic,
+        "queue_id": pa.array(rec[:, cl.R_QID].astype(np.int32)),
+        "queue_offset": pa.array(rec[:, cl.R_QOFF]),
+        "tags_code": pa.array(rec[:, cl.R_TAGS_CODE]),
+        "store_timestamp": pa.array(rec[:, cl.R_STORE_TS]),
+        "key_hashes": key_hashes,
+        "lmq_topics": list_array(lmq_offsets, lmq_names),
+        "lmq_queue_ids": list_array(lmq_offsets, pa.array(lmq[:, cl.L_QID].astype(np.int32))),
+        "lmq_queue_offsets": list_array(lmq_offsets, pa.array(lmq[:, cl.L_QOFF])),
+    }
+
+
+_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+
+
+def hex_strings(byte_matrix: np.ndarray) -> pa.StringArray:
+    """Upper-case hex of each row of a uint8 matrix (``UtilAll.bytes2string``)."""
+    n, width = byte_matrix.shape
+    chars = np.empty((n, width * 2), dtype=np.uint8)
+    chars[:, 0::2] = _HEX[byte_matrix >> 4]
+    chars[:, 1::2] = _HEX[byte_matrix & 0x0F]
+    offsets = np.arange(n + 1, dtype=np.int32) * (width * 2)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes()))
+
+
+def _gather_fixed(text: np.ndarray, origin: int, starts: np.ndarray, width: int) -> np.ndarray:
+    idx = (starts - origin)[:, None] + np.arange(width)[None, :]
+    return np.asarray(text, dtype=np.uint8)[idx]
+
+
+def host_strings(text: np.ndarray, origin: int, starts: np.ndarray, v6: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """``ip:port`` of socket addresses stored as 4+4 (or 16+4) bytes, and the raw address bytes
+    (ip + port) of each row as a list of bytes objects-free matrix pair (v4 rows, v6 rows)."""
+    n = len(starts)
+    out = np.empty(n, dtype=object)
+    v4_rows = np.nonzero(~v6)[0]
+    if len(v4_rows):
+        b = _gather_fixed(text, origin, starts[v4_rows], 8)
+        port = (b[:, 4].astype(np.int64) << 24 | b[:, 5].astype(np.int64) << 16 | b[:, 6].astype(np.int64) << 8
+                | b[:, 7].astype(np.int64))
+        parts = [pa.array(b[:, i]).cast(pa.string()) for i in range(4)]
+        ip = pc.binary_join_element_wise(*parts, ".")
+        s = pc.binary_join_element_wise(ip, pa.array(port).cast(pa.string()), ":")
+        out[v4_rows] = s.to_numpy(zero_copy_only=False)
+    v6_rows = np.nonzero(v6)[0]
+    if len(v6_rows):
+        import ipaddress
+        b = _gather_fixed(text, origin, starts[v6_rows], 20)
+        for j, row in enumerate(b):  # IPv6 hosts are rare; formatted one by one
+            port = int.from_bytes(bytes(row[16:20]), "big")
+            out[v6_rows[j]] = f"[{ipaddress.IPv6Address(bytes(row[:16]))}]:{port}"
+    return pa.array(out, type=pa.string()), v4_rows
+
+
+def detail_columns(res: cl.WalkResult) -> dict[str, pa.Array]:
+    """Columns of :data:`DETAIL_FIELDS` for every walked record."""
+    rec = res.rec
+    n = len(rec)
+    text = np.asarray(res.text, dtype=np.uint8)
+    org = res.text_origin
+    sysflag = rec[:, cl.R_SYSFLAG]
+    born_v6 = (sysflag & SYSFLAG_BORNHOST_V6) != 0
+    store_v6 = (sysflag & SYSFLAG_STOREHOST_V6) != 0
+    born_host, _ = host_strings(text, org, rec[:, cl.R_BORN_HOST], born_v6)
+    store_host, _ = host_strings(text, org, rec[:, cl.R_STORE_HOST], store_v6)
+    # offset msgId: store host address bytes + commitlog offset [MessageDecoder.createMessageId]
+    msg_id = np.empty(n, dtype=object)
+    phys_bytes = rec[:, cl.R_PHYS].astype(">i8").view(np.uint8).reshape(n, 8)
+    for v6, width in ((False, 8), (True, 20)):
+        rows = np.nonzero(store_v6 == v6)[0]
+        if len(rows):
+            host = _gather_fixed(text, org, rec[rows, cl.R_STORE_HOST], width)
+            msg_id[rows] = hex_strings(np.hstack([host, phys_bytes[rows]])).to_numpy(zero_copy_only=False)
+
+    def prop(k: int) -> pa.Array:
+        s = res.prop_span[:, k]
+        return gather_strings(text, org, s[:, 0], s[:, 1], null_mask=s[:, 0] < 0)
+
+    key_offsets = _record_offsets(res.key[:, cl.K_REC], n)
+    keys = gather_strings(text, org, res.key[:, cl.K_START], res.key[:, cl.K_LEN])
+    return {
+        "sys_flag": pa.array(sysflag.astype(np.int32)),
+        "transaction_type": pa.array((sysflag & SYSFLAG_TRANSACTION_MASK).astype(np.int8)),
+        "born_timestamp": pa.array(rec[:, cl.R_BORN_TS]),
+        "born_host": born_host,
+        "store_host": store_host,
+        "msg_id": pa.array(msg_id, type=pa.string()),
+        "body_crc": pa.array(rec[:, cl.R_CRC].astype(np.int32)),
+        "body_size": pa.array(rec[:, cl.R_BODY_LEN].astype(np.int32)),
+        "flag": pa.array(rec[:, cl.R_FLAG].astype(np.int32)),
+        "reconsume_times": pa.array(rec[:, cl.R_RECONSUME].astype(np.int32)),
+        "prepared_transaction_offset": pa.array(rec[:, cl.R_PREP_TX]),
+        "tags": prop(cl.P_TAGS),
+        "keys": list_array(key_offsets, keys),
+        "key_kinds": list_array(key_offsets, pa.array(res.key[:, cl.K_KIND].astype(np.int8))),
+        "uniq_key": prop(cl.P_UNIQ),
+        "real_topic": prop(cl.P_REAL_TOPIC),
+        "real_queue_id": prop(cl.P_REAL_QID),
+        "delay_level": prop(cl.P_DELAY),
+        "properties": gather_strings(text, org, rec[:, cl.R_PROPS_START], rec[:, cl.R_PROPS_LEN]),
+        "body_start": pa.array(rec[:, cl.R_BODY_START]),
+        "structural_size": pa.array(rec[:, cl.R_STRUCT].astype(np.int32)),
+    }
