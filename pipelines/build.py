@@ -1,165 +1,40 @@
-"""Assign queue positions and index ordinals per split, then build each file in one task.
+"""Build tasks: consume queue files per queue bucket, index files one per task.
 
-Both steps call :mod:`store_format` kernels; the functions here only move Arrow tables around, so
-the driver uses them too for the splits it walked itself.
+Both read the scan's work files (:mod:`pipelines.workfiles`) in the order the reput reads the
+splits and call :mod:`store_format` kernels.
+
+* A queue bucket task owns every unit of its queues, so it carries each queue's append state
+  (``ConsumeQueue.putMessagePositionInfo``) itself, split after split, and writes each consume
+  queue file as soon as the queue's write position has passed the file's end: memory stays at a
+  file per active queue.
+* An index file task gets, for every split that holds some of its entries, the endPhyOffset carry
+  and the number of keys before the split (computed by the driver from the scan summaries), so it
+  knows which of the split's keys the broker indexes and their ordinals.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator
+import json
+from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from store_format import commitlog as cl
 from store_format.config import BrokerConfig
-from store_format.consumequeue import assign_positions, build_cq_file, cq_file_name
-from store_format.indexfile import accepted_by_index, build_index_file
+from store_format.consumequeue import NOT_STARTED, assign_positions, build_cq_file, cq_file_name
+from store_format.indexfile import accepted_by_index, build_index_array
 from store_format.store import resolve
 
-__all__ = ["CQ_ROW_SCHEMA", "INDEX_ROW_SCHEMA", "CQ_FILE_SCHEMA", "INDEX_FILE_SCHEMA", "queue_rows", "index_rows",
-           "AssignQueues", "AssignIndex", "BuildQueueFiles", "BuildIndexFiles", "write_file", "index_part_name", "grouped"]
+from .workfiles import read_keys, read_units
 
-CQ_ROW_SCHEMA = pa.schema([
-    ("topic", pa.string()), ("queue_id", pa.int32()), ("file_start", pa.int64()), ("position", pa.int64()),
-    ("commitlog_offset", pa.int64()), ("size", pa.int32()), ("tags_code", pa.int64()),
+__all__ = ["TASK_SCHEMA", "RESULT_SCHEMA", "BuildTask", "build_queue_bucket", "build_index_part", "write_file",
+           "index_part_name"]
+
+TASK_SCHEMA = pa.schema([("kind", pa.string()), ("task_id", pa.int64()), ("payload", pa.string())])
+RESULT_SCHEMA = pa.schema([
+    ("kind", pa.string()), ("task_id", pa.int64()), ("topic", pa.string()), ("queue_id", pa.int32()),
+    ("file_start", pa.int64()), ("entries", pa.int64()), ("bytes", pa.int64()),
+    ("first_store_timestamp", pa.int64()), ("end_offset", pa.int64()), ("end_timestamp", pa.int64()),
 ])
-INDEX_ROW_SCHEMA = pa.schema([
-    ("file_no", pa.int64()), ("ordinal", pa.int64()), ("key_hash", pa.int32()), ("commitlog_offset", pa.int64()),
-    ("store_timestamp", pa.int64()), ("is_carry", pa.bool_()),
-])
-CQ_FILE_SCHEMA = pa.schema([
-    ("topic", pa.string()), ("queue_id", pa.int32()), ("file_start", pa.int64()), ("units", pa.int64()),
-    ("bytes", pa.int64()),
-])
-INDEX_FILE_SCHEMA = pa.schema([
-    ("file_no", pa.int64()), ("entries", pa.int64()), ("first_store_timestamp", pa.int64()),
-    ("end_offset", pa.int64()), ("end_timestamp", pa.int64()), ("bytes", pa.int64()),
-])
-
-
-def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    return col.to_numpy() if isinstance(col, pa.Array) else col.to_numpy()
-
-
-def queue_rows(records: pa.Table, entering: dict[tuple[str, int], list[int]], config: BrokerConfig) -> pa.Table:
-    """Consume queue units of one split's records (in walk order) with their queue positions."""
-    status = _np(records["status"])
-    flags = _np(records["flags"])
-    own = np.nonzero((status == cl.Status.DISPATCHED) & ((flags & cl.F_CQ) != 0))[0]
-    lmq_lists = records["lmq_topics"].combine_chunks() if isinstance(records["lmq_topics"], pa.ChunkedArray) \
-        else records["lmq_topics"]
-    parents = pc.list_parent_indices(lmq_lists).to_numpy() if len(records) else np.zeros(0, np.int64)
-    lmq_topics = pc.list_flatten(lmq_lists)
-    lmq_qids = _np(pc.list_flatten(records["lmq_queue_ids"]))
-    lmq_qoffs = _np(pc.list_flatten(records["lmq_queue_offsets"]))
-    rec_of = np.concatenate([own, parents]).astype(np.int64)
-    sub = np.concatenate([np.zeros(len(own), np.int64), np.arange(1, len(parents) + 1, dtype=np.int64)])
-    order = np.lexsort((sub, rec_of))
-    topic = pa.concat_arrays([records["topic"].take(pa.array(own)).combine_chunks()
-                              if isinstance(records["topic"], pa.ChunkedArray) else records["topic"].take(pa.array(own)),
-                              lmq_topics.cast(pa.string())]).take(pa.array(order))
-    qid = np.concatenate([_np(records["queue_id"])[own], lmq_qids]).astype(np.int32)[order]
-    qoff = np.concatenate([_np(records["queue_offset"])[own], lmq_qoffs]).astype(np.int64)[order]
-    rec_of = rec_of[order]
-    offset = _np(records["commitlog_offset"])[rec_of]
-    size = _np(records["size"])[rec_of].astype(np.int32)
-    tags = _np(records["tags_code"])[rec_of]
-    names = topic.to_pylist()
-    keys = list(zip(names, qid.tolist()))
-    index: dict[tuple[str, int], int] = {}
-    rows = []
-    qidx = np.empty(len(keys), dtype=np.int64)
-    for i, k in enumerate(keys):
-        j = index.get(k)
-        if j is None:
-            j = index[k] = len(rows)
-            rows.append(entering[k])
-        qidx[i] = j
-    states = np.array(rows, dtype=np.int64).reshape(len(rows), 4)
-    pos = assign_positions(qidx, offset, size, qoff, config.cq_file_size, states)
-    kept = pos >= 0
-    file_start = pos - pos % config.cq_file_size
-    return pa.table({
-        "topic": topic.filter(pa.array(kept)), "queue_id": pa.array(qid[kept]), "file_start": pa.array(file_start[kept]),
-        "position": pa.array(pos[kept]), "commitlog_offset": pa.array(offset[kept]), "size": pa.array(size[kept]),
-        "tags_code": pa.array(tags[kept]),
-    }, schema=CQ_ROW_SCHEMA)
-
-
-def index_rows(records: pa.Table, carry: int, base: int, config: BrokerConfig) -> pa.Table:
-    """Index entries of one split's records with their global ordinal and file number; the last
-    entry of each file is repeated for the next file (``is_carry``), whose header starts from it."""
-    status = _np(records["status"])
-    flags = _np(records["flags"])
-    hashes_list = records["key_hashes"]
-    counts = _np(pc.list_value_length(hashes_list).fill_null(0))
-    keyed = np.nonzero((status == cl.Status.DISPATCHED) & ((flags & cl.F_INDEX) != 0) & (counts > 0))[0]
-    offsets_all = _np(records["commitlog_offset"])
-    acc, _ = accepted_by_index(offsets_all[keyed], carry)
-    chosen = keyed[acc]
-    chosen_lists = hashes_list.take(pa.array(chosen))
-    hashes = _np(pc.list_flatten(chosen_lists)).astype(np.int32)
-    parent = chosen[_np(pc.list_parent_indices(chosen_lists))] if len(chosen) else np.zeros(0, np.int64)
-    ordinal = base + np.arange(len(hashes), dtype=np.int64)
-    cap = config.index_entries_per_file
-    file_no = ordinal // cap
-    offs = offsets_all[parent]
-    ts = _np(records["store_timestamp"])[parent]
-    last = (ordinal % cap) == cap - 1
-    return pa.table({
-        "file_no": pa.array(np.concatenate([file_no, file_no[last] + 1])),
-        "ordinal": pa.array(np.concatenate([ordinal, ordinal[last]])),
-        "key_hash": pa.array(np.concatenate([hashes, hashes[last]])),
-        "commitlog_offset": pa.array(np.concatenate([offs, offs[last]])),
-        "store_timestamp": pa.array(np.concatenate([ts, ts[last]])),
-        "is_carry": pa.array(np.concatenate([np.zeros(len(hashes), bool), np.ones(int(last.sum()), bool)])),
-    }, schema=INDEX_ROW_SCHEMA)
-
-
-def _by_split(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]]:
-    """All rows of the partition grouped by split, each in walk order."""
-    batches = [b for b in batches if b.num_rows]
-    if not batches:
-        return
-    table = pa.Table.from_batches(batches)
-    ids = _np(table["split_id"])
-    for sid in np.unique(ids):
-        part = table.filter(pa.array(ids == sid)) if len(np.unique(ids)) > 1 else table
-        seq = _np(part["seq"])
-        if len(seq) > 1 and (np.diff(seq) < 0).any():
-            part = part.take(pa.array(np.argsort(seq, kind="stable")))
-        yield int(sid), part.combine_chunks()
-
-
-class AssignQueues:
-    def __init__(self, config: BrokerConfig, entering) -> None:
-        self.config = config
-        self.entering = entering  # broadcast of {split_id: {(topic, qid): state}}
-
-    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        entering = self.entering.value
-        for sid, part in _by_split(batches):
-            yield from queue_rows(part, entering.get(sid, {}), self.config).to_batches()
-
-
-class AssignIndex:
-    def __init__(self, config: BrokerConfig, entering) -> None:
-        self.config = config
-        self.entering = entering  # broadcast of {split_id: (carry, base)}
-
-    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        entering = self.entering.value
-        for sid, part in _by_split(batches):
-            carry, base = entering[sid]
-            yield from index_rows(part, carry, base, self.config).to_batches()
-
-
-def grouped(task: Callable[[pa.Table], pa.Table]) -> Callable[[pa.Table], pa.Table]:
-    """A plain function around a task object: ``applyInArrow`` reads its type hints."""
-    def apply(table: pa.Table) -> pa.Table:
-        return task(table)
-    return apply
 
 
 def write_file(uri_root: str, relative: str, data) -> int:
@@ -167,7 +42,7 @@ def write_file(uri_root: str, relative: str, data) -> int:
     fs, root = resolve(uri_root)
     path = f"{root}/{relative}"
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    view = memoryview(data)
+    view = memoryview(data).cast("B")
     with fs.open_output_stream(path) as out:
         step = 64 << 20
         for i in range(0, len(view), step):
@@ -179,50 +54,142 @@ def index_part_name(file_no: int) -> str:
     return f"index/.part-{file_no:010d}"
 
 
-class BuildQueueFiles:
-    """``applyInArrow`` over one (topic, queueId, file) group: write the consume queue file."""
+def _row(kind: str, task_id: int, **values) -> dict:
+    row = {f.name: None for f in RESULT_SCHEMA}
+    row.update(kind=kind, task_id=task_id, **values)
+    return row
 
-    def __init__(self, config: BrokerConfig, staging: str, blank_until) -> None:
+
+def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: list[int],
+                       config: BrokerConfig) -> list[dict]:
+    """Assign positions to the bucket's units split by split and write its consume queue files."""
+    file_size = config.cq_file_size
+    queues: dict[tuple[str, int], int] = {}
+    names: list[tuple[str, int]] = []
+    states = np.zeros((0, 4), dtype=np.int64)
+    pending: dict[int, list[tuple[np.ndarray, ...]]] = {}
+    written: list[dict] = []
+
+    def flush(q: int, final: bool) -> None:
+        parts = pending.get(q)
+        if not parts:
+            return
+        pos, off, size, tags = (np.concatenate([p[i] for p in parts]) for i in range(4))
+        file_of = pos - pos % file_size
+        done_before = states[q, 1] - states[q, 1] % file_size if not final else None
+        keep = np.zeros(len(pos), dtype=bool)
+        for f in np.unique(file_of):
+            m = file_of == f
+            if done_before is not None and f >= done_before:
+                keep |= m
+                continue
+            topic, qid = names[q]
+            data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m], int(states[q, 3]))
+            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(f))}", data)
+            written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(f), entries=int(m.sum()),
+                                bytes=n))
+        pending[q] = [(pos[keep], off[keep], size[keep], tags[keep])] if keep.any() else []
+
+    for sid in split_ids:
+        units = read_units(work_uri, bucket, sid)
+        if units is None or units.num_rows == 0:
+            continue
+        topics = units["topic"].combine_chunks().dictionary_encode()
+        dict_names = topics.dictionary.to_pylist()
+        codes = topics.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        qid = units["queue_id"].to_numpy()
+        pair = codes << 32 | (qid.astype(np.int64) & 0xFFFFFFFF)
+        uniq, inverse = np.unique(pair, return_inverse=True)
+        local = np.empty(len(uniq), dtype=np.int64)
+        for j, p in enumerate(uniq):
+            key = (dict_names[int(p >> 32)], int(np.int32(p & 0xFFFFFFFF)))
+            q = queues.get(key)
+            if q is None:
+                q = queues[key] = len(names)
+                names.append(key)
+                states = np.vstack([states, [[-1, NOT_STARTED, -1, -1]]])
+            local[j] = q
+        qidx = local[inverse]
+        off = units["commitlog_offset"].to_numpy()
+        size = units["size"].to_numpy()
+        tags = units["tags_code"].to_numpy()
+        pos = assign_positions(qidx, off, size, units["queue_offset"].to_numpy(), file_size, states)
+        kept = pos >= 0
+        order = np.argsort(qidx[kept], kind="stable")
+        q_sorted = qidx[kept][order]
+        bounds = np.r_[0, np.nonzero(np.diff(q_sorted))[0] + 1, len(q_sorted)]
+        sel = np.nonzero(kept)[0][order]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            if a == b:
+                continue
+            q = int(q_sorted[a])
+            rows = sel[a:b]
+            pending.setdefault(q, []).append((pos[rows], off[rows], size[rows], tags[rows]))
+            flush(q, final=False)
+    for q in list(pending):
+        flush(q, final=True)
+    return written
+
+
+def build_index_part(work_uri: str, staging_uri: str, file_no: int, parts: list[list[int]],
+                     config: BrokerConfig) -> dict:
+    """Write index file ``file_no`` from the keys of the splits that hold its entries.
+
+    ``parts``: ``[split_id, endPhyOffset carry, keys before the split]`` in chain order, including
+    the split that holds the previous file's last entry (the new file's header starts from it).
+    """
+    cap = config.index_entries_per_file
+    lo, hi = file_no * cap, (file_no + 1) * cap
+    chunks = []
+    prev_off = prev_ts = 0
+    for split_id, carry, base in parts:
+        keys = read_keys(work_uri, split_id)
+        if keys is None or keys.num_rows == 0:
+            continue
+        rec = keys["record"].to_numpy()
+        offs = keys["commitlog_offset"].to_numpy()
+        first = np.r_[True, rec[1:] != rec[:-1]]
+        acc, _ = accepted_by_index(offs[first], carry)
+        key_acc = np.repeat(acc, np.diff(np.r_[np.nonzero(first)[0], len(rec)]))
+        idx = np.nonzero(key_acc)[0]
+        ordinal = base + np.arange(len(idx), dtype=np.int64)
+        if lo > 0:
+            at = np.nonzero(ordinal == lo - 1)[0]
+            if len(at):
+                prev_off = int(offs[idx[at[0]]])
+                prev_ts = int(keys["store_timestamp"].to_numpy()[idx[at[0]]])
+        m = (ordinal >= lo) & (ordinal < hi)
+        if m.any():
+            take = idx[m]
+            chunks.append((keys["key_hash"].to_numpy()[take], offs[take], keys["store_timestamp"].to_numpy()[take]))
+    hashes = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int32)
+    offs = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, np.int64)
+    ts = np.concatenate([c[2] for c in chunks]) if chunks else np.zeros(0, np.int64)
+    data = build_index_array(hashes, offs, ts, max_hash_slot_num=config.maxHashSlotNum,
+                            max_index_num=config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts)
+    n = write_file(staging_uri, index_part_name(file_no), data)
+    return _row("index", file_no, entries=len(hashes), bytes=n,
+                first_store_timestamp=int(ts[0]) if len(ts) else prev_ts,
+                end_offset=int(offs[-1]) if len(offs) else prev_off, end_timestamp=int(ts[-1]) if len(ts) else prev_ts)
+
+
+class BuildTask:
+    """What ``mapInArrow`` runs on the task table: one row = one bucket or one index file."""
+
+    def __init__(self, config: BrokerConfig, work_uri: str, staging_uri: str) -> None:
         self.config = config
-        self.staging = staging
-        self.blank_until = blank_until  # broadcast of {(topic, qid): blankUntil}
+        self.work_uri = work_uri
+        self.staging_uri = staging_uri
 
-    def __call__(self, table: pa.Table) -> pa.Table:
-        topic = table["topic"][0].as_py()
-        qid = table["queue_id"][0].as_py()
-        start = table["file_start"][0].as_py()
-        data = build_cq_file(start, self.config.cq_file_size, _np(table["position"]), _np(table["commitlog_offset"]),
-                             _np(table["size"]), _np(table["tags_code"]),
-                             self.blank_until.value.get((topic, qid), -1))
-        n = write_file(self.staging, f"consumequeue/{topic}/{qid}/{cq_file_name(start)}", data)
-        return pa.table({"topic": [topic], "queue_id": [qid], "file_start": [start], "units": [table.num_rows],
-                         "bytes": [n]}, schema=CQ_FILE_SCHEMA)
-
-
-class BuildIndexFiles:
-    """``applyInArrow`` over one index file's entries (plus the previous file's last entry)."""
-
-    def __init__(self, config: BrokerConfig, staging: str) -> None:
-        self.config = config
-        self.staging = staging
-
-    def __call__(self, table: pa.Table) -> pa.Table:
-        file_no = table["file_no"][0].as_py()
-        table = table.sort_by([("ordinal", "ascending"), ("is_carry", "descending")])
-        carry = _np(table["is_carry"])
-        prev_off = prev_ts = 0
-        if carry.any():
-            i = int(np.nonzero(carry)[0][0])
-            prev_off = int(_np(table["commitlog_offset"])[i])
-            prev_ts = int(_np(table["store_timestamp"])[i])
-        entries = table.filter(pa.array(~carry))
-        offs = _np(entries["commitlog_offset"])
-        ts = _np(entries["store_timestamp"])
-        data = build_index_file(_np(entries["key_hash"]), offs, ts, max_hash_slot_num=self.config.maxHashSlotNum,
-                                max_index_num=self.config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts)
-        n = write_file(self.staging, index_part_name(file_no), data)
-        return pa.table({"file_no": [file_no], "entries": [entries.num_rows],
-                         "first_store_timestamp": [int(ts[0]) if len(ts) else prev_ts],
-                         "end_offset": [int(offs[-1]) if len(offs) else prev_off],
-                         "end_timestamp": [int(ts[-1]) if len(ts) else prev_ts], "bytes": [n]},
-                        schema=INDEX_FILE_SCHEMA)
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for task in batch.to_pylist():
+                payload = json.loads(task["payload"])
+                if task["kind"] == "cq":
+                    rows = build_queue_bucket(self.work_uri, self.staging_uri, task["task_id"], payload["splits"],
+                                              self.config)
+                else:
+                    rows = [build_index_part(self.work_uri, self.staging_uri, task["task_id"], payload["parts"],
+                                             self.config)]
+                if rows:
+                    yield pa.RecordBatch.from_pylist(rows, schema=RESULT_SCHEMA)

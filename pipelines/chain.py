@@ -6,9 +6,10 @@ whose own start (resync point) differs from where the chain arrives, or that the
 would cut, is walked again here from the right state; splits the chain never reaches (after an
 unreadable record or a blank record, or in a skipped segment) are dropped and reported.
 
-Queue and index state then flow through the chained splits.  Where a split's summary shows the
-ordinary case (queue offsets following each other, commitlog offsets increasing) the state after it
-follows in closed form; otherwise the split is walked here and the broker's rules are run on it.
+Index state then flows through the chained splits: where a split's summary shows the ordinary case
+(commitlog offsets of records with keys not decreasing) the state after it follows in closed form;
+otherwise the split is walked here and ``IndexService.buildIndex``'s offset check is run on it.
+(Queue state needs no driver: a queue's units all go to one build task, which carries it.)
 """
 from __future__ import annotations
 
@@ -19,15 +20,13 @@ import numpy as np
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
-from store_format.consumequeue import NOT_STARTED, assign_positions
-from store_format.dispatch import queue_units
 from store_format.indexfile import accepted_by_index
 from store_format.reput import data_end_limit, next_reput_offset
 from store_format.store import StoreLocation
 
 from .plan import Split
 
-__all__ = ["ChainEntry", "Chain", "chain_splits", "carry_queue_state", "carry_index_state", "Rewalk"]
+__all__ = ["ChainEntry", "Chain", "chain_splits", "carry_index_state", "index_file_parts", "Rewalk"]
 
 # rewalk(split, entering state, 5.x limit) -> (summary, walk result)
 Rewalk = Callable[[Split, "cl.WalkState | None", "int | None"], "tuple[dict, cl.WalkResult | None]"]
@@ -136,59 +135,12 @@ def _local(entry: ChainEntry, rewalk: Rewalk) -> cl.WalkResult | None:
     return entry.local
 
 
-def carry_queue_state(chain: Chain, config: BrokerConfig, rewalk: Rewalk
-                      ) -> tuple[dict[int, dict[tuple[str, int], list[int]]], dict[tuple[str, int], list[int]]]:
-    """Each split's entering state per queue, and every queue's final state.
-
-    State rows are ``[maxPhysicOffset, writePosition, firstFileStart, blankUntil]``
-    (:class:`store_format.consumequeue.QueueState`).
-    """
-    file_size = config.cq_file_size
-    states: dict[tuple[str, int], list[int]] = {}
-    entering: dict[int, dict[tuple[str, int], list[int]]] = {}
-    for entry in chain.entries:
-        queues = entry.summary.get("queues", [])
-        if not queues:
-            continue
-        mine = {}
-        closed_form = True
-        for topic, qid, n, q0, e0, e_last, clean in queues:
-            st = states.get((topic, qid), [-1, int(NOT_STARTED), -1, -1])
-            mine[(topic, qid)] = list(st)
-            if not clean:
-                closed_form = False
-            elif st[1] != NOT_STARTED and not (e0 > st[0] and q0 * 20 >= st[1]):
-                closed_form = False
-        entering[entry.split.split_id] = mine
-        if closed_form:
-            for topic, qid, n, q0, e0, e_last, clean in queues:
-                st = states.setdefault((topic, qid), [-1, int(NOT_STARTED), -1, -1])
-                if st[1] == NOT_STARTED:
-                    expect = q0 * 20
-                    st[2] = expect - expect % file_size
-                    st[1] = expect
-                    st[3] = expect if q0 != 0 else -1
-                st[1] += 20 * n
-                st[0] = e_last
-        else:
-            res = _local(entry, rewalk)
-            units = queue_units(res)
-            keys = list(zip(units.topic.to_pylist(), units.queue_id.tolist()))
-            index = {k: i for i, k in enumerate(mine)}
-            matrix = np.array([mine[k] for k in mine], dtype=np.int64).reshape(len(mine), 4)
-            assign_positions(np.array([index[k] for k in keys], dtype=np.int64), units.offset, units.size,
-                             units.queue_offset, file_size, matrix)
-            for k, i in index.items():
-                states[k] = [int(v) for v in matrix[i]]
-    return entering, states
-
-
-def carry_index_state(chain: Chain, config: BrokerConfig, rewalk: Rewalk) -> tuple[dict[int, tuple[int, int]], dict]:
-    """Each split's entering (endPhyOffset carry, number of keys before it), and the totals that
-    decide the trailing empty index file."""
+def carry_index_state(chain: Chain, config: BrokerConfig, rewalk: Rewalk) -> tuple[dict[int, tuple[int, int, int]], dict]:
+    """Each split's entering endPhyOffset carry, the number of indexed keys before it and in it,
+    and the totals that decide the trailing empty index file."""
     carry = 0
     base = 0
-    entering: dict[int, tuple[int, int]] = {}
+    entering: dict[int, tuple[int, int, int]] = {}
     after_last_key = False
     first_ts = None
     for entry in chain.entries:
@@ -196,21 +148,25 @@ def carry_index_state(chain: Chain, config: BrokerConfig, rewalk: Rewalk) -> tup
         if first_ts is None and s.get("first_store_ts") is not None:
             first_ts = s["first_store_ts"]
         idx = s.get("index", {"keyed": 0, "keys": 0})
-        entering[entry.split.split_id] = (carry, base)
+        split_id = entry.split.split_id
         if not idx.get("keyed"):
+            entering[split_id] = (carry, base, 0)
             after_last_key = after_last_key or idx.get("dispatched_after_last_key", False)
             continue
         if idx["monotone"] and idx["first_offset"] >= carry:
+            entering[split_id] = (carry, base, idx["keys"])
             base += idx["keys"]
             carry = max(carry, idx["max_offset"])
             after_last_key = idx["dispatched_after_last_key"]
             continue
+        carry_in, base_in = carry, base
         res = _local(entry, rewalk)
         rec = res.rec
         ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
         keyed = np.nonzero(ok & ((rec[:, cl.R_FLAGS] & cl.F_INDEX) != 0) & (rec[:, cl.R_KEY_COUNT] > 0))[0]
         acc, carry = accepted_by_index(rec[keyed, cl.R_PHYS], carry)
         base += int(rec[keyed[acc], cl.R_KEY_COUNT].sum())
+        entering[split_id] = (carry_in, base_in, base - base_in)
         if acc.any():
             after_last_key = bool(ok[keyed[acc][-1] + 1:].any())
         else:
@@ -218,3 +174,22 @@ def carry_index_state(chain: Chain, config: BrokerConfig, rewalk: Rewalk) -> tup
     totals = {"keys": base, "dispatched_after_last_key": after_last_key, "first_store_ts": first_ts,
               "dispatched": sum(e.summary.get("dispatched", 0) for e in chain.entries)}
     return entering, totals
+
+
+def index_file_parts(chain: Chain, entering: dict[int, tuple[int, int, int]], total_keys: int,
+                     per_file: int) -> list[list[list[int]]]:
+    """For each index file, ``[split_id, carry, keys before]`` of the splits holding its entries or
+    the previous file's last entry, in chain order."""
+    files: list[list[list[int]]] = [[] for _ in range(-(-total_keys // per_file))]
+    for entry in chain.entries:
+        sid = entry.split.split_id
+        carry, base, count = entering.get(sid, (0, 0, 0))
+        if not count:
+            continue
+        first_file = max(base - 1, 0) // per_file if base else 0
+        last_file = min((base + count) // per_file, len(files) - 1)
+        for f in range(first_file, last_file + 1):
+            lo, hi = f * per_file - 1, (f + 1) * per_file
+            if base < hi and base + count > lo:
+                files[f].append([sid, carry, base])
+    return files

@@ -44,6 +44,12 @@ class StagedOutput:
     def rename_staged(self, relative_from: str, relative_to: str) -> None:
         self.fs.move(f"{self.staging_path}/{relative_from}", f"{self.staging_path}/{relative_to}")
 
+    def drop_work(self) -> None:
+        """Delete the scan's intermediate files once the outputs are built."""
+        work = f"{self.staging_path}/_work"
+        if self.fs.get_file_info(work).type != pafs.FileType.NotFound:
+            self.fs.delete_dir(work)
+
     def commit(self) -> None:
         """Move the staged folders into place (replacing old ones only now, when asked to)."""
         self.check_target()

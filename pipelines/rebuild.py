@@ -21,15 +21,16 @@ from pyspark.sql import functions as F
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
-from store_format.indexfile import build_index_file, index_file_names
+from store_format.indexfile import build_index_array, index_file_names
 from store_format.store import StoreLocation, load_config_for, open_store
 
-from . import build
-from .chain import carry_index_state, carry_queue_state, chain_splits
+from .build import RESULT_SCHEMA, TASK_SCHEMA, BuildTask, index_part_name, write_file
+from .chain import carry_index_state, chain_splits, index_file_parts
 from .commit import StagedOutput
 from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
 from .scan import ROW_RECORD, ROW_TRAILER, SPLIT_SCHEMA, ScanTask, record_schema, records_batch, split_summary, walk_split
 from .session import build_spark_session, spark_schema
+from .workfiles import drop_split_work, write_split_work
 
 __all__ = ["RebuildSummary", "run_rebuild", "Progress"]
 
@@ -110,10 +111,13 @@ class RebuildSummary:
         return "\n".join(lines)
 
 
-def _driver_rewalk(store: StoreLocation, config: BrokerConfig):
+def _driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, buckets: int):
+    """Walk a split in the driver from a known loop state; its work files replace the task's."""
     def rewalk(split: Split, entering: cl.WalkState | None, limit_rel: int | None):
         with store.reader(store.segments[split.segment]) as read:
             sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
+        drop_split_work(work_uri, split.split_id, buckets)
+        write_split_work(work_uri, split.split_id, res, buckets)
         return split_summary(split, sync, entering, res), res
     return rewalk
 
@@ -146,80 +150,74 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     staged.check_target()
     spark = spark or build_spark_session(master)
     details = tables is not None
+    parallelism = max(spark.sparkContext.defaultParallelism, 1)
+    buckets = max(1, min(4 * parallelism, 512))
+    work_uri = f"{staged.staging_uri}/_work"
     scanned: DataFrame | None = None
     try:
         staged.prepare()
         progress.stage("scan", f"{len(st.segments)} segments, {st.total_bytes() / 1e6:,.1f} MB, {len(splits)} splits")
         split_rows = pa.Table.from_pylist([dataclasses.asdict(s) for s in splits], schema=SPLIT_SCHEMA)
         split_df = spark.createDataFrame(split_rows.to_pandas()).repartition(len(splits))
-        scanned = split_df.mapInArrow(ScanTask(store, config, details), spark_schema(record_schema(details))).persist(
-            StorageLevel.MEMORY_AND_DISK)
+        scanned = split_df.mapInArrow(ScanTask(store, config, details, work_uri, buckets),
+                                      spark_schema(record_schema(details)))
+        if details:
+            scanned = scanned.persist(StorageLevel.MEMORY_AND_DISK)
         trailers = scanned.filter(F.col("row_kind") == ROW_TRAILER).select("split_id", "summary").collect()
         summaries = {int(r["split_id"]): json.loads(r["summary"]) for r in trailers}
         n_records = sum(s.get("records", 0) for s in summaries.values())
         progress.stage("chain")
-        rewalk = _driver_rewalk(st, config)
+        rewalk = _driver_rewalk(st, config, work_uri, buckets)
         chain = chain_splits(st, config, splits, summaries, rewalk)
-        queue_in, queue_final = carry_queue_state(chain, config, rewalk)
         index_in, index_totals = carry_index_state(chain, config, rewalk)
-        replaced = [e for e in chain.entries if e.replaced]
-        kept_ids = [e.split.split_id for e in chain.entries if not e.replaced]
-        records = scanned.filter((F.col("row_kind") == ROW_RECORD) & F.col("split_id").isin(kept_ids))
         local_tables: dict[int, pa.Table] = {}
-        for e in replaced:
-            t = pa.Table.from_batches([records_batch(e.split, e.local, e.summary, details)])
-            local_tables[e.split.split_id] = t.filter(pc.equal(t["row_kind"], ROW_RECORD))
+        for e in chain.entries:
+            if e.replaced and details:
+                t = pa.Table.from_batches([records_batch(e.split, e.local, e.summary, details)])
+                local_tables[e.split.split_id] = t.filter(pc.equal(t["row_kind"], ROW_RECORD))
         dispatched = sum(e.summary.get("dispatched", 0) for e in chain.entries)
         progress.done(f"{len(chain.entries)} splits on the reput's path, {chain.rewalked} walked again by the driver, "
                       f"{len(chain.dropped)} unreachable")
 
-        progress.stage("consume queues")
-        sc = spark.sparkContext
-        queue_bc = sc.broadcast(queue_in)
-        blank_bc = sc.broadcast({k: v[3] for k, v in queue_final.items() if v[3] >= 0})
-        cq_rows = records.mapInArrow(build.AssignQueues(config, queue_bc), spark_schema(build.CQ_ROW_SCHEMA))
-        local_cq = [build.queue_rows(t, queue_in.get(sid, {}), config) for sid, t in local_tables.items()]
-        cq_rows = _union_local(spark, cq_rows, local_cq, build.CQ_ROW_SCHEMA)
-        cq_files = (cq_rows.groupBy("topic", "queue_id", "file_start")
-                    .applyInArrow(build.grouped(build.BuildQueueFiles(config, staged.staging_uri, blank_bc)), spark_schema(build.CQ_FILE_SCHEMA))
-                    .collect())
-        n_units = sum(r["units"] for r in cq_files)
-        n_queues = len({(r["topic"], r["queue_id"]) for r in cq_files})
-        progress.done(f"{n_queues} queues, {len(cq_files)} files, {n_units:,} units")
-
-        progress.stage("index")
-        index_files: list[tuple[int, int]] = []  # (file_no, first store timestamp)
+        progress.stage("build", "consume queue and index files")
+        order = [e.split.split_id for e in chain.entries]
         total_keys = index_totals["keys"]
         cap = config.index_entries_per_file
-        if config.messageIndexEnable and dispatched:
-            n_files = -(-total_keys // cap)
-            index_bc = sc.broadcast(index_in)
-            idx_rows = records.mapInArrow(build.AssignIndex(config, index_bc), spark_schema(build.INDEX_ROW_SCHEMA))
-            local_idx = [build.index_rows(t, *index_in[sid], config) for sid, t in local_tables.items()]
-            idx_rows = _union_local(spark, idx_rows, local_idx, build.INDEX_ROW_SCHEMA)
-            built = (idx_rows.filter(F.col("file_no") < n_files).groupBy("file_no")
-                     .applyInArrow(build.grouped(build.BuildIndexFiles(config, staged.staging_uri)), spark_schema(build.INDEX_FILE_SCHEMA))
-                     .collect())
-            built = sorted(built, key=lambda r: r["file_no"])
-            index_files = [(r["file_no"], r["first_store_timestamp"]) for r in built]
+        index_enabled = config.messageIndexEnable and dispatched > 0
+        file_parts = index_file_parts(chain, index_in, total_keys, cap) if index_enabled else []
+        tasks = [{"kind": "index", "task_id": f, "payload": json.dumps({"parts": parts})}
+                 for f, parts in enumerate(file_parts)]
+        tasks += [{"kind": "cq", "task_id": b, "payload": json.dumps({"splits": order})} for b in range(buckets)]
+        task_df = spark.createDataFrame(pa.Table.from_pylist(tasks, schema=TASK_SCHEMA).to_pandas()).repartition(
+            len(tasks))
+        results = task_df.mapInArrow(BuildTask(config, work_uri, staged.staging_uri),
+                                     spark_schema(RESULT_SCHEMA)).collect()
+        cq_files = [r for r in results if r["kind"] == "cq"]
+        built = sorted((r for r in results if r["kind"] == "index"), key=lambda r: r["task_id"])
+        n_units = sum(r["entries"] for r in cq_files)
+        n_queues = len({(r["topic"], r["queue_id"]) for r in cq_files})
+        index_files: list[tuple[int, int]] = [(r["task_id"], r["first_store_timestamp"]) for r in built]
+        if index_enabled:
             trailing_empty = total_keys == 0 or (total_keys % cap == 0 and index_totals["dispatched_after_last_key"])
             if trailing_empty:
+                n_files = len(built)
                 prev_off = built[-1]["end_offset"] if built else 0
                 prev_ts = built[-1]["end_timestamp"] if built else 0
-                data = build_index_file([], [], [], max_hash_slot_num=config.maxHashSlotNum,
+                data = build_index_array([], [], [], max_hash_slot_num=config.maxHashSlotNum,
                                         max_index_num=config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts)
-                build.write_file(staged.staging_uri, build.index_part_name(n_files), data)
+                write_file(staged.staging_uri, index_part_name(n_files), data)
                 index_files.append((n_files, prev_ts if prev_ts > 0 else (index_totals["first_store_ts"] or 0)))
-            names = index_file_names([ts for _, ts in index_files], _dt.timezone.utc if tz.upper() == "UTC"
-                                     else _zone(tz))
+            names = index_file_names([ts for _, ts in index_files], _zone(tz))
             for (file_no, _), name in zip(index_files, names):
-                staged.rename_staged(build.index_part_name(file_no), f"index/{name}")
-        progress.done(f"{len(index_files)} files, {total_keys:,} keys")
+                staged.rename_staged(index_part_name(file_no), f"index/{name}")
+        staged.drop_work()
+        progress.done(f"{n_queues} queues, {len(cq_files)} consume queue files, {n_units:,} units; "
+                      f"{len(index_files)} index files, {total_keys:,} keys")
 
         table_path = None
         if tables is not None:
             progress.stage("tables", tables)
-            from .tables import publish_tables  # issue: Delta tables
+            from .tables import publish_tables
             publish_tables(spark, tables, st, config, scanned, local_tables, chain, run_id=run_id)
             table_path = tables
         progress.stage("commit", out)
@@ -229,7 +227,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         staged.abort()
         raise
     finally:
-        if scanned is not None:
+        if scanned is not None and details:
             scanned.unpersist()
     anomalies = list(chain.anomalies)
     for e in chain.entries:
@@ -245,14 +243,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
 
 
 def _zone(name: str) -> _dt.tzinfo:
+    if name.upper() == "UTC":
+        return _dt.timezone.utc
     from zoneinfo import ZoneInfo
     return ZoneInfo(name)
-
-
-def _union_local(spark: SparkSession, df: DataFrame, tables: list[pa.Table], schema: pa.Schema) -> DataFrame:
-    """Add rows the driver computed for splits it walked itself."""
-    tables = [t for t in tables if t.num_rows]
-    if not tables:
-        return df
-    local = spark.createDataFrame(pa.concat_tables(tables).cast(schema).to_pandas()).coalesce(1)
-    return df.unionByName(local)

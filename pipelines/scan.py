@@ -16,11 +16,12 @@ import pyarrow as pa
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
-from store_format.dispatch import fix_malformed_text, queue_units
+from store_format.dispatch import fix_malformed_text
 from store_format.records import DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
 from store_format.store import Reader, resolve
 
 from .plan import Split
+from .workfiles import write_split_work
 
 __all__ = ["record_schema", "SPLIT_SCHEMA", "walk_split", "split_summary", "records_batch", "ScanTask",
            "ROW_RECORD", "ROW_TRAILER"]
@@ -79,28 +80,6 @@ def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: c
         "records": int(len(rec)), "dispatched": int(ok.sum()), "mismatched": int((~ok).sum()),
         "first_store_ts": int(rec[np.argmax(ok), cl.R_STORE_TS]) if ok.any() else None,
     }
-    # queues: per (topic, queueId) the first queue offset and commitlog end, and whether the units
-    # follow each other (queue offsets +1, ends increasing): then positions follow in closed form
-    units = queue_units(res)
-    queues = []
-    if len(units):
-        topics = units.topic.dictionary_encode()
-        codes = topics.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        key = codes << 32 | (units.queue_id.astype(np.int64) & 0xFFFFFFFF)
-        order = np.argsort(key, kind="stable")
-        k_sorted = key[order]
-        starts = np.r_[0, np.nonzero(k_sorted[1:] != k_sorted[:-1])[0] + 1]
-        ends_idx = np.r_[starts[1:], len(order)]
-        qoff = units.queue_offset[order]
-        cend = (units.offset + units.size)[order]
-        step_ok = np.r_[False, (np.diff(qoff) == 1) & (np.diff(cend) > 0)]
-        names = topics.dictionary.to_pylist()
-        for a, b in zip(starts, ends_idx):
-            i0 = order[a]
-            clean = bool(step_ok[a + 1:b].all() and qoff[a] >= 0 and cend[a] >= 0)
-            queues.append([names[codes[i0]], int(units.queue_id[i0]), int(b - a), int(qoff[a]), int(cend[a]),
-                           int(cend[b - 1]), clean])
-    out["queues"] = queues
     # index: records that put keys, and the offsets that decide whether they are indexed
     has_keys = ok & ((rec[:, cl.R_FLAGS] & cl.F_INDEX) != 0) & (rec[:, cl.R_KEY_COUNT] > 0)
     keyed = np.nonzero(has_keys)[0]
@@ -145,12 +124,16 @@ def records_batch(split: Split, res: cl.WalkResult | None, summary: dict, detail
 
 
 class ScanTask:
-    """The function ``mapInArrow`` runs on each partition of the split table."""
+    """The function ``mapInArrow`` runs on each partition of the split table: walk the split, write
+    its work files (queue units by bucket, index keys), and return the trailer row — plus the record
+    rows when the tables are wanted (``details``)."""
 
-    def __init__(self, store_uri: str, config: BrokerConfig, details: bool) -> None:
+    def __init__(self, store_uri: str, config: BrokerConfig, details: bool, work_uri: str, buckets: int) -> None:
         self.store_uri = store_uri
         self.config = config
         self.details = details
+        self.work_uri = work_uri
+        self.buckets = buckets
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         fs, _ = resolve(self.store_uri)
@@ -159,5 +142,6 @@ class ScanTask:
                 split = Split(**row)
                 with Reader(fs, split.path) as read:
                     sync, res = walk_split(split, read, self.config)
+                write_split_work(self.work_uri, split.split_id, res, self.buckets)
                 summary = split_summary(split, sync, None, res)
-                yield records_batch(split, res, summary, self.details)
+                yield records_batch(split, res if self.details else None, summary, self.details)

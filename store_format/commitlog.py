@@ -670,17 +670,20 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
         if stop == Stop.CAPACITY:
             continue
         if stop == Stop.NEED_MORE:
-            # re-read the window from the current record, which may be longer than a window
+            # the record at ``pos`` runs past the window: grow the window (doubling), so that all
+            # string spans stay in one buffer
             pos = int(st[S_BUFPOS])
             total = _peek_total(buf, pos - win_start)
-            length = max(win_len, int(st[S_NEED]), total + 4096)
-            want = min(length, max(data_end - pos, 0))
-            new_buf = _as_u8(read(pos, want))
-            if len(new_buf) < min(want, int(st[S_NEED])):
+            end = max(pos + max(int(st[S_NEED]), total + 4096), win_start + 2 * len(buf))
+            want = min(end, data_end) - win_start
+            new_buf = _as_u8(read(win_start, want))
+            if len(new_buf) < min(want, pos - win_start + int(st[S_NEED])):
                 raise StoreLayoutError(
                     f"segment {seg_base:020d}: short read at position {pos} ({len(new_buf)} of {want} bytes); "
                     "was the file truncated while being read?")
-            win_start, buf = pos, new_buf
+            if texts and texts[-1][1] is buf:
+                texts.pop()
+            buf = new_buf
             continue
         break
     final = WalkState(int(st[S_BUFPOS]), int(st[S_REPUT]), int(st[S_READ]), int(st[S_SLICE_SIZE]))

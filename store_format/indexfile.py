@@ -26,7 +26,7 @@ from .layout import (INDEX_ENTRY_DTYPE, INDEX_ENTRY_SIZE, INDEX_HEADER_DTYPE, IN
                      INDEX_SLOT_SIZE, index_file_size)
 
 __all__ = [
-    "accepted_by_index", "build_index_file", "IndexHeader", "read_header", "select_phy_offsets",
+    "accepted_by_index", "build_index_file", "build_index_array", "IndexHeader", "read_header", "select_phy_offsets",
     "index_file_names",
 ]
 
@@ -66,9 +66,23 @@ class IndexHeader:
     index_count: int
 
 
-def build_index_file(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
-                     max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0) -> bytes:
-    """Bytes of one IndexFile holding the given entries in put order.
+@numba.njit(cache=True, nogil=True)
+def _link_slots(slots, table, prev):
+    """Entry n (1-based) links to the slot's previous entry; the slot keeps its latest entry.
+    Returns how many puts found their slot empty (``hashSlotCount``)."""
+    empty_hits = 0
+    for i in range(slots.shape[0]):
+        s = slots[i]
+        prev[i] = table[s]
+        if table[s] == 0:
+            empty_hits += 1
+        table[s] = i + 1
+    return empty_hits
+
+
+def build_index_array(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
+                      max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0) -> np.ndarray:
+    """Bytes (uint8 array) of one IndexFile holding the given entries in put order.
 
     Args:
         key_hash: index hash of each key (non-negative int32, :func:`javahash.index_key_hashes`).
@@ -90,42 +104,41 @@ def build_index_file(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndar
         offset = np.asarray(offset, dtype=np.int64)
         store_ts = np.asarray(store_ts, dtype=np.int64)
         slots = key_hash % max_hash_slot_num
-        numbers = np.arange(1, n + 1, dtype=np.int64)
-        # previous entry in the same slot: sort stably by slot, link neighbours
-        order = np.argsort(slots, kind="stable")
-        s_sorted = slots[order]
-        prev = np.zeros(n, dtype=np.int64)
-        same = np.zeros(n, dtype=bool)
-        same[1:] = s_sorted[1:] == s_sorted[:-1]
-        prev[order[1:][same[1:]]] = numbers[order[:-1][same[1:]]]
+        table = np.zeros(max_hash_slot_num, dtype=np.int64)
+        prev = np.empty(n, dtype=np.int64)
+        used_slots = _link_slots(slots, table, prev)
         # timeDiff: the first entry against the carried begin, the rest against the first's time
-        base = np.full(n, store_ts[0], dtype=np.int64)
-        base[0] = begin_ts
-        diff = store_ts - base
+        diff = store_ts - store_ts[0]
+        diff[0] = store_ts[0] - begin_ts
         tdiff = np.where(diff < 0, -((-diff) // 1000), diff // 1000)  # Java long division
-        tdiff = np.clip(tdiff, 0, INT_MAX)
-        tdiff[base <= 0] = 0
-        entries = np.zeros(n, dtype=INDEX_ENTRY_DTYPE)
+        np.clip(tdiff, 0, INT_MAX, out=tdiff)
+        if begin_ts <= 0:
+            tdiff[0] = 0
+        if store_ts[0] <= 0:
+            tdiff[1:] = 0
+        start = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num + INDEX_ENTRY_SIZE
+        entries = buf[start:start + n * INDEX_ENTRY_SIZE].view(INDEX_ENTRY_DTYPE)
         entries["keyHash"] = key_hash
         entries["commitlogOffset"] = offset
         entries["timeDiff"] = tdiff
         entries["prevIndex"] = prev
-        start = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num + INDEX_ENTRY_SIZE
-        buf[start:start + n * INDEX_ENTRY_SIZE] = entries.view(np.uint8)
-        # slot table: the last entry of each slot
-        is_last = np.ones(n, dtype=bool)
-        is_last[:-1] = s_sorted[1:] != s_sorted[:-1]
-        used = s_sorted[is_last]
-        table = buf[INDEX_HEADER_SIZE:INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num].view(">i4")
-        table[used] = numbers[order][is_last]
+        buf[INDEX_HEADER_SIZE:INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num].view(">i4")[:] = table
         header["beginTimestamp"] = store_ts[0]
         header["beginPhyOffset"] = offset[0]
         header["endTimestamp"] = store_ts[-1]
         header["endPhyOffset"] = offset[-1]
-        header["hashSlotCount"] = len(used)
+        header["hashSlotCount"] = used_slots
         header["indexCount"] = n + 1
     buf[:INDEX_HEADER_SIZE] = header.view(np.uint8)
-    return buf.tobytes()
+    return buf
+
+
+def build_index_file(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
+                     max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0) -> bytes:
+    """:func:`build_index_array` as ``bytes``."""
+    return build_index_array(key_hash, offset, store_ts, max_hash_slot_num=max_hash_slot_num,
+                             max_index_num=max_index_num, prev_end_offset=prev_end_offset,
+                             prev_end_ts=prev_end_ts).tobytes()
 
 
 def read_header(data: bytes | memoryview | np.ndarray) -> IndexHeader:
