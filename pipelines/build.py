@@ -13,7 +13,6 @@ splits and call :mod:`store_format` kernels.
 """
 from __future__ import annotations
 
-import json
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -26,10 +25,9 @@ from store_format.store import resolve
 
 from .workfiles import read_keys, read_units
 
-__all__ = ["TASK_SCHEMA", "RESULT_SCHEMA", "BuildTask", "build_queue_bucket", "build_index_part", "write_file",
+__all__ = ["RESULT_SCHEMA", "BuildTask", "build_queue_bucket", "build_index_part", "write_file",
            "index_part_name"]
 
-TASK_SCHEMA = pa.schema([("kind", pa.string()), ("task_id", pa.int64()), ("payload", pa.string())])
 RESULT_SCHEMA = pa.schema([
     ("kind", pa.string()), ("task_id", pa.int64()), ("topic", pa.string()), ("queue_id", pa.int32()),
     ("file_start", pa.int64()), ("entries", pa.int64()), ("bytes", pa.int64()),
@@ -176,20 +174,22 @@ def build_index_part(work_uri: str, staging_uri: str, file_no: int, parts: list[
 class BuildTask:
     """What ``mapInArrow`` runs on the task table: one row = one bucket or one index file."""
 
-    def __init__(self, config: BrokerConfig, work_uri: str, staging_uri: str) -> None:
+    def __init__(self, tasks: list[dict], config: BrokerConfig, work_uri: str, staging_uri: str) -> None:
+        self.tasks = tasks
         self.config = config
         self.work_uri = work_uri
         self.staging_uri = staging_uri
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Input rows: ``id`` = position in the task list (``spark.range``, one task per partition)."""
         for batch in batches:
-            for task in batch.to_pylist():
-                payload = json.loads(task["payload"])
+            for i in batch.column(0).to_pylist():
+                task = self.tasks[i]
                 if task["kind"] == "cq":
-                    rows = build_queue_bucket(self.work_uri, self.staging_uri, task["task_id"], payload["splits"],
+                    rows = build_queue_bucket(self.work_uri, self.staging_uri, task["task_id"], task["splits"],
                                               self.config)
                 else:
-                    rows = [build_index_part(self.work_uri, self.staging_uri, task["task_id"], payload["parts"],
+                    rows = [build_index_part(self.work_uri, self.staging_uri, task["task_id"], task["parts"],
                                              self.config)]
                 if rows:
                     yield pa.RecordBatch.from_pylist(rows, schema=RESULT_SCHEMA)

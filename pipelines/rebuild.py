@@ -24,11 +24,11 @@ from store_format.config import BrokerConfig
 from store_format.indexfile import build_index_array, index_file_names
 from store_format.store import StoreLocation, load_config_for, open_store
 
-from .build import RESULT_SCHEMA, TASK_SCHEMA, BuildTask, index_part_name, write_file
+from .build import RESULT_SCHEMA, BuildTask, index_part_name, write_file
 from .chain import carry_index_state, chain_splits, index_file_parts
 from .commit import StagedOutput
 from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
-from .scan import ROW_RECORD, ROW_TRAILER, SPLIT_SCHEMA, ScanTask, record_schema, records_batch, split_summary, walk_split
+from .scan import ROW_RECORD, ROW_TRAILER, ScanTask, record_schema, records_batch, split_summary, walk_split
 from .session import build_spark_session, spark_schema
 from .workfiles import drop_split_work, write_split_work
 
@@ -157,10 +157,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     try:
         staged.prepare()
         progress.stage("scan", f"{len(st.segments)} segments, {st.total_bytes() / 1e6:,.1f} MB, {len(splits)} splits")
-        split_rows = pa.Table.from_pylist([dataclasses.asdict(s) for s in splits], schema=SPLIT_SCHEMA)
-        split_df = spark.createDataFrame(split_rows.to_pandas()).repartition(len(splits))
-        scanned = split_df.mapInArrow(ScanTask(store, config, details, work_uri, buckets),
-                                      spark_schema(record_schema(details)))
+        split_ids = spark.range(0, len(splits), 1, numPartitions=len(splits))
+        scanned = split_ids.mapInArrow(ScanTask(splits, store, config, details, work_uri, buckets),
+                                       spark_schema(record_schema(details)))
         if details:
             scanned = scanned.persist(StorageLevel.MEMORY_AND_DISK)
         trailers = scanned.filter(F.col("row_kind") == ROW_TRAILER).select("split_id", "summary").collect()
@@ -185,13 +184,12 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         cap = config.index_entries_per_file
         index_enabled = config.messageIndexEnable and dispatched > 0
         file_parts = index_file_parts(chain, index_in, total_keys, cap) if index_enabled else []
-        tasks = [{"kind": "index", "task_id": f, "payload": json.dumps({"parts": parts})}
-                 for f, parts in enumerate(file_parts)]
-        tasks += [{"kind": "cq", "task_id": b, "payload": json.dumps({"splits": order})} for b in range(buckets)]
-        task_df = spark.createDataFrame(pa.Table.from_pylist(tasks, schema=TASK_SCHEMA).to_pandas()).repartition(
-            len(tasks))
-        results = task_df.mapInArrow(BuildTask(config, work_uri, staged.staging_uri),
-                                     spark_schema(RESULT_SCHEMA)).collect()
+        # index files first: they are the largest tasks
+        tasks = [{"kind": "index", "task_id": f, "parts": parts} for f, parts in enumerate(file_parts)]
+        tasks += [{"kind": "cq", "task_id": b, "splits": order} for b in range(buckets)]
+        results = (spark.range(0, len(tasks), 1, numPartitions=len(tasks))
+                   .mapInArrow(BuildTask(tasks, config, work_uri, staged.staging_uri), spark_schema(RESULT_SCHEMA))
+                   .collect())
         cq_files = [r for r in results if r["kind"] == "cq"]
         built = sorted((r for r in results if r["kind"] == "index"), key=lambda r: r["task_id"])
         n_units = sum(r["entries"] for r in cq_files)

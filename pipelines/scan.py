@@ -23,22 +23,11 @@ from store_format.store import Reader, resolve
 from .plan import Split
 from .workfiles import write_split_work
 
-__all__ = ["record_schema", "SPLIT_SCHEMA", "walk_split", "split_summary", "records_batch", "ScanTask",
+__all__ = ["record_schema", "walk_split", "split_summary", "records_batch", "ScanTask",
            "ROW_RECORD", "ROW_TRAILER"]
 
 ROW_RECORD = 0
 ROW_TRAILER = 1
-
-SPLIT_SCHEMA = pa.schema([
-    pa.field("split_id", pa.int32(), False),
-    pa.field("segment", pa.int32(), False),
-    pa.field("seg_base", pa.int64(), False),
-    pa.field("seg_size", pa.int64(), False),
-    pa.field("start", pa.int64(), False),
-    pa.field("end", pa.int64(), False),
-    pa.field("path", pa.string(), False),
-])
-
 
 def record_schema(details: bool) -> pa.Schema:
     """One row per walked record, plus one trailer row per split (``row_kind`` 1, ``summary`` set)."""
@@ -128,7 +117,9 @@ class ScanTask:
     its work files (queue units by bucket, index keys), and return the trailer row — plus the record
     rows when the tables are wanted (``details``)."""
 
-    def __init__(self, store_uri: str, config: BrokerConfig, details: bool, work_uri: str, buckets: int) -> None:
+    def __init__(self, splits: list[Split], store_uri: str, config: BrokerConfig, details: bool, work_uri: str,
+                 buckets: int) -> None:
+        self.splits = splits
         self.store_uri = store_uri
         self.config = config
         self.details = details
@@ -136,10 +127,11 @@ class ScanTask:
         self.buckets = buckets
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Input rows: ``id`` = split id (``spark.range``, one split per partition)."""
         fs, _ = resolve(self.store_uri)
         for batch in batches:
-            for row in batch.to_pylist():
-                split = Split(**row)
+            for split_id in batch.column(0).to_pylist():
+                split = self.splits[split_id]
                 with Reader(fs, split.path) as read:
                     sync, res = walk_split(split, read, self.config)
                 write_split_work(self.work_uri, split.split_id, res, self.buckets)

@@ -29,11 +29,19 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
+    launched_by_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit set master and resources
+    conf = dict(_DEFAULT_CONF)
     if master:
         builder = builder.master(master)
-    elif not os.environ.get("SPARK_MASTER") and "spark.master" not in (extra_conf or {}):
+    elif not launched_by_submit and not os.environ.get("SPARK_MASTER") and "spark.master" not in (extra_conf or {}):
         builder = builder.master("local[*]")
-    for key, value in {**_DEFAULT_CONF, **(extra_conf or {})}.items():
+        master = "local[*]"
+    if master and master.startswith("local") and not launched_by_submit:
+        # a local JVM lives for one job: the client compiler starts it seconds sooner
+        conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+    else:
+        conf.pop("spark.driver.memory")
+    for key, value in {**conf, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

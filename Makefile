@@ -1,0 +1,52 @@
+# make run   : rebuild a store (STORE=path, or a generated demo store) into OUT on local Spark
+# make test  : the whole test suite, golden stores included
+# make bench : pipelines.bench with BENCH_ARGS
+SHELL := /bin/bash
+
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+# written after a successful install; a newer pyproject.toml triggers a reinstall
+STAMP := $(VENV)/.installed
+
+STORE ?=
+OUT ?= demo/out
+BENCH_ARGS ?=
+
+.PHONY: venv java run test bench clean
+
+venv: $(STAMP)
+
+$(VPY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(VPY)
+	$(VPY) -m pip install --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+# Spark needs a JVM: install Java 17 when none is on PATH
+java:
+	@if java -version >/dev/null 2>&1; then \
+	  echo "java: $$(java -version 2>&1 | head -n 1)"; \
+	else \
+	  if [ "$$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi; \
+	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jre-headless; \
+	fi
+
+# Spark's Python workers use the venv's interpreter
+run test bench: export PYSPARK_PYTHON := $(abspath $(VPY))
+run test bench: export PYSPARK_DRIVER_PYTHON := $(abspath $(VPY))
+
+run: venv java
+	$(VPY) -m pipelines demo $(if $(STORE),--store $(STORE),) --out $(OUT)
+
+test: venv java
+	$(VPY) -m pytest -q
+
+bench: venv java
+	$(VPY) -m pipelines.bench $(BENCH_ARGS)
+
+# generated outputs and caches; keeps .venv and bench-data/
+clean:
+	rm -rf demo build dist *.egg-info .pytest_cache .hypothesis spark-warehouse metastore_db derby.log
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,54 @@
+"""Shared fixtures: one local Spark session for the whole run, and the broker-written golden stores."""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+GOLDEN_DIR = REPO_ROOT.parent / "shared" / "golden"
+
+SPARK_MASTER = "local[2]"
+SPARK_APP_NAME = "rocketmq-offline-index-tests"
+SPARK_TEST_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.driver.memory": "2g",
+}
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """A ``local[2]`` session whose Python workers run this interpreter, stopped after the run."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    try:
+        from pipelines.session import build_spark_session
+    except ImportError:
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.master(SPARK_MASTER).appName(SPARK_APP_NAME)
+        for key, value in SPARK_TEST_CONF.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+    else:
+        session = build_spark_session(master=SPARK_MASTER, app_name=SPARK_APP_NAME, extra_conf=SPARK_TEST_CONF)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def golden_dir() -> Path:
+    """``../shared/golden`` beside the repository: one folder per broker-written case."""
+    if not GOLDEN_DIR.is_dir():
+        pytest.skip(f"no golden stores at {GOLDEN_DIR}: put the shared/ folder beside the repository")
+    return GOLDEN_DIR
