@@ -125,7 +125,7 @@ def _driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, bu
 def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, config_path: str | None = None,
                 spark: SparkSession | None = None, master: str | None = None, split_size: int | None = None,
                 tables: str | None = None, with_body: bool = False, tz: str = "UTC", overwrite: bool = False,
-                progress: Progress | None = None) -> RebuildSummary:
+                progress: Progress | None = None, engine: str = "spark") -> RebuildSummary:
     """Rebuild ``consumequeue/`` and ``index/`` of ``store`` into ``out``.
 
     Args:
@@ -137,6 +137,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         tables: publish the Delta tables under this path (None: no tables).
         tz: time zone of index file names (``yyyyMMddHHmmssSSS``).
         overwrite: replace existing outputs in ``out`` once the new ones are complete.
+        engine: ``spark``, or ``local`` to run the very same tasks one after the other in this
+            process (no JVM: tests of the orchestration, small stores; no tables).
     Raises:
         StoreError: bad store layout, unsupported settings, existing outputs without ``overwrite``.
     """
@@ -148,21 +150,31 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
     staged = StagedOutput(out, run_id, overwrite=overwrite)
     staged.check_target()
-    spark = spark or build_spark_session(master)
+    if engine not in ("spark", "local"):
+        raise ValueError(f"engine must be 'spark' or 'local', not {engine!r}")
+    if engine == "local" and tables is not None:
+        raise ValueError("the Delta tables need the Spark engine")
+    if engine == "spark":
+        spark = spark or build_spark_session(master)
     details = tables is not None
-    parallelism = max(spark.sparkContext.defaultParallelism, 1)
+    parallelism = max(spark.sparkContext.defaultParallelism, 1) if spark is not None else 2
     buckets = max(1, min(4 * parallelism, 512))
     work_uri = f"{staged.staging_uri}/_work"
     scanned: DataFrame | None = None
     try:
         staged.prepare()
         progress.stage("scan", f"{len(st.segments)} segments, {st.total_bytes() / 1e6:,.1f} MB, {len(splits)} splits")
-        split_ids = spark.range(0, len(splits), 1, numPartitions=len(splits))
-        scanned = split_ids.mapInArrow(ScanTask(splits, store, config, details, work_uri, buckets),
-                                       spark_schema(record_schema(details)))
-        if details:
-            scanned = scanned.persist(StorageLevel.MEMORY_AND_DISK)
-        trailers = scanned.filter(F.col("row_kind") == ROW_TRAILER).select("split_id", "summary").collect()
+        scan_task = ScanTask(splits, store, config, details, work_uri, buckets)
+        if spark is None:
+            local_rows = _run_local(scan_task, len(splits))
+            trailers = local_rows.filter(pc.equal(local_rows["row_kind"], ROW_TRAILER)).select(
+                ["split_id", "summary"]).to_pylist()
+        else:
+            scanned = spark.range(0, len(splits), 1, numPartitions=len(splits)).mapInArrow(
+                scan_task, spark_schema(record_schema(details)))
+            if details:
+                scanned = scanned.persist(StorageLevel.MEMORY_AND_DISK)
+            trailers = scanned.filter(F.col("row_kind") == ROW_TRAILER).select("split_id", "summary").collect()
         summaries = {int(r["split_id"]): json.loads(r["summary"]) for r in trailers}
         n_records = sum(s.get("records", 0) for s in summaries.values())
         progress.stage("chain")
@@ -187,9 +199,12 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         # index files first: they are the largest tasks
         tasks = [{"kind": "index", "task_id": f, "parts": parts} for f, parts in enumerate(file_parts)]
         tasks += [{"kind": "cq", "task_id": b, "splits": order} for b in range(buckets)]
-        results = (spark.range(0, len(tasks), 1, numPartitions=len(tasks))
-                   .mapInArrow(BuildTask(tasks, config, work_uri, staged.staging_uri), spark_schema(RESULT_SCHEMA))
-                   .collect())
+        build_task = BuildTask(tasks, config, work_uri, staged.staging_uri)
+        if spark is None:
+            results = _run_local(build_task, len(tasks)).to_pylist()
+        else:
+            results = (spark.range(0, len(tasks), 1, numPartitions=len(tasks))
+                       .mapInArrow(build_task, spark_schema(RESULT_SCHEMA)).collect())
         cq_files = [r for r in results if r["kind"] == "cq"]
         built = sorted((r for r in results if r["kind"] == "index"), key=lambda r: r["task_id"])
         n_units = sum(r["entries"] for r in cq_files)
@@ -238,6 +253,14 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                           queues=n_queues, consume_queue_files=len(cq_files), index_files=len(index_files),
                           index_keys=total_keys, anomalies=anomalies, rewalked_splits=chain.rewalked,
                           timings=progress.timings, seconds=round(progress.elapsed, 3), tables=table_path)
+
+
+def _run_local(task, n: int) -> pa.Table:
+    """Run a task object over ids 0..n-1 in this process, as Spark would one per partition."""
+    batches = []
+    for i in range(n):
+        batches.extend(task([pa.record_batch([pa.array([i], type=pa.int64())], names=["id"])]))
+    return pa.Table.from_batches(batches) if batches else pa.table({})
 
 
 def _zone(name: str) -> _dt.tzinfo:

@@ -1,0 +1,184 @@
+"""Splits vs one sequential walk: for any split size, on clean and corrupted segments alike, the
+parallel plan (resync, chain, driver re-walks, bucketed queue builds, index file tasks) must write
+exactly the files of the sequential reput (store_format.reput.rebuild_in_memory).
+
+The orchestration runs with ``engine="local"``: the very tasks Spark runs, one after the other in
+this process, so hypothesis can try many stores quickly; tests/test_golden.py runs them on Spark.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipelines.rebuild import Progress, run_rebuild
+from store_format import writer as w
+from store_format.config import BrokerConfig
+from store_format.layout import BORN_HOST_OFFSET, HOST_V4_LEN, MAGIC_V1, record_length
+from store_format.reput import rebuild_in_memory
+from store_format.store import open_store
+
+SEGMENT = 64 * 1024
+# body of a record with IPv4 hosts: head, hosts, store time, reconsume, prepared offset, body length
+BODY_START_V4 = BORN_HOST_OFFSET + HOST_V4_LEN + 8 + HOST_V4_LEN + 4 + 8 + 4
+
+
+def _config(version: str, cq_units: int, max_index: int) -> BrokerConfig:
+    return BrokerConfig(mappedFileSizeCommitLog=SEGMENT, mappedFileSizeConsumeQueue=cq_units * 20,
+                        maxHashSlotNum=13, maxIndexNum=max_index, brokerVersion=version)
+
+
+def _write_store(root: Path, config: BrokerConfig, n: int, seed: int) -> list[int]:
+    rng = np.random.default_rng(seed)
+    topics = ["TopicA", "TopicB", "%RETRY%grp", "SCHEDULE_TOPIC_XXXX"]
+    offsets = []
+    with w.CommitLogWriter(root, config) as cw:
+        for i in range(n):
+            t = int(rng.integers(0, len(topics)))
+            props = {"UNIQ_KEY": f"U{seed}-{i}", "TAGS": f"tag{i % 3}"}
+            if rng.random() < 0.7:
+                props["KEYS"] = " ".join(f"k{int(rng.integers(0, 40))}" for _ in range(int(rng.integers(1, 4))))
+            if topics[t] == "SCHEDULE_TOPIC_XXXX":
+                props["DELAY"] = str(int(rng.integers(1, 20)))
+            tx = [0, 0, 0, 4, 8, 12][int(rng.integers(0, 6))]
+            off, _ = cw.append(topics[t], int(rng.integers(0, 3)), b"x" * int(rng.integers(0, 700)), props,
+                               sys_flag=tx, store_timestamp=1_700_000_000_000 + i * int(rng.integers(1, 900)))
+            offsets.append(off)
+    return offsets
+
+
+def _corrupt(root: Path, offsets: list[int], kinds: list[tuple[str, int]]) -> None:
+    for kind, at in kinds:
+        off = offsets[at % len(offsets)]
+        if kind == "magic":
+            w.set_magic_code(root, off)
+        elif kind == "size+8":
+            w.set_total_size(root, off, delta=8)
+        elif kind == "size-4":
+            w.set_total_size(root, off, delta=-4)
+        elif kind == "crc":
+            w.flip_body_byte(root, off)
+        elif kind == "phys":
+            w.set_head_field(root, off, "physicalOffset", 12345)
+        elif kind == "qoff":
+            w.set_head_field(root, off, "queueOffset", 3)
+
+
+def _files(out: Path) -> tuple[dict[str, bytes], list[bytes]]:
+    cq = {str(p.relative_to(out / "consumequeue")): p.read_bytes()
+          for p in (out / "consumequeue").rglob("*") if p.is_file()}
+    return cq, [p.read_bytes() for p in sorted((out / "index").iterdir())]
+
+
+corruptions = st.lists(st.tuples(st.sampled_from(["magic", "size+8", "size-4", "crc", "phys", "qoff"]),
+                                 st.integers(0, 10_000)), max_size=4)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(n=st.integers(1, 400), seed=st.integers(0, 2**31), split=st.integers(4096, 3 * SEGMENT),
+       version=st.sampled_from(["4", "5"]), cq_units=st.integers(3, 40), max_index=st.integers(2, 60),
+       damage=corruptions)
+def test_splits_write_what_the_sequential_walk_writes(tmp_path_factory, n, seed, split, version, cq_units, max_index,
+                                                      damage):
+    root = tmp_path_factory.mktemp("store")
+    config = _config(version, cq_units, max_index)
+    offsets = _write_store(root, config, n, seed)
+    _corrupt(root, offsets, damage)
+    expected = rebuild_in_memory(open_store(str(root), config), config)
+    out = root.parent / (root.name + "-out")
+    summary = run_rebuild(str(root), str(out), config, engine="local", split_size=split,
+                          progress=Progress(lambda line: None))
+    cq, index = _files(out)
+    assert cq == expected.consumequeue
+    assert index == [b for _, b in expected.index]
+    assert summary.dispatched == expected.dispatched
+
+
+def _rebuild_both(root: Path, config: BrokerConfig, split: int):
+    expected = rebuild_in_memory(open_store(str(root), config), config)
+    out = root.parent / (root.name + "-out")
+    summary = run_rebuild(str(root), str(out), config, engine="local", split_size=split,
+                          progress=Progress(lambda line: None))
+    cq, index = _files(out)
+    assert cq == expected.consumequeue
+    assert index == [b for _, b in expected.index]
+    return summary, expected
+
+
+def test_resync_false_positive_inside_a_body_is_walked_again(tmp_path):
+    """A body holding bytes that look like a record (magic code and a matching physical offset) at
+    the start of the split where the chain arrives: that split's resync is wrong, the driver must
+    walk the split again from where the previous record really ends."""
+    split = 4096
+    config = _config("4", 50, 40)
+    root = tmp_path / "store"
+    with w.CommitLogWriter(root, config) as cw:
+        cw.append("TopicA", 0, b"a" * 10, {"KEYS": "before"}, store_timestamp=1)
+        p0 = cw.offset
+        props = w.encode_properties({"KEYS": "big"})
+        body_len = 20_000
+        end = p0 + record_length(0, body_len, len("TopicA"), len(props))
+        fake_at = end - end % split + 8  # inside the body, in the split where the record ends
+        body = bytearray(b"z" * body_len)
+        k = fake_at - (p0 + BODY_START_V4)
+        assert 0 <= k and k + 36 <= body_len
+        body[k:k + 4] = (300).to_bytes(4, "big")
+        body[k + 4:k + 8] = MAGIC_V1.to_bytes(4, "big", signed=True)
+        body[k + 28:k + 36] = fake_at.to_bytes(8, "big")
+        cw.append("TopicA", 0, bytes(body), props, store_timestamp=2)
+        for i in range(20):
+            cw.append("TopicA", 0, b"b" * 10, {"KEYS": f"after{i}"}, store_timestamp=3 + i)
+    summary, expected = _rebuild_both(root, config, split)
+    assert summary.rewalked_splits >= 1, "the false resync point went unnoticed"
+    assert expected.dispatched == 22
+
+
+def test_record_with_corrupt_physical_offset_at_a_split_start(tmp_path):
+    """The reput does not check the stored physical offset, the resync does: a split whose first
+    record has a wrong one resyncs too late and must be walked again."""
+    config = _config("4", 50, 40)
+    root = tmp_path / "store"
+    offsets = _write_store(root, config, 300, 3)
+    split = 8192
+    first_in_split = next(o for o in offsets if o % SEGMENT >= split)
+    w.set_head_field(root, first_in_split, "physicalOffset", 7)
+    summary, _ = _rebuild_both(root, config, split)
+    assert summary.rewalked_splits >= 1
+
+
+def test_size_mismatch_then_bad_magic_enters_next_segment_mid_way(tmp_path):
+    """After a size mismatch, an unreadable record moves reputFromOffset by the slice's unread
+    size: the reput enters the next segment at the mismatches' declared bytes, not at its start."""
+    config = _config("4", 50, 40)
+    root = tmp_path / "store"
+    offsets = _write_store(root, config, 400, 5)
+    seg0 = [o for o in offsets if o < SEGMENT]
+    w.set_total_size(root, seg0[3], delta=8)
+    w.set_magic_code(root, seg0[len(seg0) // 2])
+    summary, expected = _rebuild_both(root, config, 4096)
+    assert summary.rewalked_splits >= 1
+    assert any(a["kind"] == "unreadable_record" for a in summary.anomalies)
+
+
+def test_failed_run_leaves_target_untouched(tmp_path, monkeypatch):
+    config = _config("4", 50, 40)
+    _write_store(tmp_path / "store", config, 50, 1)
+    out = tmp_path / "out"
+    import pipelines.rebuild as rb
+
+    def boom(*a, **k):
+        raise RuntimeError("injected failure in the build stage")
+
+    monkeypatch.setattr(rb, "index_file_parts", boom)
+    try:
+        run_rebuild(str(tmp_path / "store"), str(out), config, engine="local", progress=Progress(lambda l: None))
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the injected failure did not surface")
+    assert not (out / "consumequeue").exists() and not (out / "index").exists()
+    assert not list(out.glob(".rebuild-*")), "staging folder left behind"
