@@ -104,7 +104,7 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
             anomalies.append(_unreadable(store, seg, state, last_seg))
         if stop == cl.Stop.SPLIT_END:
             break  # cannot happen: the last split of a segment has no byte end
-        nxt = next_reput_offset(seg, state, stop, file_size)
+        nxt = next_reput_offset(seg, state, stop, file_size, config.is_master)
         if nxt is None or nxt <= reput:
             break
         reput = nxt

@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
@@ -62,6 +63,32 @@ class Progress:
     def elapsed(self) -> float:
         return time.perf_counter() - self._t0
 
+    def watch(self, spark: SparkSession | None, what: str, unit_bytes: float = 0.0, every: float = 10.0):
+        """While a Spark job runs, print how many of its tasks are done every ``every`` seconds."""
+        import threading
+
+        stop = threading.Event()
+        if spark is None:
+            return stop
+        tracker = spark.sparkContext.statusTracker()
+
+        def loop() -> None:
+            started = time.perf_counter()
+            while not stop.wait(every):
+                done = total = 0
+                for sid in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(sid)
+                    if info:
+                        done += info.numCompletedTasks
+                        total += info.numTasks
+                if total:
+                    extra = f", {done * unit_bytes / 1e6:,.0f} MB" if unit_bytes else ""
+                    self.emit(f"[rebuild]   {what}: {done}/{total} tasks done{extra}, "
+                              f"{time.perf_counter() - started:.0f}s")
+
+        threading.Thread(target=loop, daemon=True).start()
+        return stop
+
 
 @dataclasses.dataclass
 class RebuildSummary:
@@ -104,8 +131,10 @@ class RebuildSummary:
                 lines.append(f"  - {a['kind']}: {a.get('detail', '')}")
         lines.append(f"time               {self.seconds:.2f}s (" +
                      ", ".join(f"{k} {v:.2f}s" for k, v in self.timings.items()) + ")")
+        working = self.seconds - self.timings.get("spark session", 0.0) - self.timings.get("plan", 0.0)
         lines.append(f"throughput         {mb / max(self.seconds, 1e-9):,.0f} MB/s, "
-                     f"{self.records / max(self.seconds, 1e-9):,.0f} records/s")
+                     f"{self.records / max(self.seconds, 1e-9):,.0f} records/s end to end; "
+                     f"{mb / max(working, 1e-9):,.0f} MB/s once the session is up")
         if self.tables:
             lines.append(f"tables             {self.tables}")
         return "\n".join(lines)
@@ -147,6 +176,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     progress.stage("plan", store)
     st = open_store(store, config)
+    if st.broker_may_be_running():
+        progress.emit(f"[rebuild] warning: {store}/abort exists: a broker may be running on this store (or it "
+                      "crashed); segments still being written can change under the scan")
     splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
     staged = StagedOutput(out, run_id, overwrite=overwrite)
     staged.check_target()
@@ -154,8 +186,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         raise ValueError(f"engine must be 'spark' or 'local', not {engine!r}")
     if engine == "local" and tables is not None:
         raise ValueError("the Delta tables need the Spark engine")
-    if engine == "spark":
-        spark = spark or build_spark_session(master)
+    if engine == "spark" and spark is None:
+        progress.stage("spark session", master or "local[*]")
+        spark = build_spark_session(master)
     details = tables is not None
     parallelism = max(spark.sparkContext.defaultParallelism, 1) if spark is not None else 2
     buckets = max(1, min(4 * parallelism, 512))
@@ -164,17 +197,25 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     try:
         staged.prepare()
         progress.stage("scan", f"{len(st.segments)} segments, {st.total_bytes() / 1e6:,.1f} MB, {len(splits)} splits")
-        scan_task = ScanTask(splits, store, config, details, work_uri, buckets)
+        # contiguous runs of splits per task: a few tasks per core keep the per-task overhead low
+        n_tasks = min(len(splits), 4 * parallelism)
+        task_splits = [list(block) for block in np.array_split(np.arange(len(splits)), n_tasks)]
+        task_splits = [[int(x) for x in block] for block in task_splits if len(block)]
+        scan_task = ScanTask(splits, store, config, details, work_uri, buckets, task_splits)
         if spark is None:
-            local_rows = _run_local(scan_task, len(splits))
+            local_rows = _run_local(scan_task, len(task_splits))
             trailers = local_rows.filter(pc.equal(local_rows["row_kind"], ROW_TRAILER)).select(
                 ["split_id", "summary"]).to_pylist()
         else:
-            scanned = spark.range(0, len(splits), 1, numPartitions=len(splits)).mapInArrow(
+            scanned = spark.range(0, len(task_splits), 1, numPartitions=len(task_splits)).mapInArrow(
                 scan_task, spark_schema(record_schema(details)))
             if details:
                 scanned = scanned.persist(StorageLevel.MEMORY_AND_DISK)
-            trailers = scanned.filter(F.col("row_kind") == ROW_TRAILER).select("split_id", "summary").collect()
+            watcher = progress.watch(spark, "scan", st.total_bytes() / max(len(task_splits), 1))
+            try:
+                trailers = scanned.filter(F.col("row_kind") == ROW_TRAILER).select("split_id", "summary").collect()
+            finally:
+                watcher.set()
         summaries = {int(r["split_id"]): json.loads(r["summary"]) for r in trailers}
         n_records = sum(s.get("records", 0) for s in summaries.values())
         progress.stage("chain")
@@ -203,8 +244,12 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         if spark is None:
             results = _run_local(build_task, len(tasks)).to_pylist()
         else:
-            results = (spark.range(0, len(tasks), 1, numPartitions=len(tasks))
-                       .mapInArrow(build_task, spark_schema(RESULT_SCHEMA)).collect())
+            watcher = progress.watch(spark, "build")
+            try:
+                results = (spark.range(0, len(tasks), 1, numPartitions=len(tasks))
+                           .mapInArrow(build_task, spark_schema(RESULT_SCHEMA)).collect())
+            finally:
+                watcher.set()
         cq_files = [r for r in results if r["kind"] == "cq"]
         built = sorted((r for r in results if r["kind"] == "index"), key=lambda r: r["task_id"])
         n_units = sum(r["entries"] for r in cq_files)

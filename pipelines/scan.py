@@ -118,8 +118,9 @@ class ScanTask:
     rows when the tables are wanted (``details``)."""
 
     def __init__(self, splits: list[Split], store_uri: str, config: BrokerConfig, details: bool, work_uri: str,
-                 buckets: int) -> None:
+                 buckets: int, tasks: list[list[int]] | None = None) -> None:
         self.splits = splits
+        self.tasks = tasks if tasks is not None else [[s.split_id] for s in splits]
         self.store_uri = store_uri
         self.config = config
         self.details = details
@@ -127,10 +128,11 @@ class ScanTask:
         self.buckets = buckets
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """Input rows: ``id`` = split id (``spark.range``, one split per partition)."""
+        """Input rows: ``id`` = task number (``spark.range``, one task per partition); a task walks
+        its splits one after the other."""
         fs, _ = resolve(self.store_uri)
         for batch in batches:
-            for split_id in batch.column(0).to_pylist():
+            for split_id in (sid for task in batch.column(0).to_pylist() for sid in self.tasks[task]):
                 split = self.splits[split_id]
                 with Reader(fs, split.path) as read:
                     sync, res = walk_split(split, read, self.config)

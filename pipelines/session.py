@@ -26,6 +26,11 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
                         extra_conf: dict[str, str] | None = None) -> SparkSession:
     """Get or create the session.  Python workers run this interpreter (``PYSPARK_PYTHON``) unless
     the environment already says otherwise, so they see the same packages as the driver."""
+    # local Python workers inherit this environment: let them import this checkout's packages
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.environ.get("PYTHONPATH") else []
+    if root not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -39,6 +44,8 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
     if master and master.startswith("local") and not launched_by_submit:
         # a local JVM lives for one job: the client compiler starts it seconds sooner
         conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+        # workers forked from a daemon that already loaded the kernels (see pipelines.sparkdaemon)
+        conf["spark.python.daemon.module"] = "pipelines.sparkdaemon"
     else:
         conf.pop("spark.driver.memory")
     for key, value in {**conf, **(extra_conf or {})}.items():

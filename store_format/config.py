@@ -103,6 +103,9 @@ class BrokerConfig:
     enableLmq: bool = False
     enableConsumeQueueExt: bool = False
     brokerId: int = 0
+    enableDLegerCommitLog: bool = False
+    duplicationEnable: bool = False
+    storeType: str = "default"
     # cleanup (expiry audit) [MessageStoreConfig]
     fileReservedTime: int = 72
     deleteWhen: str = "04"
@@ -124,10 +127,18 @@ class BrokerConfig:
             raise UnsupportedConfigError("maxIndexNum must be at least 2 (an index file holds maxIndexNum - 1 entries)")
         if self.brokerVersion not in ("4", "5"):
             raise UnsupportedConfigError(f"brokerVersion={self.brokerVersion!r}: use 4 (4.9.x) or 5 (5.x)")
-        if self.brokerId != 0:
+        if self.enableDLegerCommitLog:
             raise UnsupportedConfigError(
-                f"brokerId={self.brokerId}: only a master's store (brokerId=0) is supported; a slave's reput "
-                "handles corrupt records differently")
+                "enableDLegerCommitLog=true: a DLedger commitlog wraps records in DLedger entries; this project "
+                "reads plain commitlogs only")
+        if self.duplicationEnable:
+            raise UnsupportedConfigError(
+                "duplicationEnable=true: the broker's reput then stops at a confirm offset this project cannot "
+                "know; rebuild with the broker, or disable it")
+        if self.storeType != "default":
+            raise UnsupportedConfigError(
+                f"storeType={self.storeType}: only the file-based consume queue store (storeType=default) is "
+                "rebuilt; RocksDB consume queues are not files")
         parse_delay_levels(self.messageDelayLevel)
 
     @property
@@ -144,6 +155,11 @@ class BrokerConfig:
     @property
     def delay_levels_ms(self) -> tuple[int, ...]:
         return parse_delay_levels(self.messageDelayLevel)
+
+    @property
+    def is_master(self) -> bool:
+        """``brokerId == MixAll.MASTER_ID``: a master's reput skips past unreadable records."""
+        return self.brokerId == 0
 
     @property
     def is_5x(self) -> bool:

@@ -28,20 +28,21 @@ from .store import Segment, StoreLocation
 __all__ = ["next_reput_offset", "walk_store", "rebuild_in_memory", "InMemoryRebuild", "data_end_limit"]
 
 
-def next_reput_offset(seg: Segment, state: cl.WalkState, stop: int, file_size: int) -> int | None:
+def next_reput_offset(seg: Segment, state: cl.WalkState, stop: int, file_size: int, master: bool = True) -> int | None:
     """``reputFromOffset`` after a slice's walk stopped, or None when the reput stops for good.
 
     * blank record: ``CommitLog.rollNextFile(reputFromOffset)``: the start of the segment after the
       one holding the (declared-size) position, which skips a segment when size mismatches pushed
       that position past the end;
-    * unreadable record (master): ``reputFromOffset += sliceSize - readSize``;
+    * unreadable record: on a master ``reputFromOffset += sliceSize - readSize``; a slave's reput
+      stays there for good (it waits for the record to become readable);
     * slice read to its end: go on from ``reputFromOffset``.
     """
     reput = seg.base + state.reput
     if stop == cl.Stop.BLANK:
         return reput + file_size - reput % file_size
     if stop == cl.Stop.BAD:
-        return reput + (state.slice_size - state.read_size)
+        return reput + (state.slice_size - state.read_size) if master else None
     if stop == cl.Stop.SLICE_END:
         return reput
     if stop == cl.Stop.LIMIT:
@@ -79,7 +80,7 @@ def walk_store(store: StoreLocation, config: BrokerConfig) -> Iterator[tuple[Seg
                                 limit_rel=None if limit_abs is None else limit_abs - seg.base,
                                 window=seg.size - pos + 16)
         yield seg, res
-        nxt = next_reput_offset(seg, res.state, res.stop, file_size)
+        nxt = next_reput_offset(seg, res.state, res.stop, file_size, config.is_master)
         if nxt is None or nxt <= reput:
             return
         reput = nxt

@@ -78,6 +78,10 @@ class StoreLocation:
     def reader(self, segment: Segment) -> "Reader":
         return Reader(self.fs, segment.path)
 
+    def broker_may_be_running(self) -> bool:
+        """A broker creates ``abort`` at start and deletes it at a clean shutdown."""
+        return self.fs.get_file_info(f"{self.root}/abort").type == pafs.FileType.File
+
     def total_bytes(self) -> int:
         return sum(s.size for s in self.segments)
 

@@ -26,9 +26,9 @@ SEGMENT = 64 * 1024
 BODY_START_V4 = BORN_HOST_OFFSET + HOST_V4_LEN + 8 + HOST_V4_LEN + 4 + 8 + 4
 
 
-def _config(version: str, cq_units: int, max_index: int) -> BrokerConfig:
+def _config(version: str, cq_units: int, max_index: int, broker_id: int = 0) -> BrokerConfig:
     return BrokerConfig(mappedFileSizeCommitLog=SEGMENT, mappedFileSizeConsumeQueue=cq_units * 20,
-                        maxHashSlotNum=13, maxIndexNum=max_index, brokerVersion=version)
+                        maxHashSlotNum=13, maxIndexNum=max_index, brokerVersion=version, brokerId=broker_id)
 
 
 def _write_store(root: Path, config: BrokerConfig, n: int, seed: int) -> list[int]:
@@ -81,11 +81,11 @@ corruptions = st.lists(st.tuples(st.sampled_from(["magic", "size+8", "size-4", "
                                                                   HealthCheck.too_slow])
 @given(n=st.integers(1, 400), seed=st.integers(0, 2**31), split=st.integers(4096, 3 * SEGMENT),
        version=st.sampled_from(["4", "5"]), cq_units=st.integers(3, 40), max_index=st.integers(2, 60),
-       damage=corruptions)
+       damage=corruptions, broker_id=st.sampled_from([0, 0, 0, 1]))
 def test_splits_write_what_the_sequential_walk_writes(tmp_path_factory, n, seed, split, version, cq_units, max_index,
-                                                      damage):
+                                                      damage, broker_id):
     root = tmp_path_factory.mktemp("store")
-    config = _config(version, cq_units, max_index)
+    config = _config(version, cq_units, max_index, broker_id)
     offsets = _write_store(root, config, n, seed)
     _corrupt(root, offsets, damage)
     expected = rebuild_in_memory(open_store(str(root), config), config)

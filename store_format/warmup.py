@@ -1,0 +1,29 @@
+"""Load (or compile) every JIT kernel once, on tiny inputs, so that later calls run at full speed."""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["warm_up"]
+
+
+def warm_up() -> None:
+    from . import commitlog as cl
+    from .config import BrokerConfig
+    from .consumequeue import NOT_STARTED, assign_positions
+    from .dispatch import gather_strings
+    from .indexfile import accepted_by_index, build_index_array
+    from .writer import CommitLogWriter  # noqa: F401  (imports its kernels' module)
+
+    config = BrokerConfig(mappedFileSizeCommitLog=4096, maxHashSlotNum=4, maxIndexNum=4)
+    empty = np.zeros(4096, dtype=np.uint8)
+    res = cl.walk_range(lambda pos, n: empty[pos:pos + n], 0, 4096, cl.WalkState.at_slice_start(0, 4096), 4097,
+                        config)
+    cl.resync(lambda pos, n: empty[pos:pos + n], 0, 0, 64, 4096)
+    gather_strings(empty, 0, np.zeros(1, np.int64), np.zeros(1, np.int64))
+    states = np.array([[-1, NOT_STARTED, -1, -1]], dtype=np.int64)
+    assign_positions(np.zeros(1, np.int64), np.zeros(1, np.int64), np.ones(1, np.int64), np.zeros(1, np.int64), 40,
+                     states)
+    accepted_by_index(np.zeros(1, np.int64), 0)
+    build_index_array(np.zeros(1, np.int32), np.zeros(1, np.int64), np.ones(1, np.int64), max_hash_slot_num=4,
+                      max_index_num=4)
+    del res

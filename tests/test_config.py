@@ -1,0 +1,54 @@
+"""broker.conf parsing, the broker's defaults, and settings refused with a clear message."""
+from __future__ import annotations
+
+import pytest
+
+from store_format.config import BrokerConfig, load_broker_config, parse_delay_levels, parse_java_properties
+from store_format.errors import UnsupportedConfigError
+
+
+def test_defaults_are_the_brokers():
+    c = load_broker_config(None)
+    assert c.mappedFileSizeCommitLog == 1 << 30
+    assert c.cq_file_size == 300_000 * 20
+    assert (c.maxHashSlotNum, c.maxIndexNum) == (5_000_000, 20_000_000)
+    assert c.index_entries_per_file == 19_999_999
+    assert c.delay_levels_ms[:3] == (1000, 5000, 10000) and c.delay_levels_ms[-1] == 7_200_000
+    assert c.messageIndexEnable and not c.enableMultiDispatch and c.is_master
+
+
+def test_java_properties_syntax():
+    props = parse_java_properties("# comment\n! other\nkey1=v1\nkey2 : v2\nkey3 v3\n  key4=a\\\n   b\nkey\\ 5=x\\ty\n")
+    assert props == {"key1": "v1", "key2": "v2", "key3": "v3", "key4": "ab", "key 5": "x\ty"}
+
+
+def test_consume_queue_size_rounds_up_to_whole_units():
+    assert load_broker_config("mappedFileSizeConsumeQueue=6001").cq_file_size == 6020
+    assert load_broker_config("mappedFileSizeConsumeQueue=6000").cq_file_size == 6000
+
+
+def test_booleans_follow_boolean_parse_boolean():
+    c = load_broker_config("enableMultiDispatch=TRUE\nenableLmq=yes\nmessageIndexEnable=false")
+    assert c.enableMultiDispatch and not c.enableLmq and not c.messageIndexEnable
+
+
+def test_delay_levels_with_days():
+    assert parse_delay_levels("1s 2m 3h 1d") == (1000, 120_000, 10_800_000, 86_400_000)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("enableConsumeQueueExt=true", "enableConsumeQueueExt"),
+    ("storeType=defaultRocksDB", "storeType"),
+    ("enableDLegerCommitLog=true", "DLedger"),
+    ("duplicationEnable=true", "duplicationEnable"),
+    ("maxIndexNum=1", "maxIndexNum"),
+    ("maxHashSlotNum=zero", "whole number"),
+    ("messageDelayLevel=1s 5x", "messageDelayLevel"),
+])
+def test_unsupported_settings_are_refused_with_the_setting_named(text, words):
+    with pytest.raises(UnsupportedConfigError, match=words):
+        load_broker_config(text)
+
+
+def test_unknown_keys_are_ignored_like_the_broker_does():
+    assert load_broker_config("brokerClusterName=DefaultCluster\nlistenPort=10911") == BrokerConfig()
