@@ -73,6 +73,17 @@ def _files(out: Path) -> tuple[dict[str, bytes], list[bytes]]:
     return cq, [p.read_bytes() for p in sorted((out / "index").iterdir())]
 
 
+def _rebuild_both(root: Path, config: BrokerConfig, split: int):
+    expected = rebuild_in_memory(open_store(str(root), config), config)
+    out = root.parent / (root.name + "-out")
+    summary = run_rebuild(str(root), str(out), config, engine="local", split_size=split,
+                          progress=Progress(lambda line: None))
+    cq, index = _files(out)
+    assert cq == expected.consumequeue
+    assert index == [b for _, b in expected.index]
+    return summary, expected
+
+
 corruptions = st.lists(st.tuples(st.sampled_from(["magic", "size+8", "size-4", "crc", "phys", "qoff"]),
                                  st.integers(0, 10_000)), max_size=4)
 
@@ -88,25 +99,8 @@ def test_splits_write_what_the_sequential_walk_writes(tmp_path_factory, n, seed,
     config = _config(version, cq_units, max_index, broker_id)
     offsets = _write_store(root, config, n, seed)
     _corrupt(root, offsets, damage)
-    expected = rebuild_in_memory(open_store(str(root), config), config)
-    out = root.parent / (root.name + "-out")
-    summary = run_rebuild(str(root), str(out), config, engine="local", split_size=split,
-                          progress=Progress(lambda line: None))
-    cq, index = _files(out)
-    assert cq == expected.consumequeue
-    assert index == [b for _, b in expected.index]
+    summary, expected = _rebuild_both(root, config, split)
     assert summary.dispatched == expected.dispatched
-
-
-def _rebuild_both(root: Path, config: BrokerConfig, split: int):
-    expected = rebuild_in_memory(open_store(str(root), config), config)
-    out = root.parent / (root.name + "-out")
-    summary = run_rebuild(str(root), str(out), config, engine="local", split_size=split,
-                          progress=Progress(lambda line: None))
-    cq, index = _files(out)
-    assert cq == expected.consumequeue
-    assert index == [b for _, b in expected.index]
-    return summary, expected
 
 
 def test_resync_false_positive_inside_a_body_is_walked_again(tmp_path):
