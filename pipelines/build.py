@@ -18,7 +18,9 @@ from typing import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from store_format.commitlog import Scratch
 from store_format.config import BrokerConfig
+from store_format.layout import index_file_size
 from store_format.consumequeue import NOT_STARTED, assign_positions, build_cq_file, cq_file_name
 from store_format.indexfile import accepted_by_index, build_index_array
 from store_format.store import resolve
@@ -33,6 +35,10 @@ RESULT_SCHEMA = pa.schema([
     ("file_start", pa.int64()), ("entries", pa.int64()), ("bytes", pa.int64()),
     ("first_store_timestamp", pa.int64()), ("end_offset", pa.int64()), ("end_timestamp", pa.int64()),
 ])
+
+
+# one per Python worker (tasks run one at a time in a worker): file images are built here
+_SCRATCH = Scratch()
 
 
 def write_file(uri_root: str, relative: str, data) -> int:
@@ -82,7 +88,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
                 keep |= m
                 continue
             topic, qid = names[q]
-            data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m], int(states[q, 3]))
+            data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m], int(states[q, 3]),
+                                 out=_SCRATCH.array("cq_file", (file_size,), np.uint8))
             n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(f))}", data)
             written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(f), entries=int(m.sum()),
                                 bytes=n))
@@ -163,8 +170,10 @@ def build_index_part(work_uri: str, staging_uri: str, file_no: int, parts: list[
     hashes = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int32)
     offs = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, np.int64)
     ts = np.concatenate([c[2] for c in chunks]) if chunks else np.zeros(0, np.int64)
+    size = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
     data = build_index_array(hashes, offs, ts, max_hash_slot_num=config.maxHashSlotNum,
-                            max_index_num=config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts)
+                             max_index_num=config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts,
+                             out=_SCRATCH.array("index_file", (size,), np.uint8))
     n = write_file(staging_uri, index_part_name(file_no), data)
     return _row("index", file_no, entries=len(hashes), bytes=n,
                 first_store_timestamp=int(ts[0]) if len(ts) else prev_ts,

@@ -39,10 +39,16 @@ def record_schema(details: bool) -> pa.Schema:
     return pa.schema(fields + [pa.field("summary", pa.string(), True)])
 
 
+# one per Python worker: a worker runs one task at a time, and a task its splits one after another
+_SCRATCH = cl.Scratch()
+
+
 def walk_split(split: Split, read: Reader, config: BrokerConfig,
-               entering: cl.WalkState | None = None, limit_rel: int | None = None) -> tuple[int, cl.WalkResult | None]:
+               entering: cl.WalkState | None = None, limit_rel: int | None = None,
+               scratch: cl.Scratch | None = None) -> tuple[int, cl.WalkResult | None]:
     """Walk one split.  Without ``entering`` the walk starts at the segment start or at the resync
-    point, with the loop state of a fresh slice there.  Returns (start position or -1, result)."""
+    point, with the loop state of a fresh slice there.  Returns (start position or -1, result); with
+    a ``scratch`` the result is valid until the scratch's next use."""
     window = min(split.end, split.seg_size) - split.start + (1 << 20)
     if entering is None:
         sync = 0 if split.is_segment_start else cl.resync(read, split.seg_base, split.start, min(split.end, split.seg_size),
@@ -51,7 +57,7 @@ def walk_split(split: Split, read: Reader, config: BrokerConfig,
             return -1, None
         entering = cl.WalkState(sync, sync, 0, 1 << 62)
     res = cl.walk_range(read, split.seg_base, split.seg_size, entering, split.end, config, limit_rel=limit_rel,
-                        window=window)
+                        window=window, scratch=scratch)
     fix_malformed_text(res)
     return entering.bufpos, res
 
@@ -135,7 +141,7 @@ class ScanTask:
             for split_id in (sid for task in batch.column(0).to_pylist() for sid in self.tasks[task]):
                 split = self.splits[split_id]
                 with Reader(fs, split.path) as read:
-                    sync, res = walk_split(split, read, self.config)
+                    sync, res = walk_split(split, read, self.config, scratch=_SCRATCH)
                 write_split_work(self.work_uri, split.split_id, res, self.buckets)
                 summary = split_summary(split, sync, None, res)
                 yield records_batch(split, res if self.details else None, summary, self.details)

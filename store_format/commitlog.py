@@ -32,7 +32,7 @@ from .layout import (BORN_HOST_OFFSET, HOST_V4_LEN, HOST_V6_LEN, MAGIC_BLANK, MA
                      TRANSACTION_ROLLBACK)
 
 __all__ = [
-    "Stop", "Status", "PROPERTY_NAMES", "WalkState", "WalkResult", "walk_range", "resync",
+    "Stop", "Status", "PROPERTY_NAMES", "WalkState", "WalkResult", "walk_range", "resync", "Scratch",
 ]
 
 
@@ -619,9 +619,35 @@ class WalkResult:
 Reader = Callable[[int, int], "bytes | memoryview | np.ndarray"]
 
 
+class Scratch:
+    """Memory reused by walks that run one after another in one process (a scan task's splits).
+
+    Fresh memory costs page faults and zeroing on first touch, which on a small VM costs more than
+    the walk itself; a result walked with a scratch is only valid until the next walk using it.
+    """
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def array(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+        need = int(np.prod(shape))
+        a = self._arrays.get(name)
+        if a is None or a.size < need or a.dtype != np.dtype(dtype):
+            a = self._arrays[name] = np.empty(max(need, 1), dtype=dtype)
+        return a[:need].reshape(shape)
+
+
+def _read_window(read: Reader, pos: int, length: int, scratch: Scratch | None) -> np.ndarray:
+    into = getattr(read, "read_into", None)
+    if scratch is not None and into is not None:
+        out = scratch.array("window", (length,), np.uint8)
+        return out[:into(pos, out)]
+    return _as_u8(read(pos, length))
+
+
 def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, split_end: int,
                config: BrokerConfig, *, limit_rel: int | None = None, window: int = 64 << 20,
-               keep_text: bool = True) -> WalkResult:
+               keep_text: bool = True, scratch: Scratch | None = None) -> WalkResult:
     """Walk records of one segment from ``state`` until a stop condition other than buffer/capacity.
 
     Args:
@@ -633,6 +659,7 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
         config: broker settings (delay levels, multi-dispatch, 4.9 or 5.x reput).
         limit_rel: 5.x reput end offset relative to the segment base (None: no limit).
         window: bytes read at a time.
+        scratch: reusable memory (see :class:`Scratch`); the result then lives until its next use.
     Returns:
         A :class:`WalkResult`; string spans refer to segment positions resolvable in ``text``.
     """
@@ -645,14 +672,22 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
     texts: list[tuple[int, np.ndarray]] = []
     win_start = state.bufpos
     win_len = max(min(window, max(split_end - win_start, 0) + (1 << 20)), 1 << 16)
-    buf = _as_u8(read(win_start, min(win_len, max(data_end - win_start, 0))))
+    buf = _read_window(read, win_start, min(win_len, max(data_end - win_start, 0)), scratch)
     cap = max(1024, min(1 << 17, len(buf) // 64 + 1024))
     key_cap = cap * 4 + 80000
+    chunk = 0
     while True:
-        rec = np.empty((cap, N_REC_FIELDS), dtype=np.int64)
-        key = np.empty((key_cap, N_KEY_FIELDS), dtype=np.int64)
-        lmq = np.empty((key_cap, N_LMQ_FIELDS), dtype=np.int64)
-        prop = np.empty((cap, len(PROPERTY_NAMES), 2), dtype=np.int64)
+        if scratch is not None:
+            rec = scratch.array(f"rec{chunk}", (cap, N_REC_FIELDS), np.int64)
+            key = scratch.array(f"key{chunk}", (key_cap, N_KEY_FIELDS), np.int64)
+            lmq = scratch.array(f"lmq{chunk}", (key_cap, N_LMQ_FIELDS), np.int64)
+            prop = scratch.array(f"prop{chunk}", (cap, len(PROPERTY_NAMES), 2), np.int64)
+        else:
+            rec = np.empty((cap, N_REC_FIELDS), dtype=np.int64)
+            key = np.empty((key_cap, N_KEY_FIELDS), dtype=np.int64)
+            lmq = np.empty((key_cap, N_LMQ_FIELDS), dtype=np.int64)
+            prop = np.empty((cap, len(PROPERTY_NAMES), 2), dtype=np.int64)
+        chunk += 1
         counts = np.zeros(3, dtype=np.int64)
         _walk(buf, win_start, data_end, split_end, limit, st, accept_v2, is_5x, delay,
               config.enableMultiDispatch, config.enableLmq, rec, key, lmq, prop, counts)
@@ -676,13 +711,13 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
             total = _peek_total(buf, pos - win_start)
             end = max(pos + max(int(st[S_NEED]), total + 4096), win_start + 2 * len(buf))
             want = min(end, data_end) - win_start
-            new_buf = _as_u8(read(win_start, want))
+            if texts and texts[-1][1] is buf:
+                texts.pop()
+            new_buf = _read_window(read, win_start, want, scratch)  # same origin: a grown window
             if len(new_buf) < min(want, pos - win_start + int(st[S_NEED])):
                 raise StoreLayoutError(
                     f"segment {seg_base:020d}: short read at position {pos} ({len(new_buf)} of {want} bytes); "
                     "was the file truncated while being read?")
-            if texts and texts[-1][1] is buf:
-                texts.pop()
             buf = new_buf
             continue
         break

@@ -89,10 +89,16 @@ def assign_positions(queue_idx: np.ndarray, offset: np.ndarray, size: np.ndarray
 
 
 def build_cq_file(file_start: int, file_size: int, positions: np.ndarray, offset: np.ndarray, size: np.ndarray,
-                  tags_code: np.ndarray, blank_until: int = -1) -> bytes:
-    """Bytes of one consume queue file: units at their positions, blank units before
-    ``blank_until`` if the file holds the queue's blank prefix, zeros elsewhere."""
-    units = np.zeros(file_size // CQ_UNIT_SIZE, dtype=CQ_UNIT_DTYPE)
+                  tags_code: np.ndarray, blank_until: int = -1, out: np.ndarray | None = None) -> np.ndarray:
+    """One consume queue file (uint8 array): units at their positions, blank units before
+    ``blank_until`` if the file holds the queue's blank prefix, zeros elsewhere.  ``out``: a
+    reusable array of at least ``file_size`` bytes to build it in."""
+    if out is None:
+        units = np.zeros(file_size // CQ_UNIT_SIZE, dtype=CQ_UNIT_DTYPE)
+    else:
+        raw = out[:file_size]
+        raw[:] = 0
+        units = raw.view(CQ_UNIT_DTYPE)
     if blank_until > file_start:
         n_blank = (min(blank_until, file_start + file_size) - file_start) // CQ_UNIT_SIZE
         units["size"][:n_blank] = CQ_BLANK_SIZE
@@ -100,7 +106,7 @@ def build_cq_file(file_start: int, file_size: int, positions: np.ndarray, offset
     units["commitlogOffset"][slot] = offset
     units["size"][slot] = size
     units["tagsCode"][slot] = tags_code
-    return units.tobytes()
+    return units.view(np.uint8)
 
 
 def cq_file_name(file_start: int) -> str:

@@ -81,18 +81,25 @@ def _link_slots(slots, table, prev):
 
 
 def build_index_array(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
-                      max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0) -> np.ndarray:
+                      max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0,
+                      out: np.ndarray | None = None) -> np.ndarray:
     """Bytes (uint8 array) of one IndexFile holding the given entries in put order.
 
     Args:
         key_hash: index hash of each key (non-negative int32, :func:`javahash.index_key_hashes`).
         offset, store_ts: commitlog offset and store timestamp of the record of each key.
         prev_end_offset, prev_end_ts: end values of the previous index file (0 for the first).
+        out: a reusable uint8 array at least as large as the file to build it in.
     """
     n = len(key_hash)
     if n > max_index_num - 1:
         raise ValueError(f"{n} entries do not fit an index file of maxIndexNum={max_index_num}")
-    buf = np.zeros(index_file_size(max_hash_slot_num, max_index_num), dtype=np.uint8)
+    size = index_file_size(max_hash_slot_num, max_index_num)
+    if out is None:
+        buf = np.zeros(size, dtype=np.uint8)
+    else:
+        buf = out[:size]
+        buf[:] = 0
     header = np.zeros(1, dtype=INDEX_HEADER_DTYPE)
     begin_ts = prev_end_ts if prev_end_ts > 0 else 0
     if prev_end_offset > 0:

@@ -169,7 +169,7 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
         for f in np.unique(file_of):
             m = file_of == f
             cq[f"{topic}/{qid}/{cq_file_name(int(f))}"] = build_cq_file(int(f), cq_size, pos[m], off[m], size[m],
-                                                                         tags[m], blank_until)
+                                                                         tags[m], blank_until).tobytes()
     # index files
     index: list[tuple[str, bytes]] = []
     if config.messageIndexEnable and n_dispatched:

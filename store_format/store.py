@@ -93,6 +93,7 @@ class Reader:
         self._fs = fs
         self._path = path
         self._file: pafs.NativeFile | None = None
+        self._fd: int | None = None
 
     def __call__(self, pos: int, length: int):
         if self._file is None:
@@ -101,7 +102,29 @@ class Reader:
             return b""
         return self._file.read_at(length, pos)
 
+    def read_into(self, pos: int, out) -> int:
+        """Read ``len(out)`` bytes from ``pos`` into a reusable array; returns the count read."""
+        view = memoryview(out).cast("B")
+        if isinstance(self._fs, pafs.LocalFileSystem):
+            import os
+            if self._fd is None:
+                self._fd = os.open(self._path, os.O_RDONLY)
+            done = 0
+            while done < len(view):
+                n = os.preadv(self._fd, [view[done:]], pos + done)
+                if n <= 0:
+                    break
+                done += n
+            return done
+        data = memoryview(self(pos, len(view))).cast("B")
+        view[:len(data)] = data
+        return len(data)
+
     def close(self) -> None:
+        if self._fd is not None:
+            import os
+            os.close(self._fd)
+            self._fd = None
         if self._file is not None:
             self._file.close()
             self._file = None
