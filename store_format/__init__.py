@@ -1,0 +1,20 @@
+"""RocketMQ store formats and the broker's reput semantics as vectorized kernels (no Spark).
+
+Modules:
+    layout       byte layouts of commitlog records, consume queue units, index files
+    config       broker.conf parsing and MessageStoreConfig defaults
+    store        finding and reading store segments through pyarrow.fs
+    commitlog    the record walk (CommitLog.checkMessageAndReturnSize in the doReput loop)
+    javahash     Java String.hashCode over UTF-16, IndexFile.indexKeyHashMethod
+    dispatch     consume queue units and index keys of walked records
+    consumequeue ConsumeQueue.putMessagePositionInfo / fillPreBlank
+    indexfile    IndexService.buildIndex / IndexFile.putKey / selectPhyOffset
+    reput        doReput over segments, and a sequential in-memory rebuild (the reference)
+    writer       a commitlog writer laying records out as the broker does (sample data, tests)
+    msgid        offset msgId codec (MessageDecoder.createMessageId / decodeMessageId)
+"""
+from .config import BrokerConfig, load_broker_config
+from .errors import CorruptStoreError, StoreError, StoreLayoutError, UnsupportedConfigError
+
+__all__ = ["BrokerConfig", "load_broker_config", "StoreError", "StoreLayoutError", "UnsupportedConfigError",
+           "CorruptStoreError"]

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import commitlog as cl
-from .javahash import java_string_hashes
+from .javahash import java_string_hashes, java_utf8_decode
 
 __all__ = ["gather_strings", "fix_malformed_text", "queue_units", "index_keys", "to_index_hash", "QueueUnits",
            "IndexKeys"]
@@ -80,7 +80,8 @@ def _valid_utf8(data, offsets, out):
 def gather_strings(text: np.ndarray, origin: int, starts: np.ndarray, lens: np.ndarray,
                    null_mask: np.ndarray | None = None) -> pa.StringArray:
     """Arrow strings from byte spans of the walked text (segment positions); malformed UTF-8 is
-    decoded with replacement characters, as Java's ``new String(bytes, UTF_8)`` does."""
+    decoded with replacement characters, as Java's ``new String(bytes, UTF_8)`` does
+    (:func:`store_format.javahash.java_utf8_decode`)."""
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     lens = np.ascontiguousarray(np.maximum(lens, 0), dtype=np.int64)
     n = len(starts)
@@ -93,7 +94,7 @@ def gather_strings(text: np.ndarray, origin: int, starts: np.ndarray, lens: np.n
     if null_mask is not None and null_mask.any():
         mask_buf = pa.array(~null_mask).buffers()[1]
     if not valid.all():
-        values = [bytes(data[offsets[i]:offsets[i + 1]]).decode("utf-8", "replace") for i in range(n)]
+        values = [java_utf8_decode(data[offsets[i]:offsets[i + 1]]) for i in range(n)]
         return pa.array(values, type=pa.string(), mask=null_mask)
     if offsets[-1] < 2**31:
         arr = pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data), mask_buf,
@@ -104,7 +105,7 @@ def gather_strings(text: np.ndarray, origin: int, starts: np.ndarray, lens: np.n
 
 
 def _decode(text: np.ndarray, origin: int, start: int, length: int) -> str:
-    return bytes(text[start - origin:start - origin + length]).decode("utf-8", "replace")
+    return java_utf8_decode(text[start - origin:start - origin + length])
 
 
 def fix_malformed_text(res: cl.WalkResult) -> None:
@@ -128,9 +129,16 @@ def fix_malformed_text(res: cl.WalkResult) -> None:
 
 
 def _is_delay_tagged(res: cl.WalkResult, i: int, text: np.ndarray) -> bool:
+    """Whether the delivery time replaced the tags hash: a ``SCHEDULE_TOPIC_XXXX`` record whose
+    ``DELAY`` level is above 0 [checkMessageAndReturnSize: ``if (delayLevel > 0)``]; a level of 0
+    or below leaves the tags hash."""
     r = res.rec[i]
     topic = bytes(text[r[cl.R_TOPIC_START] - res.text_origin:r[cl.R_TOPIC_START] - res.text_origin + r[cl.R_TOPIC_LEN]])
-    return topic == cl.SCHEDULE_TOPIC.encode() and res.prop_span[i, cl.P_DELAY, 0] >= 0
+    ds, dl = (int(v) for v in res.prop_span[i, cl.P_DELAY])
+    if topic != cl.SCHEDULE_TOPIC.encode() or ds < 0:
+        return False
+    # the walk read this record, so the value parsed as Integer.parseInt reads it (ASCII digits, a sign)
+    return int(bytes(text[ds - res.text_origin:ds - res.text_origin + dl])) > 0
 
 
 def to_index_hash(java_hash_u32: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ __all__ = [
     "index_key_hash",
     "index_key_hashes",
     "utf16_hash_update",
+    "java_utf8_decode",
 ]
 
 _MASK32 = 0xFFFFFFFF
@@ -130,3 +131,84 @@ def utf16_hash_update(h, buf, start, end):
         else:
             h = (h * 31 + cp) & 0xFFFFFFFF
     return h, True
+
+
+_REPLACEMENT = "\ufffd"
+
+
+def _continuation(b: int) -> bool:
+    return (b & 0xC0) == 0x80
+
+
+def java_utf8_decode(data: bytes | bytearray | memoryview | np.ndarray) -> str:
+    """``new String(bytes, StandardCharsets.UTF_8)``: malformed input becomes U+FFFD the way the
+    JDK's decoder does it.
+
+    Valid UTF-8 decodes as in Python.  Malformed input mostly does too, except where the JDK first
+    takes a lead byte and its continuation bytes as one unit and only then rejects it: ``ED A0 80``
+    (an encoded surrogate, as CESU-8 writes them) is one U+FFFD for the JDK and three for Python's
+    ``decode("utf-8", "replace")``; the hash codes of tags, keys and topics follow the JDK.
+    """
+    data = bytes(data)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    out: list[str] = []
+    i, n = 0, len(data)
+    while i < n:
+        b1 = data[i]
+        i += 1
+        if b1 < 0x80:
+            out.append(chr(b1))
+        elif 0xC2 <= b1 <= 0xDF:  # two bytes
+            if i < n and _continuation(data[i]):
+                out.append(chr(((b1 & 0x1F) << 6) | (data[i] & 0x3F)))
+                i += 1
+            else:
+                out.append(_REPLACEMENT)
+        elif 0xE0 <= b1 <= 0xEF:  # three bytes
+            if i + 1 < n:
+                b2, b3 = data[i], data[i + 1]
+                bad_second = (b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not _continuation(b2)
+                if bad_second or not _continuation(b3):
+                    out.append(_REPLACEMENT)  # the malformed unit: the lead, or lead + second byte
+                    i += 0 if bad_second else 1
+                else:
+                    c = ((b1 & 0x0F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+                    out.append(_REPLACEMENT if 0xD800 <= c <= 0xDFFF else chr(c))  # a surrogate: one U+FFFD
+                    i += 2
+            else:  # cut short by the end of the input
+                out.append(_REPLACEMENT)
+                if i < n and ((b1 == 0xE0 and (data[i] & 0xE0) == 0x80) or not _continuation(data[i])):
+                    continue
+                break
+        elif 0xF0 <= b1 <= 0xF7:  # four bytes
+            if i + 2 < n:
+                b2, b3, b4 = data[i], data[i + 1], data[i + 2]
+                cp = ((b1 & 0x07) << 18) | ((b2 & 0x3F) << 12) | ((b3 & 0x3F) << 6) | (b4 & 0x3F)
+                if _continuation(b2) and _continuation(b3) and _continuation(b4) and 0x10000 <= cp <= 0x10FFFF:
+                    out.append(chr(cp))
+                    i += 3
+                    continue
+                out.append(_REPLACEMENT)
+                if (b1 > 0xF4 or (b1 == 0xF0 and not 0x90 <= b2 <= 0xBF) or (b1 == 0xF4 and (b2 & 0xF0) != 0x80)
+                        or not _continuation(b2)):
+                    pass
+                elif not _continuation(b3):
+                    i += 1
+                else:
+                    i += 2
+            else:  # cut short by the end of the input
+                out.append(_REPLACEMENT)
+                if b1 > 0xF4 or (i < n and ((b1 == 0xF0 and not 0x90 <= data[i] <= 0xBF)
+                                            or (b1 == 0xF4 and (data[i] & 0xF0) != 0x80)
+                                            or not _continuation(data[i]))):
+                    continue
+                i += 1
+                if i < n and not _continuation(data[i]):
+                    continue
+                break
+        else:  # a continuation byte without a lead, C0, C1, F8..FF
+            out.append(_REPLACEMENT)
+    return "".join(out)

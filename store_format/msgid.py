@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import ipaddress
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -39,7 +39,7 @@ __all__ = [
     "hex_chars",
 ]
 
-HostLike = Union[bytes, bytearray, str, tuple]
+HostLike = bytes | bytearray | str | tuple
 
 _HEX_DIGITS = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 _HEX_VALUE = np.full(256, 255, dtype=np.uint8)
@@ -98,6 +98,7 @@ def host_to_bytes(host: HostLike, port: int | None = None) -> bytes:
 def host_from_bytes(raw: bytes) -> tuple[str, int]:
     """``(address, port)`` from the 8/20 bytes of a stored host."""
     raw = bytes(raw)
+    addr: ipaddress.IPv4Address | ipaddress.IPv6Address
     if len(raw) == IPV4_LEN + PORT_LEN:
         addr = ipaddress.IPv4Address(raw[:IPV4_LEN])
     elif len(raw) == IPV6_LEN + PORT_LEN:
@@ -180,7 +181,7 @@ def create_offset_msg_ids(store_hosts: np.ndarray | HostLike, offsets: np.ndarra
         if len(hosts) != n:
             raise ValueError(f"{len(hosts)} hosts for {n} offsets")
     else:
-        one = np.frombuffer(host_to_bytes(store_hosts), dtype=np.uint8)
+        one = np.frombuffer(host_to_bytes(store_hosts), dtype=np.uint8)  # type: ignore[arg-type]
         hosts = np.broadcast_to(one, (n, len(one)))
     if hosts.shape[1] not in (IPV4_LEN + PORT_LEN, IPV6_LEN + PORT_LEN):
         raise ValueError(f"hosts must be 8 or 20 bytes wide, got {hosts.shape[1]}")
@@ -246,7 +247,8 @@ class UniqIdGenerator:
         if offset is None:
             raise ValueError("tz must be a fixed-offset datetime.timezone")
         self._utc_offset_ms = int(offset.total_seconds() * 1000)
-        prefix = ip_bytes + (int(pid) & 0xFFFF).to_bytes(2, "big") + (int(class_loader_hash) & 0xFFFFFFFF).to_bytes(4, "big")
+        prefix = (ip_bytes + (int(pid) & 0xFFFF).to_bytes(2, "big")
+                  + (int(class_loader_hash) & 0xFFFFFFFF).to_bytes(4, "big"))
         self._prefix = np.frombuffer(prefix, dtype=np.uint8)
         self._latest = None if start_ms is None else int(start_ms)
         self._counter = int(counter)

@@ -275,7 +275,7 @@ def _add_features(rng: np.random.Generator, n: int, first: int, topic_id: np.nda
         elif name == "collide":
             topic_id[i] = int(rng.integers(0, min(2, len(topic_names))))
             n_keys[i] = 0
-            props = {"KEYS": "Aa" if rng.random() < 0.5 else "BB"}
+            props = {"KEYS": "Aa" if counts[name] % 2 == 0 else "BB"}
         elif name == "odd_spacing":
             n_keys[i] = 0
             a, b = rng.integers(0, 1000, 2)
