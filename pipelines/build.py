@@ -21,7 +21,7 @@ import pyarrow as pa
 from store_format.commitlog import Scratch
 from store_format.config import BrokerConfig
 from store_format.layout import index_file_size
-from store_format.consumequeue import NOT_STARTED, assign_positions, build_cq_file, cq_file_name
+from store_format.consumequeue import NOT_STARTED, assign_positions, build_cq_file, cq_file_name, new_states
 from store_format.indexfile import accepted_by_index, build_index_array
 from store_format.store import resolve
 
@@ -70,7 +70,7 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
     file_size = config.cq_file_size
     queues: dict[tuple[str, int], int] = {}
     names: list[tuple[str, int]] = []
-    states = np.zeros((0, 4), dtype=np.int64)
+    states = new_states(0)
     pending: dict[int, list[tuple[np.ndarray, ...]]] = {}
     written: list[dict] = []
 
@@ -112,7 +112,7 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
             if q is None:
                 q = queues[key] = len(names)
                 names.append(key)
-                states = np.vstack([states, [[-1, NOT_STARTED, -1, -1]]])
+                states = np.vstack([states, new_states(1)])
             local[j] = q
         qidx = local[inverse]
         off = units["commitlog_offset"].to_numpy()
@@ -133,6 +133,17 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
             flush(q, final=False)
     for q in list(pending):
         flush(q, final=True)
+    # a file getLastMappedFile created for a unit it then skipped stays on disk, empty
+    last_written: dict[int, int] = {}
+    for row in written:
+        q = queues[(row["topic"], row["queue_id"])]
+        last_written[q] = max(last_written.get(q, -1), row["file_start"])
+    for q, (topic, qid) in enumerate(names):
+        if states[q, 4] > last_written.get(q, -1) and states[q, 1] != NOT_STARTED:
+            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(states[q, 4]))}",
+                           np.zeros(file_size, dtype=np.uint8))
+            written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(states[q, 4]), entries=0,
+                                bytes=n))
     return written
 
 

@@ -37,7 +37,7 @@ def _add_rebuild_args(p: argparse.ArgumentParser, store_required: bool = True) -
     p.add_argument("--master", default=None, help="Spark master URL (default: local[*], or spark-submit's)")
     p.add_argument("--broker-version", choices=["4", "5"], default=None,
                    help="mirror the 4.9.x or the 5.x reput where they differ (default: brokerVersion in the "
-                        "config, else 4)")
+                        "config, else detected from the records)")
     p.add_argument("--tables", default=None, help="publish the Delta tables under this path (default: OUT/tables)")
     p.add_argument("--no-tables", action="store_true", help="do not publish the Delta tables")
     p.add_argument("--with-body", action="store_true", help="include message bodies in the messages table")

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.indexfile import build_index_array, index_file_names
+from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, load_config_for, open_store
 
 from .build import RESULT_SCHEMA, BuildTask, index_part_name, write_file
@@ -176,6 +177,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     progress.stage("plan", store)
     st = open_store(store, config)
+    config = resolve_broker_version(st, config)
     if st.broker_may_be_running():
         progress.emit(f"[rebuild] warning: {store}/abort exists: a broker may be running on this store (or it "
                       "crashed); segments still being written can change under the scan")
@@ -262,7 +264,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                 prev_off = built[-1]["end_offset"] if built else 0
                 prev_ts = built[-1]["end_timestamp"] if built else 0
                 data = build_index_array([], [], [], max_hash_slot_num=config.maxHashSlotNum,
-                                        max_index_num=config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts)
+                                         max_index_num=config.maxIndexNum, prev_end_offset=prev_off,
+                                         prev_end_ts=prev_ts, empty_index_count=config.empty_index_count)
                 write_file(staged.staging_uri, index_part_name(n_files), data)
                 index_files.append((n_files, prev_ts if prev_ts > 0 else (index_totals["first_store_ts"] or 0)))
             names = index_file_names([ts for _, ts in index_files], _zone(tz))

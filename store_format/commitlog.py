@@ -59,10 +59,10 @@ class Status:
 # Properties the dispatchers read [MessageConst]; column order of the ``prop_span`` output.
 PROPERTY_NAMES = (
     "KEYS", "UNIQ_KEY", "TAGS", "DELAY", "INNER_MULTI_DISPATCH", "INNER_MULTI_QUEUE_OFFSET",
-    "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC",
+    "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC", "INNER_NUM", "INNER_BASE",
 )
-P_KEYS, P_UNIQ, P_TAGS, P_DELAY, P_MULTI_DISPATCH, P_MULTI_OFFSET, P_REAL_TOPIC, P_REAL_QID, P_RETRY_TOPIC = range(
-    len(PROPERTY_NAMES))
+(P_KEYS, P_UNIQ, P_TAGS, P_DELAY, P_MULTI_DISPATCH, P_MULTI_OFFSET, P_REAL_TOPIC, P_REAL_QID, P_RETRY_TOPIC,
+ P_INNER_NUM, P_INNER_BASE) = range(len(PROPERTY_NAMES))
 _PROP_NAME_BYTES = np.frombuffer("".join(PROPERTY_NAMES).encode(), dtype=np.uint8).copy()
 _PROP_NAME_OFFSETS = np.cumsum([0] + [len(n) for n in PROPERTY_NAMES]).astype(np.int64)
 
@@ -392,6 +392,16 @@ def _walk(buf, buf_origin, data_end, split_end, limit_rel, state, accept_v2, is_
         struct_len = o_end if props_len > 0 else o_props
         is_ok = total == struct_len
         size = total
+        # 5.x setBatchSizeIfNeeded: Long.parseLong(INNER_BASE), Short.parseShort(INNER_NUM) when both
+        # are present; a value that does not parse makes the record unreadable
+        if is_5x and is_ok and tmp_spans[P_INNER_NUM, 0] >= 0 and tmp_spans[P_INNER_BASE, 0] >= 0:
+            ib = tmp_spans[P_INNER_BASE, 0]
+            _v, ok_base = _parse_java_long(buf, ib, ib + tmp_spans[P_INNER_BASE, 1])
+            inn = tmp_spans[P_INNER_NUM, 0]
+            num, ok_num = _parse_java_long(buf, inn, inn + tmp_spans[P_INNER_NUM, 1])
+            if not ok_base or not ok_num or num < -32768 or num > 32767:
+                stop = 2
+                break
         if is_5x and reput + size > limit_rel:
             stop = 4
             break

@@ -112,8 +112,9 @@ class BrokerConfig:
     diskMaxUsedSpaceRatio: int = 75
     deleteFileBatchMax: int = 10
     destroyMapedFileIntervalForcibly: int = 1000 * 120
-    # which broker line's reput to mirror where 4.9.x and 5.x differ ("4" or "5")
-    brokerVersion: str = "4"
+    # which broker line's reput to mirror where 4.9.x and 5.x differ: "4", "5", or "auto" (decided
+    # from the records: see store_format.reput.detect_broker_version)
+    brokerVersion: str = "auto"
 
     def __post_init__(self) -> None:
         if self.enableConsumeQueueExt:
@@ -125,8 +126,8 @@ class BrokerConfig:
                 raise UnsupportedConfigError(f"{name}={getattr(self, name)} must be a positive number")
         if self.maxIndexNum < 2:
             raise UnsupportedConfigError("maxIndexNum must be at least 2 (an index file holds maxIndexNum - 1 entries)")
-        if self.brokerVersion not in ("4", "5"):
-            raise UnsupportedConfigError(f"brokerVersion={self.brokerVersion!r}: use 4 (4.9.x) or 5 (5.x)")
+        if self.brokerVersion not in ("4", "5", "auto"):
+            raise UnsupportedConfigError(f"brokerVersion={self.brokerVersion!r}: use 4 (4.9.x), 5 (5.x) or auto")
         if self.enableDLegerCommitLog:
             raise UnsupportedConfigError(
                 "enableDLegerCommitLog=true: a DLedger commitlog wraps records in DLedger entries; this project "
@@ -155,6 +156,12 @@ class BrokerConfig:
     @property
     def delay_levels_ms(self) -> tuple[int, ...]:
         return parse_delay_levels(self.messageDelayLevel)
+
+    @property
+    def empty_index_count(self) -> int:
+        """indexCount on disk of an index file nothing was put into (see
+        :func:`store_format.indexfile.build_index_array`)."""
+        return 1 if self.is_5x else 0
 
     @property
     def is_master(self) -> bool:

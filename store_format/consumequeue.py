@@ -22,7 +22,7 @@ import numpy as np
 
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE, segment_name
 
-__all__ = ["QueueState", "assign_positions", "build_cq_file", "cq_file_name"]
+__all__ = ["QueueState", "new_states", "assign_positions", "build_cq_file", "cq_file_name"]
 
 NOT_STARTED = np.iinfo(np.int64).min
 
@@ -30,22 +30,32 @@ NOT_STARTED = np.iinfo(np.int64).min
 @dataclasses.dataclass
 class QueueState:
     """Append state of one queue: ``maxPhysicOffset``, the write position (logical byte offset,
-    or not started), and where its first file's blank prefix ends (-1: none)."""
+    or not started), its first file's start, where that file's blank prefix ends (-1: none), and
+    the start of the newest file the queue created."""
     max_phys: int = -1
     write_pos: int = int(NOT_STARTED)
     first_file: int = -1
     blank_until: int = -1
+    last_file: int = -1
 
     @property
     def started(self) -> bool:
         return self.write_pos != NOT_STARTED
 
     def as_row(self) -> list[int]:
-        return [self.max_phys, self.write_pos, self.first_file, self.blank_until]
+        return [self.max_phys, self.write_pos, self.first_file, self.blank_until, self.last_file]
+
+
+def new_states(n: int) -> np.ndarray:
+    """State rows (:class:`QueueState` layout) of ``n`` queues that have no unit yet."""
+    states = np.full((n, 5), -1, dtype=np.int64)
+    states[:, 1] = NOT_STARTED
+    return states
 
 
 @numba.njit(cache=True, nogil=True)
 def _assign(queue_idx, offset, size, queue_offset, file_size, states, positions):
+    track_files = states.shape[1] > 4
     for i in range(queue_idx.shape[0]):
         q = queue_idx[i]
         end = offset[i] + size[i]
@@ -60,9 +70,15 @@ def _assign(queue_idx, offset, size, queue_offset, file_size, states, positions)
             first = expect - rem
             states[q, 2] = first
             states[q, 1] = first
+            if track_files:
+                states[q, 4] = first
             if queue_offset[i] != 0:
                 states[q, 1] = expect  # fillPreBlank
                 states[q, 3] = expect
+        elif track_files and states[q, 1] == states[q, 4] + file_size:
+            # getLastMappedFile creates the next file when the last one is full, before the
+            # "repeatedly" check below may skip this unit: the file exists even if it stays empty
+            states[q, 4] = states[q, 1]
         if queue_offset[i] != 0 and expect < states[q, 1]:
             positions[i] = -1  # "build consume queue repeatedly"
             continue
@@ -79,7 +95,8 @@ def assign_positions(queue_idx: np.ndarray, offset: np.ndarray, size: np.ndarray
         queue_idx: queue number of each unit (index into ``states``), units in dispatch order.
         offset, size, queue_offset: the unit's commitlog offset and size and the record's queueOffset.
         file_size: consume queue file size (a multiple of 20).
-        states: int64 matrix ``[n_queues, 4]`` of :class:`QueueState` rows; updated in place.
+        states: int64 matrix ``[n_queues, 5]`` of :class:`QueueState` rows (:func:`new_states`); updated
+            in place.  (With 4 columns, the newest created file is not tracked.)
     """
     positions = np.empty(len(queue_idx), dtype=np.int64)
     _assign(np.ascontiguousarray(queue_idx, dtype=np.int64), np.ascontiguousarray(offset, dtype=np.int64),

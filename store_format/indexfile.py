@@ -82,7 +82,7 @@ def _link_slots(slots, table, prev):
 
 def build_index_array(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
                       max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0,
-                      out: np.ndarray | None = None) -> np.ndarray:
+                      out: np.ndarray | None = None, empty_index_count: int = 0) -> np.ndarray:
     """Bytes (uint8 array) of one IndexFile holding the given entries in put order.
 
     Args:
@@ -90,6 +90,9 @@ def build_index_array(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.nda
         offset, store_ts: commitlog offset and store timestamp of the record of each key.
         prev_end_offset, prev_end_ts: end values of the previous index file (0 for the first).
         out: a reusable uint8 array at least as large as the file to build it in.
+        empty_index_count: the indexCount a file with no entry keeps on disk: 0 where nothing
+            writes the header back (4.9.x), 1 where the broker's clean shutdown flushes the
+            in-memory header (5.x ``IndexService.shutdown`` → ``IndexFile.shutdown`` → ``flush``).
     """
     n = len(key_hash)
     if n > max_index_num - 1:
@@ -136,16 +139,19 @@ def build_index_array(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.nda
         header["endPhyOffset"] = offset[-1]
         header["hashSlotCount"] = used_slots
         header["indexCount"] = n + 1
+    else:
+        header["indexCount"] = empty_index_count
     buf[:INDEX_HEADER_SIZE] = header.view(np.uint8)
     return buf
 
 
 def build_index_file(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
-                     max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0) -> bytes:
+                     max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0,
+                     empty_index_count: int = 0) -> bytes:
     """:func:`build_index_array` as ``bytes``."""
     return build_index_array(key_hash, offset, store_ts, max_hash_slot_num=max_hash_slot_num,
                              max_index_num=max_index_num, prev_end_offset=prev_end_offset,
-                             prev_end_ts=prev_end_ts).tobytes()
+                             prev_end_ts=prev_end_ts, empty_index_count=empty_index_count).tobytes()
 
 
 def read_header(data: bytes | memoryview | np.ndarray) -> IndexHeader:

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from . import commitlog as cl
 from .config import BrokerConfig
-from .consumequeue import NOT_STARTED, assign_positions, build_cq_file, cq_file_name
+from .consumequeue import assign_positions, build_cq_file, cq_file_name, new_states
 from .dispatch import fix_malformed_text, index_keys, queue_units
 from .indexfile import accepted_by_index, build_index_file, index_file_names
 from .store import Segment, StoreLocation
@@ -64,8 +64,35 @@ def data_end_limit(store: StoreLocation, config: BrokerConfig) -> int | None:
     return last.base + res.state.bufpos
 
 
+def detect_broker_version(store: StoreLocation, config: BrokerConfig, sample_bytes: int = 1 << 20) -> str:
+    """Which broker line wrote the store, from its first records: 5.x writes V2 records for long
+    topics and ends a properties string with its separator (``messageProperties2String`` keeps the
+    trailing 0x02), 4.9.x removes it.  "4" when nothing tells."""
+    seg = store.segments[0]
+    probe = dataclasses.replace(config, brokerVersion="4")
+    with store.reader(seg) as read:
+        res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(0, seg.size),
+                            min(sample_bytes, seg.size), probe)
+    rec = res.rec
+    ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
+    with_props = ok & (rec[:, cl.R_PROPS_LEN] > 0)
+    if not with_props.any():
+        return "4"
+    text = np.asarray(res.text, dtype=np.uint8)
+    last = text[rec[with_props, cl.R_PROPS_START] + rec[with_props, cl.R_PROPS_LEN] - 1 - res.text_origin]
+    return "5" if (last == 2).mean() > 0.5 else "4"
+
+
+def resolve_broker_version(store: StoreLocation, config: BrokerConfig) -> BrokerConfig:
+    """The config with ``brokerVersion`` decided (``auto`` → :func:`detect_broker_version`)."""
+    if config.brokerVersion != "auto":
+        return config
+    return dataclasses.replace(config, brokerVersion=detect_broker_version(store, config))
+
+
 def walk_store(store: StoreLocation, config: BrokerConfig) -> Iterator[tuple[Segment, cl.WalkResult]]:
     """Yield each slice the reput reads, in order, with its walk."""
+    config = resolve_broker_version(store, config)
     file_size = config.mappedFileSizeCommitLog
     limit_abs = data_end_limit(store, config)
     reput = store.segments[0].base
@@ -98,10 +125,11 @@ class InMemoryRebuild:
 
 def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo = _dt.timezone.utc) -> InMemoryRebuild:
     """Run the reput over the whole store in this process and return the files it would write."""
+    config = resolve_broker_version(store, config)
     cq_size = config.cq_file_size
     cap = config.index_entries_per_file
     queues: dict[tuple[str, int], int] = {}
-    states = np.zeros((0, 4), dtype=np.int64)
+    states = new_states(0)
     per_queue: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = defaultdict(list)
     key_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     index_carry = 0
@@ -131,7 +159,7 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
                 q = queues.get(key)
                 if q is None:
                     q = queues[key] = len(queues)
-                    states = np.vstack([states, [[-1, NOT_STARTED, -1, -1]]])
+                    states = np.vstack([states, new_states(1)])
                 qidx[j] = q
             pos = assign_positions(qidx, units.offset, units.size, units.queue_offset, cq_size, states)
             kept = pos >= 0
@@ -166,6 +194,8 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
         tags = np.concatenate([p[3] for p in parts])
         file_of = pos - pos % cq_size
         blank_until = int(states[q, 3])
+        if states[q, 4] > file_of.max():  # created by getLastMappedFile, no unit written into it
+            cq[f"{topic}/{qid}/{cq_file_name(int(states[q, 4]))}"] = bytes(cq_size)
         for f in np.unique(file_of):
             m = file_of == f
             cq[f"{topic}/{qid}/{cq_file_name(int(f))}"] = build_cq_file(int(f), cq_size, pos[m], off[m], size[m],
@@ -190,7 +220,7 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
         if trailing_empty:
             blobs.append(build_index_file(hashes[:0], offs[:0], tss[:0], max_hash_slot_num=config.maxHashSlotNum,
                                           max_index_num=config.maxIndexNum, prev_end_offset=prev_off,
-                                          prev_end_ts=prev_ts))
+                                          prev_end_ts=prev_ts, empty_index_count=config.empty_index_count))
             firsts.append(prev_ts if prev_ts > 0 else (first_dispatch_ts or 0))
         index = list(zip(index_file_names(firsts, tz), blobs))
     return InMemoryRebuild(cq, index, n_records, n_dispatched, n_keys, anomalies)

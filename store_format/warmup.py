@@ -9,7 +9,7 @@ __all__ = ["warm_up"]
 def warm_up() -> None:
     from . import commitlog as cl
     from .config import BrokerConfig
-    from .consumequeue import NOT_STARTED, assign_positions
+    from .consumequeue import assign_positions, new_states
     from .dispatch import gather_strings
     from .indexfile import accepted_by_index, build_index_array
     from .writer import CommitLogWriter  # noqa: F401  (imports its kernels' module)
@@ -20,7 +20,7 @@ def warm_up() -> None:
                         config)
     cl.resync(lambda pos, n: empty[pos:pos + n], 0, 0, 64, 4096)
     gather_strings(empty, 0, np.zeros(1, np.int64), np.zeros(1, np.int64))
-    states = np.array([[-1, NOT_STARTED, -1, -1]], dtype=np.int64)
+    states = new_states(1)
     assign_positions(np.zeros(1, np.int64), np.zeros(1, np.int64), np.ones(1, np.int64), np.zeros(1, np.int64), 40,
                      states)
     accepted_by_index(np.zeros(1, np.int64), 0)

@@ -483,6 +483,11 @@ class IndexFile:
     def _set(self, pos: int, fmt: str, value: int) -> None:
         struct.pack_into(fmt, self.data, pos, value)
 
+    def flush(self) -> None:
+        """``IndexFile.flush`` → ``IndexHeader.updateByteBuffer``: the in-memory header to the file."""
+        self.HEADER.pack_into(self.data, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+                              self.end_phy_offset, self.hash_slot_count, self.index_count)
+
     def is_write_full(self) -> bool:
         return self.index_count >= self.num
 
@@ -718,6 +723,11 @@ def rebuild(store_dir: str, config: BrokerConfig, reput_end_offset: int | None =
                 break
     except ReputStuck as e:
         stopped = str(e)
+    if config.brokerVersion == "5":
+        # 5.x DefaultMessageStore.shutdown → IndexService.shutdown → IndexFile.shutdown → flush
+        # (4.9.x's IndexService.shutdown does nothing)
+        for f in store.index.files:
+            f.flush()
     cq: dict[str, bytes] = {}
     for (topic, qid), q in store.queues.items():
         for f in q.files:

@@ -75,8 +75,9 @@ def test_sequential_reference_matches_broker(golden_dir, case):
 # split sizes: whole segments, and small splits that force resynchronization inside every segment
 @pytest.mark.parametrize("case", CASES)
 def test_spark_rebuild_matches_broker(spark, golden_dir, tmp_path, case):
+    """As an operator runs it: broker.conf alone (the broker line is detected from the records)."""
     from pipelines.rebuild import run_rebuild
-    config = _config(golden_dir, case)
+    config = load_broker_config((golden_dir / case / "broker.conf").read_text())
     split = 96 * 1024 if case.startswith("corrupt") else 384 * 1024
     summary = run_rebuild(str(golden_dir / case / "store"), str(tmp_path / "out"), config, spark=spark,
                           split_size=split)
