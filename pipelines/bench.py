@@ -79,10 +79,10 @@ class _RssSampler(threading.Thread):
         self.pid = pid
         self.interval = interval
         self.peak = {"driver": 0, "jvm": 0, "python_workers": 0, "total": 0}
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             usage = {"driver": 0, "jvm": 0, "python_workers": 0}
             for pid, kind in self._tree():
                 usage[kind] += self._rss(pid)
@@ -92,7 +92,7 @@ class _RssSampler(threading.Thread):
             time.sleep(self.interval)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join()
 
     def _tree(self):

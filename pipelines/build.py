@@ -20,9 +20,8 @@ import pyarrow as pa
 
 from store_format.commitlog import Scratch
 from store_format.config import BrokerConfig
-from store_format.layout import index_file_size
 from store_format.consumequeue import NOT_STARTED, assign_positions, build_cq_file, cq_file_name, new_states
-from store_format.indexfile import accepted_by_index, build_index_array
+from store_format.indexfile import accepted_by_index, index_file_pieces
 from store_format.store import resolve
 
 from .workfiles import read_keys, read_units
@@ -41,17 +40,32 @@ RESULT_SCHEMA = pa.schema([
 _SCRATCH = Scratch()
 
 
+_ZEROS = np.zeros(4 << 20, dtype=np.uint8)
+
+
 def write_file(uri_root: str, relative: str, data) -> int:
-    """Write one output file below a root URI (creating folders) and return its size."""
+    """Write one output file below a root URI (creating folders) and return its size.  ``data``:
+    bytes-like, or a list of pieces where an int stands for that many zero bytes."""
     fs, root = resolve(uri_root)
     path = f"{root}/{relative}"
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    view = memoryview(data).cast("B")
+    pieces = data if isinstance(data, list) else [data]
+    total = 0
     with fs.open_output_stream(path) as out:
-        step = 64 << 20
-        for i in range(0, len(view), step):
-            out.write(view[i:i + step])
-    return len(view)
+        for piece in pieces:
+            if isinstance(piece, int):
+                left = piece
+                while left > 0:
+                    step = min(left, len(_ZEROS))
+                    out.write(memoryview(_ZEROS)[:step])
+                    left -= step
+                total += piece
+                continue
+            view = memoryview(piece).cast("B")
+            for i in range(0, len(view), 64 << 20):
+                out.write(view[i:i + (64 << 20)])
+            total += len(view)
+    return total
 
 
 def index_part_name(file_no: int) -> str:
@@ -181,10 +195,8 @@ def build_index_part(work_uri: str, staging_uri: str, file_no: int, parts: list[
     hashes = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int32)
     offs = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, np.int64)
     ts = np.concatenate([c[2] for c in chunks]) if chunks else np.zeros(0, np.int64)
-    size = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
-    data = build_index_array(hashes, offs, ts, max_hash_slot_num=config.maxHashSlotNum,
-                             max_index_num=config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts,
-                             out=_SCRATCH.array("index_file", (size,), np.uint8))
+    data = index_file_pieces(hashes, offs, ts, max_hash_slot_num=config.maxHashSlotNum,
+                             max_index_num=config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts)
     n = write_file(staging_uri, index_part_name(file_no), data)
     return _row("index", file_no, entries=len(hashes), bytes=n,
                 first_store_timestamp=int(ts[0]) if len(ts) else prev_ts,

@@ -44,6 +44,9 @@ def _add_rebuild_args(p: argparse.ArgumentParser, store_required: bool = True) -
     p.add_argument("--tz", default="UTC", help="time zone of index file names (default UTC)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace consumequeue/ and index/ already in OUT, once the new ones are complete")
+    p.add_argument("--engine", choices=["spark", "local"], default="spark",
+                   help="spark (default), or local: the same tasks in forked processes on this machine, no JVM "
+                        "(no tables)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -70,8 +73,11 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         except ImportError:
             print("note: the Delta tables are not available in this build; rebuilding without them", file=sys.stderr)
             tables = None
+    if args.engine == "local":
+        tables = None
     summary = run_rebuild(args.store, args.out, config, master=args.master, split_size=args.split_size,
-                          tables=tables, with_body=args.with_body, tz=args.tz, overwrite=args.overwrite)
+                          tables=tables, with_body=args.with_body, tz=args.tz, overwrite=args.overwrite,
+                          engine=args.engine, processes=os.cpu_count() or 1)
     print(json.dumps(summary.as_dict(), indent=2) if args.json else summary.render())
     return 0
 

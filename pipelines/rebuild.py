@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
-from store_format.indexfile import build_index_array, index_file_names
+from store_format.indexfile import index_file_names, index_file_pieces
 from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, load_config_for, open_store
 
@@ -155,7 +155,7 @@ def _driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, bu
 def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, config_path: str | None = None,
                 spark: SparkSession | None = None, master: str | None = None, split_size: int | None = None,
                 tables: str | None = None, with_body: bool = False, tz: str = "UTC", overwrite: bool = False,
-                progress: Progress | None = None, engine: str = "spark") -> RebuildSummary:
+                progress: Progress | None = None, engine: str = "spark", processes: int = 1) -> RebuildSummary:
     """Rebuild ``consumequeue/`` and ``index/`` of ``store`` into ``out``.
 
     Args:
@@ -167,8 +167,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         tables: publish the Delta tables under this path (None: no tables).
         tz: time zone of index file names (``yyyyMMddHHmmssSSS``).
         overwrite: replace existing outputs in ``out`` once the new ones are complete.
-        engine: ``spark``, or ``local`` to run the very same tasks one after the other in this
-            process (no JVM: tests of the orchestration, small stores; no tables).
+        engine: ``spark``, or ``local`` to run the very same tasks without a JVM: in this process,
+            or in ``processes`` forked processes (single machines, tests of the orchestration; no
+            tables).
     Raises:
         StoreError: bad store layout, unsupported settings, existing outputs without ``overwrite``.
     """
@@ -192,7 +193,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         progress.stage("spark session", master or "local[*]")
         spark = build_spark_session(master)
     details = tables is not None
-    parallelism = max(spark.sparkContext.defaultParallelism, 1) if spark is not None else 2
+    parallelism = max(spark.sparkContext.defaultParallelism, 1) if spark is not None else max(processes, 1)
     buckets = max(1, min(4 * parallelism, 512))
     work_uri = f"{staged.staging_uri}/_work"
     scanned: DataFrame | None = None
@@ -203,14 +204,15 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         n_tasks = min(len(splits), 4 * parallelism)
         task_splits = [list(block) for block in np.array_split(np.arange(len(splits)), n_tasks)]
         task_splits = [[int(x) for x in block] for block in task_splits if len(block)]
-        scan_task = ScanTask(splits, store, config, details, work_uri, buckets, task_splits)
+        with_body = with_body and details
+        scan_task = ScanTask(splits, store, config, details, work_uri, buckets, task_splits, with_body=with_body)
         if spark is None:
-            local_rows = _run_local(scan_task, len(task_splits))
+            local_rows = _run_local(scan_task, len(task_splits), processes)
             trailers = local_rows.filter(pc.equal(local_rows["row_kind"], ROW_TRAILER)).select(
                 ["split_id", "summary"]).to_pylist()
         else:
             scanned = spark.range(0, len(task_splits), 1, numPartitions=len(task_splits)).mapInArrow(
-                scan_task, spark_schema(record_schema(details)))
+                scan_task, spark_schema(record_schema(details, with_body)))
             if details:
                 scanned = scanned.persist(StorageLevel.MEMORY_AND_DISK)
             watcher = progress.watch(spark, "scan", st.total_bytes() / max(len(task_splits), 1))
@@ -227,7 +229,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         local_tables: dict[int, pa.Table] = {}
         for e in chain.entries:
             if e.replaced and details:
-                t = pa.Table.from_batches([records_batch(e.split, e.local, e.summary, details)])
+                t = pa.Table.from_batches([records_batch(e.split, e.local, e.summary, details, with_body)])
                 local_tables[e.split.split_id] = t.filter(pc.equal(t["row_kind"], ROW_RECORD))
         dispatched = sum(e.summary.get("dispatched", 0) for e in chain.entries)
         progress.done(f"{len(chain.entries)} splits on the reput's path, {chain.rewalked} walked again by the driver, "
@@ -244,7 +246,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         tasks += [{"kind": "cq", "task_id": b, "splits": order} for b in range(buckets)]
         build_task = BuildTask(tasks, config, work_uri, staged.staging_uri)
         if spark is None:
-            results = _run_local(build_task, len(tasks)).to_pylist()
+            results = _run_local(build_task, len(tasks), processes).to_pylist()
         else:
             watcher = progress.watch(spark, "build")
             try:
@@ -263,7 +265,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                 n_files = len(built)
                 prev_off = built[-1]["end_offset"] if built else 0
                 prev_ts = built[-1]["end_timestamp"] if built else 0
-                data = build_index_array([], [], [], max_hash_slot_num=config.maxHashSlotNum,
+                data = index_file_pieces([], [], [], max_hash_slot_num=config.maxHashSlotNum,
                                          max_index_num=config.maxIndexNum, prev_end_offset=prev_off,
                                          prev_end_ts=prev_ts, empty_index_count=config.empty_index_count)
                 write_file(staged.staging_uri, index_part_name(n_files), data)
@@ -303,11 +305,28 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                           timings=progress.timings, seconds=round(progress.elapsed, 3), tables=table_path)
 
 
-def _run_local(task, n: int) -> pa.Table:
-    """Run a task object over ids 0..n-1 in this process, as Spark would one per partition."""
-    batches = []
-    for i in range(n):
-        batches.extend(task([pa.record_batch([pa.array([i], type=pa.int64())], names=["id"])]))
+_LOCAL_TASK = None
+
+
+def _one_local_task(i: int) -> list[pa.RecordBatch]:
+    return list(_LOCAL_TASK([pa.record_batch([pa.array([i], type=pa.int64())], names=["id"])]))
+
+
+def _run_local(task, n: int, processes: int = 1) -> pa.Table:
+    """Run a task object over ids 0..n-1 as Spark would, one per partition: in this process, or
+    in a pool of forked processes (each keeps its own scratch memory, like a Spark Python worker)."""
+    global _LOCAL_TASK
+    _LOCAL_TASK = task
+    try:
+        if processes <= 1 or n <= 1:
+            parts = [_one_local_task(i) for i in range(n)]
+        else:
+            import multiprocessing
+            with multiprocessing.get_context("fork").Pool(min(processes, n)) as pool:
+                parts = pool.map(_one_local_task, range(n), chunksize=1)
+    finally:
+        _LOCAL_TASK = None
+    batches = [b for part in parts for b in part]
     return pa.Table.from_batches(batches) if batches else pa.table({})
 
 

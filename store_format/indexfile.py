@@ -26,7 +26,8 @@ from .layout import (INDEX_ENTRY_DTYPE, INDEX_ENTRY_SIZE, INDEX_HEADER_DTYPE, IN
                      INDEX_SLOT_SIZE, index_file_size)
 
 __all__ = [
-    "accepted_by_index", "build_index_file", "build_index_array", "IndexHeader", "read_header", "select_phy_offsets",
+    "accepted_by_index", "build_index_file", "build_index_array", "index_file_pieces", "IndexHeader", "read_header",
+    "select_phy_offsets",
     "index_file_names",
 ]
 
@@ -80,16 +81,17 @@ def _link_slots(slots, table, prev):
     return empty_hits
 
 
-def build_index_array(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
+def index_file_pieces(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
                       max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0,
-                      out: np.ndarray | None = None, empty_index_count: int = 0) -> np.ndarray:
-    """Bytes (uint8 array) of one IndexFile holding the given entries in put order.
+                      empty_index_count: int = 0) -> list[np.ndarray | int]:
+    """One IndexFile holding the given entries in put order, as pieces to write one after the other:
+    byte arrays, and ints that stand for that many zero bytes (the unused entries), so that a
+    mostly empty 400 MB file never has to exist in memory.
 
     Args:
         key_hash: index hash of each key (non-negative int32, :func:`javahash.index_key_hashes`).
         offset, store_ts: commitlog offset and store timestamp of the record of each key.
         prev_end_offset, prev_end_ts: end values of the previous index file (0 for the first).
-        out: a reusable uint8 array at least as large as the file to build it in.
         empty_index_count: the indexCount a file with no entry keeps on disk: 0 where nothing
             writes the header back (4.9.x), 1 where the broker's clean shutdown flushes the
             in-memory header (5.x ``IndexService.shutdown`` → ``IndexFile.shutdown`` → ``flush``).
@@ -97,51 +99,61 @@ def build_index_array(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.nda
     n = len(key_hash)
     if n > max_index_num - 1:
         raise ValueError(f"{n} entries do not fit an index file of maxIndexNum={max_index_num}")
-    size = index_file_size(max_hash_slot_num, max_index_num)
-    if out is None:
-        buf = np.zeros(size, dtype=np.uint8)
-    else:
-        buf = out[:size]
-        buf[:] = 0
     header = np.zeros(1, dtype=INDEX_HEADER_DTYPE)
     begin_ts = prev_end_ts if prev_end_ts > 0 else 0
     if prev_end_offset > 0:
         header["beginPhyOffset"] = header["endPhyOffset"] = prev_end_offset
     if prev_end_ts > 0:
         header["beginTimestamp"] = header["endTimestamp"] = prev_end_ts
-    if n:
-        key_hash = np.asarray(key_hash, dtype=np.int64)
-        offset = np.asarray(offset, dtype=np.int64)
-        store_ts = np.asarray(store_ts, dtype=np.int64)
-        slots = key_hash % max_hash_slot_num
-        table = np.zeros(max_hash_slot_num, dtype=np.int64)
-        prev = np.empty(n, dtype=np.int64)
-        used_slots = _link_slots(slots, table, prev)
-        # timeDiff: the first entry against the carried begin, the rest against the first's time
-        diff = store_ts - store_ts[0]
-        diff[0] = store_ts[0] - begin_ts
-        tdiff = np.where(diff < 0, -((-diff) // 1000), diff // 1000)  # Java long division
-        np.clip(tdiff, 0, INT_MAX, out=tdiff)
-        if begin_ts <= 0:
-            tdiff[0] = 0
-        if store_ts[0] <= 0:
-            tdiff[1:] = 0
-        start = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num + INDEX_ENTRY_SIZE
-        entries = buf[start:start + n * INDEX_ENTRY_SIZE].view(INDEX_ENTRY_DTYPE)
-        entries["keyHash"] = key_hash
-        entries["commitlogOffset"] = offset
-        entries["timeDiff"] = tdiff
-        entries["prevIndex"] = prev
-        buf[INDEX_HEADER_SIZE:INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num].view(">i4")[:] = table
-        header["beginTimestamp"] = store_ts[0]
-        header["beginPhyOffset"] = offset[0]
-        header["endTimestamp"] = store_ts[-1]
-        header["endPhyOffset"] = offset[-1]
-        header["hashSlotCount"] = used_slots
-        header["indexCount"] = n + 1
-    else:
+    unused_entries = (max_index_num - 1 - n) * INDEX_ENTRY_SIZE
+    if not n:
         header["indexCount"] = empty_index_count
-    buf[:INDEX_HEADER_SIZE] = header.view(np.uint8)
+        return [header.view(np.uint8), INDEX_SLOT_SIZE * max_hash_slot_num + INDEX_ENTRY_SIZE + unused_entries]
+    key_hash = np.asarray(key_hash, dtype=np.int64)
+    offset = np.asarray(offset, dtype=np.int64)
+    store_ts = np.asarray(store_ts, dtype=np.int64)
+    slots = key_hash % max_hash_slot_num
+    table = np.zeros(max_hash_slot_num, dtype=np.int64)
+    prev = np.empty(n, dtype=np.int64)
+    used_slots = _link_slots(slots, table, prev)
+    # timeDiff: the first entry against the carried begin, the rest against the first's time
+    diff = store_ts - store_ts[0]
+    diff[0] = store_ts[0] - begin_ts
+    tdiff = np.where(diff < 0, -((-diff) // 1000), diff // 1000)  # Java long division
+    np.clip(tdiff, 0, INT_MAX, out=tdiff)
+    if begin_ts <= 0:
+        tdiff[0] = 0
+    if store_ts[0] <= 0:
+        tdiff[1:] = 0
+    entries = np.zeros(n + 1, dtype=INDEX_ENTRY_DTYPE)  # entry 0 is never used
+    entries["keyHash"][1:] = key_hash
+    entries["commitlogOffset"][1:] = offset
+    entries["timeDiff"][1:] = tdiff
+    entries["prevIndex"][1:] = prev
+    header["beginTimestamp"] = store_ts[0]
+    header["beginPhyOffset"] = offset[0]
+    header["endTimestamp"] = store_ts[-1]
+    header["endPhyOffset"] = offset[-1]
+    header["hashSlotCount"] = used_slots
+    header["indexCount"] = n + 1
+    return [header.view(np.uint8), table.astype(">i4").view(np.uint8), entries.view(np.uint8), unused_entries]
+
+
+def build_index_array(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
+                      max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0,
+                      empty_index_count: int = 0) -> np.ndarray:
+    """:func:`index_file_pieces` as one uint8 array (the whole file)."""
+    pieces = index_file_pieces(key_hash, offset, store_ts, max_hash_slot_num=max_hash_slot_num,
+                               max_index_num=max_index_num, prev_end_offset=prev_end_offset,
+                               prev_end_ts=prev_end_ts, empty_index_count=empty_index_count)
+    buf = np.zeros(index_file_size(max_hash_slot_num, max_index_num), dtype=np.uint8)
+    pos = 0
+    for piece in pieces:
+        if isinstance(piece, int):
+            pos += piece
+        else:
+            buf[pos:pos + len(piece)] = piece
+            pos += len(piece)
     return buf
 
 
