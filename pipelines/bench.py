@@ -66,7 +66,7 @@ def _kernel_walk(root: str, config: BrokerConfig) -> tuple[int, float]:
     store = open_store(root, config)
     records = 0
     t = time.perf_counter()
-    for _seg, res in walk_store(store, config):
+    for _seg, res in walk_store(store, config, reuse_memory=True):
         records += len(res.rec)
     return records, time.perf_counter() - t
 
@@ -131,9 +131,10 @@ class _RssSampler(threading.Thread):
         return 0
 
 
-def _run_rebuild(root: str, out: str, split_size: str | None, master: str | None, tables: bool) -> dict:
+def _run_rebuild(root: str, out: str, split_size: str | None, master: str | None, tables: bool,
+                 engine: str = "spark") -> dict:
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [sys.executable, "-m", "pipelines", "rebuild", "--store", root, "--out", out, "--json"]
+    cmd = [sys.executable, "-m", "pipelines", "rebuild", "--store", root, "--out", out, "--json", "--engine", engine]
     if not tables:
         cmd.append("--no-tables")
     if split_size:
@@ -179,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     post_start = (full["summary"]["seconds"] - full["summary"]["timings"].get("plan", 0.0)
                   - full["summary"]["timings"].get("spark session", 0.0))
     rows.append(("full rebuild after the session is up", post_start, full["summary"]["records"]))
+    local = _run_rebuild(root, out, args.split_size, None, tables=False, engine="local")
+    rows.append(("full rebuild, --engine local (forked processes, no JVM)", local["wall"],
+                 local["summary"]["records"]))
     tables = None
     if args.tables:
         tables = _run_rebuild(root, out, args.split_size, args.master, tables=True)

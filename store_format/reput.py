@@ -90,9 +90,12 @@ def resolve_broker_version(store: StoreLocation, config: BrokerConfig) -> Broker
     return dataclasses.replace(config, brokerVersion=detect_broker_version(store, config))
 
 
-def walk_store(store: StoreLocation, config: BrokerConfig) -> Iterator[tuple[Segment, cl.WalkResult]]:
-    """Yield each slice the reput reads, in order, with its walk."""
+def walk_store(store: StoreLocation, config: BrokerConfig, *, reuse_memory: bool = False
+               ) -> Iterator[tuple[Segment, cl.WalkResult]]:
+    """Yield each slice the reput reads, in order, with its walk.  With ``reuse_memory`` every
+    result is only valid until the next one is yielded (one scratch for all walks)."""
     config = resolve_broker_version(store, config)
+    scratch = cl.Scratch() if reuse_memory else None
     file_size = config.mappedFileSizeCommitLog
     limit_abs = data_end_limit(store, config)
     reput = store.segments[0].base
@@ -105,7 +108,7 @@ def walk_store(store: StoreLocation, config: BrokerConfig) -> Iterator[tuple[Seg
         with store.reader(seg) as read:
             res = cl.walk_range(read, seg.base, seg.size, state, seg.size + 1, config,
                                 limit_rel=None if limit_abs is None else limit_abs - seg.base,
-                                window=seg.size - pos + 16)
+                                window=seg.size - pos + 16, scratch=scratch)
         yield seg, res
         nxt = next_reput_offset(seg, res.state, res.stop, file_size, config.is_master)
         if nxt is None or nxt <= reput:
@@ -137,7 +140,7 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
     dispatched_after_last_key = False
     first_dispatch_ts: int | None = None
     anomalies: list[dict] = []
-    for seg, res in walk_store(store, config):
+    for seg, res in walk_store(store, config, reuse_memory=True):
         fix_malformed_text(res)
         rec = res.rec
         n_records += len(rec)
