@@ -17,7 +17,7 @@ import pyarrow as pa
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.dispatch import fix_malformed_text
-from store_format.records import DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
+from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
 from store_format.store import Reader, resolve
 
 from .plan import Split
@@ -29,13 +29,16 @@ __all__ = ["record_schema", "walk_split", "split_summary", "records_batch", "Sca
 ROW_RECORD = 0
 ROW_TRAILER = 1
 
-def record_schema(details: bool) -> pa.Schema:
-    """One row per walked record, plus one trailer row per split (``row_kind`` 1, ``summary`` set)."""
+def record_schema(details: bool, with_body: bool = False) -> pa.Schema:
+    """One row per walked record, plus one trailer row per split (``row_kind`` 1, ``summary`` set);
+    ``details`` adds the columns the tables publish, ``with_body`` (with details) the body bytes."""
     head = [pa.field("split_id", pa.int32(), False), pa.field("row_kind", pa.int8(), False),
             pa.field("seq", pa.int32(), False), pa.field("segment", pa.int32(), False)]
     fields = head + [pa.field(f.name, f.type, True) for f in LEAN_FIELDS]
     if details:
         fields += [pa.field(f.name, f.type, True) for f in DETAIL_FIELDS]
+        if with_body:
+            fields.append(BODY_FIELD)
     return pa.schema(fields + [pa.field("summary", pa.string(), True)])
 
 
@@ -89,15 +92,16 @@ def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: c
     return out
 
 
-def records_batch(split: Split, res: cl.WalkResult | None, summary: dict, details: bool) -> pa.RecordBatch:
+def records_batch(split: Split, res: cl.WalkResult | None, summary: dict, details: bool,
+                  with_body: bool = False) -> pa.RecordBatch:
     """Record rows of a walk plus the split's trailer row, in :func:`record_schema` layout."""
-    schema = record_schema(details)
+    schema = record_schema(details, with_body)
     n = 0 if res is None else len(res.rec)
     cols: dict[str, pa.Array] = {}
     if n:
         cols.update(lean_columns(res))
         if details:
-            cols.update(detail_columns(res))
+            cols.update(detail_columns(res, with_body=with_body))
     arrays = []
     for field in schema:
         if field.name == "split_id":
@@ -124,7 +128,7 @@ class ScanTask:
     rows when the tables are wanted (``details``)."""
 
     def __init__(self, splits: list[Split], store_uri: str, config: BrokerConfig, details: bool, work_uri: str,
-                 buckets: int, tasks: list[list[int]] | None = None) -> None:
+                 buckets: int, tasks: list[list[int]] | None = None, with_body: bool = False) -> None:
         self.splits = splits
         self.tasks = tasks if tasks is not None else [[s.split_id] for s in splits]
         self.store_uri = store_uri
@@ -132,6 +136,7 @@ class ScanTask:
         self.details = details
         self.work_uri = work_uri
         self.buckets = buckets
+        self.with_body = with_body and details
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Input rows: ``id`` = task number (``spark.range``, one task per partition); a task walks
@@ -144,4 +149,4 @@ class ScanTask:
                     sync, res = walk_split(split, read, self.config, scratch=_SCRATCH)
                 write_split_work(self.work_uri, split.split_id, res, self.buckets)
                 summary = split_summary(split, sync, None, res)
-                yield records_batch(split, res if self.details else None, summary, self.details)
+                yield records_batch(split, res if self.details else None, summary, self.details, self.with_body)

@@ -6,11 +6,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import commitlog as cl
-from .dispatch import gather_strings, to_index_hash
+from .crc import body_crc_spans
+from .dispatch import _gather, gather_strings, to_index_hash
 from .layout import SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6, SYSFLAG_TRANSACTION_MASK
 
-__all__ = ["LEAN_FIELDS", "DETAIL_FIELDS", "lean_columns", "detail_columns", "hex_strings", "host_strings",
-           "list_array"]
+__all__ = ["LEAN_FIELDS", "DETAIL_FIELDS", "BODY_FIELD", "lean_columns", "detail_columns", "hex_strings",
+           "host_strings", "list_array", "gather_binary", "properties_map"]
 
 LEAN_FIELDS = [
     pa.field("position", pa.int64(), False),           # position in the segment (where the record starts)
@@ -37,6 +38,7 @@ DETAIL_FIELDS = [
     pa.field("store_host", pa.string()),
     pa.field("msg_id", pa.string()),
     pa.field("body_crc", pa.int32()),
+    pa.field("body_crc_ok", pa.bool_()),                # UtilAll.crc32(body) equals the stored bodyCRC
     pa.field("body_size", pa.int32()),
     pa.field("flag", pa.int32()),
     pa.field("reconsume_times", pa.int32()),
@@ -48,10 +50,13 @@ DETAIL_FIELDS = [
     pa.field("real_topic", pa.string()),
     pa.field("real_queue_id", pa.string()),
     pa.field("delay_level", pa.string()),
+    pa.field("retry_topic", pa.string()),
     pa.field("properties", pa.string()),
     pa.field("body_start", pa.int64()),                 # segment position of the body
     pa.field("structural_size", pa.int32()),            # length the record's own fields give
 ]
+
+BODY_FIELD = pa.field("body", pa.binary())              # only when asked for (``with_body``)
 
 
 def list_array(offsets: np.ndarray, values: pa.Array) -> pa.ListArray:
@@ -137,8 +142,54 @@ def host_strings(text: np.ndarray, origin: int, starts: np.ndarray, v6: np.ndarr
     return pa.array(out, type=pa.string()), v4_rows
 
 
-def detail_columns(res: cl.WalkResult) -> dict[str, pa.Array]:
-    """Columns of :data:`DETAIL_FIELDS` for every walked record."""
+def gather_binary(text: np.ndarray, origin: int, starts: np.ndarray, lens: np.ndarray) -> pa.Array:
+    """Arrow binary values from byte spans of the walked text (segment positions)."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    lens = np.ascontiguousarray(np.maximum(lens, 0), dtype=np.int64)
+    offsets = np.empty(len(starts) + 1, dtype=np.int64)
+    data = np.empty(int(lens.sum()), dtype=np.uint8)
+    _gather(np.asarray(text, dtype=np.uint8), np.int64(origin), starts, lens, data, offsets)
+    if offsets[-1] < 2**31:
+        return pa.BinaryArray.from_buffers(pa.binary(), len(starts), [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                                      pa.py_buffer(data)])
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(starts),
+                                            [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def properties_map(properties: pa.Array) -> pa.MapArray:
+    """Each properties string as a map, parsed as ``MessageDecoder.string2messageProperties`` does.
+
+    Pairs are separated by ``\\x02``; a pair is kept when its first ``\\x01`` has a non-empty name
+    before it and a non-empty value after it (the value keeps any further ``\\x01``); a later pair
+    with the same name replaces an earlier one.  (The Java rule "at least 3 characters" follows from
+    those two.)
+    """
+    props = properties.cast(pa.string()) if properties.type != pa.string() else properties
+    n = len(props)
+    items = pc.split_pattern(props.fill_null(""), "\x02")
+    parent = pc.list_parent_indices(items).to_numpy()
+    flat = pc.list_flatten(items)
+    kv = pc.split_pattern(flat, "\x01", max_splits=1)
+    has_value = pc.equal(pc.list_value_length(kv), 2)
+    name = pc.list_element(kv, 0)
+    value = pc.if_else(has_value, pc.list_element(pc.if_else(has_value, kv, pa.scalar(["", ""], kv.type)), 1), "")
+    keep = pc.and_(has_value, pc.and_(pc.not_equal(name, ""), pc.not_equal(value, ""))).to_numpy(zero_copy_only=False)
+    idx = np.nonzero(keep)[0]
+    parent = parent[idx]
+    name = name.take(pa.array(idx))
+    value = value.take(pa.array(idx))
+    if len(idx):
+        # later duplicates win: keep the last occurrence of each (record, name), in first-seen order
+        t = pa.table({"p": parent, "k": name, "i": np.arange(len(idx))})
+        last = np.sort(t.group_by(["p", "k"], use_threads=False).aggregate([("i", "max")])["i_max"].to_numpy())
+        parent, name, value = parent[last], name.take(pa.array(last)), value.take(pa.array(last))
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(parent, minlength=n), out=offsets[1:])
+    return pa.MapArray.from_arrays(pa.array(offsets), name, value)
+
+
+def detail_columns(res: cl.WalkResult, with_body: bool = False) -> dict[str, pa.Array]:
+    """Columns of :data:`DETAIL_FIELDS` for every walked record (and :data:`BODY_FIELD` if asked)."""
     rec = res.rec
     n = len(rec)
     text = np.asarray(res.text, dtype=np.uint8)
@@ -163,7 +214,8 @@ def detail_columns(res: cl.WalkResult) -> dict[str, pa.Array]:
 
     key_offsets = _record_offsets(res.key[:, cl.K_REC], n)
     keys = gather_strings(text, org, res.key[:, cl.K_START], res.key[:, cl.K_LEN])
-    return {
+    crc = body_crc_spans(text, org, rec[:, cl.R_BODY_START], rec[:, cl.R_BODY_LEN])
+    out = {
         "sys_flag": pa.array(sysflag.astype(np.int32)),
         "transaction_type": pa.array((sysflag & SYSFLAG_TRANSACTION_MASK).astype(np.int8)),
         "born_timestamp": pa.array(rec[:, cl.R_BORN_TS]),
@@ -171,6 +223,7 @@ def detail_columns(res: cl.WalkResult) -> dict[str, pa.Array]:
         "store_host": store_host,
         "msg_id": pa.array(msg_id, type=pa.string()),
         "body_crc": pa.array(rec[:, cl.R_CRC].astype(np.int32)),
+        "body_crc_ok": pa.array(crc == rec[:, cl.R_CRC].astype(np.int32)),
         "body_size": pa.array(rec[:, cl.R_BODY_LEN].astype(np.int32)),
         "flag": pa.array(rec[:, cl.R_FLAG].astype(np.int32)),
         "reconsume_times": pa.array(rec[:, cl.R_RECONSUME].astype(np.int32)),
@@ -182,7 +235,11 @@ def detail_columns(res: cl.WalkResult) -> dict[str, pa.Array]:
         "real_topic": prop(cl.P_REAL_TOPIC),
         "real_queue_id": prop(cl.P_REAL_QID),
         "delay_level": prop(cl.P_DELAY),
+        "retry_topic": prop(cl.P_RETRY_TOPIC),
         "properties": gather_strings(text, org, rec[:, cl.R_PROPS_START], rec[:, cl.R_PROPS_LEN]),
         "body_start": pa.array(rec[:, cl.R_BODY_START]),
         "structural_size": pa.array(rec[:, cl.R_STRUCT].astype(np.int32)),
     }
+    if with_body:
+        out["body"] = gather_binary(text, org, rec[:, cl.R_BODY_START], rec[:, cl.R_BODY_LEN])
+    return out

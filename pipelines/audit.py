@@ -1,0 +1,368 @@
+"""Expiry audit: what the broker's next cleanup deletes, and which consumer groups lose messages with it.
+
+``python -m pipelines audit --tables PATH --as-of TIME [--config broker.conf] [--consumer-offsets FILE]
+[--delay-offsets FILE] [--disk-used PCT] [--tz ZONE] [--time-source auto|mtime|last_store_time] [--json]
+[--write]``
+
+The rules are :mod:`store_format.expiry`'s (``CleanCommitLogService`` and friends); the facts come from
+the tables: live segments and their times (``segments``), the consume queue and index file inventory
+(``expiry_audit`` rows of kind ``consume_queue_file`` / ``index_file``, written by every publish), and
+the messages of the segments that go (``messages``, read by partition).  A message "would be lost"
+for a group when its segment goes while the group's committed offset in ``config/consumerOffset.json``
+(``ConsumerOffsetManager``: ``topic@group -> {queueId: offset}``) is at or before its consume queue
+offset; delayed messages count against ``config/delayOffset.json`` (``ScheduleMessageService``:
+``level -> offset`` for queue ``level - 1`` of ``SCHEDULE_TOPIC_XXXX``).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import re
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from store_format.config import BrokerConfig, load_broker_config
+from store_format.errors import StoreError, StoreLayoutError
+from store_format.expiry import SegmentFacts, files_deleted_with, plan_cleanup
+from store_format.layout import index_file_size, segment_name
+
+__all__ = ["parse_offset_table", "load_offsets", "cq_inventory_table", "index_inventory_table", "build_expiry_audit",
+           "run_audit", "parse_time", "SCHEDULE_TOPIC", "SCHEDULE_GROUP"]
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+SCHEDULE_GROUP = "(schedule service: delayOffset.json)"
+
+CQ_INVENTORY_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("queue_id", pa.int32()), ("file_start", pa.int64()), ("units", pa.int64()),
+    ("min_offset", pa.int64()), ("max_offset", pa.int64()), ("segment", pa.string()), ("is_last", pa.bool_()),
+])
+INDEX_INVENTORY_SCHEMA = pa.schema([
+    ("index_file_no", pa.int64()), ("index_file", pa.string()), ("entries", pa.int64()), ("min_offset", pa.int64()),
+    ("max_offset", pa.int64()), ("segment", pa.string()), ("is_last", pa.bool_()),
+])
+
+_BARE_INT_KEY = re.compile(r'([{,]\s*)(-?\d+)(\s*:)')
+
+
+def parse_offset_table(text: str) -> dict:
+    """The ``offsetTable`` of a broker config JSON (fastjson writes integer map keys unquoted)."""
+    data = json.loads(_BARE_INT_KEY.sub(r'\1"\2"\3', text))
+    return data.get("offsetTable", {}) if isinstance(data, dict) else {}
+
+
+def load_offsets(store_uri: str | None, consumer_file: str | None, delay_file: str | None
+                 ) -> tuple[dict[str, dict[int, int]] | None, dict[int, int] | None]:
+    """Consumer offsets (``topic@group -> {queueId: offset}``) and delay offsets (``level -> offset``),
+    from the given files or else the store's ``config/`` folder; None where there is none."""
+    from store_format.store import read_text
+
+    def read(path: str | None, default_name: str, required: bool) -> str | None:
+        candidates = [path] if path else ([f"{store_uri.rstrip('/')}/config/{default_name}"] if store_uri else [])
+        for c in candidates:
+            try:
+                return read_text(c)
+            except StoreLayoutError:
+                if required:
+                    raise
+        return None
+
+    consumer = delay = None
+    text = read(consumer_file, "consumerOffset.json", consumer_file is not None)
+    if text is not None:
+        consumer = {str(k): {int(q): int(o) for q, o in v.items()} for k, v in parse_offset_table(text).items()}
+    text = read(delay_file, "delayOffset.json", delay_file is not None)
+    if text is not None:
+        delay = {int(k): int(v) for k, v in parse_offset_table(text).items()}
+    return consumer, delay
+
+
+def cq_inventory_table(rows: Sequence, units_per_file: int) -> pa.Table:
+    """Consume queue files from per-file aggregates of the ``messages`` table (topic, queue_id, file,
+    units, lo, hi, segment): each queue's files in order, its last file marked."""
+    recs = [r.asDict() if hasattr(r, "asDict") else dict(r) for r in rows]
+    last: dict[tuple[str, int], int] = {}
+    for r in recs:
+        k = (r["topic"], r["queue_id"])
+        last[k] = max(last.get(k, -1), int(r["file"]))
+    out = [{"topic": r["topic"], "queue_id": r["queue_id"], "file_start": int(r["file"]) * units_per_file * 20,
+            "units": r["units"], "min_offset": r["lo"], "max_offset": r["hi"], "segment": r["segment"],
+            "is_last": int(r["file"]) == last[(r["topic"], r["queue_id"])]} for r in recs]
+    out.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
+    return pa.Table.from_pylist(out, schema=CQ_INVENTORY_SCHEMA)
+
+
+def index_inventory_table(rows: Sequence) -> pa.Table:
+    """Index files from per-file aggregates of ``message_keys`` (index_file_no, index_file, entries, lo, hi)."""
+    recs = sorted((r.asDict() if hasattr(r, "asDict") else dict(r) for r in rows), key=lambda r: r["index_file_no"])
+    out = [{"index_file_no": r["index_file_no"], "index_file": r["index_file"], "entries": r["entries"],
+            "min_offset": r["lo"], "max_offset": r["hi"], "segment": r["segment"], "is_last": i == len(recs) - 1}
+           for i, r in enumerate(recs)]
+    return pa.Table.from_pylist(out, schema=INDEX_INVENTORY_SCHEMA)
+
+
+def _ms(v) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, _dt.datetime):
+        t = v if v.tzinfo else v.replace(tzinfo=_dt.timezone.utc)
+        return int(round(t.timestamp() * 1000))
+    return int(v)
+
+
+def _dt_ms(ms: int | None) -> _dt.datetime | None:
+    if ms is None or ms < 0:
+        return None
+    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=int(ms))
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None or ms < 0:
+        return None
+    return _dt_ms(ms).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"  # type: ignore[union-attr]
+
+
+def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq_inventory: pa.Table,
+                       index_inventory: pa.Table, *, as_of_ms: int, consumer_offsets: dict | None,
+                       delay_offsets: dict | None, run_id: str, disk_used_ratio: float | None = None,
+                       tz: str | None = None, time_source: str = "auto") -> tuple[pa.Table, dict]:
+    """The ``expiry_audit`` rows as of ``as_of_ms``, and a summary.
+
+    Args:
+        tables: root of the tables (the messages of the segments that go are read from it).
+        config: cleanup settings.
+        segments: live rows of the ``segments`` table.
+        cq_inventory / index_inventory: see :func:`cq_inventory_table` / :func:`index_inventory_table`.
+        consumer_offsets / delay_offsets: see :func:`load_offsets` (None: not known).
+        disk_used_ratio: used share of the commitlog's disk (0..1), None: below every threshold.
+        tz: the broker JVM's time zone for ``deleteWhen`` (default UTC).
+    """
+    from .tables import EXPIRY_AUDIT_SCHEMA
+    segs = sorted(segments.to_pylist(), key=lambda r: r["base_offset"])
+    facts = [SegmentFacts(s["segment"], s["base_offset"], s["file_size"], _ms(s["file_mtime"]),
+                          _ms(s["first_store_time"]), _ms(s["last_store_time"])) for s in segs]
+    rows: list[dict] = []
+    summary: dict = {"as_of": _iso(as_of_ms), "segments": [], "consume_queue_files": 0, "index_files": 0,
+                     "unconsumed": [], "next_cleanup": None, "total_lost_messages": 0, "total_lost_bytes": 0}
+    if not facts:
+        return pa.Table.from_pylist([], schema=EXPIRY_AUDIT_SCHEMA), summary
+    plan = plan_cleanup(facts, config, as_of_ms, disk_used_ratio=disk_used_ratio, tz=tz, time_source=time_source)
+    at_next = plan.at_next_cleanup()
+    as_of = _dt_ms(as_of_ms)
+    bases = [f.base for f in facts]
+    if plan.next_cleanup:
+        summary["next_cleanup"] = {"from": _iso(plan.next_cleanup[0]), "until": _iso(plan.next_cleanup[1])}
+    for i, s in enumerate(segs):
+        rows.append({"as_of": as_of, "run_id": run_id, "kind": "segment", "name": s["segment"], "segment": s["segment"],
+                     "min_offset": s["base_offset"], "max_offset": s["base_offset"] + (s["bytes_written"] or 0),
+                     "is_last": i == len(segs) - 1, "reference_time": _dt_ms(int(plan.reference_ms[i])),
+                     "time_source": plan.time_source[i], "expires_at": _dt_ms(int(plan.expires_at[i])),
+                     "deleted_at": _dt_ms(int(plan.deleted_at[i])), "at_next_cleanup": bool(at_next[i]),
+                     "reason": plan.reason[i], "messages": s["records"], "bytes": s["file_size"]})
+        if at_next[i]:
+            summary["segments"].append({"segment": s["segment"], "reference_time": _iso(int(plan.reference_ms[i])),
+                                        "time_source": plan.time_source[i],
+                                        "deleted_at": _iso(int(plan.deleted_at[i])), "records": s["records"]})
+    lo_hi = plan.next_cleanup
+
+    def in_next(t: int) -> bool:
+        return lo_hi is not None and t >= 0 and lo_hi[0] <= t < lo_hi[1]
+
+    # consume queue files, queue by queue in file order
+    cq = cq_inventory.to_pylist()
+    by_queue: dict[tuple[str, int], list[dict]] = {}
+    for r in cq:
+        by_queue.setdefault((r["topic"], r["queue_id"]), []).append(r)
+    for (topic, qid), files in sorted(by_queue.items()):
+        files.sort(key=lambda r: r["file_start"])
+        when = files_deleted_with([f["max_offset"] for f in files], bases, plan.deleted_at, as_of_ms)
+        for f, t in zip(files, when.tolist()):
+            nxt = in_next(t)
+            summary["consume_queue_files"] += int(nxt)
+            rows.append({"as_of": as_of, "run_id": run_id, "kind": "consume_queue_file",
+                         "name": f"{topic}/{qid}/{segment_name(f['file_start'])}", "segment": f["segment"],
+                         "topic": topic, "queue_id": qid, "min_offset": f["min_offset"], "max_offset": f["max_offset"],
+                         "is_last": f["is_last"], "deleted_at": _dt_ms(t), "at_next_cleanup": nxt,
+                         "reason": ("last file of its queue: never deleted" if f["is_last"] else
+                                    "its last unit points below the new minimum commitlog offset" if t >= 0 else
+                                    "its last unit points into a segment that stays"),
+                         "messages": f["units"], "bytes": config.cq_file_size})
+    # index files in creation order
+    idx = sorted(index_inventory.to_pylist(), key=lambda r: r["index_file_no"])
+    when = files_deleted_with([f["max_offset"] for f in idx], bases, plan.deleted_at, as_of_ms)
+    for f, t in zip(idx, when.tolist()):
+        nxt = in_next(t)
+        summary["index_files"] += int(nxt)
+        rows.append({"as_of": as_of, "run_id": run_id, "kind": "index_file", "name": f["index_file"],
+                     "segment": f["segment"], "min_offset": f["min_offset"], "max_offset": f["max_offset"],
+                     "is_last": f["is_last"], "deleted_at": _dt_ms(t), "at_next_cleanup": nxt,
+                     "reason": ("last index file: never deleted" if f["is_last"] else
+                                "its endPhyOffset is below the new minimum commitlog offset" if t >= 0 else
+                                "its endPhyOffset points into a segment that stays"),
+                     "messages": f["entries"], "bytes": index_file_size(config.maxHashSlotNum, config.maxIndexNum)})
+    # what consumers lose with the segments that go next
+    going = [s["segment"] for s, nx in zip(segs, at_next) if nx]
+    lost = _lost_messages(tables, going, consumer_offsets, delay_offsets)
+    for r in lost:
+        summary["unconsumed"].append(r)
+        summary["total_lost_messages"] += r["messages"]
+        summary["total_lost_bytes"] += r["bytes"]
+        rows.append({"as_of": as_of, "run_id": run_id, "kind": "unconsumed", "name": f"{r['topic']}@{r['group']}",
+                     "segment": r["first_segment"], "topic": r["topic"], "queue_id": r["queue_id"],
+                     "consumer_group": r["group"], "min_offset": r["min_offset"], "max_offset": r["max_offset"],
+                     "deleted_at": _dt_ms(lo_hi[0]) if lo_hi else None, "at_next_cleanup": True,
+                     "reason": f"committed offset {r['committed']} is behind {r['messages']} message(s) in segments "
+                               "that go", "messages": r["messages"], "bytes": r["bytes"]})
+    return pa.Table.from_pylist(rows, schema=EXPIRY_AUDIT_SCHEMA), summary
+
+
+def _lost_messages(tables: str, segments: list[str], consumer: dict | None, delay: dict | None) -> list[dict]:
+    """Per topic, queue and group: messages of ``segments`` at or after the committed offset."""
+    offsets = []
+    for key, queues in (consumer or {}).items():
+        if "@" not in key:
+            continue
+        topic, group = key.split("@", 1)
+        for qid, off in queues.items():
+            offsets.append({"topic": topic, "queue_id": int(qid), "group": group, "committed": int(off)})
+    for level, off in (delay or {}).items():
+        offsets.append({"topic": SCHEDULE_TOPIC, "queue_id": int(level) - 1, "group": SCHEDULE_GROUP,
+                        "committed": int(off)})
+    if not segments or not offsets:
+        return []
+    import pyarrow.dataset as ds
+
+    from .delta import read_arrow
+    msgs = read_arrow(tables, "messages", ["segment", "topic", "queue_id", "consume_queue_offset", "commitlog_offset",
+                                           "size"],
+                      filter=ds.field("segment").isin(segments) & ds.field("consume_queue"))
+    if msgs is None or not msgs.num_rows:
+        return []
+    table = pa.Table.from_pylist(offsets, schema=pa.schema([("topic", pa.string()), ("queue_id", pa.int32()),
+                                                            ("group", pa.string()), ("committed", pa.int64())]))
+    joined = msgs.join(table, ["topic", "queue_id"], join_type="inner")
+    behind = joined.filter(pc.greater_equal(joined["consume_queue_offset"], joined["committed"]))
+    if not behind.num_rows:
+        return []
+    agg = behind.group_by(["topic", "queue_id", "group", "committed"]).aggregate([
+        ("size", "count"), ("size", "sum"), ("commitlog_offset", "min"), ("commitlog_offset", "max"),
+        ("segment", "min")])
+    out = [{"topic": r["topic"], "queue_id": r["queue_id"], "group": r["group"], "committed": r["committed"],
+            "messages": r["size_count"], "bytes": int(r["size_sum"]), "min_offset": r["commitlog_offset_min"],
+            "max_offset": r["commitlog_offset_max"], "first_segment": r["segment_min"]} for r in agg.to_pylist()]
+    return sorted(out, key=lambda r: (r["group"], r["topic"], r["queue_id"]))
+
+
+def parse_time(text: str) -> int:
+    """Epoch ms of ``now``, digits (epoch ms), or ISO 8601 (UTC unless it names a zone)."""
+    t = text.strip()
+    if t.lower() == "now":
+        return int(_dt.datetime.now(_dt.timezone.utc).timestamp() * 1000)
+    if t.isdigit():
+        return int(t)
+    try:
+        v = _dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise StoreError(f"{text!r} is not a time: use ISO 8601 (2024-01-10T04:00:00Z), epoch ms, or now") from None
+    if v.tzinfo is None:
+        v = v.replace(tzinfo=_dt.timezone.utc)
+    return int(round(v.timestamp() * 1000))
+
+
+def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None, consumer_file: str | None = None,
+              delay_file: str | None = None, disk_used_ratio: float | None = None, tz: str | None = None,
+              time_source: str = "auto", store: str | None = None) -> tuple[pa.Table, dict]:
+    """Audit the tables as of a time (see the module docstring); returns the rows and a summary."""
+    from .delta import read_arrow
+    from .tables import latest_run
+    last = latest_run(tables)
+    if last is None:
+        raise StoreLayoutError(f"{tables}: no runs table; publish the tables first (rebuild, or tables --store ...)")
+    if config is None:
+        config = BrokerConfig.from_properties(json.loads(last["config"]))
+    segments = read_arrow(tables, "segments")
+    inv = read_arrow(tables, "expiry_audit")
+    if segments is None or inv is None:
+        raise StoreLayoutError(f"{tables}: the segments or expiry_audit table is missing; publish the tables again")
+    live = segments.filter(pc.equal(segments["status"], "live"))
+    cq = inv.filter(pc.equal(inv["kind"], "consume_queue_file"))
+    idx = inv.filter(pc.equal(inv["kind"], "index_file"))
+    cq_rows = [{"topic": r["topic"], "queue_id": r["queue_id"], "file_start": int(r["name"].rsplit("/", 1)[1]),
+                "units": r["messages"], "min_offset": r["min_offset"], "max_offset": r["max_offset"],
+                "segment": r["segment"], "is_last": r["is_last"]} for r in cq.to_pylist()]
+    idx_rows = sorted(idx.to_pylist(), key=lambda r: (r["min_offset"] or 0, r["name"] or ""))
+    idx_rows = [{"index_file_no": i, "index_file": r["name"], "entries": r["messages"], "min_offset": r["min_offset"],
+                 "max_offset": r["max_offset"], "segment": r["segment"], "is_last": r["is_last"]}
+                for i, r in enumerate(idx_rows)]
+    consumer, delay = load_offsets(store or last["store"], consumer_file, delay_file)
+    return build_expiry_audit(tables, config, live, pa.Table.from_pylist(cq_rows, schema=CQ_INVENTORY_SCHEMA),
+                              pa.Table.from_pylist(idx_rows, schema=INDEX_INVENTORY_SCHEMA), as_of_ms=as_of_ms,
+                              consumer_offsets=consumer, delay_offsets=delay, run_id=last["run_id"],
+                              disk_used_ratio=disk_used_ratio, tz=tz, time_source=time_source)
+
+
+def render(summary: dict) -> str:
+    lines = [f"as of            {summary['as_of']}"]
+    nc = summary.get("next_cleanup")
+    if not nc:
+        lines.append("next cleanup     nothing to delete within the horizon")
+        return "\n".join(lines)
+    lines.append(f"next cleanup     {nc['from']} (cleanup period until {nc['until']})")
+    lines.append(f"segments         {len(summary['segments'])}")
+    for s in summary["segments"]:
+        lines.append(f"  {s['segment']}  {s['records']:>10,} records  last modified {s['reference_time']} "
+                     f"({s['time_source']})  deleted at {s['deleted_at']}")
+    lines.append(f"consume queues   {summary['consume_queue_files']} file(s) go with them")
+    lines.append(f"index files      {summary['index_files']} file(s) go with them")
+    if summary["unconsumed"]:
+        lines.append("unconsumed messages lost:")
+        lines.append(f"  {'group':<32} {'topic':<28} {'queue':>5} {'committed':>10} {'messages':>10} {'bytes':>12}")
+        for r in summary["unconsumed"]:
+            lines.append(f"  {r['group']:<32} {r['topic']:<28} {r['queue_id']:>5} {r['committed']:>10} "
+                         f"{r['messages']:>10,} {r['bytes']:>12,}")
+    else:
+        lines.append("unconsumed messages lost: none (or no consumer offsets known)")
+    lines.append(f"total lost       {summary['total_lost_messages']:,} messages, {summary['total_lost_bytes']:,} bytes")
+    return "\n".join(lines)
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tables", required=True, help="root folder of the Delta tables")
+    p.add_argument("--as-of", required=True, help="audit time: ISO 8601 (UTC unless zoned), epoch ms, or now")
+    p.add_argument("--config", help="broker.conf with the cleanup settings (default: the settings of the last run)")
+    p.add_argument("--consumer-offsets", help="consumerOffset.json (default: the store's config/consumerOffset.json)")
+    p.add_argument("--delay-offsets", help="delayOffset.json (default: the store's config/delayOffset.json)")
+    p.add_argument("--disk-used", type=float, default=None,
+                   help="used space of the commitlog's disk in percent (default: below every threshold)")
+    p.add_argument("--tz", default="UTC", help="the broker's time zone for deleteWhen hours (default UTC)")
+    p.add_argument("--time-source", choices=["auto", "mtime", "last_store_time"], default="auto",
+                   help="segment times: file mtimes, the last record's store time, or auto (mtimes when plausible)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--write", action="store_true", help="also replace the expiry_audit table with this audit")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from store_format.store import read_text
+    config = load_broker_config(read_text(args.config)) if args.config else None
+    as_of = parse_time(args.as_of)
+    rows, summary = run_audit(args.tables, as_of, config=config, consumer_file=args.consumer_offsets,
+                              delay_file=args.delay_offsets,
+                              disk_used_ratio=None if args.disk_used is None else args.disk_used / 100.0, tz=args.tz,
+                              time_source=args.time_source)
+    if args.write:
+        from .delta import open_writer
+        from .tables import DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA
+        open_writer(None, args.tables, f"audit-{as_of}").write("expiry_audit", rows, EXPIRY_AUDIT_SCHEMA,
+                                                                description=DESCRIPTIONS["expiry_audit"])
+    print(json.dumps(summary, indent=2, default=str) if args.json else render(summary))
+    return 0
+
+
+def _register() -> None:
+    from .cli import COMMANDS
+    COMMANDS["audit"] = (_add_arguments, _run)
+
+
+_register()

@@ -1,0 +1,539 @@
+"""Writing and reading the Delta tables, with or without delta-spark.
+
+Two writers, one contract (:class:`TableWriter`): each :meth:`~TableWriter.write` is **one** Delta
+commit that removes the rows of the partitions a :class:`Where` selects (or the whole table) and adds
+the given rows; the driver is the only committer, and a failed write leaves the previous version as
+it was (at worst some unreferenced Parquet files).
+
+* :class:`DeltaSparkWriter`: when delta-spark's JVM classes are on the Spark classpath (production
+  clusters), ``DataFrame.write.format("delta")`` with ``replaceWhere``.
+* :class:`DeltaRsWriter`: otherwise the Spark job writes Parquet files under
+  ``<table>/_staging/<run>/`` (Spark's writer for DataFrames; for :class:`TaskRows`, the Python tasks
+  themselves with pyarrow, which spares the rows a round trip through the JVM); the driver moves the
+  files into the table's partition folders, reads their footers for the file statistics, and commits
+  them with delta-rs (``deltalake``) as one transaction of add and remove actions.
+
+Both keep the plain protocol every Delta reader accepts (reader 1, writer 2: no deletion vectors, no
+column mapping); timestamps are Delta ``timestamp`` (UTC instants, Parquet ``TIMESTAMP_MICROS``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from store_format.errors import StoreError
+from store_format.store import resolve
+
+from .session import delta_classes_available, spark_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["Where", "TaskRows", "TableWriter", "DeltaSparkWriter", "DeltaRsWriter", "open_writer", "table_uri",
+           "table_exists", "open_table", "read_arrow", "read_spark", "live_files", "file_uris", "TablesError"]
+
+STAGING = "_staging"
+_STRING_STATS_MAX = 64  # longer strings get no min/max statistics (truncated bounds would need care)
+
+
+class TablesError(StoreError):
+    """A Delta table cannot be read or written as expected."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Where:
+    """Partitions to replace: the OR of ``(column, op, value)`` conditions on partition columns,
+    op one of ``=``, ``>=``, ``<``, ``in``.  Values compare as the partition strings do (segment names
+    are fixed-width digits, so string order is offset order)."""
+    conditions: tuple[tuple[str, str, object], ...]
+
+    def sql(self) -> str:
+        parts = []
+        for col, op, value in self.conditions:
+            if op == "in":
+                values = list(value)  # type: ignore[call-overload]
+                if not values:
+                    continue
+                parts.append(f"`{col}` IN ({', '.join(_sql_literal(v) for v in values)})")
+            else:
+                parts.append(f"`{col}` {op} {_sql_literal(value)}")
+        return " OR ".join(parts) if parts else "false"
+
+    def matches(self, partition_values: dict[str, str | None]) -> bool:
+        for col, op, value in self.conditions:
+            have = partition_values.get(col)
+            if have is None:
+                continue
+            if op == "=" and have == str(value):
+                return True
+            if op == ">=" and have >= str(value):
+                return True
+            if op == "<" and have < str(value):
+                return True
+            if op == "in" and have in {str(v) for v in value}:  # type: ignore[attr-defined]
+                return True
+        return False
+
+
+@dataclasses.dataclass
+class TaskRows:
+    """Rows made by Python tasks: ``fn`` turns the Arrow batches of one partition of ``source`` into
+    Arrow tables of the table's schema; ``driver_rows`` were made on the driver.  The delta-rs
+    writer lets the tasks write their Parquet files themselves; delta-spark gets a DataFrame."""
+    source: DataFrame
+    fn: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.Table]]
+    driver_rows: list[pa.Table]
+
+    def dataframe(self, spark: SparkSession, schema: pa.Schema) -> DataFrame:
+        df = self.source.mapInArrow(_Batches(self.fn), spark_schema(schema))
+        rows = [t for t in self.driver_rows if t.num_rows]
+        if rows:
+            df = df.unionByName(spark.createDataFrame(pa.concat_tables(rows).cast(schema), spark_schema(schema)))
+        return df
+
+
+class _Batches:
+    def __init__(self, fn: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.Table]]) -> None:
+        self.fn = fn
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for table in self.fn(batches):
+            yield from table.to_batches()
+
+
+def _sql_literal(v: object) -> str:
+    if isinstance(v, (int, float)):
+        return str(v)
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def table_uri(root: str, name: str) -> str:
+    return f"{root.rstrip('/')}/{name}"
+
+
+def _local_path(uri: str) -> str:
+    """What deltalake wants: a plain path for local tables, the URI otherwise."""
+    if "://" not in uri:
+        import os
+        return os.path.abspath(uri)
+    return uri
+
+
+def table_exists(root: str, name: str) -> bool:
+    from deltalake import DeltaTable
+    return DeltaTable.is_deltatable(_local_path(table_uri(root, name)))
+
+
+def open_table(root: str, name: str):
+    """The table's current version (``deltalake.DeltaTable``), or None when it does not exist."""
+    from deltalake import DeltaTable
+    uri = _local_path(table_uri(root, name))
+    if not DeltaTable.is_deltatable(uri):
+        return None
+    return DeltaTable(uri)
+
+
+def live_files(root: str, name: str) -> pa.Table:
+    """Add actions of the table's current version: ``path``, ``size_bytes``, ``num_records``,
+    ``partition.<col>``, ``min.<col>``/``max.<col>`` (flattened); empty without a table."""
+    dt = open_table(root, name)
+    if dt is None:
+        return pa.table({"path": pa.array([], pa.string())})
+    return pa.table(dt.get_add_actions(flatten=True))
+
+
+def read_arrow(root: str, name: str, columns: Sequence[str] | None = None, filter=None) -> pa.Table | None:
+    """Read a (small) table on the driver with delta-rs; None when it does not exist."""
+    dt = open_table(root, name)
+    if dt is None:
+        return None
+    return dt.to_pyarrow_dataset().to_table(columns=list(columns) if columns else None, filter=filter)
+
+
+def read_spark(spark: SparkSession, root: str, name: str, schema: pa.Schema, *,
+               files: Sequence[str] | None = None) -> DataFrame:
+    """The table's current version as a DataFrame: through delta-spark when present, else Spark's
+    Parquet reader over the files of the current version (partition columns from the paths)."""
+    uri = table_uri(root, name)
+    sschema = spark_schema(schema)
+    if files is None and delta_classes_available(spark):
+        return spark.read.format("delta").load(uri)
+    if files is None:
+        dt = open_table(root, name)
+        files = [] if dt is None else dt.file_uris()
+    if not files:
+        return spark.createDataFrame([], sschema)
+    return spark.read.schema(sschema).option("basePath", _spark_path(uri)).parquet(*[_spark_path(f) for f in files])
+
+
+def file_uris(root: str, name: str, paths: Sequence[str]) -> list[str]:
+    """Locations of add-action paths (relative, URI-escaped) of a table."""
+    base = table_uri(root, name)
+    if "://" not in base:
+        import os
+        base = os.path.abspath(base)
+    return [f"{base}/{urllib.parse.unquote(p)}" for p in paths]
+
+
+def _spark_path(uri: str) -> str:
+    if "://" in uri:
+        return uri
+    import os
+    return "file://" + os.path.abspath(uri)
+
+
+class TableWriter:
+    """One commit per :meth:`write`; see the module docstring."""
+
+    kind = "abstract"
+
+    def __init__(self, spark: SparkSession | None, root: str, run_id: str) -> None:
+        self.spark = spark
+        self.root = root.rstrip("/")
+        self.run_id = run_id
+
+    def write(self, name: str, data: DataFrame | pa.Table, schema: pa.Schema, *, partition_by: Sequence[str] = (),
+              where: Where | None = None, mode: str = "overwrite", description: str = "") -> int:
+        """Replace the partitions ``where`` selects (``mode="overwrite"`` without ``where``: the whole
+        table; ``mode="append"``: nothing) by ``data``, in one commit.  Column metadata of ``schema``
+        goes into the table's schema.  Returns the new version."""
+        raise NotImplementedError
+
+    def _session(self) -> SparkSession:
+        if self.spark is None:
+            raise TablesError("writing a DataFrame needs a Spark session")
+        return self.spark
+
+    def _conform(self, data: DataFrame | pa.Table, schema: pa.Schema) -> DataFrame | pa.Table:
+        """Columns in schema order with the schema's types."""
+        if isinstance(data, pa.Table):
+            return data.select(schema.names).cast(schema)
+        from pyspark.sql import functions as F
+        sschema = spark_schema(schema)
+        meta = {f.name: {k.decode(): v.decode() for k, v in (f.metadata or {}).items()} for f in schema}
+        return data.select([F.col(f.name).cast(f.dataType).alias(f.name, metadata=meta[f.name])
+                            for f in sschema.fields])
+
+
+class DeltaSparkWriter(TableWriter):
+    """delta-spark's own writer (``replaceWhere`` for partition replacement)."""
+
+    kind = "delta-spark"
+
+    def write(self, name, data, schema, *, partition_by=(), where=None, mode="overwrite", description=""):
+        if isinstance(data, TaskRows):
+            data = data.dataframe(self._session(), schema)
+        df = self._conform(data, schema)
+        if isinstance(df, pa.Table):
+            df = self._session().createDataFrame(df, spark_schema(schema))
+        from delta.tables import DeltaTable
+        uri = table_uri(self.root, name)
+        exists = DeltaTable.isDeltaTable(self._session(), uri)
+        w = df.write.format("delta").mode(mode).option("userMetadata", json.dumps({"run_id": self.run_id}))
+        if partition_by:
+            w = w.partitionBy(*partition_by)
+        if where is not None and mode == "overwrite" and exists:
+            w = w.option("replaceWhere", where.sql())
+        w.save(uri)
+        return int(DeltaTable.forPath(self._session(), uri).history(1).collect()[0]["version"])
+
+
+class DeltaRsWriter(TableWriter):
+    """Parquet written by Spark (or pyarrow), committed by delta-rs."""
+
+    kind = "delta-rs"
+
+    def write(self, name, data, schema, *, partition_by=(), where=None, mode="overwrite", description=""):
+        from deltalake import DeltaTable, Schema
+        from deltalake.transaction import AddAction, CommitProperties, RemoveAction, create_table_with_add_actions
+        uri = table_uri(self.root, name)
+        fs, root_path = resolve(uri)
+        staging = f"{root_path}/{STAGING}/{self.run_id}"
+        moved: list[str] = []
+        try:
+            if isinstance(data, TaskRows):
+                # the files the successful task attempts report (a failed attempt's stay in staging)
+                written = _write_tasks(self._session(), data, _uri_like(uri, staging), list(partition_by), schema)
+                written += _write_arrow(fs, staging, pa.concat_tables(data.driver_rows).cast(schema)
+                                        if data.driver_rows else schema.empty_table(), list(partition_by),
+                                        prefix="driver")
+                files = fs.get_file_info(written)
+            else:
+                data = self._conform(data, schema)
+                if isinstance(data, pa.Table):
+                    _write_arrow(fs, staging, data, list(partition_by))
+                else:
+                    _write_spark(self._session(), _uri_like(uri, staging), data, list(partition_by))
+                files = fs.get_file_info(pafs.FileSelector(staging, recursive=True, allow_not_found=True))
+            adds = []
+            now = int(time.time() * 1000)
+            data_columns = [f for f in schema if f.name not in partition_by]
+            for info in files:
+                if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
+                    continue
+                inner = info.path[len(staging) + 1:]
+                rel_dir = inner.rsplit("/", 1)[0] if "/" in inner else ""
+                values = _partition_values(rel_dir, partition_by)
+                rel = (rel_dir + "/" if rel_dir else "") + f"{self.run_id}-{info.base_name}"
+                with fs.open_input_file(info.path) as f:
+                    meta = pq.ParquetFile(f).metadata
+                stats = _stats(meta, data_columns)
+                fs.create_dir(f"{root_path}/{rel_dir}" if rel_dir else root_path, recursive=True)
+                fs.move(info.path, f"{root_path}/{rel}")
+                moved.append(f"{root_path}/{rel}")
+                adds.append(AddAction(_escape_path(rel), info.size, values, now, True, json.dumps(stats)))
+            dschema = Schema.from_arrow(schema)
+            props = CommitProperties(custom_metadata={"run_id": self.run_id, "writer": self.kind})
+            local = _local_path(uri)
+            if not DeltaTable.is_deltatable(local):
+                create_table_with_add_actions(local, dschema, adds, mode="error",
+                                              partition_by=list(partition_by) or None, name=name,
+                                              description=description or None, commit_properties=props)
+            else:
+                dt = DeltaTable(local)
+                removes = []
+                if mode == "overwrite":
+                    current = pa.table(dt.get_add_actions(flatten=False))
+                    for row in current.to_pylist():
+                        pv = {k: None if v is None else str(v)
+                              for k, v in (row.get("partition") or row.get("partition_values") or {}).items()}
+                        if where is None or where.matches(pv):
+                            removes.append(RemoveAction(row["path"], True, now, row["size_bytes"], pv))
+                elif mode != "append":
+                    raise ValueError(f"mode must be overwrite or append, got {mode!r}")
+                dt.create_write_transaction(adds + removes, mode="append", schema=dschema,
+                                            partition_by=list(partition_by) or None, commit_properties=props)
+            return DeltaTable(local).version()
+        except BaseException:
+            for path in moved:  # unreferenced now; the previous version never saw them
+                try:
+                    fs.delete_file(path)
+                except OSError:
+                    pass
+            raise
+        finally:
+            _delete_dir(fs, staging)
+            _delete_dir_if_empty(fs, f"{root_path}/{STAGING}")
+
+
+def open_writer(spark: SparkSession | None, root: str, run_id: str, prefer: str | None = None) -> TableWriter:
+    """delta-spark when its classes are on the classpath (or ``prefer="delta-spark"``), else delta-rs
+    (always without a session: Arrow tables only)."""
+    if prefer == "delta-rs" or spark is None:
+        return DeltaRsWriter(spark, root, run_id)
+    if prefer == "delta-spark" or delta_classes_available(spark):
+        return DeltaSparkWriter(spark, root, run_id)
+    return DeltaRsWriter(spark, root, run_id)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers of the delta-rs writer
+
+
+def _uri_like(table: str, path: str) -> str:
+    """A Spark-usable location for a filesystem path under the table URI."""
+    if "://" in table:
+        scheme = table.split("://", 1)[0]
+        netloc = urllib.parse.urlparse(table).netloc
+        return f"{scheme}://{netloc}{path}" if path.startswith("/") else f"{scheme}://{path}"
+    return "file://" + path
+
+
+def _write_spark(spark: SparkSession, location: str, df: DataFrame, partition_by: list[str]) -> None:
+    conf = spark.conf
+    key = "spark.sql.parquet.outputTimestampType"
+    old = conf.get(key, None)
+    conf.set(key, "TIMESTAMP_MICROS")
+    try:
+        w = df.write.mode("overwrite")
+        if partition_by:
+            w = w.partitionBy(*partition_by)
+        w.parquet(location)
+    finally:
+        if old is None:
+            conf.unset(key)
+        else:
+            conf.set(key, old)
+
+
+def _partitions(table: pa.Table, partition_by: list[str]) -> Iterator[tuple[str, pa.Table]]:
+    """``(hive-style folder, rows without the partition columns)`` per partition value."""
+    if not partition_by:
+        yield "", table
+        return
+    keys = table.select(partition_by).to_pylist()
+    by: dict[tuple, list[int]] = {}
+    for i, k in enumerate(keys):
+        by.setdefault(tuple(k[c] for c in partition_by), []).append(i)
+    for k, rows in by.items():
+        rel = "/".join(f"{c}={_hive_escape(v)}" for c, v in zip(partition_by, k))
+        yield rel, table.take(pa.array(rows)).drop_columns(partition_by)
+
+
+def _write_arrow(fs: pafs.FileSystem, staging: str, table: pa.Table, partition_by: list[str],
+                 prefix: str = "part") -> list[str]:
+    fs.create_dir(staging, recursive=True)
+    paths: list[str] = []
+    if not table.num_rows:
+        return paths
+    for n, (rel_dir, part) in enumerate(_partitions(table, partition_by)):
+        d = f"{staging}/{rel_dir}" if rel_dir else staging
+        fs.create_dir(d, recursive=True)
+        path = f"{d}/{prefix}-{n:05d}.parquet"
+        with fs.open_output_stream(path) as out:
+            pq.write_table(part, out, coerce_timestamps="us", compression="snappy")
+        paths.append(path)
+    return paths
+
+
+_FILES_SCHEMA = pa.schema([("path", pa.string())])
+
+
+class _ParquetTask:
+    """``mapInArrow`` function: run ``fn`` on the partition and write its rows to Parquet, one file
+    per partition value (row groups as the tables come), then report the files written."""
+
+    def __init__(self, fn, staging_uri: str, partition_by: list[str], schema: pa.Schema) -> None:
+        self.fn = fn
+        self.staging_uri = staging_uri
+        self.partition_by = partition_by
+        self.schema = schema
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        fs, root = resolve(self.staging_uri)
+        tag = uuid.uuid4().hex
+        writers: dict[str, tuple[pq.ParquetWriter, object, str]] = {}
+        try:
+            for table in self.fn(batches):
+                if not table.num_rows:
+                    continue
+                for rel_dir, part in _partitions(table.cast(self.schema), self.partition_by):
+                    if rel_dir not in writers:
+                        d = f"{root}/{rel_dir}" if rel_dir else root
+                        fs.create_dir(d, recursive=True)
+                        path = f"{d}/part-{tag}-{len(writers):05d}.parquet"
+                        stream = fs.open_output_stream(path)
+                        writers[rel_dir] = (pq.ParquetWriter(stream, part.schema, compression="snappy",
+                                                             coerce_timestamps="us"), stream, path)
+                    writers[rel_dir][0].write_table(part)
+        finally:
+            for w, stream, _ in writers.values():
+                w.close()
+                stream.close()  # type: ignore[attr-defined]
+        yield pa.RecordBatch.from_pylist([{"path": p} for _, _, p in writers.values()], schema=_FILES_SCHEMA)
+
+
+def _write_tasks(spark: SparkSession, rows: TaskRows, staging_uri: str, partition_by: list[str],
+                 schema: pa.Schema) -> list[str]:
+    task = _ParquetTask(rows.fn, staging_uri, partition_by, schema)
+    return [r["path"] for r in rows.source.mapInArrow(task, spark_schema(_FILES_SCHEMA)).collect()]
+
+
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _hive_escape(v: object) -> str:
+    if v is None:
+        return _HIVE_NULL
+    return urllib.parse.quote(str(v), safe="")
+
+
+def _partition_values(rel_dir: str, partition_by: Sequence[str]) -> dict[str, str | None]:
+    values: dict[str, str | None] = {c: None for c in partition_by}
+    for part in rel_dir.split("/") if rel_dir else []:
+        if "=" in part:
+            k, v = part.split("=", 1)
+            if k in values:
+                v = urllib.parse.unquote(v)
+                values[k] = None if v == _HIVE_NULL else v
+    return values
+
+
+def _escape_path(rel: str) -> str:
+    """Delta add paths are relative URIs."""
+    return "/".join(urllib.parse.quote(p, safe="=-_.") for p in rel.split("/"))
+
+
+def _stats(meta: pq.FileMetaData, fields: Sequence[pa.Field]) -> dict:
+    """Delta file statistics (``numRecords``, ``minValues``, ``maxValues``, ``nullCount``) of the
+    top-level primitive columns, from the Parquet footer's row group statistics."""
+    wanted = {f.name: f for f in fields if not pa.types.is_nested(f.type) and not pa.types.is_binary(f.type)}
+    mins: dict[str, object] = {}
+    maxs: dict[str, object] = {}
+    nulls: dict[str, int] = {}
+    usable: dict[str, bool] = {name: True for name in wanted}
+    schema = meta.schema
+    for rg in range(meta.num_row_groups):
+        group = meta.row_group(rg)
+        for j in range(group.num_columns):
+            col = group.column(j)
+            name = col.path_in_schema
+            if name not in wanted:
+                continue
+            st = col.statistics
+            if st is None:
+                usable[name] = False
+                continue
+            nulls[name] = nulls.get(name, 0) + (st.null_count or 0)
+            if not st.has_min_max:
+                if st.null_count != group.num_rows:
+                    usable[name] = False
+                continue
+            lo, hi = st.min, st.max
+            mins[name] = lo if name not in mins else min(mins[name], lo)
+            maxs[name] = hi if name not in maxs else max(maxs[name], hi)
+    del schema
+    out_min, out_max = {}, {}
+    for name, field in wanted.items():
+        if not usable[name] or name not in mins:
+            continue
+        lo, hi = mins[name], maxs[name]
+        if pa.types.is_timestamp(field.type):
+            lo, hi = _ts_stat(lo, floor=True), _ts_stat(hi, floor=False)
+        elif pa.types.is_string(field.type):
+            if len(str(lo)) > _STRING_STATS_MAX or len(str(hi)) > _STRING_STATS_MAX:
+                continue
+        elif isinstance(lo, bytes):
+            continue
+        out_min[name], out_max[name] = lo, hi
+    return {"numRecords": meta.num_rows, "minValues": out_min, "maxValues": out_max,
+            "nullCount": {k: v for k, v in nulls.items() if usable.get(k, False)}}
+
+
+def _ts_stat(v: object, floor: bool) -> str:
+    """Delta timestamp statistics: ISO-8601 UTC with milliseconds (bounds rounded outwards)."""
+    if isinstance(v, _dt.datetime):
+        t = v if v.tzinfo else v.replace(tzinfo=_dt.timezone.utc)
+        us = int(t.timestamp() * 1_000_000)
+    else:
+        us = int(v)  # type: ignore[call-overload]
+    ms = us // 1000 if floor else -(-us // 1000)
+    t = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def _delete_dir(fs: pafs.FileSystem, path: str) -> None:
+    try:
+        if fs.get_file_info(path).type == pafs.FileType.Directory:
+            fs.delete_dir(path)
+    except OSError:
+        pass
+
+
+def _delete_dir_if_empty(fs: pafs.FileSystem, path: str) -> None:
+    try:
+        if fs.get_file_info(path).type == pafs.FileType.Directory and \
+                not fs.get_file_info(pafs.FileSelector(path)):
+            fs.delete_dir(path)
+    except OSError:
+        pass

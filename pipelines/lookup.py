@@ -1,0 +1,498 @@
+"""Find messages by key, by client msgId (``UNIQ_KEY``) or by offset msgId.
+
+``python -m pipelines lookup --tables PATH (--topic T --key K | --msg-id ID [--topic T] | --offset-msg-id ID)
+[--from TIME --to TIME] [--body] [--json]`` reads the Delta tables: ``message_keys`` is partitioned by
+segment and ``key_bucket = key_hash % B`` (the table property ``rocketmq.keyBuckets``), so a key lookup
+opens at most one bucket file per segment (fewer with a time range, or where the file's key_hash
+statistics exclude it); the messages found are read from the ``messages`` files whose commitlog
+offset statistics cover them.  Keys are compared exactly, not by hash.
+
+``python -m pipelines lookup --index DIR --store STORE [--config broker.conf] --topic T --key K`` reads a
+store's index files as the broker does (``IndexService.queryOffset`` → ``IndexFile.selectPhyOffset``:
+newest file first, slot chain, time range) and then reads each offset's record from the commitlog to
+keep only records whose topic and keys really match: the broker compares hashes only, so ``Aa`` and
+``BB`` (equal ``String.hashCode``) return each other's messages; here they do not.
+
+``--body`` prints bodies: from the table when published with ``--with-body``, else from the commitlog.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import json
+import mmap
+from collections.abc import Sequence
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from store_format import commitlog as cl
+from store_format.config import BrokerConfig
+from store_format.errors import StoreError, StoreLayoutError
+from store_format.indexfile import read_header, select_phy_offsets
+from store_format.javahash import index_key_hash
+from store_format.msgid import decode_offset_msg_id
+from store_format.records import detail_columns, lean_columns
+from store_format.store import StoreLocation, load_config_for, open_store, resolve
+
+from .delta import file_uris, live_files, read_arrow
+
+__all__ = ["LookupResult", "lookup_key", "lookup_msg_id", "lookup_offset_msg_id", "lookup_index", "read_records",
+           "demo_lookup", "render"]
+
+OUTPUT_COLUMNS = ["commitlog_offset", "segment", "topic", "queue_id", "queue_offset", "store_timestamp", "tags",
+                  "keys", "uniq_key", "msg_id", "size", "body_crc_ok", "dispatch"]
+MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch: the broker's cap per query
+
+
+@dataclasses.dataclass
+class LookupResult:
+    """Messages found, and what it took: files opened per table against the files the table has."""
+    rows: list[dict]
+    files_read: dict[str, int] = dataclasses.field(default_factory=dict)
+    files_total: dict[str, int] = dataclasses.field(default_factory=dict)
+    discarded: list[int] = dataclasses.field(default_factory=list)  # --index: offsets whose record did not match
+    source: str = "tables"
+
+
+def _ms(t: _dt.datetime | int | None) -> int | None:
+    if t is None:
+        return None
+    if isinstance(t, _dt.datetime):
+        return int(round((t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)).timestamp() * 1000))
+    return int(t)
+
+
+def _to_datetime(ms: int) -> _dt.datetime:
+    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
+
+
+def _overlaps(files: pa.Table, begin: int | None, end: int | None) -> np.ndarray:
+    """Files whose store_timestamp statistics overlap [begin, end] (files without statistics: kept)."""
+    keep = np.ones(files.num_rows, dtype=bool)
+    if begin is None and end is None:
+        return keep
+    lo_col, hi_col = "min.store_timestamp", "max.store_timestamp"
+    if lo_col not in files.column_names or hi_col not in files.column_names:
+        return keep
+    for i, (lo, hi) in enumerate(zip(files[lo_col].to_pylist(), files[hi_col].to_pylist())):
+        lo_ms, hi_ms = _ms(lo), _ms(hi)
+        if lo_ms is None or hi_ms is None:
+            continue
+        if end is not None and lo_ms > end:
+            keep[i] = False
+        if begin is not None and hi_ms < begin:
+            keep[i] = False
+    return keep
+
+
+def _col(files: pa.Table, name: str) -> list:
+    return files[name].to_pylist() if name in files.column_names else [None] * files.num_rows
+
+
+def _read_files(tables: str, name: str, paths: Sequence[str], filters) -> pa.Table | None:
+    from .tables import MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA
+    schema = MESSAGES_SCHEMA if name == "messages" else MESSAGE_KEYS_SCHEMA
+    parts = []
+    for uri in file_uris(tables, name, paths):
+        fs, path = resolve(uri)
+        with fs.open_input_file(path) as f:
+            t = pq.read_table(f, filters=filters)
+        parts.append(t)
+    if not parts:
+        return None
+    data_fields = [f for f in schema if f.name in parts[0].column_names]
+    return pa.concat_tables([p.select([f.name for f in data_fields]).cast(pa.schema(data_fields)) for p in parts])
+
+
+def _key_candidates(tables: str, pairs: list[tuple[str, str]], kind: str | None, begin: int | None,
+                    end: int | None) -> tuple[pa.Table | None, int, int]:
+    """Index entries of the exact ``(topic, key)`` pairs: only their buckets' files are opened."""
+    from .tables import key_buckets_of
+    files = live_files(tables, "message_keys")
+    total = files.num_rows
+    if not total:
+        return None, 0, 0
+    n_buckets = key_buckets_of(tables) or 1
+    hashes = {index_key_hash(f"{t}#{k}") for t, k in pairs}
+    buckets = {h % n_buckets for h in hashes}
+    bucket_col = [int(b) if b is not None else None for b in _col(files, "partition.key_bucket")]
+    lo, hi = _col(files, "min.key_hash"), _col(files, "max.key_hash")
+    keep = _overlaps(files, begin, end)
+    for i in range(total):
+        if bucket_col[i] not in buckets:
+            keep[i] = False
+        elif lo[i] is not None and hi[i] is not None and not any(lo[i] <= h <= hi[i] for h in hashes):
+            keep[i] = False
+    chosen = [p for p, k in zip(files["path"].to_pylist(), keep) if k]
+    segs = [s for s, k in zip(_col(files, "partition.segment"), keep) if k]
+    data = None
+    if chosen:
+        per_file = []
+        for path, seg in zip(chosen, segs):
+            t = _read_files(tables, "message_keys", [path], [("key_hash", "in", sorted(hashes))])
+            if t is not None and t.num_rows:
+                per_file.append(t.append_column("segment", pa.array([seg] * t.num_rows, pa.string())))
+        if per_file:
+            data = pa.concat_tables(per_file)
+            mask = np.zeros(data.num_rows, dtype=bool)
+            topics, keys = data["topic"].to_pylist(), data["key"].to_pylist()
+            wanted = set(pairs)
+            for i, tk in enumerate(zip(topics, keys)):
+                mask[i] = tk in wanted  # the exact key: equal hashes are not enough
+            data = data.filter(pa.array(mask))
+            if kind is not None:
+                data = data.filter(pc.equal(data["kind"], kind))
+            if begin is not None or end is not None:
+                ts = np.array([_ms(t) for t in data["store_timestamp"].to_pylist()], dtype=np.int64)
+                m = np.ones(len(ts), dtype=bool)
+                if begin is not None:
+                    m &= ts >= begin
+                if end is not None:
+                    m &= ts <= end
+                data = data.filter(pa.array(m))
+    return data, len(chosen), total
+
+
+def _messages_at(tables: str, offsets_by_segment: dict[str, set[int]]) -> tuple[pa.Table | None, int, int]:
+    """Rows of ``messages`` at the given commitlog offsets: only files whose offset range covers one."""
+    files = live_files(tables, "messages")
+    total = files.num_rows
+    if not total or not offsets_by_segment:
+        return None, 0, total
+    segs = _col(files, "partition.segment")
+    lo, hi = _col(files, "min.commitlog_offset"), _col(files, "max.commitlog_offset")
+    chosen = []
+    for i, path in enumerate(files["path"].to_pylist()):
+        wanted = offsets_by_segment.get(segs[i])
+        if not wanted:
+            continue
+        if lo[i] is not None and hi[i] is not None and not any(lo[i] <= o <= hi[i] for o in wanted):
+            continue
+        chosen.append((path, segs[i]))
+    parts = []
+    every = sorted(set().union(*offsets_by_segment.values()))
+    for path, seg in chosen:
+        t = _read_files(tables, "messages", [path], [("commitlog_offset", "in", every)])
+        if t is not None and t.num_rows:
+            parts.append(t.append_column("segment", pa.array([seg] * t.num_rows, pa.string())))
+    return (pa.concat_tables(parts) if parts else None), len(chosen), total
+
+
+def _finish(tables: str, keys: pa.Table | None, files_read: dict, files_total: dict, body: bool,
+            store: str | None, config: BrokerConfig | None) -> LookupResult:
+    if keys is None or not keys.num_rows:
+        return LookupResult([], files_read, files_total)
+    by_seg: dict[str, set[int]] = {}
+    for seg, off in zip(keys["segment"].to_pylist(), keys["commitlog_offset"].to_pylist()):
+        by_seg.setdefault(seg, set()).add(off)
+    msgs, n_read, n_total = _messages_at(tables, by_seg)
+    files_read["messages"], files_total["messages"] = n_read, n_total
+    return _rows(tables, msgs, body, store, config, files_read, files_total)
+
+
+def _rows(tables: str, msgs: pa.Table | None, body: bool, store: str | None, config: BrokerConfig | None,
+          files_read: dict, files_total: dict) -> LookupResult:
+    if msgs is None or not msgs.num_rows:
+        return LookupResult([], files_read, files_total)
+    msgs = msgs.sort_by("commitlog_offset")
+    rows = msgs.select([c for c in OUTPUT_COLUMNS + ["body"] if c in msgs.column_names]).to_pylist()
+    if body:
+        missing = [r["commitlog_offset"] for r in rows if r.get("body") is None]
+        if missing:
+            st, cfg = _store_for(tables, store, config)
+            got = {r["commitlog_offset"]: r["body"] for r in read_records(st, cfg, missing, with_body=True)}
+            for r in rows:
+                if r.get("body") is None:
+                    r["body"] = got.get(r["commitlog_offset"])
+    else:
+        for r in rows:
+            r.pop("body", None)
+    return LookupResult(rows, files_read, files_total)
+
+
+def _store_for(tables: str, store: str | None, config: BrokerConfig | None) -> tuple[StoreLocation, BrokerConfig]:
+    from .tables import latest_run
+    last = latest_run(tables) if (store is None or config is None) else None
+    if config is None:
+        config = BrokerConfig.from_properties(json.loads(last["config"])) if last else BrokerConfig()
+    uri = store or (last["store"] if last else None)
+    if uri is None:
+        raise StoreLayoutError("no store to read bodies from: pass --store")
+    return open_store(uri, config), config
+
+
+def lookup_key(tables: str, topic: str, key: str, *, begin_ms: int | None = None, end_ms: int | None = None,
+               body: bool = False, store: str | None = None, config: BrokerConfig | None = None) -> LookupResult:
+    """Messages of ``topic`` with ``key`` among their KEYS (or as UNIQ_KEY), from the tables."""
+    keys, n_read, n_total = _key_candidates(tables, [(topic, key)], None, begin_ms, end_ms)
+    return _finish(tables, keys, {"message_keys": n_read}, {"message_keys": n_total}, body, store, config)
+
+
+def lookup_msg_id(tables: str, msg_id: str, *, topic: str | None = None, begin_ms: int | None = None,
+                  end_ms: int | None = None, body: bool = False, store: str | None = None,
+                  config: BrokerConfig | None = None) -> LookupResult:
+    """Messages whose UNIQ_KEY (the client's msgId) is ``msg_id``; every topic the tables know
+    when no topic is given (one bucket per topic)."""
+    if topic:
+        topics = [topic]
+    else:
+        segs = read_arrow(tables, "segments", ["topics", "status"])
+        topics = sorted({t for ts, s in zip(segs["topics"].to_pylist(), segs["status"].to_pylist())
+                         if s == "live" for t in (ts or [])}) if segs is not None else []
+    keys, n_read, n_total = _key_candidates(tables, [(t, msg_id) for t in topics], "uniq_key", begin_ms, end_ms)
+    return _finish(tables, keys, {"message_keys": n_read}, {"message_keys": n_total}, body, store, config)
+
+
+def lookup_offset_msg_id(tables: str, offset_msg_id: str, *, body: bool = False, store: str | None = None,
+                         config: BrokerConfig | None = None) -> LookupResult:
+    """The message an offset msgId names (``MessageDecoder.decodeMessageId``: store host + offset)."""
+    try:
+        _host, _port, offset = decode_offset_msg_id(offset_msg_id.strip().upper())
+    except ValueError as e:
+        raise StoreError(f"--offset-msg-id: {e}") from None
+    segs = read_arrow(tables, "segments", ["segment", "base_offset", "file_size", "status"])
+    seg = None
+    if segs is not None:
+        for name, base, size, status in zip(*(segs[c].to_pylist() for c in ("segment", "base_offset", "file_size",
+                                                                            "status"))):
+            if base <= offset < base + size and status == "live":
+                seg = name
+    if seg is None:
+        return LookupResult([], {"messages": 0}, {"messages": live_files(tables, "messages").num_rows})
+    msgs, n_read, n_total = _messages_at(tables, {seg: {offset}})
+    res = _rows(tables, msgs, body, store, config, {"messages": n_read}, {"messages": n_total})
+    # the id also names the store host: a record at that offset written by another broker is not it
+    res.rows = [r for r in res.rows if r.get("msg_id") == offset_msg_id.strip().upper()]
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# straight from a store: the broker's index walk, then an exact check against the commitlog
+
+
+def read_records(store: StoreLocation, config: BrokerConfig, offsets: Sequence[int], *, with_body: bool = False
+                 ) -> list[dict]:
+    """Decode the records at the given commitlog offsets, as the reput reads them (one walk step each)."""
+    out = []
+    for off in sorted(set(int(o) for o in offsets)):
+        seg = store.segment_at(off)
+        if seg is None:
+            continue
+        pos = off - seg.base
+        with store.reader(seg) as read:
+            res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(pos, seg.size), pos + 1, config,
+                                window=1 << 16)
+        if not len(res.rec) or int(res.rec[0, cl.R_POS]) != pos:
+            continue
+        lean = lean_columns(res)
+        det = detail_columns(res, with_body=with_body)
+        keys = det["keys"].to_pylist()[0] or []
+        kinds = det["key_kinds"].to_pylist()[0] or []
+        row = {
+            "commitlog_offset": int(res.rec[0, cl.R_PHYS]), "segment": seg.name, "topic": lean["topic"][0].as_py(),
+            "queue_id": int(res.rec[0, cl.R_QID]), "queue_offset": int(res.rec[0, cl.R_QOFF]),
+            "store_timestamp": _to_datetime(int(res.rec[0, cl.R_STORE_TS])), "tags": det["tags"][0].as_py(),
+            "keys": [k for k, kind in zip(keys, kinds) if kind == cl.KEY_KIND_KEY],
+            "uniq_key": det["uniq_key"][0].as_py(), "msg_id": det["msg_id"][0].as_py(),
+            "size": int(res.rec[0, cl.R_TOTAL]), "body_crc_ok": det["body_crc_ok"][0].as_py(),
+            "dispatch": None,
+        }
+        if with_body:
+            row["body"] = det["body"][0].as_py()
+        out.append(row)
+    return out
+
+
+def lookup_index(index_dir: str, store: str, config: BrokerConfig, topic: str, key: str, *,
+                 begin_ms: int = 0, end_ms: int = 2**63 - 1, max_num: int = MAX_MSGS_NUM_BATCH,
+                 body: bool = False) -> LookupResult:
+    """``IndexService.queryOffset`` over the index files in ``index_dir`` (newest first; a file is
+    searched when its time range matches; stop at a file that begins before ``begin_ms`` or once
+    ``max_num`` offsets are found), then keep the records whose topic and keys match exactly."""
+    fs, root = resolve(index_dir)
+    names = sorted(e.base_name for e in fs.get_file_info(pafs.FileSelector(root))
+                   if e.type == pafs.FileType.File and e.base_name.isdigit())
+    full_key = f"{topic}#{key}"
+    found: list[int] = []
+    for name in reversed(names):
+        path = f"{root}/{name}"
+        with _open_index(fs, path) as data:
+            h = read_header(data)
+            if _time_matched(h.begin_timestamp, h.end_timestamp, begin_ms, end_ms):
+                found += select_phy_offsets(data, full_key, max_hash_slot_num=config.maxHashSlotNum,
+                                            max_num=max_num - len(found), begin=begin_ms, end=end_ms)
+        if h.begin_timestamp < begin_ms or len(found) >= max_num:
+            break
+    st = open_store(store, config)
+    records = read_records(st, config, found, with_body=body)
+    rows, discarded = [], []
+    for r in records:
+        if r["topic"] == topic and (key in r["keys"] or key == r["uniq_key"]):
+            rows.append(r)
+        else:
+            discarded.append(r["commitlog_offset"])
+    missing = sorted(set(found) - {r["commitlog_offset"] for r in records})
+    return LookupResult(sorted(rows, key=lambda r: r["commitlog_offset"]), {"index": len(names)},
+                        {"index": len(names)}, sorted(discarded) + missing, source="index")
+
+
+def _time_matched(begin_ts: int, end_ts: int, begin: int, end: int) -> bool:
+    """``IndexFile.isTimeMatched``."""
+    return (begin < begin_ts and end > end_ts) or (begin_ts <= begin <= end_ts) or (begin_ts <= end <= end_ts)
+
+
+class _open_index:
+    """An index file mapped read-only (local files) or read whole (other filesystems)."""
+
+    def __init__(self, fs, path: str) -> None:
+        self.fs, self.path = fs, path
+        self._f: BinaryIO | None = None
+        self._m: mmap.mmap | None = None
+
+    def __enter__(self):
+        if isinstance(self.fs, pafs.LocalFileSystem):
+            f = self._f = open(self.path, "rb")
+            self._m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            return self._m
+        with self.fs.open_input_file(self.path) as f:
+            return f.read()
+
+    def __exit__(self, *exc) -> None:
+        if self._m is not None:
+            self._m.close()
+        if self._f is not None:
+            self._f.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# output
+
+
+def render(result: LookupResult, *, body: bool = False) -> str:
+    """A readable table of the messages found and what the lookup read."""
+    lines = []
+    cols = ["commitlog_offset", "topic", "queue_id", "queue_offset", "store_timestamp", "tags", "keys", "uniq_key",
+            "msg_id"]
+    if result.rows:
+        cells = [[_cell(r.get(c)) for c in cols] for r in result.rows]
+        widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+        lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+        for row in cells:
+            lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+        if body:
+            for r in result.rows:
+                lines.append(f"body of {r['commitlog_offset']}: {_body_text(r.get('body'))}")
+    lines.append(f"{len(result.rows)} message(s)")
+    for table, n in result.files_read.items():
+        lines.append(f"{table}: read {n} of {result.files_total.get(table, n)} file(s)")
+    if result.discarded:
+        lines.append(f"{len(result.discarded)} offset(s) the broker's hash-only lookup returns were dropped: "
+                     f"their records do not carry this topic and key ({', '.join(map(str, result.discarded))})")
+    return "\n".join(lines)
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, _dt.datetime):
+        return v.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    if isinstance(v, list):
+        return ",".join(map(str, v))
+    return str(v)
+
+
+def _body_text(b: bytes | None) -> str:
+    if b is None:
+        return "(not available)"
+    try:
+        text = b.decode("utf-8")
+        return text if len(text) <= 200 else text[:200] + "..."
+    except UnicodeDecodeError:
+        return b[:100].hex() + ("..." if len(b) > 100 else "")
+
+
+def _json_default(v):
+    if isinstance(v, _dt.datetime):
+        return _cell(v)
+    if isinstance(v, bytes):
+        return _body_text(v)
+    return str(v)
+
+
+def demo_lookup(tables_path: str) -> None:
+    """Print one example lookup from freshly published tables: the first key of the first bucket file."""
+    keys = read_arrow(tables_path, "message_keys", ["topic", "key", "kind"])
+    if keys is None or not keys.num_rows:
+        print("no index keys in the tables: nothing to look up")
+        return
+    plain = pc.and_(pc.match_substring_regex(keys["key"], r"^[\w.-]+$"),
+                    pc.invert(pc.starts_with(keys["topic"], "SCHEDULE_TOPIC")))
+    sel = keys.filter(pc.and_(pc.equal(keys["kind"], "key"), plain))
+    row = (sel if sel.num_rows else keys).slice(0, 1).to_pylist()[0]
+    res = lookup_key(tables_path, row["topic"], row["key"])
+    print(f"\nexample lookup: python -m pipelines lookup --tables {tables_path} --topic {row['topic']} "
+          f"--key {row['key']}")
+    print(render(res))
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tables", help="root folder of the Delta tables")
+    p.add_argument("--topic", help="topic of the key (optional with --msg-id)")
+    p.add_argument("--key", help="a KEYS token or UNIQ_KEY")
+    p.add_argument("--msg-id", help="the client's msgId (UNIQ_KEY property)")
+    p.add_argument("--offset-msg-id", help="the broker's offset msgId (store host + commitlog offset)")
+    p.add_argument("--from", dest="begin", help="earliest store time (ISO 8601 or epoch ms)")
+    p.add_argument("--to", dest="end", help="latest store time (ISO 8601 or epoch ms)")
+    p.add_argument("--body", action="store_true", help="print message bodies")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--index", help="look up in this index/ folder instead of the tables (needs --store)")
+    p.add_argument("--store", help="store root (for --index, and for --body when the tables hold no bodies)")
+    p.add_argument("--config", help="broker.conf of the store")
+    p.add_argument("--max", type=int, default=MAX_MSGS_NUM_BATCH, help="--index: offsets to collect (broker: 64)")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .audit import parse_time
+    begin = parse_time(args.begin) if args.begin else None
+    end = parse_time(args.end) if args.end else None
+    config = load_config_for(args.config) if args.config else None
+    if args.index:
+        if not (args.store and args.topic and (args.key or args.msg_id)):
+            raise StoreError("--index needs --store, --topic and --key (or --msg-id)")
+        res = lookup_index(args.index, args.store, config or BrokerConfig(), args.topic, args.key or args.msg_id,
+                           begin_ms=begin or 0, end_ms=end if end is not None else 2**63 - 1, max_num=args.max,
+                           body=args.body)
+    else:
+        if not args.tables:
+            raise StoreError("pass --tables PATH (or --index DIR --store STORE)")
+        if args.offset_msg_id:
+            res = lookup_offset_msg_id(args.tables, args.offset_msg_id, body=args.body, store=args.store,
+                                       config=config)
+        elif args.msg_id:
+            res = lookup_msg_id(args.tables, args.msg_id, topic=args.topic, begin_ms=begin, end_ms=end,
+                                body=args.body, store=args.store, config=config)
+        elif args.topic and args.key:
+            res = lookup_key(args.tables, args.topic, args.key, begin_ms=begin, end_ms=end, body=args.body,
+                             store=args.store, config=config)
+        else:
+            raise StoreError("give --topic T --key K, --msg-id ID or --offset-msg-id ID")
+    if args.json:
+        print(json.dumps({"messages": res.rows, "files_read": res.files_read, "files_total": res.files_total,
+                          "discarded": res.discarded, "source": res.source}, indent=2, default=_json_default))
+    else:
+        print(render(res, body=args.body))
+    return 0
+
+
+def _register() -> None:
+    from .cli import COMMANDS
+    COMMANDS["lookup"] = (_add_arguments, _run)
+
+
+_register()
