@@ -132,10 +132,11 @@ class RebuildSummary:
                 lines.append(f"  - {a['kind']}: {a.get('detail', '')}")
         lines.append(f"time               {self.seconds:.2f}s (" +
                      ", ".join(f"{k} {v:.2f}s" for k, v in self.timings.items()) + ")")
-        working = self.seconds - self.timings.get("spark session", 0.0) - self.timings.get("plan", 0.0)
+        working = (self.seconds - self.timings.get("spark session", 0.0) - self.timings.get("plan", 0.0)
+                   - self.timings.get("tables", 0.0))
         lines.append(f"throughput         {mb / max(self.seconds, 1e-9):,.0f} MB/s, "
                      f"{self.records / max(self.seconds, 1e-9):,.0f} records/s end to end; "
-                     f"{mb / max(working, 1e-9):,.0f} MB/s once the session is up")
+                     f"{mb / max(working, 1e-9):,.0f} MB/s for the rebuild once the session is up")
         if self.tables:
             lines.append(f"tables             {self.tables}")
         return "\n".join(lines)
