@@ -31,7 +31,6 @@ __all__ = [
     "index_file_names",
 ]
 
-INT_MAX = 0x7FFFFFFF
 
 
 @numba.njit(cache=True, nogil=True)
@@ -67,20 +66,6 @@ class IndexHeader:
     index_count: int
 
 
-@numba.njit(cache=True, nogil=True)
-def _link_slots(slots, table, prev):
-    """Entry n (1-based) links to the slot's previous entry; the slot keeps its latest entry.
-    Returns how many puts found their slot empty (``hashSlotCount``)."""
-    empty_hits = 0
-    for i in range(slots.shape[0]):
-        s = slots[i]
-        prev[i] = table[s]
-        if table[s] == 0:
-            empty_hits += 1
-        table[s] = i + 1
-    return empty_hits
-
-
 def index_file_pieces(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
                       max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0,
                       empty_index_count: int = 0) -> list[np.ndarray | int]:
@@ -109,34 +94,61 @@ def index_file_pieces(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.nda
     if not n:
         header["indexCount"] = empty_index_count
         return [header.view(np.uint8), INDEX_SLOT_SIZE * max_hash_slot_num + INDEX_ENTRY_SIZE + unused_entries]
-    key_hash = np.asarray(key_hash, dtype=np.int64)
-    offset = np.asarray(offset, dtype=np.int64)
-    store_ts = np.asarray(store_ts, dtype=np.int64)
-    slots = key_hash % max_hash_slot_num
-    table = np.zeros(max_hash_slot_num, dtype=np.int64)
-    prev = np.empty(n, dtype=np.int64)
-    used_slots = _link_slots(slots, table, prev)
-    # timeDiff: the first entry against the carried begin, the rest against the first's time
-    diff = store_ts - store_ts[0]
-    diff[0] = store_ts[0] - begin_ts
-    tdiff = np.where(diff < 0, -((-diff) // 1000), diff // 1000)  # Java long division
-    np.clip(tdiff, 0, INT_MAX, out=tdiff)
-    if begin_ts <= 0:
-        tdiff[0] = 0
-    if store_ts[0] <= 0:
-        tdiff[1:] = 0
-    entries = np.zeros(n + 1, dtype=INDEX_ENTRY_DTYPE)  # entry 0 is never used
-    entries["keyHash"][1:] = key_hash
-    entries["commitlogOffset"][1:] = offset
-    entries["timeDiff"][1:] = tdiff
-    entries["prevIndex"][1:] = prev
+    key_hash = np.ascontiguousarray(key_hash, dtype=np.int32)
+    offset = np.ascontiguousarray(offset, dtype=np.int64)
+    store_ts = np.ascontiguousarray(store_ts, dtype=np.int64)
+    table = np.zeros(max_hash_slot_num, dtype=np.int32)
+    entries = np.empty((n + 1) * INDEX_ENTRY_SIZE, dtype=np.uint8)  # entry 0 is never used
+    entries[:INDEX_ENTRY_SIZE] = 0
+    used_slots = _fill_entries(key_hash, offset, store_ts, np.int64(begin_ts), np.int64(max_hash_slot_num),
+                               table, entries)
     header["beginTimestamp"] = store_ts[0]
     header["beginPhyOffset"] = offset[0]
     header["endTimestamp"] = store_ts[-1]
     header["endPhyOffset"] = offset[-1]
     header["hashSlotCount"] = used_slots
     header["indexCount"] = n + 1
-    return [header.view(np.uint8), table.astype(">i4").view(np.uint8), entries.view(np.uint8), unused_entries]
+    return [header.view(np.uint8), table.astype(">i4").view(np.uint8), entries, unused_entries]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put_be(out, pos, value, width):
+    for j in range(width):
+        out[pos + j] = (value >> (8 * (width - 1 - j))) & 0xFF
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_entries(key_hash, offset, store_ts, begin_ts, slot_num, table, out):
+    """Entries 1..n in one pass: slot chains (the slot's previous entry; the slot keeps its latest)
+    and timeDiff in seconds (Java long division, clamped to [0, Integer.MAX_VALUE], 0 while the
+    file's begin time is not positive: the first entry against the carried begin, later ones
+    against the first entry's time).  Returns how many puts found their slot empty
+    (``hashSlotCount``)."""
+    n = key_hash.shape[0]
+    empty_hits = 0
+    first_ts = store_ts[0]
+    for i in range(n):
+        h = np.int64(key_hash[i])
+        s = h % slot_num
+        prev = np.int64(table[s])
+        if prev == 0:
+            empty_hits += 1
+        base = begin_ts if i == 0 else first_ts
+        td = np.int64(0)
+        if base > 0:
+            d = store_ts[i] - base
+            td = d // 1000 if d >= 0 else -((-d) // 1000)
+            if td < 0:
+                td = 0
+            elif td > 0x7FFFFFFF:
+                td = 0x7FFFFFFF
+        pos = (i + 1) * 20
+        _put_be(out, pos, h, 4)
+        _put_be(out, pos + 4, offset[i], 8)
+        _put_be(out, pos + 12, td, 4)
+        _put_be(out, pos + 16, prev, 4)
+        table[s] = i + 1
+    return empty_hits
 
 
 def build_index_array(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
