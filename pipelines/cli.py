@@ -79,7 +79,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
                           tables=tables, with_body=args.with_body, tz=args.tz, overwrite=args.overwrite,
                           engine=args.engine, processes=os.cpu_count() or 1)
     print(json.dumps(summary.as_dict(), indent=2) if args.json else summary.render())
-    return 0
+    return 1 if summary.tables_error else 0
 
 
 def cmd_sample(args: argparse.Namespace) -> int:

@@ -111,6 +111,7 @@ class RebuildSummary:
     timings: dict[str, float]
     seconds: float
     tables: str | None = None
+    tables_error: str | None = None
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -139,6 +140,9 @@ class RebuildSummary:
                      f"{mb / max(working, 1e-9):,.0f} MB/s for the rebuild once the session is up")
         if self.tables:
             lines.append(f"tables             {self.tables}")
+        if self.tables_error:
+            lines.append(f"tables             NOT published ({self.tables_error}); rerun "
+                         "'python -m pipelines tables' to publish them")
         return "\n".join(lines)
 
 
@@ -278,18 +282,26 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         progress.done(f"{n_queues} queues, {len(cq_files)} consume queue files, {n_units:,} units; "
                       f"{len(index_files)} index files, {total_keys:,} keys")
 
-        table_path = None
-        if tables is not None:
-            progress.stage("tables", tables)
-            from .tables import publish_tables
-            publish_tables(spark, tables, st, config, scanned, local_tables, chain, run_id=run_id)
-            table_path = tables
         progress.stage("commit", out)
         staged.commit()
         progress.done()
     except BaseException:
         staged.abort()
+        if scanned is not None and details:
+            scanned.unpersist()
         raise
+    # the tables come after the commit: the rebuilt files never wait on (or fail with) them
+    table_path = tables_error = None
+    try:
+        if tables is not None:
+            progress.stage("tables", tables)
+            from .tables import publish_tables
+            publish_tables(spark, tables, st, config, scanned, local_tables, chain, run_id=run_id)
+            table_path = tables
+            progress.done()
+    except Exception as e:  # reported in the summary; consumequeue/ and index/ are already in place
+        tables_error = f"{type(e).__name__}: {e}"
+        progress.emit(f"[rebuild] tables not published: {tables_error}")
     finally:
         if scanned is not None and details:
             scanned.unpersist()
@@ -303,7 +315,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                           splits=len(splits), records=n_records, dispatched=dispatched, consume_queue_units=n_units,
                           queues=n_queues, consume_queue_files=len(cq_files), index_files=len(index_files),
                           index_keys=total_keys, anomalies=anomalies, rewalked_splits=chain.rewalked,
-                          timings=progress.timings, seconds=round(progress.elapsed, 3), tables=table_path)
+                          timings=progress.timings, seconds=round(progress.elapsed, 3), tables=table_path,
+                          tables_error=tables_error)
 
 
 _LOCAL_TASK = None

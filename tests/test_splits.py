@@ -176,3 +176,23 @@ def test_failed_run_leaves_target_untouched(tmp_path, monkeypatch):
         raise AssertionError("the injected failure did not surface")
     assert not (out / "consumequeue").exists() and not (out / "index").exists()
     assert not list(out.glob(".rebuild-*")), "staging folder left behind"
+
+
+def test_tables_failure_keeps_the_rebuilt_files(spark, tmp_path, monkeypatch):
+    """The Delta tables are published after the commit: their failure is reported, and the
+    consume queue and index files stay in place."""
+    import pipelines.tables as tables_module
+
+    config = _config("4", 50, 40)
+    _write_store(tmp_path / "store", config, 60, 2)
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("injected failure while publishing tables")
+
+    monkeypatch.setattr(tables_module, "publish_tables", fail)
+    summary = run_rebuild(str(tmp_path / "store"), str(tmp_path / "out"), config, spark=spark,
+                          tables=str(tmp_path / "tables"), progress=Progress(lambda line: None))
+    assert summary.tables_error and "injected failure" in summary.tables_error
+    expected = rebuild_in_memory(open_store(str(tmp_path / "store"), config), config)
+    cq, index = _files(tmp_path / "out")
+    assert cq == expected.consumequeue and index == [b for _, b in expected.index]
