@@ -24,8 +24,7 @@ class StagedOutput:
         self.root = self.root.rstrip("/")
         self.overwrite = overwrite
         self.staging_path = f"{self.root}/.rebuild-staging-{self.run_id}"
-        sep = "" if "://" not in self.out_uri else ""
-        self.staging_uri = f"{self.out_uri}{sep}/.rebuild-staging-{self.run_id}"
+        self.staging_uri = f"{self.out_uri}/.rebuild-staging-{self.run_id}"
 
     def check_target(self) -> None:
         """Refuse early when the target already holds outputs and overwriting was not asked for."""

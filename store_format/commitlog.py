@@ -679,7 +679,6 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
     limit = np.int64(limit_rel if limit_rel is not None else np.iinfo(np.int64).max)
     st = state.as_array()
     recs, keys, lmqs, props = [], [], [], []
-    texts: list[tuple[int, np.ndarray]] = []
     win_start = state.bufpos
     win_len = max(min(window, max(split_end - win_start, 0) + (1 << 20)), 1 << 16)
     buf = _read_window(read, win_start, min(win_len, max(data_end - win_start, 0)), scratch)
@@ -709,8 +708,6 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
             keys.append(key[:n_key])
             lmqs.append(lmq[:n_lmq])
             props.append(prop[:n_rec])
-            if keep_text and not (texts and texts[-1][1] is buf):
-                texts.append((win_start, buf))
         stop = int(st[S_STOP])
         if stop == Stop.CAPACITY:
             continue
@@ -721,8 +718,6 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
             total = _peek_total(buf, pos - win_start)
             end = max(pos + max(int(st[S_NEED]), total + 4096), win_start + 2 * len(buf))
             want = min(end, data_end) - win_start
-            if texts and texts[-1][1] is buf:
-                texts.pop()
             new_buf = _read_window(read, win_start, want, scratch)  # same origin: a grown window
             if len(new_buf) < min(want, pos - win_start + int(st[S_NEED])):
                 raise StoreLayoutError(
@@ -736,7 +731,8 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
     key_all = np.concatenate(keys) if keys else np.empty((0, N_KEY_FIELDS), dtype=np.int64)
     lmq_all = np.concatenate(lmqs) if lmqs else np.empty((0, N_LMQ_FIELDS), dtype=np.int64)
     prop_all = np.concatenate(props) if props else np.empty((0, len(PROPERTY_NAMES), 2), dtype=np.int64)
-    text, text_origin = _merge_windows(texts)
+    # the window only ever grows from where the walk started, so it holds every string span
+    text, text_origin = (buf, win_start) if keep_text and recs else (np.zeros(0, dtype=np.uint8), 0)
     return WalkResult(rec_all, key_all, lmq_all, prop_all, final, int(st[S_STOP]), text, text_origin)
 
 
@@ -767,17 +763,3 @@ def _as_u8(data) -> np.ndarray:
     if isinstance(data, np.ndarray):
         return data.view(np.uint8) if data.dtype != np.uint8 else data
     return np.frombuffer(data, dtype=np.uint8)
-
-
-def _merge_windows(texts: list[tuple[int, np.ndarray]]) -> tuple[np.ndarray, int]:
-    """One array covering every window that produced records (windows overlap or abut)."""
-    if not texts:
-        return np.zeros(0, dtype=np.uint8), 0
-    if len(texts) == 1:
-        return texts[0][1], texts[0][0]
-    lo = min(o for o, _ in texts)
-    hi = max(o + len(b) for o, b in texts)
-    out = np.zeros(hi - lo, dtype=np.uint8)
-    for o, b in texts:
-        out[o - lo:o - lo + len(b)] = b
-    return out, lo

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Iterator
 
 import pyarrow.fs as pafs
 
@@ -175,9 +174,3 @@ def open_store(uri: str, config: BrokerConfig) -> StoreLocation:
 
 def load_config_for(config_uri: str | None, **overrides: object) -> BrokerConfig:
     return load_broker_config(read_text(config_uri) if config_uri else None, **overrides)
-
-
-def iter_files(fs: pafs.FileSystem, root: str) -> Iterator[pafs.FileInfo]:
-    for e in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
-        if e.type == pafs.FileType.File:
-            yield e
