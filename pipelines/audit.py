@@ -15,7 +15,6 @@ offset; delayed messages count against ``config/delayOffset.json`` (``ScheduleMe
 """
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import re
@@ -30,7 +29,7 @@ from store_format.expiry import SegmentFacts, files_deleted_with, plan_cleanup
 from store_format.layout import index_file_size, segment_name
 
 __all__ = ["parse_offset_table", "load_offsets", "cq_inventory_table", "index_inventory_table", "build_expiry_audit",
-           "run_audit", "parse_time", "SCHEDULE_TOPIC", "SCHEDULE_GROUP"]
+           "run_audit", "run_audit_command", "SCHEDULE_TOPIC", "SCHEDULE_GROUP"]
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 SCHEDULE_GROUP = "(schedule service: delayOffset.json)"
@@ -255,22 +254,6 @@ def _lost_messages(tables: str, segments: list[str], consumer: dict | None, dela
     return sorted(out, key=lambda r: (r["group"], r["topic"], r["queue_id"]))
 
 
-def parse_time(text: str) -> int:
-    """Epoch ms of ``now``, digits (epoch ms), or ISO 8601 (UTC unless it names a zone)."""
-    t = text.strip()
-    if t.lower() == "now":
-        return int(_dt.datetime.now(_dt.timezone.utc).timestamp() * 1000)
-    if t.isdigit():
-        return int(t)
-    try:
-        v = _dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
-        raise StoreError(f"{text!r} is not a time: use ISO 8601 (2024-01-10T04:00:00Z), epoch ms, or now") from None
-    if v.tzinfo is None:
-        v = v.replace(tzinfo=_dt.timezone.utc)
-    return int(round(v.timestamp() * 1000))
-
-
 def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None, consumer_file: str | None = None,
               delay_file: str | None = None, disk_used_ratio: float | None = None, tz: str | None = None,
               time_source: str = "auto", store: str | None = None) -> tuple[pa.Table, dict]:
@@ -328,41 +311,27 @@ def render(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tables", required=True, help="root folder of the Delta tables")
-    p.add_argument("--as-of", required=True, help="audit time: ISO 8601 (UTC unless zoned), epoch ms, or now")
-    p.add_argument("--config", help="broker.conf with the cleanup settings (default: the settings of the last run)")
-    p.add_argument("--consumer-offsets", help="consumerOffset.json (default: the store's config/consumerOffset.json)")
-    p.add_argument("--delay-offsets", help="delayOffset.json (default: the store's config/delayOffset.json)")
-    p.add_argument("--disk-used", type=float, default=None,
-                   help="used space of the commitlog's disk in percent (default: below every threshold)")
-    p.add_argument("--tz", default="UTC", help="the broker's time zone for deleteWhen hours (default UTC)")
-    p.add_argument("--time-source", choices=["auto", "mtime", "last_store_time"], default="auto",
-                   help="segment times: file mtimes, the last record's store time, or auto (mtimes when plausible)")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--write", action="store_true", help="also replace the expiry_audit table with this audit")
-
-
-def _run(args: argparse.Namespace) -> int:
+def run_audit_command(*, tables: str, as_of_ms: int, config_path: str | None, store: str | None,
+                      consumer_file: str | None, delay_file: str | None, disk_used_percent: float | None, tz: str,
+                      time_source: str, write: bool, report: str | None, as_json: bool) -> int:
+    """``python -m pipelines audit``: print (and optionally save) the audit of the next cleanups."""
     from store_format.store import read_text
-    config = load_broker_config(read_text(args.config)) if args.config else None
-    as_of = parse_time(args.as_of)
-    rows, summary = run_audit(args.tables, as_of, config=config, consumer_file=args.consumer_offsets,
-                              delay_file=args.delay_offsets,
-                              disk_used_ratio=None if args.disk_used is None else args.disk_used / 100.0, tz=args.tz,
-                              time_source=args.time_source)
-    if args.write:
+    config = load_broker_config(read_text(config_path)) if config_path else None
+    rows, summary = run_audit(tables, as_of_ms, config=config, consumer_file=consumer_file, delay_file=delay_file,
+                              disk_used_ratio=None if disk_used_percent is None else disk_used_percent / 100.0, tz=tz,
+                              time_source=time_source, store=store)
+    if write:
         from .delta import open_writer
         from .tables import DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA
-        open_writer(None, args.tables, f"audit-{as_of}").write("expiry_audit", rows, EXPIRY_AUDIT_SCHEMA,
-                                                                description=DESCRIPTIONS["expiry_audit"])
-    print(json.dumps(summary, indent=2, default=str) if args.json else render(summary))
+        open_writer(None, tables, f"audit-{as_of_ms}").write("expiry_audit", rows, EXPIRY_AUDIT_SCHEMA,
+                                                             description=DESCRIPTIONS["expiry_audit"])
+    if report:
+        from store_format.store import resolve
+        fs, path = resolve(report)
+        parent = path.rsplit("/", 1)[0]
+        if parent and parent != path:
+            fs.create_dir(parent, recursive=True)
+        with fs.open_output_stream(path) as out:
+            out.write(json.dumps(summary, indent=2, default=str).encode())
+    print(json.dumps(summary, indent=2, default=str) if as_json else render(summary))
     return 0
-
-
-def _register() -> None:
-    from .cli import COMMANDS
-    COMMANDS["audit"] = (_add_arguments, _run)
-
-
-_register()

@@ -1,94 +1,275 @@
-"""Command line: ``python -m pipelines {rebuild,demo,sample,...}``.
+"""Command line: ``python -m pipelines <command> ...``.
+
+Every command and every option is declared here, once; shared options come from parent parsers
+(``parents=``) so that ``--store`` or ``--json`` mean the same everywhere.  Commands import their
+module only when they run: ``python -m pipelines dump`` never starts a JVM.
 
 ``rebuild --store STORE --out OUT [--config broker.conf] [--split-size N] [--master URL]`` is a
 contract with operators and schedulers: keep it stable.
+
+Exit codes: 0 success; 1 the command ran and found something (differences, failed expectations, no
+match, tables not published); 2 an error the user can fix (one line on stderr); 130 interrupted.
 """
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import json
+import logging
 import os
 import sys
-from typing import Callable
+from importlib.metadata import PackageNotFoundError, version
 
 from store_format.errors import StoreError
 
-__all__ = ["main", "build_parser", "COMMANDS"]
+__all__ = ["main", "build_parser", "size_arg", "time_arg", "zone_arg", "UsageError"]
 
-# extra subcommands register themselves here: name -> (add_arguments, run)
-COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
+log = logging.getLogger("pipelines")
 
-
-def _size(text: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower().rstrip("ib").rstrip("b")
-    if t and t[-1] in units:
-        return int(float(t[:-1]) * units[t[-1]])
-    return int(t)
+MIN_SPLIT_SIZE = 4096  # pipelines.plan.plan_splits refuses less
 
 
-def _add_rebuild_args(p: argparse.ArgumentParser, store_required: bool = True) -> None:
+class UsageError(StoreError):
+    """A command line that cannot run (reported as one line, exit 2)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# argument types
+
+
+def size_arg(text: str) -> int:
+    """Bytes from ``134217728``, ``128m``, ``128MiB``, ``1g``, ``512k``."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    t = text.strip().lower()
+    for suffix in ("ib", "b"):
+        if t.endswith(suffix) and len(t) > len(suffix):
+            t = t[: -len(suffix)]
+            break
+    try:
+        value = int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (use bytes or e.g. 64m, 1g)") from None
+    return value
+
+
+def split_size_arg(text: str) -> int:
+    value = size_arg(text)
+    if value < MIN_SPLIT_SIZE:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is too small for a split: use at least 4k (the default is 128m)")
+    return value
+
+
+def time_arg(text: str) -> int:
+    """Epoch milliseconds from ``now``, digits (epoch ms), or ISO 8601 (UTC unless it names a zone)."""
+    t = text.strip()
+    if t.lower() == "now":
+        return int(_dt.datetime.now(_dt.timezone.utc).timestamp() * 1000)
+    if t.isdigit():
+        return int(t)
+    try:
+        v = _dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time: use ISO 8601 (2024-01-10T04:00:00Z), epoch ms, or now") from None
+    if v.tzinfo is None:
+        v = v.replace(tzinfo=_dt.timezone.utc)
+    return int(round(v.timestamp() * 1000))
+
+
+def zone_arg(text: str) -> str:
+    """An IANA time zone name (``UTC``, ``Asia/Shanghai``), checked now rather than after the scan."""
+    from store_format.timeutil import zone
+    try:
+        zone(text)
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"unknown time zone {text!r} (use an IANA name such as UTC or "
+                                         "Asia/Shanghai)") from None
+    return text
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be above 0")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``error: ...``, exit 2) instead of usage + message."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
+def _parents() -> dict[str, argparse.ArgumentParser]:
+    def parent() -> argparse.ArgumentParser:
+        return argparse.ArgumentParser(add_help=False)
+
+    store = parent()
+    store.add_argument("--config", help="broker.conf the store was written with (Java properties); settings not "
+                                        "in it take the broker's defaults")
+    store.add_argument("--broker-version", choices=["4", "5"], default=None,
+                       help="mirror the 4.9.x or the 5.x broker where they differ (default: brokerVersion in the "
+                            "config, else detected from the records)")
+    spark = parent()
+    spark.add_argument("--split-size", type=split_size_arg, default=None,
+                       help="commitlog bytes per scan task, e.g. 128m (default 128 MiB)")
+    spark.add_argument("--master", default=None, help="Spark master URL (default: local[*], or spark-submit's)")
+    spark.add_argument("--log-level", default=None, choices=["ERROR", "WARN", "INFO", "DEBUG"],
+                       help="Spark's and this job's log level (default: Spark ERROR, job INFO)")
+    out = parent()
+    out.add_argument("--json", action="store_true", help="print the result as JSON")
+    return {"store": store, "spark": spark, "json": out}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m pipelines",
+                     description="Offline rebuild of RocketMQ consume queues and index files, Delta tables, "
+                                 "and store tools")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    par = _parents()
+
+    def command(name: str, help_text: str, *parents: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text, parents=[par[k] for k in parents])
+        p.set_defaults(func=_HANDLERS[name])
+        return p
+
+    p = command("rebuild", "rebuild consumequeue/ and index/ from commitlog/", "store", "spark", "json")
+    _rebuild_arguments(p, store_required=True)
+    p = command("demo", "rebuild a store (default: a generated sample) on local Spark and look a key up",
+                "store", "spark")
+    _rebuild_arguments(p, store_required=False)
+    p.add_argument("--messages", type=positive_int, default=200_000, help="messages in the generated sample store")
+
+    p = command("sample", "write a sample store (commitlog and broker.conf) for trying things out", "store")
+    p.add_argument("--out", required=True, help="store root to create")
+    p.add_argument("--messages", type=positive_int, default=20_000)
+    p.add_argument("--seed", type=int, default=0)
+
+    p = command("tables", "refresh the Delta tables of a store without rebuilding its files",
+                "store", "spark", "json")
+    p.add_argument("--store", required=True, help="broker store root (the folder holding commitlog/)")
+    p.add_argument("--tables", required=True, help="root folder of the Delta tables")
+    p.add_argument("--with-body", action="store_true", help="include message bodies in the messages table")
+    p.add_argument("--full", action="store_true", help="rescan the whole store instead of what is new")
+
+    p = command("lookup", "find messages by key, client msgId or offset msgId (exit 1: none found)", "json")
+    p.add_argument("--tables", help="root folder of the Delta tables")
+    p.add_argument("--topic", help="topic of the key (optional with --msg-id)")
+    p.add_argument("--key", help="a KEYS token or UNIQ_KEY")
+    p.add_argument("--msg-id", help="the client's msgId (UNIQ_KEY property)")
+    p.add_argument("--offset-msg-id", help="the broker's offset msgId (store host + commitlog offset)")
+    p.add_argument("--from", dest="begin", type=time_arg, help="earliest store time (ISO 8601 or epoch ms)")
+    p.add_argument("--to", dest="end", type=time_arg, help="latest store time (ISO 8601 or epoch ms)")
+    p.add_argument("--body", action="store_true", help="print message bodies")
+    p.add_argument("--index", help="look up in this index/ folder instead of the tables (needs --store)")
+    p.add_argument("--store", help="store root (for --index, and for --body when the tables hold no bodies)")
+    p.add_argument("--config", help="broker.conf of the store")
+    p.add_argument("--max", type=positive_int, default=None,
+                   help="at most this many messages (with --index: offsets collected, the broker's default 64)")
+
+    p = command("audit", "what the next cleanups delete, and the unconsumed messages lost with them", "json")
+    p.add_argument("--tables", required=True, help="root folder of the Delta tables")
+    p.add_argument("--as-of", required=True, type=time_arg,
+                   help="audit time: ISO 8601 (UTC unless zoned), epoch ms, or now")
+    p.add_argument("--config", help="broker.conf with the cleanup settings (default: the settings of the last run)")
+    p.add_argument("--store", help="store root whose config/*.json offsets to use (default: the last run's)")
+    p.add_argument("--consumer-offsets", help="consumerOffset.json (default: the store's config/consumerOffset.json)")
+    p.add_argument("--delay-offsets", help="delayOffset.json (default: the store's config/delayOffset.json)")
+    p.add_argument("--disk-used", type=float, default=None,
+                   help="used space of the commitlog's disk in percent (default: below every threshold)")
+    p.add_argument("--tz", type=zone_arg, default="UTC", help="the broker's time zone for deleteWhen hours")
+    p.add_argument("--time-source", choices=["auto", "mtime", "last_store_time"], default="auto",
+                   help="segment times: file mtimes, the last record's store time, or auto (mtimes when plausible)")
+    p.add_argument("--write", action="store_true", help="also replace the expiry_audit table with this audit")
+    p.add_argument("--report", help="also write the audit summary as JSON to this file")
+
+    p = command("validate", "check the Delta tables against the data-quality suite and write Data Docs "
+                            "(exit 1: expectations failed)", "json")
+    p.add_argument("--tables", required=True, help="root folder of the Delta tables")
+    p.add_argument("--docs", help="folder for the Data Docs (default: TABLES/_data_docs)")
+
+    p = command("dump", "decode store files read-only: commitlog segments, consume queue and index files, "
+                        "checkpoint, config/*.json", "json")
+    p.add_argument("files", nargs="+", metavar="FILE", help="store files to decode")
+    p.add_argument("--from", dest="start", type=int, default=0,
+                   help="first item to print (record, unit, entry), counted from 0")
+    p.add_argument("--count", type=positive_int, default=None, help="items to print at most")
+    p.add_argument("--config", help="broker.conf of the store (file sizes, delay levels)")
+
+    p = command("verify", "compare a store's consumequeue/ and index/ with a rebuild from its commitlog "
+                          "(exit 1: differences)", "store", "spark", "json")
+    p.add_argument("--store", required=True, help="broker store root (opened read-only)")
+    p.add_argument("--work", help="where the reference rebuild goes (default: a temporary folder)")
+    p.add_argument("--engine", choices=["spark", "local"], default="spark", help="see rebuild --engine")
+
+    p = command("repair", "verify, then replace only the damaged, missing or extra files of a store",
+                "store", "spark", "json")
+    p.add_argument("--store", required=True, help="broker store root")
+    p.add_argument("--backup", help="where replaced files go (default: STORE/.repair-backup-<time>)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
+    p.add_argument("--force", action="store_true", help="repair even when a broker may be running on the store")
+    p.add_argument("--engine", choices=["spark", "local"], default="spark", help="see rebuild --engine")
+    return parser
+
+
+def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None:
     p.add_argument("--store", required=store_required,
                    help="broker store root: the folder holding commitlog/ (local path, hdfs:// or s3:// URI)")
     p.add_argument("--out", required=True, help="where consumequeue/ and index/ are written, laid out like a store root")
-    p.add_argument("--config", help="broker.conf the store was written with (Java properties); "
-                                    "settings not in it take the broker's defaults")
-    p.add_argument("--split-size", type=_size, default=None, help="bytes per scan task, e.g. 128m (default 128 MiB)")
-    p.add_argument("--master", default=None, help="Spark master URL (default: local[*], or spark-submit's)")
-    p.add_argument("--broker-version", choices=["4", "5"], default=None,
-                   help="mirror the 4.9.x or the 5.x reput where they differ (default: brokerVersion in the "
-                        "config, else detected from the records)")
     p.add_argument("--tables", default=None, help="publish the Delta tables under this path (default: OUT/tables)")
     p.add_argument("--no-tables", action="store_true", help="do not publish the Delta tables")
     p.add_argument("--with-body", action="store_true", help="include message bodies in the messages table")
-    p.add_argument("--tz", default="UTC", help="time zone of index file names (default UTC)")
+    p.add_argument("--tz", type=zone_arg, default="UTC", help="time zone of index file names (default UTC)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace consumequeue/ and index/ already in OUT, once the new ones are complete")
     p.add_argument("--engine", choices=["spark", "local"], default="spark",
                    help="spark (default), or local: the same tasks in forked processes on this machine, no JVM "
                         "(no tables)")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--strict", action="store_true", help="exit 1 when the store shows any anomaly")
+    p.add_argument("--as-restart", action="store_true",
+                   help="apply the broker's commitlog recovery first: the files a restart would write")
 
 
-def _load_config(args: argparse.Namespace):
+# ---------------------------------------------------------------------------------------------
+# handlers: plain values in, the module's function, output and exit code out
+
+
+def _config(args: argparse.Namespace):
     from store_format.store import load_config_for
     overrides = {"brokerVersion": args.broker_version} if getattr(args, "broker_version", None) else {}
-    return load_config_for(args.config, **overrides)
+    return load_config_for(getattr(args, "config", None), **overrides)
 
 
 def _tables_path(args: argparse.Namespace) -> str | None:
-    if args.no_tables:
+    if args.no_tables or args.engine == "local":
         return None
-    return args.tables or os.path.join(args.out, "tables") if "://" not in args.out else (
-        args.tables or args.out.rstrip("/") + "/tables")
+    return args.tables or args.out.rstrip("/") + "/tables"
+
+
+def _print(value, as_json: bool, render) -> None:
+    print(json.dumps(value, indent=2, default=str) if as_json else render(value))
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
     from .rebuild import run_rebuild
-    config = _load_config(args)
-    tables = _tables_path(args)
-    if tables is not None:
-        try:
-            from . import tables as _tables  # noqa: F401
-        except ImportError:
-            print("note: the Delta tables are not available in this build; rebuilding without them", file=sys.stderr)
-            tables = None
-    if args.engine == "local":
-        tables = None
-    summary = run_rebuild(args.store, args.out, config, master=args.master, split_size=args.split_size,
-                          tables=tables, with_body=args.with_body, tz=args.tz, overwrite=args.overwrite,
-                          engine=args.engine, processes=os.cpu_count() or 1)
-    print(json.dumps(summary.as_dict(), indent=2) if args.json else summary.render())
-    return 1 if summary.tables_error else 0
-
-
-def cmd_sample(args: argparse.Namespace) -> int:
-    from store_format.sample import generate_sample_store, write_broker_conf
-    config = _load_config(args)
-    info = generate_sample_store(args.out, config, messages=args.messages, seed=args.seed)
-    write_broker_conf(os.path.join(args.out, "broker.conf"), config)
-    print(json.dumps(info, indent=2, default=str))
-    return 0
+    summary = run_rebuild(args.store, args.out, _config(args), master=args.master, split_size=args.split_size,
+                          tables=_tables_path(args), with_body=args.with_body, tz=args.tz, overwrite=args.overwrite,
+                          engine=args.engine, processes=os.cpu_count() or 1, log_level=args.log_level,
+                          as_restart=args.as_restart)
+    _print(summary.as_dict(), args.json, lambda _: summary.render())
+    if summary.tables_error:
+        return 1
+    return 1 if args.strict and summary.anomaly_count else 0
 
 
 DEMO_CONFIG = ("mappedFileSizeCommitLog=67108864\nmappedFileSizeConsumeQueue=600000\n"
@@ -97,78 +278,125 @@ DEMO_CONFIG = ("mappedFileSizeCommitLog=67108864\nmappedFileSizeConsumeQueue=600
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Rebuild a store (or a generated sample store) on local Spark and show the result."""
-    from store_format.store import load_config_for
-    store = args.store
-    config_path = args.config
-    if store is None:
+    if args.store is None:
         from store_format.config import load_broker_config
         from store_format.sample import generate_sample_store, write_broker_conf
-        store = os.path.join(os.path.dirname(os.path.abspath(args.out)), "store")
-        config = load_broker_config(DEMO_CONFIG)
-        if not os.path.isdir(os.path.join(store, "commitlog")):
-            print(f"generating a sample store in {store} ...", file=sys.stderr)
-            generate_sample_store(store, config, messages=args.messages, body_size=512)
-            write_broker_conf(os.path.join(store, "broker.conf"), config)
-        config_path = os.path.join(store, "broker.conf")
-    args.store, args.config = store, config_path
-    config = load_config_for(config_path)
+        args.store = os.path.join(os.path.dirname(os.path.abspath(args.out)), "store")
+        if not os.path.isdir(os.path.join(args.store, "commitlog")):
+            log.info("generating a sample store in %s ...", args.store)
+            config = load_broker_config(DEMO_CONFIG)
+            generate_sample_store(args.store, config, messages=args.messages, body_size=512)
+            write_broker_conf(os.path.join(args.store, "broker.conf"), config)
+        args.config = os.path.join(args.store, "broker.conf")
     from .rebuild import run_rebuild
     tables = None if args.no_tables else (args.tables or os.path.join(args.out, "tables"))
-    if tables is not None:
-        try:
-            from . import tables as _tables  # noqa: F401
-        except ImportError:
-            tables = None
-    summary = run_rebuild(store, args.out, config, master=args.master, split_size=args.split_size, tables=tables,
-                          tz=args.tz, overwrite=True)
+    summary = run_rebuild(args.store, args.out, _config(args), master=args.master, split_size=args.split_size,
+                          tables=tables, tz=args.tz, overwrite=True, log_level=args.log_level)
     print(summary.render())
-    if tables is not None and "lookup" in COMMANDS:
+    if tables is not None and summary.tables:
         from .lookup import demo_lookup
         demo_lookup(tables)
+    return 1 if summary.tables_error else 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    from store_format.sample import generate_sample_store, write_broker_conf
+    config = _config(args)
+    info = generate_sample_store(args.out, config, messages=args.messages, seed=args.seed)
+    write_broker_conf(os.path.join(args.out, "broker.conf"), config)
+    print(json.dumps(info, indent=2, default=str))
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m pipelines",
-                                     description="Offline rebuild of RocketMQ consume queues and index files")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("rebuild", help="rebuild consumequeue/ and index/ from commitlog/")
-    _add_rebuild_args(p)
-    p.set_defaults(func=cmd_rebuild)
-    p = sub.add_parser("demo", help="rebuild a store (default: a generated sample) on local Spark")
-    _add_rebuild_args(p, store_required=False)
-    p.add_argument("--messages", type=int, default=200_000, help="messages in the generated sample store")
-    p.set_defaults(func=cmd_demo)
-    p = sub.add_parser("sample", help="write a sample commitlog (and broker.conf) for trying things out")
-    p.add_argument("--out", required=True, help="store root to create")
-    p.add_argument("--config", help="broker.conf with the file sizes to use")
-    p.add_argument("--broker-version", choices=["4", "5"], default=None)
-    p.add_argument("--messages", type=int, default=20_000)
-    p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=cmd_sample)
-    for name, (add_args, run) in COMMANDS.items():
-        p = sub.add_parser(name)
-        add_args(p)
-        p.set_defaults(func=run)
-    return parser
+def cmd_tables(args: argparse.Namespace) -> int:
+    from .tables import render_tables_summary, run_tables
+    summary = run_tables(args.store, args.tables, _config(args), master=args.master, split_size=args.split_size,
+                         with_body=args.with_body, full=args.full, log_level=args.log_level)
+    _print(summary, args.json, render_tables_summary)
+    return 0
 
 
-def _register_optional() -> None:
-    for module in ("lookup", "audit", "tables"):
-        try:
-            __import__(f"pipelines.{module}")
-        except ImportError:
-            pass
+def cmd_lookup(args: argparse.Namespace) -> int:
+    from . import lookup
+    return lookup.run_lookup(tables=args.tables, topic=args.topic, key=args.key, msg_id=args.msg_id,
+                             offset_msg_id=args.offset_msg_id, begin_ms=args.begin, end_ms=args.end, body=args.body,
+                             index=args.index, store=args.store, config_path=args.config, max_messages=args.max,
+                             as_json=args.json)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from . import audit
+    return audit.run_audit_command(tables=args.tables, as_of_ms=args.as_of, config_path=args.config, store=args.store,
+                                   consumer_file=args.consumer_offsets, delay_file=args.delay_offsets,
+                                   disk_used_percent=args.disk_used, tz=args.tz, time_source=args.time_source,
+                                   write=args.write, report=args.report, as_json=args.json)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from . import validate
+    return validate.run_validate_command(tables=args.tables, docs=args.docs, as_json=args.json)
+
+
+def cmd_dump(args: argparse.Namespace) -> int:
+    from . import dump
+    return dump.run_dump_command(args.files, start=args.start, count=args.count, config_path=args.config,
+                                 as_json=args.json)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from . import verify
+    return verify.run_verify_command(store=args.store, config=_config(args), work=args.work, engine=args.engine,
+                                     master=args.master, split_size=args.split_size, as_json=args.json)
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from . import verify
+    return verify.run_repair_command(store=args.store, config=_config(args), backup=args.backup, dry_run=args.dry_run,
+                                     force=args.force, engine=args.engine, master=args.master,
+                                     split_size=args.split_size, as_json=args.json)
+
+
+_HANDLERS = {
+    "rebuild": cmd_rebuild, "demo": cmd_demo, "sample": cmd_sample, "tables": cmd_tables, "lookup": cmd_lookup,
+    "audit": cmd_audit, "validate": cmd_validate, "dump": cmd_dump, "verify": cmd_verify, "repair": cmd_repair,
+}
+
+
+def _version() -> str:
+    try:
+        return version("rocketmq-offline-index")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def configure_logging(level: str | None = None) -> None:
+    """One line per message on stderr; ``--log-level DEBUG`` shows more."""
+    job_level = logging.DEBUG if level == "DEBUG" else logging.INFO
+    root = logging.getLogger("pipelines")
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+        root.addHandler(handler)
+        root.propagate = False
+    root.setLevel(job_level)
 
 
 def main(argv: list[str] | None = None) -> int:
-    _register_optional()
     args = build_parser().parse_args(argv)
+    configure_logging(getattr(args, "log_level", None))
     try:
         return args.func(args)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except FileNotFoundError as e:
+    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        if e.errno == 28:  # ENOSPC
+            print(f"error: no space left on the device ({e}); free space or choose another --out", file=sys.stderr)
+            return 2
+        raise
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -17,7 +17,6 @@ keep only records whose topic and keys really match: the broker compares hashes 
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as _dt
 import json
@@ -58,6 +57,7 @@ class LookupResult:
     files_total: dict[str, int] = dataclasses.field(default_factory=dict)
     discarded: list[int] = dataclasses.field(default_factory=list)  # --index: offsets whose record did not match
     source: str = "tables"
+    cut: int | None = None  # the number of matches before --max cut them
 
 
 def _ms(t: _dt.datetime | int | None) -> int | None:
@@ -388,7 +388,7 @@ def render(result: LookupResult, *, body: bool = False) -> str:
         if body:
             for r in result.rows:
                 lines.append(f"body of {r['commitlog_offset']}: {_body_text(r.get('body'))}")
-    lines.append(f"{len(result.rows)} message(s)")
+    lines.append(f"{len(result.rows)} message(s)" + (f" shown, cut from {result.cut} by --max" if result.cut else ""))
     for table, n in result.files_read.items():
         lines.append(f"{table}: read {n} of {result.files_total.get(table, n)} file(s)")
     if result.discarded:
@@ -441,58 +441,40 @@ def demo_lookup(tables_path: str) -> None:
     print(render(res))
 
 
-def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tables", help="root folder of the Delta tables")
-    p.add_argument("--topic", help="topic of the key (optional with --msg-id)")
-    p.add_argument("--key", help="a KEYS token or UNIQ_KEY")
-    p.add_argument("--msg-id", help="the client's msgId (UNIQ_KEY property)")
-    p.add_argument("--offset-msg-id", help="the broker's offset msgId (store host + commitlog offset)")
-    p.add_argument("--from", dest="begin", help="earliest store time (ISO 8601 or epoch ms)")
-    p.add_argument("--to", dest="end", help="latest store time (ISO 8601 or epoch ms)")
-    p.add_argument("--body", action="store_true", help="print message bodies")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--index", help="look up in this index/ folder instead of the tables (needs --store)")
-    p.add_argument("--store", help="store root (for --index, and for --body when the tables hold no bodies)")
-    p.add_argument("--config", help="broker.conf of the store")
-    p.add_argument("--max", type=int, default=MAX_MSGS_NUM_BATCH, help="--index: offsets to collect (broker: 64)")
-
-
-def _run(args: argparse.Namespace) -> int:
-    from .audit import parse_time
-    begin = parse_time(args.begin) if args.begin else None
-    end = parse_time(args.end) if args.end else None
-    config = load_config_for(args.config) if args.config else None
-    if args.index:
-        if not (args.store and args.topic and (args.key or args.msg_id)):
+def run_lookup(*, tables: str | None, topic: str | None, key: str | None, msg_id: str | None,
+               offset_msg_id: str | None, begin_ms: int | None, end_ms: int | None, body: bool, index: str | None,
+               store: str | None, config_path: str | None, max_messages: int | None, as_json: bool) -> int:
+    """``python -m pipelines lookup``: print the matches; like grep, exit 1 when nothing is found."""
+    config = load_config_for(config_path) if config_path else None
+    if index:
+        if not (store and topic and (key or msg_id)):
             raise StoreError("--index needs --store, --topic and --key (or --msg-id)")
-        res = lookup_index(args.index, args.store, config or BrokerConfig(), args.topic, args.key or args.msg_id,
-                           begin_ms=begin or 0, end_ms=end if end is not None else 2**63 - 1, max_num=args.max,
-                           body=args.body)
+        res = lookup_index(index, store, config or BrokerConfig(), topic, key or msg_id,  # type: ignore[arg-type]
+                           begin_ms=begin_ms or 0, end_ms=end_ms if end_ms is not None else 2**63 - 1,
+                           max_num=max_messages or MAX_MSGS_NUM_BATCH, body=body)
     else:
-        if not args.tables:
+        if not tables:
             raise StoreError("pass --tables PATH (or --index DIR --store STORE)")
-        if args.offset_msg_id:
-            res = lookup_offset_msg_id(args.tables, args.offset_msg_id, body=args.body, store=args.store,
-                                       config=config)
-        elif args.msg_id:
-            res = lookup_msg_id(args.tables, args.msg_id, topic=args.topic, begin_ms=begin, end_ms=end,
-                                body=args.body, store=args.store, config=config)
-        elif args.topic and args.key:
-            res = lookup_key(args.tables, args.topic, args.key, begin_ms=begin, end_ms=end, body=args.body,
-                             store=args.store, config=config)
+        from .tables import latest_run
+        if latest_run(tables) is None:
+            raise StoreLayoutError(f"{tables}: no published tables there (no runs table); publish them with "
+                                   "'python -m pipelines rebuild' or 'python -m pipelines tables'")
+        if offset_msg_id:
+            res = lookup_offset_msg_id(tables, offset_msg_id, body=body, store=store, config=config)
+        elif msg_id:
+            res = lookup_msg_id(tables, msg_id, topic=topic, begin_ms=begin_ms, end_ms=end_ms, body=body, store=store,
+                                config=config)
+        elif topic and key:
+            res = lookup_key(tables, topic, key, begin_ms=begin_ms, end_ms=end_ms, body=body, store=store,
+                             config=config)
         else:
             raise StoreError("give --topic T --key K, --msg-id ID or --offset-msg-id ID")
-    if args.json:
+        if max_messages is not None and len(res.rows) > max_messages:
+            res = dataclasses.replace(res, rows=res.rows[:max_messages], cut=len(res.rows))
+    if as_json:
         print(json.dumps({"messages": res.rows, "files_read": res.files_read, "files_total": res.files_total,
-                          "discarded": res.discarded, "source": res.source}, indent=2, default=_json_default))
+                          "discarded": res.discarded, "source": res.source, "cut_from": res.cut}, indent=2,
+                         default=_json_default))
     else:
-        print(render(res, body=args.body))
-    return 0
-
-
-def _register() -> None:
-    from .cli import COMMANDS
-    COMMANDS["lookup"] = (_add_arguments, _run)
-
-
-_register()
+        print(render(res, body=body))
+    return 0 if res.rows else 1

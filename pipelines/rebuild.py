@@ -25,6 +25,7 @@ from store_format.config import BrokerConfig
 from store_format.indexfile import index_file_names, index_file_pieces
 from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, load_config_for, open_store
+from store_format.timeutil import zone
 
 from .build import RESULT_SCHEMA, BuildTask, index_part_name, write_file
 from .chain import carry_index_state, chain_splits, index_file_parts
@@ -113,6 +114,10 @@ class RebuildSummary:
     tables: str | None = None
     tables_error: str | None = None
 
+    @property
+    def anomaly_count(self) -> int:
+        return len([a for a in self.anomalies if a["kind"] != "end_of_data"])
+
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -160,7 +165,8 @@ def _driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, bu
 def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, config_path: str | None = None,
                 spark: SparkSession | None = None, master: str | None = None, split_size: int | None = None,
                 tables: str | None = None, with_body: bool = False, tz: str = "UTC", overwrite: bool = False,
-                progress: Progress | None = None, engine: str = "spark", processes: int = 1) -> RebuildSummary:
+                progress: Progress | None = None, engine: str = "spark", processes: int = 1,
+                log_level: str | None = None, as_restart: bool = False) -> RebuildSummary:
     """Rebuild ``consumequeue/`` and ``index/`` of ``store`` into ``out``.
 
     Args:
@@ -180,6 +186,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     """
     progress = progress or Progress()
     config = config or load_config_for(config_path)
+    if as_restart:
+        from store_format.errors import StoreError
+        raise StoreError("--as-restart is not available yet")
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     progress.stage("plan", store)
     st = open_store(store, config)
@@ -196,7 +205,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         raise ValueError("the Delta tables need the Spark engine")
     if engine == "spark" and spark is None:
         progress.stage("spark session", master or "local[*]")
-        spark = build_spark_session(master)
+        spark = build_spark_session(master, log_level=log_level)
     details = tables is not None
     parallelism = max(spark.sparkContext.defaultParallelism, 1) if spark is not None else max(processes, 1)
     buckets = max(1, min(4 * parallelism, 512))
@@ -275,7 +284,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                                          prev_end_ts=prev_ts, empty_index_count=config.empty_index_count)
                 write_file(staged.staging_uri, index_part_name(n_files), data)
                 index_files.append((n_files, prev_ts if prev_ts > 0 else (index_totals["first_store_ts"] or 0)))
-            names = index_file_names([ts for _, ts in index_files], _zone(tz))
+            names = index_file_names([ts for _, ts in index_files], zone(tz))
             for (file_no, _), name in zip(index_files, names):
                 staged.rename_staged(index_part_name(file_no), f"index/{name}")
         staged.drop_work()
@@ -342,10 +351,3 @@ def _run_local(task, n: int, processes: int = 1) -> pa.Table:
         _LOCAL_TASK = None
     batches = [b for part in parts for b in part]
     return pa.Table.from_batches(batches) if batches else pa.table({})
-
-
-def _zone(name: str) -> _dt.tzinfo:
-    if name.upper() == "UTC":
-        return _dt.timezone.utc
-    from zoneinfo import ZoneInfo
-    return ZoneInfo(name)

@@ -23,7 +23,7 @@ _DEFAULT_CONF = {
 
 
 def build_spark_session(master: str | None = None, app_name: str = "rocketmq-offline-index",
-                        extra_conf: dict[str, str] | None = None) -> SparkSession:
+                        extra_conf: dict[str, str] | None = None, log_level: str | None = None) -> SparkSession:
     """Get or create the session.  Python workers run this interpreter (``PYSPARK_PYTHON``) unless
     the environment already says otherwise, so they see the same packages as the driver."""
     # local Python workers inherit this environment: let them import this checkout's packages
@@ -51,7 +51,7 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
     for key, value in {**conf, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(log_level or "ERROR")
     return spark
 
 

@@ -25,7 +25,6 @@ earlier complete segment ends in a blank record, so the reput enters the next se
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as _dt
 import json
@@ -1179,7 +1178,7 @@ class _TablesScan:
 
 def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, master: str | None = None,
                split_size: int | None = None, with_body: bool = False, full: bool = False,
-               key_buckets: int | None = None) -> dict:
+               key_buckets: int | None = None, log_level: str | None = None) -> dict:
     """Refresh the tables of ``store`` under ``tables`` without rebuilding its files.
 
     Rescans from the start of the segment holding the watermark of the newest ``runs`` row (all of
@@ -1191,7 +1190,7 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     st = open_store(store, config)
     config = resolve_broker_version(st, config)
-    spark = spark or build_spark_session(master)
+    spark = spark or build_spark_session(master, log_level=log_level)
     timings: dict[str, float] = {}
     prev = None if full else latest_run(tables)
     first = 0
@@ -1230,48 +1229,12 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
         scanned.unpersist()
 
 
-# ---------------------------------------------------------------------------------------------
-# command line
-
-
-def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", required=True, help="broker store root (the folder holding commitlog/)")
-    p.add_argument("--tables", required=True, help="root folder of the Delta tables")
-    p.add_argument("--config", help="broker.conf the store was written with")
-    p.add_argument("--broker-version", choices=["4", "5"], default=None)
-    p.add_argument("--with-body", action="store_true", help="include message bodies in the messages table")
-    p.add_argument("--full", action="store_true", help="rescan the whole store instead of what is new")
-    p.add_argument("--split-size", default=None, help="bytes per scan task, e.g. 128m")
-    p.add_argument("--master", default=None, help="Spark master URL")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-
-
-def _run(args: argparse.Namespace) -> int:
-    from store_format.store import load_config_for
-
-    from .cli import _size
-    overrides = {"brokerVersion": args.broker_version} if args.broker_version else {}
-    config = load_config_for(args.config, **overrides)
-    summary = run_tables(args.store, args.tables, config, master=args.master,
-                         split_size=_size(args.split_size) if args.split_size else None, with_body=args.with_body,
-                         full=args.full)
-    if args.json:
-        print(json.dumps(summary, indent=2, default=str))
-    else:
-        print(f"tables        {summary['tables']} ({summary['writer']})")
-        print(f"run           {summary['run_id']}, rescanned from segment {summary['resume_segment']}")
-        print(f"messages      {summary['messages']:,} rows written, {summary['keys']:,} index keys")
-        print(f"deleted       {len(summary['segments_deleted'])} segment(s) gone since the last run")
-        print(f"anomalies     {summary['anomalies']}")
-    return 0
-
-
-def _register() -> None:
-    try:
-        from .cli import COMMANDS
-    except ImportError:  # pragma: no cover
-        return
-    COMMANDS["tables"] = (_add_arguments, _run)
-
-
-_register()
+def render_tables_summary(summary: dict) -> str:
+    """The text ``python -m pipelines tables`` prints."""
+    return "\n".join([
+        f"tables        {summary['tables']} ({summary['writer']})",
+        f"run           {summary['run_id']}, rescanned from segment {summary['resume_segment']}",
+        f"messages      {summary['messages']:,} rows written, {summary['keys']:,} index keys",
+        f"deleted       {len(summary['segments_deleted'])} segment(s) gone since the last run",
+        f"anomalies     {summary['anomalies']}",
+    ])

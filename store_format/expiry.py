@@ -29,6 +29,7 @@ import numpy as np
 
 from .config import BrokerConfig
 from .errors import UnsupportedConfigError
+from .timeutil import zone
 
 __all__ = [
     "CLEAN_RESOURCE_INTERVAL_MS", "DISK_SPACE_CLEAN_FORCIBLY_RATIO", "DELETE_FILES_BATCH_MAX_4",
@@ -124,31 +125,22 @@ def delete_hours(delete_when: str) -> frozenset[int]:
     return frozenset(hours)
 
 
-def _zone(tz: _dt.tzinfo | str | None) -> _dt.tzinfo:
-    if tz is None or (isinstance(tz, str) and tz.upper() == "UTC"):
-        return _dt.timezone.utc
-    if isinstance(tz, str):
-        from zoneinfo import ZoneInfo
-        return ZoneInfo(tz)
-    return tz
-
-
 def is_time_to_delete(t_ms: int, hours: frozenset[int], tz: _dt.tzinfo | str | None = None) -> bool:
     """Whether the hour of day at ``t_ms`` (in the broker JVM's zone) is a delete hour."""
-    return _dt.datetime.fromtimestamp(t_ms / 1000, _zone(tz)).hour in hours
+    return _dt.datetime.fromtimestamp(t_ms / 1000, zone(tz)).hour in hours
 
 
 def next_time_to_delete(t_ms: int, hours: frozenset[int], tz: _dt.tzinfo | str | None = None,
                         interval_ms: int = CLEAN_RESOURCE_INTERVAL_MS, origin_ms: int = 0) -> int | None:
     """First cleanup round at or after ``t_ms`` that falls in a delete hour (rounds are at
     ``origin_ms + k * interval_ms``), or None when ``hours`` names no hour of the day."""
-    zone = _zone(tz)
+    local = zone(tz)
     valid = {h for h in hours if 0 <= h <= 23}
     if not valid:
         return None
     t = _round_at_or_after(t_ms, origin_ms, interval_ms)
     for _ in range(24 * 3 + 2):  # DST days have 23-25 hours; three days always find one
-        here = _dt.datetime.fromtimestamp(t / 1000, zone)
+        here = _dt.datetime.fromtimestamp(t / 1000, local)
         if here.hour in valid:
             return t
         next_hour = (here.replace(minute=0, second=0, microsecond=0) + _dt.timedelta(hours=1))
@@ -284,7 +276,7 @@ def plan_cleanup(segments: Sequence[SegmentFacts], config: BrokerConfig, as_of_m
         if space_full:
             hi = lo + 1
         else:
-            here = _dt.datetime.fromtimestamp(lo / 1000, _zone(tz)).replace(minute=0, second=0, microsecond=0)
+            here = _dt.datetime.fromtimestamp(lo / 1000, zone(tz)).replace(minute=0, second=0, microsecond=0)
             hi = lo
             for _ in range(25):  # the delete hours following each other (all day: one day)
                 if not is_time_to_delete(hi, hours, tz):
