@@ -172,6 +172,14 @@ class BrokerConfig:
     def is_5x(self) -> bool:
         return self.brokerVersion == "5"
 
+    @property
+    def accepts_v2_records(self) -> bool:
+        """Whether records with the V2 magic code (5.x, long topics) are readable: not for a broker
+        known to be 4.9.x, whose ``checkMessageAndReturnSize`` knows the V1 code only.  A store whose
+        line was not given and looked like 4.9.x ("auto") still reads them: nothing says the broker
+        could not."""
+        return self.brokerVersion != "4"
+
     @classmethod
     def from_properties(cls, props: Mapping[str, str], **overrides: object) -> "BrokerConfig":
         """Build from broker.conf entries; unknown keys are ignored as the broker ignores them."""

@@ -9,16 +9,197 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
 import pyarrow as pa
 
-from . import commitlog as cl
-from .javahash import java_string_hashes, java_utf8_decode
+from .javahash import java_string_hashes, java_utf8_decode, utf16_hash_update
+from .javatext import is_blank, parse_java_long
+from .layout import (LMQ_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPIC_PREFIX,
+                     SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT, TRANSACTION_NOT, TRANSACTION_ROLLBACK)
+from .walkcols import (F_CQ, F_INDEX, F_TEXT_BAD, K_HASH, K_KIND, K_LEN, K_REC, K_START, KEY_KIND_KEY,
+                       KEY_KIND_UNIQ, L_NAME_LEN, L_NAME_START, L_QID, L_QOFF, L_REC, L_STATUS, LMQ_BAD_OFFSET, LMQ_OK,
+                       LMQ_SKIPPED_SEPARATOR, P_DELAY, P_KEYS, P_MULTI_DISPATCH, P_MULTI_OFFSET, P_TAGS, P_UNIQ,
+                       R_FLAGS, R_KEY_COUNT, R_KEY_FIRST, R_PHYS, R_QID, R_QOFF, R_STATUS, R_STORE_TS, R_TAGS_CODE,
+                       R_TOPIC_HASH, R_TOPIC_LEN, R_TOPIC_START, R_TOTAL, STATUS_DISPATCHED)
 
-__all__ = ["gather_strings", "fix_malformed_text", "queue_units", "index_keys", "to_index_hash", "QueueUnits",
-           "IndexKeys"]
+if TYPE_CHECKING:
+    from .commitlog import WalkResult
+
+__all__ = ["dispatch_flags", "put_index_keys", "wants_multi_dispatch", "multi_dispatch_units", "gather_strings",
+           "fix_malformed_text", "queue_units", "index_keys", "to_index_hash", "QueueUnits", "IndexKeys"]
+
+
+def _bytes_of(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode(), dtype=np.uint8).copy()
+
+
+_SCHEDULE_TOPIC_BYTES = _bytes_of(SCHEDULE_TOPIC)
+_LMQ_PREFIX_BYTES = _bytes_of(LMQ_PREFIX)
+_RETRY_PREFIX_BYTES = _bytes_of(RETRY_GROUP_TOPIC_PREFIX)
+_SYSTEM_PREFIX_BYTES = _bytes_of(SYSTEM_TOPIC_PREFIX)
+
+
+# ---------------------------------------------------------------------------------------------
+# the dispatchers' rules, called by the walk (store_format.commitlog._walk) for each record
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def bytes_equal(buf, start, length, pattern):
+    if length != pattern.shape[0]:
+        return False
+    for j in range(length):
+        if buf[start + j] != pattern[j]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _starts_with(buf, start, length, pattern):
+    if length < pattern.shape[0]:
+        return False
+    for j in range(pattern.shape[0]):
+        if buf[start + j] != pattern[j]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def dispatch_flags(sysflag):
+    """Which dispatchers take a record, by its transaction type
+    (``CommitLogDispatcherBuildConsumeQueue.dispatch``, ``CommitLogDispatcherBuildIndex`` →
+    ``IndexService.buildIndex``): not/commit go to the consume queue; everything but a rollback
+    puts its index keys (a prepared message is indexed but not queued)."""
+    tx = sysflag & SYSFLAG_TRANSACTION_MASK
+    flags = 0
+    if tx == TRANSACTION_NOT or tx == TRANSACTION_COMMIT:
+        flags |= F_CQ
+    if tx != TRANSACTION_ROLLBACK:
+        flags |= F_INDEX
+    return flags
+
+
+@numba.njit(cache=True, nogil=True)
+def put_index_keys(buf, origin, n_rec, topic_hash, spans, key, n_key):
+    """The keys ``IndexService.buildIndex`` puts for a record, in order: ``topic#UNIQ_KEY`` when
+    present, then ``topic#k`` for each non-empty token of ``KEYS`` split on single spaces
+    (duplicates kept).  Hashes continue ``String.hashCode`` of the topic over ``#`` and the key.
+    Appends rows to ``key`` from ``n_key``; returns (rows used, text valid UTF-8)."""
+    hash_prefix = (topic_hash * 31 + 35) & 0xFFFFFFFF  # '#'
+    text_ok = True
+    us = spans[P_UNIQ, 0]
+    if us >= 0:
+        kh, ok = utf16_hash_update(hash_prefix, buf, us, us + spans[P_UNIQ, 1])
+        text_ok = text_ok and ok
+        key[n_key, K_REC] = n_rec
+        key[n_key, K_KIND] = KEY_KIND_UNIQ
+        key[n_key, K_START] = us + origin
+        key[n_key, K_LEN] = spans[P_UNIQ, 1]
+        key[n_key, K_HASH] = kh
+        n_key += 1
+    ks = spans[P_KEYS, 0]
+    if ks >= 0:
+        ke = ks + spans[P_KEYS, 1]
+        t0 = ks
+        while t0 <= ke:
+            t1 = t0
+            while t1 < ke and buf[t1] != 32:
+                t1 += 1
+            if t1 > t0:
+                kh, ok = utf16_hash_update(hash_prefix, buf, t0, t1)
+                text_ok = text_ok and ok
+                key[n_key, K_REC] = n_rec
+                key[n_key, K_KIND] = KEY_KIND_KEY
+                key[n_key, K_START] = t0 + origin
+                key[n_key, K_LEN] = t1 - t0
+                key[n_key, K_HASH] = kh
+                n_key += 1
+            t0 = t1 + 1
+    return n_key, text_ok
+
+
+@numba.njit(cache=True, nogil=True)
+def wants_multi_dispatch(buf, p_topic, topic_len, spans, is_5x):
+    """Whether a record that went to its own consume queue is also put into light queues
+    (4.9: ``DefaultMessageStore.checkMultiDispatchQueue``; 5.x: ``MultiDispatchUtils.checkMultiDispatchQueue``):
+    non-blank ``INNER_MULTI_DISPATCH`` and ``INNER_MULTI_QUEUE_OFFSET`` (``StringUtils.isBlank``);
+    5.x also leaves out retry, system and schedule topics."""
+    ms = spans[P_MULTI_DISPATCH, 0]
+    mo = spans[P_MULTI_OFFSET, 0]
+    if ms < 0 or mo < 0:
+        return False
+    if is_blank(buf, ms, spans[P_MULTI_DISPATCH, 1]) or is_blank(buf, mo, spans[P_MULTI_OFFSET, 1]):
+        return False
+    if is_5x and (_starts_with(buf, p_topic, topic_len, _RETRY_PREFIX_BYTES)
+                  or _starts_with(buf, p_topic, topic_len, _SYSTEM_PREFIX_BYTES)
+                  or bytes_equal(buf, p_topic, topic_len, _SCHEDULE_TOPIC_BYTES)):
+        return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _split_count(buf, start, end):
+    """Number of parts of ``String.split(",")``: trailing empty parts are dropped."""
+    last_nonempty = 0
+    part_start = start
+    idx = 1
+    for j in range(start, end + 1):
+        if j == end or buf[j] == 44:
+            if j > part_start:
+                last_nonempty = idx
+            part_start = j + 1
+            if j < end:
+                idx += 1
+    return last_nonempty  # all parts empty (e.g. ","): Java returns an empty array
+
+
+@numba.njit(cache=True, nogil=True)
+def multi_dispatch_units(buf, origin, n_rec, queue_id, spans, enable_lmq, is_5x, lmq, n_lmq):
+    """The light-queue units of one record (4.9: ``ConsumeQueue.multiDispatchLmqQueue``; 5.x:
+    ``ConsumeQueue``/``MultiDispatchUtils``): both properties split on ``,`` and paired by position
+    (different counts dispatch none); the queue id is 0 for ``%LMQ%`` names when ``enableLmq``,
+    else the record's own.  A queue offset that ``Long.parseLong`` refuses is marked
+    ``LMQ_BAD_OFFSET``; 5.x skips names holding the path separator.  Returns rows used."""
+    ms = spans[P_MULTI_DISPATCH, 0]
+    mo = spans[P_MULTI_OFFSET, 0]
+    qe_all = ms + spans[P_MULTI_DISPATCH, 1]
+    oe_all = mo + spans[P_MULTI_OFFSET, 1]
+    n_q = _split_count(buf, ms, qe_all)
+    if n_q != _split_count(buf, mo, oe_all):
+        return n_lmq
+    qa = ms
+    oa = mo
+    for _i in range(n_q):
+        qb = qa
+        while qb < qe_all and buf[qb] != 44:
+            qb += 1
+        ob = oa
+        while ob < oe_all and buf[ob] != 44:
+            ob += 1
+        lmq[n_lmq, L_REC] = n_rec
+        lmq[n_lmq, L_NAME_START] = qa + origin
+        lmq[n_lmq, L_NAME_LEN] = qb - qa
+        qv, ok = parse_java_long(buf, oa, ob, -9223372036854775808, 9223372036854775807)
+        lmq[n_lmq, L_QOFF] = qv
+        lmq[n_lmq, L_STATUS] = LMQ_OK if ok else LMQ_BAD_OFFSET
+        if is_5x:
+            for j in range(qa, qb):
+                if buf[j] == 47:  # File.separator
+                    lmq[n_lmq, L_STATUS] = LMQ_SKIPPED_SEPARATOR
+        if enable_lmq and _starts_with(buf, qa, qb - qa, _LMQ_PREFIX_BYTES):
+            lmq[n_lmq, L_QID] = 0
+        else:
+            lmq[n_lmq, L_QID] = queue_id
+        n_lmq += 1
+        qa = qb + 1
+        oa = ob + 1
+    return n_lmq
+
+
+# ---------------------------------------------------------------------------------------------
+# the dispatchers' results over a whole walk, as arrays
 
 
 @numba.njit(cache=True, nogil=True)
@@ -108,34 +289,34 @@ def _decode(text: np.ndarray, origin: int, start: int, length: int) -> str:
     return java_utf8_decode(text[start - origin:start - origin + length])
 
 
-def fix_malformed_text(res: cl.WalkResult) -> None:
+def fix_malformed_text(res: WalkResult) -> None:
     """Recompute the hashes the kernel could not (records whose topic, tags or keys are not valid
     UTF-8), over the string Java decodes, with U+FFFD for malformed bytes.  Rare: done per record."""
     rec = res.rec
-    bad = np.nonzero((rec[:, cl.R_STATUS] == cl.Status.DISPATCHED) & ((rec[:, cl.R_FLAGS] & cl.F_TEXT_BAD) != 0))[0]
+    bad = np.nonzero((rec[:, R_STATUS] == STATUS_DISPATCHED) & ((rec[:, R_FLAGS] & F_TEXT_BAD) != 0))[0]
     text = np.asarray(res.text, dtype=np.uint8)
     for i in bad:
         r = rec[i]
-        topic = _decode(text, res.text_origin, int(r[cl.R_TOPIC_START]), int(r[cl.R_TOPIC_LEN]))
-        r[cl.R_TOPIC_HASH] = int(java_string_hashes([topic])[0]) & 0xFFFFFFFF
-        ts, tl = res.prop_span[i, cl.P_TAGS]
+        topic = _decode(text, res.text_origin, int(r[R_TOPIC_START]), int(r[R_TOPIC_LEN]))
+        r[R_TOPIC_HASH] = int(java_string_hashes([topic])[0]) & 0xFFFFFFFF
+        ts, tl = res.prop_span[i, P_TAGS]
         if ts >= 0 and tl > 0 and not _is_delay_tagged(res, i, text):
-            r[cl.R_TAGS_CODE] = int(java_string_hashes([_decode(text, res.text_origin, int(ts), int(tl))])[0])
-        first, count = int(r[cl.R_KEY_FIRST]), int(r[cl.R_KEY_COUNT])
+            r[R_TAGS_CODE] = int(java_string_hashes([_decode(text, res.text_origin, int(ts), int(tl))])[0])
+        first, count = int(r[R_KEY_FIRST]), int(r[R_KEY_COUNT])
         if count:
             ks = res.key[first:first + count]
-            keys = [topic + "#" + _decode(text, res.text_origin, int(k[cl.K_START]), int(k[cl.K_LEN])) for k in ks]
-            ks[:, cl.K_HASH] = java_string_hashes(keys).astype(np.int64) & 0xFFFFFFFF
+            keys = [topic + "#" + _decode(text, res.text_origin, int(k[K_START]), int(k[K_LEN])) for k in ks]
+            ks[:, K_HASH] = java_string_hashes(keys).astype(np.int64) & 0xFFFFFFFF
 
 
-def _is_delay_tagged(res: cl.WalkResult, i: int, text: np.ndarray) -> bool:
+def _is_delay_tagged(res: WalkResult, i: int, text: np.ndarray) -> bool:
     """Whether the delivery time replaced the tags hash: a ``SCHEDULE_TOPIC_XXXX`` record whose
     ``DELAY`` level is above 0 [checkMessageAndReturnSize: ``if (delayLevel > 0)``]; a level of 0
     or below leaves the tags hash."""
     r = res.rec[i]
-    topic = bytes(text[r[cl.R_TOPIC_START] - res.text_origin:r[cl.R_TOPIC_START] - res.text_origin + r[cl.R_TOPIC_LEN]])
-    ds, dl = (int(v) for v in res.prop_span[i, cl.P_DELAY])
-    if topic != cl.SCHEDULE_TOPIC.encode() or ds < 0:
+    topic = bytes(text[r[R_TOPIC_START] - res.text_origin:r[R_TOPIC_START] - res.text_origin + r[R_TOPIC_LEN]])
+    ds, dl = (int(v) for v in res.prop_span[i, P_DELAY])
+    if topic != SCHEDULE_TOPIC.encode() or ds < 0:
         return False
     # the walk read this record, so the value parsed as Integer.parseInt reads it (ASCII digits, a sign)
     return int(bytes(text[ds - res.text_origin:ds - res.text_origin + dl])) > 0
@@ -165,22 +346,22 @@ class QueueUnits:
         return len(self.record)
 
 
-def queue_units(res: cl.WalkResult) -> QueueUnits:
+def queue_units(res: WalkResult) -> QueueUnits:
     rec = res.rec
-    own = np.nonzero((rec[:, cl.R_STATUS] == cl.Status.DISPATCHED) & ((rec[:, cl.R_FLAGS] & cl.F_CQ) != 0))[0]
-    lmq = res.lmq[(res.lmq[:, cl.L_STATUS] == cl.LMQ_OK) & (res.lmq[:, cl.L_NAME_LEN] > 0)]
+    own = np.nonzero((rec[:, R_STATUS] == STATUS_DISPATCHED) & ((rec[:, R_FLAGS] & F_CQ) != 0))[0]
+    lmq = res.lmq[(res.lmq[:, L_STATUS] == LMQ_OK) & (res.lmq[:, L_NAME_LEN] > 0)]
     n_own, n_lmq = len(own), len(lmq)
-    record = np.concatenate([own, lmq[:, cl.L_REC]])
+    record = np.concatenate([own, lmq[:, L_REC]])
     sub = np.concatenate([np.zeros(n_own, dtype=np.int64), np.arange(1, n_lmq + 1, dtype=np.int64)])
     order = np.lexsort((sub, record))
-    starts = np.concatenate([rec[own, cl.R_TOPIC_START], lmq[:, cl.L_NAME_START]])[order]
-    lens = np.concatenate([rec[own, cl.R_TOPIC_LEN], lmq[:, cl.L_NAME_LEN]])[order]
+    starts = np.concatenate([rec[own, R_TOPIC_START], lmq[:, L_NAME_START]])[order]
+    lens = np.concatenate([rec[own, R_TOPIC_LEN], lmq[:, L_NAME_LEN]])[order]
     record = record[order]
     topic = gather_strings(res.text, res.text_origin, starts, lens)
-    qid = np.concatenate([rec[own, cl.R_QID], lmq[:, cl.L_QID]])[order]
-    qoff = np.concatenate([rec[own, cl.R_QOFF], lmq[:, cl.L_QOFF]])[order]
-    return QueueUnits(record=record, topic=topic, queue_id=qid.astype(np.int32), offset=rec[record, cl.R_PHYS],
-                      size=rec[record, cl.R_TOTAL].astype(np.int32), tags_code=rec[record, cl.R_TAGS_CODE],
+    qid = np.concatenate([rec[own, R_QID], lmq[:, L_QID]])[order]
+    qoff = np.concatenate([rec[own, R_QOFF], lmq[:, L_QOFF]])[order]
+    return QueueUnits(record=record, topic=topic, queue_id=qid.astype(np.int32), offset=rec[record, R_PHYS],
+                      size=rec[record, R_TOTAL].astype(np.int32), tags_code=rec[record, R_TAGS_CODE],
                       queue_offset=qoff)
 
 
@@ -197,8 +378,8 @@ class IndexKeys:
         return len(self.record)
 
 
-def index_keys(res: cl.WalkResult) -> IndexKeys:
+def index_keys(res: WalkResult) -> IndexKeys:
     k = res.key
-    record = k[:, cl.K_REC]
-    return IndexKeys(record=record, kind=k[:, cl.K_KIND].astype(np.int8), key_hash=to_index_hash(k[:, cl.K_HASH]),
-                     offset=res.rec[record, cl.R_PHYS], store_ts=res.rec[record, cl.R_STORE_TS])
+    record = k[:, K_REC]
+    return IndexKeys(record=record, kind=k[:, K_KIND].astype(np.int8), key_hash=to_index_hash(k[:, K_HASH]),
+                     offset=res.rec[record, R_PHYS], store_ts=res.rec[record, R_STORE_TS])

@@ -22,11 +22,6 @@ __all__ = [
 _MASK32 = 0xFFFFFFFF
 
 
-def _to_i32(value: int) -> int:
-    value &= _MASK32
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
 def java_string_hash(text: str) -> int:
     """``String.hashCode`` of one string, as a signed 32-bit int."""
     return int(java_string_hashes([text])[0])
@@ -91,12 +86,23 @@ def utf16_hash_update(h, buf, start, end):
     """Continue a ``String.hashCode`` (``h`` as int64 in [0, 2**32)) over the UTF-8 bytes
     ``buf[start:end]`` decoded to UTF-16 code units.
 
-    Returns ``(h, ok)``; ``ok`` is False on malformed UTF-8, where Java substitutes U+FFFD and the
-    caller must recompute with a real decoder.
+    Runs of ASCII go four characters a step (``h*31^4 + c0*31^3 + c1*31^2 + c2*31 + c3``), which
+    breaks the multiply-add dependency chain of the plain loop.  Returns ``(h, ok)``; ``ok`` is
+    False on malformed UTF-8, where Java substitutes U+FFFD and the caller must recompute with a
+    real decoder.
     """
     i = start
     while i < end:
-        b0 = buf[i]
+        if i + 4 <= end:
+            b0 = np.int64(buf[i])
+            b1 = np.int64(buf[i + 1])
+            b2 = np.int64(buf[i + 2])
+            b3 = np.int64(buf[i + 3])
+            if ((b0 | b1 | b2 | b3) & 0x80) == 0:
+                h = (h * 923521 + b0 * 29791 + b1 * 961 + b2 * 31 + b3) & 0xFFFFFFFF
+                i += 4
+                continue
+        b0 = np.int64(buf[i])
         if b0 < 0x80:
             h = (h * 31 + b0) & 0xFFFFFFFF
             i += 1
@@ -104,12 +110,12 @@ def utf16_hash_update(h, buf, start, end):
         if b0 >= 0xC2 and b0 <= 0xDF:
             if i + 1 >= end or (buf[i + 1] & 0xC0) != 0x80:
                 return h, False
-            cp = ((b0 & 0x1F) << 6) | (buf[i + 1] & 0x3F)
+            cp = ((b0 & 0x1F) << 6) | (np.int64(buf[i + 1]) & 0x3F)
             i += 2
         elif b0 >= 0xE0 and b0 <= 0xEF:
             if i + 2 >= end or (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80:
                 return h, False
-            cp = ((b0 & 0x0F) << 12) | ((buf[i + 1] & 0x3F) << 6) | (buf[i + 2] & 0x3F)
+            cp = ((b0 & 0x0F) << 12) | ((np.int64(buf[i + 1]) & 0x3F) << 6) | (np.int64(buf[i + 2]) & 0x3F)
             if cp < 0x800 or (cp >= 0xD800 and cp <= 0xDFFF):
                 return h, False
             i += 3
@@ -117,8 +123,8 @@ def utf16_hash_update(h, buf, start, end):
             if (i + 3 >= end or (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80
                     or (buf[i + 3] & 0xC0) != 0x80):
                 return h, False
-            cp = (((b0 & 0x07) << 18) | ((buf[i + 1] & 0x3F) << 12) | ((buf[i + 2] & 0x3F) << 6)
-                  | (buf[i + 3] & 0x3F))
+            cp = (((b0 & 0x07) << 18) | ((np.int64(buf[i + 1]) & 0x3F) << 12) | ((np.int64(buf[i + 2]) & 0x3F) << 6)
+                  | (np.int64(buf[i + 3]) & 0x3F))
             if cp < 0x10000 or cp > 0x10FFFF:
                 return h, False
             i += 4

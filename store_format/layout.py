@@ -144,3 +144,9 @@ def segment_name(offset: int) -> str:
 def index_file_size(max_hash_slot_num: int, max_index_num: int) -> int:
     """Size of an IndexFile [IndexFile constructor]: header, slot table, entries."""
     return INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num + INDEX_ENTRY_SIZE * max_index_num
+
+# --- system topics and name prefixes [TopicValidator, MixAll]
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"      # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC: delayed messages
+LMQ_PREFIX = "%LMQ%"                        # MixAll.LMQ_PREFIX: light message queues
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"        # MixAll.RETRY_GROUP_TOPIC_PREFIX
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"            # TopicValidator.SYSTEM_TOPIC_PREFIX

@@ -87,7 +87,9 @@ def resolve_broker_version(store: StoreLocation, config: BrokerConfig) -> Broker
     """The config with ``brokerVersion`` decided (``auto`` → :func:`detect_broker_version`)."""
     if config.brokerVersion != "auto":
         return config
-    return dataclasses.replace(config, brokerVersion=detect_broker_version(store, config))
+    if detect_broker_version(store, config) == "5":
+        return dataclasses.replace(config, brokerVersion="5")
+    return config  # "auto" reads as 4.9.x, V2 records included (BrokerConfig.accepts_v2_records)
 
 
 def walk_store(store: StoreLocation, config: BrokerConfig, *, reuse_memory: bool = False

@@ -269,10 +269,10 @@ def test_empty_consume_queue_file_after_repeated_unit() -> None:
     _assert_equal(expected, got)
 
 
-@pytest.mark.xfail(strict=True, reason="numba path parses DELAY as ASCII only; Integer.parseInt accepts any "
-                   "Unicode decimal digit, so the broker dispatches this record and skips nothing")
 @pytest.mark.parametrize("digit", ["\u0663", "\uff13"])  # ARABIC-INDIC THREE, FULLWIDTH THREE
 def test_delay_level_in_non_ascii_digits(digit: str) -> None:
+    """Integer.parseInt accepts any Unicode decimal digit (Character.digit): the broker dispatches
+    this record with the delivery time of level 3 and skips nothing."""
     expected, got = _rebuild_both([dict(topic=SCHEDULE, queue_id=2, body=b"x", properties={"DELAY": digit}),
                                    dict(topic="T", queue_id=0, body=b"y")])
     assert expected.dispatched == 2
@@ -288,18 +288,17 @@ def test_5x_unparsable_inner_batch_properties() -> None:
     _assert_equal(expected, got)
 
 
-@pytest.mark.xfail(strict=True, reason="numba path reads V2 records on any broker line; 4.9.8's "
-                   "checkMessageAndReturnSize knows only the V1 magic code and skips the rest of the segment")
 def test_v2_record_on_49() -> None:
+    """4.9.8's checkMessageAndReturnSize knows only the V1 magic code: with the broker line given as
+    4, a V2 record is unreadable and the rest of the segment is skipped."""
     expected, got = _rebuild_both([dict(topic="T", queue_id=0, body=b"x", magic_v2=True),
                                    dict(topic="T", queue_id=0, body=b"y")], brokerVersion="4")
     assert expected.dispatched == 0
     _assert_equal(expected, got)
 
 
-@pytest.mark.xfail(strict=True, reason="numba path tests INNER_MULTI_DISPATCH for ASCII blanks only; "
-                   "StringUtils.isBlank uses Character.isWhitespace (U+2003 EM SPACE is blank)")
 def test_multi_dispatch_queue_of_unicode_whitespace() -> None:
+    """StringUtils.isBlank uses Character.isWhitespace: U+2003 EM SPACE is blank, so no light queue."""
     expected, got = _rebuild_both([dict(topic="T", queue_id=1, body=b"x", properties={
         "INNER_MULTI_DISPATCH": "\u2003", "INNER_MULTI_QUEUE_OFFSET": "0"})], enableMultiDispatch=True,
         enableLmq=True)
