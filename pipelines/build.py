@@ -15,16 +15,20 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+import os
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from store_format.commitlog import Scratch
 from store_format.config import BrokerConfig
-from store_format.consumequeue import NOT_STARTED, assign_positions, build_cq_file, cq_file_name, new_states
+from store_format.consumequeue import (NOT_STARTED, Q_BLANK_UNTIL, Q_LAST_FILE, Q_WRITE_POS, assign_positions,
+                                       build_cq_file, cq_file_name, new_states)
 from store_format.indexfile import accepted_by_index, index_file_pieces
 from store_format.store import resolve
 
-from .workfiles import read_keys, read_units
+from .workfiles import read_bucket_units, read_keys
 
 __all__ = ["RESULT_SCHEMA", "BuildTask", "build_queue_bucket", "build_index_part", "write_file",
            "index_part_name"]
@@ -44,12 +48,19 @@ _ZEROS = np.zeros(4 << 20, dtype=np.uint8)
 
 
 def write_file(uri_root: str, relative: str, data) -> int:
-    """Write one output file below a root URI (creating folders) and return its size.  ``data``:
-    bytes-like, or a list of pieces where an int stands for that many zero bytes."""
+    """Write one output file below a root URI (creating folders) and return its size.
+
+    ``data``: bytes-like, or a list of pieces where an int stands for that many zero bytes.  On a
+    local filesystem zero pieces become holes (a sparse file, as the broker's own ``MappedFile``
+    creates its files with ``RandomAccessFile.setLength``): the bytes read back are the same, and
+    the zeros cost neither writes nor memory.  Elsewhere (HDFS, S3) the zeros are written.
+    """
     fs, root = resolve(uri_root)
     path = f"{root}/{relative}"
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     pieces = data if isinstance(data, list) else [data]
+    if isinstance(fs, pafs.LocalFileSystem):
+        return _write_sparse(path, pieces)
     total = 0
     with fs.open_output_stream(path) as out:
         for piece in pieces:
@@ -65,6 +76,21 @@ def write_file(uri_root: str, relative: str, data) -> int:
             for i in range(0, len(view), 64 << 20):
                 out.write(view[i:i + (64 << 20)])
             total += len(view)
+    return total
+
+
+def _write_sparse(path: str, pieces: list) -> int:
+    total = 0
+    with open(path, "wb") as out:
+        for piece in pieces:
+            if isinstance(piece, int):
+                out.seek(piece, os.SEEK_CUR)
+                total += piece
+            else:
+                view = memoryview(piece).cast("B")
+                out.write(view)
+                total += len(view)
+        out.truncate(total)
     return total
 
 
@@ -85,78 +111,77 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
     queues: dict[tuple[str, int], int] = {}
     names: list[tuple[str, int]] = []
     states = new_states(0)
-    pending: dict[int, list[tuple[np.ndarray, ...]]] = {}
+    pending: dict[int, list[tuple[np.ndarray, ...]]] = {}   # units of files not yet complete, per queue
+    pending_from: dict[int, int] = {}                       # start of the oldest such file
     written: list[dict] = []
 
-    def flush(q: int, final: bool) -> None:
-        parts = pending.get(q)
-        if not parts:
-            return
+    def write_files(q: int, final: bool) -> None:
+        """Write the queue's complete files (all of them when ``final``); keep the rest pending."""
+        parts = pending.pop(q)
         pos, off, size, tags = (np.concatenate([p[i] for p in parts]) for i in range(4))
+        pending_from.pop(q)
         file_of = pos - pos % file_size
-        done_before = states[q, 1] - states[q, 1] % file_size if not final else None
-        keep = np.zeros(len(pos), dtype=bool)
-        for f in np.unique(file_of):
+        write_pos = states[q, Q_WRITE_POS]
+        keep = np.zeros(len(pos), dtype=bool) if final else file_of >= write_pos - write_pos % file_size
+        topic, qid = names[q]
+        for f in np.unique(file_of[~keep]):
             m = file_of == f
-            if done_before is not None and f >= done_before:
-                keep |= m
-                continue
-            topic, qid = names[q]
-            data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m], int(states[q, 3]),
-                                 out=_SCRATCH.array("cq_file", (file_size,), np.uint8))
-            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(f))}", data)
+            data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m], int(states[q, Q_BLANK_UNTIL]),
+                                 out=_SCRATCH.array("cq_file", (file_size,), np.uint8), trim=True)
+            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(f))}",
+                           [data, file_size - len(data)])
             written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(f), entries=int(m.sum()),
                                 bytes=n))
-        pending[q] = [(pos[keep], off[keep], size[keep], tags[keep])] if keep.any() else []
+        if keep.any():
+            pending[q] = [(pos[keep], off[keep], size[keep], tags[keep])]
+            pending_from[q] = int(file_of[keep][0])
 
     for sid in split_ids:
-        units = read_units(work_uri, bucket, sid)
-        if units is None or units.num_rows == 0:
+        got = read_bucket_units(work_uri, sid, bucket)
+        if got is None or got[0].num_rows == 0:
             continue
-        topics = units["topic"].combine_chunks().dictionary_encode()
-        dict_names = topics.dictionary.to_pylist()
-        codes = topics.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        qid = units["queue_id"].to_numpy()
-        pair = codes << 32 | (qid.astype(np.int64) & 0xFFFFFFFF)
-        uniq, inverse = np.unique(pair, return_inverse=True)
-        local = np.empty(len(uniq), dtype=np.int64)
-        for j, p in enumerate(uniq):
-            key = (dict_names[int(p >> 32)], int(np.int32(p & 0xFFFFFFFF)))
+        units, file_queues = got
+        file_queue = units.column(0).to_numpy()
+        local = np.full(len(file_queues), -1, dtype=np.int64)
+        for j in np.unique(file_queue):
+            key = (file_queues[j][0], int(file_queues[j][1]))
             q = queues.get(key)
             if q is None:
                 q = queues[key] = len(names)
                 names.append(key)
                 states = np.vstack([states, new_states(1)])
             local[j] = q
-        qidx = local[inverse]
-        off = units["commitlog_offset"].to_numpy()
-        size = units["size"].to_numpy()
-        tags = units["tags_code"].to_numpy()
-        pos = assign_positions(qidx, off, size, units["queue_offset"].to_numpy(), file_size, states)
-        kept = pos >= 0
-        order = np.argsort(qidx[kept], kind="stable")
-        q_sorted = qidx[kept][order]
-        bounds = np.r_[0, np.nonzero(np.diff(q_sorted))[0] + 1, len(q_sorted)]
-        sel = np.nonzero(kept)[0][order]
+        qidx = local[file_queue]
+        off = units.column(2).to_numpy()
+        size = units.column(3).to_numpy()
+        tags = units.column(4).to_numpy()
+        pos = assign_positions(qidx, off, size, units.column(1).to_numpy(), file_size, states)
+        kept = np.flatnonzero(pos >= 0)
+        sel = kept[np.argsort(qidx[kept], kind="stable")]   # by queue, dispatch order kept
+        q_sorted = qidx[sel]
+        bounds = np.r_[0, np.flatnonzero(np.diff(q_sorted)) + 1, len(q_sorted)]
         for a, b in zip(bounds[:-1], bounds[1:]):
             if a == b:
                 continue
             q = int(q_sorted[a])
             rows = sel[a:b]
             pending.setdefault(q, []).append((pos[rows], off[rows], size[rows], tags[rows]))
-            flush(q, final=False)
+            pending_from.setdefault(q, int(pos[rows[0]] - pos[rows[0]] % file_size))
+            write_pos = states[q, Q_WRITE_POS]
+            if write_pos - write_pos % file_size > pending_from[q]:
+                write_files(q, final=False)
     for q in list(pending):
-        flush(q, final=True)
+        write_files(q, final=True)
     # a file getLastMappedFile created for a unit it then skipped stays on disk, empty
     last_written: dict[int, int] = {}
     for row in written:
         q = queues[(row["topic"], row["queue_id"])]
         last_written[q] = max(last_written.get(q, -1), row["file_start"])
     for q, (topic, qid) in enumerate(names):
-        if states[q, 4] > last_written.get(q, -1) and states[q, 1] != NOT_STARTED:
-            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(states[q, 4]))}",
-                           np.zeros(file_size, dtype=np.uint8))
-            written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(states[q, 4]), entries=0,
+        if states[q, Q_LAST_FILE] > last_written.get(q, -1) and states[q, Q_WRITE_POS] != NOT_STARTED:
+            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(states[q, Q_LAST_FILE]))}",
+                           [file_size])
+            written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(states[q, Q_LAST_FILE]), entries=0,
                                 bytes=n))
     return written
 
@@ -174,24 +199,22 @@ def build_index_part(work_uri: str, staging_uri: str, file_no: int, parts: list[
     prev_off = prev_ts = 0
     for split_id, carry, base in parts:
         keys = read_keys(work_uri, split_id)
-        if keys is None or keys.num_rows == 0:
+        if keys is None:
             continue
-        rec = keys["record"].to_numpy()
-        offs = keys["commitlog_offset"].to_numpy()
-        first = np.r_[True, rec[1:] != rec[:-1]]
-        acc, _ = accepted_by_index(offs[first], carry)
-        key_acc = np.repeat(acc, np.diff(np.r_[np.nonzero(first)[0], len(rec)]))
-        idx = np.nonzero(key_acc)[0]
+        acc, _ = accepted_by_index(keys.offset, carry)
+        key_record = np.repeat(np.arange(len(keys.counts)), keys.counts)
+        idx = np.flatnonzero(acc[key_record])            # accepted keys, in put order
         ordinal = base + np.arange(len(idx), dtype=np.int64)
         if lo > 0:
-            at = np.nonzero(ordinal == lo - 1)[0]
+            at = np.flatnonzero(ordinal == lo - 1)
             if len(at):
-                prev_off = int(offs[idx[at[0]]])
-                prev_ts = int(keys["store_timestamp"].to_numpy()[idx[at[0]]])
+                r = key_record[idx[at[0]]]
+                prev_off, prev_ts = int(keys.offset[r]), int(keys.store_ts[r])
         m = (ordinal >= lo) & (ordinal < hi)
         if m.any():
             take = idx[m]
-            chunks.append((keys["key_hash"].to_numpy()[take], offs[take], keys["store_timestamp"].to_numpy()[take]))
+            rec_of = key_record[take]
+            chunks.append((keys.hashes[take], keys.offset[rec_of], keys.store_ts[rec_of]))
     hashes = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int32)
     offs = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, np.int64)
     ts = np.concatenate([c[2] for c in chunks]) if chunks else np.zeros(0, np.int64)

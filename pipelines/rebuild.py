@@ -156,7 +156,7 @@ def _driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, bu
     def rewalk(split: Split, entering: cl.WalkState | None, limit_rel: int | None):
         with store.reader(store.segments[split.segment]) as read:
             sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
-        drop_split_work(work_uri, split.split_id, buckets)
+        drop_split_work(work_uri, split.split_id)
         write_split_work(work_uri, split.split_id, res, buckets)
         return split_summary(split, sync, entering, res), res
     return rewalk

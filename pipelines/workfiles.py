@@ -1,109 +1,147 @@
-"""Intermediate files between the scan and the build tasks, kept under the run's staging folder.
+"""Intermediate files between the scan and the build tasks, under the run's staging folder.
 
-Scan tasks write, per split, the consume queue units (one file per queue bucket, so that a build
-task reads only its queues) and the index keys; build tasks read them back in chain order.  Arrow
-IPC files on the output's filesystem: no Spark rows, no JVM conversion, and the files go away with
-the staging folder.
+Two Arrow IPC files per split, whatever the number of queues or build tasks:
+
+* ``units/s<split>.arrow``: the split's consume queue units, one record batch per queue bucket
+  (batch ``b`` holds the units of the queues of bucket ``b``, in dispatch order), so that a bucket
+  task reads its batch of each split by offset and nothing else.  The split's queues are numbered
+  in the file's metadata (``queues``: JSON list of ``[topic, queueId]``).
+* ``keys/s<split>.arrow``: one row per dispatched record that put index keys, in walk order: its
+  commitlog offset and store time (what ``IndexService.buildIndex`` checks and writes) and the
+  index hashes of its keys.
+
+No Spark rows and no JVM conversion; retried tasks overwrite the same files with the same bytes;
+the files go away with the staging folder.  Local files are read through memory maps.
 """
 from __future__ import annotations
 
+import json
 import zlib
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
 from store_format import commitlog as cl
-from store_format.dispatch import index_keys, queue_units
+from store_format.dispatch import QueueUnits, queue_units, to_index_hash
 from store_format.store import resolve
 
-__all__ = ["UNIT_SCHEMA", "KEY_SCHEMA", "queue_bucket", "write_split_work", "read_units", "read_keys", "units_path",
-           "keys_path", "drop_split_work"]
+__all__ = ["UNIT_SCHEMA", "KEY_SCHEMA", "queue_bucket", "write_split_work", "read_bucket_units", "read_keys",
+           "drop_split_work", "SplitKeys"]
 
 UNIT_SCHEMA = pa.schema([
-    ("topic", pa.string()), ("queue_id", pa.int32()), ("queue_offset", pa.int64()),
-    ("commitlog_offset", pa.int64()), ("size", pa.int32()), ("tags_code", pa.int64()),
+    ("queue", pa.int32()),             # number of the unit's queue in the file's ``queues`` metadata
+    ("queue_offset", pa.int64()),      # the record's stored queueOffset (or the light queue's)
+    ("commitlog_offset", pa.int64()),
+    ("size", pa.int32()),
+    ("tags_code", pa.int64()),
 ])
 KEY_SCHEMA = pa.schema([
-    ("record", pa.int32()),            # record ordinal within the split's walk
     ("commitlog_offset", pa.int64()),
     ("store_timestamp", pa.int64()),
-    ("key_hash", pa.int32()),
+    ("key_hashes", pa.list_(pa.int32())),   # IndexFile.indexKeyHashMethod of each topic#key, in put order
 ])
 
 
 def queue_bucket(topic: str, queue_id: int, buckets: int) -> int:
     """Stable bucket of a queue (the same in every process)."""
-    return (zlib.crc32(topic.encode("utf-8")) * 31 + queue_id) % buckets
+    return (zlib.crc32(topic.encode("utf-8", "surrogatepass")) * 31 + queue_id) % buckets
 
 
-def units_path(work_uri: str, bucket: int, split_id: int) -> str:
-    return f"{work_uri}/units/b{bucket:05d}/s{split_id:07d}.arrow"
+def _units_path(work_uri: str, split_id: int) -> str:
+    return f"{work_uri}/units/s{split_id:07d}.arrow"
 
 
-def keys_path(work_uri: str, split_id: int) -> str:
+def _keys_path(work_uri: str, split_id: int) -> str:
     return f"{work_uri}/keys/s{split_id:07d}.arrow"
 
 
-def _write(uri: str, table: pa.Table) -> None:
+def _write(uri: str, schema: pa.Schema, batches: list[pa.RecordBatch]) -> None:
     fs, path = resolve(uri)
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    with fs.open_output_stream(path) as out, ipc.new_file(out, table.schema) as writer:
-        writer.write_table(table)
+    with fs.open_output_stream(path) as out, ipc.new_file(out, schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
 
 
-def _read(uri: str) -> pa.Table | None:
+def _open(uri: str) -> ipc.RecordBatchFileReader | None:
     fs, path = resolve(uri)
     try:
-        with fs.open_input_file(path) as f:
-            return ipc.open_file(f).read_all()
+        source = pa.memory_map(path) if isinstance(fs, pafs.LocalFileSystem) else fs.open_input_file(path)
     except FileNotFoundError:
         return None
+    return ipc.open_file(source)
+
+
+def _unit_batches(units: QueueUnits, buckets: int) -> tuple[pa.Schema, list[pa.RecordBatch]]:
+    bucket_of_queue = np.array([queue_bucket(t, q, buckets) for t, q in units.queues], dtype=np.int64)
+    bucket = bucket_of_queue[units.queue] if len(units) else np.zeros(0, dtype=np.int64)
+    order = np.argsort(bucket, kind="stable")  # dispatch order kept within a bucket
+    bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
+    columns = [units.queue, units.queue_offset, units.offset, units.size, units.tags_code]
+    sorted_cols = [pa.array(np.ascontiguousarray(c[order])) for c in columns]
+    schema = UNIT_SCHEMA.with_metadata({"queues": json.dumps(units.queues)})
+    batches = [pa.RecordBatch.from_arrays([c.slice(int(a), int(b - a)) for c in sorted_cols], schema=schema)
+               for a, b in zip(bounds[:-1], bounds[1:])]
+    return schema, batches
 
 
 def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, buckets: int) -> None:
-    """Write a split's units (by queue bucket) and index keys.  Idempotent: a retried task
-    overwrites the same files with the same bytes."""
+    """Write a split's units (one batch per queue bucket) and index keys."""
     if res is None:
         return
     units = queue_units(res)
     if len(units):
-        topics = units.topic.dictionary_encode()
-        names = topics.dictionary.to_pylist()
-        codes = topics.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        qids = units.queue_id
-        pair = codes << 32 | (qids.astype(np.int64) & 0xFFFFFFFF)
-        uniq, inverse = np.unique(pair, return_inverse=True)
-        bucket_of_pair = np.array([queue_bucket(names[int(p >> 32)], int(np.int32(p & 0xFFFFFFFF)), buckets)
-                                   for p in uniq], dtype=np.int64)
-        bucket = bucket_of_pair[inverse]
-        table = pa.table({"topic": units.topic, "queue_id": pa.array(qids), "queue_offset": pa.array(units.queue_offset),
-                          "commitlog_offset": pa.array(units.offset), "size": pa.array(units.size),
-                          "tags_code": pa.array(units.tags_code)}, schema=UNIT_SCHEMA)
-        for b in np.unique(bucket):
-            _write(units_path(work_uri, int(b), split_id), table.filter(pa.array(bucket == b)))
-    keys = index_keys(res)
-    if len(keys):
-        ok = res.rec[keys.record, cl.R_STATUS] == cl.Status.DISPATCHED
-        _write(keys_path(work_uri, split_id), pa.table({
-            "record": pa.array(keys.record[ok].astype(np.int32)), "commitlog_offset": pa.array(keys.offset[ok]),
-            "store_timestamp": pa.array(keys.store_ts[ok]), "key_hash": pa.array(keys.key_hash[ok]),
-        }, schema=KEY_SCHEMA))
+        schema, batches = _unit_batches(units, buckets)
+        _write(_units_path(work_uri, split_id), schema, batches)
+    rec = res.rec
+    keyed = np.nonzero((rec[:, cl.R_STATUS] == cl.Status.DISPATCHED) & (rec[:, cl.R_KEY_COUNT] > 0))[0]
+    if len(keyed):
+        counts = rec[keyed, cl.R_KEY_COUNT]
+        offsets = np.zeros(len(keyed) + 1, dtype=np.int32)
+        np.cumsum(counts, out=offsets[1:])
+        # keys of dispatched records lie in walk order, so those of the keyed records are res.key as is
+        hashes = pa.array(to_index_hash(res.key[:, cl.K_HASH]))
+        lists = pa.ListArray.from_arrays(pa.array(offsets), hashes)
+        batch = pa.RecordBatch.from_arrays([pa.array(rec[keyed, cl.R_PHYS]), pa.array(rec[keyed, cl.R_STORE_TS]),
+                                            lists], schema=KEY_SCHEMA)
+        _write(_keys_path(work_uri, split_id), KEY_SCHEMA, [batch])
 
 
-def read_units(work_uri: str, bucket: int, split_id: int) -> pa.Table | None:
-    return _read(units_path(work_uri, bucket, split_id))
+def read_bucket_units(work_uri: str, split_id: int, bucket: int) -> tuple[pa.RecordBatch, list] | None:
+    """A split's units of one queue bucket and the split's queue names, or None without units."""
+    reader = _open(_units_path(work_uri, split_id))
+    if reader is None:
+        return None
+    queues = json.loads(reader.schema.metadata[b"queues"])
+    return reader.get_batch(bucket), queues
 
 
-def read_keys(work_uri: str, split_id: int) -> pa.Table | None:
-    return _read(keys_path(work_uri, split_id))
+class SplitKeys:
+    """A split's keyed records (``commitlog_offset``, ``store_timestamp``) and their keys' hashes
+    (``hashes``; ``counts[i]`` of them belong to record i)."""
+
+    def __init__(self, batch: pa.RecordBatch) -> None:
+        self.offset = batch.column(0).to_numpy()
+        self.store_ts = batch.column(1).to_numpy()
+        lists = batch.column(2)
+        bounds = lists.offsets.to_numpy()
+        self.counts = np.diff(bounds)
+        self.hashes = lists.values.to_numpy()[bounds[0]:bounds[-1]]
 
 
-def drop_split_work(work_uri: str, split_id: int, buckets: int) -> None:
+def read_keys(work_uri: str, split_id: int) -> SplitKeys | None:
+    reader = _open(_keys_path(work_uri, split_id))
+    if reader is None or reader.num_record_batches == 0:
+        return None
+    return SplitKeys(reader.get_batch(0))
+
+
+def drop_split_work(work_uri: str, split_id: int) -> None:
     """Remove a split's work files (before the driver writes the files of its own walk)."""
-    fs, _ = resolve(work_uri)
-    for uri in [keys_path(work_uri, split_id)] + [units_path(work_uri, b, split_id) for b in range(buckets)]:
-        _, path = resolve(uri)
+    for uri in (_units_path(work_uri, split_id), _keys_path(work_uri, split_id)):
+        fs, path = resolve(uri)
         try:
             fs.delete_file(path)
         except FileNotFoundError:

@@ -15,39 +15,26 @@ over units in commitlog order, starting from any queue states carried in from ea
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numba
 import numpy as np
 
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE, segment_name
 
-__all__ = ["QueueState", "new_states", "assign_positions", "build_cq_file", "cq_file_name"]
+__all__ = ["Q_MAX_PHYS", "Q_WRITE_POS", "Q_FIRST_FILE", "Q_BLANK_UNTIL", "Q_LAST_FILE", "new_states", "assign_positions", "build_cq_file", "cq_file_name"]
 
 NOT_STARTED = np.iinfo(np.int64).min
 
 
-@dataclasses.dataclass
-class QueueState:
-    """Append state of one queue: ``maxPhysicOffset``, the write position (logical byte offset,
-    or not started), its first file's start, where that file's blank prefix ends (-1: none), and
-    the start of the newest file the queue created."""
-    max_phys: int = -1
-    write_pos: int = int(NOT_STARTED)
-    first_file: int = -1
-    blank_until: int = -1
-    last_file: int = -1
-
-    @property
-    def started(self) -> bool:
-        return self.write_pos != NOT_STARTED
-
-    def as_row(self) -> list[int]:
-        return [self.max_phys, self.write_pos, self.first_file, self.blank_until, self.last_file]
+# columns of a queue's append state (a row of ``new_states``)
+Q_MAX_PHYS = 0     # maxPhysicOffset: end (offset + size) of the last unit written
+Q_WRITE_POS = 1    # write position: logical byte offset of the next unit, or NOT_STARTED
+Q_FIRST_FILE = 2   # start of the queue's first file
+Q_BLANK_UNTIL = 3  # where the first file's blank prefix ends (-1: none)
+Q_LAST_FILE = 4    # start of the newest file the queue created (getLastMappedFile)
 
 
 def new_states(n: int) -> np.ndarray:
-    """State rows (:class:`QueueState` layout) of ``n`` queues that have no unit yet."""
+    """Append-state rows (columns ``Q_*``) of ``n`` queues that have no unit yet."""
     states = np.full((n, 5), -1, dtype=np.int64)
     states[:, 1] = NOT_STARTED
     return states
@@ -59,32 +46,32 @@ def _assign(queue_idx, offset, size, queue_offset, file_size, states, positions)
     for i in range(queue_idx.shape[0]):
         q = queue_idx[i]
         end = offset[i] + size[i]
-        if end <= states[q, 0]:
+        if end <= states[q, Q_MAX_PHYS]:
             positions[i] = -1  # repeated
             continue
-        expect = queue_offset[i] * 20
-        if states[q, 1] == NOT_STARTED:
+        expect = queue_offset[i] * CQ_UNIT_SIZE
+        if states[q, Q_WRITE_POS] == NOT_STARTED:
             rem = expect % file_size
             if rem < 0:
                 rem += file_size
             first = expect - rem
-            states[q, 2] = first
-            states[q, 1] = first
+            states[q, Q_FIRST_FILE] = first
+            states[q, Q_WRITE_POS] = first
             if track_files:
-                states[q, 4] = first
+                states[q, Q_LAST_FILE] = first
             if queue_offset[i] != 0:
-                states[q, 1] = expect  # fillPreBlank
-                states[q, 3] = expect
-        elif track_files and states[q, 1] == states[q, 4] + file_size:
+                states[q, Q_WRITE_POS] = expect  # fillPreBlank
+                states[q, Q_BLANK_UNTIL] = expect
+        elif track_files and states[q, Q_WRITE_POS] == states[q, Q_LAST_FILE] + file_size:
             # getLastMappedFile creates the next file when the last one is full, before the
             # "repeatedly" check below may skip this unit: the file exists even if it stays empty
-            states[q, 4] = states[q, 1]
-        if queue_offset[i] != 0 and expect < states[q, 1]:
+            states[q, Q_LAST_FILE] = states[q, Q_WRITE_POS]
+        if queue_offset[i] != 0 and expect < states[q, Q_WRITE_POS]:
             positions[i] = -1  # "build consume queue repeatedly"
             continue
-        positions[i] = states[q, 1]
-        states[q, 1] += 20
-        states[q, 0] = end
+        positions[i] = states[q, Q_WRITE_POS]
+        states[q, Q_WRITE_POS] += CQ_UNIT_SIZE
+        states[q, Q_MAX_PHYS] = end
 
 
 def assign_positions(queue_idx: np.ndarray, offset: np.ndarray, size: np.ndarray, queue_offset: np.ndarray,
@@ -95,7 +82,7 @@ def assign_positions(queue_idx: np.ndarray, offset: np.ndarray, size: np.ndarray
         queue_idx: queue number of each unit (index into ``states``), units in dispatch order.
         offset, size, queue_offset: the unit's commitlog offset and size and the record's queueOffset.
         file_size: consume queue file size (a multiple of 20).
-        states: int64 matrix ``[n_queues, 5]`` of :class:`QueueState` rows (:func:`new_states`); updated
+        states: int64 matrix ``[n_queues, 5]`` of ``Q_*`` columns (:func:`new_states`); updated
             in place.  (With 4 columns, the newest created file is not tracked.)
     """
     positions = np.empty(len(queue_idx), dtype=np.int64)
@@ -106,20 +93,29 @@ def assign_positions(queue_idx: np.ndarray, offset: np.ndarray, size: np.ndarray
 
 
 def build_cq_file(file_start: int, file_size: int, positions: np.ndarray, offset: np.ndarray, size: np.ndarray,
-                  tags_code: np.ndarray, blank_until: int = -1, out: np.ndarray | None = None) -> np.ndarray:
+                  tags_code: np.ndarray, blank_until: int = -1, out: np.ndarray | None = None,
+                  trim: bool = False) -> np.ndarray:
     """One consume queue file (uint8 array): units at their positions, blank units before
-    ``blank_until`` if the file holds the queue's blank prefix, zeros elsewhere.  ``out``: a
-    reusable array of at least ``file_size`` bytes to build it in."""
-    if out is None:
-        units = np.zeros(file_size // CQ_UNIT_SIZE, dtype=CQ_UNIT_DTYPE)
-    else:
-        raw = out[:file_size]
-        raw[:] = 0
-        units = raw.view(CQ_UNIT_DTYPE)
+    ``blank_until`` if the file holds the queue's blank prefix, zeros elsewhere.
+
+    Args:
+        out: a reusable array of at least ``file_size`` bytes to build it in.
+        trim: return only the bytes up to the last unit (the rest of the file is zeros): what a
+            writer of sparse files needs, and all of the image that is touched.
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    n_blank = 0
     if blank_until > file_start:
         n_blank = (min(blank_until, file_start + file_size) - file_start) // CQ_UNIT_SIZE
-        units["size"][:n_blank] = CQ_BLANK_SIZE
-    slot = (np.asarray(positions, dtype=np.int64) - file_start) // CQ_UNIT_SIZE
+    slot = (positions - file_start) // CQ_UNIT_SIZE
+    n_units = max(n_blank, int(slot.max()) + 1 if len(slot) else 0) if trim else file_size // CQ_UNIT_SIZE
+    if out is None:
+        units = np.zeros(n_units, dtype=CQ_UNIT_DTYPE)
+    else:
+        raw = out[:n_units * CQ_UNIT_SIZE]
+        raw[:] = 0
+        units = raw.view(CQ_UNIT_DTYPE)
+    units["size"][:n_blank] = CQ_BLANK_SIZE
     units["commitlogOffset"][slot] = offset
     units["size"][slot] = size
     units["tagsCode"][slot] = tags_code

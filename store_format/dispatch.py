@@ -331,12 +331,54 @@ def to_index_hash(java_hash_u32: np.ndarray) -> np.ndarray:
     return out.astype(np.int32)
 
 
+@numba.njit(cache=True, nogil=True)
+def _number_queues(text, origin, starts, lens, qids, table, first, out):
+    """Number the distinct (name bytes, queue id) pairs of the units in order of first appearance:
+    ``out[i]`` = number of unit i's queue, ``first[q]`` = the first unit of queue q.  An open
+    addressing table (FNV-1a of the bytes and the id) compares candidates byte for byte, so equal
+    hashes never merge two queues.  Returns the number of queues."""
+    mask = table.shape[0] - 1
+    for t in range(table.shape[0]):
+        table[t] = -1
+    n_q = 0
+    for i in range(starts.shape[0]):
+        s = starts[i] - origin
+        n = lens[i]
+        h = np.uint64(14695981039346656037) ^ np.uint64(qids[i] & 0xFFFFFFFF)
+        for j in range(n):
+            h = (h ^ np.uint64(text[s + j])) * np.uint64(1099511628211)
+        slot = np.int64(h & np.uint64(mask))
+        while True:
+            q = table[slot]
+            if q < 0:
+                table[slot] = n_q
+                first[n_q] = i
+                out[i] = n_q
+                n_q += 1
+                break
+            f = first[q]
+            if lens[f] == n and qids[f] == qids[i]:
+                fs = starts[f] - origin
+                same = True
+                for j in range(n):
+                    if text[fs + j] != text[s + j]:
+                        same = False
+                        break
+                if same:
+                    out[i] = q
+                    break
+            slot = (slot + 1) & mask
+    return n_q
+
+
 @dataclasses.dataclass
 class QueueUnits:
-    """Consume queue units in dispatch order (record order, then own queue before light queues)."""
+    """Consume queue units in dispatch order (record order; a record's own queue before its light
+    queues).  ``queue[i]`` numbers unit i's queue in ``queues``: (topic as Java decodes it, queue id)
+    — the key under which the broker finds a consume queue (``findConsumeQueue(topic, queueId)``)."""
     record: np.ndarray        # row in the walk's record matrix
-    topic: pa.StringArray     # queue's topic (the light queue's name for LMQ units)
-    queue_id: np.ndarray
+    queue: np.ndarray         # int32 index into ``queues``
+    queues: list[tuple[str, int]]
     offset: np.ndarray
     size: np.ndarray
     tags_code: np.ndarray
@@ -345,24 +387,58 @@ class QueueUnits:
     def __len__(self) -> int:
         return len(self.record)
 
+    @property
+    def queue_id(self) -> np.ndarray:
+        ids = np.array([q for _, q in self.queues], dtype=np.int32)
+        return ids[self.queue] if len(ids) else np.zeros(0, dtype=np.int32)
+
 
 def queue_units(res: WalkResult) -> QueueUnits:
+    """What ``CommitLogDispatcherBuildConsumeQueue`` hands the consume queues for a walk's records:
+    each dispatched record of type not/commit to its own queue, then (multi-dispatch) to each light
+    queue whose offset parsed."""
     rec = res.rec
     own = np.nonzero((rec[:, R_STATUS] == STATUS_DISPATCHED) & ((rec[:, R_FLAGS] & F_CQ) != 0))[0]
     lmq = res.lmq[(res.lmq[:, L_STATUS] == LMQ_OK) & (res.lmq[:, L_NAME_LEN] > 0)]
-    n_own, n_lmq = len(own), len(lmq)
-    record = np.concatenate([own, lmq[:, L_REC]])
-    sub = np.concatenate([np.zeros(n_own, dtype=np.int64), np.arange(1, n_lmq + 1, dtype=np.int64)])
-    order = np.lexsort((sub, record))
-    starts = np.concatenate([rec[own, R_TOPIC_START], lmq[:, L_NAME_START]])[order]
-    lens = np.concatenate([rec[own, R_TOPIC_LEN], lmq[:, L_NAME_LEN]])[order]
-    record = record[order]
-    topic = gather_strings(res.text, res.text_origin, starts, lens)
-    qid = np.concatenate([rec[own, R_QID], lmq[:, L_QID]])[order]
-    qoff = np.concatenate([rec[own, R_QOFF], lmq[:, L_QOFF]])[order]
-    return QueueUnits(record=record, topic=topic, queue_id=qid.astype(np.int32), offset=rec[record, R_PHYS],
+    if len(lmq):
+        record = np.concatenate([own, lmq[:, L_REC]])
+        sub = np.concatenate([np.zeros(len(own), dtype=np.int64), np.arange(1, len(lmq) + 1, dtype=np.int64)])
+        order = np.lexsort((sub, record))
+        record = record[order]
+        starts = np.concatenate([rec[own, R_TOPIC_START], lmq[:, L_NAME_START]])[order]
+        lens = np.concatenate([rec[own, R_TOPIC_LEN], lmq[:, L_NAME_LEN]])[order]
+        qid = np.concatenate([rec[own, R_QID], lmq[:, L_QID]])[order]
+        qoff = np.concatenate([rec[own, R_QOFF], lmq[:, L_QOFF]])[order]
+    else:
+        record, starts, lens = own, rec[own, R_TOPIC_START], rec[own, R_TOPIC_LEN]
+        qid, qoff = rec[own, R_QID], rec[own, R_QOFF]
+    n = len(record)
+    table = np.empty(1 << max(4, int(2 * max(n, 1)).bit_length()), dtype=np.int64)
+    first = np.empty(max(n, 1), dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    text = np.asarray(res.text, dtype=np.uint8)
+    n_q = _number_queues(text, np.int64(res.text_origin), np.ascontiguousarray(starts, dtype=np.int64),
+                         np.ascontiguousarray(lens, dtype=np.int64), np.ascontiguousarray(qid, dtype=np.int64),
+                         table, first, queue)
+    # the broker keys queues by the decoded topic: byte strings that decode alike (malformed UTF-8
+    # becomes U+FFFD) are one queue
+    queues: list[tuple[str, int]] = []
+    number: dict[tuple[str, int], int] = {}
+    remap = np.empty(n_q, dtype=np.int64)
+    for q in range(n_q):
+        f = int(first[q])
+        s = int(starts[f]) - res.text_origin
+        name = java_utf8_decode(text[s:s + int(lens[f])])
+        k = (name, int(qid[f]))
+        if k not in number:
+            number[k] = len(queues)
+            queues.append(k)
+        remap[q] = number[k]
+    if len(queues) != n_q:
+        queue = remap[queue]
+    return QueueUnits(record=record, queue=queue.astype(np.int32), queues=queues, offset=rec[record, R_PHYS],
                       size=rec[record, R_TOTAL].astype(np.int32), tags_code=rec[record, R_TAGS_CODE],
-                      queue_offset=qoff)
+                      queue_offset=np.asarray(qoff, dtype=np.int64))
 
 
 @dataclasses.dataclass

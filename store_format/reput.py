@@ -158,14 +158,14 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
         # consume queues
         units = queue_units(res)
         if len(units):
-            qidx = np.empty(len(units), dtype=np.int64)
-            topics = units.topic.to_pylist()
-            for j, key in enumerate(zip(topics, units.queue_id.tolist())):
+            global_of = np.empty(len(units.queues), dtype=np.int64)
+            for j, key in enumerate(units.queues):
                 q = queues.get(key)
                 if q is None:
                     q = queues[key] = len(queues)
                     states = np.vstack([states, new_states(1)])
-                qidx[j] = q
+                global_of[j] = q
+            qidx = global_of[units.queue]
             pos = assign_positions(qidx, units.offset, units.size, units.queue_offset, cq_size, states)
             kept = pos >= 0
             for q in np.unique(qidx[kept]):
