@@ -1,0 +1,380 @@
+"""The broker's commitlog recovery at restart, as a plan: where the commitlog ends after it.
+
+A broker that starts on a store first recovers the commitlog, then lets the reput (or, in 5.x, the
+recovery itself) dispatch records to ``consumequeue/`` and ``index/``.  Recovery walks records from a
+chosen segment and stops at the first one it cannot accept; the commitlog is cut there and every
+later segment is deleted.  :func:`plan_recovery` computes that cut without touching the store, so a
+rebuild can read the commitlog only as far as a restarted broker would keep it.
+
+Mirrors (rocketmq-all-4.9.8 and rocketmq-all-5.3.3, ``store/``):
+
+* ``DefaultMessageStore.load``: ``lastExitOK = !isTempFileExist()`` (the ``abort`` file a running broker
+  keeps and deletes at a clean shutdown); the ``StoreCheckpoint`` is read; ``recover(lastExitOK)`` calls
+  ``CommitLog.recoverNormally`` or ``CommitLog.recoverAbnormally`` with ``maxPhyOffsetOfConsumeQueue``
+  (the largest ``offset + size`` of the consume queues loaded; ``-1`` when ``consumequeue/`` is empty or
+  deleted).
+* Which segment the walk starts at:
+
+  - 4.9.8 ``recoverNormally``: the third segment from the end (``mappedFiles.size() - 3``, at least 0);
+  - 5.3.3 ``recoverNormally``: the last segment whose base offset is ``<= maxPhyOffsetOfConsumeQueue``,
+    else the first (with consume queues deleted: the first segment, so the whole commitlog is checked);
+  - both ``recoverAbnormally``: from the last segment backwards, the first whose
+    ``isMappedFileMatchedRecover`` holds, else the first segment.  ``isMappedFileMatchedRecover`` reads
+    the segment's first record: its magic code must be a record's (4.9.8: V1 only; 5.3.3: V1 or V2), its
+    store timestamp not 0 and ``<= StoreCheckpoint.getMinTimestamp()`` (``min(physicMsgTimestamp,
+    logicsMsgTimestamp) - 3000``, at least 0), or ``<= getMinTimestampIndex()`` (that and
+    ``indexMsgTimestamp``) when ``messageIndexEnable && messageIndexSafe``.  A missing ``checkpoint``
+    reads as zeros, so no segment matches and the walk starts at the first segment.
+
+* What is checked: each record with ``checkMessageAndReturnSize(buffer, checkCRC=checkCRCOnRecover,
+  readBody=true)`` (``checkCRCOnRecover`` defaults to true in both versions; 5.3.3 with
+  ``forceVerifyPropCRC=true`` checks a CRC property instead, not reproduced).  The walk stops at the first
+  result that is not a success: an unreadable record or zeros (-1), a bad magic code (-1), a body whose
+  ``UtilAll.crc32`` differs from bodyCRC (-1; only bodies of length > 0 are checked), a totalSize that
+  differs from the fields (``DispatchRequest(totalSize, false)``: 5.3.3 logs "found a half message").
+  A blank record moves it to the next segment; after the last segment it ends.  The stop position is
+  ``processOffset``; recovery never skips a bad record.
+* ``MappedFileQueue.truncateDirtyFiles(processOffset)``: a segment holding ``processOffset`` (base
+  ``<=`` it, end ``>`` it) keeps its bytes but its write position becomes ``processOffset``; every
+  segment whose base is above ``processOffset`` is destroyed (deleted).  The bytes after the cut stay in
+  the kept segment until new messages overwrite them; the broker reads nothing past the cut.
+
+After recovery (consume queues and index deleted, as for a rebuild), what a restart dispatches:
+
+* 4.9.8 normal: nothing during recovery; ``start()`` sets ``reputFromOffset`` to the commitlog's minimum
+  offset and the reput walks ``[first segment, processOffset)`` with its own rules (unreadable records
+  skip the rest of their segment, etc.);
+* 4.9.8 abnormal: ``recoverAbnormally`` dispatches every record it accepts, from ``checked_from`` to
+  ``processOffset``; ``start()`` then sets ``reputFromOffset`` to the largest consume queue offset, so
+  records before ``checked_from`` are never dispatched;
+* 5.3.3 normal and abnormal: recovery dispatches the records it accepts (``onCommitLogDispatch``; normal:
+  those above ``maxPhyOffsetOfConsumeQueue``); ``start()`` sets ``reputFromOffset`` to
+  ``getConfirmOffset()``, the commitlog's max offset (unless ``recheckReputOffsetFromCq=true``), so the
+  reput adds nothing.
+
+:attr:`RecoveryPlan.dispatch_from` is where that dispatch starts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+import numpy as np
+import pyarrow.fs as pafs
+
+from . import commitlog as cl
+from .config import BrokerConfig
+from .crc import body_crc_spans
+from .errors import UnsupportedConfigError
+from .filedump import Checkpoint, classify_unreadable, parse_checkpoint
+from .layout import (
+    BORN_HOST_OFFSET,
+    CHECKPOINT_SIZE,
+    HOST_V4_LEN,
+    HOST_V6_LEN,
+    MAGIC_V1,
+    MAGIC_V2,
+    OFF_MAGIC,
+    OFF_SYSFLAG,
+    SYSFLAG_BORNHOST_V6,
+)
+from .reput import next_reput_offset, resolve_broker_version
+from .store import Segment, StoreLocation
+
+__all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "DEFAULT_WINDOW"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WINDOW = 16 << 20  # commitlog bytes per walk: bounds the walk's output arrays
+_WINDOW_MARGIN = 1 << 20
+
+MODE_NORMAL = "normal"
+MODE_ABNORMAL = "abnormal"
+
+
+@dataclasses.dataclass(frozen=True)
+class RecoveryPlan:
+    """Where a restarted broker's commitlog recovery cuts the commitlog (see the module docstring).
+
+    Attributes:
+        mode: ``normal`` (clean shutdown: no ``abort`` file) or ``abnormal``.
+        process_offset: global commitlog offset where the recovered data ends (the broker's max
+            physical offset after recovery).
+        checked_from: base offset of the first segment recovery walked.
+        kept_segments: segments that remain; later ones are deleted by ``truncateDirtyFiles``.
+        discarded_bytes: bytes of the records after ``process_offset`` that the reput would have found
+            (what a rebuild without recovery reads there); zero fill is not counted.
+        discarded_messages: those records (dispatched or not, e.g. a size mismatch), counted as the
+            reput's walk finds them from ``process_offset`` on (it skips the rest of a segment after an
+            unreadable record).
+        reason: why recovery stopped there.
+        broker_version: ``4`` (4.9.x rules) or ``5`` (5.x rules).
+        check_crc: whether bodies were checked (``checkCRCOnRecover``).
+        dispatch_from: commitlog offset from which a restart with ``consumequeue/`` and ``index/``
+            deleted dispatches records (the first segment's base, or ``checked_from`` where recovery
+            itself dispatches and the reput then starts at the end).
+        stop_kind: ``end_of_data``, ``crc_mismatch``, ``bad_magic``, ``size_mismatch``, ``unreadable``,
+            ``blank_in_last_segment`` or ``segment_end``.
+        segments: segments in the store before recovery.
+    """
+    mode: str
+    process_offset: int
+    checked_from: int
+    kept_segments: int
+    discarded_bytes: int
+    discarded_messages: int
+    reason: str
+    broker_version: str = "4"
+    check_crc: bool = True
+    dispatch_from: int = 0
+    stop_kind: str = "end_of_data"
+    segments: int = 0
+
+    @property
+    def deleted_segments(self) -> int:
+        return self.segments - self.kept_segments
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["deleted_segments"] = self.deleted_segments
+        return d
+
+    def render(self) -> str:
+        line = (f"recovery ({self.mode}, {'5.x' if self.broker_version == '5' else '4.9.x'} rules, CRC "
+                f"{'checked' if self.check_crc else 'not checked'}): checked from offset {self.checked_from}, "
+                f"commitlog ends at {self.process_offset}: {self.reason}")
+        if self.discarded_messages or self.deleted_segments:
+            line += (f"; a restart discards {self.discarded_messages} records ({self.discarded_bytes} bytes) and "
+                     f"deletes {self.deleted_segments} of {self.segments} segments")
+        return line
+
+
+def _extra_setting(config: BrokerConfig, name: str, default: bool) -> bool:
+    """A ``MessageStoreConfig`` setting :class:`BrokerConfig` may not carry (default: the broker's)."""
+    value = getattr(config, name, default)
+    return value if isinstance(value, bool) else str(value).strip().lower() == "true"
+
+
+def _read_checkpoint(store: StoreLocation) -> Checkpoint:
+    path = f"{store.root}/checkpoint"
+    info = store.fs.get_file_info(path)
+    if info.type != pafs.FileType.File:
+        return Checkpoint()
+    with store.fs.open_input_file(path) as f:
+        return parse_checkpoint(f.read_at(min(int(info.size or 0), CHECKPOINT_SIZE), 0))
+
+
+def _first_record_matches(store: StoreLocation, seg: Segment, accept_v2: bool, min_ts: int) -> bool:
+    """``CommitLog.isMappedFileMatchedRecover``: the segment's first record has a record's magic code, a
+    store timestamp that is not 0 and is at most ``min_ts``."""
+    with store.reader(seg) as read:
+        head = bytes(read(0, min(seg.size, BORN_HOST_OFFSET + HOST_V6_LEN + 8)))
+    if len(head) < BORN_HOST_OFFSET + HOST_V4_LEN + 8:
+        return False
+    magic = int.from_bytes(head[OFF_MAGIC:OFF_MAGIC + 4], "big", signed=True)
+    if magic != MAGIC_V1 and not (accept_v2 and magic == MAGIC_V2):
+        return False
+    sysflag = int.from_bytes(head[OFF_SYSFLAG:OFF_SYSFLAG + 4], "big", signed=True)
+    at = BORN_HOST_OFFSET + (HOST_V6_LEN if sysflag & SYSFLAG_BORNHOST_V6 else HOST_V4_LEN)
+    if len(head) < at + 8:
+        return False
+    store_ts = int.from_bytes(head[at:at + 8], "big", signed=True)
+    return store_ts != 0 and store_ts <= min_ts
+
+
+def recovery_start_index(store: StoreLocation, config: BrokerConfig, *, abnormal: bool,
+                         checkpoint: Checkpoint, max_phy_offset_of_consume_queue: int = -1) -> int:
+    """Index (in ``store.segments``) of the segment recovery starts walking at (module docstring)."""
+    segs = store.segments
+    is_5x = config.is_5x
+    if abnormal:
+        safe = config.messageIndexEnable and _extra_setting(config, "messageIndexSafe", False)
+        min_ts = checkpoint.min_timestamp_index if safe else checkpoint.min_timestamp
+        for i in range(len(segs) - 1, -1, -1):
+            if _first_record_matches(store, segs[i], is_5x, min_ts):
+                return i
+        return 0
+    if not is_5x:
+        return max(len(segs) - 3, 0)
+    i = len(segs) - 1
+    while i > 0 and segs[i].base > max_phy_offset_of_consume_queue:
+        i -= 1
+    return i
+
+
+@dataclasses.dataclass
+class _Stop:
+    offset: int
+    kind: str
+    reason: str
+
+
+def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool) -> _Stop | None:
+    """The first record of a walk that ``checkMessageAndReturnSize(checkCRC, readBody=true)`` does not
+    accept, in the order the method tests: magic code (4.9 reads V1 only), the body read into a
+    ``totalSize`` buffer, the body CRC, then totalSize against the fields."""
+    rec = res.rec
+    if len(rec) == 0:
+        return None
+    body_len = rec[:, cl.R_BODY_LEN]
+    total = rec[:, cl.R_TOTAL]
+    v2 = (rec[:, cl.R_TOPIC_START] - rec[:, cl.R_BODY_START] - np.maximum(body_len, 0)) == 2
+    bad_v2 = v2 if not is_5x else np.zeros(len(rec), dtype=bool)
+    body_overflow = body_len > total  # byteBuffer.get(bytesContent[totalSize], 0, bodyLen) throws
+    crc_bad = np.zeros(len(rec), dtype=bool)
+    computed = None
+    if check_crc:
+        computed = body_crc_spans(np.asarray(res.text, dtype=np.uint8), res.text_origin, rec[:, cl.R_BODY_START],
+                                  np.where(body_len > 0, body_len, 0))
+        crc_bad = (body_len > 0) & ~body_overflow & (computed != rec[:, cl.R_CRC].astype(np.int32))
+    mismatch = rec[:, cl.R_STATUS] != cl.Status.DISPATCHED
+    bad = bad_v2 | body_overflow | crc_bad | mismatch
+    if not bad.any():
+        return None
+    i = int(np.argmax(bad))
+    pos = int(rec[i, cl.R_POS])
+    off = seg.base + pos
+    where = f"offset {off} (segment {seg.name} position {pos})"
+    if bad_v2[i]:
+        return _Stop(off, "bad_magic", f"a V2 record (magic 0xDAA320AB) at {where}: 4.9 reads V1 records only")
+    if body_overflow[i]:
+        return _Stop(off, "unreadable", f"unreadable record at {where}: bodyLength {int(body_len[i])} is above "
+                                        f"totalSize {int(total[i])}")
+    if crc_bad[i]:
+        assert computed is not None
+        return _Stop(off, "crc_mismatch", f"body CRC mismatch at {where}: bodyCRC {int(np.int32(rec[i, cl.R_CRC]))}, "
+                                          f"body gives {int(computed[i])}")
+    return _Stop(off, "size_mismatch", f"totalSize {int(total[i])} at {where} differs from the "
+                                       f"{int(rec[i, cl.R_STRUCT])} bytes its fields give")
+
+
+def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, check_crc: bool,
+                   window: int) -> _Stop:
+    """Walk segments from ``store.segments[first]`` as ``recoverNormally``/``recoverAbnormally`` do and
+    return where they stop (``processOffset``)."""
+    segs = store.segments
+    scratch = cl.Scratch()
+    is_5x = config.is_5x
+    index = first
+    while True:
+        seg = segs[index]
+        state = cl.WalkState.at_slice_start(0, seg.size)
+        with store.reader(seg) as read:
+            while True:
+                split_end = min(state.bufpos + window, seg.size + 1)
+                res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=window + _WINDOW_MARGIN,
+                                    keep_text=True, scratch=scratch)
+                stop = _check_rows(res, seg, check_crc=check_crc, is_5x=is_5x)
+                if stop is not None:
+                    return stop
+                state = res.state
+                if res.stop != cl.Stop.SPLIT_END:
+                    break
+            pos = state.bufpos
+            if res.stop == cl.Stop.BLANK:
+                if index + 1 >= len(segs):
+                    return _Stop(seg.base + pos, "blank_in_last_segment",
+                                 f"blank record at offset {seg.base + pos} ends the last segment {seg.name}")
+                index += 1
+                continue
+            if res.stop == cl.Stop.SLICE_END or pos >= seg.size:
+                return _Stop(seg.base + pos, "segment_end",
+                             f"segment {seg.name} is full to its last byte without a blank record; the next read "
+                             "fails and recovery ends there")
+            why = classify_unreadable(read, seg.size, pos, accept_v2=is_5x)
+        where = f"offset {seg.base + pos} (segment {seg.name} position {pos})"
+        if why.kind == "end_of_data":
+            return _Stop(seg.base + pos, "end_of_data", f"end of data at {where}")
+        if why.kind == "bad_magic":
+            return _Stop(seg.base + pos, "bad_magic", f"bad magic code {why.as_dict()['magic']} at {where}")
+        return _Stop(seg.base + pos, "unreadable", f"unreadable record at {where}: {why.detail}")
+
+
+def _reput_records_from(store: StoreLocation, config: BrokerConfig, offset: int, window: int) -> tuple[int, int]:
+    """Records (and their bytes) the reput's walk finds from commitlog ``offset`` to the end of the store
+    (:func:`store_format.reput.next_reput_offset` between slices)."""
+    scratch = cl.Scratch()
+    records = nbytes = 0
+    reput = offset
+    while True:
+        seg = store.segment_at(reput)
+        if seg is None:
+            break
+        state = cl.WalkState.at_slice_start(reput - seg.base, seg.size)
+        with store.reader(seg) as read:
+            while True:
+                split_end = min(state.bufpos + window, seg.size + 1)
+                res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=window + _WINDOW_MARGIN,
+                                    keep_text=False, scratch=scratch)
+                records += len(res.rec)
+                nbytes += int(res.rec[:, cl.R_STRUCT].sum()) if len(res.rec) else 0
+                state = res.state
+                if res.stop != cl.Stop.SPLIT_END:
+                    break
+        if res.stop == cl.Stop.LIMIT:
+            break
+        nxt = next_reput_offset(seg, state, res.stop, seg.size, config.is_master)
+        if nxt is None or nxt <= reput:
+            break
+        reput = nxt
+    return records, nbytes
+
+
+def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool | None = None,
+                  checkpoint: bytes | None = None, check_crc: bool | None = None,
+                  max_phy_offset_of_consume_queue: int = -1, window: int = DEFAULT_WINDOW) -> RecoveryPlan:
+    """Where a restart of the broker on ``store`` would cut the commitlog, and what it would discard.
+
+    Args:
+        store: the store (its segments; ``abort`` and ``checkpoint`` files are read from its root).
+        config: broker settings: ``brokerVersion`` (``auto`` is detected from the records) picks the
+            4.9.x or 5.x rules; ``checkCRCOnRecover``/``messageIndexSafe`` are read if the config has them
+            (else the broker's defaults, true/false); ``brokerId`` decides the reput's walk used for the
+            discarded counts.
+        abnormal: None: as the broker decides, from the ``abort`` file (present: the last shutdown was
+            not clean).
+        checkpoint: the ``checkpoint`` file's bytes (None: the store's file, or zeros without one).
+        check_crc: overrides ``checkCRCOnRecover``.
+        max_phy_offset_of_consume_queue: the largest ``offset + size`` in the consume queues the broker
+            loads; -1 (default) is a store whose ``consumequeue/`` was deleted, as before a rebuild
+            (only the 5.x normal recovery uses it).
+        window: commitlog bytes decoded at a time.
+    Returns:
+        A :class:`RecoveryPlan`.
+    Raises:
+        UnsupportedConfigError: 5.x with ``forceVerifyPropCRC=true`` (a whole-record CRC property is checked
+            instead of the body CRC; not reproduced).
+
+    Example:
+        >>> plan = plan_recovery(open_store("store", config), config)  # doctest: +SKIP
+        >>> plan.process_offset, plan.reason  # doctest: +SKIP
+        (1073741824, 'end of data at offset 1073741824 ...')
+    """
+    config = resolve_broker_version(store, config)
+    is_5x = config.is_5x
+    if abnormal is None:
+        abnormal = store.broker_may_be_running()
+    cp = parse_checkpoint(checkpoint) if checkpoint is not None else _read_checkpoint(store)
+    crc = _extra_setting(config, "checkCRCOnRecover", True) if check_crc is None else bool(check_crc)
+    if crc and is_5x and _extra_setting(config, "forceVerifyPropCRC", False):
+        raise UnsupportedConfigError(
+            "forceVerifyPropCRC=true: a 5.x broker then checks a CRC32 property over the whole record at "
+            "recovery, which this project does not reproduce; plan without it (checkCRCOnRecover=false) or "
+            "let the broker recover")
+    first = recovery_start_index(store, config, abnormal=abnormal, checkpoint=cp,
+                                 max_phy_offset_of_consume_queue=max_phy_offset_of_consume_queue)
+    segs = store.segments
+    checked_from = segs[first].base
+    stop = _recovery_walk(store, first, config, check_crc=crc, window=window)
+    process_offset = stop.offset
+    kept = sum(1 for s in segs if s.base <= process_offset)
+    records, nbytes = _reput_records_from(store, config, process_offset, window)
+    dispatch_from = segs[0].base if (not is_5x and not abnormal) else checked_from
+    plan = RecoveryPlan(
+        mode=MODE_ABNORMAL if abnormal else MODE_NORMAL, process_offset=process_offset, checked_from=checked_from,
+        kept_segments=kept, discarded_bytes=nbytes, discarded_messages=records, reason=stop.reason,
+        broker_version="5" if is_5x else "4", check_crc=crc, dispatch_from=dispatch_from, stop_kind=stop.kind,
+        segments=len(segs))
+    log.info("%s", plan.render())
+    return plan
