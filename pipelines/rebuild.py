@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
-from store_format.indexfile import index_file_names, index_file_pieces
+from store_format.indexfile import index_file_names_checked, index_file_pieces
 from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, load_config_for, open_store
 from store_format.timeutil import zone
@@ -31,6 +31,7 @@ from .build import RESULT_SCHEMA, BuildTask, index_part_name, write_file
 from .chain import carry_index_state, chain_splits, index_file_parts
 from .commit import StagedOutput
 from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
+from .preflight import preflight
 from .scan import ROW_RECORD, ROW_TRAILER, ScanTask, record_schema, records_batch, split_summary, walk_split
 from .session import build_spark_session, spark_schema
 from .workfiles import drop_split_work, write_split_work
@@ -198,7 +199,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                       "crashed); segments still being written can change under the scan")
     splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
     staged = StagedOutput(out, run_id, overwrite=overwrite)
-    staged.check_target()
+    staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
+    preflight(st, config, out)
     if engine not in ("spark", "local"):
         raise ValueError(f"engine must be 'spark' or 'local', not {engine!r}")
     if engine == "local" and tables is not None:
@@ -211,6 +213,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     buckets = max(1, min(4 * parallelism, 512))
     work_uri = f"{staged.staging_uri}/_work"
     scanned: DataFrame | None = None
+    index_anomalies: list[dict] = []
     try:
         staged.prepare()
         progress.stage("scan", f"{len(st.segments)} segments, {st.total_bytes() / 1e6:,.1f} MB, {len(splits)} splits")
@@ -284,7 +287,12 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                                          prev_end_ts=prev_ts, empty_index_count=config.empty_index_count)
                 write_file(staged.staging_uri, index_part_name(n_files), data)
                 index_files.append((n_files, prev_ts if prev_ts > 0 else (index_totals["first_store_ts"] or 0)))
-            names = index_file_names([ts for _, ts in index_files], zone(tz))
+            names, clamped = index_file_names_checked([ts for _, ts in index_files], zone(tz))
+            for pos in clamped:
+                index_anomalies.append({
+                    "kind": "store_timestamp_out_of_range", "segment": None, "position": None,
+                    "detail": f"index file {names[pos]} starts with store timestamp {index_files[pos][1]}, outside "
+                              "the years 1970..9999; its name was clamped (the bytes are as the broker writes them)"})
             for (file_no, _), name in zip(index_files, names):
                 staged.rename_staged(index_part_name(file_no), f"index/{name}")
         staged.drop_work()
@@ -314,7 +322,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     finally:
         if scanned is not None and details:
             scanned.unpersist()
-    anomalies = list(chain.anomalies)
+    anomalies = list(chain.anomalies) + index_anomalies
     for e in chain.entries:
         if e.summary.get("mismatched"):
             anomalies.append({"kind": "size_mismatch", "segment": e.split.segment, "position": e.split.start,

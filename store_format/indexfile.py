@@ -28,7 +28,7 @@ from .layout import (INDEX_ENTRY_DTYPE, INDEX_ENTRY_SIZE, INDEX_HEADER_DTYPE, IN
 __all__ = [
     "accepted_by_index", "build_index_file", "build_index_array", "index_file_pieces", "IndexHeader", "read_header",
     "select_phy_offsets",
-    "index_file_names",
+    "index_file_names", "index_file_names_checked",
 ]
 
 
@@ -217,14 +217,52 @@ def select_phy_offsets(data: bytes | memoryview | np.ndarray, key: str, *, max_h
 
 def index_file_names(first_store_ts: list[int], tz: _dt.tzinfo = _dt.timezone.utc) -> list[str]:
     """``yyyyMMddHHmmssSSS`` names from each file's first store time, made strictly increasing
-    (+1 ms where needed) so that the broker, which sorts index files by name, keeps their order."""
+    (+1 ms where needed) so that the broker, which sorts index files by name, keeps their order.
+    Store times a name cannot show are clamped: see :func:`index_file_names_checked`."""
+    return index_file_names_checked(first_store_ts, tz)[0]
+
+
+def index_file_names_checked(first_store_ts: list[int],
+                             tz: _dt.tzinfo = _dt.timezone.utc) -> tuple[list[str], list[int]]:
+    """:func:`index_file_names`, and the positions whose store time was out of range.
+
+    The broker names an index file by the wall-clock time it creates it (``IndexService.
+    getAndCreateLastIndexFile``, ``UtilAll.timeMillisToHumanString``) and never parses a record's
+    store timestamp, so a corrupt or far-future timestamp must not stop a rebuild: a time before
+    1970 or past 9999-12-31 23:59:59.999 (in ``tz``, and in UTC) is clamped into that range.  Names
+    are then made strictly increasing as ``tz`` local times (+1 ms after a name not above the
+    previous one, which also keeps the order across a daylight-saving fall-back), and names that
+    would pass the last representable millisecond are pulled back, one millisecond apart, so they
+    stay valid, unique and in order.
+
+    Returns:
+        The names in file order, and the (sorted) positions of the files whose first store time lay
+        outside the representable range (report them as anomalies).
+    """
+    epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    one_ms = _dt.timedelta(milliseconds=1)
+    top = _dt.datetime(9999, 12, 31, 23, 59, 59, 999000)
+    naive_epoch = _dt.datetime(1970, 1, 1)
+    # the last millisecond whose local and UTC times are both datetimes
+    max_ms = min((top.replace(tzinfo=tz) - epoch) // one_ms, (top.replace(tzinfo=_dt.timezone.utc) - epoch) // one_ms)
+    top_local = (top - naive_epoch) // one_ms
+    local_ms: list[int] = []  # local wall time of each name, as ms since 1970-01-01T00:00 local
+    clamped: list[int] = []
+    for i, ts in enumerate(first_store_ts):
+        t = int(ts)
+        if t < 0 or t > max_ms:
+            clamped.append(i)
+            t = min(max(t, 0), max_ms)
+        local = ((epoch + t * one_ms).astimezone(tz).replace(tzinfo=None) - naive_epoch) // one_ms
+        if local_ms and local <= local_ms[-1]:
+            local = local_ms[-1] + 1
+        local_ms.append(local)
+    limit = top_local
+    for i in range(len(local_ms) - 1, -1, -1):
+        local_ms[i] = min(local_ms[i], limit)
+        limit = local_ms[i] - 1
     names = []
-    last = None
-    for ts in first_store_ts:
-        t = max(int(ts), 0)
-        if last is not None and t <= last:
-            t = last + 1
-        last = t
-        stamp = _dt.datetime.fromtimestamp(t / 1000, tz)
-        names.append(stamp.strftime("%Y%m%d%H%M%S") + f"{t % 1000:03d}")
-    return names
+    for n in local_ms:
+        stamp = naive_epoch + n * one_ms
+        names.append(stamp.strftime("%Y%m%d%H%M%S") + f"{stamp.microsecond // 1000:03d}")
+    return names, clamped

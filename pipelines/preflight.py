@@ -1,0 +1,231 @@
+"""Checks made before a rebuild does any work: the output location, and whether its free space can
+hold what the rebuild writes.
+
+The broker settings themselves are checked when they are read (:mod:`store_format.config`: every
+broker.conf line, values a broker cannot use such as index files over 2 GiB), the command line
+options by their argparse types (:mod:`pipelines.cli`); this module adds what needs the store and
+the output together.
+
+Space.  A rebuild writes, under ``OUT/.rebuild-staging-<run>/``, every consume queue file and index
+file in full (as the broker's ``MappedFile`` does) plus intermediate work files, before moving them
+into place; previous outputs (``--overwrite``) stay until then.  Two figures come from a short
+sample of the store (the first 4 MiB of up to four segments, walked like the reput does):
+
+* ``minimum`` — what the rebuild certainly writes: the reput starts at the first segment's first
+  record, so every queue seen in that sample gets at least one consume queue file of
+  ``cq_file_size`` bytes, and the first dispatched record creates an index file of
+  ``index_file_size(maxHashSlotNum, maxIndexNum)`` bytes (``IndexService.buildIndex`` →
+  ``getAndCreateLastIndexFile``), one more for each ``maxIndexNum - 1`` keys seen.  More than the free
+  space: refused (exit 2) with both numbers.
+* ``estimate`` — the sample's consume queue units and index keys per byte, extrapolated to the
+  store's data (the last segment up to where its data ends), spread over the queues seen, in whole
+  files, plus work files.  More than the free space: a warning (an extrapolation may be wrong).
+
+Free space is read with ``shutil.disk_usage`` on the nearest existing folder of a local ``OUT``;
+for ``hdfs://``/``s3://`` outputs the check is skipped with a log line.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+
+import numpy as np
+import pyarrow.fs as pafs
+
+from store_format import commitlog as cl
+from store_format.config import BrokerConfig
+from store_format.errors import StoreError, StoreLayoutError
+from store_format.layout import (
+    CQ_UNIT_SIZE,
+    SYSFLAG_TRANSACTION_MASK,
+    TRANSACTION_COMMIT,
+    TRANSACTION_NOT,
+    TRANSACTION_ROLLBACK,
+    index_file_size,
+)
+from store_format.store import StoreLocation, resolve
+
+__all__ = ["preflight", "SpaceEstimate", "estimate_output", "InsufficientSpaceError"]
+
+log = logging.getLogger(__name__)
+
+SAMPLE_BYTES = 4 << 20
+SAMPLE_SEGMENTS = 4
+# intermediate work files per consume queue unit and per index key (measured: ~35 bytes per item
+# on the 4 GiB bench); they live beside the outputs until the build stage ends
+WORK_BYTES_PER_ITEM = 48
+
+
+class InsufficientSpaceError(StoreLayoutError):
+    """The output's file system cannot hold what the rebuild certainly writes."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SpaceEstimate:
+    """Bytes a rebuild writes under ``OUT`` (see the module docstring)."""
+    minimum: int               # certainly written (if the store's first record is readable)
+    estimate: int | None       # extrapolated from the sample (None: nothing readable sampled)
+    minimum_detail: str
+    estimate_detail: str
+
+
+@dataclasses.dataclass
+class _Sample:
+    bytes: int = 0
+    units: int = 0
+    keys: int = 0
+    dispatched: int = 0
+    queues: set = dataclasses.field(default_factory=set)
+
+
+def _walk_sample(store: StoreLocation, seg_index: int, config: BrokerConfig) -> _Sample:
+    """Walk the first :data:`SAMPLE_BYTES` of a segment from its start (where a record begins)."""
+    seg = store.segments[seg_index]
+    window = min(SAMPLE_BYTES, seg.size)
+    with store.reader(seg) as read:
+        res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(0, seg.size), window, config,
+                            window=window)
+    rec = res.rec
+    sample = _Sample(bytes=max(int(res.state.bufpos), 1))
+    ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
+    tx = rec[:, cl.R_SYSFLAG] & SYSFLAG_TRANSACTION_MASK
+    to_cq = ok & ((tx == TRANSACTION_NOT) | (tx == TRANSACTION_COMMIT))
+    indexed = ok & (tx != TRANSACTION_ROLLBACK)
+    sample.dispatched = int(ok.sum())
+    sample.units = int(to_cq.sum())
+    keys = getattr(res, "key", None)
+    if keys is not None and len(keys):
+        # keys of records the index takes: not rolled back, and at or above the highest commitlog
+        # offset of an earlier record with keys (IndexService.buildIndex's endPhyOffset check)
+        key_rec = keys[:, cl.K_REC].astype(np.int64)
+        with_keys = np.unique(key_rec)
+        with_keys = with_keys[indexed[with_keys]]
+        phys = rec[with_keys, cl.R_PHYS]
+        running = np.maximum.accumulate(np.concatenate([[0], phys[:-1]]))
+        taken = with_keys[phys >= running]
+        sample.keys = int(np.isin(key_rec, taken).sum())
+    text = np.asarray(res.text, dtype=np.uint8)
+    for i in np.nonzero(to_cq)[0]:
+        start = int(rec[i, cl.R_TOPIC_START]) - res.text_origin
+        topic = text[start:start + int(rec[i, cl.R_TOPIC_LEN])].tobytes()
+        sample.queues.add((topic, int(rec[i, cl.R_QID])))
+    return sample
+
+
+def _data_end(store: StoreLocation, seg_index: int, probe: int = 4096) -> int:
+    """Where the data of a segment ends, assuming (as the broker writes) data then zeros: a binary
+    search for the first all-zero probe.  An estimate: a long run of zeros inside a body misleads it."""
+    seg = store.segments[seg_index]
+    lo, hi = 0, seg.size
+    with store.reader(seg) as read:
+        while hi - lo > probe:
+            mid = (lo + hi) // 2 // probe * probe
+            if mid <= lo:
+                break
+            if any(bytes(read(mid, probe))):
+                lo = mid
+            else:
+                hi = mid
+    return hi
+
+
+def estimate_output(store: StoreLocation, config: BrokerConfig) -> SpaceEstimate:
+    """Bytes the rebuild of ``store`` writes under the output (see the module docstring)."""
+    n = len(store.segments)
+    picks = sorted({0, *np.linspace(0, n - 1, min(SAMPLE_SEGMENTS, n)).round().astype(int).tolist()})
+    samples = {i: _walk_sample(store, i, config) for i in picks}
+    idx_size = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
+    cap = config.index_entries_per_file
+    cq_size = config.cq_file_size
+    first = samples[0]
+    min_index_files = (max(1, -(-first.keys // cap)) if config.messageIndexEnable and first.dispatched else 0)
+    minimum = len(first.queues) * cq_size + min_index_files * idx_size
+    minimum_detail = (f"{len(first.queues)} consume queue file(s) of {cq_size:,} bytes for the queues of the first "
+                      f"records, {min_index_files} index file(s) of {idx_size:,} bytes")
+    sampled = sum(s.bytes for s in samples.values())
+    if not any(s.dispatched for s in samples.values()):
+        return SpaceEstimate(minimum, None, minimum_detail, "no readable record in the sample")
+    data = sum(seg.size for seg in store.segments[:-1]) + _data_end(store, n - 1)
+    units = sum(s.units for s in samples.values()) / sampled * data
+    keys = sum(s.keys for s in samples.values()) / sampled * data
+    queues = max(len(set().union(*(s.queues for s in samples.values()))), 1)
+    files_per_queue = max(1, -(-int(units / queues * CQ_UNIT_SIZE) // cq_size))
+    index_files = max(1, -(-int(keys) // cap)) if config.messageIndexEnable else 0
+    work = int((units + keys) * WORK_BYTES_PER_ITEM)
+    estimate = queues * files_per_queue * cq_size + index_files * idx_size + work
+    estimate_detail = (f"about {units:,.0f} consume queue units in {queues} queue(s) of {files_per_queue} file(s) of "
+                       f"{cq_size:,} bytes, {index_files} index file(s) of {idx_size:,} bytes for about {keys:,.0f} "
+                       f"keys, {work:,} bytes of work files; from {sampled:,} sampled bytes of {data:,}")
+    return SpaceEstimate(max(minimum, 0), max(estimate, minimum), minimum_detail, estimate_detail)
+
+
+def _nearest_existing(path: str) -> str:
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def _check_out(store: StoreLocation, out_uri: str) -> None:
+    """The output must be a folder (or not exist yet), writable, and not inside ``commitlog/``."""
+    fs, out = resolve(out_uri)
+    out = out.rstrip("/")
+    if out == store.commitlog_dir or out.startswith(store.commitlog_dir + "/"):
+        raise StoreLayoutError(f"--out {out_uri} is inside the store's commitlog/ folder; use the store root (with "
+                               "--overwrite) or another folder")
+    info = fs.get_file_info(out)
+    if info.type == pafs.FileType.File:
+        raise StoreLayoutError(f"--out {out_uri} is a file; give a folder (it receives consumequeue/ and index/)")
+    if isinstance(fs, pafs.LocalFileSystem):
+        existing = _nearest_existing(out)
+        if not os.path.isdir(existing):
+            raise StoreLayoutError(f"--out {out_uri}: {existing} is a file, so the folder cannot be created")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise StoreLayoutError(f"--out {out_uri}: {existing} is not writable by this user; choose another --out")
+
+
+def preflight(store: StoreLocation, config: BrokerConfig, out_uri: str) -> None:
+    """Refuse, before any work, a rebuild whose output cannot be written or cannot fit.
+
+    Call it after ``StagedOutput.check_target()`` (which completes interrupted commits and removes
+    stale staging folders, freeing their space) and before the scan.
+
+    Args:
+        store: the opened store (:func:`store_format.store.open_store`).
+        config: the broker settings (already checked when read).
+        out_uri: the rebuild's output root.
+    Raises:
+        StoreLayoutError: ``--out`` is a file, not writable, or inside ``commitlog/``.
+        InsufficientSpaceError: the output's free space is below what the rebuild certainly writes.
+    """
+    _check_out(store, out_uri)
+    fs, out = resolve(out_uri)
+    if not isinstance(fs, pafs.LocalFileSystem):
+        log.info("free space of %s not checked (not a local file system)", out_uri)
+        return
+    try:
+        need = estimate_output(store, config)
+    except StoreError:
+        raise
+    except Exception as e:  # an estimate must never stop a rebuild the scan would handle
+        log.info("free space of %s not checked: the store could not be sampled (%s)", out_uri, e)
+        return
+    where = _nearest_existing(out)
+    free = shutil.disk_usage(where).free
+    if need.minimum > free:
+        raise InsufficientSpaceError(
+            f"--out {out_uri}: the rebuild needs at least {need.minimum:,} bytes ({need.minimum_detail}) but only "
+            f"{free:,} bytes are free on {where}; free space, choose another --out, or check maxHashSlotNum, "
+            "maxIndexNum and mappedFileSizeConsumeQueue in broker.conf")
+    if need.estimate is not None and need.estimate > free:
+        log.warning("--out %s: the rebuild will probably need about %s bytes (%s), more than the %s bytes free on %s; "
+                    "if space runs out it stops and leaves %s as it was", out_uri, f"{need.estimate:,}",
+                    need.estimate_detail, f"{free:,}", where, out_uri)
+    else:
+        log.info("--out %s: about %s bytes needed (at least %s), %s free", out_uri,
+                 f"{need.estimate or need.minimum:,}", f"{need.minimum:,}", f"{free:,}")
