@@ -8,12 +8,14 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 # written after a successful install; a newer pyproject.toml triggers a reinstall
 STAMP := $(VENV)/.installed
+# written after the kernels were compiled and the JVM class archive made (python -m pipelines.warm)
+WARM := $(VENV)/.warmed
 
 STORE ?=
 OUT ?= demo/out
 BENCH_ARGS ?=
 
-.PHONY: venv java run test bench clean
+.PHONY: venv java warm run test bench clean
 
 venv: $(STAMP)
 
@@ -33,17 +35,33 @@ java:
 	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jre-headless; \
 	fi
 
+# compile the numba kernels once (every Spark Python worker loads them from the cache) and write the
+# class archive that starts local Spark JVMs faster
+warm: $(WARM)
+
+$(WARM): $(STAMP) | java
+	PYSPARK_PYTHON=$(abspath $(VPY)) $(VPY) -m pipelines.warm
+	touch $@
+
 # Spark's Python workers use the venv's interpreter
 run test bench: export PYSPARK_PYTHON := $(abspath $(VPY))
 run test bench: export PYSPARK_DRIVER_PYTHON := $(abspath $(VPY))
 
-run: venv java
+run: venv java warm
 	$(VPY) -m pipelines demo $(if $(STORE),--store $(STORE),) --out $(OUT)
 
-test: venv java
+# the Data Docs test renders pages in headless Chromium (Debian package chromium); without it that test skips
+test: venv java warm
+	@if command -v chromium >/dev/null 2>&1; then \
+	  echo "chromium: $$(chromium --version 2>/dev/null | head -n 1)"; \
+	else \
+	  if [ "$$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi; \
+	  { $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; } \
+	    || echo "chromium could not be installed: the Data Docs browser test will be skipped"; \
+	fi
 	$(VPY) -m pytest -q
 
-bench: venv java
+bench: venv java warm
 	$(VPY) -m pipelines.bench $(BENCH_ARGS)
 
 # generated outputs and caches; keeps .venv and bench-data/

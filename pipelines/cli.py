@@ -369,16 +369,33 @@ def _version() -> str:
         return "unknown"
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at each record (tests and notebooks replace it)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def configure_logging(level: str | None = None) -> None:
     """One line per message on stderr; ``--log-level DEBUG`` shows more."""
     job_level = logging.DEBUG if level == "DEBUG" else logging.INFO
-    root = logging.getLogger("pipelines")
-    if not root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
-        root.addHandler(handler)
-        root.propagate = False
-    root.setLevel(job_level)
+    for name in ("pipelines", "store_format"):
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            handler = _StderrHandler()
+            handler.setFormatter(logging.Formatter("[%(name)s] %(levelname)s %(message)s" if name == "store_format"
+                                                   else "[%(name)s] %(message)s"))
+            logger.addHandler(handler)
+            logger.propagate = False
+        logger.setLevel(job_level)
 
 
 def main(argv: list[str] | None = None) -> int:

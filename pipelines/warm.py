@@ -1,0 +1,72 @@
+"""``python -m pipelines.warm``: prepare a fresh install for fast first runs.
+
+1. Compile the numba kernels into their on-disk cache (``__pycache__`` beside the sources), where
+   the driver and every Spark Python worker of this installation load them from: no task compiles.
+2. Write the class data sharing archive of a local Spark driver JVM (:data:`pipelines.session.CDS_ARCHIVE`)
+   by running a small rebuild, tables included, in a JVM that archives the classes it loaded when
+   it exits.  Local sessions then map those classes instead of loading them one by one.
+
+The Makefile runs it once after installing; running it again does nothing that is already done.
+``--force`` writes the archive again (after upgrading Java or pyspark).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+__all__ = ["main"]
+
+_ARCHIVE_RUN = """
+import sys
+from store_format.config import load_broker_config
+from store_format.sample import generate_sample_store
+from pipelines.rebuild import run_rebuild
+from pipelines.session import build_spark_session
+root, archive = sys.argv[1], sys.argv[2]
+config = load_broker_config("mappedFileSizeCommitLog=1048576\\nmaxHashSlotNum=100\\nmaxIndexNum=400\\n")
+generate_sample_store(root + "/store", config, messages=2000, seed=1)
+spark = build_spark_session("local[2]", archive_at_exit=archive)
+run_rebuild(root + "/store", root + "/out", config, spark=spark, tables=root + "/tables", split_size=262144)
+spark.stop()
+"""
+
+
+def compile_kernels() -> float:
+    from store_format.warmup import warm_up
+    t = time.perf_counter()
+    warm_up()
+    return time.perf_counter() - t
+
+
+def write_class_archive(force: bool = False) -> str:
+    from .session import CDS_ARCHIVE
+    if os.path.isfile(CDS_ARCHIVE) and not force:
+        return f"class archive {CDS_ARCHIVE} already there"
+    with tempfile.TemporaryDirectory(prefix="rocketmq-warm-") as tmp:
+        partial = os.path.join(tmp, "spark-cds.jsa")
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+        proc = subprocess.run([sys.executable, "-c", _ARCHIVE_RUN, tmp, partial], env=env, capture_output=True,
+                              text=True)
+        if proc.returncode != 0 or not os.path.isfile(partial):
+            return f"class archive not written (the JVM may not support it): {proc.stderr.strip()[-300:]}"
+        os.replace(partial, CDS_ARCHIVE)  # the same filesystem as the venv is not guaranteed
+    return f"class archive written to {CDS_ARCHIVE}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pipelines.warm", description=__doc__.split("\n\n")[0])
+    p.add_argument("--force", action="store_true", help="write the class archive again")
+    p.add_argument("--no-archive", action="store_true", help="only compile the kernels")
+    args = p.parse_args(argv)
+    print(f"kernels compiled or loaded in {compile_kernels():.1f}s", file=sys.stderr)
+    if not args.no_archive:
+        print(write_class_archive(args.force), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
