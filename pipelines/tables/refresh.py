@@ -40,182 +40,28 @@ import pyarrow.compute as pc
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.consumequeue import NOT_STARTED, assign_positions
-from store_format.indexfile import accepted_by_index, index_file_names
+from store_format.indexfile import index_file_names
 from store_format.layout import (
     MAGIC_BLANK,
     MAGIC_V1,
     MAGIC_V2,
-    TRANSACTION_COMMIT,
-    TRANSACTION_NOT,
-    TRANSACTION_PREPARED,
-    TRANSACTION_ROLLBACK,
 )
-from store_format.records import properties_map
 from store_format.reput import resolve_broker_version
 from store_format.store import Segment, StoreLocation, open_store
 
-from .chain import Chain, carry_index_state, chain_splits
-from .delta import TableWriter, TaskRows, Where, file_uris, live_files, open_writer, read_arrow, read_spark
-from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
-from .scan import ROW_RECORD, ROW_TRAILER, record_schema, records_batch, split_summary, walk_split
-from .session import build_spark_session, spark_schema
+from .rows import (SplitContext, indexed_records, key_rows, message_rows, np_col, own_units)
+from .schema import (ANOMALIES_SCHEMA, DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA, MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA,
+                     RUNS_SCHEMA, SEGMENTS_SCHEMA, default_key_buckets, key_buckets_of, message_keys_schema)
+from ..chain import Chain, carry_index_state, chain_splits
+from ..delta import TableWriter, TaskRows, Where, file_uris, live_files, open_writer, read_arrow, read_spark
+from ..plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
+from ..scan import ROW_RECORD, ROW_TRAILER, record_schema, records_batch, split_summary, walk_split
+from ..session import build_spark_session, spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["publish_tables", "run_tables", "TABLE_NAMES", "MESSAGES_SCHEMA", "MESSAGE_KEYS_SCHEMA", "SEGMENTS_SCHEMA",
-           "EXPIRY_AUDIT_SCHEMA", "ANOMALIES_SCHEMA", "RUNS_SCHEMA", "default_key_buckets", "key_buckets_of",
-           "message_keys_schema", "KEY_BUCKETS_PROPERTY", "latest_run"]
-
-KEY_BUCKETS_PROPERTY = "rocketmq.keyBuckets"   # metadata of message_keys.key_bucket: key_bucket = key_hash % this
-MAX_KEY_BUCKETS = 32
-BUCKET_TARGET_BYTES = 32 << 20                 # about this much commitlog per bucket file
-TS = pa.timestamp("us", tz="UTC")
-TABLE_NAMES = ("messages", "message_keys", "segments", "expiry_audit", "anomalies", "runs")
-
-MESSAGES_SCHEMA = pa.schema([
-    ("segment", pa.string()),                  # partition: name (20-digit base offset) of the record's segment
-    ("commitlog_offset", pa.int64()),          # stored physicalOffset
-    ("position", pa.int64()),                  # position of the record in its segment
-    ("size", pa.int32()),                      # declared totalSize
-    ("structural_size", pa.int32()),           # length the record's own fields give
-    ("topic", pa.string()),
-    ("queue_id", pa.int32()),
-    ("queue_offset", pa.int64()),              # stored queueOffset
-    ("consume_queue_offset", pa.int64()),      # index of its unit in the consume queue (null: no unit written)
-    ("sys_flag", pa.int32()),
-    ("transaction_type", pa.string()),         # none | prepared | commit | rollback
-    ("born_timestamp", TS),
-    ("born_host", pa.string()),
-    ("store_timestamp", TS),
-    ("store_host", pa.string()),
-    ("flag", pa.int32()),
-    ("tags", pa.string()),
-    ("tags_code", pa.int64()),                 # as written to the consume queue
-    ("keys", pa.list_(pa.string())),           # KEYS tokens
-    ("uniq_key", pa.string()),                 # UNIQ_KEY: the client's msgId
-    ("msg_id", pa.string()),                   # offset msgId: store host + commitlog offset
-    ("reconsume_times", pa.int32()),
-    ("prepared_transaction_offset", pa.int64()),
-    ("body_size", pa.int32()),
-    ("body_crc", pa.int32()),                  # stored bodyCRC
-    ("body_crc_ok", pa.bool_()),               # UtilAll.crc32(body) equals it
-    ("properties", pa.map_(pa.string(), pa.string())),
-    ("real_topic", pa.string()),               # REAL_TOPIC (delayed messages)
-    ("real_queue_id", pa.int32()),             # REAL_QID
-    ("retry_topic", pa.string()),              # RETRY_TOPIC (retried messages)
-    ("delay_level", pa.int32()),               # DELAY
-    ("lmq_queues", pa.list_(pa.string())),     # light message queues it was also dispatched to
-    ("consume_queue", pa.bool_()),             # a consume queue unit was written for it
-    ("indexed", pa.bool_()),                   # its keys went into the index
-    ("dispatch", pa.string()),                 # what the reput did with it, and why
-    ("body", pa.binary()),                     # only with --with-body
-    ("run_id", pa.string()),                   # run that wrote the row
-])
-
-MESSAGE_KEYS_SCHEMA = pa.schema([
-    ("segment", pa.string()),                  # partition: segment of the record
-    ("key_bucket", pa.int32()),                # partition: key_hash % the table's rocketmq.keyBuckets
-    ("topic", pa.string()),
-    ("key", pa.string()),
-    ("kind", pa.string()),                     # uniq_key | key
-    ("key_hash", pa.int32()),                  # IndexFile hash of topic#key
-    ("slot", pa.int32()),                      # key_hash % maxHashSlotNum
-    ("commitlog_offset", pa.int64()),
-    ("store_timestamp", TS),
-    ("index_file", pa.string()),               # index file name (UTC yyyyMMddHHmmssSSS, as the rebuild names it)
-    ("index_file_no", pa.int64()),             # index file number in creation order (0: first)
-    ("index_entry", pa.int32()),               # entry number in the file (1-based)
-    ("run_id", pa.string()),
-])
-
-SEGMENTS_SCHEMA = pa.schema([
-    ("segment", pa.string()),
-    ("base_offset", pa.int64()),
-    ("file_size", pa.int64()),
-    ("bytes_written", pa.int64()),             # where its data ends (the file size when it ends in a blank record)
-    ("first_store_time", TS),
-    ("last_store_time", TS),
-    ("records", pa.int64()),
-    ("dispatched", pa.int64()),
-    ("index_keys", pa.int64()),
-    ("topics", pa.list_(pa.string())),
-    ("file_mtime", TS),                        # file modification time (what the broker's cleanup uses)
-    ("status", pa.string()),                   # live | deleted
-    ("first_run", pa.string()),
-    ("last_run", pa.string()),                 # last run that saw it in the store
-    ("deleted_run", pa.string()),              # run that found it gone
-])
-
-EXPIRY_AUDIT_SCHEMA = pa.schema([
-    ("as_of", TS),
-    ("run_id", pa.string()),
-    ("kind", pa.string()),                     # segment | consume_queue_file | index_file | unconsumed
-    ("name", pa.string()),                     # segment / topic/queueId/file / index file name
-    ("segment", pa.string()),                  # the commitlog segment whose deletion takes it
-    ("topic", pa.string()),
-    ("queue_id", pa.int32()),
-    ("consumer_group", pa.string()),
-    ("min_offset", pa.int64()),                # commitlog offsets covered (first / last unit or entry)
-    ("max_offset", pa.int64()),
-    ("is_last", pa.bool_()),                   # last segment / last file of its queue / last index file: never deleted
-    ("reference_time", TS),                    # segments: the time compared with fileReservedTime
-    ("time_source", pa.string()),              # mtime | last_store_time
-    ("expires_at", TS),
-    ("deleted_at", TS),                        # cleanup round that deletes it (null: not foreseen)
-    ("at_next_cleanup", pa.bool_()),
-    ("reason", pa.string()),
-    ("messages", pa.int64()),
-    ("bytes", pa.int64()),
-])
-
-ANOMALIES_SCHEMA = pa.schema([
-    ("run_id", pa.string()),
-    ("segment", pa.string()),
-    ("commitlog_offset", pa.int64()),
-    ("position", pa.int64()),
-    ("length", pa.int64()),                    # bytes affected (ranges), else null
-    ("kind", pa.string()),                     # bad_magic | unreadable_record | size_mismatch | crc_mismatch |
-                                               # unreachable_records | queue_offset_gap | queue_offset_backwards
-    ("topic", pa.string()),
-    ("queue_id", pa.int32()),
-    ("expected", pa.int64()),
-    ("found", pa.int64()),
-    ("detail", pa.string()),
-])
-
-RUNS_SCHEMA = pa.schema([
-    ("run_id", pa.string()),
-    ("command", pa.string()),                  # rebuild | tables
-    ("mode", pa.string()),                     # full | incremental
-    ("started_at", TS),
-    ("finished_at", TS),
-    ("store", pa.string()),
-    ("tables", pa.string()),
-    ("config", pa.string()),                   # broker settings used (JSON)
-    ("versions", pa.string()),                 # software versions and the writer (JSON)
-    ("with_body", pa.bool_()),
-    ("segments_in_store", pa.int32()),
-    ("segments_scanned", pa.int32()),
-    ("segments_deleted", pa.int32()),
-    ("resume_segment", pa.string()),           # first segment scanned
-    ("watermark_segment", pa.string()),        # segment where the walk ended: the next run starts there
-    ("watermark_offset", pa.int64()),          # commitlog offset where the walk ended
-    ("records_scanned", pa.int64()),
-    ("messages_written", pa.int64()),
-    ("keys_written", pa.int64()),
-    ("anomalies", pa.int64()),
-    ("timings", pa.string()),                  # seconds per stage (JSON)
-])
-
-DESCRIPTIONS = {
-    "messages": "one row per commitlog record on the reput's path; partitioned by segment",
-    "message_keys": "one row per index entry; partitioned by segment and key_bucket (key_hash % B, B in its metadata)",
-    "segments": "one row per commitlog segment seen (live or deleted)",
-    "expiry_audit": "what the broker's next cleanups delete, and the file inventory behind it",
-    "anomalies": "corrupt ranges, size mismatches, bad magic codes, CRC mismatches, queue offset gaps",
-    "runs": "one row per run: inputs, versions, counts, timings, watermark",
-}
+__all__ = ["publish_tables", "run_tables", "latest_run", "render_tables_summary"]
 
 SIDE_SCHEMA = pa.schema([
     ("kind", pa.string()),          # queue | gap | index_file
@@ -236,140 +82,17 @@ SIDE_SCHEMA = pa.schema([
     ("store_ts", pa.int64()),
 ])
 
-_TX_NAMES = {TRANSACTION_NOT: "none", TRANSACTION_PREPARED: "prepared", TRANSACTION_COMMIT: "commit",
-             TRANSACTION_ROLLBACK: "rollback"}
-_MIN_TS_MS = -62_135_596_800_000   # 0001-01-01: Spark's timestamp range
-_MAX_TS_MS = 253_402_300_799_999   # 9999-12-31
-
-
-def default_key_buckets(config: BrokerConfig) -> int:
-    """Buckets per segment of a new ``message_keys`` table: one per 32 MiB of segment, 1 to 32 (a
-    lookup opens one bucket file per segment; files stay a sensible size)."""
-    return int(max(1, min(MAX_KEY_BUCKETS, config.mappedFileSizeCommitLog // BUCKET_TARGET_BYTES)))
-
-
-def message_keys_schema(buckets: int) -> pa.Schema:
-    """:data:`MESSAGE_KEYS_SCHEMA` with the bucket count in the ``key_bucket`` column's metadata
-    (Delta keeps column metadata; delta-rs refuses table properties it does not know)."""
-    i = MESSAGE_KEYS_SCHEMA.get_field_index("key_bucket")
-    field = MESSAGE_KEYS_SCHEMA.field(i).with_metadata({KEY_BUCKETS_PROPERTY: str(buckets),
-                                                        "comment": f"key_hash % {buckets}"})
-    return MESSAGE_KEYS_SCHEMA.set(i, field)
-
-
-def key_buckets_of(tables: str) -> int | None:
-    """The bucket count of an existing ``message_keys`` table (None: no table)."""
-    from .delta import open_table
-    dt = open_table(tables, "message_keys")
-    if dt is None:
-        return None
-    field = next(f for f in dt.schema().fields if f.name == "key_bucket")
-    return int((field.metadata or {}).get(KEY_BUCKETS_PROPERTY) or MAX_KEY_BUCKETS)
 
 
 # ---------------------------------------------------------------------------------------------
 # per-split rows (Arrow only: they run in Spark tasks and, for splits the driver walked, in the driver)
 
 
-@dataclasses.dataclass
-class SplitContext:
-    """What the per-split row builders need, broadcast to the tasks."""
-    segment_names: dict[int, str]                     # split_id -> segment name
-    index_in: dict[int, tuple[int, int]]              # split_id -> (endPhyOffset carry, keys before)
-    queue_plan: dict[int, tuple[str, np.ndarray]]     # split_id -> ("ranges", base position per queue group)
-                                                      #          | ("positions", per-record position or -1)
-    index_names: dict[int, str]                       # index file number -> name
-    run_id: str
-    cq_file_size: int
-    index_cap: int
-    max_hash_slot_num: int
-    index_enabled: bool
-    key_buckets: int = MAX_KEY_BUCKETS
-
-
-def _np(col) -> np.ndarray:
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    return col.to_numpy(zero_copy_only=False)
-
-
-def _ts(ms: np.ndarray) -> pa.Array:
-    ms = np.asarray(ms, dtype=np.int64)
-    bad = (ms < _MIN_TS_MS) | (ms > _MAX_TS_MS)
-    return pa.array(np.where(bad, 0, ms) * 1000, type=TS, mask=bad if bad.any() else None)
-
-
-def _signed32(v: int) -> int:
-    return v - (1 << 32) if v >= 1 << 31 else v
-
-
-@dataclasses.dataclass
-class _Units:
-    """A split's units for their own consume queues, in record order, grouped by queue."""
-    record: np.ndarray      # record row of each unit
-    group: np.ndarray       # queue group of each unit
-    rank: np.ndarray        # rank of the unit within its queue in this split
-    topics: list[str]       # per group
-    qids: list[int]
-    order: np.ndarray       # units sorted by (group, record)
-    starts: np.ndarray      # first sorted position of each group
-
-
-def _own_units(part: pa.Table) -> _Units:
-    status = _np(part["status"])
-    flags = _np(part["flags"])
-    own = np.nonzero((status == cl.Status.DISPATCHED) & ((flags & cl.F_CQ) != 0))[0]
-    if not len(own):
-        z = np.zeros(0, np.int64)
-        return _Units(own, z, z, [], [], z, z)
-    topic = part["topic"].take(pa.array(own)).combine_chunks() if isinstance(part["topic"], pa.ChunkedArray) \
-        else part["topic"].take(pa.array(own))
-    enc = topic.dictionary_encode()
-    codes = _np(enc.indices).astype(np.int64)
-    names = enc.dictionary.to_pylist()
-    qid = _np(part["queue_id"])[own].astype(np.int64)
-    key = codes << 32 | (qid & 0xFFFFFFFF)
-    uniq, group = np.unique(key, return_inverse=True)
-    order = np.argsort(group, kind="stable")
-    sorted_group = group[order]
-    starts = np.r_[0, np.nonzero(sorted_group[1:] != sorted_group[:-1])[0] + 1].astype(np.int64)
-    counts = np.diff(np.r_[starts, len(order)])
-    rank = np.empty(len(own), dtype=np.int64)
-    rank[order] = np.arange(len(own)) - np.repeat(starts, counts)
-    topics = [names[int(u >> 32)] for u in uniq]
-    qids = [_signed32(int(u) & 0xFFFFFFFF) for u in uniq]
-    return _Units(own, group.astype(np.int64), rank, topics, qids, order, starts)
-
-
-def _cq_positions(part: pa.Table, units: _Units, plan: tuple[str, np.ndarray] | None) -> np.ndarray:
-    """Logical byte position of each record's consume queue unit, -1 where none is written."""
-    pos = np.full(part.num_rows, -1, dtype=np.int64)
-    if plan is None or not len(units.record):
-        return pos
-    kind, value = plan
-    if kind == "positions":
-        return value
-    pos[units.record] = value[units.group] + 20 * units.rank  # base position of each queue group
-    return pos
-
-
-def _indexed(part: pa.Table, carry: int) -> tuple[np.ndarray, np.ndarray]:
-    """Records whose keys go into the index (``IndexService.buildIndex``), and key counts."""
-    status = _np(part["status"])
-    flags = _np(part["flags"])
-    nkeys = _np(pc.list_value_length(part["key_hashes"]).fill_null(0)).astype(np.int64)
-    keyed = np.nonzero((status == cl.Status.DISPATCHED) & ((flags & cl.F_INDEX) != 0) & (nkeys > 0))[0]
-    acc, _ = accepted_by_index(_np(part["commitlog_offset"])[keyed], carry)
-    out = np.zeros(part.num_rows, dtype=bool)
-    out[keyed[acc]] = True
-    return out, nkeys
-
-
 def side_rows(part: pa.Table, split_id: int, ctx: SplitContext) -> pa.Table:
     """Per queue of the split: unit count, first/last queue offset and commitlog end, whether they
     follow each other (then positions follow in closed form); queue offset gaps inside the split;
     and the first entry of each index file that starts in the split (its store time names it)."""
-    units = _own_units(part)
+    units = own_units(part)
     rows: dict[str, list] = {f.name: [] for f in SIDE_SCHEMA}
 
     def add(**kw):
@@ -378,9 +101,9 @@ def side_rows(part: pa.Table, split_id: int, ctx: SplitContext) -> pa.Table:
 
     if len(units.record):
         rec = units.record[units.order]
-        qoff = _np(part["queue_offset"])[rec]
-        off = _np(part["commitlog_offset"])[rec]
-        end = off + _np(part["size"])[rec].astype(np.int64)
+        qoff = np_col(part["queue_offset"])[rec]
+        off = np_col(part["commitlog_offset"])[rec]
+        end = off + np_col(part["size"])[rec].astype(np.int64)
         g = units.group[units.order]
         same = g[1:] == g[:-1]
         dq = np.diff(qoff)
@@ -400,7 +123,7 @@ def side_rows(part: pa.Table, split_id: int, ctx: SplitContext) -> pa.Table:
                 off_first=int(off[i + 1]), expected=int(qoff[i] + 1), found=int(qoff[i + 1]))
     if ctx.index_enabled:
         carry, base = ctx.index_in.get(split_id, (0, 0))
-        indexed, nkeys = _indexed(part, carry)
+        indexed, nkeys = indexed_records(part, carry)
         chosen = np.nonzero(indexed)[0]
         total = int(nkeys[chosen].sum())
         cap = ctx.index_cap
@@ -408,150 +131,10 @@ def side_rows(part: pa.Table, split_id: int, ctx: SplitContext) -> pa.Table:
         js = np.arange(first - base, total, cap, dtype=np.int64)
         if len(js):
             parent = np.repeat(chosen, nkeys[chosen])[js]
-            ts = _np(part["store_timestamp"])[parent]
+            ts = np_col(part["store_timestamp"])[parent]
             for j, t in zip(js.tolist(), ts.tolist()):
                 add(kind="index_file", split_id=split_id, file_no=(base + j) // cap, store_ts=int(t))
     return pa.table(rows, schema=SIDE_SCHEMA)
-
-
-def _dispatch_texts(index_enabled: bool) -> list[str]:
-    cq = ["consume queue", "consume queue unit skipped (its offsets go backwards)",
-          "no consume queue (prepared transaction)"]
-    ix = ["indexed", "no index keys", "not indexed (commitlog offset below the index's end offset)",
-          "index disabled"]
-    texts = [f"{a}; {b}" for a in cq for b in ix]
-    return texts + ["not dispatched: rolled-back transaction",
-                    "not dispatched: totalSize differs from the record's length"]
-
-
-def message_rows(part: pa.Table, split_id: int, ctx: SplitContext, with_body: bool) -> pa.Table:
-    """The ``messages`` rows of one split's records."""
-    n = part.num_rows
-    status = _np(part["status"])
-    flags = _np(part["flags"])
-    sysflag = _np(part["sys_flag"]).astype(np.int64)
-    tx = sysflag & 0xC
-    ok = status == cl.Status.DISPATCHED
-    units = _own_units(part)
-    pos = _cq_positions(part, units, ctx.queue_plan.get(split_id))
-    carry, _ = ctx.index_in.get(split_id, (0, 0))
-    indexed, nkeys = _indexed(part, carry)
-    # what the reput did
-    cq_code = np.where((flags & cl.F_CQ) != 0, np.where(pos >= 0, 0, 1), 2)
-    if ctx.index_enabled:
-        ix_code = np.where(indexed, 0, np.where(nkeys == 0, 1, 2))
-    else:
-        ix_code = np.full(n, 3)
-    code = cq_code * 4 + ix_code
-    code = np.where(tx == TRANSACTION_ROLLBACK, 12, code)
-    code = np.where(~ok, 13, code)
-    dispatch = pa.array(_dispatch_texts(ctx.index_enabled)).take(pa.array(code))
-    props = properties_map(part["properties"].combine_chunks() if isinstance(part["properties"], pa.ChunkedArray)
-                           else part["properties"])
-    keys_text = pc.map_lookup(props, "KEYS", "last")
-    tokens = pc.split_pattern(keys_text, " ")
-    flat = pc.list_flatten(tokens)
-    parents = _np(pc.list_parent_indices(tokens)) if len(flat) else np.zeros(0, np.int64)
-    keep = _np(pc.not_equal(flat, "")) if len(flat) else np.zeros(0, bool)
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.bincount(parents[keep], minlength=n), out=offsets[1:])
-    values = flat.filter(pa.array(keep)) if len(flat) else pa.array([], pa.string())
-    keys = pa.ListArray.from_arrays(pa.array(offsets), values)
-    cq_offset = pa.array(pos // 20, mask=pos < 0)
-    seg = ctx.segment_names[split_id]
-    cols = {
-        "segment": pa.array([seg] * n, pa.string()),
-        "commitlog_offset": part["commitlog_offset"],
-        "position": part["position"],
-        "size": part["size"],
-        "structural_size": part["structural_size"],
-        "topic": part["topic"],
-        "queue_id": part["queue_id"],
-        "queue_offset": part["queue_offset"],
-        "consume_queue_offset": cq_offset,
-        "sys_flag": part["sys_flag"],
-        "transaction_type": pa.array([_TX_NAMES.get(int(t), str(int(t))) for t in (0, 4, 8, 12)]).take(
-            pa.array(tx // 4)),
-        "born_timestamp": _ts(_np(part["born_timestamp"])),
-        "born_host": part["born_host"],
-        "store_timestamp": _ts(_np(part["store_timestamp"])),
-        "store_host": part["store_host"],
-        "flag": part["flag"],
-        "tags": part["tags"],
-        "tags_code": part["tags_code"],
-        "keys": keys,
-        "uniq_key": part["uniq_key"],
-        "msg_id": part["msg_id"],
-        "reconsume_times": part["reconsume_times"],
-        "prepared_transaction_offset": part["prepared_transaction_offset"],
-        "body_size": part["body_size"],
-        "body_crc": part["body_crc"],
-        "body_crc_ok": part["body_crc_ok"],
-        "properties": props,
-        "real_topic": part["real_topic"],
-        "real_queue_id": _int_text(part["real_queue_id"]),
-        "retry_topic": part["retry_topic"],
-        "delay_level": _int_text(part["delay_level"]),
-        "lmq_queues": part["lmq_topics"],
-        "consume_queue": pa.array(pos >= 0),
-        "indexed": pa.array(indexed),
-        "dispatch": dispatch,
-        "body": part["body"] if with_body and "body" in part.column_names else pa.nulls(n, pa.binary()),
-        "run_id": pa.array([ctx.run_id] * n, pa.string()),
-    }
-    return pa.table({f.name: _col(cols[f.name], f.type) for f in MESSAGES_SCHEMA}, schema=MESSAGES_SCHEMA)
-
-
-def _col(arr, typ: pa.DataType) -> pa.Array:
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return arr if arr.type == typ else arr.cast(typ)
-
-
-def _int_text(arr) -> pa.Array:
-    """An integer property value as Java's ``Integer.parseInt`` reads it; null otherwise."""
-    s = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-    valid = pc.match_substring_regex(s, r"^[+-]?[0-9]{1,9}$")
-    return pc.if_else(valid, s, pa.scalar(None, pa.string())).cast(pa.int32())
-
-
-def key_rows(part: pa.Table, split_id: int, ctx: SplitContext) -> pa.Table:
-    """The ``message_keys`` rows (index entries) of one split's records, in put order."""
-    if not ctx.index_enabled:
-        return MESSAGE_KEYS_SCHEMA.empty_table()
-    carry, base = ctx.index_in.get(split_id, (0, 0))
-    indexed, nkeys = _indexed(part, carry)
-    chosen = np.nonzero(indexed)[0]
-    lists = _col(part["key_hashes"], part.schema.field("key_hashes").type)
-    sel = pa.array(chosen)
-    hashes = _np(pc.list_flatten(lists.take(sel))).astype(np.int64)
-    keys = pc.list_flatten(_col(part["keys"], part.schema.field("keys").type).take(sel))
-    kinds = _np(pc.list_flatten(_col(part["key_kinds"], part.schema.field("key_kinds").type).take(sel)))
-    parent = np.repeat(chosen, nkeys[chosen])
-    m = len(hashes)
-    ordinal = base + np.arange(m, dtype=np.int64)
-    file_no = ordinal // ctx.index_cap
-    uniq_files, inverse = np.unique(file_no, return_inverse=True)
-    names = pa.array([ctx.index_names.get(int(f)) for f in uniq_files], pa.string()).take(pa.array(inverse)) \
-        if m else pa.array([], pa.string())
-    topic = _col(part["topic"], pa.string()).take(pa.array(parent))
-    seg = ctx.segment_names[split_id]
-    return pa.table({
-        "segment": pa.array([seg] * m, pa.string()),
-        "key_bucket": pa.array((hashes % ctx.key_buckets).astype(np.int32)),
-        "topic": topic,
-        "key": keys.cast(pa.string()),
-        "kind": pa.array(["uniq_key", "key"]).take(pa.array(kinds.astype(np.int64))) if m
-        else pa.array([], pa.string()),
-        "key_hash": pa.array(hashes.astype(np.int32)),
-        "slot": pa.array((hashes % ctx.max_hash_slot_num).astype(np.int32)),
-        "commitlog_offset": pa.array(_np(part["commitlog_offset"])[parent]),
-        "store_timestamp": _ts(_np(part["store_timestamp"])[parent]),
-        "index_file": names,
-        "index_file_no": pa.array(file_no),
-        "index_entry": pa.array((ordinal % ctx.index_cap + 1).astype(np.int32)),
-        "run_id": pa.array([ctx.run_id] * m, pa.string()),
-    }, schema=MESSAGE_KEYS_SCHEMA)
 
 
 def _by_split(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]]:
@@ -565,7 +148,7 @@ def _by_split(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table
 
     def finish() -> tuple[int, pa.Table]:
         part = pa.Table.from_batches(pending).combine_chunks()
-        seq = _np(part["seq"])
+        seq = np_col(part["seq"])
         if len(seq) > 1 and (np.diff(seq) < 0).any():
             part = part.take(pa.array(np.argsort(seq, kind="stable")))
         done.add(current)  # type: ignore[arg-type]
@@ -574,7 +157,7 @@ def _by_split(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table
     for batch in batches:
         if not batch.num_rows:
             continue
-        ids = _np(batch.column(batch.schema.get_field_index("split_id")))
+        ids = np_col(batch.column(batch.schema.get_field_index("split_id")))
         cuts = np.r_[0, np.nonzero(ids[1:] != ids[:-1])[0] + 1, len(ids)]
         for a, b in zip(cuts[:-1], cuts[1:]):
             sid = int(ids[a])
@@ -674,16 +257,16 @@ def _stitch_queues(chain: Chain, side: pa.Table, states: dict[tuple[str, int], l
             plans[sid] = ("ranges", bases)
             continue
         part = records_of(sid)
-        units = _own_units(part)
+        units = own_units(part)
         rows_in = []
         for t, q in zip(units.topics, units.qids):
             st = states.get((t, q))
             rows_in.append([-1, int(NOT_STARTED), -1, -1] if st is None else [st[0], st[1], -1, -1])
         matrix = np.array(rows_in, dtype=np.int64).reshape(len(rows_in), 4)
         rec = units.record
-        off = _np(part["commitlog_offset"])[rec]
-        size = _np(part["size"])[rec].astype(np.int64)
-        qoff = _np(part["queue_offset"])[rec]
+        off = np_col(part["commitlog_offset"])[rec]
+        size = np_col(part["size"])[rec].astype(np.int64)
+        qoff = np_col(part["queue_offset"])[rec]
         positions = assign_positions(units.group, off, size, qoff, cq_file_size, matrix)
         per_record = np.full(part.num_rows, -1, dtype=np.int64)
         per_record[rec] = positions
@@ -919,7 +502,7 @@ def _publish(spark, tables: str, config: BrokerConfig, job: _Publish) -> dict:
 
     # 6. expiry audit as of now, with the inventory the audit command reuses
     lap = time.perf_counter()
-    from .audit import build_expiry_audit, cq_inventory_table, index_inventory_table, load_offsets
+    from ..audit import build_expiry_audit, cq_inventory_table, index_inventory_table, load_offsets
     consumer, delay = load_offsets(st.uri, None, None)
     audit_rows, audit_summary = build_expiry_audit(
         tables, config, seg_table.filter(pc.equal(seg_table["status"], "live")),
