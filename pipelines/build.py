@@ -28,7 +28,7 @@ from store_format.consumequeue import (NOT_STARTED, Q_BLANK_UNTIL, Q_LAST_FILE, 
 from store_format.indexfile import accepted_by_index, index_file_pieces
 from store_format.store import resolve
 
-from .workfiles import read_bucket_units, read_keys
+from .workfiles import read_bucket_units, read_keys, write_queue_states
 
 __all__ = ["RESULT_SCHEMA", "BuildTask", "build_queue_bucket", "build_index_part", "write_file",
            "index_part_name"]
@@ -37,6 +37,7 @@ RESULT_SCHEMA = pa.schema([
     ("kind", pa.string()), ("task_id", pa.int64()), ("topic", pa.string()), ("queue_id", pa.int32()),
     ("file_start", pa.int64()), ("entries", pa.int64()), ("bytes", pa.int64()),
     ("first_store_timestamp", pa.int64()), ("end_offset", pa.int64()), ("end_timestamp", pa.int64()),
+    ("begin_offset", pa.int64()),      # commitlog offset of the file's first unit or entry
 ])
 
 
@@ -105,8 +106,12 @@ def _row(kind: str, task_id: int, **values) -> dict:
 
 
 def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: list[int],
-                       config: BrokerConfig) -> list[dict]:
-    """Assign positions to the bucket's units split by split and write its consume queue files."""
+                       config: BrokerConfig, record_states: bool = False) -> list[dict]:
+    """Assign positions to the bucket's units split by split and write its consume queue files.
+
+    With ``record_states`` the append state of each queue as each split begins is kept in the work
+    folder (:func:`pipelines.workfiles.write_queue_states`): the tables place a split's units with the
+    very state the files were built from."""
     file_size = config.cq_file_size
     queues: dict[tuple[str, int], int] = {}
     names: list[tuple[str, int]] = []
@@ -114,6 +119,7 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
     pending: dict[int, list[tuple[np.ndarray, ...]]] = {}   # units of files not yet complete, per queue
     pending_from: dict[int, int] = {}                       # start of the oldest such file
     written: list[dict] = []
+    entry_states: list[tuple[int, np.ndarray, np.ndarray]] = []   # (split, queues, their states)
 
     def write_files(q: int, final: bool) -> None:
         """Write the queue's complete files (all of them when ``final``); keep the rest pending."""
@@ -131,7 +137,7 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
             n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(f))}",
                            [data, file_size - len(data)])
             written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(f), entries=int(m.sum()),
-                                bytes=n))
+                                bytes=n, begin_offset=int(off[m][0]), end_offset=int(off[m][-1])))
         if keep.any():
             pending[q] = [(pos[keep], off[keep], size[keep], tags[keep])]
             pending_from[q] = int(file_of[keep][0])
@@ -152,6 +158,9 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
                 states = np.vstack([states, new_states(1)])
             local[j] = q
         qidx = local[file_queue]
+        if record_states:
+            present = local[np.unique(file_queue)]
+            entry_states.append((sid, present, states[present].copy()))
         off = units.column(2).to_numpy()
         size = units.column(3).to_numpy()
         tags = units.column(4).to_numpy()
@@ -172,6 +181,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
                 write_files(q, final=False)
     for q in list(pending):
         write_files(q, final=True)
+    if record_states:
+        write_queue_states(work_uri, bucket, names, entry_states)
     # a file getLastMappedFile created for a unit it then skipped stays on disk, empty
     last_written: dict[int, int] = {}
     for row in written:
@@ -221,13 +232,15 @@ def build_index_part(work_uri: str, staging_uri: str, file_no: int, parts: list[
     data = index_file_pieces(hashes, offs, ts, max_hash_slot_num=config.maxHashSlotNum,
                              max_index_num=config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts)
     n = write_file(staging_uri, index_part_name(file_no), data)
-    return _row("index", file_no, entries=len(hashes), bytes=n,
+    return _row("index", file_no, entries=len(hashes), bytes=n, begin_offset=int(offs[0]) if len(offs) else None,
                 first_store_timestamp=int(ts[0]) if len(ts) else prev_ts,
                 end_offset=int(offs[-1]) if len(offs) else prev_off, end_timestamp=int(ts[-1]) if len(ts) else prev_ts)
 
 
 class BuildTask:
     """What ``mapInArrow`` runs on the task table: one row = one bucket or one index file."""
+
+    schema = RESULT_SCHEMA
 
     def __init__(self, tasks: list[dict], config: BrokerConfig, work_uri: str, staging_uri: str) -> None:
         self.tasks = tasks
@@ -242,7 +255,7 @@ class BuildTask:
                 task = self.tasks[i]
                 if task["kind"] == "cq":
                     rows = build_queue_bucket(self.work_uri, self.staging_uri, task["task_id"], task["splits"],
-                                              self.config)
+                                              self.config, record_states=task.get("record_states", False))
                 else:
                     rows = [build_index_part(self.work_uri, self.staging_uri, task["task_id"], task["parts"],
                                              self.config)]

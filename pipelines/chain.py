@@ -38,6 +38,7 @@ class ChainEntry:
     entering: cl.WalkState
     summary: dict
     local: cl.WalkResult | None = None     # set when the driver walked this split itself
+    limit_rel: int | None = None           # the 5.x reput end it was walked with (driver walks only)
 
     @property
     def replaced(self) -> bool:
@@ -73,7 +74,7 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
         if seg is None:
             break
         p = reput - seg.base
-        state = cl.WalkState.at_slice_start(p, seg.size)
+        state = cl.WalkState.at_slice_start(p, seg.data_end)
         stop = cl.Stop.SPLIT_END
         limit_rel = None if (limit_abs is None or seg is not last_seg) else limit_abs - seg.base
         for split in by_segment[seg.index]:
@@ -96,7 +97,7 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
                     state = local.state
                     stop = local.stop
             if summary.get("records", 0) or local is not None:
-                entries.append(ChainEntry(split, entering, summary, local))
+                entries.append(ChainEntry(split, entering, summary, local, limit_rel if local is not None else None))
                 on_chain.add(split.split_id)
             if stop != cl.Stop.SPLIT_END:
                 break
@@ -121,7 +122,7 @@ def _unreadable(store: StoreLocation, seg, state: cl.WalkState, last_seg) -> dic
     """An unreadable record ends a segment's walk; zeros in the last segment are the end of data."""
     kind = "unreadable_record"
     with store.reader(seg) as read:
-        head = bytes(read(state.bufpos, 8)) if state.bufpos < seg.size else b""
+        head = bytes(read(state.bufpos, 8)) if state.bufpos < seg.data_end else b""
     if seg is last_seg and head.strip(b"\0") == b"":
         kind = "end_of_data"
     return {"kind": kind, "segment": seg.index, "position": state.bufpos,

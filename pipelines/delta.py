@@ -39,7 +39,7 @@ from .session import delta_classes_available, spark_schema
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["Where", "TaskRows", "TableWriter", "DeltaSparkWriter", "DeltaRsWriter", "open_writer", "table_uri",
+__all__ = ["Where", "TaskRows", "commit_parquet_files", "STAGING", "TableWriter", "DeltaSparkWriter", "DeltaRsWriter", "open_writer", "table_uri",
            "table_exists", "open_table", "read_arrow", "read_spark", "live_files", "file_uris", "TablesError"]
 
 STAGING = "_staging"
@@ -254,8 +254,6 @@ class DeltaRsWriter(TableWriter):
     kind = "delta-rs"
 
     def write(self, name, data, schema, *, partition_by=(), where=None, mode="overwrite", description=""):
-        from deltalake import DeltaTable, Schema
-        from deltalake.transaction import AddAction, CommitProperties, RemoveAction, create_table_with_add_actions
         uri = table_uri(self.root, name)
         fs, root_path = resolve(uri)
         staging = f"{root_path}/{STAGING}/{self.run_id}"
@@ -275,45 +273,9 @@ class DeltaRsWriter(TableWriter):
                 else:
                     _write_spark(self._session(), _uri_like(uri, staging), data, list(partition_by))
                 files = fs.get_file_info(pafs.FileSelector(staging, recursive=True, allow_not_found=True))
-            adds = []
-            now = int(time.time() * 1000)
-            data_columns = [f for f in schema if f.name not in partition_by]
-            for info in files:
-                if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
-                    continue
-                inner = info.path[len(staging) + 1:]
-                rel_dir = inner.rsplit("/", 1)[0] if "/" in inner else ""
-                values = _partition_values(rel_dir, partition_by)
-                rel = (rel_dir + "/" if rel_dir else "") + f"{self.run_id}-{info.base_name}"
-                with fs.open_input_file(info.path) as f:
-                    meta = pq.ParquetFile(f).metadata
-                stats = _stats(meta, data_columns)
-                fs.create_dir(f"{root_path}/{rel_dir}" if rel_dir else root_path, recursive=True)
-                fs.move(info.path, f"{root_path}/{rel}")
-                moved.append(f"{root_path}/{rel}")
-                adds.append(AddAction(_escape_path(rel), info.size, values, now, True, json.dumps(stats)))
-            dschema = Schema.from_arrow(schema)
-            props = CommitProperties(custom_metadata={"run_id": self.run_id, "writer": self.kind})
-            local = _local_path(uri)
-            if not DeltaTable.is_deltatable(local):
-                create_table_with_add_actions(local, dschema, adds, mode="error",
-                                              partition_by=list(partition_by) or None, name=name,
-                                              description=description or None, commit_properties=props)
-            else:
-                dt = DeltaTable(local)
-                removes = []
-                if mode == "overwrite":
-                    current = pa.table(dt.get_add_actions(flatten=False))
-                    for row in current.to_pylist():
-                        pv = {k: None if v is None else str(v)
-                              for k, v in (row.get("partition") or row.get("partition_values") or {}).items()}
-                        if where is None or where.matches(pv):
-                            removes.append(RemoveAction(row["path"], True, now, row["size_bytes"], pv))
-                elif mode != "append":
-                    raise ValueError(f"mode must be overwrite or append, got {mode!r}")
-                dt.create_write_transaction(adds + removes, mode="append", schema=dschema,
-                                            partition_by=list(partition_by) or None, commit_properties=props)
-            return DeltaTable(local).version()
+            return self._commit_staged(name, schema, files, staging, list(partition_by), where, mode, description,
+                                       moved)
+
         except BaseException:
             for path in moved:  # unreferenced now; the previous version never saw them
                 try:
@@ -324,6 +286,88 @@ class DeltaRsWriter(TableWriter):
         finally:
             _delete_dir(fs, staging)
             _delete_dir_if_empty(fs, f"{root_path}/{STAGING}")
+
+    def _commit_staged(self, name: str, schema: pa.Schema, files: list, staging: str, partition_by: list[str],
+                       where: Where | None, mode: str, description: str, moved: list[str]) -> int:
+        """Move staged Parquet files into the table's partition folders and commit them (one commit)."""
+        from deltalake import DeltaTable, Schema
+        from deltalake.transaction import AddAction, CommitProperties, RemoveAction, create_table_with_add_actions
+        uri = table_uri(self.root, name)
+        fs, root_path = resolve(uri)
+        adds = []
+        now = int(time.time() * 1000)
+        data_columns = [f for f in schema if f.name not in partition_by]
+        for info in files:
+            if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
+                continue
+            inner = info.path[len(staging) + 1:]
+            rel_dir = inner.rsplit("/", 1)[0] if "/" in inner else ""
+            values = _partition_values(rel_dir, partition_by)
+            rel = (rel_dir + "/" if rel_dir else "") + f"{self.run_id}-{info.base_name}"
+            with fs.open_input_file(info.path) as f:
+                meta = pq.ParquetFile(f).metadata
+            stats = _stats(meta, data_columns)
+            fs.create_dir(f"{root_path}/{rel_dir}" if rel_dir else root_path, recursive=True)
+            fs.move(info.path, f"{root_path}/{rel}")
+            moved.append(f"{root_path}/{rel}")
+            adds.append(AddAction(_escape_path(rel), info.size, values, now, True, json.dumps(stats)))
+        dschema = Schema.from_arrow(schema)
+        props = CommitProperties(custom_metadata={"run_id": self.run_id, "writer": self.kind})
+        local = _local_path(uri)
+        if not DeltaTable.is_deltatable(local):
+            create_table_with_add_actions(local, dschema, adds, mode="error",
+                                          partition_by=list(partition_by) or None, name=name,
+                                          description=description or None, commit_properties=props)
+        else:
+            dt = DeltaTable(local)
+            removes = []
+            if mode == "overwrite":
+                current = pa.table(dt.get_add_actions(flatten=False))
+                for row in current.to_pylist():
+                    pv = {k: None if v is None else str(v)
+                          for k, v in (row.get("partition") or row.get("partition_values") or {}).items()}
+                    if where is None or where.matches(pv):
+                        removes.append(RemoveAction(row["path"], True, now, row["size_bytes"], pv))
+            elif mode != "append":
+                raise ValueError(f"mode must be overwrite or append, got {mode!r}")
+            dt.create_write_transaction(adds + removes, mode="append", schema=dschema,
+                                        partition_by=list(partition_by) or None, commit_properties=props)
+        return DeltaTable(local).version()
+
+
+def commit_parquet_files(writer: TableWriter, name: str, schema: pa.Schema, paths: Sequence[str], *,
+                         partition_by: Sequence[str] = (), where: Where | None = None, mode: str = "overwrite",
+                         description: str = "") -> int:
+    """Commit Parquet files that tasks wrote themselves under ``<table>/_staging/<run>/`` (hive-style
+    partition folders), as one commit replacing what ``where`` selects.  delta-rs commits the files
+    as they are; delta-spark reads them and writes its own."""
+    uri = table_uri(writer.root, name)
+    fs, root_path = resolve(uri)
+    staging = f"{root_path}/{STAGING}/{writer.run_id}"
+    if isinstance(writer, DeltaRsWriter):
+        moved: list[str] = []
+        try:
+            return writer._commit_staged(name, schema, fs.get_file_info(list(paths)), staging, list(partition_by),
+                                         where, mode, description, moved)
+        except BaseException:
+            for path in moved:
+                try:
+                    fs.delete_file(path)
+                except OSError:
+                    pass
+            raise
+        finally:
+            _delete_dir(fs, staging)
+            _delete_dir_if_empty(fs, f"{root_path}/{STAGING}")
+    spark = writer._session()
+    df = spark.read.option("basePath", _uri_like(uri, staging)).schema(spark_schema(schema)).parquet(
+        *[_uri_like(uri, p) for p in paths]) if paths else spark.createDataFrame([], spark_schema(schema))
+    try:
+        return writer.write(name, df, schema, partition_by=partition_by, where=where, mode=mode,
+                            description=description)
+    finally:
+        _delete_dir(fs, staging)
+        _delete_dir_if_empty(fs, f"{root_path}/{STAGING}")
 
 
 def open_writer(spark: SparkSession | None, root: str, run_id: str, prefer: str | None = None) -> TableWriter:

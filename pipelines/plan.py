@@ -20,7 +20,7 @@ class Split:
     split_id: int
     segment: int       # Segment.index
     seg_base: int
-    seg_size: int
+    seg_size: int      # where the segment's readable data ends (Segment.data_end)
     start: int
     end: int
     path: str
@@ -41,10 +41,12 @@ def plan_splits(store: StoreLocation, split_size: int = DEFAULT_SPLIT_SIZE) -> l
     splits: list[Split] = []
     for seg in store.segments:
         start = 0
-        while start < seg.size:
-            end = min(start + split_size, seg.size)
-            last = end >= seg.size
-            splits.append(Split(len(splits), seg.index, seg.base, seg.size, start, seg.size + 1 if last else end,
-                                seg.path))
+        size = seg.data_end
+        while True:
+            end = min(start + split_size, size)
+            last = end >= size
+            splits.append(Split(len(splits), seg.index, seg.base, size, start, size + 1 if last else end, seg.path))
+            if last:
+                break
             start = end
     return splits

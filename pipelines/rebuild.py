@@ -15,10 +15,7 @@ from typing import Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
@@ -27,12 +24,12 @@ from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, load_config_for, open_store
 from store_format.timeutil import zone
 
-from .build import RESULT_SCHEMA, BuildTask, index_part_name, write_file
+from .build import BuildTask, index_part_name, write_file
 from .chain import carry_index_state, chain_splits, index_file_parts
 from .commit import StagedOutput
 from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
 from .preflight import preflight
-from .scan import ROW_RECORD, ROW_TRAILER, ScanTask, record_schema, records_batch, split_summary, walk_split
+from .scan import ScanTask, split_summary, walk_split
 from .session import build_spark_session, spark_schema
 from .workfiles import drop_split_work, write_split_work
 
@@ -170,6 +167,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                 log_level: str | None = None, as_restart: bool = False) -> RebuildSummary:
     """Rebuild ``consumequeue/`` and ``index/`` of ``store`` into ``out``.
 
+    The story: plan the splits, scan them in parallel, chain their walks into the reput's one walk,
+    build the consume queue and index files, commit them, publish the tables.
+
     Args:
         store: broker store root (the folder holding ``commitlog/``), local path or URI.
         out: where ``consumequeue/`` and ``index/`` are written (laid out like a store root).
@@ -182,18 +182,25 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         engine: ``spark``, or ``local`` to run the very same tasks without a JVM: in this process,
             or in ``processes`` forked processes (single machines, tests of the orchestration; no
             tables).
+        as_restart: apply the broker's commitlog recovery first (:mod:`store_format.recovery`): the
+            files a broker restart would write.
     Raises:
         StoreError: bad store layout, unsupported settings, existing outputs without ``overwrite``.
     """
     progress = progress or Progress()
     config = config or load_config_for(config_path)
-    if as_restart:
-        from store_format.errors import StoreError
-        raise StoreError("--as-restart is not available yet")
+    if engine not in ("spark", "local"):
+        raise ValueError(f"engine must be 'spark' or 'local', not {engine!r}")
+    if engine == "local" and tables is not None:
+        raise ValueError("the Delta tables need the Spark engine")
+    started = time.time()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     progress.stage("plan", store)
     st = open_store(store, config)
     config = resolve_broker_version(st, config)
+    recovery = None
+    if as_restart:
+        st, recovery = _as_restart(st, config, progress)
     if st.broker_may_be_running():
         progress.emit(f"[rebuild] warning: {store}/abort exists: a broker may be running on this store (or it "
                       "crashed); segments still being written can change under the scan")
@@ -201,139 +208,223 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     staged = StagedOutput(out, run_id, overwrite=overwrite)
     staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
     preflight(st, config, out)
-    if engine not in ("spark", "local"):
-        raise ValueError(f"engine must be 'spark' or 'local', not {engine!r}")
-    if engine == "local" and tables is not None:
-        raise ValueError("the Delta tables need the Spark engine")
+    zone(tz)
     if engine == "spark" and spark is None:
         progress.stage("spark session", master or "local[*]")
         spark = build_spark_session(master, log_level=log_level)
-    details = tables is not None
-    parallelism = max(spark.sparkContext.defaultParallelism, 1) if spark is not None else max(processes, 1)
-    buckets = max(1, min(4 * parallelism, 512))
-    work_uri = f"{staged.staging_uri}/_work"
-    scanned: DataFrame | None = None
-    index_anomalies: list[dict] = []
+    job = _Job(st, config, splits, staged, spark, processes, progress)
+    pending_tables = None
+    tables_published = False
+    tables_error: str | None = None
     try:
         staged.prepare()
-        progress.stage("scan", f"{len(st.segments)} segments, {st.total_bytes() / 1e6:,.1f} MB, {len(splits)} splits")
-        # contiguous runs of splits per task: a few tasks per core keep the per-task overhead low
-        n_tasks = min(len(splits), 4 * parallelism)
-        task_splits = [list(block) for block in np.array_split(np.arange(len(splits)), n_tasks)]
-        task_splits = [[int(x) for x in block] for block in task_splits if len(block)]
-        with_body = with_body and details
-        scan_task = ScanTask(splits, store, config, details, work_uri, buckets, task_splits, with_body=with_body)
-        if spark is None:
-            local_rows = _run_local(scan_task, len(task_splits), processes)
-            trailers = local_rows.filter(pc.equal(local_rows["row_kind"], ROW_TRAILER)).select(
-                ["split_id", "summary"]).to_pylist()
-        else:
-            scanned = spark.range(0, len(task_splits), 1, numPartitions=len(task_splits)).mapInArrow(
-                scan_task, spark_schema(record_schema(details, with_body)))
-            if details:
-                scanned = scanned.persist(StorageLevel.MEMORY_AND_DISK)
-            watcher = progress.watch(spark, "scan", st.total_bytes() / max(len(task_splits), 1))
+        summaries = job.scan()
+        chain, index_in, index_totals = job.chain(summaries)
+        built = job.build(chain, index_in, index_totals, record_states=tables is not None, tz=tz)
+        if tables is not None:
+            progress.stage("tables", tables)
             try:
-                trailers = scanned.filter(F.col("row_kind") == ROW_TRAILER).select("split_id", "summary").collect()
-            finally:
-                watcher.set()
-        summaries = {int(r["split_id"]): json.loads(r["summary"]) for r in trailers}
-        n_records = sum(s.get("records", 0) for s in summaries.values())
-        progress.stage("chain")
-        rewalk = _driver_rewalk(st, config, work_uri, buckets)
-        chain = chain_splits(st, config, splits, summaries, rewalk)
-        index_in, index_totals = carry_index_state(chain, config, rewalk)
-        local_tables: dict[int, pa.Table] = {}
-        for e in chain.entries:
-            if e.replaced and details:
-                t = pa.Table.from_batches([records_batch(e.split, e.local, e.summary, details, with_body)])
-                local_tables[e.split.split_id] = t.filter(pc.equal(t["row_kind"], ROW_RECORD))
-        dispatched = sum(e.summary.get("dispatched", 0) for e in chain.entries)
-        progress.done(f"{len(chain.entries)} splits on the reput's path, {chain.rewalked} walked again by the driver, "
-                      f"{len(chain.dropped)} unreachable")
-
-        progress.stage("build", "consume queue and index files")
-        order = [e.split.split_id for e in chain.entries]
-        total_keys = index_totals["keys"]
-        cap = config.index_entries_per_file
-        index_enabled = config.messageIndexEnable and dispatched > 0
-        file_parts = index_file_parts(chain, index_in, total_keys, cap) if index_enabled else []
-        # index files first: they are the largest tasks
-        tasks = [{"kind": "index", "task_id": f, "parts": parts} for f, parts in enumerate(file_parts)]
-        tasks += [{"kind": "cq", "task_id": b, "splits": order} for b in range(buckets)]
-        build_task = BuildTask(tasks, config, work_uri, staged.staging_uri)
-        if spark is None:
-            results = _run_local(build_task, len(tasks), processes).to_pylist()
-        else:
-            watcher = progress.watch(spark, "build")
-            try:
-                results = (spark.range(0, len(tasks), 1, numPartitions=len(tasks))
-                           .mapInArrow(build_task, spark_schema(RESULT_SCHEMA)).collect())
-            finally:
-                watcher.set()
-        cq_files = [r for r in results if r["kind"] == "cq"]
-        built = sorted((r for r in results if r["kind"] == "index"), key=lambda r: r["task_id"])
-        n_units = sum(r["entries"] for r in cq_files)
-        n_queues = len({(r["topic"], r["queue_id"]) for r in cq_files})
-        index_files: list[tuple[int, int]] = [(r["task_id"], r["first_store_timestamp"]) for r in built]
-        if index_enabled:
-            trailing_empty = total_keys == 0 or (total_keys % cap == 0 and index_totals["dispatched_after_last_key"])
-            if trailing_empty:
-                n_files = len(built)
-                prev_off = built[-1]["end_offset"] if built else 0
-                prev_ts = built[-1]["end_timestamp"] if built else 0
-                data = index_file_pieces([], [], [], max_hash_slot_num=config.maxHashSlotNum,
-                                         max_index_num=config.maxIndexNum, prev_end_offset=prev_off,
-                                         prev_end_ts=prev_ts, empty_index_count=config.empty_index_count)
-                write_file(staged.staging_uri, index_part_name(n_files), data)
-                index_files.append((n_files, prev_ts if prev_ts > 0 else (index_totals["first_store_ts"] or 0)))
-            names, clamped = index_file_names_checked([ts for _, ts in index_files], zone(tz))
-            for pos in clamped:
-                index_anomalies.append({
-                    "kind": "store_timestamp_out_of_range", "segment": None, "position": None,
-                    "detail": f"index file {names[pos]} starts with store timestamp {index_files[pos][1]}, outside "
-                              "the years 1970..9999; its name was clamped (the bytes are as the broker writes them)"})
-            for (file_no, _), name in zip(index_files, names):
-                staged.rename_staged(index_part_name(file_no), f"index/{name}")
+                pending_tables = job.tables_rows(tables, chain, index_in, built, run_id, started, with_body)
+            except Exception as e:  # reported in the summary; the rebuilt files are committed all the same
+                tables_error = f"{type(e).__name__}: {e}"
+                progress.emit(f"[rebuild] tables not published: {tables_error}")
         staged.drop_work()
-        progress.done(f"{n_queues} queues, {len(cq_files)} consume queue files, {n_units:,} units; "
-                      f"{len(index_files)} index files, {total_keys:,} keys")
-
         progress.stage("commit", out)
         staged.commit()
         progress.done()
     except BaseException:
         staged.abort()
-        if scanned is not None and details:
-            scanned.unpersist()
         raise
-    # the tables come after the commit: the rebuilt files never wait on (or fail with) them
-    table_path = tables_error = None
-    try:
-        if tables is not None:
-            progress.stage("tables", tables)
-            from .tables import publish_tables
-            publish_tables(spark, tables, st, config, scanned, local_tables, chain, run_id=run_id)
-            table_path = tables
+    if pending_tables is not None:
+        progress.stage("tables: commit", tables)
+        try:
+            pending_tables.finish()
+            tables_published = True
             progress.done()
-    except Exception as e:  # reported in the summary; consumequeue/ and index/ are already in place
-        tables_error = f"{type(e).__name__}: {e}"
-        progress.emit(f"[rebuild] tables not published: {tables_error}")
-    finally:
-        if scanned is not None and details:
-            scanned.unpersist()
-    anomalies = list(chain.anomalies) + index_anomalies
+        except Exception as e:
+            tables_error = f"{type(e).__name__}: {e}"
+            progress.emit(f"[rebuild] tables not published: {tables_error}")
+    anomalies = list(chain.anomalies) + built.anomalies + (recovery.anomalies() if recovery else [])
     for e in chain.entries:
         if e.summary.get("mismatched"):
             anomalies.append({"kind": "size_mismatch", "segment": e.split.segment, "position": e.split.start,
-                              "detail": f"{e.summary['mismatched']} record(s) in split {e.split.split_id} whose "
-                                        "totalSize disagrees with their fields: not dispatched"})
+                              "detail": f"{e.summary['mismatched']} record(s) in segment {st.segments[e.split.segment].name} "
+                                        f"from position {e.split.start} whose totalSize disagrees with their fields: "
+                                        "not dispatched"})
     return RebuildSummary(store=store, out=out, run_id=run_id, segments=len(st.segments), bytes=st.total_bytes(),
-                          splits=len(splits), records=n_records, dispatched=dispatched, consume_queue_units=n_units,
-                          queues=n_queues, consume_queue_files=len(cq_files), index_files=len(index_files),
-                          index_keys=total_keys, anomalies=anomalies, rewalked_splits=chain.rewalked,
-                          timings=progress.timings, seconds=round(progress.elapsed, 3), tables=table_path,
+                          splits=len(splits), records=sum(s.get("records", 0) for s in summaries.values()),
+                          dispatched=index_totals["dispatched"], consume_queue_units=built.units,
+                          queues=built.queues, consume_queue_files=built.cq_file_count,
+                          index_files=len(built.index_files), index_keys=index_totals["keys"], anomalies=anomalies,
+                          rewalked_splits=chain.rewalked, timings=progress.timings,
+                          seconds=round(progress.elapsed, 3),
+                          tables=tables if tables_published else None,
                           tables_error=tables_error)
+
+
+@dataclasses.dataclass
+class _Restart:
+    """What a broker restart's commitlog recovery keeps and throws away (``--as-restart``)."""
+    plan: object   # store_format.recovery.RecoveryPlan
+
+    def anomalies(self) -> list[dict]:
+        p = self.plan
+        if not (p.discarded_messages or p.discarded_bytes or p.deleted_segments):  # type: ignore[attr-defined]
+            return []
+        return [{"kind": "restart_discards", "segment": None, "position": p.process_offset,  # type: ignore[attr-defined]
+                 "detail": f"a broker restart ({p.mode} recovery, {p.broker_version}.x rules) cuts the commitlog at "  # type: ignore[attr-defined]
+                           f"{p.process_offset}: {p.reason}; it discards {p.discarded_messages:,} record(s), "  # type: ignore[attr-defined]
+                           f"{p.discarded_bytes:,} bytes, and deletes {p.deleted_segments} later segment(s)"}]  # type: ignore[attr-defined]
+
+
+def _as_restart(st: StoreLocation, config: BrokerConfig, progress: Progress) -> tuple[StoreLocation, _Restart]:
+    """The store as the reput sees it after the broker's recovery (:func:`store_format.recovery.plan_recovery`):
+    segments after the cut deleted, the segment holding it read up to it, and, where the recovery itself
+    dispatches (4.9 abnormal, 5.x), nothing before the segment it started from."""
+    from store_format.errors import StoreError
+    from store_format.recovery import plan_recovery
+    plan = plan_recovery(st, config)
+    progress.emit(f"[rebuild] as a restart: {plan.mode} recovery cuts the commitlog at {plan.process_offset} "
+                  f"({plan.reason}); dispatch from {plan.dispatch_from}")
+    kept = []
+    for seg in st.segments:
+        if seg.base > plan.process_offset or seg.end <= plan.dispatch_from:
+            continue
+        if seg.base < plan.dispatch_from:
+            raise StoreError(f"recovery dispatches from {plan.dispatch_from}, inside segment {seg.name}: not supported")
+        readable = plan.process_offset - seg.base if seg.base <= plan.process_offset < seg.end else -1
+        kept.append(dataclasses.replace(seg, index=len(kept), readable=readable))
+    if not kept:
+        raise StoreError(f"{st.uri}: a restart keeps no commitlog data (recovery cut at {plan.process_offset})")
+    return StoreLocation(st.uri, st.fs, st.root, kept), _Restart(plan)
+
+
+@dataclasses.dataclass
+class _Built:
+    """What the build stage wrote."""
+    cq_files: list[dict]
+    index_files: list[dict]        # in file order, with their names
+    units: int
+    queues: int
+    anomalies: list[dict]
+
+    @property
+    def cq_file_count(self) -> int:
+        return len(self.cq_files)
+
+
+class _Job:
+    """The stages of one rebuild, each a short function over plain values."""
+
+    def __init__(self, st: StoreLocation, config: BrokerConfig, splits: list[Split], staged: StagedOutput,
+                 spark: SparkSession | None, processes: int, progress: Progress) -> None:
+        self.st, self.config, self.splits, self.staged = st, config, splits, staged
+        self.spark, self.processes, self.progress = spark, processes, progress
+        parallelism = max(spark.sparkContext.defaultParallelism, 1) if spark is not None else max(processes, 1)
+        self.parallelism = parallelism
+        self.buckets = max(1, min(parallelism, 512))
+        self.work_uri = f"{staged.staging_uri}/_work"
+
+    def _run(self, task, n: int, what: str, unit_bytes: float = 0.0) -> list[dict]:
+        """Run a task object over ids 0..n-1, one per Spark partition (or locally), and collect its rows."""
+        if self.spark is None:
+            return _run_local(task, n, self.processes).to_pylist()
+        self.spark.sparkContext.setJobDescription(what)
+        schema = spark_schema(task.schema)
+        watcher = self.progress.watch(self.spark, what, unit_bytes)
+        try:
+            return [r.asDict() for r in self.spark.range(0, n, 1, numPartitions=max(n, 1)).mapInArrow(task, schema)
+                    .collect()]
+        finally:
+            watcher.set()
+
+    def scan(self) -> dict[int, dict]:
+        """Walk every split in parallel; each writes its work files and returns its summary."""
+        st, splits = self.st, self.splits
+        self.progress.stage("scan", f"{len(st.segments)} segments, {st.total_bytes() / 1e6:,.1f} MB, "
+                                    f"{len(splits)} splits")
+        # contiguous runs of splits per task: two per core keep the fixed cost per task low
+        n_tasks = min(len(splits), 2 * self.parallelism)
+        blocks = [[int(x) for x in block] for block in np.array_split(np.arange(len(splits)), n_tasks) if len(block)]
+        task = ScanTask(splits, st.uri, self.config, self.work_uri, self.buckets, blocks)
+        rows = self._run(task, len(blocks), "scan", st.total_bytes() / max(len(blocks), 1))
+        return {int(r["split_id"]): json.loads(r["summary"]) for r in rows}
+
+    def chain(self, summaries: dict[int, dict]):
+        """Follow the reput from split to split; walk here the splits whose walk must start elsewhere."""
+        self.progress.stage("chain")
+        rewalk = _driver_rewalk(self.st, self.config, self.work_uri, self.buckets)
+        chain = chain_splits(self.st, self.config, self.splits, summaries, rewalk)
+        index_in, index_totals = carry_index_state(chain, self.config, rewalk)
+        self.progress.done(f"{len(chain.entries)} splits on the reput's path, {chain.rewalked} walked again by the "
+                           f"driver, {len(chain.dropped)} unreachable")
+        return chain, index_in, index_totals
+
+    def build(self, chain, index_in, index_totals, *, record_states: bool, tz: str) -> _Built:
+        """Consume queue files per queue bucket, index files one per task; then the index file names."""
+        config = self.config
+        self.progress.stage("build", "consume queue and index files")
+        order = [e.split.split_id for e in chain.entries]
+        total_keys = index_totals["keys"]
+        index_enabled = config.messageIndexEnable and index_totals["dispatched"] > 0
+        file_parts = index_file_parts(chain, index_in, total_keys, config.index_entries_per_file) \
+            if index_enabled else []
+        tasks = [{"kind": "index", "task_id": f, "parts": parts} for f, parts in enumerate(file_parts)]
+        tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states}
+                  for b in range(self.buckets)]
+        results = self._run(BuildTask(tasks, config, self.work_uri, self.staged.staging_uri), len(tasks), "build")
+        cq_files = [r for r in results if r["kind"] == "cq"]
+        index_files = sorted((r for r in results if r["kind"] == "index"), key=lambda r: r["task_id"])
+        anomalies: list[dict] = []
+        if index_enabled:
+            index_files += self._trailing_index_file(index_files, index_totals)
+            names, clamped = index_file_names_checked([r["first_store_timestamp"] for r in index_files], zone(tz))
+            for r, name in zip(index_files, names):
+                r["name"] = name
+                self.staged.rename_staged(index_part_name(r["task_id"]), f"index/{name}")
+            for pos in clamped:
+                anomalies.append({
+                    "kind": "store_timestamp_out_of_range", "segment": None, "position": None,
+                    "detail": f"index file {names[pos]} starts with store timestamp "
+                              f"{index_files[pos]['first_store_timestamp']}, outside the years 1970..9999; its name "
+                              "was clamped (the bytes are as the broker writes them)"})
+        built = _Built(cq_files, index_files, sum(r["entries"] for r in cq_files),
+                       len({(r["topic"], r["queue_id"]) for r in cq_files}), anomalies)
+        self.progress.done(f"{built.queues} queues, {len(cq_files)} consume queue files, {built.units:,} units; "
+                           f"{len(index_files)} index files, {total_keys:,} keys")
+        return built
+
+    def _trailing_index_file(self, built: list[dict], index_totals: dict) -> list[dict]:
+        """The empty index file the broker creates when a record is dispatched after a full file
+        (or, with no key at all, the first one): :func:`store_format.indexfile.plan_trailing_file`."""
+        config = self.config
+        cap = config.index_entries_per_file
+        total_keys = index_totals["keys"]
+        if not (total_keys == 0 or (total_keys % cap == 0 and index_totals["dispatched_after_last_key"])):
+            return []
+        file_no = len(built)
+        prev_off = built[-1]["end_offset"] if built else 0
+        prev_ts = built[-1]["end_timestamp"] if built else 0
+        data = index_file_pieces([], [], [], max_hash_slot_num=config.maxHashSlotNum, max_index_num=config.maxIndexNum,
+                                 prev_end_offset=prev_off, prev_end_ts=prev_ts,
+                                 empty_index_count=config.empty_index_count)
+        size = write_file(self.staged.staging_uri, index_part_name(file_no), data)
+        return [{"kind": "index", "task_id": file_no, "entries": 0, "bytes": size, "begin_offset": None,
+                 "first_store_timestamp": prev_ts if prev_ts > 0 else (index_totals["first_store_ts"] or 0),
+                 "end_offset": prev_off, "end_timestamp": prev_ts}]
+
+    def tables_rows(self, tables: str, chain, index_in, built: _Built, run_id: str, started: float,
+                    with_body: bool):
+        """Write the tables' rows from this rebuild's results (:mod:`pipelines.tables.publish`); the
+        commit of the tables comes after the files' commit (``finish``)."""
+        from .tables.publish import RebuildResults, stage_tables
+        if self.spark is None:
+            raise ValueError("the Delta tables need the Spark engine")
+        results = RebuildResults(self.st, self.config, chain, index_in,
+                                 {r["task_id"]: r["name"] for r in built.index_files}, built.cq_files,
+                                 built.index_files, self.work_uri, self.buckets, run_id, started,
+                                 self.progress.timings)
+        return stage_tables(self.spark, tables, results, with_body=with_body)
 
 
 _LOCAL_TASK = None

@@ -23,7 +23,7 @@ from store_format.store import Reader, resolve
 from .plan import Split
 from .workfiles import write_split_work
 
-__all__ = ["record_schema", "walk_split", "split_summary", "records_batch", "ScanTask",
+__all__ = ["record_schema", "walk_split", "split_summary", "records_batch", "ScanTask", "SUMMARY_SCHEMA",
            "ROW_RECORD", "ROW_TRAILER"]
 
 ROW_RECORD = 0
@@ -122,21 +122,24 @@ def records_batch(split: Split, res: cl.WalkResult | None, summary: dict, detail
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-class ScanTask:
-    """The function ``mapInArrow`` runs on each partition of the split table: walk the split, write
-    its work files (queue units by bucket, index keys), and return the trailer row — plus the record
-    rows when the tables are wanted (``details``)."""
+SUMMARY_SCHEMA = pa.schema([("split_id", pa.int32()), ("summary", pa.string())])
 
-    def __init__(self, splits: list[Split], store_uri: str, config: BrokerConfig, details: bool, work_uri: str,
-                 buckets: int, tasks: list[list[int]] | None = None, with_body: bool = False) -> None:
+
+class ScanTask:
+    """The function ``mapInArrow`` runs on each partition of the task table: walk each of the
+    task's splits, write its work files (queue units by bucket, index keys) and return its summary
+    (:data:`SUMMARY_SCHEMA`): a row per split, never a row per record."""
+
+    schema = SUMMARY_SCHEMA
+
+    def __init__(self, splits: list[Split], store_uri: str, config: BrokerConfig, work_uri: str, buckets: int,
+                 tasks: list[list[int]]) -> None:
         self.splits = splits
-        self.tasks = tasks if tasks is not None else [[s.split_id] for s in splits]
+        self.tasks = tasks
         self.store_uri = store_uri
         self.config = config
-        self.details = details
         self.work_uri = work_uri
         self.buckets = buckets
-        self.with_body = with_body and details
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Input rows: ``id`` = task number (``spark.range``, one task per partition); a task walks
@@ -149,4 +152,5 @@ class ScanTask:
                     sync, res = walk_split(split, read, self.config, scratch=_SCRATCH)
                 write_split_work(self.work_uri, split.split_id, res, self.buckets)
                 summary = split_summary(split, sync, None, res)
-                yield records_batch(split, res if self.details else None, summary, self.details, self.with_body)
+                yield pa.RecordBatch.from_pylist([{"split_id": split.split_id, "summary": json.dumps(summary)}],
+                                                 schema=SUMMARY_SCHEMA)

@@ -27,8 +27,8 @@ from store_format import commitlog as cl
 from store_format.dispatch import QueueUnits, queue_units, to_index_hash
 from store_format.store import resolve
 
-__all__ = ["UNIT_SCHEMA", "KEY_SCHEMA", "queue_bucket", "write_split_work", "read_bucket_units", "read_keys",
-           "drop_split_work", "SplitKeys"]
+__all__ = ["UNIT_SCHEMA", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work", "read_bucket_units",
+           "read_keys", "drop_split_work", "SplitKeys", "write_queue_states", "read_queue_states"]
 
 UNIT_SCHEMA = pa.schema([
     ("queue", pa.int32()),             # number of the unit's queue in the file's ``queues`` metadata
@@ -41,6 +41,14 @@ KEY_SCHEMA = pa.schema([
     ("commitlog_offset", pa.int64()),
     ("store_timestamp", pa.int64()),
     ("key_hashes", pa.list_(pa.int32())),   # IndexFile.indexKeyHashMethod of each topic#key, in put order
+])
+
+
+# the append state of a queue as a split begins (store_format.consumequeue Q_* columns)
+STATE_SCHEMA = pa.schema([
+    ("split_id", pa.int32()), ("topic", pa.string()), ("queue_id", pa.int32()),
+    ("max_phys", pa.int64()), ("write_pos", pa.int64()), ("first_file", pa.int64()), ("blank_until", pa.int64()),
+    ("last_file", pa.int64()),
 ])
 
 
@@ -136,6 +144,44 @@ def read_keys(work_uri: str, split_id: int) -> SplitKeys | None:
     if reader is None or reader.num_record_batches == 0:
         return None
     return SplitKeys(reader.get_batch(0))
+
+
+def _states_path(work_uri: str, bucket: int) -> str:
+    return f"{work_uri}/states/b{bucket:05d}.arrow"
+
+
+def write_queue_states(work_uri: str, bucket: int, names: list[tuple[str, int]],
+                       entry_states: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
+    """A bucket's queue states as each split began: ``(split, queue numbers, state rows)``."""
+    if not entry_states:
+        return
+    split = np.concatenate([np.full(len(q), sid, dtype=np.int32) for sid, q, _ in entry_states])
+    queue = np.concatenate([q for _, q, _ in entry_states])
+    states = np.concatenate([st for _, _, st in entry_states])
+    cols = [pa.array(split), pa.array([names[int(q)][0] for q in queue], pa.string()),
+            pa.array(np.array([names[int(q)][1] for q in queue], dtype=np.int32))]
+    cols += [pa.array(np.ascontiguousarray(states[:, c])) for c in range(states.shape[1])]
+    _write(_states_path(work_uri, bucket), STATE_SCHEMA, [pa.RecordBatch.from_arrays(cols, schema=STATE_SCHEMA)])
+
+
+def read_queue_states(work_uri: str, buckets: int, split_ids: set[int]) -> dict[int, dict[tuple[str, int], np.ndarray]]:
+    """Per split of ``split_ids``: each queue's state as the split began (from every bucket)."""
+    out: dict[int, dict[tuple[str, int], np.ndarray]] = {}
+    for b in range(buckets):
+        reader = _open(_states_path(work_uri, b))
+        if reader is None:
+            continue
+        table = reader.read_all()
+        sid = table.column(0).to_numpy()
+        rows = np.flatnonzero(np.isin(sid, np.fromiter(split_ids, dtype=np.int64)))
+        if not len(rows):
+            continue
+        topics = table.column(1).take(pa.array(rows)).to_pylist()
+        qids = table.column(2).to_numpy()[rows]
+        states = np.stack([table.column(c).to_numpy()[rows] for c in range(3, 8)], axis=1)
+        for i, r in enumerate(rows):
+            out.setdefault(int(sid[r]), {})[(topics[i], int(qids[i]))] = states[i]
+    return out
 
 
 def drop_split_work(work_uri: str, split_id: int) -> None:

@@ -16,7 +16,6 @@ from collections import defaultdict
 from typing import Iterator
 
 import numpy as np
-import pyarrow as pa
 
 from . import commitlog as cl
 from .config import BrokerConfig
@@ -57,8 +56,8 @@ def data_end_limit(store: StoreLocation, config: BrokerConfig) -> int | None:
         return None
     last = store.segments[-1]
     with store.reader(last) as read:
-        res = cl.walk_range(read, last.base, last.size, cl.WalkState.at_slice_start(0, last.size), last.size + 1,
-                            config, keep_text=False)
+        res = cl.walk_range(read, last.base, last.data_end, cl.WalkState.at_slice_start(0, last.data_end),
+                            last.data_end + 1, config, keep_text=False)
     if not (res.rec[:, cl.R_STATUS] == cl.Status.SIZE_MISMATCH).any():
         return None
     return last.base + res.state.bufpos
@@ -106,11 +105,11 @@ def walk_store(store: StoreLocation, config: BrokerConfig, *, reuse_memory: bool
         if seg is None:
             return
         pos = reput - seg.base
-        state = cl.WalkState.at_slice_start(pos, seg.size)
+        state = cl.WalkState.at_slice_start(pos, seg.data_end)
         with store.reader(seg) as read:
-            res = cl.walk_range(read, seg.base, seg.size, state, seg.size + 1, config,
+            res = cl.walk_range(read, seg.base, seg.data_end, state, seg.data_end + 1, config,
                                 limit_rel=None if limit_abs is None else limit_abs - seg.base,
-                                window=seg.size - pos + 16, scratch=scratch)
+                                window=seg.data_end - pos + 16, scratch=scratch)
         yield seg, res
         nxt = next_reput_offset(seg, res.state, res.stop, file_size, config.is_master)
         if nxt is None or nxt <= reput:

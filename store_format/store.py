@@ -46,10 +46,17 @@ class Segment:
     size: int        # file size in bytes
     path: str        # path inside the filesystem
     mtime_ms: int | None
+    readable: int = -1  # where the data the broker reads ends (its write position); -1: the whole file
 
     @property
     def end(self) -> int:
         return self.base + self.size
+
+    @property
+    def data_end(self) -> int:
+        """Segment position where the readable slice ends (``CommitLog.getData``): the file size,
+        or the write position a recovery left (:func:`store_format.recovery.plan_recovery`)."""
+        return self.size if self.readable < 0 else self.readable
 
 
 @dataclasses.dataclass

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -178,10 +179,12 @@ def test_failed_run_leaves_target_untouched(tmp_path, monkeypatch):
     assert not list(out.glob(".rebuild-*")), "staging folder left behind"
 
 
-def test_tables_failure_keeps_the_rebuilt_files(spark, tmp_path, monkeypatch):
-    """The Delta tables are published after the commit: their failure is reported, and the
-    consume queue and index files stay in place."""
-    import pipelines.tables as tables_module
+@pytest.mark.parametrize("phase", ["stage_tables", "_finish"])
+def test_tables_failure_keeps_the_rebuilt_files(spark, tmp_path, monkeypatch, phase):
+    """The Delta tables are published after the commit: a failure while writing their rows
+    (``stage_tables``, before the files' commit) or while committing them (``_finish``, after it) is
+    reported, and the consume queue and index files are in place all the same."""
+    import pipelines.tables.publish as publish_module
 
     config = _config("4", 50, 40)
     _write_store(tmp_path / "store", config, 60, 2)
@@ -189,7 +192,7 @@ def test_tables_failure_keeps_the_rebuilt_files(spark, tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise RuntimeError("injected failure while publishing tables")
 
-    monkeypatch.setattr(tables_module, "publish_tables", fail)
+    monkeypatch.setattr(publish_module, phase, fail)
     summary = run_rebuild(str(tmp_path / "store"), str(tmp_path / "out"), config, spark=spark,
                           tables=str(tmp_path / "tables"), progress=Progress(lambda line: None))
     assert summary.tables_error and "injected failure" in summary.tables_error

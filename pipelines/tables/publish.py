@@ -1,0 +1,402 @@
+"""Publish the Delta tables from a rebuild's own results.
+
+After the files are committed, one Spark job writes ``messages`` and ``message_keys``: each task
+takes whole segments of the reput's path (the chain), walks their splits again in its own process
+(the walk costs little next to writing Parquet) and places every record with what the rebuild
+decided:
+
+* its consume queue unit: the build tasks kept each queue's append state as each split began
+  (:func:`pipelines.workfiles.read_queue_states`); the task replays
+  :func:`store_format.consumequeue.assign_positions` from that state, so the tables and the files
+  agree by construction;
+* its index keys: the chain's endPhyOffset carry and key ordinal per split, and the index file
+  names the rebuild gave (in the run's time zone).
+
+Tasks write their Parquet files themselves (no rows cross into the JVM); a segment's keys go to
+one file per key bucket, sorted by ``key_hash``.  Tasks also return small figures: per segment
+(records, times, topics), the records with a wrong CRC or size, queue offset gaps and each
+queue's first and last queue offset (for the gaps at task borders).  The driver commits both
+tables with delta-rs, then writes ``segments``, ``anomalies``, ``expiry_audit`` and, last, the
+``runs`` row from those figures and the build's file inventory: nothing is read back.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from store_format import commitlog as cl
+from store_format.config import BrokerConfig
+from store_format.consumequeue import assign_positions, new_states
+from store_format.dispatch import queue_units
+from store_format.store import Reader, StoreLocation, resolve
+from store_format.timeutil import ms_to_datetime
+
+from ..chain import Chain, ChainEntry
+from ..delta import STAGING, commit_parquet_files, open_writer, read_arrow
+from ..scan import ROW_RECORD, records_batch, walk_split
+from ..session import spark_schema
+from ..workfiles import read_queue_states
+from .rows import SplitContext, key_rows, message_rows, np_col
+from .schema import (ANOMALIES_SCHEMA, DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA, MESSAGES_SCHEMA, RUNS_SCHEMA,
+                     SEGMENTS_SCHEMA, default_key_buckets, key_buckets_of, message_keys_schema)
+
+__all__ = ["stage_tables", "RebuildResults", "PendingTables"]
+
+log = logging.getLogger(__name__)
+
+_RESULT_SCHEMA = pa.schema([("table", pa.string()), ("path", pa.string()), ("info", pa.string())])
+
+
+@dataclasses.dataclass
+class RebuildResults:
+    """What a rebuild knows when its files are committed, for the tables."""
+    store: StoreLocation
+    config: BrokerConfig
+    chain: Chain
+    index_in: dict[int, tuple[int, int, int]]   # split -> (endPhyOffset carry, keys before, keys in it)
+    index_names: dict[int, str]                  # index file number -> name on disk
+    cq_files: list[dict]                         # build results of the consume queue files
+    index_files: list[dict]                      # build results of the index files (with their names)
+    work_uri: str                                # the run's work folder (queue states)
+    buckets: int                                 # queue buckets of the build
+    run_id: str
+    started: float                               # epoch seconds
+    timings: dict[str, float]
+
+
+class _TablesTask:
+    """``mapInArrow`` function: one task = a run of chain entries (whole segments where possible)."""
+
+    def __init__(self, groups: list[list[ChainEntry]], res: RebuildResults, tables: str, ctx: SplitContext,
+                 with_body: bool) -> None:
+        self.groups = groups
+        self.store_uri = res.store.uri
+        self.config = res.config
+        self.work_uri = res.work_uri
+        self.buckets = res.buckets
+        self.tables = tables
+        self.ctx = ctx
+        self.with_body = with_body
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for task in batch.column(0).to_pylist():
+                yield pa.RecordBatch.from_pylist(self.run(self.groups[task]), schema=_RESULT_SCHEMA)
+
+    def run(self, entries: list[ChainEntry]) -> list[dict]:
+        fs, _ = resolve(self.store_uri)
+        states_by_split = read_queue_states(self.work_uri, self.buckets, {e.split.split_id for e in entries})
+        out = _TaskOutput(self.tables, self.ctx)
+        queue_no: dict[tuple[str, int], int] = {}
+        states = new_states(0)
+        for entry in entries:
+            split = entry.split
+            with Reader(fs, split.path) as read:
+                _sync, res = walk_split(split, read, self.config, entering=entry.entering if entry.replaced else None,
+                                        limit_rel=entry.limit_rel)
+            if res is None or not len(res.rec):
+                continue
+            # where its units went: the builder's queue states as this split began, replayed
+            units = queue_units(res)
+            global_q = np.empty(len(units.queues), dtype=np.int64)
+            for j, key in enumerate(units.queues):
+                q = queue_no.get(key)
+                if q is None:
+                    q = queue_no[key] = len(queue_no)
+                    states = np.vstack([states, new_states(1)])
+                global_q[j] = q
+                entry_state = states_by_split.get(split.split_id, {}).get(key)
+                if entry_state is not None:
+                    states[q] = entry_state
+            qidx = global_q[units.queue] if len(units) else np.zeros(0, dtype=np.int64)
+            pos = assign_positions(qidx, units.offset, units.size, units.queue_offset, self.config.cq_file_size,
+                                   states)
+            record_pos = np.full(len(res.rec), -1, dtype=np.int64)
+            own = np.unique(units.record, return_index=True)[1] if len(units) else np.zeros(0, dtype=np.int64)
+            record_pos[units.record[own]] = pos[own]   # a record's own unit comes before its light queues'
+            batch = records_batch(split, res, {}, True, self.with_body)
+            part = pa.Table.from_batches([batch]).filter(pc.equal(batch.column(1), ROW_RECORD))
+            ctx = dataclasses.replace(self.ctx, queue_plan={split.split_id: ("positions", record_pos)})
+            out.add_split(split.split_id, part, message_rows(part, split.split_id, ctx, self.with_body),
+                          key_rows(part, split.split_id, ctx), units, qidx, own, res)
+        return out.finish()
+
+
+class _TaskOutput:
+    """A task's Parquet writers (one messages file per segment, keys per segment and bucket) and figures."""
+
+    def __init__(self, tables: str, ctx: SplitContext) -> None:
+        self.fs, self.root = resolve(tables)
+        self.ctx = ctx
+        self.tag = uuid.uuid4().hex[:12]
+        self.rows: list[dict] = []
+        self.segment: str | None = None
+        self.writer: pq.ParquetWriter | None = None
+        self.stream = None
+        self.keys: list[pa.Table] = []
+        self.figures: dict[str, dict] = {}
+        self.bad: list[dict] = []
+        self.gaps: list[dict] = []
+        self.first_qoff: dict[tuple[str, int], tuple[int, int, str]] = {}
+        self.last_qoff: dict[tuple[str, int], int] = {}
+
+    def _staged(self, table: str, rel_dir: str, name: str) -> str:
+        d = f"{self.root}/{table}/{STAGING}/{self.ctx.run_id}/{rel_dir}"
+        self.fs.create_dir(d, recursive=True)
+        return f"{d}/{name}"
+
+    def _close_segment(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.stream.close()  # type: ignore[union-attr]
+            self.writer = None
+        if self.keys:
+            keys = pa.concat_tables(self.keys)
+            keys = keys.sort_by([("key_bucket", "ascending"), ("key_hash", "ascending"), ("index_file_no", "ascending"),
+                                 ("index_entry", "ascending")])
+            buckets = np_col(keys["key_bucket"])
+            cuts = np.r_[0, np.flatnonzero(np.diff(buckets)) + 1, len(buckets)]
+            for a, b in zip(cuts[:-1], cuts[1:]):
+                part = keys.slice(int(a), int(b - a)).drop_columns(["segment", "key_bucket"])
+                rel = f"segment={self.segment}/key_bucket={int(buckets[a])}"
+                path = self._staged("message_keys", rel, f"part-{self.tag}.parquet")
+                with self.fs.open_output_stream(path) as stream:
+                    pq.write_table(part, stream, compression="snappy", coerce_timestamps="us")
+                self.rows.append({"table": "message_keys", "path": path, "info": None})
+            self.keys = []
+
+    def add_split(self, split_id: int, part: pa.Table, messages: pa.Table, keys: pa.Table, units, qidx, own,
+                  res: cl.WalkResult) -> None:
+        seg = self.ctx.segment_names[split_id]
+        if seg != self.segment:
+            self._close_segment()
+            self.segment = seg
+            path = self._staged("messages", f"segment={seg}", f"part-{self.tag}.parquet")
+            self.stream = self.fs.open_output_stream(path)
+            schema = MESSAGES_SCHEMA.remove(MESSAGES_SCHEMA.get_field_index("segment"))
+            self.writer = pq.ParquetWriter(self.stream, schema, compression="snappy", coerce_timestamps="us")
+            self.rows.append({"table": "messages", "path": path, "info": None})
+        self.writer.write_table(messages.drop_columns(["segment"]))  # type: ignore[union-attr]
+        if keys.num_rows:
+            self.keys.append(keys)
+        self._figures(seg, part, messages, keys)
+        self._queue_offsets(seg, units, qidx, own, res)
+
+    def _figures(self, seg: str, part: pa.Table, messages: pa.Table, keys: pa.Table) -> None:
+        f = self.figures.setdefault(seg, {"records": 0, "dispatched": 0, "first": None, "last": None, "topics": set(),
+                                          "keys": 0})
+        f["records"] += part.num_rows
+        dispatch = messages["dispatch"]
+        f["dispatched"] += int(pc.sum(pc.invert(pc.starts_with(dispatch, "not dispatched"))).as_py() or 0)
+        ts = np_col(part["store_timestamp"])
+        if len(ts):
+            f["first"] = int(ts.min()) if f["first"] is None else min(f["first"], int(ts.min()))
+            f["last"] = int(ts.max()) if f["last"] is None else max(f["last"], int(ts.max()))
+        f["topics"].update(pc.unique(part["topic"]).drop_null().to_pylist())
+        f["keys"] += keys.num_rows
+        bad = pc.or_(pc.invert(messages["body_crc_ok"]), pc.starts_with(dispatch, "not dispatched: totalSize"))
+        if pc.any(bad).as_py():
+            cols = ["commitlog_offset", "position", "size", "structural_size", "topic", "queue_id", "body_crc",
+                    "body_crc_ok", "dispatch"]
+            for r in messages.filter(bad).select(cols).to_pylist():
+                self.bad.append(dict(r, segment=seg))
+
+    def _queue_offsets(self, seg: str, units, qidx, own, res: cl.WalkResult) -> None:
+        """Queue offset steps of the records' own units: gaps inside the task, and each queue's first
+        and last offset for the driver to check the borders between tasks."""
+        if not len(own):
+            return
+        q = qidx[own]
+        qoff = units.queue_offset[own]
+        off = units.offset[own]
+        order = np.argsort(q, kind="stable")
+        q, qoff, off = q[order], qoff[order], off[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(q)) + 1]
+        ends = np.r_[starts[1:], len(q)]
+        names = {int(g): units.queues[int(u)] for g, u in zip(qidx[own], units.queue[own])}
+        for a, b in zip(starts, ends):
+            key = names[int(q[a])]
+            prev = self.last_qoff.get(key)
+            if prev is None:
+                if key not in self.first_qoff:
+                    self.first_qoff[key] = (int(qoff[a]), int(off[a]), seg)
+            elif qoff[a] != prev + 1:
+                self.gaps.append({"segment": seg, "commitlog_offset": int(off[a]), "topic": key[0],
+                                  "queue_id": key[1], "expected": prev + 1, "found": int(qoff[a])})
+            steps = np.flatnonzero(np.diff(qoff[a:b]) != 1)
+            for i in steps:
+                self.gaps.append({"segment": seg, "commitlog_offset": int(off[a + i + 1]), "topic": key[0],
+                                  "queue_id": key[1], "expected": int(qoff[a + i]) + 1, "found": int(qoff[a + i + 1])})
+            self.last_qoff[key] = int(qoff[b - 1])
+
+    def finish(self) -> list[dict]:
+        self._close_segment()
+        info = {"figures": {s: dict(f, topics=sorted(f["topics"])) for s, f in self.figures.items()}, "bad": self.bad,
+                "gaps": self.gaps, "first": [[t, q, *v] for (t, q), v in self.first_qoff.items()],
+                "last": [[t, q, v] for (t, q), v in self.last_qoff.items()]}
+        return self.rows + [{"table": None, "path": None, "info": json.dumps(info)}]
+
+
+def _task_groups(chain: Chain, parallelism: int) -> list[list[ChainEntry]]:
+    """Runs of chain entries: whole segments per task when there are enough segments for the cores,
+    so that each (segment, key bucket) gets one sorted file; else runs of splits."""
+    by_segment: list[list[ChainEntry]] = []
+    for e in chain.entries:
+        if by_segment and by_segment[-1][0].split.segment == e.split.segment:
+            by_segment[-1].append(e)
+        else:
+            by_segment.append([e])
+    if len(by_segment) >= parallelism:
+        return [[e for seg in block for e in seg] for block in np.array_split(np.array(by_segment, dtype=object),
+                                                                               parallelism) if len(block)]
+    n = min(len(chain.entries), parallelism)
+    return [list(block) for block in np.array_split(np.array(chain.entries, dtype=object), n) if len(block)]
+
+
+def stage_tables(spark, tables: str, res: RebuildResults, *, with_body: bool = False) -> PendingTables:
+    """Write the rows of ``messages`` and ``message_keys`` of a full rebuild as staged Parquet files
+    (see the module docstring); :meth:`PendingTables.finish` commits them and the other tables."""
+    t0 = time.perf_counter()
+    config, chain, st = res.config, res.chain, res.store
+    seg_names = {s.index: s.name for s in st.segments}
+    split_seg = {e.split.split_id: seg_names[e.split.segment] for e in chain.entries}
+    buckets = key_buckets_of(tables) or default_key_buckets(config)
+    ctx = SplitContext(split_seg, {sid: (int(v[0]), int(v[1])) for sid, v in res.index_in.items()}, {},
+                       res.index_names, res.run_id, config.cq_file_size, config.index_entries_per_file,
+                       config.maxHashSlotNum, bool(config.messageIndexEnable), buckets)
+    parallelism = max(spark.sparkContext.defaultParallelism, 1)
+    groups = _task_groups(chain, parallelism)
+    task = _TablesTask(groups, res, tables, ctx, with_body)
+    spark.sparkContext.setJobDescription("tables: messages and message_keys")
+    rows = (spark.range(0, len(groups), 1, numPartitions=max(len(groups), 1))
+            .mapInArrow(task, spark_schema(_RESULT_SCHEMA)).collect()) if groups else []
+    res.timings["tables: rows"] = round(time.perf_counter() - t0, 3)
+    return PendingTables(spark, tables, res, rows, with_body, buckets, split_seg)
+
+
+@dataclasses.dataclass
+class PendingTables:
+    """Rows written, not yet committed."""
+    spark: object
+    tables: str
+    res: RebuildResults
+    rows: list
+    with_body: bool
+    buckets: int
+    split_seg: dict[int, str]
+
+    def finish(self) -> dict:
+        return _finish(self)
+
+
+def _finish(p: PendingTables) -> dict:
+    from .refresh import (_chain_anomalies, _gap_anomalies, _record_anomalies, _segment_ends, _segment_rows,
+                          _versions)
+    t0 = time.perf_counter()
+    spark, tables, res, rows, with_body, buckets, split_seg = (p.spark, p.tables, p.res, p.rows, p.with_body,
+                                                               p.buckets, p.split_seg)
+    config, chain, st = res.config, res.chain, res.store
+    # figures of the tasks, in chain order
+    infos = [json.loads(r["info"]) for r in rows if r["info"]]
+    infos.sort(key=lambda i: min(i["figures"]) if i["figures"] else "")
+    figures: dict[str, dict] = {}
+    bad: list[dict] = []
+    gaps: list[dict] = []
+    last: dict[tuple[str, int], int] = {}
+    for info in infos:
+        for seg, f in info["figures"].items():
+            g = figures.get(seg)
+            if g is None:
+                figures[seg] = f
+                continue
+            for k in ("records", "dispatched", "keys"):
+                g[k] += f[k]
+            g["first"] = min((v for v in (g["first"], f["first"]) if v is not None), default=None)
+            g["last"] = max((v for v in (g["last"], f["last"]) if v is not None), default=None)
+            g["topics"] = sorted(set(g["topics"]) | set(f["topics"]))
+        bad += info["bad"]
+        gaps += info["gaps"]
+        for t, q, qoff, off, seg in info["first"]:   # the border with the tasks before
+            if (t, q) in last and qoff != last[(t, q)] + 1:
+                gaps.append({"segment": seg, "commitlog_offset": off, "topic": t, "queue_id": q,
+                             "expected": last[(t, q)] + 1, "found": qoff})
+        for t, q, qoff in info["last"]:
+            last[(t, q)] = qoff
+
+    lap = time.perf_counter()
+    writer = open_writer(spark, tables, res.run_id)
+    paths = {"messages": [r["path"] for r in rows if r["table"] == "messages"],
+             "message_keys": [r["path"] for r in rows if r["table"] == "message_keys"]}
+    commit_parquet_files(writer, "messages", MESSAGES_SCHEMA, paths["messages"], partition_by=["segment"],
+                         description=DESCRIPTIONS["messages"])
+    commit_parquet_files(writer, "message_keys", message_keys_schema(buckets), paths["message_keys"],
+                         partition_by=["segment", "key_bucket"],
+                         description=DESCRIPTIONS["message_keys"])
+    res.timings["tables: commit"] = round(time.perf_counter() - lap, 3)
+
+    # segments, anomalies, expiry audit, and the run last: its row marks a complete publication
+    lap = time.perf_counter()
+    prev_segments = read_arrow(tables, "segments")
+    back = {"segments": {s: {"records": f["records"], "dispatched": f["dispatched"],
+                             "first": None if f["first"] is None else f["first"] * 1000,
+                             "last": None if f["last"] is None else f["last"] * 1000, "topics": f["topics"]}
+                         for s, f in figures.items()},
+            "keys": {s: f["keys"] for s, f in figures.items()}}
+    seg_table = _segment_rows(st, _segment_ends(chain, st), back, prev_segments, res.run_id)
+    writer.write("segments", seg_table, SEGMENTS_SCHEMA, description=DESCRIPTIONS["segments"])
+    anomalies = (_chain_anomalies(chain, st, res.run_id) + _record_anomalies(bad, res.run_id)
+                 + _gap_anomalies(gaps, res.run_id))
+    writer.write("anomalies", pa.Table.from_pylist(anomalies, schema=ANOMALIES_SCHEMA), ANOMALIES_SCHEMA,
+                 description=DESCRIPTIONS["anomalies"])
+    from ..audit import build_expiry_audit, cq_inventory_table, index_inventory_table, load_offsets
+    consumer, delay = load_offsets(st.uri, None, None)
+    units_per_file = config.cq_file_size // 20
+    cq_rows = [{"topic": r["topic"], "queue_id": r["queue_id"], "file": r["file_start"] // config.cq_file_size,
+                "units": r["entries"], "lo": r["begin_offset"], "hi": r["end_offset"],
+                "segment": _segment_of(st, r["end_offset"])} for r in res.cq_files if r["entries"]]
+    idx_rows = [{"index_file_no": r["task_id"], "index_file": r["name"], "entries": r["entries"],
+                 "lo": r["begin_offset"], "hi": r["end_offset"] if r["entries"] else None,
+                 "segment": _segment_of(st, r["end_offset"]) if r["entries"] else None}
+                for r in res.index_files if r["entries"]]
+    audit_rows, audit_summary = build_expiry_audit(
+        tables, config, seg_table.filter(pc.equal(seg_table["status"], "live")),
+        cq_inventory_table(cq_rows, units_per_file), index_inventory_table(idx_rows),
+        as_of_ms=int(res.started * 1000), consumer_offsets=consumer, delay_offsets=delay, run_id=res.run_id)
+    writer.write("expiry_audit", audit_rows, EXPIRY_AUDIT_SCHEMA, description=DESCRIPTIONS["expiry_audit"])
+    res.timings["tables: small tables"] = round(time.perf_counter() - lap, 3)
+    n_msgs = sum(f["records"] for f in figures.values())
+    n_keys = sum(f["keys"] for f in figures.values())
+    res.timings["tables"] = round(time.perf_counter() - t0, 3)
+    last_entry = chain.entries[-1] if chain.entries else None
+    run_row = {
+        "run_id": res.run_id, "command": "rebuild", "mode": "full", "started_at": ms_to_datetime(int(res.started * 1000)),
+        "finished_at": ms_to_datetime(int(time.time() * 1000)), "store": st.uri if "://" in st.uri else st.root,
+        "tables": tables, "config": json.dumps(config.as_properties(), sort_keys=True),
+        "versions": json.dumps(_versions(writer)), "with_body": with_body,
+        "segments_in_store": len(st.segments), "segments_scanned": len(set(split_seg.values())),
+        "segments_deleted": 0, "resume_segment": st.segments[0].name,
+        "watermark_segment": split_seg[last_entry.split.split_id] if last_entry else st.segments[0].name,
+        "watermark_offset": last_entry.split.seg_base + int(last_entry.summary.get("bufpos", 0)) if last_entry else None,
+        "records_scanned": sum(e.summary.get("records", 0) for e in chain.entries),
+        "messages_written": n_msgs, "keys_written": n_keys, "anomalies": len(anomalies),
+        "timings": json.dumps(res.timings)}
+    writer.write("runs", pa.Table.from_pylist([run_row], schema=RUNS_SCHEMA), RUNS_SCHEMA, mode="append",
+                 description=DESCRIPTIONS["runs"])
+    return {"tables": tables, "run_id": res.run_id, "writer": writer.kind, "messages": n_msgs, "keys": n_keys,
+            "anomalies": len(anomalies), "next_cleanup": audit_summary.get("next_cleanup")}
+
+
+def _segment_of(st: StoreLocation, offset: int | None) -> str | None:
+    if offset is None:
+        return None
+    seg = st.segment_at(int(offset))
+    return seg.name if seg is not None else None
