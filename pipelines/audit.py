@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from store_format.config import BrokerConfig, load_broker_config
-from store_format.errors import StoreError, StoreLayoutError
+from store_format.errors import StoreLayoutError
 from store_format.expiry import SegmentFacts, files_deleted_with, plan_cleanup
 from store_format.layout import index_file_size, segment_name
 
