@@ -13,7 +13,6 @@ splits and call :mod:`store_format` kernels.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator
 
 import os
 
@@ -21,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from store_format import commitlog as cl
 from store_format.commitlog import Scratch
 from store_format.config import BrokerConfig
 from store_format.consumequeue import (NOT_STARTED, Q_BLANK_UNTIL, Q_LAST_FILE, Q_WRITE_POS, assign_positions,
@@ -238,7 +238,7 @@ def build_index_part(work_uri: str, staging_uri: str, file_no: int, parts: list[
 
 
 class BuildTask:
-    """What ``mapInArrow`` runs on the task table: one row = one bucket or one index file."""
+    """The build tasks: one per queue bucket and one per index file; their rows are the files written."""
 
     schema = RESULT_SCHEMA
 
@@ -248,16 +248,11 @@ class BuildTask:
         self.work_uri = work_uri
         self.staging_uri = staging_uri
 
-    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """Input rows: ``id`` = position in the task list (``spark.range``, one task per partition)."""
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                task = self.tasks[i]
-                if task["kind"] == "cq":
-                    rows = build_queue_bucket(self.work_uri, self.staging_uri, task["task_id"], task["splits"],
-                                              self.config, record_states=task.get("record_states", False))
-                else:
-                    rows = [build_index_part(self.work_uri, self.staging_uri, task["task_id"], task["parts"],
-                                             self.config)]
-                if rows:
-                    yield pa.RecordBatch.from_pylist(rows, schema=RESULT_SCHEMA)
+    def rows(self, i: int) -> list[dict]:
+        """Task ``i`` of the list: a bucket's consume queue files, or one index file."""
+        cl.use_system_allocator()
+        task = self.tasks[i]
+        if task["kind"] == "cq":
+            return build_queue_bucket(self.work_uri, self.staging_uri, task["task_id"], task["splits"], self.config,
+                                      record_states=task.get("record_states", False))
+        return [build_index_part(self.work_uri, self.staging_uri, task["task_id"], task["parts"], self.config)]

@@ -14,7 +14,6 @@ import uuid
 from typing import Callable
 
 import numpy as np
-import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from store_format import commitlog as cl
@@ -30,7 +29,7 @@ from .commit import StagedOutput
 from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
 from .preflight import preflight
 from .scan import ScanTask, split_summary, walk_split
-from .session import build_spark_session, spark_schema
+from .session import build_spark_session, run_tasks
 from .workfiles import drop_split_work, write_split_work
 
 __all__ = ["RebuildSummary", "run_rebuild", "Progress"]
@@ -326,15 +325,14 @@ class _Job:
         self.work_uri = f"{staged.staging_uri}/_work"
 
     def _run(self, task, n: int, what: str, unit_bytes: float = 0.0) -> list[dict]:
-        """Run a task object over ids 0..n-1, one per Spark partition (or locally), and collect its rows."""
+        """Run a task object (``rows(task_id) -> list of dicts``) over ids 0..n-1, one Spark task each (or
+        locally), and collect the rows.  Plain RDD tasks: the rows are a few per task (summaries, file
+        lists), and the first job starts a second sooner than through DataFrames and Arrow."""
         if self.spark is None:
-            return _run_local(task, n, self.processes).to_pylist()
-        self.spark.sparkContext.setJobDescription(what)
-        schema = spark_schema(task.schema)
+            return _run_local(task, n, self.processes)
         watcher = self.progress.watch(self.spark, what, unit_bytes)
         try:
-            return [r.asDict() for r in self.spark.range(0, n, 1, numPartitions=max(n, 1)).mapInArrow(task, schema)
-                    .collect()]
+            return run_tasks(self.spark, task, n, what)
         finally:
             watcher.set()
 
@@ -430,11 +428,11 @@ class _Job:
 _LOCAL_TASK = None
 
 
-def _one_local_task(i: int) -> list[pa.RecordBatch]:
-    return list(_LOCAL_TASK([pa.record_batch([pa.array([i], type=pa.int64())], names=["id"])]))
+def _one_local_task(i: int) -> list[dict]:
+    return _LOCAL_TASK.rows(i)  # type: ignore[attr-defined]
 
 
-def _run_local(task, n: int, processes: int = 1) -> pa.Table:
+def _run_local(task, n: int, processes: int = 1) -> list[dict]:
     """Run a task object over ids 0..n-1 as Spark would, one per partition: in this process, or
     in a pool of forked processes (each keeps its own scratch memory, like a Spark Python worker)."""
     global _LOCAL_TASK
@@ -448,5 +446,4 @@ def _run_local(task, n: int, processes: int = 1) -> pa.Table:
                 parts = pool.map(_one_local_task, range(n), chunksize=1)
     finally:
         _LOCAL_TASK = None
-    batches = [b for part in parts for b in part]
-    return pa.Table.from_batches(batches) if batches else pa.table({})
+    return [row for part in parts for row in part]

@@ -9,7 +9,6 @@ driver chains splits with those summaries (:mod:`pipelines.chain`).
 from __future__ import annotations
 
 import json
-from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -126,9 +125,8 @@ SUMMARY_SCHEMA = pa.schema([("split_id", pa.int32()), ("summary", pa.string())])
 
 
 class ScanTask:
-    """The function ``mapInArrow`` runs on each partition of the task table: walk each of the
-    task's splits, write its work files (queue units by bucket, index keys) and return its summary
-    (:data:`SUMMARY_SCHEMA`): a row per split, never a row per record."""
+    """A scan task: walk each of its splits, write the split's work files (queue units by bucket,
+    index keys) and return its summary: a row per split, never a row per record."""
 
     schema = SUMMARY_SCHEMA
 
@@ -141,16 +139,15 @@ class ScanTask:
         self.work_uri = work_uri
         self.buckets = buckets
 
-    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """Input rows: ``id`` = task number (``spark.range``, one task per partition); a task walks
-        its splits one after the other."""
+    def rows(self, task: int) -> list[dict]:
+        """Walk the task's splits one after the other: a summary row per split."""
+        cl.use_system_allocator()
         fs, _ = resolve(self.store_uri)
-        for batch in batches:
-            for split_id in (sid for task in batch.column(0).to_pylist() for sid in self.tasks[task]):
-                split = self.splits[split_id]
-                with Reader(fs, split.path) as read:
-                    sync, res = walk_split(split, read, self.config, scratch=_SCRATCH)
-                write_split_work(self.work_uri, split.split_id, res, self.buckets)
-                summary = split_summary(split, sync, None, res)
-                yield pa.RecordBatch.from_pylist([{"split_id": split.split_id, "summary": json.dumps(summary)}],
-                                                 schema=SUMMARY_SCHEMA)
+        out = []
+        for split_id in self.tasks[task]:
+            split = self.splits[split_id]
+            with Reader(fs, split.path) as read:
+                sync, res = walk_split(split, read, self.config, scratch=_SCRATCH)
+            write_split_work(self.work_uri, split.split_id, res, self.buckets)
+            out.append({"split_id": split.split_id, "summary": json.dumps(split_summary(split, sync, None, res))})
+        return out

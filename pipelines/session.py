@@ -6,7 +6,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-__all__ = ["build_spark_session", "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE"]
+__all__ = ["build_spark_session", "run_tasks", "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE"]
 
 _DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -78,6 +78,15 @@ def local_jvm_options(archive_at_exit: str | None = None) -> list[str]:
     elif os.path.isfile(CDS_ARCHIVE):
         opts.append(f"-XX:SharedArchiveFile={CDS_ARCHIVE}")
     return opts
+
+
+def run_tasks(spark: SparkSession, task, n: int, what: str) -> list[dict]:
+    """One Spark job of ``n`` tasks, task ``i`` running ``task.rows(i)`` (a list of small dicts: file
+    lists, summaries); the rows of all, collected.  Plain RDD tasks: the first job of a session starts
+    a second sooner than through DataFrames and Arrow (measured: 1.7 s against 2.7 s)."""
+    sc = spark.sparkContext
+    sc.setJobDescription(what)
+    return sc.parallelize(range(n), max(n, 1)).flatMap(task.rows).collect()
 
 
 def delta_classes_available(spark: SparkSession) -> bool:

@@ -26,7 +26,6 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +42,7 @@ from store_format.timeutil import ms_to_datetime
 from ..chain import Chain, ChainEntry
 from ..delta import STAGING, commit_parquet_files, open_writer, read_arrow
 from ..scan import ROW_RECORD, records_batch, walk_split
-from ..session import spark_schema
+from ..session import run_tasks
 from ..workfiles import read_queue_states
 from .rows import SplitContext, key_rows, message_rows, np_col
 from .schema import (ANOMALIES_SCHEMA, DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA, MESSAGES_SCHEMA, RUNS_SCHEMA,
@@ -74,7 +73,7 @@ class RebuildResults:
 
 
 class _TablesTask:
-    """``mapInArrow`` function: one task = a run of chain entries (whole segments where possible)."""
+    """The tables tasks: one task = a run of chain entries (whole segments where possible)."""
 
     def __init__(self, groups: list[list[ChainEntry]], res: RebuildResults, tables: str, ctx: SplitContext,
                  with_body: bool) -> None:
@@ -87,10 +86,10 @@ class _TablesTask:
         self.ctx = ctx
         self.with_body = with_body
 
-    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for task in batch.column(0).to_pylist():
-                yield pa.RecordBatch.from_pylist(self.run(self.groups[task]), schema=_RESULT_SCHEMA)
+    def rows(self, task: int) -> list[dict]:
+        """Write the task's rows; its files and figures."""
+        cl.use_system_allocator()
+        return self.run(self.groups[task])
 
     def run(self, entries: list[ChainEntry]) -> list[dict]:
         fs, _ = resolve(self.store_uri)
@@ -276,9 +275,7 @@ def stage_tables(spark, tables: str, res: RebuildResults, *, with_body: bool = F
     parallelism = max(spark.sparkContext.defaultParallelism, 1)
     groups = _task_groups(chain, parallelism)
     task = _TablesTask(groups, res, tables, ctx, with_body)
-    spark.sparkContext.setJobDescription("tables: messages and message_keys")
-    rows = (spark.range(0, len(groups), 1, numPartitions=max(len(groups), 1))
-            .mapInArrow(task, spark_schema(_RESULT_SCHEMA)).collect()) if groups else []
+    rows = run_tasks(spark, task, len(groups), "tables: messages and message_keys") if groups else []
     res.timings["tables: rows"] = round(time.perf_counter() - t0, 3)
     return PendingTables(spark, tables, res, rows, with_body, buckets, split_seg)
 
