@@ -22,6 +22,7 @@ import numba
 import numpy as np
 
 from .javahash import index_key_hash
+from .prefetch import prefetch
 from .layout import (INDEX_ENTRY_DTYPE, INDEX_ENTRY_SIZE, INDEX_HEADER_DTYPE, INDEX_HEADER_SIZE,
                      INDEX_SLOT_SIZE, index_file_size)
 
@@ -111,6 +112,9 @@ def index_file_pieces(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.nda
     return [header.view(np.uint8), table.astype(">i4").view(np.uint8), entries, unused_entries]
 
 
+_AHEAD = 16  # keys between a slot's prefetch and its use
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _put_be(out, pos, value, width):
     for j in range(width):
@@ -128,6 +132,8 @@ def _fill_entries(key_hash, offset, store_ts, begin_ts, slot_num, table, out):
     empty_hits = 0
     first_ts = store_ts[0]
     for i in range(n):
+        if i + _AHEAD < n:  # the slot table is large and hit at random: ask for a later key's slot now
+            prefetch(table, np.int64(key_hash[i + _AHEAD]) % slot_num)
         h = np.int64(key_hash[i])
         s = h % slot_num
         prev = np.int64(table[s])

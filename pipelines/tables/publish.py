@@ -52,7 +52,10 @@ __all__ = ["stage_tables", "RebuildResults", "PendingTables"]
 
 log = logging.getLogger(__name__)
 
-_RESULT_SCHEMA = pa.schema([("table", pa.string()), ("path", pa.string()), ("info", pa.string())])
+# dictionary encoding only for columns with few distinct values (the others cost time and gain nothing)
+_MESSAGES_DICTIONARY = ["topic", "transaction_type", "born_host", "store_host", "tags", "real_topic", "retry_topic",
+                        "dispatch", "run_id"]
+_KEYS_DICTIONARY = ["topic", "kind", "index_file", "run_id"]
 
 
 @dataclasses.dataclass
@@ -159,9 +162,10 @@ class _TaskOutput:
             self.stream.close()  # type: ignore[union-attr]
             self.writer = None
         if self.keys:
-            keys = pa.concat_tables(self.keys)
-            keys = keys.sort_by([("key_bucket", "ascending"), ("key_hash", "ascending"), ("index_file_no", "ascending"),
-                                 ("index_entry", "ascending")])
+            keys = pa.concat_tables(self.keys).combine_chunks()
+            order = np.lexsort((np_col(keys["index_entry"]), np_col(keys["index_file_no"]), np_col(keys["key_hash"]),
+                                np_col(keys["key_bucket"])))
+            keys = keys.take(pa.array(order))
             buckets = np_col(keys["key_bucket"])
             cuts = np.r_[0, np.flatnonzero(np.diff(buckets)) + 1, len(buckets)]
             for a, b in zip(cuts[:-1], cuts[1:]):
@@ -169,7 +173,8 @@ class _TaskOutput:
                 rel = f"segment={self.segment}/key_bucket={int(buckets[a])}"
                 path = self._staged("message_keys", rel, f"part-{self.tag}.parquet")
                 with self.fs.open_output_stream(path) as stream:
-                    pq.write_table(part, stream, compression="snappy", coerce_timestamps="us")
+                    pq.write_table(part, stream, compression="snappy", coerce_timestamps="us",
+                                   use_dictionary=_KEYS_DICTIONARY)
                 self.rows.append({"table": "message_keys", "path": path, "info": None})
             self.keys = []
 
@@ -182,7 +187,8 @@ class _TaskOutput:
             path = self._staged("messages", f"segment={seg}", f"part-{self.tag}.parquet")
             self.stream = self.fs.open_output_stream(path)
             schema = MESSAGES_SCHEMA.remove(MESSAGES_SCHEMA.get_field_index("segment"))
-            self.writer = pq.ParquetWriter(self.stream, schema, compression="snappy", coerce_timestamps="us")
+            self.writer = pq.ParquetWriter(self.stream, schema, compression="snappy", coerce_timestamps="us",
+                                           use_dictionary=_MESSAGES_DICTIONARY)
             self.rows.append({"table": "messages", "path": path, "info": None})
         self.writer.write_table(messages.drop_columns(["segment"]))  # type: ignore[union-attr]
         if keys.num_rows:
@@ -221,7 +227,8 @@ class _TaskOutput:
         q, qoff, off = q[order], qoff[order], off[order]
         starts = np.r_[0, np.flatnonzero(np.diff(q)) + 1]
         ends = np.r_[starts[1:], len(q)]
-        names = {int(g): units.queues[int(u)] for g, u in zip(qidx[own], units.queue[own])}
+        first_of = np.unique(qidx[own], return_index=True)
+        names = {int(g): units.queues[int(units.queue[own][i])] for g, i in zip(*first_of)}
         for a, b in zip(starts, ends):
             key = names[int(q[a])]
             prev = self.last_qoff.get(key)
