@@ -1,5 +1,5 @@
 # make run   : rebuild a store (STORE=path, or a generated demo store) into OUT on local Spark
-# make test  : the whole test suite, golden stores included
+# make test  : lint (ruff, mypy) and the whole test suite, golden stores included
 # make bench : pipelines.bench with BENCH_ARGS
 SHELL := /bin/bash
 
@@ -59,6 +59,8 @@ test: venv java warm
 	  { $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; } \
 	    || echo "chromium could not be installed: the Data Docs browser test will be skipped"; \
 	fi
+	$(VPY) -m ruff check store_format pipelines tests
+	$(VPY) -m mypy
 	$(VPY) -m pytest -q
 
 bench: venv java warm

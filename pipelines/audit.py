@@ -138,7 +138,7 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
         disk_used_ratio: used share of the commitlog's disk (0..1), None: below every threshold.
         tz: the broker JVM's time zone for ``deleteWhen`` (default UTC).
     """
-    from .tables import EXPIRY_AUDIT_SCHEMA
+    from .tables.schema import EXPIRY_AUDIT_SCHEMA
     segs = sorted(segments.to_pylist(), key=lambda r: r["base_offset"])
     facts = [SegmentFacts(s["segment"], s["base_offset"], s["file_size"], _ms(s["file_mtime"]),
                           _ms(s["first_store_time"]), _ms(s["last_store_time"])) for s in segs]
@@ -259,7 +259,7 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
               time_source: str = "auto", store: str | None = None) -> tuple[pa.Table, dict]:
     """Audit the tables as of a time (see the module docstring); returns the rows and a summary."""
     from .delta import read_arrow
-    from .tables import latest_run
+    from .tables.schema import latest_run
     last = latest_run(tables)
     if last is None:
         raise StoreLayoutError(f"{tables}: no runs table; publish the tables first (rebuild, or tables --store ...)")
@@ -322,7 +322,7 @@ def run_audit_command(*, tables: str, as_of_ms: int, config_path: str | None, st
                               time_source=time_source, store=store)
     if write:
         from .delta import open_writer
-        from .tables import DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA
+        from .tables.schema import DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA
         open_writer(None, tables, f"audit-{as_of_ms}").write("expiry_audit", rows, EXPIRY_AUDIT_SCHEMA,
                                                              description=DESCRIPTIONS["expiry_audit"])
     if report:

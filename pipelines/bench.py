@@ -197,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"\ncommitlog: {mb:,.1f} MB in {len(paths)} segments, {records:,} records, {os.cpu_count()} cores, warm page cache")
+    print(f"\ncommitlog: {mb:,.1f} MB in {len(paths)} segments, {records:,} records, {os.cpu_count()} cores, "
+          "warm page cache")
     print(f"{'measurement':48s} {'seconds':>8s} {'MB/s':>9s} {'records/s':>12s} {'vs read':>8s}")
     for m in report["measurements"]:
         rps = f"{m['records_per_s']:,}" if m["records_per_s"] else "-"

@@ -13,7 +13,6 @@ splits and call :mod:`store_format` kernels.
 """
 from __future__ import annotations
 
-
 import os
 
 import numpy as np
@@ -23,8 +22,16 @@ import pyarrow.fs as pafs
 from store_format import commitlog as cl
 from store_format.commitlog import Scratch
 from store_format.config import BrokerConfig
-from store_format.consumequeue import (NOT_STARTED, Q_BLANK_UNTIL, Q_LAST_FILE, Q_WRITE_POS, assign_positions,
-                                       build_cq_file, cq_file_name, new_states)
+from store_format.consumequeue import (
+    NOT_STARTED,
+    Q_BLANK_UNTIL,
+    Q_LAST_FILE,
+    Q_WRITE_POS,
+    assign_positions,
+    build_cq_file,
+    cq_file_name,
+    new_states,
+)
 from store_format.indexfile import accepted_by_index, index_file_pieces
 from store_format.store import resolve
 
@@ -69,11 +76,11 @@ def write_file(uri_root: str, relative: str, data) -> int:
                 left = piece
                 while left > 0:
                     step = min(left, len(_ZEROS))
-                    out.write(memoryview(_ZEROS)[:step])
+                    out.write(_ZEROS.data[:step])
                     left -= step
                 total += piece
                 continue
-            view = memoryview(piece).cast("B")
+            view = memoryview(np.asarray(piece).data).cast("B")
             for i in range(0, len(view), 64 << 20):
                 out.write(view[i:i + (64 << 20)])
             total += len(view)
@@ -88,7 +95,7 @@ def _write_sparse(path: str, pieces: list) -> int:
                 out.seek(piece, os.SEEK_CUR)
                 total += piece
             else:
-                view = memoryview(piece).cast("B")
+                view = memoryview(np.asarray(piece).data).cast("B")
                 out.write(view)
                 total += len(view)
         out.truncate(total)
@@ -100,7 +107,7 @@ def index_part_name(file_no: int) -> str:
 
 
 def _row(kind: str, task_id: int, **values) -> dict:
-    row = {f.name: None for f in RESULT_SCHEMA}
+    row: dict[str, object] = {f.name: None for f in RESULT_SCHEMA}
     row.update(kind=kind, task_id=task_id, **values)
     return row
 
@@ -192,7 +199,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
         if states[q, Q_LAST_FILE] > last_written.get(q, -1) and states[q, Q_WRITE_POS] != NOT_STARTED:
             n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(states[q, Q_LAST_FILE]))}",
                            [file_size])
-            written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(states[q, Q_LAST_FILE]), entries=0,
+            written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(states[q, Q_LAST_FILE]),
+                                entries=0,
                                 bytes=n))
     return written
 

@@ -14,7 +14,7 @@ otherwise the split is walked here and ``IndexService.buildIndex``'s offset chec
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -58,8 +58,8 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
     """Follow ``doReput`` across segments and splits using the scan summaries."""
     file_size = config.mappedFileSizeCommitLog
     by_segment: dict[int, list[Split]] = {}
-    for s in splits:
-        by_segment.setdefault(s.segment, []).append(s)
+    for sp in splits:
+        by_segment.setdefault(sp.segment, []).append(sp)
     last_seg = store.segments[-1]
     limit_abs = None
     if config.is_5x and any(summaries[s.split_id].get("mismatched", 0) for s in by_segment[last_seg.index]):
@@ -136,7 +136,8 @@ def _local(entry: ChainEntry, rewalk: Rewalk) -> cl.WalkResult | None:
     return entry.local
 
 
-def carry_index_state(chain: Chain, config: BrokerConfig, rewalk: Rewalk) -> tuple[dict[int, tuple[int, int, int]], dict]:
+def carry_index_state(chain: Chain, config: BrokerConfig,
+                      rewalk: Rewalk) -> tuple[dict[int, tuple[int, int, int]], dict]:
     """Each split's entering endPhyOffset carry, the number of indexed keys before it and in it,
     and the totals that decide the trailing empty index file."""
     carry = 0
@@ -162,6 +163,7 @@ def carry_index_state(chain: Chain, config: BrokerConfig, rewalk: Rewalk) -> tup
             continue
         carry_in, base_in = carry, base
         res = _local(entry, rewalk)
+        assert res is not None  # the summary said it holds keys
         rec = res.rec
         ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
         keyed = np.nonzero(ok & ((rec[:, cl.R_FLAGS] & cl.F_INDEX) != 0) & (rec[:, cl.R_KEY_COUNT] > 0))[0]

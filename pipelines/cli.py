@@ -20,17 +20,13 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from store_format.errors import StoreError
+from store_format.errors import StoreError, UsageError
 
 __all__ = ["main", "build_parser", "size_arg", "time_arg", "zone_arg", "UsageError"]
 
 log = logging.getLogger("pipelines")
 
 MIN_SPLIT_SIZE = 4096  # pipelines.plan.plan_splits refuses less
-
-
-class UsageError(StoreError):
-    """A command line that cannot run (reported as one line, exit 2)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,7 +101,7 @@ def positive_int(text: str) -> int:
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (``error: ...``, exit 2) instead of usage + message."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         self.exit(2, f"error: {self.prog}: {message}\n")
 
 
@@ -139,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     par = _parents()
 
     def command(name: str, help_text: str, *parents: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text, parents=[par[k] for k in parents])
+        p = sub.add_parser(name, help=help_text, description=help_text,
+                           parents=[par[k] for k in parents])  # type: ignore[misc]
         p.set_defaults(func=_HANDLERS[name])
         return p
 
@@ -225,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None:
     p.add_argument("--store", required=store_required,
                    help="broker store root: the folder holding commitlog/ (local path, hdfs:// or s3:// URI)")
-    p.add_argument("--out", required=True, help="where consumequeue/ and index/ are written, laid out like a store root")
+    p.add_argument("--out", required=True,
+                   help="where consumequeue/ and index/ are written, laid out like a store root")
     p.add_argument("--tables", default=None, help="publish the Delta tables under this path (default: OUT/tables)")
     p.add_argument("--no-tables", action="store_true", help="do not publish the Delta tables")
     p.add_argument("--with-body", action="store_true", help="include message bodies in the messages table")
@@ -375,7 +373,7 @@ class _StderrHandler(logging.StreamHandler):
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
+    @property
     def stream(self):
         return sys.stderr
 

@@ -45,6 +45,8 @@ Guarantees by file system:
   intact source, an interrupted delete is finished.  ``OUT`` is complete again only after the next
   run's recovery, and readers listing ``OUT`` during a commit can see partial folders.  A plan whose
   staged files vanished is not rolled back there: the next run stops with instructions.
+
+Long module: the journal, its recovery after a crash at any step, and the liveness locks of runs.
 """
 from __future__ import annotations
 

@@ -15,6 +15,9 @@ it was (at worst some unreferenced Parquet files).
 
 Both keep the plain protocol every Delta reader accepts (reader 1, writer 2: no deletion vectors, no
 column mapping); timestamps are Delta ``timestamp`` (UTC instants, Parquet ``TIMESTAMP_MICROS``).
+
+Long module: two writers behind one contract, the Parquet-to-Delta commit with its file statistics,
+and the readers.
 """
 from __future__ import annotations
 
@@ -39,8 +42,9 @@ from .session import delta_classes_available, spark_schema
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["Where", "TaskRows", "commit_parquet_files", "STAGING", "TableWriter", "DeltaSparkWriter", "DeltaRsWriter", "open_writer", "table_uri",
-           "table_exists", "open_table", "read_arrow", "read_spark", "live_files", "file_uris", "TablesError"]
+__all__ = ["Where", "TaskRows", "commit_parquet_files", "STAGING", "TableWriter", "DeltaSparkWriter",
+           "DeltaRsWriter", "open_writer", "table_uri", "table_exists", "open_table", "read_arrow", "read_spark",
+           "live_files", "file_uris", "TablesError"]
 
 STAGING = "_staging"
 _STRING_STATS_MAX = 64  # longer strings get no min/max statistics (truncated bounds would need care)

@@ -40,7 +40,7 @@ def run_dump_command(files: list[str], *, start: int, count: int | None, config_
         StoreError: a file that does not exist, cannot be read or is not a store file (nothing is
             printed then: all files are checked first), or a bad ``--from``.
     """
-    from .cli import UsageError
+    from store_format.errors import UsageError
     if start < 0:
         raise UsageError(f"--from {start}: use 0 or more")
     config = load_config_for(config_path)

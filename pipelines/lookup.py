@@ -96,7 +96,7 @@ def _col(files: pa.Table, name: str) -> list:
 
 
 def _read_files(tables: str, name: str, paths: Sequence[str], filters) -> pa.Table | None:
-    from .tables import MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA
+    from .tables.schema import MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA
     schema = MESSAGES_SCHEMA if name == "messages" else MESSAGE_KEYS_SCHEMA
     parts = []
     for uri in file_uris(tables, name, paths):
@@ -113,7 +113,7 @@ def _read_files(tables: str, name: str, paths: Sequence[str], filters) -> pa.Tab
 def _key_candidates(tables: str, pairs: list[tuple[str, str]], kind: str | None, begin: int | None,
                     end: int | None) -> tuple[pa.Table | None, int, int]:
     """Index entries of the exact ``(topic, key)`` pairs: only their buckets' files are opened."""
-    from .tables import key_buckets_of
+    from .tables.schema import key_buckets_of
     files = live_files(tables, "message_keys")
     total = files.num_rows
     if not total:
@@ -217,7 +217,7 @@ def _rows(tables: str, msgs: pa.Table | None, body: bool, store: str | None, con
 
 
 def _store_for(tables: str, store: str | None, config: BrokerConfig | None) -> tuple[StoreLocation, BrokerConfig]:
-    from .tables import latest_run
+    from .tables.schema import latest_run
     last = latest_run(tables) if (store is None or config is None) else None
     if config is None:
         config = BrokerConfig.from_properties(json.loads(last["config"])) if last else BrokerConfig()
@@ -455,7 +455,7 @@ def run_lookup(*, tables: str | None, topic: str | None, key: str | None, msg_id
     else:
         if not tables:
             raise StoreError("pass --tables PATH (or --index DIR --store STORE)")
-        from .tables import latest_run
+        from .tables.schema import latest_run
         if latest_run(tables) is None:
             raise StoreLayoutError(f"{tables}: no published tables there (no runs table); publish them with "
                                    "'python -m pipelines rebuild' or 'python -m pipelines tables'")

@@ -11,7 +11,7 @@ import datetime as _dt
 import json
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from pyspark.sql import SparkSession
@@ -20,7 +20,7 @@ from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.indexfile import index_file_names_checked, index_file_pieces
 from store_format.reput import resolve_broker_version
-from store_format.store import StoreLocation, load_config_for, open_store
+from store_format.store import Segment, StoreLocation, load_config_for, open_store
 from store_format.timeutil import zone
 
 from .build import BuildTask, index_part_name, write_file
@@ -224,8 +224,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
             progress.stage("tables", tables)
             try:
                 pending_tables = job.tables_rows(tables, chain, index_in, built, run_id, started, with_body)
-            except Exception as e:  # reported in the summary; the rebuilt files are committed all the same
-                tables_error = f"{type(e).__name__}: {e}"
+            except Exception as err:  # reported in the summary; the rebuilt files are committed all the same
+                tables_error = f"{type(err).__name__}: {err}"
                 progress.emit(f"[rebuild] tables not published: {tables_error}")
         staged.drop_work()
         progress.stage("commit", out)
@@ -235,19 +235,20 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         staged.abort()
         raise
     if pending_tables is not None:
-        progress.stage("tables: commit", tables)
+        progress.stage("tables: commit", tables or "")
         try:
             pending_tables.finish()
             tables_published = True
             progress.done()
-        except Exception as e:
-            tables_error = f"{type(e).__name__}: {e}"
+        except Exception as err:
+            tables_error = f"{type(err).__name__}: {err}"
             progress.emit(f"[rebuild] tables not published: {tables_error}")
     anomalies = list(chain.anomalies) + built.anomalies + (recovery.anomalies() if recovery else [])
     for e in chain.entries:
         if e.summary.get("mismatched"):
             anomalies.append({"kind": "size_mismatch", "segment": e.split.segment, "position": e.split.start,
-                              "detail": f"{e.summary['mismatched']} record(s) in segment {st.segments[e.split.segment].name} "
+                              "detail": f"{e.summary['mismatched']} record(s) in segment "
+                                        f"{st.segments[e.split.segment].name} "
                                         f"from position {e.split.start} whose totalSize disagrees with their fields: "
                                         "not dispatched"})
     return RebuildSummary(store=store, out=out, run_id=run_id, segments=len(st.segments), bytes=st.total_bytes(),
@@ -285,7 +286,7 @@ def _as_restart(st: StoreLocation, config: BrokerConfig, progress: Progress) -> 
     plan = plan_recovery(st, config)
     progress.emit(f"[rebuild] as a restart: {plan.mode} recovery cuts the commitlog at {plan.process_offset} "
                   f"({plan.reason}); dispatch from {plan.dispatch_from}")
-    kept = []
+    kept: list[Segment] = []
     for seg in st.segments:
         if seg.base > plan.process_offset or seg.end <= plan.dispatch_from:
             continue
@@ -403,7 +404,9 @@ class _Job:
         file_no = len(built)
         prev_off = built[-1]["end_offset"] if built else 0
         prev_ts = built[-1]["end_timestamp"] if built else 0
-        data = index_file_pieces([], [], [], max_hash_slot_num=config.maxHashSlotNum, max_index_num=config.maxIndexNum,
+        none = np.zeros(0, dtype=np.int64)
+        data = index_file_pieces(none.astype(np.int32), none, none, max_hash_slot_num=config.maxHashSlotNum,
+                                 max_index_num=config.maxIndexNum,
                                  prev_end_offset=prev_off, prev_end_ts=prev_ts,
                                  empty_index_count=config.empty_index_count)
         size = write_file(self.staged.staging_uri, index_part_name(file_no), data)
@@ -429,7 +432,8 @@ _LOCAL_TASK = None
 
 
 def _one_local_task(i: int) -> list[dict]:
-    return _LOCAL_TASK.rows(i)  # type: ignore[attr-defined]
+    assert _LOCAL_TASK is not None
+    return _LOCAL_TASK.rows(i)
 
 
 def _run_local(task, n: int, processes: int = 1) -> list[dict]:

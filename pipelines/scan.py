@@ -53,7 +53,8 @@ def walk_split(split: Split, read: Reader, config: BrokerConfig,
     a ``scratch`` the result is valid until the scratch's next use."""
     window = min(split.end, split.seg_size) - split.start + (1 << 20)
     if entering is None:
-        sync = 0 if split.is_segment_start else cl.resync(read, split.seg_base, split.start, min(split.end, split.seg_size),
+        sync = 0 if split.is_segment_start else cl.resync(read, split.seg_base, split.start,
+                                                          min(split.end, split.seg_size),
                                                           split.seg_size)
         if sync < 0:
             return -1, None
@@ -97,7 +98,7 @@ def records_batch(split: Split, res: cl.WalkResult | None, summary: dict, detail
     schema = record_schema(details, with_body)
     n = 0 if res is None else len(res.rec)
     cols: dict[str, pa.Array] = {}
-    if n:
+    if n and res is not None:
         cols.update(lean_columns(res))
         if details:
             cols.update(detail_columns(res, with_body=with_body))

@@ -6,7 +6,8 @@ import sys
 
 from pyspark.sql import SparkSession
 
-__all__ = ["build_spark_session", "run_tasks", "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE"]
+__all__ = ["build_spark_session", "run_tasks", "delta_classes_available", "spark_schema", "local_jvm_options",
+           "CDS_ARCHIVE"]
 
 _DEFAULT_CONF = {
     "spark.ui.enabled": "false",

@@ -23,6 +23,9 @@ plans (:func:`plan_repair`), and applies (:func:`apply_repair`): each old file g
 folder first, each new file is staged under a temporary name in its target folder, fsynced and
 renamed into place (``os.replace``), so that an interrupted repair leaves every file old or new,
 never half written; a manifest in the backup folder records each change with sha256 before/after.
+
+Long module: verify and repair share the comparison, the plan and the report; repair's file
+replacement could move to a module of its own.
 """
 from __future__ import annotations
 

@@ -13,11 +13,12 @@ uses them to chain splits and segments exactly as the broker would (see :mod:`st
 
 The loop over record boundaries is inherently sequential, so it is JIT-compiled with numba; it
 emits plain arrays (fields, and spans into the buffer for strings), never Python objects.
+
+Long module: the walk loop and the helpers numba compiles into it, with the windowing around them.
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -28,17 +29,76 @@ from .dispatch import dispatch_flags, multi_dispatch_units, put_index_keys, want
 from .errors import StoreLayoutError
 from .javahash import utf16_hash_update
 from .javatext import parse_java_long
+from .layout import (
+    BORN_HOST_OFFSET,
+    HOST_V4_LEN,
+    HOST_V6_LEN,
+    MAGIC_BLANK,
+    MAGIC_V1,
+    MAGIC_V2,
+    OFF_BODY_CRC,
+    OFF_BORN_TIMESTAMP,
+    OFF_FLAG,
+    OFF_MAGIC,
+    OFF_PHYSICAL_OFFSET,
+    OFF_QUEUE_ID,
+    OFF_QUEUE_OFFSET,
+    OFF_SYSFLAG,
+    OFF_TOTAL_SIZE,
+    SCHEDULE_TOPIC,
+    SYSFLAG_BORNHOST_V6,
+    SYSFLAG_STOREHOST_V6,
+)
 from .prefetch import prefetch
-from .layout import (BORN_HOST_OFFSET, HOST_V4_LEN, HOST_V6_LEN, MAGIC_BLANK, MAGIC_V1, MAGIC_V2, OFF_BODY_CRC,
-                     OFF_BORN_TIMESTAMP, OFF_FLAG, OFF_MAGIC, OFF_PHYSICAL_OFFSET, OFF_QUEUE_ID, OFF_QUEUE_OFFSET,
-                     OFF_SYSFLAG, OFF_TOTAL_SIZE, SCHEDULE_TOPIC, SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6)
-from .walkcols import *  # noqa: F403  (the output's column names are part of this module's interface)
-from .walkcols import (F_CQ, F_INDEX, F_MULTI, F_TEXT_BAD, N_PROPS, P_DELAY, P_INNER_BASE, P_INNER_NUM, P_TAGS,
-                       PROPERTY_LOOKUP, PROPERTY_NAME_BYTES, PROPERTY_NAME_OFFSETS, R_BODY_LEN, R_BODY_START,
-                       R_BORN_HOST, R_BORN_TS, R_CRC, R_FLAG, R_FLAGS, R_KEY_COUNT, R_KEY_FIRST, R_PHYS, R_POS,
-                       R_PREP_TX, R_PROPS_LEN, R_PROPS_START, R_QID, R_QOFF, R_RECONSUME, R_STATUS, R_STORE_HOST,
-                       R_STORE_TS, R_STRUCT, R_TAGS_CODE, R_TOPIC_HASH, R_TOPIC_LEN, R_TOPIC_START, R_TOTAL,
-                       STATUS_DISPATCHED, STATUS_SIZE_MISMATCH)
+from .walkresult import *  # noqa: F403  (the output's column names are part of this module's interface)
+from .walkresult import (
+    F_CQ,
+    F_INDEX,
+    F_MULTI,
+    F_TEXT_BAD,
+    N_KEY_FIELDS,
+    N_LMQ_FIELDS,
+    N_PROPS,
+    N_REC_FIELDS,
+    P_DELAY,
+    P_INNER_BASE,
+    P_INNER_NUM,
+    P_TAGS,
+    PROPERTY_LOOKUP,
+    PROPERTY_NAME_BYTES,
+    PROPERTY_NAME_OFFSETS,
+    R_BODY_LEN,
+    R_BODY_START,
+    R_BORN_HOST,
+    R_BORN_TS,
+    R_CRC,
+    R_FLAG,
+    R_FLAGS,
+    R_KEY_COUNT,
+    R_KEY_FIRST,
+    R_PHYS,
+    R_POS,
+    R_PREP_TX,
+    R_PROPS_LEN,
+    R_PROPS_START,
+    R_QID,
+    R_QOFF,
+    R_RECONSUME,
+    R_STATUS,
+    R_STORE_HOST,
+    R_STORE_TS,
+    R_STRUCT,
+    R_SYSFLAG,
+    R_TAGS_CODE,
+    R_TOPIC_HASH,
+    R_TOPIC_LEN,
+    R_TOPIC_START,
+    R_TOTAL,
+    STATUS_DISPATCHED,
+    STATUS_SIZE_MISMATCH,
+    WalkResult,
+    WalkState,
+)
 
 __all__ = [
     "Stop", "Status", "WalkState", "WalkResult", "walk_range", "resync", "Scratch", "SCHEDULE_TOPIC",
@@ -110,7 +170,8 @@ def _i16(buf, p):
 @numba.njit(cache=True, nogil=True, inline="always")
 def _i64(buf, p):
     hi = (np.int64(buf[p]) << 24) | (np.int64(buf[p + 1]) << 16) | (np.int64(buf[p + 2]) << 8) | np.int64(buf[p + 3])
-    lo = (np.int64(buf[p + 4]) << 24) | (np.int64(buf[p + 5]) << 16) | (np.int64(buf[p + 6]) << 8) | np.int64(buf[p + 7])
+    lo = ((np.int64(buf[p + 4]) << 24) | (np.int64(buf[p + 5]) << 16) | (np.int64(buf[p + 6]) << 8)
+          | np.int64(buf[p + 7]))
     return (hi << 32) | lo  # wraps like a Java long
 
 
@@ -340,7 +401,7 @@ def _prefetch_next(buf, p, tail):
         q = p + d * total
         if q + tail + 192 > buf.shape[0]:
             return
-        prefetch(buf, q)
+        prefetch(buf, q)  # type: ignore[call-arg]
         prefetch(buf, q + tail)
         prefetch(buf, q + tail + 64)
         prefetch(buf, q + tail + 128)
@@ -473,41 +534,6 @@ def _resync(buf, buf_origin, seg_base, start, end, accept_v2):
 
 # ---------------------------------------------------------------------------------------------
 # Python side: windows, capacity, and the result object
-
-
-@dataclasses.dataclass
-class WalkState:
-    """The reput loop's positions, relative to the segment base (see module docstring)."""
-    bufpos: int
-    reput: int
-    read_size: int
-    slice_size: int
-
-    def as_array(self) -> np.ndarray:
-        return np.array([self.bufpos, self.reput, self.read_size, self.slice_size, -1, 0], dtype=np.int64)
-
-    @classmethod
-    def at_slice_start(cls, pos: int, data_end: int) -> "WalkState":
-        return cls(pos, pos, 0, data_end - pos)
-
-
-@dataclasses.dataclass
-class WalkResult:
-    """Columnar output of one walk over part of one segment.
-
-    ``rec``: int64 matrix, one row per record, columns ``R_*``; ``key``: one row per index key
-    (``K_*``); ``lmq``: one row per multi-dispatch unit (``L_*``); ``prop_span``: per record and
-    :data:`PROPERTY_NAMES` entry, (segment position, byte length) of the value, -1 if absent.
-    ``text``: bytes of every string span, as ``text[pos - text_origin]``.
-    """
-    rec: np.ndarray
-    key: np.ndarray
-    lmq: np.ndarray
-    prop_span: np.ndarray
-    state: WalkState
-    stop: int
-    text: bytes | memoryview | np.ndarray
-    text_origin: int
 
 
 Reader = Callable[[int, int], "bytes | memoryview | np.ndarray"]

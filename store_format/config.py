@@ -17,6 +17,9 @@ a typo silently gives the broker's default; so :func:`load_broker_config` checks
   broker cannot use (an index file over 2 GiB) is an error saying what would be accepted;
 * a key that is no broker or store setting is a warning (the broker ignores it), with "did you
   mean" for near misses (``mapedFileSizeConsumeQueue`` → ``mappedFileSizeConsumeQueue``).
+
+Long module: java.util.Properties' reading rules, every setting name of the 4.9.8 and 5.3.3 config
+classes, and the checks of the values.
 """
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ import numpy as np
 
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE, segment_name
 
-__all__ = ["Q_MAX_PHYS", "Q_WRITE_POS", "Q_FIRST_FILE", "Q_BLANK_UNTIL", "Q_LAST_FILE", "new_states", "assign_positions", "build_cq_file", "cq_file_name"]
+__all__ = ["Q_MAX_PHYS", "Q_WRITE_POS", "Q_FIRST_FILE", "Q_BLANK_UNTIL", "Q_LAST_FILE", "new_states",
+           "assign_positions", "build_cq_file", "cq_file_name"]
 
 NOT_STARTED = np.iinfo(np.int64).min
 

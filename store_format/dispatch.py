@@ -5,11 +5,13 @@
   (``ConsumeQueue.multiDispatchLmqQueue``), right after the record's own unit.
 * ``CommitLogDispatcherBuildIndex`` → ``IndexService.buildIndex``: records not rolled back put
   ``topic#UNIQ_KEY`` then ``topic#k`` for each non-empty token of ``KEYS``.
+
+Long module: every dispatcher rule (consume queue, index keys, multi-dispatch) and their array
+results in one place.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -17,16 +19,58 @@ import pyarrow as pa
 
 from .javahash import java_string_hashes, java_utf8_decode, utf16_hash_update
 from .javatext import is_blank, parse_java_long
-from .layout import (LMQ_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPIC_PREFIX,
-                     SYSFLAG_TRANSACTION_MASK, TRANSACTION_COMMIT, TRANSACTION_NOT, TRANSACTION_ROLLBACK)
-from .walkcols import (F_CQ, F_INDEX, F_TEXT_BAD, K_HASH, K_KIND, K_LEN, K_REC, K_START, KEY_KIND_KEY,
-                       KEY_KIND_UNIQ, L_NAME_LEN, L_NAME_START, L_QID, L_QOFF, L_REC, L_STATUS, LMQ_BAD_OFFSET, LMQ_OK,
-                       LMQ_SKIPPED_SEPARATOR, P_DELAY, P_KEYS, P_MULTI_DISPATCH, P_MULTI_OFFSET, P_TAGS, P_UNIQ,
-                       R_FLAGS, R_KEY_COUNT, R_KEY_FIRST, R_PHYS, R_QID, R_QOFF, R_STATUS, R_STORE_TS, R_TAGS_CODE,
-                       R_TOPIC_HASH, R_TOPIC_LEN, R_TOPIC_START, R_TOTAL, STATUS_DISPATCHED)
-
-if TYPE_CHECKING:
-    from .commitlog import WalkResult
+from .layout import (
+    LMQ_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SCHEDULE_TOPIC,
+    SYSFLAG_TRANSACTION_MASK,
+    SYSTEM_TOPIC_PREFIX,
+    TRANSACTION_COMMIT,
+    TRANSACTION_NOT,
+    TRANSACTION_ROLLBACK,
+)
+from .walkresult import (
+    F_CQ,
+    F_INDEX,
+    F_TEXT_BAD,
+    K_HASH,
+    K_KIND,
+    K_LEN,
+    K_REC,
+    K_START,
+    KEY_KIND_KEY,
+    KEY_KIND_UNIQ,
+    L_NAME_LEN,
+    L_NAME_START,
+    L_QID,
+    L_QOFF,
+    L_REC,
+    L_STATUS,
+    LMQ_BAD_OFFSET,
+    LMQ_OK,
+    LMQ_SKIPPED_SEPARATOR,
+    P_DELAY,
+    P_KEYS,
+    P_MULTI_DISPATCH,
+    P_MULTI_OFFSET,
+    P_TAGS,
+    P_UNIQ,
+    R_FLAGS,
+    R_KEY_COUNT,
+    R_KEY_FIRST,
+    R_PHYS,
+    R_QID,
+    R_QOFF,
+    R_STATUS,
+    R_STORE_TS,
+    R_TAGS_CODE,
+    R_TOPIC_HASH,
+    R_TOPIC_LEN,
+    R_TOPIC_START,
+    R_TOTAL,
+    STATUS_DISPATCHED,
+    WalkResult,
+)
 
 __all__ = ["dispatch_flags", "put_index_keys", "wants_multi_dispatch", "multi_dispatch_units", "gather_strings",
            "fix_malformed_text", "queue_units", "index_keys", "to_index_hash", "QueueUnits", "IndexKeys"]
@@ -300,7 +344,7 @@ def fix_malformed_text(res: WalkResult) -> None:
         topic = _decode(text, res.text_origin, int(r[R_TOPIC_START]), int(r[R_TOPIC_LEN]))
         r[R_TOPIC_HASH] = int(java_string_hashes([topic])[0]) & 0xFFFFFFFF
         ts, tl = res.prop_span[i, P_TAGS]
-        if ts >= 0 and tl > 0 and not _is_delay_tagged(res, i, text):
+        if ts >= 0 and tl > 0 and not _is_delay_tagged(res, int(i), text):
             r[R_TAGS_CODE] = int(java_string_hashes([_decode(text, res.text_origin, int(ts), int(tl))])[0])
         first, count = int(r[R_KEY_FIRST]), int(r[R_KEY_COUNT])
         if count:

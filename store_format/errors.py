@@ -1,7 +1,7 @@
 """The project's exception hierarchy: one base type, each message says what to do."""
 from __future__ import annotations
 
-__all__ = ["StoreError", "StoreLayoutError", "UnsupportedConfigError", "CorruptStoreError"]
+__all__ = ["StoreError", "StoreLayoutError", "UnsupportedConfigError", "CorruptStoreError", "UsageError"]
 
 
 class StoreError(Exception):
@@ -18,3 +18,8 @@ class UnsupportedConfigError(StoreError):
 
 class CorruptStoreError(StoreError):
     """Corrupt commitlog bytes found while running in strict mode."""
+
+
+class UsageError(StoreError):
+    """A command line or a call that cannot run as given (a file that is no store file, options that
+    do not go together)."""

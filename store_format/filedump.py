@@ -33,6 +33,8 @@ never sits in memory. Where the reput would stop reading, the dump says so and g
   from there; those records carry ``"reput": "not_read"``, because the broker never dispatches them;
 * a blank record ends the segment (the reput continues at the next segment); zeros with nothing
   after them are the end of the data.
+
+Long module: decoders of five kinds of store files and their text and JSON forms.
 """
 from __future__ import annotations
 

@@ -22,9 +22,15 @@ import numba
 import numpy as np
 
 from .javahash import index_key_hash
+from .layout import (
+    INDEX_ENTRY_DTYPE,
+    INDEX_ENTRY_SIZE,
+    INDEX_HEADER_DTYPE,
+    INDEX_HEADER_SIZE,
+    INDEX_SLOT_SIZE,
+    index_file_size,
+)
 from .prefetch import prefetch
-from .layout import (INDEX_ENTRY_DTYPE, INDEX_ENTRY_SIZE, INDEX_HEADER_DTYPE, INDEX_HEADER_SIZE,
-                     INDEX_SLOT_SIZE, index_file_size)
 
 __all__ = [
     "accepted_by_index", "build_index_file", "build_index_array", "index_file_pieces", "IndexHeader", "read_header",
@@ -133,7 +139,7 @@ def _fill_entries(key_hash, offset, store_ts, begin_ts, slot_num, table, out):
     first_ts = store_ts[0]
     for i in range(n):
         if i + _AHEAD < n:  # the slot table is large and hit at random: ask for a later key's slot now
-            prefetch(table, np.int64(key_hash[i + _AHEAD]) % slot_num)
+            prefetch(table, np.int64(key_hash[i + _AHEAD]) % slot_num)  # type: ignore[call-arg]
         h = np.int64(key_hash[i])
         s = h % slot_num
         prev = np.int64(table[s])

@@ -5,7 +5,7 @@ UTF-16 code units: a character outside the BMP counts as two (a surrogate pair).
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numba
 import numpy as np

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+
 # --- magic codes [MessageDecoder.MESSAGE_MAGIC_CODE(_V2), CommitLog.BLANK_MAGIC_CODE]
 def _i32(value: int) -> int:
     """An unsigned 32-bit literal as the signed int Java reads."""

@@ -75,13 +75,14 @@ def lean_columns(res: cl.WalkResult) -> dict[str, pa.Array]:
     rec = res.rec
     n = len(rec)
     ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
-    topic = gather_strings(res.text, res.text_origin, rec[:, cl.R_TOPIC_START],
+    topic = gather_strings(np.asarray(res.text, dtype=np.uint8), res.text_origin, rec[:, cl.R_TOPIC_START],
                            np.where(rec[:, cl.R_TOPIC_LEN] > 0, rec[:, cl.R_TOPIC_LEN], 0))
     key_offsets = _record_offsets(res.key[:, cl.K_REC], n)
     key_hashes = list_array(key_offsets, pa.array(to_index_hash(res.key[:, cl.K_HASH])))
     lmq = res.lmq[(res.lmq[:, cl.L_STATUS] == cl.LMQ_OK) & (res.lmq[:, cl.L_NAME_LEN] > 0)]
     lmq_offsets = _record_offsets(lmq[:, cl.L_REC], n)
-    lmq_names = gather_strings(res.text, res.text_origin, lmq[:, cl.L_NAME_START], lmq[:, cl.L_NAME_LEN])
+    lmq_names = gather_strings(np.asarray(res.text, dtype=np.uint8), res.text_origin, lmq[:, cl.L_NAME_START],
+                               lmq[:, cl.L_NAME_LEN])
     return {
         "position": pa.array(rec[:, cl.R_POS]),
         "commitlog_offset": pa.array(rec[:, cl.R_PHYS]),
@@ -137,8 +138,8 @@ def host_strings(text: np.ndarray, origin: int, starts: np.ndarray, v6: np.ndarr
         import ipaddress
         b = _gather_fixed(text, origin, starts[v6_rows], 20)
         for j, row in enumerate(b):  # IPv6 hosts are rare; formatted one by one
-            port = int.from_bytes(bytes(row[16:20]), "big")
-            out[v6_rows[j]] = f"[{ipaddress.IPv6Address(bytes(row[:16]))}]:{port}"
+            port6 = int.from_bytes(bytes(row[16:20]), "big")
+            out[v6_rows[j]] = f"[{ipaddress.IPv6Address(bytes(row[:16]))}]:{port6}"
     return pa.array(out, type=pa.string()), v4_rows
 
 

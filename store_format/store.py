@@ -83,7 +83,7 @@ class StoreLocation:
             return self.segments[lo]
         return None
 
-    def reader(self, segment: Segment) -> "Reader":
+    def reader(self, segment: Segment) -> Reader:
         return Reader(self.fs, segment.path)
 
     def broker_may_be_running(self) -> bool:
@@ -159,7 +159,7 @@ class Reader:
             self._file.close()
             self._file = None
 
-    def __enter__(self) -> "Reader":
+    def __enter__(self) -> Reader:
         return self
 
     def __exit__(self, *exc: object) -> None:

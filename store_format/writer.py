@@ -21,6 +21,9 @@ The writer takes whole columns and lays a batch out with two numba passes (posit
 it writes gigabytes at disk speed; :meth:`CommitLogWriter.append` is a one-message convenience.
 
 The corruption helpers at the end patch a written store in place, for tests.
+
+Long module: a writer of every record feature (V1/V2, IPv6, transactions, delays, batches,
+corruptions) for samples and tests.
 """
 from __future__ import annotations
 

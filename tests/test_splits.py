@@ -7,7 +7,6 @@ this process, so hypothesis can try many stores quickly; tests/test_golden.py ru
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -170,7 +169,7 @@ def test_failed_run_leaves_target_untouched(tmp_path, monkeypatch):
 
     monkeypatch.setattr(rb, "index_file_parts", boom)
     try:
-        run_rebuild(str(tmp_path / "store"), str(out), config, engine="local", progress=Progress(lambda l: None))
+        run_rebuild(str(tmp_path / "store"), str(out), config, engine="local", progress=Progress(lambda line: None))
     except RuntimeError:
         pass
     else:

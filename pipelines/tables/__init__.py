@@ -2,11 +2,22 @@
 rebuild from its own results (:mod:`.publish`), and incremental refresh (:mod:`.refresh`)."""
 from __future__ import annotations
 
-from .refresh import latest_run, publish_tables, render_tables_summary, run_tables
-from .schema import (ANOMALIES_SCHEMA, DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA, KEY_BUCKETS_PROPERTY, MESSAGE_KEYS_SCHEMA,
-                     MESSAGES_SCHEMA, RUNS_SCHEMA, SEGMENTS_SCHEMA, TABLE_NAMES, default_key_buckets, key_buckets_of,
-                     message_keys_schema)
+from .refresh import render_tables_summary, run_tables
+from .schema import (
+                     ANOMALIES_SCHEMA,
+                     DESCRIPTIONS,
+                     EXPIRY_AUDIT_SCHEMA,
+                     KEY_BUCKETS_PROPERTY,
+                     MESSAGE_KEYS_SCHEMA,
+                     MESSAGES_SCHEMA,
+                     RUNS_SCHEMA,
+                     SEGMENTS_SCHEMA,
+                     TABLE_NAMES,
+                     default_key_buckets,
+                     key_buckets_of,
+                     message_keys_schema,
+)
 
-__all__ = ["publish_tables", "run_tables", "latest_run", "render_tables_summary", "TABLE_NAMES", "MESSAGES_SCHEMA",
+__all__ = ["run_tables", "latest_run", "render_tables_summary", "TABLE_NAMES", "MESSAGES_SCHEMA",
            "MESSAGE_KEYS_SCHEMA", "SEGMENTS_SCHEMA", "EXPIRY_AUDIT_SCHEMA", "ANOMALIES_SCHEMA", "RUNS_SCHEMA",
            "DESCRIPTIONS", "KEY_BUCKETS_PROPERTY", "default_key_buckets", "key_buckets_of", "message_keys_schema"]

@@ -26,6 +26,7 @@ import json
 import logging
 import time
 import uuid
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -45,8 +46,17 @@ from ..scan import ROW_RECORD, records_batch, walk_split
 from ..session import run_tasks
 from ..workfiles import read_queue_states
 from .rows import SplitContext, key_rows, message_rows, np_col
-from .schema import (ANOMALIES_SCHEMA, DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA, MESSAGES_SCHEMA, RUNS_SCHEMA,
-                     SEGMENTS_SCHEMA, default_key_buckets, key_buckets_of, message_keys_schema)
+from .schema import (
+    ANOMALIES_SCHEMA,
+    DESCRIPTIONS,
+    EXPIRY_AUDIT_SCHEMA,
+    MESSAGES_SCHEMA,
+    RUNS_SCHEMA,
+    SEGMENTS_SCHEMA,
+    default_key_buckets,
+    key_buckets_of,
+    message_keys_schema,
+)
 
 __all__ = ["stage_tables", "RebuildResults", "PendingTables"]
 
@@ -143,7 +153,7 @@ class _TaskOutput:
         self.rows: list[dict] = []
         self.segment: str | None = None
         self.writer: pq.ParquetWriter | None = None
-        self.stream = None
+        self.stream: Any = None
         self.keys: list[pa.Table] = []
         self.figures: dict[str, dict] = {}
         self.bad: list[dict] = []
@@ -159,7 +169,7 @@ class _TaskOutput:
     def _close_segment(self) -> None:
         if self.writer is not None:
             self.writer.close()
-            self.stream.close()  # type: ignore[union-attr]
+            self.stream.close()
             self.writer = None
         if self.keys:
             keys = pa.concat_tables(self.keys).combine_chunks()
@@ -290,7 +300,7 @@ def stage_tables(spark, tables: str, res: RebuildResults, *, with_body: bool = F
 @dataclasses.dataclass
 class PendingTables:
     """Rows written, not yet committed."""
-    spark: object
+    spark: Any
     tables: str
     res: RebuildResults
     rows: list
@@ -303,8 +313,7 @@ class PendingTables:
 
 
 def _finish(p: PendingTables) -> dict:
-    from .refresh import (_chain_anomalies, _gap_anomalies, _record_anomalies, _segment_ends, _segment_rows,
-                          _versions)
+    from .refresh import _chain_anomalies, _gap_anomalies, _record_anomalies, _segment_ends, _segment_rows, _versions
     t0 = time.perf_counter()
     spark, tables, res, rows, with_body, buckets, split_seg = (p.spark, p.tables, p.res, p.rows, p.with_body,
                                                                p.buckets, p.split_seg)
@@ -382,14 +391,16 @@ def _finish(p: PendingTables) -> dict:
     res.timings["tables"] = round(time.perf_counter() - t0, 3)
     last_entry = chain.entries[-1] if chain.entries else None
     run_row = {
-        "run_id": res.run_id, "command": "rebuild", "mode": "full", "started_at": ms_to_datetime(int(res.started * 1000)),
+        "run_id": res.run_id, "command": "rebuild", "mode": "full",
+        "started_at": ms_to_datetime(int(res.started * 1000)),
         "finished_at": ms_to_datetime(int(time.time() * 1000)), "store": st.uri if "://" in st.uri else st.root,
         "tables": tables, "config": json.dumps(config.as_properties(), sort_keys=True),
         "versions": json.dumps(_versions(writer)), "with_body": with_body,
         "segments_in_store": len(st.segments), "segments_scanned": len(set(split_seg.values())),
         "segments_deleted": 0, "resume_segment": st.segments[0].name,
         "watermark_segment": split_seg[last_entry.split.split_id] if last_entry else st.segments[0].name,
-        "watermark_offset": last_entry.split.seg_base + int(last_entry.summary.get("bufpos", 0)) if last_entry else None,
+        "watermark_offset": (last_entry.split.seg_base + int(last_entry.summary.get("bufpos", 0))
+                             if last_entry else None),
         "records_scanned": sum(e.summary.get("records", 0) for e in chain.entries),
         "messages_written": n_msgs, "keys_written": n_keys, "anomalies": len(anomalies),
         "timings": json.dumps(res.timings)}

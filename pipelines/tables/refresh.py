@@ -22,6 +22,10 @@ broker deleted since the last run go (the ``segments`` row stays, marked ``delet
 ``python -m pipelines tables --store STORE --tables PATH`` refreshes the tables alone: it rescans
 from the start of the segment where the previous run's walk ended (the watermark in ``runs``): an
 earlier complete segment ends in a blank record, so the reput enters the next segment at its start.
+
+Long module: the incremental refresh still places units and keys itself (its own scan, queue
+stitching and read-back); it should move to the rebuild's machinery seeded with the resume state, as
+publish.py does for a full rebuild.
 """
 from __future__ import annotations
 
@@ -49,19 +53,30 @@ from store_format.layout import (
 from store_format.reput import resolve_broker_version
 from store_format.store import Segment, StoreLocation, open_store
 
-from .rows import (SplitContext, indexed_records, key_rows, message_rows, np_col, own_units)
-from .schema import (ANOMALIES_SCHEMA, DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA, MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA,
-                     RUNS_SCHEMA, SEGMENTS_SCHEMA, default_key_buckets, key_buckets_of, message_keys_schema)
 from ..chain import Chain, carry_index_state, chain_splits
 from ..delta import TableWriter, TaskRows, Where, file_uris, live_files, open_writer, read_arrow, read_spark
 from ..plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
 from ..scan import ROW_RECORD, ROW_TRAILER, record_schema, records_batch, split_summary, walk_split
 from ..session import build_spark_session, spark_schema
+from .rows import SplitContext, indexed_records, key_rows, message_rows, np_col, own_units
+from .schema import (
+    ANOMALIES_SCHEMA,
+    DESCRIPTIONS,
+    EXPIRY_AUDIT_SCHEMA,
+    MESSAGE_KEYS_SCHEMA,
+    MESSAGES_SCHEMA,
+    RUNS_SCHEMA,
+    SEGMENTS_SCHEMA,
+    default_key_buckets,
+    key_buckets_of,
+    latest_run,
+    message_keys_schema,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["publish_tables", "run_tables", "latest_run", "render_tables_summary"]
+__all__ = ["run_tables", "render_tables_summary"]
 
 SIDE_SCHEMA = pa.schema([
     ("kind", pa.string()),          # queue | gap | index_file
@@ -364,26 +379,6 @@ class _Publish:
     started: float
     timings: dict[str, float]
     key_buckets: int | None = None  # for a new message_keys table (default: from the segment size)
-
-
-def publish_tables(spark, tables: str, st: StoreLocation, config: BrokerConfig, scanned,
-                   local_tables: dict[int, pa.Table], chain: Chain, *, run_id: str) -> dict:
-    """Publish the tables from a rebuild's scan of the whole store (see the module docstring).
-
-    Args:
-        spark: the session.
-        tables: root folder (local path or URI) of the tables.
-        st: the store.
-        config: broker settings.
-        scanned: the scan's DataFrame (``record_schema(details=True)``: record rows and trailers).
-        local_tables: record rows of the splits the driver walked itself (they replace the scan's).
-        chain: the reput's path through the splits.
-        run_id: the run's id.
-    Returns:
-        A summary (rows written, anomalies, where the tables are).
-    """
-    return _publish(spark, tables, config, _Publish(st, st, chain, scanned, local_tables, run_id, "rebuild", "full",
-                                                    None, time.time(), {}))
 
 
 def _publish(spark, tables: str, config: BrokerConfig, job: _Publish) -> dict:
@@ -727,15 +722,6 @@ def _rewalk_fn(store: StoreLocation, config: BrokerConfig):
 
 # ---------------------------------------------------------------------------------------------
 # refreshing the tables alone
-
-
-def latest_run(tables: str) -> dict | None:
-    """The newest row of ``runs`` (None without one)."""
-    runs = read_arrow(tables, "runs")
-    if runs is None or not runs.num_rows:
-        return None
-    rows = runs.to_pylist()
-    return max(rows, key=lambda r: (r["finished_at"], r["run_id"]))
 
 
 class _TablesScan:

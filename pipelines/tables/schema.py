@@ -24,8 +24,9 @@ from store_format.config import BrokerConfig
 from store_format.layout import TRANSACTION_COMMIT, TRANSACTION_NOT, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
 
 __all__ = ["TABLE_NAMES", "MESSAGES_SCHEMA", "MESSAGE_KEYS_SCHEMA", "SEGMENTS_SCHEMA", "EXPIRY_AUDIT_SCHEMA",
-           "ANOMALIES_SCHEMA", "RUNS_SCHEMA", "DESCRIPTIONS", "KEY_BUCKETS_PROPERTY", "MAX_KEY_BUCKETS", "default_key_buckets",
-           "message_keys_schema", "key_buckets_of", "TX_NAMES", "TS", "MIN_TS_MS", "MAX_TS_MS"]
+           "ANOMALIES_SCHEMA", "RUNS_SCHEMA", "DESCRIPTIONS", "KEY_BUCKETS_PROPERTY", "MAX_KEY_BUCKETS",
+           "default_key_buckets", "message_keys_schema", "key_buckets_of", "TX_NAMES", "TS", "MIN_TS_MS",
+           "MAX_TS_MS", "latest_run"]
 
 KEY_BUCKETS_PROPERTY = "rocketmq.keyBuckets"   # metadata of message_keys.key_bucket: key_bucket = key_hash % this
 MAX_KEY_BUCKETS = 32
@@ -206,3 +207,17 @@ def key_buckets_of(tables: str) -> int | None:
         return None
     field = next(f for f in dt.schema().fields if f.name == "key_bucket")
     return int((field.metadata or {}).get(KEY_BUCKETS_PROPERTY) or MAX_KEY_BUCKETS)
+
+
+def latest_run(tables: str) -> dict | None:
+    """The newest row of ``runs`` (None without one)."""
+    runs = _read_runs(tables)
+    if runs is None or not runs.num_rows:
+        return None
+    rows = runs.to_pylist()
+    return max(rows, key=lambda r: (r["finished_at"], r["run_id"]))
+
+
+def _read_runs(tables: str):
+    from ..delta import read_arrow
+    return read_arrow(tables, "runs")

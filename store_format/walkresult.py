@@ -1,12 +1,14 @@
-"""Column layout of a commitlog walk's output (:mod:`store_format.commitlog`).
+"""What a commitlog walk (:mod:`store_format.commitlog`) hands back: the loop state, the result
+object, and the layout of its columns.
 
 The kernel emits plain int64 matrices: one row per record (``R_*``), per index key (``K_*``), per
 multi-dispatch unit (``L_*``), and the spans of the properties the dispatchers read
-(:data:`PROPERTY_NAMES`).  This module only names columns, so that the kernel, the dispatcher
-rules (:mod:`store_format.dispatch`) and their readers share one definition without importing
-each other.
+(:data:`PROPERTY_NAMES`).  The kernel, the dispatcher rules (:mod:`store_format.dispatch`) and
+their readers share these definitions without importing each other.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -63,3 +65,38 @@ LMQ_SKIPPED_SEPARATOR = 2    # 5.x skips queue names holding the path separator
 # record status
 STATUS_DISPATCHED = 0        # read, size > 0: handed to the dispatchers
 STATUS_SIZE_MISMATCH = 1     # totalSize differs from the length its fields give: skipped
+
+
+@dataclasses.dataclass
+class WalkState:
+    """The reput loop's positions, relative to the segment base (see :mod:`store_format.commitlog`)."""
+    bufpos: int
+    reput: int
+    read_size: int
+    slice_size: int
+
+    def as_array(self) -> np.ndarray:
+        return np.array([self.bufpos, self.reput, self.read_size, self.slice_size, -1, 0], dtype=np.int64)
+
+    @classmethod
+    def at_slice_start(cls, pos: int, data_end: int) -> WalkState:
+        return cls(pos, pos, 0, data_end - pos)
+
+
+@dataclasses.dataclass
+class WalkResult:
+    """Columnar output of one walk over part of one segment.
+
+    ``rec``: int64 matrix, one row per record, columns ``R_*``; ``key``: one row per index key
+    (``K_*``); ``lmq``: one row per multi-dispatch unit (``L_*``); ``prop_span``: per record and
+    :data:`PROPERTY_NAMES` entry, (segment position, byte length) of the value, -1 if absent.
+    ``text``: bytes of every string span, as ``text[pos - text_origin]``.
+    """
+    rec: np.ndarray
+    key: np.ndarray
+    lmq: np.ndarray
+    prop_span: np.ndarray
+    state: WalkState
+    stop: int
+    text: bytes | memoryview | np.ndarray
+    text_origin: int
