@@ -1,15 +1,20 @@
-"""Benchmark: ``python -m pipelines.bench [--size-gib 2] [--dir bench-data] [--split-size 128m]``.
+"""Benchmark: ``python -m pipelines.bench [--size-gib 4] [--dir bench-data] [--split-size 128m]``.
 
-In one run, over the same segment files:
+In one run, over the same segment files (warm page cache):
 
-1. a plain sequential read of the segments (the floor any rebuild pays),
-2. the kernel alone: the sequential reput walk of :mod:`store_format` in this process, one core,
-3. the full rebuild through ``python -m pipelines rebuild`` in a fresh process (JVM start-up,
-   Spark session, scan, build, commit; no tables) with peak memory of the driver, the JVM and the
-   Python workers sampled from ``/proc`` — and the scan stage's own time from its summary,
-4. optionally (``--tables``) the same with the Delta tables published.
+1. a plain sequential read of the segments (the floor any rebuild pays);
+2. the kernel alone: the sequential reput walk of :mod:`store_format` in this process on one core,
+   a first pass (fresh scratch memory, kernels loaded from their cache) and a steady one;
+3. the rebuild through ``python -m pipelines rebuild --no-tables`` in a fresh process on
+   ``local[2]`` (process start to exit: JVM and session start-up included) and its time once the
+   session is up; the same on ``local[1]`` for the speed-up from one core to two;
+4. the rebuild with the Delta tables, and ``--engine local`` (the same tasks, no JVM);
+5. peak resident memory of each run's driver, JVM and Python workers, sampled from ``/proc``:
+   anonymous memory and mapped file pages (the commitlog the walk maps, page cache) apart.
 
-Figures are MB/s (10^6 bytes) and records/s, and each one's ratio to the plain read.
+Figures are MB/s (10^6 bytes) and records/s, each one's ratio to the plain read, and the ratio of
+the broker's own restart rebuild of the same data (``--broker-seconds``, measured here: 5-6 s of
+load + dispatch for the 4 GiB store) to each rebuild: above 1 is faster than the broker.
 """
 from __future__ import annotations
 
@@ -61,14 +66,22 @@ def _plain_read(paths: list[str], chunk: int = 16 << 20) -> tuple[int, float]:
     return total, time.perf_counter() - t
 
 
-def _kernel_walk(root: str, config: BrokerConfig) -> tuple[int, float]:
+def _kernel_walk(root: str, config: BrokerConfig) -> tuple[int, float, float]:
+    """Records walked, seconds of a first pass and of a second (steady) pass, one core."""
+    from store_format.commitlog import Scratch, use_system_allocator
     from store_format.reput import walk_store
+    use_system_allocator()
     store = open_store(root, config)
+    scratch = Scratch()  # the second pass reuses the memory the first one touched
+    times = []
     records = 0
-    t = time.perf_counter()
-    for _seg, res in walk_store(store, config, reuse_memory=True):
-        records += len(res.rec)
-    return records, time.perf_counter() - t
+    for _ in range(2):
+        records = 0
+        t = time.perf_counter()
+        for _seg, res in walk_store(store, config, scratch=scratch):
+            records += len(res.rec)
+        times.append(time.perf_counter() - t)
+    return records, times[0], times[1]
 
 
 class _RssSampler(threading.Thread):
@@ -78,17 +91,23 @@ class _RssSampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid = pid
         self.interval = interval
-        self.peak = {"driver": 0, "jvm": 0, "python_workers": 0, "total": 0}
+        self.peak = {"driver": 0, "jvm": 0, "python_workers": 0, "total": 0, "driver_anon": 0, "jvm_anon": 0,
+                     "python_workers_anon": 0, "total_anon": 0}
         self._halt = threading.Event()
 
     def run(self) -> None:
         while not self._halt.is_set():
             usage = {"driver": 0, "jvm": 0, "python_workers": 0}
+            anon = {"driver": 0, "jvm": 0, "python_workers": 0}
             for pid, kind in self._tree():
-                usage[kind] += self._rss(pid)
+                rss, rss_anon = self._rss(pid)
+                usage[kind] += rss
+                anon[kind] += rss_anon
             for k, v in usage.items():
                 self.peak[k] = max(self.peak[k], v)
+                self.peak[k + "_anon"] = max(self.peak[k + "_anon"], anon[k])
             self.peak["total"] = max(self.peak["total"], sum(usage.values()))
+            self.peak["total_anon"] = max(self.peak["total_anon"], sum(anon.values()))
             time.sleep(self.interval)
 
     def stop(self) -> None:
@@ -120,19 +139,23 @@ class _RssSampler(threading.Thread):
                 stack.append((c, ckind))
 
     @staticmethod
-    def _rss(pid: int) -> int:
+    def _rss(pid: int) -> tuple[int, int]:
+        """(VmRSS, RssAnon) in bytes: all resident pages, and those that are not file pages."""
+        rss = anon = 0
         try:
             with open(f"/proc/{pid}/status") as f:
                 for line in f:
                     if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) * 1024
+                        rss = int(line.split()[1]) * 1024
+                    elif line.startswith("RssAnon:"):
+                        anon = int(line.split()[1]) * 1024
         except OSError:
             pass
-        return 0
+        return rss, anon
 
 
 def _run_rebuild(root: str, out: str, split_size: str | None, master: str | None, tables: bool,
-                 engine: str = "spark") -> dict:
+                 engine: str = "spark", processes: int | None = None) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "pipelines", "rebuild", "--store", root, "--out", out, "--json", "--engine", engine]
     if not tables:
@@ -141,6 +164,8 @@ def _run_rebuild(root: str, out: str, split_size: str | None, master: str | None
         cmd += ["--split-size", split_size]
     if master:
         cmd += ["--master", master]
+    if processes:
+        cmd += ["--processes", str(processes)]
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     sampler = _RssSampler(proc.pid)
@@ -154,13 +179,24 @@ def _run_rebuild(root: str, out: str, split_size: str | None, master: str | None
     return {"wall": wall, "summary": summary, "peak_rss": sampler.peak}
 
 
+def _work(run: dict) -> float:
+    """Seconds of the scan and build stages: the work itself, without start-up."""
+    t = run["summary"]["timings"]
+    return t.get("scan", 0.0) + t.get("build", 0.0)
+
+
+def _mib(v: int) -> str:
+    return f"{v / 2**20:,.0f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pipelines.bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--size-gib", type=float, default=2.0, help="commitlog size to generate (default 2)")
+    p.add_argument("--size-gib", type=float, default=4.0, help="commitlog size to generate (default 4)")
     p.add_argument("--dir", default="bench-data", help="where the store and outputs go (default bench-data/)")
     p.add_argument("--split-size", default=None, help="scan split size, e.g. 128m (default: the job's default)")
-    p.add_argument("--master", default=None, help="Spark master (default local[*])")
-    p.add_argument("--tables", action="store_true", help="also time a rebuild that publishes the Delta tables")
+    p.add_argument("--broker-seconds", type=float, default=5.5,
+                   help="the broker's own load + dispatch time for this data (default 5.5: 5-6 s measured for 4 GiB)")
+    p.add_argument("--no-tables", action="store_true", help="skip the run with the Delta tables")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args(argv)
     root = os.path.abspath(os.path.join(args.dir, "store"))
@@ -170,43 +206,67 @@ def main(argv: list[str] | None = None) -> int:
     paths = [s.path for s in store.segments]
     _plain_read(paths)  # warm the page cache: every measurement below reads warm data
     size, t_read = _plain_read(paths)
-    records, t_kernel = _kernel_walk(root, config)
-    full = _run_rebuild(root, out, args.split_size, args.master, tables=False)
-    rows = [("plain sequential read", t_read, None), ("kernel walk, 1 core (no Spark)", t_kernel, records)]
-    scan_s = full["summary"]["timings"].get("scan")
-    if scan_s:
-        rows.append(("scan stage (Spark, inside the job)", scan_s, full["summary"]["records"]))
-    rows.append(("full rebuild, end to end incl. Spark start-up", full["wall"], full["summary"]["records"]))
-    post_start = (full["summary"]["seconds"] - full["summary"]["timings"].get("plan", 0.0)
-                  - full["summary"]["timings"].get("spark session", 0.0))
-    rows.append(("full rebuild after the session is up", post_start, full["summary"]["records"]))
-    local = _run_rebuild(root, out, args.split_size, None, tables=False, engine="local")
-    rows.append(("full rebuild, --engine local (forked processes, no JVM)", local["wall"],
-                 local["summary"]["records"]))
-    tables = None
-    if args.tables:
-        tables = _run_rebuild(root, out, args.split_size, args.master, tables=True)
-        rows.append(("full rebuild + Delta tables, end to end", tables["wall"], tables["summary"]["records"]))
+    records, t_kernel_first, t_kernel = _kernel_walk(root, config)
+    spark2 = _run_rebuild(root, out, args.split_size, "local[2]", tables=False)
+    spark1 = _run_rebuild(root, out, args.split_size, "local[1]", tables=False)
+    local = _run_rebuild(root, out, args.split_size, None, tables=False, engine="local", processes=2)
+    local1 = _run_rebuild(root, out, args.split_size, None, tables=False, engine="local", processes=1)
+    tables = None if args.no_tables else _run_rebuild(root, out, args.split_size, "local[2]", tables=True)
+
+    def after_session(run: dict) -> float:
+        t = run["summary"]["timings"]
+        return run["summary"]["seconds"] - t.get("plan", 0.0) - t.get("spark session", 0.0)
+
+    rows = [("plain sequential read", t_read, None, False),
+            ("kernel walk, 1 core, first pass", t_kernel_first, records, False),
+            ("kernel walk, 1 core, steady", t_kernel, records, False),
+            ("Spark local[2], end to end, no tables", spark2["wall"], records, True),
+            ("Spark local[2], after the session is up", after_session(spark2), records, True),
+            ("Spark local[1], after the session is up", after_session(spark1), records, False),
+            ("--engine local (2 processes, no JVM)", local["wall"], records, True),
+            ("--engine local, scan + build, 2 processes", _work(local), records, False),
+            ("--engine local, scan + build, 1 process", _work(local1), records, False)]
+    if tables:
+        rows.append(("Spark local[2] + Delta tables, end to end", tables["wall"], records, False))
     mb = size / 1e6
+    speedup = after_session(spark1) / max(after_session(spark2), 1e-9)
+    steady = _work(local1) / max(_work(local), 1e-9)
     report = {"bytes": size, "segments": len(paths), "records": records, "cores": os.cpu_count(),
+              "broker_seconds": args.broker_seconds,
               "measurements": [{"what": w, "seconds": round(s, 3), "mb_per_s": round(mb / s, 1),
                                 "records_per_s": round(r / s) if r else None,
-                                "ratio_to_plain_read": round((mb / s) / (mb / t_read), 3)} for w, s, r in rows],
-              "peak_rss_bytes": full["peak_rss"], "stage_timings": full["summary"]["timings"],
-              "tables_peak_rss_bytes": tables["peak_rss"] if tables else None}
+                                "ratio_to_plain_read": round(t_read / s, 3),
+                                "broker_ratio": round(args.broker_seconds / s, 2) if vs_broker else None}
+                               for w, s, r, vs_broker in rows],
+              "speedup_1_to_2_cores": round(speedup, 2), "steady_speedup_1_to_2_processes": round(steady, 2),
+              "peak_rss_bytes": {"spark": spark2["peak_rss"], "tables": tables["peak_rss"] if tables else None,
+                                 "local": local["peak_rss"]},
+              "stage_timings": {"spark": spark2["summary"]["timings"], "local[1]": spark1["summary"]["timings"],
+                                "tables": tables["summary"]["timings"] if tables else None}}
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
     print(f"\ncommitlog: {mb:,.1f} MB in {len(paths)} segments, {records:,} records, {os.cpu_count()} cores, "
-          "warm page cache")
-    print(f"{'measurement':48s} {'seconds':>8s} {'MB/s':>9s} {'records/s':>12s} {'vs read':>8s}")
+          f"warm page cache; broker's own rebuild: {args.broker_seconds:g} s")
+    print(f"{'measurement':45s} {'seconds':>8s} {'MB/s':>8s} {'records/s':>11s} {'vs read':>8s} {'vs broker':>9s}")
     for m in report["measurements"]:
         rps = f"{m['records_per_s']:,}" if m["records_per_s"] else "-"
-        print(f"{m['what']:48s} {m['seconds']:8.2f} {m['mb_per_s']:9,.0f} {rps:>12s} {m['ratio_to_plain_read']:8.2f}")
-    peak = full["peak_rss"]
-    print(f"peak RSS (rebuild): driver {peak['driver'] / 2**20:,.0f} MiB, JVM {peak['jvm'] / 2**20:,.0f} MiB, "
-          f"Python workers {peak['python_workers'] / 2**20:,.0f} MiB, together {peak['total'] / 2**20:,.0f} MiB")
-    print("stage timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in full["summary"]["timings"].items()))
+        vb = f"{m['broker_ratio']:.2f}x" if m["broker_ratio"] else "-"
+        print(f"{m['what']:45s} {m['seconds']:8.2f} {m['mb_per_s']:8,.0f} {rps:>11s} {m['ratio_to_plain_read']:8.3f} "
+              f"{vb:>9s}")
+    print(f"speed-up from local[1] to local[2] once the session is up: {speedup:.2f}x; "
+          f"steady state (scan + build, 1 to 2 processes, no JVM): {steady:.2f}x")
+    for name, run in (("Spark", spark2), ("Spark + tables", tables), ("--engine local", local)):
+        if run is None:
+            continue
+        pk = run["peak_rss"]
+        print(f"peak RSS {name}: driver {_mib(pk['driver'])} MiB ({_mib(pk['driver_anon'])} anon), "
+              f"JVM {_mib(pk['jvm'])} MiB ({_mib(pk['jvm_anon'])} anon), Python workers "
+              f"{_mib(pk['python_workers'])} MiB ({_mib(pk['python_workers_anon'])} anon); together "
+              f"{_mib(pk['total'])} MiB ({_mib(pk['total_anon'])} anon; the rest is mapped commitlog pages)")
+    for name, run in (("Spark", spark2), ("local[1]", spark1), ("Spark + tables", tables)):
+        if run is not None:
+            print(f"stages {name}: " + ", ".join(f"{k} {v:.2f}s" for k, v in run["summary"]["timings"].items()))
     return 0
 
 

@@ -233,6 +233,8 @@ def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None
     p.add_argument("--engine", choices=["spark", "local"], default="spark",
                    help="spark (default), or local: the same tasks in forked processes on this machine, no JVM "
                         "(no tables)")
+    p.add_argument("--processes", type=positive_int, default=None,
+                   help="--engine local: processes to run the tasks in (default: the number of cores)")
     p.add_argument("--strict", action="store_true", help="exit 1 when the store shows any anomaly")
     p.add_argument("--as-restart", action="store_true",
                    help="apply the broker's commitlog recovery first: the files a restart would write")
@@ -262,7 +264,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     from .rebuild import run_rebuild
     summary = run_rebuild(args.store, args.out, _config(args), master=args.master, split_size=args.split_size,
                           tables=_tables_path(args), with_body=args.with_body, tz=args.tz, overwrite=args.overwrite,
-                          engine=args.engine, processes=os.cpu_count() or 1, log_level=args.log_level,
+                          engine=args.engine, processes=args.processes or os.cpu_count() or 1,
+                          log_level=args.log_level,
                           as_restart=args.as_restart)
     _print(summary.as_dict(), args.json, lambda _: summary.render())
     if summary.tables_error:

@@ -91,12 +91,13 @@ def resolve_broker_version(store: StoreLocation, config: BrokerConfig) -> Broker
     return config  # "auto" reads as 4.9.x, V2 records included (BrokerConfig.accepts_v2_records)
 
 
-def walk_store(store: StoreLocation, config: BrokerConfig, *, reuse_memory: bool = False
-               ) -> Iterator[tuple[Segment, cl.WalkResult]]:
-    """Yield each slice the reput reads, in order, with its walk.  With ``reuse_memory`` every
-    result is only valid until the next one is yielded (one scratch for all walks)."""
+def walk_store(store: StoreLocation, config: BrokerConfig, *, reuse_memory: bool = False,
+               scratch: cl.Scratch | None = None) -> Iterator[tuple[Segment, cl.WalkResult]]:
+    """Yield each slice the reput reads, in order, with its walk.  With ``reuse_memory`` (or a
+    ``scratch`` to reuse across calls) every result is only valid until the next one is yielded."""
     config = resolve_broker_version(store, config)
-    scratch = cl.Scratch() if reuse_memory else None
+    if scratch is None and reuse_memory:
+        scratch = cl.Scratch()
     file_size = config.mappedFileSizeCommitLog
     limit_abs = data_end_limit(store, config)
     reput = store.segments[0].base
