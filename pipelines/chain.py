@@ -74,6 +74,8 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
         if seg is None:
             break
         p = reput - seg.base
+        if p >= seg.data_end:
+            break  # nothing readable left: the reput waits for data (isCommitLogAvailable)
         state = cl.WalkState.at_slice_start(p, seg.data_end)
         stop = cl.Stop.SPLIT_END
         limit_rel = None if (limit_abs is None or seg is not last_seg) else limit_abs - seg.base
@@ -88,6 +90,9 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
                 state = cl.WalkState(s["bufpos"], state.reput + s["reput_delta"],
                                      state.read_size + s["read_delta"], state.slice_size)
                 stop = s["stop"]
+                if stop == cl.Stop.BAD and state.read_size >= state.slice_size:
+                    # the split's walk did not know the slice; the reput stops reading where it ends
+                    stop = cl.Stop.SLICE_END
             else:
                 summary, local = rewalk(split, entering, limit_rel)
                 rewalked += 1
@@ -97,6 +102,8 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
                     state = local.state
                     stop = local.stop
             if summary.get("records", 0) or local is not None:
+                if split.split_id in on_chain:
+                    raise RuntimeError(f"split {split.split_id} reached twice by the reput's chain")
                 entries.append(ChainEntry(split, entering, summary, local, limit_rel if local is not None else None))
                 on_chain.add(split.split_id)
             if stop != cl.Stop.SPLIT_END:

@@ -106,6 +106,8 @@ def walk_store(store: StoreLocation, config: BrokerConfig, *, reuse_memory: bool
         if seg is None:
             return
         pos = reput - seg.base
+        if pos >= seg.data_end:
+            return  # nothing readable left: the reput waits for data (isCommitLogAvailable)
         state = cl.WalkState.at_slice_start(pos, seg.data_end)
         with store.reader(seg) as read:
             res = cl.walk_range(read, seg.base, seg.data_end, state, seg.data_end + 1, config,
