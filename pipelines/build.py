@@ -32,7 +32,7 @@ from store_format.consumequeue import (
     cq_file_name,
     new_states,
 )
-from store_format.indexfile import accepted_by_index, index_file_pieces
+from store_format.indexfile import accepted_by_index, index_file_pieces, write_index_file
 from store_format.store import resolve
 
 from .workfiles import read_bucket_units, read_keys, write_queue_states
@@ -237,9 +237,16 @@ def build_index_part(work_uri: str, staging_uri: str, file_no: int, parts: list[
     hashes = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int32)
     offs = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, np.int64)
     ts = np.concatenate([c[2] for c in chunks]) if chunks else np.zeros(0, np.int64)
-    data = index_file_pieces(hashes, offs, ts, max_hash_slot_num=config.maxHashSlotNum,
+    fs, root = resolve(staging_uri)
+    if isinstance(fs, pafs.LocalFileSystem):  # built in place in the file: no entry buffer
+        path = f"{root}/{index_part_name(file_no)}"
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        n = write_index_file(path, hashes, offs, ts, max_hash_slot_num=config.maxHashSlotNum,
                              max_index_num=config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts)
-    n = write_file(staging_uri, index_part_name(file_no), data)
+    else:
+        data = index_file_pieces(hashes, offs, ts, max_hash_slot_num=config.maxHashSlotNum,
+                                 max_index_num=config.maxIndexNum, prev_end_offset=prev_off, prev_end_ts=prev_ts)
+        n = write_file(staging_uri, index_part_name(file_no), data)
     return _row("index", file_no, entries=len(hashes), bytes=n, begin_offset=int(offs[0]) if len(offs) else None,
                 first_store_timestamp=int(ts[0]) if len(ts) else prev_ts,
                 end_offset=int(offs[-1]) if len(offs) else prev_off, end_timestamp=int(ts[-1]) if len(ts) else prev_ts)

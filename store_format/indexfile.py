@@ -35,7 +35,7 @@ from .prefetch import prefetch
 __all__ = [
     "accepted_by_index", "build_index_file", "build_index_array", "index_file_pieces", "IndexHeader", "read_header",
     "select_phy_offsets",
-    "index_file_names", "index_file_names_checked",
+    "index_file_names", "index_file_names_checked", "write_index_file",
 ]
 
 
@@ -161,6 +161,45 @@ def _fill_entries(key_hash, offset, store_ts, begin_ts, slot_num, table, out):
         _put_be(out, pos + 16, prev, 4)
         table[s] = i + 1
     return empty_hits
+
+
+def write_index_file(path: str, key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *,
+                     max_hash_slot_num: int, max_index_num: int, prev_end_offset: int = 0, prev_end_ts: int = 0,
+                     empty_index_count: int = 0) -> int:
+    """:func:`index_file_pieces` built in place in a local file: the file is made its full size
+    (sparse, as ``MappedFile`` creates it), mapped, and the header, slot table and entries are
+    written into the map.  No entry buffer besides the file's own pages.  Returns the file size."""
+    import mmap
+    size = index_file_size(max_hash_slot_num, max_index_num)
+    n = len(key_hash)
+    if n > max_index_num - 1:
+        raise ValueError(f"{n} entries do not fit an index file of maxIndexNum={max_index_num}")
+    with open(path, "w+b") as f:
+        f.truncate(size)
+        if not n:
+            header = index_file_pieces(key_hash, offset, store_ts, max_hash_slot_num=max_hash_slot_num,
+                                       max_index_num=max_index_num, prev_end_offset=prev_end_offset,
+                                       prev_end_ts=prev_end_ts, empty_index_count=empty_index_count)[0]
+            f.write(np.asarray(header).tobytes())
+            return size
+        entries_at = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num
+        end = entries_at + (n + 1) * INDEX_ENTRY_SIZE
+        with mmap.mmap(f.fileno(), end, access=mmap.ACCESS_WRITE) as m:
+            view = np.frombuffer(m, dtype=np.uint8)
+            table = np.zeros(max_hash_slot_num, dtype=np.int32)
+            used = _fill_entries(np.ascontiguousarray(key_hash, dtype=np.int32),
+                                 np.ascontiguousarray(offset, dtype=np.int64),
+                                 np.ascontiguousarray(store_ts, dtype=np.int64),
+                                 np.int64(prev_end_ts if prev_end_ts > 0 else 0), np.int64(max_hash_slot_num), table,
+                                 view[entries_at:end])
+            header = np.zeros(1, dtype=INDEX_HEADER_DTYPE)
+            header["beginTimestamp"], header["beginPhyOffset"] = store_ts[0], offset[0]
+            header["endTimestamp"], header["endPhyOffset"] = store_ts[-1], offset[-1]
+            header["hashSlotCount"], header["indexCount"] = used, n + 1
+            view[:INDEX_HEADER_SIZE] = header.view(np.uint8)
+            view[INDEX_HEADER_SIZE:entries_at] = table.astype(">i4").view(np.uint8)
+            del view
+    return size
 
 
 def build_index_array(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.ndarray, *, max_hash_slot_num: int,
