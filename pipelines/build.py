@@ -27,10 +27,10 @@ from store_format.consumequeue import (
     Q_BLANK_UNTIL,
     Q_LAST_FILE,
     Q_WRITE_POS,
+    QueueTable,
     assign_positions,
     build_cq_file,
     cq_file_name,
-    new_states,
 )
 from store_format.indexfile import accepted_by_index, index_file_pieces, write_index_file
 from store_format.store import resolve
@@ -120,9 +120,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
     folder (:func:`pipelines.workfiles.write_queue_states`): the tables place a split's units with the
     very state the files were built from."""
     file_size = config.cq_file_size
-    queues: dict[tuple[str, int], int] = {}
-    names: list[tuple[str, int]] = []
-    states = new_states(0)
+    queues = QueueTable()
+    names = queues.names
     pending: dict[int, list[tuple[np.ndarray, ...]]] = {}   # units of files not yet complete, per queue
     pending_from: dict[int, int] = {}                       # start of the oldest such file
     written: list[dict] = []
@@ -134,12 +133,13 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
         pos, off, size, tags = (np.concatenate([p[i] for p in parts]) for i in range(4))
         pending_from.pop(q)
         file_of = pos - pos % file_size
-        write_pos = states[q, Q_WRITE_POS]
+        write_pos = queues.states[q, Q_WRITE_POS]
         keep = np.zeros(len(pos), dtype=bool) if final else file_of >= write_pos - write_pos % file_size
         topic, qid = names[q]
         for f in np.unique(file_of[~keep]):
             m = file_of == f
-            data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m], int(states[q, Q_BLANK_UNTIL]),
+            data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m],
+                                 int(queues.states[q, Q_BLANK_UNTIL]),
                                  out=_SCRATCH.array("cq_file", (file_size,), np.uint8), trim=True)
             n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(f))}",
                            [data, file_size - len(data)])
@@ -155,23 +155,15 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
             continue
         units, file_queues = got
         file_queue = units.column(0).to_numpy()
-        local = np.full(len(file_queues), -1, dtype=np.int64)
-        for j in np.unique(file_queue):
-            key = (file_queues[j][0], int(file_queues[j][1]))
-            q = queues.get(key)
-            if q is None:
-                q = queues[key] = len(names)
-                names.append(key)
-                states = np.vstack([states, new_states(1)])
-            local[j] = q
+        local = queues.numbers([(t, int(q)) for t, q in file_queues])
         qidx = local[file_queue]
         if record_states:
             present = local[np.unique(file_queue)]
-            entry_states.append((sid, present, states[present].copy()))
+            entry_states.append((sid, present, queues.states[present].copy()))
         off = units.column(2).to_numpy()
         size = units.column(3).to_numpy()
         tags = units.column(4).to_numpy()
-        pos = assign_positions(qidx, off, size, units.column(1).to_numpy(), file_size, states)
+        pos = assign_positions(qidx, off, size, units.column(1).to_numpy(), file_size, queues.states)
         kept = np.flatnonzero(pos >= 0)
         sel = kept[np.argsort(qidx[kept], kind="stable")]   # by queue, dispatch order kept
         q_sorted = qidx[sel]
@@ -183,7 +175,7 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
             rows = sel[a:b]
             pending.setdefault(q, []).append((pos[rows], off[rows], size[rows], tags[rows]))
             pending_from.setdefault(q, int(pos[rows[0]] - pos[rows[0]] % file_size))
-            write_pos = states[q, Q_WRITE_POS]
+            write_pos = queues.states[q, Q_WRITE_POS]
             if write_pos - write_pos % file_size > pending_from[q]:
                 write_files(q, final=False)
     for q in list(pending):
@@ -193,13 +185,13 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
     # a file getLastMappedFile created for a unit it then skipped stays on disk, empty
     last_written: dict[int, int] = {}
     for row in written:
-        q = queues[(row["topic"], row["queue_id"])]
+        q = queues.number[(row["topic"], row["queue_id"])]
         last_written[q] = max(last_written.get(q, -1), row["file_start"])
     for q, (topic, qid) in enumerate(names):
-        if states[q, Q_LAST_FILE] > last_written.get(q, -1) and states[q, Q_WRITE_POS] != NOT_STARTED:
-            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(states[q, Q_LAST_FILE]))}",
-                           [file_size])
-            written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(states[q, Q_LAST_FILE]),
+        last_file = int(queues.states[q, Q_LAST_FILE])
+        if last_file > last_written.get(q, -1) and queues.states[q, Q_WRITE_POS] != NOT_STARTED:
+            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(last_file)}", [file_size])
+            written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=last_file,
                                 entries=0,
                                 bytes=n))
     return written

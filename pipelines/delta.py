@@ -261,7 +261,6 @@ class DeltaRsWriter(TableWriter):
         uri = table_uri(self.root, name)
         fs, root_path = resolve(uri)
         staging = f"{root_path}/{STAGING}/{self.run_id}"
-        moved: list[str] = []
         try:
             if isinstance(data, TaskRows):
                 # the files the successful task attempts report (a failed attempt's stay in staging)
@@ -277,23 +276,29 @@ class DeltaRsWriter(TableWriter):
                 else:
                     _write_spark(self._session(), _uri_like(uri, staging), data, list(partition_by))
                 files = fs.get_file_info(pafs.FileSelector(staging, recursive=True, allow_not_found=True))
-            return self._commit_staged(name, schema, files, staging, list(partition_by), where, mode, description,
-                                       moved)
-
-        except BaseException:
-            for path in moved:  # unreferenced now; the previous version never saw them
-                try:
-                    fs.delete_file(path)
-                except OSError:
-                    pass
-            raise
+            return self._commit_staged(name, schema, files, staging, list(partition_by), where, mode, description)
         finally:
             _delete_dir(fs, staging)
             _delete_dir_if_empty(fs, f"{root_path}/{STAGING}")
 
     def _commit_staged(self, name: str, schema: pa.Schema, files: list, staging: str, partition_by: list[str],
-                       where: Where | None, mode: str, description: str, moved: list[str]) -> int:
-        """Move staged Parquet files into the table's partition folders and commit them (one commit)."""
+                       where: Where | None, mode: str, description: str) -> int:
+        """Move staged Parquet files into the table's partition folders and commit them (one commit);
+        on failure the files moved are deleted again (the previous version never saw them)."""
+        moved: list[str] = []
+        try:
+            return self._commit_moved(name, schema, files, staging, partition_by, where, mode, description, moved)
+        except BaseException:
+            fs, _ = resolve(table_uri(self.root, name))
+            for path in moved:
+                try:
+                    fs.delete_file(path)
+                except OSError:
+                    pass
+            raise
+
+    def _commit_moved(self, name: str, schema: pa.Schema, files: list, staging: str, partition_by: list[str],
+                      where: Where | None, mode: str, description: str, moved: list[str]) -> int:
         from deltalake import DeltaTable, Schema
         from deltalake.transaction import AddAction, CommitProperties, RemoveAction, create_table_with_add_actions
         uri = table_uri(self.root, name)
@@ -349,17 +354,9 @@ def commit_parquet_files(writer: TableWriter, name: str, schema: pa.Schema, path
     fs, root_path = resolve(uri)
     staging = f"{root_path}/{STAGING}/{writer.run_id}"
     if isinstance(writer, DeltaRsWriter):
-        moved: list[str] = []
         try:
             return writer._commit_staged(name, schema, fs.get_file_info(list(paths)), staging, list(partition_by),
-                                         where, mode, description, moved)
-        except BaseException:
-            for path in moved:
-                try:
-                    fs.delete_file(path)
-                except OSError:
-                    pass
-            raise
+                                         where, mode, description)
         finally:
             _delete_dir(fs, staging)
             _delete_dir_if_empty(fs, f"{root_path}/{STAGING}")

@@ -38,6 +38,7 @@ from store_format.javahash import index_key_hash
 from store_format.msgid import decode_offset_msg_id
 from store_format.records import detail_columns, lean_columns
 from store_format.store import StoreLocation, load_config_for, open_store, resolve
+from store_format.timeutil import datetime_to_ms
 
 from .delta import file_uris, live_files, read_arrow
 
@@ -60,14 +61,6 @@ class LookupResult:
     cut: int | None = None  # the number of matches before --max cut them
 
 
-def _ms(t: _dt.datetime | int | None) -> int | None:
-    if t is None:
-        return None
-    if isinstance(t, _dt.datetime):
-        return int(round((t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)).timestamp() * 1000))
-    return int(t)
-
-
 def _to_datetime(ms: int) -> _dt.datetime:
     return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
 
@@ -81,7 +74,7 @@ def _overlaps(files: pa.Table, begin: int | None, end: int | None) -> np.ndarray
     if lo_col not in files.column_names or hi_col not in files.column_names:
         return keep
     for i, (lo, hi) in enumerate(zip(files[lo_col].to_pylist(), files[hi_col].to_pylist())):
-        lo_ms, hi_ms = _ms(lo), _ms(hi)
+        lo_ms, hi_ms = datetime_to_ms(lo), datetime_to_ms(hi)
         if lo_ms is None or hi_ms is None:
             continue
         if end is not None and lo_ms > end:
@@ -149,7 +142,7 @@ def _key_candidates(tables: str, pairs: list[tuple[str, str]], kind: str | None,
             if kind is not None:
                 data = data.filter(pc.equal(data["kind"], kind))
             if begin is not None or end is not None:
-                ts = np.array([_ms(t) for t in data["store_timestamp"].to_pylist()], dtype=np.int64)
+                ts = np.array([datetime_to_ms(t) for t in data["store_timestamp"].to_pylist()], dtype=np.int64)
                 m = np.ones(len(ts), dtype=bool)
                 if begin is not None:
                     m &= ts >= begin

@@ -20,7 +20,7 @@ import numpy as np
 
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE, segment_name
 
-__all__ = ["Q_MAX_PHYS", "Q_WRITE_POS", "Q_FIRST_FILE", "Q_BLANK_UNTIL", "Q_LAST_FILE", "new_states",
+__all__ = ["QueueTable", "Q_MAX_PHYS", "Q_WRITE_POS", "Q_FIRST_FILE", "Q_BLANK_UNTIL", "Q_LAST_FILE", "new_states",
            "assign_positions", "build_cq_file", "cq_file_name"]
 
 NOT_STARTED = np.iinfo(np.int64).min
@@ -73,6 +73,32 @@ def _assign(queue_idx, offset, size, queue_offset, file_size, states, positions)
         positions[i] = states[q, Q_WRITE_POS]
         states[q, Q_WRITE_POS] += CQ_UNIT_SIZE
         states[q, Q_MAX_PHYS] = end
+
+
+class QueueTable:
+    """Queues by the key the broker finds them with, ``(topic, queueId)``
+    (``DefaultMessageStore.findConsumeQueue``), numbered as first seen, with their append states
+    (rows of :func:`new_states`)."""
+
+    def __init__(self) -> None:
+        self.number: dict[tuple[str, int], int] = {}
+        self.names: list[tuple[str, int]] = []
+        self.states = new_states(0)
+
+    def numbers(self, keys: list[tuple[str, int]]) -> np.ndarray:
+        """The number of each queue of ``keys`` (new queues get a state that has no unit yet)."""
+        out = np.empty(len(keys), dtype=np.int64)
+        new = 0
+        for j, key in enumerate(keys):
+            q = self.number.get(key)
+            if q is None:
+                q = self.number[key] = len(self.names)
+                self.names.append(key)
+                new += 1
+            out[j] = q
+        if new:
+            self.states = np.vstack([self.states, new_states(new)])
+        return out
 
 
 def assign_positions(queue_idx: np.ndarray, offset: np.ndarray, size: np.ndarray, queue_offset: np.ndarray,

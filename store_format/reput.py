@@ -19,7 +19,7 @@ import numpy as np
 
 from . import commitlog as cl
 from .config import BrokerConfig
-from .consumequeue import assign_positions, build_cq_file, cq_file_name, new_states
+from .consumequeue import QueueTable, assign_positions, build_cq_file, cq_file_name
 from .dispatch import fix_malformed_text, index_keys, queue_units
 from .indexfile import accepted_by_index, build_index_file, index_file_names
 from .store import Segment, StoreLocation
@@ -135,8 +135,7 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
     config = resolve_broker_version(store, config)
     cq_size = config.cq_file_size
     cap = config.index_entries_per_file
-    queues: dict[tuple[str, int], int] = {}
-    states = new_states(0)
+    queues = QueueTable()
     per_queue: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = defaultdict(list)
     key_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     index_carry = 0
@@ -160,15 +159,8 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
         # consume queues
         units = queue_units(res)
         if len(units):
-            global_of = np.empty(len(units.queues), dtype=np.int64)
-            for j, key in enumerate(units.queues):
-                q = queues.get(key)
-                if q is None:
-                    q = queues[key] = len(queues)
-                    states = np.vstack([states, new_states(1)])
-                global_of[j] = q
-            qidx = global_of[units.queue]
-            pos = assign_positions(qidx, units.offset, units.size, units.queue_offset, cq_size, states)
+            qidx = queues.numbers(units.queues)[units.queue]
+            pos = assign_positions(qidx, units.offset, units.size, units.queue_offset, cq_size, queues.states)
             kept = pos >= 0
             for q in np.unique(qidx[kept]):
                 m = kept & (qidx == q)
@@ -192,9 +184,9 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
                 dispatched_after_last_key = True
     # consume queue files
     cq: dict[str, bytes] = {}
-    names_by_q = {v: k for k, v in queues.items()}
+    states = queues.states
     for q, parts in per_queue.items():
-        topic, qid = names_by_q[q]
+        topic, qid = queues.names[q]
         pos = np.concatenate([p[0] for p in parts])
         off = np.concatenate([p[1] for p in parts])
         size = np.concatenate([p[2] for p in parts])

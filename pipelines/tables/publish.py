@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
-from store_format.consumequeue import assign_positions, new_states
+from store_format.consumequeue import QueueTable, assign_positions
 from store_format.dispatch import queue_units
 from store_format.store import Reader, StoreLocation, resolve
 from store_format.timeutil import ms_to_datetime
@@ -108,8 +108,7 @@ class _TablesTask:
         fs, _ = resolve(self.store_uri)
         states_by_split = read_queue_states(self.work_uri, self.buckets, {e.split.split_id for e in entries})
         out = _TaskOutput(self.tables, self.ctx)
-        queue_no: dict[tuple[str, int], int] = {}
-        states = new_states(0)
+        queues = QueueTable()
         for entry in entries:
             split = entry.split
             with Reader(fs, split.path) as read:
@@ -119,19 +118,14 @@ class _TablesTask:
                 continue
             # where its units went: the builder's queue states as this split began, replayed
             units = queue_units(res)
-            global_q = np.empty(len(units.queues), dtype=np.int64)
-            for j, key in enumerate(units.queues):
-                q = queue_no.get(key)
-                if q is None:
-                    q = queue_no[key] = len(queue_no)
-                    states = np.vstack([states, new_states(1)])
-                global_q[j] = q
+            global_q = queues.numbers(units.queues)
+            for key, q in zip(units.queues, global_q):
                 entry_state = states_by_split.get(split.split_id, {}).get(key)
                 if entry_state is not None:
-                    states[q] = entry_state
+                    queues.states[q] = entry_state
             qidx = global_q[units.queue] if len(units) else np.zeros(0, dtype=np.int64)
             pos = assign_positions(qidx, units.offset, units.size, units.queue_offset, self.config.cq_file_size,
-                                   states)
+                                   queues.states)
             record_pos = np.full(len(res.rec), -1, dtype=np.int64)
             own = np.unique(units.record, return_index=True)[1] if len(units) else np.zeros(0, dtype=np.int64)
             record_pos[units.record[own]] = pos[own]   # a record's own unit comes before its light queues'
