@@ -190,6 +190,12 @@ class RestartPrediction:
     index_files_deleted: list[str] = dataclasses.field(default_factory=list)
     queues: list[QueueRestart] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    # the commitlog recovery before all that (store_format.recovery, as rebuild --as-restart applies it)
+    recovery_cut: int | None = None
+    recovery_reason: str = ""
+    recovery_discarded_messages: int = 0
+    recovery_discarded_bytes: int = 0
+    recovery_deleted_segments: int = 0
 
 
 @dataclasses.dataclass
@@ -312,6 +318,10 @@ def _render_restart(p: RestartPrediction) -> list[str]:
              "queues' max physical offset")
     lines = [f"at the broker's next start ({rules}):",
              f"  commitlog: min offset {p.commitlog_min_offset}, data ends at {p.commitlog_end}"]
+    if p.recovery_cut is not None:
+        lines.append(f"  commitlog recovery cuts at {p.recovery_cut} ({p.recovery_reason}): a restart discards "
+                     f"{p.recovery_discarded_messages:,} record(s), {p.recovery_discarded_bytes:,} bytes, "
+                     f"{p.recovery_deleted_segments} segment(s) (as rebuild --as-restart)")
     if p.start_fails:
         bad = [q for q in p.queues if q.load_failure]
         lines.append(f"  START FAILS: {len(bad)} consume queue file(s) of the wrong size "
@@ -973,6 +983,14 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
         checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root),
         read_expected_cq=lambda queue, name: _read_all(ref_fs, f"{ref}/{CQ_DIR}/{queue}/{name}"))
+    from store_format.recovery import plan_recovery
+    recovery = plan_recovery(st, config, abnormal=not clean,
+                             max_phy_offset_of_consume_queue=restart.max_physic_offset_in_queues)
+    restart.recovery_cut = recovery.process_offset
+    restart.recovery_reason = recovery.reason
+    restart.recovery_discarded_messages = recovery.discarded_messages
+    restart.recovery_discarded_bytes = recovery.discarded_bytes
+    restart.recovery_deleted_segments = recovery.deleted_segments
     rebuild = {"segments": summary.segments, "bytes": summary.bytes, "records": summary.records,
                "dispatched": summary.dispatched, "consume_queue_files": summary.consume_queue_files,
                "index_files": summary.index_files, "anomalies": summary.anomaly_count,

@@ -59,3 +59,25 @@ def test_as_restart_cuts_at_a_crc_error_in_the_last_segment(tmp_path: Path) -> N
     assert plain.dispatched == len(offsets)  # the reput dispatches the damaged record and what follows
     discards = [a for a in restart.anomalies if a["kind"] == "restart_discards"]
     assert len(discards) == 1 and f"{len(offsets) - offsets.index(bad):,} record(s)" in discards[0]["detail"]
+
+
+def test_verify_reports_what_a_restart_discards(tmp_path: Path) -> None:
+    """verify gives the same figure as rebuild --as-restart: the records recovery discards."""
+    from pipelines.verify import verify_store
+    config = BrokerConfig(mappedFileSizeCommitLog=4096, mappedFileSizeConsumeQueue=400, maxHashSlotNum=16,
+                          maxIndexNum=64, brokerVersion="4")
+    store = tmp_path / "store"
+    with CommitLogWriter(str(store), config) as w:
+        offsets = [w.append("T", i % 2, body=f"body-{i}".encode(), store_timestamp=1_700_000_000_000 + i)[0]
+                   for i in range(90)]
+    last = open_store(str(store), config).segments[-1]
+    bad = next(o for o in offsets if o >= last.base + 200)
+    flip_body_byte(str(store), bad)
+    quiet = Progress(lambda line: None)
+    restart = run_rebuild(str(store), str(tmp_path / "restart"), config, engine="local", as_restart=True,
+                          progress=quiet)
+    (discards,) = [a for a in restart.anomalies if a["kind"] == "restart_discards"]
+    report = verify_store(str(store), config, engine="local")
+    assert report.restart.recovery_cut == bad
+    assert report.restart.recovery_discarded_messages == len(offsets) - offsets.index(bad)
+    assert f"{report.restart.recovery_discarded_messages:,} record(s)" in discards["detail"]
