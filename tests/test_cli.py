@@ -1,0 +1,47 @@
+"""What operators see from the command line: --strict, lookup's exit codes, one-line errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.cli import main
+
+
+@pytest.mark.golden
+def test_strict_makes_an_anomaly_exit_1(golden_dir: Path, tmp_path: Path, capsys) -> None:
+    case = golden_dir / "corrupt-4.9.8"
+    args = ["rebuild", "--store", str(case / "store"), "--config", str(case / "broker.conf"), "--engine", "local",
+            "--no-tables"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0  # the broker would rebuild it too
+    assert main(args + ["--out", str(tmp_path / "b"), "--strict"]) == 1
+    clean = golden_dir / "basic-4.9.8"
+    assert main(["rebuild", "--store", str(clean / "store"), "--config", str(clean / "broker.conf"), "--engine",
+                 "local", "--no-tables", "--strict", "--out", str(tmp_path / "c")]) == 0
+    capsys.readouterr()
+
+
+def test_lookup_follows_grep(spark, tmp_path: Path, capsys) -> None:
+    """Exit 2 on a path without tables, 1 when nothing matches, 0 with matches; --max says it cut."""
+    import tables_store as ts
+    built = ts.main_tables(spark, tmp_path.parent / "tables-main")
+    tables = str(built["tables"])
+    assert main(["lookup", "--tables", str(tmp_path / "nothing"), "--topic", "T", "--key", "k"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:")
+    assert main(["lookup", "--tables", tables, "--topic", "NoSuchTopic", "--key", "nothing"]) == 1
+    capsys.readouterr()
+    plain = [m for m in built["messages"] if m["sys_flag"] & 0xC == 0]
+    msg = next(m for m in plain if m["properties"].get("UNIQ_KEY"))
+    assert main(["lookup", "--tables", tables, "--msg-id", msg["properties"]["UNIQ_KEY"]]) == 0
+    out = capsys.readouterr().out
+    assert msg["properties"]["UNIQ_KEY"] in out
+    topic_counts: dict[tuple[str, str], int] = {}
+    for m in (m for m in built["messages"] if m["sys_flag"] & 0xC != 0xC):  # all but rollbacks are indexed
+        for k in [k for k in m["properties"].get("KEYS", "").split(" ") if k]:
+            topic_counts[(m["topic"], k)] = topic_counts.get((m["topic"], k), 0) + 1
+    (topic, key), n = max(topic_counts.items(), key=lambda kv: kv[1])
+    if n < 2:
+        pytest.skip("no key with two messages in the main store")
+    assert main(["lookup", "--tables", tables, "--topic", topic, "--key", key, "--max", "1"]) == 0
+    assert f"cut from {n} by --max" in capsys.readouterr().out
