@@ -26,12 +26,11 @@ import pyarrow.compute as pc
 from store_format.config import BrokerConfig, load_broker_config
 from store_format.errors import StoreLayoutError
 from store_format.expiry import SegmentFacts, files_deleted_with, plan_cleanup
-from store_format.layout import index_file_size, segment_name
+from store_format.layout import SCHEDULE_TOPIC, index_file_size, segment_name
 
 __all__ = ["parse_offset_table", "load_offsets", "cq_inventory_table", "index_inventory_table", "build_expiry_audit",
            "run_audit", "run_audit_command", "SCHEDULE_TOPIC", "SCHEDULE_GROUP"]
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 SCHEDULE_GROUP = "(schedule service: delayOffset.json)"
 
 CQ_INVENTORY_SCHEMA = pa.schema([

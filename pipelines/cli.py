@@ -385,6 +385,11 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+def _stage_name(record: logging.LogRecord) -> bool:
+    record.stage = record.name.rsplit(".", 1)[-1]
+    return True
+
+
 def configure_logging(level: str | None = None) -> None:
     """One line per message on stderr; ``--log-level DEBUG`` shows more."""
     job_level = logging.DEBUG if level == "DEBUG" else logging.INFO
@@ -392,8 +397,11 @@ def configure_logging(level: str | None = None) -> None:
         logger = logging.getLogger(name)
         if not logger.handlers:
             handler = _StderrHandler()
-            handler.setFormatter(logging.Formatter("[%(name)s] %(levelname)s %(message)s" if name == "store_format"
-                                                   else "[%(name)s] %(message)s"))
+            if name == "store_format":
+                handler.setFormatter(logging.Formatter("[%(name)s] %(levelname)s %(message)s"))
+            else:  # the job's stage lines: [rebuild] plan ..., [tables] ...
+                handler.setFormatter(logging.Formatter("[%(stage)s] %(message)s"))
+                handler.addFilter(_stage_name)
             logger.addHandler(handler)
             logger.propagate = False
         logger.setLevel(job_level)

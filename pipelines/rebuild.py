@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -35,12 +36,15 @@ from .workfiles import drop_split_work, write_split_work
 __all__ = ["RebuildSummary", "run_rebuild", "Progress"]
 
 
+_log = logging.getLogger("pipelines.rebuild")
+
+
 class Progress:
-    """Stage timer that prints one line per stage (to stderr by default)."""
+    """Stage timer: one line per stage, through the ``pipelines.rebuild`` logger by default (the
+    command line shows it on stderr; ``--log-level`` turns it up or down)."""
 
     def __init__(self, emit: Callable[[str], None] | None = None) -> None:
-        import sys
-        self.emit = emit or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.emit = emit or (lambda line: _log.info(line.removeprefix("[rebuild] ")))
         self.timings: dict[str, float] = {}
         self._t0 = time.perf_counter()
         self._stage: str | None = None

@@ -24,7 +24,8 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
 from store_format import commitlog as cl
-from store_format.dispatch import QueueUnits, queue_units, to_index_hash
+from store_format.dispatch import QueueUnits, queue_units
+from store_format.javahash import index_hash
 from store_format.store import resolve
 
 __all__ = ["UNIT_SCHEMA", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work", "read_bucket_units",
@@ -110,7 +111,7 @@ def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, bu
         offsets = np.zeros(len(keyed) + 1, dtype=np.int32)
         np.cumsum(counts, out=offsets[1:])
         # keys of dispatched records lie in walk order, so those of the keyed records are res.key as is
-        hashes = pa.array(to_index_hash(res.key[:, cl.K_HASH]))
+        hashes = pa.array(index_hash(res.key[:, cl.K_HASH]))
         lists = pa.ListArray.from_arrays(pa.array(offsets), hashes)
         batch = pa.RecordBatch.from_arrays([pa.array(rec[keyed, cl.R_PHYS]), pa.array(rec[keyed, cl.R_STORE_TS]),
                                             lists], schema=KEY_SCHEMA)

@@ -17,7 +17,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from .javahash import java_string_hashes, java_utf8_decode, utf16_hash_update
+from .javahash import index_hash, java_string_hashes, java_utf8_decode, utf16_hash_update
 from .javatext import is_blank, parse_java_long
 from .layout import (
     LMQ_PREFIX,
@@ -73,7 +73,7 @@ from .walkresult import (
 )
 
 __all__ = ["dispatch_flags", "put_index_keys", "wants_multi_dispatch", "multi_dispatch_units", "gather_strings",
-           "fix_malformed_text", "queue_units", "index_keys", "to_index_hash", "QueueUnits", "IndexKeys"]
+           "fix_malformed_text", "queue_units", "index_keys", "QueueUnits", "IndexKeys"]
 
 
 def _bytes_of(text: str) -> np.ndarray:
@@ -366,15 +366,6 @@ def _is_delay_tagged(res: WalkResult, i: int, text: np.ndarray) -> bool:
     return int(bytes(text[ds - res.text_origin:ds - res.text_origin + dl])) > 0
 
 
-def to_index_hash(java_hash_u32: np.ndarray) -> np.ndarray:
-    """``IndexFile.indexKeyHashMethod`` from a hashCode held as unsigned 32 bits."""
-    h = np.asarray(java_hash_u32, dtype=np.int64)
-    signed = np.where(h >= 2**31, h - 2**32, h)
-    out = np.abs(signed)
-    out[out > 0x7FFFFFFF] = 0
-    return out.astype(np.int32)
-
-
 @numba.njit(cache=True, nogil=True)
 def _number_queues(text, origin, starts, lens, qids, table, first, out):
     """Number the distinct (name bytes, queue id) pairs of the units in order of first appearance:
@@ -501,5 +492,5 @@ class IndexKeys:
 def index_keys(res: WalkResult) -> IndexKeys:
     k = res.key
     record = k[:, K_REC]
-    return IndexKeys(record=record, kind=k[:, K_KIND].astype(np.int8), key_hash=to_index_hash(k[:, K_HASH]),
+    return IndexKeys(record=record, kind=k[:, K_KIND].astype(np.int8), key_hash=index_hash(k[:, K_HASH]),
                      offset=res.rec[record, R_PHYS], store_ts=res.rec[record, R_STORE_TS])

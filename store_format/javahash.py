@@ -15,6 +15,7 @@ __all__ = [
     "java_string_hashes",
     "index_key_hash",
     "index_key_hashes",
+    "index_hash",
     "utf16_hash_update",
     "java_utf8_decode",
 ]
@@ -75,10 +76,17 @@ def index_key_hash(key: str) -> int:
 
 def index_key_hashes(keys: Sequence[str] | Iterable[str]) -> np.ndarray:
     """Vectorized :func:`index_key_hash` (int32 array)."""
-    h = java_string_hashes(keys).astype(np.int64)
-    h = np.abs(h)
-    h[h > 0x7FFFFFFF] = 0  # abs(Integer.MIN_VALUE) overflows to itself, negative: the broker uses 0
-    return h.astype(np.int32)
+    return index_hash(java_string_hashes(keys))
+
+
+def index_hash(java_hash: np.ndarray) -> np.ndarray:
+    """``IndexFile.indexKeyHashMethod`` of hashCodes (int32, or the same 32 bits held unsigned in an
+    int64): ``abs(hashCode)``, with ``Integer.MIN_VALUE`` (whose abs overflows to itself) as 0."""
+    h = np.asarray(java_hash, dtype=np.int64) & 0xFFFFFFFF
+    signed = np.where(h >= 2**31, h - 2**32, h)
+    out = np.abs(signed)
+    out[out > 0x7FFFFFFF] = 0
+    return out.astype(np.int32)
 
 
 @numba.njit(cache=True, nogil=True)

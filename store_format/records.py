@@ -7,7 +7,8 @@ import pyarrow.compute as pc
 
 from . import commitlog as cl
 from .crc import body_crc_spans
-from .dispatch import _gather, gather_strings, to_index_hash
+from .dispatch import _gather, gather_strings
+from .javahash import index_hash
 from .layout import SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6, SYSFLAG_TRANSACTION_MASK
 
 __all__ = ["LEAN_FIELDS", "DETAIL_FIELDS", "BODY_FIELD", "lean_columns", "detail_columns", "hex_strings",
@@ -78,7 +79,7 @@ def lean_columns(res: cl.WalkResult) -> dict[str, pa.Array]:
     topic = gather_strings(np.asarray(res.text, dtype=np.uint8), res.text_origin, rec[:, cl.R_TOPIC_START],
                            np.where(rec[:, cl.R_TOPIC_LEN] > 0, rec[:, cl.R_TOPIC_LEN], 0))
     key_offsets = _record_offsets(res.key[:, cl.K_REC], n)
-    key_hashes = list_array(key_offsets, pa.array(to_index_hash(res.key[:, cl.K_HASH])))
+    key_hashes = list_array(key_offsets, pa.array(index_hash(res.key[:, cl.K_HASH])))
     lmq = res.lmq[(res.lmq[:, cl.L_STATUS] == cl.LMQ_OK) & (res.lmq[:, cl.L_NAME_LEN] > 0)]
     lmq_offsets = _record_offsets(lmq[:, cl.L_REC], n)
     lmq_names = gather_strings(np.asarray(res.text, dtype=np.uint8), res.text_origin, lmq[:, cl.L_NAME_START],

@@ -27,14 +27,13 @@ import numba
 import numpy as np
 
 from .config import BrokerConfig
-from .layout import HOST_V6_LEN, TRANSACTION_COMMIT, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
+from .layout import HOST_V6_LEN, SCHEDULE_TOPIC, TRANSACTION_COMMIT, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
 from .msgid import UniqIdGenerator, hex_chars, host_to_bytes
 from .writer import CommitLogWriter, Hosts, Spans
 
 __all__ = ["generate_sample_store", "write_broker_conf", "DEFAULT_START_TIMESTAMP_MS", "FEATURES"]
 
 DEFAULT_START_TIMESTAMP_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z: fixed, so a seed gives one store
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"           # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 BATCH = 1 << 16                                   # messages drawn and written at a time
 
 FEATURES = ("prepared", "commit", "rollback", "delay", "ipv6", "non_ascii", "collide", "odd_spacing", "empty_body")
