@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
-from store_format.indexfile import index_file_names_checked, index_file_pieces
+from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
 from store_format.reput import resolve_broker_version
 from store_format.store import Segment, StoreLocation, load_config_for, open_store
 from store_format.timeutil import zone
@@ -403,7 +403,7 @@ class _Job:
         config = self.config
         cap = config.index_entries_per_file
         total_keys = index_totals["keys"]
-        if not (total_keys == 0 or (total_keys % cap == 0 and index_totals["dispatched_after_last_key"])):
+        if not trailing_empty_file(total_keys, cap, index_totals["dispatched_after_last_key"]):
             return []
         file_no = len(built)
         prev_off = built[-1]["end_offset"] if built else 0
@@ -415,7 +415,7 @@ class _Job:
                                  empty_index_count=config.empty_index_count)
         size = write_file(self.staged.staging_uri, index_part_name(file_no), data)
         return [{"kind": "index", "task_id": file_no, "entries": 0, "bytes": size, "begin_offset": None,
-                 "first_store_timestamp": prev_ts if prev_ts > 0 else (index_totals["first_store_ts"] or 0),
+                 "first_store_timestamp": trailing_file_time(prev_ts, index_totals["first_store_ts"]),
                  "end_offset": prev_off, "end_timestamp": prev_ts}]
 
     def tables_rows(self, tables: str, chain, index_in, built: _Built, run_id: str, started: float,

@@ -35,7 +35,8 @@ from .prefetch import prefetch
 __all__ = [
     "accepted_by_index", "build_index_file", "build_index_array", "index_file_pieces", "IndexHeader", "read_header",
     "select_phy_offsets",
-    "index_file_names", "index_file_names_checked", "write_index_file",
+    "index_file_names", "index_file_names_checked", "write_index_file", "trailing_empty_file",
+    "trailing_file_time",
 ]
 
 
@@ -264,6 +265,20 @@ def select_phy_offsets(data: bytes | memoryview | np.ndarray, key: str, *, max_h
             break
         nxt = prev
     return found
+
+
+def trailing_empty_file(keys: int, per_file: int, dispatched_after_last_key: bool) -> bool:
+    """Whether the broker leaves an index file with no entry after the last full one
+    (``IndexService.buildIndex`` → ``retryGetAndCreateIndexFile``: the next dispatched record of any
+    kind creates the next file once the current one is full; with no key at all, the first record
+    creates the first file)."""
+    return keys == 0 or (keys % per_file == 0 and dispatched_after_last_key)
+
+
+def trailing_file_time(prev_end_ts: int, first_dispatch_ts: int | None) -> int:
+    """The time an empty trailing index file is named by: the previous file's end time, or, without
+    one, the first dispatched record's store time."""
+    return prev_end_ts if prev_end_ts > 0 else (first_dispatch_ts or 0)
 
 
 def index_file_names(first_store_ts: list[int], tz: _dt.tzinfo = _dt.timezone.utc) -> list[str]:

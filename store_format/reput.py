@@ -21,7 +21,7 @@ from . import commitlog as cl
 from .config import BrokerConfig
 from .consumequeue import QueueTable, assign_positions, build_cq_file, cq_file_name
 from .dispatch import fix_malformed_text, index_keys, queue_units
-from .indexfile import accepted_by_index, build_index_file, index_file_names
+from .indexfile import accepted_by_index, build_index_file, index_file_names, trailing_empty_file, trailing_file_time
 from .store import Segment, StoreLocation
 
 __all__ = ["next_reput_offset", "walk_store", "rebuild_in_memory", "InMemoryRebuild", "data_end_limit"]
@@ -206,7 +206,7 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
         offs = np.concatenate([p[1] for p in key_parts]) if key_parts else np.zeros(0, np.int64)
         tss = np.concatenate([p[2] for p in key_parts]) if key_parts else np.zeros(0, np.int64)
         n_files = -(-len(hashes) // cap) if len(hashes) else 0
-        trailing_empty = (len(hashes) == 0) or (len(hashes) % cap == 0 and dispatched_after_last_key)
+        trailing_empty = trailing_empty_file(len(hashes), cap, dispatched_after_last_key)
         blobs, firsts = [], []
         prev_off = prev_ts = 0
         for f in range(n_files):
@@ -220,6 +220,6 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
             blobs.append(build_index_file(hashes[:0], offs[:0], tss[:0], max_hash_slot_num=config.maxHashSlotNum,
                                           max_index_num=config.maxIndexNum, prev_end_offset=prev_off,
                                           prev_end_ts=prev_ts, empty_index_count=config.empty_index_count))
-            firsts.append(prev_ts if prev_ts > 0 else (first_dispatch_ts or 0))
+            firsts.append(trailing_file_time(prev_ts, first_dispatch_ts))
         index = list(zip(index_file_names(firsts, tz), blobs))
     return InMemoryRebuild(cq, index, n_records, n_dispatched, n_keys, anomalies)
