@@ -426,3 +426,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        if type(e).__name__ != "Py4JJavaError":
+            raise
+        # Spark gave up (tasks failed past their retries): the output was left as it was
+        detail = str(getattr(e, "java_exception", e)).strip().splitlines()
+        print(f"error: the Spark job failed: {detail[0] if detail else type(e).__name__} (nothing was committed; "
+              "--log-level INFO shows Spark's log)", file=sys.stderr)
+        return 1

@@ -10,6 +10,7 @@ import dataclasses
 import datetime as _dt
 import json
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -192,6 +193,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     """
     progress = progress or Progress()
     config = config or load_config_for(config_path)
+    # executors resolve paths in their own working folders: give them absolute ones
+    store, out = _absolute(store), _absolute(out)
+    tables = _absolute(tables) if tables is not None else None
     if engine not in ("spark", "local"):
         raise ValueError(f"engine must be 'spark' or 'local', not {engine!r}")
     if engine == "local" and tables is not None:
@@ -213,7 +217,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     preflight(st, config, out)
     zone(tz)
     if engine == "spark" and spark is None:
-        progress.stage("spark session", master or "local[*]")
+        progress.stage("spark session", master or os.environ.get("SPARK_MASTER") or "the master of spark-submit"
+                       if "PYSPARK_GATEWAY_PORT" in os.environ else master or "local[*]")
         spark = build_spark_session(master, log_level=log_level)
     job = _Job(st, config, splits, staged, spark, processes, progress)
     pending_tables = None
@@ -264,6 +269,11 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
                           tables_error=tables_error)
+
+
+def _absolute(path: str) -> str:
+    """A local path made absolute (URIs as they are)."""
+    return path if "://" in path else os.path.abspath(path)
 
 
 @dataclasses.dataclass
