@@ -247,8 +247,6 @@ def build_index_part(work_uri: str, staging_uri: str, file_no: int, parts: list[
 class BuildTask:
     """The build tasks: one per queue bucket and one per index file; their rows are the files written."""
 
-    schema = RESULT_SCHEMA
-
     def __init__(self, tasks: list[dict], config: BrokerConfig, work_uri: str, staging_uri: str) -> None:
         self.tasks = tasks
         self.config = config

@@ -20,7 +20,9 @@ from pyspark.sql import SparkSession
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
+from store_format.errors import StoreError
 from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
+from store_format.recovery import RecoveryPlan, plan_recovery
 from store_format.reput import resolve_broker_version
 from store_format.store import Segment, StoreLocation, load_config_for, open_store
 from store_format.timeutil import zone
@@ -215,10 +217,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     staged = StagedOutput(out, run_id, overwrite=overwrite)
     staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
     preflight(st, config, out)
-    zone(tz)
+    zone(tz)  # an unknown time zone fails now, not after the scan
     if engine == "spark" and spark is None:
-        progress.stage("spark session", master or os.environ.get("SPARK_MASTER") or "the master of spark-submit"
-                       if "PYSPARK_GATEWAY_PORT" in os.environ else master or "local[*]")
+        progress.stage("spark session", _master_label(master))
         spark = build_spark_session(master, log_level=log_level)
     job = _Job(st, config, splits, staged, spark, processes, progress)
     pending_tables = None
@@ -271,6 +272,15 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                           tables_error=tables_error)
 
 
+def _master_label(master: str | None) -> str:
+    """The master a new session will get, for the progress line."""
+    if master:
+        return master
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit, which set the master
+        return os.environ.get("SPARK_MASTER") or "the master of spark-submit"
+    return "local[*]"
+
+
 def _absolute(path: str) -> str:
     """A local path made absolute (URIs as they are)."""
     return path if "://" in path else os.path.abspath(path)
@@ -279,24 +289,22 @@ def _absolute(path: str) -> str:
 @dataclasses.dataclass
 class _Restart:
     """What a broker restart's commitlog recovery keeps and throws away (``--as-restart``)."""
-    plan: object   # store_format.recovery.RecoveryPlan
+    plan: RecoveryPlan
 
     def anomalies(self) -> list[dict]:
         p = self.plan
-        if not (p.discarded_messages or p.discarded_bytes or p.deleted_segments):  # type: ignore[attr-defined]
+        if not (p.discarded_messages or p.discarded_bytes or p.deleted_segments):
             return []
-        return [{"kind": "restart_discards", "segment": None, "position": p.process_offset,  # type: ignore[attr-defined]
-                 "detail": f"a broker restart ({p.mode} recovery, {p.broker_version}.x rules) cuts the commitlog at "  # type: ignore[attr-defined]
-                           f"{p.process_offset}: {p.reason}; it discards {p.discarded_messages:,} record(s), "  # type: ignore[attr-defined]
-                           f"{p.discarded_bytes:,} bytes, and deletes {p.deleted_segments} later segment(s)"}]  # type: ignore[attr-defined]
+        return [{"kind": "restart_discards", "segment": None, "position": p.process_offset,
+                 "detail": f"a broker restart ({p.mode} recovery, {p.broker_version}.x rules) cuts the commitlog at "
+                           f"{p.process_offset}: {p.reason}; it discards {p.discarded_messages:,} record(s), "
+                           f"{p.discarded_bytes:,} bytes, and deletes {p.deleted_segments} later segment(s)"}]
 
 
 def _as_restart(st: StoreLocation, config: BrokerConfig, progress: Progress) -> tuple[StoreLocation, _Restart]:
     """The store as the reput sees it after the broker's recovery (:func:`store_format.recovery.plan_recovery`):
     segments after the cut deleted, the segment holding it read up to it, and, where the recovery itself
     dispatches (4.9 abnormal, 5.x), nothing before the segment it started from."""
-    from store_format.errors import StoreError
-    from store_format.recovery import plan_recovery
     plan = plan_recovery(st, config)
     progress.emit(f"[rebuild] as a restart: {plan.mode} recovery cuts the commitlog at {plan.process_offset} "
                   f"({plan.reason}); dispatch from {plan.dispatch_from}")
@@ -435,10 +443,8 @@ class _Job:
         from .tables.publish import RebuildResults, stage_tables
         if self.spark is None:
             raise ValueError("the Delta tables need the Spark engine")
-        results = RebuildResults(self.st, self.config, chain, index_in,
-                                 {r["task_id"]: r["name"] for r in built.index_files}, built.cq_files,
-                                 built.index_files, self.work_uri, self.buckets, run_id, started,
-                                 self.progress.timings)
+        results = RebuildResults(self.st, self.config, chain, index_in, built.cq_files, built.index_files,
+                                 self.work_uri, self.buckets, run_id, started, self.progress.timings)
         return stage_tables(self.spark, tables, results, with_body=with_body)
 
 

@@ -22,7 +22,7 @@ from store_format.store import Reader, resolve
 from .plan import Split
 from .workfiles import write_split_work
 
-__all__ = ["record_schema", "walk_split", "split_summary", "records_batch", "ScanTask", "SUMMARY_SCHEMA",
+__all__ = ["record_schema", "walk_split", "split_summary", "records_batch", "ScanTask", "WORKER_SCRATCH",
            "ROW_RECORD", "ROW_TRAILER"]
 
 ROW_RECORD = 0
@@ -42,7 +42,7 @@ def record_schema(details: bool, with_body: bool = False) -> pa.Schema:
 
 
 # one per Python worker: a worker runs one task at a time, and a task its splits one after another
-_SCRATCH = cl.Scratch()
+WORKER_SCRATCH = cl.Scratch()
 
 
 def walk_split(split: Split, read: Reader, config: BrokerConfig,
@@ -122,14 +122,9 @@ def records_batch(split: Split, res: cl.WalkResult | None, summary: dict, detail
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-SUMMARY_SCHEMA = pa.schema([("split_id", pa.int32()), ("summary", pa.string())])
-
-
 class ScanTask:
     """A scan task: walk each of its splits, write the split's work files (queue units by bucket,
     index keys) and return its summary: a row per split, never a row per record."""
-
-    schema = SUMMARY_SCHEMA
 
     def __init__(self, splits: list[Split], store_uri: str, config: BrokerConfig, work_uri: str, buckets: int,
                  tasks: list[list[int]]) -> None:
@@ -148,7 +143,7 @@ class ScanTask:
         for split_id in self.tasks[task]:
             split = self.splits[split_id]
             with Reader(fs, split.path) as read:
-                sync, res = walk_split(split, read, self.config, scratch=_SCRATCH)
+                sync, res = walk_split(split, read, self.config, scratch=WORKER_SCRATCH)
             write_split_work(self.work_uri, split.split_id, res, self.buckets)
             out.append({"split_id": split.split_id, "summary": json.dumps(split_summary(split, sync, None, res))})
         return out

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import time
 import uuid
 from typing import Any
@@ -42,7 +41,7 @@ from store_format.timeutil import ms_to_datetime
 
 from ..chain import Chain, ChainEntry
 from ..delta import STAGING, commit_parquet_files, open_writer, read_arrow
-from ..scan import ROW_RECORD, records_batch, walk_split
+from ..scan import ROW_RECORD, WORKER_SCRATCH, records_batch, walk_split
 from ..session import run_tasks
 from ..workfiles import read_queue_states
 from .rows import SplitContext, key_rows, message_rows, np_col
@@ -60,7 +59,6 @@ from .schema import (
 
 __all__ = ["stage_tables", "RebuildResults", "PendingTables"]
 
-log = logging.getLogger(__name__)
 
 # dictionary encoding only for columns with few distinct values (the others cost time and gain nothing)
 _MESSAGES_DICTIONARY = ["topic", "transaction_type", "born_host", "store_host", "tags", "real_topic", "retry_topic",
@@ -75,7 +73,6 @@ class RebuildResults:
     config: BrokerConfig
     chain: Chain
     index_in: dict[int, tuple[int, int, int]]   # split -> (endPhyOffset carry, keys before, keys in it)
-    index_names: dict[int, str]                  # index file number -> name on disk
     cq_files: list[dict]                         # build results of the consume queue files
     index_files: list[dict]                      # build results of the index files (with their names)
     work_uri: str                                # the run's work folder (queue states)
@@ -113,7 +110,7 @@ class _TablesTask:
             split = entry.split
             with Reader(fs, split.path) as read:
                 _sync, res = walk_split(split, read, self.config, entering=entry.entering if entry.replaced else None,
-                                        limit_rel=entry.limit_rel)
+                                        limit_rel=entry.limit_rel, scratch=WORKER_SCRATCH)
             if res is None or not len(res.rec):
                 continue
             # where its units went: the builder's queue states as this split began, replayed
@@ -133,7 +130,7 @@ class _TablesTask:
             part = pa.Table.from_batches([batch]).filter(pc.equal(batch.column(1), ROW_RECORD))
             ctx = dataclasses.replace(self.ctx, queue_plan={split.split_id: ("positions", record_pos)})
             out.add_split(split.split_id, part, message_rows(part, split.split_id, ctx, self.with_body),
-                          key_rows(part, split.split_id, ctx), units, qidx, own, res)
+                          key_rows(part, split.split_id, ctx), units, qidx, own)
         return out.finish()
 
 
@@ -182,8 +179,8 @@ class _TaskOutput:
                 self.rows.append({"table": "message_keys", "path": path, "info": None})
             self.keys = []
 
-    def add_split(self, split_id: int, part: pa.Table, messages: pa.Table, keys: pa.Table, units, qidx, own,
-                  res: cl.WalkResult) -> None:
+    def add_split(self, split_id: int, part: pa.Table, messages: pa.Table, keys: pa.Table, units, qidx,
+                  own) -> None:
         seg = self.ctx.segment_names[split_id]
         if seg != self.segment:
             self._close_segment()
@@ -198,7 +195,7 @@ class _TaskOutput:
         if keys.num_rows:
             self.keys.append(keys)
         self._figures(seg, part, messages, keys)
-        self._queue_offsets(seg, units, qidx, own, res)
+        self._queue_offsets(seg, units, qidx, own)
 
     def _figures(self, seg: str, part: pa.Table, messages: pa.Table, keys: pa.Table) -> None:
         f = self.figures.setdefault(seg, {"records": 0, "dispatched": 0, "first": None, "last": None, "topics": set(),
@@ -219,7 +216,7 @@ class _TaskOutput:
             for r in messages.filter(bad).select(cols).to_pylist():
                 self.bad.append(dict(r, segment=seg))
 
-    def _queue_offsets(self, seg: str, units, qidx, own, res: cl.WalkResult) -> None:
+    def _queue_offsets(self, seg: str, units, qidx, own) -> None:
         """Queue offset steps of the records' own units: gaps inside the task, and each queue's first
         and last offset for the driver to check the borders between tasks."""
         if not len(own):
@@ -280,8 +277,9 @@ def stage_tables(spark, tables: str, res: RebuildResults, *, with_body: bool = F
     seg_names = {s.index: s.name for s in st.segments}
     split_seg = {e.split.split_id: seg_names[e.split.segment] for e in chain.entries}
     buckets = key_buckets_of(tables) or default_key_buckets(config)
+    index_names = {r["task_id"]: r["name"] for r in res.index_files}
     ctx = SplitContext(split_seg, {sid: (int(v[0]), int(v[1])) for sid, v in res.index_in.items()}, {},
-                       res.index_names, res.run_id, config.cq_file_size, config.index_entries_per_file,
+                       index_names, res.run_id, config.cq_file_size, config.index_entries_per_file,
                        config.maxHashSlotNum, bool(config.messageIndexEnable), buckets)
     parallelism = max(spark.sparkContext.defaultParallelism, 1)
     groups = _task_groups(chain, parallelism)
