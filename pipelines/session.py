@@ -53,6 +53,11 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level or "ERROR")
+    if log_level and master and master.startswith("local") and not launched_by_submit:
+        # log4j2.properties holds Spark's own loggers at ERROR (see there); setLogLevel moves the root only
+        jvm = spark.sparkContext._jvm
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(  # type: ignore[union-attr]
+            "org.apache.spark", jvm.org.apache.logging.log4j.Level.toLevel(log_level))  # type: ignore[union-attr]
     return spark
 
 

@@ -45,3 +45,25 @@ def test_lookup_follows_grep(spark, tmp_path: Path, capsys) -> None:
         pytest.skip("no key with two messages in the main store")
     assert main(["lookup", "--tables", tables, "--topic", topic, "--key", key, "--max", "1"]) == 0
     assert f"cut from {n} by --max" in capsys.readouterr().out
+
+
+@pytest.mark.golden
+def test_a_spark_rebuild_prints_only_its_own_progress_lines(golden_dir: Path, tmp_path: Path) -> None:
+    """stderr of a local Spark run holds the job's "[stage] ..." lines; Spark's shell banner
+    ("Setting default log level ...") and its log stay away unless --log-level asks for them."""
+    import os
+    import subprocess
+    import sys
+
+    case = golden_dir / "basic-4.9.8"
+    cmd = [sys.executable, "-m", "pipelines", "rebuild", "--store", str(case / "store"), "--config",
+           str(case / "broker.conf"), "--no-tables", "--master", "local[1]", "--out", str(tmp_path / "out")]
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    root = Path(__file__).resolve().parent.parent
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.splitlines()
+    assert lines and lines[0].startswith("[rebuild] plan")
+    # the one line the JVM itself prints for Spark's --add-modules cannot be switched off
+    foreign = [ln for ln in lines if not ln.startswith("[") and not ln.startswith("WARNING: Using incubator modules")]
+    assert foreign == []
