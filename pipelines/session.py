@@ -4,7 +4,10 @@ from __future__ import annotations
 import os
 import sys
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
+
+from .sparkdaemon import start_spare
 
 __all__ = ["build_spark_session", "run_tasks", "delta_classes_available", "spark_schema", "local_jvm_options",
            "CDS_ARCHIVE"]
@@ -51,6 +54,8 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
         conf.pop("spark.driver.memory")
     for key, value in {**conf, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
+    if conf.get("spark.python.daemon.module") == "pipelines.sparkdaemon" and SparkContext._active_spark_context is None:
+        start_spare()   # a warm Python daemon, started while the JVM starts (see pipelines.sparkdaemon)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level or "ERROR")
     if log_level and master and master.startswith("local") and not launched_by_submit:

@@ -1,16 +1,145 @@
-"""Spark's Python daemon, with the kernels loaded before it forks workers.
+"""Spark's Python daemon for local sessions, started while the JVM starts and with the kernels loaded.
 
-Each Spark Python worker would otherwise import numba and load the compiled kernels on its first
-task (about a second on a small machine).  Set as ``spark.python.daemon.module`` for local
-sessions (:func:`pipelines.session.build_spark_session`): workers are forked from this process and
-inherit the loaded code.
+Spark starts its Python daemon (``spark.python.daemon.module``, here this module) only when the
+first Python task runs, and every worker it forks would import numba and load the compiled kernels
+first: about a second before the first task of a job can begin, after the JVM's own start-up.
+
+:func:`start_spare` therefore starts a *spare* daemon process next to the JVM, which the session
+builder starts at the same time (the JVM keeps one of two cores busy while it starts).  The spare
+imports PySpark's daemon and the pipeline's task modules, loads the kernels, and waits on a Unix
+socket in a private folder.  When Spark later runs ``python -m pipelines.sparkdaemon``, that small
+process hands its standard streams, arguments, environment (the worker secret among them) and
+working folder over the socket to the spare (``SCM_RIGHTS``), which then runs PySpark's own
+``daemon.manager()`` on them: Spark talks to a daemon that is already warm.  The small process stays
+as the one Spark knows: a SIGTERM from Spark is passed on, and it exits when the spare does.
+
+Whenever there is no spare (a cluster, a second daemon after a failure, a spare that has gone), the
+module is an ordinary daemon that loads the kernels itself before it forks workers.
 """
 from __future__ import annotations
 
-from pyspark import daemon
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
 
-from store_format.warmup import warm_up
+__all__ = ["start_spare", "SPARE_ENV"]
+
+SPARE_ENV = "PIPELINES_SPARE_DAEMON"   # the spare's socket path, inherited by the JVM and its daemon
+_FDS = (0, 1, 2)
+
+
+def start_spare() -> subprocess.Popen | None:
+    """Start a spare daemon and name its socket in this process's environment (which the JVM about
+    to be launched inherits).  It exits when this process does (its stdin is a pipe from here)."""
+    folder = tempfile.mkdtemp(prefix="pipelines-daemon-")   # mode 0700: the socket carries the secret
+    path = os.path.join(folder, "spare.sock")
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "pipelines.sparkdaemon", "--spare", path],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=False)
+    except OSError:
+        os.rmdir(folder)
+        return None
+    os.environ[SPARE_ENV] = path
+    _SPARES.append(proc)
+    return proc
+
+
+_SPARES: list[subprocess.Popen] = []   # kept referenced: they end with this process
+
+
+def _serve_spare(path: str) -> None:
+    """Spare: warm up, wait for one daemon launch by Spark, then become that daemon.  The socket is
+    bound first: a launch that comes during the warm-up waits for it instead of starting cold."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    from pyspark import daemon
+
+    import pipelines.build  # noqa: F401  (the task modules, unpickled in every worker)
+    import pipelines.scan  # noqa: F401
+    from store_format.warmup import warm_up
+
+    warm_up()
+    try:
+        conn = _accept_or_orphaned(listener)
+    finally:
+        listener.close()
+        os.unlink(path)
+        os.rmdir(os.path.dirname(path))
+    if conn is None:
+        os._exit(0)
+    msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, len(_FDS))
+    launch = pickle.loads(msg)
+    for fd, target in zip(fds, _FDS):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(launch["env"])
+    os.chdir(launch["cwd"])
+    sys.argv = [sys.argv[0], *launch["args"]]
+    conn.sendall(str(os.getpid()).encode())
+    # ``conn`` stays open: the launcher waits for it to close (this process and its workers gone)
+    _run_manager(daemon)
+
+
+def _accept_or_orphaned(listener: socket.socket) -> socket.socket | None:
+    """The launcher's connection, or None once the driver that started the spare has gone."""
+    import select
+
+    while True:
+        ready, _, _ = select.select([listener, sys.stdin], [], [])
+        if listener in ready:
+            return listener.accept()[0]
+        if not os.read(sys.stdin.fileno(), 1):
+            return None
+
+
+def _hand_over(path: str) -> bool:
+    """Launched by Spark: give this launch to the spare; False when there is none."""
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(path)
+    except OSError:
+        return False
+    launch = {"env": dict(os.environ), "cwd": os.getcwd(), "args": sys.argv[1:]}
+    socket.send_fds(conn, [pickle.dumps(launch)], list(_FDS))
+    pid = int(conn.recv(32) or b"0")
+    if not pid:
+        return False
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(pid, signal.SIGTERM))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in _FDS:   # the spare holds Spark's pipes now; do not keep them open after it is gone
+        os.dup2(devnull, fd)
+    while True:
+        try:
+            if not conn.recv(1):
+                break
+        except InterruptedError:
+            continue
+    return True
+
+
+def _run_manager(daemon) -> None:
+    try:
+        daemon.manager()
+    except SystemExit as stop:
+        sys.stdout.flush()
+        os._exit(daemon.compute_real_exit_code(stop.code))
+
 
 if __name__ == "__main__":
-    warm_up()
-    daemon.manager()
+    if len(sys.argv) == 3 and sys.argv[1] == "--spare":
+        _serve_spare(sys.argv[2])
+    else:
+        spare = os.environ.pop(SPARE_ENV, None)
+        if spare and _hand_over(spare):
+            sys.exit(0)
+        from pyspark import daemon as _daemon
+
+        from store_format.warmup import warm_up
+        warm_up()
+        _daemon.manager()

@@ -31,17 +31,9 @@ def spark() -> Iterator[SparkSession]:
     """A ``local[2]`` session whose Python workers run this interpreter, stopped after the run."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    try:
-        from pipelines.session import build_spark_session
-    except ImportError:
-        from pyspark.sql import SparkSession
+    from pipelines.session import build_spark_session
 
-        builder = SparkSession.builder.master(SPARK_MASTER).appName(SPARK_APP_NAME)
-        for key, value in SPARK_TEST_CONF.items():
-            builder = builder.config(key, value)
-        session = builder.getOrCreate()
-    else:
-        session = build_spark_session(master=SPARK_MASTER, app_name=SPARK_APP_NAME, extra_conf=SPARK_TEST_CONF)
+    session = build_spark_session(master=SPARK_MASTER, app_name=SPARK_APP_NAME, extra_conf=SPARK_TEST_CONF)
     yield session
     session.stop()
 
