@@ -9,8 +9,8 @@ from pyspark.sql import SparkSession
 
 from .sparkdaemon import start_spare
 
-__all__ = ["build_spark_session", "run_tasks", "delta_classes_available", "spark_schema", "local_jvm_options",
-           "CDS_ARCHIVE"]
+__all__ = ["build_spark_session", "let_local_jvm_go", "run_tasks", "delta_classes_available", "spark_schema",
+           "local_jvm_options", "CDS_ARCHIVE"]
 
 _DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -68,6 +68,20 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
 
 CDS_ARCHIVE = os.path.join(sys.prefix, "spark-cds.jsa")
 LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
+def let_local_jvm_go() -> None:
+    """Before this process ends: close the Py4J gateway to a JVM this process started, so that the JVM
+    finishes at once when its stdin closes (Spark's shutdown hooks still stop the context and remove
+    its temporary folders).  With the gateway's connection threads still blocked in socket reads, the
+    JVM's exit waits a third of a second for them."""
+    gateway = SparkContext._gateway
+    if gateway is None or "PYSPARK_GATEWAY_PORT" in os.environ:  # no JVM, or spark-submit's own
+        return
+    try:
+        gateway.shutdown()
+    except Exception:  # the JVM is gone already
+        pass
 
 
 def local_jvm_options(archive_at_exit: str | None = None) -> list[str]:
