@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,15 +35,22 @@ _FDS = (0, 1, 2)
 
 def start_spare() -> subprocess.Popen | None:
     """Start a spare daemon and name its socket in this process's environment (which the JVM about
-    to be launched inherits).  It exits when this process does (its stdin is a pipe from here)."""
+    to be launched inherits).  The socket listens before this returns, so a launch never misses the
+    spare.  The spare exits when this process does (its stdin is a pipe from here)."""
     folder = tempfile.mkdtemp(prefix="pipelines-daemon-")   # mode 0700: the socket carries the secret
     path = os.path.join(folder, "spare.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "pipelines.sparkdaemon", "--spare", path],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=False)
+        listener.bind(path)
+        listener.listen(1)
+        proc = subprocess.Popen([sys.executable, "-m", "pipelines.sparkdaemon", "--spare", path,
+                                 str(listener.fileno())], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                pass_fds=[listener.fileno()])
     except OSError:
-        os.rmdir(folder)
+        shutil.rmtree(folder, ignore_errors=True)
         return None
+    finally:
+        listener.close()
     os.environ[SPARE_ENV] = path
     _SPARES.append(proc)
     return proc
@@ -51,12 +59,10 @@ def start_spare() -> subprocess.Popen | None:
 _SPARES: list[subprocess.Popen] = []   # kept referenced: they end with this process
 
 
-def _serve_spare(path: str) -> None:
-    """Spare: warm up, wait for one daemon launch by Spark, then become that daemon.  The socket is
-    bound first: a launch that comes during the warm-up waits for it instead of starting cold."""
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(1)
+def _serve_spare(path: str, fd: int) -> None:
+    """Spare: warm up, wait for one daemon launch by Spark, then become that daemon.  A launch that
+    comes during the warm-up waits in the socket's backlog."""
+    listener = socket.socket(fileno=fd)
     from pyspark import daemon
 
     import pipelines.build  # noqa: F401  (the task modules, unpickled in every worker)
@@ -132,8 +138,8 @@ def _run_manager(daemon) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--spare":
-        _serve_spare(sys.argv[2])
+    if len(sys.argv) == 4 and sys.argv[1] == "--spare":
+        _serve_spare(sys.argv[2], int(sys.argv[3]))
     else:
         spare = os.environ.pop(SPARE_ENV, None)
         if spare and _hand_over(spare):
