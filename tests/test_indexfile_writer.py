@@ -1,0 +1,49 @@
+"""The index file written window by window (direct I/O) holds the bytes of the in-memory assembly."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from store_format import indexfile
+from store_format.indexfile import build_index_array, write_index_file
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 3000), slots=st.integers(1, 700), spare=st.integers(1, 500), blocks=st.integers(1, 4),
+       prev_ts=st.sampled_from([0, 1_600_000_000_000]), seed=st.integers(0, 2**32 - 1))
+def test_windows_give_the_bytes_of_the_whole_file(tmp_path_factory, n, slots, spare, blocks, prev_ts, seed) -> None:
+    """Windows of 4 KiB and more cut entries (20 bytes) and the slot table at every possible place."""
+    rng = np.random.default_rng(seed)
+    key_hash = rng.integers(0, 2**31 - 1, n).astype(np.int32)
+    offset = np.sort(rng.integers(0, 2**40, n))
+    store_ts = np.sort(rng.integers(1_600_000_000_000, 1_700_000_000_000, n))
+    expected = build_index_array(key_hash, offset, store_ts, max_hash_slot_num=slots, max_index_num=n + spare,
+                                 prev_end_offset=7, prev_end_ts=prev_ts)
+    path = tmp_path_factory.mktemp("idx") / "f"
+    size = write_index_file(str(path), key_hash, offset, store_ts, max_hash_slot_num=slots, max_index_num=n + spare,
+                            prev_end_offset=7, prev_end_ts=prev_ts, window=4096 * blocks)
+    got = np.fromfile(path, dtype=np.uint8)
+    assert size == len(expected) == len(got)
+    assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_a_full_file_and_the_buffered_path(tmp_path, monkeypatch, direct) -> None:
+    """A file whose entries fill it to the last byte, with direct I/O and without it."""
+    if not direct:
+        monkeypatch.setattr(os, "O_DIRECT", 0, raising=False)
+    n, slots = 999, 97
+    rng = np.random.default_rng(1)
+    key_hash = rng.integers(0, 2**31 - 1, n).astype(np.int32)
+    offset = np.arange(n, dtype=np.int64) * 300
+    store_ts = np.full(n, 1_650_000_000_000, dtype=np.int64)
+    expected = build_index_array(key_hash, offset, store_ts, max_hash_slot_num=slots, max_index_num=n + 1)
+    path = tmp_path / "full"
+    write_index_file(str(path), key_hash, offset, store_ts, max_hash_slot_num=slots, max_index_num=n + 1,
+                     window=8192)
+    assert np.array_equal(np.fromfile(path, dtype=np.uint8), expected)
+    assert indexfile.read_header(expected).index_count == n + 1
