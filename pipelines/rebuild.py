@@ -11,6 +11,8 @@ import datetime as _dt
 import json
 import logging
 import os
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -204,6 +206,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         raise ValueError("the Delta tables need the Spark engine")
     started = time.time()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    zone(tz)  # an unknown time zone fails now, before anything starts
+    # options and settings are valid: the JVM starts (one core) while the store is planned (the other)
+    session = _SessionStart(master, log_level) if engine == "spark" and spark is None else None
     progress.stage("plan", store)
     st = open_store(store, config)
     config = resolve_broker_version(st, config)
@@ -217,10 +222,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     staged = StagedOutput(out, run_id, overwrite=overwrite)
     staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
     preflight(st, config, out)
-    zone(tz)  # an unknown time zone fails now, not after the scan
-    if engine == "spark" and spark is None:
-        progress.stage("spark session", _master_label(master))
-        spark = build_spark_session(master, log_level=log_level)
+    if session is not None:
+        progress.stage("spark session", f"{_master_label(master)} (started before the plan)")
+        spark = session.result()
     job = _Job(st, config, splits, staged, spark, processes, progress)
     pending_tables = None
     tables_published = False
@@ -270,6 +274,42 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
                           tables_error=tables_error)
+
+
+class _SessionStart(threading.Thread):
+    """The Spark session, started in the background: the driver plans the store meanwhile."""
+
+    def __init__(self, master: str | None, log_level: str | None) -> None:
+        super().__init__(name="spark-session", daemon=True)
+        self.master, self.log_level = master, log_level
+        self.spark: SparkSession | None = None
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.spark = build_spark_session(self.master, log_level=self.log_level)
+        except BaseException as err:  # raised where the session is needed
+            self.error = err
+
+    def result(self) -> SparkSession:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        assert self.spark is not None
+        if threading.current_thread() is threading.main_thread():
+            _cancel_jobs_on_interrupt(self.spark)
+        return self.spark
+
+
+def _cancel_jobs_on_interrupt(spark: SparkSession) -> None:
+    """What PySpark installs when the session starts in the main thread: Ctrl-C cancels the jobs."""
+    def handler(signum, frame):
+        try:
+            spark.sparkContext.cancelAllJobs()
+        finally:
+            raise KeyboardInterrupt()
+    signal.signal(signal.SIGINT, handler)
 
 
 def _master_label(master: str | None) -> str:

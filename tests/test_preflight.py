@@ -47,16 +47,19 @@ def small_store(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def no_spark(monkeypatch):
-    """Fail the test if anything starts a Spark session."""
+    """Fail the test if anything starts a Spark session (also from the background thread that starts
+    it while the store is planned)."""
+    started: list[bool] = []
+
     def refuse(*args, **kwargs):
+        started.append(True)
         raise AssertionError("a Spark session was started")
+    import pipelines.rebuild
     import pipelines.session
     monkeypatch.setattr(pipelines.session, "build_spark_session", refuse)
-    try:
-        import pipelines.rebuild
-    except ImportError:
-        return
     monkeypatch.setattr(pipelines.rebuild, "build_spark_session", refuse)
+    yield
+    assert not started, "a Spark session was started"
 
 
 def _cli(argv: list[str], capsys) -> tuple[int, str, str]:
