@@ -261,8 +261,13 @@ def _print(value, as_json: bool, render) -> None:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
+    config = _config(args)
+    session = None
+    if args.engine == "spark":  # options and settings are valid: the JVM starts while the rest loads
+        from .session import start_session
+        session = start_session(args.master, args.log_level)
     from .rebuild import run_rebuild
-    summary = run_rebuild(args.store, args.out, _config(args), master=args.master, split_size=args.split_size,
+    summary = run_rebuild(args.store, args.out, config, spark=session, master=args.master, split_size=args.split_size,
                           tables=_tables_path(args), with_body=args.with_body, tz=args.tz, overwrite=args.overwrite,
                           engine=args.engine, processes=args.processes or os.cpu_count() or 1,
                           log_level=args.log_level,

@@ -11,8 +11,6 @@ import datetime as _dt
 import json
 import logging
 import os
-import signal
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -35,7 +33,7 @@ from .commit import StagedOutput
 from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
 from .preflight import preflight
 from .scan import ScanTask, split_summary, walk_split
-from .session import build_spark_session, run_tasks
+from .session import PendingSession, run_tasks, start_session
 from .workfiles import drop_split_work, write_split_work
 
 __all__ = ["RebuildSummary", "run_rebuild", "Progress"]
@@ -169,7 +167,8 @@ def _driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, bu
 
 
 def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, config_path: str | None = None,
-                spark: SparkSession | None = None, master: str | None = None, split_size: int | None = None,
+                spark: SparkSession | PendingSession | None = None, master: str | None = None,
+                split_size: int | None = None,
                 tables: str | None = None, with_body: bool = False, tz: str = "UTC", overwrite: bool = False,
                 progress: Progress | None = None, engine: str = "spark", processes: int = 1,
                 log_level: str | None = None, as_restart: bool = False) -> RebuildSummary:
@@ -182,7 +181,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         store: broker store root (the folder holding ``commitlog/``), local path or URI.
         out: where ``consumequeue/`` and ``index/`` are written (laid out like a store root).
         config: broker settings; default: ``config_path`` or the broker's defaults.
-        spark: a session to use (default: local, or ``master``).
+        spark: a session to use, or one being started (:func:`pipelines.session.start_session`); default:
+            a new one (local, or ``master``), started in the background once the options are checked.
         split_size: bytes per scan task (default 128 MiB).
         tables: publish the Delta tables under this path (None: no tables).
         tz: time zone of index file names (``yyyyMMddHHmmssSSS``).
@@ -208,7 +208,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     zone(tz)  # an unknown time zone fails now, before anything starts
     # options and settings are valid: the JVM starts (one core) while the store is planned (the other)
-    session = _SessionStart(master, log_level) if engine == "spark" and spark is None else None
+    session = spark if isinstance(spark, PendingSession) else None
+    if engine == "spark" and spark is None:
+        session = start_session(master, log_level)
     progress.stage("plan", store)
     st = open_store(store, config)
     config = resolve_broker_version(st, config)
@@ -225,6 +227,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     if session is not None:
         progress.stage("spark session", f"{_master_label(master)} (started before the plan)")
         spark = session.result()
+    assert not isinstance(spark, PendingSession)
     job = _Job(st, config, splits, staged, spark, processes, progress)
     pending_tables = None
     tables_published = False
@@ -274,42 +277,6 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
                           tables_error=tables_error)
-
-
-class _SessionStart(threading.Thread):
-    """The Spark session, started in the background: the driver plans the store meanwhile."""
-
-    def __init__(self, master: str | None, log_level: str | None) -> None:
-        super().__init__(name="spark-session", daemon=True)
-        self.master, self.log_level = master, log_level
-        self.spark: SparkSession | None = None
-        self.error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            self.spark = build_spark_session(self.master, log_level=self.log_level)
-        except BaseException as err:  # raised where the session is needed
-            self.error = err
-
-    def result(self) -> SparkSession:
-        self.join()
-        if self.error is not None:
-            raise self.error
-        assert self.spark is not None
-        if threading.current_thread() is threading.main_thread():
-            _cancel_jobs_on_interrupt(self.spark)
-        return self.spark
-
-
-def _cancel_jobs_on_interrupt(spark: SparkSession) -> None:
-    """What PySpark installs when the session starts in the main thread: Ctrl-C cancels the jobs."""
-    def handler(signum, frame):
-        try:
-            spark.sparkContext.cancelAllJobs()
-        finally:
-            raise KeyboardInterrupt()
-    signal.signal(signal.SIGINT, handler)
 
 
 def _master_label(master: str | None) -> str:

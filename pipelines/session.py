@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from .sparkdaemon import start_spare
 
-__all__ = ["build_spark_session", "let_local_jvm_go", "run_tasks", "delta_classes_available", "spark_schema",
-           "local_jvm_options", "CDS_ARCHIVE"]
+__all__ = ["build_spark_session", "start_session", "PendingSession", "let_local_jvm_go", "run_tasks",
+           "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE"]
 
 _DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -68,6 +70,48 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
 
 CDS_ARCHIVE = os.path.join(sys.prefix, "spark-cds.jsa")
 LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
+class PendingSession(threading.Thread):
+    """A Spark session being started in the background: :meth:`result` waits for it.  The JVM keeps
+    one core busy for a second or two while it starts; the driver does its own work meanwhile."""
+
+    def __init__(self, master: str | None, log_level: str | None) -> None:
+        super().__init__(name="spark-session", daemon=True)
+        self.master, self.log_level = master, log_level
+        self.spark: SparkSession | None = None
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.spark = build_spark_session(self.master, log_level=self.log_level)
+        except BaseException as err:  # raised where the session is needed
+            self.error = err
+
+    def result(self) -> SparkSession:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        assert self.spark is not None
+        if threading.current_thread() is threading.main_thread():
+            _cancel_jobs_on_interrupt(self.spark)
+        return self.spark
+
+
+def start_session(master: str | None = None, log_level: str | None = None) -> PendingSession:
+    """Start :func:`build_spark_session` in the background (call it once the options are valid)."""
+    return PendingSession(master, log_level)
+
+
+def _cancel_jobs_on_interrupt(spark: SparkSession) -> None:
+    """What PySpark installs when a session starts in the main thread: Ctrl-C cancels the jobs."""
+    def handler(signum, frame):
+        try:
+            spark.sparkContext.cancelAllJobs()
+        finally:
+            raise KeyboardInterrupt()
+    signal.signal(signal.SIGINT, handler)
 
 
 def let_local_jvm_go() -> None:
