@@ -1,6 +1,7 @@
 """Walked records as Arrow columns: the lean ones the rebuild needs, and the details the tables publish."""
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -163,31 +164,85 @@ def properties_map(properties: pa.Array) -> pa.MapArray:
 
     Pairs are separated by ``\\x02``; a pair is kept when its first ``\\x01`` has a non-empty name
     before it and a non-empty value after it (the value keeps any further ``\\x01``); a later pair
-    with the same name replaces an earlier one.  (The Java rule "at least 3 characters" follows from
-    those two.)
+    with the same name replaces an earlier one, and the map lists the pairs kept in the order of
+    their (last) occurrence.  (The Java rule "at least 3 characters" follows from those two.)
+    A null string gives an empty map.
     """
     props = properties.cast(pa.string()) if properties.type != pa.string() else properties
+    if isinstance(props, pa.ChunkedArray):
+        props = props.combine_chunks()
     n = len(props)
-    items = pc.split_pattern(props.fill_null(""), "\x02")
-    parent = pc.list_parent_indices(items).to_numpy()
-    flat = pc.list_flatten(items)
-    kv = pc.split_pattern(flat, "\x01", max_splits=1)
-    has_value = pc.equal(pc.list_value_length(kv), 2)
-    name = pc.list_element(kv, 0)
-    value = pc.if_else(has_value, pc.list_element(pc.if_else(has_value, kv, pa.scalar(["", ""], kv.type)), 1), "")
-    keep = pc.and_(has_value, pc.and_(pc.not_equal(name, ""), pc.not_equal(value, ""))).to_numpy(zero_copy_only=False)
-    idx = np.nonzero(keep)[0]
-    parent = parent[idx]
-    name = name.take(pa.array(idx))
-    value = value.take(pa.array(idx))
-    if len(idx):
-        # later duplicates win: keep the last occurrence of each (record, name), in first-seen order
-        t = pa.table({"p": parent, "k": name, "i": np.arange(len(idx))})
-        last = np.sort(t.group_by(["p", "k"], use_threads=False).aggregate([("i", "max")])["i_max"].to_numpy())
-        parent, name, value = parent[last], name.take(pa.array(last)), value.take(pa.array(last))
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.bincount(parent, minlength=n), out=offsets[1:])
-    return pa.MapArray.from_arrays(pa.array(offsets), name, value)
+    _, offsets_buf, data_buf = props.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[props.offset:props.offset + n + 1] if n else \
+        np.zeros(1, dtype=np.int32)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None and data_buf.size else \
+        np.zeros(1, dtype=np.uint8)
+    valid = np.ones(n, dtype=np.bool_) if props.null_count == 0 else \
+        np.asarray(props.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+    spans = np.empty((max(int(offsets[-1] - offsets[0]) // 2 + n, 1), 4), dtype=np.int64)
+    counts = np.zeros(n, dtype=np.int64)
+    m = _property_pairs(data, offsets.astype(np.int64), valid, spans, counts)
+    spans = spans[:m]
+    name = _strings(data, spans[:, 0], spans[:, 1])
+    value = _strings(data, spans[:, 2], spans[:, 3])
+    map_offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(counts, out=map_offsets[1:])
+    return pa.MapArray.from_arrays(pa.array(map_offsets), name, value)
+
+
+def _strings(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> pa.StringArray:
+    out = np.empty(int(lens.sum()), dtype=np.uint8)
+    offsets = np.empty(len(starts) + 1, dtype=np.int64)
+    _gather(data, np.int64(0), np.ascontiguousarray(starts), np.ascontiguousarray(lens), out, offsets)
+    return pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(out))
+
+
+@numba.njit(cache=True, nogil=True)
+def _property_pairs(data, offsets, valid, spans, counts):
+    """The kept (name, value) byte spans of every string, in order: ``spans`` rows are name start,
+    name length, value start, value length; ``counts[r]`` pairs belong to string r.  An earlier pair
+    of a string with the same name as a later one is dropped.  Returns the number of pairs."""
+    m = 0
+    for r in range(offsets.shape[0] - 1):
+        if not valid[r]:
+            continue
+        first = m
+        end = offsets[r + 1]
+        p = offsets[r]
+        while p < end:
+            q = p
+            while q < end and data[q] != 2:
+                q += 1
+            c = p
+            while c < q and data[c] != 1:
+                c += 1
+            if p < c < q - 1:  # a name, the separator, and a value
+                name_len = c - p
+                j = first
+                while j < m:  # a later pair with the same name replaces the earlier one
+                    if spans[j, 1] == name_len:
+                        same = True
+                        for t in range(name_len):
+                            if data[spans[j, 0] + t] != data[p + t]:
+                                same = False
+                                break
+                        if same:
+                            for u in range(j, m - 1):
+                                spans[u, 0] = spans[u + 1, 0]
+                                spans[u, 1] = spans[u + 1, 1]
+                                spans[u, 2] = spans[u + 1, 2]
+                                spans[u, 3] = spans[u + 1, 3]
+                            m -= 1
+                            break
+                    j += 1
+                spans[m, 0] = p
+                spans[m, 1] = name_len
+                spans[m, 2] = c + 1
+                spans[m, 3] = q - c - 1
+                m += 1
+            p = q + 1
+        counts[r] = m - first
+    return m
 
 
 def detail_columns(res: cl.WalkResult, with_body: bool = False) -> dict[str, pa.Array]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 __all__ = ["warm_up"]
 
@@ -12,6 +13,7 @@ def warm_up() -> None:
     from .consumequeue import assign_positions, new_states
     from .dispatch import gather_strings
     from .indexfile import _fill_window, accepted_by_index, build_index_array
+    from .records import properties_map
     from .writer import CommitLogWriter  # noqa: F401  (imports its kernels' module)
 
     config = BrokerConfig(mappedFileSizeCommitLog=4096, maxHashSlotNum=4, maxIndexNum=4)
@@ -28,4 +30,5 @@ def warm_up() -> None:
                       max_index_num=4)
     _fill_window(np.zeros(1, np.int32), np.zeros(1, np.int64), np.zeros(1, np.int64), np.int64(0), np.int64(4),
                  np.zeros(4, np.int32), np.int64(0), np.int64(56), np.int64(0), np.zeros(4096, np.uint8))
+    properties_map(pa.array(["a\x01b"]))
     del res

@@ -44,7 +44,7 @@ from ..delta import STAGING, commit_parquet_files, open_writer, read_arrow
 from ..scan import ROW_RECORD, WORKER_SCRATCH, records_batch, walk_split
 from ..session import run_tasks
 from ..workfiles import read_queue_states
-from .rows import SplitContext, key_rows, message_rows, np_col
+from .rows import SplitContext, encoded_key_rows, message_rows, np_col
 from .schema import (
     ANOMALIES_SCHEMA,
     DESCRIPTIONS,
@@ -130,8 +130,17 @@ class _TablesTask:
             part = pa.Table.from_batches([batch]).filter(pc.equal(batch.column(1), ROW_RECORD))
             ctx = dataclasses.replace(self.ctx, queue_plan={split.split_id: ("positions", record_pos)})
             out.add_split(split.split_id, part, message_rows(part, split.split_id, ctx, self.with_body),
-                          key_rows(part, split.split_id, ctx), units, qidx, own)
+                          encoded_key_rows(part, split.split_id, ctx), units, qidx, own)
         return out.finish()
+
+
+def _bucket_hash_order(bucket: np.ndarray, key_hash: np.ndarray) -> np.ndarray:
+    """Rows by (bucket, key_hash), rows of equal values in their order (put order): three stable
+    passes over 16-bit digits, which numpy sorts by radix (a quarter of the time of one 64-bit sort)."""
+    h = key_hash.astype(np.uint32)
+    order = np.argsort((h & 0xFFFF).astype(np.uint16), kind="stable")
+    order = order[np.argsort((h[order] >> 16).astype(np.uint16), kind="stable")]
+    return order[np.argsort(bucket[order].astype(np.uint16), kind="stable")]
 
 
 class _TaskOutput:
@@ -163,10 +172,8 @@ class _TaskOutput:
             self.stream.close()
             self.writer = None
         if self.keys:
-            keys = pa.concat_tables(self.keys).combine_chunks()
-            order = np.lexsort((np_col(keys["index_entry"]), np_col(keys["index_file_no"]), np_col(keys["key_hash"]),
-                                np_col(keys["key_bucket"])))
-            keys = keys.take(pa.array(order))
+            keys = pa.concat_tables(self.keys).unify_dictionaries().combine_chunks()
+            keys = keys.take(pa.array(_bucket_hash_order(np_col(keys["key_bucket"]), np_col(keys["key_hash"]))))
             buckets = np_col(keys["key_bucket"])
             cuts = np.r_[0, np.flatnonzero(np.diff(buckets)) + 1, len(buckets)]
             for a, b in zip(cuts[:-1], cuts[1:]):
@@ -175,7 +182,7 @@ class _TaskOutput:
                 path = self._staged("message_keys", rel, f"part-{self.tag}.parquet")
                 with self.fs.open_output_stream(path) as stream:
                     pq.write_table(part, stream, compression="snappy", coerce_timestamps="us",
-                                   use_dictionary=_KEYS_DICTIONARY)
+                                   use_dictionary=_KEYS_DICTIONARY, store_schema=False)
                 self.rows.append({"table": "message_keys", "path": path, "info": None})
             self.keys = []
 

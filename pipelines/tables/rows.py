@@ -16,7 +16,8 @@ from store_format.records import properties_map
 
 from .schema import MAX_KEY_BUCKETS, MAX_TS_MS, MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA, MIN_TS_MS, TS, TX_NAMES
 
-__all__ = ["SplitContext", "message_rows", "key_rows", "own_units", "indexed_records", "ts_array", "np_col"]
+__all__ = ["SplitContext", "message_rows", "key_rows", "encoded_key_rows", "ENCODED_KEYS_SCHEMA", "own_units",
+           "indexed_records", "ts_array", "np_col"]
 
 
 @dataclasses.dataclass
@@ -214,10 +215,27 @@ def _int_text(arr) -> pa.Array:
     return pc.if_else(valid, s, pa.scalar(None, pa.string())).cast(pa.int32())
 
 
+_DICT = pa.dictionary(pa.int32(), pa.string())
+# the rows of message_keys as the tables tasks build them: columns with few distinct values as
+# dictionaries, which the sort moves as small integers and Parquet writes as they are
+ENCODED_KEYS_SCHEMA = pa.schema([f.with_type(_DICT) if f.name in ("segment", "topic", "kind", "index_file", "run_id")
+                                 else f for f in MESSAGE_KEYS_SCHEMA])
+_KINDS = pa.array(["uniq_key", "key"])
+
+
+def _repeated(value: str, n: int) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string()))
+
+
 def key_rows(part: pa.Table, split_id: int, ctx: SplitContext) -> pa.Table:
     """The ``message_keys`` rows (index entries) of one split's records, in put order."""
+    return encoded_key_rows(part, split_id, ctx).cast(MESSAGE_KEYS_SCHEMA)
+
+
+def encoded_key_rows(part: pa.Table, split_id: int, ctx: SplitContext) -> pa.Table:
+    """:func:`key_rows` with the few-valued columns as dictionaries (:data:`ENCODED_KEYS_SCHEMA`)."""
     if not ctx.index_enabled:
-        return MESSAGE_KEYS_SCHEMA.empty_table()
+        return ENCODED_KEYS_SCHEMA.empty_table()
     carry, base = ctx.index_in.get(split_id, (0, 0))
     indexed, nkeys = indexed_records(part, carry)
     chosen = np.nonzero(indexed)[0]
@@ -231,17 +249,18 @@ def key_rows(part: pa.Table, split_id: int, ctx: SplitContext) -> pa.Table:
     ordinal = base + np.arange(m, dtype=np.int64)
     file_no = ordinal // ctx.index_cap
     uniq_files, inverse = np.unique(file_no, return_inverse=True)
-    names = pa.array([ctx.index_names.get(int(f)) for f in uniq_files], pa.string()).take(pa.array(inverse)) \
-        if m else pa.array([], pa.string())
-    topic = _col(part["topic"], pa.string()).take(pa.array(parent))
+    names = pa.DictionaryArray.from_arrays(pa.array(inverse.astype(np.int32)),
+                                           pa.array([ctx.index_names.get(int(f)) for f in uniq_files], pa.string()))
+    topics = _col(part["topic"], pa.string()).dictionary_encode()
+    topic = pa.DictionaryArray.from_arrays(pa.array(np_col(topics.indices)[parent].astype(np.int32)),
+                                           topics.dictionary)
     seg = ctx.segment_names[split_id]
     return pa.table({
-        "segment": pa.array([seg] * m, pa.string()),
+        "segment": _repeated(seg, m),
         "key_bucket": pa.array((hashes % ctx.key_buckets).astype(np.int32)),
         "topic": topic,
         "key": keys.cast(pa.string()),
-        "kind": pa.array(["uniq_key", "key"]).take(pa.array(kinds.astype(np.int64))) if m
-        else pa.array([], pa.string()),
+        "kind": pa.DictionaryArray.from_arrays(pa.array(kinds.astype(np.int32)), _KINDS),
         "key_hash": pa.array(hashes.astype(np.int32)),
         "slot": pa.array((hashes % ctx.max_hash_slot_num).astype(np.int32)),
         "commitlog_offset": pa.array(np_col(part["commitlog_offset"])[parent]),
@@ -249,7 +268,5 @@ def key_rows(part: pa.Table, split_id: int, ctx: SplitContext) -> pa.Table:
         "index_file": names,
         "index_file_no": pa.array(file_no),
         "index_entry": pa.array((ordinal % ctx.index_cap + 1).astype(np.int32)),
-        "run_id": pa.array([ctx.run_id] * m, pa.string()),
-    }, schema=MESSAGE_KEYS_SCHEMA)
-
-
+        "run_id": _repeated(ctx.run_id, m),
+    }, schema=ENCODED_KEYS_SCHEMA)
