@@ -294,10 +294,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
             generate_sample_store(args.store, config, messages=args.messages, body_size=512)
             write_broker_conf(os.path.join(args.store, "broker.conf"), config)
         args.config = os.path.join(args.store, "broker.conf")
+    config = _config(args)
+    from .session import start_session
+    session = start_session(args.master, args.log_level)  # the JVM starts while the job's modules load
     from .rebuild import run_rebuild
     tables = None if args.no_tables else (args.tables or os.path.join(args.out, "tables"))
-    summary = run_rebuild(args.store, args.out, _config(args), master=args.master, split_size=args.split_size,
-                          tables=tables, tz=args.tz, overwrite=True, log_level=args.log_level)
+    summary = run_rebuild(args.store, args.out, config, spark=session, master=args.master,
+                          split_size=args.split_size, tables=tables, tz=args.tz, overwrite=True,
+                          log_level=args.log_level)
     print(summary.render())
     if tables is not None and summary.tables:
         from .lookup import demo_lookup
