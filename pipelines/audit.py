@@ -7,7 +7,8 @@
 The rules are :mod:`store_format.expiry`'s (``CleanCommitLogService`` and friends); the facts come from
 the tables: live segments and their times (``segments``), the consume queue and index file inventory
 (``expiry_audit`` rows of kind ``consume_queue_file`` / ``index_file``, written by every publish), and
-the messages of the segments that go (``messages``, read by partition).  A message "would be lost"
+the messages of the segments that go (``messages``, read by partition), all as the latest complete run
+published them (:mod:`pipelines.tables.runs`).  A message "would be lost"
 for a group when its segment goes while the group's committed offset in ``config/consumerOffset.json``
 (``ConsumerOffsetManager``: ``topic@group -> {queueId: offset}``) is at or before its consume queue
 offset; delayed messages count against ``config/delayOffset.json`` (``ScheduleMessageService``:
@@ -125,7 +126,8 @@ def _iso(ms: int | None) -> str | None:
 def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq_inventory: pa.Table,
                        index_inventory: pa.Table, *, as_of_ms: int, consumer_offsets: dict | None,
                        delay_offsets: dict | None, run_id: str, disk_used_ratio: float | None = None,
-                       tz: str | None = None, time_source: str = "auto") -> tuple[pa.Table, dict]:
+                       tz: str | None = None, time_source: str = "auto",
+                       messages_version: int | None = None) -> tuple[pa.Table, dict]:
     """The ``expiry_audit`` rows as of ``as_of_ms``, and a summary.
 
     Args:
@@ -136,6 +138,8 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
         consumer_offsets / delay_offsets: see :func:`load_offsets` (None: not known).
         disk_used_ratio: used share of the commitlog's disk (0..1), None: below every threshold.
         tz: the broker JVM's time zone for ``deleteWhen`` (default UTC).
+        messages_version: the version of ``messages`` to read (None: the newest, i.e. what the run
+            publishing the audit has just committed).
     """
     from .tables.schema import EXPIRY_AUDIT_SCHEMA
     segs = sorted(segments.to_pylist(), key=lambda r: r["base_offset"])
@@ -202,7 +206,7 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
                      "messages": f["entries"], "bytes": index_file_size(config.maxHashSlotNum, config.maxIndexNum)})
     # what consumers lose with the segments that go next
     going = [s["segment"] for s, nx in zip(segs, at_next) if nx]
-    lost = _lost_messages(tables, going, consumer_offsets, delay_offsets)
+    lost = _lost_messages(tables, going, consumer_offsets, delay_offsets, messages_version)
     for r in lost:
         summary["unconsumed"].append(r)
         summary["total_lost_messages"] += r["messages"]
@@ -216,7 +220,8 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
     return pa.Table.from_pylist(rows, schema=EXPIRY_AUDIT_SCHEMA), summary
 
 
-def _lost_messages(tables: str, segments: list[str], consumer: dict | None, delay: dict | None) -> list[dict]:
+def _lost_messages(tables: str, segments: list[str], consumer: dict | None, delay: dict | None,
+                   version: int | None = None) -> list[dict]:
     """Per topic, queue and group: messages of ``segments`` at or after the committed offset."""
     offsets = []
     for key, queues in (consumer or {}).items():
@@ -235,7 +240,7 @@ def _lost_messages(tables: str, segments: list[str], consumer: dict | None, dela
     from .delta import read_arrow
     msgs = read_arrow(tables, "messages", ["segment", "topic", "queue_id", "consume_queue_offset", "commitlog_offset",
                                            "size"],
-                      filter=ds.field("segment").isin(segments) & ds.field("consume_queue"))
+                      filter=ds.field("segment").isin(segments) & ds.field("consume_queue"), version=version)
     if msgs is None or not msgs.num_rows:
         return []
     table = pa.Table.from_pylist(offsets, schema=pa.schema([("topic", pa.string()), ("queue_id", pa.int32()),
@@ -257,15 +262,15 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
               delay_file: str | None = None, disk_used_ratio: float | None = None, tz: str | None = None,
               time_source: str = "auto", store: str | None = None) -> tuple[pa.Table, dict]:
     """Audit the tables as of a time (see the module docstring); returns the rows and a summary."""
-    from .delta import read_arrow
-    from .tables.schema import latest_run
-    last = latest_run(tables)
+    from .tables.runs import snapshot
+    snap = snapshot(tables)
+    last = snap.run
     if last is None:
         raise StoreLayoutError(f"{tables}: no runs table; publish the tables first (rebuild, or tables --store ...)")
     if config is None:
         config = BrokerConfig.from_properties(json.loads(last["config"]))
-    segments = read_arrow(tables, "segments")
-    inv = read_arrow(tables, "expiry_audit")
+    segments = snap.read_arrow("segments")
+    inv = snap.read_arrow("expiry_audit")
     if segments is None or inv is None:
         raise StoreLayoutError(f"{tables}: the segments or expiry_audit table is missing; publish the tables again")
     live = segments.filter(pc.equal(segments["status"], "live"))
@@ -282,7 +287,8 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
     return build_expiry_audit(tables, config, live, pa.Table.from_pylist(cq_rows, schema=CQ_INVENTORY_SCHEMA),
                               pa.Table.from_pylist(idx_rows, schema=INDEX_INVENTORY_SCHEMA), as_of_ms=as_of_ms,
                               consumer_offsets=consumer, delay_offsets=delay, run_id=last["run_id"],
-                              disk_used_ratio=disk_used_ratio, tz=tz, time_source=time_source)
+                              disk_used_ratio=disk_used_ratio, tz=tz, time_source=time_source,
+                              messages_version=snap.version("messages"))
 
 
 def render(summary: dict) -> str:
@@ -322,8 +328,9 @@ def run_audit_command(*, tables: str, as_of_ms: int, config_path: str | None, st
     if write:
         from .delta import open_writer
         from .tables.schema import DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA
-        open_writer(None, tables, f"audit-{as_of_ms}").write("expiry_audit", rows, EXPIRY_AUDIT_SCHEMA,
-                                                             description=DESCRIPTIONS["expiry_audit"])
+        # complete by itself: readers see it on top of the latest complete run
+        open_writer(None, tables, f"audit-{as_of_ms}", standalone=True).write(
+            "expiry_audit", rows, EXPIRY_AUDIT_SCHEMA, description=DESCRIPTIONS["expiry_audit"])
     if report:
         from store_format.store import resolve
         fs, path = resolve(report)

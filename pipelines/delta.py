@@ -3,15 +3,18 @@
 Two writers, one contract (:class:`TableWriter`): each :meth:`~TableWriter.write` is **one** Delta
 commit that removes the rows of the partitions a :class:`Where` selects (or the whole table) and adds
 the given rows; the driver is the only committer, and a failed write leaves the previous version as
-it was (at worst some unreferenced Parquet files).
+it was (at worst some unreferenced Parquet files).  Every commit carries the writer's run id in its
+commit metadata (:func:`run_id_of` reads it back), so that a reader can tell the commits of a run
+whose publication never finished (:mod:`pipelines.tables.runs`).
 
 * :class:`DeltaSparkWriter`: when delta-spark's JVM classes are on the Spark classpath (production
   clusters), ``DataFrame.write.format("delta")`` with ``replaceWhere``.
-* :class:`DeltaRsWriter`: otherwise the Spark job writes Parquet files under
-  ``<table>/_staging/<run>/`` (Spark's writer for DataFrames; for :class:`TaskRows`, the Python tasks
-  themselves with pyarrow, which spares the rows a round trip through the JVM); the driver moves the
-  files into the table's partition folders, reads their footers for the file statistics, and commits
-  them with delta-rs (``deltalake``) as one transaction of add and remove actions.
+* :class:`DeltaRsWriter`: otherwise.  Arrow tables go through ``deltalake.write_deltalake``
+  (``predicate`` for a partial overwrite).  Rows made by Spark (or by Python tasks, which write their
+  own Parquet files and spare the rows a round trip through the JVM) are written under
+  ``<table>/_staging/<run>/``; the driver moves the files into the table's partition folders, reads
+  their footers for the file statistics, and commits them with delta-rs as one transaction: delta-rs
+  derives the remove actions itself from the partitions the :class:`Where` selects.
 
 Both keep the plain protocol every Delta reader accepts (reader 1, writer 2: no deletion vectors, no
 column mapping); timestamps are Delta ``timestamp`` (UTC instants, Parquet ``TIMESTAMP_MICROS``).
@@ -43,8 +46,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["Where", "TaskRows", "commit_parquet_files", "STAGING", "TableWriter", "DeltaSparkWriter",
-           "DeltaRsWriter", "open_writer", "table_uri", "table_exists", "open_table", "read_arrow", "read_spark",
-           "live_files", "file_uris", "TablesError"]
+           "DeltaRsWriter", "open_writer", "table_uri", "table_exists", "open_table", "read_arrow",
+           "read_spark", "live_files", "file_uris", "commits_after", "run_id_of", "arrow_dataset", "TablesError"]
 
 STAGING = "_staging"
 _STRING_STATS_MAX = 64  # longer strings get no min/max statistics (truncated bounds would need care)
@@ -56,37 +59,39 @@ class TablesError(StoreError):
 
 @dataclasses.dataclass(frozen=True)
 class Where:
-    """Partitions to replace: the OR of ``(column, op, value)`` conditions on partition columns,
+    """Partitions to replace: the OR of ``(column, op, value)`` conditions on one partition column,
     op one of ``=``, ``>=``, ``<``, ``in``.  Values compare as the partition strings do (segment names
     are fixed-width digits, so string order is offset order)."""
     conditions: tuple[tuple[str, str, object], ...]
 
-    def sql(self) -> str:
-        parts = []
+    def __post_init__(self) -> None:
+        if len({col for col, _, _ in self.conditions}) > 1:
+            raise ValueError("a Where selects partitions by one column")
+
+    def _parts(self) -> list[tuple[str, str, tuple[object, ...]]]:
+        """The conditions with their values as tuples (one value but for ``in``), empty ``in`` dropped."""
+        out = []
         for col, op, value in self.conditions:
+            values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
+            if values:
+                out.append((col, op, values))
+        return out
+
+    def sql(self) -> str:
+        """The predicate as SQL (delta-spark's ``replaceWhere``, delta-rs's ``predicate``)."""
+        parts = []
+        for col, op, values in self._parts():
             if op == "in":
-                values = list(value)  # type: ignore[call-overload]
-                if not values:
-                    continue
                 parts.append(f"`{col}` IN ({', '.join(_sql_literal(v) for v in values)})")
             else:
-                parts.append(f"`{col}` {op} {_sql_literal(value)}")
+                parts.append(f"`{col}` {op} {_sql_literal(values[0])}")
         return " OR ".join(parts) if parts else "false"
 
-    def matches(self, partition_values: dict[str, str | None]) -> bool:
-        for col, op, value in self.conditions:
-            have = partition_values.get(col)
-            if have is None:
-                continue
-            if op == "=" and have == str(value):
-                return True
-            if op == ">=" and have >= str(value):
-                return True
-            if op == "<" and have < str(value):
-                return True
-            if op == "in" and have in {str(v) for v in value}:  # type: ignore[attr-defined]
-                return True
-        return False
+    def filters(self) -> list[list[tuple[str, str, object]]]:
+        """The predicate as deltalake's tuple filters in disjunctive normal form (one AND group per
+        condition; empty: selects nothing)."""
+        return [[(col, op, [str(v) for v in values] if op == "in" else str(values[0]))]
+                for col, op, values in self._parts()]
 
 
 @dataclasses.dataclass
@@ -138,36 +143,76 @@ def table_exists(root: str, name: str) -> bool:
     return DeltaTable.is_deltatable(_local_path(table_uri(root, name)))
 
 
-def open_table(root: str, name: str):
-    """The table's current version (``deltalake.DeltaTable``), or None when it does not exist."""
+def open_table(root: str, name: str, version: int | None = None):
+    """The table (``deltalake.DeltaTable``) at ``version`` (None: its newest version), or None when
+    it does not exist."""
     from deltalake import DeltaTable
     uri = _local_path(table_uri(root, name))
     if not DeltaTable.is_deltatable(uri):
         return None
-    return DeltaTable(uri)
+    return DeltaTable(uri, version=version)
 
 
-def live_files(root: str, name: str) -> pa.Table:
-    """Add actions of the table's current version: ``path``, ``size_bytes``, ``num_records``,
+def commits_after(dt, version: int) -> list[dict]:
+    """Commit infos of the versions of table ``dt`` (a ``deltalake.DeltaTable``) after ``version``
+    (-1: all) up to the one it is at, oldest first, each with its ``version``."""
+    if dt.version() <= version:
+        return []
+    return sorted(dt.history(limit=dt.version() - version), key=lambda c: c["version"])
+
+
+def run_id_of(commit: dict) -> str | None:
+    """The run a commit belongs to: ``run_id`` of the commit metadata delta-rs writes (top level of
+    ``commitInfo``) or of delta-spark's ``userMetadata`` (JSON); None for a commit of no run (made by
+    another tool, or a standalone commit such as ``audit --write``)."""
+    if commit.get("run_id"):
+        return str(commit["run_id"])
+    meta = commit.get("userMetadata")
+    if isinstance(meta, str) and meta.startswith("{"):
+        try:
+            value = json.loads(meta).get("run_id")
+        except ValueError:
+            return None
+        return str(value) if value else None
+    return None
+
+
+def live_files(root: str, name: str, version: int | None = None) -> pa.Table:
+    """Add actions of the table's version (None: newest): ``path``, ``size_bytes``, ``num_records``,
     ``partition.<col>``, ``min.<col>``/``max.<col>`` (flattened); empty without a table."""
-    dt = open_table(root, name)
+    dt = open_table(root, name, version)
     if dt is None:
         return pa.table({"path": pa.array([], pa.string())})
     return pa.table(dt.get_add_actions(flatten=True))
 
 
-def read_arrow(root: str, name: str, columns: Sequence[str] | None = None, filter=None) -> pa.Table | None:
-    """Read a (small) table on the driver with delta-rs; None when it does not exist."""
-    dt = open_table(root, name)
+def arrow_dataset(root: str, name: str, dt, file_pruning_predicate=None):
+    """The version ``dt`` of table ``name`` as a pyarrow dataset: a fragment per file, carrying its
+    partition values and min/max statistics (a filter skips the fragments it rules out), read with
+    pyarrow's own filesystem for the table's location.  (delta-rs's default, a filesystem handler in
+    Python, can abort the interpreter at exit: delta-io/delta-rs#2184, pola-rs/polars#24169.)
+    ``file_pruning_predicate``: tuple filters (OR of AND groups) delta-rs applies to the partition
+    values and statistics first, so that only the files that may match become fragments."""
+    fs, path = resolve(table_uri(root, name))
+    return dt.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(path, fs),
+                                 file_pruning_predicate=file_pruning_predicate)
+
+
+def read_arrow(root: str, name: str, columns: Sequence[str] | None = None, filter=None,
+               version: int | None = None) -> pa.Table | None:
+    """Read a (small) table on the driver with delta-rs, at ``version`` (None: newest); None when it
+    does not exist."""
+    dt = open_table(root, name, version)
     if dt is None:
         return None
-    return dt.to_pyarrow_dataset().to_table(columns=list(columns) if columns else None, filter=filter)
+    return arrow_dataset(root, name, dt).to_table(columns=list(columns) if columns else None, filter=filter)
 
 
 def read_spark(spark: SparkSession, root: str, name: str, schema: pa.Schema, *,
                files: Sequence[str] | None = None) -> DataFrame:
     """The table's current version as a DataFrame: through delta-spark when present, else Spark's
-    Parquet reader over the files of the current version (partition columns from the paths)."""
+    Parquet reader over the files of the current version (partition columns from the paths), or
+    over ``files``."""
     uri = table_uri(root, name)
     sschema = spark_schema(schema)
     if files is None and delta_classes_available(spark):
@@ -201,16 +246,26 @@ class TableWriter:
 
     kind = "abstract"
 
-    def __init__(self, spark: SparkSession | None, root: str, run_id: str) -> None:
+    def __init__(self, spark: SparkSession | None, root: str, run_id: str, *, standalone: bool = False) -> None:
         self.spark = spark
         self.root = root.rstrip("/")
         self.run_id = run_id
+        self.standalone = standalone
+
+    def commit_metadata(self) -> dict[str, str]:
+        """What each commit records: the run it belongs to (a run's commits become visible with its
+        ``runs`` row, :mod:`pipelines.tables.runs`), or, for a standalone commit that is complete by
+        itself (``audit --write``), no run."""
+        if self.standalone:
+            return {"standalone": self.run_id, "writer": self.kind}
+        return {"run_id": self.run_id, "writer": self.kind}
 
     def write(self, name: str, data: DataFrame | pa.Table, schema: pa.Schema, *, partition_by: Sequence[str] = (),
               where: Where | None = None, mode: str = "overwrite", description: str = "") -> int:
         """Replace the partitions ``where`` selects (``mode="overwrite"`` without ``where``: the whole
-        table; ``mode="append"``: nothing) by ``data``, in one commit.  Column metadata of ``schema``
-        goes into the table's schema.  Returns the new version."""
+        table; ``mode="append"``: nothing) by ``data``, in one commit; the rows must lie in those
+        partitions (delta-spark's ``replaceWhere`` and delta-rs's ``predicate`` check it).  Column
+        metadata of ``schema`` goes into the table's schema.  Returns the new version."""
         raise NotImplementedError
 
     def _session(self) -> SparkSession:
@@ -243,7 +298,7 @@ class DeltaSparkWriter(TableWriter):
         from delta.tables import DeltaTable
         uri = table_uri(self.root, name)
         exists = DeltaTable.isDeltaTable(self._session(), uri)
-        w = df.write.format("delta").mode(mode).option("userMetadata", json.dumps({"run_id": self.run_id}))
+        w = df.write.format("delta").mode(mode).option("userMetadata", json.dumps(self.commit_metadata()))
         if partition_by:
             w = w.partitionBy(*partition_by)
         if where is not None and mode == "overwrite" and exists:
@@ -258,6 +313,11 @@ class DeltaRsWriter(TableWriter):
     kind = "delta-rs"
 
     def write(self, name, data, schema, *, partition_by=(), where=None, mode="overwrite", description=""):
+        if mode not in ("overwrite", "append"):
+            raise ValueError(f"mode must be overwrite or append, got {mode!r}")
+        if isinstance(data, pa.Table):
+            return self._write_arrow_table(name, self._conform(data, schema), schema, list(partition_by), where,
+                                           mode, description)
         uri = table_uri(self.root, name)
         fs, root_path = resolve(uri)
         staging = f"{root_path}/{STAGING}/{self.run_id}"
@@ -270,16 +330,27 @@ class DeltaRsWriter(TableWriter):
                                         prefix="driver")
                 files = fs.get_file_info(written)
             else:
-                data = self._conform(data, schema)
-                if isinstance(data, pa.Table):
-                    _write_arrow(fs, staging, data, list(partition_by))
-                else:
-                    _write_spark(self._session(), _uri_like(uri, staging), data, list(partition_by))
+                _write_spark(self._session(), _uri_like(uri, staging), self._conform(data, schema),
+                             list(partition_by))
                 files = fs.get_file_info(pafs.FileSelector(staging, recursive=True, allow_not_found=True))
             return self._commit_staged(name, schema, files, staging, list(partition_by), where, mode, description)
         finally:
             _delete_dir(fs, staging)
             _delete_dir_if_empty(fs, f"{root_path}/{STAGING}")
+
+    def _write_arrow_table(self, name: str, data: pa.Table, schema: pa.Schema, partition_by: list[str],
+                           where: Where | None, mode: str, description: str) -> int:
+        """Rows on the driver: delta-rs writes and commits them (``predicate``: the rows ``where``
+        selects are replaced, whole files here since it names partition columns only)."""
+        from deltalake import CommitProperties, DeltaTable, write_deltalake
+        local = _local_path(table_uri(self.root, name))
+        exists = DeltaTable.is_deltatable(local)
+        predicate = where.sql() if where is not None and mode == "overwrite" and exists else None
+        write_deltalake(local, data, partition_by=partition_by or None, mode=mode,  # type: ignore[call-overload]
+                        name=None if exists else name, description=None if exists else (description or None),
+                        predicate=predicate,
+                        commit_properties=CommitProperties(custom_metadata=self.commit_metadata()))
+        return DeltaTable(local).version()
 
     def _commit_staged(self, name: str, schema: pa.Schema, files: list, staging: str, partition_by: list[str],
                        where: Where | None, mode: str, description: str) -> int:
@@ -300,10 +371,10 @@ class DeltaRsWriter(TableWriter):
     def _commit_moved(self, name: str, schema: pa.Schema, files: list, staging: str, partition_by: list[str],
                       where: Where | None, mode: str, description: str, moved: list[str]) -> int:
         from deltalake import DeltaTable, Schema
-        from deltalake.transaction import AddAction, CommitProperties, RemoveAction, create_table_with_add_actions
+        from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
         uri = table_uri(self.root, name)
         fs, root_path = resolve(uri)
-        adds = []
+        adds: list = []
         now = int(time.time() * 1000)
         data_columns = [f for f in schema if f.name not in partition_by]
         for info in files:
@@ -321,26 +392,28 @@ class DeltaRsWriter(TableWriter):
             moved.append(f"{root_path}/{rel}")
             adds.append(AddAction(_escape_path(rel), info.size, values, now, True, json.dumps(stats)))
         dschema = Schema.from_arrow(schema)
-        props = CommitProperties(custom_metadata={"run_id": self.run_id, "writer": self.kind})
+        props = CommitProperties(custom_metadata=self.commit_metadata())
         local = _local_path(uri)
         if not DeltaTable.is_deltatable(local):
             create_table_with_add_actions(local, dschema, adds, mode="error",
                                           partition_by=list(partition_by) or None, name=name,
                                           description=description or None, commit_properties=props)
-        else:
-            dt = DeltaTable(local)
-            removes = []
-            if mode == "overwrite":
-                current = pa.table(dt.get_add_actions(flatten=False))
-                for row in current.to_pylist():
-                    pv = {k: None if v is None else str(v)
-                          for k, v in (row.get("partition") or row.get("partition_values") or {}).items()}
-                    if where is None or where.matches(pv):
-                        removes.append(RemoveAction(row["path"], True, now, row["size_bytes"], pv))
-            elif mode != "append":
-                raise ValueError(f"mode must be overwrite or append, got {mode!r}")
-            dt.create_write_transaction(adds + removes, mode="append", schema=dschema,
-                                        partition_by=list(partition_by) or None, commit_properties=props)
+            return DeltaTable(local).version()
+        dt = DeltaTable(local)
+        filters = None
+        if mode == "overwrite" and where is not None:
+            # delta-rs derives the remove actions of an overwrite from partition filters, but takes one
+            # AND group only: the partitions ``where`` (an OR) selects are listed first, by delta-rs too
+            chosen = dt.partitions(file_pruning_predicate=where.filters()) if where.filters() else []
+            if chosen:
+                column = where.conditions[0][0]
+                filters = [(column, "in", sorted({p[column] for p in chosen}))]
+            else:
+                mode = "append"   # nothing to replace
+        if mode not in ("overwrite", "append"):
+            raise ValueError(f"mode must be overwrite or append, got {mode!r}")
+        dt.create_write_transaction(adds, mode=mode, schema=dschema, partition_by=list(partition_by) or None,
+                                    partition_filters=filters, commit_properties=props)
         return DeltaTable(local).version()
 
 
@@ -371,14 +444,16 @@ def commit_parquet_files(writer: TableWriter, name: str, schema: pa.Schema, path
         _delete_dir_if_empty(fs, f"{root_path}/{STAGING}")
 
 
-def open_writer(spark: SparkSession | None, root: str, run_id: str, prefer: str | None = None) -> TableWriter:
+def open_writer(spark: SparkSession | None, root: str, run_id: str, prefer: str | None = None, *,
+                standalone: bool = False) -> TableWriter:
     """delta-spark when its classes are on the classpath (or ``prefer="delta-spark"``), else delta-rs
-    (always without a session: Arrow tables only)."""
+    (always without a session: Arrow tables only).  ``standalone``: the commits are complete by
+    themselves, not part of a run (:meth:`TableWriter.commit_metadata`)."""
     if prefer == "delta-rs" or spark is None:
-        return DeltaRsWriter(spark, root, run_id)
+        return DeltaRsWriter(spark, root, run_id, standalone=standalone)
     if prefer == "delta-spark" or delta_classes_available(spark):
-        return DeltaSparkWriter(spark, root, run_id)
-    return DeltaRsWriter(spark, root, run_id)
+        return DeltaSparkWriter(spark, root, run_id, standalone=standalone)
+    return DeltaRsWriter(spark, root, run_id, standalone=standalone)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,11 +1,14 @@
 """Find messages by key, by client msgId (``UNIQ_KEY``) or by offset msgId.
 
 ``python -m pipelines lookup --tables PATH (--topic T --key K | --msg-id ID [--topic T] | --offset-msg-id ID)
-[--from TIME --to TIME] [--body] [--json]`` reads the Delta tables: ``message_keys`` is partitioned by
-segment and ``key_bucket = key_hash % B`` (the table property ``rocketmq.keyBuckets``), so a key lookup
-opens at most one bucket file per segment (fewer with a time range, or where the file's key_hash
-statistics exclude it); the messages found are read from the ``messages`` files whose commitlog
-offset statistics cover them.  Keys are compared exactly, not by hash.
+[--from TIME --to TIME] [--body] [--json]`` reads the Delta tables as the latest complete run published
+them (:mod:`pipelines.tables.runs`): ``message_keys`` is partitioned by segment and ``key_bucket =
+key_hash % B`` (the table property ``rocketmq.keyBuckets``), so a key lookup opens at most one bucket
+file per segment (fewer with a time range, or where the file's key_hash statistics exclude it); the
+messages found are read from the ``messages`` files whose commitlog offset statistics cover them.
+The pruning is pyarrow's: delta-rs gives each file of the table version a dataset fragment carrying
+its partition values and min/max statistics, and a filter skips the fragments it cannot match.  Keys
+are compared exactly, not by hash.
 
 ``python -m pipelines lookup --index DIR --store STORE [--config broker.conf] --topic T --key K`` reads a
 store's index files as the broker does (``IndexService.queryOffset`` → ``IndexFile.selectPhyOffset``:
@@ -24,11 +27,10 @@ import mmap
 from collections.abc import Sequence
 from typing import BinaryIO
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
@@ -38,9 +40,9 @@ from store_format.javahash import index_key_hash
 from store_format.msgid import decode_offset_msg_id
 from store_format.records import detail_columns, lean_columns
 from store_format.store import StoreLocation, load_config_for, open_store, resolve
-from store_format.timeutil import datetime_to_ms
 
-from .delta import file_uris, live_files, read_arrow
+from .delta import arrow_dataset
+from .tables.runs import Snapshot, snapshot
 
 __all__ = ["LookupResult", "lookup_key", "lookup_msg_id", "lookup_offset_msg_id", "lookup_index", "read_records",
            "demo_lookup", "render"]
@@ -65,131 +67,93 @@ def _to_datetime(ms: int) -> _dt.datetime:
     return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
 
 
-def _overlaps(files: pa.Table, begin: int | None, end: int | None) -> np.ndarray:
-    """Files whose store_timestamp statistics overlap [begin, end] (files without statistics: kept)."""
-    keep = np.ones(files.num_rows, dtype=bool)
-    if begin is None and end is None:
-        return keep
-    lo_col, hi_col = "min.store_timestamp", "max.store_timestamp"
-    if lo_col not in files.column_names or hi_col not in files.column_names:
-        return keep
-    for i, (lo, hi) in enumerate(zip(files[lo_col].to_pylist(), files[hi_col].to_pylist())):
-        lo_ms, hi_ms = datetime_to_ms(lo), datetime_to_ms(hi)
-        if lo_ms is None or hi_ms is None:
-            continue
-        if end is not None and lo_ms > end:
-            keep[i] = False
-        if begin is not None and hi_ms < begin:
-            keep[i] = False
-    return keep
-
-
-def _col(files: pa.Table, name: str) -> list:
-    return files[name].to_pylist() if name in files.column_names else [None] * files.num_rows
-
-
-def _read_files(tables: str, name: str, paths: Sequence[str], filters) -> pa.Table | None:
-    from .tables.schema import MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA
-    schema = MESSAGES_SCHEMA if name == "messages" else MESSAGE_KEYS_SCHEMA
-    parts = []
-    for uri in file_uris(tables, name, paths):
-        fs, path = resolve(uri)
-        with fs.open_input_file(path) as f:
-            t = pq.read_table(f, filters=filters)
-        parts.append(t)
-    if not parts:
-        return None
-    data_fields = [f for f in schema if f.name in parts[0].column_names]
-    return pa.concat_tables([p.select([f.name for f in data_fields]).cast(pa.schema(data_fields)) for p in parts])
-
-
-def _key_candidates(tables: str, pairs: list[tuple[str, str]], kind: str | None, begin: int | None,
-                    end: int | None) -> tuple[pa.Table | None, int, int]:
-    """Index entries of the exact ``(topic, key)`` pairs: only their buckets' files are opened."""
-    from .tables.schema import key_buckets_of
-    files = live_files(tables, "message_keys")
-    total = files.num_rows
-    if not total:
+def _scan(snap: Snapshot, name: str, prune: list, where: ds.Expression) -> tuple[pa.Table | None, int, int]:
+    """Rows of table ``name`` (at the snapshot's version) that ``where`` selects; the files opened and
+    the files of the version.  delta-rs keeps the files whose partition values and statistics may
+    match ``prune`` (tuple filters, OR of AND groups: cheap, before any fragment is made); pyarrow
+    then skips the fragments ``where`` rules out by the statistics attached to them, and filters the
+    rows of the others."""
+    dt = snap.open(name)
+    if dt is None:
         return None, 0, 0
-    n_buckets = key_buckets_of(tables) or 1
-    hashes = {index_key_hash(f"{t}#{k}") for t, k in pairs}
-    buckets = {h % n_buckets for h in hashes}
-    bucket_col = [int(b) if b is not None else None for b in _col(files, "partition.key_bucket")]
-    lo, hi = _col(files, "min.key_hash"), _col(files, "max.key_hash")
-    keep = _overlaps(files, begin, end)
-    for i in range(total):
-        if bucket_col[i] not in buckets:
-            keep[i] = False
-        elif lo[i] is not None and hi[i] is not None and not any(lo[i] <= h <= hi[i] for h in hashes):
-            keep[i] = False
-    chosen = [p for p, k in zip(files["path"].to_pylist(), keep) if k]
-    segs = [s for s, k in zip(_col(files, "partition.segment"), keep) if k]
-    data = None
-    if chosen:
-        per_file = []
-        for path, seg in zip(chosen, segs):
-            t = _read_files(tables, "message_keys", [path], [("key_hash", "in", sorted(hashes))])
-            if t is not None and t.num_rows:
-                per_file.append(t.append_column("segment", pa.array([seg] * t.num_rows, pa.string())))
-        if per_file:
-            data = pa.concat_tables(per_file)
-            mask = np.zeros(data.num_rows, dtype=bool)
-            topics, keys = data["topic"].to_pylist(), data["key"].to_pylist()
-            wanted = set(pairs)
-            for i, tk in enumerate(zip(topics, keys)):
-                mask[i] = tk in wanted  # the exact key: equal hashes are not enough
-            data = data.filter(pa.array(mask))
-            if kind is not None:
-                data = data.filter(pc.equal(data["kind"], kind))
-            if begin is not None or end is not None:
-                ts = np.array([datetime_to_ms(t) for t in data["store_timestamp"].to_pylist()], dtype=np.int64)
-                m = np.ones(len(ts), dtype=bool)
-                if begin is not None:
-                    m &= ts >= begin
-                if end is not None:
-                    m &= ts <= end
-                data = data.filter(pa.array(m))
-    return data, len(chosen), total
-
-
-def _messages_at(tables: str, offsets_by_segment: dict[str, set[int]]) -> tuple[pa.Table | None, int, int]:
-    """Rows of ``messages`` at the given commitlog offsets: only files whose offset range covers one."""
-    files = live_files(tables, "messages")
-    total = files.num_rows
-    if not total or not offsets_by_segment:
+    total = len(dt.file_uris())
+    if not prune:
         return None, 0, total
-    segs = _col(files, "partition.segment")
-    lo, hi = _col(files, "min.commitlog_offset"), _col(files, "max.commitlog_offset")
-    chosen = []
-    for i, path in enumerate(files["path"].to_pylist()):
-        wanted = offsets_by_segment.get(segs[i])
-        if not wanted:
-            continue
-        if lo[i] is not None and hi[i] is not None and not any(lo[i] <= o <= hi[i] for o in wanted):
-            continue
-        chosen.append((path, segs[i]))
-    parts = []
-    every = sorted(set().union(*offsets_by_segment.values()))
-    for path, seg in chosen:
-        t = _read_files(tables, "messages", [path], [("commitlog_offset", "in", every)])
-        if t is not None and t.num_rows:
-            parts.append(t.append_column("segment", pa.array([seg] * t.num_rows, pa.string())))
-    return (pa.concat_tables(parts) if parts else None), len(chosen), total
+    dataset = arrow_dataset(snap.tables, name, dt, file_pruning_predicate=prune)
+    fragments = list(dataset.get_fragments(filter=where))
+    if not fragments:
+        return None, 0, total
+    chosen = ds.FileSystemDataset(fragments, dataset.schema, dataset.format, dataset.filesystem)
+    rows = chosen.to_table(filter=where)
+    return (rows if rows.num_rows else None), len(fragments), total
 
 
-def _finish(tables: str, keys: pa.Table | None, files_read: dict, files_total: dict, body: bool,
+def _any(exprs: list[ds.Expression]) -> ds.Expression:
+    out = exprs[0]
+    for e in exprs[1:]:
+        out = out | e
+    return out
+
+
+def _time_range(begin: int | None, end: int | None) -> tuple[list[tuple], ds.Expression]:
+    """``store_timestamp`` within [begin, end] (ms): as tuple filters and as an expression."""
+    from .tables.schema import TS
+    t = ds.field("store_timestamp")
+    filters: list[tuple] = []
+    cond = ds.scalar(True)
+    if begin is not None:
+        filters.append(("store_timestamp", ">=", _to_datetime(begin)))
+        cond = cond & (t >= pa.scalar(begin * 1000, TS))
+    if end is not None:
+        filters.append(("store_timestamp", "<=", _to_datetime(end)))
+        cond = cond & (t <= pa.scalar(end * 1000, TS))
+    return filters, cond
+
+
+def _key_candidates(snap: Snapshot, pairs: list[tuple[str, str]], kind: str | None, begin: int | None,
+                    end: int | None) -> tuple[pa.Table | None, int, int]:
+    """Index entries of the exact ``(topic, key)`` pairs: only their buckets' files are opened, and
+    of those only the ones whose key_hash (and store_timestamp) statistics may match."""
+    from .tables.schema import table_key_buckets
+    dt = snap.open("message_keys")
+    n_buckets = table_key_buckets(dt) if dt is not None else 1
+    when, in_time = _time_range(begin, end)
+    prune, exact = [], []
+    for t, k in sorted(set(pairs)):
+        h = index_key_hash(f"{t}#{k}")
+        prune.append([("key_bucket", "=", h % n_buckets), ("key_hash", "=", h), ("topic", "=", t), ("key", "=", k)]
+                     + when)
+        # the exact key: equal hashes are not enough
+        exact.append((ds.field("key_bucket") == h % n_buckets) & (ds.field("key_hash") == h)
+                     & (ds.field("topic") == t) & (ds.field("key") == k))
+    where = (_any(exact) & in_time) if exact else ds.scalar(False)
+    if kind is not None:
+        where = where & (ds.field("kind") == kind)
+    return _scan(snap, "message_keys", prune, where)
+
+
+def _messages_at(snap: Snapshot, offsets_by_segment: dict[str, set[int]]) -> tuple[pa.Table | None, int, int]:
+    """Rows of ``messages`` at the given commitlog offsets: only files whose offset range covers one."""
+    prune = [[("segment", "=", seg), ("commitlog_offset", "in", sorted(offs))]
+             for seg, offs in sorted(offsets_by_segment.items()) if offs]
+    every = sorted(set().union(*offsets_by_segment.values())) if offsets_by_segment else []
+    where = ds.field("segment").isin(sorted(offsets_by_segment)) & ds.field("commitlog_offset").isin(every)
+    return _scan(snap, "messages", prune, where)
+
+
+def _finish(snap: Snapshot, keys: pa.Table | None, files_read: dict, files_total: dict, body: bool,
             store: str | None, config: BrokerConfig | None) -> LookupResult:
     if keys is None or not keys.num_rows:
         return LookupResult([], files_read, files_total)
     by_seg: dict[str, set[int]] = {}
     for seg, off in zip(keys["segment"].to_pylist(), keys["commitlog_offset"].to_pylist()):
         by_seg.setdefault(seg, set()).add(off)
-    msgs, n_read, n_total = _messages_at(tables, by_seg)
+    msgs, n_read, n_total = _messages_at(snap, by_seg)
     files_read["messages"], files_total["messages"] = n_read, n_total
-    return _rows(tables, msgs, body, store, config, files_read, files_total)
+    return _rows(snap, msgs, body, store, config, files_read, files_total)
 
 
-def _rows(tables: str, msgs: pa.Table | None, body: bool, store: str | None, config: BrokerConfig | None,
+def _rows(snap: Snapshot, msgs: pa.Table | None, body: bool, store: str | None, config: BrokerConfig | None,
           files_read: dict, files_total: dict) -> LookupResult:
     if msgs is None or not msgs.num_rows:
         return LookupResult([], files_read, files_total)
@@ -198,7 +162,7 @@ def _rows(tables: str, msgs: pa.Table | None, body: bool, store: str | None, con
     if body:
         missing = [r["commitlog_offset"] for r in rows if r.get("body") is None]
         if missing:
-            st, cfg = _store_for(tables, store, config)
+            st, cfg = _store_for(snap, store, config)
             got = {r["commitlog_offset"]: r["body"] for r in read_records(st, cfg, missing, with_body=True)}
             for r in rows:
                 if r.get("body") is None:
@@ -209,9 +173,8 @@ def _rows(tables: str, msgs: pa.Table | None, body: bool, store: str | None, con
     return LookupResult(rows, files_read, files_total)
 
 
-def _store_for(tables: str, store: str | None, config: BrokerConfig | None) -> tuple[StoreLocation, BrokerConfig]:
-    from .tables.schema import latest_run
-    last = latest_run(tables) if (store is None or config is None) else None
+def _store_for(snap: Snapshot, store: str | None, config: BrokerConfig | None) -> tuple[StoreLocation, BrokerConfig]:
+    last = snap.run
     if config is None:
         config = BrokerConfig.from_properties(json.loads(last["config"])) if last else BrokerConfig()
     uri = store or (last["store"] if last else None)
@@ -223,8 +186,9 @@ def _store_for(tables: str, store: str | None, config: BrokerConfig | None) -> t
 def lookup_key(tables: str, topic: str, key: str, *, begin_ms: int | None = None, end_ms: int | None = None,
                body: bool = False, store: str | None = None, config: BrokerConfig | None = None) -> LookupResult:
     """Messages of ``topic`` with ``key`` among their KEYS (or as UNIQ_KEY), from the tables."""
-    keys, n_read, n_total = _key_candidates(tables, [(topic, key)], None, begin_ms, end_ms)
-    return _finish(tables, keys, {"message_keys": n_read}, {"message_keys": n_total}, body, store, config)
+    snap = snapshot(tables)
+    keys, n_read, n_total = _key_candidates(snap, [(topic, key)], None, begin_ms, end_ms)
+    return _finish(snap, keys, {"message_keys": n_read}, {"message_keys": n_total}, body, store, config)
 
 
 def lookup_msg_id(tables: str, msg_id: str, *, topic: str | None = None, begin_ms: int | None = None,
@@ -232,14 +196,15 @@ def lookup_msg_id(tables: str, msg_id: str, *, topic: str | None = None, begin_m
                   config: BrokerConfig | None = None) -> LookupResult:
     """Messages whose UNIQ_KEY (the client's msgId) is ``msg_id``; every topic the tables know
     when no topic is given (one bucket per topic)."""
+    snap = snapshot(tables)
     if topic:
         topics = [topic]
     else:
-        segs = read_arrow(tables, "segments", ["topics", "status"])
+        segs = snap.read_arrow("segments", ["topics", "status"])
         topics = sorted({t for ts, s in zip(segs["topics"].to_pylist(), segs["status"].to_pylist())
                          if s == "live" for t in (ts or [])}) if segs is not None else []
-    keys, n_read, n_total = _key_candidates(tables, [(t, msg_id) for t in topics], "uniq_key", begin_ms, end_ms)
-    return _finish(tables, keys, {"message_keys": n_read}, {"message_keys": n_total}, body, store, config)
+    keys, n_read, n_total = _key_candidates(snap, [(t, msg_id) for t in topics], "uniq_key", begin_ms, end_ms)
+    return _finish(snap, keys, {"message_keys": n_read}, {"message_keys": n_total}, body, store, config)
 
 
 def lookup_offset_msg_id(tables: str, offset_msg_id: str, *, body: bool = False, store: str | None = None,
@@ -249,7 +214,8 @@ def lookup_offset_msg_id(tables: str, offset_msg_id: str, *, body: bool = False,
         _host, _port, offset = decode_offset_msg_id(offset_msg_id.strip().upper())
     except ValueError as e:
         raise StoreError(f"--offset-msg-id: {e}") from None
-    segs = read_arrow(tables, "segments", ["segment", "base_offset", "file_size", "status"])
+    snap = snapshot(tables)
+    segs = snap.read_arrow("segments", ["segment", "base_offset", "file_size", "status"])
     seg = None
     if segs is not None:
         for name, base, size, status in zip(*(segs[c].to_pylist() for c in ("segment", "base_offset", "file_size",
@@ -257,9 +223,9 @@ def lookup_offset_msg_id(tables: str, offset_msg_id: str, *, body: bool = False,
             if base <= offset < base + size and status == "live":
                 seg = name
     if seg is None:
-        return LookupResult([], {"messages": 0}, {"messages": live_files(tables, "messages").num_rows})
-    msgs, n_read, n_total = _messages_at(tables, {seg: {offset}})
-    res = _rows(tables, msgs, body, store, config, {"messages": n_read}, {"messages": n_total})
+        return LookupResult([], {"messages": 0}, {"messages": _messages_at(snap, {})[2]})
+    msgs, n_read, n_total = _messages_at(snap, {seg: {offset}})
+    res = _rows(snap, msgs, body, store, config, {"messages": n_read}, {"messages": n_total})
     # the id also names the store host: a record at that offset written by another broker is not it
     res.rows = [r for r in res.rows if r.get("msg_id") == offset_msg_id.strip().upper()]
     return res
@@ -420,7 +386,7 @@ def _json_default(v):
 
 def demo_lookup(tables_path: str) -> None:
     """Print one example lookup from freshly published tables: the first key of the first bucket file."""
-    keys = read_arrow(tables_path, "message_keys", ["topic", "key", "kind"])
+    keys = snapshot(tables_path).read_arrow("message_keys", ["topic", "key", "kind"])
     if keys is None or not keys.num_rows:
         print("no index keys in the tables: nothing to look up")
         return
@@ -448,8 +414,7 @@ def run_lookup(*, tables: str | None, topic: str | None, key: str | None, msg_id
     else:
         if not tables:
             raise StoreError("pass --tables PATH (or --index DIR --store STORE)")
-        from .tables.schema import latest_run
-        if latest_run(tables) is None:
+        if snapshot(tables).run is None:
             raise StoreLayoutError(f"{tables}: no published tables there (no runs table); publish them with "
                                    "'python -m pipelines rebuild' or 'python -m pipelines tables'")
         if offset_msg_id:

@@ -1,6 +1,7 @@
 """Data-quality validation of the Delta tables with Great Expectations (``python -m pipelines validate``).
 
-The tables are read once with delta-rs (:func:`pipelines.delta.open_table`), batch by batch, and
+The tables are read once with delta-rs, as readers see them (the versions of the latest complete
+run, :mod:`pipelines.tables.runs`; without any run, the newest versions), batch by batch, and
 reduced in Arrow/numpy to small frames of *figures*: one row per table, per segment, per consume
 queue, per index file, per expiry-audit file, per anomaly kind and for the latest run.  Every check
 is a Great Expectations expectation on one of those frames, so that the whole verdict shows in the
@@ -50,7 +51,8 @@ from store_format.config import BrokerConfig
 from store_format.errors import StoreError
 from store_format.layout import segment_name
 
-from .delta import open_table
+from .delta import arrow_dataset, open_table
+from .tables.runs import snapshot
 from .tables.schema import (
     ANOMALIES_SCHEMA,
     EXPIRY_AUDIT_SCHEMA,
@@ -108,15 +110,22 @@ class Figures:
         return getattr(self, name)
 
 
+def _open(root: str, name: str):
+    """The table as readers see it: at the version of the latest complete run; without any run (no
+    ``runs`` row: nothing published, or the runs table lost), its newest version, to show what is there."""
+    snap = snapshot(root)
+    return snap.open(name) if snap.run is not None else open_table(root, name)
+
+
 def _batches(root: str, name: str, columns: Sequence[str], present: dict[str, set[str]]) -> Iterator[pa.RecordBatch]:
     """The table's rows as batches of ``columns`` in the schema's types; a column the table lacks
     comes as nulls (its absence fails the schema check), a missing table as no batches."""
-    dt = open_table(root, name)
+    dt = _open(root, name)
     if dt is None:
         return
     schema = _SCHEMAS[name]
     have = [c for c in columns if c in present.get(name, set())]
-    ds = dt.to_pyarrow_dataset()
+    ds = arrow_dataset(root, name, dt)
     for batch in ds.to_batches(columns=have, batch_size=_BATCH_ROWS, batch_readahead=1, fragment_readahead=1):
         arrays = []
         for c in columns:
@@ -203,13 +212,13 @@ def _schema_figures(root: str) -> tuple[pd.DataFrame, dict[str, set[str]]]:
     rows = []
     present: dict[str, set[str]] = {}
     for name in TABLE_NAMES:
-        dt = open_table(root, name)
+        dt = _open(root, name)
         expected = _SCHEMAS[name]
         if dt is None:
             rows.append({"table": name, "exists": False, "rows": 0, "missing_columns": len(expected),
                          "type_mismatches": 0, "detail": "no Delta table"})
             continue
-        ds = dt.to_pyarrow_dataset()
+        ds = arrow_dataset(root, name, dt)
         got = ds.schema
         present[name] = set(got.names)
         missing = [f.name for f in expected if f.name not in present[name]]
@@ -521,7 +530,7 @@ def _key_figures(root: str, present: dict[str, set[str]], seg_ids: _Ids, known_r
                  config: BrokerConfig) -> dict:
     """Per-segment key counts and per-index-file figures of ``message_keys``, joined to ``messages``
     by (segment, commitlog_offset) through the sorted offsets."""
-    dt = open_table(root, "message_keys")
+    dt = _open(root, "message_keys")
     buckets = None
     if dt is not None:
         field = next((f for f in dt.schema().fields if f.name == "key_bucket"), None)
@@ -1024,7 +1033,7 @@ def validate_tables(tables: str, docs: str | None = None, *, expected_anomalies:
         >>> report.success, [f.line() for f in report.failures]  # doctest: +SKIP
     """
     t0 = time.perf_counter()
-    if not any(open_table(tables, name) is not None for name in TABLE_NAMES):
+    if not any(_open(tables, name) is not None for name in TABLE_NAMES):
         compute_figures(tables)  # raises the "no tables" error before Great Expectations is loaded
     gx_mod = _import_gx()
     docs_dir = _docs_dir(tables, docs) if write_docs else None

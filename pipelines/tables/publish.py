@@ -40,7 +40,7 @@ from store_format.store import Reader, StoreLocation, resolve
 from store_format.timeutil import ms_to_datetime
 
 from ..chain import Chain, ChainEntry
-from ..delta import STAGING, commit_parquet_files, open_writer, read_arrow
+from ..delta import STAGING, commit_parquet_files, open_writer
 from ..scan import ROW_RECORD, WORKER_SCRATCH, records_batch, walk_split
 from ..session import run_tasks
 from ..workfiles import read_queue_states
@@ -313,6 +313,7 @@ class PendingTables:
 
 def _finish(p: PendingTables) -> dict:
     from .refresh import _chain_anomalies, _gap_anomalies, _record_anomalies, _segment_ends, _segment_rows, _versions
+    from .runs import report_interrupted, snapshot
     t0 = time.perf_counter()
     spark, tables, res, rows, with_body, buckets, split_seg = (p.spark, p.tables, p.res, p.rows, p.with_body,
                                                                p.buckets, p.split_seg)
@@ -345,30 +346,35 @@ def _finish(p: PendingTables) -> dict:
             last[(t, q)] = qoff
 
     lap = time.perf_counter()
+    # the latest complete run: the previous state, whatever an interrupted publication left after it
+    # (this run overwrites every table, so it completes that publication)
+    snap = snapshot(tables)
+    recovered = report_interrupted(snap, res.run_id)
     writer = open_writer(spark, tables, res.run_id)
     paths = {"messages": [r["path"] for r in rows if r["table"] == "messages"],
              "message_keys": [r["path"] for r in rows if r["table"] == "message_keys"]}
-    commit_parquet_files(writer, "messages", MESSAGES_SCHEMA, paths["messages"], partition_by=["segment"],
-                         description=DESCRIPTIONS["messages"])
-    commit_parquet_files(writer, "message_keys", message_keys_schema(buckets), paths["message_keys"],
-                         partition_by=["segment", "key_bucket"],
-                         description=DESCRIPTIONS["message_keys"])
+    versions = {
+        "messages": commit_parquet_files(writer, "messages", MESSAGES_SCHEMA, paths["messages"],
+                                         partition_by=["segment"], description=DESCRIPTIONS["messages"]),
+        "message_keys": commit_parquet_files(writer, "message_keys", message_keys_schema(buckets),
+                                             paths["message_keys"], partition_by=["segment", "key_bucket"],
+                                             description=DESCRIPTIONS["message_keys"])}
     res.timings["tables: commit"] = round(time.perf_counter() - lap, 3)
 
     # segments, anomalies, expiry audit, and the run last: its row marks a complete publication
     lap = time.perf_counter()
-    prev_segments = read_arrow(tables, "segments")
+    prev_segments = snap.read_arrow("segments")
     back = {"segments": {s: {"records": f["records"], "dispatched": f["dispatched"],
                              "first": None if f["first"] is None else f["first"] * 1000,
                              "last": None if f["last"] is None else f["last"] * 1000, "topics": f["topics"]}
                          for s, f in figures.items()},
             "keys": {s: f["keys"] for s, f in figures.items()}}
     seg_table = _segment_rows(st, _segment_ends(chain, st), back, prev_segments, res.run_id)
-    writer.write("segments", seg_table, SEGMENTS_SCHEMA, description=DESCRIPTIONS["segments"])
+    versions["segments"] = writer.write("segments", seg_table, SEGMENTS_SCHEMA, description=DESCRIPTIONS["segments"])
     anomalies = (_chain_anomalies(chain, st, res.run_id) + _record_anomalies(bad, res.run_id)
                  + _gap_anomalies(gaps, res.run_id))
-    writer.write("anomalies", pa.Table.from_pylist(anomalies, schema=ANOMALIES_SCHEMA), ANOMALIES_SCHEMA,
-                 description=DESCRIPTIONS["anomalies"])
+    versions["anomalies"] = writer.write("anomalies", pa.Table.from_pylist(anomalies, schema=ANOMALIES_SCHEMA),
+                                         ANOMALIES_SCHEMA, description=DESCRIPTIONS["anomalies"])
     from ..audit import build_expiry_audit, cq_inventory_table, index_inventory_table, load_offsets
     consumer, delay = load_offsets(st.uri, None, None)
     units_per_file = config.cq_file_size // 20
@@ -383,7 +389,8 @@ def _finish(p: PendingTables) -> dict:
         tables, config, seg_table.filter(pc.equal(seg_table["status"], "live")),
         cq_inventory_table(cq_rows, units_per_file), index_inventory_table(idx_rows),
         as_of_ms=int(res.started * 1000), consumer_offsets=consumer, delay_offsets=delay, run_id=res.run_id)
-    writer.write("expiry_audit", audit_rows, EXPIRY_AUDIT_SCHEMA, description=DESCRIPTIONS["expiry_audit"])
+    versions["expiry_audit"] = writer.write("expiry_audit", audit_rows, EXPIRY_AUDIT_SCHEMA,
+                                            description=DESCRIPTIONS["expiry_audit"])
     res.timings["tables: small tables"] = round(time.perf_counter() - lap, 3)
     n_msgs = sum(f["records"] for f in figures.values())
     n_keys = sum(f["keys"] for f in figures.values())
@@ -394,7 +401,7 @@ def _finish(p: PendingTables) -> dict:
         "started_at": ms_to_datetime(int(res.started * 1000)),
         "finished_at": ms_to_datetime(int(time.time() * 1000)), "store": st.uri if "://" in st.uri else st.root,
         "tables": tables, "config": json.dumps(config.as_properties(), sort_keys=True),
-        "versions": json.dumps(_versions(writer)), "with_body": with_body,
+        "versions": json.dumps(_versions(writer, versions)), "with_body": with_body,
         "segments_in_store": len(st.segments), "segments_scanned": len(set(split_seg.values())),
         "segments_deleted": 0, "resume_segment": st.segments[0].name,
         "watermark_segment": split_seg[last_entry.split.split_id] if last_entry else st.segments[0].name,
@@ -406,7 +413,8 @@ def _finish(p: PendingTables) -> dict:
     writer.write("runs", pa.Table.from_pylist([run_row], schema=RUNS_SCHEMA), RUNS_SCHEMA, mode="append",
                  description=DESCRIPTIONS["runs"])
     return {"tables": tables, "run_id": res.run_id, "writer": writer.kind, "messages": n_msgs, "keys": n_keys,
-            "anomalies": len(anomalies), "next_cleanup": audit_summary.get("next_cleanup")}
+            "anomalies": len(anomalies), "next_cleanup": audit_summary.get("next_cleanup"),
+            "recovered": [r.as_dict() for r in recovered]}
 
 
 def _segment_of(st: StoreLocation, offset: int | None) -> str | None:

@@ -15,7 +15,9 @@ Tables under one root (schemas below, one line per column in the README):
                      segments are kept).
 * ``runs``           one row per run (appended): inputs, versions, counts, timings, watermark.
 
-Every run is one commit per table (:mod:`pipelines.delta`).  Rows of a rescanned segment replace the
+Every run is one commit per table (:mod:`pipelines.delta`), and its ``runs`` row, written last,
+records the version of each: readers see the tables of the latest complete run, and a run interrupted
+half-way is completed by the next (:mod:`.runs`).  Rows of a rescanned segment replace the
 segment's earlier rows (so merging by commitlog offset never duplicates), and rows of segments the
 broker deleted since the last run go (the ``segments`` row stays, marked ``deleted``).
 
@@ -54,11 +56,12 @@ from store_format.reput import resolve_broker_version
 from store_format.store import Segment, StoreLocation, open_store
 
 from ..chain import Chain, carry_index_state, chain_splits
-from ..delta import TableWriter, TaskRows, Where, file_uris, live_files, open_writer, read_arrow, read_spark
+from ..delta import TableWriter, TaskRows, Where, file_uris, live_files, open_writer, read_spark
 from ..plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
 from ..scan import ROW_RECORD, ROW_TRAILER, record_schema, records_batch, split_summary, walk_split
 from ..session import build_spark_session, spark_schema
 from .rows import SplitContext, indexed_records, key_rows, message_rows, np_col, own_units
+from .runs import Interrupted, Snapshot, interrupted_note, report_interrupted, snapshot
 from .schema import (
     ANOMALIES_SCHEMA,
     DESCRIPTIONS,
@@ -69,7 +72,6 @@ from .schema import (
     SEGMENTS_SCHEMA,
     default_key_buckets,
     key_buckets_of,
-    latest_run,
     message_keys_schema,
 )
 
@@ -322,12 +324,15 @@ class ResumeState:
     index_seed_ms: int | None
 
 
-def _resume_state(spark, tables: str, resume: str, cap: int) -> ResumeState:
-    """Derive the state entering segment ``resume`` from the rows of the segments before it."""
+def _resume_state(spark, snap: Snapshot, resume: str, cap: int) -> ResumeState:
+    """Derive the state entering segment ``resume`` from the rows of the segments before it, as the
+    latest complete run left them."""
     from pyspark.sql import functions as F
+    tables = snap.tables
     queues: dict[tuple[str, int], list[int]] = {}
-    files = live_files(tables, "messages")
-    if files.num_rows:
+    version = snap.version("messages")
+    files = live_files(tables, "messages", version) if version is not None else None
+    if files is not None and files.num_rows:
         before = [p for p, s in zip(files["path"].to_pylist(), files["partition.segment"].to_pylist()) if s < resume]
         if before:
             df = read_spark(spark, tables, "messages", MESSAGES_SCHEMA, files=file_uris(tables, "messages", before))
@@ -341,7 +346,7 @@ def _resume_state(spark, tables: str, resume: str, cap: int) -> ResumeState:
                 last = r["s"]
                 queues[(r["topic"], r["queue_id"])] = [int(last["end"]), (int(last["cq"]) + 1) * 20, int(last["q"])]
     base, names, seed = 0, {}, None
-    keys = read_arrow(tables, "message_keys", ["segment", "index_file", "index_file_no", "index_entry"])
+    keys = snap.read_arrow("message_keys", ["segment", "index_file", "index_file_no", "index_entry"])
     if keys is not None and keys.num_rows:
         ordinal = pc.add(pc.multiply(keys["index_file_no"], cap), pc.subtract(keys["index_entry"].cast(pa.int64()), 1))
         seg = keys["segment"]
@@ -378,6 +383,8 @@ class _Publish:
     resume: ResumeState | None
     started: float
     timings: dict[str, float]
+    snap: Snapshot                  # the tables of the latest complete run (the previous state)
+    recovered: list[Interrupted]    # interrupted publications this run completes
     key_buckets: int | None = None  # for a new message_keys table (default: from the segment size)
 
 
@@ -445,7 +452,7 @@ def _publish(spark, tables: str, config: BrokerConfig, job: _Publish) -> dict:
 
     # 2. messages and message_keys: replace the rescanned segments, drop the deleted ones
     lap = time.perf_counter()
-    prev_segments = read_arrow(tables, "segments")
+    prev_segments = job.snap.read_arrow("segments")
     store_names = {s.name for s in st.segments}
     deleted_now: list[str] = []
     if prev_segments is not None:
@@ -460,8 +467,8 @@ def _publish(spark, tables: str, config: BrokerConfig, job: _Publish) -> dict:
     bc = spark.sparkContext.broadcast(ctx)
     messages = TaskRows(records, _PerSplit("messages", bc, with_body).tables,
                         [_build("messages", t, sid, ctx, with_body) for sid, t in local.items()])
-    writer.write("messages", messages, MESSAGES_SCHEMA, partition_by=["segment"], where=where,
-                 description=DESCRIPTIONS["messages"])
+    versions = {"messages": writer.write("messages", messages, MESSAGES_SCHEMA, partition_by=["segment"],
+                                         where=where, description=DESCRIPTIONS["messages"])}
     timings["tables: messages"] = round(time.perf_counter() - lap, 3)
     lap = time.perf_counter()
     keys_df = run_pass("keys", MESSAGE_KEYS_SCHEMA, ctx)
@@ -469,8 +476,9 @@ def _publish(spark, tables: str, config: BrokerConfig, job: _Publish) -> dict:
     keys_df = keys_df.repartition(n_parts, "segment", "key_bucket").sortWithinPartitions("segment", "key_bucket",
                                                                                          "key_hash")
     # one file per segment and bucket, sorted by key_hash; Python tasks write the shuffled rows
-    writer.write("message_keys", TaskRows(keys_df, _as_tables, []), message_keys_schema(buckets),
-                 partition_by=["segment", "key_bucket"], where=where, description=DESCRIPTIONS["message_keys"])
+    versions["message_keys"] = writer.write("message_keys", TaskRows(keys_df, _as_tables, []),
+                                            message_keys_schema(buckets), partition_by=["segment", "key_bucket"],
+                                            where=where, description=DESCRIPTIONS["message_keys"])
     timings["tables: message_keys"] = round(time.perf_counter() - lap, 3)
 
     # 3. what the tables hold now: per-segment figures, record anomalies, file inventories
@@ -481,18 +489,18 @@ def _publish(spark, tables: str, config: BrokerConfig, job: _Publish) -> dict:
     # 4. segments, 5. anomalies
     lap = time.perf_counter()
     seg_table = _segment_rows(st, _segment_ends(chain, sub), back, prev_segments, job.run_id)
-    writer.write("segments", seg_table, SEGMENTS_SCHEMA, description=DESCRIPTIONS["segments"])
+    versions["segments"] = writer.write("segments", seg_table, SEGMENTS_SCHEMA, description=DESCRIPTIONS["segments"])
     anomalies = _chain_anomalies(chain, sub, job.run_id) + _record_anomalies(back["bad"], job.run_id)
     gap_rows = side.filter(pc.equal(side["kind"], "gap")).to_pylist()
     inner_gaps = [dict(r, segment=split_seg[r["split_id"]], commitlog_offset=r["off_first"]) for r in gap_rows]
     anomalies += _gap_anomalies(inner_gaps + border_gaps, job.run_id)
-    prev_anoms = read_arrow(tables, "anomalies")
+    prev_anoms = job.snap.read_arrow("anomalies")
     if prev_anoms is not None:  # earlier rows of live segments this run did not rescan
         keep = [r for r in prev_anoms.to_pylist() if r["segment"] is not None and r["segment"] < resume_name
                 and r["segment"] in store_names]
         anomalies = keep + anomalies
-    writer.write("anomalies", pa.Table.from_pylist(anomalies, schema=ANOMALIES_SCHEMA), ANOMALIES_SCHEMA,
-                 description=DESCRIPTIONS["anomalies"])
+    versions["anomalies"] = writer.write("anomalies", pa.Table.from_pylist(anomalies, schema=ANOMALIES_SCHEMA),
+                                         ANOMALIES_SCHEMA, description=DESCRIPTIONS["anomalies"])
     timings["tables: segments, anomalies"] = round(time.perf_counter() - lap, 3)
 
     # 6. expiry audit as of now, with the inventory the audit command reuses
@@ -503,20 +511,22 @@ def _publish(spark, tables: str, config: BrokerConfig, job: _Publish) -> dict:
         tables, config, seg_table.filter(pc.equal(seg_table["status"], "live")),
         cq_inventory_table(back["cq_files"], config.cq_file_size // 20), index_inventory_table(back["index_files"]),
         as_of_ms=int(job.started * 1000), consumer_offsets=consumer, delay_offsets=delay, run_id=job.run_id)
-    writer.write("expiry_audit", audit_rows, EXPIRY_AUDIT_SCHEMA, description=DESCRIPTIONS["expiry_audit"])
+    versions["expiry_audit"] = writer.write("expiry_audit", audit_rows, EXPIRY_AUDIT_SCHEMA,
+                                            description=DESCRIPTIONS["expiry_audit"])
     timings["tables: expiry_audit"] = round(time.perf_counter() - lap, 3)
 
-    # 7. the run
+    # 7. the run, last: its row (with the versions just committed) publishes them
     scanned_names = {s.name for s in sub.segments}
     n_msgs = sum(back["segments"].get(n, {}).get("records", 0) for n in scanned_names)
     n_keys = sum(back["keys"].get(n, 0) for n in scanned_names)
     timings["tables"] = round(time.perf_counter() - t0, 3)
-    run_row = _run_row(job, tables, config, writer, split_seg, deleted_now, n_msgs, n_keys, len(anomalies))
+    run_row = _run_row(job, tables, config, writer, versions, split_seg, deleted_now, n_msgs, n_keys, len(anomalies))
     writer.write("runs", pa.Table.from_pylist([run_row], schema=RUNS_SCHEMA), RUNS_SCHEMA, mode="append",
                  description=DESCRIPTIONS["runs"])
     return {"tables": tables, "run_id": job.run_id, "writer": writer.kind, "messages": n_msgs, "keys": n_keys,
             "segments_deleted": deleted_now, "anomalies": len(anomalies), "resume_segment": resume_name,
-            "next_cleanup": audit_summary.get("next_cleanup"), "index_totals": index_totals}
+            "next_cleanup": audit_summary.get("next_cleanup"), "index_totals": index_totals,
+            "recovered": [r.as_dict() for r in job.recovered]}
 
 
 def _read_back(spark, tables: str, config: BrokerConfig, resume_name: str) -> dict:
@@ -604,8 +614,8 @@ def _gap_anomalies(gaps: list[dict], run_id: str) -> list[dict]:
     return out
 
 
-def _run_row(job: _Publish, tables: str, config: BrokerConfig, writer: TableWriter, split_seg: dict[int, str],
-             deleted_now: list[str], n_msgs: int, n_keys: int, n_anomalies: int) -> dict:
+def _run_row(job: _Publish, tables: str, config: BrokerConfig, writer: TableWriter, versions: dict[str, int],
+             split_seg: dict[int, str], deleted_now: list[str], n_msgs: int, n_keys: int, n_anomalies: int) -> dict:
     chain, st = job.chain, job.store
     resume_name = job.scanned_store.segments[0].name
     last = chain.entries[-1] if chain.entries else None
@@ -613,7 +623,7 @@ def _run_row(job: _Publish, tables: str, config: BrokerConfig, writer: TableWrit
         "run_id": job.run_id, "command": job.command, "mode": job.mode, "started_at": _ms_dt(int(job.started * 1000)),
         "finished_at": _ms_dt(int(time.time() * 1000)), "store": st.uri if "://" in st.uri else st.root,
         "tables": tables, "config": json.dumps(config.as_properties(), sort_keys=True),
-        "versions": json.dumps(_versions(writer)), "with_body": "body" in job.scanned.columns,
+        "versions": json.dumps(_versions(writer, versions)), "with_body": "body" in job.scanned.columns,
         "segments_in_store": len(st.segments), "segments_scanned": len({split_seg[e.split.split_id]
                                                                          for e in chain.entries}),
         "segments_deleted": len(deleted_now), "resume_segment": resume_name,
@@ -624,13 +634,16 @@ def _run_row(job: _Publish, tables: str, config: BrokerConfig, writer: TableWrit
         "timings": json.dumps(job.timings)}
 
 
-def _versions(writer: TableWriter) -> dict:
+def _versions(writer: TableWriter, tables: dict[str, int]) -> dict:
+    """Software versions, the writer, and ``tables``: the version of each table this run committed
+    (what readers open once the run's row is written, :mod:`.runs`)."""
     import platform
 
     import deltalake
     import pyspark
     out = {"python": platform.python_version(), "pyspark": pyspark.__version__, "pyarrow": pa.__version__,
-           "deltalake": deltalake.__version__, "numpy": np.__version__, "writer": writer.kind}
+           "deltalake": deltalake.__version__, "numpy": np.__version__, "writer": writer.kind,
+           "tables": dict(tables)}
     try:
         from importlib.metadata import version
         out["rocketmq-offline-index"] = version("rocketmq-offline-index")
@@ -761,7 +774,9 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
     config = resolve_broker_version(st, config)
     spark = spark or build_spark_session(master, log_level=log_level)
     timings: dict[str, float] = {}
-    prev = None if full else latest_run(tables)
+    snap = snapshot(tables)   # the latest complete run: its state is where this run starts from
+    recovered = report_interrupted(snap, run_id)
+    prev = None if full else snap.run
     first = 0
     if prev is not None and prev.get("watermark_segment"):
         names = [s.name for s in st.segments]
@@ -771,7 +786,7 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
                         [dataclasses.replace(s, index=i) for i, s in enumerate(st.segments[first:])])
     resume = None
     if prev is not None:
-        resume = _resume_state(spark, tables, sub.segments[0].name, config.index_entries_per_file)
+        resume = _resume_state(spark, snap, sub.segments[0].name, config.index_entries_per_file)
     lap = time.perf_counter()
     splits = plan_splits(sub, split_size or DEFAULT_SPLIT_SIZE)
     from pyspark import StorageLevel
@@ -792,7 +807,8 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
                 local_tables[e.split.split_id] = t.filter(pc.equal(t["row_kind"], ROW_RECORD))
         timings["scan"] = round(time.perf_counter() - lap, 3)
         job = _Publish(st, sub, chain, scanned, local_tables, run_id, "tables",
-                       "incremental" if prev is not None else "full", resume, started, timings, key_buckets)
+                       "incremental" if prev is not None else "full", resume, started, timings, snap, recovered,
+                       key_buckets)
         return _publish(spark, tables, config, job)
     finally:
         scanned.unpersist()
@@ -800,10 +816,14 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
 
 def render_tables_summary(summary: dict) -> str:
     """The text ``python -m pipelines tables`` prints."""
-    return "\n".join([
+    lines = [
         f"tables        {summary['tables']} ({summary['writer']})",
         f"run           {summary['run_id']}, rescanned from segment {summary['resume_segment']}",
+    ]
+    lines += [f"interrupted   {interrupted_note(r)}" for r in summary.get("recovered", [])]
+    lines += [
         f"messages      {summary['messages']:,} rows written, {summary['keys']:,} index keys",
         f"deleted       {len(summary['segments_deleted'])} segment(s) gone since the last run",
         f"anomalies     {summary['anomalies']}",
-    ])
+    ]
+    return "\n".join(lines)

@@ -14,7 +14,9 @@ Tables under one root (one line per column in the README):
                      consume queue and index files the audit needs (rewritten each run).
 * ``anomalies``      what the scan found wrong (rewritten each run: earlier rows of unscanned
                      segments are kept).
-* ``runs``           one row per run (appended, last: the marker of a complete publication).
+* ``runs``           one row per run (appended, last: the marker of a complete publication; its
+                     ``versions`` records the version of each table the run left, which readers
+                     open: :mod:`pipelines.tables.runs`).
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from store_format.layout import TRANSACTION_COMMIT, TRANSACTION_NOT, TRANSACTION
 __all__ = ["TABLE_NAMES", "MESSAGES_SCHEMA", "MESSAGE_KEYS_SCHEMA", "SEGMENTS_SCHEMA", "EXPIRY_AUDIT_SCHEMA",
            "ANOMALIES_SCHEMA", "RUNS_SCHEMA", "DESCRIPTIONS", "KEY_BUCKETS_PROPERTY", "MAX_KEY_BUCKETS",
            "default_key_buckets", "message_keys_schema", "key_buckets_of", "TX_NAMES", "TS", "MIN_TS_MS",
-           "MAX_TS_MS", "latest_run"]
+           "MAX_TS_MS", "latest_run", "table_key_buckets"]
 
 KEY_BUCKETS_PROPERTY = "rocketmq.keyBuckets"   # metadata of message_keys.key_bucket: key_bucket = key_hash % this
 MAX_KEY_BUCKETS = 32
@@ -154,7 +156,8 @@ RUNS_SCHEMA = pa.schema([
     ("store", pa.string()),
     ("tables", pa.string()),
     ("config", pa.string()),                   # broker settings used (JSON)
-    ("versions", pa.string()),                 # software versions and the writer (JSON)
+    ("versions", pa.string()),                 # software versions, the writer, and "tables": each table's
+                                               # Delta version after the run (JSON)
     ("with_body", pa.bool_()),
     ("segments_in_store", pa.int32()),
     ("segments_scanned", pa.int32()),
@@ -203,21 +206,17 @@ def key_buckets_of(tables: str) -> int | None:
     """The bucket count of an existing ``message_keys`` table (None: no table)."""
     from ..delta import open_table
     dt = open_table(tables, "message_keys")
-    if dt is None:
-        return None
+    return None if dt is None else table_key_buckets(dt)
+
+
+def table_key_buckets(dt) -> int:
+    """The bucket count of a ``message_keys`` table (``deltalake.DeltaTable``) from its schema."""
     field = next(f for f in dt.schema().fields if f.name == "key_bucket")
     return int((field.metadata or {}).get(KEY_BUCKETS_PROPERTY) or MAX_KEY_BUCKETS)
 
 
 def latest_run(tables: str) -> dict | None:
-    """The newest row of ``runs`` (None without one)."""
-    runs = _read_runs(tables)
-    if runs is None or not runs.num_rows:
-        return None
-    rows = runs.to_pylist()
-    return max(rows, key=lambda r: (r["finished_at"], r["run_id"]))
-
-
-def _read_runs(tables: str):
-    from ..delta import read_arrow
-    return read_arrow(tables, "runs")
+    """The newest row of ``runs``: the latest complete run (None without one); see
+    :mod:`pipelines.tables.runs` for the versions of the tables it published."""
+    from .runs import snapshot
+    return snapshot(tables).run
