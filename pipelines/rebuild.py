@@ -117,6 +117,7 @@ class RebuildSummary:
     seconds: float
     tables: str | None = None
     tables_error: str | None = None
+    tables_recovered: list[dict] = dataclasses.field(default_factory=list)   # interrupted publishes completed
 
     @property
     def anomaly_count(self) -> int:
@@ -149,6 +150,9 @@ class RebuildSummary:
                      f"{mb / max(working, 1e-9):,.0f} MB/s for the rebuild once the session is up")
         if self.tables:
             lines.append(f"tables             {self.tables}")
+        for recovered in self.tables_recovered:
+            from .tables.runs import interrupted_note
+            lines.append(f"tables             {interrupted_note(recovered)}")
         if self.tables_error:
             lines.append(f"tables             NOT published ({self.tables_error}); rerun "
                          "'python -m pipelines tables' to publish them")
@@ -231,6 +235,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     job = _Job(st, config, splits, staged, spark, processes, progress)
     pending_tables = None
     tables_published = False
+    tables_recovered: list[dict] = []
     tables_error: str | None = None
     try:
         staged.prepare()
@@ -254,7 +259,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     if pending_tables is not None:
         progress.stage("tables: commit", tables or "")
         try:
-            pending_tables.finish()
+            published = pending_tables.finish()
+            tables_recovered = published.get("recovered", [])
             tables_published = True
             progress.done()
         except Exception as err:
@@ -276,7 +282,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                           rewalked_splits=chain.rewalked, timings=progress.timings,
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
-                          tables_error=tables_error)
+                          tables_error=tables_error, tables_recovered=tables_recovered)
 
 
 def _master_label(master: str | None) -> str:
