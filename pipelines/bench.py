@@ -150,10 +150,18 @@ class _RssSampler(threading.Thread):
                 try:
                     with open(f"/proc/{c}/comm") as f:
                         comm = f.read().strip()
+                    with open(f"/proc/{c}/cmdline", "rb") as f:
+                        cmdline = f.read()
                 except OSError:
                     continue
-                ckind = "jvm" if comm == "java" else ("python_workers" if kind == "jvm" or kind == "python_workers"
-                                                     else kind)
+                # Python workers: the JVM's children, and the spare daemon the driver starts for a local
+                # session (pipelines.sparkdaemon) with the workers it forks
+                if comm == "java":
+                    ckind = "jvm"
+                elif kind in ("jvm", "python_workers") or b"pipelines.sparkdaemon" in cmdline:
+                    ckind = "python_workers"
+                else:
+                    ckind = kind
                 stack.append((c, ckind))
 
     @staticmethod
