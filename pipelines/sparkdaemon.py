@@ -6,7 +6,8 @@ first: about a second before the first task of a job can begin, after the JVM's 
 
 :func:`start_spare` therefore starts a *spare* daemon process next to the JVM, which the session
 builder starts at the same time (the JVM keeps one of two cores busy while it starts).  The spare
-imports PySpark's daemon and the pipeline's task modules, loads the kernels, and waits on a Unix
+imports PySpark's daemon and the pipeline's task modules, loads the kernels (a tiny rebuild in
+process: :func:`pipelines.warm.rehearse`), and waits on a Unix
 socket in a private folder.  When Spark later runs ``python -m pipelines.sparkdaemon``, that small
 process hands its standard streams, arguments, environment (the worker secret among them) and
 working folder over the socket to the spare (``SCM_RIGHTS``), which then runs PySpark's own
@@ -65,11 +66,9 @@ def _serve_spare(path: str, fd: int) -> None:
     listener = socket.socket(fileno=fd)
     from pyspark import daemon
 
-    import pipelines.build  # noqa: F401  (the task modules, unpickled in every worker)
-    import pipelines.scan  # noqa: F401
-    from store_format.warmup import warm_up
+    from pipelines.warm import rehearse
 
-    warm_up()
+    rehearse()  # every kernel with the argument types of the tasks; the task modules imported
     try:
         conn = _accept_or_orphaned(listener)
     finally:
