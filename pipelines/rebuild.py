@@ -268,6 +268,17 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
             progress.emit(f"[rebuild] tables not published: {tables_error}")
     anomalies = list(chain.anomalies) + built.anomalies + (recovery.anomalies() if recovery else [])
     for e in chain.entries:
+        bad_lmq = e.summary.get("lmq_bad_offsets")
+        if bad_lmq:
+            seg_name = st.segments[e.split.segment].name
+            where = ", ".join(f"{pos} (light queue {name!r})" for pos, name in bad_lmq["first"])
+            anomalies.append({
+                "kind": "lmq_offset_unparsable", "segment": e.split.segment, "position": bad_lmq["first"][0][0],
+                "detail": f"{bad_lmq['count']} record(s) in segment {seg_name} (at {where}"
+                          f"{', ...' if bad_lmq['count'] > len(bad_lmq['first']) else ''}) carry an "
+                          "INNER_MULTI_QUEUE_OFFSET that Long.parseLong refuses: the broker's dispatcher throws on "
+                          "such a record and its reput retries it forever, dispatching nothing after it; this "
+                          "rebuild leaves that light queue unit out and goes on"})
         if e.summary.get("mismatched"):
             anomalies.append({"kind": "size_mismatch", "segment": e.split.segment, "position": e.split.start,
                               "detail": f"{e.summary['mismatched']} record(s) in segment "

@@ -18,6 +18,7 @@ from store_format.config import BrokerConfig
 from store_format.dispatch import fix_malformed_text
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
 from store_format.store import Reader, resolve
+from store_format.walkresult import L_NAME_LEN, L_NAME_START, L_REC, L_STATUS, LMQ_BAD_OFFSET
 
 from .plan import Split
 from .workfiles import write_split_work
@@ -89,7 +90,27 @@ def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: c
                         "dispatched_after_last_key": bool(ok[keyed[-1] + 1:].any())}
     else:
         out["index"] = {"keyed": 0, "keys": 0, "dispatched_after_last_key": bool(ok.any())}
+    bad_lmq = _unparsable_light_queue_offsets(res, ok)
+    if bad_lmq:
+        out["lmq_bad_offsets"] = bad_lmq
     return out
+
+
+def _unparsable_light_queue_offsets(res: cl.WalkResult, ok: np.ndarray, keep: int = 5) -> dict | None:
+    """Dispatched records with a light queue offset ``Long.parseLong`` refuses: their count, and
+    ``[position, queue name]`` of the first few (see :func:`store_format.dispatch.multi_dispatch_units`)."""
+    lmq = res.lmq
+    rows = np.nonzero(lmq[:, L_STATUS] == LMQ_BAD_OFFSET)[0] if len(lmq) else np.zeros(0, np.int64)
+    rows = rows[ok[lmq[rows, L_REC]]]
+    if not len(rows):
+        return None
+    text = np.asarray(res.text, dtype=np.uint8)
+    first = []
+    for r in rows[:keep]:
+        a = int(lmq[r, L_NAME_START]) - res.text_origin
+        name = bytes(text[a:a + int(lmq[r, L_NAME_LEN])]).decode("utf-8", "replace")
+        first.append([int(res.rec[lmq[r, L_REC], cl.R_POS]), name])
+    return {"count": int(len(rows)), "first": first}
 
 
 def records_batch(split: Split, res: cl.WalkResult | None, summary: dict, details: bool,
