@@ -57,7 +57,7 @@ def rehearse() -> None:
     from store_format.warmup import warm_up
 
     from .plan import plan_splits
-    from .rebuild import run_rebuild
+    from .rebuild import Progress, run_rebuild
     from .scan import records_batch, walk_split
 
     warm_up()
@@ -65,31 +65,12 @@ def rehearse() -> None:
     with tempfile.TemporaryDirectory(prefix="rocketmq-rehearsal-") as tmp:
         generate_sample_store(f"{tmp}/store", config, messages=120, seed=7)
         run_rebuild(f"{tmp}/store", f"{tmp}/out", config, engine="local", processes=1,
-                    progress=_Quiet())
+                    progress=Progress(emit=lambda _line: None))
         st = open_store(f"{tmp}/store", config)
         split = plan_splits(st, 65536)[0]
         with Reader(st.fs, split.path) as read:
             _, res = walk_split(split, read, config, scratch=cl.Scratch())
         records_batch(split, res, {}, True, False)
-
-
-class _Quiet:
-    """A progress object that says nothing (rebuild's Progress interface)."""
-    timings: dict[str, float] = {}
-    elapsed = 0.0
-
-    def stage(self, name: str, detail: str = "") -> None:
-        pass
-
-    def done(self, detail: str = "") -> None:
-        pass
-
-    def emit(self, line: str) -> None:
-        pass
-
-    def watch(self, *args, **kwargs):
-        import threading
-        return threading.Event()
 
 
 def write_class_archive(force: bool = False) -> str:
