@@ -9,7 +9,7 @@ import threading
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from .sparkdaemon import start_spare
+from .spare import start_spare
 
 __all__ = ["build_spark_session", "start_session", "PendingSession", "let_local_jvm_go", "run_tasks",
            "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE"]

@@ -4,7 +4,7 @@ Spark starts its Python daemon (``spark.python.daemon.module``, here this module
 first Python task runs, and every worker it forks would import numba and load the compiled kernels
 first: about a second before the first task of a job can begin, after the JVM's own start-up.
 
-:func:`start_spare` therefore starts a *spare* daemon process next to the JVM, which the session
+:func:`pipelines.spare.start_spare` therefore starts a *spare* daemon process next to the JVM, which the session
 builder starts at the same time (the JVM keeps one of two cores busy while it starts).  The spare
 imports PySpark's daemon and the pipeline's task modules, loads the kernels (a tiny rebuild in
 process: :func:`pipelines.warm.rehearse`), and waits on a Unix
@@ -21,43 +21,15 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
 
-__all__ = ["start_spare", "SPARE_ENV"]
+from .spare import SPARE_ENV
 
-SPARE_ENV = "PIPELINES_SPARE_DAEMON"   # the spare's socket path, inherited by the JVM and its daemon
+__all__: list[str] = []
+
 _FDS = (0, 1, 2)
-
-
-def start_spare() -> subprocess.Popen | None:
-    """Start a spare daemon and name its socket in this process's environment (which the JVM about
-    to be launched inherits).  The socket listens before this returns, so a launch never misses the
-    spare.  The spare exits when this process does (its stdin is a pipe from here)."""
-    folder = tempfile.mkdtemp(prefix="pipelines-daemon-")   # mode 0700: the socket carries the secret
-    path = os.path.join(folder, "spare.sock")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        listener.bind(path)
-        listener.listen(1)
-        proc = subprocess.Popen([sys.executable, "-m", "pipelines.sparkdaemon", "--spare", path,
-                                 str(listener.fileno())], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                pass_fds=[listener.fileno()])
-    except OSError:
-        shutil.rmtree(folder, ignore_errors=True)
-        return None
-    finally:
-        listener.close()
-    os.environ[SPARE_ENV] = path
-    _SPARES.append(proc)
-    return proc
-
-
-_SPARES: list[subprocess.Popen] = []   # kept referenced: they end with this process
 
 
 def _serve_spare(path: str, fd: int) -> None:

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from pipelines.sparkdaemon import SPARE_ENV, start_spare
+from pipelines.spare import SPARE_ENV, start_spare
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -102,7 +102,7 @@ def test_without_a_spare_the_module_is_an_ordinary_daemon(tmp_path) -> None:
 
 
 def test_an_unused_spare_ends_with_the_driver(tmp_path) -> None:
-    code = ("import os, sys; from pipelines.sparkdaemon import start_spare, SPARE_ENV; p = start_spare(); "
+    code = ("import os, sys; from pipelines.spare import start_spare, SPARE_ENV; p = start_spare(); "
             "print(p.pid, os.environ[SPARE_ENV], flush=True)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
