@@ -28,6 +28,7 @@ from store_format.config import BrokerConfig, load_broker_config
 from store_format.errors import StoreLayoutError
 from store_format.expiry import SegmentFacts, files_deleted_with, plan_cleanup
 from store_format.layout import SCHEDULE_TOPIC, index_file_size, segment_name
+from store_format.timeutil import datetime_to_ms, iso_ms, ms_to_datetime
 
 __all__ = ["parse_offset_table", "load_offsets", "cq_inventory_table", "index_inventory_table", "build_expiry_audit",
            "run_audit", "run_audit_command", "SCHEDULE_TOPIC", "SCHEDULE_GROUP"]
@@ -102,25 +103,9 @@ def index_inventory_table(rows: Sequence) -> pa.Table:
     return pa.Table.from_pylist(out, schema=INDEX_INVENTORY_SCHEMA)
 
 
-def _ms(v) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, _dt.datetime):
-        t = v if v.tzinfo else v.replace(tzinfo=_dt.timezone.utc)
-        return int(round(t.timestamp() * 1000))
-    return int(v)
-
-
 def _dt_ms(ms: int | None) -> _dt.datetime | None:
-    if ms is None or ms < 0:
-        return None
-    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=int(ms))
-
-
-def _iso(ms: int | None) -> str | None:
-    if ms is None or ms < 0:
-        return None
-    return _dt_ms(ms).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"  # type: ignore[union-attr]
+    """A time of the plan as a datetime; unknown (negative) times are null."""
+    return ms_to_datetime(ms) if ms is not None and ms >= 0 else None
 
 
 def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq_inventory: pa.Table,
@@ -143,10 +128,10 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
     """
     from .tables.schema import EXPIRY_AUDIT_SCHEMA
     segs = sorted(segments.to_pylist(), key=lambda r: r["base_offset"])
-    facts = [SegmentFacts(s["segment"], s["base_offset"], s["file_size"], _ms(s["file_mtime"]),
-                          _ms(s["first_store_time"]), _ms(s["last_store_time"])) for s in segs]
+    facts = [SegmentFacts(s["segment"], s["base_offset"], s["file_size"], datetime_to_ms(s["file_mtime"]),
+                          datetime_to_ms(s["first_store_time"]), datetime_to_ms(s["last_store_time"])) for s in segs]
     rows: list[dict] = []
-    summary: dict = {"as_of": _iso(as_of_ms), "segments": [], "consume_queue_files": 0, "index_files": 0,
+    summary: dict = {"as_of": iso_ms(as_of_ms), "segments": [], "consume_queue_files": 0, "index_files": 0,
                      "unconsumed": [], "next_cleanup": None, "total_lost_messages": 0, "total_lost_bytes": 0}
     if not facts:
         return pa.Table.from_pylist([], schema=EXPIRY_AUDIT_SCHEMA), summary
@@ -155,7 +140,7 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
     as_of = _dt_ms(as_of_ms)
     bases = [f.base for f in facts]
     if plan.next_cleanup:
-        summary["next_cleanup"] = {"from": _iso(plan.next_cleanup[0]), "until": _iso(plan.next_cleanup[1])}
+        summary["next_cleanup"] = {"from": iso_ms(plan.next_cleanup[0]), "until": iso_ms(plan.next_cleanup[1])}
     for i, s in enumerate(segs):
         rows.append({"as_of": as_of, "run_id": run_id, "kind": "segment", "name": s["segment"], "segment": s["segment"],
                      "min_offset": s["base_offset"], "max_offset": s["base_offset"] + (s["bytes_written"] or 0),
@@ -164,9 +149,9 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
                      "deleted_at": _dt_ms(int(plan.deleted_at[i])), "at_next_cleanup": bool(at_next[i]),
                      "reason": plan.reason[i], "messages": s["records"], "bytes": s["file_size"]})
         if at_next[i]:
-            summary["segments"].append({"segment": s["segment"], "reference_time": _iso(int(plan.reference_ms[i])),
+            summary["segments"].append({"segment": s["segment"], "reference_time": iso_ms(int(plan.reference_ms[i])),
                                         "time_source": plan.time_source[i],
-                                        "deleted_at": _iso(int(plan.deleted_at[i])), "records": s["records"]})
+                                        "deleted_at": iso_ms(int(plan.deleted_at[i])), "records": s["records"]})
     lo_hi = plan.next_cleanup
 
     def in_next(t: int) -> bool:

@@ -40,6 +40,7 @@ from store_format.javahash import index_key_hash
 from store_format.msgid import decode_offset_msg_id
 from store_format.records import detail_columns, lean_columns
 from store_format.store import StoreLocation, load_config_for, open_store, resolve
+from store_format.timeutil import ms_to_datetime
 
 from .delta import arrow_dataset
 from .tables.runs import Snapshot, snapshot
@@ -61,10 +62,6 @@ class LookupResult:
     discarded: list[int] = dataclasses.field(default_factory=list)  # --index: offsets whose record did not match
     source: str = "tables"
     cut: int | None = None  # the number of matches before --max cut them
-
-
-def _to_datetime(ms: int) -> _dt.datetime:
-    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
 
 
 def _scan(snap: Snapshot, name: str, prune: list, where: ds.Expression) -> tuple[pa.Table | None, int, int]:
@@ -102,10 +99,10 @@ def _time_range(begin: int | None, end: int | None) -> tuple[list[tuple], ds.Exp
     filters: list[tuple] = []
     cond = ds.scalar(True)
     if begin is not None:
-        filters.append(("store_timestamp", ">=", _to_datetime(begin)))
+        filters.append(("store_timestamp", ">=", ms_to_datetime(begin)))
         cond = cond & (t >= pa.scalar(begin * 1000, TS))
     if end is not None:
-        filters.append(("store_timestamp", "<=", _to_datetime(end)))
+        filters.append(("store_timestamp", "<=", ms_to_datetime(end)))
         cond = cond & (t <= pa.scalar(end * 1000, TS))
     return filters, cond
 
@@ -256,7 +253,7 @@ def read_records(store: StoreLocation, config: BrokerConfig, offsets: Sequence[i
         row = {
             "commitlog_offset": int(res.rec[0, cl.R_PHYS]), "segment": seg.name, "topic": lean["topic"][0].as_py(),
             "queue_id": int(res.rec[0, cl.R_QID]), "queue_offset": int(res.rec[0, cl.R_QOFF]),
-            "store_timestamp": _to_datetime(int(res.rec[0, cl.R_STORE_TS])), "tags": det["tags"][0].as_py(),
+            "store_timestamp": ms_to_datetime(int(res.rec[0, cl.R_STORE_TS])), "tags": det["tags"][0].as_py(),
             "keys": [k for k, kind in zip(keys, kinds) if kind == cl.KEY_KIND_KEY],
             "uniq_key": det["uniq_key"][0].as_py(), "msg_id": det["msg_id"][0].as_py(),
             "size": int(res.rec[0, cl.R_TOTAL]), "body_crc_ok": det["body_crc_ok"][0].as_py(),
