@@ -399,9 +399,23 @@ def _stage_name(record: logging.LogRecord) -> bool:
     return True
 
 
+def _not_py4j(record: logging.LogRecord) -> bool:
+    """py4j logs a connection it loses (an interrupted call, the JVM gone) with a traceback, on the
+    root logger; the command says what happened in one line instead."""
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
 def configure_logging(level: str | None = None) -> None:
     """One line per message on stderr; ``--log-level DEBUG`` shows more."""
     job_level = logging.DEBUG if level == "DEBUG" else logging.INFO
+    root = logging.getLogger()
+    if not root.handlers:  # other libraries' warnings, one line each
+        handler = _StderrHandler()
+        handler.setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
+        handler.setFormatter(logging.Formatter("[%(name)s] %(levelname)s %(message)s"))
+        if level != "DEBUG":
+            handler.addFilter(_not_py4j)
+        root.addHandler(handler)
     for name in ("pipelines", "store_format"):
         logger = logging.getLogger(name)
         if not logger.handlers:
@@ -433,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         raise
     except KeyboardInterrupt:
+        if "pyspark" in sys.modules:
+            from .session import mute_jvm
+            mute_jvm()   # the JVM's lines about the tasks it abandons
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-import signal
+import subprocess
 import sys
 import threading
 
@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 
 from .spare import start_spare
 
-__all__ = ["build_spark_session", "start_session", "PendingSession", "let_local_jvm_go", "run_tasks",
+__all__ = ["build_spark_session", "start_session", "PendingSession", "let_local_jvm_go", "mute_jvm", "run_tasks",
            "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE"]
 
 _DEFAULT_CONF = {
@@ -58,6 +58,8 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
         builder = builder.config(key, value)
     if conf.get("spark.python.daemon.module") == "pipelines.sparkdaemon" and SparkContext._active_spark_context is None:
         start_spare()   # a warm Python daemon, started while the JVM starts (see pipelines.sparkdaemon)
+        if SparkContext._gateway is None:
+            _launch_local_jvm(master, app_name, {**conf, **(extra_conf or {})})
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level or "ERROR")
     if log_level and master and master.startswith("local") and not launched_by_submit:
@@ -70,6 +72,45 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
 
 CDS_ARCHIVE = os.path.join(sys.prefix, "spark-cds.jsa")
 LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
+_JVM_NOISE = (b"WARNING: Using incubator modules",)   # printed by the JVM for Spark's own --add-modules
+_jvm_stderr_muted = threading.Event()
+
+
+def _launch_local_jvm(master: str, app_name: str, conf: dict[str, str]) -> None:
+    """Start the local JVM as PySpark would, but with its stderr read by this process: the lines go
+    to this process's stderr (the JVM's one unavoidable start-up warning left out) until
+    :func:`mute_jvm` stops them, so that an interrupted run ends with one line instead of the
+    stack traces of the tasks the JVM abandons as it exits."""
+    from pyspark import SparkConf
+    from pyspark.java_gateway import launch_gateway
+
+    spark_conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name)
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.PIPE})
+    source = gateway.proc.stderr
+
+    def forward() -> None:
+        out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
+        for line in iter(source.readline, b""):
+            if _jvm_stderr_muted.is_set() or line.startswith(_JVM_NOISE):
+                continue
+            if out is not None:
+                out.write(line)
+                out.flush()
+            else:
+                sys.stderr.write(line.decode("utf-8", "replace"))
+
+    threading.Thread(target=forward, name="jvm-stderr", daemon=True).start()
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
+
+
+def mute_jvm() -> None:
+    """Drop whatever a JVM started by :func:`build_spark_session` still prints (an interrupted run)."""
+    _jvm_stderr_muted.set()
 
 
 class PendingSession(threading.Thread):
@@ -94,24 +135,12 @@ class PendingSession(threading.Thread):
         if self.error is not None:
             raise self.error
         assert self.spark is not None
-        if threading.current_thread() is threading.main_thread():
-            _cancel_jobs_on_interrupt(self.spark)
         return self.spark
 
 
 def start_session(master: str | None = None, log_level: str | None = None) -> PendingSession:
     """Start :func:`build_spark_session` in the background (call it once the options are valid)."""
     return PendingSession(master, log_level)
-
-
-def _cancel_jobs_on_interrupt(spark: SparkSession) -> None:
-    """What PySpark installs when a session starts in the main thread: Ctrl-C cancels the jobs."""
-    def handler(signum, frame):
-        try:
-            spark.sparkContext.cancelAllJobs()
-        finally:
-            raise KeyboardInterrupt()
-    signal.signal(signal.SIGINT, handler)
 
 
 def let_local_jvm_go() -> None:

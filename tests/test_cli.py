@@ -67,3 +67,59 @@ def test_a_spark_rebuild_prints_only_its_own_progress_lines(golden_dir: Path, tm
     # the one line the JVM itself prints for Spark's --add-modules cannot be switched off
     foreign = [ln for ln in lines if not ln.startswith("[") and not ln.startswith("WARNING: Using incubator modules")]
     assert foreign == []
+
+
+@pytest.mark.golden
+def test_ctrl_c_gives_one_line_and_exit_130(golden_dir: Path, tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the whole foreground process group, as a terminal sends it) while the JVM
+    starts: one line, exit 130, nothing written, no JVM or Python daemon left behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    case = golden_dir / "basic-4.9.8"
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "pipelines", "rebuild", "--store", str(case / "store"), "--config",
+           str(case / "broker.conf"), "--no-tables", "--master", "local[1]", "--out", str(out)]
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(cmd, cwd=root, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            start_new_session=True, env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stderr is not None
+    started: set[int] = set()
+    for line in proc.stderr:
+        if line.startswith("[rebuild] spark session:"):
+            time.sleep(0.3)
+            started = _descendants(proc.pid)
+            os.killpg(proc.pid, signal.SIGINT)
+            break
+    rest = proc.stderr.read().splitlines()
+    assert proc.wait(60) == 130
+    assert rest == ["interrupted"], rest
+    assert not (out / "consumequeue").exists() and not (out / "index").exists()
+    assert started, "no JVM or spare daemon had started"
+    deadline = time.monotonic() + 15
+    while started and time.monotonic() < deadline:
+        started = {pid for pid in started if Path(f"/proc/{pid}").exists()}
+        time.sleep(0.1)
+    assert not started, [Path(f"/proc/{p}/cmdline").read_bytes()[:80] for p in started]
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    found: set[int] = set()
+    stack = [pid]
+    while stack:
+        for c in children.get(stack.pop(), []):
+            found.add(c)
+            stack.append(c)
+    return found
