@@ -58,7 +58,7 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
         builder = builder.config(key, value)
     if conf.get("spark.python.daemon.module") == "pipelines.sparkdaemon" and SparkContext._active_spark_context is None:
         start_spare()   # a warm Python daemon, started while the JVM starts (see pipelines.sparkdaemon)
-        if SparkContext._gateway is None:
+        if SparkContext._gateway is None and master is not None:
             _launch_local_jvm(master, app_name, {**conf, **(extra_conf or {})})
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level or "ERROR")

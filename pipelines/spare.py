@@ -17,9 +17,7 @@ SPARE_ENV = "PIPELINES_SPARE_DAEMON"   # the spare's socket path, inherited by t
 def start_spare() -> subprocess.Popen | None:
     """Start a spare daemon and name its socket in this process's environment (which the JVM about
     to be launched inherits).  The socket listens before this returns, so a launch never misses the
-    spare.  The spare exits when this process does (its stdin is a pipe from here).  It has a
-    process group of its own, as Spark's daemon makes itself one: a Ctrl-C at the terminal reaches
-    this process, which ends the run, not the daemon in the middle of its work."""
+    spare.  The spare exits when this process does (its stdin is a pipe from here)."""
     folder = tempfile.mkdtemp(prefix="pipelines-daemon-")   # mode 0700: the socket carries the secret
     path = os.path.join(folder, "spare.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -28,7 +26,7 @@ def start_spare() -> subprocess.Popen | None:
         listener.listen(1)
         proc = subprocess.Popen([sys.executable, "-m", "pipelines.sparkdaemon", "--spare", path,
                                  str(listener.fileno())], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                pass_fds=[listener.fileno()], process_group=0)
+                                pass_fds=[listener.fileno()])
     except OSError:
         shutil.rmtree(folder, ignore_errors=True)
         return None

@@ -35,6 +35,10 @@ _FDS = (0, 1, 2)
 def _serve_spare(path: str, fd: int) -> None:
     """Spare: warm up, wait for one daemon launch by Spark, then become that daemon.  A launch that
     comes during the warm-up waits in the socket's backlog."""
+    # like the daemon Spark starts (from a JVM that ignores SIGINT, in a process group it makes its
+    # own): a Ctrl-C at the terminal is the driver's to handle, not the daemon's in mid-work
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.setpgid(0, 0)
     listener = socket.socket(fileno=fd)
     from pyspark import daemon
 
