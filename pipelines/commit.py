@@ -266,6 +266,7 @@ class StagedOutput:
         self._atomic_rename = self._local or self.fs.type_name == "hdfs"
         self._lock_fd: int | None = None
         self._heartbeat_stop: threading.Event | None = None
+        self._created_root = False   # prepare() made OUT: an aborted run takes it away again if empty
         self.recovered: list[str] = []   # what the last recovery did, one line per action
 
     # -- the public steps -------------------------------------------------------------------------
@@ -284,6 +285,7 @@ class StagedOutput:
         """:meth:`check_target`, then claim the run (owner record and lock) and create the staging
         folders."""
         self.check_target()
+        self._created_root = self._created_root or not self._exists(self.root)
         self.fs.create_dir(self.root, recursive=True)
         if self._lock_fd is None and self._heartbeat_stop is None:
             self._claim()
@@ -341,8 +343,32 @@ class StagedOutput:
             log.warning("%s: the commit of run %s was interrupted; the next run on this output completes it",
                         self.out_uri, self.run_id)
         elif self._exists(self.staging_path):
-            self.fs.delete_dir(self.staging_path)
+            self._delete_staging()
         self._release()
+        if self._created_root:   # OUT as it was: not there
+            try:
+                if not self.fs.get_file_info(pafs.FileSelector(self.root)):
+                    self.fs.delete_dir(self.root)
+            except OSError:
+                pass
+
+    def _delete_staging(self, patience: float = 5.0) -> None:
+        """Remove this run's staging folder; tasks of an interrupted job may still be writing into
+        it for a moment, so retry, and leave it to the next run (which removes a dead run's folder)
+        if they do not stop."""
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                self.fs.delete_dir(self.staging_path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError as err:
+                if time.monotonic() >= deadline:
+                    log.warning("%s: could not remove %s yet (%s); the next run on this output removes it",
+                                self.out_uri, self.staging_uri, err)
+                    return
+                time.sleep(0.2)
 
     # -- recovery ---------------------------------------------------------------------------------
 

@@ -253,7 +253,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         progress.stage("commit", out)
         staged.commit()
         progress.done()
-    except BaseException:
+    except BaseException as err:
+        if isinstance(err, KeyboardInterrupt) and spark is not None:
+            _stop_jobs(spark)
         staged.abort()
         raise
     if pending_tables is not None:
@@ -294,6 +296,22 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
                           tables_error=tables_error, tables_recovered=tables_recovered)
+
+
+def _stop_jobs(spark: SparkSession, patience: float = 10.0) -> None:
+    """After an interrupt: the call was cut, its job goes on.  Cancel it and wait (a while) for its
+    tasks to stop (Spark kills a cancelled task's Python worker within
+    ``spark.python.task.killTimeout``), so that none writes into the staging folder being removed."""
+    try:
+        sc = spark.sparkContext
+        sc.cancelAllJobs()
+        tracker = sc.statusTracker()
+        deadline = time.monotonic() + patience
+        while time.monotonic() < deadline and (tracker.getActiveStageIds() or
+                                               sum(e.numRunningTasks for e in tracker.getExecutorInfos())):
+            time.sleep(0.1)
+    except Exception:  # the JVM is going too
+        pass
 
 
 def _master_label(master: str | None) -> str:
