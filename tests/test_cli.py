@@ -70,9 +70,11 @@ def test_a_spark_rebuild_prints_only_its_own_progress_lines(golden_dir: Path, tm
 
 
 @pytest.mark.golden
-def test_ctrl_c_gives_one_line_and_exit_130(golden_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stage", ["[rebuild] spark session:", "[rebuild] scan:"])
+def test_ctrl_c_gives_one_line_and_exit_130(golden_dir: Path, tmp_path: Path, stage: str) -> None:
     """Ctrl-C (SIGINT to the whole foreground process group, as a terminal sends it) while the JVM
-    starts: one line, exit 130, nothing written, no JVM or Python daemon left behind."""
+    starts, or in the scan: one line, exit 130, OUT as it was (not there), no JVM or Python daemon
+    left behind."""
     import os
     import signal
     import subprocess
@@ -90,15 +92,15 @@ def test_ctrl_c_gives_one_line_and_exit_130(golden_dir: Path, tmp_path: Path) ->
     assert proc.stderr is not None
     started: set[int] = set()
     for line in proc.stderr:
-        if line.startswith("[rebuild] spark session:"):
+        if line.startswith(stage):
             time.sleep(0.3)
             started = _descendants(proc.pid)
             os.killpg(proc.pid, signal.SIGINT)
             break
     rest = proc.stderr.read().splitlines()
     assert proc.wait(60) == 130
-    assert rest == ["interrupted"], rest
-    assert not (out / "consumequeue").exists() and not (out / "index").exists()
+    assert rest[-1:] == ["interrupted"] and all(r.startswith("[rebuild]") for r in rest[:-1]), rest
+    assert not out.exists(), sorted(str(p) for p in out.rglob("*"))
     assert started, "no JVM or spare daemon had started"
     deadline = time.monotonic() + 15
     while started and time.monotonic() < deadline:
