@@ -20,11 +20,9 @@ from pyspark.sql import SparkSession
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
-from store_format.errors import StoreError
 from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
-from store_format.recovery import RecoveryPlan, plan_recovery
 from store_format.reput import resolve_broker_version
-from store_format.store import Segment, StoreLocation, load_config_for, open_store
+from store_format.store import StoreLocation, load_config_for, open_store
 from store_format.timeutil import zone
 
 from .build import BuildTask, index_part_name, write_file
@@ -32,8 +30,9 @@ from .chain import carry_index_state, chain_splits, index_file_parts
 from .commit import StagedOutput
 from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
 from .preflight import preflight
+from .restart import as_restart as restart_view
 from .scan import ScanTask, split_summary, walk_split
-from .session import PendingSession, run_tasks, start_session
+from .session import PendingSession, run_tasks, start_session, stop_jobs
 from .workfiles import drop_split_work, write_split_work
 
 __all__ = ["RebuildSummary", "run_rebuild", "Progress"]
@@ -220,7 +219,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     config = resolve_broker_version(st, config)
     recovery = None
     if as_restart:
-        st, recovery = _as_restart(st, config, progress)
+        st, recovery = restart_view(st, config, progress)
     if st.broker_may_be_running():
         progress.emit(f"[rebuild] warning: {store}/abort exists: a broker may be running on this store (or it "
                       "crashed); segments still being written can change under the scan")
@@ -255,7 +254,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         progress.done()
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt) and spark is not None:
-            _stop_jobs(spark)
+            stop_jobs(spark)
         staged.abort()
         raise
     if pending_tables is not None:
@@ -298,22 +297,6 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                           tables_error=tables_error, tables_recovered=tables_recovered)
 
 
-def _stop_jobs(spark: SparkSession, patience: float = 10.0) -> None:
-    """After an interrupt: the call was cut, its job goes on.  Cancel it and wait (a while) for its
-    tasks to stop (Spark kills a cancelled task's Python worker within
-    ``spark.python.task.killTimeout``), so that none writes into the staging folder being removed."""
-    try:
-        sc = spark.sparkContext
-        sc.cancelAllJobs()
-        tracker = sc.statusTracker()
-        deadline = time.monotonic() + patience
-        while time.monotonic() < deadline and (tracker.getActiveStageIds() or
-                                               sum(e.numRunningTasks for e in tracker.getExecutorInfos())):
-            time.sleep(0.1)
-    except Exception:  # the JVM is going too
-        pass
-
-
 def _master_label(master: str | None) -> str:
     """The master a new session will get, for the progress line."""
     if master:
@@ -326,41 +309,6 @@ def _master_label(master: str | None) -> str:
 def _absolute(path: str) -> str:
     """A local path made absolute (URIs as they are)."""
     return path if "://" in path else os.path.abspath(path)
-
-
-@dataclasses.dataclass
-class _Restart:
-    """What a broker restart's commitlog recovery keeps and throws away (``--as-restart``)."""
-    plan: RecoveryPlan
-
-    def anomalies(self) -> list[dict]:
-        p = self.plan
-        if not (p.discarded_messages or p.discarded_bytes or p.deleted_segments):
-            return []
-        return [{"kind": "restart_discards", "segment": None, "position": p.process_offset,
-                 "detail": f"a broker restart ({p.mode} recovery, {p.broker_version}.x rules) cuts the commitlog at "
-                           f"{p.process_offset}: {p.reason}; it discards {p.discarded_messages:,} record(s), "
-                           f"{p.discarded_bytes:,} bytes, and deletes {p.deleted_segments} later segment(s)"}]
-
-
-def _as_restart(st: StoreLocation, config: BrokerConfig, progress: Progress) -> tuple[StoreLocation, _Restart]:
-    """The store as the reput sees it after the broker's recovery (:func:`store_format.recovery.plan_recovery`):
-    segments after the cut deleted, the segment holding it read up to it, and, where the recovery itself
-    dispatches (4.9 abnormal, 5.x), nothing before the segment it started from."""
-    plan = plan_recovery(st, config)
-    progress.emit(f"[rebuild] as a restart: {plan.mode} recovery cuts the commitlog at {plan.process_offset} "
-                  f"({plan.reason}); dispatch from {plan.dispatch_from}")
-    kept: list[Segment] = []
-    for seg in st.segments:
-        if seg.base > plan.process_offset or seg.end <= plan.dispatch_from:
-            continue
-        if seg.base < plan.dispatch_from:
-            raise StoreError(f"recovery dispatches from {plan.dispatch_from}, inside segment {seg.name}: not supported")
-        readable = plan.process_offset - seg.base if seg.base <= plan.process_offset < seg.end else -1
-        kept.append(dataclasses.replace(seg, index=len(kept), readable=readable))
-    if not kept:
-        raise StoreError(f"{st.uri}: a restart keeps no commitlog data (recovery cut at {plan.process_offset})")
-    return StoreLocation(st.uri, st.fs, st.root, kept), _Restart(plan)
 
 
 @dataclasses.dataclass

@@ -5,14 +5,15 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from .spare import start_spare
 
-__all__ = ["build_spark_session", "start_session", "PendingSession", "let_local_jvm_go", "mute_jvm", "run_tasks",
-           "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE"]
+__all__ = ["build_spark_session", "start_session", "PendingSession", "let_local_jvm_go", "mute_jvm", "stop_jobs",
+           "run_tasks", "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE"]
 
 _DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -141,6 +142,22 @@ class PendingSession(threading.Thread):
 def start_session(master: str | None = None, log_level: str | None = None) -> PendingSession:
     """Start :func:`build_spark_session` in the background (call it once the options are valid)."""
     return PendingSession(master, log_level)
+
+
+def stop_jobs(spark: SparkSession, patience: float = 10.0) -> None:
+    """After an interrupt: the call was cut, its job goes on.  Cancel it and wait (a while) for its
+    tasks to stop (Spark kills a cancelled task's Python worker within
+    ``spark.python.task.killTimeout``), so that none writes into the staging folder being removed."""
+    try:
+        sc = spark.sparkContext
+        sc.cancelAllJobs()
+        tracker = sc.statusTracker()
+        deadline = time.monotonic() + patience
+        while time.monotonic() < deadline and (tracker.getActiveStageIds() or
+                                               sum(e.numRunningTasks for e in tracker.getExecutorInfos())):
+            time.sleep(0.1)
+    except Exception:  # the JVM is going too
+        pass
 
 
 def let_local_jvm_go() -> None:
