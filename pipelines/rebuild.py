@@ -117,13 +117,21 @@ class RebuildSummary:
     tables: str | None = None
     tables_error: str | None = None
     tables_recovered: list[dict] = dataclasses.field(default_factory=list)   # interrupted publishes completed
+    data_end: int | None = None    # commitlog offset where the data of the last segment ends (zeros after it)
 
     @property
     def anomaly_count(self) -> int:
-        return len([a for a in self.anomalies if a["kind"] != "end_of_data"])
+        return len(self.anomalies)
+
+    @property
+    def anomaly_kinds(self) -> dict[str, int]:
+        kinds: dict[str, int] = {}
+        for a in self.anomalies:
+            kinds[a["kind"]] = kinds.get(a["kind"], 0) + 1
+        return dict(sorted(kinds.items()))
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "anomaly_count": self.anomaly_count, "anomaly_kinds": self.anomaly_kinds}
 
     def render(self) -> str:
         mb = self.bytes / 1e6
@@ -135,11 +143,15 @@ class RebuildSummary:
             f"consume queues     {self.queues:,} queues, {self.consume_queue_files:,} files, "
             f"{self.consume_queue_units:,} units",
             f"index              {self.index_files:,} files, {self.index_keys:,} keys",
-            f"anomalies          {len([a for a in self.anomalies if a['kind'] != 'end_of_data'])}",
+            f"anomalies          {self.anomaly_count}"
+            + (f" ({', '.join(f'{k} {n}' for k, n in self.anomaly_kinds.items())})" if self.anomalies else ""),
         ]
-        for a in self.anomalies:
-            if a["kind"] != "end_of_data":
-                lines.append(f"  - {a['kind']}: {a.get('detail', '')}")
+        shown = 20
+        for a in self.anomalies[:shown]:
+            lines.append(f"  - {a['kind']}: {a.get('detail', '')}")
+        if len(self.anomalies) > shown:
+            lines.append(f"  ... and {len(self.anomalies) - shown} more"
+                         + (" (all in the anomalies table)" if self.tables else ""))
         lines.append(f"time               {self.seconds:.2f}s (" +
                      ", ".join(f"{k} {v:.2f}s" for k, v in self.timings.items()) + ")")
         working = (self.seconds - self.timings.get("spark session", 0.0) - self.timings.get("plan", 0.0)
@@ -241,10 +253,12 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         summaries = job.scan()
         chain, index_in, index_totals = job.chain(summaries)
         built = job.build(chain, index_in, index_totals, record_states=tables is not None, tz=tz)
+        anomalies = _rebuild_anomalies(st, chain, built, recovery)
         if tables is not None:
             progress.stage("tables", tables)
             try:
-                pending_tables = job.tables_rows(tables, chain, index_in, built, run_id, started, with_body)
+                pending_tables = job.tables_rows(tables, chain, index_in, built, run_id, started, with_body,
+                                                 anomalies)
             except Exception as err:  # reported in the summary; the rebuilt files are committed all the same
                 tables_error = f"{type(err).__name__}: {err}"
                 progress.emit(f"[rebuild] tables not published: {tables_error}")
@@ -267,7 +281,31 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         except Exception as err:
             tables_error = f"{type(err).__name__}: {err}"
             progress.emit(f"[rebuild] tables not published: {tables_error}")
-    anomalies = list(chain.anomalies) + built.anomalies + (recovery.anomalies() if recovery else [])
+    if tables_published:   # the anomalies table's rows: the rebuild's own and what the tables found per record
+        anomalies = [{"kind": r["kind"], "segment": r["segment"], "position": r["position"], "detail": r["detail"]}
+                     for r in published["anomaly_rows"]]
+    return RebuildSummary(store=store, out=out, run_id=run_id, segments=len(st.segments), bytes=st.total_bytes(),
+                          splits=len(splits), records=sum(s.get("records", 0) for s in summaries.values()),
+                          dispatched=index_totals["dispatched"], consume_queue_units=built.units,
+                          queues=built.queues, consume_queue_files=built.cq_file_count,
+                          index_files=len(built.index_files), index_keys=index_totals["keys"], anomalies=anomalies,
+                          rewalked_splits=chain.rewalked, timings=progress.timings,
+                          seconds=round(progress.elapsed, 3),
+                          tables=tables if tables_published else None,
+                          tables_error=tables_error, tables_recovered=tables_recovered,
+                          data_end=next((st.segments[a["segment"]].base + a["position"] for a in chain.anomalies
+                                         if a["kind"] == "end_of_data"), None))
+
+
+# kinds the tables derive from the chain themselves (classifying an unreadable record by its magic code)
+_CHAIN_KINDS = ("unreadable_record", "unreachable_records", "size_mismatch")
+
+
+def _rebuild_anomalies(st: StoreLocation, chain, built: _Built, recovery) -> list[dict]:
+    """What the rebuild itself found wrong, in the summary's form (kind, segment number, position,
+    detail).  The end of the data in the last segment is no anomaly."""
+    anomalies = [a for a in chain.anomalies if a["kind"] != "end_of_data"] + built.anomalies
+    anomalies += recovery.anomalies() if recovery else []
     for e in chain.entries:
         bad_lmq = e.summary.get("lmq_bad_offsets")
         if bad_lmq:
@@ -286,15 +324,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                                         f"{st.segments[e.split.segment].name} "
                                         f"from position {e.split.start} whose totalSize disagrees with their fields: "
                                         "not dispatched"})
-    return RebuildSummary(store=store, out=out, run_id=run_id, segments=len(st.segments), bytes=st.total_bytes(),
-                          splits=len(splits), records=sum(s.get("records", 0) for s in summaries.values()),
-                          dispatched=index_totals["dispatched"], consume_queue_units=built.units,
-                          queues=built.queues, consume_queue_files=built.cq_file_count,
-                          index_files=len(built.index_files), index_keys=index_totals["keys"], anomalies=anomalies,
-                          rewalked_splits=chain.rewalked, timings=progress.timings,
-                          seconds=round(progress.elapsed, 3),
-                          tables=tables if tables_published else None,
-                          tables_error=tables_error, tables_recovered=tables_recovered)
+    return anomalies
 
 
 def _master_label(master: str | None) -> str:
@@ -427,14 +457,15 @@ class _Job:
                  "end_offset": prev_off, "end_timestamp": prev_ts}]
 
     def tables_rows(self, tables: str, chain, index_in, built: _Built, run_id: str, started: float,
-                    with_body: bool):
+                    with_body: bool, anomalies: list[dict]):
         """Write the tables' rows from this rebuild's results (:mod:`pipelines.tables.publish`); the
         commit of the tables comes after the files' commit (``finish``)."""
         from .tables.publish import RebuildResults, stage_tables
         if self.spark is None:
             raise ValueError("the Delta tables need the Spark engine")
         results = RebuildResults(self.st, self.config, chain, index_in, built.cq_files, built.index_files,
-                                 self.work_uri, self.buckets, run_id, started, self.progress.timings)
+                                 self.work_uri, self.buckets, run_id, started, self.progress.timings,
+                                 [a for a in anomalies if a["kind"] not in _CHAIN_KINDS])
         return stage_tables(self.spark, tables, results, with_body=with_body)
 
 

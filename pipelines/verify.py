@@ -853,11 +853,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
 # verify
 
 
-def _end_of_data(st: StoreLocation, anomalies: list[dict]) -> int:
-    for a in anomalies:
-        if a.get("kind") == "end_of_data":
-            return st.segments[int(a["segment"])].base + int(a["position"])
-    return st.segments[-1].end
+def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
+    return data_end if data_end is not None else st.segments[-1].end
 
 
 def _checkpoint_index_ts(fs: pafs.FileSystem, root: str) -> int | None:
@@ -979,7 +976,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         store_index.append((n, store_ix[n], header))
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
-        commitlog_end=_end_of_data(st, summary.anomalies), clean_shutdown=clean, store_index=store_index,
+        commitlog_end=_end_of_data(st, summary.data_end), clean_shutdown=clean, store_index=store_index,
         expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
         checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root),
         read_expected_cq=lambda queue, name: _read_all(ref_fs, f"{ref}/{CQ_DIR}/{queue}/{name}"))

@@ -80,6 +80,8 @@ class RebuildResults:
     run_id: str
     started: float                               # epoch seconds
     timings: dict[str, float]
+    anomalies: list[dict] = dataclasses.field(default_factory=list)   # the rebuild's own findings the
+    #                                            tables do not derive (light queue offsets, clamped index names, ...)
 
 
 class _TablesTask:
@@ -372,7 +374,7 @@ def _finish(p: PendingTables) -> dict:
     seg_table = _segment_rows(st, _segment_ends(chain, st), back, prev_segments, res.run_id)
     versions["segments"] = writer.write("segments", seg_table, SEGMENTS_SCHEMA, description=DESCRIPTIONS["segments"])
     anomalies = (_chain_anomalies(chain, st, res.run_id) + _record_anomalies(bad, res.run_id)
-                 + _gap_anomalies(gaps, res.run_id))
+                 + _gap_anomalies(gaps, res.run_id) + _rebuild_rows(st, res))
     versions["anomalies"] = writer.write("anomalies", pa.Table.from_pylist(anomalies, schema=ANOMALIES_SCHEMA),
                                          ANOMALIES_SCHEMA, description=DESCRIPTIONS["anomalies"])
     from ..audit import build_expiry_audit, cq_inventory_table, index_inventory_table, load_offsets
@@ -413,8 +415,21 @@ def _finish(p: PendingTables) -> dict:
     writer.write("runs", pa.Table.from_pylist([run_row], schema=RUNS_SCHEMA), RUNS_SCHEMA, mode="append",
                  description=DESCRIPTIONS["runs"])
     return {"tables": tables, "run_id": res.run_id, "writer": writer.kind, "messages": n_msgs, "keys": n_keys,
-            "anomalies": len(anomalies), "next_cleanup": audit_summary.get("next_cleanup"),
+            "anomalies": len(anomalies), "anomaly_rows": anomalies, "next_cleanup": audit_summary.get("next_cleanup"),
             "recovered": [r.as_dict() for r in recovered]}
+
+
+def _rebuild_rows(st: StoreLocation, res: RebuildResults) -> list[dict]:
+    """The rebuild's own anomalies as rows of the anomalies table."""
+    rows = []
+    for a in res.anomalies:
+        seg = st.segments[a["segment"]] if isinstance(a.get("segment"), int) else None
+        pos = a.get("position")
+        rows.append({"run_id": res.run_id, "segment": seg.name if seg is not None else None,
+                     "commitlog_offset": seg.base + pos if seg is not None and pos is not None else pos,
+                     "position": pos if seg is not None else None, "length": None, "kind": a["kind"], "topic": None,
+                     "queue_id": None, "expected": None, "found": None, "detail": a.get("detail", "")})
+    return rows
 
 
 def _segment_of(st: StoreLocation, offset: int | None) -> str | None:
