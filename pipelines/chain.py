@@ -21,7 +21,7 @@ import numpy as np
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.indexfile import accepted_by_index
-from store_format.reput import data_end_limit, next_reput_offset
+from store_format.reput import data_end_limit, follow_reput
 from store_format.store import StoreLocation
 
 from .plan import Split
@@ -55,30 +55,28 @@ class Chain:
 
 def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split], summaries: dict[int, dict],
                  rewalk: Rewalk) -> Chain:
-    """Follow ``doReput`` across segments and splits using the scan summaries."""
-    file_size = config.mappedFileSizeCommitLog
+    """Follow ``doReput`` (:func:`store_format.reput.follow_reput`) across segments and splits using the
+    scan summaries: each slice the reput reads is walked by the splits of its segment, one after the
+    other, where each must start where the previous one stopped."""
     by_segment: dict[int, list[Split]] = {}
     for sp in splits:
         by_segment.setdefault(sp.segment, []).append(sp)
     last_seg = store.segments[-1]
-    limit_abs = None
-    if config.is_5x and any(summaries[s.split_id].get("mismatched", 0) for s in by_segment[last_seg.index]):
-        limit_abs = data_end_limit(store, config)
+
+    def reput_end() -> int | None:  # only a 5.x store whose last segment has size mismatches has one
+        if config.is_5x and any(summaries[s.split_id].get("mismatched", 0) for s in by_segment[last_seg.index]):
+            return data_end_limit(store, config)
+        return None
+
     entries: list[ChainEntry] = []
     anomalies: list[dict] = []
     on_chain: set[int] = set()
     rewalked = 0
-    reput = store.segments[0].base
-    while True:
-        seg = store.segment_at(reput)
-        if seg is None:
-            break
-        p = reput - seg.base
-        if p >= seg.data_end:
-            break  # nothing readable left: the reput waits for data (isCommitLogAvailable)
-        state = cl.WalkState.at_slice_start(p, seg.data_end)
+
+    def walk_slice(seg, state: cl.WalkState, limit_rel: int | None) -> tuple[cl.WalkState, int]:
+        """The splits of ``seg`` from ``state`` on, chained: the slice's end state and why it stopped."""
+        nonlocal rewalked
         stop = cl.Stop.SPLIT_END
-        limit_rel = None if (limit_abs is None or seg is not last_seg) else limit_abs - seg.base
         for split in by_segment[seg.index]:
             if state.bufpos >= split.end:
                 continue
@@ -111,11 +109,16 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
         if stop == cl.Stop.BAD:
             anomalies.append(_unreadable(store, seg, state, last_seg))
         if stop == cl.Stop.SPLIT_END:
-            break  # cannot happen: the last split of a segment has no byte end
-        nxt = next_reput_offset(seg, state, stop, file_size, config.is_master)
-        if nxt is None or nxt <= reput:
-            break
-        reput = nxt
+            stop = cl.Stop.LIMIT  # cannot happen (a segment's last split has no byte end): end the chain
+        return state, stop
+
+    steps = follow_reput(store, config, reput_end)
+    try:
+        seg, state, limit_rel = next(steps)
+        while True:
+            seg, state, limit_rel = steps.send(walk_slice(seg, state, limit_rel))
+    except StopIteration:
+        pass
     dropped = {sid: s["records"] for sid, s in summaries.items() if sid not in on_chain and s.get("records", 0)}
     for sid, n in sorted(dropped.items()):
         sp = splits[sid]

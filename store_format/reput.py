@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from .dispatch import fix_malformed_text, index_keys, queue_units
 from .indexfile import accepted_by_index, build_index_file, index_file_names, trailing_empty_file, trailing_file_time
 from .store import Segment, StoreLocation
 
-__all__ = ["next_reput_offset", "walk_store", "rebuild_in_memory", "InMemoryRebuild", "data_end_limit"]
+__all__ = ["next_reput_offset", "follow_reput", "walk_store", "rebuild_in_memory", "InMemoryRebuild", "data_end_limit"]
 
 
 def next_reput_offset(seg: Segment, state: cl.WalkState, stop: int, file_size: int, master: bool = True) -> int | None:
@@ -91,15 +91,27 @@ def resolve_broker_version(store: StoreLocation, config: BrokerConfig) -> Broker
     return config  # "auto" reads as 4.9.x, V2 records included (BrokerConfig.accepts_v2_records)
 
 
-def walk_store(store: StoreLocation, config: BrokerConfig, *, reuse_memory: bool = False,
-               scratch: cl.Scratch | None = None) -> Iterator[tuple[Segment, cl.WalkResult]]:
-    """Yield each slice the reput reads, in order, with its walk.  With ``reuse_memory`` (or a
-    ``scratch`` to reuse across calls) every result is only valid until the next one is yielded."""
-    config = resolve_broker_version(store, config)
-    if scratch is None and reuse_memory:
-        scratch = cl.Scratch()
+Slice = tuple[Segment, cl.WalkState, "int | None"]   # the segment, the loop state at the slice start, the reput end
+
+
+def follow_reput(store: StoreLocation, config: BrokerConfig,
+                 reput_end: Callable[[], int | None] | None = None) -> Generator[Slice, tuple[cl.WalkState, int], None]:
+    """``DefaultMessageStore.ReputMessageService.doReput``'s way through the commitlog, slice by slice:
+    the one place of its rules for every caller (the sequential reference, the Spark job's chain).
+
+    Yields each slice the reput reads: its segment, the walk loop's state where it starts
+    (``reputFromOffset``; ``CommitLog.getData`` hands out the segment's readable bytes from there), and
+    the 5.x reput end inside the last segment (``getReputEndOffset``, relative; None elsewhere).  The
+    caller walks the slice and sends back ``(state, stop)`` where its walk ended; the next slice starts
+    at :func:`next_reput_offset`.  It ends where nothing readable is left (``isCommitLogAvailable``:
+    the reput waits for data), past the last segment, or where the reput stops for good.
+
+    ``reput_end``: gives the 5.x reput end (absolute), asked once, on reaching the last segment
+    (:func:`data_end_limit`; callers that know it cannot matter pass None)."""
     file_size = config.mappedFileSizeCommitLog
-    limit_abs = data_end_limit(store, config)
+    last = store.segments[-1]
+    limit_abs: int | None = None
+    asked = False
     reput = store.segments[0].base
     while True:
         seg = store.segment_at(reput)
@@ -107,17 +119,36 @@ def walk_store(store: StoreLocation, config: BrokerConfig, *, reuse_memory: bool
             return
         pos = reput - seg.base
         if pos >= seg.data_end:
-            return  # nothing readable left: the reput waits for data (isCommitLogAvailable)
-        state = cl.WalkState.at_slice_start(pos, seg.data_end)
-        with store.reader(seg) as read:
-            res = cl.walk_range(read, seg.base, seg.data_end, state, seg.data_end + 1, config,
-                                limit_rel=None if limit_abs is None else limit_abs - seg.base,
-                                window=seg.data_end - pos + 16, scratch=scratch)
-        yield seg, res
-        nxt = next_reput_offset(seg, res.state, res.stop, file_size, config.is_master)
+            return  # nothing readable left: the reput waits for data
+        if seg is last and not asked:
+            limit_abs, asked = (reput_end() if reput_end is not None else None), True
+        limit_rel = limit_abs - seg.base if limit_abs is not None and seg is last else None
+        state, stop = yield seg, cl.WalkState.at_slice_start(pos, seg.data_end), limit_rel
+        nxt = next_reput_offset(seg, state, stop, file_size, config.is_master)
         if nxt is None or nxt <= reput:
             return
         reput = nxt
+
+
+def walk_store(store: StoreLocation, config: BrokerConfig, *, reuse_memory: bool = False,
+               scratch: cl.Scratch | None = None) -> Iterator[tuple[Segment, cl.WalkResult]]:
+    """Yield each slice the reput reads (:func:`follow_reput`), in order, with its walk.  With
+    ``reuse_memory`` (or a ``scratch`` to reuse across calls) every result is only valid until the
+    next one is yielded."""
+    config = resolve_broker_version(store, config)
+    if scratch is None and reuse_memory:
+        scratch = cl.Scratch()
+    steps = follow_reput(store, config, lambda: data_end_limit(store, config))
+    try:
+        seg, state, limit_rel = next(steps)
+        while True:
+            with store.reader(seg) as read:
+                res = cl.walk_range(read, seg.base, seg.data_end, state, seg.data_end + 1, config,
+                                    limit_rel=limit_rel, window=seg.data_end - state.bufpos + 16, scratch=scratch)
+            yield seg, res
+            seg, state, limit_rel = steps.send((res.state, res.stop))
+    except StopIteration:
+        return
 
 
 @dataclasses.dataclass
