@@ -29,14 +29,15 @@ import numpy as np
 
 
 # --- magic codes [MessageDecoder.MESSAGE_MAGIC_CODE(_V2), CommitLog.BLANK_MAGIC_CODE]
-def _i32(value: int) -> int:
-    """An unsigned 32-bit literal as the signed int Java reads."""
+def signed32(value: int) -> int:
+    """The low 32 bits of a value as the signed int Java reads (``(int)`` of a long, an unsigned literal)."""
+    value &= 0xFFFFFFFF
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
-MAGIC_V1 = _i32(0xDAA320A7)
-MAGIC_V2 = _i32(0xDAA320AB)
-MAGIC_BLANK = _i32(0xCBD43194)
+MAGIC_V1 = signed32(0xDAA320A7)
+MAGIC_V2 = signed32(0xDAA320AB)
+MAGIC_BLANK = signed32(0xCBD43194)
 
 # --- sysFlag bits [MessageSysFlag]
 SYSFLAG_COMPRESSED = 0x1

@@ -11,6 +11,7 @@ from .crc import body_crc_spans
 from .dispatch import _gather, gather_strings
 from .javahash import index_hash
 from .layout import SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6, SYSFLAG_TRANSACTION_MASK
+from .msgid import hex_chars
 
 __all__ = ["LEAN_FIELDS", "DETAIL_FIELDS", "BODY_FIELD", "lean_columns", "detail_columns", "hex_strings",
            "host_strings", "list_array", "gather_binary", "properties_map"]
@@ -103,15 +104,10 @@ def lean_columns(res: cl.WalkResult) -> dict[str, pa.Array]:
     }
 
 
-_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
-
-
 def hex_strings(byte_matrix: np.ndarray) -> pa.StringArray:
-    """Upper-case hex of each row of a uint8 matrix (``UtilAll.bytes2string``)."""
+    """Upper-case hex of each row of a uint8 matrix (``UtilAll.bytes2string``), as Arrow strings."""
     n, width = byte_matrix.shape
-    chars = np.empty((n, width * 2), dtype=np.uint8)
-    chars[:, 0::2] = _HEX[byte_matrix >> 4]
-    chars[:, 1::2] = _HEX[byte_matrix & 0x0F]
+    chars = hex_chars(byte_matrix)
     offsets = np.arange(n + 1, dtype=np.int32) * (width * 2)
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes()))
 

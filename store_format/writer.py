@@ -68,6 +68,7 @@ from .layout import (
     TRANSACTION_COMMIT,
     TRANSACTION_NOT,
     segment_name,
+    signed32,
 )
 from .msgid import host_to_bytes
 
@@ -632,7 +633,7 @@ class CommitLogWriter:
         zero = auto & ~counts
         key = topic_ids * (1 << 32) + (qid & 0xFFFFFFFF)
         uniq, group = np.unique(key, return_inverse=True)
-        keys = [(topic_table[int(k >> 32)], _signed32(int(k & 0xFFFFFFFF))) for k in uniq]
+        keys = [(topic_table[int(k >> 32)], signed32(int(k))) for k in uniq]
         counters = np.array([self._counters.get(k, self._first_offset(k)) for k in keys], dtype=np.int64)
         _assign_queue_offsets(group.astype(np.int64), counts, zero, counters, qoff)
         for k, c in zip(keys, counters.tolist()):
@@ -693,10 +694,6 @@ class CommitLogWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _signed32(v: int) -> int:
-    return v - (1 << 32) if v >= 1 << 31 else v
 
 
 def _crc_col(col: Spans) -> np.ndarray:

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from store_format import commitlog as cl
 from store_format.indexfile import accepted_by_index
-from store_format.layout import SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK
+from store_format.layout import SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK, signed32
 from store_format.records import properties_map
 
 from .schema import MAX_KEY_BUCKETS, MAX_TS_MS, MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA, MIN_TS_MS, TS, TX_NAMES
@@ -48,10 +48,6 @@ def ts_array(ms: np.ndarray) -> pa.Array:
     return pa.array(np.where(bad, 0, ms) * 1000, type=TS, mask=bad if bad.any() else None)
 
 
-def _signed32(v: int) -> int:
-    return v - (1 << 32) if v >= 1 << 31 else v
-
-
 @dataclasses.dataclass
 class _Units:
     """A split's units for their own consume queues, in record order, grouped by queue."""
@@ -86,7 +82,7 @@ def own_units(part: pa.Table) -> _Units:
     rank = np.empty(len(own), dtype=np.int64)
     rank[order] = np.arange(len(own)) - np.repeat(starts, counts)
     topics = [names[int(u >> 32)] for u in uniq]
-    qids = [_signed32(int(u) & 0xFFFFFFFF) for u in uniq]
+    qids = [signed32(int(u)) for u in uniq]
     return _Units(own, group.astype(np.int64), rank, topics, qids, order, starts)
 
 
