@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = [
+__all__ = ["offset_msg_id_bytes",
     "HostLike",
     "host_to_bytes",
     "host_from_bytes",
@@ -185,8 +185,14 @@ def create_offset_msg_ids(store_hosts: np.ndarray | HostLike, offsets: np.ndarra
         hosts = np.broadcast_to(one, (n, len(one)))
     if hosts.shape[1] not in (IPV4_LEN + PORT_LEN, IPV6_LEN + PORT_LEN):
         raise ValueError(f"hosts must be 8 or 20 bytes wide, got {hosts.shape[1]}")
-    rows = np.concatenate([hosts, offsets.astype(">i8").view(np.uint8).reshape(n, 8)], axis=1)
-    return _hex_rows(rows)
+    return _hex_rows(offset_msg_id_bytes(hosts, offsets))
+
+
+def offset_msg_id_bytes(hosts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The bytes an offset msgId spells in hex: each row's raw store host (ip + port, 8 or 20 bytes)
+    then its commitlog offset as a big-endian long [MessageDecoder.createMessageId]."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    return np.concatenate([hosts, offsets.astype(">i8").view(np.uint8).reshape(len(offsets), 8)], axis=1)
 
 
 def decode_offset_msg_ids(msg_ids: Sequence[str] | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ from .crc import body_crc_spans
 from .dispatch import _gather, gather_strings
 from .javahash import index_hash
 from .layout import SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6, SYSFLAG_TRANSACTION_MASK
-from .msgid import hex_chars
+from .msgid import hex_chars, offset_msg_id_bytes
 
 __all__ = ["LEAN_FIELDS", "DETAIL_FIELDS", "BODY_FIELD", "lean_columns", "detail_columns", "hex_strings",
            "host_strings", "list_array", "gather_binary", "properties_map"]
@@ -254,12 +254,15 @@ def detail_columns(res: cl.WalkResult, with_body: bool = False) -> dict[str, pa.
     store_host, _ = host_strings(text, org, rec[:, cl.R_STORE_HOST], store_v6)
     # offset msgId: store host address bytes + commitlog offset [MessageDecoder.createMessageId]
     msg_id = np.empty(n, dtype=object)
-    phys_bytes = rec[:, cl.R_PHYS].astype(">i8").view(np.uint8).reshape(n, 8)
     for v6, width in ((False, 8), (True, 20)):
         rows = np.nonzero(store_v6 == v6)[0]
         if len(rows):
             host = _gather_fixed(text, org, rec[rows, cl.R_STORE_HOST], width)
-            msg_id[rows] = hex_strings(np.hstack([host, phys_bytes[rows]])).to_numpy(zero_copy_only=False)
+            ids = hex_strings(offset_msg_id_bytes(host, rec[rows, cl.R_PHYS]))
+            if len(rows) == n:
+                msg_id = ids   # all hosts of one kind (the usual case): the Arrow strings as they are
+                break
+            msg_id[rows] = ids.to_numpy(zero_copy_only=False)
 
     def prop(k: int) -> pa.Array:
         s = res.prop_span[:, k]
@@ -274,7 +277,7 @@ def detail_columns(res: cl.WalkResult, with_body: bool = False) -> dict[str, pa.
         "born_timestamp": pa.array(rec[:, cl.R_BORN_TS]),
         "born_host": born_host,
         "store_host": store_host,
-        "msg_id": pa.array(msg_id, type=pa.string()),
+        "msg_id": msg_id if isinstance(msg_id, pa.Array) else pa.array(msg_id, type=pa.string()),
         "body_crc": pa.array(rec[:, cl.R_CRC].astype(np.int32)),
         "body_crc_ok": pa.array(crc == rec[:, cl.R_CRC].astype(np.int32)),
         "body_size": pa.array(rec[:, cl.R_BODY_LEN].astype(np.int32)),
