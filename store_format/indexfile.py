@@ -108,8 +108,8 @@ def index_file_pieces(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.nda
     table = np.zeros(max_hash_slot_num, dtype=np.int32)
     entries = np.empty((n + 1) * INDEX_ENTRY_SIZE, dtype=np.uint8)  # entry 0 is never used
     entries[:INDEX_ENTRY_SIZE] = 0
-    used_slots = _fill_entries(key_hash, offset, store_ts, np.int64(begin_ts), np.int64(max_hash_slot_num),
-                               table, entries)
+    _, used_slots = _fill_window(key_hash, offset, store_ts, np.int64(begin_ts), np.int64(max_hash_slot_num),
+                                 table, np.int64(0), np.int64(0), np.int64(0), entries)
     header["beginTimestamp"] = store_ts[0]
     header["beginPhyOffset"] = offset[0]
     header["endTimestamp"] = store_ts[-1]
@@ -129,47 +129,16 @@ def _put_be(out, pos, value, width):
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_entries(key_hash, offset, store_ts, begin_ts, slot_num, table, out):
-    """Entries 1..n in one pass: slot chains (the slot's previous entry; the slot keeps its latest)
-    and timeDiff in seconds (Java long division, clamped to [0, Integer.MAX_VALUE], 0 while the
-    file's begin time is not positive: the first entry against the carried begin, later ones
-    against the first entry's time).  Returns how many puts found their slot empty
-    (``hashSlotCount``)."""
-    n = key_hash.shape[0]
-    empty_hits = 0
-    first_ts = store_ts[0]
-    for i in range(n):
-        if i + _AHEAD < n:  # the slot table is large and hit at random: ask for a later key's slot now
-            prefetch(table, np.int64(key_hash[i + _AHEAD]) % slot_num)  # type: ignore[call-arg]
-        h = np.int64(key_hash[i])
-        s = h % slot_num
-        prev = np.int64(table[s])
-        if prev == 0:
-            empty_hits += 1
-        base = begin_ts if i == 0 else first_ts
-        td = np.int64(0)
-        if base > 0:
-            d = store_ts[i] - base
-            td = d // 1000 if d >= 0 else -((-d) // 1000)
-            if td < 0:
-                td = 0
-            elif td > 0x7FFFFFFF:
-                td = 0x7FFFFFFF
-        pos = (i + 1) * 20
-        _put_be(out, pos, h, 4)
-        _put_be(out, pos + 4, offset[i], 8)
-        _put_be(out, pos + 12, td, 4)
-        _put_be(out, pos + 16, prev, 4)
-        table[s] = i + 1
-    return empty_hits
-
-
-@numba.njit(cache=True, nogil=True)
 def _fill_window(key_hash, offset, store_ts, begin_ts, slot_num, table, i, entries_at, w0, out):
-    """:func:`_fill_entries` for the part of the file in ``out`` (file bytes ``w0 .. w0+len(out)``),
-    from key ``i`` on.  A key's entry is put (its slot updated) once all its bytes are in a window;
+    """Entries from key ``i`` on, for the part of the file in ``out`` (file bytes ``w0 .. w0+len(out)``;
+    entry ``k`` at ``entries_at + 20 k``): slot chains (the slot's previous entry; the slot keeps its
+    latest) and timeDiff in seconds (Java long division, clamped to [0, Integer.MAX_VALUE], 0 while
+    the file's begin time is not positive: the first entry against the carried begin, later ones
+    against the first entry's time).  A key's entry is put (its slot updated) once all its bytes are in a window;
     one that runs past the window's end is written in part and put by the next window, which
-    computes the same bytes again.  Returns the next key and how many puts found their slot empty."""
+    computes the same bytes again.  Returns the next key and how many puts found their slot empty
+    (``hashSlotCount``).  One window over a whole entries buffer (``entries_at = w0 = 0``) builds them
+    all at once."""
     n = key_hash.shape[0]
     w1 = w0 + out.shape[0]
     empty_hits = 0
