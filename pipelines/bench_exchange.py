@@ -46,12 +46,10 @@ class _ScanToBlobs:
 
     def __call__(self, task: int):
         from store_format import commitlog as cl
-        from store_format.dispatch import queue_units
-        from store_format.javahash import index_hash
         from store_format.store import Reader, resolve
 
         from .scan import WORKER_SCRATCH, walk_split
-        from .workfiles import KEY_SCHEMA, _unit_batches
+        from .workfiles import KEY_SCHEMA, split_batches
 
         cl.use_system_allocator()
         fs, _ = resolve(self.store_uri)
@@ -62,20 +60,11 @@ class _ScanToBlobs:
                 _, res = walk_split(split, read, self.config, scratch=WORKER_SCRATCH)
             if res is None:
                 continue
-            units = queue_units(res)
-            if len(units):
-                schema, batches = _unit_batches(units, self.buckets)
-                for b, batch in enumerate(batches):
-                    out.append((b, (sid, _ipc([batch], schema))))
-            rec = res.rec
-            keyed = np.nonzero((rec[:, cl.R_STATUS] == cl.Status.DISPATCHED) & (rec[:, cl.R_KEY_COUNT] > 0))[0]
-            if len(keyed):
-                offsets = np.zeros(len(keyed) + 1, dtype=np.int32)
-                np.cumsum(rec[keyed, cl.R_KEY_COUNT], out=offsets[1:])
-                lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(index_hash(res.key[:, cl.K_HASH])))
-                batch = pa.RecordBatch.from_arrays([pa.array(rec[keyed, cl.R_PHYS]),
-                                                    pa.array(rec[keyed, cl.R_STORE_TS]), lists], schema=KEY_SCHEMA)
-                out.append((self.buckets, (sid, _ipc([batch], KEY_SCHEMA))))
+            schema, batches, keys = split_batches(res, self.buckets)
+            for b, batch in enumerate(batches):
+                out.append((b, (sid, _ipc([batch], schema))))
+            if keys is not None:
+                out.append((self.buckets, (sid, _ipc([keys], KEY_SCHEMA))))
         return out
 
 

@@ -29,7 +29,7 @@ from store_format.javahash import index_hash
 from store_format.store import resolve
 
 __all__ = ["UNIT_SCHEMA", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work", "read_bucket_units",
-           "read_keys", "drop_split_work", "SplitKeys", "write_queue_states", "read_queue_states"]
+           "read_keys", "drop_split_work", "split_batches", "SplitKeys", "write_queue_states", "read_queue_states"]
 
 UNIT_SCHEMA = pa.schema([
     ("queue", pa.int32()),             # number of the unit's queue in the file's ``queues`` metadata
@@ -96,16 +96,18 @@ def _unit_batches(units: QueueUnits, buckets: int) -> tuple[pa.Schema, list[pa.R
     return schema, batches
 
 
-def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, buckets: int) -> None:
-    """Write a split's units (one batch per queue bucket) and index keys."""
-    if res is None:
-        return
+def split_batches(res: cl.WalkResult, buckets: int) -> tuple[pa.Schema | None, list[pa.RecordBatch],
+                                                             pa.RecordBatch | None]:
+    """A split's work as Arrow: its units' schema and one batch per queue bucket (none without
+    units), and the batch of its index keys (None without keys)."""
+    schema: pa.Schema | None = None
+    batches: list[pa.RecordBatch] = []
     units = queue_units(res)
     if len(units):
         schema, batches = _unit_batches(units, buckets)
-        _write(_units_path(work_uri, split_id), schema, batches)
     rec = res.rec
     keyed = np.nonzero((rec[:, cl.R_STATUS] == cl.Status.DISPATCHED) & (rec[:, cl.R_KEY_COUNT] > 0))[0]
+    keys = None
     if len(keyed):
         counts = rec[keyed, cl.R_KEY_COUNT]
         offsets = np.zeros(len(keyed) + 1, dtype=np.int32)
@@ -113,9 +115,20 @@ def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, bu
         # keys of dispatched records lie in walk order, so those of the keyed records are res.key as is
         hashes = pa.array(index_hash(res.key[:, cl.K_HASH]))
         lists = pa.ListArray.from_arrays(pa.array(offsets), hashes)
-        batch = pa.RecordBatch.from_arrays([pa.array(rec[keyed, cl.R_PHYS]), pa.array(rec[keyed, cl.R_STORE_TS]),
-                                            lists], schema=KEY_SCHEMA)
-        _write(_keys_path(work_uri, split_id), KEY_SCHEMA, [batch])
+        keys = pa.RecordBatch.from_arrays([pa.array(rec[keyed, cl.R_PHYS]), pa.array(rec[keyed, cl.R_STORE_TS]),
+                                           lists], schema=KEY_SCHEMA)
+    return schema, batches, keys
+
+
+def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, buckets: int) -> None:
+    """Write a split's units (one batch per queue bucket) and index keys."""
+    if res is None:
+        return
+    schema, batches, keys = split_batches(res, buckets)
+    if schema is not None:
+        _write(_units_path(work_uri, split_id), schema, batches)
+    if keys is not None:
+        _write(_keys_path(work_uri, split_id), KEY_SCHEMA, [keys])
 
 
 def read_bucket_units(work_uri: str, split_id: int, bucket: int) -> tuple[pa.RecordBatch, list] | None:
