@@ -26,6 +26,7 @@ def test_lookup_follows_grep(spark, tmp_path: Path, capsys) -> None:
     import tables_store as ts
     built = ts.main_tables(spark, tmp_path.parent / "tables-main")
     tables = str(built["tables"])
+    capsys.readouterr()  # the progress lines of building the tables, if this test built them
     assert main(["lookup", "--tables", str(tmp_path / "nothing"), "--topic", "T", "--key", "k"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:")

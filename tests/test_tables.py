@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import zlib
 from pathlib import Path
 
@@ -181,6 +182,7 @@ def test_incremental_runs_add_exactly_the_new_rows_and_drop_deleted_segments(spa
     for name in ("messages", "message_keys", "segments", "anomalies", "expiry_audit"):
         assert open_table(tables, name).version() == 2, name  # one commit per run
     assert len(open_table(tables, "runs").history()) == 3
+    assert sorted(os.listdir(tables)) == sorted(TABLE_NAMES)   # the refreshes' work folders are gone
 
 
 @pytest.mark.golden
@@ -240,31 +242,76 @@ def _table_rows(tables: str, name: str, order: list[str], drop: tuple[str, ...] 
     return t.sort_by([(c, "ascending") for c in order]).to_pylist()
 
 
+def _earlier_store(store: Path, into: Path, cut_segment: str, cut_position: int) -> None:
+    """``store`` as the broker had written it up to a record of ``cut_segment``: the segments after
+    it absent, that one zero from ``cut_position`` on (what a MappedFile holds before it is written)."""
+    shutil.copytree(store, into)
+    for path in into.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    for name in sorted(os.listdir(into / "commitlog")):
+        if name > cut_segment:
+            os.remove(into / "commitlog" / name)
+    with open(into / "commitlog" / cut_segment, "r+b") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(cut_position)
+        f.write(bytes(size - cut_position))
+
+
+def _inventory(tables: str) -> list[dict]:
+    audit = read_arrow(tables, "expiry_audit")
+    files = audit.filter(pc.is_in(audit["kind"], pa.array(["consume_queue_file", "index_file"])))
+    cols = ["kind", "name", "segment", "min_offset", "max_offset", "messages", "is_last"]
+    return files.select(cols).sort_by([("kind", "ascending"), ("name", "ascending")]).to_pylist()
+
+
 @pytest.mark.golden
 @pytest.mark.parametrize("case", ["corrupt-4.9.8", "lmq-4.9.8", "features-4.9.8"])
-def test_rebuild_tables_equal_the_refresh_path(spark, golden_dir: Path, tmp_path: Path, case: str) -> None:
-    """Two independent ways to the same rows: the rebuild publishes from its own results (queue
-    states the build kept, the chain's index carry), a full refresh (``tables``) stitches queue
-    positions and index ordinals in the driver from its own scan.  Every row of ``messages``,
-    ``message_keys`` and ``anomalies`` agrees, and so do the segment figures."""
+def test_a_refresh_after_appends_equals_a_full_rebuild(spark, golden_dir: Path, tmp_path: Path, case: str) -> None:
+    """The broker appends after a rebuild published the tables; the incremental refresh rescans
+    from the watermark's segment, seeded with the queue states, index ordinals and names the first
+    run's tables hold.  Every row of ``messages``, ``message_keys`` and ``anomalies``, the segment
+    figures and the file inventory of ``expiry_audit`` equal those of one rebuild of the grown store
+    (with other split sizes)."""
     from pipelines.rebuild import run_rebuild
     from store_format.store import load_config_for
     store = golden_dir / case / "store"
     cfg = load_config_for(str(golden_dir / case / "broker.conf"))
     by_rebuild, by_refresh = str(tmp_path / "a"), str(tmp_path / "b")
-    summary = run_rebuild(str(store), str(tmp_path / "out"), cfg, spark=spark, tables=by_rebuild, split_size=196608)
+    summary = run_rebuild(str(store), str(tmp_path / "out-a"), cfg, spark=spark, tables=by_rebuild,
+                          split_size=196608)
     assert summary.tables == by_rebuild and summary.tables_error is None
-    run_tables(str(store), by_refresh, cfg, spark=spark, split_size=262144)
+    # the store as it was before the last appends: cut at the middle record of a middle segment
+    names = sorted(os.listdir(store / "commitlog"))
+    msgs = read_arrow(by_rebuild, "messages", ["segment", "position"])
+    cut_segment = next(n for n in names[len(names) // 2:] + names if n in set(msgs["segment"].to_pylist()))
+    positions = sorted(msgs.filter(pc.equal(msgs["segment"], cut_segment))["position"].to_pylist())
+    cut_position = positions[len(positions) // 2]
+    grown = tmp_path / "store"
+    _earlier_store(store, grown, cut_segment, cut_position)
+    first = run_rebuild(str(grown), str(tmp_path / "out-b"), cfg, spark=spark, tables=by_refresh, split_size=262144)
+    assert first.tables == by_refresh and first.tables_error is None
+    # the broker appends: the store grows to its full contents; the refresh publishes the new rows
+    for name in names:
+        shutil.copyfile(store / "commitlog" / name, grown / "commitlog" / name)
+    refreshed = run_tables(str(grown), by_refresh, cfg, spark=spark, split_size=131072)
+    runs = sorted(read_arrow(by_refresh, "runs").to_pylist(), key=lambda r: r["started_at"])
+    assert [(r["command"], r["mode"]) for r in runs] == [("rebuild", "full"), ("tables", "incremental")]
+    assert runs[1]["resume_segment"] == cut_segment == refreshed["resume_segment"]
+    kept = read_arrow(by_refresh, "messages", ["segment", "run_id"])
+    assert set(kept.filter(pc.less(kept["segment"], cut_segment))["run_id"].to_pylist()) <= {first.run_id}
+    assert set(kept.filter(pc.greater_equal(kept["segment"], cut_segment))["run_id"].to_pylist()) == \
+        {refreshed["run_id"]}
     for name, order in (("messages", ["commitlog_offset"]), ("message_keys", ["index_file_no", "index_entry"])):
         a, b = _table_rows(by_rebuild, name, order), _table_rows(by_refresh, name, order)
         assert len(a) == len(b) > 0, name
-        _assert_rows_equal(a, b, order[0])
+        _assert_rows_equal(b, a, order[0])
     kinds = ["kind", "segment", "commitlog_offset", "topic", "queue_id"]
     assert _table_rows(by_rebuild, "anomalies", kinds) == _table_rows(by_refresh, "anomalies", kinds)
     figures = ["segment", "records", "dispatched", "index_keys", "first_store_time", "last_store_time", "topics",
                "bytes_written"]
     assert (read_arrow(by_rebuild, "segments").select(figures).sort_by("segment").to_pylist()
             == read_arrow(by_refresh, "segments").select(figures).sort_by("segment").to_pylist())
+    assert _inventory(by_refresh) == _inventory(by_rebuild)
 
 
 @pytest.mark.golden

@@ -1,5 +1,6 @@
-"""The Delta tables: schemas (:mod:`.schema`), per-split rows (:mod:`.rows`), publication after a
-rebuild from its own results (:mod:`.publish`), and incremental refresh (:mod:`.refresh`)."""
+"""The Delta tables: schemas (:mod:`.schema`), per-split rows (:mod:`.rows`), publication from a
+rebuild's own results (:mod:`.publish`, the small tables in :mod:`.small_tables`), and the incremental
+refresh, the rebuild's scan and chain seeded with the previous run's state (:mod:`.refresh`)."""
 from __future__ import annotations
 
 from .refresh import render_tables_summary, run_tables

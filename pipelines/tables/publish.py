@@ -18,6 +18,11 @@ one file per key bucket, sorted by ``key_hash``.  Tasks also return small figure
 queue's first and last queue offset (for the gaps at task borders).  The driver commits both
 tables with delta-rs, then writes ``segments``, ``anomalies``, ``expiry_audit`` and, last, the
 ``runs`` row from those figures and the build's file inventory: nothing is read back.
+
+The incremental refresh (:mod:`.refresh`) runs the same tasks on the segments it rescans, with the
+queue states and index ordinals carried from the previous run (``RebuildResults.resumed``): its
+commits replace the partitions of those segments and of the deleted ones, and the other segments
+keep their rows, figures and anomalies.
 """
 from __future__ import annotations
 
@@ -40,7 +45,7 @@ from store_format.store import Reader, StoreLocation, resolve
 from store_format.timeutil import ms_to_datetime
 
 from ..chain import Chain, ChainEntry
-from ..delta import STAGING, commit_parquet_files, open_writer
+from ..delta import STAGING, Where, commit_parquet_files, open_writer
 from ..scan import ROW_RECORD, WORKER_SCRATCH, records_batch, walk_split
 from ..session import run_tasks
 from ..workfiles import read_queue_states
@@ -57,7 +62,7 @@ from .schema import (
     message_keys_schema,
 )
 
-__all__ = ["stage_tables", "RebuildResults", "PendingTables"]
+__all__ = ["stage_tables", "RebuildResults", "Resumed", "PendingTables"]
 
 
 # dictionary encoding only for columns with few distinct values (the others cost time and gain nothing)
@@ -82,6 +87,24 @@ class RebuildResults:
     timings: dict[str, float]
     anomalies: list[dict] = dataclasses.field(default_factory=list)   # the rebuild's own findings the
     #                                            tables do not derive (light queue offsets, clamped index names, ...)
+    scanned_store: StoreLocation | None = None   # the segments the chain walked, numbered from 0 (None: ``store``)
+    command: str = "rebuild"                     # the runs row's command
+    resumed: Resumed | None = None               # an incremental refresh: the run it continues
+
+    @property
+    def walked(self) -> StoreLocation:
+        """The store as the chain numbers its segments."""
+        return self.scanned_store or self.store
+
+
+@dataclasses.dataclass
+class Resumed:
+    """What ``python -m pipelines tables`` (:mod:`.refresh`) continues: the rows of the segments
+    before the first walked one stay, those from it on and those of deleted segments are replaced."""
+    snap: Any                                   # runs.Snapshot: the latest complete run (the previous state)
+    mode: str                                   # "incremental", or "full" (no previous run, or --full)
+    last_queue_offsets: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+    #                                           each queue's last queue offset before the first walked segment
 
 
 class _TablesTask:
@@ -278,14 +301,17 @@ def _task_groups(chain: Chain, parallelism: int) -> list[list[ChainEntry]]:
     return [list(block) for block in np.array_split(np.array(chain.entries, dtype=object), n) if len(block)]
 
 
-def stage_tables(spark, tables: str, res: RebuildResults, *, with_body: bool = False) -> PendingTables:
-    """Write the rows of ``messages`` and ``message_keys`` of a full rebuild as staged Parquet files
-    (see the module docstring); :meth:`PendingTables.finish` commits them and the other tables."""
+def stage_tables(spark, tables: str, res: RebuildResults, *, with_body: bool = False,
+                 key_buckets: int | None = None) -> PendingTables:
+    """Write the rows of ``messages`` and ``message_keys`` of a rebuild (or of the segments a refresh
+    walked) as staged Parquet files (see the module docstring); :meth:`PendingTables.finish` commits
+    them and the other tables.  ``key_buckets``: for a new ``message_keys`` table (an existing one
+    keeps its own; default :func:`default_key_buckets`)."""
     t0 = time.perf_counter()
-    config, chain, st = res.config, res.chain, res.store
-    seg_names = {s.index: s.name for s in st.segments}
+    config, chain = res.config, res.chain
+    seg_names = {s.index: s.name for s in res.walked.segments}
     split_seg = {e.split.split_id: seg_names[e.split.segment] for e in chain.entries}
-    buckets = key_buckets_of(tables) or default_key_buckets(config)
+    buckets = key_buckets_of(tables) or key_buckets or default_key_buckets(config)
     index_names = {r["task_id"]: r["name"] for r in res.index_files}
     ctx = SplitContext(split_seg, {sid: (int(v[0]), int(v[1])) for sid, v in res.index_in.items()}, {},
                        index_names, res.run_id, config.cq_file_size, config.index_entries_per_file,
@@ -314,19 +340,27 @@ class PendingTables:
 
 
 def _finish(p: PendingTables) -> dict:
-    from .refresh import _chain_anomalies, _gap_anomalies, _record_anomalies, _segment_ends, _segment_rows, _versions
     from .runs import report_interrupted, snapshot
+    from .small_tables import (
+        _chain_anomalies,
+        _gap_anomalies,
+        _record_anomalies,
+        _segment_ends,
+        _segment_rows,
+        _versions,
+    )
     t0 = time.perf_counter()
     spark, tables, res, rows, with_body, buckets, split_seg = (p.spark, p.tables, p.res, p.rows, p.with_body,
                                                                p.buckets, p.split_seg)
-    config, chain, st = res.config, res.chain, res.store
+    config, chain, st, walked, resumed = res.config, res.chain, res.store, res.walked, res.resumed
+    resume_name = walked.segments[0].name
     # figures of the tasks, in chain order
     infos = [json.loads(r["info"]) for r in rows if r["info"]]
     infos.sort(key=lambda i: min(i["figures"]) if i["figures"] else "")
     figures: dict[str, dict] = {}
     bad: list[dict] = []
     gaps: list[dict] = []
-    last: dict[tuple[str, int], int] = {}
+    last: dict[tuple[str, int], int] = dict(resumed.last_queue_offsets) if resumed else {}
     for info in infos:
         for seg, f in info["figures"].items():
             g = figures.get(seg)
@@ -349,32 +383,48 @@ def _finish(p: PendingTables) -> dict:
 
     lap = time.perf_counter()
     # the latest complete run: the previous state, whatever an interrupted publication left after it
-    # (this run overwrites every table, so it completes that publication)
-    snap = snapshot(tables)
+    # (this run overwrites every table, or, resumed, the partitions the interrupted one replaced: it
+    # completes that publication)
+    snap = resumed.snap if resumed else snapshot(tables)
     recovered = report_interrupted(snap, res.run_id)
+    prev_segments = snap.read_arrow("segments")
+    store_names = {s.name for s in st.segments}
+    deleted_now: list[str] = []
+    where = None
+    if resumed:   # rows of the walked segments and of those the broker deleted are replaced
+        if prev_segments is not None:
+            deleted_now = sorted(n for n, s in zip(prev_segments["segment"].to_pylist(),
+                                                   prev_segments["status"].to_pylist())
+                                 if s == "live" and n not in store_names)
+        where = Where((("segment", ">=", resume_name), ("segment", "in", tuple(deleted_now)),
+                       ("segment", "<", st.segments[0].name)))
     writer = open_writer(spark, tables, res.run_id)
     paths = {"messages": [r["path"] for r in rows if r["table"] == "messages"],
              "message_keys": [r["path"] for r in rows if r["table"] == "message_keys"]}
     versions = {
         "messages": commit_parquet_files(writer, "messages", MESSAGES_SCHEMA, paths["messages"],
-                                         partition_by=["segment"], description=DESCRIPTIONS["messages"]),
+                                         partition_by=["segment"], where=where, description=DESCRIPTIONS["messages"]),
         "message_keys": commit_parquet_files(writer, "message_keys", message_keys_schema(buckets),
                                              paths["message_keys"], partition_by=["segment", "key_bucket"],
-                                             description=DESCRIPTIONS["message_keys"])}
+                                             where=where, description=DESCRIPTIONS["message_keys"])}
     res.timings["tables: commit"] = round(time.perf_counter() - lap, 3)
 
     # segments, anomalies, expiry audit, and the run last: its row marks a complete publication
     lap = time.perf_counter()
-    prev_segments = snap.read_arrow("segments")
     back = {"segments": {s: {"records": f["records"], "dispatched": f["dispatched"],
                              "first": None if f["first"] is None else f["first"] * 1000,
                              "last": None if f["last"] is None else f["last"] * 1000, "topics": f["topics"]}
                          for s, f in figures.items()},
             "keys": {s: f["keys"] for s, f in figures.items()}}
-    seg_table = _segment_rows(st, _segment_ends(chain, st), back, prev_segments, res.run_id)
+    seg_table = _segment_rows(st, _segment_ends(chain, walked), back, prev_segments, res.run_id,
+                              kept_before=resume_name if resumed else None)
     versions["segments"] = writer.write("segments", seg_table, SEGMENTS_SCHEMA, description=DESCRIPTIONS["segments"])
-    anomalies = (_chain_anomalies(chain, st, res.run_id) + _record_anomalies(bad, res.run_id)
-                 + _gap_anomalies(gaps, res.run_id) + _rebuild_rows(st, res))
+    anomalies = (_chain_anomalies(chain, walked, res.run_id) + _record_anomalies(bad, res.run_id)
+                 + _gap_anomalies(gaps, res.run_id) + _rebuild_rows(walked, res))
+    prev_anomalies = snap.read_arrow("anomalies") if resumed else None
+    if prev_anomalies is not None:   # earlier rows of the live segments not walked again
+        anomalies = [r for r in prev_anomalies.to_pylist() if r["segment"] is not None and r["segment"] < resume_name
+                     and r["segment"] in store_names] + anomalies
     versions["anomalies"] = writer.write("anomalies", pa.Table.from_pylist(anomalies, schema=ANOMALIES_SCHEMA),
                                          ANOMALIES_SCHEMA, description=DESCRIPTIONS["anomalies"])
     from ..audit import build_expiry_audit, cq_inventory_table, index_inventory_table, load_offsets
@@ -399,14 +449,14 @@ def _finish(p: PendingTables) -> dict:
     res.timings["tables"] = round(time.perf_counter() - t0, 3)
     last_entry = chain.entries[-1] if chain.entries else None
     run_row = {
-        "run_id": res.run_id, "command": "rebuild", "mode": "full",
+        "run_id": res.run_id, "command": res.command, "mode": resumed.mode if resumed else "full",
         "started_at": ms_to_datetime(int(res.started * 1000)),
         "finished_at": ms_to_datetime(int(time.time() * 1000)), "store": st.uri if "://" in st.uri else st.root,
         "tables": tables, "config": json.dumps(config.as_properties(), sort_keys=True),
         "versions": json.dumps(_versions(writer, versions)), "with_body": with_body,
         "segments_in_store": len(st.segments), "segments_scanned": len(set(split_seg.values())),
-        "segments_deleted": 0, "resume_segment": st.segments[0].name,
-        "watermark_segment": split_seg[last_entry.split.split_id] if last_entry else st.segments[0].name,
+        "segments_deleted": len(deleted_now), "resume_segment": resume_name,
+        "watermark_segment": split_seg[last_entry.split.split_id] if last_entry else resume_name,
         "watermark_offset": (last_entry.split.seg_base + int(last_entry.summary.get("bufpos", 0))
                              if last_entry else None),
         "records_scanned": sum(e.summary.get("records", 0) for e in chain.entries),
@@ -416,7 +466,8 @@ def _finish(p: PendingTables) -> dict:
                  description=DESCRIPTIONS["runs"])
     return {"tables": tables, "run_id": res.run_id, "writer": writer.kind, "messages": n_msgs, "keys": n_keys,
             "anomalies": len(anomalies), "anomaly_rows": anomalies, "next_cleanup": audit_summary.get("next_cleanup"),
-            "recovered": [r.as_dict() for r in recovered]}
+            "recovered": [r.as_dict() for r in recovered], "segments_deleted": deleted_now,
+            "resume_segment": resume_name}
 
 
 def _rebuild_rows(st: StoreLocation, res: RebuildResults) -> list[dict]:

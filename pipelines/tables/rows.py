@@ -1,6 +1,6 @@
 """Rows of the ``messages`` and ``message_keys`` tables for one split, from its walk as Arrow columns
 (:func:`pipelines.scan.records_batch`), where its consume queue units went and which of its keys
-the index took.  Arrow only: they run in the tables tasks (and, for refreshes, in the driver)."""
+the index took.  Arrow only: they run in the tables tasks (:mod:`.publish`)."""
 from __future__ import annotations
 
 import dataclasses
