@@ -25,16 +25,27 @@ Commitlog record  [CommitLog.calMsgLength, MessageDecoder]::
 """
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 
+# --- Java's int
+@overload
+def signed32(value: int) -> int: ...
+@overload
+def signed32(value: np.ndarray) -> np.ndarray: ...
+def signed32(value):
+    """The low 32 bits of a value as the signed int Java reads (``(int)`` of a long, an unsigned
+    literal): a Python int, or element-wise for an integer array.
+
+    >>> signed32(0xDAA320A7), signed32(-1), signed32(1 << 32 | 5)
+    (-626843481, -1, 5)
+    """
+    return ((value + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
 # --- magic codes [MessageDecoder.MESSAGE_MAGIC_CODE(_V2), CommitLog.BLANK_MAGIC_CODE]
-def signed32(value: int) -> int:
-    """The low 32 bits of a value as the signed int Java reads (``(int)`` of a long, an unsigned literal)."""
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
 MAGIC_V1 = signed32(0xDAA320A7)
 MAGIC_V2 = signed32(0xDAA320AB)
 MAGIC_BLANK = signed32(0xCBD43194)
@@ -101,6 +112,10 @@ def record_length(sys_flag: int, body_len: int, topic_len: int, props_len: int, 
             + PREPARED_TX_OFFSET_LEN + BODY_LENGTH_LEN + max(body_len, 0)
             + topic_len_size + topic_len + PROPERTIES_LENGTH_LEN + max(props_len, 0))
 
+
+# --- properties string [MessageDecoder.messageProperties2String / string2messageProperties]
+NAME_VALUE_SEPARATOR = "\x01"   # MessageDecoder.NAME_VALUE_SEPARATOR: between a name and its value
+PROPERTY_SEPARATOR = "\x02"     # MessageDecoder.PROPERTY_SEPARATOR: after each pair (4.9.x drops the last)
 
 # --- blank record at the end of a segment [CommitLog.DefaultAppendMessageCallback.doAppend]
 END_FILE_MIN_BLANK_LENGTH = 4 + 4

@@ -27,7 +27,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["offset_msg_id_bytes",
+from .layout import signed32
+
+__all__ = [
     "HostLike",
     "host_to_bytes",
     "host_from_bytes",
@@ -35,6 +37,7 @@ __all__ = ["offset_msg_id_bytes",
     "decode_offset_msg_id",
     "create_offset_msg_ids",
     "decode_offset_msg_ids",
+    "offset_msg_id_bytes",
     "UniqIdGenerator",
     "hex_chars",
 ]
@@ -143,8 +146,7 @@ def create_offset_msg_id(store_host: HostLike, commitlog_offset: int) -> str:
     >>> create_offset_msg_id("10.0.0.100:10911", 0x1234)
     '0A00006400002A9F0000000000001234'
     """
-    raw = host_to_bytes(store_host) + int(commitlog_offset).to_bytes(8, "big", signed=True)
-    return raw.hex().upper()
+    return str(create_offset_msg_ids(store_host, [commitlog_offset])[0])
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
@@ -158,11 +160,10 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
     if len(msg_id) not in (MSG_ID_V4_CHARS, MSG_ID_V6_CHARS):
         raise ValueError(f"an offset msgId has 32 (IPv4) or 56 (IPv6) hex characters, got {len(msg_id)}")
     try:
-        raw = bytes.fromhex(msg_id)
-    except ValueError:
+        addresses, ports, offsets = decode_offset_msg_ids([msg_id])
+    except ValueError:   # a character that is not a hex digit (or not even ASCII)
         raise ValueError(f"{msg_id!r} is not hex") from None
-    host, port = host_from_bytes(raw[:-OFFSET_LEN])
-    return host, port, int.from_bytes(raw[-OFFSET_LEN:], "big", signed=True)
+    return str(ipaddress.ip_address(addresses[0].tobytes())), int(ports[0]), int(offsets[0])
 
 
 def create_offset_msg_ids(store_hosts: np.ndarray | HostLike, offsets: np.ndarray | Sequence[int]) -> np.ndarray:
@@ -284,8 +285,7 @@ class UniqIdGenerator:
         if self._latest is not None:
             latest = np.maximum(latest, self._latest)
         start = _month_start_ms(latest, self._utc_offset_ms)
-        diff = (now - start) & 0xFFFFFFFF
-        diff = np.where(diff >= 1 << 31, diff - (1 << 32), diff)  # (int) cast
+        diff = signed32(now - start)  # (int) cast
         diff = np.where((diff < 0) & (diff > -1_000_000), 0, diff)  # "may cause by NTP"
         counters = (self._counter + np.arange(n, dtype=np.int64)) & 0xFFFF
         self._latest = int(latest[-1])

@@ -10,7 +10,13 @@ from . import commitlog as cl
 from .crc import body_crc_spans
 from .dispatch import _gather, gather_strings
 from .javahash import index_hash
-from .layout import SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6, SYSFLAG_TRANSACTION_MASK
+from .layout import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    SYSFLAG_BORNHOST_V6,
+    SYSFLAG_STOREHOST_V6,
+    SYSFLAG_TRANSACTION_MASK,
+)
 from .msgid import hex_chars, offset_msg_id_bytes
 
 __all__ = ["LEAN_FIELDS", "DETAIL_FIELDS", "BODY_FIELD", "lean_columns", "detail_columns", "hex_strings",
@@ -109,7 +115,7 @@ def hex_strings(byte_matrix: np.ndarray) -> pa.StringArray:
     n, width = byte_matrix.shape
     chars = hex_chars(byte_matrix)
     offsets = np.arange(n + 1, dtype=np.int32) * (width * 2)
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes()))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars))
 
 
 def _gather_fixed(text: np.ndarray, origin: int, starts: np.ndarray, width: int) -> np.ndarray:
@@ -193,6 +199,10 @@ def _strings(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> pa.Strin
     return pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(out))
 
 
+_PAIR_SEP = ord(PROPERTY_SEPARATOR)
+_NAME_SEP = ord(NAME_VALUE_SEPARATOR)
+
+
 @numba.njit(cache=True, nogil=True)
 def _property_pairs(data, offsets, valid, spans, counts):
     """The kept (name, value) byte spans of every string, in order: ``spans`` rows are name start,
@@ -207,10 +217,10 @@ def _property_pairs(data, offsets, valid, spans, counts):
         p = offsets[r]
         while p < end:
             q = p
-            while q < end and data[q] != 2:
+            while q < end and data[q] != _PAIR_SEP:
                 q += 1
             c = p
-            while c < q and data[c] != 1:
+            while c < q and data[c] != _NAME_SEP:
                 c += 1
             if p < c < q - 1:  # a name, the separator, and a value
                 name_len = c - p

@@ -27,9 +27,17 @@ import numba
 import numpy as np
 
 from .config import BrokerConfig
-from .layout import HOST_V6_LEN, SCHEDULE_TOPIC, TRANSACTION_COMMIT, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
+from .layout import (
+    HOST_V6_LEN,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    SCHEDULE_TOPIC,
+    TRANSACTION_COMMIT,
+    TRANSACTION_PREPARED,
+    TRANSACTION_ROLLBACK,
+)
 from .msgid import UniqIdGenerator, hex_chars, host_to_bytes
-from .writer import CommitLogWriter, Hosts, Spans
+from .writer import CommitLogWriter, Hosts, Spans, encode_properties
 
 __all__ = ["generate_sample_store", "write_broker_conf", "DEFAULT_START_TIMESTAMP_MS", "FEATURES"]
 
@@ -47,10 +55,17 @@ _PRODUCERS_V6 = ("[fd00::c1:3f9d]:52369", "[2001:db8::7]:40000")
 _STORE_HOST = "10.0.0.100:10911"
 _STORE_HOST_V6 = "[fd00::64]:10911"
 
-_UNIQ_NAME = np.frombuffer(b"UNIQ_KEY\x01", dtype=np.uint8).copy()
-_TAGS_NAME = np.frombuffer(b"TAGS\x01", dtype=np.uint8).copy()
-_KEYS_NAME = np.frombuffer(b"KEYS\x01", dtype=np.uint8).copy()
-_CONSTANT = np.frombuffer(b"CLUSTER\x01DefaultCluster\x02WAIT\x01true", dtype=np.uint8).copy()
+
+def _u8(text: str | bytes) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-8") if isinstance(text, str) else text, dtype=np.uint8).copy()
+
+
+# the pieces _render_properties puts together as MessageDecoder.messageProperties2String would
+_UNIQ_NAME = _u8("UNIQ_KEY" + NAME_VALUE_SEPARATOR)
+_TAGS_NAME = _u8("TAGS" + NAME_VALUE_SEPARATOR)
+_KEYS_NAME = _u8("KEYS" + NAME_VALUE_SEPARATOR)
+_CONSTANT = _u8(encode_properties({"CLUSTER": "DefaultCluster", "WAIT": "true"}))  # pairs, no trailing separator
+_SEP = ord(PROPERTY_SEPARATOR)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -93,15 +108,15 @@ def _render_properties(uniq, tag_data, tag_off, tag_id, key_ids, n_keys, extra_d
         offsets[i] = pos
         pos = _put(out, pos, _UNIQ_NAME, 0, _UNIQ_NAME.shape[0], write)
         pos = _put(out, pos, uniq[i], 0, uniq.shape[1], write)
-        pos = _put_byte(out, pos, 2, write)
+        pos = _put_byte(out, pos, _SEP, write)
         pos = _put(out, pos, _CONSTANT, 0, _CONSTANT.shape[0], write)
         t = tag_id[i]
         if t >= 0:
-            pos = _put_byte(out, pos, 2, write)
+            pos = _put_byte(out, pos, _SEP, write)
             pos = _put(out, pos, _TAGS_NAME, 0, _TAGS_NAME.shape[0], write)
             pos = _put(out, pos, tag_data, tag_off[t], tag_off[t + 1] - tag_off[t], write)
         if n_keys[i] > 0:
-            pos = _put_byte(out, pos, 2, write)
+            pos = _put_byte(out, pos, _SEP, write)
             pos = _put(out, pos, _KEYS_NAME, 0, _KEYS_NAME.shape[0], write)
             for j in range(n_keys[i]):
                 if j > 0:
@@ -111,15 +126,11 @@ def _render_properties(uniq, tag_data, tag_off, tag_id, key_ids, n_keys, extra_d
         e0 = extra_off[i]
         e1 = extra_off[i + 1]
         if e1 > e0:
-            pos = _put_byte(out, pos, 2, write)
+            pos = _put_byte(out, pos, _SEP, write)
             pos = _put(out, pos, extra_data, e0, e1 - e0, write)
         if trailing:
-            pos = _put_byte(out, pos, 2, write)
+            pos = _put_byte(out, pos, _SEP, write)
     offsets[uniq.shape[0]] = pos
-
-
-def _pairs(d: dict[str, str]) -> bytes:
-    return "\x02".join(f"{k}\x01{v}" for k, v in d.items()).encode("utf-8")
 
 
 def _host_table(hosts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -283,7 +294,7 @@ def _add_features(rng: np.random.Generator, n: int, first: int, topic_id: np.nda
             body_id[i] = empty_body_id
         counts[name] += 1
         if props:
-            extra[i] = _pairs(props)
+            extra[i] = encode_properties(props)  # joined pairs; the kernel adds the separator before them
 
 
 def write_broker_conf(path: str, config: BrokerConfig) -> None:

@@ -49,6 +49,7 @@ from .layout import (
     MAGIC_BLANK,
     MAGIC_V1,
     MAGIC_V2,
+    NAME_VALUE_SEPARATOR,
     OFF_BODY_CRC,
     OFF_BORN_TIMESTAMP,
     OFF_FLAG,
@@ -60,6 +61,7 @@ from .layout import (
     OFF_TOTAL_SIZE,
     PREPARED_TX_OFFSET_LEN,
     PROPERTIES_LENGTH_LEN,
+    PROPERTY_SEPARATOR,
     RECONSUME_TIMES_LEN,
     STORE_TIMESTAMP_LEN,
     SYSFLAG_BORNHOST_V6,
@@ -90,8 +92,6 @@ __all__ = [
 
 AUTO = np.iinfo(np.int64).min  # queue_offset value meaning "assign from the topic/queue counter"
 
-NAME_VALUE_SEPARATOR = "\x01"  # MessageDecoder.NAME_VALUE_SEPARATOR
-PROPERTY_SEPARATOR = "\x02"    # MessageDecoder.PROPERTY_SEPARATOR
 MAX_V1_TOPIC_LEN = 127         # Byte.MAX_VALUE
 MAX_V2_TOPIC_LEN = 32767       # Short.MAX_VALUE
 MAX_PROPERTIES_LEN = 32767     # Short.MAX_VALUE (PROPERTIES_SIZE_EXCEEDED)

@@ -14,6 +14,7 @@ from store_format.javahash import (
     java_utf8_decode,
     utf16_hash_update,
 )
+from store_format.layout import signed32
 
 INT_MIN = -(2**31)
 
@@ -24,7 +25,7 @@ def reference_hash(s: str) -> int:
     h = 0
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - 2**32 if h >= 2**31 else h
+    return signed32(h)
 
 
 # values printed by a JVM (String.hashCode), and by hand for the non-BMP ones
@@ -84,7 +85,7 @@ def test_surrogate_pairs_count_as_two_units() -> None:
 def _utf8_hash(text: str) -> tuple[int, bool]:
     data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     h, ok = utf16_hash_update(np.int64(0), data, 0, len(data))
-    return (int(h) - 2**32 if h >= 2**31 else int(h)), bool(ok)
+    return signed32(int(h)), bool(ok)
 
 
 def test_utf8_kernel_rejects_malformed_bytes() -> None:
@@ -99,7 +100,7 @@ def test_utf8_kernel_continues_a_hash() -> None:
     data = np.frombuffer("Topic#订单😀".encode(), dtype=np.uint8)
     h, ok = utf16_hash_update(np.int64(0), data, 0, 6)
     h, ok = utf16_hash_update(h, data, 6, len(data))
-    assert ok and (int(h) - 2**32 if h >= 2**31 else int(h)) == reference_hash("Topic#订单😀")
+    assert ok and signed32(int(h)) == reference_hash("Topic#订单😀")
 
 
 # any text, lone surrogates included (a Java String may hold them)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from oracle_reput import string_to_properties
 
 from store_format.config import BrokerConfig, load_broker_config
 from store_format.indexfile import read_header, select_phy_offsets
@@ -82,8 +83,7 @@ class Rec:
 
     @property
     def properties(self) -> dict[str, str]:
-        pairs = [p.split("\x01", 1) for p in self.props.decode("utf-8").split("\x02") if "\x01" in p]
-        return {k: v for k, v in pairs if k and v}
+        return string_to_properties(self.props.decode("utf-8"))
 
 
 def parse_segment(data: bytes, base: int) -> tuple[list[Rec], int | None]:
