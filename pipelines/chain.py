@@ -22,7 +22,7 @@ from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.indexfile import accepted_by_index
 from store_format.reput import data_end_limit, follow_reput
-from store_format.store import StoreLocation
+from store_format.store import Segment, StoreLocation
 
 from .plan import Split
 
@@ -73,7 +73,7 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
     on_chain: set[int] = set()
     rewalked = 0
 
-    def walk_slice(seg, state: cl.WalkState, limit_rel: int | None) -> tuple[cl.WalkState, int]:
+    def walk_slice(seg: Segment, state: cl.WalkState, limit_rel: int | None) -> tuple[cl.WalkState, int]:
         """The splits of ``seg`` from ``state`` on, chained: the slice's end state and why it stopped."""
         nonlocal rewalked
         stop = cl.Stop.SPLIT_END
@@ -128,7 +128,7 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
     return Chain(entries, dropped, anomalies, rewalked)
 
 
-def _unreadable(store: StoreLocation, seg, state: cl.WalkState, last_seg) -> dict:
+def _unreadable(store: StoreLocation, seg: Segment, state: cl.WalkState, last_seg: Segment) -> dict:
     """An unreadable record ends a segment's walk; zeros in the last segment are the end of data."""
     kind = "unreadable_record"
     with store.reader(seg) as read:
