@@ -153,7 +153,7 @@ class _TablesTask:
             record_pos[units.record[own]] = pos[own]   # a record's own unit comes before its light queues'
             batch = records_batch(split, res, {}, True, self.with_body)
             part = pa.Table.from_batches([batch]).filter(pc.equal(batch.column(1), ROW_RECORD))
-            ctx = dataclasses.replace(self.ctx, queue_plan={split.split_id: ("positions", record_pos)})
+            ctx = dataclasses.replace(self.ctx, queue_plan={split.split_id: record_pos})
             out.add_split(split.split_id, part, message_rows(part, split.split_id, ctx, self.with_body),
                           encoded_key_rows(part, split.split_id, ctx), units, qidx, own)
         return out.finish()

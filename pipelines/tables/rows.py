@@ -11,13 +11,13 @@ import pyarrow.compute as pc
 
 from store_format import commitlog as cl
 from store_format.indexfile import accepted_by_index
-from store_format.layout import SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK, signed32
+from store_format.layout import SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK
 from store_format.records import properties_map
 
 from .schema import MAX_KEY_BUCKETS, MAX_TS_MS, MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA, MIN_TS_MS, TS, TX_NAMES
 
-__all__ = ["SplitContext", "message_rows", "key_rows", "encoded_key_rows", "ENCODED_KEYS_SCHEMA", "own_units",
-           "indexed_records", "ts_array", "np_col"]
+__all__ = ["SplitContext", "message_rows", "encoded_key_rows", "ENCODED_KEYS_SCHEMA", "indexed_records", "ts_array",
+           "np_col"]
 
 
 @dataclasses.dataclass
@@ -25,8 +25,7 @@ class SplitContext:
     """What the per-split row builders need, broadcast to the tasks."""
     segment_names: dict[int, str]                     # split_id -> segment name
     index_in: dict[int, tuple[int, int]]              # split_id -> (endPhyOffset carry, keys before)
-    queue_plan: dict[int, tuple[str, np.ndarray]]     # split_id -> ("ranges", base position per queue group)
-                                                      #          | ("positions", per-record position or -1)
+    queue_plan: dict[int, np.ndarray]                 # split_id -> per-record consume queue position (-1: none)
     index_names: dict[int, str]                       # index file number -> name
     run_id: str
     cq_file_size: int
@@ -46,56 +45,6 @@ def ts_array(ms: np.ndarray) -> pa.Array:
     ms = np.asarray(ms, dtype=np.int64)
     bad = (ms < MIN_TS_MS) | (ms > MAX_TS_MS)
     return pa.array(np.where(bad, 0, ms) * 1000, type=TS, mask=bad if bad.any() else None)
-
-
-@dataclasses.dataclass
-class _Units:
-    """A split's units for their own consume queues, in record order, grouped by queue."""
-    record: np.ndarray      # record row of each unit
-    group: np.ndarray       # queue group of each unit
-    rank: np.ndarray        # rank of the unit within its queue in this split
-    topics: list[str]       # per group
-    qids: list[int]
-    order: np.ndarray       # units sorted by (group, record)
-    starts: np.ndarray      # first sorted position of each group
-
-
-def own_units(part: pa.Table) -> _Units:
-    status = np_col(part["status"])
-    flags = np_col(part["flags"])
-    own = np.nonzero((status == cl.Status.DISPATCHED) & ((flags & cl.F_CQ) != 0))[0]
-    if not len(own):
-        z = np.zeros(0, np.int64)
-        return _Units(own, z, z, [], [], z, z)
-    topic = part["topic"].take(pa.array(own)).combine_chunks() if isinstance(part["topic"], pa.ChunkedArray) \
-        else part["topic"].take(pa.array(own))
-    enc = topic.dictionary_encode()
-    codes = np_col(enc.indices).astype(np.int64)
-    names = enc.dictionary.to_pylist()
-    qid = np_col(part["queue_id"])[own].astype(np.int64)
-    key = codes << 32 | (qid & 0xFFFFFFFF)
-    uniq, group = np.unique(key, return_inverse=True)
-    order = np.argsort(group, kind="stable")
-    sorted_group = group[order]
-    starts = np.r_[0, np.nonzero(sorted_group[1:] != sorted_group[:-1])[0] + 1].astype(np.int64)
-    counts = np.diff(np.r_[starts, len(order)])
-    rank = np.empty(len(own), dtype=np.int64)
-    rank[order] = np.arange(len(own)) - np.repeat(starts, counts)
-    topics = [names[int(u >> 32)] for u in uniq]
-    qids = [signed32(int(u)) for u in uniq]
-    return _Units(own, group.astype(np.int64), rank, topics, qids, order, starts)
-
-
-def _cq_positions(part: pa.Table, units: _Units, plan: tuple[str, np.ndarray] | None) -> np.ndarray:
-    """Logical byte position of each record's consume queue unit, -1 where none is written."""
-    pos = np.full(part.num_rows, -1, dtype=np.int64)
-    if plan is None or not len(units.record):
-        return pos
-    kind, value = plan
-    if kind == "positions":
-        return value
-    pos[units.record] = value[units.group] + 20 * units.rank  # base position of each queue group
-    return pos
 
 
 def indexed_records(part: pa.Table, carry: int) -> tuple[np.ndarray, np.ndarray]:
@@ -128,8 +77,9 @@ def message_rows(part: pa.Table, split_id: int, ctx: SplitContext, with_body: bo
     sysflag = np_col(part["sys_flag"]).astype(np.int64)
     tx = sysflag & SYSFLAG_TRANSACTION_MASK
     ok = status == cl.Status.DISPATCHED
-    units = own_units(part)
-    pos = _cq_positions(part, units, ctx.queue_plan.get(split_id))
+    pos = ctx.queue_plan.get(split_id)
+    if pos is None:
+        pos = np.full(n, -1, dtype=np.int64)
     carry, _ = ctx.index_in.get(split_id, (0, 0))
     indexed, nkeys = indexed_records(part, carry)
     # what the reput did
@@ -223,13 +173,9 @@ def _repeated(value: str, n: int) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string()))
 
 
-def key_rows(part: pa.Table, split_id: int, ctx: SplitContext) -> pa.Table:
-    """The ``message_keys`` rows (index entries) of one split's records, in put order."""
-    return encoded_key_rows(part, split_id, ctx).cast(MESSAGE_KEYS_SCHEMA)
-
-
 def encoded_key_rows(part: pa.Table, split_id: int, ctx: SplitContext) -> pa.Table:
-    """:func:`key_rows` with the few-valued columns as dictionaries (:data:`ENCODED_KEYS_SCHEMA`)."""
+    """The ``message_keys`` rows (index entries) of one split's records, in put order, the few-valued
+    columns as dictionaries (:data:`ENCODED_KEYS_SCHEMA`)."""
     if not ctx.index_enabled:
         return ENCODED_KEYS_SCHEMA.empty_table()
     carry, base = ctx.index_in.get(split_id, (0, 0))
