@@ -265,7 +265,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     session = None
     if args.engine == "spark":  # options and settings are valid: the JVM starts while the rest loads
         from .session import start_session
-        session = start_session(args.master, args.log_level)
+        session = start_session(args.master, args.log_level, sql=_tables_path(args) is not None)
     from .rebuild import run_rebuild
     summary = run_rebuild(args.store, args.out, config, spark=session, master=args.master, split_size=args.split_size,
                           tables=_tables_path(args), with_body=args.with_body, tz=args.tz, overwrite=args.overwrite,
@@ -296,9 +296,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         args.config = os.path.join(args.store, "broker.conf")
     config = _config(args)
     from .session import start_session
-    session = start_session(args.master, args.log_level)  # the JVM starts while the job's modules load
-    from .rebuild import run_rebuild
     tables = None if args.no_tables else (args.tables or os.path.join(args.out, "tables"))
+    # the JVM starts while the job's modules load
+    session = start_session(args.master, args.log_level, sql=tables is not None)
+    from .rebuild import run_rebuild
     summary = run_rebuild(args.store, args.out, config, spark=session, master=args.master,
                           split_size=args.split_size, tables=tables, tz=args.tz, overwrite=True,
                           log_level=args.log_level)

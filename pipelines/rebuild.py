@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Callable
 
 import numpy as np
-from pyspark.sql import SparkSession
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
@@ -32,7 +31,7 @@ from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
 from .preflight import preflight
 from .restart import as_restart as restart_view
 from .scan import ScanTask, split_summary, walk_split
-from .session import PendingSession, run_tasks, start_session, stop_jobs
+from .session import PendingSession, Spark, context_of, run_tasks, session_of, start_session, stop_jobs
 from .workfiles import drop_split_work, write_split_work
 
 __all__ = ["RebuildSummary", "run_rebuild", "Progress"]
@@ -68,14 +67,14 @@ class Progress:
     def elapsed(self) -> float:
         return time.perf_counter() - self._t0
 
-    def watch(self, spark: SparkSession | None, what: str, unit_bytes: float = 0.0, every: float = 10.0):
+    def watch(self, spark: Spark | None, what: str, unit_bytes: float = 0.0, every: float = 10.0):
         """While a Spark job runs, print how many of its tasks are done every ``every`` seconds."""
         import threading
 
         stop = threading.Event()
         if spark is None:
             return stop
-        tracker = spark.sparkContext.statusTracker()
+        tracker = context_of(spark).statusTracker()
 
         def loop() -> None:
             started = time.perf_counter()
@@ -182,7 +181,7 @@ def _driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, bu
 
 
 def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, config_path: str | None = None,
-                spark: SparkSession | PendingSession | None = None, master: str | None = None,
+                spark: Spark | PendingSession | None = None, master: str | None = None,
                 split_size: int | None = None,
                 tables: str | None = None, with_body: bool = False, tz: str = "UTC", overwrite: bool = False,
                 progress: Progress | None = None, engine: str = "spark", processes: int = 1,
@@ -225,7 +224,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     # options and settings are valid: the JVM starts (one core) while the store is planned (the other)
     session = spark if isinstance(spark, PendingSession) else None
     if engine == "spark" and spark is None:
-        session = start_session(master, log_level)
+        session = start_session(master, log_level, sql=tables is not None)
     progress.stage("plan", store)
     st = open_store(store, config)
     config = resolve_broker_version(st, config)
@@ -241,7 +240,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     preflight(st, config, out)
     if session is not None:
         progress.stage("spark session", f"{_master_label(master)} (started before the plan)")
-        spark = session.result()
+        spark = session.context()   # the RDD jobs need no SQL session (see pipelines.session.Spark)
     assert not isinstance(spark, PendingSession)
     job = _Job(st, config, splits, staged, spark, processes, progress)
     pending_tables = None
@@ -359,10 +358,10 @@ class _Job:
     """The stages of one rebuild, each a short function over plain values."""
 
     def __init__(self, st: StoreLocation, config: BrokerConfig, splits: list[Split], staged: StagedOutput,
-                 spark: SparkSession | None, processes: int, progress: Progress) -> None:
+                 spark: Spark | None, processes: int, progress: Progress) -> None:
         self.st, self.config, self.splits, self.staged = st, config, splits, staged
         self.spark, self.processes, self.progress = spark, processes, progress
-        parallelism = max(spark.sparkContext.defaultParallelism, 1) if spark is not None else max(processes, 1)
+        parallelism = max(context_of(spark).defaultParallelism, 1) if spark is not None else max(processes, 1)
         self.parallelism = parallelism
         self.buckets = max(1, min(parallelism, 512))
         self.work_uri = f"{staged.staging_uri}/_work"
@@ -466,7 +465,7 @@ class _Job:
         results = RebuildResults(self.st, self.config, chain, index_in, built.cq_files, built.index_files,
                                  self.work_uri, self.buckets, run_id, started, self.progress.timings,
                                  [a for a in anomalies if a["kind"] not in _CHAIN_KINDS])
-        return stage_tables(self.spark, tables, results, with_body=with_body)
+        return stage_tables(session_of(self.spark), tables, results, with_body=with_body)
 
 
 _LOCAL_TASK = None

@@ -7,12 +7,13 @@ import sys
 import threading
 import time
 
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from .spare import start_spare
 
-__all__ = ["build_spark_session", "start_session", "PendingSession", "let_local_jvm_go", "mute_jvm", "stop_jobs",
+__all__ = ["build_spark_session", "build_spark_context", "Spark", "context_of", "session_of", "start_session",
+           "PendingSession", "let_local_jvm_go", "mute_jvm", "stop_jobs",
            "run_tasks", "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE"]
 
 _DEFAULT_CONF = {
@@ -29,10 +30,40 @@ _DEFAULT_CONF = {
 }
 
 
+Spark = SparkSession | SparkContext
+"""A Spark handle: the SQL session, or only its context where no DataFrame is needed (the RDD jobs of a
+rebuild): creating the SQL session costs a local JVM 0.4 s, on the critical path of a short job."""
+
+
+def context_of(spark: Spark) -> SparkContext:
+    return spark if isinstance(spark, SparkContext) else spark.sparkContext
+
+
+def session_of(spark: Spark, extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """The SQL session of a handle: the session itself, or the one over the context (created now,
+    with this project's SQL settings)."""
+    if isinstance(spark, SparkSession):
+        return spark
+    builder = SparkSession.builder
+    for key, value in {**_DEFAULT_CONF, **(extra_conf or {})}.items():
+        if key.startswith("spark.sql."):
+            builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
 def build_spark_session(master: str | None = None, app_name: str = "rocketmq-offline-index",
                         extra_conf: dict[str, str] | None = None, log_level: str | None = None,
                         archive_at_exit: str | None = None) -> SparkSession:
     """Get or create the session.  Python workers run this interpreter (``PYSPARK_PYTHON``) unless
+    the environment already says otherwise, so they see the same packages as the driver."""
+    return session_of(build_spark_context(master, app_name, extra_conf, log_level, archive_at_exit), extra_conf)
+
+
+def build_spark_context(master: str | None = None, app_name: str = "rocketmq-offline-index",
+                        extra_conf: dict[str, str] | None = None, log_level: str | None = None,
+                        archive_at_exit: str | None = None) -> SparkContext:
+    """Get or create the Spark context the session of :func:`build_spark_session` runs on, without the
+    SQL session (see :data:`Spark`).  Python workers run this interpreter (``PYSPARK_PYTHON``) unless
     the environment already says otherwise, so they see the same packages as the driver."""
     # local Python workers inherit this environment: let them import this checkout's packages
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,13 +72,10 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name)
     launched_by_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit set master and resources
     conf = dict(_DEFAULT_CONF)
-    if master:
-        builder = builder.master(master)
-    elif not launched_by_submit and not os.environ.get("SPARK_MASTER") and "spark.master" not in (extra_conf or {}):
-        builder = builder.master("local[*]")
+    if not master and not launched_by_submit and not os.environ.get("SPARK_MASTER") \
+            and "spark.master" not in (extra_conf or {}):
         master = "local[*]"
     if master and master.startswith("local") and not launched_by_submit:
         conf["spark.driver.extraJavaOptions"] = " ".join(local_jvm_options(archive_at_exit))
@@ -55,20 +83,23 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
         conf["spark.python.daemon.module"] = "pipelines.sparkdaemon"
     else:
         conf.pop("spark.driver.memory")
-    for key, value in {**conf, **(extra_conf or {})}.items():
-        builder = builder.config(key, value)
+    conf.update(extra_conf or {})
     if conf.get("spark.python.daemon.module") == "pipelines.sparkdaemon" and SparkContext._active_spark_context is None:
         start_spare()   # a warm Python daemon, started while the JVM starts (see pipelines.sparkdaemon)
         if SparkContext._gateway is None and master is not None:
-            _launch_local_jvm(master, app_name, {**conf, **(extra_conf or {})})
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(log_level or "ERROR")
+            _launch_local_jvm(master, app_name, conf)
+    spark_conf = SparkConf().setAppName(app_name)
+    if master:
+        spark_conf.setMaster(master)
+    spark_conf.setAll(list(conf.items()))
+    sc = SparkContext.getOrCreate(spark_conf)
+    sc.setLogLevel(log_level or "ERROR")
     if log_level and master and master.startswith("local") and not launched_by_submit:
         # log4j2.properties holds Spark's own loggers at ERROR (see there); setLogLevel moves the root only
-        jvm = spark.sparkContext._jvm
+        jvm = sc._jvm
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(  # type: ignore[union-attr]
             "org.apache.spark", jvm.org.apache.logging.log4j.Level.toLevel(log_level))  # type: ignore[union-attr]
-    return spark
+    return sc
 
 
 CDS_ARCHIVE = os.path.join(sys.prefix, "spark-cds.jsa")
@@ -115,41 +146,56 @@ def mute_jvm() -> None:
 
 
 class PendingSession(threading.Thread):
-    """A Spark session being started in the background: :meth:`result` waits for it.  The JVM keeps
-    one core busy for a second or two while it starts; the driver does its own work meanwhile."""
+    """A Spark context being started in the background: :meth:`context` waits for it.  The JVM keeps
+    one core busy for a second or two while it starts; the driver does its own work meanwhile.  With
+    ``sql`` the SQL session follows in the background too (a job that publishes tables needs it later)."""
 
-    def __init__(self, master: str | None, log_level: str | None) -> None:
+    def __init__(self, master: str | None, log_level: str | None, sql: bool = False) -> None:
         super().__init__(name="spark-session", daemon=True)
-        self.master, self.log_level = master, log_level
-        self.spark: SparkSession | None = None
+        self.master, self.log_level, self.sql = master, log_level, sql
+        self.sc: SparkContext | None = None
         self.error: BaseException | None = None
+        self._context_ready = threading.Event()
         self.start()
 
     def run(self) -> None:
         try:
-            self.spark = build_spark_session(self.master, log_level=self.log_level)
+            self.sc = build_spark_context(self.master, log_level=self.log_level)
+            self._context_ready.set()
+            if self.sql:
+                session_of(self.sc)
         except BaseException as err:  # raised where the session is needed
             self.error = err
+        finally:
+            self._context_ready.set()
+
+    def context(self) -> SparkContext:
+        """The context, as soon as it is up (the SQL session may still be on its way)."""
+        self._context_ready.wait()
+        if self.sc is None:
+            assert self.error is not None
+            raise self.error
+        return self.sc
 
     def result(self) -> SparkSession:
+        """The SQL session (created now if it was not asked for)."""
         self.join()
         if self.error is not None:
             raise self.error
-        assert self.spark is not None
-        return self.spark
+        return session_of(self.context())
 
 
-def start_session(master: str | None = None, log_level: str | None = None) -> PendingSession:
-    """Start :func:`build_spark_session` in the background (call it once the options are valid)."""
-    return PendingSession(master, log_level)
+def start_session(master: str | None = None, log_level: str | None = None, sql: bool = False) -> PendingSession:
+    """Start :func:`build_spark_context` in the background (call it once the options are valid)."""
+    return PendingSession(master, log_level, sql)
 
 
-def stop_jobs(spark: SparkSession, patience: float = 10.0) -> None:
+def stop_jobs(spark: Spark, patience: float = 10.0) -> None:
     """After an interrupt: the call was cut, its job goes on.  Cancel it and wait (a while) for its
     tasks to stop (Spark kills a cancelled task's Python worker within
     ``spark.python.task.killTimeout``), so that none writes into the staging folder being removed."""
     try:
-        sc = spark.sparkContext
+        sc = context_of(spark)
         sc.cancelAllJobs()
         tracker = sc.statusTracker()
         deadline = time.monotonic() + patience
@@ -195,11 +241,11 @@ def local_jvm_options(archive_at_exit: str | None = None) -> list[str]:
     return opts
 
 
-def run_tasks(spark: SparkSession, task, n: int, what: str) -> list[dict]:
+def run_tasks(spark: Spark, task, n: int, what: str) -> list[dict]:
     """One Spark job of ``n`` tasks, task ``i`` running ``task.rows(i)`` (a list of small dicts: file
     lists, summaries); the rows of all, collected.  Plain RDD tasks: the first job of a session starts
     a second sooner than through DataFrames and Arrow (measured: 1.7 s against 2.7 s)."""
-    sc = spark.sparkContext
+    sc = context_of(spark)
     sc.setJobDescription(what)
     return sc.parallelize(range(n), max(n, 1)).flatMap(task.rows).collect()
 
