@@ -40,11 +40,8 @@ def _serve_spare(path: str, fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.setpgid(0, 0)
     listener = socket.socket(fileno=fd)
+    _warm_up_politely()
     from pyspark import daemon
-
-    from pipelines.warm import rehearse
-
-    rehearse()  # every kernel with the argument types of the tasks; the task modules imported
     try:
         conn = _accept_or_orphaned(listener)
     finally:
@@ -65,6 +62,28 @@ def _serve_spare(path: str, fd: int) -> None:
     conn.sendall(str(os.getpid()).encode())
     # ``conn`` stays open: the launcher waits for it to close (this process and its workers gone)
     _run_manager(daemon)
+
+
+def _warm_up_politely(niceness: int = 10) -> None:
+    """Import the task modules and load every kernel with the argument types of the tasks
+    (:func:`pipelines.warm.rehearse`), in a thread of lower priority: the JVM starting beside it, and
+    the driver planning, come first (nice values belong to threads on Linux).  The workers are later
+    forked from the main thread, at the process's own priority."""
+    import threading
+
+    def warm() -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + niceness)
+        except (OSError, AttributeError):
+            pass
+        from pyspark import daemon  # noqa: F401
+
+        from pipelines.warm import rehearse
+        rehearse()
+
+    thread = threading.Thread(target=warm, name="warm-up")
+    thread.start()
+    thread.join()
 
 
 def _accept_or_orphaned(listener: socket.socket) -> socket.socket | None:
