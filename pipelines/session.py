@@ -25,6 +25,9 @@ _DEFAULT_CONF = {
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.adaptive.enabled": "true",
     "spark.python.worker.reuse": "true",
+    # the JVM talks to its Python workers over Unix sockets: over local TCP, a task's data (a small
+    # write after the command) waited 40 ms for the worker's delayed ACK, on every task (Nagle)
+    "spark.python.unix.domain.socket.enabled": "true",
     "spark.driver.memory": "4g",
     "spark.sql.mapKeyDedupPolicy": "LAST_WIN",
 }

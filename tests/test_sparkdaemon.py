@@ -131,3 +131,17 @@ def test_the_session_s_first_daemon_is_the_spare(spark) -> None:
                 spares.append(_cmdline(int(proc.name)))
     assert spares, "no spare daemon was started with the session"
     assert any(not os.path.exists(cmd[cmd.index("--spare") + 1]) for cmd in spares), spares
+
+
+def test_workers_leave_the_loaded_modules_to_a_frozen_gc_and_talk_over_unix_sockets(spark) -> None:
+    """The two per-task costs of a reused Python worker: PySpark's daemon collects garbage after
+    each task (so what was loaded before the fork must be frozen, out of the collector's sight), and
+    over local TCP a task's data waits for the worker's delayed ACK (so the JVM uses Unix sockets)."""
+    def worker_facts(_: int) -> list[tuple[int, str]]:
+        import gc
+        import os
+        return [(gc.get_freeze_count(), os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "unset").lower())]
+
+    facts = spark.sparkContext.parallelize(range(2), 2).flatMap(worker_facts).collect()
+    assert facts and all(frozen > 10_000 for frozen, _ in facts), facts   # numba, pyarrow, the kernels
+    assert all(unix == "true" for _, unix in facts), facts
