@@ -32,13 +32,20 @@ from store_format.consumequeue import (
     build_cq_file,
     cq_file_name,
 )
-from store_format.indexfile import accepted_by_index, index_file_pieces, write_index_file
+from store_format.indexfile import (
+    HEAD_ENTRIES,
+    accepted_by_index,
+    index_file_pieces,
+    index_part_bounds,
+    write_index_file,
+    write_index_file_part,
+)
 from store_format.store import resolve
 
 from .workfiles import read_bucket_units, read_keys, write_queue_states
 
-__all__ = ["RESULT_SCHEMA", "BuildTask", "build_queue_bucket", "build_index_part", "write_file",
-           "index_part_name"]
+__all__ = ["RESULT_SCHEMA", "BuildTask", "build_queue_bucket", "build_index_part", "index_tasks", "merge_index_rows",
+           "write_file", "index_part_name"]
 
 RESULT_SCHEMA = pa.schema([
     ("kind", pa.string()), ("task_id", pa.int64()), ("topic", pa.string()), ("queue_id", pa.int32()),
@@ -197,40 +204,89 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
     return written
 
 
+MIN_INDEX_PART = 1 << 20   # keys: below this a part costs more than it saves
+
+
+def index_tasks(file_parts: list[list[list[int]]], total_keys: int, config: BrokerConfig,
+                parallelism: int, staging_uri: str) -> list[dict]:
+    """Build tasks for the index files: one per file, or, on a local filesystem, for a file of many
+    keys one per part of it (:func:`store_format.indexfile.index_part_bounds`; the parts write into
+    the one file side by side), so that a 400 MB file is not one long task."""
+    if not isinstance(resolve(staging_uri)[0], pafs.LocalFileSystem):
+        parallelism = 1
+    cap = config.index_entries_per_file
+    tasks = []
+    for f, parts in enumerate(file_parts):
+        entries = min(cap, total_keys - f * cap)
+        cuts = index_part_bounds(entries, min(parallelism, entries // MIN_INDEX_PART), config.maxHashSlotNum) \
+            if entries >= 2 * MIN_INDEX_PART and parallelism > 1 else [0, entries]
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            tasks.append({"kind": "index", "task_id": f, "parts": parts, "keys": [a, b], "entries": entries})
+    return tasks
+
+
+def merge_index_rows(rows: list[dict]) -> list[dict]:
+    """One result row per index file from the rows of its parts (in file order)."""
+    files: dict[int, list[dict]] = {}
+    for r in rows:
+        files.setdefault(r["task_id"], []).append(r)
+    merged = []
+    for f in sorted(files):
+        parts = sorted(files[f], key=lambda r: r.pop("first_key", 0))
+        row = dict(parts[0])
+        row.update(entries=sum(p["entries"] for p in parts), end_offset=parts[-1]["end_offset"],
+                   end_timestamp=parts[-1]["end_timestamp"])
+        merged.append(row)
+    return merged
+
+
 def build_index_part(work_uri: str, staging_uri: str, file_no: int, parts: list[list[int]],
-                     config: BrokerConfig) -> dict:
-    """Write index file ``file_no`` from the keys of the splits that hold its entries.
+                     config: BrokerConfig, keys: tuple[int, int] | None = None, entries: int | None = None) -> dict:
+    """Write index file ``file_no`` (or its keys ``keys[0] .. keys[1]`` of ``entries``: one part of
+    it, see :func:`index_tasks`) from the keys of the splits that hold its entries.
 
     ``parts``: ``[split_id, endPhyOffset carry, keys before the split]`` in chain order, including
     the split that holds the previous file's last entry (the new file's header starts from it).
     """
     cap = config.index_entries_per_file
     lo, hi = file_no * cap, (file_no + 1) * cap
-    chunks = []
+    a, b = (lo, hi) if keys is None else (lo + keys[0], lo + keys[1])
+    chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # the part's keys: hash, offset, store time
+    head: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []     # the file's first keys (header, shared block)
+    before: list[np.ndarray] = []                                  # hashes of the file's keys before the part
     prev_off = prev_ts = 0
     for split_id, carry, base in parts:
-        keys = read_keys(work_uri, split_id)
-        if keys is None:
+        split_keys = read_keys(work_uri, split_id)
+        if split_keys is None:
             continue
-        acc, _ = accepted_by_index(keys.offset, carry)
-        key_record = np.repeat(np.arange(len(keys.counts)), keys.counts)
+        acc, _ = accepted_by_index(split_keys.offset, carry)
+        key_record = np.repeat(np.arange(len(split_keys.counts)), split_keys.counts)
         idx = np.flatnonzero(acc[key_record])            # accepted keys, in put order
         ordinal = base + np.arange(len(idx), dtype=np.int64)
         if lo > 0:
             at = np.flatnonzero(ordinal == lo - 1)
             if len(at):
                 r = key_record[idx[at[0]]]
-                prev_off, prev_ts = int(keys.offset[r]), int(keys.store_ts[r])
-        m = (ordinal >= lo) & (ordinal < hi)
+                prev_off, prev_ts = int(split_keys.offset[r]), int(split_keys.store_ts[r])
+        m = (ordinal >= lo) & (ordinal < a)   # the keys before the part: their hashes seed its slots
         if m.any():
-            take = idx[m]
-            rec_of = key_record[take]
-            chunks.append((keys.hashes[take], keys.offset[rec_of], keys.store_ts[rec_of]))
-    hashes = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int32)
-    offs = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, np.int64)
-    ts = np.concatenate([c[2] for c in chunks]) if chunks else np.zeros(0, np.int64)
+            before.append(split_keys.hashes[idx[m]])
+        for out, m in ((chunks, (ordinal >= a) & (ordinal < b)),
+                       (head, (ordinal >= lo) & (ordinal < min(lo + HEAD_ENTRIES, a)))):
+            if m.any():
+                take = idx[m]
+                rec_of = key_record[take]
+                out.append((split_keys.hashes[take], split_keys.offset[rec_of], split_keys.store_ts[rec_of]))
+    hashes, offs, ts = _joined(chunks)
+    before_hash = np.concatenate(before) if before else np.zeros(0, np.int32)
     fs, root = resolve(staging_uri)
-    if isinstance(fs, pafs.LocalFileSystem):  # built in place in the file: no entry buffer
+    if keys is not None and (keys[0] > 0 or keys[1] < (entries or 0)):   # one part of the file (local only)
+        path = f"{root}/{index_part_name(file_no)}"
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        n = write_index_file_part(path, before_hash, hashes, offs, ts, head=_joined(head) if head else None,
+                                  entries=entries or 0, max_hash_slot_num=config.maxHashSlotNum,
+                                  max_index_num=config.maxIndexNum, prev_end_ts=prev_ts)
+    elif isinstance(fs, pafs.LocalFileSystem):  # built in place in the file: no entry buffer
         path = f"{root}/{index_part_name(file_no)}"
         fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
         n = write_index_file(path, hashes, offs, ts, max_hash_slot_num=config.maxHashSlotNum,
@@ -241,7 +297,14 @@ def build_index_part(work_uri: str, staging_uri: str, file_no: int, parts: list[
         n = write_file(staging_uri, index_part_name(file_no), data)
     return _row("index", file_no, entries=len(hashes), bytes=n, begin_offset=int(offs[0]) if len(offs) else None,
                 first_store_timestamp=int(ts[0]) if len(ts) else prev_ts,
-                end_offset=int(offs[-1]) if len(offs) else prev_off, end_timestamp=int(ts[-1]) if len(ts) else prev_ts)
+                end_offset=int(offs[-1]) if len(offs) else prev_off, end_timestamp=int(ts[-1]) if len(ts) else prev_ts,
+                first_key=keys[0] if keys is not None else 0)
+
+
+def _joined(chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not chunks:
+        return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return tuple(np.concatenate([c[i] for c in chunks]) for i in range(3))  # type: ignore[return-value]
 
 
 class BuildTask:
@@ -260,4 +323,5 @@ class BuildTask:
         if task["kind"] == "cq":
             return build_queue_bucket(self.work_uri, self.staging_uri, task["task_id"], task["splits"], self.config,
                                       record_states=task.get("record_states", False))
-        return [build_index_part(self.work_uri, self.staging_uri, task["task_id"], task["parts"], self.config)]
+        return [build_index_part(self.work_uri, self.staging_uri, task["task_id"], task["parts"], self.config,
+                                 keys=task.get("keys"), entries=task.get("entries"))]

@@ -24,7 +24,7 @@ from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, load_config_for, open_store
 from store_format.timeutil import zone
 
-from .build import BuildTask, index_part_name, write_file
+from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
 from .chain import carry_index_state, chain_splits, index_file_parts
 from .commit import StagedOutput
 from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
@@ -409,12 +409,12 @@ class _Job:
         index_enabled = config.messageIndexEnable and index_totals["dispatched"] > 0
         file_parts = index_file_parts(chain, index_in, total_keys, config.index_entries_per_file) \
             if index_enabled else []
-        tasks = [{"kind": "index", "task_id": f, "parts": parts} for f, parts in enumerate(file_parts)]
+        tasks = index_tasks(file_parts, total_keys, config, self.parallelism, self.staged.staging_uri)
         tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states}
                   for b in range(self.buckets)]
         results = self._run(BuildTask(tasks, config, self.work_uri, self.staged.staging_uri), len(tasks), "build")
         cq_files = [r for r in results if r["kind"] == "cq"]
-        index_files = sorted((r for r in results if r["kind"] == "index"), key=lambda r: r["task_id"])
+        index_files = merge_index_rows([r for r in results if r["kind"] == "index"])
         anomalies: list[dict] = []
         if index_enabled:
             index_files += self._trailing_index_file(index_files, index_totals)

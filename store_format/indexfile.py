@@ -35,7 +35,8 @@ from .prefetch import prefetch
 __all__ = [
     "accepted_by_index", "build_index_file", "build_index_array", "index_file_pieces", "IndexHeader", "read_header",
     "select_phy_offsets",
-    "index_file_names", "index_file_names_checked", "write_index_file", "trailing_empty_file",
+    "index_file_names", "index_file_names_checked", "write_index_file", "write_index_file_part", "index_part_bounds",
+    "HEAD_ENTRIES", "trailing_empty_file",
     "trailing_file_time",
 ]
 
@@ -108,8 +109,9 @@ def index_file_pieces(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.nda
     table = np.zeros(max_hash_slot_num, dtype=np.int32)
     entries = np.empty((n + 1) * INDEX_ENTRY_SIZE, dtype=np.uint8)  # entry 0 is never used
     entries[:INDEX_ENTRY_SIZE] = 0
-    _, used_slots = _fill_window(key_hash, offset, store_ts, np.int64(begin_ts), np.int64(max_hash_slot_num),
-                                 table, np.int64(0), np.int64(0), np.int64(0), entries)
+    _, used_slots = _fill_window(key_hash, offset, store_ts, np.int64(begin_ts), np.int64(store_ts[0]),
+                                 np.int64(max_hash_slot_num), table, np.int64(0), np.int64(0), np.int64(0), np.int64(0),
+                                 entries)
     header["beginTimestamp"] = store_ts[0]
     header["beginPhyOffset"] = offset[0]
     header["endTimestamp"] = store_ts[-1]
@@ -129,12 +131,14 @@ def _put_be(out, pos, value, width):
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_window(key_hash, offset, store_ts, begin_ts, slot_num, table, i, entries_at, w0, out):
+def _fill_window(key_hash, offset, store_ts, begin_ts, first_ts, slot_num, table, i0, i, entries_at, w0, out):
     """Entries from key ``i`` on, for the part of the file in ``out`` (file bytes ``w0 .. w0+len(out)``;
     entry ``k`` at ``entries_at + 20 k``): slot chains (the slot's previous entry; the slot keeps its
     latest) and timeDiff in seconds (Java long division, clamped to [0, Integer.MAX_VALUE], 0 while
-    the file's begin time is not positive: the first entry against the carried begin, later ones
-    against the first entry's time).  A key's entry is put (its slot updated) once all its bytes are in a window;
+    the file's begin time is not positive: the file's first entry against the carried begin, later
+    ones against the first entry's time ``first_ts``).  The keys given are the file's entries from
+    ``i0`` on (key ``i`` is the file's entry ``i0 + i + 1``; ``table`` holds the slots as entry
+    ``i0`` begins).  A key's entry is put (its slot updated) once all its bytes are in a window;
     one that runs past the window's end is written in part and put by the next window, which
     computes the same bytes again.  Returns the next key and how many puts found their slot empty
     (``hashSlotCount``).  One window over a whole entries buffer (``entries_at = w0 = 0``) builds them
@@ -142,10 +146,9 @@ def _fill_window(key_hash, offset, store_ts, begin_ts, slot_num, table, i, entri
     n = key_hash.shape[0]
     w1 = w0 + out.shape[0]
     empty_hits = 0
-    first_ts = store_ts[0]
     tmp = np.empty(20, dtype=np.uint8)
     while i < n:
-        pos = entries_at + (i + 1) * 20
+        pos = entries_at + (i0 + i + 1) * 20
         if pos >= w1:
             break
         if i + _AHEAD < n:
@@ -153,7 +156,7 @@ def _fill_window(key_hash, offset, store_ts, begin_ts, slot_num, table, i, entri
         h = np.int64(key_hash[i])
         s = h % slot_num
         prev = np.int64(table[s])
-        base = begin_ts if i == 0 else first_ts
+        base = begin_ts if i0 + i == 0 else first_ts
         td = np.int64(0)
         if base > 0:
             d = store_ts[i] - base
@@ -180,7 +183,7 @@ def _fill_window(key_hash, offset, store_ts, begin_ts, slot_num, table, i, entri
                 break  # put by the next window
         if prev == 0:
             empty_hits += 1
-        table[s] = i + 1
+        table[s] = i0 + i + 1
         i += 1
     return i, empty_hits
 
@@ -199,13 +202,11 @@ def write_index_file(path: str, key_hash: np.ndarray, offset: np.ndarray, store_
     every page is fresh memory the kernel must find and fill; written directly it goes from the
     window to the disk (measured on the 2-core bench VM: 220 MB of entries 0.40 s buffered, 0.08 s
     direct).  The bytes are the same.  Returns the file size."""
-    import mmap
-    import os
-    size = index_file_size(max_hash_slot_num, max_index_num)
     n = len(key_hash)
     if n > max_index_num - 1:
         raise ValueError(f"{n} entries do not fit an index file of maxIndexNum={max_index_num}")
     if not n:
+        size = index_file_size(max_hash_slot_num, max_index_num)
         header = index_file_pieces(key_hash, offset, store_ts, max_hash_slot_num=max_hash_slot_num,
                                    max_index_num=max_index_num, prev_end_offset=prev_end_offset,
                                    prev_end_ts=prev_end_ts, empty_index_count=empty_index_count)[0]
@@ -213,50 +214,124 @@ def write_index_file(path: str, key_hash: np.ndarray, offset: np.ndarray, store_
             f.truncate(size)
             f.write(np.asarray(header).tobytes())
         return size
+    open(path, "wb").close()   # a new file: nothing of an earlier one may stay in the unused entries
+    return write_index_file_part(path, np.zeros(0, np.int32), key_hash, offset, store_ts, head=None, entries=n,
+                                max_hash_slot_num=max_hash_slot_num, max_index_num=max_index_num,
+                                prev_end_ts=prev_end_ts, window=window)
+
+
+HEAD_ENTRIES = 256   # more than the entries that share the slot table's last block (4096 / 20 + 1)
+
+
+def index_part_bounds(entries: int, parts: int, max_hash_slot_num: int) -> list[int]:
+    """Where to cut a file of ``entries`` entries into about ``parts`` equal parts built side by side
+    (:func:`write_index_file_part`): entry numbers (0-based keys) whose first byte starts a direct-I/O
+    block, so that no two parts write into the same block.  Returns ``[0, ..., entries]``."""
+    entries_at = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num
+    # key k starts at entries_at + 20 (k + 1): on a block edge every 1024 keys (20 * 1024 = 5 * 4096)
+    step = _DIRECT_ALIGN // 4
+    phase = next(k for k in range(step) if (entries_at + INDEX_ENTRY_SIZE * (k + 1)) % _DIRECT_ALIGN == 0)
+    cuts = [0]
+    for p in range(1, max(parts, 1)):
+        want = entries * p // parts
+        k = want - (want - phase) % step
+        if k > cuts[-1] + HEAD_ENTRIES and k < entries:
+            cuts.append(k)
+    return cuts + [entries]
+
+
+@numba.njit(cache=True, nogil=True)
+def _slot_table(key_hash, slot_num, table):
+    """The slot table after putting the keys (entry ``i + 1`` for key ``i``)."""
+    for i in range(key_hash.shape[0]):
+        table[np.int64(key_hash[i]) % slot_num] = i + 1
+
+
+def write_index_file_part(path: str, before_hash: np.ndarray, key_hash: np.ndarray, offset: np.ndarray,
+                          store_ts: np.ndarray, *, head: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+                          entries: int, max_hash_slot_num: int, max_index_num: int, prev_end_ts: int = 0,
+                          window: int = 8 << 20) -> int:
+    """Write the entries of keys ``len(before_hash) ..`` of an index file of ``entries`` entries into
+    ``path``, which several parts write side by side (cut by :func:`index_part_bounds`): each part
+    sets its slots' starting state from the hashes of the keys before it (``before_hash``), so the
+    slot chains (``IndexFile.putKey``: prevIndex = the slot's previous entry) are those of one file
+    built key after key.  The part holding the last key writes the header and the slot table, with
+    the block they share with the first keys' entries, which it computes again from ``head`` (hash,
+    offset and store time of the file's first :data:`HEAD_ENTRIES` keys; None when it is also the
+    first part), and makes the file its full size.  The file is never truncated: parts may run in any
+    order.  Returns the file size."""
+    import mmap
+    import os
+    size = index_file_size(max_hash_slot_num, max_index_num)
+    a = len(before_hash)
+    m = len(key_hash)
+    last = a + m == entries
+    if entries > max_index_num - 1:
+        raise ValueError(f"{entries} entries do not fit an index file of maxIndexNum={max_index_num}")
     key_hash = np.ascontiguousarray(key_hash, dtype=np.int32)
     offset = np.ascontiguousarray(offset, dtype=np.int64)
     store_ts = np.ascontiguousarray(store_ts, dtype=np.int64)
+    first_ts = int(store_ts[0]) if a == 0 else int(head[2][0]) if head is not None else 0
+    begin_ts = np.int64(prev_end_ts if prev_end_ts > 0 else 0)
     entries_at = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num
-    data_end = entries_at + (n + 1) * INDEX_ENTRY_SIZE
+    part_end = entries_at + (a + m + 1) * INDEX_ENTRY_SIZE
     window = max(_DIRECT_ALIGN, window - window % _DIRECT_ALIGN)
     first = entries_at - entries_at % _DIRECT_ALIGN   # the block where the slot table ends and entries begin
+    w0 = first if a == 0 else entries_at + (a + 1) * INDEX_ENTRY_SIZE
+    if w0 % _DIRECT_ALIGN:
+        raise ValueError(f"a part must start on a block edge (index_part_bounds), not at key {a}")
+    table = np.zeros(max_hash_slot_num, dtype=np.int32)
+    _slot_table(np.ascontiguousarray(before_hash, dtype=np.int32), np.int64(max_hash_slot_num), table)
     fd = _open_direct(path)
     try:
         buf = mmap.mmap(-1, window)                 # page aligned, as direct I/O wants
         out = np.frombuffer(buf, dtype=np.uint8)
-        table = np.zeros(max_hash_slot_num, dtype=np.int32)
         used = 0
         i = 0
-        w0 = first
         head_block = np.zeros(_DIRECT_ALIGN, dtype=np.uint8)
-        while w0 < data_end:
+        while w0 < part_end:
             out[:] = 0
-            i, hits = _fill_window(key_hash, offset, store_ts, np.int64(prev_end_ts if prev_end_ts > 0 else 0),
-                                   np.int64(max_hash_slot_num), table, np.int64(i), np.int64(entries_at),
+            i, hits = _fill_window(key_hash, offset, store_ts, begin_ts, np.int64(first_ts),
+                                   np.int64(max_hash_slot_num), table, np.int64(a), np.int64(i), np.int64(entries_at),
                                    np.int64(w0), out)
             used += hits
-            length = min(window, data_end - w0)
+            length = min(window, part_end - w0)
             length += -length % _DIRECT_ALIGN
-            if w0 == first:
+            skip = 0
+            if w0 == first:   # the shared block goes last, with the header and the slot table
                 head_block[:] = out[:_DIRECT_ALIGN]
-            _pwrite_all(fd, memoryview(buf)[:length], w0)
+                skip = _DIRECT_ALIGN
+            if length > skip:
+                _pwrite_all(fd, memoryview(buf)[skip:length], w0 + skip)
             w0 += window
-        # header and slot table, up to the block where the entries begin
-        start = np.zeros(first + _DIRECT_ALIGN, dtype=np.uint8)
-        header = np.zeros(1, dtype=INDEX_HEADER_DTYPE)
-        header["beginTimestamp"], header["beginPhyOffset"] = store_ts[0], offset[0]
-        header["endTimestamp"], header["endPhyOffset"] = store_ts[-1], offset[-1]
-        header["hashSlotCount"], header["indexCount"] = used, n + 1
-        start[:INDEX_HEADER_SIZE] = header.view(np.uint8)
-        start[INDEX_HEADER_SIZE:entries_at] = table.astype(">i4").view(np.uint8)
-        start[entries_at:] = head_block[entries_at - first:]
         del out
         buf.close()
-        aligned = mmap.mmap(-1, len(start))
-        aligned[:] = start.tobytes()
-        _pwrite_all(fd, memoryview(aligned), 0)
-        aligned.close()
-        os.ftruncate(fd, size)
+        if last:
+            if a > 0:   # the first keys' entries in the shared block, as the first part computed them
+                assert head is not None
+                head_hash, head_off, head_ts = (np.ascontiguousarray(x) for x in head)
+                block = np.zeros(_DIRECT_ALIGN, dtype=np.uint8)
+                _fill_window(head_hash.astype(np.int32), head_off.astype(np.int64), head_ts.astype(np.int64),
+                             begin_ts, np.int64(first_ts), np.int64(max_hash_slot_num),
+                             np.zeros(max_hash_slot_num, dtype=np.int32), np.int64(0), np.int64(0),
+                             np.int64(entries_at), np.int64(first), block)
+                head_block[:] = block
+            start = np.zeros(first + _DIRECT_ALIGN, dtype=np.uint8)
+            header = np.zeros(1, dtype=INDEX_HEADER_DTYPE)
+            header["beginTimestamp"] = first_ts
+            header["beginPhyOffset"] = offset[0] if a == 0 else head[1][0]  # type: ignore[index]
+            header["endTimestamp"], header["endPhyOffset"] = store_ts[-1], offset[-1]
+            # puts that found their slot empty: the slots used, once each (a slot never empties)
+            header["hashSlotCount"] = used if a == 0 else int(np.count_nonzero(table))
+            header["indexCount"] = entries + 1
+            start[:INDEX_HEADER_SIZE] = header.view(np.uint8)
+            start[INDEX_HEADER_SIZE:entries_at] = table.astype(">i4").view(np.uint8)
+            start[entries_at:] = head_block[entries_at - first:]
+            aligned = mmap.mmap(-1, len(start))
+            aligned[:] = start.tobytes()
+            _pwrite_all(fd, memoryview(aligned), 0)
+            aligned.close()
+            os.ftruncate(fd, size)
     finally:
         os.close(fd)
     return size
@@ -265,7 +340,7 @@ def write_index_file(path: str, key_hash: np.ndarray, offset: np.ndarray, store_
 def _open_direct(path: str) -> int:
     """A new file for writing, with ``O_DIRECT`` where the filesystem takes it."""
     import os
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    flags = os.O_WRONLY | os.O_CREAT   # never truncated: the parts of one file write side by side
     try:
         return os.open(path, flags | getattr(os, "O_DIRECT", 0), 0o644)
     except OSError:

@@ -47,3 +47,32 @@ def test_a_full_file_and_the_buffered_path(tmp_path, monkeypatch, direct) -> Non
                      window=8192)
     assert np.array_equal(np.fromfile(path, dtype=np.uint8), expected)
     assert indexfile.read_header(expected).index_count == n + 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(600, 6000), slots=st.integers(1, 900), spare=st.integers(1, 300), parts=st.integers(2, 6),
+       blocks=st.integers(1, 3), prev_ts=st.sampled_from([0, 1_600_000_000_000]), seed=st.integers(0, 2**32 - 1))
+def test_parts_written_side_by_side_in_any_order_give_the_file(tmp_path_factory, n, slots, spare, parts, blocks,
+                                                                prev_ts, seed) -> None:
+    """One file cut into parts (each part's slots seeded from the keys before it; the last part adds
+    the header, the slot table and the block they share with the first entries) holds the bytes of
+    the file built key after key, whatever order the parts are written in."""
+    rng = np.random.default_rng(seed)
+    key_hash = rng.integers(0, 2**31 - 1, n).astype(np.int32)
+    offset = np.sort(rng.integers(0, 2**40, n))
+    store_ts = np.sort(rng.integers(1_600_000_000_000, 1_700_000_000_000, n))
+    expected = build_index_array(key_hash, offset, store_ts, max_hash_slot_num=slots, max_index_num=n + spare,
+                                 prev_end_offset=offset[0], prev_end_ts=prev_ts)
+    cuts = indexfile.index_part_bounds(n, parts, slots)
+    assert cuts[0] == 0 and cuts[-1] == n and cuts == sorted(set(cuts))
+    head = (key_hash[:indexfile.HEAD_ENTRIES], offset[:indexfile.HEAD_ENTRIES], store_ts[:indexfile.HEAD_ENTRIES])
+    path = tmp_path_factory.mktemp("idx") / "f"
+    order = rng.permutation(len(cuts) - 1)
+    for p in order:
+        a, b = cuts[p], cuts[p + 1]
+        size = indexfile.write_index_file_part(str(path), key_hash[:a], key_hash[a:b], offset[a:b], store_ts[a:b],
+                                               head=head if a > 0 else None, entries=n, max_hash_slot_num=slots,
+                                               max_index_num=n + spare, prev_end_ts=prev_ts, window=4096 * blocks)
+    got = np.fromfile(path, dtype=np.uint8)
+    assert size == len(expected) == len(got)
+    assert np.array_equal(got, expected)
