@@ -29,6 +29,7 @@ from .layout import (
     TRANSACTION_NOT,
     TRANSACTION_ROLLBACK,
 )
+from .prefetch import prefetch
 from .walkresult import (
     F_CQ,
     F_INDEX,
@@ -246,16 +247,28 @@ def multi_dispatch_units(buf, origin, n_rec, queue_id, spans, enable_lmq, is_5x,
 # the dispatchers' results over a whole walk, as arrays
 
 
+_GATHER_AHEAD = 16   # spans between a span's prefetch and its copy
+
+
 @numba.njit(cache=True, nogil=True)
 def _gather(text, origin, starts, lens, data, offsets):
+    """Copy byte spans of ``text`` (positions ``starts - origin``; a negative start or a length of
+    0 gives an empty value) one after the other into ``data``, with their ``offsets``.  Spans of
+    successive records lie a body apart: each is a cache (and often a TLB) miss, so the spans a few
+    rows ahead are asked for early, and each span is copied as a slice (measured on a 128 MiB split
+    of the bench commitlog, eight string columns of 109 k records: 66 -> 20 ms)."""
+    n_spans = starts.shape[0]
     o = 0
-    for i in range(starts.shape[0]):
+    for i in range(n_spans):
+        if i + _GATHER_AHEAD < n_spans and starts[i + _GATHER_AHEAD] >= 0:
+            ahead = starts[i + _GATHER_AHEAD] - origin
+            prefetch(text, ahead)  # type: ignore[call-arg]
+            prefetch(text, ahead + lens[i + _GATHER_AHEAD])  # type: ignore[call-arg]
         offsets[i] = o
         n = lens[i]
         if n > 0 and starts[i] >= 0:
             s = starts[i] - origin
-            for j in range(n):
-                data[o + j] = text[s + j]
+            data[o:o + n] = text[s:s + n]
             o += n
     offsets[starts.shape[0]] = o
 

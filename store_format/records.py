@@ -4,7 +4,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import commitlog as cl
 from .crc import body_crc_spans
@@ -119,24 +118,60 @@ def hex_strings(byte_matrix: np.ndarray) -> pa.StringArray:
 
 
 def _gather_fixed(text: np.ndarray, origin: int, starts: np.ndarray, width: int) -> np.ndarray:
-    idx = (starts - origin)[:, None] + np.arange(width)[None, :]
-    return np.asarray(text, dtype=np.uint8)[idx]
+    """The ``width`` bytes at each start, as a (rows, width) matrix."""
+    n = len(starts)
+    data = np.empty(n * width, dtype=np.uint8)
+    _gather(np.asarray(text, dtype=np.uint8), np.int64(origin), np.ascontiguousarray(starts, dtype=np.int64),
+            np.full(n, width, dtype=np.int64), data, np.empty(n + 1, dtype=np.int64))
+    return data.reshape(n, width)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put_decimal(out, o, value):
+    """Write a non-negative int as decimal digits at ``out[o]``; returns the position after them."""
+    digits = 1
+    v = value
+    while v >= 10:
+        v //= 10
+        digits += 1
+    for k in range(digits - 1, -1, -1):
+        out[o + k] = 48 + value % 10
+        value //= 10
+    return o + digits
+
+
+@numba.njit(cache=True, nogil=True)
+def _format_v4_hosts(b, data, offsets):
+    """``a.b.c.d:port`` of each row of 4 address bytes and a 4-byte big-endian port (as unsigned)."""
+    o = 0
+    for i in range(b.shape[0]):
+        offsets[i] = o
+        for k in range(4):
+            o = _put_decimal(data, o, np.int64(b[i, k]))
+            data[o] = 46 if k < 3 else 58   # '.' between the bytes, ':' before the port
+            o += 1
+        port = (np.int64(b[i, 4]) << 24) | (np.int64(b[i, 5]) << 16) | (np.int64(b[i, 6]) << 8) | np.int64(b[i, 7])
+        o = _put_decimal(data, o, port)
+    offsets[b.shape[0]] = o
 
 
 def host_strings(text: np.ndarray, origin: int, starts: np.ndarray, v6: np.ndarray) -> tuple[pa.Array, np.ndarray]:
     """``ip:port`` of socket addresses stored as 4+4 (or 16+4) bytes, and the raw address bytes
     (ip + port) of each row as a list of bytes objects-free matrix pair (v4 rows, v6 rows)."""
     n = len(starts)
-    out = np.empty(n, dtype=object)
     v4_rows = np.nonzero(~v6)[0]
+    v4: pa.Array | None = None
     if len(v4_rows):
         b = _gather_fixed(text, origin, starts[v4_rows], 8)
-        port = (b[:, 4].astype(np.int64) << 24 | b[:, 5].astype(np.int64) << 16 | b[:, 6].astype(np.int64) << 8
-                | b[:, 7].astype(np.int64))
-        parts = [pa.array(b[:, i]).cast(pa.string()) for i in range(4)]
-        ip = pc.binary_join_element_wise(*parts, ".")
-        s = pc.binary_join_element_wise(ip, pa.array(port).cast(pa.string()), ":")
-        out[v4_rows] = s.to_numpy(zero_copy_only=False)
+        data = np.empty(len(v4_rows) * 26, dtype=np.uint8)   # 4 x "255." less a dot, ':' and 10 digits
+        offsets = np.empty(len(v4_rows) + 1, dtype=np.int32)
+        _format_v4_hosts(b, data, offsets)
+        v4 = pa.StringArray.from_buffers(len(v4_rows), pa.py_buffer(offsets), pa.py_buffer(data))
+        if len(v4_rows) == n:
+            return v4, v4_rows   # all IPv4 (the usual case): the Arrow strings as they are
+    out = np.empty(n, dtype=object)
+    if v4 is not None:
+        out[v4_rows] = v4.to_numpy(zero_copy_only=False)
     v6_rows = np.nonzero(v6)[0]
     if len(v6_rows):
         import ipaddress
