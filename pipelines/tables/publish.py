@@ -46,7 +46,7 @@ from store_format.timeutil import ms_to_datetime
 
 from ..chain import Chain, ChainEntry
 from ..delta import STAGING, Where, commit_parquet_files, open_writer
-from ..scan import ROW_RECORD, WORKER_SCRATCH, records_batch, walk_split
+from ..scan import WORKER_SCRATCH, records_batch, walk_split
 from ..session import run_tasks
 from ..workfiles import read_queue_states
 from .rows import SplitContext, encoded_key_rows, message_rows, np_col
@@ -152,7 +152,7 @@ class _TablesTask:
             own = np.unique(units.record, return_index=True)[1] if len(units) else np.zeros(0, dtype=np.int64)
             record_pos[units.record[own]] = pos[own]   # a record's own unit comes before its light queues'
             batch = records_batch(split, res, {}, True, self.with_body)
-            part = pa.Table.from_batches([batch]).filter(pc.equal(batch.column(1), ROW_RECORD))
+            part = pa.Table.from_batches([batch]).slice(0, batch.num_rows - 1)   # the records; the trailer row last
             ctx = dataclasses.replace(self.ctx, queue_plan={split.split_id: record_pos})
             out.add_split(split.split_id, part, message_rows(part, split.split_id, ctx, self.with_body),
                           encoded_key_rows(part, split.split_id, ctx), units, qidx, own)
