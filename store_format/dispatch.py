@@ -389,7 +389,10 @@ def _number_queues(text, origin, starts, lens, qids, table, first, out):
     for t in range(table.shape[0]):
         table[t] = -1
     n_q = 0
-    for i in range(starts.shape[0]):
+    n_units = starts.shape[0]
+    for i in range(n_units):
+        if i + _GATHER_AHEAD < n_units:   # each name a body away from the last (see _gather)
+            prefetch(text, starts[i + _GATHER_AHEAD] - origin)  # type: ignore[call-arg]
         s = starts[i] - origin
         n = lens[i]
         h = np.uint64(14695981039346656037) ^ np.uint64(qids[i] & 0xFFFFFFFF)
