@@ -29,8 +29,7 @@ import datetime as _dt
 import json
 import time
 import urllib.parse
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -45,7 +44,7 @@ from .session import delta_classes_available, spark_schema
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["Where", "TaskRows", "commit_parquet_files", "STAGING", "TableWriter", "DeltaSparkWriter",
+__all__ = ["Where", "commit_parquet_files", "STAGING", "TableWriter", "DeltaSparkWriter",
            "DeltaRsWriter", "open_writer", "table_uri", "table_exists", "open_table", "read_arrow",
            "read_spark", "live_files", "file_uris", "commits_after", "run_id_of", "arrow_dataset", "TablesError"]
 
@@ -92,32 +91,6 @@ class Where:
         condition; empty: selects nothing)."""
         return [[(col, op, [str(v) for v in values] if op == "in" else str(values[0]))]
                 for col, op, values in self._parts()]
-
-
-@dataclasses.dataclass
-class TaskRows:
-    """Rows made by Python tasks: ``fn`` turns the Arrow batches of one partition of ``source`` into
-    Arrow tables of the table's schema; ``driver_rows`` were made on the driver.  The delta-rs
-    writer lets the tasks write their Parquet files themselves; delta-spark gets a DataFrame."""
-    source: DataFrame
-    fn: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.Table]]
-    driver_rows: list[pa.Table]
-
-    def dataframe(self, spark: SparkSession, schema: pa.Schema) -> DataFrame:
-        df = self.source.mapInArrow(_Batches(self.fn), spark_schema(schema))
-        rows = [t for t in self.driver_rows if t.num_rows]
-        if rows:
-            df = df.unionByName(spark.createDataFrame(pa.concat_tables(rows).cast(schema), spark_schema(schema)))
-        return df
-
-
-class _Batches:
-    def __init__(self, fn: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.Table]]) -> None:
-        self.fn = fn
-
-    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for table in self.fn(batches):
-            yield from table.to_batches()
 
 
 def _sql_literal(v: object) -> str:
@@ -290,8 +263,6 @@ class DeltaSparkWriter(TableWriter):
     kind = "delta-spark"
 
     def write(self, name, data, schema, *, partition_by=(), where=None, mode="overwrite", description=""):
-        if isinstance(data, TaskRows):
-            data = data.dataframe(self._session(), schema)
         df = self._conform(data, schema)
         if isinstance(df, pa.Table):
             df = self._session().createDataFrame(df, spark_schema(schema))
@@ -322,17 +293,8 @@ class DeltaRsWriter(TableWriter):
         fs, root_path = resolve(uri)
         staging = f"{root_path}/{STAGING}/{self.run_id}"
         try:
-            if isinstance(data, TaskRows):
-                # the files the successful task attempts report (a failed attempt's stay in staging)
-                written = _write_tasks(self._session(), data, _uri_like(uri, staging), list(partition_by), schema)
-                written += _write_arrow(fs, staging, pa.concat_tables(data.driver_rows).cast(schema)
-                                        if data.driver_rows else schema.empty_table(), list(partition_by),
-                                        prefix="driver")
-                files = fs.get_file_info(written)
-            else:
-                _write_spark(self._session(), _uri_like(uri, staging), self._conform(data, schema),
-                             list(partition_by))
-                files = fs.get_file_info(pafs.FileSelector(staging, recursive=True, allow_not_found=True))
+            _write_spark(self._session(), _uri_like(uri, staging), self._conform(data, schema), list(partition_by))
+            files = fs.get_file_info(pafs.FileSelector(staging, recursive=True, allow_not_found=True))
             return self._commit_staged(name, schema, files, staging, list(partition_by), where, mode, description)
         finally:
             _delete_dir(fs, staging)
@@ -486,86 +448,7 @@ def _write_spark(spark: SparkSession, location: str, df: DataFrame, partition_by
             conf.set(key, old)
 
 
-def _partitions(table: pa.Table, partition_by: list[str]) -> Iterator[tuple[str, pa.Table]]:
-    """``(hive-style folder, rows without the partition columns)`` per partition value."""
-    if not partition_by:
-        yield "", table
-        return
-    keys = table.select(partition_by).to_pylist()
-    by: dict[tuple, list[int]] = {}
-    for i, k in enumerate(keys):
-        by.setdefault(tuple(k[c] for c in partition_by), []).append(i)
-    for k, rows in by.items():
-        rel = "/".join(f"{c}={_hive_escape(v)}" for c, v in zip(partition_by, k))
-        yield rel, table.take(pa.array(rows)).drop_columns(partition_by)
-
-
-def _write_arrow(fs: pafs.FileSystem, staging: str, table: pa.Table, partition_by: list[str],
-                 prefix: str = "part") -> list[str]:
-    fs.create_dir(staging, recursive=True)
-    paths: list[str] = []
-    if not table.num_rows:
-        return paths
-    for n, (rel_dir, part) in enumerate(_partitions(table, partition_by)):
-        d = f"{staging}/{rel_dir}" if rel_dir else staging
-        fs.create_dir(d, recursive=True)
-        path = f"{d}/{prefix}-{n:05d}.parquet"
-        with fs.open_output_stream(path) as out:
-            pq.write_table(part, out, coerce_timestamps="us", compression="snappy")
-        paths.append(path)
-    return paths
-
-
-_FILES_SCHEMA = pa.schema([("path", pa.string())])
-
-
-class _ParquetTask:
-    """``mapInArrow`` function: run ``fn`` on the partition and write its rows to Parquet, one file
-    per partition value (row groups as the tables come), then report the files written."""
-
-    def __init__(self, fn, staging_uri: str, partition_by: list[str], schema: pa.Schema) -> None:
-        self.fn = fn
-        self.staging_uri = staging_uri
-        self.partition_by = partition_by
-        self.schema = schema
-
-    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        fs, root = resolve(self.staging_uri)
-        tag = uuid.uuid4().hex
-        writers: dict[str, tuple[pq.ParquetWriter, object, str]] = {}
-        try:
-            for table in self.fn(batches):
-                if not table.num_rows:
-                    continue
-                for rel_dir, part in _partitions(table.cast(self.schema), self.partition_by):
-                    if rel_dir not in writers:
-                        d = f"{root}/{rel_dir}" if rel_dir else root
-                        fs.create_dir(d, recursive=True)
-                        path = f"{d}/part-{tag}-{len(writers):05d}.parquet"
-                        stream = fs.open_output_stream(path)
-                        writers[rel_dir] = (pq.ParquetWriter(stream, part.schema, compression="snappy",
-                                                             coerce_timestamps="us"), stream, path)
-                    writers[rel_dir][0].write_table(part)
-        finally:
-            for w, stream, _ in writers.values():
-                w.close()
-                stream.close()  # type: ignore[attr-defined]
-        yield pa.RecordBatch.from_pylist([{"path": p} for _, _, p in writers.values()], schema=_FILES_SCHEMA)
-
-
-def _write_tasks(spark: SparkSession, rows: TaskRows, staging_uri: str, partition_by: list[str],
-                 schema: pa.Schema) -> list[str]:
-    task = _ParquetTask(rows.fn, staging_uri, partition_by, schema)
-    return [r["path"] for r in rows.source.mapInArrow(task, spark_schema(_FILES_SCHEMA)).collect()]
-
-
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-
-
-def _hive_escape(v: object) -> str:
-    if v is None:
-        return _HIVE_NULL
-    return urllib.parse.quote(str(v), safe="")
 
 
 def _partition_values(rel_dir: str, partition_by: Sequence[str]) -> dict[str, str | None]:
