@@ -1,19 +1,27 @@
-"""Body CRC of commitlog records, vectorized over byte spans.
+"""Body CRC of commitlog records: the one place that owns ``UtilAll.crc32``.
 
-Mirrors ``UtilAll.crc32(byte[])``: the CRC-32 of ``java.util.zip.CRC32`` (the zlib polynomial,
-reflected, initial and final XOR ``0xFFFFFFFF``) with the sign bit cleared (``& 0x7FFFFFFF``), which
-is what the broker stores in a record's ``bodyCRC`` field.
+``UtilAll.crc32(byte[] array, int offset, int length)`` (common module, 4.9.x and 5.x) returns
+``(int) (crc32.getValue() & 0x7FFFFFFF)`` of a ``java.util.zip.CRC32``: the CRC-32 of zlib
+(IEEE 802.3 polynomial, reflected, initial and final XOR ``0xFFFFFFFF``) with the sign bit cleared;
+the broker stores it in a record's ``bodyCRC`` field and checks it on recovery.
 
-The kernel is a slicing-by-8 table walk compiled with numba; it reads spans of one buffer (the walk's
-text, addressed by segment position) and never builds Python objects.
+Two ways to compute it, one rule:
+
+* :func:`crc32` / :func:`body_crc`: one byte string, for Python callers (``zlib.crc32``);
+* :func:`crc32_spans` / :func:`body_crc_spans`: many spans of one buffer (a walk's text addressed by
+  segment position, a writer's column of bodies) in a slicing-by-8 table walk compiled with numba,
+  with no Python object per span.  ``tests/test_crc.py`` checks that both agree.
 """
 from __future__ import annotations
+
+import zlib
 
 import numba
 import numpy as np
 
-__all__ = ["crc32", "crc32_spans", "body_crc_spans"]
+__all__ = ["BODY_CRC_MASK", "crc32", "body_crc", "crc32_spans", "body_crc_spans"]
 
+BODY_CRC_MASK = 0x7FFFFFFF  # UtilAll.crc32: ``crc32.getValue() & 0x7FFFFFFF``, the sign bit cleared
 _POLY = 0xEDB88320  # CRC-32 (IEEE 802.3), reflected
 
 
@@ -37,6 +45,8 @@ _TABLES = _tables()
 
 @numba.njit(cache=True, nogil=True)
 def _crc(buf, start, length, tables):
+    """CRC-32 (unmasked, uint32) of ``buf[start:start + length]`` with the tables of :func:`_tables`;
+    a kernel, callable from other kernels."""
     c = np.uint32(0xFFFFFFFF)
     p = start
     end = start + length
@@ -64,10 +74,16 @@ def _crc_spans(buf, origin, starts, lens, tables, out):
             out[i] = np.int64(_crc(buf, starts[i] - origin, n, tables))
 
 
-def crc32(data: bytes | memoryview | np.ndarray) -> int:
-    """``java.util.zip.CRC32`` of one byte string (equal to ``zlib.crc32``)."""
-    buf = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8)
-    return int(_crc(buf, 0, len(buf), _TABLES))
+def crc32(data: bytes | bytearray | memoryview | np.ndarray) -> int:
+    """``java.util.zip.CRC32.getValue()`` of one byte string (``zlib.crc32``, unsigned)."""
+    if isinstance(data, np.ndarray):
+        return zlib.crc32(np.ascontiguousarray(data).view(np.uint8).data)
+    return zlib.crc32(data)
+
+
+def body_crc(data: bytes | bytearray | memoryview | np.ndarray) -> int:
+    """``UtilAll.crc32(byte[])``: the bodyCRC of one body, ``0 <= value <= 0x7FFFFFFF``."""
+    return crc32(data) & BODY_CRC_MASK
 
 
 def crc32_spans(text: np.ndarray, origin: int, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -80,5 +96,5 @@ def crc32_spans(text: np.ndarray, origin: int, starts: np.ndarray, lens: np.ndar
 
 
 def body_crc_spans(text: np.ndarray, origin: int, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """``UtilAll.crc32`` of each body span: the CRC-32 with the sign bit cleared, as int32."""
-    return (crc32_spans(text, origin, starts, lens) & 0x7FFFFFFF).astype(np.int32)
+    """``UtilAll.crc32`` of each body span (:func:`body_crc` of each), as int32."""
+    return (crc32_spans(text, origin, starts, lens) & BODY_CRC_MASK).astype(np.int32)

@@ -21,16 +21,16 @@ kernel, so a 2 GiB store takes seconds.
 from __future__ import annotations
 
 import os
-import zlib
 
 import numba
 import numpy as np
 
 from .config import BrokerConfig
+from .crc import body_crc
 from .layout import (
     HOST_V6_LEN,
     NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
+    PROPERTY_SEPARATOR_BYTE,
     SCHEDULE_TOPIC,
     TRANSACTION_COMMIT,
     TRANSACTION_PREPARED,
@@ -65,7 +65,6 @@ _UNIQ_NAME = _u8("UNIQ_KEY" + NAME_VALUE_SEPARATOR)
 _TAGS_NAME = _u8("TAGS" + NAME_VALUE_SEPARATOR)
 _KEYS_NAME = _u8("KEYS" + NAME_VALUE_SEPARATOR)
 _CONSTANT = _u8(encode_properties({"CLUSTER": "DefaultCluster", "WAIT": "true"}))  # pairs, no trailing separator
-_SEP = ord(PROPERTY_SEPARATOR)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -108,15 +107,15 @@ def _render_properties(uniq, tag_data, tag_off, tag_id, key_ids, n_keys, extra_d
         offsets[i] = pos
         pos = _put(out, pos, _UNIQ_NAME, 0, _UNIQ_NAME.shape[0], write)
         pos = _put(out, pos, uniq[i], 0, uniq.shape[1], write)
-        pos = _put_byte(out, pos, _SEP, write)
+        pos = _put_byte(out, pos, PROPERTY_SEPARATOR_BYTE, write)
         pos = _put(out, pos, _CONSTANT, 0, _CONSTANT.shape[0], write)
         t = tag_id[i]
         if t >= 0:
-            pos = _put_byte(out, pos, _SEP, write)
+            pos = _put_byte(out, pos, PROPERTY_SEPARATOR_BYTE, write)
             pos = _put(out, pos, _TAGS_NAME, 0, _TAGS_NAME.shape[0], write)
             pos = _put(out, pos, tag_data, tag_off[t], tag_off[t + 1] - tag_off[t], write)
         if n_keys[i] > 0:
-            pos = _put_byte(out, pos, _SEP, write)
+            pos = _put_byte(out, pos, PROPERTY_SEPARATOR_BYTE, write)
             pos = _put(out, pos, _KEYS_NAME, 0, _KEYS_NAME.shape[0], write)
             for j in range(n_keys[i]):
                 if j > 0:
@@ -126,10 +125,10 @@ def _render_properties(uniq, tag_data, tag_off, tag_id, key_ids, n_keys, extra_d
         e0 = extra_off[i]
         e1 = extra_off[i + 1]
         if e1 > e0:
-            pos = _put_byte(out, pos, _SEP, write)
+            pos = _put_byte(out, pos, PROPERTY_SEPARATOR_BYTE, write)
             pos = _put(out, pos, extra_data, e0, e1 - e0, write)
         if trailing:
-            pos = _put_byte(out, pos, _SEP, write)
+            pos = _put_byte(out, pos, PROPERTY_SEPARATOR_BYTE, write)
     offsets[uniq.shape[0]] = pos
 
 
@@ -178,7 +177,7 @@ def generate_sample_store(root: str, config: BrokerConfig, *, messages: int = 20
     # bodies: a pool of random bodies, and the empty body at the end
     pool = rng.integers(0, 256, (64, body_size), dtype=np.uint8)
     pool_data = np.ascontiguousarray(pool).ravel()
-    pool_crc = np.array([zlib.crc32(row.tobytes()) & 0x7FFFFFFF for row in pool] + [0], dtype=np.int64)
+    pool_crc = np.array([body_crc(row) for row in pool] + [0], dtype=np.int64)
     tag_table = list(_TAGS) + [t.encode("utf-8") for t in _NON_ASCII_TAGS]
     tag_data = np.frombuffer(b"".join(tag_table) or b"\0", dtype=np.uint8)
     tag_off = np.concatenate([[0], np.cumsum([len(t) for t in tag_table])]).astype(np.int64)

@@ -10,7 +10,7 @@ Mirrors ``CommitLog.DefaultAppendMessageCallback.doAppend`` (4.9.x) and ``Messag
 * ``physicalOffset`` is the record's own global offset;
 * ``queueOffset`` comes from a per ``topic``/``queueId`` counter (``CommitLog.topicQueueTable``) that
   only non-transactional and committed messages advance; prepared and rolled-back messages store 0;
-* ``bodyCRC`` is ``UtilAll.crc32`` of the body: zlib CRC-32 ``& 0x7FFFFFFF``;
+* ``bodyCRC`` is ``UtilAll.crc32`` of the body (:mod:`store_format.crc`);
 * properties are ``MessageDecoder.messageProperties2String``: ``name\\x01value`` joined by ``\\x02``;
   4.9.x deletes the last separator, 5.x keeps a trailing ``\\x02``;
 * magic V1 (1-byte topic length), or V2 (2-byte topic length) when asked or, on 5.x, when the topic
@@ -31,7 +31,6 @@ import dataclasses
 import os
 import re
 import time
-import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -39,10 +38,12 @@ import numba
 import numpy as np
 
 from .config import BrokerConfig
+from .crc import body_crc_spans
 from .layout import (
     BODY_LENGTH_LEN,
     BORN_HOST_OFFSET,
     END_FILE_MIN_BLANK_LENGTH,
+    HEAD_FIELD_SIZES,
     HEAD_OFFSETS,
     HOST_V4_LEN,
     HOST_V6_LEN,
@@ -63,6 +64,7 @@ from .layout import (
     PROPERTIES_LENGTH_LEN,
     PROPERTY_SEPARATOR,
     RECONSUME_TIMES_LEN,
+    SEGMENT_NAME_DIGITS,
     STORE_TIMESTAMP_LEN,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
@@ -82,7 +84,6 @@ __all__ = [
     "Spans",
     "Hosts",
     "encode_properties",
-    "body_crc32",
     "read_record_head",
     "flip_body_byte",
     "set_magic_code",
@@ -99,7 +100,7 @@ MAX_PROPERTIES_LEN = 32767     # Short.MAX_VALUE (PROPERTIES_SIZE_EXCEEDED)
 DEFAULT_BORN_HOST = "10.0.0.1:50000"
 DEFAULT_STORE_HOST = "10.0.0.100:10911"
 
-_SEGMENT_RE = re.compile(r"^\d{20}$")
+_SEGMENT_RE = re.compile(rf"^\d{{{SEGMENT_NAME_DIGITS}}}$")
 
 # Offsets of the variable part of a record, in the order the encoder writes it, as functions of the
 # host lengths; derived from the layout, never typed as numbers.
@@ -173,11 +174,6 @@ def encode_properties(properties: Mapping[str, str] | None, broker_version: str 
     if broker_version != "5" and text:
         text = text[:-1]
     return text.encode("utf-8")
-
-
-def body_crc32(body: bytes | memoryview | np.ndarray) -> int:
-    """``UtilAll.crc32``: CRC-32 of the body with the sign bit cleared."""
-    return zlib.crc32(body.tobytes() if isinstance(body, np.ndarray) else body) & 0x7FFFFFFF
 
 
 def _is_scalar_bytes(x: Any) -> bool:
@@ -284,7 +280,7 @@ def _place(total, file_size, cur, rec_off, blank_off, blank_size):
     nb = 0
     for i in range(total.shape[0]):
         space = file_size - cur % file_size
-        if total[i] + 8 > space:  # msgLen + END_FILE_MIN_BLANK_LENGTH > maxBlank
+        if total[i] + END_FILE_MIN_BLANK_LENGTH > space:  # msgLen + END_FILE_MIN_BLANK_LENGTH > maxBlank
             blank_off[nb] = cur
             blank_size[nb] = space
             nb += 1
@@ -333,8 +329,8 @@ def _encode(out, base, rec_off, total, magic, crc, qid, flag, qoff, sysflag, bor
     each blank record followed by zeros to its segment's end (``out`` is reused, not zeroed)."""
     for b in range(n_blank):
         p = blank_off[b] - base
-        _put32(out, p, blank_size[b])
-        _put32(out, p + 4, MAGIC_BLANK)
+        _put32(out, p + OFF_TOTAL_SIZE, blank_size[b])
+        _put32(out, p + OFF_MAGIC, MAGIC_BLANK)
         for j in range(p + END_FILE_MIN_BLANK_LENGTH, p + blank_size[b]):
             out[j] = 0
     for i in range(rec_off.shape[0]):
@@ -701,7 +697,6 @@ def _crc_col(col: Spans) -> np.ndarray:
     starts, lens = col.starts, col.lens
     if len(starts) == 0:
         return np.zeros(0, dtype=np.int64)
-    data = memoryview(col.data)  # type: ignore[arg-type]
     width = int(lens.max()) + 1
     inverse = None
     if int(starts.max()) < (1 << 62) // width:
@@ -710,8 +705,7 @@ def _crc_col(col: Spans) -> np.ndarray:
             inverse = None  # mostly distinct: hash them all
         else:
             starts, lens = uniq // width, uniq % width
-    crcs = np.array([zlib.crc32(data[s:s + n]) for s, n in zip(starts.tolist(), lens.tolist())], dtype=np.int64)
-    crcs &= 0x7FFFFFFF
+    crcs = body_crc_spans(col.data, 0, starts, lens).astype(np.int64)
     return crcs if inverse is None else crcs[inverse.ravel()]
 
 
@@ -724,10 +718,6 @@ def _pwrite_all(fd: int, data: memoryview, pos: int) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # corrupting a written store (tests)
-
-_HEAD_FORMATS = {"totalSize": 4, "magicCode": 4, "bodyCRC": 4, "queueId": 4, "flag": 4, "queueOffset": 8,
-                 "physicalOffset": 8, "sysFlag": 4, "bornTimestamp": 8}
-
 
 def _locate(root: str | os.PathLike, offset: int) -> tuple[str, int]:
     """Segment path and position of a commitlog offset in a store written with any segment size."""
@@ -757,7 +747,7 @@ def read_record_head(root: str | os.PathLike, offset: int) -> dict[str, int]:
         f.seek(pos)
         head = f.read(BORN_HOST_OFFSET + 2 * HOST_V6_LEN + 64)
     fields = {name: int.from_bytes(head[HEAD_OFFSETS[name]:HEAD_OFFSETS[name] + size], "big", signed=True)
-              for name, size in _HEAD_FORMATS.items()}
+              for name, size in HEAD_FIELD_SIZES.items()}
     sysflag = fields["sysFlag"]
     born = HOST_V6_LEN if sysflag & SYSFLAG_BORNHOST_V6 else HOST_V4_LEN
     store = HOST_V6_LEN if sysflag & SYSFLAG_STOREHOST_V6 else HOST_V4_LEN
@@ -783,9 +773,9 @@ def flip_body_byte(root: str | os.PathLike, offset: int, index: int = 0, xor: in
 def set_head_field(root: str | os.PathLike, offset: int, name: str, value: int) -> None:
     """Overwrite one fixed field (``totalSize``, ``magicCode``, ``queueOffset``, ``physicalOffset``,
     ``sysFlag``, ...) of the record at ``offset``; the value wraps to the field's width."""
-    if name not in _HEAD_FORMATS:
-        raise ValueError(f"{name!r} is not a fixed head field; one of {sorted(_HEAD_FORMATS)}")
-    size = _HEAD_FORMATS[name]
+    if name not in HEAD_FIELD_SIZES:
+        raise ValueError(f"{name!r} is not a fixed head field; one of {sorted(HEAD_FIELD_SIZES)}")
+    size = HEAD_FIELD_SIZES[name]
     path, pos = _locate(root, offset)
     _patch(path, pos + HEAD_OFFSETS[name], (int(value) & ((1 << (8 * size)) - 1)).to_bytes(size, "big"))
 
