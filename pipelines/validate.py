@@ -49,7 +49,8 @@ import pyarrow.compute as pc
 
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError
-from store_format.layout import segment_name
+from store_format.layout import CQ_UNIT_SIZE, segment_name, signed32
+from store_format.timeutil import datetime_to_us, iso_us
 
 from .delta import arrow_dataset, open_table
 from .tables.runs import snapshot
@@ -196,11 +197,9 @@ def _bincount(idx: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.
     return np.bincount(idx, weights=weights, minlength=n).astype(np.int64)
 
 
-def _iso_us(us: int | None) -> str | None:
-    if us is None or us == _NO_TS:
-        return None
-    t = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=int(us))
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def _iso_us(us: int) -> str | None:
+    """ISO text of a store time gathered by the figures (``_NO_TS``: none)."""
+    return None if us == _NO_TS else iso_us(us)
 
 
 def _base_of(name: str | None) -> int:
@@ -472,7 +471,7 @@ def _message_figures(root: str, present: dict[str, set[str]], seg_ids: _Ids, kno
         firsts, lasts = co[qstarts], co[np.r_[qstarts[1:], len(qk)] - 1]
         for i, s in enumerate(qstarts.tolist()):
             queue = int(qk[s])
-            queue_rows.append({"topic": topic_ids.names[queue >> 32], "queue_id": int(np.int32(queue & 0xFFFFFFFF)),
+            queue_rows.append({"topic": topic_ids.names[queue >> 32], "queue_id": signed32(queue),
                                "units": int(units[i]), "first_offset": int(firsts[i]), "last_offset": int(lasts[i]),
                                "span": int(lasts[i] - firsts[i] + 1), "duplicate_units": int(dups[i])})
         queue_frame = pd.DataFrame(queue_rows)
@@ -659,11 +658,11 @@ def _segment_frame(segs: pa.Table, seg_ids: _Ids, message_rows: np.ndarray, msg:
 
 
 def _iso_dt(v: Any) -> str | None:
+    """ISO text of a time read from a table row, in the same form as :func:`_iso_us`."""
     if v is None:
         return None
     if isinstance(v, _dt.datetime):
-        t = v if v.tzinfo else v.replace(tzinfo=_dt.timezone.utc)
-        return _iso_us((t - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)) // _dt.timedelta(microseconds=1))
+        return iso_us(datetime_to_us(v))
     return str(v)
 
 
@@ -704,13 +703,13 @@ def _audit_frame(root: str, present: dict[str, set[str]], seg_ids: _Ids, message
             actual[("segment", name)] = int(message_rows[i])
     qk, co = msg["cq_files"]["qkey"], msg["cq_files"]["cqoff"]
     if len(qk):  # sorted by queue, then unit number: a file is a run of equal (queue, unit // units per file)
-        units_per_file = max(int(config.cq_file_size) // 20, 1)
+        units_per_file = max(int(config.cq_file_size) // CQ_UNIT_SIZE, 1)
         fno = co // units_per_file
         starts = np.flatnonzero(np.r_[True, (qk[1:] != qk[:-1]) | (fno[1:] != fno[:-1])])
         counts = np.diff(np.r_[starts, len(qk)])
         topics = msg["topics"].names
         for q, f, c in zip(qk[starts].tolist(), fno[starts].tolist(), counts.tolist()):
-            name = f"{topics[q >> 32]}/{int(np.int32(q & 0xFFFFFFFF))}/{segment_name(f * int(config.cq_file_size))}"
+            name = f"{topics[q >> 32]}/{signed32(q)}/{segment_name(f * int(config.cq_file_size))}"
             actual[("consume_queue_file", name)] = int(c)
     for name, c in keys["per_file_rows"].items():
         actual[("index_file", name)] = actual.get(("index_file", name), 0) + int(c)

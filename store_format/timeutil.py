@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
-__all__ = ["zone", "ms_to_datetime", "us_to_datetime", "datetime_to_ms", "iso_ms", "EPOCH"]
+__all__ = ["zone", "ms_to_datetime", "us_to_datetime", "datetime_to_ms", "datetime_to_us", "iso_ms", "iso_us",
+           "EPOCH"]
 
 EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
@@ -38,6 +39,7 @@ def ms_to_datetime(ms: int | None) -> _dt.datetime | None:
 
 
 def us_to_datetime(us: int | None) -> _dt.datetime | None:
+    """UTC datetime of epoch microseconds (Arrow's ``timestamp[us]``); None stays None."""
     if us is None:
         return None
     return EPOCH + _dt.timedelta(microseconds=int(us))
@@ -50,6 +52,19 @@ def datetime_to_ms(t: _dt.datetime | int | None) -> int | None:
     if isinstance(t, _dt.datetime):
         return int(round((t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)).timestamp() * 1000))
     return int(t)
+
+
+def datetime_to_us(t: _dt.datetime) -> int:
+    """Exact epoch microseconds of a datetime (naive = UTC), as Arrow's ``timestamp[us]`` holds it."""
+    aware = t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+    return (aware - EPOCH) // _dt.timedelta(microseconds=1)
+
+
+def iso_us(us: int | None) -> str | None:
+    """``2024-03-10T02:00:00.000123Z`` of epoch microseconds (any value in the datetime range), None for None."""
+    if us is None:
+        return None
+    return us_to_datetime(us).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # type: ignore[union-attr]
 
 
 def iso_ms(ms: int | None) -> str | None:
