@@ -36,6 +36,7 @@ from .layout import (
     MAGIC_BLANK,
     MAGIC_V1,
     MAGIC_V2,
+    NAME_VALUE_SEPARATOR_BYTE,
     OFF_BODY_CRC,
     OFF_BORN_TIMESTAMP,
     OFF_FLAG,
@@ -45,6 +46,7 @@ from .layout import (
     OFF_QUEUE_OFFSET,
     OFF_SYSFLAG,
     OFF_TOTAL_SIZE,
+    PROPERTY_SEPARATOR_BYTE,
     SCHEDULE_TOPIC,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
@@ -293,9 +295,9 @@ def _read_properties(buf, start, end, spans):
         j = index
         while j < end:
             c = buf[j]
-            if c == 2:
+            if c == PROPERTY_SEPARATOR_BYTE:
                 break
-            if c == 1 and kv < 0:
+            if c == NAME_VALUE_SEPARATOR_BYTE and kv < 0:
                 kv = j
             j += 1
         # indexOf(0x01) from the pair's start: valid when inside the pair, after a non-empty name

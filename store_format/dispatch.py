@@ -263,7 +263,7 @@ def _gather(text, origin, starts, lens, data, offsets):
         if i + _GATHER_AHEAD < n_spans and starts[i + _GATHER_AHEAD] >= 0:
             ahead = starts[i + _GATHER_AHEAD] - origin
             prefetch(text, ahead)  # type: ignore[call-arg]
-            prefetch(text, ahead + lens[i + _GATHER_AHEAD])  # type: ignore[call-arg]
+            prefetch(text, ahead + lens[i + _GATHER_AHEAD])
         offsets[i] = o
         n = lens[i]
         if n > 0 and starts[i] >= 0:

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 import numba
 import numpy as np
 
+from .layout import signed32
+
 __all__ = [
     "java_string_hash",
     "java_string_hashes",
@@ -82,9 +84,7 @@ def index_key_hashes(keys: Sequence[str] | Iterable[str]) -> np.ndarray:
 def index_hash(java_hash: np.ndarray) -> np.ndarray:
     """``IndexFile.indexKeyHashMethod`` of hashCodes (int32, or the same 32 bits held unsigned in an
     int64): ``abs(hashCode)``, with ``Integer.MIN_VALUE`` (whose abs overflows to itself) as 0."""
-    h = np.asarray(java_hash, dtype=np.int64) & 0xFFFFFFFF
-    signed = np.where(h >= 2**31, h - 2**32, h)
-    out = np.abs(signed)
+    out = np.abs(signed32(np.asarray(java_hash, dtype=np.int64)))
     out[out > 0x7FFFFFFF] = 0
     return out.astype(np.int32)
 

@@ -76,6 +76,7 @@ _HEAD_FIELDS = (
     ("sysFlag", 4),
     ("bornTimestamp", 8),
 )
+HEAD_FIELD_SIZES: dict[str, int] = dict(_HEAD_FIELDS)
 HEAD_OFFSETS: dict[str, int] = {}
 _pos = 0
 for _name, _size in _HEAD_FIELDS:
@@ -116,6 +117,10 @@ def record_length(sys_flag: int, body_len: int, topic_len: int, props_len: int, 
 # --- properties string [MessageDecoder.messageProperties2String / string2messageProperties]
 NAME_VALUE_SEPARATOR = "\x01"   # MessageDecoder.NAME_VALUE_SEPARATOR: between a name and its value
 PROPERTY_SEPARATOR = "\x02"     # MessageDecoder.PROPERTY_SEPARATOR: after each pair (4.9.x drops the last)
+# the same as byte values (ASCII: one UTF-8 byte each), for kernels scanning the encoded string; numba
+# compiles module-level ints in as constants
+NAME_VALUE_SEPARATOR_BYTE = ord(NAME_VALUE_SEPARATOR)
+PROPERTY_SEPARATOR_BYTE = ord(PROPERTY_SEPARATOR)
 
 # --- blank record at the end of a segment [CommitLog.DefaultAppendMessageCallback.doAppend]
 END_FILE_MIN_BLANK_LENGTH = 4 + 4
