@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from store_format.config import BrokerConfig, load_broker_config
 from store_format.errors import StoreLayoutError
 from store_format.expiry import SegmentFacts, files_deleted_with, plan_cleanup
-from store_format.layout import SCHEDULE_TOPIC, index_file_size, segment_name
+from store_format.layout import CQ_UNIT_SIZE, SCHEDULE_TOPIC, index_file_size, segment_name
 from store_format.timeutil import datetime_to_ms, iso_ms, ms_to_datetime
 
 __all__ = ["parse_offset_table", "load_offsets", "cq_inventory_table", "index_inventory_table", "build_expiry_audit",
@@ -87,7 +87,8 @@ def cq_inventory_table(rows: Sequence, units_per_file: int) -> pa.Table:
     for r in recs:
         k = (r["topic"], r["queue_id"])
         last[k] = max(last.get(k, -1), int(r["file"]))
-    out = [{"topic": r["topic"], "queue_id": r["queue_id"], "file_start": int(r["file"]) * units_per_file * 20,
+    file_size = units_per_file * CQ_UNIT_SIZE
+    out = [{"topic": r["topic"], "queue_id": r["queue_id"], "file_start": int(r["file"]) * file_size,
             "units": r["units"], "min_offset": r["lo"], "max_offset": r["hi"], "segment": r["segment"],
             "is_last": int(r["file"]) == last[(r["topic"], r["queue_id"])]} for r in recs]
     out.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))

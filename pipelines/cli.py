@@ -58,9 +58,10 @@ def split_size_arg(text: str) -> int:
 
 def time_arg(text: str) -> int:
     """Epoch milliseconds from ``now``, digits (epoch ms), or ISO 8601 (UTC unless it names a zone)."""
+    from store_format.timeutil import datetime_to_ms
     t = text.strip()
     if t.lower() == "now":
-        return int(_dt.datetime.now(_dt.timezone.utc).timestamp() * 1000)
+        return datetime_to_ms(_dt.datetime.now(_dt.timezone.utc))
     if t.isdigit():
         return int(t)
     try:
@@ -68,9 +69,7 @@ def time_arg(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a time: use ISO 8601 (2024-01-10T04:00:00Z), epoch ms, or now") from None
-    if v.tzinfo is None:
-        v = v.replace(tzinfo=_dt.timezone.utc)
-    return int(round(v.timestamp() * 1000))
+    return datetime_to_ms(v)  # naive: UTC
 
 
 def zone_arg(text: str) -> str:

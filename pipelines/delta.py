@@ -515,14 +515,10 @@ def _stats(meta: pq.FileMetaData, fields: Sequence[pa.Field]) -> dict:
 
 def _ts_stat(v: object, floor: bool) -> str:
     """Delta timestamp statistics: ISO-8601 UTC with milliseconds (bounds rounded outwards)."""
-    if isinstance(v, _dt.datetime):
-        t = v if v.tzinfo else v.replace(tzinfo=_dt.timezone.utc)
-        us = int(t.timestamp() * 1_000_000)
-    else:
-        us = int(v)  # type: ignore[call-overload]
+    from store_format.timeutil import datetime_to_us, ms_to_datetime
+    us = datetime_to_us(v) if isinstance(v, _dt.datetime) else int(v)  # type: ignore[call-overload]
     ms = us // 1000 if floor else -(-us // 1000)
-    t = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return ms_to_datetime(ms).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def _delete_dir(fs: pafs.FileSystem, path: str) -> None:

@@ -36,7 +36,8 @@ from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError, StoreLayoutError
 from store_format.indexfile import read_header, select_phy_offsets
-from store_format.javahash import index_key_hash
+from store_format.javahash import index_key, index_key_hash
+from store_format.layout import SCHEDULE_TOPIC
 from store_format.msgid import decode_offset_msg_id
 from store_format.records import detail_columns, lean_columns
 from store_format.store import StoreLocation, load_config_for, open_store, resolve
@@ -117,7 +118,7 @@ def _key_candidates(snap: Snapshot, pairs: list[tuple[str, str]], kind: str | No
     when, in_time = _time_range(begin, end)
     prune, exact = [], []
     for t, k in sorted(set(pairs)):
-        h = index_key_hash(f"{t}#{k}")
+        h = index_key_hash(index_key(t, k))
         prune.append([("key_bucket", "=", h % n_buckets), ("key_hash", "=", h), ("topic", "=", t), ("key", "=", k)]
                      + when)
         # the exact key: equal hashes are not enough
@@ -274,7 +275,7 @@ def lookup_index(index_dir: str, store: str, config: BrokerConfig, topic: str, k
     fs, root = resolve(index_dir)
     names = sorted(e.base_name for e in fs.get_file_info(pafs.FileSelector(root))
                    if e.type == pafs.FileType.File and e.base_name.isdigit())
-    full_key = f"{topic}#{key}"
+    full_key = index_key(topic, key)
     found: list[int] = []
     for name in reversed(names):
         path = f"{root}/{name}"
@@ -388,7 +389,7 @@ def demo_lookup(tables_path: str) -> None:
         print("no index keys in the tables: nothing to look up")
         return
     plain = pc.and_(pc.match_substring_regex(keys["key"], r"^[\w.-]+$"),
-                    pc.invert(pc.starts_with(keys["topic"], "SCHEDULE_TOPIC")))
+                    pc.not_equal(keys["topic"], SCHEDULE_TOPIC))
     sel = keys.filter(pc.and_(pc.equal(keys["kind"], "key"), plain))
     row = (sel if sel.num_rows else keys).slice(0, 1).to_pylist()[0]
     res = lookup_key(tables_path, row["topic"], row["key"])

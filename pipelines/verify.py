@@ -56,7 +56,7 @@ from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError
 from store_format.indexfile import read_header
-from store_format.javahash import index_key_hash, java_utf8_decode
+from store_format.javahash import index_key, index_key_hash, java_utf8_decode
 from store_format.layout import (
     CQ_BLANK_SIZE,
     CQ_UNIT_DTYPE,
@@ -65,6 +65,7 @@ from store_format.layout import (
     INDEX_ENTRY_SIZE,
     INDEX_HEADER_SIZE,
     INDEX_SLOT_SIZE,
+    SEGMENT_NAME_RE,
     index_file_size,
 )
 from store_format.records import detail_columns
@@ -83,7 +84,6 @@ INDEX_DIR = "index"
 MANIFEST = "manifest.json"
 JOURNAL = "manifest.journal"
 _TMP_RE = re.compile(r"^\..+\.repair-[0-9a-f]{12}\.tmp$")
-_CQ_NAME_RE = re.compile(r"^\d{20}$")
 _RECOVER_FILES = 3  # ConsumeQueue.recover starts at the third file from the end
 _HASH_CHUNK = 8 << 20
 
@@ -427,7 +427,7 @@ def compare_cq_file(rel: str, expected: bytes | None, found: bytes | None) -> Co
         diff |= ua[field] != ub[field]
     idx = np.flatnonzero(diff)
     first = int(idx[0]) if len(idx) else min(len(expected), len(found)) // CQ_UNIT_SIZE
-    start = int(rel.rsplit("/", 1)[-1]) if _CQ_NAME_RE.match(rel.rsplit("/", 1)[-1]) else 0
+    start = int(rel.rsplit("/", 1)[-1]) if SEGMENT_NAME_RE.match(rel.rsplit("/", 1)[-1]) else 0
     d = UnitDifference(start // CQ_UNIT_SIZE + first, first * CQ_UNIT_SIZE,
                        _unit(_units(expected), first), _unit(_units(found), first))
     note = ""
@@ -611,7 +611,7 @@ class _KeyNamer:
         topic = java_utf8_decode(text[t0:t0 + int(res.rec[0, cl.R_TOPIC_LEN])])
         keys = detail_columns(res)["keys"].to_pylist()[0] or []
         for k in keys:
-            full = f"{topic}#{k}"
+            full = index_key(topic, k)
             if index_key_hash(full) == key_hash:
                 return KeyExample(full, offset, key_hash)
         return KeyExample(None, offset, key_hash, f"no key of the record in topic {topic!r} has this hash")
@@ -936,7 +936,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         for n in sorted(set(s_map) | set(r_map)):
             cq_results.append(compare_cq_file(f"{queue}/{n}", r_map.get(n), s_map.get(n)))
         if queue.rsplit("/", 1)[1].lstrip("-").isdigit():  # loadConsumeQueue skips other folders
-            loadable = [(n, d) for n, d in q_store if _CQ_NAME_RE.match(n)]
+            loadable = [(n, d) for n, d in q_store if SEGMENT_NAME_RE.match(n)]
             states.append(recover_queue(queue, loadable, q_ref, config))
     cq_results.sort(key=lambda r: r.path)
 

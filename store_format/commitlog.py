@@ -30,10 +30,12 @@ from .errors import StoreLayoutError
 from .javahash import utf16_hash_update
 from .javatext import parse_java_long
 from .layout import (
+    BODY_LENGTH_LEN,
     BORN_HOST_OFFSET,
     HOST_V4_LEN,
     HOST_V6_LEN,
     MAGIC_BLANK,
+    MAGIC_END,
     MAGIC_V1,
     MAGIC_V2,
     NAME_VALUE_SEPARATOR_BYTE,
@@ -46,10 +48,18 @@ from .layout import (
     OFF_QUEUE_OFFSET,
     OFF_SYSFLAG,
     OFF_TOTAL_SIZE,
+    PREPARED_TX_OFFSET_LEN,
+    PROPERTIES_LENGTH_LEN,
     PROPERTY_SEPARATOR_BYTE,
+    RECONSUME_TIMES_LEN,
     SCHEDULE_TOPIC,
+    SCHEDULE_TOPIC_BYTES,
+    STORE_TIMESTAMP_LEN,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
+    TOTAL_SIZE_LEN,
+    segment_name,
+    signed32,
 )
 from .prefetch import prefetch
 from .walkresult import *  # noqa: F403  (the output's column names are part of this module's interface)
@@ -138,8 +148,6 @@ class Status:
     SIZE_MISMATCH = STATUS_SIZE_MISMATCH
 
 
-_SCHEDULE_TOPIC_BYTES = np.frombuffer(SCHEDULE_TOPIC.encode(), dtype=np.uint8).copy()
-
 # walk state vector
 S_BUFPOS, S_REPUT, S_READ, S_SLICE_SIZE, S_STOP, S_NEED = range(6)
 
@@ -153,12 +161,14 @@ _READABLE = -1
 _KEY_HEADROOM = 40000
 
 
+# layout.signed32 itself, compiled for the kernels (numba calls only compiled functions)
+_signed32 = numba.njit(cache=True, nogil=True, inline="always")(signed32)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _i32(buf, p):
-    v = (np.int64(buf[p]) << 24) | (np.int64(buf[p + 1]) << 16) | (np.int64(buf[p + 2]) << 8) | np.int64(buf[p + 3])
-    if v >= 0x80000000:
-        v -= 0x100000000
-    return v
+    return _signed32((np.int64(buf[p]) << 24) | (np.int64(buf[p + 1]) << 16) | (np.int64(buf[p + 2]) << 8)
+                     | np.int64(buf[p + 3]))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -187,15 +197,15 @@ def _record_layout(buf, p, remaining, accept_v2, is_5x, lay):
     ``lay[LAY_NEED]`` = bytes of the record the window must hold.
     """
     buf_len = buf.shape[0]
-    if is_5x and remaining <= 4:
+    if is_5x and remaining <= TOTAL_SIZE_LEN:
         return _BAD
-    if remaining < 8:  # underflow reading totalSize or the magic code
+    if remaining < MAGIC_END:  # underflow reading totalSize or the magic code
         return _BAD
-    if p + 8 > buf_len:
-        lay[LAY_NEED] = 8
+    if p + MAGIC_END > buf_len:
+        lay[LAY_NEED] = MAGIC_END
         return _NEED_MORE
     total = _i32(buf, p + OFF_TOTAL_SIZE)
-    if is_5x and remaining - 4 < total - 4:
+    if is_5x and remaining - TOTAL_SIZE_LEN < total - TOTAL_SIZE_LEN:
         return _BAD
     magic = _i32(buf, p + OFF_MAGIC)
     if magic == MAGIC_BLANK:
@@ -219,11 +229,11 @@ def _record_layout(buf, p, remaining, accept_v2, is_5x, lay):
     if bh > total or sh > total:  # copying a host into bytesContent[totalSize] throws
         return _BAD
     o_store_ts = BORN_HOST_OFFSET + bh
-    o_store_host = o_store_ts + 8
+    o_store_host = o_store_ts + STORE_TIMESTAMP_LEN
     o_reconsume = o_store_host + sh
-    o_prep = o_reconsume + 4
-    o_body_len = o_prep + 8
-    o_body = o_body_len + 4
+    o_prep = o_reconsume + RECONSUME_TIMES_LEN
+    o_body_len = o_prep + PREPARED_TX_OFFSET_LEN
+    o_body = o_body_len + BODY_LENGTH_LEN
     if remaining < o_body:
         return _BAD
     if p + o_body > buf_len:
@@ -246,13 +256,13 @@ def _record_layout(buf, p, remaining, accept_v2, is_5x, lay):
         return _BAD
     o_topic = o_topic_len + topic_len_size
     o_props_len = o_topic + topic_len
-    if remaining < o_props_len + 2:
+    o_props = o_props_len + PROPERTIES_LENGTH_LEN
+    if remaining < o_props:
         return _BAD
-    if p + o_props_len + 2 > buf_len:
-        lay[LAY_NEED] = o_props_len + 2
+    if p + o_props > buf_len:
+        lay[LAY_NEED] = o_props
         return _NEED_MORE
     props_len = _i16(buf, p + o_props_len)
-    o_props = o_props_len + 2
     struct_len = o_props
     if props_len > 0:
         if props_len > total:
@@ -331,9 +341,9 @@ def _tags_code(buf, p_topic, topic_len, spans, store_ts, delay_table):
     ts = spans[P_TAGS, 0]
     if ts >= 0 and spans[P_TAGS, 1] > 0:
         th, text_ok = utf16_hash_update(np.int64(0), buf, ts, ts + spans[P_TAGS, 1])
-        tags_code = th - 0x100000000 if th >= 0x80000000 else th
+        tags_code = _signed32(th)
     ds = spans[P_DELAY, 0]
-    if ds >= 0 and _bytes_equal(buf, p_topic, topic_len, _SCHEDULE_TOPIC_BYTES):
+    if ds >= 0 and _bytes_equal(buf, p_topic, topic_len, SCHEDULE_TOPIC_BYTES):
         level, ok = parse_java_long(buf, ds, ds + spans[P_DELAY, 1], -2147483648, 2147483647)
         if not ok:
             return tags_code, text_ok, False
@@ -394,9 +404,9 @@ def _emit_record(rec, n, buf, p, bufpos, lay, tags_code):
 def _prefetch_next(buf, p, tail):
     """Ask for the heads and tails of the next two records, guessing that they are as long as this
     one and keep their properties where the previous record did (``tail``)."""
-    if p + 4 > buf.shape[0]:
+    if p + TOTAL_SIZE_LEN > buf.shape[0]:
         return
-    total = _i32(buf, p)
+    total = _i32(buf, p + OFF_TOTAL_SIZE)
     if total <= 0:
         return
     for d in range(1, 3):
@@ -525,7 +535,7 @@ def _resync(buf, buf_origin, seg_base, start, end, accept_v2):
     n = buf.shape[0]
     for pos in range(start, end):
         p = pos - buf_origin
-        if p + OFF_PHYSICAL_OFFSET + 8 > n:
+        if p + OFF_SYSFLAG > n:  # the head through physicalOffset
             return -1
         m = _i32(buf, p + OFF_MAGIC)
         if m == MAGIC_V1 or (accept_v2 and m == MAGIC_V2):
@@ -659,7 +669,7 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
             new_buf = _read_window(read, win_start, want, scratch)  # same origin: a grown window
             if len(new_buf) < min(want, pos - win_start + int(st[S_NEED])):
                 raise StoreLayoutError(
-                    f"segment {seg_base:020d}: short read at position {pos} ({len(new_buf)} of {want} bytes); "
+                    f"segment {segment_name(seg_base)}: short read at position {pos} ({len(new_buf)} of {want} bytes); "
                     "was the file truncated while being read?")
             buf = new_buf
             continue
@@ -697,8 +707,8 @@ def resync(read: Reader, seg_base: int, start: int, end: int, data_end: int, win
 
 
 def _peek_total(buf: np.ndarray, p: int) -> int:
-    if p + 4 <= len(buf):
-        v = int.from_bytes(bytes(buf[p:p + 4]), "big", signed=True)
+    if p + TOTAL_SIZE_LEN <= len(buf):
+        v = int.from_bytes(bytes(buf[p:p + TOTAL_SIZE_LEN]), "big", signed=True)
         return max(v, 0)
     return 0
 

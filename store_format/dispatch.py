@@ -17,12 +17,13 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from .javahash import index_hash, java_string_hashes, java_utf8_decode, utf16_hash_update
+from .javahash import index_hash, index_key, java_string_hashes, java_utf8_decode, utf16_hash_update
 from .javatext import is_blank, parse_java_long
 from .layout import (
+    INDEX_KEY_SEPARATOR,
     LMQ_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
-    SCHEDULE_TOPIC,
+    SCHEDULE_TOPIC_BYTES,
     SYSFLAG_TRANSACTION_MASK,
     SYSTEM_TOPIC_PREFIX,
     TRANSACTION_COMMIT,
@@ -81,10 +82,10 @@ def _bytes_of(text: str) -> np.ndarray:
     return np.frombuffer(text.encode(), dtype=np.uint8).copy()
 
 
-_SCHEDULE_TOPIC_BYTES = _bytes_of(SCHEDULE_TOPIC)
 _LMQ_PREFIX_BYTES = _bytes_of(LMQ_PREFIX)
 _RETRY_PREFIX_BYTES = _bytes_of(RETRY_GROUP_TOPIC_PREFIX)
 _SYSTEM_PREFIX_BYTES = _bytes_of(SYSTEM_TOPIC_PREFIX)
+_INDEX_KEY_SEPARATOR_CODE = ord(INDEX_KEY_SEPARATOR)  # one UTF-16 unit: String.hashCode steps over it once
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,7 +133,7 @@ def put_index_keys(buf, origin, n_rec, topic_hash, spans, key, n_key):
     present, then ``topic#k`` for each non-empty token of ``KEYS`` split on single spaces
     (duplicates kept).  Hashes continue ``String.hashCode`` of the topic over ``#`` and the key.
     Appends rows to ``key`` from ``n_key``; returns (rows used, text valid UTF-8)."""
-    hash_prefix = (topic_hash * 31 + 35) & 0xFFFFFFFF  # '#'
+    hash_prefix = (topic_hash * 31 + _INDEX_KEY_SEPARATOR_CODE) & 0xFFFFFFFF  # hashCode of buildKey's "topic#"
     text_ok = True
     us = spans[P_UNIQ, 0]
     if us >= 0:
@@ -179,7 +180,7 @@ def wants_multi_dispatch(buf, p_topic, topic_len, spans, is_5x):
         return False
     if is_5x and (_starts_with(buf, p_topic, topic_len, _RETRY_PREFIX_BYTES)
                   or _starts_with(buf, p_topic, topic_len, _SYSTEM_PREFIX_BYTES)
-                  or bytes_equal(buf, p_topic, topic_len, _SCHEDULE_TOPIC_BYTES)):
+                  or bytes_equal(buf, p_topic, topic_len, SCHEDULE_TOPIC_BYTES)):
         return False
     return True
 
@@ -362,7 +363,7 @@ def fix_malformed_text(res: WalkResult) -> None:
         first, count = int(r[R_KEY_FIRST]), int(r[R_KEY_COUNT])
         if count:
             ks = res.key[first:first + count]
-            keys = [topic + "#" + _decode(text, res.text_origin, int(k[K_START]), int(k[K_LEN])) for k in ks]
+            keys = [index_key(topic, _decode(text, res.text_origin, int(k[K_START]), int(k[K_LEN]))) for k in ks]
             ks[:, K_HASH] = java_string_hashes(keys).astype(np.int64) & 0xFFFFFFFF
 
 
@@ -373,7 +374,7 @@ def _is_delay_tagged(res: WalkResult, i: int, text: np.ndarray) -> bool:
     r = res.rec[i]
     topic = bytes(text[r[R_TOPIC_START] - res.text_origin:r[R_TOPIC_START] - res.text_origin + r[R_TOPIC_LEN]])
     ds, dl = (int(v) for v in res.prop_span[i, P_DELAY])
-    if topic != SCHEDULE_TOPIC.encode() or ds < 0:
+    if topic != SCHEDULE_TOPIC_BYTES.tobytes() or ds < 0:
         return False
     # the walk read this record, so the value parsed as Integer.parseInt reads it (ASCII digits, a sign)
     return int(bytes(text[ds - res.text_origin:ds - res.text_origin + dl])) > 0

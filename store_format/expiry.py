@@ -29,7 +29,7 @@ import numpy as np
 
 from .config import BrokerConfig
 from .errors import UnsupportedConfigError
-from .timeutil import zone
+from .timeutil import datetime_to_ms, ms_to_datetime, zone
 
 __all__ = [
     "CLEAN_RESOURCE_INTERVAL_MS", "DISK_SPACE_CLEAN_FORCIBLY_RATIO", "DELETE_FILES_BATCH_MAX_4",
@@ -127,7 +127,7 @@ def delete_hours(delete_when: str) -> frozenset[int]:
 
 def is_time_to_delete(t_ms: int, hours: frozenset[int], tz: _dt.tzinfo | str | None = None) -> bool:
     """Whether the hour of day at ``t_ms`` (in the broker JVM's zone) is a delete hour."""
-    return _dt.datetime.fromtimestamp(t_ms / 1000, zone(tz)).hour in hours
+    return ms_to_datetime(t_ms).astimezone(zone(tz)).hour in hours
 
 
 def next_time_to_delete(t_ms: int, hours: frozenset[int], tz: _dt.tzinfo | str | None = None,
@@ -140,11 +140,11 @@ def next_time_to_delete(t_ms: int, hours: frozenset[int], tz: _dt.tzinfo | str |
         return None
     t = _round_at_or_after(t_ms, origin_ms, interval_ms)
     for _ in range(24 * 3 + 2):  # DST days have 23-25 hours; three days always find one
-        here = _dt.datetime.fromtimestamp(t / 1000, local)
+        here = ms_to_datetime(t).astimezone(local)
         if here.hour in valid:
             return t
         next_hour = (here.replace(minute=0, second=0, microsecond=0) + _dt.timedelta(hours=1))
-        t = _round_at_or_after(int(next_hour.timestamp() * 1000), origin_ms, interval_ms)
+        t = _round_at_or_after(datetime_to_ms(next_hour), origin_ms, interval_ms)
     return None
 
 
@@ -276,13 +276,13 @@ def plan_cleanup(segments: Sequence[SegmentFacts], config: BrokerConfig, as_of_m
         if space_full:
             hi = lo + 1
         else:
-            here = _dt.datetime.fromtimestamp(lo / 1000, zone(tz)).replace(minute=0, second=0, microsecond=0)
+            here = ms_to_datetime(lo).astimezone(zone(tz)).replace(minute=0, second=0, microsecond=0)
             hi = lo
             for _ in range(25):  # the delete hours following each other (all day: one day)
                 if not is_time_to_delete(hi, hours, tz):
                     break
                 here = here + _dt.timedelta(hours=1)
-                hi = int(here.timestamp() * 1000)
+                hi = datetime_to_ms(here)
         next_cleanup = (lo, hi)
     reasons = []
     for i in range(n):

@@ -70,6 +70,7 @@ from .layout import (
     MAGIC_V2,
     OFF_MAGIC,
     OFF_TOTAL_SIZE,
+    SEGMENT_NAME_RE,
     SYSFLAG_TRANSACTION_MASK,
     TRANSACTION_COMMIT,
     TRANSACTION_NOT,
@@ -104,7 +105,6 @@ DEFAULT_WINDOW = 16 << 20  # measured on a 1 GiB segment: ~190 MB resident at 16
 _WINDOW_MARGIN = 1 << 20
 _SCAN_WINDOW = 4 << 20  # zero scans and table reads
 
-_DIGITS20 = re.compile(r"^\d{20}$")
 _DIGITS17 = re.compile(r"^\d{17}$")
 
 _TRANSACTION_NAMES = {TRANSACTION_NOT: "none", TRANSACTION_PREPARED: "prepared", TRANSACTION_COMMIT: "commit",
@@ -239,7 +239,7 @@ def detect_kind(path: str, size: int, head: bytes, config: BrokerConfig) -> str:
         return KIND_CONFIG
     if _DIGITS17.match(name):
         return KIND_INDEX
-    if _DIGITS20.match(name):
+    if SEGMENT_NAME_RE.match(name):
         if parent == "commitlog":
             return KIND_COMMITLOG
         if len(parts) >= 4 and parts[-4] == "consumequeue":
@@ -356,7 +356,7 @@ def classify_unreadable(read: cl.Reader, size: int, pos: int, *, accept_v2: bool
 
 
 def _segment_base(name: str) -> int:
-    return int(name) if _DIGITS20.match(name) else 0
+    return int(name) if SEGMENT_NAME_RE.match(name) else 0
 
 
 def resolve_version_of_segment(fs: pafs.FileSystem, path: str, name: str, size: int, config: BrokerConfig,
@@ -549,7 +549,7 @@ def _record_items(res: cl.WalkResult, lo: int, hi: int, first_no: int, segment: 
             "store_host": store_host[j],
             "flag": int(r[cl.R_FLAG]), "reconsume_times": int(r[cl.R_RECONSUME]),
             "prepared_transaction_offset": int(r[cl.R_PREP_TX]),
-            "body_length": int(r[cl.R_BODY_LEN]), "body_crc": int(np.int32(r[cl.R_CRC])),
+            "body_length": int(r[cl.R_BODY_LEN]), "body_crc": int(r[cl.R_CRC]),
             "body_crc_ok": bool(crc_ok[i]),
             "properties": dict(props[j] or []), "tags": tags[j], "uniq_key": uniq[j], "index_keys": keys[j],
             "tags_code": int(r[cl.R_TAGS_CODE]) if status_ok else None, "msg_id": msg_id[j],
@@ -575,7 +575,7 @@ def iter_consume_queue(read: cl.Reader, *, name: str, size: int, config: BrokerC
     ``ConsumeQueue.recover`` stops reading (``valid`` false).  The file name is the byte offset of the
     file in the queue's logical space, so unit ``i`` has queue offset ``name / 20 + i``.
     """
-    file_start = int(name) if _DIGITS20.match(name) else 0
+    file_start = int(name) if SEGMENT_NAME_RE.match(name) else 0
     first_offset = file_start // CQ_UNIT_SIZE
     sel = _Selection(start, count)
     yield {"type": "file", "kind": KIND_CONSUME_QUEUE, "path": path or name, "name": name, "topic": topic,

@@ -31,6 +31,7 @@ from .layout import (
     index_file_size,
 )
 from .prefetch import prefetch
+from .timeutil import datetime_to_ms, ms_to_datetime
 
 __all__ = [
     "accepted_by_index", "build_index_file", "build_index_array", "index_file_pieces", "IndexHeader", "read_header",
@@ -146,9 +147,9 @@ def _fill_window(key_hash, offset, store_ts, begin_ts, first_ts, slot_num, table
     n = key_hash.shape[0]
     w1 = w0 + out.shape[0]
     empty_hits = 0
-    tmp = np.empty(20, dtype=np.uint8)
+    tmp = np.empty(INDEX_ENTRY_SIZE, dtype=np.uint8)
     while i < n:
-        pos = entries_at + (i0 + i + 1) * 20
+        pos = entries_at + (i0 + i + 1) * INDEX_ENTRY_SIZE
         if pos >= w1:
             break
         if i + _AHEAD < n:
@@ -165,7 +166,7 @@ def _fill_window(key_hash, offset, store_ts, begin_ts, first_ts, slot_num, table
                 td = 0
             elif td > 0x7FFFFFFF:
                 td = 0x7FFFFFFF
-        if pos >= w0 and pos + 20 <= w1:
+        if pos >= w0 and pos + INDEX_ENTRY_SIZE <= w1:
             at = pos - w0
             _put_be(out, at, h, 4)
             _put_be(out, at + 4, offset[i], 8)
@@ -176,10 +177,10 @@ def _fill_window(key_hash, offset, store_ts, begin_ts, first_ts, slot_num, table
             _put_be(tmp, 4, offset[i], 8)
             _put_be(tmp, 12, td, 4)
             _put_be(tmp, 16, prev, 4)
-            for j in range(20):
+            for j in range(INDEX_ENTRY_SIZE):
                 if w0 <= pos + j < w1:
                     out[pos + j - w0] = tmp[j]
-            if pos + 20 > w1:
+            if pos + INDEX_ENTRY_SIZE > w1:
                 break  # put by the next window
         if prev == 0:
             empty_hits += 1
@@ -456,13 +457,11 @@ def index_file_names_checked(first_store_ts: list[int],
         The names in file order, and the (sorted) positions of the files whose first store time lay
         outside the representable range (report them as anomalies).
     """
-    epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-    one_ms = _dt.timedelta(milliseconds=1)
     top = _dt.datetime(9999, 12, 31, 23, 59, 59, 999000)
-    naive_epoch = _dt.datetime(1970, 1, 1)
-    # the last millisecond whose local and UTC times are both datetimes
-    max_ms = min((top.replace(tzinfo=tz) - epoch) // one_ms, (top.replace(tzinfo=_dt.timezone.utc) - epoch) // one_ms)
-    top_local = (top - naive_epoch) // one_ms
+    # the last millisecond whose local and UTC times are both datetimes (all values here are whole
+    # milliseconds, which datetime_to_ms gives exactly)
+    max_ms = min(datetime_to_ms(top.replace(tzinfo=tz)), datetime_to_ms(top.replace(tzinfo=_dt.timezone.utc)))
+    top_local = datetime_to_ms(top)
     local_ms: list[int] = []  # local wall time of each name, as ms since 1970-01-01T00:00 local
     clamped: list[int] = []
     for i, ts in enumerate(first_store_ts):
@@ -470,7 +469,7 @@ def index_file_names_checked(first_store_ts: list[int],
         if t < 0 or t > max_ms:
             clamped.append(i)
             t = min(max(t, 0), max_ms)
-        local = ((epoch + t * one_ms).astimezone(tz).replace(tzinfo=None) - naive_epoch) // one_ms
+        local = datetime_to_ms(ms_to_datetime(t).astimezone(tz).replace(tzinfo=None))
         if local_ms and local <= local_ms[-1]:
             local = local_ms[-1] + 1
         local_ms.append(local)
@@ -480,6 +479,6 @@ def index_file_names_checked(first_store_ts: list[int],
         limit = local_ms[i] - 1
     names = []
     for n in local_ms:
-        stamp = naive_epoch + n * one_ms
+        stamp = ms_to_datetime(n)  # the local wall time, held as UTC only to be formatted
         names.append(stamp.strftime("%Y%m%d%H%M%S") + f"{stamp.microsecond // 1000:03d}")
     return names, clamped

@@ -10,11 +10,12 @@ from collections.abc import Iterable, Sequence
 import numba
 import numpy as np
 
-from .layout import signed32
+from .layout import INDEX_KEY_SEPARATOR, signed32
 
 __all__ = [
     "java_string_hash",
     "java_string_hashes",
+    "index_key",
     "index_key_hash",
     "index_key_hashes",
     "index_hash",
@@ -68,6 +69,15 @@ def _powers_of_31(n: int) -> np.ndarray:
     for i in range(1, n):  # n is the longest string, not the number of strings
         powers[i] = np.uint32((int(powers[i - 1]) * 31) & _MASK32)
     return powers
+
+
+def index_key(topic: str, key: str) -> str:
+    """The string the index stores a key under: ``topic#key`` [IndexService.buildKey].
+
+    >>> index_key("TopicA", "order-1")
+    'TopicA#order-1'
+    """
+    return topic + INDEX_KEY_SEPARATOR + key
 
 
 def index_key_hash(key: str) -> int:

@@ -25,6 +25,7 @@ Commitlog record  [CommitLog.calMsgLength, MessageDecoder]::
 """
 from __future__ import annotations
 
+import re
 from typing import overload
 
 import numpy as np
@@ -94,6 +95,8 @@ OFF_QUEUE_OFFSET = HEAD_OFFSETS["queueOffset"]
 OFF_PHYSICAL_OFFSET = HEAD_OFFSETS["physicalOffset"]
 OFF_SYSFLAG = HEAD_OFFSETS["sysFlag"]
 OFF_BORN_TIMESTAMP = HEAD_OFFSETS["bornTimestamp"]
+TOTAL_SIZE_LEN = HEAD_FIELD_SIZES["totalSize"]
+MAGIC_END = OFF_MAGIC + HEAD_FIELD_SIZES["magicCode"]  # 8: enough to tell a record from a blank
 
 HOST_V4_LEN = 4 + 4
 HOST_V6_LEN = 16 + 4
@@ -155,6 +158,7 @@ INDEX_ENTRY_SIZE = INDEX_ENTRY_DTYPE.itemsize  # 20
 
 # --- store layout
 SEGMENT_NAME_DIGITS = 20
+SEGMENT_NAME_RE = re.compile(rf"^\d{{{SEGMENT_NAME_DIGITS}}}$")  # a segment or consume queue file name
 CHECKPOINT_SIZE = 4096
 
 
@@ -169,6 +173,11 @@ def index_file_size(max_hash_slot_num: int, max_index_num: int) -> int:
 
 # --- system topics and name prefixes [TopicValidator, MixAll]
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"      # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC: delayed messages
+# the same as UTF-8 bytes, for kernels comparing a record's topic (numba compiles global arrays in as constants)
+SCHEDULE_TOPIC_BYTES = np.frombuffer(SCHEDULE_TOPIC.encode(), dtype=np.uint8).copy()
 LMQ_PREFIX = "%LMQ%"                        # MixAll.LMQ_PREFIX: light message queues
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"        # MixAll.RETRY_GROUP_TOPIC_PREFIX
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"            # TopicValidator.SYSTEM_TOPIC_PREFIX
+
+# --- index keys [IndexService.buildKey: topic + "#" + key]
+INDEX_KEY_SEPARATOR = "#"

@@ -10,8 +10,10 @@ from .crc import body_crc_spans
 from .dispatch import _gather, gather_strings
 from .javahash import index_hash
 from .layout import (
-    NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
+    HOST_V4_LEN,
+    HOST_V6_LEN,
+    NAME_VALUE_SEPARATOR_BYTE,
+    PROPERTY_SEPARATOR_BYTE,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
     SYSFLAG_TRANSACTION_MASK,
@@ -162,7 +164,7 @@ def host_strings(text: np.ndarray, origin: int, starts: np.ndarray, v6: np.ndarr
     v4_rows = np.nonzero(~v6)[0]
     v4: pa.Array | None = None
     if len(v4_rows):
-        b = _gather_fixed(text, origin, starts[v4_rows], 8)
+        b = _gather_fixed(text, origin, starts[v4_rows], HOST_V4_LEN)
         data = np.empty(len(v4_rows) * 26, dtype=np.uint8)   # 4 x "255." less a dot, ':' and 10 digits
         offsets = np.empty(len(v4_rows) + 1, dtype=np.int32)
         _format_v4_hosts(b, data, offsets)
@@ -175,7 +177,7 @@ def host_strings(text: np.ndarray, origin: int, starts: np.ndarray, v6: np.ndarr
     v6_rows = np.nonzero(v6)[0]
     if len(v6_rows):
         import ipaddress
-        b = _gather_fixed(text, origin, starts[v6_rows], 20)
+        b = _gather_fixed(text, origin, starts[v6_rows], HOST_V6_LEN)
         for j, row in enumerate(b):  # IPv6 hosts are rare; formatted one by one
             port6 = int.from_bytes(bytes(row[16:20]), "big")
             out[v6_rows[j]] = f"[{ipaddress.IPv6Address(bytes(row[:16]))}]:{port6}"
@@ -234,10 +236,6 @@ def _strings(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> pa.Strin
     return pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(out))
 
 
-_PAIR_SEP = ord(PROPERTY_SEPARATOR)
-_NAME_SEP = ord(NAME_VALUE_SEPARATOR)
-
-
 @numba.njit(cache=True, nogil=True)
 def _property_pairs(data, offsets, valid, spans, counts):
     """The kept (name, value) byte spans of every string, in order: ``spans`` rows are name start,
@@ -252,10 +250,10 @@ def _property_pairs(data, offsets, valid, spans, counts):
         p = offsets[r]
         while p < end:
             q = p
-            while q < end and data[q] != _PAIR_SEP:
+            while q < end and data[q] != PROPERTY_SEPARATOR_BYTE:
                 q += 1
             c = p
-            while c < q and data[c] != _NAME_SEP:
+            while c < q and data[c] != NAME_VALUE_SEPARATOR_BYTE:
                 c += 1
             if p < c < q - 1:  # a name, the separator, and a value
                 name_len = c - p
@@ -299,7 +297,7 @@ def detail_columns(res: cl.WalkResult, with_body: bool = False) -> dict[str, pa.
     store_host, _ = host_strings(text, org, rec[:, cl.R_STORE_HOST], store_v6)
     # offset msgId: store host address bytes + commitlog offset [MessageDecoder.createMessageId]
     msg_id = np.empty(n, dtype=object)
-    for v6, width in ((False, 8), (True, 20)):
+    for v6, width in ((False, HOST_V4_LEN), (True, HOST_V6_LEN)):
         rows = np.nonzero(store_v6 == v6)[0]
         if len(rows):
             host = _gather_fixed(text, org, rec[rows, cl.R_STORE_HOST], width)

@@ -243,7 +243,7 @@ def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: boo
                                         f"totalSize {int(total[i])}")
     if crc_bad[i]:
         assert computed is not None
-        return _Stop(off, "crc_mismatch", f"body CRC mismatch at {where}: bodyCRC {int(np.int32(rec[i, cl.R_CRC]))}, "
+        return _Stop(off, "crc_mismatch", f"body CRC mismatch at {where}: bodyCRC {int(rec[i, cl.R_CRC])}, "
                                           f"body gives {int(computed[i])}")
     return _Stop(off, "size_mismatch", f"totalSize {int(total[i])} at {where} differs from the "
                                        f"{int(rec[i, cl.R_STRUCT])} bytes its fields give")

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 import mmap
-import re
 
 import numpy as np
 import pyarrow.fs as pafs
 
 from .config import BrokerConfig, load_broker_config
 from .errors import StoreLayoutError
+from .layout import SEGMENT_NAME_RE
 
 __all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader"]
-
-_SEGMENT_RE = re.compile(r"^\d{20}$")
 
 
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -182,7 +180,7 @@ def open_store(uri: str, config: BrokerConfig) -> StoreLocation:
             f"{uri}: no commitlog/ folder. Pass the broker's store root (storePathRootDir), the folder that "
             "holds commitlog/, consumequeue/ and index/.")
     entries = fs.get_file_info(pafs.FileSelector(f"{root}/commitlog"))
-    files = sorted((e for e in entries if e.type == pafs.FileType.File and _SEGMENT_RE.match(e.base_name)),
+    files = sorted((e for e in entries if e.type == pafs.FileType.File and SEGMENT_NAME_RE.match(e.base_name)),
                    key=lambda e: e.base_name)
     if not files:
         raise StoreLayoutError(f"{uri}/commitlog holds no segment files (20-digit names)")

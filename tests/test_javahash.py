@@ -6,7 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from store_format import walkresult as wr
+from store_format.dispatch import put_index_keys
 from store_format.javahash import (
+    index_key,
     index_key_hash,
     index_key_hashes,
     java_string_hash,
@@ -101,6 +104,36 @@ def test_utf8_kernel_continues_a_hash() -> None:
     h, ok = utf16_hash_update(np.int64(0), data, 0, 6)
     h, ok = utf16_hash_update(h, data, 6, len(data))
     assert ok and signed32(int(h)) == reference_hash("Topic#订单😀")
+
+
+def test_index_key_is_topic_hash_key() -> None:
+    # IndexService.buildKey: topic + "#" + key, with no escaping of '#' in either part
+    assert index_key("TopicA", "order-1") == "TopicA#order-1"
+    assert index_key("a#b", "#") == "a#b##"
+    assert index_key("T", "") == "T#"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(min_size=1, max_size=20), st.text(alphabet=st.characters(blacklist_characters=" "), min_size=1,
+                                                  max_size=20))
+def test_kernel_key_hash_is_the_hash_of_index_key(topic: str, key: str) -> None:
+    # the walk hashes keys by continuing the topic's hash over the separator and the key bytes; it
+    # must give the hash of the same string index_key builds (and lookups hash)
+    data = np.frombuffer(key.encode(), dtype=np.uint8)
+    spans = np.full((wr.N_PROPS, 2), -1, dtype=np.int64)
+    spans[wr.P_UNIQ] = (0, len(data))
+    keys = np.zeros((4, wr.N_KEY_FIELDS), dtype=np.int64)
+    topic_hash = np.int64(java_string_hash(topic) & 0xFFFFFFFF)
+    n_key, ok = put_index_keys(data, np.int64(0), np.int64(0), topic_hash, spans, keys, np.int64(0))
+    assert ok and n_key == 1
+    assert signed32(int(keys[0, wr.K_HASH])) == java_string_hash(index_key(topic, key)) == reference_hash(
+        topic + "#" + key)
+    assert index_key_hash(index_key(topic, key)) == int(index_hash_of(int(keys[0, wr.K_HASH])))
+
+
+def index_hash_of(h: int) -> int:
+    s = signed32(h)
+    return 0 if s == INT_MIN else abs(s)
 
 
 # any text, lone surrogates included (a Java String may hold them)

@@ -41,6 +41,7 @@ from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.consumequeue import QueueTable, assign_positions
 from store_format.dispatch import queue_units
+from store_format.layout import CQ_UNIT_SIZE
 from store_format.store import Reader, StoreLocation, resolve
 from store_format.timeutil import ms_to_datetime
 
@@ -429,7 +430,7 @@ def _finish(p: PendingTables) -> dict:
                                          ANOMALIES_SCHEMA, description=DESCRIPTIONS["anomalies"])
     from ..audit import build_expiry_audit, cq_inventory_table, index_inventory_table, load_offsets
     consumer, delay = load_offsets(st.uri, None, None)
-    units_per_file = config.cq_file_size // 20
+    units_per_file = config.cq_file_size // CQ_UNIT_SIZE
     cq_rows = [{"topic": r["topic"], "queue_id": r["queue_id"], "file": r["file_start"] // config.cq_file_size,
                 "units": r["entries"], "lo": r["begin_offset"], "hi": r["end_offset"],
                 "segment": _segment_of(st, r["end_offset"])} for r in res.cq_files if r["entries"]]

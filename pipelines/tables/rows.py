@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from store_format import commitlog as cl
 from store_format.indexfile import accepted_by_index
-from store_format.layout import SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK
+from store_format.layout import CQ_UNIT_SIZE, SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK
 from store_format.records import properties_map
 
 from .schema import MAX_KEY_BUCKETS, MAX_TS_MS, MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA, MIN_TS_MS, TS, TX_NAMES
@@ -103,7 +103,7 @@ def message_rows(part: pa.Table, split_id: int, ctx: SplitContext, with_body: bo
     np.cumsum(np.bincount(parents[keep], minlength=n), out=offsets[1:])
     values = flat.filter(pa.array(keep)) if len(flat) else pa.array([], pa.string())
     keys = pa.ListArray.from_arrays(pa.array(offsets), values)
-    cq_offset = pa.array(pos // 20, mask=pos < 0)
+    cq_offset = pa.array(pos // CQ_UNIT_SIZE, mask=pos < 0)
     seg = ctx.segment_names[split_id]
     cols = {
         "segment": pa.array([seg] * n, pa.string()),

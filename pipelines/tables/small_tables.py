@@ -5,14 +5,13 @@ chain, records with a wrong CRC or size, queue offset gaps) and the software ver
 incremental refresh alike."""
 from __future__ import annotations
 
-import datetime as _dt
-
 import numpy as np
 import pyarrow as pa
 
 from store_format import commitlog as cl
 from store_format.layout import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
 from store_format.store import Segment, StoreLocation
+from store_format.timeutil import ms_to_datetime, us_to_datetime
 
 from ..chain import Chain
 from ..delta import TableWriter
@@ -35,7 +34,7 @@ def _segment_rows(st: StoreLocation, ends: dict[str, int], back: dict, prev_segm
         prev = prev_by_name.get(s.name, {})
         stats = back["segments"].get(s.name, {})
         keys = back["keys"].get(s.name, 0)
-        first, last = _us_dt(stats.get("first")), _us_dt(stats.get("last"))
+        first, last = us_to_datetime(stats.get("first")), us_to_datetime(stats.get("last"))
         if kept_before is not None and s.name < kept_before and prev:
             stats = {k: prev.get(k) for k in ("records", "dispatched", "topics")}
             first, last, keys = prev.get("first_store_time"), prev.get("last_store_time"), prev.get("index_keys")
@@ -45,7 +44,7 @@ def _segment_rows(st: StoreLocation, ends: dict[str, int], back: dict, prev_segm
             "first_store_time": first, "last_store_time": last,
             "records": stats.get("records") or 0, "dispatched": stats.get("dispatched") or 0,
             "index_keys": keys or 0, "topics": stats.get("topics") or [],
-            "file_mtime": _ms_dt(s.mtime_ms), "status": "live", "first_run": prev.get("first_run") or run_id,
+            "file_mtime": ms_to_datetime(s.mtime_ms), "status": "live", "first_run": prev.get("first_run") or run_id,
             "last_run": run_id, "deleted_run": None})
     for name, prev in sorted(prev_by_name.items()):
         if name not in store_names:
@@ -98,18 +97,6 @@ def _versions(writer: TableWriter, tables: dict[str, int]) -> dict:
     except Exception:
         pass
     return out
-
-
-def _ms_dt(ms: int | None) -> _dt.datetime | None:
-    if ms is None:
-        return None
-    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=int(ms))
-
-
-def _us_dt(us: int | None) -> _dt.datetime | None:
-    if us is None:
-        return None
-    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=int(us))
 
 
 def _segment_ends(chain: Chain, sub: StoreLocation) -> dict[str, int]:
