@@ -119,22 +119,39 @@ def _row(kind: str, task_id: int, **values) -> dict:
     return row
 
 
-def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: list[int],
-                       config: BrokerConfig, record_states: bool = False) -> list[dict]:
-    """Assign positions to the bucket's units split by split and write its consume queue files.
+def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, split_ids: list[int],
+                       config: BrokerConfig, record_states: bool = False, *,
+                       seeds: dict[tuple[str, int], list[int]] | None = None,
+                       write_files: bool = True) -> list[dict]:
+    """Assign positions to the bucket's units split by split (``ConsumeQueue.putMessagePositionInfo``,
+    :func:`store_format.consumequeue.assign_positions`) and write its consume queue files.
 
     With ``record_states`` the append state of each queue as each split begins is kept in the work
     folder (:func:`pipelines.workfiles.write_queue_states`): the tables place a split's units with the
-    very state the files were built from."""
+    very state the files were built from.
+
+    Args:
+        seeds: the append state (a row of ``Q_*`` columns) of queues that already hold units before
+            the first split (the tables refresh: the state the previous run's tables give); the
+            others start empty.  A file such a queue left open would be written with the units of
+            these splits only, so seeds go with ``write_files=False``.
+        write_files: False to write no consume queue file (``staging_uri`` is not used): the rows
+            still say which files the units fill (``bytes`` null).
+    """
     file_size = config.cq_file_size
     queues = QueueTable()
     names = queues.names
+    last_written: dict[int, int] = {}   # per queue: start of the newest file written (or seeded)
+    if seeds:
+        seeded = queues.numbers(list(seeds))
+        queues.states[seeded] = np.array(list(seeds.values()), dtype=np.int64)
+        last_written.update(zip(seeded.tolist(), queues.states[seeded, Q_LAST_FILE].tolist()))
     pending: dict[int, list[tuple[np.ndarray, ...]]] = {}   # units of files not yet complete, per queue
     pending_from: dict[int, int] = {}                       # start of the oldest such file
     written: list[dict] = []
     entry_states: list[tuple[int, np.ndarray, np.ndarray]] = []   # (split, queues, their states)
 
-    def write_files(q: int, final: bool) -> None:
+    def flush(q: int, final: bool) -> None:
         """Write the queue's complete files (all of them when ``final``); keep the rest pending."""
         parts = pending.pop(q)
         pos, off, size, tags = (np.concatenate([p[i] for p in parts]) for i in range(4))
@@ -145,11 +162,14 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
         topic, qid = names[q]
         for f in np.unique(file_of[~keep]):
             m = file_of == f
-            data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m],
-                                 int(queues.states[q, Q_BLANK_UNTIL]),
-                                 out=_SCRATCH.array("cq_file", (file_size,), np.uint8), trim=True)
-            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(f))}",
-                           [data, file_size - len(data)])
+            n = None
+            if write_files:
+                assert staging_uri is not None
+                data = build_cq_file(int(f), file_size, pos[m], off[m], size[m], tags[m],
+                                     int(queues.states[q, Q_BLANK_UNTIL]),
+                                     out=_SCRATCH.array("cq_file", (file_size,), np.uint8), trim=True)
+                n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(int(f))}",
+                               [data, file_size - len(data)])
             written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=int(f), entries=int(m.sum()),
                                 bytes=n, begin_offset=int(off[m][0]), end_offset=int(off[m][-1])))
         if keep.any():
@@ -184,20 +204,20 @@ def build_queue_bucket(work_uri: str, staging_uri: str, bucket: int, split_ids: 
             pending_from.setdefault(q, int(pos[rows[0]] - pos[rows[0]] % file_size))
             write_pos = queues.states[q, Q_WRITE_POS]
             if write_pos - write_pos % file_size > pending_from[q]:
-                write_files(q, final=False)
+                flush(q, final=False)
     for q in list(pending):
-        write_files(q, final=True)
+        flush(q, final=True)
     if record_states:
         write_queue_states(work_uri, bucket, names, entry_states)
     # a file getLastMappedFile created for a unit it then skipped stays on disk, empty
-    last_written: dict[int, int] = {}
     for row in written:
         q = queues.number[(row["topic"], row["queue_id"])]
         last_written[q] = max(last_written.get(q, -1), row["file_start"])
     for q, (topic, qid) in enumerate(names):
         last_file = int(queues.states[q, Q_LAST_FILE])
         if last_file > last_written.get(q, -1) and queues.states[q, Q_WRITE_POS] != NOT_STARTED:
-            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(last_file)}", [file_size])
+            n = write_file(staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(last_file)}", [file_size]) \
+                if write_files and staging_uri is not None else None
             written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=last_file,
                                 entries=0,
                                 bytes=n))

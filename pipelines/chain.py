@@ -26,7 +26,7 @@ from store_format.store import Segment, StoreLocation
 
 from .plan import Split
 
-__all__ = ["ChainEntry", "Chain", "chain_splits", "carry_index_state", "index_file_parts", "Rewalk"]
+__all__ = ["ChainEntry", "Chain", "chain_splits", "IndexSeed", "carry_index_state", "index_file_parts", "Rewalk"]
 
 # rewalk(split, entering state, 5.x limit) -> (summary, walk result)
 Rewalk = Callable[[Split, "cl.WalkState | None", "int | None"], "tuple[dict, cl.WalkResult | None]"]
@@ -146,12 +146,31 @@ def _local(entry: ChainEntry, rewalk: Rewalk) -> cl.WalkResult | None:
     return entry.local
 
 
-def carry_index_state(chain: Chain, config: BrokerConfig,
-                      rewalk: Rewalk) -> tuple[dict[int, tuple[int, int, int]], dict]:
-    """Each split's entering endPhyOffset carry, the number of indexed keys before it and in it,
-    and the totals that decide the trailing empty index file."""
-    carry = 0
-    base = 0
+@dataclasses.dataclass(frozen=True)
+class IndexSeed:
+    """The index state as the first chained split begins (``IndexService.buildIndex``).
+
+    ``end_phy_offset``: the ``endPhyOffset`` of the newest index file, which ``buildIndex`` compares
+    each record's commitlog offset with (a record below it is not indexed).  ``IndexFile.putKey``
+    sets it to the offset of the record that put the last key, and a new file starts from the
+    previous file's (``getAndCreateLastIndexFile``): since only records at or above it put keys, it
+    is the largest commitlog offset of a record indexed before (0 when none was).
+    ``entries_before``: the index entries put before, i.e. the ordinal of the first key put next.
+    A rebuild starts from nothing (the defaults); the tables refresh from the entries of the
+    segments before the ones it rescans.
+    """
+    end_phy_offset: int = 0
+    entries_before: int = 0
+
+
+def carry_index_state(chain: Chain, config: BrokerConfig, rewalk: Rewalk,
+                      seed: IndexSeed | None = None) -> tuple[dict[int, tuple[int, int, int]], dict]:
+    """Each split's entering endPhyOffset carry, the number of indexed keys before it (from the
+    seed's on) and in it, and the totals that decide the trailing empty index file (``keys``: the
+    entries of all index files once the chain's splits are indexed, the seed's included)."""
+    seed = seed or IndexSeed()
+    carry = seed.end_phy_offset
+    base = seed.entries_before
     entering: dict[int, tuple[int, int, int]] = {}
     after_last_key = False
     first_ts = None

@@ -1,5 +1,5 @@
-"""The rebuild job: plan splits → scan → chain → queue positions → consume queue files →
-index ordinals → index files → commit → (tables).
+"""The rebuild job: plan splits → scan → chain (:mod:`pipelines.stages`) → queue positions →
+consume queue files → index ordinals → index files → commit → (tables).
 
 Every stage reports progress; the summary says what was read, what was written, what looked wrong,
 and how long each stage took.
@@ -8,90 +8,28 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import json
-import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
 
 import numpy as np
 
-from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
 from store_format.reput import resolve_broker_version
-from store_format.store import StoreLocation, load_config_for, open_store
+from store_format.store import load_config_for, open_store
 from store_format.timeutil import zone
 
 from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
-from .chain import carry_index_state, chain_splits, index_file_parts
+from .chain import index_file_parts
 from .commit import StagedOutput
-from .plan import DEFAULT_SPLIT_SIZE, Split, plan_splits
+from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
 from .restart import as_restart as restart_view
-from .scan import ScanTask, split_summary, walk_split
-from .session import PendingSession, Spark, context_of, run_tasks, session_of, start_session, stop_jobs
-from .workfiles import drop_split_work, write_split_work
+from .session import PendingSession, Spark, session_of, start_session, stop_jobs
+from .stages import CHAIN_KINDS, Progress, ReputWalk, TaskRunner, scan_and_chain
 
 __all__ = ["RebuildSummary", "run_rebuild", "Progress"]
-
-
-_log = logging.getLogger("pipelines.rebuild")
-
-
-class Progress:
-    """Stage timer: one line per stage, through the ``pipelines.rebuild`` logger by default (the
-    command line shows it on stderr; ``--log-level`` turns it up or down)."""
-
-    def __init__(self, emit: Callable[[str], None] | None = None) -> None:
-        self.emit = emit or (lambda line: _log.info(line.removeprefix("[rebuild] ")))
-        self.timings: dict[str, float] = {}
-        self._t0 = time.perf_counter()
-        self._stage: str | None = None
-        self._start = 0.0
-
-    def stage(self, name: str, detail: str = "") -> None:
-        self.done()
-        self._stage, self._start = name, time.perf_counter()
-        self.emit(f"[rebuild] {name}{': ' + detail if detail else ''} ...")
-
-    def done(self, detail: str = "") -> None:
-        if self._stage is not None:
-            dt = time.perf_counter() - self._start
-            self.timings[self._stage] = round(dt, 3)
-            self.emit(f"[rebuild] {self._stage} done in {dt:.2f}s{' (' + detail + ')' if detail else ''}")
-            self._stage = None
-
-    @property
-    def elapsed(self) -> float:
-        return time.perf_counter() - self._t0
-
-    def watch(self, spark: Spark | None, what: str, unit_bytes: float = 0.0, every: float = 10.0):
-        """While a Spark job runs, print how many of its tasks are done every ``every`` seconds."""
-        import threading
-
-        stop = threading.Event()
-        if spark is None:
-            return stop
-        tracker = context_of(spark).statusTracker()
-
-        def loop() -> None:
-            started = time.perf_counter()
-            while not stop.wait(every):
-                done = total = 0
-                for sid in tracker.getActiveStageIds():
-                    info = tracker.getStageInfo(sid)
-                    if info:
-                        done += info.numCompletedTasks
-                        total += info.numTasks
-                if total:
-                    extra = f", {done * unit_bytes / 1e6:,.0f} MB" if unit_bytes else ""
-                    self.emit(f"[rebuild]   {what}: {done}/{total} tasks done{extra}, "
-                              f"{time.perf_counter() - started:.0f}s")
-
-        threading.Thread(target=loop, daemon=True).start()
-        return stop
 
 
 @dataclasses.dataclass
@@ -169,17 +107,6 @@ class RebuildSummary:
         return "\n".join(lines)
 
 
-def _driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, buckets: int):
-    """Walk a split in the driver from a known loop state; its work files replace the task's."""
-    def rewalk(split: Split, entering: cl.WalkState | None, limit_rel: int | None):
-        with store.reader(store.segments[split.segment]) as read:
-            sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
-        drop_split_work(work_uri, split.split_id)
-        write_split_work(work_uri, split.split_id, res, buckets)
-        return split_summary(split, sync, entering, res), res
-    return rewalk
-
-
 def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, config_path: str | None = None,
                 spark: Spark | PendingSession | None = None, master: str | None = None,
                 split_size: int | None = None,
@@ -242,22 +169,21 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         progress.stage("spark session", f"{_master_label(master)} (started before the plan)")
         spark = session.context()   # the RDD jobs need no SQL session (see pipelines.session.Spark)
     assert not isinstance(spark, PendingSession)
-    job = _Job(st, config, splits, staged, spark, processes, progress)
+    runner = TaskRunner(spark, processes, progress)
+    job = _Job(config, staged, runner)
     pending_tables = None
     tables_published = False
     tables_recovered: list[dict] = []
     tables_error: str | None = None
     try:
         staged.prepare()
-        summaries = job.scan()
-        chain, index_in, index_totals = job.chain(summaries)
-        built = job.build(chain, index_in, index_totals, record_states=tables is not None, tz=tz)
-        anomalies = _rebuild_anomalies(st, chain, built, recovery)
+        walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner)
+        built = job.build(walk, record_states=tables is not None, tz=tz)
+        anomalies = walk.anomalies(built.anomalies, recovery)
         if tables is not None:
             progress.stage("tables", tables)
             try:
-                pending_tables = job.tables_rows(tables, chain, index_in, built, run_id, started, with_body,
-                                                 anomalies)
+                pending_tables = job.tables_rows(tables, walk, built, run_id, started, with_body, anomalies)
             except Exception as err:  # reported in the summary; the rebuilt files are committed all the same
                 tables_error = f"{type(err).__name__}: {err}"
                 progress.emit(f"[rebuild] tables not published: {tables_error}")
@@ -284,46 +210,16 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         anomalies = [{"kind": r["kind"], "segment": r["segment"], "position": r["position"], "detail": r["detail"]}
                      for r in published["anomaly_rows"]]
     return RebuildSummary(store=store, out=out, run_id=run_id, segments=len(st.segments), bytes=st.total_bytes(),
-                          splits=len(splits), records=sum(s.get("records", 0) for s in summaries.values()),
-                          dispatched=index_totals["dispatched"], consume_queue_units=built.units,
+                          splits=len(splits), records=walk.records,
+                          dispatched=walk.index_totals["dispatched"], consume_queue_units=built.units,
                           queues=built.queues, consume_queue_files=built.cq_file_count,
-                          index_files=len(built.index_files), index_keys=index_totals["keys"], anomalies=anomalies,
-                          rewalked_splits=chain.rewalked, timings=progress.timings,
+                          index_files=len(built.index_files), index_keys=walk.index_totals["keys"],
+                          anomalies=anomalies, rewalked_splits=walk.chain.rewalked, timings=progress.timings,
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
                           tables_error=tables_error, tables_recovered=tables_recovered,
-                          data_end=next((st.segments[a["segment"]].base + a["position"] for a in chain.anomalies
+                          data_end=next((st.segments[a["segment"]].base + a["position"] for a in walk.chain.anomalies
                                          if a["kind"] == "end_of_data"), None))
-
-
-# kinds the tables derive from the chain themselves (classifying an unreadable record by its magic code)
-_CHAIN_KINDS = ("unreadable_record", "unreachable_records", "size_mismatch")
-
-
-def _rebuild_anomalies(st: StoreLocation, chain, built: _Built, recovery) -> list[dict]:
-    """What the rebuild itself found wrong, in the summary's form (kind, segment number, position,
-    detail).  The end of the data in the last segment is no anomaly."""
-    anomalies = [a for a in chain.anomalies if a["kind"] != "end_of_data"] + built.anomalies
-    anomalies += recovery.anomalies() if recovery else []
-    for e in chain.entries:
-        bad_lmq = e.summary.get("lmq_bad_offsets")
-        if bad_lmq:
-            seg_name = st.segments[e.split.segment].name
-            where = ", ".join(f"{pos} (light queue {name!r})" for pos, name in bad_lmq["first"])
-            anomalies.append({
-                "kind": "lmq_offset_unparsable", "segment": e.split.segment, "position": bad_lmq["first"][0][0],
-                "detail": f"{bad_lmq['count']} record(s) in segment {seg_name} (at {where}"
-                          f"{', ...' if bad_lmq['count'] > len(bad_lmq['first']) else ''}) carry an "
-                          "INNER_MULTI_QUEUE_OFFSET that Long.parseLong refuses: the broker's dispatcher throws on "
-                          "such a record and its reput retries it forever, dispatching nothing after it; this "
-                          "rebuild leaves that light queue unit out and goes on"})
-        if e.summary.get("mismatched"):
-            anomalies.append({"kind": "size_mismatch", "segment": e.split.segment, "position": e.split.start,
-                              "detail": f"{e.summary['mismatched']} record(s) in segment "
-                                        f"{st.segments[e.split.segment].name} "
-                                        f"from position {e.split.start} whose totalSize disagrees with their fields: "
-                                        "not dispatched"})
-    return anomalies
 
 
 def _master_label(master: str | None) -> str:
@@ -355,64 +251,28 @@ class _Built:
 
 
 class _Job:
-    """The stages of one rebuild, each a short function over plain values."""
+    """The build and tables stages of one rebuild, over the walk of the scan and the chain
+    (:func:`pipelines.stages.scan_and_chain`)."""
 
-    def __init__(self, st: StoreLocation, config: BrokerConfig, splits: list[Split], staged: StagedOutput,
-                 spark: Spark | None, processes: int, progress: Progress) -> None:
-        self.st, self.config, self.splits, self.staged = st, config, splits, staged
-        self.spark, self.processes, self.progress = spark, processes, progress
-        parallelism = max(context_of(spark).defaultParallelism, 1) if spark is not None else max(processes, 1)
-        self.parallelism = parallelism
-        self.buckets = max(1, min(parallelism, 512))
-        self.work_uri = f"{staged.staging_uri}/_work"
+    def __init__(self, config: BrokerConfig, staged: StagedOutput, runner: TaskRunner) -> None:
+        self.config, self.staged, self.runner = config, staged, runner
+        self.progress = runner.progress
 
-    def _run(self, task, n: int, what: str, unit_bytes: float = 0.0) -> list[dict]:
-        """Run a task object (``rows(task_id) -> list of dicts``) over ids 0..n-1, one Spark task each (or
-        locally), and collect the rows.  Plain RDD tasks: the rows are a few per task (summaries, file
-        lists), and the first job starts a second sooner than through DataFrames and Arrow."""
-        if self.spark is None:
-            return _run_local(task, n, self.processes)
-        watcher = self.progress.watch(self.spark, what, unit_bytes)
-        try:
-            return run_tasks(self.spark, task, n, what)
-        finally:
-            watcher.set()
-
-    def scan(self) -> dict[int, dict]:
-        """Walk every split in parallel; each writes its work files and returns its summary."""
-        st, splits = self.st, self.splits
-        self.progress.stage("scan", f"{len(st.segments)} segments, {st.total_bytes() / 1e6:,.1f} MB, "
-                                    f"{len(splits)} splits")
-        # contiguous runs of splits per task: two per core keep the fixed cost per task low
-        n_tasks = min(len(splits), 2 * self.parallelism)
-        blocks = [[int(x) for x in block] for block in np.array_split(np.arange(len(splits)), n_tasks) if len(block)]
-        task = ScanTask(splits, st.uri, self.config, self.work_uri, self.buckets, blocks)
-        rows = self._run(task, len(blocks), "scan", st.total_bytes() / max(len(blocks), 1))
-        return {int(r["split_id"]): json.loads(r["summary"]) for r in rows}
-
-    def chain(self, summaries: dict[int, dict]):
-        """Follow the reput from split to split; walk here the splits whose walk must start elsewhere."""
-        self.progress.stage("chain")
-        rewalk = _driver_rewalk(self.st, self.config, self.work_uri, self.buckets)
-        chain = chain_splits(self.st, self.config, self.splits, summaries, rewalk)
-        index_in, index_totals = carry_index_state(chain, self.config, rewalk)
-        self.progress.done(f"{len(chain.entries)} splits on the reput's path, {chain.rewalked} walked again by the "
-                           f"driver, {len(chain.dropped)} unreachable")
-        return chain, index_in, index_totals
-
-    def build(self, chain, index_in, index_totals, *, record_states: bool, tz: str) -> _Built:
+    def build(self, walk: ReputWalk, *, record_states: bool, tz: str) -> _Built:
         """Consume queue files per queue bucket, index files one per task; then the index file names."""
         config = self.config
         self.progress.stage("build", "consume queue and index files")
+        chain, index_in, index_totals = walk.chain, walk.index_in, walk.index_totals
         order = [e.split.split_id for e in chain.entries]
         total_keys = index_totals["keys"]
         index_enabled = config.messageIndexEnable and index_totals["dispatched"] > 0
         file_parts = index_file_parts(chain, index_in, total_keys, config.index_entries_per_file) \
             if index_enabled else []
-        tasks = index_tasks(file_parts, total_keys, config, self.parallelism, self.staged.staging_uri)
+        tasks = index_tasks(file_parts, total_keys, config, self.runner.parallelism, self.staged.staging_uri)
         tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states}
-                  for b in range(self.buckets)]
-        results = self._run(BuildTask(tasks, config, self.work_uri, self.staged.staging_uri), len(tasks), "build")
+                  for b in range(walk.buckets)]
+        results = self.runner.run(BuildTask(tasks, config, walk.work_uri, self.staged.staging_uri), len(tasks),
+                                  "build")
         cq_files = [r for r in results if r["kind"] == "cq"]
         index_files = merge_index_rows([r for r in results if r["kind"] == "index"])
         anomalies: list[dict] = []
@@ -455,39 +315,14 @@ class _Job:
                  "first_store_timestamp": trailing_file_time(prev_ts, index_totals["first_store_ts"]),
                  "end_offset": prev_off, "end_timestamp": prev_ts}]
 
-    def tables_rows(self, tables: str, chain, index_in, built: _Built, run_id: str, started: float,
+    def tables_rows(self, tables: str, walk: ReputWalk, built: _Built, run_id: str, started: float,
                     with_body: bool, anomalies: list[dict]):
         """Write the tables' rows from this rebuild's results (:mod:`pipelines.tables.publish`); the
         commit of the tables comes after the files' commit (``finish``)."""
         from .tables.publish import RebuildResults, stage_tables
-        if self.spark is None:
+        if self.runner.spark is None:
             raise ValueError("the Delta tables need the Spark engine")
-        results = RebuildResults(self.st, self.config, chain, index_in, built.cq_files, built.index_files,
-                                 self.work_uri, self.buckets, run_id, started, self.progress.timings,
-                                 [a for a in anomalies if a["kind"] not in _CHAIN_KINDS])
-        return stage_tables(session_of(self.spark), tables, results, with_body=with_body)
-
-
-_LOCAL_TASK = None
-
-
-def _one_local_task(i: int) -> list[dict]:
-    assert _LOCAL_TASK is not None
-    return _LOCAL_TASK.rows(i)
-
-
-def _run_local(task, n: int, processes: int = 1) -> list[dict]:
-    """Run a task object over ids 0..n-1 as Spark would, one per partition: in this process, or
-    in a pool of forked processes (each keeps its own scratch memory, like a Spark Python worker)."""
-    global _LOCAL_TASK
-    _LOCAL_TASK = task
-    try:
-        if processes <= 1 or n <= 1:
-            parts = [_one_local_task(i) for i in range(n)]
-        else:
-            import multiprocessing
-            with multiprocessing.get_context("fork").Pool(min(processes, n)) as pool:
-                parts = pool.map(_one_local_task, range(n), chunksize=1)
-    finally:
-        _LOCAL_TASK = None
-    return [row for part in parts for row in part]
+        results = RebuildResults(walk.store, self.config, walk.chain, walk.index_in, built.cq_files,
+                                 built.index_files, walk.work_uri, walk.buckets, run_id, started,
+                                 self.progress.timings, [a for a in anomalies if a["kind"] not in CHAIN_KINDS])
+        return stage_tables(session_of(self.runner.spark), tables, results, with_body=with_body)

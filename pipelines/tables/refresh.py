@@ -27,16 +27,26 @@ earlier complete segment ends in a blank record, so the reput enters the next se
 The refresh is the rebuild's own job on those segments, seeded with the state the previous run's
 tables give as the first of them begins (:class:`ResumeState`):
 
-1. the rebuild's scan and chain (:class:`pipelines.rebuild._Job`: scan tasks writing the work files,
-   the chain, the index carry) over the rescanned segments;
-2. a task per queue bucket carries each queue's append state (``ConsumeQueue.putMessagePositionInfo``)
-   from the resume state through the rescanned splits and keeps it as each split begins, as the
-   rebuild's consume queue tasks do, without writing consume queue files;
-3. the index ordinals continue from the last entry before the rescanned segments; the files that
-   start in them get their names from their first entry's store time (after the previous file's);
+1. the rebuild's scan and chain (:func:`pipelines.stages.scan_and_chain`: scan tasks writing the
+   work files, the chain), the index state (``IndexService.buildIndex``'s endPhyOffset and the key
+   ordinals, :class:`pipelines.chain.IndexSeed`) carried from the last entry before the rescanned
+   segments;
+2. the rebuild's consume queue tasks (:func:`pipelines.build.build_queue_bucket`, one per queue
+   bucket) carry each queue's append state (``ConsumeQueue.putMessagePositionInfo``) from the resume
+   state through the rescanned splits and keep it as each split begins, writing no consume queue file;
+3. the index files that start in the rescanned segments get their names from their first entry's
+   store time (after the previous file's);
 4. the rebuild's tables tasks and commit (:func:`pipelines.tables.publish.stage_tables`), replacing the
    partitions of the rescanned and deleted segments; the file inventories are those of the segments
    before (from the previous run's rows) merged with what steps 2 and 3 found: nothing is read back.
+
+The run's work files go to ``TABLES/_refresh/.rebuild-staging-<run>``, claimed like a rebuild's
+staging folder (:class:`pipelines.commit.StagedOutput`: an owner record, on a local file system
+under a ``flock`` held for the run's life) and removed when the run ends.  A driver killed half-way
+leaves its folder behind; the next refresh removes the folders of runs that are dead (their lock
+can be taken, or elsewhere their owner record's process is gone or its heartbeat is older than 10
+minutes) and of folders without an owner record untouched for 10 minutes, and leaves those of
+refreshes still running alone.
 """
 from __future__ import annotations
 
@@ -54,18 +64,19 @@ import pyarrow.fs as pafs
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
-from store_format.consumequeue import QueueTable, assign_positions
 from store_format.indexfile import accepted_by_index, index_file_names_checked
 from store_format.layout import CQ_UNIT_SIZE
 from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, open_store
 
-from ..chain import Chain
+from ..build import build_queue_bucket
+from ..chain import IndexSeed
 from ..commit import StagedOutput
 from ..delta import file_uris, live_files, read_spark
 from ..plan import DEFAULT_SPLIT_SIZE, plan_splits
-from ..session import build_spark_session, run_tasks
-from ..workfiles import queue_bucket, read_bucket_units, read_keys, write_queue_states
+from ..session import build_spark_session
+from ..stages import CHAIN_KINDS, Progress, ReputWalk, TaskRunner, scan_and_chain
+from ..workfiles import queue_bucket, read_keys
 from .publish import RebuildResults, Resumed, stage_tables
 from .runs import Snapshot, interrupted_note, snapshot
 from .schema import MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA
@@ -90,7 +101,6 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
     the rows of segments the broker deleted since.  ``key_buckets`` sets the buckets per segment of a
     new ``message_keys`` table (default :func:`default_key_buckets`; an existing table keeps its own).
     """
-    from ..rebuild import _CHAIN_KINDS, Progress, _Built, _Job, _rebuild_anomalies
     started = time.time()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     # executors resolve paths in their own working folders: give them absolute ones
@@ -106,18 +116,18 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
     resume = _resume_state(spark, snap, sub.segments[0].name, {s.name for s in st.segments}, config) \
         if prev is not None else ResumeState()
     splits = plan_splits(sub, split_size or DEFAULT_SPLIT_SIZE)
-    work = StagedOutput(f"{tables}/{WORK_FOLDER}", run_id)
-    job = _Job(sub, config, splits, work, spark, 1, progress)
+    work = _claim_work_folder(tables, run_id)   # and removes those of dead runs
+    runner = TaskRunner(spark, 1, progress)
     try:
-        summaries = job.scan()
-        chain, index_in, index_totals = job.chain(summaries)
+        walk = scan_and_chain(sub, config, splits, f"{work.staging_uri}/_work", runner,
+                              index_seed=IndexSeed(resume.index_end_phy_offset, resume.index_base))
         progress.stage("tables: queue states")
-        cq_files = _carry_queues(spark, job.work_uri, job.buckets, chain, resume, config)
-        index_files, index_in, named = _index_files(job.work_uri, chain, index_in, index_totals, resume, config)
-        anomalies = [a for a in _rebuild_anomalies(sub, chain, _Built([], [], 0, 0, named), None)
-                     if a["kind"] not in _CHAIN_KINDS]
-        results = RebuildResults(st, config, chain, index_in, cq_files, index_files, job.work_uri, job.buckets,
-                                 run_id, started, progress.timings, anomalies, scanned_store=sub, command="tables",
+        cq_files = _carry_queues(runner, walk, resume, config)
+        index_files, named = _index_files(walk, resume, config)
+        anomalies = [a for a in walk.anomalies(named) if a["kind"] not in CHAIN_KINDS]
+        results = RebuildResults(st, config, walk.chain, walk.index_in, cq_files, index_files, walk.work_uri,
+                                 walk.buckets, run_id, started, progress.timings, anomalies, scanned_store=sub,
+                                 command="tables",
                                  resumed=Resumed(snap, "incremental" if prev is not None else "full",
                                                  resume.last_queue_offsets))
         progress.stage("tables", tables)
@@ -128,7 +138,7 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
     finally:
         _drop_work(work)
     out = {k: v for k, v in published.items() if k != "anomaly_rows"}
-    out["index_totals"] = index_totals
+    out["index_totals"] = walk.index_totals
     return out
 
 
@@ -162,17 +172,22 @@ def _rescanned(st: StoreLocation, prev: dict | None) -> StoreLocation:
                          [dataclasses.replace(s, index=i) for i, s in enumerate(st.segments[first:])])
 
 
+def _claim_work_folder(tables: str, run_id: str) -> StagedOutput:
+    """The run's work folder under ``TABLES/_refresh``, claimed for the run (see the module docstring);
+    first the folders of dead runs there are removed (:meth:`pipelines.commit.StagedOutput.recover`).
+    ``abort()`` removes it again, and ``TABLES/_refresh`` with it when no other run uses it."""
+    work = StagedOutput(f"{tables}/{WORK_FOLDER}", run_id)
+    work.prepare()
+    return work
+
+
 def _drop_work(work: StagedOutput) -> None:
-    """Remove the run's work folder (and the folder of work folders once empty)."""
-    fs = work.fs
+    """Remove the run's work folder and give up its claim, then the folder of work folders once empty."""
+    work.abort()
     try:
-        fs.delete_dir(work.staging_path)
-    except (FileNotFoundError, OSError):
-        pass
-    try:
-        if not fs.get_file_info(pafs.FileSelector(work.root, allow_not_found=True)):
-            fs.delete_dir(work.root)
-    except (FileNotFoundError, OSError):
+        if not work.fs.get_file_info(pafs.FileSelector(work.root, allow_not_found=True)):
+            work.fs.delete_dir(work.root)
+    except OSError:
         pass
 
 
@@ -189,6 +204,7 @@ class ResumeState:
     last_queue_offsets: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
     #        queue offset of each queue's last record before it (gaps at the border)
     index_base: int = 0                 # ordinal of its first index entry
+    index_end_phy_offset: int = 0       # endPhyOffset as it begins: commitlog offset of the last indexed record
     index_names: dict[int, str] = dataclasses.field(default_factory=dict)   # index file number -> name
     index_seed_ms: int | None = None    # the time in the name of the file holding the entry before it
     cq_files: list[dict] = dataclasses.field(default_factory=list)           # build-result rows (kind cq)
@@ -252,11 +268,16 @@ def _resume_state(spark, snap: Snapshot, resume: str, live: set[str], config: Br
                 .agg(F.first("index_file", ignorenulls=True).alias("name"), F.max("index_entry").alias("top"),
                      F.sum(F.when(is_live, 1).otherwise(0)).alias("entries"),
                      F.min(F.when(is_live, F.col("commitlog_offset"))).alias("lo"),
-                     F.max(F.when(is_live, F.col("commitlog_offset"))).alias("hi"))
+                     F.max(F.when(is_live, F.col("commitlog_offset"))).alias("hi"),
+                     F.max("commitlog_offset").alias("end_phy"))
                 .collect())
     if per_file:
         out.index_base = max(int(r["index_file_no"]) * cap + int(r["top"]) for r in per_file)
-    else:   # nothing before: the entries of the segment itself keep their ordinals
+        # buildIndex puts keys only of records at or above endPhyOffset, which each put moves to its
+        # record: the newest entry's record, which is the one with the largest offset
+        out.index_end_phy_offset = max(int(r["end_phy"]) for r in per_file)
+    else:   # nothing before: the entries of the segment itself keep their ordinals (and the carry starts at 0,
+        #     as the run that wrote them started)
         first = (keys.filter(F.col("segment") == resume)
                  .agg(F.min(F.col("index_file_no") * cap + F.col("index_entry") - 1).alias("o")).collect())
         out.index_base = int(first[0]["o"]) if first and first[0]["o"] is not None else 0
@@ -283,77 +304,42 @@ def _name_ms(name: str) -> int:
 
 
 class _QueueStates:
-    """One task per queue bucket: each queue's append state carried from the resume state through
-    the rescanned splits (``ConsumeQueue.putMessagePositionInfo``, :func:`assign_positions`), kept as
-    each split begins (:func:`pipelines.workfiles.write_queue_states`, what the tables tasks replay),
-    and the consume queue files its units fill (rows like the build's, no file written)."""
+    """One task per queue bucket: the rebuild's consume queue task (:func:`build_queue_bucket`) seeded
+    with the bucket's queues' append states as the first rescanned split begins, recording each
+    queue's state as each split begins (what the tables tasks replay) and writing no file."""
 
-    def __init__(self, work_uri: str, buckets: int, split_ids: list[int], seeds: list[dict[tuple[str, int], list]],
-                 file_size: int) -> None:
+    def __init__(self, work_uri: str, split_ids: list[int], seeds: list[dict[tuple[str, int], list[int]]],
+                 config: BrokerConfig) -> None:
         self.work_uri = work_uri
-        self.buckets = buckets
         self.split_ids = split_ids
         self.seeds = seeds
-        self.file_size = file_size
+        self.config = config
 
     def rows(self, bucket: int) -> list[dict]:
         cl.use_system_allocator()
-        file_size = self.file_size
-        queues = QueueTable()
-        seeds = self.seeds[bucket]
-        if seeds:
-            numbers = queues.numbers(list(seeds))   # grows the state table: number first, then assign
-            queues.states[numbers] = np.array(list(seeds.values()), dtype=np.int64)
-        entry_states: list[tuple[int, np.ndarray, np.ndarray]] = []
-        files: dict[tuple[int, int], list[int]] = {}   # (queue, file start) -> [units, first offset, last offset]
-        for sid in self.split_ids:
-            got = read_bucket_units(self.work_uri, sid, bucket)
-            if got is None or got[0].num_rows == 0:
-                continue
-            units, file_queues = got
-            file_queue = units.column(0).to_numpy()
-            local = queues.numbers([(t, int(q)) for t, q in file_queues])
-            qidx = local[file_queue]
-            present = local[np.unique(file_queue)]
-            entry_states.append((sid, present, queues.states[present].copy()))
-            off = units.column(2).to_numpy()
-            pos = assign_positions(qidx, off, units.column(3).to_numpy(), units.column(1).to_numpy(), file_size,
-                                   queues.states)
-            kept = np.flatnonzero(pos >= 0)
-            q, start, o = qidx[kept], pos[kept] - pos[kept] % file_size, off[kept]
-            order = np.lexsort((start, q))   # stable: dispatch order within a file
-            q, start, o = q[order], start[order], o[order]
-            cuts = np.r_[0, np.flatnonzero((np.diff(q) != 0) | (np.diff(start) != 0)) + 1, len(q)]
-            for a, b in zip(cuts[:-1], cuts[1:]):
-                if a == b:
-                    continue
-                f = files.setdefault((int(q[a]), int(start[a])), [0, int(o[a]), 0])
-                f[0] += int(b - a)
-                f[2] = int(o[b - 1])
-        write_queue_states(self.work_uri, bucket, queues.names, entry_states)
-        return [{"kind": "cq", "task_id": bucket, "topic": queues.names[qn][0], "queue_id": queues.names[qn][1],
-                 "file_start": start, "entries": n, "begin_offset": lo, "end_offset": hi}
-                for (qn, start), (n, lo, hi) in files.items()]
+        return build_queue_bucket(self.work_uri, None, bucket, self.split_ids, self.config, record_states=True,
+                                  seeds=self.seeds[bucket], write_files=False)
 
 
-def _carry_queues(spark, work_uri: str, buckets: int, chain: Chain, resume: ResumeState,
-                  config: BrokerConfig) -> list[dict]:
+def _carry_queues(runner: TaskRunner, walk: ReputWalk, resume: ResumeState, config: BrokerConfig) -> list[dict]:
     """Queue states as each rescanned split begins (in the work folder), and the consume queue files:
     those of the segments before merged with what the rescanned splits add."""
     file_size = config.cq_file_size
-    seeds: list[dict[tuple[str, int], list]] = [{} for _ in range(buckets)]
+    seeds: list[dict[tuple[str, int], list[int]]] = [{} for _ in range(walk.buckets)]
     for (topic, qid), (end, write_pos) in resume.queues.items():
         last_unit = write_pos - CQ_UNIT_SIZE
-        seeds[queue_bucket(topic, qid, buckets)][(topic, qid)] = [end, write_pos, -1, -1,
-                                                                  last_unit - last_unit % file_size]
-    task = _QueueStates(work_uri, buckets, [e.split.split_id for e in chain.entries], seeds, file_size)
-    rows = run_tasks(spark, task, buckets, "tables: queue states")
+        # Q_* columns: maxPhysicOffset, write position, first file and blank prefix (not known: only
+        # the files' bytes need them), the newest file (the last unit's)
+        seeds[queue_bucket(topic, qid, walk.buckets)][(topic, qid)] = [end, write_pos, -1, -1,
+                                                                       last_unit - last_unit % file_size]
+    task = _QueueStates(walk.work_uri, [e.split.split_id for e in walk.chain.entries], seeds, config)
+    rows = runner.run(task, walk.buckets, "tables: queue states")
     merged = {(r["topic"], r["queue_id"], r["file_start"]): dict(r) for r in resume.cq_files}
     for r in rows:
         known = merged.get((r["topic"], r["queue_id"], r["file_start"]))
         if known is None:
             merged[(r["topic"], r["queue_id"], r["file_start"])] = r
-        else:   # the file the segments before left open
+        elif r["entries"]:   # the file the segments before left open
             known["entries"] += r["entries"]
             known["end_offset"] = r["end_offset"]
     return list(merged.values())
@@ -363,23 +349,19 @@ def _carry_queues(spark, work_uri: str, buckets: int, chain: Chain, resume: Resu
 # index ordinals and file names
 
 
-def _index_files(work_uri: str, chain: Chain, index_in: dict[int, tuple[int, int, int]], totals: dict,
-                 resume: ResumeState, config: BrokerConfig
-                 ) -> tuple[list[dict], dict[int, tuple[int, int, int]], list[dict]]:
+def _index_files(walk: ReputWalk, resume: ResumeState, config: BrokerConfig) -> tuple[list[dict], list[dict]]:
     """The index files (build-result rows with their names) once the rescanned splits' keys are
-    added after the resume state's, each split's index state with ordinals continuing the resume
-    state's, and the anomalies of names whose store time was out of range.
+    added after the resume state's, and the anomalies of names whose store time was out of range.
 
     The entries at the borders of the files are found in the scan's key work files, with
     ``IndexService.buildIndex``'s offset check (:func:`accepted_by_index`) from the split's carry."""
     base0 = resume.index_base
-    shifted = {sid: (carry, before + base0, n) for sid, (carry, before, n) in index_in.items()}
     files = {f: dict(r) for f, r in resume.index_files.items()}
-    total = int(totals["keys"])
-    if not config.messageIndexEnable or not total:
-        return list(files.values()), shifted, []
+    end = int(walk.index_totals["keys"])   # the chain's ordinals continue the resume state's
+    if not config.messageIndexEnable or end == base0:
+        return list(files.values()), []
     cap = config.index_entries_per_file
-    ranges = sorted((before, n, sid, carry) for sid, (carry, before, n) in shifted.items() if n)
+    ranges = sorted((before, n, sid, carry) for sid, (carry, before, n) in walk.index_in.items() if n)
     starts = [r[0] for r in ranges]
     accepted: dict[int, tuple] = {}
 
@@ -387,7 +369,7 @@ def _index_files(work_uri: str, chain: Chain, index_in: dict[int, tuple[int, int
         """Commitlog offset and store time of the entry with this ordinal."""
         before, _n, sid, carry = ranges[bisect.bisect_right(starts, ordinal) - 1]
         if sid not in accepted:
-            keys = read_keys(work_uri, sid)
+            keys = read_keys(walk.work_uri, sid)
             assert keys is not None  # the chain counted keys in it
             acc, _ = accepted_by_index(keys.offset, carry)
             record = np.repeat(np.arange(len(keys.counts)), keys.counts)
@@ -396,7 +378,6 @@ def _index_files(work_uri: str, chain: Chain, index_in: dict[int, tuple[int, int
         r = record[ordinal - before]
         return int(keys.offset[r]), int(keys.store_ts[r])
 
-    end = base0 + total
     starting: list[tuple[int, int]] = []   # files that start in the rescanned range: (number, first store time)
     for f in range(base0 // cap, (end - 1) // cap + 1):
         a, z = max(f * cap, base0), min((f + 1) * cap, end) - 1
@@ -422,4 +403,4 @@ def _index_files(work_uri: str, chain: Chain, index_in: dict[int, tuple[int, int
             "kind": "store_timestamp_out_of_range", "segment": None, "position": None,
             "detail": f"index file {names[pos]} starts with store timestamp {ts}, outside the years 1970..9999; "
                       "its name was clamped (the bytes are as the broker writes them)"})
-    return list(files.values()), shifted, anomalies
+    return list(files.values()), anomalies

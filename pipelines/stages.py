@@ -1,0 +1,223 @@
+"""The first stages of a rebuild over a :class:`~store_format.store.StoreLocation`: scan the splits in
+parallel into a work folder, chain their walks into the reput's one walk, and carry the index state
+through it.  ``python -m pipelines rebuild`` (:mod:`pipelines.rebuild`) builds its files from what
+they leave; the tables refresh (:mod:`pipelines.tables.refresh`) runs them on the segments it rescans.
+
+* :class:`Progress`: one line per stage, and the Spark job's task counts while it runs.
+* :class:`TaskRunner`: runs a task object (``rows(task_id) -> list of dicts``) as Spark tasks, or
+  locally without a JVM.
+* :func:`scan_and_chain` → :class:`ReputWalk`: the scan tasks write each split's work files
+  (:mod:`pipelines.workfiles`) and summary; the driver follows ``ReputMessageService.doReput``
+  through them (:func:`pipelines.chain.chain_splits`, walking again the splits whose walk must start
+  elsewhere) and carries ``IndexService.buildIndex``'s endPhyOffset and key ordinals
+  (:func:`pipelines.chain.carry_index_state`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from store_format import commitlog as cl
+from store_format.config import BrokerConfig
+from store_format.store import StoreLocation
+
+from .chain import Chain, IndexSeed, carry_index_state, chain_splits
+from .plan import Split
+from .scan import ScanTask, split_summary, walk_split
+from .session import Spark, context_of, run_tasks
+from .workfiles import drop_split_work, write_split_work
+
+__all__ = ["Progress", "TaskRunner", "ReputWalk", "scan_and_chain", "CHAIN_KINDS"]
+
+_log = logging.getLogger("pipelines.rebuild")   # the progress lines keep the logger they always had
+
+# anomaly kinds the tables derive from the chain themselves (classifying an unreadable record by its
+# magic code): the tables leave these out of the run's own anomalies (:meth:`ReputWalk.anomalies`)
+CHAIN_KINDS = ("unreadable_record", "unreachable_records", "size_mismatch")
+
+
+class Progress:
+    """Stage timer: one line per stage, through the ``pipelines.rebuild`` logger by default (the
+    command line shows it on stderr; ``--log-level`` turns it up or down)."""
+
+    def __init__(self, emit: Callable[[str], None] | None = None) -> None:
+        self.emit = emit or (lambda line: _log.info(line.removeprefix("[rebuild] ")))
+        self.timings: dict[str, float] = {}
+        self._t0 = time.perf_counter()
+        self._stage: str | None = None
+        self._start = 0.0
+
+    def stage(self, name: str, detail: str = "") -> None:
+        self.done()
+        self._stage, self._start = name, time.perf_counter()
+        self.emit(f"[rebuild] {name}{': ' + detail if detail else ''} ...")
+
+    def done(self, detail: str = "") -> None:
+        if self._stage is not None:
+            dt = time.perf_counter() - self._start
+            self.timings[self._stage] = round(dt, 3)
+            self.emit(f"[rebuild] {self._stage} done in {dt:.2f}s{' (' + detail + ')' if detail else ''}")
+            self._stage = None
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self._t0
+
+    def watch(self, spark: Spark | None, what: str, unit_bytes: float = 0.0, every: float = 10.0) -> threading.Event:
+        """While a Spark job runs, print how many of its tasks are done every ``every`` seconds."""
+        stop = threading.Event()
+        if spark is None:
+            return stop
+        tracker = context_of(spark).statusTracker()
+
+        def loop() -> None:
+            started = time.perf_counter()
+            while not stop.wait(every):
+                done = total = 0
+                for sid in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(sid)
+                    if info:
+                        done += info.numCompletedTasks
+                        total += info.numTasks
+                if total:
+                    extra = f", {done * unit_bytes / 1e6:,.0f} MB" if unit_bytes else ""
+                    self.emit(f"[rebuild]   {what}: {done}/{total} tasks done{extra}, "
+                              f"{time.perf_counter() - started:.0f}s")
+
+        threading.Thread(target=loop, daemon=True).start()
+        return stop
+
+
+class TaskRunner:
+    """Where a run's tasks go: one Spark task per task id (``spark``), or, without a session, this
+    process or ``processes`` forked ones (the very same task objects, no JVM)."""
+
+    def __init__(self, spark: Spark | None, processes: int, progress: Progress) -> None:
+        self.spark, self.processes, self.progress = spark, processes, progress
+        self.parallelism = max(context_of(spark).defaultParallelism, 1) if spark is not None else max(processes, 1)
+
+    def run(self, task, n: int, what: str, unit_bytes: float = 0.0) -> list[dict]:
+        """Run a task object (``rows(task_id) -> list of dicts``) over ids 0..n-1, one Spark task each (or
+        locally), and collect the rows.  Plain RDD tasks: the rows are a few per task (summaries, file
+        lists), and the first job starts a second sooner than through DataFrames and Arrow."""
+        if self.spark is None:
+            return _run_local(task, n, self.processes)
+        watcher = self.progress.watch(self.spark, what, unit_bytes)
+        try:
+            return run_tasks(self.spark, task, n, what)
+        finally:
+            watcher.set()
+
+
+@dataclasses.dataclass
+class ReputWalk:
+    """The reput's one walk over ``store``, as the scan and the chain leave it: each split's work files
+    (units per queue bucket, index keys) under ``work_uri``, the splits on the reput's path in its
+    order with their entering loop states (``chain``), and each split's index state (``index_in``:
+    endPhyOffset carry, keys before it, keys in it)."""
+    store: StoreLocation
+    splits: list[Split]
+    work_uri: str
+    buckets: int                                 # queue buckets of the work files
+    summaries: dict[int, dict]                   # split -> its scan summary
+    chain: Chain
+    index_in: dict[int, tuple[int, int, int]]
+    index_totals: dict                           # see :func:`pipelines.chain.carry_index_state`
+
+    @property
+    def records(self) -> int:
+        """Records the scan found (on the reput's path or not)."""
+        return sum(s.get("records", 0) for s in self.summaries.values())
+
+    def anomalies(self, extra: list[dict] | None = None, recovery=None) -> list[dict]:
+        """What the run found wrong, in the summary's form (kind, segment number, position, detail):
+        the chain's, ``extra`` (the build's), the commitlog recovery's, and per split the light queue
+        offsets ``Long.parseLong`` refuses and the records whose size disagrees with their fields.
+        The end of the data in the last segment is no anomaly."""
+        st = self.store
+        anomalies = [a for a in self.chain.anomalies if a["kind"] != "end_of_data"] + list(extra or [])
+        anomalies += recovery.anomalies() if recovery else []
+        for e in self.chain.entries:
+            bad_lmq = e.summary.get("lmq_bad_offsets")
+            if bad_lmq:
+                seg_name = st.segments[e.split.segment].name
+                where = ", ".join(f"{pos} (light queue {name!r})" for pos, name in bad_lmq["first"])
+                anomalies.append({
+                    "kind": "lmq_offset_unparsable", "segment": e.split.segment, "position": bad_lmq["first"][0][0],
+                    "detail": f"{bad_lmq['count']} record(s) in segment {seg_name} (at {where}"
+                              f"{', ...' if bad_lmq['count'] > len(bad_lmq['first']) else ''}) carry an "
+                              "INNER_MULTI_QUEUE_OFFSET that Long.parseLong refuses: the broker's dispatcher throws on "
+                              "such a record and its reput retries it forever, dispatching nothing after it; this "
+                              "rebuild leaves that light queue unit out and goes on"})
+            if e.summary.get("mismatched"):
+                anomalies.append({"kind": "size_mismatch", "segment": e.split.segment, "position": e.split.start,
+                                  "detail": f"{e.summary['mismatched']} record(s) in segment "
+                                            f"{st.segments[e.split.segment].name} "
+                                            f"from position {e.split.start} whose totalSize disagrees with their "
+                                            "fields: not dispatched"})
+        return anomalies
+
+
+def scan_and_chain(st: StoreLocation, config: BrokerConfig, splits: list[Split], work_uri: str, runner: TaskRunner,
+                   *, index_seed: IndexSeed | None = None) -> ReputWalk:
+    """Scan every split of ``st`` in parallel into ``work_uri``, then follow the reput from split to
+    split (walking here the splits whose walk must start elsewhere) and carry the index state from
+    ``index_seed`` (default: no index entry before the first split)."""
+    progress = runner.progress
+    buckets = max(1, min(runner.parallelism, 512))
+    progress.stage("scan", f"{len(st.segments)} segments, {st.total_bytes() / 1e6:,.1f} MB, {len(splits)} splits")
+    # contiguous runs of splits per task: two per core keep the fixed cost per task low
+    n_tasks = min(len(splits), 2 * runner.parallelism)
+    blocks = [[int(x) for x in block] for block in np.array_split(np.arange(len(splits)), n_tasks) if len(block)]
+    task = ScanTask(splits, st.uri, config, work_uri, buckets, blocks)
+    rows = runner.run(task, len(blocks), "scan", st.total_bytes() / max(len(blocks), 1))
+    summaries = {int(r["split_id"]): json.loads(r["summary"]) for r in rows}
+    progress.stage("chain")
+    rewalk = _driver_rewalk(st, config, work_uri, buckets)
+    chain = chain_splits(st, config, splits, summaries, rewalk)
+    index_in, index_totals = carry_index_state(chain, config, rewalk, index_seed)
+    progress.done(f"{len(chain.entries)} splits on the reput's path, {chain.rewalked} walked again by the "
+                  f"driver, {len(chain.dropped)} unreachable")
+    return ReputWalk(st, splits, work_uri, buckets, summaries, chain, index_in, index_totals)
+
+
+def _driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, buckets: int):
+    """Walk a split in the driver from a known loop state; its work files replace the task's."""
+    def rewalk(split: Split, entering: cl.WalkState | None, limit_rel: int | None):
+        with store.reader(store.segments[split.segment]) as read:
+            sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
+        drop_split_work(work_uri, split.split_id)
+        write_split_work(work_uri, split.split_id, res, buckets)
+        return split_summary(split, sync, entering, res), res
+    return rewalk
+
+
+_LOCAL_TASK = None
+
+
+def _one_local_task(i: int) -> list[dict]:
+    assert _LOCAL_TASK is not None
+    return _LOCAL_TASK.rows(i)
+
+
+def _run_local(task, n: int, processes: int = 1) -> list[dict]:
+    """Run a task object over ids 0..n-1 as Spark would, one per partition: in this process, or
+    in a pool of forked processes (each keeps its own scratch memory, like a Spark Python worker)."""
+    global _LOCAL_TASK
+    _LOCAL_TASK = task
+    try:
+        if processes <= 1 or n <= 1:
+            parts = [_one_local_task(i) for i in range(n)]
+        else:
+            import multiprocessing
+            with multiprocessing.get_context("fork").Pool(min(processes, n)) as pool:
+                parts = pool.map(_one_local_task, range(n), chunksize=1)
+    finally:
+        _LOCAL_TASK = None
+    return [row for part in parts for row in part]
