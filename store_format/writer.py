@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -64,7 +63,7 @@ from .layout import (
     PROPERTIES_LENGTH_LEN,
     PROPERTY_SEPARATOR,
     RECONSUME_TIMES_LEN,
-    SEGMENT_NAME_DIGITS,
+    SEGMENT_NAME_RE,
     STORE_TIMESTAMP_LEN,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
@@ -100,7 +99,6 @@ MAX_PROPERTIES_LEN = 32767     # Short.MAX_VALUE (PROPERTIES_SIZE_EXCEEDED)
 DEFAULT_BORN_HOST = "10.0.0.1:50000"
 DEFAULT_STORE_HOST = "10.0.0.100:10911"
 
-_SEGMENT_RE = re.compile(rf"^\d{{{SEGMENT_NAME_DIGITS}}}$")
 
 # Offsets of the variable part of a record, in the order the encoder writes it, as functions of the
 # host lengths; derived from the layout, never typed as numbers.
@@ -421,7 +419,7 @@ class CommitLogWriter:
                              f"{self.file_size}")
         self.dir = os.path.join(os.fspath(root), "commitlog")
         os.makedirs(self.dir, exist_ok=True)
-        existing = sorted(f for f in os.listdir(self.dir) if _SEGMENT_RE.match(f))
+        existing = sorted(f for f in os.listdir(self.dir) if SEGMENT_NAME_RE.match(f))
         if existing:
             if not overwrite:
                 raise FileExistsError(f"{self.dir} already holds segments ({existing[0]} ...); pass overwrite=True")
@@ -722,7 +720,7 @@ def _pwrite_all(fd: int, data: memoryview, pos: int) -> None:
 def _locate(root: str | os.PathLike, offset: int) -> tuple[str, int]:
     """Segment path and position of a commitlog offset in a store written with any segment size."""
     cdir = os.path.join(os.fspath(root), "commitlog")
-    names = sorted(f for f in os.listdir(cdir) if _SEGMENT_RE.match(f))
+    names = sorted(f for f in os.listdir(cdir) if SEGMENT_NAME_RE.match(f))
     for name in reversed(names):
         base = int(name)
         if base <= offset:

@@ -68,6 +68,7 @@ from store_format.indexfile import accepted_by_index, index_file_names_checked
 from store_format.layout import CQ_UNIT_SIZE
 from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, open_store
+from store_format.timeutil import datetime_to_ms
 
 from ..build import build_queue_bucket
 from ..chain import IndexSeed
@@ -296,7 +297,7 @@ def _resume_state(spark, snap: Snapshot, resume: str, live: set[str], config: Br
 
 def _name_ms(name: str) -> int:
     t = _dt.datetime.strptime(name[:14], "%Y%m%d%H%M%S").replace(tzinfo=_dt.timezone.utc)
-    return int(t.timestamp() * 1000) + int(name[14:17] or 0)
+    return int(datetime_to_ms(t)) + int(name[14:17] or 0)
 
 
 # ---------------------------------------------------------------------------------------------
