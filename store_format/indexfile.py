@@ -123,6 +123,9 @@ def index_file_pieces(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.nda
 
 
 _AHEAD = 16  # keys between a slot's prefetch and its use
+# where an entry's fields lie in its 20 bytes (layout.INDEX_ENTRY_DTYPE), as constants for the kernel
+_E_HASH, _E_OFFSET, _E_TIME_DIFF, _E_PREV = (int(INDEX_ENTRY_DTYPE.fields[f][1])  # type: ignore[index]
+                                             for f in ("keyHash", "commitlogOffset", "timeDiff", "prevIndex"))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -168,15 +171,15 @@ def _fill_window(key_hash, offset, store_ts, begin_ts, first_ts, slot_num, table
                 td = 0x7FFFFFFF
         if pos >= w0 and pos + INDEX_ENTRY_SIZE <= w1:
             at = pos - w0
-            _put_be(out, at, h, 4)
-            _put_be(out, at + 4, offset[i], 8)
-            _put_be(out, at + 12, td, 4)
-            _put_be(out, at + 16, prev, 4)
+            _put_be(out, at + _E_HASH, h, 4)
+            _put_be(out, at + _E_OFFSET, offset[i], 8)
+            _put_be(out, at + _E_TIME_DIFF, td, 4)
+            _put_be(out, at + _E_PREV, prev, 4)
         else:  # the entry crosses a window edge: its bytes that fall in this window
-            _put_be(tmp, 0, h, 4)
-            _put_be(tmp, 4, offset[i], 8)
-            _put_be(tmp, 12, td, 4)
-            _put_be(tmp, 16, prev, 4)
+            _put_be(tmp, _E_HASH, h, 4)
+            _put_be(tmp, _E_OFFSET, offset[i], 8)
+            _put_be(tmp, _E_TIME_DIFF, td, 4)
+            _put_be(tmp, _E_PREV, prev, 4)
             for j in range(INDEX_ENTRY_SIZE):
                 if w0 <= pos + j < w1:
                     out[pos + j - w0] = tmp[j]
