@@ -260,9 +260,10 @@ def write_index_file_part(path: str, before_hash: np.ndarray, key_hash: np.ndarr
     sets its slots' starting state from the hashes of the keys before it (``before_hash``), so the
     slot chains (``IndexFile.putKey``: prevIndex = the slot's previous entry) are those of one file
     built key after key.  The part holding the last key writes the header and the slot table, with
-    the block they share with the first keys' entries, which it computes again from ``head`` (hash,
-    offset and store time of the file's first :data:`HEAD_ENTRIES` keys; None when it is also the
-    first part), and makes the file its full size.  The file is never truncated: parts may run in any
+    the block they share with the first keys' entries, which it computes again, and makes the file
+    its full size.  ``head``: hash, offset and store time of the file's first :data:`HEAD_ENTRIES`
+    keys, which every part after the first needs (the first key's time is what timeDiff counts
+    from, and the header's begin values); None for the first part.  The file is never truncated: parts may run in any
     order.  Returns the file size."""
     import mmap
     import os
@@ -275,7 +276,12 @@ def write_index_file_part(path: str, before_hash: np.ndarray, key_hash: np.ndarr
     key_hash = np.ascontiguousarray(key_hash, dtype=np.int32)
     offset = np.ascontiguousarray(offset, dtype=np.int64)
     store_ts = np.ascontiguousarray(store_ts, dtype=np.int64)
-    first_ts = int(store_ts[0]) if a == 0 else int(head[2][0]) if head is not None else 0
+    if a == 0:
+        first_ts, first_offset = int(store_ts[0]), int(offset[0])
+    elif head is None:
+        raise ValueError("a part after the first needs the file's first keys (head)")
+    else:
+        first_ts, first_offset = int(head[2][0]), int(head[1][0])
     begin_ts = np.int64(prev_end_ts if prev_end_ts > 0 else 0)
     entries_at = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num
     part_end = entries_at + (a + m + 1) * INDEX_ENTRY_SIZE
@@ -290,15 +296,13 @@ def write_index_file_part(path: str, before_hash: np.ndarray, key_hash: np.ndarr
     try:
         buf = mmap.mmap(-1, window)                 # page aligned, as direct I/O wants
         out = np.frombuffer(buf, dtype=np.uint8)
-        used = 0
         i = 0
         head_block = np.zeros(_DIRECT_ALIGN, dtype=np.uint8)
         while w0 < part_end:
             out[:] = 0
-            i, hits = _fill_window(key_hash, offset, store_ts, begin_ts, np.int64(first_ts),
-                                   np.int64(max_hash_slot_num), table, np.int64(a), np.int64(i), np.int64(entries_at),
-                                   np.int64(w0), out)
-            used += hits
+            i, _ = _fill_window(key_hash, offset, store_ts, begin_ts, np.int64(first_ts),
+                                np.int64(max_hash_slot_num), table, np.int64(a), np.int64(i), np.int64(entries_at),
+                                np.int64(w0), out)
             length = min(window, part_end - w0)
             length += -length % _DIRECT_ALIGN
             skip = 0
@@ -311,8 +315,7 @@ def write_index_file_part(path: str, before_hash: np.ndarray, key_hash: np.ndarr
         del out
         buf.close()
         if last:
-            if a > 0:   # the first keys' entries in the shared block, as the first part computed them
-                assert head is not None
+            if head is not None:   # a > 0: the first keys' entries in the shared block, as the first part computed them
                 head_hash, head_off, head_ts = (np.ascontiguousarray(x) for x in head)
                 block = np.zeros(_DIRECT_ALIGN, dtype=np.uint8)
                 _fill_window(head_hash.astype(np.int32), head_off.astype(np.int64), head_ts.astype(np.int64),
@@ -323,10 +326,10 @@ def write_index_file_part(path: str, before_hash: np.ndarray, key_hash: np.ndarr
             start = np.zeros(first + _DIRECT_ALIGN, dtype=np.uint8)
             header = np.zeros(1, dtype=INDEX_HEADER_DTYPE)
             header["beginTimestamp"] = first_ts
-            header["beginPhyOffset"] = offset[0] if a == 0 else head[1][0]  # type: ignore[index]
+            header["beginPhyOffset"] = first_offset
             header["endTimestamp"], header["endPhyOffset"] = store_ts[-1], offset[-1]
             # puts that found their slot empty: the slots used, once each (a slot never empties)
-            header["hashSlotCount"] = used if a == 0 else int(np.count_nonzero(table))
+            header["hashSlotCount"] = int(np.count_nonzero(table))
             header["indexCount"] = entries + 1
             start[:INDEX_HEADER_SIZE] = header.view(np.uint8)
             start[INDEX_HEADER_SIZE:entries_at] = table.astype(">i4").view(np.uint8)

@@ -76,3 +76,16 @@ def test_parts_written_side_by_side_in_any_order_give_the_file(tmp_path_factory,
     got = np.fromfile(path, dtype=np.uint8)
     assert size == len(expected) == len(got)
     assert np.array_equal(got, expected)
+
+
+def test_a_later_part_without_the_file_s_first_keys_is_refused(tmp_path) -> None:
+    """A part after the first counts timeDiff from the file's first key: without it, no bytes."""
+    n, slots = 3000, 7
+    cuts = indexfile.index_part_bounds(n, 2, slots)
+    key_hash = np.arange(n, dtype=np.int32)
+    offset = np.arange(n, dtype=np.int64) * 100
+    store_ts = np.full(n, 1_650_000_000_000, dtype=np.int64)
+    a = cuts[1]
+    with pytest.raises(ValueError, match="first keys"):
+        indexfile.write_index_file_part(str(tmp_path / "f"), key_hash[:a], key_hash[a:], offset[a:], store_ts[a:],
+                                        head=None, entries=n, max_hash_slot_num=slots, max_index_num=n + 1)
