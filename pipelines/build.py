@@ -252,8 +252,8 @@ def merge_index_rows(rows: list[dict]) -> list[dict]:
         files.setdefault(r["task_id"], []).append(r)
     merged = []
     for f in sorted(files):
-        parts = sorted(files[f], key=lambda r: r.pop("first_key", 0))
-        row = dict(parts[0])
+        parts = sorted(files[f], key=lambda r: r["first_key"])
+        row = {k: v for k, v in parts[0].items() if k != "first_key"}
         row.update(entries=sum(p["entries"] for p in parts), end_offset=parts[-1]["end_offset"],
                    end_timestamp=parts[-1]["end_timestamp"])
         merged.append(row)
