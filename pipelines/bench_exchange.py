@@ -45,21 +45,14 @@ class _ScanToBlobs:
         self.splits, self.store_uri, self.config, self.buckets, self.blocks = splits, store_uri, config, buckets, blocks
 
     def __call__(self, task: int):
-        from store_format import commitlog as cl
-        from store_format.store import Reader, resolve
-
-        from .scan import WORKER_SCRATCH, walk_split
+        from .scan import walk_splits
         from .workfiles import KEY_SCHEMA, split_batches
 
-        cl.use_system_allocator()
-        fs, _ = resolve(self.store_uri)
         out = []
-        for sid in self.blocks[task]:
-            split = self.splits[sid]
-            with Reader(fs, split.path) as read:
-                _, res = walk_split(split, read, self.config, scratch=WORKER_SCRATCH)
+        for split, _, res in walk_splits(self.splits, self.blocks[task], self.store_uri, self.config):
             if res is None:
                 continue
+            sid = split.split_id
             schema, batches, keys = split_batches(res, self.buckets)
             for b, batch in enumerate(batches):
                 out.append((b, (sid, _ipc([batch], schema))))

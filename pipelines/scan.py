@@ -9,6 +9,7 @@ driver chains splits with those summaries (:mod:`pipelines.chain`).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +24,7 @@ from store_format.walkresult import L_NAME_LEN, L_NAME_START, L_REC, L_STATUS, L
 from .plan import Split
 from .workfiles import write_split_work
 
-__all__ = ["record_schema", "walk_split", "split_summary", "records_batch", "ScanTask", "WORKER_SCRATCH",
+__all__ = ["record_schema", "walk_split", "walk_splits", "split_summary", "records_batch", "ScanTask", "WORKER_SCRATCH",
            "ROW_RECORD", "ROW_TRAILER"]
 
 ROW_RECORD = 0
@@ -64,6 +65,19 @@ def walk_split(split: Split, read: Reader, config: BrokerConfig,
                         window=window, scratch=scratch)
     fix_malformed_text(res)
     return entering.bufpos, res
+
+
+def walk_splits(splits: list[Split], split_ids: list[int], store_uri: str,
+                config: BrokerConfig) -> Iterator[tuple[Split, int, cl.WalkResult | None]]:
+    """A task's walk of its splits, one after the other, in a task process (the worker's scratch,
+    ``malloc`` for Arrow): ``(split, start position or -1, result)``; a result is valid until the next."""
+    cl.use_system_allocator()
+    fs, _ = resolve(store_uri)
+    for split_id in split_ids:
+        split = splits[split_id]
+        with Reader(fs, split.path) as read:
+            sync, res = walk_split(split, read, config, scratch=WORKER_SCRATCH)
+        yield split, sync, res
 
 
 def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: cl.WalkResult | None) -> dict:
@@ -158,13 +172,8 @@ class ScanTask:
 
     def rows(self, task: int) -> list[dict]:
         """Walk the task's splits one after the other: a summary row per split."""
-        cl.use_system_allocator()
-        fs, _ = resolve(self.store_uri)
         out = []
-        for split_id in self.tasks[task]:
-            split = self.splits[split_id]
-            with Reader(fs, split.path) as read:
-                sync, res = walk_split(split, read, self.config, scratch=WORKER_SCRATCH)
+        for split, sync, res in walk_splits(self.splits, self.tasks[task], self.store_uri, self.config):
             write_split_work(self.work_uri, split.split_id, res, self.buckets)
             out.append({"split_id": split.split_id, "summary": json.dumps(split_summary(split, sync, None, res))})
         return out
