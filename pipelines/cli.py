@@ -277,19 +277,15 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     return 1 if args.strict and summary.anomaly_count else 0
 
 
-DEMO_CONFIG = ("mappedFileSizeCommitLog=67108864\nmappedFileSizeConsumeQueue=600000\n"
-               "maxHashSlotNum=50000\nmaxIndexNum=200000\n")
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     """Rebuild a store (or a generated sample store) on local Spark and show the result."""
     if args.store is None:
         from store_format.config import load_broker_config
-        from store_format.sample import generate_sample_store, write_broker_conf
+        from store_format.sample import DEMO_BROKER_CONF, generate_sample_store, write_broker_conf
         args.store = os.path.join(os.path.dirname(os.path.abspath(args.out)), "store")
         if not os.path.isdir(os.path.join(args.store, "commitlog")):
             log.info("generating a sample store in %s ...", args.store)
-            config = load_broker_config(DEMO_CONFIG)
+            config = load_broker_config(DEMO_BROKER_CONF)
             generate_sample_store(args.store, config, messages=args.messages, body_size=512)
             write_broker_conf(os.path.join(args.store, "broker.conf"), config)
         args.config = os.path.join(args.store, "broker.conf")

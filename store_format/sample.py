@@ -39,7 +39,11 @@ from .layout import (
 from .msgid import UniqIdGenerator, hex_chars, host_to_bytes
 from .writer import CommitLogWriter, Hosts, Spans, encode_properties
 
-__all__ = ["generate_sample_store", "write_broker_conf", "DEFAULT_START_TIMESTAMP_MS", "FEATURES"]
+__all__ = ["generate_sample_store", "write_broker_conf", "DEFAULT_START_TIMESTAMP_MS", "FEATURES", "DEMO_BROKER_CONF"]
+
+# the demo and notebook stores' broker.conf: small files, so that a few thousand messages roll them over
+DEMO_BROKER_CONF = ("mappedFileSizeCommitLog=67108864\nmappedFileSizeConsumeQueue=600000\n"
+                    "maxHashSlotNum=50000\nmaxIndexNum=200000\n")
 
 DEFAULT_START_TIMESTAMP_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z: fixed, so a seed gives one store
 BATCH = 1 << 16                                   # messages drawn and written at a time

@@ -73,10 +73,10 @@ print("DAG_TEST_RESULT " + json.dumps({"state": str(state), "run_id": dr.run_id,
 
 
 def _store_config():
-    from pipelines.cli import DEMO_CONFIG
     from store_format.config import load_broker_config
+    from store_format.sample import DEMO_BROKER_CONF
     # the demo settings with 1 MiB segments: a few thousand messages fill two segments
-    return load_broker_config(DEMO_CONFIG, mappedFileSizeCommitLog=1 << 20)
+    return load_broker_config(DEMO_BROKER_CONF, mappedFileSizeCommitLog=1 << 20)
 
 
 def _make_store(root: Path) -> Path:

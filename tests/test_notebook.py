@@ -77,11 +77,10 @@ def _images(nb: Any) -> int:
 
 
 def _store(root: Path, *, with_conf: bool = True) -> Path:
-    from pipelines.cli import DEMO_CONFIG
     from store_format.config import load_broker_config
-    from store_format.sample import generate_sample_store, write_broker_conf
+    from store_format.sample import DEMO_BROKER_CONF, generate_sample_store, write_broker_conf
 
-    config = load_broker_config(DEMO_CONFIG, mappedFileSizeCommitLog=1 << 20)
+    config = load_broker_config(DEMO_BROKER_CONF, mappedFileSizeCommitLog=1 << 20)
     generate_sample_store(str(root), config, messages=3000, body_size=128, seed=3)
     if with_conf:
         write_broker_conf(str(root / "broker.conf"), config)
