@@ -563,8 +563,9 @@ def files_deleted_with(file_max_offsets: Sequence[int | None], segment_bases: Se
     """When each file of an offset-ordered list goes (consume queue files of one queue, or index files).
 
     A file goes in the round whose new minimum commitlog offset passes its last offset
-    (:func:`delete_expired_by_offset`, run by ``CleanConsumeQueueService`` right after the commitlog
-    round), and only after the files before it; the last file never goes.
+    (:func:`delete_expired_by_offset`, run by ``CleanConsumeQueueService``: right after the commitlog
+    round in 4.9, on its own timer of the same period in 5.x, so up to one period later there), and
+    only after the files before it; the last file never goes.  Times given are the commitlog round's.
 
     Args:
         file_max_offsets: per file, the commitlog offset of its last unit/entry (None: none).
