@@ -276,6 +276,8 @@ def _plan_summary(plan: CleanupPlan, config: BrokerConfig, names: list[str], dis
         if plan.space.clean_immediately and not config.cleanFileForciblyEnable:
             out["notes"].append(f"the disk is above the clean-forcibly ratio ({th.clean_forcibly * 100:.0f} %) but "
                                 "cleanFileForciblyEnable=false: only expired segments go")
+    if plan.cleanup_error:
+        out["notes"].append(f"nothing is ever deleted: {plan.cleanup_error}")
     if manual_delete:
         out["notes"].append(f"manual delete (deleteExpiredCommitLog): the next {MAX_MANUAL_DELETE_FILE_TIMES} rounds "
                             "run whatever the hour; they delete expired segments only (unless the disk forces more)")
@@ -404,7 +406,7 @@ def render(summary: dict) -> str:
         for r in rounds:
             disk_part = "" if r["disk_before_percent"] is None else (
                 f"  disk {r['disk_before_percent']} % -> " +
-                ("?" if r["disk_after_percent"] is None else f"{r['disk_after_percent']} %"))
+                ("unknown (no --disk-size)" if r["disk_after_percent"] is None else f"{r['disk_after_percent']} %"))
             lines.append(f"  {r['at']}  {r['segments']:>3} segment(s) from {r['first']}  trigger {r['trigger']}"
                          f"{' (forced)' if r['forced'] else ''}{disk_part}")
     lines.append(f"segments         {len(summary['segments'])}")

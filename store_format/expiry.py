@@ -14,13 +14,15 @@ each run is one *round* of ``CleanCommitLogService.deleteExpiredFiles``:
   in ``ConsumeQueueStore`` in 5.5.1) then deletes consume queue and index files that only point
   below the new minimum commitlog offset (:func:`delete_expired_by_offset`).
 
-Where the lines differ (see :func:`disk_thresholds`, :func:`check_space`, :func:`round_batch_max`):
+Where the lines differ (see ``disk_thresholds`` and ``check_space`` in :mod:`store_format.expiry_disk`, and
+:func:`round_batch_max`):
 4.9 reads the two physical ratios from system properties only and deletes at most 10 files a round;
 5.x reads them from ``MessageStoreConfig`` (clamped) unless the property is set, has
 ``deleteFileBatchMax``, and counts a disk above the clean-forcibly ratio as a reason for a round by
 itself.  5.5.1 moved ``isTimeToDelete`` from the service to ``DefaultMessageStore`` (same rule).
 
-Everything here is arithmetic on file facts (names, offsets, sizes, times); nothing reads a store.
+The time each segment is compared by is chosen in :mod:`store_format.expiry_times`.  Everything here
+is arithmetic on file facts (names, offsets, sizes, times); nothing reads a store.
 """
 from __future__ import annotations
 
@@ -32,128 +34,35 @@ import numpy as np
 
 from .config import BrokerConfig
 from .errors import UnsupportedConfigError
-from .timeutil import datetime_to_ms, iso_ms, ms_to_datetime, zone
+from .expiry_disk import (
+    FORCIBLY_PROPERTY,
+    WARNING_PROPERTY,
+    DiskThresholds,
+    SpaceCheck,
+    check_space,
+    disk_bytes_ratio_read,
+    disk_ratio_read,
+    disk_thresholds,
+)
+from .expiry_times import TIME_SOURCE_MTIME, TIME_SOURCE_STORE, SegmentFacts, choose_time_source, reference_times
+from .timeutil import datetime_to_ms, ms_to_datetime, zone
 
 __all__ = [
     "CLEAN_RESOURCE_INTERVAL_MS", "DELETE_FILES_BATCH_MAX_4", "MAX_MANUAL_DELETE_FILE_TIMES", "WARNING_PROPERTY",
     "FORCIBLY_PROPERTY", "TIME_SOURCE_MTIME", "TIME_SOURCE_STORE", "SegmentFacts", "choose_time_source",
     "reference_times", "delete_hours", "is_time_to_delete", "next_time_to_delete", "disk_ratio_read",
-    "disk_bytes_ratio_read",
-    "DiskThresholds", "disk_thresholds", "SpaceCheck", "check_space", "round_batch_max", "delete_expired_by_time",
-    "round_sleeps", "delete_expired_by_offset", "index_files_to_delete", "CleanupRound", "CleanupPlan",
-    "plan_cleanup", "files_deleted_with",
+    "disk_bytes_ratio_read", "DiskThresholds", "disk_thresholds", "SpaceCheck", "check_space", "round_batch_max",
+    "delete_expired_by_time", "round_sleeps", "delete_expired_by_offset", "index_files_to_delete", "CleanupRound",
+    "CleanupPlan", "plan_cleanup", "files_deleted_with",
 ]
 
 CLEAN_RESOURCE_INTERVAL_MS = 10_000          # MessageStoreConfig.cleanResourceInterval default
 DELETE_FILES_BATCH_MAX_4 = 10                # MappedFileQueue.DELETE_FILES_BATCH_MAX (4.9.x)
 MAX_MANUAL_DELETE_FILE_TIMES = 20            # CleanCommitLogService.MAX_MANUAL_DELETE_FILE_TIMES
-WARNING_PROPERTY = "rocketmq.broker.diskSpaceWarningLevelRatio"
-FORCIBLY_PROPERTY = "rocketmq.broker.diskSpaceCleanForciblyRatio"
 HOUR_MS = 3_600_000
 
-TIME_SOURCE_MTIME = "mtime"                  # the file's last-modified time, what the broker uses
-TIME_SOURCE_STORE = "last_store_time"        # the store time of the segment's last record (copies lost mtimes)
-
-# how far an mtime may trail the segment's last record, and lead the next segment's first record,
-# and still be the broker's own (flushes are asynchronous)
-_MTIME_BEFORE_LAST_RECORD_MS = 2_000
-_MTIME_AFTER_NEXT_FIRST_MS = 10 * 60_000
-
-
-@dataclasses.dataclass(frozen=True)
-class SegmentFacts:
-    """What the cleanup looks at for one commitlog segment."""
-    name: str
-    base: int
-    size: int
-    mtime_ms: int | None            # file modification time (None: unknown)
-    first_store_ms: int | None      # store time of its first and last record (None: no record)
-    last_store_ms: int | None
-
-
 # ---------------------------------------------------------------------------------------------
-# which time is "last modified"
-
-
-def choose_time_source(segments: Sequence[SegmentFacts], source: str = "auto") -> tuple[str, str]:
-    """The time source to use and why, in words.
-
-    The broker compares ``MappedFile.getLastModifiedTimestamp`` (``File.lastModified``) with
-    ``fileReservedTime``.  Copies of a store often lose mtimes; ``auto`` then switches to the store
-    time of each segment's last record, and the reason names the segment that gave the copy away.
-    """
-    if source not in ("auto", TIME_SOURCE_MTIME, TIME_SOURCE_STORE):
-        raise ValueError(f"time source must be auto, {TIME_SOURCE_MTIME} or {TIME_SOURCE_STORE}, got {source!r}")
-    if source == TIME_SOURCE_MTIME:
-        return source, "file modification times, as asked (--time-source mtime); the broker uses these"
-    if source == TIME_SOURCE_STORE:
-        return source, ("store time of each segment's last record, as asked (--time-source last_store_time); "
-                        "the broker uses file modification times")
-    doubt = _mtime_doubt(segments)
-    if doubt is None:
-        return TIME_SOURCE_MTIME, ("file modification times (auto: every segment's mtime fits its records); "
-                                   "the broker uses these")
-    return TIME_SOURCE_STORE, (f"store time of each segment's last record: auto switched from file modification "
-                               f"times because {doubt}; if the broker's own files keep their mtimes, "
-                               "--time-source mtime is what it will do")
-
-
-def reference_times(segments: Sequence[SegmentFacts], source: str = "auto") -> tuple[np.ndarray, list[str]]:
-    """The "last modified" time the cleanup compares with ``fileReservedTime``, per segment.
-
-    Args:
-        segments: segments in offset order.
-        source: ``"mtime"``, ``"last_store_time"``, or ``"auto"`` (:func:`choose_time_source`).
-    Returns:
-        ``(times in ms, source of each time)``; a segment without the chosen time takes the other
-        one, a segment with neither gets time 0 (expired long ago).
-    """
-    source = choose_time_source(segments, source)[0]
-    times = np.zeros(len(segments), dtype=np.int64)
-    used: list[str] = []
-    for i, s in enumerate(segments):
-        primary = s.mtime_ms if source == TIME_SOURCE_MTIME else s.last_store_ms
-        other = s.last_store_ms if source == TIME_SOURCE_MTIME else s.mtime_ms
-        if primary is not None:
-            times[i] = primary
-            used.append(source)
-        elif other is not None:
-            times[i] = other
-            used.append(TIME_SOURCE_STORE if source == TIME_SOURCE_MTIME else TIME_SOURCE_MTIME)
-        else:
-            used.append(source)
-    return times, used
-
-
-def _mtime_doubt(segments: Sequence[SegmentFacts]) -> str | None:
-    """Why the mtimes cannot be the broker's own, or None when they can."""
-    if not segments:
-        return "there is no segment"
-    for i, s in enumerate(segments):
-        if s.mtime_ms is None:
-            return f"segment {s.name} has no mtime"
-        if s.last_store_ms is not None and s.mtime_ms < s.last_store_ms - _MTIME_BEFORE_LAST_RECORD_MS:
-            return (f"segment {s.name} was modified at {iso_ms(s.mtime_ms)}, before its own last record "
-                    f"({iso_ms(s.last_store_ms)})")
-        nxt = segments[i + 1] if i + 1 < len(segments) else None
-        if nxt is not None and nxt.first_store_ms is not None and \
-                s.mtime_ms > nxt.first_store_ms + _MTIME_AFTER_NEXT_FIRST_MS:
-            late = _duration(s.mtime_ms - nxt.first_store_ms)
-            return (f"segment {s.name} was modified at {iso_ms(s.mtime_ms)}, {late} after the next segment's "
-                    "first record (a copy's time, not the broker's)")
-    return None
-
-
-def _duration(ms: int) -> str:
-    if ms >= 2 * 24 * HOUR_MS:
-        return f"{ms / (24 * HOUR_MS):.1f} days"
-    if ms >= 2 * HOUR_MS:
-        return f"{ms / HOUR_MS:.1f} hours"
-    return f"{ms / 60_000:.0f} minutes"
-
-
-# ---------------------------------------------------------------------------------------------
-# when a round may delete: deleteWhen, disk ratios
+# when a round may delete: deleteWhen (the disk ratios are in expiry_disk), batch size, sleeps
 
 
 def delete_hours(delete_when: str) -> frozenset[int]:
@@ -161,7 +70,8 @@ def delete_hours(delete_when: str) -> frozenset[int]:
 
     ``String.split(";")`` (trailing empty parts dropped) and ``Integer.parseInt`` of each part, which
     takes no blanks.  A part that does not parse throws in every round, before the disk check, so such
-    a broker never deletes anything: that is refused here.  Hours outside 0..23 never match.
+    a broker never deletes anything: raised here, and :func:`plan_cleanup` turns it into a plan that
+    deletes nothing (``cleanup_error``).  Hours outside 0..23 never match.
     """
     from .config import _java_integer
     parts = delete_when.split(";")
@@ -205,104 +115,6 @@ def _round_at_or_after(t_ms: int, origin_ms: int, interval_ms: int) -> int:
     if t_ms <= origin_ms:
         return origin_ms
     return origin_ms + -(-(t_ms - origin_ms) // interval_ms) * interval_ms
-
-
-def disk_ratio_read(used_percent: float) -> float:
-    """The used share as ``UtilAll.getDiskPartitionSpaceUsedPercent`` returns it: whole percent
-    rounded up (``used * 100 / total``, plus one when not exact), divided by 100."""
-    whole = int(used_percent)
-    if used_percent - whole > 1e-9:
-        whole += 1
-    return whole / 100.0
-
-
-def disk_bytes_ratio_read(used_bytes: int, total_bytes: int) -> float:
-    """:func:`disk_ratio_read` in the broker's integer arithmetic (``usedSpace * 100 / entireSpace``,
-    plus one when there is a remainder)."""
-    whole, rest = divmod(used_bytes * 100, total_bytes)
-    return (whole + (1 if rest else 0)) / 100.0
-
-
-@dataclasses.dataclass(frozen=True)
-class DiskThresholds:
-    """The three ratios (0..1) the clean service compares the disk's used share with."""
-    max_used: float          # getDiskMaxUsedSpaceRatio() / 100: rounds delete expired files above it
-    clean_forcibly: float    # above it cleanImmediately: unexpired files go too (cleanFileForciblyEnable)
-    warning: float           # above it the disk is marked full and the broker refuses new messages
-    sources: tuple[str, str, str]  # where each came from, in words
-
-
-def disk_thresholds(config: BrokerConfig, line: str, system_properties: Mapping[str, str] | None = None
-                    ) -> DiskThresholds:
-    """The ratios of one broker line.
-
-    * ``diskMaxUsedSpaceRatio``: ``MessageStoreConfig.getDiskMaxUsedSpaceRatio`` clamps to 10..95 (all lines).
-    * 4.9.8 ``CleanCommitLogService`` fields: ``Double.parseDouble`` of the system properties
-      ``rocketmq.broker.diskSpaceWarningLevelRatio`` (default "0.90") and
-      ``...diskSpaceCleanForciblyRatio`` ("0.85"), not clamped.
-    * 5.x ``getDiskSpaceWarningLevelRatio`` / ``getDiskSpaceCleanForciblyRatio``: the property when
-      set (not empty), else ``MessageStoreConfig.diskSpaceWarningLevelRatio / 100`` (90) and
-      ``diskSpaceCleanForciblyRatio / 100`` (85); then clamped to 0.35..0.90 and 0.30..0.85.
-    """
-    props = system_properties or {}
-    max_used = min(max(int(config.diskMaxUsedSpaceRatio), 10), 95) / 100.0
-    src_max = f"diskMaxUsedSpaceRatio={config.diskMaxUsedSpaceRatio}" + (
-        "" if 10 <= config.diskMaxUsedSpaceRatio <= 95 else " (clamped to 10..95)")
-    if line == "4":
-        warning = _java_double(WARNING_PROPERTY, props.get(WARNING_PROPERTY, "0.90"))
-        forcibly = _java_double(FORCIBLY_PROPERTY, props.get(FORCIBLY_PROPERTY, "0.85"))
-        src_w = f"-D{WARNING_PROPERTY}" + ("" if WARNING_PROPERTY in props else " default 0.90")
-        src_f = f"-D{FORCIBLY_PROPERTY}" + ("" if FORCIBLY_PROPERTY in props else " default 0.85")
-        return DiskThresholds(max_used, forcibly, warning, (src_max, src_f, src_w))
-    raw_w, raw_f = props.get(WARNING_PROPERTY, ""), props.get(FORCIBLY_PROPERTY, "")
-    warning = _java_double(WARNING_PROPERTY, raw_w) if raw_w else config.diskSpaceWarningLevelRatio / 100.0
-    forcibly = _java_double(FORCIBLY_PROPERTY, raw_f) if raw_f else config.diskSpaceCleanForciblyRatio / 100.0
-    src_w = f"-D{WARNING_PROPERTY}" if raw_w else f"diskSpaceWarningLevelRatio={config.diskSpaceWarningLevelRatio}"
-    src_f = f"-D{FORCIBLY_PROPERTY}" if raw_f else f"diskSpaceCleanForciblyRatio={config.diskSpaceCleanForciblyRatio}"
-    cw, cf = min(max(warning, 0.35), 0.90), min(max(forcibly, 0.30), 0.85)
-    src_w += " (clamped to 0.35..0.90)" if cw != warning else ""
-    src_f += " (clamped to 0.30..0.85)" if cf != forcibly else ""
-    return DiskThresholds(max_used, cf, cw, (src_max, src_f, src_w))
-
-
-def _java_double(name: str, raw: str) -> float:
-    try:
-        return float(raw.strip())
-    except ValueError:
-        raise UnsupportedConfigError(f"-D{name}={raw!r} is no number for Double.parseDouble; the broker would "
-                                     "fail to start its store (use e.g. 0.85)") from None
-
-
-@dataclasses.dataclass(frozen=True)
-class SpaceCheck:
-    """What ``isSpaceToDelete`` decides for one round, and whether writes are refused."""
-    round_due: bool          # isSpaceToDelete returned true: the round deletes whatever the hour
-    clean_immediately: bool  # cleanImmediately: with cleanFileForciblyEnable, unexpired files go too
-    writes_refused: bool     # runningFlags disk-full bit: puts get SERVICE_NOT_AVAILABLE
-
-
-def check_space(ratio: float | None, th: DiskThresholds, line: str) -> SpaceCheck:
-    """``CleanCommitLogService.isSpaceToDelete`` and ``isSpaceFull`` for one used share.
-
-    The commitlog's and the consume queue's disks are taken to be the same disk (one ratio); a
-    ratio below 0 is the broker's "could not measure" and counts as full.
-
-    * 4.9.8: above the warning or the clean-forcibly ratio sets ``cleanImmediately``; the round is
-      due only above ``diskMaxUsedSpaceRatio`` (so with a max ratio above 85 % a disk between the
-      two forces files out only in a ``deleteWhen`` hour or a manual round).
-    * 5.x: above the warning or the clean-forcibly ratio sets ``cleanImmediately`` *and* makes the
-      round due; below both, due above ``diskMaxUsedSpaceRatio``.  (``replicasPerDiskPartition`` > 1,
-      a shared-disk mode, is not modelled.)
-    * Writes: ``isSpaceFull`` (every 10 s) and ``isSpaceToDelete`` set the disk-full bit above the
-      warning ratio; ``isWriteable`` is then false and puts are refused
-      (4.9 ``DefaultMessageStore.checkStoreStatus``, 5.x ``HookUtils.checkBeforePutMessage``).
-    """
-    if ratio is None:
-        return SpaceCheck(False, False, False)
-    above_forcibly = ratio > th.warning or ratio > th.clean_forcibly
-    due_by_max = ratio < 0 or ratio > th.max_used
-    due = due_by_max or (above_forcibly and line != "4")
-    return SpaceCheck(due, above_forcibly, ratio > th.warning)
 
 
 def round_batch_max(config: BrokerConfig, line: str) -> int:
@@ -408,6 +220,7 @@ class CleanupPlan:
     space_after: SpaceCheck | None   # after the next cleanup (None: no disk size, cannot know)
     clean_immediately: bool          # cleanAtOnce at as_of
     space_full: bool                 # a round is due at as_of because of the disk
+    cleanup_error: str | None = None  # why the broker's rounds fail before deleting anything
 
     def at_next_cleanup(self) -> np.ndarray:
         if self.next_cleanup is None:
@@ -452,7 +265,11 @@ def plan_cleanup(segments: Sequence[SegmentFacts], config: BrokerConfig, as_of_m
     source, why = choose_time_source(segments, time_source)
     times, used = reference_times(segments, source)
     reserved = int(config.fileReservedTime) * HOUR_MS
-    hours = delete_hours(config.deleteWhen)
+    try:
+        hours = delete_hours(config.deleteWhen)
+        cleanup_error = None
+    except UnsupportedConfigError as e:  # every round throws in isTimeToDelete: nothing is ever deleted
+        hours, cleanup_error = frozenset(), str(e)
     batch_max = round_batch_max(config, line)
     interval = int(interval_ms if interval_ms is not None else config.cleanResourceInterval)
     interval = max(interval, 1)
@@ -476,7 +293,9 @@ def plan_cleanup(segments: Sequence[SegmentFacts], config: BrokerConfig, as_of_m
     rounds: list[CleanupRound] = []
     manual_left = MAX_MANUAL_DELETE_FILE_TIMES if manual_delete else 0
     first, t, end = 0, as_of_ms, as_of_ms + horizon_ms
-    while first < n - 1 and t <= end:
+    if cleanup_error:
+        reasons = [f"kept: the broker's cleanup fails ({cleanup_error})"] * n
+    while first < n - 1 and t <= end and not cleanup_error:
         ratio = ratio_now()
         space = check_space(ratio, th, line)
         time_up = is_time_to_delete(t, hours, tz)
@@ -516,7 +335,7 @@ def plan_cleanup(segments: Sequence[SegmentFacts], config: BrokerConfig, as_of_m
     return CleanupPlan(as_of_ms, times, used, why, times + reserved, deleted,
                        _next_cleanup(rounds, hours, tz, interval), reasons, kinds, rounds, line, th, ratio0, space0,
                        space_after, bool(config.cleanFileForciblyEnable) and space0.clean_immediately,
-                       space0.round_due)
+                       space0.round_due, cleanup_error)
 
 
 def _reason(expired: bool, trigger: str, config: BrokerConfig, th: DiskThresholds, ratio: float | None

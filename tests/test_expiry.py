@@ -191,6 +191,11 @@ def test_delete_when_as_integer_parse_int_reads_it() -> None:
     for bad in ("04; 16", ";04", "4am", ""):
         with pytest.raises(UnsupportedConfigError, match="deletes nothing"):
             delete_hours(bad)
+    # a broker with such a value throws in isTimeToDelete every round, before the disk check: even a
+    # 96 % disk deletes nothing
+    plan = plan_cleanup(_unexpired(3), BrokerConfig(deleteWhen="04; 16"), AS_OF, disk_used_ratio=0.96)
+    assert plan.deleted_at.tolist() == [-1] * 4 and plan.next_cleanup is None
+    assert plan.cleanup_error and "deletes nothing" in plan.cleanup_error
     # an hour no clock shows never matches: no time-triggered round at all
     assert next_time_to_delete(AS_OF, delete_hours("24")) is None
     # several hours: a segment expiring at 10:00 goes at the 16:00 round, not the next day's 04:00
