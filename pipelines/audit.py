@@ -298,8 +298,8 @@ def _lost_messages(tables: str, segments: list[str], consumer: dict | None, dela
     for level, off in (delay or {}).items():
         offsets.append({"topic": SCHEDULE_TOPIC, "queue_id": int(level) - 1, "group": SCHEDULE_GROUP,
                         "committed": int(off)})
-    if not segments:
-        return [], []
+    if not segments or (consumer is None and delay is None):
+        return [], []  # nothing goes, or nothing is known about any queue: no need to read the messages
     import pyarrow.dataset as ds
 
     from .delta import read_arrow

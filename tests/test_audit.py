@@ -223,3 +223,29 @@ def test_audit_options_a_user_can_get_wrong(audited, capsys) -> None:
         assert cli_main(["audit", "--tables", audited["tables"], "--as-of", AS_OF, *extra]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_audit_manual_delete_and_ratio_properties(audited, capsys, tmp_path) -> None:
+    # executeDeleteFilesManually: the rounds from 02:00 run whatever the hour; the two expired segments go
+    # at once (manual), the third (a day old, 48 h reserved) stays
+    out = json.loads(_audit_text(audited, capsys, "--manual-delete", "--json"))
+    assert out["next_cleanup"]["from"] == "2024-03-10T02:00:00.000Z"
+    assert [(s["segment"], s["reason_kind"]) for s in out["segments"]] == [(f"{0:020d}", "manual"),
+                                                                            (f"{4096:020d}", "manual")]
+    # 5.x: -D rocketmq.broker.diskSpaceCleanForciblyRatio=0.5 wins over diskSpaceCleanForciblyRatio (85):
+    # a 60 % disk forces every segment but the last out now; without it 60 % is below every threshold
+    five, four = tmp_path / "five.conf", tmp_path / "four.conf"
+    five.write_text(CONF + "brokerVersion=5\n")
+    four.write_text(CONF + "brokerVersion=4\n")
+    prop = "rocketmq.broker.diskSpaceCleanForciblyRatio=0.5"
+    out = json.loads(_audit_text(audited, capsys, "--config", str(five), "--disk-used", "60", "--json"))
+    assert out["next_cleanup"]["from"] == "2024-03-10T04:00:00.000Z" and out["disk"]["clean_forcibly_percent"] == 85
+    out = json.loads(_audit_text(audited, capsys, "--config", str(five), "--disk-used", "60", "-D", prop, "--json"))
+    assert out["broker_line"] == "5.x" and out["disk"]["clean_forcibly_percent"] == 50
+    assert out["next_cleanup"]["from"] == "2024-03-10T02:00:00.000Z"
+    assert [s["reason_kind"] for s in out["segments"]] == ["expired", "expired", "forced"]
+    # 4.9 isSpaceToDelete sets cleanImmediately but is due only above diskMaxUsedSpaceRatio (75): the
+    # forced round waits for deleteWhen (04:00)
+    out = json.loads(_audit_text(audited, capsys, "--config", str(four), "--disk-used", "60", "-D", prop, "--json"))
+    assert out["broker_line"] == "4.9" and out["next_cleanup"]["from"] == "2024-03-10T04:00:00.000Z"
+    assert [s["reason_kind"] for s in out["segments"]] == ["expired", "expired", "forced"]
