@@ -131,7 +131,10 @@ def delete_expired_by_time(times_ms: np.ndarray, now_ms: int, reserved_ms: int, 
     Walks segments ``first .. n-2`` (never the last, the one being written), deletes each whose
     ``lastModified + fileReservedTime <= now`` (or any, when ``clean_immediately``), stops at the
     first that must stay ("in the middle" files are never deleted) or once ``batch_max`` went
-    (at least one).  ``MappedFile.destroy`` is taken to succeed (no reader holds the file).
+    (at least one).  ``MappedFile.destroy`` is taken to succeed: a file a reader still holds stops
+    the round instead and is retried by later rounds until ``destroyMapedFileIntervalForcibly``
+    (120 s) after the first try (``ReferenceResource.shutdown``), so the broker may be up to that
+    much later than the plan.
     """
     n = len(times_ms)
     batch_max = max(batch_max, 1)
