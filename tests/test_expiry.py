@@ -333,3 +333,37 @@ def test_time_source_says_why() -> None:
     plan = plan_cleanup(copied, BrokerConfig(), AS_OF)
     assert plan.time_source_why == why
     assert "as asked" in choose_time_source(segs, "last_store_time")[1]
+
+
+def test_the_broker_s_own_clean_files_test_cases() -> None:
+    """The scenarios of the broker's ``DefaultMessageStoreCleanFilesTest`` (5.3.3): 55 commitlog files of one
+    message each, rounds of ``cleanCommitLogService.run(); cleanConsumeQueueService.run()``; after round a
+    its assertions expect ``55 - deleted`` commitlog files and ``floor(deleted / perFile)`` consume queue
+    (and index) files gone."""
+    n = 55
+    old = AS_OF - 144 * H   # expireFiles: lastModified = now - 2 * fileReservedTime (72 h)
+    fifteen_expired = _segments([old] * 15 + [AS_OF - H] * (n - 15))
+
+    def gone_after(plan, rounds: int) -> int:
+        times = sorted({int(t) for t in plan.deleted_at if t >= 0})[:rounds]
+        return int(sum((plan.deleted_at >= 0) & np.isin(plan.deleted_at, times)))
+
+    # testDeleteExpiredFilesByTimeUp: deleteWhen = the current hour, no disk pressure: 10, then 15
+    plan = plan_cleanup(fifteen_expired, BrokerConfig(deleteWhen="2", diskMaxUsedSpaceRatio=99), AS_OF)
+    assert [gone_after(plan, a) for a in (1, 2)] == [10, 15]
+    # testDeleteExpiredFilesManually: deleteWhen=04 (not now), executeDeleteFilesManually: the same
+    plan = plan_cleanup(fifteen_expired, BrokerConfig(deleteWhen="04", diskMaxUsedSpaceRatio=99), AS_OF,
+                        manual_delete=True)
+    assert [gone_after(plan, a) for a in (1, 2)] == [10, 15] and plan.deleted_at[14] < _ms("2024-03-10T04:00Z")
+    # testDeleteFilesImmediatelyBySpaceFull: nothing expired, the ratios mocked below the disk's: 10 a round
+    plan = plan_cleanup(_segments([AS_OF - H] * n), BrokerConfig(deleteWhen="04", diskMaxUsedSpaceRatio=1), AS_OF,
+                        disk_used_ratio=0.99)
+    assert [gone_after(plan, a) for a in range(1, 6)] == [10, 20, 30, 40, 50]
+    # the consume queue and index files that go with them: floor(deleted / per file)
+    bases = [s.base for s in fifteen_expired]
+    for per_file in (3, 4, 7):
+        last_units = [bases[min(k * per_file + per_file - 1, n - 1)] for k in range(-(-n // per_file))]
+        for deleted in (10, 15):
+            at = np.array([0] * deleted + [-1] * (n - deleted))
+            went = files_deleted_with(last_units, bases, at, 0)
+            assert int((went >= 0).sum()) == deleted // per_file
