@@ -120,7 +120,7 @@ def _round_at_or_after(t_ms: int, origin_ms: int, interval_ms: int) -> int:
 def round_batch_max(config: BrokerConfig, line: str) -> int:
     """Files one round deletes at most: 4.9 ``DELETE_FILES_BATCH_MAX`` (10); 5.x ``deleteFileBatchMax``.
     ``deleteExpiredFileByTime`` stops once ``files.size() >= max`` after a deletion, so 0 or less
-    means one file a round."""
+    means one file a round (what 5.x ``CommitLog.deleteExpiredFile`` without a batch argument passes)."""
     return max(DELETE_FILES_BATCH_MAX_4 if line == "4" else int(config.deleteFileBatchMax), 1)
 
 
