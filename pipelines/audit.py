@@ -25,8 +25,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from store_format.config import BrokerConfig, load_broker_config
-from store_format.errors import StoreLayoutError
-from store_format.expiry import SegmentFacts, files_deleted_with, plan_cleanup
+from store_format.errors import StoreLayoutError, UsageError
+from store_format.expiry import (
+    FORCIBLY_PROPERTY,
+    MAX_MANUAL_DELETE_FILE_TIMES,
+    WARNING_PROPERTY,
+    CleanupPlan,
+    SegmentFacts,
+    files_deleted_with,
+    plan_cleanup,
+)
 from store_format.layout import CQ_UNIT_SIZE, SCHEDULE_TOPIC, index_file_size, segment_name
 from store_format.timeutil import datetime_to_ms, iso_ms, ms_to_datetime
 
@@ -113,7 +121,9 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
                        index_inventory: pa.Table, *, as_of_ms: int, consumer_offsets: dict | None,
                        delay_offsets: dict | None, run_id: str, disk_used_ratio: float | None = None,
                        tz: str | None = None, time_source: str = "auto",
-                       messages_version: int | None = None) -> tuple[pa.Table, dict]:
+                       messages_version: int | None = None, disk_size_bytes: int | None = None,
+                       manual_delete: bool = False, system_properties: dict[str, str] | None = None,
+                       consumer_offsets_from: str | None = None) -> tuple[pa.Table, dict]:
     """The ``expiry_audit`` rows as of ``as_of_ms``, and a summary.
 
     Args:
@@ -126,6 +136,8 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
         tz: the broker JVM's time zone for ``deleteWhen`` (default UTC).
         messages_version: the version of ``messages`` to read (None: the newest, i.e. what the run
             publishing the audit has just committed).
+        disk_size_bytes / manual_delete / system_properties: see :func:`store_format.expiry.plan_cleanup`.
+        consumer_offsets_from: where consumerOffset.json was looked for (for the "unknown" wording).
     """
     from .tables.schema import EXPIRY_AUDIT_SCHEMA
     segs = sorted(segments.to_pylist(), key=lambda r: r["base_offset"])
@@ -133,13 +145,26 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
                           datetime_to_ms(s["first_store_time"]), datetime_to_ms(s["last_store_time"])) for s in segs]
     rows: list[dict] = []
     summary: dict = {"as_of": iso_ms(as_of_ms), "segments": [], "consume_queue_files": 0, "index_files": 0,
-                     "unconsumed": [], "next_cleanup": None, "total_lost_messages": 0, "total_lost_bytes": 0}
+                     "unconsumed": [], "next_cleanup": None, "total_lost_messages": 0, "total_lost_bytes": 0,
+                     "rounds": [], "notes": []}
     if not facts:
+        summary["lost_status"] = "nothing goes"
         return pa.Table.from_pylist([], schema=EXPIRY_AUDIT_SCHEMA), summary
-    plan = plan_cleanup(facts, config, as_of_ms, disk_used_ratio=disk_used_ratio, tz=tz, time_source=time_source)
+    opts = dict(disk_used_ratio=disk_used_ratio, disk_size_bytes=disk_size_bytes, tz=tz, time_source=time_source,
+                manual_delete=manual_delete, system_properties=system_properties)
+    plan = plan_cleanup(facts, config, as_of_ms, **opts)  # type: ignore[arg-type]
     at_next = plan.at_next_cleanup()
     as_of = _dt_ms(as_of_ms)
     bases = [f.base for f in facts]
+    summary.update(_plan_summary(plan, config, [f.name for f in facts], disk_used_ratio, disk_size_bytes,
+                                 manual_delete))
+    if config.brokerVersion == "auto":
+        other = plan_cleanup(facts, config, as_of_ms, line="4", **opts)  # type: ignore[arg-type]
+        diff = int((other.at_next_cleanup() != at_next).sum())
+        summary["notes"].append(
+            "broker line not known (brokerVersion=auto): 5.x rules used" +
+            (f"; a 4.9 broker would treat {diff} segment(s) differently at the next cleanup" if diff else
+             "; a 4.9 broker deletes the same segments at the next cleanup"))
     if plan.next_cleanup:
         summary["next_cleanup"] = {"from": iso_ms(plan.next_cleanup[0]), "until": iso_ms(plan.next_cleanup[1])}
     for i, s in enumerate(segs):
@@ -152,7 +177,9 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
         if at_next[i]:
             summary["segments"].append({"segment": s["segment"], "reference_time": iso_ms(int(plan.reference_ms[i])),
                                         "time_source": plan.time_source[i],
-                                        "deleted_at": iso_ms(int(plan.deleted_at[i])), "records": s["records"]})
+                                        "expires_at": iso_ms(int(plan.expires_at[i])),
+                                        "deleted_at": iso_ms(int(plan.deleted_at[i])), "records": s["records"],
+                                        "reason_kind": plan.reason_kind[i], "reason": plan.reason[i]})
     lo_hi = plan.next_cleanup
 
     def in_next(t: int) -> bool:
@@ -192,7 +219,12 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
                      "messages": f["entries"], "bytes": index_file_size(config.maxHashSlotNum, config.maxIndexNum)})
     # what consumers lose with the segments that go next
     going = [s["segment"] for s, nx in zip(segs, at_next) if nx]
-    lost = _lost_messages(tables, going, consumer_offsets, delay_offsets, messages_version)
+    lost, uncovered = _lost_messages(tables, going, consumer_offsets, delay_offsets, messages_version)
+    summary["consumer_offsets"] = {"file": consumer_offsets_from, "found": consumer_offsets is not None,
+                                   "queues_without_offsets": [f"{t}/{q}" for t, q in uncovered]}
+    summary["lost_status"] = ("nothing goes" if not going else "lost" if lost else
+                              "unknown" if consumer_offsets is None and delay_offsets is None else
+                              "partly unknown" if uncovered else "none")
     for r in lost:
         summary["unconsumed"].append(r)
         summary["total_lost_messages"] += r["messages"]
@@ -206,9 +238,56 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
     return pa.Table.from_pylist(rows, schema=EXPIRY_AUDIT_SCHEMA), summary
 
 
+def _plan_summary(plan: CleanupPlan, config: BrokerConfig, names: list[str], disk_used_ratio: float | None,
+                  disk_size_bytes: int | None, manual_delete: bool) -> dict:
+    """The plan's rules in words: broker line, time source, disk state and the next cleanup's rounds."""
+    out: dict = {"broker_line": "4.9" if plan.line == "4" else "5.x",
+                 "time_source": {"used": plan.time_source[0] if plan.time_source else None,
+                                 "why": plan.time_source_why},
+                 "disk": None, "rounds": [], "notes": []}
+    lo_hi = plan.next_cleanup
+    window = [r for r in plan.rounds if lo_hi and lo_hi[0] <= r.at_ms < lo_hi[1]]
+    for r in window:
+        out["rounds"].append({"at": iso_ms(r.at_ms), "segments": r.count, "first": names[r.first],
+                              "trigger": r.trigger, "forced": r.forced,
+                              "disk_before_percent": None if r.ratio_before is None else round(r.ratio_before * 100),
+                              "disk_after_percent": None if r.ratio_after is None else round(r.ratio_after * 100)})
+    th = plan.thresholds
+    if disk_used_ratio is not None and plan.ratio_read is not None:
+        after = window[-1].ratio_after if window and disk_size_bytes else None
+        if not disk_size_bytes:
+            model = ("disk size not given (--disk-size): the audit holds the ratio at "
+                     f"{plan.ratio_read * 100:.0f} % through every round, so disk-driven rounds go on until only the "
+                     "last segment is left: the most the broker can delete (it stops once the ratio falls below "
+                     "the thresholds)")
+        else:
+            model = (f"each deleted segment frees its file size on a disk of {disk_size_bytes:,} bytes; freed "
+                     "consume queue and index files are not counted (more rounds than the broker, at most) and "
+                     "neither are new writes (refused above the warning ratio, counted nowhere below it)")
+        out["disk"] = {"used_percent": disk_used_ratio * 100, "read_as_percent": round(plan.ratio_read * 100),
+                       "size_bytes": disk_size_bytes, "max_used_percent": round(th.max_used * 100),
+                       "clean_forcibly_percent": round(th.clean_forcibly * 100),
+                       "warning_percent": round(th.warning * 100), "threshold_sources": list(th.sources),
+                       "round_due": plan.space.round_due, "clean_immediately": plan.space.clean_immediately,
+                       "clean_file_forcibly_enable": bool(config.cleanFileForciblyEnable),
+                       "writes_refused": plan.space.writes_refused,
+                       "after_next_cleanup_percent": None if after is None else round(after * 100),
+                       "writes_refused_after": None if after is None else after > th.warning, "model": model}
+        if plan.space.clean_immediately and not config.cleanFileForciblyEnable:
+            out["notes"].append(f"the disk is above the clean-forcibly ratio ({th.clean_forcibly * 100:.0f} %) but "
+                                "cleanFileForciblyEnable=false: only expired segments go")
+    if plan.cleanup_error:
+        out["notes"].append(f"nothing is ever deleted: {plan.cleanup_error}")
+    if manual_delete:
+        out["notes"].append(f"manual delete (deleteExpiredCommitLog): the next {MAX_MANUAL_DELETE_FILE_TIMES} rounds "
+                            "run whatever the hour; they delete expired segments only (unless the disk forces more)")
+    return out
+
+
 def _lost_messages(tables: str, segments: list[str], consumer: dict | None, delay: dict | None,
-                   version: int | None = None) -> list[dict]:
-    """Per topic, queue and group: messages of ``segments`` at or after the committed offset."""
+                   version: int | None = None) -> tuple[list[dict], list[tuple[str, int]]]:
+    """Per topic, queue and group: messages of ``segments`` at or after the committed offset; and the
+    queues with messages in ``segments`` that no group (nor the schedule service) has an offset for."""
     offsets = []
     for key, queues in (consumer or {}).items():
         if "@" not in key:
@@ -219,8 +298,8 @@ def _lost_messages(tables: str, segments: list[str], consumer: dict | None, dela
     for level, off in (delay or {}).items():
         offsets.append({"topic": SCHEDULE_TOPIC, "queue_id": int(level) - 1, "group": SCHEDULE_GROUP,
                         "committed": int(off)})
-    if not segments or not offsets:
-        return []
+    if not segments or (consumer is None and delay is None):
+        return [], []  # nothing goes, or nothing is known about any queue: no need to read the messages
     import pyarrow.dataset as ds
 
     from .delta import read_arrow
@@ -228,25 +307,32 @@ def _lost_messages(tables: str, segments: list[str], consumer: dict | None, dela
                                            "size"],
                       filter=ds.field("segment").isin(segments) & ds.field("consume_queue"), version=version)
     if msgs is None or not msgs.num_rows:
-        return []
+        return [], []
+    queues = msgs.group_by(["topic", "queue_id"]).aggregate([]).to_pylist()
+    covered = {(o["topic"], o["queue_id"]) for o in offsets}
+    uncovered = sorted((q["topic"], int(q["queue_id"])) for q in queues if (q["topic"], q["queue_id"]) not in covered)
+    if not offsets:
+        return [], uncovered
     table = pa.Table.from_pylist(offsets, schema=pa.schema([("topic", pa.string()), ("queue_id", pa.int32()),
                                                             ("group", pa.string()), ("committed", pa.int64())]))
     joined = msgs.join(table, ["topic", "queue_id"], join_type="inner")
     behind = joined.filter(pc.greater_equal(joined["consume_queue_offset"], joined["committed"]))
     if not behind.num_rows:
-        return []
+        return [], uncovered
     agg = behind.group_by(["topic", "queue_id", "group", "committed"]).aggregate([
         ("size", "count"), ("size", "sum"), ("commitlog_offset", "min"), ("commitlog_offset", "max"),
         ("segment", "min")])
     out = [{"topic": r["topic"], "queue_id": r["queue_id"], "group": r["group"], "committed": r["committed"],
             "messages": r["size_count"], "bytes": int(r["size_sum"]), "min_offset": r["commitlog_offset_min"],
             "max_offset": r["commitlog_offset_max"], "first_segment": r["segment_min"]} for r in agg.to_pylist()]
-    return sorted(out, key=lambda r: (r["group"], r["topic"], r["queue_id"]))
+    return sorted(out, key=lambda r: (r["group"], r["topic"], r["queue_id"])), uncovered
 
 
 def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None, consumer_file: str | None = None,
               delay_file: str | None = None, disk_used_ratio: float | None = None, tz: str | None = None,
-              time_source: str = "auto", store: str | None = None) -> tuple[pa.Table, dict]:
+              time_source: str = "auto", store: str | None = None, disk_size_bytes: int | None = None,
+              manual_delete: bool = False, system_properties: dict[str, str] | None = None
+              ) -> tuple[pa.Table, dict]:
     """Audit the tables as of a time (see the module docstring); returns the rows and a summary."""
     from .tables.runs import snapshot
     snap = snapshot(tables)
@@ -269,48 +355,123 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
     idx_rows = [{"index_file_no": i, "index_file": r["name"], "entries": r["messages"], "min_offset": r["min_offset"],
                  "max_offset": r["max_offset"], "segment": r["segment"], "is_last": r["is_last"]}
                 for i, r in enumerate(idx_rows)]
-    consumer, delay = load_offsets(store or last["store"], consumer_file, delay_file)
+    store_uri = store or last["store"]
+    consumer, delay = load_offsets(store_uri, consumer_file, delay_file)
+    looked_at = consumer_file or (f"{store_uri.rstrip('/')}/config/consumerOffset.json" if store_uri else None)
     return build_expiry_audit(tables, config, live, pa.Table.from_pylist(cq_rows, schema=CQ_INVENTORY_SCHEMA),
                               pa.Table.from_pylist(idx_rows, schema=INDEX_INVENTORY_SCHEMA), as_of_ms=as_of_ms,
                               consumer_offsets=consumer, delay_offsets=delay, run_id=last["run_id"],
                               disk_used_ratio=disk_used_ratio, tz=tz, time_source=time_source,
-                              messages_version=snap.version("messages"))
+                              messages_version=snap.version("messages"), disk_size_bytes=disk_size_bytes,
+                              manual_delete=manual_delete, system_properties=system_properties,
+                              consumer_offsets_from=looked_at)
 
 
 def render(summary: dict) -> str:
+    """The audit as text: the rules it applied (line, time source, disk), then what goes and why."""
     lines = [f"as of            {summary['as_of']}"]
+    if summary.get("broker_line"):
+        lines.append(f"broker rules     {summary['broker_line']}")
+    ts = summary.get("time_source")
+    if ts:
+        lines.append(f"time source      {ts['why']}")
+    disk = summary.get("disk")
+    if disk:
+        lines.append(f"disk             {disk['used_percent']:g} % used (the broker reads "
+                     f"{disk['read_as_percent']} %); "
+                     f"thresholds: diskMaxUsedSpaceRatio {disk['max_used_percent']} %, clean forcibly "
+                     f"{disk['clean_forcibly_percent']} %, write reject {disk['warning_percent']} %")
+        if disk["writes_refused"]:
+            after = disk.get("after_next_cleanup_percent")
+            until = ("; the next cleanup brings it to " + f"{after} %" +
+                     (" (still refusing)" if disk.get("writes_refused_after") else " (writes accepted again)")
+                     if after is not None else "")
+            lines.append(f"WARNING          disk {disk['read_as_percent']} % is above the write-reject ratio "
+                         f"{disk['warning_percent']} % (diskSpaceWarningLevelRatio): the broker marks the disk "
+                         f"full and refuses new messages (SERVICE_NOT_AVAILABLE) until the ratio drops{until}")
+        lines.append(f"disk model       {disk['model']}")
+    for note in summary.get("notes", []):
+        lines.append(f"note             {note}")
     nc = summary.get("next_cleanup")
     if not nc:
         lines.append("next cleanup     nothing to delete within the horizon")
         return "\n".join(lines)
     lines.append(f"next cleanup     {nc['from']} (cleanup period until {nc['until']})")
+    rounds = summary.get("rounds") or []
+    if rounds:
+        forced = sum(r["segments"] for r in rounds if r["forced"])
+        lines.append(f"rounds           {len(rounds)} round(s) from {rounds[0]['at']} to {rounds[-1]['at']}, "
+                     f"{sum(r['segments'] for r in rounds)} segment(s)" +
+                     (f", in rounds that may force unexpired ones: {forced}" if forced else ""))
+        for r in rounds:
+            disk_part = "" if r["disk_before_percent"] is None else (
+                f"  disk {r['disk_before_percent']} % -> " +
+                ("unknown (no --disk-size)" if r["disk_after_percent"] is None else f"{r['disk_after_percent']} %"))
+            lines.append(f"  {r['at']}  {r['segments']:>3} segment(s) from {r['first']}  trigger {r['trigger']}"
+                         f"{' (forced)' if r['forced'] else ''}{disk_part}")
     lines.append(f"segments         {len(summary['segments'])}")
     for s in summary["segments"]:
         lines.append(f"  {s['segment']}  {s['records']:>10,} records  last modified {s['reference_time']} "
-                     f"({s['time_source']})  deleted at {s['deleted_at']}")
+                     f"({s['time_source']})  deleted at {s['deleted_at']}  {s.get('reason', '')}")
     lines.append(f"consume queues   {summary['consume_queue_files']} file(s) go with them")
     lines.append(f"index files      {summary['index_files']} file(s) go with them")
+    lines.extend(_render_lost(summary))
+    return "\n".join(lines)
+
+
+def _render_lost(summary: dict) -> list[str]:
+    lines = []
+    offsets = summary.get("consumer_offsets") or {}
+    status = summary.get("lost_status")
     if summary["unconsumed"]:
         lines.append("unconsumed messages lost:")
         lines.append(f"  {'group':<32} {'topic':<28} {'queue':>5} {'committed':>10} {'messages':>10} {'bytes':>12}")
         for r in summary["unconsumed"]:
             lines.append(f"  {r['group']:<32} {r['topic']:<28} {r['queue_id']:>5} {r['committed']:>10} "
                          f"{r['messages']:>10,} {r['bytes']:>12,}")
-    else:
-        lines.append("unconsumed messages lost: none (or no consumer offsets known)")
-    lines.append(f"total lost       {summary['total_lost_messages']:,} messages, {summary['total_lost_bytes']:,} bytes")
-    return "\n".join(lines)
+    elif status == "unknown":
+        where = offsets.get("file")
+        lines.append("unconsumed messages lost: unknown: no consumer offsets known (" +
+                     (f"no consumerOffset.json at {where}" if where else "no store to read consumerOffset.json from") +
+                     "; pass --consumer-offsets)")
+    elif status == "none":
+        lines.append("unconsumed messages lost: none (every consumer group with offsets for these queues has "
+                     "consumed past them)")
+    elif status == "nothing goes":
+        lines.append("unconsumed messages lost: none (no segment goes)")
+    without = offsets.get("queues_without_offsets") or []
+    if without and status != "unknown":
+        shown = ", ".join(without[:8]) + (f", ... ({len(without)} in all)" if len(without) > 8 else "")
+        lines.append(f"no consumer offsets known for {len(without)} queue(s) with messages in the segments that go "
+                     f"(no group in consumerOffset.json for them; not counted as lost or as consumed): {shown}")
+    lines.append(f"total lost       {summary['total_lost_messages']:,} messages, {summary['total_lost_bytes']:,} bytes"
+                 + (" (of the queues with known offsets)" if without else ""))
+    return lines
 
 
 def run_audit_command(*, tables: str, as_of_ms: int, config_path: str | None, store: str | None,
                       consumer_file: str | None, delay_file: str | None, disk_used_percent: float | None, tz: str,
-                      time_source: str, write: bool, report: str | None, as_json: bool) -> int:
+                      time_source: str, write: bool, report: str | None, as_json: bool,
+                      disk_size: int | None = None, manual_delete: bool = False,
+                      system_properties: Sequence[str] = ()) -> int:
     """``python -m pipelines audit``: print (and optionally save) the audit of the next cleanups."""
     from store_format.store import read_text
     config = load_broker_config(read_text(config_path)) if config_path else None
+    if disk_used_percent is not None and not 0 <= disk_used_percent <= 100:
+        raise UsageError(f"--disk-used {disk_used_percent:g}: give the used share of the disk in percent, 0 to 100")
+    if disk_size is not None and disk_size <= 0:
+        raise UsageError(f"--disk-size {disk_size}: give the disk's size, e.g. 500g")
+    props = {}
+    for item in system_properties:
+        key, sep, value = item.partition("=")
+        if not sep or key not in (WARNING_PROPERTY, FORCIBLY_PROPERTY):
+            raise UsageError(f"-D {item!r}: give {WARNING_PROPERTY}=RATIO or {FORCIBLY_PROPERTY}=RATIO, as the "
+                             "broker's JVM has them")
+        props[key] = value
     rows, summary = run_audit(tables, as_of_ms, config=config, consumer_file=consumer_file, delay_file=delay_file,
                               disk_used_ratio=None if disk_used_percent is None else disk_used_percent / 100.0, tz=tz,
-                              time_source=time_source, store=store)
+                              time_source=time_source, store=store, disk_size_bytes=disk_size,
+                              manual_delete=manual_delete, system_properties=props)
     if write:
         from .delta import open_writer
         from .tables.schema import DESCRIPTIONS, EXPIRY_AUDIT_SCHEMA

@@ -183,6 +183,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delay-offsets", help="delayOffset.json (default: the store's config/delayOffset.json)")
     p.add_argument("--disk-used", type=float, default=None,
                    help="used space of the commitlog's disk in percent (default: below every threshold)")
+    p.add_argument("--disk-size", type=size_arg, default=None,
+                   help="size of that disk (e.g. 500g): deleted segments then lower the ratio and disk-driven rounds "
+                        "stop when it falls below the thresholds (default: unknown; the ratio is held: upper bound)")
+    p.add_argument("--manual-delete", action="store_true",
+                   help="as if deleteExpiredCommitLog (executeDeleteFilesManually) was sent at --as-of: the next 20 "
+                        "rounds run whatever the hour")
+    p.add_argument("-D", dest="system_properties", action="append", default=[], metavar="PROPERTY=RATIO",
+                   help="a ratio system property of the broker's JVM: rocketmq.broker.diskSpaceWarningLevelRatio "
+                        "or rocketmq.broker.diskSpaceCleanForciblyRatio (e.g. "
+                        "-D rocketmq.broker.diskSpaceCleanForciblyRatio=0.8)")
     p.add_argument("--tz", type=zone_arg, default="UTC", help="the broker's time zone for deleteWhen hours")
     p.add_argument("--time-source", choices=["auto", "mtime", "last_store_time"], default="auto",
                    help="segment times: file mtimes, the last record's store time, or auto (mtimes when plausible)")
@@ -335,7 +345,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return audit.run_audit_command(tables=args.tables, as_of_ms=args.as_of, config_path=args.config, store=args.store,
                                    consumer_file=args.consumer_offsets, delay_file=args.delay_offsets,
                                    disk_used_percent=args.disk_used, tz=args.tz, time_source=args.time_source,
-                                   write=args.write, report=args.report, as_json=args.json)
+                                   write=args.write, report=args.report, as_json=args.json, disk_size=args.disk_size,
+                                   manual_delete=args.manual_delete, system_properties=args.system_properties)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -563,12 +563,18 @@ class BrokerConfig:
     enableDLegerCommitLog: bool = False
     duplicationEnable: bool = False
     storeType: str = "default"
-    # cleanup (expiry audit) [MessageStoreConfig]
+    # cleanup (expiry audit) [MessageStoreConfig field defaults, 4.9.8 / 5.3.3 / 5.5.1; the rules that
+    # read them are in store_format.expiry]
     fileReservedTime: int = 72
     deleteWhen: str = "04"
     diskMaxUsedSpaceRatio: int = 75
-    deleteFileBatchMax: int = 10
+    deleteFileBatchMax: int = 10                 # 5.x only (4.9: MappedFileQueue.DELETE_FILES_BATCH_MAX = 10)
     destroyMapedFileIntervalForcibly: int = 1000 * 120
+    cleanFileForciblyEnable: bool = True
+    cleanResourceInterval: int = 10_000
+    deleteCommitLogFilesInterval: int = 100
+    diskSpaceWarningLevelRatio: int = 90         # 5.x only (4.9: system property, default 0.90)
+    diskSpaceCleanForciblyRatio: int = 85        # 5.x only (4.9: system property, default 0.85)
     # which broker line's reput to mirror where 4.9.x and 5.x differ: "4", "5", or "auto" (decided
     # from the records: see store_format.reput.detect_broker_version)
     brokerVersion: str = "auto"
@@ -677,7 +683,8 @@ class BrokerConfig:
 
 _JAVA_INT_FIELDS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum",
                     "fileReservedTime", "diskMaxUsedSpaceRatio", "deleteFileBatchMax",
-                    "destroyMapedFileIntervalForcibly")
+                    "destroyMapedFileIntervalForcibly", "cleanResourceInterval", "deleteCommitLogFilesInterval",
+                    "diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio")
 _POSITIVE_FIELDS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum")
 # MessageStoreConfig.getMappedFileSizeConsumeQueue rounds up to whole units in int arithmetic
 _MAX_CQ_SETTING = JAVA_INT_MAX // CQ_UNIT_SIZE * CQ_UNIT_SIZE

@@ -1,175 +1,161 @@
 """What the broker's cleanup deletes, and when: commitlog segments, then consume queue and index files.
 
-Mirrors ``DefaultMessageStore.cleanFilesPeriodically``, which runs every ``cleanResourceInterval``
-(10 s) and calls, in this order:
+Read from ``DefaultMessageStore`` of rocketmq-all-4.9.8, rocketmq-all-5.3.3 and 5.5.1.  The clean
+service runs every ``cleanResourceInterval`` ms (10 s, ``scheduleAtFixedRate`` after a minute) and
+each run is one *round* of ``CleanCommitLogService.deleteExpiredFiles``:
 
-* ``CleanCommitLogService.deleteExpiredFiles``: a round happens when the hour of day is one of
-  ``deleteWhen`` (``UtilAll.isItTimeToDo``, ``;``-separated hours, the JVM's time zone) or the disk
-  is fuller than ``diskMaxUsedSpaceRatio`` (``isSpaceToDelete``); above the "clean forcibly" ratio
-  (85 %) the round deletes files whether they expired or not (``cleanImmediately``).
-  ``MappedFileQueue.deleteExpiredFileByTime`` walks segments from the oldest, never the last one,
-  deletes each whose ``lastModified + fileReservedTime`` has passed, stops at the first that must
-  stay ("avoid deleting files in the middle") and after ``deleteFileBatchMax`` files (4.9: the
-  constant ``DELETE_FILES_BATCH_MAX`` = 10).
-* ``CleanConsumeQueueService.deleteExpiredFiles``: with the new minimum commitlog offset (the base
-  of the first remaining segment), each queue's ``MappedFileQueue.deleteExpiredFileByOffset`` deletes
-  files from the oldest, never the last one, while the commitlog offset of the file's last unit is
-  below it; ``IndexService.deleteExpiredFile`` does the same for index files with their header's
-  ``endPhyOffset``.
+* the round deletes only when ``isTimeToDelete`` (the JVM-local hour is one of ``deleteWhen``),
+  ``isSpaceToDelete`` (the disk is fuller than a threshold, :func:`check_space`) or a manual delete
+  is pending (``executeDeleteFilesManually``: the next ``MAX_MANUAL_DELETE_FILE_TIMES`` = 20 rounds);
+* it then calls ``CommitLog.deleteExpiredFile`` -> ``MappedFileQueue.deleteExpiredFileByTime``
+  (:func:`delete_expired_by_time`) with ``cleanAtOnce = cleanFileForciblyEnable && cleanImmediately``:
+  only then do unexpired segments go;
+* ``CleanConsumeQueueService`` (same task in 4.9; a task of its own at the same interval in 5.x,
+  in ``ConsumeQueueStore`` in 5.5.1) then deletes consume queue and index files that only point
+  below the new minimum commitlog offset (:func:`delete_expired_by_offset`).
 
-Everything here is arithmetic on file facts (names, offsets, times); nothing reads a store.
+Where the lines differ (see ``disk_thresholds`` and ``check_space`` in :mod:`store_format.expiry_disk`, and
+:func:`round_batch_max`):
+4.9 reads the two physical ratios from system properties only and deletes at most 10 files a round;
+5.x reads them from ``MessageStoreConfig`` (clamped) unless the property is set, has
+``deleteFileBatchMax``, and counts a disk above the clean-forcibly ratio as a reason for a round by
+itself.  5.5.1 moved ``isTimeToDelete`` from the service to ``DefaultMessageStore`` (same rule).
+
+The time each segment is compared by is chosen in :mod:`store_format.expiry_times`.  Everything here
+is arithmetic on file facts (names, offsets, sizes, times); nothing reads a store.
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from .config import BrokerConfig
 from .errors import UnsupportedConfigError
+from .expiry_disk import (
+    FORCIBLY_PROPERTY,
+    WARNING_PROPERTY,
+    DiskThresholds,
+    SpaceCheck,
+    check_space,
+    disk_bytes_ratio_read,
+    disk_ratio_read,
+    disk_thresholds,
+)
+from .expiry_times import TIME_SOURCE_MTIME, TIME_SOURCE_STORE, SegmentFacts, choose_time_source, reference_times
 from .timeutil import datetime_to_ms, ms_to_datetime, zone
 
 __all__ = [
-    "CLEAN_RESOURCE_INTERVAL_MS", "DISK_SPACE_CLEAN_FORCIBLY_RATIO", "DELETE_FILES_BATCH_MAX_4",
-    "TIME_SOURCE_MTIME", "TIME_SOURCE_STORE", "SegmentFacts", "reference_times", "delete_hours",
-    "is_time_to_delete", "next_time_to_delete", "delete_expired_by_time", "delete_expired_by_offset",
-    "index_files_to_delete", "CleanupPlan", "plan_cleanup", "files_deleted_with",
+    "CLEAN_RESOURCE_INTERVAL_MS", "DELETE_FILES_BATCH_MAX_4", "MAX_MANUAL_DELETE_FILE_TIMES", "WARNING_PROPERTY",
+    "FORCIBLY_PROPERTY", "TIME_SOURCE_MTIME", "TIME_SOURCE_STORE", "SegmentFacts", "choose_time_source",
+    "reference_times", "delete_hours", "is_time_to_delete", "next_time_to_delete", "disk_ratio_read",
+    "disk_bytes_ratio_read", "DiskThresholds", "disk_thresholds", "SpaceCheck", "check_space", "round_batch_max",
+    "delete_expired_by_time", "round_sleeps", "delete_expired_by_offset", "index_files_to_delete", "CleanupRound",
+    "CleanupPlan", "plan_cleanup", "files_deleted_with",
 ]
 
-CLEAN_RESOURCE_INTERVAL_MS = 10_000          # MessageStoreConfig.cleanResourceInterval
-DISK_SPACE_CLEAN_FORCIBLY_RATIO = 0.85       # rocketmq.broker.diskSpaceCleanForciblyRatio (4.9), 85 (5.x)
+CLEAN_RESOURCE_INTERVAL_MS = 10_000          # MessageStoreConfig.cleanResourceInterval default
 DELETE_FILES_BATCH_MAX_4 = 10                # MappedFileQueue.DELETE_FILES_BATCH_MAX (4.9.x)
+MAX_MANUAL_DELETE_FILE_TIMES = 20            # CleanCommitLogService.MAX_MANUAL_DELETE_FILE_TIMES
 HOUR_MS = 3_600_000
 
-TIME_SOURCE_MTIME = "mtime"                  # the file's last-modified time, what the broker uses
-TIME_SOURCE_STORE = "last_store_time"        # the store time of the segment's last record (copies lost mtimes)
-
-# how far an mtime may trail the segment's last record, and lead the next segment's first record,
-# and still be the broker's own (flushes are asynchronous)
-_MTIME_BEFORE_LAST_RECORD_MS = 2_000
-_MTIME_AFTER_NEXT_FIRST_MS = 10 * 60_000
-
-
-@dataclasses.dataclass(frozen=True)
-class SegmentFacts:
-    """What the cleanup looks at for one commitlog segment."""
-    name: str
-    base: int
-    size: int
-    mtime_ms: int | None            # file modification time (None: unknown)
-    first_store_ms: int | None      # store time of its first and last record (None: no record)
-    last_store_ms: int | None
-
-
-def reference_times(segments: Sequence[SegmentFacts], source: str = "auto") -> tuple[np.ndarray, list[str]]:
-    """The "last modified" time the cleanup compares with ``fileReservedTime``, per segment.
-
-    The broker uses ``File.lastModified()``.  Copies of a store often lose it (all files carry the
-    copy time); then the store time of each segment's last record is the best stand-in.
-
-    Args:
-        segments: segments in offset order.
-        source: ``"mtime"``, ``"last_store_time"``, or ``"auto"``: the mtimes when every segment has one
-            and they are plausible (a segment is modified when its last record is written and not
-            much after the next segment's first record), else the last store times for all.
-    Returns:
-        ``(times in ms, source of each time)``; a segment with neither time gets the other segments'
-        source and time 0 (expired long ago).
-    """
-    if source not in ("auto", TIME_SOURCE_MTIME, TIME_SOURCE_STORE):
-        raise ValueError(f"time source must be auto, {TIME_SOURCE_MTIME} or {TIME_SOURCE_STORE}, got {source!r}")
-    if source == "auto":
-        source = TIME_SOURCE_MTIME if _mtimes_plausible(segments) else TIME_SOURCE_STORE
-    times = np.zeros(len(segments), dtype=np.int64)
-    used: list[str] = []
-    for i, s in enumerate(segments):
-        primary = s.mtime_ms if source == TIME_SOURCE_MTIME else s.last_store_ms
-        other = s.last_store_ms if source == TIME_SOURCE_MTIME else s.mtime_ms
-        if primary is not None:
-            times[i] = primary
-            used.append(source)
-        elif other is not None:
-            times[i] = other
-            used.append(TIME_SOURCE_STORE if source == TIME_SOURCE_MTIME else TIME_SOURCE_MTIME)
-        else:
-            used.append(source)
-    return times, used
-
-
-def _mtimes_plausible(segments: Sequence[SegmentFacts]) -> bool:
-    if not segments or any(s.mtime_ms is None for s in segments):
-        return False
-    for i, s in enumerate(segments):
-        mtime = int(s.mtime_ms or 0)
-        if s.last_store_ms is not None and mtime < s.last_store_ms - _MTIME_BEFORE_LAST_RECORD_MS:
-            return False  # modified before its own last record was written
-        nxt = segments[i + 1] if i + 1 < len(segments) else None
-        if nxt is not None and nxt.first_store_ms is not None and \
-                mtime > nxt.first_store_ms + _MTIME_AFTER_NEXT_FIRST_MS:
-            return False  # modified long after the broker moved on to the next segment: a copy
-    return True
+# ---------------------------------------------------------------------------------------------
+# when a round may delete: deleteWhen (the disk ratios are in expiry_disk), batch size, sleeps
 
 
 def delete_hours(delete_when: str) -> frozenset[int]:
-    """Hours of day of ``deleteWhen`` (``UtilAll.isItTimeToDo``: ``;``-separated integers)."""
+    """Hours of day of ``deleteWhen`` as ``UtilAll.isItTimeToDo`` reads them.
+
+    ``String.split(";")`` (trailing empty parts dropped) and ``Integer.parseInt`` of each part, which
+    takes no blanks.  A part that does not parse throws in every round, before the disk check, so such
+    a broker never deletes anything: raised here, and :func:`plan_cleanup` turns it into a plan that
+    deletes nothing (``cleanup_error``).  Hours outside 0..23 never match.
+    """
+    from .config import _java_integer
+    parts = delete_when.split(";")
+    if len(parts) > 1:  # Java drops trailing empty parts only when the separator occurs
+        while parts and parts[-1] == "":
+            parts.pop()
     hours = set()
-    for part in delete_when.split(";"):
-        try:
-            hours.add(int(part.strip()))
-        except ValueError:
+    for part in parts:
+        hour = _java_integer(part, 32)
+        if hour is None:
             raise UnsupportedConfigError(
-                f"deleteWhen={delete_when!r}: use hours of day separated by ';', e.g. 04 or 04;16 (the broker's "
-                "cleanup thread fails on this value)") from None
+                f"deleteWhen={delete_when!r}: {part!r} is no hour for Integer.parseInt, so the broker's cleanup "
+                "fails in every round and deletes nothing; write hours separated by ';' without blanks, e.g. 04;16")
+        hours.add(hour)
     return frozenset(hours)
 
 
 def is_time_to_delete(t_ms: int, hours: frozenset[int], tz: _dt.tzinfo | str | None = None) -> bool:
-    """Whether the hour of day at ``t_ms`` (in the broker JVM's zone) is a delete hour."""
+    """``isTimeToDelete``: whether the hour of day at ``t_ms`` (the JVM's zone) is a delete hour."""
     return ms_to_datetime(t_ms).astimezone(zone(tz)).hour in hours
 
 
 def next_time_to_delete(t_ms: int, hours: frozenset[int], tz: _dt.tzinfo | str | None = None,
                         interval_ms: int = CLEAN_RESOURCE_INTERVAL_MS, origin_ms: int = 0) -> int | None:
-    """First cleanup round at or after ``t_ms`` that falls in a delete hour (rounds are at
+    """First round at or after ``t_ms`` that falls in a delete hour (rounds are at
     ``origin_ms + k * interval_ms``), or None when ``hours`` names no hour of the day."""
     local = zone(tz)
-    valid = {h for h in hours if 0 <= h <= 23}
-    if not valid:
+    if not {h for h in hours if 0 <= h <= 23}:
         return None
     t = _round_at_or_after(t_ms, origin_ms, interval_ms)
     for _ in range(24 * 3 + 2):  # DST days have 23-25 hours; three days always find one
         here = ms_to_datetime(t).astimezone(local)
-        if here.hour in valid:
+        if here.hour in hours:
             return t
-        next_hour = (here.replace(minute=0, second=0, microsecond=0) + _dt.timedelta(hours=1))
+        next_hour = here.replace(minute=0, second=0, microsecond=0) + _dt.timedelta(hours=1)
         t = _round_at_or_after(datetime_to_ms(next_hour), origin_ms, interval_ms)
     return None
 
 
 def _round_at_or_after(t_ms: int, origin_ms: int, interval_ms: int) -> int:
-    k = -(-(t_ms - origin_ms) // interval_ms)
-    return origin_ms + max(k, 0) * interval_ms if t_ms >= origin_ms else origin_ms
+    if t_ms <= origin_ms:
+        return origin_ms
+    return origin_ms + -(-(t_ms - origin_ms) // interval_ms) * interval_ms
+
+
+def round_batch_max(config: BrokerConfig, line: str) -> int:
+    """Files one round deletes at most: 4.9 ``DELETE_FILES_BATCH_MAX`` (10); 5.x ``deleteFileBatchMax``.
+    ``deleteExpiredFileByTime`` stops once ``files.size() >= max`` after a deletion, so 0 or less
+    means one file a round (what 5.x ``CommitLog.deleteExpiredFile`` without a batch argument passes)."""
+    return max(DELETE_FILES_BATCH_MAX_4 if line == "4" else int(config.deleteFileBatchMax), 1)
 
 
 def delete_expired_by_time(times_ms: np.ndarray, now_ms: int, reserved_ms: int, clean_immediately: bool,
                            batch_max: int, first: int = 0) -> int:
     """How many segments one round deletes, from ``first`` on (``MappedFileQueue.deleteExpiredFileByTime``).
 
-    Walks segments ``first .. n-2`` (never the last), deletes each expired one (or any, when
-    ``clean_immediately``), stops at the first that must stay or after ``batch_max`` deletions.
+    Walks segments ``first .. n-2`` (never the last, the one being written), deletes each whose
+    ``lastModified + fileReservedTime <= now`` (or any, when ``clean_immediately``), stops at the
+    first that must stay ("in the middle" files are never deleted) or once ``batch_max`` went
+    (at least one).  ``MappedFile.destroy`` is taken to succeed: a file a reader still holds stops
+    the round instead and is retried by later rounds until ``destroyMapedFileIntervalForcibly``
+    (120 s) after the first try (``ReferenceResource.shutdown``), so the broker may be up to that
+    much later than the plan.
     """
     n = len(times_ms)
+    batch_max = max(batch_max, 1)
     count = 0
     for i in range(first, n - 1):
-        if now_ms >= int(times_ms[i]) + reserved_ms or clean_immediately:
-            count += 1
-            if count >= batch_max:
-                break
-        else:
+        if not (now_ms >= int(times_ms[i]) + reserved_ms or clean_immediately):
+            break
+        count += 1
+        if count >= batch_max:
             break
     return count
+
+
+def round_sleeps(count: int, first: int, n: int, batch_max: int) -> int:
+    """Sleeps of ``deleteCommitLogFilesInterval`` in a round that deleted ``count`` segments from
+    ``first`` of ``n``: after each deletion, unless the batch is full or it was the last candidate
+    (index ``n - 2``)."""
+    if count <= 0:
+        return 0
+    last_deleted = first + count - 1
+    return count - (1 if count >= max(batch_max, 1) or last_deleted + 1 >= n - 1 else 0)
 
 
 def delete_expired_by_offset(last_unit_offsets: Sequence[int | None], min_offset: int) -> int:
@@ -192,24 +178,52 @@ def index_files_to_delete(end_phy_offsets: Sequence[int], min_offset: int) -> in
     return delete_expired_by_offset(list(end_phy_offsets), min_offset)
 
 
+# ---------------------------------------------------------------------------------------------
+# playing the rounds forward
+
+
+@dataclasses.dataclass(frozen=True)
+class CleanupRound:
+    """One round that deleted segments."""
+    at_ms: int
+    first: int                 # index of the first segment it deleted
+    count: int
+    trigger: str               # "deleteWhen" | "disk" | "manual" (the first that holds, in that order)
+    forced: bool               # cleanAtOnce: unexpired segments could go
+    ratio_before: float | None
+    ratio_after: float | None  # None: not known (no disk size)
+    duration_ms: int           # the deleteCommitLogFilesInterval sleeps
+
+
 @dataclasses.dataclass
 class CleanupPlan:
-    """When each segment goes, as the cleanup thread would run from ``as_of`` on.
+    """When each segment goes, as the cleanup would run from ``as_of`` on.
 
-    ``deleted_at[i]``: time of the round that deletes segment i, or -1 (kept: the last segment, or
-    not within the horizon).  ``next_cleanup``: ``(first, until)`` times of the first round that
-    deletes something and the end of that cleanup period (the delete hour, or that round alone
-    when a full disk triggered it), or None.
+    ``deleted_at[i]``: start of the round that deletes segment i, or -1 (kept).  ``reason_kind[i]``:
+    ``expired`` (its time passed; a deleteWhen hour or a full disk started the round), ``forced``
+    (not expired: the disk was above the clean-forcibly ratio), ``manual`` (expired, the round ran
+    because of a manual delete), ``last`` or ``kept``.  ``next_cleanup``: ``(first, until)`` of the
+    first period that deletes: the deleteWhen hour(s), or the back-to-back rounds a full disk or a
+    manual delete runs.
     """
     as_of_ms: int
     reference_ms: np.ndarray
     time_source: list[str]
+    time_source_why: str
     expires_at: np.ndarray
     deleted_at: np.ndarray
     next_cleanup: tuple[int, int] | None
     reason: list[str]
-    clean_immediately: bool
-    space_full: bool
+    reason_kind: list[str]
+    rounds: list[CleanupRound]
+    line: str
+    thresholds: DiskThresholds
+    ratio_read: float | None         # the used share the broker reads at as_of (None: not given)
+    space: SpaceCheck                # at as_of
+    space_after: SpaceCheck | None   # after the next cleanup (None: no disk size, cannot know)
+    clean_immediately: bool          # cleanAtOnce at as_of
+    space_full: bool                 # a round is due at as_of because of the disk
+    cleanup_error: str | None = None  # why the broker's rounds fail before deleting anything
 
     def at_next_cleanup(self) -> np.ndarray:
         if self.next_cleanup is None:
@@ -225,80 +239,145 @@ class CleanupPlan:
 
 
 def plan_cleanup(segments: Sequence[SegmentFacts], config: BrokerConfig, as_of_ms: int, *,
-                 disk_used_ratio: float | None = None, tz: _dt.tzinfo | str | None = None,
-                 time_source: str = "auto", interval_ms: int = CLEAN_RESOURCE_INTERVAL_MS,
-                 horizon_ms: int = 400 * 24 * HOUR_MS) -> CleanupPlan:
-    """Run the cleanup rounds from ``as_of_ms`` until every segment but the last is gone or the
-    horizon passes.
+                 disk_used_ratio: float | None = None, disk_size_bytes: int | None = None,
+                 tz: _dt.tzinfo | str | None = None, time_source: str = "auto", interval_ms: int | None = None,
+                 manual_delete: bool = False, system_properties: Mapping[str, str] | None = None,
+                 line: str | None = None, horizon_ms: int = 400 * 24 * HOUR_MS) -> CleanupPlan:
+    """Run the rounds (``CleanCommitLogService.deleteExpiredFiles``) from ``as_of_ms`` until every
+    segment but the last is gone or the horizon passes.
 
     Args:
         segments: the live segments in offset order.
-        config: ``fileReservedTime`` (hours), ``deleteWhen``, ``diskMaxUsedSpaceRatio`` (%),
-            ``deleteFileBatchMax`` (5.x; 4.9 always deletes at most 10 per round).
-        as_of_ms: the first round's time.
-        disk_used_ratio: used share of the commitlog's disk (0..1), taken as constant; None: below
-            every threshold.
+        config: the cleanup settings (``fileReservedTime`` hours, ``deleteWhen``, the ratios,
+            ``cleanFileForciblyEnable``, ``deleteFileBatchMax``, ``cleanResourceInterval``,
+            ``deleteCommitLogFilesInterval``).
+        as_of_ms: the first round's time (rounds follow every ``cleanResourceInterval``).
+        disk_used_ratio: used share of the commitlog's disk at ``as_of`` (0..1, read as the broker
+            rounds it: :func:`disk_ratio_read`); None: below every threshold.
+        disk_size_bytes: the disk's size: each deleted segment then frees its file size and the ratio
+            drops; None: the ratio is taken as constant, so disk-driven rounds go on until only the
+            last segment is left (an upper bound).  New writes are not counted either way.
         tz: the broker JVM's time zone (``deleteWhen`` hours are local hours).
-        time_source: see :func:`reference_times`.
+        time_source: see :func:`choose_time_source`.
+        manual_delete: ``executeDeleteFilesManually`` (admin ``deleteExpiredCommitLog``) just before
+            ``as_of``: the next 20 rounds run whatever the hour.
+        system_properties: the broker JVM's ``-D`` settings (the two ratio properties).
+        line: "4" or "5" (default: from ``config.brokerVersion``; "auto" gives "5").
     """
-    times, used = reference_times(segments, time_source)
+    line = line or ("4" if config.brokerVersion == "4" else "5")
+    source, why = choose_time_source(segments, time_source)
+    times, used = reference_times(segments, source)
     reserved = int(config.fileReservedTime) * HOUR_MS
-    hours = delete_hours(config.deleteWhen)
-    batch_max = int(config.deleteFileBatchMax) if config.is_5x else DELETE_FILES_BATCH_MAX_4
-    batch_max = max(batch_max, 1)
-    space_full = disk_used_ratio is not None and disk_used_ratio > config.diskMaxUsedSpaceRatio / 100.0
-    clean_now = disk_used_ratio is not None and disk_used_ratio > DISK_SPACE_CLEAN_FORCIBLY_RATIO
-    space_full = space_full or clean_now
+    try:
+        hours = delete_hours(config.deleteWhen)
+        cleanup_error = None
+    except UnsupportedConfigError as e:  # every round throws in isTimeToDelete: nothing is ever deleted
+        hours, cleanup_error = frozenset(), str(e)
+    batch_max = round_batch_max(config, line)
+    interval = int(interval_ms if interval_ms is not None else config.cleanResourceInterval)
+    interval = max(interval, 1)
+    th = disk_thresholds(config, line, system_properties)
     n = len(segments)
+    size = int(disk_size_bytes or 0)
+    used_bytes = None if disk_used_ratio is None or size <= 0 else round(disk_used_ratio * size)
+
+    def ratio_now() -> float | None:
+        if disk_used_ratio is None:
+            return None
+        if used_bytes is None:
+            return disk_ratio_read(disk_used_ratio * 100)
+        return disk_bytes_ratio_read(max(used_bytes, 0), size)
+
+    ratio0 = ratio_now()
+    space0 = check_space(ratio0, th, line)
     deleted = np.full(n, -1, dtype=np.int64)
-    first = 0
-    t = as_of_ms
-    end = as_of_ms + horizon_ms
-    while first < n - 1 and t <= end:
-        if not space_full:
-            nt = next_time_to_delete(t, hours, tz, interval_ms, as_of_ms)
-            if nt is None:
+    kinds = ["kept"] * n
+    reasons = ["not deleted within the horizon"] * n
+    rounds: list[CleanupRound] = []
+    manual_left = MAX_MANUAL_DELETE_FILE_TIMES if manual_delete else 0
+    first, t, end = 0, as_of_ms, as_of_ms + horizon_ms
+    if cleanup_error:
+        reasons = [f"kept: the broker's cleanup fails ({cleanup_error})"] * n
+    while first < n - 1 and t <= end and not cleanup_error:
+        ratio = ratio_now()
+        space = check_space(ratio, th, line)
+        time_up = is_time_to_delete(t, hours, tz)
+        manual = manual_left > 0
+        if not (time_up or space.round_due or manual):
+            nt = next_time_to_delete(t, hours, tz, interval, as_of_ms)
+            if nt is None or nt > end:
                 break
             t = nt
-            if t > end:
-                break
-        k = delete_expired_by_time(times, t, reserved, clean_now, batch_max, first)
+            continue
+        if manual:
+            manual_left -= 1
+        at_once = bool(config.cleanFileForciblyEnable) and space.clean_immediately
+        k = delete_expired_by_time(times, t, reserved, at_once, batch_max, first)
         if k:
-            deleted[first:first + k] = t
+            trigger = "deleteWhen" if time_up else "disk" if space.round_due else "manual"
+            for i in range(first, first + k):
+                deleted[i] = t
+                kinds[i], reasons[i] = _reason(t >= int(times[i]) + reserved, trigger, config, th, ratio)
+            if used_bytes is not None:
+                used_bytes -= sum(int(s.size) for s in segments[first:first + k])
+            duration = round_sleeps(k, first, n, batch_max) * max(int(config.deleteCommitLogFilesInterval), 0)
+            rounds.append(CleanupRound(t, first, k, trigger, at_once, ratio,
+                                       ratio_now() if used_bytes is not None else None, duration))
             first += k
-            t += interval_ms
+            t = max(_round_at_or_after(t + 1, as_of_ms, interval), t + duration)
+            continue
+        if manual_left > 0:
+            t = _round_at_or_after(t + 1, as_of_ms, interval)
             continue
         # nothing goes until the oldest remaining segment expires
-        t = max(t + interval_ms, _round_at_or_after(int(times[first]) + reserved, as_of_ms, interval_ms))
-    next_cleanup = None
-    if (deleted >= 0).any():
-        lo = int(deleted[deleted >= 0].min())
-        if space_full:
-            hi = lo + 1
-        else:
-            here = ms_to_datetime(lo).astimezone(zone(tz)).replace(minute=0, second=0, microsecond=0)
-            hi = lo
-            for _ in range(25):  # the delete hours following each other (all day: one day)
-                if not is_time_to_delete(hi, hours, tz):
-                    break
-                here = here + _dt.timedelta(hours=1)
-                hi = datetime_to_ms(here)
-        next_cleanup = (lo, hi)
-    reasons = []
-    for i in range(n):
-        if i == n - 1:
-            reasons.append("last segment: never deleted")
-        elif deleted[i] < 0:
-            reasons.append("not deleted within the horizon")
-        elif clean_now:
-            reasons.append("disk above the clean-forcibly ratio: deleted expired or not")
-        elif space_full and deleted[i] < times[i] + reserved:
-            reasons.append("disk above diskMaxUsedSpaceRatio")
-        elif space_full:
-            reasons.append("expired; disk above diskMaxUsedSpaceRatio")
-        else:
-            reasons.append(f"expired; deleteWhen={config.deleteWhen}")
-    return CleanupPlan(as_of_ms, times, used, times + reserved, deleted, next_cleanup, reasons, clean_now, space_full)
+        t = max(_round_at_or_after(t + 1, as_of_ms, interval),
+                _round_at_or_after(int(times[first]) + reserved, as_of_ms, interval))
+    if n:
+        kinds[-1], reasons[-1] = "last", "last segment: never deleted"
+    space_after = check_space(ratio_now(), th, line) if used_bytes is not None else None
+    return CleanupPlan(as_of_ms, times, used, why, times + reserved, deleted,
+                       _next_cleanup(rounds, hours, tz, interval), reasons, kinds, rounds, line, th, ratio0, space0,
+                       space_after, bool(config.cleanFileForciblyEnable) and space0.clean_immediately,
+                       space0.round_due, cleanup_error)
+
+
+def _reason(expired: bool, trigger: str, config: BrokerConfig, th: DiskThresholds, ratio: float | None
+            ) -> tuple[str, str]:
+    pct = "" if ratio is None else f"{ratio * 100:.0f} %"
+    if not expired:
+        return "forced", (f"forced: disk {pct} above the clean-forcibly ratio {th.clean_forcibly * 100:.0f} % "
+                          "(cleanFileForciblyEnable=true), not expired")
+    if trigger == "deleteWhen":
+        return "expired", f"expired (fileReservedTime={config.fileReservedTime} h); deleteWhen={config.deleteWhen}"
+    if trigger == "disk":
+        return "expired", (f"expired (fileReservedTime={config.fileReservedTime} h); disk {pct} above "
+                           f"{th.max_used * 100:.0f} % (diskMaxUsedSpaceRatio)")
+    return "manual", f"manual delete (deleteExpiredCommitLog): expired (fileReservedTime={config.fileReservedTime} h)"
+
+
+def _next_cleanup(rounds: list[CleanupRound], hours: frozenset[int], tz: _dt.tzinfo | str | None,
+                  interval: int) -> tuple[int, int] | None:
+    """The first deleting round and the end of its period: the rounds that follow it tick by tick
+    (a full disk or a manual delete), and the whole delete hour(s) when a deleteWhen hour started it."""
+    if not rounds:
+        return None
+    lo = rounds[0].at_ms
+    hi = lo + 1
+    prev = rounds[0]
+    for r in rounds[1:]:
+        if r.at_ms - prev.at_ms > max(interval, prev.duration_ms):
+            break
+        hi, prev = r.at_ms + 1, r
+    if rounds[0].trigger == "deleteWhen":
+        here = ms_to_datetime(lo).astimezone(zone(tz)).replace(minute=0, second=0, microsecond=0)
+        end = lo
+        for _ in range(25):  # the delete hours following each other (all day: one day)
+            if not is_time_to_delete(end, hours, tz):
+                break
+            here = here + _dt.timedelta(hours=1)
+            end = datetime_to_ms(here)
+        hi = max(hi, end)
+    return lo, hi
 
 
 def files_deleted_with(file_max_offsets: Sequence[int | None], segment_bases: Sequence[int],
@@ -306,7 +385,9 @@ def files_deleted_with(file_max_offsets: Sequence[int | None], segment_bases: Se
     """When each file of an offset-ordered list goes (consume queue files of one queue, or index files).
 
     A file goes in the round whose new minimum commitlog offset passes its last offset
-    (:func:`delete_expired_by_offset`), and only after the files before it; the last file never goes.
+    (:func:`delete_expired_by_offset`, run by ``CleanConsumeQueueService``: right after the commitlog
+    round in 4.9, on its own timer of the same period in 5.x, so up to one period later there), and
+    only after the files before it; the last file never goes.  Times given are the commitlog round's.
 
     Args:
         file_max_offsets: per file, the commitlog offset of its last unit/entry (None: none).

@@ -152,3 +152,100 @@ def test_audit_command_and_the_published_audit(audited, capsys) -> None:
     written = read_arrow(audited["tables"], "expiry_audit")
     assert {r.timestamp() for r in written["as_of"].to_pylist()} == {AS_OF_MS / 1000}
     assert written.filter(pc.equal(written["kind"], "consume_queue_file")).num_rows == 16
+
+
+def _audit_text(audited, capsys, *extra: str) -> str:
+    assert cli_main(["audit", "--tables", audited["tables"], "--as-of", AS_OF, *extra]) == 0
+    return capsys.readouterr().out
+
+
+def test_audit_text_gives_the_rules_and_a_reason_per_segment(audited, capsys) -> None:
+    text = _audit_text(audited, capsys)
+    assert "time source      file modification times (auto: every segment's mtime fits its records)" in text
+    seg_lines = [line for line in text.splitlines() if line.startswith("  0000")]
+    assert len(seg_lines) == 2 and all("expired (fileReservedTime=48 h); deleteWhen=04" in x for x in seg_lines)
+    assert "WARNING" not in text
+    text = _audit_text(audited, capsys, "--time-source", "last_store_time")
+    assert "time source      store time of each segment's last record, as asked" in text
+
+
+def test_audit_text_above_the_write_reject_ratio(audited, capsys) -> None:
+    # 96 % (above 90 %: writes refused; above 85 %: forced): segments 0 and 1 expired, 2 is a day old
+    # (48 h reserved): forced; 3 is the last
+    text = _audit_text(audited, capsys, "--disk-used", "96")
+    assert "WARNING          disk 96 % is above the write-reject ratio 90 % (diskSpaceWarningLevelRatio)" in text
+    assert "refuses new messages" in text
+    seg_lines = [line for line in text.splitlines() if line.startswith("  0000")]
+    assert [x.split()[0] for x in seg_lines] == [f"{k * 4096:020d}" for k in range(3)]
+    assert "disk 96 % above 75 % (diskMaxUsedSpaceRatio)" in seg_lines[0]
+    assert "forced: disk 96 % above the clean-forcibly ratio 85 %" in seg_lines[2]
+    assert "disk size not given (--disk-size)" in text
+    # a 100,000-byte disk: the three 4096-byte segments free 12,288 bytes: 83,712 used, read as 84 %
+    text = _audit_text(audited, capsys, "--disk-used", "96", "--disk-size", "100000", "--json")
+    out = json.loads(text)
+    assert out["disk"]["after_next_cleanup_percent"] == 84 and out["disk"]["writes_refused_after"] is False
+    assert [(r["segments"], r["forced"], r["disk_before_percent"], r["disk_after_percent"])
+            for r in out["rounds"]] == [(3, True, 96, 84)]
+
+
+def test_audit_with_clean_file_forcibly_disabled(audited, capsys, tmp_path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(CONF + "cleanFileForciblyEnable=false\n")
+    out = json.loads(_audit_text(audited, capsys, "--disk-used", "96", "--config", str(conf), "--json"))
+    # the disk makes a round due now (02:00, not 04:00), but only the two expired segments go
+    assert [s["segment"] for s in out["segments"]] == [f"{0:020d}", f"{4096:020d}"]
+    assert out["next_cleanup"]["from"] == "2024-03-10T02:00:00.000Z"
+    assert {s["reason_kind"] for s in out["segments"]} == {"expired"}
+    assert any("cleanFileForciblyEnable=false" in n for n in out["notes"])
+
+
+def test_audit_tells_unknown_offsets_from_nothing_lost(audited, capsys, tmp_path) -> None:
+    bare = tmp_path / "bare-store"
+    bare.mkdir()
+    text = _audit_text(audited, capsys, "--store", str(bare))
+    assert "unconsumed messages lost: unknown: no consumer offsets known (no consumerOffset.json at" in text
+    one_queue = tmp_path / "one-queue.json"
+    one_queue.write_text('{"offsetTable":{"T@g1":{0:100}}}')
+    text = _audit_text(audited, capsys, "--consumer-offsets", str(one_queue))
+    line = next(x for x in text.splitlines() if x.startswith("no consumer offsets known for"))
+    assert line.startswith("no consumer offsets known for 1 queue(s) with messages in the segments that go")
+    assert line.endswith(": T/1")
+    assert "0 messages, 0 bytes (of the queues with known offsets)" in text
+    consumed = tmp_path / "consumed.json"
+    consumed.write_text('{"offsetTable":{"T@g2":{0:30,1:20}}}')
+    text = _audit_text(audited, capsys, "--consumer-offsets", str(consumed))
+    assert "unconsumed messages lost: none (every consumer group with offsets for these queues has consumed" in text
+
+
+def test_audit_options_a_user_can_get_wrong(audited, capsys) -> None:
+    for extra in (["--disk-used", "120"], ["-D", "rocketmq.broker.other=1"], ["--disk-size", "0"],
+                  ["-D", "rocketmq.broker.diskSpaceWarningLevelRatio=high"]):
+        assert cli_main(["audit", "--tables", audited["tables"], "--as-of", AS_OF, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_audit_manual_delete_and_ratio_properties(audited, capsys, tmp_path) -> None:
+    # executeDeleteFilesManually: the rounds from 02:00 run whatever the hour; the two expired segments go
+    # at once (manual), the third (a day old, 48 h reserved) stays
+    out = json.loads(_audit_text(audited, capsys, "--manual-delete", "--json"))
+    assert out["next_cleanup"]["from"] == "2024-03-10T02:00:00.000Z"
+    assert [(s["segment"], s["reason_kind"]) for s in out["segments"]] == [(f"{0:020d}", "manual"),
+                                                                            (f"{4096:020d}", "manual")]
+    # 5.x: -D rocketmq.broker.diskSpaceCleanForciblyRatio=0.5 wins over diskSpaceCleanForciblyRatio (85):
+    # a 60 % disk forces every segment but the last out now; without it 60 % is below every threshold
+    five, four = tmp_path / "five.conf", tmp_path / "four.conf"
+    five.write_text(CONF + "brokerVersion=5\n")
+    four.write_text(CONF + "brokerVersion=4\n")
+    prop = "rocketmq.broker.diskSpaceCleanForciblyRatio=0.5"
+    out = json.loads(_audit_text(audited, capsys, "--config", str(five), "--disk-used", "60", "--json"))
+    assert out["next_cleanup"]["from"] == "2024-03-10T04:00:00.000Z" and out["disk"]["clean_forcibly_percent"] == 85
+    out = json.loads(_audit_text(audited, capsys, "--config", str(five), "--disk-used", "60", "-D", prop, "--json"))
+    assert out["broker_line"] == "5.x" and out["disk"]["clean_forcibly_percent"] == 50
+    assert out["next_cleanup"]["from"] == "2024-03-10T02:00:00.000Z"
+    assert [s["reason_kind"] for s in out["segments"]] == ["expired", "expired", "forced"]
+    # 4.9 isSpaceToDelete sets cleanImmediately but is due only above diskMaxUsedSpaceRatio (75): the
+    # forced round waits for deleteWhen (04:00)
+    out = json.loads(_audit_text(audited, capsys, "--config", str(four), "--disk-used", "60", "-D", prop, "--json"))
+    assert out["broker_line"] == "4.9" and out["next_cleanup"]["from"] == "2024-03-10T04:00:00.000Z"
+    assert [s["reason_kind"] for s in out["segments"]] == ["expired", "expired", "forced"]
