@@ -65,4 +65,9 @@ public final class LineAdapter {
         return out;
     }
 
+    /** CommitLog.deleteExpiredFile as CleanCommitLogService calls it on 4.9.x (at most 10 a call). */
+    public static int deleteExpiredCommitLog(DefaultMessageStore store, long expiredTime, int interval,
+        long forcibly, boolean cleanImmediately) {
+        return store.getCommitLog().deleteExpiredFile(expiredTime, interval, forcibly, cleanImmediately);
+    }
 }

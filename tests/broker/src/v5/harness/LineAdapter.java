@@ -87,4 +87,11 @@ public final class LineAdapter {
         store.getConsumeQueueTable().forEach((t, m) -> out.put(t, new java.util.TreeSet<>(m.keySet())));
         return out;
     }
+
+    /** CommitLog.deleteExpiredFile as CleanCommitLogService calls it on 5.x (deleteFileBatchMax). */
+    public static int deleteExpiredCommitLog(DefaultMessageStore store, long expiredTime, int interval,
+        long forcibly, boolean cleanImmediately) {
+        return store.getCommitLog().deleteExpiredFile(expiredTime, interval, forcibly, cleanImmediately,
+            store.getMessageStoreConfig().getDeleteFileBatchMax());
+    }
 }
