@@ -1,6 +1,7 @@
 # make run   : rebuild a store (STORE=path, or a generated demo store) into OUT on local Spark
 # make test  : lint (ruff, mypy) and the whole test suite, golden stores included
 # make bench : pipelines.bench with BENCH_ARGS
+# make conformance : the broker-harness conformance tests with more scenarios (CONFORMANCE_SCENARIOS, CONFORMANCE_SEED)
 SHELL := /bin/bash
 
 PYTHON ?= python3
@@ -15,7 +16,7 @@ STORE ?=
 OUT ?= demo/out
 BENCH_ARGS ?=
 
-.PHONY: venv java warm run test bench clean
+.PHONY: venv java warm run test bench clean harness conformance
 
 venv: $(STAMP)
 
@@ -51,7 +52,7 @@ run: venv java warm
 	$(VPY) -m pipelines demo $(if $(STORE),--store $(STORE),) --out $(OUT)
 
 # the Data Docs test renders pages in headless Chromium (Debian package chromium); without it that test skips
-test: venv java warm
+test: venv java warm harness
 	@if command -v chromium >/dev/null 2>&1; then \
 	  echo "chromium: $$(chromium --version 2>/dev/null | head -n 1)"; \
 	else \
@@ -65,6 +66,29 @@ test: venv java warm
 
 bench: venv java warm
 	$(VPY) -m pipelines.bench $(BENCH_ARGS)
+
+# --- broker harness (tests/broker): the published RocketMQ store as the test oracle -------------
+# Resolves the Maven dependencies once (online the first time, then from ~/.m2) and builds the
+# harness offline; without a JDK or Maven it says so in one line and the harness tests skip.
+HARNESS_POM := tests/broker/pom.xml
+CONFORMANCE_SCENARIOS ?= 12
+CONFORMANCE_SEED ?=
+
+harness:
+	@if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then \
+	  echo "harness: no JDK/Maven here: the broker conformance tests will be skipped"; \
+	elif mvn -o -q -B -f $(HARNESS_POM) package >/dev/null 2>&1; then \
+	  echo "harness: built (offline)"; \
+	else \
+	  mvn -q -B -f $(HARNESS_POM) package && echo "harness: dependencies resolved and built"; \
+	fi
+
+conformance: export PYSPARK_PYTHON := $(abspath $(VPY))
+conformance: export PYSPARK_DRIVER_PYTHON := $(abspath $(VPY))
+conformance: venv java warm harness
+	CONFORMANCE_SCENARIOS=$(CONFORMANCE_SCENARIOS) CONFORMANCE_SEED=$(CONFORMANCE_SEED) \
+	  $(VPY) -m pytest -q -s tests/test_conformance_broker.py
+# --- end broker harness ------------------------------------------------------------------------
 
 # generated outputs and caches; keeps .venv and bench-data/
 clean:
