@@ -25,7 +25,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
 /**
  * Reads a store with the broker's code and prints what it answers, one JSON object a line.
  *
- * <p>Usage: {@code Reader REQUEST.json}; the request names {@code store} (a root holding
+ * <p>Usage: {@code Reader REQUESTS.json} (one request or an array; each answer line carries the
+ * request's index as {@code request}); a request names {@code store} (a root holding
  * {@code commitlog/} and any {@code consumequeue/} and {@code index/}; it is opened in place, so give
  * a copy: the store's recovery may truncate files, and cleanup deletes them), {@code config}
  * (broker.conf settings), {@code queries} ({@code topic}, {@code key}), {@code queues} (true: every
@@ -39,8 +40,20 @@ public final class Reader {
     }
 
     public static void main(String[] args) throws Exception {
-        JsonObject req = JsonParser.parseString(
-            new String(Files.readAllBytes(new File(args[0]).toPath()), StandardCharsets.UTF_8)).getAsJsonObject();
+        JsonElement parsed = JsonParser.parseString(
+            new String(Files.readAllBytes(new File(args[0]).toPath()), StandardCharsets.UTF_8));
+        JsonArray requests = parsed.isJsonArray() ? parsed.getAsJsonArray() : new JsonArray();
+        if (!parsed.isJsonArray()) {
+            requests.add(parsed);
+        }
+        for (int i = 0; i < requests.size(); i++) {
+            answer(i, requests.get(i).getAsJsonObject());
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(0);  // the loaded stores' service threads are not ours to wind down
+    }
+
+    static void answer(int request, JsonObject req) throws Exception {
         File root = new File(req.get("store").getAsString());
         Properties props = Stores.properties(req.getAsJsonObject("config"));
         if (req.has("cleanup")) {
@@ -48,27 +61,30 @@ public final class Reader {
         }
         DefaultMessageStore store = Stores.open(props, root, BrokerRole.SLAVE, new ArrayList<>());
         if (!store.load()) {
-            throw new IllegalStateException("store load failed");
+            throw new IllegalStateException("store load failed: " + root);
         }
         Stores.markReadable(store);
+        List<JsonObject> out = new ArrayList<>();
         if (req.has("queries")) {
             for (JsonElement q : req.getAsJsonArray("queries")) {
                 JsonObject o = q.getAsJsonObject();
-                System.out.println(query(store, o.get("topic").getAsString(), o.get("key").getAsString()));
+                out.add(query(store, o.get("topic").getAsString(), o.get("key").getAsString()));
             }
         }
         if (req.has("queues") && req.get("queues").getAsBoolean()) {
             for (Map.Entry<String, Collection<Integer>> e : LineAdapter.queues(store).entrySet()) {
                 for (int qid : e.getValue()) {
-                    System.out.println(queue(store, e.getKey(), qid));
+                    out.add(queue(store, e.getKey(), qid));
                 }
             }
         }
         if (req.has("cleanup")) {
-            System.out.println(Cleanup.run(store, props, root, req.getAsJsonObject("cleanup")));
+            out.add(Cleanup.run(store, props, root, req.getAsJsonObject("cleanup")));
         }
-        System.out.flush();
-        Runtime.getRuntime().halt(0);  // the store's service threads are not ours to wind down
+        for (JsonObject o : out) {
+            o.addProperty("request", request);
+            System.out.println(o);
+        }
     }
 
     /**
