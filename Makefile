@@ -1,7 +1,6 @@
 # make run   : rebuild a store (STORE=path, or a generated demo store) into OUT on local Spark
 # make test  : lint (ruff, mypy) and the whole test suite, golden stores included
 # make bench : pipelines.bench with BENCH_ARGS
-# make conformance : the broker-harness conformance tests with more scenarios (CONFORMANCE_SCENARIOS, CONFORMANCE_SEED)
 SHELL := /bin/bash
 
 PYTHON ?= python3
@@ -16,7 +15,7 @@ STORE ?=
 OUT ?= demo/out
 BENCH_ARGS ?=
 
-.PHONY: venv java warm run test bench clean harness conformance
+.PHONY: venv java warm run test bench clean
 
 venv: $(STAMP)
 
@@ -52,7 +51,7 @@ run: venv java warm
 	$(VPY) -m pipelines demo $(if $(STORE),--store $(STORE),) --out $(OUT)
 
 # the Data Docs test renders pages in headless Chromium (Debian package chromium); without it that test skips
-test: venv java warm harness
+test: venv java warm
 	@if command -v chromium >/dev/null 2>&1; then \
 	  echo "chromium: $$(chromium --version 2>/dev/null | head -n 1)"; \
 	else \
@@ -68,8 +67,10 @@ bench: venv java warm
 	$(VPY) -m pipelines.bench $(BENCH_ARGS)
 
 # --- broker harness (tests/broker): the published RocketMQ store as the test oracle -------------
-# Resolves the Maven dependencies once (online the first time, then from ~/.m2) and builds the
-# harness offline; without a JDK or Maven it says so in one line and the harness tests skip.
+# make harness     : resolve the Maven dependencies once (online the first time, then from ~/.m2)
+#                    and build offline; without a JDK or Maven one line says so (the tests skip)
+# make conformance : the conformance tests with more scenarios (CONFORMANCE_SCENARIOS, CONFORMANCE_SEED)
+.PHONY: harness conformance
 HARNESS_POM := tests/broker/pom.xml
 CONFORMANCE_SCENARIOS ?= 12
 CONFORMANCE_SEED ?=
@@ -82,6 +83,9 @@ harness:
 	else \
 	  mvn -q -B -f $(HARNESS_POM) package && echo "harness: dependencies resolved and built"; \
 	fi
+
+# make test builds it too
+test: harness
 
 conformance: export PYSPARK_PYTHON := $(abspath $(VPY))
 conformance: export PYSPARK_DRIVER_PYTHON := $(abspath $(VPY))
