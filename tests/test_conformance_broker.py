@@ -37,6 +37,10 @@ from store_format.indexfile import read_header
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
+if bh.missing_tools():
+    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
+                allow_module_level=True)
+
 REGRESSIONS = bh.HARNESS_DIR / "regressions"
 COUNT = int(os.environ.get("CONFORMANCE_SCENARIOS", "2"))
 SEED = int(os.environ["CONFORMANCE_SEED"]) if os.environ.get("CONFORMANCE_SEED") else None
