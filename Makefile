@@ -66,6 +66,34 @@ test: venv java warm
 bench: venv java warm
 	$(VPY) -m pipelines.bench $(BENCH_ARGS)
 
+# --- broker harness (tests/broker): the published RocketMQ store as the test oracle -------------
+# make harness     : resolve the Maven dependencies once (online the first time, then from ~/.m2)
+#                    and build offline; without a JDK or Maven one line says so (the tests skip)
+# make conformance : the conformance tests with more scenarios (CONFORMANCE_SCENARIOS, CONFORMANCE_SEED)
+.PHONY: harness conformance
+HARNESS_POM := tests/broker/pom.xml
+CONFORMANCE_SCENARIOS ?= 12
+CONFORMANCE_SEED ?=
+
+harness:
+	@if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then \
+	  echo "harness: no JDK/Maven here: the broker conformance tests will be skipped"; \
+	elif mvn -o -q -B -f $(HARNESS_POM) package >/dev/null 2>&1; then \
+	  echo "harness: built (offline)"; \
+	else \
+	  mvn -q -B -f $(HARNESS_POM) package && echo "harness: dependencies resolved and built"; \
+	fi
+
+# make test builds it too
+test: harness
+
+conformance: export PYSPARK_PYTHON := $(abspath $(VPY))
+conformance: export PYSPARK_DRIVER_PYTHON := $(abspath $(VPY))
+conformance: venv java warm harness
+	CONFORMANCE_SCENARIOS=$(CONFORMANCE_SCENARIOS) CONFORMANCE_SEED=$(CONFORMANCE_SEED) \
+	  $(VPY) -m pytest -q -s tests/test_conformance_broker.py
+# --- end broker harness ------------------------------------------------------------------------
+
 # generated outputs and caches; keeps .venv and bench-data/
 clean:
 	rm -rf demo build dist *.egg-info .pytest_cache .hypothesis spark-warehouse metastore_db derby.log

@@ -1,0 +1,73 @@
+package harness;
+
+import java.io.IOException;
+import java.util.Collection;
+import java.util.Map;
+import org.apache.rocketmq.common.BrokerConfig;
+import org.apache.rocketmq.common.TopicFilterType;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.MessageExtBrokerInner;
+import org.apache.rocketmq.store.PutMessageResult;
+import org.apache.rocketmq.store.config.MessageStoreConfig;
+import org.apache.rocketmq.store.stats.BrokerStatsManager;
+
+/** What differs on the 4.9.x line: the store's constructor, where MessageExtBrokerInner lives, and
+ *  the store itself moving delayed messages to SCHEDULE_TOPIC_XXXX (CommitLog.putMessage). */
+public final class LineAdapter {
+    public static final String LINE = "4";
+
+    private LineAdapter() {
+    }
+
+    public static DefaultMessageStore newStore(MessageStoreConfig config, BrokerConfig brokerConfig,
+        Collection<String> topics) throws IOException {
+        return new DefaultMessageStore(config, new BrokerStatsManager(brokerConfig.getBrokerClusterName(), false),
+            (topic, queueId, logicOffset, tagsCode, msgStoreTime, filterBitMap, properties) -> { }, brokerConfig);
+    }
+
+    /** The schedule service would deliver due delayed messages, appending to the commitlog. */
+    public static void afterStart(DefaultMessageStore store) {
+        if (store.getScheduleMessageService() != null) {
+            store.getScheduleMessageService().shutdown();
+        }
+    }
+
+    public static MessageExt newInner() {
+        return new MessageExtBrokerInner();
+    }
+
+    public static void setPropertiesString(MessageExt msg, String properties) {
+        ((MessageExtBrokerInner) msg).setPropertiesString(properties);
+    }
+
+    /** The tags code the broker's send processor gives a message (only the live queue uses it). */
+    public static void setTagsCode(MessageExt msg, String tags) {
+        ((MessageExtBrokerInner) msg).setTagsCode(
+            MessageExtBrokerInner.tagsString2tagsCode(TopicFilterType.SINGLE_TAG, tags));
+    }
+
+    /** 4.x: CommitLog.putMessage itself rewrites a delayed message's topic and queue. */
+    public static void beforePut(DefaultMessageStore store, MessageExt msg) {
+    }
+
+    public static PutMessageResult put(DefaultMessageStore store, MessageExt msg) {
+        return store.putMessage((MessageExtBrokerInner) msg);
+    }
+
+    public static long maxOffsetInQueue(DefaultMessageStore store, String topic, int queueId) {
+        return store.getMaxOffsetInQueue(topic, queueId);
+    }
+
+    public static Map<String, Collection<Integer>> queues(DefaultMessageStore store) {
+        Map<String, Collection<Integer>> out = new java.util.TreeMap<>();
+        store.getConsumeQueueTable().forEach((t, m) -> out.put(t, new java.util.TreeSet<>(m.keySet())));
+        return out;
+    }
+
+    /** CommitLog.deleteExpiredFile as CleanCommitLogService calls it on 4.9.x (at most 10 a call). */
+    public static int deleteExpiredCommitLog(DefaultMessageStore store, long expiredTime, int interval,
+        long forcibly, boolean cleanImmediately) {
+        return store.getCommitLog().deleteExpiredFile(expiredTime, interval, forcibly, cleanImmediately);
+    }
+}

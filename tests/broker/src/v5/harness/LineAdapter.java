@@ -1,0 +1,97 @@
+package harness;
+
+import java.io.IOException;
+import java.util.Collection;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import org.apache.rocketmq.common.BrokerConfig;
+import org.apache.rocketmq.common.TopicFilterType;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.common.message.MessageAccessor;
+import org.apache.rocketmq.common.message.MessageConst;
+import org.apache.rocketmq.common.message.MessageDecoder;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageExtBrokerInner;
+import org.apache.rocketmq.common.sysflag.MessageSysFlag;
+import org.apache.rocketmq.common.topic.TopicValidator;
+import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.PutMessageResult;
+import org.apache.rocketmq.store.config.MessageStoreConfig;
+import org.apache.rocketmq.store.stats.BrokerStatsManager;
+
+/** What differs on the 5.x line: the store takes the topic config table, MessageExtBrokerInner
+ *  moved to common, and delayed messages are moved to SCHEDULE_TOPIC_XXXX by the broker
+ *  (HookUtils.handleScheduleMessage / transformDelayLevelMessage) before the store sees them. */
+public final class LineAdapter {
+    public static final String LINE = "5";
+
+    private LineAdapter() {
+    }
+
+    public static DefaultMessageStore newStore(MessageStoreConfig config, BrokerConfig brokerConfig,
+        Collection<String> topics) throws IOException {
+        ConcurrentMap<String, TopicConfig> table = new ConcurrentHashMap<>();
+        for (String t : topics) {
+            table.put(t, new TopicConfig(t, 16, 16));
+        }
+        return new DefaultMessageStore(config, new BrokerStatsManager(brokerConfig.getBrokerClusterName(), false),
+            (topic, queueId, logicOffset, tagsCode, msgStoreTime, filterBitMap, properties) -> { }, brokerConfig,
+            table);
+    }
+
+    public static void afterStart(DefaultMessageStore store) {
+    }
+
+    public static MessageExt newInner() {
+        return new MessageExtBrokerInner();
+    }
+
+    public static void setPropertiesString(MessageExt msg, String properties) {
+        ((MessageExtBrokerInner) msg).setPropertiesString(properties);
+    }
+
+    /** The tags code the broker's send processor gives a message (only the live queue uses it). */
+    public static void setTagsCode(MessageExt msg, String tags) {
+        ((MessageExtBrokerInner) msg).setTagsCode(
+            MessageExtBrokerInner.tagsString2tagsCode(TopicFilterType.SINGLE_TAG, tags));
+    }
+
+    /** What the 5.x broker does to a delayed (not prepared/rollback) message before putMessage. */
+    public static void beforePut(DefaultMessageStore store, MessageExt msg) {
+        int tranType = MessageSysFlag.getTransactionValue(msg.getSysFlag());
+        if (msg.getDelayTimeLevel() <= 0 || (tranType != MessageSysFlag.TRANSACTION_NOT_TYPE
+            && tranType != MessageSysFlag.TRANSACTION_COMMIT_TYPE)) {
+            return;
+        }
+        if (msg.getDelayTimeLevel() > store.getMaxDelayLevel()) {
+            msg.setDelayTimeLevel(store.getMaxDelayLevel());
+        }
+        MessageAccessor.putProperty(msg, MessageConst.PROPERTY_REAL_TOPIC, msg.getTopic());
+        MessageAccessor.putProperty(msg, MessageConst.PROPERTY_REAL_QUEUE_ID, String.valueOf(msg.getQueueId()));
+        setPropertiesString(msg, MessageDecoder.messageProperties2String(msg.getProperties()));
+        msg.setTopic(TopicValidator.RMQ_SYS_SCHEDULE_TOPIC);
+        msg.setQueueId(msg.getDelayTimeLevel() - 1);
+    }
+
+    public static PutMessageResult put(DefaultMessageStore store, MessageExt msg) {
+        return store.putMessage((MessageExtBrokerInner) msg);
+    }
+
+    public static long maxOffsetInQueue(DefaultMessageStore store, String topic, int queueId) throws Exception {
+        return store.getMaxOffsetInQueue(topic, queueId);
+    }
+
+    public static Map<String, Collection<Integer>> queues(DefaultMessageStore store) {
+        Map<String, Collection<Integer>> out = new java.util.TreeMap<>();
+        store.getConsumeQueueTable().forEach((t, m) -> out.put(t, new java.util.TreeSet<>(m.keySet())));
+        return out;
+    }
+
+    /** CommitLog.deleteExpiredFile as CleanCommitLogService calls it on 5.x (deleteFileBatchMax). */
+    public static int deleteExpiredCommitLog(DefaultMessageStore store, long expiredTime, int interval,
+        long forcibly, boolean cleanImmediately) {
+        return store.getCommitLog().deleteExpiredFile(expiredTime, interval, forcibly, cleanImmediately,
+            store.getMessageStoreConfig().getDeleteFileBatchMax());
+    }
+}

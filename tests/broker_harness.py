@@ -1,0 +1,118 @@
+"""Driving the JVM harness in ``tests/broker/``: the published RocketMQ store as the oracle.
+
+``tests/broker/rmq-<version>`` is one Maven module per broker line (4.9.8, 5.3.3, 5.5.1), each with
+its own classpath. Its two programs (sources in ``tests/broker/src``):
+
+* ``harness.Writer SCENARIOS.json``: puts each scenario's messages through the broker's
+  ``DefaultMessageStore``, then lets the broker rebuild ``consumequeue/`` and ``index/`` from the
+  commitlog (the way the shared golden stores were made) into ``<dir>/expected``; ``<dir>/store``
+  keeps the commitlog and ``<dir>/broker.conf`` the settings. One JSON line per scenario.
+* ``harness.Reader REQUEST.json``: what the broker's store answers on a store folder (queryMessage,
+  getMessage over every queue, min/max offsets, cleanup), one JSON line per answer.
+
+Scenario JSON (written by :mod:`broker_scenarios`): ``name``, ``dir``, ``config`` (broker.conf
+settings, strings) and ``messages``: objects with ``topic``, ``queueId``, ``body`` (base64), and any
+of ``tags``, ``keys`` (the KEYS property as is), ``uniqKey``, ``properties`` (more properties),
+``delayLevel``, ``tranType`` (none/prepared/commit/rollback), ``bornHost``/``storeHost``
+(``host:port``, IPv6 as ``[addr]:port``), ``bornTimestamp``, ``flag``; or ``batch`` (a list of such
+messages put as one batch into ``topic``/``queueId``); or ``sleepMs``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+HARNESS_DIR = Path(__file__).resolve().parent / "broker"
+LINES = ("4.9.8", "5.3.3", "5.5.1")
+# the 4.x store unmaps files through JDK internals; the 5.x store needs the same on Java 17
+JVM_OPTIONS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+               "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+               "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
+               "--add-exports", "java.base/jdk.internal.ref=ALL-UNNAMED"]
+
+
+class HarnessUnavailable(Exception):
+    """No JDK or Maven here, or the harness could not be built: the one line the suite skips with."""
+
+
+def missing_tools() -> str | None:
+    """What is missing to build and run the harness (None: nothing)."""
+    for tool in ("java", "javac", "mvn"):
+        if shutil.which(tool) is None:
+            return f"no {tool} on PATH"
+    return None
+
+
+def _module(line: str) -> Path:
+    return HARNESS_DIR / f"rmq-{line}"
+
+
+def _built(line: str) -> bool:
+    """The module's classpath and classes exist, the classes newer than every harness source and pom
+    (the classpath file is rewritten only when it changes)."""
+    target = _module(line) / "target"
+    classes = list((target / "classes" / "harness").glob("*.class"))
+    if not (target / "classpath.txt").is_file() or not classes:
+        return False
+    newest = max(p.stat().st_mtime for p in [*HARNESS_DIR.glob("**/*.java"), *HARNESS_DIR.glob("**/pom.xml")]
+                 if "target" not in p.parts)
+    return min(p.stat().st_mtime for p in classes) >= newest
+
+
+def build() -> None:
+    """``mvn -o -q package`` (offline, from ~/.m2); online once when something is not cached yet."""
+    why = missing_tools()
+    if why:
+        raise HarnessUnavailable(why)
+    if all(_built(line) for line in LINES):
+        return
+    base = ["mvn", "-q", "-B", "-f", str(HARNESS_DIR / "pom.xml"), "package"]
+    offline = subprocess.run([*base[:1], "-o", *base[1:]], capture_output=True, text=True)
+    if offline.returncode == 0:
+        return
+    online = subprocess.run(base, capture_output=True, text=True)
+    if online.returncode != 0:
+        tail = (online.stdout + online.stderr).strip().splitlines()[-5:]
+        raise HarnessUnavailable("the broker harness did not build: " + " | ".join(tail))
+
+
+def _java(line: str, main: str, arg: Path, timeout: float) -> list[dict]:
+    target = _module(line) / "target"
+    classpath = os.pathsep.join([str(target / "classes"), (target / "classpath.txt").read_text().strip()])
+    proc = subprocess.run(["java", *JVM_OPTIONS, "-cp", classpath, f"harness.{main}", str(arg)],
+                          capture_output=True, text=True, timeout=timeout)
+    rows = [json.loads(s) for s in proc.stdout.splitlines() if s.startswith("{")]
+    if proc.returncode != 0 and not rows:
+        raise RuntimeError(f"harness.{main} ({line}) failed with exit code {proc.returncode}: "
+                           f"{proc.stderr.strip()[-2000:]}")
+    return rows
+
+
+def write_stores(line: str, scenarios: list[dict], work: Path, timeout: float = 600) -> dict[str, dict]:
+    """Runs the broker's writer on ``scenarios`` (one JVM): name -> the writer's report."""
+    spec = work / f"scenarios-{line}.json"
+    spec.write_text(json.dumps(scenarios))
+    return {r["name"]: r for r in _java(line, "Writer", spec, timeout)}
+
+
+def read_stores(line: str, requests: list[dict], work: Path, timeout: float = 600) -> list[list[dict]]:
+    """The broker's answers on each request's store (one JVM; stores are opened in place: pass
+    copies). A request: ``store``, ``config``, ``queries`` [(topic, key)], ``queues`` (bool),
+    ``cleanup`` ({clockMs, mtimes, cleanImmediately}). Returns the answer lines per request."""
+    spec = work / f"read-{line}.json"
+    spec.write_text(json.dumps([{**r, "store": str(r["store"]),
+                                 "queries": [{"topic": t, "key": k} for t, k in r.get("queries", ())]}
+                                for r in requests]))
+    answers: list[list[dict]] = [[] for _ in requests]
+    for row in _java(line, "Reader", spec, timeout):
+        answers[row.pop("request")].append(row)
+    return answers
+
+
+def read_conf(path: Path) -> dict[str, str]:
+    """The ``key=value`` lines the writer wrote (plain: no escapes, no continuations)."""
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
