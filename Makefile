@@ -15,7 +15,7 @@ STORE ?=
 OUT ?= demo/out
 BENCH_ARGS ?=
 
-.PHONY: venv java warm run test bench clean
+.PHONY: venv java warm live-broker run test bench clean
 
 venv: $(STAMP)
 
@@ -43,6 +43,16 @@ $(WARM): $(STAMP) | java
 	PYSPARK_PYTHON=$(abspath $(VPY)) $(VPY) -m pipelines.warm
 	touch $@
 
+# the live-broker test's Java program against RocketMQ's published jars (resolved from Maven Central the
+# first time, then from the local Maven cache)
+LIVE_STAMP := tests/live/.built
+live-broker: $(LIVE_STAMP)
+
+$(LIVE_STAMP): tests/live/pom.xml tests/live/rmq-4.9.8/pom.xml tests/live/rmq-5.5.0/pom.xml $(wildcard tests/live/src/*/*)
+	@if command -v mvn >/dev/null 2>&1; then \
+	  mvn -q -B -Dstyle.color=never package -f tests/live/pom.xml && touch $@; \
+	else echo "mvn not found: the live-broker test will be skipped"; fi
+
 # Spark's Python workers use the venv's interpreter
 run test bench: export PYSPARK_PYTHON := $(abspath $(VPY))
 run test bench: export PYSPARK_DRIVER_PYTHON := $(abspath $(VPY))
@@ -51,7 +61,7 @@ run: venv java warm
 	$(VPY) -m pipelines demo $(if $(STORE),--store $(STORE),) --out $(OUT)
 
 # the Data Docs test renders pages in headless Chromium (Debian package chromium); without it that test skips
-test: venv java warm
+test: venv java warm live-broker
 	@if command -v chromium >/dev/null 2>&1; then \
 	  echo "chromium: $$(chromium --version 2>/dev/null | head -n 1)"; \
 	else \
