@@ -47,6 +47,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from store_format.anomalies import REPORTED_KINDS
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError
 from store_format.layout import CQ_UNIT_SIZE, segment_name, signed32
@@ -73,8 +74,7 @@ log = logging.getLogger(__name__)
 DOCS_FOLDER = "_data_docs"          # default Data Docs folder under the tables root
 GX_SITE = "gx"                      # GX's own Data Docs site inside the docs folder
 SUITE_PREFIX = "rocketmq_tables."
-ANOMALY_KINDS = ("bad_magic", "unreadable_record", "size_mismatch", "crc_mismatch", "unreachable_records",
-                 "queue_offset_gap", "queue_offset_backwards")
+ANOMALY_KINDS = REPORTED_KINDS      # the one vocabulary (store_format.anomalies.AnomalyKind)
 INSTALL_HINT = "pip install 'rocketmq-offline-index[validate]' (or: pip install great-expectations)"
 _INDEX_MARKER = '<meta name="generator" content="rocketmq-offline-index validate">'
 _SCHEMAS = {"messages": MESSAGES_SCHEMA, "message_keys": MESSAGE_KEYS_SCHEMA, "segments": SEGMENTS_SCHEMA,
@@ -397,7 +397,7 @@ def _message_figures(root: str, present: dict[str, set[str]], seg_ids: _Ids, kno
         dispatch = col["dispatch"]
         not_dispatched = _np(pc.starts_with(dispatch, "not dispatched"), False, bool)
         size_bad = _np(pc.starts_with(dispatch, "not dispatched: totalSize"), False, bool)
-        crc_bad = ~_np(col["body_crc_ok"], True, bool)
+        crc_bad = ~_np(col["body_crc_ok"], True, bool) & (body > 0)   # recovery checks non-empty bodies only
         in_cq = _np(col["consume_queue"], False, bool)
         has_cq_off = _np(pc.is_valid(col["consume_queue_offset"]), False, bool)
         bad_sizes = (size <= 0) | (ssize <= 0) | (body < 0) | (body > ssize)
@@ -831,7 +831,7 @@ SUITES: tuple[Suite, ...] = (
               "consume_queue is true exactly when consume_queue_offset is set",
               "rows whose dispatch figures contradict each other"),
         _equal("crc_mismatch_rows", "crc_mismatch_anomalies",
-               "rows with body_crc_ok false equal the segment's crc_mismatch anomalies",
+               "rows with body_crc_ok false and a non-empty body equal the segment's crc_mismatch anomalies",
                "anomalies rows lost, or messages rows changed after the run"),
         _equal("size_mismatch_rows", "size_mismatch_anomalies",
                "rows skipped for their totalSize equal the segment's size_mismatch anomalies",

@@ -138,8 +138,7 @@ ANOMALIES_SCHEMA = pa.schema([
     ("commitlog_offset", pa.int64()),
     ("position", pa.int64()),
     ("length", pa.int64()),                    # bytes affected (ranges), else null
-    ("kind", pa.string()),                     # bad_magic | unreadable_record | size_mismatch | crc_mismatch |
-                                               # unreachable_records | queue_offset_gap | queue_offset_backwards
+    ("kind", pa.string()),                     # store_format.anomalies.AnomalyKind (bad_magic, size_mismatch, ...)
     ("topic", pa.string()),
     ("queue_id", pa.int32()),
     ("expected", pa.int64()),
