@@ -365,7 +365,7 @@ def _int(v: Any) -> int:
 
 _MSG_COLUMNS = ["segment", "commitlog_offset", "position", "size", "structural_size", "body_size",
                 "store_timestamp", "topic", "queue_id", "consume_queue", "consume_queue_offset", "indexed",
-                "body_crc_ok", "dispatch", "run_id"]
+                "body_crc_ok", "dispatch", "run_id", "lmq_queues", "lmq_queue_ids", "lmq_consume_queue_offsets"]
 _MSG_REQUIRED = ["commitlog_offset", "position", "size", "structural_size", "topic", "queue_id", "store_timestamp",
                  "consume_queue", "indexed", "body_crc_ok", "dispatch", "run_id"]
 
@@ -374,7 +374,7 @@ def _message_figures(root: str, present: dict[str, set[str]], seg_ids: _Ids, kno
     """Per-segment counts over ``messages`` and the arrays the key checks join against."""
     topic_ids = _Ids()
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("seg", "pos", "off", "ssize", "ts", "indexed", "qkey",
-                                                           "cqoff")}
+                                                           "cqoff", "lmq_qkey", "lmq_cqoff")}
     per_seg: dict[str, np.ndarray] = {k: np.zeros(0, np.int64) for k in (
         "rows", "dispatched", "crc_bad", "size_bad", "nulls", "bad_sizes", "cq_flag")}
     n = 0
@@ -419,6 +419,18 @@ def _message_figures(root: str, present: dict[str, set[str]], seg_ids: _Ids, kno
             qid = _np(col["queue_id"].filter(pa.array(q)), -1, np.int64)
             parts["qkey"].append((topics.astype(np.int64) << 32) | (qid & 0xFFFFFFFF))
             parts["cqoff"].append(_np(col["consume_queue_offset"].filter(pa.array(q)), -1, np.int64))
+        lmq_names = pc.list_flatten(col["lmq_queues"]) if col["lmq_queues"].null_count < b.num_rows else None
+        if lmq_names is not None and len(lmq_names):
+            # the light queue units (multi-dispatch): they fill the light queues' consume queue files
+            lmq_units = pc.list_flatten(col["lmq_consume_queue_offsets"])
+            lmq_qids = pc.list_flatten(col["lmq_queue_ids"])
+            if len(lmq_units) == len(lmq_names) == len(lmq_qids):
+                written = _np(pc.is_valid(lmq_units), False, bool)
+                w = pa.array(written)
+                topics = topic_ids(lmq_names.filter(w))
+                qid = _np(lmq_qids.filter(w), -1, np.int64)
+                parts["lmq_qkey"].append((topics.astype(np.int64) << 32) | (qid & 0xFFFFFFFF))
+                parts["lmq_cqoff"].append(_np(lmq_units.filter(w), -1, np.int64))
 
     def cat(k: str, dtype: Any) -> np.ndarray:  # and drop the pieces
         pieces = parts.pop(k)
@@ -475,11 +487,14 @@ def _message_figures(root: str, present: dict[str, set[str]], seg_ids: _Ids, kno
                                "units": int(units[i]), "first_offset": int(firsts[i]), "last_offset": int(lasts[i]),
                                "span": int(lasts[i] - firsts[i] + 1), "duplicate_units": int(dups[i])})
         queue_frame = pd.DataFrame(queue_rows)
-        files = {"qkey": qk, "cqoff": co}
     else:
         queue_frame = pd.DataFrame(columns=["topic", "queue_id", "units", "first_offset", "last_offset", "span",
                                             "duplicate_units"])
-        files = {"qkey": qkey, "cqoff": cqoff}
+    # units per consume queue file: the records' own units and their light queue units
+    # (``CommitLogDispatcherBuildConsumeQueue`` multi-dispatch writes light queue files like any other)
+    fk, fo = np.r_[qkey, cat("lmq_qkey", np.int64)], np.r_[cqoff, cat("lmq_cqoff", np.int64)]
+    fs = np.lexsort((fo, fk))
+    files = {"qkey": fk[fs], "cqoff": fo[fs]}
     return {"n": n, "rows": per_seg["rows"], "dispatched": per_seg["dispatched"], "crc_bad": per_seg["crc_bad"],
             "size_bad": per_seg["size_bad"], "nulls": per_seg["nulls"], "bad_sizes": per_seg["bad_sizes"],
             "cq_flag": per_seg["cq_flag"], "duplicates": duplicates, "not_base": not_base,

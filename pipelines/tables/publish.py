@@ -154,7 +154,10 @@ class _TablesTask:
             record_pos[units.record[own]] = pos[own]   # a record's own unit comes before its light queues'
             batch = records_batch(split, res, {}, True, self.with_body)
             part = pa.Table.from_batches([batch]).slice(0, batch.num_rows - 1)   # the records; the trailer row last
-            ctx = dataclasses.replace(self.ctx, queue_plan={split.split_id: record_pos})
+            light = np.ones(len(units), dtype=bool)
+            light[own] = False   # the light queue units, in record order: as the records' lmq_topics list them
+            ctx = dataclasses.replace(self.ctx, queue_plan={split.split_id: record_pos},
+                                      lmq_plan={split.split_id: pos[light]})
             out.add_split(split.split_id, part, message_rows(part, split.split_id, ctx, self.with_body),
                           encoded_key_rows(part, split.split_id, ctx))
         return out.finish()

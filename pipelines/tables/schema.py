@@ -69,6 +69,8 @@ MESSAGES_SCHEMA = pa.schema([
     ("retry_topic", pa.string()),              # RETRY_TOPIC (retried messages)
     ("delay_level", pa.int32()),               # DELAY
     ("lmq_queues", pa.list_(pa.string())),     # light message queues it was also dispatched to
+    ("lmq_queue_ids", pa.list_(pa.int32())),   # their queue ids (0 for %LMQ% names with enableLmq)
+    ("lmq_consume_queue_offsets", pa.list_(pa.int64())),   # index of its unit in each (null: not written)
     ("consume_queue", pa.bool_()),             # a consume queue unit was written for it
     ("indexed", pa.bool_()),                   # its keys went into the index
     ("dispatch", pa.string()),                 # what the reput did with it, and why
