@@ -23,7 +23,7 @@ six tables by name, and Spark, Hive and Delta readers skip folders starting with
 Expectations and the damage each one catches: :data:`SUITES` (``python -m pipelines validate --json``
 lists the failing ones with their observed values).
 
-Long module: the 47 expectations of eight suites, the figures each needs and the Data Docs page; a
+Long module: the 48 expectations of nine suites, the figures each needs and the Data Docs page; a
 suite's expectations and its figures stay together.
 """
 from __future__ import annotations
@@ -65,6 +65,7 @@ from .tables.schema import (
     SEGMENTS_SCHEMA,
     TABLE_NAMES,
 )
+from .validate_lookups import LOOKUP_COLUMNS, lookup_sample
 
 __all__ = ["validate_tables", "run_validate_command", "compute_figures", "ValidationReport", "SuiteOutcome",
            "Failure", "Figures", "SUITES", "ANOMALY_KINDS", "DOCS_FOLDER", "ValidationSetupError"]
@@ -106,6 +107,7 @@ class Figures:
     anomaly_counts: dict[str, int]
     latest_run: str | None
     seconds: float = 0.0
+    key_lookups: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=LOOKUP_COLUMNS))
 
     def frame(self, name: str) -> pd.DataFrame:
         return getattr(self, name)
@@ -345,9 +347,12 @@ def compute_figures(tables: str, *, expected_anomalies: Mapping[str, int] | None
         run_frame = pd.DataFrame(columns=["run_id", "mode", "messages_written", "message_rows", "keys_written",
                                           "key_rows", "anomalies", "anomaly_rows", "segments_in_store",
                                           "live_segments", "watermark_segment_live", "rows_of_unknown_runs"])
+    lap = time.perf_counter()
+    lookups = lookup_sample(tables)
+    log.info("key lookups: %d sampled entries in %.1f s", len(lookups), time.perf_counter() - lap)
     return Figures(table_frame, segment_frame, message_frame, queue_frame, key_frame, audit_frame, anomaly_frame,
                    run_frame, {k: int(v) for k, v in found.items()}, run["run_id"] if run else None,
-                   round(time.perf_counter() - t0, 3))
+                   round(time.perf_counter() - t0, 3), lookups)
 
 
 def _unknown_run_rows(run_ids: pa.Array, known_runs: set) -> int:
@@ -881,6 +886,14 @@ SUITES: tuple[Suite, ...] = (
         _zero("slot_mismatches", "slot = key_hash % maxHashSlotNum", "rows with a wrong hash slot"),
         _zero("null_fields", "no nulls in hash, slot, offset, time, index file fields and run_id",
               "rows with missing fields"),
+    )),
+    Suite("key_lookups", ("index_file", "index_entry"), "one row per sampled message_keys row (an entry of a "
+                                                        "rebuilt index file), looked up by key as users do", (
+        _true("found", "looking the entry's topic and key up (pipelines.lookup.lookup_key, the lookup command) "
+                       "returns its message",
+              "keys present in the tables but lost to lookups: files whose partition values or statistics exclude "
+              "their own rows (e.g. truncated statistics of long topic strings), rows in the wrong bucket, "
+              "messages rows missing"),
     )),
     Suite("expiry_audit", ("kind", "name"), "one row per segment, consume queue file and index file the audit lists "
                                             "or the tables hold", (
