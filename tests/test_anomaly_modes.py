@@ -86,7 +86,7 @@ def test_corrupted_store_gives_one_set_of_anomalies_in_every_mode(spark, golden_
     assert _rows(restart.anomalies) == expected
 
 
-@pytest.mark.parametrize("case", ["basic-5.3.3", "lmq-4.9.8", "rebased-4.9.8"])
+@pytest.mark.parametrize("case", ["basic-5.3.3", "lmq-4.9.8"])
 def test_clean_stores_have_no_anomaly_in_any_mode(golden_dir: Path, tmp_path: Path, case: str) -> None:
     plain = _local(golden_dir / case, tmp_path / "a", split_size=64 * 1024)
     restart = _local(golden_dir / case, tmp_path / "b", as_restart=True)
