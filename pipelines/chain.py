@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from store_format import commitlog as cl
+from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
 from store_format.indexfile import accepted_by_index
 from store_format.reput import data_end_limit, follow_reput
@@ -122,7 +123,7 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
     dropped = {sid: s["records"] for sid, s in summaries.items() if sid not in on_chain and s.get("records", 0)}
     for sid, n in sorted(dropped.items()):
         sp = splits[sid]
-        anomalies.append({"kind": "unreachable_records", "segment": sp.segment, "position": sp.start,
+        anomalies.append({"kind": AnomalyKind.UNREACHABLE_RECORDS.value, "segment": sp.segment, "position": sp.start,
                           "detail": f"{n} records found in split {sid} that the reput never reads "
                                     "(after an unreadable or blank record, or in a skipped segment)"})
     return Chain(entries, dropped, anomalies, rewalked)
@@ -130,14 +131,14 @@ def chain_splits(store: StoreLocation, config: BrokerConfig, splits: list[Split]
 
 def _unreadable(store: StoreLocation, seg: Segment, state: cl.WalkState, last_seg: Segment) -> dict:
     """An unreadable record ends a segment's walk; zeros in the last segment are the end of data."""
-    kind = "unreadable_record"
+    kind = AnomalyKind.UNREADABLE_RECORD.value
     with store.reader(seg) as read:
         head = bytes(read(state.bufpos, 8)) if state.bufpos < seg.data_end else b""
     if seg is last_seg and head.strip(b"\0") == b"":
-        kind = "end_of_data"
+        kind = AnomalyKind.END_OF_DATA.value
     return {"kind": kind, "segment": seg.index, "position": state.bufpos,
-            "detail": f"segment {seg.name}: {'data ends' if kind == 'end_of_data' else 'record unreadable'} at "
-                      f"{state.bufpos}; the reput skips the rest of the segment"}
+            "detail": f"segment {seg.name}: {'data ends' if kind == AnomalyKind.END_OF_DATA else 'record unreadable'}"
+                      f" at {state.bufpos}; the reput skips the rest of the segment"}
 
 
 def _local(entry: ChainEntry, rewalk: Rewalk) -> cl.WalkResult | None:

@@ -14,12 +14,14 @@ import uuid
 
 import numpy as np
 
+from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
 from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
 from store_format.reput import resolve_broker_version
 from store_format.store import load_config_for, open_store
 from store_format.timeutil import zone
 
+from .anomalies import at_offset
 from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
 from .chain import index_file_parts
 from .commit import StagedOutput
@@ -27,7 +29,7 @@ from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
 from .restart import as_restart as restart_view
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
-from .stages import CHAIN_KINDS, Progress, ReputWalk, TaskRunner, scan_and_chain
+from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
 
 __all__ = ["RebuildSummary", "run_rebuild", "Progress"]
 
@@ -206,9 +208,6 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         except Exception as err:
             tables_error = f"{type(err).__name__}: {err}"
             progress.emit(f"[rebuild] tables not published: {tables_error}")
-    if tables_published:   # the anomalies table's rows: the rebuild's own and what the tables found per record
-        anomalies = [{"kind": r["kind"], "segment": r["segment"], "position": r["position"], "detail": r["detail"]}
-                     for r in published["anomaly_rows"]]
     return RebuildSummary(store=store, out=out, run_id=run_id, segments=len(st.segments), bytes=st.total_bytes(),
                           splits=len(splits), records=walk.records,
                           dispatched=walk.index_totals["dispatched"], consume_queue_units=built.units,
@@ -283,11 +282,13 @@ class _Job:
                 r["name"] = name
                 self.staged.rename_staged(index_part_name(r["task_id"]), f"index/{name}")
             for pos in clamped:
-                anomalies.append({
-                    "kind": "store_timestamp_out_of_range", "segment": None, "position": None,
-                    "detail": f"index file {names[pos]} starts with store timestamp "
-                              f"{index_files[pos]['first_store_timestamp']}, outside the years 1970..9999; its name "
-                              "was clamped (the bytes are as the broker writes them)"})
+                r = index_files[pos]
+                anomalies.append(at_offset(
+                    walk.store, r["begin_offset"] if r["begin_offset"] is not None else r["end_offset"],
+                    AnomalyKind.STORE_TIMESTAMP_OUT_OF_RANGE,
+                    f"index file {names[pos]} starts with store timestamp {r['first_store_timestamp']}, outside "
+                    "the years 1970..9999; its name was clamped (the bytes are as the broker writes them)",
+                    found=r["first_store_timestamp"]))
         built = _Built(cq_files, index_files, sum(r["entries"] for r in cq_files),
                        len({(r["topic"], r["queue_id"]) for r in cq_files}), anomalies)
         self.progress.done(f"{built.queues} queues, {len(cq_files)} consume queue files, {built.units:,} units; "
@@ -324,5 +325,5 @@ class _Job:
             raise ValueError("the Delta tables need the Spark engine")
         results = RebuildResults(walk.store, self.config, walk.chain, walk.index_in, built.cq_files,
                                  built.index_files, walk.work_uri, walk.buckets, run_id, started,
-                                 self.progress.timings, [a for a in anomalies if a["kind"] not in CHAIN_KINDS])
+                                 self.progress.timings, anomalies)
         return stage_tables(session_of(self.runner.spark), tables, results, with_body=with_body)

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError
 from store_format.recovery import RecoveryPlan, plan_recovery
 from store_format.store import Segment, StoreLocation
+
+from .anomalies import at_offset
 
 __all__ = ["as_restart", "Restart"]
 
@@ -16,14 +19,16 @@ class Restart:
     """What a broker restart's commitlog recovery keeps and throws away (``--as-restart``)."""
     plan: RecoveryPlan
 
-    def anomalies(self) -> list[dict]:
+    def anomalies(self, kept: StoreLocation) -> list[dict]:
+        """The restart's own finding, at the cut (in ``kept``, the store the restart leaves)."""
         p = self.plan
         if not (p.discarded_messages or p.discarded_bytes or p.deleted_segments):
             return []
-        return [{"kind": "restart_discards", "segment": None, "position": p.process_offset,
-                 "detail": f"a broker restart ({p.mode} recovery, {p.broker_version}.x rules) cuts the commitlog at "
+        return [at_offset(kept, p.process_offset, AnomalyKind.RESTART_DISCARDS,
+                          f"a broker restart ({p.mode} recovery, {p.broker_version}.x rules) cuts the commitlog at "
                            f"{p.process_offset}: {p.reason}; it discards {p.discarded_messages:,} record(s), "
-                           f"{p.discarded_bytes:,} bytes, and deletes {p.deleted_segments} later segment(s)"}]
+                           f"{p.discarded_bytes:,} bytes, and deletes {p.deleted_segments} later segment(s)",
+                          found=p.discarded_messages)]
 
 
 def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, Restart]:  # noqa: ANN001

@@ -15,8 +15,10 @@ import numpy as np
 import pyarrow as pa
 
 from store_format import commitlog as cl
+from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
-from store_format.dispatch import fix_malformed_text
+from store_format.crc import body_crc_spans
+from store_format.dispatch import fix_malformed_text, queue_units
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
 from store_format.store import Reader, resolve
 from store_format.walkresult import L_NAME_LEN, L_NAME_START, L_REC, L_STATUS, LMQ_BAD_OFFSET
@@ -107,7 +109,67 @@ def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: c
     bad_lmq = _unparsable_light_queue_offsets(res, ok)
     if bad_lmq:
         out["lmq_bad_offsets"] = bad_lmq
+    bad = _bad_records(res, ok)
+    if bad:
+        out["bad_records"] = bad
+    steps = _queue_offset_steps(res)
+    if steps:
+        out["queue_offsets"] = steps
     return out
+
+
+def _topic(res: cl.WalkResult, i: int) -> str | None:
+    a, n = int(res.rec[i, cl.R_TOPIC_START]) - res.text_origin, int(res.rec[i, cl.R_TOPIC_LEN])
+    text = np.asarray(res.text, dtype=np.uint8)
+    if a < 0 or n < 0 or a + n > len(text):
+        return None
+    return bytes(text[a:a + n]).decode("utf-8", "replace")
+
+
+def _bad_records(res: cl.WalkResult, ok: np.ndarray) -> list[list]:
+    """``[kind, position, length, topic, queue id, expected, found]`` of the walked records whose
+    totalSize disagrees with their fields (``checkMessageAndReturnSize``: not dispatched; expected
+    the fields' length, found totalSize) and of those whose bodyCRC differs from ``UtilAll.crc32`` of
+    a non-empty body (what ``checkCRCOnRecover`` refuses, bodies of length 0 are not checked; expected
+    the computed CRC, found the stored one)."""
+    rec = res.rec
+    out: list[list] = []
+    body_len = rec[:, cl.R_BODY_LEN]
+    crc = body_crc_spans(np.asarray(res.text, dtype=np.uint8), res.text_origin, rec[:, cl.R_BODY_START], body_len)
+    crc_bad = (body_len > 0) & (crc != rec[:, cl.R_CRC].astype(np.int32))
+    for i in map(int, np.nonzero(~ok | crc_bad)[0]):
+        pos, topic, qid = int(rec[i, cl.R_POS]), _topic(res, i), int(rec[i, cl.R_QID])
+        if not ok[i]:
+            out.append([AnomalyKind.SIZE_MISMATCH.value, pos, int(rec[i, cl.R_STRUCT]), topic, qid,
+                        int(rec[i, cl.R_STRUCT]), int(rec[i, cl.R_TOTAL])])
+        if crc_bad[i]:
+            out.append([AnomalyKind.CRC_MISMATCH.value, pos, int(rec[i, cl.R_TOTAL]), topic, qid, int(crc[i]),
+                        int(np.int32(rec[i, cl.R_CRC]))])
+    return out
+
+
+def _queue_offset_steps(res: cl.WalkResult) -> dict | None:
+    """Queue offsets of the records' own consume queue units (``queue_units``, light queues left
+    out), per queue in walk order: the first ``[topic, queue id, queue offset, commitlog offset]``,
+    the last ``[topic, queue id, queue offset]``, and the steps that are not +1 inside the split
+    ``[topic, queue id, expected, found, commitlog offset]``; the driver checks the borders."""
+    units = queue_units(res)
+    if not len(units):
+        return None
+    own = np.unique(units.record, return_index=True)[1]
+    q, qoff, off = units.queue[own], units.queue_offset[own], units.offset[own]
+    order = np.argsort(q, kind="stable")
+    q, qoff, off = q[order], qoff[order], off[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(q)) + 1]
+    ends = np.r_[starts[1:], len(q)]
+    first, last, gaps = [], [], []
+    for a, b in zip(starts, ends):
+        topic, qid = units.queues[int(q[a])]
+        first.append([topic, int(qid), int(qoff[a]), int(off[a])])
+        last.append([topic, int(qid), int(qoff[b - 1])])
+        for i in np.flatnonzero(np.diff(qoff[a:b]) != 1):
+            gaps.append([topic, int(qid), int(qoff[a + i]) + 1, int(qoff[a + i + 1]), int(off[a + i + 1])])
+    return {"first": first, "last": last, "gaps": gaps}
 
 
 def _unparsable_light_queue_offsets(res: cl.WalkResult, ok: np.ndarray, keep: int = 5) -> dict | None:

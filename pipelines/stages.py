@@ -27,20 +27,16 @@ from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.store import StoreLocation
 
+from .anomalies import walk_anomalies
 from .chain import Chain, IndexSeed, carry_index_state, chain_splits
 from .plan import Split
 from .scan import ScanTask, split_summary, walk_split
 from .session import Spark, context_of, run_tasks
 from .workfiles import drop_split_work, write_split_work
 
-__all__ = ["Progress", "TaskRunner", "ReputWalk", "scan_and_chain", "CHAIN_KINDS"]
+__all__ = ["Progress", "TaskRunner", "ReputWalk", "scan_and_chain"]
 
 _log = logging.getLogger("pipelines.rebuild")   # the progress lines keep the logger they always had
-
-# anomaly kinds the tables derive from the chain themselves (classifying an unreadable record by its
-# magic code): the tables leave these out of the run's own anomalies (:meth:`ReputWalk.anomalies`)
-CHAIN_KINDS = ("unreadable_record", "unreachable_records", "size_mismatch")
-
 
 class Progress:
     """Stage timer: one line per stage, through the ``pipelines.rebuild`` logger by default (the
@@ -135,33 +131,12 @@ class ReputWalk:
         """Records the scan found (on the reput's path or not)."""
         return sum(s.get("records", 0) for s in self.summaries.values())
 
-    def anomalies(self, extra: list[dict] | None = None, recovery=None) -> list[dict]:
-        """What the run found wrong, in the summary's form (kind, segment number, position, detail):
-        the chain's, ``extra`` (the build's), the commitlog recovery's, and per split the light queue
-        offsets ``Long.parseLong`` refuses and the records whose size disagrees with their fields.
-        The end of the data in the last segment is no anomaly."""
-        st = self.store
-        anomalies = [a for a in self.chain.anomalies if a["kind"] != "end_of_data"] + list(extra or [])
-        anomalies += recovery.anomalies() if recovery else []
-        for e in self.chain.entries:
-            bad_lmq = e.summary.get("lmq_bad_offsets")
-            if bad_lmq:
-                seg_name = st.segments[e.split.segment].name
-                where = ", ".join(f"{pos} (light queue {name!r})" for pos, name in bad_lmq["first"])
-                anomalies.append({
-                    "kind": "lmq_offset_unparsable", "segment": e.split.segment, "position": bad_lmq["first"][0][0],
-                    "detail": f"{bad_lmq['count']} record(s) in segment {seg_name} (at {where}"
-                              f"{', ...' if bad_lmq['count'] > len(bad_lmq['first']) else ''}) carry an "
-                              "INNER_MULTI_QUEUE_OFFSET that Long.parseLong refuses: the broker's dispatcher throws on "
-                              "such a record and its reput retries it forever, dispatching nothing after it; this "
-                              "rebuild leaves that light queue unit out and goes on"})
-            if e.summary.get("mismatched"):
-                anomalies.append({"kind": "size_mismatch", "segment": e.split.segment, "position": e.split.start,
-                                  "detail": f"{e.summary['mismatched']} record(s) in segment "
-                                            f"{st.segments[e.split.segment].name} "
-                                            f"from position {e.split.start} whose totalSize disagrees with their "
-                                            "fields: not dispatched"})
-        return anomalies
+    def anomalies(self, extra: list[dict] | None = None, recovery=None,
+                  last_queue_offsets: dict[tuple[str, int], int] | None = None) -> list[dict]:
+        """What the run found wrong (:func:`pipelines.anomalies.walk_anomalies`): the walk's findings,
+        then ``extra`` (the build's) and the commitlog recovery's (``--as-restart``)."""
+        extra = list(extra or []) + (recovery.anomalies(self.store) if recovery else [])
+        return walk_anomalies(self.store, self.chain, extra, last_queue_offsets)
 
 
 def scan_and_chain(st: StoreLocation, config: BrokerConfig, splits: list[Split], work_uri: str, runner: TaskRunner,

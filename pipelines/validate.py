@@ -23,7 +23,7 @@ six tables by name, and Spark, Hive and Delta readers skip folders starting with
 Expectations and the damage each one catches: :data:`SUITES` (``python -m pipelines validate --json``
 lists the failing ones with their observed values).
 
-Long module: the 47 expectations of eight suites, the figures each needs and the Data Docs page; a
+Long module: the 48 expectations of nine suites, the figures each needs and the Data Docs page; a
 suite's expectations and its figures stay together.
 """
 from __future__ import annotations
@@ -47,6 +47,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from store_format.anomalies import REPORTED_KINDS
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError
 from store_format.layout import CQ_UNIT_SIZE, segment_name, signed32
@@ -64,6 +65,7 @@ from .tables.schema import (
     SEGMENTS_SCHEMA,
     TABLE_NAMES,
 )
+from .validate_lookups import LOOKUP_COLUMNS, lookup_sample
 
 __all__ = ["validate_tables", "run_validate_command", "compute_figures", "ValidationReport", "SuiteOutcome",
            "Failure", "Figures", "SUITES", "ANOMALY_KINDS", "DOCS_FOLDER", "ValidationSetupError"]
@@ -73,8 +75,7 @@ log = logging.getLogger(__name__)
 DOCS_FOLDER = "_data_docs"          # default Data Docs folder under the tables root
 GX_SITE = "gx"                      # GX's own Data Docs site inside the docs folder
 SUITE_PREFIX = "rocketmq_tables."
-ANOMALY_KINDS = ("bad_magic", "unreadable_record", "size_mismatch", "crc_mismatch", "unreachable_records",
-                 "queue_offset_gap", "queue_offset_backwards")
+ANOMALY_KINDS = REPORTED_KINDS      # the one vocabulary (store_format.anomalies.AnomalyKind)
 INSTALL_HINT = "pip install 'rocketmq-offline-index[validate]' (or: pip install great-expectations)"
 _INDEX_MARKER = '<meta name="generator" content="rocketmq-offline-index validate">'
 _SCHEMAS = {"messages": MESSAGES_SCHEMA, "message_keys": MESSAGE_KEYS_SCHEMA, "segments": SEGMENTS_SCHEMA,
@@ -106,6 +107,7 @@ class Figures:
     anomaly_counts: dict[str, int]
     latest_run: str | None
     seconds: float = 0.0
+    key_lookups: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=LOOKUP_COLUMNS))
 
     def frame(self, name: str) -> pd.DataFrame:
         return getattr(self, name)
@@ -345,9 +347,12 @@ def compute_figures(tables: str, *, expected_anomalies: Mapping[str, int] | None
         run_frame = pd.DataFrame(columns=["run_id", "mode", "messages_written", "message_rows", "keys_written",
                                           "key_rows", "anomalies", "anomaly_rows", "segments_in_store",
                                           "live_segments", "watermark_segment_live", "rows_of_unknown_runs"])
+    lap = time.perf_counter()
+    lookups = lookup_sample(tables)
+    log.info("key lookups: %d sampled entries in %.1f s", len(lookups), time.perf_counter() - lap)
     return Figures(table_frame, segment_frame, message_frame, queue_frame, key_frame, audit_frame, anomaly_frame,
                    run_frame, {k: int(v) for k, v in found.items()}, run["run_id"] if run else None,
-                   round(time.perf_counter() - t0, 3))
+                   round(time.perf_counter() - t0, 3), lookups)
 
 
 def _unknown_run_rows(run_ids: pa.Array, known_runs: set) -> int:
@@ -365,7 +370,7 @@ def _int(v: Any) -> int:
 
 _MSG_COLUMNS = ["segment", "commitlog_offset", "position", "size", "structural_size", "body_size",
                 "store_timestamp", "topic", "queue_id", "consume_queue", "consume_queue_offset", "indexed",
-                "body_crc_ok", "dispatch", "run_id"]
+                "body_crc_ok", "dispatch", "run_id", "lmq_queues", "lmq_queue_ids", "lmq_consume_queue_offsets"]
 _MSG_REQUIRED = ["commitlog_offset", "position", "size", "structural_size", "topic", "queue_id", "store_timestamp",
                  "consume_queue", "indexed", "body_crc_ok", "dispatch", "run_id"]
 
@@ -374,7 +379,7 @@ def _message_figures(root: str, present: dict[str, set[str]], seg_ids: _Ids, kno
     """Per-segment counts over ``messages`` and the arrays the key checks join against."""
     topic_ids = _Ids()
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("seg", "pos", "off", "ssize", "ts", "indexed", "qkey",
-                                                           "cqoff")}
+                                                           "cqoff", "lmq_qkey", "lmq_cqoff")}
     per_seg: dict[str, np.ndarray] = {k: np.zeros(0, np.int64) for k in (
         "rows", "dispatched", "crc_bad", "size_bad", "nulls", "bad_sizes", "cq_flag")}
     n = 0
@@ -397,7 +402,7 @@ def _message_figures(root: str, present: dict[str, set[str]], seg_ids: _Ids, kno
         dispatch = col["dispatch"]
         not_dispatched = _np(pc.starts_with(dispatch, "not dispatched"), False, bool)
         size_bad = _np(pc.starts_with(dispatch, "not dispatched: totalSize"), False, bool)
-        crc_bad = ~_np(col["body_crc_ok"], True, bool)
+        crc_bad = ~_np(col["body_crc_ok"], True, bool) & (body > 0)   # recovery checks non-empty bodies only
         in_cq = _np(col["consume_queue"], False, bool)
         has_cq_off = _np(pc.is_valid(col["consume_queue_offset"]), False, bool)
         bad_sizes = (size <= 0) | (ssize <= 0) | (body < 0) | (body > ssize)
@@ -419,6 +424,18 @@ def _message_figures(root: str, present: dict[str, set[str]], seg_ids: _Ids, kno
             qid = _np(col["queue_id"].filter(pa.array(q)), -1, np.int64)
             parts["qkey"].append((topics.astype(np.int64) << 32) | (qid & 0xFFFFFFFF))
             parts["cqoff"].append(_np(col["consume_queue_offset"].filter(pa.array(q)), -1, np.int64))
+        lmq_names = pc.list_flatten(col["lmq_queues"]) if col["lmq_queues"].null_count < b.num_rows else None
+        if lmq_names is not None and len(lmq_names):
+            # the light queue units (multi-dispatch): they fill the light queues' consume queue files
+            lmq_units = pc.list_flatten(col["lmq_consume_queue_offsets"])
+            lmq_qids = pc.list_flatten(col["lmq_queue_ids"])
+            if len(lmq_units) == len(lmq_names) == len(lmq_qids):
+                written = _np(pc.is_valid(lmq_units), False, bool)
+                w = pa.array(written)
+                topics = topic_ids(lmq_names.filter(w))
+                qid = _np(lmq_qids.filter(w), -1, np.int64)
+                parts["lmq_qkey"].append((topics.astype(np.int64) << 32) | (qid & 0xFFFFFFFF))
+                parts["lmq_cqoff"].append(_np(lmq_units.filter(w), -1, np.int64))
 
     def cat(k: str, dtype: Any) -> np.ndarray:  # and drop the pieces
         pieces = parts.pop(k)
@@ -475,11 +492,14 @@ def _message_figures(root: str, present: dict[str, set[str]], seg_ids: _Ids, kno
                                "units": int(units[i]), "first_offset": int(firsts[i]), "last_offset": int(lasts[i]),
                                "span": int(lasts[i] - firsts[i] + 1), "duplicate_units": int(dups[i])})
         queue_frame = pd.DataFrame(queue_rows)
-        files = {"qkey": qk, "cqoff": co}
     else:
         queue_frame = pd.DataFrame(columns=["topic", "queue_id", "units", "first_offset", "last_offset", "span",
                                             "duplicate_units"])
-        files = {"qkey": qkey, "cqoff": cqoff}
+    # units per consume queue file: the records' own units and their light queue units
+    # (``CommitLogDispatcherBuildConsumeQueue`` multi-dispatch writes light queue files like any other)
+    fk, fo = np.r_[qkey, cat("lmq_qkey", np.int64)], np.r_[cqoff, cat("lmq_cqoff", np.int64)]
+    fs = np.lexsort((fo, fk))
+    files = {"qkey": fk[fs], "cqoff": fo[fs]}
     return {"n": n, "rows": per_seg["rows"], "dispatched": per_seg["dispatched"], "crc_bad": per_seg["crc_bad"],
             "size_bad": per_seg["size_bad"], "nulls": per_seg["nulls"], "bad_sizes": per_seg["bad_sizes"],
             "cq_flag": per_seg["cq_flag"], "duplicates": duplicates, "not_base": not_base,
@@ -831,7 +851,7 @@ SUITES: tuple[Suite, ...] = (
               "consume_queue is true exactly when consume_queue_offset is set",
               "rows whose dispatch figures contradict each other"),
         _equal("crc_mismatch_rows", "crc_mismatch_anomalies",
-               "rows with body_crc_ok false equal the segment's crc_mismatch anomalies",
+               "rows with body_crc_ok false and a non-empty body equal the segment's crc_mismatch anomalies",
                "anomalies rows lost, or messages rows changed after the run"),
         _equal("size_mismatch_rows", "size_mismatch_anomalies",
                "rows skipped for their totalSize equal the segment's size_mismatch anomalies",
@@ -866,6 +886,14 @@ SUITES: tuple[Suite, ...] = (
         _zero("slot_mismatches", "slot = key_hash % maxHashSlotNum", "rows with a wrong hash slot"),
         _zero("null_fields", "no nulls in hash, slot, offset, time, index file fields and run_id",
               "rows with missing fields"),
+    )),
+    Suite("key_lookups", ("index_file", "index_entry"), "one row per sampled message_keys row (an entry of a "
+                                                        "rebuilt index file), looked up by key as users do", (
+        _true("found", "looking the entry's topic and key up (pipelines.lookup.lookup_key, the lookup command) "
+                       "returns its message",
+              "keys present in the tables but lost to lookups: files whose partition values or statistics exclude "
+              "their own rows (e.g. truncated statistics of long topic strings), rows in the wrong bucket, "
+              "messages rows missing"),
     )),
     Suite("expiry_audit", ("kind", "name"), "one row per segment, consume queue file and index file the audit lists "
                                             "or the tables hold", (

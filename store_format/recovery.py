@@ -64,6 +64,7 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from . import commitlog as cl
+from .anomalies import AnomalyKind as K
 from .config import BrokerConfig
 from .crc import body_crc_spans
 from .errors import UnsupportedConfigError
@@ -114,7 +115,7 @@ class RecoveryPlan:
         dispatch_from: commitlog offset from which a restart with ``consumequeue/`` and ``index/``
             deleted dispatches records (the first segment's base, or ``checked_from`` where recovery
             itself dispatches and the reput then starts at the end).
-        stop_kind: ``end_of_data``, ``crc_mismatch``, ``bad_magic``, ``size_mismatch``, ``unreadable``,
+        stop_kind: ``end_of_data``, ``crc_mismatch``, ``bad_magic``, ``size_mismatch``, ``unreadable_record``,
             ``blank_in_last_segment`` or ``segment_end``.
         segments: segments in the store before recovery.
     """
@@ -128,7 +129,7 @@ class RecoveryPlan:
     broker_version: str = "4"
     check_crc: bool = True
     dispatch_from: int = 0
-    stop_kind: str = "end_of_data"
+    stop_kind: str = K.END_OF_DATA.value
     segments: int = 0
 
     @property
@@ -237,15 +238,15 @@ def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: boo
     off = seg.base + pos
     where = f"offset {off} (segment {seg.name} position {pos})"
     if bad_v2[i]:
-        return _Stop(off, "bad_magic", f"a V2 record (magic 0xDAA320AB) at {where}: 4.9 reads V1 records only")
+        return _Stop(off, K.BAD_MAGIC.value, f"a V2 record (magic 0xDAA320AB) at {where}: 4.9 reads V1 records only")
     if body_overflow[i]:
-        return _Stop(off, "unreadable", f"unreadable record at {where}: bodyLength {int(body_len[i])} is above "
-                                        f"totalSize {int(total[i])}")
+        return _Stop(off, K.UNREADABLE_RECORD.value,
+                     f"unreadable record at {where}: bodyLength {int(body_len[i])} is above totalSize {int(total[i])}")
     if crc_bad[i]:
         assert computed is not None
-        return _Stop(off, "crc_mismatch", f"body CRC mismatch at {where}: bodyCRC {int(rec[i, cl.R_CRC])}, "
+        return _Stop(off, K.CRC_MISMATCH.value, f"body CRC mismatch at {where}: bodyCRC {int(rec[i, cl.R_CRC])}, "
                                           f"body gives {int(computed[i])}")
-    return _Stop(off, "size_mismatch", f"totalSize {int(total[i])} at {where} differs from the "
+    return _Stop(off, K.SIZE_MISMATCH.value, f"totalSize {int(total[i])} at {where} differs from the "
                                        f"{int(rec[i, cl.R_STRUCT])} bytes its fields give")
 
 
@@ -285,10 +286,10 @@ def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, ch
             why = classify_unreadable(read, seg.size, pos, accept_v2=is_5x)
         where = f"offset {seg.base + pos} (segment {seg.name} position {pos})"
         if why.kind == "end_of_data":
-            return _Stop(seg.base + pos, "end_of_data", f"end of data at {where}")
+            return _Stop(seg.base + pos, K.END_OF_DATA.value, f"end of data at {where}")
         if why.kind == "bad_magic":
-            return _Stop(seg.base + pos, "bad_magic", f"bad magic code {why.as_dict()['magic']} at {where}")
-        return _Stop(seg.base + pos, "unreadable", f"unreadable record at {where}: {why.detail}")
+            return _Stop(seg.base + pos, K.BAD_MAGIC.value, f"bad magic code {why.as_dict()['magic']} at {where}")
+        return _Stop(seg.base + pos, K.UNREADABLE_RECORD.value, f"unreadable record at {where}: {why.detail}")
 
 
 def _reput_records_from(store: StoreLocation, config: BrokerConfig, offset: int, window: int) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Generator, Iterator
 import numpy as np
 
 from . import commitlog as cl
+from .anomalies import AnomalyKind
 from .config import BrokerConfig
 from .consumequeue import QueueTable, assign_positions, build_cq_file, cq_file_name
 from .dispatch import fix_malformed_text, index_keys, queue_units
@@ -181,10 +182,12 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
         ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
         n_dispatched += int(ok.sum())
         for i in np.nonzero(~ok)[0]:
-            anomalies.append({"segment": seg.name, "position": int(rec[i, cl.R_POS]), "kind": "size_mismatch",
-                              "declared": int(rec[i, cl.R_TOTAL]), "structural": int(rec[i, cl.R_STRUCT])})
+            anomalies.append({"segment": seg.name, "position": int(rec[i, cl.R_POS]),
+                              "kind": AnomalyKind.SIZE_MISMATCH.value, "declared": int(rec[i, cl.R_TOTAL]),
+                              "structural": int(rec[i, cl.R_STRUCT])})
         if res.stop == cl.Stop.BAD:
-            anomalies.append({"segment": seg.name, "position": res.state.bufpos, "kind": "unreadable_record"})
+            anomalies.append({"segment": seg.name, "position": res.state.bufpos,
+                              "kind": AnomalyKind.UNREADABLE_RECORD.value})
         if ok.any() and first_dispatch_ts is None:
             first_dispatch_ts = int(rec[np.argmax(ok), cl.R_STORE_TS])
         # consume queues

@@ -141,6 +141,7 @@ def expected_messages(msgs: list[dict], cfg: BrokerConfig, *, with_body: bool) -
             "properties": sorted(p.items()), "real_topic": p.get("REAL_TOPIC"),
             "real_queue_id": int(p["REAL_QID"]) if "REAL_QID" in p else None, "retry_topic": p.get("RETRY_TOPIC"),
             "delay_level": int(p["DELAY"]) if "DELAY" in p else None, "lmq_queues": [],
+            "lmq_queue_ids": [], "lmq_consume_queue_offsets": [],
             "consume_queue": in_cq, "indexed": tx != 12, "dispatch": dispatch,
             "body": m["body"] if with_body else None,
         })

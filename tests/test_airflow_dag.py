@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -30,6 +31,7 @@ DAG_ID = "rocketmq_index_rebuild"
 CONN_ID = "rocketmq_test_spark"
 MESSAGES = 3000
 GROUP = "demo-consumer"
+LMQ_CASE = "lmq-4.9.8"
 DAY_MS = 86_400_000
 CHAIN = ["check_settings", "commitlog_changed", "rebuild", "validate", "audit", "loss_check"]
 AFTER_SHORT_CIRCUIT = ["rebuild", "validate", "audit", "loss_check", "unconsumed_loss", "no_unconsumed_loss"]
@@ -100,7 +102,7 @@ def _first_record_with_body(store: Path) -> int:
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path]]:
     """A clean demo store whose first segment is old enough to go at the next cleanup while a consumer
-    group has not read it, and a copy with one body byte flipped."""
+    group has not read it, a copy with one body byte flipped, and the golden light queue store."""
     base = tmp_path_factory.mktemp("stores")
     demo = _make_store(base / "demo" / "store")
     segments = sorted((demo / "commitlog").iterdir())
@@ -113,8 +115,15 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path
     corrupt = _make_store(base / "corrupt" / "store")
     from store_format.writer import flip_body_byte
     flip_body_byte(corrupt, _first_record_with_body(corrupt))
+    named = [("demo", demo), ("corrupt", corrupt)]
+    from conftest import GOLDEN_DIR
+    if (GOLDEN_DIR / LMQ_CASE).is_dir():   # a broker-written store with light queues (multi-dispatch)
+        lmq = base / "lmq" / "store"
+        shutil.copytree(GOLDEN_DIR / LMQ_CASE / "store", lmq)
+        shutil.copy(GOLDEN_DIR / LMQ_CASE / "broker.conf", lmq / "broker.conf")
+        named.append(("lmq", lmq))
     out = {}
-    for name, store in (("demo", demo), ("corrupt", corrupt)):
+    for name, store in named:
         out[name] = {"store": store, "out": store.parent / "out", "config": store / "broker.conf",
                      "tables": store.parent / "out" / "tables"}
     return out
@@ -184,9 +193,10 @@ def described(airflow_env: dict[str, str]) -> dict[str, Any]:
     return _describe(airflow_env)
 
 
-def test_dag_folder_imports_without_errors(described: dict[str, Any]) -> None:
+def test_dag_folder_imports_without_errors(described: dict[str, Any], stores: dict) -> None:
     assert described["import_errors"] == {}
-    assert sorted(described["dags"]) == [DAG_ID, f"{DAG_ID}__corrupt", f"{DAG_ID}__demo"]
+    assert sorted(described["dags"]) == [DAG_ID] + sorted(f"{DAG_ID}__{name}" for name in stores)
+    assert {"corrupt", "demo"} <= set(stores)
 
 
 def test_dag_folder_imports_without_a_stores_file(airflow_env: dict[str, str]) -> None:
@@ -392,3 +402,19 @@ def test_corrupted_store_fails_at_validate(airflow_env: dict[str, str], stores: 
     # the reason, in the task log: the failing expectation, and the anomaly behind it
     assert "fail validation" in log and "FAIL " in log
     assert "crc_mismatch" in log
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_light_queue_store_passes_validate(airflow_env: dict[str, str], stores: dict, tmp_path: Path) -> None:
+    """A broker with light queues: the rebuild writes their consume queue files, the expiry audit lists
+    them, and validate counts their units in the tables too (green; it failed every run before)."""
+    if "lmq" not in stores:
+        pytest.skip(f"no golden {LMQ_CASE} store")
+    result, log = _dag_test(airflow_env, f"{DAG_ID}__lmq", {}, tmp_path / "lmq.log")
+    states = _states(result)
+    assert states["validate"] == "success", log[-5000:]
+    tables = stores["lmq"]["tables"]
+    records = [json.loads(p.read_text()) for p in (tables / "_validation").glob("*.json")]
+    assert len(records) == 1 and records[0]["success"] is True
+    assert any(p.name.startswith("%LMQ%") for p in (stores["lmq"]["out"] / "consumequeue").iterdir())

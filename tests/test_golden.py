@@ -23,6 +23,7 @@ def _cases() -> list[str]:
 
 
 CASES = _cases()
+DAMAGED = {"corrupt-4.9.8"}   # cases whose manifest says the store was damaged after the broker wrote it
 
 
 def _manifest(golden_dir: Path, case: str) -> dict:
@@ -75,15 +76,52 @@ def test_sequential_reference_matches_broker(golden_dir, case):
 # split sizes: whole segments, and small splits that force resynchronization inside every segment
 @pytest.mark.parametrize("case", CASES)
 def test_spark_rebuild_matches_broker(spark, golden_dir, tmp_path, case):
-    """As an operator runs it: broker.conf alone (the broker line is detected from the records)."""
+    """As an operator runs it: broker.conf alone (the broker line is detected from the records).
+    The tables it publishes validate green, but for the corrupted store, whose tables fail on its
+    anomalies alone (the manifest's damage)."""
     from pipelines.rebuild import run_rebuild
+    from pipelines.validate import validate_tables
     config = load_broker_config((golden_dir / case / "broker.conf").read_text())
     split = 96 * 1024 if case.startswith("corrupt") else 384 * 1024
+    tables = str(tmp_path / "tables")
     summary = run_rebuild(str(golden_dir / case / "store"), str(tmp_path / "out"), config, spark=spark,
-                          split_size=split)
+                          split_size=split, tables=tables)
     cq, index = _read_output(tmp_path / "out")
     _assert_matches(_manifest(golden_dir, case), cq, index)
     oracle = _manifest(golden_dir, case).get("oracle", {})
     if "dispatchedMessages" in oracle:
         assert summary.dispatched == oracle["dispatchedMessages"]
     assert not list((tmp_path / "out").glob(".rebuild-*")), "staging left behind"
+    assert summary.tables == tables, summary.tables_error
+    report = validate_tables(tables, write_docs=False)
+    if case in DAMAGED:
+        assert not report.success
+        assert {f.suite.rsplit(".", 1)[1] for f in report.failures} == {"anomalies"}, \
+            [f.line() for f in report.failures]
+    else:
+        assert report.success, [f.line() for f in report.failures]
+
+
+def test_validate_goes_red_when_a_key_file_leaves_the_delta_log(spark, golden_dir, tmp_path):
+    """A clean store's tables, then one message_keys file removed from the Delta log (a partition
+    delete): the keys of the index files it held are gone, and validate says so."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    from pipelines.rebuild import run_rebuild
+    from pipelines.validate import validate_tables
+    case = "index-rollover-4.9.8"
+    config = load_broker_config((golden_dir / case / "broker.conf").read_text())
+    tables = str(tmp_path / "tables")
+    run_rebuild(str(golden_dir / case / "store"), str(tmp_path / "out"), config, spark=spark, tables=tables)
+    assert validate_tables(tables, write_docs=False).success
+    keys = DeltaTable(f"{tables}/message_keys")
+    added = pa.table(keys.get_add_actions(flatten=True)).to_pylist()
+    assert len(added) > 1
+    seg, bucket = added[0]["partition.segment"], added[0]["partition.key_bucket"]
+    assert keys.delete(f"segment = '{seg}' AND key_bucket = {bucket}")["num_removed_files"] == 1
+    report = validate_tables(tables, write_docs=False)
+    assert not report.success
+    failed = {(f.suite.rsplit(".", 1)[1], f.column) for f in report.failures}
+    assert ("segments", "index_keys,key_rows") in failed and ("runs", "keys_written,key_rows") in failed
+    assert any(seg in f.observed for f in report.failures)

@@ -171,6 +171,21 @@ def test_keys_in_the_wrong_bucket_fail(tables: Path) -> None:
     assert ("message_keys", "bucket_mismatches") in _failed(_validate(tables))
 
 
+def test_a_key_the_lookup_cannot_find_fails(tables: Path) -> None:
+    """The lookup sample: an index entry (message_keys row) that ``lookup --topic --key`` does not
+    return (here its message row is gone) fails ``key_lookups``, naming the index file and entry."""
+    from pipelines.delta import arrow_dataset
+    from pipelines.tables.runs import snapshot
+    snap = snapshot(str(tables))
+    first = next(iter(arrow_dataset(str(tables), "message_keys", snap.open("message_keys")).get_fragments()))
+    entry = first.head(1, columns=["commitlog_offset", "index_file", "index_entry"]).to_pylist()[0]
+    _rewrite(tables, "messages", lambda t: t.filter(pc.not_equal(t["commitlog_offset"], entry["commitlog_offset"])))
+    report = _validate(tables, write_docs=False)
+    assert ("key_lookups", "found") in _failed(report)
+    (lookups,) = [f for f in report.failures if f.suite.endswith("key_lookups")]
+    assert f"index_entry={entry['index_entry']}" in lookups.observed and entry["index_file"] in lookups.observed
+
+
 def test_missing_table_fails_validation(tables: Path, capsys) -> None:
     shutil.rmtree(tables / "runs")
     report = _validate(tables)

@@ -13,11 +13,11 @@ decided:
   names the rebuild gave (in the run's time zone).
 
 Tasks write their Parquet files themselves (no rows cross into the JVM); a segment's keys go to
-one file per key bucket, sorted by ``key_hash``.  Tasks also return small figures: per segment
-(records, times, topics), the records with a wrong CRC or size, queue offset gaps and each
-queue's first and last queue offset (for the gaps at task borders).  The driver commits both
-tables with delta-rs, then writes ``segments``, ``anomalies``, ``expiry_audit`` and, last, the
-``runs`` row from those figures and the build's file inventory: nothing is read back.
+one file per key bucket, sorted by ``key_hash``.  Tasks also return small figures per segment
+(records, times, topics).  The driver commits both tables with delta-rs, then writes ``segments``,
+``anomalies`` (the run's findings as every mode reports them, :mod:`pipelines.anomalies`),
+``expiry_audit`` and, last, the ``runs`` row from those figures and the build's file inventory:
+nothing is read back.
 
 The incremental refresh (:mod:`.refresh`) runs the same tasks on the segments it rescans, with the
 queue states and index ordinals carried from the previous run (``RebuildResults.resumed``): its
@@ -86,8 +86,8 @@ class RebuildResults:
     run_id: str
     started: float                               # epoch seconds
     timings: dict[str, float]
-    anomalies: list[dict] = dataclasses.field(default_factory=list)   # the rebuild's own findings the
-    #                                            tables do not derive (light queue offsets, clamped index names, ...)
+    anomalies: list[dict] = dataclasses.field(default_factory=list)   # the run's findings
+    #                                            (:func:`pipelines.anomalies.walk_anomalies` rows)
     scanned_store: StoreLocation | None = None   # the segments the chain walked, numbered from 0 (None: ``store``)
     command: str = "rebuild"                     # the runs row's command
     resumed: Resumed | None = None               # an incremental refresh: the run it continues
@@ -154,9 +154,12 @@ class _TablesTask:
             record_pos[units.record[own]] = pos[own]   # a record's own unit comes before its light queues'
             batch = records_batch(split, res, {}, True, self.with_body)
             part = pa.Table.from_batches([batch]).slice(0, batch.num_rows - 1)   # the records; the trailer row last
-            ctx = dataclasses.replace(self.ctx, queue_plan={split.split_id: record_pos})
+            light = np.ones(len(units), dtype=bool)
+            light[own] = False   # the light queue units, in record order: as the records' lmq_topics list them
+            ctx = dataclasses.replace(self.ctx, queue_plan={split.split_id: record_pos},
+                                      lmq_plan={split.split_id: pos[light]})
             out.add_split(split.split_id, part, message_rows(part, split.split_id, ctx, self.with_body),
-                          encoded_key_rows(part, split.split_id, ctx), units, qidx, own)
+                          encoded_key_rows(part, split.split_id, ctx))
         return out.finish()
 
 
@@ -182,10 +185,6 @@ class _TaskOutput:
         self.stream: Any = None
         self.keys: list[pa.Table] = []
         self.figures: dict[str, dict] = {}
-        self.bad: list[dict] = []
-        self.gaps: list[dict] = []
-        self.first_qoff: dict[tuple[str, int], tuple[int, int, str]] = {}
-        self.last_qoff: dict[tuple[str, int], int] = {}
 
     def _staged(self, table: str, rel_dir: str, name: str) -> str:
         d = f"{self.root}/{table}/{STAGING}/{self.ctx.run_id}/{rel_dir}"
@@ -212,8 +211,7 @@ class _TaskOutput:
                 self.rows.append({"table": "message_keys", "path": path, "info": None})
             self.keys = []
 
-    def add_split(self, split_id: int, part: pa.Table, messages: pa.Table, keys: pa.Table, units, qidx,
-                  own) -> None:
+    def add_split(self, split_id: int, part: pa.Table, messages: pa.Table, keys: pa.Table) -> None:
         seg = self.ctx.segment_names[split_id]
         if seg != self.segment:
             self._close_segment()
@@ -228,7 +226,6 @@ class _TaskOutput:
         if keys.num_rows:
             self.keys.append(keys)
         self._figures(seg, part, messages, keys)
-        self._queue_offsets(seg, units, qidx, own)
 
     def _figures(self, seg: str, part: pa.Table, messages: pa.Table, keys: pa.Table) -> None:
         f = self.figures.setdefault(seg, {"records": 0, "dispatched": 0, "first": None, "last": None, "topics": set(),
@@ -242,47 +239,10 @@ class _TaskOutput:
             f["last"] = int(ts.max()) if f["last"] is None else max(f["last"], int(ts.max()))
         f["topics"].update(pc.unique(part["topic"]).drop_null().to_pylist())
         f["keys"] += keys.num_rows
-        bad = pc.or_(pc.invert(messages["body_crc_ok"]), pc.starts_with(dispatch, "not dispatched: totalSize"))
-        if pc.any(bad).as_py():
-            cols = ["commitlog_offset", "position", "size", "structural_size", "topic", "queue_id", "body_crc",
-                    "body_crc_ok", "dispatch"]
-            for r in messages.filter(bad).select(cols).to_pylist():
-                self.bad.append(dict(r, segment=seg))
-
-    def _queue_offsets(self, seg: str, units, qidx, own) -> None:
-        """Queue offset steps of the records' own units: gaps inside the task, and each queue's first
-        and last offset for the driver to check the borders between tasks."""
-        if not len(own):
-            return
-        q = qidx[own]
-        qoff = units.queue_offset[own]
-        off = units.offset[own]
-        order = np.argsort(q, kind="stable")
-        q, qoff, off = q[order], qoff[order], off[order]
-        starts = np.r_[0, np.flatnonzero(np.diff(q)) + 1]
-        ends = np.r_[starts[1:], len(q)]
-        first_of = np.unique(qidx[own], return_index=True)
-        names = {int(g): units.queues[int(units.queue[own][i])] for g, i in zip(*first_of)}
-        for a, b in zip(starts, ends):
-            key = names[int(q[a])]
-            prev = self.last_qoff.get(key)
-            if prev is None:
-                if key not in self.first_qoff:
-                    self.first_qoff[key] = (int(qoff[a]), int(off[a]), seg)
-            elif qoff[a] != prev + 1:
-                self.gaps.append({"segment": seg, "commitlog_offset": int(off[a]), "topic": key[0],
-                                  "queue_id": key[1], "expected": prev + 1, "found": int(qoff[a])})
-            steps = np.flatnonzero(np.diff(qoff[a:b]) != 1)
-            for i in steps:
-                self.gaps.append({"segment": seg, "commitlog_offset": int(off[a + i + 1]), "topic": key[0],
-                                  "queue_id": key[1], "expected": int(qoff[a + i]) + 1, "found": int(qoff[a + i + 1])})
-            self.last_qoff[key] = int(qoff[b - 1])
 
     def finish(self) -> list[dict]:
         self._close_segment()
-        info = {"figures": {s: dict(f, topics=sorted(f["topics"])) for s, f in self.figures.items()}, "bad": self.bad,
-                "gaps": self.gaps, "first": [[t, q, *v] for (t, q), v in self.first_qoff.items()],
-                "last": [[t, q, v] for (t, q), v in self.last_qoff.items()]}
+        info = {"figures": {s: dict(f, topics=sorted(f["topics"])) for s, f in self.figures.items()}}
         return self.rows + [{"table": None, "path": None, "info": json.dumps(info)}]
 
 
@@ -342,14 +302,7 @@ class PendingTables:
 
 def _finish(p: PendingTables) -> dict:
     from .runs import report_interrupted, snapshot
-    from .small_tables import (
-        _chain_anomalies,
-        _gap_anomalies,
-        _record_anomalies,
-        _segment_ends,
-        _segment_rows,
-        _versions,
-    )
+    from .small_tables import _segment_ends, _segment_rows, _versions
     t0 = time.perf_counter()
     spark, tables, res, rows, with_body, buckets, split_seg = (p.spark, p.tables, p.res, p.rows, p.with_body,
                                                                p.buckets, p.split_seg)
@@ -359,9 +312,6 @@ def _finish(p: PendingTables) -> dict:
     infos = [json.loads(r["info"]) for r in rows if r["info"]]
     infos.sort(key=lambda i: min(i["figures"]) if i["figures"] else "")
     figures: dict[str, dict] = {}
-    bad: list[dict] = []
-    gaps: list[dict] = []
-    last: dict[tuple[str, int], int] = dict(resumed.last_queue_offsets) if resumed else {}
     for info in infos:
         for seg, f in info["figures"].items():
             g = figures.get(seg)
@@ -373,14 +323,6 @@ def _finish(p: PendingTables) -> dict:
             g["first"] = min((v for v in (g["first"], f["first"]) if v is not None), default=None)
             g["last"] = max((v for v in (g["last"], f["last"]) if v is not None), default=None)
             g["topics"] = sorted(set(g["topics"]) | set(f["topics"]))
-        bad += info["bad"]
-        gaps += info["gaps"]
-        for t, q, qoff, off, seg in info["first"]:   # the border with the tasks before
-            if (t, q) in last and qoff != last[(t, q)] + 1:
-                gaps.append({"segment": seg, "commitlog_offset": off, "topic": t, "queue_id": q,
-                             "expected": last[(t, q)] + 1, "found": qoff})
-        for t, q, qoff in info["last"]:
-            last[(t, q)] = qoff
 
     lap = time.perf_counter()
     # the latest complete run: the previous state, whatever an interrupted publication left after it
@@ -420,8 +362,8 @@ def _finish(p: PendingTables) -> dict:
     seg_table = _segment_rows(st, _segment_ends(chain, walked), back, prev_segments, res.run_id,
                               kept_before=resume_name if resumed else None)
     versions["segments"] = writer.write("segments", seg_table, SEGMENTS_SCHEMA, description=DESCRIPTIONS["segments"])
-    anomalies = (_chain_anomalies(chain, walked, res.run_id) + _record_anomalies(bad, res.run_id)
-                 + _gap_anomalies(gaps, res.run_id) + _rebuild_rows(walked, res))
+    # the run's findings (:func:`pipelines.anomalies.walk_anomalies`): the same in every mode
+    anomalies = [{"run_id": res.run_id, **a} for a in res.anomalies]
     prev_anomalies = snap.read_arrow("anomalies") if resumed else None
     if prev_anomalies is not None:   # earlier rows of the live segments not walked again
         anomalies = [r for r in prev_anomalies.to_pylist() if r["segment"] is not None and r["segment"] < resume_name
@@ -469,19 +411,6 @@ def _finish(p: PendingTables) -> dict:
             "anomalies": len(anomalies), "anomaly_rows": anomalies, "next_cleanup": audit_summary.get("next_cleanup"),
             "recovered": [r.as_dict() for r in recovered], "segments_deleted": deleted_now,
             "resume_segment": resume_name}
-
-
-def _rebuild_rows(st: StoreLocation, res: RebuildResults) -> list[dict]:
-    """The rebuild's own anomalies as rows of the anomalies table."""
-    rows = []
-    for a in res.anomalies:
-        seg = st.segments[a["segment"]] if isinstance(a.get("segment"), int) else None
-        pos = a.get("position")
-        rows.append({"run_id": res.run_id, "segment": seg.name if seg is not None else None,
-                     "commitlog_offset": seg.base + pos if seg is not None and pos is not None else pos,
-                     "position": pos if seg is not None else None, "length": None, "kind": a["kind"], "topic": None,
-                     "queue_id": None, "expected": None, "found": None, "detail": a.get("detail", "")})
-    return rows
 
 
 def _segment_of(st: StoreLocation, offset: int | None) -> str | None:

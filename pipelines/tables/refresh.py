@@ -63,6 +63,7 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from store_format import commitlog as cl
+from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
 from store_format.indexfile import accepted_by_index, index_file_names_checked
 from store_format.layout import CQ_UNIT_SIZE
@@ -70,13 +71,14 @@ from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, open_store
 from store_format.timeutil import datetime_to_ms
 
+from ..anomalies import at_offset
 from ..build import build_queue_bucket
 from ..chain import IndexSeed
 from ..commit import StagedOutput
 from ..delta import file_uris, live_files, read_spark
 from ..plan import DEFAULT_SPLIT_SIZE, plan_splits
 from ..session import build_spark_session
-from ..stages import CHAIN_KINDS, Progress, ReputWalk, TaskRunner, scan_and_chain
+from ..stages import Progress, ReputWalk, TaskRunner, scan_and_chain
 from ..workfiles import queue_bucket, read_keys
 from .publish import RebuildResults, Resumed, stage_tables
 from .runs import Snapshot, interrupted_note, snapshot
@@ -125,7 +127,7 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
         progress.stage("tables: queue states")
         cq_files = _carry_queues(runner, walk, resume, config)
         index_files, named = _index_files(walk, resume, config)
-        anomalies = [a for a in walk.anomalies(named) if a["kind"] not in CHAIN_KINDS]
+        anomalies = walk.anomalies(named, last_queue_offsets=resume.last_queue_offsets)
         results = RebuildResults(st, config, walk.chain, walk.index_in, cq_files, index_files, walk.work_uri,
                                  walk.buckets, run_id, started, progress.timings, anomalies, scanned_store=sub,
                                  command="tables",
@@ -400,8 +402,8 @@ def _index_files(walk: ReputWalk, resume: ResumeState, config: BrokerConfig) -> 
         if pos < len(seed):
             continue
         f, ts = starting[pos - len(seed)]
-        anomalies.append({
-            "kind": "store_timestamp_out_of_range", "segment": None, "position": None,
-            "detail": f"index file {names[pos]} starts with store timestamp {ts}, outside the years 1970..9999; "
-                      "its name was clamped (the bytes are as the broker writes them)"})
+        anomalies.append(at_offset(
+            walk.store, files[f]["begin_offset"], AnomalyKind.STORE_TIMESTAMP_OUT_OF_RANGE,
+            f"index file {names[pos]} starts with store timestamp {ts}, outside the years 1970..9999; "
+            "its name was clamped (the bytes are as the broker writes them)", found=ts))
     return list(files.values()), anomalies

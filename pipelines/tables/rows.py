@@ -33,6 +33,9 @@ class SplitContext:
     max_hash_slot_num: int
     index_enabled: bool
     key_buckets: int = MAX_KEY_BUCKETS
+    lmq_plan: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
+    #                                                 split_id -> consume queue position of each light queue unit
+    #                                                 (-1: none), in the order of the records' lmq_topics
 
 
 def np_col(col) -> np.ndarray:
@@ -139,6 +142,8 @@ def message_rows(part: pa.Table, split_id: int, ctx: SplitContext, with_body: bo
         "retry_topic": part["retry_topic"],
         "delay_level": _int_text(part["delay_level"]),
         "lmq_queues": part["lmq_topics"],
+        "lmq_queue_ids": part["lmq_queue_ids"],
+        "lmq_consume_queue_offsets": _lmq_unit_numbers(part["lmq_topics"], ctx.lmq_plan.get(split_id)),
         "consume_queue": pa.array(pos >= 0),
         "indexed": pa.array(indexed),
         "dispatch": dispatch,
@@ -146,6 +151,17 @@ def message_rows(part: pa.Table, split_id: int, ctx: SplitContext, with_body: bo
         "run_id": pa.array([ctx.run_id] * n, pa.string()),
     }
     return pa.table({f.name: _col(cols[f.name], f.type) for f in MESSAGES_SCHEMA}, schema=MESSAGES_SCHEMA)
+
+
+def _lmq_unit_numbers(lmq_topics, positions: np.ndarray | None) -> pa.Array:
+    """Per record, the unit number of each of its light queue units (list aligned with its light
+    queues; null where the consume queue skipped it)."""
+    arr = lmq_topics.combine_chunks() if isinstance(lmq_topics, pa.ChunkedArray) else lmq_topics
+    offsets = np_col(arr.offsets).astype(np.int32)
+    offsets -= offsets[0]
+    n = int(offsets[-1])
+    pos = np.full(n, -1, np.int64) if positions is None or len(positions) != n else np.asarray(positions, np.int64)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(pos // CQ_UNIT_SIZE, mask=pos < 0))
 
 
 def _col(arr, typ: pa.DataType) -> pa.Array:

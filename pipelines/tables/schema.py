@@ -69,6 +69,8 @@ MESSAGES_SCHEMA = pa.schema([
     ("retry_topic", pa.string()),              # RETRY_TOPIC (retried messages)
     ("delay_level", pa.int32()),               # DELAY
     ("lmq_queues", pa.list_(pa.string())),     # light message queues it was also dispatched to
+    ("lmq_queue_ids", pa.list_(pa.int32())),   # their queue ids (0 for %LMQ% names with enableLmq)
+    ("lmq_consume_queue_offsets", pa.list_(pa.int64())),   # index of its unit in each (null: not written)
     ("consume_queue", pa.bool_()),             # a consume queue unit was written for it
     ("indexed", pa.bool_()),                   # its keys went into the index
     ("dispatch", pa.string()),                 # what the reput did with it, and why
@@ -138,8 +140,7 @@ ANOMALIES_SCHEMA = pa.schema([
     ("commitlog_offset", pa.int64()),
     ("position", pa.int64()),
     ("length", pa.int64()),                    # bytes affected (ranges), else null
-    ("kind", pa.string()),                     # bad_magic | unreadable_record | size_mismatch | crc_mismatch |
-                                               # unreachable_records | queue_offset_gap | queue_offset_backwards
+    ("kind", pa.string()),                     # store_format.anomalies.AnomalyKind (bad_magic, size_mismatch, ...)
     ("topic", pa.string()),
     ("queue_id", pa.int32()),
     ("expected", pa.int64()),

@@ -1,0 +1,47 @@
+"""The lookup sample of ``validate``: index entries looked up by key the way users look them up.
+
+Each ``message_keys`` row is one entry of a rebuilt index file (``index_file``, ``index_entry``).
+Rows can be all there and still be lost to readers: a lookup prunes files by partition values and
+statistics, and a file whose statistics exclude its own rows hides them.  So a sample of rows (the
+first rows of files spread over the table: every segment and key bucket when they are few) is
+looked up with :func:`pipelines.lookup.lookup_key`, the function behind ``python -m pipelines
+lookup --topic T --key K``, and each must return the row's message (its commitlog offset).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .delta import arrow_dataset
+from .lookup import lookup_key
+from .tables.runs import snapshot
+
+__all__ = ["lookup_sample", "LOOKUP_COLUMNS", "SAMPLE_FILES", "ROWS_PER_FILE"]
+
+SAMPLE_FILES = 48        # files of message_keys the sample takes rows from
+ROWS_PER_FILE = 2        # first rows of each
+LOOKUP_COLUMNS = ["index_file", "index_entry", "topic", "key", "kind", "commitlog_offset", "found", "results"]
+
+
+def lookup_sample(tables: str, files: int = SAMPLE_FILES, rows_per_file: int = ROWS_PER_FILE) -> pd.DataFrame:
+    """One row per sampled index entry: what it is and whether the key lookup finds its message."""
+    snap = snapshot(tables)
+    dt = snap.open("message_keys") if snap.run is not None else None
+    if dt is None:
+        return pd.DataFrame(columns=LOOKUP_COLUMNS)
+    fragments = list(arrow_dataset(tables, "message_keys", dt).get_fragments())
+    if len(fragments) > files:
+        fragments = [fragments[int(i)] for i in np.linspace(0, len(fragments) - 1, files).round()]
+    wanted = ["index_file", "index_entry", "topic", "key", "kind", "commitlog_offset"]
+    out = []
+    for frag in fragments:
+        names = set(frag.physical_schema.names)
+        if not set(wanted) <= names:
+            continue   # a file without these columns: the schema checks report it
+        for r in frag.head(rows_per_file, columns=wanted).to_pylist():
+            if r["topic"] is None or r["key"] is None:
+                continue
+            found = lookup_key(tables, r["topic"], r["key"]).rows
+            offsets = {m["commitlog_offset"] for m in found}
+            out.append({**r, "found": r["commitlog_offset"] in offsets, "results": len(found)})
+    return pd.DataFrame(out, columns=LOOKUP_COLUMNS)
