@@ -569,6 +569,13 @@ class BrokerConfig:
     diskMaxUsedSpaceRatio: int = 75
     deleteFileBatchMax: int = 10
     destroyMapedFileIntervalForcibly: int = 1000 * 120
+    # read by a restart's commitlog recovery and DefaultMessageStore.start (--as-restart, verify);
+    # every setting those read is listed in docs/restart-settings.md [MessageStoreConfig, BrokerConfig]
+    checkCRCOnRecover: bool = True
+    messageIndexSafe: bool = False
+    forceVerifyPropCRC: bool = False
+    recheckReputOffsetFromCq: bool = False
+    enableControllerMode: bool = False
     # which broker line's reput to mirror where 4.9.x and 5.x differ: "4", "5", or "auto" (decided
     # from the records: see store_format.reput.detect_broker_version)
     brokerVersion: str = "auto"

@@ -49,8 +49,9 @@ After recovery (consume queues and index deleted, as for a rebuild), what a rest
   records before ``checked_from`` are never dispatched;
 * 5.3.3 normal and abnormal: recovery dispatches the records it accepts (``onCommitLogDispatch``; normal:
   those above ``maxPhyOffsetOfConsumeQueue``); ``start()`` sets ``reputFromOffset`` to
-  ``getConfirmOffset()``, the commitlog's max offset (unless ``recheckReputOffsetFromCq=true``), so the
-  reput adds nothing.
+  ``getConfirmOffset()``, the commitlog's max offset, so the reput adds nothing; with
+  ``recheckReputOffsetFromCq=true`` (``doRecheckReputOffsetFromCq``) it then restarts, as 4.9.8's ``start()``
+  always does, at the consume queues' largest ``maxPhysicOffset`` (see :func:`_start_reput_check`).
 
 :attr:`RecoveryPlan.dispatch_from` is where that dispatch starts.
 """
@@ -117,6 +118,9 @@ class RecoveryPlan:
         stop_kind: ``end_of_data``, ``crc_mismatch``, ``bad_magic``, ``size_mismatch``, ``unreadable``,
             ``blank_in_last_segment`` or ``segment_end``.
         segments: segments in the store before recovery.
+        restart_reput_from: where ``DefaultMessageStore.start`` sets the reput after a recovery that
+            dispatched (4.9 abnormal; 5.x with ``recheckReputOffsetFromCq=true``), -1 where it starts at
+            the commitlog's end (5.x default) or recovery dispatched nothing (4.9 normal).
     """
     mode: str
     process_offset: int
@@ -130,6 +134,7 @@ class RecoveryPlan:
     dispatch_from: int = 0
     stop_kind: str = "end_of_data"
     segments: int = 0
+    restart_reput_from: int = -1
 
     @property
     def deleted_segments(self) -> int:
@@ -148,12 +153,6 @@ class RecoveryPlan:
             line += (f"; a restart discards {self.discarded_messages} records ({self.discarded_bytes} bytes) and "
                      f"deletes {self.deleted_segments} of {self.segments} segments")
         return line
-
-
-def _extra_setting(config: BrokerConfig, name: str, default: bool) -> bool:
-    """A ``MessageStoreConfig`` setting :class:`BrokerConfig` may not carry (default: the broker's)."""
-    value = getattr(config, name, default)
-    return value if isinstance(value, bool) else str(value).strip().lower() == "true"
 
 
 def _read_checkpoint(store: StoreLocation) -> Checkpoint:
@@ -189,7 +188,7 @@ def recovery_start_index(store: StoreLocation, config: BrokerConfig, *, abnormal
     segs = store.segments
     is_5x = config.is_5x
     if abnormal:
-        safe = config.messageIndexEnable and _extra_setting(config, "messageIndexSafe", False)
+        safe = config.messageIndexEnable and config.messageIndexSafe
         min_ts = checkpoint.min_timestamp_index if safe else checkpoint.min_timestamp
         for i in range(len(segs) - 1, -1, -1):
             if _first_record_matches(store, segs[i], is_5x, min_ts):
@@ -210,13 +209,33 @@ class _Stop:
     reason: str
 
 
-def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool) -> _Stop | None:
+@dataclasses.dataclass
+class _Accepted:
+    """What the records recovery accepted leave behind for ``DefaultMessageStore.start``: the largest
+    ``maxPhysicOffset`` of a consume queue (``offset + size`` of the last record put into one,
+    ``ConsumeQueue.putMessagePositionInfo``; -1: none) and the last index file's ``endPhyOffset``
+    (the offset of the last record whose keys ``IndexService.buildIndex`` put; -1: none)."""
+    cq_end: int = -1
+    last_indexed: int = -1
+
+    def add(self, rec: np.ndarray) -> None:
+        if not len(rec):
+            return
+        cq = np.nonzero((rec[:, cl.R_FLAGS] & cl.F_CQ) != 0)[0]
+        if len(cq):
+            self.cq_end = int(rec[cq[-1], cl.R_PHYS] + rec[cq[-1], cl.R_TOTAL])
+        keyed = np.nonzero(((rec[:, cl.R_FLAGS] & cl.F_INDEX) != 0) & (rec[:, cl.R_KEY_COUNT] > 0))[0]
+        if len(keyed):
+            self.last_indexed = int(rec[keyed[-1], cl.R_PHYS])
+
+
+def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool) -> tuple[_Stop | None, int]:
     """The first record of a walk that ``checkMessageAndReturnSize(checkCRC, readBody=true)`` does not
     accept, in the order the method tests: magic code (4.9 reads V1 only), the body read into a
     ``totalSize`` buffer, the body CRC, then totalSize against the fields."""
     rec = res.rec
     if len(rec) == 0:
-        return None
+        return None, 0
     body_len = rec[:, cl.R_BODY_LEN]
     total = rec[:, cl.R_TOTAL]
     v2 = (rec[:, cl.R_TOPIC_START] - rec[:, cl.R_BODY_START] - np.maximum(body_len, 0)) == 2
@@ -231,8 +250,15 @@ def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: boo
     mismatch = rec[:, cl.R_STATUS] != cl.Status.DISPATCHED
     bad = bad_v2 | body_overflow | crc_bad | mismatch
     if not bad.any():
-        return None
+        return None, len(rec)
     i = int(np.argmax(bad))
+    return _first_stop(rec, i, seg, bad_v2, body_overflow, crc_bad, computed), i
+
+
+def _first_stop(rec: np.ndarray, i: int, seg: Segment, bad_v2: np.ndarray, body_overflow: np.ndarray,
+                crc_bad: np.ndarray, computed: np.ndarray | None) -> _Stop:
+    body_len = rec[:, cl.R_BODY_LEN]
+    total = rec[:, cl.R_TOTAL]
     pos = int(rec[i, cl.R_POS])
     off = seg.base + pos
     where = f"offset {off} (segment {seg.name} position {pos})"
@@ -250,9 +276,10 @@ def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: boo
 
 
 def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, check_crc: bool,
-                   window: int) -> _Stop:
+                   window: int, accepted: _Accepted | None = None) -> _Stop:
     """Walk segments from ``store.segments[first]`` as ``recoverNormally``/``recoverAbnormally`` do and
-    return where they stop (``processOffset``)."""
+    return where they stop (``processOffset``); ``accepted`` collects what the accepted records leave."""
+    accepted = accepted if accepted is not None else _Accepted()
     segs = store.segments
     scratch = cl.Scratch()
     is_5x = config.is_5x
@@ -265,7 +292,8 @@ def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, ch
                 split_end = min(state.bufpos + window, seg.size + 1)
                 res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=window + _WINDOW_MARGIN,
                                     keep_text=True, scratch=scratch)
-                stop = _check_rows(res, seg, check_crc=check_crc, is_5x=is_5x)
+                stop, n_ok = _check_rows(res, seg, check_crc=check_crc, is_5x=is_5x)
+                accepted.add(res.rec[:n_ok])
                 if stop is not None:
                     return stop
                 state = res.state
@@ -321,6 +349,38 @@ def _reput_records_from(store: StoreLocation, config: BrokerConfig, offset: int,
     return records, nbytes
 
 
+def _start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, process_offset: int,
+                       accepted: _Accepted, *, abnormal: bool) -> int:
+    """Where ``DefaultMessageStore.start`` sets the reput after a recovery that dispatched, and a refusal
+    where that reput would write what the rebuild cannot.
+
+    4.9.8 ``start()`` always, 5.x ``doRecheckReputOffsetFromCq`` with ``recheckReputOffsetFromCq=true``:
+    the reput restarts at the largest ``maxPhysicOffset`` of the consume queues, at least the commitlog's
+    minimum offset, and walks to the end again.  ``ConsumeQueue.putMessagePositionInfo`` drops a unit with
+    ``offset + size <= maxPhysicOffset`` (so no queue gets a unit twice), but ``IndexService.buildIndex``
+    skips only records *below* the last index file's ``endPhyOffset``: the last indexed record is indexed
+    a second time when it lies at or after that restart point (a keyed prepared transaction message after
+    the last queued record).  5.x without the switch: ``start()`` sets the reput to
+    ``CommitLog.getConfirmOffset()``, the end of the recovered commitlog, and it adds nothing (-1).
+    """
+    if config.is_5x and not config.recheckReputOffsetFromCq:
+        return -1
+    reput = max(accepted.cq_end, min_offset, 0)
+    why = "recheckReputOffsetFromCq=true: " if config.is_5x else ""
+    if reput < checked_from:
+        raise UnsupportedConfigError(
+            f"{why}after the {'abnormal' if abnormal else 'normal'} recovery (which dispatched from offset "
+            f"{checked_from} and put no consume queue unit) DefaultMessageStore.start walks the commitlog again "
+            f"from {reput}, dispatching records recovery did not: not reproduced; let the broker recover")
+    if config.messageIndexEnable and accepted.last_indexed >= reput:
+        raise UnsupportedConfigError(
+            f"{why}DefaultMessageStore.start walks the commitlog again from {reput} (end of the last consume "
+            f"queue unit) and IndexService.buildIndex indexes the record at {accepted.last_indexed} a second "
+            "time (it skips only records below the last index file's endPhyOffset): not reproduced; let the "
+            "broker recover")
+    return reput
+
+
 def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool | None = None,
                   checkpoint: bytes | None = None, check_crc: bool | None = None,
                   max_phy_offset_of_consume_queue: int = -1, window: int = DEFAULT_WINDOW) -> RecoveryPlan:
@@ -329,9 +389,9 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     Args:
         store: the store (its segments; ``abort`` and ``checkpoint`` files are read from its root).
         config: broker settings: ``brokerVersion`` (``auto`` is detected from the records) picks the
-            4.9.x or 5.x rules; ``checkCRCOnRecover``/``messageIndexSafe`` are read if the config has them
-            (else the broker's defaults, true/false); ``brokerId`` decides the reput's walk used for the
-            discarded counts.
+            4.9.x or 5.x rules; ``checkCRCOnRecover``, ``messageIndexSafe``, ``forceVerifyPropCRC``,
+            ``recheckReputOffsetFromCq`` and ``enableControllerMode`` as docs/restart-settings.md says;
+            ``brokerId`` decides the reput's walk used for the discarded counts.
         abnormal: None: as the broker decides, from the ``abort`` file (present: the last shutdown was
             not clean).
         checkpoint: the ``checkpoint`` file's bytes (None: the store's file, or zeros without one).
@@ -344,7 +404,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         A :class:`RecoveryPlan`.
     Raises:
         UnsupportedConfigError: 5.x with ``forceVerifyPropCRC=true`` (a whole-record CRC property is checked
-            instead of the body CRC; not reproduced).
+            instead of the body CRC; not reproduced) or ``enableControllerMode=true``; a start whose second
+            reput would write what a rebuild cannot (:func:`_start_reput_check`).
 
     Example:
         >>> plan = plan_recovery(open_store("store", config), config)  # doctest: +SKIP
@@ -356,8 +417,13 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     if abnormal is None:
         abnormal = store.broker_may_be_running()
     cp = parse_checkpoint(checkpoint) if checkpoint is not None else _read_checkpoint(store)
-    crc = _extra_setting(config, "checkCRCOnRecover", True) if check_crc is None else bool(check_crc)
-    if crc and is_5x and _extra_setting(config, "forceVerifyPropCRC", False):
+    crc = config.checkCRCOnRecover if check_crc is None else bool(check_crc)
+    if is_5x and config.enableControllerMode:
+        raise UnsupportedConfigError(
+            "enableControllerMode=true: a 5.x restart then dispatches and reputs only up to the confirm offset "
+            "the controller's sync state set gives (CommitLog.getConfirmOffset, AutoSwitchHAService), which the "
+            "store on disk does not hold; let the broker recover")
+    if crc and is_5x and config.forceVerifyPropCRC:
         raise UnsupportedConfigError(
             "forceVerifyPropCRC=true: a 5.x broker then checks a CRC32 property over the whole record at "
             "recovery, which this project does not reproduce; plan without it (checkCRCOnRecover=false) or "
@@ -366,15 +432,20 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
                                  max_phy_offset_of_consume_queue=max_phy_offset_of_consume_queue)
     segs = store.segments
     checked_from = segs[first].base
-    stop = _recovery_walk(store, first, config, check_crc=crc, window=window)
+    accepted = _Accepted()
+    stop = _recovery_walk(store, first, config, check_crc=crc, window=window, accepted=accepted)
     process_offset = stop.offset
     kept = sum(1 for s in segs if s.base <= process_offset)
     records, nbytes = _reput_records_from(store, config, process_offset, window)
     dispatch_from = segs[0].base if (not is_5x and not abnormal) else checked_from
+    restart_reput_from = -1
+    if max_phy_offset_of_consume_queue < 0 and (is_5x or abnormal):
+        restart_reput_from = _start_reput_check(config, segs[0].base, checked_from, process_offset, accepted,
+                                                abnormal=abnormal)
     plan = RecoveryPlan(
         mode=MODE_ABNORMAL if abnormal else MODE_NORMAL, process_offset=process_offset, checked_from=checked_from,
         kept_segments=kept, discarded_bytes=nbytes, discarded_messages=records, reason=stop.reason,
         broker_version="5" if is_5x else "4", check_crc=crc, dispatch_from=dispatch_from, stop_kind=stop.kind,
-        segments=len(segs))
+        segments=len(segs), restart_reput_from=restart_reput_from)
     log.info("%s", plan.render())
     return plan
