@@ -414,6 +414,12 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     """
     config = resolve_broker_version(store, config)
     is_5x = config.is_5x
+    if config.brokerVersion == "5.5":
+        raise UnsupportedConfigError(
+            "brokerVersion=5.5: a 5.5.1 restart recovers by other rules (CommitLog.recoverNormally and "
+            "recoverAbnormally pick their first segment with isMappedFileMatchedRecover from the checkpoint's "
+            "logicsPhysicalOffset, at most commitLogRecoverMaxNum segments back; enableAcceleratedRecovery, "
+            "checkCommitLogOffsetOnRecover): not reproduced; rebuild without --as-restart")
     if abnormal is None:
         abnormal = store.broker_may_be_running()
     cp = parse_checkpoint(checkpoint) if checkpoint is not None else _read_checkpoint(store)
