@@ -160,3 +160,26 @@ def test_5x_settings_that_cannot_be_derived_are_refused(tmp_path: Path, setting:
     with pytest.raises(UnsupportedConfigError, match=setting.split("=")[0]):
         plan_recovery(open_store(str(store), _conf("", "5")), _conf(setting, "5"), abnormal=False)
     assert plan_recovery(open_store(str(store), _conf("", "4")), _conf(setting, "4"), abnormal=False).process_offset > 0
+
+
+def test_concurrent_reput_same_files_on_a_clean_store_refused_on_damage(tmp_path: Path) -> None:
+    """5.x ``enableBuildConsumeQueueConcurrently=true`` swaps in ``ConcurrentReputMessageService``: on records
+    its ``preCheckMessageAndReturnSize`` and ``checkMessageAndReturnSize`` both accept it dispatches what
+    ``ReputMessageService`` does (same files); a bad magic code makes it stop where the default reput skips
+    the rest of the slice: refused.  4.9.8 has no such setting."""
+    from store_format.reput import rebuild_in_memory
+    from store_format.writer import set_magic_code
+    store = tmp_path / "store"
+    offsets = _write(store, "5")
+    conc = _conf("enableBuildConsumeQueueConcurrently=true", "5")
+    st = open_store(str(store), conc)
+    a, b = rebuild_in_memory(st, conc), rebuild_in_memory(st, _conf("", "5"))
+    assert (a.consumequeue, a.index) == (b.consumequeue, b.index) and a.dispatched == len(offsets)
+    set_magic_code(str(store), offsets[40])
+    with pytest.raises(UnsupportedConfigError, match="enableBuildConsumeQueueConcurrently"):
+        rebuild_in_memory(st, conc)
+    with pytest.raises(UnsupportedConfigError, match="enableBuildConsumeQueueConcurrently"):
+        run_rebuild(str(store), str(tmp_path / "out"), conc, engine="local", progress=QUIET)
+    assert not (tmp_path / "out" / "consumequeue").exists()
+    four = _conf("enableBuildConsumeQueueConcurrently=true", "4")
+    assert rebuild_in_memory(open_store(str(store), four), four).dispatched < len(offsets)
