@@ -240,6 +240,10 @@ def detect_kind(path: str, size: int, head: bytes, config: BrokerConfig) -> str:
     if _DIGITS17.match(name):
         return KIND_INDEX
     if SEGMENT_NAME_RE.match(name):
+        if len(parts) >= 4 and parts[-4] in ("batchconsumequeue", "consumequeue_ext"):
+            layout = "a BatchCQ consume queue" if parts[-4] == "batchconsumequeue" else "a ConsumeQueueExt"
+            raise StoreLayoutError(f"{path}: {layout} file ({parts[-4]}/, topic {parts[-3]}): this tool does not "
+                                   "decode that layout (see store_format.store_layouts)")
         if parent == "commitlog":
             return KIND_COMMITLOG
         if len(parts) >= 4 and parts[-4] == "consumequeue":

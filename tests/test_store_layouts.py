@@ -118,3 +118,16 @@ def test_empty_folders_are_not_a_layout(store: Path) -> None:
     assert batch_cq_topics(_topics_json({"A": {}})) == []
     assert batch_cq_topics(_topics_json({"A": {"+queue.type": "BatchCQ"}})) == ["A (queue.type=BatchCQ)"]
     assert open_store(str(store), BrokerConfig(mappedFileSizeCommitLog=1 << 20)).segments
+
+
+@pytest.mark.parametrize(("folder", "word"),
+                         [("batchconsumequeue", "BatchCQ"), ("consumequeue_ext", "ConsumeQueueExt")])
+def test_dump_names_the_layout_of_a_queue_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], folder: str,
+                                                word: str) -> None:
+    """dump: a file of batchconsumequeue/ or consumequeue_ext/ is refused by name, even when its size is
+    the consume queue file size (it would otherwise be decoded as 20-byte units)."""
+    f = tmp_path / "store" / folder / "TopicB" / "0" / ("0" * 20)
+    f.parent.mkdir(parents=True)
+    f.write_bytes(bytes(300_000 * 20))
+    code, err = _run(capsys, ["dump", str(f)])
+    assert code == 2 and len(err.splitlines()) == 1 and word in err and "TopicB" in err, err
