@@ -597,8 +597,12 @@ class BrokerConfig:
     recheckReputOffsetFromCq: bool = False
     enableControllerMode: bool = False
     enableBuildConsumeQueueConcurrently: bool = False
-    # 5.5.1: CommitLogDispatcherBuildIndex writes index files only with indexFileWriteEnable
+    # 5.5.1: CommitLogDispatcherBuildIndex writes index files only with indexFileWriteEnable; the
+    # recovery walks back at most commitLogRecoverMaxNum segments (<= 0: 10)
     indexFileWriteEnable: bool = True
+    commitLogRecoverMaxNum: int = 10
+    enableAcceleratedRecovery: bool = False
+    checkCommitLogOffsetOnRecover: bool = False
     # which broker line's reput to mirror where lines differ: "4" (4.9.x), "5" (5.0-5.3), "5.5" (5.5.x:
     # 5.x plus tag keys in the index, see docs/restart-settings.md), or "auto" (decided from the
     # records: see store_format.reput.detect_broker_version; it cannot tell 5.5 from 5.3)

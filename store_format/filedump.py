@@ -792,13 +792,14 @@ def _follow_chain(prev: np.ndarray, slot_of: np.ndarray, slot: int, head: int, n
 @dataclasses.dataclass(frozen=True)
 class Checkpoint:
     """The ``checkpoint`` file [StoreCheckpoint]: longs at 0 physicMsgTimestamp, 8 logicsMsgTimestamp,
-    16 indexMsgTimestamp; 5.x adds 24 masterFlushedOffset and 32 confirmPhyOffset.  A missing file
-    reads as zeros (``StoreCheckpoint`` maps a fresh zero page)."""
+    16 indexMsgTimestamp; 5.x adds 24 masterFlushedOffset and 32 confirmPhyOffset, 5.5.1 40
+    logicsPhysicalOffset.  A missing file reads as zeros (``StoreCheckpoint`` maps a fresh zero page)."""
     physic_msg_timestamp: int = 0
     logics_msg_timestamp: int = 0
     index_msg_timestamp: int = 0
     master_flushed_offset: int = 0
     confirm_phy_offset: int = 0
+    logics_physical_offset: int = 0
 
     @property
     def min_timestamp(self) -> int:
@@ -812,7 +813,7 @@ class Checkpoint:
 
 
 _CHECKPOINT_FIELDS = ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp", "master_flushed_offset",
-                      "confirm_phy_offset")
+                      "confirm_phy_offset", "logics_physical_offset")
 
 
 def parse_checkpoint(data: bytes | None) -> Checkpoint:

@@ -6,7 +6,8 @@ chosen segment and stops at the first one it cannot accept; the commitlog is cut
 later segment is deleted.  :func:`plan_recovery` computes that cut without touching the store, so a
 rebuild can read the commitlog only as far as a restarted broker would keep it.
 
-Mirrors (rocketmq-all-4.9.8 and rocketmq-all-5.3.3, ``store/``):
+Mirrors (rocketmq-all-4.9.8 and rocketmq-all-5.3.3, ``store/``; rocketmq-store 5.5.1 where it differs:
+:func:`_start_index_551`; every setting read is listed in docs/restart-settings.md):
 
 * ``DefaultMessageStore.load``: ``lastExitOK = !isTempFileExist()`` (the ``abort`` file a running broker
   keeps and deletes at a clean shutdown); the ``StoreCheckpoint`` is read; ``recover(lastExitOK)`` calls
@@ -182,11 +183,64 @@ def _first_record_matches(store: StoreLocation, seg: Segment, accept_v2: bool, m
     return store_ts != 0 and store_ts <= min_ts
 
 
+def _first_record_accepted(store: StoreLocation, seg: Segment, config: BrokerConfig) -> tuple[int, int] | None:
+    """5.5.1 ``isMappedFileMatchedRecover``: the segment's first record as ``checkMessageAndReturnSize``
+    (``checkCRCOnRecover``) reads it: (physicOffset field, storeTimestamp), or None when it fails or is a
+    blank (whose storeTimestamp reads as 0)."""
+    with store.reader(seg) as read:
+        res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(0, seg.size), 1, config,
+                            keep_text=True)
+    if len(res.rec) == 0:
+        return None
+    _, n_ok = _check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True)
+    if n_ok == 0 or int(res.rec[0, cl.R_STORE_TS]) == 0:
+        return None
+    return int(res.rec[0, cl.R_PHYS]), int(res.rec[0, cl.R_STORE_TS])
+
+
+def _start_index_551(store: StoreLocation, config: BrokerConfig, *, abnormal: bool, checkpoint: Checkpoint,
+                     max_phy_offset_of_consume_queue: int) -> int:
+    """5.5.1 ``recoverNormally``/``recoverAbnormally``: from the last segment back, at most
+    ``commitLogRecoverMaxNum`` (<= 0: 10) segments, to the first whose first record every dispatch store
+    accepts (``CommitLog.isMappedFileMatchedRecover``): it passes ``checkMessageAndReturnSize``, its store
+    time is not 0, ``ConsumeQueueStore.isMappedFileMatchedRecover`` (its offset at most
+    ``getDispatchFromPhyOffset``: normal, the consume queues' max physical offset, -1 with none; abnormal,
+    the checkpoint's logicsPhysicalOffset, or with that <= 0 its store time at most logicsMsgTimestamp) and
+    ``IndexService.isMappedFileMatchedRecover`` (with messageIndexEnable && messageIndexSafe: store time at
+    most indexMsgTimestamp).  The normal walk never goes below index 0; both stop when the count runs out."""
+    segs = store.segments
+    left = config.commitLogRecoverMaxNum if config.commitLogRecoverMaxNum > 0 else 10
+    dispatch_from = checkpoint.logics_physical_offset if abnormal else max_phy_offset_of_consume_queue
+    safe = config.messageIndexEnable and config.messageIndexSafe
+
+    def matched(seg: Segment) -> bool:
+        first = _first_record_accepted(store, seg, config)
+        if first is None:
+            return False
+        phys, ts = first
+        if abnormal and checkpoint.logics_physical_offset <= 0:
+            queue_ok = ts <= checkpoint.logics_msg_timestamp
+        else:
+            queue_ok = phys <= dispatch_from
+        return queue_ok and (not safe or ts <= checkpoint.index_msg_timestamp)
+
+    i = len(segs) - 1
+    while i > 0 or (abnormal and i == 0):
+        left -= 1
+        if matched(segs[i]) or left <= 0:
+            return i
+        i -= 1
+    return max(i, 0)
+
+
 def recovery_start_index(store: StoreLocation, config: BrokerConfig, *, abnormal: bool,
                          checkpoint: Checkpoint, max_phy_offset_of_consume_queue: int = -1) -> int:
     """Index (in ``store.segments``) of the segment recovery starts walking at (module docstring)."""
     segs = store.segments
     is_5x = config.is_5x
+    if config.brokerVersion == "5.5":
+        return _start_index_551(store, config, abnormal=abnormal, checkpoint=checkpoint,
+                                max_phy_offset_of_consume_queue=max_phy_offset_of_consume_queue)
     if abnormal:
         safe = config.messageIndexEnable and config.messageIndexSafe
         min_ts = checkpoint.min_timestamp_index if safe else checkpoint.min_timestamp
@@ -414,14 +468,14 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     """
     config = resolve_broker_version(store, config)
     is_5x = config.is_5x
-    if config.brokerVersion == "5.5":
-        raise UnsupportedConfigError(
-            "brokerVersion=5.5: a 5.5.1 restart recovers by other rules (CommitLog.recoverNormally and "
-            "recoverAbnormally pick their first segment with isMappedFileMatchedRecover from the checkpoint's "
-            "logicsPhysicalOffset, at most commitLogRecoverMaxNum segments back; enableAcceleratedRecovery, "
-            "checkCommitLogOffsetOnRecover): not reproduced; rebuild without --as-restart")
     if abnormal is None:
         abnormal = store.broker_may_be_running()
+    if config.brokerVersion == "5.5" and abnormal and (config.enableAcceleratedRecovery
+                                                       or config.checkCommitLogOffsetOnRecover):
+        raise UnsupportedConfigError(
+            "enableAcceleratedRecovery/checkCommitLogOffsetOnRecover=true: a 5.5.1 abnormal recovery then starts "
+            "inside a segment at the checkpoint's logicsPhysicalOffset or checks each record's offset field: not "
+            "reproduced; let the broker recover")
     cp = parse_checkpoint(checkpoint) if checkpoint is not None else _read_checkpoint(store)
     crc = config.checkCRCOnRecover if check_crc is None else bool(check_crc)
     if is_5x and config.enableControllerMode:

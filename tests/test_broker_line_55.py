@@ -4,8 +4,8 @@ Diffed with 5.3.3 (docs/restart-settings.md, "5.5.1"): the reput loop, ``checkMe
 the dispatchers, ``ConsumeQueue.putMessagePositionInfo`` and ``IndexFile`` write the same bytes;
 ``IndexService.buildIndex`` also puts ``topic#T#<TAGS>`` (``MessageConst.INDEX_TAG_TYPE`` = "T") for a
 record with a non-empty TAGS property, after its UNIQ_KEY and KEYS; ``CommitLogDispatcherBuildIndex``
-writes index files only with ``indexFileWriteEnable`` (default true); the restart's recovery differs
-and is refused.
+writes index files only with ``indexFileWriteEnable`` (default true); the restart's recovery picks its
+first segment by other rules (``commitLogRecoverMaxNum``, the checkpoint's ``logicsPhysicalOffset``).
 
 Expected index entries are computed here from Java's ``String.hashCode`` (written out below, not the
 project's hash kernel) and ``IndexFile.indexKeyHashMethod``, and the entry layout of ``IndexFile``
@@ -98,10 +98,59 @@ def test_55_index_file_write_enable_false_writes_no_index(store: tuple[Path, lis
     assert len(rebuild_in_memory(open_store(str(root), config5), config5).index) == 1
 
 
-def test_55_restart_is_refused(store: tuple[Path, list[int]]) -> None:
-    root, _ = store
-    with pytest.raises(UnsupportedConfigError, match="5.5"):
-        plan_recovery(open_store(str(root), _config("5.5")), _config("5.5"), abnormal=False)
+def _segments_store(root: Path, n: int = 150) -> tuple[list[int], list[int]]:
+    config = BrokerConfig(mappedFileSizeCommitLog=4096, brokerVersion="5")
+    offsets, times = [], []
+    with CommitLogWriter(str(root), config) as w:
+        for i in range(n):
+            times.append(1_700_000_000_000 + 1000 * i)
+            offsets.append(w.append("T", i % 2, body=f"body-{i}".encode(), properties={"KEYS": f"k{i}"},
+                                    store_timestamp=times[-1])[0])
+    return offsets, times
+
+
+def _restart_conf(extra: str = "") -> BrokerConfig:
+    return load_broker_config(f"mappedFileSizeCommitLog=4096\nbrokerVersion=5.5\n{extra}")
+
+
+def test_55_normal_recovery_walks_back_at_most_commit_log_recover_max_num(tmp_path: Path) -> None:
+    """5.5.1 recoverNormally with consume queues deleted: getDispatchFromPhyOffset(true) is -1, no first record
+    has an offset <= -1, so the walk goes back until commitLogRecoverMaxNum runs out (default 10: here the
+    first of 5 segments) and recovery dispatches only from there.  (A 5.5.1 DefaultMessageStore restarted on
+    such a store with commitLogRecoverMaxNum=2 wrote consume queue files from the fourth segment's records
+    only.)"""
+    _segments_store(tmp_path / "store")
+    st = open_store(str(tmp_path / "store"), _restart_conf())
+    assert len(st.segments) == 5
+    full = plan_recovery(st, _restart_conf(), abnormal=False)
+    assert full.checked_from == full.dispatch_from == 0
+    two = plan_recovery(st, _restart_conf("commitLogRecoverMaxNum=2"), abnormal=False)
+    assert two.checked_from == two.dispatch_from == st.segments[-2].base
+    # 5.3.3 has no such setting: with consume queues deleted it walks from the first segment
+    five3 = plan_recovery(st, load_broker_config("mappedFileSizeCommitLog=4096\nbrokerVersion=5\n"
+                                                 "commitLogRecoverMaxNum=2"), abnormal=False)
+    assert five3.checked_from == 0
+
+
+def test_55_abnormal_recovery_starts_at_the_checkpoint_logics_physical_offset(tmp_path: Path) -> None:
+    """5.5.1 recoverAbnormally: ConsumeQueueStore.isMappedFileMatchedRecover compares the first record's
+    offset with the checkpoint's logicsPhysicalOffset (long at 40); with that <= 0, its store time with
+    logicsMsgTimestamp as it is (no 3 s margin, unlike 5.3.3's getMinTimestamp)."""
+    offsets, times = _segments_store(tmp_path / "store")
+    st = open_store(str(tmp_path / "store"), _restart_conf())
+    bases = [s.base for s in st.segments]
+    first_of = {b: next(i for i, o in enumerate(offsets) if o >= b) for b in bases}
+
+    def cp(logics_ts: int, logics_phys: int) -> bytes:
+        return struct.pack(">qqqqqq", logics_ts, logics_ts, 0, 0, 0, logics_phys).ljust(4096, b"\0")
+
+    assert plan_recovery(st, _restart_conf(), abnormal=True, checkpoint=cp(0, bases[2])).checked_from == bases[2]
+    assert plan_recovery(st, _restart_conf(), abnormal=True, checkpoint=cp(0, bases[2] - 1)).checked_from == bases[1]
+    ts3 = times[first_of[bases[3]]]
+    assert plan_recovery(st, _restart_conf(), abnormal=True, checkpoint=cp(ts3, 0)).checked_from == bases[3]
+    assert plan_recovery(st, _restart_conf(), abnormal=True, checkpoint=cp(ts3 - 1, 0)).checked_from == bases[2]
+    with pytest.raises(UnsupportedConfigError, match="enableAcceleratedRecovery"):
+        plan_recovery(st, _restart_conf("enableAcceleratedRecovery=true"), abnormal=True, checkpoint=cp(0, bases[2]))
 
 
 def test_broker_version_values() -> None:
