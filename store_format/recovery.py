@@ -52,7 +52,8 @@ After recovery (consume queues and index deleted, as for a rebuild), what a rest
   those above ``maxPhyOffsetOfConsumeQueue``); ``start()`` sets ``reputFromOffset`` to
   ``getConfirmOffset()``, the commitlog's max offset, so the reput adds nothing; with
   ``recheckReputOffsetFromCq=true`` (``doRecheckReputOffsetFromCq``) it then restarts, as 4.9.8's ``start()``
-  always does, at the consume queues' largest ``maxPhysicOffset`` (see :func:`_start_reput_check`).
+  always does, at the consume queues' largest ``maxPhysicOffset``
+  (:func:`store_format.restart_reput.start_reput_check`).
 
 :attr:`RecoveryPlan.dispatch_from` is where that dispatch starts.
 """
@@ -82,6 +83,7 @@ from .layout import (
     SYSFLAG_BORNHOST_V6,
 )
 from .reput import next_reput_offset, resolve_broker_version
+from .restart_reput import Accepted, start_reput_check
 from .store import Segment, StoreLocation
 
 __all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "DEFAULT_WINDOW"]
@@ -263,26 +265,6 @@ class _Stop:
     reason: str
 
 
-@dataclasses.dataclass
-class _Accepted:
-    """What the records recovery accepted leave behind for ``DefaultMessageStore.start``: the largest
-    ``maxPhysicOffset`` of a consume queue (``offset + size`` of the last record put into one,
-    ``ConsumeQueue.putMessagePositionInfo``; -1: none) and the last index file's ``endPhyOffset``
-    (the offset of the last record whose keys ``IndexService.buildIndex`` put; -1: none)."""
-    cq_end: int = -1
-    last_indexed: int = -1
-
-    def add(self, rec: np.ndarray) -> None:
-        if not len(rec):
-            return
-        cq = np.nonzero((rec[:, cl.R_FLAGS] & cl.F_CQ) != 0)[0]
-        if len(cq):
-            self.cq_end = int(rec[cq[-1], cl.R_PHYS] + rec[cq[-1], cl.R_TOTAL])
-        keyed = np.nonzero(((rec[:, cl.R_FLAGS] & cl.F_INDEX) != 0) & (rec[:, cl.R_KEY_COUNT] > 0))[0]
-        if len(keyed):
-            self.last_indexed = int(rec[keyed[-1], cl.R_PHYS])
-
-
 def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool) -> tuple[_Stop | None, int]:
     """The first record of a walk that ``checkMessageAndReturnSize(checkCRC, readBody=true)`` does not
     accept, in the order the method tests: magic code (4.9 reads V1 only), the body read into a
@@ -330,10 +312,10 @@ def _first_stop(rec: np.ndarray, i: int, seg: Segment, bad_v2: np.ndarray, body_
 
 
 def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, check_crc: bool,
-                   window: int, accepted: _Accepted | None = None) -> _Stop:
+                   window: int, accepted: Accepted | None = None) -> _Stop:
     """Walk segments from ``store.segments[first]`` as ``recoverNormally``/``recoverAbnormally`` do and
     return where they stop (``processOffset``); ``accepted`` collects what the accepted records leave."""
-    accepted = accepted if accepted is not None else _Accepted()
+    accepted = accepted if accepted is not None else Accepted()
     segs = store.segments
     scratch = cl.Scratch()
     is_5x = config.is_5x
@@ -403,38 +385,6 @@ def _reput_records_from(store: StoreLocation, config: BrokerConfig, offset: int,
     return records, nbytes
 
 
-def _start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, process_offset: int,
-                       accepted: _Accepted, *, abnormal: bool) -> int:
-    """Where ``DefaultMessageStore.start`` sets the reput after a recovery that dispatched, and a refusal
-    where that reput would write what the rebuild cannot.
-
-    4.9.8 ``start()`` always, 5.x ``doRecheckReputOffsetFromCq`` with ``recheckReputOffsetFromCq=true``:
-    the reput restarts at the largest ``maxPhysicOffset`` of the consume queues, at least the commitlog's
-    minimum offset, and walks to the end again.  ``ConsumeQueue.putMessagePositionInfo`` drops a unit with
-    ``offset + size <= maxPhysicOffset`` (so no queue gets a unit twice), but ``IndexService.buildIndex``
-    skips only records *below* the last index file's ``endPhyOffset``: the last indexed record is indexed
-    a second time when it lies at or after that restart point (a keyed prepared transaction message after
-    the last queued record).  5.x without the switch: ``start()`` sets the reput to
-    ``CommitLog.getConfirmOffset()``, the end of the recovered commitlog, and it adds nothing (-1).
-    """
-    if config.is_5x and not config.recheckReputOffsetFromCq:
-        return -1
-    reput = max(accepted.cq_end, min_offset, 0)
-    why = "recheckReputOffsetFromCq=true: " if config.is_5x else ""
-    if reput < checked_from:
-        raise UnsupportedConfigError(
-            f"{why}after the {'abnormal' if abnormal else 'normal'} recovery (which dispatched from offset "
-            f"{checked_from} and put no consume queue unit) DefaultMessageStore.start walks the commitlog again "
-            f"from {reput}, dispatching records recovery did not: not reproduced; let the broker recover")
-    if config.messageIndexEnable and accepted.last_indexed >= reput:
-        raise UnsupportedConfigError(
-            f"{why}DefaultMessageStore.start walks the commitlog again from {reput} (end of the last consume "
-            f"queue unit) and IndexService.buildIndex indexes the record at {accepted.last_indexed} a second "
-            "time (it skips only records below the last index file's endPhyOffset): not reproduced; let the "
-            "broker recover")
-    return reput
-
-
 def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool | None = None,
                   checkpoint: bytes | None = None, check_crc: bool | None = None,
                   max_phy_offset_of_consume_queue: int = -1, window: int = DEFAULT_WINDOW) -> RecoveryPlan:
@@ -459,7 +409,7 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     Raises:
         UnsupportedConfigError: 5.x with ``forceVerifyPropCRC=true`` (a whole-record CRC property is checked
             instead of the body CRC; not reproduced) or ``enableControllerMode=true``; a start whose second
-            reput would write what a rebuild cannot (:func:`_start_reput_check`).
+            reput would write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`).
 
     Example:
         >>> plan = plan_recovery(open_store("store", config), config)  # doctest: +SKIP
@@ -492,7 +442,7 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
                                  max_phy_offset_of_consume_queue=max_phy_offset_of_consume_queue)
     segs = store.segments
     checked_from = segs[first].base
-    accepted = _Accepted()
+    accepted = Accepted()
     stop = _recovery_walk(store, first, config, check_crc=crc, window=window, accepted=accepted)
     process_offset = stop.offset
     kept = sum(1 for s in segs if s.base <= process_offset)
@@ -500,7 +450,7 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     dispatch_from = segs[0].base if (not is_5x and not abnormal) else checked_from
     restart_reput_from = -1
     if max_phy_offset_of_consume_queue < 0 and (is_5x or abnormal):
-        restart_reput_from = _start_reput_check(config, segs[0].base, checked_from, process_offset, accepted,
+        restart_reput_from = start_reput_check(config, segs[0].base, checked_from, process_offset, accepted,
                                                 abnormal=abnormal)
     plan = RecoveryPlan(
         mode=MODE_ABNORMAL if abnormal else MODE_NORMAL, process_offset=process_offset, checked_from=checked_from,
