@@ -111,9 +111,9 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
     store = parent()
     store.add_argument("--config", help="broker.conf the store was written with (Java properties); settings not "
                                         "in it take the broker's defaults")
-    store.add_argument("--broker-version", choices=["4", "5"], default=None,
-                       help="mirror the 4.9.x or the 5.x broker where they differ (default: brokerVersion in the "
-                            "config, else detected from the records)")
+    store.add_argument("--broker-version", choices=["4", "5", "5.5"], default=None,
+                       help="mirror the 4.9.x, 5.0-5.3 or 5.5.x broker where they differ (default: brokerVersion "
+                            "in the config, else detected from the records: 4 or 5)")
     spark = parent()
     spark.add_argument("--split-size", type=split_size_arg, default=None,
                        help="commitlog bytes per scan task, e.g. 128m (default 128 MiB)")

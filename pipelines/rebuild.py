@@ -17,7 +17,7 @@ import numpy as np
 from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
 from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
-from store_format.reput import resolve_broker_version
+from store_format.reput import check_concurrent_reput, resolve_broker_version
 from store_format.store import load_config_for, open_store
 from store_format.timeutil import zone
 
@@ -182,6 +182,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner)
         built = job.build(walk, record_states=tables is not None, tz=tz)
         anomalies = walk.anomalies(built.anomalies, recovery)
+        check_concurrent_reput(config, anomalies)
         if tables is not None:
             progress.stage("tables", tables)
             try:

@@ -421,7 +421,7 @@ def _prefetch_next(buf, p, tail):
 
 @numba.njit(cache=True, nogil=True)
 def _walk(buf, buf_origin, data_end, split_end, limit_rel, state, accept_v2, is_5x,
-          delay_table, enable_multi_dispatch, enable_lmq, rec, key, lmq, prop_span, counts):
+          delay_table, enable_multi_dispatch, enable_lmq, rec, key, lmq, prop_span, counts, index_tags):
     """Walk records from ``state[S_BUFPOS]`` (segment position) until a stop condition: the loop of
     ``doReput`` over one slice, the record read by :func:`_record_layout`, the dispatchers' rules
     from :mod:`store_format.dispatch`.
@@ -496,7 +496,7 @@ def _walk(buf, buf_origin, data_end, split_end, limit_rel, state, accept_v2, is_
             rec[n_rec, R_KEY_FIRST] = n_key
             if flags & F_INDEX:
                 n_first = n_key
-                n_key, ok = put_index_keys(buf, buf_origin, n_rec, th, spans, key, n_key)
+                n_key, ok = put_index_keys(buf, buf_origin, n_rec, th, spans, key, n_key, index_tags)
                 text_ok = text_ok and ok
                 rec[n_rec, R_KEY_COUNT] = n_key - n_first
             if (enable_multi_dispatch and (flags & F_CQ) != 0
@@ -647,7 +647,7 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
     counts = np.zeros(3, dtype=np.int64)
     while True:
         _walk(buf, win_start, data_end, split_end, limit, st, accept_v2, config.is_5x, delay,
-              config.enableMultiDispatch, config.enableLmq, rec, key, lmq, prop, counts)
+              config.enableMultiDispatch, config.enableLmq, rec, key, lmq, prop, counts, config.indexes_tags)
         stop = int(st[S_STOP])
         if stop == Stop.CAPACITY:
             n_rec, n_key, n_lmq = (int(c) for c in counts)

@@ -42,6 +42,8 @@ DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 
 
 _TIME_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
+BROKER_LINES = ("4", "5", "5.5", "auto")   # brokerVersion values
+
 JAVA_INT_MAX = 2**31 - 1
 JAVA_LONG_MAX = 2**63 - 1
 
@@ -111,6 +113,24 @@ _STORE_SETTINGS_TEXT = (
     "topicQueueLockNum:int totalReplicas:int transientStorePoolEnable:boolean transientStorePoolSize:int "
     "travelCqFileNumWhenGetMessage:int useABSLock:boolean useReentrantLockWhenPutMessage:boolean "
     "wakeCommitWhenPutMessage:boolean wakeFlushWhenPutMessage:boolean warmMapedFileEnable:boolean "
+)
+# MessageStoreConfig setters added by rocketmq-store 5.5.1 (the published sources jar)
+_STORE_SETTINGS_551_TEXT = (
+    "appendTopicForTimerDeleteKey:boolean checkCommitLogOffsetOnRecover:boolean combineAssignOffsetCQType "
+    "combineCQEnableCheckSelf:boolean combineCQLoadingCQTypes combineCQMaxExtraSearchCommitLogFiles:int "
+    "combineCQPreferCQType combineCQUseRocksdbForLmq:boolean commitLogRecoverMaxNum:int "
+    "correctMinOffsetMadviseEnable:boolean enableAcceleratedRecovery:boolean enableLmqQuota:boolean "
+    "enableRunningFlagsInFlush:boolean indexFileReadEnable:boolean indexFileWriteEnable:boolean "
+    "indexRocksDBEnable:boolean iteratorWhenUseRocksdbConsumeQueue:boolean maxCheckMessageReuseBufferSize:int "
+    "maxRocksDBIndexQueryDays:int popRocksdbBlockCacheSize:long popRocksdbWriteBufferSize:long "
+    "rocksdbCQSelectiveDoubleWriteEnable:boolean rocksdbMaxSizeAmplificationPercent:int "
+    "sharedByteBufferNum:int timerRecallToTimeWheelEnable:boolean timerRecallToTimelineEnable:boolean "
+    "timerReputServiceCorePoolSize:int timerReputServiceMaxPoolSize:int timerReputServiceQueueCapacity:int "
+    "timerRocksDBEnable:boolean timerRocksDBPrecisionMs:long timerRocksDBRollIntervalHours:int "
+    "timerRocksDBRollMaxTps:double timerRocksDBRollRangeHours:int timerRocksDBStopScan:boolean "
+    "timerRocksDBTimeExpiredMaxTps:double timerWheelSnapshotFlush:boolean timerWheelSnapshotIntervalMs:int "
+    "transRocksDBEnable:boolean transWriteOriginTransHalfEnable:boolean "
+    "useSeparateStorePathForRocksdbCQ:boolean writeWithoutMmap:boolean "
 )
 # BrokerConfig, BrokerIdentity, NettyServerConfig, NettyClientConfig, AuthConfig, tieredstore
 # MessageStoreConfig, properties2SystemEnv (names already in MessageStoreConfig left out)
@@ -218,7 +238,7 @@ def _setting_types(text: str) -> dict[str, str]:
     return types
 
 
-_STORE_TYPES = _setting_types(_STORE_SETTINGS_TEXT)
+_STORE_TYPES = _setting_types(_STORE_SETTINGS_TEXT + _STORE_SETTINGS_551_TEXT)
 _SETTING_TYPES = {**_setting_types(_OTHER_BROKER_SETTINGS_TEXT), **_STORE_TYPES, **_PROJECT_SETTINGS}
 STORE_SETTINGS = frozenset(_STORE_TYPES)
 KNOWN_SETTINGS = frozenset(_SETTING_TYPES)
@@ -575,8 +595,23 @@ class BrokerConfig:
     deleteCommitLogFilesInterval: int = 100
     diskSpaceWarningLevelRatio: int = 90         # 5.x only (4.9: system property, default 0.90)
     diskSpaceCleanForciblyRatio: int = 85        # 5.x only (4.9: system property, default 0.85)
-    # which broker line's reput to mirror where 4.9.x and 5.x differ: "4", "5", or "auto" (decided
-    # from the records: see store_format.reput.detect_broker_version)
+    # read by a restart's commitlog recovery and DefaultMessageStore.start (--as-restart, verify);
+    # every setting those read is listed in docs/restart-settings.md [MessageStoreConfig, BrokerConfig]
+    checkCRCOnRecover: bool = True
+    messageIndexSafe: bool = False
+    forceVerifyPropCRC: bool = False
+    recheckReputOffsetFromCq: bool = False
+    enableControllerMode: bool = False
+    enableBuildConsumeQueueConcurrently: bool = False
+    # 5.5.1: CommitLogDispatcherBuildIndex writes index files only with indexFileWriteEnable; the
+    # recovery walks back at most commitLogRecoverMaxNum segments (<= 0: 10)
+    indexFileWriteEnable: bool = True
+    commitLogRecoverMaxNum: int = 10
+    enableAcceleratedRecovery: bool = False
+    checkCommitLogOffsetOnRecover: bool = False
+    # which broker line's reput to mirror where lines differ: "4" (4.9.x), "5" (5.0-5.3), "5.5" (5.5.x:
+    # 5.x plus tag keys in the index, see docs/restart-settings.md), or "auto" (decided from the
+    # records: see store_format.reput.detect_broker_version; it cannot tell 5.5 from 5.3)
     brokerVersion: str = "auto"
 
     def __post_init__(self) -> None:
@@ -587,8 +622,12 @@ class BrokerConfig:
         range_error = _range_error({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
         if range_error:
             raise UnsupportedConfigError(range_error[1])
-        if self.brokerVersion not in ("4", "5", "auto"):
-            raise UnsupportedConfigError(f"brokerVersion={self.brokerVersion!r}: use 4 (4.9.x), 5 (5.x) or auto")
+        if self.brokerVersion not in BROKER_LINES:
+            raise UnsupportedConfigError(f"brokerVersion={self.brokerVersion!r}: use 4 (4.9.x), 5 (5.0-5.3), 5.5 "
+                                         "(5.5.x) or auto")
+        if self.brokerVersion == "5.5" and not self.indexFileWriteEnable:
+            # 5.5.1 CommitLogDispatcherBuildIndex: no IndexService.buildIndex, no index files
+            object.__setattr__(self, "messageIndexEnable", False)
         if self.enableDLegerCommitLog:
             raise UnsupportedConfigError(
                 "enableDLegerCommitLog=true: a DLedger commitlog wraps records in DLedger entries; this project "
@@ -631,7 +670,12 @@ class BrokerConfig:
 
     @property
     def is_5x(self) -> bool:
-        return self.brokerVersion == "5"
+        return self.brokerVersion in ("5", "5.5")
+
+    @property
+    def indexes_tags(self) -> bool:
+        """5.5.1 ``IndexService.buildIndex`` also puts ``topic#T#tags`` for a record with tags."""
+        return self.brokerVersion == "5.5"
 
     @property
     def accepts_v2_records(self) -> bool:

@@ -41,6 +41,7 @@ from .walkresult import (
     K_REC,
     K_START,
     KEY_KIND_KEY,
+    KEY_KIND_TAG,
     KEY_KIND_UNIQ,
     L_NAME_LEN,
     L_NAME_START,
@@ -86,6 +87,7 @@ _LMQ_PREFIX_BYTES = _bytes_of(LMQ_PREFIX)
 _RETRY_PREFIX_BYTES = _bytes_of(RETRY_GROUP_TOPIC_PREFIX)
 _SYSTEM_PREFIX_BYTES = _bytes_of(SYSTEM_TOPIC_PREFIX)
 _INDEX_KEY_SEPARATOR_CODE = ord(INDEX_KEY_SEPARATOR)  # one UTF-16 unit: String.hashCode steps over it once
+_INDEX_TAG_TYPE_CODE = ord("T")   # MessageConst.INDEX_TAG_TYPE (5.5.1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,10 +130,12 @@ def dispatch_flags(sysflag):
 
 
 @numba.njit(cache=True, nogil=True)
-def put_index_keys(buf, origin, n_rec, topic_hash, spans, key, n_key):
+def put_index_keys(buf, origin, n_rec, topic_hash, spans, key, n_key, index_tags=False):
     """The keys ``IndexService.buildIndex`` puts for a record, in order: ``topic#UNIQ_KEY`` when
     present, then ``topic#k`` for each non-empty token of ``KEYS`` split on single spaces
-    (duplicates kept).  Hashes continue ``String.hashCode`` of the topic over ``#`` and the key.
+    (duplicates kept), then (``index_tags``: 5.5.1, ``buildKey(topic, tags, INDEX_TAG_TYPE)``)
+    ``topic#T#tags`` when the record has a non-empty ``TAGS`` property (the whole value, not split).
+    Hashes continue ``String.hashCode`` of the topic over ``#`` and the key.
     Appends rows to ``key`` from ``n_key``; returns (rows used, text valid UTF-8)."""
     hash_prefix = (topic_hash * 31 + _INDEX_KEY_SEPARATOR_CODE) & 0xFFFFFFFF  # hashCode of buildKey's "topic#"
     text_ok = True
@@ -163,6 +167,18 @@ def put_index_keys(buf, origin, n_rec, topic_hash, spans, key, n_key):
                 key[n_key, K_HASH] = kh
                 n_key += 1
             t0 = t1 + 1
+    ts = spans[P_TAGS, 0]
+    if index_tags and ts >= 0 and spans[P_TAGS, 1] > 0:
+        tag_prefix = (((hash_prefix * 31 + _INDEX_TAG_TYPE_CODE) & 0xFFFFFFFF) * 31
+                      + _INDEX_KEY_SEPARATOR_CODE) & 0xFFFFFFFF   # hashCode of "topic#T#"
+        kh, ok = utf16_hash_update(tag_prefix, buf, ts, ts + spans[P_TAGS, 1])
+        text_ok = text_ok and ok
+        key[n_key, K_REC] = n_rec
+        key[n_key, K_KIND] = KEY_KIND_TAG
+        key[n_key, K_START] = ts + origin
+        key[n_key, K_LEN] = spans[P_TAGS, 1]
+        key[n_key, K_HASH] = kh
+        n_key += 1
     return n_key, text_ok
 
 

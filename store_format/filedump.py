@@ -240,6 +240,10 @@ def detect_kind(path: str, size: int, head: bytes, config: BrokerConfig) -> str:
     if _DIGITS17.match(name):
         return KIND_INDEX
     if SEGMENT_NAME_RE.match(name):
+        if len(parts) >= 4 and parts[-4] in ("batchconsumequeue", "consumequeue_ext"):
+            layout = "a BatchCQ consume queue" if parts[-4] == "batchconsumequeue" else "a ConsumeQueueExt"
+            raise StoreLayoutError(f"{path}: {layout} file ({parts[-4]}/, topic {parts[-3]}): this tool does not "
+                                   "decode that layout (see store_format.store_layouts)")
         if parent == "commitlog":
             return KIND_COMMITLOG
         if len(parts) >= 4 and parts[-4] == "consumequeue":
@@ -788,13 +792,14 @@ def _follow_chain(prev: np.ndarray, slot_of: np.ndarray, slot: int, head: int, n
 @dataclasses.dataclass(frozen=True)
 class Checkpoint:
     """The ``checkpoint`` file [StoreCheckpoint]: longs at 0 physicMsgTimestamp, 8 logicsMsgTimestamp,
-    16 indexMsgTimestamp; 5.x adds 24 masterFlushedOffset and 32 confirmPhyOffset.  A missing file
-    reads as zeros (``StoreCheckpoint`` maps a fresh zero page)."""
+    16 indexMsgTimestamp; 5.x adds 24 masterFlushedOffset and 32 confirmPhyOffset, 5.5.1 40
+    logicsPhysicalOffset.  A missing file reads as zeros (``StoreCheckpoint`` maps a fresh zero page)."""
     physic_msg_timestamp: int = 0
     logics_msg_timestamp: int = 0
     index_msg_timestamp: int = 0
     master_flushed_offset: int = 0
     confirm_phy_offset: int = 0
+    logics_physical_offset: int = 0
 
     @property
     def min_timestamp(self) -> int:
@@ -808,7 +813,7 @@ class Checkpoint:
 
 
 _CHECKPOINT_FIELDS = ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp", "master_flushed_offset",
-                      "confirm_phy_offset")
+                      "confirm_phy_offset", "logics_physical_offset")
 
 
 def parse_checkpoint(data: bytes | None) -> Checkpoint:

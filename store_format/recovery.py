@@ -6,7 +6,8 @@ chosen segment and stops at the first one it cannot accept; the commitlog is cut
 later segment is deleted.  :func:`plan_recovery` computes that cut without touching the store, so a
 rebuild can read the commitlog only as far as a restarted broker would keep it.
 
-Mirrors (rocketmq-all-4.9.8 and rocketmq-all-5.3.3, ``store/``):
+Mirrors (rocketmq-all-4.9.8 and rocketmq-all-5.3.3, ``store/``; rocketmq-store 5.5.1 where it differs:
+:func:`_start_index_551`; every setting read is listed in docs/restart-settings.md):
 
 * ``DefaultMessageStore.load``: ``lastExitOK = !isTempFileExist()`` (the ``abort`` file a running broker
   keeps and deletes at a clean shutdown); the ``StoreCheckpoint`` is read; ``recover(lastExitOK)`` calls
@@ -49,8 +50,10 @@ After recovery (consume queues and index deleted, as for a rebuild), what a rest
   records before ``checked_from`` are never dispatched;
 * 5.3.3 normal and abnormal: recovery dispatches the records it accepts (``onCommitLogDispatch``; normal:
   those above ``maxPhyOffsetOfConsumeQueue``); ``start()`` sets ``reputFromOffset`` to
-  ``getConfirmOffset()``, the commitlog's max offset (unless ``recheckReputOffsetFromCq=true``), so the
-  reput adds nothing.
+  ``getConfirmOffset()``, the commitlog's max offset, so the reput adds nothing; with
+  ``recheckReputOffsetFromCq=true`` (``doRecheckReputOffsetFromCq``) it then restarts, as 4.9.8's ``start()``
+  always does, at the consume queues' largest ``maxPhysicOffset``
+  (:func:`store_format.restart_reput.start_reput_check`).
 
 :attr:`RecoveryPlan.dispatch_from` is where that dispatch starts.
 """
@@ -81,6 +84,7 @@ from .layout import (
     SYSFLAG_BORNHOST_V6,
 )
 from .reput import next_reput_offset, resolve_broker_version
+from .restart_reput import Accepted, start_reput_check
 from .store import Segment, StoreLocation
 
 __all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "DEFAULT_WINDOW"]
@@ -118,6 +122,9 @@ class RecoveryPlan:
         stop_kind: ``end_of_data``, ``crc_mismatch``, ``bad_magic``, ``size_mismatch``, ``unreadable_record``,
             ``blank_in_last_segment`` or ``segment_end``.
         segments: segments in the store before recovery.
+        restart_reput_from: where ``DefaultMessageStore.start`` sets the reput after a recovery that
+            dispatched (4.9 abnormal; 5.x with ``recheckReputOffsetFromCq=true``), -1 where it starts at
+            the commitlog's end (5.x default) or recovery dispatched nothing (4.9 normal).
     """
     mode: str
     process_offset: int
@@ -131,6 +138,7 @@ class RecoveryPlan:
     dispatch_from: int = 0
     stop_kind: str = K.END_OF_DATA.value
     segments: int = 0
+    restart_reput_from: int = -1
 
     @property
     def deleted_segments(self) -> int:
@@ -149,12 +157,6 @@ class RecoveryPlan:
             line += (f"; a restart discards {self.discarded_messages} records ({self.discarded_bytes} bytes) and "
                      f"deletes {self.deleted_segments} of {self.segments} segments")
         return line
-
-
-def _extra_setting(config: BrokerConfig, name: str, default: bool) -> bool:
-    """A ``MessageStoreConfig`` setting :class:`BrokerConfig` may not carry (default: the broker's)."""
-    value = getattr(config, name, default)
-    return value if isinstance(value, bool) else str(value).strip().lower() == "true"
 
 
 def _read_checkpoint(store: StoreLocation) -> Checkpoint:
@@ -184,13 +186,66 @@ def _first_record_matches(store: StoreLocation, seg: Segment, accept_v2: bool, m
     return store_ts != 0 and store_ts <= min_ts
 
 
+def _first_record_accepted(store: StoreLocation, seg: Segment, config: BrokerConfig) -> tuple[int, int] | None:
+    """5.5.1 ``isMappedFileMatchedRecover``: the segment's first record as ``checkMessageAndReturnSize``
+    (``checkCRCOnRecover``) reads it: (physicOffset field, storeTimestamp), or None when it fails or is a
+    blank (whose storeTimestamp reads as 0)."""
+    with store.reader(seg) as read:
+        res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(0, seg.size), 1, config,
+                            keep_text=True)
+    if len(res.rec) == 0:
+        return None
+    _, n_ok = _check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True)
+    if n_ok == 0 or int(res.rec[0, cl.R_STORE_TS]) == 0:
+        return None
+    return int(res.rec[0, cl.R_PHYS]), int(res.rec[0, cl.R_STORE_TS])
+
+
+def _start_index_551(store: StoreLocation, config: BrokerConfig, *, abnormal: bool, checkpoint: Checkpoint,
+                     max_phy_offset_of_consume_queue: int) -> int:
+    """5.5.1 ``recoverNormally``/``recoverAbnormally``: from the last segment back, at most
+    ``commitLogRecoverMaxNum`` (<= 0: 10) segments, to the first whose first record every dispatch store
+    accepts (``CommitLog.isMappedFileMatchedRecover``): it passes ``checkMessageAndReturnSize``, its store
+    time is not 0, ``ConsumeQueueStore.isMappedFileMatchedRecover`` (its offset at most
+    ``getDispatchFromPhyOffset``: normal, the consume queues' max physical offset, -1 with none; abnormal,
+    the checkpoint's logicsPhysicalOffset, or with that <= 0 its store time at most logicsMsgTimestamp) and
+    ``IndexService.isMappedFileMatchedRecover`` (with messageIndexEnable && messageIndexSafe: store time at
+    most indexMsgTimestamp).  The normal walk never goes below index 0; both stop when the count runs out."""
+    segs = store.segments
+    left = config.commitLogRecoverMaxNum if config.commitLogRecoverMaxNum > 0 else 10
+    dispatch_from = checkpoint.logics_physical_offset if abnormal else max_phy_offset_of_consume_queue
+    safe = config.messageIndexEnable and config.messageIndexSafe
+
+    def matched(seg: Segment) -> bool:
+        first = _first_record_accepted(store, seg, config)
+        if first is None:
+            return False
+        phys, ts = first
+        if abnormal and checkpoint.logics_physical_offset <= 0:
+            queue_ok = ts <= checkpoint.logics_msg_timestamp
+        else:
+            queue_ok = phys <= dispatch_from
+        return queue_ok and (not safe or ts <= checkpoint.index_msg_timestamp)
+
+    i = len(segs) - 1
+    while i > 0 or (abnormal and i == 0):
+        left -= 1
+        if matched(segs[i]) or left <= 0:
+            return i
+        i -= 1
+    return max(i, 0)
+
+
 def recovery_start_index(store: StoreLocation, config: BrokerConfig, *, abnormal: bool,
                          checkpoint: Checkpoint, max_phy_offset_of_consume_queue: int = -1) -> int:
     """Index (in ``store.segments``) of the segment recovery starts walking at (module docstring)."""
     segs = store.segments
     is_5x = config.is_5x
+    if config.brokerVersion == "5.5":
+        return _start_index_551(store, config, abnormal=abnormal, checkpoint=checkpoint,
+                                max_phy_offset_of_consume_queue=max_phy_offset_of_consume_queue)
     if abnormal:
-        safe = config.messageIndexEnable and _extra_setting(config, "messageIndexSafe", False)
+        safe = config.messageIndexEnable and config.messageIndexSafe
         min_ts = checkpoint.min_timestamp_index if safe else checkpoint.min_timestamp
         for i in range(len(segs) - 1, -1, -1):
             if _first_record_matches(store, segs[i], is_5x, min_ts):
@@ -211,13 +266,13 @@ class _Stop:
     reason: str
 
 
-def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool) -> _Stop | None:
+def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool) -> tuple[_Stop | None, int]:
     """The first record of a walk that ``checkMessageAndReturnSize(checkCRC, readBody=true)`` does not
     accept, in the order the method tests: magic code (4.9 reads V1 only), the body read into a
     ``totalSize`` buffer, the body CRC, then totalSize against the fields."""
     rec = res.rec
     if len(rec) == 0:
-        return None
+        return None, 0
     body_len = rec[:, cl.R_BODY_LEN]
     total = rec[:, cl.R_TOTAL]
     v2 = (rec[:, cl.R_TOPIC_START] - rec[:, cl.R_BODY_START] - np.maximum(body_len, 0)) == 2
@@ -232,8 +287,15 @@ def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: boo
     mismatch = rec[:, cl.R_STATUS] != cl.Status.DISPATCHED
     bad = bad_v2 | body_overflow | crc_bad | mismatch
     if not bad.any():
-        return None
+        return None, len(rec)
     i = int(np.argmax(bad))
+    return _first_stop(rec, i, seg, bad_v2, body_overflow, crc_bad, computed), i
+
+
+def _first_stop(rec: np.ndarray, i: int, seg: Segment, bad_v2: np.ndarray, body_overflow: np.ndarray,
+                crc_bad: np.ndarray, computed: np.ndarray | None) -> _Stop:
+    body_len = rec[:, cl.R_BODY_LEN]
+    total = rec[:, cl.R_TOTAL]
     pos = int(rec[i, cl.R_POS])
     off = seg.base + pos
     where = f"offset {off} (segment {seg.name} position {pos})"
@@ -251,9 +313,10 @@ def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: boo
 
 
 def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, check_crc: bool,
-                   window: int) -> _Stop:
+                   window: int, accepted: Accepted | None = None) -> _Stop:
     """Walk segments from ``store.segments[first]`` as ``recoverNormally``/``recoverAbnormally`` do and
-    return where they stop (``processOffset``)."""
+    return where they stop (``processOffset``); ``accepted`` collects what the accepted records leave."""
+    accepted = accepted if accepted is not None else Accepted()
     segs = store.segments
     scratch = cl.Scratch()
     is_5x = config.is_5x
@@ -266,7 +329,8 @@ def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, ch
                 split_end = min(state.bufpos + window, seg.size + 1)
                 res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=window + _WINDOW_MARGIN,
                                     keep_text=True, scratch=scratch)
-                stop = _check_rows(res, seg, check_crc=check_crc, is_5x=is_5x)
+                stop, n_ok = _check_rows(res, seg, check_crc=check_crc, is_5x=is_5x)
+                accepted.add(res.rec[:n_ok])
                 if stop is not None:
                     return stop
                 state = res.state
@@ -330,9 +394,9 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     Args:
         store: the store (its segments; ``abort`` and ``checkpoint`` files are read from its root).
         config: broker settings: ``brokerVersion`` (``auto`` is detected from the records) picks the
-            4.9.x or 5.x rules; ``checkCRCOnRecover``/``messageIndexSafe`` are read if the config has them
-            (else the broker's defaults, true/false); ``brokerId`` decides the reput's walk used for the
-            discarded counts.
+            4.9.x or 5.x rules; ``checkCRCOnRecover``, ``messageIndexSafe``, ``forceVerifyPropCRC``,
+            ``recheckReputOffsetFromCq`` and ``enableControllerMode`` as docs/restart-settings.md says;
+            ``brokerId`` decides the reput's walk used for the discarded counts.
         abnormal: None: as the broker decides, from the ``abort`` file (present: the last shutdown was
             not clean).
         checkpoint: the ``checkpoint`` file's bytes (None: the store's file, or zeros without one).
@@ -345,7 +409,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         A :class:`RecoveryPlan`.
     Raises:
         UnsupportedConfigError: 5.x with ``forceVerifyPropCRC=true`` (a whole-record CRC property is checked
-            instead of the body CRC; not reproduced).
+            instead of the body CRC; not reproduced) or ``enableControllerMode=true``; a start whose second
+            reput would write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`).
 
     Example:
         >>> plan = plan_recovery(open_store("store", config), config)  # doctest: +SKIP
@@ -356,9 +421,20 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     is_5x = config.is_5x
     if abnormal is None:
         abnormal = store.broker_may_be_running()
+    if config.brokerVersion == "5.5" and abnormal and (config.enableAcceleratedRecovery
+                                                       or config.checkCommitLogOffsetOnRecover):
+        raise UnsupportedConfigError(
+            "enableAcceleratedRecovery/checkCommitLogOffsetOnRecover=true: a 5.5.1 abnormal recovery then starts "
+            "inside a segment at the checkpoint's logicsPhysicalOffset or checks each record's offset field: not "
+            "reproduced; let the broker recover")
     cp = parse_checkpoint(checkpoint) if checkpoint is not None else _read_checkpoint(store)
-    crc = _extra_setting(config, "checkCRCOnRecover", True) if check_crc is None else bool(check_crc)
-    if crc and is_5x and _extra_setting(config, "forceVerifyPropCRC", False):
+    crc = config.checkCRCOnRecover if check_crc is None else bool(check_crc)
+    if is_5x and config.enableControllerMode:
+        raise UnsupportedConfigError(
+            "enableControllerMode=true: a 5.x restart then dispatches and reputs only up to the confirm offset "
+            "the controller's sync state set gives (CommitLog.getConfirmOffset, AutoSwitchHAService), which the "
+            "store on disk does not hold; let the broker recover")
+    if crc and is_5x and config.forceVerifyPropCRC:
         raise UnsupportedConfigError(
             "forceVerifyPropCRC=true: a 5.x broker then checks a CRC32 property over the whole record at "
             "recovery, which this project does not reproduce; plan without it (checkCRCOnRecover=false) or "
@@ -367,15 +443,20 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
                                  max_phy_offset_of_consume_queue=max_phy_offset_of_consume_queue)
     segs = store.segments
     checked_from = segs[first].base
-    stop = _recovery_walk(store, first, config, check_crc=crc, window=window)
+    accepted = Accepted()
+    stop = _recovery_walk(store, first, config, check_crc=crc, window=window, accepted=accepted)
     process_offset = stop.offset
     kept = sum(1 for s in segs if s.base <= process_offset)
     records, nbytes = _reput_records_from(store, config, process_offset, window)
     dispatch_from = segs[0].base if (not is_5x and not abnormal) else checked_from
+    restart_reput_from = -1
+    if max_phy_offset_of_consume_queue < 0 and (is_5x or abnormal):
+        restart_reput_from = start_reput_check(config, segs[0].base, checked_from, process_offset, accepted,
+                                                abnormal=abnormal)
     plan = RecoveryPlan(
         mode=MODE_ABNORMAL if abnormal else MODE_NORMAL, process_offset=process_offset, checked_from=checked_from,
         kept_segments=kept, discarded_bytes=nbytes, discarded_messages=records, reason=stop.reason,
         broker_version="5" if is_5x else "4", check_crc=crc, dispatch_from=dispatch_from, stop_kind=stop.kind,
-        segments=len(segs))
+        segments=len(segs), restart_reput_from=restart_reput_from)
     log.info("%s", plan.render())
     return plan

@@ -22,10 +22,12 @@ from .anomalies import AnomalyKind
 from .config import BrokerConfig
 from .consumequeue import QueueTable, assign_positions, build_cq_file, cq_file_name
 from .dispatch import fix_malformed_text, index_keys, queue_units
+from .errors import UnsupportedConfigError
 from .indexfile import accepted_by_index, build_index_file, index_file_names, trailing_empty_file, trailing_file_time
 from .store import Segment, StoreLocation
 
-__all__ = ["next_reput_offset", "follow_reput", "walk_store", "rebuild_in_memory", "InMemoryRebuild", "data_end_limit"]
+__all__ = ["next_reput_offset", "follow_reput", "walk_store", "rebuild_in_memory", "InMemoryRebuild", "data_end_limit",
+           "check_concurrent_reput"]
 
 
 def next_reput_offset(seg: Segment, state: cl.WalkState, stop: int, file_size: int, master: bool = True) -> int | None:
@@ -90,6 +92,29 @@ def resolve_broker_version(store: StoreLocation, config: BrokerConfig) -> Broker
     if detect_broker_version(store, config) == "5":
         return dataclasses.replace(config, brokerVersion="5")
     return config  # "auto" reads as 4.9.x, V2 records included (BrokerConfig.accepts_v2_records)
+
+
+CONCURRENT_REPUT_DIFFERS = ("unreadable_record", "size_mismatch", "unreachable_records")
+
+
+def check_concurrent_reput(config: BrokerConfig, anomalies: list[dict]) -> None:
+    """5.x with ``enableBuildConsumeQueueConcurrently=true`` reputs with ``ConcurrentReputMessageService``:
+    its ``preCheckMessageAndReturnSize`` reads only totalSize and the magic code and stops at a record it
+    cannot read (no skip to the end of the slice), and batches are dispatched apart from the walk.  On a
+    commitlog the walk reads without an anomaly that writes what ``ReputMessageService`` writes; where the
+    walk met one of ``CONCURRENT_REPUT_DIFFERS`` the files would be a guess.
+
+    Raises:
+        UnsupportedConfigError: one line naming the first such anomaly.
+    """
+    if not (config.is_5x and config.enableBuildConsumeQueueConcurrently):
+        return
+    bad = next((a for a in anomalies if a.get("kind") in CONCURRENT_REPUT_DIFFERS), None)
+    if bad is not None:
+        raise UnsupportedConfigError(
+            f"enableBuildConsumeQueueConcurrently=true: the 5.x ConcurrentReputMessageService walks past damaged "
+            f"records differently ({bad['kind']} in segment {bad.get('segment')} at position {bad.get('position')}), "
+            "which is not reproduced; rebuild with the broker, or without the setting if the broker ran without it")
 
 
 Slice = tuple[Segment, cl.WalkState, "int | None"]   # the segment, the loop state at the slice start, the reput end
@@ -175,6 +200,7 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
     dispatched_after_last_key = False
     first_dispatch_ts: int | None = None
     anomalies: list[dict] = []
+    end_of_data: dict | None = None
     for seg, res in walk_store(store, config, reuse_memory=True):
         fix_malformed_text(res)
         rec = res.rec
@@ -188,6 +214,10 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
         if res.stop == cl.Stop.BAD:
             anomalies.append({"segment": seg.name, "position": res.state.bufpos,
                               "kind": AnomalyKind.UNREADABLE_RECORD.value})
+            if seg is store.segments[-1]:
+                with store.reader(seg) as read:
+                    if not bytes(read(res.state.bufpos, min(8, seg.data_end - res.state.bufpos))).strip(b"\0"):
+                        end_of_data = anomalies[-1]   # zeros after the last record: the end of the data
         if ok.any() and first_dispatch_ts is None:
             first_dispatch_ts = int(rec[np.argmax(ok), cl.R_STORE_TS])
         # consume queues
@@ -216,6 +246,7 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
                     dispatched_after_last_key = dispatched_after_last_key or bool(ok.any())
             elif ok.any():
                 dispatched_after_last_key = True
+    check_concurrent_reput(config, [a for a in anomalies if a is not end_of_data])
     # consume queue files
     cq: dict[str, bytes] = {}
     states = queues.states

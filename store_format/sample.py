@@ -172,7 +172,7 @@ def generate_sample_store(root: str, config: BrokerConfig, *, messages: int = 20
     if not 0 <= lo <= hi:
         raise ValueError(f"keys_per_message={keys_per_message!r} must be (low, high) with 0 <= low <= high")
     rng = np.random.default_rng(seed)
-    v5 = config.brokerVersion == "5"
+    v5 = config.is_5x
     start_ts = DEFAULT_START_TIMESTAMP_MS if start_timestamp_ms is None else int(start_timestamp_ms)
     topic_names = [f"SampleTopic{i}" for i in range(topics)]
     schedule_id = len(topic_names)

@@ -14,6 +14,7 @@ import pyarrow.fs as pafs
 from .config import BrokerConfig, load_broker_config
 from .errors import StoreLayoutError
 from .layout import SEGMENT_NAME_RE
+from .store_layouts import check_store_layout
 
 __all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader"]
 
@@ -168,12 +169,14 @@ def open_store(uri: str, config: BrokerConfig) -> StoreLocation:
     """List and check a store's commitlog segments.
 
     Raises:
-        StoreLayoutError: no ``commitlog/`` folder, no segments, a segment whose size is not
-            ``mappedFileSizeCommitLog`` (the broker refuses to load it), or segments that do not
-            follow each other.
+        StoreLayoutError: a layout this project does not rebuild (BatchCQ, DLedger, ConsumeQueueExt,
+            RocksDB consume queues: :func:`store_format.store_layouts.check_store_layout`), no
+            ``commitlog/`` folder, no segments, a segment whose size is not ``mappedFileSizeCommitLog``
+            (the broker refuses to load it), or segments that do not follow each other.
     """
     fs, root = resolve(uri)
     root = root.rstrip("/")
+    check_store_layout(fs, root, uri)
     info = fs.get_file_info(f"{root}/commitlog")
     if info.type != pafs.FileType.Directory:
         raise StoreLayoutError(

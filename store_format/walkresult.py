@@ -54,6 +54,7 @@ K_REC, K_KIND, K_START, K_LEN, K_HASH = range(5)
 N_KEY_FIELDS = 5
 KEY_KIND_UNIQ = 0
 KEY_KIND_KEY = 1
+KEY_KIND_TAG = 2   # 5.5: topic#T#tags (IndexService.buildIndex, MessageConst.INDEX_TAG_TYPE)
 
 # per-unit columns of ``lmq`` (multi-dispatch)
 L_REC, L_NAME_START, L_NAME_LEN, L_QOFF, L_QID, L_STATUS = range(6)

@@ -411,7 +411,7 @@ class CommitLogWriter:
                  overwrite: bool = False) -> None:
         config = config or BrokerConfig()
         self.file_size = int(config.mappedFileSizeCommitLog)
-        self.broker_version = broker_version or (config.brokerVersion if config.brokerVersion != "auto" else "4")
+        self.broker_version = broker_version or ("5" if config.is_5x else "4")   # 5.5.1 encodes single records as 5.3.3
         if self.broker_version not in ("4", "5"):
             raise ValueError(f"broker_version must be '4' or '5', got {self.broker_version!r}")
         if start_offset < 0 or start_offset % self.file_size:

@@ -1,0 +1,133 @@
+"""Layouts this project does not rebuild, recognised from the store's contents when broker.conf does not
+say (store_format.store_layouts): each is refused with one line naming the layout, exit code 2, in every
+command that reads or writes queues, instead of being rebuilt as ordinary consume queues.
+
+The stores are copies of the broker-written golden basic-5.3.3 with what the broker would add for the
+layout (paths from StorePathConfigHelper, DLedgerCommitLog, BrokerPathConfigHelper)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipelines.cli import main
+from store_format.store_layouts import batch_cq_topics
+
+CASE = "basic-5.3.3"
+
+
+@pytest.fixture()
+def store(golden_dir: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    shutil.copytree(golden_dir / CASE / "store", root)
+    return root
+
+
+def _topics_json(attrs: dict[str, dict[str, str]]) -> str:
+    """config/topics.json as TopicConfigManager persists it (TopicConfigSerializeWrapper)."""
+    table = {name: {"attributes": a, "order": False, "perm": 6, "readQueueNums": 4, "topicFilterType": "SINGLE_TAG",
+                    "topicName": name, "topicSysFlag": 0, "writeQueueNums": 4} for name, a in attrs.items()}
+    return json.dumps({"dataVersion": {"counter": 3, "stateVersion": 0, "timestamp": 1700000000000},
+                       "topicConfigTable": table}, indent=2)
+
+
+def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str]:
+    """Exit code and the error lines (progress lines such as "[rebuild] plan ..." also go to stderr)."""
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, "\n".join(line for line in err.splitlines() if line.startswith("error:"))
+
+
+def _commands(store: Path, tmp: Path, conf: Path) -> list[list[str]]:
+    s, c = str(store), str(conf)
+    return [
+        ["rebuild", "--store", s, "--out", str(tmp / "out1"), "--config", c, "--engine", "local"],
+        ["rebuild", "--store", s, "--out", str(tmp / "out2"), "--config", c, "--engine", "local", "--as-restart"],
+        ["verify", "--store", s, "--config", c, "--engine", "local"],
+        ["repair", "--store", s, "--config", c, "--engine", "local", "--dry-run"],
+        ["tables", "--store", s, "--tables", str(tmp / "tables"), "--config", c],
+    ]
+
+
+def test_batch_cq_topic_in_topics_json_is_refused_by_every_command(store: Path, tmp_path: Path, golden_dir: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """QueueTypeUtils.getCQType: a topic whose attributes give queue.type=BatchCQ gets a BatchConsumeQueue
+    (batchconsumequeue/), not consumequeue/: rebuilding it as an ordinary queue would be a guess."""
+    (store / "config").mkdir()
+    topics = {"BasicTopic0": {}, "BasicTopic2": {"queue.type": "BatchCQ"}}
+    (store / "config" / "topics.json").write_text(_topics_json(topics))
+    conf = golden_dir / CASE / "broker.conf"
+    for argv in _commands(store, tmp_path, conf):
+        code, err = _run(capsys, argv)
+        assert code == 2, argv
+        assert len(err.splitlines()) == 1, (argv, err)
+        assert "BatchCQ" in err and "BasicTopic2" in err and "BasicTopic0" not in err, (argv, err)
+    assert not (tmp_path / "out1").exists() and not (tmp_path / "tables").exists()
+
+
+def test_simple_cq_attribute_is_rebuilt(store: Path, tmp_path: Path, golden_dir: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """queue.type=SimpleCQ (TopicAttributes' default) is the ordinary consume queue: rebuilt, and identical
+    to the broker's files (the expected/ of the golden case)."""
+    (store / "config").mkdir()
+    (store / "config" / "topics.json").write_text(_topics_json({"BasicTopic1": {"queue.type": "SimpleCQ"}}))
+    code, _ = _run(capsys, ["rebuild", "--store", str(store), "--out", str(tmp_path / "out"), "--config",
+                            str(golden_dir / CASE / "broker.conf"), "--engine", "local"])
+    assert code == 0
+    expected = golden_dir / CASE / "expected" / "consumequeue"
+    for f in expected.rglob("*"):
+        if f.is_file():
+            assert (tmp_path / "out" / "consumequeue" / f.relative_to(expected)).read_bytes() == f.read_bytes()
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda s: (s / "batchconsumequeue" / "BasicTopic3" / "0").mkdir(parents=True)
+     or (s / "batchconsumequeue" / "BasicTopic3" / "0" / ("0" * 20)).write_bytes(bytes(46)),
+     ["batchconsumequeue/", "BatchCQ", "BasicTopic3"]),
+    (lambda s: (s / "dledger-n0" / "data").mkdir(parents=True), ["dledger-n0/", "DLedger"]),
+    (lambda s: (s / "consumequeue_ext" / "BasicTopic0" / "0").mkdir(parents=True)
+     or (s / "consumequeue_ext" / "BasicTopic0" / "0" / ("0" * 20)).write_bytes(bytes(64)),
+     ["consumequeue_ext/", "ConsumeQueueExt"]),
+    (lambda s: (s / "consumequeue").mkdir()
+     or (s / "consumequeue" / "CURRENT").write_text("MANIFEST-000005\n")
+     or (s / "consumequeue" / "MANIFEST-000005").write_bytes(b"\0" * 16),
+     ["consumequeue/", "RocksDB"]),
+], ids=["batchconsumequeue", "dledger", "consumequeue_ext", "rocksdb"])
+def test_layouts_seen_in_the_store_are_refused(store: Path, tmp_path: Path, golden_dir: Path,
+                                               capsys: pytest.CaptureFixture[str], make, words: list[str]) -> None:
+    """The folders the broker creates for each layout, with a broker.conf that does not mention it."""
+    make(store)
+    conf = golden_dir / CASE / "broker.conf"
+    for argv in _commands(store, tmp_path, conf)[:3]:
+        code, err = _run(capsys, argv)
+        assert code == 2 and len(err.splitlines()) == 1, (argv, err)
+        for w in words:
+            assert w in err, (argv, err)
+
+
+def test_empty_folders_are_not_a_layout(store: Path) -> None:
+    """An empty batchconsumequeue/ or consumequeue_ext/ holds no queue: not refused (the broker creates
+    them lazily); a topics.json without attributes is ordinary."""
+    from store_format.config import BrokerConfig
+    from store_format.store import open_store
+    (store / "batchconsumequeue").mkdir()
+    (store / "consumequeue_ext").mkdir()
+    assert batch_cq_topics(_topics_json({"A": {}})) == []
+    assert batch_cq_topics(_topics_json({"A": {"+queue.type": "BatchCQ"}})) == ["A (queue.type=BatchCQ)"]
+    assert open_store(str(store), BrokerConfig(mappedFileSizeCommitLog=1 << 20)).segments
+
+
+@pytest.mark.parametrize(("folder", "word"),
+                         [("batchconsumequeue", "BatchCQ"), ("consumequeue_ext", "ConsumeQueueExt")])
+def test_dump_names_the_layout_of_a_queue_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], folder: str,
+                                                word: str) -> None:
+    """dump: a file of batchconsumequeue/ or consumequeue_ext/ is refused by name, even when its size is
+    the consume queue file size (it would otherwise be decoded as 20-byte units)."""
+    f = tmp_path / "store" / folder / "TopicB" / "0" / ("0" * 20)
+    f.parent.mkdir(parents=True)
+    f.write_bytes(bytes(300_000 * 20))
+    code, err = _run(capsys, ["dump", str(f)])
+    assert code == 2 and len(err.splitlines()) == 1 and word in err and "TopicB" in err, err
