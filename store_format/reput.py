@@ -94,7 +94,8 @@ def resolve_broker_version(store: StoreLocation, config: BrokerConfig) -> Broker
     return config  # "auto" reads as 4.9.x, V2 records included (BrokerConfig.accepts_v2_records)
 
 
-CONCURRENT_REPUT_DIFFERS = ("unreadable_record", "size_mismatch", "unreachable_records")
+CONCURRENT_REPUT_DIFFERS = (AnomalyKind.BAD_MAGIC.value, AnomalyKind.UNREADABLE_RECORD.value,
+                            AnomalyKind.SIZE_MISMATCH.value, AnomalyKind.UNREACHABLE_RECORDS.value)
 
 
 def check_concurrent_reput(config: BrokerConfig, anomalies: list[dict]) -> None:
