@@ -18,6 +18,12 @@ keep only records whose topic and keys really match: the broker compares hashes 
 ``BB`` (equal ``String.hashCode``) return each other's messages; here they do not.
 
 ``--body`` prints bodies: from the table when published with ``--with-body``, else from the commitlog.
+
+Every lookup has a batched form (``lookup_keys``, ``lookup_msg_ids``, ``lookup_offset_msg_ids``,
+``lookup_index_keys``: many questions, one read) behind the single one the CLI calls.
+
+Long module: the three lookups through the tables and the broker's walk over the index files share
+the record reading and the output.
 """
 from __future__ import annotations
 

@@ -12,6 +12,9 @@ Mirrors ``IndexService.buildIndex`` / ``getAndCreateLastIndexFile`` and ``IndexF
   entry's timeDiff is measured from the previous file's last store time;
 * a file created with nothing put (the broker creates the next file as soon as any record is
   dispatched after a full one) keeps those begin/end values and counts 0.
+
+Long module: the writer kernels and the lookup kernel read and write the same entry layout, kept in
+one place.
 """
 from __future__ import annotations
 
