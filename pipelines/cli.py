@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--body", action="store_true", help="print message bodies")
     p.add_argument("--index", help="look up in this index/ folder instead of the tables (needs --store)")
     p.add_argument("--store", help="store root (for --index, and for --body when the tables hold no bodies)")
-    p.add_argument("--config", help="broker.conf of the store")
+    p.add_argument("--config", help="broker.conf of the store (with --index, default: STORE/broker.conf if present)")
     p.add_argument("--max", type=positive_int, default=None,
                    help="at most this many messages (with --index: offsets collected, the broker's default 64)")
 

@@ -19,13 +19,12 @@ whose publication never finished (:mod:`pipelines.tables.runs`).
 Both keep the plain protocol every Delta reader accepts (reader 1, writer 2: no deletion vectors, no
 column mapping); timestamps are Delta ``timestamp`` (UTC instants, Parquet ``TIMESTAMP_MICROS``).
 
-Long module: two writers behind one contract, the Parquet-to-Delta commit with its file statistics,
-and the readers.
+Long module: two writers behind one contract, the Parquet-to-Delta commit, and the readers; the file
+statistics of that commit are :mod:`pipelines.delta_stats`.
 """
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import json
 import time
 import urllib.parse
@@ -39,6 +38,7 @@ import pyarrow.parquet as pq
 from store_format.errors import StoreError
 from store_format.store import resolve
 
+from .delta_stats import file_stats
 from .session import delta_classes_available, spark_schema
 
 if TYPE_CHECKING:
@@ -49,7 +49,6 @@ __all__ = ["Where", "commit_parquet_files", "STAGING", "TableWriter", "DeltaSpar
            "read_spark", "live_files", "file_uris", "commits_after", "run_id_of", "arrow_dataset", "TablesError"]
 
 STAGING = "_staging"
-_STRING_STATS_MAX = 64  # longer strings get no min/max statistics (truncated bounds would need care)
 
 
 class TablesError(StoreError):
@@ -348,7 +347,7 @@ class DeltaRsWriter(TableWriter):
             rel = (rel_dir + "/" if rel_dir else "") + f"{self.run_id}-{info.base_name}"
             with fs.open_input_file(info.path) as f:
                 meta = pq.ParquetFile(f).metadata
-            stats = _stats(meta, data_columns)
+            stats = file_stats(meta, data_columns)
             fs.create_dir(f"{root_path}/{rel_dir}" if rel_dir else root_path, recursive=True)
             fs.move(info.path, f"{root_path}/{rel}")
             moved.append(f"{root_path}/{rel}")
@@ -465,60 +464,6 @@ def _partition_values(rel_dir: str, partition_by: Sequence[str]) -> dict[str, st
 def _escape_path(rel: str) -> str:
     """Delta add paths are relative URIs."""
     return "/".join(urllib.parse.quote(p, safe="=-_.") for p in rel.split("/"))
-
-
-def _stats(meta: pq.FileMetaData, fields: Sequence[pa.Field]) -> dict:
-    """Delta file statistics (``numRecords``, ``minValues``, ``maxValues``, ``nullCount``) of the
-    top-level primitive columns, from the Parquet footer's row group statistics."""
-    wanted = {f.name: f for f in fields if not pa.types.is_nested(f.type) and not pa.types.is_binary(f.type)}
-    mins: dict[str, object] = {}
-    maxs: dict[str, object] = {}
-    nulls: dict[str, int] = {}
-    usable: dict[str, bool] = {name: True for name in wanted}
-    schema = meta.schema
-    for rg in range(meta.num_row_groups):
-        group = meta.row_group(rg)
-        for j in range(group.num_columns):
-            col = group.column(j)
-            name = col.path_in_schema
-            if name not in wanted:
-                continue
-            st = col.statistics
-            if st is None:
-                usable[name] = False
-                continue
-            nulls[name] = nulls.get(name, 0) + (st.null_count or 0)
-            if not st.has_min_max:
-                if st.null_count != group.num_rows:
-                    usable[name] = False
-                continue
-            lo, hi = st.min, st.max
-            mins[name] = lo if name not in mins else min(mins[name], lo)
-            maxs[name] = hi if name not in maxs else max(maxs[name], hi)
-    del schema
-    out_min, out_max = {}, {}
-    for name, field in wanted.items():
-        if not usable[name] or name not in mins:
-            continue
-        lo, hi = mins[name], maxs[name]
-        if pa.types.is_timestamp(field.type):
-            lo, hi = _ts_stat(lo, floor=True), _ts_stat(hi, floor=False)
-        elif pa.types.is_string(field.type):
-            if len(str(lo)) > _STRING_STATS_MAX or len(str(hi)) > _STRING_STATS_MAX:
-                continue
-        elif isinstance(lo, bytes):
-            continue
-        out_min[name], out_max[name] = lo, hi
-    return {"numRecords": meta.num_rows, "minValues": out_min, "maxValues": out_max,
-            "nullCount": {k: v for k, v in nulls.items() if usable.get(k, False)}}
-
-
-def _ts_stat(v: object, floor: bool) -> str:
-    """Delta timestamp statistics: ISO-8601 UTC with milliseconds (bounds rounded outwards)."""
-    from store_format.timeutil import datetime_to_us, ms_to_datetime
-    us = datetime_to_us(v) if isinstance(v, _dt.datetime) else int(v)  # type: ignore[call-overload]
-    ms = us // 1000 if floor else -(-us // 1000)
-    return ms_to_datetime(ms).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def _delete_dir(fs: pafs.FileSystem, path: str) -> None:

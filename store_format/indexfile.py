@@ -12,6 +12,9 @@ Mirrors ``IndexService.buildIndex`` / ``getAndCreateLastIndexFile`` and ``IndexF
   entry's timeDiff is measured from the previous file's last store time;
 * a file created with nothing put (the broker creates the next file as soon as any record is
   dispatched after a full one) keeps those begin/end values and counts 0.
+
+Long module: the writer kernels and the lookup kernel read and write the same entry layout, kept in
+one place.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ from .timeutil import datetime_to_ms, ms_to_datetime
 
 __all__ = [
     "accepted_by_index", "build_index_file", "build_index_array", "index_file_pieces", "IndexHeader", "read_header",
-    "select_phy_offsets",
+    "select_phy_offsets", "select_phy_offsets_of_hashes",
     "index_file_names", "index_file_names_checked", "write_index_file", "write_index_file_part", "index_part_bounds",
     "HEAD_ENTRIES", "trailing_empty_file",
     "trailing_file_time",
@@ -399,30 +402,78 @@ def select_phy_offsets(data: bytes | memoryview | np.ndarray, key: str, *, max_h
     """Commitlog offsets for ``key`` (``topic#key``) in one index file, newest first, exactly as
     ``IndexFile.selectPhyOffset`` walks the slot chain: it compares the hash only, so keys with equal
     hashes return each other's offsets."""
-    view = memoryview(data) if not isinstance(data, np.ndarray) else memoryview(data.tobytes())
-    header = read_header(view)
-    key_hash = index_key_hash(key)
-    slot_pos = INDEX_HEADER_SIZE + (key_hash % max_hash_slot_num) * INDEX_SLOT_SIZE
-    slot_value = int.from_bytes(view[slot_pos:slot_pos + 4], "big", signed=True)
-    found: list[int] = []
-    if slot_value <= 0 or slot_value > header.index_count or header.index_count <= 1:
-        return found
-    entries_at = INDEX_HEADER_SIZE + max_hash_slot_num * INDEX_SLOT_SIZE
-    nxt = slot_value
-    while len(found) < max_num:
-        pos = entries_at + nxt * INDEX_ENTRY_SIZE
-        entry = np.frombuffer(bytes(view[pos:pos + INDEX_ENTRY_SIZE]), dtype=INDEX_ENTRY_DTYPE)[0]
-        time_diff = int(entry["timeDiff"])
-        if time_diff < 0:
-            break
-        time_read = header.begin_timestamp + time_diff * 1000
-        if int(entry["keyHash"]) == key_hash and begin <= time_read <= end:
-            found.append(int(entry["commitlogOffset"]))
-        prev = int(entry["prevIndex"])
-        if prev <= 0 or prev > header.index_count or prev == nxt or time_read < begin:
-            break
-        nxt = prev
-    return found
+    offsets, _ = select_phy_offsets_of_hashes(data, np.array([index_key_hash(key)], dtype=np.int64),
+                                              max_hash_slot_num=max_hash_slot_num, max_num=max_num, begin=begin,
+                                              end=end)
+    return offsets.tolist()
+
+
+def select_phy_offsets_of_hashes(data: bytes | memoryview | np.ndarray, key_hashes: np.ndarray, *,
+                                 max_hash_slot_num: int, max_num: int | np.ndarray = 64, begin: int = 0,
+                                 end: int = 2**63 - 1) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`select_phy_offsets` of many keys, given by their index hashes
+    (:func:`~store_format.javahash.index_key_hashes`), in one pass over the file; ``max_num``: one
+    for all keys, or one per key.  Returns the offsets found (each key's newest first) and, for
+    each, the position of its key in ``key_hashes``."""
+    buf = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
+    header = read_header(buf)
+    hashes = np.asarray(key_hashes, dtype=np.int64)
+    if header.index_count <= 1 or not len(hashes):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    limits = np.broadcast_to(np.asarray(max_num, dtype=np.int64), hashes.shape).copy()
+    return _walk_slot_chains(buf, hashes, max_hash_slot_num, header.index_count, header.begin_timestamp, limits,
+                             begin, end)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _be_int(buf, pos, width):
+    v = 0
+    for i in range(width):
+        v = (v << 8) | buf[pos + i]
+    if v >= 1 << (8 * width - 1):
+        v -= 1 << (8 * width)
+    return v
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_slot_chains(buf, hashes, slot_num, index_count, begin_ts, max_nums, begin, end):
+    """``IndexFile.selectPhyOffset`` for each hash: its slot, then the chain of entries (newest first)
+    through ``prevIndex``; an entry counts when its hash and its time (``beginTimestamp`` + ``timeDiff``
+    seconds) match; the walk ends at a negative timeDiff, a ``prevIndex`` out of range or pointing to
+    itself, a time before ``begin``, or the hash's ``max_nums`` offsets.  Returns the offsets and their hash's index."""
+    cap = 1024
+    offsets = np.empty(cap, dtype=np.int64)
+    owners = np.empty(cap, dtype=np.int64)
+    n = 0
+    entries_at = INDEX_HEADER_SIZE + slot_num * INDEX_SLOT_SIZE
+    for k in range(len(hashes)):
+        h = hashes[k]
+        slot_value = _be_int(buf, INDEX_HEADER_SIZE + (h % slot_num) * INDEX_SLOT_SIZE, 4)
+        if slot_value <= 0 or slot_value > index_count:
+            continue
+        nxt = slot_value
+        found = 0
+        while found < max_nums[k]:
+            pos = entries_at + nxt * INDEX_ENTRY_SIZE
+            entry_hash = _be_int(buf, pos + _E_HASH, 4)
+            time_diff = _be_int(buf, pos + _E_TIME_DIFF, 4)
+            prev = _be_int(buf, pos + _E_PREV, 4)
+            if time_diff < 0:
+                break
+            time_read = begin_ts + time_diff * 1000
+            if entry_hash == h and begin <= time_read and time_read <= end:
+                if n == cap:
+                    cap *= 2
+                    offsets = np.concatenate((offsets, np.empty(cap - n, dtype=np.int64)))
+                    owners = np.concatenate((owners, np.empty(cap - n, dtype=np.int64)))
+                offsets[n] = _be_int(buf, pos + _E_OFFSET, 8)
+                owners[n] = k
+                n += 1
+                found += 1
+            if prev <= 0 or prev > index_count or prev == nxt or time_read < begin:
+                break
+            nxt = prev
+    return offsets[:n], owners[:n]
 
 
 def trailing_empty_file(keys: int, per_file: int, dispatched_after_last_key: bool) -> bool:

@@ -44,3 +44,27 @@ def golden_dir() -> Path:
     if not GOLDEN_DIR.is_dir():
         pytest.skip(f"no golden stores at {GOLDEN_DIR}: put the shared/ folder beside the repository")
     return GOLDEN_DIR
+
+
+@pytest.fixture(scope="session")
+def golden_rebuilt(spark, golden_dir, tmp_path_factory):
+    """``rebuilt(case)``: the folder of the case's Spark rebuild from its commitlog and broker.conf,
+    with the Delta tables in ``tables/`` beside ``consumequeue/`` and ``index/``, made once per run
+    (the golden test checks its files against the broker's; the answer tests read its tables)."""
+    from pipelines.rebuild import run_rebuild
+    from store_format.config import load_broker_config
+
+    done: dict[str, tuple[Path, object]] = {}
+
+    def rebuilt(case: str) -> tuple[Path, object]:
+        if case not in done:
+            out = tmp_path_factory.mktemp(f"golden-{case}") / "out"
+            config = load_broker_config((golden_dir / case / "broker.conf").read_text())
+            # small splits force resynchronization inside every segment
+            split = 96 * 1024 if case.startswith("corrupt") else 384 * 1024
+            summary = run_rebuild(str(golden_dir / case / "store"), str(out), config, spark=spark, split_size=split,
+                                  tables=str(out / "tables"))
+            done[case] = (out, summary)
+        return done[case]
+
+    return rebuilt

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from pipelines.delta import _ts_stat
+from pipelines.delta_stats import ts_stat as _ts_stat
 from store_format.expiry import is_time_to_delete
 from store_format.timeutil import datetime_to_us
 

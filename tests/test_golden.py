@@ -73,25 +73,21 @@ def test_sequential_reference_matches_broker(golden_dir, case):
     _assert_matches(_manifest(golden_dir, case), result.consumequeue, result.index)
 
 
-# split sizes: whole segments, and small splits that force resynchronization inside every segment
 @pytest.mark.parametrize("case", CASES)
-def test_spark_rebuild_matches_broker(spark, golden_dir, tmp_path, case):
-    """As an operator runs it: broker.conf alone (the broker line is detected from the records).
-    The tables it publishes validate green, but for the corrupted store, whose tables fail on its
-    anomalies alone (the manifest's damage)."""
-    from pipelines.rebuild import run_rebuild
+def test_spark_rebuild_matches_broker(golden_rebuilt, golden_dir, case):
+    """As an operator runs it: broker.conf alone (the broker line is detected from the records), with
+    the tables published (:func:`conftest.golden_rebuilt`; split sizes that resynchronize inside
+    every segment).  The tables validate green, but for the corrupted store, whose tables fail on
+    its anomalies alone (the manifest's damage)."""
     from pipelines.validate import validate_tables
-    config = load_broker_config((golden_dir / case / "broker.conf").read_text())
-    split = 96 * 1024 if case.startswith("corrupt") else 384 * 1024
-    tables = str(tmp_path / "tables")
-    summary = run_rebuild(str(golden_dir / case / "store"), str(tmp_path / "out"), config, spark=spark,
-                          split_size=split, tables=tables)
-    cq, index = _read_output(tmp_path / "out")
+    out, summary = golden_rebuilt(case)
+    cq, index = _read_output(out)
     _assert_matches(_manifest(golden_dir, case), cq, index)
     oracle = _manifest(golden_dir, case).get("oracle", {})
     if "dispatchedMessages" in oracle:
         assert summary.dispatched == oracle["dispatchedMessages"]
-    assert not list((tmp_path / "out").glob(".rebuild-*")), "staging left behind"
+    assert not list(out.glob(".rebuild-*")), "staging left behind"
+    tables = str(out / "tables")
     assert summary.tables == tables, summary.tables_error
     report = validate_tables(tables, write_docs=False)
     if case in DAMAGED:

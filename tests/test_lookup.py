@@ -169,3 +169,20 @@ def test_lookup_command(main, index_dir: Path, capsys) -> None:
     assert cli_main(["lookup", "--tables", tables]) == 2  # nothing to look for: an error, not a traceback
     demo_lookup(tables)
     assert "example lookup" in capsys.readouterr().out
+
+
+def test_index_lookup_reads_the_stores_broker_conf_without_config(main, index_dir: Path, capsys) -> None:
+    """``lookup --index`` without ``--config``: STORE/broker.conf (its 64 hash slots, 32 KiB segments);
+    without that file the broker's defaults (5,000,000 slots) find nothing in these index files."""
+    conf = main["store"] / "broker.conf"
+    conf.write_text(ts.CONFIG_TEXT)
+    args = ["lookup", "--index", str(index_dir), "--store", str(main["store"]), "--topic", "TopicA", "--key", "BB",
+            "--json"]
+    try:
+        assert cli_main(args) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert [r["commitlog_offset"] for r in out["messages"]] == [_by_number(main, 8)["commitlog_offset"]]
+        conf.unlink()
+        assert cli_main(args) != 0
+    finally:
+        conf.write_text(ts.CONFIG_TEXT)
