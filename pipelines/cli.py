@@ -157,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tables", required=True, help="root folder of the Delta tables")
     p.add_argument("--with-body", action="store_true", help="include message bodies in the messages table")
     p.add_argument("--full", action="store_true", help="rescan the whole store instead of what is new")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse (exit 2) while a broker may be running on the store (its lock held, or abort "
+                        "present); without it: a warning")
 
     p = command("lookup", "find messages by key, client msgId or offset msgId (exit 1: none found)", "json")
     p.add_argument("--tables", help="root folder of the Delta tables")
@@ -201,12 +204,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="first item to print (record, unit, entry), counted from 0")
     p.add_argument("--count", type=positive_int, default=None, help="items to print at most")
     p.add_argument("--config", help="broker.conf of the store (file sizes, delay levels)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse (exit 2) while a broker may be running on the files' store (its lock held, or "
+                        "abort present); without it: a warning")
 
     p = command("verify", "compare a store's consumequeue/ and index/ with a rebuild from its commitlog "
                           "(exit 1: differences)", "store", "spark", "json")
     p.add_argument("--store", required=True, help="broker store root (opened read-only)")
     p.add_argument("--work", help="where the reference rebuild goes (default: a temporary folder)")
     p.add_argument("--engine", choices=["spark", "local"], default="spark", help="see rebuild --engine")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse (exit 2) while a broker may be running on the store (its lock held, or abort "
+                        "present); without it: a warning")
 
     p = command("repair", "verify, then replace only the damaged, missing or extra files of a store",
                 "store", "spark", "json")
@@ -234,7 +243,9 @@ def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None
                         "(no tables)")
     p.add_argument("--processes", type=positive_int, default=None,
                    help="--engine local: processes to run the tasks in (default: the number of cores)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when the store shows any anomaly")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when the store shows any anomaly; refuse (exit 2) while a broker may be running "
+                        "on the store (its lock held, or abort present)")
     p.add_argument("--as-restart", action="store_true",
                    help="apply the broker's commitlog recovery first: the files a restart would write")
 
@@ -261,6 +272,8 @@ def _print(value, as_json: bool, render) -> None:
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
     config = _config(args)
+    from .brokerlock import REBUILD_MEANING, warn_if_broker_live
+    warn_if_broker_live(args.store, strict=args.strict, meaning=REBUILD_MEANING)   # before the JVM starts
     session = None
     if args.engine == "spark":  # options and settings are valid: the JVM starts while the rest loads
         from .session import start_session
@@ -270,7 +283,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
                           tables=_tables_path(args), with_body=args.with_body, tz=args.tz, overwrite=args.overwrite,
                           engine=args.engine, processes=args.processes or os.cpu_count() or 1,
                           log_level=args.log_level,
-                          as_restart=args.as_restart)
+                          as_restart=args.as_restart, strict=None)
     _print(summary.as_dict(), args.json, lambda _: summary.render())
     if summary.tables_error:
         return 1
@@ -319,6 +332,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
+    from .brokerlock import warn_if_broker_live
+    warn_if_broker_live(args.store, strict=args.strict,
+                        meaning="the newest segment may still be growing, so the tables may end part-way through a "
+                                "write; the next refresh rescans from that segment")
     from .tables import render_tables_summary, run_tables
     summary = run_tables(args.store, args.tables, _config(args), master=args.master, split_size=args.split_size,
                          with_body=args.with_body, full=args.full, log_level=args.log_level)
@@ -350,13 +367,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_dump(args: argparse.Namespace) -> int:
     from . import dump
     return dump.run_dump_command(args.files, start=args.start, count=args.count, config_path=args.config,
-                                 as_json=args.json)
+                                 as_json=args.json, strict=args.strict)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from . import verify
     return verify.run_verify_command(store=args.store, config=_config(args), work=args.work, engine=args.engine,
-                                     master=args.master, split_size=args.split_size, as_json=args.json)
+                                     master=args.master, split_size=args.split_size, as_json=args.json,
+                                     strict=args.strict)
 
 
 def cmd_repair(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from store_format.reput import resolve_broker_version
 from store_format.store import load_config_for, open_store
 from store_format.timeutil import zone
 
+from .brokerlock import REBUILD_MEANING, warn_if_broker_live
 from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
 from .chain import index_file_parts
 from .commit import StagedOutput
@@ -112,7 +113,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                 split_size: int | None = None,
                 tables: str | None = None, with_body: bool = False, tz: str = "UTC", overwrite: bool = False,
                 progress: Progress | None = None, engine: str = "spark", processes: int = 1,
-                log_level: str | None = None, as_restart: bool = False) -> RebuildSummary:
+                log_level: str | None = None, as_restart: bool = False, strict: bool | None = False) -> RebuildSummary:
     """Rebuild ``consumequeue/`` and ``index/`` of ``store`` into ``out``.
 
     The story: plan the splits, scan them in parallel, chain their walks into the reput's one walk,
@@ -133,6 +134,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
             tables).
         as_restart: apply the broker's commitlog recovery first (:mod:`store_format.recovery`): the
             files a broker restart would write.
+        strict: refuse a store a broker may be running on (else a warning):
+            :func:`pipelines.brokerlock.warn_if_broker_live`; None: the caller has checked.
     Raises:
         StoreError: bad store layout, unsupported settings, existing outputs without ``overwrite``.
     """
@@ -152,15 +155,14 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     session = spark if isinstance(spark, PendingSession) else None
     if engine == "spark" and spark is None:
         session = start_session(master, log_level, sql=tables is not None)
+    if strict is not None:
+        warn_if_broker_live(store, strict=strict, meaning=REBUILD_MEANING)
     progress.stage("plan", store)
     st = open_store(store, config)
     config = resolve_broker_version(st, config)
     recovery = None
     if as_restart:
         st, recovery = restart_view(st, config, progress)
-    if st.broker_may_be_running():
-        progress.emit(f"[rebuild] warning: {store}/abort exists: a broker may be running on this store (or it "
-                      "crashed); segments still being written can change under the scan")
     splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
     staged = StagedOutput(out, run_id, overwrite=overwrite)
     staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
