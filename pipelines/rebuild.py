@@ -24,6 +24,7 @@ from .brokerlock import REBUILD_MEANING, warn_if_broker_live
 from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
 from .chain import index_file_parts
 from .commit import StagedOutput
+from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
 from .restart import as_restart as restart_view
@@ -151,12 +152,31 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     started = time.time()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     zone(tz)  # an unknown time zone fails now, before anything starts
+    if strict is not None:
+        warn_if_broker_live(store, strict=strict, meaning=REBUILD_MEANING)
+    # one run per output: a second one refuses before any work (pipelines.outlock)
+    locks = [OutputLock(out, "--out", f"rebuild of {store}").acquire()]
+    try:
+        if tables is not None:
+            locks.append(OutputLock(tables, "--tables", f"rebuild of {store}").acquire())
+        return _rebuild_locked(store, out, config, spark=spark, master=master, split_size=split_size, tables=tables,
+                               with_body=with_body, tz=tz, overwrite=overwrite, progress=progress, engine=engine,
+                               processes=processes, log_level=log_level, as_restart=as_restart, run_id=run_id,
+                               started=started)
+    finally:   # after the staging is gone: the lock of default tables (OUT/tables) lives in OUT
+        for lock in reversed(locks):
+            lock.release()
+
+
+def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark | PendingSession | None,
+                    master: str | None, split_size: int | None, tables: str | None, with_body: bool, tz: str,
+                    overwrite: bool, progress: Progress, engine: str, processes: int, log_level: str | None,
+                    as_restart: bool, run_id: str, started: float) -> RebuildSummary:
+    """:func:`run_rebuild` once its outputs are locked."""
     # options and settings are valid: the JVM starts (one core) while the store is planned (the other)
     session = spark if isinstance(spark, PendingSession) else None
     if engine == "spark" and spark is None:
         session = start_session(master, log_level, sql=tables is not None)
-    if strict is not None:
-        warn_if_broker_live(store, strict=strict, meaning=REBUILD_MEANING)
     progress.stage("plan", store)
     st = open_store(store, config)
     config = resolve_broker_version(st, config)

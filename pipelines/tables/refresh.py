@@ -74,6 +74,7 @@ from ..build import build_queue_bucket
 from ..chain import IndexSeed
 from ..commit import StagedOutput
 from ..delta import file_uris, live_files, read_spark
+from ..outlock import OutputLock
 from ..plan import DEFAULT_SPLIT_SIZE, plan_splits
 from ..session import build_spark_session
 from ..stages import CHAIN_KINDS, Progress, ReputWalk, TaskRunner, scan_and_chain
@@ -101,7 +102,16 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
     the store without one, or with ``full``), replaces the rows of the rescanned segments, and drops
     the rows of segments the broker deleted since.  ``key_buckets`` sets the buckets per segment of a
     new ``message_keys`` table (default :func:`default_key_buckets`; an existing table keeps its own).
+    One run per ``tables`` at a time (:class:`pipelines.outlock.OutputLock`, taken first).
     """
+    with OutputLock(_absolute(tables), "--tables", f"tables refresh of {store}"):
+        return _run_tables_locked(store, tables, config, spark=spark, master=master, split_size=split_size,
+                                  with_body=with_body, full=full, key_buckets=key_buckets, log_level=log_level)
+
+
+def _run_tables_locked(store: str, tables: str, config: BrokerConfig, *, spark, master: str | None,
+                       split_size: int | None, with_body: bool, full: bool, key_buckets: int | None,
+                       log_level: str | None) -> dict:
     started = time.time()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     # executors resolve paths in their own working folders: give them absolute ones
