@@ -17,7 +17,10 @@ import datetime as _dt
 import json
 import logging
 import os
+import signal
 import sys
+import threading
+import traceback
 from importlib.metadata import PackageNotFoundError, version
 
 from store_format.errors import StoreError, UsageError
@@ -286,7 +289,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
                           as_restart=args.as_restart, strict=None)
     _print(summary.as_dict(), args.json, lambda _: summary.render())
     if summary.tables_error:
-        return 1
+        return summary.tables_error_code
     return 1 if args.strict and summary.anomaly_count else 0
 
 
@@ -448,22 +451,38 @@ def configure_logging(level: str | None = None) -> None:
         logger.setLevel(job_level)
 
 
+def _interrupted(signum, frame) -> None:
+    """SIGINT: silence the JVM's stderr at once, then interrupt as Python does.  Cancelling the job
+    (``pipelines.session.stop_jobs``) makes Spark cut its Python workers off, and their tracebacks
+    (``BrokenPipeError`` in ``pyspark/daemon.py``) come through the JVM's stderr while the driver
+    is still cleaning up: they must not reach the terminal, whenever the Ctrl-C comes."""
+    session = sys.modules.get("pipelines.session")
+    if session is not None:
+        session.mute_jvm()
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(getattr(args, "log_level", None))
+    previous = None
+    if (getattr(args, "log_level", None) != "DEBUG" and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+        previous = signal.signal(signal.SIGINT, _interrupted)
+    try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its errors as one line and an exit code (see the module docstring)."""
     try:
         return args.func(args)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        if e.errno == 28:  # ENOSPC
-            print(f"error: no space left on the device ({e}); free space or choose another --out", file=sys.stderr)
-            return 2
-        raise
     except KeyboardInterrupt:
         if "pyspark" in sys.modules:
             from .session import mute_jvm
@@ -471,6 +490,13 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:
+        from .oserrors import os_error_line
+        found = os_error_line(e)   # in the driver, or wrapped in an executor's failure
+        if found is not None:
+            if getattr(args, "log_level", None) == "DEBUG":
+                traceback.print_exc()
+            print(f"error: {found.line}", file=sys.stderr)
+            return found.exit_code
         if type(e).__name__ != "Py4JJavaError":
             raise
         # Spark gave up (tasks failed past their retries): the output was left as it was

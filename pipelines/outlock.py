@@ -25,7 +25,7 @@ import os
 import socket
 import time
 
-from store_format.errors import StoreError
+from store_format.errors import StoreError, StoreLayoutError
 
 __all__ = ["OutputLock", "OutputInUseError", "lock_path"]
 
@@ -98,19 +98,27 @@ class OutputLock:
                      self.target)
             return self
         assert self.path is not None
-        self._make_parents(os.path.dirname(self.path))
+        try:
+            return self._acquire(self.path)
+        except OSError as e:
+            self.release()
+            raise StoreLayoutError(f"{self.option} {self.target}: cannot create its lock file {self.path}: "
+                                   f"{e.strerror}; choose another {self.option}") from None
+
+    def _acquire(self, path: str) -> OutputLock:
+        self._make_parents(os.path.dirname(path))
         for _ in range(20):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = _read_record(fd)
                 os.close(fd)
                 raise OutputInUseError(
-                    f"{self.option} {self.target} is in use by another run: {_describe(holder)} holds {self.path}; "
+                    f"{self.option} {self.target} is in use by another run: {_describe(holder)} holds {path}; "
                     f"wait for it to end, or choose another {self.option}") from None
             try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
             except FileNotFoundError:
                 same = False
             if not same:   # its owner removed it as we opened it: lock the file now there
@@ -127,20 +135,19 @@ class OutputLock:
             self._fd = fd
             _HELD.add(fd)
             return self
-        raise OutputInUseError(f"{self.option} {self.target}: could not take {self.path} (other runs keep "
+        raise OutputInUseError(f"{self.option} {self.target}: could not take {path} (other runs keep "
                                "replacing it)")
 
     def release(self) -> None:
         """Remove the lock file (while still holding it), then drop the lock; then the parent folders
         created for it, if empty."""
-        if self._fd is None:
-            return
-        assert self.path is not None
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
-        _HELD.discard(self._fd)
-        os.close(self._fd)
-        self._fd = None
+        if self._fd is not None:
+            assert self.path is not None
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            _HELD.discard(self._fd)
+            os.close(self._fd)
+            self._fd = None
         for folder in reversed(self._created):
             with contextlib.suppress(OSError):
                 os.rmdir(folder)

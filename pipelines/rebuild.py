@@ -24,6 +24,7 @@ from .brokerlock import REBUILD_MEANING, warn_if_broker_live
 from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
 from .chain import index_file_parts
 from .commit import StagedOutput
+from .oserrors import os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
@@ -55,6 +56,7 @@ class RebuildSummary:
     seconds: float
     tables: str | None = None
     tables_error: str | None = None
+    tables_error_code: int = 1     # exit code for it: 2 when the user can fix the cause (space, permissions)
     tables_recovered: list[dict] = dataclasses.field(default_factory=list)   # interrupted publishes completed
     data_end: int | None = None    # commitlog offset where the data of the last segment ends (zeros after it)
 
@@ -159,6 +161,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     try:
         if tables is not None:
             locks.append(OutputLock(tables, "--tables", f"rebuild of {store}").acquire())
+            from .tables.publish import discard_staged_tables
+            for left in discard_staged_tables(tables):   # the lock is ours: any staging is a dead run's
+                progress.emit(f"[rebuild] removed {left}, left by an interrupted run")
         return _rebuild_locked(store, out, config, spark=spark, master=master, split_size=split_size, tables=tables,
                                with_body=with_body, tz=tz, overwrite=overwrite, progress=progress, engine=engine,
                                processes=processes, log_level=log_level, as_restart=as_restart, run_id=run_id,
@@ -186,7 +191,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
     splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
     staged = StagedOutput(out, run_id, overwrite=overwrite)
     staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
-    preflight(st, config, out)
+    preflight(st, config, out, tables, with_body)
     if session is not None:
         progress.stage("spark session", f"{_master_label(master)} (started before the plan)")
         spark = session.context()   # the RDD jobs need no SQL session (see pipelines.session.Spark)
@@ -197,6 +202,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
     tables_published = False
     tables_recovered: list[dict] = []
     tables_error: str | None = None
+    tables_error_code = 1
     try:
         staged.prepare()
         walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner)
@@ -207,8 +213,9 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             try:
                 pending_tables = job.tables_rows(tables, walk, built, run_id, started, with_body, anomalies)
             except Exception as err:  # reported in the summary; the rebuilt files are committed all the same
-                tables_error = f"{type(err).__name__}: {err}"
+                tables_error, tables_error_code = _failure_line(err)
                 progress.emit(f"[rebuild] tables not published: {tables_error}")
+                _discard_tables(tables, run_id, progress)
         staged.drop_work()
         progress.stage("commit", out)
         staged.commit()
@@ -217,6 +224,8 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         if isinstance(err, KeyboardInterrupt) and spark is not None:
             stop_jobs(spark)
         staged.abort()
+        if tables is not None:
+            _discard_tables(tables, run_id, progress)
         raise
     if pending_tables is not None:
         progress.stage("tables: commit", tables or "")
@@ -226,8 +235,9 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             tables_published = True
             progress.done()
         except Exception as err:
-            tables_error = f"{type(err).__name__}: {err}"
+            tables_error, tables_error_code = _failure_line(err)
             progress.emit(f"[rebuild] tables not published: {tables_error}")
+            _discard_tables(tables or "", run_id, progress)
     if tables_published:   # the anomalies table's rows: the rebuild's own and what the tables found per record
         anomalies = [{"kind": r["kind"], "segment": r["segment"], "position": r["position"], "detail": r["detail"]}
                      for r in published["anomaly_rows"]]
@@ -239,9 +249,28 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                           anomalies=anomalies, rewalked_splits=walk.chain.rewalked, timings=progress.timings,
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
-                          tables_error=tables_error, tables_recovered=tables_recovered,
+                          tables_error=tables_error, tables_error_code=tables_error_code,
+                          tables_recovered=tables_recovered,
                           data_end=next((st.segments[a["segment"]].base + a["position"] for a in walk.chain.anomalies
                                          if a["kind"] == "end_of_data"), None))
+
+
+def _failure_line(err: BaseException) -> tuple[str, int]:
+    """One line for a failed publish of the tables, and its exit code (:mod:`pipelines.oserrors`)."""
+    found = os_error_line(err)
+    if found is not None:
+        return found.line, found.exit_code
+    text = str(getattr(err, "java_exception", None) or err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}", 1
+
+
+def _discard_tables(tables: str, run_id: str, progress: Progress) -> None:
+    """The staged rows of a publish that failed or was interrupted: removed."""
+    from .tables.publish import discard_staged_tables
+    try:
+        discard_staged_tables(tables, run_id)
+    except Exception as err:   # never hides the failure being reported
+        progress.emit(f"[rebuild] could not remove the staged tables of run {run_id} under {tables}: {err}")
 
 
 def _master_label(master: str | None) -> str:

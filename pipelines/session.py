@@ -100,7 +100,7 @@ def build_spark_context(master: str | None = None, app_name: str = "rocketmq-off
     if log_level and master and master.startswith("local") and not launched_by_submit:
         # log4j2.properties holds Spark's own loggers at ERROR (see there); setLogLevel moves the root only
         jvm = sc._jvm
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(  # type: ignore[union-attr]
+        jvm.org.apache.logging.log4j.core.config.Configurator.setAllLevels(  # type: ignore[union-attr]
             "org.apache.spark", jvm.org.apache.logging.log4j.Level.toLevel(log_level))  # type: ignore[union-attr]
     return sc
 
@@ -196,7 +196,9 @@ def start_session(master: str | None = None, log_level: str | None = None, sql: 
 def stop_jobs(spark: Spark, patience: float = 10.0) -> None:
     """After an interrupt: the call was cut, its job goes on.  Cancel it and wait (a while) for its
     tasks to stop (Spark kills a cancelled task's Python worker within
-    ``spark.python.task.killTimeout``), so that none writes into the staging folder being removed."""
+    ``spark.python.task.killTimeout``), so that none writes into the staging folder being removed.
+    The workers cut off print tracebacks through the JVM's stderr: muted first (:func:`mute_jvm`)."""
+    mute_jvm()
     try:
         sc = context_of(spark)
         sc.cancelAllJobs()

@@ -26,7 +26,10 @@ def start_spare() -> subprocess.Popen | None:
         listener.listen(1)
         proc = subprocess.Popen([sys.executable, "-m", "pipelines.sparkdaemon", "--spare", path,
                                  str(listener.fileno())], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                pass_fds=[listener.fileno()])
+                                pass_fds=[listener.fileno()],
+                                # its own process group from the start: a Ctrl-C at the terminal
+                                # while it starts up (before it ignores SIGINT) is not its to handle
+                                process_group=0)
     except OSError:
         shutil.rmtree(folder, ignore_errors=True)
         return None

@@ -76,10 +76,11 @@ from ..commit import StagedOutput
 from ..delta import file_uris, live_files, read_spark
 from ..outlock import OutputLock
 from ..plan import DEFAULT_SPLIT_SIZE, plan_splits
+from ..preflight import check_writable_folder
 from ..session import build_spark_session
 from ..stages import CHAIN_KINDS, Progress, ReputWalk, TaskRunner, scan_and_chain
 from ..workfiles import queue_bucket, read_keys
-from .publish import RebuildResults, Resumed, stage_tables
+from .publish import RebuildResults, Resumed, discard_staged_tables, stage_tables
 from .runs import Snapshot, interrupted_note, snapshot
 from .schema import MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA
 
@@ -105,8 +106,15 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
     One run per ``tables`` at a time (:class:`pipelines.outlock.OutputLock`, taken first).
     """
     with OutputLock(_absolute(tables), "--tables", f"tables refresh of {store}"):
-        return _run_tables_locked(store, tables, config, spark=spark, master=master, split_size=split_size,
-                                  with_body=with_body, full=full, key_buckets=key_buckets, log_level=log_level)
+        check_writable_folder(_absolute(tables), "--tables", "it receives the Delta tables")
+        for left in discard_staged_tables(_absolute(tables)):   # the lock is ours: any staging is a dead run's
+            log.info("removed %s, left by an interrupted run", left)
+        try:
+            return _run_tables_locked(store, tables, config, spark=spark, master=master, split_size=split_size,
+                                      with_body=with_body, full=full, key_buckets=key_buckets, log_level=log_level)
+        except BaseException:
+            discard_staged_tables(_absolute(tables))   # this run's staged rows
+            raise
 
 
 def _run_tables_locked(store: str, tables: str, config: BrokerConfig, *, spark, master: str | None,
