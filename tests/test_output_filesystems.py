@@ -124,3 +124,11 @@ def test_staging_of_dead_runs_is_removed_but_not_that_of_the_audit(tmp_path) -> 
     assert removed == [str(dead.parent)]
     assert not (tables / "messages" / "_staging").exists() and (tables / "messages" / "_delta_log").is_dir()
     assert audit.is_dir()
+
+
+def test_data_docs_on_a_read_only_file_system_are_refused_before_the_checks(tmpfs, tmp_path) -> None:
+    from pipelines.validate import _docs_dir
+    ro = tmpfs("1m", read_only=True)
+    with pytest.raises(StoreLayoutError, match=f"--docs {ro}/docs: {ro} is not writable "
+                                               r"\(Read-only file system\)"):
+        _docs_dir(str(tmp_path / "tables"), str(ro / "docs"))
