@@ -147,12 +147,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("demo", "rebuild a store (default: a generated sample) on local Spark and look a key up",
                 "store", "spark")
     _rebuild_arguments(p, store_required=False)
-    p.add_argument("--messages", type=positive_int, default=200_000, help="messages in the generated sample store")
+    p.add_argument("--messages", type=positive_int, default=200_000,
+                   help="messages in the generated sample store, when no --store is given (default 200000)")
 
-    p = command("sample", "write a sample store (commitlog and broker.conf) for trying things out", "store")
-    p.add_argument("--out", required=True, help="store root to create")
-    p.add_argument("--messages", type=positive_int, default=20_000)
-    p.add_argument("--seed", type=int, default=0)
+    p = command("sample", "write a sample store (commitlog and broker.conf) for trying things out")
+    p.add_argument("--out", required=True, help="store root to create (existing segments there are replaced)")
+    p.add_argument("--messages", type=positive_int, default=20_000,
+                   help="records to write, about 2%% of them special cases (default 20000)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed: the same seed and options give the same bytes (default 0)")
+    p.add_argument("--config", help="broker.conf whose segment size and broker line the sample follows; its "
+                                    "settings are written to OUT/broker.conf (default: the broker's defaults)")
+    p.add_argument("--broker-version", choices=["4", "5"], default=None,
+                   help="write records as the 4.9.x or the 5.x broker does (default: brokerVersion in --config, "
+                        "else 4.9.x)")
 
     p = command("tables", "refresh the Delta tables of a store without rebuilding its files",
                 "store", "spark", "json")
@@ -170,14 +178,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--key", help="a KEYS token or UNIQ_KEY")
     p.add_argument("--msg-id", help="the client's msgId (UNIQ_KEY property)")
     p.add_argument("--offset-msg-id", help="the broker's offset msgId (store host + commitlog offset)")
-    p.add_argument("--from", dest="begin", type=time_arg, help="earliest store time (ISO 8601 or epoch ms)")
-    p.add_argument("--to", dest="end", type=time_arg, help="latest store time (ISO 8601 or epoch ms)")
+    p.add_argument("--from", dest="begin", type=time_arg,
+                   help="earliest store time (ISO 8601 or epoch ms; default: no bound)")
+    p.add_argument("--to", dest="end", type=time_arg,
+                   help="latest store time (ISO 8601 or epoch ms; default: no bound)")
     p.add_argument("--body", action="store_true", help="print message bodies")
     p.add_argument("--index", help="look up in this index/ folder instead of the tables (needs --store)")
     p.add_argument("--store", help="store root (for --index, and for --body when the tables hold no bodies)")
-    p.add_argument("--config", help="broker.conf of the store")
+    p.add_argument("--config", help="broker.conf of the store (default: the broker's defaults)")
     p.add_argument("--max", type=positive_int, default=None,
-                   help="at most this many messages (with --index: offsets collected, the broker's default 64)")
+                   help="at most this many messages (default: all found in the tables; with --index: offsets "
+                        "collected, default 64 as the broker's)")
 
     p = command("audit", "what the next cleanups delete, and the unconsumed messages lost with them", "json")
     p.add_argument("--tables", required=True, help="root folder of the Delta tables")
@@ -189,11 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delay-offsets", help="delayOffset.json (default: the store's config/delayOffset.json)")
     p.add_argument("--disk-used", type=float, default=None,
                    help="used space of the commitlog's disk in percent (default: below every threshold)")
-    p.add_argument("--tz", type=zone_arg, default="UTC", help="the broker's time zone for deleteWhen hours")
+    p.add_argument("--tz", type=zone_arg, default="UTC",
+                   help="the broker's time zone for deleteWhen hours (default UTC)")
     p.add_argument("--time-source", choices=["auto", "mtime", "last_store_time"], default="auto",
-                   help="segment times: file mtimes, the last record's store time, or auto (mtimes when plausible)")
+                   help="segment times: file mtimes, the last record's store time, or auto: mtimes when "
+                        "plausible (default auto)")
     p.add_argument("--write", action="store_true", help="also replace the expiry_audit table with this audit")
-    p.add_argument("--report", help="also write the audit summary as JSON to this file")
+    p.add_argument("--report", help="also write the audit summary as JSON to this file (default: none)")
 
     p = command("validate", "check the Delta tables against the data-quality suite and write Data Docs "
                             "(exit 1: expectations failed)", "json")
@@ -204,9 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "checkpoint, config/*.json", "json")
     p.add_argument("files", nargs="+", metavar="FILE", help="store files to decode")
     p.add_argument("--from", dest="start", type=int, default=0,
-                   help="first item to print (record, unit, entry), counted from 0")
-    p.add_argument("--count", type=positive_int, default=None, help="items to print at most")
-    p.add_argument("--config", help="broker.conf of the store (file sizes, delay levels)")
+                   help="first item to print (record, unit, entry), counted from 0 (default 0)")
+    p.add_argument("--count", type=positive_int, default=None, help="items to print at most, per file (default: all)")
+    p.add_argument("--config", help="broker.conf of the store: file sizes, delay levels (default: the broker's "
+                                    "defaults)")
     p.add_argument("--strict", action="store_true",
                    help="refuse (exit 2) while a broker may be running on the files' store (its lock held, or "
                         "abort present); without it: a warning")
@@ -215,7 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "(exit 1: differences)", "store", "spark", "json")
     p.add_argument("--store", required=True, help="broker store root (opened read-only)")
     p.add_argument("--work", help="where the reference rebuild goes (default: a temporary folder)")
-    p.add_argument("--engine", choices=["spark", "local"], default="spark", help="see rebuild --engine")
+    p.add_argument("--engine", choices=["spark", "local"], default="spark",
+                   help="how the reference rebuild runs: spark (default) or local (see rebuild --engine)")
     p.add_argument("--strict", action="store_true",
                    help="refuse (exit 2) while a broker may be running on the store (its lock held, or abort "
                         "present); without it: a warning")
@@ -226,13 +241,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backup", help="where replaced files go (default: STORE/.repair-backup-<time>)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
     p.add_argument("--force", action="store_true", help="repair even when a broker may be running on the store")
-    p.add_argument("--engine", choices=["spark", "local"], default="spark", help="see rebuild --engine")
+    p.add_argument("--engine", choices=["spark", "local"], default="spark",
+                   help="how the reference rebuild runs: spark (default) or local (see rebuild --engine)")
     return parser
 
 
 def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None:
     p.add_argument("--store", required=store_required,
-                   help="broker store root: the folder holding commitlog/ (local path, hdfs:// or s3:// URI)")
+                   help="broker store root: the folder holding commitlog/ (local path, hdfs:// or s3:// URI)"
+                        + ("" if store_required else "; default: a sample store generated beside OUT"))
     p.add_argument("--out", required=True,
                    help="where consumequeue/ and index/ are written, laid out like a store root")
     p.add_argument("--tables", default=None, help="publish the Delta tables under this path (default: OUT/tables)")
