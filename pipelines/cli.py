@@ -121,7 +121,7 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
     spark.add_argument("--split-size", type=split_size_arg, default=None,
                        help="commitlog bytes per scan task, e.g. 128m (default 128 MiB)")
     spark.add_argument("--master", default=None, help="Spark master URL (default: local[*], or spark-submit's)")
-    spark.add_argument("--log-level", default=None, choices=["ERROR", "WARN", "INFO", "DEBUG"],
+    spark.add_argument("--log-level", default=None, type=str.upper, choices=["ERROR", "WARN", "INFO", "DEBUG"],
                        help="Spark's and this job's log level (default: Spark ERROR, job INFO)")
     out = parent()
     out.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -517,7 +517,7 @@ def _run(args: argparse.Namespace) -> int:
         if type(e).__name__ != "Py4JJavaError":
             raise
         # Spark gave up (tasks failed past their retries): the output was left as it was
-        detail = str(getattr(e, "java_exception", e)).strip().splitlines()
-        print(f"error: the Spark job failed: {detail[0] if detail else type(e).__name__} (nothing was committed; "
-              "--log-level INFO shows Spark's log)", file=sys.stderr)
+        from .oserrors import failure_line
+        print(f"error: the Spark job failed: {failure_line(e)} (nothing was committed; --log-level INFO shows "
+              "Spark's log)", file=sys.stderr)
         return 1

@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Iterator
 
-__all__ = ["OsErrorLine", "os_error_line", "naming", "USER_FIXABLE"]
+__all__ = ["OsErrorLine", "os_error_line", "failure_line", "naming", "USER_FIXABLE"]
 
 USER_FIXABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT,
                           errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.ENOTEMPTY, errno.EMFILE, errno.ENFILE})
@@ -23,7 +23,7 @@ USER_FIXABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM,
 _KNOWN = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.ENOENT)
 _STRERROR = {code: os.strerror(code) for code in _KNOWN}
 _ERRNO_RE = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)
-_PATH_RE = re.compile(r"""(?:file:)?(/[^\s'"():,\]]+)""")
+_PATH_RE = re.compile(r"""(?<![\w.])(/[^\s'"():,\]]+)""")   # not the "/output" of "Input/output"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,3 +99,23 @@ def naming(path: str | None) -> Iterator[None]:
         if e.filename is None and e.errno and path is not None:
             raise OSError(e.errno, os.strerror(e.errno), path) from e
         raise
+
+
+_PY_ERROR_RE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): (.*)$")
+
+
+def failure_line(exc: BaseException) -> str:
+    """One line for a failure that is not an operating system error: for a Spark job whose Python
+    task failed, the task's own exception (the last ``SomeError: message`` line of the traceback
+    Spark wraps), not the wrapper's first line (which ends in ``Traceback (most recent call
+    last):``); else the exception's first line."""
+    text = str(getattr(exc, "java_exception", None) or exc)
+    lines = text.strip().splitlines()
+    python_errors = [m for m in (_PY_ERROR_RE.match(ln.strip()) for ln in lines) if m
+                     and not m.group(1).startswith(("org.apache.spark", "java.", "py4j."))]
+    if python_errors:
+        return f"{python_errors[-1].group(1)}: {python_errors[-1].group(2)}"
+    first = lines[0] if lines else ""
+    if getattr(exc, "java_exception", None) is None:
+        return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return first or type(exc).__name__

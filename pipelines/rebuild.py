@@ -24,7 +24,7 @@ from .brokerlock import REBUILD_MEANING, warn_if_broker_live
 from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
 from .chain import index_file_parts
 from .commit import StagedOutput
-from .oserrors import os_error_line
+from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
@@ -260,8 +260,7 @@ def _failure_line(err: BaseException) -> tuple[str, int]:
     found = os_error_line(err)
     if found is not None:
         return found.line, found.exit_code
-    text = str(getattr(err, "java_exception", None) or err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else ''}", 1
+    return failure_line(err), 1
 
 
 def _discard_tables(tables: str, run_id: str, progress: Progress) -> None:
