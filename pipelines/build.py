@@ -42,6 +42,7 @@ from store_format.indexfile import (
 )
 from store_format.store import resolve
 
+from .oserrors import naming
 from .workfiles import read_bucket_units, read_keys, write_queue_states
 
 __all__ = ["RESULT_SCHEMA", "BuildTask", "build_queue_bucket", "build_index_part", "index_tasks", "merge_index_rows",
@@ -72,6 +73,11 @@ def write_file(uri_root: str, relative: str, data) -> int:
     """
     fs, root = resolve(uri_root)
     path = f"{root}/{relative}"
+    with naming(path):
+        return _write_file(fs, path, data)
+
+
+def _write_file(fs: pafs.FileSystem, path: str, data) -> int:
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     pieces = data if isinstance(data, list) else [data]
     if isinstance(fs, pafs.LocalFileSystem):

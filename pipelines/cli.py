@@ -17,7 +17,10 @@ import datetime as _dt
 import json
 import logging
 import os
+import signal
 import sys
+import threading
+import traceback
 from importlib.metadata import PackageNotFoundError, version
 
 from store_format.errors import StoreError, UsageError
@@ -118,7 +121,7 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
     spark.add_argument("--split-size", type=split_size_arg, default=None,
                        help="commitlog bytes per scan task, e.g. 128m (default 128 MiB)")
     spark.add_argument("--master", default=None, help="Spark master URL (default: local[*], or spark-submit's)")
-    spark.add_argument("--log-level", default=None, choices=["ERROR", "WARN", "INFO", "DEBUG"],
+    spark.add_argument("--log-level", default=None, type=str.upper, choices=["ERROR", "WARN", "INFO", "DEBUG"],
                        help="Spark's and this job's log level (default: Spark ERROR, job INFO)")
     out = parent()
     out.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -144,12 +147,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("demo", "rebuild a store (default: a generated sample) on local Spark and look a key up",
                 "store", "spark")
     _rebuild_arguments(p, store_required=False)
-    p.add_argument("--messages", type=positive_int, default=200_000, help="messages in the generated sample store")
+    p.add_argument("--messages", type=positive_int, default=200_000,
+                   help="messages in the generated sample store, when no --store is given (default 200000)")
 
-    p = command("sample", "write a sample store (commitlog and broker.conf) for trying things out", "store")
-    p.add_argument("--out", required=True, help="store root to create")
-    p.add_argument("--messages", type=positive_int, default=20_000)
-    p.add_argument("--seed", type=int, default=0)
+    p = command("sample", "write a sample store (commitlog and broker.conf) for trying things out")
+    p.add_argument("--out", required=True, help="store root to create (existing segments there are replaced)")
+    p.add_argument("--messages", type=positive_int, default=20_000,
+                   help="records to write, about 2%% of them special cases (default 20000)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed: the same seed and options give the same bytes (default 0)")
+    p.add_argument("--config", help="broker.conf whose segment size and broker line the sample follows; its "
+                                    "settings are written to OUT/broker.conf (default: the broker's defaults)")
+    p.add_argument("--broker-version", choices=["4", "5"], default=None,
+                   help="write records as the 4.9.x or the 5.x broker does (default: brokerVersion in --config, "
+                        "else 4.9.x)")
 
     p = command("tables", "refresh the Delta tables of a store without rebuilding its files",
                 "store", "spark", "json")
@@ -157,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tables", required=True, help="root folder of the Delta tables")
     p.add_argument("--with-body", action="store_true", help="include message bodies in the messages table")
     p.add_argument("--full", action="store_true", help="rescan the whole store instead of what is new")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse (exit 2) while a broker may be running on the store (its lock held, or abort "
+                        "present); without it: a warning")
 
     p = command("lookup", "find messages by key, client msgId or offset msgId (exit 1: none found)", "json")
     p.add_argument("--tables", help="root folder of the Delta tables")
@@ -164,14 +178,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--key", help="a KEYS token or UNIQ_KEY")
     p.add_argument("--msg-id", help="the client's msgId (UNIQ_KEY property)")
     p.add_argument("--offset-msg-id", help="the broker's offset msgId (store host + commitlog offset)")
-    p.add_argument("--from", dest="begin", type=time_arg, help="earliest store time (ISO 8601 or epoch ms)")
-    p.add_argument("--to", dest="end", type=time_arg, help="latest store time (ISO 8601 or epoch ms)")
+    p.add_argument("--from", dest="begin", type=time_arg,
+                   help="earliest store time (ISO 8601 or epoch ms; default: no bound)")
+    p.add_argument("--to", dest="end", type=time_arg,
+                   help="latest store time (ISO 8601 or epoch ms; default: no bound)")
     p.add_argument("--body", action="store_true", help="print message bodies")
     p.add_argument("--index", help="look up in this index/ folder instead of the tables (needs --store)")
     p.add_argument("--store", help="store root (for --index, and for --body when the tables hold no bodies)")
-    p.add_argument("--config", help="broker.conf of the store (with --index, default: STORE/broker.conf if present)")
+    p.add_argument("--config", help="broker.conf of the store (with --index, default: STORE/broker.conf if "
+                                       "present, else the broker's defaults)")
     p.add_argument("--max", type=positive_int, default=None,
-                   help="at most this many messages (with --index: offsets collected, the broker's default 64)")
+                   help="at most this many messages (default: all found in the tables; with --index: offsets "
+                        "collected, default 64 as the broker's)")
 
     p = command("audit", "what the next cleanups delete, and the unconsumed messages lost with them", "json")
     p.add_argument("--tables", required=True, help="root folder of the Delta tables")
@@ -192,12 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-D", dest="system_properties", action="append", default=[], metavar="PROPERTY=RATIO",
                    help="a ratio system property of the broker's JVM: rocketmq.broker.diskSpaceWarningLevelRatio "
                         "or rocketmq.broker.diskSpaceCleanForciblyRatio (e.g. "
-                        "-D rocketmq.broker.diskSpaceCleanForciblyRatio=0.8)")
-    p.add_argument("--tz", type=zone_arg, default="UTC", help="the broker's time zone for deleteWhen hours")
+                        "-D rocketmq.broker.diskSpaceCleanForciblyRatio=0.8; default: none, the broker's defaults)")
+    p.add_argument("--tz", type=zone_arg, default="UTC",
+                   help="the broker's time zone for deleteWhen hours (default UTC)")
     p.add_argument("--time-source", choices=["auto", "mtime", "last_store_time"], default="auto",
-                   help="segment times: file mtimes, the last record's store time, or auto (mtimes when plausible)")
+                   help="segment times: file mtimes, the last record's store time, or auto: mtimes when "
+                        "plausible (default auto)")
     p.add_argument("--write", action="store_true", help="also replace the expiry_audit table with this audit")
-    p.add_argument("--report", help="also write the audit summary as JSON to this file")
+    p.add_argument("--report", help="also write the audit summary as JSON to this file (default: none)")
 
     p = command("validate", "check the Delta tables against the data-quality suite and write Data Docs "
                             "(exit 1: expectations failed)", "json")
@@ -208,15 +228,23 @@ def build_parser() -> argparse.ArgumentParser:
                         "checkpoint, config/*.json", "json")
     p.add_argument("files", nargs="+", metavar="FILE", help="store files to decode")
     p.add_argument("--from", dest="start", type=int, default=0,
-                   help="first item to print (record, unit, entry), counted from 0")
-    p.add_argument("--count", type=positive_int, default=None, help="items to print at most")
-    p.add_argument("--config", help="broker.conf of the store (file sizes, delay levels)")
+                   help="first item to print (record, unit, entry), counted from 0 (default 0)")
+    p.add_argument("--count", type=positive_int, default=None, help="items to print at most, per file (default: all)")
+    p.add_argument("--config", help="broker.conf of the store: file sizes, delay levels (default: the broker's "
+                                    "defaults)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse (exit 2) while a broker may be running on the files' store (its lock held, or "
+                        "abort present); without it: a warning")
 
     p = command("verify", "compare a store's consumequeue/ and index/ with a rebuild from its commitlog "
                           "(exit 1: differences)", "store", "spark", "json")
     p.add_argument("--store", required=True, help="broker store root (opened read-only)")
     p.add_argument("--work", help="where the reference rebuild goes (default: a temporary folder)")
-    p.add_argument("--engine", choices=["spark", "local"], default="spark", help="see rebuild --engine")
+    p.add_argument("--engine", choices=["spark", "local"], default="spark",
+                   help="how the reference rebuild runs: spark (default) or local (see rebuild --engine)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse (exit 2) while a broker may be running on the store (its lock held, or abort "
+                        "present); without it: a warning")
 
     p = command("repair", "verify, then replace only the damaged, missing or extra files of a store",
                 "store", "spark", "json")
@@ -224,13 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backup", help="where replaced files go (default: STORE/.repair-backup-<time>)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
     p.add_argument("--force", action="store_true", help="repair even when a broker may be running on the store")
-    p.add_argument("--engine", choices=["spark", "local"], default="spark", help="see rebuild --engine")
+    p.add_argument("--engine", choices=["spark", "local"], default="spark",
+                   help="how the reference rebuild runs: spark (default) or local (see rebuild --engine)")
     return parser
 
 
 def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None:
     p.add_argument("--store", required=store_required,
-                   help="broker store root: the folder holding commitlog/ (local path, hdfs:// or s3:// URI)")
+                   help="broker store root: the folder holding commitlog/ (local path, hdfs:// or s3:// URI)"
+                        + ("" if store_required else "; default: a sample store generated beside OUT"))
     p.add_argument("--out", required=True,
                    help="where consumequeue/ and index/ are written, laid out like a store root")
     p.add_argument("--tables", default=None, help="publish the Delta tables under this path (default: OUT/tables)")
@@ -244,7 +274,9 @@ def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None
                         "(no tables)")
     p.add_argument("--processes", type=positive_int, default=None,
                    help="--engine local: processes to run the tasks in (default: the number of cores)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when the store shows any anomaly")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when the store shows any anomaly; refuse (exit 2) while a broker may be running "
+                        "on the store (its lock held, or abort present)")
     p.add_argument("--as-restart", action="store_true",
                    help="apply the broker's commitlog recovery first: the files a restart would write")
 
@@ -271,6 +303,8 @@ def _print(value, as_json: bool, render) -> None:
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
     config = _config(args)
+    from .brokerlock import REBUILD_MEANING, warn_if_broker_live
+    warn_if_broker_live(args.store, strict=args.strict, meaning=REBUILD_MEANING)   # before the JVM starts
     session = None
     if args.engine == "spark":  # options and settings are valid: the JVM starts while the rest loads
         from .session import start_session
@@ -280,10 +314,10 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
                           tables=_tables_path(args), with_body=args.with_body, tz=args.tz, overwrite=args.overwrite,
                           engine=args.engine, processes=args.processes or os.cpu_count() or 1,
                           log_level=args.log_level,
-                          as_restart=args.as_restart)
+                          as_restart=args.as_restart, strict=None)
     _print(summary.as_dict(), args.json, lambda _: summary.render())
     if summary.tables_error:
-        return 1
+        return summary.tables_error_code
     return 1 if args.strict and summary.anomaly_count else 0
 
 
@@ -325,6 +359,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
+    from .brokerlock import warn_if_broker_live
+    warn_if_broker_live(args.store, strict=args.strict,
+                        meaning="the newest segment may still be growing, so the tables may end part-way through a "
+                                "write; the next refresh rescans from that segment")
     from .tables import render_tables_summary, run_tables
     summary = run_tables(args.store, args.tables, _config(args), master=args.master, split_size=args.split_size,
                          with_body=args.with_body, full=args.full, log_level=args.log_level)
@@ -357,13 +395,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_dump(args: argparse.Namespace) -> int:
     from . import dump
     return dump.run_dump_command(args.files, start=args.start, count=args.count, config_path=args.config,
-                                 as_json=args.json)
+                                 as_json=args.json, strict=args.strict)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from . import verify
     return verify.run_verify_command(store=args.store, config=_config(args), work=args.work, engine=args.engine,
-                                     master=args.master, split_size=args.split_size, as_json=args.json)
+                                     master=args.master, split_size=args.split_size, as_json=args.json,
+                                     strict=args.strict)
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
@@ -437,22 +476,38 @@ def configure_logging(level: str | None = None) -> None:
         logger.setLevel(job_level)
 
 
+def _interrupted(signum, frame) -> None:
+    """SIGINT: silence the JVM's stderr at once, then interrupt as Python does.  Cancelling the job
+    (``pipelines.session.stop_jobs``) makes Spark cut its Python workers off, and their tracebacks
+    (``BrokenPipeError`` in ``pyspark/daemon.py``) come through the JVM's stderr while the driver
+    is still cleaning up: they must not reach the terminal, whenever the Ctrl-C comes."""
+    session = sys.modules.get("pipelines.session")
+    if session is not None:
+        session.mute_jvm()
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(getattr(args, "log_level", None))
+    previous = None
+    if (getattr(args, "log_level", None) != "DEBUG" and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+        previous = signal.signal(signal.SIGINT, _interrupted)
+    try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its errors as one line and an exit code (see the module docstring)."""
     try:
         return args.func(args)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        if e.errno == 28:  # ENOSPC
-            print(f"error: no space left on the device ({e}); free space or choose another --out", file=sys.stderr)
-            return 2
-        raise
     except KeyboardInterrupt:
         if "pyspark" in sys.modules:
             from .session import mute_jvm
@@ -460,10 +515,17 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:
+        from .oserrors import os_error_line
+        found = os_error_line(e)   # in the driver, or wrapped in an executor's failure
+        if found is not None:
+            if getattr(args, "log_level", None) == "DEBUG":
+                traceback.print_exc()
+            print(f"error: {found.line}", file=sys.stderr)
+            return found.exit_code
         if type(e).__name__ != "Py4JJavaError":
             raise
         # Spark gave up (tasks failed past their retries): the output was left as it was
-        detail = str(getattr(e, "java_exception", e)).strip().splitlines()
-        print(f"error: the Spark job failed: {detail[0] if detail else type(e).__name__} (nothing was committed; "
-              "--log-level INFO shows Spark's log)", file=sys.stderr)
+        from .oserrors import failure_line
+        print(f"error: the Spark job failed: {failure_line(e)} (nothing was committed; --log-level INFO shows "
+              "Spark's log)", file=sys.stderr)
         return 1

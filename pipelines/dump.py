@@ -25,7 +25,7 @@ _CHAIN_SHOWN = 12  # links of a slot chain printed in the text form
 
 
 def run_dump_command(files: list[str], *, start: int, count: int | None, config_path: str | None,
-                     as_json: bool) -> int:
+                     as_json: bool, strict: bool = False) -> int:
     """Decode each file in turn and print it.
 
     Args:
@@ -34,6 +34,8 @@ def run_dump_command(files: list[str], *, start: int, count: int | None, config_
         count: at most this many items per file (None: all).
         config_path: broker.conf of the store (file sizes, delay levels, broker line); None: defaults.
         as_json: JSON Lines instead of text.
+        strict: refuse, instead of a warning, files of a store a broker may be running on
+            (:func:`pipelines.brokerlock.warn_if_broker_live`).
     Returns:
         0 when every file was decoded.
     Raises:
@@ -45,6 +47,12 @@ def run_dump_command(files: list[str], *, start: int, count: int | None, config_
         raise UsageError(f"--from {start}: use 0 or more")
     config = load_config_for(config_path)
     dumps = [open_dump(f, config) for f in files]
+    from .brokerlock import warn_if_broker_live
+    for root in dict.fromkeys(r for r in map(store_root_of, files) if r is not None):
+        warn_if_broker_live(root, strict=strict,
+                            meaning="the files it writes (the newest segment, consume queue and index files, the "
+                                    "checkpoint) may change while they are decoded, so their last items may be "
+                                    "half-written")
     out = sys.stdout
     try:
         for d in dumps:
@@ -57,6 +65,22 @@ def run_dump_command(files: list[str], *, start: int, count: int | None, config_
         os.dup2(devnull, out.fileno())
         os.close(devnull)
     return 0
+
+
+def store_root_of(path: str) -> str | None:
+    """The store root a local store file belongs to: the nearest of its parent folders (up to
+    ``consumequeue/<topic>/<queue>/``) holding ``commitlog/``, ``lock`` or ``abort``; None if none."""
+    if "://" in path:
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    for _ in range(4):
+        if any(os.path.exists(os.path.join(folder, n)) for n in ("commitlog", "lock", "abort")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return None
 
 
 def write_items(items: Iterable[Item], out: TextIO, as_json: bool) -> None:

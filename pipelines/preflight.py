@@ -30,6 +30,7 @@ import dataclasses
 import logging
 import os
 import shutil
+import uuid
 
 import numpy as np
 import pyarrow.fs as pafs
@@ -69,6 +70,9 @@ class SpaceEstimate:
     estimate: int | None       # extrapolated from the sample (None: nothing readable sampled)
     minimum_detail: str
     estimate_detail: str
+    records: float = 0.0       # records dispatched, extrapolated (rows of the messages table)
+    keys: float = 0.0          # index keys, extrapolated (rows of message_keys)
+    data: int = 0              # bytes of commitlog data
 
 
 @dataclasses.dataclass
@@ -158,7 +162,8 @@ def estimate_output(store: StoreLocation, config: BrokerConfig) -> SpaceEstimate
     estimate_detail = (f"about {units:,.0f} consume queue units in {queues} queue(s) of {files_per_queue} file(s) of "
                        f"{cq_size:,} bytes, {index_files} index file(s) of {idx_size:,} bytes for about {keys:,.0f} "
                        f"keys, {work:,} bytes of work files; from {sampled:,} sampled bytes of {data:,}")
-    return SpaceEstimate(max(minimum, 0), max(estimate, minimum), minimum_detail, estimate_detail)
+    records = sum(s.dispatched for s in samples.values()) / sampled * data
+    return SpaceEstimate(max(minimum, 0), max(estimate, minimum), minimum_detail, estimate_detail, records, keys, data)
 
 
 def _nearest_existing(path: str) -> str:
@@ -178,18 +183,71 @@ def _check_out(store: StoreLocation, out_uri: str) -> None:
     if out == store.commitlog_dir or out.startswith(store.commitlog_dir + "/"):
         raise StoreLayoutError(f"--out {out_uri} is inside the store's commitlog/ folder; use the store root (with "
                                "--overwrite) or another folder")
-    info = fs.get_file_info(out)
-    if info.type == pafs.FileType.File:
-        raise StoreLayoutError(f"--out {out_uri} is a file; give a folder (it receives consumequeue/ and index/)")
-    if isinstance(fs, pafs.LocalFileSystem):
-        existing = _nearest_existing(out)
-        if not os.path.isdir(existing):
-            raise StoreLayoutError(f"--out {out_uri}: {existing} is a file, so the folder cannot be created")
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise StoreLayoutError(f"--out {out_uri}: {existing} is not writable by this user; choose another --out")
+    check_writable_folder(out_uri, "--out", "it receives consumequeue/ and index/")
 
 
-def preflight(store: StoreLocation, config: BrokerConfig, out_uri: str) -> None:
+def check_writable_folder(uri: str, option: str, what: str) -> None:
+    """An output folder (``--out``, ``--tables``, ``--docs``) must be a folder or not exist yet, and
+    on a local file system the nearest existing folder must be writable: checked by creating and
+    removing a file there (which also catches a read-only file system and ACLs, even for root).
+
+    Raises:
+        StoreLayoutError: one line naming the path and the cause.
+    """
+    fs, path = resolve(uri)
+    path = path.rstrip("/") or "/"
+    if fs.get_file_info(path).type == pafs.FileType.File:
+        raise StoreLayoutError(f"{option} {uri} is a file; give a folder ({what})")
+    if not isinstance(fs, pafs.LocalFileSystem):
+        return
+    existing = _nearest_existing(path)
+    if not os.path.isdir(existing):
+        raise StoreLayoutError(f"{option} {uri}: {existing} is a file, so the folder cannot be created")
+    probe = os.path.join(existing, f".preflight-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(probe)
+    except OSError as e:
+        raise StoreLayoutError(f"{option} {uri}: {existing} is not writable ({e.strerror}); choose another "
+                               f"{option}") from None
+
+
+# rough bytes per row of the tables (Parquet, compressed), plus the Delta logs and small tables: an
+# estimate for a warning, on the high side
+TABLE_BYTES_PER_MESSAGE = 64
+TABLE_BYTES_PER_KEY = 32
+TABLE_FIXED_BYTES = 1 << 20
+
+
+def tables_estimate(need: SpaceEstimate, with_body: bool) -> int:
+    """Bytes the Delta tables of a rebuild take, estimated from the store's sample: rows of
+    ``messages`` and ``message_keys``, and with bodies the commitlog data itself (an upper bound:
+    Parquet compresses them)."""
+    return int(need.records * TABLE_BYTES_PER_MESSAGE + need.keys * TABLE_BYTES_PER_KEY + TABLE_FIXED_BYTES
+               + (need.data if with_body else 0))
+
+
+def _check_tables_space(tables_uri: str, need: SpaceEstimate, with_body: bool, out_where: str,
+                        out_free: int) -> None:
+    """Warn when the estimated size of the tables, with the rebuild's own files when both share a file
+    system, is more than the free space."""
+    fs, tables = resolve(tables_uri)
+    if not isinstance(fs, pafs.LocalFileSystem) or need.estimate is None:
+        return
+    where = _nearest_existing(tables)
+    free = shutil.disk_usage(where).free
+    size = tables_estimate(need, with_body)
+    shared = os.stat(where).st_dev == os.stat(out_where).st_dev
+    total = size + (need.estimate if shared else 0)
+    if total > free:
+        log.warning("--tables %s: the tables will probably need about %s bytes%s, more than the %s bytes free on %s; "
+                    "if space runs out the files are still committed and the tables are not published",
+                    tables_uri, f"{size:,}", f" (and the rebuilt files about {need.estimate:,} on the same file system)"
+                    if shared else "", f"{free:,}", where)
+
+
+def preflight(store: StoreLocation, config: BrokerConfig, out_uri: str, tables_uri: str | None = None,
+              with_body: bool = False) -> None:
     """Refuse, before any work, a rebuild whose output cannot be written or cannot fit.
 
     Call it after ``StagedOutput.check_target()`` (which completes interrupted commits and removes
@@ -199,11 +257,17 @@ def preflight(store: StoreLocation, config: BrokerConfig, out_uri: str) -> None:
         store: the opened store (:func:`store_format.store.open_store`).
         config: the broker settings (already checked when read).
         out_uri: the rebuild's output root.
+        tables_uri: where the Delta tables go (None: no tables); checked like ``--out``, and its space
+            estimated (:func:`tables_estimate`; a warning only, as for ``--out``'s estimate).
+        with_body: the tables hold the message bodies.
     Raises:
-        StoreLayoutError: ``--out`` is a file, not writable, or inside ``commitlog/``.
+        StoreLayoutError: ``--out`` or ``--tables`` is a file or not writable, or ``--out`` is inside
+            ``commitlog/``.
         InsufficientSpaceError: the output's free space is below what the rebuild certainly writes.
     """
     _check_out(store, out_uri)
+    if tables_uri is not None:
+        check_writable_folder(tables_uri, "--tables", "it receives the Delta tables")
     fs, out = resolve(out_uri)
     if not isinstance(fs, pafs.LocalFileSystem):
         log.info("free space of %s not checked (not a local file system)", out_uri)
@@ -217,6 +281,8 @@ def preflight(store: StoreLocation, config: BrokerConfig, out_uri: str) -> None:
         return
     where = _nearest_existing(out)
     free = shutil.disk_usage(where).free
+    if tables_uri is not None:
+        _check_tables_space(tables_uri, need, with_body, where, free)
     if need.minimum > free:
         raise InsufficientSpaceError(
             f"--out {out_uri}: the rebuild needs at least {need.minimum:,} bytes ({need.minimum_detail}) but only "

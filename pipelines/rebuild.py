@@ -22,9 +22,12 @@ from store_format.store import load_config_for, open_store
 from store_format.timeutil import zone
 
 from .anomalies import at_offset
+from .brokerlock import REBUILD_MEANING, warn_if_broker_live
 from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
 from .chain import index_file_parts
 from .commit import StagedOutput
+from .oserrors import failure_line, os_error_line
+from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
 from .restart import as_restart as restart_view
@@ -55,6 +58,7 @@ class RebuildSummary:
     seconds: float
     tables: str | None = None
     tables_error: str | None = None
+    tables_error_code: int = 1     # exit code for it: 2 when the user can fix the cause (space, permissions)
     tables_recovered: list[dict] = dataclasses.field(default_factory=list)   # interrupted publishes completed
     data_end: int | None = None    # commitlog offset where the data of the last segment ends (zeros after it)
 
@@ -114,7 +118,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                 split_size: int | None = None,
                 tables: str | None = None, with_body: bool = False, tz: str = "UTC", overwrite: bool = False,
                 progress: Progress | None = None, engine: str = "spark", processes: int = 1,
-                log_level: str | None = None, as_restart: bool = False) -> RebuildSummary:
+                log_level: str | None = None, as_restart: bool = False, strict: bool | None = False) -> RebuildSummary:
     """Rebuild ``consumequeue/`` and ``index/`` of ``store`` into ``out``.
 
     The story: plan the splits, scan them in parallel, chain their walks into the reput's one walk,
@@ -135,6 +139,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
             tables).
         as_restart: apply the broker's commitlog recovery first (:mod:`store_format.recovery`): the
             files a broker restart would write.
+        strict: refuse a store a broker may be running on (else a warning):
+            :func:`pipelines.brokerlock.warn_if_broker_live`; None: the caller has checked.
     Raises:
         StoreError: bad store layout, unsupported settings, existing outputs without ``overwrite``.
     """
@@ -150,6 +156,30 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     started = time.time()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     zone(tz)  # an unknown time zone fails now, before anything starts
+    if strict is not None:
+        warn_if_broker_live(store, strict=strict, meaning=REBUILD_MEANING)
+    # one run per output: a second one refuses before any work (pipelines.outlock)
+    locks = [OutputLock(out, "--out", f"rebuild of {store}").acquire()]
+    try:
+        if tables is not None:
+            locks.append(OutputLock(tables, "--tables", f"rebuild of {store}").acquire())
+            from .tables.publish import discard_staged_tables
+            for left in discard_staged_tables(tables):   # the lock is ours: any staging is a dead run's
+                progress.emit(f"[rebuild] removed {left}, left by an interrupted run")
+        return _rebuild_locked(store, out, config, spark=spark, master=master, split_size=split_size, tables=tables,
+                               with_body=with_body, tz=tz, overwrite=overwrite, progress=progress, engine=engine,
+                               processes=processes, log_level=log_level, as_restart=as_restart, run_id=run_id,
+                               started=started)
+    finally:   # after the staging is gone: the lock of default tables (OUT/tables) lives in OUT
+        for lock in reversed(locks):
+            lock.release()
+
+
+def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark | PendingSession | None,
+                    master: str | None, split_size: int | None, tables: str | None, with_body: bool, tz: str,
+                    overwrite: bool, progress: Progress, engine: str, processes: int, log_level: str | None,
+                    as_restart: bool, run_id: str, started: float) -> RebuildSummary:
+    """:func:`run_rebuild` once its outputs are locked."""
     # options and settings are valid: the JVM starts (one core) while the store is planned (the other)
     session = spark if isinstance(spark, PendingSession) else None
     if engine == "spark" and spark is None:
@@ -160,13 +190,10 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     recovery = None
     if as_restart:
         st, recovery = restart_view(st, config, progress)
-    if st.broker_may_be_running():
-        progress.emit(f"[rebuild] warning: {store}/abort exists: a broker may be running on this store (or it "
-                      "crashed); segments still being written can change under the scan")
     splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
     staged = StagedOutput(out, run_id, overwrite=overwrite)
     staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
-    preflight(st, config, out)
+    preflight(st, config, out, tables, with_body)
     if session is not None:
         progress.stage("spark session", f"{_master_label(master)} (started before the plan)")
         spark = session.context()   # the RDD jobs need no SQL session (see pipelines.session.Spark)
@@ -177,6 +204,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     tables_published = False
     tables_recovered: list[dict] = []
     tables_error: str | None = None
+    tables_error_code = 1
     try:
         staged.prepare()
         walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner)
@@ -188,8 +216,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
             try:
                 pending_tables = job.tables_rows(tables, walk, built, run_id, started, with_body, anomalies)
             except Exception as err:  # reported in the summary; the rebuilt files are committed all the same
-                tables_error = f"{type(err).__name__}: {err}"
+                tables_error, tables_error_code = _failure_line(err)
                 progress.emit(f"[rebuild] tables not published: {tables_error}")
+                _discard_tables(tables, run_id, progress)
         staged.drop_work()
         progress.stage("commit", out)
         staged.commit()
@@ -198,6 +227,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         if isinstance(err, KeyboardInterrupt) and spark is not None:
             stop_jobs(spark)
         staged.abort()
+        if tables is not None:
+            _discard_tables(tables, run_id, progress)
         raise
     if pending_tables is not None:
         progress.stage("tables: commit", tables or "")
@@ -207,8 +238,9 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
             tables_published = True
             progress.done()
         except Exception as err:
-            tables_error = f"{type(err).__name__}: {err}"
+            tables_error, tables_error_code = _failure_line(err)
             progress.emit(f"[rebuild] tables not published: {tables_error}")
+            _discard_tables(tables or "", run_id, progress)
     return RebuildSummary(store=store, out=out, run_id=run_id, segments=len(st.segments), bytes=st.total_bytes(),
                           splits=len(splits), records=walk.records,
                           dispatched=walk.index_totals["dispatched"], consume_queue_units=built.units,
@@ -217,9 +249,27 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                           anomalies=anomalies, rewalked_splits=walk.chain.rewalked, timings=progress.timings,
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
-                          tables_error=tables_error, tables_recovered=tables_recovered,
+                          tables_error=tables_error, tables_error_code=tables_error_code,
+                          tables_recovered=tables_recovered,
                           data_end=next((st.segments[a["segment"]].base + a["position"] for a in walk.chain.anomalies
                                          if a["kind"] == "end_of_data"), None))
+
+
+def _failure_line(err: BaseException) -> tuple[str, int]:
+    """One line for a failed publish of the tables, and its exit code (:mod:`pipelines.oserrors`)."""
+    found = os_error_line(err)
+    if found is not None:
+        return found.line, found.exit_code
+    return failure_line(err), 1
+
+
+def _discard_tables(tables: str, run_id: str, progress: Progress) -> None:
+    """The staged rows of a publish that failed or was interrupted: removed."""
+    from .tables.publish import discard_staged_tables
+    try:
+        discard_staged_tables(tables, run_id)
+    except Exception as err:   # never hides the failure being reported
+        progress.emit(f"[rebuild] could not remove the staged tables of run {run_id} under {tables}: {err}")
 
 
 def _master_label(master: str | None) -> str:

@@ -86,8 +86,12 @@ def build_spark_context(master: str | None = None, app_name: str = "rocketmq-off
         conf["spark.python.daemon.module"] = "pipelines.sparkdaemon"
     else:
         conf.pop("spark.driver.memory")
+    if launched_by_submit:
+        conf.update(_submit_conf(log_level))
     conf.update(extra_conf or {})
-    if conf.get("spark.python.daemon.module") == "pipelines.sparkdaemon" and SparkContext._active_spark_context is None:
+    # under spark-submit the JVM is up already: it would not see the spare
+    if (conf.get("spark.python.daemon.module") == "pipelines.sparkdaemon" and not launched_by_submit
+            and SparkContext._active_spark_context is None):
         start_spare()   # a warm Python daemon, started while the JVM starts (see pipelines.sparkdaemon)
         if SparkContext._gateway is None and master is not None:
             _launch_local_jvm(master, app_name, conf)
@@ -100,9 +104,31 @@ def build_spark_context(master: str | None = None, app_name: str = "rocketmq-off
     if log_level and master and master.startswith("local") and not launched_by_submit:
         # log4j2.properties holds Spark's own loggers at ERROR (see there); setLogLevel moves the root only
         jvm = sc._jvm
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(  # type: ignore[union-attr]
+        jvm.org.apache.logging.log4j.core.config.Configurator.setAllLevels(  # type: ignore[union-attr]
             "org.apache.spark", jvm.org.apache.logging.log4j.Level.toLevel(log_level))  # type: ignore[union-attr]
     return sc
+
+
+def _submit_conf(log_level: str | None) -> dict[str, str]:
+    """Settings for a context in a JVM spark-submit started (its options and log configuration are
+    spark-submit's by then):
+
+    * ``spark.log.level``: the job's level (ERROR unless ``--log-level``), applied as the context
+      starts; Spark logs its first three lines (version, OS, Java) before that.  Quiet from the
+      JVM's start: ``--driver-java-options -Dlog4j2.configurationFile=pipelines/log4j2.properties``
+      (a reconfiguration of log4j from here is undone: the context reloads Spark's defaults).
+    * a local master: Python workers forked warm from :mod:`pipelines.sparkdaemon`, as under
+      ``python -m`` (each cold worker loads numba and the kernels itself first).
+    Settings given to spark-submit (``--conf``) win."""
+    from pyspark import SparkConf
+    SparkContext._ensure_initialized()
+    given = SparkConf()    # what spark-submit set: the JVM's system properties
+    conf = {}
+    if not given.contains("spark.log.level"):
+        conf["spark.log.level"] = (log_level or "ERROR").upper()
+    if given.get("spark.master", "").startswith("local") and not given.contains("spark.python.daemon.module"):
+        conf["spark.python.daemon.module"] = "pipelines.sparkdaemon"
+    return conf
 
 
 CDS_ARCHIVE = os.path.join(sys.prefix, "spark-cds.jsa")
@@ -196,7 +222,9 @@ def start_session(master: str | None = None, log_level: str | None = None, sql: 
 def stop_jobs(spark: Spark, patience: float = 10.0) -> None:
     """After an interrupt: the call was cut, its job goes on.  Cancel it and wait (a while) for its
     tasks to stop (Spark kills a cancelled task's Python worker within
-    ``spark.python.task.killTimeout``), so that none writes into the staging folder being removed."""
+    ``spark.python.task.killTimeout``), so that none writes into the staging folder being removed.
+    The workers cut off print tracebacks through the JVM's stderr: muted first (:func:`mute_jvm`)."""
+    mute_jvm()
     try:
         sc = context_of(spark)
         sc.cancelAllJobs()

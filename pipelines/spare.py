@@ -8,10 +8,16 @@ import socket
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 __all__ = ["start_spare", "SPARE_ENV"]
 
 SPARE_ENV = "PIPELINES_SPARE_DAEMON"   # the spare's socket path, inherited by the JVM and its daemon
+
+
+# its own process group from the start: a Ctrl-C at the terminal while it starts up (before it
+# ignores SIGINT) is not its to handle (Popen's process_group is new in Python 3.11)
+_OWN_GROUP: dict[str, Any] = {"process_group": 0} if sys.version_info >= (3, 11) else {}
 
 
 def start_spare() -> subprocess.Popen | None:
@@ -26,7 +32,7 @@ def start_spare() -> subprocess.Popen | None:
         listener.listen(1)
         proc = subprocess.Popen([sys.executable, "-m", "pipelines.sparkdaemon", "--spare", path,
                                  str(listener.fileno())], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                pass_fds=[listener.fileno()])
+                                pass_fds=[listener.fileno()], **_OWN_GROUP)
     except OSError:
         shutil.rmtree(folder, ignore_errors=True)
         return None

@@ -1027,6 +1027,8 @@ def _docs_dir(tables: str, docs: str | None) -> str:
     docs = os.path.abspath(docs)
     if os.path.exists(docs) and not os.path.isdir(docs):
         raise ValidationSetupError(f"{docs} exists and is not a folder: choose another --docs folder")
+    from .preflight import check_writable_folder
+    check_writable_folder(docs, "--docs", "it receives the Data Docs")   # before the checks run
     index = os.path.join(docs, "index.html")
     ours = False
     if os.path.exists(index):

@@ -40,8 +40,6 @@ import logging
 import os
 import re
 import shutil
-import struct
-import sys
 import tempfile
 import time
 import uuid
@@ -71,6 +69,8 @@ from store_format.layout import (
 from store_format.records import detail_columns
 from store_format.store import StoreLocation, open_store, resolve
 
+from .brokerlock import BrokerCheck, check_broker
+
 __all__ = [
     "BrokerCheck", "ConsumeQueueFileResult", "IndexFileResult", "KeyExample", "QueueRestart", "RepairAction",
     "RepairPlan", "RepairResult", "RestartPrediction", "UnitDifference", "VerifyReport", "apply_repair",
@@ -86,9 +86,6 @@ JOURNAL = "manifest.journal"
 _TMP_RE = re.compile(r"^\..+\.repair-[0-9a-f]{12}\.tmp$")
 _RECOVER_FILES = 3  # ConsumeQueue.recover starts at the third file from the end
 _HASH_CHUNK = 8 << 20
-
-# `struct flock` on Linux (l_type, l_whence, l_start, l_len, l_pid, padding), for F_GETLK
-_FLOCK = struct.Struct("hhqqi4x")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -899,7 +896,8 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     ref_root = work if work is not None else tempfile.mkdtemp(prefix="rocketmq-verify-")
     try:
         summary = run_rebuild(store, ref_root, config, engine=engine, master=master, split_size=split_size,
-                              processes=processes or 1, spark=spark, tables=None)
+                              processes=processes or 1, spark=spark, tables=None,
+                              strict=None)   # verify_store's callers check for a live broker
         report = _compare(st, config, ref_root, summary, examples)
     finally:
         if temporary:
@@ -998,101 +996,6 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
 
 # ---------------------------------------------------------------------------------------------
 # is a broker using the store?
-
-
-@dataclasses.dataclass
-class BrokerCheck:
-    """What the store's ``lock`` and ``abort`` files say.
-
-    ``DefaultMessageStore.start`` takes ``FileChannel.tryLock(0, 1, false)`` on ``lock`` (opened
-    ``rw`` in the constructor) and fails with "Lock failed,MQ already started" when another process
-    holds it; on Linux the JVM's FileLock is a POSIX ``fcntl`` record lock on byte 0, which is what
-    is tested here (``F_GETLK`` names the holder's pid).  ``abort`` is created at the end of
-    ``start`` (``createTempFile``; 5.x writes the pid into it) and deleted by a clean ``shutdown``:
-    while it exists a broker runs, or the last one did not shut down cleanly."""
-    store: str
-    lock_file: bool
-    lock_holder_pid: int | None = None
-    lock_check_error: str | None = None
-    abort_file: bool = False
-    abort_pid: int | None = None
-    abort_pid_alive: bool | None = None
-
-    @property
-    def broker_may_be_running(self) -> bool:
-        return self.lock_holder_pid is not None or self.abort_file
-
-    def describe(self) -> str:
-        bits = []
-        if self.lock_holder_pid is not None:
-            bits.append(f"process {self.lock_holder_pid} holds the lock on {self.store}/lock (a running broker takes "
-                        "it in DefaultMessageStore.start)")
-        elif not self.lock_file:
-            bits.append("no lock file")
-        elif self.lock_check_error:
-            bits.append(f"could not test {self.store}/lock: {self.lock_check_error}")
-        else:
-            bits.append("lock file not locked")
-        if self.abort_file:
-            who = ""
-            if self.abort_pid is not None:
-                who = (f" (it names pid {self.abort_pid}, "
-                       f"{'a running process here' if self.abort_pid_alive else 'not running here'})")
-            bits.append(f"{self.store}/abort exists{who}: a broker is running, or the last one did not shut down "
-                        "cleanly")
-        else:
-            bits.append("no abort file")
-        return "; ".join(bits)
-
-
-def _lock_holder(path: str) -> int | None:
-    """Pid of a process holding a POSIX lock that conflicts with a write lock on byte 0, or None."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        if sys.platform.startswith("linux"):
-            req = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 1, 0)
-            l_type, _, _, _, pid = _FLOCK.unpack(fcntl.fcntl(fd, fcntl.F_GETLK, req))
-            return None if l_type == fcntl.F_UNLCK else pid
-    finally:
-        os.close(fd)
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-        return None
-    except OSError as e:
-        if e.errno in (errno.EACCES, errno.EAGAIN):
-            return -1
-        raise
-    finally:
-        os.close(fd)
-
-
-def check_broker(store_root: str) -> BrokerCheck:
-    """Read the store's ``lock`` and ``abort`` files without changing them (see :class:`BrokerCheck`)."""
-    lock = os.path.join(store_root, "lock")
-    abort = os.path.join(store_root, "abort")
-    c = BrokerCheck(store_root, os.path.isfile(lock), abort_file=os.path.exists(abort))
-    if c.lock_file:
-        try:
-            c.lock_holder_pid = _lock_holder(lock)
-        except OSError as e:
-            c.lock_check_error = str(e)
-    if c.abort_file:
-        try:
-            with open(abort, "rb") as f:
-                text = f.read(64).decode("ascii", "replace").strip()
-            if text.isdigit():
-                c.abort_pid = int(text)
-                try:
-                    os.kill(c.abort_pid, 0)
-                    c.abort_pid_alive = True
-                except ProcessLookupError:
-                    c.abort_pid_alive = False
-                except PermissionError:
-                    c.abort_pid_alive = True
-        except OSError:
-            pass
-    return c
 
 
 class _StoreLock:
@@ -1495,8 +1398,14 @@ def _inside(path: str, root: str) -> bool:
 
 
 def run_verify_command(*, store: str, config: BrokerConfig, work: str | None, engine: str, master: str | None,
-                       split_size: int | None, as_json: bool) -> int:
-    """``verify``: exit 0 identical, 1 differences (StoreError → the CLI prints one line, exit 2)."""
+                       split_size: int | None, as_json: bool, strict: bool = False) -> int:
+    """``verify``: exit 0 identical, 1 differences (StoreError → the CLI prints one line, exit 2).
+    A broker that may be running on the store: a warning, or with ``strict`` a refusal
+    (:func:`pipelines.brokerlock.warn_if_broker_live`)."""
+    from .brokerlock import warn_if_broker_live
+    warn_if_broker_live(store, strict=strict,
+                        meaning="the broker keeps writing its newest commitlog segment, consume queue and index "
+                                "files, so differences in them may be writes in progress rather than damage")
     if work is not None and "://" not in store and _inside(work, store):
         raise StoreError(f"--work {work} is inside the store: verify only reads the store; choose a folder outside it")
     report = verify_store(store, config, work=work, engine=engine, master=master, split_size=split_size,

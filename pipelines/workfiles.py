@@ -28,6 +28,8 @@ from store_format.dispatch import QueueUnits, queue_units
 from store_format.javahash import index_hash
 from store_format.store import resolve
 
+from .oserrors import naming
+
 __all__ = ["UNIT_SCHEMA", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work", "read_bucket_units",
            "read_keys", "drop_split_work", "split_batches", "SplitKeys", "write_queue_states", "read_queue_states"]
 
@@ -69,7 +71,7 @@ def _keys_path(work_uri: str, split_id: int) -> str:
 def _write(uri: str, schema: pa.Schema, batches: list[pa.RecordBatch]) -> None:
     fs, path = resolve(uri)
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    with fs.open_output_stream(path) as out, ipc.new_file(out, schema) as writer:
+    with naming(path), fs.open_output_stream(path) as out, ipc.new_file(out, schema) as writer:
         for batch in batches:
             writer.write_batch(batch)
 

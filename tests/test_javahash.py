@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from store_format import walkresult as wr
@@ -116,10 +116,16 @@ def test_index_key_is_topic_hash_key() -> None:
 @settings(max_examples=100, deadline=None)
 @given(st.text(min_size=1, max_size=20), st.text(alphabet=st.characters(blacklist_characters=" "), min_size=1,
                                                   max_size=20))
+@example(topic="T", key="\ud800")            # a lone surrogate: stored as '?'
+@example(topic="T", key="k\ud83d\ude00\udc00")  # a pair, then a lone low surrogate
 def test_kernel_key_hash_is_the_hash_of_index_key(topic: str, key: str) -> None:
     # the walk hashes keys by continuing the topic's hash over the separator and the key bytes; it
-    # must give the hash of the same string index_key builds (and lookups hash)
-    data = np.frombuffer(key.encode(), dtype=np.uint8)
+    # must give the hash of the same string index_key builds (and lookups hash).  The bytes are what
+    # a producer stores for the key: a lone surrogate (which a Java String can hold) is a '?' there,
+    # so the broker indexes the '?' (see java_getbytes_utf8)
+    stored = java_getbytes_utf8(key)
+    key = stored.decode("utf-8")
+    data = np.frombuffer(stored, dtype=np.uint8)
     spans = np.full((wr.N_PROPS, 2), -1, dtype=np.int64)
     spans[wr.P_UNIQ] = (0, len(data))
     keys = np.zeros((4, wr.N_KEY_FIELDS), dtype=np.int64)
@@ -129,6 +135,25 @@ def test_kernel_key_hash_is_the_hash_of_index_key(topic: str, key: str) -> None:
     assert signed32(int(keys[0, wr.K_HASH])) == java_string_hash(index_key(topic, key)) == reference_hash(
         topic + "#" + key)
     assert index_key_hash(index_key(topic, key)) == int(index_hash_of(int(keys[0, wr.K_HASH])))
+
+
+def java_getbytes_utf8(s: str) -> bytes:
+    """``String.getBytes(StandardCharsets.UTF_8)`` of the Java string holding the UTF-16 code units of
+    ``s``: how ``MessageDecoder.messageProperties2String`` turns a key into the bytes the broker
+    stores.  Surrogate pairs become one 4-byte sequence; the JDK encoder replaces a lone surrogate
+    (malformed input) with its replacement byte ``'?'``, which Python's ``"replace"`` handler also
+    writes.  The round trip through UTF-16 first joins two code points that form a pair, as the
+    Java string would hold them."""
+    units = s.encode("utf-16-be", "surrogatepass")
+    return units.decode("utf-16-be", "surrogatepass").encode("utf-8", "replace")
+
+
+def test_getbytes_mirror_replaces_only_lone_surrogates() -> None:
+    # independent of the hash: the JDK writes '?' for a lone surrogate and 4 bytes for a pair
+    assert java_getbytes_utf8("a\ud800b") == b"a?b"
+    assert java_getbytes_utf8("\udc00") == b"?"
+    assert java_getbytes_utf8("\ud83d\ude00") == "\U0001f600".encode()
+    assert java_getbytes_utf8("订单") == "订单".encode()
 
 
 def index_hash_of(h: int) -> int:

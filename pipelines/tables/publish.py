@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from store_format import commitlog as cl
@@ -47,6 +48,7 @@ from store_format.timeutil import ms_to_datetime
 
 from ..chain import Chain, ChainEntry
 from ..delta import STAGING, Where, commit_parquet_files, open_writer
+from ..oserrors import naming
 from ..scan import WORKER_SCRATCH, records_batch, walk_split
 from ..session import run_tasks
 from ..workfiles import read_queue_states
@@ -63,7 +65,7 @@ from .schema import (
     message_keys_schema,
 )
 
-__all__ = ["stage_tables", "RebuildResults", "Resumed", "PendingTables"]
+__all__ = ["stage_tables", "RebuildResults", "Resumed", "PendingTables", "discard_staged_tables"]
 
 
 # dictionary encoding only for columns with few distinct values (the others cost time and gain nothing)
@@ -182,6 +184,7 @@ class _TaskOutput:
         self.rows: list[dict] = []
         self.segment: str | None = None
         self.writer: pq.ParquetWriter | None = None
+        self.messages_path: str | None = None
         self.stream: Any = None
         self.keys: list[pa.Table] = []
         self.figures: dict[str, dict] = {}
@@ -193,8 +196,9 @@ class _TaskOutput:
 
     def _close_segment(self) -> None:
         if self.writer is not None:
-            self.writer.close()
-            self.stream.close()
+            with naming(self.messages_path):
+                self.writer.close()
+                self.stream.close()
             self.writer = None
         if self.keys:
             keys = pa.concat_tables(self.keys).unify_dictionaries().combine_chunks()
@@ -205,7 +209,7 @@ class _TaskOutput:
                 part = keys.slice(int(a), int(b - a)).drop_columns(["segment", "key_bucket"])
                 rel = f"segment={self.segment}/key_bucket={int(buckets[a])}"
                 path = self._staged("message_keys", rel, f"part-{self.tag}.parquet")
-                with self.fs.open_output_stream(path) as stream:
+                with naming(path), self.fs.open_output_stream(path) as stream:
                     pq.write_table(part, stream, compression="snappy", coerce_timestamps="us",
                                    use_dictionary=_KEYS_DICTIONARY, store_schema=False)
                 self.rows.append({"table": "message_keys", "path": path, "info": None})
@@ -217,12 +221,15 @@ class _TaskOutput:
             self._close_segment()
             self.segment = seg
             path = self._staged("messages", f"segment={seg}", f"part-{self.tag}.parquet")
-            self.stream = self.fs.open_output_stream(path)
-            schema = MESSAGES_SCHEMA.remove(MESSAGES_SCHEMA.get_field_index("segment"))
-            self.writer = pq.ParquetWriter(self.stream, schema, compression="snappy", coerce_timestamps="us",
-                                           use_dictionary=_MESSAGES_DICTIONARY)
+            self.messages_path = path
+            with naming(path):
+                self.stream = self.fs.open_output_stream(path)
+                schema = MESSAGES_SCHEMA.remove(MESSAGES_SCHEMA.get_field_index("segment"))
+                self.writer = pq.ParquetWriter(self.stream, schema, compression="snappy", coerce_timestamps="us",
+                                               use_dictionary=_MESSAGES_DICTIONARY)
             self.rows.append({"table": "messages", "path": path, "info": None})
-        self.writer.write_table(messages.drop_columns(["segment"]))  # type: ignore[union-attr]
+        with naming(self.messages_path):
+            self.writer.write_table(messages.drop_columns(["segment"]))  # type: ignore[union-attr]
         if keys.num_rows:
             self.keys.append(keys)
         self._figures(seg, part, messages, keys)
@@ -283,6 +290,41 @@ def stage_tables(spark, tables: str, res: RebuildResults, *, with_body: bool = F
     rows = run_tasks(spark, task, len(groups), "tables: messages and message_keys") if groups else []
     res.timings["tables: rows"] = round(time.perf_counter() - t0, 3)
     return PendingTables(spark, tables, res, rows, with_body, buckets, split_seg)
+
+
+# tables written only by runs that hold the lock of TABLES (rebuild, tables: pipelines.outlock);
+# expiry_audit is written by ``audit --write``, which does not take it
+_LOCKED_TABLES = ("messages", "message_keys", "segments", "anomalies", "runs")
+
+
+def discard_staged_tables(tables: str, run_id: str | None = None) -> list[str]:
+    """Remove the staged files of run ``run_id`` under ``TABLES/<table>/_staging/`` (a failed
+    publish), or with ``run_id`` None those of every run (called holding the lock of ``TABLES``: any
+    staging there is a dead run's), then the ``_staging`` folders left empty, and ``TABLES`` itself
+    if nothing else is in it.  Returns what was removed."""
+    fs, root = resolve(tables)
+    root = root.rstrip("/")
+    removed = []
+    for table in _LOCKED_TABLES:
+        staging = f"{root}/{table}/{STAGING}"
+        try:
+            runs = [i for i in fs.get_file_info(pafs.FileSelector(staging, allow_not_found=True))
+                    if i.type == pafs.FileType.Directory and (run_id is None or i.base_name == run_id)]
+            for info in runs:
+                fs.delete_dir(info.path)
+                removed.append(info.path)
+            for folder in (staging, f"{root}/{table}"):
+                if (fs.get_file_info(folder).type == pafs.FileType.Directory
+                        and not fs.get_file_info(pafs.FileSelector(folder))):
+                    fs.delete_dir(folder)
+        except OSError:
+            continue
+    try:
+        if fs.get_file_info(root).type == pafs.FileType.Directory and not fs.get_file_info(pafs.FileSelector(root)):
+            fs.delete_dir(root)
+    except OSError:
+        pass
+    return removed
 
 
 @dataclasses.dataclass

@@ -76,11 +76,13 @@ from ..build import build_queue_bucket
 from ..chain import IndexSeed
 from ..commit import StagedOutput
 from ..delta import file_uris, live_files, read_spark
+from ..outlock import OutputLock
 from ..plan import DEFAULT_SPLIT_SIZE, plan_splits
+from ..preflight import check_writable_folder
 from ..session import build_spark_session
 from ..stages import Progress, ReputWalk, TaskRunner, scan_and_chain
 from ..workfiles import queue_bucket, read_keys
-from .publish import RebuildResults, Resumed, stage_tables
+from .publish import RebuildResults, Resumed, discard_staged_tables, stage_tables
 from .runs import Snapshot, interrupted_note, snapshot
 from .schema import MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA
 
@@ -103,7 +105,23 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
     the store without one, or with ``full``), replaces the rows of the rescanned segments, and drops
     the rows of segments the broker deleted since.  ``key_buckets`` sets the buckets per segment of a
     new ``message_keys`` table (default :func:`default_key_buckets`; an existing table keeps its own).
+    One run per ``tables`` at a time (:class:`pipelines.outlock.OutputLock`, taken first).
     """
+    with OutputLock(_absolute(tables), "--tables", f"tables refresh of {store}"):
+        check_writable_folder(_absolute(tables), "--tables", "it receives the Delta tables")
+        for left in discard_staged_tables(_absolute(tables)):   # the lock is ours: any staging is a dead run's
+            log.info("removed %s, left by an interrupted run", left)
+        try:
+            return _run_tables_locked(store, tables, config, spark=spark, master=master, split_size=split_size,
+                                      with_body=with_body, full=full, key_buckets=key_buckets, log_level=log_level)
+        except BaseException:
+            discard_staged_tables(_absolute(tables))   # this run's staged rows
+            raise
+
+
+def _run_tables_locked(store: str, tables: str, config: BrokerConfig, *, spark, master: str | None,
+                       split_size: int | None, with_body: bool, full: bool, key_buckets: int | None,
+                       log_level: str | None) -> dict:
     started = time.time()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     # executors resolve paths in their own working folders: give them absolute ones
