@@ -117,6 +117,7 @@ def _run_line(line: str, spark, work: Path) -> dict:
         started = time.monotonic()
         run["summary"] = run_rebuild(str(d / "store"), str(out), config, spark=spark, split_size=8192,
                                      tables=str(out / "tables"))
+        assert run["summary"].tables_error is None, f"{sc['name']}: tables not published: {run['summary'].tables_error}"
         run.update(config=config, out=out)
         print(f"{line}: {sc['name']} rebuilt in {time.monotonic() - started:.1f} s")
         pairs = query_pairs(sc)

@@ -182,7 +182,8 @@ _DICT = pa.dictionary(pa.int32(), pa.string())
 # dictionaries, which the sort moves as small integers and Parquet writes as they are
 ENCODED_KEYS_SCHEMA = pa.schema([f.with_type(_DICT) if f.name in ("segment", "topic", "kind", "index_file", "run_id")
                                  else f for f in MESSAGE_KEYS_SCHEMA])
-_KINDS = pa.array(["uniq_key", "key"])
+# by store_format.walkresult.KEY_KIND_UNIQ, KEY_KIND_KEY, KEY_KIND_TAG (5.4+: topic#T#tags)
+_KINDS = pa.array(["uniq_key", "key", "tag"])
 
 
 def _repeated(value: str, n: int) -> pa.DictionaryArray:

@@ -83,7 +83,7 @@ MESSAGE_KEYS_SCHEMA = pa.schema([
     ("key_bucket", pa.int32()),                # partition: key_hash % the table's rocketmq.keyBuckets
     ("topic", pa.string()),
     ("key", pa.string()),
-    ("kind", pa.string()),                     # uniq_key | key
+    ("kind", pa.string()),                     # uniq_key | key | tag (5.4+ brokers index tags)
     ("key_hash", pa.int32()),                  # IndexFile hash of topic#key
     ("slot", pa.int32()),                      # key_hash % maxHashSlotNum
     ("commitlog_offset", pa.int64()),
