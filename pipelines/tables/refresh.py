@@ -74,6 +74,7 @@ from ..build import build_queue_bucket
 from ..chain import IndexSeed
 from ..commit import StagedOutput
 from ..delta import file_uris, live_files, read_spark
+from ..delta_jars import WRITER_CONF
 from ..plan import DEFAULT_SPLIT_SIZE, plan_splits
 from ..session import build_spark_session
 from ..stages import CHAIN_KINDS, Progress, ReputWalk, TaskRunner, scan_and_chain
@@ -94,13 +95,14 @@ WORK_FOLDER = "_refresh"   # under the tables root: the run's scan work files, r
 
 def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, master: str | None = None,
                split_size: int | None = None, with_body: bool = False, full: bool = False,
-               key_buckets: int | None = None, log_level: str | None = None) -> dict:
+               key_buckets: int | None = None, log_level: str | None = None, table_writer: str = "auto") -> dict:
     """Refresh the tables of ``store`` under ``tables`` without rebuilding its files.
 
     Rescans from the start of the segment holding the watermark of the newest ``runs`` row (all of
     the store without one, or with ``full``), replaces the rows of the rescanned segments, and drops
     the rows of segments the broker deleted since.  ``key_buckets`` sets the buckets per segment of a
     new ``message_keys`` table (default :func:`default_key_buckets`; an existing table keeps its own).
+    ``table_writer``: see :mod:`pipelines.delta_jars` (for a session started here).
     """
     started = time.time()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
@@ -108,7 +110,7 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
     store, tables = _absolute(store), _absolute(tables)
     st = open_store(store, config)
     config = resolve_broker_version(st, config)
-    spark = spark or build_spark_session(master, log_level=log_level)
+    spark = spark or build_spark_session(master, log_level=log_level, extra_conf={WRITER_CONF: table_writer})
     progress = Progress(lambda line: log.info(line.removeprefix("[rebuild] ")))
     snap = snapshot(tables)   # the latest complete run: its state is where this run starts from
     prev = None if full else snap.run
