@@ -28,7 +28,9 @@ SPARK_TEST_CONF = {
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """A ``local[2]`` session whose Python workers run this interpreter, stopped after the run."""
+    """A ``local[2]`` session whose Python workers run this interpreter, stopped after the run; with
+    delta-spark's jars when they are cached (``make delta-jars``: :mod:`pipelines.delta_jars`), so
+    that the tables tests write through delta-spark as a local run does, in this one JVM."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pipelines.session import build_spark_session
