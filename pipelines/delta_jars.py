@@ -35,6 +35,7 @@ SQL_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
             "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
 SUBMIT_OPTIONS = f"--packages {PACKAGE} " + " ".join(f"--conf {k}={v}" for k, v in SQL_CONF.items())
 WRITERS = ("auto", "delta-spark", "delta-rs")
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 WRITER_CONF = "spark.rocketmq.tableWriter"   # the --table-writer of the session's job
 JARS_ENV = "ROCKETMQ_DELTA_JARS"             # another folder of the jars (default: jar_dir())
 
@@ -79,6 +80,8 @@ def delta_conf(conf: dict[str, str], *, local: bool, writer: str = "auto") -> di
     jars = cached_jars() if local and not given else []
     if jars:
         out["spark.jars"] = ",".join([j for j in (conf.get("spark.jars") or "").split(",") if j] + jars)
+        # a local run's tables have short logs: their state in a few tasks, not Delta's default 50
+        out.setdefault(SNAPSHOT_PARTITIONS, conf.get(SNAPSHOT_PARTITIONS, "2"))
     if jars or given:
         out.update({k: v for k, v in SQL_CONF.items() if k not in conf})
     return out
