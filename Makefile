@@ -53,6 +53,16 @@ $(LIVE_STAMP): tests/live/pom.xml tests/live/rmq-4.9.8/pom.xml tests/live/rmq-5.
 	  mvn -q -B -Dstyle.color=never package -f tests/live/pom.xml && touch $@; \
 	else echo "mvn not found: the live-broker test will be skipped"; fi
 
+# delta-spark's jars, fetched once from Maven Central into $(VENV)/delta-jars (python -m pipelines.delta_jars):
+# local runs put them on Spark's classpath and write the tables with delta-spark; without them (no
+# Maven, no network) the tables are written with delta-rs
+DELTA_JARS := $(VENV)/delta-jars/.fetched
+.PHONY: delta-jars
+delta-jars: $(DELTA_JARS)
+$(DELTA_JARS): | $(STAMP)
+	$(VPY) -m pipelines.delta_jars && touch $@ || echo "delta jars: not fetched; the tables are written with delta-rs"
+run test: delta-jars
+
 # Spark's Python workers use the venv's interpreter
 run test bench: export PYSPARK_PYTHON := $(abspath $(VPY))
 run test bench: export PYSPARK_DRIVER_PYTHON := $(abspath $(VPY))

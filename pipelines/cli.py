@@ -171,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="refuse (exit 2) while a broker may be running on the store (its lock held, or abort "
                         "present); without it: a warning")
+    _table_writer_argument(p)
 
     p = command("lookup", "find messages by key, client msgId or offset msgId (exit 1: none found)", "json")
     p.add_argument("--tables", help="root folder of the Delta tables")
@@ -257,6 +258,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _table_writer_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--table-writer", choices=["auto", "delta-spark", "delta-rs"], default="auto",
+                   help="what commits the Delta tables: auto (default) = delta-spark when its jars are there "
+                        "(make delta-jars; on a cluster spark-submit --packages), else delta-rs")
+
+
 def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None:
     p.add_argument("--store", required=store_required,
                    help="broker store root: the folder holding commitlog/ (local path, hdfs:// or s3:// URI)"
@@ -277,6 +284,7 @@ def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when the store shows any anomaly; refuse (exit 2) while a broker may be running "
                         "on the store (its lock held, or abort present)")
+    _table_writer_argument(p)
     p.add_argument("--as-restart", action="store_true",
                    help="apply the broker's commitlog recovery first: the files a restart would write")
 
@@ -297,6 +305,19 @@ def _tables_path(args: argparse.Namespace) -> str | None:
     return args.tables or args.out.rstrip("/") + "/tables"
 
 
+def _table_writer(args: argparse.Namespace, tables: str | None) -> str:
+    """``--table-writer`` for the session: delta-rs without tables (a rebuild without tables never
+    puts the Delta jars on the classpath); delta-spark on a local run needs the cached jars."""
+    if tables is None:
+        return "delta-rs"
+    local = (args.master or "local").startswith("local") and "PYSPARK_GATEWAY_PORT" not in os.environ
+    if args.table_writer == "delta-spark" and local:
+        from .delta_jars import cached_jars, missing_reason
+        if not cached_jars():
+            raise StoreError(f"--table-writer delta-spark: {missing_reason()}")
+    return args.table_writer
+
+
 def _print(value, as_json: bool, render) -> None:
     print(json.dumps(value, indent=2, default=str) if as_json else render(value))
 
@@ -308,7 +329,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     session = None
     if args.engine == "spark":  # options and settings are valid: the JVM starts while the rest loads
         from .session import start_session
-        session = start_session(args.master, args.log_level, sql=_tables_path(args) is not None)
+        session = start_session(args.master, args.log_level, sql=_tables_path(args) is not None,
+                                table_writer=_table_writer(args, _tables_path(args)))
     from .rebuild import run_rebuild
     summary = run_rebuild(args.store, args.out, config, spark=session, master=args.master, split_size=args.split_size,
                           tables=_tables_path(args), with_body=args.with_body, tz=args.tz, overwrite=args.overwrite,
@@ -337,7 +359,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .session import start_session
     tables = None if args.no_tables else (args.tables or os.path.join(args.out, "tables"))
     # the JVM starts while the job's modules load
-    session = start_session(args.master, args.log_level, sql=tables is not None)
+    session = start_session(args.master, args.log_level, sql=tables is not None,
+                            table_writer=_table_writer(args, tables))
     from .rebuild import run_rebuild
     summary = run_rebuild(args.store, args.out, config, spark=session, master=args.master,
                           split_size=args.split_size, tables=tables, tz=args.tz, overwrite=True,
@@ -365,7 +388,8 @@ def cmd_tables(args: argparse.Namespace) -> int:
                                 "write; the next refresh rescans from that segment")
     from .tables import render_tables_summary, run_tables
     summary = run_tables(args.store, args.tables, _config(args), master=args.master, split_size=args.split_size,
-                         with_body=args.with_body, full=args.full, log_level=args.log_level)
+                         with_body=args.with_body, full=args.full, log_level=args.log_level,
+                         table_writer=_table_writer(args, args.tables))
     _print(summary, args.json, render_tables_summary)
     return 0
 

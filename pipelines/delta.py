@@ -7,8 +7,11 @@ it was (at worst some unreferenced Parquet files).  Every commit carries the wri
 commit metadata (:func:`run_id_of` reads it back), so that a reader can tell the commits of a run
 whose publication never finished (:mod:`pipelines.tables.runs`).
 
-* :class:`DeltaSparkWriter`: when delta-spark's JVM classes are on the Spark classpath (production
-  clusters), ``DataFrame.write.format("delta")`` with ``replaceWhere``.
+:func:`writer_choice` picks one (``--table-writer``, :mod:`pipelines.delta_jars`):
+
+* :class:`DeltaSparkWriter`: when delta-spark's JVM classes and SQL extension are in the session (the
+  cached jars of a local run, ``--packages`` on a cluster): ``CREATE TABLE ... AS SELECT`` for a new
+  table, ``DataFrame.write.format("delta")`` with ``replaceWhere`` after.
 * :class:`DeltaRsWriter`: otherwise.  Arrow tables go through ``deltalake.write_deltalake``
   (``predicate`` for a partial overwrite).  Rows made by Spark (or by Python tasks, which write their
   own Parquet files and spare the rows a round trip through the JVM) are written under
@@ -25,6 +28,7 @@ statistics of that commit are :mod:`pipelines.delta_stats`.
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import json
 import time
 import urllib.parse
@@ -45,7 +49,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["Where", "commit_parquet_files", "STAGING", "TableWriter", "DeltaSparkWriter",
-           "DeltaRsWriter", "open_writer", "table_uri", "table_exists", "open_table", "read_arrow",
+           "DeltaRsWriter", "open_writer", "writer_choice", "table_uri", "table_exists", "open_table", "read_arrow",
            "read_spark", "live_files", "file_uris", "commits_after", "run_id_of", "arrow_dataset", "TablesError"]
 
 STAGING = "_staging"
@@ -181,16 +185,27 @@ def read_arrow(root: str, name: str, columns: Sequence[str] | None = None, filte
 
 
 def read_spark(spark: SparkSession, root: str, name: str, schema: pa.Schema, *,
-               files: Sequence[str] | None = None) -> DataFrame:
-    """The table's current version as a DataFrame: through delta-spark when present, else Spark's
-    Parquet reader over the files of the current version (partition columns from the paths), or
-    over ``files``."""
+               files: Sequence[str] | None = None, version: int | None = None,
+               timestamp: str | _dt.datetime | None = None) -> DataFrame:
+    """The table as a DataFrame, at its newest version, at ``version``, or as it was at ``timestamp``
+    (ISO 8601 or a datetime: the last version committed at or before it): through delta-spark when
+    its classes are there (``versionAsOf``/``timestampAsOf``), else Spark's Parquet reader over the
+    files delta-rs lists for that version (partition columns from the paths), or over ``files``."""
     uri = table_uri(root, name)
     sschema = spark_schema(schema)
+    if isinstance(timestamp, _dt.datetime):
+        timestamp = timestamp.astimezone(_dt.timezone.utc).isoformat()
     if files is None and delta_classes_available(spark):
-        return spark.read.format("delta").load(uri)
+        reader = spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        elif timestamp is not None:
+            reader = reader.option("timestampAsOf", timestamp)
+        return reader.load(_local_path(uri))
     if files is None:
-        dt = open_table(root, name)
+        dt = open_table(root, name, version)
+        if dt is not None and version is None and timestamp is not None:
+            dt.load_as_version(_dt.datetime.fromisoformat(timestamp))
         files = [] if dt is None else dt.file_uris()
     if not files:
         return spark.createDataFrame([], sschema)
@@ -233,11 +248,14 @@ class TableWriter:
         return {"run_id": self.run_id, "writer": self.kind}
 
     def write(self, name: str, data: DataFrame | pa.Table, schema: pa.Schema, *, partition_by: Sequence[str] = (),
-              where: Where | None = None, mode: str = "overwrite", description: str = "") -> int:
+              where: Where | None = None, mode: str = "overwrite", description: str = "",
+              sort_by: Sequence[str] = ()) -> int:
         """Replace the partitions ``where`` selects (``mode="overwrite"`` without ``where``: the whole
         table; ``mode="append"``: nothing) by ``data``, in one commit; the rows must lie in those
         partitions (delta-spark's ``replaceWhere`` and delta-rs's ``predicate`` check it).  Column
-        metadata of ``schema`` goes into the table's schema.  Returns the new version."""
+        metadata of ``schema`` goes into the table's schema.  ``sort_by``: the order of the rows in
+        each file, for a writer that lays the rows out itself (delta-rs commits the files the tasks
+        wrote in that order already).  Returns the new version."""
         raise NotImplementedError
 
     def _session(self) -> SparkSession:
@@ -257,24 +275,50 @@ class TableWriter:
 
 
 class DeltaSparkWriter(TableWriter):
-    """delta-spark's own writer (``replaceWhere`` for partition replacement)."""
+    """delta-spark's own writer: a new table in one ``CREATE TABLE ... AS SELECT`` (partitioning and
+    description with it), then ``DataFrame.write.format("delta")`` with ``replaceWhere`` for partition
+    replacement; the run id in each commit's ``userMetadata``.  The rows are laid out as the delta-rs
+    path lays them out: one file per partition (one per table without partitions), sorted by
+    ``sort_by`` within it (the lookups' file statistics rest on that order)."""
 
     kind = "delta-spark"
 
-    def write(self, name, data, schema, *, partition_by=(), where=None, mode="overwrite", description=""):
+    def write(self, name, data, schema, *, partition_by=(), where=None, mode="overwrite", description="",
+              sort_by=()):
+        if mode not in ("overwrite", "append"):
+            raise ValueError(f"mode must be overwrite or append, got {mode!r}")
+        spark = self._session()
+        if isinstance(data, pa.Table):
+            data = spark.createDataFrame(data.select(schema.names).cast(schema))
         df = self._conform(data, schema)
-        if isinstance(df, pa.Table):
-            df = self._session().createDataFrame(df, spark_schema(schema))
-        from delta.tables import DeltaTable
-        uri = table_uri(self.root, name)
-        exists = DeltaTable.isDeltaTable(self._session(), uri)
-        w = df.write.format("delta").mode(mode).option("userMetadata", json.dumps(self.commit_metadata()))
-        if partition_by:
-            w = w.partitionBy(*partition_by)
-        if where is not None and mode == "overwrite" and exists:
-            w = w.option("replaceWhere", where.sql())
-        w.save(uri)
-        return int(DeltaTable.forPath(self._session(), uri).history(1).collect()[0]["version"])
+        df = df.repartition(*partition_by) if partition_by else df.coalesce(1)
+        if partition_by or sort_by:
+            df = df.sortWithinPartitions(*partition_by, *sort_by)
+        path = _local_path(table_uri(self.root, name))
+        exists = open_table(self.root, name) is not None
+        settings = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+                    "spark.databricks.delta.commitInfo.userMetadata": json.dumps(self.commit_metadata()),
+                    # a run's commit of a table that stays empty is still its commit of the run
+                    "spark.databricks.delta.skipRecordingEmptyCommits": "false"}
+        with _session_settings(spark, settings):
+            if not exists:
+                from pyspark.sql import functions as F
+                w2 = df.writeTo("delta.`" + path.replace("`", "``") + "`").using("delta")
+                if partition_by:
+                    w2 = w2.partitionedBy(*[F.col(c) for c in partition_by])
+                if description:
+                    w2 = w2.tableProperty("comment", description)
+                w2.createOrReplace()   # "create" refuses the folder the staged files are in
+            else:
+                w = df.write.format("delta").mode(mode)
+                if partition_by:
+                    w = w.partitionBy(*partition_by)
+                if where is not None and mode == "overwrite":
+                    w = w.option("replaceWhere", where.sql())
+                w.save(path)
+        dt = open_table(self.root, name)
+        assert dt is not None
+        return dt.version()
 
 
 class DeltaRsWriter(TableWriter):
@@ -282,7 +326,8 @@ class DeltaRsWriter(TableWriter):
 
     kind = "delta-rs"
 
-    def write(self, name, data, schema, *, partition_by=(), where=None, mode="overwrite", description=""):
+    def write(self, name, data, schema, *, partition_by=(), where=None, mode="overwrite", description="",
+              sort_by=()):
         if mode not in ("overwrite", "append"):
             raise ValueError(f"mode must be overwrite or append, got {mode!r}")
         if isinstance(data, pa.Table):
@@ -380,10 +425,10 @@ class DeltaRsWriter(TableWriter):
 
 def commit_parquet_files(writer: TableWriter, name: str, schema: pa.Schema, paths: Sequence[str], *,
                          partition_by: Sequence[str] = (), where: Where | None = None, mode: str = "overwrite",
-                         description: str = "") -> int:
+                         description: str = "", sort_by: Sequence[str] = ()) -> int:
     """Commit Parquet files that tasks wrote themselves under ``<table>/_staging/<run>/`` (hive-style
     partition folders), as one commit replacing what ``where`` selects.  delta-rs commits the files
-    as they are; delta-spark reads them and writes its own."""
+    as they are; delta-spark reads them and writes its own (in ``sort_by`` order)."""
     uri = table_uri(writer.root, name)
     fs, root_path = resolve(uri)
     staging = f"{root_path}/{STAGING}/{writer.run_id}"
@@ -399,22 +444,65 @@ def commit_parquet_files(writer: TableWriter, name: str, schema: pa.Schema, path
         *[_uri_like(uri, p) for p in paths]) if paths else spark.createDataFrame([], spark_schema(schema))
     try:
         return writer.write(name, df, schema, partition_by=partition_by, where=where, mode=mode,
-                            description=description)
+                            description=description, sort_by=sort_by)
     finally:
         _delete_dir(fs, staging)
         _delete_dir_if_empty(fs, f"{root_path}/{STAGING}")
 
 
+def writer_choice(spark: SparkSession | None) -> tuple[str, str]:
+    """The writer a job's tables get, and why: the session's ``--table-writer``
+    (:data:`pipelines.delta_jars.WRITER_CONF`); ``auto``: delta-spark when its classes and SQL
+    extension are in the session, else delta-rs.
+
+    Raises:
+        TablesError: delta-spark was asked for and the session has no Delta classes.
+    """
+    from .delta_jars import SQL_CONF, SUBMIT_OPTIONS, WRITER_CONF, missing_reason
+    if spark is None:
+        return "delta-rs", "no Spark session"
+    setting = spark.conf.get(WRITER_CONF, None) or "auto"   # the session's, else its context's
+    if setting == "delta-rs":
+        return "delta-rs", "--table-writer delta-rs"
+    extension = SQL_CONF["spark.sql.extensions"] in (spark.conf.get("spark.sql.extensions", "") or "")
+    if delta_classes_available(spark) and extension:
+        return "delta-spark", ""
+    why = missing_reason() if not delta_classes_available(spark) else \
+        "Delta jars without spark.sql.extensions=" + SQL_CONF["spark.sql.extensions"]
+    if setting == "delta-spark":
+        raise TablesError(f"--table-writer delta-spark: {why}; on a cluster: spark-submit {SUBMIT_OPTIONS}")
+    return "delta-rs", why
+
+
 def open_writer(spark: SparkSession | None, root: str, run_id: str, prefer: str | None = None, *,
                 standalone: bool = False) -> TableWriter:
-    """delta-spark when its classes are on the classpath (or ``prefer="delta-spark"``), else delta-rs
-    (always without a session: Arrow tables only).  ``standalone``: the commits are complete by
-    themselves, not part of a run (:meth:`TableWriter.commit_metadata`)."""
-    if prefer == "delta-rs" or spark is None:
+    """The writer ``prefer`` names, else :func:`writer_choice`'s (always delta-rs without a session:
+    Arrow tables only).  ``standalone``: the commits are complete by themselves, not part of a run
+    (:meth:`TableWriter.commit_metadata`)."""
+    kind = prefer or writer_choice(spark)[0]
+    if kind == "delta-rs" or spark is None:
         return DeltaRsWriter(spark, root, run_id, standalone=standalone)
-    if prefer == "delta-spark" or delta_classes_available(spark):
-        return DeltaSparkWriter(spark, root, run_id, standalone=standalone)
-    return DeltaRsWriter(spark, root, run_id, standalone=standalone)
+    return DeltaSparkWriter(spark, root, run_id, standalone=standalone)
+
+
+class _session_settings:
+    """SQL settings of the session for the duration of a ``with`` block (the previous values back)."""
+
+    def __init__(self, spark: SparkSession, settings: dict[str, str]) -> None:
+        self.spark, self.settings = spark, settings
+        self.old: dict[str, str | None] = {}
+
+    def __enter__(self) -> None:
+        for key, value in self.settings.items():
+            self.old[key] = self.spark.conf.get(key, None)
+            self.spark.conf.set(key, value)
+
+    def __exit__(self, *exc) -> None:
+        for key, value in self.old.items():
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import time
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from .delta_jars import WRITER_CONF, delta_conf
 from .spare import start_spare
 
 __all__ = ["build_spark_session", "build_spark_context", "Spark", "context_of", "session_of", "start_session",
@@ -89,6 +90,9 @@ def build_spark_context(master: str | None = None, app_name: str = "rocketmq-off
     if launched_by_submit:
         conf.update(_submit_conf(log_level))
     conf.update(extra_conf or {})
+    # delta-spark: the cached jars on a local run, Delta's SQL extension (see pipelines.delta_jars)
+    conf.update(delta_conf(conf, local=bool(master and master.startswith("local") and not launched_by_submit),
+                           writer=conf.get(WRITER_CONF, "auto")))
     # under spark-submit the JVM is up already: it would not see the spare
     if (conf.get("spark.python.daemon.module") == "pipelines.sparkdaemon" and not launched_by_submit
             and SparkContext._active_spark_context is None):
@@ -179,9 +183,11 @@ class PendingSession(threading.Thread):
     one core busy for a second or two while it starts; the driver does its own work meanwhile.  With
     ``sql`` the SQL session follows in the background too (a job that publishes tables needs it later)."""
 
-    def __init__(self, master: str | None, log_level: str | None, sql: bool = False) -> None:
+    def __init__(self, master: str | None, log_level: str | None, sql: bool = False,
+                 table_writer: str = "auto") -> None:
         super().__init__(name="spark-session", daemon=True)
         self.master, self.log_level, self.sql = master, log_level, sql
+        self.table_writer = table_writer
         self.sc: SparkContext | None = None
         self.error: BaseException | None = None
         self._context_ready = threading.Event()
@@ -189,7 +195,8 @@ class PendingSession(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.sc = build_spark_context(self.master, log_level=self.log_level)
+            self.sc = build_spark_context(self.master, log_level=self.log_level,
+                                          extra_conf={WRITER_CONF: self.table_writer})
             self._context_ready.set()
             if self.sql:
                 session_of(self.sc)
@@ -214,9 +221,11 @@ class PendingSession(threading.Thread):
         return session_of(self.context())
 
 
-def start_session(master: str | None = None, log_level: str | None = None, sql: bool = False) -> PendingSession:
-    """Start :func:`build_spark_context` in the background (call it once the options are valid)."""
-    return PendingSession(master, log_level, sql)
+def start_session(master: str | None = None, log_level: str | None = None, sql: bool = False,
+                  table_writer: str = "auto") -> PendingSession:
+    """Start :func:`build_spark_context` in the background (call it once the options are valid);
+    ``table_writer``: ``--table-writer`` (:mod:`pipelines.delta_jars`)."""
+    return PendingSession(master, log_level, sql, table_writer)
 
 
 def stop_jobs(spark: Spark, patience: float = 10.0) -> None:
@@ -282,9 +291,12 @@ def run_tasks(spark: Spark, task, n: int, what: str) -> list[dict]:
 
 
 def delta_classes_available(spark: SparkSession) -> bool:
-    """Whether delta-spark's JVM classes are on the classpath (production clusters)."""
+    """Whether delta-spark's JVM classes are on the classpath (a cluster's, or ``spark.jars``: those are
+    in the context class loader, which Spark loads data sources and extensions from)."""
     try:
-        spark.sparkContext._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")  # type: ignore[union-attr]
+        jvm = spark.sparkContext._jvm
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()  # type: ignore[union-attr]
+        jvm.java.lang.Class.forName("io.delta.tables.DeltaTable", False, loader)  # type: ignore[union-attr]
         return True
     except Exception:
         return False

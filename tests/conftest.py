@@ -28,12 +28,18 @@ SPARK_TEST_CONF = {
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """A ``local[2]`` session whose Python workers run this interpreter, stopped after the run."""
+    """A ``local[2]`` session whose Python workers run this interpreter, stopped after the run; with
+    delta-spark's jars when they are cached (``make delta-jars``: :mod:`pipelines.delta_jars`), in
+    this one JVM."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pipelines.delta_jars import WRITER_CONF
     from pipelines.session import build_spark_session
 
     session = build_spark_session(master=SPARK_MASTER, app_name=SPARK_APP_NAME, extra_conf=SPARK_TEST_CONF)
+    # the tables tests write through delta-rs, the faster here; tests/test_delta_spark.py switches this
+    # session to delta-spark and checks both writers give the same tables
+    session.conf.set(WRITER_CONF, "delta-rs")
     yield session
     session.stop()
 

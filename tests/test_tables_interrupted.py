@@ -19,7 +19,7 @@ import tables_store as ts
 
 from pipelines.audit import run_audit
 from pipelines.cli import main as cli_main
-from pipelines.delta import DeltaRsWriter, open_table, read_arrow, run_id_of
+from pipelines.delta import DeltaRsWriter, DeltaSparkWriter, open_table, read_arrow, run_id_of
 from pipelines.lookup import lookup_key
 from pipelines.tables import TABLE_NAMES, run_tables
 from pipelines.tables.runs import PUBLICATION_ORDER, snapshot
@@ -36,14 +36,14 @@ class _Stop(RuntimeError):
 
 
 def _stop_before(monkeypatch, table: str) -> None:
-    """Make the delta-rs writer raise when the run comes to ``table``."""
-    write = DeltaRsWriter.write
-
-    def stopping(self, name, *args, **kwargs):
-        if name == table:
-            raise _Stop(f"stopped before {name}")
-        return write(self, name, *args, **kwargs)
-    monkeypatch.setattr(DeltaRsWriter, "write", stopping)
+    """Make the writer (delta-rs, or delta-spark when the session has its jars) raise when the run
+    comes to ``table``."""
+    for cls in (DeltaRsWriter, DeltaSparkWriter):
+        def stopping(self, name, *args, _write=cls.write, **kwargs):
+            if name == table:
+                raise _Stop(f"stopped before {name}")
+            return _write(self, name, *args, **kwargs)
+        monkeypatch.setattr(cls, "write", stopping)
 
 
 class _Collect(logging.Handler):

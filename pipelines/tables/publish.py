@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 import uuid
 from typing import Any
@@ -47,7 +48,7 @@ from store_format.store import Reader, StoreLocation, resolve
 from store_format.timeutil import ms_to_datetime
 
 from ..chain import Chain, ChainEntry
-from ..delta import STAGING, Where, commit_parquet_files, open_writer
+from ..delta import STAGING, Where, commit_parquet_files, open_writer, writer_choice
 from ..oserrors import naming
 from ..scan import WORKER_SCRATCH, records_batch, walk_split
 from ..session import run_tasks
@@ -57,6 +58,7 @@ from .schema import (
     ANOMALIES_SCHEMA,
     DESCRIPTIONS,
     EXPIRY_AUDIT_SCHEMA,
+    FILE_ORDER,
     MESSAGES_SCHEMA,
     RUNS_SCHEMA,
     SEGMENTS_SCHEMA,
@@ -66,6 +68,8 @@ from .schema import (
 )
 
 __all__ = ["stage_tables", "RebuildResults", "Resumed", "PendingTables", "discard_staged_tables"]
+
+_log = logging.getLogger("pipelines.tables")   # its stage line: [tables] writer ...
 
 
 # dictionary encoding only for columns with few distinct values (the others cost time and gain nothing)
@@ -383,15 +387,19 @@ def _finish(p: PendingTables) -> dict:
                                  if s == "live" and n not in store_names)
         where = Where((("segment", ">=", resume_name), ("segment", "in", tuple(deleted_now)),
                        ("segment", "<", st.segments[0].name)))
-    writer = open_writer(spark, tables, res.run_id)
+    kind, why = writer_choice(spark)
+    _log.info("writer %s%s", kind, f" ({why})" if why else "")
+    writer = open_writer(spark, tables, res.run_id, prefer=kind)
     paths = {"messages": [r["path"] for r in rows if r["table"] == "messages"],
              "message_keys": [r["path"] for r in rows if r["table"] == "message_keys"]}
     versions = {
         "messages": commit_parquet_files(writer, "messages", MESSAGES_SCHEMA, paths["messages"],
-                                         partition_by=["segment"], where=where, description=DESCRIPTIONS["messages"]),
+                                         partition_by=["segment"], where=where, description=DESCRIPTIONS["messages"],
+                                         sort_by=FILE_ORDER["messages"]),
         "message_keys": commit_parquet_files(writer, "message_keys", message_keys_schema(buckets),
                                              paths["message_keys"], partition_by=["segment", "key_bucket"],
-                                             where=where, description=DESCRIPTIONS["message_keys"])}
+                                             where=where, description=DESCRIPTIONS["message_keys"],
+                                             sort_by=FILE_ORDER["message_keys"])}
     res.timings["tables: commit"] = round(time.perf_counter() - lap, 3)
 
     # segments, anomalies, expiry audit, and the run last: its row marks a complete publication

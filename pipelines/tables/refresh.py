@@ -76,6 +76,7 @@ from ..build import build_queue_bucket
 from ..chain import IndexSeed
 from ..commit import StagedOutput
 from ..delta import file_uris, live_files, read_spark
+from ..delta_jars import WRITER_CONF
 from ..outlock import OutputLock
 from ..plan import DEFAULT_SPLIT_SIZE, plan_splits
 from ..preflight import check_writable_folder
@@ -98,7 +99,7 @@ WORK_FOLDER = "_refresh"   # under the tables root: the run's scan work files, r
 
 def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, master: str | None = None,
                split_size: int | None = None, with_body: bool = False, full: bool = False,
-               key_buckets: int | None = None, log_level: str | None = None) -> dict:
+               key_buckets: int | None = None, log_level: str | None = None, table_writer: str = "auto") -> dict:
     """Refresh the tables of ``store`` under ``tables`` without rebuilding its files.
 
     Rescans from the start of the segment holding the watermark of the newest ``runs`` row (all of
@@ -106,6 +107,7 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
     the rows of segments the broker deleted since.  ``key_buckets`` sets the buckets per segment of a
     new ``message_keys`` table (default :func:`default_key_buckets`; an existing table keeps its own).
     One run per ``tables`` at a time (:class:`pipelines.outlock.OutputLock`, taken first).
+    ``table_writer``: see :mod:`pipelines.delta_jars` (for a session started here).
     """
     with OutputLock(_absolute(tables), "--tables", f"tables refresh of {store}"):
         check_writable_folder(_absolute(tables), "--tables", "it receives the Delta tables")
@@ -113,7 +115,8 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
             log.info("removed %s, left by an interrupted run", left)
         try:
             return _run_tables_locked(store, tables, config, spark=spark, master=master, split_size=split_size,
-                                      with_body=with_body, full=full, key_buckets=key_buckets, log_level=log_level)
+                                      with_body=with_body, full=full, key_buckets=key_buckets, log_level=log_level,
+                                      table_writer=table_writer)
         except BaseException:
             discard_staged_tables(_absolute(tables))   # this run's staged rows
             raise
@@ -121,14 +124,14 @@ def run_tables(store: str, tables: str, config: BrokerConfig, *, spark=None, mas
 
 def _run_tables_locked(store: str, tables: str, config: BrokerConfig, *, spark, master: str | None,
                        split_size: int | None, with_body: bool, full: bool, key_buckets: int | None,
-                       log_level: str | None) -> dict:
+                       log_level: str | None, table_writer: str) -> dict:
     started = time.time()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     # executors resolve paths in their own working folders: give them absolute ones
     store, tables = _absolute(store), _absolute(tables)
     st = open_store(store, config)
     config = resolve_broker_version(st, config)
-    spark = spark or build_spark_session(master, log_level=log_level)
+    spark = spark or build_spark_session(master, log_level=log_level, extra_conf={WRITER_CONF: table_writer})
     progress = Progress(lambda line: log.info(line.removeprefix("[rebuild] ")))
     snap = snapshot(tables)   # the latest complete run: its state is where this run starts from
     prev = None if full else snap.run

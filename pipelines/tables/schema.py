@@ -26,7 +26,7 @@ from store_format.config import BrokerConfig
 from store_format.layout import TRANSACTION_COMMIT, TRANSACTION_NOT, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
 
 __all__ = ["TABLE_NAMES", "MESSAGES_SCHEMA", "MESSAGE_KEYS_SCHEMA", "SEGMENTS_SCHEMA", "EXPIRY_AUDIT_SCHEMA",
-           "ANOMALIES_SCHEMA", "RUNS_SCHEMA", "DESCRIPTIONS", "KEY_BUCKETS_PROPERTY", "MAX_KEY_BUCKETS",
+           "ANOMALIES_SCHEMA", "RUNS_SCHEMA", "DESCRIPTIONS", "FILE_ORDER", "KEY_BUCKETS_PROPERTY", "MAX_KEY_BUCKETS",
            "default_key_buckets", "message_keys_schema", "key_buckets_of", "TX_NAMES", "TS", "MIN_TS_MS",
            "MAX_TS_MS", "latest_run", "table_key_buckets"]
 
@@ -172,6 +172,10 @@ RUNS_SCHEMA = pa.schema([
     ("anomalies", pa.int64()),
     ("timings", pa.string()),                  # seconds per stage (JSON)
 ])
+
+# the order of the rows in each file of the two big tables (what the tasks write; delta-spark sorts so):
+# offset order for messages, key_hash then put order (index file and entry) for message_keys
+FILE_ORDER = {"messages": ("commitlog_offset",), "message_keys": ("key_hash", "index_file_no", "index_entry")}
 
 DESCRIPTIONS = {
     "messages": "one row per commitlog record on the reput's path; partitioned by segment",
