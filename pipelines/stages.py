@@ -128,8 +128,10 @@ class ReputWalk:
 
     @property
     def records(self) -> int:
-        """Records the scan found (on the reput's path or not)."""
-        return sum(s.get("records", 0) for s in self.summaries.values())
+        """Records on the reput's path: each split's walk the chain kept (its own, or the driver's
+        walk from the right state), not what a split found from a resync point the reput never
+        takes (those are reported as ``unreachable_records``)."""
+        return sum(e.summary.get("records", 0) for e in self.chain.entries)
 
     def anomalies(self, extra: list[dict] | None = None, recovery=None,
                   last_queue_offsets: dict[tuple[str, int], int] | None = None) -> list[dict]:

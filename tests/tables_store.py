@@ -122,7 +122,7 @@ def expected_messages(msgs: list[dict], cfg: BrokerConfig, *, with_body: bool) -
         v6 = (0x10 if m["born_host"].startswith("[") else 0) | (0x20 if m["store_host"].startswith("[") else 0)
         in_cq = tx in (0, 8)
         if tx == 12:
-            dispatch = "not dispatched: rolled-back transaction"
+            dispatch = "no consume queue; not indexed (rolled-back transaction)"
         else:
             dispatch = ("consume queue" if in_cq else "no consume queue (prepared transaction)") + "; indexed"
         rows.append({

@@ -68,7 +68,9 @@ def _dispatch_texts(index_enabled: bool) -> list[str]:
     ix = ["indexed", "no index keys", "not indexed (commitlog offset below the index's end offset)",
           "index disabled"]
     texts = [f"{a}; {b}" for a in cq for b in ix]
-    return texts + ["not dispatched: rolled-back transaction",
+    # a rolled-back transaction is dispatched (the reput's DispatchRequest succeeds; the queue and index
+    # dispatchers skip it), as the broker counts it; a size mismatch is not
+    return texts + ["no consume queue; not indexed (rolled-back transaction)",
                     "not dispatched: totalSize differs from the record's length"]
 
 
