@@ -68,6 +68,8 @@ import pyarrow.fs as pafs
 from store_format.errors import StoreLayoutError
 from store_format.store import resolve
 
+from .heldlocks import HELD_LOCKS
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
@@ -97,20 +99,6 @@ KILL_AT_ENV = "ROCKETMQ_REBUILD_KILL_AT"
 _MARK_RE = re.compile(r"^\.rebuild-commit-(?P<run>.+)\.(?P<kind>done|copied)-(?P<k>\d+)$")
 
 
-# owner locks held by this process: a forked child (the local engine's worker pool) must not keep
-# them alive after this process dies, so children close their copies right after the fork
-_HELD_LOCKS: set[int] = set()
-
-
-def _close_inherited_locks() -> None:
-    for fd in list(_HELD_LOCKS):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    _HELD_LOCKS.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_close_inherited_locks)
 
 
 def _kill_point(step: str) -> None:
@@ -711,7 +699,7 @@ class StagedOutput:
                 continue
             _fsync_dir(self.root)
             self._lock_fd = fd
-            _HELD_LOCKS.add(fd)
+            HELD_LOCKS.add(fd)
             return
         raise StoreLayoutError(f"{self.out_uri}: could not create the owner record of run {self.run_id}")
 
@@ -742,7 +730,7 @@ class StagedOutput:
             self._delete_file(self._lock_path(self.run_id))
         if self._lock_fd is not None:
             self._delete_file(self._lock_path(self.run_id))
-            _HELD_LOCKS.discard(self._lock_fd)
+            HELD_LOCKS.discard(self._lock_fd)
             os.close(self._lock_fd)
             self._lock_fd = None
 

@@ -27,21 +27,12 @@ import time
 
 from store_format.errors import StoreError, StoreLayoutError
 
+from .heldlocks import HELD_LOCKS
+
 __all__ = ["OutputLock", "OutputInUseError", "lock_path"]
 
 log = logging.getLogger("pipelines.lock")
 
-_HELD: set[int] = set()
-
-
-def _close_in_child() -> None:
-    for fd in list(_HELD):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    _HELD.clear()
-
-
-os.register_at_fork(after_in_child=_close_in_child)
 
 
 class OutputInUseError(StoreError):
@@ -133,7 +124,7 @@ class OutputLock:
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(record).encode(), 0)
             self._fd = fd
-            _HELD.add(fd)
+            HELD_LOCKS.add(fd)
             return self
         raise OutputInUseError(f"{self.option} {self.target}: could not take {path} (other runs keep "
                                "replacing it)")
@@ -145,7 +136,7 @@ class OutputLock:
             assert self.path is not None
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
-            _HELD.discard(self._fd)
+            HELD_LOCKS.discard(self._fd)
             os.close(self._fd)
             self._fd = None
         for folder in reversed(self._created):
