@@ -458,7 +458,7 @@ def writer_choice(spark: SparkSession | None) -> tuple[str, str]:
     Raises:
         TablesError: delta-spark was asked for and the session has no Delta classes.
     """
-    from .delta_jars import SQL_CONF, SUBMIT_OPTIONS, WRITER_CONF, missing_reason
+    from .delta_jars import SQL_CONF, SUBMIT_OPTIONS, WRITER_CONF, cached_jars, missing_reason
     if spark is None:
         return "delta-rs", "no Spark session"
     setting = spark.conf.get(WRITER_CONF, None) or "auto"   # the session's, else its context's
@@ -471,6 +471,8 @@ def writer_choice(spark: SparkSession | None) -> tuple[str, str]:
         "Delta jars without spark.sql.extensions=" + SQL_CONF["spark.sql.extensions"]
     if setting == "delta-spark":
         raise TablesError(f"--table-writer delta-spark: {why}; on a cluster: spark-submit {SUBMIT_OPTIONS}")
+    if not delta_classes_available(spark) and cached_jars():
+        why = "the faster writer on a local run; --table-writer delta-spark writes through Delta's jars"
     return "delta-rs", why
 
 

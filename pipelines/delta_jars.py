@@ -10,9 +10,12 @@ settings that put them on the classpath.
   a rebuild that publishes no tables loads none of their classes.
 * A cluster gets them from spark-submit: :data:`SUBMIT_OPTIONS`.
 
-The table writer (``--table-writer``, :data:`WRITERS`): ``auto`` = delta-spark when the jars are
-there, else delta-rs; the choice travels with the session's conf (:data:`WRITER_CONF`), where
-:func:`pipelines.delta.open_writer` reads it.
+The table writer (``--table-writer``, :data:`WRITERS`): ``auto`` = delta-spark when the session was
+given Delta (a cluster's ``--packages``/``spark.jars`` with the SQL extension), delta-rs on a local
+run: there the tasks' own Parquet files committed by delta-rs take seconds, where delta-spark rewrites
+every row through the JVM (minutes for the 4 GiB bench store); ``--table-writer delta-spark`` puts
+the cached jars on a local session.  The choice travels with the session's conf
+(:data:`WRITER_CONF`), where :func:`pipelines.delta.open_writer` reads it.
 """
 from __future__ import annotations
 
@@ -68,16 +71,17 @@ def _has_delta(value: str | None) -> bool:
 
 def delta_conf(conf: dict[str, str], *, local: bool, writer: str = "auto") -> dict[str, str]:
     """Settings to add to a new Spark context's ``conf``: the writer, and for delta-spark the cached
-    jars (local runs) and Delta's SQL extension and catalog (which Spark reads from the context when
-    the SQL session is made).  Jars a cluster was given (``spark.jars.packages``/``spark.jars``
-    naming Delta) get the extension too.  ``writer="delta-rs"``: no jars at all."""
+    jars (local runs asking for ``delta-spark``) and Delta's SQL extension and catalog (which Spark
+    reads from the context when the SQL session is made).  Jars a cluster was given
+    (``spark.jars.packages``/``spark.jars`` naming Delta) get the extension too.  ``writer="delta-rs"``,
+    or ``auto`` on a local run: no jars (delta-rs is the faster writer there)."""
     if writer not in WRITERS:
         raise ValueError(f"table writer must be one of {', '.join(WRITERS)}, got {writer!r}")
     out = {WRITER_CONF: writer}
     if writer == "delta-rs":
         return out
     given = _has_delta(conf.get("spark.jars.packages")) or _has_delta(conf.get("spark.jars"))
-    jars = cached_jars() if local and not given else []
+    jars = cached_jars() if local and not given and writer == "delta-spark" else []
     if jars:
         out["spark.jars"] = ",".join([j for j in (conf.get("spark.jars") or "").split(",") if j] + jars)
         # a local run's tables have short logs: their state in a few tasks, not Delta's default 50

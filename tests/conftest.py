@@ -36,9 +36,11 @@ def spark() -> Iterator[SparkSession]:
     from pipelines.delta_jars import WRITER_CONF
     from pipelines.session import build_spark_session
 
-    session = build_spark_session(master=SPARK_MASTER, app_name=SPARK_APP_NAME, extra_conf=SPARK_TEST_CONF)
-    # the tables tests write through delta-rs, the faster here; tests/test_delta_spark.py switches this
-    # session to delta-spark and checks both writers give the same tables
+    # the context gets delta-spark's cached jars (a local run's --table-writer delta-spark), so that
+    # tests/test_delta_spark.py can switch this one session to it; the other tables tests write
+    # through delta-rs, a local run's default
+    session = build_spark_session(master=SPARK_MASTER, app_name=SPARK_APP_NAME,
+                                  extra_conf={**SPARK_TEST_CONF, WRITER_CONF: "delta-spark"})
     session.conf.set(WRITER_CONF, "delta-rs")
     yield session
     session.stop()

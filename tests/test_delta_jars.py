@@ -34,12 +34,14 @@ def test_the_jars_match_the_pinned_python_package() -> None:
 
 def test_cached_jars_go_to_spark_jars_with_the_sql_extension(jar_folder: Path) -> None:
     jars = _put_jars(jar_folder)
-    conf = dj.delta_conf({"spark.jars": "/x/other.jar"}, local=True)
+    conf = dj.delta_conf({"spark.jars": "/x/other.jar"}, local=True, writer="delta-spark")
     assert conf["spark.jars"].split(",") == ["/x/other.jar", *jars]
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
     assert conf["spark.sql.catalog.spark_catalog"] == "org.apache.spark.sql.delta.catalog.DeltaCatalog"
     assert "spark.jars.packages" not in conf          # no network at start
-    assert conf[dj.WRITER_CONF] == "auto"
+    assert conf[dj.WRITER_CONF] == "delta-spark"
+    # auto on a local run: delta-rs, no jars, even where they are cached
+    assert dj.delta_conf({}, local=True) == {dj.WRITER_CONF: "auto"}
 
 
 def test_no_jars_without_all_of_them_or_with_delta_rs(jar_folder: Path) -> None:
