@@ -10,7 +10,6 @@ import dataclasses
 import datetime as _dt
 import errno
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -26,9 +25,10 @@ from store_format.errors import StoreError
 from store_format.store import open_store
 
 from ..brokerlock import BrokerCheck, check_broker
+from ..durable import copy_durably, fsync_dir, replace_json, sha256_file
 from .compare_store import verify_store
 from .repair_plan import RepairAction, RepairPlan, plan_repair
-from .storefiles import _HASH_CHUNK, CQ_DIR, _sha256_file
+from .storefiles import CQ_DIR
 
 log = logging.getLogger(__name__)
 
@@ -97,26 +97,6 @@ class RepairResult:
 Hook = Callable[[str, int, RepairAction], None]
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _copy_durably(src: str, dst: str) -> str:
-    """Copy ``src`` to ``dst`` (new file), fsync it, return its sha256."""
-    h = hashlib.sha256()
-    with open(src, "rb") as fi, open(dst, "xb") as fo:
-        while chunk := fi.read(_HASH_CHUNK):
-            h.update(chunk)
-            fo.write(chunk)
-        fo.flush()
-        os.fsync(fo.fileno())
-    return h.hexdigest()
-
-
 def _keep_old(target: str, backup_path: str, move: bool) -> None:
     """Put the old file in the backup folder: a hard link (or a rename, for ``move``) on the same
     filesystem, else a durable copy (then, for ``move``, the original is deleted)."""
@@ -131,20 +111,10 @@ def _keep_old(target: str, backup_path: str, move: bool) -> None:
     except OSError as e:
         if e.errno not in (errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EMLINK):
             raise
-        _copy_durably(target, backup_path)
+        copy_durably(target, backup_path)
         if move:
             os.unlink(target)
-    _fsync_dir(os.path.dirname(backup_path))
-
-
-def _write_json(path: str, value: dict) -> None:
-    tmp = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(os.path.dirname(path))
+    fsync_dir(os.path.dirname(backup_path), strict=True)
 
 
 def _manifest(plan: RepairPlan, store_root: str, backup: str, status: str, started: str, removed_dirs: list[str],
@@ -186,7 +156,7 @@ def apply_repair(plan: RepairPlan, store_root: str, backup: str, *, hook: Hook |
     manifest_path = os.path.join(backup, MANIFEST)
     if os.path.exists(manifest_path):
         raise StoreError(f"{backup} already holds a repair manifest: choose another --backup folder")
-    _write_json(manifest_path, _manifest(plan, store_root, backup, "in_progress", started, [], extra))
+    replace_json(manifest_path, _manifest(plan, store_root, backup, "in_progress", started, [], extra))
     journal = open(os.path.join(backup, JOURNAL), "a", encoding="utf-8")
     removed_dirs: list[str] = []
     done = 0
@@ -196,16 +166,16 @@ def apply_repair(plan: RepairPlan, store_root: str, backup: str, *, hook: Hook |
             folder = os.path.dirname(target)
             if a.action == "drop_leftover":
                 if os.path.exists(target):
-                    a.sha256_before = _sha256_file(target)
+                    a.sha256_before = sha256_file(target)
                     os.unlink(target)
-                    _fsync_dir(folder)
+                    fsync_dir(folder, strict=True)
                 if hook:
                     hook("removed", i, a)
             elif a.action == "remove":
-                a.sha256_before = _sha256_file(target)
+                a.sha256_before = sha256_file(target)
                 a.backup = a.path
                 _keep_old(target, os.path.join(backup, a.path), move=True)
-                _fsync_dir(folder)
+                fsync_dir(folder, strict=True)
                 if hook:
                     hook("removed", i, a)
                 for d in (folder, os.path.dirname(folder)):
@@ -218,18 +188,18 @@ def apply_repair(plan: RepairPlan, store_root: str, backup: str, *, hook: Hook |
             else:
                 assert a.source is not None
                 if a.action == "replace":
-                    a.sha256_before = _sha256_file(target)
+                    a.sha256_before = sha256_file(target)
                     a.backup = a.path
                     _keep_old(target, os.path.join(backup, a.path), move=False)
                     if hook:
                         hook("backed_up", i, a)
                 os.makedirs(folder, exist_ok=True)
                 tmp = os.path.join(folder, f".{os.path.basename(target)}.repair-{uuid.uuid4().hex[:12]}.tmp")
-                a.sha256_after = _copy_durably(a.source, tmp)
+                a.sha256_after = copy_durably(a.source, tmp)
                 if hook:
                     hook("staged", i, a)
                 os.replace(tmp, target)
-                _fsync_dir(folder)
+                fsync_dir(folder, strict=True)
                 if hook:
                     hook("replaced", i, a)
             a.done = True
@@ -239,7 +209,7 @@ def apply_repair(plan: RepairPlan, store_root: str, backup: str, *, hook: Hook |
             os.fsync(journal.fileno())
     finally:
         journal.close()
-    _write_json(manifest_path, _manifest(plan, store_root, backup, "complete", started, removed_dirs, extra))
+    replace_json(manifest_path, _manifest(plan, store_root, backup, "complete", started, removed_dirs, extra))
     return done
 
 

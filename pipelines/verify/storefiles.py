@@ -1,9 +1,8 @@
 """Reading a store's ``consumequeue/`` and ``index/`` folders (local or remote, through
 ``pyarrow.fs``) for verify and repair: folder names, file listings, whole-file reads, units as
-arrays, sha256 of local files."""
+arrays."""
 from __future__ import annotations
 
-import hashlib
 import re
 
 import numpy as np
@@ -14,7 +13,6 @@ from store_format.layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 CQ_DIR = "consumequeue"
 INDEX_DIR = "index"
 _TMP_RE = re.compile(r"^\..+\.repair-[0-9a-f]{12}\.tmp$")  # a repair's staged file
-_HASH_CHUNK = 8 << 20
 
 
 def _read_all(fs: pafs.FileSystem, path: str) -> bytes:
@@ -46,11 +44,3 @@ def _list_index(fs: pafs.FileSystem, root: str) -> tuple[list[str], list[str]]:
 def _units(data: bytes | memoryview) -> np.ndarray:
     n = len(data) // CQ_UNIT_SIZE
     return np.frombuffer(data, dtype=CQ_UNIT_DTYPE, count=n)
-
-
-def _sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_HASH_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
