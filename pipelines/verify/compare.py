@@ -8,13 +8,12 @@ import dataclasses
 import difflib
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError
-from store_format.indexfile import read_header
+from store_format.indexfile import reachable_entries, read_header
 from store_format.javahash import index_key, index_key_hash, java_utf8_decode
 from store_format.layout import (
     CQ_UNIT_DTYPE,
@@ -91,39 +90,6 @@ def _extra_note(rel: str) -> str:
 # index files
 
 
-@numba.njit(cache=True, nogil=True)
-def _reachable_entries(slots, key_hash, time_diff, prev, index_count, out):  # pragma: no cover - numba
-    """Entries a lookup can return, walking every slot's chain like ``IndexFile.selectPhyOffset``:
-    a slot value outside (0, indexCount] finds nothing (nor does any slot while indexCount <= 1);
-    the walk stops at a negative timeDiff and at a prevIndex outside (0, indexCount] or equal to
-    the current entry; an entry counts for the slot only if its keyHash maps to that slot (the
-    lookup compares the hash it computed).  Cycles are cut where an entry is seen again.  Writes
-    entry numbers to ``out`` and returns how many."""
-    n_slots = slots.shape[0]
-    n_entries = key_hash.shape[0]
-    seen = np.full(n_entries, -1, dtype=np.int64)
-    n = 0
-    if index_count <= 1:
-        return 0
-    for s in range(n_slots):
-        cur = np.int64(slots[s])
-        if cur <= 0 or cur > index_count:
-            continue
-        while cur < n_entries and seen[cur] != s:
-            seen[cur] = s
-            if time_diff[cur] < 0:
-                break
-            h = np.int64(key_hash[cur])
-            if h >= 0 and h % n_slots == s:
-                out[n] = cur
-                n += 1
-            p = np.int64(prev[cur])
-            if p <= 0 or p > index_count or p == cur:
-                break
-            cur = p
-    return n
-
-
 @dataclasses.dataclass
 class _IndexView:
     header: dict
@@ -147,9 +113,9 @@ class _IndexView:
     def reachable(self) -> np.ndarray:
         """Entry numbers a lookup of their own key hash reaches."""
         out = np.empty(len(self.entries), dtype=np.int64)
-        n = _reachable_entries(self.slots.astype(np.int32), self.entries["keyHash"].astype(np.int32),
-                               self.entries["timeDiff"].astype(np.int32), self.entries["prevIndex"].astype(np.int32),
-                               np.int64(self.header["index_count"]), out)
+        n = reachable_entries(self.slots.astype(np.int32), self.entries["keyHash"].astype(np.int32),
+                              self.entries["timeDiff"].astype(np.int32), self.entries["prevIndex"].astype(np.int32),
+                              np.int64(self.header["index_count"]), out)
         return out[:n]
 
 
@@ -179,9 +145,10 @@ def compare_index_file(number: int, store_name: str | None, reference_name: str 
     """Compare one index file with its rebuilt counterpart.
 
     Slots and entries are compared as arrays; then both files' slot chains are walked
-    (:func:`_reachable_entries`) and the ``(keyHash, commitlogOffset)`` pairs each reaches are
-    compared: an expected pair the store's file does not reach is a key a broker lookup no longer
-    finds there; a few of them are named with ``name_key`` (the record read from the commitlog)."""
+    (:func:`store_format.indexfile.reachable_entries`) and the ``(keyHash, commitlogOffset)``
+    pairs each reaches are compared: an expected pair the store's file does not reach is a key a
+    broker lookup no longer finds there; a few of them are named with ``name_key`` (the record
+    read from the commitlog)."""
     r = IndexFileResult(number, "identical", store_name, reference_name,
                         None if expected is None else len(expected), None if found is None else len(found))
     if expected is None:

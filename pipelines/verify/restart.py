@@ -11,130 +11,58 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from store_format.config import BrokerConfig
-from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_SIZE, index_file_size
+from store_format.consumequeue_recovery import (
+    TailFiles,
+    recover_consume_queue,
+    truncate_dirty_logic_files,
+    unit_is_message,
+)
+from store_format.layout import index_file_size
 
 from .compare import _IndexView
 from .report import QueueRestart, RestartPrediction
 from .storefiles import _units
-
-_RECOVER_FILES = 3  # ConsumeQueue.recover starts at the third file from the end
 
 
 @dataclasses.dataclass
 class _QueueState:
     """One queue after ``ConsumeQueue.recover``, kept for the store-wide steps."""
     restart: QueueRestart
-    tail_files: list[tuple[str, np.ndarray, np.ndarray]]   # last remaining files: name, offsets, sizes
+    tail_files: TailFiles                                   # last remaining files: name, offsets, sizes
     missing_offsets: np.ndarray                             # expected units the recovered queue lacks
     expected_files: list[tuple[str, int, int, int]]         # rebuilt files: name, min offset, max offset, units
 
 
-def _valid(off: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """A unit ``ConsumeQueue.recover`` accepts: ``offset >= 0 && size > 0``."""
-    return (off >= 0) & (size > 0)
-
-
-def _real(off: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """A unit that stands for a message (not a ``fillPreBlank`` unit)."""
-    return _valid(off, size) & ~((off == 0) & (size == CQ_BLANK_SIZE))
-
-
 def recover_queue(queue: str, store_files: list[tuple[str, bytes]], expected_files: list[tuple[str, bytes]],
                   config: BrokerConfig) -> _QueueState:
-    """One queue through ``MappedFileQueue.doLoad`` and ``ConsumeQueue.recover``.
-
-    * doLoad: every file must be ``mappedFileSizeConsumeQueue`` long, else load() fails (5.x first
-      deletes a last file of length 0);
-    * recover: from the third file from the end, units are accepted while ``offset >= 0 && size >
-      0``; the first other unit ends the queue: ``truncateDirtyFiles`` deletes the files after it.
-      maxPhysicOffset = offset + size of the last accepted unit.
-    """
-    q = QueueRestart(queue)
-    file_size = config.cq_file_size
-    files = sorted(store_files)
-    if config.is_5x and files and len(files[-1][1]) == 0:
-        files = files[:-1]
-    loadable = []
-    for name, data in files:
-        if len(data) != file_size:
-            q.load_failure = f"{name} is {len(data):,} bytes, mappedFileSizeConsumeQueue gives {file_size:,}"
-        else:
-            loadable.append((name, data))
-    units = [(name, _units(data)) for name, data in loadable]
-    present: list[np.ndarray] = []
-    start = max(0, len(units) - _RECOVER_FILES)
-    for _name, u in units[:start]:
-        off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-        present.append(off[_real(off, size)])
-    cut_file = len(units)
-    for fi in range(start, len(units)):
-        name, u = units[fi]
-        off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-        ok = _valid(off, size)
-        k = len(u) if ok.all() else int(np.argmin(ok))
-        if k:
-            q.max_physic_offset = int(off[k - 1] + size[k - 1])
-        present.append(off[:k][_real(off[:k], size[:k])])
-        if k < len(u):
-            # the normal end of a queue (zeros after the last unit) also stops here; it is reported
-            # only when something written lies after the stop
-            cut_file = fi
-            raw = np.frombuffer(loadable[fi][1], dtype=np.uint8).reshape(-1, CQ_UNIT_SIZE)
-            q.units_dropped_by_recover = int(raw[k:].any(axis=1).sum())
-            for later_name, later_data in loadable[fi + 1:]:
-                q.units_dropped_by_recover += int(
-                    np.frombuffer(later_data, dtype=np.uint8).reshape(-1, CQ_UNIT_SIZE).any(axis=1).sum())
-                q.files_deleted_by_recover.append(later_name)
-            if q.units_dropped_by_recover or q.files_deleted_by_recover:
-                q.recover_stops_at = int(name) + k * CQ_UNIT_SIZE
-            break
-    remaining = units[:cut_file + 1] if cut_file < len(units) else units
-    # the files truncateDirtyLogicFiles may look at; it rescans the last one from its first unit
-    tail = [(name, u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64))
-            for name, u in remaining[-_RECOVER_FILES:]]
-    have = np.concatenate(present) if present else np.zeros(0, np.int64)
+    """One queue through ``MappedFileQueue.doLoad`` and ``ConsumeQueue.recover``
+    (:func:`store_format.consumequeue_recovery.recover_consume_queue`), then the rebuilt units the
+    recovered queue lacks (by commitlog offset)."""
+    rec = recover_consume_queue(store_files, file_size=config.cq_file_size, broker_5x=config.is_5x)
+    q = QueueRestart(queue, load_failure=rec.load_failure, recover_stops_at=rec.recover_stops_at,
+                     units_dropped_by_recover=rec.units_dropped, files_deleted_by_recover=rec.files_deleted,
+                     max_physic_offset=rec.max_physic_offset)
     exp_summary = []
     missing = []
     for name, data in sorted(expected_files):
         u = _units(data)
         off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-        off = off[_real(off, size)]
+        off = off[unit_is_message(off, size)]
         if len(off):
             exp_summary.append((name, int(off.min()), int(off.max()), len(off)))
-            missing.append(off[~np.isin(off, have)])
+            missing.append(off[~np.isin(off, rec.present)])
     miss = np.concatenate(missing) if missing else np.zeros(0, np.int64)
-    return _QueueState(q, tail, miss, exp_summary)
+    return _QueueState(q, rec.tail_files, miss, exp_summary)
 
 
 def truncate_queue(state: _QueueState, phy_offset: int) -> None:
-    """``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)``: maxPhysicOffset starts at phyOffset;
-    from the last file backwards, a file whose first unit points at or past phyOffset is deleted;
-    otherwise its units are kept up to the first one that is invalid or points at or past it (the
-    first unit of a file is kept without the validity check)."""
+    """``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` on one queue
+    (:func:`store_format.consumequeue_recovery.truncate_dirty_logic_files`), added to its report."""
+    t = truncate_dirty_logic_files(state.tail_files, phy_offset)
     q = state.restart
-    q.max_physic_offset = phy_offset
-    files = state.tail_files
-    while files:
-        name, off, size = files[-1]
-        if not len(off):
-            return
-        if off[0] >= phy_offset:
-            q.units_truncated += int(_valid(off, size).sum())
-            q.files_deleted_by_truncate.append(name)
-            files.pop()
-            continue
-        q.max_physic_offset = int(off[0] + size[0])
-        rest_ok = _valid(off[1:], size[1:])
-        k = len(rest_ok) if rest_ok.all() else int(np.argmin(rest_ok))
-        past = np.flatnonzero(off[1:1 + k] >= phy_offset)
-        if len(past):
-            j = int(past[0])
-            q.units_truncated += int(_valid(off[1 + j:1 + k], size[1 + j:1 + k]).sum())
-            k = j
-        if k:
-            q.max_physic_offset = int(off[k] + size[k])
-        files[-1] = (name, off[:1 + k], size[:1 + k])
-        return
+    q.max_physic_offset = t.max_physic_offset
+    q.units_truncated += t.units_truncated
+    q.files_deleted_by_truncate.extend(t.files_deleted)
 
 
 def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlog_min: int, commitlog_end: int,
@@ -187,7 +115,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                 continue
             u = _units(read_expected_cq(q.queue, name))
             off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-            n_tail += int(in_tail(off[_real(off, size)]).sum())
+            n_tail += int(in_tail(off[unit_is_message(off, size)]).sum())
         q.units_dispatched_again = n_tail
         q.units_lost = int((~in_tail(s.missing_offsets)).sum())
         p.units_dropped_by_recover += q.units_dropped_by_recover
