@@ -35,7 +35,8 @@ Guarantees by file system:
 * local (and NFS with working locks): liveness from ``flock`` (processes forked by the run close
   their copy of the lock, so a worker that outlives the run does not keep it "alive"); renames are
   atomic; staged files are flushed (``syncfs``) before the plan is written and the folders are
-  fsynced after every move, so the guarantee holds across power loss too.
+  fsynced after every move (best effort: a folder that cannot be fsynced is not an error, see
+  :mod:`pipelines.durable`), so the guarantee holds across power loss too.
 * HDFS (``pyarrow.fs.HadoopFileSystem``): renames are atomic, nothing to fsync; liveness comes from
   the owner record: a run on this host whose process is gone is dead, a run on another host is
   dead once its heartbeat (rewritten every 30 s) is older than 10 minutes (clocks must roughly
@@ -51,7 +52,6 @@ Long module: the journal, its recovery after a crash at any step, and the livene
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -68,6 +68,7 @@ import pyarrow.fs as pafs
 from store_format.errors import StoreLayoutError
 from store_format.store import resolve
 
+from .durable import fsync_dir, sync_tree
 from .heldlocks import HELD_LOCKS
 
 try:
@@ -184,44 +185,6 @@ class _Liveness:
 # file system helpers
 
 
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _sync_tree(path: str) -> None:
-    """Make every file below ``path`` durable: one ``syncfs`` of its file system (Linux), else an
-    fsync of each file and folder."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        syncfs = libc.syncfs
-    except (OSError, AttributeError):
-        syncfs = None
-    if syncfs is not None:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            if syncfs(fd) == 0:
-                return
-        finally:
-            os.close(fd)
-    for folder, _, files in os.walk(path):
-        for name in files:
-            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        _fsync_dir(folder)
-
-
 class StagedOutput:
     """``OUT/.rebuild-staging-<run>/{consumequeue,index}`` → ``OUT/{consumequeue,index}``, journaled.
 
@@ -302,7 +265,7 @@ class StagedOutput:
             if not self._exists(f"{self.staging_path}/{name}"):
                 raise StoreLayoutError(f"{self.staging_uri}/{name} is missing: nothing complete to commit")
         if self._local and self.durable:
-            _sync_tree(self.staging_path)
+            sync_tree(self.staging_path)
         _kill_point("commit:synced")
         old = f"{OLD_PREFIX}{self.run_id}"
         moves: list[tuple[str, str]] = []
@@ -529,7 +492,7 @@ class StagedOutput:
                 os.link(tmp, path)   # fails if it exists: never overwrite a journal
             finally:
                 os.unlink(tmp)
-            _fsync_dir(self.root)
+            fsync_dir(self.root, strict=False)
         else:
             with self.fs.open_output_stream(path) as f:
                 f.write(data)
@@ -544,7 +507,7 @@ class StagedOutput:
         if self._local:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
             os.close(fd)
-            _fsync_dir(self.root)
+            fsync_dir(self.root, strict=False)
         else:
             with self.fs.open_output_stream(path):
                 pass
@@ -601,8 +564,8 @@ class StagedOutput:
             os.makedirs(parent, exist_ok=True)
             os.rename(src, dst)
             if self.durable:
-                _fsync_dir(src.rsplit("/", 1)[0])
-                _fsync_dir(parent)
+                fsync_dir(src.rsplit("/", 1)[0], strict=False)
+                fsync_dir(parent, strict=False)
         else:
             self.fs.create_dir(parent, recursive=True)
             self.fs.move(src, dst)
@@ -614,7 +577,7 @@ class StagedOutput:
         for k in range(upto - 1, -1, -1):
             self._delete_file(self._marker(run_id, "done", k + 1))
             if self._local:
-                _fsync_dir(self.root)
+                fsync_dir(self.root, strict=False)
             src, dst = (f"{self.root}/{p}" for p in moves[k])
             if self._exists(dst) and not self._exists(src):
                 self._rename(dst, src)
@@ -662,7 +625,7 @@ class StagedOutput:
         if keep_last is not None:
             self._delete_file(self._marker(run_id, "done", keep_last))
         if self._local:
-            _fsync_dir(self.root)
+            fsync_dir(self.root, strict=False)
 
     # -- claim and liveness -----------------------------------------------------------------------
 
@@ -697,7 +660,7 @@ class StagedOutput:
             except FileNotFoundError:  # a cleaner removed it before we locked it: start again
                 os.close(fd)
                 continue
-            _fsync_dir(self.root)
+            fsync_dir(self.root, strict=False)
             self._lock_fd = fd
             HELD_LOCKS.add(fd)
             return

@@ -13,8 +13,8 @@ Mirrors ``IndexService.buildIndex`` / ``getAndCreateLastIndexFile`` and ``IndexF
 * a file created with nothing put (the broker creates the next file as soon as any record is
   dispatched after a full one) keeps those begin/end values and counts 0.
 
-Long module: the writer kernels and the lookup kernel read and write the same entry layout, kept in
-one place.
+Long module: the writer kernels, the lookup kernel and verify's walk of every slot chain
+(:func:`reachable_entries`) read and write the same entry layout, kept in one place.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from .timeutil import datetime_to_ms, ms_to_datetime
 
 __all__ = [
     "accepted_by_index", "build_index_file", "build_index_array", "index_file_pieces", "IndexHeader", "read_header",
-    "select_phy_offsets", "select_phy_offsets_of_hashes",
+    "select_phy_offsets", "select_phy_offsets_of_hashes", "reachable_entries",
     "index_file_names", "index_file_names_checked", "write_index_file", "write_index_file_part", "index_part_bounds",
     "HEAD_ENTRIES", "trailing_empty_file",
     "trailing_file_time",
@@ -474,6 +474,52 @@ def _walk_slot_chains(buf, hashes, slot_num, index_count, begin_ts, max_nums, be
                 break
             nxt = prev
     return offsets[:n], owners[:n]
+
+
+@numba.njit(cache=True, nogil=True)
+def reachable_entries(slots, key_hash, time_diff, prev, index_count, out):  # pragma: no cover - numba
+    """Entries some lookup can return: every slot's chain walked as ``IndexFile.selectPhyOffset``
+    walks it (used by ``verify`` to find keys a damaged file no longer finds).
+
+    A slot value outside (0, indexCount] finds nothing (nor does any slot while indexCount <= 1);
+    the walk stops at a negative timeDiff and at a prevIndex outside (0, indexCount] or equal to
+    the current entry; an entry counts for the slot only if its keyHash maps to that slot (a
+    lookup of that entry's own hash would compare equal).  Writes entry numbers to ``out`` and
+    returns how many.
+
+    The stop rules are those of :func:`_walk_slot_chains`, but this is not that walk with another
+    stop: the lookup walks one slot per queried hash, keeps entries whose hash equals the query and
+    whose time lies in [begin, end], and ends after ``maxNum`` offsets; this walk visits every slot
+    once, keeps every entry that maps to the slot (any hash, any time, no count limit), and cuts a
+    cycle of prevIndex where an entry is seen again (a lookup in a damaged file goes round such a
+    cycle until it has ``maxNum`` offsets, forever if none matches).  In a file without cycles,
+    the lookup run once per distinct hash with no time window and no count limit would give the
+    same set, at one chain walk per hash instead of one per slot.  Inputs are the parsed arrays
+    (slots, entry columns), not the file's bytes: verify parses both files once for its
+    comparisons."""
+    n_slots = slots.shape[0]
+    n_entries = key_hash.shape[0]
+    seen = np.full(n_entries, -1, dtype=np.int64)
+    n = 0
+    if index_count <= 1:
+        return 0
+    for s in range(n_slots):
+        cur = np.int64(slots[s])
+        if cur <= 0 or cur > index_count:
+            continue
+        while cur < n_entries and seen[cur] != s:
+            seen[cur] = s
+            if time_diff[cur] < 0:
+                break
+            h = np.int64(key_hash[cur])
+            if h >= 0 and h % n_slots == s:
+                out[n] = cur
+                n += 1
+            p = np.int64(prev[cur])
+            if p <= 0 or p > index_count or p == cur:
+                break
+            cur = p
+    return n
 
 
 def trailing_empty_file(keys: int, per_file: int, dispatched_after_last_key: bool) -> bool:

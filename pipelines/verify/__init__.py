@@ -1,0 +1,57 @@
+"""``verify`` and ``repair``: compare a store's ``consumequeue/`` and ``index/`` with a rebuild from
+its commitlog, say what the broker would do with them at its next start, and replace only the
+files that differ.
+
+The story of a verify:
+
+1. **rebuild** into a reference folder with :func:`pipelines.rebuild.run_rebuild` (the same job and
+   splits as ``rebuild``; the store is only read);
+2. **compare consume queue files** by relative path: identical, differs (first differing 20-byte
+   unit), missing, extra;
+3. **compare index files** in name order (names are the broker's creation times, never ours): header
+   fields, slots, entries, and which expected ``(keyHash, commitlogOffset)`` pairs the store's file
+   no longer reaches through its slot chains (``IndexFile.selectPhyOffset``), named by reading the
+   record's topic and keys from the commitlog;
+4. **predict the next start** of a broker on the store as it is (:class:`RestartPrediction`):
+   ``MappedFileQueue.doLoad``'s size check, ``ConsumeQueue.recover``, ``CommitLog.recoverNormally``
+   → ``ConsumeQueue.truncateDirtyLogicFiles``, and where the reput (4.9.x
+   ``DefaultMessageStore.start``) or the recovery's own dispatch (5.x ``CommitLog.recoverNormally``)
+   starts again.
+
+A repair verifies (holding the broker's ``lock`` file the way ``DefaultMessageStore.start`` does),
+plans (:func:`plan_repair`), and applies (:func:`apply_repair`): each old file goes to a backup
+folder first, each new file is staged under a temporary name in its target folder, fsynced and
+renamed into place (``os.replace``), so that an interrupted repair leaves every file old or new,
+never half written; a manifest in the backup folder records each change with sha256 before/after.
+
+Modules: :mod:`.report` (results, text and JSON), :mod:`.storefiles` (reading the folders),
+:mod:`.compare` (one file against its rebuild), :mod:`.restart` (the next start),
+:mod:`.compare_store` (``verify_store``), :mod:`.repair_plan` and :mod:`.repair` (``repair_store``),
+:mod:`.commands` (the command line).
+"""
+from __future__ import annotations
+
+from ..brokerlock import BrokerCheck, check_broker
+from .commands import run_repair_command, run_verify_command
+from .compare import compare_cq_file, compare_index_file
+from .compare_store import verify_store
+from .repair import RepairResult, apply_repair, repair_store
+from .repair_plan import RepairAction, RepairPlan, plan_repair
+from .report import (
+    ConsumeQueueFileResult,
+    IndexFileResult,
+    KeyExample,
+    QueueRestart,
+    RestartPrediction,
+    Unit,
+    UnitDifference,
+    VerifyReport,
+)
+from .restart import predict_restart, recover_queue, truncate_queue
+
+__all__ = [
+    "BrokerCheck", "ConsumeQueueFileResult", "IndexFileResult", "KeyExample", "QueueRestart", "RepairAction",
+    "RepairPlan", "RepairResult", "RestartPrediction", "Unit", "UnitDifference", "VerifyReport", "apply_repair",
+    "check_broker", "compare_cq_file", "compare_index_file", "plan_repair", "predict_restart", "recover_queue",
+    "repair_store", "run_repair_command", "run_verify_command", "truncate_queue", "verify_store",
+]

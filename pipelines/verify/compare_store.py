@@ -1,0 +1,169 @@
+"""``verify_store``: rebuild a store's ``consumequeue/`` and ``index/`` from its commitlog into a
+reference folder, compare every file with the store's, and predict the broker's next start."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import shutil
+import tempfile
+import time
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from store_format.config import BrokerConfig
+from store_format.indexfile import read_header
+from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
+from store_format.store import StoreLocation, open_store, resolve
+
+from .compare import _align_index, _extra_note, _KeyNamer, compare_cq_file, compare_index_file
+from .report import ConsumeQueueFileResult, IndexFileResult, VerifyReport
+from .restart import predict_restart, recover_queue
+from .storefiles import _TMP_RE, CQ_DIR, INDEX_DIR, _list_index, _list_tree, _read_all
+
+log = logging.getLogger(__name__)
+
+
+def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
+    return data_end if data_end is not None else st.segments[-1].end
+
+
+def _checkpoint_index_ts(fs: pafs.FileSystem, root: str) -> int | None:
+    """``StoreCheckpoint.indexMsgTimestamp``: the long at byte 16 of ``checkpoint``."""
+    path = f"{root}/checkpoint"
+    if fs.get_file_info(path).type != pafs.FileType.File:
+        return None
+    data = _read_all(fs, path)
+    return int.from_bytes(data[16:24], "big", signed=True) if len(data) >= 24 else None
+
+
+def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, engine: str = "spark",
+                 master: str | None = None, split_size: int | None = None, processes: int | None = None,
+                 spark: Any = None, examples: int = 3) -> VerifyReport:
+    """Compare ``store``'s ``consumequeue/`` and ``index/`` with a rebuild from its commitlog.
+
+    Only reads the store.  The rebuild goes to ``work`` (kept; it must not hold ``consumequeue/``
+    or ``index/`` yet) or to a temporary folder deleted before returning.
+
+    Args:
+        store: store root (local path or URI).
+        config: the broker settings the store was written with.
+        work: folder for the reference rebuild (default: a temporary folder).
+        engine, master, split_size, processes, spark: as :func:`pipelines.rebuild.run_rebuild`.
+        examples: how many unreachable index keys to name per differing index file.
+    Returns:
+        A :class:`VerifyReport`.
+    Raises:
+        StoreError: bad store layout or settings (see ``run_rebuild``).
+
+    Example:
+        >>> report = verify_store("/data/store", load_config_for("broker.conf"), engine="local")
+        >>> report.identical, report.restart.units_lost
+    """
+    from store_format.reput import resolve_broker_version
+
+    from ..rebuild import run_rebuild
+    t0 = time.monotonic()
+    st = open_store(store, config)
+    config = resolve_broker_version(st, config)
+    temporary = work is None
+    ref_root = work if work is not None else tempfile.mkdtemp(prefix="rocketmq-verify-")
+    try:
+        summary = run_rebuild(store, ref_root, config, engine=engine, master=master, split_size=split_size,
+                              processes=processes or 1, spark=spark, tables=None,
+                              strict=None)   # verify_store's callers check for a live broker
+        report = _compare(st, config, ref_root, summary, examples)
+    finally:
+        if temporary:
+            shutil.rmtree(ref_root, ignore_errors=True)
+    report.reference = None if temporary else ref_root
+    report.seconds = round(time.monotonic() - t0, 3)
+    return report
+
+
+def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: Any, examples: int) -> VerifyReport:
+    fs, root = st.fs, st.root
+    ref_fs, ref = resolve(ref_root)
+    ref = ref.rstrip("/")
+    log.info("comparing %s with the rebuild in %s", root, ref)
+    store_cq = _list_tree(fs, f"{root}/{CQ_DIR}")
+    ref_cq = _list_tree(ref_fs, f"{ref}/{CQ_DIR}")
+    by_queue: dict[str, tuple[list[str], list[str]]] = {}
+    cq_results: list[ConsumeQueueFileResult] = []
+    for rel in store_cq:
+        parts = rel.split("/")
+        if len(parts) == 3 and not _TMP_RE.match(parts[2]):
+            by_queue.setdefault(f"{parts[0]}/{parts[1]}", ([], []))[0].append(parts[2])
+        elif rel not in ref_cq:
+            cq_results.append(ConsumeQueueFileResult(rel, "extra", found_size=store_cq[rel], note=_extra_note(rel)))
+    for rel in ref_cq:
+        parts = rel.split("/")
+        by_queue.setdefault(f"{parts[0]}/{parts[1]}", ([], []))[1].append(parts[2])
+    states = []
+    for queue in sorted(by_queue):
+        q_store_names, q_ref_names = by_queue[queue]
+        q_store = [(n, _read_all(fs, f"{root}/{CQ_DIR}/{queue}/{n}")) for n in sorted(q_store_names)]
+        q_ref = [(n, _read_all(ref_fs, f"{ref}/{CQ_DIR}/{queue}/{n}")) for n in sorted(q_ref_names)]
+        s_map, r_map = dict(q_store), dict(q_ref)
+        for n in sorted(set(s_map) | set(r_map)):
+            cq_results.append(compare_cq_file(f"{queue}/{n}", r_map.get(n), s_map.get(n)))
+        if queue.rsplit("/", 1)[1].lstrip("-").isdigit():  # loadConsumeQueue skips other folders
+            loadable = [(n, d) for n, d in q_store if SEGMENT_NAME_RE.match(n)]
+            states.append(recover_queue(queue, loadable, q_ref, config))
+    cq_results.sort(key=lambda r: r.path)
+
+    # index files, in name order
+    s_names, s_other = _list_index(fs, f"{root}/{INDEX_DIR}")
+    r_names, _ = _list_index(ref_fs, f"{ref}/{INDEX_DIR}")
+    store_ix = _list_tree(fs, f"{root}/{INDEX_DIR}")
+
+    def s_data(n: str) -> bytes:
+        return _read_all(fs, f"{root}/{INDEX_DIR}/{n}")
+
+    def ref_data(n: str) -> bytes:
+        return _read_all(ref_fs, f"{ref}/{INDEX_DIR}/{n}")
+
+    if len(s_names) != len(r_names):  # one file in memory at a time
+        s_digest = [hashlib.sha256(s_data(n)).hexdigest() for n in s_names]
+        r_digest = [hashlib.sha256(ref_data(n)).hexdigest() for n in r_names]
+    else:
+        s_digest = r_digest = []
+    namer = _KeyNamer(st, config)
+    ix_results = []
+    for i, (sn, rn) in enumerate(_align_index(s_names, r_names, s_digest, r_digest)):
+        ix_results.append(compare_index_file(i, sn, rn, None if rn is None else ref_data(rn),
+                                             None if sn is None else s_data(sn), config, name_key=namer,
+                                             examples=examples))
+    for n in s_other:
+        note = ("left by an interrupted repair" if _TMP_RE.match(n.rsplit("/", 1)[-1])
+                else "ignored by the broker (IndexService.load skips names that are not numbers)")
+        ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
+
+    clean = not st.broker_may_be_running()
+    store_index = []
+    for n in s_names:
+        with fs.open_input_file(f"{root}/{INDEX_DIR}/{n}") as f:
+            head = f.read(INDEX_HEADER_SIZE)
+        header = dataclasses.asdict(read_header(head + bytes(INDEX_HEADER_SIZE - len(head))))
+        store_index.append((n, store_ix[n], header))
+    restart = predict_restart(
+        states, config=config, commitlog_min=st.segments[0].base,
+        commitlog_end=_end_of_data(st, summary.data_end), clean_shutdown=clean, store_index=store_index,
+        expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
+        checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root),
+        read_expected_cq=lambda queue, name: _read_all(ref_fs, f"{ref}/{CQ_DIR}/{queue}/{name}"))
+    from store_format.recovery import plan_recovery
+    recovery = plan_recovery(st, config, abnormal=not clean,
+                             max_phy_offset_of_consume_queue=restart.max_physic_offset_in_queues)
+    restart.recovery_cut = recovery.process_offset
+    restart.recovery_reason = recovery.reason
+    restart.recovery_discarded_messages = recovery.discarded_messages
+    restart.recovery_discarded_bytes = recovery.discarded_bytes
+    restart.recovery_deleted_segments = recovery.deleted_segments
+    rebuild = {"segments": summary.segments, "bytes": summary.bytes, "records": summary.records,
+               "dispatched": summary.dispatched, "consume_queue_files": summary.consume_queue_files,
+               "index_files": summary.index_files, "anomalies": summary.anomaly_count,
+               "seconds": summary.seconds}
+    return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
+                        restart, rebuild)

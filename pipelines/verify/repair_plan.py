@@ -1,0 +1,102 @@
+"""A repair's plan: which store files to replace, add or remove (:func:`plan_repair`) so that the
+store matches the rebuild a :class:`~pipelines.verify.report.VerifyReport` compared it with."""
+from __future__ import annotations
+
+import dataclasses
+
+from .report import ConsumeQueueFileResult, VerifyReport
+from .storefiles import _TMP_RE, CQ_DIR, INDEX_DIR
+
+
+@dataclasses.dataclass
+class RepairAction:
+    action: str                # replace | add | remove | drop_leftover
+    path: str                  # relative to the store root: consumequeue/... or index/...
+    source: str | None         # rebuilt file (replace, add)
+    reason: str
+    sha256_before: str | None = None
+    sha256_after: str | None = None
+    backup: str | None = None  # relative to the backup folder
+    done: bool = False
+
+
+@dataclasses.dataclass
+class RepairPlan:
+    store: str
+    reference: str | None
+    actions: list[RepairAction]
+    index_mode: str            # unchanged | by_name | replace_all
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def render(self) -> str:
+        if not self.actions:
+            return "repair plan: nothing to do (the store matches the rebuild)"
+        counts: dict[str, int] = {}
+        for a in self.actions:
+            counts[a.action] = counts.get(a.action, 0) + 1
+        lines = ["repair plan: " + ", ".join(f"{n} {k}" for k, n in counts.items())]
+        lines += [f"  {a.action:<13} {a.path}  ({a.reason})" for a in self.actions]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def plan_repair(report: VerifyReport) -> RepairPlan:
+    """Which files to replace, add or remove so that the store matches the rebuild.
+
+    Consume queue files by path.  Index files: when the store and the rebuild have as many, a
+    differing file is replaced keeping the store's name (the broker's creation time); when the
+    counts differ, names cannot be kept consistently (the rebuilt names are first-entry store times
+    and may not sort after the broker's), so every store index file is replaced by the rebuilt set,
+    under the rebuilt names."""
+    if report.reference is None:
+        raise ValueError("the report's rebuild was deleted: run verify_store with work=... to plan a repair")
+    ref = report.reference.rstrip("/")
+    actions: list[RepairAction] = []
+    for r in report.consume_queue:
+        rel = f"{CQ_DIR}/{r.path}"
+        if r.status == "differs":
+            actions.append(RepairAction("replace", rel, f"{ref}/{rel}", _cq_reason(r)))
+        elif r.status == "missing":
+            actions.append(RepairAction("add", rel, f"{ref}/{rel}", "missing"))
+        elif r.status == "extra":
+            leftover = _TMP_RE.match(r.path.rsplit("/", 1)[-1]) is not None
+            actions.append(RepairAction("drop_leftover" if leftover else "remove", rel, None,
+                                        "left by an interrupted repair" if leftover else "not in the rebuild"))
+    notes = []
+    index_mode = "unchanged"
+    real = [x for x in report.index if x.store_name is None or x.store_name.isdigit()]
+    for ix in report.index:
+        if ix.store_name is not None and not ix.store_name.isdigit() and _TMP_RE.match(ix.store_name):
+            actions.append(RepairAction("drop_leftover", f"{INDEX_DIR}/{ix.store_name}", None,
+                                        "left by an interrupted repair"))
+    if report.index_files_in_store == report.index_files_rebuilt:
+        for ix in real:
+            if ix.status == "differs":
+                index_mode = "by_name"
+                actions.append(RepairAction("replace", f"{INDEX_DIR}/{ix.store_name}",
+                                            f"{ref}/{INDEX_DIR}/{ix.reference_name}",
+                                            f"differs from rebuilt {ix.reference_name}; the store's name is kept"))
+    else:
+        index_mode = "replace_all"
+        notes.append(f"the store has {report.index_files_in_store} index files and the rebuild "
+                     f"{report.index_files_rebuilt}: all store index files are replaced by the rebuilt ones, under "
+                     "the rebuilt names (first entry's store time), so that they load in the right order")
+        for ix in real:
+            if ix.store_name is not None:
+                actions.append(RepairAction("remove", f"{INDEX_DIR}/{ix.store_name}", None,
+                                            "index files are replaced as a set"))
+        for ix in real:
+            if ix.reference_name is not None:
+                actions.append(RepairAction("add", f"{INDEX_DIR}/{ix.reference_name}",
+                                            f"{ref}/{INDEX_DIR}/{ix.reference_name}", "rebuilt index file"))
+    return RepairPlan(report.store, report.reference, actions, index_mode, notes)
+
+
+def _cq_reason(r: ConsumeQueueFileResult) -> str:
+    d = r.first_difference
+    text = f"{r.differing_units} unit(s) differ"
+    if d is not None:
+        text += f", first at queue offset {d.queue_offset}"
+    if r.expected_size != r.found_size:
+        text += f", {r.found_size} bytes instead of {r.expected_size}"
+    return text

@@ -1,0 +1,264 @@
+"""What ``verify`` found: one result per consume queue file and index file, the prediction of the
+broker's next start, and the report's text and JSON forms (the dataclasses :mod:`pipelines.verify`
+returns; no file is read here)."""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass
+class Unit:
+    """One consume queue unit [ConsumeQueue.CQ_STORE_UNIT_SIZE]."""
+    commitlog_offset: int
+    size: int
+    tags_code: int
+
+
+@dataclasses.dataclass
+class UnitDifference:
+    """The first unit of a consume queue file that differs from the rebuild."""
+    queue_offset: int          # logical offset in the queue (file start / 20 + unit number)
+    position: int              # byte position in the file
+    expected: Unit | None      # None: the rebuilt file ends before it
+    found: Unit | None         # None: the store's file ends before it
+
+
+@dataclasses.dataclass
+class ConsumeQueueFileResult:
+    path: str                  # topic/queueId/name, relative to consumequeue/
+    status: str                # identical | differs | missing | extra
+    expected_size: int | None = None
+    found_size: int | None = None
+    differing_units: int = 0
+    first_difference: UnitDifference | None = None
+    note: str = ""
+
+
+@dataclasses.dataclass
+class KeyExample:
+    """An index key the store's file no longer finds: an expected entry ``(key_hash,
+    commitlog_offset)`` that its slot chain does not reach; the key is named from the record."""
+    key: str | None            # topic#key as the broker indexes it, None if no key of the record matches
+    commitlog_offset: int
+    key_hash: int
+    note: str = ""
+
+
+@dataclasses.dataclass
+class IndexFileResult:
+    number: int                # position in name order (0-based)
+    status: str                # identical | differs | missing | extra
+    store_name: str | None = None
+    reference_name: str | None = None
+    expected_size: int | None = None
+    found_size: int | None = None
+    expected_header: dict | None = None
+    found_header: dict | None = None
+    differing_header_fields: list[str] = dataclasses.field(default_factory=list)
+    differing_slots: int = 0
+    differing_entries: int = 0
+    unreachable_entries: int = 0   # expected (keyHash, offset) pairs the store's chains do not reach
+    spurious_entries: int = 0      # pairs the store's chains reach that the rebuild does not have
+    examples: list[KeyExample] = dataclasses.field(default_factory=list)
+    note: str = ""
+
+
+@dataclasses.dataclass
+class QueueRestart:
+    """One queue at the broker's next start (only queues where something happens are listed)."""
+    queue: str                                 # topic/queueId
+    load_failure: str | None = None            # why MappedFileQueue.doLoad refuses a file
+    recover_stops_at: int | None = None        # logical byte offset where ConsumeQueue.recover stops early
+    units_dropped_by_recover: int = 0
+    files_deleted_by_recover: list[str] = dataclasses.field(default_factory=list)
+    units_truncated: int = 0                   # truncateDirtyLogicFiles: at or past the commitlog end
+    files_deleted_by_truncate: list[str] = dataclasses.field(default_factory=list)
+    max_physic_offset: int = -1                # ConsumeQueue.getMaxPhysicOffset after recovery
+    units_dispatched_again: int = 0
+    units_lost: int = 0                        # expected units the queue lacks and the restart does not write
+
+
+@dataclasses.dataclass
+class RestartPrediction:
+    """What a broker would do with the store's files at its next start (see
+    :func:`predict_restart`)."""
+    broker_version: str
+    clean_shutdown: bool                       # no ``abort`` file
+    commitlog_min_offset: int
+    commitlog_end: int
+    start_fails: bool = False                  # a consume queue file of the wrong size: load() fails
+    max_physic_offset_in_queues: int = -1      # after ConsumeQueue.recover
+    truncate_dirty_logic_files: bool = False   # CommitLog.recoverNormally calls it
+    reput_from: int = 0                        # first commitlog offset dispatched again
+    reput_from_inclusive: bool = True          # 5.x: only records strictly after it
+    tail_bytes: int = 0
+    units_dropped_by_recover: int = 0
+    units_truncated: int = 0
+    units_dispatched_again: int = 0
+    units_lost: int = 0
+    index_keys_put_again: int = 0
+    index_files_extended: list[str] = dataclasses.field(default_factory=list)
+    index_files_deleted: list[str] = dataclasses.field(default_factory=list)
+    queues: list[QueueRestart] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    # the commitlog recovery before all that (store_format.recovery, as rebuild --as-restart applies it)
+    recovery_cut: int | None = None
+    recovery_reason: str = ""
+    recovery_discarded_messages: int = 0
+    recovery_discarded_bytes: int = 0
+    recovery_deleted_segments: int = 0
+
+
+@dataclasses.dataclass
+class VerifyReport:
+    store: str
+    reference: str | None          # the rebuild (None once a temporary one is deleted)
+    broker_version: str
+    consume_queue: list[ConsumeQueueFileResult]
+    index: list[IndexFileResult]
+    index_files_in_store: int
+    index_files_rebuilt: int
+    restart: RestartPrediction
+    rebuild: dict
+    seconds: float = 0.0
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for area, statuses in (("consume_queue", [r.status for r in self.consume_queue]),
+                               ("index", [r.status for r in self.index])):
+            c = {k: 0 for k in ("identical", "differs", "missing", "extra")}
+            for status in statuses:
+                c[status] += 1
+            out[area] = c
+        return out
+
+    @property
+    def identical(self) -> bool:
+        return (all(r.status == "identical" for r in self.consume_queue)
+                and all(r.status == "identical" for r in self.index))
+
+    def summary_line(self) -> str:
+        c = self.counts()
+        cq, ix = c["consume_queue"], c["index"]
+        if self.identical:
+            return (f"verify: identical: {cq['identical']} consume queue files and {ix['identical']} index files "
+                    f"match a rebuild from the commitlog ({self.store})")
+        parts = []
+        for area, name in ((cq, "consume queue files"), (ix, "index files")):
+            bad = [f"{area[k]} {k}" for k in ("differs", "missing", "extra") if area[k]]
+            parts.append(f"{name}: {area['identical']} identical" + (", " + ", ".join(bad) if bad else ""))
+        return f"verify: DIFFERENT: {'; '.join(parts)} ({self.store})"
+
+    def as_dict(self) -> dict:
+        """JSON-ready: counts, every file that is not identical, the restart prediction."""
+        return {
+            "store": self.store, "identical": self.identical, "summary": self.summary_line(),
+            "broker_version": self.broker_version, "counts": self.counts(),
+            "consume_queue": [dataclasses.asdict(r) for r in self.consume_queue if r.status != "identical"],
+            "index_files_in_store": self.index_files_in_store, "index_files_rebuilt": self.index_files_rebuilt,
+            "index": [dataclasses.asdict(r) for r in self.index if r.status != "identical"],
+            "restart": dataclasses.asdict(self.restart), "rebuild": self.rebuild, "reference": self.reference,
+            "seconds": self.seconds,
+        }
+
+    def render(self) -> str:
+        lines = [self.summary_line()]
+        c = self.counts()
+        lines.append("consume queue files: " + ", ".join(f"{v} {k}" for k, v in c["consume_queue"].items()))
+        for r in self.consume_queue:
+            if r.status != "identical":
+                lines.append("  " + _render_cq(r))
+        lines.append("index files: " + ", ".join(f"{v} {k}" for k, v in c["index"].items())
+                     + f" ({self.index_files_in_store} in the store, {self.index_files_rebuilt} rebuilt, "
+                       "matched in name order)")
+        for ix in self.index:
+            if ix.status != "identical":
+                lines.extend("  " + line for line in _render_index(ix))
+        lines.extend(_render_restart(self.restart))
+        lines.append(f"time: {self.seconds:.2f}s")
+        return "\n".join(lines)
+
+
+def _unit_text(u: Unit | None) -> str:
+    if u is None:
+        return "nothing (file ends)"
+    return f"commitlogOffset={u.commitlog_offset} size={u.size} tagsCode={u.tags_code}"
+
+
+def _render_cq(r: ConsumeQueueFileResult) -> str:
+    if r.status == "missing":
+        text = f"missing  {r.path} ({r.expected_size:,} bytes)"
+    elif r.status == "extra":
+        text = f"extra    {r.path} ({r.found_size:,} bytes)"
+    else:
+        d = r.first_difference
+        size = "" if r.expected_size == r.found_size else f" [{r.found_size:,} bytes, expected {r.expected_size:,}]"
+        text = f"differs  {r.path}: {r.differing_units:,} unit(s){size}"
+        if d is not None:
+            text += (f"; first at queue offset {d.queue_offset} (byte {d.position}): expected "
+                     f"{_unit_text(d.expected)}, found {_unit_text(d.found)}")
+    return text + (f" ({r.note})" if r.note else "")
+
+
+def _render_index(r: IndexFileResult) -> list[str]:
+    name = f"#{r.number} {r.store_name or '-'}"
+    if r.status == "missing":
+        return [f"missing  {name}: the rebuild has {r.reference_name} ({r.expected_size:,} bytes) here"]
+    if r.status == "extra":
+        return [f"extra    {name} ({r.found_size:,} bytes): the rebuild has no file here"]
+    lines = [f"differs  {name} (rebuilt as {r.reference_name}): differing entries {r.differing_entries:,}, slots "
+             f"{r.differing_slots:,}; expected entries its slot chains no longer reach {r.unreachable_entries:,}, "
+             f"entries they reach that the rebuild does not have {r.spurious_entries:,}"]
+    if r.expected_size != r.found_size:
+        lines.append(f"         size {r.found_size:,} bytes, expected {r.expected_size:,}")
+    for f in r.differing_header_fields:
+        assert r.expected_header is not None and r.found_header is not None
+        lines.append(f"         header {f}: expected {r.expected_header[f]}, found {r.found_header[f]}")
+    for e in r.examples:
+        lines.append(f"         not found: {e.key or '?'} (record at commitlog offset {e.commitlog_offset}, "
+                     f"keyHash {e.key_hash})" + (f" - {e.note}" if e.note else ""))
+    if r.note:
+        lines.append(f"         {r.note}")
+    return lines
+
+
+def _render_restart(p: RestartPrediction) -> list[str]:
+    rules = ("5.x: ConsumeQueue.recover, CommitLog.recoverNormally (dispatches records after the queues' max "
+             "physical offset, then truncateDirtyLogicFiles)" if p.broker_version == "5" else
+             "4.9.x: ConsumeQueue.recover, CommitLog.recoverNormally → truncateDirtyLogicFiles, reput from the "
+             "queues' max physical offset")
+    lines = [f"at the broker's next start ({rules}):",
+             f"  commitlog: min offset {p.commitlog_min_offset}, data ends at {p.commitlog_end}"]
+    if p.recovery_cut is not None:
+        lines.append(f"  commitlog recovery cuts at {p.recovery_cut} ({p.recovery_reason}): a restart discards "
+                     f"{p.recovery_discarded_messages:,} record(s), {p.recovery_discarded_bytes:,} bytes, "
+                     f"{p.recovery_deleted_segments} segment(s) (as rebuild --as-restart)")
+    if p.start_fails:
+        bad = [q for q in p.queues if q.load_failure]
+        lines.append(f"  START FAILS: {len(bad)} consume queue file(s) of the wrong size "
+                     "(MappedFileQueue.doLoad refuses them); figures below assume they were removed")
+        for q in bad[:5]:
+            lines.append(f"    {q.queue}: {q.load_failure}")
+    lines.append(f"  ConsumeQueue.recover drops {p.units_dropped_by_recover:,} unit(s) after a hole")
+    lines.append(f"  truncateDirtyLogicFiles: {'called' if p.truncate_dirty_logic_files else 'not called'}; "
+                 f"{p.units_truncated:,} unit(s) at or past the commitlog end cut off")
+    start = "from" if p.reput_from_inclusive else "after"
+    lines.append(f"  dispatched again {start} offset {p.reput_from}: {p.tail_bytes:,} commitlog bytes, "
+                 f"{p.units_dispatched_again:,} consume queue unit(s), {p.index_keys_put_again:,} index key(s)")
+    lines.append(f"  units missing from their queues that the restart does not write back: {p.units_lost:,}")
+    for q in p.queues[:10]:
+        bits = [f"{k.replace('_', ' ')} {v}" for k, v in (
+            ("recover stops at", q.recover_stops_at), ("dropped by recover", q.units_dropped_by_recover),
+            ("truncated", q.units_truncated), ("dispatched again", q.units_dispatched_again),
+            ("lost", q.units_lost)) if v]
+        if bits:
+            lines.append(f"    {q.queue}: " + ", ".join(bits))
+    if len(p.queues) > 10:
+        lines.append(f"    ... {len(p.queues) - 10} more queues (see --json)")
+    if p.index_files_extended:
+        lines.append(f"  index files shorter than configured, extended with zeros when mapped: "
+                     f"{', '.join(p.index_files_extended)}")
+    if p.index_files_deleted:
+        lines.append(f"  index files deleted at an abnormal start: {', '.join(p.index_files_deleted)}")
+    lines.extend(f"  note: {n}" for n in p.notes)
+    return lines
