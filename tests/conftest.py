@@ -76,3 +76,17 @@ def golden_rebuilt(spark, golden_dir, tmp_path_factory):
         return done[case]
 
     return rebuilt
+
+
+@pytest.fixture()
+def small_store(tmp_path: Path) -> Path:
+    """A 300-message sample store with small file sizes and its broker.conf, in ``tmp_path/store``."""
+    from store_format.config import load_broker_config
+    from store_format.sample import generate_sample_store, write_broker_conf
+
+    root = tmp_path / "store"
+    config = load_broker_config("mappedFileSizeCommitLog=1048576\nmappedFileSizeConsumeQueue=6000\n"
+                                "maxHashSlotNum=100\nmaxIndexNum=400\n")
+    generate_sample_store(str(root), config, messages=300, body_size=64)
+    write_broker_conf(str(root / "broker.conf"), config)
+    return root

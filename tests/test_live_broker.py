@@ -13,10 +13,6 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from store_format.config import load_broker_config
-from store_format.sample import generate_sample_store, write_broker_conf
-
-SMALL = "mappedFileSizeCommitLog=1048576\nmappedFileSizeConsumeQueue=6000\nmaxHashSlotNum=100\nmaxIndexNum=400\n"
 
 HOLDER = ("import fcntl, sys\n"
           "f = open(sys.argv[1], 'r+b')\n"
@@ -26,12 +22,8 @@ HOLDER = ("import fcntl, sys\n"
 
 
 @pytest.fixture()
-def store(tmp_path: Path) -> Path:
-    root = tmp_path / "store"
-    config = load_broker_config(SMALL)
-    generate_sample_store(str(root), config, messages=300, body_size=64)
-    write_broker_conf(str(root / "broker.conf"), config)
-    return root
+def store(small_store: Path) -> Path:
+    return small_store
 
 
 @pytest.fixture()

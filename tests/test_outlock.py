@@ -14,10 +14,6 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.outlock import OutputInUseError, OutputLock, lock_path
-from store_format.config import load_broker_config
-from store_format.sample import generate_sample_store, write_broker_conf
-
-SMALL = "mappedFileSizeCommitLog=1048576\nmappedFileSizeConsumeQueue=6000\nmaxHashSlotNum=100\nmaxIndexNum=400\n"
 
 # another process takes the lock exactly as a run does, says so, and waits to be stopped
 HOLDER = ("import sys\n"
@@ -29,12 +25,8 @@ HOLDER = ("import sys\n"
 
 
 @pytest.fixture()
-def store(tmp_path: Path) -> Path:
-    root = tmp_path / "store"
-    config = load_broker_config(SMALL)
-    generate_sample_store(str(root), config, messages=300, body_size=64)
-    write_broker_conf(str(root / "broker.conf"), config)
-    return root
+def store(small_store: Path) -> Path:
+    return small_store
 
 
 def _hold(target: Path, option: str) -> subprocess.Popen:
