@@ -45,7 +45,7 @@ from store_format.config import BrokerConfig
 from store_format.errors import StoreError, StoreLayoutError
 from store_format.indexfile import read_header, select_phy_offsets_of_hashes
 from store_format.javahash import index_key, index_key_hashes
-from store_format.layout import SCHEDULE_TOPIC
+from store_format.layout import SCHEDULE_TOPIC, index_file_size
 from store_format.msgid import decode_offset_msg_id
 from store_format.records import detail_columns, lean_columns
 from store_format.store import Segment, StoreLocation, load_config_for, open_store, resolve
@@ -378,6 +378,7 @@ def lookup_index_keys(index_dir: str, store: str, config: BrokerConfig, pairs: S
         if not len(active):
             break
         with _open_index(fs, f"{root}/{name}") as data:
+            _check_index_size(f"{index_dir.rstrip('/')}/{name}", len(data), config)
             h = read_header(data)
             if _time_matched(h.begin_timestamp, h.end_timestamp, begin_ms, end_ms):
                 offs, owner = select_phy_offsets_of_hashes(data, key_hashes[active],
@@ -416,6 +417,17 @@ def lookup_index(index_dir: str, store: str, config: BrokerConfig, topic: str, k
     """:func:`lookup_index_keys` of one key."""
     return lookup_index_keys(index_dir, store, config, [(topic, key)], begin_ms=begin_ms, end_ms=end_ms,
                              max_num=max_num, body=body)[(topic, key)]
+
+
+def _check_index_size(path: str, size: int, config: BrokerConfig) -> None:
+    """The broker maps an index file with the size its settings give (``IndexFile`` constructor); a
+    file of another size was written with other settings and would be read at the wrong places."""
+    want = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
+    if size != want:
+        raise StoreLayoutError(
+            f"{path} is {size} bytes, but maxHashSlotNum={config.maxHashSlotNum} and maxIndexNum="
+            f"{config.maxIndexNum} make index files of {want} bytes: pass --config with the broker.conf "
+            "that wrote them")
 
 
 def _time_matched(begin_ts: int, end_ts: int, begin: int, end: int) -> bool:

@@ -440,7 +440,8 @@ def _walk_slot_chains(buf, hashes, slot_num, index_count, begin_ts, max_nums, be
     """``IndexFile.selectPhyOffset`` for each hash: its slot, then the chain of entries (newest first)
     through ``prevIndex``; an entry counts when its hash and its time (``beginTimestamp`` + ``timeDiff``
     seconds) match; the walk ends at a negative timeDiff, a ``prevIndex`` out of range or pointing to
-    itself, a time before ``begin``, or the hash's ``max_nums`` offsets.  Returns the offsets and their hash's index."""
+    itself, a time before ``begin``, the hash's ``max_nums`` offsets, or an entry past the end of ``buf`` (a file
+    read with settings other than those it was written with).  Returns the offsets and their hash's index."""
     cap = 1024
     offsets = np.empty(cap, dtype=np.int64)
     owners = np.empty(cap, dtype=np.int64)
@@ -448,13 +449,18 @@ def _walk_slot_chains(buf, hashes, slot_num, index_count, begin_ts, max_nums, be
     entries_at = INDEX_HEADER_SIZE + slot_num * INDEX_SLOT_SIZE
     for k in range(len(hashes)):
         h = hashes[k]
-        slot_value = _be_int(buf, INDEX_HEADER_SIZE + (h % slot_num) * INDEX_SLOT_SIZE, 4)
+        slot_at = INDEX_HEADER_SIZE + (h % slot_num) * INDEX_SLOT_SIZE
+        if slot_at + INDEX_SLOT_SIZE > len(buf):   # a file shorter than its settings say: nothing to read
+            continue
+        slot_value = _be_int(buf, slot_at, 4)
         if slot_value <= 0 or slot_value > index_count:
             continue
         nxt = slot_value
         found = 0
         while found < max_nums[k]:
             pos = entries_at + nxt * INDEX_ENTRY_SIZE
+            if pos + INDEX_ENTRY_SIZE > len(buf):
+                break
             entry_hash = _be_int(buf, pos + _E_HASH, 4)
             time_diff = _be_int(buf, pos + _E_TIME_DIFF, 4)
             prev = _be_int(buf, pos + _E_PREV, 4)

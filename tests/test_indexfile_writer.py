@@ -89,3 +89,22 @@ def test_a_later_part_without_the_file_s_first_keys_is_refused(tmp_path) -> None
     with pytest.raises(ValueError, match="first keys"):
         indexfile.write_index_file_part(str(tmp_path / "f"), key_hash[:a], key_hash[a:], offset[a:], store_ts[a:],
                                         head=None, entries=n, max_hash_slot_num=slots, max_index_num=n + 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 400), slots=st.integers(1, 64), wrong_slots=st.integers(1, 5_000_000),
+       cut=st.integers(0, 20_000), seed=st.integers(0, 2**32 - 1))
+def test_the_slot_walk_never_reads_past_the_buffer(n, slots, wrong_slots, cut, seed) -> None:
+    """Read with other settings than it was written with, or cut short, a file gives what lies inside
+    it and never a read past its end (the kernel has no bounds checks of numba's to fall back on)."""
+    rng = np.random.default_rng(seed)
+    key_hash = rng.integers(0, 2**31 - 1, n).astype(np.int32)
+    whole = build_index_array(key_hash, np.arange(n, dtype=np.int64) * 100, np.full(n, 1_600_000_000_000),
+                              max_hash_slot_num=slots, max_index_num=n + 1)
+    data = whole[:max(indexfile.INDEX_HEADER_SIZE, len(whole) - cut)].copy()
+    hashes = key_hash.astype(np.int64)
+    offsets, owners = indexfile.select_phy_offsets_of_hashes(data, hashes, max_hash_slot_num=wrong_slots,
+                                                             max_num=10_000)
+    assert len(offsets) == len(owners) and ((owners >= 0) & (owners < n)).all()
+    right, _ = indexfile.select_phy_offsets_of_hashes(whole, hashes, max_hash_slot_num=slots, max_num=10_000)
+    assert sorted(set(right.tolist())) == sorted(int(i) * 100 for i in range(n))
