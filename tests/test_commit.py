@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.commit import KILL_AT_ENV, StagedOutput
+from pipelines.commit.outroot import OutputRoot
 from store_format.errors import StoreLayoutError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,9 +42,9 @@ CHILD = textwrap.dedent("""
     out, run_id, mode, files, action = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5]
     staged = StagedOutput(out, run_id, overwrite=True)
     if mode == "copy":
-        staged._atomic_rename = False   # move folders as object stores do: copy, then delete
+        staged.target.atomic_rename = False  # move folders as object stores do: copy, then delete
     if mode == "record":
-        staged._local = False           # no flock: liveness from the owner record, as on HDFS or S3
+        staged.target.local = False     # no flock: liveness from the owner record, as on HDFS or S3
     if action == "recover":
         staged.check_target()
         sys.exit(0)
@@ -201,7 +202,7 @@ def test_a_failed_move_puts_the_old_outputs_back(tmp_path, monkeypatch):
     staged = StagedOutput(str(out), "run1", overwrite=True)
     staged.prepare()
     _write(Path(staged.staging_path), NEW)
-    real = StagedOutput._rename
+    real = OutputRoot.rename
     calls = []
 
     def failing(self, src, dst):
@@ -210,7 +211,7 @@ def test_a_failed_move_puts_the_old_outputs_back(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device")
         real(self, src, dst)
 
-    monkeypatch.setattr(StagedOutput, "_rename", failing)
+    monkeypatch.setattr(OutputRoot, "rename", failing)
     with pytest.raises(OSError):
         staged.commit()
     assert _outputs(out) == OLD
@@ -281,7 +282,7 @@ def test_without_flock_liveness_comes_from_the_owner_record(tmp_path, caplog):
         assert _child(out, "dead1", mode="record", action="die").returncode == -signal.SIGKILL
         assert (out / ".rebuild-staging-live1").is_dir() and (out / ".rebuild-staging-dead1").is_dir()
         cleaner = StagedOutput(str(out), "other")
-        cleaner._local = False
+        cleaner.target.local = False
         with caplog.at_level(logging.INFO, logger="pipelines.commit"):
             cleaner.check_target()
         assert _debris(out) == [".rebuild-staging-live1", ".rebuild-staging-live1.lock"]
