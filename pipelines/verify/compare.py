@@ -29,7 +29,7 @@ from store_format.records import detail_columns
 from store_format.store import StoreLocation
 
 from .report import ConsumeQueueFileResult, IndexFileResult, KeyExample, Unit, UnitDifference
-from .storefiles import _TMP_RE, _units
+from .storefiles import REPAIR_TMP_RE, cq_units
 
 
 def _unit(u: np.ndarray, k: int) -> Unit | None:
@@ -42,7 +42,7 @@ def compare_cq_file(rel: str, expected: bytes | None, found: bytes | None) -> Co
     """Compare one consume queue file; units are compared field by field with numpy."""
     if expected is None:
         assert found is not None
-        return ConsumeQueueFileResult(rel, "extra", found_size=len(found), note=_extra_note(rel))
+        return ConsumeQueueFileResult(rel, "extra", found_size=len(found), note=extra_note(rel))
     if found is None:
         return ConsumeQueueFileResult(rel, "missing", expected_size=len(expected))
     if expected == found:
@@ -61,7 +61,7 @@ def compare_cq_file(rel: str, expected: bytes | None, found: bytes | None) -> Co
     first = int(idx[0]) if len(idx) else min(len(expected), len(found)) // CQ_UNIT_SIZE
     start = int(rel.rsplit("/", 1)[-1]) if SEGMENT_NAME_RE.match(rel.rsplit("/", 1)[-1]) else 0
     d = UnitDifference(start // CQ_UNIT_SIZE + first, first * CQ_UNIT_SIZE,
-                       _unit(_units(expected), first), _unit(_units(found), first))
+                       _unit(cq_units(expected), first), _unit(cq_units(found), first))
     note = ""
     if len(found) != len(expected):
         note = (f"{len(found):,} bytes instead of {len(expected):,}: MappedFileQueue.doLoad refuses a file of another "
@@ -69,10 +69,11 @@ def compare_cq_file(rel: str, expected: bytes | None, found: bytes | None) -> Co
     return ConsumeQueueFileResult(rel, "differs", len(expected), len(found), int(diff.sum()), d, note)
 
 
-def _extra_note(rel: str) -> str:
+def extra_note(rel: str) -> str:
+    """Why a consume queue file only the store has matters to the broker ("" when it is an ordinary file)."""
     parts = rel.split("/")
     name = parts[-1]
-    if _TMP_RE.match(name):
+    if REPAIR_TMP_RE.match(name):
         return "left by an interrupted repair: run repair again before starting the broker"
     if len(parts) != 3:
         return "not at consumequeue/<topic>/<queueId>/<file>"
@@ -91,14 +92,16 @@ def _extra_note(rel: str) -> str:
 
 
 @dataclasses.dataclass
-class _IndexView:
+class IndexView:
+    """An index file's header, slots and entries as the broker maps them."""
+
     header: dict
     slots: np.ndarray
     entries: np.ndarray      # structured INDEX_ENTRY_DTYPE, entry 0 included
     size: int
 
     @classmethod
-    def parse(cls, data: bytes, slot_num: int, index_num: int) -> _IndexView:
+    def parse(cls, data: bytes, slot_num: int, index_num: int) -> IndexView:
         """The file as the broker maps it: ``MappedFile`` maps the configured size, which extends
         a shorter file with zeros (``FileChannel.map`` in READ_WRITE mode)."""
         full = index_file_size(slot_num, index_num)
@@ -161,8 +164,8 @@ def compare_index_file(number: int, store_name: str | None, reference_name: str 
         return r
     r.status = "differs"
     slot_num, index_num = config.maxHashSlotNum, config.maxIndexNum
-    e = _IndexView.parse(expected, slot_num, index_num)
-    f = _IndexView.parse(found, slot_num, index_num)
+    e = IndexView.parse(expected, slot_num, index_num)
+    f = IndexView.parse(found, slot_num, index_num)
     r.expected_header, r.found_header = e.header, f.header
     r.differing_header_fields = [k for k in e.header if e.header[k] != f.header[k]]
     r.differing_slots = int((e.slots != f.slots).sum())
@@ -187,7 +190,7 @@ def compare_index_file(number: int, store_name: str | None, reference_name: str 
     return r
 
 
-class _KeyNamer:
+class KeyNamer:
     """Names index keys from the records they point at (read once each, as the reput reads them)."""
 
     def __init__(self, st: StoreLocation, config: BrokerConfig) -> None:
@@ -217,7 +220,7 @@ class _KeyNamer:
         return KeyExample(None, offset, key_hash, f"no key of the record in topic {topic!r} has this hash")
 
 
-def _align_index(store_names: list[str], ref_names: list[str], store_digest: list[str],
+def align_index(store_names: list[str], ref_names: list[str], store_digest: list[str],
                  ref_digest: list[str]) -> list[tuple[str | None, str | None]]:
     """Pairs (store name, rebuilt name).  Equal counts: name order, as the broker loads them.
     Different counts: identical files anchor the pairing (difflib over sha256 digests); between

@@ -17,10 +17,10 @@ from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.store import StoreLocation, open_store, resolve
 
-from .compare import _align_index, _extra_note, _KeyNamer, compare_cq_file, compare_index_file
+from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, extra_note
 from .report import ConsumeQueueFileResult, IndexFileResult, VerifyReport
 from .restart import predict_restart, recover_queue
-from .storefiles import _TMP_RE, CQ_DIR, INDEX_DIR, _list_index, _list_tree, _read_all
+from .storefiles import CQ_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, read_all
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def _checkpoint_index_ts(fs: pafs.FileSystem, root: str) -> int | None:
     path = f"{root}/checkpoint"
     if fs.get_file_info(path).type != pafs.FileType.File:
         return None
-    data = _read_all(fs, path)
+    data = read_all(fs, path)
     return int.from_bytes(data[16:24], "big", signed=True) if len(data) >= 24 else None
 
 
@@ -87,24 +87,24 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     ref_fs, ref = resolve(ref_root)
     ref = ref.rstrip("/")
     log.info("comparing %s with the rebuild in %s", root, ref)
-    store_cq = _list_tree(fs, f"{root}/{CQ_DIR}")
-    ref_cq = _list_tree(ref_fs, f"{ref}/{CQ_DIR}")
+    store_cq = list_tree(fs, f"{root}/{CQ_DIR}")
+    ref_cq = list_tree(ref_fs, f"{ref}/{CQ_DIR}")
     by_queue: dict[str, tuple[list[str], list[str]]] = {}
     cq_results: list[ConsumeQueueFileResult] = []
     for rel in store_cq:
         parts = rel.split("/")
-        if len(parts) == 3 and not _TMP_RE.match(parts[2]):
+        if len(parts) == 3 and not REPAIR_TMP_RE.match(parts[2]):
             by_queue.setdefault(f"{parts[0]}/{parts[1]}", ([], []))[0].append(parts[2])
         elif rel not in ref_cq:
-            cq_results.append(ConsumeQueueFileResult(rel, "extra", found_size=store_cq[rel], note=_extra_note(rel)))
+            cq_results.append(ConsumeQueueFileResult(rel, "extra", found_size=store_cq[rel], note=extra_note(rel)))
     for rel in ref_cq:
         parts = rel.split("/")
         by_queue.setdefault(f"{parts[0]}/{parts[1]}", ([], []))[1].append(parts[2])
     states = []
     for queue in sorted(by_queue):
         q_store_names, q_ref_names = by_queue[queue]
-        q_store = [(n, _read_all(fs, f"{root}/{CQ_DIR}/{queue}/{n}")) for n in sorted(q_store_names)]
-        q_ref = [(n, _read_all(ref_fs, f"{ref}/{CQ_DIR}/{queue}/{n}")) for n in sorted(q_ref_names)]
+        q_store = [(n, read_all(fs, f"{root}/{CQ_DIR}/{queue}/{n}")) for n in sorted(q_store_names)]
+        q_ref = [(n, read_all(ref_fs, f"{ref}/{CQ_DIR}/{queue}/{n}")) for n in sorted(q_ref_names)]
         s_map, r_map = dict(q_store), dict(q_ref)
         for n in sorted(set(s_map) | set(r_map)):
             cq_results.append(compare_cq_file(f"{queue}/{n}", r_map.get(n), s_map.get(n)))
@@ -114,29 +114,29 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     cq_results.sort(key=lambda r: r.path)
 
     # index files, in name order
-    s_names, s_other = _list_index(fs, f"{root}/{INDEX_DIR}")
-    r_names, _ = _list_index(ref_fs, f"{ref}/{INDEX_DIR}")
-    store_ix = _list_tree(fs, f"{root}/{INDEX_DIR}")
+    s_names, s_other = list_index(fs, f"{root}/{INDEX_DIR}")
+    r_names, _ = list_index(ref_fs, f"{ref}/{INDEX_DIR}")
+    store_ix = list_tree(fs, f"{root}/{INDEX_DIR}")
 
     def s_data(n: str) -> bytes:
-        return _read_all(fs, f"{root}/{INDEX_DIR}/{n}")
+        return read_all(fs, f"{root}/{INDEX_DIR}/{n}")
 
     def ref_data(n: str) -> bytes:
-        return _read_all(ref_fs, f"{ref}/{INDEX_DIR}/{n}")
+        return read_all(ref_fs, f"{ref}/{INDEX_DIR}/{n}")
 
     if len(s_names) != len(r_names):  # one file in memory at a time
         s_digest = [hashlib.sha256(s_data(n)).hexdigest() for n in s_names]
         r_digest = [hashlib.sha256(ref_data(n)).hexdigest() for n in r_names]
     else:
         s_digest = r_digest = []
-    namer = _KeyNamer(st, config)
+    namer = KeyNamer(st, config)
     ix_results = []
-    for i, (sn, rn) in enumerate(_align_index(s_names, r_names, s_digest, r_digest)):
+    for i, (sn, rn) in enumerate(align_index(s_names, r_names, s_digest, r_digest)):
         ix_results.append(compare_index_file(i, sn, rn, None if rn is None else ref_data(rn),
                                              None if sn is None else s_data(sn), config, name_key=namer,
                                              examples=examples))
     for n in s_other:
-        note = ("left by an interrupted repair" if _TMP_RE.match(n.rsplit("/", 1)[-1])
+        note = ("left by an interrupted repair" if REPAIR_TMP_RE.match(n.rsplit("/", 1)[-1])
                 else "ignored by the broker (IndexService.load skips names that are not numbers)")
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
@@ -152,7 +152,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         commitlog_end=_end_of_data(st, summary.data_end), clean_shutdown=clean, store_index=store_index,
         expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
         checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root),
-        read_expected_cq=lambda queue, name: _read_all(ref_fs, f"{ref}/{CQ_DIR}/{queue}/{name}"))
+        read_expected_cq=lambda queue, name: read_all(ref_fs, f"{ref}/{CQ_DIR}/{queue}/{name}"))
     from store_format.recovery import plan_recovery
     recovery = plan_recovery(st, config, abnormal=not clean,
                              max_phy_offset_of_consume_queue=restart.max_physic_offset_in_queues)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from .report import ConsumeQueueFileResult, VerifyReport
-from .storefiles import _TMP_RE, CQ_DIR, INDEX_DIR
+from .storefiles import CQ_DIR, INDEX_DIR, REPAIR_TMP_RE
 
 
 @dataclasses.dataclass
@@ -59,14 +59,14 @@ def plan_repair(report: VerifyReport) -> RepairPlan:
         elif r.status == "missing":
             actions.append(RepairAction("add", rel, f"{ref}/{rel}", "missing"))
         elif r.status == "extra":
-            leftover = _TMP_RE.match(r.path.rsplit("/", 1)[-1]) is not None
+            leftover = REPAIR_TMP_RE.match(r.path.rsplit("/", 1)[-1]) is not None
             actions.append(RepairAction("drop_leftover" if leftover else "remove", rel, None,
                                         "left by an interrupted repair" if leftover else "not in the rebuild"))
     notes = []
     index_mode = "unchanged"
     real = [x for x in report.index if x.store_name is None or x.store_name.isdigit()]
     for ix in report.index:
-        if ix.store_name is not None and not ix.store_name.isdigit() and _TMP_RE.match(ix.store_name):
+        if ix.store_name is not None and not ix.store_name.isdigit() and REPAIR_TMP_RE.match(ix.store_name):
             actions.append(RepairAction("drop_leftover", f"{INDEX_DIR}/{ix.store_name}", None,
                                         "left by an interrupted repair"))
     if report.index_files_in_store == report.index_files_rebuilt:

@@ -19,9 +19,9 @@ from store_format.consumequeue_recovery import (
 )
 from store_format.layout import index_file_size
 
-from .compare import _IndexView
+from .compare import IndexView
 from .report import QueueRestart, RestartPrediction
-from .storefiles import _units
+from .storefiles import cq_units
 
 
 @dataclasses.dataclass
@@ -45,7 +45,7 @@ def recover_queue(queue: str, store_files: list[tuple[str, bytes]], expected_fil
     exp_summary = []
     missing = []
     for name, data in sorted(expected_files):
-        u = _units(data)
+        u = cq_units(data)
         off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
         off = off[unit_is_message(off, size)]
         if len(off):
@@ -113,7 +113,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             if lo >= first:
                 n_tail += n
                 continue
-            u = _units(read_expected_cq(q.queue, name))
+            u = cq_units(read_expected_cq(q.queue, name))
             off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
             n_tail += int(in_tail(off[unit_is_message(off, size)]).sum())
         q.units_dispatched_again = n_tail
@@ -139,7 +139,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     threshold = max(first, last_end)
     keys = 0
     for data in expected_index():
-        v = _IndexView.parse(data, config.maxHashSlotNum, config.maxIndexNum)
+        v = IndexView.parse(data, config.maxHashSlotNum, config.maxIndexNum)
         if v.header["end_phy_offset"] < threshold:
             break  # files newest first: the older ones end even earlier
         n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)

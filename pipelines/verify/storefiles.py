@@ -12,15 +12,16 @@ from store_format.layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 
 CQ_DIR = "consumequeue"
 INDEX_DIR = "index"
-_TMP_RE = re.compile(r"^\..+\.repair-[0-9a-f]{12}\.tmp$")  # a repair's staged file
+REPAIR_TMP_RE = re.compile(r"^\..+\.repair-[0-9a-f]{12}\.tmp$")  # a repair's staged file
 
 
-def _read_all(fs: pafs.FileSystem, path: str) -> bytes:
+def read_all(fs: pafs.FileSystem, path: str) -> bytes:
+    """The whole file at ``path``."""
     with fs.open_input_file(path) as f:
         return f.readall()
 
 
-def _list_tree(fs: pafs.FileSystem, root: str) -> dict[str, int]:
+def list_tree(fs: pafs.FileSystem, root: str) -> dict[str, int]:
     """Relative path → size of every file under ``root`` (empty if it does not exist)."""
     if fs.get_file_info(root).type != pafs.FileType.Directory:
         return {}
@@ -31,16 +32,17 @@ def _list_tree(fs: pafs.FileSystem, root: str) -> dict[str, int]:
     return out
 
 
-def _list_index(fs: pafs.FileSystem, root: str) -> tuple[list[str], list[str]]:
+def list_index(fs: pafs.FileSystem, root: str) -> tuple[list[str], list[str]]:
     """Index file names in name order, and other files of ``index/``.
 
     ``IndexService.load`` sorts the folder's files and skips names that are not numbers
     (``MappedFile`` parses the name as the file's offset and the NumberFormatException is caught)."""
-    names = sorted(_list_tree(fs, root))
+    names = sorted(list_tree(fs, root))
     files = [n for n in names if "/" not in n and n.isdigit()]
     return files, [n for n in names if n not in files]
 
 
-def _units(data: bytes | memoryview) -> np.ndarray:
+def cq_units(data: bytes | memoryview) -> np.ndarray:
+    """A consume queue file's 20-byte units as a structured array (a partial last unit left out)."""
     n = len(data) // CQ_UNIT_SIZE
     return np.frombuffer(data, dtype=CQ_UNIT_DTYPE, count=n)
