@@ -10,7 +10,7 @@ contract with operators and schedulers: keep it stable.
 Exit codes: 0 success; 1 the command ran and found something (differences, failed expectations, no
 match, tables not published); 2 an error the user can fix (one line on stderr); 130 interrupted.
 
-Long module: the parser of every command with the words of each option, and the one place that
+It holds the parser of every command with the words of each option, and is the one place that
 prints results and maps errors to exit codes; the commands' work lives in their own modules.
 """
 from __future__ import annotations

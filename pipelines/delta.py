@@ -22,7 +22,7 @@ whose publication never finished (:mod:`pipelines.tables.runs`).
 Both keep the plain protocol every Delta reader accepts (reader 1, writer 2: no deletion vectors, no
 column mapping); timestamps are Delta ``timestamp`` (UTC instants, Parquet ``TIMESTAMP_MICROS``).
 
-Long module: two writers behind one contract, the Parquet-to-Delta commit, and the readers; the file
+It holds two writers behind one contract, the Parquet-to-Delta commit, and the readers; the file
 statistics of that commit are :mod:`pipelines.delta_stats`.
 """
 from __future__ import annotations

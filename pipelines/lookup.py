@@ -22,8 +22,8 @@ keep only records whose topic and keys really match: the broker compares hashes 
 Every lookup has a batched form (``lookup_keys``, ``lookup_msg_ids``, ``lookup_offset_msg_ids``,
 ``lookup_index_keys``: many questions, one read) behind the single one the CLI calls.
 
-Long module: the three lookups through the tables and the broker's walk over the index files share
-the record reading and the output.
+The three lookups through the tables and the broker's walk over the index files share the record
+reading and the output.
 """
 from __future__ import annotations
 

@@ -6,8 +6,8 @@
 * ``CommitLogDispatcherBuildIndex`` → ``IndexService.buildIndex``: records not rolled back put
   ``topic#UNIQ_KEY`` then ``topic#k`` for each non-empty token of ``KEYS``.
 
-Long module: every dispatcher rule (consume queue, index keys, multi-dispatch) and their array
-results in one place.
+Every dispatcher rule (consume queue, index keys, multi-dispatch) and their array results are in
+one place.
 """
 from __future__ import annotations
 
