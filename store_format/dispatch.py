@@ -76,7 +76,7 @@ from .walkresult import (
 )
 
 __all__ = ["dispatch_flags", "put_index_keys", "wants_multi_dispatch", "multi_dispatch_units", "gather_strings",
-           "fix_malformed_text", "queue_units", "index_keys", "QueueUnits", "IndexKeys"]
+           "fix_malformed_text", "queue_units", "index_keys", "QueueUnits", "IndexKeys", "gather_spans"]
 
 
 def _bytes_of(text: str) -> np.ndarray:
@@ -268,7 +268,7 @@ _GATHER_AHEAD = 16   # spans between a span's prefetch and its copy
 
 
 @numba.njit(cache=True, nogil=True)
-def _gather(text, origin, starts, lens, data, offsets):
+def gather_spans(text, origin, starts, lens, data, offsets):
     """Copy byte spans of ``text`` (positions ``starts - origin``; a negative start or a length of
     0 gives an empty value) one after the other into ``data``, with their ``offsets``.  Spans of
     successive records lie a body apart: each is a cache (and often a TLB) miss, so the spans a few
@@ -342,7 +342,7 @@ def gather_strings(text: np.ndarray, origin: int, starts: np.ndarray, lens: np.n
     n = len(starts)
     offsets = np.empty(n + 1, dtype=np.int64)
     data = np.empty(int(lens.sum()), dtype=np.uint8)
-    _gather(np.asarray(text, dtype=np.uint8), np.int64(origin), starts, lens, data, offsets)
+    gather_spans(np.asarray(text, dtype=np.uint8), np.int64(origin), starts, lens, data, offsets)
     valid = np.empty(n, dtype=np.bool_)
     _valid_utf8(data, offsets, valid)
     mask_buf = None
@@ -408,7 +408,7 @@ def _number_queues(text, origin, starts, lens, qids, table, first, out):
     n_q = 0
     n_units = starts.shape[0]
     for i in range(n_units):
-        if i + _GATHER_AHEAD < n_units:   # each name a body away from the last (see _gather)
+        if i + _GATHER_AHEAD < n_units:   # each name a body away from the last (see gather_spans)
             prefetch(text, starts[i + _GATHER_AHEAD] - origin)  # type: ignore[call-arg]
         s = starts[i] - origin
         n = lens[i]

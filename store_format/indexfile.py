@@ -40,7 +40,7 @@ __all__ = [
     "accepted_by_index", "build_index_file", "build_index_array", "index_file_pieces", "IndexHeader", "read_header",
     "select_phy_offsets", "select_phy_offsets_of_hashes", "reachable_entries",
     "index_file_names", "index_file_names_checked", "write_index_file", "write_index_file_part", "index_part_bounds",
-    "HEAD_ENTRIES", "trailing_empty_file",
+    "HEAD_ENTRIES", "trailing_empty_file", "fill_index_window", "slot_table",
     "trailing_file_time",
 ]
 
@@ -113,7 +113,7 @@ def index_file_pieces(key_hash: np.ndarray, offset: np.ndarray, store_ts: np.nda
     table = np.zeros(max_hash_slot_num, dtype=np.int32)
     entries = np.empty((n + 1) * INDEX_ENTRY_SIZE, dtype=np.uint8)  # entry 0 is never used
     entries[:INDEX_ENTRY_SIZE] = 0
-    _, used_slots = _fill_window(key_hash, offset, store_ts, np.int64(begin_ts), np.int64(store_ts[0]),
+    _, used_slots = fill_index_window(key_hash, offset, store_ts, np.int64(begin_ts), np.int64(store_ts[0]),
                                  np.int64(max_hash_slot_num), table, np.int64(0), np.int64(0), np.int64(0), np.int64(0),
                                  entries)
     header["beginTimestamp"] = store_ts[0]
@@ -138,7 +138,7 @@ def _put_be(out, pos, value, width):
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_window(key_hash, offset, store_ts, begin_ts, first_ts, slot_num, table, i0, i, entries_at, w0, out):
+def fill_index_window(key_hash, offset, store_ts, begin_ts, first_ts, slot_num, table, i0, i, entries_at, w0, out):
     """Entries from key ``i`` on, for the part of the file in ``out`` (file bytes ``w0 .. w0+len(out)``;
     entry ``k`` at ``entries_at + 20 k``): slot chains (the slot's previous entry; the slot keeps its
     latest) and timeDiff in seconds (Java long division, clamped to [0, Integer.MAX_VALUE], 0 while
@@ -248,7 +248,7 @@ def index_part_bounds(entries: int, parts: int, max_hash_slot_num: int) -> list[
 
 
 @numba.njit(cache=True, nogil=True)
-def _slot_table(key_hash, slot_num, table):
+def slot_table(key_hash, slot_num, table):
     """The slot table after putting the keys (entry ``i + 1`` for key ``i``)."""
     for i in range(key_hash.shape[0]):
         table[np.int64(key_hash[i]) % slot_num] = i + 1
@@ -294,7 +294,7 @@ def write_index_file_part(path: str, before_hash: np.ndarray, key_hash: np.ndarr
     if w0 % _DIRECT_ALIGN:
         raise ValueError(f"a part must start on a block edge (index_part_bounds), not at key {a}")
     table = np.zeros(max_hash_slot_num, dtype=np.int32)
-    _slot_table(np.ascontiguousarray(before_hash, dtype=np.int32), np.int64(max_hash_slot_num), table)
+    slot_table(np.ascontiguousarray(before_hash, dtype=np.int32), np.int64(max_hash_slot_num), table)
     fd = _open_direct(path)
     try:
         buf = mmap.mmap(-1, window)                 # page aligned, as direct I/O wants
@@ -303,7 +303,7 @@ def write_index_file_part(path: str, before_hash: np.ndarray, key_hash: np.ndarr
         head_block = np.zeros(_DIRECT_ALIGN, dtype=np.uint8)
         while w0 < part_end:
             out[:] = 0
-            i, _ = _fill_window(key_hash, offset, store_ts, begin_ts, np.int64(first_ts),
+            i, _ = fill_index_window(key_hash, offset, store_ts, begin_ts, np.int64(first_ts),
                                 np.int64(max_hash_slot_num), table, np.int64(a), np.int64(i), np.int64(entries_at),
                                 np.int64(w0), out)
             length = min(window, part_end - w0)
@@ -321,7 +321,7 @@ def write_index_file_part(path: str, before_hash: np.ndarray, key_hash: np.ndarr
             if head is not None:   # a > 0: the first keys' entries in the shared block, as the first part computed them
                 head_hash, head_off, head_ts = (np.ascontiguousarray(x) for x in head)
                 block = np.zeros(_DIRECT_ALIGN, dtype=np.uint8)
-                _fill_window(head_hash.astype(np.int32), head_off.astype(np.int64), head_ts.astype(np.int64),
+                fill_index_window(head_hash.astype(np.int32), head_off.astype(np.int64), head_ts.astype(np.int64),
                              begin_ts, np.int64(first_ts), np.int64(max_hash_slot_num),
                              np.zeros(max_hash_slot_num, dtype=np.int32), np.int64(0), np.int64(0),
                              np.int64(entries_at), np.int64(first), block)

@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from . import commitlog as cl
 from .crc import body_crc_spans
-from .dispatch import _gather, gather_strings
+from .dispatch import gather_spans, gather_strings
 from .javahash import index_hash
 from .layout import (
     HOST_V4_LEN,
@@ -123,7 +123,7 @@ def _gather_fixed(text: np.ndarray, origin: int, starts: np.ndarray, width: int)
     """The ``width`` bytes at each start, as a (rows, width) matrix."""
     n = len(starts)
     data = np.empty(n * width, dtype=np.uint8)
-    _gather(np.asarray(text, dtype=np.uint8), np.int64(origin), np.ascontiguousarray(starts, dtype=np.int64),
+    gather_spans(np.asarray(text, dtype=np.uint8), np.int64(origin), np.ascontiguousarray(starts, dtype=np.int64),
             np.full(n, width, dtype=np.int64), data, np.empty(n + 1, dtype=np.int64))
     return data.reshape(n, width)
 
@@ -190,7 +190,7 @@ def gather_binary(text: np.ndarray, origin: int, starts: np.ndarray, lens: np.nd
     lens = np.ascontiguousarray(np.maximum(lens, 0), dtype=np.int64)
     offsets = np.empty(len(starts) + 1, dtype=np.int64)
     data = np.empty(int(lens.sum()), dtype=np.uint8)
-    _gather(np.asarray(text, dtype=np.uint8), np.int64(origin), starts, lens, data, offsets)
+    gather_spans(np.asarray(text, dtype=np.uint8), np.int64(origin), starts, lens, data, offsets)
     if offsets[-1] < 2**31:
         return pa.BinaryArray.from_buffers(pa.binary(), len(starts), [None, pa.py_buffer(offsets.astype(np.int32)),
                                                                       pa.py_buffer(data)])
@@ -232,7 +232,7 @@ def properties_map(properties: pa.Array) -> pa.MapArray:
 def _strings(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> pa.StringArray:
     out = np.empty(int(lens.sum()), dtype=np.uint8)
     offsets = np.empty(len(starts) + 1, dtype=np.int64)
-    _gather(data, np.int64(0), np.ascontiguousarray(starts), np.ascontiguousarray(lens), out, offsets)
+    gather_spans(data, np.int64(0), np.ascontiguousarray(starts), np.ascontiguousarray(lens), out, offsets)
     return pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(out))
 
 

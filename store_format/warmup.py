@@ -12,7 +12,7 @@ def warm_up() -> None:
     from .config import BrokerConfig
     from .consumequeue import assign_positions, new_states
     from .dispatch import gather_strings
-    from .indexfile import _fill_window, _slot_table, accepted_by_index, build_index_array
+    from .indexfile import accepted_by_index, build_index_array, fill_index_window, slot_table
     from .records import properties_map
     from .writer import CommitLogWriter  # noqa: F401  (imports its kernels' module)
 
@@ -28,9 +28,9 @@ def warm_up() -> None:
     accepted_by_index(np.zeros(1, np.int64), 0)
     build_index_array(np.zeros(1, np.int32), np.zeros(1, np.int64), np.ones(1, np.int64), max_hash_slot_num=4,
                       max_index_num=4)
-    _fill_window(np.zeros(1, np.int32), np.zeros(1, np.int64), np.zeros(1, np.int64), np.int64(0), np.int64(0),
+    fill_index_window(np.zeros(1, np.int32), np.zeros(1, np.int64), np.zeros(1, np.int64), np.int64(0), np.int64(0),
                  np.int64(4), np.zeros(4, np.int32), np.int64(0), np.int64(0), np.int64(56), np.int64(0),
                  np.zeros(4096, np.uint8))
-    _slot_table(np.zeros(1, np.int32), np.int64(4), np.zeros(4, np.int32))
+    slot_table(np.zeros(1, np.int32), np.int64(4), np.zeros(4, np.int32))
     properties_map(pa.array(["a\x01b"]))
     del res

@@ -348,7 +348,7 @@ class PendingTables:
 
 def _finish(p: PendingTables) -> dict:
     from .runs import report_interrupted, snapshot
-    from .small_tables import _segment_ends, _segment_rows, _versions
+    from .small_tables import segment_ends, segment_rows, table_versions
     t0 = time.perf_counter()
     spark, tables, res, rows, with_body, buckets, split_seg = (p.spark, p.tables, p.res, p.rows, p.with_body,
                                                                p.buckets, p.split_seg)
@@ -409,7 +409,7 @@ def _finish(p: PendingTables) -> dict:
                              "last": None if f["last"] is None else f["last"] * 1000, "topics": f["topics"]}
                          for s, f in figures.items()},
             "keys": {s: f["keys"] for s, f in figures.items()}}
-    seg_table = _segment_rows(st, _segment_ends(chain, walked), back, prev_segments, res.run_id,
+    seg_table = segment_rows(st, segment_ends(chain, walked), back, prev_segments, res.run_id,
                               kept_before=resume_name if resumed else None)
     versions["segments"] = writer.write("segments", seg_table, SEGMENTS_SCHEMA, description=DESCRIPTIONS["segments"])
     # the run's findings (:func:`pipelines.anomalies.walk_anomalies`): the same in every mode
@@ -446,7 +446,7 @@ def _finish(p: PendingTables) -> dict:
         "started_at": ms_to_datetime(int(res.started * 1000)),
         "finished_at": ms_to_datetime(int(time.time() * 1000)), "store": st.uri if "://" in st.uri else st.root,
         "tables": tables, "config": json.dumps(config.as_properties(), sort_keys=True),
-        "versions": json.dumps(_versions(writer, versions)), "with_body": with_body,
+        "versions": json.dumps(table_versions(writer, versions)), "with_body": with_body,
         "segments_in_store": len(st.segments), "segments_scanned": len(set(split_seg.values())),
         "segments_deleted": len(deleted_now), "resume_segment": resume_name,
         "watermark_segment": split_seg[last_entry.split.split_id] if last_entry else resume_name,

@@ -15,10 +15,10 @@ from ..chain import Chain
 from ..delta import TableWriter
 from .schema import SEGMENTS_SCHEMA
 
-__all__ = ["_segment_rows", "_versions", "_segment_ends"]
+__all__ = ["segment_rows", "table_versions", "segment_ends"]
 
 
-def _segment_rows(st: StoreLocation, ends: dict[str, int], back: dict, prev_segments: pa.Table | None,
+def segment_rows(st: StoreLocation, ends: dict[str, int], back: dict, prev_segments: pa.Table | None,
                   run_id: str, kept_before: str | None = None) -> pa.Table:
     """The ``segments`` table: the store's segments now, and earlier ones marked deleted.
 
@@ -53,7 +53,7 @@ def _segment_rows(st: StoreLocation, ends: dict[str, int], back: dict, prev_segm
     return pa.Table.from_pylist(sorted(rows, key=lambda r: r["segment"]), schema=SEGMENTS_SCHEMA)
 
 
-def _versions(writer: TableWriter, tables: dict[str, int]) -> dict:
+def table_versions(writer: TableWriter, tables: dict[str, int]) -> dict:
     """Software versions, the writer, and ``tables``: the version of each table this run committed
     (what readers open once the run's row is written, :mod:`.runs`)."""
     import platform
@@ -71,7 +71,7 @@ def _versions(writer: TableWriter, tables: dict[str, int]) -> dict:
     return out
 
 
-def _segment_ends(chain: Chain, sub: StoreLocation) -> dict[str, int]:
+def segment_ends(chain: Chain, sub: StoreLocation) -> dict[str, int]:
     """Where each walked segment's data ends: the file size after a blank record, else the walk's stop."""
     ends: dict[str, int] = {}
     for e in chain.entries:
