@@ -5,6 +5,7 @@ Modules:
     config       broker.conf parsing and MessageStoreConfig defaults
     store        finding and reading store segments through pyarrow.fs
     commitlog    the record walk (CommitLog.checkMessageAndReturnSize in the doReput loop)
+    walkkernel   the walk's numba kernels (the doReput loop over one window)
     javahash     Java String.hashCode over UTF-16, IndexFile.indexKeyHashMethod
     dispatch     consume queue units and index keys of walked records
     consumequeue ConsumeQueue.putMessagePositionInfo / fillPreBlank

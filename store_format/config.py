@@ -4,7 +4,7 @@ Mirrors ``MessageStoreConfig`` (field defaults and getters) and the delay-level 
 ``ScheduleMessageService.parseDelayLevel`` / ``DefaultMessageStore.parseDelayLevel`` (5.x).
 
 ``broker.conf`` is read the way the broker reads it: ``java.util.Properties.load`` (its
-``LineReader``, separators and escapes; :func:`read_properties`), then
+``LineReader``, separators and escapes; :func:`store_format.javaproperties.read_properties`), then
 ``MixAll.properties2Object`` (``BrokerStartup``), which hands each key to the setter of that
 name and parses the value with ``Integer.parseInt``, ``Long.parseLong`` or ``Boolean.parseBoolean``
 and silently ignores a value that does not parse.  Because the broker ignores what it cannot use,
@@ -15,26 +15,23 @@ a typo silently gives the broker's default; so :func:`load_broker_config` checks
 * a setting this project reproduces whose value the broker would not take (``maxIndexNum=abc``,
   ``maxIndexNum=20000 `` with a trailing blank, a number beyond a Java int) or whose value the
   broker cannot use (an index file over 2 GiB) is an error saying what would be accepted;
-* a key that is no broker or store setting is a warning (the broker ignores it), with "did you
-  mean" for near misses (``mapedFileSizeConsumeQueue`` → ``mappedFileSizeConsumeQueue``).
-
-Long module: java.util.Properties' reading rules, every setting name of the 4.9.8 and 5.3.3 config
-classes, and the checks of the values.
+* a key that is no broker or store setting (:mod:`store_format.setting_names`) is a warning (the
+  broker ignores it), with "did you mean" for near misses (``mapedFileSizeConsumeQueue`` →
+  ``mappedFileSizeConsumeQueue``).
 """
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import logging
 import re
-import unicodedata
 from collections.abc import Mapping
 
 from .errors import UnsupportedConfigError
+from .javaproperties import PropertyLine, java_boolean, java_double_ok, java_integer, read_properties
 from .layout import CQ_UNIT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, INDEX_SLOT_SIZE
+from .setting_names import SETTING_TYPES, closest_setting
 
-__all__ = ["BrokerConfig", "parse_java_properties", "read_properties", "PropertyLine", "load_broker_config",
-           "parse_delay_levels", "STORE_SETTINGS", "KNOWN_SETTINGS", "JAVA_INT_MAX", "JAVA_LONG_MAX"]
+__all__ = ["BrokerConfig", "load_broker_config", "parse_delay_levels", "JAVA_INT_MAX", "JAVA_LONG_MAX"]
 
 log = logging.getLogger(__name__)
 
@@ -47,423 +44,13 @@ BROKER_LINES = ("4", "5", "5.5", "auto")   # brokerVersion values
 JAVA_INT_MAX = 2**31 - 1
 JAVA_LONG_MAX = 2**63 - 1
 
-# ---------------------------------------------------------------------------------------------
-# The keys a broker.conf can set.  BrokerStartup (4.9.8 and 5.3.3) passes the properties to
-# MixAll.properties2Object for BrokerConfig (5.3.3: with BrokerIdentity), NettyServerConfig,
-# NettyClientConfig, MessageStoreConfig and (5.3.3) AuthConfig; the tiered store plugin (5.3.3,
-# tieredstore MessageStoreConfig) registers its own; BrokerStartup.properties2SystemEnv reads
-# rmqAddressServerDomain/rmqAddressServerSubGroup.  A key is the name of a public setter minus "set"
-# with its first letter lowered, for setters taking int/long/double/float/boolean (or boxed) or
-# String: the only ones properties2Object calls.  Listed from the setters of those classes at the
-# tags rocketmq-all-4.9.8 and rocketmq-all-5.3.3 (union of both); ":int", ":long", ":boolean",
-# ":double" give the parameter's Java type, no suffix a String.
-
-# org.apache.rocketmq.store.config.MessageStoreConfig
-_STORE_SETTINGS_TEXT = (
-    "accessMessageInMemoryHotRatio:int accessMessageInMemoryMaxRatio:int allAckInSyncStateSet:boolean "
-    "asyncLearner:boolean autoMessageVersionOnTopicLen:boolean batchDispatchRequestThreadPoolNums:int "
-    "bitMapLengthConsumeQueueExt:int bottomMostCompressionTypeForConsumeQueueStore brokerRole "
-    "checkCRCOnRecover:boolean cleanFileForciblyEnable:boolean cleanResourceInterval:int "
-    "cleanRocksDBDirtyCQIntervalMin:long cleanSwapedMapInterval:long coldDataFlowControlEnable:boolean "
-    "coldDataScanEnable:boolean commitCommitLogLeastPages:int commitCommitLogThoroughInterval:int "
-    "commitIntervalCommitLog:int commitLogForceSwapMapInterval:long commitLogSwapMapInterval:long "
-    "commitLogSwapMapReserveFileNum:int compactionCqMappedFileSize:int compactionMappedFileSize:int "
-    "compactionScheduleInternal:int compactionThreadNum:int correctLogicMinOffsetForceInterval:int "
-    "correctLogicMinOffsetSleepInterval:int dLegerGroup dLegerPeers dLegerSelfId dataReadAheadEnable:boolean "
-    "debugLockEnable:boolean defaultQueryMaxNum:int deleteCommitLogFilesInterval:int "
-    "deleteConsumeQueueFilesInterval:int deleteFileBatchMax:int deleteWhen destroyMapedFileIntervalForcibly:int "
-    "disappearTimeAfterStart:int diskFallRecorded:boolean diskMaxUsedSpaceRatio:int diskSpaceCleanForciblyRatio:int "
-    "diskSpaceWarningLevelRatio:int dispatchCqCacheNum:int dispatchCqThreads:int dispatchFromSenderThread:boolean "
-    "duplicationEnable:boolean enableAsyncReput:boolean enableAutoInSyncReplicas:boolean enableBatchPush:boolean "
-    "enableBuildConsumeQueueConcurrently:boolean enableCleanExpiredOffset:boolean enableCompaction:boolean "
-    "enableConsumeQueueExt:boolean enableDLegerCommitLog:boolean enableLmq:boolean enableMultiDispatch:boolean "
-    "enableRocksDBLog:boolean enableScheduleAsyncDeliver:boolean enableScheduleMessageStats:boolean "
-    "enabledAppendPropCRC:boolean fastFailIfNoBufferInStorePool:boolean fileReservedTime:int "
-    "flushCommitLogLeastPages:int flushCommitLogThoroughInterval:int flushCommitLogTimed:boolean "
-    "flushConsumeQueueLeastPages:int flushConsumeQueueThoroughInterval:int flushDelayOffsetInterval:long "
-    "flushDiskType flushIntervalCommitLog:int flushIntervalConsumeQueue:int flushLeastPagesWhenWarmMapedFile:int "
-    "forceVerifyPropCRC:boolean haFlowControlEnable:boolean haHousekeepingInterval:int haListenPort:int "
-    "haMasterAddress haMaxGapNotInSync:int haMaxTimeSlaveNotCatchup:long haSendHeartbeatInterval:int "
-    "haSlaveFallbehindMax:int haTransferBatchSize:int inSyncReplicas:int logicQueueForceSwapMapInterval:long "
-    "logicQueueSwapMapInterval:long logicQueueSwapMapReserveFileNum:int "
-    "logicalDiskSpaceCleanForciblyThreshold:double mappedFileSizeCommitLog:int mappedFileSizeConsumeQueue:int "
-    "mappedFileSizeConsumeQueueExt:int mappedFileSizeTimerLog:int mappedFileSwapEnable:boolean "
-    "mapperFileSizeBatchConsumeQueue:int maxAsyncPutMessageRequests:int maxBatchDeleteFilesNum:int "
-    "maxChecksumRange:long maxConsumeQueueScan:int maxFilterMessageSize:int maxHaTransferByteInSecond:long "
-    "maxHashSlotNum:int maxIndexNum:int maxLmqConsumeQueueNum:int maxMessageSize:int maxMsgsNumBatch:int "
-    "maxOffsetMapSize:int maxRecoveryCommitlogFiles:int maxSlaveResendLength:long maxTopicLength:int "
-    "maxTransferBytesOnMessageInDisk:int maxTransferBytesOnMessageInMemory:int maxTransferCountOnMessageInDisk:int "
-    "maxTransferCountOnMessageInMemory:int memTableFlushIntervalMs:long messageDelayLevel "
-    "messageIndexEnable:boolean messageIndexSafe:boolean minInSyncReplicas:int offsetCheckInSlave:boolean "
-    "osPageCacheBusyTimeOutMills:long preferredLeaderId pullBatchMaxMessageCount:int "
-    "putConsumeQueueDataByFileChannel:boolean putMessageTimeout:int putMsgIndexHightWater:int "
-    "readOnlyCommitLogStorePaths readUnCommitted:boolean realTimePersistRocksDBConfig:boolean "
-    "recheckReputOffsetFromCq:boolean redeleteHangedFileInterval:int replicasPerDiskPartition:int "
-    "rocksdbCQDoubleWriteEnable:boolean rocksdbCompressionType rocksdbFlushWalFrequency:int "
-    "rocksdbWalFileRollingThreshold:long sampleCountThreshold:int sampleSteps:int "
-    "scheduleAsyncDeliverMaxPendingLimit:int scheduleAsyncDeliverMaxResendNum2Blocked:int "
-    "searchBcqByCacheEnable:boolean slaveTimeout:int spinLockCollisionRetreatOptimalDegree:int "
-    "statRocksDBCQIntervalSec:long storePathBrokerIdentity storePathCommitLog storePathDLedgerCommitLog "
-    "storePathEpochFile storePathRootDir storeType syncFlushTimeout:int syncFromLastFile:boolean "
-    "syncMasterFlushOffsetWhenStartup:boolean timerColdDataCheckIntervalMs:int timerCongestNumEachSlot:int "
-    "timerEnableCheckMetrics:boolean timerEnableRetryUntilSuccess:boolean timerFlushIntervalMs:int "
-    "timerGetMessageThreadNum:int timerInterceptDelayLevel:boolean timerMaxDelaySec:int "
-    "timerMetricSmallThreshold:int timerPrecisionMs:int timerProgressLogIntervalMs:int timerPutMessageThreadNum:int "
-    "timerRollWindowSlot:int timerSkipUnknownError:boolean timerStopEnqueue:boolean timerWheelEnable:boolean "
-    "topicQueueLockNum:int totalReplicas:int transientStorePoolEnable:boolean transientStorePoolSize:int "
-    "travelCqFileNumWhenGetMessage:int useABSLock:boolean useReentrantLockWhenPutMessage:boolean "
-    "wakeCommitWhenPutMessage:boolean wakeFlushWhenPutMessage:boolean warmMapedFileEnable:boolean "
-)
-# MessageStoreConfig setters added by rocketmq-store 5.5.1 (the published sources jar)
-_STORE_SETTINGS_551_TEXT = (
-    "appendTopicForTimerDeleteKey:boolean checkCommitLogOffsetOnRecover:boolean combineAssignOffsetCQType "
-    "combineCQEnableCheckSelf:boolean combineCQLoadingCQTypes combineCQMaxExtraSearchCommitLogFiles:int "
-    "combineCQPreferCQType combineCQUseRocksdbForLmq:boolean commitLogRecoverMaxNum:int "
-    "correctMinOffsetMadviseEnable:boolean enableAcceleratedRecovery:boolean enableLmqQuota:boolean "
-    "enableRunningFlagsInFlush:boolean indexFileReadEnable:boolean indexFileWriteEnable:boolean "
-    "indexRocksDBEnable:boolean iteratorWhenUseRocksdbConsumeQueue:boolean maxCheckMessageReuseBufferSize:int "
-    "maxRocksDBIndexQueryDays:int popRocksdbBlockCacheSize:long popRocksdbWriteBufferSize:long "
-    "rocksdbCQSelectiveDoubleWriteEnable:boolean rocksdbMaxSizeAmplificationPercent:int "
-    "sharedByteBufferNum:int timerRecallToTimeWheelEnable:boolean timerRecallToTimelineEnable:boolean "
-    "timerReputServiceCorePoolSize:int timerReputServiceMaxPoolSize:int timerReputServiceQueueCapacity:int "
-    "timerRocksDBEnable:boolean timerRocksDBPrecisionMs:long timerRocksDBRollIntervalHours:int "
-    "timerRocksDBRollMaxTps:double timerRocksDBRollRangeHours:int timerRocksDBStopScan:boolean "
-    "timerRocksDBTimeExpiredMaxTps:double timerWheelSnapshotFlush:boolean timerWheelSnapshotIntervalMs:int "
-    "transRocksDBEnable:boolean transWriteOriginTransHalfEnable:boolean "
-    "useSeparateStorePathForRocksdbCQ:boolean writeWithoutMmap:boolean "
-)
-# BrokerConfig, BrokerIdentity, NettyServerConfig, NettyClientConfig, AuthConfig, tieredstore
-# MessageStoreConfig, properties2SystemEnv (names already in MessageStoreConfig left out)
-_OTHER_BROKER_SETTINGS_TEXT = (
-    "accountStatsEnable:boolean accountStatsPrintZeroValues:boolean ackMessageThreadPoolNums:int "
-    "ackThreadPoolQueueCapacity:int aclCacheExpiredSecond:int aclCacheMaxNum:int aclCacheRefreshSecond:int "
-    "aclEnable:boolean adminBrokerThreadPoolNums:int adminBrokerThreadPoolQueueCapacity:int "
-    "allowRecallWhenBrokerNotWriteable:boolean appendAckAsync:boolean appendCkAsync:boolean asyncSendEnable:boolean "
-    "authConfigPath authenticationEnabled:boolean authenticationMetadataProvider authenticationProvider "
-    "authenticationStrategy authenticationWhitelist authorizationEnabled:boolean authorizationMetadataProvider "
-    "authorizationProvider authorizationStrategy authorizationWhitelist autoCreateSubscriptionGroup:boolean "
-    "autoCreateTopicEnable:boolean autoDeleteUnusedStats:boolean bindAddress broadcastOffsetExpireMaxSecond:long "
-    "broadcastOffsetExpireSecond:long brokerClusterName brokerConfigPath brokerElectionPriority:int "
-    "brokerFastFailureEnable:boolean brokerHeartbeatInterval:int brokerIP1 brokerIP2 brokerId:long brokerName "
-    "brokerNotActiveTimeoutMillis:long brokerPermission:int brokerTopicEnable:boolean cgColdReadThreshold:long "
-    "channelExpiredTimeout:long channelNotActiveInterval:long checkSyncStateSetPeriod:long "
-    "cleanOfflineBrokerInterval:int clearRetryTopicWhenDeleteTopic:boolean clientAsyncSemaphoreValue:int "
-    "clientCallbackExecutorThreads:int clientChannelMaxIdleTimeSeconds:int clientCloseSocketIfTimeout:boolean "
-    "clientManageThreadPoolNums:int clientManagerThreadPoolQueueCapacity:int clientOnewaySemaphoreValue:int "
-    "clientPooledByteBufAllocatorEnable:boolean clientSocketRcvBufSize:int clientSocketSndBufSize:int "
-    "clientWorkerThreads:int clusterName clusterTopicEnable:boolean coldCtrStrategyEnable:boolean "
-    "commercialBaseCount:int commercialBigCount:int commercialEnable:boolean commercialSizePerMsg:int "
-    "commercialTimerCount:int commercialTransCount:int commitLogRollingInterval:int commitLogRollingMinimumSize:int "
-    "compatibleWithOldNameSrv:boolean compressedRegister:boolean configBlackList configManagerVersion configName "
-    "connectTimeoutMillis:int consumerFallbehindThreshold:long consumerManageThreadPoolNums:int "
-    "consumerManagerThreadPoolQueueCapacity:int consumerOffsetUpdateVersionStep:long controllerAddr "
-    "controllerHeartBeatTimeoutMills:long defaultMessageRequestMode defaultPopShareQueueNum:int "
-    "defaultTopicQueueNums:int delayOffsetUpdateVersionStep:long disableCallbackExecutor:boolean "
-    "disableConsumeIfConsumerReadSlowly:boolean disableNettyWorkerGroup:boolean enableBroadcastOffsetStore:boolean "
-    "enableCalcFilterBitMap:boolean enableControllerMode:boolean enableCreateSysGroup:boolean "
-    "enableDetailStat:boolean enableFastChannelEventProcess:boolean enableLmqStats:boolean "
-    "enableMixedMessageType:boolean enableNetWorkFlowControl:boolean enableNotifyAfterPopOrderLockRelease:boolean "
-    "enableNotifyBeforePopCalculateLag:boolean enablePopBatchAck:boolean enablePopBufferMerge:boolean "
-    "enablePopLog:boolean enablePopMessageThreshold:boolean enablePropertyFilter:boolean "
-    "enableReconnectForGoAway:boolean enableRegisterProducer:boolean enableRemoteEscape:boolean "
-    "enableRetryTopicV2:boolean enableShutdownGracefully:boolean enableSingleTopicRegister:boolean "
-    "enableSkipLongAwaitingAck:boolean enableSlaveActingMaster:boolean enableSplitRegistration:boolean "
-    "endTransactionPoolQueueCapacity:int endTransactionThreadPoolNums:int estimateAccumulation:boolean "
-    "expectConsumerNumUseFilter:int fetchControllerAddrByDnsLookup:boolean fetchNameSrvAddrByDnsLookup:boolean "
-    "fetchNamesrvAddrByAddressServer:boolean fetchNamesrvAddrInterval:long filterDataCleanTimeSpan:long "
-    "filterServerNums:int filterSupportRetry:boolean flushConsumerOffsetHistoryInterval:int "
-    "flushConsumerOffsetInterval:int forceRegister:boolean forwardTimeout:long globalColdReadThreshold:long "
-    "heartbeatThreadPoolNums:int heartbeatThreadPoolQueueCapacity:int highSpeedMode:boolean "
-    "inBrokerContainer:boolean initAuthenticationUser initPopOffsetByCheckMsgInMem:boolean "
-    "innerClientAuthenticationCredentials isolateLogEnable:boolean listenPort:int litePullMessageEnable:boolean "
-    "litePullMessageThreadPoolNums:int litePullThreadPoolQueueCapacity:int loadBalancePollNameServerInterval:long "
-    "loadBalanceProcessorThreadPoolNums:int loadBalanceThreadPoolQueueCapacity:int lockInStrictMode:boolean "
-    "longPollingEnable:boolean maxDelayTime:int maxErrorRateOfBloomFilter:int maxPopPollingSize:long "
-    "maxReconnectIntervalTimeSeconds:long maxStatsIdleTimeInMinutes:int messageStorePlugIn "
-    "metricGrpcExporterIntervalInMills:long metricGrpcExporterTimeOutInMills:long "
-    "metricLoggingExporterIntervalInMills:long metricsExporterType metricsGrpcExporterHeader "
-    "metricsGrpcExporterTarget metricsInDelta:boolean metricsLabel metricsOtelCardinalityLimit:int "
-    "metricsPromExporterHost metricsPromExporterPort:int migrateAuthFromV1Enabled:boolean msgTraceTopicName "
-    "namesrvAddr notifyConsumerIdsChangedEnable:boolean objectStoreAccessKey objectStoreBucket objectStoreEndpoint "
-    "objectStoreSecretKey popCkMaxBufferSize:int popCkOffsetMaxQueueSize:int popCkStayBufferTime:int "
-    "popCkStayBufferTimeOut:int popConsumerFSServiceInit:boolean popConsumerKVServiceEnable:boolean "
-    "popConsumerKVServiceInit:boolean popConsumerKVServiceLog:boolean popFromRetryProbability:int "
-    "popInflightMessageThreshold:long popLongPollingForceNotifyInterval:long popPollingMapSize:int "
-    "popPollingSize:int popResponseReturnActualRetryTopic:boolean popReviveMaxAttemptTimes:int "
-    "popReviveMaxReturnSizePerRead:int printChannelGroups:boolean printChannelGroupsMinNum:int "
-    "processReplyMessageThreadPoolNums:int pullMessageThreadPoolNums:int pullThreadPoolQueueCapacity:int "
-    "putMessageFutureThreadPoolNums:int putThreadPoolQueueCapacity:int queryMessageThreadPoolNums:int "
-    "queryThreadPoolQueueCapacity:int readAheadCacheEnable:boolean readAheadCacheExpireDuration:long "
-    "readAheadCacheSizeThresholdRate:double readAheadMessageCountThreshold:int readAheadMessageSizeThreshold:int "
-    "realTimeNotifyConsumerChange:boolean recallMessageEnable:boolean recordGetMessageResult:boolean "
-    "recoverConcurrently:boolean recoverThreadPoolNums:int regionId registerBrokerTimeoutMills:int "
-    "registerNameServerPeriod:int rejectPullConsumerEnable:boolean rejectTransactionMessage:boolean "
-    "replyThreadPoolQueueCapacity:int retrieveMessageFromPopRetryTopicV1:boolean reviveAckWaitMs:long "
-    "reviveInterval:long reviveMaxSlow:long reviveQueueNum:int reviveScanTime:long rmqAddressServerDomain "
-    "rmqAddressServerSubGroup rocketmqHome scanAvailableNameSrv:boolean sendHeartbeatTimeoutMillis:int "
-    "sendMessageThreadPoolNums:int sendThreadPoolQueueCapacity:int serverAsyncSemaphoreValue:int "
-    "serverCallbackExecutorThreads:int serverChannelMaxIdleTimeSeconds:int serverLoadBalancerEnable:boolean "
-    "serverNettyWorkerGroupEnable:boolean serverOnewaySemaphoreValue:int serverPooledByteBufAllocatorEnable:boolean "
-    "serverSelectorThreads:int serverSocketBacklog:int serverSocketRcvBufSize:int serverSocketSndBufSize:int "
-    "serverWorkerThreads:int shortPollingTimeMills:long shutdownWaitTimeSeconds:int skipPreOnline:boolean "
-    "skipWhenCKRePutReachMaxTimes:boolean slaveReadEnable:boolean socksProxyConfig splitRegistrationSize:int "
-    "startAcceptSendRequestTimeStamp:long statefulAuthenticationCacheExpiredSecond:int "
-    "statefulAuthenticationCacheMaxNum:int statefulAuthorizationCacheExpiredSecond:int "
-    "statefulAuthorizationCacheMaxNum:int storeReplyMessageEnable:boolean subscriptionExpiredTimeout:long "
-    "syncBrokerMemberGroupPeriod:int syncBrokerMetadataPeriod:long syncControllerMetadataPeriod:long "
-    "tieredBackendServiceProvider tieredMetadataServiceProvider tieredStorageLevel tieredStoreCommitLogMaxSize:long "
-    "tieredStoreConsumeQueueMaxSize:long tieredStoreCrcCheckEnable:boolean tieredStoreDeleteFileEnable:boolean "
-    "tieredStoreDeleteFileInterval:long tieredStoreFilePath tieredStoreFileReservedTime:int "
-    "tieredStoreGroupCommit:boolean tieredStoreGroupCommitCount:int tieredStoreGroupCommitSize:int "
-    "tieredStoreGroupCommitTimeout:int tieredStoreIndexFileMaxHashSlotNum:int tieredStoreIndexFileMaxIndexNum:int "
-    "tieredStoreMaxGroupCommitCount:int tieredStoreMaxPendingLimit:int traceOn:boolean traceTopicEnable:boolean "
-    "transactionCheckInterval:long transactionCheckMax:int transactionMetricFlushInterval:long "
-    "transactionOpBatchInterval:int transactionOpMsgMaxSize:int transactionTimeOut:long transferMsgByHeap:boolean "
-    "updateNameServerAddrPeriod:int useEpollNativeSelector:boolean usePIDColdCtrStrategy:boolean "
-    "useServerSideResetOffset:boolean useStaticSubscription:boolean useTLS:boolean userCacheExpiredSecond:int "
-    "userCacheMaxNum:int userCacheRefreshSecond:int validateSystemTopicWhenUpdateTopic:boolean "
-    "waitTimeMillsInAckQueue:long waitTimeMillsInAdminBrokerQueue:long waitTimeMillsInHeartbeatQueue:long "
-    "waitTimeMillsInLitePullQueue:long waitTimeMillsInPullQueue:long waitTimeMillsInSendQueue:long "
-    "waitTimeMillsInTransactionQueue:long writeBufferHighWaterMark:int writeBufferLowWaterMark:int "
-)
-# settings of this project, not of the broker
-_PROJECT_SETTINGS = {"brokerVersion": "String"}
-
-
-def _setting_types(text: str) -> dict[str, str]:
-    types: dict[str, str] = {}
-    for token in text.split():
-        name, _, java_type = token.partition(":")
-        types[name] = java_type or "String"
-    return types
-
-
-_STORE_TYPES = _setting_types(_STORE_SETTINGS_TEXT + _STORE_SETTINGS_551_TEXT)
-_SETTING_TYPES = {**_setting_types(_OTHER_BROKER_SETTINGS_TEXT), **_STORE_TYPES, **_PROJECT_SETTINGS}
-STORE_SETTINGS = frozenset(_STORE_TYPES)
-KNOWN_SETTINGS = frozenset(_SETTING_TYPES)
 # what a key must look like to name any setting at all (a Java identifier, or dotted names used by
 # plugins); anything else on a line is not a property the user meant
 _KEY_RE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.\-]*\Z")
 
 
-# ---------------------------------------------------------------------------------------------
-# java.util.Properties.load
-
-
-@dataclasses.dataclass(frozen=True)
-class PropertyLine:
-    """One entry of a properties text, as ``Properties.load`` reads it."""
-    line: int    # 1-based physical line where the entry starts (continuations follow it)
-    key: str
-    value: str
-    text: str    # the logical line as read, escapes not converted (for messages)
-
-
-_BLANKS = " \t\f"
-
-
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """Logical lines with their first physical line number, as ``Properties.LineReader.readLine``
-    (JDK 9+) cuts them: ``\\n``, ``\\r`` or ``\\r\\n`` end a line; leading blanks (space, tab, form
-    feed) and blank lines are skipped; a line whose first character is ``#`` or ``!`` is a comment
-    (and never continues); an odd number of backslashes at the end joins the next line, whose
-    leading blanks are dropped."""
-    out: list[tuple[int, str]] = []
-    buf: list[str] = []
-    line_no = 1
-    start = 1
-    skip_blanks = True
-    appended_line_begin = False
-    preceding_backslash = False
-    in_comment = False
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        i += 1
-        if c == "\r" or c == "\n":
-            at_eof = i >= n  # the input ends with this line break
-            line_no += 1
-            if c == "\r" and i < n and text[i] == "\n":
-                i += 1
-            if in_comment:
-                in_comment = False
-                skip_blanks = True
-                continue
-            if skip_blanks and not appended_line_begin:
-                continue
-            skip_blanks = False
-            appended_line_begin = False
-            if not buf:
-                skip_blanks = True
-                continue
-            if at_eof:
-                break  # as at the end of the input, below
-            if preceding_backslash:
-                buf.pop()
-                skip_blanks = True
-                appended_line_begin = True
-                preceding_backslash = False
-                continue
-            out.append((start, "".join(buf)))
-            buf = []
-            skip_blanks = True
-            continue
-        if in_comment:
-            continue
-        if skip_blanks:
-            if c in _BLANKS:
-                continue
-            skip_blanks = False
-            appended_line_begin = False
-        if not buf:
-            if c in "#!":
-                in_comment = True
-                continue
-            start = line_no
-        buf.append(c)
-        preceding_backslash = (not preceding_backslash) if c == "\\" else False
-    if buf:
-        out.append((start, "".join(buf[:-1] if preceding_backslash else buf)))
-    return out
-
-
-class _MalformedEscape(ValueError):
-    pass
-
-
-def _convert(s: str) -> str:
-    """``Properties.loadConvert``: ``\\uXXXX``, ``\\t \\n \\r \\f``, and ``\\x`` → ``x``."""
-    if "\\" not in s:
-        return s
-    out: list[str] = []
-    i, n = 0, len(s)
-    while i < n:
-        c = s[i]
-        i += 1
-        if c != "\\" or i >= n:
-            out.append(c)
-            continue
-        c = s[i]
-        i += 1
-        if c == "u":
-            digits = s[i:i + 4]
-            if len(digits) < 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
-                raise _MalformedEscape(f"\\u{digits}")
-            out.append(chr(int(digits, 16)))
-            i += 4
-        else:
-            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(c, c))
-    return "".join(out)
-
-
-def _split_entry(line: str) -> tuple[str, str]:
-    """Key and value of a logical line (``Properties.load0``): the key ends at the first unescaped
-    ``=``, ``:`` or blank; blanks, then one ``=`` or ``:``, then blanks separate it from the value."""
-    key_len, n = 0, len(line)
-    value_start = n
-    has_sep = False
-    backslash = False
-    while key_len < n:
-        c = line[key_len]
-        if c in "=:" and not backslash:
-            value_start = key_len + 1
-            has_sep = True
-            break
-        if c in _BLANKS and not backslash:
-            value_start = key_len + 1
-            break
-        backslash = (not backslash) if c == "\\" else False
-        key_len += 1
-    while value_start < n:
-        c = line[value_start]
-        if c not in _BLANKS:
-            if not has_sep and c in "=:":
-                has_sep = True
-            else:
-                break
-        value_start += 1
-    return line[:key_len], line[value_start:]
-
-
-def read_properties(text: str) -> list[PropertyLine]:
-    """Every entry of a ``.properties`` text in order, as ``java.util.Properties.load`` reads it.
-
-    Raises:
-        UnsupportedConfigError: a malformed ``\\uXXXX`` escape, which ``Properties.load`` rejects
-            (a broker does not start with it), naming the line.
-    """
-    entries = []
-    for line_no, logical in _logical_lines(text):
-        key, value = _split_entry(logical)
-        try:
-            entries.append(PropertyLine(line_no, _convert(key), _convert(value), logical))
-        except _MalformedEscape as e:
-            raise UnsupportedConfigError(
-                f"broker.conf line {line_no}: malformed unicode escape {e} in {logical[:80]!r}: Java's "
-                "Properties.load rejects it (the broker would not start); write \\u and four hex digits, "
-                "or the character itself") from None
-    return entries
-
-
-def parse_java_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text (``key=value``, ``key: value``, ``key value``, ``#``/``!``
-    comments, backslash line continuations and escapes) as ``java.util.Properties.load`` does;
-    a key given twice keeps its last value."""
-    return {e.key: e.value for e in read_properties(text)}
-
-
-# ---------------------------------------------------------------------------------------------
-# MixAll.properties2Object: how the broker turns a value into a setting
-
-
-def _java_integer(value: str, bits: int) -> int | None:
-    """``Integer.parseInt`` (bits 32) / ``Long.parseLong`` (64): an optional sign and decimal digits
-    (Unicode digits too, as ``Character.digit``), nothing else, within range; None if it throws."""
-    body = value[1:] if value[:1] in "+-" else value
-    if not body:
-        return None
-    digits = []
-    for ch in body:
-        d = unicodedata.decimal(ch, None)
-        if d is None:
-            return None
-        digits.append(str(d))
-    number = int("".join(digits)) * (-1 if value[:1] == "-" else 1)
-    if not -(2 ** (bits - 1)) <= number <= 2 ** (bits - 1) - 1:
-        return None
-    return number
-
-
-def _java_boolean(value: str) -> bool:
-    """``Boolean.parseBoolean``: true only for "true" in any case, nothing trimmed."""
-    return value.lower() == "true"
-
-
-_JAVA_DOUBLE_RE = re.compile(r"[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)\Z")
-
-
-def _java_double_ok(value: str) -> bool:
-    """Whether ``Double.parseDouble`` takes the value: it trims blanks and control characters,
-    then reads a decimal literal (optionally ending in f/F/d/D), NaN or Infinity (hexadecimal
-    literals left out)."""
-    return bool(_JAVA_DOUBLE_RE.match(value.strip(" \t\n\r\f\v\x00")))
-
-
 def _where(line: int | None) -> str:
     return f"broker.conf line {line}: " if line else ""
-
-
-def _near_miss(key: str) -> str | None:
-    """The store setting (else any broker setting) a misspelt key most likely meant, or None."""
-    for pool in (STORE_SETTINGS, KNOWN_SETTINGS):
-        match = difflib.get_close_matches(key, pool, n=1, cutoff=0.8)
-        if match:
-            return match[0]
-        lowered = {name.lower(): name for name in pool}
-        if key.lower() in lowered:
-            return lowered[key.lower()]
-    return None
 
 
 def _check_entries(entries: list[PropertyLine]) -> None:
@@ -486,9 +73,9 @@ def _check_entries(entries: list[PropertyLine]) -> None:
             log.warning("%s%s is set again (line %d): the broker keeps the last value, %r", where, e.key,
                         seen[e.key], e.value)
         seen[e.key] = e.line
-        java_type = _SETTING_TYPES.get(e.key)
+        java_type = SETTING_TYPES.get(e.key)
         if java_type is None:
-            target = _near_miss(e.key)
+            target = closest_setting(e.key)
             hint = f"; did you mean {target}?" if target else ""
             if target in fields:
                 hint += f" (it shapes the rebuilt files; without it {target} keeps {fields[target].default!r})"
@@ -496,13 +83,13 @@ def _check_entries(entries: list[PropertyLine]) -> None:
             continue
         if e.key in fields:
             continue  # checked, with errors, when the config is built
-        if java_type in ("int", "long") and _java_integer(e.value, 32 if java_type == "int" else 64) is None:
+        if java_type in ("int", "long") and java_integer(e.value, 32 if java_type == "int" else 64) is None:
             log.warning("%s%s=%r is not a Java %s (%s): the broker ignores this line", where, e.key, e.value,
                         java_type, "Integer.parseInt" if java_type == "int" else "Long.parseLong")
         elif java_type == "boolean" and e.value.lower() not in ("true", "false"):
             log.warning("%s%s=%r is read as false by the broker (Boolean.parseBoolean takes only true or false)",
                         where, e.key, e.value)
-        elif java_type == "double" and not _java_double_ok(e.value):
+        elif java_type == "double" and not java_double_ok(e.value):
             log.warning("%s%s=%r is not a number (Double.parseDouble): the broker ignores this line", where, e.key,
                         e.value)
 
@@ -511,15 +98,15 @@ def _int_setting(name: str, raw: str, java_type: str, default: object, line: int
     """A whole-number setting as ``Integer.parseInt``/``Long.parseLong`` reads it, or an error saying
     why the broker would have ignored the line."""
     bits = 64 if java_type == "long" else 32
-    value = _java_integer(raw, bits)
+    value = java_integer(raw, bits)
     if value is not None:
         return value
     limit = JAVA_LONG_MAX if bits == 64 else JAVA_INT_MAX
-    stripped = _java_integer(raw.strip(" \t\f"), bits)
+    stripped = java_integer(raw.strip(" \t\f"), bits)
     if stripped is not None:
         why = "blanks around the number make Integer.parseInt fail"
         fix = f"remove them ({name}={stripped}), or delete the line if the store was written with the default"
-    elif _java_integer(raw.strip(" \t\f"), 128) is not None:
+    elif java_integer(raw.strip(" \t\f"), 128) is not None:
         why = f"it is beyond a Java {java_type} (at most {limit})"
         fix = f"use a whole number up to {limit}"
     else:
@@ -704,13 +291,13 @@ class BrokerConfig:
             raw = props[field.name]
             line = lines.get(field.name)
             if field.type in ("int", int):
-                kwargs[field.name] = _int_setting(field.name, raw, _SETTING_TYPES.get(field.name, "int"),
+                kwargs[field.name] = _int_setting(field.name, raw, SETTING_TYPES.get(field.name, "int"),
                                                   field.default, line)
             elif field.type in ("bool", bool):
                 if raw.lower() not in ("true", "false"):
                     log.warning("%s%s=%r is read as false by the broker (Boolean.parseBoolean takes only true, "
                                 "in any case, and no blanks); write true or false", _where(line), field.name, raw)
-                kwargs[field.name] = _java_boolean(raw)
+                kwargs[field.name] = java_boolean(raw)
             else:
                 kwargs[field.name] = raw.strip()
         kwargs.update(overrides)

@@ -91,7 +91,7 @@ _INDEX_TAG_TYPE_CODE = ord("T")   # MessageConst.INDEX_TAG_TYPE (5.5.1)
 
 
 # ---------------------------------------------------------------------------------------------
-# the dispatchers' rules, called by the walk (store_format.commitlog._walk) for each record
+# the dispatchers' rules, called by the walk (store_format.walkkernel.walk_records) for each record
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -45,6 +45,7 @@ from .expiry_disk import (
     disk_thresholds,
 )
 from .expiry_times import TIME_SOURCE_MTIME, TIME_SOURCE_STORE, SegmentFacts, choose_time_source, reference_times
+from .javaproperties import java_integer
 from .timeutil import datetime_to_ms, ms_to_datetime, zone
 
 __all__ = [
@@ -73,14 +74,13 @@ def delete_hours(delete_when: str) -> frozenset[int]:
     a broker never deletes anything: raised here, and :func:`plan_cleanup` turns it into a plan that
     deletes nothing (``cleanup_error``).  Hours outside 0..23 never match.
     """
-    from .config import _java_integer
     parts = delete_when.split(";")
     if len(parts) > 1:  # Java drops trailing empty parts only when the separator occurs
         while parts and parts[-1] == "":
             parts.pop()
     hours = set()
     for part in parts:
-        hour = _java_integer(part, 32)
+        hour = java_integer(part, 32)
         if hour is None:
             raise UnsupportedConfigError(
                 f"deleteWhen={delete_when!r}: {part!r} is no hour for Integer.parseInt, so the broker's cleanup "

@@ -71,7 +71,8 @@ from .anomalies import AnomalyKind as K
 from .config import BrokerConfig
 from .crc import body_crc_spans
 from .errors import UnsupportedConfigError
-from .filedump import Checkpoint, classify_unreadable, parse_checkpoint
+from .filedump.checkpoint import Checkpoint, parse_checkpoint
+from .filedump.commitlog import classify_unreadable
 from .layout import (
     BORN_HOST_OFFSET,
     CHECKPOINT_SIZE,

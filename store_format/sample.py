@@ -37,7 +37,8 @@ from .layout import (
     TRANSACTION_ROLLBACK,
 )
 from .msgid import UniqIdGenerator, hex_chars, host_to_bytes
-from .writer import CommitLogWriter, Hosts, Spans, encode_properties
+from .writer import CommitLogWriter
+from .writer_columns import Hosts, Spans, encode_properties
 
 __all__ = ["generate_sample_store", "write_broker_conf", "DEFAULT_START_TIMESTAMP_MS", "FEATURES", "DEMO_BROKER_CONF"]
 

@@ -9,12 +9,12 @@ __all__ = ["warm_up"]
 
 def warm_up() -> None:
     from . import commitlog as cl
+    from . import record_encoder  # noqa: F401  (imports the commitlog writer's kernels)
     from .config import BrokerConfig
     from .consumequeue import assign_positions, new_states
     from .dispatch import gather_strings
     from .indexfile import accepted_by_index, build_index_array, fill_index_window, slot_table
     from .records import properties_map
-    from .writer import CommitLogWriter  # noqa: F401  (imports its kernels' module)
 
     config = BrokerConfig(mappedFileSizeCommitLog=4096, maxHashSlotNum=4, maxIndexNum=4)
     empty = np.zeros(4096, dtype=np.uint8)

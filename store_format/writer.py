@@ -20,48 +20,29 @@ Mirrors ``CommitLog.DefaultAppendMessageCallback.doAppend`` (4.9.x) and ``Messag
 The writer takes whole columns and lays a batch out with two numba passes (positions, then bytes), so
 it writes gigabytes at disk speed; :meth:`CommitLogWriter.append` is a one-message convenience.
 
-The corruption helpers at the end patch a written store in place, for tests.
-
-Long module: a writer of every record feature (V1/V2, IPv6, transactions, delays, batches,
-corruptions) for samples and tests.
+The batch's columns are :mod:`store_format.writer_columns`, the kernels
+:mod:`store_format.record_encoder`; :mod:`store_format.corruption` patches a written store for tests.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import numba
 import numpy as np
 
 from .config import BrokerConfig
-from .crc import body_crc_spans
 from .layout import (
     BODY_LENGTH_LEN,
     BORN_HOST_OFFSET,
     END_FILE_MIN_BLANK_LENGTH,
-    HEAD_FIELD_SIZES,
-    HEAD_OFFSETS,
-    HOST_V4_LEN,
     HOST_V6_LEN,
-    MAGIC_BLANK,
     MAGIC_V1,
     MAGIC_V2,
-    NAME_VALUE_SEPARATOR,
-    OFF_BODY_CRC,
-    OFF_BORN_TIMESTAMP,
-    OFF_FLAG,
-    OFF_MAGIC,
-    OFF_PHYSICAL_OFFSET,
-    OFF_QUEUE_ID,
-    OFF_QUEUE_OFFSET,
-    OFF_SYSFLAG,
-    OFF_TOTAL_SIZE,
     PREPARED_TX_OFFSET_LEN,
     PROPERTIES_LENGTH_LEN,
-    PROPERTY_SEPARATOR,
     RECONSUME_TIMES_LEN,
     SEGMENT_NAME_RE,
     STORE_TIMESTAMP_LEN,
@@ -73,22 +54,20 @@ from .layout import (
     segment_name,
     signed32,
 )
-from .msgid import host_to_bytes
+from .record_encoder import assign_queue_offsets, encode_records, place_records
+from .writer_columns import (
+    Ragged,
+    Spans,
+    body_crc_column,
+    bytes_column,
+    column_length,
+    encode_properties,
+    host_column,
+    int_column,
+    is_scalar_bytes,
+)
 
-__all__ = [
-    "AUTO",
-    "CommitLogWriter",
-    "BatchResult",
-    "Ragged",
-    "Spans",
-    "Hosts",
-    "encode_properties",
-    "read_record_head",
-    "flip_body_byte",
-    "set_magic_code",
-    "set_total_size",
-    "set_head_field",
-]
+__all__ = ["AUTO", "CommitLogWriter", "BatchResult"]
 
 AUTO = np.iinfo(np.int64).min  # queue_offset value meaning "assign from the topic/queue counter"
 
@@ -104,275 +83,6 @@ DEFAULT_STORE_HOST = "10.0.0.100:10911"
 # host lengths; derived from the layout, never typed as numbers.
 _AFTER_BORN_HOST = STORE_TIMESTAMP_LEN  # storeTimestamp follows the born host
 _AFTER_STORE_HOST = RECONSUME_TIMES_LEN + PREPARED_TX_OFFSET_LEN  # then reconsumeTimes, preparedTxOffset
-
-
-# ---------------------------------------------------------------------------------------------
-# columns
-
-
-@dataclasses.dataclass
-class Ragged:
-    """A column of byte strings: ``data[offsets[i]:offsets[i + 1]]`` is item ``i``."""
-    data: np.ndarray     # uint8
-    offsets: np.ndarray  # int64, len n + 1
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    def item(self, i: int) -> bytes:
-        return self.data[self.offsets[i]:self.offsets[i + 1]].tobytes()
-
-    @classmethod
-    def from_list(cls, items: Iterable[bytes | str | None]) -> Ragged:
-        encoded = [b"" if x is None else (x.encode("utf-8") if isinstance(x, str) else bytes(x)) for x in items]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        if encoded:
-            np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-        return cls(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
-
-
-@dataclasses.dataclass
-class Spans:
-    """A column of byte strings as spans of one buffer: item ``i`` is
-    ``data[starts[i]:starts[i] + lens[i]]``.  Spans may repeat, so a dictionary-encoded column (a
-    pool of bodies and an index per record) costs no copy."""
-    data: np.ndarray    # uint8
-    starts: np.ndarray  # int64
-    lens: np.ndarray    # int64
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-
-@dataclasses.dataclass
-class Hosts:
-    """A column of raw hosts: row ``i`` of ``matrix`` holds ``lens[i]`` (8 or 20) bytes of
-    address + i32 port, left-aligned in 20 bytes."""
-    matrix: np.ndarray  # (n, 20) uint8
-    lens: np.ndarray    # int64, 8 or 20
-
-    def __len__(self) -> int:
-        return len(self.lens)
-
-
-def encode_properties(properties: Mapping[str, str] | None, broker_version: str = "4") -> bytes:
-    """The properties string of a record [MessageDecoder.messageProperties2String].
-
-    Pairs whose value is None are left out, as the broker does.  4.9.x deletes the last separator;
-    5.x leaves a trailing ``\\x02``.
-    """
-    if not properties:
-        return b""
-    parts = [f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in properties.items() if v is not None]
-    text = "".join(parts)
-    if broker_version != "5" and text:
-        text = text[:-1]
-    return text.encode("utf-8")
-
-
-def _is_scalar_bytes(x: Any) -> bool:
-    return isinstance(x, (bytes, bytearray, memoryview, str))
-
-
-def _n_of(value: Any) -> int | None:
-    """Length of a column argument, None for a scalar to broadcast."""
-    if value is None or _is_scalar_bytes(value) or isinstance(value, (int, np.integer, dict)):
-        return None
-    if isinstance(value, tuple):
-        if len(value) == 2 and isinstance(value[0], np.ndarray) and isinstance(value[1], np.ndarray):
-            return len(value[1]) - 1  # (data, offsets) of a ragged column
-        return None  # a host as (address, port)
-    if isinstance(value, (Ragged, Spans, Hosts)):
-        return len(value)
-    if isinstance(value, np.ndarray):
-        return None if value.ndim == 0 else len(value)
-    return len(value)
-
-
-def _bytes_col(value: Any, n: int, name: str, *, props_version: str | None = None) -> Spans:
-    if value is None:
-        return Spans(np.zeros(1, np.uint8), np.zeros(n, np.int64), np.zeros(n, np.int64))
-    if isinstance(value, Spans):
-        if len(value) != n:
-            raise ValueError(f"{name}: {len(value)} values for {n} records")
-        return Spans(np.ascontiguousarray(value.data, dtype=np.uint8),
-                     np.ascontiguousarray(value.starts, dtype=np.int64),
-                     np.ascontiguousarray(value.lens, dtype=np.int64))
-    if isinstance(value, dict) and props_version is not None:
-        value = encode_properties(value, props_version)
-    if _is_scalar_bytes(value):
-        raw = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-        return Spans(np.frombuffer(raw or b"\0", dtype=np.uint8), np.zeros(n, np.int64),
-                    np.full(n, len(raw), np.int64))
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], np.ndarray):
-        value = Ragged(np.asarray(value[0], dtype=np.uint8), np.asarray(value[1], dtype=np.int64))
-    if isinstance(value, Ragged):
-        off = np.asarray(value.offsets, dtype=np.int64)
-        return Spans(np.ascontiguousarray(value.data, dtype=np.uint8), off[:-1].copy(), np.diff(off))
-    if isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 2:
-        rows, width = value.shape
-        return Spans(np.ascontiguousarray(value).ravel(), np.arange(rows, dtype=np.int64) * width,
-                    np.full(rows, width, np.int64))
-    items = list(value)
-    if props_version is not None:
-        items = [encode_properties(x, props_version) if isinstance(x, dict) else x for x in items]
-    r = Ragged.from_list(items)
-    return Spans(r.data if len(r.data) else np.zeros(1, np.uint8), r.offsets[:-1].copy(), np.diff(r.offsets))
-
-
-def _int_col(value: Any, n: int, name: str) -> np.ndarray:
-    arr = np.asarray(0 if value is None else value, dtype=np.int64)
-    if arr.ndim == 0:
-        return np.full(n, int(arr), dtype=np.int64)
-    if len(arr) != n:
-        raise ValueError(f"{name}: {len(arr)} values for {n} records")
-    return np.ascontiguousarray(arr)
-
-
-def _host_col(value: Any, n: int, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(n, 20)`` uint8 host bytes (left-aligned) and their lengths (8 or 20)."""
-    if isinstance(value, Hosts):
-        if len(value) != n or value.matrix.shape != (n, HOST_V6_LEN):
-            raise ValueError(f"{name}: expected {n} hosts in an (n, 20) matrix, got {value.matrix.shape}")
-        if not np.isin(value.lens, (HOST_V4_LEN, HOST_V6_LEN)).all():
-            raise ValueError(f"{name}: host lengths must be 8 or 20")
-        return np.ascontiguousarray(value.matrix, dtype=np.uint8), np.asarray(value.lens, dtype=np.int64)
-    if isinstance(value, np.ndarray) and value.ndim == 2:
-        if value.shape[1] not in (HOST_V4_LEN, HOST_V6_LEN) or len(value) != n:
-            raise ValueError(f"{name}: expected an (n, 8) or (n, 20) uint8 matrix, got {value.shape}")
-        out = np.zeros((n, HOST_V6_LEN), dtype=np.uint8)
-        out[:, :value.shape[1]] = value
-        return out, np.full(n, value.shape[1], np.int64)
-    if _is_scalar_bytes(value) or isinstance(value, tuple):
-        raw = host_to_bytes(value)
-        out = np.zeros((n, HOST_V6_LEN), dtype=np.uint8)
-        out[:, :len(raw)] = np.frombuffer(raw, dtype=np.uint8)
-        return out, np.full(n, len(raw), np.int64)
-    items = list(value)
-    if len(items) != n:
-        raise ValueError(f"{name}: {len(items)} hosts for {n} records")
-    cache: dict[object, bytes] = {}
-    out = np.zeros((n, HOST_V6_LEN), dtype=np.uint8)
-    lens = np.empty(n, dtype=np.int64)
-    for i, h in enumerate(items):
-        key = h if isinstance(h, (str, bytes, tuple)) else bytes(h)
-        known = cache.get(key)
-        raw = known if known is not None else cache.setdefault(key, host_to_bytes(h))
-        out[i, :len(raw)] = np.frombuffer(raw, dtype=np.uint8)
-        lens[i] = len(raw)
-    return out, lens
-
-
-# ---------------------------------------------------------------------------------------------
-# kernels
-
-
-@numba.njit(cache=True, nogil=True)
-def _place(total, file_size, cur, rec_off, blank_off, blank_size):
-    """Global offset of each record from write position ``cur``, with the blank records the broker
-    writes where a record does not fit the rest of its segment.  Returns ``(cur, n_blanks)``."""
-    nb = 0
-    for i in range(total.shape[0]):
-        space = file_size - cur % file_size
-        if total[i] + END_FILE_MIN_BLANK_LENGTH > space:  # msgLen + END_FILE_MIN_BLANK_LENGTH > maxBlank
-            blank_off[nb] = cur
-            blank_size[nb] = space
-            nb += 1
-            cur += space
-        rec_off[i] = cur
-        cur += total[i]
-    return cur, nb
-
-
-@numba.njit(cache=True, nogil=True)
-def _assign_queue_offsets(group, counts, zero, counters, qoff):
-    """Topic/queue counter values for records that take one; prepared/rolled-back records get 0."""
-    for i in range(group.shape[0]):
-        if counts[i]:
-            qoff[i] = counters[group[i]]
-            counters[group[i]] += 1
-        elif zero[i]:
-            qoff[i] = 0
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _put32(out, p, v):
-    out[p] = (v >> 24) & 0xFF
-    out[p + 1] = (v >> 16) & 0xFF
-    out[p + 2] = (v >> 8) & 0xFF
-    out[p + 3] = v & 0xFF
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _put64(out, p, v):
-    _put32(out, p, (v >> 32) & 0xFFFFFFFF)
-    _put32(out, p + 4, v & 0xFFFFFFFF)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _copy(out, p, src, start, length):
-    out[p:p + length] = src[start:start + length]
-
-
-@numba.njit(cache=True, nogil=True)
-def _encode(out, base, rec_off, total, magic, crc, qid, flag, qoff, sysflag, born_ts, born_host, born_len,
-            store_ts, store_host, store_len, reconsume, prep, body_data, body_start, body_len,
-            topic_data, topic_start, topic_len, topic_len_size, props_data, props_start, props_len,
-            blank_off, blank_size, n_blank):
-    """Write each record's bytes at ``rec_off[i] - base`` in ``out`` (field order of the layout), and
-    each blank record followed by zeros to its segment's end (``out`` is reused, not zeroed)."""
-    for b in range(n_blank):
-        p = blank_off[b] - base
-        _put32(out, p + OFF_TOTAL_SIZE, blank_size[b])
-        _put32(out, p + OFF_MAGIC, MAGIC_BLANK)
-        for j in range(p + END_FILE_MIN_BLANK_LENGTH, p + blank_size[b]):
-            out[j] = 0
-    for i in range(rec_off.shape[0]):
-        p = rec_off[i] - base
-        _put32(out, p + OFF_TOTAL_SIZE, total[i])
-        _put32(out, p + OFF_MAGIC, magic[i])
-        _put32(out, p + OFF_BODY_CRC, crc[i])
-        _put32(out, p + OFF_QUEUE_ID, qid[i])
-        _put32(out, p + OFF_FLAG, flag[i])
-        _put64(out, p + OFF_QUEUE_OFFSET, qoff[i])
-        _put64(out, p + OFF_PHYSICAL_OFFSET, rec_off[i])
-        _put32(out, p + OFF_SYSFLAG, sysflag[i])
-        _put64(out, p + OFF_BORN_TIMESTAMP, born_ts[i])
-        q = p + BORN_HOST_OFFSET
-        _copy(out, q, born_host[i], 0, born_len[i])
-        q += born_len[i]
-        _put64(out, q, store_ts[i])
-        q += STORE_TIMESTAMP_LEN
-        _copy(out, q, store_host[i], 0, store_len[i])
-        q += store_len[i]
-        _put32(out, q, reconsume[i])
-        q += RECONSUME_TIMES_LEN
-        _put64(out, q, prep[i])
-        q += PREPARED_TX_OFFSET_LEN
-        _put32(out, q, body_len[i])
-        q += BODY_LENGTH_LEN
-        _copy(out, q, body_data, body_start[i], body_len[i])
-        q += body_len[i]
-        if topic_len_size[i] == 2:
-            out[q] = (topic_len[i] >> 8) & 0xFF
-            out[q + 1] = topic_len[i] & 0xFF
-        else:
-            out[q] = topic_len[i] & 0xFF
-        q += topic_len_size[i]
-        _copy(out, q, topic_data, topic_start[i], topic_len[i])
-        q += topic_len[i]
-        out[q] = (props_len[i] >> 8) & 0xFF
-        out[q + 1] = props_len[i] & 0xFF
-        q += PROPERTIES_LENGTH_LEN
-        _copy(out, q, props_data, props_start[i], props_len[i])
-
-
-# ---------------------------------------------------------------------------------------------
-# the writer
 
 
 @dataclasses.dataclass
@@ -499,16 +209,15 @@ class CommitLogWriter:
             raise ValueError("writer is closed")
         # -- number of records
         topic_table: list[bytes] | None = None
-        if isinstance(topic, tuple) and len(topic) == 2 and not _is_scalar_bytes(topic[0]):
+        if isinstance(topic, tuple) and len(topic) == 2 and not is_scalar_bytes(topic[0]):
             topic_table = [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in topic[0]]
             topic_ids = np.asarray(topic[1], dtype=np.int64)
             topic_arg: Any = topic_ids
         else:
             topic_arg = topic
-        lengths = {k: m for k, m in (("topic", _n_of(topic_arg)), ("queue_id", _n_of(queue_id)),
-                                     ("body", _n_of(body)), ("properties", _n_of(properties)),
-                                     ("sys_flag", _n_of(sys_flag)), ("store_timestamp", _n_of(store_timestamp)),
-                                     ("queue_offset", _n_of(queue_offset))) if m is not None}
+        columns = (("topic", topic_arg), ("queue_id", queue_id), ("body", body), ("properties", properties),
+                   ("sys_flag", sys_flag), ("store_timestamp", store_timestamp), ("queue_offset", queue_offset))
+        lengths = {k: m for k, m in ((k, column_length(v)) for k, v in columns) if m is not None}
         sizes_seen = set(lengths.values())
         if count is not None:
             sizes_seen.add(int(count))
@@ -519,7 +228,7 @@ class CommitLogWriter:
             return BatchResult(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
         # -- topics
         if topic_table is None:
-            if _is_scalar_bytes(topic_arg):
+            if is_scalar_bytes(topic_arg):
                 topic_table = [topic_arg.encode("utf-8") if isinstance(topic_arg, str) else bytes(topic_arg)]
                 topic_ids = np.zeros(n, dtype=np.int64)
             else:
@@ -531,7 +240,7 @@ class CommitLogWriter:
         tab_len = tab.lengths
         topic_col = Spans(tab.data if len(tab.data) else np.zeros(1, np.uint8), tab.offsets[:-1][topic_ids],
                          tab_len[topic_ids])
-        qid = _int_col(queue_id, n, "queue_id")
+        qid = int_column(queue_id, n, "queue_id")
         # -- magic / topic length size
         if magic_v2 is None:
             v2_tab = (tab_len > MAX_V1_TOPIC_LEN) & (self.broker_version == "5")
@@ -548,24 +257,24 @@ class CommitLogWriter:
         magic = np.where(v2, MAGIC_V2, MAGIC_V1).astype(np.int64)
         tlen_size = np.where(v2, 2, 1).astype(np.int64)
         # -- bodies and properties
-        body_col = _bytes_col(body, n, "body")
-        props_col = _bytes_col(properties, n, "properties", props_version=self.broker_version)
+        body_col = bytes_column(body, n, "body")
+        props_col = bytes_column(properties, n, "properties", props_version=self.broker_version)
         if (props_col.lens > MAX_PROPERTIES_LEN).any():
             raise ValueError(f"properties longer than {MAX_PROPERTIES_LEN} bytes (the broker answers "
                              "PROPERTIES_SIZE_EXCEEDED)")
         if body_crc is None:
-            crc = _crc_col(body_col)
+            crc = body_crc_column(body_col)
         else:
-            crc = _int_col(body_crc, n, "body_crc")
+            crc = int_column(body_crc, n, "body_crc")
         # -- hosts and flags
-        born_host_m, born_len = _host_col(born_host, n, "born_host")
-        store_host_m, store_len = _host_col(store_host, n, "store_host")
-        sysflag = _int_col(sys_flag, n, "sys_flag") & ~(SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6)
+        born_host_m, born_len = host_column(born_host, n, "born_host")
+        store_host_m, store_len = host_column(store_host, n, "store_host")
+        sysflag = int_column(sys_flag, n, "sys_flag") & ~(SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6)
         sysflag |= np.where(born_len == HOST_V6_LEN, SYSFLAG_BORNHOST_V6, 0)
         sysflag |= np.where(store_len == HOST_V6_LEN, SYSFLAG_STOREHOST_V6, 0)
         now = int(time.time() * 1000)
-        store_ts = _int_col(now if store_timestamp is None else store_timestamp, n, "store_timestamp")
-        born_ts = store_ts.copy() if born_timestamp is None else _int_col(born_timestamp, n, "born_timestamp")
+        store_ts = int_column(now if store_timestamp is None else store_timestamp, n, "store_timestamp")
+        born_ts = store_ts.copy() if born_timestamp is None else int_column(born_timestamp, n, "born_timestamp")
         # -- sizes
         total = (BORN_HOST_OFFSET + born_len + _AFTER_BORN_HOST + store_len + _AFTER_STORE_HOST + BODY_LENGTH_LEN
                  + body_col.lens + tlen_size + topic_col.lens + PROPERTIES_LENGTH_LEN + props_col.lens)
@@ -579,19 +288,19 @@ class CommitLogWriter:
         blank_off = np.empty(n, dtype=np.int64)
         blank_size = np.empty(n, dtype=np.int64)
         start = self._cur
-        end, n_blank = _place(total, np.int64(self.file_size), np.int64(start), rec_off, blank_off, blank_size)
-        prep = _int_col(prepared_tx_offset, n, "prepared_tx_offset")
+        end, n_blank = place_records(total, np.int64(self.file_size), np.int64(start), rec_off, blank_off, blank_size)
+        prep = int_column(prepared_tx_offset, n, "prepared_tx_offset")
         if prepared_tx_ref is not None:
-            ref = _int_col(prepared_tx_ref, n, "prepared_tx_ref")
+            ref = int_column(prepared_tx_ref, n, "prepared_tx_ref")
             has = ref >= 0
             prep[has] = rec_off[ref[has]]
         # -- bytes
         out = self._buffer(int(end - start))
-        _encode(out, np.int64(start), rec_off, total, magic, crc, qid, _int_col(flag, n, "flag"), qoff, sysflag,
-                born_ts, born_host_m, born_len, store_ts, store_host_m, store_len,
-                _int_col(reconsume_times, n, "reconsume_times"), prep, body_col.data, body_col.starts, body_col.lens,
-                topic_col.data, topic_col.starts, topic_col.lens, tlen_size, props_col.data, props_col.starts,
-                props_col.lens, blank_off, blank_size, n_blank)
+        encode_records(out, np.int64(start), rec_off, total, magic, crc, qid, int_column(flag, n, "flag"), qoff,
+                       sysflag, born_ts, born_host_m, born_len, store_ts, store_host_m, store_len,
+                       int_column(reconsume_times, n, "reconsume_times"), prep, body_col.data, body_col.starts,
+                       body_col.lens, topic_col.data, topic_col.starts, topic_col.lens, tlen_size, props_col.data,
+                       props_col.starts, props_col.lens, blank_off, blank_size, n_blank)
         self._write(start, out)
         self._cur = int(end)
         self.records += n
@@ -618,7 +327,7 @@ class CommitLogWriter:
 
     def _queue_offsets(self, topic_table: list[bytes], topic_ids: np.ndarray, qid: np.ndarray, sysflag: np.ndarray,
                        queue_offset: object, n: int) -> np.ndarray:
-        qoff = np.full(n, AUTO, dtype=np.int64) if queue_offset is None else _int_col(queue_offset, n, "queue_offset")
+        qoff = np.full(n, AUTO, dtype=np.int64) if queue_offset is None else int_column(queue_offset, n, "queue_offset")
         auto = qoff == AUTO
         if not auto.any():
             return qoff
@@ -629,7 +338,7 @@ class CommitLogWriter:
         uniq, group = np.unique(key, return_inverse=True)
         keys = [(topic_table[int(k >> 32)], signed32(int(k))) for k in uniq]
         counters = np.array([self._counters.get(k, self._first_offset(k)) for k in keys], dtype=np.int64)
-        _assign_queue_offsets(group.astype(np.int64), counts, zero, counters, qoff)
+        assign_queue_offsets(group.astype(np.int64), counts, zero, counters, qoff)
         for k, c in zip(keys, counters.tolist()):
             self._counters[k] = c
         return qoff
@@ -690,103 +399,8 @@ class CommitLogWriter:
         self.close()
 
 
-def _crc_col(col: Spans) -> np.ndarray:
-    """bodyCRC of each body; a span repeated in the column (a broadcast or pooled body) is hashed once."""
-    starts, lens = col.starts, col.lens
-    if len(starts) == 0:
-        return np.zeros(0, dtype=np.int64)
-    width = int(lens.max()) + 1
-    inverse = None
-    if int(starts.max()) < (1 << 62) // width:
-        uniq, inverse = np.unique(starts * width + lens, return_inverse=True)
-        if len(uniq) * 2 > len(starts):
-            inverse = None  # mostly distinct: hash them all
-        else:
-            starts, lens = uniq // width, uniq % width
-    crcs = body_crc_spans(col.data, 0, starts, lens).astype(np.int64)
-    return crcs if inverse is None else crcs[inverse.ravel()]
-
-
 def _pwrite_all(fd: int, data: memoryview, pos: int) -> None:
     while len(data):
         k = os.pwrite(fd, data, pos)
         data = data[k:]
         pos += k
-
-
-# ---------------------------------------------------------------------------------------------
-# corrupting a written store (tests)
-
-def _locate(root: str | os.PathLike, offset: int) -> tuple[str, int]:
-    """Segment path and position of a commitlog offset in a store written with any segment size."""
-    cdir = os.path.join(os.fspath(root), "commitlog")
-    names = sorted(f for f in os.listdir(cdir) if SEGMENT_NAME_RE.match(f))
-    for name in reversed(names):
-        base = int(name)
-        if base <= offset:
-            path = os.path.join(cdir, name)
-            if offset - base >= os.path.getsize(path):
-                break
-            return path, offset - base
-    raise ValueError(f"no segment of {cdir} holds offset {offset}")
-
-
-def _patch(path: str, pos: int, data: bytes) -> None:
-    with open(path, "r+b") as f:
-        f.seek(pos)
-        f.write(data)
-
-
-def read_record_head(root: str | os.PathLike, offset: int) -> dict[str, int]:
-    """The fixed fields of the record at ``offset``, plus where its body lies (``bodyPos``,
-    ``bodyLength``, positions in the segment)."""
-    path, pos = _locate(root, offset)
-    with open(path, "rb") as f:
-        f.seek(pos)
-        head = f.read(BORN_HOST_OFFSET + 2 * HOST_V6_LEN + 64)
-    fields = {name: int.from_bytes(head[HEAD_OFFSETS[name]:HEAD_OFFSETS[name] + size], "big", signed=True)
-              for name, size in HEAD_FIELD_SIZES.items()}
-    sysflag = fields["sysFlag"]
-    born = HOST_V6_LEN if sysflag & SYSFLAG_BORNHOST_V6 else HOST_V4_LEN
-    store = HOST_V6_LEN if sysflag & SYSFLAG_STOREHOST_V6 else HOST_V4_LEN
-    body_len_at = BORN_HOST_OFFSET + born + _AFTER_BORN_HOST + store + _AFTER_STORE_HOST
-    fields["bodyLength"] = int.from_bytes(head[body_len_at:body_len_at + BODY_LENGTH_LEN], "big", signed=True)
-    fields["bodyPos"] = pos + body_len_at + BODY_LENGTH_LEN
-    return fields
-
-
-def flip_body_byte(root: str | os.PathLike, offset: int, index: int = 0, xor: int = 0xFF) -> None:
-    """XOR one body byte of the record at ``offset`` (its bodyCRC no longer matches)."""
-    head = read_record_head(root, offset)
-    if not 0 <= index < head["bodyLength"]:
-        raise ValueError(f"record at {offset} has a {head['bodyLength']}-byte body; no byte {index}")
-    path, _ = _locate(root, offset)
-    with open(path, "r+b") as f:
-        f.seek(head["bodyPos"] + index)
-        b = f.read(1)[0]
-        f.seek(head["bodyPos"] + index)
-        f.write(bytes([b ^ (xor & 0xFF)]))
-
-
-def set_head_field(root: str | os.PathLike, offset: int, name: str, value: int) -> None:
-    """Overwrite one fixed field (``totalSize``, ``magicCode``, ``queueOffset``, ``physicalOffset``,
-    ``sysFlag``, ...) of the record at ``offset``; the value wraps to the field's width."""
-    if name not in HEAD_FIELD_SIZES:
-        raise ValueError(f"{name!r} is not a fixed head field; one of {sorted(HEAD_FIELD_SIZES)}")
-    size = HEAD_FIELD_SIZES[name]
-    path, pos = _locate(root, offset)
-    _patch(path, pos + HEAD_OFFSETS[name], (int(value) & ((1 << (8 * size)) - 1)).to_bytes(size, "big"))
-
-
-def set_magic_code(root: str | os.PathLike, offset: int, magic: int = 0xDEADBEEF) -> None:
-    """Give the record at ``offset`` another magic code (a bad one by default)."""
-    set_head_field(root, offset, "magicCode", magic)
-
-
-def set_total_size(root: str | os.PathLike, offset: int, value: int | None = None, *, delta: int | None = None) -> None:
-    """Set the totalSize of the record at ``offset``, to ``value`` or to its current value + ``delta``."""
-    if (value is None) == (delta is None):
-        raise ValueError("give exactly one of value and delta")
-    if value is None:
-        value = read_record_head(root, offset)["totalSize"] + int(delta)  # type: ignore[arg-type]
-    set_head_field(root, offset, "totalSize", value)

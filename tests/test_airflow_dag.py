@@ -90,7 +90,7 @@ def _make_store(root: Path) -> Path:
 
 
 def _first_record_with_body(store: Path) -> int:
-    from store_format.writer import read_record_head
+    from store_format.corruption import read_record_head
     offset = 0
     while True:
         head = read_record_head(store, offset)
@@ -113,7 +113,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path
     (demo / "config" / "consumerOffset.json").write_text(json.dumps(
         {"offsetTable": {f"SampleTopic0@{GROUP}": {"0": 0, "1": 0, "2": 0, "3": 0}}}))
     corrupt = _make_store(base / "corrupt" / "store")
-    from store_format.writer import flip_body_byte
+    from store_format.corruption import flip_body_byte
     flip_body_byte(corrupt, _first_record_with_body(corrupt))
     named = [("demo", demo), ("corrupt", corrupt)]
     from conftest import GOLDEN_DIR

@@ -98,7 +98,8 @@ def test_as_restart_keeps_the_findings_of_the_part_it_keeps(tmp_path: Path) -> N
     flipped body byte in the last: the restart cuts at the latter; the findings before the cut are
     the plain run's, and the restart adds its own, at the cut."""
     from store_format.config import BrokerConfig
-    from store_format.writer import CommitLogWriter, flip_body_byte, set_total_size
+    from store_format.corruption import flip_body_byte, set_total_size
+    from store_format.writer import CommitLogWriter
     config = BrokerConfig(mappedFileSizeCommitLog=4096, mappedFileSizeConsumeQueue=400, maxHashSlotNum=16,
                           maxIndexNum=64, brokerVersion="4")
     store = tmp_path / "store"

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from pipelines.rebuild import Progress, run_rebuild
 from store_format.config import BrokerConfig
+from store_format.corruption import flip_body_byte
 from store_format.store import open_store
-from store_format.writer import CommitLogWriter, flip_body_byte
+from store_format.writer import CommitLogWriter
 
 
 def _files(out: Path) -> tuple[dict[str, bytes], list[bytes]]:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from store_format.config import BrokerConfig, load_broker_config, parse_delay_levels, parse_java_properties
+from store_format.config import BrokerConfig, load_broker_config, parse_delay_levels
 from store_format.errors import UnsupportedConfigError
+from store_format.javaproperties import parse_java_properties
 
 
 def test_defaults_are_the_brokers():

@@ -22,11 +22,13 @@ import pytest
 from pipelines.cli import main
 from store_format import filedump
 from store_format.config import BrokerConfig, load_broker_config
-from store_format.filedump import open_dump, parse_broker_json
+from store_format.corruption import flip_body_byte, set_magic_code, set_total_size
+from store_format.filedump import open_dump
+from store_format.filedump.config_json import parse_broker_json
 from store_format.javahash import index_key_hash
 from store_format.sample import generate_sample_store
 from store_format.store import Reader
-from store_format.writer import CommitLogWriter, flip_body_byte, set_magic_code, set_total_size
+from store_format.writer import CommitLogWriter
 
 SEGMENT = 64 * 1024
 

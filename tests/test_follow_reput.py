@@ -14,9 +14,10 @@ import pytest
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
+from store_format.corruption import set_magic_code, set_total_size
 from store_format.reput import follow_reput, walk_store
 from store_format.store import Segment, StoreLocation, open_store
-from store_format.writer import CommitLogWriter, set_magic_code, set_total_size
+from store_format.writer import CommitLogWriter
 
 FILE = 4096
 FIRST = 2 * FILE   # a rebased store: the reput starts at the first segment's base, not at 0

@@ -19,18 +19,13 @@ import pytest
 
 from pipelines import cli
 from pipelines.preflight import InsufficientSpaceError, estimate_output, preflight
-from store_format.config import (
-    KNOWN_SETTINGS,
-    STORE_SETTINGS,
-    BrokerConfig,
-    load_broker_config,
-    parse_java_properties,
-    read_properties,
-)
+from store_format.config import BrokerConfig, load_broker_config
 from store_format.errors import StoreError, StoreLayoutError, UnsupportedConfigError
 from store_format.indexfile import index_file_names, index_file_names_checked
+from store_format.javaproperties import parse_java_properties, read_properties
 from store_format.reput import rebuild_in_memory
 from store_format.sample import generate_sample_store
+from store_format.setting_names import KNOWN_SETTINGS, STORE_SETTINGS
 from store_format.store import open_store
 from store_format.writer import CommitLogWriter
 

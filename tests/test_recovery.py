@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from store_format.config import BrokerConfig
+from store_format.corruption import flip_body_byte, set_magic_code, set_total_size
 from store_format.recovery import RecoveryPlan, plan_recovery
 from store_format.store import open_store
-from store_format.writer import CommitLogWriter, flip_body_byte, set_magic_code, set_total_size
+from store_format.writer import CommitLogWriter
 
 SEGMENT = 16 * 1024          # small segments: a few hundred records make six of them
 RECORDS = 270

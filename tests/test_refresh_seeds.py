@@ -19,8 +19,8 @@ from pipelines.stages import Progress, TaskRunner, scan_and_chain
 from pipelines.tables import run_tables
 from pipelines.workfiles import read_queue_states
 from store_format.consumequeue import Q_LAST_FILE, Q_MAX_PHYS, Q_WRITE_POS
+from store_format.corruption import set_head_field
 from store_format.store import open_store
-from store_format.writer import set_head_field
 
 
 def _walk(tmp_path: Path, n: int):

@@ -20,10 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from store_format.config import BrokerConfig, load_broker_config
+from store_format.corruption import flip_body_byte, set_head_field, set_magic_code, set_total_size
 from store_format.layout import TRANSACTION_COMMIT, TRANSACTION_NOT, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
 from store_format.reput import rebuild_in_memory
 from store_format.store import open_store
-from store_format.writer import AUTO, CommitLogWriter, flip_body_byte, set_head_field, set_magic_code, set_total_size
+from store_format.writer import AUTO, CommitLogWriter
 
 GOLDEN_CASES = ["basic-4.9.8", "basic-5.3.3", "corrupt-4.9.8", "features-4.9.8", "index-rollover-4.9.8", "lmq-4.9.8",
                 "longtopic-5.3.3", "rebased-4.9.8", "timebase-4.9.8"]

@@ -15,11 +15,12 @@ import pytest
 
 from pipelines.rebuild import Progress, run_rebuild
 from store_format.config import load_broker_config
+from store_format.corruption import flip_body_byte
 from store_format.errors import UnsupportedConfigError
 from store_format.layout import TRANSACTION_COMMIT, TRANSACTION_PREPARED
 from store_format.recovery import plan_recovery
 from store_format.store import open_store
-from store_format.writer import CommitLogWriter, flip_body_byte
+from store_format.writer import CommitLogWriter
 
 SEGMENT = 4096
 TS0 = 1_700_000_000_000
@@ -167,8 +168,8 @@ def test_concurrent_reput_same_files_on_a_clean_store_refused_on_damage(tmp_path
     its ``preCheckMessageAndReturnSize`` and ``checkMessageAndReturnSize`` both accept it dispatches what
     ``ReputMessageService`` does (same files); a bad magic code makes it stop where the default reput skips
     the rest of the slice: refused.  4.9.8 has no such setting."""
+    from store_format.corruption import set_magic_code
     from store_format.reput import rebuild_in_memory
-    from store_format.writer import set_magic_code
     store = tmp_path / "store"
     offsets = _write(store, "5")
     conc = _conf("enableBuildConsumeQueueConcurrently=true", "5")

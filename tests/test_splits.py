@@ -15,11 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.rebuild import Progress, run_rebuild
+from store_format import corruption
 from store_format import writer as w
 from store_format.config import BrokerConfig
 from store_format.layout import BORN_HOST_OFFSET, HOST_V4_LEN, MAGIC_V1, record_length
 from store_format.reput import rebuild_in_memory
 from store_format.store import open_store
+from store_format.writer_columns import encode_properties
 
 SEGMENT = 64 * 1024
 # body of a record with IPv4 hosts: head, hosts, store time, reconsume, prepared offset, body length
@@ -54,17 +56,17 @@ def _corrupt(root: Path, offsets: list[int], kinds: list[tuple[str, int]]) -> No
     for kind, at in kinds:
         off = offsets[at % len(offsets)]
         if kind == "magic":
-            w.set_magic_code(root, off)
+            corruption.set_magic_code(root, off)
         elif kind == "size+8":
-            w.set_total_size(root, off, delta=8)
+            corruption.set_total_size(root, off, delta=8)
         elif kind == "size-4":
-            w.set_total_size(root, off, delta=-4)
+            corruption.set_total_size(root, off, delta=-4)
         elif kind == "crc":
-            w.flip_body_byte(root, off)
+            corruption.flip_body_byte(root, off)
         elif kind == "phys":
-            w.set_head_field(root, off, "physicalOffset", 12345)
+            corruption.set_head_field(root, off, "physicalOffset", 12345)
         elif kind == "qoff":
-            w.set_head_field(root, off, "queueOffset", 3)
+            corruption.set_head_field(root, off, "queueOffset", 3)
 
 
 def _files(out: Path) -> tuple[dict[str, bytes], list[bytes]]:
@@ -113,7 +115,7 @@ def test_resync_false_positive_inside_a_body_is_walked_again(tmp_path):
     with w.CommitLogWriter(root, config) as cw:
         cw.append("TopicA", 0, b"a" * 10, {"KEYS": "before"}, store_timestamp=1)
         p0 = cw.offset
-        props = w.encode_properties({"KEYS": "big"})
+        props = encode_properties({"KEYS": "big"})
         body_len = 20_000
         end = p0 + record_length(0, body_len, len("TopicA"), len(props))
         fake_at = end - end % split + 8  # inside the body, in the split where the record ends
@@ -139,7 +141,7 @@ def test_record_with_corrupt_physical_offset_at_a_split_start(tmp_path):
     offsets = _write_store(root, config, 300, 3)
     split = 8192
     first_in_split = next(o for o in offsets if o % SEGMENT >= split)
-    w.set_head_field(root, first_in_split, "physicalOffset", 7)
+    corruption.set_head_field(root, first_in_split, "physicalOffset", 7)
     summary, _ = _rebuild_both(root, config, split)
     assert summary.rewalked_splits >= 1
 
@@ -151,8 +153,8 @@ def test_size_mismatch_then_bad_magic_enters_next_segment_mid_way(tmp_path):
     root = tmp_path / "store"
     offsets = _write_store(root, config, 400, 5)
     seg0 = [o for o in offsets if o < SEGMENT]
-    w.set_total_size(root, seg0[3], delta=8)
-    w.set_magic_code(root, seg0[len(seg0) // 2])
+    corruption.set_total_size(root, seg0[3], delta=8)
+    corruption.set_magic_code(root, seg0[len(seg0) // 2])
     summary, expected = _rebuild_both(root, config, 4096)
     assert summary.rewalked_splits >= 1
     assert any(a["kind"] == "bad_magic" for a in summary.anomalies)

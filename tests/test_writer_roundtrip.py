@@ -21,6 +21,7 @@ import pytest
 from oracle_reput import string_to_properties
 
 from store_format.config import BrokerConfig, load_broker_config
+from store_format.corruption import flip_body_byte, read_record_head, set_magic_code, set_total_size
 from store_format.indexfile import read_header, select_phy_offsets
 from store_format.javahash import java_string_hash
 from store_format.layout import (
@@ -43,15 +44,8 @@ from store_format.msgid import (
 from store_format.reput import rebuild_in_memory
 from store_format.sample import generate_sample_store, write_broker_conf
 from store_format.store import open_store
-from store_format.writer import (
-    AUTO,
-    CommitLogWriter,
-    encode_properties,
-    flip_body_byte,
-    read_record_head,
-    set_magic_code,
-    set_total_size,
-)
+from store_format.writer import AUTO, CommitLogWriter
+from store_format.writer_columns import encode_properties
 
 SCHEDULE = "SCHEDULE_TOPIC_XXXX"
 
