@@ -26,8 +26,8 @@ from store_format.walkresult import L_NAME_LEN, L_NAME_START, L_REC, L_STATUS, L
 from .plan import Split
 from .workfiles import write_split_work
 
-__all__ = ["record_schema", "walk_split", "walk_splits", "split_summary", "records_batch", "ScanTask", "WORKER_SCRATCH",
-           "ROW_RECORD", "ROW_TRAILER"]
+__all__ = ["record_schema", "walk_split", "walk_splits", "split_summary", "records_batch", "crc_mismatches", "ScanTask",
+           "WORKER_SCRATCH", "ROW_RECORD", "ROW_TRAILER"]
 
 ROW_RECORD = 0
 ROW_TRAILER = 1
@@ -148,6 +148,12 @@ def _bad_records(res: cl.WalkResult, ok: np.ndarray) -> list[list]:
     return out
 
 
+def crc_mismatches(summary: dict) -> np.ndarray:
+    """Segment positions of the records :func:`split_summary` found with a bodyCRC mismatch."""
+    return np.array([r[1] for r in summary.get("bad_records", []) if r[0] == AnomalyKind.CRC_MISMATCH.value],
+                    dtype=np.int64)
+
+
 def _queue_offset_steps(res: cl.WalkResult) -> dict | None:
     """Queue offsets of the records' own consume queue units (``queue_units``, light queues left
     out), per queue in walk order: the first ``[topic, queue id, queue offset, commitlog offset]``,
@@ -190,15 +196,18 @@ def _unparsable_light_queue_offsets(res: cl.WalkResult, ok: np.ndarray, keep: in
 
 
 def records_batch(split: Split, res: cl.WalkResult | None, summary: dict, details: bool,
-                  with_body: bool = False) -> pa.RecordBatch:
-    """Record rows of a walk plus the split's trailer row, in :func:`record_schema` layout."""
+                  with_body: bool = False, scan_summary: dict | None = None) -> pa.RecordBatch:
+    """Record rows of a walk plus the split's trailer row, in :func:`record_schema` layout.
+    ``scan_summary``: the summary of a scan walk over the same records (:func:`split_summary`), whose
+    CRC findings then stand for the bodies' CRCs."""
     schema = record_schema(details, with_body)
     n = 0 if res is None else len(res.rec)
     cols: dict[str, pa.Array] = {}
     if n and res is not None:
         cols.update(lean_columns(res))
         if details:
-            cols.update(detail_columns(res, with_body=with_body))
+            cols.update(detail_columns(res, with_body=with_body,
+                                       crc_mismatches=None if scan_summary is None else crc_mismatches(scan_summary)))
     arrays = []
     for field in schema:
         if field.name == "split_id":

@@ -284,8 +284,14 @@ def _property_pairs(data, offsets, valid, spans, counts):
     return m
 
 
-def detail_columns(res: cl.WalkResult, with_body: bool = False) -> dict[str, pa.Array]:
-    """Columns of :data:`DETAIL_FIELDS` for every walked record (and :data:`BODY_FIELD` if asked)."""
+def detail_columns(res: cl.WalkResult, with_body: bool = False,
+                   crc_mismatches: np.ndarray | None = None) -> dict[str, pa.Array]:
+    """Columns of :data:`DETAIL_FIELDS` for every walked record (and :data:`BODY_FIELD` if asked).
+
+    ``body_crc_ok``: the stored bodyCRC equals ``UtilAll.crc32`` of the body (0 for an empty one).
+    ``crc_mismatches``: the segment positions of this walk's records with a non-empty body whose CRC
+    differs, when an earlier pass over the same records found them (the scan's findings); the bodies'
+    CRCs are then not computed again."""
     rec = res.rec
     n = len(rec)
     text = np.asarray(res.text, dtype=np.uint8)
@@ -313,7 +319,11 @@ def detail_columns(res: cl.WalkResult, with_body: bool = False) -> dict[str, pa.
 
     key_offsets = _record_offsets(res.key[:, cl.K_REC], n)
     keys = gather_strings(text, org, res.key[:, cl.K_START], res.key[:, cl.K_LEN])
-    crc = body_crc_spans(text, org, rec[:, cl.R_BODY_START], rec[:, cl.R_BODY_LEN])
+    stored_crc = rec[:, cl.R_CRC].astype(np.int32)
+    if crc_mismatches is None:
+        crc_ok = body_crc_spans(text, org, rec[:, cl.R_BODY_START], rec[:, cl.R_BODY_LEN]) == stored_crc
+    else:   # a non-empty body: not among the mismatches; an empty one: its CRC is 0
+        crc_ok = np.where(rec[:, cl.R_BODY_LEN] > 0, ~np.isin(rec[:, cl.R_POS], crc_mismatches), stored_crc == 0)
     out = {
         "sys_flag": pa.array(sysflag.astype(np.int32)),
         "transaction_type": pa.array((sysflag & SYSFLAG_TRANSACTION_MASK).astype(np.int8)),
@@ -321,8 +331,8 @@ def detail_columns(res: cl.WalkResult, with_body: bool = False) -> dict[str, pa.
         "born_host": born_host,
         "store_host": store_host,
         "msg_id": msg_id if isinstance(msg_id, pa.Array) else pa.array(msg_id, type=pa.string()),
-        "body_crc": pa.array(rec[:, cl.R_CRC].astype(np.int32)),
-        "body_crc_ok": pa.array(crc == rec[:, cl.R_CRC].astype(np.int32)),
+        "body_crc": pa.array(stored_crc),
+        "body_crc_ok": pa.array(crc_ok),
         "body_size": pa.array(rec[:, cl.R_BODY_LEN].astype(np.int32)),
         "flag": pa.array(rec[:, cl.R_FLAG].astype(np.int32)),
         "reconsume_times": pa.array(rec[:, cl.R_RECONSUME].astype(np.int32)),

@@ -158,7 +158,9 @@ class _TablesTask:
             record_pos = np.full(len(res.rec), -1, dtype=np.int64)
             own = np.unique(units.record, return_index=True)[1] if len(units) else np.zeros(0, dtype=np.int64)
             record_pos[units.record[own]] = pos[own]   # a record's own unit comes before its light queues'
-            batch = records_batch(split, res, {}, True, self.with_body)
+            # the scan walked these records from the same place: its CRC findings stand (not a re-walk)
+            batch = records_batch(split, res, {}, True, self.with_body,
+                                  scan_summary=None if entry.replaced else entry.summary)
             part = pa.Table.from_batches([batch]).slice(0, batch.num_rows - 1)   # the records; the trailer row last
             light = np.ones(len(units), dtype=bool)
             light[own] = False   # the light queue units, in record order: as the records' lmq_topics list them
