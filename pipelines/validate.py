@@ -54,7 +54,7 @@ from store_format.layout import CQ_UNIT_SIZE, segment_name, signed32
 from store_format.timeutil import datetime_to_us, iso_us
 
 from .delta import arrow_dataset, open_table
-from .tables.runs import snapshot
+from .tables.runs import newest_run, snapshot
 from .tables.schema import (
     ANOMALIES_SCHEMA,
     EXPIRY_AUDIT_SCHEMA,
@@ -282,8 +282,7 @@ def compute_figures(tables: str, *, expected_anomalies: Mapping[str, int] | None
                                   "segments_in_store", "messages_written", "keys_written", "anomalies", "mode"],
                  present)
     run_rows = runs.to_pylist()
-    run = max(run_rows, key=lambda r: (r["finished_at"] is not None, r["finished_at"] or 0, r["run_id"] or "")) \
-        if run_rows else None
+    run = newest_run(run_rows)
     known_runs = {r["run_id"] for r in run_rows}
     config = _run_config(run)
     seg_ids = _Ids()
