@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from store_format.anomalies import AnomalyKind
 from store_format.layout import signed32
 
+from ..tables.rows import NOT_DISPATCHED, SIZE_MISMATCH_DISPATCH
 from .table_reading import NO_TS, Ids, TableReader, bincount, grow, to_numpy, unknown_run_rows
 
 __all__ = ["message_figures", "message_frame"]
@@ -56,8 +57,8 @@ def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set) -> dict:
             if col[c].null_count:
                 nulls += to_numpy(pc.is_null(col[c]), False, bool)
         dispatch = col["dispatch"]
-        not_dispatched = to_numpy(pc.starts_with(dispatch, "not dispatched"), False, bool)
-        size_bad = to_numpy(pc.starts_with(dispatch, "not dispatched: totalSize"), False, bool)
+        not_dispatched = to_numpy(pc.starts_with(dispatch, NOT_DISPATCHED), False, bool)
+        size_bad = to_numpy(pc.starts_with(dispatch, SIZE_MISMATCH_DISPATCH), False, bool)
         crc_bad = ~to_numpy(col["body_crc_ok"], True, bool) & (body > 0)   # recovery checks non-empty bodies only
         in_cq = to_numpy(col["consume_queue"], False, bool)
         has_cq_off = to_numpy(pc.is_valid(col["consume_queue_offset"]), False, bool)
