@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from store_format.config import BrokerConfig
 
-from ..tables.schema import KEY_BUCKETS_PROPERTY
+from ..tables.schema import table_key_buckets
 from .table_reading import NO_TS, Ids, TableReader, bincount, grow, to_numpy, unknown_run_rows
 
 __all__ = ["key_figures"]
@@ -61,12 +61,9 @@ class _IndexFileAcc:
 def key_figures(reader: TableReader, seg_ids: Ids, known_runs: set, msg: dict, config: BrokerConfig) -> dict:
     """Per-segment key counts and per-index-file figures of ``message_keys``, joined to ``messages``
     by (segment, commitlog_offset) through the sorted offsets."""
+    # the bucket count lookups use (no key_bucket column: the schema check reports it)
     dt = reader.open("message_keys")
-    buckets = None
-    if dt is not None:
-        field = next((f for f in dt.schema().fields if f.name == "key_bucket"), None)
-        meta = (field.metadata or {}) if field is not None else {}
-        buckets = int(meta[KEY_BUCKETS_PROPERTY]) if KEY_BUCKETS_PROPERTY in meta else None
+    buckets = table_key_buckets(dt) if "key_bucket" in reader.present.get("message_keys", set()) else None
     capacity = min(int(config.index_entries_per_file), _ENTRY_BITSET_MAX)
     files: dict[int, _IndexFileAcc] = {}
     per_seg = np.zeros(0, np.int64)
