@@ -127,8 +127,8 @@ def test_staging_of_dead_runs_is_removed_but_not_that_of_the_audit(tmp_path) -> 
 
 
 def test_data_docs_on_a_read_only_file_system_are_refused_before_the_checks(tmpfs, tmp_path) -> None:
-    from pipelines.validate import _docs_dir
+    from pipelines.validate.data_docs import docs_folder
     ro = tmpfs("1m", read_only=True)
     with pytest.raises(StoreLayoutError, match=f"--docs {ro}/docs: {ro} is not writable "
                                                r"\(Read-only file system\)"):
-        _docs_dir(str(tmp_path / "tables"), str(ro / "docs"))
+        docs_folder(str(tmp_path / "tables"), str(ro / "docs"))

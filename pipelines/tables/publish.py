@@ -53,7 +53,7 @@ from ..oserrors import naming
 from ..scan import WORKER_SCRATCH, records_batch, walk_split
 from ..session import run_tasks
 from ..workfiles import read_queue_states
-from .rows import SplitContext, encoded_key_rows, message_rows, np_col
+from .rows import NOT_DISPATCHED, SplitContext, encoded_key_rows, message_rows, np_col
 from .schema import (
     ANOMALIES_SCHEMA,
     DESCRIPTIONS,
@@ -245,7 +245,7 @@ class _TaskOutput:
                                           "keys": 0})
         f["records"] += part.num_rows
         dispatch = messages["dispatch"]
-        f["dispatched"] += int(pc.sum(pc.invert(pc.starts_with(dispatch, "not dispatched"))).as_py() or 0)
+        f["dispatched"] += int(pc.sum(pc.invert(pc.starts_with(dispatch, NOT_DISPATCHED))).as_py() or 0)
         ts = np_col(part["store_timestamp"])
         if len(ts):
             f["first"] = int(ts.min()) if f["first"] is None else min(f["first"], int(ts.min()))

@@ -17,7 +17,7 @@ from store_format.records import properties_map
 from .schema import MAX_KEY_BUCKETS, MAX_TS_MS, MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA, MIN_TS_MS, TS, TX_NAMES
 
 __all__ = ["SplitContext", "message_rows", "encoded_key_rows", "ENCODED_KEYS_SCHEMA", "indexed_records", "ts_array",
-           "np_col"]
+           "np_col", "NOT_DISPATCHED", "SIZE_MISMATCH_DISPATCH"]
 
 
 @dataclasses.dataclass
@@ -62,6 +62,12 @@ def indexed_records(part: pa.Table, carry: int) -> tuple[np.ndarray, np.ndarray]
     return out, nkeys
 
 
+# the ``dispatch`` text of a record the reput does not dispatch starts with NOT_DISPATCHED; the one
+# record it skips is the one whose totalSize disagrees with its fields (checkMessageAndReturnSize)
+NOT_DISPATCHED = "not dispatched"
+SIZE_MISMATCH_DISPATCH = f"{NOT_DISPATCHED}: totalSize differs from the record's length"
+
+
 def _dispatch_texts(index_enabled: bool) -> list[str]:
     cq = ["consume queue", "consume queue unit skipped (its offsets go backwards)",
           "no consume queue (prepared transaction)"]
@@ -70,8 +76,7 @@ def _dispatch_texts(index_enabled: bool) -> list[str]:
     texts = [f"{a}; {b}" for a in cq for b in ix]
     # a rolled-back transaction is dispatched (the reput's DispatchRequest succeeds; the queue and index
     # dispatchers skip it), as the broker counts it; a size mismatch is not
-    return texts + ["no consume queue; not indexed (rolled-back transaction)",
-                    "not dispatched: totalSize differs from the record's length"]
+    return texts + ["no consume queue; not indexed (rolled-back transaction)", SIZE_MISMATCH_DISPATCH]
 
 
 def message_rows(part: pa.Table, split_id: int, ctx: SplitContext, with_body: bool) -> pa.Table:

@@ -7,11 +7,11 @@ version of each table after its commit (``versions`` JSON, key ``tables``).  Tha
 marker: Delta commits one table at a time, so a run stopped half-way leaves some tables ahead of the
 others, but no ``runs`` row.
 
-Readers (:func:`snapshot`) take the newest row of ``runs`` and open each table at the version it
-recorded, so a half-published later run stays invisible.  Commits after that version that belong to
-no run (``audit --write``, or another tool's) are seen too, up to the first commit of an unfinished
-run.  Without any row in ``runs`` nothing is published.  ``runs`` rows written before the versions
-were recorded are read as before: the newest version of each table.
+Readers (:func:`snapshot`) take the newest row of ``runs`` (:func:`newest_run`) and open each table
+at the version it recorded, so a half-published later run stays invisible.  Commits after that
+version that belong to no run (``audit --write``, or another tool's) are seen too, up to the first
+commit of an unfinished run.  Without any row in ``runs`` nothing is published.  ``runs`` rows
+written before the versions were recorded are read as before: the newest version of each table.
 
 The next publication (a rebuild with tables, or ``python -m pipelines tables``) finds the commits of
 runs without a ``runs`` row (:meth:`Snapshot.interrupted`), logs a warning, returns them in its
@@ -26,13 +26,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import Iterable
 
 import pyarrow as pa
 
 from ..delta import arrow_dataset, commits_after, open_table, run_id_of
 
-__all__ = ["Snapshot", "Interrupted", "snapshot", "report_interrupted", "interrupted_note", "PUBLICATION_ORDER",
-           "RUN_TABLES"]
+__all__ = ["Snapshot", "Interrupted", "snapshot", "newest_run", "report_interrupted", "interrupted_note",
+           "PUBLICATION_ORDER", "RUN_TABLES"]
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class Snapshot:
         self._newest: dict[str, object] = {}   # table -> DeltaTable at its newest version (or None)
         runs_table = self._table("runs")
         rows = arrow_dataset(tables, "runs", runs_table).to_table().to_pylist() if runs_table is not None else []
-        self.run: dict | None = max(rows, key=lambda r: (r["finished_at"], r["run_id"])) if rows else None
+        self.run: dict | None = newest_run(rows)
         self._complete = {r["run_id"] for r in rows}
         self._recorded: dict[str, int] | None = None
         if self.run is not None:
@@ -143,6 +144,13 @@ class Snapshot:
                 first_version.setdefault(run_id, (i, version))
         order = sorted(by_run, key=lambda r: first_version[r])
         return [Interrupted(r, tuple(n for n in RUN_TABLES if n in by_run[r])) for r in order]
+
+
+def newest_run(rows: Iterable[dict]) -> dict | None:
+    """The latest complete run among rows of ``runs``: the latest ``finished_at``, then the greatest
+    ``run_id`` (a row missing either, from a damaged table, sorts before the others); None without rows."""
+    return max(rows, key=lambda r: (r["finished_at"] is not None, r["finished_at"] or 0, r["run_id"] or ""),
+               default=None)
 
 
 def snapshot(tables: str) -> Snapshot:

@@ -1,4 +1,4 @@
-"""The lookup sample of ``validate``: index entries looked up by key the way users look them up.
+"""The ``key_lookups`` figures of ``validate``: index entries looked up by key the way users look them up.
 
 Each ``message_keys`` row is one entry of a rebuilt index file (``index_file``, ``index_entry``).
 Rows can be all there and still be lost to readers: a lookup prunes files by partition values and
@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .delta import arrow_dataset
-from .lookup import lookup_key
-from .tables.runs import snapshot
+from ..delta import arrow_dataset
+from ..lookup import lookup_key
+from ..tables.runs import snapshot
 
 __all__ = ["lookup_sample", "LOOKUP_COLUMNS", "SAMPLE_FILES", "ROWS_PER_FILE"]
 

@@ -1,0 +1,92 @@
+"""Data-quality validation of the Delta tables with Great Expectations (``python -m pipelines validate``).
+
+The story of a validation:
+
+1. **figures** (:mod:`.figures`, with :mod:`.table_reading`, :mod:`.message_figures`,
+   :mod:`.key_figures` and :mod:`.key_lookups`): the tables are read once with delta-rs, as readers
+   see them (the versions of the latest complete run, :mod:`pipelines.tables.runs`; without any run,
+   the newest versions), batch by batch, and reduced in Arrow/numpy to small frames: one row per
+   table, per segment, per consume queue, per index file, per expiry-audit file, per anomaly kind,
+   per sampled key lookup, and for the latest run.  No frame holds message data (keys, bodies,
+   properties), only counts, offsets, times and the ids of the rows;
+2. **suites** (:mod:`.suites`): every check is a Great Expectations expectation on one of those
+   frames, so that the whole verdict shows in the Data Docs; :data:`SUITES` says which damage each
+   one catches;
+3. **run** (:mod:`.gx_runner`): one GX checkpoint per suite, results in the ``COMPLETE`` format
+   naming every segment, queue or file a failing expectation failed on;
+4. **report** (:mod:`.report`, :mod:`.data_docs`): the verdict as text or JSON, GX's Data Docs under
+   ``DOCS/gx`` and a static ``DOCS/index.html`` (default ``DOCS``: ``TABLES/_data_docs``).
+
+``python -m pipelines validate --json`` lists the failing expectations with their observed values.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Mapping
+
+from ..tables.schema import TABLE_NAMES
+from .data_docs import DOCS_FOLDER, docs_folder, write_index
+from .errors import ValidationSetupError
+from .figures import Figures, compute_figures
+from .gx_runner import import_gx, run_suites
+from .report import Failure, SuiteOutcome, ValidationReport
+from .suites import SUITES
+from .table_reading import TableReader
+
+__all__ = ["validate_tables", "run_validate_command", "compute_figures", "ValidationReport", "SuiteOutcome",
+           "Failure", "Figures", "SUITES", "DOCS_FOLDER", "ValidationSetupError"]
+
+log = logging.getLogger(__name__)
+
+
+def validate_tables(tables: str, docs: str | None = None, *, expected_anomalies: Mapping[str, int] | None = None,
+                    write_docs: bool = True) -> ValidationReport:
+    """Validate the Delta tables under ``tables`` with the suites of :data:`SUITES`.
+
+    Args:
+        tables: root folder (or URI) of the tables.
+        docs: Data Docs folder (default ``TABLES/_data_docs``); ``DOCS/index.html`` is the entry page.
+        expected_anomalies: anomaly count accepted per kind, e.g. ``{"crc_mismatch": 1}`` for a store
+            whose damage is known (default 0 for every kind: a corrupt store fails).
+        write_docs: build the Data Docs (False: only the report).
+    Returns:
+        The report (``success`` is False when some expectation fails).
+    Raises:
+        ValidationSetupError: no tables under ``tables``, Great Expectations missing, or an unusable
+            docs folder.
+
+    Example:
+        >>> report = validate_tables("demo/out/tables")  # doctest: +SKIP
+        >>> report.success, [f.line() for f in report.failures]  # doctest: +SKIP
+    """
+    t0 = time.perf_counter()
+    reader = TableReader(tables)
+    if not any(reader.open(name) is not None for name in TABLE_NAMES):
+        compute_figures(tables)  # raises the "no tables" error before Great Expectations is loaded
+    gx_mod = import_gx()
+    docs_dir = docs_folder(tables, docs) if write_docs else None
+    figures = compute_figures(tables, expected_anomalies=expected_anomalies)
+    log.info("figures computed in %.1f s", figures.seconds)
+    outcomes, failures = run_suites(gx_mod, figures, docs_dir)
+    report = ValidationReport(tables=tables, success=all(o.success for o in outcomes), suites=outcomes,
+                              failures=failures, anomaly_counts=figures.anomaly_counts,
+                              latest_run=figures.latest_run, docs=None, seconds=0.0, figures=figures)
+    if docs_dir is not None:
+        report.docs = write_index(docs_dir, report)
+    report.seconds = round(time.perf_counter() - t0, 3)
+    return report
+
+
+def run_validate_command(*, tables: str, docs: str | None, as_json: bool) -> int:
+    """``python -m pipelines validate``: 0 when every expectation holds, 1 when some fail (one line
+    each, with the observed value); errors a user can fix raise :class:`StoreError` (exit 2)."""
+    report = validate_tables(tables, docs)
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2, default=str))
+    else:
+        print(report.render())
+    sys.stdout.flush()
+    return 0 if report.success else 1
