@@ -35,7 +35,7 @@ from store_format.expiry import (
     files_deleted_with,
     plan_cleanup,
 )
-from store_format.layout import CQ_UNIT_SIZE, SCHEDULE_TOPIC, index_file_size, segment_name
+from store_format.layout import CQ_UNIT_SIZE, SCHEDULE_TOPIC, consume_queue_file_path, index_file_size
 from store_format.timeutil import datetime_to_ms, iso_ms, ms_to_datetime
 
 __all__ = ["parse_offset_table", "load_offsets", "cq_inventory_table", "index_inventory_table", "build_expiry_audit",
@@ -197,7 +197,7 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
             nxt = in_next(t)
             summary["consume_queue_files"] += int(nxt)
             rows.append({"as_of": as_of, "run_id": run_id, "kind": "consume_queue_file",
-                         "name": f"{topic}/{qid}/{segment_name(f['file_start'])}", "segment": f["segment"],
+                         "name": consume_queue_file_path(topic, qid, f["file_start"]), "segment": f["segment"],
                          "topic": topic, "queue_id": qid, "min_offset": f["min_offset"], "max_offset": f["max_offset"],
                          "is_last": f["is_last"], "deleted_at": _dt_ms(t), "at_next_cleanup": nxt,
                          "reason": ("last file of its queue: never deleted" if f["is_last"] else
@@ -334,13 +334,13 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
               manual_delete: bool = False, system_properties: dict[str, str] | None = None
               ) -> tuple[pa.Table, dict]:
     """Audit the tables as of a time (see the module docstring); returns the rows and a summary."""
-    from .tables.runs import snapshot
+    from .tables.runs import run_config, snapshot
     snap = snapshot(tables)
     last = snap.run
     if last is None:
         raise StoreLayoutError(f"{tables}: no runs table; publish the tables first (rebuild, or tables --store ...)")
     if config is None:
-        config = BrokerConfig.from_properties(json.loads(last["config"]))
+        config = run_config(last)
     segments = snap.read_arrow("segments")
     inv = snap.read_arrow("expiry_audit")
     if segments is None or inv is None:

@@ -53,7 +53,7 @@ from store_format.timeutil import ms_to_datetime
 
 from .delta import arrow_dataset
 from .file_pruning import Probes, add_actions, file_path, may_match, partition_expression
-from .tables.runs import Snapshot, snapshot
+from .tables.runs import Snapshot, run_config, snapshot
 
 __all__ = ["LookupResult", "lookup_key", "lookup_keys", "lookup_msg_id", "lookup_msg_ids", "lookup_offset_msg_id",
            "lookup_offset_msg_ids", "lookup_index", "lookup_index_keys", "read_records", "demo_lookup", "render"]
@@ -201,7 +201,7 @@ def _rows(snap: Snapshot, msgs: pa.Table | None, body: bool, store: str | None,
 def _store_for(snap: Snapshot, store: str | None, config: BrokerConfig | None) -> tuple[StoreLocation, BrokerConfig]:
     last = snap.run
     if config is None:
-        config = BrokerConfig.from_properties(json.loads(last["config"])) if last else BrokerConfig()
+        config = run_config(last)
     uri = store or (last["store"] if last else None)
     if uri is None:
         raise StoreLayoutError("no store to read bodies from: pass --store")

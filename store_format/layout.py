@@ -167,6 +167,12 @@ def segment_name(offset: int) -> str:
     return f"{offset:020d}"
 
 
+def consume_queue_file_path(topic: str, queue_id: int, file_start: int) -> str:
+    """``topic/queueId/<20-digit start>``: where a consume queue file lies under ``consumequeue/``
+    [ConsumeQueue constructor: storePath/topic/queueId; MappedFileQueue names files by start]."""
+    return f"{topic}/{queue_id}/{segment_name(file_start)}"
+
+
 def index_file_size(max_hash_slot_num: int, max_index_num: int) -> int:
     """Size of an IndexFile [IndexFile constructor]: header, slot table, entries."""
     return INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * max_hash_slot_num + INDEX_ENTRY_SIZE * max_index_num

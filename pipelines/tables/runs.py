@@ -30,9 +30,12 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
+from store_format.config import BrokerConfig
+from store_format.errors import StoreError, StoreLayoutError
+
 from ..delta import arrow_dataset, commits_after, open_table, run_id_of
 
-__all__ = ["Snapshot", "Interrupted", "snapshot", "newest_run", "report_interrupted", "interrupted_note",
+__all__ = ["Snapshot", "Interrupted", "snapshot", "newest_run", "run_config", "report_interrupted", "interrupted_note",
            "PUBLICATION_ORDER", "RUN_TABLES"]
 
 log = logging.getLogger(__name__)
@@ -151,6 +154,22 @@ def newest_run(rows: Iterable[dict]) -> dict | None:
     ``run_id`` (a row missing either, from a damaged table, sorts before the others); None without rows."""
     return max(rows, key=lambda r: (r["finished_at"] is not None, r["finished_at"] or 0, r["run_id"] or ""),
                default=None)
+
+
+def run_config(run: dict | None, *, tolerant: bool = False) -> BrokerConfig:
+    """The broker settings a run recorded (its ``config`` JSON), the broker's defaults without a run.
+    A record that cannot be read is an error naming the run, or the defaults when ``tolerant``
+    (``validate`` reports what it finds rather than stopping)."""
+    if run is None or not run.get("config"):
+        return BrokerConfig()
+    try:
+        props = {str(k): str(v) for k, v in json.loads(run["config"]).items()}
+        return BrokerConfig.from_properties(props)
+    except (ValueError, AttributeError, StoreError) as e:
+        if tolerant:
+            return BrokerConfig()
+        raise StoreLayoutError(f"runs table: the settings recorded by run {run.get('run_id')} cannot be read "
+                               f"({e}); pass --config, or publish the tables again") from e
 
 
 def snapshot(tables: str) -> Snapshot:

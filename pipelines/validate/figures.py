@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -26,12 +25,11 @@ import pyarrow as pa
 
 from store_format.anomalies import REPORTED_KINDS
 from store_format.config import BrokerConfig
-from store_format.errors import StoreError
-from store_format.layout import CQ_UNIT_SIZE, segment_name, signed32
+from store_format.layout import CQ_UNIT_SIZE, consume_queue_file_path, segment_name, signed32
 from store_format.timeutil import datetime_to_us, iso_us
 
 from ..delta import arrow_dataset
-from ..tables.runs import newest_run
+from ..tables.runs import newest_run, run_config
 from ..tables.schema import TABLE_NAMES
 from .errors import ValidationSetupError
 from .key_figures import key_figures
@@ -107,19 +105,6 @@ def _same_type(got: pa.DataType, want: pa.DataType) -> bool:
     return norm(got) == norm(want)
 
 
-def _run_config(run: dict | None) -> BrokerConfig:
-    props: dict[str, str] = {}
-    if run is not None and run.get("config"):
-        try:
-            props = {str(k): str(v) for k, v in json.loads(run["config"]).items()}
-        except (ValueError, AttributeError):
-            props = {}
-    try:
-        return BrokerConfig.from_properties(props)
-    except StoreError:
-        return BrokerConfig.from_properties({})
-
-
 def compute_figures(tables: str, *, expected_anomalies: Mapping[str, int] | None = None) -> Figures:
     """Reduce the tables under ``tables`` to the frames the suites check (no GX needed).
 
@@ -141,7 +126,7 @@ def compute_figures(tables: str, *, expected_anomalies: Mapping[str, int] | None
     run_rows = runs.to_pylist()
     run = newest_run(run_rows)
     known_runs = {r["run_id"] for r in run_rows}
-    config = _run_config(run)
+    config = run_config(run, tolerant=True)
     seg_ids = Ids()
 
     segs = reader.read("segments", ["segment", "base_offset", "file_size", "bytes_written", "first_store_time",
@@ -288,7 +273,7 @@ def _audit_frame(reader: TableReader, seg_ids: Ids, message_rows: np.ndarray, se
         counts = np.diff(np.r_[starts, len(qk)])
         topics = msg["topics"].names
         for q, f, c in zip(qk[starts].tolist(), fno[starts].tolist(), counts.tolist()):
-            name = f"{topics[q >> 32]}/{signed32(q)}/{segment_name(f * int(config.cq_file_size))}"
+            name = consume_queue_file_path(topics[q >> 32], signed32(q), f * int(config.cq_file_size))
             actual[("consume_queue_file", name)] = int(c)
     for name, c in keys["per_file_rows"].items():
         actual[("index_file", name)] = actual.get(("index_file", name), 0) + int(c)
