@@ -16,6 +16,7 @@ prints results and maps errors to exit codes; the commands' work lives in their 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as _dt
 import json
 import logging
@@ -33,6 +34,7 @@ __all__ = ["main", "build_parser", "size_arg", "time_arg", "zone_arg", "UsageErr
 log = logging.getLogger("pipelines")
 
 MIN_SPLIT_SIZE = 4096  # pipelines.plan.plan_splits refuses less
+TABLE_CHOICES = ("messages", "message_keys", "segments", "anomalies", "expiry_audit", "runs")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,6 +230,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tables", required=True, help="root folder of the Delta tables")
     p.add_argument("--docs", help="folder for the Data Docs (default: TABLES/_data_docs)")
 
+    p = command("optimize", "compact the small files of the Delta tables; readers see the same rows", "json")
+    p.add_argument("--tables", required=True, help="root folder of the Delta tables")
+    p.add_argument("--table", action="append", choices=TABLE_CHOICES, metavar="NAME",
+                   help="a table to compact, repeatable (default: all six)")
+    p = command("vacuum", "delete the files of replaced table versions, never those the newest complete run "
+                          "reads", "json")
+    p.add_argument("--tables", required=True, help="root folder of the Delta tables")
+    p.add_argument("--table", action="append", choices=TABLE_CHOICES, metavar="NAME",
+                   help="a table to vacuum, repeatable (default: all six)")
+    p.add_argument("--retain-hours", type=int, default=168,
+                   help="keep files removed less than this many hours ago (default 168, one week); the versions "
+                        "readers may open are kept whatever it is")
+    p.add_argument("--dry-run", action="store_true", help="list the files that would go, delete nothing")
+
     p = command("dump", "decode store files read-only: commitlog segments, consume queue and index files, "
                         "checkpoint, config/*.json", "json")
     p.add_argument("files", nargs="+", metavar="FILE", help="store files to decode")
@@ -419,6 +435,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return validate.run_validate_command(tables=args.tables, docs=args.docs, as_json=args.json)
 
 
+def cmd_optimize(args: argparse.Namespace) -> int:
+    from .tables import maintenance
+    results = maintenance.optimize_tables(args.tables, args.table)
+    _print([dataclasses.asdict(r) for r in results], args.json, lambda _: maintenance.render_optimize(results))
+    return 0
+
+
+def cmd_vacuum(args: argparse.Namespace) -> int:
+    from .tables import maintenance
+    results = maintenance.vacuum_tables(args.tables, args.table, retain_hours=args.retain_hours, dry_run=args.dry_run)
+    _print([dataclasses.asdict(r) for r in results], args.json, lambda _: maintenance.render_vacuum(results))
+    return 0
+
+
 def cmd_dump(args: argparse.Namespace) -> int:
     from . import dump
     return dump.run_dump_command(args.files, start=args.start, count=args.count, config_path=args.config,
@@ -441,7 +471,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 _HANDLERS = {
     "rebuild": cmd_rebuild, "demo": cmd_demo, "sample": cmd_sample, "tables": cmd_tables, "lookup": cmd_lookup,
-    "audit": cmd_audit, "validate": cmd_validate, "dump": cmd_dump, "verify": cmd_verify, "repair": cmd_repair,
+    "audit": cmd_audit, "validate": cmd_validate,
+    "optimize": cmd_optimize, "vacuum": cmd_vacuum, "dump": cmd_dump, "verify": cmd_verify, "repair": cmd_repair,
 }
 
 

@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Where", "commit_parquet_files", "STAGING", "TableWriter", "DeltaSparkWriter",
            "DeltaRsWriter", "open_writer", "writer_choice", "table_uri", "table_exists", "open_table", "read_arrow",
-           "read_spark", "live_files", "file_uris", "commits_after", "run_id_of", "arrow_dataset", "TablesError"]
+           "read_spark", "live_files", "file_uris", "commits_after", "run_id_of", "arrow_dataset", "TablesError",
+           "session_settings"]
 
 STAGING = "_staging"
 
@@ -300,7 +301,7 @@ class DeltaSparkWriter(TableWriter):
                     "spark.databricks.delta.commitInfo.userMetadata": json.dumps(self.commit_metadata()),
                     # a run's commit of a table that stays empty is still its commit of the run
                     "spark.databricks.delta.skipRecordingEmptyCommits": "false"}
-        with _session_settings(spark, settings):
+        with session_settings(spark, settings):
             if not exists:
                 from pyspark.sql import functions as F
                 w2 = df.writeTo("delta.`" + path.replace("`", "``") + "`").using("delta")
@@ -487,7 +488,7 @@ def open_writer(spark: SparkSession | None, root: str, run_id: str, prefer: str 
     return DeltaSparkWriter(spark, root, run_id, standalone=standalone)
 
 
-class _session_settings:
+class session_settings:
     """SQL settings of the session for the duration of a ``with`` block (the previous values back)."""
 
     def __init__(self, spark: SparkSession, settings: dict[str, str]) -> None:

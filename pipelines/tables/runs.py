@@ -116,6 +116,11 @@ class Snapshot:
         self._resolved[name] = out
         return out
 
+    def recorded_version(self, name: str) -> int | None:
+        """The version of table ``name`` the newest ``runs`` row recorded; None without a row, for a row
+        written before versions were recorded, or for a table that row does not name."""
+        return None if self._recorded is None else self._recorded.get(name)
+
     def version(self, name: str) -> int | None:
         """The version of table ``name`` readers see (None: not published)."""
         return self._resolve(name)[0]
