@@ -44,7 +44,11 @@ Two ways to give them:
 * one DAG per store, ``rocketmq_index_rebuild__<name>``, from the JSON file named by the environment variable
   ``ROCKETMQ_INDEX_STORES``: ``{"<name>": {"store": ..., "out": ..., "config": ..., <other settings>,
   "spark_conn_id": "spark_default", "spark_conf": {...}, "schedule": "@daily", "rebuild_timeout_minutes": 360,
-  "retry_delay_minutes": 10}}``.  The settings become the DAG's param defaults (a trigger may still override
+  "retry_delay_minutes": 10, "optimize": false, "vacuum_retain_hours": null}}``.  With ``optimize: true`` an
+  ``optimize_tables`` task compacts the tables once they are validated (``python -m pipelines optimize``), with
+  ``vacuum_retain_hours: H`` a ``vacuum_tables`` task then deletes the files of replaced versions older than H
+  hours (``python -m pipelines vacuum --retain-hours H``; never those the newest complete run reads); both are
+  off by default.  The settings become the DAG's param defaults (a trigger may still override
   them).
 
 Parsing imports Airflow and the Spark provider only (no project code, no metadata database).  Tasks import
@@ -397,6 +401,30 @@ def audit(**context: Any) -> dict[str, Any]:
                            for r in summary.get("unconsumed") or []]}
 
 
+def _maintenance(command: str, extra: list[str], **context: Any) -> list[dict[str, Any]]:
+    """``python -m pipelines optimize|vacuum --json`` on the validated tables; each table's line logged."""
+    s = _settings_of(context)
+    code, out, err = _pipelines([command, "--tables", s["tables"], "--json", *extra], emit=log.info)
+    if code == 2:
+        raise AirflowFailException(f"{command} could not run: {_error_line(err)}")
+    if code != 0:
+        raise AirflowException(f"python -m pipelines {command} exited with {code}: {_error_line(err)}")
+    results = json.loads("\n".join(out))
+    for r in results:
+        log.info("%s: %s", command, r)
+    return results
+
+
+def optimize_tables(**context: Any) -> list[dict[str, Any]]:
+    """Compact the tables' small files (readers see the same rows)."""
+    return _maintenance("optimize", [], **context)
+
+
+def vacuum_tables(retain_hours: int, **context: Any) -> list[dict[str, Any]]:
+    """Delete the files of replaced table versions older than ``retain_hours`` (never those readers may open)."""
+    return _maintenance("vacuum", ["--retain-hours", str(int(retain_hours))], **context)
+
+
 def loss_check(**context: Any) -> str:
     """Branch: ``unconsumed_loss`` when the audit found messages the next cleanup takes from a consumer group."""
     figures = context["ti"].xcom_pull(task_ids="audit") or {}
@@ -435,9 +463,11 @@ class RebuildSubmitOperator(SparkSubmitOperator):
 def build_dag(dag_id: str, *, defaults: dict[str, Any] | None = None, variables: bool = True,
               spark_conn_id: str = "spark_default", spark_conf: dict[str, str] | None = None,
               schedule: str | None = "@daily", rebuild_timeout: dt.timedelta = dt.timedelta(hours=6),
-              retry_delay: dt.timedelta | None = None) -> DAG:
+              retry_delay: dt.timedelta | None = None, optimize: bool = False,
+              vacuum_retain_hours: int | None = None) -> DAG:
     """One rebuild → validate → audit DAG; ``defaults`` are the params' defaults (settings of one store);
-    ``retry_delay`` replaces the delays before retries (5 minutes, 10 for the rebuild, growing)."""
+    ``retry_delay`` replaces the delays before retries (5 minutes, 10 for the rebuild, growing);
+    ``optimize`` and ``vacuum_retain_hours`` add the maintenance tasks after ``validate`` (default: none)."""
     defaults = defaults or {}
     params = {
         name: Param(str(defaults.get(name, "")), type="string", description=text) for name, text in (
@@ -490,6 +520,12 @@ def build_dag(dag_id: str, *, defaults: dict[str, Any] | None = None, variables:
         loss = task(task_id="unconsumed_loss", retries=0)(unconsumed_loss)()
         no_loss = EmptyOperator(task_id="no_unconsumed_loss")
         settings >> changed >> rebuild >> checked >> audited >> branch >> [loss, no_loss]
+        last = checked   # maintenance only on validated tables, beside the audit
+        if optimize:
+            last = last >> task(task_id="optimize_tables", execution_timeout=dt.timedelta(hours=1))(optimize_tables)()
+        if vacuum_retain_hours is not None:
+            last >> task(task_id="vacuum_tables", execution_timeout=dt.timedelta(hours=1))(vacuum_tables)(
+                retain_hours=int(vacuum_retain_hours))
     return dag
 
 
@@ -521,4 +557,6 @@ for _name, _entry in _stores_file().items():
         schedule=_schedule(_entry.get("schedule", "@daily")),
         rebuild_timeout=dt.timedelta(minutes=float(_entry.get("rebuild_timeout_minutes", 360))),
         retry_delay=(dt.timedelta(minutes=float(_entry["retry_delay_minutes"])) if "retry_delay_minutes" in _entry
-                     else None))
+                     else None),
+        optimize=bool(_entry.get("optimize", False)),
+        vacuum_retain_hours=(None if _entry.get("vacuum_retain_hours") is None else int(_entry["vacuum_retain_hours"])))

@@ -138,7 +138,9 @@ def airflow_env(tmp_path_factory: pytest.TempPathFactory, stores: dict[str, dict
         name: {"store": str(s["store"]), "out": str(s["out"]), "config": str(s["config"]), "spark_conn_id": CONN_ID,
                "spark_conf": {"spark.ui.enabled": "false"}, "schedule": None,
                # a failure meant to be retried is retried 3 s later, not minutes (a retry is no hang)
-               "retry_delay_minutes": 0.05}
+               "retry_delay_minutes": 0.05,
+               # the maintenance tasks, on a store that stops at validate (their graph, not their run)
+               **({"optimize": True, "vacuum_retain_hours": 0} if name == "corrupt" else {})}
         for name, s in stores.items()}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ROCKETMQ_INDEX_"))}
     env.update({
@@ -210,9 +212,16 @@ def test_dag_folder_imports_without_a_stores_file(airflow_env: dict[str, str]) -
 def test_task_graph(described: dict[str, Any]) -> None:
     for dag_id, dag in described["dags"].items():
         tasks = dag["tasks"]
-        assert sorted(tasks) == sorted(CHAIN + ["unconsumed_loss", "no_unconsumed_loss"]), dag_id
+        maintenance = ["optimize_tables", "vacuum_tables"] if dag_id == f"{DAG_ID}__corrupt" else []
+        assert sorted(tasks) == sorted(CHAIN + ["unconsumed_loss", "no_unconsumed_loss"] + maintenance), dag_id
+        if maintenance:   # after validate, beside the audit: optimize, then vacuum
+            assert tasks["validate"]["downstream"] == ["audit", "optimize_tables"]
+            assert tasks["optimize_tables"]["downstream"] == ["vacuum_tables"]
+            assert tasks["vacuum_tables"]["upstream"] == ["optimize_tables"]
+            assert all("PythonOperator" in tasks[t]["classes"] for t in maintenance)
         for before, after in zip(CHAIN, CHAIN[1:]):
-            assert tasks[before]["downstream"] == [after], (dag_id, before)
+            if before != "validate" or not maintenance:
+                assert tasks[before]["downstream"] == [after], (dag_id, before)
             assert tasks[after]["upstream"] == [before], (dag_id, after)
         assert tasks["check_settings"]["upstream"] == []
         assert tasks["loss_check"]["downstream"] == ["no_unconsumed_loss", "unconsumed_loss"]
