@@ -15,7 +15,7 @@ STORE ?=
 OUT ?= demo/out
 BENCH_ARGS ?=
 
-.PHONY: venv java warm live-broker run test bench clean
+.PHONY: venv java warm live-broker run test test-full bench clean
 
 venv: $(STAMP)
 
@@ -82,6 +82,10 @@ test: venv java warm live-broker
 	$(VPY) -m ruff check store_format pipelines tests
 	$(VPY) -m mypy
 	$(VPY) -m pytest -q
+
+# everything, the longer variants too (tests marked full): more Airflow runs, cluster failure modes
+test-full: export PIPELINES_FULL_SUITE := 1
+test-full: test
 
 bench: venv java warm
 	$(VPY) -m pipelines.bench $(BENCH_ARGS)

@@ -139,8 +139,8 @@ def airflow_env(tmp_path_factory: pytest.TempPathFactory, stores: dict[str, dict
                "spark_conf": {"spark.ui.enabled": "false"}, "schedule": None,
                # a failure meant to be retried is retried 3 s later, not minutes (a retry is no hang)
                "retry_delay_minutes": 0.05,
-               # the maintenance tasks, on a store that stops at validate (their graph, not their run)
-               **({"optimize": True, "vacuum_retain_hours": 0} if name == "corrupt" else {})}
+               # the maintenance tasks after validate, on the light queue store (which runs them)
+               **({"optimize": True, "vacuum_retain_hours": 0} if name == "lmq" else {})}
         for name, s in stores.items()}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ROCKETMQ_INDEX_"))}
     env.update({
@@ -212,7 +212,7 @@ def test_dag_folder_imports_without_a_stores_file(airflow_env: dict[str, str]) -
 def test_task_graph(described: dict[str, Any]) -> None:
     for dag_id, dag in described["dags"].items():
         tasks = dag["tasks"]
-        maintenance = ["optimize_tables", "vacuum_tables"] if dag_id == f"{DAG_ID}__corrupt" else []
+        maintenance = ["optimize_tables", "vacuum_tables"] if dag_id == f"{DAG_ID}__lmq" else []
         assert sorted(tasks) == sorted(CHAIN + ["unconsumed_loss", "no_unconsumed_loss"] + maintenance), dag_id
         if maintenance:   # after validate, beside the audit: optimize, then vacuum
             assert tasks["validate"]["downstream"] == ["audit", "optimize_tables"]
@@ -265,6 +265,7 @@ def test_dag_source_keeps_to_airflow_3_and_public_means() -> None:
 
 
 
+@pytest.mark.full
 @pytest.mark.slow
 def test_missing_setting_fails_at_once_without_retry(airflow_env: dict[str, str], tmp_path: Path) -> None:
     result, log = _dag_test(airflow_env, DAG_ID, {}, tmp_path / "missing.log")
@@ -275,6 +276,7 @@ def test_missing_setting_fails_at_once_without_retry(airflow_env: dict[str, str]
     assert "missing setting(s) store, out, config" in log and "rocketmq_index_store" in log
 
 
+@pytest.mark.full
 @pytest.mark.slow
 def test_relative_path_fails_at_once(airflow_env: dict[str, str], stores: dict, tmp_path: Path) -> None:
     demo = stores["demo"]
@@ -342,6 +344,7 @@ def test_clean_store_runs_and_leaves_the_artifacts(clean_run: tuple[dict[str, An
     assert f"{report['total_lost_messages']} unconsumed message(s)" in log
 
 
+@pytest.mark.full
 @pytest.mark.slow
 @pytest.mark.spark
 def test_unchanged_store_skips_the_rebuild(clean_run: tuple[dict[str, Any], str], airflow_env: dict[str, str],
@@ -361,6 +364,7 @@ def test_unchanged_store_skips_the_rebuild(clean_run: tuple[dict[str, Any], str]
     assert {p: p.stat().st_mtime_ns for p in (demo["out"] / "index").iterdir()} == before
 
 
+@pytest.mark.full
 @pytest.mark.slow
 @pytest.mark.spark
 def test_changed_store_is_rebuilt_over_the_previous_output(clean_run: tuple[dict[str, Any], str],
@@ -381,6 +385,7 @@ def test_changed_store_is_rebuilt_over_the_previous_output(clean_run: tuple[dict
     assert len(list((demo["tables"] / "_audit").glob("*.json"))) == 2
 
 
+@pytest.mark.full
 @pytest.mark.slow
 @pytest.mark.spark
 def test_force_rebuilds_and_fail_on_loss_fails_the_run(clean_run: tuple[dict[str, Any], str],
@@ -423,6 +428,8 @@ def test_light_queue_store_passes_validate(airflow_env: dict[str, str], stores: 
     result, log = _dag_test(airflow_env, f"{DAG_ID}__lmq", {}, tmp_path / "lmq.log")
     states = _states(result)
     assert states["validate"] == "success", log[-5000:]
+    # its optional maintenance ran after validate: compaction, then a vacuum that keeps the run readable
+    assert states["optimize_tables"] == "success" and states["vacuum_tables"] == "success", log[-5000:]
     tables = stores["lmq"]["tables"]
     records = [json.loads(p.read_text()) for p in (tables / "_validation").glob("*.json")]
     assert len(records) == 1 and records[0]["success"] is True

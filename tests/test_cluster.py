@@ -566,6 +566,7 @@ def test_rebuild_on_the_cluster_matches_the_sequential_reference(sample: Sample,
     assert counts == {"messages": ref.records, "message_keys": ref.keys, "segments": summary["segments"], "runs": 1}
 
 
+@pytest.mark.full
 def test_relative_paths_on_the_cluster(sample: Sample, package_zip: Path, cluster: Cluster) -> None:
     """``--store`` and ``--out`` relative to the driver's working folder mean the same folders to the executors."""
     shutil.copytree(sample.store, cluster.root / "store-relative")
@@ -617,6 +618,7 @@ def _run_with_fault(cluster: Cluster, sample: Sample, package_zip: Path, name: s
     return job
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("attempts", [None, 1], ids=["retried", "no-retry"])
 def test_killed_python_worker_mid_scan(sample: Sample, package_zip: Path, cluster: Cluster,
                                        attempts: int | None) -> None:
@@ -636,6 +638,7 @@ def test_killed_python_worker_mid_scan(sample: Sample, package_zip: Path, cluste
         assert "Python worker exited unexpectedly" in " ".join(job.failed_tasks()["scan"])
 
 
+@pytest.mark.full
 def test_killed_worker_jvm_mid_scan(sample: Sample, package_zip: Path, cluster: Cluster) -> None:
     killed: list[int] = []
 
