@@ -386,7 +386,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                           log_level=args.log_level)
     print(summary.render())
     if tables is not None and summary.tables:
-        from .lookup import demo_lookup
+        from .commands.lookup import demo_lookup
         demo_lookup(tables)
     return 1 if summary.tables_error else 0
 
@@ -414,7 +414,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_lookup(args: argparse.Namespace) -> int:
-    from . import lookup
+    from .commands import lookup
     return lookup.run_lookup(tables=args.tables, topic=args.topic, key=args.key, msg_id=args.msg_id,
                              offset_msg_id=args.offset_msg_id, begin_ms=args.begin, end_ms=args.end, body=args.body,
                              index=args.index, store=args.store, config_path=args.config, max_messages=args.max,
@@ -422,7 +422,7 @@ def cmd_lookup(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from . import audit
+    from .commands import audit
     return audit.run_audit_command(tables=args.tables, as_of_ms=args.as_of, config_path=args.config, store=args.store,
                                    consumer_file=args.consumer_offsets, delay_file=args.delay_offsets,
                                    disk_used_percent=args.disk_used, tz=args.tz, time_source=args.time_source,
@@ -431,7 +431,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from . import validate
+    from .commands import validate
     return validate.run_validate_command(tables=args.tables, docs=args.docs, as_json=args.json)
 
 
@@ -450,20 +450,20 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    from . import dump
+    from .commands import dump
     return dump.run_dump_command(args.files, start=args.start, count=args.count, config_path=args.config,
                                  as_json=args.json, strict=args.strict)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from . import verify
+    from .commands import verify
     return verify.run_verify_command(store=args.store, config=_config(args), work=args.work, engine=args.engine,
                                      master=args.master, split_size=args.split_size, as_json=args.json,
                                      strict=args.strict)
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from . import verify
+    from .commands import verify
     return verify.run_repair_command(store=args.store, config=_config(args), backup=args.backup, dry_run=args.dry_run,
                                      force=args.force, engine=args.engine, master=args.master,
                                      split_size=args.split_size, as_json=args.json)

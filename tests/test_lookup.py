@@ -10,8 +10,8 @@ import pytest
 import tables_store as ts
 
 from pipelines.cli import main as cli_main
+from pipelines.commands.lookup import demo_lookup
 from pipelines.lookup import (
-    demo_lookup,
     lookup_index,
     lookup_key,
     lookup_msg_id,

@@ -21,9 +21,7 @@ The story of a validation:
 """
 from __future__ import annotations
 
-import json
 import logging
-import sys
 import time
 from collections.abc import Mapping
 
@@ -36,7 +34,7 @@ from .report import Failure, SuiteOutcome, ValidationReport
 from .suites import SUITES
 from .table_reading import TableReader
 
-__all__ = ["validate_tables", "run_validate_command", "compute_figures", "ValidationReport", "SuiteOutcome",
+__all__ = ["validate_tables", "compute_figures", "ValidationReport", "SuiteOutcome",
            "Failure", "Figures", "SUITES", "DOCS_FOLDER", "ValidationSetupError"]
 
 log = logging.getLogger(__name__)
@@ -78,15 +76,3 @@ def validate_tables(tables: str, docs: str | None = None, *, expected_anomalies:
         report.docs = write_index(docs_dir, report)
     report.seconds = round(time.perf_counter() - t0, 3)
     return report
-
-
-def run_validate_command(*, tables: str, docs: str | None, as_json: bool) -> int:
-    """``python -m pipelines validate``: 0 when every expectation holds, 1 when some fail (one line
-    each, with the observed value); errors a user can fix raise :class:`StoreError` (exit 2)."""
-    report = validate_tables(tables, docs)
-    if as_json:
-        print(json.dumps(report.to_dict(), indent=2, default=str))
-    else:
-        print(report.render())
-    sys.stdout.flush()
-    return 0 if report.success else 1

@@ -32,7 +32,6 @@ Modules: :mod:`.report` (results, text and JSON), :mod:`.storefiles` (reading th
 from __future__ import annotations
 
 from ..brokerlock import BrokerCheck, check_broker
-from .commands import run_repair_command, run_verify_command
 from .compare import compare_cq_file, compare_index_file
 from .compare_store import verify_store
 from .repair import RepairResult, apply_repair, repair_store
@@ -53,5 +52,5 @@ __all__ = [
     "BrokerCheck", "ConsumeQueueFileResult", "IndexFileResult", "KeyExample", "QueueRestart", "RepairAction",
     "RepairPlan", "RepairResult", "RestartPrediction", "Unit", "UnitDifference", "VerifyReport", "apply_repair",
     "check_broker", "compare_cq_file", "compare_index_file", "plan_repair", "predict_restart", "recover_queue",
-    "repair_store", "run_repair_command", "run_verify_command", "truncate_queue", "verify_store",
+    "repair_store", "truncate_queue", "verify_store",
 ]

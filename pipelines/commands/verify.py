@@ -1,5 +1,5 @@
-"""The ``verify`` and ``repair`` commands: checks of the arguments, the run, the text or JSON
-output and the exit code."""
+"""The ``verify`` and ``repair`` commands (:mod:`pipelines.verify`): checks of the arguments, the
+run, the text or JSON output and the exit code."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,8 @@ import os
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError
 
-from .compare_store import verify_store
-from .repair import repair_store
+from ..verify.compare_store import verify_store
+from ..verify.repair import repair_store
 
 
 def _inside(path: str, root: str) -> bool:

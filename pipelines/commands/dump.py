@@ -47,7 +47,7 @@ def run_dump_command(files: list[str], *, start: int, count: int | None, config_
         raise UsageError(f"--from {start}: use 0 or more")
     config = load_config_for(config_path)
     dumps = [open_dump(f, config) for f in files]
-    from .brokerlock import warn_if_broker_live
+    from ..brokerlock import warn_if_broker_live
     for root in dict.fromkeys(r for r in map(store_root_of, files) if r is not None):
         warn_if_broker_live(root, strict=strict,
                             meaning="the files it writes (the newest segment, consume queue and index files, the "
