@@ -282,15 +282,15 @@ def commitlog_changed(**context: Any) -> bool:
 def _unchanged_reason(s: dict[str, Any]) -> str | None:
     """Why the store is unchanged since the last successful run, or None when it must be rebuilt (logged)."""
     _project()
-    from pipelines.delta import read_arrow
+    from pipelines.tables.runs import snapshot
     from store_format.reput import resolve_broker_version
     from store_format.store import load_config_for, open_store
 
-    runs = read_arrow(s["tables"], "runs")
-    if runs is None or not runs.num_rows:
-        log.info("no runs table under %s: first rebuild", s["tables"])
+    snap = snapshot(s["tables"])   # the tables as readers see them: those of the latest complete run
+    last = snap.run
+    if last is None:
+        log.info("no complete run in the tables under %s: first rebuild", s["tables"])
         return None
-    last = max(runs.to_pylist(), key=lambda r: (r["finished_at"], r["run_id"]))
     if last["command"] != "rebuild":
         log.info("the newest run %s is a '%s' refresh, not a rebuild of the files", last["run_id"], last["command"])
         return None
@@ -303,7 +303,7 @@ def _unchanged_reason(s: dict[str, Any]) -> str | None:
     if json.loads(last["config"] or "{}") != config:
         log.info("the broker settings differ from those of run %s", last["run_id"])
         return None
-    segments = read_arrow(s["tables"], "segments")
+    segments = snap.read_arrow("segments")
     seen: dict[str, tuple[int, int | None]] = {}
     for r in (segments.to_pylist() if segments is not None else []):
         if r["status"] == "live" and r["last_run"] == last["run_id"]:
