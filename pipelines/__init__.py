@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from store_format.errors import CorruptStoreError, StoreError, StoreLayoutError, UnsupportedConfigError, UsageError
     from store_format.store import load_config_for
 
-    from .audit import load_offsets, run_audit
+    from .audit import run_audit
     from .brokerlock import LiveBrokerError
     from .cli import main
     from .delta import TablesError, arrow_dataset, read_arrow
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from .rebuild import Progress, RebuildSummary, run_rebuild
     from .session import PendingSession, start_session
     from .tables import render_tables_summary, run_tables
+    from .tables.expiry_audit import load_offsets
     from .tables.runs import Snapshot, snapshot
     from .validate import ValidationReport, ValidationSetupError, validate_tables
     from .verify import RepairResult, VerifyReport, repair_store, verify_store
@@ -93,7 +94,8 @@ _HOME = {
     **dict.fromkeys(["LookupResult", "lookup_key", "lookup_keys", "lookup_msg_id", "lookup_msg_ids",
                      "lookup_offset_msg_id", "lookup_offset_msg_ids", "lookup_index", "lookup_index_keys"],
                     "pipelines.lookup"),
-    **dict.fromkeys(["run_audit", "load_offsets"], "pipelines.audit"),
+    "run_audit": "pipelines.audit",
+    "load_offsets": "pipelines.tables.expiry_audit",
     **dict.fromkeys(["validate_tables", "ValidationReport", "ValidationSetupError"], "pipelines.validate"),
     **dict.fromkeys(["verify_store", "VerifyReport", "repair_store", "RepairResult"], "pipelines.verify"),
     **dict.fromkeys(["open_notebook_store", "NotebookStore"], "pipelines.notebook"),

@@ -8,7 +8,7 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from pipelines.audit import parse_offset_table
+from pipelines.tables.expiry_audit import parse_offset_table
 from pipelines.cli import time_arg as parse_time
 from store_format.config import BrokerConfig
 from store_format.errors import UnsupportedConfigError

@@ -422,7 +422,7 @@ def _finish(p: PendingTables) -> dict:
                      and r["segment"] in store_names] + anomalies
     versions["anomalies"] = writer.write("anomalies", pa.Table.from_pylist(anomalies, schema=ANOMALIES_SCHEMA),
                                          ANOMALIES_SCHEMA, description=DESCRIPTIONS["anomalies"])
-    from ..audit import build_expiry_audit, cq_inventory_table, index_inventory_table, load_offsets
+    from .expiry_audit import build_expiry_audit, cq_inventory_table, index_inventory_table, load_offsets
     consumer, delay = load_offsets(st.uri, None, None)
     units_per_file = config.cq_file_size // CQ_UNIT_SIZE
     cq_rows = [{"topic": r["topic"], "queue_id": r["queue_id"], "file": r["file_start"] // config.cq_file_size,
