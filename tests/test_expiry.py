@@ -8,8 +8,8 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from pipelines.tables.expiry_audit import parse_offset_table
 from pipelines.cli import time_arg as parse_time
+from pipelines.tables.expiry_audit import parse_offset_table
 from store_format.config import BrokerConfig
 from store_format.errors import UnsupportedConfigError
 from store_format.expiry import (
