@@ -24,6 +24,7 @@ class Split:
     start: int
     end: int
     path: str
+    dledger: bool = False  # a DLedger data file (Segment.dledger)
 
     @property
     def is_segment_start(self) -> bool:
@@ -45,7 +46,8 @@ def plan_splits(store: StoreLocation, split_size: int = DEFAULT_SPLIT_SIZE) -> l
         while True:
             end = min(start + split_size, size)
             last = end >= size
-            splits.append(Split(len(splits), seg.index, seg.base, size, start, size + 1 if last else end, seg.path))
+            splits.append(Split(len(splits), seg.index, seg.base, size, start, size + 1 if last else end, seg.path,
+                                seg.dledger))
             if last:
                 break
             start = end

@@ -90,7 +90,7 @@ def _walk_sample(store: StoreLocation, seg_index: int, config: BrokerConfig) -> 
     window = min(SAMPLE_BYTES, seg.size)
     with store.reader(seg) as read:
         res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(0, seg.size), window, config,
-                            window=window)
+                            window=window, dledger=seg.dledger)
     rec = res.rec
     sample = _Sample(bytes=max(int(res.state.bufpos), 1))
     ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED

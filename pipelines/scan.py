@@ -59,12 +59,12 @@ def walk_split(split: Split, read: Reader, config: BrokerConfig,
     if entering is None:
         sync = 0 if split.is_segment_start else cl.resync(read, split.seg_base, split.start,
                                                           min(split.end, split.seg_size),
-                                                          split.seg_size)
+                                                          split.seg_size, dledger=split.dledger)
         if sync < 0:
             return -1, None
         entering = cl.WalkState(sync, sync, 0, 1 << 62)
     res = cl.walk_range(read, split.seg_base, split.seg_size, entering, split.end, config, limit_rel=limit_rel,
-                        window=window, scratch=scratch)
+                        window=window, scratch=scratch, dledger=split.dledger)
     fix_malformed_text(res)
     return entering.bufpos, res
 

@@ -34,6 +34,7 @@ from .walkkernel import (
     S_SLICE_SIZE,
     S_STOP,
     Stop,
+    find_entry_start,
     find_record_start,
     walk_records,
 )
@@ -122,7 +123,7 @@ def _outputs(scratch: Scratch | None, records: int, keys: int) -> list[np.ndarra
 
 def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, split_end: int,
                config: BrokerConfig, *, limit_rel: int | None = None, window: int = 64 << 20,
-               keep_text: bool = True, scratch: Scratch | None = None) -> WalkResult:
+               keep_text: bool = True, scratch: Scratch | None = None, dledger: bool = False) -> WalkResult:
     """Walk records of one segment from ``state`` until a stop condition other than buffer/capacity.
 
     Args:
@@ -137,6 +138,7 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
         limit_rel: 5.x reput end offset relative to the segment base (None: no limit).
         window: bytes read at a time when the reader cannot map the file.
         scratch: reusable memory (see :class:`Scratch`); the result then lives until its next use.
+        dledger: a DLedger data file (:mod:`store_format.dledger`): records behind entry headers.
     Returns:
         A :class:`WalkResult`; string spans refer to segment positions resolvable in ``text``.
     """
@@ -158,7 +160,7 @@ def walk_range(read: Reader, seg_base: int, data_end: int, state: WalkState, spl
     rec, key, lmq, prop = _outputs(scratch, rec_cap, key_cap)
     counts = np.zeros(3, dtype=np.int64)
     while True:
-        walk_records(buf, win_start, data_end, split_end, limit, st, accept_v2, config.is_5x, delay,
+        walk_records(buf, win_start, data_end, split_end, limit, st, accept_v2, config.is_5x, dledger, delay,
               config.enableMultiDispatch, config.enableLmq, rec, key, lmq, prop, counts, config.indexes_tags)
         stop = int(st[S_STOP])
         if stop == Stop.CAPACITY:
@@ -202,9 +204,11 @@ def _grow(scratch: Scratch | None, name: str, current: np.ndarray, used: int) ->
     return scratch.grow(name, current[:used], rows)
 
 
-def resync(read: Reader, seg_base: int, start: int, end: int, data_end: int, window: int = 1 << 20) -> int:
+def resync(read: Reader, seg_base: int, start: int, end: int, data_end: int, window: int = 1 << 20,
+           dledger: bool = False) -> int:
     """First record start in [start, end) found by content, or -1
-    (:func:`store_format.walkkernel.find_record_start`, a window at a time)."""
+    (:func:`store_format.walkkernel.find_record_start`, a window at a time); in a DLedger data file
+    the first entry start (:func:`store_format.walkkernel.find_entry_start`)."""
     pos = start
     while pos < end:
         length = min(window + 64, data_end - pos)
@@ -212,7 +216,8 @@ def resync(read: Reader, seg_base: int, start: int, end: int, data_end: int, win
             return -1
         buf = _as_u8(read(pos, length))
         stop_at = min(end, pos + window)
-        found = find_record_start(buf, pos, seg_base, pos, stop_at, True)
+        found = (find_entry_start(buf, pos, seg_base, pos, stop_at) if dledger
+                 else find_record_start(buf, pos, seg_base, pos, stop_at, True))
         if found >= 0:
             return int(found)
         pos = stop_at

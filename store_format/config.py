@@ -168,6 +168,8 @@ class BrokerConfig:
     enableConsumeQueueExt: bool = False
     brokerId: int = 0
     enableDLegerCommitLog: bool = False
+    dLegerSelfId: str = "n0"                     # DLedger: the log is dledger-<selfId>/ (store_format.dledger)
+    storePathDLedgerCommitLog: str = ""          # DLedger: its data folder, when not dledger-<selfId>/data
     duplicationEnable: bool = False
     storeType: str = "default"
     # cleanup (expiry audit) [MessageStoreConfig field defaults, 4.9.8 / 5.3.3 / 5.5.1; the rules that
@@ -215,10 +217,6 @@ class BrokerConfig:
         if self.brokerVersion == "5.5" and not self.indexFileWriteEnable:
             # 5.5.1 CommitLogDispatcherBuildIndex: no IndexService.buildIndex, no index files
             object.__setattr__(self, "messageIndexEnable", False)
-        if self.enableDLegerCommitLog:
-            raise UnsupportedConfigError(
-                "enableDLegerCommitLog=true: a DLedger commitlog wraps records in DLedger entries; this project "
-                "reads plain commitlogs only")
         if self.duplicationEnable:
             raise UnsupportedConfigError(
                 "duplicationEnable=true: the broker's reput then stops at a confirm offset this project cannot "
@@ -252,8 +250,9 @@ class BrokerConfig:
 
     @property
     def is_master(self) -> bool:
-        """``brokerId == MixAll.MASTER_ID``: a master's reput skips past unreadable records."""
-        return self.brokerId == 0
+        """A reput that skips past unreadable records: ``enableDLegerCommitLog`` or ``brokerId ==
+        MixAll.MASTER_ID`` (``ReputMessageService.doReput``, 4.9.8 and 5.x)."""
+        return self.enableDLegerCommitLog or self.brokerId == 0
 
     @property
     def is_5x(self) -> bool:

@@ -57,6 +57,8 @@ def data_end_limit(store: StoreLocation, config: BrokerConfig) -> int | None:
     ends.  None where it cannot matter: 4.9, or a last segment walked without size mismatches."""
     if not config.is_5x:
         return None
+    if store.dledger is not None:
+        return store.dledger.committed_pos  # DLedgerCommitLog.getConfirmOffset: the committed position
     last = store.segments[-1]
     with store.reader(last) as read:
         res = cl.walk_range(read, last.base, last.data_end, cl.WalkState.at_slice_start(0, last.data_end),
@@ -73,8 +75,8 @@ def detect_broker_version(store: StoreLocation, config: BrokerConfig, sample_byt
     seg = store.segments[0]
     probe = dataclasses.replace(config, brokerVersion="4")
     with store.reader(seg) as read:
-        res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(0, seg.size),
-                            min(sample_bytes, seg.size), probe)
+        res = cl.walk_range(read, seg.base, seg.data_end, cl.WalkState.at_slice_start(0, seg.data_end),
+                            min(sample_bytes, seg.data_end), probe, dledger=seg.dledger)
     rec = res.rec
     ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
     with_props = ok & (rec[:, cl.R_PROPS_LEN] > 0)
@@ -171,7 +173,8 @@ def walk_store(store: StoreLocation, config: BrokerConfig, *, reuse_memory: bool
         while True:
             with store.reader(seg) as read:
                 res = cl.walk_range(read, seg.base, seg.data_end, state, seg.data_end + 1, config,
-                                    limit_rel=limit_rel, window=seg.data_end - state.bufpos + 16, scratch=scratch)
+                                    limit_rel=limit_rel, window=seg.data_end - state.bufpos + 16, scratch=scratch,
+                                    dledger=seg.dledger)
             yield seg, res
             seg, state, limit_rel = steps.send((res.state, res.stop))
     except StopIteration:

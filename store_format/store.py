@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from .config import BrokerConfig, load_broker_config
+from .dledger import ENTRY_HEADER_SIZE, DLedgerLog, find_dledger_log
 from .errors import StoreLayoutError
 from .layout import SEGMENT_NAME_RE
 from .store_layouts import check_store_layout
@@ -46,10 +47,16 @@ class Segment:
     path: str        # path inside the filesystem
     mtime_ms: int | None
     readable: int = -1  # where the data the broker reads ends (its write position); -1: the whole file
+    dledger: bool = False  # a DLedger data file: records behind entry headers (store_format.dledger)
 
     @property
     def end(self) -> int:
         return self.base + self.size
+
+    def walk_start(self, record_pos: int) -> int:
+        """Where a walk reaching the record at ``record_pos`` starts: its DLedger entry's header in a
+        DLedger data file, the record itself elsewhere."""
+        return record_pos - ENTRY_HEADER_SIZE if self.dledger else record_pos
 
     @property
     def data_end(self) -> int:
@@ -64,6 +71,7 @@ class StoreLocation:
     fs: pafs.FileSystem
     root: str
     segments: list[Segment]
+    dledger: DLedgerLog | None = None  # enableDLegerCommitLog: the DLedger log the last segments come from
 
     @property
     def commitlog_dir(self) -> str:
@@ -176,17 +184,56 @@ def open_store(uri: str, config: BrokerConfig) -> StoreLocation:
     """
     fs, root = resolve(uri)
     root = root.rstrip("/")
-    check_store_layout(fs, root, uri)
+    check_store_layout(fs, root, uri, dledger=config.enableDLegerCommitLog)
+    if config.enableDLegerCommitLog:
+        return _open_dledger_store(uri, fs, root, config)
     info = fs.get_file_info(f"{root}/commitlog")
     if info.type != pafs.FileType.Directory:
         raise StoreLayoutError(
             f"{uri}: no commitlog/ folder. Pass the broker's store root (storePathRootDir), the folder that "
             "holds commitlog/, consumequeue/ and index/.")
-    entries = fs.get_file_info(pafs.FileSelector(f"{root}/commitlog"))
-    files = sorted((e for e in entries if e.type == pafs.FileType.File and SEGMENT_NAME_RE.match(e.base_name)),
-                   key=lambda e: e.base_name)
+    files = _segment_files(fs, f"{root}/commitlog")
     if not files:
         raise StoreLayoutError(f"{uri}/commitlog holds no segment files (20-digit names)")
+    return StoreLocation(uri, fs, root, _segments(files, config))
+
+
+def _segment_files(fs: pafs.FileSystem, folder: str) -> list[pafs.FileInfo]:
+    try:
+        entries = fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+    except NotADirectoryError:
+        return []
+    return sorted((e for e in entries if e.type == pafs.FileType.File and SEGMENT_NAME_RE.match(e.base_name)),
+                  key=lambda e: e.base_name)
+
+
+def _open_dledger_store(uri: str, fs: pafs.FileSystem, root: str, config: BrokerConfig) -> StoreLocation:
+    """A DLedger store (``DLedgerCommitLog``): the old ``commitlog/`` segments of a store converted in
+    place, below ``dividedCommitlogOffset``, then the DLedger data files up to the committed position
+    (``getData`` hands out nothing at or past it)."""
+    log = find_dledger_log(fs, root, uri, self_id=config.dLegerSelfId, data_path=config.storePathDLedgerCommitLog,
+                           file_size=config.mappedFileSizeCommitLog)
+    legacy = _segments(_segment_files(fs, f"{root}/commitlog"), config)
+    if legacy and legacy[-1].end != log.first_offset:
+        raise StoreLayoutError(
+            f"{uri}: commitlog/ ends at {legacy[-1].end}, but the DLedger data starts at {log.first_offset}: a store "
+            "converted in place continues its old commitlog right after its last file (DLedgerCommitLog.recover)")
+    segments = list(legacy)
+    for name, size, path, mtime in log.files:
+        base = int(name)
+        if base >= log.committed_pos:
+            break
+        readable = min(size, log.committed_pos - base)
+        segments.append(Segment(len(segments), name, base, size, path, mtime,
+                                readable=readable if readable < size else -1, dledger=True))
+    if not segments:
+        raise StoreLayoutError(f"{uri}: nothing is committed in {log.base_dir.rsplit('/', 1)[-1]}/ (checkpoint "
+                               f"committedIndex={log.committed_index}) and there is no old commitlog: the broker's "
+                               "reput has nothing to dispatch")
+    return StoreLocation(uri, fs, root, segments, dledger=log)
+
+
+def _segments(files: list[pafs.FileInfo], config: BrokerConfig) -> list[Segment]:
     segments: list[Segment] = []
     for i, e in enumerate(files):
         if e.size != config.mappedFileSizeCommitLog:
@@ -201,7 +248,7 @@ def open_store(uri: str, config: BrokerConfig) -> StoreLocation:
                 f"{segments[-1].end}); the broker cannot map offsets across a missing segment")
         mtime = int(e.mtime_ns // 1_000_000) if e.mtime_ns is not None else None
         segments.append(Segment(i, e.base_name, base, e.size, e.path, mtime))
-    return StoreLocation(uri, fs, root, segments)
+    return segments
 
 
 def load_config_for(config_uri: str | None, **overrides: object) -> BrokerConfig:

@@ -12,9 +12,8 @@ refused with one line naming the layout, never rebuilt as ordinary consume queue
   default ``SimpleCQ``): any other value is refused, naming the topics.
 * ``consumequeue_ext/`` (``getStorePathConsumeQueueExt``): ``ConsumeQueueExt`` files, written with
   ``enableConsumeQueueExt=true``; the consume queue then stores ext addresses instead of tag hash codes.
-* ``dledger-<selfId>/`` (``DLedgerCommitLog``: the DLedger store base dir is the store root unless
-  ``storePathDLedgerCommitLog`` says otherwise; ``dledger-<selfId>/data`` holds the entries): records
-  wrapped in DLedger entries, not a plain ``commitlog/``.
+* ``dledger-<selfId>/`` (``DLedgerCommitLog``; :mod:`store_format.dledger` reads it): refused only
+  when the settings do not say ``enableDLegerCommitLog=true``.
 * a RocksDB database in ``consumequeue/`` (``RocksDBConsumeQueueStore`` opens it at
   ``getStorePathConsumeQueue``; ``storeType=defaultRocksDB``): its ``CURRENT`` and ``MANIFEST-*``
   files.
@@ -71,18 +70,23 @@ def batch_cq_topics(topics_json: str) -> list[str]:
     return found
 
 
-def check_store_layout(fs: pafs.FileSystem, root: str, uri: str) -> None:
+def check_store_layout(fs: pafs.FileSystem, root: str, uri: str, *, dledger: bool = False) -> None:
     """Refuse a store laid out in a way this project does not rebuild (module docstring).
+
+    ``dledger``: the settings say ``enableDLegerCommitLog=true`` (:mod:`store_format.dledger` reads
+    it); without it a ``dledger-*`` folder is refused, since the settings the store was written with
+    are then not the ones given.
 
     Raises:
         StoreLayoutError: one line naming the layout, what shows it, and the topics where known.
     """
     names = {i.base_name: i for i in _children(fs, root)}
-    dledger = sorted(n for n, i in names.items() if i.type == pafs.FileType.Directory and _DLEDGER_RE.match(n))
-    if dledger:
+    found = sorted(n for n, i in names.items() if i.type == pafs.FileType.Directory and _DLEDGER_RE.match(n))
+    if found and not dledger:
         raise StoreLayoutError(
-            f"{uri}: {dledger[0]}/ is a DLedger commitlog (DLedgerCommitLog, enableDLegerCommitLog=true): records "
-            "are wrapped in DLedger entries; this project rebuilds plain commitlog/ stores only")
+            f"{uri}: {found[0]}/ is a DLedger commitlog (DLedgerCommitLog), but the settings say "
+            "enableDLegerCommitLog=false: pass the broker.conf the store was written with (--config), with "
+            "enableDLegerCommitLog=true and its dLegerSelfId")
     topics_path = f"{root}/config/topics.json"
     batch: list[str] = []
     if "config" in names:

@@ -22,6 +22,14 @@ import numpy as np
 
 from .dispatch import bytes_equal as _bytes_equal
 from .dispatch import dispatch_flags, multi_dispatch_units, put_index_keys, wants_multi_dispatch
+from .dledger import (
+    ENTRY_BLANK_MAGIC,
+    ENTRY_HEADER_SIZE,
+    ENTRY_MAGIC,
+    OFF_ENTRY_BODY_SIZE,
+    OFF_ENTRY_POS,
+    OFF_ENTRY_SIZE,
+)
 from .javahash import utf16_hash_update
 from .javatext import parse_java_long
 from .layout import (
@@ -100,7 +108,7 @@ from .walkresult import (
 )
 
 __all__ = [
-    "Stop", "walk_records", "find_record_start", "KEY_HEADROOM", "S_BUFPOS", "S_REPUT", "S_READ",
+    "Stop", "walk_records", "find_record_start", "find_entry_start", "KEY_HEADROOM", "S_BUFPOS", "S_REPUT", "S_READ",
     "S_SLICE_SIZE", "S_STOP", "S_NEED",
 ]
 
@@ -401,7 +409,28 @@ def _prefetch_next(buf, p, tail):
 
 
 @numba.njit(cache=True, nogil=True)
-def walk_records(buf, buf_origin, data_end, split_end, limit_rel, state, accept_v2, is_5x,
+def _entry_header(buf, p, remaining, is_5x):
+    """How ``DLedgerCommitLog.checkMessageAndReturnSize`` reads the start of a DLedger entry: the
+    header's length before the record (``DLedgerEntry.BODY_OFFSET``), 0 when the second int is a
+    commitlog magic code (a plain record: the old commitlog of a converted store), or
+    ``-(stop + 1)``: a DLedger blank (magic -1) ends the file, a too short buffer is unreadable,
+    ``NEED_MORE`` when the window does not hold the two ints."""
+    if remaining < MAGIC_END:  # getInt underflows: the Throwable caught there
+        return -(_BAD + 1)
+    if p + MAGIC_END > buf.shape[0]:
+        return -(_NEED_MORE + 1)
+    second = _i32(buf, p + OFF_MAGIC)
+    if second == MAGIC_BLANK or second == MAGIC_V1 or (is_5x and second == MAGIC_V2):
+        return 0
+    if _i32(buf, p) == ENTRY_BLANK_MAGIC:
+        return -(_BLANK + 1)
+    if remaining < ENTRY_HEADER_SIZE:  # position(pos + BODY_OFFSET) past the limit throws
+        return -(_BAD + 1)
+    return ENTRY_HEADER_SIZE
+
+
+@numba.njit(cache=True, nogil=True)
+def walk_records(buf, buf_origin, data_end, split_end, limit_rel, state, accept_v2, is_5x, dledger,
           delay_table, enable_multi_dispatch, enable_lmq, rec, key, lmq, prop_span, counts, index_tags):
     """Walk records from ``state[S_BUFPOS]`` (segment position) until a stop condition: the loop of
     ``doReput`` over one slice, the record read by :func:`_record_layout`, the dispatchers' rules
@@ -409,7 +438,9 @@ def walk_records(buf, buf_origin, data_end, split_end, limit_rel, state, accept_
 
     ``buf[i]`` is the byte at segment position ``buf_origin + i``.  ``data_end`` is where the
     readable slice of the segment ends.  Outputs are appended to ``rec``/``key``/``lmq``/
-    ``prop_span`` from ``counts[0..2]`` on.
+    ``prop_span`` from ``counts[0..2]`` on.  ``dledger``: a DLedger data file, each record behind an
+    entry header (:func:`_entry_header`); positions and sizes then count the header, as
+    ``DLedgerCommitLog.checkMessageAndReturnSize`` gives the reput ``bufferSize``.
     """
     bufpos = state[S_BUFPOS]
     reput = state[S_REPUT]
@@ -437,11 +468,19 @@ def walk_records(buf, buf_origin, data_end, split_end, limit_rel, state, accept_
             stop = _CAPACITY
             break
         p = bufpos - buf_origin
+        hdr = 0
+        if dledger:
+            hdr = _entry_header(buf, p, data_end - bufpos, is_5x)
+            if hdr < 0:
+                stop = -hdr - 1
+                need = MAGIC_END
+                break
+            p += hdr
         _prefetch_next(buf, p, lay[LAY_PROPS])
-        code = _record_layout(buf, p, data_end - bufpos, accept_v2, is_5x, lay)
+        code = _record_layout(buf, p, data_end - bufpos - hdr, accept_v2, is_5x, lay)
         if code != _READABLE:
             stop = code
-            need = lay[LAY_NEED]
+            need = lay[LAY_NEED] + hdr
             break
         p_topic = p + lay[LAY_TOPIC]
         topic_len = lay[LAY_TOPIC_LEN]
@@ -456,15 +495,15 @@ def walk_records(buf, buf_origin, data_end, split_end, limit_rel, state, accept_
         if not readable:
             stop = _BAD
             break
-        size = lay[LAY_TOTAL]
-        is_ok = size == lay[LAY_STRUCT]
+        size = lay[LAY_TOTAL] + hdr
+        is_ok = lay[LAY_TOTAL] == lay[LAY_STRUCT]
         if is_5x and is_ok and not _inner_batch_readable(buf, spans):
             stop = _BAD
             break
         if is_5x and reput + size > limit_rel:
             stop = _LIMIT
             break
-        _emit_record(rec, n_rec, buf, p, bufpos, lay, tags_code)
+        _emit_record(rec, n_rec, buf, p, bufpos + hdr, lay, tags_code)
         for k in range(N_PROPS):
             s0 = spans[k, 0]
             prop_span[n_rec, k, 0] = s0 + buf_origin if s0 >= 0 else -1
@@ -498,7 +537,7 @@ def walk_records(buf, buf_origin, data_end, split_end, limit_rel, state, accept_
             rec[n_rec, R_KEY_FIRST] = n_key
             n_rec += 1
             reput += size
-            bufpos += lay[LAY_STRUCT]  # the buffer stands at the record's structural end
+            bufpos += lay[LAY_STRUCT] + hdr  # the buffer stands at the record's structural end
     state[S_BUFPOS] = bufpos
     state[S_REPUT] = reput
     state[S_READ] = read_size
@@ -507,6 +546,22 @@ def walk_records(buf, buf_origin, data_end, split_end, limit_rel, state, accept_
     counts[0] = n_rec
     counts[1] = n_key
     counts[2] = n_lmq
+
+
+@numba.njit(cache=True, nogil=True)
+def find_entry_start(buf, buf_origin, seg_base, start, end):
+    """First position in [start, end) of a DLedger data file where an entry starts: its magic, its
+    stored pos equal to the file base plus that position, its size the body size plus the header
+    (what ``DLedgerMmapFileStore.recover`` checks).  -1 if none."""
+    n = buf.shape[0]
+    for pos in range(start, end):
+        p = pos - buf_origin
+        if p + ENTRY_HEADER_SIZE > n:
+            return -1
+        if (_i32(buf, p) == ENTRY_MAGIC and _i64(buf, p + OFF_ENTRY_POS) == seg_base + pos
+                and _i32(buf, p + OFF_ENTRY_SIZE) == _i32(buf, p + OFF_ENTRY_BODY_SIZE) + ENTRY_HEADER_SIZE):
+            return pos
+    return -1
 
 
 @numba.njit(cache=True, nogil=True)

@@ -40,7 +40,6 @@ def test_delay_levels_with_days():
 @pytest.mark.parametrize("text, words", [
     ("enableConsumeQueueExt=true", "enableConsumeQueueExt"),
     ("storeType=defaultRocksDB", "storeType"),
-    ("enableDLegerCommitLog=true", "DLedger"),
     ("duplicationEnable=true", "duplicationEnable"),
     ("maxIndexNum=1", "maxIndexNum"),
     ("maxHashSlotNum=zero", "whole number"),

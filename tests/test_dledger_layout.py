@@ -1,0 +1,58 @@
+"""DLedger stores that cannot be read as the broker reads them end in one line and exit code 2
+(store_format.dledger): the DLedger folder the settings name is missing, its checkpoint is missing
+or names an entry the log does not hold, the old commitlog does not end where the DLedger data starts.
+
+The byte-for-byte checks against the broker's own DLedger stores are in test_dledger_broker.py; these
+stores are folders shaped as DLedgerCommitLog lays them out, with no entry in them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.cli import main
+
+FILE = 1 << 16
+
+
+def _store(tmp_path: Path, *, self_id: str = "n0", checkpoint: str | None = "committedIndex=3\nendIndex=3\n",
+           legacy: tuple[int, ...] = ()) -> tuple[Path, Path]:
+    root = tmp_path / "store"
+    data = root / f"dledger-{self_id}" / "data"
+    data.mkdir(parents=True)
+    (data / f"{2 * FILE:020d}").write_bytes(bytes(FILE))
+    (root / f"dledger-{self_id}" / "index").mkdir()
+    if checkpoint is not None:
+        (root / f"dledger-{self_id}" / "checkpoint").write_text(checkpoint)
+    (root / "commitlog").mkdir()
+    for base in legacy:
+        (root / "commitlog" / f"{base:020d}").write_bytes(bytes(FILE))
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"enableDLegerCommitLog=true\ndLegerSelfId=n0\nmappedFileSizeCommitLog={FILE}\n")
+    return root, conf
+
+
+def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, list[str]]:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, [line for line in err.splitlines() if line.startswith("error:")]
+
+
+@pytest.mark.parametrize(("kwargs", "words"), [
+    ({"self_id": "n1"}, ["dledger-n0/", "dledger-n1"]),
+    ({"checkpoint": None}, ["checkpoint", "committed"]),
+    ({"checkpoint": "committedIndex=x\n"}, ["committedIndex", "'x'"]),
+    ({}, ["committedIndex=3", "dledger-n0/index"]),
+    ({"legacy": (0,), "checkpoint": "committedIndex=-1\n"}, ["commitlog/ ends at 65536", "131072"]),
+    ({"checkpoint": "committedIndex=-1\n"}, ["nothing is committed", "committedIndex=-1"]),
+], ids=["other-self-id", "no-checkpoint", "bad-checkpoint", "entry-not-in-log", "legacy-gap", "nothing-committed"])
+def test_unreadable_dledger_stores_end_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], kwargs: dict,
+                                                   words: list[str]) -> None:
+    root, conf = _store(tmp_path, **kwargs)
+    code, errors = _error(capsys, ["rebuild", "--store", str(root), "--out", str(tmp_path / "out"),
+                                   "--config", str(conf), "--engine", "local"])
+    assert code == 2 and len(errors) == 1, errors
+    for w in words:
+        assert w in errors[0], errors
+    assert not (tmp_path / "out").exists()
