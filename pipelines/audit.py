@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from store_format.config import BrokerConfig
-from store_format.errors import StoreLayoutError
+from store_format.errors import StoreLayoutError, UnsupportedConfigError
 
 from .tables.expiry_audit import (
     CQ_INVENTORY_SCHEMA,
@@ -46,6 +46,10 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
         raise StoreLayoutError(f"{tables}: no runs table; publish the tables first (rebuild, or tables --store ...)")
     if config is None:
         config = run_config(last)
+    if config.enableDLegerCommitLog:
+        raise UnsupportedConfigError(
+            "audit: a DLedger store's data files are deleted by DLedger's own cleanup (DLedgerMmapFileStore's "
+            "CleanSpaceService, fileReservedTime + 1 hours), which is not modelled; lookups and tables are")
     segments = snap.read_arrow("segments")
     inv = snap.read_arrow("expiry_audit")
     if segments is None or inv is None:

@@ -18,7 +18,7 @@ from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
 from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
 from store_format.reput import check_concurrent_reput, resolve_broker_version
-from store_format.store import load_config_for, open_store
+from store_format.store import StoreLocation, load_config_for, open_store
 from store_format.timeutil import zone
 
 from .anomalies import at_offset
@@ -61,6 +61,7 @@ class RebuildSummary:
     tables_error_code: int = 1     # exit code for it: 2 when the user can fix the cause (space, permissions)
     tables_recovered: list[dict] = dataclasses.field(default_factory=list)   # interrupted publishes completed
     data_end: int | None = None    # commitlog offset where the data of the last segment ends (zeros after it)
+    dledger: dict | None = None    # a DLedger store: its log folder, committed index and offset
 
     @property
     def anomaly_count(self) -> int:
@@ -102,6 +103,12 @@ class RebuildSummary:
         lines.append(f"throughput         {mb / max(self.seconds, 1e-9):,.0f} MB/s, "
                      f"{self.records / max(self.seconds, 1e-9):,.0f} records/s end to end; "
                      f"{mb / max(working, 1e-9):,.0f} MB/s for the rebuild once the session is up")
+        if self.dledger:
+            d = self.dledger
+            lines.append(f"dledger            {d['log']}: committed index {d['committed_index']:,}, dispatched up to "
+                         f"offset {d['committed_offset']:,}" + (
+                             "; entries written after it are not dispatched until the group commits them"
+                             if d["uncommitted"] else ""))
         if self.tables:
             lines.append(f"tables             {self.tables}")
         for recovered in self.tables_recovered:
@@ -111,6 +118,14 @@ class RebuildSummary:
             lines.append(f"tables             NOT published ({self.tables_error}); rerun "
                          "'python -m pipelines tables' to publish them")
         return "\n".join(lines)
+
+
+def _dledger_figures(st: StoreLocation) -> dict | None:
+    log = st.dledger
+    if log is None:
+        return None
+    return {"log": log.base_dir.rsplit("/", 1)[-1], "committed_index": log.committed_index,
+            "committed_offset": log.committed_pos, "uncommitted": log.uncommitted}
 
 
 def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, config_path: str | None = None,
@@ -247,6 +262,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                           queues=built.queues, consume_queue_files=built.cq_file_count,
                           index_files=len(built.index_files), index_keys=walk.index_totals["keys"],
                           anomalies=anomalies, rewalked_splits=walk.chain.rewalked, timings=progress.timings,
+                          dledger=_dledger_figures(st),
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
                           tables_error=tables_error, tables_error_code=tables_error_code,

@@ -418,6 +418,10 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         >>> plan.process_offset, plan.reason  # doctest: +SKIP
         (1073741824, 'end of data at offset 1073741824 ...')
     """
+    if store.dledger is not None:
+        raise UnsupportedConfigError(
+            "a DLedger store's restart (DLedgerCommitLog.recover: DLedger's own recovery, then the group's commits) "
+            "is not modelled: rebuild without --as-restart, which dispatches up to DLedger's committed index")
     config = resolve_broker_version(store, config)
     is_5x = config.is_5x
     if abnormal is None:

@@ -140,6 +140,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                 else "ignored by the broker (IndexService.load skips names that are not numbers)")
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
+    if st.dledger is not None:
+        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
+                            None, _rebuild_figures(summary))
     clean = not st.broker_may_be_running()
     store_index = []
     for n in s_names:
@@ -161,9 +164,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     restart.recovery_discarded_messages = recovery.discarded_messages
     restart.recovery_discarded_bytes = recovery.discarded_bytes
     restart.recovery_deleted_segments = recovery.deleted_segments
-    rebuild = {"segments": summary.segments, "bytes": summary.bytes, "records": summary.records,
-               "dispatched": summary.dispatched, "consume_queue_files": summary.consume_queue_files,
-               "index_files": summary.index_files, "anomalies": summary.anomaly_count,
-               "seconds": summary.seconds}
     return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
-                        restart, rebuild)
+                        restart, _rebuild_figures(summary))
+
+
+def _rebuild_figures(summary) -> dict:
+    return {"segments": summary.segments, "bytes": summary.bytes, "records": summary.records,
+            "dispatched": summary.dispatched, "consume_queue_files": summary.consume_queue_files,
+            "index_files": summary.index_files, "anomalies": summary.anomaly_count, "seconds": summary.seconds}

@@ -118,7 +118,7 @@ class VerifyReport:
     index: list[IndexFileResult]
     index_files_in_store: int
     index_files_rebuilt: int
-    restart: RestartPrediction
+    restart: RestartPrediction | None   # None: a DLedger store (its recovery is not modelled)
     rebuild: dict
     seconds: float = 0.0
 
@@ -157,7 +157,8 @@ class VerifyReport:
             "consume_queue": [dataclasses.asdict(r) for r in self.consume_queue if r.status != "identical"],
             "index_files_in_store": self.index_files_in_store, "index_files_rebuilt": self.index_files_rebuilt,
             "index": [dataclasses.asdict(r) for r in self.index if r.status != "identical"],
-            "restart": dataclasses.asdict(self.restart), "rebuild": self.rebuild, "reference": self.reference,
+            "restart": dataclasses.asdict(self.restart) if self.restart else None,
+            "rebuild": self.rebuild, "reference": self.reference,
             "seconds": self.seconds,
         }
 
@@ -174,7 +175,9 @@ class VerifyReport:
         for ix in self.index:
             if ix.status != "identical":
                 lines.extend("  " + line for line in _render_index(ix))
-        lines.extend(_render_restart(self.restart))
+        lines.extend(_render_restart(self.restart) if self.restart else [
+            "at the broker's next start: not predicted for a DLedger store (DLedgerCommitLog's recovery and the "
+            "group's commits decide it)"])
         lines.append(f"time: {self.seconds:.2f}s")
         return "\n".join(lines)
 
