@@ -3,7 +3,7 @@
 ``tests/broker/rmq-<version>`` is one Maven module per broker line (4.9.8, 5.3.3, 5.5.1), each with
 its own classpath. Its two programs (sources in ``tests/broker/src``):
 
-* ``harness.Writer SCENARIOS.json``: puts each scenario's messages through the broker's
+* ``harness.Writer SCENARIOS.json [THREADS]``: puts each scenario's messages through the broker's
   ``DefaultMessageStore``, then lets the broker rebuild ``consumequeue/`` and ``index/`` from the
   commitlog (the way the shared golden stores were made) into ``<dir>/expected``; ``<dir>/store``
   keeps the commitlog and ``<dir>/broker.conf`` the settings. One JSON line per scenario.
@@ -16,6 +16,20 @@ of ``tags``, ``keys`` (the KEYS property as is), ``uniqKey``, ``properties`` (mo
 ``delayLevel``, ``tranType`` (none/prepared/commit/rollback), ``bornHost``/``storeHost``
 (``host:port``, IPv6 as ``[addr]:port``), ``bornTimestamp``, ``flag``; or ``batch`` (a list of such
 messages put as one batch into ``topic``/``queueId``); or ``sleepMs``.
+
+DLedger stores (``enableDLegerCommitLog=true`` in ``config``, a single-node group; scenarios in
+:mod:`broker_dledger_scenarios`): ``config`` also carries ``dLegerGroup``, ``dLegerSelfId`` and
+``dLegerPeers``, whose ``{port}`` the writer replaces by a port free on 127.0.0.1 (broker.conf then
+holds that port: only the peer's server uses it); on the 5.x lines ``recheckReputOffsetFromCq=true``
+too (the writer refuses a DLedger scenario without it: a 5.x restart would not dispatch the
+commitlog again). The writer waits after each start until the node is leader. A message object
+``{"switchToDLedger": true}`` makes a store converted in place: the messages before it go into an
+ordinary commitlog (``enableDLegerCommitLog=false``), then the store restarts with DLedger for the
+rest. ``<dir>/store`` keeps ``commitlog/`` (if the broker made one: legacy files of a converted store)
+and ``dledger-<selfId>/`` (``data/``, ``index/``, ``checkpoint``, ``currterm``); the writer's line adds
+``dledgerCommittedPos``, ``dledgerCommittedIndex``, ``dledgerBeginIndex``, ``dledgerEndIndex``,
+``dividedCommitlogOffset`` (as the broker's restart found them), ``dledgerLeaderWaitMs`` and
+``dledgerLoopbackOnly`` (false on 4.9.8: its remoting listens on the wildcard address).
 """
 from __future__ import annotations
 
@@ -80,10 +94,10 @@ def build() -> None:
         raise HarnessUnavailable("the broker harness did not build: " + " | ".join(tail))
 
 
-def _java(line: str, main: str, arg: Path, timeout: float) -> list[dict]:
+def _java(line: str, main: str, arg: Path, timeout: float, *more: str) -> list[dict]:
     target = _module(line) / "target"
     classpath = os.pathsep.join([str(target / "classes"), (target / "classpath.txt").read_text().strip()])
-    proc = subprocess.run(["java", *JVM_OPTIONS, "-cp", classpath, f"harness.{main}", str(arg)],
+    proc = subprocess.run(["java", *JVM_OPTIONS, "-cp", classpath, f"harness.{main}", str(arg), *more],
                           capture_output=True, text=True, timeout=timeout)
     rows = [json.loads(s) for s in proc.stdout.splitlines() if s.startswith("{")]
     if proc.returncode != 0 and not rows:
@@ -92,11 +106,13 @@ def _java(line: str, main: str, arg: Path, timeout: float) -> list[dict]:
     return rows
 
 
-def write_stores(line: str, scenarios: list[dict], work: Path, timeout: float = 600) -> dict[str, dict]:
-    """Runs the broker's writer on ``scenarios`` (one JVM): name -> the writer's report."""
+def write_stores(line: str, scenarios: list[dict], work: Path, timeout: float = 600,
+                 threads: int = 1) -> dict[str, dict]:
+    """Runs the broker's writer on ``scenarios`` (one JVM, ``threads`` scenarios at a time): name ->
+    the writer's report."""
     spec = work / f"scenarios-{line}.json"
     spec.write_text(json.dumps(scenarios))
-    return {r["name"]: r for r in _java(line, "Writer", spec, timeout)}
+    return {r["name"]: r for r in _java(line, "Writer", spec, timeout, str(threads))}
 
 
 def read_stores(line: str, requests: list[dict], work: Path, timeout: float = 600) -> list[list[dict]]:

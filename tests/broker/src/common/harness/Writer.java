@@ -18,6 +18,9 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageConst;
@@ -32,13 +35,29 @@ import org.apache.rocketmq.store.config.BrokerRole;
 /**
  * Writes scenario stores with the broker's own store, as the shared golden stores were made.
  *
- * <p>Usage: {@code Writer SCENARIOS.json} (a JSON array). For each scenario, in its {@code dir}:
- * the messages go through {@code DefaultMessageStore.putMessage/putMessages} of a started master
- * store; after a clean shutdown {@code consumequeue/} and {@code index/} are deleted and the store is
- * started again with the scenario's settings, so that the reput thread rebuilds them from the
- * commitlog; once it has dispatched to the commitlog's max offset the store is shut down and those
- * files are moved to {@code expected/}. {@code store/} then holds only {@code commitlog/}, and
+ * <p>Usage: {@code Writer SCENARIOS.json [THREADS]} (a JSON array; THREADS scenarios at a time,
+ * default 1: a store's shutdown sleeps 1 s on 4.9.8 and 3 s on 5.x, which threads overlap). For each
+ * scenario, in its {@code dir}: the messages go through
+ * {@code DefaultMessageStore.putMessage/putMessages} of a started master store; after a clean
+ * shutdown {@code consumequeue/} and {@code index/} are deleted and the store is started again with
+ * the scenario's settings, so that the reput thread rebuilds them from the commitlog; once it has
+ * dispatched to the commitlog's max offset the store is shut down and those files are moved to
+ * {@code expected/}. {@code store/} then holds only {@code commitlog/}, and
  * {@code broker.conf} the settings. One JSON line per scenario goes to stdout.
+ *
+ * <p>DLedger stores ({@code enableDLegerCommitLog=true}, see {@link DLedger}): the store is the same
+ * {@code DefaultMessageStore} over {@code DLedgerCommitLog}; after each start the writer waits until
+ * the single-node group has elected itself, and {@code store/} keeps {@code commitlog/} (when the
+ * broker made one) and {@code dledger-<selfId>/} (data, index, checkpoint, currterm). A message
+ * object {@code {"switchToDLedger": true}} makes a store converted in place: the messages before it
+ * are put with an ordinary commitlog ({@code enableDLegerCommitLog=false}), the store is shut down
+ * and started again with the scenario's settings, and the rest go into DLedger. 4.9.8's
+ * {@code start()} sets the reput from the consume queues (none left: the commitlog's min offset);
+ * 5.x's starts it at the commitlog's confirm offset, which for DLedger is the committed position,
+ * so nothing would be dispatched again: on the 5.x lines a DLedger scenario must carry
+ * {@code recheckReputOffsetFromCq=true} in its settings (the writer refuses it otherwise), as a
+ * DLedger operator's broker.conf must; it holds for every start of the scenario and goes into
+ * broker.conf.
  */
 public final class Writer {
     private Writer() {
@@ -47,52 +66,75 @@ public final class Writer {
     public static void main(String[] args) throws Exception {
         JsonArray scenarios = JsonParser.parseString(
             new String(Files.readAllBytes(new File(args[0]).toPath()), StandardCharsets.UTF_8)).getAsJsonArray();
-        int failed = 0;
+        int threads = args.length > 1 ? Integer.parseInt(args[1]) : 1;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        List<Future<Boolean>> done = new ArrayList<>();
         for (JsonElement e : scenarios) {
-            JsonObject sc = e.getAsJsonObject();
-            JsonObject out = new JsonObject();
-            out.addProperty("name", sc.get("name").getAsString());
-            try {
-                write(sc, out);
-                out.addProperty("ok", true);
-            } catch (Exception ex) {
-                failed++;
-                out.addProperty("ok", false);
-                out.addProperty("error", ex.toString());
-            }
+            done.add(pool.submit(() -> writeOne(e.getAsJsonObject())));
+        }
+        int failed = 0;
+        for (Future<Boolean> f : done) {
+            failed += f.get() ? 0 : 1;
+        }
+        pool.shutdown();
+        System.exit(failed == 0 ? 0 : 1);
+    }
+
+    /** One scenario, its line printed when it is done (in that order with several threads). */
+    static boolean writeOne(JsonObject sc) {
+        JsonObject out = new JsonObject();
+        out.addProperty("name", sc.get("name").getAsString());
+        boolean ok = true;
+        try {
+            write(sc, out);
+            out.addProperty("ok", true);
+        } catch (Exception | LinkageError ex) {  // a missing class would leave the store's threads running
+            ok = false;
+            out.addProperty("ok", false);
+            out.addProperty("error", ex.toString());
+        }
+        synchronized (System.out) {
             System.out.println(out);
             System.out.flush();
         }
-        System.exit(failed == 0 ? 0 : 1);
+        return ok;
     }
 
     static void write(JsonObject sc, JsonObject out) throws Exception {
         File dir = new File(sc.get("dir").getAsString());
         File root = new File(dir, "store");
         Stores.deleteTree(dir);
-        Properties props = Stores.properties(sc.getAsJsonObject("config"));
+        Properties props = DLedger.resolvePort(Stores.properties(sc.getAsJsonObject("config")));
+        boolean dledger = DLedger.enabled(props);
+        if (dledger && LineAdapter.LINE.equals("5")
+            && !Boolean.parseBoolean(props.getProperty("recheckReputOffsetFromCq", "false").trim())) {
+            throw new IllegalArgumentException("a DLedger scenario on 5.x needs recheckReputOffsetFromCq=true: "
+                + "without it the restart's reput starts at the committed position and rebuilds nothing");
+        }
         JsonArray messages = sc.getAsJsonArray("messages");
         Set<String> topics = topics(messages);
 
-        DefaultMessageStore store = Stores.open(props, root, BrokerRole.ASYNC_MASTER, topics);
-        check(store.load(), "store load failed");
-        store.start();
-        LineAdapter.afterStart(store);
-        Map<String, Integer> statuses = new TreeMap<>();
-        try {
-            for (JsonElement m : messages) {
-                JsonObject o = m.getAsJsonObject();
-                if (o.has("sleepMs")) {
-                    Thread.sleep(o.get("sleepMs").getAsLong());
-                    continue;
-                }
-                PutMessageResult r = o.has("batch") ? store.putMessages(batch(o)) : putOne(store, o);
-                statuses.merge(r.getPutMessageStatus().name(), 1, Integer::sum);
-                check(r.isOk(), "put failed: " + r.getPutMessageStatus() + " for " + o.get("topic"));
+        // the phases: before a {"switchToDLedger": true} the commitlog is an ordinary one
+        List<JsonArray> phases = new ArrayList<>();
+        phases.add(new JsonArray());
+        for (JsonElement m : messages) {
+            if (m.getAsJsonObject().has("switchToDLedger")) {
+                check(dledger && phases.size() == 1,
+                    "switchToDLedger: once, in a scenario with enableDLegerCommitLog=true");
+                phases.add(new JsonArray());
+            } else {
+                phases.get(phases.size() - 1).add(m);
             }
-            Stores.awaitDispatched(store, 60_000);
-        } finally {
-            store.shutdown();
+        }
+        Map<String, Integer> statuses = new TreeMap<>();
+        for (int i = 0; i < phases.size(); i++) {
+            Properties phaseProps = props;
+            if (phases.size() > 1 && i == 0) {
+                phaseProps = new Properties();
+                phaseProps.putAll(props);
+                phaseProps.setProperty("enableDLegerCommitLog", "false");
+            }
+            put(phaseProps, root, topics, phases.get(i), statuses, out);
         }
         JsonObject st = new JsonObject();
         statuses.forEach(st::addProperty);
@@ -103,13 +145,16 @@ public final class Writer {
         Stores.deleteTree(new File(root, "index"));
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
-        store = Stores.open(props, root, role, topics);
+        DefaultMessageStore store = Stores.open(props, root, role, topics);
         check(store.load(), "store load failed on restart");
+        DLedger.beforeStart(store);
         store.start();
         LineAdapter.afterStart(store);
         try {
+            DLedger.awaitCommitted(store, 30_000);
             Stores.awaitDispatched(store, 60_000);
             out.addProperty("maxPhyOffset", store.getMaxPhyOffset());
+            DLedger.report(store, out);
             indexNames(store, out);
         } finally {
             store.shutdown();
@@ -127,7 +172,7 @@ public final class Writer {
         File[] rest = root.listFiles();
         if (rest != null) {
             for (File f : rest) {
-                if (!f.getName().equals("commitlog")) {
+                if (!f.getName().equals("commitlog") && !f.getName().startsWith("dledger")) {
                     Stores.deleteTree(f);
                 }
             }
@@ -137,6 +182,36 @@ public final class Writer {
             conf.append(k).append('=').append(props.getProperty(k)).append('\n');
         }
         Files.write(new File(dir, "broker.conf").toPath(), conf.toString().getBytes(StandardCharsets.ISO_8859_1));
+    }
+
+    /** Puts {@code messages} through a store opened with {@code props} (a master), waits until the
+     *  reput has dispatched them, and shuts it down. */
+    static void put(Properties props, File root, Set<String> topics, JsonArray messages,
+        Map<String, Integer> statuses, JsonObject out) throws Exception {
+        DefaultMessageStore store = Stores.open(props, root, BrokerRole.ASYNC_MASTER, topics);
+        check(store.load(), "store load failed");
+        boolean loopback = DLedger.beforeStart(store);
+        store.start();
+        LineAdapter.afterStart(store);
+        try {
+            if (DLedger.commitLog(store) != null) {
+                out.addProperty("dledgerLeaderWaitMs", DLedger.awaitLeader(store, 30_000));
+                out.addProperty("dledgerLoopbackOnly", loopback);
+            }
+            for (JsonElement m : messages) {
+                JsonObject o = m.getAsJsonObject();
+                if (o.has("sleepMs")) {
+                    Thread.sleep(o.get("sleepMs").getAsLong());
+                    continue;
+                }
+                PutMessageResult r = o.has("batch") ? store.putMessages(batch(o)) : putOne(store, o);
+                statuses.merge(r.getPutMessageStatus().name(), 1, Integer::sum);
+                check(r.isOk(), "put failed: " + r.getPutMessageStatus() + " for " + o.get("topic"));
+            }
+            Stores.awaitDispatched(store, 60_000);
+        } finally {
+            store.shutdown();
+        }
     }
 
     /** The index files the reput created, in creation order: two created in one millisecond share a

@@ -1,0 +1,120 @@
+"""DLedger scenarios for the broker harness (:mod:`broker_harness`): small stores the broker's
+``DLedgerCommitLog`` writes (``enableDLegerCommitLog=true``, a single-node group), fixed rather than
+drawn, the same on every run.
+
+Each scenario's settings carry the group (``dLegerGroup``, ``dLegerSelfId``, and ``dLegerPeers`` with
+a ``{port}`` the writer fills with a free port on 127.0.0.1), 64 KiB data files
+(``mappedFileSizeCommitLog``) that 1-3 KiB bodies fill in a few dozen messages, so that every store
+spans several files ending in DLedger blanks, and small consume queue and index files. On the 5.x lines
+they also set ``recheckReputOffsetFromCq=true``: without it a 5.x restart does not dispatch a DLedger
+commitlog again (see the Writer's javadoc). ``converted`` is a store converted in place: messages put
+with an ordinary commitlog, then ``{"switchToDLedger": true}`` and more messages through DLedger.
+"""
+from __future__ import annotations
+
+import base64
+import random
+
+from broker_scenarios import KEYS, TAGS
+
+FILE_SIZE = 64 * 1024
+
+
+def config(line: str) -> dict[str, str]:
+    """The settings every DLedger scenario of ``line`` starts from."""
+    c = {
+        "mappedFileSizeCommitLog": str(FILE_SIZE),
+        "mappedFileSizeConsumeQueue": "120",  # 6 units a file: most queues span several
+        "maxHashSlotNum": "101",
+        "maxIndexNum": "400",
+        "enableDLegerCommitLog": "true",
+        "dLegerGroup": "g0",
+        "dLegerSelfId": "n0",
+        "dLegerPeers": "n0-127.0.0.1:{port}",
+    }
+    if not line.startswith("4"):
+        c["recheckReputOffsetFromCq"] = "true"
+    return c
+
+
+class _Messages:
+    """Deterministic message objects (the writer's JSON, see :mod:`broker_harness`)."""
+
+    def __init__(self, seed: int, topics: list[str]) -> None:
+        self.rng = random.Random(seed)
+        self.topics = topics
+        self.n = 0
+
+    def body(self, low: int = 1024, high: int = 3072) -> str:
+        return base64.b64encode(self.rng.randbytes(self.rng.randint(low, high))).decode()
+
+    def one(self, keyed: bool = False, **extra) -> dict:
+        self.n += 1
+        m = {"topic": self.rng.choice(self.topics), "queueId": self.rng.randint(0, 3), "body": self.body(),
+             "uniqKey": f"7F00000100002A9F0000{self.n:012X}"}
+        if keyed:
+            keys = self.rng.sample(KEYS, self.rng.randint(0, 3))
+            if keys:
+                m["keys"] = " ".join(keys)
+            if self.rng.random() < 0.7:
+                m["tags"] = self.rng.choice(TAGS)
+        m.update(extra)
+        return m
+
+    def batch(self, size: int) -> dict:
+        parts = []
+        for _ in range(size):
+            self.n += 1
+            part = {"body": self.body(512, 1536), "uniqKey": f"7F00000100002A9F0000{self.n:012X}"}
+            if self.rng.random() < 0.5:
+                part["keys"] = self.rng.choice(KEYS[:4])
+                part["tags"] = self.rng.choice(TAGS)
+            parts.append(part)
+        return {"topic": self.rng.choice(self.topics), "queueId": self.rng.randint(0, 3), "batch": parts}
+
+
+def _topics(line: str) -> list[str]:
+    topics = ["T0", "T1", "%RETRY%cg1"]
+    if not line.startswith("4"):
+        topics.append("LongTopic-" + "x" * 190)  # a V2 record (2-byte topic length)
+    return topics
+
+
+def dledger_scenarios(line: str) -> list[dict]:
+    """The DLedger scenarios of broker line ``line`` (named ``<line>-dledger-<what>``): ``plain``
+    (single messages, half of them with keys and tags, over three data files), ``mixed`` (batches,
+    delayed messages, prepared/commit/rollback transactions), ``converted`` (both kinds, before and
+    after the switch)."""
+    topics = _topics(line)
+    scenarios: dict[str, dict] = {}
+
+    g = _Messages(1, topics)
+    scenarios["plain"] = {"config": config(line), "messages": [g.one(keyed=i % 2 == 0) for i in range(60)]}
+
+    g = _Messages(2, topics)
+    scenarios["mixed"] = {"config": {**config(line), "messageDelayLevel": "1s 5s 10s 30s 1m"},
+                          "messages": [_mixed(g, i) for i in range(48)]}
+
+    g = _Messages(3, topics)
+    before = [g.one(keyed=True) for _ in range(35)]  # an ordinary commitlog of about 1.3 files
+    after = [_mixed(g, i) for i in range(30)]
+    scenarios["converted"] = {"config": config(line), "messages": [*before, {"switchToDLedger": True}, *after]}
+
+    return [{**sc, "name": f"{line}-dledger-{what}"} for what, sc in scenarios.items()]
+
+
+def _mixed(g: _Messages, i: int) -> dict:
+    """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
+    last) and transactions, a prepared one delayed too (the broker does not move it)."""
+    kind = i % 6
+    if kind == 0:
+        return g.batch(g.rng.randint(2, 5))
+    if kind == 1:
+        return g.one(keyed=True, delayLevel=g.rng.randint(1, 20))
+    if kind == 2:
+        return g.one(keyed=True, tranType="prepared", **({"delayLevel": 3} if i % 12 == 2 else {}))
+    if kind == 3:
+        return g.one(keyed=True, tranType="commit", **({"delayLevel": 2} if i % 12 == 9 else {}))
+    if kind == 4:
+        return g.one(keyed=True, tranType="rollback")
+    return g.one(keyed=True)

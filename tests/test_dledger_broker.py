@@ -1,0 +1,169 @@
+"""DLedger stores (``enableDLegerCommitLog=true``) written by the published RocketMQ store through the
+JVM harness in ``tests/broker/``, rebuilt by ``python -m pipelines rebuild``, compared byte for byte
+with what the broker rebuilt from the same ``dledger-n0/data`` (and, for a store converted in place,
+the legacy ``commitlog/`` before it).
+
+The scenarios (:mod:`broker_dledger_scenarios`): several 64 KiB data files ending in DLedger blanks,
+keys and tags, batches, delayed messages, transactions, and a converted store. The rebuild runs with
+the smallest split size (4 KiB), so that most splits start inside a DLedger entry and the scan has to
+find the next one. ``test_broker_wrote_a_dledger_store`` checks the harness itself: what the broker
+wrote, and that its own rebuild dispatched every message (no comparison can then pass on nothing).
+
+All lines' stores are written at once (one JVM per line, its scenarios in threads) while the Spark
+session starts: about 25 s of the run on 2 cores, most of it the stores' shutdown sleeps.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_scenarios import dledger_scenarios
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+if bh.missing_tools():
+    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
+                allow_module_level=True)
+
+# 4.9.8 and 5.5.1 by default; 5.3.3 (the 5.x store over 4.9.8's dledger 0.3.1.2) adds some 20 s of
+# writing on 2 cores: DLEDGER_LINES=4.9.8,5.3.3,5.5.1
+LINES = tuple(os.environ.get("DLEDGER_LINES", "4.9.8,5.5.1").split(","))
+BROKER_LINE = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}  # as --broker-version names them
+SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
+CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+_RUNS: dict[str, dict] = {}
+
+
+def _rebuild(d: Path, line: str) -> dict:
+    """``python -m pipelines rebuild`` (in this process, on the test session's Spark context): exit
+    code and what it printed on stderr."""
+    from pipelines.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(d / "store"), "--out", str(d / "ours"),
+                     "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line],
+                     "--split-size", "4k", "--no-tables"])
+    return {"code": code, "stderr": err.getvalue().strip()}
+
+
+@pytest.fixture
+def written(request, tmp_path_factory):
+    """The scenario as the broker wrote it (every scenario written, and rebuilt, once)."""
+    name = request.node.callspec.params["name"]
+    if not _RUNS:
+        try:
+            bh.build()
+        except bh.HarnessUnavailable as e:
+            pytest.skip(f"broker harness not available: {e}")
+        work = tmp_path_factory.mktemp("dledger")
+        started = time.monotonic()
+        with ThreadPoolExecutor(len(LINES)) as pool:
+            futures = {ln: pool.submit(bh.write_stores, ln, [{**sc, "dir": str(work / sc["name"])} for sc in scs],
+                                       work, 300, len(scs))
+                       for ln, scs in SCENARIOS.items()}
+            # meanwhile the session the CLI's rebuild gets (getOrCreate) starts; a store's shutdown sleeps 1 s
+            # on 4.9.8 and 3 s on 5.x, and DLedger's netty server takes 2 s more to stop
+            request.getfixturevalue("spark")
+            reports = {ln: f.result() for ln, f in futures.items()}
+        print(f"\nthe broker wrote {len(CASES)} DLedger store(s) in {time.monotonic() - started:.1f} s")
+        for ln, scs in SCENARIOS.items():
+            for sc in scs:
+                r = {"scenario": {**sc, "dir": str(work / sc["name"])},
+                     "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
+                _RUNS[sc["name"]] = r
+                if r["written"].get("ok"):
+                    started = time.monotonic()
+                    r["rebuild"] = _rebuild(work / sc["name"], ln)
+                    print(f"{sc['name']}: rebuilt in {time.monotonic() - started:.1f} s (exit {r['rebuild']['code']})")
+    r = _RUNS[name]
+    if not r["written"].get("ok"):
+        pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
+    return r
+
+
+def _rebuilt(r: dict) -> Path:
+    """The scenario's folder, once the CLI's rebuild has exited 0 (else the test fails with its error line)."""
+    if r["rebuild"]["code"] != 0:
+        stderr = r["rebuild"]["stderr"]
+        why = [ln for ln in stderr.splitlines() if ln.startswith("error:")] or [stderr[-1000:]]
+        pytest.fail(f"rebuild exited {r['rebuild']['code']}: {' | '.join(why)}")
+    return Path(r["scenario"]["dir"])
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_broker_wrote_a_dledger_store(written, line, name):
+    """The harness itself: DLedger data over several files, the checkpoint the restart read, and for a
+    converted store the legacy commitlog ending where DLedger's data begins."""
+    d, w = Path(written["scenario"]["dir"]), written["written"]
+    store = d / "store"
+    data = sorted((store / "dledger-n0" / "data").iterdir())
+    file_size = int(written["scenario"]["config"]["mappedFileSizeCommitLog"])
+    assert len(data) >= 2 and all(p.stat().st_size == file_size for p in data)
+    assert (store / "dledger-n0" / "index").is_dir()
+    checkpoint = bh.read_conf(store / "dledger-n0" / "checkpoint")
+    assert int(checkpoint["committedIndex"]) == w["dledgerCommittedIndex"] == w["dledgerEndIndex"]
+    assert w["maxPhyOffset"] == w["dledgerCommittedPos"] > int(data[-1].name)
+    legacy = sorted((store / "commitlog").iterdir()) if (store / "commitlog").is_dir() else []
+    if any("switchToDLedger" in m for m in written["scenario"]["messages"]):
+        assert legacy, "a converted store keeps its ordinary commitlog files"
+        assert w["dividedCommitlogOffset"] == int(legacy[-1].name) + file_size == int(data[0].name)
+    else:
+        assert not legacy and w["dividedCommitlogOffset"] == int(data[0].name) == 0
+    conf = bh.read_conf(d / "broker.conf")
+    assert conf["enableDLegerCommitLog"] == "true" and "{port}" not in conf["dLegerPeers"]
+    # the broker's rebuild dispatched every message a consume queue takes (not prepared, not rolled back)
+    units = 0
+    for f in (d / "expected" / "consumequeue").rglob("*"):
+        data = f.read_bytes() if f.is_file() else b""
+        units += sum(1 for i in range(0, len(data) - 19, 20) if int.from_bytes(data[i + 8:i + 12], "big"))
+    assert units == _queued(written["scenario"]) > 0
+
+
+def _queued(sc: dict) -> int:
+    """How many consume queue units the scenario's messages make."""
+    return sum(len(m["batch"]) if "batch" in m else m.get("tranType", "none") in ("none", "commit")
+               for m in sc["messages"] if "topic" in m)
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def _same_bytes(expected: bytes, ours: bytes, what: str) -> None:
+    if expected == ours:
+        return
+    n = min(len(expected), len(ours))
+    first = next((i for i in range(n) if expected[i] != ours[i]), n)
+    raise AssertionError(f"{what} differs at byte {first} (sizes {len(ours)} vs broker's {len(expected)}): "
+                         f"ours {ours[first:first + 8].hex()} broker {expected[first:first + 8].hex()}")
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_consume_queues_match_broker(written, line, name):
+    d = _rebuilt(written)
+    exp, ours = d / "expected" / "consumequeue", d / "ours" / "consumequeue"
+    exp_files = _files(exp)
+    assert exp_files and any((exp / f).stat().st_size for f in exp_files), "the broker dispatched nothing"
+    assert _files(ours) == exp_files, "consume queue file set differs"
+    for rel in exp_files:
+        _same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"consumequeue/{rel}")
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_index_files_match_broker(written, line, name):
+    d = _rebuilt(written)
+    exp_idx = sorted((d / "expected" / "index").iterdir())
+    our_idx = sorted((d / "ours" / "index").iterdir())
+    if not written["written"]["indexNamesUnique"]:
+        pytest.skip("the broker created two index files in one millisecond (one overwrote the other)")
+    assert exp_idx, "the broker wrote no index file"
+    assert len(our_idx) == len(exp_idx), f"index file count {len(our_idx)} != broker's {len(exp_idx)}"
+    for i, (e, o) in enumerate(zip(exp_idx, our_idx)):
+        _same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i} ({o.name} vs broker's {e.name})")
