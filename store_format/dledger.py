@@ -87,10 +87,12 @@ def _read(fs: pafs.FileSystem, path: str, pos: int, length: int) -> bytes:
 def _committed_index(fs: pafs.FileSystem, base_dir: str, uri: str) -> int:
     path = f"{base_dir}/{_CHECKPOINT}"
     if fs.get_file_info(path).type != pafs.FileType.File:
+        bak = fs.get_file_info(f"{path}.bak").type == pafs.FileType.File
         raise StoreLayoutError(
             f"{uri}: {path.rsplit('/', 2)[-2]}/{_CHECKPOINT} is missing: without DLedger's committed index the "
             "broker's reput dispatches nothing after a restart (DLedgerCommitLog.getMaxOffset), and which entries "
-            "the group committed is unknown")
+            "the group committed is unknown" + (f" ({_CHECKPOINT}.bak holds the one written before it: copy it to "
+                                                f"{_CHECKPOINT} to rebuild up to that index)" if bak else ""))
     with fs.open_input_stream(path) as f:
         props = parse_java_properties(f.read().decode("iso-8859-1"))
     value = props.get(_COMMITTED_INDEX, "").strip()

@@ -118,7 +118,8 @@ def write_stores(line: str, scenarios: list[dict], work: Path, timeout: float = 
 def read_stores(line: str, requests: list[dict], work: Path, timeout: float = 600) -> list[list[dict]]:
     """The broker's answers on each request's store (one JVM; stores are opened in place: pass
     copies). A request: ``store``, ``config``, ``queries`` [(topic, key)], ``queues`` (bool),
-    ``cleanup`` ({clockMs, mtimes, cleanImmediately}). Returns the answer lines per request."""
+    ``commitlog`` (bool: min/max offsets), ``cleanup`` ({clockMs, mtimes, cleanImmediately}). Returns
+    the answer lines per request."""
     spec = work / f"read-{line}.json"
     spec.write_text(json.dumps([{**r, "store": str(r["store"]),
                                  "queries": [{"topic": t, "key": k} for t, k in r.get("queries", ())]}

@@ -400,6 +400,7 @@ def test_force_rebuilds_and_fail_on_loss_fails_the_run(clean_run: tuple[dict[str
     assert "force is set: rebuilding" in log and "would be lost at the next cleanup" in log
 
 
+@pytest.mark.full
 @pytest.mark.slow
 @pytest.mark.spark
 def test_corrupted_store_fails_at_validate(airflow_env: dict[str, str], stores: dict, tmp_path: Path) -> None:

@@ -56,7 +56,8 @@ def _rebuild(d: Path, line: str) -> dict:
 @pytest.fixture
 def written(request, tmp_path_factory):
     """The scenario as the broker wrote it (every scenario written, and rebuilt, once)."""
-    name = request.node.callspec.params["name"]
+    params = request.node.callspec.params
+    name = params.get("name") or f"{params['line']}-dledger-plain"
     if not _RUNS:
         try:
             bh.build()
@@ -167,3 +168,51 @@ def test_index_files_match_broker(written, line, name):
     assert len(our_idx) == len(exp_idx), f"index file count {len(our_idx)} != broker's {len(exp_idx)}"
     for i, (e, o) in enumerate(zip(exp_idx, our_idx)):
         _same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i} ({o.name} vs broker's {e.name})")
+
+
+def _units(root: Path) -> list[tuple[str, int, int, int]]:
+    """Every unit of a ``consumequeue/`` folder: (queue, commitlog offset, size, tags code), in order."""
+    out = []
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        data = f.read_bytes()
+        queue = str(f.parent.relative_to(root))
+        for i in range(0, len(data) - 19, 20):
+            off, size, tags = (int.from_bytes(data[i:i + 8], "big", signed=True),
+                               int.from_bytes(data[i + 8:i + 12], "big", signed=True),
+                               int.from_bytes(data[i + 12:i + 20], "big", signed=True))
+            if size:
+                out.append((queue, off, size, tags))
+    return out
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_entries_past_the_committed_index_are_not_dispatched(written, line, tmp_path, request):
+    """A checkpoint whose committedIndex is behind the log's end (entries written, not yet committed
+    by the group): the broker's store, loaded on it, ends the commitlog at the position our rebuild
+    reads up to; our consume queues are the broker's rebuild without the units at or past it."""
+    import shutil
+
+    from store_format.store import load_config_for, open_store
+    src = Path(written["scenario"]["dir"])
+    store = tmp_path / "store"
+    shutil.copytree(src / "store", store)
+    end = int(bh.read_conf(store / "dledger-n0" / "checkpoint")["endIndex"])
+    committed = end - 7
+    (store / "dledger-n0" / "checkpoint").write_text(f"committedIndex={committed}\nendIndex={end}\n")
+    broker_conf = bh.read_conf(src / "broker.conf")
+    answer = bh.read_stores(line, [{"store": shutil.copytree(store, tmp_path / "broker-copy"),
+                                    "config": broker_conf, "commitlog": True}], tmp_path)[0]
+    broker_end = next(a for a in answer if a["kind"] == "commitlog")["maxPhyOffset"]
+    st = open_store(str(store), load_config_for(str(src / "broker.conf")))
+    assert st.dledger is not None and st.dledger.uncommitted
+    assert st.dledger.committed_pos == broker_end, "the committed position differs from the broker's"
+    from pipelines.cli import main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(store), "--out", str(tmp_path / "ours"), "--config",
+                     str(src / "broker.conf"), "--broker-version", BROKER_LINE[line], "--split-size", "4k",
+                     "--no-tables"])
+    assert code == 0, err.getvalue()[-2000:]
+    expected = [u for u in _units(src / "expected" / "consumequeue") if u[1] < broker_end]
+    assert 0 < len(expected) < len(_units(src / "expected" / "consumequeue"))
+    assert _units(tmp_path / "ours" / "consumequeue") == expected

@@ -16,7 +16,7 @@ FILE = 1 << 16
 
 
 def _store(tmp_path: Path, *, self_id: str = "n0", checkpoint: str | None = "committedIndex=3\nendIndex=3\n",
-           legacy: tuple[int, ...] = ()) -> tuple[Path, Path]:
+           legacy: tuple[int, ...] = (), bak: bool = False) -> tuple[Path, Path]:
     root = tmp_path / "store"
     data = root / f"dledger-{self_id}" / "data"
     data.mkdir(parents=True)
@@ -24,6 +24,8 @@ def _store(tmp_path: Path, *, self_id: str = "n0", checkpoint: str | None = "com
     (root / f"dledger-{self_id}" / "index").mkdir()
     if checkpoint is not None:
         (root / f"dledger-{self_id}" / "checkpoint").write_text(checkpoint)
+    if bak:  # IOUtils.string2File keeps the previous content there
+        (root / f"dledger-{self_id}" / "checkpoint.bak").write_text("committedIndex=2\n")
     (root / "commitlog").mkdir()
     for base in legacy:
         (root / "commitlog" / f"{base:020d}").write_bytes(bytes(FILE))
@@ -42,11 +44,13 @@ def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, li
 @pytest.mark.parametrize(("kwargs", "words"), [
     ({"self_id": "n1"}, ["dledger-n0/", "dledger-n1"]),
     ({"checkpoint": None}, ["checkpoint", "committed"]),
+    ({"checkpoint": None, "bak": True}, ["checkpoint.bak", "copy it"]),
     ({"checkpoint": "committedIndex=x\n"}, ["committedIndex", "'x'"]),
     ({}, ["committedIndex=3", "dledger-n0/index"]),
     ({"legacy": (0,), "checkpoint": "committedIndex=-1\n"}, ["commitlog/ ends at 65536", "131072"]),
     ({"checkpoint": "committedIndex=-1\n"}, ["nothing is committed", "committedIndex=-1"]),
-], ids=["other-self-id", "no-checkpoint", "bad-checkpoint", "entry-not-in-log", "legacy-gap", "nothing-committed"])
+], ids=["other-self-id", "no-checkpoint", "no-checkpoint-but-bak", "bad-checkpoint", "entry-not-in-log",
+        "legacy-gap", "nothing-committed"])
 def test_unreadable_dledger_stores_end_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], kwargs: dict,
                                                    words: list[str]) -> None:
     root, conf = _store(tmp_path, **kwargs)

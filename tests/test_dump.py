@@ -212,7 +212,7 @@ def _commitlog_records(case: Path, config: BrokerConfig) -> dict[int, dict]:
 
 
 @pytest.mark.parametrize("case_name", ["basic-4.9.8", "lmq-4.9.8", "rebased-4.9.8", "timebase-4.9.8",
-                                       "basic-5.3.3"])
+                                       pytest.param("basic-5.3.3", marks=pytest.mark.full)])
 def test_golden_consume_queue_and_index_files(golden_dir: Path, case_name: str) -> None:
     """The broker's own consume queue and index files decode to units and entries that match the
     records of the commitlog: every unit points at a record of its topic/queue with its size, queue

@@ -30,7 +30,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code commitlog/} and any {@code consumequeue/} and {@code index/}; it is opened in place, so give
  * a copy: the store's recovery may truncate files, and cleanup deletes them), {@code config}
  * (broker.conf settings), {@code queries} ({@code topic}, {@code key}), {@code queues} (true: every
- * message of every queue) and {@code cleanup}. The store is loaded (its recovery runs) but not
+ * message of every queue), {@code commitlog} (true: the commitlog's min and max offsets, the latter
+ * a DLedger store's committed position) and {@code cleanup}. The store is loaded (its recovery runs) but not
  * started: no reput, flush, HA or schedule thread touches the files while they are read.
  */
 public final class Reader {
@@ -65,6 +66,14 @@ public final class Reader {
         }
         Stores.markReadable(store);
         List<JsonObject> out = new ArrayList<>();
+        if (req.has("commitlog") && req.get("commitlog").getAsBoolean()) {
+            // where the reput's reading ends after this load: a DLedger store's committed position
+            JsonObject o = new JsonObject();
+            o.addProperty("kind", "commitlog");
+            o.addProperty("minPhyOffset", store.getMinPhyOffset());
+            o.addProperty("maxPhyOffset", store.getMaxPhyOffset());
+            out.add(o);
+        }
         if (req.has("queries")) {
             for (JsonElement q : req.getAsJsonArray("queries")) {
                 JsonObject o = q.getAsJsonObject();
