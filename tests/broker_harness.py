@@ -133,3 +133,13 @@ def read_stores(line: str, requests: list[dict], work: Path, timeout: float = 60
 def read_conf(path: Path) -> dict[str, str]:
     """The ``key=value`` lines the writer wrote (plain: no escapes, no continuations)."""
     return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def same_bytes(expected: bytes, ours: bytes, what: str) -> None:
+    """Fails naming the first byte where our file differs from the broker's."""
+    if expected == ours:
+        return
+    n = min(len(expected), len(ours))
+    first = next((i for i in range(n) if expected[i] != ours[i]), n)
+    raise AssertionError(f"{what} differs at byte {first} (sizes {len(ours)} vs broker's {len(expected)}): "
+                         f"ours {ours[first:first + 8].hex()} broker {expected[first:first + 8].hex()}")

@@ -181,7 +181,7 @@ def test_consume_queues_match_broker(run, line, name):
         our_files = sorted(str(p.relative_to(ours)) for p in ours.rglob("*") if p.is_file())
         assert our_files == exp_files, "consume queue file set differs"
         for rel in exp_files:
-            _same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"consumequeue/{rel}")
+            bh.same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"consumequeue/{rel}")
 
     _checked(run, "consume queues", check, _known_difference(line, run["scenario"], "consume queues"))
 
@@ -197,7 +197,7 @@ def test_index_files_match_broker(run, line, name):
             pytest.skip("the broker created two index files in one millisecond (one overwrote the other)")
         assert len(our_idx) == len(exp_idx), f"index file count {len(our_idx)} != broker's {len(exp_idx)}"
         for i, (e, o) in enumerate(zip(exp_idx, our_idx)):
-            _same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i} ({o.name} vs broker's {e.name})")
+            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i} ({o.name} vs broker's {e.name})")
 
     _checked(run, "index files", check, _known_difference(line, run["scenario"], "index files"))
 
@@ -208,15 +208,6 @@ def _known_difference(line: str, sc: dict, what: str) -> str | None:
     if what in sc.get("known", {}):
         return sc["known"][what]
     return None
-
-
-def _same_bytes(expected: bytes, ours: bytes, what: str) -> None:
-    if expected == ours:
-        return
-    n = min(len(expected), len(ours))
-    first = next((i for i in range(n) if expected[i] != ours[i]), n)
-    raise AssertionError(f"{what} differs at byte {first} (sizes {len(ours)} vs broker's {len(expected)}): "
-                         f"ours {ours[first:first + 8].hex()} broker {expected[first:first + 8].hex()}")
 
 
 @pytest.mark.parametrize("line,name", CASES)

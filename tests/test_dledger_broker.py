@@ -137,15 +137,6 @@ def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
-def _same_bytes(expected: bytes, ours: bytes, what: str) -> None:
-    if expected == ours:
-        return
-    n = min(len(expected), len(ours))
-    first = next((i for i in range(n) if expected[i] != ours[i]), n)
-    raise AssertionError(f"{what} differs at byte {first} (sizes {len(ours)} vs broker's {len(expected)}): "
-                         f"ours {ours[first:first + 8].hex()} broker {expected[first:first + 8].hex()}")
-
-
 @pytest.mark.parametrize("line,name", CASES)
 def test_consume_queues_match_broker(written, line, name):
     d = _rebuilt(written)
@@ -154,7 +145,7 @@ def test_consume_queues_match_broker(written, line, name):
     assert exp_files and any((exp / f).stat().st_size for f in exp_files), "the broker dispatched nothing"
     assert _files(ours) == exp_files, "consume queue file set differs"
     for rel in exp_files:
-        _same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"consumequeue/{rel}")
+        bh.same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"consumequeue/{rel}")
 
 
 @pytest.mark.parametrize("line,name", CASES)
@@ -167,7 +158,7 @@ def test_index_files_match_broker(written, line, name):
     assert exp_idx, "the broker wrote no index file"
     assert len(our_idx) == len(exp_idx), f"index file count {len(our_idx)} != broker's {len(exp_idx)}"
     for i, (e, o) in enumerate(zip(exp_idx, our_idx)):
-        _same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i} ({o.name} vs broker's {e.name})")
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i} ({o.name} vs broker's {e.name})")
 
 
 def _units(root: Path) -> list[tuple[str, int, int, int]]:
@@ -216,3 +207,27 @@ def test_entries_past_the_committed_index_are_not_dispatched(written, line, tmp_
     expected = [u for u in _units(src / "expected" / "consumequeue") if u[1] < broker_end]
     assert 0 < len(expected) < len(_units(src / "expected" / "consumequeue"))
     assert _units(tmp_path / "ours" / "consumequeue") == expected
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_verify_and_as_restart_on_a_dledger_store(written, line, tmp_path):
+    """verify finds the broker's own files identical to the rebuild and says it does not predict the
+    next start; --as-restart (DLedger's recovery is not modelled) refuses in one line."""
+    import shutil
+
+    from pipelines.cli import main
+    src = Path(written["scenario"]["dir"])
+    store = shutil.copytree(src / "store", tmp_path / "store")
+    for sub in ("consumequeue", "index"):
+        shutil.copytree(src / "expected" / sub, store / sub)
+    conf = ["--config", str(src / "broker.conf"), "--broker-version", BROKER_LINE[line]]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(["verify", "--store", str(store), *conf, "--split-size", "4k"])
+    assert code == 0, (out.getvalue() + err.getvalue())[-3000:]
+    assert "not predicted for a DLedger store" in out.getvalue()
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(store), "--out", str(tmp_path / "out"), *conf, "--as-restart"])
+    errors = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "DLedger" in errors[0] and "--as-restart" in errors[0], err.getvalue()

@@ -60,3 +60,13 @@ def test_unreadable_dledger_stores_end_in_one_line(tmp_path: Path, capsys: pytes
     for w in words:
         assert w in errors[0], errors
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("rel", ["dledger-n0/data/" + f"{2 * FILE:020d}", "dledger-n0/checkpoint"])
+def test_dump_names_the_dledger_log_instead_of_misreading_its_files(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                    rel: str) -> None:
+    """A DLedger data file has a commitlog segment's name and size, its checkpoint the store
+    checkpoint's name: dump refuses both, naming the log."""
+    root, _ = _store(tmp_path)
+    code, errors = _error(capsys, ["dump", str(root / rel)])
+    assert code == 2 and len(errors) == 1 and "DLedger log dledger-n0/" in errors[0], errors

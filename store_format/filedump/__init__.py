@@ -126,6 +126,11 @@ def detect_kind(path: str, size: int, head: bytes, config: BrokerConfig) -> str:
     parts = [p for p in path.replace("\\", "/").split("/") if p]
     name = parts[-1] if parts else path
     parent = parts[-2] if len(parts) >= 2 else ""
+    if parent.startswith("dledger-") or (len(parts) >= 3 and parts[-3].startswith("dledger-")):
+        log = next(p for p in parts if p.startswith("dledger-"))
+        raise StoreLayoutError(f"{path}: a file of the DLedger log {log}/ (DLedgerCommitLog): dump reads commitlog "
+                               "segments and queue files, not DLedger data, index or checkpoint files "
+                               "(docs/store-layouts.md)")
     if name == "checkpoint":
         return KIND_CHECKPOINT
     if name.endswith(".json") or name.endswith(".json.bak"):
