@@ -329,7 +329,6 @@ _STEP_WINDOW = 1 << 16   # than the windows of the single steps together)
 def _walk_records(store: StoreLocation, config: BrokerConfig, seg: Segment, start: int, stop: int, wanted: set[int],
                   with_body: bool) -> dict[int, dict]:
     """The records at the positions ``wanted`` of a walk of ``seg`` from ``start`` up to ``stop``."""
-    start, stop = seg.walk_start(start), seg.walk_start(stop)
     with store.reader(seg) as read:
         res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(start, seg.size), stop, config,
                             window=stop - start + _STEP_WINDOW, dledger=seg.dledger)

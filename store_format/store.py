@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from .config import BrokerConfig, load_broker_config
-from .dledger import ENTRY_HEADER_SIZE, DLedgerLog, find_dledger_log
+from .dledger import DLedgerLog, find_dledger_log
 from .errors import StoreLayoutError
 from .layout import SEGMENT_NAME_RE
 from .store_layouts import check_store_layout
@@ -52,11 +52,6 @@ class Segment:
     @property
     def end(self) -> int:
         return self.base + self.size
-
-    def walk_start(self, record_pos: int) -> int:
-        """Where a walk reaching the record at ``record_pos`` starts: its DLedger entry's header in a
-        DLedger data file, the record itself elsewhere."""
-        return record_pos - ENTRY_HEADER_SIZE if self.dledger else record_pos
 
     @property
     def data_end(self) -> int:

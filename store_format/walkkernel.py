@@ -412,7 +412,8 @@ def _prefetch_next(buf, p, tail):
 def _entry_header(buf, p, remaining, is_5x):
     """How ``DLedgerCommitLog.checkMessageAndReturnSize`` reads the start of a DLedger entry: the
     header's length before the record (``DLedgerEntry.BODY_OFFSET``), 0 when the second int is a
-    commitlog magic code (a plain record: the old commitlog of a converted store), or
+    commitlog magic code (a plain record; a walk that starts at a record's own position, as the
+    lookups do, reads it so, and the entries after it with their headers), or
     ``-(stop + 1)``: a DLedger blank (magic -1) ends the file, a too short buffer is unreadable,
     ``NEED_MORE`` when the window does not hold the two ints."""
     if remaining < MAGIC_END:  # getInt underflows: the Throwable caught there

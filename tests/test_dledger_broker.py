@@ -231,3 +231,48 @@ def test_verify_and_as_restart_on_a_dledger_store(written, line, tmp_path):
         code = main(["rebuild", "--store", str(store), "--out", str(tmp_path / "out"), *conf, "--as-restart"])
     errors = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
     assert code == 2 and len(errors) == 1 and "DLedger" in errors[0] and "--as-restart" in errors[0], err.getvalue()
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_lookups_match_broker_query_on_a_dledger_store(written, line, tmp_path):
+    """Every key and unique key of the store, looked up through our index files and our Delta tables,
+    gives the offsets the broker's own queryMessage gives on its own DLedger store (after the client's
+    filters, as test_conformance_broker does for plain stores); a DLedger store's audit refuses."""
+    import shutil
+
+    from broker_scenarios import query_pairs
+
+    from pipelines.cli import main
+    from pipelines.lookup import lookup_index_keys, lookup_keys
+    from store_format.store import load_config_for
+    src = Path(written["scenario"]["dir"])
+    d = _rebuilt(written)
+    broker_store = shutil.copytree(src / "store", tmp_path / "broker-store")
+    for sub in ("consumequeue", "index"):
+        shutil.copytree(src / "expected" / sub, broker_store / sub)
+    pairs = query_pairs(written["scenario"])
+    assert pairs, "the scenario has keys"
+    answers = bh.read_stores(line, [{"store": broker_store, "config": bh.read_conf(src / "broker.conf"),
+                                     "queries": pairs}], tmp_path)[0]
+    queries = [a for a in answers if a["kind"] == "query"]
+    assert len(queries) == len(pairs)
+    tables = tmp_path / "tables"
+    conf = ["--config", str(src / "broker.conf"), "--broker-version", BROKER_LINE[line]]
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["tables", "--store", str(d / "store"), "--tables", str(tables), *conf]) == 0
+    config = load_config_for(str(src / "broker.conf"), brokerVersion=BROKER_LINE[line])
+    by_index = lookup_index_keys(str(d / "ours" / "index"), str(d / "store"), config, pairs)
+    by_tables = lookup_keys(str(tables), pairs)
+    found = 0
+    for a in queries:
+        want = sorted(set(a["byKey"]) | {u["offset"] for u in a["byUniqKey"] if u["topic"] == a["topic"]})
+        found += len(want)
+        key = (a["topic"], a["key"])
+        assert sorted(r["commitlog_offset"] for r in by_index[key].rows) == want, f"lookup --index {key}"
+        assert sorted(r["commitlog_offset"] for r in by_tables[key].rows) == want, f"lookup (tables) {key}"
+    assert found > 0
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["audit", "--tables", str(tables), "--as-of", "2030-01-01T00:00:00Z"])
+    errors = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "DLedger" in errors[0], err.getvalue()

@@ -202,9 +202,8 @@ class KeyNamer:
             return KeyExample(None, offset, key_hash, "no commitlog segment holds this offset")
         pos = offset - seg.base
         try:
-            start = seg.walk_start(pos)
             with self.st.reader(seg) as read:
-                res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(start, seg.size), start + 1,
+                res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(pos, seg.size), pos + 1,
                                     self.config, window=1 << 16, dledger=seg.dledger)
         except StoreError as err:
             return KeyExample(None, offset, key_hash, f"record unreadable: {err}")
