@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from store_format.anomalies import REPORTED_KINDS
 from store_format.config import BrokerConfig
+from store_format.dledger import ENTRY_HEADER_SIZE
 from store_format.layout import CQ_UNIT_SIZE, consume_queue_file_path, segment_name, signed32
 from store_format.timeutil import datetime_to_us, iso_us
 
@@ -136,7 +137,7 @@ def compute_figures(tables: str, *, expected_anomalies: Mapping[str, int] | None
     anomalies = reader.read("anomalies", ["segment", "kind"])
 
     lap = time.perf_counter()
-    msg = message_figures(reader, seg_ids, known_runs)
+    msg = message_figures(reader, seg_ids, known_runs, ENTRY_HEADER_SIZE if config.enableDLegerCommitLog else 0)
     log.info("messages: %s rows in %.1f s", f"{msg['n']:,}", time.perf_counter() - lap)
     lap = time.perf_counter()
     keys = key_figures(reader, seg_ids, known_runs, msg, config)

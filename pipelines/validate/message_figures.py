@@ -32,8 +32,12 @@ _MSG_REQUIRED = ["commitlog_offset", "position", "size", "structural_size", "top
                  "consume_queue", "indexed", "body_crc_ok", "dispatch", "run_id"]
 
 
-def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set) -> dict:
-    """Per-segment counts over ``messages`` and the arrays the key checks join against."""
+def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set, entry_header: int = 0) -> dict:
+    """Per-segment counts over ``messages`` and the arrays the key checks join against.
+
+    ``entry_header``: a DLedger store's entry header size (``store_format.dledger``); a segment whose
+    first record lies at that position is a DLedger data file, where each record follows its
+    entry's header rather than the previous record."""
     topic_ids = Ids()
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("seg", "pos", "off", "ssize", "ts", "indexed", "qkey",
                                                            "cqoff", "lmq_qkey", "lmq_cqoff")}
@@ -117,7 +121,11 @@ def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set) -> dict:
     del order, pos, ssize
     same = s_o[1:] == s_o[:-1]
     not_increasing = bincount(s_o[1:], k, same & (o_o[1:] <= o_o[:-1]))
-    gaps = bincount(s_o[1:], k, same & (p_o[1:] != p_o[:-1] + z_o[:-1]))
+    header = np.zeros(k, np.int64)
+    if entry_header and len(s_o):
+        firsts = np.flatnonzero(np.r_[True, ~same])
+        header[s_o[firsts]] = np.where(p_o[firsts] == entry_header, entry_header, 0)
+    gaps = bincount(s_o[1:], k, same & (p_o[1:] != p_o[:-1] + z_o[:-1] + header[s_o[1:]]))
     ends = np.zeros(k, np.int64)
     ts_min = np.full(k, NO_TS, np.int64)
     ts_max = np.full(k, NO_TS, np.int64)

@@ -120,7 +120,8 @@ SUITES: tuple[Suite, ...] = (
         _zero("offsets_not_increasing", "commitlog offsets increase with the position within a segment",
               "rows out of order or duplicated within a segment"),
         _zero("layout_gaps", "within a segment each record starts where the previous one ends (position + "
-                             "structural_size)", "messages rows missing from the middle of a segment"),
+                             "structural_size; after a DLedger entry header in a DLedger data file)",
+              "messages rows missing from the middle of a segment"),
         _zero("bad_sizes", "size and structural_size are positive and 0 <= body_size <= structural_size",
               "rows with impossible sizes (corrupt rows or a mis-decoded record)"),
         _zero("null_fields", "no nulls in offsets, sizes, topic, queue_id, store_timestamp, flags, dispatch, run_id",
