@@ -15,7 +15,8 @@ from .spare import start_spare
 
 __all__ = ["build_spark_session", "build_spark_context", "Spark", "context_of", "session_of", "start_session",
            "PendingSession", "let_local_jvm_go", "mute_jvm", "stop_jobs",
-           "run_tasks", "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE"]
+           "run_tasks", "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE",
+           "plain_pyspark", "PLAIN_PYSPARK_ENV"]
 
 _DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -63,6 +64,21 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
     return session_of(build_spark_context(master, app_name, extra_conf, log_level, archive_at_exit), extra_conf)
 
 
+PLAIN_PYSPARK_ENV = "PIPELINES_PLAIN_PYSPARK"
+
+
+def plain_pyspark() -> bool:
+    """``PIPELINES_PLAIN_PYSPARK=1``: run on PySpark's public means only, without the three things
+    that reach into its private code: the warm Python daemon (``spark.python.daemon.module`` =
+    :mod:`pipelines.sparkdaemon`, with its spare process, ``gc.freeze`` and ``os._exit``), the local
+    JVM launched with its stderr read here (``SparkContext._gateway``/``_jvm`` set by
+    :func:`_launch_local_jvm`), and the fast exit of ``python -m pipelines``
+    (:func:`let_local_jvm_go`, ``os._exit``).  Slower to start (each Python worker loads the kernels
+    itself) and an interrupted run may print the JVM's stack traces; the output is the same.  For a
+    PySpark release whose private code moved, or to rule these out when something goes wrong."""
+    return os.environ.get(PLAIN_PYSPARK_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
 def build_spark_context(master: str | None = None, app_name: str = "rocketmq-offline-index",
                         extra_conf: dict[str, str] | None = None, log_level: str | None = None,
                         archive_at_exit: str | None = None) -> SparkContext:
@@ -83,8 +99,9 @@ def build_spark_context(master: str | None = None, app_name: str = "rocketmq-off
         master = "local[*]"
     if master and master.startswith("local") and not launched_by_submit:
         conf["spark.driver.extraJavaOptions"] = " ".join(local_jvm_options(archive_at_exit))
-        # workers forked from a daemon that already loaded the kernels (see pipelines.sparkdaemon)
-        conf["spark.python.daemon.module"] = "pipelines.sparkdaemon"
+        if not plain_pyspark():
+            # workers forked from a daemon that already loaded the kernels (see pipelines.sparkdaemon)
+            conf["spark.python.daemon.module"] = "pipelines.sparkdaemon"
     else:
         conf.pop("spark.driver.memory")
     if launched_by_submit:
@@ -122,7 +139,8 @@ def _submit_conf(log_level: str | None) -> dict[str, str]:
       JVM's start: ``--driver-java-options -Dlog4j2.configurationFile=pipelines/log4j2.properties``
       (a reconfiguration of log4j from here is undone: the context reloads Spark's defaults).
     * a local master: Python workers forked warm from :mod:`pipelines.sparkdaemon`, as under
-      ``python -m`` (each cold worker loads numba and the kernels itself first).
+      ``python -m`` (each cold worker loads numba and the kernels itself first), unless
+      :func:`plain_pyspark`.
     Settings given to spark-submit (``--conf``) win."""
     from pyspark import SparkConf
     SparkContext._ensure_initialized()
@@ -130,7 +148,8 @@ def _submit_conf(log_level: str | None) -> dict[str, str]:
     conf = {}
     if not given.contains("spark.log.level"):
         conf["spark.log.level"] = (log_level or "ERROR").upper()
-    if given.get("spark.master", "").startswith("local") and not given.contains("spark.python.daemon.module"):
+    if (given.get("spark.master", "").startswith("local") and not given.contains("spark.python.daemon.module")
+            and not plain_pyspark()):
         conf["spark.python.daemon.module"] = "pipelines.sparkdaemon"
     return conf
 
