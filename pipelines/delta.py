@@ -43,7 +43,7 @@ from store_format.errors import StoreError
 from store_format.store import resolve
 
 from .delta_stats import file_stats
-from .session import delta_classes_available, spark_schema
+from .session import delta_classes_available, spark_schema, tag_jobs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -289,6 +289,7 @@ class DeltaSparkWriter(TableWriter):
         if mode not in ("overwrite", "append"):
             raise ValueError(f"mode must be overwrite or append, got {mode!r}")
         spark = self._session()
+        tag_jobs(spark.sparkContext)
         if isinstance(data, pa.Table):
             data = spark.createDataFrame(data.select(schema.names).cast(schema))
         df = self._conform(data, schema)
@@ -522,6 +523,7 @@ def _uri_like(table: str, path: str) -> str:
 
 
 def _write_spark(spark: SparkSession, location: str, df: DataFrame, partition_by: list[str]) -> None:
+    tag_jobs(spark.sparkContext)
     conf = spark.conf
     key = "spark.sql.parquet.outputTimestampType"
     old = conf.get(key, None)
