@@ -11,11 +11,12 @@ import os
 import sys
 
 from .cli import main
+from .pyspark_mode import plain_pyspark
 
 if __name__ == "__main__":
     code = main()
-    if os.environ.get("PIPELINES_PLAIN_PYSPARK", "").strip().lower() in ("1", "true", "yes"):
-        sys.exit(code)   # the interpreter's orderly shutdown (pipelines.session.plain_pyspark)
+    if plain_pyspark():
+        sys.exit(code)   # the interpreter's orderly shutdown
     if "pyspark" in sys.modules:
         from .session import let_local_jvm_go
         let_local_jvm_go()

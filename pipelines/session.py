@@ -12,12 +12,13 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from .delta_jars import WRITER_CONF, delta_conf
+from .pyspark_mode import plain_pyspark
 from .spare import start_spare
 
 __all__ = ["build_spark_session", "build_spark_context", "Spark", "context_of", "session_of", "start_session",
            "PendingSession", "let_local_jvm_go", "mute_jvm", "stop_jobs",
            "run_tasks", "delta_classes_available", "spark_schema", "local_jvm_options", "CDS_ARCHIVE",
-           "plain_pyspark", "PLAIN_PYSPARK_ENV", "JOB_TAG", "tag_jobs"]
+           "JOB_TAG", "tag_jobs"]
 
 _DEFAULT_CONF = {
     "spark.ui.enabled": "false",
@@ -63,21 +64,6 @@ def build_spark_session(master: str | None = None, app_name: str = "rocketmq-off
     """Get or create the session.  Python workers run this interpreter (``PYSPARK_PYTHON``) unless
     the environment already says otherwise, so they see the same packages as the driver."""
     return session_of(build_spark_context(master, app_name, extra_conf, log_level, archive_at_exit), extra_conf)
-
-
-PLAIN_PYSPARK_ENV = "PIPELINES_PLAIN_PYSPARK"
-
-
-def plain_pyspark() -> bool:
-    """``PIPELINES_PLAIN_PYSPARK=1``: run on PySpark's public means only, without the three things
-    that reach into its private code: the warm Python daemon (``spark.python.daemon.module`` =
-    :mod:`pipelines.sparkdaemon`, with its spare process, ``gc.freeze`` and ``os._exit``), the local
-    JVM launched with its stderr read here (``SparkContext._gateway``/``_jvm`` set by
-    :func:`_launch_local_jvm`), and the fast exit of ``python -m pipelines``
-    (:func:`let_local_jvm_go`, ``os._exit``).  Slower to start (each Python worker loads the kernels
-    itself) and an interrupted run may print the JVM's stack traces; the output is the same.  For a
-    PySpark release whose private code moved, or to rule these out when something goes wrong."""
-    return os.environ.get(PLAIN_PYSPARK_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 def build_spark_context(master: str | None = None, app_name: str = "rocketmq-offline-index",
@@ -143,7 +129,7 @@ def _submit_conf(log_level: str | None) -> dict[str, str]:
       (a reconfiguration of log4j from here is undone: the context reloads Spark's defaults).
     * a local master: Python workers forked warm from :mod:`pipelines.sparkdaemon`, as under
       ``python -m`` (each cold worker loads numba and the kernels itself first), unless
-      :func:`plain_pyspark`.
+      :func:`pipelines.pyspark_mode.plain_pyspark`.
     Settings given to spark-submit (``--conf``) win."""
     from pyspark import SparkConf
     SparkContext._ensure_initialized()
