@@ -11,7 +11,7 @@ import os
 import sys
 
 from .cli import main
-from .pyspark_mode import plain_pyspark
+from .pyspark_private import plain_pyspark
 
 if __name__ == "__main__":
     code = main()

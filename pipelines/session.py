@@ -7,12 +7,19 @@ import sys
 import threading
 import time
 
-from py4j.java_gateway import JavaGateway
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from .delta_jars import WRITER_CONF, delta_conf
-from .pyspark_mode import plain_pyspark
+from .pyspark_private import (
+    active_context,
+    jvm_of,
+    launch_local_gateway,
+    plain_pyspark,
+    running_gateway,
+    spark_schema_of_arrow,
+    submitted_conf,
+)
 from .spare import start_spare
 
 __all__ = ["build_spark_session", "build_spark_context", "Spark", "context_of", "session_of", "start_session",
@@ -100,9 +107,9 @@ def build_spark_context(master: str | None = None, app_name: str = "rocketmq-off
                            writer=conf.get(WRITER_CONF, "auto")))
     # under spark-submit the JVM is up already: it would not see the spare
     if (conf.get("spark.python.daemon.module") == "pipelines.sparkdaemon" and not launched_by_submit
-            and SparkContext._active_spark_context is None):
+            and active_context() is None):
         start_spare()   # a warm Python daemon, started while the JVM starts (see pipelines.sparkdaemon)
-        if SparkContext._gateway is None and master is not None:
+        if running_gateway() is None and master is not None:
             gateway = _launch_local_jvm(master, app_name, conf)
     spark_conf = SparkConf().setAppName(app_name)
     if master:
@@ -113,9 +120,9 @@ def build_spark_context(master: str | None = None, app_name: str = "rocketmq-off
     sc.setLogLevel(log_level or "ERROR")
     if log_level and master and master.startswith("local") and not launched_by_submit:
         # log4j2.properties holds Spark's own loggers at ERROR (see there); setLogLevel moves the root only
-        jvm = sc._jvm
-        jvm.org.apache.logging.log4j.core.config.Configurator.setAllLevels(  # type: ignore[union-attr]
-            "org.apache.spark", jvm.org.apache.logging.log4j.Level.toLevel(log_level))  # type: ignore[union-attr]
+        jvm = jvm_of(sc)
+        jvm.org.apache.logging.log4j.core.config.Configurator.setAllLevels(
+            "org.apache.spark", jvm.org.apache.logging.log4j.Level.toLevel(log_level))
     return sc
 
 
@@ -129,11 +136,9 @@ def _submit_conf(log_level: str | None) -> dict[str, str]:
       (a reconfiguration of log4j from here is undone: the context reloads Spark's defaults).
     * a local master: Python workers forked warm from :mod:`pipelines.sparkdaemon`, as under
       ``python -m`` (each cold worker loads numba and the kernels itself first), unless
-      :func:`pipelines.pyspark_mode.plain_pyspark`.
+      :func:`pipelines.pyspark_private.plain_pyspark`.
     Settings given to spark-submit (``--conf``) win."""
-    from pyspark import SparkConf
-    SparkContext._ensure_initialized()
-    given = SparkConf()    # what spark-submit set: the JVM's system properties
+    given = submitted_conf()
     conf = {}
     if not given.contains("spark.log.level"):
         conf["spark.log.level"] = (log_level or "ERROR").upper()
@@ -151,18 +156,15 @@ _JVM_NOISE = (b"WARNING: Using incubator modules",)   # printed by the JVM for S
 _jvm_stderr_muted = threading.Event()
 
 
-def _launch_local_jvm(master: str, app_name: str, conf: dict[str, str]) -> JavaGateway:
+def _launch_local_jvm(master: str, app_name: str, conf: dict[str, str]):
     """Start the local JVM as PySpark would, but with its stderr read by this process: the lines go
     to this process's stderr (the JVM's one unavoidable start-up warning left out) until
     :func:`mute_jvm` stops them, so that an interrupted run ends with one line instead of the
     stack traces of the tasks the JVM abandons as it exits."""
-    from pyspark import SparkConf
-    from pyspark.java_gateway import launch_gateway
-
     spark_conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name)
     for key, value in conf.items():
         spark_conf.set(key, value)
-    gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.PIPE})
+    gateway = launch_local_gateway(spark_conf, stderr=subprocess.PIPE)
     source = gateway.proc.stderr
 
     def forward() -> None:
@@ -259,7 +261,7 @@ def let_local_jvm_go() -> None:
     finishes at once when its stdin closes (Spark's shutdown hooks still stop the context and remove
     its temporary folders).  With the gateway's connection threads still blocked in socket reads, the
     JVM's exit waits a third of a second for them."""
-    gateway = SparkContext._gateway
+    gateway = running_gateway()
     if gateway is None or "PYSPARK_GATEWAY_PORT" in os.environ:  # no JVM, or spark-submit's own
         return
     try:
@@ -313,9 +315,9 @@ def delta_classes_available(spark: SparkSession) -> bool:
     """Whether delta-spark's JVM classes are on the classpath (a cluster's, or ``spark.jars``: those are
     in the context class loader, which Spark loads data sources and extensions from)."""
     try:
-        jvm = spark.sparkContext._jvm
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()  # type: ignore[union-attr]
-        jvm.java.lang.Class.forName("io.delta.tables.DeltaTable", False, loader)  # type: ignore[union-attr]
+        jvm = jvm_of(spark.sparkContext)
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName("io.delta.tables.DeltaTable", False, loader)
         return True
     except Exception:
         return False
@@ -323,5 +325,4 @@ def delta_classes_available(spark: SparkSession) -> bool:
 
 def spark_schema(schema):
     """Spark's StructType for an Arrow schema (``mapInArrow``/``applyInArrow`` want Spark types)."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-    return from_arrow_schema(schema)
+    return spark_schema_of_arrow(schema)

@@ -25,6 +25,7 @@ import signal
 import socket
 import sys
 
+from .pyspark_private import daemon_exit_code, daemon_manager, load_daemon
 from .spare import SPARE_ENV
 
 __all__: list[str] = []
@@ -41,7 +42,6 @@ def _serve_spare(path: str, fd: int) -> None:
     os.setpgid(0, 0)
     listener = socket.socket(fileno=fd)
     _warm_up_politely()
-    from pyspark import daemon
     try:
         conn = _accept_or_orphaned(listener)
     finally:
@@ -61,7 +61,7 @@ def _serve_spare(path: str, fd: int) -> None:
     sys.argv = [sys.argv[0], *launch["args"]]
     conn.sendall(str(os.getpid()).encode())
     # ``conn`` stays open: the launcher waits for it to close (this process and its workers gone)
-    _run_manager(daemon)
+    _run_manager()
 
 
 def _warm_up_politely(niceness: int = 10) -> None:
@@ -76,9 +76,8 @@ def _warm_up_politely(niceness: int = 10) -> None:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + niceness)
         except (OSError, AttributeError):
             pass
-        from pyspark import daemon  # noqa: F401
-
         from pipelines.warm import rehearse
+        load_daemon()
         rehearse()
 
     thread = threading.Thread(target=warm, name="warm-up")
@@ -134,13 +133,13 @@ def _freeze_loaded_objects() -> None:
     gc.freeze()
 
 
-def _run_manager(daemon) -> None:
+def _run_manager() -> None:
     _freeze_loaded_objects()
     try:
-        daemon.manager()
+        daemon_manager()
     except SystemExit as stop:
         sys.stdout.flush()
-        os._exit(daemon.compute_real_exit_code(stop.code))
+        os._exit(daemon_exit_code(stop.code))
 
 
 if __name__ == "__main__":
@@ -150,8 +149,7 @@ if __name__ == "__main__":
         spare = os.environ.pop(SPARE_ENV, None)
         if spare and _hand_over(spare):
             sys.exit(0)
-        from pyspark import daemon as _daemon
-
         from store_format.warmup import warm_up
+        load_daemon()
         warm_up()
-        _run_manager(_daemon)
+        _run_manager()
