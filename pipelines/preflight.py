@@ -138,6 +138,7 @@ def _data_end(store: StoreLocation, seg_index: int, probe: int = 4096) -> int:
 def estimate_output(store: StoreLocation, config: BrokerConfig) -> SpaceEstimate:
     """Bytes the rebuild of ``store`` writes under the output (see the module docstring)."""
     n = len(store.segments)
+    data = sum(seg.size for seg in store.segments[:-1]) + _data_end(store, n - 1)
     picks = sorted({0, *np.linspace(0, n - 1, min(SAMPLE_SEGMENTS, n)).round().astype(int).tolist()})
     samples = {i: _walk_sample(store, i, config) for i in picks}
     idx_size = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -151,7 +152,6 @@ def estimate_output(store: StoreLocation, config: BrokerConfig) -> SpaceEstimate
     sampled = sum(s.bytes for s in samples.values())
     if not any(s.dispatched for s in samples.values()):
         return SpaceEstimate(minimum, None, minimum_detail, "no readable record in the sample")
-    data = sum(seg.size for seg in store.segments[:-1]) + _data_end(store, n - 1)
     units = sum(s.units for s in samples.values()) / sampled * data
     keys = sum(s.keys for s in samples.values()) / sampled * data
     queues = max(len(set().union(*(s.queues for s in samples.values()))), 1)

@@ -12,19 +12,13 @@ import os
 import time
 import uuid
 
-import numpy as np
-
-from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
-from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
 from store_format.reput import check_concurrent_reput, resolve_broker_version
-from store_format.store import StoreLocation, load_config_for, open_store
+from store_format.store import load_config_for, open_store
 from store_format.timeutil import zone
 
-from .anomalies import at_offset
 from .brokerlock import REBUILD_MEANING, warn_if_broker_live
-from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
-from .chain import index_file_parts
+from .build_stage import Built, build_files
 from .commit import StagedOutput
 from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
@@ -120,14 +114,6 @@ class RebuildSummary:
         return "\n".join(lines)
 
 
-def _dledger_figures(st: StoreLocation) -> dict | None:
-    log = st.dledger
-    if log is None:
-        return None
-    return {"log": log.base_dir.rsplit("/", 1)[-1], "committed_index": log.committed_index,
-            "committed_offset": log.committed_pos, "uncommitted": log.uncommitted}
-
-
 def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, config_path: str | None = None,
                 spark: Spark | PendingSession | None = None, master: str | None = None,
                 split_size: int | None = None,
@@ -214,7 +200,6 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         spark = session.context()   # the RDD jobs need no SQL session (see pipelines.session.Spark)
     assert not isinstance(spark, PendingSession)
     runner = TaskRunner(spark, processes, progress)
-    job = _Job(config, staged, runner)
     pending_tables = None
     tables_published = False
     tables_recovered: list[dict] = []
@@ -223,13 +208,14 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
     try:
         staged.prepare()
         walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner)
-        built = job.build(walk, record_states=tables is not None, tz=tz)
+        built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz)
         anomalies = walk.anomalies(built.anomalies, recovery)
         check_concurrent_reput(config, anomalies)
         if tables is not None:
             progress.stage("tables", tables)
             try:
-                pending_tables = job.tables_rows(tables, walk, built, run_id, started, with_body, anomalies)
+                pending_tables = _stage_tables(runner, config, tables, walk, built, run_id, started, with_body,
+                                               anomalies)
             except Exception as err:  # reported in the summary; the rebuilt files are committed all the same
                 tables_error, tables_error_code = _failure_line(err)
                 progress.emit(f"[rebuild] tables not published: {tables_error}")
@@ -262,7 +248,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                           queues=built.queues, consume_queue_files=built.cq_file_count,
                           index_files=len(built.index_files), index_keys=walk.index_totals["keys"],
                           anomalies=anomalies, rewalked_splits=walk.chain.rewalked, timings=progress.timings,
-                          dledger=_dledger_figures(st),
+                          dledger=st.dledger.figures() if st.dledger is not None else None,
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
                           tables_error=tables_error, tables_error_code=tables_error_code,
@@ -302,95 +288,14 @@ def _absolute(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-@dataclasses.dataclass
-class _Built:
-    """What the build stage wrote."""
-    cq_files: list[dict]
-    index_files: list[dict]        # in file order, with their names
-    units: int
-    queues: int
-    anomalies: list[dict]
-
-    @property
-    def cq_file_count(self) -> int:
-        return len(self.cq_files)
-
-
-class _Job:
-    """The build and tables stages of one rebuild, over the walk of the scan and the chain
-    (:func:`pipelines.stages.scan_and_chain`)."""
-
-    def __init__(self, config: BrokerConfig, staged: StagedOutput, runner: TaskRunner) -> None:
-        self.config, self.staged, self.runner = config, staged, runner
-        self.progress = runner.progress
-
-    def build(self, walk: ReputWalk, *, record_states: bool, tz: str) -> _Built:
-        """Consume queue files per queue bucket, index files one per task; then the index file names."""
-        config = self.config
-        self.progress.stage("build", "consume queue and index files")
-        chain, index_in, index_totals = walk.chain, walk.index_in, walk.index_totals
-        order = [e.split.split_id for e in chain.entries]
-        total_keys = index_totals["keys"]
-        index_enabled = config.messageIndexEnable and index_totals["dispatched"] > 0
-        file_parts = index_file_parts(chain, index_in, total_keys, config.index_entries_per_file) \
-            if index_enabled else []
-        tasks = index_tasks(file_parts, total_keys, config, self.runner.parallelism, self.staged.staging_uri)
-        tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states}
-                  for b in range(walk.buckets)]
-        results = self.runner.run(BuildTask(tasks, config, walk.work_uri, self.staged.staging_uri), len(tasks),
-                                  "build")
-        cq_files = [r for r in results if r["kind"] == "cq"]
-        index_files = merge_index_rows([r for r in results if r["kind"] == "index"])
-        anomalies: list[dict] = []
-        if index_enabled:
-            index_files += self._trailing_index_file(index_files, index_totals)
-            names, clamped = index_file_names_checked([r["first_store_timestamp"] for r in index_files], zone(tz))
-            for r, name in zip(index_files, names):
-                r["name"] = name
-                self.staged.rename_staged(index_part_name(r["task_id"]), f"index/{name}")
-            for pos in clamped:
-                r = index_files[pos]
-                anomalies.append(at_offset(
-                    walk.store, r["begin_offset"] if r["begin_offset"] is not None else r["end_offset"],
-                    AnomalyKind.STORE_TIMESTAMP_OUT_OF_RANGE,
-                    f"index file {names[pos]} starts with store timestamp {r['first_store_timestamp']}, outside "
-                    "the years 1970..9999; its name was clamped (the bytes are as the broker writes them)",
-                    found=r["first_store_timestamp"]))
-        built = _Built(cq_files, index_files, sum(r["entries"] for r in cq_files),
-                       len({(r["topic"], r["queue_id"]) for r in cq_files}), anomalies)
-        self.progress.done(f"{built.queues} queues, {len(cq_files)} consume queue files, {built.units:,} units; "
-                           f"{len(index_files)} index files, {total_keys:,} keys")
-        return built
-
-    def _trailing_index_file(self, built: list[dict], index_totals: dict) -> list[dict]:
-        """The empty index file the broker creates when a record is dispatched after a full file
-        (or, with no key at all, the first one): :func:`store_format.indexfile.plan_trailing_file`."""
-        config = self.config
-        cap = config.index_entries_per_file
-        total_keys = index_totals["keys"]
-        if not trailing_empty_file(total_keys, cap, index_totals["dispatched_after_last_key"]):
-            return []
-        file_no = len(built)
-        prev_off = built[-1]["end_offset"] if built else 0
-        prev_ts = built[-1]["end_timestamp"] if built else 0
-        none = np.zeros(0, dtype=np.int64)
-        data = index_file_pieces(none.astype(np.int32), none, none, max_hash_slot_num=config.maxHashSlotNum,
-                                 max_index_num=config.maxIndexNum,
-                                 prev_end_offset=prev_off, prev_end_ts=prev_ts,
-                                 empty_index_count=config.empty_index_count)
-        size = write_file(self.staged.staging_uri, index_part_name(file_no), data)
-        return [{"kind": "index", "task_id": file_no, "entries": 0, "bytes": size, "begin_offset": None,
-                 "first_store_timestamp": trailing_file_time(prev_ts, index_totals["first_store_ts"]),
-                 "end_offset": prev_off, "end_timestamp": prev_ts}]
-
-    def tables_rows(self, tables: str, walk: ReputWalk, built: _Built, run_id: str, started: float,
-                    with_body: bool, anomalies: list[dict]):
-        """Write the tables' rows from this rebuild's results (:mod:`pipelines.tables.publish`); the
-        commit of the tables comes after the files' commit (``finish``)."""
-        from .tables.publish import RebuildResults, stage_tables
-        if self.runner.spark is None:
-            raise ValueError("the Delta tables need the Spark engine")
-        results = RebuildResults(walk.store, self.config, walk.chain, walk.index_in, built.cq_files,
-                                 built.index_files, walk.work_uri, walk.buckets, run_id, started,
-                                 self.progress.timings, anomalies)
-        return stage_tables(session_of(self.runner.spark), tables, results, with_body=with_body)
+def _stage_tables(runner: TaskRunner, config: BrokerConfig, tables: str, walk: ReputWalk, built: Built, run_id: str,
+                  started: float, with_body: bool, anomalies: list[dict]):
+    """Write the tables' rows from this rebuild's results (:mod:`pipelines.tables.publish`); the
+    commit of the tables comes after the files' commit (``finish``)."""
+    from .tables.publish import RebuildResults, stage_tables
+    if runner.spark is None:
+        raise ValueError("the Delta tables need the Spark engine")
+    results = RebuildResults(walk.store, config, walk.chain, walk.index_in, built.cq_files,
+                             built.index_files, walk.work_uri, walk.buckets, run_id, started,
+                             runner.progress.timings, anomalies)
+    return stage_tables(session_of(runner.spark), tables, results, with_body=with_body)

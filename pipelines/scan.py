@@ -20,13 +20,14 @@ from store_format.config import BrokerConfig
 from store_format.crc import body_crc_spans
 from store_format.dispatch import fix_malformed_text, queue_units
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
-from store_format.store import Reader, resolve
+from store_format.store import Reader, StoreLocation, resolve
 from store_format.walkresult import L_NAME_LEN, L_NAME_START, L_REC, L_STATUS, LMQ_BAD_OFFSET
 
 from .plan import Split
-from .workfiles import write_split_work
+from .workfiles import drop_split_work, write_split_work
 
-__all__ = ["record_schema", "walk_split", "walk_splits", "split_summary", "records_batch", "crc_mismatches", "ScanTask",
+__all__ = ["record_schema", "walk_split", "walk_splits", "split_summary", "driver_rewalk", "records_batch",
+           "crc_mismatches", "ScanTask",
            "WORKER_SCRATCH", "ROW_RECORD", "ROW_TRAILER"]
 
 ROW_RECORD = 0
@@ -226,6 +227,18 @@ def records_batch(split: Split, res: cl.WalkResult | None, summary: dict, detail
             arr = pa.nulls(n + 1, field.type)
         arrays.append(arr)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, buckets: int):
+    """A split walked again in the driver from a known loop state (the chain's, where the reput enters
+    it): its work files replace those of its scan task."""
+    def rewalk(split: Split, entering: cl.WalkState | None, limit_rel: int | None):
+        with store.reader(store.segments[split.segment]) as read:
+            sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
+        drop_split_work(work_uri, split.split_id)
+        write_split_work(work_uri, split.split_id, res, buckets)
+        return split_summary(split, sync, entering, res), res
+    return rewalk
 
 
 class ScanTask:

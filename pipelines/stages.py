@@ -23,16 +23,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.store import StoreLocation
 
 from .anomalies import walk_anomalies
 from .chain import Chain, IndexSeed, carry_index_state, chain_splits
 from .plan import Split
-from .scan import ScanTask, split_summary, walk_split
+from .scan import ScanTask, driver_rewalk
 from .session import Spark, context_of, run_tasks
-from .workfiles import drop_split_work, write_split_work
 
 __all__ = ["Progress", "TaskRunner", "ReputWalk", "scan_and_chain"]
 
@@ -148,31 +146,22 @@ def scan_and_chain(st: StoreLocation, config: BrokerConfig, splits: list[Split],
     ``index_seed`` (default: no index entry before the first split)."""
     progress = runner.progress
     buckets = max(1, min(runner.parallelism, 512))
-    progress.stage("scan", f"{len(st.segments)} segments, {st.total_bytes() / 1e6:,.1f} MB, {len(splits)} splits")
+    scanned = sum(sp.seg_size - sp.start if sp.end > sp.seg_size else sp.end - sp.start for sp in splits)
+    progress.stage("scan", f"{len({sp.segment for sp in splits})} segments, {scanned / 1e6:,.1f} MB, "
+                           f"{len(splits)} splits")
     # contiguous runs of splits per task: two per core keep the fixed cost per task low
     n_tasks = min(len(splits), 2 * runner.parallelism)
     blocks = [[int(x) for x in block] for block in np.array_split(np.arange(len(splits)), n_tasks) if len(block)]
     task = ScanTask(splits, st.uri, config, work_uri, buckets, blocks)
-    rows = runner.run(task, len(blocks), "scan", st.total_bytes() / max(len(blocks), 1))
+    rows = runner.run(task, len(blocks), "scan", scanned / max(len(blocks), 1))
     summaries = {int(r["split_id"]): json.loads(r["summary"]) for r in rows}
     progress.stage("chain")
-    rewalk = _driver_rewalk(st, config, work_uri, buckets)
+    rewalk = driver_rewalk(st, config, work_uri, buckets)
     chain = chain_splits(st, config, splits, summaries, rewalk)
     index_in, index_totals = carry_index_state(chain, config, rewalk, index_seed)
     progress.done(f"{len(chain.entries)} splits on the reput's path, {chain.rewalked} walked again by the "
                   f"driver, {len(chain.dropped)} unreachable")
     return ReputWalk(st, splits, work_uri, buckets, summaries, chain, index_in, index_totals)
-
-
-def _driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, buckets: int):
-    """Walk a split in the driver from a known loop state; its work files replace the task's."""
-    def rewalk(split: Split, entering: cl.WalkState | None, limit_rel: int | None):
-        with store.reader(store.segments[split.segment]) as read:
-            sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
-        drop_split_work(work_uri, split.split_id)
-        write_split_work(work_uri, split.split_id, res, buckets)
-        return split_summary(split, sync, entering, res), res
-    return rewalk
 
 
 _LOCAL_TASK = None

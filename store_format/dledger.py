@@ -65,6 +65,11 @@ class DLedgerLog:
         """``dividedCommitlogOffset``: where the DLedger data starts."""
         return int(self.files[0][0])
 
+    def figures(self) -> dict:
+        """The log's figures for a run's summary: its folder, committed index and position."""
+        return {"log": self.base_dir.rsplit("/", 1)[-1], "committed_index": self.committed_index,
+                "committed_offset": self.committed_pos, "uncommitted": self.uncommitted}
+
 
 def _dirs(fs: pafs.FileSystem, path: str) -> list[str]:
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pipelines.build as build
-import pipelines.rebuild as rb
+import pipelines.build_stage as build_stage
 from pipelines.rebuild import Progress, run_rebuild
 from store_format.config import load_broker_config
 from store_format.reput import rebuild_in_memory
@@ -24,7 +24,7 @@ def test_index_files_built_in_parts_are_the_reput_s(tmp_path: Path, monkeypatch)
         planned.append(build.index_tasks(*args, **kwargs))
         return planned[-1]
 
-    monkeypatch.setattr(rb, "index_tasks", spy)
+    monkeypatch.setattr(build_stage, "index_tasks", spy)
     out = tmp_path / "out"
     run_rebuild(str(tmp_path / "store"), str(out), config, engine="local", processes=2, split_size=200_000,
                 progress=Progress(lambda line: None))

@@ -164,12 +164,12 @@ def test_failed_run_leaves_target_untouched(tmp_path, monkeypatch):
     config = _config("4", 50, 40)
     _write_store(tmp_path / "store", config, 50, 1)
     out = tmp_path / "out"
-    import pipelines.rebuild as rb
+    import pipelines.build_stage as build_stage
 
     def boom(*a, **k):
         raise RuntimeError("injected failure in the build stage")
 
-    monkeypatch.setattr(rb, "index_file_parts", boom)
+    monkeypatch.setattr(build_stage, "index_file_parts", boom)
     try:
         run_rebuild(str(tmp_path / "store"), str(out), config, engine="local", progress=Progress(lambda line: None))
     except RuntimeError:

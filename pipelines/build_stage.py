@@ -1,0 +1,107 @@
+"""The build stage of a rebuild, on the driver: the build tasks (:class:`pipelines.build.BuildTask`)
+over the reput's walk of the scan and the chain (:func:`pipelines.stages.scan_and_chain`), then the
+names of the index files (``IndexService``: a file is named after the store time of its first entry)
+and the empty index file the broker adds after a full one."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from store_format.anomalies import AnomalyKind
+from store_format.config import BrokerConfig
+from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
+from store_format.timeutil import zone
+
+from .anomalies import at_offset
+from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
+from .chain import index_file_parts
+from .commit import StagedOutput
+from .stages import ReputWalk, TaskRunner
+
+__all__ = ["Built", "build_files"]
+
+
+@dataclasses.dataclass
+class Built:
+    """What the build stage wrote."""
+    cq_files: list[dict]
+    index_files: list[dict]        # in file order, with their names
+    units: int
+    queues: int
+    anomalies: list[dict]
+
+    @property
+    def cq_file_count(self) -> int:
+        return len(self.cq_files)
+
+
+def build_files(walk: ReputWalk, config: BrokerConfig, staged: StagedOutput, runner: TaskRunner, *,
+                record_states: bool, tz: str) -> Built:
+    """The build stage: consume queue files per queue bucket, index files one per task (in
+    ``staged``'s staging folder); then the index files' names."""
+    return _BuildStage(config, staged, runner).build(walk, record_states=record_states, tz=tz)
+
+
+class _BuildStage:
+    def __init__(self, config: BrokerConfig, staged: StagedOutput, runner: TaskRunner) -> None:
+        self.config, self.staged, self.runner = config, staged, runner
+        self.progress = runner.progress
+
+    def build(self, walk: ReputWalk, *, record_states: bool, tz: str) -> Built:
+        config = self.config
+        self.progress.stage("build", "consume queue and index files")
+        chain, index_in, index_totals = walk.chain, walk.index_in, walk.index_totals
+        order = [e.split.split_id for e in chain.entries]
+        total_keys = index_totals["keys"]
+        index_enabled = config.messageIndexEnable and index_totals["dispatched"] > 0
+        file_parts = index_file_parts(chain, index_in, total_keys, config.index_entries_per_file) \
+            if index_enabled else []
+        tasks = index_tasks(file_parts, total_keys, config, self.runner.parallelism, self.staged.staging_uri)
+        tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states}
+                  for b in range(walk.buckets)]
+        results = self.runner.run(BuildTask(tasks, config, walk.work_uri, self.staged.staging_uri), len(tasks),
+                                  "build")
+        cq_files = [r for r in results if r["kind"] == "cq"]
+        index_files = merge_index_rows([r for r in results if r["kind"] == "index"])
+        anomalies: list[dict] = []
+        if index_enabled:
+            index_files += self._trailing_index_file(index_files, index_totals)
+            names, clamped = index_file_names_checked([r["first_store_timestamp"] for r in index_files], zone(tz))
+            for r, name in zip(index_files, names):
+                r["name"] = name
+                self.staged.rename_staged(index_part_name(r["task_id"]), f"index/{name}")
+            for pos in clamped:
+                r = index_files[pos]
+                anomalies.append(at_offset(
+                    walk.store, r["begin_offset"] if r["begin_offset"] is not None else r["end_offset"],
+                    AnomalyKind.STORE_TIMESTAMP_OUT_OF_RANGE,
+                    f"index file {names[pos]} starts with store timestamp {r['first_store_timestamp']}, outside "
+                    "the years 1970..9999; its name was clamped (the bytes are as the broker writes them)",
+                    found=r["first_store_timestamp"]))
+        built = Built(cq_files, index_files, sum(r["entries"] for r in cq_files),
+                       len({(r["topic"], r["queue_id"]) for r in cq_files}), anomalies)
+        self.progress.done(f"{built.queues} queues, {len(cq_files)} consume queue files, {built.units:,} units; "
+                           f"{len(index_files)} index files, {total_keys:,} keys")
+        return built
+
+    def _trailing_index_file(self, built: list[dict], index_totals: dict) -> list[dict]:
+        """The empty index file the broker creates when a record is dispatched after a full file
+        (or, with no key at all, the first one): :func:`store_format.indexfile.plan_trailing_file`."""
+        config = self.config
+        cap = config.index_entries_per_file
+        total_keys = index_totals["keys"]
+        if not trailing_empty_file(total_keys, cap, index_totals["dispatched_after_last_key"]):
+            return []
+        file_no = len(built)
+        prev_off = built[-1]["end_offset"] if built else 0
+        prev_ts = built[-1]["end_timestamp"] if built else 0
+        none = np.zeros(0, dtype=np.int64)
+        data = index_file_pieces(none.astype(np.int32), none, none, max_hash_slot_num=config.maxHashSlotNum,
+                                 max_index_num=config.maxIndexNum,
+                                 prev_end_offset=prev_off, prev_end_ts=prev_ts,
+                                 empty_index_count=config.empty_index_count)
+        size = write_file(self.staged.staging_uri, index_part_name(file_no), data)
+        return [{"kind": "index", "task_id": file_no, "entries": 0, "bytes": size, "begin_offset": None,
+                 "first_store_timestamp": trailing_file_time(prev_ts, index_totals["first_store_ts"]),
+                 "end_offset": prev_off, "end_timestamp": prev_ts}]
