@@ -245,6 +245,7 @@ class ScanTask:
         """Walk the task's splits one after the other: a summary row per split."""
         out = []
         for split, sync, res in walk_splits(self.splits, self.tasks[task], self.store_uri, self.config):
-            write_split_work(self.work_uri, split.split_id, res, self.buckets)
+            write_split_work(self.work_uri, split.split_id, res, self.buckets,
+                             self.config.enableConsumeQueueExt)
             out.append({"split_id": split.split_id, "summary": json.dumps(split_summary(split, sync, None, res))})
         return out
