@@ -32,6 +32,13 @@ from store_format.consumequeue import (
     build_cq_file,
     cq_file_name,
 )
+from store_format.consumequeue_ext import (
+    build_ext_file,
+    ext_addresses,
+    ext_file_name,
+    ext_ordinals,
+    ext_units_per_file,
+)
 from store_format.indexfile import (
     HEAD_ENTRIES,
     accepted_by_index,
@@ -125,6 +132,66 @@ def _row(kind: str, task_id: int, **values) -> dict:
     return row
 
 
+class _ExtFiles:
+    """The ext files of a bucket's queues (``enableConsumeQueueExt``: :mod:`store_format.consumequeue_ext`):
+    each queue's ext units so far, and those of its files not yet written (a file is written once
+    a unit of the next one exists, i.e. with its end marker, or at the end)."""
+
+    def __init__(self, staging_uri: str | None, file_size: int, bucket: int) -> None:
+        self.staging_uri, self.file_size, self.bucket = staging_uri, file_size, bucket
+        self.per_file = ext_units_per_file(file_size)
+        self.counts = np.zeros(0, dtype=np.int64)     # ext units put, per queue number
+        self.pending: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+        self.rows: list[dict] = []
+
+    def put(self, qidx: np.ndarray, own: np.ndarray, tags: np.ndarray, store_ts: np.ndarray,
+            names: list[tuple[str, int]]) -> np.ndarray:
+        """Put the ext units of a split's units (in dispatch order) and return the tagsCode the consume
+        queue stores for each: the ext address for a record's own queue, the tagsCode for a light queue."""
+        if len(self.counts) < len(names):
+            self.counts = np.r_[self.counts, np.zeros(len(names) - len(self.counts), dtype=np.int64)]
+        at = np.flatnonzero(own)
+        before = self.counts.copy()
+        ordinal = ext_ordinals(qidx[at], self.counts)
+        stored = tags.copy()
+        stored[at] = ext_addresses(ordinal, self.file_size)
+        sel = at[np.argsort(qidx[at], kind="stable")]
+        q_sorted = qidx[sel]
+        bounds = np.r_[0, np.flatnonzero(np.diff(q_sorted)) + 1, len(q_sorted)]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            if a == b:
+                continue
+            q = int(q_sorted[a])
+            self.pending.setdefault(q, []).append((tags[sel[a:b]], store_ts[sel[a:b]]))
+            if (self.counts[q] - 1) // self.per_file > max(before[q] - 1, 0) // self.per_file:   # a next file began
+                self.flush(q, names[q], final=False)
+        return stored
+
+    def flush(self, q: int, name: tuple[str, int], final: bool) -> None:
+        """Write the queue's pending files that are complete (all of them when ``final``)."""
+        parts = self.pending.pop(q)
+        tags, ts = (np.concatenate([p[i] for p in parts]) for i in range(2))
+        count = int(self.counts[q])
+        first = count - len(tags)            # ordinal of the first pending unit (the start of a file)
+        topic, qid = name
+        for f in range(first // self.per_file, (count - 1) // self.per_file + 1):
+            lo, hi = f * self.per_file - first, min((f + 1) * self.per_file, count) - first
+            marked = count > (f + 1) * self.per_file
+            if not marked and not final:
+                self.pending[q] = [(tags[lo:], ts[lo:])]
+                break
+            n = write_file(self.staging_uri, f"consumequeue_ext/{topic}/{qid}/{ext_file_name(f, self.file_size)}",
+                           build_ext_file(self.file_size, tags[lo:hi], ts[lo:hi], marked)) \
+                if self.staging_uri is not None else None
+            self.rows.append(_row("cqext", self.bucket, topic=topic, queue_id=qid, file_start=f * self.file_size,
+                                  entries=hi - lo, bytes=n))
+
+    def finish(self, names: list[tuple[str, int]]) -> list[dict]:
+        for q in list(self.pending):
+            self.flush(q, names[q], final=True)
+        return self.rows
+
+
 def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, split_ids: list[int],
                        config: BrokerConfig, record_states: bool = False, *,
                        seeds: dict[tuple[str, int], list[int]] | None = None,
@@ -143,6 +210,9 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
             these splits only, so seeds go with ``write_files=False``.
         write_files: False to write no consume queue file (``staging_uri`` is not used): the rows
             still say which files the units fill (``bytes`` null).
+
+    With ``enableConsumeQueueExt`` (and ``write_files``) each record's own unit also puts an ext unit
+    (:class:`_ExtFiles`); the ext files' rows have kind ``cqext``.
     """
     file_size = config.cq_file_size
     queues = QueueTable()
@@ -156,6 +226,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     pending_from: dict[int, int] = {}                       # start of the oldest such file
     written: list[dict] = []
     entry_states: list[tuple[int, np.ndarray, np.ndarray]] = []   # (split, queues, their states)
+    ext = _ExtFiles(staging_uri, config.mappedFileSizeConsumeQueueExt, bucket) \
+        if config.enableConsumeQueueExt and write_files else None
 
     def flush(q: int, final: bool) -> None:
         """Write the queue's complete files (all of them when ``final``); keep the rest pending."""
@@ -196,6 +268,9 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
         off = units.column(2).to_numpy()
         size = units.column(3).to_numpy()
         tags = units.column(4).to_numpy()
+        if ext is not None:
+            tags = ext.put(qidx, units.column(5).to_numpy(zero_copy_only=False), tags, units.column(6).to_numpy(),
+                           names)
         pos = assign_positions(qidx, off, size, units.column(1).to_numpy(), file_size, queues.states)
         kept = np.flatnonzero(pos >= 0)
         sel = kept[np.argsort(qidx[kept], kind="stable")]   # by queue, dispatch order kept
@@ -227,6 +302,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
             written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=last_file,
                                 entries=0,
                                 bytes=n))
+    if ext is not None:
+        written += ext.finish(names)
     return written
 
 

@@ -147,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=_HANDLERS[name])
         return p
 
-    p = command("rebuild", "rebuild consumequeue/ and index/ from commitlog/", "store", "spark", "json")
+    p = command("rebuild", "rebuild consumequeue/ (and consumequeue_ext/ with enableConsumeQueueExt) and index/ "
+                "from commitlog/", "store", "spark", "json")
     _rebuild_arguments(p, store_required=True)
     p = command("demo", "rebuild a store (default: a generated sample) on local Spark and look a key up",
                 "store", "spark")

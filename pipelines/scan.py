@@ -236,7 +236,7 @@ def driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, buc
         with store.reader(store.segments[split.segment]) as read:
             sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
         drop_split_work(work_uri, split.split_id)
-        write_split_work(work_uri, split.split_id, res, buckets)
+        write_split_work(work_uri, split.split_id, res, buckets, config.enableConsumeQueueExt)
         return split_summary(split, sync, entering, res), res
     return rewalk
 
@@ -258,6 +258,7 @@ class ScanTask:
         """Walk the task's splits one after the other: a summary row per split."""
         out = []
         for split, sync, res in walk_splits(self.splits, self.tasks[task], self.store_uri, self.config):
-            write_split_work(self.work_uri, split.split_id, res, self.buckets)
+            write_split_work(self.work_uri, split.split_id, res, self.buckets,
+                             self.config.enableConsumeQueueExt)
             out.append({"split_id": split.split_id, "summary": json.dumps(split_summary(split, sync, None, res))})
         return out

@@ -30,8 +30,9 @@ from store_format.store import resolve
 
 from .oserrors import naming
 
-__all__ = ["UNIT_SCHEMA", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work", "read_bucket_units",
-           "read_keys", "drop_split_work", "split_batches", "SplitKeys", "write_queue_states", "read_queue_states"]
+__all__ = ["UNIT_SCHEMA", "EXT_FIELDS", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work",
+           "read_bucket_units", "read_keys", "drop_split_work", "split_batches", "SplitKeys", "write_queue_states",
+           "read_queue_states"]
 
 UNIT_SCHEMA = pa.schema([
     ("queue", pa.int32()),             # number of the unit's queue in the file's ``queues`` metadata
@@ -40,6 +41,11 @@ UNIT_SCHEMA = pa.schema([
     ("size", pa.int32()),
     ("tags_code", pa.int64()),
 ])
+# with enableConsumeQueueExt: what each unit's ext unit needs (store_format.consumequeue_ext)
+EXT_FIELDS = [
+    pa.field("own", pa.bool_()),                 # the record's own queue (a light queue's unit gets no ext unit)
+    pa.field("store_timestamp", pa.int64()),
+]
 KEY_SCHEMA = pa.schema([
     ("commitlog_offset", pa.int64()),
     ("store_timestamp", pa.int64()),
@@ -85,28 +91,34 @@ def _open(uri: str) -> ipc.RecordBatchFileReader | None:
     return ipc.open_file(source)
 
 
-def _unit_batches(units: QueueUnits, buckets: int) -> tuple[pa.Schema, list[pa.RecordBatch]]:
+def _unit_batches(units: QueueUnits, buckets: int, store_ts: np.ndarray | None = None
+                  ) -> tuple[pa.Schema, list[pa.RecordBatch]]:
     bucket_of_queue = np.array([queue_bucket(t, q, buckets) for t, q in units.queues], dtype=np.int64)
     bucket = bucket_of_queue[units.queue] if len(units) else np.zeros(0, dtype=np.int64)
     order = np.argsort(bucket, kind="stable")  # dispatch order kept within a bucket
     bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
     columns = [units.queue, units.queue_offset, units.offset, units.size, units.tags_code]
+    schema = UNIT_SCHEMA
+    if store_ts is not None:
+        columns += [units.own, store_ts]
+        schema = pa.schema([*UNIT_SCHEMA, *EXT_FIELDS])
     sorted_cols = [pa.array(np.ascontiguousarray(c[order])) for c in columns]
-    schema = UNIT_SCHEMA.with_metadata({"queues": json.dumps(units.queues)})
+    schema = schema.with_metadata({"queues": json.dumps(units.queues)})
     batches = [pa.RecordBatch.from_arrays([c.slice(int(a), int(b - a)) for c in sorted_cols], schema=schema)
                for a, b in zip(bounds[:-1], bounds[1:])]
     return schema, batches
 
 
-def split_batches(res: cl.WalkResult, buckets: int) -> tuple[pa.Schema | None, list[pa.RecordBatch],
-                                                             pa.RecordBatch | None]:
+def split_batches(res: cl.WalkResult, buckets: int, ext: bool = False
+                  ) -> tuple[pa.Schema | None, list[pa.RecordBatch], pa.RecordBatch | None]:
     """A split's work as Arrow: its units' schema and one batch per queue bucket (none without
-    units), and the batch of its index keys (None without keys)."""
+    units), and the batch of its index keys (None without keys).  ``ext``: the units also carry the
+    columns of :data:`EXT_FIELDS`."""
     schema: pa.Schema | None = None
     batches: list[pa.RecordBatch] = []
     units = queue_units(res)
     if len(units):
-        schema, batches = _unit_batches(units, buckets)
+        schema, batches = _unit_batches(units, buckets, res.rec[units.record, cl.R_STORE_TS] if ext else None)
     rec = res.rec
     keyed = np.nonzero((rec[:, cl.R_STATUS] == cl.Status.DISPATCHED) & (rec[:, cl.R_KEY_COUNT] > 0))[0]
     keys = None
@@ -122,11 +134,12 @@ def split_batches(res: cl.WalkResult, buckets: int) -> tuple[pa.Schema | None, l
     return schema, batches, keys
 
 
-def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, buckets: int) -> None:
-    """Write a split's units (one batch per queue bucket) and index keys."""
+def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, buckets: int,
+                     ext: bool = False) -> None:
+    """Write a split's units (one batch per queue bucket; ``ext``: with :data:`EXT_FIELDS`) and index keys."""
     if res is None:
         return
-    schema, batches, keys = split_batches(res, buckets)
+    schema, batches, keys = split_batches(res, buckets, ext)
     if schema is not None:
         _write(_units_path(work_uri, split_id), schema, batches)
     if keys is not None:

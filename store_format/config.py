@@ -26,6 +26,7 @@ import logging
 import re
 from collections.abc import Mapping
 
+from .consumequeue_ext import END_BLANK_DATA_LENGTH, EXT_UNIT_SIZE, MIN_EXT_FILE_SIZE
 from .errors import UnsupportedConfigError
 from .javaproperties import PropertyLine, java_boolean, java_double_ok, java_integer, read_properties
 from .layout import CQ_UNIT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, INDEX_SLOT_SIZE
@@ -166,6 +167,8 @@ class BrokerConfig:
     enableMultiDispatch: bool = False
     enableLmq: bool = False
     enableConsumeQueueExt: bool = False
+    mappedFileSizeConsumeQueueExt: int = 48 * 1024 * 1024   # ext file size (not rounded) [MessageStoreConfig]
+    enableCalcFilterBitMap: bool = False         # BrokerConfig: ext units with filter bitmaps (refused)
     brokerId: int = 0
     enableDLegerCommitLog: bool = False
     dLegerSelfId: str = "n0"                     # DLedger: the log is dledger-<selfId>/ (store_format.dledger)
@@ -204,10 +207,12 @@ class BrokerConfig:
     brokerVersion: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.enableConsumeQueueExt:
+        if self.enableConsumeQueueExt and self.enableCalcFilterBitMap:
             raise UnsupportedConfigError(
-                "enableConsumeQueueExt=true is not supported: with it the broker stores ConsumeQueueExt "
-                "addresses instead of tag hash codes. Rebuild with the broker instead, or disable it.")
+                "enableConsumeQueueExt=true with enableCalcFilterBitMap=true is not supported: the ConsumeQueueExt "
+                "units then hold filter bitmaps computed from the consumers' live SQL92 filters "
+                "(CommitLogDispatcherCalcBitMap), which the store does not keep; rebuild with the broker, or set "
+                "enableCalcFilterBitMap=false")
         range_error = _range_error({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
         if range_error:
             raise UnsupportedConfigError(range_error[1])
@@ -314,7 +319,7 @@ class BrokerConfig:
 _JAVA_INT_FIELDS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum",
                     "fileReservedTime", "diskMaxUsedSpaceRatio", "deleteFileBatchMax",
                     "destroyMapedFileIntervalForcibly", "cleanResourceInterval", "deleteCommitLogFilesInterval",
-                    "diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio")
+                    "diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio", "mappedFileSizeConsumeQueueExt")
 _POSITIVE_FIELDS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum")
 # MessageStoreConfig.getMappedFileSizeConsumeQueue rounds up to whole units in int arithmetic
 _MAX_CQ_SETTING = JAVA_INT_MAX // CQ_UNIT_SIZE * CQ_UNIT_SIZE
@@ -335,6 +340,12 @@ def _range_error(values: Mapping[str, object]) -> tuple[str, str] | None:
         v = values[name]
         if isinstance(v, int) and v <= 0:
             return name, f"{name}={v} must be a positive number (the broker's default is {defaults[name]})"
+    ext_size = values["mappedFileSizeConsumeQueueExt"]
+    if values["enableConsumeQueueExt"] and isinstance(ext_size, int) and ext_size < MIN_EXT_FILE_SIZE:
+        return "mappedFileSizeConsumeQueueExt", (
+            f"mappedFileSizeConsumeQueueExt={ext_size}: with enableConsumeQueueExt=true an ext file must hold at "
+            f"least one {EXT_UNIT_SIZE}-byte unit and {END_BLANK_DATA_LENGTH} free bytes (ConsumeQueueExt.put), so "
+            f"at least {MIN_EXT_FILE_SIZE}; the broker's default is {defaults['mappedFileSizeConsumeQueueExt']}")
     max_index = values["maxIndexNum"]
     slots = values["maxHashSlotNum"]
     assert isinstance(max_index, int) and isinstance(slots, int)

@@ -451,6 +451,7 @@ class QueueUnits:
     size: np.ndarray
     tags_code: np.ndarray
     queue_offset: np.ndarray
+    own: np.ndarray           # bool: the record's own queue (False: a light queue's unit)
 
     def __len__(self) -> int:
         return len(self.record)
@@ -477,9 +478,11 @@ def queue_units(res: WalkResult) -> QueueUnits:
         lens = np.concatenate([rec[own, R_TOPIC_LEN], lmq[:, L_NAME_LEN]])[order]
         qid = np.concatenate([rec[own, R_QID], lmq[:, L_QID]])[order]
         qoff = np.concatenate([rec[own, R_QOFF], lmq[:, L_QOFF]])[order]
+        is_own = sub[order] == 0
     else:
         record, starts, lens = own, rec[own, R_TOPIC_START], rec[own, R_TOPIC_LEN]
         qid, qoff = rec[own, R_QID], rec[own, R_QOFF]
+        is_own = np.ones(len(own), dtype=bool)
     n = len(record)
     table = np.empty(1 << max(4, int(2 * max(n, 1)).bit_length()), dtype=np.int64)
     first = np.empty(max(n, 1), dtype=np.int64)
@@ -506,7 +509,7 @@ def queue_units(res: WalkResult) -> QueueUnits:
         queue = remap[queue]
     return QueueUnits(record=record, queue=queue.astype(np.int32), queues=queues, offset=rec[record, R_PHYS],
                       size=rec[record, R_TOTAL].astype(np.int32), tags_code=rec[record, R_TAGS_CODE],
-                      queue_offset=np.asarray(qoff, dtype=np.int64))
+                      queue_offset=np.asarray(qoff, dtype=np.int64), own=is_own)
 
 
 @dataclasses.dataclass

@@ -192,7 +192,15 @@ class InMemoryRebuild:
 
 
 def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo = _dt.timezone.utc) -> InMemoryRebuild:
-    """Run the reput over the whole store in this process and return the files it would write."""
+    """Run the reput over the whole store in this process and return the files it would write.
+
+    Raises:
+        UnsupportedConfigError: ``enableConsumeQueueExt=true`` (only the pipeline writes ext files:
+            :mod:`store_format.consumequeue_ext`).
+    """
+    if config.enableConsumeQueueExt:
+        raise UnsupportedConfigError("rebuild_in_memory does not write ConsumeQueueExt files "
+                                     "(enableConsumeQueueExt=true): use pipelines.rebuild")
     config = resolve_broker_version(store, config)
     cq_size = config.cq_file_size
     cap = config.index_entries_per_file

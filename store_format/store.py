@@ -172,14 +172,15 @@ def open_store(uri: str, config: BrokerConfig) -> StoreLocation:
     """List and check a store's commitlog segments.
 
     Raises:
-        StoreLayoutError: a layout this project does not rebuild (BatchCQ, DLedger, ConsumeQueueExt,
-            RocksDB consume queues: :func:`store_format.store_layouts.check_store_layout`), no
+        StoreLayoutError: a layout this project does not rebuild (BatchCQ, DLedger or ConsumeQueueExt without
+            the settings that made them, RocksDB consume queues:
+            :func:`store_format.store_layouts.check_store_layout`), no
             ``commitlog/`` folder, no segments, a segment whose size is not ``mappedFileSizeCommitLog``
             (the broker refuses to load it), or segments that do not follow each other.
     """
     fs, root = resolve(uri)
     root = root.rstrip("/")
-    check_store_layout(fs, root, uri, dledger=config.enableDLegerCommitLog)
+    check_store_layout(fs, root, uri, dledger=config.enableDLegerCommitLog, cq_ext=config.enableConsumeQueueExt)
     if config.enableDLegerCommitLog:
         return _open_dledger_store(uri, fs, root, config)
     info = fs.get_file_info(f"{root}/commitlog")

@@ -1,4 +1,5 @@
-"""Store layouts this project does not rebuild, recognised from the store's own contents.
+"""Store layouts this project does not rebuild, or rebuilds only with the settings that made them,
+recognised from the store's own contents.
 
 ``broker.conf`` may not say how a store was written (the reviewer, an operator, a copied store), so
 the folders and files a broker creates for the other layouts are looked for as well; each one is
@@ -11,7 +12,9 @@ refused with one line naming the layout, never rebuilt as ordinary consume queue
   ``config/topics.json`` (``TopicConfig.attributes``; ``TopicAttributes.QUEUE_TYPE_ATTRIBUTE``,
   default ``SimpleCQ``): any other value is refused, naming the topics.
 * ``consumequeue_ext/`` (``getStorePathConsumeQueueExt``): ``ConsumeQueueExt`` files, written with
-  ``enableConsumeQueueExt=true``; the consume queue then stores ext addresses instead of tag hash codes.
+  ``enableConsumeQueueExt=true``; the consume queue then stores ext addresses instead of tag hash codes
+  (rebuilt by :mod:`store_format.consumequeue_ext`): refused only when the settings do not say
+  ``enableConsumeQueueExt=true``.
 * ``dledger-<selfId>/`` (``DLedgerCommitLog``; :mod:`store_format.dledger` reads it): refused only
   when the settings do not say ``enableDLegerCommitLog=true``.
 * a RocksDB database in ``consumequeue/`` (``RocksDBConsumeQueueStore`` opens it at
@@ -70,12 +73,14 @@ def batch_cq_topics(topics_json: str) -> list[str]:
     return found
 
 
-def check_store_layout(fs: pafs.FileSystem, root: str, uri: str, *, dledger: bool = False) -> None:
+def check_store_layout(fs: pafs.FileSystem, root: str, uri: str, *, dledger: bool = False,
+                       cq_ext: bool = False) -> None:
     """Refuse a store laid out in a way this project does not rebuild (module docstring).
 
     ``dledger``: the settings say ``enableDLegerCommitLog=true`` (:mod:`store_format.dledger` reads
     it); without it a ``dledger-*`` folder is refused, since the settings the store was written with
-    are then not the ones given.
+    are then not the ones given.  ``cq_ext``: the same for ``enableConsumeQueueExt=true`` and a
+    ``consumequeue_ext/`` folder.
 
     Raises:
         StoreLayoutError: one line naming the layout, what shows it, and the topics where known.
@@ -105,10 +110,11 @@ def check_store_layout(fs: pafs.FileSystem, root: str, uri: str, *, dledger: boo
         raise StoreLayoutError(
             f"{uri}: batchconsumequeue/ holds BatchCQ consume queues{which} (queue.type=BatchCQ): this project "
             "does not rebuild BatchCQ queues")
-    if "consumequeue_ext" in names and _has_files(fs, f"{root}/consumequeue_ext"):
+    if not cq_ext and "consumequeue_ext" in names and _has_files(fs, f"{root}/consumequeue_ext"):
         raise StoreLayoutError(
-            f"{uri}: consumequeue_ext/ holds ConsumeQueueExt files (enableConsumeQueueExt=true): its consume "
-            "queues store ext addresses instead of tag hash codes; this project does not rebuild them")
+            f"{uri}: consumequeue_ext/ holds ConsumeQueueExt files (enableConsumeQueueExt=true), but the settings "
+            "say enableConsumeQueueExt=false: its consume queues store ext addresses instead of tag hash codes; pass "
+            "the broker.conf the store was written with (--config), with enableConsumeQueueExt=true")
     if "consumequeue" in names:
         cq_files = {i.base_name for i in _children(fs, f"{root}/consumequeue") if i.type == pafs.FileType.File}
         if "CURRENT" in cq_files or any(n.startswith("MANIFEST-") for n in cq_files):

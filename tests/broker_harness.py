@@ -5,7 +5,8 @@ its own classpath. Its two programs (sources in ``tests/broker/src``):
 
 * ``harness.Writer SCENARIOS.json [THREADS]``: puts each scenario's messages through the broker's
   ``DefaultMessageStore``, then lets the broker rebuild ``consumequeue/`` and ``index/`` from the
-  commitlog (the way the shared golden stores were made) into ``<dir>/expected``; ``<dir>/store``
+  commitlog (the way the shared golden stores were made) into ``<dir>/expected`` (with
+  ``consumequeue_ext/`` when the settings say ``enableConsumeQueueExt=true``); ``<dir>/store``
   keeps the commitlog and ``<dir>/broker.conf`` the settings. One JSON line per scenario.
 * ``harness.Reader REQUEST.json``: what the broker's store answers on a store folder (queryMessage,
   getMessage over every queue, min/max offsets, cleanup), one JSON line per answer.

@@ -38,7 +38,8 @@ def test_delay_levels_with_days():
 
 
 @pytest.mark.parametrize("text, words", [
-    ("enableConsumeQueueExt=true", "enableConsumeQueueExt"),
+    ("enableConsumeQueueExt=true\nenableCalcFilterBitMap=true", "enableCalcFilterBitMap=true.*live"),
+    ("enableConsumeQueueExt=true\nmappedFileSizeConsumeQueueExt=23", "mappedFileSizeConsumeQueueExt=23"),
     ("storeType=defaultRocksDB", "storeType"),
     ("duplicationEnable=true", "duplicationEnable"),
     ("maxIndexNum=1", "maxIndexNum"),
@@ -48,6 +49,15 @@ def test_delay_levels_with_days():
 def test_unsupported_settings_are_refused_with_the_setting_named(text, words):
     with pytest.raises(UnsupportedConfigError, match=words):
         load_broker_config(text)
+
+
+def test_consume_queue_ext_is_read():
+    """enableConsumeQueueExt without filter bitmaps is rebuilt (store_format.consumequeue_ext); the
+    bitmap setting alone (no ext files) changes nothing; a tiny ext file size without ext is no error."""
+    c = load_broker_config("enableConsumeQueueExt=true\nmappedFileSizeConsumeQueueExt=1024")
+    assert c.enableConsumeQueueExt and c.mappedFileSizeConsumeQueueExt == 1024
+    assert BrokerConfig().mappedFileSizeConsumeQueueExt == 48 * 1024 * 1024
+    assert load_broker_config("enableCalcFilterBitMap=true\nmappedFileSizeConsumeQueueExt=1").enableCalcFilterBitMap
 
 
 def test_unknown_keys_are_ignored_like_the_broker_does():

@@ -131,3 +131,13 @@ def test_dump_names_the_layout_of_a_queue_file(tmp_path: Path, capsys: pytest.Ca
     f.write_bytes(bytes(300_000 * 20))
     code, err = _run(capsys, ["dump", str(f)])
     assert code == 2 and len(err.splitlines()) == 1 and word in err and "TopicB" in err, err
+
+
+def test_ext_folder_with_ext_settings_is_not_refused(store: Path) -> None:
+    """consumequeue_ext/ of a store written with enableConsumeQueueExt=true: rebuilt
+    (store_format.consumequeue_ext), so the same settings open it."""
+    from store_format.config import BrokerConfig
+    from store_format.store import open_store
+    (store / "consumequeue_ext" / "BasicTopic0" / "0").mkdir(parents=True)
+    (store / "consumequeue_ext" / "BasicTopic0" / "0" / ("0" * 20)).write_bytes(bytes(64))
+    assert open_store(str(store), BrokerConfig(mappedFileSizeCommitLog=1 << 20, enableConsumeQueueExt=True)).segments

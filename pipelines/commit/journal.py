@@ -30,10 +30,13 @@ from store_format.errors import StoreLayoutError
 
 from .outroot import OutputRoot
 
-__all__ = ["CommitJournal", "OUTPUTS", "KILL_AT_ENV", "kill_point", "FORMAT", "STAGING_PREFIX", "OLD_PREFIX",
-           "COMMIT_PREFIX", "LOCK_SUFFIX", "LOCK_TMP_PREFIX", "PLAN_SUFFIX", "MARK_RE"]
+__all__ = ["CommitJournal", "OUTPUTS", "REQUIRED_OUTPUTS", "KILL_AT_ENV", "kill_point", "FORMAT", "STAGING_PREFIX",
+           "OLD_PREFIX", "COMMIT_PREFIX", "LOCK_SUFFIX", "LOCK_TMP_PREFIX", "PLAN_SUFFIX", "MARK_RE"]
 
-OUTPUTS = ("consumequeue", "index")
+# what a run commits into OUT; consumequeue_ext/ only exists with enableConsumeQueueExt, but an existing
+# one is replaced all the same (a rebuild without ext leaves no stale ext files beside its queues)
+OUTPUTS = ("consumequeue", "consumequeue_ext", "index")
+REQUIRED_OUTPUTS = ("consumequeue", "index")
 STAGING_PREFIX = ".rebuild-staging-"
 OLD_PREFIX = ".rebuild-old-"
 COMMIT_PREFIX = ".rebuild-commit-"

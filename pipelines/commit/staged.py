@@ -12,7 +12,7 @@ import pyarrow.fs as pafs
 from store_format.errors import StoreLayoutError
 
 from ..durable import sync_tree
-from .journal import FORMAT, OLD_PREFIX, OUTPUTS, STAGING_PREFIX, CommitJournal, kill_point
+from .journal import FORMAT, OLD_PREFIX, OUTPUTS, REQUIRED_OUTPUTS, STAGING_PREFIX, CommitJournal, kill_point
 from .liveness import RunClaim, owner_record
 from .moves import PlanMoves
 from .outroot import OutputRoot
@@ -24,7 +24,8 @@ log = logging.getLogger("pipelines.commit")   # the commit's lines keep the logg
 
 
 class StagedOutput:
-    """``OUT/.rebuild-staging-<run>/{consumequeue,index}`` → ``OUT/{consumequeue,index}``, journaled.
+    """``OUT/.rebuild-staging-<run>/{consumequeue,index}`` → ``OUT/{consumequeue,index}``, journaled
+    (and ``consumequeue_ext/`` when the run wrote one; an existing one is moved aside in any case).
 
     Args:
         out_uri: the output root (local path, ``hdfs://`` or ``s3://`` URI).
@@ -84,7 +85,7 @@ class StagedOutput:
         self.fs.create_dir(self.root, recursive=True)
         if not self._claim.held:
             self._claim.take()
-        for name in OUTPUTS:
+        for name in REQUIRED_OUTPUTS:
             self.fs.create_dir(f"{self.staging_path}/{name}", recursive=True)
 
     def rename_staged(self, relative_from: str, relative_to: str) -> None:
@@ -105,7 +106,7 @@ class StagedOutput:
                 another live run is committing into ``OUT`` for longer than the wait allows.
         """
         self.check_target()
-        for name in OUTPUTS:
+        for name in REQUIRED_OUTPUTS:
             if not self.target.exists(f"{self.staging_path}/{name}"):
                 raise StoreLayoutError(f"{self.staging_uri}/{name} is missing: nothing complete to commit")
         if self.target.local and self.target.durable:
@@ -116,7 +117,8 @@ class StagedOutput:
         for name in OUTPUTS:
             if self.target.exists(f"{self.root}/{name}"):
                 moves.append((name, f"{old}/{name}"))
-            moves.append((f"{STAGING_PREFIX}{self.run_id}/{name}", name))
+            if name in REQUIRED_OUTPUTS or self.target.exists(f"{self.staging_path}/{name}"):
+                moves.append((f"{STAGING_PREFIX}{self.run_id}/{name}", name))
         atomic = self.target.atomic_rename
         self._journal.write_plan(self.run_id, {
             "format": FORMAT, "run_id": self.run_id, "moves": moves, "old": old,

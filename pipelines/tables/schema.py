@@ -54,7 +54,7 @@ MESSAGES_SCHEMA = pa.schema([
     ("store_host", pa.string()),
     ("flag", pa.int32()),
     ("tags", pa.string()),
-    ("tags_code", pa.int64()),                 # as written to the consume queue
+    ("tags_code", pa.int64()),                 # as written to the consume queue (with ext: to the ext unit)
     ("keys", pa.list_(pa.string())),           # KEYS tokens
     ("uniq_key", pa.string()),                 # UNIQ_KEY: the client's msgId
     ("msg_id", pa.string()),                   # offset msgId: store host + commitlog offset

@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from store_format.config import BrokerConfig
+from store_format.errors import UnsupportedConfigError
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.store import StoreLocation, open_store, resolve
@@ -23,6 +24,15 @@ from .restart import predict_restart, recover_queue
 from .storefiles import CQ_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, read_all
 
 log = logging.getLogger(__name__)
+
+
+def refuse_cq_ext(config: BrokerConfig, command: str) -> None:
+    """``verify`` and ``repair`` do not compare ``consumequeue_ext/``: refused with one line."""
+    if config.enableConsumeQueueExt:
+        raise UnsupportedConfigError(
+            f"{command}: enableConsumeQueueExt=true: {command} does not compare consumequeue_ext/ "
+            "(ConsumeQueueExt files) yet; use rebuild, which writes consumequeue_ext/ and consumequeue/ as the "
+            "broker's reput does, and compare or replace the files from its output")
 
 
 def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
@@ -55,7 +65,7 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     Returns:
         A :class:`VerifyReport`.
     Raises:
-        StoreError: bad store layout or settings (see ``run_rebuild``).
+        StoreError: bad store layout or settings (see ``run_rebuild``), or ``enableConsumeQueueExt=true``.
 
     Example:
         >>> report = verify_store("/data/store", load_config_for("broker.conf"), engine="local")
@@ -65,6 +75,7 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
 
     from ..rebuild import run_rebuild
     t0 = time.monotonic()
+    refuse_cq_ext(config, "verify")
     st = open_store(store, config)
     config = resolve_broker_version(st, config)
     temporary = work is None

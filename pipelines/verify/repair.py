@@ -26,7 +26,7 @@ from store_format.store import open_store
 
 from ..brokerlock import BrokerCheck, check_broker
 from ..durable import copy_durably, fsync_dir, replace_json, sha256_file
-from .compare_store import verify_store
+from .compare_store import refuse_cq_ext, verify_store
 from .repair_plan import RepairAction, RepairPlan, plan_repair
 from .storefiles import CQ_DIR
 
@@ -251,6 +251,7 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
     """
     t0 = time.monotonic()
     root = _local_root(store)
+    refuse_cq_ext(config, "repair")
     open_store(root, config)  # layout errors before anything else
     check = check_broker(root)
     notes = []

@@ -39,10 +39,12 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * default 1: a store's shutdown sleeps 1 s on 4.9.8 and 3 s on 5.x, which threads overlap). For each
  * scenario, in its {@code dir}: the messages go through
  * {@code DefaultMessageStore.putMessage/putMessages} of a started master store; after a clean
- * shutdown {@code consumequeue/} and {@code index/} are deleted and the store is started again with
+ * shutdown {@code consumequeue/} (and {@code consumequeue_ext/}) and {@code index/} are deleted and the
+ * store is started again with
  * the scenario's settings, so that the reput thread rebuilds them from the commitlog; once it has
  * dispatched to the commitlog's max offset the store is shut down and those files are moved to
- * {@code expected/}. {@code store/} then holds only {@code commitlog/}, and
+ * {@code expected/} (with {@code consumequeue_ext/} when the broker wrote one). {@code store/} then holds
+ * only {@code commitlog/}, and
  * {@code broker.conf} the settings. One JSON line per scenario goes to stdout.
  *
  * <p>DLedger stores ({@code enableDLegerCommitLog=true}, see {@link DLedger}): the store is the same
@@ -140,8 +142,10 @@ public final class Writer {
         statuses.forEach(st::addProperty);
         out.add("putStatuses", st);
 
-        // the broker's own rebuild: consumequeue/ and index/ gone, the store started again
+        // the broker's own rebuild: consumequeue/ (with consumequeue_ext/) and index/ gone, the store
+        // started again
         Stores.deleteTree(new File(root, "consumequeue"));
+        Stores.deleteTree(new File(root, "consumequeue_ext"));
         Stores.deleteTree(new File(root, "index"));
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
@@ -168,6 +172,10 @@ public final class Writer {
             } else {
                 check(new File(expected, sub).mkdirs(), "mkdir");
             }
+        }
+        File ext = new File(root, "consumequeue_ext");  // enableConsumeQueueExt=true: the ext files too
+        if (ext.exists()) {
+            Files.move(ext.toPath(), new File(expected, "consumequeue_ext").toPath());
         }
         File[] rest = root.listFiles();
         if (rest != null) {

@@ -1,0 +1,175 @@
+"""ConsumeQueueExt stores (``enableConsumeQueueExt=true``, no filter bitmap) written by the published
+RocketMQ store through the JVM harness in ``tests/broker/``, rebuilt by ``python -m pipelines
+rebuild``, compared byte for byte with what the broker rebuilt from the same commitlog:
+``consumequeue/`` (whose units hold ext addresses), ``consumequeue_ext/`` and ``index/``.
+
+The scenarios (:mod:`broker_cqext_scenarios`): ext files of 104 and 110 bytes (5 units each, so most
+queues span several files, each ending in the end marker), tags, batches, delayed messages,
+transactions, light queues. The rebuild runs with the smallest split size (4 KiB), so that each queue's
+ext units come from many splits. ``test_broker_wrote_ext_files`` checks the harness itself.
+
+All lines' stores are written at once (one JVM per line, its scenarios in threads) while the Spark
+session starts. 4.9.8 and 5.5.1 by default; ``CQEXT_LINES=4.9.8,5.3.3,5.5.1`` adds 5.3.3.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_cqext_scenarios import cqext_scenarios
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+if bh.missing_tools():
+    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
+                allow_module_level=True)
+
+LINES = tuple(os.environ.get("CQEXT_LINES", "4.9.8,5.5.1").split(","))
+BROKER_LINE = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}  # as --broker-version names them
+SCENARIOS = {line: cqext_scenarios(line) for line in LINES}
+CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+_RUNS: dict[str, dict] = {}
+LONG_MIN = -(1 << 63)
+
+
+def _rebuild(d: Path, line: str) -> dict:
+    from pipelines.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(d / "store"), "--out", str(d / "ours"),
+                     "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line],
+                     "--split-size", "4k", "--no-tables"])
+    return {"code": code, "stderr": err.getvalue().strip()}
+
+
+@pytest.fixture
+def written(request, tmp_path_factory):
+    """The scenario as the broker wrote it (every scenario written, and rebuilt, once)."""
+    params = request.node.callspec.params
+    name = params.get("name") or f"{params['line']}-cqext-plain"
+    if not _RUNS:
+        try:
+            bh.build()
+        except bh.HarnessUnavailable as e:
+            pytest.skip(f"broker harness not available: {e}")
+        work = tmp_path_factory.mktemp("cqext")
+        started = time.monotonic()
+        with ThreadPoolExecutor(len(LINES)) as pool:
+            futures = {ln: pool.submit(bh.write_stores, ln, [{**sc, "dir": str(work / sc["name"])} for sc in scs],
+                                       work, 300, len(scs))
+                       for ln, scs in SCENARIOS.items()}
+            request.getfixturevalue("spark")
+            reports = {ln: f.result() for ln, f in futures.items()}
+        print(f"\nthe broker wrote {len(CASES)} ConsumeQueueExt store(s) in {time.monotonic() - started:.1f} s")
+        for ln, scs in SCENARIOS.items():
+            for sc in scs:
+                r = {"scenario": {**sc, "dir": str(work / sc["name"])},
+                     "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
+                _RUNS[sc["name"]] = r
+                if r["written"].get("ok"):
+                    started = time.monotonic()
+                    r["rebuild"] = _rebuild(work / sc["name"], ln)
+                    print(f"{sc['name']}: rebuilt in {time.monotonic() - started:.1f} s (exit {r['rebuild']['code']})")
+    r = _RUNS[name]
+    if not r["written"].get("ok"):
+        pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
+    return r
+
+
+def _rebuilt(r: dict) -> Path:
+    if r["rebuild"]["code"] != 0:
+        stderr = r["rebuild"]["stderr"]
+        why = [ln for ln in stderr.splitlines() if ln.startswith("error:")] or [stderr[-1000:]]
+        pytest.fail(f"rebuild exited {r['rebuild']['code']}: {' | '.join(why)}")
+    return Path(r["scenario"]["dir"])
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def _cq_units(root: Path) -> list[tuple[str, int, int, int]]:
+    """Every unit of a ``consumequeue/`` folder: (queue, commitlog offset, size, tags code), in order."""
+    out = []
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        data = f.read_bytes()
+        for i in range(0, len(data) - 19, 20):
+            size = int.from_bytes(data[i + 8:i + 12], "big", signed=True)
+            if size:
+                out.append((str(f.parent.relative_to(root)), int.from_bytes(data[i:i + 8], "big"), size,
+                            int.from_bytes(data[i + 12:i + 20], "big", signed=True)))
+    return out
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_broker_wrote_ext_files(written, line, name):
+    """The harness itself: the broker wrote ext files of the configured size, several per queue with
+    the end marker, its own queues' units hold ext addresses and light queues' units do not."""
+    d = Path(written["scenario"]["dir"])
+    ext = d / "expected" / "consumequeue_ext"
+    size = int(written["scenario"]["config"]["mappedFileSizeConsumeQueueExt"])
+    files = [ext / f for f in _files(ext)]
+    assert files and all(f.stat().st_size == size for f in files)
+    assert any(f.name != "0" * 20 for f in files), "no queue's ext units span two files"
+    assert any(f.read_bytes()[100:102] == b"\xff\xff" for f in files), "no end marker"
+    units = _cq_units(d / "expected" / "consumequeue")
+    own = [u for u in units if not u[0].startswith("%LMQ%")]
+    assert own and all(u[3] < -(1 << 31) for u in own), "a unit of a record's own queue holds no ext address"
+    if name.endswith("-lmq"):
+        light = [u for u in units if u[0].startswith("%LMQ%")]
+        assert light and all(u[3] >= -(1 << 31) for u in light)
+        assert not any(p.name.startswith("%LMQ%") for p in ext.iterdir()), "a light queue got ext files"
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_files_match_broker(written, line, name):
+    """consumequeue/, consumequeue_ext/ and index/: the same files, byte for byte."""
+    d = _rebuilt(written)
+    for area in ("consumequeue", "consumequeue_ext"):
+        exp, ours = d / "expected" / area, d / "ours" / area
+        exp_files = _files(exp)
+        assert exp_files, f"the broker wrote no {area}/"
+        assert _files(ours) == exp_files, f"{area} file set differs"
+        for rel in exp_files:
+            bh.same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"{area}/{rel}")
+    exp_idx = sorted((d / "expected" / "index").iterdir())
+    our_idx = sorted((d / "ours" / "index").iterdir())
+    if written["written"]["indexNamesUnique"]:
+        assert exp_idx and len(our_idx) == len(exp_idx)
+        for i, (e, o) in enumerate(zip(exp_idx, our_idx)):
+            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_ext_units_decode_to_the_records(written, line):
+    """Each own-queue unit's ext address leads to an ext unit holding the record's tagsCode as the
+    consume queue would hold it without ext (the broker's own rebuild with ext off) and its store time."""
+    d = _rebuilt(written)
+    size = int(written["scenario"]["config"]["mappedFileSizeConsumeQueueExt"])
+    checked = 0
+    for queue, _off, _size, addr in _cq_units(d / "ours" / "consumequeue"):
+        real = addr - LONG_MIN
+        f = d / "ours" / "consumequeue_ext" / queue / f"{real - real % size:020d}"
+        unit = f.read_bytes()[real % size:real % size + 20]
+        assert int.from_bytes(unit[:2], "big") == 20 and unit[18:20] == b"\0\0"
+        assert int.from_bytes(unit[10:18], "big") > 1_600_000_000_000   # a store time in ms
+        checked += 1
+    assert checked
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_verify_refuses_ext_in_one_line(written, line, tmp_path):
+    from pipelines.cli import main
+    d = Path(written["scenario"]["dir"])
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["verify", "--store", str(d / "store"), "--config", str(d / "broker.conf")])
+    errors = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "consumequeue_ext" in errors[0], err.getvalue()
