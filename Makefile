@@ -36,10 +36,10 @@ java:
 	fi
 
 # compile the numba kernels once (every Spark Python worker loads them from the cache) and write the
-# class archive that starts local Spark JVMs faster
+# class archive that starts local Spark JVMs faster; give this venv's spark-submit the project's log configuration
 warm: $(WARM)
 
-$(WARM): $(STAMP) | java
+$(WARM): $(STAMP) pipelines/warm.py pipelines/log4j2.properties | java
 	PYSPARK_PYTHON=$(abspath $(VPY)) $(VPY) -m pipelines.warm
 	touch $@
 

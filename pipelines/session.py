@@ -20,7 +20,7 @@ from .pyspark_private import (
     spark_schema_of_arrow,
     submitted_conf,
 )
-from .spare import start_spare
+from .spare import SPARE_ENV, start_spare
 
 __all__ = ["build_spark_session", "build_spark_context", "Spark", "context_of", "session_of", "start_session",
            "PendingSession", "let_local_jvm_go", "mute_jvm", "stop_jobs",
@@ -105,11 +105,14 @@ def build_spark_context(master: str | None = None, app_name: str = "rocketmq-off
     # delta-spark: the cached jars on a local run, Delta's SQL extension (see pipelines.delta_jars)
     conf.update(delta_conf(conf, local=bool(master and master.startswith("local") and not launched_by_submit),
                            writer=conf.get(WRITER_CONF, "auto")))
-    # under spark-submit the JVM is up already: it would not see the spare
-    if (conf.get("spark.python.daemon.module") == "pipelines.sparkdaemon" and not launched_by_submit
-            and active_context() is None):
-        start_spare()   # a warm Python daemon, started while the JVM starts (see pipelines.sparkdaemon)
-        if running_gateway() is None and master is not None:
+    if conf.get("spark.python.daemon.module") == "pipelines.sparkdaemon" and active_context() is None:
+        # a warm Python daemon, started while the JVM starts (see pipelines.sparkdaemon); under
+        # spark-submit the JVM is up already and passes it on to the daemon as an executor variable
+        spare = start_spare()
+        if launched_by_submit:
+            if spare is not None:
+                conf[f"spark.executorEnv.{SPARE_ENV}"] = os.environ[SPARE_ENV]
+        elif running_gateway() is None and master is not None:
             gateway = _launch_local_jvm(master, app_name, conf)
     spark_conf = SparkConf().setAppName(app_name)
     if master:

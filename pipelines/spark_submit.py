@@ -7,11 +7,11 @@
 Without a command it runs ``rebuild``.  The session is the one spark-submit configured (master,
 executors, memory); ship the packages with ``--py-files`` when the executors do not have them.
 
-Spark's log: the context gets ``spark.log.level`` (ERROR unless ``--log-level``) and, for a local
-master, warm Python workers (:func:`pipelines.session.build_spark_context`).  spark-submit starts the
-driver's JVM with Spark's default log configuration (INFO) before this file runs, so a few start-up
-lines remain; for none, give the JVM this project's configuration from its start:
-``--driver-java-options -Dlog4j2.configurationFile=pipelines/log4j2.properties``.
+Spark's log: spark-submit configures it as it starts the JVM, before this file runs; the install
+puts the project's configuration into the venv's Spark (:func:`pipelines.warm.install_submit_log_config`),
+and the context gets ``spark.log.level`` (ERROR unless ``--log-level``).  For a local master the
+Python workers fork from a warm daemon (:func:`pipelines.session.build_spark_context`).  See
+``docs/clusters.md``.
 """
 from __future__ import annotations
 

@@ -5,6 +5,8 @@
 2. Write the class data sharing archive of a local Spark driver JVM (:data:`pipelines.session.CDS_ARCHIVE`)
    by running a small rebuild, tables included, in a JVM that archives the classes it loaded when
    it exits.  Local sessions then map those classes instead of loading them one by one.
+3. Give this installation's ``spark-submit`` the project's log configuration
+   (:func:`install_submit_log_config`): it starts its JVM before the job runs, with Spark's INFO log.
 
 The Makefile runs it once after installing; running it again does nothing that is already done.
 ``--force`` writes the archive again (after upgrading Java or pyspark).
@@ -18,7 +20,7 @@ import sys
 import tempfile
 import time
 
-__all__ = ["main"]
+__all__ = ["main", "install_submit_log_config"]
 
 _ARCHIVE_RUN = """
 import sys
@@ -88,6 +90,41 @@ def write_class_archive(force: bool = False) -> str:
     return f"class archive written to {CDS_ARCHIVE}"
 
 
+def install_submit_log_config(spark_home: str | None = None) -> str:
+    """Copy ``pipelines/log4j2.properties`` to ``conf/log4j2.properties`` of the Spark installed with
+    PySpark in this environment (its ``SPARK_HOME``), so that ``spark-submit pipelines/spark_submit.py``
+    prints the job's lines and errors only, as ``python -m pipelines`` does.  spark-submit reads it
+    when it starts its JVM (unless ``SPARK_CONF_DIR`` points elsewhere); the context started later
+    keeps it (a configuration given from Python is replaced by Spark's defaults as the context
+    starts).  A file already there that is not ours is left alone."""
+    from .session import LOG4J_CONFIG
+    if spark_home is None:
+        import pyspark
+        spark_home = os.path.dirname(os.path.abspath(pyspark.__file__))
+    target = os.path.join(spark_home, "conf", "log4j2.properties")
+    with open(LOG4J_CONFIG, "rb") as f:
+        ours = _MARK + f.read()
+    if os.path.isfile(target):
+        with open(target, "rb") as f:
+            if f.read() == ours:
+                return f"spark-submit log configuration {target} already there"
+        if not _written_by_us(target):
+            return f"spark-submit log configuration {target} left as it is (not written by this project)"
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target + ".tmp", "wb") as f:
+        f.write(ours)
+    os.replace(target + ".tmp", target)
+    return f"spark-submit log configuration written to {target}"
+
+
+_MARK = b"# written by python -m pipelines.warm (rocketmq-offline-index) from pipelines/log4j2.properties\n"
+
+
+def _written_by_us(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(len(_MARK)) == _MARK
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pipelines.warm", description=__doc__.split("\n\n")[0])
     p.add_argument("--force", action="store_true", help="write the class archive again")
@@ -96,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"kernels compiled or loaded in {compile_kernels():.1f}s", file=sys.stderr)
     if not args.no_archive:
         print(write_class_archive(args.force), file=sys.stderr)
+    print(install_submit_log_config(), file=sys.stderr)
     return 0
 
 
