@@ -32,6 +32,7 @@ from store_format.consumequeue import (
     build_cq_file,
     cq_file_name,
 )
+from store_format.errors import StoreLayoutError
 from store_format.indexfile import (
     HEAD_ENTRIES,
     accepted_by_index,
@@ -42,6 +43,7 @@ from store_format.indexfile import (
 )
 from store_format.store import resolve
 
+from .build_batch import BatchQueues
 from .oserrors import naming
 from .workfiles import read_bucket_units, read_keys, write_queue_states
 
@@ -156,6 +158,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     pending_from: dict[int, int] = {}                       # start of the oldest such file
     written: list[dict] = []
     entry_states: list[tuple[int, np.ndarray, np.ndarray]] = []   # (split, queues, their states)
+    # BatchCQ topics' queues (batchconsumequeue/): placed and written apart (pipelines.build_batch)
+    batch = _batch_queues(config, bucket, staging_uri if write_files else None, seeds, record_states)
 
     def flush(q: int, final: bool) -> None:
         """Write the queue's complete files (all of them when ``final``); keep the rest pending."""
@@ -187,6 +191,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
         if got is None or got[0].num_rows == 0:
             continue
         units, file_queues = got
+        if batch is not None:
+            units = batch.take(units, file_queues, sid)
         file_queue = units.column(0).to_numpy()
         local = queues.numbers([(t, int(q)) for t, q in file_queues])
         qidx = local[file_queue]
@@ -214,7 +220,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     for q in list(pending):
         flush(q, final=True)
     if record_states:
-        write_queue_states(work_uri, bucket, names, entry_states)
+        write_queue_states(work_uri, bucket, names + (batch.names if batch is not None else []),
+                           entry_states + (batch.entry_states(len(names)) if batch is not None else []))
     # a file getLastMappedFile created for a unit it then skipped stays on disk, empty
     for row in written:
         q = queues.number[(row["topic"], row["queue_id"])]
@@ -227,7 +234,18 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
             written.append(_row("cq", bucket, topic=topic, queue_id=qid, file_start=last_file,
                                 entries=0,
                                 bytes=n))
-    return written
+    return written + (batch.finish() if batch is not None else [])
+
+
+def _batch_queues(config: BrokerConfig, bucket: int, staging_uri: str | None, seeds: dict | None,
+                  record_states: bool) -> BatchQueues | None:
+    """The bucket's batch queues, when the store has BatchCQ topics."""
+    if not config.batch_topics:
+        return None
+    if seeds and any(t in config.batch_topics for t, _ in seeds):
+        raise StoreLayoutError("batch consume queues cannot continue from an earlier run's queue states")
+    return BatchQueues(config, bucket, None if staging_uri is None else
+                       (lambda relative, pieces: write_file(staging_uri, relative, pieces)), record_states)
 
 
 MIN_INDEX_PART = 1 << 20   # keys: below this a part costs more than it saves

@@ -24,6 +24,7 @@ from store_format.timeutil import zone
 from .anomalies import at_offset
 from .brokerlock import REBUILD_MEANING, warn_if_broker_live
 from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
+from .build_batch import BCQ_KIND
 from .chain import index_file_parts
 from .commit import StagedOutput
 from .oserrors import failure_line, os_error_line
@@ -62,6 +63,7 @@ class RebuildSummary:
     tables_recovered: list[dict] = dataclasses.field(default_factory=list)   # interrupted publishes completed
     data_end: int | None = None    # commitlog offset where the data of the last segment ends (zeros after it)
     dledger: dict | None = None    # a DLedger store: its log folder, committed index and offset
+    batch_queues: dict | None = None   # BatchCQ topics: batchconsumequeue/ "queues", "files", "units"
 
     @property
     def anomaly_count(self) -> int:
@@ -86,6 +88,8 @@ class RebuildSummary:
             f"records            {self.records:,} read, {self.dispatched:,} dispatched",
             f"consume queues     {self.queues:,} queues, {self.consume_queue_files:,} files, "
             f"{self.consume_queue_units:,} units",
+            *([f"batch queues       {self.batch_queues['queues']:,} queues, {self.batch_queues['files']:,} files, "
+               f"{self.batch_queues['units']:,} units (batchconsumequeue/)"] if self.batch_queues else []),
             f"index              {self.index_files:,} files, {self.index_keys:,} keys",
             f"anomalies          {self.anomaly_count}"
             + (f" ({', '.join(f'{k} {n}' for k, n in self.anomaly_kinds.items())})" if self.anomalies else ""),
@@ -262,7 +266,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                           queues=built.queues, consume_queue_files=built.cq_file_count,
                           index_files=len(built.index_files), index_keys=walk.index_totals["keys"],
                           anomalies=anomalies, rewalked_splits=walk.chain.rewalked, timings=progress.timings,
-                          dledger=_dledger_figures(st),
+                          dledger=_dledger_figures(st), batch_queues=built.batch_figures(config),
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
                           tables_error=tables_error, tables_error_code=tables_error_code,
@@ -310,10 +314,18 @@ class _Built:
     units: int
     queues: int
     anomalies: list[dict]
+    bcq_files: list[dict] = dataclasses.field(default_factory=list)   # batchconsumequeue/ (build_batch)
 
     @property
     def cq_file_count(self) -> int:
         return len(self.cq_files)
+
+    def batch_figures(self, config: BrokerConfig) -> dict | None:
+        """Batch queues, files and units written, for a store with BatchCQ topics."""
+        if not config.batch_topics:
+            return None
+        return {"queues": len({(r["topic"], r["queue_id"]) for r in self.bcq_files}), "files": len(self.bcq_files),
+                "units": sum(r["entries"] for r in self.bcq_files)}
 
 
 class _Job:
@@ -357,9 +369,13 @@ class _Job:
                     "the years 1970..9999; its name was clamped (the bytes are as the broker writes them)",
                     found=r["first_store_timestamp"]))
         built = _Built(cq_files, index_files, sum(r["entries"] for r in cq_files),
-                       len({(r["topic"], r["queue_id"]) for r in cq_files}), anomalies)
+                       len({(r["topic"], r["queue_id"]) for r in cq_files}), anomalies,
+                       bcq_files=[r for r in results if r["kind"] == BCQ_KIND])
+        batch = built.batch_figures(config)
         self.progress.done(f"{built.queues} queues, {len(cq_files)} consume queue files, {built.units:,} units; "
-                           f"{len(index_files)} index files, {total_keys:,} keys")
+                           + (f"{batch['queues']} batch queues, {batch['files']} batch consume queue files, "
+                              f"{batch['units']:,} units; " if batch else "")
+                           + f"{len(index_files)} index files, {total_keys:,} keys")
         return built
 
     def _trailing_index_file(self, built: list[dict], index_totals: dict) -> list[dict]:

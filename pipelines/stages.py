@@ -170,7 +170,7 @@ def _driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, bu
         with store.reader(store.segments[split.segment]) as read:
             sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
         drop_split_work(work_uri, split.split_id)
-        write_split_work(work_uri, split.split_id, res, buckets)
+        write_split_work(work_uri, split.split_id, res, buckets, config.batch_topics)
         return split_summary(split, sync, entering, res), res
     return rewalk
 

@@ -2,7 +2,8 @@
 
 Two Arrow IPC files per split, whatever the number of queues or build tasks:
 
-* ``units/s<split>.arrow``: the split's consume queue units, one record batch per queue bucket
+* ``units/s<split>.arrow``: the split's consume queue units (with the batch queue columns when the
+  store has BatchCQ topics), one record batch per queue bucket
   (batch ``b`` holds the units of the queues of bucket ``b``, in dispatch order), so that a bucket
   task reads its batch of each split by offset and nothing else.  The split's queues are numbered
   in the file's metadata (``queues``: JSON list of ``[topic, queueId]``).
@@ -30,8 +31,9 @@ from store_format.store import resolve
 
 from .oserrors import naming
 
-__all__ = ["UNIT_SCHEMA", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work", "read_bucket_units",
-           "read_keys", "drop_split_work", "split_batches", "SplitKeys", "write_queue_states", "read_queue_states"]
+__all__ = ["UNIT_SCHEMA", "BATCH_UNIT_SCHEMA", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work",
+           "read_bucket_units", "read_keys", "drop_split_work", "split_batches", "SplitKeys", "write_queue_states",
+           "read_queue_states"]
 
 UNIT_SCHEMA = pa.schema([
     ("queue", pa.int32()),             # number of the unit's queue in the file's ``queues`` metadata
@@ -40,6 +42,14 @@ UNIT_SCHEMA = pa.schema([
     ("size", pa.int32()),
     ("tags_code", pa.int64()),
 ])
+# with BatchCQ topics in the store, every unit file has these columns after UNIT_SCHEMA's
+# (store_format.batchconsumequeue; unused for the units of ordinary queues)
+BATCH_UNIT_FIELDS = [
+    ("store_timestamp", pa.int64()),
+    ("base_offset", pa.int64()),       # msgBaseOffset: INNER_BASE, else the record's queue offset
+    ("batch_size", pa.int16()),        # INNER_NUM, else 1
+]
+BATCH_UNIT_SCHEMA = pa.schema(list(UNIT_SCHEMA) + [pa.field(n, t) for n, t in BATCH_UNIT_FIELDS])
 KEY_SCHEMA = pa.schema([
     ("commitlog_offset", pa.int64()),
     ("store_timestamp", pa.int64()),
@@ -91,20 +101,26 @@ def _unit_batches(units: QueueUnits, buckets: int) -> tuple[pa.Schema, list[pa.R
     order = np.argsort(bucket, kind="stable")  # dispatch order kept within a bucket
     bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
     columns = [units.queue, units.queue_offset, units.offset, units.size, units.tags_code]
+    base = UNIT_SCHEMA
+    if units.base_offset is not None:
+        assert units.store_timestamp is not None and units.batch_size is not None
+        columns += [units.store_timestamp, units.base_offset, units.batch_size]
+        base = BATCH_UNIT_SCHEMA
     sorted_cols = [pa.array(np.ascontiguousarray(c[order])) for c in columns]
-    schema = UNIT_SCHEMA.with_metadata({"queues": json.dumps(units.queues)})
+    schema = base.with_metadata({"queues": json.dumps(units.queues)})
     batches = [pa.RecordBatch.from_arrays([c.slice(int(a), int(b - a)) for c in sorted_cols], schema=schema)
                for a, b in zip(bounds[:-1], bounds[1:])]
     return schema, batches
 
 
-def split_batches(res: cl.WalkResult, buckets: int) -> tuple[pa.Schema | None, list[pa.RecordBatch],
-                                                             pa.RecordBatch | None]:
+def split_batches(res: cl.WalkResult, buckets: int, batch_topics: frozenset[str] = frozenset()
+                  ) -> tuple[pa.Schema | None, list[pa.RecordBatch], pa.RecordBatch | None]:
     """A split's work as Arrow: its units' schema and one batch per queue bucket (none without
-    units), and the batch of its index keys (None without keys)."""
+    units), and the batch of its index keys (None without keys).  ``batch_topics``: the store's
+    BatchCQ topics (:func:`store_format.dispatch.queue_units`)."""
     schema: pa.Schema | None = None
     batches: list[pa.RecordBatch] = []
-    units = queue_units(res)
+    units = queue_units(res, batch_topics)
     if len(units):
         schema, batches = _unit_batches(units, buckets)
     rec = res.rec
@@ -122,11 +138,12 @@ def split_batches(res: cl.WalkResult, buckets: int) -> tuple[pa.Schema | None, l
     return schema, batches, keys
 
 
-def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, buckets: int) -> None:
+def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, buckets: int,
+                     batch_topics: frozenset[str] = frozenset()) -> None:
     """Write a split's units (one batch per queue bucket) and index keys."""
     if res is None:
         return
-    schema, batches, keys = split_batches(res, buckets)
+    schema, batches, keys = split_batches(res, buckets, batch_topics)
     if schema is not None:
         _write(_units_path(work_uri, split_id), schema, batches)
     if keys is not None:

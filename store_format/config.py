@@ -26,6 +26,7 @@ import logging
 import re
 from collections.abc import Mapping
 
+from .batchconsumequeue import DEFAULT_BCQ_FILE_SIZE
 from .errors import UnsupportedConfigError
 from .javaproperties import PropertyLine, java_boolean, java_double_ok, java_integer, read_properties
 from .layout import CQ_UNIT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, INDEX_SLOT_SIZE
@@ -159,6 +160,8 @@ class BrokerConfig:
 
     mappedFileSizeCommitLog: int = 1024 * 1024 * 1024
     mappedFileSizeConsumeQueue: int = 300_000 * CQ_UNIT_SIZE
+    # BatchCQ topics' file size (the broker's spelling); not rounded to whole 46-byte units by its getter
+    mapperFileSizeBatchConsumeQueue: int = DEFAULT_BCQ_FILE_SIZE
     maxHashSlotNum: int = 5_000_000
     maxIndexNum: int = 5_000_000 * 4
     messageIndexEnable: bool = True
@@ -202,6 +205,9 @@ class BrokerConfig:
     # 5.x plus tag keys in the index, see docs/restart-settings.md), or "auto" (decided from the
     # records: see store_format.reput.detect_broker_version; it cannot tell 5.5 from 5.3)
     brokerVersion: str = "auto"
+    # not a broker.conf setting: the store's BatchCQ topics (config/topics.json), whose queues go to
+    # batchconsumequeue/; set from the store (store_format.store_layouts.store_batch_topics)
+    batch_topics: frozenset[str] = dataclasses.field(default=frozenset(), metadata={"from_store": True})
 
     def __post_init__(self) -> None:
         if self.enableConsumeQueueExt:
@@ -285,7 +291,7 @@ class BrokerConfig:
         lines = _lines or {}
         kwargs: dict[str, object] = {}
         for field in dataclasses.fields(cls):
-            if field.name not in props:
+            if field.name not in props or field.metadata.get("from_store"):
                 continue
             raw = props[field.name]
             line = lines.get(field.name)
@@ -308,10 +314,11 @@ class BrokerConfig:
 
     def as_properties(self) -> dict[str, str]:
         return {f.name: str(getattr(self, f.name)).lower() if isinstance(getattr(self, f.name), bool)
-                else str(getattr(self, f.name)) for f in dataclasses.fields(self)}
+                else str(getattr(self, f.name)) for f in dataclasses.fields(self) if not f.metadata.get("from_store")}
 
 
-_JAVA_INT_FIELDS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum",
+_JAVA_INT_FIELDS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "mapperFileSizeBatchConsumeQueue",
+                    "maxHashSlotNum", "maxIndexNum",
                     "fileReservedTime", "diskMaxUsedSpaceRatio", "deleteFileBatchMax",
                     "destroyMapedFileIntervalForcibly", "cleanResourceInterval", "deleteCommitLogFilesInterval",
                     "diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio")

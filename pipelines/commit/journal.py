@@ -2,7 +2,8 @@
 its ``done``/``copied`` markers, read and written durably.
 
 ``OUT/.rebuild-staging-<run>/``
-    the run's outputs while they are built (``consumequeue/``, ``index/``, ``_work/``).
+    the run's outputs while they are built (``consumequeue/``, ``index/``, ``_work/``; with BatchCQ
+    topics ``batchconsumequeue/``).
 ``OUT/.rebuild-staging-<run>.lock``
     the run's owner record (:mod:`.liveness`).
 ``OUT/.rebuild-commit-<run>.json``
@@ -30,10 +31,14 @@ from store_format.errors import StoreLayoutError
 
 from .outroot import OutputRoot
 
-__all__ = ["CommitJournal", "OUTPUTS", "KILL_AT_ENV", "kill_point", "FORMAT", "STAGING_PREFIX", "OLD_PREFIX",
+__all__ = ["CommitJournal", "OUTPUTS", "OPTIONAL_OUTPUTS", "KILL_AT_ENV", "kill_point", "FORMAT", "STAGING_PREFIX",
+           "OLD_PREFIX",
            "COMMIT_PREFIX", "LOCK_SUFFIX", "LOCK_TMP_PREFIX", "PLAN_SUFFIX", "MARK_RE"]
 
 OUTPUTS = ("consumequeue", "index")
+# outputs a run writes only for some stores (batchconsumequeue/: BatchCQ topics); committed when staged,
+# and an old one in OUT is replaced (moved aside) either way
+OPTIONAL_OUTPUTS = ("batchconsumequeue",)
 STAGING_PREFIX = ".rebuild-staging-"
 OLD_PREFIX = ".rebuild-old-"
 COMMIT_PREFIX = ".rebuild-commit-"

@@ -12,7 +12,7 @@ import pyarrow.fs as pafs
 from store_format.errors import StoreLayoutError
 
 from ..durable import sync_tree
-from .journal import FORMAT, OLD_PREFIX, OUTPUTS, STAGING_PREFIX, CommitJournal, kill_point
+from .journal import FORMAT, OLD_PREFIX, OPTIONAL_OUTPUTS, OUTPUTS, STAGING_PREFIX, CommitJournal, kill_point
 from .liveness import RunClaim, owner_record
 from .moves import PlanMoves
 from .outroot import OutputRoot
@@ -59,7 +59,7 @@ class StagedOutput:
         """Complete or roll back interrupted commits and remove stale debris in ``OUT``, then refuse
         when ``OUT`` already holds outputs and overwriting was not asked for."""
         self.recover()
-        existing = [name for name in OUTPUTS if self.target.exists(f"{self.root}/{name}")]
+        existing = [name for name in OUTPUTS + OPTIONAL_OUTPUTS if self.target.exists(f"{self.root}/{name}")]
         if existing and not self.overwrite:
             raise StoreLayoutError(
                 f"{self.out_uri} already has {', '.join(n + '/' for n in existing)}; choose an empty --out, or pass "
@@ -113,10 +113,11 @@ class StagedOutput:
         kill_point("commit:synced")
         old = f"{OLD_PREFIX}{self.run_id}"
         moves: list[tuple[str, str]] = []
-        for name in OUTPUTS:
+        for name in OUTPUTS + OPTIONAL_OUTPUTS:
             if self.target.exists(f"{self.root}/{name}"):
                 moves.append((name, f"{old}/{name}"))
-            moves.append((f"{STAGING_PREFIX}{self.run_id}/{name}", name))
+            if name in OUTPUTS or self.target.exists(f"{self.staging_path}/{name}"):
+                moves.append((f"{STAGING_PREFIX}{self.run_id}/{name}", name))
         atomic = self.target.atomic_rename
         self._journal.write_plan(self.run_id, {
             "format": FORMAT, "run_id": self.run_id, "moves": moves, "old": old,

@@ -16,6 +16,7 @@ from store_format.config import BrokerConfig
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.store import StoreLocation, open_store, resolve
+from store_format.store_layouts import refuse_batch_topics
 
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, extra_note
 from .report import ConsumeQueueFileResult, IndexFileResult, VerifyReport
@@ -66,6 +67,8 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     from ..rebuild import run_rebuild
     t0 = time.monotonic()
     st = open_store(store, config)
+    refuse_batch_topics(st.uri, st.batch_topics, "verify (and repair), which compare consumequeue/ and index/ and "
+                        "predict the broker's restart,")
     config = resolve_broker_version(st, config)
     temporary = work is None
     ref_root = work if work is not None else tempfile.mkdtemp(prefix="rocketmq-verify-")
