@@ -206,7 +206,7 @@ class BrokerConfig:
     # records: see store_format.reput.detect_broker_version; it cannot tell 5.5 from 5.3)
     brokerVersion: str = "auto"
     # not a broker.conf setting: the store's BatchCQ topics (config/topics.json), whose queues go to
-    # batchconsumequeue/; set from the store (store_format.store_layouts.store_batch_topics)
+    # batchconsumequeue/; always set from the store (store_format.reput.resolve_broker_version)
     batch_topics: frozenset[str] = dataclasses.field(default=frozenset(), metadata={"from_store": True})
 
     def __post_init__(self) -> None:
@@ -291,7 +291,10 @@ class BrokerConfig:
         lines = _lines or {}
         kwargs: dict[str, object] = {}
         for field in dataclasses.fields(cls):
-            if field.name not in props or field.metadata.get("from_store"):
+            if field.name not in props:
+                continue
+            if field.metadata.get("from_store"):   # as as_properties writes it (a run's recorded settings)
+                kwargs[field.name] = frozenset(t for t in props[field.name].split(",") if t)
                 continue
             raw = props[field.name]
             line = lines.get(field.name)
@@ -313,8 +316,13 @@ class BrokerConfig:
         return cls(**kwargs)  # type: ignore[arg-type]
 
     def as_properties(self) -> dict[str, str]:
-        return {f.name: str(getattr(self, f.name)).lower() if isinstance(getattr(self, f.name), bool)
-                else str(getattr(self, f.name)) for f in dataclasses.fields(self) if not f.metadata.get("from_store")}
+        """The settings as text (a run's recorded settings); ``batch_topics`` comma-separated, only when
+        the store has BatchCQ topics (topic names hold no comma: ``TopicValidator``)."""
+        props = {f.name: str(getattr(self, f.name)).lower() if isinstance(getattr(self, f.name), bool)
+                 else str(getattr(self, f.name)) for f in dataclasses.fields(self) if not f.metadata.get("from_store")}
+        if self.batch_topics:
+            props["batch_topics"] = ",".join(sorted(self.batch_topics))
+        return props
 
 
 _JAVA_INT_FIELDS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "mapperFileSizeBatchConsumeQueue",
