@@ -30,8 +30,8 @@ __all__ = ["BatchQueues", "BCQ_KIND", "place_batch_units"]
 
 BCQ_KIND = "bcq"   # ``kind`` of a build result row for a batch consume queue file
 
-# columns of a unit file (pipelines.workfiles.UNIT_SCHEMA, then BATCH_UNIT_SCHEMA's)
-_QUEUE, _OFFSET, _SIZE, _TAGS, _STORE_TS, _BASE, _BATCH = 0, 2, 3, 4, 5, 6, 7
+# columns of a unit file read here, by name (pipelines.workfiles.UNIT_SCHEMA and BATCH_UNIT_FIELDS)
+_UNIT_COLUMNS = ("commitlog_offset", "size", "tags_code", "store_timestamp", "base_offset", "batch_size")
 
 
 class BatchQueues:
@@ -57,7 +57,7 @@ class BatchQueues:
     def take(self, units: pa.RecordBatch, file_queues: list, split_id: int) -> pa.RecordBatch:
         """Place the split's units of batch queues; returns the other units."""
         is_batch = np.array([t in self.topics for t, _ in file_queues], dtype=bool)
-        file_queue = units.column(_QUEUE).to_numpy()
+        file_queue = units.column("queue").to_numpy()
         mine = is_batch[file_queue] if len(is_batch) else np.zeros(len(file_queue), dtype=bool)
         if not mine.any():
             return units
@@ -67,7 +67,7 @@ class BatchQueues:
         if self.record_states:
             present = np.unique(qidx)
             self.entered.append((split_id, present, self.states[present].copy()))
-        cols = [units.column(c).to_numpy()[rows] for c in (_OFFSET, _SIZE, _TAGS, _STORE_TS, _BASE, _BATCH)]
+        cols = [units.column(c).to_numpy()[rows] for c in _UNIT_COLUMNS]
         pos = assign_batch_positions(qidx, cols[0], cols[4], cols[5], self.states)
         kept = np.flatnonzero(pos >= 0)
         sel = kept[np.argsort(qidx[kept], kind="stable")]   # by queue, dispatch order kept
