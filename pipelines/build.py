@@ -39,6 +39,7 @@ from store_format.consumequeue_ext import (
     ext_ordinals,
     ext_units_per_file,
 )
+from store_format.errors import StoreLayoutError
 from store_format.indexfile import (
     HEAD_ENTRIES,
     accepted_by_index,
@@ -49,6 +50,7 @@ from store_format.indexfile import (
 )
 from store_format.store import resolve
 
+from .build_batch import BatchQueues
 from .oserrors import naming
 from .workfiles import read_bucket_units, read_keys, write_queue_states
 
@@ -228,6 +230,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     entry_states: list[tuple[int, np.ndarray, np.ndarray]] = []   # (split, queues, their states)
     ext = _ExtFiles(staging_uri, config.mappedFileSizeConsumeQueueExt, bucket) \
         if config.enableConsumeQueueExt and write_files else None
+    # BatchCQ topics' queues (batchconsumequeue/): placed and written apart (pipelines.build_batch)
+    batch = _batch_queues(config, bucket, staging_uri if write_files else None, seeds, record_states)
 
     def flush(q: int, final: bool) -> None:
         """Write the queue's complete files (all of them when ``final``); keep the rest pending."""
@@ -259,6 +263,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
         if got is None or got[0].num_rows == 0:
             continue
         units, file_queues = got
+        if batch is not None:
+            units = batch.take(units, file_queues, sid)
         file_queue = units.column(0).to_numpy()
         local = queues.numbers([(t, int(q)) for t, q in file_queues])
         qidx = local[file_queue]
@@ -269,8 +275,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
         size = units.column(3).to_numpy()
         tags = units.column(4).to_numpy()
         if ext is not None:
-            tags = ext.put(qidx, units.column(5).to_numpy(zero_copy_only=False), tags, units.column(6).to_numpy(),
-                           names)
+            tags = ext.put(qidx, units.column("own").to_numpy(zero_copy_only=False), tags,
+                           units.column("store_timestamp").to_numpy(), names)
         pos = assign_positions(qidx, off, size, units.column(1).to_numpy(), file_size, queues.states)
         kept = np.flatnonzero(pos >= 0)
         sel = kept[np.argsort(qidx[kept], kind="stable")]   # by queue, dispatch order kept
@@ -289,7 +295,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     for q in list(pending):
         flush(q, final=True)
     if record_states:
-        write_queue_states(work_uri, bucket, names, entry_states)
+        write_queue_states(work_uri, bucket, names + (batch.names if batch is not None else []),
+                           entry_states + (batch.entry_states(len(names)) if batch is not None else []))
     # a file getLastMappedFile created for a unit it then skipped stays on disk, empty
     for row in written:
         q = queues.number[(row["topic"], row["queue_id"])]
@@ -304,7 +311,18 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
                                 bytes=n))
     if ext is not None:
         written += ext.finish(names)
-    return written
+    return written + (batch.finish() if batch is not None else [])
+
+
+def _batch_queues(config: BrokerConfig, bucket: int, staging_uri: str | None, seeds: dict | None,
+                  record_states: bool) -> BatchQueues | None:
+    """The bucket's batch queues, when the store has BatchCQ topics."""
+    if not config.batch_topics:
+        return None
+    if seeds and any(t in config.batch_topics for t, _ in seeds):
+        raise StoreLayoutError("batch consume queues cannot continue from an earlier run's queue states")
+    return BatchQueues(config, bucket, None if staging_uri is None else
+                       (lambda relative, pieces: write_file(staging_uri, relative, pieces)), record_states)
 
 
 MIN_INDEX_PART = 1 << 20   # keys: below this a part costs more than it saves

@@ -15,6 +15,7 @@ from store_format.timeutil import zone
 
 from .anomalies import at_offset
 from .build import BuildTask, index_part_name, index_tasks, merge_index_rows, write_file
+from .build_batch import BCQ_KIND
 from .chain import index_file_parts
 from .commit import StagedOutput
 from .stages import ReputWalk, TaskRunner
@@ -30,10 +31,18 @@ class Built:
     units: int
     queues: int
     anomalies: list[dict]
+    bcq_files: list[dict] = dataclasses.field(default_factory=list)   # batchconsumequeue/ (build_batch)
 
     @property
     def cq_file_count(self) -> int:
         return len(self.cq_files)
+
+    def batch_figures(self, config: BrokerConfig) -> dict | None:
+        """Batch queues, files and units written, for a store with BatchCQ topics."""
+        if not config.batch_topics:
+            return None
+        return {"queues": len({(r["topic"], r["queue_id"]) for r in self.bcq_files}), "files": len(self.bcq_files),
+                "units": sum(r["entries"] for r in self.bcq_files)}
 
 
 def build_files(walk: ReputWalk, config: BrokerConfig, staged: StagedOutput, runner: TaskRunner, *,
@@ -80,9 +89,13 @@ class _BuildStage:
                     "the years 1970..9999; its name was clamped (the bytes are as the broker writes them)",
                     found=r["first_store_timestamp"]))
         built = Built(cq_files, index_files, sum(r["entries"] for r in cq_files),
-                       len({(r["topic"], r["queue_id"]) for r in cq_files}), anomalies)
+                      len({(r["topic"], r["queue_id"]) for r in cq_files}), anomalies,
+                      bcq_files=[r for r in results if r["kind"] == BCQ_KIND])
+        batch = built.batch_figures(config)
         self.progress.done(f"{built.queues} queues, {len(cq_files)} consume queue files, {built.units:,} units; "
-                           f"{len(index_files)} index files, {total_keys:,} keys")
+                           + (f"{batch['queues']} batch queues, {batch['files']} batch consume queue files, "
+                              f"{batch['units']:,} units; " if batch else "")
+                           + f"{len(index_files)} index files, {total_keys:,} keys")
         return built
 
     def _trailing_index_file(self, built: list[dict], index_totals: dict) -> list[dict]:

@@ -147,8 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=_HANDLERS[name])
         return p
 
-    p = command("rebuild", "rebuild consumequeue/ (and consumequeue_ext/ with enableConsumeQueueExt) and index/ "
-                "from commitlog/", "store", "spark", "json")
+    p = command("rebuild", "rebuild consumequeue/ and index/ (and consumequeue_ext/ with enableConsumeQueueExt, "
+                "batchconsumequeue/ for 5.x BatchCQ topics) from commitlog/", "store", "spark", "json")
     _rebuild_arguments(p, store_required=True)
     p = command("demo", "rebuild a store (default: a generated sample) on local Spark and look a key up",
                 "store", "spark")
@@ -289,13 +289,14 @@ def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None
                    help="broker store root: the folder holding commitlog/ (local path, hdfs:// or s3:// URI)"
                         + ("" if store_required else "; default: a sample store generated beside OUT"))
     p.add_argument("--out", required=True,
-                   help="where consumequeue/ and index/ are written, laid out like a store root")
+                   help="where consumequeue/, index/ (and batchconsumequeue/) are written, laid out like a store root")
     p.add_argument("--tables", default=None, help="publish the Delta tables under this path (default: OUT/tables)")
     p.add_argument("--no-tables", action="store_true", help="do not publish the Delta tables")
     p.add_argument("--with-body", action="store_true", help="include message bodies in the messages table")
     p.add_argument("--tz", type=zone_arg, default="UTC", help="time zone of index file names (default UTC)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace consumequeue/ and index/ already in OUT, once the new ones are complete")
+                   help="replace consumequeue/, index/ (and batchconsumequeue/) already in OUT, once the new ones are "
+                   "complete")
     p.add_argument("--engine", choices=["spark", "local"], default="spark",
                    help="spark (default), or local: the same tasks in forked processes on this machine, no JVM "
                         "(no tables)")

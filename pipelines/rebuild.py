@@ -56,6 +56,7 @@ class RebuildSummary:
     tables_recovered: list[dict] = dataclasses.field(default_factory=list)   # interrupted publishes completed
     data_end: int | None = None    # commitlog offset where the data of the last segment ends (zeros after it)
     dledger: dict | None = None    # a DLedger store: its log folder, committed index and offset
+    batch_queues: dict | None = None   # BatchCQ topics: batchconsumequeue/ "queues", "files", "units"
 
     @property
     def anomaly_count(self) -> int:
@@ -80,6 +81,8 @@ class RebuildSummary:
             f"records            {self.records:,} read, {self.dispatched:,} dispatched",
             f"consume queues     {self.queues:,} queues, {self.consume_queue_files:,} files, "
             f"{self.consume_queue_units:,} units",
+            *([f"batch queues       {self.batch_queues['queues']:,} queues, {self.batch_queues['files']:,} files, "
+               f"{self.batch_queues['units']:,} units (batchconsumequeue/)"] if self.batch_queues else []),
             f"index              {self.index_files:,} files, {self.index_keys:,} keys",
             f"anomalies          {self.anomaly_count}"
             + (f" ({', '.join(f'{k} {n}' for k, n in self.anomaly_kinds.items())})" if self.anomalies else ""),
@@ -249,6 +252,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                           index_files=len(built.index_files), index_keys=walk.index_totals["keys"],
                           anomalies=anomalies, rewalked_splits=walk.chain.rewalked, timings=progress.timings,
                           dledger=st.dledger.figures() if st.dledger is not None else None,
+                          batch_queues=built.batch_figures(config),
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
                           tables_error=tables_error, tables_error_code=tables_error_code,

@@ -48,4 +48,4 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
         kept.append(dataclasses.replace(seg, index=len(kept), readable=readable))
     if not kept:
         raise StoreError(f"{st.uri}: a restart keeps no commitlog data (recovery cut at {plan.process_offset})")
-    return StoreLocation(st.uri, st.fs, st.root, kept), Restart(plan)
+    return StoreLocation(st.uri, st.fs, st.root, kept, batch_topics=st.batch_topics), Restart(plan)

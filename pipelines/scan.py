@@ -16,12 +16,13 @@ import pyarrow as pa
 
 from store_format import commitlog as cl
 from store_format.anomalies import AnomalyKind
+from store_format.batchconsumequeue import inner_batch_fields
 from store_format.config import BrokerConfig
 from store_format.crc import body_crc_spans
 from store_format.dispatch import fix_malformed_text, queue_units
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
 from store_format.store import Reader, StoreLocation, resolve
-from store_format.walkresult import L_NAME_LEN, L_NAME_START, L_REC, L_STATUS, LMQ_BAD_OFFSET
+from store_format.walkresult import L_NAME_LEN, L_NAME_START, L_REC, L_STATUS, LMQ_BAD_OFFSET, P_INNER_BASE, P_INNER_NUM
 
 from .plan import Split
 from .workfiles import drop_split_work, write_split_work
@@ -165,17 +166,24 @@ def _queue_offset_steps(res: cl.WalkResult) -> dict | None:
         return None
     own = np.unique(units.record, return_index=True)[1]
     q, qoff, off = units.queue[own], units.queue_offset[own], units.offset[own]
+    # an inner batch (5.x BatchCQ topics) takes INNER_NUM queue offsets, any other record one
+    step = np.ones(len(qoff), dtype=np.int64)
+    if (res.prop_span[:, P_INNER_NUM, 0] >= 0).any():
+        recs = units.record[own]
+        _base, count = inner_batch_fields(np.asarray(res.text, dtype=np.uint8), res.text_origin,
+                                          res.prop_span[recs, P_INNER_BASE], res.prop_span[recs, P_INNER_NUM], qoff)
+        step = np.maximum(count.astype(np.int64), 1)
     order = np.argsort(q, kind="stable")
-    q, qoff, off = q[order], qoff[order], off[order]
+    q, qoff, off, step = q[order], qoff[order], off[order], step[order]
     starts = np.r_[0, np.flatnonzero(np.diff(q)) + 1]
     ends = np.r_[starts[1:], len(q)]
     first, last, gaps = [], [], []
     for a, b in zip(starts, ends):
         topic, qid = units.queues[int(q[a])]
         first.append([topic, int(qid), int(qoff[a]), int(off[a])])
-        last.append([topic, int(qid), int(qoff[b - 1])])
-        for i in np.flatnonzero(np.diff(qoff[a:b]) != 1):
-            gaps.append([topic, int(qid), int(qoff[a + i]) + 1, int(qoff[a + i + 1]), int(off[a + i + 1])])
+        last.append([topic, int(qid), int(qoff[b - 1] + step[b - 1] - 1)])   # the driver expects last + 1
+        for i in np.flatnonzero(np.diff(qoff[a:b]) != step[a:b - 1]):
+            gaps.append([topic, int(qid), int(qoff[a + i] + step[a + i]), int(qoff[a + i + 1]), int(off[a + i + 1])])
     return {"first": first, "last": last, "gaps": gaps}
 
 
@@ -236,7 +244,7 @@ def driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, buc
         with store.reader(store.segments[split.segment]) as read:
             sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
         drop_split_work(work_uri, split.split_id)
-        write_split_work(work_uri, split.split_id, res, buckets, config.enableConsumeQueueExt)
+        write_split_work(work_uri, split.split_id, res, buckets, config.enableConsumeQueueExt, config.batch_topics)
         return split_summary(split, sync, entering, res), res
     return rewalk
 
@@ -259,6 +267,6 @@ class ScanTask:
         out = []
         for split, sync, res in walk_splits(self.splits, self.tasks[task], self.store_uri, self.config):
             write_split_work(self.work_uri, split.split_id, res, self.buckets,
-                             self.config.enableConsumeQueueExt)
+                             self.config.enableConsumeQueueExt, self.config.batch_topics)
             out.append({"split_id": split.split_id, "summary": json.dumps(split_summary(split, sync, None, res))})
         return out

@@ -2,7 +2,8 @@
 
 Two Arrow IPC files per split, whatever the number of queues or build tasks:
 
-* ``units/s<split>.arrow``: the split's consume queue units, one record batch per queue bucket
+* ``units/s<split>.arrow``: the split's consume queue units (with the batch queue columns when the
+  store has BatchCQ topics), one record batch per queue bucket
   (batch ``b`` holds the units of the queues of bucket ``b``, in dispatch order), so that a bucket
   task reads its batch of each split by offset and nothing else.  The split's queues are numbered
   in the file's metadata (``queues``: JSON list of ``[topic, queueId]``).
@@ -30,7 +31,7 @@ from store_format.store import resolve
 
 from .oserrors import naming
 
-__all__ = ["UNIT_SCHEMA", "EXT_FIELDS", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work",
+__all__ = ["UNIT_SCHEMA", "OPTIONAL_UNIT_FIELDS", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work",
            "read_bucket_units", "read_keys", "drop_split_work", "split_batches", "SplitKeys", "write_queue_states",
            "read_queue_states"]
 
@@ -41,11 +42,16 @@ UNIT_SCHEMA = pa.schema([
     ("size", pa.int32()),
     ("tags_code", pa.int64()),
 ])
-# with enableConsumeQueueExt: what each unit's ext unit needs (store_format.consumequeue_ext)
-EXT_FIELDS = [
-    pa.field("own", pa.bool_()),                 # the record's own queue (a light queue's unit gets no ext unit)
-    pa.field("store_timestamp", pa.int64()),
-]
+# columns after UNIT_SCHEMA's that a store's layout needs, read by name: with enableConsumeQueueExt
+# ``own`` and ``store_timestamp`` (store_format.consumequeue_ext); with BatchCQ topics
+# ``store_timestamp``, ``base_offset`` and ``batch_size`` (store_format.batchconsumequeue; unused for
+# the units of ordinary queues)
+OPTIONAL_UNIT_FIELDS = {
+    "own": pa.bool_(),                 # the record's own queue (a light queue's unit gets no ext unit)
+    "store_timestamp": pa.int64(),
+    "base_offset": pa.int64(),         # msgBaseOffset: INNER_BASE, else the record's queue offset
+    "batch_size": pa.int16(),          # INNER_NUM, else 1
+}
 KEY_SCHEMA = pa.schema([
     ("commitlog_offset", pa.int64()),
     ("store_timestamp", pa.int64()),
@@ -91,17 +97,14 @@ def _open(uri: str) -> ipc.RecordBatchFileReader | None:
     return ipc.open_file(source)
 
 
-def _unit_batches(units: QueueUnits, buckets: int, store_ts: np.ndarray | None = None
+def _unit_batches(units: QueueUnits, buckets: int, extra: dict[str, np.ndarray]
                   ) -> tuple[pa.Schema, list[pa.RecordBatch]]:
     bucket_of_queue = np.array([queue_bucket(t, q, buckets) for t, q in units.queues], dtype=np.int64)
     bucket = bucket_of_queue[units.queue] if len(units) else np.zeros(0, dtype=np.int64)
     order = np.argsort(bucket, kind="stable")  # dispatch order kept within a bucket
     bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
-    columns = [units.queue, units.queue_offset, units.offset, units.size, units.tags_code]
-    schema = UNIT_SCHEMA
-    if store_ts is not None:
-        columns += [units.own, store_ts]
-        schema = pa.schema([*UNIT_SCHEMA, *EXT_FIELDS])
+    columns = [units.queue, units.queue_offset, units.offset, units.size, units.tags_code, *extra.values()]
+    schema = pa.schema([*UNIT_SCHEMA, *(pa.field(n, OPTIONAL_UNIT_FIELDS[n]) for n in extra)])
     sorted_cols = [pa.array(np.ascontiguousarray(c[order])) for c in columns]
     schema = schema.with_metadata({"queues": json.dumps(units.queues)})
     batches = [pa.RecordBatch.from_arrays([c.slice(int(a), int(b - a)) for c in sorted_cols], schema=schema)
@@ -109,16 +112,25 @@ def _unit_batches(units: QueueUnits, buckets: int, store_ts: np.ndarray | None =
     return schema, batches
 
 
-def split_batches(res: cl.WalkResult, buckets: int, ext: bool = False
+def split_batches(res: cl.WalkResult, buckets: int, ext: bool = False, batch_topics: frozenset[str] = frozenset()
                   ) -> tuple[pa.Schema | None, list[pa.RecordBatch], pa.RecordBatch | None]:
     """A split's work as Arrow: its units' schema and one batch per queue bucket (none without
-    units), and the batch of its index keys (None without keys).  ``ext``: the units also carry the
-    columns of :data:`EXT_FIELDS`."""
+    units), and the batch of its index keys (None without keys).  ``ext`` (``enableConsumeQueueExt``)
+    and ``batch_topics`` (the store's BatchCQ topics, :func:`store_format.dispatch.queue_units`): the
+    units carry the columns of :data:`OPTIONAL_UNIT_FIELDS` these layouts need."""
     schema: pa.Schema | None = None
     batches: list[pa.RecordBatch] = []
-    units = queue_units(res)
+    units = queue_units(res, batch_topics)
     if len(units):
-        schema, batches = _unit_batches(units, buckets, res.rec[units.record, cl.R_STORE_TS] if ext else None)
+        extra: dict[str, np.ndarray] = {}
+        if ext:
+            extra["own"] = units.own
+        if ext or units.base_offset is not None:
+            extra["store_timestamp"] = res.rec[units.record, cl.R_STORE_TS]
+        if units.base_offset is not None:
+            assert units.batch_size is not None
+            extra["base_offset"], extra["batch_size"] = units.base_offset, units.batch_size
+        schema, batches = _unit_batches(units, buckets, extra)
     rec = res.rec
     keyed = np.nonzero((rec[:, cl.R_STATUS] == cl.Status.DISPATCHED) & (rec[:, cl.R_KEY_COUNT] > 0))[0]
     keys = None
@@ -135,11 +147,12 @@ def split_batches(res: cl.WalkResult, buckets: int, ext: bool = False
 
 
 def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, buckets: int,
-                     ext: bool = False) -> None:
-    """Write a split's units (one batch per queue bucket; ``ext``: with :data:`EXT_FIELDS`) and index keys."""
+                     ext: bool = False, batch_topics: frozenset[str] = frozenset()) -> None:
+    """Write a split's units (one batch per queue bucket; for ``ext`` and ``batch_topics`` see
+    :func:`split_batches`) and index keys."""
     if res is None:
         return
-    schema, batches, keys = split_batches(res, buckets, ext)
+    schema, batches, keys = split_batches(res, buckets, ext, batch_topics)
     if schema is not None:
         _write(_units_path(work_uri, split_id), schema, batches)
     if keys is not None:

@@ -26,6 +26,7 @@ import logging
 import re
 from collections.abc import Mapping
 
+from .batchconsumequeue import DEFAULT_BCQ_FILE_SIZE
 from .consumequeue_ext import END_BLANK_DATA_LENGTH, EXT_UNIT_SIZE, MIN_EXT_FILE_SIZE
 from .errors import UnsupportedConfigError
 from .javaproperties import PropertyLine, java_boolean, java_double_ok, java_integer, read_properties
@@ -160,6 +161,8 @@ class BrokerConfig:
 
     mappedFileSizeCommitLog: int = 1024 * 1024 * 1024
     mappedFileSizeConsumeQueue: int = 300_000 * CQ_UNIT_SIZE
+    # BatchCQ topics' file size (the broker's spelling); not rounded to whole 46-byte units by its getter
+    mapperFileSizeBatchConsumeQueue: int = DEFAULT_BCQ_FILE_SIZE
     maxHashSlotNum: int = 5_000_000
     maxIndexNum: int = 5_000_000 * 4
     messageIndexEnable: bool = True
@@ -205,6 +208,9 @@ class BrokerConfig:
     # 5.x plus tag keys in the index, see docs/restart-settings.md), or "auto" (decided from the
     # records: see store_format.reput.detect_broker_version; it cannot tell 5.5 from 5.3)
     brokerVersion: str = "auto"
+    # not a broker.conf setting: the store's BatchCQ topics (config/topics.json), whose queues go to
+    # batchconsumequeue/; always set from the store (store_format.reput.resolve_broker_version)
+    batch_topics: frozenset[str] = dataclasses.field(default=frozenset(), metadata={"from_store": True})
 
     def __post_init__(self) -> None:
         if self.enableConsumeQueueExt and self.enableCalcFilterBitMap:
@@ -292,6 +298,9 @@ class BrokerConfig:
         for field in dataclasses.fields(cls):
             if field.name not in props:
                 continue
+            if field.metadata.get("from_store"):   # as as_properties writes it (a run's recorded settings)
+                kwargs[field.name] = frozenset(t for t in props[field.name].split(",") if t)
+                continue
             raw = props[field.name]
             line = lines.get(field.name)
             if field.type in ("int", int):
@@ -312,11 +321,17 @@ class BrokerConfig:
         return cls(**kwargs)  # type: ignore[arg-type]
 
     def as_properties(self) -> dict[str, str]:
-        return {f.name: str(getattr(self, f.name)).lower() if isinstance(getattr(self, f.name), bool)
-                else str(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        """The settings as text (a run's recorded settings); ``batch_topics`` comma-separated, only when
+        the store has BatchCQ topics (topic names hold no comma: ``TopicValidator``)."""
+        props = {f.name: str(getattr(self, f.name)).lower() if isinstance(getattr(self, f.name), bool)
+                 else str(getattr(self, f.name)) for f in dataclasses.fields(self) if not f.metadata.get("from_store")}
+        if self.batch_topics:
+            props["batch_topics"] = ",".join(sorted(self.batch_topics))
+        return props
 
 
-_JAVA_INT_FIELDS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum",
+_JAVA_INT_FIELDS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "mapperFileSizeBatchConsumeQueue",
+                    "maxHashSlotNum", "maxIndexNum",
                     "fileReservedTime", "diskMaxUsedSpaceRatio", "deleteFileBatchMax",
                     "destroyMapedFileIntervalForcibly", "cleanResourceInterval", "deleteCommitLogFilesInterval",
                     "diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio", "mappedFileSizeConsumeQueueExt")

@@ -17,6 +17,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from .batchconsumequeue import inner_batch_fields
 from .javahash import index_hash, index_key, java_string_hashes, java_utf8_decode, utf16_hash_update
 from .javatext import is_blank, parse_java_long
 from .layout import (
@@ -53,6 +54,8 @@ from .walkresult import (
     LMQ_OK,
     LMQ_SKIPPED_SEPARATOR,
     P_DELAY,
+    P_INNER_BASE,
+    P_INNER_NUM,
     P_KEYS,
     P_MULTI_DISPATCH,
     P_MULTI_OFFSET,
@@ -452,6 +455,11 @@ class QueueUnits:
     tags_code: np.ndarray
     queue_offset: np.ndarray
     own: np.ndarray           # bool: the record's own queue (False: a light queue's unit)
+    # with BatchCQ topics only (else None): store time, msgBaseOffset and batchSize of each unit
+    # (store_format.batchconsumequeue)
+    store_timestamp: np.ndarray | None = None
+    base_offset: np.ndarray | None = None
+    batch_size: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.record)
@@ -462,18 +470,24 @@ class QueueUnits:
         return ids[self.queue] if len(ids) else np.zeros(0, dtype=np.int32)
 
 
-def queue_units(res: WalkResult) -> QueueUnits:
+def queue_units(res: WalkResult, batch_topics: frozenset[str] = frozenset()) -> QueueUnits:
     """What ``CommitLogDispatcherBuildConsumeQueue`` hands the consume queues for a walk's records:
     each dispatched record of type not/commit to its own queue, then (multi-dispatch) to each light
-    queue whose offset parsed."""
+    queue whose offset parsed.
+
+    ``batch_topics``: the store's BatchCQ topics.  Their records get no light queue units (only
+    ``ConsumeQueue.putMessagePositionInfoWrapper`` dispatches to light queues, not
+    ``BatchConsumeQueue``'s), and with any such topic the units carry the batch queue columns."""
     rec = res.rec
     own = np.nonzero((rec[:, R_STATUS] == STATUS_DISPATCHED) & ((rec[:, R_FLAGS] & F_CQ) != 0))[0]
     lmq = res.lmq[(res.lmq[:, L_STATUS] == LMQ_OK) & (res.lmq[:, L_NAME_LEN] > 0)]
+    light = None
     if len(lmq):
         record = np.concatenate([own, lmq[:, L_REC]])
         sub = np.concatenate([np.zeros(len(own), dtype=np.int64), np.arange(1, len(lmq) + 1, dtype=np.int64)])
         order = np.lexsort((sub, record))
         record = record[order]
+        light = sub[order] > 0
         starts = np.concatenate([rec[own, R_TOPIC_START], lmq[:, L_NAME_START]])[order]
         lens = np.concatenate([rec[own, R_TOPIC_LEN], lmq[:, L_NAME_LEN]])[order]
         qid = np.concatenate([rec[own, R_QID], lmq[:, L_QID]])[order]
@@ -507,9 +521,31 @@ def queue_units(res: WalkResult) -> QueueUnits:
         remap[q] = number[k]
     if len(queues) != n_q:
         queue = remap[queue]
-    return QueueUnits(record=record, queue=queue.astype(np.int32), queues=queues, offset=rec[record, R_PHYS],
-                      size=rec[record, R_TOTAL].astype(np.int32), tags_code=rec[record, R_TAGS_CODE],
-                      queue_offset=np.asarray(qoff, dtype=np.int64), own=is_own)
+    units = QueueUnits(record=record, queue=queue.astype(np.int32), queues=queues, offset=rec[record, R_PHYS],
+                       size=rec[record, R_TOTAL].astype(np.int32), tags_code=rec[record, R_TAGS_CODE],
+                       queue_offset=np.asarray(qoff, dtype=np.int64), own=is_own)
+    return _with_batch_columns(res, units, light, batch_topics) if batch_topics else units
+
+
+def _with_batch_columns(res: WalkResult, units: QueueUnits, light: np.ndarray | None,
+                        batch_topics: frozenset[str]) -> QueueUnits:
+    """The units without the light queue units of BatchCQ topics' records, with the batch columns."""
+    if light is not None and light.any():
+        batch_queue = np.array([t in batch_topics for t, _ in units.queues], dtype=bool)
+        batch_records = units.record[~light & batch_queue[units.queue]]
+        drop = light & np.isin(units.record, batch_records)
+        if drop.any():
+            keep = ~drop
+            units = dataclasses.replace(units, record=units.record[keep], queue=units.queue[keep],
+                                        offset=units.offset[keep], size=units.size[keep],
+                                        tags_code=units.tags_code[keep], queue_offset=units.queue_offset[keep],
+                                        own=units.own[keep])
+    rows = units.record
+    base, batch = inner_batch_fields(np.asarray(res.text, dtype=np.uint8), res.text_origin,
+                                     res.prop_span[rows, P_INNER_BASE], res.prop_span[rows, P_INNER_NUM],
+                                     units.queue_offset)
+    return dataclasses.replace(units, store_timestamp=res.rec[units.record, R_STORE_TS], base_offset=base,
+                               batch_size=batch)
 
 
 @dataclasses.dataclass

@@ -422,6 +422,11 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         raise UnsupportedConfigError(
             "a DLedger store's restart (DLedgerCommitLog.recover: DLedger's own recovery, then the group's commits) "
             "is not modelled: rebuild without --as-restart, which dispatches up to DLedger's committed index")
+    if store.batch_topics:
+        raise UnsupportedConfigError(
+            f"BatchCQ topics ({', '.join(sorted(store.batch_topics))}): a restart's recovery of their batch consume "
+            "queues (BatchConsumeQueue.recover and truncateDirtyLogicFiles; their highest physical offset is the "
+            "start of the last unit) is not modelled: rebuild without --as-restart")
     config = resolve_broker_version(store, config)
     is_5x = config.is_5x
     if abnormal is None:

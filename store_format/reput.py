@@ -88,9 +88,15 @@ def detect_broker_version(store: StoreLocation, config: BrokerConfig, sample_byt
 
 
 def resolve_broker_version(store: StoreLocation, config: BrokerConfig) -> BrokerConfig:
-    """The config with ``brokerVersion`` decided (``auto`` → :func:`detect_broker_version`)."""
+    """The config with ``brokerVersion`` decided (``auto`` → :func:`detect_broker_version`, or 5.x for
+    a store with BatchCQ topics, which 4.x cannot have) and the store's BatchCQ topics
+    (``StoreLocation.batch_topics``) in ``batch_topics``."""
+    if config.batch_topics != store.batch_topics:
+        config = dataclasses.replace(config, batch_topics=store.batch_topics)
     if config.brokerVersion != "auto":
         return config
+    if store.batch_topics:
+        return dataclasses.replace(config, brokerVersion="5")
     if detect_broker_version(store, config) == "5":
         return dataclasses.replace(config, brokerVersion="5")
     return config  # "auto" reads as 4.9.x, V2 records included (BrokerConfig.accepts_v2_records)

@@ -15,7 +15,7 @@ from .config import BrokerConfig, load_broker_config
 from .dledger import DLedgerLog, find_dledger_log
 from .errors import StoreLayoutError
 from .layout import SEGMENT_NAME_RE
-from .store_layouts import check_store_layout
+from .store_layouts import check_store_layout, store_batch_topics
 
 __all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader"]
 
@@ -67,6 +67,8 @@ class StoreLocation:
     root: str
     segments: list[Segment]
     dledger: DLedgerLog | None = None  # enableDLegerCommitLog: the DLedger log the last segments come from
+    # topics whose queues go to batchconsumequeue/ (config/topics.json: store_layouts.store_batch_topics)
+    batch_topics: frozenset[str] = frozenset()
 
     @property
     def commitlog_dir(self) -> str:
@@ -172,17 +174,20 @@ def open_store(uri: str, config: BrokerConfig) -> StoreLocation:
     """List and check a store's commitlog segments.
 
     Raises:
-        StoreLayoutError: a layout this project does not rebuild (BatchCQ, DLedger or ConsumeQueueExt without
-            the settings that made them, RocksDB consume queues:
-            :func:`store_format.store_layouts.check_store_layout`), no
+        StoreLayoutError: a layout this project does not rebuild (DLedger or ConsumeQueueExt without the
+            settings that made them, RocksDB consume queues: :func:`store_format.store_layouts.check_store_layout`;
+            a topic table or batch queues the broker would not load:
+            :func:`store_format.store_layouts.store_batch_topics`), no
             ``commitlog/`` folder, no segments, a segment whose size is not ``mappedFileSizeCommitLog``
             (the broker refuses to load it), or segments that do not follow each other.
     """
     fs, root = resolve(uri)
     root = root.rstrip("/")
     check_store_layout(fs, root, uri, dledger=config.enableDLegerCommitLog, cq_ext=config.enableConsumeQueueExt)
+    batch_topics = store_batch_topics(fs, root, uri, broker_version=config.brokerVersion,
+                                      file_size=config.mapperFileSizeBatchConsumeQueue)
     if config.enableDLegerCommitLog:
-        return _open_dledger_store(uri, fs, root, config)
+        return dataclasses.replace(_open_dledger_store(uri, fs, root, config), batch_topics=batch_topics)
     info = fs.get_file_info(f"{root}/commitlog")
     if info.type != pafs.FileType.Directory:
         raise StoreLayoutError(
@@ -191,7 +196,7 @@ def open_store(uri: str, config: BrokerConfig) -> StoreLocation:
     files = _segment_files(fs, f"{root}/commitlog")
     if not files:
         raise StoreLayoutError(f"{uri}/commitlog holds no segment files (20-digit names)")
-    return StoreLocation(uri, fs, root, _segments(files, config))
+    return StoreLocation(uri, fs, root, _segments(files, config), batch_topics=batch_topics)
 
 
 def _segment_files(fs: pafs.FileSystem, folder: str) -> list[pafs.FileInfo]:

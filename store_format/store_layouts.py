@@ -1,16 +1,15 @@
 """Store layouts this project does not rebuild, or rebuilds only with the settings that made them,
-recognised from the store's own contents.
+recognised from the store's own contents, and the store's batch consume queue topics.
 
 ``broker.conf`` may not say how a store was written (the reviewer, an operator, a copied store), so
 the folders and files a broker creates for the other layouts are looked for as well; each one is
 refused with one line naming the layout, never rebuilt as ordinary consume queues.  Paths follow
 ``StorePathConfigHelper`` (4.9.8, 5.3.3, 5.5.1) and ``BrokerPathConfigHelper.getTopicConfigPath``:
 
-* ``batchconsumequeue/`` (``getStorePathBatchConsumeQueue``): ``BatchConsumeQueue`` files, written for
-  topics whose ``queue.type`` attribute is ``BatchCQ`` (``QueueTypeUtils.getCQType``,
-  ``ConsumeQueueStore.findOrCreateConsumeQueue``; 5.x).  The attribute lives in
-  ``config/topics.json`` (``TopicConfig.attributes``; ``TopicAttributes.QUEUE_TYPE_ATTRIBUTE``,
-  default ``SimpleCQ``): any other value is refused, naming the topics.
+* ``batchconsumequeue/`` (``getStorePathBatchConsumeQueue``; 5.x) is rebuilt
+  (:mod:`store_format.batchconsumequeue`) for the topics whose ``queue.type`` attribute in
+  ``config/topics.json`` is ``BatchCQ`` (:func:`store_batch_topics`); refused are the topic tables
+  and folders a broker would not load, and any other queue type.
 * ``consumequeue_ext/`` (``getStorePathConsumeQueueExt``): ``ConsumeQueueExt`` files, written with
   ``enableConsumeQueueExt=true``; the consume queue then stores ext addresses instead of tag hash codes
   (rebuilt by :mod:`store_format.consumequeue_ext`): refused only when the settings do not say
@@ -28,13 +27,15 @@ import re
 
 import pyarrow.fs as pafs
 
+from .batchconsumequeue import DEFAULT_BCQ_FILE_SIZE, bcq_file_size_error
 from .errors import StoreLayoutError
 
-__all__ = ["check_store_layout", "batch_cq_topics"]
+__all__ = ["check_store_layout", "batch_cq_topics", "queue_types", "store_batch_topics", "refuse_batch_topics"]
 
 _DLEDGER_RE = re.compile(r"^dledger(-.*)?$")
-_QUEUE_TYPE_KEYS = ("queue.type", "+queue.type")   # TopicAttributes.QUEUE_TYPE_ATTRIBUTE (stored without "+")
+_QUEUE_TYPE_KEY = "queue.type"   # TopicAttributes.QUEUE_TYPE_ATTRIBUTE (stored without the "+" of an update)
 _SIMPLE_CQ = "SimpleCQ"
+_BATCH_CQ = "BatchCQ"
 
 
 def _children(fs: pafs.FileSystem, path: str) -> list[pafs.FileInfo]:
@@ -52,25 +53,106 @@ def _has_files(fs: pafs.FileSystem, path: str) -> bool:
     return any(i.type == pafs.FileType.File for i in infos)
 
 
-def batch_cq_topics(topics_json: str) -> list[str]:
-    """Topics of a ``config/topics.json`` whose consume queue type is not ``SimpleCQ`` (with the value),
-    as ``QueueTypeUtils.getCQType`` reads ``TopicConfig.attributes``."""
-    try:
-        doc = json.loads(topics_json)
-    except ValueError:
-        return []
+def queue_types(topics_json: str) -> dict[str, str]:
+    """Topic -> ``queue.type`` of the topics of a ``config/topics.json`` that set it, the key
+    ``QueueTypeUtils.getCQType`` reads (``TopicAttributes.QUEUE_TYPE_ATTRIBUTE``; the ``+queue.type``
+    of an update request is stored without its ``+``, and a stored ``+queue.type`` is not read).
+
+    Raises:
+        ValueError: the text is not JSON.
+    """
+    doc = json.loads(topics_json)
     table = doc.get("topicConfigTable") if isinstance(doc, dict) else None
     if not isinstance(table, dict):
-        return []
-    found = []
+        return {}
+    found = {}
     for name, topic in sorted(table.items()):
         attrs = topic.get("attributes") if isinstance(topic, dict) else None
-        if not isinstance(attrs, dict):
-            continue
-        value = next((attrs[k] for k in _QUEUE_TYPE_KEYS if k in attrs), None)
-        if value is not None and value != _SIMPLE_CQ:
-            found.append(f"{name} (queue.type={value})")
+        if isinstance(attrs, dict) and _QUEUE_TYPE_KEY in attrs:
+            found[name] = str(attrs[_QUEUE_TYPE_KEY])
     return found
+
+
+def batch_cq_topics(topics_json: str) -> list[str]:
+    """Topics of a ``config/topics.json`` whose consume queue type is not ``SimpleCQ`` (with the value),
+    as ``QueueTypeUtils.getCQType`` reads ``TopicConfig.attributes``; [] for text that is not JSON."""
+    try:
+        types = queue_types(topics_json)
+    except ValueError:
+        return []
+    return [f"{name} (queue.type={value})" for name, value in types.items() if value != _SIMPLE_CQ]
+
+
+def _read_topic_table(fs: pafs.FileSystem, root: str, uri: str) -> dict[str, str]:
+    """``queue.type`` by topic as a broker loads ``config/topics.json`` (``ConfigManager.load``): a
+    missing or empty file falls back to ``topics.json.bak``, and so does one that does not parse."""
+    texts = []
+    for name in ("topics.json", "topics.json.bak"):
+        path = f"{root}/config/{name}"
+        if fs.get_file_info(path).type != pafs.FileType.File:
+            texts.append("")
+            continue
+        with fs.open_input_stream(path) as f:
+            texts.append(f.read().decode("utf-8", errors="replace"))
+    main, bak = texts
+    if main:
+        try:
+            return queue_types(main)
+        except ValueError:
+            # fastjson may read what Python's json does not: the types the broker saw are unknown
+            raise StoreLayoutError(
+                f"{uri}: config/topics.json is not JSON this project can read, so which topics are BatchCQ "
+                "(queue.type) is unknown; restore the broker's topics.json (TopicConfigManager)") from None
+    if bak:
+        try:
+            return queue_types(bak)
+        except ValueError:
+            raise StoreLayoutError(
+                f"{uri}: config/topics.json is missing or empty and topics.json.bak is not JSON: the broker "
+                "would not load its topic table (ConfigManager.loadBak)") from None
+    return {}
+
+
+def store_batch_topics(fs: pafs.FileSystem, root: str, uri: str, *, broker_version: str = "auto",
+                       file_size: int = DEFAULT_BCQ_FILE_SIZE) -> frozenset[str]:
+    """The store's BatchCQ topics, whose queues the reput writes into ``batchconsumequeue/``
+    (``ConsumeQueueStore.findOrCreateConsumeQueue`` by ``QueueTypeUtils.getCQType`` of the topic
+    table the broker loads from ``config/topics.json``; see :mod:`store_format.batchconsumequeue`).
+
+    Raises:
+        StoreLayoutError: what the broker cannot load or this project cannot rebuild the same: a
+            ``queue.type`` other than ``SimpleCQ``/``BatchCQ`` (``CQType.valueOf`` throws on an unknown
+            one; ``RocksDBCQ`` queues go to ``consumequeue/``, which ``ConsumeQueueStore.queueTypeShouldBe``
+            then refuses to load), BatchCQ topics with ``brokerVersion=4`` (4.x has no batch queues) or
+            with a ``mapperFileSizeBatchConsumeQueue`` that is not a multiple of 46, and queues in
+            ``batchconsumequeue/`` of topics that are not BatchCQ (``queueTypeShouldBe`` throws).
+    """
+    names = {i.base_name for i in _children(fs, root)}
+    types = _read_topic_table(fs, root, uri) if "config" in names else {}
+    other = [f"{t} (queue.type={v})" for t, v in types.items() if v not in (_SIMPLE_CQ, _BATCH_CQ)]
+    if other:
+        raise StoreLayoutError(
+            f"{uri}: config/topics.json gives {', '.join(other)}: only SimpleCQ (consumequeue/) and BatchCQ "
+            "(batchconsumequeue/) queues are rebuilt (CQType; the broker cannot reload RocksDBCQ file queues)")
+    batch = frozenset(t for t, v in types.items() if v == _BATCH_CQ)
+    if "batchconsumequeue" in names and _has_files(fs, f"{root}/batchconsumequeue"):
+        stray = sorted(i.base_name for i in _children(fs, f"{root}/batchconsumequeue")
+                       if i.type == pafs.FileType.Directory and i.base_name not in batch
+                       and _has_files(fs, f"{root}/batchconsumequeue/{i.base_name}"))
+        if stray:
+            raise StoreLayoutError(
+                f"{uri}: batchconsumequeue/ holds BatchCQ consume queues of topic(s) {', '.join(stray)}, which "
+                "config/topics.json does not give queue.type=BatchCQ: the broker refuses to load such a store "
+                "(ConsumeQueueStore.queueTypeShouldBe); restore the broker's config/topics.json")
+    if batch and broker_version == "4":
+        raise StoreLayoutError(
+            f"{uri}: config/topics.json gives queue.type=BatchCQ to {', '.join(sorted(batch))}, but brokerVersion=4: "
+            "batch consume queues (batchconsumequeue/) exist in 5.x only; pass the broker line the store was "
+            "written with (5 or 5.5)")
+    size_error = bcq_file_size_error(file_size) if batch else None
+    if size_error:
+        raise StoreLayoutError(f"{uri}: BatchCQ topics {', '.join(sorted(batch))}: {size_error}")
+    return batch
 
 
 def check_store_layout(fs: pafs.FileSystem, root: str, uri: str, *, dledger: bool = False,
@@ -92,24 +174,6 @@ def check_store_layout(fs: pafs.FileSystem, root: str, uri: str, *, dledger: boo
             f"{uri}: {found[0]}/ is a DLedger commitlog (DLedgerCommitLog), but the settings say "
             "enableDLegerCommitLog=false: pass the broker.conf the store was written with (--config), with "
             "enableDLegerCommitLog=true and its dLegerSelfId")
-    topics_path = f"{root}/config/topics.json"
-    batch: list[str] = []
-    if "config" in names:
-        info = fs.get_file_info(topics_path)
-        if info.type == pafs.FileType.File:
-            with fs.open_input_stream(topics_path) as f:
-                batch = batch_cq_topics(f.read().decode("utf-8", errors="replace"))
-    if batch:
-        raise StoreLayoutError(
-            f"{uri}: config/topics.json gives {', '.join(batch)}: the broker writes batchconsumequeue/ "
-            "(BatchConsumeQueue) for such topics, not consumequeue/; this project does not rebuild BatchCQ queues")
-    if "batchconsumequeue" in names and _has_files(fs, f"{root}/batchconsumequeue"):
-        topics = sorted(i.base_name for i in _children(fs, f"{root}/batchconsumequeue")
-                        if i.type == pafs.FileType.Directory)
-        which = f" for topic(s) {', '.join(topics)}" if topics else ""
-        raise StoreLayoutError(
-            f"{uri}: batchconsumequeue/ holds BatchCQ consume queues{which} (queue.type=BatchCQ): this project "
-            "does not rebuild BatchCQ queues")
     if not cq_ext and "consumequeue_ext" in names and _has_files(fs, f"{root}/consumequeue_ext"):
         raise StoreLayoutError(
             f"{uri}: consumequeue_ext/ holds ConsumeQueueExt files (enableConsumeQueueExt=true), but the settings "
@@ -121,3 +185,16 @@ def check_store_layout(fs: pafs.FileSystem, root: str, uri: str, *, dledger: boo
             raise StoreLayoutError(
                 f"{uri}: consumequeue/ is a RocksDB database (CURRENT/MANIFEST files: RocksDBConsumeQueueStore, "
                 "storeType=defaultRocksDB): this project rebuilds file-based consume queues only")
+
+
+def refuse_batch_topics(uri: str, batch_topics: frozenset[str], what: str) -> None:
+    """Refuse a command that does not handle batch consume queues on a store that has some.
+
+    Raises:
+        StoreLayoutError: one line naming the command, the layout and the topics.
+    """
+    if batch_topics:
+        raise StoreLayoutError(
+            f"{uri}: config/topics.json gives queue.type=BatchCQ to {', '.join(sorted(batch_topics))}: {what} does "
+            "not handle batch consume queues (batchconsumequeue/); rebuild reproduces them (python -m pipelines "
+            "rebuild)")

@@ -18,6 +18,13 @@ of ``tags``, ``keys`` (the KEYS property as is), ``uniqKey``, ``properties`` (mo
 (``host:port``, IPv6 as ``[addr]:port``), ``bornTimestamp``, ``flag``; or ``batch`` (a list of such
 messages put as one batch into ``topic``/``queueId``); or ``sleepMs``.
 
+BatchCQ topics (5.x; scenarios in :mod:`broker_batchcq_scenarios`): ``batchTopics`` lists topics the
+writer gives ``queue.type=BatchCQ`` in ``<dir>/store/config/topics.json`` (kept there; the 5.x store
+is always opened with that file's topic table, as the broker's TopicConfigManager loads it), so their
+queues go to ``batchconsumequeue/``, moved into ``<dir>/expected`` as well. A ``batch`` for such a
+topic with a ``uniqKey`` is stored as one inner-batch record (SendMessageProcessor's way); the
+writer's line adds ``batchQueueMaxOffsets`` ("topic/queueId": max offset).
+
 DLedger stores (``enableDLegerCommitLog=true`` in ``config``, a single-node group; scenarios in
 :mod:`broker_dledger_scenarios`): ``config`` also carries ``dLegerGroup``, ``dLegerSelfId`` and
 ``dLegerPeers``, whose ``{port}`` the writer replaces by a port free on 127.0.0.1 (broker.conf then

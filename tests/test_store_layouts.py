@@ -1,6 +1,7 @@
 """Layouts this project does not rebuild, recognised from the store's contents when broker.conf does not
 say (store_format.store_layouts): each is refused with one line naming the layout, exit code 2, in every
-command that reads or writes queues, instead of being rebuilt as ordinary consume queues.
+command that reads or writes queues, instead of being rebuilt as ordinary consume queues.  BatchCQ topics
+(config/topics.json) are rebuilt into batchconsumequeue/; what cannot be rebuilt the same is refused.
 
 The stores are copies of the broker-written golden basic-5.3.3 with what the broker would add for the
 layout (paths from StorePathConfigHelper, DLedgerCommitLog, BrokerPathConfigHelper)."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -52,20 +54,69 @@ def _commands(store: Path, tmp: Path, conf: Path) -> list[list[str]]:
     ]
 
 
-def test_batch_cq_topic_in_topics_json_is_refused_by_every_command(store: Path, tmp_path: Path, golden_dir: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def _units(data: bytes, size: int) -> list[tuple]:
+    """The non-zero units of a file of ``size``-byte units (20: consumequeue/, 46: batchconsumequeue/)."""
+    fmt = struct.Struct(">qiq" if size == 20 else ">qiqqqhii")
+    return [u for u in (fmt.unpack_from(data, p) for p in range(0, len(data) - size + 1, size)) if u[1]]
+
+
+def test_batch_cq_topic_is_rebuilt_into_batchconsumequeue(store: Path, tmp_path: Path, golden_dir: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """QueueTypeUtils.getCQType: a topic whose attributes give queue.type=BatchCQ gets a BatchConsumeQueue
-    (batchconsumequeue/), not consumequeue/: rebuilding it as an ordinary queue would be a guess."""
+    (batchconsumequeue/, 46-byte units), not consumequeue/.  The golden store's records of that topic are
+    plain messages: one unit each, base offset = queue offset, batch size 1, in the broker's order; every
+    other queue as the broker wrote it.  The commands that do not handle batch queues refuse in one line."""
     (store / "config").mkdir()
     topics = {"BasicTopic0": {}, "BasicTopic2": {"queue.type": "BatchCQ"}}
     (store / "config" / "topics.json").write_text(_topics_json(topics))
     conf = golden_dir / CASE / "broker.conf"
-    for argv in _commands(store, tmp_path, conf):
+    code, err = _run(capsys, _commands(store, tmp_path, conf)[0])
+    assert code == 0, err
+    out, expected = tmp_path / "out1", golden_dir / CASE / "expected" / "consumequeue"
+    assert not (out / "consumequeue" / "BasicTopic2").exists()
+    for f in expected.rglob("*"):
+        if f.is_file() and not f.relative_to(expected).parts[0] == "BasicTopic2":
+            assert (out / "consumequeue" / f.relative_to(expected)).read_bytes() == f.read_bytes()
+    queues = sorted((expected / "BasicTopic2").iterdir())
+    assert queues
+    for q in queues:
+        want = [u for f in sorted(q.iterdir()) for u in _units(f.read_bytes(), 20)]
+        files = sorted((out / "batchconsumequeue" / "BasicTopic2" / q.name).iterdir())
+        assert [f.name for f in files] == ["0" * 20] and files[0].stat().st_size == 300_000 * 46
+        got = _units(files[0].read_bytes(), 46)
+        assert [u[:3] for u in got] == want
+        assert [(u[4], u[5], u[6], u[7]) for u in got] == [(i, 1, -1, 0) for i in range(len(want))]
+    for argv in _commands(store, tmp_path, conf)[1:]:
         code, err = _run(capsys, argv)
         assert code == 2, argv
         assert len(err.splitlines()) == 1, (argv, err)
         assert "BatchCQ" in err and "BasicTopic2" in err and "BasicTopic0" not in err, (argv, err)
-    assert not (tmp_path / "out1").exists() and not (tmp_path / "tables").exists()
+    assert not (tmp_path / "out2").exists() and not (tmp_path / "tables").exists()
+
+
+@pytest.mark.parametrize(("topics_json", "conf_extra", "argv_extra", "words"), [
+    (_topics_json({"BasicTopic2": {"queue.type": "RocksDBCQ"}}), "", [], ["RocksDBCQ", "BasicTopic2"]),
+    (_topics_json({"BasicTopic2": {"queue.type": "Batch"}}), "", [], ["queue.type=Batch", "BasicTopic2"]),
+    ("{not json", "", [], ["topics.json", "not JSON"]),
+    (_topics_json({"BasicTopic2": {"queue.type": "BatchCQ"}}), "", ["--broker-version", "4"],
+     ["BatchCQ", "brokerVersion=4", "BasicTopic2"]),
+    (_topics_json({"BasicTopic2": {"queue.type": "BatchCQ"}}), "mapperFileSizeBatchConsumeQueue=1000\n", [],
+     ["mapperFileSizeBatchConsumeQueue=1000", "multiple of", "BasicTopic2"]),
+], ids=["rocksdbcq", "unknown-type", "not-json", "4.x", "file-size"])
+def test_batch_cq_stores_not_rebuilt_the_same_are_refused(store: Path, tmp_path: Path, golden_dir: Path,
+                                                         capsys: pytest.CaptureFixture[str], topics_json: str,
+                                                         conf_extra: str, argv_extra: list[str],
+                                                         words: list[str]) -> None:
+    """Topic tables the broker would not load or dispatch with (CQType.valueOf, queueTypeShouldBe), batch
+    queues on 4.x, and a batch queue file size that is no multiple of the unit: one line, exit code 2."""
+    (store / "config").mkdir()
+    (store / "config" / "topics.json").write_text(topics_json)
+    conf = tmp_path / "broker.conf"
+    conf.write_text((golden_dir / CASE / "broker.conf").read_text() + "\n" + conf_extra)
+    code, err = _run(capsys, _commands(store, tmp_path, conf)[0] + argv_extra)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert all(w in err for w in words), err
+    assert not (tmp_path / "out1").exists()
 
 
 def test_simple_cq_attribute_is_rebuilt(store: Path, tmp_path: Path, golden_dir: Path,
@@ -116,7 +167,8 @@ def test_empty_folders_are_not_a_layout(store: Path) -> None:
     (store / "batchconsumequeue").mkdir()
     (store / "consumequeue_ext").mkdir()
     assert batch_cq_topics(_topics_json({"A": {}})) == []
-    assert batch_cq_topics(_topics_json({"A": {"+queue.type": "BatchCQ"}})) == ["A (queue.type=BatchCQ)"]
+    # the "+" of an update request is not stored; getCQType does not read a stored "+queue.type"
+    assert batch_cq_topics(_topics_json({"A": {"+queue.type": "BatchCQ"}})) == []
     assert open_store(str(store), BrokerConfig(mappedFileSizeCommitLog=1 << 20)).segments
 
 

@@ -2,7 +2,8 @@
 its ``done``/``copied`` markers, read and written durably.
 
 ``OUT/.rebuild-staging-<run>/``
-    the run's outputs while they are built (``consumequeue/``, ``index/``, ``_work/``).
+    the run's outputs while they are built (``consumequeue/``, ``index/``, ``_work/``; with BatchCQ
+    topics ``batchconsumequeue/``).
 ``OUT/.rebuild-staging-<run>.lock``
     the run's owner record (:mod:`.liveness`).
 ``OUT/.rebuild-commit-<run>.json``
@@ -33,9 +34,10 @@ from .outroot import OutputRoot
 __all__ = ["CommitJournal", "OUTPUTS", "REQUIRED_OUTPUTS", "KILL_AT_ENV", "kill_point", "FORMAT", "STAGING_PREFIX",
            "OLD_PREFIX", "COMMIT_PREFIX", "LOCK_SUFFIX", "LOCK_TMP_PREFIX", "PLAN_SUFFIX", "MARK_RE"]
 
-# what a run commits into OUT; consumequeue_ext/ only exists with enableConsumeQueueExt, but an existing
-# one is replaced all the same (a rebuild without ext leaves no stale ext files beside its queues)
-OUTPUTS = ("consumequeue", "consumequeue_ext", "index")
+# what a run commits into OUT.  consumequeue_ext/ (enableConsumeQueueExt) and batchconsumequeue/
+# (BatchCQ topics) exist for some stores only: committed when staged, and an existing one is replaced
+# (moved aside) either way, so a rebuild leaves no stale files of a layout it did not write
+OUTPUTS = ("consumequeue", "consumequeue_ext", "batchconsumequeue", "index")
 REQUIRED_OUTPUTS = ("consumequeue", "index")
 STAGING_PREFIX = ".rebuild-staging-"
 OLD_PREFIX = ".rebuild-old-"

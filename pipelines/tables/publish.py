@@ -47,6 +47,7 @@ from store_format.layout import CQ_UNIT_SIZE
 from store_format.store import Reader, StoreLocation, resolve
 from store_format.timeutil import ms_to_datetime
 
+from ..build_batch import place_batch_units
 from ..chain import Chain, ChainEntry
 from ..delta import STAGING, Where, commit_parquet_files, open_writer, writer_choice
 from ..oserrors import naming
@@ -146,7 +147,7 @@ class _TablesTask:
             if res is None or not len(res.rec):
                 continue
             # where its units went: the builder's queue states as this split began, replayed
-            units = queue_units(res)
+            units = queue_units(res, self.config.batch_topics)
             global_q = queues.numbers(units.queues)
             for key, q in zip(units.queues, global_q):
                 entry_state = states_by_split.get(split.split_id, {}).get(key)
@@ -155,6 +156,9 @@ class _TablesTask:
             qidx = global_q[units.queue] if len(units) else np.zeros(0, dtype=np.int64)
             pos = assign_positions(qidx, units.offset, units.size, units.queue_offset, self.config.cq_file_size,
                                    queues.states)
+            if self.config.batch_topics:   # BatchCQ topics' units: their number in batchconsumequeue/
+                pos = place_batch_units(units, states_by_split.get(split.split_id, {}), self.config.batch_topics,
+                                        pos)
             record_pos = np.full(len(res.rec), -1, dtype=np.int64)
             own = np.unique(units.record, return_index=True)[1] if len(units) else np.zeros(0, dtype=np.int64)
             record_pos[units.record[own]] = pos[own]   # a record's own unit comes before its light queues'

@@ -69,6 +69,7 @@ from store_format.indexfile import accepted_by_index, index_file_names_checked
 from store_format.layout import CQ_UNIT_SIZE
 from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, open_store
+from store_format.store_layouts import refuse_batch_topics
 from store_format.timeutil import datetime_to_ms
 
 from ..anomalies import at_offset
@@ -130,6 +131,8 @@ def _run_tables_locked(store: str, tables: str, config: BrokerConfig, *, spark, 
     # executors resolve paths in their own working folders: give them absolute ones
     store, tables = _absolute(store), _absolute(tables)
     st = open_store(store, config)
+    refuse_batch_topics(st.uri, st.batch_topics, "the tables refresh (tables --store), which continues queues "
+                        "from the previous run's states,")
     config = resolve_broker_version(st, config)
     spark = spark or build_spark_session(master, log_level=log_level, extra_conf={WRITER_CONF: table_writer})
     progress = Progress(lambda line: log.info(line.removeprefix("[rebuild] ")))
@@ -193,7 +196,8 @@ def _rescanned(st: StoreLocation, prev: dict | None) -> StoreLocation:
         wm = prev["watermark_segment"]
         first = names.index(wm) if wm in names else next((i for i, n in enumerate(names) if n > wm), len(names) - 1)
     return StoreLocation(st.uri, st.fs, st.root,
-                         [dataclasses.replace(s, index=i) for i, s in enumerate(st.segments[first:])])
+                         [dataclasses.replace(s, index=i) for i, s in enumerate(st.segments[first:])],
+                         batch_topics=st.batch_topics)
 
 
 def _claim_work_folder(tables: str, run_id: str) -> StagedOutput:

@@ -267,6 +267,10 @@ def _audit_frame(reader: TableReader, seg_ids: Ids, message_rows: np.ndarray, se
         if name in live or message_rows[i]:
             actual[("segment", name)] = int(message_rows[i])
     qk, co = msg["cq_files"]["qkey"], msg["cq_files"]["cqoff"]
+    if len(qk) and config.batch_topics:   # batchconsumequeue/ files are not in the expiry audit
+        batch_ids = [i for i, t in enumerate(msg["topics"].names) if t in config.batch_topics]
+        keep = ~np.isin(qk >> 32, batch_ids)
+        qk, co = qk[keep], co[keep]
     if len(qk):  # sorted by queue, then unit number: a file is a run of equal (queue, unit // units per file)
         units_per_file = max(int(config.cq_file_size) // CQ_UNIT_SIZE, 1)
         fno = co // units_per_file

@@ -17,6 +17,7 @@ from store_format.errors import UnsupportedConfigError
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.store import StoreLocation, open_store, resolve
+from store_format.store_layouts import refuse_batch_topics
 
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, extra_note
 from .report import ConsumeQueueFileResult, IndexFileResult, VerifyReport
@@ -77,6 +78,8 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     t0 = time.monotonic()
     refuse_cq_ext(config, "verify")
     st = open_store(store, config)
+    refuse_batch_topics(st.uri, st.batch_topics, "verify (and repair), which compare consumequeue/ and index/ and "
+                        "predict the broker's restart,")
     config = resolve_broker_version(st, config)
     temporary = work is None
     ref_root = work if work is not None else tempfile.mkdtemp(prefix="rocketmq-verify-")

@@ -23,6 +23,7 @@ from typing import Any
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError
 from store_format.store import open_store
+from store_format.store_layouts import refuse_batch_topics
 
 from ..brokerlock import BrokerCheck, check_broker
 from ..durable import copy_durably, fsync_dir, replace_json, sha256_file
@@ -252,7 +253,8 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
     t0 = time.monotonic()
     root = _local_root(store)
     refuse_cq_ext(config, "repair")
-    open_store(root, config)  # layout errors before anything else
+    st = open_store(root, config)  # layout errors before anything else
+    refuse_batch_topics(st.uri, st.batch_topics, "repair")
     check = check_broker(root)
     notes = []
     if check.broker_may_be_running and not dry_run:

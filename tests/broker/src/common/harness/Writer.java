@@ -60,6 +60,18 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code recheckReputOffsetFromCq=true} in its settings (the writer refuses it otherwise), as a
  * DLedger operator's broker.conf must; it holds for every start of the scenario and goes into
  * broker.conf.
+ *
+ * <p>BatchCQ topics (5.x; scenario field {@code batchTopics}, a list of topic names): before the
+ * first start the writer writes {@code store/config/topics.json} as the broker's TopicConfigManager
+ * does, those topics with the attribute {@code queue.type=BatchCQ}, and every opening of the store
+ * reads it (the 5.x line's {@code LineAdapter.newStore}), so the broker keeps their queues in
+ * {@code batchconsumequeue/} (BatchConsumeQueue). A {@code batch} object for such a topic that
+ * carries a {@code uniqKey} (the batch's own unique id, which a producer always sets) is put the way
+ * SendMessageProcessor puts it, as one inner-batch record ({@code LineAdapter.putInnerBatch});
+ * without one, with putMessages like any batch. The rebuild then deletes {@code batchconsumequeue/}
+ * too and moves the broker's into {@code expected/}, and {@code store/} keeps
+ * {@code config/topics.json}. The line adds {@code batchQueueMaxOffsets} ("topic/queueId": the
+ * queue's max offset after the rebuild, which counts the messages of inner batches).
  */
 public final class Writer {
     private Writer() {
@@ -115,6 +127,17 @@ public final class Writer {
         }
         JsonArray messages = sc.getAsJsonArray("messages");
         Set<String> topics = topics(messages);
+        Set<String> batchTopics = new LinkedHashSet<>();
+        if (sc.has("batchTopics")) {
+            for (JsonElement t : sc.getAsJsonArray("batchTopics")) {
+                batchTopics.add(t.getAsString());
+            }
+        }
+        if (!batchTopics.isEmpty()) {
+            Set<String> all = new LinkedHashSet<>(topics);
+            all.addAll(batchTopics);
+            LineAdapter.writeTopicsJson(root, all, batchTopics);
+        }
 
         // the phases: before a {"switchToDLedger": true} the commitlog is an ordinary one
         List<JsonArray> phases = new ArrayList<>();
@@ -136,7 +159,7 @@ public final class Writer {
                 phaseProps.putAll(props);
                 phaseProps.setProperty("enableDLegerCommitLog", "false");
             }
-            put(phaseProps, root, topics, phases.get(i), statuses, out);
+            put(phaseProps, root, topics, batchTopics, phases.get(i), statuses, out);
         }
         JsonObject st = new JsonObject();
         statuses.forEach(st::addProperty);
@@ -147,6 +170,7 @@ public final class Writer {
         Stores.deleteTree(new File(root, "consumequeue"));
         Stores.deleteTree(new File(root, "consumequeue_ext"));
         Stores.deleteTree(new File(root, "index"));
+        Stores.deleteTree(new File(root, "batchconsumequeue"));
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
         DefaultMessageStore store = Stores.open(props, root, role, topics);
@@ -160,6 +184,18 @@ public final class Writer {
             out.addProperty("maxPhyOffset", store.getMaxPhyOffset());
             DLedger.report(store, out);
             indexNames(store, out);
+            if (!batchTopics.isEmpty()) {
+                JsonObject maxOffsets = new JsonObject();
+                for (Map.Entry<String, java.util.Collection<Integer>> q : LineAdapter.queues(store).entrySet()) {
+                    if (batchTopics.contains(q.getKey())) {
+                        for (int qid : q.getValue()) {
+                            maxOffsets.addProperty(q.getKey() + "/" + qid,
+                                LineAdapter.maxOffsetInQueue(store, q.getKey(), qid));
+                        }
+                    }
+                }
+                out.add("batchQueueMaxOffsets", maxOffsets);
+            }
         } finally {
             store.shutdown();
         }
@@ -177,10 +213,21 @@ public final class Writer {
         if (ext.exists()) {
             Files.move(ext.toPath(), new File(expected, "consumequeue_ext").toPath());
         }
+        File bcq = new File(root, "batchconsumequeue");
+        if (bcq.exists()) {
+            Files.move(bcq.toPath(), new File(expected, "batchconsumequeue").toPath());
+        }
         File[] rest = root.listFiles();
         if (rest != null) {
             for (File f : rest) {
-                if (!f.getName().equals("commitlog") && !f.getName().startsWith("dledger")) {
+                if (f.getName().equals("config") && !batchTopics.isEmpty()) {
+                    File[] conf = f.listFiles();  // topics.json stays: it says which queues are BatchCQ
+                    for (File c : conf == null ? new File[0] : conf) {
+                        if (!c.getName().equals("topics.json")) {
+                            Stores.deleteTree(c);
+                        }
+                    }
+                } else if (!f.getName().equals("commitlog") && !f.getName().startsWith("dledger")) {
                     Stores.deleteTree(f);
                 }
             }
@@ -194,8 +241,9 @@ public final class Writer {
 
     /** Puts {@code messages} through a store opened with {@code props} (a master), waits until the
      *  reput has dispatched them, and shuts it down. */
-    static void put(Properties props, File root, Set<String> topics, JsonArray messages,
+    static void put(Properties props, File root, Set<String> topics, Set<String> batchTopics, JsonArray messages,
         Map<String, Integer> statuses, JsonObject out) throws Exception {
+        String clusterName = Stores.brokerConfig(props).getBrokerClusterName();
         DefaultMessageStore store = Stores.open(props, root, BrokerRole.ASYNC_MASTER, topics);
         check(store.load(), "store load failed");
         boolean loopback = DLedger.beforeStart(store);
@@ -212,7 +260,14 @@ public final class Writer {
                     Thread.sleep(o.get("sleepMs").getAsLong());
                     continue;
                 }
-                PutMessageResult r = o.has("batch") ? store.putMessages(batch(o)) : putOne(store, o);
+                PutMessageResult r;
+                if (!o.has("batch")) {
+                    r = putOne(store, o);
+                } else if (batchTopics.contains(o.get("topic").getAsString()) && o.has("uniqKey")) {
+                    r = LineAdapter.putInnerBatch(store, batch(o), clusterName);
+                } else {
+                    r = store.putMessages(batch(o));
+                }
                 statuses.merge(r.getPutMessageStatus().name(), 1, Integer::sum);
                 check(r.isOk(), "put failed: " + r.getPutMessageStatus() + " for " + o.get("topic"));
             }

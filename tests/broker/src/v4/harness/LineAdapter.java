@@ -1,11 +1,13 @@
 package harness;
 
+import java.io.File;
 import java.io.IOException;
 import java.util.Collection;
 import java.util.Map;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.TopicFilterType;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageExtBatch;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.MessageExtBrokerInner;
 import org.apache.rocketmq.store.PutMessageResult;
@@ -31,6 +33,16 @@ public final class LineAdapter {
         if (store.getScheduleMessageService() != null) {
             store.getScheduleMessageService().shutdown();
         }
+    }
+
+    /** 4.x has no topic attributes and no BatchConsumeQueue. */
+    public static void writeTopicsJson(File root, Collection<String> topics, Collection<String> batchTopics) {
+        throw new UnsupportedOperationException("BatchCQ topics (queue.type attribute) need a 5.x store");
+    }
+
+    public static PutMessageResult putInnerBatch(DefaultMessageStore store, MessageExtBatch batch,
+        String clusterName) {
+        throw new UnsupportedOperationException("inner-batch messages need a 5.x store");
     }
 
     public static MessageExt newInner() {

@@ -1,7 +1,12 @@
 package harness;
 
+import java.io.File;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -12,9 +17,12 @@ import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageExtBatch;
 import org.apache.rocketmq.common.message.MessageExtBrokerInner;
 import org.apache.rocketmq.common.sysflag.MessageSysFlag;
 import org.apache.rocketmq.common.topic.TopicValidator;
+import org.apache.rocketmq.remoting.protocol.DataVersion;
+import org.apache.rocketmq.remoting.protocol.body.TopicConfigSerializeWrapper;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
@@ -22,7 +30,9 @@ import org.apache.rocketmq.store.stats.BrokerStatsManager;
 
 /** What differs on the 5.x line: the store takes the topic config table, MessageExtBrokerInner
  *  moved to common, and delayed messages are moved to SCHEDULE_TOPIC_XXXX by the broker
- *  (HookUtils.handleScheduleMessage / transformDelayLevelMessage) before the store sees them. */
+ *  (HookUtils.handleScheduleMessage / transformDelayLevelMessage) before the store sees them.
+ *  Topics may carry attributes (queue.type=BatchCQ: BatchConsumeQueue, batchconsumequeue/), kept in
+ *  {@code <root>/config/topics.json} as the broker's TopicConfigManager keeps them. */
 public final class LineAdapter {
     public static final String LINE = "5";
 
@@ -35,12 +45,65 @@ public final class LineAdapter {
         for (String t : topics) {
             table.put(t, new TopicConfig(t, 16, 16));
         }
+        // the broker's TopicConfigManager loads this file before the store (decode: putAll)
+        File topicsJson = topicsJson(new File(config.getStorePathRootDir()));
+        if (topicsJson.isFile()) {
+            TopicConfigSerializeWrapper w = TopicConfigSerializeWrapper.fromJson(
+                new String(Files.readAllBytes(topicsJson.toPath()), StandardCharsets.UTF_8),
+                TopicConfigSerializeWrapper.class);
+            if (w != null && w.getTopicConfigTable() != null) {
+                table.putAll(w.getTopicConfigTable());
+            }
+        }
         return new DefaultMessageStore(config, new BrokerStatsManager(brokerConfig.getBrokerClusterName(), false),
             (topic, queueId, logicOffset, tagsCode, msgStoreTime, filterBitMap, properties) -> { }, brokerConfig,
             table);
     }
 
     public static void afterStart(DefaultMessageStore store) {
+    }
+
+    /** BrokerPathConfigHelper.getTopicConfigPath: {@code <root>/config/topics.json}. */
+    static File topicsJson(File root) {
+        return new File(new File(root, "config"), "topics.json");
+    }
+
+    /** Writes {@code <root>/config/topics.json} as TopicConfigManager.encode(true) does: every topic
+     *  with 16 queues, those of {@code batchTopics} with the attribute queue.type=BatchCQ (the key
+     *  as TopicConfig stores it, without the "+" of an update request). */
+    public static void writeTopicsJson(File root, Collection<String> topics, Collection<String> batchTopics)
+        throws IOException {
+        ConcurrentMap<String, TopicConfig> table = new ConcurrentHashMap<>();
+        for (String t : topics) {
+            TopicConfig c = new TopicConfig(t, 16, 16);
+            if (batchTopics.contains(t)) {
+                c.setAttributes(Collections.singletonMap("queue.type", "BatchCQ"));
+            }
+            table.put(t, c);
+        }
+        TopicConfigSerializeWrapper w = new TopicConfigSerializeWrapper();
+        w.setTopicConfigTable(table);
+        w.setDataVersion(new DataVersion());
+        File f = topicsJson(root);
+        if (!f.getParentFile().isDirectory() && !f.getParentFile().mkdirs()) {
+            throw new IOException("cannot create " + f.getParentFile());
+        }
+        Files.write(f.toPath(), w.toJson(true).getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** What SendMessageProcessor.sendBatchMessage does with a batch for a BatchCQ topic whose batch
+     *  carries a unique id: one inner-batch record (sysFlag NEED_UNWRAP and INNER_BATCH, property
+     *  INNER_NUM = the number of encoded messages in the body, CLUSTER), put with putMessage; the
+     *  store adds INNER_BASE, the queue offset it assigns. */
+    public static PutMessageResult putInnerBatch(DefaultMessageStore store, MessageExtBatch batch,
+        String clusterName) {
+        MessageAccessor.putProperty(batch, MessageConst.PROPERTY_CLUSTER, clusterName);
+        batch.setSysFlag(batch.getSysFlag() | MessageSysFlag.NEED_UNWRAP_FLAG | MessageSysFlag.INNER_BATCH_FLAG);
+        batch.setInnerBatch(true);
+        int innerNum = MessageDecoder.countInnerMsgNum(ByteBuffer.wrap(batch.getBody()));
+        MessageAccessor.putProperty(batch, MessageConst.PROPERTY_INNER_NUM, String.valueOf(innerNum));
+        batch.setPropertiesString(MessageDecoder.messageProperties2String(batch.getProperties()));
+        return store.putMessage(batch);
     }
 
     public static MessageExt newInner() {

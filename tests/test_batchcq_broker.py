@@ -1,0 +1,143 @@
+"""BatchCQ stores (``queue.type=BatchCQ`` topics, 5.x) written by the published RocketMQ store through
+the JVM harness in ``tests/broker/`` (scenarios in :mod:`broker_batchcq_scenarios`).
+
+``test_broker_writes_batch_consume_queues`` checks the harness itself: the broker kept
+``config/topics.json`` and rebuilt every BatchCQ queue into ``batchconsumequeue/`` with the 46-byte
+units the scenario implies (inner batches, single messages, outer batches, transactions), and no
+such queue into ``consumequeue/``.  The other tests rebuild each store with ``python -m pipelines
+rebuild`` at a 4 KiB split size and compare every file of ``batchconsumequeue/``, ``consumequeue/`` and
+``index/`` byte for byte with the broker's.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import struct
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_batchcq_scenarios import UNIT_SIZE, batchcq_scenarios, expected_units
+
+from store_format.store_layouts import batch_cq_topics
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+if bh.missing_tools():
+    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
+                allow_module_level=True)
+
+# 5.5.1 by default; BATCHCQ_LINES=5.3.3,5.5.1 adds the 5.3.3 stores (some 15 s more on 2 cores)
+LINES = tuple(os.environ.get("BATCHCQ_LINES", "5.5.1").split(","))
+BROKER_LINE = {"5.3.3": "5", "5.5.1": "5.5"}  # as --broker-version names them
+# phy offset, size, tags code, store time, base offset, batch size, compact offset, reserved (big-endian)
+UNIT = struct.Struct(">qiqqqhii")
+assert UNIT.size == UNIT_SIZE
+_WRITTEN: dict[str, tuple[dict, dict]] = {}
+_REBUILT: dict[Path, tuple[int, str]] = {}
+
+
+@pytest.fixture
+def written(request, tmp_path_factory) -> tuple[dict, dict, Path]:
+    """(scenario, the writer's report, its folder); each line's scenarios written once, in one JVM."""
+    line, name = request.node.callspec.params["line"], request.node.callspec.params["name"]
+    if line not in _WRITTEN:
+        try:
+            bh.build()
+        except bh.HarnessUnavailable as e:
+            pytest.skip(f"broker harness not available: {e}")
+        work = tmp_path_factory.mktemp(f"batchcq-{line}")
+        scs = [{**sc, "dir": str(work / sc["name"])} for sc in batchcq_scenarios(line)]
+        reports = bh.write_stores(line, scs, work, threads=2)
+        _WRITTEN[line] = ({sc["name"]: sc for sc in scs}, reports)
+    scs, reports = _WRITTEN[line]
+    sc = scs[name]
+    report = reports.get(name, {"ok": False, "error": "no report"})
+    assert report.get("ok"), f"{name}: the broker's writer failed: {report.get('error')}"
+    return sc, report, Path(sc["dir"])
+
+
+CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line in LINES for sc in batchcq_scenarios(line)]
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_broker_writes_batch_consume_queues(written, line: str, name: str) -> None:
+    sc, report, d = written
+    assert set(report["putStatuses"]) == {"PUT_OK"}, report["putStatuses"]
+    topics_json = d / "store" / "config" / "topics.json"
+    assert sorted(batch_cq_topics(topics_json.read_text())) == [f"{t} (queue.type=BatchCQ)" for t in sc["batchTopics"]]
+    file_size = int(sc["config"]["mapperFileSizeBatchConsumeQueue"])
+    want = expected_units(sc)
+    expected = d / "expected"
+    assert want and all(q for q in want.values())
+    # no BatchCQ topic in consumequeue/, and no other topic in batchconsumequeue/
+    assert not any((expected / "consumequeue" / t).exists() for t in sc["batchTopics"])
+    bcq = expected / "batchconsumequeue"
+    found = {(t.name, int(q.name)) for t in bcq.iterdir() for q in t.iterdir()}
+    assert found == set(want), (sorted(found), sorted(want))
+    for (topic, qid), units in want.items():
+        files = sorted((bcq / topic / str(qid)).iterdir())
+        # files named by their byte position in the queue (20 digits), from 0, each of full size
+        assert [f.name for f in files] == [f"{i * file_size:020d}" for i in range(len(files))]
+        assert all(f.stat().st_size == file_size for f in files)
+        data = b"".join(f.read_bytes() for f in files)
+        got = [UNIT.unpack_from(data, p) for p in range(0, len(data) - UNIT_SIZE + 1, UNIT_SIZE)]
+        got = [u for u in got if u[1] > 0]   # the zeros after the last unit of the last file
+        assert len(got) == len(units), (topic, qid, len(got), len(units))
+        assert len(files) == -(-len(units) // (file_size // UNIT_SIZE))
+        assert [(u[4], u[5], u[2]) for u in got] == units, (topic, qid)
+        assert all(u[6] == -1 and u[7] == 0 for u in got)             # compact offset INVALID_POS, reserved 0
+        assert [u[0] for u in got] == sorted(u[0] for u in got)         # commitlog order
+        last = units[-1]
+        assert report["batchQueueMaxOffsets"][f"{topic}/{qid}"] == last[0] + last[1]
+
+
+def _rebuilt(written: tuple[dict, dict, Path], line: str) -> Path:
+    """The scenario rebuilt once by ``python -m pipelines rebuild`` (in this process, on the test session's
+    Spark context) at the smallest split size, so that most splits start inside a record; the test fails
+    with the error line if the rebuild did not exit 0."""
+    _sc, _report, d = written
+    if d not in _REBUILT:
+        from pipelines.cli import main
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(["rebuild", "--store", str(d / "store"), "--out", str(d / "ours"),
+                         "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line],
+                         "--split-size", "4k", "--no-tables"])
+        _REBUILT[d] = (code, err.getvalue())
+    code, stderr = _REBUILT[d]
+    if code != 0:
+        why = [ln for ln in stderr.splitlines() if ln.startswith("error:")] or [stderr[-1000:]]
+        pytest.fail(f"rebuild exited {code}: {' | '.join(why)}")
+    return d
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("line,name", CASES)
+@pytest.mark.parametrize("folder", ["batchconsumequeue", "consumequeue"])
+def test_queues_match_broker(written, spark, line: str, name: str, folder: str) -> None:
+    """Every file of batchconsumequeue/ (several files per queue: 4 or 3 units a file) and of the
+    ordinary consumequeue/ beside it, byte for byte."""
+    d = _rebuilt(written, line)
+    exp, ours = d / "expected" / folder, d / "ours" / folder
+    exp_files = _files(exp)
+    assert exp_files, f"the broker wrote no {folder}/"
+    assert _files(ours) == exp_files, f"{folder} file set differs"
+    for rel in exp_files:
+        bh.same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"{folder}/{rel}")
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_index_files_match_broker(written, spark, line: str, name: str) -> None:
+    """index/: the outer record's UNIQ_KEY and KEYS only (IndexService.buildIndex), never the keys of the
+    messages inside an inner batch's body."""
+    d = _rebuilt(written, line)
+    exp_idx = sorted((d / "expected" / "index").iterdir())
+    our_idx = sorted((d / "ours" / "index").iterdir())
+    assert exp_idx and len(our_idx) == len(exp_idx)
+    for i, (e, o) in enumerate(zip(exp_idx, our_idx)):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i} ({o.name} vs broker's {e.name})")
