@@ -17,7 +17,9 @@ Tasks, in order (one run at a time per store)::
   ``--overwrite``: the rebuild replaces ``OUT/consumequeue`` and ``OUT/index`` only once the new ones are
   complete, so a daily run replaces yesterday's output.  The Spark master is the Spark connection's
   (``spark_conn_id``: one Airflow connection per cluster).
-* ``validate`` runs ``python -m pipelines validate`` (plain Python, no Spark): its failing expectations are
+* ``validate`` runs ``python -m pipelines validate``: with ``--engine spark --master <the connection's master>``
+  when the Spark connection is a cluster (the tables read and reduced there, the suites on Great
+  Expectations' Spark data source), else plain Python (``--engine arrow``); its failing expectations are
   logged, its result saved as ``TABLES/_validation/<tables run id>.json``, Data Docs written under
   ``TABLES/_data_docs`` (or the ``docs`` setting); failed expectations fail the run without retries.
 * ``audit`` runs ``python -m pipelines audit --as-of <data interval end or run time>`` (plain Python) and saves
@@ -328,11 +330,27 @@ def _unchanged_reason(s: dict[str, Any]) -> str | None:
             f"{last['run_id']} saw, and its tables passed validation")
 
 
-def validate(**context: Any) -> dict[str, Any]:
+def _validate_engine(spark_conn_id: str) -> list[str]:
+    """``--engine spark --master URL`` when the Spark connection is a cluster, else ``--engine arrow``
+    (:func:`pipelines.validate.engine.engine_for_master`)."""
+    _project()
+    from airflow.sdk import Connection
+
+    from pipelines.validate.engine import engine_for_master, spark_master_url
+    conn = Connection.get(spark_conn_id)
+    master = spark_master_url(conn.conn_type, conn.host, conn.port)
+    engine = engine_for_master(master)
+    log.info("validate engine %s (Spark connection %s: %s)", engine, spark_conn_id, master)
+    return ["--engine", engine] + (["--master", master] if engine == "spark" else [])
+
+
+def validate(spark_conn_id: str = "spark_default", **context: Any) -> dict[str, Any]:
     """``python -m pipelines validate --json``: each failing expectation logged, the result saved next to the
-    tables (``TABLES/_validation/<tables run id>.json``); failed expectations fail the run without retries."""
+    tables (``TABLES/_validation/<tables run id>.json``); failed expectations fail the run without retries.
+    On Spark when the connection ``spark_conn_id`` is a cluster (:func:`_validate_engine`)."""
     s = _settings_of(context)
     args = ["validate", "--tables", s["tables"], "--json"] + (["--docs", s["docs"]] if s["docs"] else [])
+    args += _validate_engine(spark_conn_id)
     code, out, err = _pipelines(args, emit=log.info)
     try:
         report = json.loads("\n".join(out)) if code in (0, 1) else None
@@ -514,7 +532,8 @@ def build_dag(dag_id: str, *, defaults: dict[str, Any] | None = None, variables:
             retry_exponential_backoff=2.0,
             execution_timeout=rebuild_timeout,
         )
-        checked = task(task_id="validate", execution_timeout=dt.timedelta(hours=1))(validate)()
+        checked = task(task_id="validate", execution_timeout=dt.timedelta(hours=1))(validate)(
+            spark_conn_id=spark_conn_id)
         audited = task(task_id="audit", execution_timeout=dt.timedelta(minutes=30))(audit)()
         branch = task.branch(task_id="loss_check", retries=0)(loss_check)()
         loss = task(task_id="unconsumed_loss", retries=0)(unconsumed_loss)()

@@ -8,7 +8,9 @@ In one run, over the same segment files (warm page cache):
 3. the rebuild through ``python -m pipelines rebuild --no-tables`` in a fresh process on
    ``local[2]`` (process start to exit: JVM and session start-up included) and its time once the
    session is up; the same on ``local[1]`` for the speed-up from one core to two;
-4. the rebuild with the Delta tables, and ``--engine local`` (the same tasks, no JVM);
+4. the rebuild with the Delta tables (the default job), once per table writer: delta-rs, and
+   delta-spark when its jars are cached (``make delta-jars``), side by side; and ``--engine local``
+   (the same tasks, no JVM);
 5. peak resident memory of each run's driver, JVM and Python workers, sampled from ``/proc``:
    anonymous memory and mapped file pages (the commitlog the walk maps, page cache) apart.
 
@@ -181,11 +183,13 @@ class _RssSampler(threading.Thread):
 
 
 def _run_rebuild(root: str, out: str, split_size: str | None, master: str | None, tables: bool,
-                 engine: str = "spark", processes: int | None = None) -> dict:
+                 engine: str = "spark", processes: int | None = None, table_writer: str | None = None) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "pipelines", "rebuild", "--store", root, "--out", out, "--json", "--engine", engine]
     if not tables:
         cmd.append("--no-tables")
+    if table_writer:
+        cmd += ["--table-writer", table_writer]
     if split_size:
         cmd += ["--split-size", split_size]
     if master:
@@ -238,7 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     spark1 = _run_rebuild(root, out, args.split_size, "local[1]", tables=False)
     local = _run_rebuild(root, out, args.split_size, None, tables=False, engine="local", processes=2)
     local1 = _run_rebuild(root, out, args.split_size, None, tables=False, engine="local", processes=1)
-    tables = None if args.no_tables else _run_rebuild(root, out, args.split_size, "local[2]", tables=True)
+    from .delta_jars import cached_jars
+    writers = [] if args.no_tables else ["delta-rs"] + (["delta-spark"] if cached_jars() else [])
+    by_writer = {w: _run_rebuild(root, out, args.split_size, "local[2]", tables=True, table_writer=w) for w in writers}
+    tables = by_writer.get("delta-rs")
 
     def after_session(run: dict) -> float:
         t = run["summary"]["timings"]
@@ -254,8 +261,8 @@ def main(argv: list[str] | None = None) -> int:
             ("--engine local (2 processes, no JVM)", local["wall"], records, True, size),
             ("--engine local, scan + build, 2 processes", _work(local), records, False, size),
             ("--engine local, scan + build, 1 process", _work(local1), records, False, size)]
-    if tables:
-        rows.append(("Spark local[2] + Delta tables, end to end", tables["wall"], records, False, size))
+    for w, wrun in by_writer.items():
+        rows.append((f"Spark local[2] + tables ({w}), end to end", wrun["wall"], records, False, size))
     mb = size / 1e6
     speedup = after_session(spark1) / max(after_session(spark2), 1e-9)
     steady = _work(local1) / max(_work(local), 1e-9)
@@ -269,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
               "speedup_1_to_2_cores": round(speedup, 2), "steady_speedup_1_to_2_processes": round(steady, 2),
               "peak_rss_bytes": {"spark": spark2["peak_rss"], "tables": tables["peak_rss"] if tables else None,
                                  "local": local["peak_rss"]},
+              "table_writers": {w: {"seconds": round(run["wall"], 3), "tables_seconds":
+                                    round(run["summary"]["timings"].get("tables", 0.0), 3),
+                                    "peak_rss_bytes": run["peak_rss"]["total"],
+                                    "peak_rss_jvm_bytes": run["peak_rss"]["jvm"]} for w, run in by_writer.items()},
               "stage_timings": {"spark": spark2["summary"]["timings"], "local[1]": spark1["summary"]["timings"],
                                 "tables": tables["summary"]["timings"] if tables else None}}
     if args.json:
@@ -284,7 +295,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{vb:>9s}")
     print(f"speed-up from local[1] to local[2] once the session is up: {speedup:.2f}x; "
           f"steady state (scan + build, 1 to 2 processes, no JVM): {steady:.2f}x")
-    for name, run in (("Spark", spark2), ("Spark + tables", tables), ("--engine local", local)):
+    if by_writer:
+        print(f"\n{'default job (rebuild + tables)':34s} " + " ".join(f"{w:>14s}" for w in by_writer))
+        for label, key, fmt in (("end to end, seconds", "seconds", "{:14.2f}"),
+                                ("tables stage, seconds", "tables_seconds", "{:14.2f}"),
+                                ("peak RSS, MiB (all processes)", "peak_rss_bytes", "{:>14s}"),
+                                ("peak RSS of the JVM, MiB", "peak_rss_jvm_bytes", "{:>14s}")):
+            cells = [report["table_writers"][w][key] for w in by_writer]
+            print(f"{label:34s} " + " ".join(fmt.format(_mib(c) if key.startswith("peak") else c) for c in cells))
+        if "delta-spark" not in by_writer:
+            print("delta-spark: no cached jars (make delta-jars), not measured")
+    with_tables = [(f"Spark + tables ({w})", r) for w, r in by_writer.items()]
+    for name, run in [("Spark", spark2), *with_tables, ("--engine local", local)]:
         if run is None:
             continue
         pk = run["peak_rss"]
@@ -292,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
               f"JVM {_mib(pk['jvm'])} MiB ({_mib(pk['jvm_anon'])} anon), Python workers "
               f"{_mib(pk['python_workers'])} MiB ({_mib(pk['python_workers_anon'])} anon); together "
               f"{_mib(pk['total'])} MiB ({_mib(pk['total_anon'])} anon; the rest is mapped commitlog pages)")
-    for name, run in (("Spark", spark2), ("local[1]", spark1), ("Spark + tables", tables)):
+    for name, run in [("Spark", spark2), ("local[1]", spark1), *with_tables]:
         if run is not None:
             print(f"stages {name}: " + ", ".join(f"{k} {v:.2f}s" for k, v in run["summary"]["timings"].items()))
     return 0

@@ -230,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "(exit 1: expectations failed)", "json")
     p.add_argument("--tables", required=True, help="root folder of the Delta tables")
     p.add_argument("--docs", help="folder for the Data Docs (default: TABLES/_data_docs)")
+    p.add_argument("--engine", choices=["arrow", "spark"], default="arrow",
+                   help="what reads and reduces the tables: arrow (default) = delta-rs and Arrow in this process, "
+                        "the suites on Great Expectations' pandas source; spark = Spark (through delta-spark when "
+                        "the session has its jars), the same suites on its Spark source")
+    p.add_argument("--master", default=None,
+                   help="--engine spark: Spark master URL (default: local[*], or spark-submit's)")
 
     p = command("optimize", "compact the small files of the Delta tables; readers see the same rows", "json")
     p.add_argument("--tables", required=True, help="root folder of the Delta tables")
@@ -434,7 +440,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from .commands import validate
-    return validate.run_validate_command(tables=args.tables, docs=args.docs, as_json=args.json)
+    return validate.run_validate_command(tables=args.tables, docs=args.docs, as_json=args.json, engine=args.engine,
+                                         master=args.master)
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:

@@ -253,6 +253,26 @@ def test_task_graph(described: dict[str, Any]) -> None:
     assert dags[DAG_ID]["params"]["store"] == ""
 
 
+@pytest.mark.parametrize("conn, master, engine", [
+    (("spark", "local[2]", None), "local[2]", "arrow"),
+    (("spark", "local", None), "local", "arrow"),
+    (("spark", "local[*]", None), "local[*]", "arrow"),
+    (("spark", "yarn", None), "yarn", "spark"),
+    (("spark", "spark://master", 7077), "spark://master:7077", "spark"),
+    (("spark", "master", 7077), "spark://master:7077", "spark"),
+    (("k8s", "https://api.cluster", 6443), "k8s://https://api.cluster:6443", "spark"),
+    (("spark", "local-cluster[2,1,1024]", None), "local-cluster[2,1,1024]", "spark"),
+])
+def test_validate_engine_follows_the_spark_connection(conn: tuple, master: str, engine: str) -> None:
+    """The validate task's engine: Spark when the Spark connection is a cluster, Arrow on a local master
+    (the master read from the connection as the Spark provider's spark-submit hook reads it)."""
+    from pipelines.validate.engine import engine_for_master, spark_master_url
+    assert spark_master_url(*conn) == master
+    assert engine_for_master(master) == engine
+    assert engine_for_master(None) == "arrow"
+    assert "_validate_engine(spark_conn_id)" in DAG_FILE.read_text()
+
+
 def test_dag_source_keeps_to_airflow_3_and_public_means() -> None:
     source = DAG_FILE.read_text()
     for banned in ("schedule_interval", "execution_date", "_connection", "airflow.models", "settings.Session"):

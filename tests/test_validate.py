@@ -379,3 +379,69 @@ def test_incremental_refreshes_and_deleted_segments_pass(spark, tmp_path: Path) 
     _rewrite(tables, "message_keys", lambda t: pa.concat_tables([t, fake.cast(t.schema)]))
     failed = _failed(_validate(tables, write_docs=False))
     assert ("segments", "rows_left") in failed and ("message_keys", "orphan_keys") in failed
+
+
+# ---------------------------------------------------------------------------------------------
+# the Spark engine: the same suites on Spark DataFrames of the same figures, the same report
+
+
+def _verdict(report: ValidationReport) -> tuple:
+    """Everything a report says, but its time and where it ran."""
+    return ([(s.name, s.success, s.evaluated, s.successful, s.unsuccessful) for s in report.suites],
+            [(f.suite, f.expectation, f.column, f.rule, f.observed, f.catches) for f in report.failures],
+            report.anomaly_counts, report.latest_run, report.success)
+
+
+def _both_engines(tables: Path, spark, monkeypatch) -> tuple[ValidationReport, ValidationReport]:
+    """The tables validated on Arrow, then on Spark with the Arrow reader out of reach (a Spark engine
+    that read or reduced with delta-rs/Arrow would fail here)."""
+    from pipelines.delta_jars import cached_jars
+    from pipelines.validate import figures, table_reading
+    arrow = _validate(tables, write_docs=False)
+    with monkeypatch.context() as m:
+        def no_arrow(*_a, **_k):
+            raise AssertionError("the Spark engine read the tables with delta-rs/Arrow")
+        m.setattr(figures.ArrowSource, "__init__", no_arrow)
+        m.setattr(table_reading.TableReader, "batches", no_arrow)
+        on_spark = _validate(tables, write_docs=False, engine="spark", spark=spark)
+    assert (arrow.engine, arrow.read_with, arrow.gx_data_source) == ("arrow", "delta-rs", "pandas")
+    assert (on_spark.engine, on_spark.gx_data_source) == ("spark", "spark")
+    if cached_jars():   # the suite's session has delta-spark's jars: the tables are read through Delta
+        assert on_spark.read_with == "delta-spark"
+    assert _verdict(on_spark) == _verdict(arrow)
+    for name in ("tables", "segments", "messages", "consume_queues", "message_keys", "expiry_audit", "anomalies",
+                 "runs"):
+        a, s = arrow.figures.frame(name), on_spark.figures.frame(name)
+        assert a.astype(object).where(a.notna(), None).values.tolist() == \
+            s.astype(object).where(s.notna(), None).values.tolist(), name
+    return arrow, on_spark
+
+
+@pytest.mark.full   # the damaged tables below pass some suites and fail others, on both engines
+def test_spark_engine_gives_the_same_report_on_clean_tables(tables: Path, spark, monkeypatch) -> None:
+    arrow, on_spark = _both_engines(tables, spark, monkeypatch)
+    assert arrow.success
+    assert on_spark.to_dict()["engine"] == "spark" and on_spark.to_dict()["gx_data_source"] == "spark"
+
+
+def test_spark_engine_gives_the_same_report_on_damaged_tables(tables: Path, spark, monkeypatch) -> None:
+    msgs = DeltaTable(str(tables / "messages")).to_pyarrow_table()
+    seg = sorted(set(msgs["segment"].to_pylist()))[1]
+    lost = sorted(msgs.filter(pc.equal(msgs["segment"], seg))["commitlog_offset"].to_pylist())[40:43]
+    _rewrite(tables, "messages", lambda t: pa.concat_tables(
+        [t.filter(pc.invert(pc.is_in(t["commitlog_offset"], pa.array(lost)))), t.slice(100, 1)]))
+
+    def keys(t: pa.Table) -> pa.Table:
+        mid = pc.and_(pc.equal(t["index_file_no"], 1), pc.is_in(t["index_entry"], pa.array([50, 51], pa.int32())))
+        t = t.filter(pc.invert(mid))
+        b = t["key_bucket"]
+        moved = pc.if_else(pc.less(pa.array(range(t.num_rows)), 5),
+                           pc.cast(pc.bit_wise_and(pc.add(b, 1), KEY_BUCKETS - 1), pa.int32()), b)
+        return t.set_column(t.schema.get_field_index("key_bucket"), "key_bucket", moved)
+    _rewrite(tables, "message_keys", keys)
+    shutil.rmtree(tables / "expiry_audit")   # and a table gone
+    arrow, _ = _both_engines(tables, spark, monkeypatch)
+    failed = _failed(arrow)
+    assert {("messages", "layout_gaps"), ("messages", "duplicate_offsets"), ("message_keys", "span,key_rows"),
+            ("message_keys", "bucket_mismatches"), ("consume_queues", "span,units"), ("tables", "exists"),
+            ("expiry_audit", "audit_count,table_count"), ("runs", "messages_written,message_rows")} <= failed

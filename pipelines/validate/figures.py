@@ -17,7 +17,7 @@ import datetime as _dt
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,7 @@ import pyarrow as pa
 from store_format.anomalies import REPORTED_KINDS
 from store_format.config import BrokerConfig
 from store_format.dledger import ENTRY_HEADER_SIZE
-from store_format.layout import CQ_UNIT_SIZE, consume_queue_file_path, segment_name, signed32
+from store_format.layout import segment_name
 from store_format.timeutil import datetime_to_us, iso_us
 
 from ..delta import arrow_dataset
@@ -35,10 +35,17 @@ from ..tables.schema import TABLE_NAMES
 from .errors import ValidationSetupError
 from .key_figures import key_figures
 from .key_lookups import LOOKUP_COLUMNS, lookup_sample
-from .message_figures import message_figures, message_frame
+from .message_figures import cq_file_counts, message_figures, message_frame
 from .table_reading import NO_TS, SCHEMAS, Ids, TableReader, grow
 
-__all__ = ["Figures", "compute_figures"]
+__all__ = ["Figures", "compute_figures", "assemble_figures", "FigureSource", "ArrowSource", "schema_row",
+           "missing_table_row", "same_type", "AUDITED_KINDS", "NULL_KIND"]
+
+AUDITED_KINDS = ("segment", "consume_queue_file", "index_file")   # the expiry_audit rows checked
+NULL_KIND = "(null)"                   # an anomalies row without a kind
+TABLE_COLUMNS = ["table", "exists", "rows", "missing_columns", "type_mismatches", "detail"]
+RUN_COLUMNS = ["run_id", "mode", "messages_written", "message_rows", "keys_written", "key_rows", "anomalies",
+               "anomaly_rows", "segments_in_store", "live_segments", "watermark_segment_live", "rows_of_unknown_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +70,7 @@ class Figures:
         return getattr(self, name)
 
 
-def _schema_figures(reader: TableReader) -> pd.DataFrame:
+def _schema_rows(reader: TableReader) -> list[dict]:
     """One row per table: does it exist, its rows, missing columns and columns of another type (and
     the columns of each existing table in ``reader.present``)."""
     rows = []
@@ -72,24 +79,33 @@ def _schema_figures(reader: TableReader) -> pd.DataFrame:
         dt = reader.open(name)
         expected = SCHEMAS[name]
         if dt is None:
-            rows.append({"table": name, "exists": False, "rows": 0, "missing_columns": len(expected),
-                         "type_mismatches": 0, "detail": "no Delta table"})
+            rows.append(missing_table_row(name))
             continue
         ds = arrow_dataset(reader.root, name, dt)
         got = ds.schema
         present[name] = set(got.names)
         missing = [f.name for f in expected if f.name not in present[name]]
         wrong = [f"{f.name} ({got.field(f.name).type}, expected {f.type})" for f in expected
-                 if f.name in present[name] and not _same_type(got.field(f.name).type, f.type)]
-        n = ds.count_rows()
-        detail = "; ".join(x for x in (f"missing: {', '.join(missing)}" if missing else "",
-                                       f"types: {', '.join(wrong)}" if wrong else "") if x)
-        rows.append({"table": name, "exists": True, "rows": n, "missing_columns": len(missing),
-                     "type_mismatches": len(wrong), "detail": detail or "as published"})
-    return pd.DataFrame(rows)
+                 if f.name in present[name] and not same_type(got.field(f.name).type, f.type)]
+        rows.append(schema_row(name, ds.count_rows(), missing, wrong))
+    return rows
 
 
-def _same_type(got: pa.DataType, want: pa.DataType) -> bool:
+def schema_row(name: str, n: int, missing: list[str], wrong: list[str]) -> dict:
+    """The ``tables`` suite's row of an existing table: its rows, missing columns and columns of another type."""
+    detail = "; ".join(x for x in (f"missing: {', '.join(missing)}" if missing else "",
+                                   f"types: {', '.join(wrong)}" if wrong else "") if x)
+    return {"table": name, "exists": True, "rows": n, "missing_columns": len(missing),
+            "type_mismatches": len(wrong), "detail": detail or "as published"}
+
+
+def missing_table_row(name: str) -> dict:
+    """The ``tables`` suite's row of a table that is not there."""
+    return {"table": name, "exists": False, "rows": 0, "missing_columns": len(SCHEMAS[name]),
+            "type_mismatches": 0, "detail": "no Delta table"}
+
+
+def same_type(got: pa.DataType, want: pa.DataType) -> bool:
     """Equal up to string/binary/list representations (large_*, *_view) and field names of nested types."""
     def norm(t: pa.DataType) -> str:
         if pa.types.is_large_string(t) or pa.types.is_string_view(t):
@@ -106,8 +122,63 @@ def _same_type(got: pa.DataType, want: pa.DataType) -> bool:
     return norm(got) == norm(want)
 
 
+class FigureSource(Protocol):
+    """Where the figures' counts come from: the tables read with delta-rs and reduced in Arrow/numpy
+    (:class:`ArrowSource`), or read and reduced by Spark (:class:`pipelines.validate.spark_figures.SparkSource`).
+    Each method returns what is proportional to the segments, queues and files, never to the rows."""
+    engine: str
+    present: dict[str, set[str]]
+
+    def schema_rows(self) -> list[dict]: ...
+    def small_table(self, name: str, columns: list[str]) -> pa.Table: ...
+    def anomalies(self) -> dict[tuple[str | None, str], int]: ...
+    def audit_claims(self) -> dict[tuple[str, str | None], int]: ...
+    def messages(self, seg_ids: Ids, known_runs: set, entry_header: int, config: BrokerConfig) -> dict: ...
+    def keys(self, seg_ids: Ids, known_runs: set, msg: dict, config: BrokerConfig) -> dict: ...
+
+
+class ArrowSource:
+    """The tables read once with delta-rs (:class:`TableReader`), batch by batch, reduced in Arrow/numpy."""
+    engine = "arrow"
+
+    def __init__(self, tables: str) -> None:
+        self.reader = TableReader(tables)
+        self.present = self.reader.present
+
+    def schema_rows(self) -> list[dict]:
+        return _schema_rows(self.reader)
+
+    def small_table(self, name: str, columns: list[str]) -> pa.Table:
+        return self.reader.read(name, columns)
+
+    def anomalies(self) -> dict[tuple[str | None, str], int]:
+        t = self.reader.read("anomalies", ["segment", "kind"])
+        out: dict[tuple[str | None, str], int] = {}
+        for s, k in zip(t["segment"].to_pylist(), t["kind"].to_pylist()):
+            key = (s, k if k is not None else NULL_KIND)
+            out[key] = out.get(key, 0) + 1
+        return out
+
+    def audit_claims(self) -> dict[tuple[str, str | None], int]:
+        audit = self.reader.read("expiry_audit", ["kind", "name", "messages"])
+        claimed: dict[tuple[str, str | None], int] = {}
+        for kind, name, n in zip(audit["kind"].to_pylist(), audit["name"].to_pylist(),
+                                 audit["messages"].to_pylist()):
+            if kind in AUDITED_KINDS:
+                claimed[(kind, name)] = claimed.get((kind, name), 0) + int(n or 0)
+        return claimed
+
+    def messages(self, seg_ids: Ids, known_runs: set, entry_header: int, config: BrokerConfig) -> dict:
+        msg = message_figures(self.reader, seg_ids, known_runs, entry_header)
+        msg["cq_file_counts"] = cq_file_counts(msg, int(config.cq_file_size))
+        return msg
+
+    def keys(self, seg_ids: Ids, known_runs: set, msg: dict, config: BrokerConfig) -> dict:
+        return key_figures(self.reader, seg_ids, known_runs, msg, config)
+
+
 def compute_figures(tables: str, *, expected_anomalies: Mapping[str, int] | None = None) -> Figures:
-    """Reduce the tables under ``tables`` to the frames the suites check (no GX needed).
+    """Reduce the tables under ``tables`` to the frames the suites check, with delta-rs and Arrow (no GX needed).
 
     Args:
         tables: root folder (or URI) of the Delta tables.
@@ -115,32 +186,43 @@ def compute_figures(tables: str, *, expected_anomalies: Mapping[str, int] | None
     Raises:
         ValidationSetupError: none of the six tables exists under ``tables``.
     """
+    return assemble_figures(ArrowSource(tables), tables, expected_anomalies=expected_anomalies)
+
+
+def assemble_figures(source: FigureSource, tables: str, *,
+                     expected_anomalies: Mapping[str, int] | None = None) -> Figures:
+    """The frames the suites check, from the counts of ``source`` (either engine): one definition of
+    every figure above the counts, so that both engines give the suites the same frames.
+
+    Raises:
+        ValidationSetupError: none of the six tables exists under ``tables``.
+    """
     t0 = time.perf_counter()
-    reader = TableReader(tables)
-    table_frame = _schema_figures(reader)
-    if not reader.present:
+    table_frame = pd.DataFrame(source.schema_rows(), columns=TABLE_COLUMNS)
+    if not source.present:
         raise ValidationSetupError(
             f"{tables}: no Delta tables there (expected {', '.join(TABLE_NAMES)}); publish them with "
             "'python -m pipelines tables --store STORE --tables PATH' or 'rebuild --tables PATH'")
-    runs = reader.read("runs", ["run_id", "finished_at", "config", "resume_segment", "watermark_segment",
-                                "segments_in_store", "messages_written", "keys_written", "anomalies", "mode"])
+    runs = source.small_table("runs", ["run_id", "finished_at", "config", "resume_segment", "watermark_segment",
+                                       "segments_in_store", "messages_written", "keys_written", "anomalies", "mode"])
     run_rows = runs.to_pylist()
     run = newest_run(run_rows)
     known_runs = {r["run_id"] for r in run_rows}
     config = run_config(run, tolerant=True)
     seg_ids = Ids()
 
-    segs = reader.read("segments", ["segment", "base_offset", "file_size", "bytes_written", "first_store_time",
-                                    "last_store_time", "records", "dispatched", "index_keys", "status"])
+    segs = source.small_table("segments", ["segment", "base_offset", "file_size", "bytes_written",
+                                           "first_store_time", "last_store_time", "records", "dispatched",
+                                           "index_keys", "status"])
     for s in segs["segment"].to_pylist():
         seg_ids.get(s)
-    anomalies = reader.read("anomalies", ["segment", "kind"])
+    per_seg_anom = source.anomalies()
 
     lap = time.perf_counter()
-    msg = message_figures(reader, seg_ids, known_runs, ENTRY_HEADER_SIZE if config.enableDLegerCommitLog else 0)
+    msg = source.messages(seg_ids, known_runs, ENTRY_HEADER_SIZE if config.enableDLegerCommitLog else 0, config)
     log.info("messages: %s rows in %.1f s", f"{msg['n']:,}", time.perf_counter() - lap)
     lap = time.perf_counter()
-    keys = key_figures(reader, seg_ids, known_runs, msg, config)
+    keys = source.keys(seg_ids, known_runs, msg, config)
     log.info("message_keys: %s rows in %.1f s", f"{keys['n']:,}", time.perf_counter() - lap)
 
     n_seg = len(seg_ids)  # keys may name segments that messages does not
@@ -153,24 +235,20 @@ def compute_figures(tables: str, *, expected_anomalies: Mapping[str, int] | None
     key_rows = grow(keys["per_segment"], n_seg)
 
     # anomalies per kind and, for the record anomalies, per segment
-    kinds = [k if k is not None else "(null)" for k in anomalies["kind"].to_pylist()]
     found: dict[str, int] = {}
-    for k in kinds:
-        found[k] = found.get(k, 0) + 1
+    for (_s, k), c in per_seg_anom.items():
+        found[k] = found.get(k, 0) + c
     expected = {k: 0 for k in REPORTED_KINDS}
     expected.update({k: int(v) for k, v in (expected_anomalies or {}).items()})
     other_kinds = sorted((set(found) | set(expected)) - set(REPORTED_KINDS))
     anomaly_frame = pd.DataFrame([{"kind": k, "found": found.get(k, 0), "expected": expected.get(k, 0),
                                    "known": k in REPORTED_KINDS} for k in list(REPORTED_KINDS) + other_kinds])
-    per_seg_anom: dict[tuple[str | None, str], int] = {}
-    for s, k in zip(anomalies["segment"].to_pylist(), kinds):
-        per_seg_anom[(s, k)] = per_seg_anom.get((s, k), 0) + 1
 
     segment_frame = _segment_frame(segs, seg_ids, message_rows, msg, key_rows, config)
     messages_frame = message_frame(seg_ids, msg, per_seg_anom)
     queue_frame = msg["queues"]
     key_frame = keys["frame"]
-    audit_frame = _audit_frame(reader, seg_ids, message_rows, segs, msg, keys, config)
+    audit_frame = _audit_frame(source.audit_claims(), seg_ids, message_rows, segs, msg, keys, config.batch_topics)
 
     # the latest run against the tables
     live = {s for s, st in zip(segs["segment"].to_pylist(), segs["status"].to_pylist()) if st == "live"}
@@ -181,14 +259,12 @@ def compute_figures(tables: str, *, expected_anomalies: Mapping[str, int] | None
             "run_id": run["run_id"], "mode": run["mode"],
             "messages_written": _int(run["messages_written"]), "message_rows": int(message_rows[since].sum()),
             "keys_written": _int(run["keys_written"]), "key_rows": int(key_rows[since].sum()),
-            "anomalies": _int(run["anomalies"]), "anomaly_rows": anomalies.num_rows,
+            "anomalies": _int(run["anomalies"]), "anomaly_rows": sum(per_seg_anom.values()),
             "segments_in_store": _int(run["segments_in_store"]), "live_segments": len(live),
             "watermark_segment_live": run["watermark_segment"] in live,
-            "rows_of_unknown_runs": msg["unknown_run_rows"] + keys["unknown_run_rows"]}])
+            "rows_of_unknown_runs": msg["unknown_run_rows"] + keys["unknown_run_rows"]}], columns=RUN_COLUMNS)
     else:
-        run_frame = pd.DataFrame(columns=["run_id", "mode", "messages_written", "message_rows", "keys_written",
-                                          "key_rows", "anomalies", "anomaly_rows", "segments_in_store",
-                                          "live_segments", "watermark_segment_live", "rows_of_unknown_runs"])
+        run_frame = pd.DataFrame(columns=RUN_COLUMNS)
     lap = time.perf_counter()
     lookups = lookup_sample(tables)
     log.info("key lookups: %d sampled entries in %.1f s", len(lookups), time.perf_counter() - lap)
@@ -252,34 +328,20 @@ def _iso_dt(v: Any) -> str | None:
     return str(v)
 
 
-def _audit_frame(reader: TableReader, seg_ids: Ids, message_rows: np.ndarray, segs: pa.Table, msg: dict,
-                 keys: dict, config: BrokerConfig) -> pd.DataFrame:
+def _audit_frame(claimed: dict[tuple[str, str | None], int], seg_ids: Ids, message_rows: np.ndarray,
+                 segs: pa.Table, msg: dict, keys: dict, batch_topics: frozenset[str]) -> pd.DataFrame:
     """The inventory rows of ``expiry_audit`` (segments, consume queue files, index files) against
-    what the other tables hold."""
-    audit = reader.read("expiry_audit", ["kind", "name", "messages"])
-    claimed: dict[tuple[str, str | None], int] = {}
-    for kind, name, n in zip(audit["kind"].to_pylist(), audit["name"].to_pylist(), audit["messages"].to_pylist()):
-        if kind in ("segment", "consume_queue_file", "index_file"):
-            claimed[(kind, name)] = claimed.get((kind, name), 0) + int(n or 0)
+    what the other tables hold; the queues of ``batch_topics`` (``batchconsumequeue/``) are not in
+    the audit."""
     actual: dict[tuple[str, str | None], int] = {}
     live = {s for s, st in zip(segs["segment"].to_pylist(), segs["status"].to_pylist()) if st == "live"}
     for i, name in enumerate(seg_ids.names):
         if name in live or message_rows[i]:
             actual[("segment", name)] = int(message_rows[i])
-    qk, co = msg["cq_files"]["qkey"], msg["cq_files"]["cqoff"]
-    if len(qk) and config.batch_topics:   # batchconsumequeue/ files are not in the expiry audit
-        batch_ids = [i for i, t in enumerate(msg["topics"].names) if t in config.batch_topics]
-        keep = ~np.isin(qk >> 32, batch_ids)
-        qk, co = qk[keep], co[keep]
-    if len(qk):  # sorted by queue, then unit number: a file is a run of equal (queue, unit // units per file)
-        units_per_file = max(int(config.cq_file_size) // CQ_UNIT_SIZE, 1)
-        fno = co // units_per_file
-        starts = np.flatnonzero(np.r_[True, (qk[1:] != qk[:-1]) | (fno[1:] != fno[:-1])])
-        counts = np.diff(np.r_[starts, len(qk)])
-        topics = msg["topics"].names
-        for q, f, c in zip(qk[starts].tolist(), fno[starts].tolist(), counts.tolist()):
-            name = consume_queue_file_path(topics[q >> 32], signed32(q), f * int(config.cq_file_size))
-            actual[("consume_queue_file", name)] = int(c)
+    for name, c in msg["cq_file_counts"].items():
+        if batch_topics and name.rsplit("/", 2)[0] in batch_topics:
+            continue
+        actual[("consume_queue_file", name)] = int(c)
     for name, c in keys["per_file_rows"].items():
         actual[("index_file", name)] = actual.get(("index_file", name), 0) + int(c)
     rows = [{"kind": k, "name": n, "audit_count": claimed.get((k, n), 0), "table_count": actual.get((k, n), 0),

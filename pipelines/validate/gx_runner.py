@@ -1,7 +1,8 @@
 """The suites run with Great Expectations (the 1.x API), and GX's results read back.
 
 An ephemeral context whose Data Docs site is ``DOCS/gx`` (:data:`pipelines.validate.data_docs.GX_SITE`);
-one pandas data source, one data asset and batch definition per frame of figures, one
+one data source (pandas, or Spark for ``validate --engine spark``: the same suites on Spark
+DataFrames of the same figures), one data asset and batch definition per frame of figures, one
 :class:`ExpectationSuite`, :class:`ValidationDefinition` and :class:`Checkpoint` per suite (a
 checkpoint passes one set of batch parameters, i.e. one dataframe, to all its validation
 definitions).  Results use GX's ``COMPLETE`` format with the suite's id columns as
@@ -68,9 +69,13 @@ def _expectation(gxe, column_cls, check: Check):
                meta={"catches": check.catches})
 
 
-def run_suites(gx_mod, figures: Figures, docs_dir: str | None) -> tuple[list[SuiteOutcome], list[Failure]]:
+def run_suites(gx_mod, figures: Figures, docs_dir: str | None, *, spark: Any = None
+               ) -> tuple[list[SuiteOutcome], list[Failure], str]:
     """Every suite of :data:`SUITES` on its frame of ``figures``: one outcome per suite and one failure
-    per failing expectation; with ``docs_dir``, GX's Data Docs site is rebuilt under ``DOCS/gx``."""
+    per failing expectation, and the type of GX data source they ran on; with ``docs_dir``, GX's
+    Data Docs site is rebuilt under ``DOCS/gx``.  With ``spark`` (a ``SparkSession``), GX's Spark data
+    source validates each frame as a Spark DataFrame
+    (:func:`pipelines.validate.spark_figures.spark_frame`), else its pandas data source the frame itself."""
     gx, gxe, DataContextConfig, InMemoryStoreBackendDefaults, ProgressBarsConfig, Column = gx_mod
     site_dir = os.path.join(docs_dir, GX_SITE) if docs_dir else None
     sites = {}
@@ -94,7 +99,11 @@ def run_suites(gx_mod, figures: Figures, docs_dir: str | None) -> tuple[list[Sui
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             context = gx.get_context(mode="ephemeral", project_config=config)
-            source = context.data_sources.add_pandas("rocketmq_tables")
+            if spark is not None:
+                from .spark_figures import spark_frame
+                source = context.data_sources.add_spark("rocketmq_tables")
+            else:
+                source = context.data_sources.add_pandas("rocketmq_tables")
             identifiers = []
             for suite_def in SUITES:
                 asset = source.add_dataframe_asset(suite_def.frame)
@@ -108,7 +117,9 @@ def run_suites(gx_mod, figures: Figures, docs_dir: str | None) -> tuple[list[Sui
                     name=suite_def.name, validation_definitions=[vdef], actions=[],
                     result_format={"result_format": "COMPLETE", "partial_unexpected_count": 20,
                                    "unexpected_index_column_names": list(suite_def.ids)}))
-                result = checkpoint.run(batch_parameters={"dataframe": figures.frame(suite_def.frame)})
+                frame = figures.frame(suite_def.frame)
+                data = spark_frame(spark, frame) if spark is not None else frame
+                result = checkpoint.run(batch_parameters={"dataframe": data})
                 for ident, vres in result.run_results.items():
                     identifiers.append(ident)
                     stats = vres.statistics
@@ -131,7 +142,7 @@ def run_suites(gx_mod, figures: Figures, docs_dir: str | None) -> tuple[list[Sui
                     outcome.page = _page_of(context, ident, docs_dir)
     finally:
         gx_log.setLevel(old_level)
-    return outcomes, failures
+    return outcomes, failures, str(source.type)
 
 
 def _column_of(check: Check | None) -> str:

@@ -18,13 +18,20 @@ from store_format.config import BrokerConfig
 from ..tables.schema import table_key_buckets
 from .table_reading import NO_TS, Ids, TableReader, bincount, grow, to_numpy, unknown_run_rows
 
-__all__ = ["key_figures"]
+__all__ = ["key_figures", "index_file_frame", "entry_capacity", "INDEX_FILE_COLUMNS", "KEY_COLUMNS",
+           "KEY_REQUIRED"]
 
 _ENTRY_BITSET_MAX = 1 << 27         # entry numbers above this (or above the configured capacity) are not tracked
-_KEY_COLUMNS = ["segment", "key_bucket", "key_hash", "slot", "commitlog_offset", "store_timestamp", "index_file",
-                "index_file_no", "index_entry", "run_id"]
-_KEY_REQUIRED = ["key_hash", "slot", "commitlog_offset", "store_timestamp", "index_file", "index_file_no",
-                 "index_entry", "run_id"]
+KEY_COLUMNS = ["segment", "key_bucket", "key_hash", "slot", "commitlog_offset", "store_timestamp", "index_file",
+               "index_file_no", "index_entry", "run_id"]
+KEY_REQUIRED = ["key_hash", "slot", "commitlog_offset", "store_timestamp", "index_file", "index_file_no",
+                "index_entry", "run_id"]
+
+
+def entry_capacity(config: BrokerConfig) -> int:
+    """The highest entry number an index file holds (``maxIndexNum - 1``: ``IndexFile.putKey`` starts at 1),
+    capped where the entry bitset stops tracking."""
+    return min(int(config.index_entries_per_file), _ENTRY_BITSET_MAX)
 
 
 class _IndexFileAcc:
@@ -64,14 +71,14 @@ def key_figures(reader: TableReader, seg_ids: Ids, known_runs: set, msg: dict, c
     # the bucket count lookups use (no key_bucket column: the schema check reports it)
     dt = reader.open("message_keys")
     buckets = table_key_buckets(dt) if "key_bucket" in reader.present.get("message_keys", set()) else None
-    capacity = min(int(config.index_entries_per_file), _ENTRY_BITSET_MAX)
+    capacity = entry_capacity(config)
     files: dict[int, _IndexFileAcc] = {}
     per_seg = np.zeros(0, np.int64)
     n = 0
     unknown_runs = 0
     off_sorted, by_off = msg["off_sorted"], msg["by_off"]
     m_seg, m_ts, m_indexed = msg["seg"], msg["ts"], msg["indexed"]
-    for b in reader.batches("message_keys", _KEY_COLUMNS):
+    for b in reader.batches("message_keys", KEY_COLUMNS):
         if not b.num_rows:
             continue
         n += b.num_rows
@@ -97,7 +104,7 @@ def key_figures(reader: TableReader, seg_ids: Ids, known_runs: set, msg: dict, c
         bucket_bad = (bucket != h % buckets) if buckets else np.zeros(len(h), bool)
         slot_bad = slot != h % int(config.maxHashSlotNum)
         nulls = np.zeros(b.num_rows, np.int64)
-        for c in _KEY_REQUIRED:
+        for c in KEY_REQUIRED:
             if col[c].null_count:
                 nulls += to_numpy(pc.is_null(col[c]), False, bool)
         unknown_runs += unknown_run_rows(col["run_id"], known_runs)
@@ -128,23 +135,35 @@ def key_figures(reader: TableReader, seg_ids: Ids, known_runs: set, msg: dict, c
                 acc.names.add(values[int(codes[lo])])
             for counter in _IndexFileAcc.COUNTERS:
                 acc.counts[counter] += int(sums[counter][g])
+    return {"n": n, "per_segment": per_seg, "unknown_run_rows": unknown_runs,
+            **index_file_frame([{"index_file_no": f, "index_file": min((x for x in a.names if x is not None),
+                                                                       default=None),
+                                 "names": len(a.names), "key_rows": a.rows, "first_entry": a.first,
+                                 "last_entry": a.last, "duplicate_entries": a.duplicates,
+                                 "entries_out_of_range": a.out_of_range, "orphan_keys": a.counts["orphans"],
+                                 "keys_of_unindexed_messages": a.counts["unindexed"],
+                                 "time_mismatches": a.counts["time_mismatch"],
+                                 "bucket_mismatches": a.counts["bucket_mismatch"],
+                                 "slot_mismatches": a.counts["slot_mismatch"], "null_fields": a.counts["nulls"]}
+                                for f, a in files.items()])}
+
+
+INDEX_FILE_COLUMNS = ["index_file_no", "index_file", "names", "key_rows", "first_entry", "last_entry", "span",
+                      "duplicate_entries", "entries_out_of_range", "orphan_keys", "keys_of_unindexed_messages",
+                      "time_mismatches", "bucket_mismatches", "slot_mismatches", "null_fields", "name_increasing"]
+
+
+def index_file_frame(files: list[dict]) -> dict:
+    """The ``message_keys`` suite's frame from one dict of counts per index file number (whichever
+    engine counted them): in file number order, with the entry span and whether the names increase
+    with the number (``IndexService.load`` sorts the files by name); and the key rows per file name
+    for the expiry audit (``frame``, ``per_file_rows``)."""
     rows = []
     prev_name: str | None = None
-    for f in sorted(files):
-        a = files[f]
-        name = min((x for x in a.names if x is not None), default=None)
-        rows.append({"index_file_no": f, "index_file": name, "names": len(a.names), "key_rows": a.rows,
-                     "first_entry": a.first, "last_entry": a.last, "span": a.last - a.first + 1,
-                     "duplicate_entries": a.duplicates, "entries_out_of_range": a.out_of_range,
-                     "orphan_keys": a.counts["orphans"], "keys_of_unindexed_messages": a.counts["unindexed"],
-                     "time_mismatches": a.counts["time_mismatch"], "bucket_mismatches": a.counts["bucket_mismatch"],
-                     "slot_mismatches": a.counts["slot_mismatch"], "null_fields": a.counts["nulls"],
+    for r in sorted(files, key=lambda r: r["index_file_no"]):
+        name = r["index_file"]
+        rows.append({**r, "span": r["last_entry"] - r["first_entry"] + 1,
                      "name_increasing": prev_name is None or (name is not None and name > prev_name)})
         prev_name = name if name is not None else prev_name
-    frame = pd.DataFrame(rows, columns=["index_file_no", "index_file", "names", "key_rows", "first_entry",
-                                        "last_entry", "span", "duplicate_entries", "entries_out_of_range",
-                                        "orphan_keys", "keys_of_unindexed_messages", "time_mismatches",
-                                        "bucket_mismatches", "slot_mismatches", "null_fields", "name_increasing"])
-    return {"n": n, "per_segment": per_seg, "frame": frame, "unknown_run_rows": unknown_runs,
-            "per_file_rows": {r["index_file"]: r["key_rows"] for r in rows}}
-
+    frame = pd.DataFrame(rows, columns=INDEX_FILE_COLUMNS)
+    return {"frame": frame, "per_file_rows": {r["index_file"]: r["key_rows"] for r in rows}}

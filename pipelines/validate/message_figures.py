@@ -18,17 +18,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from store_format.anomalies import AnomalyKind
-from store_format.layout import signed32
+from store_format.layout import CQ_UNIT_SIZE, consume_queue_file_path, signed32
 
 from ..tables.rows import NOT_DISPATCHED, SIZE_MISMATCH_DISPATCH
 from .table_reading import NO_TS, Ids, TableReader, bincount, grow, to_numpy, unknown_run_rows
 
-__all__ = ["message_figures", "message_frame"]
+__all__ = ["message_figures", "message_frame", "consume_queue_frame", "cq_file_counts", "QUEUE_COLUMNS",
+           "MESSAGE_COLUMNS", "MESSAGE_REQUIRED"]
 
-_MSG_COLUMNS = ["segment", "commitlog_offset", "position", "size", "structural_size", "body_size",
-                "store_timestamp", "topic", "queue_id", "consume_queue", "consume_queue_offset", "indexed",
-                "body_crc_ok", "dispatch", "run_id", "lmq_queues", "lmq_queue_ids", "lmq_consume_queue_offsets"]
-_MSG_REQUIRED = ["commitlog_offset", "position", "size", "structural_size", "topic", "queue_id", "store_timestamp",
+QUEUE_COLUMNS = ["topic", "queue_id", "units", "first_offset", "last_offset", "span", "duplicate_units"]
+
+MESSAGE_COLUMNS = ["segment", "commitlog_offset", "position", "size", "structural_size", "body_size",
+                   "store_timestamp", "topic", "queue_id", "consume_queue", "consume_queue_offset", "indexed",
+                   "body_crc_ok", "dispatch", "run_id", "lmq_queues", "lmq_queue_ids", "lmq_consume_queue_offsets"]
+MESSAGE_REQUIRED = ["commitlog_offset", "position", "size", "structural_size", "topic", "queue_id", "store_timestamp",
                  "consume_queue", "indexed", "body_crc_ok", "dispatch", "run_id"]
 
 
@@ -45,7 +48,7 @@ def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set, entry_he
         "rows", "dispatched", "crc_bad", "size_bad", "nulls", "bad_sizes", "cq_flag")}
     n = 0
     unknown_runs = 0
-    for b in reader.batches("messages", _MSG_COLUMNS):
+    for b in reader.batches("messages", MESSAGE_COLUMNS):
         if not b.num_rows:
             continue
         n += b.num_rows
@@ -57,7 +60,7 @@ def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set, entry_he
         ssize = to_numpy(col["structural_size"], 0, np.int64)
         body = to_numpy(col["body_size"], 0, np.int64)
         nulls = np.zeros(b.num_rows, np.int64)
-        for c in _MSG_REQUIRED:
+        for c in MESSAGE_REQUIRED:
             if col[c].null_count:
                 nulls += to_numpy(pc.is_null(col[c]), False, bool)
         dispatch = col["dispatch"]
@@ -156,10 +159,7 @@ def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set, entry_he
             queue_rows.append({"topic": topic_ids.names[queue >> 32], "queue_id": signed32(queue),
                                "units": int(units[i]), "first_offset": int(firsts[i]), "last_offset": int(lasts[i]),
                                "span": int(lasts[i] - firsts[i] + 1), "duplicate_units": int(dups[i])})
-        queue_frame = pd.DataFrame(queue_rows)
-    else:
-        queue_frame = pd.DataFrame(columns=["topic", "queue_id", "units", "first_offset", "last_offset", "span",
-                                            "duplicate_units"])
+    queue_frame = consume_queue_frame(queue_rows)
     # units per consume queue file: the records' own units and their light queue units
     # (``CommitLogDispatcherBuildConsumeQueue`` multi-dispatch writes light queue files like any other)
     fk, fo = np.r_[qkey, cat("lmq_qkey", np.int64)], np.r_[cqoff, cat("lmq_cqoff", np.int64)]
@@ -171,6 +171,31 @@ def message_figures(reader: TableReader, seg_ids: Ids, known_runs: set, entry_he
             "not_increasing": not_increasing, "gaps": gaps, "ends": ends, "ts_min": ts_min, "ts_max": ts_max,
             "off_sorted": off_sorted, "by_off": by_off, "seg": seg, "ts": ts, "indexed": indexed,
             "queues": queue_frame, "cq_files": files, "topics": topic_ids, "unknown_run_rows": unknown_runs}
+
+
+def consume_queue_frame(rows: list[dict]) -> pd.DataFrame:
+    """The ``consume_queues`` suite's frame from one dict per queue (whichever engine counted them),
+    in (topic, queue_id) order."""
+    frame = pd.DataFrame(rows, columns=QUEUE_COLUMNS)
+    return frame.sort_values(["topic", "queue_id"], na_position="first", ignore_index=True)
+
+
+def cq_file_counts(msg: dict, cq_file_size: int) -> dict[str, int]:
+    """Units per consume queue file (``topic/queueId/<start>``, :func:`consume_queue_file_path`) from
+    the sorted (queue, unit number) arrays of :func:`message_figures`: a file is a run of equal
+    (queue, unit // units per file) [``ConsumeQueue`` files hold ``mappedFileSizeConsumeQueue / 20`` units]."""
+    qk, co = msg["cq_files"]["qkey"], msg["cq_files"]["cqoff"]
+    out: dict[str, int] = {}
+    if not len(qk):
+        return out
+    units_per_file = max(int(cq_file_size) // CQ_UNIT_SIZE, 1)
+    fno = co // units_per_file
+    starts = np.flatnonzero(np.r_[True, (qk[1:] != qk[:-1]) | (fno[1:] != fno[:-1])])
+    counts = np.diff(np.r_[starts, len(qk)])
+    topics = msg["topics"].names
+    for q, f, c in zip(qk[starts].tolist(), fno[starts].tolist(), counts.tolist()):
+        out[consume_queue_file_path(topics[q >> 32], signed32(q), f * int(cq_file_size))] = int(c)
+    return out
 
 
 def _base_of(name: str | None) -> int:

@@ -46,6 +46,9 @@ class ValidationReport:
     docs: str | None                 # path of the docs index (None: not written)
     seconds: float
     figures: Figures | None = dataclasses.field(default=None, repr=False)
+    engine: str = "arrow"            # what computed the figures: arrow (delta-rs, Arrow) or spark
+    read_with: str = "delta-rs"      # how the tables were read: delta-rs, delta-spark, or spark-parquet
+    gx_data_source: str = "pandas"   # the type of GX data source the suites ran on: pandas or spark
 
     @property
     def evaluated(self) -> int:
@@ -60,7 +63,8 @@ class ValidationReport:
                 "expectations": self.evaluated, "failed": self.unsuccessful,
                 "suites": [dataclasses.asdict(s) for s in self.suites],
                 "failures": [dataclasses.asdict(f) | {"line": f.line()} for f in self.failures],
-                "anomalies": self.anomaly_counts, "docs": self.docs, "seconds": self.seconds}
+                "anomalies": self.anomaly_counts, "docs": self.docs, "seconds": self.seconds,
+                "engine": self.engine, "read_with": self.read_with, "gx_data_source": self.gx_data_source}
 
     def render(self) -> str:
         verdict = "PASSED" if self.success else "FAILED"
