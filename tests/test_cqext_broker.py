@@ -164,12 +164,81 @@ def test_ext_units_decode_to_the_records(written, line):
     assert checked
 
 
-@pytest.mark.parametrize("line", LINES)
-def test_verify_refuses_ext_in_one_line(written, line, tmp_path):
+def _cli(argv: list[str]) -> tuple[int, str]:
     from pipelines.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(argv)
+    assert "Traceback" not in err.getvalue() and code in (0, 1), err.getvalue()[-3000:]
+    return code, out.getvalue()
+
+
+def _broker_store(written: dict, tmp_path: Path) -> Path:
+    """The broker's commitlog with the broker's own consumequeue/ and consumequeue_ext/ (and index/:
+    the broker's when its names are unique, else ours, which test_files_match_broker finds identical)."""
+    import shutil
+    d = _rebuilt(written)
+    store = shutil.copytree(d / "store", tmp_path / "store")
+    for area in ("consumequeue", "consumequeue_ext"):
+        shutil.copytree(d / "expected" / area, store / area)
+    shutil.copytree(d / ("expected" if written["written"]["indexNamesUnique"] else "ours") / "index", store / "index")
+    return store
+
+
+@pytest.mark.parametrize("line", LINES[:1])
+def test_verify_and_repair_ext_files(written, line, tmp_path):
+    """verify finds the broker's files identical and says it does not predict what the next start does to
+    consumequeue_ext/; with one ext file truncated, one with flipped bytes, one deleted, and a consume queue
+    file of the truncated one's queue with a flipped ext address, verify names exactly those files (exit 1),
+    repair takes them from the rebuild (ext files before the consume queue file), byte for byte the
+    broker's, and verify is clean again."""
+    import json
     d = Path(written["scenario"]["dir"])
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["verify", "--store", str(d / "store"), "--config", str(d / "broker.conf")])
-    errors = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
-    assert code == 2 and len(errors) == 1 and "consumequeue_ext" in errors[0], err.getvalue()
+    store = _broker_store(written, tmp_path)
+    conf = ["--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line], "--split-size", "4k"]
+    code, text = _cli(["verify", "--store", str(store), *conf])
+    assert code == 0, text[-3000:]
+    assert "verify: identical" in text and "consume queue ext files" in text
+    assert "not predicted for consumequeue_ext/ files" in text
+
+    ext, cq = store / "consumequeue_ext", store / "consumequeue"
+    queues = sorted({str(Path(f).parent) for f in _files(ext)}, key=lambda q: -len(list((ext / q).iterdir())))
+    truncated = f"{queues[0]}/{'0' * 20}"     # the queue with the most ext files
+    flipped = _files(ext / queues[0])[1]
+    flipped = f"{queues[0]}/{flipped}"
+    deleted = f"{queues[1]}/{_files(ext / queues[1])[-1]}"
+    cq_file = f"{queues[0]}/{'0' * 20}"
+    data = (ext / truncated).read_bytes()
+    (ext / truncated).write_bytes(data[:50])
+    data = bytearray((ext / flipped).read_bytes())
+    data[3] ^= 0xFF                              # the first unit's tagsCode
+    (ext / flipped).write_bytes(bytes(data))
+    (ext / deleted).unlink()
+    data = bytearray((cq / cq_file).read_bytes())
+    data[19] ^= 0x01                             # the first unit's ext address
+    (cq / cq_file).write_bytes(bytes(data))
+
+    code, out = _cli(["verify", "--store", str(store), *conf, "--json"])
+    report = json.loads(out)
+    assert code == 1 and not report["identical"]
+    got = {(r["path"], r["status"]) for r in report["consume_queue_ext"]}
+    assert got == {(truncated, "differs"), (flipped, "differs"), (deleted, "missing")}, got
+    assert [(r["path"], r["status"]) for r in report["consume_queue"]] == [(cq_file, "differs")]
+    assert not report["index"]
+    short = next(r for r in report["consume_queue_ext"] if r["path"] == truncated)
+    assert short["found_size"] == 50 and "MappedFileQueue.doLoad" in short["note"]
+    assert next(r for r in report["consume_queue_ext"] if r["path"] == flipped)["first_unit"] == 0
+    assert "consume_queue_ext" in report["restart_not_predicted"]
+
+    code, out = _cli(["repair", "--store", str(store), *conf, "--json"])
+    result = json.loads(out)
+    assert code == 0, out[-3000:]
+    paths = [a["path"] for a in result["plan"]["actions"]]
+    assert sorted(paths) == sorted([f"consumequeue_ext/{truncated}", f"consumequeue_ext/{flipped}",
+                                    f"consumequeue_ext/{deleted}", f"consumequeue/{cq_file}"])
+    assert paths[-1] == f"consumequeue/{cq_file}", "ext files go first"
+    for area, rel in (("consumequeue_ext", truncated), ("consumequeue_ext", flipped), ("consumequeue_ext", deleted),
+                      ("consumequeue", cq_file)):
+        bh.same_bytes((d / "expected" / area / rel).read_bytes(), (store / area / rel).read_bytes(), f"{area}/{rel}")
+    code, text = _cli(["verify", "--store", str(store), *conf])
+    assert code == 0, text[-3000:]

@@ -1,4 +1,5 @@
-"""``verify`` and ``repair``: compare a store's ``consumequeue/`` and ``index/`` with a rebuild from
+"""``verify`` and ``repair``: compare a store's ``consumequeue/`` and ``index/`` (and
+``consumequeue_ext/``, ``batchconsumequeue/`` where the store has those layouts) with a rebuild from
 its commitlog, say what the broker would do with them at its next start, and replace only the
 files that differ.
 
@@ -8,6 +9,8 @@ The story of a verify:
    splits as ``rebuild``; the store is only read);
 2. **compare consume queue files** by relative path: identical, differs (first differing 20-byte
    unit), missing, extra;
+   ``consumequeue_ext/`` (20-byte ``ConsumeQueueExt`` units) and ``batchconsumequeue/`` (46-byte
+   ``BatchConsumeQueue`` units) the same way, by relative path and first differing unit;
 3. **compare index files** in name order (names are the broker's creation times, never ours): header
    fields, slots, entries, and which expected ``(keyHash, commitlogOffset)`` pairs the store's file
    no longer reaches through its slot chains (``IndexFile.selectPhyOffset``), named by reading the
@@ -16,7 +19,10 @@ The story of a verify:
    ``MappedFileQueue.doLoad``'s size check, ``ConsumeQueue.recover``, ``CommitLog.recoverNormally``
    → ``ConsumeQueue.truncateDirtyLogicFiles``, and where the reput (4.9.x
    ``DefaultMessageStore.start``) or the recovery's own dispatch (5.x ``CommitLog.recoverNormally``)
-   starts again.
+   starts again.  What a start does to ``consumequeue_ext/`` (``ConsumeQueueExt.recover``,
+   ``truncateByMaxAddress``, ``checkSelf``) and ``batchconsumequeue/`` (``BatchConsumeQueue.recover``,
+   ``truncateDirtyLogicFiles``) is not modelled: the report says so for those files, and gives no
+   prediction for a store with BatchCQ topics (nor for a DLedger store).
 
 A repair verifies (holding the broker's ``lock`` file the way ``DefaultMessageStore.start`` does),
 plans (:func:`plan_repair`), and applies (:func:`apply_repair`): each old file goes to a backup
@@ -40,6 +46,7 @@ from .report import (
     ConsumeQueueFileResult,
     IndexFileResult,
     KeyExample,
+    QueueFileResult,
     QueueRestart,
     RestartPrediction,
     Unit,
@@ -49,7 +56,8 @@ from .report import (
 from .restart import predict_restart, recover_queue, truncate_queue
 
 __all__ = [
-    "BrokerCheck", "ConsumeQueueFileResult", "IndexFileResult", "KeyExample", "QueueRestart", "RepairAction",
+    "BrokerCheck", "ConsumeQueueFileResult", "IndexFileResult", "KeyExample", "QueueFileResult", "QueueRestart",
+    "RepairAction",
     "RepairPlan", "RepairResult", "RestartPrediction", "Unit", "UnitDifference", "VerifyReport", "apply_repair",
     "check_broker", "compare_cq_file", "compare_index_file", "plan_repair", "predict_restart", "recover_queue",
     "repair_store", "truncate_queue", "verify_store",

@@ -1,7 +1,7 @@
-"""Comparing one consume queue file or one index file of a store with its rebuilt counterpart:
-first differing unit, differing header fields, slots and entries, and the ``(keyHash,
-commitlogOffset)`` pairs a lookup no longer reaches through the store's slot chains (named from
-the records in the commitlog)."""
+"""Comparing one consume queue file (``consumequeue/``, ``consumequeue_ext/``, ``batchconsumequeue/``)
+or one index file of a store with its rebuilt counterpart: first differing unit, differing header
+fields, slots and entries, and the ``(keyHash, commitlogOffset)`` pairs a lookup no longer reaches
+through the store's slot chains (named from the records in the commitlog)."""
 from __future__ import annotations
 
 import dataclasses
@@ -28,8 +28,8 @@ from store_format.layout import (
 from store_format.records import detail_columns
 from store_format.store import StoreLocation
 
-from .report import ConsumeQueueFileResult, IndexFileResult, KeyExample, Unit, UnitDifference
-from .storefiles import REPAIR_TMP_RE, cq_units
+from .report import ConsumeQueueFileResult, IndexFileResult, KeyExample, QueueFileResult, Unit, UnitDifference
+from .storefiles import CQ_DIR, REPAIR_TMP_RE, cq_units
 
 
 def _unit(u: np.ndarray, k: int) -> Unit | None:
@@ -69,14 +69,56 @@ def compare_cq_file(rel: str, expected: bytes | None, found: bytes | None) -> Co
     return ConsumeQueueFileResult(rel, "differs", len(expected), len(found), int(diff.sum()), d, note)
 
 
-def extra_note(rel: str) -> str:
-    """Why a consume queue file only the store has matters to the broker ("" when it is an ordinary file)."""
+def _padded_units(data: bytes, n_units: int, dtype: np.dtype) -> np.ndarray:
+    buf = np.zeros(n_units * dtype.itemsize, dtype=np.uint8)
+    buf[:len(data)] = np.frombuffer(data, dtype=np.uint8)
+    return buf.view(dtype)
+
+
+def compare_queue_file(rel: str, expected: bytes | None, found: bytes | None, dtype: np.dtype,
+                       folder: str) -> QueueFileResult:
+    """Compare one file of ``folder`` (``consumequeue_ext/``: ``ConsumeQueueExt.CqExtUnit`` units of
+    20 bytes, no filter bitmap; ``batchconsumequeue/``: ``BatchConsumeQueue``'s 46-byte units), cut
+    into units of ``dtype`` and compared field by field; the bytes after the last whole unit (an ext
+    file's end marker and its free tail) count as one more unit, padded with zeros."""
+    if expected is None:
+        assert found is not None
+        return QueueFileResult(rel, "extra", found_size=len(found), note=extra_note(rel, folder))
+    if found is None:
+        return QueueFileResult(rel, "missing", expected_size=len(expected))
+    if expected == found:
+        return QueueFileResult(rel, "identical", len(expected), len(found))
+    size = dtype.itemsize
+    n_units = -(-max(len(expected), len(found)) // size)
+    ua, ub = _padded_units(expected, n_units, dtype), _padded_units(found, n_units, dtype)
+    diff = np.zeros(n_units, dtype=bool)
+    for field in dtype.names or ():
+        diff |= ua[field] != ub[field]
+    idx = np.flatnonzero(diff)
+    first = int(idx[0]) if len(idx) else min(len(expected), len(found)) // size
+
+    def fields(data: bytes, units: np.ndarray) -> dict | None:
+        if first * size >= len(data):
+            return None
+        return {k: int(units[k][first]) for k in dtype.names or ()}
+
+    note = ""
+    if len(found) != len(expected):
+        note = (f"{len(found):,} bytes instead of {len(expected):,}: MappedFileQueue.doLoad refuses a file of another "
+                "size, the broker does not start")
+    return QueueFileResult(rel, "differs", len(expected), len(found), int(diff.sum()), first, first * size,
+                           fields(expected, ua), fields(found, ub), note)
+
+
+def extra_note(rel: str, folder: str = CQ_DIR) -> str:
+    """Why a file of a queue folder (``folder``) only the store has matters to the broker ("" when it
+    is an ordinary file)."""
     parts = rel.split("/")
     name = parts[-1]
     if REPAIR_TMP_RE.match(name):
         return "left by an interrupted repair: run repair again before starting the broker"
     if len(parts) != 3:
-        return "not at consumequeue/<topic>/<queueId>/<file>"
+        return f"not at {folder}/<topic>/<queueId>/<file>"
     try:
         int(parts[1])
     except ValueError:

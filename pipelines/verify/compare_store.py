@@ -1,5 +1,7 @@
-"""``verify_store``: rebuild a store's ``consumequeue/`` and ``index/`` from its commitlog into a
-reference folder, compare every file with the store's, and predict the broker's next start."""
+"""``verify_store``: rebuild a store's ``consumequeue/`` and ``index/`` (and ``consumequeue_ext/``,
+``batchconsumequeue/`` where the store has those layouts) from its commitlog into a reference
+folder, compare every file with the store's, and predict the broker's next start (of the
+``consumequeue/`` and ``index/`` files; not for a DLedger store or one with BatchCQ topics)."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,30 +12,22 @@ import tempfile
 import time
 from typing import Any
 
+import numpy as np
 import pyarrow.fs as pafs
 
+from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
-from store_format.errors import UnsupportedConfigError
+from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.store import StoreLocation, open_store, resolve
-from store_format.store_layouts import refuse_batch_topics
 
-from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, extra_note
-from .report import ConsumeQueueFileResult, IndexFileResult, VerifyReport
+from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, compare_queue_file, extra_note
+from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
 from .restart import predict_restart, recover_queue
-from .storefiles import CQ_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, read_all
+from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, read_all
 
 log = logging.getLogger(__name__)
-
-
-def refuse_cq_ext(config: BrokerConfig, command: str) -> None:
-    """``verify`` and ``repair`` do not compare ``consumequeue_ext/``: refused with one line."""
-    if config.enableConsumeQueueExt:
-        raise UnsupportedConfigError(
-            f"{command}: enableConsumeQueueExt=true: {command} does not compare consumequeue_ext/ "
-            "(ConsumeQueueExt files) yet; use rebuild, which writes consumequeue_ext/ and consumequeue/ as the "
-            "broker's reput does, and compare or replace the files from its output")
 
 
 def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
@@ -52,7 +46,10 @@ def _checkpoint_index_ts(fs: pafs.FileSystem, root: str) -> int | None:
 def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, engine: str = "spark",
                  master: str | None = None, split_size: int | None = None, processes: int | None = None,
                  spark: Any = None, examples: int = 3) -> VerifyReport:
-    """Compare ``store``'s ``consumequeue/`` and ``index/`` with a rebuild from its commitlog.
+    """Compare ``store``'s ``consumequeue/`` and ``index/`` with a rebuild from its commitlog, and
+    its ``consumequeue_ext/`` (``enableConsumeQueueExt=true``) and ``batchconsumequeue/`` (BatchCQ
+    topics) too; the next start is predicted for ``consumequeue/`` and ``index/`` only, and not at
+    all for a DLedger store or one with BatchCQ topics (``VerifyReport.no_prediction`` says why).
 
     Only reads the store.  The rebuild goes to ``work`` (kept; it must not hold ``consumequeue/``
     or ``index/`` yet) or to a temporary folder deleted before returning.
@@ -66,7 +63,7 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     Returns:
         A :class:`VerifyReport`.
     Raises:
-        StoreError: bad store layout or settings (see ``run_rebuild``), or ``enableConsumeQueueExt=true``.
+        StoreError: bad store layout or settings (see ``run_rebuild``).
 
     Example:
         >>> report = verify_store("/data/store", load_config_for("broker.conf"), engine="local")
@@ -76,10 +73,7 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
 
     from ..rebuild import run_rebuild
     t0 = time.monotonic()
-    refuse_cq_ext(config, "verify")
     st = open_store(store, config)
-    refuse_batch_topics(st.uri, st.batch_topics, "verify (and repair), which compare consumequeue/ and index/ and "
-                        "predict the broker's restart,")
     config = resolve_broker_version(st, config)
     temporary = work is None
     ref_root = work if work is not None else tempfile.mkdtemp(prefix="rocketmq-verify-")
@@ -126,6 +120,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
             loadable = [(n, d) for n, d in q_store if SEGMENT_NAME_RE.match(n)]
             states.append(recover_queue(queue, loadable, q_ref, config))
     cq_results.sort(key=lambda r: r.path)
+    ext_results = (_compare_folder(st, ref_fs, ref, CQ_EXT_DIR, EXT_UNIT_DTYPE) if config.enableConsumeQueueExt
+                   else None)
+    bcq_results = _compare_folder(st, ref_fs, ref, BCQ_DIR, BCQ_UNIT_DTYPE) if st.batch_topics else None
 
     # index files, in name order
     s_names, s_other = list_index(fs, f"{root}/{INDEX_DIR}")
@@ -154,9 +151,16 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                 else "ignored by the broker (IndexService.load skips names that are not numbers)")
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
-    if st.dledger is not None:
+    if st.dledger is not None or st.batch_topics:
+        why = ("not predicted for a DLedger store (DLedgerCommitLog's recovery and the group's commits decide it)"
+               if st.dledger is not None else
+               f"not predicted for a store with BatchCQ topics ({', '.join(sorted(st.batch_topics))}): "
+               "BatchConsumeQueue.recover and truncateDirtyLogicFiles are not modelled, and the queues' max physical "
+               "offset, where the commitlog recovery and the dispatch start again "
+               "(ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue), counts the batch queues too")
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
-                            None, _rebuild_figures(summary))
+                            None, _rebuild_figures(summary), consume_queue_ext=ext_results,
+                            batch_consume_queue=bcq_results, no_prediction=why)
     clean = not st.broker_may_be_running()
     store_index = []
     for n in s_names:
@@ -178,8 +182,26 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     restart.recovery_discarded_messages = recovery.discarded_messages
     restart.recovery_discarded_bytes = recovery.discarded_bytes
     restart.recovery_deleted_segments = recovery.deleted_segments
+    if ext_results is not None:
+        restart.notes.append("enableConsumeQueueExt=true: the consume queue units dispatched again get ext addresses "
+                             "where ConsumeQueueExt.recover and truncateByMaxAddress leave the ext files, which is not "
+                             "modelled; the figures above count units, not their tagsCode")
     return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
-                        restart, _rebuild_figures(summary))
+                        restart, _rebuild_figures(summary), consume_queue_ext=ext_results)
+
+
+def _compare_folder(st: StoreLocation, ref_fs: pafs.FileSystem, ref: str, folder: str,
+                    dtype: np.dtype) -> list[QueueFileResult]:
+    """Every file of ``folder`` (``consumequeue_ext/`` or ``batchconsumequeue/``) in the store or the
+    rebuild, by relative path, one pair in memory at a time."""
+    store_files = list_tree(st.fs, f"{st.root}/{folder}")
+    ref_files = list_tree(ref_fs, f"{ref}/{folder}")
+    out = []
+    for rel in sorted(set(store_files) | set(ref_files)):
+        found = read_all(st.fs, f"{st.root}/{folder}/{rel}") if rel in store_files else None
+        expected = read_all(ref_fs, f"{ref}/{folder}/{rel}") if rel in ref_files else None
+        out.append(compare_queue_file(rel, expected, found, dtype, folder))
+    return out
 
 
 def _rebuild_figures(summary) -> dict:

@@ -23,13 +23,12 @@ from typing import Any
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError
 from store_format.store import open_store
-from store_format.store_layouts import refuse_batch_topics
 
 from ..brokerlock import BrokerCheck, check_broker
 from ..durable import copy_durably, fsync_dir, replace_json, sha256_file
-from .compare_store import refuse_cq_ext, verify_store
+from .compare_store import verify_store
 from .repair_plan import RepairAction, RepairPlan, plan_repair
-from .storefiles import CQ_DIR
+from .storefiles import QUEUE_DIRS
 
 log = logging.getLogger(__name__)
 
@@ -179,8 +178,9 @@ def apply_repair(plan: RepairPlan, store_root: str, backup: str, *, hook: Hook |
                 fsync_dir(folder, strict=True)
                 if hook:
                     hook("removed", i, a)
+                top = a.path.split("/", 1)[0]   # a queue's folder, then its topic's, once empty
                 for d in (folder, os.path.dirname(folder)):
-                    if a.path.startswith(CQ_DIR + "/") and d != os.path.join(store_root, CQ_DIR):
+                    if top in QUEUE_DIRS and d != os.path.join(store_root, top):
                         try:
                             os.rmdir(d)
                             removed_dirs.append(os.path.relpath(d, store_root))
@@ -237,7 +237,9 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
                  force: bool = False, engine: str = "spark", master: str | None = None,
                  split_size: int | None = None, processes: int | None = None, spark: Any = None,
                  hook: Hook | None = None) -> RepairResult:
-    """Verify a local store, then replace only its damaged, missing or extra files.
+    """Verify a local store, then replace only its damaged, missing or extra files (of
+    ``consumequeue/``, ``index/``, and ``consumequeue_ext/`` and ``batchconsumequeue/`` where the
+    store has those layouts).
 
     Refuses (``StoreError``) while a broker may be using the store (:func:`check_broker`) unless
     ``force``; holds the broker's lock while it works.  The rebuild goes to
@@ -252,9 +254,7 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
     """
     t0 = time.monotonic()
     root = _local_root(store)
-    refuse_cq_ext(config, "repair")
-    st = open_store(root, config)  # layout errors before anything else
-    refuse_batch_topics(st.uri, st.batch_topics, "repair")
+    open_store(root, config)  # layout errors before anything else
     check = check_broker(root)
     notes = []
     if check.broker_may_be_running and not dry_run:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from .report import ConsumeQueueFileResult, VerifyReport
-from .storefiles import CQ_DIR, INDEX_DIR, REPAIR_TMP_RE
+from store_format.batchconsumequeue import BCQ_DIR
+
+from .report import ConsumeQueueFileResult, QueueFileResult, VerifyReport
+from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE
 
 
 @dataclasses.dataclass
 class RepairAction:
     action: str                # replace | add | remove | drop_leftover
-    path: str                  # relative to the store root: consumequeue/... or index/...
+    path: str                  # relative to the store root: consumequeue/..., consumequeue_ext/..., index/...
     source: str | None         # rebuilt file (replace, add)
     reason: str
     sha256_before: str | None = None
@@ -43,25 +45,25 @@ class RepairPlan:
 def plan_repair(report: VerifyReport) -> RepairPlan:
     """Which files to replace, add or remove so that the store matches the rebuild.
 
-    Consume queue files by path.  Index files: when the store and the rebuild have as many, a
-    differing file is replaced keeping the store's name (the broker's creation time); when the
-    counts differ, names cannot be kept consistently (the rebuilt names are first-entry store times
-    and may not sort after the broker's), so every store index file is replaced by the rebuilt set,
-    under the rebuilt names."""
+    Consume queue files (``consumequeue/``, ``consumequeue_ext/``, ``batchconsumequeue/``) by path.
+    A consume queue's units hold addresses into its ext files, and the rebuild writes both from the
+    same units, so every differing file of either folder is taken from the rebuild: the queue's
+    consume queue and ext files end up as one rebuild wrote them.  Ext files are written before and
+    removed after the consume queue files, so that a repair interrupted between two files leaves no
+    new consume queue unit pointing at an ext unit not yet written.
+
+    Index files: when the store and the rebuild have as many, a differing file is replaced keeping
+    the store's name (the broker's creation time); when the counts differ, names cannot be kept
+    consistently (the rebuilt names are first-entry store times and may not sort after the
+    broker's), so every store index file is replaced by the rebuilt set, under the rebuilt names."""
     if report.reference is None:
         raise ValueError("the report's rebuild was deleted: run verify_store with work=... to plan a repair")
     ref = report.reference.rstrip("/")
-    actions: list[RepairAction] = []
-    for r in report.consume_queue:
-        rel = f"{CQ_DIR}/{r.path}"
-        if r.status == "differs":
-            actions.append(RepairAction("replace", rel, f"{ref}/{rel}", _cq_reason(r)))
-        elif r.status == "missing":
-            actions.append(RepairAction("add", rel, f"{ref}/{rel}", "missing"))
-        elif r.status == "extra":
-            leftover = REPAIR_TMP_RE.match(r.path.rsplit("/", 1)[-1]) is not None
-            actions.append(RepairAction("drop_leftover" if leftover else "remove", rel, None,
-                                        "left by an interrupted repair" if leftover else "not in the rebuild"))
+    ext = _queue_actions(ref, CQ_EXT_DIR, report.consume_queue_ext or [])
+    actions = [a for a in ext if a.action != "remove"]
+    actions += _queue_actions(ref, CQ_DIR, report.consume_queue)
+    actions += [a for a in ext if a.action == "remove"]
+    actions += _queue_actions(ref, BCQ_DIR, report.batch_consume_queue or [])
     notes = []
     index_mode = "unchanged"
     real = [x for x in report.index if x.store_name is None or x.store_name.isdigit()]
@@ -90,6 +92,33 @@ def plan_repair(report: VerifyReport) -> RepairPlan:
                 actions.append(RepairAction("add", f"{INDEX_DIR}/{ix.reference_name}",
                                             f"{ref}/{INDEX_DIR}/{ix.reference_name}", "rebuilt index file"))
     return RepairPlan(report.store, report.reference, actions, index_mode, notes)
+
+
+def _queue_actions(ref: str, folder: str, results: list[ConsumeQueueFileResult] | list[QueueFileResult]
+                   ) -> list[RepairAction]:
+    """The actions for one queue folder's files, by path."""
+    actions = []
+    for r in results:
+        rel = f"{folder}/{r.path}"
+        if r.status == "differs":
+            reason = _cq_reason(r) if isinstance(r, ConsumeQueueFileResult) else _unit_reason(r)
+            actions.append(RepairAction("replace", rel, f"{ref}/{rel}", reason))
+        elif r.status == "missing":
+            actions.append(RepairAction("add", rel, f"{ref}/{rel}", "missing"))
+        elif r.status == "extra":
+            leftover = REPAIR_TMP_RE.match(r.path.rsplit("/", 1)[-1]) is not None
+            actions.append(RepairAction("drop_leftover" if leftover else "remove", rel, None,
+                                        "left by an interrupted repair" if leftover else "not in the rebuild"))
+    return actions
+
+
+def _unit_reason(r: QueueFileResult) -> str:
+    text = f"{r.differing_units} unit(s) differ"
+    if r.first_unit is not None:
+        text += f", first at unit {r.first_unit}"
+    if r.expected_size != r.found_size:
+        text += f", {r.found_size} bytes instead of {r.expected_size}"
+    return text
 
 
 def _cq_reason(r: ConsumeQueueFileResult) -> str:

@@ -1,5 +1,6 @@
-"""What ``verify`` found: one result per consume queue file and index file, the prediction of the
-broker's next start, and the report's text and JSON forms (the dataclasses :mod:`pipelines.verify`
+"""What ``verify`` found: one result per consume queue file (``consumequeue/``, and
+``consumequeue_ext/`` and ``batchconsumequeue/`` where the store has those layouts) and index file,
+the prediction of the broker's next start, and the report's text and JSON forms (the dataclasses :mod:`pipelines.verify`
 returns; no file is read here)."""
 from __future__ import annotations
 
@@ -32,6 +33,33 @@ class ConsumeQueueFileResult:
     differing_units: int = 0
     first_difference: UnitDifference | None = None
     note: str = ""
+
+
+@dataclasses.dataclass
+class QueueFileResult:
+    """One file of ``consumequeue_ext/`` (``ConsumeQueueExt``) or ``batchconsumequeue/``
+    (``BatchConsumeQueue``) against its rebuild, unit by unit (20-byte ext units, 46-byte batch units)."""
+    path: str                  # topic/queueId/name, relative to its folder
+    status: str                # identical | differs | missing | extra
+    expected_size: int | None = None
+    found_size: int | None = None
+    differing_units: int = 0
+    first_unit: int | None = None          # number in the file of the first differing unit
+    first_position: int | None = None      # its byte position in the file
+    expected_unit: dict | None = None      # its fields (None: the rebuilt file ends before it)
+    found_unit: dict | None = None         # its fields (None: the store's file ends before it)
+    note: str = ""
+
+
+# the next start of a broker on these files is not modelled (verify says so instead of guessing)
+NOT_PREDICTED = {
+    "consume_queue_ext": "not predicted for consumequeue_ext/ files (ConsumeQueueExt.recover, truncateByMaxAddress "
+                         "and checkSelf are not modelled)",
+    "batch_consume_queue": "not predicted for batchconsumequeue/ files (BatchConsumeQueue.recover and "
+                           "truncateDirtyLogicFiles are not modelled)",
+}
+_AREA_NAMES = {"consume_queue": "consume queue files", "consume_queue_ext": "consume queue ext files",
+               "batch_consume_queue": "batch consume queue files", "index": "index files"}
 
 
 @dataclasses.dataclass
@@ -118,35 +146,44 @@ class VerifyReport:
     index: list[IndexFileResult]
     index_files_in_store: int
     index_files_rebuilt: int
-    restart: RestartPrediction | None   # None: a DLedger store (its recovery is not modelled)
+    restart: RestartPrediction | None   # None: not predicted (a DLedger store, BatchCQ topics): see no_prediction
     rebuild: dict
     seconds: float = 0.0
+    # None: the store does not have the layout (enableConsumeQueueExt=false; no BatchCQ topic)
+    consume_queue_ext: list[QueueFileResult] | None = None
+    batch_consume_queue: list[QueueFileResult] | None = None
+    no_prediction: str = ""        # why restart is None
+
+    def _areas(self) -> list[tuple[str, list]]:
+        areas: list[tuple[str, list | None]] = [
+            ("consume_queue", self.consume_queue), ("consume_queue_ext", self.consume_queue_ext),
+            ("batch_consume_queue", self.batch_consume_queue), ("index", self.index)]
+        return [(a, rs) for a, rs in areas if rs is not None]
 
     def counts(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
-        for area, statuses in (("consume_queue", [r.status for r in self.consume_queue]),
-                               ("index", [r.status for r in self.index])):
+        for area, results in self._areas():
             c = {k: 0 for k in ("identical", "differs", "missing", "extra")}
-            for status in statuses:
-                c[status] += 1
+            for r in results:
+                c[r.status] += 1
             out[area] = c
         return out
 
     @property
     def identical(self) -> bool:
-        return (all(r.status == "identical" for r in self.consume_queue)
-                and all(r.status == "identical" for r in self.index))
+        return all(r.status == "identical" for _, results in self._areas() for r in results)
 
     def summary_line(self) -> str:
         c = self.counts()
-        cq, ix = c["consume_queue"], c["index"]
         if self.identical:
-            return (f"verify: identical: {cq['identical']} consume queue files and {ix['identical']} index files "
-                    f"match a rebuild from the commitlog ({self.store})")
+            files = [f"{c[a]['identical']} {_AREA_NAMES[a]}" for a, _ in self._areas()]
+            return (f"verify: identical: {', '.join(files[:-1])} and {files[-1]} match a rebuild from the commitlog "
+                    f"({self.store})")
         parts = []
-        for area, name in ((cq, "consume queue files"), (ix, "index files")):
-            bad = [f"{area[k]} {k}" for k in ("differs", "missing", "extra") if area[k]]
-            parts.append(f"{name}: {area['identical']} identical" + (", " + ", ".join(bad) if bad else ""))
+        for area, _ in self._areas():
+            n = c[area]
+            bad = [f"{n[k]} {k}" for k in ("differs", "missing", "extra") if n[k]]
+            parts.append(f"{_AREA_NAMES[area]}: {n['identical']} identical" + (", " + ", ".join(bad) if bad else ""))
         return f"verify: DIFFERENT: {'; '.join(parts)} ({self.store})"
 
     def as_dict(self) -> dict:
@@ -157,7 +194,11 @@ class VerifyReport:
             "consume_queue": [dataclasses.asdict(r) for r in self.consume_queue if r.status != "identical"],
             "index_files_in_store": self.index_files_in_store, "index_files_rebuilt": self.index_files_rebuilt,
             "index": [dataclasses.asdict(r) for r in self.index if r.status != "identical"],
+            **{area: [dataclasses.asdict(r) for r in results if r.status != "identical"]
+               for area, results in self._areas() if area in NOT_PREDICTED},
             "restart": dataclasses.asdict(self.restart) if self.restart else None,
+            "restart_note": self.no_prediction,
+            "restart_not_predicted": {area: NOT_PREDICTED[area] for area, _ in self._areas() if area in NOT_PREDICTED},
             "rebuild": self.rebuild, "reference": self.reference,
             "seconds": self.seconds,
         }
@@ -169,6 +210,11 @@ class VerifyReport:
         for r in self.consume_queue:
             if r.status != "identical":
                 lines.append("  " + _render_cq(r))
+        for area, results in self._areas():
+            if area in NOT_PREDICTED:
+                lines.append(f"{_AREA_NAMES[area]}: " + ", ".join(f"{v} {k}" for k, v in c[area].items()))
+                lines.extend("  " + _render_queue_file(r) for r in results if r.status != "identical")
+                lines.append(f"  at the broker's next start: {NOT_PREDICTED[area]}")
         lines.append("index files: " + ", ".join(f"{v} {k}" for k, v in c["index"].items())
                      + f" ({self.index_files_in_store} in the store, {self.index_files_rebuilt} rebuilt, "
                        "matched in name order)")
@@ -176,8 +222,7 @@ class VerifyReport:
             if ix.status != "identical":
                 lines.extend("  " + line for line in _render_index(ix))
         lines.extend(_render_restart(self.restart) if self.restart else [
-            "at the broker's next start: not predicted for a DLedger store (DLedgerCommitLog's recovery and the "
-            "group's commits decide it)"])
+            f"at the broker's next start: {self.no_prediction}"])
         lines.append(f"time: {self.seconds:.2f}s")
         return "\n".join(lines)
 
@@ -201,6 +246,24 @@ def _render_cq(r: ConsumeQueueFileResult) -> str:
             text += (f"; first at queue offset {d.queue_offset} (byte {d.position}): expected "
                      f"{_unit_text(d.expected)}, found {_unit_text(d.found)}")
     return text + (f" ({r.note})" if r.note else "")
+
+
+def _render_queue_file(r: QueueFileResult) -> str:
+    if r.status == "missing":
+        text = f"missing  {r.path} ({r.expected_size:,} bytes)"
+    elif r.status == "extra":
+        text = f"extra    {r.path} ({r.found_size:,} bytes)"
+    else:
+        size = "" if r.expected_size == r.found_size else f" [{r.found_size:,} bytes, expected {r.expected_size:,}]"
+        text = f"differs  {r.path}: {r.differing_units:,} unit(s){size}"
+        if r.first_unit is not None:
+            text += (f"; first is unit {r.first_unit} (byte {r.first_position}): expected "
+                     f"{_fields_text(r.expected_unit)}, found {_fields_text(r.found_unit)}")
+    return text + (f" ({r.note})" if r.note else "")
+
+
+def _fields_text(u: dict | None) -> str:
+    return "nothing (file ends)" if u is None else " ".join(f"{k}={v}" for k, v in u.items())
 
 
 def _render_index(r: IndexFileResult) -> list[str]:

@@ -1,6 +1,6 @@
-"""Reading a store's ``consumequeue/`` and ``index/`` folders (local or remote, through
-``pyarrow.fs``) for verify and repair: folder names, file listings, whole-file reads, units as
-arrays."""
+"""Reading a store's queue folders (``consumequeue/``, ``consumequeue_ext/``, ``batchconsumequeue/``)
+and ``index/`` (local or remote, through ``pyarrow.fs``) for verify and repair: folder names, file
+listings, whole-file reads, units as arrays."""
 from __future__ import annotations
 
 import re
@@ -8,9 +8,12 @@ import re
 import numpy as np
 import pyarrow.fs as pafs
 
+from store_format.batchconsumequeue import BCQ_DIR
 from store_format.layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 
 CQ_DIR = "consumequeue"
+CQ_EXT_DIR = "consumequeue_ext"   # StorePathConfigHelper.getStorePathConsumeQueueExt
+QUEUE_DIRS = (CQ_DIR, CQ_EXT_DIR, BCQ_DIR)   # <folder>/<topic>/<queueId>/<file>
 INDEX_DIR = "index"
 REPAIR_TMP_RE = re.compile(r"^\..+\.repair-[0-9a-f]{12}\.tmp$")  # a repair's staged file
 
