@@ -30,7 +30,9 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code commitlog/} and any {@code consumequeue/} and {@code index/}; it is opened in place, so give
  * a copy: the store's recovery may truncate files, and cleanup deletes them), {@code config}
  * (broker.conf settings), {@code queries} ({@code topic}, {@code key}), {@code queues} (true: every
- * message of every queue), {@code commitlog} (true: the commitlog's min and max offsets, the latter
+ * message of every queue; on a RocksDB consume queue the queues its offset family lists),
+ * {@code rocksdb} (true: every key/value of a RocksDB consume queue, read by RocksCq on 5.x),
+ * {@code commitlog} (true: the commitlog's min and max offsets, the latter
  * a DLedger store's committed position) and {@code cleanup}. The store is loaded (its recovery runs) but not
  * started: no reput, flush, HA or schedule thread touches the files while they are read.
  */
@@ -66,6 +68,17 @@ public final class Reader {
         }
         Stores.markReadable(store);
         List<JsonObject> out = new ArrayList<>();
+        // a RocksDB consume queue (storeType=defaultRocksDB): its key/value sets, read before any
+        // query, since getMinOffsetInQueue writes "min" keys (RocksDBConsumeQueueOffsetTable)
+        Map<String, Collection<Integer>> rocksQueues = null;
+        for (JsonObject family : LineAdapter.rocksDbFamilies(store)) {
+            if (req.has("rocksdb") && req.get("rocksdb").getAsBoolean()) {
+                out.add(family);
+            }
+            if ("offset".equals(family.get("family").getAsString())) {
+                rocksQueues = LineAdapter.rocksDbQueues(family);
+            }
+        }
         if (req.has("commitlog") && req.get("commitlog").getAsBoolean()) {
             // where the reput's reading ends after this load: a DLedger store's committed position
             JsonObject o = new JsonObject();
@@ -81,7 +94,8 @@ public final class Reader {
             }
         }
         if (req.has("queues") && req.get("queues").getAsBoolean()) {
-            for (Map.Entry<String, Collection<Integer>> e : LineAdapter.queues(store).entrySet()) {
+            Map<String, Collection<Integer>> queues = rocksQueues != null ? rocksQueues : LineAdapter.queues(store);
+            for (Map.Entry<String, Collection<Integer>> e : queues.entrySet()) {
                 for (int qid : e.getValue()) {
                     out.add(queue(store, e.getKey(), qid));
                 }

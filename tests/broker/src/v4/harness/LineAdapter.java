@@ -71,6 +71,15 @@ public final class LineAdapter {
         return store.getMaxOffsetInQueue(topic, queueId);
     }
 
+    /** 4.x has no RocksDB consume queue. */
+    public static com.google.gson.JsonObject[] rocksDbFamilies(DefaultMessageStore store) {
+        return new com.google.gson.JsonObject[0];
+    }
+
+    public static Map<String, Collection<Integer>> rocksDbQueues(com.google.gson.JsonObject offsetFamily) {
+        return new java.util.TreeMap<>();
+    }
+
     public static Map<String, Collection<Integer>> queues(DefaultMessageStore store) {
         Map<String, Collection<Integer>> out = new java.util.TreeMap<>();
         store.getConsumeQueueTable().forEach((t, m) -> out.put(t, new java.util.TreeSet<>(m.keySet())));

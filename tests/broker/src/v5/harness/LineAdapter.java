@@ -24,7 +24,9 @@ import org.apache.rocketmq.common.topic.TopicValidator;
 import org.apache.rocketmq.remoting.protocol.DataVersion;
 import org.apache.rocketmq.remoting.protocol.body.TopicConfigSerializeWrapper;
 import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.MessageArrivingListener;
 import org.apache.rocketmq.store.PutMessageResult;
+import org.apache.rocketmq.store.RocksDBMessageStore;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.stats.BrokerStatsManager;
 
@@ -55,9 +57,14 @@ public final class LineAdapter {
                 table.putAll(w.getTopicConfigTable());
             }
         }
-        return new DefaultMessageStore(config, new BrokerStatsManager(brokerConfig.getBrokerClusterName(), false),
-            (topic, queueId, logicOffset, tagsCode, msgStoreTime, filterBitMap, properties) -> { }, brokerConfig,
-            table);
+        BrokerStatsManager stats = new BrokerStatsManager(brokerConfig.getBrokerClusterName(), false);
+        MessageArrivingListener listener =
+            (topic, queueId, logicOffset, tagsCode, msgStoreTime, filterBitMap, properties) -> { };
+        if (config.isEnableRocksDBStore()) {
+            // storeType=defaultRocksDB: BrokerController.initializeMessageStore makes this store
+            return new RocksDBMessageStore(config, stats, listener, brokerConfig, table);
+        }
+        return new DefaultMessageStore(config, stats, listener, brokerConfig, table);
     }
 
     public static void afterStart(DefaultMessageStore store) {
@@ -143,6 +150,16 @@ public final class LineAdapter {
 
     public static long maxOffsetInQueue(DefaultMessageStore store, String topic, int queueId) throws Exception {
         return store.getMaxOffsetInQueue(topic, queueId);
+    }
+
+    /** A RocksDB consume queue's families as the store opened them (none on a file-based store). */
+    public static com.google.gson.JsonObject[] rocksDbFamilies(DefaultMessageStore store) throws Exception {
+        return RocksCq.dump(store);
+    }
+
+    /** Topic -> queue ids of a RocksDB consume queue, from its offset family's dump. */
+    public static Map<String, Collection<Integer>> rocksDbQueues(com.google.gson.JsonObject offsetFamily) {
+        return RocksCq.queues(offsetFamily);
     }
 
     public static Map<String, Collection<Integer>> queues(DefaultMessageStore store) {

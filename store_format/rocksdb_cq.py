@@ -1,0 +1,140 @@
+"""The RocksDB consume queue of 5.x (``storeType=defaultRocksDB``): its key/value set.
+
+With that setting the broker keeps no ``consumequeue/<topic>/<queueId>/`` files: ``consumequeue/``
+is one RocksDB database (``ConsumeQueueRocksDBStorage``, RocketMQ 5.3.3 and 5.5.1) with two column
+families.  All integers are big-endian; ``CTRL_1`` is the byte 0x01 (``AbstractRocksDBStorage``).
+
+The ``default`` family (``RocksDBConsumeQueueTable``), one entry per dispatched unit::
+
+    key    topicLength i32 · 0x01 · topic (UTF-8) · 0x01 · queueId i32 · 0x01 · queueOffset i64
+    value  commitlogOffset i64 · size i32 · tagsCode i64 · storeTimestamp i64          (28 bytes)
+
+The ``offset`` family (``RocksDBConsumeQueueOffsetTable``)::
+
+    key    topicLength i32 · 0x01 · topic · 0x01 · "max" or "min" · 0x01 · queueId i32
+    value  commitlogOffset i64 · queueOffset i64                                        (16 bytes)
+
+and the dispatch checkpoint, the key of topic ``CHECKPOINT_TOPIC`` (``TopicValidator.
+RMQ_SYS_ROCKSDB_OFFSET_TOPIC``), "max", queue 0, whose 8-byte value is the largest
+``commitlogOffset + size`` of the last batch written.
+
+How the reput fills it (``RocksDBConsumeQueueStore.putMessagePositionInfoWrapper`` hands each unit to
+``RocksGroupCommitService``, which writes up to 256 at a time with ``putMessagePosition0``), and so
+:func:`rocksdb_cq_entries`:
+
+* every unit is put under its key: no append position, no blank units, none of the file queue's
+  "repeated unit" skips; a later unit with the same key replaces the earlier one;
+* a queue's "max" entry is its last dispatched unit (commitlog offset, queue offset), whatever the
+  queue offset (``updateTempTopicQueueMaxOffset`` keeps the batch's last unit per queue);
+* "min" entries are written only when a reader asks for a queue's minimum
+  (``RocksDBConsumeQueueOffsetTable.getMinCqOffset`` → ``correctMinCqOffset``), never by the reput;
+* light queues (``enableLmq``, ``dispatchLMQ``): the record's unit again under each ``%LMQ%`` queue
+  (queue id 0) at its listed offset, after the record's own unit;
+* a rebuild from an empty database never dispatches the record at commitlog offset 0: an empty
+  database answers 0 (not -1) for its dispatched position (``RocksDBConsumeQueueOffsetTable.
+  getMaxPhyOffset``), and 5.5.1's ``CommitLog.recoverNormally`` dispatches only records whose offset
+  is above it.
+
+Batch boundaries are not known offline; they matter only for units with equal keys (one queue
+offset stored twice in one queue), where the broker keeps the earliest of one batch but the latest
+across batches.  :func:`rocksdb_cq_entries` keeps the latest and counts such keys.
+"""
+from __future__ import annotations
+
+import dataclasses
+import struct
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["CHECKPOINT_TOPIC", "OFFSET_FAMILY", "RocksCqEntries", "cq_key", "cq_value", "offset_key",
+           "offset_value", "checkpoint_key", "rocksdb_cq_entries"]
+
+CTRL_1 = b"\x01"                   # AbstractRocksDBStorage.CTRL_1
+OFFSET_FAMILY = "offset"           # ConsumeQueueRocksDBStorage.OFFSET_COLUMN_FAMILY
+CHECKPOINT_TOPIC = "CHECKPOINT_TOPIC"   # TopicValidator.RMQ_SYS_ROCKSDB_OFFSET_TOPIC
+MAX = b"max"                       # RocksDBConsumeQueueOffsetTable.MAX_BYTES
+MIN = b"min"                       # RocksDBConsumeQueueOffsetTable.MIN_BYTES
+
+_TOPIC_LEN = struct.Struct(">i")
+_CQ_KEY_TAIL = struct.Struct(">cicq")      # 0x01, queueId, 0x01, queueOffset
+_OFFSET_KEY_TAIL = struct.Struct(">c3sci")  # 0x01, "max"/"min", 0x01, queueId
+# value of a default-family entry (RocksDBConsumeQueueTable.CQ_UNIT_SIZE = 28)
+CQ_VALUE = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8"), ("store_timestamp", ">i8")])
+OFFSET_VALUE = struct.Struct(">qq")        # commitlogOffset, queueOffset
+CHECKPOINT_VALUE = struct.Struct(">q")     # the dispatched position
+
+
+def topic_bytes(topic: str) -> bytes:
+    """``String.getBytes(UTF_8)``: an unpaired surrogate becomes ``?``."""
+    return topic.encode("utf-8", errors="replace")
+
+
+def _topic_prefix(topic: str) -> bytes:
+    t = topic_bytes(topic)
+    return _TOPIC_LEN.pack(len(t)) + CTRL_1 + t
+
+
+def cq_key(topic: str, queue_id: int, queue_offset: int) -> bytes:
+    """Key of a unit (``RocksDBConsumeQueueTable.buildCQKeyByteBuffer``)."""
+    return _topic_prefix(topic) + _CQ_KEY_TAIL.pack(CTRL_1, queue_id, CTRL_1, queue_offset)
+
+
+def cq_value(offset: int, size: int, tags_code: int, store_timestamp: int) -> bytes:
+    """Value of a unit (``RocksDBConsumeQueueTable.buildCQValueByteBuffer``)."""
+    return np.array([(offset, size, tags_code, store_timestamp)], dtype=CQ_VALUE).tobytes()
+
+
+def offset_key(topic: str, queue_id: int, *, maximum: bool = True) -> bytes:
+    """Key of a queue's max (or min) entry (``RocksDBConsumeQueueOffsetTable.buildOffsetKeyByteBuffer``)."""
+    return _topic_prefix(topic) + _OFFSET_KEY_TAIL.pack(CTRL_1, MAX if maximum else MIN, CTRL_1, queue_id)
+
+
+def offset_value(offset: int, queue_offset: int) -> bytes:
+    return OFFSET_VALUE.pack(offset, queue_offset)
+
+
+def checkpoint_key() -> bytes:
+    """``RocksDBConsumeQueueOffsetTable.MAX_PHYSICAL_OFFSET_CHECKPOINT_KEY``."""
+    return offset_key(CHECKPOINT_TOPIC, 0)
+
+
+@dataclasses.dataclass
+class RocksCqEntries:
+    """The two families' entries, each sorted by key (bytewise, the families' comparator)."""
+    default: list[tuple[bytes, bytes]]
+    offset: list[tuple[bytes, bytes]]
+    replaced: int          # units whose key a later unit took again
+
+
+def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, queue_offset: np.ndarray,
+                       offset: np.ndarray, size: np.ndarray, tags_code: np.ndarray,
+                       store_timestamp: np.ndarray) -> RocksCqEntries:
+    """The key/value set the reput leaves after dispatching these units into an empty database
+    (rules in the module docstring; ``RocksDBConsumeQueueStore.putMessagePosition0``).
+
+    Args:
+        queues: (topic, queue id) of each queue number.
+        queue: each unit's queue number, units in dispatch order (the same columns follow).
+    """
+    keep = np.asarray(offset) > 0     # the record at offset 0 is not dispatched (module docstring)
+    queue, queue_offset, offset = np.asarray(queue)[keep], np.asarray(queue_offset)[keep], np.asarray(offset)[keep]
+    size, tags_code = np.asarray(size)[keep], np.asarray(tags_code)[keep]
+    store_timestamp = np.asarray(store_timestamp)[keep]
+    values = np.empty(len(queue), dtype=CQ_VALUE)
+    values["offset"], values["size"] = offset, size
+    values["tags_code"], values["store_timestamp"] = tags_code, store_timestamp
+    raw = values.tobytes()
+    prefixes = [_topic_prefix(t) for t, _ in queues]
+    default: dict[bytes, bytes] = {}
+    last: dict[int, int] = {}
+    for i, (q, qo) in enumerate(zip(queue.tolist(), queue_offset.tolist())):
+        default[prefixes[q] + _CQ_KEY_TAIL.pack(CTRL_1, queues[q][1], CTRL_1, qo)] = raw[28 * i:28 * i + 28]
+        last[q] = i
+    entries_offset = [(offset_key(queues[q][0], queues[q][1]), offset_value(int(offset[i]), int(queue_offset[i])))
+                      for q, i in last.items()]
+    if len(offset):
+        end = int((offset.astype(np.int64) + size.astype(np.int64)).max())
+        entries_offset.append((checkpoint_key(), CHECKPOINT_VALUE.pack(end)))
+    return RocksCqEntries(default=sorted(default.items()), offset=sorted(entries_offset),
+                          replaced=len(queue) - len(default))

@@ -1,0 +1,128 @@
+"""RocksDB consume queues (5.x ``storeType=defaultRocksDB``) written by the published RocketMQ store
+through the JVM harness in ``tests/broker/``: our key/value set (:func:`pipelines.rocksdb_cq.
+rocksdb_cq_in_memory`, written with ``rocksdict``) against the broker's own rebuild of
+``consumequeue/``, family by family, and the broker's answers (harness ``Reader``: the families as it
+opened them, then min/max offsets and getMessage over every queue) on our database and on its own.
+
+Nothing is left out of the comparison: the only run-dependent values the broker keeps there, the
+"min" entries (written by ``getMinCqOffset`` when a reader asks), are absent from both databases
+when the Reader dumps them, and the checkpoint (``CHECKPOINT_TOPIC``) holds a commitlog position.
+
+5.5.1 by default; ``ROCKSDB_LINES=5.3.3,5.5.1`` adds 5.3.3.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_rocksdb_scenarios import rocksdb_scenarios
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+if bh.missing_tools():
+    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
+                allow_module_level=True)
+rd = pytest.importorskip("rocksdict")
+
+LINES = tuple(os.environ.get("ROCKSDB_LINES", "5.5.1").split(","))
+BROKER_LINE = {"5.3.3": "5", "5.5.1": "5.5"}
+SCENARIOS = {line: rocksdb_scenarios(line) for line in LINES}
+CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+_RUNS: dict[str, dict] = {}
+
+
+def _ours(d: Path, line: str) -> None:
+    from pipelines.rocksdb_cq import rocksdb_cq_in_memory, write_rocksdb_cq
+    from store_format.config import BrokerConfig
+    from store_format.store import open_store
+
+    props = bh.read_conf(d / "broker.conf")
+    props["storeType"] = "default"   # the walk reads the commitlog alike; only the queue store differs
+    config = BrokerConfig.from_properties(props, brokerVersion=BROKER_LINE[line])
+    write_rocksdb_cq(d / "ours" / "consumequeue", rocksdb_cq_in_memory(open_store(str(d / "store"), config), config))
+
+
+def _read_request(d: Path, which: str, work: Path) -> dict:
+    """A Reader request on a copy of the store with the broker's (``expected``) or our consume queue."""
+    copy = work / f"read-{d.name}-{which}"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(d / "store", copy)
+    shutil.copytree(d / which / "consumequeue", copy / "consumequeue")
+    return {"store": copy, "config": bh.read_conf(d / "broker.conf"), "rocksdb": True, "queues": True}
+
+
+@pytest.fixture
+def written(request, tmp_path_factory):
+    """Every scenario written by the broker, rebuilt by us and read back by the broker, once."""
+    name = request.node.callspec.params["name"]
+    if not _RUNS:
+        try:
+            bh.build()
+        except bh.HarnessUnavailable as e:
+            pytest.skip(f"broker harness not available: {e}")
+        work = tmp_path_factory.mktemp("rocksdb")
+        started = time.monotonic()
+        with ThreadPoolExecutor(len(LINES)) as pool:
+            futures = {ln: pool.submit(bh.write_stores, ln, [{**sc, "dir": str(work / sc["name"])} for sc in scs],
+                                       work, 300)   # one at a time: RocksDB stores in threads crashed the JVM
+                       for ln, scs in SCENARIOS.items()}
+            reports = {ln: f.result() for ln, f in futures.items()}
+        print(f"\nthe broker wrote {len(CASES)} RocksDB consume queue store(s) in {time.monotonic() - started:.1f} s")
+        for ln, scs in SCENARIOS.items():
+            for sc in scs:
+                d = work / sc["name"]
+                r = {"dir": d, "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
+                _RUNS[sc["name"]] = r
+                if r["written"].get("ok"):
+                    _ours(d, ln)
+            ok = [work / sc["name"] for sc in scs if _RUNS[sc["name"]]["written"].get("ok")]
+            # one JVM reads them all, one store after the other
+            answers = bh.read_stores(ln, [_read_request(d, w, work) for d in ok for w in ("expected", "ours")], work)
+            for i, d in enumerate(ok):
+                _RUNS[d.name]["answers"] = {"expected": answers[2 * i], "ours": answers[2 * i + 1]}
+    r = _RUNS[name]
+    if not r["written"].get("ok"):
+        pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
+    return r
+
+
+def _families(answers: list[dict]) -> dict[str, list[list[str]]]:
+    return {a["family"]: a["entries"] for a in answers if a["kind"] == "rocksdb"}
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_broker_wrote_a_rocksdb_consume_queue(written, line, name):
+    """The harness itself: the broker's consumequeue/ is a RocksDB database with units and max entries,
+    no queue folders, and no "min" entry before any reader asked."""
+    cq = written["dir"] / "expected" / "consumequeue"
+    assert (cq / "CURRENT").is_file() and not any(p.is_dir() for p in cq.iterdir())
+    fam = _families(written["answers"]["expected"])
+    assert fam["default"] and fam["offset"]
+    assert not any(b"\x01min\x01" in bytes.fromhex(k) for k, _ in fam["offset"])
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_key_value_sets_match_broker(written, line, name):
+    """Both column families hold exactly the broker's keys and values (read by the broker's code)."""
+    exp, ours = _families(written["answers"]["expected"]), _families(written["answers"]["ours"])
+    assert sorted(exp) == sorted(ours) == ["default", "offset"]
+    for family in exp:
+        e, o = {k: v for k, v in exp[family]}, {k: v for k, v in ours[family]}
+        missing, extra = sorted(set(e) - set(o)), sorted(set(o) - set(e))
+        assert not missing and not extra, f"{family}: keys only the broker has {missing[:3]}, only ours {extra[:3]}"
+        wrong = [k for k in e if e[k] != o[k]]
+        assert not wrong, (f"{family}: {len(wrong)} value(s) differ, first key {wrong[0]}: "
+                           f"{e[wrong[0]]} vs {o[wrong[0]]}")
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_broker_answers_alike_on_our_database(written, line, name):
+    """The broker opens our database and answers every queue (min, max, getMessage from 0) as on its own."""
+    exp = [a for a in written["answers"]["expected"] if a["kind"] == "queue"]
+    ours = [a for a in written["answers"]["ours"] if a["kind"] == "queue"]
+    assert exp and ours == exp
