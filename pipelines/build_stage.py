@@ -7,10 +7,13 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pyarrow.fs as pafs
 
 from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
+from store_format.errors import StoreLayoutError
 from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
+from store_format.store import resolve
 from store_format.timeutil import zone
 
 from .anomalies import at_offset
@@ -67,8 +70,9 @@ class _BuildStage:
         file_parts = index_file_parts(chain, index_in, total_keys, config.index_entries_per_file) \
             if index_enabled else []
         tasks = index_tasks(file_parts, total_keys, config, self.runner.parallelism, self.staged.staging_uri)
-        tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states}
-                  for b in range(walk.buckets)]
+        if not config.rocksdb_cq:
+            tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states}
+                      for b in range(walk.buckets)]
         results = self.runner.run(BuildTask(tasks, config, walk.work_uri, self.staged.staging_uri), len(tasks),
                                   "build")
         cq_files = [r for r in results if r["kind"] == "cq"]
@@ -91,12 +95,26 @@ class _BuildStage:
         built = Built(cq_files, index_files, sum(r["entries"] for r in cq_files),
                       len({(r["topic"], r["queue_id"]) for r in cq_files}), anomalies,
                       bcq_files=[r for r in results if r["kind"] == BCQ_KIND])
+        if config.rocksdb_cq:
+            built.units, built.queues = self._rocksdb_queue(walk, order)
         batch = built.batch_figures(config)
-        self.progress.done(f"{built.queues} queues, {len(cq_files)} consume queue files, {built.units:,} units; "
+        where = "in the RocksDB consume queue" if config.rocksdb_cq else f"{len(cq_files)} consume queue files,"
+        self.progress.done(f"{built.queues} queues, {where} {built.units:,} units; "
                            + (f"{batch['queues']} batch queues, {batch['files']} batch consume queue files, "
                               f"{batch['units']:,} units; " if batch else "")
                            + f"{len(index_files)} index files, {total_keys:,} keys")
         return built
+
+    def _rocksdb_queue(self, walk: ReputWalk, order: list[int]) -> tuple[int, int]:
+        """``storeType=defaultRocksDB``: the consume queue database, written here from the units'
+        work files (:func:`pipelines.rocksdb_cq.build_rocksdb_cq`); its entries and queues."""
+        from .rocksdb_cq import build_rocksdb_cq
+        fs, path = resolve(self.staged.staging_uri)
+        if not isinstance(fs, pafs.LocalFileSystem):   # preflight refuses this before any work
+            raise StoreLayoutError(f"{self.staged.staging_uri}: a RocksDB consume queue is written on a local "
+                                   "file system only")
+        entries = build_rocksdb_cq(walk.work_uri, order, walk.buckets, f"{path}/consumequeue")
+        return len(entries.default), len(entries.offset) - (1 if entries.offset else 0)
 
     def _trailing_index_file(self, built: list[dict], index_totals: dict) -> list[dict]:
         """The empty index file the broker creates when a record is dispatched after a full file

@@ -27,6 +27,7 @@ for ``hdfs://``/``s3://`` outputs the check is skipped with a log line.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
 import os
 import shutil
@@ -269,6 +270,12 @@ def preflight(store: StoreLocation, config: BrokerConfig, out_uri: str, tables_u
     if tables_uri is not None:
         check_writable_folder(tables_uri, "--tables", "it receives the Delta tables")
     fs, out = resolve(out_uri)
+    if config.rocksdb_cq and importlib.util.find_spec("rocksdict") is None:
+        raise StoreLayoutError("storeType=defaultRocksDB: the RocksDB consume queue is written with the rocksdict "
+                               "binding, which is not installed: pip install 'rocketmq-offline-index[rocksdb]'")
+    if config.rocksdb_cq and not isinstance(fs, pafs.LocalFileSystem):
+        raise StoreLayoutError(f"--out {out_uri}: the RocksDB consume queue (storeType=defaultRocksDB) is written "
+                               "with a local RocksDB: give a local --out")
     if not isinstance(fs, pafs.LocalFileSystem):
         log.info("free space of %s not checked (not a local file system)", out_uri)
         return

@@ -16,14 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from store_format import commitlog as cl
-from store_format.config import BrokerConfig
-from store_format.dispatch import fix_malformed_text, queue_units
-from store_format.reput import walk_store
 from store_format.rocksdb_cq import OFFSET_FAMILY, RocksCqEntries, rocksdb_cq_entries
-from store_format.store import StoreLocation
 
-__all__ = ["write_rocksdb_cq", "read_rocksdb_cq", "rocksdb_cq_in_memory"]
+__all__ = ["write_rocksdb_cq", "read_rocksdb_cq", "build_rocksdb_cq"]
 
 log = logging.getLogger(__name__)
 
@@ -85,21 +80,29 @@ def read_rocksdb_cq(path: str | Path) -> dict[str, list[tuple[bytes, bytes]]]:
         db.close()
 
 
-def rocksdb_cq_in_memory(store: StoreLocation, config: BrokerConfig) -> RocksCqEntries:
-    """The RocksDB consume queue's key/value set of a whole store, from one sequential walk in this
-    process (the reput's units, :func:`store_format.dispatch.queue_units`, with their store times):
-    the reference for small stores, as :func:`store_format.reput.rebuild_in_memory` is for files."""
+def build_rocksdb_cq(work_uri: str, split_order: list[int], buckets: int, db_path: str) -> RocksCqEntries:
+    """The rebuild's build step for ``storeType=defaultRocksDB``: the units of the splits on the reput's
+    path (``split_order``, their work files: :func:`pipelines.workfiles.read_bucket_units`, with the
+    ``store_timestamp`` column), queue bucket by bucket, into the database at ``db_path`` (local).
+
+    A queue lies in one bucket and its units keep their dispatch order there, which is all the key/value
+    set depends on (a queue's last unit, the latest unit of a key, the highest end overall)."""
+    from .workfiles import read_bucket_units
+
     number: dict[tuple[str, int], int] = {}
     parts: list[tuple[np.ndarray, ...]] = []
-    for _seg, res in walk_store(store, config):
-        fix_malformed_text(res)
-        units = queue_units(res)
-        if not len(units):
-            continue
-        remap = np.array([number.setdefault(k, len(number)) for k in units.queues], dtype=np.int64)
-        parts.append((remap[units.queue], units.queue_offset, units.offset, units.size, units.tags_code,
-                      res.rec[units.record, cl.R_STORE_TS]))
+    for bucket in range(buckets):
+        for sid in split_order:
+            got = read_bucket_units(work_uri, sid, bucket)
+            if got is None or got[0].num_rows == 0:
+                continue
+            units, file_queues = got
+            remap = np.array([number.setdefault((t, int(q)), len(number)) for t, q in file_queues], dtype=np.int64)
+            parts.append((remap[units.column("queue").to_numpy()],
+                          *(units.column(c).to_numpy() for c in ("queue_offset", "commitlog_offset", "size",
+                                                                 "tags_code", "store_timestamp"))))
     queues = sorted(number, key=number.__getitem__)
-    cols = [np.concatenate(c) if parts else np.zeros(0, dtype=np.int64) for c in zip(*parts)] if parts \
-        else [np.zeros(0, dtype=np.int64)] * 6
-    return rocksdb_cq_entries(queues, *cols)
+    cols = [np.concatenate(c) for c in zip(*parts)] if parts else [np.zeros(0, dtype=np.int64)] * 6
+    entries = rocksdb_cq_entries(queues, *cols)
+    write_rocksdb_cq(db_path, entries)
+    return entries

@@ -21,6 +21,7 @@ from store_format.config import BrokerConfig
 from store_format.crc import body_crc_spans
 from store_format.dispatch import fix_malformed_text, queue_units
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
+from store_format.rocksdb_cq import without_first_record
 from store_format.store import Reader, StoreLocation, resolve
 from store_format.walkresult import L_NAME_LEN, L_NAME_START, L_REC, L_STATUS, LMQ_BAD_OFFSET, P_INNER_BASE, P_INNER_NUM
 
@@ -68,6 +69,8 @@ def walk_split(split: Split, read: Reader, config: BrokerConfig,
     res = cl.walk_range(read, split.seg_base, split.seg_size, entering, split.end, config, limit_rel=limit_rel,
                         window=window, scratch=scratch, dledger=split.dledger)
     fix_malformed_text(res)
+    if config.rocksdb_cq:
+        res = without_first_record(res)
     return entering.bufpos, res
 
 
@@ -244,7 +247,7 @@ def driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, buc
         with store.reader(store.segments[split.segment]) as read:
             sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
         drop_split_work(work_uri, split.split_id)
-        write_split_work(work_uri, split.split_id, res, buckets, config.enableConsumeQueueExt, config.batch_topics)
+        write_split_work(work_uri, split.split_id, res, buckets, config)
         return split_summary(split, sync, entering, res), res
     return rewalk
 
@@ -266,7 +269,6 @@ class ScanTask:
         """Walk the task's splits one after the other: a summary row per split."""
         out = []
         for split, sync, res in walk_splits(self.splits, self.tasks[task], self.store_uri, self.config):
-            write_split_work(self.work_uri, split.split_id, res, self.buckets,
-                             self.config.enableConsumeQueueExt, self.config.batch_topics)
+            write_split_work(self.work_uri, split.split_id, res, self.buckets, self.config)
             out.append({"split_id": split.split_id, "summary": json.dumps(split_summary(split, sync, None, res))})
         return out

@@ -25,6 +25,7 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
 from store_format import commitlog as cl
+from store_format.config import BrokerConfig
 from store_format.dispatch import QueueUnits, queue_units
 from store_format.javahash import index_hash
 from store_format.store import resolve
@@ -43,7 +44,8 @@ UNIT_SCHEMA = pa.schema([
     ("tags_code", pa.int64()),
 ])
 # columns after UNIT_SCHEMA's that a store's layout needs, read by name: with enableConsumeQueueExt
-# ``own`` and ``store_timestamp`` (store_format.consumequeue_ext); with BatchCQ topics
+# ``own`` and ``store_timestamp`` (store_format.consumequeue_ext); with a RocksDB consume queue
+# ``store_timestamp`` (store_format.rocksdb_cq); with BatchCQ topics
 # ``store_timestamp``, ``base_offset`` and ``batch_size`` (store_format.batchconsumequeue; unused for
 # the units of ordinary queues)
 OPTIONAL_UNIT_FIELDS = {
@@ -112,20 +114,21 @@ def _unit_batches(units: QueueUnits, buckets: int, extra: dict[str, np.ndarray]
     return schema, batches
 
 
-def split_batches(res: cl.WalkResult, buckets: int, ext: bool = False, batch_topics: frozenset[str] = frozenset()
+def split_batches(res: cl.WalkResult, buckets: int, config: BrokerConfig | None = None
                   ) -> tuple[pa.Schema | None, list[pa.RecordBatch], pa.RecordBatch | None]:
     """A split's work as Arrow: its units' schema and one batch per queue bucket (none without
-    units), and the batch of its index keys (None without keys).  ``ext`` (``enableConsumeQueueExt``)
-    and ``batch_topics`` (the store's BatchCQ topics, :func:`store_format.dispatch.queue_units`): the
-    units carry the columns of :data:`OPTIONAL_UNIT_FIELDS` these layouts need."""
+    units), and the batch of its index keys (None without keys).  With ``config``'s
+    ``enableConsumeQueueExt``, BatchCQ topics (:func:`store_format.dispatch.queue_units`) or RocksDB
+    consume queue, the units carry the columns of :data:`OPTIONAL_UNIT_FIELDS` these layouts need."""
     schema: pa.Schema | None = None
     batches: list[pa.RecordBatch] = []
-    units = queue_units(res, batch_topics)
+    ext = config is not None and config.enableConsumeQueueExt
+    units = queue_units(res, config.batch_topics if config is not None else frozenset())
     if len(units):
         extra: dict[str, np.ndarray] = {}
         if ext:
             extra["own"] = units.own
-        if ext or units.base_offset is not None:
+        if ext or units.base_offset is not None or (config is not None and config.rocksdb_cq):
             extra["store_timestamp"] = res.rec[units.record, cl.R_STORE_TS]
         if units.base_offset is not None:
             assert units.batch_size is not None
@@ -147,12 +150,12 @@ def split_batches(res: cl.WalkResult, buckets: int, ext: bool = False, batch_top
 
 
 def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, buckets: int,
-                     ext: bool = False, batch_topics: frozenset[str] = frozenset()) -> None:
-    """Write a split's units (one batch per queue bucket; for ``ext`` and ``batch_topics`` see
+                     config: BrokerConfig | None = None) -> None:
+    """Write a split's units (one batch per queue bucket; their columns for ``config``'s layout: see
     :func:`split_batches`) and index keys."""
     if res is None:
         return
-    schema, batches, keys = split_batches(res, buckets, ext, batch_topics)
+    schema, batches, keys = split_batches(res, buckets, config)
     if schema is not None:
         _write(_units_path(work_uri, split_id), schema, batches)
     if keys is not None:

@@ -33,7 +33,8 @@ from .javaproperties import PropertyLine, java_boolean, java_double_ok, java_int
 from .layout import CQ_UNIT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, INDEX_SLOT_SIZE
 from .setting_names import SETTING_TYPES, closest_setting
 
-__all__ = ["BrokerConfig", "load_broker_config", "parse_delay_levels", "JAVA_INT_MAX", "JAVA_LONG_MAX"]
+__all__ = ["BrokerConfig", "load_broker_config", "parse_delay_levels", "JAVA_INT_MAX", "JAVA_LONG_MAX",
+           "ROCKSDB_STORE_TYPE"]
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +155,8 @@ def parse_delay_levels(spec: str) -> tuple[int, ...]:
     return tuple(levels)
 
 
+ROCKSDB_STORE_TYPE = "defaultRocksDB"   # StoreType.DEFAULT_ROCKSDB
+
 @dataclasses.dataclass(frozen=True)
 class BrokerConfig:
     """The subset of ``MessageStoreConfig``/``BrokerConfig`` that decides the bytes of
@@ -232,11 +235,28 @@ class BrokerConfig:
             raise UnsupportedConfigError(
                 "duplicationEnable=true: the broker's reput then stops at a confirm offset this project cannot "
                 "know; rebuild with the broker, or disable it")
-        if self.storeType != "default":
+        if self.storeType not in ("default", ROCKSDB_STORE_TYPE):
             raise UnsupportedConfigError(
-                f"storeType={self.storeType}: only the file-based consume queue store (storeType=default) is "
-                "rebuilt; RocksDB consume queues are not files")
+                f"storeType={self.storeType}: the broker knows default (consume queue files) and "
+                f"{ROCKSDB_STORE_TYPE} (a RocksDB consume queue, 5.x; StoreType)")
+        if self.rocksdb_cq:
+            if self.brokerVersion == "4":
+                raise UnsupportedConfigError(
+                    f"storeType={ROCKSDB_STORE_TYPE} with brokerVersion=4: the RocksDB consume queue exists in 5.x "
+                    "only; pass the broker line the store was written with (5 or 5.5)")
+            other = [name for name, on in (("enableConsumeQueueExt", self.enableConsumeQueueExt),
+                                           ("enableDLegerCommitLog", self.enableDLegerCommitLog)) if on]
+            if other:
+                raise UnsupportedConfigError(
+                    f"storeType={ROCKSDB_STORE_TYPE} with {', '.join(other)}=true: the RocksDB consume queue is "
+                    "rebuilt for a plain commitlog without consume queue ext files only")
         parse_delay_levels(self.messageDelayLevel)
+
+    @property
+    def rocksdb_cq(self) -> bool:
+        """``storeType=defaultRocksDB``: the consume queues are one RocksDB database in ``consumequeue/``
+        (``RocksDBMessageStore``, :mod:`store_format.rocksdb_cq`), not files."""
+        return self.storeType == ROCKSDB_STORE_TYPE
 
     @property
     def cq_file_size(self) -> int:

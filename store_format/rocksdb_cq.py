@@ -47,8 +47,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .walkresult import L_REC, R_KEY_COUNT, R_KEY_FIRST, R_PHYS, R_STATUS, STATUS_DISPATCHED, WalkResult
+
 __all__ = ["CHECKPOINT_TOPIC", "OFFSET_FAMILY", "RocksCqEntries", "cq_key", "cq_value", "offset_key",
-           "offset_value", "checkpoint_key", "rocksdb_cq_entries"]
+           "offset_value", "checkpoint_key", "rocksdb_cq_entries", "without_first_record"]
 
 CTRL_1 = b"\x01"                   # AbstractRocksDBStorage.CTRL_1
 OFFSET_FAMILY = "offset"           # ConsumeQueueRocksDBStorage.OFFSET_COLUMN_FAMILY
@@ -111,16 +113,15 @@ def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, que
                        offset: np.ndarray, size: np.ndarray, tags_code: np.ndarray,
                        store_timestamp: np.ndarray) -> RocksCqEntries:
     """The key/value set the reput leaves after dispatching these units into an empty database
-    (rules in the module docstring; ``RocksDBConsumeQueueStore.putMessagePosition0``).
+    (rules in the module docstring; ``RocksDBConsumeQueueStore.putMessagePosition0``); the units of
+    the record at commitlog offset 0 are not among them (:func:`without_first_record`).
 
     Args:
         queues: (topic, queue id) of each queue number.
         queue: each unit's queue number, units in dispatch order (the same columns follow).
     """
-    keep = np.asarray(offset) > 0     # the record at offset 0 is not dispatched (module docstring)
-    queue, queue_offset, offset = np.asarray(queue)[keep], np.asarray(queue_offset)[keep], np.asarray(offset)[keep]
-    size, tags_code = np.asarray(size)[keep], np.asarray(tags_code)[keep]
-    store_timestamp = np.asarray(store_timestamp)[keep]
+    queue, queue_offset, offset = np.asarray(queue), np.asarray(queue_offset), np.asarray(offset)
+    size, tags_code, store_timestamp = np.asarray(size), np.asarray(tags_code), np.asarray(store_timestamp)
     values = np.empty(len(queue), dtype=CQ_VALUE)
     values["offset"], values["size"] = offset, size
     values["tags_code"], values["store_timestamp"] = tags_code, store_timestamp
@@ -138,3 +139,23 @@ def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, que
         entries_offset.append((checkpoint_key(), CHECKPOINT_VALUE.pack(end)))
     return RocksCqEntries(default=sorted(default.items()), offset=sorted(entries_offset),
                           replaced=len(queue) - len(default))
+
+
+def without_first_record(res: WalkResult) -> WalkResult:
+    """A walk's result without the record at commitlog offset 0, when it holds it, for a rebuild into an
+    empty RocksDB consume queue: that record is dispatched neither to the consume queue nor to the
+    index (module docstring: the empty database answers 0 as its dispatched position, and only
+    records above it are dispatched).  Its keys and light queue units go with it."""
+    hit = np.flatnonzero(res.rec[:, R_PHYS] == 0)
+    if not len(hit) or res.rec[hit[0], R_STATUS] != STATUS_DISPATCHED:
+        return res
+    i = int(hit[0])
+    rec = np.delete(res.rec, i, axis=0)
+    first, count = int(res.rec[i, R_KEY_FIRST]), int(res.rec[i, R_KEY_COUNT])
+    key = res.key
+    if count > 0:
+        key = np.delete(res.key, np.arange(first, first + count), axis=0)
+        rec[rec[:, R_KEY_FIRST] >= first + count, R_KEY_FIRST] -= count
+    lmq = res.lmq[res.lmq[:, L_REC] != i].copy()
+    lmq[lmq[:, L_REC] > i, L_REC] -= 1
+    return dataclasses.replace(res, rec=rec, key=key, lmq=lmq, prop_span=np.delete(res.prop_span, i, axis=0))

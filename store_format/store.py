@@ -183,9 +183,14 @@ def open_store(uri: str, config: BrokerConfig) -> StoreLocation:
     """
     fs, root = resolve(uri)
     root = root.rstrip("/")
-    check_store_layout(fs, root, uri, dledger=config.enableDLegerCommitLog, cq_ext=config.enableConsumeQueueExt)
+    check_store_layout(fs, root, uri, dledger=config.enableDLegerCommitLog, cq_ext=config.enableConsumeQueueExt,
+                       rocksdb_cq=config.rocksdb_cq)
     batch_topics = store_batch_topics(fs, root, uri, broker_version=config.brokerVersion,
                                       file_size=config.mapperFileSizeBatchConsumeQueue)
+    if batch_topics and config.rocksdb_cq:
+        raise StoreLayoutError(
+            f"{uri}: config/topics.json gives queue.type=BatchCQ to {', '.join(sorted(batch_topics))}, with "
+            "storeType=defaultRocksDB: batch consume queues are rebuilt for the file-based store only")
     if config.enableDLegerCommitLog:
         return dataclasses.replace(_open_dledger_store(uri, fs, root, config), batch_topics=batch_topics)
     info = fs.get_file_info(f"{root}/commitlog")

@@ -30,7 +30,8 @@ import pyarrow.fs as pafs
 from .batchconsumequeue import DEFAULT_BCQ_FILE_SIZE, bcq_file_size_error
 from .errors import StoreLayoutError
 
-__all__ = ["check_store_layout", "batch_cq_topics", "queue_types", "store_batch_topics", "refuse_batch_topics"]
+__all__ = ["check_store_layout", "batch_cq_topics", "queue_types", "store_batch_topics", "refuse_batch_topics",
+           "refuse_rocksdb_cq"]
 
 _DLEDGER_RE = re.compile(r"^dledger(-.*)?$")
 _QUEUE_TYPE_KEY = "queue.type"   # TopicAttributes.QUEUE_TYPE_ATTRIBUTE (stored without the "+" of an update)
@@ -156,13 +157,14 @@ def store_batch_topics(fs: pafs.FileSystem, root: str, uri: str, *, broker_versi
 
 
 def check_store_layout(fs: pafs.FileSystem, root: str, uri: str, *, dledger: bool = False,
-                       cq_ext: bool = False) -> None:
+                       cq_ext: bool = False, rocksdb_cq: bool = False) -> None:
     """Refuse a store laid out in a way this project does not rebuild (module docstring).
 
     ``dledger``: the settings say ``enableDLegerCommitLog=true`` (:mod:`store_format.dledger` reads
     it); without it a ``dledger-*`` folder is refused, since the settings the store was written with
     are then not the ones given.  ``cq_ext``: the same for ``enableConsumeQueueExt=true`` and a
-    ``consumequeue_ext/`` folder.
+    ``consumequeue_ext/`` folder; ``rocksdb_cq``: for ``storeType=defaultRocksDB`` and a RocksDB
+    database in ``consumequeue/`` (and, the other way round, consume queue files there).
 
     Raises:
         StoreLayoutError: one line naming the layout, what shows it, and the topics where known.
@@ -181,10 +183,18 @@ def check_store_layout(fs: pafs.FileSystem, root: str, uri: str, *, dledger: boo
             "the broker.conf the store was written with (--config), with enableConsumeQueueExt=true")
     if "consumequeue" in names:
         cq_files = {i.base_name for i in _children(fs, f"{root}/consumequeue") if i.type == pafs.FileType.File}
-        if "CURRENT" in cq_files or any(n.startswith("MANIFEST-") for n in cq_files):
+        is_rocksdb = "CURRENT" in cq_files or any(n.startswith("MANIFEST-") for n in cq_files)
+        if is_rocksdb and not rocksdb_cq:
             raise StoreLayoutError(
-                f"{uri}: consumequeue/ is a RocksDB database (CURRENT/MANIFEST files: RocksDBConsumeQueueStore, "
-                "storeType=defaultRocksDB): this project rebuilds file-based consume queues only")
+                f"{uri}: consumequeue/ is a RocksDB database (CURRENT/MANIFEST files: RocksDBConsumeQueueStore), but "
+                "the settings say storeType=default: pass the broker.conf the store was written with (--config), with "
+                "storeType=defaultRocksDB")
+        topic_dirs = [i.base_name for i in _children(fs, f"{root}/consumequeue") if i.type == pafs.FileType.Directory]
+        if rocksdb_cq and not is_rocksdb and topic_dirs:
+            raise StoreLayoutError(
+                f"{uri}: consumequeue/ holds consume queue files (topic folders such as {sorted(topic_dirs)[0]}/), but "
+                "the settings say storeType=defaultRocksDB, whose consume queue is a RocksDB database there: pass the "
+                "broker.conf the store was written with (--config)")
 
 
 def refuse_batch_topics(uri: str, batch_topics: frozenset[str], what: str) -> None:
@@ -198,3 +208,16 @@ def refuse_batch_topics(uri: str, batch_topics: frozenset[str], what: str) -> No
             f"{uri}: config/topics.json gives queue.type=BatchCQ to {', '.join(sorted(batch_topics))}: {what} does "
             "not handle batch consume queues (batchconsumequeue/); rebuild reproduces them (python -m pipelines "
             "rebuild)")
+
+
+def refuse_rocksdb_cq(uri: str, rocksdb_cq: bool, what: str) -> None:
+    """Refuse a command that does not handle the RocksDB consume queue (``storeType=defaultRocksDB``,
+    :mod:`store_format.rocksdb_cq`) on such a store.
+
+    Raises:
+        StoreLayoutError: one line naming the command and the layout.
+    """
+    if rocksdb_cq:
+        raise StoreLayoutError(
+            f"{uri}: storeType=defaultRocksDB (a RocksDB consume queue): {what}; rebuild writes its consume queue "
+            "database and index/ (with --no-tables)")

@@ -40,7 +40,9 @@ def test_delay_levels_with_days():
 @pytest.mark.parametrize("text, words", [
     ("enableConsumeQueueExt=true\nenableCalcFilterBitMap=true", "enableCalcFilterBitMap=true.*live"),
     ("enableConsumeQueueExt=true\nmappedFileSizeConsumeQueueExt=23", "mappedFileSizeConsumeQueueExt=23"),
-    ("storeType=defaultRocksDB", "storeType"),
+    ("storeType=rocksdb", "storeType=rocksdb"),
+    ("storeType=defaultRocksDB\nbrokerVersion=4", "5.x only"),
+    ("storeType=defaultRocksDB\nenableConsumeQueueExt=true", "enableConsumeQueueExt=true"),
     ("duplicationEnable=true", "duplicationEnable"),
     ("maxIndexNum=1", "maxIndexNum"),
     ("maxHashSlotNum=zero", "whole number"),

@@ -25,9 +25,8 @@ def _entries(rows):
     return rocksdb_cq_entries(queues, *(np.array(c, dtype=np.int64) for c in cols))
 
 
-def test_rules_offset_zero_last_unit_and_checkpoint():
-    e = _entries([("A", 0, 0, 0, 100, 7, 1000),        # commitlog offset 0: never dispatched by a rebuild
-                  ("A", 0, 1, 100, 50, 7, 1001),
+def test_rules_last_unit_and_checkpoint():
+    e = _entries([("A", 0, 1, 100, 50, 7, 1001),
                   ("B", 2, 5, 150, 60, 0, 1002),
                   ("A", 0, 1, 210, 40, 9, 1003),       # the same key again: the later unit stays
                   ("A", 0, 0, 250, 30, 0, 1004)])      # a lower queue offset last: still the max entry
@@ -51,3 +50,29 @@ def test_written_database_reads_back(tmp_path):
     assert (tmp_path / "consumequeue" / "CURRENT").is_file()
     back = read_rocksdb_cq(tmp_path / "consumequeue")
     assert back["default"] == e.default and back["offset"] == e.offset
+
+
+def test_the_record_at_offset_zero_leaves_the_walk_with_its_keys_and_light_units(tmp_path):
+    """A rebuild into an empty RocksDB consume queue dispatches nothing at commitlog offset 0: the walk's
+    result loses that record, its index keys and its light queue units, and the rest stays aligned."""
+    from store_format import commitlog as cl
+    from store_format.config import load_broker_config
+    from store_format.reput import walk_store
+    from store_format.rocksdb_cq import without_first_record
+    from store_format.sample import generate_sample_store
+    from store_format.store import open_store
+
+    config = load_broker_config("mappedFileSizeCommitLog=1048576\nenableMultiDispatch=true\nenableLmq=true\n")
+    generate_sample_store(str(tmp_path / "s"), config, messages=300, seed=5)
+    _seg, res = next(iter(walk_store(open_store(str(tmp_path / "s"), config), config)))
+    assert res.rec[0, cl.R_PHYS] == 0 and res.rec[0, cl.R_KEY_COUNT] > 0
+    out = without_first_record(res)
+    assert len(out.rec) == len(res.rec) - 1 and (out.rec[:, cl.R_PHYS] == res.rec[1:, cl.R_PHYS]).all()
+    n0 = int(res.rec[0, cl.R_KEY_COUNT])
+    assert len(out.key) == len(res.key) - n0
+    for r in range(len(out.rec)):   # every record still finds its own keys
+        a, b = int(out.rec[r, cl.R_KEY_FIRST]), int(res.rec[r + 1, cl.R_KEY_FIRST])
+        c = int(out.rec[r, cl.R_KEY_COUNT])
+        assert (out.key[a:a + c] == res.key[b:b + c]).all()
+    assert (out.lmq[:, cl.L_REC] >= 0).all() and len(out.lmq) == int((res.lmq[:, cl.L_REC] != 0).sum())
+    assert without_first_record(out) is out   # nothing at offset 0 any more

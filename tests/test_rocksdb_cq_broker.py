@@ -1,6 +1,6 @@
 """RocksDB consume queues (5.x ``storeType=defaultRocksDB``) written by the published RocketMQ store
-through the JVM harness in ``tests/broker/``: our key/value set (:func:`pipelines.rocksdb_cq.
-rocksdb_cq_in_memory`, written with ``rocksdict``) against the broker's own rebuild of
+through the JVM harness in ``tests/broker/``: our rebuild (``python -m pipelines rebuild`` at 4 KiB
+splits: :func:`pipelines.rocksdb_cq.build_rocksdb_cq`, written with ``rocksdict``) against the broker's own rebuild of
 ``consumequeue/``, family by family, and the broker's answers (harness ``Reader``: the families as it
 opened them, then min/max offsets and getMessage over every queue) on our database and on its own.
 
@@ -12,6 +12,8 @@ when the Reader dumps them, and the checkpoint (``CHECKPOINT_TOPIC``) holds a co
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import time
@@ -22,7 +24,7 @@ import broker_harness as bh
 import pytest
 from broker_rocksdb_scenarios import rocksdb_scenarios
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
 if bh.missing_tools():
     pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
@@ -36,15 +38,17 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
 _RUNS: dict[str, dict] = {}
 
 
-def _ours(d: Path, line: str) -> None:
-    from pipelines.rocksdb_cq import rocksdb_cq_in_memory, write_rocksdb_cq
-    from store_format.config import BrokerConfig
-    from store_format.store import open_store
+def _ours(d: Path, line: str) -> dict:
+    """Our rebuild of the store, as a user runs it (the contract command, 4 KiB splits to force
+    resyncs): ``consumequeue/`` (the database) and ``index/`` under ``ours/``."""
+    from pipelines.cli import main
 
-    props = bh.read_conf(d / "broker.conf")
-    props["storeType"] = "default"   # the walk reads the commitlog alike; only the queue store differs
-    config = BrokerConfig.from_properties(props, brokerVersion=BROKER_LINE[line])
-    write_rocksdb_cq(d / "ours" / "consumequeue", rocksdb_cq_in_memory(open_store(str(d / "store"), config), config))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(d / "store"), "--out", str(d / "ours"),
+                     "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line],
+                     "--split-size", "4k"])
+    return {"code": code, "stderr": err.getvalue().strip()}
 
 
 def _read_request(d: Path, which: str, work: Path) -> dict:
@@ -59,13 +63,24 @@ def _read_request(d: Path, which: str, work: Path) -> dict:
 @pytest.fixture
 def written(request, tmp_path_factory):
     """Every scenario written by the broker, rebuilt by us and read back by the broker, once."""
-    name = request.node.callspec.params["name"]
+    return _written(request, tmp_path_factory, request.node.callspec.params["name"])
+
+
+@pytest.fixture
+def written_any(request, tmp_path_factory):
+    """The first scenario of the line, written and rebuilt."""
+    line = request.node.callspec.params["line"]
+    return _written(request, tmp_path_factory, SCENARIOS[line][0]["name"])
+
+
+def _written(request, tmp_path_factory, name: str) -> dict:
     if not _RUNS:
         try:
             bh.build()
         except bh.HarnessUnavailable as e:
             pytest.skip(f"broker harness not available: {e}")
         work = tmp_path_factory.mktemp("rocksdb")
+        request.getfixturevalue("spark")
         started = time.monotonic()
         with ThreadPoolExecutor(len(LINES)) as pool:
             futures = {ln: pool.submit(bh.write_stores, ln, [{**sc, "dir": str(work / sc["name"])} for sc in scs],
@@ -79,7 +94,8 @@ def written(request, tmp_path_factory):
                 r = {"dir": d, "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
                 _RUNS[sc["name"]] = r
                 if r["written"].get("ok"):
-                    _ours(d, ln)
+                    r["rebuild"] = _ours(d, ln)
+                    assert r["rebuild"]["code"] == 0, r["rebuild"]["stderr"][-2000:]
             ok = [work / sc["name"] for sc in scs if _RUNS[sc["name"]]["written"].get("ok")]
             # one JVM reads them all, one store after the other
             answers = bh.read_stores(ln, [_read_request(d, w, work) for d in ok for w in ("expected", "ours")], work)
@@ -126,3 +142,41 @@ def test_broker_answers_alike_on_our_database(written, line, name):
     exp = [a for a in written["answers"]["expected"] if a["kind"] == "queue"]
     ours = [a for a in written["answers"]["ours"] if a["kind"] == "queue"]
     assert exp and ours == exp
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_index_files_are_the_broker_s(written, line, name):
+    """``index/`` stays file-based with a RocksDB consume queue: byte for byte the broker's, file by file
+    in order (a file's name is the broker's clock when it made it)."""
+    exp = sorted((written["dir"] / "expected" / "index").iterdir())
+    ours = sorted((written["dir"] / "ours" / "index").iterdir())
+    assert exp and len(ours) == len(exp)
+    for i, (e, o) in enumerate(zip(exp, ours)):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_what_is_not_built_for_it_is_refused_in_one_line(written_any, tmp_path, line):
+    """The tables, --as-restart, verify and repair do not handle the database: one line, exit 2 each;
+    and the store's database read with file-based settings is refused too."""
+    from pipelines.cli import main
+
+    d = written_any["dir"]
+    base = ["--store", str(d / "store"), "--config", str(d / "broker.conf")]
+    conf_default = tmp_path / "default.conf"
+    conf_default.write_text((d / "broker.conf").read_text().replace("storeType=defaultRocksDB", "storeType=default"))
+    store_with_db = tmp_path / "store"
+    shutil.copytree(d / "store", store_with_db)
+    shutil.copytree(d / "expected" / "consumequeue", store_with_db / "consumequeue")
+    for argv in (["rebuild", *base, "--out", str(tmp_path / "o1"), "--tables", str(tmp_path / "t")],
+                 ["rebuild", *base, "--out", str(tmp_path / "o2"), "--as-restart"],
+                 ["verify", *base], ["repair", *base],
+                 ["rebuild", "--store", str(store_with_db), "--config", str(conf_default),
+                  "--out", str(tmp_path / "o3")]):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(argv)
+        lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
+        assert code == 2 and len(lines) == 1, (argv, err.getvalue()[-1500:])
+        assert "RocksDB" in lines[0] or "storeType" in lines[0], lines[0]
+

@@ -69,7 +69,7 @@ from store_format.indexfile import accepted_by_index, index_file_names_checked
 from store_format.layout import CQ_UNIT_SIZE
 from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, open_store
-from store_format.store_layouts import refuse_batch_topics
+from store_format.store_layouts import refuse_batch_topics, refuse_rocksdb_cq
 from store_format.timeutil import datetime_to_ms
 
 from ..anomalies import at_offset
@@ -133,6 +133,7 @@ def _run_tables_locked(store: str, tables: str, config: BrokerConfig, *, spark, 
     st = open_store(store, config)
     refuse_batch_topics(st.uri, st.batch_topics, "the tables refresh (tables --store), which continues queues "
                         "from the previous run's states,")
+    refuse_rocksdb_cq(st.uri, config.rocksdb_cq, "the Delta tables are not built for it")
     config = resolve_broker_version(st, config)
     spark = spark or build_spark_session(master, log_level=log_level, extra_conf={WRITER_CONF: table_writer})
     progress = Progress(lambda line: log.info(line.removeprefix("[rebuild] ")))

@@ -21,6 +21,7 @@ from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.store import StoreLocation, open_store, resolve
+from store_format.store_layouts import refuse_rocksdb_cq
 
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, compare_queue_file, extra_note
 from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
@@ -74,6 +75,7 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     from ..rebuild import run_rebuild
     t0 = time.monotonic()
     st = open_store(store, config)
+    refuse_rocksdb_cq(st.uri, config.rocksdb_cq, "verify compares consume queue files, and reads no RocksDB database")
     config = resolve_broker_version(st, config)
     temporary = work is None
     ref_root = work if work is not None else tempfile.mkdtemp(prefix="rocketmq-verify-")

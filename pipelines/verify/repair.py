@@ -23,6 +23,7 @@ from typing import Any
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError
 from store_format.store import open_store
+from store_format.store_layouts import refuse_rocksdb_cq
 
 from ..brokerlock import BrokerCheck, check_broker
 from ..durable import copy_durably, fsync_dir, replace_json, sha256_file
@@ -255,6 +256,7 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
     t0 = time.monotonic()
     root = _local_root(store)
     open_store(root, config)  # layout errors before anything else
+    refuse_rocksdb_cq(root, config.rocksdb_cq, "repair replaces consume queue files, and writes no RocksDB database")
     check = check_broker(root)
     notes = []
     if check.broker_may_be_running and not dry_run:
