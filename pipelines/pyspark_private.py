@@ -11,7 +11,8 @@ Local runs use four things PySpark does not document, each measured to pay for i
   down before ``os._exit`` (:func:`running_gateway`);
 * the context's JVM view, ``SparkContext._jvm`` (:func:`jvm_of`): log levels of Spark's loggers and
   the check for Delta's classes.  delta-spark's own Python API reads it too, so it is used in both modes;
-  so is PySpark's conversion of an Arrow schema (:func:`spark_schema_of_arrow`), which it documents nowhere.
+  so are PySpark's conversions between Arrow and Spark schemas (:func:`spark_schema_of_arrow`,
+  :func:`arrow_schema_of_spark`), which it documents nowhere.
 
 They are used only on the PySpark release they were written for (:data:`MADE_FOR_PYSPARK`, major and
 minor) and unless ``PIPELINES_PLAIN_PYSPARK=1`` (:func:`plain_pyspark`); otherwise the job runs on
@@ -33,7 +34,7 @@ from typing import Any
 
 __all__ = ["PLAIN_PYSPARK_ENV", "MADE_FOR_PYSPARK", "plain_pyspark", "pyspark_release", "internals_missing",
            "launch_local_gateway", "running_gateway", "active_context", "submitted_conf", "jvm_of",
-           "load_daemon", "daemon_manager", "daemon_exit_code", "spark_schema_of_arrow"]
+           "load_daemon", "daemon_manager", "daemon_exit_code", "spark_schema_of_arrow", "arrow_schema_of_spark"]
 
 PLAIN_PYSPARK_ENV = "PIPELINES_PLAIN_PYSPARK"
 MADE_FOR_PYSPARK = "4.2"
@@ -92,9 +93,9 @@ def internals_missing() -> list[str]:
         if not hasattr(SparkContext, name):
             missing.append(f"SparkContext.{name}")
     try:
-        from pyspark.sql.pandas.types import from_arrow_schema  # noqa: F401
+        from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema  # noqa: F401
     except ImportError:
-        missing.append("pyspark.sql.pandas.types.from_arrow_schema")
+        missing.append("pyspark.sql.pandas.types.from_arrow_schema/to_arrow_schema")
     if not callable(getattr(SparkContext, "_ensure_initialized", None)):
         missing.append("SparkContext._ensure_initialized")
     return missing
@@ -154,3 +155,9 @@ def spark_schema_of_arrow(schema: Any) -> Any:
     """Spark's ``StructType`` for an Arrow schema (``mapInArrow``/``applyInArrow`` want Spark types)."""
     from pyspark.sql.pandas.types import from_arrow_schema
     return from_arrow_schema(schema)
+
+
+def arrow_schema_of_spark(schema: Any, timezone: str = "UTC") -> Any:
+    """The Arrow schema of a Spark ``StructType`` (timestamps as instants in ``timezone``)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    return to_arrow_schema(schema, timezone=timezone)

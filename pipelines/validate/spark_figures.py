@@ -24,12 +24,12 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from store_format.config import BrokerConfig
 from store_format.layout import CQ_UNIT_SIZE, consume_queue_file_path
 
 from ..delta import arrow_dataset, open_table, read_spark
+from ..pyspark_private import arrow_schema_of_spark
 from ..session import delta_classes_available, spark_schema
 from ..tables.rows import NOT_DISPATCHED, SIZE_MISMATCH_DISPATCH
 from ..tables.runs import snapshot
@@ -90,7 +90,7 @@ class SparkSource:
         """The table's columns and types: Spark's schema of the Delta table, or (Parquet fallback, which
         reads with the published schema) the one in the Delta log."""
         if self.reader == "delta":
-            return to_arrow_schema(df.schema, timezone="UTC")   # an instant, as published (tz UTC)
+            return arrow_schema_of_spark(df.schema, timezone="UTC")   # an instant, as published (tz UTC)
         return arrow_dataset(self.tables, name, dt).schema
 
     def frame(self, name: str, columns: list[str]) -> DataFrame:
