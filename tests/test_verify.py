@@ -472,3 +472,20 @@ def test_verify_errors_are_one_line(tmp_path, capsys):
     rc, _, err = run_cli(["verify", "--store", str(tmp_path / "s"), "--work", str(tmp_path / "s" / "w"),
                           "--engine", "local"], capsys)
     assert rc == 2 and "inside the store" in err
+
+
+@pytest.mark.golden
+def test_timer_files_are_named_as_not_checked(golden_dir, tmp_path):
+    """The 5.x timer's wheel and log are not derivable from the commitlog: verify says it leaves them
+    alone (and why), and still checks the consume queues; a store without them gets no such line."""
+    root, conf = make_store(golden_dir, tmp_path, "basic-5.3.3")
+    plain = verify_store(str(root), load_config_for(conf), engine="local")
+    assert plain.identical and plain.not_checked == [] and "not checked" not in plain.render()
+    (root / "timerwheel").write_bytes(bytes(64))
+    (root / "timerlog").mkdir()
+    (root / "timerlog" / "00000000000000000000").write_bytes(bytes(64))
+    report = verify_store(str(root), load_config_for(conf), engine="local")
+    assert report.identical
+    assert [n.split("/")[0] for n in report.not_checked] == ["timerwheel", "timerlog"]
+    assert all("TimerMessageStore" in n for n in report.not_checked)
+    assert report.render().count("\nnot checked: ") == 2 and report.as_dict()["not_checked"] == report.not_checked

@@ -162,7 +162,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                "(ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue), counts the batch queues too")
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
                             None, _rebuild_figures(summary), consume_queue_ext=ext_results,
-                            batch_consume_queue=bcq_results, no_prediction=why)
+                            batch_consume_queue=bcq_results, no_prediction=why, not_checked=_not_checked(st))
     clean = not st.broker_may_be_running()
     store_index = []
     for n in s_names:
@@ -189,7 +189,20 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                              "where ConsumeQueueExt.recover and truncateByMaxAddress leave the ext files, which is not "
                              "modelled; the figures above count units, not their tagsCode")
     return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
-                        restart, _rebuild_figures(summary), consume_queue_ext=ext_results)
+                        restart, _rebuild_figures(summary), consume_queue_ext=ext_results, not_checked=_not_checked(st))
+
+
+# the 5.x timer's own files (TimerMessageStore.getTimerWheelPath/getTimerLogPath): the wheel's slots and the
+# timer log hold what the timer thread did with scheduled messages, not what the commitlog holds
+TIMER_FOLDERS = ("timerwheel", "timerlog")
+
+
+def _not_checked(st: StoreLocation) -> list[str]:
+    """Store folders verify leaves alone because they cannot be derived from the commitlog, each with why."""
+    return [f"{name}/: the timer wheel and timer log of 5.x scheduled messages (TimerMessageStore) record what the "
+            "timer thread did, which the commitlog does not hold; the consume queues of its topics "
+            "(rmq_sys_wheel_timer and the others) are checked like any other"
+            for name in TIMER_FOLDERS if st.fs.get_file_info(f"{st.root}/{name}").type != pafs.FileType.NotFound]
 
 
 def _compare_folder(st: StoreLocation, ref_fs: pafs.FileSystem, ref: str, folder: str,

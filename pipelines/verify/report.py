@@ -153,6 +153,7 @@ class VerifyReport:
     consume_queue_ext: list[QueueFileResult] | None = None
     batch_consume_queue: list[QueueFileResult] | None = None
     no_prediction: str = ""        # why restart is None
+    not_checked: list[str] = dataclasses.field(default_factory=list)   # store folders left alone, with why
 
     def _areas(self) -> list[tuple[str, list]]:
         areas: list[tuple[str, list | None]] = [
@@ -199,6 +200,7 @@ class VerifyReport:
             "restart": dataclasses.asdict(self.restart) if self.restart else None,
             "restart_note": self.no_prediction,
             "restart_not_predicted": {area: NOT_PREDICTED[area] for area, _ in self._areas() if area in NOT_PREDICTED},
+            "not_checked": self.not_checked,
             "rebuild": self.rebuild, "reference": self.reference,
             "seconds": self.seconds,
         }
@@ -223,6 +225,7 @@ class VerifyReport:
                 lines.extend("  " + line for line in _render_index(ix))
         lines.extend(_render_restart(self.restart) if self.restart else [
             f"at the broker's next start: {self.no_prediction}"])
+        lines.extend(f"not checked: {n}" for n in self.not_checked)
         lines.append(f"time: {self.seconds:.2f}s")
         return "\n".join(lines)
 
