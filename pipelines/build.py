@@ -31,6 +31,7 @@ from store_format.consumequeue import (
     assign_positions,
     build_cq_file,
     cq_file_name,
+    runs_per_queue,
 )
 from store_format.consumequeue_ext import (
     build_ext_file,
@@ -157,14 +158,8 @@ class _ExtFiles:
         ordinal = ext_ordinals(qidx[at], self.counts)
         stored = tags.copy()
         stored[at] = ext_addresses(ordinal, self.file_size)
-        sel = at[np.argsort(qidx[at], kind="stable")]
-        q_sorted = qidx[sel]
-        bounds = np.r_[0, np.flatnonzero(np.diff(q_sorted)) + 1, len(q_sorted)]
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            if a == b:
-                continue
-            q = int(q_sorted[a])
-            self.pending.setdefault(q, []).append((tags[sel[a:b]], store_ts[sel[a:b]]))
+        for q, rows in runs_per_queue(qidx, at):
+            self.pending.setdefault(q, []).append((tags[rows], store_ts[rows]))
             if (self.counts[q] - 1) // self.per_file > max(before[q] - 1, 0) // self.per_file:   # a next file began
                 self.flush(q, names[q], final=False)
         return stored
@@ -278,15 +273,7 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
             tags = ext.put(qidx, units.column("own").to_numpy(zero_copy_only=False), tags,
                            units.column("store_timestamp").to_numpy(), names)
         pos = assign_positions(qidx, off, size, units.column(1).to_numpy(), file_size, queues.states)
-        kept = np.flatnonzero(pos >= 0)
-        sel = kept[np.argsort(qidx[kept], kind="stable")]   # by queue, dispatch order kept
-        q_sorted = qidx[sel]
-        bounds = np.r_[0, np.flatnonzero(np.diff(q_sorted)) + 1, len(q_sorted)]
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            if a == b:
-                continue
-            q = int(q_sorted[a])
-            rows = sel[a:b]
+        for q, rows in runs_per_queue(qidx, np.flatnonzero(pos >= 0)):
             pending.setdefault(q, []).append((pos[rows], off[rows], size[rows], tags[rows]))
             pending_from.setdefault(q, int(pos[rows[0]] - pos[rows[0]] % file_size))
             write_pos = queues.states[q, Q_WRITE_POS]

@@ -23,6 +23,7 @@ from store_format.batchconsumequeue import (
     new_batch_states,
 )
 from store_format.config import BrokerConfig
+from store_format.consumequeue import runs_per_queue
 from store_format.dispatch import QueueUnits
 from store_format.layout import CQ_UNIT_SIZE
 
@@ -69,15 +70,7 @@ class BatchQueues:
             self.entered.append((split_id, present, self.states[present].copy()))
         cols = [units.column(c).to_numpy()[rows] for c in _UNIT_COLUMNS]
         pos = assign_batch_positions(qidx, cols[0], cols[4], cols[5], self.states)
-        kept = np.flatnonzero(pos >= 0)
-        sel = kept[np.argsort(qidx[kept], kind="stable")]   # by queue, dispatch order kept
-        q_sorted = qidx[sel]
-        bounds = np.r_[0, np.flatnonzero(np.diff(q_sorted)) + 1, len(q_sorted)]
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            if a == b:
-                continue
-            q = int(q_sorted[a])
-            part = sel[a:b]
+        for q, part in runs_per_queue(qidx, np.flatnonzero(pos >= 0)):
             self.pending.setdefault(q, []).append((pos[part],) + tuple(c[part] for c in cols))
             self._flush(q, final=False)
         return units.filter(pa.array(~mine))

@@ -15,13 +15,15 @@ over units in commitlog order, starting from any queue states carried in from ea
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numba
 import numpy as np
 
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE, segment_name
 
 __all__ = ["QueueTable", "Q_MAX_PHYS", "Q_WRITE_POS", "Q_FIRST_FILE", "Q_BLANK_UNTIL", "Q_LAST_FILE", "new_states",
-           "assign_positions", "build_cq_file", "cq_file_name"]
+           "assign_positions", "build_cq_file", "cq_file_name", "runs_per_queue"]
 
 NOT_STARTED = np.iinfo(np.int64).min
 
@@ -152,3 +154,14 @@ def build_cq_file(file_start: int, file_size: int, positions: np.ndarray, offset
 def cq_file_name(file_start: int) -> str:
     """File name of a consume queue file: its 20-digit start offset in the queue's byte space."""
     return segment_name(file_start)
+
+
+def runs_per_queue(qidx: np.ndarray, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """``rows`` grouped by their queue number (``qidx[rows]``), each group keeping its order in ``rows``
+    (the dispatch order, in which a queue's units are appended): (queue number, its rows)."""
+    sel = rows[np.argsort(qidx[rows], kind="stable")]
+    q_sorted = qidx[sel]
+    bounds = np.r_[0, np.flatnonzero(np.diff(q_sorted)) + 1, len(q_sorted)]
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        if a < b:
+            yield int(q_sorted[a]), sel[a:b]
