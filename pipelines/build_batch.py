@@ -31,7 +31,7 @@ __all__ = ["BatchQueues", "BCQ_KIND", "place_batch_units"]
 
 BCQ_KIND = "bcq"   # ``kind`` of a build result row for a batch consume queue file
 
-# columns of a unit file read here, by name (pipelines.workfiles.UNIT_SCHEMA and BATCH_UNIT_FIELDS)
+# columns of a unit file read here, by name (pipelines.workfiles.UNIT_SCHEMA and OPTIONAL_UNIT_FIELDS)
 _UNIT_COLUMNS = ("commitlog_offset", "size", "tags_code", "store_timestamp", "base_offset", "batch_size")
 
 

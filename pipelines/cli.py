@@ -296,14 +296,13 @@ def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None
                    help="broker store root: the folder holding commitlog/ (local path, hdfs:// or s3:// URI)"
                         + ("" if store_required else "; default: a sample store generated beside OUT"))
     p.add_argument("--out", required=True,
-                   help="where consumequeue/, index/ (and batchconsumequeue/) are written, laid out like a store root")
+                   help="where consumequeue/, index/ (and consumequeue_ext/, batchconsumequeue/) go, as in a store")
     p.add_argument("--tables", default=None, help="publish the Delta tables under this path (default: OUT/tables)")
     p.add_argument("--no-tables", action="store_true", help="do not publish the Delta tables")
     p.add_argument("--with-body", action="store_true", help="include message bodies in the messages table")
     p.add_argument("--tz", type=zone_arg, default="UTC", help="time zone of index file names (default UTC)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace consumequeue/, index/ (and batchconsumequeue/) already in OUT, once the new ones are "
-                   "complete")
+                   help="replace the outputs already in OUT (consumequeue/, index/ ...) once the new ones are complete")
     p.add_argument("--engine", choices=["spark", "local"], default="spark",
                    help="spark (default), or local: the same tasks in forked processes on this machine, no JVM "
                         "(no tables)")

@@ -58,6 +58,7 @@ SAMPLE_SEGMENTS = 4
 # intermediate work files per consume queue unit and per index key (measured: ~35 bytes per item
 # on the 4 GiB bench); they live beside the outputs until the build stage ends
 WORK_BYTES_PER_ITEM = 48
+ROCKSDB_BYTES_PER_UNIT = 80   # a unit's key and value in a RocksDB consume queue's table files, and overhead
 
 
 class InsufficientSpaceError(StoreLayoutError):
@@ -147,9 +148,11 @@ def estimate_output(store: StoreLocation, config: BrokerConfig) -> SpaceEstimate
     cq_size = config.cq_file_size
     first = samples[0]
     min_index_files = (max(1, -(-first.keys // cap)) if config.messageIndexEnable and first.dispatched else 0)
-    minimum = len(first.queues) * cq_size + min_index_files * idx_size
+    # a RocksDB consume queue has no files of a fixed size: its entries are counted below, not here
+    cq_minimum = 0 if config.rocksdb_cq else len(first.queues) * cq_size
+    minimum = cq_minimum + min_index_files * idx_size
     minimum_detail = (f"{len(first.queues)} consume queue file(s) of {cq_size:,} bytes for the queues of the first "
-                      f"records, {min_index_files} index file(s) of {idx_size:,} bytes")
+                      f"records, " if cq_minimum else "") + f"{min_index_files} index file(s) of {idx_size:,} bytes"
     sampled = sum(s.bytes for s in samples.values())
     if not any(s.dispatched for s in samples.values()):
         return SpaceEstimate(minimum, None, minimum_detail, "no readable record in the sample")
@@ -159,7 +162,9 @@ def estimate_output(store: StoreLocation, config: BrokerConfig) -> SpaceEstimate
     files_per_queue = max(1, -(-int(units / queues * CQ_UNIT_SIZE) // cq_size))
     index_files = max(1, -(-int(keys) // cap)) if config.messageIndexEnable else 0
     work = int((units + keys) * WORK_BYTES_PER_ITEM)
-    estimate = queues * files_per_queue * cq_size + index_files * idx_size + work
+    # RocksDB: a key of about 40 bytes and a 28-byte value per unit (store_format.rocksdb_cq), uncompressed
+    cq_bytes = int(units * ROCKSDB_BYTES_PER_UNIT) if config.rocksdb_cq else queues * files_per_queue * cq_size
+    estimate = cq_bytes + index_files * idx_size + work
     estimate_detail = (f"about {units:,.0f} consume queue units in {queues} queue(s) of {files_per_queue} file(s) of "
                        f"{cq_size:,} bytes, {index_files} index file(s) of {idx_size:,} bytes for about {keys:,.0f} "
                        f"keys, {work:,} bytes of work files; from {sampled:,} sampled bytes of {data:,}")

@@ -14,11 +14,14 @@ Local runs use four things PySpark does not document, each measured to pay for i
   so are PySpark's conversions between Arrow and Spark schemas (:func:`spark_schema_of_arrow`,
   :func:`arrow_schema_of_spark`), which it documents nowhere.
 
-They are used only on the PySpark release they were written for (:data:`MADE_FOR_PYSPARK`, major and
-minor) and unless ``PIPELINES_PLAIN_PYSPARK=1`` (:func:`plain_pyspark`); otherwise the job runs on
-PySpark's public means, slower to start and with the same output.  :func:`internals_missing` lists
-what the installed release no longer has; ``tests/test_pyspark_private.py`` fails on it, and fails
-when any other module of ``pipelines`` reaches into these internals itself.
+Under spark-submit the job also reads what spark-submit set before its context exists
+(:func:`submitted_conf`, ``SparkContext._ensure_initialized``), in both modes: PySpark has no public
+way to.  The speed-ups are used only on the PySpark release they were written for
+(:data:`MADE_FOR_PYSPARK`, major and minor) and unless ``PIPELINES_PLAIN_PYSPARK=1``
+(:func:`plain_pyspark`); otherwise the job runs on PySpark's public means, slower to start and with
+the same output.  :func:`internals_missing` lists what the installed release no longer has;
+``tests/test_pyspark_private.py`` fails on it, and fails when any other module of ``pipelines``
+reaches into these internals itself.
 
 PySpark is imported inside the functions only: ``python -m pipelines``'s exit path reads
 :func:`plain_pyspark` without loading it.

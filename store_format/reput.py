@@ -89,13 +89,13 @@ def detect_broker_version(store: StoreLocation, config: BrokerConfig, sample_byt
 
 def resolve_broker_version(store: StoreLocation, config: BrokerConfig) -> BrokerConfig:
     """The config with ``brokerVersion`` decided (``auto`` → :func:`detect_broker_version`, or 5.x for
-    a store with BatchCQ topics, which 4.x cannot have) and the store's BatchCQ topics
+    a store with BatchCQ topics or a RocksDB consume queue, which 4.x cannot have) and the store's BatchCQ topics
     (``StoreLocation.batch_topics``) in ``batch_topics``."""
     if config.batch_topics != store.batch_topics:
         config = dataclasses.replace(config, batch_topics=store.batch_topics)
     if config.brokerVersion != "auto":
         return config
-    if store.batch_topics:
+    if store.batch_topics or config.rocksdb_cq:
         return dataclasses.replace(config, brokerVersion="5")
     if detect_broker_version(store, config) == "5":
         return dataclasses.replace(config, brokerVersion="5")
@@ -201,13 +201,16 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
     """Run the reput over the whole store in this process and return the files it would write.
 
     Raises:
-        UnsupportedConfigError: ``enableConsumeQueueExt=true`` (only the pipeline writes ext files:
-            :mod:`store_format.consumequeue_ext`).
+        UnsupportedConfigError: ``enableConsumeQueueExt=true``, BatchCQ topics or a RocksDB consume queue
+            (only the pipeline writes those layouts: :mod:`store_format.consumequeue_ext`,
+            :mod:`store_format.batchconsumequeue`, :mod:`store_format.rocksdb_cq`).
     """
-    if config.enableConsumeQueueExt:
-        raise UnsupportedConfigError("rebuild_in_memory does not write ConsumeQueueExt files "
-                                     "(enableConsumeQueueExt=true): use pipelines.rebuild")
     config = resolve_broker_version(store, config)
+    layout = ("ConsumeQueueExt files (enableConsumeQueueExt=true)" if config.enableConsumeQueueExt else
+              "batch consume queues (BatchCQ topics)" if config.batch_topics else
+              "a RocksDB consume queue (storeType=defaultRocksDB)" if config.rocksdb_cq else None)
+    if layout:
+        raise UnsupportedConfigError(f"rebuild_in_memory does not write {layout}: use pipelines.rebuild")
     cq_size = config.cq_file_size
     cap = config.index_entries_per_file
     queues = QueueTable()

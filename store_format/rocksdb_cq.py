@@ -47,7 +47,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .walkresult import L_REC, R_KEY_COUNT, R_KEY_FIRST, R_PHYS, R_STATUS, STATUS_DISPATCHED, WalkResult
+from .walkresult import K_REC, L_REC, R_KEY_COUNT, R_KEY_FIRST, R_PHYS, R_STATUS, STATUS_DISPATCHED, WalkResult
 
 __all__ = ["CHECKPOINT_TOPIC", "OFFSET_FAMILY", "RocksCqEntries", "cq_key", "cq_value", "offset_key",
            "offset_value", "checkpoint_key", "rocksdb_cq_entries", "without_first_record"]
@@ -156,6 +156,8 @@ def without_first_record(res: WalkResult) -> WalkResult:
     if count > 0:
         key = np.delete(res.key, np.arange(first, first + count), axis=0)
         rec[rec[:, R_KEY_FIRST] >= first + count, R_KEY_FIRST] -= count
+    key = key.copy()
+    key[key[:, K_REC] > i, K_REC] -= 1
     lmq = res.lmq[res.lmq[:, L_REC] != i].copy()
     lmq[lmq[:, L_REC] > i, L_REC] -= 1
     return dataclasses.replace(res, rec=rec, key=key, lmq=lmq, prop_span=np.delete(res.prop_span, i, axis=0))

@@ -17,8 +17,9 @@ refused with one line naming the layout, never rebuilt as ordinary consume queue
 * ``dledger-<selfId>/`` (``DLedgerCommitLog``; :mod:`store_format.dledger` reads it): refused only
   when the settings do not say ``enableDLegerCommitLog=true``.
 * a RocksDB database in ``consumequeue/`` (``RocksDBConsumeQueueStore`` opens it at
-  ``getStorePathConsumeQueue``; ``storeType=defaultRocksDB``): its ``CURRENT`` and ``MANIFEST-*``
-  files.
+  ``getStorePathConsumeQueue``; ``storeType=defaultRocksDB``), seen by its ``CURRENT`` and
+  ``MANIFEST-*`` files: refused only when the settings say ``storeType=default``, and consume queue
+  files there when they say ``storeType=defaultRocksDB``.
 """
 from __future__ import annotations
 

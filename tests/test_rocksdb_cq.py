@@ -70,9 +70,10 @@ def test_the_record_at_offset_zero_leaves_the_walk_with_its_keys_and_light_units
     assert len(out.rec) == len(res.rec) - 1 and (out.rec[:, cl.R_PHYS] == res.rec[1:, cl.R_PHYS]).all()
     n0 = int(res.rec[0, cl.R_KEY_COUNT])
     assert len(out.key) == len(res.key) - n0
-    for r in range(len(out.rec)):   # every record still finds its own keys
+    for r in range(len(out.rec)):   # every record still finds its own keys, and they name it
         a, b = int(out.rec[r, cl.R_KEY_FIRST]), int(res.rec[r + 1, cl.R_KEY_FIRST])
         c = int(out.rec[r, cl.R_KEY_COUNT])
-        assert (out.key[a:a + c] == res.key[b:b + c]).all()
+        assert (out.key[a:a + c, cl.K_REC] == r).all()
+        assert (out.key[a:a + c, cl.K_HASH] == res.key[b:b + c, cl.K_HASH]).all()
     assert (out.lmq[:, cl.L_REC] >= 0).all() and len(out.lmq) == int((res.lmq[:, cl.L_REC] != 0).sum())
     assert without_first_record(out) is out   # nothing at offset 0 any more

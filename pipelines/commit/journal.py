@@ -2,8 +2,8 @@
 its ``done``/``copied`` markers, read and written durably.
 
 ``OUT/.rebuild-staging-<run>/``
-    the run's outputs while they are built (``consumequeue/``, ``index/``, ``_work/``; with BatchCQ
-    topics ``batchconsumequeue/``).
+    the run's outputs while they are built (``consumequeue/``, ``index/``, ``_work/``; with
+    ``enableConsumeQueueExt`` ``consumequeue_ext/``, with BatchCQ topics ``batchconsumequeue/``).
 ``OUT/.rebuild-staging-<run>.lock``
     the run's owner record (:mod:`.liveness`).
 ``OUT/.rebuild-commit-<run>.json``

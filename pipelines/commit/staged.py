@@ -25,7 +25,8 @@ log = logging.getLogger("pipelines.commit")   # the commit's lines keep the logg
 
 class StagedOutput:
     """``OUT/.rebuild-staging-<run>/{consumequeue,index}`` → ``OUT/{consumequeue,index}``, journaled
-    (and ``consumequeue_ext/`` when the run wrote one; an existing one is moved aside in any case).
+    (and ``consumequeue_ext/`` or ``batchconsumequeue/`` when the run wrote one; an existing one is
+    moved aside in any case).
 
     Args:
         out_uri: the output root (local path, ``hdfs://`` or ``s3://`` URI).
