@@ -32,12 +32,14 @@ import functools
 import inspect
 import logging
 import os
+import sys
 from importlib import metadata
 from typing import Any
 
 __all__ = ["PLAIN_PYSPARK_ENV", "MADE_FOR_PYSPARK", "plain_pyspark", "pyspark_release", "internals_missing",
            "launch_local_gateway", "running_gateway", "active_context", "submitted_conf", "jvm_of",
-           "load_daemon", "daemon_manager", "daemon_exit_code", "spark_schema_of_arrow", "arrow_schema_of_spark"]
+           "load_daemon", "quiet_peer_gone", "daemon_manager", "daemon_exit_code", "spark_schema_of_arrow",
+           "arrow_schema_of_spark"]
 
 PLAIN_PYSPARK_ENV = "PIPELINES_PLAIN_PYSPARK"
 MADE_FOR_PYSPARK = "4.2"
@@ -164,3 +166,21 @@ def arrow_schema_of_spark(schema: Any, timezone: str = "UTC") -> Any:
     """The Arrow schema of a Spark ``StructType`` (timestamps as instants in ``timezone``)."""
     from pyspark.sql.pandas.types import to_arrow_schema
     return to_arrow_schema(schema, timezone=timezone)
+
+
+def quiet_peer_gone() -> None:
+    """In this daemon process: no traceback on stderr for a worker whose JVM went away (a broken pipe
+    or a reset connection).  PySpark's daemon prints every exception that leaves a forked worker with
+    ``traceback.print_exc``; when the JVM exits (the end of a spark-submit run) while a reused worker
+    still writes, that is a ``BrokenPipeError`` nobody needs, printed to the terminal of the run.
+    Other exceptions are printed as before."""
+    import traceback
+
+    print_exc = traceback.print_exc
+
+    def print_unless_peer_gone(*args, **kwargs):
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return None
+        return print_exc(*args, **kwargs)
+
+    traceback.print_exc = print_unless_peer_gone

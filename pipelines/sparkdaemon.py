@@ -25,7 +25,7 @@ import signal
 import socket
 import sys
 
-from .pyspark_private import daemon_exit_code, daemon_manager, load_daemon
+from .pyspark_private import daemon_exit_code, daemon_manager, load_daemon, quiet_peer_gone
 from .spare import SPARE_ENV
 
 __all__: list[str] = []
@@ -134,6 +134,7 @@ def _freeze_loaded_objects() -> None:
 
 
 def _run_manager() -> None:
+    quiet_peer_gone()
     _freeze_loaded_objects()
     try:
         daemon_manager()

@@ -71,3 +71,19 @@ def test_the_check_sees_a_private_read(tmp_path: Path) -> None:
     source.write_text("from pyspark import SparkContext\nfrom pyspark.java_gateway import launch_gateway\n"
                       "g = SparkContext._gateway\nimport pyspark.daemon\n")
     assert len(_reaches_into_pyspark(source)) == 3
+
+
+def test_the_daemon_prints_no_traceback_for_a_jvm_gone_only(tmp_path) -> None:
+    """PySpark's daemon prints what leaves a forked worker with ``traceback.print_exc``: after
+    :func:`pipelines.pyspark_private.quiet_peer_gone` a broken pipe (the JVM gone at the end of a
+    spark-submit run) prints nothing, any other exception its traceback as before."""
+    import subprocess
+    import sys
+
+    script = ("import traceback\nfrom pipelines.pyspark_private import quiet_peer_gone\nquiet_peer_gone()\n"
+              "for e in (BrokenPipeError(32, 'Broken pipe'), ConnectionResetError(), ValueError('kept')):\n"
+              "    try:\n        raise e\n    except BaseException:\n        traceback.print_exc()\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("Traceback (most recent call last):") == 1 and "ValueError: kept" in run.stderr
+    assert "BrokenPipeError" not in run.stderr and "ConnectionResetError" not in run.stderr
