@@ -282,7 +282,7 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     for q in list(pending):
         flush(q, final=True)
     if record_states:
-        write_queue_states(work_uri, bucket, names + (batch.names if batch is not None else []),
+        write_queue_states(work_uri, bucket, names + (batch.queues.names if batch is not None else []),
                            entry_states + (batch.entry_states(len(names)) if batch is not None else []))
     # a file getLastMappedFile created for a unit it then skipped stays on disk, empty
     for row in written:

@@ -23,7 +23,7 @@ from store_format.batchconsumequeue import (
     new_batch_states,
 )
 from store_format.config import BrokerConfig
-from store_format.consumequeue import runs_per_queue
+from store_format.consumequeue import QueueTable, runs_per_queue
 from store_format.dispatch import QueueUnits
 from store_format.layout import CQ_UNIT_SIZE
 
@@ -49,9 +49,7 @@ class BatchQueues:
         self.file_size = config.mapperFileSizeBatchConsumeQueue
         self.bucket = bucket
         self.write = write
-        self.number: dict[tuple[str, int], int] = {}
-        self.names: list[tuple[str, int]] = []
-        self.states = new_batch_states(0)
+        self.queues = QueueTable(new_batch_states)
         self.pending: dict[int, list[tuple[np.ndarray, ...]]] = {}
         self.rows: list[dict] = []
 
@@ -63,13 +61,13 @@ class BatchQueues:
         if not mine.any():
             return units
         rows = np.flatnonzero(mine)
-        local = self._numbers([(t, int(q)) for t, q in file_queues])
+        local = self.queues.numbers([(t, int(q)) for t, q in file_queues], self.topics)
         qidx = local[file_queue[rows]]
         if self.record_states:
             present = np.unique(qidx)
-            self.entered.append((split_id, present, self.states[present].copy()))
+            self.entered.append((split_id, present, self.queues.states[present].copy()))
         cols = [units.column(c).to_numpy()[rows] for c in _UNIT_COLUMNS]
-        pos = assign_batch_positions(qidx, cols[0], cols[4], cols[5], self.states)
+        pos = assign_batch_positions(qidx, cols[0], cols[4], cols[5], self.queues.states)
         for q, part in runs_per_queue(qidx, np.flatnonzero(pos >= 0)):
             self.pending.setdefault(q, []).append((pos[part],) + tuple(c[part] for c in cols))
             self._flush(q, final=False)
@@ -92,26 +90,10 @@ class BatchQueues:
             self._flush(q, final=True)
         return self.rows
 
-    def _numbers(self, keys: list[tuple[str, int]]) -> np.ndarray:
-        out = np.full(len(keys), -1, dtype=np.int64)
-        new = 0
-        for j, key in enumerate(keys):
-            if key[0] not in self.topics:
-                continue
-            q = self.number.get(key)
-            if q is None:
-                q = self.number[key] = len(self.names)
-                self.names.append(key)
-                new += 1
-            out[j] = q
-        if new:
-            self.states = np.vstack([self.states, new_batch_states(new)])
-        return out
-
     def _flush(self, q: int, final: bool) -> None:
         """Write the queue's full files (every file when ``final``); keep the units of the open one."""
         size = self.file_size
-        write_pos = int(self.states[q, B_WRITE_POS])
+        write_pos = int(self.queues.states[q, B_WRITE_POS])
         open_file = write_pos - write_pos % size   # the file the next unit goes to (or a new one)
         parts = self.pending[q]
         if not final and int(parts[0][0][0]) >= open_file:
@@ -119,7 +101,7 @@ class BatchQueues:
         pos, off, usize, tags, ts, base, batch = (np.concatenate([p[i] for p in parts]) for i in range(7))
         file_of = pos - pos % size
         done = np.ones(len(pos), dtype=bool) if final else file_of < open_file
-        topic, qid = self.names[q]
+        topic, qid = self.queues.names[q]
         for f in np.unique(file_of[done]):
             m = file_of == f
             n = None

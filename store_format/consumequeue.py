@@ -15,7 +15,7 @@ over units in commitlog order, starting from any queue states carried in from ea
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numba
 import numpy as np
@@ -80,18 +80,22 @@ def _assign(queue_idx, offset, size, queue_offset, file_size, states, positions)
 class QueueTable:
     """Queues by the key the broker finds them with, ``(topic, queueId)``
     (``DefaultMessageStore.findConsumeQueue``), numbered as first seen, with their append states
-    (rows of :func:`new_states`)."""
+    (rows of ``new_rows``: :func:`new_states`, or another queue kind's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, new_rows: Callable[[int], np.ndarray] | None = None) -> None:
+        self.new_rows = new_rows or new_states
         self.number: dict[tuple[str, int], int] = {}
         self.names: list[tuple[str, int]] = []
-        self.states = new_states(0)
+        self.states = self.new_rows(0)
 
-    def numbers(self, keys: list[tuple[str, int]]) -> np.ndarray:
-        """The number of each queue of ``keys`` (new queues get a state that has no unit yet)."""
-        out = np.empty(len(keys), dtype=np.int64)
+    def numbers(self, keys: list[tuple[str, int]], topics: frozenset[str] | None = None) -> np.ndarray:
+        """The number of each queue of ``keys`` (new queues get a state that has no unit yet); with
+        ``topics``, -1 for the queues of other topics, which are not numbered."""
+        out = np.full(len(keys), -1, dtype=np.int64)
         new = 0
         for j, key in enumerate(keys):
+            if topics is not None and key[0] not in topics:
+                continue
             q = self.number.get(key)
             if q is None:
                 q = self.number[key] = len(self.names)
@@ -99,7 +103,7 @@ class QueueTable:
                 new += 1
             out[j] = q
         if new:
-            self.states = np.vstack([self.states, new_states(new)])
+            self.states = np.vstack([self.states, self.new_rows(new)])
         return out
 
 
