@@ -19,7 +19,7 @@ from store_format.anomalies import AnomalyKind
 from store_format.batchconsumequeue import inner_batch_fields
 from store_format.config import BrokerConfig
 from store_format.crc import body_crc_spans
-from store_format.dispatch import fix_malformed_text, queue_units
+from store_format.dispatch import QueueUnits, fix_malformed_text, queue_units
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
 from store_format.rocksdb_cq import without_first_record
 from store_format.store import Reader, StoreLocation, resolve
@@ -29,7 +29,7 @@ from .plan import Split
 from .workfiles import drop_split_work, write_split_work
 
 __all__ = ["record_schema", "walk_split", "walk_splits", "split_summary", "driver_rewalk", "records_batch",
-           "crc_mismatches", "ScanTask",
+           "crc_mismatches", "scan_split_work", "ScanTask",
            "WORKER_SCRATCH", "ROW_RECORD", "ROW_TRAILER"]
 
 ROW_RECORD = 0
@@ -87,8 +87,10 @@ def walk_splits(splits: list[Split], split_ids: list[int], store_uri: str,
         yield split, sync, res
 
 
-def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: cl.WalkResult | None) -> dict:
-    """What the driver needs to chain this split and to carry queue and index state through it."""
+def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: cl.WalkResult | None,
+                  units: QueueUnits | None = None) -> dict:
+    """What the driver needs to chain this split and to carry queue and index state through it
+    (``units``: the walk's :func:`~store_format.dispatch.queue_units`, when already numbered)."""
     if res is None:
         return {"split_id": split.split_id, "sync": -1, "stop": cl.Stop.SPLIT_END, "records": 0}
     e = entering or cl.WalkState(sync, sync, 0, 1 << 62)
@@ -117,7 +119,7 @@ def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: c
     bad = _bad_records(res, ok)
     if bad:
         out["bad_records"] = bad
-    steps = _queue_offset_steps(res)
+    steps = _queue_offset_steps(res, queue_units(res) if units is None else units)
     if steps:
         out["queue_offsets"] = steps
     return out
@@ -159,12 +161,12 @@ def crc_mismatches(summary: dict) -> np.ndarray:
                     dtype=np.int64)
 
 
-def _queue_offset_steps(res: cl.WalkResult) -> dict | None:
+def _queue_offset_steps(res: cl.WalkResult, units: QueueUnits) -> dict | None:
     """Queue offsets of the records' own consume queue units (``queue_units``, light queues left
     out), per queue in walk order: the first ``[topic, queue id, queue offset, commitlog offset]``,
     the last ``[topic, queue id, queue offset]``, and the steps that are not +1 inside the split
-    ``[topic, queue id, expected, found, commitlog offset]``; the driver checks the borders."""
-    units = queue_units(res)
+    ``[topic, queue id, expected, found, commitlog offset]``; the driver checks the borders.  (Each
+    record's first unit is its own queue's, with or without the BatchCQ topics' columns.)"""
     if not len(units):
         return None
     own = np.unique(units.record, return_index=True)[1]
@@ -247,9 +249,16 @@ def driver_rewalk(store: StoreLocation, config: BrokerConfig, work_uri: str, buc
         with store.reader(store.segments[split.segment]) as read:
             sync, res = walk_split(split, read, config, entering=entering, limit_rel=limit_rel)
         drop_split_work(work_uri, split.split_id)
-        write_split_work(work_uri, split.split_id, res, buckets, config)
-        return split_summary(split, sync, entering, res), res
+        return scan_split_work(work_uri, split, sync, entering, res, buckets, config), res
     return rewalk
+
+
+def scan_split_work(work_uri: str, split: Split, sync: int, entering: cl.WalkState | None,
+                    res: cl.WalkResult | None, buckets: int, config: BrokerConfig) -> dict:
+    """Write a walked split's work files and return its summary, numbering its queue units once for both."""
+    units = None if res is None else queue_units(res, config.batch_topics)
+    write_split_work(work_uri, split.split_id, res, buckets, config, units=units)
+    return split_summary(split, sync, entering, res, units)
 
 
 class ScanTask:
@@ -269,6 +278,6 @@ class ScanTask:
         """Walk the task's splits one after the other: a summary row per split."""
         out = []
         for split, sync, res in walk_splits(self.splits, self.tasks[task], self.store_uri, self.config):
-            write_split_work(self.work_uri, split.split_id, res, self.buckets, self.config)
-            out.append({"split_id": split.split_id, "summary": json.dumps(split_summary(split, sync, None, res))})
+            summary = scan_split_work(self.work_uri, split, sync, None, res, self.buckets, self.config)
+            out.append({"split_id": split.split_id, "summary": json.dumps(summary)})
         return out

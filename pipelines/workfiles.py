@@ -114,16 +114,19 @@ def _unit_batches(units: QueueUnits, buckets: int, extra: dict[str, np.ndarray]
     return schema, batches
 
 
-def split_batches(res: cl.WalkResult, buckets: int, config: BrokerConfig | None = None
+def split_batches(res: cl.WalkResult, buckets: int, config: BrokerConfig | None = None,
+                  units: QueueUnits | None = None
                   ) -> tuple[pa.Schema | None, list[pa.RecordBatch], pa.RecordBatch | None]:
     """A split's work as Arrow: its units' schema and one batch per queue bucket (none without
     units), and the batch of its index keys (None without keys).  With ``config``'s
     ``enableConsumeQueueExt``, BatchCQ topics (:func:`store_format.dispatch.queue_units`) or RocksDB
-    consume queue, the units carry the columns of :data:`OPTIONAL_UNIT_FIELDS` these layouts need."""
+    consume queue, the units carry the columns of :data:`OPTIONAL_UNIT_FIELDS` these layouts need.
+    ``units``: the walk's units for ``config``'s BatchCQ topics, when already numbered."""
     schema: pa.Schema | None = None
     batches: list[pa.RecordBatch] = []
     ext = config is not None and config.enableConsumeQueueExt
-    units = queue_units(res, config.batch_topics if config is not None else frozenset())
+    if units is None:
+        units = queue_units(res, config.batch_topics if config is not None else frozenset())
     if len(units):
         extra: dict[str, np.ndarray] = {}
         if ext:
@@ -150,12 +153,12 @@ def split_batches(res: cl.WalkResult, buckets: int, config: BrokerConfig | None 
 
 
 def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, buckets: int,
-                     config: BrokerConfig | None = None) -> None:
+                     config: BrokerConfig | None = None, units: QueueUnits | None = None) -> None:
     """Write a split's units (one batch per queue bucket; their columns for ``config``'s layout: see
     :func:`split_batches`) and index keys."""
     if res is None:
         return
-    schema, batches, keys = split_batches(res, buckets, config)
+    schema, batches, keys = split_batches(res, buckets, config, units)
     if schema is not None:
         _write(_units_path(work_uri, split_id), schema, batches)
     if keys is not None:

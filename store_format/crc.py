@@ -9,17 +9,23 @@ Two ways to compute it, one rule:
 
 * :func:`crc32` / :func:`body_crc`: one byte string, for Python callers (``zlib.crc32``);
 * :func:`crc32_spans` / :func:`body_crc_spans`: many spans of one buffer (a walk's text addressed by
-  segment position, a writer's column of bodies) in a slicing-by-8 table walk compiled with numba,
-  with no Python object per span.  ``tests/test_crc.py`` checks that both agree.
+  segment position, a writer's column of bodies) in a loop compiled with numba, with no Python
+  object per span.  Each span's CRC comes from ISA-L's ``crc32_gzip_refl`` (the ``isal`` package's
+  library, carry-less multiplication folding: about 8 GB/s on 1 KiB bodies against 1 GB/s for a
+  table walk), called from the compiled loop by its symbol; without that library, from a
+  slicing-by-8 table walk (:data:`SPANS_ENGINE` says which).  ``tests/test_crc.py`` checks that
+  all of them agree with zlib.
 """
 from __future__ import annotations
 
+import ctypes
 import zlib
 
 import numba
 import numpy as np
+from numba import types
 
-__all__ = ["BODY_CRC_MASK", "crc32", "body_crc", "crc32_spans", "body_crc_spans"]
+__all__ = ["BODY_CRC_MASK", "SPANS_ENGINE", "crc32", "body_crc", "crc32_spans", "body_crc_spans"]
 
 BODY_CRC_MASK = 0x7FFFFFFF  # UtilAll.crc32: ``crc32.getValue() & 0x7FFFFFFF``, the sign bit cleared
 _POLY = 0xEDB88320  # CRC-32 (IEEE 802.3), reflected
@@ -65,13 +71,41 @@ def _crc(buf, start, length, tables):
 
 
 @numba.njit(cache=True, nogil=True)
-def _crc_spans(buf, origin, starts, lens, tables, out):
+def _table_spans(buf, origin, starts, lens, tables, out):
     for i in range(starts.shape[0]):
         n = lens[i]
         if n <= 0 or starts[i] < 0:
             out[i] = 0  # CRC-32 of an empty body
         else:
             out[i] = np.int64(_crc(buf, starts[i] - origin, n, tables))
+
+
+def _load_isal() -> bool:
+    """Make ISA-L's ``crc32_gzip_refl(init, buf, len)`` (zlib's CRC-32 of ``buf`` continued from
+    ``init``) resolvable by name in compiled code: load the ``isal`` package's extension library,
+    which exports it, into the process's symbol space.  False when it is not installed."""
+    try:
+        import llvmlite.binding as llvm
+        from isal import isal_zlib
+        ctypes.CDLL(isal_zlib.__file__).crc32_gzip_refl   # noqa: B018 (the symbol must be exported)
+        llvm.load_library_permanently(isal_zlib.__file__)
+    except (ImportError, OSError, AttributeError, RuntimeError):
+        return False
+    return True
+
+
+SPANS_ENGINE = "isa-l" if _load_isal() else "table"
+_ISAL_CRC = types.ExternalFunction("crc32_gzip_refl", types.uint32(types.uint32, types.voidptr, types.uint64))
+
+
+@numba.njit(cache=True, nogil=True)
+def _isal_spans(buf, origin, starts, lens, out):
+    for i in range(starts.shape[0]):
+        n = lens[i]
+        if n <= 0 or starts[i] < 0:
+            out[i] = 0  # CRC-32 of an empty body
+        else:
+            out[i] = np.int64(_ISAL_CRC(np.uint32(0), buf[starts[i] - origin:].ctypes.data, np.uint64(n)))  # type: ignore[arg-type]
 
 
 def crc32(data: bytes | bytearray | memoryview | np.ndarray) -> int:
@@ -91,7 +125,13 @@ def crc32_spans(text: np.ndarray, origin: int, starts: np.ndarray, lens: np.ndar
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     lens = np.ascontiguousarray(lens, dtype=np.int64)
     out = np.empty(len(starts), dtype=np.int64)
-    _crc_spans(np.asarray(text, dtype=np.uint8), np.int64(origin), starts, lens, _TABLES, out)
+    buf = np.asarray(text, dtype=np.uint8)
+    if len(starts) and (starts - origin + np.maximum(lens, 0) > len(buf))[(lens > 0) & (starts >= 0)].any():
+        raise IndexError("a span ends beyond the buffer")
+    if SPANS_ENGINE == "isa-l":
+        _isal_spans(buf, np.int64(origin), starts, lens, out)
+    else:
+        _table_spans(buf, np.int64(origin), starts, lens, _TABLES, out)
     return out
 
 
