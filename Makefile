@@ -87,7 +87,7 @@ test: venv java warm live-broker
 test-full: export PIPELINES_FULL_SUITE := 1
 test-full: test
 
-bench: venv java warm
+bench: venv java warm harness
 	$(VPY) -m pipelines.bench $(BENCH_ARGS)
 
 # --- broker harness (tests/broker): the published RocketMQ store as the test oracle -------------

@@ -1,7 +1,9 @@
-"""Benchmark: ``python -m pipelines.bench [--size-gib 4] [--dir bench-data] [--split-size 128m]``.
+"""Benchmark: ``python -m pipelines.bench [--size-gib 4[,16]] [--dir bench-data] [--split-size 128m]``.
 
-In one run, over the same segment files (warm page cache):
+In one run, for each store size, over the same segment files (warm page cache):
 
+0. the bar: the broker's own rebuild of the same commitlog (:mod:`pipelines.bench_broker`: RocketMQ's
+   published store code, load + dispatch, single-threaded), unless entered with ``--broker-seconds``;
 1. a plain sequential read of the segments (the floor any rebuild pays);
 2. the kernel alone: the sequential reput walk of :mod:`store_format` in this process on one core,
    a first pass (fresh scratch memory, kernels loaded from their cache) and a steady one;
@@ -15,8 +17,9 @@ In one run, over the same segment files (warm page cache):
    anonymous memory and mapped file pages (the commitlog the walk maps, page cache) apart.
 
 Figures are MB/s (10^6 bytes) and records/s, each one's ratio to the plain read, and the ratio of
-the broker's own restart rebuild of the same data (``--broker-seconds``, measured here: 5-6 s of
-load + dispatch for the 4 GiB store) to each rebuild: above 1 is faster than the broker.
+the broker's rebuild of the same data to each of ours: above 1 is faster than the broker.  With
+several sizes the runs with the tables are made at the first size only, and a last block gives each
+size's end-to-end seconds against the broker's, and the largest process kind's peak memory.
 """
 from __future__ import annotations
 
@@ -31,6 +34,8 @@ import time
 
 from store_format.config import BrokerConfig
 from store_format.store import open_store
+
+from .bench_broker import BROKER_LINE, BrokerTiming, time_broker_rebuild
 
 __all__ = ["main"]
 
@@ -219,31 +224,46 @@ def _mib(v: int) -> str:
     return f"{v / 2**20:,.0f}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m pipelines.bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--size-gib", type=float, default=4.0, help="commitlog size to generate (default 4)")
-    p.add_argument("--dir", default="bench-data", help="where the store and outputs go (default bench-data/)")
-    p.add_argument("--split-size", default=None, help="scan split size, e.g. 128m (default: the job's default)")
-    p.add_argument("--broker-seconds", type=float, default=5.5,
-                   help="the broker's own load + dispatch time for this data (default 5.5: 5-6 s measured for 4 GiB)")
-    p.add_argument("--no-tables", action="store_true", help="skip the run with the Delta tables")
-    p.add_argument("--json", action="store_true", help="print the figures as JSON")
-    args = p.parse_args(argv)
-    root = os.path.abspath(os.path.join(args.dir, "store"))
-    out = os.path.abspath(os.path.join(args.dir, "out"))
-    config = _ensure_store(root, args.size_gib)
+def _settings(config: BrokerConfig) -> dict[str, str]:
+    """The bench store's file sizes as broker.conf settings, for the broker's own rebuild."""
+    return {"mappedFileSizeCommitLog": str(config.mappedFileSizeCommitLog),
+            "mappedFileSizeConsumeQueue": str(config.mappedFileSizeConsumeQueue),
+            "maxHashSlotNum": str(config.maxHashSlotNum), "maxIndexNum": str(config.maxIndexNum)}
+
+
+def _sizes(text: str) -> list[float]:
+    try:
+        sizes = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of sizes in GiB: {text!r}") from None
+    if not sizes or min(sizes) <= 0:
+        raise argparse.ArgumentTypeError(f"sizes must be positive: {text!r}")
+    return sizes
+
+
+def _measure(root: str, out: str, size_gib: float, args: argparse.Namespace, with_tables: bool) -> dict:
+    """Every figure of one store size (module docstring), as the report's dict."""
+    config = _ensure_store(root, size_gib)
     store = open_store(root, config)
     paths = [s.path for s in store.segments]
     _plain_read(paths)  # warm the page cache: every measurement below reads warm data
     size, t_read = _plain_read(paths)
     records, t_kernel_first, t_kernel = _kernel_walk(root, config)
     mem_records, t_mem = _kernel_in_memory(paths[0], config)
+    if args.broker_seconds is not None:
+        broker = BrokerTiming(args.broker_line, seconds=args.broker_seconds, why="entered (--broker-seconds)")
+    else:
+        print(f"timing the broker's own rebuild ({args.broker_line}) ...", flush=True)
+        broker = time_broker_rebuild(root, os.path.join(os.path.dirname(root), "broker-scratch"), _settings(config),
+                                     args.broker_line)
+        if broker.seconds is None:
+            print(f"  broker not measured: {broker.why}", flush=True)
     spark2 = _run_rebuild(root, out, args.split_size, "local[2]", tables=False)
     spark1 = _run_rebuild(root, out, args.split_size, "local[1]", tables=False)
     local = _run_rebuild(root, out, args.split_size, None, tables=False, engine="local", processes=2)
     local1 = _run_rebuild(root, out, args.split_size, None, tables=False, engine="local", processes=1)
     from .delta_jars import cached_jars
-    writers = [] if args.no_tables else ["delta-rs"] + (["delta-spark"] if cached_jars() else [])
+    writers = [] if not with_tables else ["delta-rs"] + (["delta-spark"] if cached_jars() else [])
     by_writer = {w: _run_rebuild(root, out, args.split_size, "local[2]", tables=True, table_writer=w) for w in writers}
     tables = by_writer.get("delta-rs")
 
@@ -261,63 +281,120 @@ def main(argv: list[str] | None = None) -> int:
             ("--engine local (2 processes, no JVM)", local["wall"], records, True, size),
             ("--engine local, scan + build, 2 processes", _work(local), records, False, size),
             ("--engine local, scan + build, 1 process", _work(local1), records, False, size)]
+    if broker.seconds is not None:
+        rows.insert(0, (f"broker {broker.line}, load + dispatch", broker.seconds, records, False, size))
     for w, wrun in by_writer.items():
         rows.append((f"Spark local[2] + tables ({w}), end to end", wrun["wall"], records, False, size))
-    mb = size / 1e6
-    speedup = after_session(spark1) / max(after_session(spark2), 1e-9)
-    steady = _work(local1) / max(_work(local), 1e-9)
-    report = {"bytes": size, "segments": len(paths), "records": records, "cores": os.cpu_count(),
-              "broker_seconds": args.broker_seconds,
-              "measurements": [{"what": w, "seconds": round(s, 3), "mb_per_s": round(nbytes / 1e6 / s, 1),
-                                "records_per_s": round(r / s) if r else None,
-                                "ratio_to_plain_read": round(t_read / s * nbytes / size, 3),
-                                "broker_ratio": round(args.broker_seconds / s, 2) if vs_broker else None}
-                               for w, s, r, vs_broker, nbytes in rows],
-              "speedup_1_to_2_cores": round(speedup, 2), "steady_speedup_1_to_2_processes": round(steady, 2),
-              "peak_rss_bytes": {"spark": spark2["peak_rss"], "tables": tables["peak_rss"] if tables else None,
-                                 "local": local["peak_rss"]},
-              "table_writers": {w: {"seconds": round(run["wall"], 3), "tables_seconds":
-                                    round(run["summary"]["timings"].get("tables", 0.0), 3),
-                                    "peak_rss_bytes": run["peak_rss"]["total"],
-                                    "peak_rss_jvm_bytes": run["peak_rss"]["jvm"]} for w, run in by_writer.items()},
-              "stage_timings": {"spark": spark2["summary"]["timings"], "local[1]": spark1["summary"]["timings"],
-                                "tables": tables["summary"]["timings"] if tables else None}}
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    print(f"\ncommitlog: {mb:,.1f} MB in {len(paths)} segments, {records:,} records, {os.cpu_count()} cores, "
-          f"warm page cache; broker's own rebuild: {args.broker_seconds:g} s")
+    bar = broker.seconds
+    return {"size_gib": size_gib, "bytes": size, "segments": len(paths), "records": records, "cores": os.cpu_count(),
+            "broker": {"line": broker.line, "seconds": bar, "load_seconds": broker.load_seconds,
+                       "dispatch_seconds": broker.dispatch_seconds, "note": broker.why},
+            "measurements": [{"what": w, "seconds": round(s, 3), "mb_per_s": round(nbytes / 1e6 / s, 1),
+                              "records_per_s": round(r / s) if r else None,
+                              "ratio_to_plain_read": round(t_read / s * nbytes / size, 3),
+                              "broker_ratio": round(bar / s, 2) if vs_broker and bar else None}
+                             for w, s, r, vs_broker, nbytes in rows],
+            "speedup_1_to_2_cores": round(after_session(spark1) / max(after_session(spark2), 1e-9), 2),
+            "steady_speedup_1_to_2_processes": round(_work(local1) / max(_work(local), 1e-9), 2),
+            "seconds_per_gib": {"local[2] end to end": round(spark2["wall"] / (size / 2**30), 3),
+                                "local[1] after the session is up": round(after_session(spark1) / (size / 2**30), 3)},
+            "peak_rss_bytes": {"spark": spark2["peak_rss"], "local[1]": spark1["peak_rss"],
+                               "tables": tables["peak_rss"] if tables else None, "local": local["peak_rss"]},
+            "table_writers": {w: {"seconds": round(run["wall"], 3), "tables_seconds":
+                                  round(run["summary"]["timings"].get("tables", 0.0), 3),
+                                  "peak_rss_bytes": run["peak_rss"]["total"],
+                                  "peak_rss_jvm_bytes": run["peak_rss"]["jvm"]} for w, run in by_writer.items()},
+            "stage_timings": {"spark": spark2["summary"]["timings"], "local[1]": spark1["summary"]["timings"],
+                              **{f"tables ({w})": r["summary"]["timings"] for w, r in by_writer.items()}},
+            "with_tables": bool(by_writer), "delta_spark_measured": "delta-spark" in by_writer}
+
+
+def _print(report: dict) -> None:
+    mb = report["bytes"] / 1e6
+    b = report["broker"]
+    bar = (f"broker's own rebuild ({b['line']}): {b['seconds']:.2f} s "
+           + (f"(load {b['load_seconds']:.2f} s + dispatch {b['dispatch_seconds']:.2f} s, measured in this run)"
+              if b["load_seconds"] is not None else f"({b['note']})")) if b["seconds"] else f"broker: {b['note']}"
+    print(f"\ncommitlog: {report['size_gib']:g} GiB, {mb:,.1f} MB in {report['segments']} segments, "
+          f"{report['records']:,} records, {report['cores']} cores, warm page cache; {bar}")
     print(f"{'measurement':45s} {'seconds':>8s} {'MB/s':>8s} {'records/s':>11s} {'vs read':>8s} {'vs broker':>9s}")
     for m in report["measurements"]:
         rps = f"{m['records_per_s']:,}" if m["records_per_s"] else "-"
         vb = f"{m['broker_ratio']:.2f}x" if m["broker_ratio"] else "-"
         print(f"{m['what']:45s} {m['seconds']:8.2f} {m['mb_per_s']:8,.0f} {rps:>11s} {m['ratio_to_plain_read']:8.3f} "
               f"{vb:>9s}")
-    print(f"speed-up from local[1] to local[2] once the session is up: {speedup:.2f}x; "
-          f"steady state (scan + build, 1 to 2 processes, no JVM): {steady:.2f}x")
-    if by_writer:
-        print(f"\n{'default job (rebuild + tables)':34s} " + " ".join(f"{w:>14s}" for w in by_writer))
+    print(f"speed-up from local[1] to local[2] once the session is up: {report['speedup_1_to_2_cores']:.2f}x; "
+          f"steady state (scan + build, 1 to 2 processes, no JVM): {report['steady_speedup_1_to_2_processes']:.2f}x")
+    per = report["seconds_per_gib"]
+    print(f"seconds per GiB: {per['local[2] end to end']:.3f} (local[2], end to end), "
+          f"{per['local[1] after the session is up']:.3f} per core once the session is up; "
+          f"1 TiB on 32 such cores at that rate: {per['local[1] after the session is up'] * 1024 / 32:,.0f} s")
+    writers = report["table_writers"]
+    if writers:
+        print(f"\n{'default job (rebuild + tables)':34s} " + " ".join(f"{w:>14s}" for w in writers))
         for label, key, fmt in (("end to end, seconds", "seconds", "{:14.2f}"),
                                 ("tables stage, seconds", "tables_seconds", "{:14.2f}"),
                                 ("peak RSS, MiB (all processes)", "peak_rss_bytes", "{:>14s}"),
                                 ("peak RSS of the JVM, MiB", "peak_rss_jvm_bytes", "{:>14s}")):
-            cells = [report["table_writers"][w][key] for w in by_writer]
+            cells = [writers[w][key] for w in writers]
             print(f"{label:34s} " + " ".join(fmt.format(_mib(c) if key.startswith("peak") else c) for c in cells))
-        if "delta-spark" not in by_writer:
+        if not report["delta_spark_measured"]:
             print("delta-spark: no cached jars (make delta-jars), not measured")
-    with_tables = [(f"Spark + tables ({w})", r) for w, r in by_writer.items()]
-    for name, run in [("Spark", spark2), *with_tables, ("--engine local", local)]:
-        if run is None:
+    for name, pk in report["peak_rss_bytes"].items():
+        if pk is None:
             continue
-        pk = run["peak_rss"]
         print(f"peak RSS {name}: driver {_mib(pk['driver'])} MiB ({_mib(pk['driver_anon'])} anon), "
               f"JVM {_mib(pk['jvm'])} MiB ({_mib(pk['jvm_anon'])} anon), Python workers "
               f"{_mib(pk['python_workers'])} MiB ({_mib(pk['python_workers_anon'])} anon); together "
               f"{_mib(pk['total'])} MiB ({_mib(pk['total_anon'])} anon; the rest is mapped commitlog pages)")
-    for name, run in [("Spark", spark2), ("local[1]", spark1), *with_tables]:
-        if run is not None:
-            print(f"stages {name}: " + ", ".join(f"{k} {v:.2f}s" for k, v in run["summary"]["timings"].items()))
+    for name, timings in report["stage_timings"].items():
+        print(f"stages {name}: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pipelines.bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--size-gib", type=_sizes, default=[4.0],
+                   help="commitlog size(s) to generate and measure, comma-separated, e.g. 4,16 (default 4); "
+                        "the runs with the tables only at the first size")
+    p.add_argument("--dir", default="bench-data",
+                   help="where the stores and outputs go (default bench-data/: store/ for one size, store-<N>g/ "
+                        "for each of several)")
+    p.add_argument("--split-size", default=None, help="scan split size, e.g. 128m (default: the job's default)")
+    p.add_argument("--broker-line", default=BROKER_LINE, choices=["4.9.8", "5.3.3", "5.5.1"],
+                   help=f"the RocketMQ line whose own rebuild is timed as the bar (default {BROKER_LINE})")
+    p.add_argument("--broker-seconds", type=float, default=None,
+                   help="enter the broker's load + dispatch seconds instead of measuring them (default: measured "
+                        "in this run with the broker harness, make harness)")
+    p.add_argument("--no-tables", action="store_true", help="skip the runs with the Delta tables")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = p.parse_args(argv)
+    reports = []
+    for i, size_gib in enumerate(args.size_gib):
+        name = "store" if len(args.size_gib) == 1 else f"store-{size_gib:g}g"
+        root = os.path.abspath(os.path.join(args.dir, name))
+        out = os.path.abspath(os.path.join(args.dir, "out"))
+        reports.append(_measure(root, out, size_gib, args, with_tables=i == 0 and not args.no_tables))
+        if not args.json:
+            _print(reports[-1])
+    if args.json:
+        print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))
+    elif len(reports) > 1:
+        print("\ngrowth, no tables (Spark local[2], end to end):")
+        for line in _growth(reports):
+            print("  " + line)
     return 0
+
+
+def _growth(reports: list[dict]) -> list[str]:
+    """One line per size: our end-to-end seconds, the broker's, the ratio, the largest process kind."""
+    parts = []
+    for r in reports:
+        ours = next(m["seconds"] for m in r["measurements"] if m["what"].startswith("Spark local[2], end to end"))
+        bar = r["broker"]["seconds"]
+        biggest = max(r["peak_rss_bytes"]["spark"][k] for k in ("driver", "jvm", "python_workers"))
+        parts.append(f"{r['size_gib']:g} GiB: ours {ours:.2f} s, broker " + (f"{bar:.2f} s ({bar / ours:.2f}x)"
+                     if bar else "not measured") + f", largest process kind {_mib(biggest)} MiB")
+    return parts
 
 
 if __name__ == "__main__":
