@@ -1,11 +1,15 @@
 """Spark session for the jobs: local by default, the venv's interpreter for Python workers."""
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
@@ -152,6 +156,39 @@ def _submit_conf(log_level: str | None) -> dict[str, str]:
 
 
 CDS_ARCHIVE = os.path.join(sys.prefix, "spark-cds.jsa")
+# what the archive was written for (:func:`cds_fingerprint`), beside it
+CDS_ARCHIVE_KEY = CDS_ARCHIVE + ".key"
+# the conf folder of local JVMs (SPARK_CONF_DIR unless set): a path never created, so no folder is on
+# their class path
+LOCAL_CONF_DIR = os.path.join(sys.prefix, "spark-conf-local")
+
+
+def cds_fingerprint() -> str:
+    """What decides whether a local JVM can map :data:`CDS_ARCHIVE`: the Java runtime, and the class
+    path Spark's launcher gives it (its conf folder, :data:`LOCAL_CONF_DIR` unless ``SPARK_CONF_DIR``
+    says otherwise, then every jar of PySpark's Spark).  A JVM whose class path differs from the
+    archive's ignores the archive without a word (``-Xshare:auto``), and none can be written with a
+    non-empty folder on it: the conf folder ``python -m pipelines.warm`` creates for spark-submit's
+    log configuration once made every local session start without the archive."""
+    import pyspark
+    spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(os.path.abspath(pyspark.__file__))
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or LOCAL_CONF_DIR
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java") or "java"
+    jars = os.path.join(spark_home, "jars")
+    names = sorted(os.listdir(jars)) if os.path.isdir(jars) else []
+    return json.dumps({"java": os.path.realpath(java), "conf": conf_dir if os.path.isdir(conf_dir) else None,
+                       "jars": jars, "jar_names": names})
+
+
+def class_archive_matches() -> bool:
+    """:data:`CDS_ARCHIVE` exists and was written for this JVM and class path (:func:`cds_fingerprint`)."""
+    try:
+        with open(CDS_ARCHIVE_KEY) as f:
+            key = f.read()
+    except OSError:
+        return False
+    return os.path.isfile(CDS_ARCHIVE) and key == cds_fingerprint()
 LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
 
@@ -167,7 +204,8 @@ def _launch_local_jvm(master: str, app_name: str, conf: dict[str, str]):
     spark_conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name)
     for key, value in conf.items():
         spark_conf.set(key, value)
-    gateway = launch_local_gateway(spark_conf, stderr=subprocess.PIPE)
+    with _local_conf_dir():
+        gateway = launch_local_gateway(spark_conf, stderr=subprocess.PIPE)
     source = gateway.proc.stderr
 
     def forward() -> None:
@@ -183,6 +221,24 @@ def _launch_local_jvm(master: str, app_name: str, conf: dict[str, str]):
 
     threading.Thread(target=forward, name="jvm-stderr", daemon=True).start()
     return gateway
+
+
+@contextlib.contextmanager
+def _local_conf_dir() -> Iterator[None]:
+    """While a local JVM is launched: ``SPARK_CONF_DIR`` = :data:`LOCAL_CONF_DIR`, unless set.  Spark's
+    launcher puts its conf folder first on the JVM's class path; the one of PySpark's Spark holds
+    spark-submit's log configuration (:mod:`pipelines.warm`), and a JVM cannot map a class archive
+    with a non-empty folder on its class path.  A local JVM is given its log configuration directly
+    (:func:`local_jvm_options`).  Only the launch sees the setting: a spark-submit this process
+    starts later still reads the conf folder."""
+    if "SPARK_CONF_DIR" in os.environ:
+        yield
+        return
+    os.environ["SPARK_CONF_DIR"] = LOCAL_CONF_DIR
+    try:
+        yield
+    finally:
+        os.environ.pop("SPARK_CONF_DIR", None)
 
 
 def mute_jvm() -> None:
@@ -289,7 +345,7 @@ def local_jvm_options(archive_at_exit: str | None = None) -> list[str]:
             f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"]
     if archive_at_exit:
         opts.append(f"-XX:ArchiveClassesAtExit={archive_at_exit}")
-    elif os.path.isfile(CDS_ARCHIVE):
+    elif class_archive_matches():
         opts.append(f"-XX:SharedArchiveFile={CDS_ARCHIVE}")
     return opts
 

@@ -7,9 +7,11 @@
    it exits.  Local sessions then map those classes instead of loading them one by one.
 3. Give this installation's ``spark-submit`` the project's log configuration
    (:func:`install_submit_log_config`): it starts its JVM before the job runs, with Spark's INFO log.
+   That conf folder is kept off the class path of local JVMs (:data:`pipelines.session.LOCAL_CONF_DIR`),
+   which could not map a class archive with a non-empty folder on it.
 
 The Makefile runs it once after installing; running it again does nothing that is already done.
-``--force`` writes the archive again (after upgrading Java or pyspark).
+An archive written for another Java or class path is written again; ``--force`` writes it anyway.
 """
 from __future__ import annotations
 
@@ -76,8 +78,11 @@ def rehearse() -> None:
 
 
 def write_class_archive(force: bool = False) -> str:
-    from .session import CDS_ARCHIVE
-    if os.path.isfile(CDS_ARCHIVE) and not force:
+    """Write :data:`pipelines.session.CDS_ARCHIVE` and, beside it, what it was written for
+    (:func:`pipelines.session.cds_fingerprint`); an archive written for another JVM or class path
+    is written again."""
+    from .session import CDS_ARCHIVE, CDS_ARCHIVE_KEY, cds_fingerprint, class_archive_matches
+    if class_archive_matches() and not force:
         return f"class archive {CDS_ARCHIVE} already there"
     with tempfile.TemporaryDirectory(prefix="rocketmq-warm-") as tmp:
         partial = os.path.join(tmp, "spark-cds.jsa")
@@ -87,6 +92,8 @@ def write_class_archive(force: bool = False) -> str:
         if proc.returncode != 0 or not os.path.isfile(partial):
             return f"class archive not written (the JVM may not support it): {proc.stderr.strip()[-300:]}"
         os.replace(partial, CDS_ARCHIVE)  # the same filesystem as the venv is not guaranteed
+    with open(CDS_ARCHIVE_KEY, "w") as f:
+        f.write(cds_fingerprint())
     return f"class archive written to {CDS_ARCHIVE}"
 
 
@@ -131,9 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-archive", action="store_true", help="only compile the kernels")
     args = p.parse_args(argv)
     print(f"kernels compiled or loaded in {compile_kernels():.1f}s", file=sys.stderr)
+    print(install_submit_log_config(), file=sys.stderr)
     if not args.no_archive:
         print(write_class_archive(args.force), file=sys.stderr)
-    print(install_submit_log_config(), file=sys.stderr)
     return 0
 
 
