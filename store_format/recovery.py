@@ -56,6 +56,14 @@ After recovery (consume queues and index deleted, as for a rebuild), what a rest
   (:func:`store_format.restart_reput.start_reput_check`).
 
 :attr:`RecoveryPlan.dispatch_from` is where that dispatch starts.
+
+Consume queue ext files and 5.x batch consume queues change none of this with their folders deleted:
+recovery's dispatch and the reput go through the same dispatchers (``ConsumeQueue.putMessagePositionInfoWrapper``
+with ``ConsumeQueueExt.put``; ``BatchConsumeQueue.putMessagePositionInfoWrapper``), so the rebuild of the kept
+commitlog writes their files; the queue stores loaded nothing, so their ``recover`` has nothing to do, and
+``truncateDirtyLogicFiles`` (4.9.8, 5.3.3: only when the loaded queues' max offset is at or past the cut; 5.5.1
+abnormal: always) finds only units recovery put, all before the cut.  Checked against the broker:
+tests/test_restart_layouts_broker.py.
 """
 from __future__ import annotations
 
@@ -411,7 +419,9 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     Raises:
         UnsupportedConfigError: 5.x with ``forceVerifyPropCRC=true`` (a whole-record CRC property is checked
             instead of the body CRC; not reproduced) or ``enableControllerMode=true``; a start whose second
-            reput would write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`).
+            reput would write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`);
+            BatchCQ topics with ``recheckReputOffsetFromCq=true`` (``BatchConsumeQueue.getMaxPhysicOffset`` is
+            the start of a queue's last unit, so that second reput starts there: not modelled).
 
     Example:
         >>> plan = plan_recovery(open_store("store", config), config)  # doctest: +SKIP
@@ -422,13 +432,14 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         raise UnsupportedConfigError(
             "a DLedger store's restart (DLedgerCommitLog.recover: DLedger's own recovery, then the group's commits) "
             "is not modelled: rebuild without --as-restart, which dispatches up to DLedger's committed index")
-    if store.batch_topics:
-        raise UnsupportedConfigError(
-            f"BatchCQ topics ({', '.join(sorted(store.batch_topics))}): a restart's recovery of their batch consume "
-            "queues (BatchConsumeQueue.recover and truncateDirtyLogicFiles; their highest physical offset is the "
-            "start of the last unit) is not modelled: rebuild without --as-restart")
     config = resolve_broker_version(store, config)
     is_5x = config.is_5x
+    if store.batch_topics and config.recheckReputOffsetFromCq:
+        raise UnsupportedConfigError(
+            f"BatchCQ topics ({', '.join(sorted(store.batch_topics))}) with recheckReputOffsetFromCq=true: the "
+            "restart's second reput then starts at the largest BatchConsumeQueue.getMaxPhysicOffset, the start (not "
+            "the end) of a batch queue's last unit, and may index that record again: not reproduced; let the "
+            "broker recover")
     if abnormal is None:
         abnormal = store.broker_may_be_running()
     if config.brokerVersion == "5.5" and abnormal and (config.enableAcceleratedRecovery

@@ -25,6 +25,12 @@ queues go to ``batchconsumequeue/``, moved into ``<dir>/expected`` as well. A ``
 topic with a ``uniqKey`` is stored as one inner-batch record (SendMessageProcessor's way); the
 writer's line adds ``batchQueueMaxOffsets`` ("topic/queueId": max offset).
 
+Restart knobs (``tests/broker/src/common/harness/Damage.java``; :mod:`test_restart_layouts_broker`):
+``damageMessage`` (an index into the scenario's puts) flips a body byte of that put's record after the
+writes, ``abort`` leaves an ``abort`` file; with either, ``<dir>/before`` keeps the store as the restart
+found it (commitlog, checkpoint, abort, ``config/topics.json``) and the line adds ``damagedRecord`` (its
+commitlog offset) and ``damagedByte``.
+
 DLedger stores (``enableDLegerCommitLog=true`` in ``config``, a single-node group; scenarios in
 :mod:`broker_dledger_scenarios`): ``config`` also carries ``dLegerGroup``, ``dLegerSelfId`` and
 ``dLegerPeers``, whose ``{port}`` the writer replaces by a port free on 127.0.0.1 (broker.conf then

@@ -66,8 +66,9 @@ def test_batch_cq_topic_is_rebuilt_into_batchconsumequeue(store: Path, tmp_path:
     (batchconsumequeue/, 46-byte units), not consumequeue/.  The golden store's records of that topic are
     plain messages: one unit each, base offset = queue offset, batch size 1, in the broker's order; every
     other queue as the broker wrote it.  verify compares batchconsumequeue/ too (this store has none: every
-    rebuilt file is missing, exit 1, no prediction of the next start); the commands that do not handle batch
-    queues (--as-restart, the tables refresh) refuse in one line."""
+    rebuilt file is missing, exit 1, no prediction of the next start); --as-restart on this undamaged store
+    writes the same files (the restart's recovery keeps the whole commitlog), and refuses in one line with
+    recheckReputOffsetFromCq=true; the tables refresh refuses in one line."""
     (store / "config").mkdir()
     topics = {"BasicTopic0": {}, "BasicTopic2": {"queue.type": "BatchCQ"}}
     (store / "config" / "topics.json").write_text(_topics_json(topics))
@@ -94,7 +95,17 @@ def test_batch_cq_topic_is_rebuilt_into_batchconsumequeue(store: Path, tmp_path:
     assert {r["status"] for r in report["batch_consume_queue"]} == {"missing"}
     assert {r["path"].split("/")[0] for r in report["batch_consume_queue"]} == {"BasicTopic2"}
     assert "BatchCQ" in report["restart_note"] and "batch_consume_queue" in report["restart_not_predicted"]
-    for argv in [c for i, c in enumerate(_commands(store, tmp_path, conf)) if i in (1, 4)]:
+    code, err = _run(capsys, _commands(store, tmp_path, conf)[1])
+    assert code == 0, err
+    out2 = tmp_path / "out2"
+    for area in ("batchconsumequeue", "consumequeue"):
+        rebuilt = sorted(p.relative_to(out) for p in (out / area).rglob("*") if p.is_file())
+        assert rebuilt and rebuilt == sorted(p.relative_to(out2) for p in (out2 / area).rglob("*") if p.is_file())
+        assert all((out / p).read_bytes() == (out2 / p).read_bytes() for p in rebuilt)
+    recheck = tmp_path / "recheck.conf"
+    recheck.write_text(conf.read_text() + "\nrecheckReputOffsetFromCq=true\n")
+    shutil.rmtree(tmp_path / "out2")
+    for argv in [_commands(store, tmp_path, recheck)[1], _commands(store, tmp_path, conf)[4]]:
         code, err = _run(capsys, argv)
         assert code == 2, argv
         assert len(err.splitlines()) == 1, (argv, err)

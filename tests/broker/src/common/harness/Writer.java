@@ -72,6 +72,10 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * too and moves the broker's into {@code expected/}, and {@code store/} keeps
  * {@code config/topics.json}. The line adds {@code batchQueueMaxOffsets} ("topic/queueId": the
  * queue's max offset after the rebuild, which counts the messages of inner batches).
+ *
+ * <p>Restart knobs ({@link Damage}): {@code damageMessage} flips a body byte of that message's record
+ * and {@code abort} leaves an abort file before the restart; {@code <dir>/before/} then keeps the store
+ * as the restart found it, and the line adds {@code damagedRecord} and {@code damagedByte}.
  */
 public final class Writer {
     private Writer() {
@@ -152,6 +156,7 @@ public final class Writer {
             }
         }
         Map<String, Integer> statuses = new TreeMap<>();
+        List<Long> wrote = new ArrayList<>();
         for (int i = 0; i < phases.size(); i++) {
             Properties phaseProps = props;
             if (phases.size() > 1 && i == 0) {
@@ -159,7 +164,7 @@ public final class Writer {
                 phaseProps.putAll(props);
                 phaseProps.setProperty("enableDLegerCommitLog", "false");
             }
-            put(phaseProps, root, topics, batchTopics, phases.get(i), statuses, out);
+            put(phaseProps, root, topics, batchTopics, phases.get(i), statuses, out, wrote);
         }
         JsonObject st = new JsonObject();
         statuses.forEach(st::addProperty);
@@ -167,6 +172,18 @@ public final class Writer {
 
         // the broker's own rebuild: consumequeue/ (with consumequeue_ext/) and index/ gone, the store
         // started again
+        if (sc.has("damageMessage")) {
+            long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
+            long at = wrote.get(sc.get("damageMessage").getAsInt());
+            out.addProperty("damagedRecord", at);
+            out.addProperty("damagedByte", Damage.flipBodyByte(root, segmentSize, at));
+        }
+        if (sc.has("abort") && sc.get("abort").getAsBoolean()) {
+            check(new File(root, "abort").createNewFile(), "abort file exists");
+        }
+        if (sc.has("damageMessage") || sc.has("abort")) {
+            Damage.keepBefore(root, new File(dir, "before"));
+        }
         Stores.deleteTree(new File(root, "consumequeue"));
         Stores.deleteTree(new File(root, "consumequeue_ext"));
         Stores.deleteTree(new File(root, "index"));
@@ -240,9 +257,9 @@ public final class Writer {
     }
 
     /** Puts {@code messages} through a store opened with {@code props} (a master), waits until the
-     *  reput has dispatched them, and shuts it down. */
+     *  reput has dispatched them, and shuts it down; {@code wrote} gets each put's commitlog offset. */
     static void put(Properties props, File root, Set<String> topics, Set<String> batchTopics, JsonArray messages,
-        Map<String, Integer> statuses, JsonObject out) throws Exception {
+        Map<String, Integer> statuses, JsonObject out, List<Long> wrote) throws Exception {
         String clusterName = Stores.brokerConfig(props).getBrokerClusterName();
         DefaultMessageStore store = Stores.open(props, root, BrokerRole.ASYNC_MASTER, topics);
         check(store.load(), "store load failed");
@@ -269,6 +286,7 @@ public final class Writer {
                     r = store.putMessages(batch(o));
                 }
                 statuses.merge(r.getPutMessageStatus().name(), 1, Integer::sum);
+                wrote.add(r.getAppendMessageResult().getWroteOffset());
                 check(r.isOk(), "put failed: " + r.getPutMessageStatus() + " for " + o.get("topic"));
             }
             Stores.awaitDispatched(store, 60_000);
