@@ -24,7 +24,7 @@ import numpy as np
 
 from .config import BrokerConfig
 from .errors import StoreLayoutError
-from .layout import TOTAL_SIZE_LEN, segment_name
+from .layout import MAGIC_HIGH_BYTE, OFF_MAGIC, TOTAL_SIZE_LEN, segment_name
 from .walkkernel import (
     KEY_HEADROOM,
     S_BUFPOS,
@@ -209,19 +209,32 @@ def resync(read: Reader, seg_base: int, start: int, end: int, data_end: int, win
     """First record start in [start, end) found by content, or -1
     (:func:`store_format.walkkernel.find_record_start`, a window at a time); in a DLedger data file
     the first entry start (:func:`store_format.walkkernel.find_entry_start`)."""
+    view = getattr(read, "view", None)   # a mapped file: no copy of each window
     pos = start
     while pos < end:
         length = min(window + 64, data_end - pos)
         if length <= 0:
             return -1
-        buf = _as_u8(read(pos, length))
+        buf = _as_u8(view(pos, length) if view is not None else read(pos, length))
         stop_at = min(end, pos + window)
-        found = (find_entry_start(buf, pos, seg_base, pos, stop_at) if dledger
-                 else find_record_start(buf, pos, seg_base, pos, stop_at, True))
+        if dledger:
+            found = find_entry_start(buf, pos, seg_base, pos, stop_at)
+        else:
+            first = _first_magic_byte(buf, stop_at - pos)
+            found = -1 if first < 0 else find_record_start(buf, pos, seg_base, pos + first, stop_at, True)
         if found >= 0:
             return int(found)
         pos = stop_at
     return -1
+
+
+def _first_magic_byte(buf: np.ndarray, span: int) -> int:
+    """The first of the window's ``span`` positions whose magic code could be a record's (its first
+    byte is :data:`MAGIC_HIGH_BYTE`), or -1: one vectorized comparison passes over a window without
+    one, such as the zeros of a segment's unwritten tail, where most splits past the data resync."""
+    where = buf[OFF_MAGIC:OFF_MAGIC + span] == MAGIC_HIGH_BYTE
+    i = int(np.argmax(where)) if len(where) else 0
+    return i if len(where) and where[i] else -1
 
 
 def _peek_total(buf: np.ndarray, p: int) -> int:

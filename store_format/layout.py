@@ -49,6 +49,9 @@ def signed32(value):
 # --- magic codes [MessageDecoder.MESSAGE_MAGIC_CODE(_V2), CommitLog.BLANK_MAGIC_CODE]
 MAGIC_V1 = signed32(0xDAA320A7)
 MAGIC_V2 = signed32(0xDAA320AB)
+# the first (big-endian) byte of both message magic codes: where it is not, no record's magic is
+MAGIC_HIGH_BYTE = (MAGIC_V1 >> 24) & 0xFF
+assert (MAGIC_V2 >> 24) & 0xFF == MAGIC_HIGH_BYTE
 MAGIC_BLANK = signed32(0xCBD43194)
 
 # --- sysFlag bits [MessageSysFlag]

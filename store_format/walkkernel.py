@@ -39,6 +39,7 @@ from .layout import (
     HOST_V6_LEN,
     MAGIC_BLANK,
     MAGIC_END,
+    MAGIC_HIGH_BYTE,
     MAGIC_V1,
     MAGIC_V2,
     NAME_VALUE_SEPARATOR_BYTE,
@@ -569,11 +570,11 @@ def find_entry_start(buf, buf_origin, seg_base, start, end):
 def find_record_start(buf, buf_origin, seg_base, start, end, accept_v2):
     """First segment position in [start, end) where a record starts: a known magic code and a
     stored physicalOffset equal to the segment base plus that position.  -1 if none."""
-    n = buf.shape[0]
-    for pos in range(start, end):
+    # positions whose head through physicalOffset lies in the buffer
+    for pos in range(start, min(end, buf_origin + buf.shape[0] - OFF_SYSFLAG + 1)):
         p = pos - buf_origin
-        if p + OFF_SYSFLAG > n:  # the head through physicalOffset
-            return -1
+        if buf[p + OFF_MAGIC] != MAGIC_HIGH_BYTE:   # one comparison for most positions
+            continue
         m = _i32(buf, p + OFF_MAGIC)
         if m == MAGIC_V1 or (accept_v2 and m == MAGIC_V2):
             if _i64(buf, p + OFF_PHYSICAL_OFFSET) == seg_base + pos:

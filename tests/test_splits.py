@@ -200,3 +200,42 @@ def test_tables_failure_keeps_the_rebuilt_files(spark, tmp_path, monkeypatch, ph
     expected = rebuild_in_memory(open_store(str(tmp_path / "store"), config), config)
     cq, index = _files(tmp_path / "out")
     assert cq == expected.consumequeue and index == [b for _, b in expected.index]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_resync_finds_the_first_position_the_rule_accepts(data):
+    """``resync`` (a vectorized pass for the magic code's first byte, then the rule of
+    ``find_record_start``) against the rule read position by position: a known magic code and a
+    stored physicalOffset equal to the segment base plus the position.  Buffers of zeros (a
+    segment's unwritten tail), random bytes and planted heads, true or false, at window edges too."""
+    from store_format import commitlog as cl
+    from store_format.layout import MAGIC_V2, OFF_MAGIC, OFF_PHYSICAL_OFFSET, OFF_SYSFLAG
+    size = data.draw(st.integers(64, 6000))
+    base = data.draw(st.sampled_from([0, 1 << 30]))
+    fill = data.draw(st.sampled_from(["zeros", "random", "magic-bytes"]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    buf = np.zeros(size, dtype=np.uint8)
+    if fill == "random":
+        buf[:] = rng.integers(0, 256, size)
+    elif fill == "magic-bytes":   # the first byte everywhere: every position is a candidate
+        buf[:] = 0xDA
+    for _ in range(data.draw(st.integers(0, 3))):
+        at = data.draw(st.integers(0, size - OFF_SYSFLAG))
+        magic = data.draw(st.sampled_from([MAGIC_V1, MAGIC_V2]))
+        buf[at + OFF_MAGIC:at + OFF_MAGIC + 4] = np.frombuffer(magic.to_bytes(4, "big", signed=True), np.uint8)
+        stored = base + at + data.draw(st.sampled_from([0, 0, 1]))   # sometimes a false head
+        buf[at + OFF_PHYSICAL_OFFSET:at + OFF_PHYSICAL_OFFSET + 8] = np.frombuffer(stored.to_bytes(8, "big"), np.uint8)
+    start = data.draw(st.integers(0, size - 1))
+    window = data.draw(st.sampled_from([16, 100, 1 << 20]))
+
+    def rule(pos: int) -> bool:
+        if pos + OFF_SYSFLAG > size:
+            return False
+        magic = int.from_bytes(buf[pos + OFF_MAGIC:pos + OFF_MAGIC + 4].tobytes(), "big", signed=True)
+        stored = int.from_bytes(buf[pos + OFF_PHYSICAL_OFFSET:pos + OFF_PHYSICAL_OFFSET + 8].tobytes(), "big")
+        return magic in (MAGIC_V1, MAGIC_V2) and stored == base + pos
+
+    expected = next((p for p in range(start, size) if rule(p)), -1)
+    got = cl.resync(lambda pos, n: buf[pos:pos + n].tobytes(), base, start, size, size, window=window)
+    assert got == expected
