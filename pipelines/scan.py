@@ -19,7 +19,7 @@ from store_format.anomalies import AnomalyKind
 from store_format.batchconsumequeue import inner_batch_fields
 from store_format.config import BrokerConfig
 from store_format.crc import body_crc_spans
-from store_format.dispatch import QueueUnits, fix_malformed_text, queue_units
+from store_format.dispatch import QueueUnits, fix_malformed_text, queue_units, stable_order
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
 from store_format.rocksdb_cq import without_first_record
 from store_format.store import Reader, StoreLocation, resolve
@@ -169,7 +169,7 @@ def _queue_offset_steps(res: cl.WalkResult, units: QueueUnits) -> dict | None:
     record's first unit is its own queue's, with or without the BatchCQ topics' columns.)"""
     if not len(units):
         return None
-    own = np.unique(units.record, return_index=True)[1]
+    own = units.first_of_each_record()
     q, qoff, off = units.queue[own], units.queue_offset[own], units.offset[own]
     # an inner batch (5.x BatchCQ topics) takes INNER_NUM queue offsets, any other record one
     step = np.ones(len(qoff), dtype=np.int64)
@@ -178,7 +178,7 @@ def _queue_offset_steps(res: cl.WalkResult, units: QueueUnits) -> dict | None:
         _base, count = inner_batch_fields(np.asarray(res.text, dtype=np.uint8), res.text_origin,
                                           res.prop_span[recs, P_INNER_BASE], res.prop_span[recs, P_INNER_NUM], qoff)
         step = np.maximum(count.astype(np.int64), 1)
-    order = np.argsort(q, kind="stable")
+    order = stable_order(q, len(units.queues))
     q, qoff, off, step = q[order], qoff[order], off[order], step[order]
     starts = np.r_[0, np.flatnonzero(np.diff(q)) + 1]
     ends = np.r_[starts[1:], len(q)]

@@ -26,7 +26,7 @@ import pyarrow.ipc as ipc
 
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
-from store_format.dispatch import QueueUnits, queue_units
+from store_format.dispatch import QueueUnits, queue_units, stable_order
 from store_format.javahash import index_hash
 from store_format.store import resolve
 
@@ -103,7 +103,7 @@ def _unit_batches(units: QueueUnits, buckets: int, extra: dict[str, np.ndarray]
                   ) -> tuple[pa.Schema, list[pa.RecordBatch]]:
     bucket_of_queue = np.array([queue_bucket(t, q, buckets) for t, q in units.queues], dtype=np.int64)
     bucket = bucket_of_queue[units.queue] if len(units) else np.zeros(0, dtype=np.int64)
-    order = np.argsort(bucket, kind="stable")  # dispatch order kept within a bucket
+    order = stable_order(bucket, buckets)  # dispatch order kept within a bucket
     bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
     columns = [units.queue, units.queue_offset, units.offset, units.size, units.tags_code, *extra.values()]
     schema = pa.schema([*UNIT_SCHEMA, *(pa.field(n, OPTIONAL_UNIT_FIELDS[n]) for n in extra)])

@@ -99,6 +99,17 @@ _ISAL_CRC = types.ExternalFunction("crc32_gzip_refl", types.uint32(types.uint32,
 
 
 @numba.njit(cache=True, nogil=True)
+def _spans_fit(buf, origin, starts, lens):
+    """Every non-empty span lies in ``buf`` (the compiled loops do not check their reads)."""
+    size = buf.shape[0]
+    for i in range(starts.shape[0]):
+        n = lens[i]
+        if n > 0 and starts[i] >= 0 and (starts[i] - origin < 0 or starts[i] - origin + n > size):
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
 def _isal_spans(buf, origin, starts, lens, out):
     for i in range(starts.shape[0]):
         n = lens[i]
@@ -126,7 +137,7 @@ def crc32_spans(text: np.ndarray, origin: int, starts: np.ndarray, lens: np.ndar
     lens = np.ascontiguousarray(lens, dtype=np.int64)
     out = np.empty(len(starts), dtype=np.int64)
     buf = np.asarray(text, dtype=np.uint8)
-    if len(starts) and (starts - origin + np.maximum(lens, 0) > len(buf))[(lens > 0) & (starts >= 0)].any():
+    if not _spans_fit(buf, np.int64(origin), starts, lens):
         raise IndexError("a span ends beyond the buffer")
     if SPANS_ENGINE == "isa-l":
         _isal_spans(buf, np.int64(origin), starts, lens, out)

@@ -79,7 +79,7 @@ from .walkresult import (
 )
 
 __all__ = ["dispatch_flags", "put_index_keys", "wants_multi_dispatch", "multi_dispatch_units", "gather_strings",
-           "fix_malformed_text", "queue_units", "index_keys", "QueueUnits", "IndexKeys", "gather_spans"]
+           "fix_malformed_text", "queue_units", "index_keys", "QueueUnits", "IndexKeys", "gather_spans", "stable_order"]
 
 
 def _bytes_of(text: str) -> np.ndarray:
@@ -442,6 +442,14 @@ def _number_queues(text, origin, starts, lens, qids, table, first, out):
     return n_q
 
 
+def stable_order(values: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` of integers in ``[0, bound)``: as 16-bit integers when they
+    fit, which numpy sorts by radix (queue numbers and buckets, a few hundred values over millions of units)."""
+    if bound <= 1 << 16:
+        return np.argsort(values.astype(np.uint16), kind="stable")
+    return np.argsort(values, kind="stable")
+
+
 @dataclasses.dataclass
 class QueueUnits:
     """Consume queue units in dispatch order (record order; a record's own queue before its light
@@ -463,6 +471,14 @@ class QueueUnits:
 
     def __len__(self) -> int:
         return len(self.record)
+
+    def first_of_each_record(self) -> np.ndarray:
+        """Row of each record's first unit, its own queue's when it has one (a record's own unit comes
+        before its light queues'; units are in record order, so no sort is needed)."""
+        r = self.record
+        if not len(r):
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
 
     @property
     def queue_id(self) -> np.ndarray:

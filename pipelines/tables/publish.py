@@ -160,7 +160,7 @@ class _TablesTask:
                 pos = place_batch_units(units, states_by_split.get(split.split_id, {}), self.config.batch_topics,
                                         pos)
             record_pos = np.full(len(res.rec), -1, dtype=np.int64)
-            own = np.unique(units.record, return_index=True)[1] if len(units) else np.zeros(0, dtype=np.int64)
+            own = units.first_of_each_record()
             record_pos[units.record[own]] = pos[own]   # a record's own unit comes before its light queues'
             # the scan walked these records from the same place: its CRC findings stand (not a re-walk)
             batch = records_batch(split, res, {}, True, self.with_body,
