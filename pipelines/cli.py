@@ -313,7 +313,8 @@ def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None
                         "on the store (its lock held, or abort present)")
     _table_writer_argument(p)
     p.add_argument("--as-restart", action="store_true",
-                   help="apply the broker's commitlog recovery first: the files a restart would write")
+                   help="apply the broker's commitlog recovery first: the files a restart would write (DLedger: its "
+                        "recovery, then the start's reput; 5.x: nothing without recheckReputOffsetFromCq=true)")
 
 
 # ---------------------------------------------------------------------------------------------
