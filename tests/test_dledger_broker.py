@@ -300,23 +300,50 @@ def test_as_restart_after_a_damaged_entry(written, line, tmp_path):
     assert _units(tmp_path / "ours" / "consumequeue") == expected
 
 
-@pytest.mark.parametrize("line", LINES)
-def test_verify_on_a_dledger_store(written, line, tmp_path):
-    """verify finds the broker's own files identical to the rebuild and says it does not predict the
-    next start."""
-    import shutil
+def _verify(store: Path, src: Path, line: str) -> tuple[int, dict]:
+    """``verify --json`` on ``store``: exit code and the report."""
+    import json
 
     from pipelines.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(["verify", "--store", str(store), "--config", str(src / "broker.conf"), "--broker-version",
+                     BROKER_LINE[line], "--split-size", "4k", "--json"])
+    assert code in (0, 1), (out.getvalue() + err.getvalue())[-3000:]
+    return code, json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_verify_predicts_a_dledger_restart(written, line, tmp_path):
+    """verify finds the broker's own files identical to the rebuild, and predicts that the next start
+    writes nothing back; with consumequeue/ and index/ deleted it predicts what the broker's own restart
+    did on that store: every unit dispatched again (4.9.8; 5.x with recheckReputOffsetFromCq=true), or,
+    on 5.x without it, none, every unit lost (the broker's restart wrote no file: expected/ is empty)."""
+    import shutil
+
     src = Path(written["scenario"]["dir"])
     store = shutil.copytree(src / "store", tmp_path / "store")
     for sub in ("consumequeue", "index"):
         shutil.copytree(src / "expected" / sub, store / sub)
-    conf = ["--config", str(src / "broker.conf"), "--broker-version", BROKER_LINE[line]]
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = main(["verify", "--store", str(store), *conf, "--split-size", "4k"])
-    assert code == 0, (out.getvalue() + err.getvalue())[-3000:]
-    assert "not predicted for a DLedger store" in out.getvalue()
+    code, report = _verify(store, src, line)
+    assert code == 0 and report["restart"] is not None, report.get("restart_note")
+    p = report["restart"]
+    assert p["dledger"] and p["units_lost"] == 0 and p["units_dispatched_again"] == 0
+    cases = [(written, True)]
+    if not line.startswith("4"):
+        cases.append((_RUNS[f"{line}-dledger-norecheck"], False))
+    for r, rebuilds in cases:
+        src = Path(r["scenario"]["dir"])
+        store = shutil.copytree(src / "store", tmp_path / f"bare-{rebuilds}")
+        code, report = _verify(store, src, line)
+        p = report["restart"]
+        units = len(_units(src / "expected" / "consumequeue"))
+        assert code == 1 and p is not None and p["dledger"]
+        if rebuilds:
+            assert units > 0 and (p["units_dispatched_again"], p["units_lost"]) == (units, 0)
+        else:
+            queued = _queued(r["scenario"])
+            assert units == 0 and (p["units_dispatched_again"], p["units_lost"]) == (0, queued) and queued > 0
 
 
 @pytest.mark.parametrize("line,name", [c for c in CASES if c.values[1].endswith(("-plain", "-converted"))])
