@@ -83,6 +83,26 @@ class _Index:
         return None
 
 
+class _Window:
+    """A data file read a window at a time: ``len`` is the file's size, ``w[a:b]`` its bytes there."""
+    SIZE = 8 << 20
+
+    def __init__(self, fs: pafs.FileSystem, path: str, size: int) -> None:
+        self.fs, self.path, self.size = fs, path, size
+        self.start, self.data = 0, b""
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, span: slice) -> bytes:
+        a, b = span.start, min(span.stop, self.size)
+        if not (self.start <= a and b <= self.start + len(self.data)):
+            with self.fs.open_input_file(self.path) as f:
+                self.data = f.read_at(min(max(self.SIZE, b - a), self.size - a), a)
+            self.start = a
+        return self.data[a - self.start:b - self.start]
+
+
 def _first_entry_ok(data: bytes, base: int, index: _Index) -> bool:
     """The pre-check of a file's first entry (see the module's docstring)."""
     if len(data) < ENTRY_HEADER_SIZE:
@@ -105,9 +125,8 @@ def recover_dledger(fs: pafs.FileSystem, log: DLedgerLog, file_size: int) -> DLe
     files = log.files
     index = _Index(fs, log.base_dir)
 
-    def read(k: int) -> bytes:
-        with fs.open_input_file(files[k][2]) as f:
-            return f.read_at(files[k][1], 0)
+    def read(k: int) -> _Window:
+        return _Window(fs, files[k][2], files[k][1])
 
     start = max(len(files) - 3, 0)
     k = 0
@@ -117,8 +136,8 @@ def recover_dledger(fs: pafs.FileSystem, log: DLedgerLog, file_size: int) -> DLe
         if _first_entry_ok(head, int(files[k][0]), index):
             break
     checked_from = files[k][0]
-    ends: dict[int, int] = {}   # entry index -> end of the entry, for the entries walked
-    last_index, last_term = -1, -1
+    wanted_end = -1             # end of the checkpoint's committed entry, when the walk passes it
+    last_index, last_term, last_end = -1, -1, -1
     data, base = read(k), int(files[k][0])
     process, rel = base, 0
     reason = "end of the last data file"
@@ -154,8 +173,9 @@ def recover_dledger(fs: pafs.FileSystem, log: DLedgerLog, file_size: int) -> DLe
         if why:
             reason = why
             break
-        last_index, last_term = idx, term
-        ends[idx] = at + size
+        last_index, last_term, last_end = idx, term, at + size
+        if idx == log.committed_index:
+            wanted_end = last_end
         rel += size
         process += size
     last_base = int(files[-1][0])
@@ -170,7 +190,8 @@ def recover_dledger(fs: pafs.FileSystem, log: DLedgerLog, file_size: int) -> DLe
         committed, committed_pos = -1, -1
     else:
         committed = min(committed, last_index)
-        committed_pos = ends[committed] if committed in ends else committed_pos_of(fs, log, committed, file_size)
+        committed_pos = (last_end if committed == last_index else wanted_end if wanted_end >= 0
+                         else committed_pos_of(fs, log, committed, file_size))
     return DLedgerRecovery(checked_from, process, reason, last_index, committed, committed_pos)
 
 
