@@ -72,15 +72,15 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                   f"at {rec.process_offset} ({rec.reason}); committed index {rec.committed_index}, position "
                   f"{rec.committed_pos}")
     kept = with_dledger_committed(st, rec.committed_index, rec.committed_pos)
+    if not kept.segments:
+        raise StoreError(f"{st.uri}: a restart keeps no commitlog data (DLedger's recovery leaves nothing committed "
+                         f"and there is no old commitlog)")
     nothing = config.is_5x and not config.recheckReputOffsetFromCq
     if nothing:
         progress.emit("[rebuild] as a restart: a 5.x DLedger broker starts its reput at the committed position "
                       "(getConfirmOffset), so its restart writes no consume queue or index file; "
                       "recheckReputOffsetFromCq=true makes it dispatch from the commitlog's min offset")
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0) for seg in kept.segments])
-    elif not kept.segments:
-        raise StoreError(f"{st.uri}: a restart keeps no commitlog data (DLedger's recovery leaves nothing committed "
-                         f"and there is no old commitlog)")
     return kept, DLedgerRestart(rec, before, nothing)
 
 
