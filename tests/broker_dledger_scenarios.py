@@ -112,6 +112,13 @@ def no_recheck_scenario(line: str) -> dict:
     return {**plain, "config": conf, "restartRebuildsNothing": True, "name": f"{line}-dledger-norecheck"}
 
 
+def abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort``: the ``plain`` messages, restarted after a crash (the writer's
+    ``abortBeforeRestart``: an ``abort`` file before the restart, so its recovery is the abnormal one)."""
+    plain = dledger_scenarios(line)[0]
+    return {**plain, "abortBeforeRestart": True, "name": f"{line}-dledger-abort"}
+
+
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""

@@ -60,7 +60,9 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code recheckReputOffsetFromCq=true} in its settings (the writer refuses it otherwise), as a
  * DLedger operator's broker.conf must; it holds for every start of the scenario and goes into
  * broker.conf. A scenario that says {@code "restartRebuildsNothing": true} may leave it out: its
- * restart then writes no consume queue or index file, which is what it checks.
+ * restart then writes no consume queue or index file, which is what it checks. A scenario with
+ * {@code "abortBeforeRestart": true} gets an empty {@code abort} file before that restart (a crash,
+ * as the broker sees it: {@code recoverAbnormally}).
  *
  * <p>BatchCQ topics (5.x; scenario field {@code batchTopics}, a list of topic names): before the
  * first start the writer writes {@code store/config/topics.json} as the broker's TopicConfigManager
@@ -174,6 +176,9 @@ public final class Writer {
         Stores.deleteTree(new File(root, "batchconsumequeue"));
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
+        if (sc.has("abortBeforeRestart")) {  // as after a crash: the restart's recovery is the abnormal one
+            Files.write(new File(root, "abort").toPath(), new byte[0]);
+        }
         DefaultMessageStore store = Stores.open(props, root, role, topics);
         check(store.load(), "store load failed on restart");
         DLedger.beforeStart(store);
