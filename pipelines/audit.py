@@ -49,7 +49,8 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
     if config.enableDLegerCommitLog:
         raise UnsupportedConfigError(
             "audit: a DLedger store's data files are deleted by DLedger's own cleanup (DLedgerMmapFileStore's "
-            "CleanSpaceService, fileReservedTime + 1 hours), which is not modelled; lookups and tables are")
+            "CleanSpaceService: every 100 ms, files older than fileReservedTime + 1 hours by mtime, none while an old "
+            "commitlog/ remains), which is not modelled; lookups and tables are")
     segments = snap.read_arrow("segments")
     inv = snap.read_arrow("expiry_audit")
     if segments is None or inv is None:

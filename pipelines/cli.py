@@ -313,8 +313,8 @@ def _rebuild_arguments(p: argparse.ArgumentParser, store_required: bool) -> None
                         "on the store (its lock held, or abort present)")
     _table_writer_argument(p)
     p.add_argument("--as-restart", action="store_true",
-                   help="apply the broker's commitlog recovery first: the files a restart would write (ext and "
-                        "batch queues too; not DLedger, RocksDB, BatchCQ with recheckReputOffsetFromCq=true)")
+                   help="apply the broker's recovery first: the files a restart would write (ext, batch and "
+                        "DLedger stores too, see docs/restart-settings.md; not RocksDB)")
 
 
 # ---------------------------------------------------------------------------------------------

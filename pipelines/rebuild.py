@@ -14,7 +14,7 @@ import uuid
 
 from store_format.config import BrokerConfig
 from store_format.reput import check_concurrent_reput, resolve_broker_version
-from store_format.store import load_config_for, open_store
+from store_format.store import StoreLocation, load_config_for, open_store
 from store_format.store_layouts import refuse_rocksdb_cq
 from store_format.timeutil import zone
 
@@ -25,6 +25,7 @@ from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
+from .restart import DLedgerRestart
 from .restart import as_restart as restart_view
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
 from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
@@ -103,10 +104,16 @@ class RebuildSummary:
                      f"{mb / max(working, 1e-9):,.0f} MB/s for the rebuild once the session is up")
         if self.dledger:
             d = self.dledger
-            lines.append(f"dledger            {d['log']}: committed index {d['committed_index']:,}, dispatched up to "
-                         f"offset {d['committed_offset']:,}" + (
-                             "; entries written after it are not dispatched until the group commits them"
-                             if d["uncommitted"] else ""))
+            if d.get("restart_dispatches_nothing"):
+                lines.append(f"dledger            {d['log']}: committed index {d['committed_index']:,}, offset "
+                             f"{d['committed_offset']:,}; a 5.x restart dispatches nothing (its reput starts there; "
+                             "recheckReputOffsetFromCq=true moves it to the min offset); rebuild without "
+                             "--as-restart for the files")
+            else:
+                lines.append(f"dledger            {d['log']}: committed index {d['committed_index']:,}, dispatched "
+                             f"up to offset {d['committed_offset']:,}" + (
+                                 "; entries written after it are not dispatched until the group commits them"
+                                 if d["uncommitted"] else ""))
         if self.tables:
             lines.append(f"tables             {self.tables}")
         for recovered in self.tables_recovered:
@@ -184,6 +191,17 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
             lock.release()
 
 
+def _dledger_figures(st: StoreLocation, recovery: object) -> dict | None:
+    """A DLedger store's figures for the summary; ``--as-restart`` on 5.x without
+    recheckReputOffsetFromCq: the restart dispatches nothing."""
+    if st.dledger is None:
+        return None
+    figures = st.dledger.figures()
+    if isinstance(recovery, DLedgerRestart) and recovery.nothing:
+        figures["restart_dispatches_nothing"] = True
+    return figures
+
+
 def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark | PendingSession | None,
                     master: str | None, split_size: int | None, tables: str | None, with_body: bool, tz: str,
                     overwrite: bool, progress: Progress, engine: str, processes: int, log_level: str | None,
@@ -256,7 +274,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                           queues=built.queues, consume_queue_files=built.cq_file_count,
                           index_files=len(built.index_files), index_keys=walk.index_totals["keys"],
                           anomalies=anomalies, rewalked_splits=walk.chain.rewalked, timings=progress.timings,
-                          dledger=st.dledger.figures() if st.dledger is not None else None,
+                          dledger=_dledger_figures(st, recovery),
                           batch_queues=built.batch_figures(config),
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,

@@ -5,13 +5,14 @@ import dataclasses
 
 from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
-from store_format.errors import StoreError
+from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
+from store_format.errors import StoreError, UnsupportedConfigError
 from store_format.recovery import RecoveryPlan, plan_recovery
-from store_format.store import Segment, StoreLocation
+from store_format.store import Segment, StoreLocation, with_dledger_committed
 
 from .anomalies import at_offset
 
-__all__ = ["as_restart", "Restart"]
+__all__ = ["as_restart", "Restart", "DLedgerRestart"]
 
 
 @dataclasses.dataclass
@@ -31,10 +32,65 @@ class Restart:
                           found=p.discarded_messages)]
 
 
-def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, Restart]:  # noqa: ANN001
+@dataclasses.dataclass
+class DLedgerRestart:
+    """What a DLedger broker's restart keeps (``DLedgerMmapFileStore.recover``) and dispatches; ``nothing``:
+    its reput starts at the committed position (5.x without ``recheckReputOffsetFromCq``)."""
+    recovery: DLedgerRecovery
+    committed_pos_before: int
+    nothing: bool
+
+    def anomalies(self, kept: StoreLocation) -> list[dict]:
+        """DLedger's recovery cutting committed entries off (the committed position moves back)."""
+        r = self.recovery
+        if r.committed_pos >= self.committed_pos_before or not kept.segments:
+            return []
+        return [at_offset(kept, max(r.committed_pos, kept.segments[0].base), AnomalyKind.RESTART_DISCARDS,
+                          "a broker restart (DLedgerMmapFileStore.recover) ends the DLedger log at "
+                          f"{r.process_offset}: "
+                          f"{r.reason}; the committed position moves from {self.committed_pos_before} to "
+                          f"{r.committed_pos} (committed index {r.committed_index})", found=1)]
+
+
+def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, DLedgerRestart]:  # noqa: ANN001
+    """A DLedger store as a restart's reput reads it: DLedger's recovery first (where the log ends and
+    what stays committed: :func:`store_format.dledger_recovery.recover_dledger`), then
+    ``DefaultMessageStore.start``: 4.9.8 dispatches from the commitlog's min offset up to the committed
+    position; 5.x starts at ``getConfirmOffset()``, the committed position itself, so nothing is
+    dispatched unless ``recheckReputOffsetFromCq=true`` moves it back to the min offset.  A 5.x abnormal
+    restart (``abort`` file) is refused: ``dledgerRecoverAbnormally`` dispatches every entry from the
+    file its checks start at to the log's end, committed or not."""
+    assert st.dledger is not None
+    if config.is_5x and st.broker_may_be_running():
+        raise UnsupportedConfigError(
+            "a 5.x DLedger store whose last shutdown was not clean (abort file): its restart's recovery "
+            "(DLedgerCommitLog.dledgerRecoverAbnormally) dispatches every entry up to the log's end, committed or not, "
+            "which is not modelled; rebuild without --as-restart, which dispatches up to DLedger's committed index")
+    rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
+    before = st.dledger.committed_pos
+    progress.emit(f"[rebuild] as a restart: DLedger's recovery (walk from data file {rec.checked_from}) ends the log "
+                  f"at {rec.process_offset} ({rec.reason}); committed index {rec.committed_index}, position "
+                  f"{rec.committed_pos}")
+    kept = with_dledger_committed(st, rec.committed_index, rec.committed_pos)
+    if not kept.segments:
+        raise StoreError(f"{st.uri}: a restart keeps no commitlog data (DLedger's recovery leaves nothing committed "
+                         f"and there is no old commitlog)")
+    nothing = config.is_5x and not config.recheckReputOffsetFromCq
+    if nothing:
+        progress.emit("[rebuild] as a restart: a 5.x DLedger broker starts its reput at the committed position "
+                      "(getConfirmOffset), so its restart writes no consume queue or index file; "
+                      "recheckReputOffsetFromCq=true makes it dispatch from the commitlog's min offset")
+        kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0) for seg in kept.segments])
+    return kept, DLedgerRestart(rec, before, nothing)
+
+
+def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, Restart | DLedgerRestart]:  # noqa: ANN001
     """The store as the reput sees it after the broker's recovery (:func:`store_format.recovery.plan_recovery`):
     segments after the cut deleted, the segment holding it read up to it, and, where the recovery itself
-    dispatches (4.9 abnormal, 5.x), nothing before the segment it started from."""
+    dispatches (4.9 abnormal, 5.x), nothing before the segment it started from.  DLedger stores:
+    :func:`dledger_restart`."""
+    if st.dledger is not None:
+        return dledger_restart(st, config, progress)
     plan = plan_recovery(st, config)
     progress.emit(f"[rebuild] as a restart: {plan.mode} recovery cuts the commitlog at {plan.process_offset} "
                   f"({plan.reason}); dispatch from {plan.dispatch_from}")

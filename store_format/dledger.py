@@ -34,7 +34,8 @@ from .javaproperties import parse_java_properties
 from .layout import SEGMENT_NAME_RE
 
 __all__ = ["ENTRY_HEADER_SIZE", "ENTRY_MAGIC", "ENTRY_BLANK_MAGIC", "OFF_ENTRY_SIZE", "OFF_ENTRY_INDEX",
-           "OFF_ENTRY_POS", "OFF_ENTRY_BODY_SIZE", "INDEX_UNIT_SIZE", "DLedgerLog", "find_dledger_log"]
+           "OFF_ENTRY_POS", "OFF_ENTRY_BODY_SIZE", "INDEX_UNIT_SIZE", "DLedgerLog", "find_dledger_log",
+           "committed_pos_of"]
 
 # DLedgerEntry / DLedgerEntryCoder.encode
 ENTRY_HEADER_SIZE = 48          # DLedgerEntry.BODY_OFFSET
@@ -145,6 +146,12 @@ def _committed_pos(fs: pafs.FileSystem, base_dir: str, index: int, files: list, 
                 return pos + size
             return -1
     return -1
+
+
+def committed_pos_of(fs: pafs.FileSystem, log: DLedgerLog, index: int, file_size: int) -> int:
+    """End of the entry ``index`` of ``log`` (its ``index/`` unit checked against its header); -1 when
+    either cannot be read."""
+    return _committed_pos(fs, log.base_dir, index, log.files, file_size)
 
 
 def find_dledger_log(fs: pafs.FileSystem, root: str, uri: str, *, self_id: str, data_path: str,

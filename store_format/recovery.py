@@ -430,8 +430,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     """
     if store.dledger is not None:
         raise UnsupportedConfigError(
-            "a DLedger store's restart (DLedgerCommitLog.recover: DLedger's own recovery, then the group's commits) "
-            "is not modelled: rebuild without --as-restart, which dispatches up to DLedger's committed index")
+            "a DLedger store's restart is DLedger's own recovery (DLedgerCommitLog.recover), not a commitlog "
+            "recovery: see store_format.dledger_recovery (rebuild --as-restart)")
     config = resolve_broker_version(store, config)
     is_5x = config.is_5x
     if store.batch_topics and config.recheckReputOffsetFromCq:

@@ -224,6 +224,16 @@ def _open_dledger_store(uri: str, fs: pafs.FileSystem, root: str, config: Broker
         raise StoreLayoutError(
             f"{uri}: commitlog/ ends at {legacy[-1].end}, but the DLedger data starts at {log.first_offset}: a store "
             "converted in place continues its old commitlog right after its last file (DLedgerCommitLog.recover)")
+    segments = _committed_segments(legacy, log)
+    if not segments:
+        raise StoreLayoutError(f"{uri}: nothing is committed in {log.base_dir.rsplit('/', 1)[-1]}/ (checkpoint "
+                               f"committedIndex={log.committed_index}) and there is no old commitlog: the broker's "
+                               "reput has nothing to dispatch")
+    return StoreLocation(uri, fs, root, segments, dledger=log)
+
+
+def _committed_segments(legacy: list[Segment], log: DLedgerLog) -> list[Segment]:
+    """The old commitlog's segments, then the DLedger data files up to ``log``'s committed position."""
     segments = list(legacy)
     for name, size, path, mtime in log.files:
         base = int(name)
@@ -232,11 +242,16 @@ def _open_dledger_store(uri: str, fs: pafs.FileSystem, root: str, config: Broker
         readable = min(size, log.committed_pos - base)
         segments.append(Segment(len(segments), name, base, size, path, mtime,
                                 readable=readable if readable < size else -1, dledger=True))
-    if not segments:
-        raise StoreLayoutError(f"{uri}: nothing is committed in {log.base_dir.rsplit('/', 1)[-1]}/ (checkpoint "
-                               f"committedIndex={log.committed_index}) and there is no old commitlog: the broker's "
-                               "reput has nothing to dispatch")
-    return StoreLocation(uri, fs, root, segments, dledger=log)
+    return segments
+
+
+def with_dledger_committed(st: StoreLocation, committed_index: int, committed_pos: int) -> StoreLocation:
+    """``st`` (a DLedger store) read up to another committed entry: the one a restart's recovery leaves
+    (:mod:`store_format.dledger_recovery`)."""
+    assert st.dledger is not None
+    log = dataclasses.replace(st.dledger, committed_index=committed_index, committed_pos=committed_pos)
+    legacy = [seg for seg in st.segments if not seg.dledger]
+    return dataclasses.replace(st, segments=_committed_segments(legacy, log), dledger=log)
 
 
 def _segments(files: list[pafs.FileInfo], config: BrokerConfig) -> list[Segment]:

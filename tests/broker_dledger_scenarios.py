@@ -103,6 +103,22 @@ def dledger_scenarios(line: str) -> list[dict]:
     return [{**sc, "name": f"{line}-dledger-{what}"} for what, sc in scenarios.items()]
 
 
+def no_recheck_scenario(line: str) -> dict:
+    """``<line>-dledger-norecheck`` (5.x lines): the ``plain`` messages without
+    ``recheckReputOffsetFromCq``, so that the broker's restart rebuilds nothing (the writer's
+    ``restartRebuildsNothing``)."""
+    plain = dledger_scenarios(line)[0]
+    conf = {k: v for k, v in plain["config"].items() if k != "recheckReputOffsetFromCq"}
+    return {**plain, "config": conf, "restartRebuildsNothing": True, "name": f"{line}-dledger-norecheck"}
+
+
+def abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort``: the ``plain`` messages, restarted after a crash (the writer's
+    ``abortBeforeRestart``: an ``abort`` file before the restart, so its recovery is the abnormal one)."""
+    plain = dledger_scenarios(line)[0]
+    return {**plain, "abortBeforeRestart": True, "name": f"{line}-dledger-abort"}
+
+
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""

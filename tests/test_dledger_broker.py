@@ -23,7 +23,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_scenarios import dledger_scenarios
+from broker_dledger_scenarios import abort_scenario, dledger_scenarios, no_recheck_scenario
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -37,6 +37,10 @@ LINES = tuple(os.environ.get("DLEDGER_LINES", "4.9.8,5.5.1").split(","))
 BROKER_LINE = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}  # as --broker-version names them
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+# written with the others, not rebuilt: a restart after a crash, and a 5.x one without
+# recheckReputOffsetFromCq (it rebuilds nothing)
+EXTRA = {line: [abort_scenario(line)] + ([] if line.startswith("4") else [no_recheck_scenario(line)])
+         for line in LINES}
 _RUNS: dict[str, dict] = {}
 
 
@@ -66,8 +70,9 @@ def written(request, tmp_path_factory):
         work = tmp_path_factory.mktemp("dledger")
         started = time.monotonic()
         with ThreadPoolExecutor(len(LINES)) as pool:
-            futures = {ln: pool.submit(bh.write_stores, ln, [{**sc, "dir": str(work / sc["name"])} for sc in scs],
-                                       work, 300, len(scs))
+            futures = {ln: pool.submit(bh.write_stores, ln, [{**sc, "dir": str(work / sc["name"])}
+                                                             for sc in [*scs, *EXTRA.get(ln, [])]],
+                                       work, 300, len(scs) + len(EXTRA.get(ln, [])))
                        for ln, scs in SCENARIOS.items()}
             # meanwhile the session the CLI's rebuild gets (getOrCreate) starts; a store's shutdown sleeps 1 s
             # on 4.9.8 and 3 s on 5.x, and DLedger's netty server takes 2 s more to stop
@@ -75,11 +80,11 @@ def written(request, tmp_path_factory):
             reports = {ln: f.result() for ln, f in futures.items()}
         print(f"\nthe broker wrote {len(CASES)} DLedger store(s) in {time.monotonic() - started:.1f} s")
         for ln, scs in SCENARIOS.items():
-            for sc in scs:
+            for sc in [*scs, *EXTRA.get(ln, [])]:
                 r = {"scenario": {**sc, "dir": str(work / sc["name"])},
                      "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
                 _RUNS[sc["name"]] = r
-                if r["written"].get("ok"):
+                if r["written"].get("ok") and sc in scs:
                     started = time.monotonic()
                     r["rebuild"] = _rebuild(work / sc["name"], ln)
                     print(f"{sc['name']}: rebuilt in {time.monotonic() - started:.1f} s (exit {r['rebuild']['code']})")
@@ -180,7 +185,8 @@ def _units(root: Path) -> list[tuple[str, int, int, int]]:
 def test_entries_past_the_committed_index_are_not_dispatched(written, line, tmp_path, request):
     """A checkpoint whose committedIndex is behind the log's end (entries written, not yet committed
     by the group): the broker's store, loaded on it, ends the commitlog at the position our rebuild
-    reads up to; our consume queues are the broker's rebuild without the units at or past it."""
+    (and --as-restart) reads up to; our consume queues are the broker's rebuild without the units at
+    or past it."""
     import shutil
 
     from store_format.store import load_config_for, open_store
@@ -207,30 +213,139 @@ def test_entries_past_the_committed_index_are_not_dispatched(written, line, tmp_
     expected = [u for u in _units(src / "expected" / "consumequeue") if u[1] < broker_end]
     assert 0 < len(expected) < len(_units(src / "expected" / "consumequeue"))
     assert _units(tmp_path / "ours" / "consumequeue") == expected
+    # a restart's start dispatches up to the same committed entry (the group commits the rest later)
+    code, stderr = _as_restart(store, tmp_path / "restart", src, line)
+    assert code == 0, stderr[-2000:]
+    assert _units(tmp_path / "restart" / "consumequeue") == expected
+
+
+def _as_restart(store: Path, out: Path, src: Path, line: str) -> tuple[int, str]:
+    """``rebuild --as-restart`` on ``store`` with the scenario's broker.conf: exit code, stderr."""
+    from pipelines.cli import main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(store), "--out", str(out), "--config", str(src / "broker.conf"),
+                     "--broker-version", BROKER_LINE[line], "--split-size", "4k", "--no-tables", "--as-restart"])
+    return code, err.getvalue()
+
+
+def _same_tree(expected: Path, ours: Path) -> None:
+    """consumequeue/ byte for byte, index/ file by file in name order (names are creation times)."""
+    exp_files = _files(expected / "consumequeue")
+    assert _files(ours / "consumequeue") == exp_files, "consume queue file set differs"
+    for rel in exp_files:
+        bh.same_bytes((expected / "consumequeue" / rel).read_bytes(), (ours / "consumequeue" / rel).read_bytes(),
+                      f"consumequeue/{rel}")
+    exp_idx, our_idx = sorted((expected / "index").iterdir()), sorted((ours / "index").iterdir())
+    assert len(our_idx) == len(exp_idx), f"index file count {len(our_idx)} != broker's {len(exp_idx)}"
+    for e, o in zip(exp_idx, our_idx):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file {o.name} vs broker's {e.name}")
+
+
+@pytest.mark.parametrize("line,name", [c for c in CASES if c.values[1].endswith(("-plain", "-converted"))])
+def test_as_restart_matches_the_broker_restart(written, line, name, tmp_path):
+    """The broker's restart (consumequeue/ and index/ deleted, DLedger's recovery, the reput from the
+    commitlog's min offset; 5.x with recheckReputOffsetFromCq=true) wrote expected/: --as-restart on the
+    same store writes the same files."""
+    src = Path(written["scenario"]["dir"])
+    code, err = _as_restart(src / "store", tmp_path / "ours", src, line)
+    assert code == 0, err[-2000:]
+    assert "DLedger's recovery" in err
+    _same_tree(src / "expected", tmp_path / "ours")
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_without_recheck_writes_nothing_as_the_broker(written, line, tmp_path):
+    """5.x without recheckReputOffsetFromCq: the broker's restart wrote no consume queue or index file
+    (its reput starts at the committed position); --as-restart writes none either, and says why."""
+    r = _RUNS[f"{line}-dledger-norecheck"]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    assert not _files(src / "expected" / "consumequeue") and not _files(src / "expected" / "index")
+    code, err = _as_restart(src / "store", tmp_path / "ours", src, line)
+    assert code == 0, err[-2000:]
+    assert "recheckReputOffsetFromCq=true" in err and "no consume queue or index file" in err
+    assert not _files(tmp_path / "ours" / "consumequeue") and not _files(tmp_path / "ours" / "index")
 
 
 @pytest.mark.parametrize("line", LINES)
-def test_verify_and_as_restart_on_a_dledger_store(written, line, tmp_path):
-    """verify finds the broker's own files identical to the rebuild and says it does not predict the
-    next start; --as-restart (DLedger's recovery is not modelled) refuses in one line."""
+def test_as_restart_after_a_damaged_entry(written, line, tmp_path):
+    """A committed entry near the end whose header is damaged (its pos field): the broker's recovery
+    (DLedgerMmapFileStore.recover, run by the broker's own load on a copy) ends the committed data before
+    it; --as-restart finds the same committed position, reports the cut, and writes the broker's own
+    rebuild without the units at or past it."""
     import shutil
 
+    from store_format.dledger import ENTRY_HEADER_SIZE, OFF_ENTRY_POS
+    src = Path(written["scenario"]["dir"])
+    store = shutil.copytree(src / "store", tmp_path / "store")
+    data = sorted((store / "dledger-n0" / "data").iterdir())
+    last = data[-1]
+    buf = bytearray(last.read_bytes())
+    entries, rel = [], 0     # the last file's entries (its first starts at 0)
+    while rel + ENTRY_HEADER_SIZE <= len(buf) and int.from_bytes(buf[rel:rel + 4], "big", signed=True) == 1:
+        entries.append(rel)
+        rel += int.from_bytes(buf[rel + 4:rel + 8], "big")
+    assert len(entries) >= 3
+    victim = entries[-2]
+    buf[victim + OFF_ENTRY_POS:victim + OFF_ENTRY_POS + 8] = (12345).to_bytes(8, "big")
+    last.write_bytes(bytes(buf))
+    answer = bh.read_stores(line, [{"store": shutil.copytree(store, tmp_path / "broker-copy"),
+                                    "config": bh.read_conf(src / "broker.conf"), "commitlog": True}], tmp_path)[0]
+    broker_end = next(a for a in answer if a["kind"] == "commitlog")["maxPhyOffset"]
+    assert broker_end == int(last.name) + victim, "the broker's recovery ends the committed data at the damage"
+    code, err = _as_restart(store, tmp_path / "ours", src, line)
+    assert code == 0, err[-2000:]
+    assert "committed index" in err and f"position {broker_end}" in err
+    expected = [u for u in _units(src / "expected" / "consumequeue") if u[1] < broker_end]
+    assert 0 < len(expected) < len(_units(src / "expected" / "consumequeue"))
+    assert _units(tmp_path / "ours" / "consumequeue") == expected
+
+
+def _verify(store: Path, src: Path, line: str) -> tuple[int, dict]:
+    """``verify --json`` on ``store``: exit code and the report."""
+    import json
+
     from pipelines.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(["verify", "--store", str(store), "--config", str(src / "broker.conf"), "--broker-version",
+                     BROKER_LINE[line], "--split-size", "4k", "--json"])
+    assert code in (0, 1), (out.getvalue() + err.getvalue())[-3000:]
+    return code, json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_verify_predicts_a_dledger_restart(written, line, tmp_path):
+    """verify finds the broker's own files identical to the rebuild, and predicts that the next start
+    writes nothing back; with consumequeue/ and index/ deleted it predicts what the broker's own restart
+    did on that store: every unit dispatched again (4.9.8; 5.x with recheckReputOffsetFromCq=true), or,
+    on 5.x without it, none, every unit lost (the broker's restart wrote no file: expected/ is empty)."""
+    import shutil
+
     src = Path(written["scenario"]["dir"])
     store = shutil.copytree(src / "store", tmp_path / "store")
     for sub in ("consumequeue", "index"):
         shutil.copytree(src / "expected" / sub, store / sub)
-    conf = ["--config", str(src / "broker.conf"), "--broker-version", BROKER_LINE[line]]
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = main(["verify", "--store", str(store), *conf, "--split-size", "4k"])
-    assert code == 0, (out.getvalue() + err.getvalue())[-3000:]
-    assert "not predicted for a DLedger store" in out.getvalue()
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(store), "--out", str(tmp_path / "out"), *conf, "--as-restart"])
-    errors = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
-    assert code == 2 and len(errors) == 1 and "DLedger" in errors[0] and "--as-restart" in errors[0], err.getvalue()
+    code, report = _verify(store, src, line)
+    assert code == 0 and report["restart"] is not None, report.get("restart_note")
+    p = report["restart"]
+    assert p["dledger"] and p["units_lost"] == 0 and p["units_dispatched_again"] == 0
+    cases = [(written, True)]
+    if not line.startswith("4"):
+        cases.append((_RUNS[f"{line}-dledger-norecheck"], False))
+    for r, rebuilds in cases:
+        src = Path(r["scenario"]["dir"])
+        store = shutil.copytree(src / "store", tmp_path / f"bare-{rebuilds}")
+        code, report = _verify(store, src, line)
+        p = report["restart"]
+        units = len(_units(src / "expected" / "consumequeue"))
+        assert code == 1 and p is not None and p["dledger"]
+        if rebuilds:
+            assert units > 0 and (p["units_dispatched_again"], p["units_lost"]) == (units, 0)
+        else:
+            queued = _queued(r["scenario"])
+            assert units == 0 and (p["units_dispatched_again"], p["units_lost"]) == (0, queued) and queued > 0
 
 
 @pytest.mark.parametrize("line,name", [c for c in CASES if c.values[1].endswith(("-plain", "-converted"))])
@@ -279,3 +394,25 @@ def test_lookups_match_broker_query_on_a_dledger_store(written, line, name, tmp_
         code = main(["audit", "--tables", str(tables), "--as-of", "2030-01-01T00:00:00Z"])
     errors = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
     assert code == 2 and len(errors) == 1 and "DLedger" in errors[0], err.getvalue()
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_as_restart_after_an_unclean_shutdown(written, line, tmp_path):
+    """The broker restarted after a crash (an abort file: recoverAbnormally). 4.9.8's DLedgerCommitLog
+    recovers both ways alike: --as-restart on the store with its abort file writes the broker's files byte
+    for byte. 5.x's dledgerRecoverAbnormally dispatches entries itself (once, on 5.5.1, the harness saw it
+    write a unit of offset 0 and size 2147483647 at the head of a queue; on another run the clean
+    restart's files): --as-restart refuses in one line."""
+    import shutil
+    r = _RUNS[f"{line}-dledger-abort"]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    store = shutil.copytree(src / "store", tmp_path / "store")
+    (store / "abort").write_bytes(b"")
+    code, err = _as_restart(store, tmp_path / "ours", src, line)
+    if line.startswith("4"):
+        assert code == 0, err[-2000:]
+        _same_tree(src / "expected", tmp_path / "ours")
+    else:
+        errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+        assert code == 2 and len(errors) == 1 and "dledgerRecoverAbnormally" in errors[0], err[-2000:]

@@ -22,7 +22,10 @@ The story of a verify:
    starts again.  What a start does to ``consumequeue_ext/`` (``ConsumeQueueExt.recover``,
    ``truncateByMaxAddress``, ``checkSelf``) and ``batchconsumequeue/`` (``BatchConsumeQueue.recover``,
    ``truncateDirtyLogicFiles``) is not modelled: the report says so for those files, and gives no
-   prediction for a store with BatchCQ topics (nor for a DLedger store).
+   prediction for a store with BatchCQ topics (nor for a 5.x DLedger store after an unclean shutdown).
+   A DLedger store's start is ``DLedgerMmapFileStore.recover`` (the queues truncated against the
+   log's end it keeps), then the reput from the queues' max physical offset (4.9.8, 5.x with
+   ``recheckReputOffsetFromCq``) or from the committed position (5.x without: nothing again).
 
 A repair verifies (holding the broker's ``lock`` file the way ``DefaultMessageStore.start`` does),
 plans (:func:`plan_repair`), and applies (:func:`apply_repair`): each old file goes to a backup

@@ -1,7 +1,8 @@
 """``verify_store``: rebuild a store's ``consumequeue/`` and ``index/`` (and ``consumequeue_ext/``,
 ``batchconsumequeue/`` where the store has those layouts) from its commitlog into a reference
 folder, compare every file with the store's, and predict the broker's next start (of the
-``consumequeue/`` and ``index/`` files; not for a DLedger store or one with BatchCQ topics)."""
+``consumequeue/`` and ``index/`` files; not for a store with BatchCQ topics or a 5.x DLedger store after
+an unclean shutdown)."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,6 +19,7 @@ import pyarrow.fs as pafs
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
+from store_format.dledger_recovery import recover_dledger
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.store import StoreLocation, open_store, resolve
@@ -50,7 +52,8 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     """Compare ``store``'s ``consumequeue/`` and ``index/`` with a rebuild from its commitlog, and
     its ``consumequeue_ext/`` (``enableConsumeQueueExt=true``) and ``batchconsumequeue/`` (BatchCQ
     topics) too; the next start is predicted for ``consumequeue/`` and ``index/`` only, and not at
-    all for a DLedger store or one with BatchCQ topics (``VerifyReport.no_prediction`` says why).
+    all for a store with BatchCQ topics or a 5.x DLedger store after an unclean shutdown
+    (``VerifyReport.no_prediction`` says why).
 
     Only reads the store.  The rebuild goes to ``work`` (kept; it must not hold ``consumequeue/``
     or ``index/`` yet) or to a temporary folder deleted before returning.
@@ -153,9 +156,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                 else "ignored by the broker (IndexService.load skips names that are not numbers)")
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
-    if st.dledger is not None or st.batch_topics:
-        why = ("not predicted for a DLedger store (DLedgerCommitLog's recovery and the group's commits decide it)"
-               if st.dledger is not None else
+    clean = not st.broker_may_be_running()
+    if st.batch_topics or (st.dledger is not None and config.is_5x and not clean):
+        why = ("not predicted for a 5.x DLedger store whose last shutdown was not clean (abort file): its recovery "
+               "(DLedgerCommitLog.dledgerRecoverAbnormally) dispatches up to the log's end, committed or not"
+               if not st.batch_topics else
                f"not predicted for a store with BatchCQ topics ({', '.join(sorted(st.batch_topics))}): "
                "BatchConsumeQueue.recover and truncateDirtyLogicFiles are not modelled, and the queues' max physical "
                "offset, where the commitlog recovery and the dispatch start again "
@@ -163,19 +168,37 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
                             None, _rebuild_figures(summary), consume_queue_ext=ext_results,
                             batch_consume_queue=bcq_results, no_prediction=why, not_checked=_not_checked(st))
-    clean = not st.broker_may_be_running()
     store_index = []
     for n in s_names:
         with fs.open_input_file(f"{root}/{INDEX_DIR}/{n}") as f:
             head = f.read(INDEX_HEADER_SIZE)
         header = dataclasses.asdict(read_header(head + bytes(INDEX_HEADER_SIZE - len(head))))
         store_index.append((n, store_ix[n], header))
+    dledger = recover_dledger(fs, st.dledger, config.mappedFileSizeCommitLog) if st.dledger is not None else None
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
-        commitlog_end=_end_of_data(st, summary.data_end), clean_shutdown=clean, store_index=store_index,
+        commitlog_end=(_end_of_data(st, summary.data_end) if dledger is None or dledger.committed_pos < 0
+                       else min(dledger.committed_pos, _end_of_data(st, summary.data_end))),
+        clean_shutdown=clean, store_index=store_index,
         expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
         checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root),
-        read_expected_cq=lambda queue, name: read_all(ref_fs, f"{ref}/{CQ_DIR}/{queue}/{name}"))
+        read_expected_cq=lambda queue, name: read_all(ref_fs, f"{ref}/{CQ_DIR}/{queue}/{name}"),
+        truncate_at=dledger.process_offset if dledger else None,
+        reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None)
+    if dledger is not None:
+        restart.dledger = True
+        restart.recovery_cut = dledger.process_offset
+        restart.recovery_reason = (f"{dledger.reason}; committed index {dledger.committed_index}, position "
+                                   f"{dledger.committed_pos}")
+        restart.notes.append(
+            "DLedger store: DLedgerMmapFileStore.recover ends the log, the queues are truncated against its end, and "
+            + ("the reput starts at the queues' max physical offset (at least the min offset) and dispatches up to "
+               "the committed position" if not config.is_5x or config.recheckReputOffsetFromCq else
+               "the reput starts at the committed position (5.x, recheckReputOffsetFromCq=false): nothing is "
+               "dispatched again, so units missing from the queues stay missing (rebuild them with this tool)"))
+        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
+                            len(r_names), restart, _rebuild_figures(summary), consume_queue_ext=ext_results,
+                            not_checked=_not_checked(st))
     from store_format.recovery import plan_recovery
     recovery = plan_recovery(st, config, abnormal=not clean,
                              max_phy_offset_of_consume_queue=restart.max_physic_offset_in_queues)

@@ -135,6 +135,7 @@ class RestartPrediction:
     recovery_discarded_messages: int = 0
     recovery_discarded_bytes: int = 0
     recovery_deleted_segments: int = 0
+    dledger: bool = False                      # a DLedger store: DLedgerCommitLog.recover, the reput in the notes
 
 
 @dataclasses.dataclass
@@ -146,7 +147,7 @@ class VerifyReport:
     index: list[IndexFileResult]
     index_files_in_store: int
     index_files_rebuilt: int
-    restart: RestartPrediction | None   # None: not predicted (a DLedger store, BatchCQ topics): see no_prediction
+    restart: RestartPrediction | None   # None: not predicted (BatchCQ topics, 5.x DLedger unclean): no_prediction
     rebuild: dict
     seconds: float = 0.0
     # None: the store does not have the layout (enableConsumeQueueExt=false; no BatchCQ topic)
@@ -296,9 +297,15 @@ def _render_restart(p: RestartPrediction) -> list[str]:
              "physical offset, then truncateDirtyLogicFiles)" if p.broker_version == "5" else
              "4.9.x: ConsumeQueue.recover, CommitLog.recoverNormally → truncateDirtyLogicFiles, reput from the "
              "queues' max physical offset")
+    if p.dledger:
+        rules = (f"{p.broker_version}.x DLedger: ConsumeQueue.recover, DLedgerMmapFileStore.recover → "
+                 "truncateDirtyLogicFiles against the log's end, the reput as the note says")
     lines = [f"at the broker's next start ({rules}):",
              f"  commitlog: min offset {p.commitlog_min_offset}, data ends at {p.commitlog_end}"]
-    if p.recovery_cut is not None:
+    if p.recovery_cut is not None and p.dledger:
+        lines.append(f"  the DLedger log ends at {p.recovery_cut} after its recovery ({p.recovery_reason}) "
+                     "(as rebuild --as-restart)")
+    elif p.recovery_cut is not None:
         lines.append(f"  commitlog recovery cuts at {p.recovery_cut} ({p.recovery_reason}): a restart discards "
                      f"{p.recovery_discarded_messages:,} record(s), {p.recovery_discarded_bytes:,} bytes, "
                      f"{p.recovery_deleted_segments} segment(s) (as rebuild --as-restart)")

@@ -68,7 +68,8 @@ def truncate_queue(state: _QueueState, phy_offset: int) -> None:
 def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlog_min: int, commitlog_end: int,
                     clean_shutdown: bool, store_index: list[tuple[str, int, dict]],
                     expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
-                    read_expected_cq: Callable[[str, str], bytes]) -> RestartPrediction:
+                    read_expected_cq: Callable[[str, str], bytes], truncate_at: int | None = None,
+                    reput_from_queues: bool | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -84,17 +85,27 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
       the last index file's endPhyOffset.
     Units a queue lacks (compared by commitlog offset with the rebuild) and that fall before the
     restart point are never written again: they are reported as lost.
+
+    A DLedger store (``DLedgerCommitLog.recover``) passes ``truncate_at``, the end of the log DLedger's
+    recovery keeps (``getMaxWrotePosition``, which the queues are truncated against instead of
+    ``commitlog_end``), and ``reput_from_queues``: True for 4.9.8's ``start()`` or 5.x with
+    ``recheckReputOffsetFromCq`` (the reput from the queues' max physical offset), False for 5.x
+    without it (no dispatch in the recovery, the reput at the committed position: nothing again).
     """
     is5 = config.is_5x
     p = RestartPrediction("5" if is5 else "4", clean_shutdown, commitlog_min, commitlog_end)
     p.start_fails = any(s.restart.load_failure for s in states)
     p.max_physic_offset_in_queues = max((s.restart.max_physic_offset for s in states), default=-1)
-    p.truncate_dirty_logic_files = p.max_physic_offset_in_queues >= commitlog_end
+    cut = commitlog_end if truncate_at is None else truncate_at
+    p.truncate_dirty_logic_files = p.max_physic_offset_in_queues >= cut
     if p.truncate_dirty_logic_files:
         for s in states:
-            truncate_queue(s, commitlog_end)
-    if is5:
+            truncate_queue(s, cut)
+    recovery_dispatches = is5 and reput_from_queues is None
+    if recovery_dispatches:
         p.reput_from, p.reput_from_inclusive = p.max_physic_offset_in_queues, False
+    elif reput_from_queues is False:
+        p.reput_from = commitlog_end
     else:
         after = max((s.restart.max_physic_offset for s in states), default=-1)
         p.reput_from = max(after, commitlog_min, 0)
@@ -145,7 +156,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
         keys += int((v.entries["commitlogOffset"][1:1 + n_entries] >= threshold).sum())
     p.index_keys_put_again = keys
-    if is5:
+    if recovery_dispatches:
         p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
                        "commitlog's end (getConfirmOffset), so a record starting exactly there is never dispatched "
@@ -153,6 +164,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     if not clean_shutdown:
         p.notes.append("abort file present: the broker runs CommitLog.recoverAbnormally, which re-dispatches from the "
                        "segment the checkpoint points at (not modelled here beyond the index files it deletes)")
-    p.notes.append("the commitlog end is where the rebuild's walk ended; the broker's own recovery (CRC checks of the "
-                   "last segments) is not emulated")
+    if truncate_at is None:
+        p.notes.append("the commitlog end is where the rebuild's walk ended; the broker's own recovery (CRC checks of "
+                       "the last segments) is not emulated")
     return p

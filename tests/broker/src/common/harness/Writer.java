@@ -59,7 +59,10 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * so nothing would be dispatched again: on the 5.x lines a DLedger scenario must carry
  * {@code recheckReputOffsetFromCq=true} in its settings (the writer refuses it otherwise), as a
  * DLedger operator's broker.conf must; it holds for every start of the scenario and goes into
- * broker.conf.
+ * broker.conf. A scenario that says {@code "restartRebuildsNothing": true} may leave it out: its
+ * restart then writes no consume queue or index file, which is what it checks. A scenario with
+ * {@code "abortBeforeRestart": true} gets an empty {@code abort} file before that restart (a crash,
+ * as the broker sees it: {@code recoverAbnormally}).
  *
  * <p>BatchCQ topics (5.x; scenario field {@code batchTopics}, a list of topic names): before the
  * first start the writer writes {@code store/config/topics.json} as the broker's TopicConfigManager
@@ -124,7 +127,7 @@ public final class Writer {
         Stores.deleteTree(dir);
         Properties props = DLedger.resolvePort(Stores.properties(sc.getAsJsonObject("config")));
         boolean dledger = DLedger.enabled(props);
-        if (dledger && LineAdapter.LINE.equals("5")
+        if (dledger && LineAdapter.LINE.equals("5") && !sc.has("restartRebuildsNothing")
             && !Boolean.parseBoolean(props.getProperty("recheckReputOffsetFromCq", "false").trim())) {
             throw new IllegalArgumentException("a DLedger scenario on 5.x needs recheckReputOffsetFromCq=true: "
                 + "without it the restart's reput starts at the committed position and rebuilds nothing");
@@ -190,6 +193,9 @@ public final class Writer {
         Stores.deleteTree(new File(root, "batchconsumequeue"));
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
+        if (sc.has("abortBeforeRestart")) {  // as after a crash: the restart's recovery is the abnormal one
+            Files.write(new File(root, "abort").toPath(), new byte[0]);
+        }
         DefaultMessageStore store = Stores.open(props, root, role, topics);
         check(store.load(), "store load failed on restart");
         DLedger.beforeStart(store);
