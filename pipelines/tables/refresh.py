@@ -33,7 +33,8 @@ tables give as the first of them begins (:class:`ResumeState`):
    segments;
 2. the rebuild's consume queue tasks (:func:`pipelines.build.build_queue_bucket`, one per queue
    bucket) carry each queue's append state (``ConsumeQueue.putMessagePositionInfo``) from the resume
-   state through the rescanned splits and keep it as each split begins, writing no consume queue file;
+   state through the rescanned splits and keep it as each split begins, writing no consume queue file
+   (a RocksDB consume queue needs none of this: each unit is put under its queue offset);
 3. the index files that start in the rescanned segments get their names from their first entry's
    store time (after the previous file's);
 4. the rebuild's tables tasks and commit (:func:`pipelines.tables.publish.stage_tables`), replacing the
@@ -69,7 +70,7 @@ from store_format.indexfile import accepted_by_index, index_file_names_checked
 from store_format.layout import CQ_UNIT_SIZE
 from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, open_store
-from store_format.store_layouts import refuse_batch_topics, refuse_rocksdb_cq
+from store_format.store_layouts import refuse_batch_topics
 from store_format.timeutil import datetime_to_ms
 
 from ..anomalies import at_offset
@@ -133,7 +134,6 @@ def _run_tables_locked(store: str, tables: str, config: BrokerConfig, *, spark, 
     st = open_store(store, config)
     refuse_batch_topics(st.uri, st.batch_topics, "the tables refresh (tables --store), which continues queues "
                         "from the previous run's states,")
-    refuse_rocksdb_cq(st.uri, config.rocksdb_cq, "the Delta tables are not built for it")
     config = resolve_broker_version(st, config)
     spark = spark or build_spark_session(master, log_level=log_level, extra_conf={WRITER_CONF: table_writer})
     progress = Progress(lambda line: log.info(line.removeprefix("[rebuild] ")))
@@ -150,7 +150,8 @@ def _run_tables_locked(store: str, tables: str, config: BrokerConfig, *, spark, 
         walk = scan_and_chain(sub, config, splits, f"{work.staging_uri}/_work", runner,
                               index_seed=IndexSeed(resume.index_end_phy_offset, resume.index_base))
         progress.stage("tables: queue states")
-        cq_files = _carry_queues(runner, walk, resume, config)
+        # a RocksDB consume queue has no files, and its units need no state: each is put under its queue offset
+        cq_files = [] if config.rocksdb_cq else _carry_queues(runner, walk, resume, config)
         index_files, named = _index_files(walk, resume, config)
         anomalies = walk.anomalies(named, last_queue_offsets=resume.last_queue_offsets)
         results = RebuildResults(st, config, walk.chain, walk.index_in, cq_files, index_files, walk.work_uri,
