@@ -326,9 +326,9 @@ def _config(args: argparse.Namespace):
     return load_config_for(getattr(args, "config", None), **overrides)
 
 
-def _tables_path(args: argparse.Namespace, config=None) -> str | None:
-    """Where the rebuild publishes the tables: none for a RocksDB consume queue store unless asked."""
-    if args.no_tables or args.engine == "local" or (config is not None and config.rocksdb_cq and not args.tables):
+def _tables_path(args: argparse.Namespace) -> str | None:
+    """Where the rebuild publishes the tables (None: not published)."""
+    if args.no_tables or args.engine == "local":
         return None
     return args.tables or args.out.rstrip("/") + "/tables"
 
@@ -357,11 +357,11 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     session = None
     if args.engine == "spark":  # options and settings are valid: the JVM starts while the rest loads
         from .session import start_session
-        session = start_session(args.master, args.log_level, sql=_tables_path(args, config) is not None,
-                                table_writer=_table_writer(args, _tables_path(args, config)))
+        session = start_session(args.master, args.log_level, sql=_tables_path(args) is not None,
+                                table_writer=_table_writer(args, _tables_path(args)))
     from .rebuild import run_rebuild
     summary = run_rebuild(args.store, args.out, config, spark=session, master=args.master, split_size=args.split_size,
-                          tables=_tables_path(args, config), with_body=args.with_body, tz=args.tz,
+                          tables=_tables_path(args), with_body=args.with_body, tz=args.tz,
                           overwrite=args.overwrite, engine=args.engine,
                           processes=args.processes or os.cpu_count() or 1, log_level=args.log_level,
                           as_restart=args.as_restart, strict=None)

@@ -150,8 +150,6 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
     summary: dict = {"as_of": iso_ms(as_of_ms), "segments": [], "consume_queue_files": 0, "index_files": 0,
                      "unconsumed": [], "next_cleanup": None, "total_lost_messages": 0, "total_lost_bytes": 0,
                      "rounds": [], "notes": []}
-    if config.rocksdb_cq:
-        summary["notes"].append(ROCKSDB_CQ_NOTE)
     if not facts:
         summary["lost_status"] = "nothing goes"
         return pa.Table.from_pylist([], schema=EXPIRY_AUDIT_SCHEMA), summary
@@ -163,6 +161,8 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
     bases = [f.base for f in facts]
     summary.update(_plan_summary(plan, config, [f.name for f in facts], disk_used_ratio, disk_size_bytes,
                                  manual_delete))
+    if config.rocksdb_cq:
+        summary["notes"].append(ROCKSDB_CQ_NOTE)
     if config.brokerVersion == "auto":
         other = plan_cleanup(facts, config, as_of_ms, line="4", **opts)  # type: ignore[arg-type]
         diff = int((other.at_next_cleanup() != at_next).sum())

@@ -65,12 +65,12 @@ import pyarrow.fs as pafs
 
 from store_format import commitlog as cl
 from store_format.anomalies import AnomalyKind
+from store_format.batchconsumequeue import BCQ_UNIT_SIZE
 from store_format.config import BrokerConfig
 from store_format.indexfile import accepted_by_index, index_file_names_checked
 from store_format.layout import CQ_UNIT_SIZE
 from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, open_store
-from store_format.store_layouts import refuse_batch_topics
 from store_format.timeutil import datetime_to_ms
 
 from ..anomalies import at_offset
@@ -132,8 +132,6 @@ def _run_tables_locked(store: str, tables: str, config: BrokerConfig, *, spark, 
     # executors resolve paths in their own working folders: give them absolute ones
     store, tables = _absolute(store), _absolute(tables)
     st = open_store(store, config)
-    refuse_batch_topics(st.uri, st.batch_topics, "the tables refresh (tables --store), which continues queues "
-                        "from the previous run's states,")
     config = resolve_broker_version(st, config)
     spark = spark or build_spark_session(master, log_level=log_level, extra_conf={WRITER_CONF: table_writer})
     progress = Progress(lambda line: log.info(line.removeprefix("[rebuild] ")))
@@ -231,6 +229,7 @@ class ResumeState:
     begins, and the file inventories of the segments before it."""
     queues: dict[tuple[str, int], tuple[int, int]] = dataclasses.field(default_factory=dict)
     #        (topic, queueId) -> (maxPhysicOffset, write position) after the queue's last unit before it
+    #        (a BatchCQ topic's queue: maxMsgPhyOffsetInCommitLog, the last unit's start, and its write position)
     last_queue_offsets: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
     #        queue offset of each queue's last record before it (gaps at the border)
     index_base: int = 0                 # ordinal of its first index entry
@@ -269,17 +268,30 @@ def _resume_state(spark, snap: Snapshot, resume: str, live: set[str], config: Br
     if msgs is not None:
         # each queue's append state after its last unit, and its last record's queue offset
         written = msgs.filter(F.col("consume_queue"))
+        batch_topics = sorted(config.batch_topics)
         for r in (written.groupBy("topic", "queue_id")
                   .agg(F.max_by(F.struct((F.col("commitlog_offset") + F.col("size")).alias("end"),
+                                         F.col("commitlog_offset").alias("start"),
                                          F.col("consume_queue_offset").alias("cq")),
                                 F.col("consume_queue_offset")).alias("s"))
                   .collect()):
-            out.queues[(r["topic"], r["queue_id"])] = (int(r["s"]["end"]), (int(r["s"]["cq"]) + 1) * CQ_UNIT_SIZE)
+            s = r["s"]
+            if r["topic"] in config.batch_topics:   # BatchConsumeQueue: its last unit's start, 46-byte units
+                out.queues[(r["topic"], r["queue_id"])] = (int(s["start"]), (int(s["cq"]) + 1) * BCQ_UNIT_SIZE)
+            else:
+                out.queues[(r["topic"], r["queue_id"])] = (int(s["end"]), (int(s["cq"]) + 1) * CQ_UNIT_SIZE)
         own = msgs.filter(F.col("dispatch").startswith("consume queue"))   # records with their own unit
-        for r in (own.groupBy("topic", "queue_id").agg(F.max_by("queue_offset", "commitlog_offset").alias("q"))
+        # the last queue offset a record takes: an inner batch of a BatchCQ topic takes INNER_NUM of them
+        taken = F.col("queue_offset")
+        if batch_topics:
+            inner = F.col("properties").getItem("INNER_NUM").cast("long")
+            taken = F.when(F.col("topic").isin(batch_topics) & (inner > 0), taken + inner - 1).otherwise(taken)
+        for r in (own.groupBy("topic", "queue_id").agg(F.max_by(taken, "commitlog_offset").alias("q"))
                   .collect()):
             out.last_queue_offsets[(r["topic"], r["queue_id"])] = int(r["q"])
         units_per_file = config.cq_file_size // CQ_UNIT_SIZE
+        if batch_topics:   # batch consume queue files are not in the inventory (as the rebuild's)
+            written = written.filter(~F.col("topic").isin(batch_topics))
         files = (written.filter(F.col("segment").isin(live_before))
                  .withColumn("file", F.floor(F.col("consume_queue_offset") / units_per_file).cast("long"))
                  .groupBy("topic", "queue_id", "file")
@@ -357,6 +369,9 @@ def _carry_queues(runner: TaskRunner, walk: ReputWalk, resume: ResumeState, conf
     file_size = config.cq_file_size
     seeds: list[dict[tuple[str, int], list[int]]] = [{} for _ in range(walk.buckets)]
     for (topic, qid), (end, write_pos) in resume.queues.items():
+        if topic in config.batch_topics:   # B_* columns: the last unit's start, the write position
+            seeds[queue_bucket(topic, qid, walk.buckets)][(topic, qid)] = [end, write_pos]
+            continue
         last_unit = write_pos - CQ_UNIT_SIZE
         # Q_* columns: maxPhysicOffset, write position, first file and blank prefix (not known: only
         # the files' bytes need them), the newest file (the last unit's)
@@ -366,6 +381,8 @@ def _carry_queues(runner: TaskRunner, walk: ReputWalk, resume: ResumeState, conf
     rows = runner.run(task, walk.buckets, "tables: queue states")
     merged = {(r["topic"], r["queue_id"], r["file_start"]): dict(r) for r in resume.cq_files}
     for r in rows:
+        if r["kind"] != "cq":   # batch consume queue files: not in the inventory (as the rebuild's)
+            continue
         known = merged.get((r["topic"], r["queue_id"], r["file_start"]))
         if known is None:
             merged[(r["topic"], r["queue_id"], r["file_start"])] = r
