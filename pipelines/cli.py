@@ -263,8 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse (exit 2) while a broker may be running on the files' store (its lock held, or "
                         "abort present); without it: a warning")
 
-    p = command("verify", "compare a store's consumequeue/ and index/ (and consumequeue_ext/, batchconsumequeue/ "
-                          "where it has them) with a rebuild from its commitlog (exit 1: differences)",
+    p = command("verify", "compare a store's consumequeue/ (files or RocksDB entries), index/ (consumequeue_ext/, "
+                          "batchconsumequeue/) with a rebuild from its commitlog (exit 1: differences)",
                 "store", "spark", "json")
     p.add_argument("--store", required=True, help="broker store root (opened read-only)")
     p.add_argument("--work", help="where the reference rebuild goes (default: a temporary folder)")
