@@ -218,6 +218,7 @@ def test_table_queues_are_the_broker_s(written, line, name):
 def _check_table_queues(written: dict, tables: Path) -> None:
     """``tables``' messages place each unit where the broker's queues hold it (see the test above)."""
     from pipelines.tables.rows import ROCKSDB_START_DISPATCH
+    from pipelines.tables.runs import snapshot
 
     broker = {(a["topic"], a["queueId"]): a for a in written["answers"]["expected"] if a["kind"] == "queue"}
     ours, undispatched = _table_queues(tables)
@@ -229,6 +230,9 @@ def _check_table_queues(written: dict, tables: Path) -> None:
         assert units and units[-1][0] + 1 == a["max"], f"queue {q}: last unit {units[-1:]}, broker's max {a['max']}"
     assert [(r["commitlog_offset"], r["consume_queue"], r["indexed"], r["dispatch"]) for r in undispatched] == [
         (0, False, False, ROCKSDB_START_DISPATCH)]
+    # records read count it, records dispatched do not
+    segments = snapshot(str(tables)).read_arrow("segments").to_pylist()
+    assert sum(r["records"] for r in segments) == sum(r["dispatched"] for r in segments) + 1
 
 
 @pytest.mark.parametrize("line,name", CASES)
