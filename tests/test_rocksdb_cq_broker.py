@@ -268,7 +268,8 @@ def _cli(argv: list[str]) -> tuple[int, str]:
 def test_tables_refresh_and_audit(written, tmp_path, line, name):
     """``tables --store`` into new tables (a full run), then again (incremental: from the last
     segment on) places the units where the broker's queues hold them; ``audit`` answers, saying that
-    the RocksDB consume queue's cleanup is not modelled and listing no consume queue file."""
+    the RocksDB consume queue's cleanup is not modelled and listing no consume queue file; ``validate``
+    passes (its inventory check expects no consume queue file)."""
     from pipelines.tables.expiry_audit import ROCKSDB_CQ_NOTE
     from pipelines.tables.runs import snapshot
 
@@ -282,6 +283,8 @@ def test_tables_refresh_and_audit(written, tmp_path, line, name):
         _check_table_queues(written, tables)
     code, text = _cli(["audit", "--tables", str(tables), "--as-of", "now"])
     assert code == 0 and ROCKSDB_CQ_NOTE in text
+    code, text = _cli(["validate", "--tables", str(tables), "--engine", "arrow"])   # no consume queue file expected
+    assert code == 0, text[-2000:]
     kinds = set(snapshot(str(tables)).read_arrow("expiry_audit")["kind"].to_pylist())
     assert "consume_queue_file" not in kinds and "segment" in kinds
 
