@@ -40,7 +40,6 @@ from store_format.consumequeue_ext import (
     ext_ordinals,
     ext_units_per_file,
 )
-from store_format.errors import StoreLayoutError
 from store_format.indexfile import (
     HEAD_ENTRIES,
     accepted_by_index,
@@ -201,10 +200,10 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     very state the files were built from.
 
     Args:
-        seeds: the append state (a row of ``Q_*`` columns) of queues that already hold units before
-            the first split (the tables refresh: the state the previous run's tables give); the
-            others start empty.  A file such a queue left open would be written with the units of
-            these splits only, so seeds go with ``write_files=False``.
+        seeds: the append state (a row of ``Q_*`` columns; ``B_*`` for a BatchCQ topic's queue) of
+            queues that already hold units before the first split (the tables refresh: the state the
+            previous run's tables give); the others start empty.  A file such a queue left open
+            would be written with the units of these splits only, so seeds go with ``write_files=False``.
         write_files: False to write no consume queue file (``staging_uri`` is not used): the rows
             still say which files the units fill (``bytes`` null).
 
@@ -215,6 +214,9 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     queues = QueueTable()
     names = queues.names
     last_written: dict[int, int] = {}   # per queue: start of the newest file written (or seeded)
+    # BatchCQ topics' queues (batchconsumequeue/): placed and written apart (pipelines.build_batch)
+    batch = _batch_queues(config, bucket, staging_uri if write_files else None, seeds, record_states)
+    seeds = {k: v for k, v in (seeds or {}).items() if k[0] not in config.batch_topics}
     if seeds:
         seeded = queues.numbers(list(seeds))
         queues.states[seeded] = np.array(list(seeds.values()), dtype=np.int64)
@@ -225,8 +227,6 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     entry_states: list[tuple[int, np.ndarray, np.ndarray]] = []   # (split, queues, their states)
     ext = _ExtFiles(staging_uri, config.mappedFileSizeConsumeQueueExt, bucket) \
         if config.enableConsumeQueueExt and write_files else None
-    # BatchCQ topics' queues (batchconsumequeue/): placed and written apart (pipelines.build_batch)
-    batch = _batch_queues(config, bucket, staging_uri if write_files else None, seeds, record_states)
 
     def flush(q: int, final: bool) -> None:
         """Write the queue's complete files (all of them when ``final``); keep the rest pending."""
@@ -306,10 +306,10 @@ def _batch_queues(config: BrokerConfig, bucket: int, staging_uri: str | None, se
     """The bucket's batch queues, when the store has BatchCQ topics."""
     if not config.batch_topics:
         return None
-    if seeds and any(t in config.batch_topics for t, _ in seeds):
-        raise StoreLayoutError("batch consume queues cannot continue from an earlier run's queue states")
+    batch_seeds = {k: (int(v[0]), int(v[1])) for k, v in (seeds or {}).items() if k[0] in config.batch_topics}
     return BatchQueues(config, bucket, None if staging_uri is None else
-                       (lambda relative, pieces: write_file(staging_uri, relative, pieces)), record_states)
+                       (lambda relative, pieces: write_file(staging_uri, relative, pieces)), record_states,
+                       batch_seeds)
 
 
 MIN_INDEX_PART = 1 << 20   # keys: below this a part costs more than it saves

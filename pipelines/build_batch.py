@@ -40,9 +40,11 @@ class BatchQueues:
     of the files written."""
 
     def __init__(self, config: BrokerConfig, bucket: int, write: Callable[[str, list], int] | None,
-                 record_states: bool = False) -> None:
+                 record_states: bool = False, seeds: dict[tuple[str, int], tuple[int, int]] | None = None) -> None:
         """``write(relative path, pieces) -> bytes written``, or None to write no file;
-        ``record_states``: keep each queue's state as each split begins (:meth:`entry_states`)."""
+        ``record_states``: keep each queue's state as each split begins (:meth:`entry_states`);
+        ``seeds``: the state (``B_*`` columns) of queues holding units before the first split (the
+        tables refresh; no file is written then)."""
         self.record_states = record_states
         self.entered: list[tuple[int, np.ndarray, np.ndarray]] = []
         self.topics = config.batch_topics
@@ -50,6 +52,10 @@ class BatchQueues:
         self.bucket = bucket
         self.write = write
         self.queues = QueueTable(new_batch_states)
+        if seeds:
+            assert write is None, "a seeded queue's open file would be written with the new units only"
+            seeded = self.queues.numbers(list(seeds), self.topics)   # grows the states first
+            self.queues.states[seeded] = np.array(list(seeds.values()), dtype=np.int64)
         self.pending: dict[int, list[tuple[np.ndarray, ...]]] = {}
         self.rows: list[dict] = []
 

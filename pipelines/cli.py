@@ -263,8 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse (exit 2) while a broker may be running on the files' store (its lock held, or "
                         "abort present); without it: a warning")
 
-    p = command("verify", "compare a store's consumequeue/ and index/ (and consumequeue_ext/, batchconsumequeue/ "
-                          "where it has them) with a rebuild from its commitlog (exit 1: differences)",
+    p = command("verify", "compare a store's consumequeue/ (files or RocksDB entries), index/ (consumequeue_ext/, "
+                          "batchconsumequeue/) with a rebuild from its commitlog (exit 1: differences)",
                 "store", "spark", "json")
     p.add_argument("--store", required=True, help="broker store root (opened read-only)")
     p.add_argument("--work", help="where the reference rebuild goes (default: a temporary folder)")
@@ -327,9 +327,9 @@ def _config(args: argparse.Namespace):
     return load_config_for(getattr(args, "config", None), **overrides)
 
 
-def _tables_path(args: argparse.Namespace, config=None) -> str | None:
-    """Where the rebuild publishes the tables: none for a RocksDB consume queue store unless asked."""
-    if args.no_tables or args.engine == "local" or (config is not None and config.rocksdb_cq and not args.tables):
+def _tables_path(args: argparse.Namespace) -> str | None:
+    """Where the rebuild publishes the tables (None: not published)."""
+    if args.no_tables or args.engine == "local":
         return None
     return args.tables or args.out.rstrip("/") + "/tables"
 
@@ -358,11 +358,11 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     session = None
     if args.engine == "spark":  # options and settings are valid: the JVM starts while the rest loads
         from .session import start_session
-        session = start_session(args.master, args.log_level, sql=_tables_path(args, config) is not None,
-                                table_writer=_table_writer(args, _tables_path(args, config)))
+        session = start_session(args.master, args.log_level, sql=_tables_path(args) is not None,
+                                table_writer=_table_writer(args, _tables_path(args)))
     from .rebuild import run_rebuild
     summary = run_rebuild(args.store, args.out, config, spark=session, master=args.master, split_size=args.split_size,
-                          tables=_tables_path(args, config), with_body=args.with_body, tz=args.tz,
+                          tables=_tables_path(args), with_body=args.with_body, tz=args.tz,
                           overwrite=args.overwrite, engine=args.engine,
                           processes=args.processes or os.cpu_count() or 1, log_level=args.log_level,
                           as_restart=args.as_restart, strict=None)

@@ -168,8 +168,6 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     started = time.time()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     zone(tz)  # an unknown time zone fails now, before anything starts
-    if tables is not None:
-        refuse_rocksdb_cq(store, config.rocksdb_cq, "the Delta tables are not built for it (pass --no-tables)")
     if as_restart:
         refuse_rocksdb_cq(store, config.rocksdb_cq, "--as-restart models the recovery of consume queue files")
     if strict is not None:

@@ -21,7 +21,7 @@ from store_format.config import BrokerConfig
 from store_format.crc import body_crc_spans
 from store_format.dispatch import QueueUnits, fix_malformed_text, queue_units, stable_order
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
-from store_format.rocksdb_cq import without_first_record
+from store_format.rocksdb_cq import undispatch_first_record
 from store_format.store import Reader, StoreLocation, resolve
 from store_format.walkresult import L_NAME_LEN, L_NAME_START, L_REC, L_STATUS, LMQ_BAD_OFFSET, P_INNER_BASE, P_INNER_NUM
 
@@ -70,7 +70,7 @@ def walk_split(split: Split, read: Reader, config: BrokerConfig,
                         window=window, scratch=scratch, dledger=split.dledger)
     fix_malformed_text(res)
     if config.rocksdb_cq:
-        res = without_first_record(res)
+        res = undispatch_first_record(res)
     return entering.bufpos, res
 
 
@@ -96,10 +96,11 @@ def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: c
     e = entering or cl.WalkState(sync, sync, 0, 1 << 62)
     rec = res.rec
     ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
+    mismatched = rec[:, cl.R_STATUS] == cl.Status.SIZE_MISMATCH
     out: dict = {
         "split_id": split.split_id, "sync": sync, "stop": res.stop, "bufpos": res.state.bufpos,
         "reput_delta": res.state.reput - e.reput, "read_delta": res.state.read_size - e.read_size,
-        "records": int(len(rec)), "dispatched": int(ok.sum()), "mismatched": int((~ok).sum()),
+        "records": int(len(rec)), "dispatched": int(ok.sum()), "mismatched": int(mismatched.sum()),
         "first_store_ts": int(rec[np.argmax(ok), cl.R_STORE_TS]) if ok.any() else None,
     }
     # index: records that put keys, and the offsets that decide whether they are indexed
@@ -116,7 +117,7 @@ def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: c
     bad_lmq = _unparsable_light_queue_offsets(res, ok)
     if bad_lmq:
         out["lmq_bad_offsets"] = bad_lmq
-    bad = _bad_records(res, ok)
+    bad = _bad_records(res, mismatched)
     if bad:
         out["bad_records"] = bad
     steps = _queue_offset_steps(res, queue_units(res) if units is None else units)
@@ -133,7 +134,7 @@ def _topic(res: cl.WalkResult, i: int) -> str | None:
     return bytes(text[a:a + n]).decode("utf-8", "replace")
 
 
-def _bad_records(res: cl.WalkResult, ok: np.ndarray) -> list[list]:
+def _bad_records(res: cl.WalkResult, mismatched: np.ndarray) -> list[list]:
     """``[kind, position, length, topic, queue id, expected, found]`` of the walked records whose
     totalSize disagrees with their fields (``checkMessageAndReturnSize``: not dispatched; expected
     the fields' length, found totalSize) and of those whose bodyCRC differs from ``UtilAll.crc32`` of
@@ -144,9 +145,9 @@ def _bad_records(res: cl.WalkResult, ok: np.ndarray) -> list[list]:
     body_len = rec[:, cl.R_BODY_LEN]
     crc = body_crc_spans(np.asarray(res.text, dtype=np.uint8), res.text_origin, rec[:, cl.R_BODY_START], body_len)
     crc_bad = (body_len > 0) & (crc != rec[:, cl.R_CRC].astype(np.int32))
-    for i in map(int, np.nonzero(~ok | crc_bad)[0]):
+    for i in map(int, np.nonzero(mismatched | crc_bad)[0]):
         pos, topic, qid = int(rec[i, cl.R_POS]), _topic(res, i), int(rec[i, cl.R_QID])
-        if not ok[i]:
+        if mismatched[i]:
             out.append([AnomalyKind.SIZE_MISMATCH.value, pos, int(rec[i, cl.R_STRUCT]), topic, qid,
                         int(rec[i, cl.R_STRUCT]), int(rec[i, cl.R_TOTAL])])
         if crc_bad[i]:

@@ -44,6 +44,7 @@ from .walkresult import (
     N_LMQ_FIELDS,
     N_PROPS,
     N_REC_FIELDS,
+    STATUS_BELOW_ROCKSDB_START,
     STATUS_DISPATCHED,
     STATUS_SIZE_MISMATCH,
     WalkResult,
@@ -59,6 +60,7 @@ class Status:
     """Per-record outcome."""
     DISPATCHED = STATUS_DISPATCHED
     SIZE_MISMATCH = STATUS_SIZE_MISMATCH
+    BELOW_ROCKSDB_START = STATUS_BELOW_ROCKSDB_START
 
 
 Reader = Callable[[int, int], "bytes | memoryview | np.ndarray"]

@@ -30,7 +30,7 @@ How the reput fills it (``RocksDBConsumeQueueStore.putMessagePositionInfoWrapper
   (``RocksDBConsumeQueueOffsetTable.getMinCqOffset`` → ``correctMinCqOffset``), never by the reput;
 * light queues (``enableLmq``, ``dispatchLMQ``): the record's unit again under each ``%LMQ%`` queue
   (queue id 0) at its listed offset, after the record's own unit;
-* a rebuild from an empty database never dispatches the record at commitlog offset 0: an empty
+* a rebuild from an empty database reads but never dispatches the record at commitlog offset 0: an empty
   database answers 0 (not -1) for its dispatched position (``RocksDBConsumeQueueOffsetTable.
   getMaxPhyOffset``), and 5.5.1's ``CommitLog.recoverNormally`` dispatches only records whose offset
   is above it.
@@ -47,10 +47,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .walkresult import K_REC, L_REC, R_KEY_COUNT, R_KEY_FIRST, R_PHYS, R_STATUS, STATUS_DISPATCHED, WalkResult
+from .walkresult import (
+    L_REC,
+    R_KEY_COUNT,
+    R_KEY_FIRST,
+    R_PHYS,
+    R_STATUS,
+    STATUS_BELOW_ROCKSDB_START,
+    STATUS_DISPATCHED,
+    WalkResult,
+)
 
 __all__ = ["CHECKPOINT_TOPIC", "OFFSET_FAMILY", "RocksCqEntries", "cq_key", "cq_value", "offset_key",
-           "offset_value", "checkpoint_key", "rocksdb_cq_entries", "without_first_record"]
+           "offset_value", "checkpoint_key", "rocksdb_cq_entries", "undispatch_first_record"]
 
 CTRL_1 = b"\x01"                   # AbstractRocksDBStorage.CTRL_1
 OFFSET_FAMILY = "offset"           # ConsumeQueueRocksDBStorage.OFFSET_COLUMN_FAMILY
@@ -114,7 +123,7 @@ def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, que
                        store_timestamp: np.ndarray) -> RocksCqEntries:
     """The key/value set the reput leaves after dispatching these units into an empty database
     (rules in the module docstring; ``RocksDBConsumeQueueStore.putMessagePosition0``); the units of
-    the record at commitlog offset 0 are not among them (:func:`without_first_record`).
+    the record at commitlog offset 0 are not among them (:func:`undispatch_first_record`).
 
     Args:
         queues: (topic, queue id) of each queue number.
@@ -141,23 +150,23 @@ def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, que
                           replaced=len(queue) - len(default))
 
 
-def without_first_record(res: WalkResult) -> WalkResult:
-    """A walk's result without the record at commitlog offset 0, when it holds it, for a rebuild into an
-    empty RocksDB consume queue: that record is dispatched neither to the consume queue nor to the
-    index (module docstring: the empty database answers 0 as its dispatched position, and only
-    records above it are dispatched).  Its keys and light queue units go with it."""
+def undispatch_first_record(res: WalkResult) -> WalkResult:
+    """A walk's result with the record at commitlog offset 0, when it holds it, read but not
+    dispatched (status :data:`STATUS_BELOW_ROCKSDB_START`), for a rebuild into an empty RocksDB
+    consume queue: that record goes neither to the consume queue nor to the index (module docstring:
+    the empty database answers 0 as its dispatched position, and only records above it are
+    dispatched).  It stays among the records read; its index keys and light queue units leave the
+    result (``res.key`` holds the keys of dispatched records only, in walk order)."""
     hit = np.flatnonzero(res.rec[:, R_PHYS] == 0)
     if not len(hit) or res.rec[hit[0], R_STATUS] != STATUS_DISPATCHED:
         return res
     i = int(hit[0])
-    rec = np.delete(res.rec, i, axis=0)
-    first, count = int(res.rec[i, R_KEY_FIRST]), int(res.rec[i, R_KEY_COUNT])
+    rec = res.rec.copy()
+    rec[i, R_STATUS] = STATUS_BELOW_ROCKSDB_START
+    first, count = int(rec[i, R_KEY_FIRST]), int(rec[i, R_KEY_COUNT])
     key = res.key
     if count > 0:
         key = np.delete(res.key, np.arange(first, first + count), axis=0)
         rec[rec[:, R_KEY_FIRST] >= first + count, R_KEY_FIRST] -= count
-    key = key.copy()
-    key[key[:, K_REC] > i, K_REC] -= 1
-    lmq = res.lmq[res.lmq[:, L_REC] != i].copy()
-    lmq[lmq[:, L_REC] > i, L_REC] -= 1
-    return dataclasses.replace(res, rec=rec, key=key, lmq=lmq, prop_span=np.delete(res.prop_span, i, axis=0))
+        rec[i, R_KEY_COUNT] = 0
+    return dataclasses.replace(res, rec=rec, key=key, lmq=res.lmq[res.lmq[:, L_REC] != i])

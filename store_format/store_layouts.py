@@ -31,7 +31,7 @@ import pyarrow.fs as pafs
 from .batchconsumequeue import DEFAULT_BCQ_FILE_SIZE, bcq_file_size_error
 from .errors import StoreLayoutError
 
-__all__ = ["check_store_layout", "batch_cq_topics", "queue_types", "store_batch_topics", "refuse_batch_topics",
+__all__ = ["check_store_layout", "batch_cq_topics", "queue_types", "store_batch_topics",
            "refuse_rocksdb_cq"]
 
 _DLEDGER_RE = re.compile(r"^dledger(-.*)?$")
@@ -196,19 +196,6 @@ def check_store_layout(fs: pafs.FileSystem, root: str, uri: str, *, dledger: boo
                 f"{uri}: consumequeue/ holds consume queue files (topic folders such as {sorted(topic_dirs)[0]}/), but "
                 "the settings say storeType=defaultRocksDB, whose consume queue is a RocksDB database there: pass the "
                 "broker.conf the store was written with (--config)")
-
-
-def refuse_batch_topics(uri: str, batch_topics: frozenset[str], what: str) -> None:
-    """Refuse a command that does not handle batch consume queues on a store that has some.
-
-    Raises:
-        StoreLayoutError: one line naming the command, the layout and the topics.
-    """
-    if batch_topics:
-        raise StoreLayoutError(
-            f"{uri}: config/topics.json gives queue.type=BatchCQ to {', '.join(sorted(batch_topics))}: {what} does "
-            "not handle batch consume queues (batchconsumequeue/); rebuild reproduces them (python -m pipelines "
-            "rebuild)")
 
 
 def refuse_rocksdb_cq(uri: str, rocksdb_cq: bool, what: str) -> None:

@@ -66,6 +66,8 @@ LMQ_SKIPPED_SEPARATOR = 2    # 5.x skips queue names holding the path separator
 # record status
 STATUS_DISPATCHED = 0        # read, size > 0: handed to the dispatchers
 STATUS_SIZE_MISMATCH = 1     # totalSize differs from the length its fields give: skipped
+STATUS_BELOW_ROCKSDB_START = 2   # read, not dispatched: at commitlog offset 0, where a rebuild into an empty
+#                                  RocksDB consume queue starts after (store_format.rocksdb_cq)
 
 
 @dataclasses.dataclass

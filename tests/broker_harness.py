@@ -144,6 +144,13 @@ def read_stores(line: str, requests: list[dict], work: Path, timeout: float = 60
     return answers
 
 
+def expected_lookup(answer: dict) -> list[int]:
+    """What the client keeps of a Reader ``query`` answer (``queryMessage``'s offsets): the key filter,
+    and the unique-key matches of the asked topic (the project's lookup answers both kinds at once)."""
+    by_uniq = {u["offset"] for u in answer["byUniqKey"] if u["topic"] == answer["topic"]}
+    return sorted(set(answer["byKey"]) | by_uniq)
+
+
 def read_conf(path: Path) -> dict[str, str]:
     """The ``key=value`` lines the writer wrote (plain: no escapes, no continuations)."""
     return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)

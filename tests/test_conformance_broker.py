@@ -225,13 +225,6 @@ def _assert_equal(ours: list[dict], broker: list[dict]) -> None:
         assert o == b, f"on our files the broker answers {json.dumps(o)[:300]} instead of {json.dumps(b)[:300]}"
 
 
-def _expected_lookup(answer: dict) -> list[int]:
-    """What the client keeps of queryMessage's offsets: the key filter, and the unique-key matches of
-    the asked topic (the project's lookup answers both kinds at once)."""
-    by_uniq = {u["offset"] for u in answer["byUniqKey"] if u["topic"] == answer["topic"]}
-    return sorted(set(answer["byKey"]) | by_uniq)
-
-
 @pytest.mark.parametrize("line,name", CASES)
 def test_lookups_match_broker_query(run, line, name):
     from pipelines.lookup import lookup_index, lookup_key
@@ -243,7 +236,7 @@ def test_lookups_match_broker_query(run, line, name):
 
     def check() -> None:
         for a in queries:
-            want = _expected_lookup(a)
+            want = bh.expected_lookup(a)
             by_index = lookup_index(str(run["out"] / "index"), str(d / "store"), run["config"], a["topic"], a["key"])
             got = sorted(r["commitlog_offset"] for r in by_index.rows)
             assert got == want, f"lookup --index {a['topic']!r} {a['key'][:40]!r}: {got} != broker's {want}"

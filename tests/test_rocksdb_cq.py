@@ -52,13 +52,15 @@ def test_written_database_reads_back(tmp_path):
     assert back["default"] == e.default and back["offset"] == e.offset
 
 
-def test_the_record_at_offset_zero_leaves_the_walk_with_its_keys_and_light_units(tmp_path):
+def test_the_record_at_offset_zero_is_read_but_not_dispatched(tmp_path):
     """A rebuild into an empty RocksDB consume queue dispatches nothing at commitlog offset 0: the walk's
-    result loses that record, its index keys and its light queue units, and the rest stays aligned."""
+    result keeps that record among those read, not dispatched (no queue unit, no index key, no light
+    queue unit), and every other record with its keys as it was."""
     from store_format import commitlog as cl
     from store_format.config import load_broker_config
+    from store_format.dispatch import queue_units
     from store_format.reput import walk_store
-    from store_format.rocksdb_cq import without_first_record
+    from store_format.rocksdb_cq import undispatch_first_record
     from store_format.sample import generate_sample_store
     from store_format.store import open_store
 
@@ -66,14 +68,16 @@ def test_the_record_at_offset_zero_leaves_the_walk_with_its_keys_and_light_units
     generate_sample_store(str(tmp_path / "s"), config, messages=300, seed=5)
     _seg, res = next(iter(walk_store(open_store(str(tmp_path / "s"), config), config)))
     assert res.rec[0, cl.R_PHYS] == 0 and res.rec[0, cl.R_KEY_COUNT] > 0
-    out = without_first_record(res)
-    assert len(out.rec) == len(res.rec) - 1 and (out.rec[:, cl.R_PHYS] == res.rec[1:, cl.R_PHYS]).all()
+    out = undispatch_first_record(res)
+    assert len(out.rec) == len(res.rec) and out.rec[0, cl.R_STATUS] == cl.Status.BELOW_ROCKSDB_START
+    assert res.rec[0, cl.R_STATUS] == cl.Status.DISPATCHED and out.rec[0, cl.R_KEY_COUNT] == 0
     n0 = int(res.rec[0, cl.R_KEY_COUNT])
-    assert len(out.key) == len(res.key) - n0
-    for r in range(len(out.rec)):   # every record still finds its own keys, and they name it
-        a, b = int(out.rec[r, cl.R_KEY_FIRST]), int(res.rec[r + 1, cl.R_KEY_FIRST])
-        c = int(out.rec[r, cl.R_KEY_COUNT])
-        assert (out.key[a:a + c, cl.K_REC] == r).all()
-        assert (out.key[a:a + c, cl.K_HASH] == res.key[b:b + c, cl.K_HASH]).all()
-    assert (out.lmq[:, cl.L_REC] >= 0).all() and len(out.lmq) == int((res.lmq[:, cl.L_REC] != 0).sum())
-    assert without_first_record(out) is out   # nothing at offset 0 any more
+    assert len(out.key) == len(res.key) - n0 and (out.key[:, cl.K_REC] != 0).all()
+    assert (np.delete(out.rec[1:], cl.R_KEY_FIRST, axis=1) == np.delete(res.rec[1:], cl.R_KEY_FIRST, axis=1)).all()
+    for r in range(1, len(out.rec)):   # every other record still finds its own keys
+        a, b, c = int(out.rec[r, cl.R_KEY_FIRST]), int(res.rec[r, cl.R_KEY_FIRST]), int(out.rec[r, cl.R_KEY_COUNT])
+        assert (out.key[a:a + c, cl.K_REC] == r).all() and (out.key[a:a + c] == res.key[b:b + c]).all()
+    assert (out.lmq[:, cl.L_REC] != 0).all() and len(out.lmq) == int((res.lmq[:, cl.L_REC] != 0).sum())
+    before, after = queue_units(res), queue_units(out)
+    assert 0 in before.record and 0 not in after.record and len(after) == len(before) - int((before.record == 0).sum())
+    assert undispatch_first_record(out) is out   # nothing dispatched at offset 0 any more

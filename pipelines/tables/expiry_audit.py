@@ -33,7 +33,7 @@ from store_format.layout import CQ_UNIT_SIZE, SCHEDULE_TOPIC, consume_queue_file
 from store_format.timeutil import datetime_to_ms, iso_ms, ms_to_datetime
 
 __all__ = ["parse_offset_table", "load_offsets", "cq_inventory_table", "index_inventory_table", "build_expiry_audit",
-           "CQ_INVENTORY_SCHEMA", "INDEX_INVENTORY_SCHEMA", "SCHEDULE_GROUP"]
+           "CQ_INVENTORY_SCHEMA", "INDEX_INVENTORY_SCHEMA", "SCHEDULE_GROUP", "ROCKSDB_CQ_NOTE"]
 
 SCHEDULE_GROUP = "(schedule service: delayOffset.json)"
 
@@ -45,6 +45,15 @@ INDEX_INVENTORY_SCHEMA = pa.schema([
     ("index_file_no", pa.int64()), ("index_file", pa.string()), ("entries", pa.int64()), ("min_offset", pa.int64()),
     ("max_offset", pa.int64()), ("segment", pa.string()), ("is_last", pa.bool_()),
 ])
+
+# storeType=defaultRocksDB: RocksDBMessageStore.RocksDBCleanConsumeQueueService calls
+# RocksDBConsumeQueueStore.cleanExpired (a manual compaction of the database, with the native
+# RemoveConsumeQueueCompactionFilter given the commitlog minimum) instead of deleting consume queue
+# files; index files go as with consume queue files (IndexService.deleteExpiredFile)
+ROCKSDB_CQ_NOTE = ("RocksDB consume queue (storeType=defaultRocksDB): no consume queue files to delete; when the "
+                   "minimum commitlog offset rises at deleteWhen or with a full disk, the broker compacts the "
+                   "database with a filter given that offset (RocksDBConsumeQueueStore.cleanExpired), which is not "
+                   "modelled here")
 
 _BARE_INT_KEY = re.compile(r'([{,]\s*)(-?\d+)(\s*:)')
 
@@ -152,6 +161,8 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
     bases = [f.base for f in facts]
     summary.update(_plan_summary(plan, config, [f.name for f in facts], disk_used_ratio, disk_size_bytes,
                                  manual_delete))
+    if config.rocksdb_cq:
+        summary["notes"].append(ROCKSDB_CQ_NOTE)
     if config.brokerVersion == "auto":
         other = plan_cleanup(facts, config, as_of_ms, line="4", **opts)  # type: ignore[arg-type]
         diff = int((other.at_next_cleanup() != at_next).sum())

@@ -154,8 +154,11 @@ class _TablesTask:
                 if entry_state is not None:
                     queues.states[q] = entry_state
             qidx = global_q[units.queue] if len(units) else np.zeros(0, dtype=np.int64)
-            pos = assign_positions(qidx, units.offset, units.size, units.queue_offset, self.config.cq_file_size,
-                                   queues.states)
+            if self.config.rocksdb_cq:   # every unit is put under its queue offset (store_format.rocksdb_cq)
+                pos = np.asarray(units.queue_offset, dtype=np.int64) * CQ_UNIT_SIZE
+            else:
+                pos = assign_positions(qidx, units.offset, units.size, units.queue_offset,
+                                       self.config.cq_file_size, queues.states)
             if self.config.batch_topics:   # BatchCQ topics' units: their number in batchconsumequeue/
                 pos = place_batch_units(units, states_by_split.get(split.split_id, {}), self.config.batch_topics,
                                         pos)

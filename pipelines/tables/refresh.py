@@ -33,7 +33,8 @@ tables give as the first of them begins (:class:`ResumeState`):
    segments;
 2. the rebuild's consume queue tasks (:func:`pipelines.build.build_queue_bucket`, one per queue
    bucket) carry each queue's append state (``ConsumeQueue.putMessagePositionInfo``) from the resume
-   state through the rescanned splits and keep it as each split begins, writing no consume queue file;
+   state through the rescanned splits and keep it as each split begins, writing no consume queue file
+   (a RocksDB consume queue needs none of this: each unit is put under its queue offset);
 3. the index files that start in the rescanned segments get their names from their first entry's
    store time (after the previous file's);
 4. the rebuild's tables tasks and commit (:func:`pipelines.tables.publish.stage_tables`), replacing the
@@ -64,12 +65,12 @@ import pyarrow.fs as pafs
 
 from store_format import commitlog as cl
 from store_format.anomalies import AnomalyKind
+from store_format.batchconsumequeue import BCQ_UNIT_SIZE
 from store_format.config import BrokerConfig
 from store_format.indexfile import accepted_by_index, index_file_names_checked
 from store_format.layout import CQ_UNIT_SIZE
 from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, open_store
-from store_format.store_layouts import refuse_batch_topics, refuse_rocksdb_cq
 from store_format.timeutil import datetime_to_ms
 
 from ..anomalies import at_offset
@@ -131,9 +132,6 @@ def _run_tables_locked(store: str, tables: str, config: BrokerConfig, *, spark, 
     # executors resolve paths in their own working folders: give them absolute ones
     store, tables = _absolute(store), _absolute(tables)
     st = open_store(store, config)
-    refuse_batch_topics(st.uri, st.batch_topics, "the tables refresh (tables --store), which continues queues "
-                        "from the previous run's states,")
-    refuse_rocksdb_cq(st.uri, config.rocksdb_cq, "the Delta tables are not built for it")
     config = resolve_broker_version(st, config)
     spark = spark or build_spark_session(master, log_level=log_level, extra_conf={WRITER_CONF: table_writer})
     progress = Progress(lambda line: log.info(line.removeprefix("[rebuild] ")))
@@ -150,7 +148,8 @@ def _run_tables_locked(store: str, tables: str, config: BrokerConfig, *, spark, 
         walk = scan_and_chain(sub, config, splits, f"{work.staging_uri}/_work", runner,
                               index_seed=IndexSeed(resume.index_end_phy_offset, resume.index_base))
         progress.stage("tables: queue states")
-        cq_files = _carry_queues(runner, walk, resume, config)
+        # a RocksDB consume queue has no files, and its units need no state: each is put under its queue offset
+        cq_files = [] if config.rocksdb_cq else _carry_queues(runner, walk, resume, config)
         index_files, named = _index_files(walk, resume, config)
         anomalies = walk.anomalies(named, last_queue_offsets=resume.last_queue_offsets)
         results = RebuildResults(st, config, walk.chain, walk.index_in, cq_files, index_files, walk.work_uri,
@@ -230,6 +229,7 @@ class ResumeState:
     begins, and the file inventories of the segments before it."""
     queues: dict[tuple[str, int], tuple[int, int]] = dataclasses.field(default_factory=dict)
     #        (topic, queueId) -> (maxPhysicOffset, write position) after the queue's last unit before it
+    #        (a BatchCQ topic's queue: maxMsgPhyOffsetInCommitLog, the last unit's start, and its write position)
     last_queue_offsets: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
     #        queue offset of each queue's last record before it (gaps at the border)
     index_base: int = 0                 # ordinal of its first index entry
@@ -268,17 +268,30 @@ def _resume_state(spark, snap: Snapshot, resume: str, live: set[str], config: Br
     if msgs is not None:
         # each queue's append state after its last unit, and its last record's queue offset
         written = msgs.filter(F.col("consume_queue"))
+        batch_topics = sorted(config.batch_topics)
         for r in (written.groupBy("topic", "queue_id")
                   .agg(F.max_by(F.struct((F.col("commitlog_offset") + F.col("size")).alias("end"),
+                                         F.col("commitlog_offset").alias("start"),
                                          F.col("consume_queue_offset").alias("cq")),
                                 F.col("consume_queue_offset")).alias("s"))
                   .collect()):
-            out.queues[(r["topic"], r["queue_id"])] = (int(r["s"]["end"]), (int(r["s"]["cq"]) + 1) * CQ_UNIT_SIZE)
+            s = r["s"]
+            if r["topic"] in config.batch_topics:   # BatchConsumeQueue: its last unit's start, 46-byte units
+                out.queues[(r["topic"], r["queue_id"])] = (int(s["start"]), (int(s["cq"]) + 1) * BCQ_UNIT_SIZE)
+            else:
+                out.queues[(r["topic"], r["queue_id"])] = (int(s["end"]), (int(s["cq"]) + 1) * CQ_UNIT_SIZE)
         own = msgs.filter(F.col("dispatch").startswith("consume queue"))   # records with their own unit
-        for r in (own.groupBy("topic", "queue_id").agg(F.max_by("queue_offset", "commitlog_offset").alias("q"))
+        # the last queue offset a record takes: an inner batch of a BatchCQ topic takes INNER_NUM of them
+        taken = F.col("queue_offset")
+        if batch_topics:
+            inner = F.col("properties").getItem("INNER_NUM").cast("long")
+            taken = F.when(F.col("topic").isin(batch_topics) & (inner > 0), taken + inner - 1).otherwise(taken)
+        for r in (own.groupBy("topic", "queue_id").agg(F.max_by(taken, "commitlog_offset").alias("q"))
                   .collect()):
             out.last_queue_offsets[(r["topic"], r["queue_id"])] = int(r["q"])
         units_per_file = config.cq_file_size // CQ_UNIT_SIZE
+        if batch_topics:   # batch consume queue files are not in the inventory (as the rebuild's)
+            written = written.filter(~F.col("topic").isin(batch_topics))
         files = (written.filter(F.col("segment").isin(live_before))
                  .withColumn("file", F.floor(F.col("consume_queue_offset") / units_per_file).cast("long"))
                  .groupBy("topic", "queue_id", "file")
@@ -356,6 +369,9 @@ def _carry_queues(runner: TaskRunner, walk: ReputWalk, resume: ResumeState, conf
     file_size = config.cq_file_size
     seeds: list[dict[tuple[str, int], list[int]]] = [{} for _ in range(walk.buckets)]
     for (topic, qid), (end, write_pos) in resume.queues.items():
+        if topic in config.batch_topics:   # B_* columns: the last unit's start, the write position
+            seeds[queue_bucket(topic, qid, walk.buckets)][(topic, qid)] = [end, write_pos]
+            continue
         last_unit = write_pos - CQ_UNIT_SIZE
         # Q_* columns: maxPhysicOffset, write position, first file and blank prefix (not known: only
         # the files' bytes need them), the newest file (the last unit's)
@@ -365,6 +381,8 @@ def _carry_queues(runner: TaskRunner, walk: ReputWalk, resume: ResumeState, conf
     rows = runner.run(task, walk.buckets, "tables: queue states")
     merged = {(r["topic"], r["queue_id"], r["file_start"]): dict(r) for r in resume.cq_files}
     for r in rows:
+        if r["kind"] != "cq":   # batch consume queue files: not in the inventory (as the rebuild's)
+            continue
         known = merged.get((r["topic"], r["queue_id"], r["file_start"]))
         if known is None:
             merged[(r["topic"], r["queue_id"], r["file_start"])] = r

@@ -17,7 +17,8 @@ from store_format.records import properties_map
 from .schema import MAX_KEY_BUCKETS, MAX_TS_MS, MESSAGE_KEYS_SCHEMA, MESSAGES_SCHEMA, MIN_TS_MS, TS, TX_NAMES
 
 __all__ = ["SplitContext", "message_rows", "encoded_key_rows", "ENCODED_KEYS_SCHEMA", "indexed_records", "ts_array",
-           "np_col", "NOT_DISPATCHED", "SIZE_MISMATCH_DISPATCH"]
+           "np_col", "NOT_DISPATCHED", "SIZE_MISMATCH_DISPATCH",
+           "ROCKSDB_START_DISPATCH"]
 
 
 @dataclasses.dataclass
@@ -66,6 +67,9 @@ def indexed_records(part: pa.Table, carry: int) -> tuple[np.ndarray, np.ndarray]
 # record it skips is the one whose totalSize disagrees with its fields (checkMessageAndReturnSize)
 NOT_DISPATCHED = "not dispatched"
 SIZE_MISMATCH_DISPATCH = f"{NOT_DISPATCHED}: totalSize differs from the record's length"
+# a rebuild into an empty RocksDB consume queue starts after commitlog offset 0 (store_format.rocksdb_cq)
+ROCKSDB_START_DISPATCH = (f"{NOT_DISPATCHED}: at commitlog offset 0, the empty RocksDB consume queue's "
+                          "dispatched position")
 
 
 def _dispatch_texts(index_enabled: bool) -> list[str]:
@@ -76,7 +80,8 @@ def _dispatch_texts(index_enabled: bool) -> list[str]:
     texts = [f"{a}; {b}" for a in cq for b in ix]
     # a rolled-back transaction is dispatched (the reput's DispatchRequest succeeds; the queue and index
     # dispatchers skip it), as the broker counts it; a size mismatch is not
-    return texts + ["no consume queue; not indexed (rolled-back transaction)", SIZE_MISMATCH_DISPATCH]
+    return texts + ["no consume queue; not indexed (rolled-back transaction)", SIZE_MISMATCH_DISPATCH,
+                    ROCKSDB_START_DISPATCH]
 
 
 def message_rows(part: pa.Table, split_id: int, ctx: SplitContext, with_body: bool) -> pa.Table:
@@ -100,7 +105,7 @@ def message_rows(part: pa.Table, split_id: int, ctx: SplitContext, with_body: bo
         ix_code = np.full(n, 3)
     code = cq_code * 4 + ix_code
     code = np.where(tx == TRANSACTION_ROLLBACK, 12, code)
-    code = np.where(~ok, 13, code)
+    code = np.where(~ok, np.where(status == cl.Status.BELOW_ROCKSDB_START, 14, 13), code)
     dispatch = pa.array(_dispatch_texts(ctx.index_enabled)).take(pa.array(code))
     props = properties_map(part["properties"].combine_chunks() if isinstance(part["properties"], pa.ChunkedArray)
                            else part["properties"])

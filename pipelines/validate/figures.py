@@ -248,7 +248,7 @@ def assemble_figures(source: FigureSource, tables: str, *,
     messages_frame = message_frame(seg_ids, msg, per_seg_anom)
     queue_frame = msg["queues"]
     key_frame = keys["frame"]
-    audit_frame = _audit_frame(source.audit_claims(), seg_ids, message_rows, segs, msg, keys, config.batch_topics)
+    audit_frame = _audit_frame(source.audit_claims(), seg_ids, message_rows, segs, msg, keys, config)
 
     # the latest run against the tables
     live = {s for s, st in zip(segs["segment"].to_pylist(), segs["status"].to_pylist()) if st == "live"}
@@ -329,16 +329,17 @@ def _iso_dt(v: Any) -> str | None:
 
 
 def _audit_frame(claimed: dict[tuple[str, str | None], int], seg_ids: Ids, message_rows: np.ndarray,
-                 segs: pa.Table, msg: dict, keys: dict, batch_topics: frozenset[str]) -> pd.DataFrame:
+                 segs: pa.Table, msg: dict, keys: dict, config: BrokerConfig) -> pd.DataFrame:
     """The inventory rows of ``expiry_audit`` (segments, consume queue files, index files) against
-    what the other tables hold; the queues of ``batch_topics`` (``batchconsumequeue/``) are not in
-    the audit."""
+    what the other tables hold; the queues of BatchCQ topics (``batchconsumequeue/``) are not in
+    the audit, nor any queue of a RocksDB consume queue (``storeType=defaultRocksDB``: no files)."""
+    batch_topics = config.batch_topics
     actual: dict[tuple[str, str | None], int] = {}
     live = {s for s, st in zip(segs["segment"].to_pylist(), segs["status"].to_pylist()) if st == "live"}
     for i, name in enumerate(seg_ids.names):
         if name in live or message_rows[i]:
             actual[("segment", name)] = int(message_rows[i])
-    for name, c in msg["cq_file_counts"].items():
+    for name, c in ({} if config.rocksdb_cq else msg["cq_file_counts"]).items():
         if batch_topics and name.rsplit("/", 2)[0] in batch_topics:
             continue
         actual[("consume_queue_file", name)] = int(c)

@@ -1,8 +1,9 @@
 """``verify_store``: rebuild a store's ``consumequeue/`` and ``index/`` (and ``consumequeue_ext/``,
 ``batchconsumequeue/`` where the store has those layouts) from its commitlog into a reference
-folder, compare every file with the store's, and predict the broker's next start (of the
-``consumequeue/`` and ``index/`` files; not for a store with BatchCQ topics or a 5.x DLedger store after
-an unclean shutdown)."""
+folder, compare every file with the store's (a RocksDB ``consumequeue/`` entry by entry:
+:mod:`.rocksdb_compare`), and predict the broker's next start (of the ``consumequeue/`` and
+``index/`` files; not for a store with BatchCQ topics or a RocksDB consume queue, nor for a 5.x
+DLedger store after an unclean shutdown)."""
 from __future__ import annotations
 
 import dataclasses
@@ -20,13 +21,13 @@ from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.dledger_recovery import recover_dledger
+from store_format.errors import StoreLayoutError
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.store import StoreLocation, open_store, resolve
-from store_format.store_layouts import refuse_rocksdb_cq
 
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, compare_queue_file, extra_note
-from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
+from .report import NOT_PREDICTED, ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
 from .restart import predict_restart, recover_queue
 from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, read_all
 
@@ -78,7 +79,9 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     from ..rebuild import run_rebuild
     t0 = time.monotonic()
     st = open_store(store, config)
-    refuse_rocksdb_cq(st.uri, config.rocksdb_cq, "verify compares consume queue files, and reads no RocksDB database")
+    if config.rocksdb_cq and not isinstance(st.fs, pafs.LocalFileSystem):
+        raise StoreLayoutError(f"{st.uri}: verify reads a RocksDB consume queue (storeType=defaultRocksDB) on a "
+                               "local file system only")
     config = resolve_broker_version(st, config)
     temporary = work is None
     ref_root = work if work is not None else tempfile.mkdtemp(prefix="rocketmq-verify-")
@@ -100,8 +103,12 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     ref_fs, ref = resolve(ref_root)
     ref = ref.rstrip("/")
     log.info("comparing %s with the rebuild in %s", root, ref)
-    store_cq = list_tree(fs, f"{root}/{CQ_DIR}")
-    ref_cq = list_tree(ref_fs, f"{ref}/{CQ_DIR}")
+    rocksdb_results = None
+    if config.rocksdb_cq:   # consumequeue/ is a database: compared entry by entry, queue by queue
+        from .rocksdb_compare import compare_rocksdb_cq
+        rocksdb_results, _mins = compare_rocksdb_cq(f"{root}/{CQ_DIR}", f"{ref}/{CQ_DIR}")
+    store_cq = {} if config.rocksdb_cq else list_tree(fs, f"{root}/{CQ_DIR}")
+    ref_cq = {} if config.rocksdb_cq else list_tree(ref_fs, f"{ref}/{CQ_DIR}")
     by_queue: dict[str, tuple[list[str], list[str]]] = {}
     cq_results: list[ConsumeQueueFileResult] = []
     for rel in store_cq:
@@ -157,17 +164,18 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
     clean = not st.broker_may_be_running()
-    if st.batch_topics or (st.dledger is not None and config.is_5x and not clean):
-        why = ("not predicted for a 5.x DLedger store whose last shutdown was not clean (abort file): its recovery "
-               "(DLedgerCommitLog.dledgerRecoverAbnormally) dispatches up to the log's end, committed or not"
-               if not st.batch_topics else
-               f"not predicted for a store with BatchCQ topics ({', '.join(sorted(st.batch_topics))}): "
+    if st.batch_topics or config.rocksdb_cq or (st.dledger is not None and config.is_5x and not clean):
+        why = (f"not predicted for a store with BatchCQ topics ({', '.join(sorted(st.batch_topics))}): "
                "BatchConsumeQueue.recover and truncateDirtyLogicFiles are not modelled, and the queues' max physical "
                "offset, where the commitlog recovery and the dispatch start again "
-               "(ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue), counts the batch queues too")
+               "(ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue), counts the batch queues too"
+               if st.batch_topics else NOT_PREDICTED["rocksdb_consume_queue"] if config.rocksdb_cq else
+               "not predicted for a 5.x DLedger store whose last shutdown was not clean (abort file): its recovery "
+               "(DLedgerCommitLog.dledgerRecoverAbnormally) dispatches up to the log's end, committed or not")
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
                             None, _rebuild_figures(summary), consume_queue_ext=ext_results,
-                            batch_consume_queue=bcq_results, no_prediction=why, not_checked=_not_checked(st))
+                            batch_consume_queue=bcq_results, rocksdb_consume_queue=rocksdb_results,
+                            no_prediction=why, not_checked=_not_checked(st))
     store_index = []
     for n in s_names:
         with fs.open_input_file(f"{root}/{INDEX_DIR}/{n}") as f:

@@ -57,9 +57,13 @@ NOT_PREDICTED = {
                          "and checkSelf are not modelled)",
     "batch_consume_queue": "not predicted for batchconsumequeue/ files (BatchConsumeQueue.recover and "
                            "truncateDirtyLogicFiles are not modelled)",
+    "rocksdb_consume_queue": "not predicted for the RocksDB consume queue (RocksDBConsumeQueueStore's recovery: "
+                             "truncateDirty of the offset family and the dispatch from its checkpoint, is not "
+                             "modelled)",
 }
 _AREA_NAMES = {"consume_queue": "consume queue files", "consume_queue_ext": "consume queue ext files",
-               "batch_consume_queue": "batch consume queue files", "index": "index files"}
+               "batch_consume_queue": "batch consume queue files", "index": "index files",
+               "rocksdb_consume_queue": "RocksDB consume queue queues"}
 
 
 @dataclasses.dataclass
@@ -153,13 +157,16 @@ class VerifyReport:
     # None: the store does not have the layout (enableConsumeQueueExt=false; no BatchCQ topic)
     consume_queue_ext: list[QueueFileResult] | None = None
     batch_consume_queue: list[QueueFileResult] | None = None
+    # storeType=defaultRocksDB: one result per queue of the database (pipelines.verify.rocksdb_compare)
+    rocksdb_consume_queue: list[QueueFileResult] | None = None
     no_prediction: str = ""        # why restart is None
     not_checked: list[str] = dataclasses.field(default_factory=list)   # store folders left alone, with why
 
     def _areas(self) -> list[tuple[str, list]]:
         areas: list[tuple[str, list | None]] = [
             ("consume_queue", self.consume_queue), ("consume_queue_ext", self.consume_queue_ext),
-            ("batch_consume_queue", self.batch_consume_queue), ("index", self.index)]
+            ("batch_consume_queue", self.batch_consume_queue),
+            ("rocksdb_consume_queue", self.rocksdb_consume_queue), ("index", self.index)]
         return [(a, rs) for a, rs in areas if rs is not None]
 
     def counts(self) -> dict[str, dict[str, int]]:
@@ -253,6 +260,8 @@ def _render_cq(r: ConsumeQueueFileResult) -> str:
 
 
 def _render_queue_file(r: QueueFileResult) -> str:
+    if r.note.startswith("entries"):   # a queue of a RocksDB consume queue: entries, not bytes
+        return _render_rocksdb_queue(r)
     if r.status == "missing":
         text = f"missing  {r.path} ({r.expected_size:,} bytes)"
     elif r.status == "extra":
@@ -266,8 +275,19 @@ def _render_queue_file(r: QueueFileResult) -> str:
     return text + (f" ({r.note})" if r.note else "")
 
 
-def _fields_text(u: dict | None) -> str:
-    return "nothing (file ends)" if u is None else " ".join(f"{k}={v}" for k, v in u.items())
+def _render_rocksdb_queue(r: QueueFileResult) -> str:
+    """A queue of a RocksDB consume queue (:mod:`.rocksdb_compare`): its entries, not file bytes."""
+    if r.status == "missing":
+        return f"missing  {r.path}: the store has none of its {r.expected_size:,} entries"
+    if r.status == "extra":
+        return f"extra    {r.path}: {r.found_size:,} entries the rebuild does not have"
+    return (f"differs  {r.path}: {r.note.removeprefix('entries: ')} ({r.found_size:,} entries, expected "
+            f"{r.expected_size:,}): expected {_fields_text(r.expected_unit, 'nothing')}, found "
+            f"{_fields_text(r.found_unit, 'nothing')}")
+
+
+def _fields_text(u: dict | None, none: str = "nothing (file ends)") -> str:
+    return none if u is None else " ".join(f"{k}={v}" for k, v in u.items())
 
 
 def _render_index(r: IndexFileResult) -> list[str]:

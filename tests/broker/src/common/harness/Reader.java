@@ -155,7 +155,8 @@ public final class Reader {
         return out;
     }
 
-    /** Min and max offset of a queue, and every message getMessage returns, read from offset 0. */
+    /** Min and max offset of a queue, and every message getMessage returns, read from offset 0 (from the
+     *  queue's minimum when offset 0 is below it). */
     static JsonObject queue(DefaultMessageStore store, String topic, int queueId) throws Exception {
         JsonObject out = new JsonObject();
         out.addProperty("kind", "queue");
@@ -184,6 +185,12 @@ public final class Reader {
                 msgs.add(row);
             }
             r.release();
+            // a queue whose first units are gone (a RocksDB queue without the unit of commitlog offset 0):
+            // a slave's getMessage keeps the asked offset, so the read goes on from the queue's minimum
+            if ("OFFSET_TOO_SMALL".equals(r.getStatus().name()) && r.getMinOffset() > offset) {
+                offset = r.getMinOffset();
+                continue;
+            }
             if (r.getNextBeginOffset() <= offset) {
                 break;
             }
