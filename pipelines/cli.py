@@ -29,6 +29,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 from store_format.errors import StoreError, UsageError
 
+from .console import configure_logging
+
 __all__ = ["main", "build_parser", "size_arg", "time_arg", "zone_arg", "UsageError"]
 
 log = logging.getLogger("pipelines")
@@ -494,70 +496,26 @@ def _version() -> str:
         return "unknown"
 
 
-class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever ``sys.stderr`` is at each record (tests and notebooks replace it)."""
-
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value) -> None:
-        pass
-
-
-def _stage_name(record: logging.LogRecord) -> bool:
-    record.stage = record.name.rsplit(".", 1)[-1]
-    return True
-
-
-def _not_py4j(record: logging.LogRecord) -> bool:
-    """py4j logs a connection it loses (an interrupted call, the JVM gone) with a traceback, on the
-    root logger; the command says what happened in one line instead."""
-    return f"{os.sep}py4j{os.sep}" not in record.pathname
-
-
-def configure_logging(level: str | None = None) -> None:
-    """One line per message on stderr; ``--log-level DEBUG`` shows more."""
-    job_level = logging.DEBUG if level == "DEBUG" else logging.INFO
-    root = logging.getLogger()
-    if not root.handlers:  # other libraries' warnings, one line each
-        handler = _StderrHandler()
-        handler.setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
-        handler.setFormatter(logging.Formatter("[%(name)s] %(levelname)s %(message)s"))
-        if level != "DEBUG":
-            handler.addFilter(_not_py4j)
-        root.addHandler(handler)
-    for name in ("pipelines", "store_format"):
-        logger = logging.getLogger(name)
-        if not logger.handlers:
-            handler = _StderrHandler()
-            if name == "store_format":
-                handler.setFormatter(logging.Formatter("[%(name)s] %(levelname)s %(message)s"))
-            else:  # the job's stage lines: [rebuild] plan ..., [tables] ...
-                handler.setFormatter(logging.Formatter("[%(stage)s] %(message)s"))
-                handler.addFilter(_stage_name)
-            logger.addHandler(handler)
-            logger.propagate = False
-        logger.setLevel(job_level)
-
-
 def _interrupted(signum, frame) -> None:
     """SIGINT: silence the JVM's stderr at once, then interrupt as Python does.  Cancelling the job
     (``pipelines.session.stop_jobs``) makes Spark cut its Python workers off, and their tracebacks
     (``BrokenPipeError`` in ``pyspark/daemon.py``) come through the JVM's stderr while the driver
-    is still cleaning up: they must not reach the terminal, whenever the Ctrl-C comes."""
+    is still cleaning up: they must not reach the terminal, whenever the Ctrl-C comes.  The Ctrl-C
+    is remembered: whatever error surfaces after it (the job failing as the terminal's SIGINT kills
+    its workers, a clean-up cut short) ends the command as an interruption."""
+    _SIGINT_SEEN.set()
     session = sys.modules.get("pipelines.session")
     if session is not None:
         session.mute_jvm()
     raise KeyboardInterrupt
 
 
+_SIGINT_SEEN = threading.Event()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _SIGINT_SEEN.clear()
     configure_logging(getattr(args, "log_level", None))
     previous = None
     if (getattr(args, "log_level", None) != "DEBUG" and threading.current_thread() is threading.main_thread()
@@ -570,6 +528,14 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGINT, previous)
 
 
+def _ended_by_interrupt() -> int:
+    if "pyspark" in sys.modules:
+        from .session import mute_jvm
+        mute_jvm()   # the JVM's lines about the tasks it abandons
+    print("interrupted", file=sys.stderr)
+    return 130
+
+
 def _run(args: argparse.Namespace) -> int:
     """The command, its errors as one line and an exit code (see the module docstring)."""
     try:
@@ -578,12 +544,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        if "pyspark" in sys.modules:
-            from .session import mute_jvm
-            mute_jvm()   # the JVM's lines about the tasks it abandons
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _ended_by_interrupt()
     except Exception as e:
+        if _SIGINT_SEEN.is_set():
+            return _ended_by_interrupt()
         from .oserrors import os_error_line
         found = os_error_line(e)   # in the driver, or wrapped in an executor's failure
         if found is not None:
