@@ -48,9 +48,16 @@ final class Stores {
         return b;
     }
 
+    /** One store constructed at a time: StoreStatsService's constructor (every line) fills a static
+     *  TreeMap, and two stores constructed in threads of one JVM corrupt it (a NullPointerException in
+     *  TreeMap.put, seen in the suite). */
+    private static final Object CONSTRUCTION = new Object();
+
     static DefaultMessageStore open(Properties props, File root, BrokerRole role, Collection<String> topics)
         throws IOException {
-        return LineAdapter.newStore(storeConfig(props, root, role), brokerConfig(props), topics);
+        synchronized (CONSTRUCTION) {
+            return LineAdapter.newStore(storeConfig(props, root, role), brokerConfig(props), topics);
+        }
     }
 
     /** Lets reads through without start(): no reput, flush, HA or schedule thread runs on the files. */
