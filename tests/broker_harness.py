@@ -51,6 +51,8 @@ import json
 import os
 import shutil
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HARNESS_DIR = Path(__file__).resolve().parent / "broker"
@@ -127,6 +129,29 @@ def write_stores(line: str, scenarios: list[dict], work: Path, timeout: float = 
     spec = work / f"scenarios-{line}.json"
     spec.write_text(json.dumps(scenarios))
     return {r["name"]: r for r in _java(line, "Writer", spec, timeout, str(threads))}
+
+
+def write_lines(request, scenarios: dict[str, list[dict]], work: Path, what: str,  # noqa: ANN001
+                threads: int | None = None) -> dict[str, dict]:
+    """Every line's scenarios written by the broker (a JVM per line, the lines in parallel; in each JVM
+    ``threads`` scenarios at a time, default all) while the suite's Spark session starts (the
+    ``spark`` fixture of ``request``): scenario name -> ``{"line", "scenario"`` (with its ``dir``),
+    ``"written"`` (the writer's report)``}``.  Skips the test when the harness cannot be built."""
+    import pytest
+    try:
+        build()
+    except HarnessUnavailable as e:
+        pytest.skip(f"broker harness not available: {e}")
+    started = time.monotonic()
+    placed = {ln: [{**sc, "dir": str(work / sc["name"])} for sc in scs] for ln, scs in scenarios.items()}
+    with ThreadPoolExecutor(len(placed)) as pool:
+        futures = {ln: pool.submit(write_stores, ln, scs, work, 300, threads or len(scs)) for ln, scs in placed.items()}
+        request.getfixturevalue("spark")
+        reports = {ln: f.result() for ln, f in futures.items()}
+    print(f"\nthe broker wrote {sum(map(len, placed.values()))} {what} in {time.monotonic() - started:.1f} s")
+    return {sc["name"]: {"line": ln, "scenario": sc,
+                         "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
+            for ln, scs in placed.items() for sc in scs}
 
 
 def read_stores(line: str, requests: list[dict], work: Path, timeout: float = 600) -> list[list[dict]]:

@@ -17,7 +17,6 @@ import contextlib
 import io
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import broker_harness as bh
@@ -55,28 +54,13 @@ def written(request, tmp_path_factory):
     params = request.node.callspec.params
     name = params.get("name") or f"{params['line']}-cqext-plain"
     if not _RUNS:
-        try:
-            bh.build()
-        except bh.HarnessUnavailable as e:
-            pytest.skip(f"broker harness not available: {e}")
         work = tmp_path_factory.mktemp("cqext")
-        started = time.monotonic()
-        with ThreadPoolExecutor(len(LINES)) as pool:
-            futures = {ln: pool.submit(bh.write_stores, ln, [{**sc, "dir": str(work / sc["name"])} for sc in scs],
-                                       work, 300, len(scs))
-                       for ln, scs in SCENARIOS.items()}
-            request.getfixturevalue("spark")
-            reports = {ln: f.result() for ln, f in futures.items()}
-        print(f"\nthe broker wrote {len(CASES)} ConsumeQueueExt store(s) in {time.monotonic() - started:.1f} s")
-        for ln, scs in SCENARIOS.items():
-            for sc in scs:
-                r = {"scenario": {**sc, "dir": str(work / sc["name"])},
-                     "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
-                _RUNS[sc["name"]] = r
-                if r["written"].get("ok"):
-                    started = time.monotonic()
-                    r["rebuild"] = _rebuild(work / sc["name"], ln)
-                    print(f"{sc['name']}: rebuilt in {time.monotonic() - started:.1f} s (exit {r['rebuild']['code']})")
+        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "ConsumeQueueExt store(s)"))
+        for n, r in _RUNS.items():
+            if r["written"].get("ok"):
+                started = time.monotonic()
+                r["rebuild"] = _rebuild(Path(r["scenario"]["dir"]), r["line"])
+                print(f"{n}: rebuilt in {time.monotonic() - started:.1f} s (exit {r['rebuild']['code']})")
     r = _RUNS[name]
     if not r["written"].get("ok"):
         pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")

@@ -18,7 +18,6 @@ import contextlib
 import io
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import broker_harness as bh
@@ -63,31 +62,17 @@ def written(request, tmp_path_factory):
     params = request.node.callspec.params
     name = params.get("name") or f"{params['line']}-dledger-plain"
     if not _RUNS:
-        try:
-            bh.build()
-        except bh.HarnessUnavailable as e:
-            pytest.skip(f"broker harness not available: {e}")
         work = tmp_path_factory.mktemp("dledger")
-        started = time.monotonic()
-        with ThreadPoolExecutor(len(LINES)) as pool:
-            futures = {ln: pool.submit(bh.write_stores, ln, [{**sc, "dir": str(work / sc["name"])}
-                                                             for sc in [*scs, *EXTRA.get(ln, [])]],
-                                       work, 300, len(scs) + len(EXTRA.get(ln, [])))
-                       for ln, scs in SCENARIOS.items()}
-            # meanwhile the session the CLI's rebuild gets (getOrCreate) starts; a store's shutdown sleeps 1 s
-            # on 4.9.8 and 3 s on 5.x, and DLedger's netty server takes 2 s more to stop
-            request.getfixturevalue("spark")
-            reports = {ln: f.result() for ln, f in futures.items()}
-        print(f"\nthe broker wrote {len(CASES)} DLedger store(s) in {time.monotonic() - started:.1f} s")
-        for ln, scs in SCENARIOS.items():
-            for sc in [*scs, *EXTRA.get(ln, [])]:
-                r = {"scenario": {**sc, "dir": str(work / sc["name"])},
-                     "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
-                _RUNS[sc["name"]] = r
-                if r["written"].get("ok") and sc in scs:
-                    started = time.monotonic()
-                    r["rebuild"] = _rebuild(work / sc["name"], ln)
-                    print(f"{sc['name']}: rebuilt in {time.monotonic() - started:.1f} s (exit {r['rebuild']['code']})")
+        # a store's shutdown sleeps 1 s on 4.9.8 and 3 s on 5.x, and DLedger's netty server takes 2 s more
+        # to stop: the Spark session the CLI's rebuild gets (getOrCreate) starts meanwhile
+        _RUNS.update(bh.write_lines(request, {ln: [*scs, *EXTRA.get(ln, [])] for ln, scs in SCENARIOS.items()},
+                                    work, "DLedger store(s)"))
+        rebuilt = {sc["name"] for scs in SCENARIOS.values() for sc in scs}   # the EXTRA ones are only written
+        for n, r in _RUNS.items():
+            if r["written"].get("ok") and n in rebuilt:
+                started = time.monotonic()
+                r["rebuild"] = _rebuild(Path(r["scenario"]["dir"]), r["line"])
+                print(f"{n}: rebuilt in {time.monotonic() - started:.1f} s (exit {r['rebuild']['code']})")
     r = _RUNS[name]
     if not r["written"].get("ok"):
         pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")

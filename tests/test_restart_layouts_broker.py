@@ -22,8 +22,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import broker_harness as bh
@@ -102,26 +100,11 @@ def restarted(request, tmp_path_factory) -> dict:
     params = request.node.callspec.params
     name = params.get("name") or f"{params['line']}-bcq-a-recheck"
     if not _RUNS:
-        try:
-            bh.build()
-        except bh.HarnessUnavailable as e:
-            pytest.skip(f"broker harness not available: {e}")
         work = tmp_path_factory.mktemp("restart-layouts")
-        started = time.monotonic()
-        with ThreadPoolExecutor(len(SCENARIOS)) as pool:
-            futures = {ln: pool.submit(bh.write_stores, ln, [{**sc, "dir": str(work / sc["name"])} for sc in scs],
-                                       work, 300, len(scs))
-                       for ln, scs in SCENARIOS.items()}
-            request.getfixturevalue("spark")
-            reports = {ln: f.result() for ln, f in futures.items()}
-        print(f"\nthe broker wrote and restarted {len(CASES)} store(s) in {time.monotonic() - started:.1f} s")
-        for ln, scs in SCENARIOS.items():
-            for sc in scs:
-                r = {"scenario": {**sc, "dir": str(work / sc["name"])},
-                     "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
-                _RUNS[sc["name"]] = r
-                if r["written"].get("ok") and "damageMessage" in sc:
-                    r["rebuild"] = _rebuild(work / sc["name"], ln)
+        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s), each restarted"))
+        for r in _RUNS.values():
+            if r["written"].get("ok") and "damageMessage" in r["scenario"]:
+                r["rebuild"] = _rebuild(Path(r["scenario"]["dir"]), r["line"])
     r = _RUNS[name]
     if not r["written"].get("ok"):
         pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")

@@ -16,8 +16,6 @@ import contextlib
 import io
 import os
 import shutil
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import broker_harness as bh
@@ -79,27 +77,15 @@ def written_any(request, tmp_path_factory):
 
 def _written(request, tmp_path_factory, name: str) -> dict:
     if not _RUNS:
-        try:
-            bh.build()
-        except bh.HarnessUnavailable as e:
-            pytest.skip(f"broker harness not available: {e}")
         work = tmp_path_factory.mktemp("rocksdb")
-        request.getfixturevalue("spark")
-        started = time.monotonic()
-        with ThreadPoolExecutor(len(LINES)) as pool:
-            futures = {ln: pool.submit(bh.write_stores, ln, [{**sc, "dir": str(work / sc["name"])} for sc in scs],
-                                       work, 300)   # one at a time: RocksDB stores in threads crashed the JVM
-                       for ln, scs in SCENARIOS.items()}
-            reports = {ln: f.result() for ln, f in futures.items()}
-        print(f"\nthe broker wrote {len(CASES)} RocksDB consume queue store(s) in {time.monotonic() - started:.1f} s")
+        # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
+        written = bh.write_lines(request, SCENARIOS, work, "RocksDB consume queue store(s)", threads=1)
+        for n, w in written.items():
+            r = _RUNS[n] = {"dir": Path(w["scenario"]["dir"]), "written": w["written"]}
+            if r["written"].get("ok"):
+                r["rebuild"] = _ours(r["dir"], w["line"])
+                assert r["rebuild"]["code"] == 0, r["rebuild"]["stderr"][-2000:]
         for ln, scs in SCENARIOS.items():
-            for sc in scs:
-                d = work / sc["name"]
-                r = {"dir": d, "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
-                _RUNS[sc["name"]] = r
-                if r["written"].get("ok"):
-                    r["rebuild"] = _ours(d, ln)
-                    assert r["rebuild"]["code"] == 0, r["rebuild"]["stderr"][-2000:]
             ok = [(work / sc["name"], query_pairs(sc)) for sc in scs if _RUNS[sc["name"]]["written"].get("ok")]
             # one JVM reads them all, one store after the other
             answers = bh.read_stores(ln, [_read_request(d, w, work, pairs) for d, pairs in ok
