@@ -88,9 +88,9 @@ def walk_splits(splits: list[Split], split_ids: list[int], store_uri: str,
 
 
 def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: cl.WalkResult | None,
-                  units: QueueUnits | None = None) -> dict:
+                  units: QueueUnits | None) -> dict:
     """What the driver needs to chain this split and to carry queue and index state through it
-    (``units``: the walk's :func:`~store_format.dispatch.queue_units`, when already numbered)."""
+    (``units``: the walk's :func:`~store_format.dispatch.queue_units`, None without a walk)."""
     if res is None:
         return {"split_id": split.split_id, "sync": -1, "stop": cl.Stop.SPLIT_END, "records": 0}
     e = entering or cl.WalkState(sync, sync, 0, 1 << 62)
@@ -120,7 +120,7 @@ def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: c
     bad = _bad_records(res, mismatched)
     if bad:
         out["bad_records"] = bad
-    steps = _queue_offset_steps(res, queue_units(res) if units is None else units)
+    steps = _queue_offset_steps(res, units) if units is not None else None
     if steps:
         out["queue_offsets"] = steps
     return out

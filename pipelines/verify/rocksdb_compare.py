@@ -15,7 +15,7 @@ import struct
 import tempfile
 from collections.abc import Iterable
 
-from store_format.rocksdb_cq import CHECKPOINT_TOPIC, CQ_VALUE, OFFSET_FAMILY
+from store_format.rocksdb_cq import CHECKPOINT_TOPIC, CHECKPOINT_VALUE, CQ_VALUE, OFFSET_FAMILY, OFFSET_VALUE
 
 from .report import QueueFileResult
 
@@ -45,11 +45,11 @@ def _unit_fields(value: bytes) -> dict:
 
 
 def _offset_fields(value: bytes) -> dict:
-    if len(value) == 16:
-        off, qoff = struct.unpack(">qq", value)
+    if len(value) == OFFSET_VALUE.size:
+        off, qoff = OFFSET_VALUE.unpack(value)
         return {"commitlogOffset": off, "queueOffset": qoff}
-    if len(value) == 8:
-        return {"dispatchedTo": struct.unpack(">q", value)[0]}
+    if len(value) == CHECKPOINT_VALUE.size:
+        return {"dispatchedTo": CHECKPOINT_VALUE.unpack(value)[0]}
     return {"value": value.hex()}
 
 
