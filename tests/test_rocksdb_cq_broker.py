@@ -149,7 +149,7 @@ def test_index_files_are_the_broker_s(written, line, name):
 
 @pytest.mark.parametrize("line", LINES)
 def test_what_is_not_built_for_it_is_refused_in_one_line(written_any, tmp_path, line):
-    """--as-restart and repair do not handle the database: one line, exit 2 each;
+    """--as-restart does not handle the database: one line, exit 2;
     and the store's database read with file-based settings is refused too."""
     from pipelines.cli import main
 
@@ -160,7 +160,7 @@ def test_what_is_not_built_for_it_is_refused_in_one_line(written_any, tmp_path, 
     store_with_db = tmp_path / "store"
     shutil.copytree(d / "store", store_with_db)
     shutil.copytree(d / "expected" / "consumequeue", store_with_db / "consumequeue")
-    for argv in (["rebuild", *base, "--out", str(tmp_path / "o2"), "--as-restart"], ["repair", *base],
+    for argv in (["rebuild", *base, "--out", str(tmp_path / "o2"), "--as-restart"],
                  ["rebuild", "--store", str(store_with_db), "--config", str(conf_default),
                   "--out", str(tmp_path / "o3")]):
         err = io.StringIO()
@@ -275,32 +275,24 @@ def test_tables_refresh_and_audit(written, tmp_path, line, name):
     assert "consume_queue_file" not in kinds and "segment" in kinds
 
 
-@pytest.mark.parametrize("line", LINES)
-def test_verify_compares_the_database_entry_by_entry(written_any, tmp_path, line):
-    """``verify`` on the broker's own store (the database and index/ of its own rebuild) finds every
-    queue identical; with units deleted and changed and a max entry deleted in a copy of that database,
-    it names exactly those queues with their missing and different entries (exit 1); the store's
-    database is read from a copy, never opened in place."""
-    import json
-
-    from store_format.rocksdb_cq import OFFSET_FAMILY, cq_key, offset_key
-
+def _store_with_broker_db(written_any: dict, tmp_path: Path) -> Path:
+    """A copy of the store with the broker's own database and index/ (its rebuild)."""
     d = written_any["dir"]
     store = tmp_path / "store"
     shutil.copytree(d / "store", store, ignore=shutil.ignore_patterns("consumequeue", "index"))
     shutil.copytree(d / "expected" / "index", store / "index")
     shutil.copytree(d / "expected" / "consumequeue", store / "consumequeue")
-    base = ["verify", "--store", str(store), "--config", str(d / "broker.conf"),
-            "--broker-version", BROKER_LINE[line], "--json"]
-    code, out = _cli(base)
-    report = json.loads(out)
-    assert code == 0 and report["identical"], report["summary"]
-    assert report["counts"]["rocksdb_consume_queue"]["identical"] > 1
-    assert "RocksDB" in report["restart_note"]
-    # damage a copy of the broker's database: a unit deleted and one changed in one queue, a max entry gone
+    return store
+
+
+def _damage(written_any: dict, db_dir: Path) -> tuple[dict, dict, int]:
+    """In the database at ``db_dir``: a unit deleted and one changed in one queue, a max entry gone in
+    another; returns both queues' answers and the deleted unit's queue offset."""
+    from store_format.rocksdb_cq import OFFSET_FAMILY, cq_key, offset_key
+
     queues = [a for a in written_any["answers"]["expected"] if a["kind"] == "queue" and len(a["messages"]) >= 2]
     first, second = queues[0], queues[1]
-    db = rd.Rdict(str(store / "consumequeue"), options=rd.Options(raw_mode=True),
+    db = rd.Rdict(str(db_dir), options=rd.Options(raw_mode=True),
                   column_families={OFFSET_FAMILY: rd.Options(raw_mode=True)})
     try:
         default = db.get_column_family("default")
@@ -311,6 +303,27 @@ def test_verify_compares_the_database_entry_by_entry(written_any, tmp_path, line
         del db.get_column_family(OFFSET_FAMILY)[offset_key(second["topic"], second["queueId"])]
     finally:
         db.close()
+    return first, second, q0
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_verify_compares_the_database_entry_by_entry(written_any, tmp_path, line):
+    """``verify`` on the broker's own store (the database and index/ of its own rebuild) finds every
+    queue identical; with units deleted and changed and a max entry deleted in a copy of that database,
+    it names exactly those queues with their missing and different entries (exit 1); the store's
+    database is read from a copy, never opened in place."""
+    import json
+
+    d = written_any["dir"]
+    store = _store_with_broker_db(written_any, tmp_path)
+    base = ["verify", "--store", str(store), "--config", str(d / "broker.conf"),
+            "--broker-version", BROKER_LINE[line], "--json"]
+    code, out = _cli(base)
+    report = json.loads(out)
+    assert code == 0 and report["identical"], report["summary"]
+    assert report["counts"]["rocksdb_consume_queue"]["identical"] > 1
+    assert "RocksDB" in report["restart_note"]
+    first, second, q0 = _damage(written_any, store / "consumequeue")
     before = sorted(p.name for p in (store / "consumequeue").iterdir())
     code, out = _cli(base)
     report = json.loads(out)
@@ -323,3 +336,33 @@ def test_verify_compares_the_database_entry_by_entry(written_any, tmp_path, line
     other = bad[f"{second['topic']}/{second['queueId']}"]
     assert other["differing_units"] == 1 and "max entry" in other["note"]
     assert sorted(p.name for p in (store / "consumequeue").iterdir()) == before   # not opened in place
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_repair_replaces_a_damaged_database_as_a_whole(written_any, tmp_path, line):
+    """``repair`` on a store whose database was damaged (as above) plans one ``replace_database``, swaps
+    the rebuilt database in, and keeps the damaged one in the backup: afterwards the store's database
+    holds exactly the broker's own key/value set (both families), ``verify`` finds it identical, the
+    backup still holds the damage, and the staged folder an interrupted repair left is gone."""
+    import json
+
+    from pipelines.verify.rocksdb_compare import compare_rocksdb_cq
+
+    d = written_any["dir"]
+    store = _store_with_broker_db(written_any, tmp_path)
+    _damage(written_any, store / "consumequeue")
+    (store / ".consumequeue.repair-0123456789ab.tmp").mkdir()       # as an interrupted repair leaves it
+    conf = ["--store", str(store), "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line]]
+    code, out = _cli(["repair", *conf, "--backup", str(tmp_path / "backup"), "--json"])
+    assert code == 0, out[-2000:]
+    result = json.loads(out)
+    assert [(a["action"], a["path"], a["done"]) for a in result["plan"]["actions"]] == [
+        ("replace_database", "consumequeue", True)]
+    assert any(".consumequeue.repair-0123456789ab.tmp" in n for n in result["notes"])
+    results, _ = compare_rocksdb_cq(str(store / "consumequeue"), str(d / "expected" / "consumequeue"))
+    assert results and all(r.status == "identical" for r in results), [r for r in results if r.status != "identical"]
+    kept, _ = compare_rocksdb_cq(str(tmp_path / "backup" / "consumequeue"), str(d / "expected" / "consumequeue"))
+    assert sum(r.status != "identical" for r in kept) == 2
+    assert not [p.name for p in store.iterdir() if p.name.startswith(".consumequeue")]
+    code, out = _cli(["verify", *conf, "--json"])
+    assert code == 0 and json.loads(out)["identical"]

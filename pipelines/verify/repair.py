@@ -23,11 +23,11 @@ from typing import Any
 from store_format.config import BrokerConfig
 from store_format.errors import StoreError
 from store_format.store import open_store
-from store_format.store_layouts import refuse_rocksdb_cq
 
 from ..brokerlock import BrokerCheck, check_broker
 from ..durable import copy_durably, fsync_dir, replace_json, sha256_file
 from .compare_store import verify_store
+from .repair_database import copy_tree_durably, remove_leftovers, staged_name, swap_folders, tree_sha256
 from .repair_plan import RepairAction, RepairPlan, plan_repair
 from .storefiles import QUEUE_DIRS
 
@@ -165,7 +165,9 @@ def apply_repair(plan: RepairPlan, store_root: str, backup: str, *, hook: Hook |
         for i, a in enumerate(plan.actions):
             target = os.path.join(store_root, a.path)
             folder = os.path.dirname(target)
-            if a.action == "drop_leftover":
+            if a.action == "replace_database":
+                _replace_database(plan, store_root, backup, i, a, hook)
+            elif a.action == "drop_leftover":
                 if os.path.exists(target):
                     a.sha256_before = sha256_file(target)
                     os.unlink(target)
@@ -215,6 +217,34 @@ def apply_repair(plan: RepairPlan, store_root: str, backup: str, *, hook: Hook |
     return done
 
 
+def _replace_database(plan: RepairPlan, store_root: str, backup: str, i: int, a: RepairAction,
+                      hook: Hook | None) -> None:
+    """A ``replace_database`` action (:mod:`.repair_database`): the old database copied to the backup,
+    the rebuilt one staged beside it and exchanged with it, the old one then deleted from the store."""
+    assert a.source is not None
+    target = os.path.join(store_root, a.path)
+    if os.path.isdir(target):
+        a.sha256_before = tree_sha256(target)
+        a.backup = a.path
+        copy_tree_durably(target, os.path.join(backup, a.path))
+        fsync_dir(backup, strict=True)
+        if hook:
+            hook("backed_up", i, a)
+    staged = staged_name(store_root, a.path)
+    a.sha256_after = copy_tree_durably(a.source, staged)
+    if hook:
+        hook("staged", i, a)
+    if os.path.isdir(target):
+        if not swap_folders(staged, target):
+            plan.notes.append(f"{a.path}/ was swapped by two renames (this file system cannot exchange folders)")
+        shutil.rmtree(staged)
+    else:
+        os.rename(staged, target)
+        fsync_dir(store_root, strict=True)
+    if hook:
+        hook("replaced", i, a)
+
+
 def _local_root(store: str) -> str:
     if "://" in store and not store.startswith("file://"):
         raise StoreError(f"{store}: repair works on a local store only (it renames files in place); copy the store "
@@ -240,7 +270,7 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
                  hook: Hook | None = None) -> RepairResult:
     """Verify a local store, then replace only its damaged, missing or extra files (of
     ``consumequeue/``, ``index/``, and ``consumequeue_ext/`` and ``batchconsumequeue/`` where the
-    store has those layouts).
+    store has those layouts; a RocksDB consume queue as a whole database).
 
     Refuses (``StoreError``) while a broker may be using the store (:func:`check_broker`) unless
     ``force``; holds the broker's lock while it works.  The rebuild goes to
@@ -256,7 +286,6 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
     t0 = time.monotonic()
     root = _local_root(store)
     open_store(root, config)  # layout errors before anything else
-    refuse_rocksdb_cq(root, config.rocksdb_cq, "repair replaces consume queue files, and writes no RocksDB database")
     check = check_broker(root)
     notes = []
     if check.broker_may_be_running and not dry_run:
@@ -282,6 +311,7 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
                 if name.startswith(".repair-work-") and os.path.join(root, name) != work:
                     shutil.rmtree(os.path.join(root, name), ignore_errors=True)
                     notes.append(f"deleted {name}, left by an interrupted repair")
+            notes += [f"deleted {name}, left by an interrupted repair" for name in remove_leftovers(root)]
         report = verify_store(root, config, work=os.path.join(work, "reference"), engine=engine, master=master,
                               split_size=split_size, processes=processes, spark=spark)
         plan = plan_repair(report)

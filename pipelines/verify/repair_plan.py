@@ -12,8 +12,9 @@ from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE
 
 @dataclasses.dataclass
 class RepairAction:
-    action: str                # replace | add | remove | drop_leftover
+    action: str                # replace | add | remove | drop_leftover | replace_database
     path: str                  # relative to the store root: consumequeue/..., consumequeue_ext/..., index/...
+    #                            (replace_database: the folder consumequeue, a RocksDB database)
     source: str | None         # rebuilt file (replace, add)
     reason: str
     sha256_before: str | None = None
@@ -52,6 +53,9 @@ def plan_repair(report: VerifyReport) -> RepairPlan:
     removed after the consume queue files, so that a repair interrupted between two files leaves no
     new consume queue unit pointing at an ext unit not yet written.
 
+    A RocksDB consume queue is one database: when any of its queues differs, the rebuilt database
+    replaces the store's as a whole (:mod:`.repair_database`).
+
     Index files: when the store and the rebuild have as many, a differing file is replaced keeping
     the store's name (the broker's creation time); when the counts differ, names cannot be kept
     consistently (the rebuilt names are first-entry store times and may not sort after the
@@ -64,6 +68,7 @@ def plan_repair(report: VerifyReport) -> RepairPlan:
     actions += _queue_actions(ref, CQ_DIR, report.consume_queue)
     actions += [a for a in ext if a.action == "remove"]
     actions += _queue_actions(ref, BCQ_DIR, report.batch_consume_queue or [])
+    actions += _database_actions(ref, report.rocksdb_consume_queue or [])
     notes = []
     index_mode = "unchanged"
     real = [x for x in report.index if x.store_name is None or x.store_name.isdigit()]
@@ -110,6 +115,17 @@ def _queue_actions(ref: str, folder: str, results: list[ConsumeQueueFileResult] 
             actions.append(RepairAction("drop_leftover" if leftover else "remove", rel, None,
                                         "left by an interrupted repair" if leftover else "not in the rebuild"))
     return actions
+
+
+def _database_actions(ref: str, results: list[QueueFileResult]) -> list[RepairAction]:
+    """One ``replace_database`` action when any queue of a RocksDB consume queue differs."""
+    bad = [r for r in results if r.status != "identical"]
+    if not bad:
+        return []
+    first = bad[0]
+    return [RepairAction("replace_database", CQ_DIR, f"{ref}/{CQ_DIR}",
+                         f"RocksDB database: {len(bad)} of {len(results)} queue(s) differ, first {first.path} "
+                         f"({first.status}{': ' + first.note if first.note else ''}); replaced as a whole")]
 
 
 def _unit_reason(r: QueueFileResult) -> str:
