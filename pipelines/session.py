@@ -329,6 +329,12 @@ def let_local_jvm_go() -> None:
         pass
 
 
+# a driver JVM that lives for one job and does little but schedule: the client compiler only (the
+# server compiler's threads took a core from the job's Python workers for seconds) and the
+# throughput collector; also given to this installation's spark-submit (pipelines.warm)
+SHORT_JOB_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseParallelGC")
+
+
 def local_jvm_options(archive_at_exit: str | None = None) -> list[str]:
     """Options of a local driver JVM, which lives for one job.
 
@@ -341,7 +347,7 @@ def local_jvm_options(archive_at_exit: str | None = None) -> list[str]:
     * Spark's own log at ERROR from the first line on (``log4j2.properties``; ``--log-level``
       raises it once the session is up).
     """
-    opts = ["-XX:TieredStopAtLevel=1", "-XX:+UseParallelGC", "-Xlog:cds=off", "-Xlog:cds+dynamic=off",
+    opts = [*SHORT_JOB_JVM_OPTIONS, "-Xlog:cds=off", "-Xlog:cds+dynamic=off",
             f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"]
     if archive_at_exit:
         opts.append(f"-XX:ArchiveClassesAtExit={archive_at_exit}")

@@ -28,6 +28,7 @@ def parent(_):
     with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
         yield f.read().replace(b"\\0", b" ").decode()
 print("PARENT", sc.parallelize([1], 1).mapPartitions(parent).collect()[0])
+print("JVM", " ".join(sc._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()))
 """
 
 
@@ -66,3 +67,17 @@ def test_spark_submit_forks_workers_from_the_warm_spare(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-3000:]
     parent = next(ln for ln in res.stdout.splitlines() if ln.startswith("PARENT"))
     assert "pipelines.sparkdaemon --spare" in parent, parent
+
+
+@pytest.mark.skipif(not os.path.exists(SUBMIT), reason="spark-submit is not installed")
+def test_spark_submit_driver_gets_the_short_job_jvm_options(tmp_path: Path) -> None:
+    """The install gives this installation's spark-submit the local sessions' short-job JVM options
+    as the driver's default options (its JVM starts before the job): the driver runs with them."""
+    from pipelines.session import SHORT_JOB_JVM_OPTIONS
+
+    probe = tmp_path / "probe.py"
+    probe.write_text(_PROBE)
+    res = _submit([str(probe)], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    jvm = next(ln for ln in res.stdout.splitlines() if ln.startswith("JVM")).split()
+    assert all(opt in jvm for opt in SHORT_JOB_JVM_OPTIONS), jvm
