@@ -15,7 +15,6 @@ import uuid
 from store_format.config import BrokerConfig
 from store_format.reput import check_concurrent_reput, resolve_broker_version
 from store_format.store import StoreLocation, load_config_for, open_store
-from store_format.store_layouts import refuse_rocksdb_cq
 from store_format.timeutil import zone
 
 from .brokerlock import REBUILD_MEANING, warn_if_broker_live
@@ -168,8 +167,6 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     started = time.time()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
     zone(tz)  # an unknown time zone fails now, before anything starts
-    if as_restart:
-        refuse_rocksdb_cq(store, config.rocksdb_cq, "--as-restart models the recovery of consume queue files")
     if strict is not None:
         warn_if_broker_live(store, strict=strict, meaning=REBUILD_MEANING)
     # one run per output: a second one refuses before any work (pipelines.outlock)

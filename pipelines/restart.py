@@ -87,7 +87,9 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
 def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, Restart | DLedgerRestart]:  # noqa: ANN001
     """The store as the reput sees it after the broker's recovery (:func:`store_format.recovery.plan_recovery`):
     segments after the cut deleted, the segment holding it read up to it, and, where the recovery itself
-    dispatches (4.9 abnormal, 5.x), nothing before the segment it started from.  DLedger stores:
+    dispatches (4.9 abnormal, 5.x), nothing before the segment it started from.  A RocksDB consume queue
+    store: the record at commitlog offset 0 is dispatched where the recovery dispatches every record it
+    accepts (abnormal), else read only (``RecoveryPlan.dispatch_above``).  DLedger stores:
     :func:`dledger_restart`."""
     if st.dledger is not None:
         return dledger_restart(st, config, progress)
@@ -101,7 +103,8 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
         if seg.base < plan.dispatch_from:
             raise StoreError(f"recovery dispatches from {plan.dispatch_from}, inside segment {seg.name}: not supported")
         readable = plan.process_offset - seg.base if seg.base <= plan.process_offset < seg.end else -1
-        kept.append(dataclasses.replace(seg, index=len(kept), readable=readable))
+        kept.append(dataclasses.replace(seg, index=len(kept), readable=readable,
+                                        dispatch_offset_zero=config.rocksdb_cq and plan.dispatch_above < 0))
     if not kept:
         raise StoreError(f"{st.uri}: a restart keeps no commitlog data (recovery cut at {plan.process_offset})")
     return StoreLocation(st.uri, st.fs, st.root, kept, batch_topics=st.batch_topics), Restart(plan)

@@ -69,7 +69,7 @@ def walk_split(split: Split, read: Reader, config: BrokerConfig,
     res = cl.walk_range(read, split.seg_base, split.seg_size, entering, split.end, config, limit_rel=limit_rel,
                         window=window, scratch=scratch, dledger=split.dledger)
     fix_malformed_text(res)
-    if config.rocksdb_cq:
+    if config.rocksdb_cq and not split.dispatch_offset_zero:
         res = undispatch_first_record(res)
     return entering.bufpos, res
 

@@ -27,6 +27,17 @@ Mirrors (rocketmq-all-4.9.8 and rocketmq-all-5.3.3, ``store/``; rocketmq-store 5
     ``indexMsgTimestamp``) when ``messageIndexEnable && messageIndexSafe``.  A missing ``checkpoint``
     reads as zeros, so no segment matches and the walk starts at the first segment.
 
+* RocksDB consume queue (5.x ``storeType=defaultRocksDB``, ``RocksDBConsumeQueueStore``): with
+  ``consumequeue/`` deleted the empty database's ``getMaxPhyOffsetInConsumeQueue`` (its checkpoint entry,
+  ``RocksDBConsumeQueueOffsetTable.getMaxPhyOffset``) is 0, not -1.  5.3.3 ``isMappedFileMatchedRecover``
+  (``isEnableRocksDBStore``) then tests the first record's magic code (V1 or V2) and its physicalOffset
+  field ``<=`` that 0 instead of timestamps; 5.5.1 ``RocksDBConsumeQueueStore.recover`` sets its
+  ``getDispatchFromPhyOffset`` to it for normal and abnormal recoveries alike, and its
+  ``isMappedFileMatchedRecover`` is ``phyOffset <= `` it (no checkpoint, no timestamp).  Both recoveries
+  thus start at the segment at offset 0 (5.5.1: at most ``commitLogRecoverMaxNum`` segments back); the
+  normal one dispatches only records above 0 (the record at offset 0 is not dispatched, as in a plain
+  rebuild: :mod:`store_format.rocksdb_cq`), the abnormal one every record it accepts, offset 0 included.
+
 * What is checked: each record with ``checkMessageAndReturnSize(buffer, checkCRC=checkCRCOnRecover,
   readBody=true)`` (``checkCRCOnRecover`` defaults to true in both versions; 5.3.3 with
   ``forceVerifyPropCRC=true`` checks a CRC property instead, not reproduced).  The walk stops at the first
@@ -49,8 +60,8 @@ After recovery (consume queues and index deleted, as for a rebuild), what a rest
   ``processOffset``; ``start()`` then sets ``reputFromOffset`` to the largest consume queue offset, so
   records before ``checked_from`` are never dispatched;
 * 5.3.3 normal and abnormal: recovery dispatches the records it accepts (``onCommitLogDispatch``; normal:
-  those above ``maxPhyOffsetOfConsumeQueue``); ``start()`` sets ``reputFromOffset`` to
-  ``getConfirmOffset()``, the commitlog's max offset, so the reput adds nothing; with
+  those above ``maxPhyOffsetOfConsumeQueue``: :attr:`RecoveryPlan.dispatch_above`); ``start()`` sets
+  ``reputFromOffset`` to ``getConfirmOffset()``, the commitlog's max offset, so the reput adds nothing; with
   ``recheckReputOffsetFromCq=true`` (``doRecheckReputOffsetFromCq``) it then restarts, as 4.9.8's ``start()``
   always does, at the consume queues' largest ``maxPhysicOffset``
   (:func:`store_format.restart_reput.start_reput_check`).
@@ -89,11 +100,12 @@ from .layout import (
     MAGIC_V1,
     MAGIC_V2,
     OFF_MAGIC,
+    OFF_PHYSICAL_OFFSET,
     OFF_SYSFLAG,
     SYSFLAG_BORNHOST_V6,
 )
-from .reput import next_reput_offset, resolve_broker_version
-from .restart_reput import Accepted, start_reput_check
+from .reput import resolve_broker_version
+from .restart_reput import Accepted, reput_records_from, start_reput_check
 from .store import Segment, StoreLocation
 
 __all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "DEFAULT_WINDOW"]
@@ -134,6 +146,9 @@ class RecoveryPlan:
         restart_reput_from: where ``DefaultMessageStore.start`` sets the reput after a recovery that
             dispatched (4.9 abnormal; 5.x with ``recheckReputOffsetFromCq=true``), -1 where it starts at
             the commitlog's end (5.x default) or recovery dispatched nothing (4.9 normal).
+        dispatch_above: records at commitlog offsets at or below this are read, not dispatched (5.x normal
+            recovery: ``doDispatch`` only above the consume queues' max physical offset; 0 for an empty
+            RocksDB consume queue); -1: every record from ``dispatch_from`` on is dispatched.
     """
     mode: str
     process_offset: int
@@ -148,6 +163,7 @@ class RecoveryPlan:
     stop_kind: str = K.END_OF_DATA.value
     segments: int = 0
     restart_reput_from: int = -1
+    dispatch_above: int = -1
 
     @property
     def deleted_segments(self) -> int:
@@ -177,9 +193,11 @@ def _read_checkpoint(store: StoreLocation) -> Checkpoint:
         return parse_checkpoint(f.read_at(min(int(info.size or 0), CHECKPOINT_SIZE), 0))
 
 
-def _first_record_matches(store: StoreLocation, seg: Segment, accept_v2: bool, min_ts: int) -> bool:
+def _first_record_matches(store: StoreLocation, seg: Segment, accept_v2: bool, min_ts: int,
+                          max_phys: int | None = None) -> bool:
     """``CommitLog.isMappedFileMatchedRecover``: the segment's first record has a record's magic code, a
-    store timestamp that is not 0 and is at most ``min_ts``."""
+    store timestamp that is not 0 and is at most ``min_ts``; with ``max_phys`` (5.3.3 with a RocksDB
+    consume queue, ``isEnableRocksDBStore``) a physicalOffset field at most ``max_phys`` instead."""
     with store.reader(seg) as read:
         head = bytes(read(0, min(seg.size, BORN_HOST_OFFSET + HOST_V6_LEN + 8)))
     if len(head) < BORN_HOST_OFFSET + HOST_V4_LEN + 8:
@@ -187,6 +205,8 @@ def _first_record_matches(store: StoreLocation, seg: Segment, accept_v2: bool, m
     magic = int.from_bytes(head[OFF_MAGIC:OFF_MAGIC + 4], "big", signed=True)
     if magic != MAGIC_V1 and not (accept_v2 and magic == MAGIC_V2):
         return False
+    if max_phys is not None:
+        return int.from_bytes(head[OFF_PHYSICAL_OFFSET:OFF_PHYSICAL_OFFSET + 8], "big", signed=True) <= max_phys
     sysflag = int.from_bytes(head[OFF_SYSFLAG:OFF_SYSFLAG + 4], "big", signed=True)
     at = BORN_HOST_OFFSET + (HOST_V6_LEN if sysflag & SYSFLAG_BORNHOST_V6 else HOST_V4_LEN)
     if len(head) < at + 8:
@@ -219,10 +239,13 @@ def _start_index_551(store: StoreLocation, config: BrokerConfig, *, abnormal: bo
     ``getDispatchFromPhyOffset``: normal, the consume queues' max physical offset, -1 with none; abnormal,
     the checkpoint's logicsPhysicalOffset, or with that <= 0 its store time at most logicsMsgTimestamp) and
     ``IndexService.isMappedFileMatchedRecover`` (with messageIndexEnable && messageIndexSafe: store time at
-    most indexMsgTimestamp).  The normal walk never goes below index 0; both stop when the count runs out."""
+    most indexMsgTimestamp).  The normal walk never goes below index 0; both stop when the count runs out.
+    A RocksDB consume queue (``RocksDBConsumeQueueStore``) dispatches from its max physical offset in both
+    recoveries, compared with the offset alone."""
     segs = store.segments
     left = config.commitLogRecoverMaxNum if config.commitLogRecoverMaxNum > 0 else 10
-    dispatch_from = checkpoint.logics_physical_offset if abnormal else max_phy_offset_of_consume_queue
+    by_checkpoint = abnormal and not config.rocksdb_cq
+    dispatch_from = checkpoint.logics_physical_offset if by_checkpoint else max_phy_offset_of_consume_queue
     safe = config.messageIndexEnable and config.messageIndexSafe
 
     def matched(seg: Segment) -> bool:
@@ -230,7 +253,7 @@ def _start_index_551(store: StoreLocation, config: BrokerConfig, *, abnormal: bo
         if first is None:
             return False
         phys, ts = first
-        if abnormal and checkpoint.logics_physical_offset <= 0:
+        if by_checkpoint and checkpoint.logics_physical_offset <= 0:
             queue_ok = ts <= checkpoint.logics_msg_timestamp
         else:
             queue_ok = phys <= dispatch_from
@@ -256,8 +279,9 @@ def recovery_start_index(store: StoreLocation, config: BrokerConfig, *, abnormal
     if abnormal:
         safe = config.messageIndexEnable and config.messageIndexSafe
         min_ts = checkpoint.min_timestamp_index if safe else checkpoint.min_timestamp
+        max_phys = max_phy_offset_of_consume_queue if config.rocksdb_cq else None
         for i in range(len(segs) - 1, -1, -1):
-            if _first_record_matches(store, segs[i], is_5x, min_ts):
+            if _first_record_matches(store, segs[i], is_5x, min_ts, max_phys):
                 return i
         return 0
     if not is_5x:
@@ -365,36 +389,6 @@ def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, ch
         return _Stop(seg.base + pos, K.UNREADABLE_RECORD.value, f"unreadable record at {where}: {why.detail}")
 
 
-def _reput_records_from(store: StoreLocation, config: BrokerConfig, offset: int, window: int) -> tuple[int, int]:
-    """Records (and their bytes) the reput's walk finds from commitlog ``offset`` to the end of the store
-    (:func:`store_format.reput.next_reput_offset` between slices)."""
-    scratch = cl.Scratch()
-    records = nbytes = 0
-    reput = offset
-    while True:
-        seg = store.segment_at(reput)
-        if seg is None:
-            break
-        state = cl.WalkState.at_slice_start(reput - seg.base, seg.size)
-        with store.reader(seg) as read:
-            while True:
-                split_end = min(state.bufpos + window, seg.size + 1)
-                res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=window + _WINDOW_MARGIN,
-                                    keep_text=False, scratch=scratch)
-                records += len(res.rec)
-                nbytes += int(res.rec[:, cl.R_STRUCT].sum()) if len(res.rec) else 0
-                state = res.state
-                if res.stop != cl.Stop.SPLIT_END:
-                    break
-        if res.stop == cl.Stop.LIMIT:
-            break
-        nxt = next_reput_offset(seg, state, res.stop, seg.size, config.is_master)
-        if nxt is None or nxt <= reput:
-            break
-        reput = nxt
-    return records, nbytes
-
-
 def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool | None = None,
                   checkpoint: bytes | None = None, check_crc: bool | None = None,
                   max_phy_offset_of_consume_queue: int = -1, window: int = DEFAULT_WINDOW) -> RecoveryPlan:
@@ -412,7 +406,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         check_crc: overrides ``checkCRCOnRecover``.
         max_phy_offset_of_consume_queue: the largest ``offset + size`` in the consume queues the broker
             loads; -1 (default) is a store whose ``consumequeue/`` was deleted, as before a rebuild
-            (only the 5.x normal recovery uses it).
+            (only the 5.x normal recovery uses it; a RocksDB consume queue store: both recoveries, and its
+            empty database reads 0).
         window: commitlog bytes decoded at a time.
     Returns:
         A :class:`RecoveryPlan`.
@@ -421,7 +416,9 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
             instead of the body CRC; not reproduced) or ``enableControllerMode=true``; a start whose second
             reput would write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`);
             BatchCQ topics with ``recheckReputOffsetFromCq=true`` (``BatchConsumeQueue.getMaxPhysicOffset`` is
-            the start of a queue's last unit, so that second reput starts there: not modelled).
+            the start of a queue's last unit, so that second reput starts there: not modelled); the
+            same switch with a RocksDB consume queue (``RocksDBConsumeQueue.getMaxPhysicOffset`` is a queue's
+            "max" entry, the start of its last unit).
 
     Example:
         >>> plan = plan_recovery(open_store("store", config), config)  # doctest: +SKIP
@@ -440,6 +437,11 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
             "restart's second reput then starts at the largest BatchConsumeQueue.getMaxPhysicOffset, the start (not "
             "the end) of a batch queue's last unit, and may index that record again: not reproduced; let the "
             "broker recover")
+    if config.rocksdb_cq and config.recheckReputOffsetFromCq:
+        raise UnsupportedConfigError(
+            "storeType=defaultRocksDB with recheckReputOffsetFromCq=true: the restart's second reput then starts at "
+            "the largest RocksDBConsumeQueue.getMaxPhysicOffset, a queue's max entry (the start, not the end, of "
+            "its last unit), and may index that record again: not reproduced; let the broker recover")
     if abnormal is None:
         abnormal = store.broker_may_be_running()
     if config.brokerVersion == "5.5" and abnormal and (config.enableAcceleratedRecovery
@@ -460,15 +462,17 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
             "forceVerifyPropCRC=true: a 5.x broker then checks a CRC32 property over the whole record at "
             "recovery, which this project does not reproduce; plan without it (checkCRCOnRecover=false) or "
             "let the broker recover")
+    # RocksDBConsumeQueueOffsetTable.getMaxPhyOffset: an empty database has no checkpoint entry and answers 0
+    max_phy = max(max_phy_offset_of_consume_queue, 0) if config.rocksdb_cq else max_phy_offset_of_consume_queue
     first = recovery_start_index(store, config, abnormal=abnormal, checkpoint=cp,
-                                 max_phy_offset_of_consume_queue=max_phy_offset_of_consume_queue)
+                                 max_phy_offset_of_consume_queue=max_phy)
     segs = store.segments
     checked_from = segs[first].base
     accepted = Accepted()
     stop = _recovery_walk(store, first, config, check_crc=crc, window=window, accepted=accepted)
     process_offset = stop.offset
     kept = sum(1 for s in segs if s.base <= process_offset)
-    records, nbytes = _reput_records_from(store, config, process_offset, window)
+    records, nbytes = reput_records_from(store, config, process_offset, window, _WINDOW_MARGIN)
     dispatch_from = segs[0].base if (not is_5x and not abnormal) else checked_from
     restart_reput_from = -1
     if max_phy_offset_of_consume_queue < 0 and (is_5x or abnormal):
@@ -478,6 +482,7 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         mode=MODE_ABNORMAL if abnormal else MODE_NORMAL, process_offset=process_offset, checked_from=checked_from,
         kept_segments=kept, discarded_bytes=nbytes, discarded_messages=records, reason=stop.reason,
         broker_version="5" if is_5x else "4", check_crc=crc, dispatch_from=dispatch_from, stop_kind=stop.kind,
-        segments=len(segs), restart_reput_from=restart_reput_from)
+        segments=len(segs), restart_reput_from=restart_reput_from,
+        dispatch_above=max_phy if is_5x and not abnormal else -1)
     log.info("%s", plan.render())
     return plan

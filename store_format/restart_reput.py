@@ -4,7 +4,8 @@
 :class:`Accepted` collects, while :mod:`store_format.recovery` walks, what the records recovery accepted
 leave in the consume queues and the index; :func:`start_reput_check` says where the second reput starts
 and refuses the cases where it would write what a rebuild cannot (checked against a 5.3.3 broker: the
-last indexed record put a second time).
+last indexed record put a second time).  :func:`reput_records_from` counts what the reput's walk finds
+after the cut, the records a restart discards.
 """
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import numpy as np
 from . import commitlog as cl
 from .config import BrokerConfig
 from .errors import UnsupportedConfigError
+from .reput import next_reput_offset
+from .store import StoreLocation
 
-__all__ = ["Accepted", "start_reput_check"]
+__all__ = ["Accepted", "reput_records_from", "start_reput_check"]
 
 
 @dataclasses.dataclass
@@ -70,3 +73,35 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
             "time (it skips only records below the last index file's endPhyOffset): not reproduced; let the "
             "broker recover")
     return reput
+
+
+def reput_records_from(store: StoreLocation, config: BrokerConfig, offset: int, window: int,
+                       margin: int) -> tuple[int, int]:
+    """Records (and their bytes) the reput's walk finds from commitlog ``offset`` to the end of the store
+    (:func:`store_format.reput.next_reput_offset` between slices), walked ``window`` bytes at a time (each
+    walk's buffer ``margin`` bytes larger): what a restart's recovery discards when it cuts the commitlog there."""
+    scratch = cl.Scratch()
+    records = nbytes = 0
+    reput = offset
+    while True:
+        seg = store.segment_at(reput)
+        if seg is None:
+            break
+        state = cl.WalkState.at_slice_start(reput - seg.base, seg.size)
+        with store.reader(seg) as read:
+            while True:
+                split_end = min(state.bufpos + window, seg.size + 1)
+                res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=window + margin,
+                                    keep_text=False, scratch=scratch)
+                records += len(res.rec)
+                nbytes += int(res.rec[:, cl.R_STRUCT].sum()) if len(res.rec) else 0
+                state = res.state
+                if res.stop != cl.Stop.SPLIT_END:
+                    break
+        if res.stop == cl.Stop.LIMIT:
+            break
+        nxt = next_reput_offset(seg, state, res.stop, seg.size, config.is_master)
+        if nxt is None or nxt <= reput:
+            break
+        reput = nxt
+    return records, nbytes

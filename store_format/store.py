@@ -48,6 +48,9 @@ class Segment:
     mtime_ms: int | None
     readable: int = -1  # where the data the broker reads ends (its write position); -1: the whole file
     dledger: bool = False  # a DLedger data file: records behind entry headers (store_format.dledger)
+    # RocksDB consume queue: the record at commitlog offset 0 is dispatched (a restart's abnormal recovery:
+    # store_format.recovery), not read only as a rebuild into an empty database does (store_format.rocksdb_cq)
+    dispatch_offset_zero: bool = False
 
     @property
     def end(self) -> int:

@@ -25,7 +25,8 @@ queues go to ``batchconsumequeue/``, moved into ``<dir>/expected`` as well. A ``
 topic with a ``uniqKey`` is stored as one inner-batch record (SendMessageProcessor's way); the
 writer's line adds ``batchQueueMaxOffsets`` ("topic/queueId": max offset).
 
-Restart knobs (``tests/broker/src/common/harness/Damage.java``; :mod:`test_restart_layouts_broker`):
+Restart knobs (``tests/broker/src/common/harness/Damage.java``; :func:`restart_variants`,
+:mod:`test_restart_layouts_broker`, :mod:`test_rocksdb_restart_broker`):
 ``damageMessage`` (an index into the scenario's puts) flips a body byte of that put's record after the
 writes, ``abort`` leaves an ``abort`` file; with either, ``<dir>/before`` keeps the store as the restart
 found it (commitlog, checkpoint, abort, ``config/topics.json``) and the line adds ``damagedRecord`` (its
@@ -189,3 +190,48 @@ def same_bytes(expected: bytes, ours: bytes, what: str) -> None:
     first = next((i for i in range(n) if expected[i] != ours[i]), n)
     raise AssertionError(f"{what} differs at byte {first} (sizes {len(ours)} vs broker's {len(expected)}): "
                          f"ours {ours[first:first + 8].hex()} broker {expected[first:first + 8].hex()}")
+
+
+def restart_variants(scenarios: list[dict], crash: str | tuple[str, ...]) -> list[dict]:
+    """The restart knobs on each scenario: ``<name>-restart`` with the record six puts before the end
+    damaged (``damageMessage``); those whose name ends with ``crash`` also as ``<name>-crash``, the same
+    with an ``abort`` file (an abnormal recovery)."""
+    out = []
+    for sc in scenarios:
+        puts = sum(1 for m in sc["messages"] if "sleepMs" not in m)
+        damaged = {**sc, "name": f"{sc['name']}-restart", "damageMessage": puts - 6}
+        out.append(damaged)
+        if sc["name"].endswith(crash):
+            out.append({**damaged, "name": f"{sc['name']}-crash", "abort": True})
+    return out
+
+
+def rebuild_as_restart(d: Path, broker_version: str) -> dict:
+    """``rebuild --as-restart`` on ``d/before`` (the store as the broker's restart found it) into ``d/ours``,
+    at 4 KiB splits, without tables: ``{"code", "stderr"}``."""
+    import contextlib
+    import io
+
+    from pipelines.cli import main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(d / "before"), "--out", str(d / "ours"), "--as-restart",
+                     "--config", str(d / "broker.conf"), "--broker-version", broker_version,
+                     "--split-size", "4k", "--no-tables", "--json"])
+    return {"code": code, "stderr": err.getvalue().strip()}
+
+
+def check_cut_at_damaged_record(run: dict) -> None:
+    """The harness itself on a restarted scenario (``write_lines``'s entry): the broker's restart ended the
+    commitlog at the damaged record, which is not the last one (a record or a segment's blank follows it:
+    a plain rebuild, whose reput checks no CRC, would dispatch past it), and ``before/`` has an ``abort``
+    file exactly when the scenario asked for one."""
+    w, sc = run["written"], run["scenario"]
+    assert w["maxPhyOffset"] == w["damagedRecord"], w
+    before = Path(sc["dir"]) / "before"
+    assert (before / "abort").is_file() == bool(sc.get("abort"))
+    size = int(sc["config"]["mappedFileSizeCommitLog"])
+    at = w["damagedRecord"]
+    data = (before / "commitlog" / f"{at - at % size:020d}").read_bytes()
+    total = int.from_bytes(data[at % size:at % size + 4], "big")
+    assert data[at % size + total:at % size + total + 8] != bytes(8), "nothing follows the damaged record"

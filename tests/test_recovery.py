@@ -1,4 +1,5 @@
-"""store_format.recovery: the broker's commitlog recovery at restart (4.9.8 and 5.3.3 rules).
+"""store_format.recovery: the broker's commitlog recovery at restart (4.9.8 and 5.3.3 rules; 5.5.1 for
+the RocksDB consume queue).
 
 Every expected value is derived from the writer's own record offsets and sizes and from the Java
 rules stated in each test's docstring (CommitLog.recoverNormally / recoverAbnormally,
@@ -303,6 +304,38 @@ def test_force_verify_prop_crc_is_refused_on_5x(written: Written) -> None:
     with pytest.raises(UnsupportedConfigError, match="forceVerifyPropCRC"):
         plan_recovery(written.store(), config, abnormal=False)
     assert plan_recovery(written.store(), config, abnormal=False, check_crc=False).process_offset == written.end
+
+
+@pytest.mark.parametrize("version", ["5", "5.5"])
+def test_rocksdb_consume_queue_recovery_starts_at_offset_zero(written: Written, version: str) -> None:
+    """storeType=defaultRocksDB with consumequeue/ deleted: the empty database's max physical offset is 0
+    (RocksDBConsumeQueueOffsetTable.getMaxPhyOffset without a checkpoint entry).  5.3.3
+    isMappedFileMatchedRecover (isEnableRocksDBStore) compares the first record's physicalOffset with it,
+    not the checkpoint's timestamps; 5.5.1 RocksDBConsumeQueueStore dispatches from it in both recoveries,
+    not from the checkpoint's logicsPhysicalOffset.  A checkpoint that starts the file queues' abnormal
+    recovery at segment 2 (by its timestamps and its logicsPhysicalOffset) leaves it at segment 0; the
+    normal recovery dispatches only records above offset 0, the abnormal one every record.  5.5.1 still
+    walks back at most commitLogRecoverMaxNum segments; recheckReputOffsetFromCq=true is refused."""
+    from store_format.errors import UnsupportedConfigError
+
+    rocks = dataclasses.replace(written.config, brokerVersion=version, storeType="defaultRocksDB")
+    files = dataclasses.replace(rocks, storeType="default")
+    ts = int(written.store_ts[written.records_in(2)[0]]) + 3000
+    cp = struct.pack(">qqqqqq", ts, ts, 2**62, 0, 0, written.bases[2]).ljust(4096, b"\0")
+    store = written.store()
+    assert plan_recovery(store, files, abnormal=True, checkpoint=cp).checked_from == written.bases[2]
+    assert plan_recovery(store, files, abnormal=False).dispatch_above == -1
+    abnormal = plan_recovery(store, rocks, abnormal=True, checkpoint=cp)
+    assert (abnormal.checked_from, abnormal.dispatch_from, abnormal.dispatch_above) == (0, 0, -1)
+    assert abnormal.process_offset == written.end
+    normal = plan_recovery(store, rocks, abnormal=False, checkpoint=cp)
+    assert (normal.checked_from, normal.dispatch_from, normal.dispatch_above) == (0, 0, 0)
+    if version == "5.5":
+        limited = dataclasses.replace(rocks, commitLogRecoverMaxNum=3)   # segments 5, 4, 3: the count runs out
+        for crashed in (False, True):
+            assert plan_recovery(store, limited, abnormal=crashed, checkpoint=cp).checked_from == written.bases[3]
+    with pytest.raises(UnsupportedConfigError, match="recheckReputOffsetFromCq"):
+        plan_recovery(store, dataclasses.replace(rocks, recheckReputOffsetFromCq=True), abnormal=False)
 
 
 def test_plan_renders_and_serializes(written: Written) -> None:

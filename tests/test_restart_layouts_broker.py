@@ -41,28 +41,12 @@ BROKER_LINE = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}  # as --broker-versio
 AREAS = ("consumequeue", "consumequeue_ext", "batchconsumequeue")
 
 
-def _puts(sc: dict) -> int:
-    return sum(1 for m in sc["messages"] if "sleepMs" not in m)
-
-
-def _restart_variants(scs: list[dict], crash: str) -> list[dict]:
-    """Each scenario with a record six puts before the end damaged; the one named ``crash`` also with an
-    abort file."""
-    out = []
-    for sc in scs:
-        damaged = {**sc, "name": f"{sc['name']}-restart", "damageMessage": _puts(sc) - 6}
-        out.append(damaged)
-        if sc["name"].endswith(crash):
-            out.append({**damaged, "name": f"{sc['name']}-crash", "abort": True})
-    return out
-
-
 def _scenarios(line: str) -> list[dict]:
     scs: list[dict] = []
     if line in EXT_LINES:
-        scs += _restart_variants([sc for sc in cqext_scenarios(line) if not sc["name"].endswith("-lmq")], "-plain")
+        scs += bh.restart_variants([sc for sc in cqext_scenarios(line) if not sc["name"].endswith("-lmq")], "-plain")
     if line in BATCH_LINES:
-        scs += _restart_variants(batchcq_scenarios(line), "-bcq-b")
+        scs += bh.restart_variants(batchcq_scenarios(line), "-bcq-b")
         scs += _recheck_pair(batchcq_scenarios(line)[0])
     return scs
 
@@ -83,16 +67,6 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
 _RUNS: dict[str, dict] = {}
 
 
-def _rebuild(d: Path, line: str) -> dict:
-    from pipelines.cli import main
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(d / "before"), "--out", str(d / "ours"), "--as-restart",
-                     "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line],
-                     "--split-size", "4k", "--no-tables", "--json"])
-    return {"code": code, "stderr": err.getvalue().strip()}
-
-
 @pytest.fixture
 def restarted(request, tmp_path_factory) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of it (every
@@ -104,7 +78,7 @@ def restarted(request, tmp_path_factory) -> dict:
         _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s), each restarted"))
         for r in _RUNS.values():
             if r["written"].get("ok") and "damageMessage" in r["scenario"]:
-                r["rebuild"] = _rebuild(Path(r["scenario"]["dir"]), r["line"])
+                r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), BROKER_LINE[r["line"]])
     r = _RUNS[name]
     if not r["written"].get("ok"):
         pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
@@ -120,15 +94,7 @@ def test_the_broker_cut_at_the_damaged_record(restarted, line: str, name: str) -
     """The harness itself: the broker's restart ended the commitlog at the damaged record, which is not the
     last one (a record or a segment's blank follows it: a plain rebuild, whose reput checks no CRC, would
     dispatch past it)."""
-    w = restarted["written"]
-    assert w["maxPhyOffset"] == w["damagedRecord"], w
-    before = Path(restarted["scenario"]["dir"]) / "before"
-    assert (before / "abort").is_file() == bool(restarted["scenario"].get("abort"))
-    size = int(restarted["scenario"]["config"]["mappedFileSizeCommitLog"])
-    at = w["damagedRecord"]
-    data = (before / "commitlog" / f"{at - at % size:020d}").read_bytes()
-    total = int.from_bytes(data[at % size:at % size + 4], "big")
-    assert data[at % size + total:at % size + total + 8] != bytes(8), "nothing follows the damaged record"
+    bh.check_cut_at_damaged_record(restarted)
 
 
 @pytest.mark.parametrize("line,name", CASES)

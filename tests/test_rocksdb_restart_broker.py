@@ -1,0 +1,114 @@
+"""``rebuild --as-restart`` on RocksDB consume queue stores (5.x ``storeType=defaultRocksDB``), checked
+against the broker's own restart.
+
+The JVM harness (:mod:`broker_harness`, ``tests/broker/``) writes each RocksDB scenario of
+:mod:`broker_rocksdb_scenarios` with the published RocketMQ store, flips a body byte of the record six
+puts before the end (``damageMessage``), leaves an ``abort`` file in the ``-crash`` variants, keeps that
+store in ``<dir>/before/`` and restarts the broker on it with ``consumequeue/`` (the database) and
+``index/`` deleted.  Its recovery cuts the commitlog at the damaged record and dispatches from the
+segment at offset 0 (the empty database's max physical offset is 0): a normal recovery only records
+above offset 0, an abnormal one every record, offset 0 included (:mod:`store_format.recovery`).
+``rebuild --as-restart`` on ``<dir>/before/`` must give the broker's key/value set, both column families
+entry for entry, and its ``index/`` files byte for byte.
+
+5.5.1 by default; ``ROCKSDB_LINES=5.3.3,5.5.1`` (as for :mod:`test_rocksdb_cq_broker`) adds 5.3.3.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_rocksdb_scenarios import rocksdb_scenarios
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+if bh.missing_tools():
+    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
+                allow_module_level=True)
+pytest.importorskip("rocksdict")
+
+LINES = tuple(os.environ.get("ROCKSDB_LINES", "5.5.1").split(","))
+BROKER_LINE = {"5.3.3": "5", "5.5.1": "5.5"}
+SCENARIOS = {line: bh.restart_variants(rocksdb_scenarios(line), ("-plain", "-mixed", "-lmq")) for line in LINES}
+CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+_RUNS: dict[str, dict] = {}
+
+
+@pytest.fixture
+def restarted(request, tmp_path_factory) -> dict:
+    """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of it (every
+    scenario written, and rebuilt, once)."""
+    if not _RUNS:
+        work = tmp_path_factory.mktemp("rocksdb-restart")
+        # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
+        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "RocksDB store(s), each restarted", threads=1))
+        for r in _RUNS.values():
+            if r["written"].get("ok"):
+                r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), BROKER_LINE[r["line"]])
+    r = _RUNS[request.node.callspec.params["name"]]
+    if not r["written"].get("ok"):
+        pytest.fail(f"the broker's writer failed on {r['scenario']['name']}: {r['written'].get('error')}")
+    return r
+
+
+def _database(db: Path) -> dict[str, dict[bytes, bytes]]:
+    """Both column families of a RocksDB consume queue, read from a copy."""
+    from pipelines.verify.rocksdb_compare import read_store_database
+    return {family: dict(entries) for family, entries in read_store_database(str(db)).items()}
+
+
+def _units_at_offset_zero(default: dict[bytes, bytes]) -> int:
+    """Units of the default family whose commitlog offset (the value's first 8 bytes) is 0."""
+    return sum(1 for v in default.values() if int.from_bytes(v[:8], "big") == 0)
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_the_broker_cut_at_the_damaged_record(restarted, line: str, name: str) -> None:
+    """The harness itself (:func:`broker_harness.check_cut_at_damaged_record`)."""
+    bh.check_cut_at_damaged_record(restarted)
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_only_the_abnormal_recovery_dispatches_offset_zero(restarted, line: str, name: str) -> None:
+    """The broker's own database: the record at commitlog offset 0 has a unit after a crash (the abnormal
+    recovery dispatches every record it accepts: its own unit, and light queue units in ``-lmq``) and
+    none after a clean shutdown (the normal recovery dispatches only records above the empty database's
+    max physical offset, 0)."""
+    broker = _database(Path(restarted["scenario"]["dir"]) / "expected" / "consumequeue")
+    assert broker.get("default"), "the broker's restart wrote no unit"
+    at_zero = _units_at_offset_zero(broker["default"])
+    assert (at_zero > 0) == bool(restarted["scenario"].get("abort")), f"{at_zero} unit(s) at commitlog offset 0"
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_as_restart_gives_the_broker_s_key_value_set(restarted, line: str, name: str) -> None:
+    """Both column families: exactly the keys and values of the database the broker's restart wrote."""
+    r = restarted["rebuild"]
+    if r["code"] != 0:
+        why = [ln for ln in r["stderr"].splitlines() if ln.startswith("error:")] or [r["stderr"][-1000:]]
+        pytest.fail(f"rebuild --as-restart exited {r['code']}: {' | '.join(why)}")
+    d = Path(restarted["scenario"]["dir"])
+    broker, ours = _database(d / "expected" / "consumequeue"), _database(d / "ours" / "consumequeue")
+    assert sorted(broker) == sorted(ours) == ["default", "offset"]
+    for family, e in broker.items():
+        o = ours[family]
+        missing, extra = sorted(set(e) - set(o)), sorted(set(o) - set(e))
+        assert not missing and not extra, (f"{family}: keys only the broker has {[k.hex() for k in missing[:3]]}, "
+                                           f"only ours {[k.hex() for k in extra[:3]]}")
+        wrong = [k for k in e if e[k] != o[k]]
+        assert not wrong, f"{family}: {len(wrong)} value(s) differ, first key {wrong[0].hex()}: " \
+                          f"{e[wrong[0]].hex()} vs {o[wrong[0]].hex()}"
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_as_restart_index_files_are_the_broker_s(restarted, line: str, name: str) -> None:
+    """``index/``: the broker's restart's files, byte for byte, file by file in order (a file's name is the
+    broker's clock when it made it)."""
+    assert restarted["rebuild"]["code"] == 0, restarted["rebuild"]["stderr"][-1000:]
+    d = Path(restarted["scenario"]["dir"])
+    exp, ours = sorted((d / "expected" / "index").iterdir()), sorted((d / "ours" / "index").iterdir())
+    assert exp and len(ours) == len(exp)
+    for i, (e, o) in enumerate(zip(exp, ours)):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
