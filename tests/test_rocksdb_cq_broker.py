@@ -155,7 +155,6 @@ def test_what_is_not_built_for_it_is_refused_in_one_line(written_any, tmp_path, 
     from pipelines.cli import main
 
     d = written_any["dir"]
-    base = ["--store", str(d / "store"), "--config", str(d / "broker.conf")]
     conf_default = tmp_path / "default.conf"
     conf_default.write_text((d / "broker.conf").read_text().replace("storeType=defaultRocksDB", "storeType=default"))
     conf_recheck = tmp_path / "recheck.conf"
