@@ -70,7 +70,10 @@ def restarted(request, tmp_path_factory) -> dict:
     """The scenario as the broker wrote it and restarted it on its own files (every scenario once)."""
     if not _RUNS:
         work = tmp_path_factory.mktemp("restart-prediction")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s), each restarted on its own queue files"))
+        # one store at a time in each JVM: with the 5.5.1 stores restarted side by side, one run saw a recovery
+        # start at the first segment although the queues covered the last one's first record
+        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s), each restarted on its own queue files",
+                                    threads=1))
     r = _RUNS[request.node.callspec.params["name"]]
     if not r["written"].get("ok"):
         pytest.fail(f"the broker's writer failed: {r['written'].get('error')}")
@@ -135,9 +138,11 @@ def test_verify_predicts_the_broker_restart_on_its_own_files(restarted, line: st
     assert p is not None, report.get("restart_note")
     assert not report.get("restart_not_predicted"), report["restart_not_predicted"]
     assert not p["start_fails"]
-    # the commitlog: the broker's recovery ended it at the damaged record, and the queues reach past it
-    assert p["recovery_cut"] == w["maxPhyOffset"] == w["damagedRecord"]
-    assert p["truncate_dirty_logic_files"]
+    # the commitlog: where the broker's recovery ended it (at the damaged record when its walk reaches it:
+    # 5.5.1 starts at the last segment whose first record the queues cover)
+    assert p["recovery_cut"] == w["maxPhyOffset"]
+    damage_cut = w["maxPhyOffset"] == w["damagedRecord"]
+    assert p["truncate_dirty_logic_files"] == (damage_cut or line == "5.5.1")
     listed = {(q["layout"], q["queue"]): q for q in p["queues"]}
     after_load, after_dispatch = w["queuesAfterLoad"], w["queuesAfterDispatch"]
     cut_by_broker = orphans_by_broker = added_by_broker = 0
@@ -173,10 +178,12 @@ def test_verify_predicts_the_broker_restart_on_its_own_files(restarted, line: st
             assert q["ext_units_orphaned"] == orphans, f"{queue}: ext units no kept unit points at"
             assert sorted(q["ext_files_deleted"]) == ext_deleted, queue
     assert set(listed) <= checked, f"verify lists queues the broker does not have: {set(listed) - checked}"
-    assert p["units_truncated"] + p["units_dropped_by_recover"] == cut_by_broker > 0
+    assert p["units_truncated"] + p["units_dropped_by_recover"] == cut_by_broker
     assert p["units_dispatched_again"] == added_by_broker
     assert p["ext_units_orphaned"] == orphans_by_broker
-    if "-cqext-" in name:
-        assert orphans_by_broker > 0, "the restart left no ext unit behind the cut consume queue units"
+    if not damage_cut:
+        assert cut_by_broker == 0
+    elif "-cqext-" in name:
+        assert cut_by_broker > 0 and orphans_by_broker > 0, "the restart left no ext unit behind the cut units"
     else:
         assert any(layout == "batchconsumequeue" and q["units_truncated"] for (layout, _), q in listed.items())
