@@ -10,6 +10,8 @@ Modules:
     dispatch     consume queue units and index keys of walked records
     consumequeue ConsumeQueue.putMessagePositionInfo / fillPreBlank
     consumequeue_recovery  MappedFileQueue.doLoad, ConsumeQueue.recover / truncateDirtyLogicFiles at a start
+                 (BatchConsumeQueue's too)
+    consumequeue_ext_recovery  ConsumeQueueExt.recover / truncateByMaxAddress at a start
     indexfile    IndexService.buildIndex / IndexFile.putKey / selectPhyOffset
     reput        doReput over segments, and a sequential in-memory rebuild (the reference)
     writer       a commitlog writer laying records out as the broker does (sample data, tests)

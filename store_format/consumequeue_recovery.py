@@ -7,30 +7,46 @@ Mirrors, in ``store/src/main/java/org/apache/rocketmq/store/`` of rocketmq-all-4
 * ``ConsumeQueue.recover``: from the third file from the end, units are accepted while
   ``offset >= 0 && size > 0``; the first other unit ends the queue, and
   ``MappedFileQueue.truncateDirtyFiles`` deletes the files after it; ``maxPhysicOffset`` is
-  ``offset + size`` of the last accepted unit;
+  ``offset + size`` of the last accepted unit.  It also remembers the last accepted unit whose
+  tagsCode is an ext address, for ``ConsumeQueueExt.truncateByMaxAddress``
+  (:mod:`store_format.consumequeue_ext_recovery`);
 * ``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` (called by ``CommitLog.recoverNormally``
   when the queues reach past the commitlog's end): from the last file backwards, a file whose first
   unit points at or past ``phyOffset`` is deleted; otherwise its units are kept up to the first one
   that is invalid or points at or past it (the first unit of a file is kept without the validity
-  check).
+  check).  Its own call of ``ConsumeQueueExt.truncateByMaxAddress`` is reached only once every
+  file is deleted, with no ext address seen, so it never changes the ext files.
 
-Only the files are modelled (no ``ConsumeQueueExt``, no flushed/committed positions).
+5.x batch consume queues (``queue/BatchConsumeQueue.recover`` / ``truncateDirtyLogicFiles``, 5.3.3)
+follow the same walks with other unit rules (:data:`BCQ_RULES`): 46-byte units, accepted while
+``offset >= 0 && size > 0 && msgBaseOffset >= 0 && batchSize > 0``, and ``maxMsgPhyOffsetInCommitLog``
+(what ``getMaxPhysicOffset`` returns) is the *start* of the last kept unit; truncation starts it at
+``phyOffset - 1``.
+
+Only the files are modelled (no flushed/committed positions).
 """
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
-from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
+from .batchconsumequeue import BCQ_UNIT_DTYPE
+from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE
 
-__all__ = ["RECOVER_FILES", "QueueRecovery", "TailFiles", "Truncation", "recover_consume_queue",
-           "truncate_dirty_logic_files", "unit_accepted", "unit_is_message"]
+__all__ = ["RECOVER_FILES", "BCQ_RULES", "CQ_RULES", "EXT_MAX_ADDR", "QueueRecovery", "QueueRules", "TailFiles",
+           "Truncation", "last_ext_address", "load_files", "recover_consume_queue", "truncate_dirty_logic_files",
+           "unit_accepted", "unit_is_message"]
 
 RECOVER_FILES = 3  # ConsumeQueue.recover starts at the third file from the end
 
-# a queue's last files as (name, commitlog offsets, sizes): what truncateDirtyLogicFiles looks at
-TailFiles = list[tuple[str, np.ndarray, np.ndarray]]
+# a queue's last files as (name, commitlog offsets, getMaxPhysicOffset once each unit is kept, accepted,
+# tagsCode): what truncateDirtyLogicFiles looks at
+TailFiles = list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+
+_LONG_MIN = -(1 << 63)
+EXT_MAX_ADDR = -(1 << 31) - 1   # ConsumeQueueExt.MAX_ADDR: a tagsCode at or below it is an ext address
 
 
 def unit_accepted(off: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -43,8 +59,66 @@ def unit_is_message(off: np.ndarray, size: np.ndarray) -> np.ndarray:
     return unit_accepted(off, size) & ~((off == 0) & (size == CQ_BLANK_SIZE))
 
 
-def _units(data: bytes | memoryview) -> np.ndarray:
-    return np.frombuffer(data, dtype=CQ_UNIT_DTYPE, count=len(data) // CQ_UNIT_SIZE)
+@dataclasses.dataclass(frozen=True)
+class QueueRules:
+    """How a start reads one kind of queue file (the class it mirrors in ``java``)."""
+    java: str
+    setting: str                                      # the file size setting MappedFileQueue.doLoad checks
+    dtype: np.dtype
+    accepted: Callable[[np.ndarray], np.ndarray]      # units the recover walk accepts
+    is_message: Callable[[np.ndarray], np.ndarray]    # accepted units that stand for a message
+    max_physic: Callable[[np.ndarray], np.ndarray]    # getMaxPhysicOffset once the unit is the last kept
+    appended: Callable[[np.ndarray, np.ndarray, int], np.ndarray]  # (offset, size, max): a dispatch appends
+    truncate_from: int                                # truncateDirtyLogicFiles sets the max to phyOffset + this
+
+    @property
+    def unit_size(self) -> int:
+        return self.dtype.itemsize
+
+
+def _i64(u: np.ndarray, field: str) -> np.ndarray:
+    return u[field].astype(np.int64)
+
+
+# ConsumeQueue: putMessagePositionInfo skips a unit with offset + size <= maxPhysicOffset
+CQ_RULES = QueueRules(
+    "ConsumeQueue", "mappedFileSizeConsumeQueue", CQ_UNIT_DTYPE,
+    accepted=lambda u: unit_accepted(_i64(u, "commitlogOffset"), _i64(u, "size")),
+    is_message=lambda u: unit_is_message(_i64(u, "commitlogOffset"), _i64(u, "size")),
+    max_physic=lambda u: _i64(u, "commitlogOffset") + _i64(u, "size"),
+    appended=lambda off, size, mx: off + size > mx, truncate_from=0)
+# BatchConsumeQueue: putBatchMessagePositionInfo skips a unit with offset <= maxMsgPhyOffsetInCommitLog
+BCQ_RULES = QueueRules(
+    "BatchConsumeQueue", "mapperFileSizeBatchConsumeQueue", BCQ_UNIT_DTYPE,
+    accepted=lambda u: ((u["commitlogOffset"] >= 0) & (u["size"] > 0) & (u["msgBaseOffset"] >= 0)
+                        & (u["batchSize"] > 0)),
+    is_message=lambda u: ((u["commitlogOffset"] >= 0) & (u["size"] > 0) & (u["msgBaseOffset"] >= 0)
+                          & (u["batchSize"] > 0)),
+    max_physic=lambda u: _i64(u, "commitlogOffset"),
+    appended=lambda off, size, mx: off > mx, truncate_from=-1)
+
+
+def _units(data: bytes | memoryview, rules: QueueRules) -> np.ndarray:
+    return np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
+
+
+def load_files(files: list[tuple[str, bytes]], *, file_size: int,
+               broker_5x: bool, setting: str) -> tuple[str | None, list[tuple[str, bytes]]]:
+    """``MappedFileQueue.doLoad`` on one queue's files (name, bytes; any order): why it refuses a file
+    (the last such file; None: it loads them all) and the files it maps, in name order (a file of the
+    wrong size left out, as if removed).  Every file-backed queue of a store (consume queue, its ext
+    files, a batch consume queue) loads this way."""
+    load_failure = None
+    files = sorted(files)
+    if broker_5x and files and len(files[-1][1]) == 0:
+        files = files[:-1]
+    loadable = []
+    for name, data in files:
+        if len(data) != file_size:
+            load_failure = f"{name} is {len(data):,} bytes, {setting} gives {file_size:,}"
+        else:
+            loadable.append((name, data))
+    return load_failure, loadable
 
 
 @dataclasses.dataclass
@@ -57,59 +131,62 @@ class QueueRecovery:
     max_physic_offset: int         # getMaxPhysicOffset after recover (-1: no unit accepted)
     present: np.ndarray            # commitlog offsets of the message units the recovered queue keeps
     tail_files: TailFiles          # its last RECOVER_FILES files, for truncate_dirty_logic_files
+    write_position: int = 0        # MappedFileQueue.getMaxOffset after recover: where the next unit goes
+    files_loaded: int = 0          # files doLoad mapped (recover does nothing without one)
+    max_ext_addr: int = 1          # tagsCode of the last accepted unit holding an ext address (1: none)
+    files_before_tail: int = 0     # remaining files older than tail_files (truncation does not reach them)
 
 
-def recover_consume_queue(files: list[tuple[str, bytes]], *, file_size: int, broker_5x: bool) -> QueueRecovery:
-    """One queue's files (name, bytes; any order) through ``MappedFileQueue.doLoad`` and
-    ``ConsumeQueue.recover``; a file of the wrong size is reported and left out (the figures then
-    assume it was removed)."""
-    load_failure = None
-    files = sorted(files)
-    if broker_5x and files and len(files[-1][1]) == 0:
-        files = files[:-1]
-    loadable = []
-    for name, data in files:
-        if len(data) != file_size:
-            load_failure = f"{name} is {len(data):,} bytes, mappedFileSizeConsumeQueue gives {file_size:,}"
-        else:
-            loadable.append((name, data))
-    units = [(name, _units(data)) for name, data in loadable]
+def recover_consume_queue(files: list[tuple[str, bytes]], *, file_size: int, broker_5x: bool,
+                          rules: QueueRules = CQ_RULES) -> QueueRecovery:
+    """One queue's files (name, bytes; any order) through :func:`load_files` and
+    ``ConsumeQueue.recover`` (``BatchConsumeQueue.recover`` with :data:`BCQ_RULES`); a file of the
+    wrong size is reported and left out (the figures then assume it was removed)."""
+    load_failure, loadable = load_files(files, file_size=file_size, broker_5x=broker_5x, setting=rules.setting)
+    unit = rules.unit_size
+    units = [(name, _units(data, rules)) for name, data in loadable]
     present: list[np.ndarray] = []
     max_physic_offset = -1
+    max_ext_addr = 1
     recover_stops_at = None
     dropped = 0
     deleted: list[str] = []
     start = max(0, len(units) - RECOVER_FILES)
     for _name, u in units[:start]:
-        off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-        present.append(off[unit_is_message(off, size)])
+        present.append(_i64(u, "commitlogOffset")[rules.is_message(u)])
     cut_file = len(units)
+    write_position = int(units[-1][0]) + file_size if units else 0
     for fi in range(start, len(units)):
         name, u = units[fi]
-        off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-        ok = unit_accepted(off, size)
+        ok = rules.accepted(u)
         k = len(u) if ok.all() else int(np.argmin(ok))
         if k:
-            max_physic_offset = int(off[k - 1] + size[k - 1])
-        present.append(off[:k][unit_is_message(off[:k], size[:k])])
+            max_physic_offset = int(rules.max_physic(u[k - 1:k])[0])
+            ext = np.flatnonzero(_i64(u[:k], "tagsCode") <= EXT_MAX_ADDR)
+            if len(ext):
+                max_ext_addr = int(u["tagsCode"][ext[-1]])
+        present.append(_i64(u[:k], "commitlogOffset")[rules.is_message(u[:k])])
         if k < len(u):
             # the normal end of a queue (zeros after the last unit) also stops here; it is reported
             # only when something written lies after the stop
             cut_file = fi
-            raw = np.frombuffer(loadable[fi][1], dtype=np.uint8).reshape(-1, CQ_UNIT_SIZE)
+            write_position = int(name) + k * unit
+            raw = np.frombuffer(loadable[fi][1], dtype=np.uint8)[:len(u) * unit].reshape(-1, unit)
             dropped = int(raw[k:].any(axis=1).sum())
             for later_name, later_data in loadable[fi + 1:]:
-                dropped += int(np.frombuffer(later_data, dtype=np.uint8).reshape(-1, CQ_UNIT_SIZE).any(axis=1).sum())
+                later = np.frombuffer(later_data, dtype=np.uint8)[:len(later_data) // unit * unit]
+                dropped += int(later.reshape(-1, unit).any(axis=1).sum())
                 deleted.append(later_name)
             if dropped or deleted:
-                recover_stops_at = int(name) + k * CQ_UNIT_SIZE
+                recover_stops_at = write_position
             break
     remaining = units[:cut_file + 1] if cut_file < len(units) else units
     # the files truncateDirtyLogicFiles may look at; it rescans the last one from its first unit
-    tail = [(name, u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64))
+    tail = [(name, _i64(u, "commitlogOffset"), rules.max_physic(u), rules.accepted(u), _i64(u, "tagsCode"))
             for name, u in remaining[-RECOVER_FILES:]]
     have = np.concatenate(present) if present else np.zeros(0, np.int64)
-    return QueueRecovery(load_failure, recover_stops_at, dropped, deleted, max_physic_offset, have, tail)
+    return QueueRecovery(load_failure, recover_stops_at, dropped, deleted, max_physic_offset, have, tail,
+                         write_position, len(units), max_ext_addr, max(0, len(remaining) - RECOVER_FILES))
 
 
 @dataclasses.dataclass
@@ -118,32 +195,50 @@ class Truncation:
     max_physic_offset: int
     units_truncated: int = 0
     files_deleted: list[str] = dataclasses.field(default_factory=list)
+    write_position: int = -1       # where the queue's files end after it (0: no file left; -1: unknown, in an
+                                   # older file than those it was given)
 
 
-def truncate_dirty_logic_files(tail_files: TailFiles, phy_offset: int) -> Truncation:
+def truncate_dirty_logic_files(tail_files: TailFiles, phy_offset: int, *, unit_size: int = CQ_UNIT_DTYPE.itemsize,
+                               truncate_from: int = 0, older_files: int = 0) -> Truncation:
     """``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` on a queue's last files (see the module
-    docstring); ``tail_files`` is updated in place (deleted files popped, the last one cut)."""
-    t = Truncation(phy_offset)
+    docstring; ``BatchConsumeQueue``'s with its unit size and ``truncate_from=-1``); ``tail_files`` is
+    updated in place (deleted files popped, the last one cut).  ``older_files``: how many files of the
+    queue precede ``tail_files`` (when all of those are deleted, the walk would go on into them: not
+    followed, ``write_position`` -1)."""
+    t = Truncation(phy_offset + truncate_from)
     files = tail_files
     while files:
-        name, off, size = files[-1]
+        name, off, mx, ok, tags = files[-1]
         if not len(off):
             return t
         if off[0] >= phy_offset:
-            t.units_truncated += int(unit_accepted(off, size).sum())
+            t.units_truncated += int(ok.sum())
             t.files_deleted.append(name)
             files.pop()
             continue
-        t.max_physic_offset = int(off[0] + size[0])
-        rest_ok = unit_accepted(off[1:], size[1:])
+        t.max_physic_offset = int(mx[0])
+        rest_ok = ok[1:]
         k = len(rest_ok) if rest_ok.all() else int(np.argmin(rest_ok))
         past = np.flatnonzero(off[1:1 + k] >= phy_offset)
         if len(past):
             j = int(past[0])
-            t.units_truncated += int(unit_accepted(off[1 + j:1 + k], size[1 + j:1 + k]).sum())
+            t.units_truncated += int(ok[1 + j:1 + k].sum())
             k = j
         if k:
-            t.max_physic_offset = int(off[k] + size[k])
-        files[-1] = (name, off[:1 + k], size[:1 + k])
+            t.max_physic_offset = int(mx[k])
+        files[-1] = (name, off[:1 + k], mx[:1 + k], ok[:1 + k], tags[:1 + k])
+        t.write_position = int(name) + (1 + k) * unit_size
         return t
+    if not older_files:
+        t.write_position = 0   # MappedFileQueue.getMaxOffset of a queue without files
     return t
+
+
+def last_ext_address(tail_files: TailFiles) -> int:
+    """The tagsCode of the last unit kept in ``tail_files`` that holds an ext address (1: none)."""
+    for _name, _off, _mx, _ok, tags in reversed(tail_files):
+        ext = np.flatnonzero(tags <= EXT_MAX_ADDR)
+        if len(ext):
+            return int(tags[ext[-1]])
+    return 1

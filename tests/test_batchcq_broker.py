@@ -154,10 +154,11 @@ def _cli(argv: list[str]) -> tuple[int, str]:
 
 @pytest.mark.parametrize("line,name", CASES[:1])
 def test_verify_and_repair_batch_consume_queues(written, spark, line: str, name: str, tmp_path: Path) -> None:
-    """verify finds the broker's own batchconsumequeue/, consumequeue/ and index/ identical and says it does
-    not predict the next start (BatchConsumeQueue's recovery is not modelled); with one batch queue file truncated, one
-    with flipped bytes and one deleted, verify names exactly those files (exit 1), repair takes them from
-    the rebuild, byte for byte the broker's, and verify is clean again."""
+    """verify finds the broker's own batchconsumequeue/, consumequeue/ and index/ identical and predicts a
+    next start that changes nothing; with one batch queue file truncated, one with flipped bytes and one
+    deleted, verify names exactly those files (exit 1) and predicts that the start fails (doLoad refuses
+    the truncated file) and that the deleted file's units are dispatched again or lost; repair takes them
+    from the rebuild, byte for byte the broker's, and verify is clean again."""
     import json
     import shutil
     _sc, _report, d = written
@@ -168,8 +169,8 @@ def test_verify_and_repair_batch_consume_queues(written, spark, line: str, name:
     code, text = _cli(["verify", "--store", str(store), *conf])
     assert code == 0, text[-3000:]
     assert "verify: identical" in text and "batch consume queue files" in text
-    assert "not predicted for batchconsumequeue/ files" in text
-    assert "at the broker's next start: not predicted for a store with BatchCQ topics" in text
+    assert "not predicted" not in text and "at the broker's next start (" in text and "START FAILS" not in text
+    assert "units missing from their queues that the restart does not write back: 0" in text
 
     bcq = store / "batchconsumequeue"
     files = _files(bcq)
@@ -177,6 +178,8 @@ def test_verify_and_repair_batch_consume_queues(written, spark, line: str, name:
     first, second = _files(bcq / queues[0])[:2]
     truncated, flipped = f"{queues[0]}/{first}", f"{queues[0]}/{second}"
     deleted = f"{queues[1]}/{_files(bcq / queues[1])[-1]}"
+    gone = sum(1 for p in range(0, (bcq / deleted).stat().st_size, UNIT_SIZE)
+               if UNIT.unpack_from((bcq / deleted).read_bytes(), p)[1] > 0)
     data = (bcq / truncated).read_bytes()
     (bcq / truncated).write_bytes(data[:UNIT_SIZE + 10])
     data = bytearray((bcq / flipped).read_bytes())
@@ -194,7 +197,14 @@ def test_verify_and_repair_batch_consume_queues(written, spark, line: str, name:
     assert flip["differing_units"] == 1 and flip["first_unit"] == 1 and flip["first_position"] == UNIT_SIZE
     assert flip["expected_unit"]["commitlogOffset"] != flip["found_unit"]["commitlogOffset"]
     assert "MappedFileQueue.doLoad" in next(r for r in report["batch_consume_queue"] if r["path"] == truncated)["note"]
-    assert "batch_consume_queue" in report["restart_not_predicted"]
+    p = report["restart"]
+    assert p is not None and not report["restart_not_predicted"] and p["start_fails"]
+    listed = {(q["layout"], q["queue"]): q for q in p["queues"]}
+    failing = [k for k, q in listed.items() if q["load_failure"]]
+    assert failing == [("batchconsumequeue", queues[0])], failing
+    assert "mapperFileSizeBatchConsumeQueue" in listed[failing[0]]["load_failure"]
+    q1 = listed[("batchconsumequeue", queues[1])]
+    assert gone > 0 and q1["units_lost"] + q1["units_dispatched_again"] == gone, q1
 
     code, out = _cli(["repair", "--store", str(store), *conf, "--json"])
     assert code == 0, out[-3000:]

@@ -1,11 +1,18 @@
 """``store_format.consumequeue_recovery`` against ``ConsumeQueue.recover`` /
-``truncateDirtyLogicFiles`` / ``MappedFileQueue.doLoad`` (rocketmq-all-5.3.3), stepped through by
-hand on small files of three units each: the expected figures below are those steps."""
+``truncateDirtyLogicFiles`` / ``MappedFileQueue.doLoad`` (rocketmq-all-5.3.3), and the same walks with
+``BatchConsumeQueue``'s rules, stepped through by hand on small files of three units each: the
+expected figures below are those steps."""
 from __future__ import annotations
 
 import numpy as np
 
-from store_format.consumequeue_recovery import recover_consume_queue, truncate_dirty_logic_files
+from store_format.batchconsumequeue import BCQ_UNIT_DTYPE, BCQ_UNIT_SIZE
+from store_format.consumequeue_recovery import (
+    BCQ_RULES,
+    last_ext_address,
+    recover_consume_queue,
+    truncate_dirty_logic_files,
+)
 from store_format.layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 
 FILE = 3 * CQ_UNIT_SIZE
@@ -32,6 +39,7 @@ def test_recover_stops_at_the_first_invalid_unit() -> None:
     assert rec.units_dropped == 1
     assert rec.files_deleted == []
     assert rec.max_physic_offset == 140
+    assert rec.write_position == FILE + CQ_UNIT_SIZE
     assert sorted(rec.present.tolist()) == [100, 110, 120, 130]
 
 
@@ -43,7 +51,8 @@ def test_truncate_dirty_logic_files_walks_back_from_the_last_file() -> None:
     assert t.max_physic_offset == 120
     assert t.files_deleted == [f"{FILE:020d}"]
     assert t.units_truncated == 3
-    assert [name for name, _, _ in rec.tail_files] == [f"{0:020d}"]
+    assert [name for name, *_ in rec.tail_files] == [f"{0:020d}"]
+    assert t.write_position == 2 * CQ_UNIT_SIZE
     assert rec.tail_files[0][1].tolist() == [100, 110]
 
 
@@ -52,3 +61,57 @@ def test_do_load_refuses_a_file_of_another_size_and_5x_drops_an_empty_last_file(
     assert recover_consume_queue(files, file_size=FILE, broker_5x=True).load_failure is None
     failure = recover_consume_queue(files, file_size=FILE, broker_5x=False).load_failure
     assert failure is not None and failure.startswith(f"{2 * FILE:020d} is 0 bytes")
+
+
+def test_recover_remembers_the_last_ext_address_it_accepted() -> None:
+    # ConsumeQueue.recover keeps maxExtAddr = the tagsCode of the last accepted unit that is an ext
+    # address (<= Integer.MIN_VALUE - 1); the unit after the hole (0, 0) is not accepted
+    a = np.zeros(3, dtype=CQ_UNIT_DTYPE)
+    a[0] = (100, 10, -(1 << 63) + 40)
+    a[1] = (110, 10, 7)                 # a plain tagsCode: not an ext address
+    b = np.zeros(3, dtype=CQ_UNIT_DTYPE)
+    b[2] = (130, 10, -(1 << 63) + 80)
+    rec = recover_consume_queue([(f"{0:020d}", a.tobytes()), (f"{FILE:020d}", b.tobytes())], file_size=FILE,
+                                broker_5x=False)
+    assert rec.max_ext_addr == -(1 << 63) + 40
+    assert last_ext_address(rec.tail_files[:1]) == -(1 << 63) + 40
+
+
+BFILE = 3 * BCQ_UNIT_SIZE
+
+
+def _bfile(*units: tuple[int, int, int, int]) -> bytes:
+    a = np.zeros(3, dtype=BCQ_UNIT_DTYPE)
+    for i, (off, size, base, batch) in enumerate(units):
+        a[i] = (off, size, 0, 0, base, batch, -1, 0)
+    return a.tobytes()
+
+
+def test_batch_recover_needs_a_base_offset_and_a_batch_size_and_keeps_the_last_start() -> None:
+    # BatchConsumeQueue.recover: (100, 10, 0, 2) and (110, 10, 2, 1) accepted; (120, 10, 3, 0) has batchSize 0:
+    # the walk stops at byte 2 * 46 of file 0, file 1 goes (truncateDirtyFiles); maxMsgPhyOffsetInCommitLog is
+    # the start of the last accepted unit, 110
+    files = [(f"{0:020d}", _bfile((100, 10, 0, 2), (110, 10, 2, 1), (120, 10, 3, 0))),
+             (f"{BFILE:020d}", _bfile((130, 10, 4, 1)))]
+    rec = recover_consume_queue(files, file_size=BFILE, broker_5x=True, rules=BCQ_RULES)
+    assert rec.max_physic_offset == 110
+    assert rec.write_position == rec.recover_stops_at == 2 * BCQ_UNIT_SIZE
+    assert rec.files_deleted == [f"{BFILE:020d}"]
+    assert rec.units_dropped == 2
+    assert sorted(rec.present.tolist()) == [100, 110]
+
+
+def test_batch_truncate_starts_below_the_cut_and_keeps_starts() -> None:
+    # BatchConsumeQueue.truncateDirtyLogicFiles(125): file 1's first unit 130 >= 125 -> deleted (1 unit);
+    # file 0: 100 kept (max 100), 110 kept (max 110), 120 < 125 kept (max 120), file full -> stop
+    files = [(f"{0:020d}", _bfile((100, 10, 0, 1), (110, 10, 1, 1), (120, 10, 2, 1))),
+             (f"{BFILE:020d}", _bfile((130, 10, 3, 1)))]
+    rec = recover_consume_queue(files, file_size=BFILE, broker_5x=True, rules=BCQ_RULES)
+    assert rec.max_physic_offset == 130
+    t = truncate_dirty_logic_files(rec.tail_files, 125, unit_size=BCQ_UNIT_SIZE, truncate_from=-1)
+    assert (t.max_physic_offset, t.units_truncated, t.files_deleted) == (120, 1, [f"{BFILE:020d}"])
+    assert t.write_position == BFILE
+    # every unit at or past the cut: every file deleted (the queue ends at 0), the max stays at phyOffset - 1
+    rec = recover_consume_queue(files[1:], file_size=BFILE, broker_5x=True, rules=BCQ_RULES)
+    t = truncate_dirty_logic_files(rec.tail_files, 125, unit_size=BCQ_UNIT_SIZE, truncate_from=-1)
+    assert (t.max_physic_offset, t.units_truncated, t.write_position) == (124, 1, 0)

@@ -171,11 +171,11 @@ def _broker_store(written: dict, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("line", LINES[:1])
 def test_verify_and_repair_ext_files(written, line, tmp_path):
-    """verify finds the broker's files identical and says it does not predict what the next start does to
-    consumequeue_ext/; with one ext file truncated, one with flipped bytes, one deleted, and a consume queue
-    file of the truncated one's queue with a flipped ext address, verify names exactly those files (exit 1),
-    repair takes them from the rebuild (ext files before the consume queue file), byte for byte the
-    broker's, and verify is clean again."""
+    """verify finds the broker's files identical and predicts a next start that changes nothing, ext files
+    included; with one ext file truncated, one with flipped bytes, one deleted, and a consume queue file of
+    the truncated one's queue with a flipped ext address, verify names exactly those files (exit 1) and
+    predicts that the start fails on the truncated ext file (doLoad); repair takes them from the rebuild
+    (ext files before the consume queue file), byte for byte the broker's, and verify is clean again."""
     import json
     d = Path(written["scenario"]["dir"])
     store = _broker_store(written, tmp_path)
@@ -183,7 +183,8 @@ def test_verify_and_repair_ext_files(written, line, tmp_path):
     code, text = _cli(["verify", "--store", str(store), *conf])
     assert code == 0, text[-3000:]
     assert "verify: identical" in text and "consume queue ext files" in text
-    assert "not predicted for consumequeue_ext/ files" in text
+    assert "not predicted" not in text and "at the broker's next start (" in text and "START FAILS" not in text
+    assert "consume queue ext files (ConsumeQueueExt.recover" not in text   # no ext unit dropped or orphaned
 
     ext, cq = store / "consumequeue_ext", store / "consumequeue"
     queues = sorted({str(Path(f).parent) for f in _files(ext)}, key=lambda q: -len(list((ext / q).iterdir())))
@@ -212,7 +213,12 @@ def test_verify_and_repair_ext_files(written, line, tmp_path):
     short = next(r for r in report["consume_queue_ext"] if r["path"] == truncated)
     assert short["found_size"] == 50 and "MappedFileQueue.doLoad" in short["note"]
     assert next(r for r in report["consume_queue_ext"] if r["path"] == flipped)["first_unit"] == 0
-    assert "consume_queue_ext" in report["restart_not_predicted"]
+    p = report["restart"]
+    assert p is not None and not report["restart_not_predicted"] and p["start_fails"]
+    failing = [q for q in p["queues"] if q["load_failure"]]
+    assert [q["queue"] for q in failing] == [queues[0]], failing
+    assert "consumequeue_ext" in failing[0]["load_failure"]
+    assert "mappedFileSizeConsumeQueueExt" in failing[0]["load_failure"]
 
     code, out = _cli(["repair", "--store", str(store), *conf, "--json"])
     result = json.loads(out)

@@ -66,7 +66,8 @@ def test_batch_cq_topic_is_rebuilt_into_batchconsumequeue(store: Path, tmp_path:
     (batchconsumequeue/, 46-byte units), not consumequeue/.  The golden store's records of that topic are
     plain messages: one unit each, base offset = queue offset, batch size 1, in the broker's order; every
     other queue as the broker wrote it.  verify compares batchconsumequeue/ too (this store has none: every
-    rebuilt file is missing, exit 1, no prediction of the next start); --as-restart on this undamaged store
+    rebuilt file is missing, exit 1, and the next start dispatches every unit again, the batch queues' as
+    well); --as-restart on this undamaged store
     writes the same files (the restart's recovery keeps the whole commitlog), and refuses in one line with
     recheckReputOffsetFromCq=true."""
     (store / "config").mkdir()
@@ -91,10 +92,13 @@ def test_batch_cq_topic_is_rebuilt_into_batchconsumequeue(store: Path, tmp_path:
         assert [(u[4], u[5], u[6], u[7]) for u in got] == [(i, 1, -1, 0) for i in range(len(want))]
     code = main(_commands(store, tmp_path, conf)[2] + ["--json"])
     report = json.loads(capsys.readouterr().out)
-    assert code == 1 and report["batch_consume_queue"] and report["restart"] is None
+    p = report["restart"]
+    assert code == 1 and report["batch_consume_queue"] and p is not None and not report["restart_not_predicted"]
+    rebuilt = sum(len(_units(f.read_bytes(), size)) for area, size in (("consumequeue", 20), ("batchconsumequeue", 46))
+                  for f in (out / area).rglob("*") if f.is_file())
+    assert rebuilt and (p["units_dispatched_again"], p["units_lost"], p["start_fails"]) == (rebuilt, 0, False)
     assert {r["status"] for r in report["batch_consume_queue"]} == {"missing"}
     assert {r["path"].split("/")[0] for r in report["batch_consume_queue"]} == {"BasicTopic2"}
-    assert "BatchCQ" in report["restart_note"] and "batch_consume_queue" in report["restart_not_predicted"]
     code, err = _run(capsys, _commands(store, tmp_path, conf)[1])
     assert code == 0, err
     out2 = tmp_path / "out2"

@@ -19,10 +19,14 @@ The story of a verify:
    ``MappedFileQueue.doLoad``'s size check, ``ConsumeQueue.recover``, ``CommitLog.recoverNormally``
    → ``ConsumeQueue.truncateDirtyLogicFiles``, and where the reput (4.9.x
    ``DefaultMessageStore.start``) or the recovery's own dispatch (5.x ``CommitLog.recoverNormally``)
-   starts again.  What a start does to ``consumequeue_ext/`` (``ConsumeQueueExt.recover``,
-   ``truncateByMaxAddress``, ``checkSelf``) and ``batchconsumequeue/`` (``BatchConsumeQueue.recover``,
-   ``truncateDirtyLogicFiles``) is not modelled: the report says so for those files, and gives no
-   prediction for a store with BatchCQ topics (nor for a 5.x DLedger store after an unclean shutdown).
+   starts again, where the commitlog recovery (:func:`store_format.recovery.plan_recovery`, as
+   ``rebuild --as-restart`` applies it) ends the commitlog.  ``consumequeue_ext/``:
+   ``ConsumeQueueExt.recover`` and ``truncateByMaxAddress`` (where the next ext unit goes, ext units
+   dropped, and those kept that no consume queue unit points at once ``truncateDirtyLogicFiles`` cut
+   the queue back; ``checkSelf`` only logs); ``batchconsumequeue/``: ``BatchConsumeQueue.recover`` and
+   ``truncateDirtyLogicFiles``, its queues counting in the max physical offset the recovery and the
+   dispatch start from.  No prediction for a RocksDB consume queue, nor for a 5.x DLedger store after
+   an unclean shutdown.
    A DLedger store's start is ``DLedgerMmapFileStore.recover`` (the queues truncated against the
    log's end it keeps), then the reput from the queues' max physical offset (4.9.8, 5.x with
    ``recheckReputOffsetFromCq``) or from the committed position (5.x without: nothing again).

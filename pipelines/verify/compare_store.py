@@ -1,9 +1,9 @@
 """``verify_store``: rebuild a store's ``consumequeue/`` and ``index/`` (and ``consumequeue_ext/``,
 ``batchconsumequeue/`` where the store has those layouts) from its commitlog into a reference
 folder, compare every file with the store's (a RocksDB ``consumequeue/`` entry by entry:
-:mod:`.rocksdb_compare`), and predict the broker's next start (of the ``consumequeue/`` and
-``index/`` files; not for a store with BatchCQ topics or a RocksDB consume queue, nor for a 5.x
-DLedger store after an unclean shutdown)."""
+:mod:`.rocksdb_compare`), and predict the broker's next start (on the ``consumequeue/``,
+``consumequeue_ext/``, ``batchconsumequeue/`` and ``index/`` files; not for a RocksDB consume queue,
+nor for a 5.x DLedger store after an unclean shutdown)."""
 from __future__ import annotations
 
 import dataclasses
@@ -52,9 +52,8 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
                  spark: Any = None, examples: int = 3) -> VerifyReport:
     """Compare ``store``'s ``consumequeue/`` and ``index/`` with a rebuild from its commitlog, and
     its ``consumequeue_ext/`` (``enableConsumeQueueExt=true``) and ``batchconsumequeue/`` (BatchCQ
-    topics) too; the next start is predicted for ``consumequeue/`` and ``index/`` only, and not at
-    all for a store with BatchCQ topics or a 5.x DLedger store after an unclean shutdown
-    (``VerifyReport.no_prediction`` says why).
+    topics) too; the next start is predicted on all of them, but not for a RocksDB consume queue or
+    a 5.x DLedger store after an unclean shutdown (``VerifyReport.no_prediction`` says why).
 
     Only reads the store.  The rebuild goes to ``work`` (kept; it must not hold ``consumequeue/``
     or ``index/`` yet) or to a temporary folder deleted before returning.
@@ -130,7 +129,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
             cq_results.append(compare_cq_file(f"{queue}/{n}", r_map.get(n), s_map.get(n)))
         if queue.rsplit("/", 1)[1].lstrip("-").isdigit():  # loadConsumeQueue skips other folders
             loadable = [(n, d) for n, d in q_store if SEGMENT_NAME_RE.match(n)]
-            states.append(recover_queue(queue, loadable, q_ref, config))
+            ext = _queue_files(fs, f"{root}/{CQ_EXT_DIR}/{queue}") if config.enableConsumeQueueExt else None
+            states.append(_type_checked(recover_queue(queue, loadable, q_ref, config, ext_files=ext), st, config,
+                                        in_store=bool(q_store)))
+    if st.batch_topics and not config.rocksdb_cq:   # ConsumeQueueStore.load: batchconsumequeue/ too
+        states.extend(_batch_states(st, ref_fs, ref, config))
     cq_results.sort(key=lambda r: r.path)
     ext_results = (_compare_folder(st, ref_fs, ref, CQ_EXT_DIR, EXT_UNIT_DTYPE) if config.enableConsumeQueueExt
                    else None)
@@ -164,12 +167,12 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
     clean = not st.broker_may_be_running()
-    if st.batch_topics or config.rocksdb_cq or (st.dledger is not None and config.is_5x and not clean):
-        why = (f"not predicted for a store with BatchCQ topics ({', '.join(sorted(st.batch_topics))}): "
-               "BatchConsumeQueue.recover and truncateDirtyLogicFiles are not modelled, and the queues' max physical "
-               "offset, where the commitlog recovery and the dispatch start again "
-               "(ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue), counts the batch queues too"
-               if st.batch_topics else NOT_PREDICTED["rocksdb_consume_queue"] if config.rocksdb_cq else
+    batch_recheck = bool(st.batch_topics) and config.recheckReputOffsetFromCq
+    if config.rocksdb_cq or batch_recheck or (st.dledger is not None and config.is_5x and not clean):
+        why = (NOT_PREDICTED["rocksdb_consume_queue"] if config.rocksdb_cq else
+               "not predicted for a store with BatchCQ topics and recheckReputOffsetFromCq=true: the start's second "
+               "reput then begins at the start (not the end) of a batch queue's last unit and may index that record "
+               "again (not modelled, as rebuild --as-restart refuses it)" if batch_recheck else
                "not predicted for a 5.x DLedger store whose last shutdown was not clean (abort file): its recovery "
                "(DLedgerCommitLog.dledgerRecoverAbnormally) dispatches up to the log's end, committed or not")
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
@@ -183,14 +186,20 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         header = dataclasses.asdict(read_header(head + bytes(INDEX_HEADER_SIZE - len(head))))
         store_index.append((n, store_ix[n], header))
     dledger = recover_dledger(fs, st.dledger, config.mappedFileSizeCommitLog) if st.dledger is not None else None
+    recovery = None
+    if dledger is None:   # the commitlog recovery (as rebuild --as-restart): where the commitlog ends
+        from store_format.recovery import plan_recovery
+        recovery = plan_recovery(st, config, abnormal=not clean, max_phy_offset_of_consume_queue=max(
+            (s.restart.max_physic_offset for s in states), default=-1))
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
-        commitlog_end=(_end_of_data(st, summary.data_end) if dledger is None or dledger.committed_pos < 0
+        commitlog_end=(recovery.process_offset if recovery is not None else
+                       _end_of_data(st, summary.data_end) if dledger is None or dledger.committed_pos < 0
                        else min(dledger.committed_pos, _end_of_data(st, summary.data_end))),
         clean_shutdown=clean, store_index=store_index,
         expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
         checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root),
-        read_expected_cq=lambda queue, name: read_all(ref_fs, f"{ref}/{CQ_DIR}/{queue}/{name}"),
+        read_expected=lambda layout, queue, name: read_all(ref_fs, f"{ref}/{layout}/{queue}/{name}"),
         truncate_at=dledger.process_offset if dledger else None,
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None)
     if dledger is not None:
@@ -206,21 +215,49 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                "dispatched again, so units missing from the queues stay missing (rebuild them with this tool)"))
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
                             len(r_names), restart, _rebuild_figures(summary), consume_queue_ext=ext_results,
-                            not_checked=_not_checked(st))
-    from store_format.recovery import plan_recovery
-    recovery = plan_recovery(st, config, abnormal=not clean,
-                             max_phy_offset_of_consume_queue=restart.max_physic_offset_in_queues)
+                            batch_consume_queue=bcq_results, not_checked=_not_checked(st))
+    assert recovery is not None
     restart.recovery_cut = recovery.process_offset
     restart.recovery_reason = recovery.reason
     restart.recovery_discarded_messages = recovery.discarded_messages
     restart.recovery_discarded_bytes = recovery.discarded_bytes
     restart.recovery_deleted_segments = recovery.deleted_segments
-    if ext_results is not None:
-        restart.notes.append("enableConsumeQueueExt=true: the consume queue units dispatched again get ext addresses "
-                             "where ConsumeQueueExt.recover and truncateByMaxAddress leave the ext files, which is not "
-                             "modelled; the figures above count units, not their tagsCode")
     return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
-                        restart, _rebuild_figures(summary), consume_queue_ext=ext_results, not_checked=_not_checked(st))
+                        restart, _rebuild_figures(summary), consume_queue_ext=ext_results,
+                        batch_consume_queue=bcq_results, not_checked=_not_checked(st))
+
+
+def _queue_files(fs: pafs.FileSystem, folder: str) -> list[tuple[str, bytes]]:
+    """The files of one queue folder that its MappedFileQueue maps (20-digit names), with their bytes."""
+    return [(n, read_all(fs, f"{folder}/{n}")) for n in sorted(list_tree(fs, folder)) if SEGMENT_NAME_RE.match(n)]
+
+
+def _batch_states(st: StoreLocation, ref_fs: pafs.FileSystem, ref: str, config: BrokerConfig) -> list:
+    """Every ``batchconsumequeue/<topic>/<queueId>`` of the store or the rebuild through
+    :func:`~.restart.recover_queue` (``BatchConsumeQueue.recover``; folders that are not queue numbers are
+    skipped, as ``ConsumeQueueStore.loadConsumeQueues`` does)."""
+    queues = {rel.rsplit("/", 1)[0] for fs, r in ((st.fs, st.root), (ref_fs, ref))
+              for rel in list_tree(fs, f"{r}/{BCQ_DIR}") if rel.count("/") == 2}
+    out = []
+    for q in sorted(queues):
+        if q.rsplit("/", 1)[1].lstrip("-").isdigit():
+            found = _queue_files(st.fs, f"{st.root}/{BCQ_DIR}/{q}")
+            state = recover_queue(q, found, _queue_files(ref_fs, f"{ref}/{BCQ_DIR}/{q}"), config, layout=BCQ_DIR)
+            out.append(_type_checked(state, st, config, in_store=bool(found)))
+    return out
+
+
+def _type_checked(state: Any, st: StoreLocation, config: BrokerConfig, *, in_store: bool) -> Any:
+    """5.x ``ConsumeQueueStore.loadConsumeQueues`` → ``queueTypeShouldBe``: a queue folder in
+    ``consumequeue/`` of a BatchCQ topic (``config/topics.json``), or in ``batchconsumequeue/`` of any
+    other, throws, and ``DefaultMessageStore.load`` fails."""
+    q = state.restart
+    batch = q.queue.split("/", 1)[0] in st.batch_topics
+    if config.is_5x and in_store and batch != (q.layout == BCQ_DIR):
+        why = (f"{q.layout}/ holds a queue of a topic whose queue.type is {'BatchCQ' if batch else 'SimpleCQ'} "
+               "(ConsumeQueueStore.queueTypeShouldBe throws)")
+        q.load_failure = f"{q.load_failure}; {why}" if q.load_failure else why
+    return state
 
 
 # the 5.x timer's own files (TimerMessageStore.getTimerWheelPath/getTimerLogPath): the wheel's slots and the

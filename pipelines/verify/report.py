@@ -53,14 +53,12 @@ class QueueFileResult:
 
 # the next start of a broker on these files is not modelled (verify says so instead of guessing)
 NOT_PREDICTED = {
-    "consume_queue_ext": "not predicted for consumequeue_ext/ files (ConsumeQueueExt.recover, truncateByMaxAddress "
-                         "and checkSelf are not modelled)",
-    "batch_consume_queue": "not predicted for batchconsumequeue/ files (BatchConsumeQueue.recover and "
-                           "truncateDirtyLogicFiles are not modelled)",
     "rocksdb_consume_queue": "not predicted for the RocksDB consume queue (RocksDBConsumeQueueStore's recovery: "
                              "truncateDirty of the offset family and the dispatch from its checkpoint, is not "
                              "modelled)",
 }
+# areas listed file by file between the consume queue files and the index files
+_QUEUE_FILE_AREAS = ("consume_queue_ext", "batch_consume_queue", "rocksdb_consume_queue")
 _AREA_NAMES = {"consume_queue": "consume queue files", "consume_queue_ext": "consume queue ext files",
                "batch_consume_queue": "batch consume queue files", "index": "index files",
                "rocksdb_consume_queue": "RocksDB consume queue queues"}
@@ -97,9 +95,11 @@ class IndexFileResult:
 
 @dataclasses.dataclass
 class QueueRestart:
-    """One queue at the broker's next start (only queues where something happens are listed)."""
+    """One queue at the broker's next start (only queues where something happens are listed); a
+    ``batchconsumequeue/`` queue (``BatchConsumeQueue``) or a ``consumequeue/`` one with its ext files."""
     queue: str                                 # topic/queueId
-    load_failure: str | None = None            # why MappedFileQueue.doLoad refuses a file
+    layout: str = "consumequeue"               # consumequeue | batchconsumequeue
+    load_failure: str | None = None            # why the store's load fails on this queue (doLoad, ext recover)
     recover_stops_at: int | None = None        # logical byte offset where ConsumeQueue.recover stops early
     units_dropped_by_recover: int = 0
     files_deleted_by_recover: list[str] = dataclasses.field(default_factory=list)
@@ -108,6 +108,12 @@ class QueueRestart:
     max_physic_offset: int = -1                # ConsumeQueue.getMaxPhysicOffset after recovery
     units_dispatched_again: int = 0
     units_lost: int = 0                        # expected units the queue lacks and the restart does not write
+    write_position: int = -1                   # logical byte offset where its files end after the recovery
+    ext_write_position: int | None = None      # consumequeue_ext/: where the next ext unit goes
+    ext_files_deleted: list[str] = dataclasses.field(default_factory=list)
+    ext_units_dropped: int = 0                 # ext units at or after that position (overwritten or deleted)
+    ext_units_orphaned: int = 0                # ext units before it that no kept consume queue unit points at
+    ext_note: str = ""
 
 
 @dataclasses.dataclass
@@ -128,6 +134,8 @@ class RestartPrediction:
     units_truncated: int = 0
     units_dispatched_again: int = 0
     units_lost: int = 0
+    ext_units_dropped: int = 0
+    ext_units_orphaned: int = 0
     index_keys_put_again: int = 0
     index_files_extended: list[str] = dataclasses.field(default_factory=list)
     index_files_deleted: list[str] = dataclasses.field(default_factory=list)
@@ -151,7 +159,7 @@ class VerifyReport:
     index: list[IndexFileResult]
     index_files_in_store: int
     index_files_rebuilt: int
-    restart: RestartPrediction | None   # None: not predicted (BatchCQ topics, 5.x DLedger unclean): no_prediction
+    restart: RestartPrediction | None   # None: not predicted (RocksDB, 5.x DLedger unclean): no_prediction
     rebuild: dict
     seconds: float = 0.0
     # None: the store does not have the layout (enableConsumeQueueExt=false; no BatchCQ topic)
@@ -204,7 +212,7 @@ class VerifyReport:
             "index_files_in_store": self.index_files_in_store, "index_files_rebuilt": self.index_files_rebuilt,
             "index": [dataclasses.asdict(r) for r in self.index if r.status != "identical"],
             **{area: [dataclasses.asdict(r) for r in results if r.status != "identical"]
-               for area, results in self._areas() if area in NOT_PREDICTED},
+               for area, results in self._areas() if area in _QUEUE_FILE_AREAS},
             "restart": dataclasses.asdict(self.restart) if self.restart else None,
             "restart_note": self.no_prediction,
             "restart_not_predicted": {area: NOT_PREDICTED[area] for area, _ in self._areas() if area in NOT_PREDICTED},
@@ -221,10 +229,11 @@ class VerifyReport:
             if r.status != "identical":
                 lines.append("  " + _render_cq(r))
         for area, results in self._areas():
-            if area in NOT_PREDICTED:
+            if area in _QUEUE_FILE_AREAS:
                 lines.append(f"{_AREA_NAMES[area]}: " + ", ".join(f"{v} {k}" for k, v in c[area].items()))
                 lines.extend("  " + _render_queue_file(r) for r in results if r.status != "identical")
-                lines.append(f"  at the broker's next start: {NOT_PREDICTED[area]}")
+                if area in NOT_PREDICTED:
+                    lines.append(f"  at the broker's next start: {NOT_PREDICTED[area]}")
         lines.append("index files: " + ", ".join(f"{v} {k}" for k, v in c["index"].items())
                      + f" ({self.index_files_in_store} in the store, {self.index_files_rebuilt} rebuilt, "
                        "matched in name order)")
@@ -313,10 +322,11 @@ def _render_index(r: IndexFileResult) -> list[str]:
 
 
 def _render_restart(p: RestartPrediction) -> list[str]:
-    rules = ("5.x: ConsumeQueue.recover, CommitLog.recoverNormally (dispatches records after the queues' max "
-             "physical offset, then truncateDirtyLogicFiles)" if p.broker_version == "5" else
-             "4.9.x: ConsumeQueue.recover, CommitLog.recoverNormally → truncateDirtyLogicFiles, reput from the "
-             "queues' max physical offset")
+    rules = ("5.x: ConsumeQueue.recover (ConsumeQueueExt.recover, truncateByMaxAddress), BatchConsumeQueue.recover, "
+             "CommitLog.recoverNormally (dispatches records after the queues' max physical offset, then "
+             "truncateDirtyLogicFiles)" if p.broker_version == "5" else
+             "4.9.x: ConsumeQueue.recover (ConsumeQueueExt.recover, truncateByMaxAddress), CommitLog.recoverNormally "
+             "→ truncateDirtyLogicFiles, reput from the queues' max physical offset")
     if p.dledger:
         rules = (f"{p.broker_version}.x DLedger: ConsumeQueue.recover, DLedgerMmapFileStore.recover → "
                  "truncateDirtyLogicFiles against the log's end, the reput as the note says")
@@ -331,8 +341,9 @@ def _render_restart(p: RestartPrediction) -> list[str]:
                      f"{p.recovery_deleted_segments} segment(s) (as rebuild --as-restart)")
     if p.start_fails:
         bad = [q for q in p.queues if q.load_failure]
-        lines.append(f"  START FAILS: {len(bad)} consume queue file(s) of the wrong size "
-                     "(MappedFileQueue.doLoad refuses them); figures below assume they were removed")
+        lines.append(f"  START FAILS: the store's load refuses {len(bad)} queue(s) (a file of the wrong size, "
+                     "which MappedFileQueue.doLoad refuses, or ext files ConsumeQueueExt cannot read); figures "
+                     "below assume such files were removed")
         for q in bad[:5]:
             lines.append(f"    {q.queue}: {q.load_failure}")
     lines.append(f"  ConsumeQueue.recover drops {p.units_dropped_by_recover:,} unit(s) after a hole")
@@ -342,13 +353,20 @@ def _render_restart(p: RestartPrediction) -> list[str]:
     lines.append(f"  dispatched again {start} offset {p.reput_from}: {p.tail_bytes:,} commitlog bytes, "
                  f"{p.units_dispatched_again:,} consume queue unit(s), {p.index_keys_put_again:,} index key(s)")
     lines.append(f"  units missing from their queues that the restart does not write back: {p.units_lost:,}")
+    if p.ext_units_dropped or p.ext_units_orphaned:
+        lines.append(f"  consume queue ext files (ConsumeQueueExt.recover, truncateByMaxAddress): "
+                     f"{p.ext_units_dropped:,} ext unit(s) after the ext write positions dropped, "
+                     f"{p.ext_units_orphaned:,} kept that no consume queue unit points at (the units dispatched "
+                     "again get ext addresses after them, not the rebuild's)")
     for q in p.queues[:10]:
         bits = [f"{k.replace('_', ' ')} {v}" for k, v in (
             ("recover stops at", q.recover_stops_at), ("dropped by recover", q.units_dropped_by_recover),
             ("truncated", q.units_truncated), ("dispatched again", q.units_dispatched_again),
-            ("lost", q.units_lost)) if v]
+            ("lost", q.units_lost), ("ext units dropped", q.ext_units_dropped),
+            ("ext units orphaned", q.ext_units_orphaned), ("ext files deleted", len(q.ext_files_deleted))) if v]
         if bits:
-            lines.append(f"    {q.queue}: " + ", ".join(bits))
+            where = "" if q.layout == "consumequeue" else f" ({q.layout})"
+            lines.append(f"    {q.queue}{where}: " + ", ".join(bits))
     if len(p.queues) > 10:
         lines.append(f"    ... {len(p.queues) - 10} more queues (see --json)")
     if p.index_files_extended:

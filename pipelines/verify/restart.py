@@ -1,7 +1,8 @@
 """The broker's next start on a store as it is (:class:`~pipelines.verify.report.RestartPrediction`):
-``MappedFileQueue.doLoad``'s size check and ``ConsumeQueue.recover`` per queue, then
-``CommitLog.recoverNormally`` → ``ConsumeQueue.truncateDirtyLogicFiles`` and where the reput
-(4.9.x ``DefaultMessageStore.start``) or the recovery's own dispatch (5.x
+``MappedFileQueue.doLoad``'s size check and ``ConsumeQueue.recover`` per queue (with
+``ConsumeQueueExt.recover`` / ``truncateByMaxAddress`` on its ext files; ``BatchConsumeQueue.recover``
+for a batch consume queue), then ``CommitLog.recoverNormally`` → ``truncateDirtyLogicFiles`` on every
+queue and where the reput (4.9.x ``DefaultMessageStore.start``) or the recovery's own dispatch (5.x
 ``CommitLog.recoverNormally``) starts again."""
 from __future__ import annotations
 
@@ -10,70 +11,111 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
+from store_format.consumequeue_ext import EXT_UNIT_SIZE
+from store_format.consumequeue_ext_recovery import ext_units_between, recover_ext, un_decorate
 from store_format.consumequeue_recovery import (
+    BCQ_RULES,
+    CQ_RULES,
     TailFiles,
+    last_ext_address,
     recover_consume_queue,
     truncate_dirty_logic_files,
-    unit_is_message,
 )
 from store_format.layout import index_file_size
 
 from .compare import IndexView
 from .report import QueueRestart, RestartPrediction
-from .storefiles import cq_units
 
 
 @dataclasses.dataclass
 class _QueueState:
-    """One queue after ``ConsumeQueue.recover``, kept for the store-wide steps."""
+    """One queue after ``ConsumeQueue.recover`` (or ``BatchConsumeQueue.recover``), kept for the
+    store-wide steps."""
     restart: QueueRestart
-    tail_files: TailFiles                                   # last remaining files: name, offsets, sizes
+    tail_files: TailFiles                                   # last remaining files (see consumequeue_recovery)
     missing_offsets: np.ndarray                             # expected units the recovered queue lacks
     expected_files: list[tuple[str, int, int, int]]         # rebuilt files: name, min offset, max offset, units
+    ext_file_size: int = 0                                  # > 0: the queue has ext files (enableConsumeQueueExt)
+    last_ext_addr: int = 1                                  # last kept unit's ext address (1: none)
+    older_files: int = 0                                    # files older than tail_files
+
+
+def _rules(layout: str):  # noqa: ANN202
+    return BCQ_RULES if layout == BCQ_DIR else CQ_RULES
 
 
 def recover_queue(queue: str, store_files: list[tuple[str, bytes]], expected_files: list[tuple[str, bytes]],
-                  config: BrokerConfig) -> _QueueState:
+                  config: BrokerConfig, *, layout: str = "consumequeue",
+                  ext_files: list[tuple[str, bytes]] | None = None) -> _QueueState:
     """One queue through ``MappedFileQueue.doLoad`` and ``ConsumeQueue.recover``
-    (:func:`store_format.consumequeue_recovery.recover_consume_queue`), then the rebuilt units the
-    recovered queue lacks (by commitlog offset)."""
-    rec = recover_consume_queue(store_files, file_size=config.cq_file_size, broker_5x=config.is_5x)
-    q = QueueRestart(queue, load_failure=rec.load_failure, recover_stops_at=rec.recover_stops_at,
+    (:func:`store_format.consumequeue_recovery.recover_consume_queue`; ``BatchConsumeQueue.recover``
+    for ``layout="batchconsumequeue"``), its ext files (``ext_files``, with ``enableConsumeQueueExt``)
+    through ``ConsumeQueueExt.recover`` and ``truncateByMaxAddress``
+    (:func:`store_format.consumequeue_ext_recovery.recover_ext`), then the rebuilt units the recovered
+    queue lacks (by commitlog offset)."""
+    rules = _rules(layout)
+    file_size = config.mapperFileSizeBatchConsumeQueue if layout == BCQ_DIR else config.cq_file_size
+    rec = recover_consume_queue(store_files, file_size=file_size, broker_5x=config.is_5x, rules=rules)
+    q = QueueRestart(queue, layout=layout, load_failure=rec.load_failure, recover_stops_at=rec.recover_stops_at,
                      units_dropped_by_recover=rec.units_dropped, files_deleted_by_recover=rec.files_deleted,
-                     max_physic_offset=rec.max_physic_offset)
+                     max_physic_offset=rec.max_physic_offset, write_position=rec.write_position)
+    ext_size = 0
+    if ext_files is not None and rec.files_loaded:   # ConsumeQueue.recover touches the ext only then
+        ext_size = config.mappedFileSizeConsumeQueueExt
+        ext = recover_ext(ext_files, file_size=ext_size, broker_5x=config.is_5x, max_ext_addr=rec.max_ext_addr)
+        why = ext.load_failure or ext.failure
+        if why:
+            q.load_failure = (f"{q.load_failure}; " if q.load_failure else "") + f"consumequeue_ext: {why}"
+        q.ext_write_position, q.ext_files_deleted = ext.write_position, ext.files_deleted
+        q.ext_units_dropped, q.ext_note = ext.units_dropped, ext.note
     exp_summary = []
     missing = []
     for name, data in sorted(expected_files):
-        u = cq_units(data)
-        off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-        off = off[unit_is_message(off, size)]
+        u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
+        off = u["commitlogOffset"].astype(np.int64)[rules.is_message(u)]
         if len(off):
             exp_summary.append((name, int(off.min()), int(off.max()), len(off)))
             missing.append(off[~np.isin(off, rec.present)])
     miss = np.concatenate(missing) if missing else np.zeros(0, np.int64)
-    return _QueueState(q, rec.tail_files, miss, exp_summary)
+    return _QueueState(q, rec.tail_files, miss, exp_summary, ext_size, rec.max_ext_addr, rec.files_before_tail)
 
 
 def truncate_queue(state: _QueueState, phy_offset: int) -> None:
-    """``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` on one queue
-    (:func:`store_format.consumequeue_recovery.truncate_dirty_logic_files`), added to its report."""
-    t = truncate_dirty_logic_files(state.tail_files, phy_offset)
+    """``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` (``BatchConsumeQueue``'s for a batch queue) on
+    one queue (:func:`store_format.consumequeue_recovery.truncate_dirty_logic_files`), added to its report."""
     q = state.restart
+    rules = _rules(q.layout)
+    t = truncate_dirty_logic_files(state.tail_files, phy_offset, unit_size=rules.unit_size,
+                                   truncate_from=rules.truncate_from, older_files=state.older_files)
     q.max_physic_offset = t.max_physic_offset
     q.units_truncated += t.units_truncated
     q.files_deleted_by_truncate.extend(t.files_deleted)
+    q.write_position = t.write_position
+    state.last_ext_addr = last_ext_address(state.tail_files)
+
+
+def _ext_orphans(state: _QueueState) -> int:
+    """Ext units before the queue's ext write position that no kept consume queue unit points at (left by
+    units ``truncateDirtyLogicFiles`` cut off, whose ext units it does not touch)."""
+    q = state.restart
+    if not state.ext_file_size or q.ext_write_position is None:
+        return 0
+    last = state.last_ext_addr
+    end = un_decorate(last) + EXT_UNIT_SIZE if last != 1 else 0
+    return max(0, ext_units_between(end, q.ext_write_position, state.ext_file_size))
 
 
 def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlog_min: int, commitlog_end: int,
                     clean_shutdown: bool, store_index: list[tuple[str, int, dict]],
                     expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
-                    read_expected_cq: Callable[[str, str], bytes], truncate_at: int | None = None,
+                    read_expected: Callable[[str, str, str], bytes], truncate_at: int | None = None,
                     reput_from_queues: bool | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
-      commitlog's end, ``truncateDirtyLogicFiles(end)`` runs on every queue;
+      commitlog's end (5.5.1: always), ``truncateDirtyLogicFiles(end)`` runs on every queue;
     * 4.9.x ``DefaultMessageStore.start``: the reput starts at max(commitlog min offset, max
       physical offset over the queues after truncation) and dispatches everything from there;
     * 5.x ``CommitLog.recoverNormally`` dispatches, while it recovers, the records whose offset is
@@ -81,10 +123,16 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
       reput then starts at the commitlog's end (``recheckReputOffsetFromCq`` defaults to false).
       A record starting exactly at that offset (the one after the last unit) is not dispatched;
     * a dispatched unit is appended unless ``offset + size <= maxPhysicOffset`` of its queue
-      (``ConsumeQueue.putMessagePositionInfo``); ``IndexService.buildIndex`` skips records below
-      the last index file's endPhyOffset.
-    Units a queue lacks (compared by commitlog offset with the rebuild) and that fall before the
-    restart point are never written again: they are reported as lost.
+      (``ConsumeQueue.putMessagePositionInfo``), for a batch queue unless ``offset <=
+      maxMsgPhyOffsetInCommitLog`` (``BatchConsumeQueue.putBatchMessagePositionInfo``);
+      ``IndexService.buildIndex`` skips records below the last index file's endPhyOffset.
+    Batch queues take part in every step: their ``getMaxPhysicOffset`` (the start of their last unit)
+    counts in the queues' max physical offset (``ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue``).
+    ``commitlog_end`` is where the commitlog ends after the broker's recovery (nothing at or after it is
+    dispatched).  Units a queue lacks (compared by commitlog offset with the rebuild) and that fall
+    outside the dispatched range are never written again: they are reported as lost.  For a queue with
+    ext files, the ext units before the ext write position that no kept unit points at are counted
+    (``ext_units_orphaned``): the units dispatched again get their ext units after them.
 
     A DLedger store (``DLedgerCommitLog.recover``) passes ``truncate_at``, the end of the log DLedger's
     recovery keeps (``getMaxWrotePosition``, which the queues are truncated against instead of
@@ -97,7 +145,10 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     p.start_fails = any(s.restart.load_failure for s in states)
     p.max_physic_offset_in_queues = max((s.restart.max_physic_offset for s in states), default=-1)
     cut = commitlog_end if truncate_at is None else truncate_at
-    p.truncate_dirty_logic_files = p.max_physic_offset_in_queues >= cut
+    # rocketmq-store 5.5.1 (CommitLog.recoverNormally/recoverAbnormally, since CombineConsumeQueue) calls it
+    # whatever the queues' max physical offset
+    always = config.brokerVersion == "5.5" and truncate_at is None
+    p.truncate_dirty_logic_files = always or p.max_physic_offset_in_queues >= cut
     if p.truncate_dirty_logic_files:
         for s in states:
             truncate_queue(s, cut)
@@ -113,28 +164,36 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     p.tail_bytes = max(0, commitlog_end - max(first, commitlog_min))
 
     def in_tail(off: np.ndarray) -> np.ndarray:
-        return off >= first
+        return (off >= first) & (off < commitlog_end)
 
     for s in states:
         q = s.restart
+        rules = _rules(q.layout)
         n_tail = 0
         for name, lo, hi, n in s.expected_files:
-            if hi < first:
+            if hi < first or lo >= commitlog_end:
                 continue
-            if lo >= first:
+            if lo >= first and hi < commitlog_end and lo > q.max_physic_offset:
                 n_tail += n
                 continue
-            u = cq_units(read_expected_cq(q.queue, name))
+            data = read_expected(q.layout, q.queue, name)
+            u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
+            u = u[rules.is_message(u)]
             off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-            n_tail += int(in_tail(off[unit_is_message(off, size)]).sum())
+            n_tail += int((in_tail(off) & rules.appended(off, size, q.max_physic_offset)).sum())
         q.units_dispatched_again = n_tail
         q.units_lost = int((~in_tail(s.missing_offsets)).sum())
+        q.ext_units_orphaned = _ext_orphans(s)
         p.units_dropped_by_recover += q.units_dropped_by_recover
         p.units_truncated += q.units_truncated
         p.units_dispatched_again += q.units_dispatched_again
         p.units_lost += q.units_lost
+        p.ext_units_dropped += q.ext_units_dropped
+        p.ext_units_orphaned += q.ext_units_orphaned
         if (q.load_failure or q.units_dropped_by_recover or q.units_truncated or q.units_lost
-                or q.files_deleted_by_recover or q.files_deleted_by_truncate or q.recover_stops_at is not None):
+                or q.units_dispatched_again or q.files_deleted_by_recover or q.files_deleted_by_truncate
+                or q.recover_stops_at is not None or q.ext_units_dropped or q.ext_units_orphaned
+                or q.ext_files_deleted):
             p.queues.append(q)
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp

@@ -15,7 +15,8 @@ import java.util.List;
  * so that the restart's recovery, which checks body CRCs, cuts the commitlog there. {@code abort}:
  * an {@code abort} file is left in the store root, so that the restart recovers as after a crash.
  * With either knob, {@code <dir>/before/} receives the store as the restart finds it: the commitlog,
- * the checkpoint, the abort file and {@code config/topics.json}.
+ * the checkpoint, the abort file and {@code config/topics.json} (and, with {@code keepQueues}, the
+ * queue and index folders).
  */
 final class Damage {
     private Damage() {
@@ -45,10 +46,16 @@ final class Damage {
         }
     }
 
-    /** The store as the restart finds it, copied to {@code before}. */
-    static void keepBefore(File root, File before) throws IOException {
+    /** The store as the restart finds it, copied to {@code before}; with {@code queues}, its queue and
+     *  index folders too (the restart keeps them). */
+    static void keepBefore(File root, File before, boolean queues) throws IOException {
         for (String name : List.of("commitlog", "checkpoint", "abort", "config/topics.json")) {
             copyTree(new File(root, name), new File(before, name));
+        }
+        if (queues) {
+            for (String name : List.of("consumequeue", "consumequeue_ext", "batchconsumequeue", "index")) {
+                copyTree(new File(root, name), new File(before, name));
+            }
         }
     }
 

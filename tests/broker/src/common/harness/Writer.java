@@ -78,7 +78,12 @@ import org.apache.rocketmq.store.config.BrokerRole;
  *
  * <p>Restart knobs ({@link Damage}): {@code damageMessage} flips a body byte of that message's record
  * and {@code abort} leaves an abort file before the restart; {@code <dir>/before/} then keeps the store
- * as the restart found it, and the line adds {@code damagedRecord} and {@code damagedByte}.
+ * as the restart found it, and the line adds {@code damagedRecord} and {@code damagedByte}. With
+ * {@code keepQueues} the restart keeps {@code consumequeue/}, {@code consumequeue_ext/},
+ * {@code batchconsumequeue/} and {@code index/} (so does {@code before/}), and the line adds
+ * {@code queuesAfterLoad} (every queue after {@code load()}, which recovers the queues and the commitlog)
+ * and {@code queuesAfterDispatch} (once the reput has caught up), see {@link QueueStates}; {@code expected/}
+ * then holds the broker's files after that restart.
  */
 public final class Writer {
     private Writer() {
@@ -184,13 +189,16 @@ public final class Writer {
         if (sc.has("abort") && sc.get("abort").getAsBoolean()) {
             check(new File(root, "abort").createNewFile(), "abort file exists");
         }
+        boolean keepQueues = sc.has("keepQueues") && sc.get("keepQueues").getAsBoolean();
         if (sc.has("damageMessage") || sc.has("abort")) {
-            Damage.keepBefore(root, new File(dir, "before"));
+            Damage.keepBefore(root, new File(dir, "before"), keepQueues);
         }
-        Stores.deleteTree(new File(root, "consumequeue"));
-        Stores.deleteTree(new File(root, "consumequeue_ext"));
-        Stores.deleteTree(new File(root, "index"));
-        Stores.deleteTree(new File(root, "batchconsumequeue"));
+        if (!keepQueues) {
+            Stores.deleteTree(new File(root, "consumequeue"));
+            Stores.deleteTree(new File(root, "consumequeue_ext"));
+            Stores.deleteTree(new File(root, "index"));
+            Stores.deleteTree(new File(root, "batchconsumequeue"));
+        }
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
         if (sc.has("abortBeforeRestart")) {  // as after a crash: the restart's recovery is the abnormal one
@@ -198,6 +206,9 @@ public final class Writer {
         }
         DefaultMessageStore store = Stores.open(props, root, role, topics);
         check(store.load(), "store load failed on restart");
+        if (keepQueues) {  // after load(): the queues' and the commitlog's recovery, before start()'s reput
+            out.add("queuesAfterLoad", QueueStates.of(store));
+        }
         DLedger.beforeStart(store);
         store.start();
         LineAdapter.afterStart(store);
@@ -205,6 +216,9 @@ public final class Writer {
             DLedger.awaitCommitted(store, 30_000);
             Stores.awaitDispatched(store, 60_000);
             out.addProperty("maxPhyOffset", store.getMaxPhyOffset());
+            if (keepQueues) {
+                out.add("queuesAfterDispatch", QueueStates.of(store));
+            }
             DLedger.report(store, out);
             indexNames(store, out);
             if (!batchTopics.isEmpty()) {
