@@ -14,6 +14,11 @@ for a group when its segment goes while the group's committed offset in ``config
 (``ConsumerOffsetManager``: ``topic@group -> {queueId: offset}``) is at or before its consume queue
 offset; delayed messages count against ``config/delayOffset.json`` (``ScheduleMessageService``:
 ``level -> offset`` for queue ``level - 1`` of ``SCHEDULE_TOPIC_XXXX``).
+
+A DLedger store (``enableDLegerCommitLog=true``) follows :mod:`store_format.expiry_dledger`: the old
+``commitlog/`` of a store converted in place first, by the broker's rounds, then DLedger's data files by
+DLedger's own ``CleanSpaceService`` (``fileReservedTime + 1`` hours, DLedger's disk ratios); the rows
+name the data files ``dledger-<selfId>/data/<file>``.
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from store_format.config import BrokerConfig
-from store_format.errors import StoreLayoutError, UnsupportedConfigError
+from store_format.errors import StoreLayoutError
 
 from .tables.expiry_audit import (
     CQ_INVENTORY_SCHEMA,
@@ -46,11 +51,6 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
         raise StoreLayoutError(f"{tables}: no runs table; publish the tables first (rebuild, or tables --store ...)")
     if config is None:
         config = run_config(last)
-    if config.enableDLegerCommitLog:
-        raise UnsupportedConfigError(
-            "audit: a DLedger store's data files are deleted by DLedger's own cleanup (DLedgerMmapFileStore's "
-            "CleanSpaceService: every 100 ms, files older than fileReservedTime + 1 hours by mtime, none while an old "
-            "commitlog/ remains), which is not modelled; lookups and tables are")
     segments = snap.read_arrow("segments")
     inv = snap.read_arrow("expiry_audit")
     if segments is None or inv is None:
@@ -58,6 +58,7 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
     live = segments.filter(pc.equal(segments["status"], "live"))
     cq = inv.filter(pc.equal(inv["kind"], "consume_queue_file"))
     idx = inv.filter(pc.equal(inv["kind"], "index_file"))
+    dledger_from = _dledger_from(inv) if config.enableDLegerCommitLog else None
     cq_rows = [{"topic": r["topic"], "queue_id": r["queue_id"], "file_start": int(r["name"].rsplit("/", 1)[1]),
                 "units": r["messages"], "min_offset": r["min_offset"], "max_offset": r["max_offset"],
                 "segment": r["segment"], "is_last": r["is_last"]} for r in cq.to_pylist()]
@@ -74,7 +75,16 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
                               disk_used_ratio=disk_used_ratio, tz=tz, time_source=time_source,
                               messages_version=snap.version("messages"), disk_size_bytes=disk_size_bytes,
                               manual_delete=manual_delete, system_properties=system_properties,
-                              consumer_offsets_from=looked_at)
+                              consumer_offsets_from=looked_at, dledger_from=dledger_from)
+
+
+def _dledger_from(inv: pa.Table) -> int | None:
+    """Where a DLedger store's data files begin, from the segment rows the publish wrote (it names a
+    data file ``<data dir>/<file>``, an old commitlog file by its bare name); None: every segment is
+    taken for a data file (tables published before the audit knew DLedger)."""
+    seg = inv.filter(pc.equal(inv["kind"], "segment")).to_pylist()
+    data = [r["min_offset"] for r in seg if r["name"] and r["name"] != r["segment"]]
+    return min(data) if data else None
 
 
 def render(summary: dict) -> str:
@@ -82,23 +92,31 @@ def render(summary: dict) -> str:
     lines = [f"as of            {summary['as_of']}"]
     if summary.get("broker_line"):
         lines.append(f"broker rules     {summary['broker_line']}")
+    if summary.get("cleanup_rule"):
+        lines.append(f"cleanup rule     {summary['cleanup_rule']}")
     ts = summary.get("time_source")
     if ts:
         lines.append(f"time source      {ts['why']}")
     disk = summary.get("disk")
     if disk:
         lines.append(f"disk             {disk['used_percent']:g} % used (the broker reads "
-                     f"{disk['read_as_percent']} %); "
-                     f"thresholds: diskMaxUsedSpaceRatio {disk['max_used_percent']} %, clean forcibly "
-                     f"{disk['clean_forcibly_percent']} %, write reject {disk['warning_percent']} %")
+                     f"{disk['read_as_percent']} %); " + (
+                         f"DLedger's thresholds: check expired {disk['max_used_percent']} %, force clean "
+                         f"{disk['clean_forcibly_percent']} %, appends refused {disk['warning_percent']} %"
+                         if summary.get("dledger") else
+                         f"thresholds: diskMaxUsedSpaceRatio {disk['max_used_percent']} %, clean forcibly "
+                         f"{disk['clean_forcibly_percent']} %, write reject {disk['warning_percent']} %"))
         if disk["writes_refused"]:
             after = disk.get("after_next_cleanup_percent")
             until = ("; the next cleanup brings it to " + f"{after} %" +
                      (" (still refusing)" if disk.get("writes_refused_after") else " (writes accepted again)")
                      if after is not None else "")
             lines.append(f"WARNING          disk {disk['read_as_percent']} % is above the write-reject ratio "
-                         f"{disk['warning_percent']} % (diskSpaceWarningLevelRatio): the broker marks the disk "
-                         f"full and refuses new messages (SERVICE_NOT_AVAILABLE) until the ratio drops{until}")
+                         f"{disk['warning_percent']} % " + (
+                             "(DLedger's getDiskFullRatio): DLedger refuses appends (DISK_FULL)"
+                             if summary.get("dledger") else
+                             "(diskSpaceWarningLevelRatio): the broker marks the disk full and refuses new "
+                             "messages (SERVICE_NOT_AVAILABLE)") + f" until the ratio drops{until}")
         lines.append(f"disk model       {disk['model']}")
     for note in summary.get("notes", []):
         lines.append(f"note             {note}")
@@ -121,7 +139,8 @@ def render(summary: dict) -> str:
                          f"{' (forced)' if r['forced'] else ''}{disk_part}")
     lines.append(f"segments         {len(summary['segments'])}")
     for s in summary["segments"]:
-        lines.append(f"  {s['segment']}  {s['records']:>10,} records  last modified {s['reference_time']} "
+        lines.append(f"  {s.get('file') or s['segment']}  {s['records']:>10,} records  last modified "
+                     f"{s['reference_time']} "
                      f"({s['time_source']})  deleted at {s['deleted_at']}  {s.get('reason', '')}")
     lines.append(f"consume queues   {summary['consume_queue_files']} file(s) go with them")
     lines.append(f"index files      {summary['index_files']} file(s) go with them")

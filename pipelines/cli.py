@@ -218,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "rounds run whatever the hour")
     p.add_argument("-D", dest="system_properties", action="append", default=[], metavar="PROPERTY=RATIO",
                    help="a ratio system property of the broker's JVM: rocketmq.broker.diskSpaceWarningLevelRatio "
-                        "or rocketmq.broker.diskSpaceCleanForciblyRatio (e.g. "
+                        "or rocketmq.broker.diskSpaceCleanForciblyRatio, or DLedger's dledger.disk.ratio.clean (e.g. "
                         "-D rocketmq.broker.diskSpaceCleanForciblyRatio=0.8; default: none, the broker's defaults)")
     p.add_argument("--tz", type=zone_arg, default="UTC",
                    help="the broker's time zone for deleteWhen hours (default UTC)")

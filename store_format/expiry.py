@@ -54,7 +54,7 @@ __all__ = [
     "reference_times", "delete_hours", "is_time_to_delete", "next_time_to_delete", "disk_ratio_read",
     "disk_bytes_ratio_read", "DiskThresholds", "disk_thresholds", "SpaceCheck", "check_space", "round_batch_max",
     "delete_expired_by_time", "round_sleeps", "delete_expired_by_offset", "index_files_to_delete", "CleanupRound",
-    "CleanupPlan", "plan_cleanup", "files_deleted_with",
+    "CleanupPlan", "plan_cleanup", "files_deleted_with", "round_at_or_after", "next_cleanup_period",
 ]
 
 CLEAN_RESOURCE_INTERVAL_MS = 10_000          # MessageStoreConfig.cleanResourceInterval default
@@ -101,17 +101,17 @@ def next_time_to_delete(t_ms: int, hours: frozenset[int], tz: _dt.tzinfo | str |
     local = zone(tz)
     if not {h for h in hours if 0 <= h <= 23}:
         return None
-    t = _round_at_or_after(t_ms, origin_ms, interval_ms)
+    t = round_at_or_after(t_ms, origin_ms, interval_ms)
     for _ in range(24 * 3 + 2):  # DST days have 23-25 hours; three days always find one
         here = ms_to_datetime(t).astimezone(local)
         if here.hour in hours:
             return t
         next_hour = here.replace(minute=0, second=0, microsecond=0) + _dt.timedelta(hours=1)
-        t = _round_at_or_after(datetime_to_ms(next_hour), origin_ms, interval_ms)
+        t = round_at_or_after(datetime_to_ms(next_hour), origin_ms, interval_ms)
     return None
 
 
-def _round_at_or_after(t_ms: int, origin_ms: int, interval_ms: int) -> int:
+def round_at_or_after(t_ms: int, origin_ms: int, interval_ms: int) -> int:
     if t_ms <= origin_ms:
         return origin_ms
     return origin_ms + -(-(t_ms - origin_ms) // interval_ms) * interval_ms
@@ -324,20 +324,20 @@ def plan_cleanup(segments: Sequence[SegmentFacts], config: BrokerConfig, as_of_m
             rounds.append(CleanupRound(t, first, k, trigger, at_once, ratio,
                                        ratio_now() if used_bytes is not None else None, duration))
             first += k
-            t = max(_round_at_or_after(t + 1, as_of_ms, interval), t + duration)
+            t = max(round_at_or_after(t + 1, as_of_ms, interval), t + duration)
             continue
         if manual_left > 0:
-            t = _round_at_or_after(t + 1, as_of_ms, interval)
+            t = round_at_or_after(t + 1, as_of_ms, interval)
             continue
         # nothing goes until the oldest remaining segment expires
-        t = max(_round_at_or_after(t + 1, as_of_ms, interval),
-                _round_at_or_after(int(times[first]) + reserved, as_of_ms, interval))
+        t = max(round_at_or_after(t + 1, as_of_ms, interval),
+                round_at_or_after(int(times[first]) + reserved, as_of_ms, interval))
     if n:
         kinds[-1], reasons[-1] = "last", "last segment: never deleted"
     space_after = check_space(ratio_now(), th, line) if used_bytes is not None else None
     return CleanupPlan(as_of_ms, times, used, why, times + reserved, deleted,
-                       _next_cleanup(rounds, hours, tz, interval), reasons, kinds, rounds, line, th, ratio0, space0,
-                       space_after, bool(config.cleanFileForciblyEnable) and space0.clean_immediately,
+                       next_cleanup_period(rounds, hours, tz, interval), reasons, kinds, rounds, line, th, ratio0,
+                       space0, space_after, bool(config.cleanFileForciblyEnable) and space0.clean_immediately,
                        space0.round_due, cleanup_error)
 
 
@@ -355,7 +355,7 @@ def _reason(expired: bool, trigger: str, config: BrokerConfig, th: DiskThreshold
     return "manual", f"manual delete (deleteExpiredCommitLog): expired (fileReservedTime={config.fileReservedTime} h)"
 
 
-def _next_cleanup(rounds: list[CleanupRound], hours: frozenset[int], tz: _dt.tzinfo | str | None,
+def next_cleanup_period(rounds: list[CleanupRound], hours: frozenset[int], tz: _dt.tzinfo | str | None,
                   interval: int) -> tuple[int, int] | None:
     """The first deleting round and the end of its period: the rounds that follow it tick by tick
     (a full disk or a manual delete), and the whole delete hour(s) when a deleteWhen hour started it."""

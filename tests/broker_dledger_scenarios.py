@@ -134,3 +134,17 @@ def _mixed(g: _Messages, i: int) -> dict:
     if kind == 4:
         return g.one(keyed=True, tranType="rollback")
     return g.one(keyed=True)
+
+
+def cleanup_scenarios(line: str) -> list[dict]:
+    """The stores of the DLedger cleanup test (:mod:`test_dledger_cleanup_broker`), named
+    ``<line>-dledger-cleanup-<what>``: ``many`` (140 keyed messages over six or so data files) and
+    ``converted`` (two old commitlog files, then about four DLedger data files)."""
+    topics = _topics(line)
+    g = _Messages(11, topics)
+    many = {"config": config(line), "messages": [g.one(keyed=True) for _ in range(140)]}
+    g = _Messages(12, topics)
+    before = [g.one(keyed=True) for _ in range(40)]   # a little over one 64 KiB file: two old files
+    after = [g.one(keyed=True) for _ in range(100)]
+    converted = {"config": config(line), "messages": [*before, {"switchToDLedger": True}, *after]}
+    return [{**sc, "name": f"{line}-dledger-cleanup-{what}"} for what, sc in (("many", many), ("converted", converted))]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from store_format.config import load_broker_config
 from store_format.errors import UsageError
 from store_format.expiry_disk import FORCIBLY_PROPERTY, WARNING_PROPERTY
+from store_format.expiry_dledger import FORCE_CLEAN_PROPERTY
 
 from ..audit import render, run_audit
 
@@ -29,9 +30,9 @@ def run_audit_command(*, tables: str, as_of_ms: int, config_path: str | None, st
     props = {}
     for item in system_properties:
         key, sep, value = item.partition("=")
-        if not sep or key not in (WARNING_PROPERTY, FORCIBLY_PROPERTY):
-            raise UsageError(f"-D {item!r}: give {WARNING_PROPERTY}=RATIO or {FORCIBLY_PROPERTY}=RATIO, as the "
-                             "broker's JVM has them")
+        if not sep or key not in (WARNING_PROPERTY, FORCIBLY_PROPERTY, FORCE_CLEAN_PROPERTY):
+            raise UsageError(f"-D {item!r}: give {WARNING_PROPERTY}=RATIO, {FORCIBLY_PROPERTY}=RATIO or (DLedger) "
+                             f"{FORCE_CLEAN_PROPERTY}=RATIO, as the broker's JVM has them")
         props[key] = value
     rows, summary = run_audit(tables, as_of_ms, config=config, consumer_file=consumer_file, delay_file=delay_file,
                               disk_used_ratio=None if disk_used_percent is None else disk_used_percent / 100.0, tz=tz,

@@ -29,6 +29,7 @@ from store_format.expiry import (
     files_deleted_with,
     plan_cleanup,
 )
+from store_format.expiry_dledger import describe_dledger_rule, dledger_data_dir, plan_dledger_cleanup
 from store_format.layout import CQ_UNIT_SIZE, SCHEDULE_TOPIC, consume_queue_file_path, index_file_size
 from store_format.timeutil import datetime_to_ms, iso_ms, ms_to_datetime
 
@@ -126,7 +127,8 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
                        tz: str | None = None, time_source: str = "auto",
                        messages_version: int | None = None, disk_size_bytes: int | None = None,
                        manual_delete: bool = False, system_properties: dict[str, str] | None = None,
-                       consumer_offsets_from: str | None = None) -> tuple[pa.Table, dict]:
+                       consumer_offsets_from: str | None = None, dledger_from: int | None = None
+                       ) -> tuple[pa.Table, dict]:
     """The ``expiry_audit`` rows as of ``as_of_ms``, and a summary.
 
     Args:
@@ -141,6 +143,11 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
             publishing the audit has just committed).
         disk_size_bytes / manual_delete / system_properties: see :func:`store_format.expiry.plan_cleanup`.
         consumer_offsets_from: where consumerOffset.json was looked for (for the "unknown" wording).
+        dledger_from: with ``enableDLegerCommitLog``, the offset where DLedger's data files begin
+            (segments below it are the old ``commitlog/`` of a store converted in place; None: every
+            segment is a data file).  Those segments follow DLedger's rule
+            (:func:`store_format.expiry_dledger.plan_dledger_cleanup`) and their rows are named
+            ``dledger-<selfId>/data/<file>``.
     """
     from .schema import EXPIRY_AUDIT_SCHEMA
     segs = sorted(segments.to_pylist(), key=lambda r: r["base_offset"])
@@ -155,16 +162,28 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
         return pa.Table.from_pylist([], schema=EXPIRY_AUDIT_SCHEMA), summary
     opts = dict(disk_used_ratio=disk_used_ratio, disk_size_bytes=disk_size_bytes, tz=tz, time_source=time_source,
                 manual_delete=manual_delete, system_properties=system_properties)
-    plan = plan_cleanup(facts, config, as_of_ms, **opts)  # type: ignore[arg-type]
+    dledger = bool(config.enableDLegerCommitLog)
+    n_old = sum(f.base < dledger_from for f in facts) if dledger and dledger_from is not None else 0
+    names = [s["segment"] if not dledger or i < n_old else f"{dledger_data_dir(config)}/{s['segment']}"
+             for i, s in enumerate(segs)]
+
+    def plan_for(**more: object) -> CleanupPlan:
+        if dledger:
+            return plan_dledger_cleanup(facts[:n_old], facts[n_old:], config, as_of_ms, **opts, **more)  # type: ignore
+        return plan_cleanup(facts, config, as_of_ms, **opts, **more)  # type: ignore[arg-type]
+    plan = plan_for()
     at_next = plan.at_next_cleanup()
     as_of = _dt_ms(as_of_ms)
     bases = [f.base for f in facts]
-    summary.update(_plan_summary(plan, config, [f.name for f in facts], disk_used_ratio, disk_size_bytes,
-                                 manual_delete))
+    summary.update(_plan_summary(plan, config, names, disk_used_ratio, disk_size_bytes, manual_delete))
+    if dledger:
+        summary["cleanup_rule"] = describe_dledger_rule(config, plan.thresholds, plan.line)
+        summary["dledger"] = {"old_commitlog_files": n_old, "data_files": len(facts) - n_old,
+                              "data_dir": dledger_data_dir(config)}
     if config.rocksdb_cq:
         summary["notes"].append(ROCKSDB_CQ_NOTE)
     if config.brokerVersion == "auto":
-        other = plan_cleanup(facts, config, as_of_ms, line="4", **opts)  # type: ignore[arg-type]
+        other = plan_for(line="4")
         diff = int((other.at_next_cleanup() != at_next).sum())
         summary["notes"].append(
             "broker line not known (brokerVersion=auto): 5.x rules used" +
@@ -173,14 +192,15 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
     if plan.next_cleanup:
         summary["next_cleanup"] = {"from": iso_ms(plan.next_cleanup[0]), "until": iso_ms(plan.next_cleanup[1])}
     for i, s in enumerate(segs):
-        rows.append({"as_of": as_of, "run_id": run_id, "kind": "segment", "name": s["segment"], "segment": s["segment"],
+        rows.append({"as_of": as_of, "run_id": run_id, "kind": "segment", "name": names[i], "segment": s["segment"],
                      "min_offset": s["base_offset"], "max_offset": s["base_offset"] + (s["bytes_written"] or 0),
                      "is_last": i == len(segs) - 1, "reference_time": _dt_ms(int(plan.reference_ms[i])),
                      "time_source": plan.time_source[i], "expires_at": _dt_ms(int(plan.expires_at[i])),
                      "deleted_at": _dt_ms(int(plan.deleted_at[i])), "at_next_cleanup": bool(at_next[i]),
                      "reason": plan.reason[i], "messages": s["records"], "bytes": s["file_size"]})
         if at_next[i]:
-            summary["segments"].append({"segment": s["segment"], "reference_time": iso_ms(int(plan.reference_ms[i])),
+            summary["segments"].append({"segment": s["segment"], "file": names[i],
+                                        "reference_time": iso_ms(int(plan.reference_ms[i])),
                                         "time_source": plan.time_source[i],
                                         "expires_at": iso_ms(int(plan.expires_at[i])),
                                         "deleted_at": iso_ms(int(plan.deleted_at[i])), "records": s["records"],

@@ -442,7 +442,8 @@ def _finish(p: PendingTables) -> dict:
     audit_rows, audit_summary = build_expiry_audit(
         tables, config, seg_table.filter(pc.equal(seg_table["status"], "live")),
         cq_inventory_table(cq_rows, units_per_file), index_inventory_table(idx_rows),
-        as_of_ms=int(res.started * 1000), consumer_offsets=consumer, delay_offsets=delay, run_id=res.run_id)
+        as_of_ms=int(res.started * 1000), consumer_offsets=consumer, delay_offsets=delay, run_id=res.run_id,
+        dledger_from=st.dledger.first_offset if st.dledger is not None else None)
     versions["expiry_audit"] = writer.write("expiry_audit", audit_rows, EXPIRY_AUDIT_SCHEMA,
                                             description=DESCRIPTIONS["expiry_audit"])
     res.timings["tables: small tables"] = round(time.perf_counter() - lap, 3)

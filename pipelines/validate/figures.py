@@ -160,10 +160,12 @@ class ArrowSource:
         return out
 
     def audit_claims(self) -> dict[tuple[str, str | None], int]:
-        audit = self.reader.read("expiry_audit", ["kind", "name", "messages"])
+        audit = self.reader.read("expiry_audit", ["kind", "name", "segment", "messages"])
         claimed: dict[tuple[str, str | None], int] = {}
-        for kind, name, n in zip(audit["kind"].to_pylist(), audit["name"].to_pylist(),
-                                 audit["messages"].to_pylist()):
+        for kind, name, seg, n in zip(audit["kind"].to_pylist(), audit["name"].to_pylist(),
+                                      audit["segment"].to_pylist(), audit["messages"].to_pylist()):
+            if kind == "segment":
+                name = seg   # a DLedger data file's row is named dledger-<selfId>/data/<segment>
             if kind in AUDITED_KINDS:
                 claimed[(kind, name)] = claimed.get((kind, name), 0) + int(n or 0)
         return claimed

@@ -139,7 +139,10 @@ class SparkSource:
         return {(r["segment"], r["kind"] if r["kind"] is not None else NULL_KIND): int(r["count"]) for r in rows}
 
     def audit_claims(self) -> dict[tuple[str, str | None], int]:
-        audit = self.frame("expiry_audit", ["kind", "name", "messages"]).where(F.col("kind").isin(list(AUDITED_KINDS)))
+        audit = self.frame("expiry_audit", ["kind", "name", "segment", "messages"]).where(
+            F.col("kind").isin(list(AUDITED_KINDS)))
+        # a segment row by its segment: a DLedger data file's row is named dledger-<selfId>/data/<segment>
+        audit = audit.withColumn("name", F.when(F.col("kind") == "segment", F.col("segment")).otherwise(F.col("name")))
         rows = audit.groupBy("kind", "name").agg(F.sum(F.coalesce("messages", F.lit(0))).alias("n")).collect()
         return {(r["kind"], r["name"]): int(r["n"] or 0) for r in rows}
 

@@ -23,12 +23,12 @@ final class Cleanup {
     private Cleanup() {
     }
 
-    /** Request fields: clockMs, mtimes {segment name: ms}, cleanImmediately. */
+    /** Request fields: clockMs, mtimes {segment name, or a path under the root: ms}, cleanImmediately. */
     static void shiftTimes(File root, JsonObject req) {
         long shift = System.currentTimeMillis() - req.get("clockMs").getAsLong();
         JsonObject mtimes = req.getAsJsonObject("mtimes");
         for (String name : mtimes.keySet()) {
-            File f = new File(new File(root, "commitlog"), name);
+            File f = name.contains("/") ? new File(root, name) : new File(new File(root, "commitlog"), name);
             if (!f.setLastModified(mtimes.get(name).getAsLong() + shift)) {
                 throw new IllegalStateException("cannot set the time of " + f);
             }

@@ -33,7 +33,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * message of every queue; on a RocksDB consume queue the queues its offset family lists),
  * {@code rocksdb} (true: every key/value of a RocksDB consume queue, read by RocksCq on 5.x),
  * {@code commitlog} (true: the commitlog's min and max offsets, the latter
- * a DLedger store's committed position) and {@code cleanup}. The store is loaded (its recovery runs) but not
+ * a DLedger store's committed position) and {@code cleanup} ({@link Cleanup}; {@link DLedgerCleanup} on a DLedger
+ * store). The store is loaded (its recovery runs) but not
  * started: no reput, flush, HA or schedule thread touches the files while they are read.
  */
 public final class Reader {
@@ -102,7 +103,9 @@ public final class Reader {
             }
         }
         if (req.has("cleanup")) {
-            out.add(Cleanup.run(store, props, root, req.getAsJsonObject("cleanup")));
+            JsonObject cleanup = req.getAsJsonObject("cleanup");
+            out.add(DLedger.commitLog(store) != null ? DLedgerCleanup.run(store, root, cleanup)
+                : Cleanup.run(store, props, root, cleanup));
         }
         for (JsonObject o : out) {
             o.addProperty("request", request);
