@@ -107,27 +107,9 @@ def install_submit_log_config(spark_home: str | None = None) -> str:
     keeps it (a configuration given from Python is replaced by Spark's defaults as the context
     starts).  A file already there that is not ours is left alone."""
     from .session import LOG4J_CONFIG
-    if spark_home is None:
-        import pyspark
-        spark_home = os.path.dirname(os.path.abspath(pyspark.__file__))
-    target = os.path.join(spark_home, "conf", "log4j2.properties")
     with open(LOG4J_CONFIG, "rb") as f:
         ours = _MARK + f.read()
-    if os.path.isfile(target):
-        with open(target, "rb") as f:
-            if f.read() == ours:
-                return f"spark-submit log configuration {target} already there"
-        if not _written_by_us(target):
-            return f"spark-submit log configuration {target} left as it is (not written by this project)"
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    with open(target + ".tmp", "wb") as f:
-        f.write(ours)
-    os.replace(target + ".tmp", target)
-    return f"spark-submit log configuration written to {target}"
-
-
-_MARK = b"# written by python -m pipelines.warm (rocketmq-offline-index) from pipelines/log4j2.properties\n"
-_DEFAULTS_MARK = b"# written by python -m pipelines.warm (rocketmq-offline-index)\n"
+    return _install_conf_file(spark_home, "log4j2.properties", ours, _MARK, "spark-submit log configuration")
 
 
 def install_submit_defaults(spark_home: str | None = None) -> str:
@@ -139,28 +121,33 @@ def install_submit_defaults(spark_home: str | None = None) -> str:
     ``spark.driver.extraJavaOptions``, which can override them.  A file already there that is not
     ours is left alone; a Spark installation of your own is not touched."""
     from .session import SHORT_JOB_JVM_OPTIONS
+    ours = _DEFAULTS_MARK + f"spark.driver.defaultJavaOptions {' '.join(SHORT_JOB_JVM_OPTIONS)}\n".encode()
+    return _install_conf_file(spark_home, "spark-defaults.conf", ours, _DEFAULTS_MARK, "spark-submit defaults")
+
+
+_MARK = b"# written by python -m pipelines.warm (rocketmq-offline-index) from pipelines/log4j2.properties\n"
+_DEFAULTS_MARK = b"# written by python -m pipelines.warm (rocketmq-offline-index)\n"
+
+
+def _install_conf_file(spark_home: str | None, name: str, ours: bytes, mark: bytes, what: str) -> str:
+    """Put ``ours`` at ``conf/<name>`` of ``spark_home`` (default: PySpark's own), atomically, unless the
+    file there is already ours or was not written by this project (its first line is not ``mark``)."""
     if spark_home is None:
         import pyspark
         spark_home = os.path.dirname(os.path.abspath(pyspark.__file__))
-    target = os.path.join(spark_home, "conf", "spark-defaults.conf")
-    ours = _DEFAULTS_MARK + f"spark.driver.defaultJavaOptions {' '.join(SHORT_JOB_JVM_OPTIONS)}\n".encode()
+    target = os.path.join(spark_home, "conf", name)
     if os.path.isfile(target):
         with open(target, "rb") as f:
             there = f.read()
         if there == ours:
-            return f"spark-submit defaults {target} already there"
-        if not there.startswith(_DEFAULTS_MARK):
-            return f"spark-submit defaults {target} left as they are (not written by this project)"
+            return f"{what} {target} already there"
+        if not there.startswith(mark):
+            return f"{what} {target} left as it is (not written by this project)"
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with open(target + ".tmp", "wb") as f:
         f.write(ours)
     os.replace(target + ".tmp", target)
-    return f"spark-submit defaults written to {target}"
-
-
-def _written_by_us(path: str) -> bool:
-    with open(path, "rb") as f:
-        return f.read(len(_MARK)) == _MARK
+    return f"{what} written to {target}"
 
 
 def main(argv: list[str] | None = None) -> int:

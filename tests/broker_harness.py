@@ -63,6 +63,7 @@ from pathlib import Path
 
 HARNESS_DIR = Path(__file__).resolve().parent / "broker"
 LINES = ("4.9.8", "5.3.3", "5.5.1")
+BROKER_VERSION_ARG = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}   # each line as --broker-version names it
 # the 4.x store unmaps files through JDK internals; the 5.x store needs the same on Java 17
 JVM_OPTIONS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                "--add-opens", "java.base/java.nio=ALL-UNNAMED",
@@ -73,6 +74,12 @@ JVM_OPTIONS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 
 class HarnessUnavailable(Exception):
     """No JDK or Maven here, or the harness could not be built: the one line the suite skips with."""
+
+
+def lines_from_env(variable: str, default: str) -> tuple[str, ...]:
+    """The broker lines a test module runs: the comma-separated ``variable`` of the environment, else
+    ``default`` (e.g. ``CQEXT_LINES=5.3.3,5.5.1``)."""
+    return tuple(os.environ.get(variable, default).split(","))
 
 
 def missing_tools() -> str | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import struct
 from pathlib import Path
 
@@ -29,8 +28,8 @@ if bh.missing_tools():
                 allow_module_level=True)
 
 # 5.5.1 by default; BATCHCQ_LINES=5.3.3,5.5.1 adds the 5.3.3 stores (some 15 s more on 2 cores)
-LINES = tuple(os.environ.get("BATCHCQ_LINES", "5.5.1").split(","))
-BROKER_LINE = {"5.3.3": "5", "5.5.1": "5.5"}  # as --broker-version names them
+LINES = bh.lines_from_env("BATCHCQ_LINES", "5.5.1")
+BROKER_LINE = bh.BROKER_VERSION_ARG
 # phy offset, size, tags code, store time, base offset, batch size, compact offset, reserved (big-endian)
 UNIT = struct.Struct(">qiqqqhii")
 assert UNIT.size == UNIT_SIZE

@@ -46,7 +46,7 @@ COUNT = int(os.environ.get("CONFORMANCE_SCENARIOS", "2"))
 SEED = int(os.environ["CONFORMANCE_SEED"]) if os.environ.get("CONFORMANCE_SEED") else None
 HOUR = 3600 * 1000
 # each harness line as --broker-version names it (5.4 and later also index tags)
-BROKER_LINE = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}
+BROKER_LINE = bh.BROKER_VERSION_ARG
 
 
 def _scenarios(line: str) -> list[dict]:

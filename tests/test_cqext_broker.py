@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import time
 from pathlib import Path
 
@@ -29,8 +28,8 @@ if bh.missing_tools():
     pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
                 allow_module_level=True)
 
-LINES = tuple(os.environ.get("CQEXT_LINES", "4.9.8,5.5.1").split(","))
-BROKER_LINE = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}  # as --broker-version names them
+LINES = bh.lines_from_env("CQEXT_LINES", "4.9.8,5.5.1")
+BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: cqext_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}

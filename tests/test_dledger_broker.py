@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import time
 from pathlib import Path
 
@@ -32,8 +31,8 @@ if bh.missing_tools():
 
 # 4.9.8 and 5.5.1 by default; 5.3.3 (the 5.x store over 4.9.8's dledger 0.3.1.2) adds some 20 s of
 # writing on 2 cores: DLEDGER_LINES=4.9.8,5.3.3,5.5.1
-LINES = tuple(os.environ.get("DLEDGER_LINES", "4.9.8,5.5.1").split(","))
-BROKER_LINE = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}  # as --broker-version names them
+LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
+BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 # written with the others, not rebuilt: a restart after a crash, and a 5.x one without

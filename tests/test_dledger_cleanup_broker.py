@@ -26,7 +26,6 @@ above DLedger's ``diskSpaceRatioToCheckExpired``.  Not covered: DLedger's forced
 from __future__ import annotations
 
 import datetime as dt
-import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -52,8 +51,8 @@ if bh.missing_tools():
     pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
                 allow_module_level=True)
 
-LINES = tuple(os.environ.get("DLEDGER_LINES", "4.9.8,5.5.1").split(","))
-BROKER_LINE = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}
+LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
+BROKER_LINE = bh.BROKER_VERSION_ARG
 H = 3_600_000
 INTERVAL = 10_000  # cleanResourceInterval: the broker's rounds, as our plan spaces them
 # name: store, deleteWhen "now"/"other", diskMaxUsedSpaceRatio, ages (hours) of the old files and of the

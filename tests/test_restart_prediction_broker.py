@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 from pathlib import Path
 
 import broker_harness as bh
@@ -38,9 +37,9 @@ if bh.missing_tools():
     pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
                 allow_module_level=True)
 
-EXT_LINES = tuple(os.environ.get("CQEXT_LINES", "4.9.8,5.5.1").split(","))
-BATCH_LINES = tuple(os.environ.get("BATCHCQ_LINES", "5.5.1").split(","))
-BROKER_LINE = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}  # as --broker-version names them
+EXT_LINES = bh.lines_from_env("CQEXT_LINES", "4.9.8,5.5.1")
+BATCH_LINES = bh.lines_from_env("BATCHCQ_LINES", "5.5.1")
+BROKER_LINE = bh.BROKER_VERSION_ARG
 FOLDER = {"ConsumeQueue": "consumequeue", "BatchConsumeQueue": "batchconsumequeue"}
 UNIT = {"consumequeue": 20, "batchconsumequeue": 46}
 LONG_MIN = -(1 << 63)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import shutil
 from pathlib import Path
 
@@ -30,8 +29,8 @@ if bh.missing_tools():
                 allow_module_level=True)
 rd = pytest.importorskip("rocksdict")
 
-LINES = tuple(os.environ.get("ROCKSDB_LINES", "5.5.1").split(","))
-BROKER_LINE = {"5.3.3": "5", "5.5.1": "5.5"}
+LINES = bh.lines_from_env("ROCKSDB_LINES", "5.5.1")
+BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: rocksdb_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}

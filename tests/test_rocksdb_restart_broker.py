@@ -15,7 +15,6 @@ entry for entry, and its ``index/`` files byte for byte.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import broker_harness as bh
@@ -29,8 +28,8 @@ if bh.missing_tools():
                 allow_module_level=True)
 pytest.importorskip("rocksdict")
 
-LINES = tuple(os.environ.get("ROCKSDB_LINES", "5.5.1").split(","))
-BROKER_LINE = {"5.3.3": "5", "5.5.1": "5.5"}
+LINES = bh.lines_from_env("ROCKSDB_LINES", "5.5.1")
+BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: bh.restart_variants(rocksdb_scenarios(line), ("-plain", "-mixed", "-lmq")) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
