@@ -20,14 +20,20 @@ its last old file and DLedger its data files: the harness calls each line's roun
 ``deleteWhen`` is the JVM's hour or another one (the Reader sets the JVM's zone to UTC and reports
 the hour ``doWork`` saw; our plan gets a zone in which the clock is half past that hour), and
 ``diskMaxUsedSpaceRatio=10`` makes the real disk (whatever DLedger measures, reported back) count as
-above DLedger's ``diskSpaceRatioToCheckExpired``.  Not covered: DLedger's forced cleaning
-(``diskSpaceRatioToForceClean`` is at least 50 %, which a test machine's disk rarely is).
+above DLedger's ``diskSpaceRatioToCheckExpired``.  DLedger's forced cleaning
+(``diskSpaceRatioToForceClean``, at least 50 %) needs a fuller disk than a test machine's: the
+``forced`` cases copy the store onto a tmpfs of its own, filled to about 86 % (above the default
+0.85), with every data file young, so that only forced cleaning can
+delete anything; they are skipped where a tmpfs cannot be mounted (it needs root).
 """
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
+import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -66,7 +72,13 @@ CASES = {
     "old-files-first": ("converted", "now", 95, [100, 90], [200], 1),
     "old-files-then-dledger": ("converted", "now", 95, [100, 90], [200, 100, 48.3, 1], 3),
     "young-old-file": ("converted", "now", 95, [100, 10], [200], 3),
+    "forced": ("many", "other", 75, [], [1], 1),
+    "forced-off": ("many", "other", 75, [], [1], 1),
 }
+# the forced cases: the store alone on a tmpfs this full, above diskMaxUsedSpaceRatio=75 (DLedger checks
+# expiry there) and DLedger's default diskSpaceRatioToForceClean 0.85 (the broker's load adds a little);
+# "forced-off" has cleanFileForciblyEnable=false
+FULL_DISK = {"forced": 0.86, "forced-off": 0.86}
 PARAMS = [pytest.param(line, case, id=f"{line}-{case}") for line in LINES for case in CASES]
 _RUNS: dict[str, dict] = {}
 
@@ -79,15 +91,41 @@ def _files(d: Path) -> list[str]:
     return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
 
 
+def _mount_full_disk(point: Path, src: Path, ratio: float) -> str | None:
+    """A tmpfs at ``point`` that holds a copy of ``src`` and is ``ratio`` full (a padding file makes
+    up the rest); None, or why it cannot be mounted here."""
+    need = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
+    pages = -(-int(need / (ratio - 0.04)) // 4096) + 64
+    point.mkdir(parents=True)
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={pages * 4096}", "tmpfs", str(point)],
+                         capture_output=True, text=True, check=False)
+    if res.returncode:
+        return f"cannot mount a tmpfs here ({res.stderr.strip() or res.returncode}): needs root"
+    return None
+
+
+def _fill_to(point: Path, ratio: float) -> None:
+    st = os.statvfs(point)
+    used = st.f_blocks - st.f_bfree
+    pad = int(st.f_blocks * ratio) - used
+    if pad > 0:
+        (point / "padding").write_bytes(b"\1" * (pad * st.f_frsize))
+
+
 def _request(line: str, case: str, src: Path, work: Path, hour: int) -> dict:
     store_name, when, max_used, old_ages, data_ages, rounds = CASES[case]
-    conf = {**bh.read_conf(src / "broker.conf"), "fileReservedTime": "48", "cleanFileForciblyEnable": "true",
+    conf = {**bh.read_conf(src / "broker.conf"), "fileReservedTime": "48",
+            "cleanFileForciblyEnable": "false" if case == "forced-off" else "true",
             "deleteWhen": f"{hour if when == 'now' else (hour + 12) % 24:02d}",
             "diskMaxUsedSpaceRatio": str(max_used), "deleteConsumeQueueFilesInterval": "0"}
     store = work / f"{line}-{case}"
+    if case in FULL_DISK:
+        store = store / "store"
     shutil.copytree(src / "store", store)
     for sub in ("consumequeue", "index"):
         shutil.copytree(src / "expected" / sub, store / sub)
+    if case in FULL_DISK:
+        _fill_to(store.parent, FULL_DISK[case])
     clock = int(time.time() * 1000)
     old, data = _files(store / "commitlog"), _files(store / "dledger-n0" / "data")
     mtimes = {n: clock - round(a * H) for n, a in zip(old, _ages(old_ages, len(old)))}
@@ -97,9 +135,19 @@ def _request(line: str, case: str, src: Path, work: Path, hour: int) -> dict:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, dict]:
+def runs(tmp_path_factory) -> Iterator[dict[str, dict]]:
     """Every line's stores written, then every case read and cleaned by the broker (a JVM per line and
-    step, the lines in parallel): ``line-case`` -> the request, the answer, the written store."""
+    step, the lines in parallel): ``line-case`` -> the request, the answer, the written store.  The
+    forced cases' tmpfs mounts are unmounted at the end, also on failure."""
+    mounts: list[Path] = []
+    try:
+        yield _runs(tmp_path_factory, mounts)
+    finally:
+        for point in mounts:
+            subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def _runs(tmp_path_factory, mounts: list[Path]) -> dict[str, dict]:  # noqa: ANN001
     if _RUNS:
         return _RUNS
     try:
@@ -118,6 +166,14 @@ def runs(tmp_path_factory) -> dict[str, dict]:
             name = f"{line}-dledger-cleanup-{spec[0]}"
             rep = written.get(name, {"ok": False, "error": "no report"})
             out[f"{line}-{case}"] = {"written": rep, "src": work / name}
+            if rep.get("ok") and case in FULL_DISK:
+                point = work / "cases" / f"{line}-{case}"
+                why = _mount_full_disk(point, work / name, FULL_DISK[case])
+                if why:
+                    out[f"{line}-{case}"]["skip"] = why
+                    continue
+                mounts.append(point)
+                out[f"{line}-{case}"]["disk"] = point
             if rep.get("ok"):
                 reqs.append((case, _request(line, case, work / name, work / "cases", hour)))
         answers = bh.read_stores(line, [r for _, r in reqs], work) if reqs else []
@@ -164,6 +220,8 @@ def test_dledger_cleanup_matches_the_broker(runs, line, case):
     """What DLedger's and the broker's own code deleted equals what store_format.expiry_dledger and the
     audit's rows say goes by the harness's last step."""
     run = runs[f"{line}-{case}"]
+    if run.get("skip"):
+        pytest.skip(run["skip"])
     if not run["written"].get("ok"):
         pytest.fail(f"the broker's writer failed: {run['written'].get('error')}")
     ans = run["answer"]
@@ -174,6 +232,8 @@ def test_dledger_cleanup_matches_the_broker(runs, line, case):
         pytest.skip("the hour changed between writing the request and the broker's cleanup: run again")
     if max_used == 10:
         assert ans["diskRatioBefore"] > 0.10, "the disk DLedger measures is not above 10 %: the case tests nothing"
+    if case in FULL_DISK:
+        assert ans["diskRatioBefore"] > 0.85, f"the tmpfs is {ans['diskRatioBefore']:.3f} full: the case tests nothing"
     src = run["src"]
     req = run["request"]["cleanup"]
     clock, mtimes = req["clockMs"], req["mtimes"]
@@ -188,7 +248,12 @@ def test_dledger_cleanup_matches_the_broker(runs, line, case):
     old = _facts(old_names, src / "store" / "commitlog", mtimes)
     data = _facts(data_names, src / "store" / "dledger-n0" / "data", mtimes, "dledger-n0/data/")
     ratio = ans["diskRatioBefore"]
-    plan = plan_dledger_cleanup(old, data, config, clock, tz=tz, time_source="mtime", disk_used_ratio=ratio)
+    disk_size = None
+    if case in FULL_DISK:
+        st = os.statvfs(run["disk"])
+        disk_size = st.f_blocks * st.f_frsize
+    plan = plan_dledger_cleanup(old, data, config, clock, tz=tz, time_source="mtime", disk_used_ratio=ratio,
+                                disk_size_bytes=disk_size)
     cut = clock + (rounds - 1) * INTERVAL + 5_000   # the broker's rounds, then DLedger's first pass
     gone = [0 <= t <= cut for t in plan.deleted_at.tolist()]
     names = old_names + data_names
@@ -248,7 +313,10 @@ def test_dledger_cleanup_matches_the_broker(runs, line, case):
     kept_by_5x = store_name == "converted" and not line.startswith("4")
     if case in ("hour", "disk", "old-files-then-dledger", "all-old") and not kept_by_5x:
         assert len(ans["data"]) < len(data_names), "DLedger deleted no data file"
-    if case in ("not-the-hour", "old-files-first", "young-old-file") or kept_by_5x:
+    if case == "forced":   # every data file is young: only forced cleaning deletes, never the last file
+        assert ans["data"] == data_names[-1:] if len(data_names) <= 11 else len(ans["data"]) < len(data_names)
+        assert any("forced by DLedger" in (r["reason"] or "") for r in rows.to_pylist())
+    if case in ("not-the-hour", "old-files-first", "young-old-file", "forced-off") or kept_by_5x:
         assert ans["data"] == data_names
     if kept_by_5x:
         assert ans["commitlog"] == old_names[-1:]
