@@ -90,6 +90,14 @@ def missing_tools() -> str | None:
     return None
 
 
+def skip_without_tools() -> None:
+    """Skip the calling test module when the harness cannot be built here (no JDK or Maven)."""
+    why = missing_tools()
+    if why:
+        import pytest
+        pytest.skip(f"broker harness not available: {why} (it needs a JDK and Maven)", allow_module_level=True)
+
+
 def _module(line: str) -> Path:
     return HARNESS_DIR / f"rmq-{line}"
 

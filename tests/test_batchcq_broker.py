@@ -23,9 +23,7 @@ from store_format.store_layouts import batch_cq_topics
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
-if bh.missing_tools():
-    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
-                allow_module_level=True)
+bh.skip_without_tools()
 
 # 5.5.1 by default; BATCHCQ_LINES=5.3.3,5.5.1 adds the 5.3.3 stores (some 15 s more on 2 cores)
 LINES = bh.lines_from_env("BATCHCQ_LINES", "5.5.1")

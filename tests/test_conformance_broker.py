@@ -37,9 +37,7 @@ from store_format.indexfile import read_header
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
-if bh.missing_tools():
-    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
-                allow_module_level=True)
+bh.skip_without_tools()
 
 REGRESSIONS = bh.HARNESS_DIR / "regressions"
 COUNT = int(os.environ.get("CONFORMANCE_SCENARIOS", "2"))

@@ -24,9 +24,7 @@ from broker_cqext_scenarios import cqext_scenarios
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
-if bh.missing_tools():
-    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
-                allow_module_level=True)
+bh.skip_without_tools()
 
 LINES = bh.lines_from_env("CQEXT_LINES", "4.9.8,5.5.1")
 BROKER_LINE = bh.BROKER_VERSION_ARG

@@ -25,9 +25,7 @@ from broker_dledger_scenarios import abort_scenario, dledger_scenarios, no_reche
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
-if bh.missing_tools():
-    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
-                allow_module_level=True)
+bh.skip_without_tools()
 
 # 4.9.8 and 5.5.1 by default; 5.3.3 (the 5.x store over 4.9.8's dledger 0.3.1.2) adds some 20 s of
 # writing on 2 cores: DLEDGER_LINES=4.9.8,5.3.3,5.5.1

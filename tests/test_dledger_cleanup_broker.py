@@ -53,9 +53,7 @@ from store_format.timeutil import datetime_to_ms, ms_to_datetime
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
-if bh.missing_tools():
-    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
-                allow_module_level=True)
+bh.skip_without_tools()
 
 LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
 BROKER_LINE = bh.BROKER_VERSION_ARG

@@ -30,9 +30,7 @@ from broker_cqext_scenarios import cqext_scenarios
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
-if bh.missing_tools():
-    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
-                allow_module_level=True)
+bh.skip_without_tools()
 
 EXT_LINES = bh.lines_from_env("CQEXT_LINES", "4.9.8,5.5.1")
 BATCH_LINES = bh.lines_from_env("BATCHCQ_LINES", "5.5.1")
