@@ -255,8 +255,9 @@ def _cli(argv: list[str]) -> tuple[int, str]:
 @pytest.mark.parametrize("line,name", CASES)
 def test_tables_refresh_and_audit(written, tmp_path, line, name):
     """``tables --store`` into new tables (a full run), then again (incremental: from the last
-    segment on) places the units where the broker's queues hold them; ``audit`` answers, saying that
-    the RocksDB consume queue's cleanup is not modelled and listing no consume queue file; ``validate``
+    segment on) places the units where the broker's queues hold them; ``audit`` answers, saying how
+    the RocksDB consume queue's cleanup goes (``test_rocksdb_cleanup_broker``) and listing no consume
+    queue file; ``validate``
     passes (its inventory check expects no consume queue file)."""
     from pipelines.tables.expiry_audit import ROCKSDB_CQ_NOTE
     from pipelines.tables.runs import snapshot
