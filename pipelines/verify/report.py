@@ -122,6 +122,7 @@ class QueueRestart:
     min_entry_after: list[int] | None = None
     race_max_entry_after: list[int] | None = None
     race_min_entry_after: list[int] | None = None
+    race_units_truncated: int | None = None    # units above the max entry in that other outcome
     note: str = ""
 
 
@@ -423,7 +424,8 @@ def _render_rocksdb_restart(p: RestartPrediction) -> list[str]:
         if q.min_entry_after is not None:
             bits.append(f"min entry {_entry(q.min_entry_after)}")
         if q.race_max_entry_after is not None or q.race_min_entry_after is not None:
-            bits.append(f"or (race) max {_entry(q.race_max_entry_after)}, min {_entry(q.race_min_entry_after)}")
+            bits.append(f"or (race) max {_entry(q.race_max_entry_after)}, min {_entry(q.race_min_entry_after)}, "
+                        f"{q.race_units_truncated} unit(s) above it")
         bits += [f"{k} {v}" for k, v in (("units above the new max", q.units_truncated),
                                          ("dispatched again", q.units_dispatched_again),
                                          ("lost", q.units_lost)) if v]

@@ -102,6 +102,7 @@ def _queues(p: RestartPrediction, store: dict[str, QueueEntries], ref: dict[str,
                          units_dispatched_again=r.dispatched.get(name, 0))
         if alt is not None and (alt.max != after.max or alt.min != after.min):
             q.race_max_entry_after, q.race_min_entry_after = _entry(alt.max), _entry(alt.min)
+            q.race_units_truncated = int((alt.cq > alt.max[1]).sum()) if alt.max is not None else 0
         if after.max is not None:
             q.units_truncated = int((after.cq > after.max[1]).sum())
         e = ref.get(name)
