@@ -142,7 +142,17 @@ def render(summary: dict) -> str:
         lines.append(f"  {s.get('file') or s['segment']}  {s['records']:>10,} records  last modified "
                      f"{s['reference_time']} "
                      f"({s['time_source']})  deleted at {s['deleted_at']}  {s.get('reason', '')}")
-    lines.append(f"consume queues   {summary['consume_queue_files']} file(s) go with them")
+    if "rocksdb_queues" in summary:   # storeType=defaultRocksDB: the compaction instead of files
+        qs = summary["rocksdb_queues"]
+        lines.append(f"consume queues   RocksDB: the compaction removes {sum(q['units_removed'] for q in qs):,} "
+                     f"unit(s) below offset {summary.get('rocksdb_new_min_offset')} in {len(qs)} queue(s)")
+        for q in qs[:20]:
+            lines.append(f"  {q['queue']}  {q['units_removed']:>8,} unit(s)  getMinOffsetInQueue then "
+                         f"{q['min_offset_in_queue_after']}")
+        if len(qs) > 20:
+            lines.append(f"  ... {len(qs) - 20} more (see --json)")
+    else:
+        lines.append(f"consume queues   {summary['consume_queue_files']} file(s) go with them")
     lines.append(f"index files      {summary['index_files']} file(s) go with them")
     lines.extend(_render_lost(summary))
     return "\n".join(lines)

@@ -33,6 +33,8 @@ from store_format.expiry_dledger import describe_dledger_rule, dledger_data_dir,
 from store_format.layout import CQ_UNIT_SIZE, SCHEDULE_TOPIC, consume_queue_file_path, index_file_size
 from store_format.timeutil import datetime_to_ms, iso_ms, ms_to_datetime
 
+from .expiry_rocksdb import ROCKSDB_CQ_NOTE, rocksdb_queue_rows
+
 __all__ = ["parse_offset_table", "load_offsets", "cq_inventory_table", "index_inventory_table", "build_expiry_audit",
            "CQ_INVENTORY_SCHEMA", "INDEX_INVENTORY_SCHEMA", "SCHEDULE_GROUP", "ROCKSDB_CQ_NOTE"]
 
@@ -46,15 +48,6 @@ INDEX_INVENTORY_SCHEMA = pa.schema([
     ("index_file_no", pa.int64()), ("index_file", pa.string()), ("entries", pa.int64()), ("min_offset", pa.int64()),
     ("max_offset", pa.int64()), ("segment", pa.string()), ("is_last", pa.bool_()),
 ])
-
-# storeType=defaultRocksDB: RocksDBMessageStore.RocksDBCleanConsumeQueueService calls
-# RocksDBConsumeQueueStore.cleanExpired (a manual compaction of the database, with the native
-# RemoveConsumeQueueCompactionFilter given the commitlog minimum) instead of deleting consume queue
-# files; index files go as with consume queue files (IndexService.deleteExpiredFile)
-ROCKSDB_CQ_NOTE = ("RocksDB consume queue (storeType=defaultRocksDB): no consume queue files to delete; when the "
-                   "minimum commitlog offset rises at deleteWhen or with a full disk, the broker compacts the "
-                   "database with a filter given that offset (RocksDBConsumeQueueStore.cleanExpired), which is not "
-                   "modelled here")
 
 _BARE_INT_KEY = re.compile(r'([{,]\s*)(-?\d+)(\s*:)')
 
@@ -244,6 +237,15 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
                      "messages": f["entries"], "bytes": index_file_size(config.maxHashSlotNum, config.maxIndexNum)})
     # what consumers lose with the segments that go next
     going = [s["segment"] for s, nx in zip(segs, at_next) if nx]
+    if config.rocksdb_cq and going:   # the database's compaction (pipelines.tables.expiry_rocksdb)
+        stay = [f.base for f, nx in zip(facts, at_next) if not nx]
+        last_going = max(int(plan.deleted_at[i]) for i, nx in enumerate(at_next) if nx)
+        q_rows, q_summary = rocksdb_queue_rows(_going_messages(tables, going, messages_version),
+                                               stay[0] if stay else facts[-1].base, as_of=as_of, run_id=run_id,
+                                               deleted_at=_dt_ms(last_going))
+        rows.extend(q_rows)
+        summary["rocksdb_queues"] = q_summary
+        summary["rocksdb_new_min_offset"] = stay[0] if stay else None
     lost, uncovered = _lost_messages(tables, going, consumer_offsets, delay_offsets, messages_version)
     summary["consumer_offsets"] = {"file": consumer_offsets_from, "found": consumer_offsets is not None,
                                    "queues_without_offsets": [f"{t}/{q}" for t, q in uncovered]}
@@ -307,6 +309,16 @@ def _plan_summary(plan: CleanupPlan, config: BrokerConfig, names: list[str], dis
         out["notes"].append(f"manual delete (deleteExpiredCommitLog): the next {MAX_MANUAL_DELETE_FILE_TIMES} rounds "
                             "run whatever the hour; they delete expired segments only (unless the disk forces more)")
     return out
+
+
+def _going_messages(tables: str, segments: list[str], version: int | None) -> pa.Table | None:
+    """The ``messages`` rows (units and light queue units) of the segments that go."""
+    import pyarrow.dataset as ds
+
+    from ..delta import read_arrow
+    return read_arrow(tables, "messages", ["segment", "topic", "queue_id", "consume_queue_offset", "commitlog_offset",
+                                           "consume_queue", "lmq_queues", "lmq_queue_ids", "lmq_consume_queue_offsets"],
+                      filter=ds.field("segment").isin(segments), version=version)
 
 
 def _lost_messages(tables: str, segments: list[str], consumer: dict | None, delay: dict | None,

@@ -115,7 +115,7 @@ SEGMENTS_SCHEMA = pa.schema([
 EXPIRY_AUDIT_SCHEMA = pa.schema([
     ("as_of", TS),
     ("run_id", pa.string()),
-    ("kind", pa.string()),                     # segment | consume_queue_file | index_file | unconsumed
+    ("kind", pa.string()),                     # segment | consume_queue_file | index_file | unconsumed | rocksdb_queue
     ("name", pa.string()),                     # segment / topic/queueId/file / index file name
     ("segment", pa.string()),                  # the commitlog segment whose deletion takes it
     ("topic", pa.string()),

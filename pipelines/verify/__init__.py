@@ -25,8 +25,10 @@ The story of a verify:
    dropped, and those kept that no consume queue unit points at once ``truncateDirtyLogicFiles`` cut
    the queue back; ``checkSelf`` only logs); ``batchconsumequeue/``: ``BatchConsumeQueue.recover`` and
    ``truncateDirtyLogicFiles``, its queues counting in the max physical offset the recovery and the
-   dispatch start from.  No prediction for a RocksDB consume queue, nor for a 5.x DLedger store after
-   an unclean shutdown.
+   dispatch start from.  A RocksDB consume queue (:mod:`.rocksdb_restart`): the recovery from the
+   database's checkpoint, its dispatch and ``RocksDBConsumeQueueStore.truncateDirty`` on the "max" and
+   "min" entries (not with ``recheckReputOffsetFromCq=true``).  No prediction for a 5.x DLedger store
+   after an unclean shutdown.
    A DLedger store's start is ``DLedgerMmapFileStore.recover`` (the queues truncated against the
    log's end it keeps), then the reput from the queues' max physical offset (4.9.8, 5.x with
    ``recheckReputOffsetFromCq``) or from the committed position (5.x without: nothing again).

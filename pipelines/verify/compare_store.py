@@ -2,8 +2,9 @@
 ``batchconsumequeue/`` where the store has those layouts) from its commitlog into a reference
 folder, compare every file with the store's (a RocksDB ``consumequeue/`` entry by entry:
 :mod:`.rocksdb_compare`), and predict the broker's next start (on the ``consumequeue/``,
-``consumequeue_ext/``, ``batchconsumequeue/`` and ``index/`` files; not for a RocksDB consume queue,
-nor for a 5.x DLedger store after an unclean shutdown)."""
+``consumequeue_ext/``, ``batchconsumequeue/`` and ``index/`` files, a RocksDB consume queue's entries
+(:mod:`.rocksdb_restart`); not with ``recheckReputOffsetFromCq=true`` on a RocksDB or BatchCQ store, nor for
+a 5.x DLedger store after an unclean shutdown)."""
 from __future__ import annotations
 
 import dataclasses
@@ -52,8 +53,9 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
                  spark: Any = None, examples: int = 3) -> VerifyReport:
     """Compare ``store``'s ``consumequeue/`` and ``index/`` with a rebuild from its commitlog, and
     its ``consumequeue_ext/`` (``enableConsumeQueueExt=true``) and ``batchconsumequeue/`` (BatchCQ
-    topics) too; the next start is predicted on all of them, but not for a RocksDB consume queue or
-    a 5.x DLedger store after an unclean shutdown (``VerifyReport.no_prediction`` says why).
+    topics) too; the next start is predicted on all of them (a RocksDB consume queue's entries too), but
+    not with ``recheckReputOffsetFromCq=true`` on a RocksDB or BatchCQ store, nor for a 5.x DLedger store
+    after an unclean shutdown (``VerifyReport.no_prediction`` says why).
 
     Only reads the store.  The rebuild goes to ``work`` (kept; it must not hold ``consumequeue/``
     or ``index/`` yet) or to a temporary folder deleted before returning.
@@ -102,10 +104,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     ref_fs, ref = resolve(ref_root)
     ref = ref.rstrip("/")
     log.info("comparing %s with the rebuild in %s", root, ref)
-    rocksdb_results = None
+    rocksdb_results = rocks_store = rocks_ref = None
     if config.rocksdb_cq:   # consumequeue/ is a database: compared entry by entry, queue by queue
-        from .rocksdb_compare import compare_rocksdb_cq
-        rocksdb_results, _mins = compare_rocksdb_cq(f"{root}/{CQ_DIR}", f"{ref}/{CQ_DIR}")
+        from .rocksdb_compare import compare_entries, read_store_database
+        rocks_store, rocks_ref = read_store_database(f"{root}/{CQ_DIR}"), read_store_database(f"{ref}/{CQ_DIR}")
+        rocksdb_results, _mins = compare_entries(rocks_store, rocks_ref)
     store_cq = {} if config.rocksdb_cq else list_tree(fs, f"{root}/{CQ_DIR}")
     ref_cq = {} if config.rocksdb_cq else list_tree(ref_fs, f"{ref}/{CQ_DIR}")
     by_queue: dict[str, tuple[list[str], list[str]]] = {}
@@ -168,8 +171,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
 
     clean = not st.broker_may_be_running()
     batch_recheck = bool(st.batch_topics) and config.recheckReputOffsetFromCq
-    if config.rocksdb_cq or batch_recheck or (st.dledger is not None and config.is_5x and not clean):
-        why = (NOT_PREDICTED["rocksdb_consume_queue"] if config.rocksdb_cq else
+    rocks_recheck = config.rocksdb_cq and config.recheckReputOffsetFromCq
+    if rocks_recheck or batch_recheck or (st.dledger is not None and config.is_5x and not clean):
+        why = (NOT_PREDICTED["rocksdb_consume_queue"] if rocks_recheck else
                "not predicted for a store with BatchCQ topics and recheckReputOffsetFromCq=true: the start's second "
                "reput then begins at the start (not the end) of a batch queue's last unit and may index that record "
                "again (not modelled, as rebuild --as-restart refuses it)" if batch_recheck else
@@ -185,6 +189,15 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
             head = f.read(INDEX_HEADER_SIZE)
         header = dataclasses.asdict(read_header(head + bytes(INDEX_HEADER_SIZE - len(head))))
         store_index.append((n, store_ix[n], header))
+    if rocks_store is not None and rocks_ref is not None:   # the database's recovery (store_format.rocksdb_recovery)
+        from .rocksdb_restart import predict_rocksdb_store_restart
+        restart = predict_rocksdb_store_restart(
+            st, config, rocks_store, rocks_ref, clean=clean, store_index=store_index,
+            expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
+            checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root))
+        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
+                            len(r_names), restart, _rebuild_figures(summary), rocksdb_consume_queue=rocksdb_results,
+                            not_checked=_not_checked(st))
     dledger = recover_dledger(fs, st.dledger, config.mappedFileSizeCommitLog) if st.dledger is not None else None
     recovery = None
     if dledger is None:   # the commitlog recovery (as rebuild --as-restart): where the commitlog ends

@@ -53,9 +53,9 @@ class QueueFileResult:
 
 # the next start of a broker on these files is not modelled (verify says so instead of guessing)
 NOT_PREDICTED = {
-    "rocksdb_consume_queue": "not predicted for the RocksDB consume queue (RocksDBConsumeQueueStore's recovery: "
-                             "truncateDirty of the offset family and the dispatch from its checkpoint, is not "
-                             "modelled)",
+    "rocksdb_consume_queue": "not predicted for the RocksDB consume queue with recheckReputOffsetFromCq=true (the "
+                             "start's second reput then begins at a queue's max entry, the start of its last unit, "
+                             "and may index that record again: not modelled, as rebuild --as-restart refuses it)",
 }
 # areas listed file by file between the consume queue files and the index files
 _QUEUE_FILE_AREAS = ("consume_queue_ext", "batch_consume_queue", "rocksdb_consume_queue")
@@ -114,6 +114,16 @@ class QueueRestart:
     ext_units_dropped: int = 0                 # ext units at or after that position (overwritten or deleted)
     ext_units_orphaned: int = 0                # ext units before it that no kept consume queue unit points at
     ext_note: str = ""
+    # a queue of a RocksDB consume queue (layout "rocksdb"): its "max"/"min" entries, [commitlogOffset,
+    # queueOffset], before and after the start (store_format.rocksdb_recovery); race_*: the abnormal start's
+    # other outcome (truncateDirty before the dispatch lands), when it differs
+    max_entry_before: list[int] | None = None
+    max_entry_after: list[int] | None = None
+    min_entry_after: list[int] | None = None
+    race_max_entry_after: list[int] | None = None
+    race_min_entry_after: list[int] | None = None
+    race_units_truncated: int | None = None    # units above the max entry in that other outcome
+    note: str = ""
 
 
 @dataclasses.dataclass
@@ -148,6 +158,12 @@ class RestartPrediction:
     recovery_discarded_bytes: int = 0
     recovery_deleted_segments: int = 0
     dledger: bool = False                      # a DLedger store: DLedgerCommitLog.recover, the reput in the notes
+    # storeType=defaultRocksDB: the database's checkpoint entry before and after the start (None: none);
+    # race_checkpoint_after: the abnormal start's other outcome
+    rocksdb: bool = False
+    rocksdb_checkpoint_before: int | None = None
+    rocksdb_checkpoint_after: int | None = None
+    race_checkpoint_after: int | None = None
 
 
 @dataclasses.dataclass
@@ -215,7 +231,8 @@ class VerifyReport:
                for area, results in self._areas() if area in _QUEUE_FILE_AREAS},
             "restart": dataclasses.asdict(self.restart) if self.restart else None,
             "restart_note": self.no_prediction,
-            "restart_not_predicted": {area: NOT_PREDICTED[area] for area, _ in self._areas() if area in NOT_PREDICTED},
+            "restart_not_predicted": {area: NOT_PREDICTED[area] for area, _ in self._areas()
+                                      if area in NOT_PREDICTED and self.restart is None},
             "not_checked": self.not_checked,
             "rebuild": self.rebuild, "reference": self.reference,
             "seconds": self.seconds,
@@ -232,7 +249,7 @@ class VerifyReport:
             if area in _QUEUE_FILE_AREAS:
                 lines.append(f"{_AREA_NAMES[area]}: " + ", ".join(f"{v} {k}" for k, v in c[area].items()))
                 lines.extend("  " + _render_queue_file(r) for r in results if r.status != "identical")
-                if area in NOT_PREDICTED:
+                if area in NOT_PREDICTED and self.restart is None:
                     lines.append(f"  at the broker's next start: {NOT_PREDICTED[area]}")
         lines.append("index files: " + ", ".join(f"{v} {k}" for k, v in c["index"].items())
                      + f" ({self.index_files_in_store} in the store, {self.index_files_rebuilt} rebuilt, "
@@ -327,6 +344,8 @@ def _render_restart(p: RestartPrediction) -> list[str]:
              "truncateDirtyLogicFiles)" if p.broker_version == "5" else
              "4.9.x: ConsumeQueue.recover (ConsumeQueueExt.recover, truncateByMaxAddress), CommitLog.recoverNormally "
              "→ truncateDirtyLogicFiles, reput from the queues' max physical offset")
+    if p.rocksdb:
+        return _render_rocksdb_restart(p)
     if p.dledger:
         rules = (f"{p.broker_version}.x DLedger: ConsumeQueue.recover, DLedgerMmapFileStore.recover → "
                  "truncateDirtyLogicFiles against the log's end, the reput as the note says")
@@ -372,6 +391,47 @@ def _render_restart(p: RestartPrediction) -> list[str]:
     if p.index_files_extended:
         lines.append(f"  index files shorter than configured, extended with zeros when mapped: "
                      f"{', '.join(p.index_files_extended)}")
+    if p.index_files_deleted:
+        lines.append(f"  index files deleted at an abnormal start: {', '.join(p.index_files_deleted)}")
+    lines.extend(f"  note: {n}" for n in p.notes)
+    return lines
+
+
+def _entry(e: list[int] | None) -> str:
+    return "none" if e is None else f"queue offset {e[1]} (commitlog offset {e[0]})"
+
+
+def _render_rocksdb_restart(p: RestartPrediction) -> list[str]:
+    """The next start of a RocksDB consume queue store (:mod:`store_format.rocksdb_recovery`)."""
+    lines = ["at the broker's next start (5.x RocksDB consume queue: CommitLog.recover* dispatches from the "
+             "database's checkpoint, then RocksDBConsumeQueueStore.truncateDirty against the commitlog's end):",
+             f"  commitlog: min offset {p.commitlog_min_offset}, data ends at {p.commitlog_end}"]
+    if p.recovery_cut is not None:
+        lines.append(f"  commitlog recovery cuts at {p.recovery_cut} ({p.recovery_reason}): a restart discards "
+                     f"{p.recovery_discarded_messages:,} record(s), {p.recovery_discarded_bytes:,} bytes, "
+                     f"{p.recovery_deleted_segments} segment(s) (as rebuild --as-restart)")
+    race = "" if p.race_checkpoint_after is None else f" (or {p.race_checkpoint_after}, see the race note)"
+    lines.append(f"  checkpoint entry: {p.rocksdb_checkpoint_before} before, {p.rocksdb_checkpoint_after} after"
+                 f"{race}; truncateDirty {'cuts the queues' if p.truncate_dirty_logic_files else 'changes nothing'}")
+    start = "from" if p.reput_from_inclusive else "after"
+    lines.append(f"  dispatched again {start} offset {p.reput_from}: {p.tail_bytes:,} commitlog bytes, "
+                 f"{p.units_dispatched_again:,} unit(s), {p.index_keys_put_again:,} index key(s)")
+    lines.append(f"  units left above their queue's new max entry (kept in the database until new messages take "
+                 f"their queue offsets): {p.units_truncated:,}")
+    lines.append(f"  units missing from their queues that the restart does not write back: {p.units_lost:,}")
+    for q in p.queues[:10]:
+        bits = [f"max entry {_entry(q.max_entry_before)} -> {_entry(q.max_entry_after)}"]
+        if q.min_entry_after is not None:
+            bits.append(f"min entry {_entry(q.min_entry_after)}")
+        if q.race_max_entry_after is not None or q.race_min_entry_after is not None:
+            bits.append(f"or (race) max {_entry(q.race_max_entry_after)}, min {_entry(q.race_min_entry_after)}, "
+                        f"{q.race_units_truncated} unit(s) above it")
+        bits += [f"{k} {v}" for k, v in (("units above the new max", q.units_truncated),
+                                         ("dispatched again", q.units_dispatched_again),
+                                         ("lost", q.units_lost)) if v]
+        lines.append(f"    {q.queue}: " + ", ".join(bits) + (f" ({q.note})" if q.note else ""))
+    if len(p.queues) > 10:
+        lines.append(f"    ... {len(p.queues) - 10} more queues (see --json)")
     if p.index_files_deleted:
         lines.append(f"  index files deleted at an abnormal start: {', '.join(p.index_files_deleted)}")
     lines.extend(f"  note: {n}" for n in p.notes)

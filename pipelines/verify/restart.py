@@ -195,6 +195,29 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                 or q.recover_stops_at is not None or q.ext_units_dropped or q.ext_units_orphaned
                 or q.ext_files_deleted):
             p.queues.append(q)
+    predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
+                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown)
+    if recovery_dispatches:
+        p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
+                       "physical offset (offset + size of their last unit), and the reput then starts at the "
+                       "commitlog's end (getConfirmOffset), so a record starting exactly there is never dispatched "
+                       "again: its units count as lost")
+    if not clean_shutdown:
+        p.notes.append("abort file present: the broker runs CommitLog.recoverAbnormally, which re-dispatches from the "
+                       "segment the checkpoint points at (not modelled here beyond the index files it deletes)")
+    if truncate_at is None:
+        p.notes.append("the commitlog end is where the rebuild's walk ended; the broker's own recovery (CRC checks of "
+                       "the last segments) is not emulated")
+    return p
+
+
+def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, store_index: list[tuple[str, int, dict]],
+                  expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
+                  clean_shutdown: bool, end: int | None = None) -> None:
+    """``index/`` at the start, into ``p``: ``IndexService.load`` maps every file (a short one is extended),
+    an abnormal start deletes the files whose endTimestamp is after the checkpoint's indexMsgTimestamp, and
+    ``IndexService.buildIndex`` puts again the keys of the records dispatched from ``first`` that lie at or
+    after the last kept file's endPhyOffset (and, with ``end``, below it)."""
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp
     full = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -213,17 +236,6 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         if v.header["end_phy_offset"] < threshold:
             break  # files newest first: the older ones end even earlier
         n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
-        keys += int((v.entries["commitlogOffset"][1:1 + n_entries] >= threshold).sum())
+        off = v.entries["commitlogOffset"][1:1 + n_entries]
+        keys += int(((off >= threshold) & (off < (end if end is not None else np.iinfo(np.int64).max))).sum())
     p.index_keys_put_again = keys
-    if recovery_dispatches:
-        p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
-                       "physical offset (offset + size of their last unit), and the reput then starts at the "
-                       "commitlog's end (getConfirmOffset), so a record starting exactly there is never dispatched "
-                       "again: its units count as lost")
-    if not clean_shutdown:
-        p.notes.append("abort file present: the broker runs CommitLog.recoverAbnormally, which re-dispatches from the "
-                       "segment the checkpoint points at (not modelled here beyond the index files it deletes)")
-    if truncate_at is None:
-        p.notes.append("the commitlog end is where the rebuild's walk ended; the broker's own recovery (CRC checks of "
-                       "the last segments) is not emulated")
-    return p

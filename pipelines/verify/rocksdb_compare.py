@@ -19,7 +19,7 @@ from store_format.rocksdb_cq import CHECKPOINT_TOPIC, CHECKPOINT_VALUE, CQ_VALUE
 
 from .report import QueueFileResult
 
-__all__ = ["compare_rocksdb_cq", "read_store_database"]
+__all__ = ["compare_entries", "compare_rocksdb_cq", "read_store_database"]
 
 _CQ_TAIL = struct.Struct(">cicq")       # 0x01, queueId, 0x01, queueOffset
 _OFFSET_TAIL = struct.Struct(">c3sci")  # 0x01, "max"/"min", 0x01, queueId
@@ -127,7 +127,12 @@ def read_store_database(db_dir: str) -> dict[str, list[tuple[bytes, bytes]]]:
 def compare_rocksdb_cq(store_db: str, rebuilt_db: str) -> tuple[list[QueueFileResult], int]:
     """Queue by queue, the store's database (``store_db``, a local folder) against the rebuild's;
     and the number of "min" entries in the store (not compared)."""
-    found, mins = _by_queue(read_store_database(store_db))
-    expected, _ = _by_queue(read_store_database(rebuilt_db))
+    return compare_entries(read_store_database(store_db), read_store_database(rebuilt_db))
+
+
+def compare_entries(store_entries: dict, rebuilt_entries: dict) -> tuple[list[QueueFileResult], int]:
+    """:func:`compare_rocksdb_cq` on both databases' entries as :func:`read_store_database` reads them."""
+    found, mins = _by_queue(store_entries)
+    expected, _ = _by_queue(rebuilt_entries)
     names: Iterable[str] = sorted(set(found) | set(expected))
     return [_compare_queue(q, expected.get(q), found.get(q)) for q in names], mins

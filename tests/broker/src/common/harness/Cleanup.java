@@ -36,7 +36,7 @@ final class Cleanup {
     }
 
     static JsonObject run(DefaultMessageStore store, Properties props, File root, JsonObject req)
-        throws ReflectiveOperationException {
+        throws Exception {
         MessageStoreConfig c = store.getMessageStoreConfig();
         long expired = 60L * 60 * 1000 * c.getFileReservedTime();
         boolean now = req.has("cleanImmediately") && req.get("cleanImmediately").getAsBoolean();
@@ -51,6 +51,14 @@ final class Cleanup {
         out.addProperty("minOffset", minOffset);
         out.add("commitlog", names(new File(root, "commitlog")));
         out.add("index", names(new File(root, "index")));
+        // storeType=defaultRocksDB: RocksDBCleanConsumeQueueService's cleanExpired (a compaction) instead of
+        // consume queue files (asked for with "rocksdb": it runs whatever deleteWhen and the disk say)
+        if (req.has("rocksdb") && req.get("rocksdb").getAsBoolean()) {
+            JsonObject rocks = LineAdapter.rocksDbCleanExpired(store, minOffset);
+            if (rocks != null) {
+                out.add("rocksdb", rocks);
+            }
+        }
         return out;
     }
 

@@ -206,7 +206,10 @@ public final class Writer {
         }
         DefaultMessageStore store = Stores.open(props, root, role, topics);
         check(store.load(), "store load failed on restart");
-        if (keepQueues) {  // after load(): the queues' and the commitlog's recovery, before start()'s reput
+        // a RocksDB consume queue (storeType=defaultRocksDB) has no queue files to report: its database is
+        // read back after the restart instead
+        boolean queueFiles = !"defaultRocksDB".equals(props.getProperty("storeType"));
+        if (keepQueues && queueFiles) {  // after load(): the queues' and the commitlog's recovery, before the reput
             out.add("queuesAfterLoad", QueueStates.of(store));
         }
         DLedger.beforeStart(store);
@@ -216,7 +219,7 @@ public final class Writer {
             DLedger.awaitCommitted(store, 30_000);
             Stores.awaitDispatched(store, 60_000);
             out.addProperty("maxPhyOffset", store.getMaxPhyOffset());
-            if (keepQueues) {
+            if (keepQueues && queueFiles) {
                 out.add("queuesAfterDispatch", QueueStates.of(store));
             }
             DLedger.report(store, out);

@@ -76,6 +76,10 @@ public final class LineAdapter {
         return new com.google.gson.JsonObject[0];
     }
 
+    public static com.google.gson.JsonObject rocksDbCleanExpired(DefaultMessageStore store, long minOffset) {
+        return null;
+    }
+
     public static Map<String, Collection<Integer>> rocksDbQueues(com.google.gson.JsonObject offsetFamily) {
         return new java.util.TreeMap<>();
     }

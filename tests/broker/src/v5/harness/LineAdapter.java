@@ -157,6 +157,12 @@ public final class LineAdapter {
         return RocksCq.dump(store);
     }
 
+    /** The RocksDB consume queue's cleanup after segments went (RocksCq.cleanExpired); null without one. */
+    public static com.google.gson.JsonObject rocksDbCleanExpired(DefaultMessageStore store, long minOffset)
+        throws Exception {
+        return RocksCq.cleanExpired(store, minOffset);
+    }
+
     /** Topic -> queue ids of a RocksDB consume queue, from its offset family's dump. */
     public static Map<String, Collection<Integer>> rocksDbQueues(com.google.gson.JsonObject offsetFamily) {
         return RocksCq.queues(offsetFamily);

@@ -79,6 +79,44 @@ final class RocksCq {
         return out;
     }
 
+    /** RocksDBConsumeQueueStore.cleanExpired(minOffset), as RocksDBCleanConsumeQueueService calls it, and
+     *  the wait for the compaction it hands to AbstractRocksDBStorage's one-thread pool; then both
+     *  families as the compaction left them and getMinOffsetInQueue of every queue the offset family
+     *  lists (asked after the dump: it writes "min" entries). Null on a store without the database. */
+    static JsonObject cleanExpired(DefaultMessageStore store, long minOffset) throws Exception {
+        ConsumeQueueRocksDBStorage s = storage(store);
+        if (s == null) {
+            return null;
+        }
+        java.util.concurrent.ThreadPoolExecutor pool = (java.util.concurrent.ThreadPoolExecutor)
+            Stores.field(s, s.getClass().getSuperclass(), "manualCompactionThread");
+        long done = pool.getCompletedTaskCount();
+        ((RocksDBConsumeQueueStore) store.getQueueStore()).cleanExpired(minOffset);
+        long until = System.currentTimeMillis() + 30_000;
+        while (pool.getCompletedTaskCount() <= done && System.currentTimeMillis() < until) {
+            Thread.sleep(20);
+        }
+        JsonObject out = new JsonObject();
+        out.addProperty("compacted", pool.getCompletedTaskCount() > done);
+        JsonArray families = new JsonArray();
+        JsonObject offsets = null;
+        for (JsonObject f : dump(store)) {
+            families.add(f);
+            if ("offset".equals(f.get("family").getAsString())) {
+                offsets = f;
+            }
+        }
+        out.add("families", families);
+        JsonObject mins = new JsonObject();
+        for (Map.Entry<String, Collection<Integer>> e : queues(offsets).entrySet()) {
+            for (int qid : e.getValue()) {
+                mins.addProperty(e.getKey() + "/" + qid, store.getMinOffsetInQueue(e.getKey(), qid));
+            }
+        }
+        out.add("minOffsetInQueue", mins);
+        return out;
+    }
+
     static String hex(byte[] b) {
         StringBuilder sb = new StringBuilder(b.length * 2);
         for (byte x : b) {

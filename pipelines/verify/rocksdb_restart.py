@@ -1,0 +1,120 @@
+"""``verify``'s next-start prediction for a RocksDB consume queue store (``storeType=defaultRocksDB``,
+``recheckReputOffsetFromCq=false``): the commitlog recovery from the database's checkpoint
+(:func:`store_format.recovery.plan_recovery`, as ``rebuild --as-restart`` applies it), its dispatch and
+``RocksDBConsumeQueueStore.truncateDirty`` (:mod:`store_format.rocksdb_recovery`), reported queue by
+queue like the file queues' (:class:`~.report.RestartPrediction`)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from store_format.config import BrokerConfig
+from store_format.rocksdb_recovery import QueueEntries, RocksRestart, parse_database, predict_rocksdb_restart
+from store_format.store import StoreLocation
+
+from .report import QueueRestart, RestartPrediction
+from .restart import predict_index
+
+
+def _entry(e: tuple[int, int] | None) -> list[int] | None:
+    return None if e is None else [int(e[0]), int(e[1])]
+
+
+def _select(queues: dict[str, QueueEntries], keep: Callable[[np.ndarray], np.ndarray]) -> dict[str, QueueEntries]:
+    out = {}
+    for name, q in queues.items():
+        m = keep(q.phy)
+        if m.any():
+            order = np.argsort(q.phy[m], kind="stable")   # commitlog order: the last one is the max entry
+            out[name] = QueueEntries(q.cq[m][order], q.phy[m][order], q.values[m][order])
+    return out
+
+
+def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store_entries: dict, ref_entries: dict, *,
+                                  clean: bool, store_index: list[tuple[str, int, dict]],
+                                  expected_index: Callable[[], Iterator[bytes]],
+                                  checkpoint_index_ts: int | None) -> RestartPrediction:
+    """The prediction from both databases' entries (the store's and the rebuild's, as
+    :func:`~.rocksdb_compare.read_store_database` reads them)."""
+    from store_format.recovery import plan_recovery
+    store, checkpoint = parse_database(store_entries)
+    ref, _ = parse_database(ref_entries)
+    plan = plan_recovery(st, config, abnormal=not clean, max_phy_offset_of_consume_queue=max(checkpoint or 0, 0))
+    end, min_phy = plan.process_offset, st.segments[0].base
+    cp0 = checkpoint or 0
+    if clean:   # CommitLog.recoverNormally: doDispatch only above the dispatch position
+        def in_range(phy: np.ndarray) -> np.ndarray:
+            return (phy > cp0) & (phy >= plan.checked_from) & (phy < end)
+    else:       # recoverAbnormally: every record from the start segment
+        def in_range(phy: np.ndarray) -> np.ndarray:
+            return (phy >= plan.checked_from) & (phy < end)
+    dispatched = _select(ref, in_range)
+    notes = []
+    if not clean and plan.checked_from == 0:
+        # the rebuild never dispatches the record at offset 0; the abnormal recovery does: its units are
+        # taken from the store's own database (put again unchanged)
+        at0 = _select(store, lambda phy: phy == 0)
+        for name, q in at0.items():
+            d = dispatched.get(name)
+            dispatched[name] = q if d is None else QueueEntries(np.concatenate([q.cq, d.cq]),
+                                                                np.concatenate([q.phy, d.phy]),
+                                                                np.concatenate([q.values, d.values]))
+        if not at0:
+            notes.append("the record at commitlog offset 0 is dispatched again by the abnormal recovery, but the "
+                         "store's database has no unit of it to take its queue offset from: not counted")
+    r = predict_rocksdb_restart(store, checkpoint, dispatched, end=end, min_phy=min_phy, abnormal=not clean,
+                                broker_551=config.brokerVersion == "5.5")
+    p = RestartPrediction("5", clean, min_phy, end, rocksdb=True, rocksdb_checkpoint_before=checkpoint,
+                          rocksdb_checkpoint_after=r.checkpoint, truncate_dirty_logic_files=r.truncated)
+    p.recovery_cut, p.recovery_reason = plan.process_offset, plan.reason
+    p.recovery_discarded_messages, p.recovery_discarded_bytes = plan.discarded_messages, plan.discarded_bytes
+    p.recovery_deleted_segments = plan.deleted_segments
+    if clean:
+        p.reput_from, p.reput_from_inclusive = cp0, False
+        first = max(cp0 + 1, plan.checked_from)
+    else:
+        p.reput_from, p.reput_from_inclusive, first = plan.checked_from, True, plan.checked_from
+    p.tail_bytes = max(0, end - first)
+    _queues(p, store, ref, r, end)
+    if r.alt_queues is not None:
+        p.race_checkpoint_after = r.alt_checkpoint
+        p.notes.append("abnormal start: the recovery's dispatch reaches the database through RocksGroupCommitService "
+                       "while the recovery goes on, and truncateDirty reads the checkpoint of that moment: if it runs "
+                       "before the dispatch lands, it cuts the queues first (the race outcome shown per queue)")
+    p.notes.extend(notes)
+    p.notes.append("units at or past the commitlog's end are not deleted (truncateDirty only corrects the max "
+                   "entries and the checkpoint); the reput then starts at the commitlog's end")
+    predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
+                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=end)
+    return p
+
+
+def _queues(p: RestartPrediction, store: dict[str, QueueEntries], ref: dict[str, QueueEntries], r: RocksRestart,
+            end: int) -> None:
+    """Per queue: the entries before and after, units left above the new max, dispatched again, lost."""
+    for name in sorted(set(store) | set(r.queues)):
+        before = store.get(name)
+        after = r.queues[name]
+        alt = r.alt_queues.get(name) if r.alt_queues is not None else None
+        q = QueueRestart(name, layout="rocksdb", max_entry_before=_entry(before.max if before else None),
+                         max_entry_after=_entry(after.max), min_entry_after=_entry(after.min),
+                         units_dispatched_again=r.dispatched.get(name, 0))
+        if alt is not None and (alt.max != after.max or alt.min != after.min):
+            q.race_max_entry_after, q.race_min_entry_after = _entry(alt.max), _entry(alt.min)
+            q.race_units_truncated = int((alt.cq > alt.max[1]).sum()) if alt.max is not None else 0
+        if after.max is not None:
+            q.units_truncated = int((after.cq > after.max[1]).sum())
+        e = ref.get(name)
+        if e is not None:
+            below = e.cq[e.phy < end]
+            q.units_lost = int((~np.isin(below, after.cq)).sum())
+        q.note = r.notes.get(name, "")
+        if (q.units_truncated or q.units_lost or q.units_dispatched_again or q.race_max_entry_after is not None
+                or q.race_min_entry_after is not None or (before is not None and (before.max != after.max
+                                                                                 or before.min != after.min))
+                or (before is None and after.max is not None)):
+            p.queues.append(q)
+        p.units_truncated += q.units_truncated
+        p.units_dispatched_again += q.units_dispatched_again
+        p.units_lost += q.units_lost
