@@ -111,7 +111,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     clean_shutdown: bool, store_index: list[tuple[str, int, dict]],
                     expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
                     read_expected: Callable[[str, str, str], bytes], truncate_at: int | None = None,
-                    reput_from_queues: bool | None = None) -> RestartPrediction:
+                    reput_from_queues: bool | None = None, second_reput: bool = False) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -139,6 +139,14 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     ``commitlog_end``), and ``reput_from_queues``: True for 4.9.8's ``start()`` or 5.x with
     ``recheckReputOffsetFromCq`` (the reput from the queues' max physical offset), False for 5.x
     without it (no dispatch in the recovery, the reput at the committed position: nothing again).
+
+    ``second_reput`` (5.x with ``recheckReputOffsetFromCq=true``): ``DefaultMessageStore.start`` then
+    (``doRecheckReputOffsetFromCq``, 5.3.3 and 5.5.1) walks again from the largest ``getMaxPhysicOffset``
+    over the queues as the recovery's dispatch left them (a batch queue's: the start of its last unit), at
+    least the commitlog's min offset: the units a queue still lacks from there on are appended (a record
+    starting exactly at the queues' max, which the recovery's dispatch skips, is one), and
+    ``IndexService.buildIndex`` puts the keys of the records at or after both that offset and the last
+    index file's ``endPhyOffset`` (the last indexed record a second time).
     """
     is5 = config.is_5x
     p = RestartPrediction("5" if is5 else "4", clean_shutdown, commitlog_min, commitlog_end)
@@ -166,6 +174,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     def in_tail(off: np.ndarray) -> np.ndarray:
         return (off >= first) & (off < commitlog_end)
 
+    top = max((s.restart.max_physic_offset for s in states), default=-1)   # the queues' max after the dispatch
     for s in states:
         q = s.restart
         rules = _rules(q.layout)
@@ -173,16 +182,25 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         for name, lo, hi, n in s.expected_files:
             if hi < first or lo >= commitlog_end:
                 continue
-            if lo >= first and hi < commitlog_end and lo > q.max_physic_offset:
+            if lo >= first and hi < commitlog_end and lo > q.max_physic_offset and not second_reput:
                 n_tail += n
                 continue
             data = read_expected(q.layout, q.queue, name)
             u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
             u = u[rules.is_message(u)]
             off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-            n_tail += int((in_tail(off) & rules.appended(off, size, q.max_physic_offset)).sum())
+            put = in_tail(off) & rules.appended(off, size, q.max_physic_offset)
+            n_tail += int(put.sum())
+            if put.any():
+                top = max(top, int(rules.max_physic(u[put]).max()))
         q.units_dispatched_again = n_tail
-        q.units_lost = int((~in_tail(s.missing_offsets)).sum())
+    again = max(top, commitlog_min, 0) if second_reput else commitlog_end
+    for s in states:
+        q = s.restart
+        left = s.missing_offsets[~in_tail(s.missing_offsets)]
+        later = (left >= again) & (left < commitlog_end)   # the second reput appends them
+        q.units_dispatched_again += int(later.sum())
+        q.units_lost = int((~later).sum())
         q.ext_units_orphaned = _ext_orphans(s)
         p.units_dropped_by_recover += q.units_dropped_by_recover
         p.units_truncated += q.units_truncated
@@ -207,13 +225,30 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             continue
         last_end = header["end_phy_offset"]
     threshold = max(first, last_end)
-    keys = 0
+    keys, end_phy = 0, last_end
     for data in expected_index():
         v = IndexView.parse(data, config.maxHashSlotNum, config.maxIndexNum)
         if v.header["end_phy_offset"] < threshold:
             break  # files newest first: the older ones end even earlier
         n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
-        keys += int((v.entries["commitlogOffset"][1:1 + n_entries] >= threshold).sum())
+        offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
+        put = offs >= threshold
+        keys += int(put.sum())
+        if put.any():
+            end_phy = max(end_phy, int(offs[put].max()))
+    if second_reput:   # the second walk: records at or after its start and the last index file's endPhyOffset
+        threshold = max(again, end_phy)
+        for data in expected_index():
+            v = IndexView.parse(data, config.maxHashSlotNum, config.maxIndexNum)
+            if v.header["end_phy_offset"] < threshold:
+                break
+            n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
+            offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
+            keys += int(((offs >= threshold) & (offs < commitlog_end)).sum())
+        p.notes.append(f"recheckReputOffsetFromCq=true: DefaultMessageStore.start walks the commitlog again from "
+                       f"{again} (the queues' largest getMaxPhysicOffset after the recovery's dispatch; a batch "
+                       "queue's is the start of its last unit), appending what the queues still lack from there and "
+                       "indexing the last indexed record a second time when it lies there")
     p.index_keys_put_again = keys
     if recovery_dispatches:
         p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
