@@ -3,9 +3,10 @@
 
 :class:`Accepted` collects, while :mod:`store_format.recovery` walks, what the records recovery accepted
 leave in the consume queues and the index; :func:`start_reput_check` says where the second reput starts
-and refuses the cases where it would write what a rebuild cannot (checked against a 5.3.3 broker: the
-last indexed record put a second time).  :func:`reput_records_from` counts what the reput's walk finds
-after the cut, the records a restart discards.
+and what it writes again (:class:`SecondReput`: the last indexed record's keys; a RocksDB store's record at
+offset 0), and refuses a start from before the segment recovery dispatched from.  Checked against the
+4.9.8 and 5.5.1 brokers' restarts (tests/test_restart_layouts_broker.py, tests/test_rocksdb_restart_broker.py).
+:func:`reput_records_from` counts what the reput's walk finds after the cut, the records a restart discards.
 """
 from __future__ import annotations
 
@@ -107,12 +108,6 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
             "did not: not reproduced; let the broker recover")
     indexed = accepted.last_indexed if accepted.last_indexed > dispatch_above else -1
     offset_zero = config.rocksdb_cq and dispatch_above >= 0 and reput == 0
-    if not (batch_topics or config.rocksdb_cq) and config.messageIndexEnable and indexed >= reput:
-        raise UnsupportedConfigError(
-            f"{why}DefaultMessageStore.start walks the commitlog again from {reput} (end of the last consume "
-            f"queue unit) and IndexService.buildIndex indexes the record at {indexed} a second "
-            "time (it skips only records below the last index file's endPhyOffset): not reproduced; let the "
-            "broker recover")
     return SecondReput(reput, reindex=indexed if config.messageIndexEnable and indexed >= reput else -1,
                        rocksdb_offset_zero=offset_zero, index_offset_zero=offset_zero and indexed < 0)
 
