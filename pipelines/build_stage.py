@@ -11,7 +11,7 @@ import pyarrow.fs as pafs
 
 from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
-from store_format.errors import StoreLayoutError
+from store_format.errors import StoreError, StoreLayoutError
 from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
 from store_format.store import resolve
 from store_format.timeutil import zone
@@ -22,6 +22,7 @@ from .build_batch import BCQ_KIND
 from .chain import index_file_parts
 from .commit import StagedOutput
 from .stages import ReputWalk, TaskRunner
+from .workfiles import read_keys
 
 __all__ = ["Built", "build_files"]
 
@@ -65,9 +66,12 @@ class _BuildStage:
         self.progress.stage("build", "consume queue and index files")
         chain, index_in, index_totals = walk.chain, walk.index_in, walk.index_totals
         order = [e.split.split_id for e in chain.entries]
-        total_keys = index_totals["keys"]
         index_enabled = config.messageIndexEnable and index_totals["dispatched"] > 0
-        file_parts = index_file_parts(chain, index_in, total_keys, config.index_entries_per_file) \
+        again = self._indexed_again(walk) if index_enabled else None
+        if again is not None:   # the keys the restart's second reput puts again follow the others
+            index_totals["keys"] += again[3]
+        total_keys = index_totals["keys"]
+        file_parts = index_file_parts(chain, index_in, total_keys, config.index_entries_per_file, again) \
             if index_enabled else []
         tasks = index_tasks(file_parts, total_keys, config, self.runner.parallelism, self.staged.staging_uri)
         if not config.rocksdb_cq:
@@ -104,6 +108,23 @@ class _BuildStage:
                               f"{batch['units']:,} units; " if batch else "")
                            + f"{len(index_files)} index files, {total_keys:,} keys")
         return built
+
+    @staticmethod
+    def _indexed_again(walk: ReputWalk) -> tuple[int, int, int, int] | None:
+        """``--as-restart`` whose second reput (``DefaultMessageStore.start``) indexes the last indexed
+        record again (``StoreLocation.reindex``: :class:`store_format.restart_reput.SecondReput`):
+        ``(split, carry, keys before, keys)`` for :func:`pipelines.chain.index_file_parts`, the split
+        that holds that record read once more from its offset (``IndexService.buildIndex`` puts what is
+        at or above the last file's ``endPhyOffset``)."""
+        at = walk.store.reindex
+        if at < 0:
+            return None
+        keyed = [e.split.split_id for e in walk.chain.entries if walk.index_in.get(e.split.split_id, (0, 0, 0))[2]]
+        keys = read_keys(walk.work_uri, keyed[-1]) if keyed else None
+        if keys is None or not len(keys.offset) or int(keys.offset[-1]) != at:
+            raise StoreError(f"the restart's second reput indexes the record at {at} again, but the rebuild's last "
+                             "indexed record is elsewhere")
+        return keyed[-1], at, int(walk.index_totals["keys"]), int(keys.counts[-1])
 
     def _rocksdb_queue(self, walk: ReputWalk, order: list[int]) -> tuple[int, int]:
         """``storeType=defaultRocksDB``: the consume queue database, written here from the units'

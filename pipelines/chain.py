@@ -210,13 +210,14 @@ def carry_index_state(chain: Chain, config: BrokerConfig, rewalk: Rewalk,
 
 
 def index_file_parts(chain: Chain, entering: dict[int, tuple[int, int, int]], total_keys: int,
-                     per_file: int) -> list[list[list[int]]]:
+                     per_file: int, again: tuple[int, int, int, int] | None = None) -> list[list[list[int]]]:
     """For each index file, ``[split_id, carry, keys before]`` of the splits holding its entries or
-    the previous file's last entry, in chain order."""
+    the previous file's last entry, in chain order; ``again``: ``(split_id, carry, keys before, keys)``
+    of a split read a second time after the chain (a restart's second reput: its records at or above
+    ``carry`` are indexed again, :class:`store_format.restart_reput.SecondReput`)."""
     files: list[list[list[int]]] = [[] for _ in range(-(-total_keys // per_file))]
-    for entry in chain.entries:
-        sid = entry.split.split_id
-        carry, base, count = entering.get(sid, (0, 0, 0))
+    parts = [(e.split.split_id, *entering.get(e.split.split_id, (0, 0, 0))) for e in chain.entries]
+    for sid, carry, base, count in parts + ([again] if again is not None else []):
         if not count:
             continue
         first_file = max(base - 1, 0) // per_file if base else 0

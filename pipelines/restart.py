@@ -103,8 +103,14 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
         if seg.base < plan.dispatch_from:
             raise StoreError(f"recovery dispatches from {plan.dispatch_from}, inside segment {seg.name}: not supported")
         readable = plan.process_offset - seg.base if seg.base <= plan.process_offset < seg.end else -1
-        kept.append(dataclasses.replace(seg, index=len(kept), readable=readable,
-                                        dispatch_offset_zero=config.rocksdb_cq and plan.dispatch_above < 0))
+        offset_zero = config.rocksdb_cq and (plan.dispatch_above < 0 or plan.rocksdb_offset_zero)
+        kept.append(dataclasses.replace(seg, index=len(kept), readable=readable, dispatch_offset_zero=offset_zero,
+                                        index_offset_zero=plan.dispatch_above < 0 or plan.index_offset_zero))
     if not kept:
         raise StoreError(f"{st.uri}: a restart keeps no commitlog data (recovery cut at {plan.process_offset})")
-    return StoreLocation(st.uri, st.fs, st.root, kept, batch_topics=st.batch_topics), Restart(plan)
+    if plan.restart_reput_from >= 0:
+        progress.emit(f"[rebuild] as a restart: the second reput (DefaultMessageStore.start) walks again from "
+                      f"{plan.restart_reput_from}" + (f" and indexes the record at {plan.reindex} again"
+                                                       if plan.reindex >= 0 else ""))
+    return StoreLocation(st.uri, st.fs, st.root, kept, batch_topics=st.batch_topics, reindex=plan.reindex), \
+        Restart(plan)

@@ -149,6 +149,10 @@ class RecoveryPlan:
         dispatch_above: records at commitlog offsets at or below this are read, not dispatched (5.x normal
             recovery: ``doDispatch`` only above the consume queues' max physical offset; 0 for an empty
             RocksDB consume queue); -1: every record from ``dispatch_from`` on is dispatched.
+        reindex: the offset of the record the second reput (``restart_reput_from``) indexes again
+            (:class:`store_format.restart_reput.SecondReput`); -1: none.
+        rocksdb_offset_zero: that reput dispatches the RocksDB store's record at offset 0, which the normal
+            recovery read only; ``index_offset_zero``: its keys too (no other record put a key).
     """
     mode: str
     process_offset: int
@@ -164,6 +168,9 @@ class RecoveryPlan:
     segments: int = 0
     restart_reput_from: int = -1
     dispatch_above: int = -1
+    reindex: int = -1
+    rocksdb_offset_zero: bool = False
+    index_offset_zero: bool = False
 
     @property
     def deleted_segments(self) -> int:
@@ -363,7 +370,7 @@ def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, ch
                 res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=window + _WINDOW_MARGIN,
                                     keep_text=True, scratch=scratch)
                 stop, n_ok = _check_rows(res, seg, check_crc=check_crc, is_5x=is_5x)
-                accepted.add(res.rec[:n_ok])
+                accepted.add(res, n_ok)
                 if stop is not None:
                     return stop
                 state = res.state
@@ -414,11 +421,7 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     Raises:
         UnsupportedConfigError: 5.x with ``forceVerifyPropCRC=true`` (a whole-record CRC property is checked
             instead of the body CRC; not reproduced) or ``enableControllerMode=true``; a start whose second
-            reput would write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`);
-            BatchCQ topics with ``recheckReputOffsetFromCq=true`` (``BatchConsumeQueue.getMaxPhysicOffset`` is
-            the start of a queue's last unit, so that second reput starts there: not modelled); the
-            same switch with a RocksDB consume queue (``RocksDBConsumeQueue.getMaxPhysicOffset`` is a queue's
-            "max" entry, the start of its last unit).
+            reput would write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`).
 
     Example:
         >>> plan = plan_recovery(open_store("store", config), config)  # doctest: +SKIP
@@ -431,17 +434,6 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
             "recovery: see store_format.dledger_recovery (rebuild --as-restart)")
     config = resolve_broker_version(store, config)
     is_5x = config.is_5x
-    if store.batch_topics and config.recheckReputOffsetFromCq:
-        raise UnsupportedConfigError(
-            f"BatchCQ topics ({', '.join(sorted(store.batch_topics))}) with recheckReputOffsetFromCq=true: the "
-            "restart's second reput then starts at the largest BatchConsumeQueue.getMaxPhysicOffset, the start (not "
-            "the end) of a batch queue's last unit, and may index that record again: not reproduced; let the "
-            "broker recover")
-    if config.rocksdb_cq and config.recheckReputOffsetFromCq:
-        raise UnsupportedConfigError(
-            "storeType=defaultRocksDB with recheckReputOffsetFromCq=true: the restart's second reput then starts at "
-            "the largest RocksDBConsumeQueue.getMaxPhysicOffset, a queue's max entry (the start, not the end, of "
-            "its last unit), and may index that record again: not reproduced; let the broker recover")
     if abnormal is None:
         abnormal = store.broker_may_be_running()
     if config.brokerVersion == "5.5" and abnormal and (config.enableAcceleratedRecovery
@@ -474,15 +466,18 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     kept = sum(1 for s in segs if s.base <= process_offset)
     records, nbytes = reput_records_from(store, config, process_offset, window, _WINDOW_MARGIN)
     dispatch_from = segs[0].base if (not is_5x and not abnormal) else checked_from
-    restart_reput_from = -1
+    second = None
+    dispatch_above = max_phy if is_5x and not abnormal else -1
     if max_phy_offset_of_consume_queue < 0 and (is_5x or abnormal):
-        restart_reput_from = start_reput_check(config, segs[0].base, checked_from, process_offset, accepted,
-                                                abnormal=abnormal)
+        second = start_reput_check(config, segs[0].base, checked_from, process_offset, accepted,
+                                   abnormal=abnormal, batch_topics=store.batch_topics, dispatch_above=dispatch_above)
     plan = RecoveryPlan(
         mode=MODE_ABNORMAL if abnormal else MODE_NORMAL, process_offset=process_offset, checked_from=checked_from,
         kept_segments=kept, discarded_bytes=nbytes, discarded_messages=records, reason=stop.reason,
         broker_version="5" if is_5x else "4", check_crc=crc, dispatch_from=dispatch_from, stop_kind=stop.kind,
-        segments=len(segs), restart_reput_from=restart_reput_from,
-        dispatch_above=max_phy if is_5x and not abnormal else -1)
+        segments=len(segs), restart_reput_from=second.reput if second is not None else -1,
+        dispatch_above=dispatch_above, reindex=second.reindex if second is not None else -1,
+        rocksdb_offset_zero=second is not None and second.rocksdb_offset_zero,
+        index_offset_zero=second is not None and second.index_offset_zero)
     log.info("%s", plan.render())
     return plan

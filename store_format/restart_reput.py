@@ -3,9 +3,10 @@
 
 :class:`Accepted` collects, while :mod:`store_format.recovery` walks, what the records recovery accepted
 leave in the consume queues and the index; :func:`start_reput_check` says where the second reput starts
-and refuses the cases where it would write what a rebuild cannot (checked against a 5.3.3 broker: the
-last indexed record put a second time).  :func:`reput_records_from` counts what the reput's walk finds
-after the cut, the records a restart discards.
+and what it writes again (:class:`SecondReput`: the last indexed record's keys; a RocksDB store's record at
+offset 0), and refuses a start from before the segment recovery dispatched from.  Checked against the
+4.9.8 and 5.5.1 brokers' restarts (tests/test_restart_layouts_broker.py, tests/test_rocksdb_restart_broker.py).
+:func:`reput_records_from` counts what the reput's walk finds after the cut, the records a restart discards.
 """
 from __future__ import annotations
 
@@ -16,63 +17,99 @@ import numpy as np
 from . import commitlog as cl
 from .config import BrokerConfig
 from .errors import UnsupportedConfigError
+from .javahash import java_utf8_decode
 from .reput import next_reput_offset
 from .store import StoreLocation
 
-__all__ = ["Accepted", "reput_records_from", "start_reput_check"]
+__all__ = ["Accepted", "SecondReput", "reput_records_from", "start_reput_check"]
 
 
 @dataclasses.dataclass
 class Accepted:
-    """What the records recovery accepted leave behind for ``DefaultMessageStore.start``: the largest
-    ``maxPhysicOffset`` of a consume queue (``offset + size`` of the last record put into one,
-    ``ConsumeQueue.putMessagePositionInfo``; -1: none) and the last index file's ``endPhyOffset``
-    (the offset of the last record whose keys ``IndexService.buildIndex`` put; -1: none)."""
+    """What the records recovery accepted leave behind for ``DefaultMessageStore.start``: the last record
+    put into a consume queue (``cq_start``, ``cq_end``: its offset and ``offset + size``; -1: none) and its
+    topic, and the last index file's ``endPhyOffset`` (``last_indexed``: the offset of the last record whose
+    keys ``IndexService.buildIndex`` put; -1: none)."""
+    cq_start: int = -1
     cq_end: int = -1
+    cq_topic: str = ""
     last_indexed: int = -1
 
-    def add(self, rec: np.ndarray) -> None:
+    def add(self, res: cl.WalkResult, n: int) -> None:
+        """The first ``n`` records of a recovery walk's result ``res`` (walked with their text)."""
+        rec = res.rec[:n]
         if not len(rec):
             return
         cq = np.nonzero((rec[:, cl.R_FLAGS] & cl.F_CQ) != 0)[0]
         if len(cq):
-            self.cq_end = int(rec[cq[-1], cl.R_PHYS] + rec[cq[-1], cl.R_TOTAL])
+            last = rec[cq[-1]]
+            self.cq_start, self.cq_end = int(last[cl.R_PHYS]), int(last[cl.R_PHYS] + last[cl.R_TOTAL])
+            at = int(last[cl.R_TOPIC_START]) - res.text_origin
+            self.cq_topic = java_utf8_decode(np.asarray(res.text, dtype=np.uint8)[at:at + int(last[cl.R_TOPIC_LEN])])
         keyed = np.nonzero(((rec[:, cl.R_FLAGS] & cl.F_INDEX) != 0) & (rec[:, cl.R_KEY_COUNT] > 0))[0]
         if len(keyed):
             self.last_indexed = int(rec[keyed[-1], cl.R_PHYS])
 
+    def max_physic_offset(self, batch_topics: frozenset[str]) -> int:
+        """The largest ``getMaxPhysicOffset`` over the queues recovery filled: ``ConsumeQueue``'s is the end
+        of its last unit, ``BatchConsumeQueue``'s (``maxMsgPhyOffsetInCommitLog``, 5.3.3 and 5.5.1) the
+        *start* of its last unit.  Records come in commitlog order, so it is the last queued record's
+        (light queue units end where their record's own unit ends; a batch topic's record has none)."""
+        return self.cq_start if self.cq_topic in batch_topics else self.cq_end
+
+
+@dataclasses.dataclass(frozen=True)
+class SecondReput:
+    """Where ``DefaultMessageStore.start``'s second reput starts (``reput``) and what it writes that the
+    recovery did not: ``reindex``, the offset of the record whose keys ``IndexService.buildIndex`` puts a
+    second time (-1: none), and ``rocksdb_offset_zero``: a RocksDB consume queue store's record at
+    commitlog offset 0, which the normal recovery read but did not dispatch, now dispatched (its units;
+    its keys only when ``index_offset_zero``: no record recovery dispatched had put a key)."""
+    reput: int
+    reindex: int = -1
+    rocksdb_offset_zero: bool = False
+    index_offset_zero: bool = False
 
 
 def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, process_offset: int,
-                       accepted: Accepted, *, abnormal: bool) -> int:
-    """Where ``DefaultMessageStore.start`` sets the reput after a recovery that dispatched, and a refusal
-    where that reput would write what the rebuild cannot.
+                       accepted: Accepted, *, abnormal: bool, batch_topics: frozenset[str] = frozenset(),
+                       dispatch_above: int = -1) -> SecondReput | None:
+    """Where ``DefaultMessageStore.start`` sets the reput after a recovery that dispatched, what that reput
+    adds, and a refusal where it would write what the rebuild cannot (None: the reput starts at the
+    commitlog's end and adds nothing).
 
-    4.9.8 ``start()`` always, 5.x ``doRecheckReputOffsetFromCq`` with ``recheckReputOffsetFromCq=true``:
-    the reput restarts at the largest ``maxPhysicOffset`` of the consume queues, at least the commitlog's
-    minimum offset, and walks to the end again.  ``ConsumeQueue.putMessagePositionInfo`` drops a unit with
-    ``offset + size <= maxPhysicOffset`` (so no queue gets a unit twice), but ``IndexService.buildIndex``
-    skips only records *below* the last index file's ``endPhyOffset``: the last indexed record is indexed
-    a second time when it lies at or after that restart point (a keyed prepared transaction message after
-    the last queued record).  5.x without the switch: ``start()`` sets the reput to
-    ``CommitLog.getConfirmOffset()``, the end of the recovered commitlog, and it adds nothing (-1).
+    4.9.8 ``start()`` always, 5.x ``doRecheckReputOffsetFromCq`` (5.3.3 and 5.5.1 alike) with
+    ``recheckReputOffsetFromCq=true``: the reput restarts at the largest ``getMaxPhysicOffset`` over the
+    consume queue table (:meth:`Accepted.max_physic_offset`), at least the commitlog's minimum offset
+    (and 0), and walks to the end again.  A RocksDB consume queue store's table holds no queue after a
+    restart (``RocksDBConsumeQueueStore.findOrCreateConsumeQueue`` is called by readers only, the
+    recovery's units go to the group commit service), so it starts at the minimum offset.
+
+    What that walk writes: ``ConsumeQueue.putMessagePositionInfo`` drops a unit with ``offset + size <=``
+    the queue's max (its light queue units likewise, each queue's own max), and
+    ``BatchConsumeQueue.putBatchMessagePositionInfo`` one with ``offset <=`` the start of the queue's last
+    unit: every record recovery queued is dropped.  A RocksDB queue puts every unit again under the same
+    key and value (nothing changes) and the record at offset 0, which a normal recovery does not
+    dispatch, now gets its units.  ``IndexService.buildIndex`` skips only records *below* the last index
+    file's ``endPhyOffset``: the last indexed record is indexed a second time when the walk reaches it,
+    and the record at offset 0 is indexed only when nothing else was.  5.x without the switch:
+    ``start()`` sets the reput to ``CommitLog.getConfirmOffset()``, the end of the recovered commitlog.
     """
     if config.is_5x and not config.recheckReputOffsetFromCq:
-        return -1
-    reput = max(accepted.cq_end, min_offset, 0)
+        return None
+    queues = -1 if config.rocksdb_cq else accepted.max_physic_offset(batch_topics)
+    reput = max(queues, min_offset, 0)
     why = "recheckReputOffsetFromCq=true: " if config.is_5x else ""
     if reput < checked_from:
         raise UnsupportedConfigError(
             f"{why}after the {'abnormal' if abnormal else 'normal'} recovery (which dispatched from offset "
-            f"{checked_from} and put no consume queue unit) DefaultMessageStore.start walks the commitlog again "
-            f"from {reput}, dispatching records recovery did not: not reproduced; let the broker recover")
-    if config.messageIndexEnable and accepted.last_indexed >= reput:
-        raise UnsupportedConfigError(
-            f"{why}DefaultMessageStore.start walks the commitlog again from {reput} (end of the last consume "
-            f"queue unit) and IndexService.buildIndex indexes the record at {accepted.last_indexed} a second "
-            "time (it skips only records below the last index file's endPhyOffset): not reproduced; let the "
-            "broker recover")
-    return reput
+            f"{checked_from}{'' if config.rocksdb_cq else ' and put no consume queue unit'}) "
+            f"DefaultMessageStore.start walks the commitlog again from {reput}, dispatching records recovery "
+            "did not: not reproduced; let the broker recover")
+    indexed = accepted.last_indexed if accepted.last_indexed > dispatch_above else -1
+    offset_zero = config.rocksdb_cq and dispatch_above >= 0 and reput == 0
+    return SecondReput(reput, reindex=indexed if config.messageIndexEnable and indexed >= reput else -1,
+                       rocksdb_offset_zero=offset_zero, index_offset_zero=offset_zero and indexed < 0)
 
 
 def reput_records_from(store: StoreLocation, config: BrokerConfig, offset: int, window: int,

@@ -59,7 +59,8 @@ from .walkresult import (
 )
 
 __all__ = ["CHECKPOINT_TOPIC", "OFFSET_FAMILY", "RocksCqEntries", "cq_key", "cq_value", "offset_key",
-           "offset_value", "checkpoint_key", "rocksdb_cq_entries", "undispatch_first_record"]
+           "offset_value", "checkpoint_key", "rocksdb_cq_entries", "undispatch_first_record",
+           "unindex_first_record"]
 
 CTRL_1 = b"\x01"                   # AbstractRocksDBStorage.CTRL_1
 OFFSET_FAMILY = "offset"           # ConsumeQueueRocksDBStorage.OFFSET_COLUMN_FAMILY
@@ -157,16 +158,30 @@ def undispatch_first_record(res: WalkResult) -> WalkResult:
     the empty database answers 0 as its dispatched position, and only records above it are
     dispatched).  It stays among the records read; its index keys and light queue units leave the
     result (``res.key`` holds the keys of dispatched records only, in walk order)."""
+    return _first_record_without(res, dispatch=False)
+
+
+def unindex_first_record(res: WalkResult) -> WalkResult:
+    """A walk's result with the record at commitlog offset 0 dispatched to its queues but without its
+    index keys: a 5.x restart with ``recheckReputOffsetFromCq=true`` after a normal recovery
+    (``DefaultMessageStore.doRecheckReputOffsetFromCq``, 5.3.3 and 5.5.1): the second reput starts at
+    offset 0 and dispatches that record, which ``IndexService.buildIndex`` then skips as it lies below
+    the last index file's ``endPhyOffset`` (:class:`store_format.restart_reput.SecondReput`)."""
+    return _first_record_without(res, dispatch=True)
+
+
+def _first_record_without(res: WalkResult, *, dispatch: bool) -> WalkResult:
     hit = np.flatnonzero(res.rec[:, R_PHYS] == 0)
     if not len(hit) or res.rec[hit[0], R_STATUS] != STATUS_DISPATCHED:
         return res
     i = int(hit[0])
     rec = res.rec.copy()
-    rec[i, R_STATUS] = STATUS_BELOW_ROCKSDB_START
+    if not dispatch:
+        rec[i, R_STATUS] = STATUS_BELOW_ROCKSDB_START
     first, count = int(rec[i, R_KEY_FIRST]), int(rec[i, R_KEY_COUNT])
     key = res.key
     if count > 0:
         key = np.delete(res.key, np.arange(first, first + count), axis=0)
         rec[rec[:, R_KEY_FIRST] >= first + count, R_KEY_FIRST] -= count
         rec[i, R_KEY_COUNT] = 0
-    return dataclasses.replace(res, rec=rec, key=key, lmq=res.lmq[res.lmq[:, L_REC] != i])
+    return dataclasses.replace(res, rec=rec, key=key, lmq=res.lmq if dispatch else res.lmq[res.lmq[:, L_REC] != i])

@@ -51,6 +51,9 @@ class Segment:
     # RocksDB consume queue: the record at commitlog offset 0 is dispatched (a restart's abnormal recovery:
     # store_format.recovery), not read only as a rebuild into an empty database does (store_format.rocksdb_cq)
     dispatch_offset_zero: bool = False
+    # ... and with its keys (False: its units only, as a restart's second reput dispatches it after the
+    # recovery indexed later records: store_format.restart_reput.SecondReput)
+    index_offset_zero: bool = True
 
     @property
     def end(self) -> int:
@@ -72,6 +75,9 @@ class StoreLocation:
     dledger: DLedgerLog | None = None  # enableDLegerCommitLog: the DLedger log the last segments come from
     # topics whose queues go to batchconsumequeue/ (config/topics.json: store_layouts.store_batch_topics)
     batch_topics: frozenset[str] = frozenset()
+    # a restart's second reput indexes the keys of the record at this offset a second time (-1: none;
+    # store_format.restart_reput.SecondReput)
+    reindex: int = -1
 
     @property
     def commitlog_dir(self) -> str:

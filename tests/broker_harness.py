@@ -30,7 +30,8 @@ Restart knobs (``tests/broker/src/common/harness/Damage.java``; :func:`restart_v
 ``damageMessage`` (an index into the scenario's puts) flips a body byte of that put's record after the
 writes, ``abort`` leaves an ``abort`` file; with either, ``<dir>/before`` keeps the store as the restart
 found it (commitlog, checkpoint, abort, ``config/topics.json``) and the line adds ``damagedRecord`` (its
-commitlog offset) and ``damagedByte``. ``keepQueues`` (:mod:`test_restart_prediction_broker`): the restart
+commitlog offset) and ``damagedByte``; ``keepBefore`` keeps ``<dir>/before`` without either.
+``keepQueues`` (:mod:`test_restart_prediction_broker`): the restart
 keeps the queue folders and ``index/`` (``before/`` has them too; ``expected/`` then holds them as the
 restart left them), and the line adds ``queuesAfterLoad`` and ``queuesAfterDispatch``: "topic/queueId" ->
 the queue's class (``type``), ``maxOffset`` (where its files end), ``files``, ``maxPhysicOffset`` and,

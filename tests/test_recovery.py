@@ -315,7 +315,8 @@ def test_rocksdb_consume_queue_recovery_starts_at_offset_zero(written: Written, 
     not from the checkpoint's logicsPhysicalOffset.  A checkpoint that starts the file queues' abnormal
     recovery at segment 2 (by its timestamps and its logicsPhysicalOffset) leaves it at segment 0; the
     normal recovery dispatches only records above offset 0, the abnormal one every record.  5.5.1 still
-    walks back at most commitLogRecoverMaxNum segments; recheckReputOffsetFromCq=true is refused."""
+    walks back at most commitLogRecoverMaxNum segments; with recheckReputOffsetFromCq=true the second reput
+    starts at offset 0 (refused where the recovery started later)."""
     from store_format.errors import UnsupportedConfigError
 
     rocks = dataclasses.replace(written.config, brokerVersion=version, storeType="defaultRocksDB")
@@ -334,8 +335,12 @@ def test_rocksdb_consume_queue_recovery_starts_at_offset_zero(written: Written, 
         limited = dataclasses.replace(rocks, commitLogRecoverMaxNum=3)   # segments 5, 4, 3: the count runs out
         for crashed in (False, True):
             assert plan_recovery(store, limited, abnormal=crashed, checkpoint=cp).checked_from == written.bases[3]
-    with pytest.raises(UnsupportedConfigError, match="recheckReputOffsetFromCq"):
-        plan_recovery(store, dataclasses.replace(rocks, recheckReputOffsetFromCq=True), abnormal=False)
+    recheck = dataclasses.replace(rocks, recheckReputOffsetFromCq=True)
+    second = plan_recovery(store, recheck, abnormal=False)   # an empty queue table: the reput from the min offset
+    assert (second.restart_reput_from, second.rocksdb_offset_zero) == (0, True)
+    if version == "5.5":   # ... before the segment the recovery started from
+        with pytest.raises(UnsupportedConfigError, match="recheckReputOffsetFromCq"):
+            plan_recovery(store, dataclasses.replace(recheck, commitLogRecoverMaxNum=3), abnormal=False)
 
 
 def test_plan_renders_and_serializes(written: Written) -> None:

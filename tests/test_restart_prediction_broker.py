@@ -48,12 +48,24 @@ def _kept(sc: dict) -> dict:
     return {**sc, "name": f"{sc['name']}-kept", "damageMessage": puts - 6, "keepQueues": True}
 
 
+def _recheck(sc: dict) -> list[dict]:
+    """``sc`` ending in a keyed message to a BatchCQ topic with ``recheckReputOffsetFromCq=true``, restarted on its
+    own files undamaged (``-recheck-kept``: the start's second reput, from the start of that record's batch unit,
+    indexes it again) and damaged (``-recheck-damaged-kept``)."""
+    last = {"topic": "BT0", "queueId": 0, "body": "dGFpbA==", "keys": "the-last-key",
+            "uniqKey": "7F00000100002A9F00000000FFFFFFFD"}
+    tail = {**sc, "name": f"{sc['name']}-recheck", "messages": [*sc["messages"], last],
+            "config": {**sc["config"], "recheckReputOffsetFromCq": "true"}}
+    return [{**tail, "name": f"{tail['name']}-kept", "keepQueues": True, "keepBefore": True},
+            _kept({**tail, "name": f"{tail['name']}-damaged"})]
+
+
 def _scenarios(line: str) -> list[dict]:
     scs: list[dict] = []
     if line in EXT_LINES:
         scs += [_kept(sc) for sc in cqext_scenarios(line) if not sc["name"].endswith("-lmq")]
     if line in BATCH_LINES:
-        scs += [_kept(sc) for sc in batchcq_scenarios(line)]
+        scs += [_kept(sc) for sc in batchcq_scenarios(line)] + _recheck(batchcq_scenarios(line)[0])
     return scs
 
 
@@ -126,6 +138,12 @@ def _last_ext_end(folder: Path, end: int) -> int:
     return tags - LONG_MIN + 20 if tags <= -(1 << 31) - 1 else 0
 
 
+def _index_entries(folder: Path) -> int:
+    """Entries in a folder's index files (IndexHeader.indexCount, at byte 36, counts from 1)."""
+    return sum(max(int.from_bytes(f.read_bytes()[36:40], "big") - 1, 0) for f in folder.iterdir()) \
+        if folder.is_dir() else 0
+
+
 @pytest.mark.parametrize("line,name", CASES)
 def test_verify_predicts_the_broker_restart_on_its_own_files(restarted, line: str, name: str) -> None:
     d = Path(restarted["scenario"]["dir"])
@@ -138,7 +156,7 @@ def test_verify_predicts_the_broker_restart_on_its_own_files(restarted, line: st
     # the commitlog: where the broker's recovery ended it (at the damaged record when its walk reaches it:
     # 5.5.1 starts at the last segment whose first record the queues cover)
     assert p["recovery_cut"] == w["maxPhyOffset"]
-    damage_cut = w["maxPhyOffset"] == w["damagedRecord"]
+    damage_cut = w["maxPhyOffset"] == w.get("damagedRecord")
     assert p["truncate_dirty_logic_files"] == (damage_cut or line == "5.5.1")
     listed = {(q["layout"], q["queue"]): q for q in p["queues"]}
     after_load, after_dispatch = w["queuesAfterLoad"], w["queuesAfterDispatch"]
@@ -178,6 +196,11 @@ def test_verify_predicts_the_broker_restart_on_its_own_files(restarted, line: st
     assert p["units_truncated"] + p["units_dropped_by_recover"] == cut_by_broker
     assert p["units_dispatched_again"] == added_by_broker
     assert p["ext_units_orphaned"] == orphans_by_broker
+    if "-recheck-" in name:   # index: the entries the start put (its second reput: the last record's keys again)
+        put = _index_entries(d / "expected" / "index") - _index_entries(d / "before" / "index")
+        assert p["index_keys_put_again"] == put
+        if "-recheck-kept" in name:
+            assert put == 2   # the last record's UNIQ_KEY and KEYS
     if not damage_cut:
         assert cut_by_broker == 0
     elif "-cqext-" in name:

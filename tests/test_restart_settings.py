@@ -104,33 +104,34 @@ def _prepared_tail(root: Path, version: str) -> tuple[list[int], int]:
     return offsets, n - 1
 
 
-def test_recheck_reput_offset_from_cq_refuses_a_second_index_put(tmp_path: Path) -> None:
+def test_recheck_reput_offset_from_cq_plans_a_second_index_put(tmp_path: Path) -> None:
     """5.x ``doRecheckReputOffsetFromCq`` (``recheckReputOffsetFromCq=true``) restarts the reput at the
     consume queues' largest ``maxPhysicOffset`` (the end of the last queued record).  A keyed prepared
     message after it was indexed by the recovery and is put again (``IndexService.buildIndex`` skips only
-    records below ``endPhyOffset``, which is that record's own offset): refused, not guessed.  Without the
-    switch ``start()`` sets the reput at ``getConfirmOffset()``, the end: the restart is planned."""
+    records below ``endPhyOffset``, which is that record's own offset): the plan names it (the rebuild puts
+    its keys again: checked against the broker in test_restart_layouts_broker).  Without the switch
+    ``start()`` sets the reput at ``getConfirmOffset()``, the end."""
     store = tmp_path / "store"
     offsets, last = _prepared_tail(store, "5")
     st = open_store(str(store), _conf("", "5"))
     plan = plan_recovery(st, _conf("", "5"), abnormal=False)
     assert plan.restart_reput_from == -1 and plan.dispatch_from == st.segments[0].base
-    with pytest.raises(UnsupportedConfigError, match=rf"recheckReputOffsetFromCq=true.*{offsets[last]}"):
-        plan_recovery(st, _conf("recheckReputOffsetFromCq=true", "5"), abnormal=False)
+    plan = plan_recovery(st, _conf("recheckReputOffsetFromCq=true", "5"), abnormal=False)
+    assert (plan.restart_reput_from, plan.reindex) == (offsets[last], offsets[last])
     # the same switch without keys on that record: the second reput adds nothing
     plan = plan_recovery(st, _conf("recheckReputOffsetFromCq=true\nmessageIndexEnable=false", "5"), abnormal=False)
     assert plan.restart_reput_from == offsets[last]   # end of the last queued record = start of the prepared one
+    assert plan.reindex == -1
 
 
 def test_49_abnormal_start_reput_is_checked_always(tmp_path: Path) -> None:
     """4.9.8 ``DefaultMessageStore.start`` always restarts the reput at the consume queues' largest
-    ``maxPhysicOffset`` after an abnormal recovery (no switch): the same prepared tail is refused; a
+    ``maxPhysicOffset`` after an abnormal recovery (no switch): the same prepared tail is indexed again; a
     normal 4.9.8 recovery dispatches nothing, its reput starts at the first segment."""
     store = tmp_path / "store"
-    _prepared_tail(store, "4")
+    offsets, last = _prepared_tail(store, "4")
     st = open_store(str(store), _conf("", "4"))
-    with pytest.raises(UnsupportedConfigError, match="second"):
-        plan_recovery(st, _conf("", "4"), abnormal=True)
+    assert plan_recovery(st, _conf("", "4"), abnormal=True).reindex == offsets[last]
     assert plan_recovery(st, _conf("", "4"), abnormal=False).restart_reput_from == -1
 
 

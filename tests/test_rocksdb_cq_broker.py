@@ -146,23 +146,18 @@ def test_index_files_are_the_broker_s(written, line, name):
 
 @pytest.mark.parametrize("line", LINES)
 def test_what_is_not_built_for_it_is_refused_in_one_line(written_any, tmp_path, line):
-    """--as-restart with recheckReputOffsetFromCq=true (the restart's
-    second reput from RocksDBConsumeQueue.getMaxPhysicOffset): one line, exit 2 each; and the store's database
-    read with file-based settings is refused too.  (--as-restart itself: test_rocksdb_restart_broker.)"""
+    """The store's database read with file-based settings: one line, exit 2.  (--as-restart, with
+    recheckReputOffsetFromCq=true too: test_rocksdb_restart_broker.)"""
     from pipelines.cli import main
 
     d = written_any["dir"]
     conf_default = tmp_path / "default.conf"
     conf_default.write_text((d / "broker.conf").read_text().replace("storeType=defaultRocksDB", "storeType=default"))
-    conf_recheck = tmp_path / "recheck.conf"
-    conf_recheck.write_text((d / "broker.conf").read_text() + "recheckReputOffsetFromCq=true\n")
     store_with_db = tmp_path / "store"
     shutil.copytree(d / "store", store_with_db)
     shutil.copytree(d / "expected" / "consumequeue", store_with_db / "consumequeue")
-    for argv in (["rebuild", "--store", str(d / "store"), "--config", str(conf_recheck), "--out", str(tmp_path / "o2"),
-                  "--as-restart"],
-                 ["rebuild", "--store", str(store_with_db), "--config", str(conf_default),
-                  "--out", str(tmp_path / "o3")]):
+    for argv in (["rebuild", "--store", str(store_with_db), "--config", str(conf_default),
+                  "--out", str(tmp_path / "o3")],):
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             code = main(argv)

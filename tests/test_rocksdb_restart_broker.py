@@ -28,8 +28,25 @@ pytest.importorskip("rocksdict")
 
 LINES = bh.lines_from_env("ROCKSDB_LINES", "5.5.1")
 BROKER_LINE = bh.BROKER_VERSION_ARG
-SCENARIOS = {line: bh.restart_variants(rocksdb_scenarios(line), ("-plain", "-mixed", "-lmq")) for line in LINES}
-CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+
+
+def _recheck(sc: dict) -> list[dict]:
+    """``sc`` ending in a keyed message, restarted with ``recheckReputOffsetFromCq=true`` (no damage) after a
+    clean shutdown (``-recheck``, ``<dir>/before`` kept) and after a crash (``-recheck-crash``): the start's
+    second reput walks from the commitlog's min offset again."""
+    last = {"topic": "T0", "queueId": 1, "body": "dGFpbA==", "keys": "the-last-key",
+            "uniqKey": "7F00000100002A9F00000000FFFFFFFE"}
+    tail = {**sc, "name": f"{sc['name']}-recheck", "messages": [*sc["messages"], last], "keepBefore": True,
+            "config": {**sc["config"], "recheckReputOffsetFromCq": "true"}}
+    return [tail, {**tail, "name": f"{tail['name']}-crash", "abort": True}]
+
+
+RECHECK = {line: _recheck(rocksdb_scenarios(line)[-1]) for line in LINES}   # the -lmq store: light queues too
+SCENARIOS = {line: bh.restart_variants(rocksdb_scenarios(line), ("-plain", "-mixed", "-lmq")) + RECHECK[line]
+             for line in LINES}
+CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+         if "damageMessage" in sc]
+ALL_CASES = CASES + [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in RECHECK.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
 
 
@@ -79,7 +96,7 @@ def test_only_the_abnormal_recovery_dispatches_offset_zero(restarted, line: str,
     assert (at_zero > 0) == bool(restarted["scenario"].get("abort")), f"{at_zero} unit(s) at commitlog offset 0"
 
 
-@pytest.mark.parametrize("line,name", CASES)
+@pytest.mark.parametrize("line,name", ALL_CASES)
 def test_as_restart_gives_the_broker_s_key_value_set(restarted, line: str, name: str) -> None:
     """Both column families: exactly the keys and values of the database the broker's restart wrote."""
     r = restarted["rebuild"]
@@ -99,7 +116,7 @@ def test_as_restart_gives_the_broker_s_key_value_set(restarted, line: str, name:
                           f"{e[wrong[0]].hex()} vs {o[wrong[0]].hex()}"
 
 
-@pytest.mark.parametrize("line,name", CASES)
+@pytest.mark.parametrize("line,name", ALL_CASES)
 def test_as_restart_index_files_are_the_broker_s(restarted, line: str, name: str) -> None:
     """``index/``: the broker's restart's files, byte for byte, file by file in order (a file's name is the
     broker's clock when it made it)."""
@@ -109,3 +126,12 @@ def test_as_restart_index_files_are_the_broker_s(restarted, line: str, name: str
     assert exp and len(ours) == len(exp)
     for i, (e, o) in enumerate(zip(exp, ours)):
         bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+
+
+@pytest.mark.parametrize("line,name", ALL_CASES[len(CASES):])
+def test_recheck_reput_dispatches_offset_zero(restarted, line: str, name: str) -> None:
+    """The broker's own database after a restart with ``recheckReputOffsetFromCq=true``: the record at
+    commitlog offset 0 has units after the clean shutdown too (the second reput started at the commitlog's
+    min offset: a RocksDB store's queue table is empty after a restart)."""
+    broker = _database(Path(restarted["scenario"]["dir"]) / "expected" / "consumequeue")
+    assert _units_at_offset_zero(broker["default"]) > 0

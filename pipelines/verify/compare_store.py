@@ -170,13 +170,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
     clean = not st.broker_may_be_running()
-    batch_recheck = bool(st.batch_topics) and config.recheckReputOffsetFromCq
     rocks_recheck = config.rocksdb_cq and config.recheckReputOffsetFromCq
-    if rocks_recheck or batch_recheck or (st.dledger is not None and config.is_5x and not clean):
+    if rocks_recheck or (st.dledger is not None and config.is_5x and not clean):
         why = (NOT_PREDICTED["rocksdb_consume_queue"] if rocks_recheck else
-               "not predicted for a store with BatchCQ topics and recheckReputOffsetFromCq=true: the start's second "
-               "reput then begins at the start (not the end) of a batch queue's last unit and may index that record "
-               "again (not modelled, as rebuild --as-restart refuses it)" if batch_recheck else
                "not predicted for a 5.x DLedger store whose last shutdown was not clean (abort file): its recovery "
                "(DLedgerCommitLog.dledgerRecoverAbnormally) dispatches up to the log's end, committed or not")
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
@@ -214,7 +210,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root),
         read_expected=lambda layout, queue, name: read_all(ref_fs, f"{ref}/{layout}/{queue}/{name}"),
         truncate_at=dledger.process_offset if dledger else None,
-        reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None)
+        reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
+        second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq)
     if dledger is not None:
         restart.dledger = True
         restart.recovery_cut = dledger.process_offset

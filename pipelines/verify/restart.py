@@ -111,7 +111,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     clean_shutdown: bool, store_index: list[tuple[str, int, dict]],
                     expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
                     read_expected: Callable[[str, str, str], bytes], truncate_at: int | None = None,
-                    reput_from_queues: bool | None = None) -> RestartPrediction:
+                    reput_from_queues: bool | None = None, second_reput: bool = False) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -139,6 +139,14 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     ``commitlog_end``), and ``reput_from_queues``: True for 4.9.8's ``start()`` or 5.x with
     ``recheckReputOffsetFromCq`` (the reput from the queues' max physical offset), False for 5.x
     without it (no dispatch in the recovery, the reput at the committed position: nothing again).
+
+    ``second_reput`` (5.x with ``recheckReputOffsetFromCq=true``): ``DefaultMessageStore.start`` then
+    (``doRecheckReputOffsetFromCq``, 5.3.3 and 5.5.1) walks again from the largest ``getMaxPhysicOffset``
+    over the queues as the recovery's dispatch left them (a batch queue's: the start of its last unit), at
+    least the commitlog's min offset: the units a queue still lacks from there on are appended (a record
+    starting exactly at the queues' max, which the recovery's dispatch skips, is one), and
+    ``IndexService.buildIndex`` puts the keys of the records at or after both that offset and the last
+    index file's ``endPhyOffset`` (the last indexed record a second time).
     """
     is5 = config.is_5x
     p = RestartPrediction("5" if is5 else "4", clean_shutdown, commitlog_min, commitlog_end)
@@ -166,6 +174,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     def in_tail(off: np.ndarray) -> np.ndarray:
         return (off >= first) & (off < commitlog_end)
 
+    top = max((s.restart.max_physic_offset for s in states), default=-1)   # the queues' max after the dispatch
     for s in states:
         q = s.restart
         rules = _rules(q.layout)
@@ -173,16 +182,25 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         for name, lo, hi, n in s.expected_files:
             if hi < first or lo >= commitlog_end:
                 continue
-            if lo >= first and hi < commitlog_end and lo > q.max_physic_offset:
+            if lo >= first and hi < commitlog_end and lo > q.max_physic_offset and not second_reput:
                 n_tail += n
                 continue
             data = read_expected(q.layout, q.queue, name)
             u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
             u = u[rules.is_message(u)]
             off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-            n_tail += int((in_tail(off) & rules.appended(off, size, q.max_physic_offset)).sum())
+            put = in_tail(off) & rules.appended(off, size, q.max_physic_offset)
+            n_tail += int(put.sum())
+            if put.any():
+                top = max(top, int(rules.max_physic(u[put]).max()))
         q.units_dispatched_again = n_tail
-        q.units_lost = int((~in_tail(s.missing_offsets)).sum())
+    again = max(top, commitlog_min, 0) if second_reput else commitlog_end
+    for s in states:
+        q = s.restart
+        left = s.missing_offsets[~in_tail(s.missing_offsets)]
+        later = (left >= again) & (left < commitlog_end)   # the second reput appends them
+        q.units_dispatched_again += int(later.sum())
+        q.units_lost = int((~later).sum())
         q.ext_units_orphaned = _ext_orphans(s)
         p.units_dropped_by_recover += q.units_dropped_by_recover
         p.units_truncated += q.units_truncated
@@ -196,7 +214,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                 or q.ext_files_deleted):
             p.queues.append(q)
     predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
-                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown)
+                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown,
+                  end=commitlog_end if second_reput else None, second_reput_from=again if second_reput else None)
     if recovery_dispatches:
         p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
@@ -213,11 +232,14 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
 
 def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, store_index: list[tuple[str, int, dict]],
                   expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
-                  clean_shutdown: bool, end: int | None = None) -> None:
+                  clean_shutdown: bool, end: int | None = None, second_reput_from: int | None = None) -> None:
     """``index/`` at the start, into ``p``: ``IndexService.load`` maps every file (a short one is extended),
     an abnormal start deletes the files whose endTimestamp is after the checkpoint's indexMsgTimestamp, and
     ``IndexService.buildIndex`` puts again the keys of the records dispatched from ``first`` that lie at or
-    after the last kept file's endPhyOffset (and, with ``end``, below it)."""
+    after the last kept file's endPhyOffset (and, with ``end``, below it); with ``second_reput_from``
+    (``recheckReputOffsetFromCq=true``) the start's second walk from there puts again the keys of the
+    records at or after it and after the last indexed record's start (``IndexService.buildIndex`` skips
+    only offsets below ``endPhyOffset``), below ``end``."""
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp
     full = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -230,12 +252,28 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
             continue
         last_end = header["end_phy_offset"]
     threshold = max(first, last_end)
-    keys = 0
+    keys, end_phy = 0, last_end
     for data in expected_index():
         v = IndexView.parse(data, config.maxHashSlotNum, config.maxIndexNum)
         if v.header["end_phy_offset"] < threshold:
             break  # files newest first: the older ones end even earlier
         n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
-        off = v.entries["commitlogOffset"][1:1 + n_entries]
-        keys += int(((off >= threshold) & (off < (end if end is not None else np.iinfo(np.int64).max))).sum())
+        offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
+        put = (offs >= threshold) & (offs < (end if end is not None else np.iinfo(np.int64).max))
+        keys += int(put.sum())
+        if put.any():
+            end_phy = max(end_phy, int(offs[put].max()))
+    if second_reput_from is not None:   # the second walk: records at or after its start and the endPhyOffset
+        threshold = max(second_reput_from, end_phy)
+        for data in expected_index():
+            v = IndexView.parse(data, config.maxHashSlotNum, config.maxIndexNum)
+            if v.header["end_phy_offset"] < threshold:
+                break
+            n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
+            offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
+            keys += int(((offs >= threshold) & (offs < (end if end is not None else np.iinfo(np.int64).max))).sum())
+        p.notes.append(f"recheckReputOffsetFromCq=true: DefaultMessageStore.start walks the commitlog again from "
+                       f"{second_reput_from} (the queues' largest getMaxPhysicOffset after the recovery's dispatch; a "
+                       "batch queue's is the start of its last unit), appending what the queues still lack from there "
+                       "and indexing the last indexed record a second time when it lies there")
     p.index_keys_put_again = keys

@@ -190,7 +190,7 @@ public final class Writer {
             check(new File(root, "abort").createNewFile(), "abort file exists");
         }
         boolean keepQueues = sc.has("keepQueues") && sc.get("keepQueues").getAsBoolean();
-        if (sc.has("damageMessage") || sc.has("abort")) {
+        if (sc.has("damageMessage") || sc.has("abort") || sc.has("keepBefore")) {
             Damage.keepBefore(root, new File(dir, "before"), keepQueues);
         }
         if (!keepQueues) {
