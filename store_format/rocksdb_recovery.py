@@ -31,16 +31,22 @@ are reported with both.
 from __future__ import annotations
 
 import dataclasses
-import struct
 
 import numpy as np
 
-from .rocksdb_cq import CHECKPOINT_TOPIC, CHECKPOINT_VALUE, CQ_VALUE, OFFSET_FAMILY, OFFSET_VALUE
+from .rocksdb_cq import (
+    CHECKPOINT_TOPIC,
+    CHECKPOINT_VALUE,
+    CQ_KEY_TAIL,
+    CQ_VALUE,
+    OFFSET_FAMILY,
+    OFFSET_KEY_TAIL,
+    OFFSET_VALUE,
+    split_key,
+)
 
 __all__ = ["QueueEntries", "RocksRestart", "parse_database", "predict_rocksdb_restart"]
 
-_CQ_TAIL = struct.Struct(">cicq")       # 0x01, queueId, 0x01, queueOffset
-_OFFSET_TAIL = struct.Struct(">c3sci")  # 0x01, "max"/"min", 0x01, queueId
 _RAW = np.dtype((np.void, CQ_VALUE.itemsize))
 
 
@@ -55,24 +61,15 @@ class QueueEntries:
     min: tuple[int, int] | None = None
 
 
-def _split(key: bytes) -> tuple[str, bytes] | None:
-    if len(key) < 5:
-        return None
-    n = int.from_bytes(key[:4], "big", signed=True)
-    if n < 0 or len(key) < 5 + n:
-        return None
-    return key[5:5 + n].decode("utf-8", "replace"), key[5 + n:]
-
-
 def parse_database(entries: dict[str, list[tuple[bytes, bytes]]]) -> tuple[dict[str, QueueEntries], int | None]:
     """Both families (as :func:`pipelines.rocksdb_cq.read_rocksdb_cq` reads them) per ``topic/queueId``;
     and the checkpoint value (None: no checkpoint entry).  Keys of neither layout are left out."""
     units: dict[str, list[tuple[int, bytes]]] = {}
     for key, value in entries.get("default", []):
-        got = _split(key)
-        if got is None or len(got[1]) != _CQ_TAIL.size or len(value) != CQ_VALUE.itemsize:
+        got = split_key(key)
+        if got is None or len(got[1]) != CQ_KEY_TAIL.size or len(value) != CQ_VALUE.itemsize:
             continue
-        _, qid, _, qoff = _CQ_TAIL.unpack(got[1])
+        _, qid, _, qoff = CQ_KEY_TAIL.unpack(got[1])
         units.setdefault(f"{got[0]}/{qid}", []).append((qoff, value))
     out: dict[str, QueueEntries] = {}
     for q, rows in units.items():
@@ -82,10 +79,10 @@ def parse_database(entries: dict[str, list[tuple[bytes, bytes]]]) -> tuple[dict[
     checkpoint = None
     empty = np.zeros(0, np.int64)
     for key, value in entries.get(OFFSET_FAMILY, []):
-        got = _split(key)
-        if got is None or len(got[1]) != _OFFSET_TAIL.size:
+        got = split_key(key)
+        if got is None or len(got[1]) != OFFSET_KEY_TAIL.size:
             continue
-        _, which, _, qid = _OFFSET_TAIL.unpack(got[1])
+        _, which, _, qid = OFFSET_KEY_TAIL.unpack(got[1])
         if got[0] == CHECKPOINT_TOPIC and len(value) == CHECKPOINT_VALUE.size:
             checkpoint = CHECKPOINT_VALUE.unpack(value)[0]
             continue
