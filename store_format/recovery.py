@@ -108,7 +108,7 @@ from .reput import resolve_broker_version
 from .restart_reput import Accepted, reput_records_from, start_reput_check
 from .store import Segment, StoreLocation
 
-__all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "DEFAULT_WINDOW"]
+__all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "read_checkpoint", "DEFAULT_WINDOW"]
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,8 @@ class RecoveryPlan:
         return line
 
 
-def _read_checkpoint(store: StoreLocation) -> Checkpoint:
+def read_checkpoint(store: StoreLocation) -> Checkpoint:
+    """The store's ``checkpoint`` file (``StoreCheckpoint``), zeros without one."""
     path = f"{store.root}/checkpoint"
     info = store.fs.get_file_info(path)
     if info.type != pafs.FileType.File:
@@ -450,7 +451,7 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
             "enableAcceleratedRecovery/checkCommitLogOffsetOnRecover=true: a 5.5.1 abnormal recovery then starts "
             "inside a segment at the checkpoint's logicsPhysicalOffset or checks each record's offset field: not "
             "reproduced; let the broker recover")
-    cp = parse_checkpoint(checkpoint) if checkpoint is not None else _read_checkpoint(store)
+    cp = parse_checkpoint(checkpoint) if checkpoint is not None else read_checkpoint(store)
     crc = config.checkCRCOnRecover if check_crc is None else bool(check_crc)
     if is_5x and config.enableControllerMode:
         raise UnsupportedConfigError(

@@ -112,11 +112,18 @@ def no_recheck_scenario(line: str) -> dict:
     return {**plain, "config": conf, "restartRebuildsNothing": True, "name": f"{line}-dledger-norecheck"}
 
 
-def abort_scenario(line: str) -> dict:
-    """``<line>-dledger-abort``: the ``plain`` messages, restarted after a crash (the writer's
-    ``abortBeforeRestart``: an ``abort`` file before the restart, so its recovery is the abnormal one)."""
+def abort_scenarios(line: str) -> list[dict]:
+    """``<line>-dledger-abort``: the ``plain`` messages, restarted after a crash (the writer's ``abort``:
+    an ``abort`` file before the restart, so its recovery is the abnormal one; ``before/`` keeps the store
+    as the restart found it, its ``checkpoint`` and ``dledger-n0/`` too).  On the 5.x lines the restart runs
+    again on a fresh copy of ``before/`` (``restartCopies``: the same files must give the same bytes), and
+    ``<line>-dledger-abort-norecheck`` is the same without ``recheckReputOffsetFromCq``."""
     plain = dledger_scenarios(line)[0]
-    return {**plain, "abortBeforeRestart": True, "name": f"{line}-dledger-abort"}
+    if line.startswith("4"):
+        return [{**plain, "abort": True, "name": f"{line}-dledger-abort"}]
+    conf = {k: v for k, v in plain["config"].items() if k != "recheckReputOffsetFromCq"}
+    return [{**plain, "abort": True, "restartCopies": 1, "name": f"{line}-dledger-abort"},
+            {**plain, "config": conf, "abort": True, "name": f"{line}-dledger-abort-norecheck"}]
 
 
 def _mixed(g: _Messages, i: int) -> dict:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_scenarios import abort_scenario, dledger_scenarios, no_recheck_scenario
+from broker_dledger_scenarios import abort_scenarios, dledger_scenarios, no_recheck_scenario
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -35,9 +35,9 @@ LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
-# written with the others, not rebuilt: a restart after a crash, and a 5.x one without
+# written with the others, not rebuilt: restarts after a crash, and a 5.x one without
 # recheckReputOffsetFromCq (it rebuilds nothing)
-EXTRA = {line: [abort_scenario(line)] + ([] if line.startswith("4") else [no_recheck_scenario(line)])
+EXTRA = {line: abort_scenarios(line) + ([] if line.startswith("4") else [no_recheck_scenario(line)])
          for line in LINES}
 _RUNS: dict[str, dict] = {}
 
@@ -390,21 +390,27 @@ def test_lookups_match_broker_query_on_a_dledger_store(written, line, name, tmp_
 
 @pytest.mark.parametrize("line", LINES)
 def test_as_restart_after_an_unclean_shutdown(written, line, tmp_path):
-    """The broker restarted after a crash (an abort file: recoverAbnormally). 4.9.8's DLedgerCommitLog
-    recovers both ways alike: --as-restart on the store with its abort file writes the broker's files byte
-    for byte. 5.x's dledgerRecoverAbnormally dispatches entries itself (once, on 5.5.1, the harness saw it
-    write a unit of offset 0 and size 2147483647 at the head of a queue; on another run the clean
-    restart's files): --as-restart refuses in one line."""
-    import shutil
-    r = _RUNS[f"{line}-dledger-abort"]
-    assert r["written"].get("ok"), r["written"].get("error")
-    src = Path(r["scenario"]["dir"])
-    store = shutil.copytree(src / "store", tmp_path / "store")
-    (store / "abort").write_bytes(b"")
-    code, err = _as_restart(store, tmp_path / "ours", src, line)
-    if line.startswith("4"):
+    """The broker restarted after a crash (an abort file: recoverAbnormally), consumequeue/ and index/
+    deleted. 4.9.8's DLedgerCommitLog recovers both ways alike. 5.x's dledgerRecoverAbnormally dispatches
+    the entries itself, from the last data file whose first message the checkpoint covers (here not the
+    first file: the queues start with fillPreBlank units of offset 0 and size 2147483647), committed or not,
+    and the start's reput adds nothing, with recheckReputOffsetFromCq=true or without. --as-restart on the
+    store as the restart found it (before/: its abort file, checkpoint and dledger-n0/) writes the broker's
+    files byte for byte; on 5.x the broker's restart on a fresh copy of before/ wrote them too."""
+    names = [f"{line}-dledger-abort"] + ([] if line.startswith("4") else [f"{line}-dledger-abort-norecheck"])
+    for name in names:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        assert (src / "before" / "abort").is_file() and (src / "before" / "dledger-n0").is_dir()
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
         assert code == 0, err[-2000:]
-        _same_tree(src / "expected", tmp_path / "ours")
-    else:
-        errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
-        assert code == 2 and len(errors) == 1 and "dledgerRecoverAbnormally" in errors[0], err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        for k in range(1, int(r["scenario"].get("restartCopies", 0)) + 1):
+            _same_tree(src / "expected", src / f"copy-{k}" / "expected")
+        if not line.startswith("4"):
+            assert "dledgerRecoverAbnormally dispatches every entry from data file" in err, err[-2000:]
+            from_first = "from data file 00000000000000000000 " in err
+            heads = [f.read_bytes()[:20] for f in (src / "expected" / "consumequeue").rglob("00000000000000000000")]
+            blank = bytes(8) + (2**31 - 1).to_bytes(4, "big") + bytes(8)  # ConsumeQueue.fillPreBlank
+            assert heads and any(h == blank for h in heads) == (not from_first)
