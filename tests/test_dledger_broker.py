@@ -332,6 +332,27 @@ def test_verify_predicts_a_dledger_restart(written, line, tmp_path):
             assert units == 0 and (p["units_dispatched_again"], p["units_lost"]) == (0, queued) and queued > 0
 
 
+@pytest.mark.parametrize("line", LINES)
+def test_verify_predicts_a_crash_restart(written, line, tmp_path):
+    """On the store as the broker's crash restart found it (before/: an abort file, consumequeue/ and
+    index/ deleted), verify predicts what that restart wrote (expected/): the units it put (on 5.x from the
+    data file dledgerRecoverAbnormally starts at), and every other unit of the store lost."""
+    import shutil
+
+    names = [f"{line}-dledger-abort"] + ([] if line.startswith("4") else [f"{line}-dledger-abort-norecheck"])
+    for name in names:
+        r = _RUNS[name]
+        src = Path(r["scenario"]["dir"])
+        store = shutil.copytree(src / "before", tmp_path / name)
+        code, report = _verify(store, src, line)
+        p = report["restart"]
+        assert code == 1 and p is not None and p["dledger"], report.get("no_prediction")
+        put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
+        queued = _queued(r["scenario"])
+        assert 0 < len(put) <= queued
+        assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), queued - len(put)), p
+
+
 @pytest.mark.parametrize("line,name", [c for c in CASES if c.values[1].endswith(("-plain", "-converted"))])
 def test_lookups_match_broker_query_on_a_dledger_store(written, line, name, tmp_path):
     """Every key and unique key of the store, looked up through our index files and our Delta tables,

@@ -111,7 +111,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     clean_shutdown: bool, store_index: list[tuple[str, int, dict]],
                     expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
                     read_expected: Callable[[str, str, str], bytes], truncate_at: int | None = None,
-                    reput_from_queues: bool | None = None) -> RestartPrediction:
+                    reput_from_queues: bool | None = None, dispatch_from: int | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -139,6 +139,10 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     ``commitlog_end``), and ``reput_from_queues``: True for 4.9.8's ``start()`` or 5.x with
     ``recheckReputOffsetFromCq`` (the reput from the queues' max physical offset), False for 5.x
     without it (no dispatch in the recovery, the reput at the committed position: nothing again).
+    A 5.x DLedger store after a crash passes ``dispatch_from`` instead
+    (:func:`store_format.dledger_crash.plan_dledger_crash`): ``dledgerRecoverAbnormally`` puts every
+    message from there (inclusive) to ``commitlog_end``, no queue is truncated, and the start's reput
+    adds nothing.
     """
     is5 = config.is_5x
     p = RestartPrediction("5" if is5 else "4", clean_shutdown, commitlog_min, commitlog_end)
@@ -148,12 +152,14 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     # rocketmq-store 5.5.1 (CommitLog.recoverNormally/recoverAbnormally, since CombineConsumeQueue) calls it
     # whatever the queues' max physical offset
     always = config.brokerVersion == "5.5" and truncate_at is None
-    p.truncate_dirty_logic_files = always or p.max_physic_offset_in_queues >= cut
+    p.truncate_dirty_logic_files = dispatch_from is None and (always or p.max_physic_offset_in_queues >= cut)
     if p.truncate_dirty_logic_files:
         for s in states:
             truncate_queue(s, cut)
-    recovery_dispatches = is5 and reput_from_queues is None
-    if recovery_dispatches:
+    recovery_dispatches = is5 and reput_from_queues is None and dispatch_from is None
+    if dispatch_from is not None:
+        p.reput_from, p.reput_from_inclusive = dispatch_from, True
+    elif recovery_dispatches:
         p.reput_from, p.reput_from_inclusive = p.max_physic_offset_in_queues, False
     elif reput_from_queues is False:
         p.reput_from = commitlog_end
@@ -220,7 +226,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
                        "commitlog's end (getConfirmOffset), so a record starting exactly there is never dispatched "
                        "again: its units count as lost")
-    if not clean_shutdown:
+    if not clean_shutdown and dispatch_from is None:
         p.notes.append("abort file present: the broker runs CommitLog.recoverAbnormally, which re-dispatches from the "
                        "segment the checkpoint points at (not modelled here beyond the index files it deletes)")
     if truncate_at is None:
