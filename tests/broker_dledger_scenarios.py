@@ -126,6 +126,16 @@ def abort_scenarios(line: str) -> list[dict]:
             {**plain, "config": conf, "abort": True, "name": f"{line}-dledger-abort-norecheck"}]
 
 
+def small_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-small`` (5.x lines): 200 keyed messages of 100-300 bytes (about 30 entries in
+    the last data file), restarted after a crash: ``dledgerRecoverAbnormally``'s ``processOffset`` leaves
+    out more entry headers (48 bytes each) than the last message is long, so on 5.5.1 the checkpoint's
+    ``logicsPhysicalOffset`` reaches it and the queues are truncated there."""
+    g = _Messages(4, ["T0", "T1"])
+    messages = [{**g.one(), "body": g.body(100, 300), "keys": f"k{i}"} for i in range(200)]
+    return {"config": config(line), "messages": messages, "abort": True, "name": f"{line}-dledger-abort-small"}
+
+
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import shutil
 import time
 from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_scenarios import abort_scenarios, dledger_scenarios, no_recheck_scenario
+from broker_dledger_scenarios import abort_scenarios, dledger_scenarios, no_recheck_scenario, small_abort_scenario
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -37,7 +38,8 @@ SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 # written with the others, not rebuilt: restarts after a crash, and a 5.x one without
 # recheckReputOffsetFromCq (it rebuilds nothing)
-EXTRA = {line: abort_scenarios(line) + ([] if line.startswith("4") else [no_recheck_scenario(line)])
+EXTRA = {line: abort_scenarios(line) + ([] if line.startswith("4") else [no_recheck_scenario(line),
+                                                                         small_abort_scenario(line)])
          for line in LINES}
 _RUNS: dict[str, dict] = {}
 
@@ -330,6 +332,35 @@ def test_verify_predicts_a_dledger_restart(written, line, tmp_path):
         else:
             queued = _queued(r["scenario"])
             assert units == 0 and (p["units_dispatched_again"], p["units_lost"]) == (0, queued) and queued > 0
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_with_many_entries_in_the_last_file(written, line, tmp_path):
+    """A crash restart whose last data file holds more entry headers than its last message is long:
+    dledgerRecoverAbnormally's processOffset (without the headers) is then below the checkpoint's
+    logicsPhysicalOffset. 5.3.3 compares it with the deleted queues' max offset (-1): --as-restart writes
+    the broker's files byte for byte. 5.5.1 compares it with the checkpoint's offset and truncateDirtyLogicFiles
+    cuts the queues the walk wrote; the reput (recheckReputOffsetFromCq) then starts back at the cut queues'
+    largest offset and the broker's index holds the last message's keys twice: --as-restart refuses in one
+    line, and so does verify's prediction."""
+    r = _RUNS[f"{line}-dledger-abort-small"]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    code, err = _as_restart(src / "before", tmp_path / "ours", src, line)
+    if line == "5.3.3":
+        assert code == 0, err[-2000:]
+        _same_tree(src / "expected", tmp_path / "ours")
+        return
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "truncateDirtyLogicFiles" in errors[0], err[-2000:]
+    (index,) = (src / "expected" / "index").iterdir()
+    data = index.read_bytes()
+    slots, count = int.from_bytes(data[32:36], "big"), int.from_bytes(data[36:40], "big")
+    at = 40 + 4 * int(r["scenario"]["config"]["maxHashSlotNum"])
+    entries = [data[at + 20 * i:at + 20 * i + 12] for i in range(1, count)]   # (key hash, offset)
+    assert slots > 0 and len(set(entries)) < len(entries), "the broker's index holds no key twice"
+    code, report = _verify(shutil.copytree(src / "before", tmp_path / "store"), src, line)
+    assert report["restart"] is None and "truncateDirtyLogicFiles" in report["restart_note"], report
 
 
 @pytest.mark.parametrize("line", LINES)
