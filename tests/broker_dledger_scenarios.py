@@ -116,13 +116,15 @@ def abort_scenarios(line: str) -> list[dict]:
     """``<line>-dledger-abort``: the ``plain`` messages, restarted after a crash (the writer's ``abort``:
     an ``abort`` file before the restart, so its recovery is the abnormal one; ``before/`` keeps the store
     as the restart found it, its ``checkpoint`` and ``dledger-n0/`` too).  On the 5.x lines the restart runs
-    again on a fresh copy of ``before/`` (``restartCopies``: the same files must give the same bytes), and
-    ``<line>-dledger-abort-norecheck`` is the same without ``recheckReputOffsetFromCq``."""
+    again on a fresh copy of ``before/`` (``restartCopies``: the same files must give the same bytes), with
+    DLedger's checkpoint seven entries behind the log's end (``dledgerCommittedBack``: the crash came before
+    the group committed them), and ``<line>-dledger-abort-norecheck`` is the same without
+    ``recheckReputOffsetFromCq``, its whole log committed."""
     plain = dledger_scenarios(line)[0]
     if line.startswith("4"):
         return [{**plain, "abort": True, "name": f"{line}-dledger-abort"}]
     conf = {k: v for k, v in plain["config"].items() if k != "recheckReputOffsetFromCq"}
-    return [{**plain, "abort": True, "restartCopies": 1, "name": f"{line}-dledger-abort"},
+    return [{**plain, "abort": True, "restartCopies": 1, "dledgerCommittedBack": 7, "name": f"{line}-dledger-abort"},
             {**plain, "config": conf, "abort": True, "name": f"{line}-dledger-abort-norecheck"}]
 
 

@@ -82,7 +82,9 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code batchconsumequeue/} and {@code index/} (so does {@code before/}), and the line adds
  * {@code queuesAfterLoad} (every queue after {@code load()}, which recovers the queues and the commitlog)
  * and {@code queuesAfterDispatch} (once the reput has caught up), see {@link QueueStates}; {@code expected/}
- * then holds the broker's files after that restart. {@code restartCopies} (an int) runs that restart
+ * then holds the broker's files after that restart. {@code dledgerCommittedBack} (an int) lowers the
+ * {@code committedIndex} of DLedger's checkpoint by that many entries before the restart (a crash before
+ * the group committed them). {@code restartCopies} (an int) runs that restart
  * again on as many fresh copies of {@code before/} ({@link #restartCopies}).
  */
 public final class Writer {
@@ -188,6 +190,17 @@ public final class Writer {
         }
         if (sc.has("abort") && sc.get("abort").getAsBoolean()) {
             check(new File(root, "abort").createNewFile(), "abort file exists");
+        }
+        if (sc.has("dledgerCommittedBack")) {  // as a crash before the group committed the last entries
+            File cp = new File(root, "dledger-" + props.getProperty("dLegerSelfId", "n0") + "/checkpoint");
+            Properties c = new Properties();
+            try (java.io.FileInputStream in = new java.io.FileInputStream(cp)) {
+                c.load(in);
+            }
+            long committed = Long.parseLong(c.getProperty("committedIndex").trim())
+                - sc.get("dledgerCommittedBack").getAsLong();
+            Files.write(cp.toPath(), ("committedIndex=" + committed + "\nendIndex=" + c.getProperty("endIndex").trim()
+                + "\n").getBytes(StandardCharsets.ISO_8859_1));
         }
         boolean keepQueues = sc.has("keepQueues") && sc.get("keepQueues").getAsBoolean();
         if (sc.has("damageMessage") || sc.has("abort")) {
