@@ -54,7 +54,7 @@ from .layout import (
     OFF_SYSFLAG,
     SYSFLAG_BORNHOST_V6,
 )
-from .recovery import _check_rows
+from .recovery import check_rows
 from .restart_reput import Accepted, start_reput_check
 from .store import Segment, StoreLocation
 
@@ -174,7 +174,7 @@ def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerCon
                 split_end = min(state.bufpos + _WINDOW, seg.size + 1)
                 res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=_WINDOW + (1 << 20),
                                     keep_text=True, scratch=scratch, dledger=True)
-                stop, n_ok = _check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True)
+                stop, n_ok = check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True)
                 accepted.add(res.rec[:n_ok])
                 sizes += int(res.rec[:n_ok, cl.R_TOTAL].sum()) if n_ok else 0
                 if stop is not None:
