@@ -101,8 +101,9 @@ def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
 
 
 def _refuse(why: str) -> UnsupportedConfigError:
-    return UnsupportedConfigError(f"a 5.x DLedger store whose last shutdown was not clean (abort file): {why}; "
-                                  "not modelled, let the broker recover")
+    return UnsupportedConfigError(f"a 5.x DLedger store whose last shutdown was not clean (abort file; "
+                                  f"DLedgerCommitLog.dledgerRecoverAbnormally): {why}; not modelled, let the broker "
+                                  "recover")
 
 
 def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerRecovery,
