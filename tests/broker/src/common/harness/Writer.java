@@ -82,7 +82,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code batchconsumequeue/} and {@code index/} (so does {@code before/}), and the line adds
  * {@code queuesAfterLoad} (every queue after {@code load()}, which recovers the queues and the commitlog)
  * and {@code queuesAfterDispatch} (once the reput has caught up), see {@link QueueStates}; {@code expected/}
- * then holds the broker's files after that restart. {@code dledgerCommittedBack} (an int) lowers the
+ * then holds the broker's files after that restart; {@code reportQueues} adds {@code queuesAfterDispatch}
+ * alone (the queues deleted as usual). {@code dledgerCommittedBack} (an int) lowers the
  * {@code committedIndex} of DLedger's checkpoint by that many entries before the restart (a crash before
  * the group committed them). {@code restartCopies} (an int) runs that restart
  * again on as many fresh copies of {@code before/} ({@link #restartCopies}).
@@ -229,7 +230,8 @@ public final class Writer {
             DLedger.awaitCommitted(store, 30_000);
             Stores.awaitDispatched(store, 60_000);
             out.addProperty("maxPhyOffset", store.getMaxPhyOffset());
-            if (keepQueues && queueFiles) {
+            boolean reportQueues = sc.has("reportQueues") && sc.get("reportQueues").getAsBoolean();
+            if ((keepQueues || reportQueues) && queueFiles) {
                 out.add("queuesAfterDispatch", QueueStates.of(store));
             }
             DLedger.report(store, out);
