@@ -3,8 +3,7 @@
 folder, compare every file with the store's (a RocksDB ``consumequeue/`` entry by entry:
 :mod:`.rocksdb_compare`), and predict the broker's next start (on the ``consumequeue/``,
 ``consumequeue_ext/``, ``batchconsumequeue/`` and ``index/`` files, a RocksDB consume queue's entries
-(:mod:`.rocksdb_restart`); not with ``recheckReputOffsetFromCq=true`` on a RocksDB or BatchCQ store, nor for
-a 5.x DLedger store after an unclean shutdown)."""
+(:mod:`.rocksdb_restart`); not for a 5.x DLedger store after an unclean shutdown)."""
 from __future__ import annotations
 
 import dataclasses
@@ -28,7 +27,7 @@ from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.store import StoreLocation, open_store, resolve
 
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, compare_queue_file, extra_note
-from .report import NOT_PREDICTED, ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
+from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
 from .restart import predict_restart, recover_queue
 from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, read_all
 
@@ -54,8 +53,7 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     """Compare ``store``'s ``consumequeue/`` and ``index/`` with a rebuild from its commitlog, and
     its ``consumequeue_ext/`` (``enableConsumeQueueExt=true``) and ``batchconsumequeue/`` (BatchCQ
     topics) too; the next start is predicted on all of them (a RocksDB consume queue's entries too), but
-    not with ``recheckReputOffsetFromCq=true`` on a RocksDB or BatchCQ store, nor for a 5.x DLedger store
-    after an unclean shutdown (``VerifyReport.no_prediction`` says why).
+    not for a 5.x DLedger store after an unclean shutdown (``VerifyReport.no_prediction`` says why).
 
     Only reads the store.  The rebuild goes to ``work`` (kept; it must not hold ``consumequeue/``
     or ``index/`` yet) or to a temporary folder deleted before returning.
@@ -170,10 +168,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
     clean = not st.broker_may_be_running()
-    rocks_recheck = config.rocksdb_cq and config.recheckReputOffsetFromCq
-    if rocks_recheck or (st.dledger is not None and config.is_5x and not clean):
-        why = (NOT_PREDICTED["rocksdb_consume_queue"] if rocks_recheck else
-               "not predicted for a 5.x DLedger store whose last shutdown was not clean (abort file): its recovery "
+    if st.dledger is not None and config.is_5x and not clean:
+        why = ("not predicted for a 5.x DLedger store whose last shutdown was not clean (abort file): its recovery "
                "(DLedgerCommitLog.dledgerRecoverAbnormally) dispatches up to the log's end, committed or not")
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
                             None, _rebuild_figures(summary), consume_queue_ext=ext_results,
