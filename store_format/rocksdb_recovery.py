@@ -22,6 +22,16 @@ Read in rocketmq-store 5.3.3 and 5.5.1 (the same rules unless said):
   returned, or starts past the end, ``correctMaxCqOffset`` throws and the queue's max stays (logged).
 * units are never deleted: those at or past the end stay in the ``default`` family (above the queue's new
   max until a new message takes their queue offset).  The reput then starts at the commitlog's end.
+* with ``recheckReputOffsetFromCq=true``, ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (5.3.3 and
+  5.5.1) sets the reput again, at the largest ``getMaxPhysicOffset`` over the consume queue table, at least
+  ``CommitLog.getMinOffset``.  The database kept changes nothing there: ``RocksDBConsumeQueueStore.load``
+  opens it (``RocksDBConsumeQueueOffsetTable.load`` caches the "max" entries in its own map) but puts no
+  queue into the table, which only ``findOrCreateConsumeQueue`` fills, for readers; the recovery's units go
+  to ``RocksGroupCommitService``.  So that reput starts at the commitlog's min offset and dispatches every
+  record below the end again, after the recovery's batches and ``truncateDirty``: each unit put under its
+  key again (the record at offset 0 included), each queue with a unit there gets its last one as "max"
+  entry, and the checkpoint becomes the end of the last dispatched record (``putMessagePosition0``);
+  "min" entries and the queues wholly at or past the end keep what ``truncateDirty`` left.
 
 The abnormal recovery's dispatch and its ``truncateDirty`` race (the group commit thread writes while the
 recovery goes on): when the checkpoint before the start is past the end and something is dispatched, the
@@ -222,6 +232,7 @@ class RocksRestart:
     alt_queues: dict[str, QueueEntries] | None = None
     alt_checkpoint: int | None = None
     alt_notes: dict[str, str] = dataclasses.field(default_factory=dict)
+    second_reput: bool = False
 
 
 def _copy(queues: dict[str, QueueEntries]) -> dict[str, QueueEntries]:
@@ -229,11 +240,14 @@ def _copy(queues: dict[str, QueueEntries]) -> dict[str, QueueEntries]:
 
 
 def predict_rocksdb_restart(store: dict[str, QueueEntries], checkpoint: int | None, dispatched: dict[str, QueueEntries],
-                            *, end: int, min_phy: int, abnormal: bool, broker_551: bool) -> RocksRestart:
+                            *, end: int, min_phy: int, abnormal: bool, broker_551: bool,
+                            again: dict[str, QueueEntries] | None = None) -> RocksRestart:
     """The database after the start (module docstring): ``store`` and ``checkpoint`` as
     :func:`parse_database` reads them, ``dispatched`` the units the recovery dispatches (by queue, in
     commitlog order), ``end`` the recovered commitlog end, ``min_phy`` the commitlog's min offset
-    (``CommitLog.getMinOffset``)."""
+    (``CommitLog.getMinOffset``); ``again`` (``recheckReputOffsetFromCq=true``) the units the start's
+    second reput dispatches (``DefaultMessageStore.doRecheckReputOffsetFromCq``: every record from
+    ``min_phy`` to ``end``), put after both outcomes of the race."""
     cp0 = 0 if checkpoint is None else checkpoint
     # 5.3.3 CommitLog.recoverNormally/recoverAbnormally: truncateDirtyLogicFiles only when the value read before
     # the recovery is at or past the end; 5.5.1 always (truncateDirty then compares the checkpoint of the moment)
@@ -254,4 +268,26 @@ def predict_rocksdb_restart(store: dict[str, QueueEntries], checkpoint: int | No
         alt_cp, alt_notes = _truncate_dirty(alt, cp0, end, min_phy)
         d_cp, _ = _dispatch(alt, dispatched)
         out.alt_queues, out.alt_checkpoint, out.alt_notes = alt, d_cp if d_cp >= 0 else alt_cp, alt_notes
+    if again is not None:
+        _second_reput(out, again)
     return out
+
+
+def _second_reput(out: RocksRestart, again: dict[str, QueueEntries]) -> None:
+    """``DefaultMessageStore.doRecheckReputOffsetFromCq`` (5.3.3 and 5.5.1) on a RocksDB store: its batches
+    reach ``putMessagePosition0`` after the recovery's and after ``truncateDirty`` (which ran inside the
+    recovery), in either outcome of the race."""
+    out.second_reput = True
+    cp, _ = _dispatch(out.queues, again)
+    if out.alt_queues is not None:
+        _dispatch(out.alt_queues, again)
+    if cp >= 0:
+        out.checkpoint = cp
+        if out.alt_queues is not None:
+            out.alt_checkpoint = cp
+    for name, u in again.items():
+        if len(u.cq):
+            out.dispatched[name] = out.dispatched.get(name, 0) + len(u.cq)
+            for notes in (out.notes, out.alt_notes):
+                if notes.get(name):
+                    notes[name] += "; then the second reput's units set it"

@@ -3,8 +3,8 @@
 folder, compare every file with the store's (a RocksDB ``consumequeue/`` entry by entry:
 :mod:`.rocksdb_compare`), and predict the broker's next start (on the ``consumequeue/``,
 ``consumequeue_ext/``, ``batchconsumequeue/`` and ``index/`` files, a RocksDB consume queue's entries
-(:mod:`.rocksdb_restart`); not with ``recheckReputOffsetFromCq=true`` on a RocksDB store, nor for a 5.x
-DLedger store after an unclean shutdown whose recovery is refused)."""
+(:mod:`.rocksdb_restart`); not for a 5.x DLedger store after an unclean shutdown whose recovery is
+refused)."""
 from __future__ import annotations
 
 import dataclasses
@@ -30,7 +30,7 @@ from store_format.recovery import read_checkpoint
 from store_format.store import StoreLocation, open_store, resolve
 
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, compare_queue_file, extra_note
-from .report import NOT_PREDICTED, ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
+from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
 from .restart import predict_restart, recover_queue
 from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, read_all
 
@@ -56,8 +56,8 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     """Compare ``store``'s ``consumequeue/`` and ``index/`` with a rebuild from its commitlog, and
     its ``consumequeue_ext/`` (``enableConsumeQueueExt=true``) and ``batchconsumequeue/`` (BatchCQ
     topics) too; the next start is predicted on all of them (a RocksDB consume queue's entries too), but
-    not with ``recheckReputOffsetFromCq=true`` on a RocksDB store, nor for a 5.x DLedger store after an
-    unclean shutdown whose recovery is refused (``VerifyReport.no_prediction`` says why).
+    not for a 5.x DLedger store after an unclean shutdown whose recovery is refused
+    (``VerifyReport.no_prediction`` says why).
 
     Only reads the store.  The rebuild goes to ``work`` (kept; it must not hold ``consumequeue/``
     or ``index/`` yet) or to a temporary folder deleted before returning.
@@ -172,13 +172,12 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
     clean = not st.broker_may_be_running()
-    rocks_recheck = config.rocksdb_cq and config.recheckReputOffsetFromCq
     dledger = recover_dledger(fs, st.dledger, config.mappedFileSizeCommitLog) if st.dledger is not None else None
     crash, crash_refused = None, None
     if dledger is not None and config.is_5x and not clean and not config.rocksdb_cq:
         crash, crash_refused = _dledger_crash(st, config, dledger, states)
-    if rocks_recheck or crash_refused:
-        why = NOT_PREDICTED["rocksdb_consume_queue"] if rocks_recheck else f"not predicted: {crash_refused}"
+    if crash_refused:
+        why = f"not predicted: {crash_refused}"
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
                             None, _rebuild_figures(summary), consume_queue_ext=ext_results,
                             batch_consume_queue=bcq_results, rocksdb_consume_queue=rocksdb_results,

@@ -251,14 +251,16 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
 
 def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, store_index: list[tuple[str, int, dict]],
                   expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
-                  clean_shutdown: bool, end: int | None = None, second_reput_from: int | None = None) -> None:
+                  clean_shutdown: bool, end: int | None = None, second_reput_from: int | None = None,
+                  second_reput_note: str | None = None) -> None:
     """``index/`` at the start, into ``p``: ``IndexService.load`` maps every file (a short one is extended),
     an abnormal start deletes the files whose endTimestamp is after the checkpoint's indexMsgTimestamp, and
     ``IndexService.buildIndex`` puts again the keys of the records dispatched from ``first`` that lie at or
     after the last kept file's endPhyOffset (and, with ``end``, below it); with ``second_reput_from``
     (``recheckReputOffsetFromCq=true``) the start's second walk from there puts again the keys of the
     records at or after it and after the last indexed record's start (``IndexService.buildIndex`` skips
-    only offsets below ``endPhyOffset``), below ``end``."""
+    only offsets below ``endPhyOffset``), below ``end`` (``second_reput_note``: the note on where that walk
+    starts, by default the file queues')."""
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp
     full = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -291,9 +293,10 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
             n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
             offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
             keys += int(((offs >= threshold) & (offs < (end if end is not None else np.iinfo(np.int64).max))).sum())
-        p.notes.append(f"DefaultMessageStore.start walks the commitlog again from {second_reput_from} "
-                       "(recheckReputOffsetFromCq=true: the queues' largest getMaxPhysicOffset after the recovery's "
-                       "dispatch, a batch queue's the start of its last unit; a 5.x DLedger crash restart without it: "
-                       "the committed position), appending what the queues still lack from there and indexing the "
-                       "last indexed record a second time when it lies there")
+        p.notes.append(second_reput_note or (
+            f"DefaultMessageStore.start walks the commitlog again from {second_reput_from} "
+            "(recheckReputOffsetFromCq=true: the queues' largest getMaxPhysicOffset after the recovery's dispatch, a "
+            "batch queue's the start of its last unit; a 5.x DLedger crash restart without it: the committed "
+            "position), appending what the queues still lack from there and indexing the last indexed record a "
+            "second time when it lies there"))
     p.index_keys_put_again = keys
