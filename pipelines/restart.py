@@ -5,9 +5,10 @@ import dataclasses
 
 from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
+from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
-from store_format.errors import StoreError, UnsupportedConfigError
-from store_format.recovery import RecoveryPlan, plan_recovery
+from store_format.errors import StoreError
+from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
 from store_format.store import Segment, StoreLocation, with_dledger_committed
 
 from .anomalies import at_offset
@@ -39,6 +40,7 @@ class DLedgerRestart:
     recovery: DLedgerRecovery
     committed_pos_before: int
     nothing: bool
+    crash: DLedgerCrash | None = None   # 5.x after a crash: what dledgerRecoverAbnormally dispatches
 
     def anomalies(self, kept: StoreLocation) -> list[dict]:
         """DLedger's recovery cutting committed entries off (the committed position moves back)."""
@@ -58,19 +60,23 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
     ``DefaultMessageStore.start``: 4.9.8 dispatches from the commitlog's min offset up to the committed
     position; 5.x starts at ``getConfirmOffset()``, the committed position itself, so nothing is
     dispatched unless ``recheckReputOffsetFromCq=true`` moves it back to the min offset.  A 5.x abnormal
-    restart (``abort`` file) is refused: ``dledgerRecoverAbnormally`` dispatches every entry from the
-    file its checks start at to the log's end, committed or not."""
+    restart (``abort`` file): ``dledgerRecoverAbnormally`` dispatches every entry from the data file its
+    checks start at to the log's end, committed or not (:func:`store_format.dledger_crash.plan_dledger_crash`)."""
     assert st.dledger is not None
-    if config.is_5x and st.broker_may_be_running():
-        raise UnsupportedConfigError(
-            "a 5.x DLedger store whose last shutdown was not clean (abort file): its restart's recovery "
-            "(DLedgerCommitLog.dledgerRecoverAbnormally) dispatches every entry up to the log's end, committed or not, "
-            "which is not modelled; rebuild without --as-restart, which dispatches up to DLedger's committed index")
     rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
     before = st.dledger.committed_pos
     progress.emit(f"[rebuild] as a restart: DLedger's recovery (walk from data file {rec.checked_from}) ends the log "
                   f"at {rec.process_offset} ({rec.reason}); committed index {rec.committed_index}, position "
                   f"{rec.committed_pos}")
+    if config.is_5x and st.broker_may_be_running():
+        crash = plan_dledger_crash(st, config, rec, read_checkpoint(st))
+        progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally dispatches "
+                      f"every entry from data file {crash.start_file} to {crash.end}, committed or not; the start's "
+                      f"reput then begins at {crash.reput_from} and adds nothing")
+        kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
+        segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
+        kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)])
+        return kept, DLedgerRestart(rec, before, False, crash)
     kept = with_dledger_committed(st, rec.committed_index, rec.committed_pos)
     if not kept.segments:
         raise StoreError(f"{st.uri}: a restart keeps no commitlog data (DLedger's recovery leaves nothing committed "

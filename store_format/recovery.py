@@ -108,7 +108,8 @@ from .reput import resolve_broker_version
 from .restart_reput import Accepted, reput_records_from, start_reput_check
 from .store import Segment, StoreLocation
 
-__all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "dispatch_config", "DEFAULT_WINDOW"]
+__all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "read_checkpoint", "check_rows", "dispatch_config",
+           "DEFAULT_WINDOW"]
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +192,8 @@ class RecoveryPlan:
         return line
 
 
-def _read_checkpoint(store: StoreLocation) -> Checkpoint:
+def read_checkpoint(store: StoreLocation) -> Checkpoint:
+    """The store's ``checkpoint`` file (``StoreCheckpoint``), zeros without one."""
     path = f"{store.root}/checkpoint"
     info = store.fs.get_file_info(path)
     if info.type != pafs.FileType.File:
@@ -231,7 +233,7 @@ def _first_record_accepted(store: StoreLocation, seg: Segment, config: BrokerCon
                             keep_text=True)
     if len(res.rec) == 0:
         return None
-    _, n_ok = _check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True)
+    _, n_ok = check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True)
     if n_ok == 0 or int(res.rec[0, cl.R_STORE_TS]) == 0:
         return None
     return int(res.rec[0, cl.R_PHYS]), int(res.rec[0, cl.R_STORE_TS])
@@ -306,7 +308,7 @@ class _Stop:
     reason: str
 
 
-def _check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool) -> tuple[_Stop | None, int]:
+def check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool) -> tuple[_Stop | None, int]:
     """The first record of a walk that ``checkMessageAndReturnSize(checkCRC, readBody=true)`` does not
     accept, in the order the method tests: magic code (4.9 reads V1 only), the body read into a
     ``totalSize`` buffer, the body CRC, then totalSize against the fields."""
@@ -369,7 +371,7 @@ def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, ch
                 split_end = min(state.bufpos + window, seg.size + 1)
                 res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=window + _WINDOW_MARGIN,
                                     keep_text=True, scratch=scratch)
-                stop, n_ok = _check_rows(res, seg, check_crc=check_crc, is_5x=is_5x)
+                stop, n_ok = check_rows(res, seg, check_crc=check_crc, is_5x=is_5x)
                 accepted.add(res, n_ok)
                 if stop is not None:
                     return stop
@@ -442,7 +444,7 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
             "enableAcceleratedRecovery/checkCommitLogOffsetOnRecover=true: a 5.5.1 abnormal recovery then starts "
             "inside a segment at the checkpoint's logicsPhysicalOffset or checks each record's offset field: not "
             "reproduced; let the broker recover")
-    cp = parse_checkpoint(checkpoint) if checkpoint is not None else _read_checkpoint(store)
+    cp = parse_checkpoint(checkpoint) if checkpoint is not None else read_checkpoint(store)
     crc = config.checkCRCOnRecover if check_crc is None else bool(check_crc)
     if is_5x and config.enableControllerMode:
         raise UnsupportedConfigError(

@@ -58,9 +58,9 @@ from .walkresult import (
     WalkResult,
 )
 
-__all__ = ["CHECKPOINT_TOPIC", "OFFSET_FAMILY", "RocksCqEntries", "cq_key", "cq_value", "offset_key",
-           "offset_value", "checkpoint_key", "rocksdb_cq_entries", "undispatch_first_record",
-           "unindex_first_record"]
+__all__ = ["CHECKPOINT_TOPIC", "CQ_KEY_TAIL", "OFFSET_FAMILY", "OFFSET_KEY_TAIL", "RocksCqEntries", "cq_key",
+           "cq_value", "offset_key", "offset_value", "checkpoint_key", "rocksdb_cq_entries", "split_key",
+           "undispatch_first_record", "unindex_first_record"]
 
 CTRL_1 = b"\x01"                   # AbstractRocksDBStorage.CTRL_1
 OFFSET_FAMILY = "offset"           # ConsumeQueueRocksDBStorage.OFFSET_COLUMN_FAMILY
@@ -69,8 +69,8 @@ MAX = b"max"                       # RocksDBConsumeQueueOffsetTable.MAX_BYTES
 MIN = b"min"                       # RocksDBConsumeQueueOffsetTable.MIN_BYTES
 
 _TOPIC_LEN = struct.Struct(">i")
-_CQ_KEY_TAIL = struct.Struct(">cicq")      # 0x01, queueId, 0x01, queueOffset
-_OFFSET_KEY_TAIL = struct.Struct(">c3sci")  # 0x01, "max"/"min", 0x01, queueId
+CQ_KEY_TAIL = struct.Struct(">cicq")       # 0x01, queueId, 0x01, queueOffset
+OFFSET_KEY_TAIL = struct.Struct(">c3sci")  # 0x01, "max"/"min", 0x01, queueId
 # value of a default-family entry (RocksDBConsumeQueueTable.CQ_UNIT_SIZE = 28)
 CQ_VALUE = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8"), ("store_timestamp", ">i8")])
 OFFSET_VALUE = struct.Struct(">qq")        # commitlogOffset, queueOffset
@@ -87,9 +87,20 @@ def _topic_prefix(topic: str) -> bytes:
     return _TOPIC_LEN.pack(len(t)) + CTRL_1 + t
 
 
+def split_key(key: bytes) -> tuple[str, bytes] | None:
+    """A key's topic (``topicLength i32 · 0x01 · topic``) and what follows it (``CQ_KEY_TAIL`` or
+    ``OFFSET_KEY_TAIL`` in the broker's keys); None when the key is not of that shape."""
+    if len(key) < 5:
+        return None
+    n = _TOPIC_LEN.unpack_from(key)[0]
+    if n < 0 or len(key) < 5 + n:
+        return None
+    return key[5:5 + n].decode("utf-8", "replace"), key[5 + n:]
+
+
 def cq_key(topic: str, queue_id: int, queue_offset: int) -> bytes:
     """Key of a unit (``RocksDBConsumeQueueTable.buildCQKeyByteBuffer``)."""
-    return _topic_prefix(topic) + _CQ_KEY_TAIL.pack(CTRL_1, queue_id, CTRL_1, queue_offset)
+    return _topic_prefix(topic) + CQ_KEY_TAIL.pack(CTRL_1, queue_id, CTRL_1, queue_offset)
 
 
 def cq_value(offset: int, size: int, tags_code: int, store_timestamp: int) -> bytes:
@@ -99,7 +110,7 @@ def cq_value(offset: int, size: int, tags_code: int, store_timestamp: int) -> by
 
 def offset_key(topic: str, queue_id: int, *, maximum: bool = True) -> bytes:
     """Key of a queue's max (or min) entry (``RocksDBConsumeQueueOffsetTable.buildOffsetKeyByteBuffer``)."""
-    return _topic_prefix(topic) + _OFFSET_KEY_TAIL.pack(CTRL_1, MAX if maximum else MIN, CTRL_1, queue_id)
+    return _topic_prefix(topic) + OFFSET_KEY_TAIL.pack(CTRL_1, MAX if maximum else MIN, CTRL_1, queue_id)
 
 
 def offset_value(offset: int, queue_offset: int) -> bytes:
@@ -140,7 +151,7 @@ def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, que
     default: dict[bytes, bytes] = {}
     last: dict[int, int] = {}
     for i, (q, qo) in enumerate(zip(queue.tolist(), queue_offset.tolist())):
-        default[prefixes[q] + _CQ_KEY_TAIL.pack(CTRL_1, queues[q][1], CTRL_1, qo)] = raw[28 * i:28 * i + 28]
+        default[prefixes[q] + CQ_KEY_TAIL.pack(CTRL_1, queues[q][1], CTRL_1, qo)] = raw[28 * i:28 * i + 28]
         last[q] = i
     entries_offset = [(offset_key(queues[q][0], queues[q][1]), offset_value(int(offset[i]), int(queue_offset[i])))
                       for q, i in last.items()]

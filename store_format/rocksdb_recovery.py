@@ -22,6 +22,16 @@ Read in rocketmq-store 5.3.3 and 5.5.1 (the same rules unless said):
   returned, or starts past the end, ``correctMaxCqOffset`` throws and the queue's max stays (logged).
 * units are never deleted: those at or past the end stay in the ``default`` family (above the queue's new
   max until a new message takes their queue offset).  The reput then starts at the commitlog's end.
+* with ``recheckReputOffsetFromCq=true``, ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (5.3.3 and
+  5.5.1) sets the reput again, at the largest ``getMaxPhysicOffset`` over the consume queue table, at least
+  ``CommitLog.getMinOffset``.  The database kept changes nothing there: ``RocksDBConsumeQueueStore.load``
+  opens it (``RocksDBConsumeQueueOffsetTable.load`` caches the "max" entries in its own map) but puts no
+  queue into the table, which only ``findOrCreateConsumeQueue`` fills, for readers; the recovery's units go
+  to ``RocksGroupCommitService``.  So that reput starts at the commitlog's min offset and dispatches every
+  record below the end again, after the recovery's batches and ``truncateDirty``: each unit put under its
+  key again (the record at offset 0 included), each queue with a unit there gets its last one as "max"
+  entry, and the checkpoint becomes the end of the last dispatched record (``putMessagePosition0``);
+  "min" entries and the queues wholly at or past the end keep what ``truncateDirty`` left.
 
 The abnormal recovery's dispatch and its ``truncateDirty`` race (the group commit thread writes while the
 recovery goes on): when the checkpoint before the start is past the end and something is dispatched, the
@@ -31,16 +41,22 @@ are reported with both.
 from __future__ import annotations
 
 import dataclasses
-import struct
 
 import numpy as np
 
-from .rocksdb_cq import CHECKPOINT_TOPIC, CHECKPOINT_VALUE, CQ_VALUE, OFFSET_FAMILY, OFFSET_VALUE
+from .rocksdb_cq import (
+    CHECKPOINT_TOPIC,
+    CHECKPOINT_VALUE,
+    CQ_KEY_TAIL,
+    CQ_VALUE,
+    OFFSET_FAMILY,
+    OFFSET_KEY_TAIL,
+    OFFSET_VALUE,
+    split_key,
+)
 
 __all__ = ["QueueEntries", "RocksRestart", "parse_database", "predict_rocksdb_restart"]
 
-_CQ_TAIL = struct.Struct(">cicq")       # 0x01, queueId, 0x01, queueOffset
-_OFFSET_TAIL = struct.Struct(">c3sci")  # 0x01, "max"/"min", 0x01, queueId
 _RAW = np.dtype((np.void, CQ_VALUE.itemsize))
 
 
@@ -55,24 +71,15 @@ class QueueEntries:
     min: tuple[int, int] | None = None
 
 
-def _split(key: bytes) -> tuple[str, bytes] | None:
-    if len(key) < 5:
-        return None
-    n = int.from_bytes(key[:4], "big", signed=True)
-    if n < 0 or len(key) < 5 + n:
-        return None
-    return key[5:5 + n].decode("utf-8", "replace"), key[5 + n:]
-
-
 def parse_database(entries: dict[str, list[tuple[bytes, bytes]]]) -> tuple[dict[str, QueueEntries], int | None]:
     """Both families (as :func:`pipelines.rocksdb_cq.read_rocksdb_cq` reads them) per ``topic/queueId``;
     and the checkpoint value (None: no checkpoint entry).  Keys of neither layout are left out."""
     units: dict[str, list[tuple[int, bytes]]] = {}
     for key, value in entries.get("default", []):
-        got = _split(key)
-        if got is None or len(got[1]) != _CQ_TAIL.size or len(value) != CQ_VALUE.itemsize:
+        got = split_key(key)
+        if got is None or len(got[1]) != CQ_KEY_TAIL.size or len(value) != CQ_VALUE.itemsize:
             continue
-        _, qid, _, qoff = _CQ_TAIL.unpack(got[1])
+        _, qid, _, qoff = CQ_KEY_TAIL.unpack(got[1])
         units.setdefault(f"{got[0]}/{qid}", []).append((qoff, value))
     out: dict[str, QueueEntries] = {}
     for q, rows in units.items():
@@ -82,10 +89,10 @@ def parse_database(entries: dict[str, list[tuple[bytes, bytes]]]) -> tuple[dict[
     checkpoint = None
     empty = np.zeros(0, np.int64)
     for key, value in entries.get(OFFSET_FAMILY, []):
-        got = _split(key)
-        if got is None or len(got[1]) != _OFFSET_TAIL.size:
+        got = split_key(key)
+        if got is None or len(got[1]) != OFFSET_KEY_TAIL.size:
             continue
-        _, which, _, qid = _OFFSET_TAIL.unpack(got[1])
+        _, which, _, qid = OFFSET_KEY_TAIL.unpack(got[1])
         if got[0] == CHECKPOINT_TOPIC and len(value) == CHECKPOINT_VALUE.size:
             checkpoint = CHECKPOINT_VALUE.unpack(value)[0]
             continue
@@ -225,6 +232,7 @@ class RocksRestart:
     alt_queues: dict[str, QueueEntries] | None = None
     alt_checkpoint: int | None = None
     alt_notes: dict[str, str] = dataclasses.field(default_factory=dict)
+    second_reput: bool = False
 
 
 def _copy(queues: dict[str, QueueEntries]) -> dict[str, QueueEntries]:
@@ -232,11 +240,14 @@ def _copy(queues: dict[str, QueueEntries]) -> dict[str, QueueEntries]:
 
 
 def predict_rocksdb_restart(store: dict[str, QueueEntries], checkpoint: int | None, dispatched: dict[str, QueueEntries],
-                            *, end: int, min_phy: int, abnormal: bool, broker_551: bool) -> RocksRestart:
+                            *, end: int, min_phy: int, abnormal: bool, broker_551: bool,
+                            again: dict[str, QueueEntries] | None = None) -> RocksRestart:
     """The database after the start (module docstring): ``store`` and ``checkpoint`` as
     :func:`parse_database` reads them, ``dispatched`` the units the recovery dispatches (by queue, in
     commitlog order), ``end`` the recovered commitlog end, ``min_phy`` the commitlog's min offset
-    (``CommitLog.getMinOffset``)."""
+    (``CommitLog.getMinOffset``); ``again`` (``recheckReputOffsetFromCq=true``) the units the start's
+    second reput dispatches (``DefaultMessageStore.doRecheckReputOffsetFromCq``: every record from
+    ``min_phy`` to ``end``), put after both outcomes of the race."""
     cp0 = 0 if checkpoint is None else checkpoint
     # 5.3.3 CommitLog.recoverNormally/recoverAbnormally: truncateDirtyLogicFiles only when the value read before
     # the recovery is at or past the end; 5.5.1 always (truncateDirty then compares the checkpoint of the moment)
@@ -257,4 +268,26 @@ def predict_rocksdb_restart(store: dict[str, QueueEntries], checkpoint: int | No
         alt_cp, alt_notes = _truncate_dirty(alt, cp0, end, min_phy)
         d_cp, _ = _dispatch(alt, dispatched)
         out.alt_queues, out.alt_checkpoint, out.alt_notes = alt, d_cp if d_cp >= 0 else alt_cp, alt_notes
+    if again is not None:
+        _second_reput(out, again)
     return out
+
+
+def _second_reput(out: RocksRestart, again: dict[str, QueueEntries]) -> None:
+    """``DefaultMessageStore.doRecheckReputOffsetFromCq`` (5.3.3 and 5.5.1) on a RocksDB store: its batches
+    reach ``putMessagePosition0`` after the recovery's and after ``truncateDirty`` (which ran inside the
+    recovery), in either outcome of the race."""
+    out.second_reput = True
+    cp, _ = _dispatch(out.queues, again)
+    if out.alt_queues is not None:
+        _dispatch(out.alt_queues, again)
+    if cp >= 0:
+        out.checkpoint = cp
+        if out.alt_queues is not None:
+            out.alt_checkpoint = cp
+    for name, u in again.items():
+        if len(u.cq):
+            out.dispatched[name] = out.dispatched.get(name, 0) + len(u.cq)
+            for notes in (out.notes, out.alt_notes):
+                if notes.get(name):
+                    notes[name] += "; then the second reput's units set it"

@@ -112,11 +112,30 @@ def no_recheck_scenario(line: str) -> dict:
     return {**plain, "config": conf, "restartRebuildsNothing": True, "name": f"{line}-dledger-norecheck"}
 
 
-def abort_scenario(line: str) -> dict:
-    """``<line>-dledger-abort``: the ``plain`` messages, restarted after a crash (the writer's
-    ``abortBeforeRestart``: an ``abort`` file before the restart, so its recovery is the abnormal one)."""
+def abort_scenarios(line: str) -> list[dict]:
+    """``<line>-dledger-abort``: the ``plain`` messages, restarted after a crash (the writer's ``abort``:
+    an ``abort`` file before the restart, so its recovery is the abnormal one; ``before/`` keeps the store
+    as the restart found it, its ``checkpoint`` and ``dledger-n0/`` too).  On the 5.x lines the restart runs
+    again on a fresh copy of ``before/`` (``restartCopies``: the same files must give the same bytes), with
+    DLedger's checkpoint seven entries behind the log's end (``dledgerCommittedBack``: the crash came before
+    the group committed them), and ``<line>-dledger-abort-norecheck`` is the same without
+    ``recheckReputOffsetFromCq``, its whole log committed."""
     plain = dledger_scenarios(line)[0]
-    return {**plain, "abortBeforeRestart": True, "name": f"{line}-dledger-abort"}
+    if line.startswith("4"):
+        return [{**plain, "abort": True, "name": f"{line}-dledger-abort"}]
+    conf = {k: v for k, v in plain["config"].items() if k != "recheckReputOffsetFromCq"}
+    return [{**plain, "abort": True, "restartCopies": 1, "dledgerCommittedBack": 7, "name": f"{line}-dledger-abort"},
+            {**plain, "config": conf, "abort": True, "name": f"{line}-dledger-abort-norecheck"}]
+
+
+def small_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-small`` (5.x lines): 200 keyed messages of 100-300 bytes (about 30 entries in
+    the last data file), restarted after a crash: ``dledgerRecoverAbnormally``'s ``processOffset`` leaves
+    out more entry headers (48 bytes each) than the last message is long, so on 5.5.1 the checkpoint's
+    ``logicsPhysicalOffset`` reaches it and the queues are truncated there."""
+    g = _Messages(4, ["T0", "T1"])
+    messages = [{**g.one(), "body": g.body(100, 300), "keys": f"k{i}"} for i in range(200)]
+    return {"config": config(line), "messages": messages, "abort": True, "name": f"{line}-dledger-abort-small"}
 
 
 def _mixed(g: _Messages, i: int) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import shutil
 import zlib
 from pathlib import Path
 
@@ -191,3 +192,30 @@ def main_tables(spark, base: Path) -> dict:
                              key_buckets=MAIN_KEY_BUCKETS)
         _BUILT["main"] = {"store": store, "tables": tables, "config": cfg, "messages": msgs, "summary": summary}
     return _BUILT["main"]
+
+
+def earlier_store(store: Path, into: Path, cut_segment: str, cut_position: int) -> None:
+    """``store`` as the broker had written it up to a record of ``cut_segment``: the segments after
+    it absent, that one zero from ``cut_position`` on (what a MappedFile holds before it is written)."""
+    shutil.copytree(store, into)
+    for path in into.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    for name in sorted(os.listdir(into / "commitlog")):
+        if name > cut_segment:
+            os.remove(into / "commitlog" / name)
+    with open(into / "commitlog" / cut_segment, "r+b") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(cut_position)
+        f.write(bytes(size - cut_position))
+
+
+def file_inventory(tables: str) -> list[dict]:
+    """The consume queue and index files of the ``expiry_audit`` table, in name order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipelines.delta import read_arrow
+    audit = read_arrow(tables, "expiry_audit")
+    files = audit.filter(pc.is_in(audit["kind"], pa.array(["consume_queue_file", "index_file"])))
+    cols = ["kind", "name", "segment", "min_offset", "max_offset", "messages", "is_last"]
+    return files.select(cols).sort_by([("kind", "ascending"), ("name", "ascending")]).to_pylist()

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import shutil
 import time
 from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_scenarios import abort_scenario, dledger_scenarios, no_recheck_scenario
+from broker_dledger_scenarios import abort_scenarios, dledger_scenarios, no_recheck_scenario, small_abort_scenario
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -33,9 +34,10 @@ LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
-# written with the others, not rebuilt: a restart after a crash, and a 5.x one without
+# written with the others, not rebuilt: restarts after a crash, and a 5.x one without
 # recheckReputOffsetFromCq (it rebuilds nothing)
-EXTRA = {line: [abort_scenario(line)] + ([] if line.startswith("4") else [no_recheck_scenario(line)])
+EXTRA = {line: abort_scenarios(line) + ([] if line.startswith("4") else [no_recheck_scenario(line),
+                                                                         small_abort_scenario(line)])
          for line in LINES}
 _RUNS: dict[str, dict] = {}
 
@@ -330,6 +332,60 @@ def test_verify_predicts_a_dledger_restart(written, line, tmp_path):
             assert units == 0 and (p["units_dispatched_again"], p["units_lost"]) == (0, queued) and queued > 0
 
 
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_with_many_entries_in_the_last_file(written, line, tmp_path):
+    """A crash restart whose last data file holds more entry headers than its last message is long:
+    dledgerRecoverAbnormally's processOffset (without the headers) is then below the checkpoint's
+    logicsPhysicalOffset. 5.3.3 compares it with the deleted queues' max offset (-1): --as-restart writes
+    the broker's files byte for byte. 5.5.1 compares it with the checkpoint's offset and truncateDirtyLogicFiles
+    cuts the queues the walk wrote; the reput (recheckReputOffsetFromCq) then starts back at the cut queues'
+    largest offset and the broker's index holds the last message's keys twice: --as-restart refuses in one
+    line, and so does verify's prediction."""
+    r = _RUNS[f"{line}-dledger-abort-small"]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    code, err = _as_restart(src / "before", tmp_path / "ours", src, line)
+    if line == "5.3.3":
+        assert code == 0, err[-2000:]
+        _same_tree(src / "expected", tmp_path / "ours")
+        return
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "truncateDirtyLogicFiles" in errors[0], err[-2000:]
+    (index,) = (src / "expected" / "index").iterdir()
+    data = index.read_bytes()
+    slots, count = int.from_bytes(data[32:36], "big"), int.from_bytes(data[36:40], "big")
+    at = 40 + 4 * int(r["scenario"]["config"]["maxHashSlotNum"])
+    entries = [data[at + 20 * i:at + 20 * i + 12] for i in range(1, count)]   # (key hash, offset)
+    assert slots > 0 and len(set(entries)) < len(entries), "the broker's index holds no key twice"
+    code, report = _verify(shutil.copytree(src / "before", tmp_path / "store"), src, line)
+    assert report["restart"] is None and "truncateDirtyLogicFiles" in report["restart_note"], report
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_verify_predicts_a_crash_restart(written, line, tmp_path):
+    """On the store as the broker's crash restart found it (before/: an abort file, consumequeue/ and
+    index/ deleted), verify predicts what that restart wrote (expected/): the units it put (on 5.x from the
+    data file dledgerRecoverAbnormally starts at; those of uncommitted entries are not in the rebuild verify
+    compares with), and every other unit of the store lost."""
+    import shutil
+
+    names = [f"{line}-dledger-abort"] + ([] if line.startswith("4") else [f"{line}-dledger-abort-norecheck"])
+    for name in names:
+        r = _RUNS[name]
+        src = Path(r["scenario"]["dir"])
+        store = shutil.copytree(src / "before", tmp_path / name)
+        code, report = _verify(store, src, line)
+        p = report["restart"]
+        assert code == 1 and p is not None and p["dledger"], report.get("no_prediction")
+        put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
+        queued = _queued(r["scenario"])
+        # the rebuild verify compares with ends at the committed entry: the units of the last entries (one
+        # message each), which the crash restart puts too, are not in it
+        back = int(r["scenario"].get("dledgerCommittedBack", 0))
+        assert 0 < len(put) - back and len(put) <= queued
+        assert (p["units_dispatched_again"], p["units_lost"]) == (len(put) - back, queued - len(put)), p
+
+
 @pytest.mark.parametrize("line,name", [c for c in CASES if c.values[1].endswith(("-plain", "-converted"))])
 def test_lookups_match_broker_query_on_a_dledger_store(written, line, name, tmp_path):
     """Every key and unique key of the store, looked up through our index files and our Delta tables,
@@ -388,21 +444,30 @@ def test_lookups_match_broker_query_on_a_dledger_store(written, line, name, tmp_
 
 @pytest.mark.parametrize("line", LINES)
 def test_as_restart_after_an_unclean_shutdown(written, line, tmp_path):
-    """The broker restarted after a crash (an abort file: recoverAbnormally). 4.9.8's DLedgerCommitLog
-    recovers both ways alike: --as-restart on the store with its abort file writes the broker's files byte
-    for byte. 5.x's dledgerRecoverAbnormally dispatches entries itself (once, on 5.5.1, the harness saw it
-    write a unit of offset 0 and size 2147483647 at the head of a queue; on another run the clean
-    restart's files): --as-restart refuses in one line."""
-    import shutil
-    r = _RUNS[f"{line}-dledger-abort"]
-    assert r["written"].get("ok"), r["written"].get("error")
-    src = Path(r["scenario"]["dir"])
-    store = shutil.copytree(src / "store", tmp_path / "store")
-    (store / "abort").write_bytes(b"")
-    code, err = _as_restart(store, tmp_path / "ours", src, line)
-    if line.startswith("4"):
+    """The broker restarted after a crash (an abort file: recoverAbnormally), consumequeue/ and index/
+    deleted. 4.9.8's DLedgerCommitLog recovers both ways alike. 5.x's dledgerRecoverAbnormally dispatches
+    the entries itself, from the last data file whose first message the checkpoint covers (here not the
+    first file: the queues start with fillPreBlank units of offset 0 and size 2147483647), committed or not,
+    and the start's reput adds nothing, with recheckReputOffsetFromCq=true or without. --as-restart on the
+    store as the restart found it (before/: its abort file, checkpoint and dledger-n0/) writes the broker's
+    files byte for byte; on 5.x the broker's restart on a fresh copy of before/ wrote them too."""
+    names = [f"{line}-dledger-abort"] + ([] if line.startswith("4") else [f"{line}-dledger-abort-norecheck"])
+    for name in names:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        assert (src / "before" / "abort").is_file() and (src / "before" / "dledger-n0").is_dir()
+        cp = bh.read_conf(src / "before" / "dledger-n0" / "checkpoint")
+        back = int(r["scenario"].get("dledgerCommittedBack", 0))
+        assert int(cp["committedIndex"]) == int(cp["endIndex"]) - back   # entries not committed: dispatched too
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
         assert code == 0, err[-2000:]
-        _same_tree(src / "expected", tmp_path / "ours")
-    else:
-        errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
-        assert code == 2 and len(errors) == 1 and "dledgerRecoverAbnormally" in errors[0], err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        for k in range(1, int(r["scenario"].get("restartCopies", 0)) + 1):
+            _same_tree(src / "expected", src / f"copy-{k}" / "expected")
+        if not line.startswith("4"):
+            assert "dledgerRecoverAbnormally dispatches every entry from data file" in err, err[-2000:]
+            from_first = "from data file 00000000000000000000 " in err
+            heads = [f.read_bytes()[:20] for f in (src / "expected" / "consumequeue").rglob("00000000000000000000")]
+            blank = bytes(8) + (2**31 - 1).to_bytes(4, "big") + bytes(8)  # ConsumeQueue.fillPreBlank
+            assert heads and any(h == blank for h in heads) == (not from_first)

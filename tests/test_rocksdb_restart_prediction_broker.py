@@ -14,7 +14,14 @@ restart.
 ``verify`` on ``before/`` must predict, queue by queue, the database the broker left: each queue's "max"
 and "min" entries (either outcome of the abnormal start's race where verify names two), the checkpoint,
 how many units each queue keeps above its new max, and where the commitlog ends; a queue ``verify`` does
-not list must keep its entries.  5.5.1 by default; ``ROCKSDB_LINES=5.3.3,5.5.1`` adds 5.3.3.
+not list must keep its entries; after a clean shutdown, how many index keys the start puts again (the
+index files' counts grow by that).
+
+With ``recheckReputOffsetFromCq=true`` (``-recheck``: the damaged ``plain`` store, clean and crashed, and
+the ``lmq`` store ending undamaged in a keyed message) the start's second reput
+(``DefaultMessageStore.doRecheckReputOffsetFromCq``) dispatches every record from the commitlog's min
+offset again after all that: it sets the max entries and the checkpoint once more and indexes the last
+indexed record a second time.  5.5.1 by default; ``ROCKSDB_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
 from __future__ import annotations
 
@@ -39,9 +46,21 @@ LINES = bh.lines_from_env("ROCKSDB_LINES", "5.5.1")
 BROKER_LINE = bh.BROKER_VERSION_ARG
 
 
+def _recheck(sc: dict) -> dict:
+    return {**sc, "name": sc["name"] + "-recheck", "config": {**sc["config"], "recheckReputOffsetFromCq": "true"}}
+
+
 def _scenarios(line: str) -> list[dict]:
-    return [{**sc, "name": sc["name"] + "-kept", "keepQueues": True}
-            for sc in bh.restart_variants(rocksdb_scenarios(line), ("-plain", "-mixed", "-lmq"))]
+    scs = rocksdb_scenarios(line)
+    kept = bh.restart_variants(scs, ("-plain", "-mixed", "-lmq"))
+    recheck = [_recheck(sc) for sc in kept if sc["name"].startswith(f"{line}-rocksdb-plain-")]
+    # undamaged, ending in a keyed message: the second reput indexes it again
+    last = {"topic": "T0", "queueId": 1, "body": "dGFpbA==", "keys": "the-last-key",
+            "uniqKey": "7F00000100002A9F00000000FFFFFFFE"}
+    lmq = next(sc for sc in scs if sc["name"].endswith("-lmq"))
+    recheck.append(_recheck({**lmq, "name": f"{lmq['name']}-tail", "messages": [*lmq["messages"], last],
+                             "keepBefore": True}))
+    return [{**sc, "name": sc["name"] + "-kept", "keepQueues": True} for sc in kept + recheck]
 
 
 SCENARIOS = {line: _scenarios(line) for line in LINES}
@@ -88,6 +107,12 @@ def _pair(e) -> list[int] | None:  # noqa: ANN001
     return None if e is None else [int(e[0]), int(e[1])]
 
 
+def _index_count(folder: Path) -> int:
+    """The index keys of the files of ``folder`` (``indexCount`` less the unused entry 0, file by file)."""
+    from store_format.indexfile import read_header
+    return sum(read_header(f.read_bytes()).index_count - 1 for f in sorted(folder.iterdir()) if f.name.isdigit())
+
+
 @pytest.mark.parametrize("line,name", CASES)
 def test_verify_predicts_the_broker_s_restart_on_its_own_database(restarted, line: str, name: str) -> None:
     """Queue by queue, the "max" and "min" entries and the units above the new max of the database the
@@ -106,6 +131,14 @@ def test_verify_predicts_the_broker_s_restart_on_its_own_database(restarted, lin
         assert p["truncate_dirty_logic_files"] == (cp_before > p["commitlog_end"])
     if name.startswith(f"{line}-rocksdb-plain-restart"):   # its last records all have units: the cut is below them
         assert p["truncate_dirty_logic_files"] and listed, "truncateDirty cuts no queue"
+    recheck = restarted["scenario"]["config"].get("recheckReputOffsetFromCq") == "true"
+    assert (p["second_reput_from"] is not None) == recheck
+    if not restarted["scenario"].get("abort"):   # (an abnormal start deletes index files first)
+        grown = _index_count(d / "expected" / "index") - _index_count(d / "before" / "index")
+        assert grown == p["index_keys_put_again"], f"the broker's index gained {grown} key(s), verify says " \
+                                                   f"{p['index_keys_put_again']}"
+        if name.startswith(f"{line}-rocksdb-lmq-tail"):   # the last record's keys, a second time
+            assert grown > 0
     for queue in sorted(set(before) | set(after)):
         b, a = before.get(queue), after.get(queue)
         got = (_pair(a.max), _pair(a.min)) if a is not None else (None, None)

@@ -242,28 +242,6 @@ def _table_rows(tables: str, name: str, order: list[str], drop: tuple[str, ...] 
     return t.sort_by([(c, "ascending") for c in order]).to_pylist()
 
 
-def _earlier_store(store: Path, into: Path, cut_segment: str, cut_position: int) -> None:
-    """``store`` as the broker had written it up to a record of ``cut_segment``: the segments after
-    it absent, that one zero from ``cut_position`` on (what a MappedFile holds before it is written)."""
-    shutil.copytree(store, into)
-    for path in into.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    for name in sorted(os.listdir(into / "commitlog")):
-        if name > cut_segment:
-            os.remove(into / "commitlog" / name)
-    with open(into / "commitlog" / cut_segment, "r+b") as f:
-        size = f.seek(0, os.SEEK_END)
-        f.seek(cut_position)
-        f.write(bytes(size - cut_position))
-
-
-def _inventory(tables: str) -> list[dict]:
-    audit = read_arrow(tables, "expiry_audit")
-    files = audit.filter(pc.is_in(audit["kind"], pa.array(["consume_queue_file", "index_file"])))
-    cols = ["kind", "name", "segment", "min_offset", "max_offset", "messages", "is_last"]
-    return files.select(cols).sort_by([("kind", "ascending"), ("name", "ascending")]).to_pylist()
-
-
 @pytest.mark.golden
 @pytest.mark.parametrize("case", ["corrupt-4.9.8", "lmq-4.9.8", "features-4.9.8"])
 def test_a_refresh_after_appends_equals_a_full_rebuild(spark, golden_dir: Path, tmp_path: Path, case: str) -> None:
@@ -287,7 +265,7 @@ def test_a_refresh_after_appends_equals_a_full_rebuild(spark, golden_dir: Path, 
     positions = sorted(msgs.filter(pc.equal(msgs["segment"], cut_segment))["position"].to_pylist())
     cut_position = positions[len(positions) // 2]
     grown = tmp_path / "store"
-    _earlier_store(store, grown, cut_segment, cut_position)
+    ts.earlier_store(store, grown, cut_segment, cut_position)
     first = run_rebuild(str(grown), str(tmp_path / "out-b"), cfg, spark=spark, tables=by_refresh, split_size=262144)
     assert first.tables == by_refresh and first.tables_error is None
     # the broker appends: the store grows to its full contents; the refresh publishes the new rows
@@ -311,7 +289,7 @@ def test_a_refresh_after_appends_equals_a_full_rebuild(spark, golden_dir: Path, 
                "bytes_written"]
     assert (read_arrow(by_rebuild, "segments").select(figures).sort_by("segment").to_pylist()
             == read_arrow(by_refresh, "segments").select(figures).sort_by("segment").to_pylist())
-    assert _inventory(by_refresh) == _inventory(by_rebuild)
+    assert ts.file_inventory(by_refresh) == ts.file_inventory(by_rebuild)
 
 
 @pytest.mark.golden

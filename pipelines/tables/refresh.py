@@ -266,8 +266,18 @@ def _resume_state(spark, snap: Snapshot, resume: str, live: set[str], config: Br
     live_before = sorted(n for n in live if n < resume)
     msgs = _rows_before(spark, snap, "messages", MESSAGES_SCHEMA, resume)
     if msgs is not None:
-        # each queue's append state after its last unit, and its last record's queue offset
-        written = msgs.filter(F.col("consume_queue"))
+        # each queue's append state after its last unit, and its last record's queue offset; light
+        # queues (lmq_* columns: a record's unit in each) like any other queue
+        own_units = msgs.filter(F.col("consume_queue")).select(
+            "topic", "queue_id", "commitlog_offset", "size", "consume_queue_offset", "segment")
+        light = (msgs.filter(F.size("lmq_queues") > 0)
+                 .select("commitlog_offset", "size", "segment",
+                         F.explode(F.arrays_zip("lmq_queues", "lmq_queue_ids", "lmq_consume_queue_offsets")).alias("u"))
+                 .select(F.col("u.lmq_queues").alias("topic"), F.col("u.lmq_queue_ids").alias("queue_id"),
+                         "commitlog_offset", "size", F.col("u.lmq_consume_queue_offsets").alias("consume_queue_offset"),
+                         "segment")
+                 .filter(F.col("consume_queue_offset").isNotNull()))
+        written = own_units.unionByName(light)
         batch_topics = sorted(config.batch_topics)
         for r in (written.groupBy("topic", "queue_id")
                   .agg(F.max_by(F.struct((F.col("commitlog_offset") + F.col("size")).alias("end"),

@@ -3,8 +3,8 @@
 folder, compare every file with the store's (a RocksDB ``consumequeue/`` entry by entry:
 :mod:`.rocksdb_compare`), and predict the broker's next start (on the ``consumequeue/``,
 ``consumequeue_ext/``, ``batchconsumequeue/`` and ``index/`` files, a RocksDB consume queue's entries
-(:mod:`.rocksdb_restart`); not with ``recheckReputOffsetFromCq=true`` on a RocksDB or BatchCQ store, nor for
-a 5.x DLedger store after an unclean shutdown)."""
+(:mod:`.rocksdb_restart`); not for a 5.x DLedger store after an unclean shutdown whose recovery is
+refused)."""
 from __future__ import annotations
 
 import dataclasses
@@ -21,14 +21,16 @@ import pyarrow.fs as pafs
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
-from store_format.dledger_recovery import recover_dledger
-from store_format.errors import StoreLayoutError
+from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
+from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
+from store_format.errors import StoreLayoutError, UnsupportedConfigError
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
+from store_format.recovery import read_checkpoint
 from store_format.store import StoreLocation, open_store, resolve
 
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, compare_queue_file, extra_note
-from .report import NOT_PREDICTED, ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
+from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
 from .restart import predict_restart, recover_queue
 from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, read_all
 
@@ -54,8 +56,8 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     """Compare ``store``'s ``consumequeue/`` and ``index/`` with a rebuild from its commitlog, and
     its ``consumequeue_ext/`` (``enableConsumeQueueExt=true``) and ``batchconsumequeue/`` (BatchCQ
     topics) too; the next start is predicted on all of them (a RocksDB consume queue's entries too), but
-    not with ``recheckReputOffsetFromCq=true`` on a RocksDB or BatchCQ store, nor for a 5.x DLedger store
-    after an unclean shutdown (``VerifyReport.no_prediction`` says why).
+    not for a 5.x DLedger store after an unclean shutdown whose recovery is refused
+    (``VerifyReport.no_prediction`` says why).
 
     Only reads the store.  The rebuild goes to ``work`` (kept; it must not hold ``consumequeue/``
     or ``index/`` yet) or to a temporary folder deleted before returning.
@@ -170,11 +172,12 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
     clean = not st.broker_may_be_running()
-    rocks_recheck = config.rocksdb_cq and config.recheckReputOffsetFromCq
-    if rocks_recheck or (st.dledger is not None and config.is_5x and not clean):
-        why = (NOT_PREDICTED["rocksdb_consume_queue"] if rocks_recheck else
-               "not predicted for a 5.x DLedger store whose last shutdown was not clean (abort file): its recovery "
-               "(DLedgerCommitLog.dledgerRecoverAbnormally) dispatches up to the log's end, committed or not")
+    dledger = recover_dledger(fs, st.dledger, config.mappedFileSizeCommitLog) if st.dledger is not None else None
+    crash, crash_refused = None, None
+    if dledger is not None and config.is_5x and not clean and not config.rocksdb_cq:
+        crash, crash_refused = _dledger_crash(st, config, dledger, states)
+    if crash_refused:
+        why = f"not predicted: {crash_refused}"
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
                             None, _rebuild_figures(summary), consume_queue_ext=ext_results,
                             batch_consume_queue=bcq_results, rocksdb_consume_queue=rocksdb_results,
@@ -194,7 +197,6 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
                             len(r_names), restart, _rebuild_figures(summary), rocksdb_consume_queue=rocksdb_results,
                             not_checked=_not_checked(st))
-    dledger = recover_dledger(fs, st.dledger, config.mappedFileSizeCommitLog) if st.dledger is not None else None
     recovery = None
     if dledger is None:   # the commitlog recovery (as rebuild --as-restart): where the commitlog ends
         from store_format.recovery import plan_recovery
@@ -202,7 +204,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
             (s.restart.max_physic_offset for s in states), default=-1))
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
-        commitlog_end=(recovery.process_offset if recovery is not None else
+        commitlog_end=(recovery.process_offset if recovery is not None else crash.end if crash is not None else
                        _end_of_data(st, summary.data_end) if dledger is None or dledger.committed_pos < 0
                        else min(dledger.committed_pos, _end_of_data(st, summary.data_end))),
         clean_shutdown=clean, store_index=store_index,
@@ -211,7 +213,20 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         read_expected=lambda layout, queue, name: read_all(ref_fs, f"{ref}/{layout}/{queue}/{name}"),
         truncate_at=dledger.process_offset if dledger else None,
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
-        second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq)
+        second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
+        dispatch_from=crash.start_offset if crash is not None else None)
+    if crash is not None:
+        restart.dledger = True
+        restart.recovery_cut = crash.end
+        restart.recovery_reason = crash.reason
+        restart.notes.append(
+            "DLedger store after a crash: DLedgerCommitLog.dledgerRecoverAbnormally puts every message from data file "
+            f"{crash.start_file} (the last whose first message the checkpoint covers) to {crash.end}, committed or "
+            "not; a queue whose first message there is not its first starts with fillPreBlank units; the start's "
+            f"reput (from {crash.reput_from}) adds nothing")
+        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
+                            len(r_names), restart, _rebuild_figures(summary), consume_queue_ext=ext_results,
+                            batch_consume_queue=bcq_results, not_checked=_not_checked(st))
     if dledger is not None:
         restart.dledger = True
         restart.recovery_cut = dledger.process_offset
@@ -235,6 +250,24 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
                         restart, _rebuild_figures(summary), consume_queue_ext=ext_results,
                         batch_consume_queue=bcq_results, not_checked=_not_checked(st))
+
+
+def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerRecovery,
+                   states: list) -> tuple[DLedgerCrash | None, str | None]:
+    """What a 5.x DLedger store's restart after a crash dispatches
+    (:func:`store_format.dledger_crash.plan_dledger_crash`), or why it is not predicted: what that refuses,
+    and 5.3.3's ``truncateDirtyLogicFiles`` at the walk's short ``processOffset`` when the loaded queues'
+    max physical offset reaches it."""
+    try:
+        crash = plan_dledger_crash(st, config, dledger, read_checkpoint(st))
+    except UnsupportedConfigError as e:
+        return None, str(e)
+    max_phy = max((s.restart.max_physic_offset for s in states), default=-1)
+    if config.brokerVersion != "5.5" and max_phy >= crash.process_offset:
+        return None, (f"a 5.x DLedger store whose last shutdown was not clean (abort file): the queues' max physical "
+                      f"offset {max_phy} reaches the recovery's processOffset {crash.process_offset}, which leaves out "
+                      "the entries' 48-byte headers, and truncateDirtyLogicFiles cuts the queues there (not modelled)")
+    return crash, None
 
 
 def _queue_files(fs: pafs.FileSystem, folder: str) -> list[tuple[str, bytes]]:

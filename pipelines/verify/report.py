@@ -51,12 +51,6 @@ class QueueFileResult:
     note: str = ""
 
 
-# the next start of a broker on these files is not modelled (verify says so instead of guessing)
-NOT_PREDICTED = {
-    "rocksdb_consume_queue": "not predicted for the RocksDB consume queue with recheckReputOffsetFromCq=true (the "
-                             "start's second reput then begins at a queue's max entry, the start of its last unit, "
-                             "and may index that record again: not modelled, as rebuild --as-restart refuses it)",
-}
 # areas listed file by file between the consume queue files and the index files
 _QUEUE_FILE_AREAS = ("consume_queue_ext", "batch_consume_queue", "rocksdb_consume_queue")
 _AREA_NAMES = {"consume_queue": "consume queue files", "consume_queue_ext": "consume queue ext files",
@@ -164,6 +158,9 @@ class RestartPrediction:
     rocksdb_checkpoint_before: int | None = None
     rocksdb_checkpoint_after: int | None = None
     race_checkpoint_after: int | None = None
+    # recheckReputOffsetFromCq=true on a RocksDB store: where DefaultMessageStore.start's second reput starts
+    # (the commitlog's min offset; None: no second reput)
+    second_reput_from: int | None = None
 
 
 @dataclasses.dataclass
@@ -175,7 +172,7 @@ class VerifyReport:
     index: list[IndexFileResult]
     index_files_in_store: int
     index_files_rebuilt: int
-    restart: RestartPrediction | None   # None: not predicted (RocksDB, 5.x DLedger unclean): no_prediction
+    restart: RestartPrediction | None   # None: not predicted (5.x DLedger unclean): no_prediction
     rebuild: dict
     seconds: float = 0.0
     # None: the store does not have the layout (enableConsumeQueueExt=false; no BatchCQ topic)
@@ -231,8 +228,6 @@ class VerifyReport:
                for area, results in self._areas() if area in _QUEUE_FILE_AREAS},
             "restart": dataclasses.asdict(self.restart) if self.restart else None,
             "restart_note": self.no_prediction,
-            "restart_not_predicted": {area: NOT_PREDICTED[area] for area, _ in self._areas()
-                                      if area in NOT_PREDICTED and self.restart is None},
             "not_checked": self.not_checked,
             "rebuild": self.rebuild, "reference": self.reference,
             "seconds": self.seconds,
@@ -249,8 +244,6 @@ class VerifyReport:
             if area in _QUEUE_FILE_AREAS:
                 lines.append(f"{_AREA_NAMES[area]}: " + ", ".join(f"{v} {k}" for k, v in c[area].items()))
                 lines.extend("  " + _render_queue_file(r) for r in results if r.status != "identical")
-                if area in NOT_PREDICTED and self.restart is None:
-                    lines.append(f"  at the broker's next start: {NOT_PREDICTED[area]}")
         lines.append("index files: " + ", ".join(f"{v} {k}" for k, v in c["index"].items())
                      + f" ({self.index_files_in_store} in the store, {self.index_files_rebuilt} rebuilt, "
                        "matched in name order)")
@@ -416,6 +409,10 @@ def _render_rocksdb_restart(p: RestartPrediction) -> list[str]:
     start = "from" if p.reput_from_inclusive else "after"
     lines.append(f"  dispatched again {start} offset {p.reput_from}: {p.tail_bytes:,} commitlog bytes, "
                  f"{p.units_dispatched_again:,} unit(s), {p.index_keys_put_again:,} index key(s)")
+    if p.second_reput_from is not None:
+        lines.append(f"  then dispatched again from offset {p.second_reput_from} to the end (recheckReputOffsetFromCq="
+                     f"true): {max(0, p.commitlog_end - p.second_reput_from):,} commitlog bytes (in the unit and "
+                     "index key counts above)")
     lines.append(f"  units left above their queue's new max entry (kept in the database until new messages take "
                  f"their queue offsets): {p.units_truncated:,}")
     lines.append(f"  units missing from their queues that the restart does not write back: {p.units_lost:,}")

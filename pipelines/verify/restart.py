@@ -111,7 +111,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     clean_shutdown: bool, store_index: list[tuple[str, int, dict]],
                     expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
                     read_expected: Callable[[str, str, str], bytes], truncate_at: int | None = None,
-                    reput_from_queues: bool | None = None, second_reput: bool = False) -> RestartPrediction:
+                    reput_from_queues: bool | None = None, second_reput: bool = False,
+                    dispatch_from: int | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -147,6 +148,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     starting exactly at the queues' max, which the recovery's dispatch skips, is one), and
     ``IndexService.buildIndex`` puts the keys of the records at or after both that offset and the last
     index file's ``endPhyOffset`` (the last indexed record a second time).
+
+    A 5.x DLedger store after a crash passes ``dispatch_from`` instead
+    (:func:`store_format.dledger_crash.plan_dledger_crash`): ``dledgerRecoverAbnormally`` puts every
+    message from there (inclusive) to ``commitlog_end``, no queue is truncated, and the start's reput
+    adds nothing.
     """
     is5 = config.is_5x
     p = RestartPrediction("5" if is5 else "4", clean_shutdown, commitlog_min, commitlog_end)
@@ -156,12 +162,14 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     # rocketmq-store 5.5.1 (CommitLog.recoverNormally/recoverAbnormally, since CombineConsumeQueue) calls it
     # whatever the queues' max physical offset
     always = config.brokerVersion == "5.5" and truncate_at is None
-    p.truncate_dirty_logic_files = always or p.max_physic_offset_in_queues >= cut
+    p.truncate_dirty_logic_files = dispatch_from is None and (always or p.max_physic_offset_in_queues >= cut)
     if p.truncate_dirty_logic_files:
         for s in states:
             truncate_queue(s, cut)
-    recovery_dispatches = is5 and reput_from_queues is None
-    if recovery_dispatches:
+    recovery_dispatches = is5 and reput_from_queues is None and dispatch_from is None
+    if dispatch_from is not None:
+        p.reput_from, p.reput_from_inclusive = dispatch_from, True
+    elif recovery_dispatches:
         p.reput_from, p.reput_from_inclusive = p.max_physic_offset_in_queues, False
     elif reput_from_queues is False:
         p.reput_from = commitlog_end
@@ -221,7 +229,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
                        "commitlog's end (getConfirmOffset), so a record starting exactly there is never dispatched "
                        "again: its units count as lost")
-    if not clean_shutdown:
+    if not clean_shutdown and dispatch_from is None:
         p.notes.append("abort file present: the broker runs CommitLog.recoverAbnormally, which re-dispatches from the "
                        "segment the checkpoint points at (not modelled here beyond the index files it deletes"
                        + ("; with ext files each re-dispatched record of a queue also appends an ext unit, put by "
@@ -236,14 +244,16 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
 
 def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, store_index: list[tuple[str, int, dict]],
                   expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
-                  clean_shutdown: bool, end: int | None = None, second_reput_from: int | None = None) -> None:
+                  clean_shutdown: bool, end: int | None = None, second_reput_from: int | None = None,
+                  second_reput_note: str | None = None) -> None:
     """``index/`` at the start, into ``p``: ``IndexService.load`` maps every file (a short one is extended),
     an abnormal start deletes the files whose endTimestamp is after the checkpoint's indexMsgTimestamp, and
     ``IndexService.buildIndex`` puts again the keys of the records dispatched from ``first`` that lie at or
     after the last kept file's endPhyOffset (and, with ``end``, below it); with ``second_reput_from``
     (``recheckReputOffsetFromCq=true``) the start's second walk from there puts again the keys of the
     records at or after it and after the last indexed record's start (``IndexService.buildIndex`` skips
-    only offsets below ``endPhyOffset``), below ``end``."""
+    only offsets below ``endPhyOffset``), below ``end`` (``second_reput_note``: the note on where that walk
+    starts, by default the file queues')."""
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp
     full = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -276,8 +286,9 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
             n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
             offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
             keys += int(((offs >= threshold) & (offs < (end if end is not None else np.iinfo(np.int64).max))).sum())
-        p.notes.append(f"recheckReputOffsetFromCq=true: DefaultMessageStore.start walks the commitlog again from "
-                       f"{second_reput_from} (the queues' largest getMaxPhysicOffset after the recovery's dispatch; a "
-                       "batch queue's is the start of its last unit), appending what the queues still lack from there "
-                       "and indexing the last indexed record a second time when it lies there")
+        p.notes.append(second_reput_note or (
+            f"recheckReputOffsetFromCq=true: DefaultMessageStore.start walks the commitlog again from "
+            f"{second_reput_from} (the queues' largest getMaxPhysicOffset after the recovery's dispatch; a batch "
+            "queue's is the start of its last unit), appending what the queues still lack from there and indexing "
+            "the last indexed record a second time when it lies there"))
     p.index_keys_put_again = keys

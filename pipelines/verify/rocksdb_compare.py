@@ -11,28 +11,24 @@ minimum, so they are counted apart and not compared.
 from __future__ import annotations
 
 import shutil
-import struct
 import tempfile
 from collections.abc import Iterable
 
-from store_format.rocksdb_cq import CHECKPOINT_TOPIC, CHECKPOINT_VALUE, CQ_VALUE, OFFSET_FAMILY, OFFSET_VALUE
+from store_format.rocksdb_cq import (
+    CHECKPOINT_TOPIC,
+    CHECKPOINT_VALUE,
+    CQ_KEY_TAIL,
+    CQ_VALUE,
+    OFFSET_FAMILY,
+    OFFSET_KEY_TAIL,
+    OFFSET_VALUE,
+    split_key,
+)
 
 from .report import QueueFileResult
 
 __all__ = ["compare_entries", "compare_rocksdb_cq", "read_store_database"]
 
-_CQ_TAIL = struct.Struct(">cicq")       # 0x01, queueId, 0x01, queueOffset
-_OFFSET_TAIL = struct.Struct(">c3sci")  # 0x01, "max"/"min", 0x01, queueId
-
-
-def _topic_and_tail(key: bytes) -> tuple[str, bytes] | None:
-    """The topic of a key (``topicLength i32 · 0x01 · topic``) and what follows it; None if malformed."""
-    if len(key) < 5:
-        return None
-    n = int.from_bytes(key[:4], "big", signed=True)
-    if n < 0 or len(key) < 5 + n:
-        return None
-    return key[5:5 + n].decode("utf-8", "replace"), key[5 + n:]
 
 
 def _unit_fields(value: bytes) -> dict:
@@ -60,18 +56,18 @@ def _by_queue(entries: dict[str, list[tuple[bytes, bytes]]]) -> tuple[dict[str, 
     mins = 0
     unreadable: dict = {}   # keys of neither layout, numbered (only a damaged or foreign database has them)
     for key, value in entries.get("default", []):
-        got = _topic_and_tail(key)
-        if got is None or len(got[1]) != _CQ_TAIL.size:
+        got = split_key(key)
+        if got is None or len(got[1]) != CQ_KEY_TAIL.size:
             unreadable[("key", key.hex())] = (key, value)
             continue
-        _, qid, _, qoff = _CQ_TAIL.unpack(got[1])
+        _, qid, _, qoff = CQ_KEY_TAIL.unpack(got[1])
         out.setdefault(f"{got[0]}/{qid}", {})[("unit", qoff)] = (key, value)
     for key, value in entries.get(OFFSET_FAMILY, []):
-        got = _topic_and_tail(key)
-        if got is None or len(got[1]) != _OFFSET_TAIL.size:
+        got = split_key(key)
+        if got is None or len(got[1]) != OFFSET_KEY_TAIL.size:
             unreadable[("key", key.hex())] = (key, value)
             continue
-        _, which, _, qid = _OFFSET_TAIL.unpack(got[1])
+        _, which, _, qid = OFFSET_KEY_TAIL.unpack(got[1])
         if which == b"min":
             mins += 1
             continue

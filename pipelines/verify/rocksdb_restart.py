@@ -1,8 +1,9 @@
-"""``verify``'s next-start prediction for a RocksDB consume queue store (``storeType=defaultRocksDB``,
-``recheckReputOffsetFromCq=false``): the commitlog recovery from the database's checkpoint
-(:func:`store_format.recovery.plan_recovery`, as ``rebuild --as-restart`` applies it), its dispatch and
-``RocksDBConsumeQueueStore.truncateDirty`` (:mod:`store_format.rocksdb_recovery`), reported queue by
-queue like the file queues' (:class:`~.report.RestartPrediction`)."""
+"""``verify``'s next-start prediction for a RocksDB consume queue store (``storeType=defaultRocksDB``):
+the commitlog recovery from the database's checkpoint (:func:`store_format.recovery.plan_recovery`, as
+``rebuild --as-restart`` applies it), its dispatch and ``RocksDBConsumeQueueStore.truncateDirty``, and
+with ``recheckReputOffsetFromCq=true`` the start's second reput from the commitlog's min offset
+(``DefaultMessageStore.doRecheckReputOffsetFromCq``) (:mod:`store_format.rocksdb_recovery`), reported
+queue by queue like the file queues' (:class:`~.report.RestartPrediction`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -50,21 +51,16 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
         def in_range(phy: np.ndarray) -> np.ndarray:
             return (phy >= plan.checked_from) & (phy < end)
     dispatched = _select(ref, in_range)
-    notes = []
+    notes: list[str] = []
     if not clean and plan.checked_from == 0:
-        # the rebuild never dispatches the record at offset 0; the abnormal recovery does: its units are
-        # taken from the store's own database (put again unchanged)
-        at0 = _select(store, lambda phy: phy == 0)
-        for name, q in at0.items():
-            d = dispatched.get(name)
-            dispatched[name] = q if d is None else QueueEntries(np.concatenate([q.cq, d.cq]),
-                                                                np.concatenate([q.phy, d.phy]),
-                                                                np.concatenate([q.values, d.values]))
-        if not at0:
-            notes.append("the record at commitlog offset 0 is dispatched again by the abnormal recovery, but the "
-                         "store's database has no unit of it to take its queue offset from: not counted")
+        _with_offset_zero(dispatched, store, "the abnormal recovery", notes)
+    again = None
+    if config.recheckReputOffsetFromCq:   # DefaultMessageStore.doRecheckReputOffsetFromCq: from the min offset
+        again = _select(ref, lambda phy: (phy >= min_phy) & (phy < end))
+        if min_phy == 0:
+            _with_offset_zero(again, store, "the start's second reput", notes)
     r = predict_rocksdb_restart(store, checkpoint, dispatched, end=end, min_phy=min_phy, abnormal=not clean,
-                                broker_551=config.brokerVersion == "5.5")
+                                broker_551=config.brokerVersion == "5.5", again=again)
     p = RestartPrediction("5", clean, min_phy, end, rocksdb=True, rocksdb_checkpoint_before=checkpoint,
                           rocksdb_checkpoint_after=r.checkpoint, truncate_dirty_logic_files=r.truncated)
     p.recovery_cut, p.recovery_reason = plan.process_offset, plan.reason
@@ -85,9 +81,34 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
     p.notes.extend(notes)
     p.notes.append("units at or past the commitlog's end are not deleted (truncateDirty only corrects the max "
                    "entries and the checkpoint); the reput then starts at the commitlog's end")
+    second = None
+    if again is not None:
+        p.second_reput_from, second = min_phy, (
+            "recheckReputOffsetFromCq=true: DefaultMessageStore.start walks the commitlog again from its min offset "
+            f"{min_phy} (the consume queue table is empty at a start: "
+            "RocksDBConsumeQueueStore.findOrCreateConsumeQueue is called by readers only), putting every unit "
+            "below the end again (the record at offset 0's too) after the recovery's batches and truncateDirty: "
+            "each queue with a unit there gets its last one as max entry, the checkpoint the end of the last one; "
+            "IndexService.buildIndex puts the last indexed record's keys again")
     predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
-                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=end)
+                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=end,
+                  second_reput_from=p.second_reput_from, second_reput_note=second)
     return p
+
+
+def _with_offset_zero(units: dict[str, QueueEntries], store: dict[str, QueueEntries], who: str,
+                      notes: list[str]) -> None:
+    """The record at commitlog offset 0 added in front of ``units``: the rebuild never dispatches it, the
+    abnormal recovery and the second reput do; its units are taken from the store's own database (put
+    again unchanged)."""
+    at0 = _select(store, lambda phy: phy == 0)
+    for name, q in at0.items():
+        d = units.get(name)
+        units[name] = q if d is None else QueueEntries(np.concatenate([q.cq, d.cq]), np.concatenate([q.phy, d.phy]),
+                                                       np.concatenate([q.values, d.values]))
+    if not at0:
+        notes.append(f"the record at commitlog offset 0 is dispatched again by {who}, but the store's database has "
+                     "no unit of it to take its queue offset from: not counted")
 
 
 def _queues(p: RestartPrediction, store: dict[str, QueueEntries], ref: dict[str, QueueEntries], r: RocksRestart,

@@ -15,8 +15,8 @@ import java.util.List;
  * so that the restart's recovery, which checks body CRCs, cuts the commitlog there. {@code abort}:
  * an {@code abort} file is left in the store root, so that the restart recovers as after a crash.
  * With either knob, {@code <dir>/before/} receives the store as the restart finds it: the commitlog,
- * the checkpoint, the abort file and {@code config/topics.json} (and, with {@code keepQueues}, the
- * queue and index folders).
+ * the checkpoint, the abort file, {@code config/topics.json} and a DLedger store's {@code dledger-<selfId>/}
+ * (and, with {@code keepQueues}, the queue and index folders).
  */
 final class Damage {
     private Damage() {
@@ -52,6 +52,10 @@ final class Damage {
         for (String name : List.of("commitlog", "checkpoint", "abort", "config/topics.json")) {
             copyTree(new File(root, name), new File(before, name));
         }
+        File[] dledger = root.listFiles((d, n) -> n.startsWith("dledger-"));  // a DLedger store's data, index, checkpoint
+        for (File f : dledger == null ? new File[0] : dledger) {
+            copyTree(f, new File(before, f.getName()));
+        }
         if (queues) {
             for (String name : List.of("consumequeue", "consumequeue_ext", "batchconsumequeue", "index")) {
                 copyTree(new File(root, name), new File(before, name));
@@ -59,7 +63,7 @@ final class Damage {
         }
     }
 
-    private static void copyTree(File from, File to) throws IOException {
+    static void copyTree(File from, File to) throws IOException {
         if (!from.exists()) {
             return;
         }

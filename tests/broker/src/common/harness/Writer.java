@@ -60,9 +60,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code recheckReputOffsetFromCq=true} in its settings (the writer refuses it otherwise), as a
  * DLedger operator's broker.conf must; it holds for every start of the scenario and goes into
  * broker.conf. A scenario that says {@code "restartRebuildsNothing": true} may leave it out: its
- * restart then writes no consume queue or index file, which is what it checks. A scenario with
- * {@code "abortBeforeRestart": true} gets an empty {@code abort} file before that restart (a crash,
- * as the broker sees it: {@code recoverAbnormally}).
+ * restart then writes no consume queue or index file, which is what it checks; so may one with
+ * {@code abort} (a crash: {@code dledgerRecoverAbnormally} dispatches the entries itself).
  *
  * <p>BatchCQ topics (5.x; scenario field {@code batchTopics}, a list of topic names): before the
  * first start the writer writes {@code store/config/topics.json} as the broker's TopicConfigManager
@@ -84,7 +83,11 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code queuesAfterLoad} (every queue after {@code load()}, which recovers the queues and the commitlog)
  * and {@code queuesAfterDispatch} (once the reput has caught up), see {@link QueueStates}, and
  * {@code truncateDirtyLogicFilesAt} (the offset the recovery called {@code truncateDirtyLogicFiles} with,
- * -1: not called, see {@link TruncateCalls}); {@code expected/} then holds the broker's files after that restart.
+ * -1: not called, see {@link TruncateCalls}); {@code expected/} then holds the broker's files after that
+ * restart. {@code dledgerCommittedBack} (an int) lowers the
+ * {@code committedIndex} of DLedger's checkpoint by that many entries before the restart (a crash before
+ * the group committed them). {@code restartCopies} (an int) runs that restart
+ * again on as many fresh copies of {@code before/} ({@link #restartCopies}).
  */
 public final class Writer {
     private Writer() {
@@ -133,7 +136,7 @@ public final class Writer {
         Stores.deleteTree(dir);
         Properties props = DLedger.resolvePort(Stores.properties(sc.getAsJsonObject("config")));
         boolean dledger = DLedger.enabled(props);
-        if (dledger && LineAdapter.LINE.equals("5") && !sc.has("restartRebuildsNothing")
+        if (dledger && LineAdapter.LINE.equals("5") && !sc.has("restartRebuildsNothing") && !sc.has("abort")
             && !Boolean.parseBoolean(props.getProperty("recheckReputOffsetFromCq", "false").trim())) {
             throw new IllegalArgumentException("a DLedger scenario on 5.x needs recheckReputOffsetFromCq=true: "
                 + "without it the restart's reput starts at the committed position and rebuilds nothing");
@@ -190,6 +193,17 @@ public final class Writer {
         if (sc.has("abort") && sc.get("abort").getAsBoolean()) {
             check(new File(root, "abort").createNewFile(), "abort file exists");
         }
+        if (sc.has("dledgerCommittedBack")) {  // as a crash before the group committed the last entries
+            File cp = new File(root, "dledger-" + props.getProperty("dLegerSelfId", "n0") + "/checkpoint");
+            Properties c = new Properties();
+            try (java.io.FileInputStream in = new java.io.FileInputStream(cp)) {
+                c.load(in);
+            }
+            long committed = Long.parseLong(c.getProperty("committedIndex").trim())
+                - sc.get("dledgerCommittedBack").getAsLong();
+            Files.write(cp.toPath(), ("committedIndex=" + committed + "\nendIndex=" + c.getProperty("endIndex").trim()
+                + "\n").getBytes(StandardCharsets.ISO_8859_1));
+        }
         boolean keepQueues = sc.has("keepQueues") && sc.get("keepQueues").getAsBoolean();
         if (sc.has("damageMessage") || sc.has("abort") || sc.has("keepBefore")) {
             Damage.keepBefore(root, new File(dir, "before"), keepQueues);
@@ -202,9 +216,6 @@ public final class Writer {
         }
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
-        if (sc.has("abortBeforeRestart")) {  // as after a crash: the restart's recovery is the abnormal one
-            Files.write(new File(root, "abort").toPath(), new byte[0]);
-        }
         DefaultMessageStore store = Stores.open(props, root, role, topics);
         check(store.load(), "store load failed on restart");
         // a RocksDB consume queue (storeType=defaultRocksDB) has no queue files to report: its database is
@@ -274,11 +285,53 @@ public final class Writer {
                 }
             }
         }
+        if (sc.has("restartCopies")) {
+            restartCopies(sc, props, dir, role, topics, out);
+        }
         StringBuilder conf = new StringBuilder();
         for (String k : new java.util.TreeSet<>(props.stringPropertyNames())) {
             conf.append(k).append('=').append(props.getProperty(k)).append('\n');
         }
         Files.write(new File(dir, "broker.conf").toPath(), conf.toString().getBytes(StandardCharsets.ISO_8859_1));
+    }
+
+    /** {@code restartCopies} (with {@code abort} or {@code damageMessage}): the restart again on
+     *  {@code restartCopies} fresh copies of {@code before/}, each in {@code <dir>/copy-<k>/store}, its
+     *  {@code consumequeue/} and {@code index/} moved to {@code <dir>/copy-<k>/expected}; the line adds
+     *  {@code copies} (each restart's max physical offset). */
+    static void restartCopies(JsonObject sc, Properties props, File dir, BrokerRole role, Set<String> topics,
+        JsonObject out) throws Exception {
+        JsonArray copies = new JsonArray();
+        for (int k = 1; k <= sc.get("restartCopies").getAsInt(); k++) {
+            File copy = new File(dir, "copy-" + k);
+            File root = new File(copy, "store");
+            Damage.copyTree(new File(dir, "before"), root);
+            DefaultMessageStore store = Stores.open(props, root, role, topics);
+            check(store.load(), "store load failed on the restart of copy " + k);
+            DLedger.beforeStart(store);
+            store.start();
+            LineAdapter.afterStart(store);
+            JsonObject one = new JsonObject();
+            try {
+                DLedger.awaitCommitted(store, 30_000);
+                Stores.awaitDispatched(store, 60_000);
+                one.addProperty("maxPhyOffset", store.getMaxPhyOffset());
+            } finally {
+                store.shutdown();
+            }
+            for (String sub : new String[] {"consumequeue", "index"}) {
+                File f = new File(root, sub);
+                File to = new File(new File(copy, "expected"), sub);
+                check(to.getParentFile().isDirectory() || to.getParentFile().mkdirs(), "mkdir");
+                if (f.exists()) {
+                    Files.move(f.toPath(), to.toPath());
+                } else {
+                    check(to.mkdirs(), "mkdir");
+                }
+            }
+            copies.add(one);
+        }
+        out.add("copies", copies);
     }
 
     /** Puts {@code messages} through a store opened with {@code props} (a master), waits until the

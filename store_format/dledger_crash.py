@@ -1,0 +1,197 @@
+"""A 5.x DLedger broker's restart after a crash (an ``abort`` file): what its recovery dispatches.
+
+Mirrors ``DLedgerCommitLog.dledgerRecoverAbnormally`` and ``isMmapFileMatchedRecover`` (rocketmq-all-5.3.3
+and rocketmq-store 5.5.1, ``store/dledger/DLedgerCommitLog.java``), run by ``DefaultMessageStore.recover``
+when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_format.dledger_recovery`):
+
+* Which data file the walk starts at: from the last data file back to the first, the first whose first
+  entry's message (48 bytes in, behind the DLedger header) has the V1 magic code (a V2 record, a topic
+  longer than 127 bytes, never matches), a store timestamp that is not 0, and: 5.3.3, that timestamp at
+  most the checkpoint's ``getMinTimestamp()`` (``getMinTimestampIndex()`` with ``messageIndexEnable &&
+  messageIndexSafe``); 5.5.1, with ``messageIndexEnable && messageIndexSafe`` that timestamp at most
+  ``indexMsgTimestamp``, then ``ConsumeQueueStore.isMappedFileMatchedRecover``: the message's physical
+  offset at most the checkpoint's ``logicsPhysicalOffset`` (when that is > 0, else the timestamp at most
+  ``logicsMsgTimestamp``).  The fields are read raw: no CRC, no ``commitLogRecoverMaxNum``.  When no file
+  matches, the first.  Every input is on disk: the ``checkpoint`` file and the data files.
+* The walk: ``checkMessageAndReturnSize`` (the DLedger override: skip the 48-byte header, then the
+  message check with ``checkCRCOnRecover``) on each entry; a DLedger blank moves it to the next file (after
+  the last it ends); the first entry that fails (zeros after the last entry, a bad body CRC, ...) ends it.
+  **Every message accepted is dispatched** (``doDispatch``), committed or not, and nothing before the
+  start file.  So a queue whose first message there has queue offset k > 0 starts with k
+  ``fillPreBlank`` units (offset 0, size 2147483647) in its consume queue, where a clean restart writes
+  the queue's first messages: the explanation of "a unit of offset 0 and size 2147483647 at the head of a
+  queue" once seen on 5.5.1 (the start file depends on the checkpoint the crashed broker left; restarts
+  on copies of the same files write the same bytes).
+* ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
+  the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
+  max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
+  checkpoint's ``logicsPhysicalOffset``) is at least that, ``truncateDirtyLogicFiles`` cuts the queues the
+  walk just wrote at that short offset (refused here: not modelled).
+* ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
+  after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
+  (:func:`store_format.restart_reput.start_reput_check`); once the node leads, the group commits the rest
+  and the reput walks it: every message there was dispatched already (``putMessagePositionInfo`` drops
+  a unit at or below a queue's max physical offset), but ``IndexService.buildIndex`` indexes the last
+  indexed message again when the reput starts at or before it (refused).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import commitlog as cl
+from .config import BrokerConfig
+from .dledger import ENTRY_HEADER_SIZE
+from .dledger_recovery import DLedgerRecovery
+from .errors import UnsupportedConfigError
+from .filedump.checkpoint import Checkpoint
+from .layout import (
+    BORN_HOST_OFFSET,
+    HOST_V4_LEN,
+    HOST_V6_LEN,
+    MAGIC_V1,
+    OFF_MAGIC,
+    OFF_PHYSICAL_OFFSET,
+    OFF_SYSFLAG,
+    SYSFLAG_BORNHOST_V6,
+)
+from .recovery import check_rows
+from .restart_reput import Accepted, start_reput_check
+from .store import Segment, StoreLocation
+
+__all__ = ["DLedgerCrash", "plan_dledger_crash"]
+
+_WINDOW = 16 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class DLedgerCrash:
+    """What ``dledgerRecoverAbnormally`` dispatches (see the module's docstring): the data file the walk
+    starts at (name and offset), where it ends, the ``processOffset`` it computes, and where the start's
+    reput begins."""
+    start_file: str
+    start_offset: int
+    end: int
+    process_offset: int
+    reput_from: int
+    reason: str
+
+
+def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
+    """``DLedgerCommitLog.isMmapFileMatchedRecover`` on a data file's first bytes (module docstring)."""
+    m = head[ENTRY_HEADER_SIZE:]
+    if len(m) < BORN_HOST_OFFSET + HOST_V6_LEN + 8:
+        return False
+
+    def i(a: int, n: int) -> int:
+        return int.from_bytes(m[a:a + n], "big", signed=True)
+    if i(OFF_MAGIC, 4) != MAGIC_V1:
+        return False
+    at = BORN_HOST_OFFSET + (HOST_V6_LEN if i(OFF_SYSFLAG, 4) & SYSFLAG_BORNHOST_V6 else HOST_V4_LEN)
+    ts = i(at, 8)
+    if ts == 0:
+        return False
+    safe = config.messageIndexEnable and config.messageIndexSafe
+    if config.brokerVersion != "5.5":
+        return ts <= (cp.min_timestamp_index if safe else cp.min_timestamp)
+    if safe and ts > cp.index_msg_timestamp:
+        return False
+    if cp.logics_physical_offset <= 0:
+        return ts <= cp.logics_msg_timestamp
+    return i(OFF_PHYSICAL_OFFSET, 8) <= cp.logics_physical_offset
+
+
+def _refuse(why: str) -> UnsupportedConfigError:
+    return UnsupportedConfigError(f"a 5.x DLedger store whose last shutdown was not clean (abort file; "
+                                  f"DLedgerCommitLog.dledgerRecoverAbnormally): {why}; not modelled, let the broker "
+                                  "recover")
+
+
+def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerRecovery,
+                       cp: Checkpoint) -> DLedgerCrash:
+    """``dledgerRecoverAbnormally`` on ``st`` after DLedger's recovery ``rec``, with the store's checkpoint
+    ``cp`` (module docstring).
+
+    Raises:
+        UnsupportedConfigError: what is not modelled: a store converted in place (old ``commitlog/``
+            files), a RocksDB consume queue, 5.5.1 ``enableAcceleratedRecovery``, ``forceVerifyPropCRC``, a
+            message check that ends the walk elsewhere than DLedger's recovery ends the log, the queue
+            truncation at the short ``processOffset``, a start whose reput would index a message again.
+    """
+    assert st.dledger is not None
+    if any(not s.dledger for s in st.segments):
+        raise _refuse("a store converted in place (old commitlog files before the DLedger data)")
+    if config.rocksdb_cq:
+        raise _refuse("a RocksDB consume queue store")
+    if config.brokerVersion == "5.5" and config.enableAcceleratedRecovery:
+        raise _refuse("enableAcceleratedRecovery=true")
+    if config.checkCRCOnRecover and config.forceVerifyPropCRC:
+        raise _refuse("forceVerifyPropCRC=true (a CRC property over the whole record is checked)")
+    log = st.dledger
+    files = [Segment(k, name, int(name), size, path, mtime, dledger=True)
+             for k, (name, size, path, mtime) in enumerate(log.files)]
+    first = 0
+    for k in range(len(files) - 1, -1, -1):
+        with st.reader(files[k]) as read:
+            head = bytes(read(0, ENTRY_HEADER_SIZE + BORN_HOST_OFFSET + HOST_V6_LEN + 8))
+        if _matches(head, config, cp):
+            first = k
+            break
+    accepted = Accepted()
+    end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted)
+    if end != rec.process_offset:
+        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
+                      f"{rec.process_offset}")
+    process_offset = last_base + last_sizes
+    max_phy = cp.logics_physical_offset if config.brokerVersion == "5.5" else -1
+    if max_phy >= process_offset:
+        raise _refuse(f"the queues it writes are then cut at {process_offset} (truncateDirtyLogicFiles: the "
+                      f"checkpoint's logicsPhysicalOffset {max_phy} is at or past the walk's processOffset, which "
+                      "leaves out the entries' 48-byte headers)")
+    if config.recheckReputOffsetFromCq:
+        second = start_reput_check(config, files[0].base, files[first].base, end, accepted, abnormal=True)
+        assert second is not None   # 5.x with the switch: the second reput always runs
+        if second.reindex >= 0:
+            raise _refuse(f"its start's second reput (recheckReputOffsetFromCq=true) walks from {second.reput} and "
+                          f"IndexService.buildIndex indexes the message at {second.reindex} a second time")
+        reput = second.reput
+    else:
+        reput = max(rec.committed_pos, files[0].base)
+        if reput < files[first].base:
+            raise _refuse(f"its start's reput walks from the committed position {reput}, before the data file "
+                          f"{files[first].name} the recovery dispatched from")
+        if reput < end and config.messageIndexEnable and accepted.last_indexed >= reput:
+            raise _refuse(f"its start's reput walks from the committed position {reput} and IndexService.buildIndex "
+                          f"indexes the message at {accepted.last_indexed} a second time")
+    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason)
+
+
+def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,
+          accepted: Accepted) -> tuple[int, int, int, str]:
+    """The walk from ``files[first]``: (where it ends, its last file's offset, the message sizes in that file,
+    why it ends)."""
+    k = first
+    scratch = cl.Scratch()
+    while True:
+        seg = files[k]
+        sizes = 0
+        state = cl.WalkState.at_slice_start(0, seg.size)
+        with st.reader(seg) as read:
+            while True:
+                split_end = min(state.bufpos + _WINDOW, seg.size + 1)
+                res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=_WINDOW + (1 << 20),
+                                    keep_text=True, scratch=scratch, dledger=True)
+                stop, n_ok = check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True)
+                accepted.add(res, n_ok)
+                sizes += int(res.rec[:n_ok, cl.R_TOTAL].sum()) if n_ok else 0
+                if stop is not None:
+                    return stop.offset - ENTRY_HEADER_SIZE, seg.base, sizes, stop.reason
+                state = res.state
+                if res.stop != cl.Stop.SPLIT_END:
+                    break
+        if res.stop == cl.Stop.BLANK and k + 1 < len(files):
+            k += 1
+            continue
+        if res.stop == cl.Stop.BLANK:
+            return seg.end, seg.base, sizes, f"the blank that ends the last data file {seg.name}"
+        at = seg.base + state.bufpos
+        return at, seg.base, sizes, f"no entry the message check accepts at {at}"
