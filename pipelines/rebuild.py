@@ -13,6 +13,7 @@ import time
 import uuid
 
 from store_format.config import BrokerConfig
+from store_format.recovery import dispatch_config
 from store_format.reput import check_concurrent_reput, resolve_broker_version
 from store_format.store import StoreLocation, load_config_for, open_store
 from store_format.timeutil import zone
@@ -24,7 +25,7 @@ from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
-from .restart import DLedgerRestart, drop_cut_files
+from .restart import DLedgerRestart, Restart, drop_cut_files
 from .restart import as_restart as restart_view
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
 from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
@@ -212,6 +213,8 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
     recovery = None
     if as_restart:
         st, recovery = restart_view(st, config, progress)
+        if isinstance(recovery, Restart):
+            config = dispatch_config(config, recovery.plan)
     splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
     staged = StagedOutput(out, run_id, overwrite=overwrite)
     staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders

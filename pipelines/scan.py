@@ -68,7 +68,7 @@ def walk_split(split: Split, read: Reader, config: BrokerConfig,
         entering = cl.WalkState(sync, sync, 0, 1 << 62)
     res = cl.walk_range(read, split.seg_base, split.seg_size, entering, split.end, config, limit_rel=limit_rel,
                         window=window, scratch=scratch, dledger=split.dledger)
-    fix_malformed_text(res)
+    fix_malformed_text(res, len(config.delay_levels_ms))
     if config.rocksdb_cq and not split.dispatch_offset_zero:
         res = undispatch_first_record(res)
     elif config.rocksdb_cq and not split.index_offset_zero:

@@ -214,6 +214,9 @@ class BrokerConfig:
     # not a broker.conf setting: the store's BatchCQ topics (config/topics.json), whose queues go to
     # batchconsumequeue/; always set from the store (store_format.reput.resolve_broker_version)
     batch_topics: frozenset[str] = dataclasses.field(default=frozenset(), metadata={"from_store": True})
+    # not a broker.conf setting: False while the walk mirrors a 4.9.8 abnormal recovery's dispatch, which runs
+    # before ScheduleMessageService.load parses messageDelayLevel (store_format.recovery.dispatch_config)
+    delay_levels_loaded: bool = dataclasses.field(default=True, metadata={"derived": True})
 
     def __post_init__(self) -> None:
         if self.enableConsumeQueueExt and self.enableCalcFilterBitMap:
@@ -271,7 +274,10 @@ class BrokerConfig:
 
     @property
     def delay_levels_ms(self) -> tuple[int, ...]:
-        return parse_delay_levels(self.messageDelayLevel)
+        """Delay of each level in ms; none while ``delay_levels_loaded`` is False (4.9.8's
+        ``ScheduleMessageService.maxDelayLevel`` is still 0: ``checkMessageAndReturnSize`` caps every level
+        to 0 and keeps the tags hash)."""
+        return parse_delay_levels(self.messageDelayLevel) if self.delay_levels_loaded else ()
 
     @property
     def empty_index_count(self) -> int:
@@ -316,7 +322,7 @@ class BrokerConfig:
         lines = _lines or {}
         kwargs: dict[str, object] = {}
         for field in dataclasses.fields(cls):
-            if field.name not in props:
+            if field.name not in props or field.metadata.get("derived"):
                 continue
             if field.metadata.get("from_store"):   # as as_properties writes it (a run's recorded settings)
                 kwargs[field.name] = frozenset(t for t in props[field.name].split(",") if t)
@@ -344,7 +350,8 @@ class BrokerConfig:
         """The settings as text (a run's recorded settings); ``batch_topics`` comma-separated, only when
         the store has BatchCQ topics (topic names hold no comma: ``TopicValidator``)."""
         props = {f.name: str(getattr(self, f.name)).lower() if isinstance(getattr(self, f.name), bool)
-                 else str(getattr(self, f.name)) for f in dataclasses.fields(self) if not f.metadata.get("from_store")}
+                 else str(getattr(self, f.name)) for f in dataclasses.fields(self)
+                 if not f.metadata.get("from_store") and not f.metadata.get("derived")}
         if self.batch_topics:
             props["batch_topics"] = ",".join(sorted(self.batch_topics))
         return props

@@ -366,9 +366,10 @@ def _decode(text: np.ndarray, origin: int, start: int, length: int) -> str:
     return java_utf8_decode(text[start - origin:start - origin + length])
 
 
-def fix_malformed_text(res: WalkResult) -> None:
+def fix_malformed_text(res: WalkResult, delay_levels: int = 1) -> None:
     """Recompute the hashes the kernel could not (records whose topic, tags or keys are not valid
-    UTF-8), over the string Java decodes, with U+FFFD for malformed bytes.  Rare: done per record."""
+    UTF-8), over the string Java decodes, with U+FFFD for malformed bytes.  Rare: done per record.
+    ``delay_levels``: the number of delay levels the walk knew (``len(config.delay_levels_ms)``)."""
     rec = res.rec
     bad = np.nonzero((rec[:, R_STATUS] == STATUS_DISPATCHED) & ((rec[:, R_FLAGS] & F_TEXT_BAD) != 0))[0]
     text = np.asarray(res.text, dtype=np.uint8)
@@ -377,7 +378,7 @@ def fix_malformed_text(res: WalkResult) -> None:
         topic = _decode(text, res.text_origin, int(r[R_TOPIC_START]), int(r[R_TOPIC_LEN]))
         r[R_TOPIC_HASH] = int(java_string_hashes([topic])[0]) & 0xFFFFFFFF
         ts, tl = res.prop_span[i, P_TAGS]
-        if ts >= 0 and tl > 0 and not _is_delay_tagged(res, int(i), text):
+        if ts >= 0 and tl > 0 and not (delay_levels > 0 and _is_delay_tagged(res, int(i), text)):
             r[R_TAGS_CODE] = int(java_string_hashes([_decode(text, res.text_origin, int(ts), int(tl))])[0])
         first, count = int(r[R_KEY_FIRST]), int(r[R_KEY_COUNT])
         if count:
@@ -389,7 +390,8 @@ def fix_malformed_text(res: WalkResult) -> None:
 def _is_delay_tagged(res: WalkResult, i: int, text: np.ndarray) -> bool:
     """Whether the delivery time replaced the tags hash: a ``SCHEDULE_TOPIC_XXXX`` record whose
     ``DELAY`` level is above 0 [checkMessageAndReturnSize: ``if (delayLevel > 0)``]; a level of 0
-    or below leaves the tags hash."""
+    or below leaves the tags hash (as does any level when no delay level is known: the level is first
+    capped to ``getMaxDelayLevel()``, 0 then)."""
     r = res.rec[i]
     topic = bytes(text[r[R_TOPIC_START] - res.text_origin:r[R_TOPIC_START] - res.text_origin + r[R_TOPIC_LEN]])
     ds, dl = (int(v) for v in res.prop_span[i, P_DELAY])

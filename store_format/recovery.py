@@ -108,7 +108,8 @@ from .reput import resolve_broker_version
 from .restart_reput import Accepted, reput_records_from, start_reput_check
 from .store import Segment, StoreLocation
 
-__all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "read_checkpoint", "check_rows", "DEFAULT_WINDOW"]
+__all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "read_checkpoint", "check_rows", "dispatch_config",
+           "DEFAULT_WINDOW"]
 
 log = logging.getLogger(__name__)
 
@@ -482,3 +483,19 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         index_offset_zero=second is not None and second.index_offset_zero)
     log.info("%s", plan.render())
     return plan
+
+
+def dispatch_config(config: BrokerConfig, plan: RecoveryPlan) -> BrokerConfig:
+    """The settings as the restart's dispatch reads them.
+
+    rocketmq-all-4.9.8 ``DefaultMessageStore.load`` calls ``recover`` *before* ``ScheduleMessageService.load``
+    (which runs ``parseDelayLevel``); ``CommitLog.checkMessageAndReturnSize`` caps a ``SCHEDULE_TOPIC_XXXX``
+    record's ``DELAY`` level to ``getMaxDelayLevel()``, still 0, so the records ``recoverAbnormally`` dispatches
+    keep their tags hash (0 without tags) as tagsCode instead of the delivery time: in the consume queue unit,
+    or in the ext unit with ``enableConsumeQueueExt``.  The reput of ``start()`` runs after ``load``, but it
+    starts past the last queued record, and every ``SCHEDULE_TOPIC_XXXX`` record recovery accepted is queued.
+    5.x parses the levels in the ``DefaultMessageStore`` constructor (``parseDelayLevel``, 5.3.3 and 5.5.1);
+    a 4.9.8 normal recovery dispatches nothing (the reput does, after ``load``)."""
+    if plan.broker_version == "4" and plan.mode == MODE_ABNORMAL:
+        return dataclasses.replace(config, delay_levels_loaded=False)
+    return config

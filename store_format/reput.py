@@ -223,7 +223,7 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
     anomalies: list[dict] = []
     end_of_data: dict | None = None
     for seg, res in walk_store(store, config, reuse_memory=True):
-        fix_malformed_text(res)
+        fix_malformed_text(res, len(config.delay_levels_ms))
         rec = res.rec
         n_records += len(rec)
         ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED

@@ -195,7 +195,7 @@ def test_verify_and_repair_batch_consume_queues(written, spark, line: str, name:
     assert flip["expected_unit"]["commitlogOffset"] != flip["found_unit"]["commitlogOffset"]
     assert "MappedFileQueue.doLoad" in next(r for r in report["batch_consume_queue"] if r["path"] == truncated)["note"]
     p = report["restart"]
-    assert p is not None and report["restart_note"] is None and p["start_fails"]
+    assert p is not None and not report["restart_note"] and p["start_fails"]
     listed = {(q["layout"], q["queue"]): q for q in p["queues"]}
     failing = [k for k, q in listed.items() if q["load_failure"]]
     assert failing == [("batchconsumequeue", queues[0])], failing

@@ -18,6 +18,15 @@ def test_defaults_are_the_brokers():
     assert c.messageIndexEnable and not c.enableMultiDispatch and c.is_master
 
 
+def test_delay_levels_not_loaded_is_no_setting():
+    """``delay_levels_loaded`` (a 4.9.8 abnormal recovery's dispatch) is derived, never read from or written as a
+    broker.conf setting."""
+    c = BrokerConfig(delay_levels_loaded=False)
+    assert c.delay_levels_ms == ()
+    assert "delay_levels_loaded" not in c.as_properties()
+    assert BrokerConfig.from_properties({"delay_levels_loaded": "false"}).delay_levels_loaded
+
+
 def test_java_properties_syntax():
     props = parse_java_properties("# comment\n! other\nkey1=v1\nkey2 : v2\nkey3 v3\n  key4=a\\\n   b\nkey\\ 5=x\\ty\n")
     assert props == {"key1": "v1", "key2": "v2", "key3": "v3", "key4": "ab", "key 5": "x\ty"}

@@ -211,7 +211,7 @@ def test_verify_and_repair_ext_files(written, line, tmp_path):
     assert short["found_size"] == 50 and "MappedFileQueue.doLoad" in short["note"]
     assert next(r for r in report["consume_queue_ext"] if r["path"] == flipped)["first_unit"] == 0
     p = report["restart"]
-    assert p is not None and report["restart_note"] is None and p["start_fails"]
+    assert p is not None and not report["restart_note"] and p["start_fails"]
     failing = [q for q in p["queues"] if q["load_failure"]]
     assert [q["queue"] for q in failing] == [queues[0]], failing
     assert "consumequeue_ext" in failing[0]["load_failure"]

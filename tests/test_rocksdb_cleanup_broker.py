@@ -28,9 +28,7 @@ from broker_rocksdb_scenarios import rocksdb_scenarios
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
-if bh.missing_tools():
-    pytest.skip(f"broker harness not available: {bh.missing_tools()} (it needs a JDK and Maven)",
-                allow_module_level=True)
+bh.skip_without_tools()
 pytest.importorskip("rocksdict")
 
 LINES = bh.lines_from_env("ROCKSDB_LINES", "5.5.1")

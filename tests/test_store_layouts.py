@@ -94,7 +94,7 @@ def test_batch_cq_topic_is_rebuilt_into_batchconsumequeue(store: Path, tmp_path:
     code = main(_commands(store, tmp_path, conf)[2] + ["--json"])
     report = json.loads(capsys.readouterr().out)
     p = report["restart"]
-    assert code == 1 and report["batch_consume_queue"] and p is not None and report["restart_note"] is None
+    assert code == 1 and report["batch_consume_queue"] and p is not None and not report["restart_note"]
     rebuilt = sum(len(_units(f.read_bytes(), size)) for area, size in (("consumequeue", 20), ("batchconsumequeue", 46))
                   for f in (out / area).rglob("*") if f.is_file())
     assert rebuilt and (p["units_dispatched_again"], p["units_lost"], p["start_fails"]) == (rebuilt, 0, False)

@@ -242,7 +242,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                        "again: its units count as lost")
     if not clean_shutdown and dispatch_from is None:
         p.notes.append("abort file present: the broker runs CommitLog.recoverAbnormally, which re-dispatches from the "
-                       "segment the checkpoint points at (not modelled here beyond the index files it deletes)")
+                       "segment the checkpoint points at (not modelled here beyond the index files it deletes"
+                       + ("; with ext files each re-dispatched record of a queue also appends an ext unit, put by "
+                          "ConsumeQueueExt.put before the consume queue drops the unit as already written, so the "
+                          "ext write positions above are those before that dispatch" if any(
+                              s.ext_file_size for s in states) else "") + ")")
     if truncate_at is None:
         p.notes.append("the commitlog end is where the rebuild's walk ended; the broker's own recovery (CRC checks of "
                        "the last segments) is not emulated")

@@ -81,9 +81,11 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code keepQueues} the restart keeps {@code consumequeue/}, {@code consumequeue_ext/},
  * {@code batchconsumequeue/} and {@code index/} (so does {@code before/}), and the line adds
  * {@code queuesAfterLoad} (every queue after {@code load()}, which recovers the queues and the commitlog)
- * and {@code queuesAfterDispatch} (once the reput has caught up), see {@link QueueStates}; {@code expected/}
- * then holds the broker's files after that restart; {@code reportQueues} adds {@code queuesAfterDispatch}
- * alone (the queues deleted as usual). {@code dledgerCommittedBack} (an int) lowers the
+ * and {@code queuesAfterDispatch} (once the reput has caught up), see {@link QueueStates}, and
+ * {@code truncateDirtyLogicFilesAt} (the offset the recovery called {@code truncateDirtyLogicFiles} with,
+ * -1: not called, see {@link TruncateCalls}); {@code expected/} then holds the broker's files after that
+ * restart; {@code reportQueues} adds {@code queuesAfterDispatch} alone (the queues deleted as usual).
+ * {@code dledgerCommittedBack} (an int) lowers the
  * {@code committedIndex} of DLedger's checkpoint by that many entries before the restart (a crash before
  * the group committed them). {@code restartCopies} (an int) runs that restart
  * again on as many fresh copies of {@code before/} ({@link #restartCopies}).
@@ -222,6 +224,7 @@ public final class Writer {
         boolean queueFiles = !"defaultRocksDB".equals(props.getProperty("storeType"));
         if (keepQueues && queueFiles) {  // after load(): the queues' and the commitlog's recovery, before the reput
             out.add("queuesAfterLoad", QueueStates.of(store));
+            out.addProperty("truncateDirtyLogicFilesAt", TruncateCalls.last(store));
         }
         DLedger.beforeStart(store);
         store.start();

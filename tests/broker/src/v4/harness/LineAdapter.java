@@ -25,7 +25,13 @@ public final class LineAdapter {
     public static DefaultMessageStore newStore(MessageStoreConfig config, BrokerConfig brokerConfig,
         Collection<String> topics) throws IOException {
         return new DefaultMessageStore(config, new BrokerStatsManager(brokerConfig.getBrokerClusterName(), false),
-            (topic, queueId, logicOffset, tagsCode, msgStoreTime, filterBitMap, properties) -> { }, brokerConfig);
+            (topic, queueId, logicOffset, tagsCode, msgStoreTime, filterBitMap, properties) -> { }, brokerConfig) {
+            @Override
+            public void truncateDirtyLogicFiles(long phyOffset) {
+                TruncateCalls.record(this, phyOffset);
+                super.truncateDirtyLogicFiles(phyOffset);
+            }
+        };
     }
 
     /** The schedule service would deliver due delayed messages, appending to the commitlog. */

@@ -64,7 +64,13 @@ public final class LineAdapter {
             // storeType=defaultRocksDB: BrokerController.initializeMessageStore makes this store
             return new RocksDBMessageStore(config, stats, listener, brokerConfig, table);
         }
-        return new DefaultMessageStore(config, stats, listener, brokerConfig, table);
+        return new DefaultMessageStore(config, stats, listener, brokerConfig, table) {
+            @Override
+            public void truncateDirtyLogicFiles(long phyOffset) throws org.rocksdb.RocksDBException {
+                TruncateCalls.record(this, phyOffset);
+                super.truncateDirtyLogicFiles(phyOffset);
+            }
+        };
     }
 
     public static void afterStart(DefaultMessageStore store) {
