@@ -382,8 +382,10 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_queues(written, line, tmp
                 put += sum(1 for i in range(0, valid, 20) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
         queued = _queued(r["scenario"])
         assert (p["units_dispatched_again"], p["units_lost"]) == (put, queued - put), (name, p)
-        (index,) = (src / "expected" / "index").iterdir()
-        assert p["index_keys_put_again"] == int.from_bytes(index.read_bytes()[36:40], "big") - 1, (name, p)
+        # the broker's index files' headers: indexCount - 1 keys each
+        keys = sum(max(0, int.from_bytes(f.read_bytes()[36:40], "big") - 1)
+                   for f in (src / "expected" / "index").iterdir())
+        assert p["index_keys_put_again"] == keys > 0, (name, p)
 
 
 @pytest.mark.parametrize("line", LINES)
