@@ -5,6 +5,7 @@ import dataclasses
 
 from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
+from store_format.consumequeue import cq_file_name
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import StoreError
@@ -12,8 +13,9 @@ from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
 from store_format.store import Segment, StoreLocation, with_dledger_committed
 
 from .anomalies import at_offset
+from .commit import StagedOutput
 
-__all__ = ["as_restart", "Restart", "DLedgerRestart"]
+__all__ = ["as_restart", "drop_cut_files", "Restart", "DLedgerRestart"]
 
 
 @dataclasses.dataclass
@@ -61,7 +63,10 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
     position; 5.x starts at ``getConfirmOffset()``, the committed position itself, so nothing is
     dispatched unless ``recheckReputOffsetFromCq=true`` moves it back to the min offset.  A 5.x abnormal
     restart (``abort`` file): ``dledgerRecoverAbnormally`` dispatches every entry from the data file its
-    checks start at to the log's end, committed or not (:func:`store_format.dledger_crash.plan_dledger_crash`)."""
+    checks start at to the log's end, committed or not (:func:`store_format.dledger_crash.plan_dledger_crash`);
+    on 5.5.1 the queues it wrote may be cut (``truncateDirtyLogicFiles``): :func:`drop_cut_files` then
+    removes the files that cut deleted and nothing wrote again, and the start's reput may index the last
+    indexed record again (``StoreLocation.reindex``)."""
     assert st.dledger is not None
     rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
     before = st.dledger.committed_pos
@@ -71,11 +76,20 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
     if config.is_5x and st.broker_may_be_running():
         crash = plan_dledger_crash(st, config, rec, read_checkpoint(st))
         progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally dispatches "
-                      f"every entry from data file {crash.start_file} to {crash.end}, committed or not; the start's "
-                      f"reput then begins at {crash.reput_from} and adds nothing")
+                      f"every entry from data file {crash.start_file} to {crash.end}, committed or not")
+        if crash.cut is not None:
+            c = crash.cut
+            progress.emit(f"[rebuild] as a restart after a crash: truncateDirtyLogicFiles cuts the queues at the "
+                          f"recovery's processOffset {crash.process_offset} (its last file's message sizes, without "
+                          f"the entry headers); the start's reput from {c.reput} puts back {c.restored} unit(s), "
+                          f"{len(c.lost)} stay cut (past their queue's write position) and {len(c.dropped)} queue "
+                          "file(s) stay deleted")
+        progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
+                      + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else ""))
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
         segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
-        kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)])
+        kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
+                                   reindex=crash.reindex)
         return kept, DLedgerRestart(rec, before, False, crash)
     kept = with_dledger_committed(st, rec.committed_index, rec.committed_pos)
     if not kept.segments:
@@ -88,6 +102,19 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                       "recheckReputOffsetFromCq=true makes it dispatch from the commitlog's min offset")
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0) for seg in kept.segments])
     return kept, DLedgerRestart(rec, before, nothing)
+
+
+def drop_cut_files(recovery: object, staged: StagedOutput, cq_files: list[dict]) -> list[dict]:
+    """``cq_files`` (the build's consume queue rows) without the files a 5.5.1 DLedger crash restart's
+    ``truncateDirtyLogicFiles`` deleted and its reput did not write again
+    (:class:`store_format.dledger_crash_cut.QueueCut`), which are removed from ``staged``."""
+    crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
+    if crash is None or crash.cut is None or not crash.cut.dropped:
+        return cq_files
+    gone = set(crash.cut.dropped)
+    for topic, qid, start in gone:
+        staged.delete_staged(f"consumequeue/{topic}/{qid}/{cq_file_name(start)}")
+    return [r for r in cq_files if (r["topic"], r["queue_id"], r["file_start"]) not in gone]
 
 
 def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, Restart | DLedgerRestart]:  # noqa: ANN001

@@ -26,13 +26,15 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
   checkpoint's ``logicsPhysicalOffset``) is at least that, ``truncateDirtyLogicFiles`` cuts the queues the
-  walk just wrote at that short offset (refused here: not modelled).
+  walk just wrote at that short offset (5.5.1 only when their largest max reaches it):
+  :mod:`store_format.dledger_crash_cut`.
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
-  (:func:`store_format.restart_reput.start_reput_check`); once the node leads, the group commits the rest
-  and the reput walks it: every message there was dispatched already (``putMessagePositionInfo`` drops
-  a unit at or below a queue's max physical offset), but ``IndexService.buildIndex`` indexes the last
-  indexed message again when the reput starts at or before it (refused).
+  (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues'); once the node
+  leads, the group commits the rest and the reput walks it: a message whose unit is still in its queue is
+  dropped (``putMessagePositionInfo`` drops a unit at or below a queue's max physical offset), a cut one is
+  put back, and ``IndexService.buildIndex`` indexes the last indexed message again when the reput starts
+  at or before it (``DLedgerCrash.reindex``, written through ``StoreLocation.reindex``).
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ import dataclasses
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
+from .dledger_crash_cut import QueueCut, QueueTrack, cut_queues
 from .dledger_recovery import DLedgerRecovery
 from .errors import UnsupportedConfigError
 from .filedump.checkpoint import Checkpoint
@@ -74,6 +77,8 @@ class DLedgerCrash:
     process_offset: int
     reput_from: int
     reason: str
+    reindex: int = -1             # the record whose keys the start's reput indexes again (-1: none)
+    cut: QueueCut | None = None   # 5.5.1: truncateDirtyLogicFiles at process_offset (store_format.dledger_crash_cut)
 
 
 def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
@@ -114,8 +119,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     Raises:
         UnsupportedConfigError: what is not modelled: a store converted in place (old ``commitlog/``
             files), a RocksDB consume queue, 5.5.1 ``enableAcceleratedRecovery``, ``forceVerifyPropCRC``, a
-            message check that ends the walk elsewhere than DLedger's recovery ends the log, the queue
-            truncation at the short ``processOffset``, a start whose reput would index a message again.
+            message check that ends the walk elsewhere than DLedger's recovery ends the log, the cases of
+            the queue truncation at the short ``processOffset`` that
+            :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file.
     """
     assert st.dledger is not None
     if any(not s.dledger for s in st.segments):
@@ -136,37 +142,38 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         if _matches(head, config, cp):
             first = k
             break
-    accepted = Accepted()
-    end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted)
+    accepted, track = Accepted(), QueueTrack()
+    end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
     if end != rec.process_offset:
         raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
                       f"{rec.process_offset}")
     process_offset = last_base + last_sizes
     max_phy = cp.logics_physical_offset if config.brokerVersion == "5.5" else -1
-    if max_phy >= process_offset:
-        raise _refuse(f"the queues it writes are then cut at {process_offset} (truncateDirtyLogicFiles: the "
-                      f"checkpoint's logicsPhysicalOffset {max_phy} is at or past the walk's processOffset, which "
-                      "leaves out the entries' 48-byte headers)")
-    if config.recheckReputOffsetFromCq:
+    cut = None
+    if max_phy >= process_offset and accepted.cq_end >= process_offset:   # ConsumeQueueStore.truncateDirty
+        if config.enableConsumeQueueExt or config.batch_topics:
+            raise _refuse(f"the queues it writes are then cut at {process_offset} (truncateDirtyLogicFiles), "
+                          "with consume queue ext files or batch consume queues: not modelled")
+        cut = cut_queues(track, process_offset, cq_file_size=config.cq_file_size,
+                         recheck=config.recheckReputOffsetFromCq, min_offset=files[0].base,
+                         confirm_offset=max(rec.committed_pos, files[0].base), end=end)
+        reput = cut.reput
+    elif config.recheckReputOffsetFromCq:
         second = start_reput_check(config, files[0].base, files[first].base, end, accepted, abnormal=True)
         assert second is not None   # 5.x with the switch: the second reput always runs
-        if second.reindex >= 0:
-            raise _refuse(f"its start's second reput (recheckReputOffsetFromCq=true) walks from {second.reput} and "
-                          f"IndexService.buildIndex indexes the message at {second.reindex} a second time")
         reput = second.reput
     else:
         reput = max(rec.committed_pos, files[0].base)
-        if reput < files[first].base:
-            raise _refuse(f"its start's reput walks from the committed position {reput}, before the data file "
-                          f"{files[first].name} the recovery dispatched from")
-        if reput < end and config.messageIndexEnable and accepted.last_indexed >= reput:
-            raise _refuse(f"its start's reput walks from the committed position {reput} and IndexService.buildIndex "
-                          f"indexes the message at {accepted.last_indexed} a second time")
-    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason)
+    if reput < files[first].base:
+        whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
+        raise _refuse(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
+                      "the recovery dispatched from")
+    reindex = accepted.last_indexed if config.messageIndexEnable and 0 <= reput <= accepted.last_indexed < end else -1
+    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut)
 
 
 def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,
-          accepted: Accepted) -> tuple[int, int, int, str]:
+          accepted: Accepted, track: QueueTrack) -> tuple[int, int, int, str]:
     """The walk from ``files[first]``: (where it ends, its last file's offset, the message sizes in that file,
     why it ends)."""
     k = first
@@ -182,6 +189,7 @@ def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerCon
                                     keep_text=True, scratch=scratch, dledger=True)
                 stop, n_ok = check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True)
                 accepted.add(res, n_ok)
+                track.add(res, n_ok, seg.base)
                 sizes += int(res.rec[:n_ok, cl.R_TOTAL].sum()) if n_ok else 0
                 if stop is not None:
                     return stop.offset - ENTRY_HEADER_SIZE, seg.base, sizes, stop.reason

@@ -128,14 +128,21 @@ def abort_scenarios(line: str) -> list[dict]:
             {**plain, "config": conf, "abort": True, "name": f"{line}-dledger-abort-norecheck"}]
 
 
-def small_abort_scenario(line: str) -> dict:
+def small_abort_scenarios(line: str) -> list[dict]:
     """``<line>-dledger-abort-small`` (5.x lines): 200 keyed messages of 100-300 bytes (about 30 entries in
     the last data file), restarted after a crash: ``dledgerRecoverAbnormally``'s ``processOffset`` leaves
     out more entry headers (48 bytes each) than the last message is long, so on 5.5.1 the checkpoint's
-    ``logicsPhysicalOffset`` reaches it and the queues are truncated there."""
+    ``logicsPhysicalOffset`` reaches it and the queues are truncated there (two queues, whose last two units
+    are cut; one of them starts a consume queue file; the writer reports the queues after the restart's
+    reput: ``reportQueues``); ``<line>-dledger-abort-small-norecheck`` is the same
+    without ``recheckReputOffsetFromCq``."""
     g = _Messages(4, ["T0", "T1"])
     messages = [{**g.one(), "body": g.body(100, 300), "keys": f"k{i}"} for i in range(200)]
-    return {"config": config(line), "messages": messages, "abort": True, "name": f"{line}-dledger-abort-small"}
+    # 11 units a consume queue file: the cut's first unit of one queue starts a file, which the cut deletes
+    small = {"config": {**config(line), "mappedFileSizeConsumeQueue": "220"}, "messages": messages, "abort": True,
+             "reportQueues": True, "name": f"{line}-dledger-abort-small"}
+    conf = {k: v for k, v in small["config"].items() if k != "recheckReputOffsetFromCq"}
+    return [small, {**small, "config": conf, "name": f"{line}-dledger-abort-small-norecheck"}]
 
 
 def _mixed(g: _Messages, i: int) -> dict:

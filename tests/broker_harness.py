@@ -36,7 +36,7 @@ keeps the queue folders and ``index/`` (``before/`` has them too; ``expected/`` 
 restart left them), and the line adds ``queuesAfterLoad`` and ``queuesAfterDispatch``: "topic/queueId" ->
 the queue's class (``type``), ``maxOffset`` (where its files end), ``files``, ``maxPhysicOffset`` and,
 with ext files, ``extMaxOffset`` and ``extFiles``, after ``load()`` and once the reput has caught up
-(``QueueStates.java``).
+(``QueueStates.java``); ``reportQueues`` adds ``queuesAfterDispatch`` alone (the queues deleted as usual).
 
 DLedger stores (``enableDLegerCommitLog=true`` in ``config``, a single-node group; scenarios in
 :mod:`broker_dledger_scenarios`): ``config`` also carries ``dLegerGroup``, ``dLegerSelfId`` and

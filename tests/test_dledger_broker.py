@@ -22,7 +22,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_scenarios import abort_scenarios, dledger_scenarios, no_recheck_scenario, small_abort_scenario
+from broker_dledger_scenarios import abort_scenarios, dledger_scenarios, no_recheck_scenario, small_abort_scenarios
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -37,7 +37,7 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
 # written with the others, not rebuilt: restarts after a crash, and a 5.x one without
 # recheckReputOffsetFromCq (it rebuilds nothing)
 EXTRA = {line: abort_scenarios(line) + ([] if line.startswith("4") else [no_recheck_scenario(line),
-                                                                         small_abort_scenario(line)])
+                                                                         *small_abort_scenarios(line)])
          for line in LINES}
 _RUNS: dict[str, dict] = {}
 
@@ -336,29 +336,56 @@ def test_verify_predicts_a_dledger_restart(written, line, tmp_path):
 def test_as_restart_after_a_crash_with_many_entries_in_the_last_file(written, line, tmp_path):
     """A crash restart whose last data file holds more entry headers than its last message is long:
     dledgerRecoverAbnormally's processOffset (without the headers) is then below the checkpoint's
-    logicsPhysicalOffset. 5.3.3 compares it with the deleted queues' max offset (-1): --as-restart writes
-    the broker's files byte for byte. 5.5.1 compares it with the checkpoint's offset and truncateDirtyLogicFiles
-    cuts the queues the walk wrote; the reput (recheckReputOffsetFromCq) then starts back at the cut queues'
-    largest offset and the broker's index holds the last message's keys twice: --as-restart refuses in one
-    line, and so does verify's prediction."""
-    r = _RUNS[f"{line}-dledger-abort-small"]
-    assert r["written"].get("ok"), r["written"].get("error")
-    src = Path(r["scenario"]["dir"])
-    code, err = _as_restart(src / "before", tmp_path / "ours", src, line)
-    if line == "5.3.3":
+    logicsPhysicalOffset. 5.3.3 compares it with the deleted queues' max offset (-1) and cuts nothing. 5.5.1
+    compares it with the checkpoint's offset and truncateDirtyLogicFiles cuts the queues the walk wrote
+    there; the start's reput then puts the cut units back from the cut queues' largest offset
+    (recheckReputOffsetFromCq=true: the broker's index holds the last message's keys twice) or leaves them
+    cut (without it). --as-restart on the store as the restart found it writes the broker's files byte for
+    byte, with recheckReputOffsetFromCq=true and without."""
+    for name in (f"{line}-dledger-abort-small", f"{line}-dledger-abort-small-norecheck"):
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
         assert code == 0, err[-2000:]
-        _same_tree(src / "expected", tmp_path / "ours")
-        return
-    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
-    assert code == 2 and len(errors) == 1 and "truncateDirtyLogicFiles" in errors[0], err[-2000:]
-    (index,) = (src / "expected" / "index").iterdir()
-    data = index.read_bytes()
-    slots, count = int.from_bytes(data[32:36], "big"), int.from_bytes(data[36:40], "big")
-    at = 40 + 4 * int(r["scenario"]["config"]["maxHashSlotNum"])
-    entries = [data[at + 20 * i:at + 20 * i + 12] for i in range(1, count)]   # (key hash, offset)
-    assert slots > 0 and len(set(entries)) < len(entries), "the broker's index holds no key twice"
-    code, report = _verify(shutil.copytree(src / "before", tmp_path / "store"), src, line)
-    assert report["restart"] is None and "truncateDirtyLogicFiles" in report["restart_note"], report
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == (line != "5.3.3"), err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        if line == "5.3.3" or name.endswith("-norecheck"):
+            continue
+        (index,) = (src / "expected" / "index").iterdir()
+        data = index.read_bytes()
+        slots, count = int.from_bytes(data[32:36], "big"), int.from_bytes(data[36:40], "big")
+        at = 40 + 4 * int(r["scenario"]["config"]["maxHashSlotNum"])
+        entries = [data[at + 20 * i:at + 20 * i + 12] for i in range(1, count)]   # (key hash, offset)
+        assert slots > 0 and len(set(entries)) < len(entries), "the broker's index holds no key twice"
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_verify_predicts_a_crash_restart_that_cuts_the_queues(written, line, tmp_path):
+    """On the stores of the test above as the crash restart found them, verify's prediction agrees with
+    what the broker's restart left: the units below each queue's write position once its reput caught up
+    (queuesAfterDispatch: maxOffset and the files it maps) are the units put, every other unit of the
+    scenario is lost, and the keys put are those in the broker's index (the last message's twice with
+    recheckReputOffsetFromCq=true on 5.5.1)."""
+    for name in (f"{line}-dledger-abort-small", f"{line}-dledger-abort-small-norecheck"):
+        r = _RUNS[name]
+        src = Path(r["scenario"]["dir"])
+        code, report = _verify(shutil.copytree(src / "before", tmp_path / name), src, line)
+        p = report["restart"]
+        assert p is not None and p["dledger"], report.get("no_prediction")
+        size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+        put = 0
+        for queue, state in r["written"]["queuesAfterDispatch"].items():
+            for f in state["files"]:
+                data = (src / "expected" / "consumequeue" / queue / f).read_bytes()
+                valid = min(size, int(state["maxOffset"]) - int(f))
+                put += sum(1 for i in range(0, valid, 20) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+        queued = _queued(r["scenario"])
+        assert (p["units_dispatched_again"], p["units_lost"]) == (put, queued - put), (name, p)
+        # the broker's index files' headers: indexCount - 1 keys each
+        keys = sum(max(0, int.from_bytes(f.read_bytes()[36:40], "big") - 1)
+                   for f in (src / "expected" / "index").iterdir())
+        assert p["index_keys_put_again"] == keys > 0, (name, p)
 
 
 @pytest.mark.parametrize("line", LINES)

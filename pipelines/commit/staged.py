@@ -92,6 +92,10 @@ class StagedOutput:
     def rename_staged(self, relative_from: str, relative_to: str) -> None:
         self.fs.move(f"{self.staging_path}/{relative_from}", f"{self.staging_path}/{relative_to}")
 
+    def delete_staged(self, relative: str) -> None:
+        """Remove one staged output file (a file the broker's restart deletes: ``pipelines.restart.drop_cut_files``)."""
+        self.fs.delete_file(f"{self.staging_path}/{relative}")
+
     def drop_work(self) -> None:
         """Delete the scan's intermediate files once the outputs are built."""
         work = f"{self.staging_path}/_work"

@@ -214,7 +214,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         truncate_at=dledger.process_offset if dledger else None,
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
-        dispatch_from=crash.start_offset if crash is not None else None)
+        dispatch_from=crash.start_offset if crash is not None else None,
+        cut_lost=crash.cut.lost if crash is not None and crash.cut is not None else None,
+        reindex_from=crash.reput_from if crash is not None and crash.reindex >= 0 else None)
     if crash is not None:
         restart.dledger = True
         restart.recovery_cut = crash.end
@@ -222,8 +224,12 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         restart.notes.append(
             "DLedger store after a crash: DLedgerCommitLog.dledgerRecoverAbnormally puts every message from data file "
             f"{crash.start_file} (the last whose first message the checkpoint covers) to {crash.end}, committed or "
-            "not; a queue whose first message there is not its first starts with fillPreBlank units; the start's "
-            f"reput (from {crash.reput_from}) adds nothing")
+            "not; a queue whose first message there is not its first starts with fillPreBlank units"
+            + (f"; truncateDirtyLogicFiles then cuts the queues at its processOffset {crash.process_offset} (without "
+               f"the entry headers): the start's reput (from {crash.reput_from}) puts {crash.cut.restored} cut unit(s) "
+               f"back, {len(crash.cut.lost)} stay cut and {len(crash.cut.dropped)} queue file(s) stay deleted"
+               if crash.cut is not None else f"; the start's reput (from {crash.reput_from}) adds nothing")
+            + (f"; it indexes the record at {crash.reindex} again" if crash.reindex >= 0 else ""))
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
                             len(r_names), restart, _rebuild_figures(summary), consume_queue_ext=ext_results,
                             batch_consume_queue=bcq_results, not_checked=_not_checked(st))
@@ -256,13 +262,18 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
                    states: list) -> tuple[DLedgerCrash | None, str | None]:
     """What a 5.x DLedger store's restart after a crash dispatches
     (:func:`store_format.dledger_crash.plan_dledger_crash`), or why it is not predicted: what that refuses,
-    and 5.3.3's ``truncateDirtyLogicFiles`` at the walk's short ``processOffset`` when the loaded queues'
-    max physical offset reaches it."""
+    5.3.3's ``truncateDirtyLogicFiles`` at the walk's short ``processOffset`` when the loaded queues'
+    max physical offset reaches it, and 5.5.1's when the store's queues hold units (the cut is modelled on
+    the units the walk writes alone)."""
     try:
         crash = plan_dledger_crash(st, config, dledger, read_checkpoint(st))
     except UnsupportedConfigError as e:
         return None, str(e)
     max_phy = max((s.restart.max_physic_offset for s in states), default=-1)
+    if crash.cut is not None and max_phy >= 0:
+        return None, (f"a 5.x DLedger store whose last shutdown was not clean (abort file): truncateDirtyLogicFiles "
+                      f"cuts the queues at the recovery's processOffset {crash.process_offset}, units on disk "
+                      "included (not modelled: the cut is modelled on the queues the recovery writes alone)")
     if config.brokerVersion != "5.5" and max_phy >= crash.process_offset:
         return None, (f"a 5.x DLedger store whose last shutdown was not clean (abort file): the queues' max physical "
                       f"offset {max_phy} reaches the recovery's processOffset {crash.process_offset}, which leaves out "

@@ -112,7 +112,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
                     read_expected: Callable[[str, str, str], bytes], truncate_at: int | None = None,
                     reput_from_queues: bool | None = None, second_reput: bool = False,
-                    dispatch_from: int | None = None) -> RestartPrediction:
+                    dispatch_from: int | None = None, cut_lost: np.ndarray | None = None,
+                    reindex_from: int | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -151,8 +152,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
 
     A 5.x DLedger store after a crash passes ``dispatch_from`` instead
     (:func:`store_format.dledger_crash.plan_dledger_crash`): ``dledgerRecoverAbnormally`` puts every
-    message from there (inclusive) to ``commitlog_end``, no queue is truncated, and the start's reput
-    adds nothing.
+    message from there (inclusive) to ``commitlog_end``, no queue is truncated against the log's end, and
+    the start's reput adds nothing but, on 5.5.1, what ``truncateDirtyLogicFiles`` at the walk's short
+    ``processOffset`` cut and it puts back: ``cut_lost``, the commitlog offsets of the units that cut
+    leaves out for good (:class:`store_format.dledger_crash_cut.QueueCut`), are lost; ``reindex_from``:
+    the reput starts there and indexes the last indexed record again.
     """
     is5 = config.is_5x
     p = RestartPrediction("5" if is5 else "4", clean_shutdown, commitlog_min, commitlog_end)
@@ -183,14 +187,16 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         return (off >= first) & (off < commitlog_end)
 
     top = max((s.restart.max_physic_offset for s in states), default=-1)   # the queues' max after the dispatch
+    cut_away = cut_lost if cut_lost is not None else np.zeros(0, np.int64)
     for s in states:
         q = s.restart
         rules = _rules(q.layout)
-        n_tail = 0
+        n_tail = n_cut = 0
         for name, lo, hi, n in s.expected_files:
             if hi < first or lo >= commitlog_end:
                 continue
-            if lo >= first and hi < commitlog_end and lo > q.max_physic_offset and not second_reput:
+            if lo >= first and hi < commitlog_end and lo > q.max_physic_offset and not second_reput \
+                    and not ((cut_away >= lo) & (cut_away <= hi)).any():
                 n_tail += n
                 continue
             data = read_expected(q.layout, q.queue, name)
@@ -198,17 +204,21 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             u = u[rules.is_message(u)]
             off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
             put = in_tail(off) & rules.appended(off, size, q.max_physic_offset)
+            cut = put & np.isin(off, cut_away)
+            n_cut += int(cut.sum())
+            put &= ~cut
             n_tail += int(put.sum())
             if put.any():
                 top = max(top, int(rules.max_physic(u[put]).max()))
         q.units_dispatched_again = n_tail
+        q.units_lost = n_cut
     again = max(top, commitlog_min, 0) if second_reput else commitlog_end
     for s in states:
         q = s.restart
         left = s.missing_offsets[~in_tail(s.missing_offsets)]
         later = (left >= again) & (left < commitlog_end)   # the second reput appends them
         q.units_dispatched_again += int(later.sum())
-        q.units_lost = int((~later).sum())
+        q.units_lost += int((~later).sum())
         q.ext_units_orphaned = _ext_orphans(s)
         p.units_dropped_by_recover += q.units_dropped_by_recover
         p.units_truncated += q.units_truncated
@@ -223,7 +233,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             p.queues.append(q)
     predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
                   checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown,
-                  end=commitlog_end if second_reput else None, second_reput_from=again if second_reput else None)
+                  end=commitlog_end if second_reput or reindex_from is not None else None,
+                  second_reput_from=again if second_reput else reindex_from)
     if recovery_dispatches:
         p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
@@ -287,8 +298,9 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
             offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
             keys += int(((offs >= threshold) & (offs < (end if end is not None else np.iinfo(np.int64).max))).sum())
         p.notes.append(second_reput_note or (
-            f"recheckReputOffsetFromCq=true: DefaultMessageStore.start walks the commitlog again from "
-            f"{second_reput_from} (the queues' largest getMaxPhysicOffset after the recovery's dispatch; a batch "
-            "queue's is the start of its last unit), appending what the queues still lack from there and indexing "
-            "the last indexed record a second time when it lies there"))
+            f"DefaultMessageStore.start walks the commitlog again from {second_reput_from} "
+            "(recheckReputOffsetFromCq=true: the queues' largest getMaxPhysicOffset after the recovery's dispatch, a "
+            "batch queue's the start of its last unit; a 5.x DLedger crash restart without it: the committed "
+            "position), appending what the queues still lack from there and indexing the last indexed record a "
+            "second time when it lies there"))
     p.index_keys_put_again = keys

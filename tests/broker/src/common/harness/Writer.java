@@ -84,7 +84,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * and {@code queuesAfterDispatch} (once the reput has caught up), see {@link QueueStates}, and
  * {@code truncateDirtyLogicFilesAt} (the offset the recovery called {@code truncateDirtyLogicFiles} with,
  * -1: not called, see {@link TruncateCalls}); {@code expected/} then holds the broker's files after that
- * restart. {@code dledgerCommittedBack} (an int) lowers the
+ * restart; {@code reportQueues} adds {@code queuesAfterDispatch} alone (the queues deleted as usual).
+ * {@code dledgerCommittedBack} (an int) lowers the
  * {@code committedIndex} of DLedger's checkpoint by that many entries before the restart (a crash before
  * the group committed them). {@code restartCopies} (an int) runs that restart
  * again on as many fresh copies of {@code before/} ({@link #restartCopies}).
@@ -232,7 +233,8 @@ public final class Writer {
             DLedger.awaitCommitted(store, 30_000);
             Stores.awaitDispatched(store, 60_000);
             out.addProperty("maxPhyOffset", store.getMaxPhyOffset());
-            if (keepQueues && queueFiles) {
+            boolean reportQueues = sc.has("reportQueues") && sc.get("reportQueues").getAsBoolean();
+            if ((keepQueues || reportQueues) && queueFiles) {
                 out.add("queuesAfterDispatch", QueueStates.of(store));
             }
             DLedger.report(store, out);

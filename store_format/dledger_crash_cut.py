@@ -1,0 +1,165 @@
+"""5.5.1's cut of the consume queues a DLedger crash recovery just wrote, and what the start then puts back.
+
+``DLedgerCommitLog.dledgerRecoverAbnormally`` (rocketmq-store 5.5.1) ends with ``processOffset``, its last
+data file's start plus the message sizes in it (the 48-byte entry headers left out), and calls
+``DefaultMessageStore.truncateDirtyLogicFiles(processOffset)`` when the checkpoint's ``logicsPhysicalOffset``
+(``getDispatchFromPhyOffset(false)``, read before the recovery) is at or past it.  That is
+``ConsumeQueueStore.truncateDirty``: when the queues' largest ``getMaxPhysicOffset`` (after the walk's
+dispatch: the end of the last unit put) is at or past the offset, ``ConsumeQueue.truncateDirtyLogicFiles``
+on every queue (5.3.3 the same file code, but its ``truncateDirty`` does not check, and it is called only
+when the queues loaded from disk reach ``processOffset``: never with ``consumequeue/`` deleted):
+
+* the queue's max physical offset is set to ``processOffset``; from its last file backwards, a file whose
+  first unit's commitlog offset is at or past it is deleted (``MappedFileQueue.deleteLastMappedFile``: the
+  file is destroyed on disk); in the first file that stays, the units below it are kept (a ``fillPreBlank``
+  unit, offset 0 and size 2147483647, too) and the write position is set after the last one, whose
+  ``offset + size`` becomes the queue's max physical offset (2147483647 after ``fillPreBlank`` units only;
+  ``processOffset`` itself when every file went).  The units after the write position stay on disk.
+* no ext or batch queue here (refused by the caller when the store has them); ``index/`` is not touched.
+
+``DefaultMessageStore.start`` then sets the reput at ``getConfirmOffset()`` (the committed position) or,
+with ``recheckReputOffsetFromCq=true``, at the largest ``getMaxPhysicOffset`` over the cut queues (at least
+the commitlog's min offset): ``doRecheckReputOffsetFromCq``.  The reput walks to the log's end (the group
+commits the rest): ``ConsumeQueue.putMessagePositionInfo`` drops a unit with ``offset + size`` at or below
+its queue's max and appends the others at the queue's write position, creating the files the cut deleted
+(``getLastMappedFile``; a queue left with no file starts with ``fillPreBlank`` units); a cut unit of a queue
+that the reput does not reach stays only as bytes past the write position (or not at all, in a deleted
+file).  ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import commitlog as cl
+from .errors import UnsupportedConfigError
+from .javahash import java_utf8_decode
+from .layout import CQ_UNIT_SIZE
+
+__all__ = ["BLANK_MAX", "QueueCut", "QueueTrack", "cut_queues"]
+
+BLANK_MAX = 2**31 - 1   # a fillPreBlank unit's offset + size (ConsumeQueue.fillPreBlank: 0 and Integer.MAX_VALUE)
+
+
+class QueueTrack:
+    """What the cut needs of the walk's consume queue units, collected batch by batch (numpy per batch,
+    Python per queue): the queues seen in the files before the current one and the end of their last unit,
+    and the current file's units (commitlog offset, end, queue, queue offset)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[int, int, int], int] = {}
+        self.names: list[tuple[str, int]] = []
+        self.seen_before: set[int] = set()
+        self.end_before = -1
+        self.multi = False
+        self.base = -1
+        self._cur: list[np.ndarray] = []
+
+    def add(self, res: cl.WalkResult, n: int, file_base: int) -> None:
+        """The first ``n`` records of ``res`` (walked with their text) from the data file at ``file_base``."""
+        if file_base != self.base:
+            last = self.last_file()
+            if len(last):
+                self.seen_before.update(int(k) for k in np.unique(last[:, 2]))
+                self.end_before = max(self.end_before, int(last[:, 1].max()))
+            self.base, self._cur = file_base, []
+        rec = res.rec[:n]
+        rec = rec[(rec[:, cl.R_FLAGS] & cl.F_CQ) != 0]
+        if not len(rec):
+            return
+        self.multi = self.multi or bool(((rec[:, cl.R_FLAGS] & cl.F_MULTI) != 0).any())
+        triple = np.stack([rec[:, cl.R_TOPIC_HASH] & 0xFFFFFFFF, rec[:, cl.R_TOPIC_LEN], rec[:, cl.R_QID]], axis=1)
+        uniq, first, inverse = np.unique(triple, axis=0, return_index=True, return_inverse=True)
+        local = np.empty(len(uniq), dtype=np.int64)
+        text = np.asarray(res.text, dtype=np.uint8)
+        for j, (t, k) in enumerate(zip(uniq, first)):
+            key = (int(t[0]), int(t[1]), int(t[2]))
+            if key not in self.ids:
+                at = int(rec[k, cl.R_TOPIC_START]) - res.text_origin
+                self.ids[key] = len(self.names)
+                self.names.append((java_utf8_decode(text[at:at + int(t[1])]), int(t[2])))
+            local[j] = self.ids[key]
+        phys = rec[:, cl.R_PHYS].astype(np.int64)
+        self._cur.append(np.stack([phys, phys + rec[:, cl.R_TOTAL], local[inverse.reshape(-1)],
+                                   rec[:, cl.R_QOFF].astype(np.int64)], axis=1))
+
+    def last_file(self) -> np.ndarray:
+        """The current (last) file's units: rows of (offset, offset + size, queue, queue offset)."""
+        return np.concatenate(self._cur) if self._cur else np.zeros((0, 4), dtype=np.int64)
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueCut:
+    """``truncateDirtyLogicFiles(processOffset)`` and the start's reput after it (module docstring):
+    where the reput starts, the consume queue files the cut deleted that nothing writes again
+    (``(topic, queue id, file start)``), and the commitlog offsets of the units cut off and not put back
+    (``lost``: past their queue's write position, on disk only where their file stayed), with the number of
+    units cut and put back (``restored``)."""
+    reput: int
+    dropped: tuple[tuple[str, int, int], ...]
+    lost: np.ndarray
+    restored: int
+
+
+def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, recheck: bool, min_offset: int,
+               confirm_offset: int, end: int) -> QueueCut:
+    """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
+    ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
+    least ``min_offset``), walking to ``end`` (module docstring).
+
+    Raises:
+        UnsupportedConfigError: a light queue (multi-dispatch) unit, a reput that would start at
+            ``processOffset`` itself (inside an entry) or at 2147483647 inside the log, and a queue whose cut
+            units the reput reaches only in part (it would append them at the queue's write position, not at
+            their own).
+    """
+    units = track.last_file()
+    below = units[:, 0] < process_offset
+    cut = units[~below]
+    if track.multi:
+        raise _refuse("light queue (multi-dispatch) units")
+    kept = track.seen_before | {int(k) for k in np.unique(units[below, 2])}
+    top = max(track.end_before, int(units[below, 1].max()) if below.any() else -1)
+    per_queue: dict[int, np.ndarray] = {}
+    if len(cut):
+        order = np.argsort(cut[:, 2], kind="stable")
+        ids, starts = np.unique(cut[order, 2], return_index=True)
+        for q, rows in zip(ids, np.split(order, starts[1:])):
+            per_queue[int(q)] = cut[rows]
+    max_after = {}
+    for q, rows in per_queue.items():
+        if q in kept:
+            continue   # its last kept unit ends at or below top, before every cut unit
+        max_after[q] = BLANK_MAX if (int(rows[0, 3]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
+    if recheck:
+        reput = max(top, *max_after.values(), min_offset, 0)
+        if reput == process_offset and reput > top:
+            raise _refuse(f"the reput would start at processOffset {process_offset}, inside an entry")
+    else:
+        reput = confirm_offset
+    if BLANK_MAX <= end and any(v == BLANK_MAX for v in max_after.values()) and reput < end:
+        raise _refuse("a queue left with fillPreBlank units only (max offset 2147483647) in a log past 2 GiB")
+    dropped: list[tuple[str, int, int]] = []
+    lost: list[np.ndarray] = []
+    restored = 0
+    for q, rows in per_queue.items():
+        again = (rows[:, 0] >= reput) & (rows[:, 0] < end) & (rows[:, 1] > max_after.get(q, -1))
+        if again.all():
+            restored += len(rows)
+            continue
+        if again.any():
+            topic, qid = track.names[q]
+            raise _refuse(f"the reput from {reput} puts back only part of queue {topic}/{qid}'s cut units, at its "
+                          "write position")
+        lost.append(rows[:, 0])
+        topic, qid = track.names[q]
+        starts = rows[:, 3] * CQ_UNIT_SIZE
+        dropped += [(topic, qid, int(f)) for f in starts[starts % cq_file_size == 0]]
+    return QueueCut(reput, tuple(sorted(dropped)), np.concatenate(lost) if lost else np.zeros(0, np.int64), restored)
+
+
+def _refuse(why: str) -> UnsupportedConfigError:
+    return UnsupportedConfigError(f"a 5.x DLedger store whose last shutdown was not clean (abort file): "
+                                  f"truncateDirtyLogicFiles cuts the queues dledgerRecoverAbnormally wrote at its "
+                                  f"short processOffset, with {why}; not modelled, let the broker recover")
