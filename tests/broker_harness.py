@@ -227,19 +227,43 @@ def restart_variants(scenarios: list[dict], crash: str | tuple[str, ...]) -> lis
     return out
 
 
-def rebuild_as_restart(d: Path, broker_version: str) -> dict:
-    """``rebuild --as-restart`` on ``d/before`` (the store as the broker's restart found it) into ``d/ours``,
-    at 4 KiB splits, without tables: ``{"code", "stderr"}``."""
+def cli(argv: list[str]) -> tuple[int, str, str]:
+    """``python -m pipelines ARGV`` in this process (on the test session's Spark context): exit code,
+    what it printed on stdout and on stderr."""
     import contextlib
     import io
 
     from pipelines.cli import main
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(d / "before"), "--out", str(d / "ours"), "--as-restart",
-                     "--config", str(d / "broker.conf"), "--broker-version", broker_version,
-                     "--split-size", "4k", "--no-tables", "--json"])
-    return {"code": code, "stderr": err.getvalue().strip()}
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def cli_ok(argv: list[str]) -> tuple[int, str]:
+    """:func:`cli` for a command that must answer (exit 0 or 1, no traceback): exit code and stdout."""
+    code, out, err = cli(argv)
+    assert "Traceback" not in err and code in (0, 1), err[-3000:]
+    return code, out
+
+
+def rebuild(d: Path, broker_version: str, *extra: str) -> dict:
+    """``rebuild`` of ``d/store`` with ``d/broker.conf`` into ``d/ours`` at 4 KiB splits (so that most
+    splits start inside a record), without tables unless ``extra`` says otherwise: ``{"code", "stderr"}``."""
+    tables = [] if "--tables" in extra else ["--no-tables"]
+    code, _, err = cli(["rebuild", "--store", str(d / "store"), "--out", str(d / "ours"), "--config",
+                        str(d / "broker.conf"), "--broker-version", broker_version, "--split-size", "4k",
+                        *tables, *extra])
+    return {"code": code, "stderr": err.strip()}
+
+
+def rebuild_as_restart(d: Path, broker_version: str) -> dict:
+    """``rebuild --as-restart`` on ``d/before`` (the store as the broker's restart found it) into ``d/ours``,
+    at 4 KiB splits, without tables: ``{"code", "stderr"}``."""
+    code, _, err = cli(["rebuild", "--store", str(d / "before"), "--out", str(d / "ours"), "--as-restart",
+                        "--config", str(d / "broker.conf"), "--broker-version", broker_version,
+                        "--split-size", "4k", "--no-tables", "--json"])
+    return {"code": code, "stderr": err.strip()}
 
 
 def check_cut_at_damaged_record(run: dict) -> None:

@@ -140,15 +140,6 @@ def test_index_files_match_broker(written, spark, line: str, name: str) -> None:
         bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i} ({o.name} vs broker's {e.name})")
 
 
-def _cli(argv: list[str]) -> tuple[int, str]:
-    from pipelines.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = main(argv)
-    assert "Traceback" not in err.getvalue() and code in (0, 1), err.getvalue()[-3000:]
-    return code, out.getvalue()
-
-
 @pytest.mark.parametrize("line,name", CASES[:1])
 def test_verify_and_repair_batch_consume_queues(written, spark, line: str, name: str, tmp_path: Path) -> None:
     """verify finds the broker's own batchconsumequeue/, consumequeue/ and index/ identical and predicts a
@@ -163,7 +154,7 @@ def test_verify_and_repair_batch_consume_queues(written, spark, line: str, name:
     for area in ("batchconsumequeue", "consumequeue", "index"):
         shutil.copytree(d / "expected" / area, store / area)
     conf = ["--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line], "--split-size", "4k"]
-    code, text = _cli(["verify", "--store", str(store), *conf])
+    code, text = bh.cli_ok(["verify", "--store", str(store), *conf])
     assert code == 0, text[-3000:]
     assert "verify: identical" in text and "batch consume queue files" in text
     assert "not predicted" not in text and "at the broker's next start (" in text and "START FAILS" not in text
@@ -184,7 +175,7 @@ def test_verify_and_repair_batch_consume_queues(written, spark, line: str, name:
     (bcq / flipped).write_bytes(bytes(data))
     (bcq / deleted).unlink()
 
-    code, out = _cli(["verify", "--store", str(store), *conf, "--json"])
+    code, out = bh.cli_ok(["verify", "--store", str(store), *conf, "--json"])
     report = json.loads(out)
     assert code == 1 and not report["identical"]
     got = {(r["path"], r["status"]) for r in report["batch_consume_queue"]}
@@ -203,14 +194,14 @@ def test_verify_and_repair_batch_consume_queues(written, spark, line: str, name:
     q1 = listed[("batchconsumequeue", queues[1])]
     assert gone > 0 and q1["units_lost"] + q1["units_dispatched_again"] == gone, q1
 
-    code, out = _cli(["repair", "--store", str(store), *conf, "--json"])
+    code, out = bh.cli_ok(["repair", "--store", str(store), *conf, "--json"])
     assert code == 0, out[-3000:]
     assert sorted(a["path"] for a in json.loads(out)["plan"]["actions"]) == sorted(
         f"batchconsumequeue/{rel}" for rel in (truncated, flipped, deleted))
     for rel in (truncated, flipped, deleted):
         bh.same_bytes((d / "expected" / "batchconsumequeue" / rel).read_bytes(), (bcq / rel).read_bytes(),
                       f"batchconsumequeue/{rel}")
-    code, text = _cli(["verify", "--store", str(store), *conf])
+    code, text = bh.cli_ok(["verify", "--store", str(store), *conf])
     assert code == 0, text[-3000:]
 
 

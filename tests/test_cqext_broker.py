@@ -13,8 +13,6 @@ session starts. 4.9.8 and 5.5.1 by default; ``CQEXT_LINES=4.9.8,5.3.3,5.5.1`` ad
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import time
 from pathlib import Path
 
@@ -35,14 +33,7 @@ LONG_MIN = -(1 << 63)
 
 
 def _rebuild(d: Path, line: str) -> dict:
-    from pipelines.cli import main
-
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(d / "store"), "--out", str(d / "ours"),
-                     "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line],
-                     "--split-size", "4k", "--no-tables"])
-    return {"code": code, "stderr": err.getvalue().strip()}
+    return bh.rebuild(d, BROKER_LINE[line])
 
 
 @pytest.fixture
@@ -145,15 +136,6 @@ def test_ext_units_decode_to_the_records(written, line):
     assert checked
 
 
-def _cli(argv: list[str]) -> tuple[int, str]:
-    from pipelines.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = main(argv)
-    assert "Traceback" not in err.getvalue() and code in (0, 1), err.getvalue()[-3000:]
-    return code, out.getvalue()
-
-
 def _broker_store(written: dict, tmp_path: Path) -> Path:
     """The broker's commitlog with the broker's own consumequeue/ and consumequeue_ext/ (and index/:
     the broker's when its names are unique, else ours, which test_files_match_broker finds identical)."""
@@ -177,7 +159,7 @@ def test_verify_and_repair_ext_files(written, line, tmp_path):
     d = Path(written["scenario"]["dir"])
     store = _broker_store(written, tmp_path)
     conf = ["--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line], "--split-size", "4k"]
-    code, text = _cli(["verify", "--store", str(store), *conf])
+    code, text = bh.cli_ok(["verify", "--store", str(store), *conf])
     assert code == 0, text[-3000:]
     assert "verify: identical" in text and "consume queue ext files" in text
     assert "not predicted" not in text and "at the broker's next start (" in text and "START FAILS" not in text
@@ -200,7 +182,7 @@ def test_verify_and_repair_ext_files(written, line, tmp_path):
     data[19] ^= 0x01                             # the first unit's ext address
     (cq / cq_file).write_bytes(bytes(data))
 
-    code, out = _cli(["verify", "--store", str(store), *conf, "--json"])
+    code, out = bh.cli_ok(["verify", "--store", str(store), *conf, "--json"])
     report = json.loads(out)
     assert code == 1 and not report["identical"]
     got = {(r["path"], r["status"]) for r in report["consume_queue_ext"]}
@@ -217,7 +199,7 @@ def test_verify_and_repair_ext_files(written, line, tmp_path):
     assert "consumequeue_ext" in failing[0]["load_failure"]
     assert "mappedFileSizeConsumeQueueExt" in failing[0]["load_failure"]
 
-    code, out = _cli(["repair", "--store", str(store), *conf, "--json"])
+    code, out = bh.cli_ok(["repair", "--store", str(store), *conf, "--json"])
     result = json.loads(out)
     assert code == 0, out[-3000:]
     paths = [a["path"] for a in result["plan"]["actions"]]
@@ -227,5 +209,5 @@ def test_verify_and_repair_ext_files(written, line, tmp_path):
     for area, rel in (("consumequeue_ext", truncated), ("consumequeue_ext", flipped), ("consumequeue_ext", deleted),
                       ("consumequeue", cq_file)):
         bh.same_bytes((d / "expected" / area / rel).read_bytes(), (store / area / rel).read_bytes(), f"{area}/{rel}")
-    code, text = _cli(["verify", "--store", str(store), *conf])
+    code, text = bh.cli_ok(["verify", "--store", str(store), *conf])
     assert code == 0, text[-3000:]

@@ -45,14 +45,7 @@ _RUNS: dict[str, dict] = {}
 def _rebuild(d: Path, line: str) -> dict:
     """``python -m pipelines rebuild`` (in this process, on the test session's Spark context): exit
     code and what it printed on stderr."""
-    from pipelines.cli import main
-
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(d / "store"), "--out", str(d / "ours"),
-                     "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line],
-                     "--split-size", "4k", "--no-tables"])
-    return {"code": code, "stderr": err.getvalue().strip()}
+    return bh.rebuild(d, BROKER_LINE[line])
 
 
 @pytest.fixture

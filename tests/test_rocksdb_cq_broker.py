@@ -37,14 +37,7 @@ _RUNS: dict[str, dict] = {}
 def _ours(d: Path, line: str) -> dict:
     """Our rebuild of the store, as a user runs it (the contract command, 4 KiB splits to force
     resyncs): ``consumequeue/`` (the database) and ``index/`` under ``ours/``, the tables in ``tables/``."""
-    from pipelines.cli import main
-
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(d / "store"), "--out", str(d / "ours"),
-                     "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line],
-                     "--split-size", "4k", "--tables", str(d / "tables")])
-    return {"code": code, "stderr": err.getvalue().strip()}
+    return bh.rebuild(d, BROKER_LINE[line], "--tables", str(d / "tables"))
 
 
 def _read_request(d: Path, which: str, work: Path, pairs: list[tuple[str, str]]) -> dict:
@@ -237,12 +230,8 @@ def test_table_lookups_answer_like_the_broker_s_index(written, line, name):
 
 
 def _cli(argv: list[str]) -> tuple[int, str]:
-    from pipelines.cli import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
-        code = main(argv)
-    return code, out.getvalue()
+    code, out, _ = bh.cli(argv)
+    return code, out
 
 
 @pytest.mark.parametrize("line,name", CASES)
