@@ -52,6 +52,12 @@ def _kept(sc: dict) -> dict:
     return {**sc, "name": f"{sc['name']}-kept", "damageMessage": puts - 6, "keepQueues": True}
 
 
+def _crash(sc: dict) -> dict:
+    """``<name>-crash-kept``: ``sc`` damaged as :func:`_kept` does and restarted after a crash (an ``abort``
+    file: ``CommitLog.recoverAbnormally`` dispatches again every record from its start segment)."""
+    return {**_kept(sc), "name": f"{sc['name']}-crash-kept", "abort": True}
+
+
 def _recheck(sc: dict) -> list[dict]:
     """``sc`` ending in a keyed message to a BatchCQ topic with ``recheckReputOffsetFromCq=true``, restarted on its
     own files undamaged (``-recheck-kept``: the start's second reput, from the start of that record's batch unit,
@@ -67,9 +73,11 @@ def _recheck(sc: dict) -> list[dict]:
 def _scenarios(line: str) -> list[dict]:
     scs: list[dict] = []
     if line in EXT_LINES:
-        scs += [_kept(sc) for sc in cqext_scenarios(line) if not sc["name"].endswith("-lmq")]
+        ext = [sc for sc in cqext_scenarios(line) if not sc["name"].endswith("-lmq")]
+        scs += [_kept(sc) for sc in ext] + [_crash(sc) for sc in ext]
     if line in BATCH_LINES:
-        scs += [_kept(sc) for sc in batchcq_scenarios(line)] + _recheck(batchcq_scenarios(line)[0])
+        batch = batchcq_scenarios(line)
+        scs += [_kept(sc) for sc in batch] + [_crash(sc) for sc in batch] + _recheck(batch[0])
     return scs
 
 
@@ -142,10 +150,10 @@ def _last_ext_end(folder: Path, end: int) -> int:
     return tags - LONG_MIN + 20 if tags <= -(1 << 31) - 1 else 0
 
 
-def _index_entries(folder: Path) -> int:
-    """Entries in a folder's index files (IndexHeader.indexCount, at byte 36, counts from 1)."""
-    return sum(max(int.from_bytes(f.read_bytes()[36:40], "big") - 1, 0) for f in folder.iterdir()) \
-        if folder.is_dir() else 0
+def _index_entries(folder: Path, skip: tuple[str, ...] = ()) -> int:
+    """Entries in a folder's index files but ``skip`` (IndexHeader.indexCount, at byte 36, counts from 1)."""
+    return sum(max(int.from_bytes(f.read_bytes()[36:40], "big") - 1, 0) for f in folder.iterdir()
+               if f.name not in skip) if folder.is_dir() else 0
 
 
 @pytest.mark.parametrize("line,name", CASES)
@@ -203,8 +211,16 @@ def test_verify_predicts_the_broker_restart_on_its_own_files(restarted, line: st
     assert p["units_truncated"] + p["units_dropped_by_recover"] == cut_by_broker
     assert p["units_dispatched_again"] == added_by_broker
     assert p["ext_units_orphaned"] == orphans_by_broker
-    if "-recheck-" in name:   # index: the entries the start put (its second reput: the last record's keys again)
-        put = _index_entries(d / "expected" / "index") - _index_entries(d / "before" / "index")
+    if "-crash-" in name:   # recoverAbnormally dispatched every record from its start segment
+        assert p["abnormal_dispatch_from"] is not None
+        if "-cqext-" in name:
+            assert p["ext_units_appended"] > 0
+    if "-recheck-" in name or "-crash-" in name:
+        # index: the entries the start put (its second reput: the last record's keys again; an abnormal start
+        # deletes the files written after the checkpoint's index timestamp first)
+        gone = tuple(sorted(set(_names(d / "before" / "index")) - set(_names(d / "expected" / "index"))))
+        assert sorted(p["index_files_deleted"]) == list(gone)
+        put = _index_entries(d / "expected" / "index") - _index_entries(d / "before" / "index", gone)
         assert p["index_keys_put_again"] == put
         if "-recheck-kept" in name:
             assert put == 2   # the last record's UNIQ_KEY and KEYS

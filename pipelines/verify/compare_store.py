@@ -214,7 +214,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         truncate_at=dledger.process_offset if dledger else None,
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
-        dispatch_from=crash.start_offset if crash is not None else None)
+        dispatch_from=crash.start_offset if crash is not None else None,
+        abnormal_from=recovery.checked_from if recovery is not None and not clean else None)
     if crash is not None:
         restart.dledger = True
         restart.recovery_cut = crash.end
