@@ -41,7 +41,6 @@ class _QueueState:
     ext_file_size: int = 0                                  # > 0: the queue has ext files (enableConsumeQueueExt)
     last_ext_addr: int = 1                                  # last kept unit's ext address (1: none)
     older_files: int = 0                                    # files older than tail_files
-    ext_end_before_dispatch: int | None = None              # ext write position before the start's dispatches
 
 
 def _rules(layout: str):  # noqa: ANN202
@@ -99,16 +98,16 @@ def truncate_queue(state: _QueueState, phy_offset: int) -> None:
 
 
 def _ext_orphans(state: _QueueState) -> int:
-    """Ext units in the queue's ext files, before the ext write position the queue's recovery left, that no
-    kept consume queue unit points at (left by units ``truncateDirtyLogicFiles`` cut off, whose ext units it
-    does not touch; the ext units a dispatch puts come after them)."""
+    """Ext units before the queue's ext write position after the recovery that no kept consume queue unit
+    points at: those of units ``truncateDirtyLogicFiles`` cut off (it does not touch the ext files) and,
+    after an abnormal start, those ``recoverAbnormally``'s dispatch put for records the queue already held
+    (each unit it appended points at its own)."""
     q = state.restart
-    wp = q.ext_write_position if state.ext_end_before_dispatch is None else state.ext_end_before_dispatch
-    if not state.ext_file_size or wp is None:
+    if not state.ext_file_size or q.ext_write_position is None:
         return 0
     last = state.last_ext_addr
     end = un_decorate(last) + EXT_UNIT_SIZE if last != 1 else 0
-    return max(0, ext_units_between(end, wp, state.ext_file_size))
+    return max(0, ext_units_between(end, q.ext_write_position, state.ext_file_size) - q.units_appended_by_recovery)
 
 
 def _put_ext(state: _QueueState, records: int, *, moves_write_position: bool) -> None:
@@ -119,10 +118,9 @@ def _put_ext(state: _QueueState, records: int, *, moves_write_position: bool) ->
     if not state.ext_file_size or records <= 0:
         return
     q.ext_units_appended += records
-    if moves_write_position:
-        if state.ext_end_before_dispatch is None:
-            state.ext_end_before_dispatch = q.ext_write_position
+    if moves_write_position:   # the puts create the files up to the new end again
         q.ext_write_position = ext_position_after_puts(q.ext_write_position or 0, records, state.ext_file_size)
+        q.ext_files_deleted = [n for n in q.ext_files_deleted if int(n) >= q.ext_write_position]
 
 
 def abnormal_dispatch(state: _QueueState, start: int, end: int,
