@@ -3,7 +3,8 @@
 ``ConsumeQueueExt.recover`` / ``truncateByMaxAddress`` on its ext files; ``BatchConsumeQueue.recover``
 for a batch consume queue), then ``CommitLog.recoverNormally`` → ``truncateDirtyLogicFiles`` on every
 queue and where the reput (4.9.x ``DefaultMessageStore.start``) or the recovery's own dispatch (5.x
-``CommitLog.recoverNormally``) starts again."""
+``CommitLog.recoverNormally``) starts again; after a crash, ``CommitLog.recoverAbnormally``'s dispatch from
+its start segment before ``truncateDirtyLogicFiles`` (:func:`abnormal_dispatch`)."""
 from __future__ import annotations
 
 import dataclasses
