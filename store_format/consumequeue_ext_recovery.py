@@ -35,7 +35,7 @@ import numpy as np
 from .consumequeue_ext import EXT_UNIT_SIZE, ext_units_per_file
 from .consumequeue_recovery import EXT_MAX_ADDR, load_files
 
-__all__ = ["ExtRecovery", "ext_units_between", "recover_ext", "un_decorate"]
+__all__ = ["ExtRecovery", "ext_position_after_puts", "ext_units_between", "recover_ext", "un_decorate"]
 
 _LONG_MIN = -(1 << 63)
 _SETTING = "mappedFileSizeConsumeQueueExt"
@@ -55,6 +55,19 @@ def ext_units_between(start: int, end: int, file_size: int) -> int:
         return pos // file_size * per_file + min(pos % file_size // EXT_UNIT_SIZE, per_file)
 
     return ordinal(end) - ordinal(start)
+
+
+def ext_position_after_puts(position: int, puts: int, file_size: int) -> int:
+    """Where a queue's ext files end after ``puts`` more calls of ``ConsumeQueueExt.put`` (rocketmq-all-4.9.8
+    and 5.3.3, rocketmq-store 5.5.1) from real offset ``position``: each puts a 20-byte unit at the write
+    position, or, when it would leave fewer than ``END_BLANK_DATA_LENGTH`` bytes, fills the file to its end
+    (``fullFillToEnd``) and puts it at the start of a new file."""
+    if puts <= 0:
+        return position
+    per_file = ext_units_per_file(file_size)
+    first = position // file_size * per_file + min(position % file_size // EXT_UNIT_SIZE, per_file)
+    last = first + puts - 1
+    return last // per_file * file_size + last % per_file * EXT_UNIT_SIZE + EXT_UNIT_SIZE
 
 
 def _short(data: bytes, at: int) -> int:

@@ -21,6 +21,14 @@ nothing; 5.5.1 always).
 files end and how many ext units no kept unit points at; and, store-wide, where the commitlog ends and
 how many units the dispatch writes again. A queue ``verify`` does not list must be one the broker left
 as it was. Ext stores: 4.9.8 and 5.5.1 (``CQEXT_LINES``); batch stores: 5.5.1 (``BATCHCQ_LINES``).
+
+``*-crash-kept``: the same stores restarted after a crash (an ``abort`` file), with the last two units (before
+the damaged record) of the queue holding the record before it zeroed (harness ``zeroQueueTail``).
+``CommitLog.recoverAbnormally`` dispatches every record from its start segment before
+``truncateDirtyLogicFiles``: ``verify`` must predict the units it appends again (the broker's files after the
+restart between the queue's old end and its end after ``load()``), or that they stay missing when their
+records lie before that segment, the ext write position after the ext unit it puts for every record, the
+ext units no kept unit points at (counted in the broker's files), and the index keys it puts.
 """
 from __future__ import annotations
 
@@ -52,6 +60,15 @@ def _kept(sc: dict) -> dict:
     return {**sc, "name": f"{sc['name']}-kept", "damageMessage": puts - 6, "keepQueues": True}
 
 
+def _crash(sc: dict, folder: str) -> dict:
+    """``<name>-crash-kept``: ``sc`` damaged as :func:`_kept` does, the last two units before the damaged
+    record of the queue in ``folder`` that holds the record before it zeroed (units it lacks), and restarted
+    after a crash (an ``abort`` file: ``CommitLog.recoverAbnormally`` dispatches again every record from its
+    start segment, before ``truncateDirtyLogicFiles``)."""
+    zero = {"path": folder, "units": 2, "unitSize": UNIT[folder]}
+    return {**_kept(sc), "name": f"{sc['name']}-crash-kept", "abort": True, "zeroQueueTail": zero}
+
+
 def _recheck(sc: dict) -> list[dict]:
     """``sc`` ending in a keyed message to a BatchCQ topic with ``recheckReputOffsetFromCq=true``, restarted on its
     own files undamaged (``-recheck-kept``: the start's second reput, from the start of that record's batch unit,
@@ -67,9 +84,11 @@ def _recheck(sc: dict) -> list[dict]:
 def _scenarios(line: str) -> list[dict]:
     scs: list[dict] = []
     if line in EXT_LINES:
-        scs += [_kept(sc) for sc in cqext_scenarios(line) if not sc["name"].endswith("-lmq")]
+        ext = [sc for sc in cqext_scenarios(line) if not sc["name"].endswith("-lmq")]
+        scs += [_kept(sc) for sc in ext] + [_crash(sc, "consumequeue") for sc in ext]
     if line in BATCH_LINES:
-        scs += [_kept(sc) for sc in batchcq_scenarios(line)] + _recheck(batchcq_scenarios(line)[0])
+        batch = batchcq_scenarios(line)
+        scs += [_kept(sc) for sc in batch] + [_crash(sc, "batchconsumequeue") for sc in batch] + _recheck(batch[0])
     return scs
 
 
@@ -107,16 +126,30 @@ def _names(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 
+def _units(folder: Path, name: str, unit: int) -> np.ndarray:
+    data = (folder / name).read_bytes()
+    fields = np.dtype({"names": ["offset", "size"], "formats": [">i8", ">i4"], "offsets": [0, 8], "itemsize": unit})
+    return np.frombuffer(data, dtype=fields, count=len(data) // unit)
+
+
 def _queue_end(folder: Path, unit: int) -> int:
-    """Where a broker-written queue's units end (its last file's first unit with size 0), in bytes."""
+    """Where a broker-written queue's units end (the first unit with size 0 over its files), in bytes."""
     names = _names(folder)
-    if not names:
-        return 0
-    data = (folder / names[-1]).read_bytes()
-    size_field = np.dtype({"names": ["size"], "formats": [">i4"], "offsets": [8], "itemsize": unit})
-    sizes = np.frombuffer(data, dtype=size_field, count=len(data) // unit)["size"]
-    empty = np.flatnonzero(sizes <= 0)
-    return int(names[-1]) + (int(empty[0]) if len(empty) else len(sizes)) * unit
+    for name in names:
+        empty = np.flatnonzero(_units(folder, name, unit)["size"] <= 0)
+        if len(empty):
+            return int(name) + int(empty[0]) * unit
+    return int(names[-1]) + len(_units(folder, names[-1], unit)) * unit if names else 0
+
+
+def _units_between(folder: Path, unit: int, start: int, end: int) -> int:
+    """Units of records (size > 0, offset > 0) at byte positions [start, end) of the queue's files."""
+    n = 0
+    for name in _names(folder):
+        u = _units(folder, name, unit)
+        pos = int(name) + np.arange(len(u)) * unit
+        n += int(((pos >= start) & (pos < end) & (u["size"] > 0) & (u["offset"] > 0)).sum())
+    return n
 
 
 def _ext_units(folder: Path) -> list[int]:
@@ -142,10 +175,21 @@ def _last_ext_end(folder: Path, end: int) -> int:
     return tags - LONG_MIN + 20 if tags <= -(1 << 31) - 1 else 0
 
 
-def _index_entries(folder: Path) -> int:
-    """Entries in a folder's index files (IndexHeader.indexCount, at byte 36, counts from 1)."""
-    return sum(max(int.from_bytes(f.read_bytes()[36:40], "big") - 1, 0) for f in folder.iterdir()) \
-        if folder.is_dir() else 0
+def _unreferenced(root: Path, queue: str, cq_end: int, ext_end: int) -> int:
+    """Ext units below ``ext_end`` in ``root``'s ext files of ``queue`` that no unit below logical byte
+    ``cq_end`` of its consume queue points at."""
+    cq = root / "consumequeue" / queue
+    tags = np.concatenate([np.frombuffer((cq / n).read_bytes(), dtype=np.dtype(
+        {"names": ["tags"], "formats": [">i8"], "offsets": [12], "itemsize": 20}))["tags"][
+        :max(0, (cq_end - int(n)) // 20)] for n in _names(cq)] or [np.zeros(0, np.int64)]).astype(np.int64)
+    referenced = {int(t) - LONG_MIN for t in tags if t <= -(1 << 31) - 1}
+    return sum(1 for o in _ext_units(root / "consumequeue_ext" / queue) if o < ext_end and o not in referenced)
+
+
+def _index_entries(folder: Path, skip: tuple[str, ...] = ()) -> int:
+    """Entries in a folder's index files but ``skip`` (IndexHeader.indexCount, at byte 36, counts from 1)."""
+    return sum(max(int.from_bytes(f.read_bytes()[36:40], "big") - 1, 0) for f in folder.iterdir()
+               if f.name not in skip) if folder.is_dir() else 0
 
 
 @pytest.mark.parametrize("line,name", CASES)
@@ -167,7 +211,7 @@ def test_verify_predicts_the_broker_restart_on_its_own_files(restarted, line: st
     assert w["truncateDirtyLogicFilesAt"] in (-1, w["maxPhyOffset"])
     listed = {(q["layout"], q["queue"]): q for q in p["queues"]}
     after_load, after_dispatch = w["queuesAfterLoad"], w["queuesAfterDispatch"]
-    cut_by_broker = orphans_by_broker = added_by_broker = 0
+    cut_by_broker = orphans_by_broker = added_by_broker = appended_by_broker = 0
     checked = set()
     for queue, s in sorted(after_load.items()):
         folder = FOLDER[s["type"]]
@@ -175,25 +219,34 @@ def test_verify_predicts_the_broker_restart_on_its_own_files(restarted, line: st
         q = listed.get((folder, queue))
         checked.add((folder, queue))
         before = d / "before" / folder / queue
-        cut = (_queue_end(before, unit) - s["maxOffset"]) // unit
+        end_before = _queue_end(before, unit)
+        cut = (end_before - s["maxOffset"]) // unit
+        # an abnormal start's recovery appended units the queue lacked (the broker's files after its restart)
+        appended = _units_between(d / "expected" / folder / queue, unit, end_before, s["maxOffset"])
+        cut = max(0, cut)
         deleted = sorted(set(_names(before)) - set(s["files"]))
         cut_by_broker += cut
+        appended_by_broker += appended
         added_by_broker += (after_dispatch[queue]["maxOffset"] - s["maxOffset"]) // unit
         ext = d / "before" / "consumequeue_ext" / queue
         orphans, ext_deleted = 0, []
         if "extMaxOffset" in s:
-            referenced = _last_ext_end(before, s["maxOffset"])
-            orphans = sum(1 for o in _ext_units(ext) if referenced <= o < s["extMaxOffset"])
+            if "-crash-" in name:   # the broker's own files after the restart: every unit its queue's kept units
+                orphans = _unreferenced(d / "expected", queue, s["maxOffset"], s["extMaxOffset"])   # miss
+            else:
+                referenced = _last_ext_end(before, s["maxOffset"])
+                orphans = sum(1 for o in _ext_units(ext) if referenced <= o < s["extMaxOffset"])
             ext_deleted = sorted(set(_names(ext)) - set(s["extFiles"]))
             orphans_by_broker += orphans
         ext_moved = "extMaxOffset" in s and s["extMaxOffset"] != (max(_ext_units(ext), default=-20) + 20)
         if q is None:
-            assert (cut, deleted, orphans, ext_deleted, ext_moved) == (0, [], 0, [], False), (
+            assert (cut, appended, deleted, orphans, ext_deleted, ext_moved) == (0, 0, [], 0, [], False), (
                 f"{folder}/{queue}: the broker changed it, verify does not list it")
             continue
         assert q["write_position"] == s["maxOffset"], f"{folder}/{queue}: where its files end"
         assert q["max_physic_offset"] == s["maxPhysicOffset"], f"{folder}/{queue}: max physical offset"
         assert q["units_truncated"] + q["units_dropped_by_recover"] == cut, f"{folder}/{queue}: units cut off"
+        assert q["units_appended_by_recovery"] == appended, f"{folder}/{queue}: units recovery appended"
         assert sorted(q["files_deleted_by_recover"] + q["files_deleted_by_truncate"]) == deleted, queue
         if "extMaxOffset" in s:
             assert q["ext_write_position"] == s["extMaxOffset"], f"{queue}: where its ext files end"
@@ -202,9 +255,20 @@ def test_verify_predicts_the_broker_restart_on_its_own_files(restarted, line: st
     assert set(listed) <= checked, f"verify lists queues the broker does not have: {set(listed) - checked}"
     assert p["units_truncated"] + p["units_dropped_by_recover"] == cut_by_broker
     assert p["units_dispatched_again"] == added_by_broker
+    assert p["units_appended_by_recovery"] == appended_by_broker
     assert p["ext_units_orphaned"] == orphans_by_broker
-    if "-recheck-" in name:   # index: the entries the start put (its second reput: the last record's keys again)
-        put = _index_entries(d / "expected" / "index") - _index_entries(d / "before" / "index")
+    if "-crash-" in name:   # recoverAbnormally dispatched every record from its start segment
+        assert p["abnormal_dispatch_from"] is not None
+        # the zeroed units come back when their records lie in the walked segments, else they stay missing
+        assert appended_by_broker > 0 or p["units_lost"] > 0
+        if "-cqext-" in name:
+            assert p["ext_units_appended"] > 0
+    if "-recheck-" in name or "-crash-" in name:
+        # index: the entries the start put (its second reput: the last record's keys again; an abnormal start
+        # deletes the files written after the checkpoint's index timestamp first)
+        gone = tuple(sorted(set(_names(d / "before" / "index")) - set(_names(d / "expected" / "index"))))
+        assert sorted(p["index_files_deleted"]) == list(gone)
+        put = _index_entries(d / "expected" / "index") - _index_entries(d / "before" / "index", gone)
         assert p["index_keys_put_again"] == put
         if "-recheck-kept" in name:
             assert put == 2   # the last record's UNIQ_KEY and KEYS

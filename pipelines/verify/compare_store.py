@@ -216,7 +216,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
         dispatch_from=crash.start_offset if crash is not None else None,
         cut_lost=crash.cut.lost if crash is not None and crash.cut is not None else None,
-        reindex_from=crash.reput_from if crash is not None and crash.reindex >= 0 else None)
+        reindex_from=crash.reput_from if crash is not None and crash.reindex >= 0 else None,
+        abnormal_from=recovery.checked_from if recovery is not None and not clean else None)
     if crash is not None:
         restart.dledger = True
         restart.recovery_cut = crash.end

@@ -101,12 +101,14 @@ class QueueRestart:
     files_deleted_by_truncate: list[str] = dataclasses.field(default_factory=list)
     max_physic_offset: int = -1                # ConsumeQueue.getMaxPhysicOffset after recovery
     units_dispatched_again: int = 0
+    units_appended_by_recovery: int = 0        # abnormal start: recoverAbnormally's dispatch (in write_position)
     units_lost: int = 0                        # expected units the queue lacks and the restart does not write
     write_position: int = -1                   # logical byte offset where its files end after the recovery
     ext_write_position: int | None = None      # consumequeue_ext/: where the next ext unit goes
     ext_files_deleted: list[str] = dataclasses.field(default_factory=list)
     ext_units_dropped: int = 0                 # ext units at or after that position (overwritten or deleted)
     ext_units_orphaned: int = 0                # ext units before it that no kept consume queue unit points at
+    ext_units_appended: int = 0                # ext units the start's dispatches put (one per record handed over)
     ext_note: str = ""
     # a queue of a RocksDB consume queue (layout "rocksdb"): its "max"/"min" entries, [commitlogOffset,
     # queueOffset], before and after the start (store_format.rocksdb_recovery); race_*: the abnormal start's
@@ -141,6 +143,10 @@ class RestartPrediction:
     ext_units_dropped: int = 0
     ext_units_orphaned: int = 0
     index_keys_put_again: int = 0
+    # abnormal start: CommitLog.recoverAbnormally dispatches from this offset (its start segment) to the end
+    abnormal_dispatch_from: int | None = None
+    units_appended_by_recovery: int = 0
+    ext_units_appended: int = 0
     index_files_extended: list[str] = dataclasses.field(default_factory=list)
     index_files_deleted: list[str] = dataclasses.field(default_factory=list)
     queues: list[QueueRestart] = dataclasses.field(default_factory=list)
@@ -359,6 +365,11 @@ def _render_restart(p: RestartPrediction) -> list[str]:
         for q in bad[:5]:
             lines.append(f"    {q.queue}: {q.load_failure}")
     lines.append(f"  ConsumeQueue.recover drops {p.units_dropped_by_recover:,} unit(s) after a hole")
+    if p.abnormal_dispatch_from is not None:
+        lines.append(f"  abnormal start: CommitLog.recoverAbnormally dispatches every record from offset "
+                     f"{p.abnormal_dispatch_from} (its start segment) to the end before truncateDirtyLogicFiles: "
+                     f"{p.units_appended_by_recovery:,} consume queue unit(s) appended, {p.ext_units_appended:,} "
+                     "ext unit(s) put (one per record of an ext queue, skipped consume queue units included)")
     lines.append(f"  truncateDirtyLogicFiles: {'called' if p.truncate_dirty_logic_files else 'not called'}; "
                  f"{p.units_truncated:,} unit(s) at or past the commitlog end cut off")
     start = "from" if p.reput_from_inclusive else "after"
@@ -373,8 +384,10 @@ def _render_restart(p: RestartPrediction) -> list[str]:
     for q in p.queues[:10]:
         bits = [f"{k.replace('_', ' ')} {v}" for k, v in (
             ("recover stops at", q.recover_stops_at), ("dropped by recover", q.units_dropped_by_recover),
-            ("truncated", q.units_truncated), ("dispatched again", q.units_dispatched_again),
+            ("truncated", q.units_truncated), ("appended by recovery", q.units_appended_by_recovery),
+            ("dispatched again", q.units_dispatched_again),
             ("lost", q.units_lost), ("ext units dropped", q.ext_units_dropped),
+            ("ext units appended", q.ext_units_appended),
             ("ext units orphaned", q.ext_units_orphaned), ("ext files deleted", len(q.ext_files_deleted))) if v]
         if bits:
             where = "" if q.layout == "consumequeue" else f" ({q.layout})"

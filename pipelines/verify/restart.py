@@ -3,7 +3,8 @@
 ``ConsumeQueueExt.recover`` / ``truncateByMaxAddress`` on its ext files; ``BatchConsumeQueue.recover``
 for a batch consume queue), then ``CommitLog.recoverNormally`` → ``truncateDirtyLogicFiles`` on every
 queue and where the reput (4.9.x ``DefaultMessageStore.start``) or the recovery's own dispatch (5.x
-``CommitLog.recoverNormally``) starts again."""
+``CommitLog.recoverNormally``) starts again; after a crash, ``CommitLog.recoverAbnormally``'s dispatch from
+its start segment before ``truncateDirtyLogicFiles`` (:func:`abnormal_dispatch`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +15,7 @@ import numpy as np
 from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_SIZE
-from store_format.consumequeue_ext_recovery import ext_units_between, recover_ext, un_decorate
+from store_format.consumequeue_ext_recovery import ext_position_after_puts, ext_units_between, recover_ext, un_decorate
 from store_format.consumequeue_recovery import (
     BCQ_RULES,
     CQ_RULES,
@@ -24,6 +25,7 @@ from store_format.consumequeue_recovery import (
     truncate_dirty_logic_files,
 )
 from store_format.layout import index_file_size
+from store_format.recovery_dispatch import recovery_dispatch
 
 from .compare import IndexView
 from .report import QueueRestart, RestartPrediction
@@ -97,14 +99,61 @@ def truncate_queue(state: _QueueState, phy_offset: int) -> None:
 
 
 def _ext_orphans(state: _QueueState) -> int:
-    """Ext units before the queue's ext write position that no kept consume queue unit points at (left by
-    units ``truncateDirtyLogicFiles`` cut off, whose ext units it does not touch)."""
+    """Ext units before the queue's ext write position after the recovery that no kept consume queue unit
+    points at: those of units ``truncateDirtyLogicFiles`` cut off (it does not touch the ext files) and,
+    after an abnormal start, those ``recoverAbnormally``'s dispatch put for records the queue already held
+    (each unit it appended points at its own)."""
     q = state.restart
     if not state.ext_file_size or q.ext_write_position is None:
         return 0
     last = state.last_ext_addr
     end = un_decorate(last) + EXT_UNIT_SIZE if last != 1 else 0
-    return max(0, ext_units_between(end, q.ext_write_position, state.ext_file_size))
+    return max(0, ext_units_between(end, q.ext_write_position, state.ext_file_size) - q.units_appended_by_recovery)
+
+
+def _put_ext(state: _QueueState, records: int, *, moves_write_position: bool) -> None:
+    """``records`` more calls of ``ConsumeQueueExt.put`` on an ext queue (one per record handed to
+    ``ConsumeQueue.putMessagePositionInfoWrapper``, before its duplicate check); ``moves_write_position``:
+    during the recovery (the reported ext write position is the one after ``load()``)."""
+    q = state.restart
+    if not state.ext_file_size or records <= 0:
+        return
+    q.ext_units_appended += records
+    if moves_write_position:   # the puts create the files up to the new end again
+        q.ext_write_position = ext_position_after_puts(q.ext_write_position or 0, records, state.ext_file_size)
+        q.ext_files_deleted = [n for n in q.ext_files_deleted if int(n) >= q.ext_write_position]
+
+
+def abnormal_dispatch(state: _QueueState, start: int, end: int,
+                      read_expected: Callable[[str, str, str], bytes]) -> None:
+    """``CommitLog.recoverAbnormally``'s dispatch (rocketmq-all-4.9.8 and 5.3.3, rocketmq-store 5.5.1) of the
+    records in ``[start, end)`` to one queue as its recovery left it, before ``truncateDirtyLogicFiles``
+    (:func:`store_format.recovery_dispatch.recovery_dispatch`): the units it appends, the units it no longer
+    lacks, and one ext unit per record of an ext queue."""
+    q = state.restart
+    rules = _rules(q.layout)
+    records, appended = 0, []
+    wp, mx = q.write_position, q.max_physic_offset
+    for name, lo, hi, _n in state.expected_files:
+        if hi < start or lo >= end:
+            continue
+        data = read_expected(q.layout, q.queue, name)
+        u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
+        msg = np.flatnonzero(rules.is_message(u))
+        u = u[msg]
+        d = recovery_dispatch(u["commitlogOffset"], u["size"], int(name) + msg * rules.unit_size, start=start,
+                              end=end, max_physic=mx, write_position=wp, unit_size=rules.unit_size,
+                              batch=q.layout == BCQ_DIR)
+        records += d.records
+        wp, mx = d.write_position, d.max_physic_offset
+        if d.appended.any():
+            appended.append(u["commitlogOffset"][d.appended].astype(np.int64))
+    if appended:
+        got = np.concatenate(appended)
+        q.units_appended_by_recovery = len(got)
+        q.write_position, q.max_physic_offset = wp, mx
+        state.missing_offsets = state.missing_offsets[~np.isin(state.missing_offsets, got)]
+    _put_ext(state, records, moves_write_position=True)
 
 
 def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlog_min: int, commitlog_end: int,
@@ -113,7 +162,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     read_expected: Callable[[str, str, str], bytes], truncate_at: int | None = None,
                     reput_from_queues: bool | None = None, second_reput: bool = False,
                     dispatch_from: int | None = None, cut_lost: np.ndarray | None = None,
-                    reindex_from: int | None = None) -> RestartPrediction:
+                    reindex_from: int | None = None, abnormal_from: int | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -157,6 +206,16 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     ``processOffset`` cut and it puts back: ``cut_lost``, the commitlog offsets of the units that cut
     leaves out for good (:class:`store_format.dledger_crash_cut.QueueCut`), are lost; ``reindex_from``:
     the reput starts there and indexes the last indexed record again.
+
+    ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
+    ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
+    ``checked_from``).  It dispatches every record from there to ``commitlog_end`` against the queues as
+    their recovery left them (:func:`abnormal_dispatch`: units appended, ext units put), *then*
+    ``truncateDirtyLogicFiles`` runs (when the max physical offset the queues had before the dispatch is at
+    or past the end; 5.5.1 always) on the queues the dispatch appended nothing to (what it appended lies
+    before the end); ``IndexService.buildIndex`` puts the keys of the records from there.  Afterwards the
+    4.9.x reput starts at the queues' max physical offset (the records from there again: their keys from the
+    last indexed record on, an ext unit each on an ext queue) and the 5.x one at the commitlog's end.
     """
     is5 = config.is_5x
     p = RestartPrediction("5" if is5 else "4", clean_shutdown, commitlog_min, commitlog_end)
@@ -166,16 +225,24 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     # rocketmq-store 5.5.1 (CommitLog.recoverNormally/recoverAbnormally, since CombineConsumeQueue) calls it
     # whatever the queues' max physical offset
     always = config.brokerVersion == "5.5" and truncate_at is None
+    abnormal = abnormal_from is not None and dispatch_from is None and truncate_at is None
+    if abnormal:
+        assert abnormal_from is not None
+        p.abnormal_dispatch_from = abnormal_from
+        for s in states:
+            abnormal_dispatch(s, abnormal_from, commitlog_end, read_expected)
+            p.units_appended_by_recovery += s.restart.units_appended_by_recovery
     p.truncate_dirty_logic_files = dispatch_from is None and (always or p.max_physic_offset_in_queues >= cut)
     if p.truncate_dirty_logic_files:
         for s in states:
-            truncate_queue(s, cut)
-    recovery_dispatches = is5 and reput_from_queues is None and dispatch_from is None
+            if not s.restart.units_appended_by_recovery:
+                truncate_queue(s, cut)
+    recovery_dispatches = is5 and reput_from_queues is None and dispatch_from is None and not abnormal
     if dispatch_from is not None:
         p.reput_from, p.reput_from_inclusive = dispatch_from, True
     elif recovery_dispatches:
         p.reput_from, p.reput_from_inclusive = p.max_physic_offset_in_queues, False
-    elif reput_from_queues is False:
+    elif reput_from_queues is False or (abnormal and is5):   # 5.x: the reput at getConfirmOffset
         p.reput_from = commitlog_end
     else:
         after = max((s.restart.max_physic_offset for s in states), default=-1)
@@ -191,13 +258,14 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     for s in states:
         q = s.restart
         rules = _rules(q.layout)
-        n_tail = n_cut = 0
+        n_tail = n_cut = n_records = 0
         for name, lo, hi, n in s.expected_files:
             if hi < first or lo >= commitlog_end:
                 continue
             if lo >= first and hi < commitlog_end and lo > q.max_physic_offset and not second_reput \
                     and not ((cut_away >= lo) & (cut_away <= hi)).any():
                 n_tail += n
+                n_records += n
                 continue
             data = read_expected(q.layout, q.queue, name)
             u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
@@ -208,10 +276,12 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             n_cut += int(cut.sum())
             put &= ~cut
             n_tail += int(put.sum())
+            n_records += int(in_tail(off).sum())
             if put.any():
                 top = max(top, int(rules.max_physic(u[put]).max()))
         q.units_dispatched_again = n_tail
         q.units_lost = n_cut
+        _put_ext(s, n_records, moves_write_position=recovery_dispatches)
     again = max(top, commitlog_min, 0) if second_reput else commitlog_end
     for s in states:
         q = s.restart
@@ -226,27 +296,34 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         p.units_lost += q.units_lost
         p.ext_units_dropped += q.ext_units_dropped
         p.ext_units_orphaned += q.ext_units_orphaned
+        p.ext_units_appended += q.ext_units_appended
         if (q.load_failure or q.units_dropped_by_recover or q.units_truncated or q.units_lost
                 or q.units_dispatched_again or q.files_deleted_by_recover or q.files_deleted_by_truncate
                 or q.recover_stops_at is not None or q.ext_units_dropped or q.ext_units_orphaned
-                or q.ext_files_deleted):
+                or q.ext_files_deleted or q.ext_units_appended or q.units_appended_by_recovery):
             p.queues.append(q)
-    predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
-                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown,
-                  end=commitlog_end if second_reput or reindex_from is not None else None,
-                  second_reput_from=again if second_reput else reindex_from)
+    if abnormal:   # recoverAbnormally's dispatch, then a 4.9.x reput from the queues' max (or the 5.x second one)
+        assert abnormal_from is not None
+        then = again if second_reput else p.reput_from if not is5 and p.reput_from < commitlog_end else None
+        predict_index(p, abnormal_from, config=config, store_index=store_index, expected_index=expected_index,
+                      checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown, end=commitlog_end,
+                      second_reput_from=then, second_reput_note=None if second_reput else (
+                          f"4.9.x DefaultMessageStore.start: the reput walks again from {then} (the queues' max "
+                          "physical offset after the recovery), indexing the last indexed record a second time "
+                          "when it lies there"))
+    else:
+        predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
+                      checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown,
+                      end=commitlog_end if second_reput or reindex_from is not None else None,
+                      second_reput_from=again if second_reput else reindex_from)
     if recovery_dispatches:
         p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
                        "commitlog's end (getConfirmOffset), so a record starting exactly there is never dispatched "
                        "again: its units count as lost")
-    if not clean_shutdown and dispatch_from is None:
-        p.notes.append("abort file present: the broker runs CommitLog.recoverAbnormally, which re-dispatches from the "
-                       "segment the checkpoint points at (not modelled here beyond the index files it deletes"
-                       + ("; with ext files each re-dispatched record of a queue also appends an ext unit, put by "
-                          "ConsumeQueueExt.put before the consume queue drops the unit as already written, so the "
-                          "ext write positions above are those before that dispatch" if any(
-                              s.ext_file_size for s in states) else "") + ")")
+    if not clean_shutdown and dispatch_from is None and not abnormal:
+        p.notes.append("abort file present: the broker runs its abnormal recovery, which re-dispatches from the "
+                       "segment the checkpoint points at (not modelled here beyond the index files it deletes)")
     if truncate_at is None:
         p.notes.append("the commitlog end is where the rebuild's walk ended; the broker's own recovery (CRC checks of "
                        "the last segments) is not emulated")

@@ -46,6 +46,60 @@ final class Damage {
         }
     }
 
+    /** In the queue folder {@code queue} (units of {@code unitSize} bytes: commitlog offset, size), zeroes
+     *  its last {@code units} units of records below commitlog offset {@code below} and every unit after
+     *  them (the files keep their lengths). {@code queue} a layout folder ({@code consumequeue},
+     *  {@code batchconsumequeue}): the queue holding the last record below {@code below}. */
+    static void zeroQueueTail(File queue, int units, int unitSize, long below) throws IOException {
+        if (queue.getName().matches("consumequeue|batchconsumequeue")) {  // the queue of the
+            File best = null;                      // last record below {@code below}
+            long bestOffset = -1;
+            for (File topic : listed(queue)) {
+                for (File q : listed(topic)) {
+                    for (File f : listed(q)) {
+                        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(Files.readAllBytes(f.toPath()));
+                        for (int at = 0; at + unitSize <= b.capacity() && b.getInt(at + 8) > 0; at += unitSize) {
+                            if (b.getLong(at) < below && b.getLong(at) > bestOffset) {
+                                bestOffset = b.getLong(at);
+                                best = q;
+                            }
+                        }
+                    }
+                }
+            }
+            if (best == null) {
+                throw new IOException("no unit below " + below + " in " + queue);
+            }
+            queue = best;
+        }
+        String[] names = queue.list();
+        if (names == null || names.length == 0) {
+            throw new IOException("no queue files in " + queue);
+        }
+        java.util.Arrays.sort(names);
+        List<long[]> found = new java.util.ArrayList<>();   // {file index, byte position} of each such unit
+        for (int f = 0; f < names.length; f++) {
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(Files.readAllBytes(new File(queue, names[f]).toPath()));
+            for (int at = 0; at + unitSize <= b.capacity() && b.getInt(at + 8) > 0; at += unitSize) {
+                if (b.getLong(at) < below) {
+                    found.add(new long[] {f, at});
+                }
+            }
+        }
+        long[] from = found.isEmpty() ? new long[] {0, 0} : found.get(Math.max(0, found.size() - units));
+        for (int f = (int) from[0]; f < names.length; f++) {
+            File file = new File(queue, names[f]);
+            byte[] data = Files.readAllBytes(file.toPath());
+            java.util.Arrays.fill(data, f == from[0] ? (int) from[1] : 0, data.length, (byte) 0);
+            Files.write(file.toPath(), data);
+        }
+    }
+
+    private static File[] listed(File dir) {
+        File[] files = dir.listFiles();
+        return files == null ? new File[0] : files;
+    }
+
     /** The store as the restart finds it, copied to {@code before}; with {@code queues}, its queue and
      *  index folders too (the restart keeps them). */
     static void keepBefore(File root, File before, boolean queues) throws IOException {

@@ -85,7 +85,10 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code truncateDirtyLogicFilesAt} (the offset the recovery called {@code truncateDirtyLogicFiles} with,
  * -1: not called, see {@link TruncateCalls}); {@code expected/} then holds the broker's files after that
  * restart; {@code reportQueues} adds {@code queuesAfterDispatch} alone (the queues deleted as usual).
- * {@code dledgerCommittedBack} (an int) lowers the
+ * {@code zeroQueueTail} ({@code {"path": "consumequeue/T/0", "units": n, "unitSize": 20}}) zeroes
+ * that queue's last {@code n} units of records before the damaged one and every unit after them, before
+ * the restart (a queue whose last units never reached the disk); a path naming only the layout folder
+ * picks the queue of the last record before the damaged one. {@code dledgerCommittedBack} (an int) lowers the
  * {@code committedIndex} of DLedger's checkpoint by that many entries before the restart (a crash before
  * the group committed them). {@code restartCopies} (an int) runs that restart
  * again on as many fresh copies of {@code before/} ({@link #restartCopies}).
@@ -185,10 +188,12 @@ public final class Writer {
 
         // the broker's own rebuild: consumequeue/ (with consumequeue_ext/) and index/ gone, the store
         // started again
+        long damagedAt = Long.MAX_VALUE;
         if (sc.has("damageMessage")) {
             long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
             long at = wrote.get(sc.get("damageMessage").getAsInt());
             out.addProperty("damagedRecord", at);
+            damagedAt = at;
             out.addProperty("damagedByte", Damage.flipBodyByte(root, segmentSize, at));
         }
         if (sc.has("abort") && sc.get("abort").getAsBoolean()) {
@@ -204,6 +209,11 @@ public final class Writer {
                 - sc.get("dledgerCommittedBack").getAsLong();
             Files.write(cp.toPath(), ("committedIndex=" + committed + "\nendIndex=" + c.getProperty("endIndex").trim()
                 + "\n").getBytes(StandardCharsets.ISO_8859_1));
+        }
+        if (sc.has("zeroQueueTail")) {  // units a queue lacks: its last units zeroed, as if never flushed
+            JsonObject z = sc.getAsJsonObject("zeroQueueTail");
+            Damage.zeroQueueTail(new File(root, z.get("path").getAsString()), z.get("units").getAsInt(),
+                z.get("unitSize").getAsInt(), damagedAt);
         }
         boolean keepQueues = sc.has("keepQueues") && sc.get("keepQueues").getAsBoolean();
         if (sc.has("damageMessage") || sc.has("abort") || sc.has("keepBefore")) {
