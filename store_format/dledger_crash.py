@@ -28,6 +28,14 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   checkpoint's ``logicsPhysicalOffset``) is at least that, ``truncateDirtyLogicFiles`` cuts the queues the
   walk just wrote at that short offset (5.5.1 only when their largest max reaches it):
   :mod:`store_format.dledger_crash_cut`.
+* A store converted in place (old ``commitlog/`` files below ``dividedCommitlogOffset``, the first data
+  file's offset): once DLedger has data files, ``dledgerRecoverAbnormally`` walks them alone as above;
+  its call of the base ``CommitLog.recoverAbnormally`` over the old files (``isInrecoveringOldCommitlog``,
+  then ``setRecoverPosition``) runs only when ``dledger-<selfId>/data`` is empty, the first start after
+  the switch.  The old files are neither checked, cut nor dispatched; they only lower
+  ``DLedgerCommitLog.getMinOffset`` (the old ``MappedFileQueue``'s first file while it has one), the
+  least offset the start's reput with ``recheckReputOffsetFromCq`` begins at.  So the old messages get
+  no unit: the queues start with ``fillPreBlank`` units up to the first message the walk dispatched.
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
   (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues'); once the node
@@ -117,15 +125,15 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     ``cp`` (module docstring).
 
     Raises:
-        UnsupportedConfigError: what is not modelled: a store converted in place (old ``commitlog/``
-            files), a RocksDB consume queue, 5.5.1 ``enableAcceleratedRecovery``, ``forceVerifyPropCRC``, a
-            message check that ends the walk elsewhere than DLedger's recovery ends the log, the cases of
-            the queue truncation at the short ``processOffset`` that
-            :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file.
+        UnsupportedConfigError: what is not modelled: a RocksDB consume queue, 5.5.1
+            ``enableAcceleratedRecovery``, ``forceVerifyPropCRC``, a message check that ends the walk
+            elsewhere than DLedger's recovery ends the log, the cases of the queue truncation at the short
+            ``processOffset`` that :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from
+            before the walk's file (a converted store's old files are below every data file: refused there
+            too).
     """
     assert st.dledger is not None
-    if any(not s.dledger for s in st.segments):
-        raise _refuse("a store converted in place (old commitlog files before the DLedger data)")
+    old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
     if config.rocksdb_cq:
         raise _refuse("a RocksDB consume queue store")
     if config.brokerVersion == "5.5" and config.enableAcceleratedRecovery:
@@ -135,6 +143,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     log = st.dledger
     files = [Segment(k, name, int(name), size, path, mtime, dledger=True)
              for k, (name, size, path, mtime) in enumerate(log.files)]
+    min_offset = old[0].base if old else files[0].base   # DLedgerCommitLog.getMinOffset
     first = 0
     for k in range(len(files) - 1, -1, -1):
         with st.reader(files[k]) as read:
@@ -155,11 +164,11 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             raise _refuse(f"the queues it writes are then cut at {process_offset} (truncateDirtyLogicFiles), "
                           "with consume queue ext files or batch consume queues: not modelled")
         cut = cut_queues(track, process_offset, cq_file_size=config.cq_file_size,
-                         recheck=config.recheckReputOffsetFromCq, min_offset=files[0].base,
+                         recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
                          confirm_offset=max(rec.committed_pos, files[0].base), end=end)
         reput = cut.reput
     elif config.recheckReputOffsetFromCq:
-        second = start_reput_check(config, files[0].base, files[first].base, end, accepted, abnormal=True)
+        second = start_reput_check(config, min_offset, files[first].base, end, accepted, abnormal=True)
         assert second is not None   # 5.x with the switch: the second reput always runs
         reput = second.reput
     else:

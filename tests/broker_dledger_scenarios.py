@@ -119,13 +119,15 @@ def abort_scenarios(line: str) -> list[dict]:
     again on a fresh copy of ``before/`` (``restartCopies``: the same files must give the same bytes), with
     DLedger's checkpoint seven entries behind the log's end (``dledgerCommittedBack``: the crash came before
     the group committed them), and ``<line>-dledger-abort-norecheck`` is the same without
-    ``recheckReputOffsetFromCq``, its whole log committed."""
-    plain = dledger_scenarios(line)[0]
+    ``recheckReputOffsetFromCq``, its whole log committed, and ``<line>-dledger-abort-converted`` the
+    ``converted`` store restarted after a crash (old ``commitlog/`` files before the DLedger data)."""
+    plain, _, converted = dledger_scenarios(line)
     if line.startswith("4"):
         return [{**plain, "abort": True, "name": f"{line}-dledger-abort"}]
     conf = {k: v for k, v in plain["config"].items() if k != "recheckReputOffsetFromCq"}
     return [{**plain, "abort": True, "restartCopies": 1, "dledgerCommittedBack": 7, "name": f"{line}-dledger-abort"},
-            {**plain, "config": conf, "abort": True, "name": f"{line}-dledger-abort-norecheck"}]
+            {**plain, "config": conf, "abort": True, "name": f"{line}-dledger-abort-norecheck"},
+            {**converted, "abort": True, "name": f"{line}-dledger-abort-converted"}]
 
 
 def small_abort_scenarios(line: str) -> list[dict]:

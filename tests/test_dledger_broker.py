@@ -386,10 +386,11 @@ def test_verify_predicts_a_crash_restart(written, line, tmp_path):
     """On the store as the broker's crash restart found it (before/: an abort file, consumequeue/ and
     index/ deleted), verify predicts what that restart wrote (expected/): the units it put (on 5.x from the
     data file dledgerRecoverAbnormally starts at; those of uncommitted entries are not in the rebuild verify
-    compares with), and every other unit of the store lost."""
+    compares with), and every other unit of the store lost (a converted store's old messages too)."""
     import shutil
 
-    names = [f"{line}-dledger-abort"] + ([] if line.startswith("4") else [f"{line}-dledger-abort-norecheck"])
+    names = [f"{line}-dledger-abort"] + ([] if line.startswith("4") else [f"{line}-dledger-abort-norecheck",
+                                                                          f"{line}-dledger-abort-converted"])
     for name in names:
         r = _RUNS[name]
         src = Path(r["scenario"]["dir"])
@@ -491,3 +492,28 @@ def test_as_restart_after_an_unclean_shutdown(written, line, tmp_path):
             heads = [f.read_bytes()[:20] for f in (src / "expected" / "consumequeue").rglob("00000000000000000000")]
             blank = bytes(8) + (2**31 - 1).to_bytes(4, "big") + bytes(8)  # ConsumeQueue.fillPreBlank
             assert heads and any(h == blank for h in heads) == (not from_first)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_an_unclean_shutdown_of_a_converted_store(written, line, tmp_path):
+    """A store converted in place (old commitlog/ files, then dledger-n0/data) restarted after a crash, its
+    consumequeue/ and index/ deleted: dledgerRecoverAbnormally walks the DLedger data files alone (the old
+    commitlog is recovered by the base CommitLog only while DLedger has no data file), so the old messages
+    get no unit and their queues start with fillPreBlank units; the old files only lower getMinOffset, where
+    the start's reput with recheckReputOffsetFromCq would begin at the least. --as-restart on the store as
+    the restart found it (before/: its abort file, checkpoint, commitlog/ and dledger-n0/) writes the
+    broker's files byte for byte."""
+    name = f"{line}-dledger-abort-converted"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    before = src / "before"
+    assert (before / "abort").is_file() and (before / "dledger-n0").is_dir()
+    assert any((before / "commitlog").iterdir()), "a converted store keeps its ordinary commitlog files"
+    code, err = _as_restart(before, tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    assert "dledgerRecoverAbnormally dispatches every entry from data file" in err, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    heads = [f.read_bytes()[:20] for f in (src / "expected" / "consumequeue").rglob("00000000000000000000")]
+    blank = bytes(8) + (2**31 - 1).to_bytes(4, "big") + bytes(8)  # ConsumeQueue.fillPreBlank
+    assert heads and any(h == blank for h in heads), "the old messages got units"
