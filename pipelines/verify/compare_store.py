@@ -231,10 +231,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                f"back, {len(crash.cut.lost)} stay cut and {len(crash.cut.dropped)} queue file(s) stay deleted"
                if crash.cut is not None else f"; the start's reput (from {crash.reput_from}) adds nothing")
             + (f"; it indexes the record at {crash.reindex} again" if crash.reindex >= 0 else ""))
-        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
-                            len(r_names), restart, _rebuild_figures(summary), consume_queue_ext=ext_results,
-                            batch_consume_queue=bcq_results, not_checked=_not_checked(st))
-    if dledger is not None:
+    elif dledger is not None:
         restart.dledger = True
         restart.recovery_cut = dledger.process_offset
         restart.recovery_reason = (f"{dledger.reason}; committed index {dledger.committed_index}, position "
@@ -245,15 +242,13 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                "the committed position" if not config.is_5x or config.recheckReputOffsetFromCq else
                "the reput starts at the committed position (5.x, recheckReputOffsetFromCq=false): nothing is "
                "dispatched again, so units missing from the queues stay missing (rebuild them with this tool)"))
-        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
-                            len(r_names), restart, _rebuild_figures(summary), consume_queue_ext=ext_results,
-                            batch_consume_queue=bcq_results, not_checked=_not_checked(st))
-    assert recovery is not None
-    restart.recovery_cut = recovery.process_offset
-    restart.recovery_reason = recovery.reason
-    restart.recovery_discarded_messages = recovery.discarded_messages
-    restart.recovery_discarded_bytes = recovery.discarded_bytes
-    restart.recovery_deleted_segments = recovery.deleted_segments
+    else:
+        assert recovery is not None
+        restart.recovery_cut = recovery.process_offset
+        restart.recovery_reason = recovery.reason
+        restart.recovery_discarded_messages = recovery.discarded_messages
+        restart.recovery_discarded_bytes = recovery.discarded_bytes
+        restart.recovery_deleted_segments = recovery.deleted_segments
     return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
                         restart, _rebuild_figures(summary), consume_queue_ext=ext_results,
                         batch_consume_queue=bcq_results, not_checked=_not_checked(st))
