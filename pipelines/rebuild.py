@@ -25,7 +25,7 @@ from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
-from .restart import DLedgerRestart, Restart, drop_cut_files
+from .restart import DLedgerRestart, Restart, apply_cut
 from .restart import as_restart as restart_view
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
 from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
@@ -233,8 +233,8 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         staged.prepare()
         walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner)
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz)
-        kept_files = drop_cut_files(recovery, staged, built.cq_files)
-        if len(kept_files) != len(built.cq_files):
+        kept_files = apply_cut(recovery, staged, built.cq_files, config.cq_file_size)
+        if kept_files is not built.cq_files:
             built.cq_files, built.units = kept_files, sum(r["entries"] for r in kept_files)
             built.queues = len({(r["topic"], r["queue_id"]) for r in kept_files})
         anomalies = walk.anomalies(built.anomalies, recovery)

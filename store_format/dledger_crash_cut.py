@@ -20,11 +20,20 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
 ``DefaultMessageStore.start`` then sets the reput at ``getConfirmOffset()`` (the committed position) or,
 with ``recheckReputOffsetFromCq=true``, at the largest ``getMaxPhysicOffset`` over the cut queues (at least
 the commitlog's min offset): ``doRecheckReputOffsetFromCq``.  The reput walks to the log's end (the group
-commits the rest): ``ConsumeQueue.putMessagePositionInfo`` drops a unit with ``offset + size`` at or below
-its queue's max and appends the others at the queue's write position, creating the files the cut deleted
-(``getLastMappedFile``; a queue left with no file starts with ``fillPreBlank`` units); a cut unit of a queue
-that the reput does not reach stays only as bytes past the write position (or not at all, in a deleted
-file).  ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
+commits the rest).  ``ConsumeQueue.putMessagePositionInfo`` drops a unit with ``offset + size`` at or below
+its queue's max, and appends every other unit at the queue's write position (``getLastMappedFile``: the
+last file, or a new one after it when it is full), whatever queue offset the unit's message holds ("logic
+queue order maybe wrong" is only logged); only in a queue left with no file does the new file start where
+the unit's own offset falls, with ``fillPreBlank`` units before it.  A cut queue's units are consecutive, so
+the reput puts back a suffix of them (those at or past where it starts):
+
+* all of them: each lands at its own position, the files stay as the recovery wrote them;
+* none: they stay only as bytes past the write position, or not at all in a deleted file;
+* some (:class:`QueueMove`): they land from the write position on, shifted down over the ones left out
+  (in a file that stayed, the bytes after them are still the old units); in a queue the cut emptied, at
+  their own positions in a new file that starts with ``fillPreBlank`` units.
+
+``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
 """
 from __future__ import annotations
 
@@ -37,7 +46,7 @@ from .errors import UnsupportedConfigError
 from .javahash import java_utf8_decode
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["BLANK_MAX", "QueueCut", "QueueTrack", "cut_queues"]
+__all__ = ["BLANK_MAX", "QueueCut", "QueueMove", "QueueTrack", "cut_queues"]
 
 BLANK_MAX = 2**31 - 1   # a fillPreBlank unit's offset + size (ConsumeQueue.fillPreBlank: 0 and Integer.MAX_VALUE)
 
@@ -90,16 +99,34 @@ class QueueTrack:
 
 
 @dataclasses.dataclass(frozen=True)
+class QueueMove:
+    """A cut queue whose units the start's reput puts back only in part (module docstring): the ``count``
+    units that sat at queue byte position ``source`` in the recovery's queue are appended from ``target`` on
+    (the cut's write position: the first cut unit's own position); ``blank_from`` >= 0 for a queue the cut
+    emptied: then ``target == source``, and the new file holds ``fillPreBlank`` units from ``blank_from``
+    (its start) up to ``target``.  Files from the first one past ``target`` on are new (zeros where no
+    unit is put); the file holding ``target``, when it is not a file start, keeps its other bytes."""
+    topic: str
+    queue_id: int
+    source: int
+    target: int
+    count: int
+    blank_from: int = -1
+
+
+@dataclasses.dataclass(frozen=True)
 class QueueCut:
     """``truncateDirtyLogicFiles(processOffset)`` and the start's reput after it (module docstring):
     where the reput starts, the consume queue files the cut deleted that nothing writes again
-    (``(topic, queue id, file start)``), and the commitlog offsets of the units cut off and not put back
-    (``lost``: past their queue's write position, on disk only where their file stayed), with the number of
-    units cut and put back (``restored``)."""
+    (``(topic, queue id, file start)``), the queues whose units are put back only in part (``moves``),
+    and the commitlog offsets of the units cut off and not put back (``lost``: past their queue's write
+    position or overwritten, on disk only where their file stayed), with the number of units cut and put
+    back (``restored``)."""
     reput: int
     dropped: tuple[tuple[str, int, int], ...]
     lost: np.ndarray
     restored: int
+    moves: tuple[QueueMove, ...] = ()
 
 
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, recheck: bool, min_offset: int,
@@ -109,10 +136,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, rec
     least ``min_offset``), walking to ``end`` (module docstring).
 
     Raises:
-        UnsupportedConfigError: a light queue (multi-dispatch) unit, a reput that would start at
-            ``processOffset`` itself (inside an entry) or at 2147483647 inside the log, and a queue whose cut
-            units the reput reaches only in part (it would append them at the queue's write position, not at
-            their own).
+        UnsupportedConfigError: a light queue (multi-dispatch) unit, and a reput that would start inside
+            an entry: at ``processOffset`` itself, or at 2147483647 inside the log.
     """
     units = track.last_file()
     below = units[:, 0] < process_offset
@@ -136,27 +161,41 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, rec
         reput = max(top, *max_after.values(), min_offset, 0)
         if reput == process_offset and reput > top:
             raise _refuse(f"the reput would start at processOffset {process_offset}, inside an entry")
+        if reput == BLANK_MAX and reput < end:
+            raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
+                          "the log")
     else:
         reput = confirm_offset
-    if BLANK_MAX <= end and any(v == BLANK_MAX for v in max_after.values()) and reput < end:
-        raise _refuse("a queue left with fillPreBlank units only (max offset 2147483647) in a log past 2 GiB")
     dropped: list[tuple[str, int, int]] = []
     lost: list[np.ndarray] = []
+    moves: list[QueueMove] = []
     restored = 0
     for q, rows in per_queue.items():
         again = (rows[:, 0] >= reput) & (rows[:, 0] < end) & (rows[:, 1] > max_after.get(q, -1))
-        if again.all():
-            restored += len(rows)
+        n = int(again.sum())
+        assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
+        restored += n
+        if n == len(rows):
             continue
-        if again.any():
-            topic, qid = track.names[q]
-            raise _refuse(f"the reput from {reput} puts back only part of queue {topic}/{qid}'s cut units, at its "
-                          "write position")
-        lost.append(rows[:, 0])
         topic, qid = track.names[q]
-        starts = rows[:, 3] * CQ_UNIT_SIZE
-        dropped += [(topic, qid, int(f)) for f in starts[starts % cq_file_size == 0]]
-    return QueueCut(reput, tuple(sorted(dropped)), np.concatenate(lost) if lost else np.zeros(0, np.int64), restored)
+        lost.append(rows[:len(rows) - n, 0])
+        pos = rows[:, 3] * CQ_UNIT_SIZE
+        first, last = int(pos[0]), int(pos[-1])
+        if n == 0:
+            gone_from = first
+        elif q not in kept and first % cq_file_size == 0:   # the cut emptied the queue (every file deleted)
+            source = int(pos[-n])
+            blank_from = source - source % cq_file_size
+            moves.append(QueueMove(topic, qid, source, source, n, blank_from))
+            dropped += [(topic, qid, f) for f in range(first, blank_from, cq_file_size)]
+            continue
+        else:
+            moves.append(QueueMove(topic, qid, int(pos[-n]), first, n))
+            gone_from = first + n * CQ_UNIT_SIZE
+        start = -(-gone_from // cq_file_size) * cq_file_size   # the first file that starts at or past it
+        dropped += [(topic, qid, f) for f in range(start, last - last % cq_file_size + 1, cq_file_size)]
+    return QueueCut(reput, tuple(sorted(dropped)), np.concatenate(lost) if lost else np.zeros(0, np.int64), restored,
+                    tuple(moves))
 
 
 def _refuse(why: str) -> UnsupportedConfigError:
