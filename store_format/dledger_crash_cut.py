@@ -38,6 +38,7 @@ the reput puts back a suffix of them (those at or past where it starts):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
@@ -46,7 +47,7 @@ from .errors import UnsupportedConfigError
 from .javahash import java_utf8_decode
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["BLANK_MAX", "QueueCut", "QueueMove", "QueueTrack", "cut_queues"]
+__all__ = ["BLANK_MAX", "QueueCut", "QueueMove", "QueuesOnDisk", "QueueTrack", "cut_queues"]
 
 BLANK_MAX = 2**31 - 1   # a fillPreBlank unit's offset + size (ConsumeQueue.fillPreBlank: 0 and Integer.MAX_VALUE)
 
@@ -99,6 +100,18 @@ class QueueTrack:
 
 
 @dataclasses.dataclass(frozen=True)
+class QueuesOnDisk:
+    """The consume queues a store holds when the crash restart starts (``verify`` predicts that start on the
+    store as it is): their largest max physical offset after ``ConsumeQueue.recover`` (5.3.3 passes it to
+    ``dledgerRecoverAbnormally``; 5.5.1's ``truncateDirty`` checks it with the walk's), and, per queue
+    ``(topic, queue id)``, its max physical offset once ``truncateDirtyLogicFiles`` cut its own units at an
+    offset: the end of its last unit below it, 2147483647 after ``fillPreBlank`` units only, the offset
+    itself when every file goes."""
+    max_physic_offset: int
+    max_after_cut: Callable[[int], dict[tuple[str, int], int]]
+
+
+@dataclasses.dataclass(frozen=True)
 class QueueMove:
     """A cut queue whose units the start's reput puts back only in part (module docstring): the ``count``
     units that sat at queue byte position ``source`` in the recovery's queue are appended from ``target`` on
@@ -130,10 +143,13 @@ class QueueCut:
 
 
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, recheck: bool, min_offset: int,
-               confirm_offset: int, end: int) -> QueueCut:
+               confirm_offset: int, end: int, on_disk: dict[tuple[str, int], int] | None = None) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
-    least ``min_offset``), walking to ``end`` (module docstring).
+    least ``min_offset``), walking to ``end`` (module docstring).  ``on_disk``: the queues the store held
+    before the walk, each with its max physical offset once the cut took its own units
+    (:class:`QueuesOnDisk`); the walk's units of every record from its start file are in ``track`` whether
+    its dispatch appended them or found them there, so the units the cut takes are the walk's.
 
     Raises:
         UnsupportedConfigError: a light queue (multi-dispatch) unit, and a reput that would start inside
@@ -152,11 +168,21 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, rec
         ids, starts = np.unique(cut[order, 2], return_index=True)
         for q, rows in zip(ids, np.split(order, starts[1:])):
             per_queue[int(q)] = cut[rows]
+    emptied: set[int] = set()
+    if on_disk:
+        queue_ids = {name: k for k, name in enumerate(track.names)}
+        ends_below = [v for v in on_disk.values() if v < process_offset]
+        top = max(top, *ends_below) if ends_below else top
+        kept |= {queue_ids[n] for n, v in on_disk.items() if v < process_offset and n in queue_ids}
+        emptied = {queue_ids[n] for n, v in on_disk.items() if v == process_offset and n in queue_ids}
     max_after = {}
     for q, rows in per_queue.items():
         if q in kept:
             continue   # its last kept unit ends at or below top, before every cut unit
-        max_after[q] = BLANK_MAX if (int(rows[0, 3]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
+        if q in emptied:   # its files on disk all went: the walk appended to them, created none
+            max_after[q] = process_offset
+        else:
+            max_after[q] = BLANK_MAX if (int(rows[0, 3]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
     if recheck:
         reput = max(top, *max_after.values(), min_offset, 0)
         if reput == process_offset and reput > top:
@@ -183,7 +209,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, rec
         first, last = int(pos[0]), int(pos[-1])
         if n == 0:
             gone_from = first
-        elif q not in kept and first % cq_file_size == 0:   # the cut emptied the queue (every file deleted)
+        elif q not in kept and max_after[q] == process_offset:   # the cut emptied the queue (every file deleted)
             source = int(pos[-n])
             blank_from = source - source % cq_file_size
             moves.append(QueueMove(topic, qid, source, source, n, blank_from))

@@ -170,6 +170,15 @@ def partial_abort_scenario(line: str) -> dict:
             "abort": True,
             "dledgerCommittedBack": 2, "reportQueues": True, "name": f"{line}-dledger-abort-partial"}
 
+
+def kept_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-kept`` (5.x lines): the ``partial`` store restarted with its consume queues
+    kept (``keepQueues``): the crash restart's walk finds its units there, the 5.5.1 cut takes the queue's own
+    units past ``processOffset`` (5.3.3 cuts when the loaded queues reach it), and the reput from the
+    committed position puts back only the last ones (the broker's queues after ``load()`` and after the
+    reput: ``queuesAfterLoad``, ``queuesAfterDispatch``)."""
+    return {**partial_abort_scenario(line), "keepQueues": True, "name": f"{line}-dledger-abort-kept"}
+
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""

@@ -25,6 +25,7 @@ import pytest
 from broker_dledger_scenarios import (
     abort_scenarios,
     dledger_scenarios,
+    kept_abort_scenario,
     no_recheck_scenario,
     partial_abort_scenario,
     small_abort_scenarios,
@@ -43,7 +44,8 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
 # written with the others, not rebuilt: restarts after a crash, and a 5.x one without
 # recheckReputOffsetFromCq (it rebuilds nothing)
 EXTRA = {line: abort_scenarios(line) + ([] if line.startswith("4") else [
-    no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line)]) for line in LINES}
+    no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line)])
+    for line in LINES}
 _RUNS: dict[str, dict] = {}
 
 
@@ -427,6 +429,32 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_part_of_a_cut_queue(writ
     last_offset, last_size = units[-1]
     assert len(units) < sent and last_offset + last_size == int(r["written"]["maxPhyOffset"]), \
         f"not a queue put back in part: {len(units)} of {sent} units, the last ending at {last_offset + last_size}"
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_verify_predicts_a_crash_restart_that_cuts_the_queues_it_holds(written, line, tmp_path):
+    """The partial store restarted after a crash with its consume queues kept: the recovery's walk finds
+    its units in the queues, truncateDirtyLogicFiles cuts the queue's own units past processOffset (5.5.1
+    checks the checkpoint's logicsPhysicalOffset; 5.3.3 the loaded queues' max, which reaches it) and the
+    start's reput from the committed position puts back only
+    the last ones. verify on the store as that restart found it predicts the cut and the units it loses:
+    every sent message the broker's queue lacks once its reput caught up."""
+    name = f"{line}-dledger-abort-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    code, report = _verify(shutil.copytree(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    (state,) = r["written"]["queuesAfterDispatch"].values()
+    held = 0
+    for f in state["files"]:
+        data = (src / "expected" / "consumequeue" / "T0" / "0" / f).read_bytes()
+        valid = min(size, int(state["maxOffset"]) - int(f))
+        held += sum(1 for i in range(0, valid, 20) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+    lost = _queued(r["scenario"]) - held
+    assert p["units_lost"] == lost > 0, (lost, p["units_lost"], p["notes"])
 
 
 @pytest.mark.parametrize("line", LINES)
