@@ -212,3 +212,18 @@ def test_concurrent_reput_same_files_on_a_clean_store_refused_on_damage(tmp_path
     set_magic_code(str(store), offsets[40])
     four = _conf("enableBuildConsumeQueueConcurrently=true", "4")
     assert rebuild_in_memory(open_store(str(store), four), four).dispatched < len(offsets)
+
+
+def test_concurrent_reput_refuses_a_dledger_store(tmp_path: Path) -> None:
+    """``DLedgerCommitLog.getData`` hands the reput DLedger entries, whose header (magic, entry size) the
+    concurrent reput's ``preCheckMessageAndReturnSize`` reads as a record's totalSize and magic code: it stops
+    at the first entry.  Not reproduced: refused in one line before any work (5.x only)."""
+    import dataclasses
+
+    from store_format.concurrent_reput import check_concurrent_store
+    _write(tmp_path / "store", "5", n=5)
+    st = dataclasses.replace(open_store(str(tmp_path / "store"), _conf("", "5")), dledger=object())  # type: ignore[arg-type]
+    with pytest.raises(UnsupportedConfigError, match="enableDLegerCommitLog=true"):
+        check_concurrent_store(st, _conf("enableBuildConsumeQueueConcurrently=true", "5"))
+    check_concurrent_store(st, _conf("enableBuildConsumeQueueConcurrently=true", "4"))
+    check_concurrent_store(st, _conf("", "5"))
