@@ -6,7 +6,8 @@ writes a store with the published RocketMQ store, deletes ``consumequeue/`` and 
 again with the recovery's dispatch switched off, damages one record in the middle of the commitlog (a
 segment with more after it) and lets the broker's reput alone dispatch from the commitlog's min offset
 until it stands still: what a plain ``rebuild`` models.  Damages: an illegal magic code (``magic``), a
-negative totalSize (``negsize``), a totalSize running past the data (``bigsize``).  Each store is written
+negative totalSize (``negsize``), a totalSize running past the data (``bigsize``), all in the 31st put's
+record, and an illegal magic code in the first record of the third segment (``segstart``).  Each store is written
 with the setting (``creput``) and without it (``sreput``: the sequential ``ReputMessageService``).
 
 * the broker's concurrent reput stood still AT the damaged record; the sequential one went on to the end;
@@ -32,21 +33,24 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 bh.skip_without_tools()
 
 LINES = bh.lines_from_env("CONCURRENT_REPUT_LINES", "5.5.1")
-DAMAGES = {"magic": ("magic", 0x0BADBEEF), "negsize": ("totalSize", -8), "bigsize": ("totalSize", 1 << 20)}
-DAMAGED = 30   # the put whose record is damaged: in the third of seven segments
+SEGMENT = 8192
+# the damaged record: the 31st put's (inside the third of six segments), or the first record of the third segment
+DAMAGES = {"magic": ("magic", 0x0BADBEEF, {"message": 30}), "negsize": ("totalSize", -8, {"message": 30}),
+           "bigsize": ("totalSize", 1 << 20, {"message": 30}),
+           "segstart": ("magic", 0x0BADBEEF, {"offset": 2 * SEGMENT})}
 
 
 def _scenarios(line: str) -> list[dict]:
     g = Messages(23, ["T0", "T1", "T2"])
     messages = [g.one() for _ in range(70)]
-    config = {"mappedFileSizeCommitLog": "8192", "mappedFileSizeConsumeQueue": "120", "maxHashSlotNum": "101",
+    config = {"mappedFileSizeCommitLog": str(SEGMENT), "mappedFileSizeConsumeQueue": "120", "maxHashSlotNum": "101",
               "maxIndexNum": "400"}
     out = []
-    for what, (field, value) in DAMAGES.items():
+    for what, (field, value, where) in DAMAGES.items():
         for reput, on in (("creput", "true"), ("sreput", "false")):
             out.append({"name": f"{line}-{reput}-{what}", "messages": messages,
                         "config": {**config, "enableBuildConsumeQueueConcurrently": on},
-                        "reputDamage": {"message": DAMAGED, "field": field, "value": value}})
+                        "reputDamage": {**where, "field": field, "value": value}})
     return out
 
 
@@ -124,7 +128,7 @@ def test_where_the_broker_reput_stood_still(reput, line: str, name: str) -> None
     w = reput["written"]
     stops = "-creput-" in name
     assert w["reputStoodAt"] == (w["damagedRecord"] if stops else w["maxPhyOffset"]), w
-    assert w["damagedRecord"] < w["maxPhyOffset"] - 8192, "the damage is not in the middle of the commitlog"
+    assert w["damagedRecord"] < w["maxPhyOffset"] - SEGMENT, "the damage is not in the middle of the commitlog"
 
 
 @pytest.mark.parametrize("line,name", CASES)
@@ -207,3 +211,22 @@ def test_as_restart_and_the_refused_case(written, line: str, tmp_path: Path) -> 
     code, _, err = bh.cli(["rebuild", "--store", str(store), "--out", str(tmp_path / "o"), *args])
     lines = [ln for ln in err.splitlines() if "enableBuildConsumeQueueConcurrently" in ln]
     assert code == 2 and len(lines) == 1 and "not reproduced" in lines[0], err[-2000:]
+
+
+def test_the_tables_hold_the_same_findings(written, tmp_path: Path) -> None:
+    """With the Delta tables (Spark): the run's findings, the concurrent stop's row included, are the
+    anomalies table's, and the files are those of the run without tables."""
+    from pipelines.tables.runs import snapshot
+    line = LINES[-1]
+    r = written[f"{line}-creput-magic"]
+    d = Path(r["scenario"]["dir"])
+    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
+                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--split-size",
+                             "4k", "--tables", str(tmp_path / "tables"), "--json"])
+    assert code == 0, err[-2000:]
+    rows = json.loads(out)["anomalies"]
+    assert any("stops here for good" in a["detail"] for a in rows)
+    table = snapshot(str(tmp_path / "tables")).read_arrow("anomalies").to_pylist()
+    assert sorted((a["kind"], a["commitlog_offset"], a["detail"]) for a in table) == \
+        sorted((a["kind"], a["commitlog_offset"], a["detail"]) for a in rows)
+    _same_files(d / "expected", tmp_path / "o", r["written"]["indexNamesUnique"])

@@ -19,7 +19,7 @@ import org.apache.rocketmq.store.DefaultMessageStore;
  * record there. Here, with the queue folders deleted: the store's dispatchers are taken off during
  * {@code load()} (the recovery reads the undamaged commitlog and dispatches nothing), put back, then the
  * damage ({@code {"message": i, "field": "magic"|"totalSize", "value": n}}: that put's record's magic code or
- * totalSize set to {@code n}) is written into the commitlog file (the store's mapping sees it), the store
+ * totalSize set to {@code n}; {@code "offset"} instead of {@code "message"}: the record at that commitlog offset) is written into the commitlog file (the store's mapping sees it), the store
  * is started and its reput set to the commitlog's min offset (as {@code doRecheckReputOffsetFromCq} does
  * with empty queues, without its wait, which never ends when the reput stops). {@link #awaitQuiet} then waits
  * until nothing moves: {@code enableBuildConsumeQueueConcurrently=true}'s reput may stop for good before

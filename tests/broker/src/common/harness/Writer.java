@@ -237,7 +237,8 @@ public final class Writer {
         check(store.load(), "store load failed on restart");
         if (reputDamage != null) {  // the recovery dispatched nothing; now the damage, for the reput alone
             ReputOnly.putDispatchers(store, dispatchers);
-            long at = wrote.get(reputDamage.get("message").getAsInt());
+            long at = reputDamage.has("offset") ? reputDamage.get("offset").getAsLong()
+                : wrote.get(reputDamage.get("message").getAsInt());
             ReputOnly.damage(root, Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog(), at,
                 reputDamage.get("field").getAsString(), reputDamage.get("value").getAsInt());
             out.addProperty("damagedRecord", at);
