@@ -91,7 +91,10 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * picks the queue of the last record before the damaged one. {@code dledgerCommittedBack} (an int) lowers the
  * {@code committedIndex} of DLedger's checkpoint by that many entries before the restart (a crash before
  * the group committed them). {@code restartCopies} (an int) runs that restart
- * again on as many fresh copies of {@code before/} ({@link #restartCopies}).
+ * again on as many fresh copies of {@code before/} ({@link #restartCopies}). {@code reputDamage} ({@link ReputOnly}):
+ * the restart's recovery dispatches nothing, one record is damaged after it, and the reput alone dispatches
+ * from the commitlog's min offset until it stands still (it may stop for good before the end); {@code store/}
+ * keeps the damaged commitlog and the line adds {@code damagedRecord} and {@code reputStoodAt}.
  */
 public final class Writer {
     private Writer() {
@@ -228,7 +231,18 @@ public final class Writer {
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
         DefaultMessageStore store = Stores.open(props, root, role, topics);
+        JsonObject reputDamage = sc.has("reputDamage") ? sc.getAsJsonObject("reputDamage") : null;
+        List<org.apache.rocketmq.store.CommitLogDispatcher> dispatchers =
+            reputDamage == null ? null : ReputOnly.takeDispatchers(store);
         check(store.load(), "store load failed on restart");
+        if (reputDamage != null) {  // the recovery dispatched nothing; now the damage, for the reput alone
+            ReputOnly.putDispatchers(store, dispatchers);
+            long at = reputDamage.has("offset") ? reputDamage.get("offset").getAsLong()
+                : wrote.get(reputDamage.get("message").getAsInt());
+            ReputOnly.damage(root, Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog(), at,
+                reputDamage.get("field").getAsString(), reputDamage.get("value").getAsInt());
+            out.addProperty("damagedRecord", at);
+        }
         // a RocksDB consume queue (storeType=defaultRocksDB) has no queue files to report: its database is
         // read back after the restart instead
         boolean queueFiles = !"defaultRocksDB".equals(props.getProperty("storeType"));
@@ -240,8 +254,13 @@ public final class Writer {
         store.start();
         LineAdapter.afterStart(store);
         try {
-            DLedger.awaitCommitted(store, 30_000);
-            Stores.awaitDispatched(store, 60_000);
+            if (reputDamage != null) {
+                ReputOnly.reputFrom(store, store.getMinPhyOffset());
+                out.addProperty("reputStoodAt", ReputOnly.awaitQuiet(store, 1_500, 60_000));
+            } else {
+                DLedger.awaitCommitted(store, 30_000);
+                Stores.awaitDispatched(store, 60_000);
+            }
             out.addProperty("maxPhyOffset", store.getMaxPhyOffset());
             boolean reportQueues = sc.has("reportQueues") && sc.get("reportQueues").getAsBoolean();
             if ((keepQueues || reportQueues) && queueFiles) {
