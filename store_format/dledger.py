@@ -38,7 +38,7 @@ from .layout import SEGMENT_NAME_RE
 __all__ = ["ENTRY_HEADER_SIZE", "ENTRY_MAGIC", "ENTRY_BLANK_MAGIC", "OFF_ENTRY_SIZE", "OFF_ENTRY_INDEX",
            "OFF_ENTRY_POS", "OFF_ENTRY_BODY_SIZE", "INDEX_UNIT_SIZE", "ENTRY_DTYPE", "INDEX_UNIT_DTYPE",
            "ENTRY_FIELD_NAMES", "INDEX_UNIT_FIELD_NAMES", "EntryHeader", "IndexUnit", "entry_header", "index_unit",
-           "entry_headers", "entry_starts_at", "is_blank", "blank_length", "DLedgerLog", "find_dledger_log",
+           "entry_headers", "is_blank", "blank_length", "DLedgerLog", "find_dledger_log",
            "committed_pos_of"]
 
 # DLedgerEntry / DLedgerEntryCoder.encode: the entry header's fields, in order, big-endian
@@ -124,16 +124,6 @@ def is_blank(head: bytes) -> bool:
 def blank_length(head: bytes) -> int | None:
     """The length a blank declares (the int after its magic), None when ``head`` is too short."""
     return int.from_bytes(head[4:8], "big", signed=True) if len(head) >= 8 else None
-
-
-def entry_starts_at(head: bytes, pos: int) -> bool:
-    """Whether ``head`` (the bytes at offset ``pos`` of the data file list) starts an entry: the known
-    magic, ``pos`` its own position, its size the body size plus the header (what
-    ``DLedgerMmapFileStore.recover`` checks of every entry before its index and term)."""
-    if len(head) < ENTRY_HEADER_SIZE:
-        return False
-    h = entry_header(head)
-    return h.magic == ENTRY_MAGIC and h.pos == pos and h.size == h.body_size + ENTRY_HEADER_SIZE
 
 
 _CHECKPOINT = "checkpoint"      # DLedgerMmapFileStore.CHECK_POINT_FILE

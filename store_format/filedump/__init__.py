@@ -24,7 +24,8 @@ Each kind has its module: :mod:`.commitlog` (DLedger data files too), :mod:`.dle
 :mod:`.consume_queue`, :mod:`.index`, :mod:`.checkpoint`, :mod:`.config_json`; :mod:`.items` and
 :mod:`.reading` are what they share.  This package's own part opens a file and decides what it is.
 A DLedger data file is also recognized out of its folder (``storePathDLedgerCommitLog``, a copy) by
-its first entry: DLedger's magic and its own position as ``pos`` (:func:`store_format.dledger.entry_starts_at`).
+its first entry: DLedger's magic, its own position as ``pos``, its size the body size plus the header
+(:func:`store_format.walkkernel.find_entry_start`, the rule the rebuild's scan finds entries by).
 """
 from __future__ import annotations
 
@@ -33,13 +34,15 @@ import logging
 import re
 from collections.abc import Iterator
 
+import numpy as np
 import pyarrow.fs as pafs
 
 from ..config import BrokerConfig
-from ..dledger import entry_starts_at, find_dledger_log
+from ..dledger import find_dledger_log
 from ..errors import StoreError, StoreLayoutError
 from ..layout import CHECKPOINT_SIZE, MAGIC_V1, MAGIC_V2, OFF_MAGIC, SEGMENT_NAME_RE
 from ..store import Reader, resolve
+from ..walkkernel import find_entry_start
 from .checkpoint import iter_checkpoint
 from .commitlog import DLedgerFile, iter_commitlog, resolve_version_of_segment
 from .config_json import iter_config_json
@@ -188,7 +191,7 @@ def detect_kind(path: str, size: int, head: bytes, config: BrokerConfig) -> str:
             return KIND_COMMITLOG
         if len(parts) >= 4 and parts[-4] == "consumequeue":
             return KIND_CONSUME_QUEUE
-        if entry_starts_at(head, int(name)):
+        if int(name) < 1 << 63 and find_entry_start(np.frombuffer(head, dtype=np.uint8), 0, int(name), 0, 1) == 0:
             return KIND_DLEDGER  # a DLedger data file out of its folder (storePathDLedgerCommitLog, a copy)
         if size == config.mappedFileSizeCommitLog and size != config.cq_file_size:
             return KIND_COMMITLOG
