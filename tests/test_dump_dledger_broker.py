@@ -241,3 +241,53 @@ def test_text_form_and_a_data_file_out_of_its_folder(stores, name, tmp_path, cap
         if (src / "store" / "dledger-n0" / other).is_file():
             code, _, err = bh.cli(["dump", str(src / "store" / "dledger-n0" / other)])
             assert code == 2 and "DLedger log dledger-n0/" in err
+
+
+def _index_units(index_file: Path) -> list[tuple[int, int]]:
+    """(pos, size) of each entry, from the broker's own DLedger index file (32-byte units: magic, pos,
+    size, index, term), up to its first all-zero unit."""
+    data = index_file.read_bytes()
+    out = []
+    for at in range(0, len(data) - 31, 32):
+        unit = data[at:at + 32]
+        if not any(unit):
+            break
+        out.append((int.from_bytes(unit[4:12], "big", signed=True), int.from_bytes(unit[12:16], "big", signed=True)))
+    return out
+
+
+@pytest.mark.parametrize("name", CASES[:1])
+def test_damaged_entries_are_shown_and_the_dump_goes_on(stores, name, tmp_path):
+    """In a copy of a data file: a record's magic code overwritten (the reput stops there: the dump says so,
+    finds the next entry by content and marks the rest ``not_read``), and, in another copy, an entry
+    header's ``pos`` (the reput does not read it: the record is dispatched, its entry flagged).  Where the
+    entries are comes from the broker's DLedger index file."""
+    r = _run(stores, name)
+    src = Path(r["scenario"]["dir"])
+    log = src / "store" / "dledger-n0"
+    first = sorted((log / "data").iterdir())[0]
+    size = first.stat().st_size
+    entries = [(p, s) for p, s in _index_units(sorted((log / "index").iterdir())[0]) if p + s <= size]
+    assert len(entries) > 8
+    data = first.read_bytes()
+    bad = tmp_path / "magic" / first.name
+    bad.parent.mkdir()
+    at = entries[5][0] + HEADER + 4
+    bad.write_bytes(data[:at] + bytes.fromhex("DEADBEEF") + data[at + 4:])
+    items = _dump([bad], src / "broker.conf")
+    records = [i for i in items if i["type"] == "record"]
+    assert [x["entry_position"] for x in records] == [p for p, _ in entries[:5] + entries[6:]]
+    assert [x["reput"] for x in records] == ["dispatched"] * 5 + ["not_read"] * (len(entries) - 6)
+    events = [(i["event"], i["position"]) for i in items if i["type"] == "event"]
+    assert events[:2] == [("bad_magic", entries[5][0]), ("resync", entries[6][0])]
+    assert events[2][0] == "blank" and events[2][1] == entries[-1][0] + entries[-1][1]
+    assert items[-1]["reput_stops_at"] == entries[5][0] and items[-1]["not_read_by_reput"] == len(entries) - 6
+    moved = tmp_path / "pos" / first.name
+    moved.parent.mkdir()
+    at = entries[3][0] + 24  # the header's pos (DLedgerEntry.POS_OFFSET)
+    moved.write_bytes(data[:at] + (entries[3][0] + 1).to_bytes(8, "big") + data[at + 8:])
+    items = _dump([moved], src / "broker.conf")
+    records = [i for i in items if i["type"] == "record"]
+    assert [x["entry_ok"] for x in records] == [k != 3 for k in range(len(entries))]
+    assert records[3]["entry_pos"] == entries[3][0] + 1 and records[3]["reput"] == "dispatched"
+    assert items[-1]["entries_bad"] == 1 and items[-1]["dispatched"] == len(entries)
