@@ -204,6 +204,26 @@ def expected_lookup(answer: dict) -> list[int]:
     return sorted(set(answer["byKey"]) | by_uniq)
 
 
+def sparse_copy(src: str, dst: str) -> str:
+    """``shutil.copy2`` that leaves runs of zeros as holes (``copytree(..., copy_function=sparse_copy)``): a
+    broker's preallocated files (a DLedger index file is 160 MiB) cost no disk in the copies a test makes."""
+    step = 1 << 20
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        while chunk := f.read(step):
+            if chunk.count(0) == len(chunk):
+                g.seek(len(chunk), os.SEEK_CUR)
+            else:
+                g.write(chunk)
+        g.truncate()
+    shutil.copystat(src, dst)
+    return dst
+
+
+def copy_store(src: Path, dst: Path) -> Path:
+    """A copy of a store folder with :func:`sparse_copy` (holes for runs of zeros)."""
+    return Path(shutil.copytree(src, dst, copy_function=sparse_copy))
+
+
 def read_conf(path: Path) -> dict[str, str]:
     """The ``key=value`` lines the writer wrote (plain: no escapes, no continuations)."""
     return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)

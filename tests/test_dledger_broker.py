@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import shutil
 import time
 from pathlib import Path
 
@@ -171,17 +170,16 @@ def test_entries_past_the_committed_index_are_not_dispatched(written, line, tmp_
     by the group): the broker's store, loaded on it, ends the commitlog at the position our rebuild
     (and --as-restart) reads up to; our consume queues are the broker's rebuild without the units at
     or past it."""
-    import shutil
 
     from store_format.store import load_config_for, open_store
     src = Path(written["scenario"]["dir"])
     store = tmp_path / "store"
-    shutil.copytree(src / "store", store)
+    bh.copy_store(src / "store", store)
     end = int(bh.read_conf(store / "dledger-n0" / "checkpoint")["endIndex"])
     committed = end - 7
     (store / "dledger-n0" / "checkpoint").write_text(f"committedIndex={committed}\nendIndex={end}\n")
     broker_conf = bh.read_conf(src / "broker.conf")
-    answer = bh.read_stores(line, [{"store": shutil.copytree(store, tmp_path / "broker-copy"),
+    answer = bh.read_stores(line, [{"store": bh.copy_store(store, tmp_path / "broker-copy"),
                                     "config": broker_conf, "commitlog": True}], tmp_path)[0]
     broker_end = next(a for a in answer if a["kind"] == "commitlog")["maxPhyOffset"]
     st = open_store(str(store), load_config_for(str(src / "broker.conf")))
@@ -258,11 +256,10 @@ def test_as_restart_after_a_damaged_entry(written, line, tmp_path):
     (DLedgerMmapFileStore.recover, run by the broker's own load on a copy) ends the committed data before
     it; --as-restart finds the same committed position, reports the cut, and writes the broker's own
     rebuild without the units at or past it."""
-    import shutil
 
     from store_format.dledger import ENTRY_HEADER_SIZE, OFF_ENTRY_POS
     src = Path(written["scenario"]["dir"])
-    store = shutil.copytree(src / "store", tmp_path / "store")
+    store = bh.copy_store(src / "store", tmp_path / "store")
     data = sorted((store / "dledger-n0" / "data").iterdir())
     last = data[-1]
     buf = bytearray(last.read_bytes())
@@ -274,7 +271,7 @@ def test_as_restart_after_a_damaged_entry(written, line, tmp_path):
     victim = entries[-2]
     buf[victim + OFF_ENTRY_POS:victim + OFF_ENTRY_POS + 8] = (12345).to_bytes(8, "big")
     last.write_bytes(bytes(buf))
-    answer = bh.read_stores(line, [{"store": shutil.copytree(store, tmp_path / "broker-copy"),
+    answer = bh.read_stores(line, [{"store": bh.copy_store(store, tmp_path / "broker-copy"),
                                     "config": bh.read_conf(src / "broker.conf"), "commitlog": True}], tmp_path)[0]
     broker_end = next(a for a in answer if a["kind"] == "commitlog")["maxPhyOffset"]
     assert broker_end == int(last.name) + victim, "the broker's recovery ends the committed data at the damage"
@@ -305,12 +302,11 @@ def test_verify_predicts_a_dledger_restart(written, line, tmp_path):
     writes nothing back; with consumequeue/ and index/ deleted it predicts what the broker's own restart
     did on that store: every unit dispatched again (4.9.8; 5.x with recheckReputOffsetFromCq=true), or,
     on 5.x without it, none, every unit lost (the broker's restart wrote no file: expected/ is empty)."""
-    import shutil
 
     src = Path(written["scenario"]["dir"])
-    store = shutil.copytree(src / "store", tmp_path / "store")
+    store = bh.copy_store(src / "store", tmp_path / "store")
     for sub in ("consumequeue", "index"):
-        shutil.copytree(src / "expected" / sub, store / sub)
+        bh.copy_store(src / "expected" / sub, store / sub)
     code, report = _verify(store, src, line)
     assert code == 0 and report["restart"] is not None, report.get("restart_note")
     p = report["restart"]
@@ -320,7 +316,7 @@ def test_verify_predicts_a_dledger_restart(written, line, tmp_path):
         cases.append((_RUNS[f"{line}-dledger-norecheck"], False))
     for r, rebuilds in cases:
         src = Path(r["scenario"]["dir"])
-        store = shutil.copytree(src / "store", tmp_path / f"bare-{rebuilds}")
+        store = bh.copy_store(src / "store", tmp_path / f"bare-{rebuilds}")
         code, report = _verify(store, src, line)
         p = report["restart"]
         units = len(_units(src / "expected" / "consumequeue"))
@@ -373,7 +369,7 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_queues(written, line, tmp
                  f"{line}-dledger-abort-partial"):
         r = _RUNS[name]
         src = Path(r["scenario"]["dir"])
-        code, report = _verify(shutil.copytree(src / "before", tmp_path / name), src, line)
+        code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
         p = report["restart"]
         assert p is not None and p["dledger"], report.get("no_prediction")
         size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
@@ -443,7 +439,7 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_queues_it_holds(written, 
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
     src = Path(r["scenario"]["dir"])
-    code, report = _verify(shutil.copytree(src / "before", tmp_path / name), src, line)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
     size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
@@ -463,14 +459,13 @@ def test_verify_predicts_a_crash_restart(written, line, tmp_path):
     index/ deleted), verify predicts what that restart wrote (expected/): the units it put (on 5.x from the
     data file dledgerRecoverAbnormally starts at; those of uncommitted entries are not in the rebuild verify
     compares with), and every other unit of the store lost (a converted store's old messages too)."""
-    import shutil
 
     names = [f"{line}-dledger-abort"] + ([] if line.startswith("4") else [f"{line}-dledger-abort-norecheck",
                                                                           f"{line}-dledger-abort-converted"])
     for name in names:
         r = _RUNS[name]
         src = Path(r["scenario"]["dir"])
-        store = shutil.copytree(src / "before", tmp_path / name)
+        store = bh.copy_store(src / "before", tmp_path / name)
         code, report = _verify(store, src, line)
         p = report["restart"]
         assert code == 1 and p is not None and p["dledger"], report.get("no_prediction")
@@ -489,7 +484,6 @@ def test_lookups_match_broker_query_on_a_dledger_store(written, line, name, tmp_
     gives the offsets the broker's own queryMessage gives on its own DLedger store (after the client's
     filters, as test_conformance_broker does for plain stores); validate passes on its tables (records
     follow entry headers, not each other), and its audit applies DLedger's rule, naming the data files."""
-    import shutil
 
     from broker_scenarios import query_pairs
 
@@ -498,9 +492,9 @@ def test_lookups_match_broker_query_on_a_dledger_store(written, line, name, tmp_
     from store_format.store import load_config_for
     src = Path(written["scenario"]["dir"])
     d = _rebuilt(written)
-    broker_store = shutil.copytree(src / "store", tmp_path / "broker-store")
+    broker_store = bh.copy_store(src / "store", tmp_path / "broker-store")
     for sub in ("consumequeue", "index"):
-        shutil.copytree(src / "expected" / sub, broker_store / sub)
+        bh.copy_store(src / "expected" / sub, broker_store / sub)
     pairs = query_pairs(written["scenario"])
     assert pairs, "the scenario has keys"
     answers = bh.read_stores(line, [{"store": broker_store, "config": bh.read_conf(src / "broker.conf"),

@@ -59,17 +59,17 @@ def _write_and_ask(line: str, work: Path) -> dict[str, dict]:
             continue
         src = Path(sc["dir"])
         conf = bh.read_conf(src / "broker.conf")
-        whole = shutil.copytree(src / "store", work / f"{sc['name']}-broker-copy")
+        whole = bh.copy_store(src / "store", work / f"{sc['name']}-broker-copy")
         for sub in ("consumequeue", "index"):
-            shutil.copytree(src / "expected" / sub, whole / sub)
-        back = shutil.copytree(src / "store", work / f"{sc['name']}-back")
+            bh.copy_store(src / "expected" / sub, whole / sub)
+        back = bh.copy_store(src / "store", work / f"{sc['name']}-back")
         checkpoint = back / "dledger-n0" / "checkpoint"
         end = int(bh.read_conf(checkpoint)["endIndex"])
         checkpoint.write_text(f"committedIndex={end - COMMITTED_BACK}\nendIndex={end}\n")
         out[sc["name"]]["back_store"] = back
         requests.append({"store": whole, "config": conf, "queues": True, "commitlog": True,
                          "queries": query_pairs(sc), "name": sc["name"], "what": "answers"})
-        requests.append({"store": shutil.copytree(back, work / f"{sc['name']}-back-broker-copy"), "config": conf,
+        requests.append({"store": bh.copy_store(back, work / f"{sc['name']}-back-broker-copy"), "config": conf,
                          "commitlog": True, "name": sc["name"], "what": "back"})
     if requests:
         answers = bh.read_stores(line, [{k: v for k, v in r.items() if k not in ("name", "what")} for r in requests],
