@@ -23,7 +23,7 @@ from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
-from store_format.errors import StoreLayoutError, UnsupportedConfigError
+from store_format.errors import RestartFailsError, StoreLayoutError, UnsupportedConfigError
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.recovery import read_checkpoint
@@ -200,8 +200,14 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     recovery = None
     if dledger is None:   # the commitlog recovery (as rebuild --as-restart): where the commitlog ends
         from store_format.recovery import plan_recovery
-        recovery = plan_recovery(st, config, abnormal=not clean, max_phy_offset_of_consume_queue=max(
-            (s.restart.max_physic_offset for s in states), default=-1))
+        try:
+            recovery = plan_recovery(st, config, abnormal=not clean, max_phy_offset_of_consume_queue=max(
+                (s.restart.max_physic_offset for s in states), default=-1))
+        except RestartFailsError as e:
+            return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
+                                len(r_names), None, _rebuild_figures(summary), consume_queue_ext=ext_results,
+                                batch_consume_queue=bcq_results, rocksdb_consume_queue=rocksdb_results,
+                                no_prediction=f"not predicted: {e}", not_checked=_not_checked(st))
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
         commitlog_end=(recovery.process_offset if recovery is not None else crash.end if crash is not None else
@@ -217,7 +223,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         dispatch_from=crash.start_offset if crash is not None else None,
         cut_lost=crash.cut.lost if crash is not None and crash.cut is not None else None,
         reindex_from=crash.reput_from if crash is not None and crash.reindex >= 0 else None,
-        abnormal_from=recovery.checked_from if recovery is not None and not clean else None)
+        abnormal_from=recovery.dispatch_from if recovery is not None and not clean else None)
     if crash is not None:
         restart.dledger = True
         restart.recovery_cut = crash.end
@@ -263,7 +269,7 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
     the units the walk writes alone)."""
     try:
         crash = plan_dledger_crash(st, config, dledger, read_checkpoint(st))
-    except UnsupportedConfigError as e:
+    except (UnsupportedConfigError, RestartFailsError) as e:
         return None, str(e)
     max_phy = max((s.restart.max_physic_offset for s in states), default=-1)
     if crash.cut is not None and max_phy >= 0:
