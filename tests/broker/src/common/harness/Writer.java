@@ -90,7 +90,12 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * the restart (a queue whose last units never reached the disk); a path naming only the layout folder
  * picks the queue of the last record before the damaged one. {@code dledgerCommittedBack} (an int) lowers the
  * {@code committedIndex} of DLedger's checkpoint by that many entries before the restart (a crash before
- * the group committed them). {@code restartCopies} (an int) runs that restart
+ * the group committed them). {@code damageOffsetField} (an index into the puts, as {@code damageMessage})
+ * writes that record's physicalOffset field as its offset plus four segment sizes (its body CRC still holds;
+ * the line adds {@code damagedOffsetRecord}); {@code checkpointLogicsPhysicalOffset} ({@code {"set": n}} or
+ * {@code {"add": n}}) changes the checkpoint's logicsPhysicalOffset (the line adds the value the restart
+ * finds); with {@code loadMayFail} a restart whose {@code load()} fails is reported ({@code loadFailed})
+ * instead of failing the scenario. {@code restartCopies} (an int) runs that restart
  * again on as many fresh copies of {@code before/} ({@link #restartCopies}).
  */
 public final class Writer {
@@ -196,6 +201,16 @@ public final class Writer {
             damagedAt = at;
             out.addProperty("damagedByte", Damage.flipBodyByte(root, segmentSize, at));
         }
+        if (sc.has("damageOffsetField")) {  // a record whose physicalOffset field lies outside its segment
+            long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
+            long at = wrote.get(sc.get("damageOffsetField").getAsInt());
+            out.addProperty("damagedOffsetRecord", at);
+            Damage.setOffsetField(root, segmentSize, at, at + 4 * segmentSize);
+        }
+        if (sc.has("checkpointLogicsPhysicalOffset")) {  // {"set": n} or {"add": n}: the checkpoint's field
+            out.addProperty("checkpointLogicsPhysicalOffset",
+                Damage.setCheckpointLogicsPhysicalOffset(root, sc.getAsJsonObject("checkpointLogicsPhysicalOffset")));
+        }
         if (sc.has("abort") && sc.get("abort").getAsBoolean()) {
             check(new File(root, "abort").createNewFile(), "abort file exists");
         }
@@ -228,7 +243,18 @@ public final class Writer {
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
         DefaultMessageStore store = Stores.open(props, root, role, topics);
-        check(store.load(), "store load failed on restart");
+        boolean loaded = store.load();
+        if (!loaded && sc.has("loadMayFail")) {  // the restart itself fails: reported, broker.conf still written
+            out.addProperty("loadFailed", true);
+            try {
+                store.shutdown();
+            } catch (RuntimeException ignored) {
+                // a store that did not load may not shut down cleanly either
+            }
+            writeConf(dir, props);
+            return;
+        }
+        check(loaded, "store load failed on restart");
         // a RocksDB consume queue (storeType=defaultRocksDB) has no queue files to report: its database is
         // read back after the restart instead
         boolean queueFiles = !"defaultRocksDB".equals(props.getProperty("storeType"));
@@ -300,6 +326,10 @@ public final class Writer {
         if (sc.has("restartCopies")) {
             restartCopies(sc, props, dir, role, topics, out);
         }
+        writeConf(dir, props);
+    }
+
+    static void writeConf(File dir, Properties props) throws IOException {
         StringBuilder conf = new StringBuilder();
         for (String k : new java.util.TreeSet<>(props.stringPropertyNames())) {
             conf.append(k).append('=').append(props.getProperty(k)).append('\n');
