@@ -56,12 +56,12 @@ final class Damage {
         }
     }
 
-    /** The checkpoint's logicsPhysicalOffset (byte 40) set ({@code {"set": n}}) or moved ({@code {"add": n}});
+    /** The checkpoint's logicsPhysicalOffset (byte 40) set to {@code base} (null: its value) plus {@code add};
      *  returns the value written. */
-    static long setCheckpointLogicsPhysicalOffset(File root, com.google.gson.JsonObject how) throws IOException {
+    static long setCheckpointLogicsPhysicalOffset(File root, Long base, long add) throws IOException {
         try (RandomAccessFile f = new RandomAccessFile(new File(root, "checkpoint"), "rw")) {
             f.seek(40);
-            long value = how.has("set") ? how.get("set").getAsLong() : f.readLong() + how.get("add").getAsLong();
+            long value = (base != null ? base : f.readLong()) + add;
             f.seek(40);
             f.writeLong(value);
             return value;

@@ -92,9 +92,9 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code committedIndex} of DLedger's checkpoint by that many entries before the restart (a crash before
  * the group committed them). {@code damageOffsetField} (an index into the puts, as {@code damageMessage})
  * writes that record's physicalOffset field as its offset plus four segment sizes (its body CRC still holds;
- * the line adds {@code damagedOffsetRecord}); {@code checkpointLogicsPhysicalOffset} ({@code {"set": n}} or
- * {@code {"add": n}}) changes the checkpoint's logicsPhysicalOffset (the line adds the value the restart
- * finds); with {@code loadMayFail} a restart whose {@code load()} fails is reported ({@code loadFailed})
+ * the line adds {@code damagedOffsetRecord}); {@code checkpointLogicsPhysicalOffset} ({@code "set": n} or
+ * {@code "put": i}, the offset of that put's record, and/or {@code "add": n}) changes the checkpoint's
+ * logicsPhysicalOffset (the line adds the value the restart finds); with {@code loadMayFail} a restart whose {@code load()} fails is reported ({@code loadFailed})
  * instead of failing the scenario. {@code restartCopies} (an int) runs that restart
  * again on as many fresh copies of {@code before/} ({@link #restartCopies}).
  */
@@ -207,9 +207,12 @@ public final class Writer {
             out.addProperty("damagedOffsetRecord", at);
             Damage.setOffsetField(root, segmentSize, at, at + 4 * segmentSize);
         }
-        if (sc.has("checkpointLogicsPhysicalOffset")) {  // {"set": n} or {"add": n}: the checkpoint's field
-            out.addProperty("checkpointLogicsPhysicalOffset",
-                Damage.setCheckpointLogicsPhysicalOffset(root, sc.getAsJsonObject("checkpointLogicsPhysicalOffset")));
+        if (sc.has("checkpointLogicsPhysicalOffset")) {  // the checkpoint's field: {"set": n} or {"put": i}, "add"
+            JsonObject how = sc.getAsJsonObject("checkpointLogicsPhysicalOffset");
+            Long base = how.has("set") ? Long.valueOf(how.get("set").getAsLong())
+                : how.has("put") ? wrote.get(how.get("put").getAsInt()) : null;
+            out.addProperty("checkpointLogicsPhysicalOffset", Damage.setCheckpointLogicsPhysicalOffset(root, base,
+                how.has("add") ? how.get("add").getAsLong() : 0));
         }
         if (sc.has("abort") && sc.get("abort").getAsBoolean()) {
             check(new File(root, "abort").createNewFile(), "abort file exists");
