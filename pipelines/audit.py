@@ -6,7 +6,8 @@
 
 The rules are :mod:`store_format.expiry`'s (``CleanCommitLogService`` and friends); the facts come from
 the tables: live segments and their times (``segments``), the consume queue and index file inventory
-(``expiry_audit`` rows of kind ``consume_queue_file`` / ``index_file``, written by every publish), and
+(``expiry_audit`` rows of kind ``consume_queue_file`` / ``index_file``, and ``consume_queue_ext_file`` with
+``enableConsumeQueueExt``, written by every publish), and
 the messages of the segments that go (``messages``, read by partition), all as the latest complete run
 published them (:mod:`pipelines.tables.runs`); the rows are built as every publish builds them
 (:mod:`pipelines.tables.expiry_audit`).  A message "would be lost"
@@ -30,6 +31,8 @@ from store_format.errors import StoreLayoutError
 
 from .tables.expiry_audit import (
     CQ_INVENTORY_SCHEMA,
+    EXT_INVENTORY_SCHEMA,
+    EXT_KIND,
     INDEX_INVENTORY_SCHEMA,
     build_expiry_audit,
     load_offsets,
@@ -66,6 +69,12 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
     idx_rows = [{"index_file_no": i, "index_file": r["name"], "entries": r["messages"], "min_offset": r["min_offset"],
                  "max_offset": r["max_offset"], "segment": r["segment"], "is_last": r["is_last"]}
                 for i, r in enumerate(idx_rows)]
+    ext = inv.filter(pc.equal(inv["kind"], EXT_KIND)).to_pylist()
+    # tables published before the audit listed ext files: the inventory from their messages instead
+    ext_inv = pa.Table.from_pylist(
+        [{"topic": r["topic"], "queue_id": r["queue_id"], "file_start": int(r["name"].rsplit("/", 1)[1]),
+          "units": r["messages"], "min_offset": r["min_offset"], "max_offset": r["max_offset"]} for r in ext],
+        schema=EXT_INVENTORY_SCHEMA) if ext else None
     store_uri = store or last["store"]
     consumer, delay = load_offsets(store_uri, consumer_file, delay_file)
     looked_at = consumer_file or (f"{store_uri.rstrip('/')}/config/consumerOffset.json" if store_uri else None)
@@ -75,7 +84,7 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
                               disk_used_ratio=disk_used_ratio, tz=tz, time_source=time_source,
                               messages_version=snap.version("messages"), disk_size_bytes=disk_size_bytes,
                               manual_delete=manual_delete, system_properties=system_properties,
-                              consumer_offsets_from=looked_at, dledger_from=dledger_from)
+                              consumer_offsets_from=looked_at, dledger_from=dledger_from, ext_inventory=ext_inv)
 
 
 def _dledger_from(inv: pa.Table) -> int | None:
@@ -153,6 +162,9 @@ def render(summary: dict) -> str:
             lines.append(f"  ... {len(qs) - 20} more (see --json)")
     else:
         lines.append(f"consume queues   {summary['consume_queue_files']} file(s) go with them")
+    if "consume_queue_ext_files" in summary:
+        lines.append(f"ext files        {summary['consume_queue_ext_files']} consumequeue_ext/ file(s) go with them "
+                     f"({summary['consume_queue_ext_rule']})")
     lines.append(f"index files      {summary['index_files']} file(s) go with them")
     lines.extend(_render_lost(summary))
     return "\n".join(lines)

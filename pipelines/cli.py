@@ -253,8 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "readers may open are kept whatever it is")
     p.add_argument("--dry-run", action="store_true", help="list the files that would go, delete nothing")
 
-    p = command("dump", "decode store files read-only: commitlog segments, consume queue and index files, "
-                        "checkpoint, config/*.json", "json")
+    p = command("dump", "decode store files read-only: commitlog segments, DLedger data and index files "
+                        "(dledger-<selfId>/data/, index/), consume queue and index files, checkpoint, config/*.json",
+                "json")
     p.add_argument("files", nargs="+", metavar="FILE", help="store files to decode")
     p.add_argument("--from", dest="start", type=int, default=0,
                    help="first item to print (record, unit, entry), counted from 0 (default 0)")

@@ -12,9 +12,17 @@ import os
 import time
 import uuid
 
+from store_format.concurrent_reput import (
+    ConcurrentStop,
+    check_concurrent_store,
+    concurrent_reput_applies,
+    concurrent_reput_stop,
+    cut_at,
+    stop_detail,
+)
 from store_format.config import BrokerConfig
 from store_format.recovery import dispatch_config
-from store_format.reput import check_concurrent_reput, resolve_broker_version
+from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, load_config_for, open_store
 from store_format.timeutil import zone
 
@@ -25,7 +33,7 @@ from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
-from .restart import DLedgerRestart, Restart, drop_cut_files
+from .restart import DLedgerRestart, Restart, apply_cut
 from .restart import as_restart as restart_view
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
 from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
@@ -215,6 +223,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         st, recovery = restart_view(st, config, progress)
         if isinstance(recovery, Restart):
             config = dispatch_config(config, recovery.plan)
+    check_concurrent_store(st, config)
     splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
     staged = StagedOutput(out, run_id, overwrite=overwrite)
     staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
@@ -232,13 +241,17 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
     try:
         staged.prepare()
         walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner)
+        data_end = next((st.segments[a["segment"]].base + a["position"] for a in walk.chain.anomalies
+                         if a["kind"] == "end_of_data"), None)
+        stop = _concurrent_stop(walk, config, data_end, staged, split_size, runner)
+        if stop is not None:
+            walk = stop[1]
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz)
-        kept_files = drop_cut_files(recovery, staged, built.cq_files)
-        if len(kept_files) != len(built.cq_files):
+        kept_files = apply_cut(recovery, staged, built.cq_files, config.cq_file_size)
+        if kept_files is not built.cq_files:
             built.cq_files, built.units = kept_files, sum(r["entries"] for r in kept_files)
             built.queues = len({(r["topic"], r["queue_id"]) for r in kept_files})
-        anomalies = walk.anomalies(built.anomalies, recovery)
-        check_concurrent_reput(config, anomalies)
+        anomalies = walk.anomalies(built.anomalies + ([stop_detail(stop[0])] if stop else []), recovery)
         if tables is not None:
             progress.stage("tables", tables)
             try:
@@ -282,8 +295,23 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                           tables=tables if tables_published else None,
                           tables_error=tables_error, tables_error_code=tables_error_code,
                           tables_recovered=tables_recovered,
-                          data_end=next((st.segments[a["segment"]].base + a["position"] for a in walk.chain.anomalies
-                                         if a["kind"] == "end_of_data"), None))
+                          data_end=data_end)
+
+
+def _concurrent_stop(walk: ReputWalk, config: BrokerConfig, data_end: int | None, staged: StagedOutput,
+                     split_size: int | None, runner: TaskRunner) -> tuple[ConcurrentStop, ReputWalk] | None:
+    """5.x ``enableBuildConsumeQueueConcurrently=true``: where the walk met a record the concurrent reput
+    stops at for good (:func:`store_format.concurrent_reput.concurrent_reput_stop`), the walk again over the
+    store cut there, like a recovery's end; None without the setting or such a record."""
+    if not concurrent_reput_applies(config):
+        return None
+    stop = concurrent_reput_stop(walk.store, config, walk.anomalies(), data_end)
+    if stop is None:
+        return None
+    runner.progress.emit(f"[rebuild] {stop_detail(stop)['detail']}; walking the commitlog again up to there")
+    cut = cut_at(walk.store, stop.offset)
+    return stop, scan_and_chain(cut, config, plan_splits(cut, split_size or DEFAULT_SPLIT_SIZE),
+                                f"{staged.staging_uri}/_work/cut", runner)
 
 
 def _failure_line(err: BaseException) -> tuple[str, int]:

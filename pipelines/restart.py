@@ -3,19 +3,27 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
 from store_format.consumequeue import cq_file_name
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
+from store_format.dledger_crash_cut import QueueMove
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import StoreError
+from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
 from store_format.store import Segment, StoreLocation, with_dledger_committed
 
 from .anomalies import at_offset
+from .build import write_file
 from .commit import StagedOutput
 
-__all__ = ["as_restart", "drop_cut_files", "Restart", "DLedgerRestart"]
+__all__ = ["as_restart", "apply_cut", "Restart", "DLedgerRestart"]
+
+# ConsumeQueue.fillPreBlank's unit: commitlog offset 0, size Integer.MAX_VALUE, tags code 0
+_BLANK_UNIT = np.array([(0, CQ_BLANK_SIZE, 0)], dtype=CQ_UNIT_DTYPE).tobytes()
 
 
 @dataclasses.dataclass
@@ -64,9 +72,9 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
     dispatched unless ``recheckReputOffsetFromCq=true`` moves it back to the min offset.  A 5.x abnormal
     restart (``abort`` file): ``dledgerRecoverAbnormally`` dispatches every entry from the data file its
     checks start at to the log's end, committed or not (:func:`store_format.dledger_crash.plan_dledger_crash`);
-    on 5.5.1 the queues it wrote may be cut (``truncateDirtyLogicFiles``): :func:`drop_cut_files` then
-    removes the files that cut deleted and nothing wrote again, and the start's reput may index the last
-    indexed record again (``StoreLocation.reindex``)."""
+    on 5.5.1 the queues it wrote may be cut (``truncateDirtyLogicFiles``): :func:`apply_cut` then
+    removes the files that cut deleted and nothing wrote again and moves the units put back in part, and
+    the start's reput may index the last indexed record again (``StoreLocation.reindex``)."""
     assert st.dledger is not None
     rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
     before = st.dledger.committed_pos
@@ -82,8 +90,10 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             progress.emit(f"[rebuild] as a restart after a crash: truncateDirtyLogicFiles cuts the queues at the "
                           f"recovery's processOffset {crash.process_offset} (its last file's message sizes, without "
                           f"the entry headers); the start's reput from {c.reput} puts back {c.restored} unit(s), "
-                          f"{len(c.lost)} stay cut (past their queue's write position) and {len(c.dropped)} queue "
-                          "file(s) stay deleted")
+                          f"{len(c.lost)} stay cut (past their queue's write position, or overwritten) and "
+                          f"{len(c.dropped)} queue file(s) stay deleted"
+                          + (f"; in {len(c.moves)} queue(s) it puts back only the last cut units, appended at the "
+                             "write position over the others (putMessagePositionInfo)" if c.moves else ""))
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
                       + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else ""))
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
@@ -104,17 +114,62 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
     return kept, DLedgerRestart(rec, before, nothing)
 
 
-def drop_cut_files(recovery: object, staged: StagedOutput, cq_files: list[dict]) -> list[dict]:
-    """``cq_files`` (the build's consume queue rows) without the files a 5.5.1 DLedger crash restart's
-    ``truncateDirtyLogicFiles`` deleted and its reput did not write again
-    (:class:`store_format.dledger_crash_cut.QueueCut`), which are removed from ``staged``."""
+def apply_cut(recovery: object, staged: StagedOutput, cq_files: list[dict], cq_file_size: int) -> list[dict]:
+    """The staged consume queues as a 5.5.1 DLedger crash restart leaves them after ``truncateDirtyLogicFiles``
+    and the start's reput (:class:`store_format.dledger_crash_cut.QueueCut`): the files the cut deleted and
+    nothing wrote again are removed, and in a queue whose cut units are put back only in part they are moved
+    to where the reput appends them (:func:`_write_moved`).  Returns ``cq_files`` (the build's consume queue
+    rows) for the files that stay, with the rewritten ones' rows updated."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
-    if crash is None or crash.cut is None or not crash.cut.dropped:
+    if crash is None or crash.cut is None or not (crash.cut.dropped or crash.cut.moves):
         return cq_files
+    moved = [(move, _units_put_back(staged, move, cq_file_size)) for move in crash.cut.moves]   # before deleting
     gone = set(crash.cut.dropped)
     for topic, qid, start in gone:
         staged.delete_staged(f"consumequeue/{topic}/{qid}/{cq_file_name(start)}")
-    return [r for r in cq_files if (r["topic"], r["queue_id"], r["file_start"]) not in gone]
+    rows = {(r["topic"], r["queue_id"], r["file_start"]): r for r in cq_files if
+            (r["topic"], r["queue_id"], r["file_start"]) not in gone}
+    for move, units in moved:
+        for start, entries, first, end in _write_moved(staged, move, units, cq_file_size):
+            row = rows.setdefault((move.topic, move.queue_id, start), {
+                "kind": "cq", "topic": move.topic, "queue_id": move.queue_id, "file_start": start,
+                "bytes": cq_file_size, "first_store_timestamp": None, "end_timestamp": None})
+            row.update(entries=entries, begin_offset=first, end_offset=end)
+    return [rows[k] for k in sorted(rows)]
+
+
+def _units_put_back(staged: StagedOutput, move: QueueMove, size: int) -> bytes:
+    """The ``move.count`` units at queue position ``move.source`` in the staged files (the recovery's queue)."""
+    folder = f"consumequeue/{move.topic}/{move.queue_id}"
+    end = move.source + move.count * CQ_UNIT_SIZE
+    found = bytearray()
+    for f in range(move.source - move.source % size, end, size):
+        found += staged.read_staged(f"{folder}/{cq_file_name(f)}")[max(move.source - f, 0):]
+    return bytes(found[:end - move.source])
+
+
+def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes,
+                 size: int) -> list[tuple[int, int, int | None, int | None]]:
+    """Write ``units`` from ``move.target`` on, as ``ConsumeQueue.putMessagePositionInfo`` appends them at the
+    queue's write position (:class:`store_format.dledger_crash_cut.QueueMove`); returns, per file written, its
+    start, its units below the write position and the commitlog offsets where its first unit starts and its
+    last one ends (None without one)."""
+    folder = f"consumequeue/{move.topic}/{move.queue_id}"
+    target_end = move.target + len(units)
+    written = []
+    for f in range(move.target - move.target % size, target_end, size):
+        name = f"{folder}/{cq_file_name(f)}"
+        data = bytearray(staged.read_staged(name)) if f < move.target and move.blank_from < 0 else bytearray(size)
+        if move.blank_from == f:
+            data[:move.target - f] = _BLANK_UNIT * ((move.target - f) // CQ_UNIT_SIZE)
+        lo, hi = max(move.target, f), min(target_end, f + size)
+        data[lo - f:hi - f] = units[lo - move.target:hi - move.target]
+        write_file(staged.staging_uri, name, bytes(data))
+        put = np.frombuffer(bytes(data[:hi - f]), dtype=CQ_UNIT_DTYPE)
+        real = put[put["size"] != CQ_BLANK_SIZE]
+        written.append((f, len(put), int(real["commitlogOffset"][0]) if len(real) else None,
+                        int(real["commitlogOffset"][-1] + real["size"][-1]) if len(real) else None))
+    return written
 
 
 def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, Restart | DLedgerRestart]:  # noqa: ANN001

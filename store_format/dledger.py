@@ -26,7 +26,9 @@ header, as a plain commitlog's (:mod:`store_format.walkkernel` takes the header 
 from __future__ import annotations
 
 import dataclasses
+import struct
 
+import numpy as np
 import pyarrow.fs as pafs
 
 from .errors import StoreLayoutError
@@ -34,18 +36,96 @@ from .javaproperties import parse_java_properties
 from .layout import SEGMENT_NAME_RE
 
 __all__ = ["ENTRY_HEADER_SIZE", "ENTRY_MAGIC", "ENTRY_BLANK_MAGIC", "OFF_ENTRY_SIZE", "OFF_ENTRY_INDEX",
-           "OFF_ENTRY_POS", "OFF_ENTRY_BODY_SIZE", "INDEX_UNIT_SIZE", "DLedgerLog", "find_dledger_log",
+           "OFF_ENTRY_POS", "OFF_ENTRY_BODY_SIZE", "INDEX_UNIT_SIZE", "ENTRY_DTYPE", "INDEX_UNIT_DTYPE",
+           "ENTRY_FIELD_NAMES", "INDEX_UNIT_FIELD_NAMES", "EntryHeader", "IndexUnit", "entry_header", "index_unit",
+           "entry_headers", "is_blank", "blank_length", "DLedgerLog", "find_dledger_log",
            "committed_pos_of"]
 
-# DLedgerEntry / DLedgerEntryCoder.encode
-ENTRY_HEADER_SIZE = 48          # DLedgerEntry.BODY_OFFSET
+# DLedgerEntry / DLedgerEntryCoder.encode: the entry header's fields, in order, big-endian
+_ENTRY_FIELDS = (("magic", "i"), ("size", "i"), ("index", "q"), ("term", "q"), ("pos", "q"), ("channel", "i"),
+                 ("chain_crc", "i"), ("body_crc", "i"), ("body_size", "i"))
+# DLedgerMmapFileStore's index unit (DLedgerEntryCoder.encodeIndex), 32 bytes per entry index
+_INDEX_UNIT_FIELDS = (("magic", "i"), ("pos", "q"), ("size", "i"), ("index", "q"), ("term", "q"))
+
+
+def _dtype(fields: tuple[tuple[str, str], ...]) -> np.dtype:
+    return np.dtype([(name, ">i4" if code == "i" else ">i8") for name, code in fields])
+
+
+def _offset(dtype: np.dtype, name: str) -> int:
+    assert dtype.fields is not None
+    return int(dtype.fields[name][1])
+
+
+ENTRY_DTYPE = _dtype(_ENTRY_FIELDS)              # packed: field offsets follow DLedgerEntryCoder
+INDEX_UNIT_DTYPE = _dtype(_INDEX_UNIT_FIELDS)
+_ENTRY_STRUCT = struct.Struct(">" + "".join(code for _, code in _ENTRY_FIELDS))
+_INDEX_UNIT_STRUCT = struct.Struct(">" + "".join(code for _, code in _INDEX_UNIT_FIELDS))
+ENTRY_FIELD_NAMES = tuple(name for name, _ in _ENTRY_FIELDS)
+INDEX_UNIT_FIELD_NAMES = tuple(name for name, _ in _INDEX_UNIT_FIELDS)
+
+ENTRY_HEADER_SIZE = ENTRY_DTYPE.itemsize        # 48: DLedgerEntry.BODY_OFFSET
 ENTRY_MAGIC = 1                 # DLedgerMmapFileStore.MAGIC_1 (CURRENT_MAGIC)
 ENTRY_BLANK_MAGIC = -1          # MmapFileList.BLANK_MAGIC_CODE
-OFF_ENTRY_SIZE = 4
-OFF_ENTRY_INDEX = 8
-OFF_ENTRY_POS = 24              # DLedgerEntry.POS_OFFSET
-OFF_ENTRY_BODY_SIZE = 44
-INDEX_UNIT_SIZE = 32            # DLedgerMmapFileStore.INDEX_UNIT_SIZE
+OFF_ENTRY_SIZE: int = _offset(ENTRY_DTYPE, "size")
+OFF_ENTRY_INDEX: int = _offset(ENTRY_DTYPE, "index")
+OFF_ENTRY_POS: int = _offset(ENTRY_DTYPE, "pos")            # DLedgerEntry.POS_OFFSET
+OFF_ENTRY_BODY_SIZE: int = _offset(ENTRY_DTYPE, "body_size")
+INDEX_UNIT_SIZE = INDEX_UNIT_DTYPE.itemsize     # 32: DLedgerMmapFileStore.INDEX_UNIT_SIZE
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EntryHeader:
+    """The 48-byte header of a DLedger entry (``DLedgerEntryCoder.encode``/``decode``)."""
+    magic: int
+    size: int          # header + body
+    index: int
+    term: int
+    pos: int           # where the entry starts in the data file list
+    channel: int
+    chain_crc: int
+    body_crc: int
+    body_size: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IndexUnit:
+    """A 32-byte unit of ``dledger-<selfId>/index/`` (``DLedgerEntryCoder.encodeIndex``)."""
+    magic: int
+    pos: int
+    size: int
+    index: int
+    term: int
+
+
+def entry_header(head: bytes, at: int = 0) -> EntryHeader:
+    """The entry header at ``head[at:at + 48]`` (``head`` must hold it)."""
+    return EntryHeader(*_ENTRY_STRUCT.unpack_from(head, at))
+
+
+def index_unit(data: bytes, at: int = 0) -> IndexUnit:
+    """The index unit at ``data[at:at + 32]`` (``data`` must hold it)."""
+    return IndexUnit(*_INDEX_UNIT_STRUCT.unpack_from(data, at))
+
+
+def entry_headers(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The headers of the entries starting at ``buf[starts]`` (every one inside ``buf``), as an array
+    of :data:`ENTRY_DTYPE` (one record per entry: ``out["index"]``, ``out["pos"]``, ...)."""
+    rows = buf[np.asarray(starts, dtype=np.int64)[:, None] + np.arange(ENTRY_HEADER_SIZE)]
+    return np.ascontiguousarray(rows, dtype=np.uint8).view(ENTRY_DTYPE).reshape(len(rows))
+
+
+def is_blank(head: bytes) -> bool:
+    """Whether ``head`` starts with the magic of a blank (``MmapFileList.preAppend`` fills the rest of a
+    file with it, then the blank's length, when the next entry does not fit)."""
+    return len(head) >= 4 and int.from_bytes(head[:4], "big", signed=True) == ENTRY_BLANK_MAGIC
+
+
+def blank_length(head: bytes) -> int | None:
+    """The length a blank declares (the int after its magic), None when ``head`` is too short."""
+    return int.from_bytes(head[4:8], "big", signed=True) if len(head) >= 8 else None
+
+
 _CHECKPOINT = "checkpoint"      # DLedgerMmapFileStore.CHECK_POINT_FILE
 _COMMITTED_INDEX = "committedIndex"
 
@@ -130,20 +210,18 @@ def _committed_pos(fs: pafs.FileSystem, base_dir: str, index: int, files: list, 
             break
     if len(unit) < INDEX_UNIT_SIZE:
         return -1
-    pos = int.from_bytes(unit[4:12], "big", signed=True)
-    size = int.from_bytes(unit[12:16], "big", signed=True)
-    entry_index = int.from_bytes(unit[16:24], "big", signed=True)
-    if entry_index != index or size <= ENTRY_HEADER_SIZE:
+    u = index_unit(unit)
+    pos, size = u.pos, u.size
+    if u.index != index or size <= ENTRY_HEADER_SIZE:
         return -1
     for name, fsize, path, _ in files:
         start = int(name)
         if start <= pos < start + fsize:
             head = _read(fs, path, pos - start, ENTRY_HEADER_SIZE)
-            if (len(head) == ENTRY_HEADER_SIZE
-                    and int.from_bytes(head[OFF_ENTRY_POS:OFF_ENTRY_POS + 8], "big", signed=True) == pos
-                    and int.from_bytes(head[OFF_ENTRY_INDEX:OFF_ENTRY_INDEX + 8], "big", signed=True) == index
-                    and int.from_bytes(head[OFF_ENTRY_SIZE:OFF_ENTRY_SIZE + 4], "big", signed=True) == size):
-                return pos + size
+            if len(head) == ENTRY_HEADER_SIZE:
+                h = entry_header(head)
+                if h.pos == pos and h.index == index and h.size == size:
+                    return pos + size
             return -1
     return -1
 
@@ -217,11 +295,12 @@ def _entry_at(fs: pafs.FileSystem, files: list, pos: int, file_size: int) -> boo
         head = _read(fs, where[0], pos - where[1], ENTRY_HEADER_SIZE)
         if len(head) < 8:
             return False
-        magic = int.from_bytes(head[0:4], "big", signed=True)
-        if magic == ENTRY_BLANK_MAGIC:
+        if is_blank(head):
             pos = where[1] + file_size
             continue
-        return (len(head) == ENTRY_HEADER_SIZE and magic == ENTRY_MAGIC
-                and int.from_bytes(head[OFF_ENTRY_POS:OFF_ENTRY_POS + 8], "big", signed=True) == pos)
+        if len(head) < ENTRY_HEADER_SIZE:
+            return False
+        h = entry_header(head)
+        return h.magic == ENTRY_MAGIC and h.pos == pos
     return False
 

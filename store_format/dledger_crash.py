@@ -56,7 +56,7 @@ import dataclasses
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
-from .dledger_crash_cut import QueueCut, QueueTrack, cut_queues
+from .dledger_crash_cut import QueueCut, QueuesOnDisk, QueueTrack, cut_queues
 from .dledger_recovery import DLedgerRecovery
 from .errors import RestartFailsError, UnsupportedConfigError
 from .filedump.checkpoint import Checkpoint
@@ -125,9 +125,10 @@ def _refuse(why: str) -> UnsupportedConfigError:
 
 
 def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerRecovery,
-                       cp: Checkpoint) -> DLedgerCrash:
+                       cp: Checkpoint, on_disk: QueuesOnDisk | None = None) -> DLedgerCrash:
     """``dledgerRecoverAbnormally`` on ``st`` after DLedger's recovery ``rec``, with the store's checkpoint
-    ``cp`` (module docstring).
+    ``cp`` (module docstring); ``on_disk``: the consume queues the store holds (``verify``; the rebuild's
+    restart starts without them), which the walk's dispatch adds to and the cut takes units from.
 
     Raises:
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
@@ -169,15 +170,20 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
                       f"{rec.process_offset}")
     process_offset = last_base + last_sizes
-    max_phy = cp.logics_physical_offset if config.brokerVersion == "5.5" else -1
+    loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
+    if config.brokerVersion == "5.5":   # getDispatchFromPhyOffset(false), then ConsumeQueueStore.truncateDirty's check
+        truncates = cp.logics_physical_offset >= process_offset and max(accepted.cq_end, loaded_max) >= process_offset
+    else:                               # the loaded queues' max physical offset, no check in truncateDirty
+        truncates = loaded_max >= process_offset
     cut = None
-    if max_phy >= process_offset and accepted.cq_end >= process_offset:   # ConsumeQueueStore.truncateDirty
+    if truncates:
         if config.enableConsumeQueueExt or config.batch_topics:
             raise _refuse(f"the queues it writes are then cut at {process_offset} (truncateDirtyLogicFiles), "
                           "with consume queue ext files or batch consume queues: not modelled")
         cut = cut_queues(track, process_offset, cq_file_size=config.cq_file_size,
                          recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
-                         confirm_offset=max(rec.committed_pos, files[0].base), end=end)
+                         confirm_offset=max(rec.committed_pos, files[0].base), end=end,
+                         on_disk=on_disk.max_after_cut(process_offset) if on_disk is not None else None)
         reput = cut.reput
     elif config.recheckReputOffsetFromCq:
         second = start_reput_check(config, min_offset, files[first].base, end, accepted, abnormal=True)

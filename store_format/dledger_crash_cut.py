@@ -20,15 +20,25 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
 ``DefaultMessageStore.start`` then sets the reput at ``getConfirmOffset()`` (the committed position) or,
 with ``recheckReputOffsetFromCq=true``, at the largest ``getMaxPhysicOffset`` over the cut queues (at least
 the commitlog's min offset): ``doRecheckReputOffsetFromCq``.  The reput walks to the log's end (the group
-commits the rest): ``ConsumeQueue.putMessagePositionInfo`` drops a unit with ``offset + size`` at or below
-its queue's max and appends the others at the queue's write position, creating the files the cut deleted
-(``getLastMappedFile``; a queue left with no file starts with ``fillPreBlank`` units); a cut unit of a queue
-that the reput does not reach stays only as bytes past the write position (or not at all, in a deleted
-file).  ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
+commits the rest).  ``ConsumeQueue.putMessagePositionInfo`` drops a unit with ``offset + size`` at or below
+its queue's max, and appends every other unit at the queue's write position (``getLastMappedFile``: the
+last file, or a new one after it when it is full), whatever queue offset the unit's message holds ("logic
+queue order maybe wrong" is only logged); only in a queue left with no file does the new file start where
+the unit's own offset falls, with ``fillPreBlank`` units before it.  A cut queue's units are consecutive, so
+the reput puts back a suffix of them (those at or past where it starts):
+
+* all of them: each lands at its own position, the files stay as the recovery wrote them;
+* none: they stay only as bytes past the write position, or not at all in a deleted file;
+* some (:class:`QueueMove`): they land from the write position on, shifted down over the ones left out
+  (in a file that stayed, the bytes after them are still the old units); in a queue the cut emptied, at
+  their own positions in a new file that starts with ``fillPreBlank`` units.
+
+``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
 """
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
@@ -37,7 +47,7 @@ from .errors import UnsupportedConfigError
 from .javahash import java_utf8_decode
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["BLANK_MAX", "QueueCut", "QueueTrack", "cut_queues"]
+__all__ = ["BLANK_MAX", "QueueCut", "QueueMove", "QueuesOnDisk", "QueueTrack", "cut_queues"]
 
 BLANK_MAX = 2**31 - 1   # a fillPreBlank unit's offset + size (ConsumeQueue.fillPreBlank: 0 and Integer.MAX_VALUE)
 
@@ -90,29 +100,60 @@ class QueueTrack:
 
 
 @dataclasses.dataclass(frozen=True)
+class QueuesOnDisk:
+    """The consume queues a store holds when the crash restart starts (``verify`` predicts that start on the
+    store as it is): their largest max physical offset after ``ConsumeQueue.recover`` (5.3.3 passes it to
+    ``dledgerRecoverAbnormally``; 5.5.1's ``truncateDirty`` checks it with the walk's), and, per queue
+    ``(topic, queue id)``, its max physical offset once ``truncateDirtyLogicFiles`` cut its own units at an
+    offset: the end of its last unit below it, 2147483647 after ``fillPreBlank`` units only, the offset
+    itself when every file goes."""
+    max_physic_offset: int
+    max_after_cut: Callable[[int], dict[tuple[str, int], int]]
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueMove:
+    """A cut queue whose units the start's reput puts back only in part (module docstring): the ``count``
+    units that sat at queue byte position ``source`` in the recovery's queue are appended from ``target`` on
+    (the cut's write position: the first cut unit's own position); ``blank_from`` >= 0 for a queue the cut
+    emptied: then ``target == source``, and the new file holds ``fillPreBlank`` units from ``blank_from``
+    (its start) up to ``target``.  Files from the first one past ``target`` on are new (zeros where no
+    unit is put); the file holding ``target``, when it is not a file start, keeps its other bytes."""
+    topic: str
+    queue_id: int
+    source: int
+    target: int
+    count: int
+    blank_from: int = -1
+
+
+@dataclasses.dataclass(frozen=True)
 class QueueCut:
     """``truncateDirtyLogicFiles(processOffset)`` and the start's reput after it (module docstring):
     where the reput starts, the consume queue files the cut deleted that nothing writes again
-    (``(topic, queue id, file start)``), and the commitlog offsets of the units cut off and not put back
-    (``lost``: past their queue's write position, on disk only where their file stayed), with the number of
-    units cut and put back (``restored``)."""
+    (``(topic, queue id, file start)``), the queues whose units are put back only in part (``moves``),
+    and the commitlog offsets of the units cut off and not put back (``lost``: past their queue's write
+    position or overwritten, on disk only where their file stayed), with the number of units cut and put
+    back (``restored``)."""
     reput: int
     dropped: tuple[tuple[str, int, int], ...]
     lost: np.ndarray
     restored: int
+    moves: tuple[QueueMove, ...] = ()
 
 
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, recheck: bool, min_offset: int,
-               confirm_offset: int, end: int) -> QueueCut:
+               confirm_offset: int, end: int, on_disk: dict[tuple[str, int], int] | None = None) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
-    least ``min_offset``), walking to ``end`` (module docstring).
+    least ``min_offset``), walking to ``end`` (module docstring).  ``on_disk``: the queues the store held
+    before the walk, each with its max physical offset once the cut took its own units
+    (:class:`QueuesOnDisk`); the walk's units of every record from its start file are in ``track`` whether
+    its dispatch appended them or found them there, so the units the cut takes are the walk's.
 
     Raises:
-        UnsupportedConfigError: a light queue (multi-dispatch) unit, a reput that would start at
-            ``processOffset`` itself (inside an entry) or at 2147483647 inside the log, and a queue whose cut
-            units the reput reaches only in part (it would append them at the queue's write position, not at
-            their own).
+        UnsupportedConfigError: a light queue (multi-dispatch) unit, and a reput that would start inside
+            an entry: at ``processOffset`` itself, or at 2147483647 inside the log.
     """
     units = track.last_file()
     below = units[:, 0] < process_offset
@@ -127,36 +168,60 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, rec
         ids, starts = np.unique(cut[order, 2], return_index=True)
         for q, rows in zip(ids, np.split(order, starts[1:])):
             per_queue[int(q)] = cut[rows]
+    emptied: set[int] = set()
+    if on_disk:
+        queue_ids = {name: k for k, name in enumerate(track.names)}
+        ends_below = [v for v in on_disk.values() if v < process_offset]
+        top = max(top, *ends_below) if ends_below else top
+        kept |= {queue_ids[n] for n, v in on_disk.items() if v < process_offset and n in queue_ids}
+        emptied = {queue_ids[n] for n, v in on_disk.items() if v == process_offset and n in queue_ids}
     max_after = {}
     for q, rows in per_queue.items():
         if q in kept:
             continue   # its last kept unit ends at or below top, before every cut unit
-        max_after[q] = BLANK_MAX if (int(rows[0, 3]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
+        if q in emptied:   # its files on disk all went: the walk appended to them, created none
+            max_after[q] = process_offset
+        else:
+            max_after[q] = BLANK_MAX if (int(rows[0, 3]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
     if recheck:
         reput = max(top, *max_after.values(), min_offset, 0)
         if reput == process_offset and reput > top:
             raise _refuse(f"the reput would start at processOffset {process_offset}, inside an entry")
+        if reput == BLANK_MAX and reput < end:
+            raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
+                          "the log")
     else:
         reput = confirm_offset
-    if BLANK_MAX <= end and any(v == BLANK_MAX for v in max_after.values()) and reput < end:
-        raise _refuse("a queue left with fillPreBlank units only (max offset 2147483647) in a log past 2 GiB")
     dropped: list[tuple[str, int, int]] = []
     lost: list[np.ndarray] = []
+    moves: list[QueueMove] = []
     restored = 0
     for q, rows in per_queue.items():
         again = (rows[:, 0] >= reput) & (rows[:, 0] < end) & (rows[:, 1] > max_after.get(q, -1))
-        if again.all():
-            restored += len(rows)
+        n = int(again.sum())
+        assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
+        restored += n
+        if n == len(rows):
             continue
-        if again.any():
-            topic, qid = track.names[q]
-            raise _refuse(f"the reput from {reput} puts back only part of queue {topic}/{qid}'s cut units, at its "
-                          "write position")
-        lost.append(rows[:, 0])
         topic, qid = track.names[q]
-        starts = rows[:, 3] * CQ_UNIT_SIZE
-        dropped += [(topic, qid, int(f)) for f in starts[starts % cq_file_size == 0]]
-    return QueueCut(reput, tuple(sorted(dropped)), np.concatenate(lost) if lost else np.zeros(0, np.int64), restored)
+        lost.append(rows[:len(rows) - n, 0])
+        pos = rows[:, 3] * CQ_UNIT_SIZE
+        first, last = int(pos[0]), int(pos[-1])
+        if n == 0:
+            gone_from = first
+        elif q not in kept and max_after[q] == process_offset:   # the cut emptied the queue (every file deleted)
+            source = int(pos[-n])
+            blank_from = source - source % cq_file_size
+            moves.append(QueueMove(topic, qid, source, source, n, blank_from))
+            dropped += [(topic, qid, f) for f in range(first, blank_from, cq_file_size)]
+            continue
+        else:
+            moves.append(QueueMove(topic, qid, int(pos[-n]), first, n))
+            gone_from = first + n * CQ_UNIT_SIZE
+        start = -(-gone_from // cq_file_size) * cq_file_size   # the first file that starts at or past it
+        dropped += [(topic, qid, f) for f in range(start, last - last % cq_file_size + 1, cq_file_size)]
+    return QueueCut(reput, tuple(sorted(dropped)), np.concatenate(lost) if lost else np.zeros(0, np.int64), restored,
+                    tuple(moves))
 
 
 def _refuse(why: str) -> UnsupportedConfigError:

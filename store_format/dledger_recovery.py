@@ -32,7 +32,11 @@ from .dledger import (
     ENTRY_MAGIC,
     INDEX_UNIT_SIZE,
     DLedgerLog,
+    IndexUnit,
     committed_pos_of,
+    entry_header,
+    index_unit,
+    is_blank,
 )
 from .errors import StoreError
 
@@ -53,9 +57,8 @@ class DLedgerRecovery:
 
 def _entry(head: bytes) -> tuple[int, int, int, int, int, int]:
     """(magic, size, index, term, pos, body size) of a 48-byte entry header (``DLedgerEntryCoder``)."""
-    def i(a: int, n: int) -> int:
-        return int.from_bytes(head[a:a + n], "big", signed=True)
-    return i(0, 4), i(4, 4), i(8, 8), i(16, 8), i(24, 8), i(44, 4)
+    h = entry_header(head)
+    return h.magic, h.size, h.index, h.term, h.pos, h.body_size
 
 
 class _Index:
@@ -70,16 +73,13 @@ class _Index:
         self.files = sorted((int(i.base_name), i.size, i.path) for i in infos
                              if i.type == pafs.FileType.File and i.base_name.isdigit())
 
-    def unit(self, index: int) -> tuple[int, int, int, int, int] | None:
+    def unit(self, index: int) -> IndexUnit | None:
         """(magic, pos, size, index, term) of the unit, None when there is none."""
         at = index * INDEX_UNIT_SIZE
         for start, size, path in self.files:
             if start <= at and at + INDEX_UNIT_SIZE <= start + size:
                 with self.fs.open_input_file(path) as f:
-                    b = f.read_at(INDEX_UNIT_SIZE, at - start)
-                return (int.from_bytes(b[0:4], "big", signed=True), int.from_bytes(b[4:12], "big", signed=True),
-                        int.from_bytes(b[12:16], "big", signed=True), int.from_bytes(b[16:24], "big", signed=True),
-                        int.from_bytes(b[24:32], "big", signed=True))
+                    return index_unit(f.read_at(INDEX_UNIT_SIZE, at - start))
         return None
 
 
@@ -112,7 +112,7 @@ def _first_entry_ok(data: bytes, base: int, index: _Index) -> bool:
         return False
     if body + ENTRY_HEADER_SIZE != size:
         return False
-    return index.unit(idx) == (magic, base, size, idx, term)
+    return index.unit(idx) == IndexUnit(magic, base, size, idx, term)
 
 
 def recover_dledger(fs: pafs.FileSystem, log: DLedgerLog, file_size: int) -> DLedgerRecovery:
@@ -145,8 +145,7 @@ def recover_dledger(fs: pafs.FileSystem, log: DLedgerLog, file_size: int) -> DLe
         if rel + 4 > len(data):
             reason = f"the file {files[k][0]} ends without a blank at {base + rel}"
             break
-        magic = int.from_bytes(data[rel:rel + 4], "big", signed=True)
-        if magic == ENTRY_BLANK_MAGIC:
+        if is_blank(data[rel:rel + 4]):
             process = base + len(data)
             k += 1
             if k >= len(files):

@@ -12,7 +12,9 @@ each run is one *round* of ``CleanCommitLogService.deleteExpiredFiles``:
   only then do unexpired segments go;
 * ``CleanConsumeQueueService`` (same task in 4.9; a task of its own at the same interval in 5.x,
   in ``ConsumeQueueStore`` in 5.5.1) then deletes consume queue and index files that only point
-  below the new minimum commitlog offset (:func:`delete_expired_by_offset`).
+  below the new minimum commitlog offset (:func:`delete_expired_by_offset`), and, with
+  ``enableConsumeQueueExt``, each queue's ext files below its first unit left
+  (:func:`ext_files_deleted_with`).
 
 Where the lines differ (see ``disk_thresholds`` and ``check_space`` in :mod:`store_format.expiry_disk`, and
 :func:`round_batch_max`):
@@ -54,7 +56,8 @@ __all__ = [
     "reference_times", "delete_hours", "is_time_to_delete", "next_time_to_delete", "disk_ratio_read",
     "disk_bytes_ratio_read", "DiskThresholds", "disk_thresholds", "SpaceCheck", "check_space", "round_batch_max",
     "delete_expired_by_time", "round_sleeps", "delete_expired_by_offset", "index_files_to_delete", "CleanupRound",
-    "CleanupPlan", "plan_cleanup", "files_deleted_with", "round_at_or_after", "next_cleanup_period",
+    "CleanupPlan", "plan_cleanup", "files_deleted_with", "ext_files_deleted_with", "EXT_GOES", "EXT_LAST",
+    "EXT_STAYS", "EXT_NO_UNIT_LEFT", "round_at_or_after", "next_cleanup_period",
 ]
 
 CLEAN_RESOURCE_INTERVAL_MS = 10_000          # MessageStoreConfig.cleanResourceInterval default
@@ -415,3 +418,60 @@ def files_deleted_with(file_max_offsets: Sequence[int | None], segment_bases: Se
         out[i] = t
         prev = t
     return out
+
+
+EXT_GOES, EXT_LAST, EXT_STAYS, EXT_NO_UNIT_LEFT = 0, 1, 2, 3
+
+
+def ext_files_deleted_with(next_first_offsets: Sequence[int | None], last_unit_offset: int | None,
+                           segment_bases: Sequence[int], segment_deleted_at: np.ndarray,
+                           as_of_ms: int) -> tuple[np.ndarray, np.ndarray]:
+    """When each ext file of one consume queue goes (``enableConsumeQueueExt``), and why.
+
+    ``ConsumeQueue.deleteExpiredFile`` (4.9.8, 5.3.3, 5.5.1), run for every queue by
+    ``CleanConsumeQueueService`` once the commitlog's minimum offset ``m`` grew, deletes the consume
+    queue files, then calls ``correctMinOffset(m)``: the first unit of the queue's first file left whose
+    commitlog offset is at least ``m`` (4.9 walks the file, 5.x binary-searches it from the previous
+    minimum) gives its tagsCode, an ext address, to ``ConsumeQueueExt.truncateByMinAddress``, which
+    deletes every ext file whose end (start + ``mappedFileSizeConsumeQueueExt``) is *below* that unit's
+    ext offset.  When no unit of the queue is at or above ``m`` (4.9: none in the first file left, which
+    is then the last; 5.x: the last unit is below ``m``, "no valid entries") nothing is cut.
+
+    So ext file ``i`` goes once every unit up to the first one of file ``i + 1`` lies below ``m``: the
+    first unit left then has its ext unit past the start of file ``i + 1``, i.e. past file ``i``'s end
+    (a unit at exactly that start keeps file ``i``).  The last ext file never goes.
+
+    Args:
+        next_first_offsets: per ext file in order, the commitlog offset of the record whose ext unit
+            opens the next file (None for the last file).
+        last_unit_offset: commitlog offset of the queue's last unit (None: no unit).
+        segment_bases / segment_deleted_at / as_of_ms: as for :func:`files_deleted_with` (the round
+            times are the commitlog round's; 5.x runs the consume queue task on its own timer, up to a
+            period later, and then cuts at the minimum of that time).
+    Returns:
+        Per file, the round time (-1: stays) and why: ``EXT_GOES``, ``EXT_LAST`` (last ext file),
+        ``EXT_STAYS`` (the next file's first record stays in the commitlog within the horizon),
+        ``EXT_NO_UNIT_LEFT`` (when the minimum passes it, every unit of the queue lies below the minimum:
+        nothing is cut then, nor later without new messages).
+    """
+    bases = np.asarray(segment_bases, dtype=np.int64)
+    deleted = np.asarray(segment_deleted_at, dtype=np.int64)
+    n = len(next_first_offsets)
+    out = np.full(n, -1, dtype=np.int64)
+    why = np.full(n, EXT_STAYS, dtype=np.int8)
+    for i, key in enumerate(next_first_offsets):
+        if key is None:
+            why[i] = EXT_LAST
+            continue
+        k = int(np.searchsorted(bases, key, side="right")) - 1
+        t = as_of_ms if k < 0 else int(deleted[k])
+        if t < 0:
+            continue
+        gone = (deleted >= 0) & (deleted <= t)
+        kept = np.nonzero(~gone)[0]
+        m = int(bases[kept[0]]) if len(kept) else int(bases[-1])
+        if last_unit_offset is None or m > last_unit_offset:
+            why[i] = EXT_NO_UNIT_LEFT
+            continue
+        out[i], why[i] = t, EXT_GOES
+    return out, why

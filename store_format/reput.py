@@ -26,8 +26,7 @@ from .errors import UnsupportedConfigError
 from .indexfile import accepted_by_index, build_index_file, index_file_names, trailing_empty_file, trailing_file_time
 from .store import Segment, StoreLocation
 
-__all__ = ["next_reput_offset", "follow_reput", "walk_store", "rebuild_in_memory", "InMemoryRebuild", "data_end_limit",
-           "check_concurrent_reput"]
+__all__ = ["next_reput_offset", "follow_reput", "walk_store", "rebuild_in_memory", "InMemoryRebuild", "data_end_limit"]
 
 
 def next_reput_offset(seg: Segment, state: cl.WalkState, stop: int, file_size: int, master: bool = True) -> int | None:
@@ -102,30 +101,6 @@ def resolve_broker_version(store: StoreLocation, config: BrokerConfig) -> Broker
     return config  # "auto" reads as 4.9.x, V2 records included (BrokerConfig.accepts_v2_records)
 
 
-CONCURRENT_REPUT_DIFFERS = (AnomalyKind.BAD_MAGIC.value, AnomalyKind.UNREADABLE_RECORD.value,
-                            AnomalyKind.SIZE_MISMATCH.value, AnomalyKind.UNREACHABLE_RECORDS.value)
-
-
-def check_concurrent_reput(config: BrokerConfig, anomalies: list[dict]) -> None:
-    """5.x with ``enableBuildConsumeQueueConcurrently=true`` reputs with ``ConcurrentReputMessageService``:
-    its ``preCheckMessageAndReturnSize`` reads only totalSize and the magic code and stops at a record it
-    cannot read (no skip to the end of the slice), and batches are dispatched apart from the walk.  On a
-    commitlog the walk reads without an anomaly that writes what ``ReputMessageService`` writes; where the
-    walk met one of ``CONCURRENT_REPUT_DIFFERS`` the files would be a guess.
-
-    Raises:
-        UnsupportedConfigError: one line naming the first such anomaly.
-    """
-    if not (config.is_5x and config.enableBuildConsumeQueueConcurrently):
-        return
-    bad = next((a for a in anomalies if a.get("kind") in CONCURRENT_REPUT_DIFFERS), None)
-    if bad is not None:
-        raise UnsupportedConfigError(
-            f"enableBuildConsumeQueueConcurrently=true: the 5.x ConcurrentReputMessageService walks past damaged "
-            f"records differently ({bad['kind']} in segment {bad.get('segment')} at position {bad.get('position')}), "
-            "which is not reproduced; rebuild with the broker, or without the setting if the broker ran without it")
-
-
 Slice = tuple[Segment, cl.WalkState, "int | None"]   # the segment, the loop state at the slice start, the reput end
 
 
@@ -198,19 +173,39 @@ class InMemoryRebuild:
 
 
 def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo = _dt.timezone.utc) -> InMemoryRebuild:
-    """Run the reput over the whole store in this process and return the files it would write.
+    """Run the reput over the whole store in this process and return the files it would write.  With
+    5.x ``enableBuildConsumeQueueConcurrently=true`` the walk ends where that reput stops for good
+    (:func:`store_format.concurrent_reput.concurrent_reput_stop`), the walk's row there saying so.
 
     Raises:
         UnsupportedConfigError: ``enableConsumeQueueExt=true``, BatchCQ topics or a RocksDB consume queue
             (only the pipeline writes those layouts: :mod:`store_format.consumequeue_ext`,
-            :mod:`store_format.batchconsumequeue`, :mod:`store_format.rocksdb_cq`).
+            :mod:`store_format.batchconsumequeue`, :mod:`store_format.rocksdb_cq`); the concurrent reput
+            over damage it does not reproduce.
     """
+    from .concurrent_reput import check_concurrent_store, concurrent_reput_stop, cut_at, stop_detail
     config = resolve_broker_version(store, config)
     layout = ("ConsumeQueueExt files (enableConsumeQueueExt=true)" if config.enableConsumeQueueExt else
               "batch consume queues (BatchCQ topics)" if config.batch_topics else
               "a RocksDB consume queue (storeType=defaultRocksDB)" if config.rocksdb_cq else None)
     if layout:
         raise UnsupportedConfigError(f"rebuild_in_memory does not write {layout}: use pipelines.rebuild")
+    check_concurrent_store(store, config)
+    result, end_of_data = _rebuild_in_memory(store, config, tz)
+    found = [a for a in result.anomalies if a is not end_of_data]
+    end = (next(s.base for s in store.segments if s.name == end_of_data["segment"]) + end_of_data["position"]
+           if end_of_data else None)
+    stop = concurrent_reput_stop(store, config, found, end)
+    if stop is None:
+        return result
+    result, _ = _rebuild_in_memory(cut_at(store, stop.offset), config, tz)
+    result.anomalies.append(stop_detail(stop))
+    return result
+
+
+def _rebuild_in_memory(store: StoreLocation, config: BrokerConfig,
+                       tz: _dt.tzinfo) -> tuple[InMemoryRebuild, dict | None]:
+    """:func:`rebuild_in_memory`'s walk and files, and the row where the data of the last segment ends."""
     cq_size = config.cq_file_size
     cap = config.index_entries_per_file
     queues = QueueTable()
@@ -267,7 +262,6 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
                     dispatched_after_last_key = dispatched_after_last_key or bool(ok.any())
             elif ok.any():
                 dispatched_after_last_key = True
-    check_concurrent_reput(config, [a for a in anomalies if a is not end_of_data])
     # consume queue files
     cq: dict[str, bytes] = {}
     states = queues.states
@@ -308,4 +302,4 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
                                           prev_end_ts=prev_ts, empty_index_count=config.empty_index_count))
             firsts.append(trailing_file_time(prev_ts, first_dispatch_ts))
         index = list(zip(index_file_names(firsts, tz), blobs))
-    return InMemoryRebuild(cq, index, n_records, n_dispatched, n_keys, anomalies)
+    return InMemoryRebuild(cq, index, n_records, n_dispatched, n_keys, anomalies), end_of_data

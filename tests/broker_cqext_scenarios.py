@@ -14,10 +14,17 @@ segments 32 KiB.
 * ``lmq``: ``enableMultiDispatch``/``enableLmq`` with ``INNER_MULTI_DISPATCH``: the light queues'
   units keep the plain tagsCode and put no ext unit (queues 0 and 1 only, so that own queues still
   fill several ext files).
+
+:func:`cqext_cleanup_scenarios` gives the store of the cleanup test (:mod:`test_cqext_cleanup_broker`):
+8 KiB segments, so that half of them hold about half of each queue's ext files.
 """
 from __future__ import annotations
 
+import base64
+import random
+
 from broker_layout_scenarios import layout_scenarios
+from broker_scenarios import TAGS
 
 
 def config(ext_file_size: int) -> dict[str, str]:
@@ -37,3 +44,22 @@ def cqext_scenarios(line: str) -> list[dict]:
     if not line.startswith("4"):
         topics.append("LongTopic-" + "x" * 190)
     return layout_scenarios(line, "cqext", 11, topics, {"plain": config(104), "mixed": config(110), "lmq": config(104)})
+
+
+def cqext_cleanup_scenarios(line: str) -> list[dict]:
+    """``<line>-cqext-cleanup``: 160 messages of 100 to 300 body bytes in 8 KiB segments (about eight),
+    over queues 0 and 1 of T0 and T1 (about 40 units, 8 ext files of 5 units each, per queue), and ten
+    messages of ``Old`` queue 0 among the first 40 only (two ext files, every unit in the oldest
+    segments)."""
+    rng = random.Random(31)
+    messages = []
+    for i in range(160):
+        m = {"topic": "Old" if i < 40 and i % 4 == 0 else rng.choice(["T0", "T1"]),
+             "queueId": 0 if i < 40 and i % 4 == 0 else rng.randint(0, 1),
+             "body": base64.b64encode(rng.randbytes(rng.randint(100, 300))).decode(),
+             "uniqKey": f"7F00000100002A9F0001{i:012X}"}
+        if rng.random() < 0.8:
+            m["tags"] = rng.choice(TAGS)
+        messages.append(m)
+    conf = {**config(104), "mappedFileSizeCommitLog": str(8 * 1024)}
+    return [{"name": f"{line}-cqext-cleanup", "config": conf, "messages": messages}]

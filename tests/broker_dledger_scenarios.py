@@ -18,6 +18,12 @@ import random
 from broker_scenarios import KEYS, TAGS
 
 FILE_SIZE = 64 * 1024
+# FlushConsumeQueueService writes the checkpoint's logicsPhysicalOffset (and logicsMsgTimestamp) only on a flush
+# at least flushConsumeQueueThoroughInterval (60 s) after the last such one: with the default, a store written in
+# a few seconds keeps what its first flush saw, one second after the start, which depends on the machine's pace.
+# 0: every flush, the store's last one at shutdown included, writes where the dispatch is, so the crash
+# restart's start file and its 5.5.1 queue cut are the same on every run.
+THOROUGH_CHECKPOINT = {"flushConsumeQueueThoroughInterval": "0"}
 
 
 def config(line: str) -> dict[str, str]:
@@ -152,11 +158,37 @@ def small_abort_scenarios(line: str) -> list[dict]:
     g = _Messages(4, ["T0", "T1"])
     messages = [{**g.one(), "body": g.body(100, 300), "keys": f"k{i}"} for i in range(200)]
     # 11 units a consume queue file: the cut's first unit of one queue starts a file, which the cut deletes
-    small = {"config": {**config(line), "mappedFileSizeConsumeQueue": "220"}, "messages": messages, "abort": True,
+    small = {"config": {**config(line), **THOROUGH_CHECKPOINT, "mappedFileSizeConsumeQueue": "220"},
+             "messages": messages, "abort": True,
              "reportQueues": True, "name": f"{line}-dledger-abort-small"}
     conf = {k: v for k, v in small["config"].items() if k != "recheckReputOffsetFromCq"}
     return [small, {**small, "config": conf, "name": f"{line}-dledger-abort-small-norecheck"}]
 
+
+
+def partial_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-partial`` (5.x lines): 400 keyed messages of 10-60 bytes (some 100 entries in
+    the last data file), all to one queue, restarted after a crash without ``recheckReputOffsetFromCq`` and
+    with DLedger's checkpoint two entries behind the log's end.  On 5.5.1 the queue truncation at
+    ``dledgerRecoverAbnormally``'s short ``processOffset`` (about 100 entry headers short) takes the queue's
+    last twenty units or so, and the start's reput from the committed position puts back only the last ones:
+    ``putMessagePositionInfo`` appends them at the queue's write position, over the units it leaves out
+    (``reportQueues``: the queue after the reput)."""
+    g = _Messages(5, ["T0"])
+    messages = [{**g.one(), "queueId": 0, "body": g.body(10, 60), "keys": f"k{i}"} for i in range(400)]
+    conf = {k: v for k, v in config(line).items() if k != "recheckReputOffsetFromCq"}
+    return {"config": {**conf, **THOROUGH_CHECKPOINT, "mappedFileSizeConsumeQueue": "220"}, "messages": messages,
+            "abort": True,
+            "dledgerCommittedBack": 2, "reportQueues": True, "name": f"{line}-dledger-abort-partial"}
+
+
+def kept_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-kept`` (5.x lines): the ``partial`` store restarted with its consume queues
+    kept (``keepQueues``): the crash restart's walk finds its units there, the 5.5.1 cut takes the queue's own
+    units past ``processOffset`` (5.3.3 cuts when the loaded queues reach it), and the reput from the
+    committed position puts back only the last ones (the broker's queues after ``load()`` and after the
+    reput: ``queuesAfterLoad``, ``queuesAfterDispatch``)."""
+    return {**partial_abort_scenario(line), "keepQueues": True, "name": f"{line}-dledger-abort-kept"}
 
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the

@@ -22,7 +22,14 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_scenarios import abort_scenarios, dledger_scenarios, no_recheck_scenario, small_abort_scenarios
+from broker_dledger_scenarios import (
+    abort_scenarios,
+    dledger_scenarios,
+    kept_abort_scenario,
+    no_recheck_scenario,
+    partial_abort_scenario,
+    small_abort_scenarios,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -36,9 +43,9 @@ SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 # written with the others, not rebuilt: restarts after a crash, and a 5.x one without
 # recheckReputOffsetFromCq (it rebuilds nothing)
-EXTRA = {line: abort_scenarios(line) + ([] if line.startswith("4") else [no_recheck_scenario(line),
-                                                                         *small_abort_scenarios(line)])
-         for line in LINES}
+EXTRA = {line: abort_scenarios(line) + ([] if line.startswith("4") else [
+    no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line)])
+    for line in LINES}
 _RUNS: dict[str, dict] = {}
 
 
@@ -355,30 +362,99 @@ def test_as_restart_after_a_crash_with_many_entries_in_the_last_file(written, li
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
 def test_verify_predicts_a_crash_restart_that_cuts_the_queues(written, line, tmp_path):
-    """On the stores of the test above as the crash restart found them, verify's prediction agrees with
+    """On the stores of the tests above as the crash restart found them, verify's prediction agrees with
     what the broker's restart left: the units below each queue's write position once its reput caught up
     (queuesAfterDispatch: maxOffset and the files it maps) are the units put, every other unit of the
     scenario is lost, and the keys put are those in the broker's index (the last message's twice with
-    recheckReputOffsetFromCq=true on 5.5.1)."""
-    for name in (f"{line}-dledger-abort-small", f"{line}-dledger-abort-small-norecheck"):
+    recheckReputOffsetFromCq=true on 5.5.1). The report counts up to DLedger's committed entry, where the
+    rebuild it compares with ends: the units and keys of the entries past it (the partial store's last two
+    messages, one unit each), which the broker's start puts too, are left out of its figures."""
+    for name in (f"{line}-dledger-abort-small", f"{line}-dledger-abort-small-norecheck",
+                 f"{line}-dledger-abort-partial"):
         r = _RUNS[name]
         src = Path(r["scenario"]["dir"])
         code, report = _verify(shutil.copytree(src / "before", tmp_path / name), src, line)
         p = report["restart"]
         assert p is not None and p["dledger"], report.get("no_prediction")
         size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
-        put = 0
+        put: list[int] = []   # the commitlog offsets of the units the broker's queues hold
         for queue, state in r["written"]["queuesAfterDispatch"].items():
             for f in state["files"]:
                 data = (src / "expected" / "consumequeue" / queue / f).read_bytes()
                 valid = min(size, int(state["maxOffset"]) - int(f))
-                put += sum(1 for i in range(0, valid, 20) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+                put += [int.from_bytes(data[i:i + 8], "big") for i in range(0, valid, 20)
+                        if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1]
         queued = _queued(r["scenario"])
-        assert (p["units_dispatched_again"], p["units_lost"]) == (put, queued - put), (name, p)
-        # the broker's index files' headers: indexCount - 1 keys each
-        keys = sum(max(0, int.from_bytes(f.read_bytes()[36:40], "big") - 1)
-                   for f in (src / "expected" / "index").iterdir())
+        cp = bh.read_conf(src / "before" / "dledger-n0" / "checkpoint")
+        uncommitted = int(cp["endIndex"]) - int(cp["committedIndex"])
+        committed_end = sorted(put)[-uncommitted] if uncommitted else 1 << 62   # the first uncommitted message
+        assert (p["units_dispatched_again"], p["units_lost"]) == (len(put) - uncommitted, queued - len(put)), (name, p)
+        keys = 0   # the broker's index entries (indexCount - 1 a file) of messages below the committed end
+        slots = int(r["scenario"]["config"]["maxHashSlotNum"])
+        for f in (src / "expected" / "index").iterdir():
+            data = f.read_bytes()
+            at = 40 + 4 * slots
+            keys += sum(int.from_bytes(data[at + 20 * i + 4:at + 20 * i + 12], "big") < committed_end
+                        for i in range(1, int.from_bytes(data[36:40], "big")))
         assert p["index_keys_put_again"] == keys > 0, (name, p)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_puts_back_part_of_a_cut_queue(written, line, tmp_path):
+    """One queue, DLedger's checkpoint two entries behind the log's end, no recheckReputOffsetFromCq: on
+    5.5.1 truncateDirtyLogicFiles cuts the queue's last units at the recovery's short processOffset and the
+    start's reput, from the committed position, puts back only the last two, which
+    putMessagePositionInfo appends at the queue's write position, over the units it leaves out (the queue
+    then ends with the log's last message but holds fewer units than messages were sent). --as-restart on
+    the store as the restart found it writes the broker's files byte for byte (5.3.3 cuts nothing)."""
+    name = f"{line}-dledger-abort-partial"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    if line == "5.3.3":
+        return
+    assert "truncateDirtyLogicFiles cuts the queues" in err, err[-2000:]
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    (state,) = r["written"]["queuesAfterDispatch"].values()
+    units = []
+    for f in state["files"]:
+        data = (src / "expected" / "consumequeue" / "T0" / "0" / f).read_bytes()
+        valid = min(size, int(state["maxOffset"]) - int(f))
+        units += [(int.from_bytes(data[i:i + 8], "big"), int.from_bytes(data[i + 8:i + 12], "big"))
+                  for i in range(0, valid, 20)]
+    sent = _queued(r["scenario"])
+    last_offset, last_size = units[-1]
+    assert len(units) < sent and last_offset + last_size == int(r["written"]["maxPhyOffset"]), \
+        f"not a queue put back in part: {len(units)} of {sent} units, the last ending at {last_offset + last_size}"
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_verify_predicts_a_crash_restart_that_cuts_the_queues_it_holds(written, line, tmp_path):
+    """The partial store restarted after a crash with its consume queues kept: the recovery's walk finds
+    its units in the queues, truncateDirtyLogicFiles cuts the queue's own units past processOffset (5.5.1
+    checks the checkpoint's logicsPhysicalOffset; 5.3.3 the loaded queues' max, which reaches it) and the
+    start's reput from the committed position puts back only
+    the last ones. verify on the store as that restart found it predicts the cut and the units it loses:
+    every sent message the broker's queue lacks once its reput caught up."""
+    name = f"{line}-dledger-abort-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    code, report = _verify(shutil.copytree(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    (state,) = r["written"]["queuesAfterDispatch"].values()
+    held = 0
+    for f in state["files"]:
+        data = (src / "expected" / "consumequeue" / "T0" / "0" / f).read_bytes()
+        valid = min(size, int(state["maxOffset"]) - int(f))
+        held += sum(1 for i in range(0, valid, 20) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+    lost = _queued(r["scenario"]) - held
+    assert p["units_lost"] == lost > 0, (lost, p["units_lost"], p["notes"])
 
 
 @pytest.mark.parametrize("line", LINES)

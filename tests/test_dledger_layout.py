@@ -62,11 +62,26 @@ def test_unreadable_dledger_stores_end_in_one_line(tmp_path: Path, capsys: pytes
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("rel", ["dledger-n0/data/" + f"{2 * FILE:020d}", "dledger-n0/checkpoint"])
+@pytest.mark.parametrize("rel", ["dledger-n0/checkpoint", "dledger-n0/currterm"])
 def test_dump_names_the_dledger_log_instead_of_misreading_its_files(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                     rel: str) -> None:
-    """A DLedger data file has a commitlog segment's name and size, its checkpoint the store
-    checkpoint's name: dump refuses both, naming the log."""
+    """DLedger's checkpoint has the store checkpoint's name: dump refuses it (and the log's other text
+    file), naming the log, instead of reading it as a StoreCheckpoint."""
     root, _ = _store(tmp_path)
+    (root / "dledger-n0" / "currterm").write_text("currTerm=1\n")
     code, errors = _error(capsys, ["dump", str(root / rel)])
     assert code == 2 and len(errors) == 1 and "DLedger log dledger-n0/" in errors[0], errors
+
+
+def test_dump_of_a_data_file_whose_log_cannot_be_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A DLedger data file (here all zeros) is dumped as one, by its folder; a log whose checkpoint names an
+    entry it does not hold leaves the committed position unknown, and the header says why."""
+    import json
+    root, conf = _store(tmp_path)
+    code = main(["dump", str(root / "dledger-n0" / "data" / f"{2 * FILE:020d}"), "--json", "--config", str(conf)])
+    items = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 0
+    assert items[0]["kind"] == "dledger" and items[0]["log"] == "dledger-n0" and items[0]["committed_offset"] is None
+    assert "committedIndex=3" in items[0]["committed_note"]
+    assert [(i["event"], i["position"]) for i in items if i["type"] == "event"] == [("end_of_data", 0)]
+    assert items[-1]["records"] == 0

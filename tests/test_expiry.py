@@ -1,6 +1,7 @@
 """The cleanup rules of store_format.expiry against hand-worked cases of the broker's Java
 (CleanCommitLogService, MappedFileQueue.deleteExpiredFileByTime / deleteExpiredFileByOffset,
-IndexService.deleteExpiredFile), and the consumer offset files' format."""
+IndexService.deleteExpiredFile, ConsumeQueue.correctMinOffset / ConsumeQueueExt.truncateByMinAddress),
+and the consumer offset files' format."""
 from __future__ import annotations
 
 import datetime as dt
@@ -13,6 +14,10 @@ from pipelines.tables.expiry_audit import parse_offset_table
 from store_format.config import BrokerConfig
 from store_format.errors import UnsupportedConfigError
 from store_format.expiry import (
+    EXT_GOES,
+    EXT_LAST,
+    EXT_NO_UNIT_LEFT,
+    EXT_STAYS,
     FORCIBLY_PROPERTY,
     WARNING_PROPERTY,
     SegmentFacts,
@@ -25,6 +30,7 @@ from store_format.expiry import (
     disk_bytes_ratio_read,
     disk_ratio_read,
     disk_thresholds,
+    ext_files_deleted_with,
     files_deleted_with,
     index_files_to_delete,
     is_time_to_delete,
@@ -137,6 +143,24 @@ def test_consume_queue_and_index_files_go_by_offset() -> None:
         [10, 10, 10, 20, -1]
     assert files_deleted_with([150, 2500, 999], [0, 1000, 2000, 3000], seg_deleted, 5).tolist() == [10, 20, -1]
     assert files_deleted_with([3500, 150, 160], [0, 1000, 2000, 3000], seg_deleted, 5).tolist() == [-1, -1, -1]
+
+
+def test_ext_files_go_below_the_first_unit_left() -> None:
+    # segments [0, 1000, 2000, 3000]: the first two go at 10, the third at 20, the last stays; the
+    # minimum is then 2000 after 10 and 3000 after 20. truncateByMinAddress deletes a file whose end is
+    # below the ext unit of the first unit at or above the minimum: the record opening the next file
+    # must lie below the minimum (a first unit at exactly the next file's start keeps the file)
+    seg_deleted = np.array([10, 10, 20, -1])
+    bases = [0, 1000, 2000, 3000]
+    when, why = ext_files_deleted_with([500, 1999, 2000, 2999, 3000, None], 3500, bases, seg_deleted, 5)
+    assert when.tolist() == [10, 10, 20, 20, -1, -1]
+    assert why.tolist() == [EXT_GOES] * 4 + [EXT_STAYS, EXT_LAST]
+    # the queue's last unit below the new minimum: correctMinOffset finds no unit, nothing is cut,
+    # although the minimum passed the records opening the next files
+    when, why = ext_files_deleted_with([500, 2500, None], 2900, bases, seg_deleted, 5)
+    assert when.tolist() == [10, -1, -1] and why.tolist() == [EXT_GOES, EXT_NO_UNIT_LEFT, EXT_LAST]
+    when, why = ext_files_deleted_with([500, None], 1500, bases, seg_deleted, 5)
+    assert when.tolist() == [-1, -1] and why.tolist() == [EXT_NO_UNIT_LEFT, EXT_LAST]
 
 
 def test_offset_files_with_unquoted_integer_keys() -> None:

@@ -84,9 +84,9 @@ def _recheck(sc: dict) -> list[dict]:
 def _recovery_settings(sc: dict) -> list[dict]:
     """5.5.1 ``recoverAbnormally``'s own settings on :func:`_crash`'s store: ``-accel-crash-kept``
     (``enableAcceleratedRecovery=true``: the walk starts at the checkpoint's logicsPhysicalOffset, set to the
-    record three puts before the end, inside its segment and past the damaged record) and ``-offset-check-crash-kept`` (``checkCommitLogOffsetOnRecover=true``,
-    the physicalOffset field of the record eight puts before the end moved four segments on: the walk ends
-    there, before the damaged record)."""
+    record three puts before the end, inside its segment and past the damaged record) and
+    ``-offset-check-crash-kept`` (``checkCommitLogOffsetOnRecover=true``, the physicalOffset field of the record
+    eight puts before the end moved four segments on: the walk ends there, before the damaged record)."""
     crash = _crash(sc, "consumequeue")
     puts = sum(1 for m in sc["messages"] if "sleepMs" not in m)
     return [{**crash, "name": f"{sc['name']}-accel-crash-kept", "checkpointLogicsPhysicalOffset": {"put": puts - 3},

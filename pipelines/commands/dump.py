@@ -117,6 +117,10 @@ def render_item(item: Item, state: dict[str, Any]) -> str:
         return _render_summary(item)
     if t == "record":
         return _titles(state, _RECORD_TITLES) + _render_record(item)
+    if t == "unit" and state.get("kind") == "dledger_index":
+        return _titles(state, _LEDGER_UNIT_TITLES) + (
+            f"{item['no']:>8} {item['slot_index']:>12} {item['magic']:>6} {item['pos']:>18} {item['size']:>9} "
+            f"{item['index']:>12} {item['term']:>6}" + ("" if item["valid"] else "  invalid: not this entry's unit"))
     if t == "unit":
         return _titles(state, _UNIT_TITLES) + (
             f"{item['index']:>8} {item['queue_offset']:>14} {item['commitlog_offset']:>18} {item['size']:>11} "
@@ -143,6 +147,8 @@ def render_item(item: Item, state: dict[str, Any]) -> str:
 
 _RECORD_TITLES = (f"{'no':>7} {'position':>10} {'offset':>14} {'size':>7} {'magic':<5} {'status':<13} {'crc':<4} "
                   f"{'topic':<24} {'qid':>4} {'queue_off':>10} {'tx':<8} {'store_time':<24} {'body':>7}  reput")
+_LEDGER_UNIT_TITLES = (f"{'unit':>8} {'entry_index':>12} {'magic':>6} {'pos':>18} {'size':>9} {'index':>12} "
+                       f"{'term':>6}")
 _UNIT_TITLES = f"{'unit':>8} {'queue_offset':>14} {'commitlog_offset':>18} {'size':>11} {'tags_code':>20}"
 _ENTRY_TITLES = (f"{'entry':>8} {'key_hash':>11} {'slot':>9} {'commitlog_offset':>18} {'time_diff':>10} "
                  f"{'time':<24} {'prev':>8}")
@@ -161,6 +167,15 @@ def _render_header(h: Item) -> str:
     if kind == "commitlog":
         line = (f"== commitlog segment {h['name']}: base offset {h['base_offset']}, {h['file_size']} bytes, "
                 f"{'5.x' if h['broker_version'] == '5' else '4.9.x'} broker")
+    elif kind == "dledger":
+        committed = (f"committed up to offset {h['committed_offset']} (entry {h['committed_index']})"
+                     if h["committed_offset"] is not None else h["committed_note"])
+        line = (f"== DLedger data file {h['name']}" + (f" of {h['log']}" if h["log"] else "")
+                + f": base offset {h['base_offset']}, {h['file_size']} bytes, "
+                f"{'5.x' if h['broker_version'] == '5' else '4.9.x'} broker; {committed}")
+    elif kind == "dledger_index":
+        line = (f"== DLedger index file {h['name']}: first entry index {h['first_entry_index']}, "
+                f"{h['file_size']} bytes = {h['units_capacity']} units")
     elif kind == "consume_queue":
         where = f"{h['topic']}/{h['queue_id']} " if h["topic"] is not None else ""
         line = (f"== consume queue {where}file {h['name']}: first queue offset {h['first_queue_offset']}, "
@@ -194,18 +209,31 @@ def _render_record(r: Item) -> str:
     if r["status"] != "ok":
         second += f"; totalSize {r['size']} but the fields add up to {r['structural_size']}"
     props = " ".join(f"{k}={v}" for k, v in r["properties"].items())
-    return f"{first}\n{second}\n{'':>9}properties {props or '-'}"
+    text = f"{first}\n{second}\n{'':>9}properties {props or '-'}"
+    if "entry_ok" in r:
+        text += (f"\n{'':>9}DLedger entry at position {r['entry_position']}: index {r['entry_index']}, term "
+                 f"{r['entry_term']}, pos {r['entry_pos']}, size {r['entry_size']}, magic {r['entry_magic']}, body "
+                 f"size {r['entry_body_size']}, bodyCrc {r['entry_body_crc']}, chainCrc {r['entry_chain_crc']}, "
+                 f"channel {r['entry_channel']}" + ("" if r["entry_ok"] else "  (DISAGREES with its record or "
+                                                    "position)"))
+    return text
 
 
 def _render_summary(s: Item) -> str:
     kind = s["kind"]
     shown = f"{s['items_shown']} shown" if "items_shown" in s else ""
-    if kind == "commitlog":
+    if kind in ("commitlog", "dledger"):
         end = s["end"] or {}
+        ledger = (f", {s['not_committed']} past the committed position, {s['entries_bad']} entry headers that "
+                  "disagree with their record" if kind == "dledger" else "")
         text = (f"summary: {s['records']} records ({s['dispatched']} dispatched by the reput, {s['size_mismatch']} "
                 f"size mismatches, {s['crc_failed']} body CRC failures, {s['physical_offset_wrong']} with a wrong "
-                f"physicalOffset, {s['not_read_by_reput']} after an unreadable record), {shown}; "
+                f"physicalOffset, {s['not_read_by_reput']} after an unreadable record{ledger}), {shown}; "
                 f"ends: {end.get('event')}" + (f" at position {end['position']}" if "position" in end else ""))
+    elif kind == "dledger_index":
+        end = s["end"] or {}
+        text = (f"summary: {s['units']} units ({s['invalid_units']} invalid), {shown}; "
+                f"ends: {end.get('event')}" + (f" at unit {end['unit']}" if "unit" in end else ""))
     elif kind == "consume_queue":
         end = s["end"] or {}
         text = (f"summary: {s['units']} units ({s['blank_units']} blank, {s['invalid_units']} invalid), {shown}; "

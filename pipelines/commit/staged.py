@@ -92,8 +92,13 @@ class StagedOutput:
     def rename_staged(self, relative_from: str, relative_to: str) -> None:
         self.fs.move(f"{self.staging_path}/{relative_from}", f"{self.staging_path}/{relative_to}")
 
+    def read_staged(self, relative: str) -> bytes:
+        """The bytes of one staged output file (one the broker's restart rewrites: ``pipelines.restart.apply_cut``)."""
+        with self.fs.open_input_file(f"{self.staging_path}/{relative}") as f:
+            return f.read()
+
     def delete_staged(self, relative: str) -> None:
-        """Remove one staged output file (a file the broker's restart deletes: ``pipelines.restart.drop_cut_files``)."""
+        """Remove one staged output file (a file the broker's restart deletes: ``pipelines.restart.apply_cut``)."""
         self.fs.delete_file(f"{self.staging_path}/{relative}")
 
     def drop_work(self) -> None:

@@ -2,8 +2,9 @@
 time, and which consumer groups lose messages with it.
 
 The rules are :mod:`store_format.expiry`'s (``CleanCommitLogService`` and friends); the facts are the
-live segments and their times, the consume queue and index file inventory, and the messages of the
-segments that go (``messages``, read by partition).  A message "would be lost" for a group when its
+live segments and their times, the consume queue and index file inventory, the consume queue ext file
+inventory (``enableConsumeQueueExt``: :func:`ext_inventory_table`), and the messages of the segments
+that go (``messages``, read by partition).  A message "would be lost" for a group when its
 segment goes while the group's committed offset in ``config/consumerOffset.json``
 (``ConsumerOffsetManager``: ``topic@group -> {queueId: offset}``) is at or before its consume queue
 offset; delayed messages count against ``config/delayOffset.json`` (``ScheduleMessageService``:
@@ -17,26 +18,33 @@ import json
 import re
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from store_format.config import BrokerConfig
+from store_format.consumequeue_ext import ext_units_per_file
 from store_format.errors import StoreLayoutError
 from store_format.expiry import (
+    EXT_GOES,
+    EXT_LAST,
+    EXT_NO_UNIT_LEFT,
     MAX_MANUAL_DELETE_FILE_TIMES,
     CleanupPlan,
     SegmentFacts,
+    ext_files_deleted_with,
     files_deleted_with,
     plan_cleanup,
 )
 from store_format.expiry_dledger import describe_dledger_rule, dledger_data_dir, plan_dledger_cleanup
-from store_format.layout import CQ_UNIT_SIZE, SCHEDULE_TOPIC, consume_queue_file_path, index_file_size
+from store_format.layout import CQ_UNIT_SIZE, SCHEDULE_TOPIC, consume_queue_file_path, index_file_size, segment_name
 from store_format.timeutil import datetime_to_ms, iso_ms, ms_to_datetime
 
 from .expiry_rocksdb import ROCKSDB_CQ_NOTE, rocksdb_queue_rows
 
-__all__ = ["parse_offset_table", "load_offsets", "cq_inventory_table", "index_inventory_table", "build_expiry_audit",
-           "CQ_INVENTORY_SCHEMA", "INDEX_INVENTORY_SCHEMA", "SCHEDULE_GROUP", "ROCKSDB_CQ_NOTE"]
+__all__ = ["parse_offset_table", "load_offsets", "cq_inventory_table", "index_inventory_table", "ext_inventory_table",
+           "build_expiry_audit", "CQ_INVENTORY_SCHEMA", "INDEX_INVENTORY_SCHEMA", "EXT_INVENTORY_SCHEMA", "EXT_KIND",
+           "SCHEDULE_GROUP", "ROCKSDB_CQ_NOTE"]
 
 SCHEDULE_GROUP = "(schedule service: delayOffset.json)"
 
@@ -48,6 +56,14 @@ INDEX_INVENTORY_SCHEMA = pa.schema([
     ("index_file_no", pa.int64()), ("index_file", pa.string()), ("entries", pa.int64()), ("min_offset", pa.int64()),
     ("max_offset", pa.int64()), ("segment", pa.string()), ("is_last", pa.bool_()),
 ])
+
+EXT_INVENTORY_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("queue_id", pa.int32()), ("file_start", pa.int64()), ("units", pa.int64()),
+    ("min_offset", pa.int64()), ("max_offset", pa.int64()),
+])
+EXT_KIND = "consume_queue_ext_file"
+EXT_RULE = ("ConsumeQueue.deleteExpiredFile -> correctMinOffset -> ConsumeQueueExt.truncateByMinAddress: each queue's "
+            "ext files that end below the ext unit of its first unit at or above the new minimum commitlog offset")
 
 _BARE_INT_KEY = re.compile(r'([{,]\s*)(-?\d+)(\s*:)')
 
@@ -109,6 +125,46 @@ def index_inventory_table(rows: Sequence) -> pa.Table:
     return pa.Table.from_pylist(out, schema=INDEX_INVENTORY_SCHEMA)
 
 
+def ext_inventory_table(tables: str, config: BrokerConfig, version: int | None = None) -> pa.Table:
+    """Consume queue ext files (``enableConsumeQueueExt``) from the ``messages`` table at ``version``:
+    per queue, the records that put an ext unit (those ``putMessagePositionInfoWrapper`` ran for in their
+    own queue, unit kept or skipped: :func:`pipelines.tables.rows.ext_put_dispatch_texts`) in commitlog
+    order, the first taking the queue's ext offset 0 (as the rebuild writes them,
+    :mod:`store_format.consumequeue_ext`), ``(mappedFileSizeConsumeQueueExt - 4) // 20`` a file; per file
+    its units and the commitlog offsets of its first and last record.  BatchCQ topics have none."""
+    import pyarrow.dataset as ds
+
+    from ..delta import read_arrow
+    from .rows import ext_put_dispatch_texts
+    msgs = read_arrow(tables, "messages", ["topic", "queue_id", "commitlog_offset"],
+                      filter=ds.field("dispatch").isin(ext_put_dispatch_texts()), version=version)
+    if msgs is None or not msgs.num_rows:
+        return pa.Table.from_pylist([], schema=EXT_INVENTORY_SCHEMA)
+    if config.batch_topics:
+        msgs = msgs.filter(pc.invert(pc.is_in(msgs["topic"], pa.array(sorted(config.batch_topics)))))
+    msgs = msgs.sort_by([("topic", "ascending"), ("queue_id", "ascending"), ("commitlog_offset", "ascending")])
+    n = msgs.num_rows
+    if not n:
+        return pa.Table.from_pylist([], schema=EXT_INVENTORY_SCHEMA)
+    topic, qid = msgs["topic"].combine_chunks(), msgs["queue_id"].combine_chunks()
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        new[1:] = (pc.not_equal(topic[1:], topic[:-1]).to_numpy(zero_copy_only=False)
+                   | pc.not_equal(qid[1:], qid[:-1]).to_numpy(zero_copy_only=False))
+    starts = np.flatnonzero(new)
+    ordinal = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, n]))
+    per_file = ext_units_per_file(int(config.mappedFileSizeConsumeQueueExt))
+    msgs = msgs.append_column("file", pa.array(ordinal // per_file))
+    agg = msgs.group_by(["topic", "queue_id", "file"]).aggregate(
+        [("commitlog_offset", "count"), ("commitlog_offset", "min"), ("commitlog_offset", "max")])
+    size = int(config.mappedFileSizeConsumeQueueExt)
+    out = [{"topic": r["topic"], "queue_id": r["queue_id"], "file_start": int(r["file"]) * size,
+            "units": r["commitlog_offset_count"], "min_offset": r["commitlog_offset_min"],
+            "max_offset": r["commitlog_offset_max"]} for r in agg.to_pylist()]
+    out.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
+    return pa.Table.from_pylist(out, schema=EXT_INVENTORY_SCHEMA)
+
+
 def _dt_ms(ms: int | None) -> _dt.datetime | None:
     """A time of the plan as a datetime; unknown (negative) times are null."""
     return ms_to_datetime(ms) if ms is not None and ms >= 0 else None
@@ -120,8 +176,8 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
                        tz: str | None = None, time_source: str = "auto",
                        messages_version: int | None = None, disk_size_bytes: int | None = None,
                        manual_delete: bool = False, system_properties: dict[str, str] | None = None,
-                       consumer_offsets_from: str | None = None, dledger_from: int | None = None
-                       ) -> tuple[pa.Table, dict]:
+                       consumer_offsets_from: str | None = None, dledger_from: int | None = None,
+                       ext_inventory: pa.Table | None = None) -> tuple[pa.Table, dict]:
     """The ``expiry_audit`` rows as of ``as_of_ms``, and a summary.
 
     Args:
@@ -141,6 +197,9 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
             segment is a data file).  Those segments follow DLedger's rule
             (:func:`store_format.expiry_dledger.plan_dledger_cleanup`) and their rows are named
             ``dledger-<selfId>/data/<file>``.
+        ext_inventory: with ``enableConsumeQueueExt``, the ext files (:data:`EXT_INVENTORY_SCHEMA`);
+            None: from the ``messages`` table at ``messages_version`` (:func:`ext_inventory_table`).
+            Their rows (kind ``consume_queue_ext_file``) are named ``consumequeue_ext/<topic>/<queueId>/<file>``.
     """
     from .schema import EXPIRY_AUDIT_SCHEMA
     segs = sorted(segments.to_pylist(), key=lambda r: r["base_offset"])
@@ -222,6 +281,14 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
                                     "its last unit points below the new minimum commitlog offset" if t >= 0 else
                                     "its last unit points into a segment that stays"),
                          "messages": f["units"], "bytes": config.cq_file_size})
+    if config.enableConsumeQueueExt and not config.rocksdb_cq:
+        if ext_inventory is None:
+            ext_inventory = ext_inventory_table(tables, config, messages_version)
+        ext_rows = _ext_file_rows(ext_inventory, config, [s["segment"] for s in segs], bases, plan, as_of_ms)
+        summary["consume_queue_ext_files"] = sum(int(in_next(t)) for _, t in ext_rows)
+        summary["consume_queue_ext_rule"] = EXT_RULE
+        for r, t in ext_rows:
+            rows.append({"as_of": as_of, "run_id": run_id, **r, "deleted_at": _dt_ms(t), "at_next_cleanup": in_next(t)})
     # index files in creation order
     idx = sorted(index_inventory.to_pylist(), key=lambda r: r["index_file_no"])
     when = files_deleted_with([f["max_offset"] for f in idx], bases, plan.deleted_at, as_of_ms)
@@ -263,6 +330,38 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
                      "reason": f"committed offset {r['committed']} is behind {r['messages']} message(s) in segments "
                                "that go", "messages": r["messages"], "bytes": r["bytes"]})
     return pa.Table.from_pylist(rows, schema=EXPIRY_AUDIT_SCHEMA), summary
+
+
+def _ext_file_rows(ext: pa.Table, config: BrokerConfig, seg_names: list[str], bases: list[int], plan: CleanupPlan,
+                   as_of_ms: int) -> list[tuple[dict, int]]:
+    """The ext files' rows (without the time columns) and the round that deletes each (-1: none),
+    queue by queue (:func:`store_format.expiry.ext_files_deleted_with`)."""
+    by_queue: dict[tuple[str, int], list[dict]] = {}
+    for r in ext.to_pylist():
+        by_queue.setdefault((r["topic"], r["queue_id"]), []).append(r)
+    size = int(config.mappedFileSizeConsumeQueueExt)
+    out = []
+    for (topic, qid), files in sorted(by_queue.items()):
+        files.sort(key=lambda r: r["file_start"])
+        keys = [f["min_offset"] for f in files[1:]] + [None]
+        when, why = ext_files_deleted_with(keys, files[-1]["max_offset"], bases, plan.deleted_at, as_of_ms)
+        for i, (f, t, w) in enumerate(zip(files, when.tolist(), why.tolist())):
+            k = int(np.searchsorted(bases, f["max_offset"], side="right")) - 1
+            reason = (
+                "last ext file of its queue: never deleted (truncateByMinAddress keeps the file of the queue's first "
+                "unit)" if w == EXT_LAST else
+                "truncateByMinAddress: the queue's first unit at or above the new minimum commitlog offset has its "
+                "ext unit past this file's end" if w == EXT_GOES else
+                "kept: when the minimum passes the next ext file's first record, every unit of the queue lies below "
+                "it, so correctMinOffset finds no unit and no ext address (cut only after new messages)"
+                if w == EXT_NO_UNIT_LEFT else
+                "the record opening the next ext file lies in a segment that stays: the queue's first unit left keeps "
+                "its ext unit in this file or at the next one's start")
+            out.append(({"kind": EXT_KIND, "name": f"consumequeue_ext/{topic}/{qid}/{segment_name(f['file_start'])}",
+                         "segment": seg_names[max(k, 0)], "topic": topic, "queue_id": qid,
+                         "min_offset": f["min_offset"], "max_offset": f["max_offset"], "is_last": i == len(files) - 1,
+                         "reason": reason, "messages": f["units"], "bytes": size}, int(t)))
+    return out
 
 
 def _plan_summary(plan: CleanupPlan, config: BrokerConfig, names: list[str], disk_used_ratio: float | None,

@@ -18,7 +18,7 @@ from .schema import MAX_KEY_BUCKETS, MAX_TS_MS, MESSAGE_KEYS_SCHEMA, MESSAGES_SC
 
 __all__ = ["SplitContext", "message_rows", "encoded_key_rows", "ENCODED_KEYS_SCHEMA", "indexed_records", "ts_array",
            "np_col", "NOT_DISPATCHED", "SIZE_MISMATCH_DISPATCH",
-           "ROCKSDB_START_DISPATCH"]
+           "ROCKSDB_START_DISPATCH", "ext_put_dispatch_texts"]
 
 
 @dataclasses.dataclass
@@ -82,6 +82,12 @@ def _dispatch_texts(index_enabled: bool) -> list[str]:
     # dispatchers skip it), as the broker counts it; a size mismatch is not
     return texts + ["no consume queue; not indexed (rolled-back transaction)", SIZE_MISMATCH_DISPATCH,
                     ROCKSDB_START_DISPATCH]
+
+
+def ext_put_dispatch_texts() -> list[str]:
+    """The ``dispatch`` texts of the records whose own queue the reput put a unit into, kept or skipped
+    (``putMessagePositionInfoWrapper`` ran: with ``enableConsumeQueueExt`` each took an ext unit)."""
+    return sorted({t for ix in (True, False) for t in _dispatch_texts(ix)[:8]})
 
 
 def message_rows(part: pa.Table, split_id: int, ctx: SplitContext, with_body: bool) -> pa.Table:

@@ -115,8 +115,10 @@ SEGMENTS_SCHEMA = pa.schema([
 EXPIRY_AUDIT_SCHEMA = pa.schema([
     ("as_of", TS),
     ("run_id", pa.string()),
-    ("kind", pa.string()),                     # segment | consume_queue_file | index_file | unconsumed | rocksdb_queue
-    ("name", pa.string()),                     # segment / topic/queueId/file / index file name
+    ("kind", pa.string()),                     # segment | consume_queue_file | consume_queue_ext_file | index_file
+    #                                            | unconsumed | rocksdb_queue
+    ("name", pa.string()),                     # segment / topic/queueId/file / consumequeue_ext/topic/queueId/file
+    #                                            / index file name
     ("segment", pa.string()),                  # the commitlog segment whose deletion takes it
     ("topic", pa.string()),
     ("queue_id", pa.int32()),

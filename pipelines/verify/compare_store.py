@@ -21,7 +21,9 @@ import pyarrow.fs as pafs
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
+from store_format.consumequeue_recovery import truncate_dirty_logic_files
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
+from store_format.dledger_crash_cut import QueuesOnDisk
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import RestartFailsError, StoreLayoutError, UnsupportedConfigError
 from store_format.indexfile import read_header
@@ -222,6 +224,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
         dispatch_from=crash.start_offset if crash is not None else None,
         cut_lost=crash.cut.lost if crash is not None and crash.cut is not None else None,
+        cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
         reindex_from=crash.reput_from if crash is not None and crash.reindex >= 0 else None,
         abnormal_from=recovery.dispatch_from if recovery is not None and not clean else None)
     if crash is not None:
@@ -263,24 +266,25 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
 def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerRecovery,
                    states: list) -> tuple[DLedgerCrash | None, str | None]:
     """What a 5.x DLedger store's restart after a crash dispatches
-    (:func:`store_format.dledger_crash.plan_dledger_crash`), or why it is not predicted: what that refuses,
-    5.3.3's ``truncateDirtyLogicFiles`` at the walk's short ``processOffset`` when the loaded queues'
-    max physical offset reaches it, and 5.5.1's when the store's queues hold units (the cut is modelled on
-    the units the walk writes alone)."""
+    (:func:`store_format.dledger_crash.plan_dledger_crash`) on the queues the store holds (``states``, after
+    ``ConsumeQueue.recover``), or why it is not predicted: what that refuses."""
+    queues = [s for s in states if s.restart.layout == "consumequeue"]
+
+    def max_after_cut(offset: int) -> dict[tuple[str, int], int]:
+        out = {}
+        for s in queues:
+            if s.restart.max_physic_offset < 0:
+                continue   # no unit loaded
+            t = truncate_dirty_logic_files(list(s.tail_files), offset, older_files=s.older_files)
+            topic, qid = s.restart.queue.rsplit("/", 1)
+            out[(topic, int(qid))] = t.max_physic_offset if t.write_position >= 0 else -1
+        return out
+
+    on_disk = QueuesOnDisk(max((s.restart.max_physic_offset for s in states), default=-1), max_after_cut)
     try:
-        crash = plan_dledger_crash(st, config, dledger, read_checkpoint(st))
+        return plan_dledger_crash(st, config, dledger, read_checkpoint(st), on_disk), None
     except (UnsupportedConfigError, RestartFailsError) as e:
         return None, str(e)
-    max_phy = max((s.restart.max_physic_offset for s in states), default=-1)
-    if crash.cut is not None and max_phy >= 0:
-        return None, (f"a 5.x DLedger store whose last shutdown was not clean (abort file): truncateDirtyLogicFiles "
-                      f"cuts the queues at the recovery's processOffset {crash.process_offset}, units on disk "
-                      "included (not modelled: the cut is modelled on the queues the recovery writes alone)")
-    if config.brokerVersion != "5.5" and max_phy >= crash.process_offset:
-        return None, (f"a 5.x DLedger store whose last shutdown was not clean (abort file): the queues' max physical "
-                      f"offset {max_phy} reaches the recovery's processOffset {crash.process_offset}, which leaves out "
-                      "the entries' 48-byte headers, and truncateDirtyLogicFiles cuts the queues there (not modelled)")
-    return crash, None
 
 
 def _queue_files(fs: pafs.FileSystem, folder: str) -> list[tuple[str, bytes]]:

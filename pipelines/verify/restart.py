@@ -161,7 +161,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
                     read_expected: Callable[[str, str, str], bytes], truncate_at: int | None = None,
                     reput_from_queues: bool | None = None, second_reput: bool = False,
-                    dispatch_from: int | None = None, cut_lost: np.ndarray | None = None,
+                    dispatch_from: int | None = None, cut_lost: np.ndarray | None = None, cut_at: int | None = None,
                     reindex_from: int | None = None, abnormal_from: int | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
@@ -203,9 +203,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     (:func:`store_format.dledger_crash.plan_dledger_crash`): ``dledgerRecoverAbnormally`` puts every
     message from there (inclusive) to ``commitlog_end``, no queue is truncated against the log's end, and
     the start's reput adds nothing but, on 5.5.1, what ``truncateDirtyLogicFiles`` at the walk's short
-    ``processOffset`` cut and it puts back: ``cut_lost``, the commitlog offsets of the units that cut
-    leaves out for good (:class:`store_format.dledger_crash_cut.QueueCut`), are lost; ``reindex_from``:
-    the reput starts there and indexes the last indexed record again.
+    ``processOffset`` (``cut_at``) cut and it puts back: ``cut_lost``, the commitlog offsets of the units
+    that cut leaves out for good (:class:`store_format.dledger_crash_cut.QueueCut`), are lost, a queue's
+    own units among them too; every other unit at or past ``cut_at`` is written again (the cut took it,
+    the reput puts it back); ``reindex_from``: the reput starts there and indexes the last indexed record
+    again.
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -272,10 +274,12 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
             u = u[rules.is_message(u)]
             off, size = u["commitlogOffset"].astype(np.int64), u["size"].astype(np.int64)
-            put = in_tail(off) & rules.appended(off, size, q.max_physic_offset)
-            cut = put & np.isin(off, cut_away)
-            n_cut += int(cut.sum())
-            put &= ~cut
+            tail = in_tail(off)
+            lost_here = tail & np.isin(off, cut_away)
+            put = tail & rules.appended(off, size, q.max_physic_offset) & ~lost_here
+            if cut_at is not None:   # the units the cut took and the reput put back, a queue's own ones too
+                put |= tail & (off >= cut_at) & ~lost_here
+            n_cut += int(lost_here.sum())
             n_tail += int(put.sum())
             n_records += int(in_tail(off).sum())
             if put.any():

@@ -6,6 +6,8 @@ What a file is comes from its path, size and first bytes (:func:`detect_kind`):
 kind               path                                          items
 =================  ============================================  =============================================
 ``commitlog``      ``commitlog/<20-digit base offset>``          records, walked as the reput walks them
+``dledger``        ``dledger-<selfId>/data/<20 digits>``          records behind their DLedger entry headers
+``dledger_index``  ``dledger-<selfId>/index/<20 digits>``         units ``(magic, pos, size, index, term)``
 ``consume_queue``  ``consumequeue/<topic>/<queueId>/<20 digits>``  units ``(commitlogOffset, size, tagsCode)``
 ``index``          ``index/<yyyyMMddHHmmssSSS>``                 entries, then the non-empty slots and chains
 ``checkpoint``     ``checkpoint``                                the ``StoreCheckpoint`` fields
@@ -18,9 +20,12 @@ about itself (a blank record, the end of the data, an unreadable record), and a 
 ``start``/``count`` select items by their number (from 0, in file order); events are yielded while
 the selection is open.
 
-Each kind has its module: :mod:`.commitlog`, :mod:`.consume_queue`, :mod:`.index`,
-:mod:`.checkpoint`, :mod:`.config_json`; :mod:`.items` and :mod:`.reading` are what they share.
-This package's own part opens a file and decides what it is.
+Each kind has its module: :mod:`.commitlog` (DLedger data files too), :mod:`.dledger_index`,
+:mod:`.consume_queue`, :mod:`.index`, :mod:`.checkpoint`, :mod:`.config_json`; :mod:`.items` and
+:mod:`.reading` are what they share.  This package's own part opens a file and decides what it is.
+A DLedger data file is also recognized out of its folder (``storePathDLedgerCommitLog``, a copy) by
+its first entry: DLedger's magic, its own position as ``pos``, its size the body size plus the header
+(:func:`store_format.walkkernel.find_entry_start`, the rule the rebuild's scan finds entries by).
 """
 from __future__ import annotations
 
@@ -29,22 +34,36 @@ import logging
 import re
 from collections.abc import Iterator
 
+import numpy as np
 import pyarrow.fs as pafs
 
 from ..config import BrokerConfig
-from ..errors import StoreLayoutError
+from ..dledger import find_dledger_log
+from ..errors import StoreError, StoreLayoutError
 from ..layout import CHECKPOINT_SIZE, MAGIC_V1, MAGIC_V2, OFF_MAGIC, SEGMENT_NAME_RE
 from ..store import Reader, resolve
+from ..walkkernel import find_entry_start
 from .checkpoint import iter_checkpoint
-from .commitlog import iter_commitlog, resolve_version_of_segment
+from .commitlog import DLedgerFile, iter_commitlog, resolve_version_of_segment
 from .config_json import iter_config_json
 from .consume_queue import iter_consume_queue, topic_and_queue
+from .dledger_index import iter_dledger_index
 from .index import iter_index
-from .items import KIND_CHECKPOINT, KIND_COMMITLOG, KIND_CONFIG, KIND_CONSUME_QUEUE, KIND_INDEX, KINDS, Item
+from .items import (
+    KIND_CHECKPOINT,
+    KIND_COMMITLOG,
+    KIND_CONFIG,
+    KIND_CONSUME_QUEUE,
+    KIND_DLEDGER,
+    KIND_DLEDGER_INDEX,
+    KIND_INDEX,
+    KINDS,
+    Item,
+)
 from .reading import DEFAULT_WINDOW, WindowReader
 
 __all__ = ["KINDS", "DEFAULT_WINDOW", "Item", "FileDump", "open_dump", "detect_kind", "iter_commitlog",
-           "iter_consume_queue", "iter_index", "iter_checkpoint", "iter_config_json"]
+           "iter_dledger_index", "iter_consume_queue", "iter_index", "iter_checkpoint", "iter_config_json"]
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +88,16 @@ class FileDump:
     def items(self, start: int = 0, count: int | None = None) -> Iterator[Item]:
         """Header, the selected items, events and a summary (see the module docstring)."""
         with Reader(self.fs, self.path) as read:
-            if self.kind == KIND_COMMITLOG:
-                config = resolve_version_of_segment(self.fs, self.path, self.name, self.size, self.config, self.uri)
+            if self.kind in (KIND_COMMITLOG, KIND_DLEDGER):
+                dledger = self.dledger_file() if self.kind == KIND_DLEDGER else None
+                config = resolve_version_of_segment(self.fs, self.path, self.name, self.size, self.config, self.uri,
+                                                    dledger=dledger is not None)
                 yield from iter_commitlog(WindowReader(read), name=self.name, size=self.size, config=config,
-                                          path=self.uri,
-                                          start=start, count=count, window=self.window)
+                                          path=self.uri, start=start, count=count, window=self.window,
+                                          dledger=dledger)
+            elif self.kind == KIND_DLEDGER_INDEX:
+                yield from iter_dledger_index(read, name=self.name, size=self.size, path=self.uri, start=start,
+                                              count=count, window=self.window)
             elif self.kind == KIND_CONSUME_QUEUE:
                 topic, queue_id = topic_and_queue(self.path)
                 yield from iter_consume_queue(read, name=self.name, size=self.size, config=self.config,
@@ -88,6 +112,24 @@ class FileDump:
             else:
                 data = bytes(read(0, self.size))
                 yield from iter_config_json(data, path=self.uri, start=start, count=count)
+
+
+    def dledger_file(self) -> DLedgerFile:
+        """What the DLedger log around this data file says: its committed entry and position, read as a
+        rebuild reads them (:func:`store_format.dledger.find_dledger_log`) when the file lies in
+        ``dledger-<selfId>/data/``; nothing but a note otherwise, or when the log cannot be read."""
+        parts = self.path.replace("\\", "/").rstrip("/").split("/")
+        if len(parts) < 3 or parts[-2] != "data" or not parts[-3].startswith("dledger-"):
+            return DLedgerFile(note="not in a dledger-<selfId>/data/ folder: the log's committed position is "
+                                    "not known (its checkpoint and index/ are not beside the file)")
+        log_dir = parts[-3]
+        root = "/".join(parts[:-3]) or "/"
+        try:
+            log = find_dledger_log(self.fs, root, self.uri, self_id=log_dir[len("dledger-"):], data_path="",
+                                   file_size=self.config.mappedFileSizeCommitLog)
+        except (StoreError, OSError) as e:
+            return DLedgerFile(log=log_dir, note=f"the log's committed position is not known: {e}")
+        return DLedgerFile(log=log_dir, committed_index=log.committed_index, committed_pos=log.committed_pos)
 
 
 def open_dump(uri: str, config: BrokerConfig, *, window: int = DEFAULT_WINDOW) -> FileDump:
@@ -126,11 +168,14 @@ def detect_kind(path: str, size: int, head: bytes, config: BrokerConfig) -> str:
     parts = [p for p in path.replace("\\", "/").split("/") if p]
     name = parts[-1] if parts else path
     parent = parts[-2] if len(parts) >= 2 else ""
-    if parent.startswith("dledger-") or (len(parts) >= 3 and parts[-3].startswith("dledger-")):
+    dledger_log = len(parts) >= 3 and parts[-3].startswith("dledger-")
+    if dledger_log and parent in ("data", "index") and SEGMENT_NAME_RE.match(name):
+        return KIND_DLEDGER if parent == "data" else KIND_DLEDGER_INDEX
+    if parent.startswith("dledger-") or (dledger_log and parent in ("data", "index")):
         log = next(p for p in parts if p.startswith("dledger-"))
-        raise StoreLayoutError(f"{path}: a file of the DLedger log {log}/ (DLedgerCommitLog): dump reads commitlog "
-                               "segments and queue files, not DLedger data, index or checkpoint files "
-                               "(docs/store-layouts.md)")
+        raise StoreLayoutError(f"{path}: a file of the DLedger log {log}/ that dump does not decode: it reads the "
+                               f"log's data/ and index/ files (20-digit names); {log}/checkpoint and currterm are "
+                               "text (key=value lines)")
     if name == "checkpoint":
         return KIND_CHECKPOINT
     if name.endswith(".json") or name.endswith(".json.bak"):
@@ -146,6 +191,8 @@ def detect_kind(path: str, size: int, head: bytes, config: BrokerConfig) -> str:
             return KIND_COMMITLOG
         if len(parts) >= 4 and parts[-4] == "consumequeue":
             return KIND_CONSUME_QUEUE
+        if int(name) < 1 << 63 and find_entry_start(np.frombuffer(head, dtype=np.uint8), 0, int(name), 0, 1) == 0:
+            return KIND_DLEDGER  # a DLedger data file out of its folder (storePathDLedgerCommitLog, a copy)
         if size == config.mappedFileSizeCommitLog and size != config.cq_file_size:
             return KIND_COMMITLOG
         if size == config.cq_file_size and size != config.mappedFileSizeCommitLog:
@@ -160,4 +207,5 @@ def detect_kind(path: str, size: int, head: bytes, config: BrokerConfig) -> str:
             "the store's file sizes")
     raise StoreLayoutError(
         f"{path}: not a store file this tool decodes: expected commitlog/<20 digits>, "
+        "dledger-<selfId>/data/<20 digits>, dledger-<selfId>/index/<20 digits>, "
         "consumequeue/<topic>/<queueId>/<20 digits>, index/<17 digits>, checkpoint or config/*.json")

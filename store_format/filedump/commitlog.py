@@ -15,6 +15,15 @@ never sits in memory. Where the reput would stop reading, the dump says so and g
   from there; those records carry ``"reput": "not_read"``, because the broker never dispatches them;
 * a blank record ends the segment (the reput continues at the next segment); zeros with nothing
   after them are the end of the data.
+
+A DLedger data file (``dledger-<selfId>/data/<20 digits>``, :mod:`store_format.dledger`) is walked the
+same way with ``dledger=True``, as ``DLedgerCommitLog.checkMessageAndReturnSize`` reads it: each record
+behind its 48-byte entry header, whose fields (index, term, pos, size, ...) each record item carries as
+``entry_*``; a DLedger blank (magic -1, ``MmapFileList.preAppend``) ends the file's data; the resync
+looks for the next entry start (:func:`store_format.commitlog.resync`).  Where the file's log has its
+``checkpoint`` and ``index/`` beside it, the records at or past the committed position (the end of
+entry ``committedIndex``) carry ``"reput": "not_committed"``: ``DLedgerCommitLog.getData`` hands the
+reput nothing there.
 """
 from __future__ import annotations
 
@@ -30,6 +39,15 @@ from .. import commitlog as cl
 from ..config import BrokerConfig
 from ..crc import body_crc_spans
 from ..dispatch import gather_strings
+from ..dledger import (
+    ENTRY_FIELD_NAMES,
+    ENTRY_HEADER_SIZE,
+    ENTRY_MAGIC,
+    blank_length,
+    entry_header,
+    entry_headers,
+    is_blank,
+)
 from ..layout import (
     END_FILE_MIN_BLANK_LENGTH,
     MAGIC_BLANK,
@@ -47,10 +65,11 @@ from ..layout import (
 from ..records import detail_columns, properties_map
 from ..store import Segment, StoreLocation
 from ..timeutil import iso_ms
-from .items import KIND_COMMITLOG, Item, Selection
+from .items import KIND_COMMITLOG, KIND_DLEDGER, Item, Selection
 from .reading import DEFAULT_WINDOW, SCAN_WINDOW, first_nonzero, read_exact
 
-__all__ = ["Unreadable", "classify_unreadable", "resolve_version_of_segment", "iter_commitlog"]
+__all__ = ["Unreadable", "classify_unreadable", "classify_unreadable_entry", "resolve_version_of_segment",
+           "iter_commitlog"]
 
 
 # bytes read past a window's end, so that the record straddling it is decoded without growing the
@@ -105,24 +124,62 @@ def classify_unreadable(read: cl.Reader, size: int, pos: int, *, accept_v2: bool
                       "totalSize or the segment end), or a DELAY/INNER_NUM/INNER_BASE property does not parse")
 
 
+def classify_unreadable_entry(read: cl.Reader, size: int, pos: int, *, accept_v2: bool = True) -> Unreadable:
+    """Why ``DLedgerCommitLog.checkMessageAndReturnSize`` does not succeed at the entry starting at
+    ``pos`` of a DLedger data file: zeros (``end_of_data``), an entry header running past the file end
+    (``unreadable``), or what :func:`classify_unreadable` says of the record after the header (its
+    positions still the entry's).  A plain record there (the int after the first is a commitlog magic
+    code) is read as the plain commitlog reads it."""
+    head = read_exact(read, pos, min(max(size - pos, 0), ENTRY_HEADER_SIZE))
+    second = int.from_bytes(head[OFF_MAGIC:OFF_MAGIC + 4], "big", signed=True) if len(head) >= 8 else None
+    if len(head) < 8 or second in (MAGIC_V1, MAGIC_V2, MAGIC_BLANK) or not any(head[:8]):
+        return classify_unreadable(read, size, pos, accept_v2=accept_v2)
+    if len(head) < ENTRY_HEADER_SIZE:
+        return Unreadable("unreadable", pos, None, None,
+                          f"an entry header needs {ENTRY_HEADER_SIZE} bytes, {len(head)} are left in the file")
+    h = entry_header(head)
+    magic_note = "" if h.magic == ENTRY_MAGIC else f" (entry magic {h.magic}: not a DLedger entry's)"
+
+    def after_header(p: int, n: int):
+        return read(p + ENTRY_HEADER_SIZE, n)
+
+    inner = classify_unreadable(after_header, size - ENTRY_HEADER_SIZE, pos, accept_v2=accept_v2)
+    kind = "unreadable" if inner.kind in ("end_of_data", "segment_end") else inner.kind
+    return Unreadable(kind, pos, inner.total_size, inner.magic,
+                      f"the record after the entry header at {pos}: {inner.detail}{magic_note}")
+
+
 def _segment_base(name: str) -> int:
     return int(name) if SEGMENT_NAME_RE.match(name) else 0
 
 
 def resolve_version_of_segment(fs: pafs.FileSystem, path: str, name: str, size: int, config: BrokerConfig,
-                               uri: str | None = None) -> BrokerConfig:
-    """The config with ``brokerVersion`` decided from this one segment when it is ``auto``
-    (:func:`store_format.reput.detect_broker_version`)."""
+                               uri: str | None = None, *, dledger: bool = False) -> BrokerConfig:
+    """The config with ``brokerVersion`` decided from this one segment (a DLedger data file with
+    ``dledger``) when it is ``auto`` (:func:`store_format.reput.detect_broker_version`)."""
     if config.brokerVersion != "auto":
         return config
     from ..reput import resolve_broker_version
     root = path.rsplit("/", 1)[0] if "/" in path else "."
-    store = StoreLocation(uri or path, fs, root, [Segment(0, name, _segment_base(name), size, path, None)])
+    store = StoreLocation(uri or path, fs, root, [Segment(0, name, _segment_base(name), size, path, None,
+                                                          dledger=dledger)])
     return resolve_broker_version(store, config)
 
 
+@dataclasses.dataclass(frozen=True)
+class DLedgerFile:
+    """What a dump of a DLedger data file knows of its log (:func:`iter_commitlog` with ``dledger``):
+    the ``dledger-<selfId>`` folder, and the committed entry and position read from the log's
+    ``checkpoint`` and ``index/`` (None when they could not be read: ``note`` says why)."""
+    log: str | None = None
+    committed_index: int | None = None
+    committed_pos: int | None = None     # -1: nothing committed
+    note: str = ""
+
+
 def iter_commitlog(read: cl.Reader, *, name: str, size: int, config: BrokerConfig, path: str | None = None,
-                   start: int = 0, count: int | None = None, window: int = DEFAULT_WINDOW) -> Iterator[Item]:
+                   start: int = 0, count: int | None = None, window: int = DEFAULT_WINDOW,
+                   dledger: DLedgerFile | None = None) -> Iterator[Item]:
     """Records of one commitlog segment, in order, with the reput's view of each (module docstring).
 
     Args:
@@ -135,29 +192,46 @@ def iter_commitlog(read: cl.Reader, *, name: str, size: int, config: BrokerConfi
         path: shown in the header.
         start, count: which records (numbered from 0) to yield.
         window: segment bytes decoded at a time; memory stays proportional to it, not to the segment.
+        dledger: a DLedger data file (its records behind entry headers), with what is known of its log.
     Yields:
         ``file`` header, ``record`` items, ``event`` items and a ``summary``.
     """
     base = _segment_base(name)
     sel = Selection(start, count)
     is_5x = config.is_5x
-    yield {"type": "file", "kind": KIND_COMMITLOG, "path": path or name, "name": name, "base_offset": base,
-           "file_size": size, "size_ok": size == config.mappedFileSizeCommitLog,
-           "broker_version": "5" if is_5x else "4", "window": window}
+    kind = KIND_COMMITLOG if dledger is None else KIND_DLEDGER
+    header: Item = {"type": "file", "kind": kind, "path": path or name, "name": name, "base_offset": base,
+                    "file_size": size, "size_ok": size == config.mappedFileSizeCommitLog,
+                    "broker_version": "5" if is_5x else "4", "window": window}
+    stats = {"records": 0, "dispatched": 0, "size_mismatch": 0, "crc_failed": 0, "physical_offset_wrong": 0,
+             "not_read_by_reput": 0, "bytes": 0}
+    # DLedger: the file position where the committed data ends, when it lies in this file (None: no cut)
+    cut: int | None = None
+    uncommitted = False
+    if dledger is not None:
+        header.update(log=dledger.log, committed_index=dledger.committed_index,
+                      committed_offset=dledger.committed_pos, committed_note=dledger.note)
+        stats.update(not_committed=0, entries_bad=0)
+        if dledger.committed_pos is not None:
+            uncommitted = dledger.committed_pos <= base
+            cut = dledger.committed_pos - base if base < dledger.committed_pos < base + size else None
+    yield header
     if size != config.mappedFileSizeCommitLog:
         yield {"type": "event", "event": "file_size", "position": 0, "offset": base,
                "detail": f"the file is {size} bytes but mappedFileSizeCommitLog is {config.mappedFileSizeCommitLog}: "
                          "a broker refuses to load it (pass --config with the store's broker.conf if it differs)"}
-    stats = {"records": 0, "dispatched": 0, "size_mismatch": 0, "crc_failed": 0, "physical_offset_wrong": 0,
-             "not_read_by_reput": 0, "bytes": 0}
+    if uncommitted and sel.open:
+        yield _committed_event(0, base, dledger, before=True)
     scratch = cl.Scratch()
     state = cl.WalkState.at_slice_start(0, size)
     not_read_after: int | None = None  # position of the unreadable record the reput stops at
     end: dict[str, Any] | None = None
     while True:
         split_end = min(state.bufpos + window, size + 1)
+        if cut is not None:
+            split_end = min(split_end, cut)
         res = cl.walk_range(read, base, size, state, split_end, config, window=window + _WINDOW_MARGIN,
-                            keep_text=True, scratch=scratch)
+                            keep_text=True, scratch=scratch, dledger=dledger is not None)
         n = len(res.rec)
         if n:
             rec = res.rec
@@ -165,45 +239,39 @@ def iter_commitlog(read: cl.Reader, *, name: str, size: int, config: BrokerConfi
             computed = body_crc_spans(text, res.text_origin, rec[:, cl.R_BODY_START], rec[:, cl.R_BODY_LEN])
             crc_ok = computed == rec[:, cl.R_CRC].astype(np.int32)
             ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
+            entries = _entry_columns(res, base) if dledger is not None else None
             stats["records"] += n
-            stats["dispatched"] += int(ok.sum()) if not_read_after is None else 0
+            stats["dispatched"] += int(ok.sum()) if not_read_after is None and not uncommitted else 0
             stats["size_mismatch"] += int((~ok).sum())
             stats["crc_failed"] += int((~crc_ok).sum())
             stats["physical_offset_wrong"] += int((rec[:, cl.R_PHYS] != base + rec[:, cl.R_POS]).sum())
             stats["bytes"] += int(rec[:, cl.R_STRUCT].sum())
-            if not_read_after is not None:
+            if uncommitted:
+                stats["not_committed"] += n
+            elif not_read_after is not None:
                 stats["not_read_by_reput"] += n
+            if entries is not None:
+                stats["entries_bad"] += int((~entries["ok"]).sum())
             first_no = sel.seen
             lo, hi = sel.take(n)
             if hi > lo:
-                yield from _record_items(res, lo, hi, first_no, name, base, computed, crc_ok, not_read_after)
+                gone = "not_committed" if uncommitted else "not_read" if not_read_after is not None else None
+                yield from _record_items(res, lo, hi, first_no, name, base, computed, crc_ok, gone, entries)
             if sel.done:
                 end = {"event": "stopped", "detail": f"--count {count} reached"}
                 break
         state = res.state
         stop = res.stop
         if stop == cl.Stop.SPLIT_END:
+            if cut is not None and state.bufpos >= cut:
+                if sel.open:
+                    yield _committed_event(state.bufpos, base, dledger, before=False)
+                cut, uncommitted = None, True
             continue
         pos = state.bufpos
         if stop == cl.Stop.BLANK:
-            blank = read_exact(read, pos, 4)
-            declared = int.from_bytes(blank, "big", signed=True) if len(blank) == 4 else None
-            item: Item = {
-                "type": "event", "event": "blank", "position": pos, "offset": base + pos, "size": declared,
-                "expected_size": size - pos,
-                "detail": "blank record: end of the segment's data; the reput continues at the next segment"}
-            if not_read_after is None:
-                from ..reput import next_reput_offset
-                seg = Segment(0, name, base, size, path or name, None)
-                nxt = next_reput_offset(seg, state, stop, size, config.is_master)
-                item["reput_next_offset"] = nxt
-                if nxt is not None and nxt > base + size:
-                    item["detail"] += (f"; totalSize mismatches moved the reput's offset past the segment end: it "
-                                       f"continues at {nxt}, skipping the segment at {base + size}")
-            if declared is not None and declared < END_FILE_MIN_BLANK_LENGTH:
-                item["detail"] += f"; its size {declared} is below the minimum {END_FILE_MIN_BLANK_LENGTH}"
-            if sel.open:
-                yield item
+            yield from _blank_event(read, pos, name, base, size, state, stop, config, path, not_read_after,
+                                    dledger is not None, sel)
             end = {"event": "blank", "position": pos}
             break
         if stop == cl.Stop.SLICE_END or pos >= size:
@@ -213,7 +281,9 @@ def iter_commitlog(read: cl.Reader, *, name: str, size: int, config: BrokerConfi
             end = {"event": "segment_end", "position": pos}
             break
         # an unreadable record, a bad magic code, or zeros
-        why = classify_unreadable(read, size, pos, accept_v2=bool(getattr(config, "accepts_v2_records", True)))
+        accept_v2 = bool(getattr(config, "accepts_v2_records", True))
+        why = (classify_unreadable(read, size, pos, accept_v2=accept_v2) if dledger is None
+               else classify_unreadable_entry(read, size, pos, accept_v2=accept_v2))
         after = first_nonzero(read, pos, size, min(window, SCAN_WINDOW)) if why.kind == "end_of_data" else pos
         if why.kind == "end_of_data" and after < 0:
             if sel.open:
@@ -223,19 +293,27 @@ def iter_commitlog(read: cl.Reader, *, name: str, size: int, config: BrokerConfi
             break
         reput_note = ("a master's reput skips the rest of the segment" if config.is_master
                       else "a slave's reput stops here for good")
-        item = {"type": "event", "event": why.kind, "position": pos, "offset": base + pos, **_prefixed(why),
-                "detail": why.detail + ("; non-zero bytes follow at position " + str(after)
-                                        if why.kind == "end_of_data" else "")
-                + f"; {reput_note} (CommitLog.checkMessageAndReturnSize returns -1)"}
+        checker = "DLedgerCommitLog" if dledger is not None else "CommitLog"
+        item: Item = {"type": "event", "event": why.kind, "position": pos, "offset": base + pos, **_prefixed(why),
+                      "detail": why.detail + ("; non-zero bytes follow at position " + str(after)
+                                              if why.kind == "end_of_data" else "")
+                      + f"; {reput_note} ({checker}.checkMessageAndReturnSize returns -1)"}
         if sel.open:
             yield item
         if not_read_after is None:
             not_read_after = pos
-        found = cl.resync(read, base, max(pos + 1, after - OFF_MAGIC if after > pos else pos + 1), size, size)
+        found = cl.resync(read, base, max(pos + 1, after - OFF_MAGIC if after > pos else pos + 1), size, size,
+                          dledger=dledger is not None)
+        if cut is not None and found >= cut:
+            if sel.open:
+                yield _committed_event(cut, base, dledger, before=False)
+            cut, uncommitted = None, True
         if found < 0:
+            what = "an entry start (its magic, its own pos, size = body size + 48)" if dledger is not None \
+                else "a record start (a known magic code with its own physicalOffset)"
             if sel.open:
                 yield {"type": "event", "event": "no_more_records", "position": pos, "offset": base + pos,
-                       "detail": "no record start found after it (a known magic code with its own physicalOffset)"}
+                       "detail": f"no {what} found after it"}
             end = {"event": why.kind, "position": pos}
             break
         if sel.open:
@@ -244,8 +322,64 @@ def iter_commitlog(read: cl.Reader, *, name: str, size: int, config: BrokerConfi
                    "detail": f"next record found by content at position {found}; the records from here on are "
                              "not read by the broker's reput (\"reput\": \"not_read\")"}
         state = cl.WalkState.at_slice_start(found, size)
-    yield {"type": "summary", "kind": KIND_COMMITLOG, "name": name, **stats, "end": end,
+    yield {"type": "summary", "kind": kind, "name": name, **stats, "end": end,
            "reput_stops_at": not_read_after, **sel.summary()}
+
+
+def _committed_event(pos: int, base: int, dledger: DLedgerFile | None, *, before: bool) -> Item:
+    """Where the committed data of a DLedger log ends (``DLedgerCommitLog.getData`` hands the reput
+    nothing at or past it)."""
+    assert dledger is not None
+    where = (f"the log's committed position {dledger.committed_pos} (end of entry {dledger.committed_index}) is "
+             "at or before this file" if before else
+             f"the committed data ends here (entry {dledger.committed_index}, committedIndex of the log's checkpoint)")
+    return {"type": "event", "event": "committed_end", "position": pos, "offset": base + pos,
+            "detail": f"{where}: the reput reads nothing from here on (\"reput\": \"not_committed\")"}
+
+
+def _blank_event(read: cl.Reader, pos: int, name: str, base: int, size: int, state: cl.WalkState, stop: int,
+                 config: BrokerConfig, path: str | None, not_read_after: int | None, dledger: bool,
+                 sel: Selection) -> Iterator[Item]:
+    """The blank that ends a segment's data: a commitlog blank record (its totalSize first), or a
+    DLedger blank (magic -1, then its length)."""
+    if dledger:
+        head = read_exact(read, pos, 8)
+        declared = blank_length(head) if is_blank(head) else None
+        detail = "DLedger blank (MmapFileList.preAppend): end of the file's data; the reput continues at the next file"
+    else:
+        blank = read_exact(read, pos, 4)
+        declared = int.from_bytes(blank, "big", signed=True) if len(blank) == 4 else None
+        detail = "blank record: end of the segment's data; the reput continues at the next segment"
+    item: Item = {"type": "event", "event": "blank", "position": pos, "offset": base + pos, "size": declared,
+                  "expected_size": size - pos, "detail": detail}
+    if not_read_after is None:
+        from ..reput import next_reput_offset
+        seg = Segment(0, name, base, size, path or name, None, dledger=dledger)
+        nxt = next_reput_offset(seg, state, stop, size, config.is_master)
+        item["reput_next_offset"] = nxt
+        if nxt is not None and nxt > base + size:
+            item["detail"] += (f"; totalSize mismatches moved the reput's offset past the segment end: it "
+                               f"continues at {nxt}, skipping the segment at {base + size}")
+    if not dledger and declared is not None and declared < END_FILE_MIN_BLANK_LENGTH:
+        item["detail"] += f"; its size {declared} is below the minimum {END_FILE_MIN_BLANK_LENGTH}"
+    if sel.open:
+        yield item
+
+
+def _entry_columns(res: cl.WalkResult, base: int) -> dict[str, np.ndarray]:
+    """The entry header before each record of a DLedger walk (:func:`store_format.dledger.entry_headers`)
+    and whether it agrees with the record behind it: the known magic, its own position as ``pos``, its
+    size the body size plus the header, the body the record (``ok``).  ``present`` is false for a record
+    read without a header (a plain record at an entry's place)."""
+    rec = res.rec
+    text = np.asarray(res.text, dtype=np.uint8)
+    starts = rec[:, cl.R_POS] - ENTRY_HEADER_SIZE - res.text_origin
+    present = starts >= 0
+    hdr = entry_headers(text, np.where(present, starts, 0))
+    cols = {f: hdr[f].astype(np.int64) for f in hdr.dtype.names or ()}
+    ok = (present & (cols["magic"] == ENTRY_MAGIC) & (cols["pos"] == base + rec[:, cl.R_POS] - ENTRY_HEADER_SIZE)
+          & (cols["size"] == cols["body_size"] + ENTRY_HEADER_SIZE) & (cols["body_size"] == rec[:, cl.R_TOTAL]))
+    return {**cols, "present": present, "ok": ok}
 
 
 def _prefixed(why: Unreadable) -> dict[str, Any]:
@@ -254,8 +388,11 @@ def _prefixed(why: Unreadable) -> dict[str, Any]:
 
 
 def _record_items(res: cl.WalkResult, lo: int, hi: int, first_no: int, segment: str, base: int,
-                  computed_crc: np.ndarray, crc_ok: np.ndarray, not_read_after: int | None) -> Iterator[Item]:
-    """Records ``lo .. hi - 1`` of one walk as dicts (the fields of :func:`store_format.records.detail_columns`)."""
+                  computed_crc: np.ndarray, crc_ok: np.ndarray, gone: str | None,
+                  entries: dict[str, np.ndarray] | None = None) -> Iterator[Item]:
+    """Records ``lo .. hi - 1`` of one walk as dicts (the fields of :func:`store_format.records.detail_columns`),
+    each with its DLedger entry header's fields (``entry_*``) when ``entries`` has them (:func:`_entry_columns`).
+    ``gone``: the reput reads none of them (``not_read``, ``not_committed``)."""
     rec = res.rec
     text = np.asarray(res.text, dtype=np.uint8)
     detail = detail_columns(res)
@@ -278,8 +415,8 @@ def _record_items(res: cl.WalkResult, lo: int, hi: int, first_no: int, segment: 
         pos = int(r[cl.R_POS])
         status_ok = int(r[cl.R_STATUS]) == cl.Status.DISPATCHED
         flags = int(r[cl.R_FLAGS]) if status_ok else 0
-        if not_read_after is not None:
-            reput = "not_read"
+        if gone is not None:
+            reput = gone
         elif status_ok:
             reput = "dispatched"
         else:
@@ -308,4 +445,10 @@ def _record_items(res: cl.WalkResult, lo: int, hi: int, first_no: int, segment: 
         }
         if not crc_ok[i]:
             item["body_crc_computed"] = int(computed_crc[i])
+        if entries is not None:
+            present = bool(entries["present"][i])
+            item["entry_position"] = pos - ENTRY_HEADER_SIZE if present else None
+            for f in ENTRY_FIELD_NAMES:
+                item[f"entry_{f}"] = int(entries[f][i]) if present else None
+            item["entry_ok"] = bool(entries["ok"][i])
         yield item

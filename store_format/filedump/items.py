@@ -5,18 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Item", "KIND_COMMITLOG", "KIND_CONSUME_QUEUE", "KIND_INDEX", "KIND_CHECKPOINT", "KIND_CONFIG", "KINDS",
-           "Selection"]
+__all__ = ["Item", "KIND_COMMITLOG", "KIND_DLEDGER", "KIND_DLEDGER_INDEX", "KIND_CONSUME_QUEUE", "KIND_INDEX",
+           "KIND_CHECKPOINT", "KIND_CONFIG", "KINDS", "Selection"]
 
 
 Item = dict[str, Any]
 
 KIND_COMMITLOG = "commitlog"
+KIND_DLEDGER = "dledger"              # a DLedger data file: dledger-<selfId>/data/<20 digits>
+KIND_DLEDGER_INDEX = "dledger_index"  # a DLedger index file: dledger-<selfId>/index/<20 digits>
 KIND_CONSUME_QUEUE = "consume_queue"
 KIND_INDEX = "index"
 KIND_CHECKPOINT = "checkpoint"
 KIND_CONFIG = "config"
-KINDS = (KIND_COMMITLOG, KIND_CONSUME_QUEUE, KIND_INDEX, KIND_CHECKPOINT, KIND_CONFIG)
+KINDS = (KIND_COMMITLOG, KIND_DLEDGER, KIND_DLEDGER_INDEX, KIND_CONSUME_QUEUE, KIND_INDEX, KIND_CHECKPOINT,
+         KIND_CONFIG)
 
 
 class Selection:

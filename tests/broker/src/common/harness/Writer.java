@@ -94,9 +94,13 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * writes that record's physicalOffset field as its offset plus four segment sizes (its body CRC still holds;
  * the line adds {@code damagedOffsetRecord}); {@code checkpointLogicsPhysicalOffset} ({@code "set": n} or
  * {@code "put": i}, the offset of that put's record, and/or {@code "add": n}) changes the checkpoint's
- * logicsPhysicalOffset (the line adds the value the restart finds); with {@code loadMayFail} a restart whose {@code load()} fails is reported ({@code loadFailed})
- * instead of failing the scenario. {@code restartCopies} (an int) runs that restart
- * again on as many fresh copies of {@code before/} ({@link #restartCopies}).
+ * logicsPhysicalOffset (the line adds the value the restart finds); with {@code loadMayFail} a restart whose
+ * {@code load()} fails is reported ({@code loadFailed}) instead of failing the scenario. {@code restartCopies}
+ * (an int) runs that restart again on as many fresh copies of {@code before/} ({@link #restartCopies}).
+ * {@code reputDamage} ({@link ReputOnly}):
+ * the restart's recovery dispatches nothing, one record is damaged after it, and the reput alone dispatches
+ * from the commitlog's min offset until it stands still (it may stop for good before the end); {@code store/}
+ * keeps the damaged commitlog and the line adds {@code damagedRecord} and {@code reputStoodAt}.
  */
 public final class Writer {
     private Writer() {
@@ -246,6 +250,9 @@ public final class Writer {
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
         DefaultMessageStore store = Stores.open(props, root, role, topics);
+        JsonObject reputDamage = sc.has("reputDamage") ? sc.getAsJsonObject("reputDamage") : null;
+        List<org.apache.rocketmq.store.CommitLogDispatcher> dispatchers =
+            reputDamage == null ? null : ReputOnly.takeDispatchers(store);
         boolean loaded = store.load();
         if (!loaded && sc.has("loadMayFail")) {  // the restart itself fails: reported, broker.conf still written
             out.addProperty("loadFailed", true);
@@ -258,6 +265,14 @@ public final class Writer {
             return;
         }
         check(loaded, "store load failed on restart");
+        if (reputDamage != null) {  // the recovery dispatched nothing; now the damage, for the reput alone
+            ReputOnly.putDispatchers(store, dispatchers);
+            long at = reputDamage.has("offset") ? reputDamage.get("offset").getAsLong()
+                : wrote.get(reputDamage.get("message").getAsInt());
+            ReputOnly.damage(root, Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog(), at,
+                reputDamage.get("field").getAsString(), reputDamage.get("value").getAsInt());
+            out.addProperty("damagedRecord", at);
+        }
         // a RocksDB consume queue (storeType=defaultRocksDB) has no queue files to report: its database is
         // read back after the restart instead
         boolean queueFiles = !"defaultRocksDB".equals(props.getProperty("storeType"));
@@ -269,8 +284,13 @@ public final class Writer {
         store.start();
         LineAdapter.afterStart(store);
         try {
-            DLedger.awaitCommitted(store, 30_000);
-            Stores.awaitDispatched(store, 60_000);
+            if (reputDamage != null) {
+                ReputOnly.reputFrom(store, store.getMinPhyOffset());
+                out.addProperty("reputStoodAt", ReputOnly.awaitQuiet(store, 1_500, 60_000));
+            } else {
+                DLedger.awaitCommitted(store, 30_000);
+                Stores.awaitDispatched(store, 60_000);
+            }
             out.addProperty("maxPhyOffset", store.getMaxPhyOffset());
             boolean reportQueues = sc.has("reportQueues") && sc.get("reportQueues").getAsBoolean();
             if ((keepQueues || reportQueues) && queueFiles) {

@@ -1,0 +1,232 @@
+"""5.x ``enableBuildConsumeQueueConcurrently=true`` on a damaged commitlog, checked against the broker's
+``ConcurrentReputMessageService``.
+
+The JVM harness (:mod:`broker_harness`, ``reputDamage``: ``tests/broker/src/common/harness/ReputOnly.java``)
+writes a store with the published RocketMQ store, deletes ``consumequeue/`` and ``index/``, opens it
+again with the recovery's dispatch switched off, damages one record in the middle of the commitlog (a
+segment with more after it) and lets the broker's reput alone dispatch from the commitlog's min offset
+until it stands still: what a plain ``rebuild`` models.  Damages: an illegal magic code (``magic``), a
+negative totalSize (``negsize``), a totalSize running past the data (``bigsize``), all in the 31st put's
+record, and an illegal magic code in the first record of the third segment (``segstart``).  Each store is written
+with the setting (``creput``) and without it (``sreput``: the sequential ``ReputMessageService``).
+
+* the broker's concurrent reput stood still AT the damaged record; the sequential one went on to the end;
+* ``rebuild`` with the store's broker.conf writes the broker's consume queue and index files byte for byte,
+  with and without the setting;
+* the broker's files with the setting differ from those without it, and so do our rebuilds of the same
+  store: the comparison can fail.
+
+5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_layout_scenarios import Messages
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+LINES = bh.lines_from_env("CONCURRENT_REPUT_LINES", "5.5.1")
+SEGMENT = 8192
+# the damaged record: the 31st put's (inside the third of six segments), or the first record of the third segment
+DAMAGES = {"magic": ("magic", 0x0BADBEEF, {"message": 30}), "negsize": ("totalSize", -8, {"message": 30}),
+           "bigsize": ("totalSize", 1 << 20, {"message": 30}),
+           "segstart": ("magic", 0x0BADBEEF, {"offset": 2 * SEGMENT})}
+
+
+def _scenarios(line: str) -> list[dict]:
+    g = Messages(23, ["T0", "T1", "T2"])
+    messages = [g.one() for _ in range(70)]
+    config = {"mappedFileSizeCommitLog": str(SEGMENT), "mappedFileSizeConsumeQueue": "120", "maxHashSlotNum": "101",
+              "maxIndexNum": "400"}
+    out = []
+    for what, (field, value, where) in DAMAGES.items():
+        for reput, on in (("creput", "true"), ("sreput", "false")):
+            out.append({"name": f"{line}-{reput}-{what}", "messages": messages,
+                        "config": {**config, "enableBuildConsumeQueueConcurrently": on},
+                        "reputDamage": {**where, "field": field, "value": value}})
+    return out
+
+
+SCENARIOS = {line: _scenarios(line) for line in LINES}
+CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+_RUNS: dict[str, dict] = {}
+
+
+def _write_all(request, tmp_path_factory) -> None:  # noqa: ANN001
+    """Every scenario written by the broker and rebuilt by us, once."""
+    if _RUNS:
+        return
+    work = tmp_path_factory.mktemp("concurrent-reput")
+    _RUNS.update(bh.write_lines(request, SCENARIOS, work, "damaged store(s), each dispatched by the reput alone"))
+    for r in _RUNS.values():
+        if r["written"].get("ok"):
+            r["rebuild"] = bh.rebuild(Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]])
+
+
+@pytest.fixture
+def reput(request, tmp_path_factory) -> dict:
+    """The scenario as the broker's reput left it, and our rebuild of its store."""
+    _write_all(request, tmp_path_factory)
+    r = _RUNS[request.node.callspec.params["name"]]
+    if not r["written"].get("ok"):
+        pytest.fail(f"the broker's writer failed: {r['written'].get('error')}")
+    return r
+
+
+@pytest.fixture
+def written(request, tmp_path_factory) -> dict[str, dict]:
+    """Every scenario's run (writer failures fail the test)."""
+    _write_all(request, tmp_path_factory)
+    bad = {n: r["written"].get("error") for n, r in _RUNS.items() if not r["written"].get("ok")}
+    if bad:
+        pytest.fail(f"the broker's writer failed: {bad}")
+    return _RUNS
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+
+
+def _same_files(exp: Path, ours: Path, indexes_comparable: bool) -> None:
+    assert _files(exp / "consumequeue"), "the broker wrote no consume queue"
+    assert _files(ours / "consumequeue") == _files(exp / "consumequeue"), "consumequeue file set differs"
+    for rel in _files(exp / "consumequeue"):
+        bh.same_bytes((exp / "consumequeue" / rel).read_bytes(), (ours / "consumequeue" / rel).read_bytes(), rel)
+    exp_idx, our_idx = sorted((exp / "index").iterdir()), sorted((ours / "index").iterdir())
+    assert len(our_idx) == len(exp_idx)
+    if indexes_comparable:
+        for i, (e, o) in enumerate(zip(exp_idx, our_idx)):
+            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+
+
+def _differ(a: Path, b: Path) -> bool:
+    """Two rebuilds' consume queue or index files differ (the set, or a file's bytes)."""
+    for area in ("consumequeue", "index"):
+        fa, fb = _files(a / area), _files(b / area)
+        if area == "index":
+            fa = [p.read_bytes() for p in sorted((a / area).iterdir())]
+            fb = [p.read_bytes() for p in sorted((b / area).iterdir())]
+            if fa != fb:
+                return True
+        elif fa != fb or any((a / area / r).read_bytes() != (b / area / r).read_bytes() for r in fa):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_where_the_broker_reput_stood_still(reput, line: str, name: str) -> None:
+    """The harness itself: the concurrent reput stood still at the damaged record for good, the sequential one
+    at the end (``bigsize`` too: checkMessageAndReturnSize gives -1 for a totalSize past the buffer, 5.3.3 and
+    5.5.1, and the master skips the rest of the slice)."""
+    w = reput["written"]
+    stops = "-creput-" in name
+    assert w["reputStoodAt"] == (w["damagedRecord"] if stops else w["maxPhyOffset"]), w
+    assert w["damagedRecord"] < w["maxPhyOffset"] - SEGMENT, "the damage is not in the middle of the commitlog"
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_rebuild_matches_the_broker_reput(reput, line: str, name: str) -> None:
+    """``rebuild`` of the damaged store (its broker.conf) writes the broker's files byte for byte; with the
+    setting its summary says where the concurrent reput stops for good."""
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    d = Path(reput["scenario"]["dir"])
+    _same_files(d / "expected", d / "ours", reput["written"]["indexNamesUnique"])
+
+
+@pytest.mark.parametrize("line,name", [c for c in CASES if "-creput-" in c.values[1]])
+def test_the_concurrent_stop_is_reported(reput, line: str, name: str, tmp_path: Path) -> None:
+    """The rebuild's summary (``--json``) has the walk's finding at the damaged record, saying the concurrent
+    reput stops there for good."""
+    d = Path(reput["scenario"]["dir"])
+    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
+                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
+                             "--engine", "local", "--json"])
+    assert code == 0, err[-2000:]
+    summary = json.loads(out)
+    at = [a for a in summary["anomalies"] if a["commitlog_offset"] == reput["written"]["damagedRecord"]]
+    assert len(at) == 1 and "stops here for good" in at[0]["detail"], summary["anomalies"]
+    assert not any(a["commitlog_offset"] > reput["written"]["damagedRecord"] for a in summary["anomalies"])
+
+
+@pytest.mark.parametrize("line,what", [(ln, w) for ln in LINES for w in DAMAGES])
+def test_the_two_reputs_write_different_files(written, line: str, what: str, tmp_path: Path) -> None:
+    """What makes the comparison above able to fail: the broker's concurrent reput wrote other files than its
+    sequential one on the same puts and damage, and so does our rebuild of the concurrent store without the
+    setting."""
+    conc, seq = (Path(written[f"{line}-{r}-{what}"]["scenario"]["dir"]) for r in ("creput", "sreput"))
+    assert (conc / "store" / "commitlog").is_dir() and (seq / "store" / "commitlog").is_dir()
+    assert _differ(conc / "expected", seq / "expected")
+    conf = tmp_path / "broker.conf"
+    conf.write_text((conc / "broker.conf").read_text().replace("enableBuildConsumeQueueConcurrently=true",
+                                                                 "enableBuildConsumeQueueConcurrently=false"))
+    code, _, err = bh.cli(["rebuild", "--store", str(conc / "store"), "--out", str(tmp_path / "seq"), "--config",
+                           str(conf), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables", "--engine",
+                           "local"])
+    assert code == 0, err[-2000:]
+    assert _differ(conc / "expected", tmp_path / "seq")
+    # ... and what it wrote is the broker's sequential reput's on the other store (the same puts): its consume
+    # queues byte for byte (the index files hold the store times, which differ between the two stores)
+    exp = seq / "expected" / "consumequeue"
+    assert _files(tmp_path / "seq" / "consumequeue") == _files(exp)
+    for rel in _files(exp):
+        bh.same_bytes((exp / rel).read_bytes(), (tmp_path / "seq" / "consumequeue" / rel).read_bytes(), rel)
+
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_as_restart_and_the_refused_case(written, line: str, tmp_path: Path) -> None:
+    """``--as-restart`` of the damaged store: the 5.x restart's recovery checks what it dispatches and cuts at
+    the damaged record, so the reput never meets it (no row about the concurrent reput; the broker's
+    concurrent reput wrote the same consume queues, having stopped there).  The same record with a good
+    magic code and a totalSize 8 bytes too long (a size mismatch, which ``preCheckMessageAndReturnSize``
+    accepts and the batches parse again): refused in one line, exit 2."""
+    from store_format.corruption import set_magic_code, set_total_size
+    from store_format.layout import MAGIC_V1
+    r = written[f"{line}-creput-magic"]
+    d, at = Path(r["scenario"]["dir"]), r["written"]["damagedRecord"]
+    args = ["--config", str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
+            "--engine", "local"]
+    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "r"), "--as-restart",
+                             "--json", *args])
+    assert code == 0, err[-2000:]
+    rows = json.loads(out)["anomalies"]
+    assert [(a["kind"], a["commitlog_offset"]) for a in rows] == [("restart_discards", at)], rows
+    exp = d / "expected" / "consumequeue"
+    assert _files(tmp_path / "r" / "consumequeue") == _files(exp)
+    for rel in _files(exp):
+        bh.same_bytes((exp / rel).read_bytes(), (tmp_path / "r" / "consumequeue" / rel).read_bytes(), rel)
+    store = tmp_path / "store"
+    store.mkdir()
+    shutil.copytree(d / "store" / "commitlog", store / "commitlog")
+    set_magic_code(str(store), at, MAGIC_V1 & 0xFFFFFFFF)
+    set_total_size(str(store), at, delta=8)
+    code, _, err = bh.cli(["rebuild", "--store", str(store), "--out", str(tmp_path / "o"), *args])
+    lines = [ln for ln in err.splitlines() if "enableBuildConsumeQueueConcurrently" in ln]
+    assert code == 2 and len(lines) == 1 and "not reproduced" in lines[0], err[-2000:]
+
+
+def test_the_tables_hold_the_same_findings(written, tmp_path: Path) -> None:
+    """With the Delta tables (Spark): the run's findings, the concurrent stop's row included, are the
+    anomalies table's, and the files are those of the run without tables."""
+    from pipelines.tables.runs import snapshot
+    line = LINES[-1]
+    r = written[f"{line}-creput-magic"]
+    d = Path(r["scenario"]["dir"])
+    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
+                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--split-size",
+                             "4k", "--tables", str(tmp_path / "tables"), "--json"])
+    assert code == 0, err[-2000:]
+    rows = json.loads(out)["anomalies"]
+    assert any("stops here for good" in a["detail"] for a in rows)
+    table = snapshot(str(tmp_path / "tables")).read_arrow("anomalies").to_pylist()
+    assert sorted((a["kind"], a["commitlog_offset"], a["detail"]) for a in table) == \
+        sorted((a["kind"], a["commitlog_offset"], a["detail"]) for a in rows)
+    _same_files(d / "expected", tmp_path / "o", r["written"]["indexNamesUnique"])
