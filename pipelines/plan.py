@@ -43,7 +43,7 @@ def plan_splits(store: StoreLocation, split_size: int = DEFAULT_SPLIT_SIZE) -> l
         raise ValueError(f"split size {split_size} is too small; use at least 4096 bytes")
     splits: list[Split] = []
     for seg in store.segments:
-        start = 0
+        start = min(seg.start, seg.data_end)
         size = seg.data_end
         while True:
             end = min(start + split_size, size)

@@ -188,11 +188,12 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
     for seg in st.segments:
         if seg.base > plan.process_offset or seg.end <= plan.dispatch_from:
             continue
-        if seg.base < plan.dispatch_from:
-            raise StoreError(f"recovery dispatches from {plan.dispatch_from}, inside segment {seg.name}: not supported")
+        # 5.5.1 enableAcceleratedRecovery: the abnormal recovery walks its first segment from inside it
+        start = max(plan.dispatch_from - seg.base, 0)
         readable = plan.process_offset - seg.base if seg.base <= plan.process_offset < seg.end else -1
         offset_zero = config.rocksdb_cq and (plan.dispatch_above < 0 or plan.rocksdb_offset_zero)
-        kept.append(dataclasses.replace(seg, index=len(kept), readable=readable, dispatch_offset_zero=offset_zero,
+        kept.append(dataclasses.replace(seg, index=len(kept), readable=readable, start=start,
+                                        dispatch_offset_zero=offset_zero,
                                         index_offset_zero=plan.dispatch_above < 0 or plan.index_offset_zero))
     if not kept:
         raise StoreError(f"{st.uri}: a restart keeps no commitlog data (recovery cut at {plan.process_offset})")

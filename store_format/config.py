@@ -207,6 +207,10 @@ class BrokerConfig:
     commitLogRecoverMaxNum: int = 10
     enableAcceleratedRecovery: bool = False
     checkCommitLogOffsetOnRecover: bool = False
+    # 5.5.1: extra dispatch stores whose last offsets DefaultMessageStore.recover also takes (refused with
+    # enableAcceleratedRecovery after a crash: store_format.recovery)
+    indexRocksDBEnable: bool = False
+    transRocksDBEnable: bool = False
     # which broker line's reput to mirror where lines differ: "4" (4.9.x), "5" (5.0-5.3), "5.5" (5.5.x:
     # 5.x plus tag keys in the index, see docs/restart-settings.md), or "auto" (decided from the
     # records: see store_format.reput.detect_broker_version; it cannot tell 5.5 from 5.3)

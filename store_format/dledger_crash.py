@@ -28,6 +28,11 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   checkpoint's ``logicsPhysicalOffset``) is at least that, ``truncateDirtyLogicFiles`` cuts the queues the
   walk just wrote at that short offset (5.5.1 only when their largest max reaches it):
   :mod:`store_format.dledger_crash_cut`.
+* 5.5.1 ``enableAcceleratedRecovery`` and ``checkCommitLogOffsetOnRecover`` are read by
+  ``CommitLog.recoverAbnormally`` only, which a DLedger store runs on its old commitlog alone (no data file
+  yet); the first also by ``ConsumeQueueStore.getDispatchFromPhyOffset(false)``, which
+  ``DefaultMessageStore.recover`` asks first and which throws on a checkpoint logicsPhysicalOffset <= 0 with a
+  physicMsgTimestamp: the broker's ``load()`` fails (refused, :class:`store_format.errors.RestartFailsError`).
 * A store converted in place (old ``commitlog/`` files below ``dividedCommitlogOffset``, the first data
   file's offset): once DLedger has data files, ``dledgerRecoverAbnormally`` walks them alone as above;
   its call of the base ``CommitLog.recoverAbnormally`` over the old files (``isInrecoveringOldCommitlog``,
@@ -53,7 +58,7 @@ from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_cut import QueueCut, QueuesOnDisk, QueueTrack, cut_queues
 from .dledger_recovery import DLedgerRecovery
-from .errors import UnsupportedConfigError
+from .errors import RestartFailsError, UnsupportedConfigError
 from .filedump.checkpoint import Checkpoint
 from .layout import (
     BORN_HOST_OFFSET,
@@ -126,19 +131,26 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     restart starts without them), which the walk's dispatch adds to and the cut takes units from.
 
     Raises:
-        UnsupportedConfigError: what is not modelled: a RocksDB consume queue, 5.5.1
-            ``enableAcceleratedRecovery``, ``forceVerifyPropCRC``, a message check that ends the walk
-            elsewhere than DLedger's recovery ends the log, the cases of the queue truncation at the short
-            ``processOffset`` that :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from
-            before the walk's file (a converted store's old files are below every data file: refused there
-            too).
+        RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
+            (and a physicMsgTimestamp): the broker's ``load()`` fails.
+        UnsupportedConfigError: what is not modelled: a RocksDB consume queue, ``forceVerifyPropCRC``, a
+            message check that ends the walk elsewhere than DLedger's recovery ends the log, the cases of the
+            queue truncation at the short ``processOffset`` that
+            :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
+            converted store's old files are below every data file: refused there too).
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
     if config.rocksdb_cq:
         raise _refuse("a RocksDB consume queue store")
-    if config.brokerVersion == "5.5" and config.enableAcceleratedRecovery:
-        raise _refuse("enableAcceleratedRecovery=true")
+    if config.brokerVersion == "5.5" and config.enableAcceleratedRecovery and cp.physic_msg_timestamp > 0 \
+            and cp.logics_physical_offset <= 0:
+        # DefaultMessageStore.recover asks ConsumeQueueStore.getDispatchFromPhyOffset(false) first, which throws;
+        # past that, dledgerRecoverAbnormally's walk over the data files reads neither setting
+        raise RestartFailsError(
+            f"enableAcceleratedRecovery=true with a checkpoint whose logicsPhysicalOffset is "
+            f"{cp.logics_physical_offset}: the 5.5.1 broker's abnormal restart fails to load the store "
+            "(ConsumeQueueStore.getDispatchFromPhyOffset throws); nothing to predict")
     if config.checkCRCOnRecover and config.forceVerifyPropCRC:
         raise _refuse("forceVerifyPropCRC=true (a CRC property over the whole record is checked)")
     log = st.dledger

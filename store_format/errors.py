@@ -1,7 +1,8 @@
 """The project's exception hierarchy: one base type, each message says what to do."""
 from __future__ import annotations
 
-__all__ = ["StoreError", "StoreLayoutError", "UnsupportedConfigError", "CorruptStoreError", "UsageError"]
+__all__ = ["StoreError", "StoreLayoutError", "UnsupportedConfigError", "CorruptStoreError", "UsageError",
+           "RestartFailsError"]
 
 
 class StoreError(Exception):
@@ -23,3 +24,8 @@ class CorruptStoreError(StoreError):
 class UsageError(StoreError):
     """A command line or a call that cannot run as given (a file that is no store file, options that
     do not go together)."""
+
+
+class RestartFailsError(StoreError):
+    """The broker's own restart on this store fails (its ``load()`` throws), so there is no restart to
+    reproduce or predict."""

@@ -38,6 +38,12 @@ Mirrors (rocketmq-all-4.9.8 and rocketmq-all-5.3.3, ``store/``; rocketmq-store 5
   normal one dispatches only records above 0 (the record at offset 0 is not dispatched, as in a plain
   rebuild: :mod:`store_format.rocksdb_cq`), the abnormal one every record it accepts, offset 0 included.
 
+* 5.5.1 ``recoverAbnormally`` only: with ``enableAcceleratedRecovery`` the walk starts inside its start segment
+  at ``dispatchFromPhyOffset`` (the checkpoint's logicsPhysicalOffset; a RocksDB consume queue's max physical
+  offset), and nothing before it is dispatched (:func:`_accelerated_start`; a restart whose ``load()`` then
+  fails is refused, :class:`store_format.errors.RestartFailsError`); with ``checkCommitLogOffsetOnRecover`` a
+  record whose physicalOffset field lies outside its segment ends the walk (:func:`_offset_check`).
+
 * What is checked: each record with ``checkMessageAndReturnSize(buffer, checkCRC=checkCRCOnRecover,
   readBody=true)`` (``checkCRCOnRecover`` defaults to true in both versions; 5.3.3 with
   ``forceVerifyPropCRC=true`` checks a CRC property instead, not reproduced).  The walk stops at the first
@@ -89,7 +95,7 @@ from . import commitlog as cl
 from .anomalies import AnomalyKind as K
 from .config import BrokerConfig
 from .crc import body_crc_spans
-from .errors import UnsupportedConfigError
+from .errors import RestartFailsError, UnsupportedConfigError
 from .filedump.checkpoint import Checkpoint, parse_checkpoint
 from .filedump.commitlog import classify_unreadable
 from .layout import (
@@ -140,9 +146,10 @@ class RecoveryPlan:
         check_crc: whether bodies were checked (``checkCRCOnRecover``).
         dispatch_from: commitlog offset from which a restart with ``consumequeue/`` and ``index/``
             deleted dispatches records (the first segment's base, or ``checked_from`` where recovery
-            itself dispatches and the reput then starts at the end).
+            itself dispatches and the reput then starts at the end; inside that segment with 5.5.1
+            ``enableAcceleratedRecovery`` after a crash).
         stop_kind: ``end_of_data``, ``crc_mismatch``, ``bad_magic``, ``size_mismatch``, ``unreadable_record``,
-            ``blank_in_last_segment`` or ``segment_end``.
+            ``blank_in_last_segment``, ``segment_end`` or ``offset_mismatch`` (``checkCommitLogOffsetOnRecover``).
         segments: segments in the store before recovery.
         restart_reput_from: where ``DefaultMessageStore.start`` sets the reput after a recovery that
             dispatched (4.9 abnormal; 5.x with ``recheckReputOffsetFromCq=true``), -1 where it starts at
@@ -301,6 +308,22 @@ def recovery_start_index(store: StoreLocation, config: BrokerConfig, *, abnormal
     return i
 
 
+def _accelerated_start(seg: Segment, dispatch_from_phy_offset: int) -> int:
+    """5.5.1 ``recoverAbnormally`` with ``enableAcceleratedRecovery``: the walk starts at position
+    ``dispatchFromPhyOffset - base`` of its start segment (the checkpoint's logicsPhysicalOffset; a RocksDB
+    consume queue's max physical offset), at 0 where that is negative; past the segment's end
+    ``ByteBuffer.position`` throws and the broker does not load."""
+    pos = dispatch_from_phy_offset - seg.base
+    if pos < 0:
+        return 0
+    if pos > seg.size:
+        raise RestartFailsError(
+            f"enableAcceleratedRecovery=true: the checkpoint's logicsPhysicalOffset {dispatch_from_phy_offset} lies "
+            f"past the end of segment {seg.name}, where the 5.5.1 abnormal recovery starts: the broker's restart "
+            "fails to load the store (ByteBuffer.position throws); nothing to predict")
+    return pos
+
+
 @dataclasses.dataclass
 class _Stop:
     offset: int
@@ -354,10 +377,26 @@ def _first_stop(rec: np.ndarray, i: int, seg: Segment, bad_v2: np.ndarray, body_
                                        f"{int(rec[i, cl.R_STRUCT])} bytes its fields give")
 
 
+def _offset_check(res: cl.WalkResult, n_ok: int, seg: Segment, stop: _Stop | None) -> tuple[_Stop | None, int]:
+    """5.5.1 ``recoverAbnormally`` with ``checkCommitLogOffsetOnRecover``: a record it accepted whose
+    physicalOffset field lies below its segment's base or above base + file size ends the walk there."""
+    phys = res.rec[:n_ok, cl.R_PHYS]
+    bad = (phys < seg.base) | (phys > seg.base + seg.size)
+    if not bad.any():
+        return stop, n_ok
+    i = int(np.argmax(bad))
+    pos = int(res.rec[i, cl.R_POS])
+    return _Stop(seg.base + pos, "offset_mismatch",
+                 f"checkCommitLogOffsetOnRecover: the record at offset {seg.base + pos} (segment {seg.name} position "
+                 f"{pos}) gives physicalOffset {int(phys[i])}, outside its segment"), i
+
+
 def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, check_crc: bool,
-                   window: int, accepted: Accepted | None = None) -> _Stop:
-    """Walk segments from ``store.segments[first]`` as ``recoverNormally``/``recoverAbnormally`` do and
-    return where they stop (``processOffset``); ``accepted`` collects what the accepted records leave."""
+                   window: int, accepted: Accepted | None = None, start_pos: int = 0,
+                   offset_check: bool = False) -> _Stop:
+    """Walk segments from ``store.segments[first]`` (position ``start_pos`` in it) as
+    ``recoverNormally``/``recoverAbnormally`` do and return where they stop (``processOffset``);
+    ``accepted`` collects what the accepted records leave; ``offset_check``: :func:`_offset_check`."""
     accepted = accepted if accepted is not None else Accepted()
     segs = store.segments
     scratch = cl.Scratch()
@@ -365,13 +404,15 @@ def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, ch
     index = first
     while True:
         seg = segs[index]
-        state = cl.WalkState.at_slice_start(0, seg.size)
+        state = cl.WalkState.at_slice_start(start_pos if index == first else 0, seg.size)
         with store.reader(seg) as read:
             while True:
                 split_end = min(state.bufpos + window, seg.size + 1)
                 res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=window + _WINDOW_MARGIN,
                                     keep_text=True, scratch=scratch)
                 stop, n_ok = check_rows(res, seg, check_crc=check_crc, is_5x=is_5x)
+                if offset_check:
+                    stop, n_ok = _offset_check(res, n_ok, seg, stop)
                 accepted.add(res, n_ok)
                 if stop is not None:
                     return stop
@@ -407,7 +448,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         store: the store (its segments; ``abort`` and ``checkpoint`` files are read from its root).
         config: broker settings: ``brokerVersion`` (``auto`` is detected from the records) picks the
             4.9.x or 5.x rules; ``checkCRCOnRecover``, ``messageIndexSafe``, ``forceVerifyPropCRC``,
-            ``recheckReputOffsetFromCq`` and ``enableControllerMode`` as docs/restart-settings.md says;
+            ``recheckReputOffsetFromCq``, ``enableControllerMode``, ``enableAcceleratedRecovery`` and
+            ``checkCommitLogOffsetOnRecover`` as docs/restart-settings.md says;
             ``brokerId`` decides the reput's walk used for the discarded counts.
         abnormal: None: as the broker decides, from the ``abort`` file (present: the last shutdown was
             not clean).
@@ -421,6 +463,7 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     Returns:
         A :class:`RecoveryPlan`.
     Raises:
+        RestartFailsError: 5.5.1 with ``enableAcceleratedRecovery=true`` where the broker's ``load()`` fails.
         UnsupportedConfigError: 5.x with ``forceVerifyPropCRC=true`` (a whole-record CRC property is checked
             instead of the body CRC; not reproduced) or ``enableControllerMode=true``; a start whose second
             reput would write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`).
@@ -438,13 +481,18 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     is_5x = config.is_5x
     if abnormal is None:
         abnormal = store.broker_may_be_running()
-    if config.brokerVersion == "5.5" and abnormal and (config.enableAcceleratedRecovery
-                                                       or config.checkCommitLogOffsetOnRecover):
-        raise UnsupportedConfigError(
-            "enableAcceleratedRecovery/checkCommitLogOffsetOnRecover=true: a 5.5.1 abnormal recovery then starts "
-            "inside a segment at the checkpoint's logicsPhysicalOffset or checks each record's offset field: not "
-            "reproduced; let the broker recover")
     cp = parse_checkpoint(checkpoint) if checkpoint is not None else read_checkpoint(store)
+    accelerated = config.brokerVersion == "5.5" and abnormal and config.enableAcceleratedRecovery
+    if accelerated and not config.rocksdb_cq and cp.physic_msg_timestamp > 0 and cp.logics_physical_offset <= 0:
+        raise RestartFailsError(
+            f"enableAcceleratedRecovery=true with a checkpoint whose logicsPhysicalOffset is "
+            f"{cp.logics_physical_offset}: the 5.5.1 broker's abnormal restart fails to load the store "
+            "(ConsumeQueueStore.getDispatchFromPhyOffset throws); nothing to predict")
+    if accelerated and (config.indexRocksDBEnable or config.transRocksDBEnable):
+        raise UnsupportedConfigError(
+            "enableAcceleratedRecovery=true with indexRocksDBEnable/transRocksDBEnable: a 5.5.1 abnormal recovery "
+            "then starts at the smallest last offset of those RocksDB stores (DefaultMessageStore.recover), which "
+            "this project does not read; let the broker recover")
     crc = config.checkCRCOnRecover if check_crc is None else bool(check_crc)
     if is_5x and config.enableControllerMode:
         raise UnsupportedConfigError(
@@ -462,16 +510,20 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
                                  max_phy_offset_of_consume_queue=max_phy)
     segs = store.segments
     checked_from = segs[first].base
+    start_pos = _accelerated_start(segs[first], cp.logics_physical_offset if not config.rocksdb_cq else max_phy) \
+        if accelerated else 0
     accepted = Accepted()
-    stop = _recovery_walk(store, first, config, check_crc=crc, window=window, accepted=accepted)
+    stop = _recovery_walk(store, first, config, check_crc=crc, window=window, accepted=accepted, start_pos=start_pos,
+                          offset_check=config.brokerVersion == "5.5" and abnormal
+                          and config.checkCommitLogOffsetOnRecover)
     process_offset = stop.offset
     kept = sum(1 for s in segs if s.base <= process_offset)
     records, nbytes = reput_records_from(store, config, process_offset, window, _WINDOW_MARGIN)
-    dispatch_from = segs[0].base if (not is_5x and not abnormal) else checked_from
+    dispatch_from = segs[0].base if (not is_5x and not abnormal) else checked_from + start_pos
     second = None
     dispatch_above = max_phy if is_5x and not abnormal else -1
     if max_phy_offset_of_consume_queue < 0 and (is_5x or abnormal):
-        second = start_reput_check(config, segs[0].base, checked_from, process_offset, accepted,
+        second = start_reput_check(config, segs[0].base, dispatch_from, process_offset, accepted,
                                    abnormal=abnormal, batch_topics=store.batch_topics, dispatch_above=dispatch_above)
     plan = RecoveryPlan(
         mode=MODE_ABNORMAL if abnormal else MODE_NORMAL, process_offset=process_offset, checked_from=checked_from,

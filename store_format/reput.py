@@ -122,7 +122,7 @@ def follow_reput(store: StoreLocation, config: BrokerConfig,
     last = store.segments[-1]
     limit_abs: int | None = None
     asked = False
-    reput = store.segments[0].base
+    reput = store.segments[0].base + store.segments[0].start
     while True:
         seg = store.segment_at(reput)
         if seg is None:

@@ -47,6 +47,9 @@ class Segment:
     path: str        # path inside the filesystem
     mtime_ms: int | None
     readable: int = -1  # where the data the broker reads ends (its write position); -1: the whole file
+    # where the dispatch of this segment begins: 0, or inside the first segment a 5.5.1 abnormal recovery with
+    # enableAcceleratedRecovery walks from (the checkpoint's logicsPhysicalOffset: store_format.recovery)
+    start: int = 0
     dledger: bool = False  # a DLedger data file: records behind entry headers (store_format.dledger)
     # RocksDB consume queue: the record at commitlog offset 0 is dispatched (a restart's abnormal recovery:
     # store_format.recovery), not read only as a rebuild into an empty database does (store_format.rocksdb_cq)

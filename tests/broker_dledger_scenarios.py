@@ -126,14 +126,25 @@ def abort_scenarios(line: str) -> list[dict]:
     DLedger's checkpoint seven entries behind the log's end (``dledgerCommittedBack``: the crash came before
     the group committed them), and ``<line>-dledger-abort-norecheck`` is the same without
     ``recheckReputOffsetFromCq``, its whole log committed, and ``<line>-dledger-abort-converted`` the
-    ``converted`` store restarted after a crash (old ``commitlog/`` files before the DLedger data)."""
+    ``converted`` store restarted after a crash (old ``commitlog/`` files before the DLedger data).  5.5.1:
+    ``<line>-dledger-abort-accel`` is ``<line>-dledger-abort`` with ``enableAcceleratedRecovery=true`` and
+    ``checkCommitLogOffsetOnRecover=true`` (which ``dledgerRecoverAbnormally`` does not read), and
+    ``-accel-load-fails`` that with the checkpoint's logicsPhysicalOffset set to 0, on which the broker's
+    ``load()`` fails (``loadMayFail``)."""
     plain, _, converted = dledger_scenarios(line)
     if line.startswith("4"):
         return [{**plain, "abort": True, "name": f"{line}-dledger-abort"}]
     conf = {k: v for k, v in plain["config"].items() if k != "recheckReputOffsetFromCq"}
-    return [{**plain, "abort": True, "restartCopies": 1, "dledgerCommittedBack": 7, "name": f"{line}-dledger-abort"},
-            {**plain, "config": conf, "abort": True, "name": f"{line}-dledger-abort-norecheck"},
-            {**converted, "abort": True, "name": f"{line}-dledger-abort-converted"}]
+    out = [{**plain, "abort": True, "restartCopies": 1, "dledgerCommittedBack": 7, "name": f"{line}-dledger-abort"},
+           {**plain, "config": conf, "abort": True, "name": f"{line}-dledger-abort-norecheck"},
+           {**converted, "abort": True, "name": f"{line}-dledger-abort-converted"}]
+    if line.startswith("5.5"):
+        accel = {**plain, "abort": True, "dledgerCommittedBack": 7, "name": f"{line}-dledger-abort-accel",
+                 "config": {**plain["config"], "enableAcceleratedRecovery": "true",
+                            "checkCommitLogOffsetOnRecover": "true"}}
+        out += [accel, {**accel, "name": f"{line}-dledger-abort-accel-load-fails", "loadMayFail": True,
+                        "checkpointLogicsPhysicalOffset": {"set": 0}}]
+    return out
 
 
 def small_abort_scenarios(line: str) -> list[dict]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from store_format.config import BrokerConfig, load_broker_config
-from store_format.errors import UnsupportedConfigError
+from store_format.errors import RestartFailsError, UnsupportedConfigError
 from store_format.recovery import plan_recovery
 from store_format.reput import rebuild_in_memory
 from store_format.store import open_store
@@ -149,8 +149,57 @@ def test_55_abnormal_recovery_starts_at_the_checkpoint_logics_physical_offset(tm
     ts3 = times[first_of[bases[3]]]
     assert plan_recovery(st, _restart_conf(), abnormal=True, checkpoint=cp(ts3, 0)).checked_from == bases[3]
     assert plan_recovery(st, _restart_conf(), abnormal=True, checkpoint=cp(ts3 - 1, 0)).checked_from == bases[2]
-    with pytest.raises(UnsupportedConfigError, match="enableAcceleratedRecovery"):
-        plan_recovery(st, _restart_conf("enableAcceleratedRecovery=true"), abnormal=True, checkpoint=cp(0, bases[2]))
+
+
+def _cp(logics_ts: int, logics_phys: int) -> bytes:
+    return struct.pack(">qqqqqq", logics_ts, logics_ts, 0, 0, 0, logics_phys).ljust(4096, b"\0")
+
+
+def test_55_accelerated_recovery_walks_from_the_checkpoint_offset(tmp_path: Path) -> None:
+    """5.5.1 recoverAbnormally with enableAcceleratedRecovery: the walk starts inside its start segment at the
+    checkpoint's logicsPhysicalOffset (dispatching nothing before it); a position before the segment falls back
+    to its start; with logicsPhysicalOffset <= 0 and a physicMsgTimestamp set, ConsumeQueueStore throws and the
+    broker does not load; an offset inside a record ends the walk there (nothing reads as a record)."""
+    offsets, times = _segments_store(tmp_path / "store")
+    st = open_store(str(tmp_path / "store"), _restart_conf())
+    bases = [s.base for s in st.segments]
+    accel = _restart_conf("enableAcceleratedRecovery=true")
+    mid = next(o for o in offsets if o > bases[2] + 1000)
+    off = plan_recovery(st, _restart_conf(), abnormal=True, checkpoint=_cp(times[0], mid))
+    on = plan_recovery(st, accel, abnormal=True, checkpoint=_cp(times[0], mid))
+    assert (off.checked_from, off.dispatch_from) == (bases[2], bases[2])
+    assert (on.checked_from, on.dispatch_from) == (bases[2], mid)
+    assert on.process_offset == off.process_offset
+    inside = plan_recovery(st, accel, abnormal=True, checkpoint=_cp(times[0], mid + 5))
+    assert (inside.dispatch_from, inside.process_offset) == (mid + 5, mid + 5)
+    assert inside.deleted_segments == 2
+    with pytest.raises(RestartFailsError, match="logicsPhysicalOffset is 0"):
+        plan_recovery(st, accel, abnormal=True, checkpoint=_cp(times[3], 0))
+    # a zero checkpoint (no physicMsgTimestamp): no segment matches, the walk starts at offset 0
+    assert plan_recovery(st, accel, abnormal=True, checkpoint=_cp(0, 0)).dispatch_from == 0
+    # a clean shutdown's recovery does not read it
+    normal = plan_recovery(st, _restart_conf(), abnormal=False, checkpoint=_cp(times[0], mid))
+    assert plan_recovery(st, accel, abnormal=False, checkpoint=_cp(times[0], mid)) == normal
+
+
+def test_55_commit_log_offset_check_ends_recovery_at_a_foreign_offset(tmp_path: Path) -> None:
+    """5.5.1 recoverAbnormally with checkCommitLogOffsetOnRecover: a record whose physicalOffset field lies
+    outside its segment (its body CRC holds) ends the walk; without the setting it is accepted."""
+    offsets, _ = _segments_store(tmp_path / "store")
+    st = open_store(str(tmp_path / "store"), _restart_conf())
+    seg = st.segments[-2]
+    bad = [o for o in offsets if o > seg.base][3]
+    with open(seg.path, "r+b") as f:
+        f.seek(bad - seg.base + 28)
+        f.write(struct.pack(">q", bad + 5 * 4096))
+    cp = _cp(0, seg.base)
+    plain = plan_recovery(st, _restart_conf(), abnormal=True, checkpoint=cp)
+    checked = plan_recovery(st, _restart_conf("checkCommitLogOffsetOnRecover=true"), abnormal=True, checkpoint=cp)
+    assert plain.process_offset > bad
+    assert (checked.process_offset, checked.stop_kind) == (bad, "offset_mismatch")
+    # normal recovery does not read it
+    assert plan_recovery(st, _restart_conf("checkCommitLogOffsetOnRecover=true"), abnormal=False,
+                         checkpoint=cp).process_offset == plain.process_offset
 
 
 def test_broker_version_values() -> None:

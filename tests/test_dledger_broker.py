@@ -564,6 +564,26 @@ def test_as_restart_after_an_unclean_shutdown(written, line, tmp_path):
             assert heads and any(h == blank for h in heads) == (not from_first)
 
 
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_an_unclean_shutdown_with_accelerated_recovery(written, line, tmp_path):
+    """5.5.1 with enableAcceleratedRecovery=true and checkCommitLogOffsetOnRecover=true after a crash: only
+    DefaultMessageStore.recover's getDispatchFromPhyOffset(false) reads the first (it throws on a checkpoint
+    logicsPhysicalOffset <= 0: the broker's load() failed, --as-restart refuses with exit code 2);
+    dledgerRecoverAbnormally reads neither (the walk as without them), and --as-restart wrote the broker's files
+    byte for byte."""
+    r = _RUNS[f"{line}-dledger-abort-accel"]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    code, err = _as_restart(src / "before", tmp_path / "accel", src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / "accel")
+    fails = _RUNS[f"{line}-dledger-abort-accel-load-fails"]
+    assert fails["written"].get("ok") and fails["written"].get("loadFailed"), fails["written"]
+    src = Path(fails["scenario"]["dir"])
+    code, err = _as_restart(src / "before", tmp_path / "fails", src, line)
+    assert code == 2 and "fails to load" in err, err[-2000:]
+
+
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
 def test_as_restart_after_an_unclean_shutdown_of_a_converted_store(written, line, tmp_path):
     """A store converted in place (old commitlog/ files, then dledger-n0/data) restarted after a crash, its

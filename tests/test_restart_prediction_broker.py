@@ -81,11 +81,27 @@ def _recheck(sc: dict) -> list[dict]:
             _kept({**tail, "name": f"{tail['name']}-damaged"})]
 
 
+def _recovery_settings(sc: dict) -> list[dict]:
+    """5.5.1 ``recoverAbnormally``'s own settings on :func:`_crash`'s store: ``-accel-crash-kept``
+    (``enableAcceleratedRecovery=true``: the walk starts at the checkpoint's logicsPhysicalOffset, set to the
+    record three puts before the end, inside its segment and past the damaged record) and
+    ``-offset-check-crash-kept`` (``checkCommitLogOffsetOnRecover=true``, the physicalOffset field of the record
+    eight puts before the end moved four segments on: the walk ends there, before the damaged record)."""
+    crash = _crash(sc, "consumequeue")
+    puts = sum(1 for m in sc["messages"] if "sleepMs" not in m)
+    return [{**crash, "name": f"{sc['name']}-accel-crash-kept", "checkpointLogicsPhysicalOffset": {"put": puts - 3},
+             "config": {**sc["config"], "enableAcceleratedRecovery": "true"}},
+            {**crash, "name": f"{sc['name']}-offset-check-crash-kept", "damageOffsetField": puts - 8,
+             "config": {**sc["config"], "checkCommitLogOffsetOnRecover": "true"}}]
+
+
 def _scenarios(line: str) -> list[dict]:
     scs: list[dict] = []
     if line in EXT_LINES:
         ext = [sc for sc in cqext_scenarios(line) if not sc["name"].endswith("-lmq")]
         scs += [_kept(sc) for sc in ext] + [_crash(sc, "consumequeue") for sc in ext]
+        if line.startswith("5.5"):
+            scs += _recovery_settings(ext[0])
     if line in BATCH_LINES:
         batch = batchcq_scenarios(line)
         scs += [_kept(sc) for sc in batch] + [_crash(sc, "batchconsumequeue") for sc in batch] + _recheck(batch[0])
@@ -204,7 +220,13 @@ def test_verify_predicts_the_broker_restart_on_its_own_files(restarted, line: st
     # the commitlog: where the broker's recovery ended it (at the damaged record when its walk reaches it:
     # 5.5.1 starts at the last segment whose first record the queues cover)
     assert p["recovery_cut"] == w["maxPhyOffset"]
-    damage_cut = w["maxPhyOffset"] == w.get("damagedRecord")
+    damage_cut = w["maxPhyOffset"] in (w.get("damagedRecord"), w.get("damagedOffsetRecord"))
+    if "-accel-" in name:   # the walk started inside its segment, at the checkpoint's offset, past the damage
+        size = int(restarted["scenario"]["config"]["mappedFileSizeCommitLog"])
+        assert p["abnormal_dispatch_from"] % size and p["abnormal_dispatch_from"] > w["damagedRecord"]
+        assert w["maxPhyOffset"] > w["damagedRecord"]
+    if "-offset-check-" in name:   # the walk ended at the record whose offset field lies outside its segment
+        assert w["maxPhyOffset"] == w["damagedOffsetRecord"]
     # whether the broker's recovery called DefaultMessageStore.truncateDirtyLogicFiles (the harness's store
     # records the call), at the end of the commitlog it kept
     assert p["truncate_dirty_logic_files"] == (w["truncateDirtyLogicFilesAt"] >= 0)

@@ -25,7 +25,7 @@ from store_format.consumequeue_recovery import truncate_dirty_logic_files
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_crash_cut import QueuesOnDisk
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
-from store_format.errors import StoreLayoutError, UnsupportedConfigError
+from store_format.errors import RestartFailsError, StoreLayoutError, UnsupportedConfigError
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.recovery import read_checkpoint
@@ -202,8 +202,14 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     recovery = None
     if dledger is None:   # the commitlog recovery (as rebuild --as-restart): where the commitlog ends
         from store_format.recovery import plan_recovery
-        recovery = plan_recovery(st, config, abnormal=not clean, max_phy_offset_of_consume_queue=max(
-            (s.restart.max_physic_offset for s in states), default=-1))
+        try:
+            recovery = plan_recovery(st, config, abnormal=not clean, max_phy_offset_of_consume_queue=max(
+                (s.restart.max_physic_offset for s in states), default=-1))
+        except RestartFailsError as e:
+            return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
+                                len(r_names), None, _rebuild_figures(summary), consume_queue_ext=ext_results,
+                                batch_consume_queue=bcq_results, rocksdb_consume_queue=rocksdb_results,
+                                no_prediction=f"not predicted: {e}", not_checked=_not_checked(st))
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
         commitlog_end=(recovery.process_offset if recovery is not None else crash.end if crash is not None else
@@ -220,7 +226,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         cut_lost=crash.cut.lost if crash is not None and crash.cut is not None else None,
         cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
         reindex_from=crash.reput_from if crash is not None and crash.reindex >= 0 else None,
-        abnormal_from=recovery.checked_from if recovery is not None and not clean else None)
+        abnormal_from=recovery.dispatch_from if recovery is not None and not clean else None)
     if crash is not None:
         restart.dledger = True
         restart.recovery_cut = crash.end
@@ -277,7 +283,7 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
     on_disk = QueuesOnDisk(max((s.restart.max_physic_offset for s in states), default=-1), max_after_cut)
     try:
         return plan_dledger_crash(st, config, dledger, read_checkpoint(st), on_disk), None
-    except UnsupportedConfigError as e:
+    except (UnsupportedConfigError, RestartFailsError) as e:
         return None, str(e)
 
 

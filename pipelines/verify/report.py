@@ -367,7 +367,7 @@ def _render_restart(p: RestartPrediction) -> list[str]:
     lines.append(f"  ConsumeQueue.recover drops {p.units_dropped_by_recover:,} unit(s) after a hole")
     if p.abnormal_dispatch_from is not None:
         lines.append(f"  abnormal start: CommitLog.recoverAbnormally dispatches every record from offset "
-                     f"{p.abnormal_dispatch_from} (its start segment) to the end before truncateDirtyLogicFiles: "
+                     f"{p.abnormal_dispatch_from} (where its walk starts) to the end before truncateDirtyLogicFiles: "
                      f"{p.units_appended_by_recovery:,} consume queue unit(s) appended, {p.ext_units_appended:,} "
                      "ext unit(s) put (one per record of an ext queue, skipped consume queue units included)")
     lines.append(f"  truncateDirtyLogicFiles: {'called' if p.truncate_dirty_logic_files else 'not called'}; "

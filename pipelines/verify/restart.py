@@ -211,7 +211,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
-    ``checked_from``).  It dispatches every record from there to ``commitlog_end`` against the queues as
+    ``dispatch_from``: inside it with 5.5.1 ``enableAcceleratedRecovery``).  It dispatches every record from
+    there to ``commitlog_end`` against the queues as
     their recovery left them (:func:`abnormal_dispatch`: units appended, ext units put), *then*
     ``truncateDirtyLogicFiles`` runs (when the max physical offset the queues had before the dispatch is at
     or past the end; 5.5.1 always) on the queues the dispatch appended nothing to (what it appended lies

@@ -46,13 +46,13 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
     cp0 = checkpoint or 0
     if clean:   # CommitLog.recoverNormally: doDispatch only above the dispatch position
         def in_range(phy: np.ndarray) -> np.ndarray:
-            return (phy > cp0) & (phy >= plan.checked_from) & (phy < end)
+            return (phy > cp0) & (phy >= plan.dispatch_from) & (phy < end)
     else:       # recoverAbnormally: every record from the start segment
         def in_range(phy: np.ndarray) -> np.ndarray:
-            return (phy >= plan.checked_from) & (phy < end)
+            return (phy >= plan.dispatch_from) & (phy < end)
     dispatched = _select(ref, in_range)
     notes: list[str] = []
-    if not clean and plan.checked_from == 0:
+    if not clean and plan.dispatch_from == 0:
         _with_offset_zero(dispatched, store, "the abnormal recovery", notes)
     again = None
     if config.recheckReputOffsetFromCq:   # DefaultMessageStore.doRecheckReputOffsetFromCq: from the min offset
@@ -68,9 +68,9 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
     p.recovery_deleted_segments = plan.deleted_segments
     if clean:
         p.reput_from, p.reput_from_inclusive = cp0, False
-        first = max(cp0 + 1, plan.checked_from)
+        first = max(cp0 + 1, plan.dispatch_from)
     else:
-        p.reput_from, p.reput_from_inclusive, first = plan.checked_from, True, plan.checked_from
+        p.reput_from, p.reput_from_inclusive, first = plan.dispatch_from, True, plan.dispatch_from
     p.tail_bytes = max(0, end - first)
     _queues(p, store, ref, r, end)
     if r.alt_queues is not None:

@@ -46,6 +46,28 @@ final class Damage {
         }
     }
 
+    /** Writes {@code value} into the physicalOffset field (record position 28) of the record at commitlog
+     *  offset {@code offset}. */
+    static void setOffsetField(File root, long segmentSize, long offset, long value) throws IOException {
+        File seg = new File(new File(root, "commitlog"), String.format("%020d", offset - offset % segmentSize));
+        try (RandomAccessFile f = new RandomAccessFile(seg, "rw")) {
+            f.seek(offset % segmentSize + 28);
+            f.writeLong(value);
+        }
+    }
+
+    /** The checkpoint's logicsPhysicalOffset (byte 40) set to {@code base} (null: its value) plus {@code add};
+     *  returns the value written. */
+    static long setCheckpointLogicsPhysicalOffset(File root, Long base, long add) throws IOException {
+        try (RandomAccessFile f = new RandomAccessFile(new File(root, "checkpoint"), "rw")) {
+            f.seek(40);
+            long value = (base != null ? base : f.readLong()) + add;
+            f.seek(40);
+            f.writeLong(value);
+            return value;
+        }
+    }
+
     /** In the queue folder {@code queue} (units of {@code unitSize} bytes: commitlog offset, size), zeroes
      *  its last {@code units} units of records below commitlog offset {@code below} and every unit after
      *  them (the files keep their lengths). {@code queue} a layout folder ({@code consumequeue},

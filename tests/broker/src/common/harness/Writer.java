@@ -90,8 +90,14 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * the restart (a queue whose last units never reached the disk); a path naming only the layout folder
  * picks the queue of the last record before the damaged one. {@code dledgerCommittedBack} (an int) lowers the
  * {@code committedIndex} of DLedger's checkpoint by that many entries before the restart (a crash before
- * the group committed them). {@code restartCopies} (an int) runs that restart
- * again on as many fresh copies of {@code before/} ({@link #restartCopies}). {@code reputDamage} ({@link ReputOnly}):
+ * the group committed them). {@code damageOffsetField} (an index into the puts, as {@code damageMessage})
+ * writes that record's physicalOffset field as its offset plus four segment sizes (its body CRC still holds;
+ * the line adds {@code damagedOffsetRecord}); {@code checkpointLogicsPhysicalOffset} ({@code "set": n} or
+ * {@code "put": i}, the offset of that put's record, and/or {@code "add": n}) changes the checkpoint's
+ * logicsPhysicalOffset (the line adds the value the restart finds); with {@code loadMayFail} a restart whose
+ * {@code load()} fails is reported ({@code loadFailed}) instead of failing the scenario. {@code restartCopies}
+ * (an int) runs that restart again on as many fresh copies of {@code before/} ({@link #restartCopies}).
+ * {@code reputDamage} ({@link ReputOnly}):
  * the restart's recovery dispatches nothing, one record is damaged after it, and the reput alone dispatches
  * from the commitlog's min offset until it stands still (it may stop for good before the end); {@code store/}
  * keeps the damaged commitlog and the line adds {@code damagedRecord} and {@code reputStoodAt}.
@@ -199,6 +205,19 @@ public final class Writer {
             damagedAt = at;
             out.addProperty("damagedByte", Damage.flipBodyByte(root, segmentSize, at));
         }
+        if (sc.has("damageOffsetField")) {  // a record whose physicalOffset field lies outside its segment
+            long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
+            long at = wrote.get(sc.get("damageOffsetField").getAsInt());
+            out.addProperty("damagedOffsetRecord", at);
+            Damage.setOffsetField(root, segmentSize, at, at + 4 * segmentSize);
+        }
+        if (sc.has("checkpointLogicsPhysicalOffset")) {  // the checkpoint's field: {"set": n} or {"put": i}, "add"
+            JsonObject how = sc.getAsJsonObject("checkpointLogicsPhysicalOffset");
+            Long base = how.has("set") ? Long.valueOf(how.get("set").getAsLong())
+                : how.has("put") ? wrote.get(how.get("put").getAsInt()) : null;
+            out.addProperty("checkpointLogicsPhysicalOffset", Damage.setCheckpointLogicsPhysicalOffset(root, base,
+                how.has("add") ? how.get("add").getAsLong() : 0));
+        }
         if (sc.has("abort") && sc.get("abort").getAsBoolean()) {
             check(new File(root, "abort").createNewFile(), "abort file exists");
         }
@@ -234,7 +253,18 @@ public final class Writer {
         JsonObject reputDamage = sc.has("reputDamage") ? sc.getAsJsonObject("reputDamage") : null;
         List<org.apache.rocketmq.store.CommitLogDispatcher> dispatchers =
             reputDamage == null ? null : ReputOnly.takeDispatchers(store);
-        check(store.load(), "store load failed on restart");
+        boolean loaded = store.load();
+        if (!loaded && sc.has("loadMayFail")) {  // the restart itself fails: reported, broker.conf still written
+            out.addProperty("loadFailed", true);
+            try {
+                store.shutdown();
+            } catch (RuntimeException ignored) {
+                // a store that did not load may not shut down cleanly either
+            }
+            writeConf(dir, props);
+            return;
+        }
+        check(loaded, "store load failed on restart");
         if (reputDamage != null) {  // the recovery dispatched nothing; now the damage, for the reput alone
             ReputOnly.putDispatchers(store, dispatchers);
             long at = reputDamage.has("offset") ? reputDamage.get("offset").getAsLong()
@@ -319,6 +349,10 @@ public final class Writer {
         if (sc.has("restartCopies")) {
             restartCopies(sc, props, dir, role, topics, out);
         }
+        writeConf(dir, props);
+    }
+
+    static void writeConf(File dir, Properties props) throws IOException {
         StringBuilder conf = new StringBuilder();
         for (String k : new java.util.TreeSet<>(props.stringPropertyNames())) {
             conf.append(k).append('=').append(props.getProperty(k)).append('\n');

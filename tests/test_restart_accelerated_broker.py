@@ -1,0 +1,181 @@
+"""``rebuild --as-restart`` and ``verify``'s next-start prediction on 5.5.1 stores restarted after a crash with
+``enableAcceleratedRecovery=true`` or ``checkCommitLogOffsetOnRecover=true``, checked against the broker's own
+restart.
+
+The JVM harness (:mod:`broker_harness`, ``tests/broker/``) writes the ``plain`` consume queue ext store of
+:mod:`broker_cqext_scenarios` with the 5.5.1 store (three 32 KiB segments), leaves an ``abort`` file and
+restarts the broker with ``consumequeue/``, ``consumequeue_ext/`` and ``index/`` deleted (``<dir>/before/``:
+the store as that restart found it).  5.5.1 ``CommitLog.recoverAbnormally`` reads both settings:
+
+* ``-accel``: the record six puts before the end damaged (body CRC), the checkpoint's logicsPhysicalOffset set
+  to the record three puts before the end (what a queue flush leaves: the offset of the last record queued),
+  ``enableAcceleratedRecovery=true``: the walk starts inside its start segment at that offset, past the damaged
+  record, so it cuts nothing and dispatches only from there;
+  ``-accel-off`` is the same store without the setting (the walk from the segment's start cuts at the damaged
+  record): the broker wrote other files.
+* ``-accel-inside``: undamaged, the checkpoint's logicsPhysicalOffset moved 5 bytes into that record: the walk
+  reads no record there and the commitlog is cut at that offset (nothing dispatched, the later bytes dropped).
+* ``-accel-load-fails``: logicsPhysicalOffset set to 0 (physicMsgTimestamp set): the broker's ``load()`` fails
+  (``ConsumeQueueStore.getDispatchFromPhyOffset`` throws); ``--as-restart`` refuses with exit code 2.
+* ``-offset-check``: the physicalOffset field of the record six puts before the end set four segments further
+  (its body CRC holds), ``checkCommitLogOffsetOnRecover=true``: the walk ends at that record;
+  ``-offset-check-off``: without the setting the broker accepts it and goes on.
+
+Each ``--as-restart`` rebuild of ``before/`` must write the broker's files byte for byte; ``verify`` says it
+predicts no start for the store whose load fails.  ``verify``'s prediction with either setting, against the
+broker's restart on its own queue files: :mod:`test_restart_prediction_broker` (``-accel-crash-kept``,
+``-offset-check-crash-kept``).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_cqext_scenarios import cqext_scenarios
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+LINE = "5.5.1"
+AREAS = ("consumequeue", "consumequeue_ext", "index")
+ACCEL = {"enableAcceleratedRecovery": "true"}
+CHECK = {"checkCommitLogOffsetOnRecover": "true"}
+
+
+def _scenarios() -> list[dict]:
+    sc = cqext_scenarios(LINE)[0]   # plain
+    name = sc["name"]
+    puts = sum(1 for m in sc["messages"] if "sleepMs" not in m)
+    crash = {**sc, "abort": True}
+
+    def conf(extra: dict) -> dict:
+        return {**sc["config"], **extra}
+    damaged = {**crash, "damageMessage": puts - 6}
+    foreign = {**crash, "damageOffsetField": puts - 6, "keepBefore": True}
+    # the checkpoint as after a queue flush that reached the record three puts before the end (a flush may lag)
+    at = {"put": puts - 3}
+    return [
+        {**damaged, "name": f"{name}-accel", "config": conf(ACCEL), "checkpointLogicsPhysicalOffset": at},
+        {**damaged, "name": f"{name}-accel-off", "checkpointLogicsPhysicalOffset": at},
+        {**crash, "name": f"{name}-accel-inside", "config": conf(ACCEL), "keepBefore": True,
+         "checkpointLogicsPhysicalOffset": {**at, "add": 5}},
+        {**crash, "name": f"{name}-accel-load-fails", "config": conf(ACCEL), "keepBefore": True, "loadMayFail": True,
+         "keepQueues": True, "checkpointLogicsPhysicalOffset": {"set": 0}},
+        {**foreign, "name": f"{name}-offset-check", "config": conf(CHECK)},
+        {**foreign, "name": f"{name}-offset-check-off"},
+    ]
+
+
+SCENARIOS = {LINE: _scenarios()}
+NAMES = [sc["name"] for sc in SCENARIOS[LINE]]
+REBUILT = [n for n in NAMES if not n.endswith("-off")]
+_RUNS: dict[str, dict] = {}
+
+
+@pytest.fixture
+def runs(request, tmp_path_factory) -> dict[str, dict]:
+    """Every scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuilds (once)."""
+    if not _RUNS:
+        work = tmp_path_factory.mktemp("restart-accelerated")
+        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s), each restarted after a crash", threads=1))
+        for name in REBUILT:
+            r = _RUNS[name]
+            if r["written"].get("ok"):
+                r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), "5.5")
+    for name, r in _RUNS.items():
+        if not r["written"].get("ok"):
+            pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
+    return _RUNS
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+
+
+def _same_as_broker(r: dict) -> None:
+    reb = r["rebuild"]
+    if reb["code"] != 0:
+        why = [ln for ln in reb["stderr"].splitlines() if ln.startswith("error:")] or [reb["stderr"][-1000:]]
+        pytest.fail(f"rebuild --as-restart exited {reb['code']}: {' | '.join(why)}")
+    d = Path(r["scenario"]["dir"])
+    for area in AREAS[:2]:
+        exp, ours = d / "expected" / area, d / "ours" / area
+        assert _files(ours) == _files(exp), f"{area} file set differs"
+        for rel in _files(exp):
+            bh.same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"{area}/{rel}")
+    # index files are named by their creation time: compared in name order
+    exp_idx, our_idx = _files(d / "expected" / "index"), _files(d / "ours" / "index")
+    assert len(our_idx) == len(exp_idx), f"index file count {len(our_idx)} != broker's {len(exp_idx)}"
+    for e, o in zip(exp_idx, our_idx):
+        bh.same_bytes((d / "expected" / "index" / e).read_bytes(), (d / "ours" / "index" / o).read_bytes(),
+                      f"index file {o} vs broker's {e}")
+
+
+def _area_bytes(d: Path) -> dict[str, bytes]:
+    return {f"{a}/{rel}": (d / "expected" / a / rel).read_bytes() for a in AREAS[:2]
+            for rel in _files(d / "expected" / a)}
+
+
+def _record_end(d: Path, size: int, at: int) -> int:
+    data = (d / "before" / "commitlog" / f"{at - at % size:020d}").read_bytes()
+    return at + int.from_bytes(data[at % size:at % size + 4], "big")
+
+
+@pytest.mark.parametrize("name", [n for n in REBUILT if "load-fails" not in n])
+def test_as_restart_matches_the_broker(runs, name: str) -> None:
+    """consumequeue/, consumequeue_ext/ and index/: the files the broker's restart wrote, byte for byte."""
+    _same_as_broker(runs[name])
+
+
+def test_accelerated_recovery_changes_what_the_restart_writes(runs) -> None:
+    """The harness itself: with the setting the walk started at the checkpoint's offset, past the damaged record
+    (no cut there, fewer files, starting later); without it the restart cut at the damaged record."""
+    on, off = runs["5.5.1-cqext-plain-accel"]["written"], runs["5.5.1-cqext-plain-accel-off"]["written"]
+    assert off["maxPhyOffset"] == off["damagedRecord"] < off["checkpointLogicsPhysicalOffset"]
+    assert on["maxPhyOffset"] > on["checkpointLogicsPhysicalOffset"] > on["damagedRecord"]
+    d_on = Path(runs["5.5.1-cqext-plain-accel"]["scenario"]["dir"])
+    d_off = Path(runs["5.5.1-cqext-plain-accel-off"]["scenario"]["dir"])
+    assert _area_bytes(d_on) != _area_bytes(d_off)
+
+
+def test_accelerated_recovery_inside_a_record_cuts_there(runs) -> None:
+    w = runs["5.5.1-cqext-plain-accel-inside"]["written"]
+    assert w["maxPhyOffset"] == w["checkpointLogicsPhysicalOffset"]
+    d = Path(runs["5.5.1-cqext-plain-accel-inside"]["scenario"]["dir"])
+    assert not _files(d / "expected" / "consumequeue")   # nothing dispatched
+
+
+def test_accelerated_recovery_without_a_checkpoint_offset_fails_to_load(runs) -> None:
+    r = runs["5.5.1-cqext-plain-accel-load-fails"]
+    assert r["written"].get("loadFailed") and r["written"]["checkpointLogicsPhysicalOffset"] == 0
+    reb = r["rebuild"]
+    assert reb["code"] == 2 and "fails to load" in reb["stderr"], reb["stderr"][-2000:]
+
+
+def test_offset_check_ends_the_recovery_at_the_foreign_offset(runs) -> None:
+    on, off = runs["5.5.1-cqext-plain-offset-check"], runs["5.5.1-cqext-plain-offset-check-off"]
+    size = int(on["scenario"]["config"]["mappedFileSizeCommitLog"])
+    at = on["written"]["damagedOffsetRecord"]
+    assert on["written"]["maxPhyOffset"] == at
+    assert off["written"]["maxPhyOffset"] > _record_end(Path(off["scenario"]["dir"]), size, at)
+
+
+def _verify(d: Path) -> dict:
+    from pipelines.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
+                     "--broker-version", "5.5", "--split-size", "4k", "--json"])
+    assert code in (0, 1) and "Traceback" not in err.getvalue(), err.getvalue()[-3000:]
+    return json.loads(out.getvalue())
+
+
+def test_verify_refuses_to_predict_a_restart_that_fails(runs) -> None:
+    r = runs["5.5.1-cqext-plain-accel-load-fails"]
+    report = _verify(Path(r["scenario"]["dir"]))
+    assert report["restart"] is None and "fails to load" in report["restart_note"]
