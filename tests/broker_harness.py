@@ -224,6 +224,29 @@ def copy_store(src: Path, dst: Path) -> Path:
     return Path(shutil.copytree(src, dst, copy_function=sparse_copy))
 
 
+def aged_store_with_tables(d: Path, store: Path, old: int, clock: int, broker_version: str) -> dict:
+    """The cleanup tests' case in ``d/case``: ``store``'s commitlog segments before the ``old``-th aged 100
+    hours and the others one hour (their mtimes as of ``clock`` ms), a broker.conf with fileReservedTime=48
+    and deleteWhen=04, the store's tables published (``tables --store``) and a copy of the store for the
+    broker's own cleanup; returns ``segments``, ``mtimes``, ``conf``, ``conf_file``, ``tables`` and ``copy``."""
+    hour = 3_600_000
+    segs = sorted(p.name for p in (store / "commitlog").iterdir())
+    mtimes = {n: clock - (100 if i < old else 1) * hour for i, n in enumerate(segs)}
+    for n, t in mtimes.items():
+        os.utime(store / "commitlog" / n, (t / 1000, t / 1000))
+    conf = {**read_conf(d / "broker.conf"), "fileReservedTime": "48", "deleteWhen": "04"}
+    conf_file = d / "case" / "broker.conf"
+    conf_file.write_text("".join(f"{k}={v}\n" for k, v in sorted(conf.items())))
+    tables = d / "case" / "tables"
+    code, _out, err = cli(["tables", "--store", str(store), "--tables", str(tables), "--config", str(conf_file),
+                           "--broker-version", broker_version, "--split-size", "4k"])
+    assert code == 0, f"tables --store failed: {err[-2000:]}"
+    copy = d / "case" / "broker"
+    shutil.copytree(store, copy)
+    return {"segments": segs, "mtimes": mtimes, "conf": conf, "conf_file": conf_file, "tables": tables,
+            "copy": copy}
+
+
 def read_conf(path: Path) -> dict[str, str]:
     """The ``key=value`` lines the writer wrote (plain: no escapes, no continuations)."""
     return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)

@@ -20,7 +20,6 @@ must be exactly the ones the broker deleted (so must its consume queue rows).  4
 """
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from pathlib import Path
@@ -35,20 +34,10 @@ bh.skip_without_tools()
 
 LINES = bh.lines_from_env("CQEXT_LINES", "4.9.8,5.5.1")
 BROKER_LINE = bh.BROKER_VERSION_ARG
-H = 3_600_000
 SCENARIOS = {line: cqext_cleanup_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
 LONG_MIN = -(1 << 63)
-
-
-def _cli(argv: list[str]) -> int:
-    import contextlib
-    import io
-
-    from pipelines.cli import main
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        return main(argv)
 
 
 def _files(root: Path) -> list[str]:
@@ -95,23 +84,12 @@ def _prepare(d: Path, line: str, clock: int) -> dict:
     ext_size = int(bh.read_conf(d / "broker.conf")["mappedFileSizeConsumeQueueExt"])
     with_ties = [k for k in range(2, len(segs)) if _ties(units, int(segs[k]), ext_size)]
     old = min(with_ties, key=lambda k: abs(k - len(segs) // 2)) if with_ties else max(1, len(segs) // 2)
-    mtimes = {n: clock - (100 if i < old else 1) * H for i, n in enumerate(segs)}
-    for n, t in mtimes.items():
-        os.utime(store / "commitlog" / n, (t / 1000, t / 1000))
-    conf = {**bh.read_conf(d / "broker.conf"), "fileReservedTime": "48", "deleteWhen": "04"}
-    conf_file = d / "case" / "broker.conf"
-    conf_file.write_text("".join(f"{k}={v}\n" for k, v in sorted(conf.items())))
-    tables = d / "case" / "tables"
-    code = _cli(["tables", "--store", str(store), "--tables", str(tables), "--config", str(conf_file),
-                 "--broker-version", BROKER_LINE[line], "--split-size", "4k"])
-    assert code == 0, "tables --store failed"
-    copy = d / "case" / "broker"
-    shutil.copytree(store, copy)
-    return {"segments": segs, "old": old, "tables": tables, "conf": conf_file, "store": store,
+    case = bh.aged_store_with_tables(d, store, old, clock, BROKER_LINE[line])
+    return {"segments": segs, "old": old, "tables": case["tables"], "conf": case["conf_file"], "store": store,
             "ties": _ties(units, int(segs[old]), ext_size),
             "ext_before": _files(store / "consumequeue_ext"), "cq_before": _files(store / "consumequeue"),
-            "request": {"store": str(copy), "config": conf,
-                        "cleanup": {"clockMs": clock, "mtimes": mtimes, "cleanImmediately": False,
+            "request": {"store": str(case["copy"]), "config": case["conf"],
+                        "cleanup": {"clockMs": clock, "mtimes": case["mtimes"], "cleanImmediately": False,
                                     "consumeQueues": True}}}
 
 

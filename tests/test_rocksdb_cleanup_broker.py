@@ -17,7 +17,6 @@ of the database unchanged) and ``getMinOffsetInQueue``'s answer.  5.5.1 by defau
 """
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from pathlib import Path
@@ -33,20 +32,10 @@ pytest.importorskip("rocksdict")
 
 LINES = bh.lines_from_env("ROCKSDB_LINES", "5.5.1")
 BROKER_LINE = bh.BROKER_VERSION_ARG
-H = 3_600_000
 SCENARIOS = {line: [sc for sc in rocksdb_scenarios(line) if sc["name"].endswith(("-mixed", "-lmq"))]
              for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
-
-
-def _cli(argv: list[str]) -> int:
-    import contextlib
-    import io
-
-    from pipelines.cli import main
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        return main(argv)
 
 
 def _prepare(d: Path, line: str, clock: int) -> dict:
@@ -58,21 +47,11 @@ def _prepare(d: Path, line: str, clock: int) -> dict:
         shutil.copytree(d / "expected" / sub, store / sub)
     segs = sorted(p.name for p in (store / "commitlog").iterdir())
     old = max(1, len(segs) // 2)
-    mtimes = {n: clock - (100 if i < old else 1) * H for i, n in enumerate(segs)}
-    for n, t in mtimes.items():
-        os.utime(store / "commitlog" / n, (t / 1000, t / 1000))
-    conf = {**bh.read_conf(d / "broker.conf"), "fileReservedTime": "48", "deleteWhen": "04"}
-    conf_file = d / "case" / "broker.conf"
-    conf_file.write_text("".join(f"{k}={v}\n" for k, v in sorted(conf.items())))
-    tables = d / "case" / "tables"
-    code = _cli(["tables", "--store", str(store), "--tables", str(tables), "--config", str(conf_file),
-                 "--broker-version", BROKER_LINE[line], "--split-size", "4k"])
-    assert code == 0, "tables --store failed"
-    copy = d / "case" / "broker"
-    shutil.copytree(store, copy)
-    return {"segments": segs, "old": old, "tables": tables, "conf": conf_file, "store": store,
-            "request": {"store": str(copy), "config": conf,
-                        "cleanup": {"clockMs": clock, "mtimes": mtimes, "cleanImmediately": False, "rocksdb": True}}}
+    case = bh.aged_store_with_tables(d, store, old, clock, BROKER_LINE[line])
+    return {"segments": segs, "old": old, "tables": case["tables"], "conf": case["conf_file"], "store": store,
+            "request": {"store": str(case["copy"]), "config": case["conf"],
+                        "cleanup": {"clockMs": clock, "mtimes": case["mtimes"], "cleanImmediately": False,
+                                    "rocksdb": True}}}
 
 
 @pytest.fixture

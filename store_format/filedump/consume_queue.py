@@ -16,7 +16,7 @@ from ..layout import (
     SEGMENT_NAME_RE,
 )
 from .items import KIND_CONSUME_QUEUE, Item, Selection
-from .reading import DEFAULT_WINDOW, SCAN_WINDOW, first_nonzero, read_exact
+from .reading import DEFAULT_WINDOW, partial_unit_event, read_exact, zero_unit_event
 
 __all__ = ["iter_consume_queue", "topic_and_queue"]
 
@@ -83,22 +83,14 @@ def iter_consume_queue(read: cl.Reader, *, name: str, size: int, config: BrokerC
             break
         if n < len(units):
             k = first_index + n
-            after = first_nonzero(read, k * CQ_UNIT_SIZE, size, min(window, SCAN_WINDOW))
-            item: Item = {"type": "event", "event": "end_of_data", "unit": k, "position": k * CQ_UNIT_SIZE,
-                    "queue_offset": first_offset + k,
-                    "detail": f"unit {k} is all zero: the queue's data in this file ends here"}
-            if after >= 0:
-                item["detail"] += f"; non-zero bytes follow at position {after}"
-                item["non_zero_after"] = after
-            else:
-                item["detail"] += " (the rest of the file is zero)"
             if sel.open:
-                yield item
+                yield zero_unit_event(read, k, CQ_UNIT_SIZE, size, window, "the queue's data",
+                                      queue_offset=first_offset + k)
             end = {"event": "end_of_data", "unit": k, "position": k * CQ_UNIT_SIZE}
         pos += len(units) * CQ_UNIT_SIZE
     if end is None:
         end = {"event": "file_end", "unit": whole // CQ_UNIT_SIZE, "position": whole}
-        if size % CQ_UNIT_SIZE and sel.open:
-            yield {"type": "event", "event": "partial_unit", "position": whole,
-                   "detail": f"the file ends with {size % CQ_UNIT_SIZE} bytes that are not a whole unit"}
+        partial = partial_unit_event(size, CQ_UNIT_SIZE)
+        if partial is not None and sel.open:
+            yield partial
     yield {"type": "summary", "kind": KIND_CONSUME_QUEUE, "name": name, **stats, "end": end, **sel.summary()}

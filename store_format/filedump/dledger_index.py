@@ -11,7 +11,7 @@ from .. import commitlog as cl
 from ..dledger import ENTRY_HEADER_SIZE, ENTRY_MAGIC, INDEX_UNIT_DTYPE, INDEX_UNIT_SIZE
 from ..layout import SEGMENT_NAME_RE
 from .items import KIND_DLEDGER_INDEX, Item, Selection
-from .reading import DEFAULT_WINDOW, SCAN_WINDOW, first_nonzero, read_exact
+from .reading import DEFAULT_WINDOW, partial_unit_event, read_exact, zero_unit_event
 
 __all__ = ["iter_dledger_index"]
 
@@ -64,22 +64,14 @@ def iter_dledger_index(read: cl.Reader, *, name: str, size: int, path: str | Non
             break
         if n < len(units):
             k = first_unit + n
-            after = first_nonzero(read, k * INDEX_UNIT_SIZE, size, min(window, SCAN_WINDOW))
-            item: Item = {"type": "event", "event": "end_of_data", "unit": k, "position": k * INDEX_UNIT_SIZE,
-                          "slot_index": first_entry + k,
-                          "detail": f"unit {k} is all zero: the log's index in this file ends here"}
-            if after >= 0:
-                item["detail"] += f"; non-zero bytes follow at position {after}"
-                item["non_zero_after"] = after
-            else:
-                item["detail"] += " (the rest of the file is zero)"
             if sel.open:
-                yield item
+                yield zero_unit_event(read, k, INDEX_UNIT_SIZE, size, window, "the log's index",
+                                      slot_index=first_entry + k)
             end = {"event": "end_of_data", "unit": k, "position": k * INDEX_UNIT_SIZE}
         pos += len(units) * INDEX_UNIT_SIZE
     if end is None:
         end = {"event": "file_end", "unit": whole // INDEX_UNIT_SIZE, "position": whole}
-        if size % INDEX_UNIT_SIZE and sel.open:
-            yield {"type": "event", "event": "partial_unit", "position": whole,
-                   "detail": f"the file ends with {size % INDEX_UNIT_SIZE} bytes that are not a whole unit"}
+        partial = partial_unit_event(size, INDEX_UNIT_SIZE)
+        if partial is not None and sel.open:
+            yield partial
     yield {"type": "summary", "kind": KIND_DLEDGER_INDEX, "name": name, **stats, "end": end, **sel.summary()}

@@ -6,7 +6,8 @@ import numpy as np
 from .. import commitlog as cl
 from ..store import Reader
 
-__all__ = ["DEFAULT_WINDOW", "SCAN_WINDOW", "WindowReader", "read_exact", "first_nonzero"]
+__all__ = ["DEFAULT_WINDOW", "SCAN_WINDOW", "WindowReader", "read_exact", "first_nonzero", "zero_unit_event",
+           "partial_unit_event"]
 
 
 DEFAULT_WINDOW = 16 << 20  # measured on a 1 GiB segment: ~190 MB resident at 16 MiB, ~350 MB at 64 MiB
@@ -47,3 +48,27 @@ def first_nonzero(read: cl.Reader, start: int, end: int, window: int = SCAN_WIND
             return pos + int(nz[0])
         pos += len(buf)
     return -1
+
+
+def zero_unit_event(read: cl.Reader, unit: int, unit_size: int, size: int, window: int, what: str,
+                    **fields: object) -> dict:
+    """The ``end_of_data`` event of a file of fixed-size units (a consume queue, DLedger's index) at its
+    first all-zero unit ``unit``: where ``what`` ends in this file, and whether non-zero bytes follow."""
+    position = unit * unit_size
+    after = first_nonzero(read, position, size, min(window, SCAN_WINDOW))
+    item: dict = {"type": "event", "event": "end_of_data", "unit": unit, "position": position, **fields,
+                  "detail": f"unit {unit} is all zero: {what} in this file ends here"}
+    if after >= 0:
+        item["detail"] += f"; non-zero bytes follow at position {after}"
+        item["non_zero_after"] = after
+    else:
+        item["detail"] += " (the rest of the file is zero)"
+    return item
+
+
+def partial_unit_event(size: int, unit_size: int) -> dict | None:
+    """The ``partial_unit`` event of a file of fixed-size units whose size is not a whole number of them."""
+    if not size % unit_size:
+        return None
+    return {"type": "event", "event": "partial_unit", "position": size - size % unit_size,
+            "detail": f"the file ends with {size % unit_size} bytes that are not a whole unit"}
