@@ -22,7 +22,8 @@ from store_format import commitlog as cl
 from store_format.anomalies import AnomalyKind
 from store_format.config import BrokerConfig
 from store_format.indexfile import accepted_by_index
-from store_format.reput import data_end_limit, follow_reput
+from store_format.reput import follow_reput
+from store_format.reput_end import data_end_limit
 from store_format.store import Segment, StoreLocation
 
 from .plan import Split

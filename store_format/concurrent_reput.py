@@ -36,6 +36,7 @@ from .anomalies import AnomalyKind
 from .config import BrokerConfig
 from .errors import UnsupportedConfigError
 from .layout import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
+from .reput_end import data_end_limit
 from .store import Segment, StoreLocation
 
 __all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at", "stop_detail"]
@@ -86,7 +87,7 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
     of the data left out), or None: the setting is off, or the walk met no record where they part.
 
     ``reput_end``: ``getConfirmOffset()``, where the data ends (None: the last segment's data end, or
-    :func:`store_format.reput.data_end_limit` where size mismatches set it).
+    :func:`store_format.reput_end.data_end_limit` where size mismatches set it).
 
     Raises:
         UnsupportedConfigError: one line, where ``preCheckMessageAndReturnSize`` accepts that record (or
@@ -127,7 +128,6 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
 
 
 def _data_end(store: StoreLocation, config: BrokerConfig) -> int:
-    from .reput import data_end_limit
     limit = data_end_limit(store, config)
     last = store.segments[-1]
     return limit if limit is not None else last.base + last.data_end

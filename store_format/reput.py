@@ -19,14 +19,16 @@ import numpy as np
 
 from . import commitlog as cl
 from .anomalies import AnomalyKind
+from .concurrent_reput import check_concurrent_store, concurrent_reput_stop, cut_at, stop_detail
 from .config import BrokerConfig
 from .consumequeue import QueueTable, assign_positions, build_cq_file, cq_file_name
 from .dispatch import fix_malformed_text, index_keys, queue_units
 from .errors import UnsupportedConfigError
 from .indexfile import accepted_by_index, build_index_file, index_file_names, trailing_empty_file, trailing_file_time
+from .reput_end import data_end_limit
 from .store import Segment, StoreLocation
 
-__all__ = ["next_reput_offset", "follow_reput", "walk_store", "rebuild_in_memory", "InMemoryRebuild", "data_end_limit"]
+__all__ = ["next_reput_offset", "follow_reput", "walk_store", "rebuild_in_memory", "InMemoryRebuild"]
 
 
 def next_reput_offset(seg: Segment, state: cl.WalkState, stop: int, file_size: int, master: bool = True) -> int | None:
@@ -49,22 +51,6 @@ def next_reput_offset(seg: Segment, state: cl.WalkState, stop: int, file_size: i
     if stop == cl.Stop.LIMIT:
         return None
     raise ValueError(f"walk stopped with {cl.Stop.NAMES.get(stop, stop)} inside a slice")
-
-
-def data_end_limit(store: StoreLocation, config: BrokerConfig) -> int | None:
-    """5.x only: the reput end offset (``getReputEndOffset``), where the data of the last segment
-    ends.  None where it cannot matter: 4.9, or a last segment walked without size mismatches."""
-    if not config.is_5x:
-        return None
-    if store.dledger is not None:
-        return store.dledger.committed_pos  # DLedgerCommitLog.getConfirmOffset: the committed position
-    last = store.segments[-1]
-    with store.reader(last) as read:
-        res = cl.walk_range(read, last.base, last.data_end, cl.WalkState.at_slice_start(0, last.data_end),
-                            last.data_end + 1, config, keep_text=False)
-    if not (res.rec[:, cl.R_STATUS] == cl.Status.SIZE_MISMATCH).any():
-        return None
-    return last.base + res.state.bufpos
 
 
 def detect_broker_version(store: StoreLocation, config: BrokerConfig, sample_bytes: int = 1 << 20) -> str:
@@ -183,7 +169,6 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
             :mod:`store_format.batchconsumequeue`, :mod:`store_format.rocksdb_cq`); the concurrent reput
             over damage it does not reproduce.
     """
-    from .concurrent_reput import check_concurrent_store, concurrent_reput_stop, cut_at, stop_detail
     config = resolve_broker_version(store, config)
     layout = ("ConsumeQueueExt files (enableConsumeQueueExt=true)" if config.enableConsumeQueueExt else
               "batch consume queues (BatchCQ topics)" if config.batch_topics else
