@@ -224,6 +224,15 @@ def copy_store(src: Path, dst: Path) -> Path:
     return Path(shutil.copytree(src, dst, copy_function=sparse_copy))
 
 
+def broker_store(d: Path, dst: Path, areas: tuple[str, ...] = ("consumequeue", "index")) -> Path:
+    """A copy (:func:`copy_store`) of the scenario's ``d/store`` with the broker's own files of ``areas``
+    from ``d/expected``: the store as the broker left it after its rebuild."""
+    store = copy_store(d / "store", dst)
+    for sub in areas:
+        copy_store(d / "expected" / sub, store / sub)
+    return store
+
+
 def aged_store_with_tables(d: Path, store: Path, old: int, clock: int, broker_version: str) -> dict:
     """The cleanup tests' case in ``d/case``: ``store``'s commitlog segments before the ``old``-th aged 100
     hours and the others one hour (their mtimes as of ``clock`` ms), a broker.conf with fileReservedTime=48

@@ -20,7 +20,6 @@ must be exactly the ones the broker deleted (so must its consume queue rows).  4
 """
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -75,10 +74,7 @@ def _prepare(d: Path, line: str, clock: int) -> dict:
     ones 1 h old, published as tables; the Reader's cleanup request on a copy of it.  The older ones are
     as many as leave a queue whose first unit left opens an ext file (:func:`_ties`), at least two (so
     that ``Old`` lies below the new minimum), the count nearest to half the segments."""
-    store = d / "case" / "store"
-    shutil.copytree(d / "store", store)
-    for sub in ("consumequeue", "consumequeue_ext", "index"):
-        shutil.copytree(d / "expected" / sub, store / sub)
+    store = bh.broker_store(d, d / "case" / "store", ("consumequeue", "consumequeue_ext", "index"))
     segs = sorted(p.name for p in (store / "commitlog").iterdir())
     units = _broker_units(store / "consumequeue")
     ext_size = int(bh.read_conf(d / "broker.conf")["mappedFileSizeConsumeQueueExt"])

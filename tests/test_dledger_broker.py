@@ -304,9 +304,7 @@ def test_verify_predicts_a_dledger_restart(written, line, tmp_path):
     on 5.x without it, none, every unit lost (the broker's restart wrote no file: expected/ is empty)."""
 
     src = Path(written["scenario"]["dir"])
-    store = bh.copy_store(src / "store", tmp_path / "store")
-    for sub in ("consumequeue", "index"):
-        bh.copy_store(src / "expected" / sub, store / sub)
+    store = bh.broker_store(src, tmp_path / "store")
     code, report = _verify(store, src, line)
     assert code == 0 and report["restart"] is not None, report.get("restart_note")
     p = report["restart"]
@@ -492,9 +490,7 @@ def test_lookups_match_broker_query_on_a_dledger_store(written, line, name, tmp_
     from store_format.store import load_config_for
     src = Path(written["scenario"]["dir"])
     d = _rebuilt(written)
-    broker_store = bh.copy_store(src / "store", tmp_path / "broker-store")
-    for sub in ("consumequeue", "index"):
-        bh.copy_store(src / "expected" / sub, broker_store / sub)
+    broker_store = bh.broker_store(src, tmp_path / "broker-store")
     pairs = query_pairs(written["scenario"])
     assert pairs, "the scenario has keys"
     answers = bh.read_stores(line, [{"store": broker_store, "config": bh.read_conf(src / "broker.conf"),

@@ -60,9 +60,7 @@ def _write_and_ask(line: str, work: Path) -> dict[str, dict]:
             continue
         src = Path(sc["dir"])
         conf = bh.read_conf(src / "broker.conf")
-        whole = bh.copy_store(src / "store", work / f"{sc['name']}-broker-copy")
-        for sub in ("consumequeue", "index"):
-            bh.copy_store(src / "expected" / sub, whole / sub)
+        whole = bh.broker_store(src, work / f"{sc['name']}-broker-copy")
         back = bh.copy_store(src / "store", work / f"{sc['name']}-back")
         checkpoint = back / "dledger-n0" / "checkpoint"
         end = int(bh.read_conf(checkpoint)["endIndex"])

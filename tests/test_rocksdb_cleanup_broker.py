@@ -17,7 +17,6 @@ of the database unchanged) and ``getMinOffsetInQueue``'s answer.  5.5.1 by defau
 """
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -41,10 +40,7 @@ _RUNS: dict[str, dict] = {}
 def _prepare(d: Path, line: str, clock: int) -> dict:
     """The store with the broker's database and index/, its older segments 100 h old and the newer
     half 1 h old, published as tables; the Reader's cleanup request on a copy of it."""
-    store = d / "case" / "store"
-    shutil.copytree(d / "store", store)
-    for sub in ("consumequeue", "index"):
-        shutil.copytree(d / "expected" / sub, store / sub)
+    store = bh.broker_store(d, d / "case" / "store")
     segs = sorted(p.name for p in (store / "commitlog").iterdir())
     old = max(1, len(segs) // 2)
     case = bh.aged_store_with_tables(d, store, old, clock, BROKER_LINE[line])
