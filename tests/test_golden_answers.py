@@ -161,7 +161,8 @@ def _live_adds(table: Path) -> list[dict]:
 
 
 def _ms(iso: str) -> int:
-    t = _dt.datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=_dt.timezone.utc)
+    """A stats timestamp (RFC 3339, UTC): the fraction is left out by some writers when it is zero."""
+    t = _dt.datetime.fromisoformat(iso)
     return (t - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)) // _dt.timedelta(milliseconds=1)
 
 
