@@ -38,6 +38,8 @@ JVM_OPTIONS = ["-Xmx512m", "-XX:+UseSerialGC",
                "--add-exports", "java.base/jdk.internal.ref=ALL-UNNAMED",
                "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"]
 MESSAGES = 400
+# reviveQueueNum=1: the 5.x broker's shutdown stops its pop revive services one by one, each up to 4 s
+# into a scan of its queue (PopReviveService.consumeReviveMessage); nothing here pops
 TIME_LIMIT_S = 150
 
 BROKER_CONF = """\
@@ -52,6 +54,7 @@ maxIndexNum=400
 messageDelayLevel=1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s
 transactionCheckInterval=1000
 transactionTimeOut=1000
+reviveQueueNum=1
 """
 
 

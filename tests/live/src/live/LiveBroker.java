@@ -70,6 +70,9 @@ public final class LiveBroker {
         // what NamesrvStartup and BrokerStartup set first: without it requests carry protocol version 0
         // and the name server reads a registration the old way, without the broker's topics
         System.setProperty("rocketmq.remoting.version", Integer.toString(MQVersion.CURRENT_VERSION));
+        // the clients' route polls and rebalances every 20-30 s by default: the retry topic, created by the
+        // first message sent back, would wait that long before the consumer reads it
+        System.setProperty("rocketmq.client.rebalance.waitInterval", "1000");
         Properties conf = new Properties();
         try (InputStream in = new FileInputStream(args[0])) {
             conf.load(in);
@@ -254,6 +257,7 @@ public final class LiveBroker {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(GROUP);
         consumer.setNamesrvAddr("127.0.0.1:" + NAMESRV_PORT);
         consumer.setMaxReconsumeTimes(MAX_RECONSUME);
+        consumer.setPollNameServerInterval(1000);
         consumer.subscribe(TOPIC, "*");
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
             for (MessageExt msg : msgs) {
