@@ -89,6 +89,15 @@ def lines_from_env(variable: str, default: str) -> tuple[str, ...]:
     return tuple(os.environ.get(variable, default).split(","))
 
 
+def bounded(scenarios: list[dict], full_only: tuple[str, ...]) -> list[dict]:
+    """The scenarios the default suite writes: without those whose name ends with one of ``full_only``
+    (variants another scenario of the module already covers in the same rule), unless
+    ``PIPELINES_FULL_SUITE=1`` (``make test-full``) asks for all."""
+    if os.environ.get("PIPELINES_FULL_SUITE", "") not in ("", "0"):
+        return scenarios
+    return [sc for sc in scenarios if not sc["name"].endswith(full_only)]
+
+
 def missing_tools() -> str | None:
     """What is missing to build and run the harness (None: nothing)."""
     for tool in ("java", "javac", "mvn"):

@@ -71,7 +71,9 @@ def _scenarios() -> list[dict]:
     ]
 
 
-SCENARIOS = {LINE: _scenarios()}
+# the "-off" stores (the same without the setting: the harness shows the setting changed the broker's
+# restart) with PIPELINES_FULL_SUITE=1 only
+SCENARIOS = {LINE: bh.bounded(_scenarios(), ("-off",))}
 NAMES = [sc["name"] for sc in SCENARIOS[LINE]]
 REBUILT = [n for n in NAMES if not n.endswith("-off")]
 _RUNS: dict[str, dict] = {}
@@ -135,9 +137,12 @@ def test_as_restart_matches_the_broker(runs, name: str) -> None:
 def test_accelerated_recovery_changes_what_the_restart_writes(runs) -> None:
     """The harness itself: with the setting the walk started at the checkpoint's offset, past the damaged record
     (no cut there, fewer files, starting later); without it the restart cut at the damaged record."""
-    on, off = runs["5.5.1-cqext-plain-accel"]["written"], runs["5.5.1-cqext-plain-accel-off"]["written"]
-    assert off["maxPhyOffset"] == off["damagedRecord"] < off["checkpointLogicsPhysicalOffset"]
+    on = runs["5.5.1-cqext-plain-accel"]["written"]
     assert on["maxPhyOffset"] > on["checkpointLogicsPhysicalOffset"] > on["damagedRecord"]
+    if "5.5.1-cqext-plain-accel-off" not in runs:
+        return   # the store without the setting: PIPELINES_FULL_SUITE=1
+    off = runs["5.5.1-cqext-plain-accel-off"]["written"]
+    assert off["maxPhyOffset"] == off["damagedRecord"] < off["checkpointLogicsPhysicalOffset"]
     d_on = Path(runs["5.5.1-cqext-plain-accel"]["scenario"]["dir"])
     d_off = Path(runs["5.5.1-cqext-plain-accel-off"]["scenario"]["dir"])
     assert _area_bytes(d_on) != _area_bytes(d_off)
@@ -158,10 +163,13 @@ def test_accelerated_recovery_without_a_checkpoint_offset_fails_to_load(runs) ->
 
 
 def test_offset_check_ends_the_recovery_at_the_foreign_offset(runs) -> None:
-    on, off = runs["5.5.1-cqext-plain-offset-check"], runs["5.5.1-cqext-plain-offset-check-off"]
+    on = runs["5.5.1-cqext-plain-offset-check"]
     size = int(on["scenario"]["config"]["mappedFileSizeCommitLog"])
     at = on["written"]["damagedOffsetRecord"]
     assert on["written"]["maxPhyOffset"] == at
+    if "5.5.1-cqext-plain-offset-check-off" not in runs:
+        return   # the store without the setting: PIPELINES_FULL_SUITE=1
+    off = runs["5.5.1-cqext-plain-offset-check-off"]
     assert off["written"]["maxPhyOffset"] > _record_end(Path(off["scenario"]["dir"]), size, at)
 
 

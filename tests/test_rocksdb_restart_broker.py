@@ -42,7 +42,9 @@ def _recheck(sc: dict) -> list[dict]:
 
 
 RECHECK = {line: _recheck(rocksdb_scenarios(line)[-1]) for line in LINES}   # the -lmq store: light queues too
-SCENARIOS = {line: bh.restart_variants(rocksdb_scenarios(line), ("-plain", "-mixed", "-lmq")) + RECHECK[line]
+# the plain store's restarts with PIPELINES_FULL_SUITE=1 only: mixed and lmq hold its kinds of records too
+SCENARIOS = {line: bh.bounded(bh.restart_variants(rocksdb_scenarios(line), ("-plain", "-mixed", "-lmq")),
+                              ("-rocksdb-plain-restart", "-rocksdb-plain-crash")) + RECHECK[line]
              for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
          if "damageMessage" in sc]
