@@ -21,7 +21,9 @@ Records the pre-check accepts (:mod:`store_format.concurrent_batches`), written 
 bytes leaves 4 bytes and never ends, so nothing from the batch's start (the third segment's) on is dispatched;
 and a DLedger store converted in place (``dledger-converted``): the old commitlog is dispatched, the DLedger
 entries never (the pre-check reads an entry header as a record's).  ``CONCURRENT_REPUT_MORE=1`` adds
-``sizeminus`` (8 bytes too short) and a DLedger store without old files (``dledger-plain``).
+``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next record's magic code read as a
+totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after 4 bytes and never ends)
+and a DLedger store without old files (``dledger-plain``).
 
 5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
@@ -50,7 +52,7 @@ DAMAGES = {"magic": ("magic", 0x0BADBEEF, {"message": 30}), "negsize": ("totalSi
 
 
 # records the pre-check accepts, written with the setting only: the totalSize moved by a delta
-ACCEPTED = {"sizeplus": 8, **({"sizeminus": -8} if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
+ACCEPTED = {"sizeplus": 8, **({"sizeminus": -8, "size12": 12} if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
 DLEDGER = ("converted", *(("plain",) if os.environ.get("CONCURRENT_REPUT_MORE") else ()))
 
 
@@ -248,9 +250,10 @@ def _dledger_start(d: Path) -> int:
 
 @pytest.mark.parametrize("line,name", NEW_CASES)
 def test_where_the_broker_stood_on_accepted_records(reput, line: str, name: str) -> None:
-    """The harness itself: ``sizeplus``: the batch task never ended (a page still held), the pre-check stood
-    past the damaged record, and the broker's consume queues hold nothing from the damaged record's segment on
-    (the batch started there); DLedger: every task ended, the reput stood at the first DLedger entry, and the
+    """The harness itself: the pre-check stood where the damaged totalSize points; where the batch task never
+    ended (a page still held: ``sizeplus`` always, ``sizeminus`` as its record's bytes fall) the broker's consume
+    queues hold nothing from the damaged record's segment on (the batch started there), else nothing from the
+    damaged record on; DLedger: every task ended, the reput stood at the first DLedger entry, and the
     consume queues hold the old commitlog's records only (none for ``plain``)."""
     w, d = reput["written"], Path(reput["scenario"]["dir"])
     top = _cq_max_offset(d / "expected" / "consumequeue")
@@ -259,10 +262,9 @@ def test_where_the_broker_stood_on_accepted_records(reput, line: str, name: str)
         assert not w["reputHung"] and w["reputStoodAt"] == start, w
         assert top < start and (top >= 0) == name.endswith("converted"), top
     else:
-        assert w["reputHung"] == name.endswith("sizeplus"), w
-        assert w["reputStoodAt"] > w["damagedRecord"], w
-        if w["reputHung"]:
-            assert 0 <= top < w["damagedRecord"] - w["damagedRecord"] % SEGMENT, top
+        assert w["reputHung"] or not name.endswith("sizeplus"), w
+        assert w["reputStoodAt"] == w["damagedRecord"] + w["damagedSize"] + ACCEPTED[name.rsplit("-", 1)[-1]], w
+        assert 0 <= top < (w["damagedRecord"] - w["damagedRecord"] % SEGMENT if w["reputHung"] else w["damagedRecord"])
 
 
 @pytest.mark.parametrize("line,name", NEW_CASES)

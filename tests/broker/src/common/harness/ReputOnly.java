@@ -41,10 +41,11 @@ final class ReputOnly {
     }
 
     /** Sets the record's magic code (byte 4) or totalSize (byte 0) to {@code value}, or adds {@code value} to
-     *  its totalSize ({@code "totalSizeDelta"}); {@code "none"} leaves the commitlog as it is. */
-    static void damage(File root, long segmentSize, long offset, String field, int value) throws IOException {
+     *  its totalSize ({@code "totalSizeDelta"}); {@code "none"} leaves the commitlog as it is. Returns the
+     *  record's totalSize before the damage (0 for {@code "none"}). */
+    static int damage(File root, long segmentSize, long offset, String field, int value) throws IOException {
         if ("none".equals(field)) {
-            return;
+            return 0;
         }
         File seg = new File(new File(root, "commitlog"), String.format("%020d", offset - offset % segmentSize));
         int at;
@@ -56,13 +57,11 @@ final class ReputOnly {
             throw new IllegalArgumentException("reputDamage field " + field);
         }
         try (RandomAccessFile f = new RandomAccessFile(seg, "rw")) {
+            f.seek(offset % segmentSize);
+            int size = f.readInt();
             f.seek(offset % segmentSize + at);
-            int now = value;
-            if ("totalSizeDelta".equals(field)) {
-                now += f.readInt();
-                f.seek(offset % segmentSize + at);
-            }
-            f.writeInt(now);
+            f.writeInt("totalSizeDelta".equals(field) ? size + value : value);
+            return size;
         }
     }
 

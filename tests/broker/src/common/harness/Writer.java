@@ -278,8 +278,9 @@ public final class Writer {
             ReputOnly.putDispatchers(store, dispatchers);
             long at = reputDamage.has("offset") ? reputDamage.get("offset").getAsLong()
                 : wrote.get(reputDamage.get("message").getAsInt());
-            ReputOnly.damage(root, Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog(), at,
-                reputDamage.get("field").getAsString(), reputDamage.get("value").getAsInt());
+            out.addProperty("damagedSize", ReputOnly.damage(root,
+                Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog(), at,
+                reputDamage.get("field").getAsString(), reputDamage.get("value").getAsInt()));
             out.addProperty("damagedRecord", at);
         }
         // a RocksDB consume queue (storeType=defaultRocksDB) has no queue files to report: its database is
