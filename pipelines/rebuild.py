@@ -14,7 +14,6 @@ import uuid
 
 from store_format.concurrent_reput import (
     ConcurrentStop,
-    check_concurrent_store,
     concurrent_reput_applies,
     concurrent_reput_stop,
     cut_at,
@@ -223,7 +222,6 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         st, recovery = restart_view(st, config, progress)
         if isinstance(recovery, Restart):
             config = dispatch_config(config, recovery.plan)
-    check_concurrent_store(st, config)
     splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
     staged = StagedOutput(out, run_id, overwrite=overwrite)
     staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders

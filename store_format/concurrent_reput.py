@@ -19,20 +19,33 @@ sources: the same code), with ``MainBatchDispatchRequestService.pollBatchDispatc
   totalSize equal to the fields' length) the batches dispatch exactly what the sequential reput does.
 
 So the two reputs agree up to the first record the sequential walk could not read (a bad magic code, an
-unreadable record, a size mismatch; a blank is handled alike).  At that record (:func:`concurrent_reput_stop`)
-the concurrent one stops for good when ``preCheckMessageAndReturnSize`` rejects it: a rebuild then ends its
-walk there (:func:`cut_at`), like a recovery's end.  Where it accepts it (a record's magic code and a
-positive totalSize within the data), the batch parse of the wrong bytes decides what follows (a "[BUG]"
-log and a parse from wherever the failed one left the buffer, or, for a totalSize running past the slice,
-an exception in the executor task that leaves ``mappedPageHoldCount`` up and the reput thread waiting for
-ever): not reproduced, refused.  A DLedger commitlog is refused: ``preCheckMessageAndReturnSize`` reads an
-entry header's magic and size as a record's.
+unreadable record, a size mismatch).  At that record (:func:`concurrent_reput_stop`):
+
+* ``preCheckMessageAndReturnSize`` rejects it (fewer than 8 bytes left, a totalSize past the data, an illegal
+  magic code, a negative totalSize): the concurrent reput stops there for good, and a rebuild ends its walk
+  there (:func:`cut_at`), like a recovery's end;
+* it reads a blank, or a record's magic code with totalSize 0: it rolls to the next file, where a master's
+  sequential reput goes too (to the end of the slice): the next such record decides; on a slave, whose
+  sequential reput stays, refused;
+* it accepts it (a record's magic code, a positive totalSize within the data): the batch holding it and the
+  parse of its bytes decide (:mod:`store_format.concurrent_batches`): either that batch's task never ends and
+  nothing from the batch's start on is dispatched, or it ends without the damaged record and nothing from
+  that record on is; the few ends that module does not follow are refused, one line each.
+
+A DLedger commitlog (``enableDLegerCommitLog=true``): the pre-check reads the first entry's header, magic 1
+(or -1, a blank) and the entry's size, as a totalSize and a magic code, and gives -1: nothing in the DLedger
+files is ever dispatched; the old ``commitlog/`` files of a store converted in place before them are read as
+any commitlog.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from .anomalies import AnomalyKind
+import numpy as np
+
+from . import commitlog as cl
+from .anomalies import AnomalyKind, anomaly
+from .concurrent_batches import NotFollowed, damaged_batch_outcome
 from .config import BrokerConfig
 from .errors import UnsupportedConfigError
 from .layout import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
@@ -45,15 +58,18 @@ __all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop"
 # is the same for both: ``rollNextFile``)
 _DIFFERS = (AnomalyKind.BAD_MAGIC.value, AnomalyKind.UNREADABLE_RECORD.value, AnomalyKind.SIZE_MISMATCH.value)
 _SETTING = "enableBuildConsumeQueueConcurrently=true"
+_MINUS_ONE = ": preCheckMessageAndReturnSize gives -1 and reputFromOffset stays at this record"
 
 
 @dataclasses.dataclass(frozen=True)
 class ConcurrentStop:
-    """The record ``ConcurrentReputMessageService`` stops at for good: its commitlog offset, and why
-    ``preCheckMessageAndReturnSize`` rejects it; ``finding`` is the walk's row there."""
+    """Where ``ConcurrentReputMessageService`` stops for good: ``offset``, the commitlog offset from which
+    nothing is dispatched; why; ``finding``, the walk's row at the record that stops it; ``stood``, where
+    ``reputFromOffset`` stays (None: at ``offset``)."""
     offset: int
     why: str
     finding: dict
+    stood: int | None = None
 
 
 def concurrent_reput_applies(config: BrokerConfig) -> bool:
@@ -61,23 +77,16 @@ def concurrent_reput_applies(config: BrokerConfig) -> bool:
     return config.is_5x and config.enableBuildConsumeQueueConcurrently
 
 
-def check_concurrent_store(store: StoreLocation, config: BrokerConfig) -> None:
-    """Refuses a DLedger store with the setting (module docstring), before any work.
-
-    Raises:
-        UnsupportedConfigError: one line.
-    """
-    if concurrent_reput_applies(config) and store.dledger is not None:
-        raise UnsupportedConfigError(
-            f"{_SETTING} with enableDLegerCommitLog=true: ConcurrentReputMessageService's "
-            "preCheckMessageAndReturnSize reads a DLedger entry header as a record's; not reproduced")
-
-
 def _offset(store: StoreLocation, a: dict) -> int:
     if a.get("commitlog_offset") is not None:
         return int(a["commitlog_offset"])
     seg = next(s for s in store.segments if s.name == a["segment"])
     return seg.base + int(a["position"])
+
+
+def _dledger_start(store: StoreLocation) -> Segment | None:
+    """The first DLedger data file the reput reads (None: not a DLedger store)."""
+    return next((s for s in store.segments if s.dledger), None) if store.dledger is not None else None
 
 
 def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies: list[dict],
@@ -90,17 +99,31 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
     :func:`store_format.reput_end.data_end_limit` where size mismatches set it).
 
     Raises:
-        UnsupportedConfigError: one line, where ``preCheckMessageAndReturnSize`` accepts that record (or
-            rolls past it) and the batch parse of its bytes would decide what follows.
+        UnsupportedConfigError: one line, where the damaged bytes lead the concurrent reput somewhere
+            :mod:`store_format.concurrent_batches` does not follow, or where it rolls to the next file on a
+            slave (whose sequential reput stays put instead).
     """
     if not concurrent_reput_applies(config):
         return None
-    check_concurrent_store(store, config)
-    found = [a for a in anomalies if a.get("kind") in _DIFFERS]
-    if not found:
-        return None
-    first = min(found, key=lambda a: _offset(store, a))
-    at = _offset(store, first)
+    end = reput_end if reput_end is not None else _data_end(store, config)
+    entries = _dledger_start(store)
+    entries_at = entries.base + entries.start if entries is not None else None
+    found = sorted((a for a in anomalies if a.get("kind") in _DIFFERS), key=lambda a: _offset(store, a))
+    for first in found:
+        at = _offset(store, first)
+        if entries_at is not None and at >= entries_at:
+            break
+        stop = _stop_at(store, config, first, at, end)
+        if stop is not None:
+            return stop
+    if entries is not None:
+        return _entry_stop(store, entries, end)
+    return None
+
+
+def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, end: int) -> ConcurrentStop | None:
+    """The concurrent reput at the record ``at`` where the sequential walk found ``first``: where it stops
+    for good, or None where it goes to the next file as the sequential reput does."""
     seg = store.segment_at(at)
     assert seg is not None
     pos = at - seg.base
@@ -109,22 +132,82 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
         head = bytes(read(pos, min(8, max(left, 0))))
     where = f"segment {seg.name} position {pos}"
     if len(head) < 8:
-        return ConcurrentStop(at, f"fewer than 8 bytes of the slice left for a header at {where} (getInt throws)",
-                              first)
+        return ConcurrentStop(at, f"fewer than 8 bytes of the slice left for a header at {where}: getInt "
+                              "throws at this record on every call", first)
     total = int.from_bytes(head[:4], "big", signed=True)
     magic = int.from_bytes(head[4:], "big", signed=True)
-    end = reput_end if reput_end is not None else _data_end(store, config)
     if at + total > end:
-        return ConcurrentStop(at, f"totalSize {total} at {where} runs past the data's end ({end})", first)
+        return ConcurrentStop(at, f"totalSize {total} at {where} runs past the data's end ({end}){_MINUS_ONE}", first)
     if magic not in (MAGIC_V1, MAGIC_V2, MAGIC_BLANK):
-        return ConcurrentStop(at, f"illegal magic code 0x{magic & 0xFFFFFFFF:08X} at {where}", first)
-    if magic != MAGIC_BLANK and total < 0:
-        return ConcurrentStop(at, f"negative totalSize {total} at {where}", first)
-    raise UnsupportedConfigError(
-        f"{_SETTING}: the 5.x ConcurrentReputMessageService's preCheckMessageAndReturnSize "
-        f"{'rolls to the next file at' if magic == MAGIC_BLANK or total == 0 else 'accepts'} the record "
-        f"({first['kind']}, totalSize {total}) at {where}, where its batches parse the damaged bytes "
-        "differently: not reproduced; rebuild with the broker, or without the setting if it ran without it")
+        return ConcurrentStop(at, f"illegal magic code 0x{magic & 0xFFFFFFFF:08X} at {where}{_MINUS_ONE}",
+                              first)
+    if magic == MAGIC_BLANK or total == 0:
+        # rollNextFile: the next file's start, where a master's sequential reput goes too (to the end of the
+        # slice, which is the file's end but in the last file, after which nothing is read)
+        last = seg is store.segments[-1]
+        if config.is_master and (last or seg.data_end == seg.size):
+            return None
+        raise UnsupportedConfigError(
+            f"{_SETTING}: the 5.x ConcurrentReputMessageService's preCheckMessageAndReturnSize rolls to the next "
+            f"file at the record ({first['kind']}, totalSize {total}) at {where}, where a slave's sequential "
+            "reput stays: not reproduced; rebuild with the broker, or without the setting if it ran without it")
+    if total < 0:
+        return ConcurrentStop(at, f"negative totalSize {total} at {where}{_MINUS_ONE}", first)
+    slice_start = seg.start if seg is store.segments[0] else 0
+    with store.reader(seg) as read:
+        sizes = _record_sizes(read, seg, slice_start, pos, config)
+        try:
+            out = damaged_batch_outcome(read, seg.base, slice_start, seg.data_end, sizes, pos, end,
+                                        config.brokerVersion == "5.5")
+        except NotFollowed as e:
+            raise UnsupportedConfigError(
+                f"{_SETTING}: the 5.x ConcurrentReputMessageService takes the record ({first['kind']}, totalSize "
+                f"{total}) at {where} into a batch, and {e}: not reproduced; rebuild with the broker, or without "
+                "the setting if it ran without it") from None
+    if out.hung is None:
+        why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
+               f"the batch holding it is parsed to its end without it, and the pre-check stands at commitlog "
+               f"offset {out.stood}")
+    else:
+        why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
+               f"the task parsing the batch of {out.hung[1]} bytes from commitlog offset {out.hung[0]} never ends, "
+               f"so nothing from that batch on is dispatched and the reput waits for it for ever at commitlog "
+               f"offset {out.stood}")
+    return ConcurrentStop(out.cut, why, first, stood=out.stood)
+
+
+def _record_sizes(read, seg: Segment, start: int, end: int, config: BrokerConfig) -> np.ndarray:  # noqa: ANN001
+    """The lengths of the whole records from segment position ``start`` to ``end`` (the walk's records
+    there: the sequential reput read every one of them)."""
+    if end <= start:
+        return np.zeros(0, dtype=np.int64)
+    res = cl.walk_range(read, seg.base, seg.data_end, cl.WalkState.at_slice_start(start, seg.data_end), end,
+                        config, keep_text=False)
+    rec = res.rec
+    sizes = rec[rec[:, cl.R_POS] < end, cl.R_TOTAL].astype(np.int64)
+    assert int(sizes.sum()) == end - start, "the records before the damaged one do not reach it"
+    return sizes
+
+
+def _entry_stop(store: StoreLocation, seg: Segment, end: int) -> ConcurrentStop | None:
+    """A DLedger data file's first entry: its header's magic (1, or -1 for a blank) is read as a totalSize
+    and its size as a magic code, which no record's is, so the pre-check gives -1 there for good (5.3.3 and
+    5.5.1: ``DLedgerCommitLog.getData`` hands the reput the entries as they are)."""
+    at = seg.base + seg.start
+    if at >= end:
+        return None        # getData hands out nothing at or past the committed position
+    with store.reader(seg) as read:
+        head = bytes(read(seg.start, 8))
+    total = int.from_bytes(head[:4], "big", signed=True) if len(head) >= 4 else 0
+    size = int.from_bytes(head[4:8], "big", signed=True) if len(head) >= 8 else 0
+    if len(head) == 8 and at + total <= end and size in (MAGIC_V1, MAGIC_V2, MAGIC_BLANK):
+        raise UnsupportedConfigError(f"{_SETTING} with enableDLegerCommitLog=true: the DLedger entry header at "
+                                     f"{at} reads as a record's; not reproduced")
+    finding = anomaly(AnomalyKind.UNREACHABLE_RECORDS, seg.name, seg.base, seg.start,
+                      "the DLedger entries the concurrent reput never dispatches")
+    return ConcurrentStop(at, f"the DLedger entry header at segment {seg.name} position {seg.start} (magic "
+                              f"{total}, size {size}) reads as totalSize {total} and magic code "
+                              f"0x{size & 0xFFFFFFFF:08X}{_MINUS_ONE}", finding, stood=at)
 
 
 def _data_end(store: StoreLocation, config: BrokerConfig) -> int:
@@ -136,8 +219,7 @@ def _data_end(store: StoreLocation, config: BrokerConfig) -> int:
 def stop_detail(stop: ConcurrentStop) -> dict:
     """The walk's row at the stop with a detail saying what the concurrent reput does there."""
     return {**stop.finding, "detail": (
-        f"{_SETTING}: ConcurrentReputMessageService stops here for good ({stop.why}: "
-        "preCheckMessageAndReturnSize gives -1 and reputFromOffset stays at this record): nothing at or after "
+        f"{_SETTING}: ConcurrentReputMessageService stops here for good ({stop.why}): nothing at or after "
         f"commitlog offset {stop.offset} is dispatched")}
 
 

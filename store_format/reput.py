@@ -19,7 +19,7 @@ import numpy as np
 
 from . import commitlog as cl
 from .anomalies import AnomalyKind
-from .concurrent_reput import check_concurrent_store, concurrent_reput_stop, cut_at, stop_detail
+from .concurrent_reput import concurrent_reput_stop, cut_at, stop_detail
 from .config import BrokerConfig
 from .consumequeue import QueueTable, assign_positions, build_cq_file, cq_file_name
 from .dispatch import fix_malformed_text, index_keys, queue_units
@@ -175,7 +175,6 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
               "a RocksDB consume queue (storeType=defaultRocksDB)" if config.rocksdb_cq else None)
     if layout:
         raise UnsupportedConfigError(f"rebuild_in_memory does not write {layout}: use pipelines.rebuild")
-    check_concurrent_store(store, config)
     result, end_of_data = _rebuild_in_memory(store, config, tz)
     found = [a for a in result.anomalies if a is not end_of_data]
     end = (next(s.base for s in store.segments if s.name == end_of_data["segment"]) + end_of_data["position"]

@@ -16,15 +16,26 @@ with the setting (``creput``) and without it (``sreput``: the sequential ``Reput
 * the broker's files with the setting differ from those without it, and so do our rebuilds of the same
   store: the comparison can fail.
 
+Records the pre-check accepts (:mod:`store_format.concurrent_batches`), written with the setting only:
+``sizeplus``, the 31st put's totalSize 8 bytes too long: the batch task's parse of the next record's first
+bytes leaves 4 bytes and never ends, so nothing from the batch's start (the third segment's) on is dispatched;
+and a DLedger store converted in place (``dledger-converted``): the old commitlog is dispatched, the DLedger
+entries never (the pre-check reads an entry header as a record's).  ``CONCURRENT_REPUT_MORE=1`` adds
+``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next record's magic code read as a
+totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after 4 bytes and never ends)
+and a DLedger store without old files (``dledger-plain``).
+
 5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
 from __future__ import annotations
 
 import json
-import shutil
+import os
 from pathlib import Path
 
+import broker_dledger_scenarios as dls
 import broker_harness as bh
+import numpy as np
 import pytest
 from broker_layout_scenarios import Messages
 
@@ -40,6 +51,11 @@ DAMAGES = {"magic": ("magic", 0x0BADBEEF, {"message": 30}), "negsize": ("totalSi
            "segstart": ("magic", 0x0BADBEEF, {"offset": 2 * SEGMENT})}
 
 
+# records the pre-check accepts, written with the setting only: the totalSize moved by a delta
+ACCEPTED = {"sizeplus": 8, **({"sizeminus": -8, "size12": 12} if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
+DLEDGER = ("converted", *(("plain",) if os.environ.get("CONCURRENT_REPUT_MORE") else ()))
+
+
 def _scenarios(line: str) -> list[dict]:
     g = Messages(23, ["T0", "T1", "T2"])
     messages = [g.one() for _ in range(70)]
@@ -51,11 +67,24 @@ def _scenarios(line: str) -> list[dict]:
             out.append({"name": f"{line}-{reput}-{what}", "messages": messages,
                         "config": {**config, "enableBuildConsumeQueueConcurrently": on},
                         "reputDamage": {**where, "field": field, "value": value}})
+    for what, delta in ACCEPTED.items():
+        out.append({"name": f"{line}-creput-{what}", "messages": messages,
+                    "config": {**config, "enableBuildConsumeQueueConcurrently": "true"},
+                    "reputDamage": {"message": 30, "field": "totalSizeDelta", "value": delta}})
+    for sc in dls.dledger_scenarios(line):
+        what = sc["name"].rsplit("-", 1)[-1]
+        if what in DLEDGER:   # without recheckReputOffsetFromCq, whose wait in start() never ends here
+            conf = {**sc["config"], "recheckReputOffsetFromCq": "false", "enableBuildConsumeQueueConcurrently": "true"}
+            out.append({"name": f"{line}-creput-dledger-{what}", "messages": sc["messages"], "config": conf,
+                        "reputDamage": {"offset": 0, "field": "none", "value": 0}})
     return out
 
 
 SCENARIOS = {line: _scenarios(line) for line in LINES}
-CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+         if sc["name"].rsplit("-", 1)[-1] in DAMAGES]
+NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+             if sc["name"].rsplit("-", 1)[-1] not in DAMAGES]
 _RUNS: dict[str, dict] = {}
 
 
@@ -182,20 +211,15 @@ def test_the_two_reputs_write_different_files(written, line: str, what: str, tmp
 
 
 @pytest.mark.parametrize("line", LINES)
-def test_as_restart_and_the_refused_case(written, line: str, tmp_path: Path) -> None:
+def test_as_restart(written, line: str, tmp_path: Path) -> None:
     """``--as-restart`` of the damaged store: the 5.x restart's recovery checks what it dispatches and cuts at
     the damaged record, so the reput never meets it (no row about the concurrent reput; the broker's
-    concurrent reput wrote the same consume queues, having stopped there).  The same record with a good
-    magic code and a totalSize 8 bytes too long (a size mismatch, which ``preCheckMessageAndReturnSize``
-    accepts and the batches parse again): refused in one line, exit 2."""
-    from store_format.corruption import set_magic_code, set_total_size
-    from store_format.layout import MAGIC_V1
+    concurrent reput wrote the same consume queues, having stopped there)."""
     r = written[f"{line}-creput-magic"]
     d, at = Path(r["scenario"]["dir"]), r["written"]["damagedRecord"]
-    args = ["--config", str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
-            "--engine", "local"]
     code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "r"), "--as-restart",
-                             "--json", *args])
+                             "--json", "--config", str(d / "broker.conf"), "--broker-version",
+                             bh.BROKER_VERSION_ARG[line], "--no-tables", "--engine", "local"])
     assert code == 0, err[-2000:]
     rows = json.loads(out)["anomalies"]
     assert [(a["kind"], a["commitlog_offset"]) for a in rows] == [("restart_discards", at)], rows
@@ -203,14 +227,84 @@ def test_as_restart_and_the_refused_case(written, line: str, tmp_path: Path) -> 
     assert _files(tmp_path / "r" / "consumequeue") == _files(exp)
     for rel in _files(exp):
         bh.same_bytes((exp / rel).read_bytes(), (tmp_path / "r" / "consumequeue" / rel).read_bytes(), rel)
-    store = tmp_path / "store"
-    store.mkdir()
-    shutil.copytree(d / "store" / "commitlog", store / "commitlog")
-    set_magic_code(str(store), at, MAGIC_V1 & 0xFFFFFFFF)
-    set_total_size(str(store), at, delta=8)
-    code, _, err = bh.cli(["rebuild", "--store", str(store), "--out", str(tmp_path / "o"), *args])
-    lines = [ln for ln in err.splitlines() if "enableBuildConsumeQueueConcurrently" in ln]
-    assert code == 2 and len(lines) == 1 and "not reproduced" in lines[0], err[-2000:]
+
+
+def _cq_max_offset(root: Path) -> int:
+    """The largest commitlog offset in the consume queue files under ``root`` (-1: none)."""
+    unit = np.dtype([("off", ">i8"), ("size", ">i4"), ("tag", ">i8")])
+    best = -1
+    for p in root.rglob("*"):
+        if p.is_file():
+            data = p.read_bytes()
+            units = np.frombuffer(data[: len(data) // unit.itemsize * unit.itemsize], dtype=unit)
+            used = units[units["size"] > 0]
+            if len(used):
+                best = max(best, int(used["off"].max()))
+    return best
+
+
+def _dledger_start(d: Path) -> int:
+    """Where the DLedger data starts in the scenario's store (its first data file's name)."""
+    return min(int(p.name) for p in (d / "store").glob("dledger-*/data/*") if p.name.isdigit())
+
+
+@pytest.mark.parametrize("line,name", NEW_CASES)
+def test_where_the_broker_stood_on_accepted_records(reput, line: str, name: str) -> None:
+    """The harness itself: the pre-check stood where the damaged totalSize points; where the batch task never
+    ended (a page still held: ``sizeplus`` always, ``sizeminus`` as its record's bytes fall) the broker's consume
+    queues hold nothing from the damaged record's segment on (the batch started there), else nothing from the
+    damaged record on; DLedger: every task ended, the reput stood at the first DLedger entry, and the
+    consume queues hold the old commitlog's records only (none for ``plain``)."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    top = _cq_max_offset(d / "expected" / "consumequeue")
+    if "-dledger-" in name:
+        start = _dledger_start(d)
+        assert not w["reputHung"] and w["reputStoodAt"] == start, w
+        assert top < start and (top >= 0) == name.endswith("converted"), top
+    else:
+        assert w["reputHung"] or not name.endswith("sizeplus"), w
+        assert w["reputStoodAt"] == w["damagedRecord"] + w["damagedSize"] + ACCEPTED[name.rsplit("-", 1)[-1]], w
+        assert 0 <= top < (w["damagedRecord"] - w["damagedRecord"] % SEGMENT if w["reputHung"] else w["damagedRecord"])
+
+
+@pytest.mark.parametrize("line,name", NEW_CASES)
+def test_rebuild_matches_the_broker_on_accepted_records(reput, line: str, name: str, tmp_path: Path) -> None:
+    """``rebuild`` writes the broker's files byte for byte, and its summary's row at the damaged record (the
+    first DLedger entry) says where the concurrent reput stops for good."""
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    d = Path(reput["scenario"]["dir"])
+    if (d / "expected" / "consumequeue").is_dir() and _files(d / "expected" / "consumequeue"):
+        _same_files(d / "expected", d / "ours", reput["written"]["indexNamesUnique"])
+    else:
+        assert not _files(d / "ours" / "consumequeue")
+        assert [p.read_bytes() for p in sorted((d / "expected" / "index").iterdir())] == \
+            [p.read_bytes() for p in sorted((d / "ours" / "index").iterdir())]
+    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
+                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
+                             "--engine", "local", "--json"])
+    assert code == 0, err[-2000:]
+    at = _dledger_start(d) if "-dledger-" in name else reput["written"]["damagedRecord"]
+    rows = [a for a in json.loads(out)["anomalies"] if "stops here for good" in (a["detail"] or "")]
+    assert [a["commitlog_offset"] for a in rows] == [at], rows
+    if name.endswith("sizeplus"):
+        assert "never ends" in rows[0]["detail"], rows
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_an_accepted_record_without_the_setting(written, line: str, tmp_path: Path) -> None:
+    """What makes the comparison above able to fail on ``sizeplus``: the same store rebuilt without the setting
+    (the sequential reput skips the damaged record and the rest of its segment, and goes on) is not what the
+    broker's concurrent reput wrote."""
+    d = Path(written[f"{line}-creput-sizeplus"]["scenario"]["dir"])
+    conf = tmp_path / "broker.conf"
+    conf.write_text((d / "broker.conf").read_text().replace("enableBuildConsumeQueueConcurrently=true",
+                                                              "enableBuildConsumeQueueConcurrently=false"))
+    code, _, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "seq"), "--config",
+                           str(conf), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables", "--engine",
+                           "local"])
+    assert code == 0, err[-2000:]
+    assert _differ(d / "expected", tmp_path / "seq")
 
 
 def test_the_tables_hold_the_same_findings(written, tmp_path: Path) -> None:

@@ -40,20 +40,28 @@ final class ReputOnly {
         store.getDispatcherList().addAll(saved);
     }
 
-    /** Sets the record's magic code (byte 4) or totalSize (byte 0) to {@code value}. */
-    static void damage(File root, long segmentSize, long offset, String field, int value) throws IOException {
+    /** Sets the record's magic code (byte 4) or totalSize (byte 0) to {@code value}, or adds {@code value} to
+     *  its totalSize ({@code "totalSizeDelta"}); {@code "none"} leaves the commitlog as it is. Returns the
+     *  record's totalSize before the damage (0 for {@code "none"}). */
+    static int damage(File root, long segmentSize, long offset, String field, int value) throws IOException {
+        if ("none".equals(field)) {
+            return 0;
+        }
         File seg = new File(new File(root, "commitlog"), String.format("%020d", offset - offset % segmentSize));
         int at;
         if ("magic".equals(field)) {
             at = 4;
-        } else if ("totalSize".equals(field)) {
+        } else if ("totalSize".equals(field) || "totalSizeDelta".equals(field)) {
             at = 0;
         } else {
             throw new IllegalArgumentException("reputDamage field " + field);
         }
         try (RandomAccessFile f = new RandomAccessFile(seg, "rw")) {
+            f.seek(offset % segmentSize);
+            int size = f.readInt();
             f.seek(offset % segmentSize + at);
-            f.writeInt(value);
+            f.writeInt("totalSizeDelta".equals(field) ? size + value : value);
+            return size;
         }
     }
 
@@ -110,6 +118,19 @@ final class ReputOnly {
             + " " + ptr;
     }
 
+    /** After a hung batch was seen: {@code mappedPageHoldCount} set to 0, so that the reput thread leaves its
+     *  wait and the store can shut down (otherwise its shutdown waits for that thread's join time). The hung
+     *  task never puts its requests, so {@code DispatchService} dispatches nothing more: the files the harness
+     *  takes after the shutdown are those the broker had when it stood still. */
+    static void releaseHeldPages(DefaultMessageStore store) {
+        Object hold = fieldOrNull(store, DefaultMessageStore.class, "mappedPageHoldCount");
+        if (hold instanceof java.util.concurrent.atomic.AtomicInteger) {
+            ((java.util.concurrent.atomic.AtomicInteger) hold).set(0);
+        } else if (hold instanceof java.util.concurrent.atomic.AtomicLong) {
+            ((java.util.concurrent.atomic.AtomicLong) hold).set(0);
+        }
+    }
+
     private static boolean drained(String state) {
         String[] p = state.split(" ");
         if (p.length < 4 || p[1].equals("null")) {
@@ -119,20 +140,24 @@ final class ReputOnly {
         return p[1].equals("0") && p[2].equals("0") && ptr[0].equals(ptr[1]);
     }
 
-    /** Waits until the reput state has stood still, drained, for {@code quietMs}; returns reputFromOffset.
+    /** Waits until the reput state has stood still for {@code quietMs}, drained, or for {@code hungMs} with a
+     *  batch still held (a batch task that never ends: the reput thread then waits in {@code doReput}'s
+     *  {@code finally} for ever); returns reputFromOffset, and whether a batch was still held in {@code hung[0]}.
      *  Fails after {@code timeoutMs}. */
-    static long awaitQuiet(DefaultMessageStore store, long quietMs, long timeoutMs) throws Exception {
+    static long awaitQuiet(DefaultMessageStore store, long quietMs, long hungMs, long timeoutMs, boolean[] hung)
+        throws Exception {
         long deadline = System.currentTimeMillis() + timeoutMs;
         String last = state(store);
         long since = System.currentTimeMillis();
         while (true) {
             Thread.sleep(50);
             String now = state(store);
-            if (!now.equals(last) || !drained(now)) {
+            if (!now.equals(last)) {
                 last = now;
                 since = System.currentTimeMillis();
-            } else if (System.currentTimeMillis() - since >= quietMs) {
+            } else if (System.currentTimeMillis() - since >= (drained(now) ? quietMs : hungMs)) {
                 Thread.sleep(200);  // the dispatch service's last list, taken before the counts matched
+                hung[0] = !drained(now);
                 return reputFromOffset(store);
             }
             if (System.currentTimeMillis() > deadline) {

@@ -150,6 +150,7 @@ public final class Writer {
         Properties props = DLedger.resolvePort(Stores.properties(sc.getAsJsonObject("config")));
         boolean dledger = DLedger.enabled(props);
         if (dledger && LineAdapter.LINE.equals("5") && !sc.has("restartRebuildsNothing") && !sc.has("abort")
+            && !sc.has("reputDamage")
             && !Boolean.parseBoolean(props.getProperty("recheckReputOffsetFromCq", "false").trim())) {
             throw new IllegalArgumentException("a DLedger scenario on 5.x needs recheckReputOffsetFromCq=true: "
                 + "without it the restart's reput starts at the committed position and rebuilds nothing");
@@ -188,6 +189,14 @@ public final class Writer {
                 phaseProps = new Properties();
                 phaseProps.putAll(props);
                 phaseProps.setProperty("enableDLegerCommitLog", "false");
+            }
+            if (dledger && sc.has("reputDamage")) {
+                // the concurrent reput stops at the first DLedger entry: the puts' own dispatch (its queues are
+                // deleted before the reput that is looked at) runs without it, so that the wait for it ends
+                Properties off = new Properties();
+                off.putAll(phaseProps);
+                off.setProperty("enableBuildConsumeQueueConcurrently", "false");
+                phaseProps = off;
             }
             put(phaseProps, root, topics, batchTopics, phases.get(i), statuses, out, wrote);
         }
@@ -269,8 +278,9 @@ public final class Writer {
             ReputOnly.putDispatchers(store, dispatchers);
             long at = reputDamage.has("offset") ? reputDamage.get("offset").getAsLong()
                 : wrote.get(reputDamage.get("message").getAsInt());
-            ReputOnly.damage(root, Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog(), at,
-                reputDamage.get("field").getAsString(), reputDamage.get("value").getAsInt());
+            out.addProperty("damagedSize", ReputOnly.damage(root,
+                Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog(), at,
+                reputDamage.get("field").getAsString(), reputDamage.get("value").getAsInt()));
             out.addProperty("damagedRecord", at);
         }
         // a RocksDB consume queue (storeType=defaultRocksDB) has no queue files to report: its database is
@@ -281,12 +291,20 @@ public final class Writer {
             out.addProperty("truncateDirtyLogicFilesAt", TruncateCalls.last(store));
         }
         DLedger.beforeStart(store);
+        if (reputDamage != null) {
+            LineAdapter.quietStoreLog();
+        }
         store.start();
         LineAdapter.afterStart(store);
         try {
             if (reputDamage != null) {
                 ReputOnly.reputFrom(store, store.getMinPhyOffset());
-                out.addProperty("reputStoodAt", ReputOnly.awaitQuiet(store, 1_500, 60_000));
+                boolean[] hung = new boolean[1];
+                out.addProperty("reputStoodAt", ReputOnly.awaitQuiet(store, 1_500, 3_000, 60_000, hung));
+                out.addProperty("reputHung", hung[0]);
+                if (hung[0]) {
+                    ReputOnly.releaseHeldPages(store);
+                }
             } else {
                 DLedger.awaitCommitted(store, 30_000);
                 Stores.awaitDispatched(store, 60_000);

@@ -76,6 +76,17 @@ public final class LineAdapter {
     public static void afterStart(DefaultMessageStore store) {
     }
 
+    /** The store's log switched off ({@link ReputOnly}: a batch task of the concurrent reput that never ends
+     *  logs "[BUG]" on every turn of its loop, to the console the harness reads). */
+    static void quietStoreLog() {
+        Object log = org.apache.rocketmq.logging.org.slf4j.LoggerFactory.getLogger(
+            org.apache.rocketmq.common.constant.LoggerName.STORE_LOGGER_NAME);
+        if (log instanceof org.apache.rocketmq.logging.ch.qos.logback.classic.Logger) {
+            ((org.apache.rocketmq.logging.ch.qos.logback.classic.Logger) log).setLevel(
+                org.apache.rocketmq.logging.ch.qos.logback.classic.Level.OFF);
+        }
+    }
+
     /** BrokerPathConfigHelper.getTopicConfigPath: {@code <root>/config/topics.json}. */
     static File topicsJson(File root) {
         return new File(new File(root, "config"), "topics.json");

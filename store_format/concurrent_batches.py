@@ -1,0 +1,265 @@
+"""5.x ``ConcurrentReputMessageService`` over a record its pre-check accepts but the batch parse cannot read.
+
+Mirrors, in ``DefaultMessageStore`` (rocketmq-all-5.3.3 and the rocketmq-store 5.5.1 sources: the same code),
+``ConcurrentReputMessageService.doReput`` with ``preCheckMessageAndReturnSize`` and
+``createBatchDispatchRequest``, the task ``MainBatchDispatchRequestService.pollBatchDispatchRequest`` hands
+its executor, and ``CommitLog.checkMessageAndReturnSize(buffer, false, false, false)`` as that task calls it.
+
+The reput takes one file's readable slice (``CommitLog.getData``; from the file's start on a reput from the
+commitlog's min offset) and walks it by the totalSize the pre-check reads (the header only), gathering the
+records into batches: a batch is handed over once its size passes 4 MiB (``BATCH_SIZE``, the record that
+passes it included), and when the walk ends.  A damaged record with a record's magic code and a positive
+totalSize within the data is taken into a batch as if whole; the walk then reads whatever lies that many
+bytes further on.  Each batch's task parses its bytes again, record after record, until none are left; a
+record it cannot read leaves the buffer wherever that parse stopped (after the fields read, or before the
+one that did not fit) and the next parse starts there.  Two ends are possible for a batch holding the damage:
+
+* the parses use up the batch exactly: the task puts what it read into the orderly queue and
+  ``DispatchService`` dispatches it in batch order;
+* a parse meets 1 to 4 bytes left (``remaining() <= 4`` returns -1 without reading: the loop never ends),
+  or the batch runs past the slice (``limit`` throws, and the task's catch leaves ``mappedPageHoldCount``
+  up): the task never puts its requests, ``DispatchService`` waits for that batch for ever, and the reput
+  thread waits in ``doReput``'s ``finally`` for ever.  Nothing of this batch or any later one is dispatched.
+
+The walk and the parses are functions of the bytes, not of the threads: the reput waits for every batch of a
+slice before the next slice, and the batches are dispatched in their order.  :func:`damaged_batch_outcome`
+follows them over the damaged bytes.  Not followed (:class:`NotFollowed`, a one-line reason): a parse that
+reads a whole record inside the damaged bytes (it would be dispatched), a blank magic code met there (a
+successful empty request), a walk that goes on past the damage into the next file, and, for 5.5.1 only, a
+field longer than its record's totalSize: 5.5.1 reads into a buffer each executor thread keeps
+(``borrowCheckMessageBuffer``), as long as the longest record that thread read before, so whether the read
+fits depends on which thread got which batch.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numba
+import numpy as np
+
+from .layout import MAGIC_BLANK, MAGIC_V1, MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6
+
+__all__ = ["BATCH_SIZE", "BatchOutcome", "NotFollowed", "batch_spans", "damaged_batch_outcome"]
+
+BATCH_SIZE = 4 * 1024 * 1024   # ConcurrentReputMessageService.BATCH_SIZE
+
+# the task's scan (_scan): how it stopped
+_DONE, _HANGS, _CANDIDATE, _BLANK = 0, 1, 2, 3
+
+
+class NotFollowed(Exception):
+    """What the damaged bytes make the concurrent reput do is not followed here: the reason."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchOutcome:
+    """Where the concurrent reput ends on a damaged file: records before ``cut`` (a commitlog offset) are
+    dispatched, none at or after it; ``stood`` is where ``reputFromOffset`` stays; ``hung``: the batch
+    (commitlog offset, size) whose task never ends, or None when every task ended."""
+    cut: int
+    stood: int
+    hung: tuple[int, int] | None
+
+
+def batch_spans(sizes: np.ndarray, start: int) -> tuple[list[tuple[int, int]], int, int]:
+    """The batches ``doReput`` hands over while walking whole records of ``sizes`` bytes from slice position
+    ``start``: ``(position, size)`` each, and the open batch left (position, size; -1, -1 when none)."""
+    spans: list[tuple[int, int]] = []
+    ends = np.cumsum(np.asarray(sizes, dtype=np.int64))
+    first, base = 0, 0
+    while first < len(ends):
+        over = int(np.searchsorted(ends, base + BATCH_SIZE, side="right"))  # first record passing the size
+        if over >= len(ends):
+            return spans, start + base, int(ends[-1]) - base
+        spans.append((start + base, int(ends[over]) - base))
+        first, base = over + 1, int(ends[over])
+    return spans, -1, -1
+
+
+def _i32(b: np.ndarray, p: int) -> int:
+    v = (int(b[p]) << 24) | (int(b[p + 1]) << 16) | (int(b[p + 2]) << 8) | int(b[p + 3])
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+@numba.njit(cache=True, nogil=True)
+def _be32(b: np.ndarray, p: int) -> np.int64:
+    v = (np.int64(b[p]) << 24) | (np.int64(b[p + 1]) << 16) | (np.int64(b[p + 2]) << 8) | np.int64(b[p + 3])
+    return v - (np.int64(1) << 32) if v >= (np.int64(1) << 31) else v
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan(b: np.ndarray, pos: int, lim: int, negative_rejected: bool, v1: int, v2: int,
+          blank: int) -> tuple[int, int, np.int64]:
+    """The task's loop from ``pos`` to ``lim`` over headers that are no readable record: each
+    ``checkMessageAndReturnSize`` that gives -1 from its first two reads.  Returns (how it stopped, the
+    buffer position, the last totalSize read); stops at a header with a record's magic code (``_CANDIDATE``:
+    the buffer after the magic code) or a blank's (``_BLANK``)."""
+    while True:
+        rem = lim - pos
+        if rem == 0:
+            return _DONE, pos, np.int64(0)
+        if rem <= 4:
+            return _HANGS, pos, np.int64(0)
+        total = _be32(b, pos)
+        pos += 4
+        if negative_rejected and total < 0:       # 5.5.1: totalSize < 0 gives -1 after the first read
+            continue
+        need = total - 4
+        if need < -(np.int64(1) << 31):           # int overflow of totalSize - 4
+            need += np.int64(1) << 32
+        if rem - 4 < need:
+            continue
+        if rem - 4 < 4:                            # getInt throws: caught, -1, the buffer where it was
+            continue
+        magic = _be32(b, pos)
+        pos += 4
+        if magic == blank:
+            return _BLANK, pos, total
+        if magic == v1 or magic == v2:
+            return _CANDIDATE, pos, total
+
+
+class _Thrown(Exception):
+    """An exception inside ``checkMessageAndReturnSize``: caught there, -1, the buffer where the read failed."""
+
+
+class _Parse:
+    """The rest of one ``checkMessageAndReturnSize`` after a record's magic code, over ``b`` up to ``lim``."""
+
+    def __init__(self, b: np.ndarray, pos: int, lim: int, total: int, v551: bool) -> None:
+        self.b, self.pos, self.lim, self.total, self.v551 = b, pos, lim, total, v551
+
+    def num(self, n: int, signed: bool = True) -> int:
+        if self.lim - self.pos < n:
+            raise _Thrown
+        v = int.from_bytes(self.b[self.pos:self.pos + n].tobytes(), "big", signed=signed)
+        self.pos += n
+        return v
+
+    def into_content(self, n: int) -> None:
+        """``get(bytesContent, 0, n)``: throws for a negative n, for n past the buffer's remaining bytes, and
+        for n past the array (5.3.3: ``new byte[totalSize]``; 5.5.1: a per-thread array at least that long)."""
+        if n < 0 or n > self.lim - self.pos:
+            raise _Thrown
+        if n > self.total:
+            if self.v551:
+                raise NotFollowed(f"a field of {n} bytes in a record whose totalSize says {self.total}: 5.5.1 "
+                                  "reads it into the executor thread's reused buffer, whose length depends on "
+                                  "which records that thread read before")
+            raise _Thrown
+        self.pos += n
+
+    def run(self, v2: bool) -> int:
+        """The parse; returns the length its fields give (``MessageExtEncoder.calMsgLength``)."""
+        if self.total < 0:                       # 5.3.3: new byte[totalSize] throws
+            raise _Thrown
+        self.num(4), self.num(4), self.num(4), self.num(8), self.num(8)   # bodyCRC queueId flag qOffset phys
+        sys_flag = self.num(4)
+        self.num(8)
+        born = 20 if sys_flag & SYSFLAG_BORNHOST_V6 else 8
+        self.into_content(born)
+        self.num(8)
+        store = 20 if sys_flag & SYSFLAG_STOREHOST_V6 else 8
+        self.into_content(store)
+        self.num(4), self.num(8)
+        body = self.num(4)
+        if body > 0:
+            if self.pos + body > self.lim:      # position(newPosition) throws
+                raise _Thrown
+            self.pos += body
+        topic = self.num(2) if v2 else self.num(1)
+        self.into_content(topic)
+        props = self.num(2)
+        if props > 0:
+            self.into_content(props)
+        length = (4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 + 4 + max(body, 0)
+                  + (2 if v2 else 1) + topic + 2 + max(props, 0))
+        return ((length + (1 << 31)) % (1 << 32)) - (1 << 31)
+
+
+def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> bool:
+    """The batch task's loop over ``b`` (slice bytes from slice position ``origin``) from ``pos`` to ``lim``
+    (slice positions); True when it ends, False when it never does.
+
+    Raises:
+        NotFollowed: a parse there reads a whole record, or meets a blank's magic code (a successful request).
+    """
+    while True:
+        how, at, total = _scan(b, pos - origin, lim - origin, v551, MAGIC_V1, MAGIC_V2, MAGIC_BLANK)
+        pos = origin + int(at)
+        if how == _DONE:
+            return True
+        if how == _HANGS:
+            return False
+        if how == _BLANK:
+            raise NotFollowed(f"the batch's parse reads a blank's magic code at slice position {pos - 8}, a "
+                              "successful empty request the dispatch service hands on")
+        parse = _Parse(b, pos - origin, lim - origin, int(total), v551)
+        v2 = _i32(b, pos - 4 - origin) == MAGIC_V2
+        try:
+            length = parse.run(v2)
+        except _Thrown:
+            pos = origin + parse.pos
+            continue
+        pos = origin + parse.pos
+        if length == total:
+            raise NotFollowed(f"the batch's parse reads a whole record of {total} bytes at slice position "
+                              f"{pos - total}, inside the damaged bytes, and dispatches it")
+        # a size mismatch: "[BUG]" logged, the next parse from where this one stopped
+
+
+def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int, sizes: np.ndarray,  # noqa: ANN001
+                          damaged: int, confirm: int, v551: bool) -> BatchOutcome:
+    """What the concurrent reput does with the slice ``[slice_start, slice_end)`` (segment positions) of the
+    segment at ``seg_base`` whose whole records before segment position ``damaged`` are ``sizes`` long, the
+    record at ``damaged`` being one the pre-check accepts (a record's magic code, a positive totalSize not
+    past ``confirm``, ``getConfirmOffset()``).  ``read(pos, n)``: the segment's bytes.
+
+    Raises:
+        NotFollowed: a case the module docstring lists, with the reason.
+    """
+    spans, start, size = batch_spans(sizes, slice_start)
+    p = damaged
+    stood = None
+    while stood is None:
+        if seg_base + p >= confirm:              # reputFromOffset < getReputEndOffset() no longer holds
+            stood = p
+            break
+        if p >= slice_end:
+            raise NotFollowed("the pre-check's walk over the damaged bytes reaches the end of the file and "
+                              "goes on in the next one")
+        head = bytes(read(p, min(8, slice_end - p)))
+        if len(head) < 4:
+            stood = p                            # getInt throws; the next doReput throws at the same offset
+            break
+        total = int.from_bytes(head[:4], "big", signed=True)
+        if seg_base + p + total > confirm or len(head) < 8:
+            stood = p
+            break
+        magic = int.from_bytes(head[4:8], "big", signed=True)
+        if magic == MAGIC_BLANK or (magic in (MAGIC_V1, MAGIC_V2) and total == 0):
+            raise NotFollowed(f"the pre-check reads a {'blank' if magic == MAGIC_BLANK else 'zero totalSize'} at "
+                              f"segment position {p}, past the damaged record, and rolls on to the next file")
+        if magic not in (MAGIC_V1, MAGIC_V2) or total < 0:
+            stood = p
+            break
+        if start < 0:
+            start, size = p, 0
+        size += total
+        if size > BATCH_SIZE:
+            spans.append((start, size))
+            start, size = -1, -1
+        if p + total > slice_end:                # position(newPosition) throws: doReput's finally hands over
+            stood = p                            # the batch, whose task's limit() throws in turn
+            break
+        p += total
+    if start >= 0:
+        spans.append((start, size))
+    held = [s for s in spans if s[0] + s[1] > damaged]
+    end = min(max(s[0] + s[1] for s in held), slice_end) if held else damaged
+    data = np.frombuffer(bytes(read(damaged, end - damaged)), dtype=np.uint8) if end > damaged else \
+        np.zeros(0, dtype=np.uint8)
+    for first, length in held:
+        if first + length > slice_end or not _task(data, damaged, max(first, damaged), first + length, v551):
+            return BatchOutcome(seg_base + min(first, damaged), seg_base + stood, (seg_base + first, length))
+    return BatchOutcome(seg_base + damaged, seg_base + stood, None)
