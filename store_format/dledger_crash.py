@@ -133,8 +133,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     Raises:
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
-        UnsupportedConfigError: what is not modelled: a RocksDB consume queue, ``forceVerifyPropCRC``, a
-            message check that ends the walk elsewhere than DLedger's recovery ends the log, the cases of the
+        UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
+            walk elsewhere than DLedger's recovery ends the log (with ``forceVerifyPropCRC=true`` the first entry
+            already: DLedger's encoder appends no CRC property, :mod:`store_format.propcrc`), the cases of the
             queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
             converted store's old files are below every data file: refused there too).
@@ -151,8 +152,6 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             f"enableAcceleratedRecovery=true with a checkpoint whose logicsPhysicalOffset is "
             f"{cp.logics_physical_offset}: the 5.5.1 broker's abnormal restart fails to load the store "
             "(ConsumeQueueStore.getDispatchFromPhyOffset throws); nothing to predict")
-    if config.checkCRCOnRecover and config.forceVerifyPropCRC:
-        raise _refuse("forceVerifyPropCRC=true (a CRC property over the whole record is checked)")
     log = st.dledger
     files = [Segment(k, name, int(name), size, path, mtime, dledger=True)
              for k, (name, size, path, mtime) in enumerate(log.files)]
@@ -214,7 +213,8 @@ def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerCon
                 split_end = min(state.bufpos + _WINDOW, seg.size + 1)
                 res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=_WINDOW + (1 << 20),
                                     keep_text=True, scratch=scratch, dledger=True)
-                stop, n_ok = check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True)
+                stop, n_ok = check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True,
+                                        prop_crc=config.forceVerifyPropCRC)
                 accepted.add(res, n_ok)
                 track.add(res, n_ok, seg.base)
                 sizes += int(res.rec[:n_ok, cl.R_TOTAL].sum()) if n_ok else 0

@@ -45,10 +45,11 @@ Mirrors (rocketmq-all-4.9.8 and rocketmq-all-5.3.3, ``store/``; rocketmq-store 5
   record whose physicalOffset field lies outside its segment ends the walk (:func:`_offset_check`).
 
 * What is checked: each record with ``checkMessageAndReturnSize(buffer, checkCRC=checkCRCOnRecover,
-  readBody=true)`` (``checkCRCOnRecover`` defaults to true in both versions; 5.3.3 with
-  ``forceVerifyPropCRC=true`` checks a CRC property instead, not reproduced).  The walk stops at the first
+  readBody=true)`` (``checkCRCOnRecover`` defaults to true in both versions).  The walk stops at the first
   result that is not a success: an unreadable record or zeros (-1), a bad magic code (-1), a body whose
-  ``UtilAll.crc32`` differs from bodyCRC (-1; only bodies of length > 0 are checked), a totalSize that
+  ``UtilAll.crc32`` differs from bodyCRC (-1; only bodies of length > 0 are checked; 5.x with
+  ``forceVerifyPropCRC=true`` checks no body but the whole-record CRC property instead, which a record
+  without it fails: :mod:`store_format.propcrc`; 5.5.1's start-segment test reads it too), a totalSize that
   differs from the fields (``DispatchRequest(totalSize, false)``: 5.3.3 logs "found a half message").
   A blank record moves it to the next segment; after the last segment it ends.  The stop position is
   ``processOffset``; recovery never skips a bad record.
@@ -110,6 +111,7 @@ from .layout import (
     OFF_SYSFLAG,
     SYSFLAG_BORNHOST_V6,
 )
+from .propcrc import PROPERTY_CRC32, prop_crc_check
 from .reput import resolve_broker_version
 from .restart_reput import Accepted, reput_records_from, start_reput_check
 from .store import Segment, StoreLocation
@@ -148,7 +150,8 @@ class RecoveryPlan:
             deleted dispatches records (the first segment's base, or ``checked_from`` where recovery
             itself dispatches and the reput then starts at the end; inside that segment with 5.5.1
             ``enableAcceleratedRecovery`` after a crash).
-        stop_kind: ``end_of_data``, ``crc_mismatch``, ``bad_magic``, ``size_mismatch``, ``unreadable_record``,
+        stop_kind: ``end_of_data``, ``crc_mismatch`` (with ``forceVerifyPropCRC``: the CRC property is wrong or
+            missing), ``bad_magic``, ``size_mismatch``, ``unreadable_record``,
             ``blank_in_last_segment``, ``segment_end`` or ``offset_mismatch`` (``checkCommitLogOffsetOnRecover``).
         segments: segments in the store before recovery.
         restart_reput_from: where ``DefaultMessageStore.start`` sets the reput after a recovery that
@@ -240,7 +243,8 @@ def _first_record_accepted(store: StoreLocation, seg: Segment, config: BrokerCon
                             keep_text=True)
     if len(res.rec) == 0:
         return None
-    _, n_ok = check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True)
+    _, n_ok = check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True,
+                         prop_crc=config.forceVerifyPropCRC)
     if n_ok == 0 or int(res.rec[0, cl.R_STORE_TS]) == 0:
         return None
     return int(res.rec[0, cl.R_PHYS]), int(res.rec[0, cl.R_STORE_TS])
@@ -331,10 +335,13 @@ class _Stop:
     reason: str
 
 
-def check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool) -> tuple[_Stop | None, int]:
+def check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool,
+               prop_crc: bool = False) -> tuple[_Stop | None, int]:
     """The first record of a walk that ``checkMessageAndReturnSize(checkCRC, readBody=true)`` does not
     accept, in the order the method tests: magic code (4.9 reads V1 only), the body read into a
-    ``totalSize`` buffer, the body CRC, then totalSize against the fields."""
+    ``totalSize`` buffer, the body CRC (``prop_crc``, 5.x ``forceVerifyPropCRC`` with ``checkCRC``: instead, after
+    the properties, the whole-record CRC property, :mod:`store_format.propcrc`), then totalSize against the
+    fields."""
     rec = res.rec
     if len(rec) == 0:
         return None, 0
@@ -345,20 +352,26 @@ def check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool
     body_overflow = body_len > total  # byteBuffer.get(bytesContent[totalSize], 0, bodyLen) throws
     crc_bad = np.zeros(len(rec), dtype=bool)
     computed = None
-    if check_crc:
+    mismatch = rec[:, cl.R_STATUS] != cl.Status.DISPATCHED
+    prop: tuple[np.ndarray, np.ndarray] | None = None
+    if check_crc and prop_crc and is_5x:
+        prop = prop_crc_check(np.asarray(res.text, dtype=np.uint8), res.text_origin, rec[:, cl.R_POS], total,
+                              res.prop_span[:, cl.P_CRC32], ~mismatch & ~body_overflow)
+        crc_bad = ~mismatch & ~body_overflow & ((prop[0] < 0) | (prop[1] != prop[0]))
+    elif check_crc:
         computed = body_crc_spans(np.asarray(res.text, dtype=np.uint8), res.text_origin, rec[:, cl.R_BODY_START],
                                   np.where(body_len > 0, body_len, 0))
         crc_bad = (body_len > 0) & ~body_overflow & (computed != rec[:, cl.R_CRC].astype(np.int32))
-    mismatch = rec[:, cl.R_STATUS] != cl.Status.DISPATCHED
     bad = bad_v2 | body_overflow | crc_bad | mismatch
     if not bad.any():
         return None, len(rec)
     i = int(np.argmax(bad))
-    return _first_stop(rec, i, seg, bad_v2, body_overflow, crc_bad, computed), i
+    return _first_stop(rec, i, seg, bad_v2, body_overflow, crc_bad, computed, prop), i
 
 
 def _first_stop(rec: np.ndarray, i: int, seg: Segment, bad_v2: np.ndarray, body_overflow: np.ndarray,
-                crc_bad: np.ndarray, computed: np.ndarray | None) -> _Stop:
+                crc_bad: np.ndarray, computed: np.ndarray | None,
+                prop: tuple[np.ndarray, np.ndarray] | None = None) -> _Stop:
     body_len = rec[:, cl.R_BODY_LEN]
     total = rec[:, cl.R_TOTAL]
     pos = int(rec[i, cl.R_POS])
@@ -369,6 +382,13 @@ def _first_stop(rec: np.ndarray, i: int, seg: Segment, bad_v2: np.ndarray, body_
     if body_overflow[i]:
         return _Stop(off, K.UNREADABLE_RECORD.value,
                      f"unreadable record at {where}: bodyLength {int(body_len[i])} is above totalSize {int(total[i])}")
+    if crc_bad[i] and prop is not None:
+        expected, got = int(prop[0][i]), int(prop[1][i])
+        if expected < 0:
+            return _Stop(off, K.CRC_MISMATCH.value, f"forceVerifyPropCRC: no {PROPERTY_CRC32} property with a "
+                                                    f"non-negative value in the record at {where}")
+        return _Stop(off, K.CRC_MISMATCH.value, f"forceVerifyPropCRC: CRC property mismatch at {where}: "
+                                                f"{PROPERTY_CRC32} gives {expected}, the record {got}")
     if crc_bad[i]:
         assert computed is not None
         return _Stop(off, K.CRC_MISMATCH.value, f"body CRC mismatch at {where}: bodyCRC {int(rec[i, cl.R_CRC])}, "
@@ -410,7 +430,8 @@ def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, ch
                 split_end = min(state.bufpos + window, seg.size + 1)
                 res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=window + _WINDOW_MARGIN,
                                     keep_text=True, scratch=scratch)
-                stop, n_ok = check_rows(res, seg, check_crc=check_crc, is_5x=is_5x)
+                stop, n_ok = check_rows(res, seg, check_crc=check_crc, is_5x=is_5x,
+                                        prop_crc=config.forceVerifyPropCRC)
                 if offset_check:
                     stop, n_ok = _offset_check(res, n_ok, seg, stop)
                 accepted.add(res, n_ok)
@@ -464,9 +485,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         A :class:`RecoveryPlan`.
     Raises:
         RestartFailsError: 5.5.1 with ``enableAcceleratedRecovery=true`` where the broker's ``load()`` fails.
-        UnsupportedConfigError: 5.x with ``forceVerifyPropCRC=true`` (a whole-record CRC property is checked
-            instead of the body CRC; not reproduced) or ``enableControllerMode=true``; a start whose second
-            reput would write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`).
+        UnsupportedConfigError: 5.x with ``enableControllerMode=true``; a start whose second reput would
+            write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`).
 
     Example:
         >>> plan = plan_recovery(open_store("store", config), config)  # doctest: +SKIP
@@ -499,11 +519,6 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
             "enableControllerMode=true: a 5.x restart then dispatches and reputs only up to the confirm offset "
             "the controller's sync state set gives (CommitLog.getConfirmOffset, AutoSwitchHAService), which the "
             "store on disk does not hold; let the broker recover")
-    if crc and is_5x and config.forceVerifyPropCRC:
-        raise UnsupportedConfigError(
-            "forceVerifyPropCRC=true: a 5.x broker then checks a CRC32 property over the whole record at "
-            "recovery, which this project does not reproduce; plan without it (checkCRCOnRecover=false) or "
-            "let the broker recover")
     # RocksDBConsumeQueueOffsetTable.getMaxPhyOffset: an empty database has no checkpoint entry and answers 0
     max_phy = max(max_phy_offset_of_consume_queue, 0) if config.rocksdb_cq else max_phy_offset_of_consume_queue
     first = recovery_start_index(store, config, abnormal=abnormal, checkpoint=cp,

@@ -10,7 +10,10 @@ The walk keeps the loop's three positions in a state vector (``S_*``):
 
 The loop over record boundaries is inherently sequential, so it is JIT-compiled with numba; it
 emits plain arrays (fields, and spans into the buffer for strings; see :mod:`store_format.walkresult`),
-never Python objects.  :mod:`store_format.commitlog` feeds it windows and output memory.
+never Python objects.  :mod:`store_format.commitlog` feeds it windows and output memory.  The property
+spans it emits are those of :data:`store_format.walkresult.PROPERTY_NAMES` (the dispatchers' properties and the
+``__CRC32#`` value a 5.x recovery with ``forceVerifyPropCRC`` checks, :mod:`store_format.propcrc`); numba's
+cache keys on this file only, so a change of those names must come with a change here.
 
 Long module: the walk loop and the helpers numba compiles into it (a record's layout, its
 properties, its tagsCode, its row of output), which read best beside the loop.

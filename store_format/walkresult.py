@@ -12,13 +12,14 @@ import dataclasses
 
 import numpy as np
 
-# Properties the reput and the dispatchers read [MessageConst]; column order of ``prop_span``.
+# Properties the reput and the dispatchers read [MessageConst], and the CRC property a 5.x recovery reads with
+# forceVerifyPropCRC (PROPERTY_CRC32, store_format.propcrc); column order of ``prop_span``.
 PROPERTY_NAMES = (
     "KEYS", "UNIQ_KEY", "TAGS", "DELAY", "INNER_MULTI_DISPATCH", "INNER_MULTI_QUEUE_OFFSET",
-    "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC", "INNER_NUM", "INNER_BASE",
+    "REAL_TOPIC", "REAL_QID", "RETRY_TOPIC", "INNER_NUM", "INNER_BASE", "__CRC32#",
 )
 (P_KEYS, P_UNIQ, P_TAGS, P_DELAY, P_MULTI_DISPATCH, P_MULTI_OFFSET, P_REAL_TOPIC, P_REAL_QID, P_RETRY_TOPIC,
- P_INNER_NUM, P_INNER_BASE) = range(len(PROPERTY_NAMES))
+ P_INNER_NUM, P_INNER_BASE, P_CRC32) = range(len(PROPERTY_NAMES))
 N_PROPS = len(PROPERTY_NAMES)
 
 

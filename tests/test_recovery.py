@@ -291,18 +291,15 @@ def test_window_size_does_not_change_the_plan(written: Written) -> None:
     assert small.process_offset == int(written.offsets[victim])
 
 
-def test_force_verify_prop_crc_is_refused_on_5x(written: Written) -> None:
-    """5.3.3 checkMessageAndReturnSize with forceVerifyPropCRC=true checks a CRC32 property over the whole
-    record instead of the body CRC: not reproduced, so the plan is refused rather than guessed."""
-    from store_format.errors import UnsupportedConfigError
-
-    @dataclasses.dataclass(frozen=True)
-    class PropCrcConfig(BrokerConfig):
-        forceVerifyPropCRC: bool = True
-
-    config = PropCrcConfig(mappedFileSizeCommitLog=SEGMENT, brokerVersion="5")
-    with pytest.raises(UnsupportedConfigError, match="forceVerifyPropCRC"):
-        plan_recovery(written.store(), config, abnormal=False)
+def test_force_verify_prop_crc_without_the_property_ends_at_the_first_record(written: Written) -> None:
+    """5.3.3 checkMessageAndReturnSize with forceVerifyPropCRC=true checks the record's CRC32 property instead of
+    the body CRC, and a record without one fails ("not found CRC in properties"): these records have none, so
+    the normal recovery (consume queues deleted: from the first segment) ends at offset 0.  Without
+    checkCRCOnRecover nothing is checked (tests/test_propcrc.py, tests/test_restart_propcrc_broker.py)."""
+    config = dataclasses.replace(BrokerConfig(mappedFileSizeCommitLog=SEGMENT, brokerVersion="5"),
+                                 forceVerifyPropCRC=True)
+    plan = plan_recovery(written.store(), config, abnormal=False)
+    assert (plan.process_offset, plan.kept_segments) == (0, 1)
     assert plan_recovery(written.store(), config, abnormal=False, check_crc=False).process_offset == written.end
 
 

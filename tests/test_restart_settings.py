@@ -152,11 +152,11 @@ def test_recheck_with_a_committed_tail_gives_the_default_files(tmp_path: Path) -
     assert _files(tmp_path / "a") == _files(tmp_path / "b")
 
 
-@pytest.mark.parametrize("setting", ["enableControllerMode=true", "forceVerifyPropCRC=true"])
+@pytest.mark.parametrize("setting", ["enableControllerMode=true"])
 def test_5x_settings_that_cannot_be_derived_are_refused(tmp_path: Path, setting: str) -> None:
-    """``enableControllerMode``: ``CommitLog.getConfirmOffset`` comes from the controller's sync state set;
-    ``forceVerifyPropCRC``: ``checkMessageAndReturnSize`` checks a CRC32 property over the whole record.
-    Neither is derived from the store: refused for 5.x.  4.9.8 has neither (the line is ignored)."""
+    """``enableControllerMode``: ``CommitLog.getConfirmOffset`` comes from the controller's sync state set,
+    not derived from the store: refused for 5.x.  4.9.8 has no such setting (the line is ignored).
+    (``forceVerifyPropCRC`` is derived: tests/test_propcrc.py.)"""
     store = tmp_path / "store"
     _write(store, "5", n=20)
     with pytest.raises(UnsupportedConfigError, match=setting.split("=")[0]):

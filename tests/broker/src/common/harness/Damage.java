@@ -46,6 +46,36 @@ final class Damage {
         }
     }
 
+    /** Flips the lowest byte of the bornTimestamp field (record position 47) of the record at commitlog offset
+     *  {@code offset}: a byte outside the body, which only a 5.x CRC32 property covers; returns its offset. */
+    static long flipBornTimestampByte(File root, long segmentSize, long offset) throws IOException {
+        File seg = new File(new File(root, "commitlog"), String.format("%020d", offset - offset % segmentSize));
+        try (RandomAccessFile f = new RandomAccessFile(seg, "rw")) {
+            long at = offset % segmentSize + 47;
+            f.seek(at);
+            int b = f.read();
+            f.seek(at);
+            f.write(b ^ 0xFF);
+            return offset - offset % segmentSize + at;
+        }
+    }
+
+    /** Writes the CRC32 property of the record at commitlog offset {@code offset} again over its bytes as they
+     *  are now (5.x, records written with {@code enabledAppendPropCRC=true}): {@link LineAdapter#refreshPropCrc}. */
+    static void refreshPropCrc(File root, long segmentSize, long offset) throws IOException {
+        File seg = new File(new File(root, "commitlog"), String.format("%020d", offset - offset % segmentSize));
+        try (RandomAccessFile f = new RandomAccessFile(seg, "rw")) {
+            long pos = offset % segmentSize;
+            f.seek(pos);
+            byte[] record = new byte[f.readInt()];
+            f.seek(pos);
+            f.readFully(record);
+            LineAdapter.refreshPropCrc(java.nio.ByteBuffer.wrap(record));
+            f.seek(pos);
+            f.write(record);
+        }
+    }
+
     /** Writes {@code value} into the physicalOffset field (record position 28) of the record at commitlog
      *  offset {@code offset}. */
     static void setOffsetField(File root, long segmentSize, long offset, long value) throws IOException {

@@ -77,7 +77,11 @@ import org.apache.rocketmq.store.config.BrokerRole;
  *
  * <p>Restart knobs ({@link Damage}): {@code damageMessage} flips a body byte of that message's record
  * and {@code abort} leaves an abort file before the restart; {@code <dir>/before/} then keeps the store
- * as the restart found it, and the line adds {@code damagedRecord} and {@code damagedByte}. With
+ * as the restart found it, and the line adds {@code damagedRecord} and {@code damagedByte}; with
+ * {@code refreshPropCrc} (5.x, {@code enabledAppendPropCRC=true}) the damaged record's CRC32 property is then
+ * written again over its bytes, so that it holds while the body CRC fails. {@code damageHead} (an index into
+ * the puts) flips the lowest byte of that record's bornTimestamp instead: the body CRC holds, the CRC32
+ * property (if any) fails; the line adds the same. With
  * {@code keepQueues} the restart keeps {@code consumequeue/}, {@code consumequeue_ext/},
  * {@code batchconsumequeue/} and {@code index/} (so does {@code before/}), and the line adds
  * {@code queuesAfterLoad} (every queue after {@code load()}, which recovers the queues and the commitlog)
@@ -213,6 +217,16 @@ public final class Writer {
             out.addProperty("damagedRecord", at);
             damagedAt = at;
             out.addProperty("damagedByte", Damage.flipBodyByte(root, segmentSize, at));
+            if (sc.has("refreshPropCrc") && sc.get("refreshPropCrc").getAsBoolean()) {  // the CRC32 property holds
+                Damage.refreshPropCrc(root, segmentSize, at);
+            }
+        }
+        if (sc.has("damageHead")) {  // a byte outside the body: the bornTimestamp's lowest
+            long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
+            long at = wrote.get(sc.get("damageHead").getAsInt());
+            out.addProperty("damagedRecord", at);
+            damagedAt = at;
+            out.addProperty("damagedByte", Damage.flipBornTimestampByte(root, segmentSize, at));
         }
         if (sc.has("damageOffsetField")) {  // a record whose physicalOffset field lies outside its segment
             long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
@@ -247,7 +261,7 @@ public final class Writer {
                 z.get("unitSize").getAsInt(), damagedAt);
         }
         boolean keepQueues = sc.has("keepQueues") && sc.get("keepQueues").getAsBoolean();
-        if (sc.has("damageMessage") || sc.has("abort") || sc.has("keepBefore")) {
+        if (sc.has("damageMessage") || sc.has("damageHead") || sc.has("abort") || sc.has("keepBefore")) {
             Damage.keepBefore(root, new File(dir, "before"), keepQueues);
         }
         if (!keepQueues) {

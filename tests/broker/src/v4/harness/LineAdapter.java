@@ -105,4 +105,9 @@ public final class LineAdapter {
         long forcibly, boolean cleanImmediately) {
         return store.getCommitLog().deleteExpiredFile(expiredTime, interval, forcibly, cleanImmediately);
     }
+
+    /** 4.9.8 has no CRC32 property ({@code enabledAppendPropCRC} is a 5.x setting). */
+    public static void refreshPropCrc(java.nio.ByteBuffer record) {
+        throw new UnsupportedOperationException("refreshPropCrc: 4.9.8 writes no CRC32 property");
+    }
 }

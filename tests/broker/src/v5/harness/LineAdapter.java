@@ -197,4 +197,24 @@ public final class LineAdapter {
         return store.getCommitLog().deleteExpiredFile(expiredTime, interval, forcibly, cleanImmediately,
             store.getMessageStoreConfig().getDeleteFileBatchMax());
     }
+
+    /** {@code record} (a whole record from position 0) with its CRC32 property written again over its bytes as
+     *  they are now: the broker's own {@code UtilAll.crc32} of all but the last {@code CommitLog.CRC32_RESERVED_LEN}
+     *  bytes, put there by {@code MessageDecoder.createCrc32} (what {@code enabledAppendPropCRC} writes). */
+    public static void refreshPropCrc(ByteBuffer record) {
+        int total = record.getInt(0);
+        int at = total - org.apache.rocketmq.store.CommitLog.CRC32_RESERVED_LEN;
+        byte[] name = MessageConst.PROPERTY_CRC32.getBytes(StandardCharsets.UTF_8);
+        for (int i = 0; i < name.length; i++) {
+            if (record.get(at + i) != name[i]) {
+                throw new IllegalArgumentException("refreshPropCrc: the record does not end with its CRC32 property");
+            }
+        }
+        ByteBuffer covered = record.duplicate();
+        covered.position(0).limit(at);
+        int crc = org.apache.rocketmq.common.UtilAll.crc32(covered);
+        ByteBuffer tail = record.duplicate();
+        tail.position(at).limit(total);
+        MessageDecoder.createCrc32(tail, crc);
+    }
 }

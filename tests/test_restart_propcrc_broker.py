@@ -1,0 +1,217 @@
+"""``forceVerifyPropCRC=true`` (5.x): ``rebuild --as-restart`` and ``verify``'s next-start prediction checked
+against the broker's own restart.
+
+5.3.3/5.5.1 ``CommitLog.checkMessageAndReturnSize`` with ``checkCRC`` (``checkCRCOnRecover``, default true) and
+``forceVerifyPropCRC=true`` checks no body CRC, but the record's ``__CRC32#`` property: a CRC of the whole record
+but its last 20 bytes, which the writer appends with ``enabledAppendPropCRC=true`` (:mod:`store_format.propcrc`);
+a record without it fails.  The JVM harness (:mod:`broker_harness`, ``tests/broker/``) writes the ``mixed`` store
+of :mod:`broker_layout_scenarios` (single messages, batches, delayed messages, transactions; plain consume queues,
+32 KiB segments) with both settings, damages it, keeps it in ``<dir>/before/`` and restarts the broker on it with
+``consumequeue/`` and ``index/`` deleted:
+
+* ``-head``: the lowest byte of the bornTimestamp of the record six puts before the end flipped (``damageHead``):
+  its body CRC holds, its CRC property fails, and the recovery ends the commitlog there; ``-head-crash`` and
+  ``-head-kept``: the same on the record three puts before the end (in the last segment, where the walk may start),
+  restarted after a crash (an ``abort`` file: ``recoverAbnormally``) and keeping the queues and the index, which
+  reach past the cut (``truncateDirtyLogicFiles``; ``verify``'s queue by queue prediction);
+* ``-body``: a body byte of that record flipped and its CRC property written again over the damaged bytes
+  (``damageMessage`` + ``refreshPropCrc``): the body CRC fails, the property holds, the broker keeps everything;
+* ``-absent``: written without ``enabledAppendPropCRC``: no record has the property, the recovery's walk ends at
+  its first record.
+
+``rebuild --as-restart`` on each ``before/`` must write the broker's files byte for byte, and ``verify`` on it
+must predict where the broker's recovery ended the commitlog.  5.3.3 by default; ``PROPCRC_LINES=5.3.3,5.5.1``
+adds 5.5.1 (whose start-segment test, ``isMappedFileMatchedRecover``, runs the same check on each segment's first
+record).  4.9.8 has neither setting (:mod:`test_restart_settings`).
+
+``PROPCRC_DLEDGER=1`` adds, on each line, the ``plain`` DLedger store of :mod:`broker_dledger_scenarios` restarted
+after a crash without ``recheckReputOffsetFromCq`` (``dledgerRecoverAbnormally``'s walk is then all that dispatches),
+with both settings (``-dledger-abort``) and without them (``-dledger-abort-off``): ``DLedgerCommitLog``'s encoder
+writes no CRC property, so with the setting the walk fails at its first entry and the broker writes no unit, and
+``rebuild --as-restart`` refuses that restart in one line (a check that ends the walk elsewhere than DLedger's
+recovery ends the log: not modelled).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_scenarios import dledger_scenarios
+from broker_layout_scenarios import layout_scenarios
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+LINES = bh.lines_from_env("PROPCRC_LINES", "5.3.3")
+PROP = {"enabledAppendPropCRC": "true", "forceVerifyPropCRC": "true"}
+UNIT = 20
+
+
+def _base(line: str) -> dict:
+    conf = {"mappedFileSizeCommitLog": str(32 * 1024), "mappedFileSizeConsumeQueue": "120", "maxHashSlotNum": "101",
+            "maxIndexNum": "400"}
+    confs = {"plain": conf, "mixed": conf, "lmq": conf}
+    return next(sc for sc in layout_scenarios(line, "propcrc", 17, ["T0", "T1", "%RETRY%cg1"], confs)
+                if sc["name"].endswith("-mixed"))
+
+
+def _scenarios(line: str) -> list[dict]:
+    sc = _base(line)
+    name = sc["name"]
+    puts = sum(1 for m in sc["messages"] if "sleepMs" not in m)
+    prop = {**sc["config"], **PROP}
+    head = {**sc, "name": f"{name}-head", "config": prop, "damageHead": puts - 6}
+    # the damage in the last segment, where a recovery may start (the normal one when the queues cover it; an
+    # abnormal one as the checkpoint the flushes left says, which varies from run to run)
+    last = {**head, "damageHead": puts - 3}
+    return [
+        head,
+        {**last, "name": f"{name}-head-crash", "abort": True},
+        {**last, "name": f"{name}-head-kept", "keepQueues": True},
+        {**sc, "name": f"{name}-body", "config": prop, "damageMessage": puts - 6, "refreshPropCrc": True},
+        {**sc, "name": f"{name}-absent", "config": {**sc["config"], "forceVerifyPropCRC": "true"}, "keepBefore": True},
+    ] + (_dledger(line) if os.environ.get("PROPCRC_DLEDGER") else [])
+
+
+def _dledger(line: str) -> list[dict]:
+    plain = dledger_scenarios(line)[0]
+    conf = {k: v for k, v in plain["config"].items() if k != "recheckReputOffsetFromCq"}
+    crash = {**plain, "abort": True, "name": f"{line}-propcrc-dledger-abort-off", "config": conf}
+    return [{**crash, "name": f"{line}-propcrc-dledger-abort", "config": {**conf, **PROP}}, crash]
+
+
+SCENARIOS = {line: _scenarios(line) for line in LINES}
+ALL = [(line, sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+NAMES = [(line, n) for line, n in ALL if "-dledger-" not in n]
+DLEDGER = [line for line, n in ALL if n.endswith("-dledger-abort")]
+REBUILT = [(line, n) for line, n in ALL if not n.endswith("-kept")]
+_RUNS: dict[str, dict] = {}
+
+
+@pytest.fixture
+def runs(request, tmp_path_factory) -> dict[str, dict]:
+    """Every scenario as the broker wrote and restarted it, our ``--as-restart`` rebuilds and ``verify`` reports
+    (once)."""
+    if not _RUNS:
+        work = tmp_path_factory.mktemp("restart-propcrc")
+        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s) with forceVerifyPropCRC, each restarted"))
+        for line, name in ALL:
+            r = _RUNS[name]
+            if r["written"].get("ok"):
+                d = Path(r["scenario"]["dir"])
+                if (line, name) in REBUILT:
+                    r["rebuild"] = bh.rebuild_as_restart(d, bh.BROKER_VERSION_ARG[line])
+                if (line, name) in NAMES:
+                    r["verify"] = _verify(d, line)
+    for name, r in _RUNS.items():
+        if not r["written"].get("ok"):
+            pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
+    return _RUNS
+
+
+def _verify(d: Path, line: str) -> dict:
+    from pipelines.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
+                     "--broker-version", bh.BROKER_VERSION_ARG[line], "--split-size", "4k", "--json"])
+    assert code in (0, 1) and "Traceback" not in err.getvalue(), err.getvalue()[-3000:]
+    return json.loads(out.getvalue())
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+
+
+def _record_end(d: Path, size: int, at: int) -> int:
+    data = (d / "before" / "commitlog" / f"{at - at % size:020d}").read_bytes()
+    return at + int.from_bytes(data[at % size:at % size + 4], "big")
+
+
+@pytest.mark.parametrize("line,name", NAMES)
+def test_the_broker_ends_the_commitlog_where_the_property_says(runs, line: str, name: str) -> None:
+    """The harness itself: a damaged head cuts at the damaged record although its body CRC holds; a damaged body
+    whose property holds cuts nothing; a store without the property is cut at its first record."""
+    r = runs[name]
+    w, d = r["written"], Path(r["scenario"]["dir"])
+    size = int(r["scenario"]["config"]["mappedFileSizeCommitLog"])
+    if "-head" in name:
+        bh.check_cut_at_damaged_record(r)
+    elif name.endswith("-body"):
+        assert w["maxPhyOffset"] > _record_end(d, size, w["damagedRecord"])
+    else:
+        assert w["maxPhyOffset"] == 0
+        assert not _files(d / "expected" / "consumequeue")   # nothing dispatched
+
+
+@pytest.mark.parametrize("line,name", [(ln, n) for ln, n in REBUILT if (ln, n) in NAMES])
+def test_as_restart_matches_the_broker(runs, line: str, name: str) -> None:
+    """consumequeue/ and index/: the files the broker's restart wrote, byte for byte."""
+    r = runs[name]
+    reb = r["rebuild"]
+    if reb["code"] != 0:
+        why = [ln for ln in reb["stderr"].splitlines() if ln.startswith("error:")] or [reb["stderr"][-1000:]]
+        pytest.fail(f"rebuild --as-restart exited {reb['code']}: {' | '.join(why)}")
+    d = Path(r["scenario"]["dir"])
+    exp, ours = d / "expected" / "consumequeue", d / "ours" / "consumequeue"
+    assert _files(ours) == _files(exp), "consumequeue file set differs"
+    for rel in _files(exp):
+        bh.same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"consumequeue/{rel}")
+    exp_idx, our_idx = _files(d / "expected" / "index"), _files(d / "ours" / "index")   # named by creation time
+    assert len(our_idx) == len(exp_idx), f"index file count {len(our_idx)} != broker's {len(exp_idx)}"
+    for e, o in zip(exp_idx, our_idx):
+        bh.same_bytes((d / "expected" / "index" / e).read_bytes(), (d / "ours" / "index" / o).read_bytes(),
+                      f"index file {o} vs broker's {e}")
+
+
+@pytest.mark.parametrize("line,name", NAMES)
+def test_verify_predicts_where_the_broker_recovery_ends(runs, line: str, name: str) -> None:
+    r = runs[name]
+    report, w = r["verify"], r["written"]
+    p = report["restart"]
+    assert p is not None and not report["restart_note"], report.get("restart_note")
+    assert p["recovery_cut"] == w["maxPhyOffset"]
+    if "-head" in name:
+        assert "CRC property mismatch" in p["recovery_reason"], p["recovery_reason"]
+    if name.endswith("-absent"):
+        assert "no __CRC32# property" in p["recovery_reason"], p["recovery_reason"]
+
+
+@pytest.mark.parametrize("line,name", [(ln, n) for ln, n in NAMES if n.endswith("-kept")])
+def test_verify_predicts_the_queue_truncation(runs, line: str, name: str) -> None:
+    """The restart on the store's own queues, which reach past the cut: ``truncateDirtyLogicFiles`` at the cut,
+    queue by queue as the broker left them after ``load()``, and what its dispatch then writes again."""
+    r = runs[name]
+    w, p = r["written"], r["verify"]["restart"]
+    assert p["truncate_dirty_logic_files"] == (w["truncateDirtyLogicFilesAt"] >= 0)
+    listed = {q["queue"]: q for q in p["queues"] if q["layout"] == "consumequeue"}
+    cut = 0
+    for queue, s in sorted(w["queuesAfterLoad"].items()):
+        q = listed.get(queue)
+        if q is None:
+            continue
+        assert q["write_position"] == s["maxOffset"], f"{queue}: where its files end"
+        assert q["max_physic_offset"] == s["maxPhysicOffset"], f"{queue}: max physical offset"
+        cut += q["units_truncated"] + q["units_dropped_by_recover"]
+    assert cut > 0, "the restart cut no unit: the damage did not reach the queues"
+    again = sum((w["queuesAfterDispatch"][q]["maxOffset"] - s["maxOffset"]) // UNIT
+                for q, s in w["queuesAfterLoad"].items())
+    assert p["units_dispatched_again"] == again
+
+
+@pytest.mark.parametrize("line", DLEDGER)
+def test_a_dledger_crash_restart_fails_at_the_first_entry_and_is_refused(runs, line: str) -> None:
+    on, off = runs[f"{line}-propcrc-dledger-abort"], runs[f"{line}-propcrc-dledger-abort-off"]
+    d_on, d_off = Path(on["scenario"]["dir"]), Path(off["scenario"]["dir"])
+    assert not _files(d_on / "expected" / "consumequeue"), "the broker's walk dispatched with forceVerifyPropCRC"
+    assert _files(d_off / "expected" / "consumequeue"), "the broker's walk dispatched nothing without it"
+    reb = on["rebuild"]
+    assert reb["code"] == 2 and "ends the walk at" in reb["stderr"], reb["stderr"][-2000:]
+    assert off["rebuild"]["code"] == 0, off["rebuild"]["stderr"][-2000:]
+    assert _files(d_off / "ours" / "consumequeue") == _files(d_off / "expected" / "consumequeue")
