@@ -161,7 +161,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
                     read_expected: Callable[[str, str, str], bytes], truncate_at: int | None = None,
                     reput_from_queues: bool | None = None, second_reput: bool = False,
-                    dispatch_from: int | None = None, cut_lost: np.ndarray | None = None, cut_at: int | None = None,
+                    dispatch_from: int | None = None, cut_lost: dict[str, np.ndarray] | None = None,
+                    cut_at: int | None = None,
                     reindex_from: int | None = None, abnormal_from: int | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
@@ -203,9 +204,10 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     (:func:`store_format.dledger_crash.plan_dledger_crash`): ``dledgerRecoverAbnormally`` puts every
     message from there (inclusive) to ``commitlog_end``, no queue is truncated against the log's end, and
     the start's reput adds nothing but, on 5.5.1, what ``truncateDirtyLogicFiles`` at the walk's short
-    ``processOffset`` (``cut_at``) cut and it puts back: ``cut_lost``, the commitlog offsets of the units
-    that cut leaves out for good (:class:`store_format.dledger_crash_cut.QueueCut`), are lost, a queue's
-    own units among them too; every other unit at or past ``cut_at`` is written again (the cut took it,
+    ``processOffset`` (``cut_at``) cut and it puts back: ``cut_lost``, per queue (``topic/queueId``), the
+    commitlog offsets of the units that cut leaves out for good
+    (:class:`store_format.dledger_crash_cut.QueueCut`), are lost, a queue's own units among them too;
+    every other unit at or past ``cut_at`` is written again (the cut took it,
     the reput puts it back); ``reindex_from``: the reput starts there and indexes the last indexed record
     again.
 
@@ -257,9 +259,10 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         return (off >= first) & (off < commitlog_end)
 
     top = max((s.restart.max_physic_offset for s in states), default=-1)   # the queues' max after the dispatch
-    cut_away = cut_lost if cut_lost is not None else np.zeros(0, np.int64)
+    none = np.zeros(0, np.int64)
     for s in states:
         q = s.restart
+        cut_away = (cut_lost or {}).get(q.queue, none)
         rules = _rules(q.layout)
         n_tail = n_cut = n_records = 0
         for name, lo, hi, n in s.expected_files:
