@@ -227,7 +227,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         if crash is not None and crash.cut is not None else None,
         cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
         reindex_from=crash.reput_from if crash is not None and crash.reindex >= 0 else None,
-        abnormal_from=recovery.dispatch_from if recovery is not None and not clean else None)
+        abnormal_from=recovery.dispatch_from if recovery is not None and not clean else None,
+        ext_again_from=crash.reput_from if crash is not None and crash.ext_again else None)
     if crash is not None:
         restart.dledger = True
         restart.recovery_cut = crash.end
