@@ -229,6 +229,16 @@ def layouts_abort_scenario(line: str) -> dict:
             "reportQueues": True, "name": f"{line}-dledger-abort-layouts"}
 
 
+def layouts_recheck_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-layouts-recheck``: the ``layouts`` store restarted with
+    ``recheckReputOffsetFromCq=true``: the start's reput begins at the cut queues' largest max (a batch queue's
+    counts with the start of its last kept unit), below every cut unit, and puts them all back at their own
+    positions, an ext queue's pointing at the ext units it puts again."""
+    sc = layouts_abort_scenario(line)
+    return {**sc, "config": {**sc["config"], "recheckReputOffsetFromCq": "true"},
+            "name": f"{line}-dledger-abort-layouts-recheck"}
+
+
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from broker_dledger_scenarios import (
     dledger_scenarios,
     kept_abort_scenario,
     layouts_abort_scenario,
+    layouts_recheck_abort_scenario,
     no_recheck_scenario,
     partial_abort_scenario,
     small_abort_scenarios,
@@ -38,6 +40,8 @@ bh.skip_without_tools()
 # 4.9.8 and 5.5.1 by default; 5.3.3 (the 5.x store over 4.9.8's dledger 0.3.1.2) adds some 20 s of
 # writing on 2 cores: DLEDGER_LINES=4.9.8,5.3.3,5.5.1
 LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
+# DLEDGER_MORE_LAYOUTS=1: the layouts crash restart with recheckReputOffsetFromCq=true too (some 15 s more)
+MORE_LAYOUTS = os.environ.get("DLEDGER_MORE_LAYOUTS") == "1"
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
@@ -45,7 +49,7 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
 # recheckReputOffsetFromCq (it rebuilds nothing)
 EXTRA = {line: abort_scenarios(line) + ([] if line.startswith("4") else [
     no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line),
-    layouts_abort_scenario(line)])
+    layouts_abort_scenario(line), *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
     for line in LINES}
 _RUNS: dict[str, dict] = {}
 
@@ -436,21 +440,25 @@ def test_as_restart_after_a_crash_whose_cut_takes_ext_light_and_batch_queue_unit
     position: an ext unit for every message it walks (put back or not), the units put back pointing at the
     new ones; the batch queue's units appended after its last kept unit. --as-restart on the store as the
     restart found it writes the broker's consumequeue/, consumequeue_ext/, batchconsumequeue/ and index/
-    byte for byte (5.3.3 cuts nothing, but its reput puts the ext units of the last six messages again)."""
-    name = f"{line}-dledger-abort-layouts"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    src = Path(r["scenario"]["dir"])
-    ours = tmp_path / name
-    code, err = _as_restart(src / "before", ours, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", ours)
-    for sub in ("consumequeue_ext", "batchconsumequeue"):
-        exp_files = _files(src / "expected" / sub)
-        assert exp_files, f"the broker wrote no {sub}/"
-        assert _files(ours / sub) == exp_files, f"{sub}/ file set differs"
-        for rel in exp_files:
-            bh.same_bytes((src / "expected" / sub / rel).read_bytes(), (ours / sub / rel).read_bytes(), f"{sub}/{rel}")
+    byte for byte (5.3.3 cuts nothing, but its reput puts the ext units of the last six messages again).
+    DLEDGER_MORE_LAYOUTS=1: the same with recheckReputOffsetFromCq=true, whose reput puts every cut unit back."""
+    # the recheck store first: the checks after the loop are on the layouts store
+    for name in ([f"{line}-dledger-abort-layouts-recheck"] if MORE_LAYOUTS else []) + [f"{line}-dledger-abort-layouts"]:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        ours = tmp_path / name
+        code, err = _as_restart(src / "before", ours, src, line)
+        assert code == 0, err[-2000:]
+        _same_tree(src / "expected", ours)
+        for sub in ("consumequeue_ext", "batchconsumequeue"):
+            exp_files = _files(src / "expected" / sub)
+            assert exp_files, f"the broker wrote no {sub}/"
+            assert _files(ours / sub) == exp_files, f"{sub}/ file set differs"
+            for rel in exp_files:
+                bh.same_bytes((src / "expected" / sub / rel).read_bytes(), (ours / sub / rel).read_bytes(),
+                              f"{sub}/{rel}")
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == (line != "5.3.3"), err[-2000:]
     if line == "5.3.3":
         return
     assert "truncateDirtyLogicFiles cuts the queues" in err, err[-2000:]
