@@ -102,11 +102,14 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           f"recovery's processOffset {crash.process_offset} (its last file's message sizes, without "
                           f"the entry headers); the start's reput from {c.reput} puts back {c.restored} unit(s), "
                           f"{c.lost_units} stay cut (past their queue's write position, or overwritten) and "
-                          f"{len(c.dropped)} queue file(s) stay deleted"
+                          f"{len(c.dropped) + len(c.batch_dropped)} queue file(s) stay deleted"
                           + (f"; in {len(c.moves)} queue(s) it puts back only the last cut units, appended at the "
                              "write position over the others (putMessagePositionInfo)" if c.moves else ""))
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
-                      + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else ""))
+                      + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else "")
+                      + (f"; it puts {sum(a.count for a in crash.ext_again)} ext unit(s) again, one per record of an "
+                         "ext queue (ConsumeQueueExt.put before the unit is dropped or put back)"
+                         if crash.ext_again else ""))
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
         segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
