@@ -245,10 +245,9 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         if stop is not None:
             walk = stop[1]
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz)
-        kept_files = apply_cut(recovery, staged, built.cq_files, config.cq_file_size)
-        if kept_files is not built.cq_files:
-            built.cq_files, built.units = kept_files, sum(r["entries"] for r in kept_files)
-            built.queues = len({(r["topic"], r["queue_id"]) for r in kept_files})
+        if apply_cut(recovery, staged, built, config):
+            built.units = sum(r["entries"] for r in built.cq_files)
+            built.queues = len({(r["topic"], r["queue_id"]) for r in built.cq_files})
         anomalies = walk.anomalies(built.anomalies + ([stop_detail(stop[0])] if stop else []), recovery)
         if tables is not None:
             progress.stage("tables", tables)

@@ -6,10 +6,19 @@ import dataclasses
 import numpy as np
 
 from store_format.anomalies import AnomalyKind
+from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE, BCQ_UNIT_SIZE
 from store_format.config import BrokerConfig
 from store_format.consumequeue import cq_file_name
+from store_format.consumequeue_ext import (
+    END_MARK,
+    EXT_UNIT_SIZE,
+    ext_addresses,
+    ext_file_name,
+    ext_real_offsets,
+    ext_units_per_file,
+)
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
-from store_format.dledger_crash_cut import QueueMove
+from store_format.dledger_crash_cut import ExtAgain, QueueMove
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import StoreError
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
@@ -18,6 +27,8 @@ from store_format.store import Segment, StoreLocation, with_dledger_committed
 
 from .anomalies import at_offset
 from .build import write_file
+from .build_batch import BCQ_KIND
+from .build_stage import Built
 from .commit import StagedOutput
 
 __all__ = ["as_restart", "apply_cut", "Restart", "DLedgerRestart"]
@@ -90,12 +101,15 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             progress.emit(f"[rebuild] as a restart after a crash: truncateDirtyLogicFiles cuts the queues at the "
                           f"recovery's processOffset {crash.process_offset} (its last file's message sizes, without "
                           f"the entry headers); the start's reput from {c.reput} puts back {c.restored} unit(s), "
-                          f"{len(c.lost)} stay cut (past their queue's write position, or overwritten) and "
-                          f"{len(c.dropped)} queue file(s) stay deleted"
+                          f"{c.lost_units} stay cut (past their queue's write position, or overwritten) and "
+                          f"{len(c.dropped) + len(c.batch_dropped)} queue file(s) stay deleted"
                           + (f"; in {len(c.moves)} queue(s) it puts back only the last cut units, appended at the "
                              "write position over the others (putMessagePositionInfo)" if c.moves else ""))
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
-                      + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else ""))
+                      + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else "")
+                      + (f"; it puts {sum(a.count for a in crash.ext_again)} ext unit(s) again, one per record of an "
+                         "ext queue (ConsumeQueueExt.put before the unit is dropped or put back)"
+                         if crash.ext_again else ""))
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
         segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
@@ -114,47 +128,69 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
     return kept, DLedgerRestart(rec, before, nothing)
 
 
-def apply_cut(recovery: object, staged: StagedOutput, cq_files: list[dict], cq_file_size: int) -> list[dict]:
-    """The staged consume queues as a 5.5.1 DLedger crash restart leaves them after ``truncateDirtyLogicFiles``
-    and the start's reput (:class:`store_format.dledger_crash_cut.QueueCut`): the files the cut deleted and
-    nothing wrote again are removed, and in a queue whose cut units are put back only in part they are moved
-    to where the reput appends them (:func:`_write_moved`).  Returns ``cq_files`` (the build's consume queue
-    rows) for the files that stay, with the rewritten ones' rows updated."""
+def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: BrokerConfig) -> bool:
+    """The staged queues as a 5.x DLedger crash restart leaves them after ``truncateDirtyLogicFiles`` (5.5.1)
+    and the start's reput (:class:`store_format.dledger_crash_cut.QueueCut`): the consume queue and batch
+    consume queue files the cut deleted and nothing wrote again are removed, in a queue whose cut units are
+    put back only in part they are moved to where the reput appends them (:func:`_write_moved`), and with
+    ``enableConsumeQueueExt`` the reput's ext units are appended and the units it put back point at them
+    (:func:`_put_ext_again`).  ``built``'s file rows follow; returns whether anything changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
-    if crash is None or crash.cut is None or not (crash.cut.dropped or crash.cut.moves):
-        return cq_files
-    moved = [(move, _units_put_back(staged, move, cq_file_size)) for move in crash.cut.moves]   # before deleting
-    gone = set(crash.cut.dropped)
+    if crash is None:
+        return False
+    cut, changed = crash.cut, False
+    if cut is not None and (cut.dropped or cut.batch_dropped or cut.moves):
+        layouts = {False: ("consumequeue", config.cq_file_size, CQ_UNIT_SIZE),
+                   True: (BCQ_DIR, config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE)}
+        moved = [(move, _units_put_back(staged, move, *layouts[move.batch])) for move in cut.moves]   # before deleting
+        built.cq_files = _cut_files(staged, built.cq_files, cut.dropped, "consumequeue")
+        built.bcq_files = _cut_files(staged, built.bcq_files, cut.batch_dropped, BCQ_DIR)
+        for move, units in moved:
+            folder, size, unit = layouts[move.batch]
+            rows = {(r["topic"], r["queue_id"], r["file_start"]): r
+                    for r in (built.bcq_files if move.batch else built.cq_files)}
+            for start, entries, first, end in _write_moved(staged, move, units, folder, size, unit):
+                row = rows.get((move.topic, move.queue_id, start))
+                if row is None:
+                    row = {"kind": BCQ_KIND if move.batch else "cq", "topic": move.topic, "queue_id": move.queue_id,
+                           "file_start": start, "bytes": size, "first_store_timestamp": None, "end_timestamp": None}
+                    (built.bcq_files if move.batch else built.cq_files).append(row)
+                row.update(entries=entries, begin_offset=first, end_offset=end)
+        built.cq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
+        built.bcq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
+        changed = True
+    for again in crash.ext_again:
+        _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size)
+    return changed
+
+
+def _cut_files(staged: StagedOutput, rows: list[dict], gone: tuple[tuple[str, int, int], ...],
+               folder: str) -> list[dict]:
+    """Remove the staged files ``gone`` (``(topic, queue id, file start)`` under ``folder``) and their rows."""
     for topic, qid, start in gone:
-        staged.delete_staged(f"consumequeue/{topic}/{qid}/{cq_file_name(start)}")
-    rows = {(r["topic"], r["queue_id"], r["file_start"]): r for r in cq_files if
-            (r["topic"], r["queue_id"], r["file_start"]) not in gone}
-    for move, units in moved:
-        for start, entries, first, end in _write_moved(staged, move, units, cq_file_size):
-            row = rows.setdefault((move.topic, move.queue_id, start), {
-                "kind": "cq", "topic": move.topic, "queue_id": move.queue_id, "file_start": start,
-                "bytes": cq_file_size, "first_store_timestamp": None, "end_timestamp": None})
-            row.update(entries=entries, begin_offset=first, end_offset=end)
-    return [rows[k] for k in sorted(rows)]
+        staged.delete_staged(f"{folder}/{topic}/{qid}/{cq_file_name(start)}")
+    drop = set(gone)
+    return [r for r in rows if (r["topic"], r["queue_id"], r["file_start"]) not in drop]
 
 
-def _units_put_back(staged: StagedOutput, move: QueueMove, size: int) -> bytes:
+def _units_put_back(staged: StagedOutput, move: QueueMove, folder: str, size: int, unit: int) -> bytes:
     """The ``move.count`` units at queue position ``move.source`` in the staged files (the recovery's queue)."""
-    folder = f"consumequeue/{move.topic}/{move.queue_id}"
-    end = move.source + move.count * CQ_UNIT_SIZE
+    folder = f"{folder}/{move.topic}/{move.queue_id}"
+    end = move.source + move.count * unit
     found = bytearray()
     for f in range(move.source - move.source % size, end, size):
         found += staged.read_staged(f"{folder}/{cq_file_name(f)}")[max(move.source - f, 0):]
     return bytes(found[:end - move.source])
 
 
-def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes,
-                 size: int) -> list[tuple[int, int, int | None, int | None]]:
-    """Write ``units`` from ``move.target`` on, as ``ConsumeQueue.putMessagePositionInfo`` appends them at the
-    queue's write position (:class:`store_format.dledger_crash_cut.QueueMove`); returns, per file written, its
-    start, its units below the write position and the commitlog offsets where its first unit starts and its
-    last one ends (None without one)."""
-    folder = f"consumequeue/{move.topic}/{move.queue_id}"
+def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes, folder: str, size: int,
+                 unit: int) -> list[tuple[int, int, int | None, int | None]]:
+    """Write ``units`` from ``move.target`` on, as ``ConsumeQueue.putMessagePositionInfo`` (a batch queue:
+    ``BatchConsumeQueue.putBatchMessagePositionInfo``) appends them at the queue's write position
+    (:class:`store_format.dledger_crash_cut.QueueMove`); returns, per file written, its start, its units below
+    the write position and the commitlog offsets where its first unit starts and its last one ends (None
+    without one; a batch queue's: where its last unit starts)."""
+    folder = f"{folder}/{move.topic}/{move.queue_id}"
     target_end = move.target + len(units)
     written = []
     for f in range(move.target - move.target % size, target_end, size):
@@ -165,11 +201,59 @@ def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes,
         lo, hi = max(move.target, f), min(target_end, f + size)
         data[lo - f:hi - f] = units[lo - move.target:hi - move.target]
         write_file(staged.staging_uri, name, bytes(data))
-        put = np.frombuffer(bytes(data[:hi - f]), dtype=CQ_UNIT_DTYPE)
-        real = put[put["size"] != CQ_BLANK_SIZE]
-        written.append((f, len(put), int(real["commitlogOffset"][0]) if len(real) else None,
-                        int(real["commitlogOffset"][-1] + real["size"][-1]) if len(real) else None))
+        put = np.frombuffer(bytes(data[:hi - f]), dtype=BCQ_UNIT_DTYPE if move.batch else CQ_UNIT_DTYPE)
+        real = put if move.batch else put[put["size"] != CQ_BLANK_SIZE]
+        last_end = (int(real["commitlogOffset"][-1]) + (0 if move.batch else int(real["size"][-1]))) if len(real) \
+            else None
+        written.append((f, len(put), int(real["commitlogOffset"][0]) if len(real) else None, last_end))
     return written
+
+
+def _put_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int, cq_size: int) -> None:
+    """The start's reput on an ext queue (:class:`store_format.dledger_crash_cut.ExtAgain`): ``ConsumeQueueExt.put``
+    appends the ext unit of each record it walks again (the same bytes as the recovery's unit of that record)
+    after the recovery's units, a full file getting its end marker once the next unit goes into the next
+    file, and each consume queue unit it put back holds its new unit's address (``decorate``)."""
+    ext_folder = f"consumequeue_ext/{again.topic}/{again.queue_id}"
+    files: dict[int, bytearray] = {}
+
+    def file(no: int) -> bytearray:
+        if no not in files:
+            name = f"{ext_folder}/{ext_file_name(no, ext_size)}"
+            files[no] = bytearray(staged.read_staged(name)) if no * ext_size < _ext_end(again.before, ext_size) \
+                else bytearray(ext_size)
+        return files[no]
+
+    per_file = ext_units_per_file(ext_size)
+    old = ext_real_offsets(np.arange(again.before - again.count, again.before), ext_size)
+    new = ext_real_offsets(np.arange(again.before, again.before + again.count), ext_size)
+    for src, dst, ordinal in zip(old, new, range(again.before, again.before + again.count)):
+        unit = bytes(file(int(src) // ext_size)[src % ext_size:src % ext_size + EXT_UNIT_SIZE])
+        data = file(int(dst) // ext_size)
+        data[dst % ext_size:dst % ext_size + EXT_UNIT_SIZE] = unit
+        if ordinal % per_file == 0 and ordinal:   # ConsumeQueueExt.put: the full file's end marker (fullFillToEnd)
+            prev = file(ordinal // per_file - 1)
+            prev[per_file * EXT_UNIT_SIZE:per_file * EXT_UNIT_SIZE + 2] = END_MARK.tobytes()
+    for no, data in files.items():
+        write_file(staged.staging_uri, f"{ext_folder}/{ext_file_name(no, ext_size)}", bytes(data))
+    address = ext_addresses(again.before + again.ordinals, ext_size)
+    folder = f"consumequeue/{again.topic}/{again.queue_id}"
+    queue_files: dict[int, bytearray] = {}
+    for pos, addr in zip(again.positions, address):
+        start = int(pos) - int(pos) % cq_size
+        if start not in queue_files:
+            queue_files[start] = bytearray(staged.read_staged(f"{folder}/{cq_file_name(start)}"))
+        at = int(pos) - start + 12   # the tagsCode field
+        queue_files[start][at:at + 8] = int(addr).to_bytes(8, "big", signed=True)
+    for start, data in queue_files.items():
+        write_file(staged.staging_uri, f"{folder}/{cq_file_name(start)}", bytes(data))
+
+
+def _ext_end(units: int, ext_size: int) -> int:
+    """Where the ext space of a queue with ``units`` ext units ends (the end of the file its last unit is in)."""
+    if not units:
+        return 0
+    return (int(ext_real_offsets(np.array([units - 1]), ext_size)[0]) // ext_size + 1) * ext_size
 
 
 def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, Restart | DLedgerRestart]:  # noqa: ANN001

@@ -56,7 +56,7 @@ import dataclasses
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
-from .dledger_crash_cut import QueueCut, QueuesOnDisk, QueueTrack, cut_queues
+from .dledger_crash_cut import ExtAgain, QueueCut, QueuesOnDisk, QueueTrack, cut_queues, ext_reput
 from .dledger_recovery import DLedgerRecovery
 from .errors import RestartFailsError, UnsupportedConfigError
 from .filedump.checkpoint import Checkpoint
@@ -92,6 +92,7 @@ class DLedgerCrash:
     reason: str
     reindex: int = -1             # the record whose keys the start's reput indexes again (-1: none)
     cut: QueueCut | None = None   # 5.5.1: truncateDirtyLogicFiles at process_offset (store_format.dledger_crash_cut)
+    ext_again: tuple[ExtAgain, ...] = ()   # enableConsumeQueueExt: the ext units the start's reput puts
 
 
 def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
@@ -138,7 +139,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             already: DLedger's encoder appends no CRC property, :mod:`store_format.propcrc`), the cases of the
             queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
-            converted store's old files are below every data file: refused there too).
+            converted store's old files are below every data file: refused there too), with
+            ``enableConsumeQueueExt`` one from before its last file (:func:`store_format.dledger_crash_cut.ext_reput`).
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
@@ -163,7 +165,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         if _matches(head, config, cp):
             first = k
             break
-    accepted, track = Accepted(), QueueTrack()
+    accepted, track = Accepted(), QueueTrack(config.batch_topics)
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
     if end != rec.process_offset:
         raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
@@ -171,21 +173,21 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     process_offset = last_base + last_sizes
     loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
     if config.brokerVersion == "5.5":   # getDispatchFromPhyOffset(false), then ConsumeQueueStore.truncateDirty's check
-        truncates = cp.logics_physical_offset >= process_offset and max(accepted.cq_end, loaded_max) >= process_offset
+        queues_max = accepted.max_physic_offset(config.batch_topics)   # a batch queue's: its last unit's start
+        truncates = cp.logics_physical_offset >= process_offset and max(queues_max, loaded_max) >= process_offset
     else:                               # the loaded queues' max physical offset, no check in truncateDirty
         truncates = loaded_max >= process_offset
     cut = None
     if truncates:
-        if config.enableConsumeQueueExt or config.batch_topics:
-            raise _refuse(f"the queues it writes are then cut at {process_offset} (truncateDirtyLogicFiles), "
-                          "with consume queue ext files or batch consume queues: not modelled")
         cut = cut_queues(track, process_offset, cq_file_size=config.cq_file_size,
+                         bcq_file_size=config.mapperFileSizeBatchConsumeQueue, ext=config.enableConsumeQueueExt,
                          recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
                          confirm_offset=max(rec.committed_pos, files[0].base), end=end,
                          on_disk=on_disk.max_after_cut(process_offset) if on_disk is not None else None)
         reput = cut.reput
     elif config.recheckReputOffsetFromCq:
-        second = start_reput_check(config, min_offset, files[first].base, end, accepted, abnormal=True)
+        second = start_reput_check(config, min_offset, files[first].base, end, accepted, abnormal=True,
+                                   batch_topics=config.batch_topics)
         assert second is not None   # 5.x with the switch: the second reput always runs
         reput = second.reput
     else:
@@ -194,8 +196,11 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
         raise _refuse(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       "the recovery dispatched from")
+    ext_again = cut.ext_again if cut is not None else \
+        ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     reindex = accepted.last_indexed if config.messageIndexEnable and 0 <= reput <= accepted.last_indexed < end else -1
-    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut)
+    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
+                        ext_again)
 
 
 def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,

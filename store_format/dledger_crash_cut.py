@@ -1,5 +1,9 @@
 """5.5.1's cut of the consume queues a DLedger crash recovery just wrote, and what the start then puts back.
 
+Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles``, ``BatchConsumeQueue.truncateDirtyLogicFiles``,
+``ConsumeQueue.putMessagePositionInfoWrapper``/``putMessagePositionInfo``/``multiDispatchLmqQueue``,
+``BatchConsumeQueue.putBatchMessagePositionInfo`` and ``ConsumeQueueExt.put``/``truncateByMaxAddress``.
+
 ``DLedgerCommitLog.dledgerRecoverAbnormally`` (rocketmq-store 5.5.1) ends with ``processOffset``, its last
 data file's start plus the message sizes in it (the 48-byte entry headers left out), and calls
 ``DefaultMessageStore.truncateDirtyLogicFiles(processOffset)`` when the checkpoint's ``logicsPhysicalOffset``
@@ -15,7 +19,16 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   unit, offset 0 and size 2147483647, too) and the write position is set after the last one, whose
   ``offset + size`` becomes the queue's max physical offset (2147483647 after ``fillPreBlank`` units only;
   ``processOffset`` itself when every file went).  The units after the write position stay on disk.
-* no ext or batch queue here (refused by the caller when the store has them); ``index/`` is not touched.
+* a light queue (multi-dispatch, ``%LMQ%...``) is a ``ConsumeQueue`` like any other: cut the same way, its
+  units placed by the queue offsets their messages' ``INNER_MULTI_QUEUE_OFFSET`` gives.
+* with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
+  ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
+  which is no ext address (``isExtAddr``), so nothing is cut.
+* ``BatchConsumeQueue.truncateDirtyLogicFiles`` (a BatchCQ topic's queue, 46-byte units placed one after
+  the other): the same walk from the last file back, but the queue's max physical offset
+  (``maxMsgPhyOffsetInCommitLog``) becomes the *start* of the last unit kept, or ``processOffset - 1`` when
+  every file went.
+* ``index/`` is not touched.
 
 ``DefaultMessageStore.start`` then sets the reput at ``getConfirmOffset()`` (the committed position) or,
 with ``recheckReputOffsetFromCq=true``, at the largest ``getMaxPhysicOffset`` over the cut queues (at least
@@ -33,6 +46,19 @@ the reput puts back a suffix of them (those at or past where it starts):
   (in a file that stayed, the bytes after them are still the old units); in a queue the cut emptied, at
   their own positions in a new file that starts with ``fillPreBlank`` units.
 
+A batch queue's units go through ``BatchConsumeQueue.putBatchMessagePositionInfo``: dropped when their
+offset is at or below the queue's max (no cut unit is: every one starts at or past ``processOffset``),
+else appended at the write position (``getLastMappedFile(getMaxOffset())``: 0 in a queue the cut emptied,
+which is where its first unit was, the walk having built the queue from nothing).  So the cut batch units
+from the reput's start on are put back, from the first cut unit's position on, shifted down over the others.
+A light queue's units are put by ``doDispatchLmqQueue`` after the record's own unit, whatever became of it.
+With ``enableConsumeQueueExt``, ``ConsumeQueue.putMessagePositionInfoWrapper`` puts an ext unit
+(``ConsumeQueueExt.put``) for every record of its own queue the reput walks *before* the unit is dropped or
+appended (:class:`ExtAgain`): the ext files grow by one unit per record from the reput's start to the log's
+end, after the units the recovery's walk put, and a unit put back holds its new ext unit's address (light
+queue units hold the tags code, batch queues have no ext files).  That holds without a cut too (5.3.3, or
+5.5.1 when the checkpoint is behind ``processOffset``): the units are all dropped, the ext units still put.
+
 ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
 """
 from __future__ import annotations
@@ -43,60 +69,86 @@ from collections.abc import Callable
 import numpy as np
 
 from . import commitlog as cl
+from .batchconsumequeue import BCQ_UNIT_SIZE
+from .dispatch import queue_units
 from .errors import UnsupportedConfigError
-from .javahash import java_utf8_decode
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["BLANK_MAX", "QueueCut", "QueueMove", "QueuesOnDisk", "QueueTrack", "cut_queues"]
+__all__ = ["BLANK_MAX", "ExtAgain", "QueueCut", "QueueMove", "QueuesOnDisk", "QueueTrack", "cut_queues", "ext_reput"]
 
 BLANK_MAX = 2**31 - 1   # a fillPreBlank unit's offset + size (ConsumeQueue.fillPreBlank: 0 and Integer.MAX_VALUE)
 
 
 class QueueTrack:
     """What the cut needs of the walk's consume queue units, collected batch by batch (numpy per batch,
-    Python per queue): the queues seen in the files before the current one and the end of their last unit,
-    and the current file's units (commitlog offset, end, queue, queue offset)."""
+    Python per queue): the queues seen in the files before the current one and the largest max physical
+    offset they leave (:func:`_max_key`), each batch queue's units so far, and the current file's units
+    (rows of :data:`UNIT_COLUMNS`).  ``batch_topics``: the store's BatchCQ topics."""
 
-    def __init__(self) -> None:
-        self.ids: dict[tuple[int, int, int], int] = {}
+    def __init__(self, batch_topics: frozenset[str] = frozenset()) -> None:
+        self.batch_topics = batch_topics
         self.names: list[tuple[str, int]] = []
+        self.ids: dict[tuple[str, int], int] = {}
         self.seen_before: set[int] = set()
         self.end_before = -1
-        self.multi = False
+        self.batch_units: dict[int, int] = {}   # units a batch queue took so far (its next position / 46)
+        self.own_units: dict[int, int] = {}     # units a record's own consume queue took (with ext: its ext units)
         self.base = -1
         self._cur: list[np.ndarray] = []
 
     def add(self, res: cl.WalkResult, n: int, file_base: int) -> None:
-        """The first ``n`` records of ``res`` (walked with their text) from the data file at ``file_base``."""
+        """The first ``n`` records of ``res`` (walked with their text) from the data file at ``file_base``:
+        what ``CommitLogDispatcherBuildConsumeQueue`` hands the queues for them
+        (:func:`store_format.dispatch.queue_units`: a record's own unit, then its light queue units)."""
         if file_base != self.base:
             last = self.last_file()
             if len(last):
-                self.seen_before.update(int(k) for k in np.unique(last[:, 2]))
-                self.end_before = max(self.end_before, int(last[:, 1].max()))
+                self.seen_before.update(int(k) for k in np.unique(last[:, U_QUEUE]))
+                self.end_before = max(self.end_before, int(_max_key(last).max()))
             self.base, self._cur = file_base, []
-        rec = res.rec[:n]
-        rec = rec[(rec[:, cl.R_FLAGS] & cl.F_CQ) != 0]
-        if not len(rec):
+        units = queue_units(res, self.batch_topics)
+        keep = units.record < n
+        if not keep.any():
             return
-        self.multi = self.multi or bool(((rec[:, cl.R_FLAGS] & cl.F_MULTI) != 0).any())
-        triple = np.stack([rec[:, cl.R_TOPIC_HASH] & 0xFFFFFFFF, rec[:, cl.R_TOPIC_LEN], rec[:, cl.R_QID]], axis=1)
-        uniq, first, inverse = np.unique(triple, axis=0, return_index=True, return_inverse=True)
-        local = np.empty(len(uniq), dtype=np.int64)
-        text = np.asarray(res.text, dtype=np.uint8)
-        for j, (t, k) in enumerate(zip(uniq, first)):
-            key = (int(t[0]), int(t[1]), int(t[2]))
-            if key not in self.ids:
-                at = int(rec[k, cl.R_TOPIC_START]) - res.text_origin
-                self.ids[key] = len(self.names)
-                self.names.append((java_utf8_decode(text[at:at + int(t[1])]), int(t[2])))
-            local[j] = self.ids[key]
-        phys = rec[:, cl.R_PHYS].astype(np.int64)
-        self._cur.append(np.stack([phys, phys + rec[:, cl.R_TOTAL], local[inverse.reshape(-1)],
-                                   rec[:, cl.R_QOFF].astype(np.int64)], axis=1))
+        local = np.array([self._queue_id(name) for name in units.queues], dtype=np.int64)
+        queue = local[units.queue[keep]]
+        phys = units.offset[keep].astype(np.int64)
+        kind = np.where(units.own[keep], KIND_CQ, KIND_LIGHT)
+        key = units.queue_offset[keep].astype(np.int64)
+        if self.batch_topics:
+            batch = np.array([t in self.batch_topics for t, _ in units.queues], dtype=bool)[units.queue[keep]]
+            kind[batch] = KIND_BATCH
+            for q in np.unique(queue[batch]):   # a batch unit's position: the queue's units before it
+                at = np.flatnonzero(batch & (queue == q))
+                done = self.batch_units.get(int(q), 0)
+                key[at] = np.arange(done, done + len(at))
+                self.batch_units[int(q)] = done + len(at)
+        for q, k in zip(*np.unique(queue[kind == KIND_CQ], return_counts=True)):
+            self.own_units[int(q)] = self.own_units.get(int(q), 0) + int(k)
+        self._cur.append(np.stack([phys, phys + units.size[keep], queue, key, kind], axis=1))
+
+    def _queue_id(self, name: tuple[str, int]) -> int:
+        if name not in self.ids:
+            self.ids[name] = len(self.names)
+            self.names.append(name)
+        return self.ids[name]
 
     def last_file(self) -> np.ndarray:
-        """The current (last) file's units: rows of (offset, offset + size, queue, queue offset)."""
-        return np.concatenate(self._cur) if self._cur else np.zeros((0, 4), dtype=np.int64)
+        """The current (last) file's units: rows of :data:`UNIT_COLUMNS`."""
+        return np.concatenate(self._cur) if self._cur else np.zeros((0, 5), dtype=np.int64)
+
+
+# a tracked unit: commitlog offset, offset + size, queue number, its queue offset (a batch queue's: its
+# unit number in the queue), kind
+UNIT_COLUMNS = ("offset", "end", "queue", "key", "kind")
+U_OFFSET, U_END, U_QUEUE, U_KEY, U_KIND = range(5)
+KIND_CQ, KIND_LIGHT, KIND_BATCH = 0, 1, 2   # a record's own consume queue, a light queue (LMQ), a batch queue
+
+
+def _max_key(units: np.ndarray) -> np.ndarray:
+    """What each unit leaves as its queue's ``getMaxPhysicOffset``: ``ConsumeQueue``'s (a light queue's too) is
+    the unit's end, ``BatchConsumeQueue``'s (``maxMsgPhyOffsetInCommitLog``) its start."""
+    return np.where(units[:, U_KIND] == KIND_BATCH, units[:, U_OFFSET], units[:, U_END])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,54 +170,81 @@ class QueueMove:
     (the cut's write position: the first cut unit's own position); ``blank_from`` >= 0 for a queue the cut
     emptied: then ``target == source``, and the new file holds ``fillPreBlank`` units from ``blank_from``
     (its start) up to ``target``.  Files from the first one past ``target`` on are new (zeros where no
-    unit is put); the file holding ``target``, when it is not a file start, keeps its other bytes."""
+    unit is put); the file holding ``target``, when it is not a file start, keeps its other bytes.
+    ``batch``: a batch consume queue (``batchconsumequeue/``, 46-byte units; never ``blank_from``)."""
     topic: str
     queue_id: int
     source: int
     target: int
     count: int
     blank_from: int = -1
+    batch: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtAgain:
+    """An ext queue's share of the start's reput (``enableConsumeQueueExt``):
+    ``ConsumeQueue.putMessagePositionInfoWrapper`` puts an ext unit (``ConsumeQueueExt.put``, at the ext
+    write position: after the ``before`` units the recovery's walk put, one per record) for each of the
+    queue's ``count`` records the reput walks (the last ``count`` of those ``before``: the same unit again),
+    before ``putMessagePositionInfo`` drops the unit or puts it back; the unit put back holds that new ext
+    unit's address.  ``positions``: the queue byte positions of the units put back, ``ordinals``: for each,
+    which of the ``count`` records it is (0: the first the reput walks)."""
+    topic: str
+    queue_id: int
+    before: int
+    count: int
+    positions: np.ndarray
+    ordinals: np.ndarray
 
 
 @dataclasses.dataclass(frozen=True)
 class QueueCut:
     """``truncateDirtyLogicFiles(processOffset)`` and the start's reput after it (module docstring):
     where the reput starts, the consume queue files the cut deleted that nothing writes again
-    (``(topic, queue id, file start)``), the queues whose units are put back only in part (``moves``),
-    and the commitlog offsets of the units cut off and not put back (``lost``: past their queue's write
-    position or overwritten, on disk only where their file stayed), with the number of units cut and put
-    back (``restored``)."""
+    (``(topic, queue id, file start)``; ``batch_dropped``: batch consume queue files), the queues whose
+    units are put back only in part (``moves``), the units cut off and not put back (``lost``: per queue,
+    their commitlog offsets; past their queue's write position or overwritten, on disk only where their file
+    stayed), with the number of units cut and put back (``restored``), and the ext units the reput puts
+    (``ext_again``)."""
     reput: int
     dropped: tuple[tuple[str, int, int], ...]
-    lost: np.ndarray
+    lost: dict[tuple[str, int], np.ndarray]
     restored: int
     moves: tuple[QueueMove, ...] = ()
+    batch_dropped: tuple[tuple[str, int, int], ...] = ()
+    ext_again: tuple[ExtAgain, ...] = ()
+
+    @property
+    def lost_units(self) -> int:
+        return sum(len(v) for v in self.lost.values())
 
 
-def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, recheck: bool, min_offset: int,
-               confirm_offset: int, end: int, on_disk: dict[tuple[str, int], int] | None = None) -> QueueCut:
+def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq_file_size: int, ext: bool,
+               recheck: bool, min_offset: int, confirm_offset: int, end: int,
+               on_disk: dict[tuple[str, int], int] | None = None) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
-    least ``min_offset``), walking to ``end`` (module docstring).  ``on_disk``: the queues the store held
-    before the walk, each with its max physical offset once the cut took its own units
-    (:class:`QueuesOnDisk`); the walk's units of every record from its start file are in ``track`` whether
-    its dispatch appended them or found them there, so the units the cut takes are the walk's.
+    least ``min_offset``), walking to ``end`` (module docstring); ``ext``: ``enableConsumeQueueExt``.
+    ``on_disk``: the consume queues the store held before the walk, each with its max physical offset once
+    the cut took its own units (:class:`QueuesOnDisk`); the walk's units of every record from its start file
+    are in ``track`` whether its dispatch appended them or found them there, so the units the cut takes
+    are the walk's.
 
     Raises:
-        UnsupportedConfigError: a light queue (multi-dispatch) unit, and a reput that would start inside
-            an entry: at ``processOffset`` itself, or at 2147483647 inside the log.
+        UnsupportedConfigError: a reput that would start inside an entry: at ``processOffset`` itself (or one
+            byte before it, a batch queue the cut emptied), or at 2147483647 inside the log; with ext, a reput
+            from before the walk's last data file.
     """
     units = track.last_file()
-    below = units[:, 0] < process_offset
+    below = units[:, U_OFFSET] < process_offset
     cut = units[~below]
-    if track.multi:
-        raise _refuse("light queue (multi-dispatch) units")
-    kept = track.seen_before | {int(k) for k in np.unique(units[below, 2])}
-    top = max(track.end_before, int(units[below, 1].max()) if below.any() else -1)
+    kept = track.seen_before | {int(k) for k in np.unique(units[below, U_QUEUE])}
+    top = max(track.end_before, int(_max_key(units[below]).max()) if below.any() else -1)
     per_queue: dict[int, np.ndarray] = {}
     if len(cut):
-        order = np.argsort(cut[:, 2], kind="stable")
-        ids, starts = np.unique(cut[order, 2], return_index=True)
+        order = np.argsort(cut[:, U_QUEUE], kind="stable")
+        ids, starts = np.unique(cut[order, U_QUEUE], return_index=True)
         for q, rows in zip(ids, np.split(order, starts[1:])):
             per_queue[int(q)] = cut[rows]
     emptied: set[int] = set()
@@ -179,49 +258,92 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, rec
     for q, rows in per_queue.items():
         if q in kept:
             continue   # its last kept unit ends at or below top, before every cut unit
-        if q in emptied:   # its files on disk all went: the walk appended to them, created none
+        if rows[0, U_KIND] == KIND_BATCH:   # BatchConsumeQueue.truncateDirtyLogicFiles with no file left
+            max_after[q] = process_offset - 1
+        elif q in emptied:   # its files on disk all went: the walk appended to them, created none
             max_after[q] = process_offset
         else:
-            max_after[q] = BLANK_MAX if (int(rows[0, 3]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
+            max_after[q] = BLANK_MAX if (int(rows[0, U_KEY]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
     if recheck:
         reput = max(top, *max_after.values(), min_offset, 0)
         if reput == process_offset and reput > top:
             raise _refuse(f"the reput would start at processOffset {process_offset}, inside an entry")
+        if reput == process_offset - 1 and reput > top:
+            raise _refuse(f"the reput would start at {reput} (a batch consume queue the cut emptied: processOffset "
+                          "- 1), inside an entry")
         if reput == BLANK_MAX and reput < end:
             raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
                           "the log")
     else:
         reput = confirm_offset
     dropped: list[tuple[str, int, int]] = []
-    lost: list[np.ndarray] = []
+    batch_dropped: list[tuple[str, int, int]] = []
+    lost: dict[tuple[str, int], np.ndarray] = {}
     moves: list[QueueMove] = []
+    put_back: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # per queue: offsets and positions of units put back
     restored = 0
     for q, rows in per_queue.items():
-        again = (rows[:, 0] >= reput) & (rows[:, 0] < end) & (rows[:, 1] > max_after.get(q, -1))
+        batch = rows[0, U_KIND] == KIND_BATCH
+        again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
+        if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
+            again &= rows[:, U_END] > max_after.get(q, -1)
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
         restored += n
+        unit, size = (BCQ_UNIT_SIZE, bcq_file_size) if batch else (CQ_UNIT_SIZE, cq_file_size)
+        pos = rows[:, U_KEY] * unit
         if n == len(rows):
+            put_back[q] = (rows[:, U_OFFSET], pos)
             continue
-        topic, qid = track.names[q]
-        lost.append(rows[:len(rows) - n, 0])
-        pos = rows[:, 3] * CQ_UNIT_SIZE
+        name = track.names[q]
+        lost[name] = rows[:len(rows) - n, U_OFFSET]
         first, last = int(pos[0]), int(pos[-1])
         if n == 0:
             gone_from = first
-        elif q not in kept and max_after[q] == process_offset:   # the cut emptied the queue (every file deleted)
+        elif not batch and q not in kept and max_after[q] == process_offset:   # the cut emptied the queue
             source = int(pos[-n])
-            blank_from = source - source % cq_file_size
-            moves.append(QueueMove(topic, qid, source, source, n, blank_from))
-            dropped += [(topic, qid, f) for f in range(first, blank_from, cq_file_size)]
+            blank_from = source - source % size
+            moves.append(QueueMove(*name, source, source, n, blank_from))
+            put_back[q] = (rows[-n:, U_OFFSET], pos[-n:])
+            dropped += [(*name, f) for f in range(first, blank_from, size)]
             continue
-        else:
-            moves.append(QueueMove(topic, qid, int(pos[-n]), first, n))
-            gone_from = first + n * CQ_UNIT_SIZE
-        start = -(-gone_from // cq_file_size) * cq_file_size   # the first file that starts at or past it
-        dropped += [(topic, qid, f) for f in range(start, last - last % cq_file_size + 1, cq_file_size)]
-    return QueueCut(reput, tuple(sorted(dropped)), np.concatenate(lost) if lost else np.zeros(0, np.int64), restored,
-                    tuple(moves))
+        else:   # appended at the write position (a batch queue the cut emptied: 0, its first unit's)
+            moves.append(QueueMove(*name, int(pos[-n]), first, n, batch=bool(batch)))
+            put_back[q] = (rows[-n:, U_OFFSET], first + unit * np.arange(n, dtype=np.int64))
+            gone_from = first + n * unit
+        start = -(-gone_from // size) * size   # the first file that starts at or past it
+        (batch_dropped if batch else dropped).extend(
+            (*name, f) for f in range(start, last - last % size + 1, size))
+    ext_again = ext_reput(track, reput, end, put_back) if ext else ()
+    return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
+                    ext_again)
+
+
+def ext_reput(track: QueueTrack, reput: int, end: int,
+              put_back: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> tuple[ExtAgain, ...]:
+    """The ext units the start's reput from ``reput`` to ``end`` puts (:class:`ExtAgain`), one per record of a
+    record's own consume queue (not a light or batch queue), whether its unit is dropped or put back
+    (``put_back``: per queue, the commitlog offsets and queue byte positions of the units put back).
+
+    Raises:
+        UnsupportedConfigError: the reput starts before the walk's last data file (whose units ``track`` keeps).
+    """
+    if reput >= end:
+        return ()
+    if reput < track.base:
+        raise _refuse(f"consume queue ext files (enableConsumeQueueExt=true) and the start's reput from {reput}, "
+                      f"before the recovery's last data file ({track.base})")
+    units = track.last_file()
+    units = units[(units[:, U_KIND] == KIND_CQ) & (units[:, U_OFFSET] >= reput) & (units[:, U_OFFSET] < end)]
+    out = []
+    for q in np.unique(units[:, U_QUEUE]):
+        offsets = units[units[:, U_QUEUE] == q, U_OFFSET]
+        back_off, back_pos = (put_back or {}).get(int(q), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        ordinals = np.searchsorted(offsets, back_off)
+        assert (offsets[ordinals] == back_off).all() if len(back_off) else True
+        out.append(ExtAgain(*track.names[int(q)], track.own_units[int(q)], len(offsets),
+                            np.asarray(back_pos, dtype=np.int64), ordinals))
+    return tuple(out)
 
 
 def _refuse(why: str) -> UnsupportedConfigError:

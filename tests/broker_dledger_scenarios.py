@@ -190,6 +190,55 @@ def kept_abort_scenario(line: str) -> dict:
     reput: ``queuesAfterLoad``, ``queuesAfterDispatch``)."""
     return {**partial_abort_scenario(line), "keepQueues": True, "name": f"{line}-dledger-abort-kept"}
 
+def layouts_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-layouts`` (5.x lines): the ``partial`` crash restart (no
+    ``recheckReputOffsetFromCq``, 10-60 byte bodies, some 100 entries in the last data file) with every queue
+    kind the cut takes: ``enableConsumeQueueExt=true`` (ext files of 10 units), light queues
+    (``enableMultiDispatch``/``enableLmq``: every other T0 message also to ``%LMQ%q1``; the message carries its
+    ``INNER_MULTI_QUEUE_OFFSET``, which 5.5.1 assigns in ``CommitLog``'s append callback, never used by
+    ``DLedgerCommitLog``: without it the dispatch puts no light queue unit) and a BatchCQ topic
+    (``BT0``: single messages, and every tenth an inner batch of three), all on queue 0, with DLedger's
+    checkpoint six entries behind the log's end.  On 5.5.1 ``truncateDirtyLogicFiles`` at the recovery's
+    short ``processOffset`` cuts the last units of T0, ``%LMQ%q1`` and BT0, and the start's reput from the
+    committed position puts back only those of the last six messages (``reportQueues``)."""
+    g = _Messages(6, ["T0"])
+    messages, lmq = [], 0
+    for i in range(400):
+        if i % 3 == 2:
+            if i % 10 == 5:
+                parts = [{"body": g.body(10, 40), "uniqKey": f"7F00000100002A9F0001{i:08X}{k:04X}"} for k in range(3)]
+                messages.append({"topic": "BT0", "queueId": 0, "batch": parts,
+                                 "uniqKey": f"7F00000100002A9F0002{i:012X}", "properties": {"WAIT": "true"}})
+                continue
+            m = {**g.one(), "topic": "BT0"}
+        else:
+            m = g.one()
+            if i % 2:   # the queue offset too: a DLedger commitlog does not assign it (see the docstring)
+                m["properties"] = {"INNER_MULTI_DISPATCH": "%LMQ%q1", "INNER_MULTI_QUEUE_OFFSET": str(lmq)}
+                lmq += 1
+        m.update(queueId=0, body=g.body(10, 60), keys=f"k{i}")
+        if i % 4:
+            m["tags"] = TAGS[i % len(TAGS)]
+        messages.append(m)
+    conf = {k: v for k, v in config(line).items() if k != "recheckReputOffsetFromCq"}
+    return {"config": {**conf, **THOROUGH_CHECKPOINT, "mappedFileSizeConsumeQueue": "220",
+                       "enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "204",
+                       "enableMultiDispatch": "true", "enableLmq": "true",
+                       "mapperFileSizeBatchConsumeQueue": str(11 * 46)},
+            "batchTopics": ["BT0"], "messages": messages, "abort": True, "dledgerCommittedBack": 6,
+            "reportQueues": True, "name": f"{line}-dledger-abort-layouts"}
+
+
+def layouts_recheck_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-layouts-recheck``: the ``layouts`` store restarted with
+    ``recheckReputOffsetFromCq=true``: the start's reput begins at the cut queues' largest max (a batch queue's
+    counts with the start of its last kept unit), below every cut unit, and puts them all back at their own
+    positions, an ext queue's pointing at the ext units it puts again."""
+    sc = layouts_abort_scenario(line)
+    return {**sc, "config": {**sc["config"], "recheckReputOffsetFromCq": "true"},
+            "name": f"{line}-dledger-abort-layouts-recheck"}
+
+
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""

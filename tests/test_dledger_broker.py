@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import time
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from broker_dledger_scenarios import (
     abort_scenarios,
     dledger_scenarios,
     kept_abort_scenario,
+    layouts_abort_scenario,
+    layouts_recheck_abort_scenario,
     no_recheck_scenario,
     partial_abort_scenario,
     small_abort_scenarios,
@@ -37,13 +40,16 @@ bh.skip_without_tools()
 # 4.9.8 and 5.5.1 by default; 5.3.3 (the 5.x store over 4.9.8's dledger 0.3.1.2) adds some 20 s of
 # writing on 2 cores: DLEDGER_LINES=4.9.8,5.3.3,5.5.1
 LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
+# DLEDGER_MORE_LAYOUTS=1: the layouts crash restart with recheckReputOffsetFromCq=true too (some 15 s more)
+MORE_LAYOUTS = os.environ.get("DLEDGER_MORE_LAYOUTS") == "1"
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 # written with the others, not rebuilt: restarts after a crash, and a 5.x one without
 # recheckReputOffsetFromCq (it rebuilds nothing)
 EXTRA = {line: abort_scenarios(line) + ([] if line.startswith("4") else [
-    no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line)])
+    no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line),
+    layouts_abort_scenario(line), *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
     for line in LINES}
 _RUNS: dict[str, dict] = {}
 
@@ -423,6 +429,66 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_part_of_a_cut_queue(writ
     last_offset, last_size = units[-1]
     assert len(units) < sent and last_offset + last_size == int(r["written"]["maxPhyOffset"]), \
         f"not a queue put back in part: {len(units)} of {sent} units, the last ending at {last_offset + last_size}"
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_cut_takes_ext_light_and_batch_queue_units(written, line, tmp_path):
+    """The partial crash restart with consume queue ext files, a light queue (%LMQ%q1) and a BatchCQ topic
+    (BT0): on 5.5.1 truncateDirtyLogicFiles cuts the last units of every queue (an ext queue's ext files stay
+    as they are, a batch queue is cut by BatchConsumeQueue's own rule) and the start's reput from the
+    committed position puts back those of the last six messages only, appended at each queue's write
+    position: an ext unit for every message it walks (put back or not), the units put back pointing at the
+    new ones; the batch queue's units appended after its last kept unit. --as-restart on the store as the
+    restart found it writes the broker's consumequeue/, consumequeue_ext/, batchconsumequeue/ and index/
+    byte for byte (5.3.3 cuts nothing, but its reput puts the ext units of the last six messages again).
+    DLEDGER_MORE_LAYOUTS=1: the same with recheckReputOffsetFromCq=true, whose reput puts every cut unit back."""
+    # the recheck store first: the checks after the loop are on the layouts store
+    for name in ([f"{line}-dledger-abort-layouts-recheck"] if MORE_LAYOUTS else []) + [f"{line}-dledger-abort-layouts"]:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        ours = tmp_path / name
+        code, err = _as_restart(src / "before", ours, src, line)
+        assert code == 0, err[-2000:]
+        _same_tree(src / "expected", ours)
+        for sub in ("consumequeue_ext", "batchconsumequeue"):
+            exp_files = _files(src / "expected" / sub)
+            assert exp_files, f"the broker wrote no {sub}/"
+            assert _files(ours / sub) == exp_files, f"{sub}/ file set differs"
+            for rel in exp_files:
+                bh.same_bytes((src / "expected" / sub / rel).read_bytes(), (ours / sub / rel).read_bytes(),
+                              f"{sub}/{rel}")
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == (line != "5.3.3"), err[-2000:]
+    if line == "5.3.3":
+        return
+    assert "truncateDirtyLogicFiles cuts the queues" in err, err[-2000:]
+    states = r["written"]["queuesAfterDispatch"]
+    messages = r["scenario"]["messages"]
+    for queue, sent in (("T0/0", sum(m["topic"] == "T0" for m in messages)),
+                        ("%LMQ%q1/0", sum("properties" in m and m["topic"] == "T0" for m in messages))):
+        assert int(states[queue]["maxOffset"]) < 20 * sent, f"{queue}: every cut unit put back (not in part)"
+        assert int(states[queue]["maxPhysicOffset"]) == int(r["written"]["maxPhyOffset"]), queue
+    state = states["BT0/0"]
+    units = b"".join((src / "expected" / "batchconsumequeue" / "BT0" / "0" / f).read_bytes() for f in state["files"])
+    first = int(state["files"][0])
+    units = units[:int(state["maxOffset"]) - first]
+    base = [(int.from_bytes(units[i + 28:i + 36], "big"), int.from_bytes(units[i + 36:i + 38], "big"))
+            for i in range(0, len(units), 46)]
+    assert any(b + n != b2 for (b, n), (b2, _) in zip(base, base[1:])), "BT0: no batch unit put back in part"
+    # verify on the same store predicts the units put (those below each queue's write position once the
+    # broker's reput caught up) and lost (every other unit the messages make: one each, one more per light queue)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verified"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"], report.get("no_prediction")
+    held = 0
+    for queue, state in states.items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("BT0/") else ("consumequeue", 20)
+        for f in state["files"]:
+            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(data), unit) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+    units = [1 + ("properties" in m and m["topic"] == "T0") for m in messages]
+    uncommitted = sum(units[-int(r["scenario"]["dledgerCommittedBack"]):])   # past the rebuild verify compares with
+    assert (p["units_dispatched_again"], p["units_lost"]) == (held - uncommitted, sum(units) - held), p
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])

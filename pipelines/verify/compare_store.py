@@ -223,10 +223,12 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
         dispatch_from=crash.start_offset if crash is not None else None,
-        cut_lost=crash.cut.lost if crash is not None and crash.cut is not None else None,
+        cut_lost={f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
+        if crash is not None and crash.cut is not None else None,
         cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
         reindex_from=crash.reput_from if crash is not None and crash.reindex >= 0 else None,
-        abnormal_from=recovery.dispatch_from if recovery is not None and not clean else None)
+        abnormal_from=recovery.dispatch_from if recovery is not None and not clean else None,
+        ext_again_from=crash.reput_from if crash is not None and crash.ext_again else None)
     if crash is not None:
         restart.dledger = True
         restart.recovery_cut = crash.end
@@ -237,7 +239,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
             "not; a queue whose first message there is not its first starts with fillPreBlank units"
             + (f"; truncateDirtyLogicFiles then cuts the queues at its processOffset {crash.process_offset} (without "
                f"the entry headers): the start's reput (from {crash.reput_from}) puts {crash.cut.restored} cut unit(s) "
-               f"back, {len(crash.cut.lost)} stay cut and {len(crash.cut.dropped)} queue file(s) stay deleted"
+               f"back, {crash.cut.lost_units} stay cut and "
+               f"{len(crash.cut.dropped) + len(crash.cut.batch_dropped)} queue file(s) stay deleted"
                if crash.cut is not None else f"; the start's reput (from {crash.reput_from}) adds nothing")
             + (f"; it indexes the record at {crash.reindex} again" if crash.reindex >= 0 else ""))
     elif dledger is not None:
@@ -269,6 +272,10 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
     (:func:`store_format.dledger_crash.plan_dledger_crash`) on the queues the store holds (``states``, after
     ``ConsumeQueue.recover``), or why it is not predicted: what that refuses."""
     queues = [s for s in states if s.restart.layout == "consumequeue"]
+    if any(s.restart.layout != "consumequeue" and s.restart.max_physic_offset >= 0 for s in states):
+        return None, ("a 5.x DLedger store whose last shutdown was not clean (abort file), with batch consume queue "
+                      "units on disk: what the recovery's walk and truncateDirtyLogicFiles then do to them is not "
+                      "modelled")
 
     def max_after_cut(offset: int) -> dict[tuple[str, int], int]:
         out = {}

@@ -161,8 +161,10 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
                     read_expected: Callable[[str, str, str], bytes], truncate_at: int | None = None,
                     reput_from_queues: bool | None = None, second_reput: bool = False,
-                    dispatch_from: int | None = None, cut_lost: np.ndarray | None = None, cut_at: int | None = None,
-                    reindex_from: int | None = None, abnormal_from: int | None = None) -> RestartPrediction:
+                    dispatch_from: int | None = None, cut_lost: dict[str, np.ndarray] | None = None,
+                    cut_at: int | None = None,
+                    reindex_from: int | None = None, abnormal_from: int | None = None,
+                    ext_again_from: int | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -203,11 +205,13 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     (:func:`store_format.dledger_crash.plan_dledger_crash`): ``dledgerRecoverAbnormally`` puts every
     message from there (inclusive) to ``commitlog_end``, no queue is truncated against the log's end, and
     the start's reput adds nothing but, on 5.5.1, what ``truncateDirtyLogicFiles`` at the walk's short
-    ``processOffset`` (``cut_at``) cut and it puts back: ``cut_lost``, the commitlog offsets of the units
-    that cut leaves out for good (:class:`store_format.dledger_crash_cut.QueueCut`), are lost, a queue's
-    own units among them too; every other unit at or past ``cut_at`` is written again (the cut took it,
+    ``processOffset`` (``cut_at``) cut and it puts back: ``cut_lost``, per queue (``topic/queueId``), the
+    commitlog offsets of the units that cut leaves out for good
+    (:class:`store_format.dledger_crash_cut.QueueCut`), are lost, a queue's own units among them too;
+    every other unit at or past ``cut_at`` is written again (the cut took it,
     the reput puts it back); ``reindex_from``: the reput starts there and indexes the last indexed record
-    again.
+    again; ``ext_again_from``: where that reput starts, which puts an ext unit again for each record of an
+    ext queue from there (:class:`store_format.dledger_crash_cut.ExtAgain`).
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -257,18 +261,21 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         return (off >= first) & (off < commitlog_end)
 
     top = max((s.restart.max_physic_offset for s in states), default=-1)   # the queues' max after the dispatch
-    cut_away = cut_lost if cut_lost is not None else np.zeros(0, np.int64)
+    none = np.zeros(0, np.int64)
     for s in states:
         q = s.restart
+        cut_away = (cut_lost or {}).get(q.queue, none)
         rules = _rules(q.layout)
-        n_tail = n_cut = n_records = 0
+        n_tail = n_cut = n_records = n_again = 0
         for name, lo, hi, n in s.expected_files:
             if hi < first or lo >= commitlog_end:
                 continue
             if lo >= first and hi < commitlog_end and lo > q.max_physic_offset and not second_reput \
-                    and not ((cut_away >= lo) & (cut_away <= hi)).any():
+                    and not ((cut_away >= lo) & (cut_away <= hi)).any() \
+                    and (ext_again_from is None or not lo < ext_again_from <= hi):
                 n_tail += n
                 n_records += n
+                n_again += n if ext_again_from is not None and lo >= ext_again_from else 0
                 continue
             data = read_expected(q.layout, q.queue, name)
             u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
@@ -282,11 +289,13 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             n_cut += int(lost_here.sum())
             n_tail += int(put.sum())
             n_records += int(in_tail(off).sum())
+            if ext_again_from is not None:
+                n_again += int((in_tail(off) & (off >= ext_again_from)).sum())
             if put.any():
                 top = max(top, int(rules.max_physic(u[put]).max()))
         q.units_dispatched_again = n_tail
         q.units_lost = n_cut
-        _put_ext(s, n_records, moves_write_position=recovery_dispatches)
+        _put_ext(s, n_records + n_again, moves_write_position=recovery_dispatches)
     again = max(top, commitlog_min, 0) if second_reput else commitlog_end
     for s in states:
         q = s.restart
