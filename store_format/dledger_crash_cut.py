@@ -140,20 +140,24 @@ class QueueCut:
     lost: np.ndarray
     restored: int
     moves: tuple[QueueMove, ...] = ()
+    inside_from: int = -1   # where the reput was set when that is inside an entry (``reput``: where it goes on from)
 
 
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, recheck: bool, min_offset: int,
-               confirm_offset: int, end: int, on_disk: dict[tuple[str, int], int] | None = None) -> QueueCut:
+               confirm_offset: int, end: int, on_disk: dict[tuple[str, int], int] | None = None,
+               inside: Callable[[int], int] | None = None) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
     least ``min_offset``), walking to ``end`` (module docstring).  ``on_disk``: the queues the store held
     before the walk, each with its max physical offset once the cut took its own units
     (:class:`QueuesOnDisk`); the walk's units of every record from its start file are in ``track`` whether
-    its dispatch appended them or found them there, so the units the cut takes are the walk's.
+    its dispatch appended them or found them there, so the units the cut takes are the walk's.  ``inside``: where
+    the reput set at ``process_offset`` (inside an entry) dispatches from, or where it stands when it dispatches
+    nothing (:func:`store_format.dledger_reput_inside.reput_inside_entry`).
 
     Raises:
         UnsupportedConfigError: a light queue (multi-dispatch) unit, and a reput that would start inside
-            an entry: at ``processOffset`` itself, or at 2147483647 inside the log.
+            an entry: at ``processOffset`` itself without ``inside``, or at 2147483647 inside the log.
     """
     units = track.last_file()
     below = units[:, 0] < process_offset
@@ -183,10 +187,13 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, rec
             max_after[q] = process_offset
         else:
             max_after[q] = BLANK_MAX if (int(rows[0, 3]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
+    inside_from = -1
     if recheck:
         reput = max(top, *max_after.values(), min_offset, 0)
         if reput == process_offset and reput > top:
-            raise _refuse(f"the reput would start at processOffset {process_offset}, inside an entry")
+            if inside is None:
+                raise _refuse(f"the reput would start at processOffset {process_offset}, inside an entry")
+            inside_from, reput = reput, inside(reput)   # where doReput goes on from (store_format.dledger_reput_inside)
         if reput == BLANK_MAX and reput < end:
             raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
                           "the log")
@@ -221,7 +228,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, rec
         start = -(-gone_from // cq_file_size) * cq_file_size   # the first file that starts at or past it
         dropped += [(topic, qid, f) for f in range(start, last - last % cq_file_size + 1, cq_file_size)]
     return QueueCut(reput, tuple(sorted(dropped)), np.concatenate(lost) if lost else np.zeros(0, np.int64), restored,
-                    tuple(moves))
+                    tuple(moves), inside_from)
 
 
 def _refuse(why: str) -> UnsupportedConfigError:
