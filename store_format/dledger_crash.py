@@ -37,7 +37,8 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   file's offset): once DLedger has data files, ``dledgerRecoverAbnormally`` walks them alone as above;
   its call of the base ``CommitLog.recoverAbnormally`` over the old files (``isInrecoveringOldCommitlog``,
   then ``setRecoverPosition``) runs only when ``dledger-<selfId>/data`` is empty, the first start after
-  the switch.  The old files are neither checked, cut nor dispatched; they only lower
+  the switch (such a store is read as an ordinary one: ``StoreLocation.dledger_pending``).  The old files are
+  neither checked, cut nor dispatched; they only lower
   ``DLedgerCommitLog.getMinOffset`` (the old ``MappedFileQueue``'s first file while it has one), the
   least offset the start's reput with ``recheckReputOffsetFromCq`` begins at.  So the old messages get
   no unit: the queues start with ``fillPreBlank`` units up to the first message the walk dispatched.
@@ -186,7 +187,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                          recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
                          confirm_offset=max(rec.committed_pos, files[0].base), end=end,
                          on_disk=on_disk.max_after_cut(process_offset) if on_disk is not None else None,
-                         inside=lambda pos: _reput_inside(st, files, pos, end, rec.committed_pos, config))
+                         inside=lambda pos: _reput_inside(st, files, pos, end, rec.committed_pos, config),
+                         reset_emptied=config.brokerVersion == "5.5")
         reput = cut.reput
     elif config.recheckReputOffsetFromCq:
         second = start_reput_check(config, min_offset, files[first].base, end, accepted, abnormal=True)

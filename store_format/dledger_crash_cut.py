@@ -16,6 +16,8 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   ``offset + size`` becomes the queue's max physical offset (2147483647 after ``fillPreBlank`` units only;
   ``processOffset`` itself when every file went).  The units after the write position stay on disk.
 * no ext or batch queue here (refused by the caller when the store has them); ``index/`` is not touched.
+* then ``DefaultMessageStore.recoverTopicQueueTable`` (``ConsumeQueue.correctMinOffset``): 5.5.1 sets the max
+  physical offset of a queue left with no file to -1; 5.3.3 leaves it at ``processOffset``.
 
 ``DefaultMessageStore.start`` then sets the reput at ``getConfirmOffset()`` (the committed position) or,
 with ``recheckReputOffsetFromCq=true``, at the largest ``getMaxPhysicOffset`` over the cut queues (at least
@@ -145,7 +147,7 @@ class QueueCut:
 
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, recheck: bool, min_offset: int,
                confirm_offset: int, end: int, on_disk: dict[tuple[str, int], int] | None = None,
-               inside: Callable[[int], int] | None = None) -> QueueCut:
+               inside: Callable[[int], int] | None = None, reset_emptied: bool = False) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
     least ``min_offset``), walking to ``end`` (module docstring).  ``on_disk``: the queues the store held
@@ -153,7 +155,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, rec
     (:class:`QueuesOnDisk`); the walk's units of every record from its start file are in ``track`` whether
     its dispatch appended them or found them there, so the units the cut takes are the walk's.  ``inside``: where
     the reput set at ``process_offset`` (inside an entry) dispatches from, or where it stands when it dispatches
-    nothing (:func:`store_format.dledger_reput_inside.reput_inside_entry`).
+    nothing (:func:`store_format.dledger_reput_inside.reput_inside_entry`).  ``reset_emptied`` (5.5.1): a queue the
+    cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
     Raises:
         UnsupportedConfigError: a light queue (multi-dispatch) unit, and a reput that would start inside
@@ -189,7 +192,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, rec
             max_after[q] = BLANK_MAX if (int(rows[0, 3]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
     inside_from = -1
     if recheck:
-        reput = max(top, *max_after.values(), min_offset, 0)
+        # 5.5.1 recoverTopicQueueTable (ConsumeQueue.correctMinOffset) sets the max of a queue left with no file to
+        # -1 before the start; 5.3.3 keeps processOffset there
+        reput = max(top, *(-1 if reset_emptied and v == process_offset else v for v in max_after.values()),
+                    min_offset, 0)
         if reput == process_offset and reput > top:
             if inside is None:
                 raise _refuse(f"the reput would start at processOffset {process_offset}, inside an entry")
