@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 
 from store_format.config import BrokerConfig
 from store_format.errors import StoreLayoutError
+from store_format.layout import SEGMENT_NAME_RE
 
 from .tables.expiry_audit import (
     CQ_INVENTORY_SCHEMA,
@@ -76,6 +78,9 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
           "units": r["messages"], "min_offset": r["min_offset"], "max_offset": r["max_offset"]} for r in ext],
         schema=EXT_INVENTORY_SCHEMA) if ext else None
     store_uri = store or last["store"]
+    if config.enableDLegerCommitLog and dledger_from is None and store_uri and _dledger_pending(store_uri, config):
+        ends = pc.add(live["base_offset"], live["file_size"])   # old files only: DLedger's first comes after them
+        dledger_from = int(pc.max(ends).as_py() or 0) if len(live) else None
     consumer, delay = load_offsets(store_uri, consumer_file, delay_file)
     looked_at = consumer_file or (f"{store_uri.rstrip('/')}/config/consumerOffset.json" if store_uri else None)
     return build_expiry_audit(tables, config, live, pa.Table.from_pylist(cq_rows, schema=CQ_INVENTORY_SCHEMA),
@@ -85,6 +90,22 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
                               messages_version=snap.version("messages"), disk_size_bytes=disk_size_bytes,
                               manual_delete=manual_delete, system_properties=system_properties,
                               consumer_offsets_from=looked_at, dledger_from=dledger_from, ext_inventory=ext_inv)
+
+
+def _dledger_pending(store_uri: str, config: BrokerConfig) -> bool:
+    """A store converted in place that never started with DLedger: old ``commitlog/`` files and no DLedger data
+    file (``StoreLocation.dledger_pending``); False when the store cannot be read."""
+    from store_format.dledger import dledger_has_data
+    from store_format.store import resolve
+    try:
+        fs, root = resolve(store_uri)
+        root = root.rstrip("/")
+        return not dledger_has_data(fs, root, self_id=config.dLegerSelfId,
+                                    data_path=config.storePathDLedgerCommitLog) \
+            and any(SEGMENT_NAME_RE.match(i.base_name) for i in fs.get_file_info(
+                pafs.FileSelector(f"{root}/commitlog", allow_not_found=True)))
+    except (OSError, ValueError):
+        return False
 
 
 def _dledger_from(inv: pa.Table) -> int | None:

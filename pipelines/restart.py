@@ -105,6 +105,10 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           f"{len(c.dropped) + len(c.batch_dropped)} queue file(s) stay deleted"
                           + (f"; in {len(c.moves)} queue(s) it puts back only the last cut units, appended at the "
                              "write position over the others (putMessagePositionInfo)" if c.moves else ""))
+        if crash.cut is not None and crash.cut.inside_from >= 0:
+            progress.emit(f"[rebuild] as a restart after a crash: doRecheckReputOffsetFromCq sets the reput at "
+                          f"processOffset {crash.cut.inside_from}, inside an entry: DLedgerCommitLog's message check "
+                          f"there sends it on to {crash.cut.reput} (ReputMessageService.doReput)")
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
                       + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else "")
                       + (f"; it puts {sum(a.count for a in crash.ext_again)} ext unit(s) again, one per record of an "
@@ -262,10 +266,16 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
     dispatches (4.9 abnormal, 5.x), nothing before the segment it started from.  A RocksDB consume queue
     store: the record at commitlog offset 0 is dispatched where the recovery dispatches every record it
     accepts (abnormal), else read only (``RecoveryPlan.dispatch_above``).  DLedger stores:
-    :func:`dledger_restart`."""
+    :func:`dledger_restart`; a store converted in place with no DLedger data file yet
+    (``StoreLocation.dledger_pending``) is recovered as an ordinary one."""
     if st.dledger is not None:
         return dledger_restart(st, config, progress)
     plan = plan_recovery(st, config)
+    if st.dledger_pending:
+        progress.emit("[rebuild] as a restart: enableDLegerCommitLog=true and no DLedger data file yet: "
+                      "DLedgerCommitLog recovers the old commitlog/ files with the base CommitLog's recovery "
+                      "(isInrecoveringOldCommitlog"
+                      + ("" if plan.broker_version == "5" else "; 4.9.8: the normal one") + ")")
     progress.emit(f"[rebuild] as a restart: {plan.mode} recovery cuts the commitlog at {plan.process_offset} "
                   f"({plan.reason}); dispatch from {plan.dispatch_from}")
     kept: list[Segment] = []

@@ -39,7 +39,7 @@ __all__ = ["ENTRY_HEADER_SIZE", "ENTRY_MAGIC", "ENTRY_BLANK_MAGIC", "OFF_ENTRY_S
            "OFF_ENTRY_POS", "OFF_ENTRY_BODY_SIZE", "INDEX_UNIT_SIZE", "ENTRY_DTYPE", "INDEX_UNIT_DTYPE",
            "ENTRY_FIELD_NAMES", "INDEX_UNIT_FIELD_NAMES", "EntryHeader", "IndexUnit", "entry_header", "index_unit",
            "entry_headers", "is_blank", "blank_length", "DLedgerLog", "find_dledger_log",
-           "committed_pos_of"]
+           "committed_pos_of", "dledger_has_data"]
 
 # DLedgerEntry / DLedgerEntryCoder.encode: the entry header's fields, in order, big-endian
 _ENTRY_FIELDS = (("magic", "i"), ("size", "i"), ("index", "q"), ("term", "q"), ("pos", "q"), ("channel", "i"),
@@ -230,6 +230,22 @@ def committed_pos_of(fs: pafs.FileSystem, log: DLedgerLog, index: int, file_size
     """End of the entry ``index`` of ``log`` (its ``index/`` unit checked against its header); -1 when
     either cannot be read."""
     return _committed_pos(fs, log.base_dir, index, log.files, file_size)
+
+
+def dledger_has_data(fs: pafs.FileSystem, root: str, *, self_id: str, data_path: str) -> bool:
+    """Whether the DLedger data folder :func:`find_dledger_log` reads holds a data file (20-digit name):
+    ``DLedgerCommitLog``'s recovery recovers the old ``commitlog/`` files instead while it holds none."""
+    if not self_id and not data_path:
+        found = dledger_dirs(fs, root)
+        if len(found) != 1:
+            return bool(found)   # several: find_dledger_log says which to pick
+        self_id = found[0][len("dledger-"):]
+    data_dir = data_path.rstrip("/") if data_path else f"{root}/dledger-{self_id}/data"
+    try:
+        entries = fs.get_file_info(pafs.FileSelector(data_dir, allow_not_found=True))
+    except NotADirectoryError:
+        return False
+    return any(e.type == pafs.FileType.File and SEGMENT_NAME_RE.match(e.base_name) for e in entries)
 
 
 def find_dledger_log(fs: pafs.FileSystem, root: str, uri: str, *, self_id: str, data_path: str,

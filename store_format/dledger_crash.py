@@ -37,13 +37,15 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   file's offset): once DLedger has data files, ``dledgerRecoverAbnormally`` walks them alone as above;
   its call of the base ``CommitLog.recoverAbnormally`` over the old files (``isInrecoveringOldCommitlog``,
   then ``setRecoverPosition``) runs only when ``dledger-<selfId>/data`` is empty, the first start after
-  the switch.  The old files are neither checked, cut nor dispatched; they only lower
+  the switch (such a store is read as an ordinary one: ``StoreLocation.dledger_pending``).  The old files are
+  neither checked, cut nor dispatched; they only lower
   ``DLedgerCommitLog.getMinOffset`` (the old ``MappedFileQueue``'s first file while it has one), the
   least offset the start's reput with ``recheckReputOffsetFromCq`` begins at.  So the old messages get
   no unit: the queues start with ``fillPreBlank`` units up to the first message the walk dispatched.
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
-  (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues'); once the node
+  (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues', which may be
+  ``processOffset`` inside an entry: :mod:`store_format.dledger_reput_inside` says where it goes on from); once the node
   leads, the group commits the rest and the reput walks it: a message whose unit is still in its queue is
   dropped (``putMessagePositionInfo`` drops a unit at or below a queue's max physical offset), a cut one is
   put back, and ``IndexService.buildIndex`` indexes the last indexed message again when the reput starts
@@ -58,6 +60,7 @@ from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_cut import ExtAgain, QueueCut, QueuesOnDisk, QueueTrack, cut_queues, ext_reput
 from .dledger_recovery import DLedgerRecovery
+from .dledger_reput_inside import reput_inside_entry
 from .errors import RestartFailsError, UnsupportedConfigError
 from .filedump.checkpoint import Checkpoint
 from .layout import (
@@ -183,7 +186,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                          bcq_file_size=config.mapperFileSizeBatchConsumeQueue, ext=config.enableConsumeQueueExt,
                          recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
                          confirm_offset=max(rec.committed_pos, files[0].base), end=end,
-                         on_disk=on_disk.max_after_cut(process_offset) if on_disk is not None else None)
+                         on_disk=on_disk.max_after_cut(process_offset) if on_disk is not None else None,
+                         inside=lambda pos: _reput_inside(st, files, pos, end, rec.committed_pos, config),
+                         reset_emptied=config.brokerVersion == "5.5")
         reput = cut.reput
     elif config.recheckReputOffsetFromCq:
         second = start_reput_check(config, min_offset, files[first].base, end, accepted, abnormal=True,
@@ -201,6 +206,18 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     reindex = accepted.last_indexed if config.messageIndexEnable and 0 <= reput <= accepted.last_indexed < end else -1
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
                         ext_again)
+
+
+def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, committed: int,
+                  config: BrokerConfig) -> int:
+    """:func:`store_format.dledger_reput_inside.reput_inside_entry` on the data file holding ``pos``."""
+    seg = next(f for f in files if f.base <= pos < f.end)
+    with st.reader(seg) as r:
+        def read(at: int, n: int) -> bytes:
+            return bytes(r(at - seg.base, min(n, seg.end - at)))
+        return reput_inside_entry(read, pos, file_base=seg.base, file_size=seg.size,
+                                  read_end=end if seg.base <= end < seg.end else seg.end, committed=committed,
+                                  v55=config.brokerVersion == "5.5")
 
 
 def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,

@@ -29,6 +29,8 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   (``maxMsgPhyOffsetInCommitLog``) becomes the *start* of the last unit kept, or ``processOffset - 1`` when
   every file went.
 * ``index/`` is not touched.
+* then ``DefaultMessageStore.recoverTopicQueueTable`` (``ConsumeQueue.correctMinOffset``): 5.5.1 sets the max
+  physical offset of a queue left with no file to -1; 5.3.3 leaves it at ``processOffset``.
 
 ``DefaultMessageStore.start`` then sets the reput at ``getConfirmOffset()`` (the committed position) or,
 with ``recheckReputOffsetFromCq=true``, at the largest ``getMaxPhysicOffset`` over the cut queues (at least
@@ -214,6 +216,7 @@ class QueueCut:
     moves: tuple[QueueMove, ...] = ()
     batch_dropped: tuple[tuple[str, int, int], ...] = ()
     ext_again: tuple[ExtAgain, ...] = ()
+    inside_from: int = -1   # where the reput was set when that is inside an entry (``reput``: where it goes on from)
 
     @property
     def lost_units(self) -> int:
@@ -222,19 +225,23 @@ class QueueCut:
 
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq_file_size: int, ext: bool,
                recheck: bool, min_offset: int, confirm_offset: int, end: int,
-               on_disk: dict[tuple[str, int], int] | None = None) -> QueueCut:
+               on_disk: dict[tuple[str, int], int] | None = None,
+               inside: Callable[[int], int] | None = None, reset_emptied: bool = False) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
     least ``min_offset``), walking to ``end`` (module docstring); ``ext``: ``enableConsumeQueueExt``.
     ``on_disk``: the consume queues the store held before the walk, each with its max physical offset once
     the cut took its own units (:class:`QueuesOnDisk`); the walk's units of every record from its start file
     are in ``track`` whether its dispatch appended them or found them there, so the units the cut takes
-    are the walk's.
+    are the walk's.  ``inside``: where the reput set at ``process_offset`` (inside an entry) dispatches
+    from, or where it stands when it dispatches nothing
+    (:func:`store_format.dledger_reput_inside.reput_inside_entry`).  ``reset_emptied`` (5.5.1): a queue the
+    cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
     Raises:
-        UnsupportedConfigError: a reput that would start inside an entry: at ``processOffset`` itself (or one
-            byte before it, a batch queue the cut emptied), or at 2147483647 inside the log; with ext, a reput
-            from before the walk's last data file.
+        UnsupportedConfigError: a reput that would start inside an entry: at ``processOffset`` itself without
+            ``inside``, one byte before it (a batch queue the cut emptied), or at 2147483647 inside the log;
+            with ext, a reput from before the walk's last data file.
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -264,10 +271,16 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             max_after[q] = process_offset
         else:
             max_after[q] = BLANK_MAX if (int(rows[0, U_KEY]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
+    inside_from = -1
     if recheck:
-        reput = max(top, *max_after.values(), min_offset, 0)
+        # 5.5.1 recoverTopicQueueTable (ConsumeQueue.correctMinOffset) sets the max of a queue left with no file to
+        # -1 before the start; 5.3.3 keeps processOffset there
+        reput = max(top, *(-1 if reset_emptied and v == process_offset else v for v in max_after.values()),
+                    min_offset, 0)
         if reput == process_offset and reput > top:
-            raise _refuse(f"the reput would start at processOffset {process_offset}, inside an entry")
+            if inside is None:
+                raise _refuse(f"the reput would start at processOffset {process_offset}, inside an entry")
+            inside_from, reput = reput, inside(reput)   # where doReput goes on from (store_format.dledger_reput_inside)
         if reput == process_offset - 1 and reput > top:
             raise _refuse(f"the reput would start at {reput} (a batch consume queue the cut emptied: processOffset "
                           "- 1), inside an entry")
@@ -316,7 +329,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             (*name, f) for f in range(start, last - last % size + 1, size))
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
-                    ext_again)
+                    ext_again, inside_from)
 
 
 def ext_reput(track: QueueTrack, reput: int, end: int,

@@ -499,8 +499,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
             "recovery: see store_format.dledger_recovery (rebuild --as-restart)")
     config = resolve_broker_version(store, config)
     is_5x = config.is_5x
-    if abnormal is None:
-        abnormal = store.broker_may_be_running()
+    if abnormal is None:   # 4.9.8 DLedgerCommitLog.recover: the old files' normal recovery, after a crash too
+        abnormal = store.broker_may_be_running() and not (store.dledger_pending and not is_5x)
     cp = parse_checkpoint(checkpoint) if checkpoint is not None else read_checkpoint(store)
     accelerated = config.brokerVersion == "5.5" and abnormal and config.enableAcceleratedRecovery
     if accelerated and not config.rocksdb_cq and cp.physic_msg_timestamp > 0 and cp.logics_physical_offset <= 0:

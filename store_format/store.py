@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from .config import BrokerConfig, load_broker_config
-from .dledger import DLedgerLog, find_dledger_log
+from .dledger import DLedgerLog, dledger_has_data, find_dledger_log
 from .errors import StoreLayoutError
 from .layout import SEGMENT_NAME_RE
 from .store_layouts import check_store_layout, store_batch_topics
@@ -81,6 +81,11 @@ class StoreLocation:
     # a restart's second reput indexes the keys of the record at this offset a second time (-1: none;
     # store_format.restart_reput.SecondReput)
     reindex: int = -1
+    # enableDLegerCommitLog=true on a store with old commitlog/ files and no DLedger data file yet (converted in
+    # place, never started with DLedger): its next start recovers the old files with the base CommitLog's
+    # recovery (DLedgerCommitLog's isInrecoveringOldCommitlog; 4.9.8 the normal one, after a crash too), and the
+    # store is read as an ordinary one
+    dledger_pending: bool = False
 
     @property
     def commitlog_dir(self) -> str:
@@ -228,10 +233,14 @@ def _segment_files(fs: pafs.FileSystem, folder: str) -> list[pafs.FileInfo]:
 def _open_dledger_store(uri: str, fs: pafs.FileSystem, root: str, config: BrokerConfig) -> StoreLocation:
     """A DLedger store (``DLedgerCommitLog``): the old ``commitlog/`` segments of a store converted in
     place, below ``dividedCommitlogOffset``, then the DLedger data files up to the committed position
-    (``getData`` hands out nothing at or past it)."""
+    (``getData`` hands out nothing at or past it).  Old segments and no DLedger data file (a store converted in
+    place that never started with DLedger): the old segments alone, ``dledger_pending``."""
+    legacy = _segments(_segment_files(fs, f"{root}/commitlog"), config)
+    if legacy and not dledger_has_data(fs, root, self_id=config.dLegerSelfId,
+                                       data_path=config.storePathDLedgerCommitLog):
+        return StoreLocation(uri, fs, root, legacy, dledger_pending=True)
     log = find_dledger_log(fs, root, uri, self_id=config.dLegerSelfId, data_path=config.storePathDLedgerCommitLog,
                            file_size=config.mappedFileSizeCommitLog)
-    legacy = _segments(_segment_files(fs, f"{root}/commitlog"), config)
     if legacy and legacy[-1].end != log.first_offset:
         raise StoreLayoutError(
             f"{uri}: commitlog/ ends at {legacy[-1].end}, but the DLedger data starts at {log.first_offset}: a store "

@@ -166,6 +166,44 @@ def small_abort_scenarios(line: str) -> list[dict]:
 
 
 
+# the body of the emptied scenarios' last message (one byte more or less moves processOffset by one): its entry
+# lies wholly past processOffset and the entry before it ends below, so processOffset falls inside its header
+EMPTIED_BODY = 1517
+
+
+def emptied_abort_scenarios(line: str) -> list[dict]:
+    """The ``small`` store's messages, then one to a topic of its own (``T9``, queue 0), restarted after a crash
+    with ``recheckReputOffsetFromCq=true``: the cut at ``dledgerRecoverAbnormally``'s short ``processOffset``
+    takes that queue's one unit (its only file goes) and units of queues that keep others; ``processOffset``
+    falls inside the last entry's header.  ``<line>-dledger-abort-emptied`` (5.5.1): ``correctMinOffset`` then
+    sets the emptied queue's max to -1, and the reput starts at the other queues' largest offset.
+    ``<line>-dledger-abort-emptied-kept`` (5.3.3, whose cut needs the queues on disk: ``keepQueues``): the
+    emptied queue's max stays ``processOffset``, where ``doRecheckReputOffsetFromCq`` sets the reput, inside an
+    entry.  Both ``reportQueues``."""
+    small = small_abort_scenarios(line)[0]
+    g = _Messages(6, ["T9"])
+    last = {**g.one(), "queueId": 0, "body": base64.b64encode(g.rng.randbytes(EMPTIED_BODY)).decode(), "keys": "k9",
+            "uniqKey": "7F00000100002A9F000000000999"}
+    sc = {**small, "messages": [*small["messages"], last]}
+    if line.startswith("5.5"):
+        return [{**sc, "name": f"{line}-dledger-abort-emptied"}]
+    if line.startswith("5"):
+        return [{**sc, "keepQueues": True, "name": f"{line}-dledger-abort-emptied-kept"}]
+    return []
+
+
+def first_start_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-first-start``: the ``converted`` store's messages before the switch, put with an
+    ordinary commitlog, then the restart after a crash (an ``abort`` file) with DLedger on: its first start with
+    DLedger, ``dledger-n0/`` not there yet, so ``DLedgerCommitLog`` recovers the old files with the base
+    ``CommitLog``'s recovery (5.x the abnormal one, 4.9.8 the normal one) and creates the first data file after
+    them."""
+    converted = dledger_scenarios(line)[2]
+    switch = next(i for i, m in enumerate(converted["messages"]) if "switchToDLedger" in m)
+    return {**converted, "messages": converted["messages"][:switch + 1], "abort": True,
+            "name": f"{line}-dledger-abort-first-start"}
+
+
 def partial_abort_scenario(line: str) -> dict:
     """``<line>-dledger-abort-partial`` (5.x lines): 400 keyed messages of 10-60 bytes (some 100 entries in
     the last data file), all to one queue, restarted after a crash without ``recheckReputOffsetFromCq`` and

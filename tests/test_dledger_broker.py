@@ -25,6 +25,8 @@ import pytest
 from broker_dledger_scenarios import (
     abort_scenarios,
     dledger_scenarios,
+    emptied_abort_scenarios,
+    first_start_abort_scenario,
     kept_abort_scenario,
     layouts_abort_scenario,
     layouts_recheck_abort_scenario,
@@ -47,9 +49,10 @@ SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 # written with the others, not rebuilt: restarts after a crash, and a 5.x one without
 # recheckReputOffsetFromCq (it rebuilds nothing)
-EXTRA = {line: abort_scenarios(line) + ([] if line.startswith("4") else [
+EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] if line.startswith("4") else [
     no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line),
     layouts_abort_scenario(line), *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
+    + emptied_abort_scenarios(line)
     for line in LINES}
 _RUNS: dict[str, dict] = {}
 
@@ -669,3 +672,86 @@ def test_as_restart_after_an_unclean_shutdown_of_a_converted_store(written, line
     heads = [f.read_bytes()[:20] for f in (src / "expected" / "consumequeue").rglob("00000000000000000000")]
     blank = bytes(8) + (2**31 - 1).to_bytes(4, "big") + bytes(8)  # ConsumeQueue.fillPreBlank
     assert heads and any(h == blank for h in heads), "the old messages got units"
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_cut_empties_a_queue(written, line, tmp_path):
+    """The small store and one last message to a queue of its own, restarted after a crash with
+    recheckReputOffsetFromCq=true: the cut at dledgerRecoverAbnormally's short processOffset takes that queue's
+    only unit and deletes its only file (the broker's queue after load() maps none), and correctMinOffset sets
+    its max to -1, so doRecheckReputOffsetFromCq starts the reput at the other queues' largest offset, below the
+    message, and the reput puts its unit back. --as-restart on the store as the restart found it writes the
+    broker's files byte for byte, and verify predicts the units it holds."""
+    name = f"{line}-dledger-abort-emptied"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    assert r["written"]["queuesAfterLoad"]["T9/0"]["files"] == [], r["written"]["queuesAfterLoad"].get("T9/0")
+    src = Path(r["scenario"]["dir"])
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    assert "truncateDirtyLogicFiles cuts the queues" in err and "inside an entry" not in err, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    assert any(u[0] == "T9/0" for u in _units(src / "expected" / "consumequeue"))
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"], report.get("no_prediction")
+    put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
+    assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.3")])
+def test_verify_predicts_a_crash_restart_whose_reput_starts_inside_an_entry(written, line, tmp_path):
+    """The same store on 5.3.3, restarted with its consume queues kept (5.3.3 cuts only when the queues it loads
+    reach processOffset): the emptied queue's max stays processOffset (5.3.3's correctMinOffset leaves a queue
+    with no file alone), where doRecheckReputOffsetFromCq sets the reput, inside the last entry's header;
+    DLedgerCommitLog's message check fails there and doReput jumps to the end of the committed data: the unit
+    stays cut. verify on the store as that restart found it predicts it (the units lost: every sent message
+    the broker's queues lack once its reput caught up)."""
+    name = f"{line}-dledger-abort-emptied-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w = r["written"]
+    assert w["queuesAfterLoad"]["T9/0"]["files"] == [] and w["queuesAfterDispatch"]["T9/0"]["files"] == [], \
+        (w["queuesAfterLoad"].get("T9/0"), w["queuesAfterDispatch"].get("T9/0"))
+    src = Path(r["scenario"]["dir"])
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    held = 0
+    for queue, state in w["queuesAfterDispatch"].items():
+        for f in state["files"]:
+            data = (src / "expected" / "consumequeue" / queue / f).read_bytes()
+            valid = min(size, int(state["maxOffset"]) - int(f))
+            held += sum(1 for i in range(0, valid, 20) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+    lost = _queued(r["scenario"]) - held
+    assert p["units_lost"] == lost > 0, (lost, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_as_restart_after_a_crash_before_the_first_start_with_dledger(written, line, tmp_path):
+    """A store of an ordinary commitlog whose broker crashed (an abort file), restarted with DLedger on: no
+    dledger-n0/ yet, so DLedgerCommitLog recovers the old files with the base CommitLog's recovery (5.x the
+    abnormal one, which dispatches from the file the checkpoint matches; 4.9.8 the normal one, whatever the abort
+    file says) and creates its first data file after them. --as-restart on the store as the restart found it
+    writes the broker's files byte for byte, and verify predicts what it put and lost."""
+    name = f"{line}-dledger-abort-first-start"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    before = src / "before"
+    assert (before / "abort").is_file() and not (before / "dledger-n0").exists()
+    legacy = sorted((before / "commitlog").iterdir())
+    assert r["written"]["dividedCommitlogOffset"] == int(legacy[-1].name) + legacy[-1].stat().st_size
+    code, err = _as_restart(before, tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    assert "no DLedger data file yet" in err and ("as a restart: normal recovery" in err) == line.startswith("4"), \
+        err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    code, report = _verify(bh.copy_store(before, tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert code == 1 and p is not None, report.get("no_prediction")
+    put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
+    again = p["units_dispatched_again"] + p["units_appended_by_recovery"]
+    assert 0 < len(put) and (again, p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
+    assert (p["units_appended_by_recovery"] == 0) == line.startswith("4"), p   # 4.9.8: the normal recovery

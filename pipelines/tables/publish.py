@@ -443,7 +443,9 @@ def _finish(p: PendingTables) -> dict:
         tables, config, seg_table.filter(pc.equal(seg_table["status"], "live")),
         cq_inventory_table(cq_rows, units_per_file), index_inventory_table(idx_rows),
         as_of_ms=int(res.started * 1000), consumer_offsets=consumer, delay_offsets=delay, run_id=res.run_id,
-        dledger_from=st.dledger.first_offset if st.dledger is not None else None)
+        # a converted store not yet started with DLedger: its first data file comes after the last old file
+        dledger_from=st.dledger.first_offset if st.dledger is not None else
+        st.segments[-1].end if st.dledger_pending and st.segments else None)
     versions["expiry_audit"] = writer.write("expiry_audit", audit_rows, EXPIRY_AUDIT_SCHEMA,
                                             description=DESCRIPTIONS["expiry_audit"])
     res.timings["tables: small tables"] = round(time.perf_counter() - lap, 3)

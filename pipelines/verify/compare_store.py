@@ -200,10 +200,12 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                             len(r_names), restart, _rebuild_figures(summary), rocksdb_consume_queue=rocksdb_results,
                             not_checked=_not_checked(st))
     recovery = None
+    # 4.9.8 DLedgerCommitLog.recover: a converted store's old files get the normal recovery, after a crash too
+    abnormal = not clean and not (st.dledger_pending and not config.is_5x)
     if dledger is None:   # the commitlog recovery (as rebuild --as-restart): where the commitlog ends
         from store_format.recovery import plan_recovery
         try:
-            recovery = plan_recovery(st, config, abnormal=not clean, max_phy_offset_of_consume_queue=max(
+            recovery = plan_recovery(st, config, abnormal=abnormal, max_phy_offset_of_consume_queue=max(
                 (s.restart.max_physic_offset for s in states), default=-1))
         except RestartFailsError as e:
             return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names),
@@ -227,8 +229,15 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         if crash is not None and crash.cut is not None else None,
         cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
         reindex_from=crash.reput_from if crash is not None and crash.reindex >= 0 else None,
-        abnormal_from=recovery.dispatch_from if recovery is not None and not clean else None,
+        abnormal_from=recovery.dispatch_from if recovery is not None and abnormal else None,
         ext_again_from=crash.reput_from if crash is not None and crash.ext_again else None)
+    if st.dledger_pending:
+        restart.notes[:] = [n for n in restart.notes if not n.startswith("abort file present: the broker runs its "
+                                                                          "abnormal recovery")]
+        restart.notes.append("enableDLegerCommitLog=true and no DLedger data file yet: DLedgerCommitLog recovers the "
+                             "old commitlog/ files with the base CommitLog's recovery ("
+                             + ("abnormal" if abnormal else "normal, 4.9.8's whatever the abort file says")
+                             + ") and starts its first data file after them")
     if crash is not None:
         restart.dledger = True
         restart.recovery_cut = crash.end

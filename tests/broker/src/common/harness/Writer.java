@@ -53,7 +53,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * broker made one) and {@code dledger-<selfId>/} (data, index, checkpoint, currterm). A message
  * object {@code {"switchToDLedger": true}} makes a store converted in place: the messages before it
  * are put with an ordinary commitlog ({@code enableDLegerCommitLog=false}), the store is shut down
- * and started again with the scenario's settings, and the rest go into DLedger. 4.9.8's
+ * and started again with the scenario's settings, and the rest go into DLedger (with nothing after it, the
+ * store is not started again: the restart is the first start with DLedger, with no DLedger data file). 4.9.8's
  * {@code start()} sets the reput from the consume queues (none left: the commitlog's min offset);
  * 5.x's starts it at the commitlog's confirm offset, which for DLedger is the committed position,
  * so nothing would be dispatched again: on the 5.x lines a DLedger scenario must carry
@@ -188,6 +189,9 @@ public final class Writer {
         Map<String, Integer> statuses = new TreeMap<>();
         List<Long> wrote = new ArrayList<>();
         for (int i = 0; i < phases.size(); i++) {
+            if (i > 0 && phases.get(i).size() == 0) {  // nothing after the switch: the restart is DLedger's first start
+                continue;
+            }
             Properties phaseProps = props;
             if (phases.size() > 1 && i == 0) {
                 phaseProps = new Properties();
@@ -300,7 +304,8 @@ public final class Writer {
         // a RocksDB consume queue (storeType=defaultRocksDB) has no queue files to report: its database is
         // read back after the restart instead
         boolean queueFiles = !"defaultRocksDB".equals(props.getProperty("storeType"));
-        if (keepQueues && queueFiles) {  // after load(): the queues' and the commitlog's recovery, before the reput
+        boolean reportQueues = sc.has("reportQueues") && sc.get("reportQueues").getAsBoolean();
+        if ((keepQueues || reportQueues) && queueFiles) {  // after load(): the queues' and the commitlog's recovery, before the reput
             out.add("queuesAfterLoad", QueueStates.of(store));
             out.addProperty("truncateDirtyLogicFilesAt", TruncateCalls.last(store));
         }
@@ -324,7 +329,6 @@ public final class Writer {
                 Stores.awaitDispatched(store, 60_000);
             }
             out.addProperty("maxPhyOffset", store.getMaxPhyOffset());
-            boolean reportQueues = sc.has("reportQueues") && sc.get("reportQueues").getAsBoolean();
             if ((keepQueues || reportQueues) && queueFiles) {
                 out.add("queuesAfterDispatch", QueueStates.of(store));
             }

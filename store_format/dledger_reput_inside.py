@@ -1,0 +1,104 @@
+"""Where a 5.x DLedger broker's reput goes when its start sets it inside a DLedger entry.
+
+After a crash, ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (``recheckReputOffsetFromCq=true``) may set the
+reput at ``dledgerRecoverAbnormally``'s short ``processOffset``, which lies inside an entry: on 5.3.3, where a queue
+whose files the cut all deleted keeps it as its max (:mod:`store_format.dledger_crash_cut`; 5.5.1's
+``correctMinOffset`` sets that max to -1 before the start).  ``ReputMessageService.doReput`` (rocketmq-all
+5.3.3 and rocketmq-store 5.5.1) then asks ``DLedgerCommitLog.getData(offset)``: the data file's bytes from that
+offset to its read position, cut at DLedger's committed position (``truncate``: the buffer's limit too), or null
+at or past the committed position.  On them, ``DLedgerCommitLog.checkMessageAndReturnSize`` (``readBody`` and
+``checkCRC`` false):
+
+* the int 4 bytes in is ``CommitLog.BLANK_MAGIC_CODE`` or a message magic code: the base
+  ``CommitLog.checkMessageAndReturnSize`` right there;
+* else the int at the offset is DLedger's blank magic (-1): size 0, the reput moves to the next file
+  (``rollNextFile``);
+* else the base check 48 bytes further (a position past the limit throws, caught: a failure).
+
+The base check fails (size -1) with 4 bytes or fewer left, a total size past the bytes left (5.5.1: or below 0),
+and a magic code that is neither a message's nor a blank's; a blank gives size 0.  A failure of size -1 makes a
+DLedger store's reput jump to the end of the bytes it was handed (``reputFromOffset += result.getSize() -
+readSize``): the committed position, or the file's read position when that comes first.  Nothing is dispatched
+on the way.  The broker's ``start()`` runs that reput to the committed position before it starts the DLedger
+server (``commitLog.start()`` comes after ``doRecheckReputOffsetFromCq``), so the position it jumps to is the one
+DLedger's recovery left, not a later one.
+
+Modelled: an offset that is an entry's start or its message's start (the reput walks on from there, the message
+check landing on the next entry), and the jumps and rolls above.  Refused: a check that would parse a message
+somewhere else, or dispatch the empty request of a blank 48 bytes further, and an offset at or past the
+committed position (the reput then waits for the group's commits, in as many steps as they come).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .dledger import ENTRY_BLANK_MAGIC, ENTRY_HEADER_SIZE, ENTRY_MAGIC, OFF_ENTRY_POS
+from .errors import UnsupportedConfigError
+from .layout import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
+
+__all__ = ["reput_inside_entry"]
+
+_ROLL, _JUMP, _PARSE = "roll", "jump", "parse"
+
+
+def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base: int, file_size: int,
+                       read_end: int, committed: int, v55: bool) -> int:
+    """The offset from which the reput set at ``pos`` (in the data file at ``file_base``, whose data ends at
+    ``read_end``) dispatches its first message, or where it stands when it dispatches none: ``pos`` itself when an
+    entry or its message starts there, else where the jump or the roll of the module docstring takes it.
+    ``read(offset, n)``: up to ``n`` bytes of the log at ``offset``; ``committed``: DLedger's committed position
+    after its recovery.
+
+    Raises:
+        UnsupportedConfigError: the cases the module docstring leaves out.
+    """
+    def i32(at: int) -> int | None:
+        b = read(at, 4)
+        return int.from_bytes(b, "big", signed=True) if len(b) == 4 else None
+
+    def entry_at(at: int) -> bool:
+        head = read(at, ENTRY_HEADER_SIZE) if at >= file_base else b""
+        return len(head) == ENTRY_HEADER_SIZE and int.from_bytes(head[:4], "big", signed=True) == ENTRY_MAGIC \
+            and int.from_bytes(head[OFF_ENTRY_POS:OFF_ENTRY_POS + 8], "big", signed=True) == at
+
+    if entry_at(pos) or entry_at(pos - ENTRY_HEADER_SIZE):
+        return pos
+    if pos >= committed:
+        raise _refuse(pos, f"at or past DLedger's committed position {committed}: the reput then waits for the "
+                           "group's commits, and where it jumps depends on how far the first one goes")
+    limit = min(committed, read_end)
+
+    def base_check(at: int) -> str:
+        """``CommitLog.checkMessageAndReturnSize`` at ``at``, the buffer ending at ``limit``."""
+        if limit - at <= 4:
+            return _JUMP
+        total = i32(at)
+        if total is None or (v55 and total < 0) or limit - at - 4 < total - 4 or limit - at < 8:
+            return _JUMP
+        magic = i32(at + 4)
+        return _PARSE if magic in (MAGIC_V1, MAGIC_V2) else _ROLL if magic == MAGIC_BLANK else _JUMP
+
+    if limit - pos < 8:
+        outcome = _JUMP
+    elif i32(pos + 4) in (MAGIC_BLANK, MAGIC_V1, MAGIC_V2):
+        outcome = base_check(pos)
+    elif i32(pos) == ENTRY_BLANK_MAGIC:
+        outcome = _ROLL
+    elif pos + ENTRY_HEADER_SIZE > limit:
+        outcome = _JUMP
+    else:
+        outcome = base_check(pos + ENTRY_HEADER_SIZE)
+        if outcome == _ROLL:
+            raise _refuse(pos, "a commitlog blank's magic code 52 bytes in: the reput would dispatch an empty "
+                               "request")
+    if outcome == _PARSE:
+        raise _refuse(pos, "a message magic code where no message starts: the reput would parse the bytes there")
+    if outcome == _ROLL:
+        return pos + file_size - pos % file_size
+    return limit
+
+
+def _refuse(pos: int, why: str) -> UnsupportedConfigError:
+    return UnsupportedConfigError(f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's "
+                                  f"reput would begin inside an entry, at {pos}, {why}; not modelled, let the broker "
+                                  "recover")
