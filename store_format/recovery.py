@@ -40,9 +40,12 @@ Mirrors (rocketmq-all-4.9.8 and rocketmq-all-5.3.3, ``store/``; rocketmq-store 5
 
 * 5.5.1 ``recoverAbnormally`` only: with ``enableAcceleratedRecovery`` the walk starts inside its start segment
   at ``dispatchFromPhyOffset`` (the checkpoint's logicsPhysicalOffset; a RocksDB consume queue's max physical
-  offset), and nothing before it is dispatched (:func:`_accelerated_start`; a restart whose ``load()`` then
-  fails is refused, :class:`store_format.errors.RestartFailsError`); with ``checkCommitLogOffsetOnRecover`` a
-  record whose physicalOffset field lies outside its segment ends the walk (:func:`_offset_check`).
+  offset; ``DefaultMessageStore.recover`` lowers it to the lastOffsetPy above 0 of the RocksDB dispatch stores
+  ``indexRocksDBEnable``/``transRocksDBEnable`` register: :mod:`store_format.message_rocksdb`, which also
+  take part in choosing the start segment), and nothing before it is dispatched (:func:`_accelerated_start`;
+  a restart whose ``load()`` then fails is refused, :class:`store_format.errors.RestartFailsError`); with
+  ``checkCommitLogOffsetOnRecover`` a record whose physicalOffset field lies outside its segment ends the walk
+  (:func:`_offset_check`).
 
 * What is checked: each record with ``checkMessageAndReturnSize(buffer, checkCRC=checkCRCOnRecover,
   readBody=true)`` (``checkCRCOnRecover`` defaults to true in both versions).  The walk stops at the first
@@ -111,6 +114,7 @@ from .layout import (
     OFF_SYSFLAG,
     SYSFLAG_BORNHOST_V6,
 )
+from .message_rocksdb import DispatchStoreOffsets, dispatch_store_offsets
 from .propcrc import PROPERTY_CRC32, prop_crc_check
 from .reput import resolve_broker_version
 from .restart_reput import Accepted, reput_records_from, start_reput_check
@@ -251,7 +255,7 @@ def _first_record_accepted(store: StoreLocation, seg: Segment, config: BrokerCon
 
 
 def _start_index_551(store: StoreLocation, config: BrokerConfig, *, abnormal: bool, checkpoint: Checkpoint,
-                     max_phy_offset_of_consume_queue: int) -> int:
+                     max_phy_offset_of_consume_queue: int, stores: DispatchStoreOffsets) -> int:
     """5.5.1 ``recoverNormally``/``recoverAbnormally``: from the last segment back, at most
     ``commitLogRecoverMaxNum`` (<= 0: 10) segments, to the first whose first record every dispatch store
     accepts (``CommitLog.isMappedFileMatchedRecover``): it passes ``checkMessageAndReturnSize``, its store
@@ -259,9 +263,10 @@ def _start_index_551(store: StoreLocation, config: BrokerConfig, *, abnormal: bo
     ``getDispatchFromPhyOffset``: normal, the consume queues' max physical offset, -1 with none; abnormal,
     the checkpoint's logicsPhysicalOffset, or with that <= 0 its store time at most logicsMsgTimestamp) and
     ``IndexService.isMappedFileMatchedRecover`` (with messageIndexEnable && messageIndexSafe: store time at
-    most indexMsgTimestamp).  The normal walk never goes below index 0; both stop when the count runs out.
-    A RocksDB consume queue (``RocksDBConsumeQueueStore``) dispatches from its max physical offset in both
-    recoveries, compared with the offset alone."""
+    most indexMsgTimestamp), and with ``indexRocksDBEnable``/``transRocksDBEnable`` those stores' (its offset at
+    most their lastOffsetPy: :mod:`store_format.message_rocksdb`).  The normal walk never goes below index 0;
+    both stop when the count runs out.  A RocksDB consume queue (``RocksDBConsumeQueueStore``) dispatches from
+    its max physical offset in both recoveries, compared with the offset alone."""
     segs = store.segments
     left = config.commitLogRecoverMaxNum if config.commitLogRecoverMaxNum > 0 else 10
     by_checkpoint = abnormal and not config.rocksdb_cq
@@ -277,7 +282,7 @@ def _start_index_551(store: StoreLocation, config: BrokerConfig, *, abnormal: bo
             queue_ok = ts <= checkpoint.logics_msg_timestamp
         else:
             queue_ok = phys <= dispatch_from
-        return queue_ok and (not safe or ts <= checkpoint.index_msg_timestamp)
+        return queue_ok and (not safe or ts <= checkpoint.index_msg_timestamp) and stores.segment_matches(phys)
 
     i = len(segs) - 1
     while i > 0 or (abnormal and i == 0):
@@ -289,13 +294,16 @@ def _start_index_551(store: StoreLocation, config: BrokerConfig, *, abnormal: bo
 
 
 def recovery_start_index(store: StoreLocation, config: BrokerConfig, *, abnormal: bool,
-                         checkpoint: Checkpoint, max_phy_offset_of_consume_queue: int = -1) -> int:
-    """Index (in ``store.segments``) of the segment recovery starts walking at (module docstring)."""
+                         checkpoint: Checkpoint, max_phy_offset_of_consume_queue: int = -1,
+                         stores: DispatchStoreOffsets | None = None) -> int:
+    """Index (in ``store.segments``) of the segment recovery starts walking at (module docstring); ``stores``:
+    5.5.1's RocksDB dispatch stores (None: read from the store)."""
     segs = store.segments
     is_5x = config.is_5x
     if config.brokerVersion == "5.5":
         return _start_index_551(store, config, abnormal=abnormal, checkpoint=checkpoint,
-                                max_phy_offset_of_consume_queue=max_phy_offset_of_consume_queue)
+                                max_phy_offset_of_consume_queue=max_phy_offset_of_consume_queue,
+                                stores=dispatch_store_offsets(store, config) if stores is None else stores)
     if abnormal:
         safe = config.messageIndexEnable and config.messageIndexSafe
         min_ts = checkpoint.min_timestamp_index if safe else checkpoint.min_timestamp
@@ -315,14 +323,14 @@ def recovery_start_index(store: StoreLocation, config: BrokerConfig, *, abnormal
 def _accelerated_start(seg: Segment, dispatch_from_phy_offset: int) -> int:
     """5.5.1 ``recoverAbnormally`` with ``enableAcceleratedRecovery``: the walk starts at position
     ``dispatchFromPhyOffset - base`` of its start segment (the checkpoint's logicsPhysicalOffset; a RocksDB
-    consume queue's max physical offset), at 0 where that is negative; past the segment's end
-    ``ByteBuffer.position`` throws and the broker does not load."""
+    consume queue's max physical offset; lowered to a RocksDB dispatch store's lastOffsetPy above 0), at 0 where
+    that is negative; past the segment's end ``ByteBuffer.position`` throws and the broker does not load."""
     pos = dispatch_from_phy_offset - seg.base
     if pos < 0:
         return 0
     if pos > seg.size:
         raise RestartFailsError(
-            f"enableAcceleratedRecovery=true: the checkpoint's logicsPhysicalOffset {dispatch_from_phy_offset} lies "
+            f"enableAcceleratedRecovery=true: the recovery's dispatchFromPhyOffset {dispatch_from_phy_offset} lies "
             f"past the end of segment {seg.name}, where the 5.5.1 abnormal recovery starts: the broker's restart "
             "fails to load the store (ByteBuffer.position throws); nothing to predict")
     return pos
@@ -486,7 +494,9 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     Raises:
         RestartFailsError: 5.5.1 with ``enableAcceleratedRecovery=true`` where the broker's ``load()`` fails.
         UnsupportedConfigError: 5.x with ``enableControllerMode=true``; a start whose second reput would
-            write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`).
+            write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`); 5.5.1 with
+            ``indexRocksDBEnable``/``transRocksDBEnable`` whose ``rocksdbstore/`` cannot be read
+            (:func:`store_format.message_rocksdb.dispatch_store_offsets`).
 
     Example:
         >>> plan = plan_recovery(open_store("store", config), config)  # doctest: +SKIP
@@ -508,11 +518,6 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
             f"enableAcceleratedRecovery=true with a checkpoint whose logicsPhysicalOffset is "
             f"{cp.logics_physical_offset}: the 5.5.1 broker's abnormal restart fails to load the store "
             "(ConsumeQueueStore.getDispatchFromPhyOffset throws); nothing to predict")
-    if accelerated and (config.indexRocksDBEnable or config.transRocksDBEnable):
-        raise UnsupportedConfigError(
-            "enableAcceleratedRecovery=true with indexRocksDBEnable/transRocksDBEnable: a 5.5.1 abnormal recovery "
-            "then starts at the smallest last offset of those RocksDB stores (DefaultMessageStore.recover), which "
-            "this project does not read; let the broker recover")
     crc = config.checkCRCOnRecover if check_crc is None else bool(check_crc)
     if is_5x and config.enableControllerMode:
         raise UnsupportedConfigError(
@@ -521,12 +526,13 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
             "store on disk does not hold; let the broker recover")
     # RocksDBConsumeQueueOffsetTable.getMaxPhyOffset: an empty database has no checkpoint entry and answers 0
     max_phy = max(max_phy_offset_of_consume_queue, 0) if config.rocksdb_cq else max_phy_offset_of_consume_queue
+    stores = dispatch_store_offsets(store, config)
     first = recovery_start_index(store, config, abnormal=abnormal, checkpoint=cp,
-                                 max_phy_offset_of_consume_queue=max_phy)
+                                 max_phy_offset_of_consume_queue=max_phy, stores=stores)
     segs = store.segments
     checked_from = segs[first].base
-    start_pos = _accelerated_start(segs[first], cp.logics_physical_offset if not config.rocksdb_cq else max_phy) \
-        if accelerated else 0
+    start_pos = _accelerated_start(segs[first], stores.dispatch_from(
+        cp.logics_physical_offset if not config.rocksdb_cq else max_phy)) if accelerated else 0
     accepted = Accepted()
     stop = _recovery_walk(store, first, config, check_crc=crc, window=window, accepted=accepted, start_pos=start_pos,
                           offset_check=config.brokerVersion == "5.5" and abnormal

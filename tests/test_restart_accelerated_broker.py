@@ -17,6 +17,11 @@ the store as that restart found it).  5.5.1 ``CommitLog.recoverAbnormally`` read
   reads no record there and the commitlog is cut at that offset (nothing dispatched, the later bytes dropped).
 * ``-accel-load-fails``: logicsPhysicalOffset set to 0 (physicMsgTimestamp set): the broker's ``load()`` fails
   (``ConsumeQueueStore.getDispatchFromPhyOffset`` throws); ``--as-restart`` refuses with exit code 2.
+* ``-accel-index-rocksdb``: as ``-accel`` with ``indexRocksDBEnable=true`` and the last ten messages put without
+  a unique key (``IndexRocksDBStore.buildIndex`` skips them): the message RocksDB store's lastOffsetPy is the
+  offset of the record eleven puts before the end, below the checkpoint's and the damaged record's;
+  ``DefaultMessageStore.recover`` starts the walk there, so it cuts at the damaged record.  ``before/`` keeps
+  ``rocksdbstore/``.
 * ``-offset-check``: the physicalOffset field of the record six puts before the end set four segments further
   (its body CRC holds), ``checkCommitLogOffsetOnRecover=true``: the walk ends at that record;
   ``-offset-check-off``: without the setting the broker accepts it and goes on.
@@ -66,9 +71,19 @@ def _scenarios() -> list[dict]:
          "checkpointLogicsPhysicalOffset": {**at, "add": 5}},
         {**crash, "name": f"{name}-accel-load-fails", "config": conf(ACCEL), "keepBefore": True, "loadMayFail": True,
          "keepQueues": True, "checkpointLogicsPhysicalOffset": {"set": 0}},
+        {**damaged, "name": f"{name}-accel-index-rocksdb", "config": conf({**ACCEL, "indexRocksDBEnable": "true"}),
+         "checkpointLogicsPhysicalOffset": at, "messages": _without_unique_keys(sc["messages"], 10)},
         {**foreign, "name": f"{name}-offset-check", "config": conf(CHECK)},
         {**foreign, "name": f"{name}-offset-check-off"},
     ]
+
+
+def _without_unique_keys(messages: list[dict], last: int) -> list[dict]:
+    """``messages`` with the last ``last`` puts carrying no unique key (nothing for the RocksDB index)."""
+    out = [dict(m) for m in messages]
+    for m in [m for m in out if "sleepMs" not in m][-last:]:
+        m.pop("uniqKey", None)
+    return out
 
 
 # the "-off" stores (the same without the setting: the harness shows the setting changed the broker's
@@ -187,3 +202,29 @@ def test_verify_refuses_to_predict_a_restart_that_fails(runs) -> None:
     r = runs["5.5.1-cqext-plain-accel-load-fails"]
     report = _verify(Path(r["scenario"]["dir"]))
     assert report["restart"] is None and "fails to load" in report["restart_note"]
+
+
+def _last_offset_py(db: Path) -> int:
+    """``lastOffsetPy`` of the default family of the broker's message RocksDB (MessageRocksDBStorage), read raw."""
+    import rocksdict as rd
+    r = rd.Rdict(str(db), options=rd.Options(raw_mode=True), column_families={
+        f: rd.Options(raw_mode=True) for f in rd.Rdict.list_cf(str(db)) if f != "default"},
+        access_type=rd.AccessType.read_only())
+    try:
+        return int.from_bytes(r[b"lastOffsetPy"], "big")
+    finally:
+        r.close()
+
+
+def test_index_rocksdb_offset_moves_the_accelerated_start(runs) -> None:
+    """The RocksDB index's lastOffsetPy lies below the checkpoint's offset and the damaged record: the broker's
+    walk started there and cut at the damaged record (``-accel`` does not); ``--as-restart`` (above) and
+    ``verify``'s prediction agree."""
+    r = runs["5.5.1-cqext-plain-accel-index-rocksdb"]
+    w, d = r["written"], Path(r["scenario"]["dir"])
+    last = _last_offset_py(d / "before" / "rocksdbstore")
+    assert 0 < last < w["damagedRecord"] < w["checkpointLogicsPhysicalOffset"]
+    assert w["maxPhyOffset"] == w["damagedRecord"]
+    assert runs["5.5.1-cqext-plain-accel"]["written"]["maxPhyOffset"] > w["damagedRecord"]
+    p = _verify(d)["restart"]
+    assert p is not None and p["recovery_cut"] == w["maxPhyOffset"] and p["abnormal_dispatch_from"] == last

@@ -153,10 +153,13 @@ final class Damage {
     }
 
     /** The store as the restart finds it, copied to {@code before}; with {@code queues}, its queue and
-     *  index folders too (the restart keeps them). */
-    static void keepBefore(File root, File before, boolean queues) throws IOException {
+     *  index folders too (the restart keeps them); with {@code rocksdbStore}, {@code rocksdbstore/}. */
+    static void keepBefore(File root, File before, boolean queues, boolean rocksdbStore) throws IOException {
         for (String name : List.of("commitlog", "checkpoint", "abort", "config/topics.json")) {
             copyTree(new File(root, name), new File(before, name));
+        }
+        if (rocksdbStore) {  // 5.5.1 MessageRocksDBStorage's database (indexRocksDBEnable, transRocksDBEnable)
+            copyTree(new File(root, "rocksdbstore"), new File(before, "rocksdbstore"));
         }
         File[] dledger = root.listFiles((d, n) -> n.startsWith("dledger-"));  // a DLedger store's data, index, checkpoint
         for (File f : dledger == null ? new File[0] : dledger) {

@@ -78,7 +78,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  *
  * <p>Restart knobs ({@link Damage}): {@code damageMessage} flips a body byte of that message's record
  * and {@code abort} leaves an abort file before the restart; {@code <dir>/before/} then keeps the store
- * as the restart found it, and the line adds {@code damagedRecord} and {@code damagedByte}; with
+ * as the restart found it (with {@code indexRocksDBEnable} or {@code transRocksDBEnable}, 5.5.1, its
+ * {@code rocksdbstore/} too), and the line adds {@code damagedRecord} and {@code damagedByte}; with
  * {@code refreshPropCrc} (5.x, {@code enabledAppendPropCRC=true}) the damaged record's CRC32 property is then
  * written again over its bytes, so that it holds while the body CRC fails. {@code damageHead} (an index into
  * the puts) flips the lowest byte of that record's bornTimestamp instead: the body CRC holds, the CRC32
@@ -266,7 +267,9 @@ public final class Writer {
         }
         boolean keepQueues = sc.has("keepQueues") && sc.get("keepQueues").getAsBoolean();
         if (sc.has("damageMessage") || sc.has("damageHead") || sc.has("abort") || sc.has("keepBefore")) {
-            Damage.keepBefore(root, new File(dir, "before"), keepQueues);
+            Damage.keepBefore(root, new File(dir, "before"), keepQueues,
+                Boolean.parseBoolean(props.getProperty("indexRocksDBEnable", "false").trim())
+                || Boolean.parseBoolean(props.getProperty("transRocksDBEnable", "false").trim()));
         }
         if (!keepQueues) {
             Stores.deleteTree(new File(root, "consumequeue"));
