@@ -104,6 +104,13 @@ def bounded(scenarios: list[dict], full_only: tuple[str, ...]) -> list[dict]:
     return [sc for sc in scenarios if not sc["name"].endswith(full_only)]
 
 
+def params_or_skip(values: list, why: str) -> list:
+    """``values`` for a parametrize, or one skipped case saying ``why`` (how to run it) when the default
+    suite has none: a named skip rather than pytest's "got empty parameter set"."""
+    import pytest
+    return values or [pytest.param(None, marks=pytest.mark.skip(reason=why))]
+
+
 def missing_tools() -> str | None:
     """What is missing to build and run the harness (None: nothing)."""
     for tool in ("java", "javac", "mvn"):

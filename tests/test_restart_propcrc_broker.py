@@ -205,7 +205,7 @@ def test_verify_predicts_the_queue_truncation(runs, line: str, name: str) -> Non
     assert p["units_dispatched_again"] == again
 
 
-@pytest.mark.parametrize("line", DLEDGER)
+@pytest.mark.parametrize("line", bh.params_or_skip(DLEDGER, "the DLedger stores: PROPCRC_DLEDGER=1"))
 def test_a_dledger_crash_restart_fails_at_the_first_entry_and_is_refused(runs, line: str) -> None:
     on, off = runs[f"{line}-propcrc-dledger-abort"], runs[f"{line}-propcrc-dledger-abort-off"]
     d_on, d_off = Path(on["scenario"]["dir"]), Path(off["scenario"]["dir"])
