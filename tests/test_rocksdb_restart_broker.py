@@ -42,9 +42,11 @@ def _recheck(sc: dict) -> list[dict]:
 
 
 RECHECK = {line: _recheck(rocksdb_scenarios(line)[-1]) for line in LINES}   # the -lmq store: light queues too
-# the plain store's restarts with PIPELINES_FULL_SUITE=1 only: mixed and lmq hold its kinds of records too
+# with PIPELINES_FULL_SUITE=1 only: the plain store's restarts (mixed and lmq hold its kinds of records too)
+# and the mixed store's clean restart (the lmq store's covers that recovery)
 SCENARIOS = {line: bh.bounded(bh.restart_variants(rocksdb_scenarios(line), ("-plain", "-mixed", "-lmq")),
-                              ("-rocksdb-plain-restart", "-rocksdb-plain-crash")) + RECHECK[line]
+                              ("-rocksdb-plain-restart", "-rocksdb-plain-crash", "-rocksdb-mixed-restart"))
+                   + RECHECK[line]
              for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
          if "damageMessage" in sc]

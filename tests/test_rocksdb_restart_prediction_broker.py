@@ -61,8 +61,10 @@ def _scenarios(line: str) -> list[dict]:
     return [{**sc, "name": sc["name"] + "-kept", "keepQueues": True} for sc in kept + recheck]
 
 
-# the plain store restarted as it is with PIPELINES_FULL_SUITE=1 only (its -recheck variants stay)
-SCENARIOS = {line: bh.bounded(_scenarios(line), ("-rocksdb-plain-restart-kept", "-rocksdb-plain-crash-kept"))
+# with PIPELINES_FULL_SUITE=1 only: the plain store restarted as it is (its -recheck variants stay) and the
+# mixed store's clean restart (the lmq store's covers that recovery)
+SCENARIOS = {line: bh.bounded(_scenarios(line), ("-rocksdb-plain-restart-kept", "-rocksdb-plain-crash-kept",
+                                                 "-rocksdb-mixed-restart-kept"))
              for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
