@@ -439,6 +439,7 @@ def test_corrupted_store_fails_at_validate(airflow_env: dict[str, str], stores: 
     assert "crc_mismatch" in log
 
 
+@pytest.mark.full
 @pytest.mark.slow
 @pytest.mark.spark
 def test_light_queue_store_passes_validate(airflow_env: dict[str, str], stores: dict, tmp_path: Path) -> None:
