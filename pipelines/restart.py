@@ -247,10 +247,13 @@ def _put_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int, cq_size
         start = int(pos) - int(pos) % cq_size
         if start not in queue_files:
             queue_files[start] = bytearray(staged.read_staged(f"{folder}/{cq_file_name(start)}"))
-        at = int(pos) - start + 12   # the tagsCode field
+        at = int(pos) - start + _TAGS_CODE_AT
         queue_files[start][at:at + 8] = int(addr).to_bytes(8, "big", signed=True)
     for start, data in queue_files.items():
         write_file(staged.staging_uri, f"{folder}/{cq_file_name(start)}", bytes(data))
+
+
+_TAGS_CODE_AT: int = CQ_UNIT_DTYPE.fields["tagsCode"][1]  # type: ignore[index]  # where a consume queue unit's tagsCode (the ext address) sits
 
 
 def _ext_end(units: int, ext_size: int) -> int:
