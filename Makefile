@@ -48,7 +48,7 @@ $(WARM): $(STAMP) pipelines/warm.py pipelines/log4j2.properties | java
 LIVE_STAMP := tests/live/.built
 live-broker: $(LIVE_STAMP)
 
-$(LIVE_STAMP): tests/live/pom.xml tests/live/rmq-4.9.8/pom.xml tests/live/rmq-5.5.0/pom.xml $(wildcard tests/live/src/*/*)
+$(LIVE_STAMP): tests/live/pom.xml tests/live/rmq-4.9.8/pom.xml tests/live/rmq-5.5.0/pom.xml tests/live/rmq-5.5.1/pom.xml $(wildcard tests/live/src/*/*)
 	@if command -v mvn >/dev/null 2>&1; then \
 	  mvn -q -B -Dstyle.color=never package -f tests/live/pom.xml && touch $@; \
 	else echo "mvn not found: the live-broker test will be skipped"; fi
