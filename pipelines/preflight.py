@@ -281,6 +281,13 @@ def preflight(store: StoreLocation, config: BrokerConfig, out_uri: str, tables_u
     if config.rocksdb_cq and not isinstance(fs, pafs.LocalFileSystem):
         raise StoreLayoutError(f"--out {out_uri}: the RocksDB consume queue (storeType=defaultRocksDB) is written "
                                "with a local RocksDB: give a local --out")
+    if config.index_rocksdb and importlib.util.find_spec("rocksdict") is None:
+        raise StoreLayoutError("indexRocksDBEnable=true: rocksdbstore/ (the RocksDB message index) is written with "
+                               "the rocksdict binding, which is not installed: pip install "
+                               "'rocketmq-offline-index[rocksdb]'")
+    if config.index_rocksdb and not isinstance(fs, pafs.LocalFileSystem):
+        raise StoreLayoutError(f"--out {out_uri}: rocksdbstore/ (indexRocksDBEnable=true) is written with a local "
+                               "RocksDB: give a local --out")
     if not isinstance(fs, pafs.LocalFileSystem):
         log.info("free space of %s not checked (not a local file system)", out_uri)
         return
