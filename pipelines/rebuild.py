@@ -258,6 +258,9 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz)
         for line in rocksdb_warnings:
             log.warning("%s", line)
+        if index_rocksdb and staged.target.exists(f"{staged.root}/{ROCKSDB_DIR}"):
+            log.warning("warning: %s/%s/ is replaced at the commit: its timer and trans families (a live broker's "
+                        "timer and transaction state) are not rebuilt", staged.out_uri, ROCKSDB_DIR)
         if index_rocksdb:
             built.rocksdb_index = _rocksdb_index(walk, staged, progress)
         if apply_cut(recovery, staged, built, config):

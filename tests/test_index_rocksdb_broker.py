@@ -154,3 +154,16 @@ def test_trans_family_not_rebuilt_is_said_once(written, name):
     """``transRocksDBEnable=true``: one warning line names the trans family as not rebuilt."""
     lines = [ln for ln in written["rebuild"]["stderr"].splitlines() if TRANS_WARNING in ln]
     assert len(lines) == 1, written["rebuild"]["stderr"][-2000:]
+
+
+@pytest.mark.skipif(not os.environ.get("RDBIDX_FULL"), reason="RDBIDX_FULL=1: a second rebuild")
+@pytest.mark.parametrize("name", CASES[:1])
+def test_rebuild_over_a_database_says_it_replaces_it(written, name):
+    """A second rebuild into the same ``--out`` (``--overwrite``) replaces ``rocksdbstore/`` and says in one
+    line that its timer and trans families are not rebuilt; the key/value set is again the broker's."""
+    again = bh.rebuild(written["dir"], bh.BROKER_VERSION_ARG[LINE], "--overwrite")
+    assert again["code"] == 0, again["stderr"][-2000:]
+    lines = [ln for ln in again["stderr"].splitlines() if "rocksdbstore/ is replaced at the commit" in ln]
+    assert len(lines) == 1, again["stderr"][-2000:]
+    d = written["dir"]
+    assert _families(d / "ours" / "rocksdbstore") == _families(d / "expected" / "rocksdbstore")
