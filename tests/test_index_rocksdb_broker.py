@@ -167,3 +167,33 @@ def test_rebuild_over_a_database_says_it_replaces_it(written, name):
     assert len(lines) == 1, again["stderr"][-2000:]
     d = written["dir"]
     assert _families(d / "ours" / "rocksdbstore") == _families(d / "expected" / "rocksdbstore")
+
+
+@pytest.mark.parametrize("name", CASES[:1])
+def test_jdk_decoding_path_gives_the_same_entries(written, name):
+    """The per-record path for text that is not valid UTF-8 (the JDK's decoding, then ``getBytes``) gives,
+    on valid text, the kernel's entries: every segment of the broker's commitlog walked once as is and
+    once with every record marked as bad text; both are the broker's index keys."""
+    import dataclasses
+
+    import numpy as np
+
+    from store_format import commitlog as cl
+    from store_format.config import load_broker_config
+    from store_format.index_rocksdb import index_rocksdb_entries
+
+    d = written["dir"]
+    config = load_broker_config((d / "broker.conf").read_text() + "\nbrokerVersion=5.5\n")
+    fast: set[bytes] = set()
+    slow: set[bytes] = set()
+    for seg in sorted((d / "store" / "commitlog").iterdir()):
+        data = seg.read_bytes()
+        res = cl.walk_range(lambda pos, n, data=data: data[pos:pos + n], int(seg.name), len(data),
+                            cl.WalkState.at_slice_start(0, len(data)), len(data) + 1, config)
+        fast |= set(index_rocksdb_entries(res).keys.to_pylist())
+        rec = res.rec.copy()
+        rec[:, cl.R_FLAGS] |= cl.F_TEXT_BAD
+        slow |= set(index_rocksdb_entries(dataclasses.replace(res, rec=rec)).keys.to_pylist())
+    broker = set(_families(d / "expected" / "rocksdbstore")["default"]) - {b"lastOffsetPy", b"lastStoreTimeStamp"}
+    assert fast and slow == fast == broker
+    assert any(np.frombuffer(k, np.uint8).max() >= 0x80 for k in slow)   # non-ASCII text went through both
