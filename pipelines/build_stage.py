@@ -36,6 +36,7 @@ class Built:
     queues: int
     anomalies: list[dict]
     bcq_files: list[dict] = dataclasses.field(default_factory=list)   # batchconsumequeue/ (build_batch)
+    rocksdb_index: int | None = None   # keys of the 5.5 RocksDB message index (rebuild: indexRocksDBEnable)
 
     @property
     def cq_file_count(self) -> int:

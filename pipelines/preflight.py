@@ -59,6 +59,9 @@ SAMPLE_SEGMENTS = 4
 # on the 4 GiB bench); they live beside the outputs until the build stage ends
 WORK_BYTES_PER_ITEM = 48
 ROCKSDB_BYTES_PER_UNIT = 80   # a unit's key and value in a RocksDB consume queue's table files, and overhead
+# an index key of the 5.5 RocksDB message index (store_format.index_rocksdb: 16 bytes of integers, the topic,
+# the key and a 32-character unique key, an 8-byte value) in its work file and in the database's table files
+ROCKSDB_INDEX_BYTES_PER_KEY = 240
 
 
 class InsufficientSpaceError(StoreLayoutError):
@@ -164,10 +167,13 @@ def estimate_output(store: StoreLocation, config: BrokerConfig) -> SpaceEstimate
     work = int((units + keys) * WORK_BYTES_PER_ITEM)
     # RocksDB: a key of about 40 bytes and a 28-byte value per unit (store_format.rocksdb_cq), uncompressed
     cq_bytes = int(units * ROCKSDB_BYTES_PER_UNIT) if config.rocksdb_cq else queues * files_per_queue * cq_size
-    estimate = cq_bytes + index_files * idx_size + work
+    rocks_index = int(keys * ROCKSDB_INDEX_BYTES_PER_KEY) if config.index_rocksdb else 0
+    estimate = cq_bytes + index_files * idx_size + work + rocks_index
     estimate_detail = (f"about {units:,.0f} consume queue units in {queues} queue(s) of {files_per_queue} file(s) of "
                        f"{cq_size:,} bytes, {index_files} index file(s) of {idx_size:,} bytes for about {keys:,.0f} "
-                       f"keys, {work:,} bytes of work files; from {sampled:,} sampled bytes of {data:,}")
+                       f"keys, {work:,} bytes of work files"
+                       + (f", {rocks_index:,} bytes for rocksdbstore/" if rocks_index else "")
+                       + f"; from {sampled:,} sampled bytes of {data:,}")
     records = sum(s.dispatched for s in samples.values()) / sampled * data
     return SpaceEstimate(max(minimum, 0), max(estimate, minimum), minimum_detail, estimate_detail, records, keys, data)
 
@@ -281,6 +287,13 @@ def preflight(store: StoreLocation, config: BrokerConfig, out_uri: str, tables_u
     if config.rocksdb_cq and not isinstance(fs, pafs.LocalFileSystem):
         raise StoreLayoutError(f"--out {out_uri}: the RocksDB consume queue (storeType=defaultRocksDB) is written "
                                "with a local RocksDB: give a local --out")
+    if config.index_rocksdb and importlib.util.find_spec("rocksdict") is None:
+        raise StoreLayoutError("indexRocksDBEnable=true: rocksdbstore/ (the RocksDB message index) is written with "
+                               "the rocksdict binding, which is not installed: pip install "
+                               "'rocketmq-offline-index[rocksdb]'")
+    if config.index_rocksdb and not isinstance(fs, pafs.LocalFileSystem):
+        raise StoreLayoutError(f"--out {out_uri}: rocksdbstore/ (indexRocksDBEnable=true) is written with a local "
+                               "RocksDB: give a local --out")
     if not isinstance(fs, pafs.LocalFileSystem):
         log.info("free space of %s not checked (not a local file system)", out_uri)
         return

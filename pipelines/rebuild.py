@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import logging
 import os
 import time
 import uuid
+
+import pyarrow.fs as pafs
 
 from store_format.concurrent_reput import (
     ConcurrentStop,
@@ -20,14 +23,16 @@ from store_format.concurrent_reput import (
     stop_detail,
 )
 from store_format.config import BrokerConfig
+from store_format.errors import StoreLayoutError
 from store_format.recovery import dispatch_config
 from store_format.reput import resolve_broker_version
-from store_format.store import StoreLocation, load_config_for, open_store
+from store_format.store import StoreLocation, load_config_for, open_store, resolve
 from store_format.timeutil import zone
 
 from .brokerlock import REBUILD_MEANING, warn_if_broker_live
 from .build_stage import Built, build_files
 from .commit import StagedOutput
+from .index_rocksdb import ROCKSDB_DIR, build_index_rocksdb, rocksdbstore_plan
 from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
@@ -38,6 +43,8 @@ from .session import PendingSession, Spark, session_of, start_session, stop_jobs
 from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
 
 __all__ = ["RebuildSummary", "run_rebuild", "Progress"]
+
+log = logging.getLogger("pipelines.rebuild")
 
 
 @dataclasses.dataclass
@@ -60,6 +67,7 @@ class RebuildSummary:
     timings: dict[str, float]
     seconds: float
     tables: str | None = None
+    rocksdb_index_keys: int | None = None   # rocksdbstore/'s index keys, when written (indexRocksDBEnable)
     tables_error: str | None = None
     tables_error_code: int = 1     # exit code for it: 2 when the user can fix the cause (space, permissions)
     tables_recovered: list[dict] = dataclasses.field(default_factory=list)   # interrupted publishes completed
@@ -93,6 +101,8 @@ class RebuildSummary:
             *([f"batch queues       {self.batch_queues['queues']:,} queues, {self.batch_queues['files']:,} files, "
                f"{self.batch_queues['units']:,} units (batchconsumequeue/)"] if self.batch_queues else []),
             f"index              {self.index_files:,} files, {self.index_keys:,} keys",
+            *([f"rocksdb index      {self.rocksdb_index_keys:,} keys (rocksdbstore/)"]
+              if self.rocksdb_index_keys is not None else []),
             f"anomalies          {self.anomaly_count}"
             + (f" ({', '.join(f'{k} {n}' for k, n in self.anomaly_kinds.items())})" if self.anomalies else ""),
         ]
@@ -223,7 +233,8 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         if isinstance(recovery, Restart):
             config = dispatch_config(config, recovery.plan)
     splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
-    staged = StagedOutput(out, run_id, overwrite=overwrite)
+    index_rocksdb, rocksdb_warnings = rocksdbstore_plan(config, as_restart=as_restart)
+    staged = StagedOutput(out, run_id, overwrite=overwrite, optional=(ROCKSDB_DIR,) if index_rocksdb else ())
     staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
     preflight(st, config, out, tables, with_body)
     if session is not None:
@@ -245,6 +256,13 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         if stop is not None:
             walk = stop[1]
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz)
+        for line in rocksdb_warnings:
+            log.warning("%s", line)
+        if index_rocksdb and staged.target.exists(f"{staged.root}/{ROCKSDB_DIR}"):
+            log.warning("warning: %s/%s/ is replaced at the commit: its timer and trans families (a live broker's "
+                        "timer and transaction state) are not rebuilt", staged.out_uri, ROCKSDB_DIR)
+        if index_rocksdb:
+            built.rocksdb_index = _rocksdb_index(walk, staged, progress)
         if apply_cut(recovery, staged, built, config):
             built.units = sum(r["entries"] for r in built.cq_files)
             built.queues = len({(r["topic"], r["queue_id"]) for r in built.cq_files})
@@ -287,12 +305,25 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                           index_files=len(built.index_files), index_keys=walk.index_totals["keys"],
                           anomalies=anomalies, rewalked_splits=walk.chain.rewalked, timings=progress.timings,
                           dledger=_dledger_figures(st, recovery),
-                          batch_queues=built.batch_figures(config),
+                          batch_queues=built.batch_figures(config), rocksdb_index_keys=built.rocksdb_index,
                           seconds=round(progress.elapsed, 3),
                           tables=tables if tables_published else None,
                           tables_error=tables_error, tables_error_code=tables_error_code,
                           tables_recovered=tables_recovered,
                           data_end=data_end)
+
+
+def _rocksdb_index(walk: ReputWalk, staged: StagedOutput, progress: Progress) -> int:
+    """``indexRocksDBEnable`` (5.5): ``rocksdbstore/`` with the RocksDB message index
+    (:func:`pipelines.index_rocksdb.build_index_rocksdb`); the number of index keys written."""
+    progress.stage("rocksdb index", f"{ROCKSDB_DIR}/")
+    fs, path = resolve(staged.staging_uri)
+    if not isinstance(fs, pafs.LocalFileSystem):   # preflight refuses this before any work
+        raise StoreLayoutError(f"{staged.staging_uri}: {ROCKSDB_DIR}/ (a RocksDB database) is written on a local "
+                               "file system only")
+    got = build_index_rocksdb(walk.work_uri, [e.split.split_id for e in walk.chain.entries], f"{path}/{ROCKSDB_DIR}")
+    progress.done(f"{got.entries:,} keys" + (f", lastOffsetPy {got.last_offset}" if got.last_offset >= 0 else ""))
+    return got.entries
 
 
 def _concurrent_stop(walk: ReputWalk, config: BrokerConfig, data_end: int | None, staged: StagedOutput,

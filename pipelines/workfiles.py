@@ -10,6 +10,9 @@ Two Arrow IPC files per split, whatever the number of queues or build tasks:
 * ``keys/s<split>.arrow``: one row per dispatched record that put index keys, in walk order: its
   commitlog offset and store time (what ``IndexService.buildIndex`` checks and writes) and the
   index hashes of its keys.
+* ``rdbidx/s<split>.arrow`` (5.5 ``indexRocksDBEnable`` only): the split's entries of the RocksDB
+  message index (:func:`store_format.index_rocksdb.index_rocksdb_entries`): key bytes, store time
+  (the value) and commitlog offset.
 
 No Spark rows and no JVM conversion; retried tasks overwrite the same files with the same bytes;
 the files go away with the staging folder.  Local files are read through memory maps.
@@ -27,6 +30,7 @@ import pyarrow.ipc as ipc
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.dispatch import QueueUnits, queue_units, stable_order
+from store_format.index_rocksdb import IndexEntries, index_rocksdb_entries
 from store_format.javahash import index_hash
 from store_format.store import resolve
 
@@ -34,7 +38,7 @@ from .oserrors import naming
 
 __all__ = ["UNIT_SCHEMA", "OPTIONAL_UNIT_FIELDS", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work",
            "read_bucket_units", "read_keys", "drop_split_work", "split_batches", "SplitKeys", "write_queue_states",
-           "read_queue_states"]
+           "read_queue_states", "RDBIDX_SCHEMA", "read_index_rocksdb"]
 
 UNIT_SCHEMA = pa.schema([
     ("queue", pa.int32()),             # number of the unit's queue in the file's ``queues`` metadata
@@ -60,6 +64,12 @@ KEY_SCHEMA = pa.schema([
     ("key_hashes", pa.list_(pa.int32())),   # IndexFile.indexKeyHashMethod of each topic#key, in put order
 ])
 
+RDBIDX_SCHEMA = pa.schema([
+    ("key", pa.large_binary()),             # IndexRocksDBRecord.getKeyBytes
+    ("store_timestamp", pa.int64()),        # the value (8 bytes big-endian in the database)
+    ("commitlog_offset", pa.int64()),
+])
+
 
 # the append state of a queue as a split begins (store_format.consumequeue Q_* columns)
 STATE_SCHEMA = pa.schema([
@@ -80,6 +90,10 @@ def _units_path(work_uri: str, split_id: int) -> str:
 
 def _keys_path(work_uri: str, split_id: int) -> str:
     return f"{work_uri}/keys/s{split_id:07d}.arrow"
+
+
+def _rdbidx_path(work_uri: str, split_id: int) -> str:
+    return f"{work_uri}/rdbidx/s{split_id:07d}.arrow"
 
 
 def _write(uri: str, schema: pa.Schema, batches: list[pa.RecordBatch]) -> None:
@@ -163,6 +177,21 @@ def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, bu
         _write(_units_path(work_uri, split_id), schema, batches)
     if keys is not None:
         _write(_keys_path(work_uri, split_id), KEY_SCHEMA, [keys])
+    if config is not None and config.index_rocksdb:
+        entries = index_rocksdb_entries(res)
+        if len(entries):
+            _write(_rdbidx_path(work_uri, split_id), RDBIDX_SCHEMA, [pa.RecordBatch.from_arrays(
+                [entries.keys, pa.array(entries.store_timestamp), pa.array(entries.commitlog_offset)],
+                schema=RDBIDX_SCHEMA)])
+
+
+def read_index_rocksdb(work_uri: str, split_id: int) -> IndexEntries | None:
+    """A split's RocksDB message index entries (``rdbidx/``), or None without any."""
+    reader = _open(_rdbidx_path(work_uri, split_id))
+    if reader is None or reader.num_record_batches == 0:
+        return None
+    batch = reader.get_batch(0)
+    return IndexEntries(batch.column(0), batch.column(1).to_numpy(), batch.column(2).to_numpy())
 
 
 def read_bucket_units(work_uri: str, split_id: int, bucket: int) -> tuple[pa.RecordBatch, list] | None:
@@ -234,7 +263,7 @@ def read_queue_states(work_uri: str, buckets: int, split_ids: set[int]) -> dict[
 
 def drop_split_work(work_uri: str, split_id: int) -> None:
     """Remove a split's work files (before the driver writes the files of its own walk)."""
-    for uri in (_units_path(work_uri, split_id), _keys_path(work_uri, split_id)):
+    for uri in (_units_path(work_uri, split_id), _keys_path(work_uri, split_id), _rdbidx_path(work_uri, split_id)):
         fs, path = resolve(uri)
         try:
             fs.delete_file(path)

@@ -300,6 +300,14 @@ class BrokerConfig:
         return self.brokerVersion in ("5", "5.5")
 
     @property
+    def index_rocksdb(self) -> bool:
+        """5.5.1 ``CommitLogDispatcherBuildIndex`` also hands records to ``IndexRocksDBStore``
+        (:mod:`store_format.index_rocksdb`): ``messageIndexEnable`` and ``indexRocksDBEnable``.  With
+        ``indexFileWriteEnable=false`` this config no longer knows ``messageIndexEnable`` (it is turned off
+        for the index files): False then, and the rebuild says the database is not rebuilt."""
+        return self.brokerVersion == "5.5" and self.indexRocksDBEnable and self.messageIndexEnable
+
+    @property
     def indexes_tags(self) -> bool:
         """5.5.1 ``IndexService.buildIndex`` also puts ``topic#T#tags`` for a record with tags."""
         return self.brokerVersion == "5.5"

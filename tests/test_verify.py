@@ -477,7 +477,8 @@ def test_verify_errors_are_one_line(tmp_path, capsys):
 @pytest.mark.golden
 def test_timer_files_are_named_as_not_checked(golden_dir, tmp_path):
     """The 5.x timer's wheel and log are not derivable from the commitlog: verify says it leaves them
-    alone (and why), and still checks the consume queues; a store without them gets no such line."""
+    alone (and why), and still checks the consume queues; a store without them gets no such line.  So is
+    5.5's ``rocksdbstore/`` (its transaction and timer families are not derivable either)."""
     root, conf = make_store(golden_dir, tmp_path, "basic-5.3.3")
     plain = verify_store(str(root), load_config_for(conf), engine="local")
     assert plain.identical and plain.not_checked == [] and "not checked" not in plain.render()
@@ -489,3 +490,8 @@ def test_timer_files_are_named_as_not_checked(golden_dir, tmp_path):
     assert [n.split("/")[0] for n in report.not_checked] == ["timerwheel", "timerlog"]
     assert all("TimerMessageStore" in n for n in report.not_checked)
     assert report.render().count("\nnot checked: ") == 2 and report.as_dict()["not_checked"] == report.not_checked
+    (root / "rocksdbstore").mkdir()     # 5.5's message RocksDB database: named too
+    report = verify_store(str(root), load_config_for(conf), engine="local")
+    assert report.identical and [n.split("/")[0] for n in report.not_checked] == ["timerwheel", "timerlog",
+                                                                                 "rocksdbstore"]
+    assert "MessageRocksDBStorage" in report.not_checked[2]

@@ -31,14 +31,18 @@ from store_format.errors import StoreLayoutError
 
 from .outroot import OutputRoot
 
-__all__ = ["CommitJournal", "OUTPUTS", "REQUIRED_OUTPUTS", "KILL_AT_ENV", "kill_point", "FORMAT", "STAGING_PREFIX",
-           "OLD_PREFIX", "COMMIT_PREFIX", "LOCK_SUFFIX", "LOCK_TMP_PREFIX", "PLAN_SUFFIX", "MARK_RE"]
+__all__ = ["CommitJournal", "OUTPUTS", "OPTIONAL_OUTPUTS", "REQUIRED_OUTPUTS", "KILL_AT_ENV", "kill_point", "FORMAT",
+           "STAGING_PREFIX", "OLD_PREFIX", "COMMIT_PREFIX", "LOCK_SUFFIX", "LOCK_TMP_PREFIX", "PLAN_SUFFIX", "MARK_RE"]
 
 # what a run commits into OUT.  consumequeue_ext/ (enableConsumeQueueExt) and batchconsumequeue/
 # (BatchCQ topics) exist for some stores only: committed when staged, and an existing one is replaced
 # (moved aside) either way, so a rebuild leaves no stale files of a layout it did not write
 OUTPUTS = ("consumequeue", "consumequeue_ext", "batchconsumequeue", "index")
 REQUIRED_OUTPUTS = ("consumequeue", "index")
+# outputs a run writes for some settings only and that OUT may hold for other reasons (5.5's
+# rocksdbstore/ also keeps the broker's timer and transaction records): an existing one is replaced only
+# by a run that staged one (StagedOutput's ``optional``), never moved aside otherwise
+OPTIONAL_OUTPUTS = ("rocksdbstore",)
 STAGING_PREFIX = ".rebuild-staging-"
 OLD_PREFIX = ".rebuild-old-"
 COMMIT_PREFIX = ".rebuild-commit-"

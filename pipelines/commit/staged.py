@@ -12,7 +12,16 @@ import pyarrow.fs as pafs
 from store_format.errors import StoreLayoutError
 
 from ..durable import sync_tree
-from .journal import FORMAT, OLD_PREFIX, OUTPUTS, REQUIRED_OUTPUTS, STAGING_PREFIX, CommitJournal, kill_point
+from .journal import (
+    FORMAT,
+    OLD_PREFIX,
+    OPTIONAL_OUTPUTS,
+    OUTPUTS,
+    REQUIRED_OUTPUTS,
+    STAGING_PREFIX,
+    CommitJournal,
+    kill_point,
+)
 from .liveness import RunClaim, owner_record
 from .moves import PlanMoves
 from .outroot import OutputRoot
@@ -33,6 +42,8 @@ class StagedOutput:
         run_id: this run's id (default: a random one); names the staging folder.
         overwrite: replace existing ``consumequeue/`` and ``index/`` at commit.
         durable: flush the staged files to disk before committing (local file systems).
+        optional: the names of :data:`OPTIONAL_OUTPUTS` this run writes (``rocksdbstore``): an existing one
+            counts as an output (refused without ``overwrite``) and is replaced at commit.
 
     Example::
 
@@ -43,7 +54,9 @@ class StagedOutput:
     """
 
     def __init__(self, out_uri: str, run_id: str | None = None, overwrite: bool = False, *,
-                 durable: bool = True) -> None:
+                 durable: bool = True, optional: tuple[str, ...] = ()) -> None:
+        assert set(optional) <= set(OPTIONAL_OUTPUTS), optional
+        self.outputs = OUTPUTS + tuple(optional)
         self.target = OutputRoot.of(out_uri, durable=durable)   # OUT, its file system and how it renames
         self.out_uri = self.target.uri
         self.run_id = run_id or uuid.uuid4().hex[:12]
@@ -61,7 +74,7 @@ class StagedOutput:
         """Complete or roll back interrupted commits and remove stale debris in ``OUT``, then refuse
         when ``OUT`` already holds outputs and overwriting was not asked for."""
         self.recover()
-        existing = [name for name in OUTPUTS if self.target.exists(f"{self.root}/{name}")]
+        existing = [name for name in self.outputs if self.target.exists(f"{self.root}/{name}")]
         if existing and not self.overwrite:
             raise StoreLayoutError(
                 f"{self.out_uri} already has {', '.join(n + '/' for n in existing)}; choose an empty --out, or pass "
@@ -124,7 +137,7 @@ class StagedOutput:
         kill_point("commit:synced")
         old = f"{OLD_PREFIX}{self.run_id}"
         moves: list[tuple[str, str]] = []
-        for name in OUTPUTS:
+        for name in self.outputs:
             if self.target.exists(f"{self.root}/{name}"):
                 moves.append((name, f"{old}/{name}"))
             if name in REQUIRED_OUTPUTS or self.target.exists(f"{self.staging_path}/{name}"):

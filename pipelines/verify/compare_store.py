@@ -31,6 +31,7 @@ from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.recovery import read_checkpoint
 from store_format.store import StoreLocation, open_store, resolve
 
+from ..index_rocksdb import ROCKSDB_DIR
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, compare_queue_file, extra_note
 from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
 from .restart import predict_restart, recover_queue
@@ -342,11 +343,21 @@ TIMER_FOLDERS = ("timerwheel", "timerlog")
 
 
 def _not_checked(st: StoreLocation) -> list[str]:
-    """Store folders verify leaves alone because they cannot be derived from the commitlog, each with why."""
-    return [f"{name}/: the timer wheel and timer log of 5.x scheduled messages (TimerMessageStore) record what the "
-            "timer thread did, which the commitlog does not hold; the consume queues of its topics "
-            "(rmq_sys_wheel_timer and the others) are checked like any other"
-            for name in TIMER_FOLDERS if st.fs.get_file_info(f"{st.root}/{name}").type != pafs.FileType.NotFound]
+    """Store folders verify leaves alone because they cannot be derived from the commitlog (or not all of
+    them), each with why."""
+    def present(name: str) -> bool:
+        return st.fs.get_file_info(f"{st.root}/{name}").type != pafs.FileType.NotFound
+
+    out = [f"{name}/: the timer wheel and timer log of 5.x scheduled messages (TimerMessageStore) record what the "
+           "timer thread did, which the commitlog does not hold; the consume queues of its topics "
+           "(rmq_sys_wheel_timer and the others) are checked like any other"
+           for name in TIMER_FOLDERS if present(name)]
+    if present(ROCKSDB_DIR):
+        out.append(f"{ROCKSDB_DIR}/: the 5.5 message RocksDB database (MessageRocksDBStorage) is not compared: its "
+                   "trans and timer families hold live transaction-check and timer state, and its index family "
+                   "keeps the entries of deleted commitlog files until a cleanup timed by file system dates "
+                   "(rebuild writes the index family with indexRocksDBEnable=true)")
+    return out
 
 
 def _compare_folder(st: StoreLocation, ref_fs: pafs.FileSystem, ref: str, folder: str,

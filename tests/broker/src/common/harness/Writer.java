@@ -43,7 +43,9 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * store is started again with
  * the scenario's settings, so that the reput thread rebuilds them from the commitlog; once it has
  * dispatched to the commitlog's max offset the store is shut down and those files are moved to
- * {@code expected/} (with {@code consumequeue_ext/} when the broker wrote one). {@code store/} then holds
+ * {@code expected/} (with {@code consumequeue_ext/} when the broker wrote one; with 5.5.1's
+ * {@code indexRocksDBEnable} or {@code transRocksDBEnable}, {@code rocksdbstore/} too: the database the
+ * first run's dispatch filled, kept across the restart, whose reput adds to it). {@code store/} then holds
  * only {@code commitlog/}, and
  * {@code broker.conf} the settings. One JSON line per scenario goes to stdout.
  *
@@ -369,6 +371,11 @@ public final class Writer {
         File bcq = new File(root, "batchconsumequeue");
         if (bcq.exists()) {
             Files.move(bcq.toPath(), new File(expected, "batchconsumequeue").toPath());
+        }
+        File rocks = new File(root, "rocksdbstore");  // 5.5.1 indexRocksDBEnable/transRocksDBEnable: the broker's
+        if (rocks.exists() && (Boolean.parseBoolean(props.getProperty("indexRocksDBEnable", "false").trim())
+            || Boolean.parseBoolean(props.getProperty("transRocksDBEnable", "false").trim()))) {
+            Files.move(rocks.toPath(), new File(expected, "rocksdbstore").toPath());
         }
         File[] rest = root.listFiles();
         if (rest != null) {

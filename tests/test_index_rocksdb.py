@@ -1,0 +1,60 @@
+"""The rebuild's choices around 5.5's ``rocksdbstore/`` that need no broker: which settings make it write
+the RocksDB message index and which warning lines it prints (:func:`pipelines.index_rocksdb.rocksdbstore_plan`),
+and the commit of ``rocksdbstore/`` as an optional output (an existing database, which also keeps the
+broker's timer and transaction records, is replaced only by a run that wrote one).  The key/value set
+itself is checked against the broker's in :mod:`test_index_rocksdb_broker`.
+"""
+from __future__ import annotations
+
+import pytest
+
+from pipelines.commit import StagedOutput
+from pipelines.index_rocksdb import rocksdbstore_plan
+from store_format.config import load_broker_config
+from store_format.errors import StoreLayoutError
+
+
+def _plan(text: str, as_restart: bool = False) -> tuple[bool, list[str]]:
+    return rocksdbstore_plan(load_broker_config(text), as_restart=as_restart)
+
+
+def test_plan_builds_the_index_only_where_derivable_and_says_the_rest() -> None:
+    assert _plan("brokerVersion=5.5\nindexRocksDBEnable=true") == (True, [])
+    assert _plan("brokerVersion=5.5") == (False, [])
+    assert _plan("brokerVersion=5\nindexRocksDBEnable=true") == (False, [])   # no such store before 5.5
+    for text, as_restart, why in (
+            ("indexRocksDBEnable=true", True, "--as-restart"),
+            ("indexRocksDBEnable=true\nindexFileWriteEnable=false", False, "indexFileWriteEnable=false"),
+            ("indexRocksDBEnable=true\nmessageIndexEnable=false", False, "messageIndexEnable=false")):
+        build, lines = _plan(f"brokerVersion=5.5\n{text}", as_restart)
+        assert not build and len(lines) == 1 and "rocksdbstore/ (the RocksDB message index) is not rebuilt" in lines[0]
+        assert why in lines[0]
+    build, lines = _plan("brokerVersion=5.5\nindexRocksDBEnable=true\ntransRocksDBEnable=true")
+    assert build and len(lines) == 1 and "trans family of rocksdbstore/ is not rebuilt (written empty)" in lines[0]
+    build, lines = _plan("brokerVersion=5.5\ntransRocksDBEnable=true")
+    assert not build and len(lines) == 1 and "(written empty)" not in lines[0]
+
+
+def _commit(out, run_id: str, *, rocks: bytes | None, overwrite: bool = True) -> None:
+    staged = StagedOutput(str(out), run_id, overwrite=overwrite, optional=("rocksdbstore",) if rocks else ())
+    staged.prepare()
+    if rocks is not None:
+        (tmp := out / f".rebuild-staging-{run_id}" / "rocksdbstore").mkdir()
+        (tmp / "CURRENT").write_bytes(rocks)
+    staged.commit()
+
+
+def test_rocksdbstore_is_replaced_only_by_a_run_that_wrote_one(tmp_path) -> None:
+    out = tmp_path / "out"
+    (out / "rocksdbstore").mkdir(parents=True)
+    (out / "rocksdbstore" / "CURRENT").write_bytes(b"broker's")
+    _commit(out, "r1", rocks=None)
+    assert (out / "rocksdbstore" / "CURRENT").read_bytes() == b"broker's" and (out / "consumequeue").is_dir()
+    only = tmp_path / "only"    # an OUT holding nothing but a database: a run that writes one is refused
+    (only / "rocksdbstore").mkdir(parents=True)
+    with pytest.raises(StoreLayoutError, match="already has rocksdbstore/"):
+        _commit(only, "r2", rocks=b"ours", overwrite=False)
+    _commit(only, "r2b", rocks=None, overwrite=False)    # one that does not: no refusal
+    _commit(out, "r3", rocks=b"ours")
+    assert (out / "rocksdbstore" / "CURRENT").read_bytes() == b"ours"
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".rebuild-")]
