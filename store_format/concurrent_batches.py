@@ -39,7 +39,8 @@ import numpy as np
 
 from .layout import MAGIC_BLANK, MAGIC_V1, MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6
 
-__all__ = ["BATCH_SIZE", "BatchOutcome", "NotFollowed", "batch_spans", "damaged_batch_outcome"]
+__all__ = ["BATCH_SIZE", "BatchOutcome", "NotFollowed", "PreCheck", "batch_spans", "damaged_batch_outcome",
+           "pre_check"]
 
 BATCH_SIZE = 4 * 1024 * 1024   # ConcurrentReputMessageService.BATCH_SIZE
 
@@ -49,6 +50,52 @@ _DONE, _HANGS, _CANDIDATE, _BLANK = 0, 1, 2, 3
 
 class NotFollowed(Exception):
     """What the damaged bytes make the concurrent reput do is not followed here: the reason."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PreCheck:
+    """``ConcurrentReputMessageService.preCheckMessageAndReturnSize`` at one record, and what ``doReput`` does
+    with its answer.  ``how``:
+
+    * ``"accepts"``: a record's magic code and a positive totalSize within the data: the record goes into the
+      open batch and the walk moves by ``total``;
+    * ``"rolls"``: 0 (a blank's magic code, or a record's with totalSize 0): ``rollNextFile``;
+    * ``"cut"``: the slice ends inside the header (fewer than 4 bytes, or fewer than 8 with a totalSize within
+      the data): ``getInt`` throws out of ``doReput``, whose caller calls it again at the same offset;
+    * ``"past_end"``: ``reputFromOffset + totalSize`` passes ``getConfirmOffset()``: -1;
+    * ``"illegal_magic"``: neither a record's (V1, V2) nor a blank's magic code: -1;
+    * ``"negative"``: a record's magic code and a negative totalSize, which ``doReput`` takes as -1.
+
+    The last four leave ``reputFromOffset`` at the record for good (:attr:`stays`).  ``total`` and ``magic``:
+    what was read (None: not read)."""
+    how: str
+    total: int | None
+    magic: int | None
+
+    @property
+    def stays(self) -> bool:
+        return self.how not in ("accepts", "rolls")
+
+
+def pre_check(head: bytes, at: int, confirm: int) -> PreCheck:
+    """``preCheckMessageAndReturnSize`` over ``head`` (the slice's bytes at commitlog offset ``at``, at most 8:
+    fewer where the slice ends) with ``getConfirmOffset()`` = ``confirm``, read in its order: totalSize, the
+    check against the confirm offset, the magic code.  The one place for the pre-check's rule, read by the
+    first damaged record's classification (:func:`store_format.concurrent_reput.concurrent_reput_stop`) and by
+    the walk over the damaged bytes (:func:`damaged_batch_outcome`)."""
+    if len(head) < 4:
+        return PreCheck("cut", None, None)
+    total = int.from_bytes(head[:4], "big", signed=True)
+    if at + total > confirm:
+        return PreCheck("past_end", total, None)
+    if len(head) < 8:
+        return PreCheck("cut", total, None)
+    magic = int.from_bytes(head[4:8], "big", signed=True)
+    if magic == MAGIC_BLANK:
+        return PreCheck("rolls", total, magic)
+    if magic not in (MAGIC_V1, MAGIC_V2):
+        return PreCheck("illegal_magic", total, magic)
+    return PreCheck("accepts" if total > 0 else "rolls" if total == 0 else "negative", total, magic)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,21 +275,15 @@ def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int,
         if p >= slice_end:
             raise NotFollowed("the pre-check's walk over the damaged bytes reaches the end of the file and "
                               "goes on in the next one")
-        head = bytes(read(p, min(8, slice_end - p)))
-        if len(head) < 4:
-            stood = p                            # getInt throws; the next doReput throws at the same offset
-            break
-        total = int.from_bytes(head[:4], "big", signed=True)
-        if seg_base + p + total > confirm or len(head) < 8:
+        check = pre_check(bytes(read(p, min(8, slice_end - p))), seg_base + p, confirm)
+        if check.stays:                          # -1, or getInt throws and the next doReput at the same offset
             stood = p
             break
-        magic = int.from_bytes(head[4:8], "big", signed=True)
-        if magic == MAGIC_BLANK or (magic in (MAGIC_V1, MAGIC_V2) and total == 0):
-            raise NotFollowed(f"the pre-check reads a {'blank' if magic == MAGIC_BLANK else 'zero totalSize'} at "
-                              f"segment position {p}, past the damaged record, and rolls on to the next file")
-        if magic not in (MAGIC_V1, MAGIC_V2) or total < 0:
-            stood = p
-            break
+        if check.how == "rolls":
+            raise NotFollowed(f"the pre-check reads a {'blank' if check.magic == MAGIC_BLANK else 'zero totalSize'} "
+                              f"at segment position {p}, past the damaged record, and rolls on to the next file")
+        assert check.total is not None
+        total = check.total
         if start < 0:
             start, size = p, 0
         size += total

@@ -45,10 +45,9 @@ import numpy as np
 
 from . import commitlog as cl
 from .anomalies import AnomalyKind, anomaly
-from .concurrent_batches import NotFollowed, damaged_batch_outcome
+from .concurrent_batches import NotFollowed, damaged_batch_outcome, pre_check
 from .config import BrokerConfig
 from .errors import UnsupportedConfigError
-from .layout import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
 from .reput_end import data_end_limit
 from .store import Segment, StoreLocation
 
@@ -123,25 +122,26 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
 
 def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, end: int) -> ConcurrentStop | None:
     """The concurrent reput at the record ``at`` where the sequential walk found ``first``: where it stops
-    for good, or None where it goes to the next file as the sequential reput does."""
+    for good, or None where it goes to the next file as the sequential reput does.  The pre-check's verdict
+    there is :func:`store_format.concurrent_batches.pre_check`'s (``preCheckMessageAndReturnSize``)."""
     seg = store.segment_at(at)
     assert seg is not None
     pos = at - seg.base
     left = seg.data_end - pos
     with store.reader(seg) as read:
-        head = bytes(read(pos, min(8, max(left, 0))))
+        check = pre_check(bytes(read(pos, min(8, max(left, 0)))), at, end)
     where = f"segment {seg.name} position {pos}"
-    if len(head) < 8:
+    total = check.total
+    if check.how == "cut":
         return ConcurrentStop(at, f"fewer than 8 bytes of the slice left for a header at {where}: getInt "
                               "throws at this record on every call", first)
-    total = int.from_bytes(head[:4], "big", signed=True)
-    magic = int.from_bytes(head[4:], "big", signed=True)
-    if at + total > end:
+    if check.how == "past_end":
         return ConcurrentStop(at, f"totalSize {total} at {where} runs past the data's end ({end}){_MINUS_ONE}", first)
-    if magic not in (MAGIC_V1, MAGIC_V2, MAGIC_BLANK):
-        return ConcurrentStop(at, f"illegal magic code 0x{magic & 0xFFFFFFFF:08X} at {where}{_MINUS_ONE}",
+    if check.how == "illegal_magic":
+        assert check.magic is not None
+        return ConcurrentStop(at, f"illegal magic code 0x{check.magic & 0xFFFFFFFF:08X} at {where}{_MINUS_ONE}",
                               first)
-    if magic == MAGIC_BLANK or total == 0:
+    if check.how == "rolls":
         # rollNextFile: the next file's start, where a master's sequential reput goes too (to the end of the
         # slice, which is the file's end but in the last file, after which nothing is read)
         last = seg is store.segments[-1]
@@ -151,8 +151,9 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
             f"{_SETTING}: the 5.x ConcurrentReputMessageService's preCheckMessageAndReturnSize rolls to the next "
             f"file at the record ({first['kind']}, totalSize {total}) at {where}, where a slave's sequential "
             "reput stays: not reproduced; rebuild with the broker, or without the setting if it ran without it")
-    if total < 0:
+    if check.how == "negative":
         return ConcurrentStop(at, f"negative totalSize {total} at {where}{_MINUS_ONE}", first)
+    assert check.how == "accepts"
     slice_start = seg.start if seg is store.segments[0] else 0
     with store.reader(seg) as read:
         sizes = _record_sizes(read, seg, slice_start, pos, config)
@@ -198,11 +199,11 @@ def _entry_stop(store: StoreLocation, seg: Segment, end: int) -> ConcurrentStop 
         return None        # getData hands out nothing at or past the committed position
     with store.reader(seg) as read:
         head = bytes(read(seg.start, 8))
-    total = int.from_bytes(head[:4], "big", signed=True) if len(head) >= 4 else 0
-    size = int.from_bytes(head[4:8], "big", signed=True) if len(head) >= 8 else 0
-    if len(head) == 8 and at + total <= end and size in (MAGIC_V1, MAGIC_V2, MAGIC_BLANK):
+    if not pre_check(head, at, end).stays:
         raise UnsupportedConfigError(f"{_SETTING} with enableDLegerCommitLog=true: the DLedger entry header at "
                                      f"{at} reads as a record's; not reproduced")
+    total = int.from_bytes(head[:4], "big", signed=True) if len(head) >= 4 else 0
+    size = int.from_bytes(head[4:8], "big", signed=True) if len(head) >= 8 else 0
     finding = anomaly(AnomalyKind.UNREACHABLE_RECORDS, seg.name, seg.base, seg.start,
                       "the DLedger entries the concurrent reput never dispatches")
     return ConcurrentStop(at, f"the DLedger entry header at segment {seg.name} position {seg.start} (magic "
