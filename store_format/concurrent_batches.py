@@ -23,12 +23,17 @@ one that did not fit) and the next parse starts there.  Two ends are possible fo
 
 The walk and the parses are functions of the bytes, not of the threads: the reput waits for every batch of a
 slice before the next slice, and the batches are dispatched in their order.  :func:`damaged_batch_outcome`
-follows them over the damaged bytes.  Not followed (:class:`NotFollowed`, a one-line reason): a parse that
-reads a whole record inside the damaged bytes (it would be dispatched), a blank magic code met there (a
-successful empty request), a walk that goes on past the damage into the next file, and, for 5.5.1 only, a
-field longer than its record's totalSize: 5.5.1 reads into a buffer each executor thread keeps
-(``borrowCheckMessageBuffer``), as long as the longest record that thread read before, so whether the read
-fits depends on which thread got which batch.
+follows them over the damaged bytes.  A successful request a parse makes inside the damaged bytes (a whole
+record read there, or a blank's magic code: ``DispatchRequest(0, true)``) moves the buffer as any parse does,
+so it matters only when its task ends: a task that never ends dispatches nothing, whatever it read.  Likewise
+a pre-check walk that goes on past the damage into the next file (a blank or a zero totalSize read there, or
+the slice's end reached) matters only when every task ends: the reput thread waits in ``doReput``'s
+``finally`` for a task that never ends before it reads the next file.  Not followed (:class:`NotFollowed`, a
+one-line reason): a task that ends after such a request (the request is dispatched: a record of the damaged
+bytes, or an empty request whose dispatch was not run against the broker), a walk that goes on into the next
+file with every task ended, and, for 5.5.1 only, a field longer than its record's totalSize: 5.5.1 reads into
+a buffer each executor thread keeps (``borrowCheckMessageBuffer``), as long as the longest record that thread
+read before, so whether the read fits depends on which thread got which batch.
 """
 from __future__ import annotations
 
@@ -224,23 +229,24 @@ class _Parse:
         return ((length + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
-def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> bool:
+def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> tuple[bool, str | None]:
     """The batch task's loop over ``b`` (slice bytes from slice position ``origin``) from ``pos`` to ``lim``
-    (slice positions); True when it ends, False when it never does.
-
-    Raises:
-        NotFollowed: a parse there reads a whole record, or meets a blank's magic code (a successful request).
-    """
+    (slice positions): whether it ends (False: it never does), and the first successful request its parses
+    made inside the damaged bytes (a whole record, or a blank's magic code: ``DispatchRequest(0, true)``), in
+    words, or None.  Such a request moves the buffer as any parse does, so whether the loop ends does not
+    depend on what is done with it; it is dispatched only if the task ends."""
+    made: str | None = None
     while True:
         how, at, total = _scan(b, pos - origin, lim - origin, v551, MAGIC_V1, MAGIC_V2, MAGIC_BLANK)
         pos = origin + int(at)
         if how == _DONE:
-            return True
+            return True, made
         if how == _HANGS:
-            return False
+            return False, made
         if how == _BLANK:
-            raise NotFollowed(f"the batch's parse reads a blank's magic code at slice position {pos - 8}, a "
-                              "successful empty request the dispatch service hands on")
+            made = made or (f"the batch's parse reads a blank's magic code at slice position {pos - 8}, a "
+                            "successful empty request the dispatch service hands on")
+            continue
         parse = _Parse(b, pos - origin, lim - origin, int(total), v551)
         v2 = _i32(b, pos - 4 - origin) == MAGIC_V2
         try:
@@ -250,38 +256,42 @@ def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> bool:
             continue
         pos = origin + parse.pos
         if length == total:
-            raise NotFollowed(f"the batch's parse reads a whole record of {total} bytes at slice position "
-                              f"{pos - total}, inside the damaged bytes, and dispatches it")
-        # a size mismatch: "[BUG]" logged, the next parse from where this one stopped
+            made = made or (f"the batch's parse reads a whole record of {total} bytes at slice position "
+                            f"{pos - total}, inside the damaged bytes, and dispatches it")
+        # else a size mismatch: "[BUG]" logged, the next parse from where this one stopped
 
 
 def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int, sizes: np.ndarray,  # noqa: ANN001
-                          damaged: int, confirm: int, v551: bool) -> BatchOutcome:
+                          damaged: int, confirm: int, v551: bool, file_size: int) -> BatchOutcome:
     """What the concurrent reput does with the slice ``[slice_start, slice_end)`` (segment positions) of the
     segment at ``seg_base`` whose whole records before segment position ``damaged`` are ``sizes`` long, the
     record at ``damaged`` being one the pre-check accepts (a record's magic code, a positive totalSize not
-    past ``confirm``, ``getConfirmOffset()``).  ``read(pos, n)``: the segment's bytes.
+    past ``confirm``, ``getConfirmOffset()``).  ``read(pos, n)``: the segment's bytes; ``file_size``:
+    ``mappedFileSizeCommitLog`` (``rollNextFile``).
 
     Raises:
         NotFollowed: a case the module docstring lists, with the reason.
     """
     spans, start, size = batch_spans(sizes, slice_start)
     p = damaged
-    stood = None
-    while stood is None:
+    stood: int | None = None
+    onward: str | None = None      # the pre-check's walk ends by going on in the next file: why
+    while stood is None and onward is None:
         if seg_base + p >= confirm:              # reputFromOffset < getReputEndOffset() no longer holds
             stood = p
             break
-        if p >= slice_end:
-            raise NotFollowed("the pre-check's walk over the damaged bytes reaches the end of the file and "
-                              "goes on in the next one")
+        if p >= slice_end:                       # readSize reaches the slice's size: getData at the next file
+            onward, stood = "reaches the end of the file", slice_end
+            break
         check = pre_check(bytes(read(p, min(8, slice_end - p))), seg_base + p, confirm)
         if check.stays:                          # -1, or getInt throws and the next doReput at the same offset
             stood = p
             break
-        if check.how == "rolls":
-            raise NotFollowed(f"the pre-check reads a {'blank' if check.magic == MAGIC_BLANK else 'zero totalSize'} "
-                              f"at segment position {p}, past the damaged record, and rolls on to the next file")
+        if check.how == "rolls":                 # rollNextFile: the next file's start
+            onward = (f"reads a {'blank' if check.magic == MAGIC_BLANK else 'zero totalSize'} at segment "
+                      f"position {p}, past the damaged record, and rolls on")
+            stood = p + file_size - (seg_base + p) % file_size
+            break
         assert check.total is not None
         total = check.total
         if start < 0:
@@ -294,6 +304,7 @@ def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int,
             stood = p                            # the batch, whose task's limit() throws in turn
             break
         p += total
+    assert stood is not None
     if start >= 0:
         spans.append((start, size))
     held = [s for s in spans if s[0] + s[1] > damaged]
@@ -301,6 +312,13 @@ def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int,
     data = np.frombuffer(bytes(read(damaged, end - damaged)), dtype=np.uint8) if end > damaged else \
         np.zeros(0, dtype=np.uint8)
     for first, length in held:
-        if first + length > slice_end or not _task(data, damaged, max(first, damaged), first + length, v551):
+        ends, made = (False, None) if first + length > slice_end else \
+            _task(data, damaged, max(first, damaged), first + length, v551)
+        if not ends:   # doReput's finally waits for this batch for ever: the reput never leaves this file
             return BatchOutcome(seg_base + min(first, damaged), seg_base + stood, (seg_base + first, length))
+        if made is not None:
+            raise NotFollowed(made)
+    if onward is not None:
+        raise NotFollowed(f"the pre-check's walk over the damaged bytes {onward} to the next file, and every batch "
+                          "task ends: the reput goes on there")
     return BatchOutcome(seg_base + damaged, seg_base + stood, None)

@@ -29,8 +29,10 @@ unreadable record, a size mismatch).  At that record (:func:`concurrent_reput_st
   sequential reput stays, refused;
 * it accepts it (a record's magic code, a positive totalSize within the data): the batch holding it and the
   parse of its bytes decide (:mod:`store_format.concurrent_batches`): either that batch's task never ends and
-  nothing from the batch's start on is dispatched, or it ends without the damaged record and nothing from
-  that record on is; the few ends that module does not follow are refused, one line each.
+  nothing from the batch's start on is dispatched (whatever its parses read, and even where the pre-check's
+  walk went on into the next file: the reput thread waits for that task for ever first), or it ends without
+  the damaged record and nothing from that record on is; the few ends that module does not follow are
+  refused, one line each.
 
 A DLedger commitlog (``enableDLegerCommitLog=true``): the pre-check reads the first entry's header, magic 1
 (or -1, a blank) and the entry's size, as a totalSize and a magic code, and gives -1: nothing in the DLedger
@@ -159,7 +161,7 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
         sizes = _record_sizes(read, seg, slice_start, pos, config)
         try:
             out = damaged_batch_outcome(read, seg.base, slice_start, seg.data_end, sizes, pos, end,
-                                        config.brokerVersion == "5.5")
+                                        config.brokerVersion == "5.5", config.mappedFileSizeCommitLog)
         except NotFollowed as e:
             raise UnsupportedConfigError(
                 f"{_SETTING}: the 5.x ConcurrentReputMessageService takes the record ({first['kind']}, totalSize "

@@ -19,8 +19,14 @@ with the setting (``creput``) and without it (``sreput``: the sequential ``Reput
 Records the pre-check accepts (:mod:`store_format.concurrent_batches`), written with the setting only:
 ``sizeplus``, the 31st put's totalSize 8 bytes too long: the batch task's parse of the next record's first
 bytes leaves 4 bytes and never ends, so nothing from the batch's start (the third segment's) on is dispatched;
-and a DLedger store converted in place (``dledger-converted``): the old commitlog is dispatched, the DLedger
-entries never (the pre-check reads an entry header as a record's).  ``CONCURRENT_REPUT_MORE=1`` adds
+``reach12``, that totalSize reaching 12 bytes into the record after the next one: the task reads the next record
+whole, then never ends on 5.5.1 (modelled: nothing from the batch's start on), while on 5.3.3 it ends and the
+next record is dispatched (refused in one line, the broker's queues holding that record); ``toend``, the last
+record before the third segment's blank made to reach that file's end: the pre-check's walk goes on into the
+next file, but the task reads the blank's magic code and then never ends, so the reput thread waits for it
+for ever (nothing from the segment's start on); and a DLedger store converted in place (``dledger-converted``):
+the old commitlog is dispatched, the DLedger entries never (the pre-check reads an entry header as a record's).
+``CONCURRENT_REPUT_MORE=1`` adds
 ``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next record's magic code read as a
 totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after 4 bytes and never ends)
 and a DLedger store without old files (``dledger-plain``).
@@ -51,8 +57,19 @@ DAMAGES = {"magic": ("magic", 0x0BADBEEF, {"message": 30}), "negsize": ("totalSi
            "segstart": ("magic", 0x0BADBEEF, {"offset": 2 * SEGMENT})}
 
 
-# records the pre-check accepts, written with the setting only: the totalSize moved by a delta
-ACCEPTED = {"sizeplus": 8, **({"sizeminus": -8, "size12": 12} if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
+# records the pre-check accepts, written with the setting only: the 31st put's totalSize moved by a delta, or
+# set to reach past the record after the next one by 12 bytes (``reach12``), or the last record before the third
+# segment's blank set to reach the end of that file (``toend``)
+def _delta(n: int) -> dict:
+    return {"message": 30, "field": "totalSizeDelta", "value": n}
+
+
+ACCEPTED = {"sizeplus": _delta(8), "reach12": {"message": 30, "field": "totalSizeReach", "value": 2, "plus": 12},
+            "toend": {"segmentLast": 2, "field": "totalSizeReach", "value": 2},
+            **({"sizeminus": _delta(-8), "size12": _delta(12)} if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
+# ... of which the rebuild refuses some on a line, one line each: the batch task reads a whole record inside the
+# damaged bytes and ends, so that record is dispatched (5.3.3 ``reach12``: the next record)
+REFUSED = {("5.3.3", "reach12")}
 DLEDGER = ("converted", *(("plain",) if os.environ.get("CONCURRENT_REPUT_MORE") else ()))
 
 
@@ -67,10 +84,9 @@ def _scenarios(line: str) -> list[dict]:
             out.append({"name": f"{line}-{reput}-{what}", "messages": messages,
                         "config": {**config, "enableBuildConsumeQueueConcurrently": on},
                         "reputDamage": {**where, "field": field, "value": value}})
-    for what, delta in ACCEPTED.items():
+    for what, damage in ACCEPTED.items():
         out.append({"name": f"{line}-creput-{what}", "messages": messages,
-                    "config": {**config, "enableBuildConsumeQueueConcurrently": "true"},
-                    "reputDamage": {"message": 30, "field": "totalSizeDelta", "value": delta}})
+                    "config": {**config, "enableBuildConsumeQueueConcurrently": "true"}, "reputDamage": damage})
     for sc in dls.dledger_scenarios(line):
         what = sc["name"].rsplit("-", 1)[-1]
         if what in DLEDGER:   # without recheckReputOffsetFromCq, whose wait in start() never ends here
@@ -84,7 +100,9 @@ SCENARIOS = {line: _scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
          if sc["name"].rsplit("-", 1)[-1] in DAMAGES]
 NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
-             if sc["name"].rsplit("-", 1)[-1] not in DAMAGES]
+             if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and (line, sc["name"].rsplit("-", 1)[-1]) not in REFUSED]
+REFUSED_CASES = [pytest.param(line, f"{line}-creput-{what}", id=f"{line}-creput-{what}") for line, what in REFUSED
+                 if line in LINES]
 _RUNS: dict[str, dict] = {}
 
 
@@ -255,9 +273,24 @@ def test_where_the_broker_stood_on_accepted_records(reput, line: str, name: str)
         assert not w["reputHung"] and w["reputStoodAt"] == start, w
         assert top < start and (top >= 0) == name.endswith("converted"), top
     else:
-        assert w["reputHung"] or not name.endswith("sizeplus"), w
-        assert w["reputStoodAt"] == w["damagedRecord"] + w["damagedSize"] + ACCEPTED[name.rsplit("-", 1)[-1]], w
+        what = name.rsplit("-", 1)[-1]
+        assert w["reputHung"] == (what in HUNG.get(line, ())), w
+        assert w["reputStoodAt"] == w["damagedRecord"] + _damaged_total(d, w["damagedRecord"]), w
         assert 0 <= top < (w["damagedRecord"] - w["damagedRecord"] % SEGMENT if w["reputHung"] else w["damagedRecord"])
+
+
+# where the broker's batch task never ends: ``sizeplus`` always; ``reach12`` on 5.5.1 (after the next record, read
+# whole, the next one's magic code read as a negative totalSize, 4 bytes left); ``toend``: the blank's magic code
+# read, then the zeros after it 8 bytes at a time, which in this store's third segment leaves fewer than 8 at the
+# end; ``sizeminus`` as its record's bytes fall (5.3.3 and 5.5.1 alike here)
+HUNG = {"5.3.3": ("sizeplus", "toend", "sizeminus"), "5.5.1": ("sizeplus", "reach12", "toend", "sizeminus", "size12")}
+
+
+def _damaged_total(d: Path, offset: int) -> int:
+    """The damaged record's totalSize as the store holds it (where the pre-check's walk goes next)."""
+    with open(d / "store" / "commitlog" / f"{offset - offset % SEGMENT:020d}", "rb") as f:
+        f.seek(offset % SEGMENT)
+        return int.from_bytes(f.read(4), "big", signed=True)
 
 
 @pytest.mark.parametrize("line,name", NEW_CASES)
@@ -280,8 +313,21 @@ def test_rebuild_matches_the_broker_on_accepted_records(reput, line: str, name: 
     at = _dledger_start(d) if "-dledger-" in name else reput["written"]["damagedRecord"]
     rows = [a for a in json.loads(out)["anomalies"] if "stops here for good" in (a["detail"] or "")]
     assert [a["commitlog_offset"] for a in rows] == [at], rows
-    if name.endswith("sizeplus"):
-        assert "never ends" in rows[0]["detail"], rows
+    assert ("never ends" in rows[0]["detail"]) == reput["written"]["reputHung"], rows
+
+
+@pytest.mark.parametrize("line,name", REFUSED_CASES)
+def test_refused_accepted_records(reput, line: str, name: str) -> None:
+    """Where the batch task reads a whole record inside the damaged bytes and ends, the broker dispatches that
+    record (its consume queues hold it: the record after the damaged one), which the rebuild does not
+    reproduce: it refuses in one line, exit code 2."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    assert not w["reputHung"], w
+    assert _cq_max_offset(d / "expected" / "consumequeue") == w["damagedRecord"] + w["damagedSize"], w
+    r = reput["rebuild"]
+    errors = [ln for ln in r["stderr"].splitlines() if "error" in ln.lower() or "Traceback" in ln]
+    assert r["code"] == 2 and len(errors) == 1 and errors[0].startswith("error: "), r
+    assert "whole record" in errors[0] and errors[0] == r["stderr"].splitlines()[-1], r
 
 
 def _rebuilt_without_the_setting(d: Path, line: str, tmp_path: Path) -> Path:
@@ -322,3 +368,4 @@ def test_the_tables_hold_the_same_findings(written, tmp_path: Path) -> None:
     assert sorted((a["kind"], a["commitlog_offset"], a["detail"]) for a in table) == \
         sorted((a["kind"], a["commitlog_offset"], a["detail"]) for a in rows)
     _same_files(d / "expected", tmp_path / "o", r["written"]["indexNamesUnique"])
+
