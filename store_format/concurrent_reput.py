@@ -53,7 +53,8 @@ from .errors import UnsupportedConfigError
 from .reput_end import data_end_limit
 from .store import Segment, StoreLocation
 
-__all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at", "stop_detail"]
+__all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at",
+           "reput_walks_past_unreadable", "stop_detail"]
 
 # the walk's findings where the sequential reput parts from the concurrent one (a blank's unreachable tail
 # is the same for both: ``rollNextFile``)
@@ -76,6 +77,16 @@ class ConcurrentStop:
 def concurrent_reput_applies(config: BrokerConfig) -> bool:
     """The 5.x constructor picks ``ConcurrentReputMessageService`` (4.9.8 has no such setting)."""
     return config.is_5x and config.enableBuildConsumeQueueConcurrently
+
+
+def reput_walks_past_unreadable(config: BrokerConfig) -> bool:
+    """Whether the walk that models the reput goes on past a record the sequential reput cannot read (to the
+    next slice), as ``ReputMessageService.doReput`` does on a master or a DLedger store (a slave's stays there
+    for good: ``BrokerConfig.is_master``).  ``ConcurrentReputMessageService.doReput`` has no such branch: its
+    pre-check decides at that record for every broker role (it stays, rolls to the next file, or takes the
+    record into a batch), so with it the walk goes on as a master's and :func:`concurrent_reput_stop` decides
+    where the concurrent reput ends."""
+    return config.is_master or concurrent_reput_applies(config)
 
 
 def _offset(store: StoreLocation, a: dict) -> int:
@@ -144,15 +155,16 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
         return ConcurrentStop(at, f"illegal magic code 0x{check.magic & 0xFFFFFFFF:08X} at {where}{_MINUS_ONE}",
                               first)
     if check.how == "rolls":
-        # rollNextFile: the next file's start, where a master's sequential reput goes too (to the end of the
-        # slice, which is the file's end but in the last file, after which nothing is read)
-        last = seg is store.segments[-1]
-        if config.is_master and (last or seg.data_end == seg.size):
+        # rollNextFile: the next file's start, on a master and a slave alike, where the walk goes too (a
+        # master's, reput_walks_past_unreadable: to the end of the slice, which is the file's end but in the
+        # last file, after which nothing is read)
+        if seg is store.segments[-1] or seg.data_end == seg.size:
             return None
         raise UnsupportedConfigError(
             f"{_SETTING}: the 5.x ConcurrentReputMessageService's preCheckMessageAndReturnSize rolls to the next "
-            f"file at the record ({first['kind']}, totalSize {total}) at {where}, where a slave's sequential "
-            "reput stays: not reproduced; rebuild with the broker, or without the setting if it ran without it")
+            f"file at the record ({first['kind']}, totalSize {total}) at {where}, where the sequential reput's "
+            f"walk ends inside this file (its readable data ends at {seg.data_end}): not reproduced; rebuild with "
+            "the broker, or without the setting if it ran without it")
     if check.how == "negative":
         return ConcurrentStop(at, f"negative totalSize {total} at {where}{_MINUS_ONE}", first)
     assert check.how == "accepts"

@@ -26,10 +26,13 @@ record before the third segment's blank made to reach that file's end: the pre-c
 next file, but the task reads the blank's magic code and then never ends, so the reput thread waits for it
 for ever (nothing from the segment's start on); and a DLedger store converted in place (``dledger-converted``):
 the old commitlog is dispatched, the DLedger entries never (the pre-check reads an entry header as a record's).
-``CONCURRENT_REPUT_MORE=1`` adds
+On a slave (``brokerId=1``), a record the sequential reput cannot read and the pre-check reads as 0 (``slaveblank``:
+a blank whose totalSize runs past its file's end): the sequential reput stays there for good, the concurrent one
+rolls to the next file and goes on, each rebuilt byte for byte.  ``CONCURRENT_REPUT_MORE=1`` adds
 ``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next record's magic code read as a
-totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after 4 bytes and never ends)
-and a DLedger store without old files (``dledger-plain``).
+totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after 4 bytes and never ends),
+a DLedger store without old files (``dledger-plain``), and ``slavezero`` (a record's totalSize set to 0 on a
+slave).
 
 5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
@@ -71,6 +74,12 @@ ACCEPTED = {"sizeplus": _delta(8), "reach12": {"message": 30, "field": "totalSiz
 # damaged bytes and ends, so that record is dispatched (5.3.3 ``reach12``: the next record)
 REFUSED = {("5.3.3", "reach12")}
 DLEDGER = ("converted", *(("plain",) if os.environ.get("CONCURRENT_REPUT_MORE") else ()))
+# on a slave (brokerId=1, brokerRole=SLAVE), the 31st put's record made one the pre-check reads as 0: a blank whose
+# totalSize runs 4 bytes past its file's end (``blank``: the sequential checkMessageAndReturnSize cannot read it),
+# or a record with totalSize 0 (``zero``, with CONCURRENT_REPUT_MORE); each with the setting and without it
+SLAVE = {"blank": {"message": 30, "field": "blankPast", "value": 4},
+         **({"zero": {"message": 30, "field": "totalSize", "value": 0}} if os.environ.get("CONCURRENT_REPUT_MORE")
+            else {})}
 
 
 def _scenarios(line: str) -> list[dict]:
@@ -87,6 +96,11 @@ def _scenarios(line: str) -> list[dict]:
     for what, damage in ACCEPTED.items():
         out.append({"name": f"{line}-creput-{what}", "messages": messages,
                     "config": {**config, "enableBuildConsumeQueueConcurrently": "true"}, "reputDamage": damage})
+    for what, damage in SLAVE.items():
+        for reput, on in (("creput", "true"), ("sreput", "false")):
+            out.append({"name": f"{line}-{reput}-slave{what}", "messages": messages,
+                        "config": {**config, "brokerId": "1", "brokerRole": "SLAVE",
+                                   "enableBuildConsumeQueueConcurrently": on}, "reputDamage": damage})
     for sc in dls.dledger_scenarios(line):
         what = sc["name"].rsplit("-", 1)[-1]
         if what in DLEDGER:   # without recheckReputOffsetFromCq, whose wait in start() never ends here
@@ -100,7 +114,10 @@ SCENARIOS = {line: _scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
          if sc["name"].rsplit("-", 1)[-1] in DAMAGES]
 NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
-             if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and (line, sc["name"].rsplit("-", 1)[-1]) not in REFUSED]
+             if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and (line, sc["name"].rsplit("-", 1)[-1]) not in REFUSED
+             and "-slave" not in sc["name"]]
+SLAVE_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+               if "-slave" in sc["name"]]
 REFUSED_CASES = [pytest.param(line, f"{line}-creput-{what}", id=f"{line}-creput-{what}") for line, what in REFUSED
                  if line in LINES]
 _RUNS: dict[str, dict] = {}
@@ -369,3 +386,27 @@ def test_the_tables_hold_the_same_findings(written, tmp_path: Path) -> None:
         sorted((a["kind"], a["commitlog_offset"], a["detail"]) for a in rows)
     _same_files(d / "expected", tmp_path / "o", r["written"]["indexNamesUnique"])
 
+
+@pytest.mark.parametrize("line,name", SLAVE_CASES)
+def test_a_slave_at_a_record_the_pre_check_reads_as_zero(reput, line: str, name: str, tmp_path: Path) -> None:
+    """On a slave, at a record the sequential ``checkMessageAndReturnSize`` cannot read and the pre-check reads
+    as 0 (``rollNextFile``): the broker's sequential reput stood AT it for good, its concurrent one went on in
+    the next file to the end (the harness itself); ``rebuild`` writes the broker's files byte for byte either
+    way, with no row saying the concurrent reput stops; and the concurrent store rebuilt without the setting
+    is not what the broker's concurrent reput wrote (the comparison can fail)."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    concurrent = "-creput-" in name
+    assert not w["reputHung"] and w["reputStoodAt"] == (w["maxPhyOffset"] if concurrent else w["damagedRecord"]), w
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
+                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
+                             "--engine", "local", "--json"])
+    assert code == 0, err[-2000:]
+    rows = json.loads(out)["anomalies"]
+    assert [a["commitlog_offset"] for a in rows][:1] == [w["damagedRecord"]], rows
+    assert not any("stops here for good" in (a["detail"] or "") for a in rows), rows
+    if concurrent:
+        assert _cq_max_offset(d / "expected" / "consumequeue") > w["damagedRecord"] + SEGMENT
+        assert _differ(d / "expected", _rebuilt_without_the_setting(d, line, tmp_path))

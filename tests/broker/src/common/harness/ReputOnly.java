@@ -43,7 +43,9 @@ final class ReputOnly {
     /** Sets the record's magic code (byte 4) or totalSize (byte 0) to {@code value}, or adds {@code value} to
      *  its totalSize ({@code "totalSizeDelta"}), or sets its totalSize so that it reaches the start of the
      *  {@code value}-th record after it ({@code "totalSizeReach"}, following the undamaged totalSizes, a blank's
-     *  to the end of its file) and {@code plus} bytes further; {@code "none"} leaves the commitlog as it is.
+     *  to the end of its file) and {@code plus} bytes further, or makes it a blank whose totalSize runs
+     *  {@code value} bytes past the end of its file ({@code "blankPast"}: magic code and totalSize);
+     *  {@code "none"} leaves the commitlog as it is.
      *  Returns the record's totalSize before the damage (0 for {@code "none"}). */
     static int damage(File root, long segmentSize, long offset, String field, int value, int plus) throws IOException {
         if ("none".equals(field)) {
@@ -53,7 +55,8 @@ final class ReputOnly {
         int at;
         if ("magic".equals(field)) {
             at = 4;
-        } else if ("totalSize".equals(field) || "totalSizeDelta".equals(field) || "totalSizeReach".equals(field)) {
+        } else if ("totalSize".equals(field) || "totalSizeDelta".equals(field) || "totalSizeReach".equals(field)
+            || "blankPast".equals(field)) {
             at = 0;
         } else {
             throw new IllegalArgumentException("reputDamage field " + field);
@@ -72,6 +75,10 @@ final class ReputOnly {
                     p += f.readInt();
                 }
                 set = (int) (p - pos) + plus;
+            } else if ("blankPast".equals(field)) {
+                set = (int) (segmentSize - pos) + value;
+                f.seek(pos + 4);
+                f.writeInt(0xCBD43194);
             }
             f.seek(pos + at);
             f.writeInt(set);
