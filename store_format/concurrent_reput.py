@@ -112,8 +112,8 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
 
     Raises:
         UnsupportedConfigError: one line, where the damaged bytes lead the concurrent reput somewhere
-            :mod:`store_format.concurrent_batches` does not follow, or where it rolls to the next file on a
-            slave (whose sequential reput stays put instead).
+            :mod:`store_format.concurrent_batches` does not follow, or where it rolls to the next file from a
+            file whose readable data ends before the file does (the walk's slice ends inside it).
     """
     if not concurrent_reput_applies(config):
         return None
@@ -130,7 +130,40 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
             return stop
     if entries is not None:
         return _entry_stop(store, entries, end)
-    return None
+    return _damaged_last_blank(store, config, found)
+
+
+def _damaged_last_blank(store: StoreLocation, config: BrokerConfig, found: list[dict]) -> ConcurrentStop | None:
+    """A blank the walk meets in the last segment whose totalSize does not reach its file's end (the broker
+    writes a blank as long as the rest of its file: only damage makes one).  The sequential walk takes it as
+    the end of the file, as both reputs do where they can read it; the broker's slice of the last file ends at
+    its write position, though, and where the blank's totalSize runs past it, ``preCheckMessageAndReturnSize``
+    gives -1 and the concurrent reput stays AT the blank for good (the sequential reput's
+    ``checkMessageAndReturnSize`` cannot read it either: a master skips the rest of the slice).  Where the
+    write position was is not kept, but nothing after the blank is dispatched either way: the walk's row at
+    the blank says so, the files are the same.  Only where every earlier finding rolled to the next file
+    (anything else ended the concurrent reput before), so that the reput enters the last file at its start."""
+    last = store.segments[-1]
+    if last.dledger or any(_offset(store, a) >= last.base for a in found):
+        return None
+    start = last.start if last is store.segments[0] else 0
+    with store.reader(last) as read:
+        res = cl.walk_range(read, last.base, last.data_end, cl.WalkState.at_slice_start(start, last.data_end),
+                            last.data_end + 1, config, keep_text=False)
+        if res.stop != cl.Stop.BLANK:
+            return None
+        pos = res.state.bufpos
+        total = int.from_bytes(bytes(read(pos, 4)), "big", signed=True)
+    if pos + total == last.size:
+        return None
+    where = f"segment {last.name} position {pos}"
+    finding = anomaly(AnomalyKind.UNREACHABLE_RECORDS, last.name, last.base, pos,
+                      f"a damaged blank (totalSize {total}, not reaching its file's end at {last.size})")
+    return ConcurrentStop(last.base + pos, (
+        f"a blank at {where} whose totalSize {total} does not reach its file's end: preCheckMessageAndReturnSize "
+        "gives -1 and reputFromOffset stays at it where that totalSize runs past the broker's write position, "
+        "else it rolls to the next file's start, past the data; nothing after it is dispatched either way, as by "
+        "the sequential reput"), finding, stood=last.base + pos)
 
 
 def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, end: int) -> ConcurrentStop | None:

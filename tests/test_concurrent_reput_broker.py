@@ -28,11 +28,14 @@ for ever (nothing from the segment's start on); and a DLedger store converted in
 the old commitlog is dispatched, the DLedger entries never (the pre-check reads an entry header as a record's).
 On a slave (``brokerId=1``), a record the sequential reput cannot read and the pre-check reads as 0 (``slaveblank``:
 a blank whose totalSize runs past its file's end): the sequential reput stays there for good, the concurrent one
-rolls to the next file and goes on, each rebuilt byte for byte.  ``CONCURRENT_REPUT_MORE=1`` adds
+rolls to the next file and goes on, each rebuilt byte for byte.  The last segment's first record made a blank
+whose totalSize runs past the data but not past its file (``lastblank``): the concurrent reput stood AT it, and
+nothing after it is dispatched by either reput or by ``rebuild``, whose row there says so.
+``CONCURRENT_REPUT_MORE=1`` adds
 ``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next record's magic code read as a
 totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after 4 bytes and never ends),
-a DLedger store without old files (``dledger-plain``), and ``slavezero`` (a record's totalSize set to 0 on a
-slave).
+a DLedger store without old files (``dledger-plain``), ``slavezero`` (a record's totalSize set to 0 on a
+slave) and ``lastblank`` without the setting.
 
 5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
@@ -81,6 +84,10 @@ SLAVE = {"blank": {"message": 30, "field": "blankPast", "value": 4},
          **({"zero": {"message": 30, "field": "totalSize", "value": 0}} if os.environ.get("CONCURRENT_REPUT_MORE")
             else {})}
 
+# the first record of the last segment made a blank whose totalSize ends 16 bytes before its file's end, past the
+# data (``lastblank``; its sequential control with CONCURRENT_REPUT_MORE)
+LAST_BLANK = {"offset": 5 * SEGMENT, "field": "blankPast", "value": -16}
+
 
 def _scenarios(line: str) -> list[dict]:
     g = Messages(23, ["T0", "T1", "T2"])
@@ -101,6 +108,10 @@ def _scenarios(line: str) -> list[dict]:
             out.append({"name": f"{line}-{reput}-slave{what}", "messages": messages,
                         "config": {**config, "brokerId": "1", "brokerRole": "SLAVE",
                                    "enableBuildConsumeQueueConcurrently": on}, "reputDamage": damage})
+    for reput in ("creput", "sreput") if os.environ.get("CONCURRENT_REPUT_MORE") else ("creput",):
+        out.append({"name": f"{line}-{reput}-lastblank", "messages": messages,
+                    "config": {**config, "enableBuildConsumeQueueConcurrently": str(reput == "creput").lower()},
+                    "reputDamage": LAST_BLANK})
     for sc in dls.dledger_scenarios(line):
         what = sc["name"].rsplit("-", 1)[-1]
         if what in DLEDGER:   # without recheckReputOffsetFromCq, whose wait in start() never ends here
@@ -115,7 +126,7 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
          if sc["name"].rsplit("-", 1)[-1] in DAMAGES]
 NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
              if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and (line, sc["name"].rsplit("-", 1)[-1]) not in REFUSED
-             and "-slave" not in sc["name"]]
+             and "-slave" not in sc["name"] and not sc["name"].endswith("-lastblank")]
 SLAVE_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                if "-slave" in sc["name"]]
 REFUSED_CASES = [pytest.param(line, f"{line}-creput-{what}", id=f"{line}-creput-{what}") for line, what in REFUSED
@@ -410,3 +421,27 @@ def test_a_slave_at_a_record_the_pre_check_reads_as_zero(reput, line: str, name:
     if concurrent:
         assert _cq_max_offset(d / "expected" / "consumequeue") > w["damagedRecord"] + SEGMENT
         assert _differ(d / "expected", _rebuilt_without_the_setting(d, line, tmp_path))
+
+
+@pytest.mark.parametrize("line,name", [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items()
+                                       for sc in scs if sc["name"].endswith("-lastblank")])
+def test_a_damaged_blank_in_the_last_segment(reput, line: str, name: str, tmp_path: Path) -> None:
+    """A blank in the last segment whose totalSize runs past the data but not past its file: the broker's
+    concurrent reput stood AT it for good (its pre-check gives -1 past the write position), the sequential one
+    at the data's end (it cannot read it: the master skips the rest of the slice); neither dispatched anything
+    after it, nor does ``rebuild`` (the broker's files byte for byte), whose walk takes it as the end of the
+    file; with the setting the summary's row at the blank says the concurrent reput stops there."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    concurrent = "-creput-" in name
+    assert w["damagedRecord"] == 5 * SEGMENT and w["maxPhyOffset"] < 6 * SEGMENT - 16, w
+    assert not w["reputHung"] and w["reputStoodAt"] == (w["damagedRecord"] if concurrent else w["maxPhyOffset"]), w
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    assert _cq_max_offset(d / "expected" / "consumequeue") < w["damagedRecord"]
+    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
+                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
+                             "--engine", "local", "--json"])
+    assert code == 0, err[-2000:]
+    rows = [a for a in json.loads(out)["anomalies"] if "stops here for good" in (a["detail"] or "")]
+    assert [a["commitlog_offset"] for a in rows] == ([w["damagedRecord"]] if concurrent else []), rows
