@@ -24,16 +24,17 @@ one that did not fit) and the next parse starts there.  Two ends are possible fo
 The walk and the parses are functions of the bytes, not of the threads: the reput waits for every batch of a
 slice before the next slice, and the batches are dispatched in their order.  :func:`damaged_batch_outcome`
 follows them over the damaged bytes.  A successful request a parse makes inside the damaged bytes (a whole
-record read there, or a blank's magic code: ``DispatchRequest(0, true)``) moves the buffer as any parse does,
-so it matters only when its task ends: a task that never ends dispatches nothing, whatever it read.  Likewise
-a pre-check walk that goes on past the damage into the next file (a blank or a zero totalSize read there, or
-the slice's end reached) matters only when every task ends: the reput thread waits in ``doReput``'s
-``finally`` for a task that never ends before it reads the next file.  Not followed (:class:`NotFollowed`, a
-one-line reason): a task that ends after such a request (the request is dispatched: a record of the damaged
-bytes, or an empty request whose dispatch was not run against the broker), a walk that goes on into the next
-file with every task ended, and, for 5.5.1 only, a field longer than its record's totalSize: 5.5.1 reads into
-a buffer each executor thread keeps (``borrowCheckMessageBuffer``), as long as the longest record that thread
-read before, so whether the read fits depends on which thread got which batch.
+record read there, or a blank's magic code: ``DispatchRequest(0, true)``) moves the buffer as any parse does, so
+it matters only when its task ends: a task that never ends dispatches nothing, whatever it read.  Likewise a
+pre-check walk that goes on past the damage into the next file (a blank or a zero totalSize read there, or the
+slice's end reached) matters only when every task ends: the reput thread waits in ``doReput``'s ``finally`` for
+a task that never ends before it reads the next file.  A task that ends dispatches the records it read whole
+(:attr:`BatchOutcome.read_whole`: after a size mismatch its parse goes on at the record's structural end, as the
+sequential reput does).  Not followed (:class:`NotFollowed`, a one-line reason): a task that ends after a
+blank's magic code (an empty request whose dispatch was not run against the broker), a walk that goes on into
+the next file with every task ended, and, for 5.5.1 only, a field longer than its record's totalSize: 5.5.1
+reads into a buffer each executor thread keeps (``borrowCheckMessageBuffer``), as long as the longest record
+that thread read before, so whether the read fits depends on which thread got which batch.
 """
 from __future__ import annotations
 
@@ -107,10 +108,13 @@ def pre_check(head: bytes, at: int, confirm: int) -> PreCheck:
 class BatchOutcome:
     """Where the concurrent reput ends on a damaged file: records before ``cut`` (a commitlog offset) are
     dispatched, none at or after it; ``stood`` is where ``reputFromOffset`` stays; ``hung``: the batch
-    (commitlog offset, size) whose task never ends, or None when every task ended."""
+    (commitlog offset, size) whose task never ends, or None when every task ended; ``read_whole``: the records
+    (commitlog offset, length) the ended tasks' parses read whole inside the damaged bytes, which are
+    dispatched (the records before ``cut`` past the damaged one must be exactly these)."""
     cut: int
     stood: int
     hung: tuple[int, int] | None
+    read_whole: tuple[tuple[int, int], ...] = ()
 
 
 def batch_spans(sizes: np.ndarray, start: int) -> tuple[list[tuple[int, int]], int, int]:
@@ -229,23 +233,24 @@ class _Parse:
         return ((length + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
-def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> tuple[bool, str | None]:
+def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> tuple[bool, list[tuple[int, int]], str | None]:
     """The batch task's loop over ``b`` (slice bytes from slice position ``origin``) from ``pos`` to ``lim``
-    (slice positions): whether it ends (False: it never does), and the first successful request its parses
-    made inside the damaged bytes (a whole record, or a blank's magic code: ``DispatchRequest(0, true)``), in
-    words, or None.  Such a request moves the buffer as any parse does, so whether the loop ends does not
-    depend on what is done with it; it is dispatched only if the task ends."""
-    made: str | None = None
+    (slice positions): whether it ends (False: it never does), the records its parses read whole (slice
+    position, length), and the first blank's magic code they met, in words (a successful empty request,
+    ``DispatchRequest(0, true)``), or None.  Either moves the buffer as any parse does, so whether the loop
+    ends does not depend on what is done with them; they are dispatched only if the task ends."""
+    whole: list[tuple[int, int]] = []
+    blank: str | None = None
     while True:
         how, at, total = _scan(b, pos - origin, lim - origin, v551, MAGIC_V1, MAGIC_V2, MAGIC_BLANK)
         pos = origin + int(at)
         if how == _DONE:
-            return True, made
+            return True, whole, blank
         if how == _HANGS:
-            return False, made
+            return False, whole, blank
         if how == _BLANK:
-            made = made or (f"the batch's parse reads a blank's magic code at slice position {pos - 8}, a "
-                            "successful empty request the dispatch service hands on")
+            blank = blank or (f"the batch's parse reads a blank's magic code at slice position {pos - 8}, a "
+                              "successful empty request the dispatch service hands on")
             continue
         parse = _Parse(b, pos - origin, lim - origin, int(total), v551)
         v2 = _i32(b, pos - 4 - origin) == MAGIC_V2
@@ -256,8 +261,7 @@ def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> tuple[b
             continue
         pos = origin + parse.pos
         if length == total:
-            made = made or (f"the batch's parse reads a whole record of {total} bytes at slice position "
-                            f"{pos - total}, inside the damaged bytes, and dispatches it")
+            whole.append((pos - int(total), int(total)))
         # else a size mismatch: "[BUG]" logged, the next parse from where this one stopped
 
 
@@ -311,14 +315,18 @@ def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int,
     end = min(max(s[0] + s[1] for s in held), slice_end) if held else damaged
     data = np.frombuffer(bytes(read(damaged, end - damaged)), dtype=np.uint8) if end > damaged else \
         np.zeros(0, dtype=np.uint8)
+    read_whole: list[tuple[int, int]] = []
     for first, length in held:
-        ends, made = (False, None) if first + length > slice_end else \
+        ends, whole, blank = (False, [], None) if first + length > slice_end else \
             _task(data, damaged, max(first, damaged), first + length, v551)
         if not ends:   # doReput's finally waits for this batch for ever: the reput never leaves this file
-            return BatchOutcome(seg_base + min(first, damaged), seg_base + stood, (seg_base + first, length))
-        if made is not None:
-            raise NotFollowed(made)
+            return BatchOutcome(seg_base + min(first, damaged), seg_base + stood, (seg_base + first, length),
+                                tuple((seg_base + p, n) for p, n in read_whole))
+        if blank is not None:
+            raise NotFollowed(blank)
+        read_whole += whole
     if onward is not None:
         raise NotFollowed(f"the pre-check's walk over the damaged bytes {onward} to the next file, and every batch "
                           "task ends: the reput goes on there")
-    return BatchOutcome(seg_base + damaged, seg_base + stood, None)
+    cut = read_whole[-1][0] + read_whole[-1][1] if read_whole else damaged
+    return BatchOutcome(seg_base + cut, seg_base + stood, None, tuple((seg_base + p, n) for p, n in read_whole))

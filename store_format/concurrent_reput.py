@@ -31,8 +31,9 @@ unreadable record, a size mismatch).  At that record (:func:`concurrent_reput_st
   parse of its bytes decide (:mod:`store_format.concurrent_batches`): either that batch's task never ends and
   nothing from the batch's start on is dispatched (whatever its parses read, and even where the pre-check's
   walk went on into the next file: the reput thread waits for that task for ever first), or it ends without
-  the damaged record and nothing from that record on is; the few ends that module does not follow are
-  refused, one line each.
+  the damaged record and nothing from that record on is but the records its parses read whole there (checked
+  against the walk's records: :func:`cut_at` then keeps the slice up to the batch's end and the reput end,
+  :attr:`ConcurrentStop.walk_end`); the few ends that module does not follow are refused, one line each.
 
 A DLedger commitlog (``enableDLegerCommitLog=true``): the pre-check reads the first entry's header, magic 1
 (or -1, a blank) and the entry's size, as a totalSize and a magic code, and gives -1: nothing in the DLedger
@@ -53,7 +54,7 @@ from .errors import UnsupportedConfigError
 from .reput_end import data_end_limit
 from .store import Segment, StoreLocation
 
-__all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at",
+__all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at", "past_the_stop",
            "reput_walks_past_unreadable", "stop_detail"]
 
 # the walk's findings where the sequential reput parts from the concurrent one (a blank's unreachable tail
@@ -67,11 +68,21 @@ _MINUS_ONE = ": preCheckMessageAndReturnSize gives -1 and reputFromOffset stays 
 class ConcurrentStop:
     """Where ``ConcurrentReputMessageService`` stops for good: ``offset``, the commitlog offset from which
     nothing is dispatched; why; ``finding``, the walk's row at the record that stops it; ``stood``, where
-    ``reputFromOffset`` stays (None: at ``offset``)."""
+    ``reputFromOffset`` stays (None: at ``offset``); ``reput_end`` and ``walk_end_at``: the reput end
+    :func:`cut_at` keeps and where its walk ends (set where records of the damaged bytes are dispatched before
+    ``offset``; None: the cut store's own, ``offset``)."""
     offset: int
     why: str
     finding: dict
     stood: int | None = None
+    reput_end: int | None = None
+    walk_end_at: int | None = None
+
+    @property
+    def walk_end(self) -> int:
+        """Where the walk of the cut store ends (:func:`cut_at`): ``offset``, or, where records of the damaged
+        bytes are dispatched before it, the end of the batch the task parsed (the pre-check's stand)."""
+        return self.offset if self.walk_end_at is None else self.walk_end_at
 
 
 def concurrent_reput_applies(config: BrokerConfig) -> bool:
@@ -212,16 +223,46 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
                 f"{_SETTING}: the 5.x ConcurrentReputMessageService takes the record ({first['kind']}, totalSize "
                 f"{total}) at {where} into a batch, and {e}: not reproduced; rebuild with the broker, or without "
                 "the setting if it ran without it") from None
+    if out.read_whole:
+        _check_read_whole(store, seg, slice_start, pos, out.stood - seg.base, out.read_whole, end, config, where)
     if out.hung is None:
+        note = (f", its parses reading {len(out.read_whole)} record(s) of the damaged bytes whole (dispatched)"
+                if out.read_whole else "")
         why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
-               f"the batch holding it is parsed to its end without it, and the pre-check stands at commitlog "
-               f"offset {out.stood}")
+               f"the batch holding it is parsed to its end without it{note}, and the pre-check stands at "
+               f"commitlog offset {out.stood}")
     else:
         why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
                f"the task parsing the batch of {out.hung[1]} bytes from commitlog offset {out.hung[0]} never ends, "
                f"so nothing from that batch on is dispatched and the reput waits for it for ever at commitlog "
                f"offset {out.stood}")
+    if out.read_whole:
+        return ConcurrentStop(out.cut, why, first, stood=out.stood, reput_end=end, walk_end_at=out.stood)
     return ConcurrentStop(out.cut, why, first, stood=out.stood)
+
+
+def _check_read_whole(store: StoreLocation, seg: Segment, start: int, damaged: int, stood: int,
+                      read_whole: tuple[tuple[int, int], ...], end: int, config: BrokerConfig, where: str) -> None:
+    """The records the batch tasks read whole inside the damaged bytes (and dispatch) must be exactly the
+    records the walk dispatches after the damaged one over the slice the task parsed, up to where the pre-check
+    stood (segment positions): the walk that :func:`cut_at`'s store gets (``ConcurrentStop.walk_end``), from
+    the slice's start, with the reput end ``end``.  They are where the task's parse and the sequential reput
+    both go on at the damaged record's structural end, and the walk's slice then ends where the task's batch
+    does (``checkMessageAndReturnSize``'s checks against the remaining bytes see the same end).
+
+    Raises:
+        UnsupportedConfigError: one line, where they differ."""
+    with store.reader(seg) as read:
+        res = cl.walk_range(read, seg.base, stood, cl.WalkState.at_slice_start(start, stood), stood + 1,
+                            config, limit_rel=end - seg.base, keep_text=False)
+    rec = res.rec
+    mine = rec[(rec[:, cl.R_POS] >= damaged) & (rec[:, cl.R_STATUS] == cl.Status.DISPATCHED)]
+    walked = [(seg.base + int(p), int(n)) for p, n in zip(mine[:, cl.R_POS], mine[:, cl.R_TOTAL])]
+    if walked != list(read_whole):
+        raise UnsupportedConfigError(
+            f"{_SETTING}: the 5.x ConcurrentReputMessageService's batch task reads records of the damaged bytes "
+            f"after the record at {where} whole ({list(read_whole)}) where the walk reads {walked}: not "
+            "reproduced; rebuild with the broker, or without the setting if it ran without it")
 
 
 def _record_sizes(read, seg: Segment, start: int, end: int, config: BrokerConfig) -> np.ndarray:  # noqa: ANN001
@@ -264,6 +305,15 @@ def _data_end(store: StoreLocation, config: BrokerConfig) -> int:
     return limit if limit is not None else last.base + last.data_end
 
 
+def past_the_stop(stop: ConcurrentStop, row: dict, offset: int | None) -> bool:
+    """Whether a row of the cut store's walk (``offset``: its commitlog offset) is left out of the report where
+    that walk goes on to ``walk_end`` (the end of the batch the task parsed, past the records of the damaged
+    bytes it dispatched): the walk's own row at the damaged record (the report has it with the stop's detail:
+    :func:`stop_detail`), and rows at or past ``stop.offset``, bytes no reput dispatches, read there only
+    because the cut's slice ends where the batch did."""
+    return stop.walk_end_at is not None and (row == stop.finding or (offset is not None and offset >= stop.offset))
+
+
 def stop_detail(stop: ConcurrentStop) -> dict:
     """The walk's row at the stop with a detail saying what the concurrent reput does there."""
     return {**stop.finding, "detail": (
@@ -271,13 +321,15 @@ def stop_detail(stop: ConcurrentStop) -> dict:
         f"commitlog offset {stop.offset} is dispatched")}
 
 
-def cut_at(store: StoreLocation, offset: int) -> StoreLocation:
+def cut_at(store: StoreLocation, offset: int, reput_end: int | None = None) -> StoreLocation:
     """``store`` as a reput that stops for good at ``offset`` reads it: the segment holding it read up to it
-    (``Segment.readable``), the later ones left out."""
+    (``Segment.readable``), the later ones left out; with ``reput_end`` (``ConcurrentStop.reput_end``) the
+    walk of the cut store keeps that reput end (``StoreLocation.reput_end``), so that the records of damaged
+    bytes before the cut are walked as in the whole store."""
     kept: list[Segment] = []
     for seg in store.segments:
         if seg.base > offset or (seg.base == offset and kept):
             break
         readable = offset - seg.base if offset < seg.base + seg.data_end else seg.readable
         kept.append(dataclasses.replace(seg, readable=readable))
-    return dataclasses.replace(store, segments=kept)
+    return dataclasses.replace(store, segments=kept, reput_end=reput_end if reput_end is not None else store.reput_end)

@@ -19,7 +19,13 @@ import numpy as np
 
 from . import commitlog as cl
 from .anomalies import AnomalyKind
-from .concurrent_reput import concurrent_reput_stop, cut_at, reput_walks_past_unreadable, stop_detail
+from .concurrent_reput import (
+    concurrent_reput_stop,
+    cut_at,
+    past_the_stop,
+    reput_walks_past_unreadable,
+    stop_detail,
+)
 from .config import BrokerConfig
 from .consumequeue import QueueTable, assign_positions, build_cq_file, cq_file_name
 from .dispatch import fix_malformed_text, index_keys, queue_units
@@ -182,7 +188,10 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
     stop = concurrent_reput_stop(store, config, found, end)
     if stop is None:
         return result
-    result, _ = _rebuild_in_memory(cut_at(store, stop.offset), config, tz)
+    result, _ = _rebuild_in_memory(cut_at(store, stop.walk_end, stop.reput_end), config, tz)
+    base = {s.name: s.base for s in store.segments}
+    result.anomalies = [a for a in result.anomalies
+                        if not past_the_stop(stop, a, base[a["segment"]] + a["position"])]
     result.anomalies.append(stop_detail(stop))
     return result
 
