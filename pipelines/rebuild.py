@@ -20,6 +20,7 @@ from store_format.concurrent_reput import (
     concurrent_reput_applies,
     concurrent_reput_stop,
     cut_at,
+    past_the_stop,
     stop_detail,
 )
 from store_format.config import BrokerConfig
@@ -267,6 +268,8 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             built.units = sum(r["entries"] for r in built.cq_files)
             built.queues = len({(r["topic"], r["queue_id"]) for r in built.cq_files})
         anomalies = walk.anomalies(built.anomalies + ([stop_detail(stop[0])] if stop else []), recovery)
+        if stop is not None:
+            anomalies = [a for a in anomalies if not past_the_stop(stop[0], a, a.get("commitlog_offset"))]
         if tables is not None:
             progress.stage("tables", tables)
             try:
@@ -337,7 +340,7 @@ def _concurrent_stop(walk: ReputWalk, config: BrokerConfig, data_end: int | None
     if stop is None:
         return None
     runner.progress.emit(f"[rebuild] {stop_detail(stop)['detail']}; walking the commitlog again up to there")
-    cut = cut_at(walk.store, stop.offset)
+    cut = cut_at(walk.store, stop.walk_end, stop.reput_end)
     return stop, scan_and_chain(cut, config, plan_splits(cut, split_size or DEFAULT_SPLIT_SIZE),
                                 f"{staged.staging_uri}/_work/cut", runner)
 

@@ -23,12 +23,18 @@ one that did not fit) and the next parse starts there.  Two ends are possible fo
 
 The walk and the parses are functions of the bytes, not of the threads: the reput waits for every batch of a
 slice before the next slice, and the batches are dispatched in their order.  :func:`damaged_batch_outcome`
-follows them over the damaged bytes.  Not followed (:class:`NotFollowed`, a one-line reason): a parse that
-reads a whole record inside the damaged bytes (it would be dispatched), a blank magic code met there (a
-successful empty request), a walk that goes on past the damage into the next file, and, for 5.5.1 only, a
-field longer than its record's totalSize: 5.5.1 reads into a buffer each executor thread keeps
-(``borrowCheckMessageBuffer``), as long as the longest record that thread read before, so whether the read
-fits depends on which thread got which batch.
+follows them over the damaged bytes.  A successful request a parse makes inside the damaged bytes (a whole
+record read there, or a blank's magic code: ``DispatchRequest(0, true)``) moves the buffer as any parse does, so
+it matters only when its task ends: a task that never ends dispatches nothing, whatever it read.  Likewise a
+pre-check walk that goes on past the damage into the next file (a blank or a zero totalSize read there, or the
+slice's end reached) matters only when every task ends: the reput thread waits in ``doReput``'s ``finally`` for
+a task that never ends before it reads the next file.  A task that ends dispatches the records it read whole
+(:attr:`BatchOutcome.read_whole`: after a size mismatch its parse goes on at the record's structural end, as the
+sequential reput does).  Not followed (:class:`NotFollowed`, a one-line reason): a task that ends after a
+blank's magic code (an empty request whose dispatch was not run against the broker), a walk that goes on into
+the next file with every task ended, and, for 5.5.1 only, a field longer than its record's totalSize: 5.5.1
+reads into a buffer each executor thread keeps (``borrowCheckMessageBuffer``), as long as the longest record
+that thread read before, so whether the read fits depends on which thread got which batch.
 """
 from __future__ import annotations
 
@@ -39,7 +45,8 @@ import numpy as np
 
 from .layout import MAGIC_BLANK, MAGIC_V1, MAGIC_V2, SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6
 
-__all__ = ["BATCH_SIZE", "BatchOutcome", "NotFollowed", "batch_spans", "damaged_batch_outcome"]
+__all__ = ["BATCH_SIZE", "BatchOutcome", "NotFollowed", "PreCheck", "batch_spans", "damaged_batch_outcome",
+           "pre_check"]
 
 BATCH_SIZE = 4 * 1024 * 1024   # ConcurrentReputMessageService.BATCH_SIZE
 
@@ -52,13 +59,62 @@ class NotFollowed(Exception):
 
 
 @dataclasses.dataclass(frozen=True)
+class PreCheck:
+    """``ConcurrentReputMessageService.preCheckMessageAndReturnSize`` at one record, and what ``doReput`` does
+    with its answer.  ``how``:
+
+    * ``"accepts"``: a record's magic code and a positive totalSize within the data: the record goes into the
+      open batch and the walk moves by ``total``;
+    * ``"rolls"``: 0 (a blank's magic code, or a record's with totalSize 0): ``rollNextFile``;
+    * ``"cut"``: the slice ends inside the header (fewer than 4 bytes, or fewer than 8 with a totalSize within
+      the data): ``getInt`` throws out of ``doReput``, whose caller calls it again at the same offset;
+    * ``"past_end"``: ``reputFromOffset + totalSize`` passes ``getConfirmOffset()``: -1;
+    * ``"illegal_magic"``: neither a record's (V1, V2) nor a blank's magic code: -1;
+    * ``"negative"``: a record's magic code and a negative totalSize, which ``doReput`` takes as -1.
+
+    The last four leave ``reputFromOffset`` at the record for good (:attr:`stays`).  ``total`` and ``magic``:
+    what was read (None: not read)."""
+    how: str
+    total: int | None
+    magic: int | None
+
+    @property
+    def stays(self) -> bool:
+        return self.how not in ("accepts", "rolls")
+
+
+def pre_check(head: bytes, at: int, confirm: int) -> PreCheck:
+    """``preCheckMessageAndReturnSize`` over ``head`` (the slice's bytes at commitlog offset ``at``, at most 8:
+    fewer where the slice ends) with ``getConfirmOffset()`` = ``confirm``, read in its order: totalSize, the
+    check against the confirm offset, the magic code.  The one place for the pre-check's rule, read by the
+    first damaged record's classification (:func:`store_format.concurrent_reput.concurrent_reput_stop`) and by
+    the walk over the damaged bytes (:func:`damaged_batch_outcome`)."""
+    if len(head) < 4:
+        return PreCheck("cut", None, None)
+    total = int.from_bytes(head[:4], "big", signed=True)
+    if at + total > confirm:
+        return PreCheck("past_end", total, None)
+    if len(head) < 8:
+        return PreCheck("cut", total, None)
+    magic = int.from_bytes(head[4:8], "big", signed=True)
+    if magic == MAGIC_BLANK:
+        return PreCheck("rolls", total, magic)
+    if magic not in (MAGIC_V1, MAGIC_V2):
+        return PreCheck("illegal_magic", total, magic)
+    return PreCheck("accepts" if total > 0 else "rolls" if total == 0 else "negative", total, magic)
+
+
+@dataclasses.dataclass(frozen=True)
 class BatchOutcome:
     """Where the concurrent reput ends on a damaged file: records before ``cut`` (a commitlog offset) are
     dispatched, none at or after it; ``stood`` is where ``reputFromOffset`` stays; ``hung``: the batch
-    (commitlog offset, size) whose task never ends, or None when every task ended."""
+    (commitlog offset, size) whose task never ends, or None when every task ended; ``read_whole``: the records
+    (commitlog offset, length) the ended tasks' parses read whole inside the damaged bytes, which are
+    dispatched (the records before ``cut`` past the damaged one must be exactly these)."""
     cut: int
     stood: int
     hung: tuple[int, int] | None
+    read_whole: tuple[tuple[int, int], ...] = ()
 
 
 def batch_spans(sizes: np.ndarray, start: int) -> tuple[list[tuple[int, int]], int, int]:
@@ -177,23 +233,25 @@ class _Parse:
         return ((length + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
-def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> bool:
+def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> tuple[bool, list[tuple[int, int]], str | None]:
     """The batch task's loop over ``b`` (slice bytes from slice position ``origin``) from ``pos`` to ``lim``
-    (slice positions); True when it ends, False when it never does.
-
-    Raises:
-        NotFollowed: a parse there reads a whole record, or meets a blank's magic code (a successful request).
-    """
+    (slice positions): whether it ends (False: it never does), the records its parses read whole (slice
+    position, length), and the first blank's magic code they met, in words (a successful empty request,
+    ``DispatchRequest(0, true)``), or None.  Either moves the buffer as any parse does, so whether the loop
+    ends does not depend on what is done with them; they are dispatched only if the task ends."""
+    whole: list[tuple[int, int]] = []
+    blank: str | None = None
     while True:
         how, at, total = _scan(b, pos - origin, lim - origin, v551, MAGIC_V1, MAGIC_V2, MAGIC_BLANK)
         pos = origin + int(at)
         if how == _DONE:
-            return True
+            return True, whole, blank
         if how == _HANGS:
-            return False
+            return False, whole, blank
         if how == _BLANK:
-            raise NotFollowed(f"the batch's parse reads a blank's magic code at slice position {pos - 8}, a "
+            blank = blank or (f"the batch's parse reads a blank's magic code at slice position {pos - 8}, a "
                               "successful empty request the dispatch service hands on")
+            continue
         parse = _Parse(b, pos - origin, lim - origin, int(total), v551)
         v2 = _i32(b, pos - 4 - origin) == MAGIC_V2
         try:
@@ -203,46 +261,43 @@ def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> bool:
             continue
         pos = origin + parse.pos
         if length == total:
-            raise NotFollowed(f"the batch's parse reads a whole record of {total} bytes at slice position "
-                              f"{pos - total}, inside the damaged bytes, and dispatches it")
-        # a size mismatch: "[BUG]" logged, the next parse from where this one stopped
+            whole.append((pos - int(total), int(total)))
+        # else a size mismatch: "[BUG]" logged, the next parse from where this one stopped
 
 
 def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int, sizes: np.ndarray,  # noqa: ANN001
-                          damaged: int, confirm: int, v551: bool) -> BatchOutcome:
+                          damaged: int, confirm: int, v551: bool, file_size: int) -> BatchOutcome:
     """What the concurrent reput does with the slice ``[slice_start, slice_end)`` (segment positions) of the
     segment at ``seg_base`` whose whole records before segment position ``damaged`` are ``sizes`` long, the
     record at ``damaged`` being one the pre-check accepts (a record's magic code, a positive totalSize not
-    past ``confirm``, ``getConfirmOffset()``).  ``read(pos, n)``: the segment's bytes.
+    past ``confirm``, ``getConfirmOffset()``).  ``read(pos, n)``: the segment's bytes; ``file_size``:
+    ``mappedFileSizeCommitLog`` (``rollNextFile``).
 
     Raises:
         NotFollowed: a case the module docstring lists, with the reason.
     """
     spans, start, size = batch_spans(sizes, slice_start)
     p = damaged
-    stood = None
-    while stood is None:
+    stood: int | None = None
+    onward: str | None = None      # the pre-check's walk ends by going on in the next file: why
+    while stood is None and onward is None:
         if seg_base + p >= confirm:              # reputFromOffset < getReputEndOffset() no longer holds
             stood = p
             break
-        if p >= slice_end:
-            raise NotFollowed("the pre-check's walk over the damaged bytes reaches the end of the file and "
-                              "goes on in the next one")
-        head = bytes(read(p, min(8, slice_end - p)))
-        if len(head) < 4:
-            stood = p                            # getInt throws; the next doReput throws at the same offset
+        if p >= slice_end:                       # readSize reaches the slice's size: getData at the next file
+            onward, stood = "reaches the end of the file", slice_end
             break
-        total = int.from_bytes(head[:4], "big", signed=True)
-        if seg_base + p + total > confirm or len(head) < 8:
+        check = pre_check(bytes(read(p, min(8, slice_end - p))), seg_base + p, confirm)
+        if check.stays:                          # -1, or getInt throws and the next doReput at the same offset
             stood = p
             break
-        magic = int.from_bytes(head[4:8], "big", signed=True)
-        if magic == MAGIC_BLANK or (magic in (MAGIC_V1, MAGIC_V2) and total == 0):
-            raise NotFollowed(f"the pre-check reads a {'blank' if magic == MAGIC_BLANK else 'zero totalSize'} at "
-                              f"segment position {p}, past the damaged record, and rolls on to the next file")
-        if magic not in (MAGIC_V1, MAGIC_V2) or total < 0:
-            stood = p
+        if check.how == "rolls":                 # rollNextFile: the next file's start
+            onward = (f"reads a {'blank' if check.magic == MAGIC_BLANK else 'zero totalSize'} at segment "
+                      f"position {p}, past the damaged record, and rolls on")
+            stood = p + file_size - (seg_base + p) % file_size
             break
+        assert check.total is not None
+        total = check.total
         if start < 0:
             start, size = p, 0
         size += total
@@ -253,13 +308,25 @@ def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int,
             stood = p                            # the batch, whose task's limit() throws in turn
             break
         p += total
+    assert stood is not None
     if start >= 0:
         spans.append((start, size))
     held = [s for s in spans if s[0] + s[1] > damaged]
     end = min(max(s[0] + s[1] for s in held), slice_end) if held else damaged
     data = np.frombuffer(bytes(read(damaged, end - damaged)), dtype=np.uint8) if end > damaged else \
         np.zeros(0, dtype=np.uint8)
+    read_whole: list[tuple[int, int]] = []
     for first, length in held:
-        if first + length > slice_end or not _task(data, damaged, max(first, damaged), first + length, v551):
-            return BatchOutcome(seg_base + min(first, damaged), seg_base + stood, (seg_base + first, length))
-    return BatchOutcome(seg_base + damaged, seg_base + stood, None)
+        ends, whole, blank = (False, [], None) if first + length > slice_end else \
+            _task(data, damaged, max(first, damaged), first + length, v551)
+        if not ends:   # doReput's finally waits for this batch for ever: the reput never leaves this file
+            return BatchOutcome(seg_base + min(first, damaged), seg_base + stood, (seg_base + first, length),
+                                tuple((seg_base + p, n) for p, n in read_whole))
+        if blank is not None:
+            raise NotFollowed(blank)
+        read_whole += whole
+    if onward is not None:
+        raise NotFollowed(f"the pre-check's walk over the damaged bytes {onward} to the next file, and every batch "
+                          "task ends: the reput goes on there")
+    cut = read_whole[-1][0] + read_whole[-1][1] if read_whole else damaged
+    return BatchOutcome(seg_base + cut, seg_base + stood, None, tuple((seg_base + p, n) for p, n in read_whole))

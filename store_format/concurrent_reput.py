@@ -29,8 +29,11 @@ unreadable record, a size mismatch).  At that record (:func:`concurrent_reput_st
   sequential reput stays, refused;
 * it accepts it (a record's magic code, a positive totalSize within the data): the batch holding it and the
   parse of its bytes decide (:mod:`store_format.concurrent_batches`): either that batch's task never ends and
-  nothing from the batch's start on is dispatched, or it ends without the damaged record and nothing from
-  that record on is; the few ends that module does not follow are refused, one line each.
+  nothing from the batch's start on is dispatched (whatever its parses read, and even where the pre-check's
+  walk went on into the next file: the reput thread waits for that task for ever first), or it ends without
+  the damaged record and nothing from that record on is but the records its parses read whole there (checked
+  against the walk's records: :func:`cut_at` then keeps the slice up to the batch's end and the reput end,
+  :attr:`ConcurrentStop.walk_end`); the few ends that module does not follow are refused, one line each.
 
 A DLedger commitlog (``enableDLegerCommitLog=true``): the pre-check reads the first entry's header, magic 1
 (or -1, a blank) and the entry's size, as a totalSize and a magic code, and gives -1: nothing in the DLedger
@@ -45,14 +48,14 @@ import numpy as np
 
 from . import commitlog as cl
 from .anomalies import AnomalyKind, anomaly
-from .concurrent_batches import NotFollowed, damaged_batch_outcome
+from .concurrent_batches import NotFollowed, damaged_batch_outcome, pre_check
 from .config import BrokerConfig
 from .errors import UnsupportedConfigError
-from .layout import MAGIC_BLANK, MAGIC_V1, MAGIC_V2
 from .reput_end import data_end_limit
 from .store import Segment, StoreLocation
 
-__all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at", "stop_detail"]
+__all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at", "past_the_stop",
+           "reput_walks_past_unreadable", "stop_detail"]
 
 # the walk's findings where the sequential reput parts from the concurrent one (a blank's unreachable tail
 # is the same for both: ``rollNextFile``)
@@ -65,16 +68,36 @@ _MINUS_ONE = ": preCheckMessageAndReturnSize gives -1 and reputFromOffset stays 
 class ConcurrentStop:
     """Where ``ConcurrentReputMessageService`` stops for good: ``offset``, the commitlog offset from which
     nothing is dispatched; why; ``finding``, the walk's row at the record that stops it; ``stood``, where
-    ``reputFromOffset`` stays (None: at ``offset``)."""
+    ``reputFromOffset`` stays (None: at ``offset``); ``reput_end`` and ``walk_end_at``: the reput end
+    :func:`cut_at` keeps and where its walk ends (set where records of the damaged bytes are dispatched before
+    ``offset``; None: the cut store's own, ``offset``)."""
     offset: int
     why: str
     finding: dict
     stood: int | None = None
+    reput_end: int | None = None
+    walk_end_at: int | None = None
+
+    @property
+    def walk_end(self) -> int:
+        """Where the walk of the cut store ends (:func:`cut_at`): ``offset``, or, where records of the damaged
+        bytes are dispatched before it, the end of the batch the task parsed (the pre-check's stand)."""
+        return self.offset if self.walk_end_at is None else self.walk_end_at
 
 
 def concurrent_reput_applies(config: BrokerConfig) -> bool:
     """The 5.x constructor picks ``ConcurrentReputMessageService`` (4.9.8 has no such setting)."""
     return config.is_5x and config.enableBuildConsumeQueueConcurrently
+
+
+def reput_walks_past_unreadable(config: BrokerConfig) -> bool:
+    """Whether the walk that models the reput goes on past a record the sequential reput cannot read (to the
+    next slice), as ``ReputMessageService.doReput`` does on a master or a DLedger store (a slave's stays there
+    for good: ``BrokerConfig.is_master``).  ``ConcurrentReputMessageService.doReput`` has no such branch: its
+    pre-check decides at that record for every broker role (it stays, rolls to the next file, or takes the
+    record into a batch), so with it the walk goes on as a master's and :func:`concurrent_reput_stop` decides
+    where the concurrent reput ends."""
+    return config.is_master or concurrent_reput_applies(config)
 
 
 def _offset(store: StoreLocation, a: dict) -> int:
@@ -100,8 +123,8 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
 
     Raises:
         UnsupportedConfigError: one line, where the damaged bytes lead the concurrent reput somewhere
-            :mod:`store_format.concurrent_batches` does not follow, or where it rolls to the next file on a
-            slave (whose sequential reput stays put instead).
+            :mod:`store_format.concurrent_batches` does not follow, or where it rolls to the next file from a
+            file whose readable data ends before the file does (the walk's slice ends inside it).
     """
     if not concurrent_reput_applies(config):
         return None
@@ -118,62 +141,128 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
             return stop
     if entries is not None:
         return _entry_stop(store, entries, end)
-    return None
+    return _damaged_last_blank(store, config, found)
+
+
+def _damaged_last_blank(store: StoreLocation, config: BrokerConfig, found: list[dict]) -> ConcurrentStop | None:
+    """A blank the walk meets in the last segment whose totalSize does not reach its file's end (the broker
+    writes a blank as long as the rest of its file: only damage makes one).  The sequential walk takes it as
+    the end of the file, as both reputs do where they can read it; the broker's slice of the last file ends at
+    its write position, though, and where the blank's totalSize runs past it, ``preCheckMessageAndReturnSize``
+    gives -1 and the concurrent reput stays AT the blank for good (the sequential reput's
+    ``checkMessageAndReturnSize`` cannot read it either: a master skips the rest of the slice).  Where the
+    write position was is not kept, but nothing after the blank is dispatched either way: the walk's row at
+    the blank says so, the files are the same.  Only where every earlier finding rolled to the next file
+    (anything else ended the concurrent reput before), so that the reput enters the last file at its start."""
+    last = store.segments[-1]
+    if last.dledger or any(_offset(store, a) >= last.base for a in found):
+        return None
+    start = last.start if last is store.segments[0] else 0
+    with store.reader(last) as read:
+        res = cl.walk_range(read, last.base, last.data_end, cl.WalkState.at_slice_start(start, last.data_end),
+                            last.data_end + 1, config, keep_text=False)
+        if res.stop != cl.Stop.BLANK:
+            return None
+        pos = res.state.bufpos
+        total = int.from_bytes(bytes(read(pos, 4)), "big", signed=True)
+    if pos + total == last.size:
+        return None
+    where = f"segment {last.name} position {pos}"
+    finding = anomaly(AnomalyKind.UNREACHABLE_RECORDS, last.name, last.base, pos,
+                      f"a damaged blank (totalSize {total}, not reaching its file's end at {last.size})")
+    return ConcurrentStop(last.base + pos, (
+        f"a blank at {where} whose totalSize {total} does not reach its file's end: preCheckMessageAndReturnSize "
+        "gives -1 and reputFromOffset stays at it where that totalSize runs past the broker's write position, "
+        "else it rolls to the next file's start, past the data; nothing after it is dispatched either way, as by "
+        "the sequential reput"), finding, stood=last.base + pos)
 
 
 def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, end: int) -> ConcurrentStop | None:
     """The concurrent reput at the record ``at`` where the sequential walk found ``first``: where it stops
-    for good, or None where it goes to the next file as the sequential reput does."""
+    for good, or None where it goes to the next file as the sequential reput does.  The pre-check's verdict
+    there is :func:`store_format.concurrent_batches.pre_check`'s (``preCheckMessageAndReturnSize``)."""
     seg = store.segment_at(at)
     assert seg is not None
     pos = at - seg.base
     left = seg.data_end - pos
     with store.reader(seg) as read:
-        head = bytes(read(pos, min(8, max(left, 0))))
+        check = pre_check(bytes(read(pos, min(8, max(left, 0)))), at, end)
     where = f"segment {seg.name} position {pos}"
-    if len(head) < 8:
+    total = check.total
+    if check.how == "cut":
         return ConcurrentStop(at, f"fewer than 8 bytes of the slice left for a header at {where}: getInt "
                               "throws at this record on every call", first)
-    total = int.from_bytes(head[:4], "big", signed=True)
-    magic = int.from_bytes(head[4:], "big", signed=True)
-    if at + total > end:
+    if check.how == "past_end":
         return ConcurrentStop(at, f"totalSize {total} at {where} runs past the data's end ({end}){_MINUS_ONE}", first)
-    if magic not in (MAGIC_V1, MAGIC_V2, MAGIC_BLANK):
-        return ConcurrentStop(at, f"illegal magic code 0x{magic & 0xFFFFFFFF:08X} at {where}{_MINUS_ONE}",
+    if check.how == "illegal_magic":
+        assert check.magic is not None
+        return ConcurrentStop(at, f"illegal magic code 0x{check.magic & 0xFFFFFFFF:08X} at {where}{_MINUS_ONE}",
                               first)
-    if magic == MAGIC_BLANK or total == 0:
-        # rollNextFile: the next file's start, where a master's sequential reput goes too (to the end of the
-        # slice, which is the file's end but in the last file, after which nothing is read)
-        last = seg is store.segments[-1]
-        if config.is_master and (last or seg.data_end == seg.size):
+    if check.how == "rolls":
+        # rollNextFile: the next file's start, on a master and a slave alike, where the walk goes too (a
+        # master's, reput_walks_past_unreadable: to the end of the slice, which is the file's end but in the
+        # last file, after which nothing is read)
+        if seg is store.segments[-1] or seg.data_end == seg.size:
             return None
         raise UnsupportedConfigError(
             f"{_SETTING}: the 5.x ConcurrentReputMessageService's preCheckMessageAndReturnSize rolls to the next "
-            f"file at the record ({first['kind']}, totalSize {total}) at {where}, where a slave's sequential "
-            "reput stays: not reproduced; rebuild with the broker, or without the setting if it ran without it")
-    if total < 0:
+            f"file at the record ({first['kind']}, totalSize {total}) at {where}, where the sequential reput's "
+            f"walk ends inside this file (its readable data ends at {seg.data_end}): not reproduced; rebuild with "
+            "the broker, or without the setting if it ran without it")
+    if check.how == "negative":
         return ConcurrentStop(at, f"negative totalSize {total} at {where}{_MINUS_ONE}", first)
+    assert check.how == "accepts"
     slice_start = seg.start if seg is store.segments[0] else 0
     with store.reader(seg) as read:
         sizes = _record_sizes(read, seg, slice_start, pos, config)
         try:
             out = damaged_batch_outcome(read, seg.base, slice_start, seg.data_end, sizes, pos, end,
-                                        config.brokerVersion == "5.5")
+                                        config.brokerVersion == "5.5", config.mappedFileSizeCommitLog)
         except NotFollowed as e:
             raise UnsupportedConfigError(
                 f"{_SETTING}: the 5.x ConcurrentReputMessageService takes the record ({first['kind']}, totalSize "
                 f"{total}) at {where} into a batch, and {e}: not reproduced; rebuild with the broker, or without "
                 "the setting if it ran without it") from None
+    if out.read_whole:
+        _check_read_whole(store, seg, slice_start, pos, out.stood - seg.base, out.read_whole, end, config, where)
     if out.hung is None:
+        note = (f", its parses reading {len(out.read_whole)} record(s) of the damaged bytes whole (dispatched)"
+                if out.read_whole else "")
         why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
-               f"the batch holding it is parsed to its end without it, and the pre-check stands at commitlog "
-               f"offset {out.stood}")
+               f"the batch holding it is parsed to its end without it{note}, and the pre-check stands at "
+               f"commitlog offset {out.stood}")
     else:
         why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
                f"the task parsing the batch of {out.hung[1]} bytes from commitlog offset {out.hung[0]} never ends, "
                f"so nothing from that batch on is dispatched and the reput waits for it for ever at commitlog "
                f"offset {out.stood}")
+    if out.read_whole:
+        return ConcurrentStop(out.cut, why, first, stood=out.stood, reput_end=end, walk_end_at=out.stood)
     return ConcurrentStop(out.cut, why, first, stood=out.stood)
+
+
+def _check_read_whole(store: StoreLocation, seg: Segment, start: int, damaged: int, stood: int,
+                      read_whole: tuple[tuple[int, int], ...], end: int, config: BrokerConfig, where: str) -> None:
+    """The records the batch tasks read whole inside the damaged bytes (and dispatch) must be exactly the
+    records the walk dispatches after the damaged one over the slice the task parsed, up to where the pre-check
+    stood (segment positions): the walk that :func:`cut_at`'s store gets (``ConcurrentStop.walk_end``), from
+    the slice's start, with the reput end ``end``.  They are where the task's parse and the sequential reput
+    both go on at the damaged record's structural end, and the walk's slice then ends where the task's batch
+    does (``checkMessageAndReturnSize``'s checks against the remaining bytes see the same end).
+
+    Raises:
+        UnsupportedConfigError: one line, where they differ."""
+    with store.reader(seg) as read:
+        res = cl.walk_range(read, seg.base, stood, cl.WalkState.at_slice_start(start, stood), stood + 1,
+                            config, limit_rel=end - seg.base, keep_text=False)
+    rec = res.rec
+    mine = rec[(rec[:, cl.R_POS] >= damaged) & (rec[:, cl.R_STATUS] == cl.Status.DISPATCHED)]
+    walked = [(seg.base + int(p), int(n)) for p, n in zip(mine[:, cl.R_POS], mine[:, cl.R_TOTAL])]
+    if walked != list(read_whole):
+        raise UnsupportedConfigError(
+            f"{_SETTING}: the 5.x ConcurrentReputMessageService's batch task reads records of the damaged bytes "
+            f"after the record at {where} whole ({list(read_whole)}) where the walk reads {walked}: not "
+            "reproduced; rebuild with the broker, or without the setting if it ran without it")
 
 
 def _record_sizes(read, seg: Segment, start: int, end: int, config: BrokerConfig) -> np.ndarray:  # noqa: ANN001
@@ -198,11 +287,11 @@ def _entry_stop(store: StoreLocation, seg: Segment, end: int) -> ConcurrentStop 
         return None        # getData hands out nothing at or past the committed position
     with store.reader(seg) as read:
         head = bytes(read(seg.start, 8))
-    total = int.from_bytes(head[:4], "big", signed=True) if len(head) >= 4 else 0
-    size = int.from_bytes(head[4:8], "big", signed=True) if len(head) >= 8 else 0
-    if len(head) == 8 and at + total <= end and size in (MAGIC_V1, MAGIC_V2, MAGIC_BLANK):
+    if not pre_check(head, at, end).stays:
         raise UnsupportedConfigError(f"{_SETTING} with enableDLegerCommitLog=true: the DLedger entry header at "
                                      f"{at} reads as a record's; not reproduced")
+    total = int.from_bytes(head[:4], "big", signed=True) if len(head) >= 4 else 0
+    size = int.from_bytes(head[4:8], "big", signed=True) if len(head) >= 8 else 0
     finding = anomaly(AnomalyKind.UNREACHABLE_RECORDS, seg.name, seg.base, seg.start,
                       "the DLedger entries the concurrent reput never dispatches")
     return ConcurrentStop(at, f"the DLedger entry header at segment {seg.name} position {seg.start} (magic "
@@ -216,6 +305,15 @@ def _data_end(store: StoreLocation, config: BrokerConfig) -> int:
     return limit if limit is not None else last.base + last.data_end
 
 
+def past_the_stop(stop: ConcurrentStop, row: dict, offset: int | None) -> bool:
+    """Whether a row of the cut store's walk (``offset``: its commitlog offset) is left out of the report where
+    that walk goes on to ``walk_end`` (the end of the batch the task parsed, past the records of the damaged
+    bytes it dispatched): the walk's own row at the damaged record (the report has it with the stop's detail:
+    :func:`stop_detail`), and rows at or past ``stop.offset``, bytes no reput dispatches, read there only
+    because the cut's slice ends where the batch did."""
+    return stop.walk_end_at is not None and (row == stop.finding or (offset is not None and offset >= stop.offset))
+
+
 def stop_detail(stop: ConcurrentStop) -> dict:
     """The walk's row at the stop with a detail saying what the concurrent reput does there."""
     return {**stop.finding, "detail": (
@@ -223,13 +321,15 @@ def stop_detail(stop: ConcurrentStop) -> dict:
         f"commitlog offset {stop.offset} is dispatched")}
 
 
-def cut_at(store: StoreLocation, offset: int) -> StoreLocation:
+def cut_at(store: StoreLocation, offset: int, reput_end: int | None = None) -> StoreLocation:
     """``store`` as a reput that stops for good at ``offset`` reads it: the segment holding it read up to it
-    (``Segment.readable``), the later ones left out."""
+    (``Segment.readable``), the later ones left out; with ``reput_end`` (``ConcurrentStop.reput_end``) the
+    walk of the cut store keeps that reput end (``StoreLocation.reput_end``), so that the records of damaged
+    bytes before the cut are walked as in the whole store."""
     kept: list[Segment] = []
     for seg in store.segments:
         if seg.base > offset or (seg.base == offset and kept):
             break
         readable = offset - seg.base if offset < seg.base + seg.data_end else seg.readable
         kept.append(dataclasses.replace(seg, readable=readable))
-    return dataclasses.replace(store, segments=kept)
+    return dataclasses.replace(store, segments=kept, reput_end=reput_end if reput_end is not None else store.reput_end)

@@ -19,7 +19,13 @@ import numpy as np
 
 from . import commitlog as cl
 from .anomalies import AnomalyKind
-from .concurrent_reput import concurrent_reput_stop, cut_at, stop_detail
+from .concurrent_reput import (
+    concurrent_reput_stop,
+    cut_at,
+    past_the_stop,
+    reput_walks_past_unreadable,
+    stop_detail,
+)
 from .config import BrokerConfig
 from .consumequeue import QueueTable, assign_positions, build_cq_file, cq_file_name
 from .dispatch import fix_malformed_text, index_keys, queue_units
@@ -120,7 +126,7 @@ def follow_reput(store: StoreLocation, config: BrokerConfig,
             limit_abs, asked = (reput_end() if reput_end is not None else None), True
         limit_rel = limit_abs - seg.base if limit_abs is not None and seg is last else None
         state, stop = yield seg, cl.WalkState.at_slice_start(pos, seg.data_end), limit_rel
-        nxt = next_reput_offset(seg, state, stop, file_size, config.is_master)
+        nxt = next_reput_offset(seg, state, stop, file_size, reput_walks_past_unreadable(config))
         if nxt is None or nxt <= reput:
             return
         reput = nxt
@@ -182,7 +188,10 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
     stop = concurrent_reput_stop(store, config, found, end)
     if stop is None:
         return result
-    result, _ = _rebuild_in_memory(cut_at(store, stop.offset), config, tz)
+    result, _ = _rebuild_in_memory(cut_at(store, stop.walk_end, stop.reput_end), config, tz)
+    base = {s.name: s.base for s in store.segments}
+    result.anomalies = [a for a in result.anomalies
+                        if not past_the_stop(stop, a, base[a["segment"]] + a["position"])]
     result.anomalies.append(stop_detail(stop))
     return result
 

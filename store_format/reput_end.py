@@ -15,6 +15,8 @@ def data_end_limit(store: StoreLocation, config: BrokerConfig) -> int | None:
     ends.  None where it cannot matter: 4.9, or a last segment walked without size mismatches."""
     if not config.is_5x:
         return None
+    if store.reput_end is not None:
+        return store.reput_end  # a cut store's: the whole store's (store_format.concurrent_reput.cut_at)
     if store.dledger is not None:
         return store.dledger.committed_pos  # DLedgerCommitLog.getConfirmOffset: the committed position
     last = store.segments[-1]

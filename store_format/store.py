@@ -86,6 +86,10 @@ class StoreLocation:
     # recovery (DLedgerCommitLog's isInrecoveringOldCommitlog; 4.9.8 the normal one, after a crash too), and the
     # store is read as an ordinary one
     dledger_pending: bool = False
+    # 5.x getReputEndOffset of a store cut where the concurrent reput stops dispatching after records of the
+    # damaged bytes it did dispatch: the whole store's, which the cut does not move (None: from the data,
+    # store_format.reput_end.data_end_limit; store_format.concurrent_reput.cut_at)
+    reput_end: int | None = None
 
     @property
     def commitlog_dir(self) -> str:

@@ -42,13 +42,17 @@ the queue's class (``type``), ``maxOffset`` (where its files end), ``files``, ``
 with ext files, ``extMaxOffset`` and ``extFiles``, after ``load()`` and once the reput has caught up
 (``QueueStates.java``); ``reportQueues`` adds ``queuesAfterDispatch`` alone (the queues deleted as usual).
 
-``reputDamage`` (``{"message": i, "field": "magic"|"totalSize"|"totalSizeDelta"|"none", "value": n}``, or
-``"offset"`` for ``"message"``; ``ReputOnly.java``, :mod:`test_concurrent_reput_broker`): the restart's
-recovery dispatches nothing, that put's record is damaged after it (``totalSizeDelta``: n added to its
-totalSize; ``none``: left as it is), and the broker's reput alone dispatches from the commitlog's min offset
-until it stands still (it may stop for good before the end, or with a batch task that never ends); ``store/``
-keeps the damaged commitlog and the line adds ``damagedRecord``, ``damagedSize`` (its totalSize before the
-damage), ``reputStoodAt`` and ``reputHung`` (a batch still held).
+``reputDamage`` (``{"message": i, "field": "magic"|"totalSize"|"totalSizeDelta"|"totalSizeReach"|"blankPast"|
+"none", "value": n}``, or ``"offset"``, or ``"segmentLast": k`` (the last record before segment k's blank) for
+``"message"``; ``ReputOnly.java``, :mod:`test_concurrent_reput_broker`): the restart's recovery dispatches
+nothing, that put's record is damaged after it (``totalSizeDelta``: n added to its totalSize;
+``totalSizeReach``: its totalSize set to reach the start of the n-th record after it, a blank reaching its
+file's end, and ``"plus"`` bytes further; ``blankPast``: a blank's magic code, and a totalSize running n
+bytes past the end of its file; ``none``: left as it is), and the broker's reput alone
+dispatches from the commitlog's min offset until it stands still (it may stop for good before the end, or
+with a batch task that never ends); ``store/`` keeps the damaged commitlog and the line adds
+``damagedRecord``, ``damagedSize`` (its totalSize before the damage), ``reputStoodAt`` and ``reputHung`` (a
+batch still held).
 
 DLedger stores (``enableDLegerCommitLog=true`` in ``config``, a single-node group; scenarios in
 :mod:`broker_dledger_scenarios`): ``config`` also carries ``dLegerGroup``, ``dLegerSelfId`` and

@@ -19,11 +19,24 @@ with the setting (``creput``) and without it (``sreput``: the sequential ``Reput
 Records the pre-check accepts (:mod:`store_format.concurrent_batches`), written with the setting only:
 ``sizeplus``, the 31st put's totalSize 8 bytes too long: the batch task's parse of the next record's first
 bytes leaves 4 bytes and never ends, so nothing from the batch's start (the third segment's) on is dispatched;
-and a DLedger store converted in place (``dledger-converted``): the old commitlog is dispatched, the DLedger
-entries never (the pre-check reads an entry header as a record's).  ``CONCURRENT_REPUT_MORE=1`` adds
+``reach12``, that totalSize reaching 12 bytes into the record after the next one: the task reads the next record
+whole, then never ends on 5.5.1 (nothing from the batch's start on), while on 5.3.3 it ends and the next record
+is dispatched, and nothing after it; ``reach20`` (20 bytes): the task ends on both lines, the next record
+dispatched; ``toend``, the last
+record before the third segment's blank made to reach that file's end: the pre-check's walk goes on into the
+next file, but the task reads the blank's magic code and then never ends, so the reput thread waits for it
+for ever (nothing from the segment's start on); and a DLedger store converted in place (``dledger-converted``):
+the old commitlog is dispatched, the DLedger entries never (the pre-check reads an entry header as a record's).
+On a slave (``brokerId=1``), a record the sequential reput cannot read and the pre-check reads as 0 (``slaveblank``:
+a blank whose totalSize runs past its file's end): the sequential reput stays there for good, the concurrent one
+rolls to the next file and goes on, each rebuilt byte for byte.  The last segment's first record made a blank
+whose totalSize runs past the data but not past its file (``lastblank``): the concurrent reput stood AT it, and
+nothing after it is dispatched by either reput or by ``rebuild``, whose row there says so.
+``CONCURRENT_REPUT_MORE=1`` adds
 ``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next record's magic code read as a
-totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after 4 bytes and never ends)
-and a DLedger store without old files (``dledger-plain``).
+totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after 4 bytes and never ends),
+a DLedger store without old files (``dledger-plain``), ``slavezero`` (a record's totalSize set to 0 on a
+slave) and ``lastblank`` without the setting.
 
 5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
@@ -51,9 +64,32 @@ DAMAGES = {"magic": ("magic", 0x0BADBEEF, {"message": 30}), "negsize": ("totalSi
            "segstart": ("magic", 0x0BADBEEF, {"offset": 2 * SEGMENT})}
 
 
-# records the pre-check accepts, written with the setting only: the totalSize moved by a delta
-ACCEPTED = {"sizeplus": 8, **({"sizeminus": -8, "size12": 12} if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
+# records the pre-check accepts, written with the setting only: the 31st put's totalSize moved by a delta, or
+# set to reach past the record after the next one by 12 bytes (``reach12``), or the last record before the third
+# segment's blank set to reach the end of that file (``toend``)
+def _delta(n: int) -> dict:
+    return {"message": 30, "field": "totalSizeDelta", "value": n}
+
+
+ACCEPTED = {"sizeplus": _delta(8), "reach12": {"message": 30, "field": "totalSizeReach", "value": 2, "plus": 12},
+            "reach20": {"message": 30, "field": "totalSizeReach", "value": 2, "plus": 20},
+            "toend": {"segmentLast": 2, "field": "totalSizeReach", "value": 2},
+            **({"sizeminus": _delta(-8), "size12": _delta(12)} if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
+# ... where the batch task reads the next record whole and then ends, so that the broker dispatches it: ``reach20``
+# (the junk after it read 8 bytes at a time up to the batch's end: a queueId read as a small totalSize, its flag as
+# a magic code), and ``reach12`` on 5.3.3
+READ_WHOLE = {("5.3.3", "reach12"), ("5.3.3", "reach20"), ("5.5.1", "reach20")}
 DLEDGER = ("converted", *(("plain",) if os.environ.get("CONCURRENT_REPUT_MORE") else ()))
+# on a slave (brokerId=1, brokerRole=SLAVE), the 31st put's record made one the pre-check reads as 0: a blank whose
+# totalSize runs 4 bytes past its file's end (``blank``: the sequential checkMessageAndReturnSize cannot read it),
+# or a record with totalSize 0 (``zero``, with CONCURRENT_REPUT_MORE); each with the setting and without it
+SLAVE = {"blank": {"message": 30, "field": "blankPast", "value": 4},
+         **({"zero": {"message": 30, "field": "totalSize", "value": 0}} if os.environ.get("CONCURRENT_REPUT_MORE")
+            else {})}
+
+# the first record of the last segment made a blank whose totalSize ends 16 bytes before its file's end, past the
+# data (``lastblank``; its sequential control with CONCURRENT_REPUT_MORE)
+LAST_BLANK = {"offset": 5 * SEGMENT, "field": "blankPast", "value": -16}
 
 
 def _scenarios(line: str) -> list[dict]:
@@ -67,10 +103,18 @@ def _scenarios(line: str) -> list[dict]:
             out.append({"name": f"{line}-{reput}-{what}", "messages": messages,
                         "config": {**config, "enableBuildConsumeQueueConcurrently": on},
                         "reputDamage": {**where, "field": field, "value": value}})
-    for what, delta in ACCEPTED.items():
+    for what, damage in ACCEPTED.items():
         out.append({"name": f"{line}-creput-{what}", "messages": messages,
-                    "config": {**config, "enableBuildConsumeQueueConcurrently": "true"},
-                    "reputDamage": {"message": 30, "field": "totalSizeDelta", "value": delta}})
+                    "config": {**config, "enableBuildConsumeQueueConcurrently": "true"}, "reputDamage": damage})
+    for what, damage in SLAVE.items():
+        for reput, on in (("creput", "true"), ("sreput", "false")):
+            out.append({"name": f"{line}-{reput}-slave{what}", "messages": messages,
+                        "config": {**config, "brokerId": "1", "brokerRole": "SLAVE",
+                                   "enableBuildConsumeQueueConcurrently": on}, "reputDamage": damage})
+    for reput in ("creput", "sreput") if os.environ.get("CONCURRENT_REPUT_MORE") else ("creput",):
+        out.append({"name": f"{line}-{reput}-lastblank", "messages": messages,
+                    "config": {**config, "enableBuildConsumeQueueConcurrently": str(reput == "creput").lower()},
+                    "reputDamage": LAST_BLANK})
     for sc in dls.dledger_scenarios(line):
         what = sc["name"].rsplit("-", 1)[-1]
         if what in DLEDGER:   # without recheckReputOffsetFromCq, whose wait in start() never ends here
@@ -84,7 +128,10 @@ SCENARIOS = {line: _scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
          if sc["name"].rsplit("-", 1)[-1] in DAMAGES]
 NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
-             if sc["name"].rsplit("-", 1)[-1] not in DAMAGES]
+             if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and "-slave" not in sc["name"]
+             and not sc["name"].endswith("-lastblank")]
+SLAVE_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+               if "-slave" in sc["name"]]
 _RUNS: dict[str, dict] = {}
 
 
@@ -255,9 +302,28 @@ def test_where_the_broker_stood_on_accepted_records(reput, line: str, name: str)
         assert not w["reputHung"] and w["reputStoodAt"] == start, w
         assert top < start and (top >= 0) == name.endswith("converted"), top
     else:
-        assert w["reputHung"] or not name.endswith("sizeplus"), w
-        assert w["reputStoodAt"] == w["damagedRecord"] + w["damagedSize"] + ACCEPTED[name.rsplit("-", 1)[-1]], w
-        assert 0 <= top < (w["damagedRecord"] - w["damagedRecord"] % SEGMENT if w["reputHung"] else w["damagedRecord"])
+        what = name.rsplit("-", 1)[-1]
+        assert w["reputHung"] == (what in HUNG.get(line, ())), w
+        assert w["reputStoodAt"] == w["damagedRecord"] + _damaged_total(d, w["damagedRecord"]), w
+        if (line, what) in READ_WHOLE:   # the next record, read whole by the task, and nothing after it
+            assert not w["reputHung"] and top == w["damagedRecord"] + w["damagedSize"], (w, top)
+        else:
+            assert 0 <= top < (w["damagedRecord"] - w["damagedRecord"] % SEGMENT if w["reputHung"]
+                               else w["damagedRecord"])
+
+
+# where the broker's batch task never ends: ``sizeplus`` always; ``reach12`` on 5.5.1 (after the next record, read
+# whole, the next one's magic code read as a negative totalSize, 4 bytes left); ``toend``: the blank's magic code
+# read, then the zeros after it 8 bytes at a time, which in this store's third segment leaves fewer than 8 at the
+# end; ``sizeminus`` as its record's bytes fall (5.3.3 and 5.5.1 alike here)
+HUNG = {"5.3.3": ("sizeplus", "toend", "sizeminus"), "5.5.1": ("sizeplus", "reach12", "toend", "sizeminus", "size12")}
+
+
+def _damaged_total(d: Path, offset: int) -> int:
+    """The damaged record's totalSize as the store holds it (where the pre-check's walk goes next)."""
+    with open(d / "store" / "commitlog" / f"{offset - offset % SEGMENT:020d}", "rb") as f:
+        f.seek(offset % SEGMENT)
+        return int.from_bytes(f.read(4), "big", signed=True)
 
 
 @pytest.mark.parametrize("line,name", NEW_CASES)
@@ -278,10 +344,12 @@ def test_rebuild_matches_the_broker_on_accepted_records(reput, line: str, name: 
                              "--engine", "local", "--json"])
     assert code == 0, err[-2000:]
     at = _dledger_start(d) if "-dledger-" in name else reput["written"]["damagedRecord"]
-    rows = [a for a in json.loads(out)["anomalies"] if "stops here for good" in (a["detail"] or "")]
+    found = json.loads(out)["anomalies"]
+    rows = [a for a in found if "stops here for good" in (a["detail"] or "")]
     assert [a["commitlog_offset"] for a in rows] == [at], rows
-    if name.endswith("sizeplus"):
-        assert "never ends" in rows[0]["detail"], rows
+    assert [a["commitlog_offset"] for a in found].count(at) == 1, found
+    assert ("never ends" in rows[0]["detail"]) == reput["written"]["reputHung"], rows
+    assert ("of the damaged bytes whole" in rows[0]["detail"]) == ((line, name.rsplit("-", 1)[-1]) in READ_WHOLE), rows
 
 
 def _rebuilt_without_the_setting(d: Path, line: str, tmp_path: Path) -> Path:
@@ -322,3 +390,52 @@ def test_the_tables_hold_the_same_findings(written, tmp_path: Path) -> None:
     assert sorted((a["kind"], a["commitlog_offset"], a["detail"]) for a in table) == \
         sorted((a["kind"], a["commitlog_offset"], a["detail"]) for a in rows)
     _same_files(d / "expected", tmp_path / "o", r["written"]["indexNamesUnique"])
+
+
+@pytest.mark.parametrize("line,name", SLAVE_CASES)
+def test_a_slave_at_a_record_the_pre_check_reads_as_zero(reput, line: str, name: str, tmp_path: Path) -> None:
+    """On a slave, at a record the sequential ``checkMessageAndReturnSize`` cannot read and the pre-check reads
+    as 0 (``rollNextFile``): the broker's sequential reput stood AT it for good, its concurrent one went on in
+    the next file to the end (the harness itself); ``rebuild`` writes the broker's files byte for byte either
+    way, with no row saying the concurrent reput stops; and the concurrent store rebuilt without the setting
+    is not what the broker's concurrent reput wrote (the comparison can fail)."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    concurrent = "-creput-" in name
+    assert not w["reputHung"] and w["reputStoodAt"] == (w["maxPhyOffset"] if concurrent else w["damagedRecord"]), w
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
+                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
+                             "--engine", "local", "--json"])
+    assert code == 0, err[-2000:]
+    rows = json.loads(out)["anomalies"]
+    assert [a["commitlog_offset"] for a in rows][:1] == [w["damagedRecord"]], rows
+    assert not any("stops here for good" in (a["detail"] or "") for a in rows), rows
+    if concurrent:
+        assert _cq_max_offset(d / "expected" / "consumequeue") > w["damagedRecord"] + SEGMENT
+        assert _differ(d / "expected", _rebuilt_without_the_setting(d, line, tmp_path))
+
+
+@pytest.mark.parametrize("line,name", [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items()
+                                       for sc in scs if sc["name"].endswith("-lastblank")])
+def test_a_damaged_blank_in_the_last_segment(reput, line: str, name: str, tmp_path: Path) -> None:
+    """A blank in the last segment whose totalSize runs past the data but not past its file: the broker's
+    concurrent reput stood AT it for good (its pre-check gives -1 past the write position), the sequential one
+    at the data's end (it cannot read it: the master skips the rest of the slice); neither dispatched anything
+    after it, nor does ``rebuild`` (the broker's files byte for byte), whose walk takes it as the end of the
+    file; with the setting the summary's row at the blank says the concurrent reput stops there."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    concurrent = "-creput-" in name
+    assert w["damagedRecord"] == 5 * SEGMENT and w["maxPhyOffset"] < 6 * SEGMENT - 16, w
+    assert not w["reputHung"] and w["reputStoodAt"] == (w["damagedRecord"] if concurrent else w["maxPhyOffset"]), w
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    assert _cq_max_offset(d / "expected" / "consumequeue") < w["damagedRecord"]
+    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
+                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
+                             "--engine", "local", "--json"])
+    assert code == 0, err[-2000:]
+    rows = [a for a in json.loads(out)["anomalies"] if "stops here for good" in (a["detail"] or "")]
+    assert [a["commitlog_offset"] for a in rows] == ([w["damagedRecord"]] if concurrent else []), rows

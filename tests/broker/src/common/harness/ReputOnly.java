@@ -41,27 +41,75 @@ final class ReputOnly {
     }
 
     /** Sets the record's magic code (byte 4) or totalSize (byte 0) to {@code value}, or adds {@code value} to
-     *  its totalSize ({@code "totalSizeDelta"}); {@code "none"} leaves the commitlog as it is. Returns the
-     *  record's totalSize before the damage (0 for {@code "none"}). */
-    static int damage(File root, long segmentSize, long offset, String field, int value) throws IOException {
+     *  its totalSize ({@code "totalSizeDelta"}), or sets its totalSize so that it reaches the start of the
+     *  {@code value}-th record after it ({@code "totalSizeReach"}, following the undamaged totalSizes, a blank's
+     *  to the end of its file) and {@code plus} bytes further, or makes it a blank whose totalSize runs
+     *  {@code value} bytes past the end of its file ({@code "blankPast"}: magic code and totalSize);
+     *  {@code "none"} leaves the commitlog as it is.
+     *  Returns the record's totalSize before the damage (0 for {@code "none"}). */
+    static int damage(File root, long segmentSize, long offset, String field, int value, int plus) throws IOException {
         if ("none".equals(field)) {
             return 0;
         }
-        File seg = new File(new File(root, "commitlog"), String.format("%020d", offset - offset % segmentSize));
+        File seg = segmentFile(root, segmentSize, offset);
         int at;
         if ("magic".equals(field)) {
             at = 4;
-        } else if ("totalSize".equals(field) || "totalSizeDelta".equals(field)) {
+        } else if ("totalSize".equals(field) || "totalSizeDelta".equals(field) || "totalSizeReach".equals(field)
+            || "blankPast".equals(field)) {
             at = 0;
         } else {
             throw new IllegalArgumentException("reputDamage field " + field);
         }
         try (RandomAccessFile f = new RandomAccessFile(seg, "rw")) {
-            f.seek(offset % segmentSize);
+            long pos = offset % segmentSize;
+            f.seek(pos);
             int size = f.readInt();
-            f.seek(offset % segmentSize + at);
-            f.writeInt("totalSizeDelta".equals(field) ? size + value : value);
+            int set = value;
+            if ("totalSizeDelta".equals(field)) {
+                set = size + value;
+            } else if ("totalSizeReach".equals(field)) {
+                long p = pos;
+                for (int i = 0; i < value; i++) {
+                    f.seek(p);
+                    p += f.readInt();
+                }
+                set = (int) (p - pos) + plus;
+            } else if ("blankPast".equals(field)) {
+                set = (int) (segmentSize - pos) + value;
+                f.seek(pos + 4);
+                f.writeInt(0xCBD43194);
+            }
+            f.seek(pos + at);
+            f.writeInt(set);
             return size;
+        }
+    }
+
+    private static File segmentFile(File root, long segmentSize, long offset) {
+        return new File(new File(root, "commitlog"), String.format("%020d", offset - offset % segmentSize));
+    }
+
+    /** The commitlog offset of the last record before the blank that ends segment number {@code index}. */
+    static long lastRecord(File root, long segmentSize, int index) throws IOException {
+        long base = index * segmentSize;
+        try (RandomAccessFile f = new RandomAccessFile(segmentFile(root, segmentSize, base), "r")) {
+            long pos = 0;
+            long last = -1;
+            while (true) {
+                f.seek(pos);
+                int size = f.readInt();
+                int magic = f.readInt();
+                if (magic == 0xCBD43194 || size <= 0) {
+                    break;
+                }
+                last = pos;
+                pos += size;
+            }
+            if (last < 0) {
+                throw new IllegalStateException("no record in segment " + index);
+            }
+            return base + last;
         }
     }
 

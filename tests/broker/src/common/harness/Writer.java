@@ -299,11 +299,14 @@ public final class Writer {
         check(loaded, "store load failed on restart");
         if (reputDamage != null) {  // the recovery dispatched nothing; now the damage, for the reput alone
             ReputOnly.putDispatchers(store, dispatchers);
+            long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
             long at = reputDamage.has("offset") ? reputDamage.get("offset").getAsLong()
+                : reputDamage.has("segmentLast")
+                ? ReputOnly.lastRecord(root, segmentSize, reputDamage.get("segmentLast").getAsInt())
                 : wrote.get(reputDamage.get("message").getAsInt());
-            out.addProperty("damagedSize", ReputOnly.damage(root,
-                Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog(), at,
-                reputDamage.get("field").getAsString(), reputDamage.get("value").getAsInt()));
+            out.addProperty("damagedSize", ReputOnly.damage(root, segmentSize, at,
+                reputDamage.get("field").getAsString(), reputDamage.get("value").getAsInt(),
+                reputDamage.has("plus") ? reputDamage.get("plus").getAsInt() : 0));
             out.addProperty("damagedRecord", at);
         }
         // a RocksDB consume queue (storeType=defaultRocksDB) has no queue files to report: its database is
