@@ -156,13 +156,15 @@ def _max_key(units: np.ndarray) -> np.ndarray:
 @dataclasses.dataclass(frozen=True)
 class QueuesOnDisk:
     """The consume queues a store holds when the crash restart starts (``verify`` predicts that start on the
-    store as it is): their largest max physical offset after ``ConsumeQueue.recover`` (5.3.3 passes it to
-    ``dledgerRecoverAbnormally``; 5.5.1's ``truncateDirty`` checks it with the walk's), and, per queue
-    ``(topic, queue id)``, its max physical offset once ``truncateDirtyLogicFiles`` cut its own units at an
-    offset: the end of its last unit below it, 2147483647 after ``fillPreBlank`` units only, the offset
-    itself when every file goes."""
+    store as it is): their largest max physical offset after ``ConsumeQueue.recover``
+    (``BatchConsumeQueue.recover``'s: the start of its last unit; 5.3.3 passes it to ``dledgerRecoverAbnormally``;
+    5.5.1's ``truncateDirty`` checks it with the walk's), and, per queue ``(topic, queue id)``, its max physical
+    offset once ``truncateDirtyLogicFiles`` cut its own units at an offset, with whether a file of it stays: a
+    consume queue's, the end of its last unit below it, 2147483647 after ``fillPreBlank`` units only, the offset
+    itself when every file goes; a batch queue's (``BatchConsumeQueue.truncateDirtyLogicFiles``), the start of
+    its last unit below it, the offset - 1 when every file goes."""
     max_physic_offset: int
-    max_after_cut: Callable[[int], dict[tuple[str, int], int]]
+    max_after_cut: Callable[[int], dict[tuple[str, int], tuple[int, bool]]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,13 +227,14 @@ class QueueCut:
 
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq_file_size: int, ext: bool,
                recheck: bool, min_offset: int, confirm_offset: int, end: int,
-               on_disk: dict[tuple[str, int], int] | None = None,
+               on_disk: dict[tuple[str, int], tuple[int, bool]] | None = None,
                inside: Callable[[int], int] | None = None, reset_emptied: bool = False) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
     least ``min_offset``), walking to ``end`` (module docstring); ``ext``: ``enableConsumeQueueExt``.
-    ``on_disk``: the consume queues the store held before the walk, each with its max physical offset once
-    the cut took its own units (:class:`QueuesOnDisk`); the walk's units of every record from its start file
+    ``on_disk``: the consume queues the store held before the walk (batch queues too), each with its max
+    physical offset once the cut took its own units and whether a file of it stays (:class:`QueuesOnDisk`);
+    the walk's units of every record from its start file
     are in ``track`` whether its dispatch appended them or found them there, so the units the cut takes
     are the walk's.  ``inside``: where the reput set at ``process_offset`` (inside an entry) dispatches
     from, or where it stands when it dispatches nothing
@@ -257,10 +260,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     emptied: set[int] = set()
     if on_disk:
         queue_ids = {name: k for k, name in enumerate(track.names)}
-        ends_below = [v for v in on_disk.values() if v < process_offset]
-        top = max(top, *ends_below) if ends_below else top
-        kept |= {queue_ids[n] for n, v in on_disk.items() if v < process_offset and n in queue_ids}
-        emptied = {queue_ids[n] for n, v in on_disk.items() if v == process_offset and n in queue_ids}
+        left = [v for v, stays in on_disk.values() if stays]
+        top = max(top, *left) if left else top
+        kept |= {queue_ids[n] for n, (_v, stays) in on_disk.items() if stays and n in queue_ids}
+        emptied = {queue_ids[n] for n, (_v, stays) in on_disk.items() if not stays and n in queue_ids}
     max_after = {}
     for q, rows in per_queue.items():
         if q in kept:

@@ -277,6 +277,18 @@ def layouts_recheck_abort_scenario(line: str) -> dict:
             "name": f"{line}-dledger-abort-layouts-recheck"}
 
 
+def batch_kept_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-batch-kept`` (5.x lines): the ``layouts`` store without consume queue ext files,
+    restarted with its queues kept (``keepQueues``: ``batchconsumequeue/`` too): the crash restart's walk finds
+    the units of T0, ``%LMQ%q1`` and the BatchCQ topic BT0 there, the cut (5.5.1; 5.3.3 when the loaded queues
+    reach ``processOffset``) takes each queue's own units past ``processOffset``, a batch queue's by
+    ``BatchConsumeQueue``'s rule, and the reput from the committed position puts back only the last ones."""
+    sc = layouts_abort_scenario(line)
+    conf = {k: v for k, v in sc["config"].items() if not k.startswith("enableConsumeQueueExt")
+            and k != "mappedFileSizeConsumeQueueExt"}
+    return {**sc, "config": conf, "keepQueues": True, "name": f"{line}-dledger-abort-batch-kept"}
+
+
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""

@@ -24,6 +24,7 @@ import broker_harness as bh
 import pytest
 from broker_dledger_scenarios import (
     abort_scenarios,
+    batch_kept_abort_scenario,
     dledger_scenarios,
     emptied_abort_scenarios,
     first_start_abort_scenario,
@@ -51,7 +52,8 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
 # recheckReputOffsetFromCq (it rebuilds nothing)
 EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] if line.startswith("4") else [
     no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line),
-    layouts_abort_scenario(line), *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
+    layouts_abort_scenario(line), batch_kept_abort_scenario(line),
+    *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
     + emptied_abort_scenarios(line)
     for line in LINES}
 _RUNS: dict[str, dict] = {}
@@ -518,6 +520,40 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_queues_it_holds(written, 
         held += sum(1 for i in range(0, valid, 20) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
     lost = _queued(r["scenario"]) - held
     assert p["units_lost"] == lost > 0, (lost, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_verify_predicts_a_crash_restart_that_cuts_the_batch_queue_it_holds(written, line, tmp_path):
+    """The layouts store (T0, the light queue %LMQ%q1, the BatchCQ topic BT0) without ext files, restarted after
+    a crash with its queues kept, batchconsumequeue/ too: the recovery's walk finds every unit there,
+    truncateDirtyLogicFiles cuts each queue's own units past processOffset (BatchConsumeQueue's rule for BT0:
+    its max becomes the start of its last unit kept) and the start's reput from the committed position puts back
+    only those of the last messages. verify on the store as that restart found it predicts, queue by queue, the
+    units lost: every unit of a sent message the broker's queue lacks once its reput caught up."""
+    name = f"{line}-dledger-abort-batch-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    assert any((src / "before" / "batchconsumequeue").rglob("0*")), "no batch queue file kept"
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"], report.get("no_prediction")
+    messages = r["scenario"]["messages"]
+    sent = {"T0/0": sum(m["topic"] == "T0" for m in messages),
+            "%LMQ%q1/0": sum("properties" in m and m["topic"] == "T0" for m in messages),
+            "BT0/0": sum(m["topic"] == "BT0" for m in messages)}
+    lost = {}
+    for queue, state in r["written"]["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("BT0/") else ("consumequeue", 20)
+        held = 0
+        for f in state["files"]:
+            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(data), unit) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+        if sent[queue] - held:
+            lost[queue] = sent[queue] - held
+    predicted = {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]}
+    assert predicted == lost and ("BT0/0" in lost) == (line != "5.3.3" or r["written"]["truncateDirtyLogicFilesAt"]
+                                                       >= 0), (predicted, lost, p["notes"])
 
 
 @pytest.mark.parametrize("line", LINES)

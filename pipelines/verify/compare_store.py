@@ -21,7 +21,7 @@ import pyarrow.fs as pafs
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
-from store_format.consumequeue_recovery import truncate_dirty_logic_files
+from store_format.consumequeue_recovery import BCQ_RULES, CQ_RULES, truncate_dirty_logic_files
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_crash_cut import QueuesOnDisk
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
@@ -280,20 +280,20 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
     """What a 5.x DLedger store's restart after a crash dispatches
     (:func:`store_format.dledger_crash.plan_dledger_crash`) on the queues the store holds (``states``, after
     ``ConsumeQueue.recover``), or why it is not predicted: what that refuses."""
-    queues = [s for s in states if s.restart.layout == "consumequeue"]
-    if any(s.restart.layout != "consumequeue" and s.restart.max_physic_offset >= 0 for s in states):
-        return None, ("a 5.x DLedger store whose last shutdown was not clean (abort file), with batch consume queue "
-                      "units on disk: what the recovery's walk and truncateDirtyLogicFiles then do to them is not "
-                      "modelled")
-
-    def max_after_cut(offset: int) -> dict[tuple[str, int], int]:
+    def max_after_cut(offset: int) -> dict[tuple[str, int], tuple[int, bool]]:
+        """Each queue holding units: ``truncateDirtyLogicFiles(offset)`` on its own units (a batch queue's
+        ``BatchConsumeQueue``'s), its max physical offset then and whether a file of it stays."""
         out = {}
-        for s in queues:
+        for s in states:
             if s.restart.max_physic_offset < 0:
                 continue   # no unit loaded
-            t = truncate_dirty_logic_files(list(s.tail_files), offset, older_files=s.older_files)
+            rules = BCQ_RULES if s.restart.layout == BCQ_DIR else CQ_RULES
+            t = truncate_dirty_logic_files(list(s.tail_files), offset, unit_size=rules.unit_size,
+                                           truncate_from=rules.truncate_from, older_files=s.older_files)
             topic, qid = s.restart.queue.rsplit("/", 1)
-            out[(topic, int(qid))] = t.max_physic_offset if t.write_position >= 0 else -1
+            # write position -1: the walk would go on into older files (not followed): counted as kept, below all
+            out[(topic, int(qid))] = (t.max_physic_offset, t.write_position != 0) if t.write_position >= 0 \
+                else (-1, True)
         return out
 
     on_disk = QueuesOnDisk(max((s.restart.max_physic_offset for s in states), default=-1), max_after_cut)
