@@ -106,9 +106,12 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           + (f"; in {len(c.moves)} queue(s) it puts back only the last cut units, appended at the "
                              "write position over the others (putMessagePositionInfo)" if c.moves else ""))
         if crash.cut is not None and crash.cut.inside_from >= 0:
-            progress.emit(f"[rebuild] as a restart after a crash: doRecheckReputOffsetFromCq sets the reput at "
-                          f"processOffset {crash.cut.inside_from}, inside an entry: DLedgerCommitLog's message check "
-                          f"there sends it on to {crash.cut.reput} (ReputMessageService.doReput)")
+            at = crash.cut.inside_from
+            progress.emit(f"[rebuild] as a restart after a crash: doRecheckReputOffsetFromCq sets the reput at {at} ("
+                          + ("processOffset" if at == crash.process_offset else
+                             "processOffset - 1, where a batch queue the cut emptied leaves its max")
+                          + f"), inside an entry: DLedgerCommitLog's message check there sends it on to "
+                          f"{crash.cut.reput} (ReputMessageService.doReput)")
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
                       + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else "")
                       + (f"; it puts {sum(a.count for a in crash.ext_again)} ext unit(s) again, one per record of an "

@@ -242,8 +242,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
     Raises:
-        UnsupportedConfigError: a reput that would start inside an entry: at ``processOffset`` itself without
-            ``inside``, one byte before it (a batch queue the cut emptied), or at 2147483647 inside the log;
+        UnsupportedConfigError: a reput that would start inside an entry: at ``processOffset`` itself or one
+            byte before it (a batch queue the cut emptied) without ``inside``, or at 2147483647 inside the log;
             with ext, a reput from before the walk's last data file.
     """
     units = track.last_file()
@@ -280,13 +280,11 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         # -1 before the start; 5.3.3 keeps processOffset there
         reput = max(top, *(-1 if reset_emptied and v == process_offset else v for v in max_after.values()),
                     min_offset, 0)
-        if reput == process_offset and reput > top:
+        # an emptied queue's max: processOffset (5.3.3 ConsumeQueue) or processOffset - 1 (BatchConsumeQueue)
+        if reput in (process_offset, process_offset - 1) and reput > top:
             if inside is None:
-                raise _refuse(f"the reput would start at processOffset {process_offset}, inside an entry")
+                raise _refuse(f"the reput would start at {reput}, inside an entry")
             inside_from, reput = reput, inside(reput)   # where doReput goes on from (store_format.dledger_reput_inside)
-        if reput == process_offset - 1 and reput > top:
-            raise _refuse(f"the reput would start at {reput} (a batch consume queue the cut emptied: processOffset "
-                          "- 1), inside an entry")
         if reput == BLANK_MAX and reput < end:
             raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
                           "the log")

@@ -192,6 +192,21 @@ def emptied_abort_scenarios(line: str) -> list[dict]:
     return []
 
 
+def emptied_batch_abort_scenarios(line: str) -> list[dict]:
+    """The emptied scenarios with their last message to a BatchCQ topic of its own (``B9``, as long a name as
+    ``T9``: the same ``processOffset``): the cut deletes that batch queue's only file and leaves its max at
+    ``processOffset - 1`` (``BatchConsumeQueue.truncateDirtyLogicFiles``; its ``correctMinOffset`` does not
+    reset it), above the other queues', so ``doRecheckReputOffsetFromCq`` sets the reput there, inside the
+    last entry.  ``<line>-dledger-abort-emptied-batch`` (5.5.1) and ``-emptied-batch-kept`` (5.3.3, with the
+    queues kept).  Both ``reportQueues``."""
+    out = []
+    for sc in emptied_abort_scenarios(line):
+        last = {**sc["messages"][-1], "topic": "B9"}
+        out.append({**sc, "messages": [*sc["messages"][:-1], last], "batchTopics": ["B9"],
+                    "name": sc["name"].replace("-emptied", "-emptied-batch")})
+    return out
+
+
 def first_start_abort_scenario(line: str) -> dict:
     """``<line>-dledger-abort-first-start``: the ``converted`` store's messages before the switch, put with an
     ordinary commitlog, then the restart after a crash (an ``abort`` file) with DLedger on: its first start with

@@ -27,6 +27,7 @@ from broker_dledger_scenarios import (
     batch_kept_abort_scenario,
     dledger_scenarios,
     emptied_abort_scenarios,
+    emptied_batch_abort_scenarios,
     first_start_abort_scenario,
     kept_abort_scenario,
     layouts_abort_scenario,
@@ -54,7 +55,7 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line),
     layouts_abort_scenario(line), batch_kept_abort_scenario(line),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
-    + emptied_abort_scenarios(line)
+    + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line)
     for line in LINES}
 _RUNS: dict[str, dict] = {}
 
@@ -733,6 +734,44 @@ def test_as_restart_after_a_crash_whose_cut_empties_a_queue(written, line, tmp_p
     assert p is not None and p["dledger"], report.get("no_prediction")
     put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
     assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_cut_empties_a_batch_queue(written, line, tmp_path):
+    """The emptied store with its last message to a BatchCQ topic (B9) of its own, restarted after a crash with
+    recheckReputOffsetFromCq=true (5.3.3 with its queues kept: it cuts only when the queues it loads reach
+    processOffset): the cut deletes B9's only file and BatchConsumeQueue.truncateDirtyLogicFiles leaves its max at
+    processOffset - 1, which its correctMinOffset keeps, above the other queues' max: doRecheckReputOffsetFromCq
+    sets the reput there, inside the last entry, and DLedgerCommitLog's message check sends it on. --as-restart
+    (5.5.1, from the store without queues) writes the broker's consumequeue/, batchconsumequeue/ and index/
+    byte for byte, and verify predicts the units lost and put."""
+    name = f"{line}-dledger-abort-emptied-batch" + ("-kept" if line.startswith("5.3") else "")
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w = r["written"]
+    assert w["queuesAfterLoad"]["B9/0"]["files"] == [], w["queuesAfterLoad"].get("B9/0")
+    src = Path(r["scenario"]["dir"])
+    if not line.startswith("5.3"):
+        ours = tmp_path / name
+        code, err = _as_restart(src / "before", ours, src, line)
+        assert code == 0, err[-2000:]
+        assert "processOffset - 1, where a batch queue the cut emptied leaves its max" in err, err[-2000:]
+        _same_tree(src / "expected", ours)
+        exp_files = _files(src / "expected" / "batchconsumequeue")
+        assert _files(ours / "batchconsumequeue") == exp_files, "batchconsumequeue/ file set differs"
+        for rel in exp_files:
+            bh.same_bytes((src / "expected" / "batchconsumequeue" / rel).read_bytes(),
+                          (ours / "batchconsumequeue" / rel).read_bytes(), f"batchconsumequeue/{rel}")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0
+    for queue, state in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in state["files"]:
+            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(data), unit) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+    assert p["units_lost"] == _queued(r["scenario"]) - held, (held, p["units_lost"], p["notes"])
 
 
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
