@@ -142,8 +142,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             already: DLedger's encoder appends no CRC property, :mod:`store_format.propcrc`), the cases of the
             queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
-            converted store's old files are below every data file: refused there too), with
-            ``enableConsumeQueueExt`` one from before its last file (:func:`store_format.dledger_crash_cut.ext_reput`).
+            converted store's old files are below every data file: refused there too).
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
@@ -168,7 +167,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         if _matches(head, config, cp):
             first = k
             break
-    accepted, track = Accepted(), QueueTrack(config.batch_topics)
+    accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt)
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
     if end != rec.process_offset:
         raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "

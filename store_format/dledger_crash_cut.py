@@ -85,10 +85,14 @@ class QueueTrack:
     """What the cut needs of the walk's consume queue units, collected batch by batch (numpy per batch,
     Python per queue): the queues seen in the files before the current one and the largest max physical
     offset they leave (:func:`_max_key`), each batch queue's units so far, and the current file's units
-    (rows of :data:`UNIT_COLUMNS`).  ``batch_topics``: the store's BatchCQ topics."""
+    (rows of :data:`UNIT_COLUMNS`).  ``batch_topics``: the store's BatchCQ topics; ``keep_own``
+    (``enableConsumeQueueExt``): the commitlog offsets and queue numbers of a record's own consume queue units
+    in the files before the current one are kept too (:func:`ext_reput`: a reput from before the last file)."""
 
-    def __init__(self, batch_topics: frozenset[str] = frozenset()) -> None:
+    def __init__(self, batch_topics: frozenset[str] = frozenset(), keep_own: bool = False) -> None:
         self.batch_topics = batch_topics
+        self.keep_own = keep_own
+        self.own_before: list[np.ndarray] = []   # with keep_own: rows (offset, queue) of the earlier files
         self.names: list[tuple[str, int]] = []
         self.ids: dict[tuple[str, int], int] = {}
         self.seen_before: set[int] = set()
@@ -107,6 +111,8 @@ class QueueTrack:
             if len(last):
                 self.seen_before.update(int(k) for k in np.unique(last[:, U_QUEUE]))
                 self.end_before = max(self.end_before, int(_max_key(last).max()))
+                if self.keep_own:
+                    self.own_before.append(last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]])
             self.base, self._cur = file_base, []
         units = queue_units(res, self.batch_topics)
         keep = units.record < n
@@ -244,7 +250,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     Raises:
         UnsupportedConfigError: a reput that would start inside an entry: at ``processOffset`` itself or one
             byte before it (a batch queue the cut emptied) without ``inside``, or at 2147483647 inside the log;
-            with ext, a reput from before the walk's last data file.
+            with ext, a reput from before the walk's last data file when ``track`` kept only that file's units.
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -339,19 +345,25 @@ def ext_reput(track: QueueTrack, reput: int, end: int,
     record's own consume queue (not a light or batch queue), whether its unit is dropped or put back
     (``put_back``: per queue, the commitlog offsets and queue byte positions of the units put back).
 
+    The records of the files before the walk's last one count too (``track.keep_own``): cut units lie in the
+    last file only, so only the ordinals of the units put back depend on them.
+
     Raises:
-        UnsupportedConfigError: the reput starts before the walk's last data file (whose units ``track`` keeps).
+        UnsupportedConfigError: the reput starts before the walk's last data file and ``track`` kept only that
+            file's units.
     """
     if reput >= end:
         return ()
-    if reput < track.base:
+    if reput < track.base and not track.keep_own:
         raise _refuse(f"consume queue ext files (enableConsumeQueueExt=true) and the start's reput from {reput}, "
                       f"before the recovery's last data file ({track.base})")
-    units = track.last_file()
-    units = units[(units[:, U_KIND] == KIND_CQ) & (units[:, U_OFFSET] >= reput) & (units[:, U_OFFSET] < end)]
+    last = track.last_file()
+    last = last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]]
+    units = np.concatenate([*(track.own_before if reput < track.base else []), last])   # in commitlog order
+    units = units[(units[:, 0] >= reput) & (units[:, 0] < end)]
     out = []
-    for q in np.unique(units[:, U_QUEUE]):
-        offsets = units[units[:, U_QUEUE] == q, U_OFFSET]
+    for q in np.unique(units[:, 1]):
+        offsets = units[units[:, 1] == q, 0]
         back_off, back_pos = (put_back or {}).get(int(q), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
         ordinals = np.searchsorted(offsets, back_off)
         assert (offsets[ordinals] == back_off).all() if len(back_off) else True

@@ -282,6 +282,19 @@ def layouts_abort_scenario(line: str) -> dict:
             "reportQueues": True, "name": f"{line}-dledger-abort-layouts"}
 
 
+def layouts_early_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-layouts-early`` (5.5.1): the ``layouts`` store (two data files, some 150 entries in
+    the last) with DLedger's checkpoint 160 entries behind the log's end, in the first data file, and the
+    checkpoint's ``logicsPhysicalOffset`` set to 100: ``isMmapFileMatchedRecover`` then matches the first data
+    file (5.5.1 compares its first message's offset with it), so the crash recovery walks both files, and no
+    queue is cut (the checkpoint lies behind ``processOffset``); the start's reput from the committed
+    position, before the walk's last file, puts an ext unit for every record of T0 from there
+    (``putMessagePositionInfoWrapper``) and drops every unit."""
+    sc = layouts_abort_scenario(line)
+    return {**sc, "dledgerCommittedBack": 160, "checkpointLogicsPhysicalOffset": {"set": 100},
+            "name": f"{line}-dledger-abort-layouts-early"}
+
+
 def layouts_recheck_abort_scenario(line: str) -> dict:
     """``<line>-dledger-abort-layouts-recheck``: the ``layouts`` store restarted with
     ``recheckReputOffsetFromCq=true``: the start's reput begins at the cut queues' largest max (a batch queue's

@@ -31,6 +31,7 @@ from broker_dledger_scenarios import (
     first_start_abort_scenario,
     kept_abort_scenario,
     layouts_abort_scenario,
+    layouts_early_abort_scenario,
     layouts_recheck_abort_scenario,
     no_recheck_scenario,
     partial_abort_scenario,
@@ -56,6 +57,7 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     layouts_abort_scenario(line), batch_kept_abort_scenario(line),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
     + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line)
+    + ([layouts_early_abort_scenario(line)] if line.startswith("5.5") else [])
     for line in LINES}
 _RUNS: dict[str, dict] = {}
 
@@ -495,6 +497,43 @@ def test_as_restart_after_a_crash_whose_cut_takes_ext_light_and_batch_queue_unit
     units = [1 + ("properties" in m and m["topic"] == "T0") for m in messages]
     uncommitted = sum(units[-int(r["scenario"]["dledgerCommittedBack"]):])   # past the rebuild verify compares with
     assert (p["units_dispatched_again"], p["units_lost"]) == (held - uncommitted, sum(units) - held), p
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_puts_ext_units_from_an_earlier_file(written, line, tmp_path):
+    """The layouts store (ext files on T0, a light queue, a BatchCQ topic) with DLedger's checkpoint in the first
+    of its two data files and the checkpoint's logicsPhysicalOffset at 100, restarted after a crash: the
+    recovery's walk starts at the first data file (isMmapFileMatchedRecover), no queue is cut, and the start's
+    reput from the committed position, before the walk's last file, puts an ext unit for every T0 record from
+    there, in both files, before dropping its unit. --as-restart on the store as the restart found it writes the
+    broker's consumequeue/, consumequeue_ext/, batchconsumequeue/ and index/ byte for byte."""
+    name = f"{line}-dledger-abort-layouts-early"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    committed = int(bh.read_conf(src / "before" / "dledger-n0" / "checkpoint")["committedIndex"])
+    ours = tmp_path / name
+    code, err = _as_restart(src / "before", ours, src, line)
+    assert code == 0, err[-2000:]
+    assert f"dispatches every entry from data file {data[0].name} " in err, err[-2000:]
+    assert "truncateDirtyLogicFiles cuts the queues" not in err, err[-2000:]
+    reput = int(err.split("the start's reput begins at ")[1].split()[0].rstrip(";"))
+    assert int(data[0].name) < reput < int(data[-1].name) and committed > 0, (reput, committed)
+    _same_tree(src / "expected", ours)
+    for sub in ("consumequeue_ext", "batchconsumequeue"):
+        exp_files = _files(src / "expected" / sub)
+        assert exp_files, f"the broker wrote no {sub}/"
+        assert _files(ours / sub) == exp_files, f"{sub}/ file set differs"
+        for rel in exp_files:
+            bh.same_bytes((src / "expected" / sub / rel).read_bytes(), (ours / sub / rel).read_bytes(), f"{sub}/{rel}")
+    ext_units = 0   # CqExtUnit: a short size (20 without a bitmap) first; the file's unused end is zeros or -1
+    for f in sorted((src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()):
+        b = f.read_bytes()
+        ext_units += next((i for i in range(0, len(b) // 20) if int.from_bytes(b[20 * i:20 * i + 2], "big") != 20),
+                          len(b) // 20)
+    t0 = sum(m["topic"] == "T0" for m in r["scenario"]["messages"])
+    assert ext_units > t0, f"the reput put no ext unit again: {ext_units} ext units, {t0} T0 messages"
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
