@@ -94,6 +94,20 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                   f"{rec.committed_pos}")
     if config.is_5x and st.broker_may_be_running():
         crash = plan_dledger_crash(st, config, rec, read_checkpoint(st))
+        if crash.walked_nothing:
+            progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally's message "
+                          f"check fails at the first entry of data file {crash.start_file} ({crash.reason}): it "
+                          "dispatches nothing, and the start's reput "
+                          + (f"dispatches every entry from {crash.reput_from} to {crash.end}"
+                             if crash.reput_from < crash.end else
+                             f"starts at the committed position {crash.reput_from}, the log's end: nothing")
+                          + (" (recheckReputOffsetFromCq=true: the queues are empty, so from the min offset)"
+                             if config.recheckReputOffsetFromCq else ""))
+            kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
+            if crash.reput_from >= crash.end:
+                kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0)
+                                                           for seg in kept.segments])
+            return kept, DLedgerRestart(rec, before, crash.reput_from >= crash.end, crash)
         progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally dispatches "
                       f"every entry from data file {crash.start_file} to {crash.end}, committed or not")
         if crash.cut is not None:

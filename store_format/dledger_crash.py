@@ -22,6 +22,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   the queue's first messages: the explanation of "a unit of offset 0 and size 2147483647 at the head of a
   queue" once seen on 5.5.1 (the start file depends on the checkpoint the crashed broker left; restarts
   on copies of the same files write the same bytes).
+* A walk whose message check fails at its first entry (``forceVerifyPropCRC=true``: DLedger writes no CRC
+  property) dispatches nothing: then the start's reput alone dispatches, from the committed position or, with
+  ``recheckReputOffsetFromCq``, the min offset (:func:`_walked_nothing`).
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -96,6 +99,10 @@ class DLedgerCrash:
     reindex: int = -1             # the record whose keys the start's reput indexes again (-1: none)
     cut: QueueCut | None = None   # 5.5.1: truncateDirtyLogicFiles at process_offset (store_format.dledger_crash_cut)
     ext_again: tuple[ExtAgain, ...] = ()   # enableConsumeQueueExt: the ext units the start's reput puts
+    # the walk's message check failed at the first entry of start_file: it dispatched nothing, and the start's
+    # reput dispatches everything from start_offset (its start) to end (the log's end): nothing when
+    # start_offset >= end
+    walked_nothing: bool = False
 
 
 def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
@@ -138,8 +145,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
-            walk elsewhere than DLedger's recovery ends the log (with ``forceVerifyPropCRC=true`` the first entry
-            already: DLedger's encoder appends no CRC property, :mod:`store_format.propcrc`), the cases of the
+            walk elsewhere than DLedger's recovery ends the log, but at the first entry (with
+            ``forceVerifyPropCRC=true`` always: :func:`_walked_nothing` says when that is modelled), the cases of the
             queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
             converted store's old files are below every data file: refused there too).
@@ -170,8 +177,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt)
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
     if end != rec.process_offset:
-        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
-                      f"{rec.process_offset}")
+        return _walked_nothing(files, first, end, reason, rec, config, old, on_disk)
     process_offset = last_base + last_sizes
     loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
     if config.brokerVersion == "5.5":   # getDispatchFromPhyOffset(false), then ConsumeQueueStore.truncateDirty's check
@@ -205,6 +211,36 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     reindex = accepted.last_indexed if config.messageIndexEnable and 0 <= reput <= accepted.last_indexed < end else -1
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
                         ext_again)
+
+
+def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec: DLedgerRecovery,
+                    config: BrokerConfig, old: list[Segment], on_disk: QueuesOnDisk | None) -> DLedgerCrash:
+    """The walk's message check ends it elsewhere than DLedger's recovery ends the log.  Modelled when it fails at
+    the first entry of its start file (with ``forceVerifyPropCRC=true`` always: DLedger's encoder appends no
+    ``__CRC32#`` property, :mod:`store_format.propcrc`): ``dledgerRecoverAbnormally`` then dispatches nothing,
+    its ``processOffset`` is that file's start and the queues hold no unit (none on disk), so
+    ``truncateDirtyLogicFiles`` does not run (5.3.3: the loaded queues' max -1; 5.5.1 ``truncateDirty``: the
+    queues' largest max -1).  The start's reput (whose message check reads no CRC) then dispatches everything
+    from where it starts to the log's end: the committed position (``getConfirmOffset``), or with
+    ``recheckReputOffsetFromCq`` the commitlog's min offset (``doRecheckReputOffsetFromCq`` over queues that
+    are all empty).
+
+    Raises:
+        UnsupportedConfigError: the walk dispatched something first, queue units on disk, a reput from the old
+            files of a converted store, and without ``recheckReputOffsetFromCq`` a committed position inside the
+            log (its reput would dispatch from inside a data file into queues the walk left empty).
+    """
+    if end != files[first].base or (on_disk is not None and on_disk.max_physic_offset >= 0) \
+            or (config.recheckReputOffsetFromCq and old):
+        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
+                      f"{rec.process_offset}")
+    reput = max(files[0].base, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
+    if files[0].base < reput < rec.process_offset:
+        raise _refuse(f"its message check ends the walk at its first entry ({reason}), and the start's reput from "
+                      f"the committed position {reput}, inside the log, would dispatch from there into queues the "
+                      "walk left empty")
+    return DLedgerCrash(files[first].name, min(reput, rec.process_offset), rec.process_offset, files[first].base,
+                        reput, reason, walked_nothing=True)
 
 
 def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, committed: int,

@@ -243,6 +243,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         restart.recovery_cut = crash.end
         restart.recovery_reason = crash.reason
         restart.notes.append(
+            f"DLedger store after a crash: DLedgerCommitLog.dledgerRecoverAbnormally's message check fails at the "
+            f"first entry of data file {crash.start_file} ({crash.reason}), so it puts nothing, and the start's reput "
+            "puts "
+            + (f"every message from {crash.reput_from} to {crash.end}" if crash.reput_from < crash.end else "nothing")
+            if crash.walked_nothing else
             "DLedger store after a crash: DLedgerCommitLog.dledgerRecoverAbnormally puts every message from data file "
             f"{crash.start_file} (the last whose first message the checkpoint covers) to {crash.end}, committed or "
             "not; a queue whose first message there is not its first starts with fillPreBlank units"
