@@ -27,8 +27,14 @@ DLedger's recovery left, not a later one.
 
 Modelled: an offset that is an entry's start or its message's start (the reput walks on from there, the message
 check landing on the next entry), and the jumps and rolls above.  Refused: a check that would parse a message
-somewhere else, or dispatch the empty request of a blank 48 bytes further, and an offset at or past the
-committed position (the reput then waits for the group's commits, in as many steps as they come).
+somewhere else, or dispatch the empty request of a blank 48 bytes further.  An offset at or past the committed
+position cannot be derived from the store: ``getData`` gives nothing there, so the reput waits for DLedger's
+first commit after the start, and the bytes it is then handed end at that commit (or the file's read position).
+How far that commit goes is decided by ``DLedgerEntryPusher.QuorumAckChecker`` (dledger 0.3.1.2, 0.3.2): the
+median of the group's water marks, the followers' from their acks, the leader's own set to its ledger end once a
+second (``updatePeerWaterMark``) or to each entry appended as leader (``waitAck``), so by the group's acks and by
+the messages put after the start, which the store does not hold (a single-node group with no message put in its
+first second as leader commits to the log's end in one step).  Refused in one line, saying so.
 """
 from __future__ import annotations
 
@@ -66,8 +72,13 @@ def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base
     if entry_at(pos) or entry_at(pos - ENTRY_HEADER_SIZE):
         return pos
     if pos >= committed:
-        raise _refuse(pos, f"at or past DLedger's committed position {committed}: the reput then waits for the "
-                           "group's commits, and where it jumps depends on how far the first one goes")
+        raise UnsupportedConfigError(
+            f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's reput would begin "
+            f"inside an entry, at {pos}, at or past DLedger's committed position {committed}: it then waits for "
+            "DLedger's first "
+            "commit after the start, and where it jumps depends on how far that commit goes (the group's acks and the "
+            "messages put after the start: DLedgerEntryPusher.QuorumAckChecker), which the store does not say; let "
+            "the broker recover")
     limit = min(committed, read_end)
 
     def base_check(at: int) -> str:
