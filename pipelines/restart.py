@@ -123,7 +123,9 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             at = crash.cut.inside_from
             progress.emit(f"[rebuild] as a restart after a crash: doRecheckReputOffsetFromCq sets the reput at {at} ("
                           + ("processOffset" if at == crash.process_offset else
-                             "processOffset - 1, where a batch queue the cut emptied leaves its max")
+                             "processOffset - 1, where a batch queue the cut emptied leaves its max"
+                             if at == crash.process_offset - 1 else
+                             "where a queue the cut left with fillPreBlank units only leaves its max")
                           + f"), inside an entry: DLedgerCommitLog's message check there sends it on to "
                           f"{crash.cut.reput} (ReputMessageService.doReput)")
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"

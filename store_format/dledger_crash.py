@@ -245,8 +245,15 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
 
 def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, committed: int,
                   config: BrokerConfig) -> int:
-    """:func:`store_format.dledger_reput_inside.reput_inside_entry` on the data file holding ``pos``."""
-    seg = next(f for f in files if f.base <= pos < f.end)
+    """:func:`store_format.dledger_reput_inside.reput_inside_entry` on the data file holding ``pos``.
+
+    Raises:
+        UnsupportedConfigError: ``pos`` lies in no data file (the old commitlog of a store converted in place).
+    """
+    seg = next((f for f in files if f.base <= pos < f.end), None)
+    if seg is None:
+        raise _refuse(f"its start's reput would begin at {pos}, below the data files (in the old commitlog files of "
+                      "a store converted in place)")
     with st.reader(seg) as r:
         def read(at: int, n: int) -> bytes:
             return bytes(r(at - seg.base, min(n, seg.end - at)))

@@ -248,8 +248,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
     Raises:
-        UnsupportedConfigError: a reput that would start inside an entry: at ``processOffset`` itself or one
-            byte before it (a batch queue the cut emptied) without ``inside``, or at 2147483647 inside the log;
+        UnsupportedConfigError: a reput that would start inside an entry without ``inside``: at
+            ``processOffset`` itself, one byte before it (a batch queue the cut emptied), or at 2147483647 (a queue
+            left with ``fillPreBlank`` units only) inside a log past 2 GiB;
             with ext, a reput from before the walk's last data file when ``track`` kept only that file's units.
     """
     units = track.last_file()
@@ -291,9 +292,11 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             if inside is None:
                 raise _refuse(f"the reput would start at {reput}, inside an entry")
             inside_from, reput = reput, inside(reput)   # where doReput goes on from (store_format.dledger_reput_inside)
-        if reput == BLANK_MAX and reput < end:
-            raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
-                          "the log")
+        if reput == BLANK_MAX and reput < end and inside_from < 0:   # a queue left with fillPreBlank units only
+            if inside is None:
+                raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
+                              "the log")
+            inside_from, reput = reput, inside(reput)
     else:
         reput = confirm_offset
     dropped: list[tuple[str, int, int]] = []

@@ -5,11 +5,12 @@ reput at ``dledgerRecoverAbnormally``'s short ``processOffset``, which lies insi
 whose files the cut all deleted keeps it as its max (:mod:`store_format.dledger_crash_cut`; 5.5.1's
 ``ConsumeQueue.correctMinOffset`` sets that max to -1 before the start), or one byte before it, where a batch queue
 the cut emptied leaves its max (``BatchConsumeQueue.truncateDirtyLogicFiles`` sets ``processOffset - 1``, and its
-``correctMinOffset`` leaves it, on 5.3.3 and 5.5.1).  ``ReputMessageService.doReput`` (rocketmq-all
-5.3.3 and rocketmq-store 5.5.1) then asks ``DLedgerCommitLog.getData(offset)``: the data file's bytes from that
-offset to its read position, cut at DLedger's committed position (``truncate``: the buffer's limit too), or null
-at or past the committed position.  On them, ``DLedgerCommitLog.checkMessageAndReturnSize`` (``readBody`` and
-``checkCRC`` false):
+``correctMinOffset`` leaves it, on 5.3.3 and 5.5.1), or at 2147483647, where a queue the cut left with
+``fillPreBlank`` units only leaves its max (their ``offset + size``), inside a log past 2 GiB.
+``ReputMessageService.doReput`` (rocketmq-all 5.3.3 and rocketmq-store 5.5.1) then asks
+``DLedgerCommitLog.getData(offset)``: the data file's bytes from that offset to its read position, cut at DLedger's
+committed position (``truncate``: the buffer's limit too), or null at or past the committed position.  On them,
+``DLedgerCommitLog.checkMessageAndReturnSize`` (``readBody`` and ``checkCRC`` false):
 
 * the int 4 bytes in is ``CommitLog.BLANK_MAGIC_CODE`` or a message magic code: the base
   ``CommitLog.checkMessageAndReturnSize`` right there;

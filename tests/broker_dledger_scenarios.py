@@ -317,6 +317,35 @@ def batch_kept_abort_scenario(line: str) -> dict:
     return {**sc, "config": conf, "keepQueues": True, "name": f"{line}-dledger-abort-batch-kept"}
 
 
+# past_2gib_abort_scenario: data files of 100,000,000 bytes (2147483647 lies in the 22nd), T0 messages of 4096-byte
+# bodies (4189-byte records, 4237-byte entries; T9's of 100 bytes: 193 and 241), 23601 entries to a file
+PAST_2GIB_FILE = 100_000_000
+PAST_2GIB_BATCH = 256
+PAST_2GIB_BEFORE = 21 * 23601   # the T0 entries of the 21 files before the last
+PAST_2GIB_LAST = 11207          # the T0 entries of the last file: the log then ends just past 2147483647
+
+
+def past_2gib_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib`` (5.5.1; some 2.15 GB of data: ``DLEDGER_2GIB=1`` only): a T9 message,
+    then T0 messages (4096-byte bodies, put in batches of 256) over 21 data files of 100,000,000 bytes and
+    11207 entries of the 22nd, then a last T9 message, whose entry ends 653 bytes past 2147483647; restarted after
+    a crash with ``recheckReputOffsetFromCq=true``.  The walk starts at the last data file (the checkpoint at the
+    log's end), its short ``processOffset`` (48 bytes short per entry, some 538 KB) lies below 2147483647, the
+    cut takes T9's one unit there and leaves T9's queue file with its ``fillPreBlank`` unit only (its max:
+    2147483647), and T0's last units; ``doRecheckReputOffsetFromCq`` sets the reput at 2147483647, inside the
+    body of the last T0 entry."""
+    conf = {**config(line), **THOROUGH_CHECKPOINT, "mappedFileSizeCommitLog": str(PAST_2GIB_FILE),
+            "mappedFileSizeConsumeQueue": "6000000", "maxIndexNum": "4000"}
+    t0 = PAST_2GIB_BEFORE + PAST_2GIB_LAST
+    messages = [{"topic": "T9", "queueId": 0, "bodySize": 100}]
+    for k in range(0, t0, PAST_2GIB_BATCH):
+        n = min(PAST_2GIB_BATCH, t0 - k)
+        messages.append({"topic": "T0", "queueId": 0, "batch": [{"bodySize": 4096}] * n})
+    messages.append({"topic": "T9", "queueId": 0, "bodySize": 100})
+    return {"config": conf, "messages": messages, "abort": True, "reportQueues": True,
+            "name": f"{line}-dledger-abort-past-2gib"}
+
+
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""
