@@ -180,6 +180,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         return _walked_nothing(files, first, end, reason, rec, config, old, on_disk)
     process_offset = last_base + last_sizes
     loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
+    if on_disk is not None and on_disk.batch_position is not None and config.batch_topics:
+        track.place_batch(on_disk.batch_position)   # the walk found the batch queues' units there
     if config.brokerVersion == "5.5":   # getDispatchFromPhyOffset(false), then ConsumeQueueStore.truncateDirty's check
         queues_max = accepted.max_physic_offset(config.batch_topics)   # a batch queue's: its last unit's start
         truncates = cp.logics_physical_offset >= process_offset and max(queues_max, loaded_max) >= process_offset

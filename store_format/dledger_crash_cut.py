@@ -141,6 +141,23 @@ class QueueTrack:
             self.names.append(name)
         return self.ids[name]
 
+    def place_batch(self, position: Callable[[tuple[str, int], np.ndarray], np.ndarray]) -> None:
+        """Each batch queue's units of the current file moved to where a queue on disk holds them:
+        ``position(queue, offsets)``, the unit numbers at which that queue holds the units of those commitlog
+        offsets (-1: not held; none held: the walk's units keep counting from 0).  A unit the walk finds there is
+        dropped (``putBatchMessagePositionInfo``: offset at or below the queue's max), the ones after it appended
+        behind it: the walk's units of a queue are consecutive there, so one held unit places them all."""
+        cur = self.last_file()
+        batch = cur[:, U_KIND] == KIND_BATCH
+        for q in np.unique(cur[batch, U_QUEUE]):
+            rows = np.flatnonzero(batch & (cur[:, U_QUEUE] == q))
+            at = position(self.names[int(q)], cur[rows, U_OFFSET])
+            held = np.flatnonzero(at >= 0)
+            if len(held):
+                j = rows[held[-1]]
+                cur[rows, U_KEY] += int(at[held[-1]]) - int(cur[j, U_KEY])
+        self._cur = [cur]
+
     def last_file(self) -> np.ndarray:
         """The current (last) file's units: rows of :data:`UNIT_COLUMNS`."""
         return np.concatenate(self._cur) if self._cur else np.zeros((0, 5), dtype=np.int64)
@@ -171,6 +188,8 @@ class QueuesOnDisk:
     its last unit below it, the offset - 1 when every file goes."""
     max_physic_offset: int
     max_after_cut: Callable[[int], dict[tuple[str, int], tuple[int, bool]]]
+    # a batch queue's unit numbers of the units of commitlog offsets (-1: not held): QueueTrack.place_batch
+    batch_position: Callable[[tuple[str, int], np.ndarray], np.ndarray] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

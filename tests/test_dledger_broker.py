@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import time
 from pathlib import Path
 
@@ -596,6 +597,11 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_batch_queue_it_holds(writ
     predicted = {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]}
     assert predicted == lost and ("BT0/0" in lost) == (line != "5.3.3" or r["written"]["truncateDirtyLogicFilesAt"]
                                                        >= 0), (predicted, lost, p["notes"])
+    # the queue files the cut deleted and nothing wrote again (the batch queue's placed by its units on disk)
+    deleted = sum(len(set(_files(src / "before" / sub)) - set(_files(src / "expected" / sub)))
+                  for sub in ("consumequeue", "batchconsumequeue"))
+    said = [int(m) for n in p["notes"] for m in re.findall(r"(\d+) queue file\(s\) stay deleted", n)]
+    assert said == ([deleted] if lost else []), (said, deleted, p["notes"])
 
 
 @pytest.mark.parametrize("line", LINES)

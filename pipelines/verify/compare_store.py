@@ -301,7 +301,21 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
                 else (-1, True)
         return out
 
-    on_disk = QueuesOnDisk(max((s.restart.max_physic_offset for s in states), default=-1), max_after_cut)
+    def batch_position(name: tuple[str, int], offsets: np.ndarray) -> np.ndarray:
+        """The unit numbers at which a batch queue on disk holds the units of commitlog ``offsets`` (-1: not in
+        its last files, :class:`~.restart._QueueState`'s ``tail_files``)."""
+        out = np.full(len(offsets), -1, dtype=np.int64)
+        for s in states:
+            if s.restart.layout == BCQ_DIR and s.restart.queue == f"{name[0]}/{name[1]}":
+                for file_name, off, _mx, _ok, _tags in s.tail_files:
+                    off = np.asarray(off, dtype=np.int64)
+                    k = np.minimum(np.searchsorted(off, offsets), max(len(off) - 1, 0))
+                    hit = (out < 0) & (off[k] == offsets) if len(off) else np.zeros(len(offsets), bool)
+                    out[hit] = int(file_name) // BCQ_RULES.unit_size + k[hit]
+        return out
+
+    on_disk = QueuesOnDisk(max((s.restart.max_physic_offset for s in states), default=-1), max_after_cut,
+                           batch_position)
     try:
         return plan_dledger_crash(st, config, dledger, read_checkpoint(st), on_disk), None
     except (UnsupportedConfigError, RestartFailsError) as e:
