@@ -107,6 +107,11 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             if crash.reput_from >= crash.end:
                 kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0)
                                                            for seg in kept.segments])
+            else:   # from the reput's start, inside its data file when it is the committed position
+                segs = [seg for seg in kept.segments if seg.end > crash.start_offset]
+                segs[0] = dataclasses.replace(segs[0], start=max(crash.start_offset - segs[0].base, 0))
+                kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i)
+                                                           for i, seg in enumerate(segs)])
             return kept, DLedgerRestart(rec, before, crash.reput_from >= crash.end, crash)
         progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally dispatches "
                       f"every entry from data file {crash.start_file} to {crash.end}, committed or not")

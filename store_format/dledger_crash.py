@@ -227,20 +227,18 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
     ``recheckReputOffsetFromCq`` the commitlog's min offset (``doRecheckReputOffsetFromCq`` over queues that
     are all empty).
 
+    A reput from the committed position inside the log starts at an entry (the committed entry's end), inside a
+    data file: the queues then start with ``fillPreBlank`` units up to the first message it dispatches.
+
     Raises:
         UnsupportedConfigError: the walk dispatched something first, queue units on disk, a reput from the old
-            files of a converted store, and without ``recheckReputOffsetFromCq`` a committed position inside the
-            log (its reput would dispatch from inside a data file into queues the walk left empty).
+            files of a converted store.
     """
     if end != files[first].base or (on_disk is not None and on_disk.max_physic_offset >= 0) \
             or (config.recheckReputOffsetFromCq and old):
         raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
                       f"{rec.process_offset}")
     reput = max(files[0].base, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
-    if files[0].base < reput < rec.process_offset:
-        raise _refuse(f"its message check ends the walk at its first entry ({reason}), and the start's reput from "
-                      f"the committed position {reput}, inside the log, would dispatch from there into queues the "
-                      "walk left empty")
     return DLedgerCrash(files[first].name, min(reput, rec.process_offset), rec.process_offset, files[first].base,
                         reput, reason, walked_nothing=True)
 
