@@ -113,6 +113,12 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                 kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i)
                                                            for i, seg in enumerate(segs)])
             return kept, DLedgerRestart(rec, before, crash.reput_from >= crash.end, crash)
+        if crash.walk_end >= 0:
+            progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally's message "
+                          f"check ends its walk at {crash.walk_end} ({crash.reason}), inside the log DLedger keeps; "
+                          f"the start's reput from {crash.reput_from} "
+                          + (f"dispatches the rest to {crash.end}" if crash.end > crash.walk_end else
+                             "adds nothing (the log's end)"))
         progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally dispatches "
                       f"every entry from data file {crash.start_file} to {crash.end}, committed or not")
         if crash.cut is not None:

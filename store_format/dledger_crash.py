@@ -25,6 +25,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
 * A walk whose message check fails at its first entry (``forceVerifyPropCRC=true``: DLedger writes no CRC
   property) dispatches nothing: then the start's reput alone dispatches, from the committed position or, with
   ``recheckReputOffsetFromCq``, the min offset (:func:`_walked_nothing`).
+* A walk whose message check fails later, inside the log DLedger keeps (a bad body CRC: DLedger's recovery reads
+  none), dispatches up to there; with no queue cut, the start's reput goes on from its start
+  (:func:`_walk_ends_early`).
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -103,6 +106,9 @@ class DLedgerCrash:
     # reput dispatches everything from start_offset (its start) to end (the log's end): nothing when
     # start_offset >= end
     walked_nothing: bool = False
+    # where the walk's message check failed inside the log DLedger keeps (-1: it did not): the walk dispatches up to
+    # there, the start's reput the rest to end (_walk_ends_early)
+    walk_end: int = -1
 
 
 def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
@@ -145,8 +151,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
-            walk elsewhere than DLedger's recovery ends the log, but at the first entry (with
-            ``forceVerifyPropCRC=true`` always: :func:`_walked_nothing` says when that is modelled), the cases of the
+            walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
+            and :func:`_walk_ends_early` (later, with no queue cut) refuse, or with a queue cut, the cases of the
             queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
             converted store's old files are below every data file: refused there too).
@@ -176,8 +182,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             break
     accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt)
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
-    if end != rec.process_offset:
+    if end != rec.process_offset and end == files[first].base:
         return _walked_nothing(files, first, end, reason, rec, config, old, on_disk)
+    early = end != rec.process_offset   # the walk's check fails inside the log DLedger keeps (_walk_ends_early)
     process_offset = last_base + last_sizes
     loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
     if on_disk is not None and on_disk.batch_position is not None and config.batch_topics:
@@ -187,6 +194,10 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         truncates = cp.logics_physical_offset >= process_offset and max(queues_max, loaded_max) >= process_offset
     else:                               # the loaded queues' max physical offset, no check in truncateDirty
         truncates = loaded_max >= process_offset
+    if early and truncates:
+        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
+                      f"{rec.process_offset}, and truncateDirtyLogicFiles then cuts the queues at processOffset "
+                      f"{process_offset}")
     cut = None
     if truncates:
         cut = cut_queues(track, process_offset, cq_file_size=config.cq_file_size,
@@ -210,9 +221,34 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                       "the recovery dispatched from")
     ext_again = cut.ext_again if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
-    reindex = accepted.last_indexed if config.messageIndexEnable and 0 <= reput <= accepted.last_indexed < end else -1
-    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
-                        ext_again)
+    walk_end, log_end = -1, end
+    if early:
+        walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
+    reindex = accepted.last_indexed if config.messageIndexEnable and 0 <= reput <= accepted.last_indexed < log_end \
+        else -1
+    return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
+                        ext_again, walk_end=walk_end)
+
+
+def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:
+    """Where the dispatch ends when the walk's message check fails at ``stop``, inside the log DLedger's recovery
+    keeps (a record whose body CRC fails: DLedger's recovery reads no CRC), and no queue is cut: the walk
+    dispatched up to ``stop``, and the start's reput (its message check reads no CRC) from ``reput`` walks to the
+    log's end.  From at or before ``stop`` it dispatches every record from there (the walk's ones dropped, the
+    record that failed the check and those after it put as any); from the log's end (the committed position,
+    without ``recheckReputOffsetFromCq``) nothing: the dispatch ends at ``stop``.
+
+    Raises:
+        UnsupportedConfigError: a reput from between ``stop`` and the log's end (the records before it would
+            never be dispatched, those after it put behind the gap).
+    """
+    if reput <= stop:
+        return rec.process_offset
+    if reput >= rec.process_offset:
+        return stop
+    raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at "
+                  f"{rec.process_offset}, and the start's reput from {reput} would leave the records between them "
+                  "out")
 
 
 def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec: DLedgerRecovery,

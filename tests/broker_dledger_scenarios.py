@@ -147,6 +147,23 @@ def abort_scenarios(line: str) -> list[dict]:
     return out
 
 
+def damaged_abort_scenarios(line: str) -> list[dict]:
+    """``<line>-dledger-abort-damaged`` (5.x lines): the ``plain`` store with a body byte of its 56th message (in
+    the last data file) flipped, restarted after a crash: ``dledgerRecoverAbnormally``'s message check (body CRC)
+    ends the walk there while DLedger's recovery, which reads no CRC, keeps the log; with
+    ``recheckReputOffsetFromCq`` the start's reput from the walk's last unit dispatches the rest, the damaged
+    message too.  ``-damaged-norecheck``: without the switch, the reput starts at the committed position, the log's
+    end: nothing after the damage is dispatched (5.3.3 only, which ``DLEDGER_LINES`` adds: the same code as 5.5.1's
+    there, kept out of the default suite).  The checkpoint's ``logicsPhysicalOffset`` is set to 100, so that 5.5.1
+    cuts no queue (and its walk starts at the first data file)."""
+    plain = dledger_scenarios(line)[0]
+    sc = {**plain, "abort": True, "damageMessage": 55, "checkpointLogicsPhysicalOffset": {"set": 100},
+          "name": f"{line}-dledger-abort-damaged"}
+    conf = {k: v for k, v in plain["config"].items() if k != "recheckReputOffsetFromCq"}
+    return [sc] + ([{**sc, "config": conf, "name": f"{line}-dledger-abort-damaged-norecheck"}]
+                   if line.startswith("5.3") else [])
+
+
 def small_abort_scenarios(line: str) -> list[dict]:
     """``<line>-dledger-abort-small`` (5.x lines): 200 keyed messages of 100-300 bytes (about 30 entries in
     the last data file), restarted after a crash: ``dledgerRecoverAbnormally``'s ``processOffset`` leaves
