@@ -94,6 +94,31 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                   f"{rec.committed_pos}")
     if config.is_5x and st.broker_may_be_running():
         crash = plan_dledger_crash(st, config, rec, read_checkpoint(st))
+        if crash.walked_nothing:
+            progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally's message "
+                          f"check fails at the first entry of data file {crash.start_file} ({crash.reason}): it "
+                          "dispatches nothing, and the start's reput "
+                          + (f"dispatches every entry from {crash.reput_from} to {crash.end}"
+                             if crash.reput_from < crash.end else
+                             f"starts at the committed position {crash.reput_from}, the log's end: nothing")
+                          + (" (recheckReputOffsetFromCq=true: the queues are empty, so from the min offset)"
+                             if config.recheckReputOffsetFromCq else ""))
+            kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
+            if crash.reput_from >= crash.end:
+                kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0)
+                                                           for seg in kept.segments])
+            else:   # from the reput's start, inside its data file when it is the committed position
+                segs = [seg for seg in kept.segments if seg.end > crash.start_offset]
+                segs[0] = dataclasses.replace(segs[0], start=max(crash.start_offset - segs[0].base, 0))
+                kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i)
+                                                           for i, seg in enumerate(segs)])
+            return kept, DLedgerRestart(rec, before, crash.reput_from >= crash.end, crash)
+        if crash.walk_end >= 0:
+            progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally's message "
+                          f"check ends its walk at {crash.walk_end} ({crash.reason}), inside the log DLedger keeps; "
+                          f"the start's reput from {crash.reput_from} "
+                          + (f"dispatches the rest to {crash.end}" if crash.end > crash.walk_end else
+                             "adds nothing (the log's end)"))
         progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally dispatches "
                       f"every entry from data file {crash.start_file} to {crash.end}, committed or not")
         if crash.cut is not None:
@@ -106,9 +131,14 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           + (f"; in {len(c.moves)} queue(s) it puts back only the last cut units, appended at the "
                              "write position over the others (putMessagePositionInfo)" if c.moves else ""))
         if crash.cut is not None and crash.cut.inside_from >= 0:
-            progress.emit(f"[rebuild] as a restart after a crash: doRecheckReputOffsetFromCq sets the reput at "
-                          f"processOffset {crash.cut.inside_from}, inside an entry: DLedgerCommitLog's message check "
-                          f"there sends it on to {crash.cut.reput} (ReputMessageService.doReput)")
+            at = crash.cut.inside_from
+            progress.emit(f"[rebuild] as a restart after a crash: doRecheckReputOffsetFromCq sets the reput at {at} ("
+                          + ("processOffset" if at == crash.process_offset else
+                             "processOffset - 1, where a batch queue the cut emptied leaves its max"
+                             if at == crash.process_offset - 1 else
+                             "where a queue the cut left with fillPreBlank units only leaves its max")
+                          + f"), inside an entry: DLedgerCommitLog's message check there sends it on to "
+                          f"{crash.cut.reput} (ReputMessageService.doReput)")
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
                       + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else "")
                       + (f"; it puts {sum(a.count for a in crash.ext_again)} ext unit(s) again, one per record of an "

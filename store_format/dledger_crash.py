@@ -22,6 +22,12 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   the queue's first messages: the explanation of "a unit of offset 0 and size 2147483647 at the head of a
   queue" once seen on 5.5.1 (the start file depends on the checkpoint the crashed broker left; restarts
   on copies of the same files write the same bytes).
+* A walk whose message check fails at its first entry (``forceVerifyPropCRC=true``: DLedger writes no CRC
+  property) dispatches nothing: then the start's reput alone dispatches, from the committed position or, with
+  ``recheckReputOffsetFromCq``, the min offset (:func:`_walked_nothing`).
+* A walk whose message check fails later, inside the log DLedger keeps (a bad body CRC: DLedger's recovery reads
+  none), dispatches up to there; with no queue cut, the start's reput goes on from its start
+  (:func:`_walk_ends_early`).
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -96,6 +102,13 @@ class DLedgerCrash:
     reindex: int = -1             # the record whose keys the start's reput indexes again (-1: none)
     cut: QueueCut | None = None   # 5.5.1: truncateDirtyLogicFiles at process_offset (store_format.dledger_crash_cut)
     ext_again: tuple[ExtAgain, ...] = ()   # enableConsumeQueueExt: the ext units the start's reput puts
+    # the walk's message check failed at the first entry of start_file: it dispatched nothing, and the start's
+    # reput dispatches everything from start_offset (its start) to end (the log's end): nothing when
+    # start_offset >= end
+    walked_nothing: bool = False
+    # where the walk's message check failed inside the log DLedger keeps (-1: it did not): the walk dispatches up to
+    # there, the start's reput the rest to end (_walk_ends_early)
+    walk_end: int = -1
 
 
 def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
@@ -138,12 +151,11 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
-            walk elsewhere than DLedger's recovery ends the log (with ``forceVerifyPropCRC=true`` the first entry
-            already: DLedger's encoder appends no CRC property, :mod:`store_format.propcrc`), the cases of the
+            walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
+            and :func:`_walk_ends_early` (later, with no queue cut) refuse, or with a queue cut, the cases of the
             queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
-            converted store's old files are below every data file: refused there too), with
-            ``enableConsumeQueueExt`` one from before its last file (:func:`store_format.dledger_crash_cut.ext_reput`).
+            converted store's old files are below every data file: refused there too).
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
@@ -168,18 +180,24 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         if _matches(head, config, cp):
             first = k
             break
-    accepted, track = Accepted(), QueueTrack(config.batch_topics)
+    accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt)
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
-    if end != rec.process_offset:
-        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
-                      f"{rec.process_offset}")
+    if end != rec.process_offset and end == files[first].base:
+        return _walked_nothing(files, first, end, reason, rec, config, old, on_disk)
+    early = end != rec.process_offset   # the walk's check fails inside the log DLedger keeps (_walk_ends_early)
     process_offset = last_base + last_sizes
     loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
+    if on_disk is not None and on_disk.batch_position is not None and config.batch_topics:
+        track.place_batch(on_disk.batch_position)   # the walk found the batch queues' units there
     if config.brokerVersion == "5.5":   # getDispatchFromPhyOffset(false), then ConsumeQueueStore.truncateDirty's check
         queues_max = accepted.max_physic_offset(config.batch_topics)   # a batch queue's: its last unit's start
         truncates = cp.logics_physical_offset >= process_offset and max(queues_max, loaded_max) >= process_offset
     else:                               # the loaded queues' max physical offset, no check in truncateDirty
         truncates = loaded_max >= process_offset
+    if early and truncates:
+        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
+                      f"{rec.process_offset}, and truncateDirtyLogicFiles then cuts the queues at processOffset "
+                      f"{process_offset}")
     cut = None
     if truncates:
         cut = cut_queues(track, process_offset, cq_file_size=config.cq_file_size,
@@ -203,15 +221,75 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                       "the recovery dispatched from")
     ext_again = cut.ext_again if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
-    reindex = accepted.last_indexed if config.messageIndexEnable and 0 <= reput <= accepted.last_indexed < end else -1
-    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
-                        ext_again)
+    walk_end, log_end = -1, end
+    if early:
+        walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
+    reindex = accepted.last_indexed if config.messageIndexEnable and 0 <= reput <= accepted.last_indexed < log_end \
+        else -1
+    return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
+                        ext_again, walk_end=walk_end)
+
+
+def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:
+    """Where the dispatch ends when the walk's message check fails at ``stop``, inside the log DLedger's recovery
+    keeps (a record whose body CRC fails: DLedger's recovery reads no CRC), and no queue is cut: the walk
+    dispatched up to ``stop``, and the start's reput (its message check reads no CRC) from ``reput`` walks to the
+    log's end.  From at or before ``stop`` it dispatches every record from there (the walk's ones dropped, the
+    record that failed the check and those after it put as any); from the log's end (the committed position,
+    without ``recheckReputOffsetFromCq``) nothing: the dispatch ends at ``stop``.
+
+    Raises:
+        UnsupportedConfigError: a reput from between ``stop`` and the log's end (the records before it would
+            never be dispatched, those after it put behind the gap).
+    """
+    if reput <= stop:
+        return rec.process_offset
+    if reput >= rec.process_offset:
+        return stop
+    raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at "
+                  f"{rec.process_offset}, and the start's reput from {reput} would leave the records between them "
+                  "out")
+
+
+def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec: DLedgerRecovery,
+                    config: BrokerConfig, old: list[Segment], on_disk: QueuesOnDisk | None) -> DLedgerCrash:
+    """The walk's message check ends it elsewhere than DLedger's recovery ends the log.  Modelled when it fails at
+    the first entry of its start file (with ``forceVerifyPropCRC=true`` always: DLedger's encoder appends no
+    ``__CRC32#`` property, :mod:`store_format.propcrc`): ``dledgerRecoverAbnormally`` then dispatches nothing,
+    its ``processOffset`` is that file's start and the queues hold no unit (none on disk), so
+    ``truncateDirtyLogicFiles`` does not run (5.3.3: the loaded queues' max -1; 5.5.1 ``truncateDirty``: the
+    queues' largest max -1).  The start's reput (whose message check reads no CRC) then dispatches everything
+    from where it starts to the log's end: the committed position (``getConfirmOffset``), or with
+    ``recheckReputOffsetFromCq`` the commitlog's min offset (``doRecheckReputOffsetFromCq`` over queues that
+    are all empty).
+
+    A reput from the committed position inside the log starts at an entry (the committed entry's end), inside a
+    data file: the queues then start with ``fillPreBlank`` units up to the first message it dispatches.
+
+    Raises:
+        UnsupportedConfigError: the walk dispatched something first, queue units on disk, a reput from the old
+            files of a converted store.
+    """
+    if end != files[first].base or (on_disk is not None and on_disk.max_physic_offset >= 0) \
+            or (config.recheckReputOffsetFromCq and old):
+        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
+                      f"{rec.process_offset}")
+    reput = max(files[0].base, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
+    return DLedgerCrash(files[first].name, min(reput, rec.process_offset), rec.process_offset, files[first].base,
+                        reput, reason, walked_nothing=True)
 
 
 def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, committed: int,
                   config: BrokerConfig) -> int:
-    """:func:`store_format.dledger_reput_inside.reput_inside_entry` on the data file holding ``pos``."""
-    seg = next(f for f in files if f.base <= pos < f.end)
+    """:func:`store_format.dledger_reput_inside.reput_inside_entry` on the data file holding ``pos``.
+
+    Raises:
+        UnsupportedConfigError: ``pos`` lies in no data file (the old commitlog of a store converted in place).
+    """
+    seg = next((f for f in files if f.base <= pos < f.end), None)
+    if seg is None:
+        raise _refuse(f"its start's reput would begin at {pos}, below the data files (in the old commitlog files of "
+                      "a store converted in place)")
     with st.reader(seg) as r:
         def read(at: int, n: int) -> bytes:
             return bytes(r(at - seg.base, min(n, seg.end - at)))

@@ -85,10 +85,14 @@ class QueueTrack:
     """What the cut needs of the walk's consume queue units, collected batch by batch (numpy per batch,
     Python per queue): the queues seen in the files before the current one and the largest max physical
     offset they leave (:func:`_max_key`), each batch queue's units so far, and the current file's units
-    (rows of :data:`UNIT_COLUMNS`).  ``batch_topics``: the store's BatchCQ topics."""
+    (rows of :data:`UNIT_COLUMNS`).  ``batch_topics``: the store's BatchCQ topics; ``keep_own``
+    (``enableConsumeQueueExt``): the commitlog offsets and queue numbers of a record's own consume queue units
+    in the files before the current one are kept too (:func:`ext_reput`: a reput from before the last file)."""
 
-    def __init__(self, batch_topics: frozenset[str] = frozenset()) -> None:
+    def __init__(self, batch_topics: frozenset[str] = frozenset(), keep_own: bool = False) -> None:
         self.batch_topics = batch_topics
+        self.keep_own = keep_own
+        self.own_before: list[np.ndarray] = []   # with keep_own: rows (offset, queue) of the earlier files
         self.names: list[tuple[str, int]] = []
         self.ids: dict[tuple[str, int], int] = {}
         self.seen_before: set[int] = set()
@@ -107,6 +111,8 @@ class QueueTrack:
             if len(last):
                 self.seen_before.update(int(k) for k in np.unique(last[:, U_QUEUE]))
                 self.end_before = max(self.end_before, int(_max_key(last).max()))
+                if self.keep_own:
+                    self.own_before.append(last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]])
             self.base, self._cur = file_base, []
         units = queue_units(res, self.batch_topics)
         keep = units.record < n
@@ -135,6 +141,23 @@ class QueueTrack:
             self.names.append(name)
         return self.ids[name]
 
+    def place_batch(self, position: Callable[[tuple[str, int], np.ndarray], np.ndarray]) -> None:
+        """Each batch queue's units of the current file moved to where a queue on disk holds them:
+        ``position(queue, offsets)``, the unit numbers at which that queue holds the units of those commitlog
+        offsets (-1: not held; none held: the walk's units keep counting from 0).  A unit the walk finds there is
+        dropped (``putBatchMessagePositionInfo``: offset at or below the queue's max), the ones after it appended
+        behind it: the walk's units of a queue are consecutive there, so one held unit places them all."""
+        cur = self.last_file()
+        batch = cur[:, U_KIND] == KIND_BATCH
+        for q in np.unique(cur[batch, U_QUEUE]):
+            rows = np.flatnonzero(batch & (cur[:, U_QUEUE] == q))
+            at = position(self.names[int(q)], cur[rows, U_OFFSET])
+            held = np.flatnonzero(at >= 0)
+            if len(held):
+                j = rows[held[-1]]
+                cur[rows, U_KEY] += int(at[held[-1]]) - int(cur[j, U_KEY])
+        self._cur = [cur]
+
     def last_file(self) -> np.ndarray:
         """The current (last) file's units: rows of :data:`UNIT_COLUMNS`."""
         return np.concatenate(self._cur) if self._cur else np.zeros((0, 5), dtype=np.int64)
@@ -156,13 +179,17 @@ def _max_key(units: np.ndarray) -> np.ndarray:
 @dataclasses.dataclass(frozen=True)
 class QueuesOnDisk:
     """The consume queues a store holds when the crash restart starts (``verify`` predicts that start on the
-    store as it is): their largest max physical offset after ``ConsumeQueue.recover`` (5.3.3 passes it to
-    ``dledgerRecoverAbnormally``; 5.5.1's ``truncateDirty`` checks it with the walk's), and, per queue
-    ``(topic, queue id)``, its max physical offset once ``truncateDirtyLogicFiles`` cut its own units at an
-    offset: the end of its last unit below it, 2147483647 after ``fillPreBlank`` units only, the offset
-    itself when every file goes."""
+    store as it is): their largest max physical offset after ``ConsumeQueue.recover``
+    (``BatchConsumeQueue.recover``'s: the start of its last unit; 5.3.3 passes it to ``dledgerRecoverAbnormally``;
+    5.5.1's ``truncateDirty`` checks it with the walk's), and, per queue ``(topic, queue id)``, its max physical
+    offset once ``truncateDirtyLogicFiles`` cut its own units at an offset, with whether a file of it stays: a
+    consume queue's, the end of its last unit below it, 2147483647 after ``fillPreBlank`` units only, the offset
+    itself when every file goes; a batch queue's (``BatchConsumeQueue.truncateDirtyLogicFiles``), the start of
+    its last unit below it, the offset - 1 when every file goes."""
     max_physic_offset: int
-    max_after_cut: Callable[[int], dict[tuple[str, int], int]]
+    max_after_cut: Callable[[int], dict[tuple[str, int], tuple[int, bool]]]
+    # a batch queue's unit numbers of the units of commitlog offsets (-1: not held): QueueTrack.place_batch
+    batch_position: Callable[[tuple[str, int], np.ndarray], np.ndarray] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,13 +252,14 @@ class QueueCut:
 
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq_file_size: int, ext: bool,
                recheck: bool, min_offset: int, confirm_offset: int, end: int,
-               on_disk: dict[tuple[str, int], int] | None = None,
+               on_disk: dict[tuple[str, int], tuple[int, bool]] | None = None,
                inside: Callable[[int], int] | None = None, reset_emptied: bool = False) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
     least ``min_offset``), walking to ``end`` (module docstring); ``ext``: ``enableConsumeQueueExt``.
-    ``on_disk``: the consume queues the store held before the walk, each with its max physical offset once
-    the cut took its own units (:class:`QueuesOnDisk`); the walk's units of every record from its start file
+    ``on_disk``: the consume queues the store held before the walk (batch queues too), each with its max
+    physical offset once the cut took its own units and whether a file of it stays (:class:`QueuesOnDisk`);
+    the walk's units of every record from its start file
     are in ``track`` whether its dispatch appended them or found them there, so the units the cut takes
     are the walk's.  ``inside``: where the reput set at ``process_offset`` (inside an entry) dispatches
     from, or where it stands when it dispatches nothing
@@ -239,9 +267,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
     Raises:
-        UnsupportedConfigError: a reput that would start inside an entry: at ``processOffset`` itself without
-            ``inside``, one byte before it (a batch queue the cut emptied), or at 2147483647 inside the log;
-            with ext, a reput from before the walk's last data file.
+        UnsupportedConfigError: a reput that would start inside an entry without ``inside``: at
+            ``processOffset`` itself, one byte before it (a batch queue the cut emptied), or at 2147483647 (a queue
+            left with ``fillPreBlank`` units only) inside a log past 2 GiB;
+            with ext, a reput from before the walk's last data file when ``track`` kept only that file's units.
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -257,10 +286,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     emptied: set[int] = set()
     if on_disk:
         queue_ids = {name: k for k, name in enumerate(track.names)}
-        ends_below = [v for v in on_disk.values() if v < process_offset]
-        top = max(top, *ends_below) if ends_below else top
-        kept |= {queue_ids[n] for n, v in on_disk.items() if v < process_offset and n in queue_ids}
-        emptied = {queue_ids[n] for n, v in on_disk.items() if v == process_offset and n in queue_ids}
+        left = [v for v, stays in on_disk.values() if stays]
+        top = max(top, *left) if left else top
+        kept |= {queue_ids[n] for n, (_v, stays) in on_disk.items() if stays and n in queue_ids}
+        emptied = {queue_ids[n] for n, (_v, stays) in on_disk.items() if not stays and n in queue_ids}
     max_after = {}
     for q, rows in per_queue.items():
         if q in kept:
@@ -277,16 +306,16 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         # -1 before the start; 5.3.3 keeps processOffset there
         reput = max(top, *(-1 if reset_emptied and v == process_offset else v for v in max_after.values()),
                     min_offset, 0)
-        if reput == process_offset and reput > top:
+        # an emptied queue's max: processOffset (5.3.3 ConsumeQueue) or processOffset - 1 (BatchConsumeQueue)
+        if reput in (process_offset, process_offset - 1) and reput > top:
             if inside is None:
-                raise _refuse(f"the reput would start at processOffset {process_offset}, inside an entry")
+                raise _refuse(f"the reput would start at {reput}, inside an entry")
             inside_from, reput = reput, inside(reput)   # where doReput goes on from (store_format.dledger_reput_inside)
-        if reput == process_offset - 1 and reput > top:
-            raise _refuse(f"the reput would start at {reput} (a batch consume queue the cut emptied: processOffset "
-                          "- 1), inside an entry")
-        if reput == BLANK_MAX and reput < end:
-            raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
-                          "the log")
+        if reput == BLANK_MAX and reput < end and inside_from < 0:   # a queue left with fillPreBlank units only
+            if inside is None:
+                raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
+                              "the log")
+            inside_from, reput = reput, inside(reput)
     else:
         reput = confirm_offset
     dropped: list[tuple[str, int, int]] = []
@@ -338,19 +367,25 @@ def ext_reput(track: QueueTrack, reput: int, end: int,
     record's own consume queue (not a light or batch queue), whether its unit is dropped or put back
     (``put_back``: per queue, the commitlog offsets and queue byte positions of the units put back).
 
+    The records of the files before the walk's last one count too (``track.keep_own``): cut units lie in the
+    last file only, so only the ordinals of the units put back depend on them.
+
     Raises:
-        UnsupportedConfigError: the reput starts before the walk's last data file (whose units ``track`` keeps).
+        UnsupportedConfigError: the reput starts before the walk's last data file and ``track`` kept only that
+            file's units.
     """
     if reput >= end:
         return ()
-    if reput < track.base:
+    if reput < track.base and not track.keep_own:
         raise _refuse(f"consume queue ext files (enableConsumeQueueExt=true) and the start's reput from {reput}, "
                       f"before the recovery's last data file ({track.base})")
-    units = track.last_file()
-    units = units[(units[:, U_KIND] == KIND_CQ) & (units[:, U_OFFSET] >= reput) & (units[:, U_OFFSET] < end)]
+    last = track.last_file()
+    last = last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]]
+    units = np.concatenate([*(track.own_before if reput < track.base else []), last])   # in commitlog order
+    units = units[(units[:, 0] >= reput) & (units[:, 0] < end)]
     out = []
-    for q in np.unique(units[:, U_QUEUE]):
-        offsets = units[units[:, U_QUEUE] == q, U_OFFSET]
+    for q in np.unique(units[:, 1]):
+        offsets = units[units[:, 1] == q, 0]
         back_off, back_pos = (put_back or {}).get(int(q), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
         ordinals = np.searchsorted(offsets, back_off)
         assert (offsets[ordinals] == back_off).all() if len(back_off) else True

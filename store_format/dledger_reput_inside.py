@@ -3,11 +3,14 @@
 After a crash, ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (``recheckReputOffsetFromCq=true``) may set the
 reput at ``dledgerRecoverAbnormally``'s short ``processOffset``, which lies inside an entry: on 5.3.3, where a queue
 whose files the cut all deleted keeps it as its max (:mod:`store_format.dledger_crash_cut`; 5.5.1's
-``correctMinOffset`` sets that max to -1 before the start).  ``ReputMessageService.doReput`` (rocketmq-all
-5.3.3 and rocketmq-store 5.5.1) then asks ``DLedgerCommitLog.getData(offset)``: the data file's bytes from that
-offset to its read position, cut at DLedger's committed position (``truncate``: the buffer's limit too), or null
-at or past the committed position.  On them, ``DLedgerCommitLog.checkMessageAndReturnSize`` (``readBody`` and
-``checkCRC`` false):
+``ConsumeQueue.correctMinOffset`` sets that max to -1 before the start), or one byte before it, where a batch queue
+the cut emptied leaves its max (``BatchConsumeQueue.truncateDirtyLogicFiles`` sets ``processOffset - 1``, and its
+``correctMinOffset`` leaves it, on 5.3.3 and 5.5.1), or at 2147483647, where a queue the cut left with
+``fillPreBlank`` units only leaves its max (their ``offset + size``), inside a log past 2 GiB.
+``ReputMessageService.doReput`` (rocketmq-all 5.3.3 and rocketmq-store 5.5.1) then asks
+``DLedgerCommitLog.getData(offset)``: the data file's bytes from that offset to its read position, cut at DLedger's
+committed position (``truncate``: the buffer's limit too), or null at or past the committed position.  On them,
+``DLedgerCommitLog.checkMessageAndReturnSize`` (``readBody`` and ``checkCRC`` false):
 
 * the int 4 bytes in is ``CommitLog.BLANK_MAGIC_CODE`` or a message magic code: the base
   ``CommitLog.checkMessageAndReturnSize`` right there;
@@ -25,8 +28,14 @@ DLedger's recovery left, not a later one.
 
 Modelled: an offset that is an entry's start or its message's start (the reput walks on from there, the message
 check landing on the next entry), and the jumps and rolls above.  Refused: a check that would parse a message
-somewhere else, or dispatch the empty request of a blank 48 bytes further, and an offset at or past the
-committed position (the reput then waits for the group's commits, in as many steps as they come).
+somewhere else, or dispatch the empty request of a blank 48 bytes further.  An offset at or past the committed
+position cannot be derived from the store: ``getData`` gives nothing there, so the reput waits for DLedger's
+first commit after the start, and the bytes it is then handed end at that commit (or the file's read position).
+How far that commit goes is decided by ``DLedgerEntryPusher.QuorumAckChecker`` (dledger 0.3.1.2, 0.3.2): the
+median of the group's water marks, the followers' from their acks, the leader's own set to its ledger end once a
+second (``updatePeerWaterMark``) or to each entry appended as leader (``waitAck``), so by the group's acks and by
+the messages put after the start, which the store does not hold (a single-node group with no message put in its
+first second as leader commits to the log's end in one step).  Refused in one line, saying so.
 """
 from __future__ import annotations
 
@@ -64,8 +73,13 @@ def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base
     if entry_at(pos) or entry_at(pos - ENTRY_HEADER_SIZE):
         return pos
     if pos >= committed:
-        raise _refuse(pos, f"at or past DLedger's committed position {committed}: the reput then waits for the "
-                           "group's commits, and where it jumps depends on how far the first one goes")
+        raise UnsupportedConfigError(
+            f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's reput would begin "
+            f"inside an entry, at {pos}, at or past DLedger's committed position {committed}: it then waits for "
+            "DLedger's first "
+            "commit after the start, and where it jumps depends on how far that commit goes (the group's acks and the "
+            "messages put after the start: DLedgerEntryPusher.QuorumAckChecker), which the store does not say; let "
+            "the broker recover")
     limit = min(committed, read_end)
 
     def base_check(at: int) -> str:

@@ -147,6 +147,23 @@ def abort_scenarios(line: str) -> list[dict]:
     return out
 
 
+def damaged_abort_scenarios(line: str) -> list[dict]:
+    """``<line>-dledger-abort-damaged`` (5.x lines): the ``plain`` store with a body byte of its 56th message (in
+    the last data file) flipped, restarted after a crash: ``dledgerRecoverAbnormally``'s message check (body CRC)
+    ends the walk there while DLedger's recovery, which reads no CRC, keeps the log; with
+    ``recheckReputOffsetFromCq`` the start's reput from the walk's last unit dispatches the rest, the damaged
+    message too.  ``-damaged-norecheck``: without the switch, the reput starts at the committed position, the log's
+    end: nothing after the damage is dispatched (5.3.3 only, which ``DLEDGER_LINES`` adds: the same code as 5.5.1's
+    there, kept out of the default suite).  The checkpoint's ``logicsPhysicalOffset`` is set to 100, so that 5.5.1
+    cuts no queue (and its walk starts at the first data file)."""
+    plain = dledger_scenarios(line)[0]
+    sc = {**plain, "abort": True, "damageMessage": 55, "checkpointLogicsPhysicalOffset": {"set": 100},
+          "name": f"{line}-dledger-abort-damaged"}
+    conf = {k: v for k, v in plain["config"].items() if k != "recheckReputOffsetFromCq"}
+    return [sc] + ([{**sc, "config": conf, "name": f"{line}-dledger-abort-damaged-norecheck"}]
+                   if line.startswith("5.3") else [])
+
+
 def small_abort_scenarios(line: str) -> list[dict]:
     """``<line>-dledger-abort-small`` (5.x lines): 200 keyed messages of 100-300 bytes (about 30 entries in
     the last data file), restarted after a crash: ``dledgerRecoverAbnormally``'s ``processOffset`` leaves
@@ -190,6 +207,21 @@ def emptied_abort_scenarios(line: str) -> list[dict]:
     if line.startswith("5"):
         return [{**sc, "keepQueues": True, "name": f"{line}-dledger-abort-emptied-kept"}]
     return []
+
+
+def emptied_batch_abort_scenarios(line: str) -> list[dict]:
+    """The emptied scenarios with their last message to a BatchCQ topic of its own (``B9``, as long a name as
+    ``T9``: the same ``processOffset``): the cut deletes that batch queue's only file and leaves its max at
+    ``processOffset - 1`` (``BatchConsumeQueue.truncateDirtyLogicFiles``; its ``correctMinOffset`` does not
+    reset it), above the other queues', so ``doRecheckReputOffsetFromCq`` sets the reput there, inside the
+    last entry.  ``<line>-dledger-abort-emptied-batch`` (5.5.1) and ``-emptied-batch-kept`` (5.3.3, with the
+    queues kept).  Both ``reportQueues``."""
+    out = []
+    for sc in emptied_abort_scenarios(line):
+        last = {**sc["messages"][-1], "topic": "B9"}
+        out.append({**sc, "messages": [*sc["messages"][:-1], last], "batchTopics": ["B9"],
+                    "name": sc["name"].replace("-emptied", "-emptied-batch")})
+    return out
 
 
 def first_start_abort_scenario(line: str) -> dict:
@@ -267,6 +299,19 @@ def layouts_abort_scenario(line: str) -> dict:
             "reportQueues": True, "name": f"{line}-dledger-abort-layouts"}
 
 
+def layouts_early_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-layouts-early`` (5.5.1): the ``layouts`` store (two data files, some 150 entries in
+    the last) with DLedger's checkpoint 160 entries behind the log's end, in the first data file, and the
+    checkpoint's ``logicsPhysicalOffset`` set to 100: ``isMmapFileMatchedRecover`` then matches the first data
+    file (5.5.1 compares its first message's offset with it), so the crash recovery walks both files, and no
+    queue is cut (the checkpoint lies behind ``processOffset``); the start's reput from the committed
+    position, before the walk's last file, puts an ext unit for every record of T0 from there
+    (``putMessagePositionInfoWrapper``) and drops every unit."""
+    sc = layouts_abort_scenario(line)
+    return {**sc, "dledgerCommittedBack": 160, "checkpointLogicsPhysicalOffset": {"set": 100},
+            "name": f"{line}-dledger-abort-layouts-early"}
+
+
 def layouts_recheck_abort_scenario(line: str) -> dict:
     """``<line>-dledger-abort-layouts-recheck``: the ``layouts`` store restarted with
     ``recheckReputOffsetFromCq=true``: the start's reput begins at the cut queues' largest max (a batch queue's
@@ -275,6 +320,47 @@ def layouts_recheck_abort_scenario(line: str) -> dict:
     sc = layouts_abort_scenario(line)
     return {**sc, "config": {**sc["config"], "recheckReputOffsetFromCq": "true"},
             "name": f"{line}-dledger-abort-layouts-recheck"}
+
+
+def batch_kept_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-batch-kept`` (5.x lines): the ``layouts`` store without consume queue ext files,
+    restarted with its queues kept (``keepQueues``: ``batchconsumequeue/`` too): the crash restart's walk finds
+    the units of T0, ``%LMQ%q1`` and the BatchCQ topic BT0 there, the cut (5.5.1; 5.3.3 when the loaded queues
+    reach ``processOffset``) takes each queue's own units past ``processOffset``, a batch queue's by
+    ``BatchConsumeQueue``'s rule, and the reput from the committed position puts back only the last ones."""
+    sc = layouts_abort_scenario(line)
+    conf = {k: v for k, v in sc["config"].items() if not k.startswith("enableConsumeQueueExt")
+            and k != "mappedFileSizeConsumeQueueExt"}
+    return {**sc, "config": conf, "keepQueues": True, "name": f"{line}-dledger-abort-batch-kept"}
+
+
+# past_2gib_abort_scenario: data files of 100,000,000 bytes (2147483647 lies in the 22nd), T0 messages of 4096-byte
+# bodies (4189-byte records, 4237-byte entries; T9's of 100 bytes: 193 and 241), 23601 entries to a file
+PAST_2GIB_FILE = 100_000_000
+PAST_2GIB_BATCH = 256
+PAST_2GIB_BEFORE = 21 * 23601   # the T0 entries of the 21 files before the last
+PAST_2GIB_LAST = 11207          # the T0 entries of the last file: the log then ends just past 2147483647
+
+
+def past_2gib_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib`` (5.5.1; some 2.15 GB of data: ``DLEDGER_2GIB=1`` only): a T9 message,
+    then T0 messages (4096-byte bodies, put in batches of 256) over 21 data files of 100,000,000 bytes and
+    11207 entries of the 22nd, then a last T9 message, whose entry ends 653 bytes past 2147483647; restarted after
+    a crash with ``recheckReputOffsetFromCq=true``.  The walk starts at the last data file (the checkpoint at the
+    log's end), its short ``processOffset`` (48 bytes short per entry, some 538 KB) lies below 2147483647, the
+    cut takes T9's one unit there and leaves T9's queue file with its ``fillPreBlank`` unit only (its max:
+    2147483647), and T0's last units; ``doRecheckReputOffsetFromCq`` sets the reput at 2147483647, inside the
+    body of the last T0 entry."""
+    conf = {**config(line), **THOROUGH_CHECKPOINT, "mappedFileSizeCommitLog": str(PAST_2GIB_FILE),
+            "mappedFileSizeConsumeQueue": "6000000", "maxIndexNum": "4000"}
+    t0 = PAST_2GIB_BEFORE + PAST_2GIB_LAST
+    messages = [{"topic": "T9", "queueId": 0, "bodySize": 100}]
+    for k in range(0, t0, PAST_2GIB_BATCH):
+        n = min(PAST_2GIB_BATCH, t0 - k)
+        messages.append({"topic": "T0", "queueId": 0, "batch": [{"bodySize": 4096}] * n})
+    messages.append({"topic": "T9", "queueId": 0, "bodySize": 100})
+    return {"config": conf, "messages": messages, "abort": True, "reportQueues": True,
+            "name": f"{line}-dledger-abort-past-2gib"}
 
 
 def _mixed(g: _Messages, i: int) -> dict:

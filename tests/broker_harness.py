@@ -12,7 +12,8 @@ its own classpath. Its two programs (sources in ``tests/broker/src``):
   getMessage over every queue, min/max offsets, cleanup), one JSON line per answer.
 
 Scenario JSON (written by :mod:`broker_scenarios`): ``name``, ``dir``, ``config`` (broker.conf
-settings, strings) and ``messages``: objects with ``topic``, ``queueId``, ``body`` (base64), and any
+settings, strings) and ``messages``: objects with ``topic``, ``queueId``, ``body`` (base64; or
+``bodySize``: that many bytes of ``x``, for large stores), and any
 of ``tags``, ``keys`` (the KEYS property as is), ``uniqKey``, ``properties`` (more properties),
 ``delayLevel``, ``tranType`` (none/prepared/commit/rollback), ``bornHost``/``storeHost``
 (``host:port``, IPv6 as ``[addr]:port``), ``bornTimestamp``, ``flag``; or ``batch`` (a list of such

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import time
 from pathlib import Path
 
@@ -24,11 +25,15 @@ import broker_harness as bh
 import pytest
 from broker_dledger_scenarios import (
     abort_scenarios,
+    batch_kept_abort_scenario,
+    damaged_abort_scenarios,
     dledger_scenarios,
     emptied_abort_scenarios,
+    emptied_batch_abort_scenarios,
     first_start_abort_scenario,
     kept_abort_scenario,
     layouts_abort_scenario,
+    layouts_early_abort_scenario,
     layouts_recheck_abort_scenario,
     no_recheck_scenario,
     partial_abort_scenario,
@@ -42,7 +47,8 @@ bh.skip_without_tools()
 # 4.9.8 and 5.5.1 by default; 5.3.3 (the 5.x store over 4.9.8's dledger 0.3.1.2) adds some 20 s of
 # writing on 2 cores: DLEDGER_LINES=4.9.8,5.3.3,5.5.1
 LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
-# DLEDGER_MORE_LAYOUTS=1: the layouts crash restart with recheckReputOffsetFromCq=true too (some 15 s more)
+# DLEDGER_MORE_LAYOUTS=1: the layouts crash restart with recheckReputOffsetFromCq=true too (some 15 s more), and
+# on 5.5.1 the layouts store whose start's reput begins before the walk's last data file (layouts-early)
 MORE_LAYOUTS = os.environ.get("DLEDGER_MORE_LAYOUTS") == "1"
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
@@ -51,8 +57,10 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
 # recheckReputOffsetFromCq (it rebuilds nothing)
 EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] if line.startswith("4") else [
     no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line),
-    layouts_abort_scenario(line), *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
-    + emptied_abort_scenarios(line)
+    layouts_abort_scenario(line), batch_kept_abort_scenario(line), *damaged_abort_scenarios(line),
+    *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
+    + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line)
+    + ([layouts_early_abort_scenario(line)] if line.startswith("5.5") and MORE_LAYOUTS else [])
     for line in LINES}
 _RUNS: dict[str, dict] = {}
 
@@ -494,6 +502,44 @@ def test_as_restart_after_a_crash_whose_cut_takes_ext_light_and_batch_queue_unit
     assert (p["units_dispatched_again"], p["units_lost"]) == (held - uncommitted, sum(units) - held), p
 
 
+@pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS],
+                                                   "5.5.1 with DLEDGER_MORE_LAYOUTS=1"))
+def test_as_restart_after_a_crash_whose_reput_puts_ext_units_from_an_earlier_file(written, line, tmp_path):
+    """The layouts store (ext files on T0, a light queue, a BatchCQ topic) with DLedger's checkpoint in the first
+    of its two data files and the checkpoint's logicsPhysicalOffset at 100, restarted after a crash: the
+    recovery's walk starts at the first data file (isMmapFileMatchedRecover), no queue is cut, and the start's
+    reput from the committed position, before the walk's last file, puts an ext unit for every T0 record from
+    there, in both files, before dropping its unit. --as-restart on the store as the restart found it writes the
+    broker's consumequeue/, consumequeue_ext/, batchconsumequeue/ and index/ byte for byte."""
+    name = f"{line}-dledger-abort-layouts-early"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    committed = int(bh.read_conf(src / "before" / "dledger-n0" / "checkpoint")["committedIndex"])
+    ours = tmp_path / name
+    code, err = _as_restart(src / "before", ours, src, line)
+    assert code == 0, err[-2000:]
+    assert f"dispatches every entry from data file {data[0].name} " in err, err[-2000:]
+    assert "truncateDirtyLogicFiles cuts the queues" not in err, err[-2000:]
+    reput = int(err.split("the start's reput begins at ")[1].split()[0].rstrip(";"))
+    assert int(data[0].name) < reput < int(data[-1].name) and committed > 0, (reput, committed)
+    _same_tree(src / "expected", ours)
+    for sub in ("consumequeue_ext", "batchconsumequeue"):
+        exp_files = _files(src / "expected" / sub)
+        assert exp_files, f"the broker wrote no {sub}/"
+        assert _files(ours / sub) == exp_files, f"{sub}/ file set differs"
+        for rel in exp_files:
+            bh.same_bytes((src / "expected" / sub / rel).read_bytes(), (ours / sub / rel).read_bytes(), f"{sub}/{rel}")
+    ext_units = 0   # CqExtUnit: a short size (20 without a bitmap) first; the file's unused end is zeros or -1
+    for f in sorted((src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()):
+        b = f.read_bytes()
+        ext_units += next((i for i in range(0, len(b) // 20) if int.from_bytes(b[20 * i:20 * i + 2], "big") != 20),
+                          len(b) // 20)
+    t0 = sum(m["topic"] == "T0" for m in r["scenario"]["messages"])
+    assert ext_units > t0, f"the reput put no ext unit again: {ext_units} ext units, {t0} T0 messages"
+
+
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
 def test_verify_predicts_a_crash_restart_that_cuts_the_queues_it_holds(written, line, tmp_path):
     """The partial store restarted after a crash with its consume queues kept: the recovery's walk finds
@@ -518,6 +564,73 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_queues_it_holds(written, 
         held += sum(1 for i in range(0, valid, 20) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
     lost = _queued(r["scenario"]) - held
     assert p["units_lost"] == lost > 0, (lost, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message(written, line, tmp_path):
+    """The plain store with a body byte of a message in its last data file flipped, restarted after a crash:
+    dledgerRecoverAbnormally's message check (body CRC) ends its walk at that message, DLedger's recovery (no CRC)
+    keeps the log, and no queue is cut (the checkpoint's logicsPhysicalOffset below processOffset): with
+    recheckReputOffsetFromCq the start's reput from the walk's last unit dispatches the rest, the damaged message
+    too; without it, from the committed position, the log's end: nothing after the damage. --as-restart on the
+    store as the restart found it writes the broker's files byte for byte, and verify predicts the units lost."""
+    for name, rest in ((f"{line}-dledger-abort-damaged", True), (f"{line}-dledger-abort-damaged-norecheck", False)):
+        if name not in _RUNS:
+            continue   # -norecheck: 5.3.3 only (DLEDGER_LINES)
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        damaged = int(r["written"]["damagedRecord"])
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
+        assert any(u[1] == damaged for u in put) == rest, (name, damaged)
+        assert len(put) == (_queued(r["scenario"]) if rest else 55), (name, len(put))
+        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
+        p = report["restart"]
+        assert p is not None and p["dledger"], report.get("no_prediction")
+        assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_verify_predicts_a_crash_restart_that_cuts_the_batch_queue_it_holds(written, line, tmp_path):
+    """The layouts store (T0, the light queue %LMQ%q1, the BatchCQ topic BT0) without ext files, restarted after
+    a crash with its queues kept, batchconsumequeue/ too: the recovery's walk finds every unit there,
+    truncateDirtyLogicFiles cuts each queue's own units past processOffset (BatchConsumeQueue's rule for BT0:
+    its max becomes the start of its last unit kept) and the start's reput from the committed position puts back
+    only those of the last messages. verify on the store as that restart found it predicts, queue by queue, the
+    units lost: every unit of a sent message the broker's queue lacks once its reput caught up."""
+    name = f"{line}-dledger-abort-batch-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    assert any((src / "before" / "batchconsumequeue").rglob("0*")), "no batch queue file kept"
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"], report.get("no_prediction")
+    messages = r["scenario"]["messages"]
+    sent = {"T0/0": sum(m["topic"] == "T0" for m in messages),
+            "%LMQ%q1/0": sum("properties" in m and m["topic"] == "T0" for m in messages),
+            "BT0/0": sum(m["topic"] == "BT0" for m in messages)}
+    lost = {}
+    for queue, state in r["written"]["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("BT0/") else ("consumequeue", 20)
+        held = 0
+        for f in state["files"]:
+            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(data), unit) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+        if sent[queue] - held:
+            lost[queue] = sent[queue] - held
+    predicted = {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]}
+    assert predicted == lost and ("BT0/0" in lost) == (line != "5.3.3" or r["written"]["truncateDirtyLogicFilesAt"]
+                                                       >= 0), (predicted, lost, p["notes"])
+    # the queue files the cut deleted and nothing wrote again (the batch queue's placed by its units on disk)
+    deleted = sum(len(set(_files(src / "before" / sub)) - set(_files(src / "expected" / sub)))
+                  for sub in ("consumequeue", "batchconsumequeue"))
+    said = [int(m) for n in p["notes"] for m in re.findall(r"(\d+) queue file\(s\) stay deleted", n)]
+    assert said == ([deleted] if lost else []), (said, deleted, p["notes"])
 
 
 @pytest.mark.parametrize("line", LINES)
@@ -697,6 +810,44 @@ def test_as_restart_after_a_crash_whose_cut_empties_a_queue(written, line, tmp_p
     assert p is not None and p["dledger"], report.get("no_prediction")
     put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
     assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_cut_empties_a_batch_queue(written, line, tmp_path):
+    """The emptied store with its last message to a BatchCQ topic (B9) of its own, restarted after a crash with
+    recheckReputOffsetFromCq=true (5.3.3 with its queues kept: it cuts only when the queues it loads reach
+    processOffset): the cut deletes B9's only file and BatchConsumeQueue.truncateDirtyLogicFiles leaves its max at
+    processOffset - 1, which its correctMinOffset keeps, above the other queues' max: doRecheckReputOffsetFromCq
+    sets the reput there, inside the last entry, and DLedgerCommitLog's message check sends it on. --as-restart
+    (5.5.1, from the store without queues) writes the broker's consumequeue/, batchconsumequeue/ and index/
+    byte for byte, and verify predicts the units lost and put."""
+    name = f"{line}-dledger-abort-emptied-batch" + ("-kept" if line.startswith("5.3") else "")
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w = r["written"]
+    assert w["queuesAfterLoad"]["B9/0"]["files"] == [], w["queuesAfterLoad"].get("B9/0")
+    src = Path(r["scenario"]["dir"])
+    if not line.startswith("5.3"):
+        ours = tmp_path / name
+        code, err = _as_restart(src / "before", ours, src, line)
+        assert code == 0, err[-2000:]
+        assert "processOffset - 1, where a batch queue the cut emptied leaves its max" in err, err[-2000:]
+        _same_tree(src / "expected", ours)
+        exp_files = _files(src / "expected" / "batchconsumequeue")
+        assert _files(ours / "batchconsumequeue") == exp_files, "batchconsumequeue/ file set differs"
+        for rel in exp_files:
+            bh.same_bytes((src / "expected" / "batchconsumequeue" / rel).read_bytes(),
+                          (ours / "batchconsumequeue" / rel).read_bytes(), f"batchconsumequeue/{rel}")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0
+    for queue, state in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in state["files"]:
+            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(data), unit) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+    assert p["units_lost"] == _queued(r["scenario"]) - held, (held, p["units_lost"], p["notes"])
 
 
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],

@@ -28,8 +28,12 @@ record).  4.9.8 has neither setting (:mod:`test_restart_settings`).
 after a crash without ``recheckReputOffsetFromCq`` (``dledgerRecoverAbnormally``'s walk is then all that dispatches),
 with both settings (``-dledger-abort``) and without them (``-dledger-abort-off``): ``DLedgerCommitLog``'s encoder
 writes no CRC property, so with the setting the walk fails at its first entry and the broker writes no unit, and
-``rebuild --as-restart`` refuses that restart in one line (a check that ends the walk elsewhere than DLedger's
-recovery ends the log: not modelled).
+neither may ``rebuild --as-restart``.  ``-dledger-abort-recheck`` is the same with ``recheckReputOffsetFromCq=true``
+and DLedger's checkpoint three entries behind the log's end: the start's reput over the empty queues walks the log
+from its min offset to its end, which ``--as-restart`` must write byte for byte; ``-dledger-abort-back`` is the
+first with that checkpoint: the reput from the committed position, inside the log, puts the last three messages
+into queues the walk left empty (each starting with ``fillPreBlank`` units), which ``--as-restart`` must write
+byte for byte too.
 """
 from __future__ import annotations
 
@@ -83,7 +87,10 @@ def _dledger(line: str) -> list[dict]:
     plain = dledger_scenarios(line)[0]
     conf = {k: v for k, v in plain["config"].items() if k != "recheckReputOffsetFromCq"}
     crash = {**plain, "abort": True, "name": f"{line}-propcrc-dledger-abort-off", "config": conf}
-    return [{**crash, "name": f"{line}-propcrc-dledger-abort", "config": {**conf, **PROP}}, crash]
+    on = {**crash, "name": f"{line}-propcrc-dledger-abort", "config": {**conf, **PROP}}
+    return [on, crash, {**on, "name": f"{line}-propcrc-dledger-abort-recheck", "dledgerCommittedBack": 3,
+                        "config": {**plain["config"], **PROP}},
+            {**on, "name": f"{line}-propcrc-dledger-abort-back", "dledgerCommittedBack": 3}]
 
 
 SCENARIOS = {line: _scenarios(line) for line in LINES}
@@ -206,12 +213,40 @@ def test_verify_predicts_the_queue_truncation(runs, line: str, name: str) -> Non
 
 
 @pytest.mark.parametrize("line", bh.params_or_skip(DLEDGER, "the DLedger stores: PROPCRC_DLEDGER=1"))
-def test_a_dledger_crash_restart_fails_at_the_first_entry_and_is_refused(runs, line: str) -> None:
+def test_a_dledger_crash_restart_whose_walk_fails_at_the_first_entry(runs, line: str) -> None:
+    """dledgerRecoverAbnormally's message check fails at the first entry (no CRC property), so it dispatches
+    nothing: without recheckReputOffsetFromCq the start's reput begins at the committed position, the log's end,
+    and the broker writes no unit (nor may --as-restart); with it the reput begins at the min offset over the empty
+    queues and dispatches the whole log, committed or not, which --as-restart writes byte for byte and verify
+    predicts; a committed position inside the log without it: the reput dispatches from there, the queues starting
+    with fillPreBlank units, --as-restart byte for byte."""
     on, off = runs[f"{line}-propcrc-dledger-abort"], runs[f"{line}-propcrc-dledger-abort-off"]
-    d_on, d_off = Path(on["scenario"]["dir"]), Path(off["scenario"]["dir"])
+    recheck, back = runs[f"{line}-propcrc-dledger-abort-recheck"], runs[f"{line}-propcrc-dledger-abort-back"]
+    d_on, d_off, d_re, d_back = (Path(r["scenario"]["dir"]) for r in (on, off, recheck, back))
     assert not _files(d_on / "expected" / "consumequeue"), "the broker's walk dispatched with forceVerifyPropCRC"
     assert _files(d_off / "expected" / "consumequeue"), "the broker's walk dispatched nothing without it"
-    reb = on["rebuild"]
-    assert reb["code"] == 2 and "ends the walk at" in reb["stderr"], reb["stderr"][-2000:]
+    for d, r in ((d_on, on), (d_re, recheck), (d_back, back)):
+        reb = r["rebuild"]
+        assert reb["code"] == 0 and "fails at the first entry" in reb["stderr"], reb["stderr"][-2000:]
+        for sub in ("consumequeue", "index"):
+            exp_files, our_files = _files(d / "expected" / sub), _files(d / "ours" / sub)
+            assert len(our_files) == len(exp_files), f"{d.name}: {sub}/ {our_files} != the broker's {exp_files}"
+            if sub == "consumequeue":
+                assert our_files == exp_files
+            for e, o in zip(exp_files, our_files):
+                bh.same_bytes((d / "expected" / sub / e).read_bytes(), (d / "ours" / sub / o).read_bytes(),
+                              f"{d.name}: {sub}/{o}")
+    units = sum(1 for f in _files(d_re / "expected" / "consumequeue")
+                for i in range(0, (d_re / "expected" / "consumequeue" / f).stat().st_size, UNIT)
+                if (d_re / "expected" / "consumequeue" / f).read_bytes()[i + 8:i + 12] != bytes(4))
+    assert units == len(recheck["scenario"]["messages"]), "the reput over the empty queues missed messages"
     assert off["rebuild"]["code"] == 0, off["rebuild"]["stderr"][-2000:]
     assert _files(d_off / "ours" / "consumequeue") == _files(d_off / "expected" / "consumequeue")
+    blank = bytes(8) + (2**31 - 1).to_bytes(4, "big") + bytes(8)   # ConsumeQueue.fillPreBlank
+    back_units = [f for f in _files(d_back / "expected" / "consumequeue")
+                  if (d_back / "expected" / "consumequeue" / f).read_bytes()[:20] == blank]
+    assert back_units, "the reput from the committed position wrote no queue starting with fillPreBlank units"
+    report = _verify(d_re, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"], report.get("no_prediction")
+    assert (p["units_dispatched_again"], p["units_lost"]) == (units - 3, 0), p

@@ -21,7 +21,7 @@ import pyarrow.fs as pafs
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
-from store_format.consumequeue_recovery import truncate_dirty_logic_files
+from store_format.consumequeue_recovery import BCQ_RULES, CQ_RULES, truncate_dirty_logic_files
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_crash_cut import QueuesOnDisk
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
@@ -244,6 +244,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         restart.recovery_cut = crash.end
         restart.recovery_reason = crash.reason
         restart.notes.append(
+            f"DLedger store after a crash: DLedgerCommitLog.dledgerRecoverAbnormally's message check fails at the "
+            f"first entry of data file {crash.start_file} ({crash.reason}), so it puts nothing, and the start's reput "
+            "puts "
+            + (f"every message from {crash.reput_from} to {crash.end}" if crash.reput_from < crash.end else "nothing")
+            if crash.walked_nothing else
             "DLedger store after a crash: DLedgerCommitLog.dledgerRecoverAbnormally puts every message from data file "
             f"{crash.start_file} (the last whose first message the checkpoint covers) to {crash.end}, committed or "
             "not; a queue whose first message there is not its first starts with fillPreBlank units"
@@ -281,23 +286,37 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
     """What a 5.x DLedger store's restart after a crash dispatches
     (:func:`store_format.dledger_crash.plan_dledger_crash`) on the queues the store holds (``states``, after
     ``ConsumeQueue.recover``), or why it is not predicted: what that refuses."""
-    queues = [s for s in states if s.restart.layout == "consumequeue"]
-    if any(s.restart.layout != "consumequeue" and s.restart.max_physic_offset >= 0 for s in states):
-        return None, ("a 5.x DLedger store whose last shutdown was not clean (abort file), with batch consume queue "
-                      "units on disk: what the recovery's walk and truncateDirtyLogicFiles then do to them is not "
-                      "modelled")
-
-    def max_after_cut(offset: int) -> dict[tuple[str, int], int]:
+    def max_after_cut(offset: int) -> dict[tuple[str, int], tuple[int, bool]]:
+        """Each queue holding units: ``truncateDirtyLogicFiles(offset)`` on its own units (a batch queue's
+        ``BatchConsumeQueue``'s), its max physical offset then and whether a file of it stays."""
         out = {}
-        for s in queues:
+        for s in states:
             if s.restart.max_physic_offset < 0:
                 continue   # no unit loaded
-            t = truncate_dirty_logic_files(list(s.tail_files), offset, older_files=s.older_files)
+            rules = BCQ_RULES if s.restart.layout == BCQ_DIR else CQ_RULES
+            t = truncate_dirty_logic_files(list(s.tail_files), offset, unit_size=rules.unit_size,
+                                           truncate_from=rules.truncate_from, older_files=s.older_files)
             topic, qid = s.restart.queue.rsplit("/", 1)
-            out[(topic, int(qid))] = t.max_physic_offset if t.write_position >= 0 else -1
+            # write position -1: the walk would go on into older files (not followed): counted as kept, below all
+            out[(topic, int(qid))] = (t.max_physic_offset, t.write_position != 0) if t.write_position >= 0 \
+                else (-1, True)
         return out
 
-    on_disk = QueuesOnDisk(max((s.restart.max_physic_offset for s in states), default=-1), max_after_cut)
+    def batch_position(name: tuple[str, int], offsets: np.ndarray) -> np.ndarray:
+        """The unit numbers at which a batch queue on disk holds the units of commitlog ``offsets`` (-1: not in
+        its last files, :class:`~.restart._QueueState`'s ``tail_files``)."""
+        out = np.full(len(offsets), -1, dtype=np.int64)
+        for s in states:
+            if s.restart.layout == BCQ_DIR and s.restart.queue == f"{name[0]}/{name[1]}":
+                for file_name, off, _mx, _ok, _tags in s.tail_files:
+                    off = np.asarray(off, dtype=np.int64)
+                    k = np.minimum(np.searchsorted(off, offsets), max(len(off) - 1, 0))
+                    hit = (out < 0) & (off[k] == offsets) if len(off) else np.zeros(len(offsets), bool)
+                    out[hit] = int(file_name) // BCQ_RULES.unit_size + k[hit]
+        return out
+
+    on_disk = QueuesOnDisk(max((s.restart.max_physic_offset for s in states), default=-1), max_after_cut,
+                           batch_position)
     try:
         return plan_dledger_crash(st, config, dledger, read_checkpoint(st), on_disk), None
     except (UnsupportedConfigError, RestartFailsError) as e:

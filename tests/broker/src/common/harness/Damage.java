@@ -11,8 +11,9 @@ import java.util.List;
  * Scenario knobs applied to a written store between the writes and the broker's restart rebuild.
  *
  * <p>{@code damageMessage} (an index into the scenario's put messages, sleeps not counted): one body
- * byte of that message's record (the first record of a batch) is flipped in its commitlog segment,
- * so that the restart's recovery, which checks body CRCs, cuts the commitlog there. {@code abort}:
+ * byte of that message's record (the first record of a batch) is flipped in its commitlog segment (a
+ * DLedger store's data file), so that the restart's recovery, which checks body CRCs, cuts the commitlog
+ * there (a DLedger crash recovery's walk ends there; DLedger's own recovery reads no CRC). {@code abort}:
  * an {@code abort} file is left in the store root, so that the restart recovers as after a crash.
  * With either knob, {@code <dir>/before/} receives the store as the restart finds it: the commitlog,
  * the checkpoint, the abort file, {@code config/topics.json} and a DLedger store's {@code dledger-<selfId>/}
@@ -22,9 +23,21 @@ final class Damage {
     private Damage() {
     }
 
-    /** Flips the byte in the middle of the body of the record at commitlog offset {@code offset}. */
+    /** The commitlog segment, or on a DLedger store the data file, holding commitlog offset {@code offset}. */
+    static File segmentOf(File root, long segmentSize, long offset) {
+        String name = String.format("%020d", offset - offset % segmentSize);
+        File seg = new File(new File(root, "commitlog"), name);
+        File[] dledger = root.listFiles((d, n) -> n.startsWith("dledger-"));
+        if (!seg.isFile() && dledger != null && dledger.length == 1) {  // a record 48 bytes into its entry, same file
+            seg = new File(new File(dledger[0], "data"), name);
+        }
+        return seg;
+    }
+
+    /** Flips the byte in the middle of the body of the record at commitlog offset {@code offset} (on a DLedger
+     *  store, in its data file: DLedger's own entry CRC is not checked by its recovery). */
     static long flipBodyByte(File root, long segmentSize, long offset) throws IOException {
-        File seg = new File(new File(root, "commitlog"), String.format("%020d", offset - offset % segmentSize));
+        File seg = segmentOf(root, segmentSize, offset);
         try (RandomAccessFile f = new RandomAccessFile(seg, "rw")) {
             long pos = offset % segmentSize;
             f.seek(pos + 36);

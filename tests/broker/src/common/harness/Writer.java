@@ -579,7 +579,14 @@ public final class Writer {
         }
     }
 
+    /** A message's body: {@code body} (base64), or {@code bodySize} bytes of 'x' (a large store without a
+     *  scenario file of its size), or none. */
     static byte[] body(JsonObject o) {
+        if (o.has("bodySize")) {
+            byte[] b = new byte[o.get("bodySize").getAsInt()];
+            java.util.Arrays.fill(b, (byte) 'x');
+            return b;
+        }
         return o.has("body") ? Base64.getDecoder().decode(o.get("body").getAsString()) : new byte[0];
     }
 

@@ -1,0 +1,63 @@
+"""A 5.5.1 DLedger crash restart whose start's reput is set at 2147483647 inside a log past 2 GiB, checked against
+the broker (``DLEDGER_2GIB=1`` only: the store holds some 2.15 GB of data, its ``before/`` copy as much, and the
+broker takes minutes to write it).
+
+The scenario (:func:`broker_dledger_scenarios.past_2gib_abort_scenario`): after the crash,
+``dledgerRecoverAbnormally``'s walk over the last data file ends with a ``processOffset`` below 2147483647 (48
+bytes short per entry), the cut (``truncateDirtyLogicFiles``) leaves T9's queue with its ``fillPreBlank`` unit
+only, whose ``offset + size`` is 2147483647, and ``doRecheckReputOffsetFromCq`` sets the reput there, inside the
+body of the last T0 entry: ``DLedgerCommitLog``'s message check fails there and ``doReput`` jumps to the end of the
+bytes ``getData`` handed it (:mod:`store_format.dledger_reput_inside`).  ``rebuild --as-restart`` on the store as
+the restart found it must write the broker's ``consumequeue/`` and ``index/`` byte for byte.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+
+import broker_harness as bh
+import pytest
+from broker_dledger_scenarios import past_2gib_abort_scenario
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+bh.skip_without_tools()
+
+LINE = "5.5.1"
+BLANK_MAX = 2**31 - 1
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_the_log(tmp_path):
+    sc = past_2gib_abort_scenario(LINE)
+    name = sc["name"]
+    bh.build()
+    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
+    assert w.get("ok"), w.get("error")
+    src = tmp_path / name
+    assert int(w["maxPhyOffset"]) > BLANK_MAX, w["maxPhyOffset"]
+    t9 = w["queuesAfterLoad"]["T9/0"]
+    assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
+    from pipelines.cli import main
+    err = io.StringIO()
+    ours = tmp_path / "ours"
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
+                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
+                     "--engine", "local", "--no-tables", "--as-restart"])
+    text = err.getvalue()
+    assert code == 0, text[-3000:]
+    assert f"sets the reput at {BLANK_MAX} (where a queue the cut left with fillPreBlank units only" in text, \
+        text[-3000:]
+    for sub in ("consumequeue", "index"):
+        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
+        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
+        if sub == "consumequeue":
+            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
+        assert len(got) == len(exp), (sub, got, exp)
+        for e, o in zip(exp, got):
+            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+    # what the broker's reput did from there: T9's last unit and T0's last ones stay cut (the jump), or came back
+    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
+    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
