@@ -7,8 +7,10 @@ import io.openmessaging.storage.dledger.store.file.DLedgerMmapFileStore;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.net.InetAddress;
-import java.net.ServerSocket;
+import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.dledger.DLedgerCommitLog;
 
@@ -17,7 +19,7 @@ import org.apache.rocketmq.store.dledger.DLedgerCommitLog;
  * the port of its peer address, its election, and what it wrote.
  *
  * <p>The group's one peer listens on the port of {@code dLegerPeers}; a scenario writes it as
- * {@code n0-127.0.0.1:{port}} and {@link #resolvePort} puts a port free on 127.0.0.1 in its place,
+ * {@code n0-127.0.0.1:{port}} and {@link #resolvePort} puts a free port in its place,
  * once per scenario (the broker.conf then holds the peers the broker ran with, as an operator's does).
  * On the 5.x lines the peer's server is bound to 127.0.0.1 ({@code NettyServerConfig.setBindAddress});
  * remoting 4.9.8 has no bind address and listens on the wildcard address.
@@ -40,7 +42,7 @@ final class DLedger {
         return Boolean.parseBoolean(props.getProperty("enableDLegerCommitLog", "false").trim());
     }
 
-    /** A copy of {@code props} with every {@code {port}} replaced by one port free on 127.0.0.1. */
+    /** A copy of {@code props} with every {@code {port}} replaced by one free port (see {@link #freePort}). */
     static Properties resolvePort(Properties props) throws IOException {
         Properties out = new Properties();
         out.putAll(props);
@@ -49,14 +51,37 @@ final class DLedger {
             String v = props.getProperty(k);
             if (v.contains(PORT)) {
                 if (port == null) {
-                    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
-                        port = s.getLocalPort();
-                    }
+                    port = freePort();
                 }
                 out.setProperty(k, v.replace(PORT, String.valueOf(port)));
             }
         }
         return out;
+    }
+
+    /** Ports the peers take: below Linux's ephemeral range (32768 and up), so that no outgoing connection
+     *  of this or another process (Spark, the suite's other JVMs) is handed the port between the probe and
+     *  the peer's bind, as an ephemeral port asked of the kernel can be. Each JVM starts at its own place
+     *  (its pid) and takes the ports in turn; a probe skips those bound by anyone. */
+    private static final int FIRST_PORT = 20000;
+    private static final int PORTS = 12000;
+    private static final AtomicInteger NEXT =
+        new AtomicInteger((int) (ProcessHandle.current().pid() * 97 % PORTS));
+
+    static synchronized int freePort() throws IOException {
+        for (int tried = 0; tried < PORTS; tried++) {
+            int port = FIRST_PORT + Math.floorMod(NEXT.getAndIncrement(), PORTS);
+            // a bind without listen: nothing is reachable; on the wildcard address, so it fails when the
+            // port is bound on any address (the 4.9.8 peer listens on the wildcard address)
+            try (Socket probe = new Socket()) {
+                probe.setReuseAddress(false);
+                probe.bind(new InetSocketAddress(InetAddress.getByName("0.0.0.0"), port));
+                return port;
+            } catch (IOException taken) {
+                // next one
+            }
+        }
+        throw new IOException("no free port in " + FIRST_PORT + ".." + (FIRST_PORT + PORTS - 1));
     }
 
     static DLedgerCommitLog commitLog(DefaultMessageStore store) {
