@@ -111,8 +111,7 @@ def rocksdbstore_plan(config: BrokerConfig, *, as_restart: bool) -> tuple[bool, 
     build = config.index_rocksdb and not as_restart
     if config.indexRocksDBEnable and not build:
         why = ("--as-restart: a restart keeps the store's database and adds to it" if as_restart else
-               "indexFileWriteEnable=false hides whether messageIndexEnable holds" if not config.indexFileWriteEnable
-               else "messageIndexEnable=false")
+               "messageIndexEnable=false: the broker writes no entries either")
         warnings.append(f"warning: indexRocksDBEnable=true: {ROCKSDB_DIR}/ (the RocksDB message index) is not "
                         f"rebuilt ({why})")
     if config.transRocksDBEnable:

@@ -150,7 +150,7 @@ def estimate_output(store: StoreLocation, config: BrokerConfig) -> SpaceEstimate
     cap = config.index_entries_per_file
     cq_size = config.cq_file_size
     first = samples[0]
-    min_index_files = (max(1, -(-first.keys // cap)) if config.messageIndexEnable and first.dispatched else 0)
+    min_index_files = (max(1, -(-first.keys // cap)) if config.writes_index_files and first.dispatched else 0)
     # a RocksDB consume queue has no files of a fixed size: its entries are counted below, not here
     cq_minimum = 0 if config.rocksdb_cq else len(first.queues) * cq_size
     minimum = cq_minimum + min_index_files * idx_size
@@ -163,7 +163,7 @@ def estimate_output(store: StoreLocation, config: BrokerConfig) -> SpaceEstimate
     keys = sum(s.keys for s in samples.values()) / sampled * data
     queues = max(len(set().union(*(s.queues for s in samples.values()))), 1)
     files_per_queue = max(1, -(-int(units / queues * CQ_UNIT_SIZE) // cq_size))
-    index_files = max(1, -(-int(keys) // cap)) if config.messageIndexEnable else 0
+    index_files = max(1, -(-int(keys) // cap)) if config.writes_index_files else 0
     work = int((units + keys) * WORK_BYTES_PER_ITEM)
     # RocksDB: a key of about 40 bytes and a 28-byte value per unit (store_format.rocksdb_cq), uncompressed
     cq_bytes = int(units * ROCKSDB_BYTES_PER_UNIT) if config.rocksdb_cq else queues * files_per_queue * cq_size

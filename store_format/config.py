@@ -235,9 +235,6 @@ class BrokerConfig:
         if self.brokerVersion not in BROKER_LINES:
             raise UnsupportedConfigError(f"brokerVersion={self.brokerVersion!r}: use 4 (4.9.x), 5 (5.0-5.3), 5.5 "
                                          "(5.5.x) or auto")
-        if self.brokerVersion == "5.5" and not self.indexFileWriteEnable:
-            # 5.5.1 CommitLogDispatcherBuildIndex: no IndexService.buildIndex, no index files
-            object.__setattr__(self, "messageIndexEnable", False)
         if self.duplicationEnable:
             raise UnsupportedConfigError(
                 "duplicationEnable=true: the broker's reput then stops at a confirm offset this project cannot "
@@ -300,11 +297,19 @@ class BrokerConfig:
         return self.brokerVersion in ("5", "5.5")
 
     @property
+    def writes_index_files(self) -> bool:
+        """Whether the reput writes ``index/`` files: ``CommitLogDispatcherBuildIndex`` calls
+        ``IndexService.buildIndex`` with ``messageIndexEnable``, and on 5.5.1 only with
+        ``indexFileWriteEnable`` too.  ``messageIndexEnable`` itself stays as broker.conf says: 5.5.1's
+        recovery (``IndexService.isMappedFileMatchedRecover``, ``DLedgerCommitLog``) and its RocksDB
+        index read it whatever ``indexFileWriteEnable`` says."""
+        return self.messageIndexEnable and (self.brokerVersion != "5.5" or self.indexFileWriteEnable)
+
+    @property
     def index_rocksdb(self) -> bool:
         """5.5.1 ``CommitLogDispatcherBuildIndex`` also hands records to ``IndexRocksDBStore``
-        (:mod:`store_format.index_rocksdb`): ``messageIndexEnable`` and ``indexRocksDBEnable``.  With
-        ``indexFileWriteEnable=false`` this config no longer knows ``messageIndexEnable`` (it is turned off
-        for the index files): False then, and the rebuild says the database is not rebuilt."""
+        (:mod:`store_format.index_rocksdb`): ``messageIndexEnable`` and ``indexRocksDBEnable``, whatever
+        ``indexFileWriteEnable`` says."""
         return self.brokerVersion == "5.5" and self.indexRocksDBEnable and self.messageIndexEnable
 
     @property

@@ -224,7 +224,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     walk_end, log_end = -1, end
     if early:
         walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
-    reindex = accepted.last_indexed if config.messageIndexEnable and 0 <= reput <= accepted.last_indexed < log_end \
+    reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
         else -1
     return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
                         ext_again, walk_end=walk_end)

@@ -239,7 +239,7 @@ def _rebuild_in_memory(store: StoreLocation, config: BrokerConfig,
                 m = kept & (qidx == q)
                 per_queue[int(q)].append((pos[m], units.offset[m], units.size[m], units.tags_code[m]))
         # index
-        if config.messageIndexEnable:
+        if config.writes_index_files:
             keys = index_keys(res)
             if len(keys):
                 recs_with_keys, first_key = np.unique(keys.record, return_index=True)
@@ -274,7 +274,7 @@ def _rebuild_in_memory(store: StoreLocation, config: BrokerConfig,
                                                                          tags[m], blank_until).tobytes()
     # index files
     index: list[tuple[str, bytes]] = []
-    if config.messageIndexEnable and n_dispatched:
+    if config.writes_index_files and n_dispatched:
         hashes = np.concatenate([p[0] for p in key_parts]) if key_parts else np.zeros(0, np.int32)
         offs = np.concatenate([p[1] for p in key_parts]) if key_parts else np.zeros(0, np.int64)
         tss = np.concatenate([p[2] for p in key_parts]) if key_parts else np.zeros(0, np.int64)

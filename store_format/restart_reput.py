@@ -108,7 +108,7 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
             "did not: not reproduced; let the broker recover")
     indexed = accepted.last_indexed if accepted.last_indexed > dispatch_above else -1
     offset_zero = config.rocksdb_cq and dispatch_above >= 0 and reput == 0
-    return SecondReput(reput, reindex=indexed if config.messageIndexEnable and indexed >= reput else -1,
+    return SecondReput(reput, reindex=indexed if config.writes_index_files and indexed >= reput else -1,
                        rocksdb_offset_zero=offset_zero, index_offset_zero=offset_zero and indexed < 0)
 
 

@@ -21,10 +21,11 @@ def _plan(text: str, as_restart: bool = False) -> tuple[bool, list[str]]:
 def test_plan_builds_the_index_only_where_derivable_and_says_the_rest() -> None:
     assert _plan("brokerVersion=5.5\nindexRocksDBEnable=true") == (True, [])
     assert _plan("brokerVersion=5.5") == (False, [])
+    # 5.5.1 CommitLogDispatcherBuildIndex: the RocksDB index with messageIndexEnable, index files or not
+    assert _plan("brokerVersion=5.5\nindexRocksDBEnable=true\nindexFileWriteEnable=false") == (True, [])
     assert _plan("brokerVersion=5\nindexRocksDBEnable=true") == (False, [])   # no such store before 5.5
     for text, as_restart, why in (
             ("indexRocksDBEnable=true", True, "--as-restart"),
-            ("indexRocksDBEnable=true\nindexFileWriteEnable=false", False, "indexFileWriteEnable=false"),
             ("indexRocksDBEnable=true\nmessageIndexEnable=false", False, "messageIndexEnable=false")):
         build, lines = _plan(f"brokerVersion=5.5\n{text}", as_restart)
         assert not build and len(lines) == 1 and "rocksdbstore/ (the RocksDB message index) is not rebuilt" in lines[0]

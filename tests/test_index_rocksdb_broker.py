@@ -11,7 +11,8 @@ and on its own.  ``transRocksDBEnable=true`` too: the harness's store has no ``T
 one warning line that it does not rebuild that family.
 
 One store by default (``mixed``: batches, delayed and transactional messages incl. rolled back ones, a long
-topic, plus messages with several, repeated and non-ASCII keys, tags, and one without a unique key);
+topic, plus messages with several, repeated and non-ASCII keys, tags, and one without a unique key; with
+``indexFileWriteEnable=false``, the RocksDB index alone);
 ``RDBIDX_FULL=1`` adds ``plain`` and ``lmq``.
 """
 from __future__ import annotations
@@ -54,13 +55,16 @@ EXTRA = [
 ]
 
 
-def _config() -> dict[str, str]:
-    return {"indexRocksDBEnable": "true", "transRocksDBEnable": "true",
+def _config(which: str) -> dict[str, str]:
+    # mixed: the RocksDB index alone (indexFileWriteEnable=false: no index files, the RocksDB index still
+    # written, as CommitLogDispatcherBuildIndex reads messageIndexEnable for it); plain and lmq: both
+    only_rocksdb = {"indexFileWriteEnable": "false"} if which == "mixed" else {}
+    return {"indexRocksDBEnable": "true", "transRocksDBEnable": "true", **only_rocksdb,
             "mappedFileSizeCommitLog": str(32 * 1024), "maxHashSlotNum": "101", "maxIndexNum": "400"}
 
 
 def _scenarios() -> list[dict]:
-    scs = layout_scenarios(LINE, "rdbidx", 41, TOPICS, {w: _config() for w in ("plain", "mixed", "lmq")})
+    scs = layout_scenarios(LINE, "rdbidx", 41, TOPICS, {w: _config(w) for w in ("plain", "mixed", "lmq")})
     mixed = next(sc for sc in scs if sc["name"].endswith("-mixed"))
     mixed["messages"] = mixed["messages"] + EXTRA
     return [mixed] + ([sc for sc in scs if sc is not mixed] if os.environ.get("RDBIDX_FULL") else [])
@@ -147,6 +151,18 @@ def test_broker_queries_alike_on_our_database(written, name):
     ours = [a for a in written["answers"]["ours"] if a["kind"] == "query"]
     assert exp and ours == exp
     assert sum(len(a["byKey"]) + len(a["byUniqKey"]) for a in exp) > len(exp) // 2
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_index_files_are_the_broker_s(written, name):
+    """The ``index/`` files beside the database: the broker's, byte for byte, in name order; none with
+    ``indexFileWriteEnable=false`` (``mixed``), where the database above still holds every key."""
+    def files(which: str) -> list[bytes]:
+        folder = written["dir"] / which / "index"
+        return [p.read_bytes() for p in sorted(folder.iterdir())] if folder.is_dir() else []
+    expected = files("expected")
+    assert (not expected) == name.endswith("-mixed")
+    assert files("ours") == expected
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -95,6 +95,11 @@ def test_message_index_safe_from_broker_conf(tmp_path: Path) -> None:
     assert plain.checked_from == st.segments[3].base
     assert safe.checked_from == st.segments[1].base
     assert unindexed.checked_from == st.segments[3].base
+    # 5.5.1 IndexService.isMappedFileMatchedRecover reads messageIndexEnable, not indexFileWriteEnable: a
+    # 5.5 broker that writes no index files still takes the index timestamp when messageIndexSafe=true
+    no_files = _conf("messageIndexSafe=true\nindexFileWriteEnable=false", "5.5")
+    assert not no_files.writes_index_files and no_files.messageIndexEnable
+    assert plan_recovery(st, no_files, abnormal=True, checkpoint=cp).checked_from == st.segments[1].base
 
 
 def _prepared_tail(root: Path, version: str) -> tuple[list[int], int]:
@@ -122,6 +127,10 @@ def test_recheck_reput_offset_from_cq_plans_a_second_index_put(tmp_path: Path) -
     plan = plan_recovery(st, _conf("recheckReputOffsetFromCq=true\nmessageIndexEnable=false", "5"), abnormal=False)
     assert plan.restart_reput_from == offsets[last]   # end of the last queued record = start of the prepared one
     assert plan.reindex == -1
+    # 5.5.1 without index files (indexFileWriteEnable=false): the second reput puts no index key either
+    plan = plan_recovery(st, _conf("recheckReputOffsetFromCq=true\nindexFileWriteEnable=false", "5.5"),
+                         abnormal=False)
+    assert (plan.restart_reput_from, plan.reindex) == (offsets[last], -1)
 
 
 def test_49_abnormal_start_reput_is_checked_always(tmp_path: Path) -> None:

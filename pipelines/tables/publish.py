@@ -296,7 +296,7 @@ def stage_tables(spark, tables: str, res: RebuildResults, *, with_body: bool = F
     index_names = {r["task_id"]: r["name"] for r in res.index_files}
     ctx = SplitContext(split_seg, {sid: (int(v[0]), int(v[1])) for sid, v in res.index_in.items()}, {},
                        index_names, res.run_id, config.cq_file_size, config.index_entries_per_file,
-                       config.maxHashSlotNum, bool(config.messageIndexEnable), buckets)
+                       config.maxHashSlotNum, bool(config.writes_index_files), buckets)
     parallelism = max(spark.sparkContext.defaultParallelism, 1)
     groups = _task_groups(chain, parallelism)
     task = _TablesTask(groups, res, tables, ctx, with_body)

@@ -415,7 +415,7 @@ def _index_files(walk: ReputWalk, resume: ResumeState, config: BrokerConfig) -> 
     base0 = resume.index_base
     files = {f: dict(r) for f, r in resume.index_files.items()}
     end = int(walk.index_totals["keys"])   # the chain's ordinals continue the resume state's
-    if not config.messageIndexEnable or end == base0:
+    if not config.writes_index_files or end == base0:
         return list(files.values()), []
     cap = config.index_entries_per_file
     ranges = sorted((before, n, sid, carry) for sid, (carry, before, n) in walk.index_in.items() if n)
