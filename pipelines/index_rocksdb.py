@@ -121,6 +121,11 @@ def _ingest_files() -> int:
     return _MAX_INGEST_FILES if soft == resource.RLIM_INFINITY else max(16, min(_MAX_INGEST_FILES, (soft - 256) // 2))
 
 
+def _compact(db, begin: bytes, end: bytes) -> None:
+    """A compaction of the keys from ``begin`` to ``end`` into the last level (the index family)."""
+    db.compact_range(begin, end)
+
+
 def build_index_rocksdb(work_uri: str, split_order: list[int], db_path: str) -> IndexRocksDBBuilt:
     """The rebuild's step for ``indexRocksDBEnable``: a new database at ``db_path`` (local) holding the table
     files of the splits on the reput's path (``split_order``, their ``rdbidx/`` work files, moved in: RocksDB
@@ -143,7 +148,7 @@ def build_index_rocksdb(work_uri: str, split_order: list[int], db_path: str) -> 
         for start in range(0, len(parts), step):
             group = parts[start:start + step]
             db.ingest_external_file([p.path for p in group], ingest)
-            db.compact_range(min(p.first_key for p in group), max(p.last_key for p in group))
+            _compact(db, min(p.first_key for p in group), max(p.last_key for p in group))
         last = max(parts, key=lambda p: p.last_offset, default=None)
         if last is not None:
             wb = rd.WriteBatch(raw_mode=True)
@@ -153,7 +158,7 @@ def build_index_rocksdb(work_uri: str, split_order: list[int], db_path: str) -> 
                 wb.put(k, v)
             db.write(wb)
             db.flush()
-            db.compact_range(min(k for k, _ in records), max(k for k, _ in records))   # out of level 0 too
+            _compact(db, min(k for k, _ in records), max(k for k, _ in records))   # out of level 0 too
         db.flush_wal(True)
     finally:
         db.close()
