@@ -58,3 +58,25 @@ def test_rocksdbstore_is_replaced_only_by_a_run_that_wrote_one(tmp_path) -> None
     _commit(out, "r3", rocks=b"ours")
     assert (out / "rocksdbstore" / "CURRENT").read_bytes() == b"ours"
     assert not [p.name for p in out.iterdir() if p.name.startswith(".rebuild-")]
+
+
+def test_split_entries_sort_as_rocksdb_bytewise_and_once() -> None:
+    """The order of a split's table file (:func:`store_format.index_rocksdb.bytewise_unique`) is RocksDB's
+    ``BytewiseComparator``: unsigned bytes (0x80 and above after ASCII), a key before every longer key it
+    begins; a key given twice (a token repeated in ``KEYS``) is kept once.  Python orders ``bytes`` the
+    same way (``memcmp``, then length)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from store_format.index_rocksdb import IndexEntries, bytewise_unique
+
+    keys = [b"\x00\x01@T@K@k1", b"\x00\x01@T@K@k", b"\x00\x01@T@K@\xc3\xa9", b"\x00\x01@T@K@k1", b"\x00\x01@T@K@\x7f",
+            b"\x00\x01@T@K@", b"\xff", b"\x00\x01@T@K@k1\x00"]
+    ts = np.arange(len(keys), dtype=np.int64) * 10
+    off = np.arange(len(keys), dtype=np.int64)
+    got = bytewise_unique(IndexEntries(pa.array(keys, pa.large_binary()), ts, off))
+    want = sorted(set(keys))
+    assert got.keys.to_pylist() == want
+    # each key keeps the value and offset of one of its entries
+    assert [keys[i] for i in got.commitlog_offset.tolist()] == want
+    assert got.store_timestamp.tolist() == [10 * i for i in got.commitlog_offset.tolist()]
