@@ -132,7 +132,7 @@ def build_index_rocksdb(work_uri: str, split_order: list[int], db_path: str) -> 
     deletes them once ingested) and ``lastOffsetPy``/``lastStoreTimeStamp`` of the last indexed record;
     flushed and closed.  The files are ingested in the reput's order, up to :func:`_ingest_files` at a time,
     each time followed by a compaction of their key range: keys begin with their hour, so a later group
-    overlaps the earlier ones at its first hour only.  Splits never share a key (a key ends with its
+    overlaps the earlier ones in the hours they share only.  Splits never share a key (a key ends with its
     record's offset), so the database holds the union of their keys."""
     import rocksdict as rd
 
