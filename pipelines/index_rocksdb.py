@@ -136,6 +136,7 @@ def build_index_rocksdb(work_uri: str, split_order: list[int], db_path: str) -> 
     record's offset), so the database holds the union of their keys."""
     import rocksdict as rd
 
+    from .commit.journal import kill_point
     from .workfiles import read_index_rocksdb
 
     parts = [p for p in (read_index_rocksdb(work_uri, sid) for sid in split_order) if p is not None]
@@ -149,6 +150,7 @@ def build_index_rocksdb(work_uri: str, split_order: list[int], db_path: str) -> 
             group = parts[start:start + step]
             db.ingest_external_file([p.path for p in group], ingest)
             _compact(db, min(p.first_key for p in group), max(p.last_key for p in group))
+            kill_point("rocksdb:ingested")
         last = max(parts, key=lambda p: p.last_offset, default=None)
         if last is not None:
             wb = rd.WriteBatch(raw_mode=True)
