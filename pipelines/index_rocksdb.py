@@ -7,18 +7,40 @@ The key/value set is :mod:`store_format.index_rocksdb`'s; this module puts it in
 binding's newer default), uncompressed (as the broker writes them).  ``timer`` and ``trans`` stay empty:
 their records are not derivable from the commitlog (:mod:`store_format.index_rocksdb`).  RocksDB's
 files are not deterministic: the same key/value set is the target, not the same bytes.
+
+How it is written: each split's task sorts its entries (:func:`store_format.index_rocksdb.bytewise_unique`)
+into one table file (:func:`write_split_sst`, an SST file of the ``default`` family's table options); the
+driver ingests the files of the splits on the reput's path (:func:`build_index_rocksdb`: RocksDB moves
+them in, giving files whose keys overlap others' their own sequence numbers in level 0), then compacts the
+family into one sorted run, so that the broker starts on a database without a pile of level 0 files (its
+``createIndexCFOptions`` stops writes at 20).
 """
 from __future__ import annotations
 
 import dataclasses
+import os
+import uuid
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+
 from store_format.config import BrokerConfig
-from store_format.index_rocksdb import INDEX_FAMILY, TIMER_FAMILY, TRANS_FAMILY, last_records
+from store_format.index_rocksdb import (
+    INDEX_FAMILY,
+    TIMER_FAMILY,
+    TRANS_FAMILY,
+    IndexEntries,
+    bytewise_unique,
+    last_records,
+)
 
-__all__ = ["IndexRocksDBBuilt", "ROCKSDB_DIR", "build_index_rocksdb", "read_message_rocksdb", "rocksdbstore_plan"]
+__all__ = ["IndexRocksDBBuilt", "ROCKSDB_DIR", "build_index_rocksdb", "read_message_rocksdb", "rocksdbstore_plan",
+           "write_split_sst", "SplitSst"]
 
-_BATCH = 10_000    # entries per WriteBatch
+_CHUNK = 65_536               # entries turned into Python bytes at a time while a table file is written
+_MAX_INGEST_FILES = 1_000     # table files per ingestion (then a compaction): each is open while merged
+_READAHEAD = 256 << 10        # per file a compaction reads (RocksDB's default is 2 MiB)
 
 
 @dataclasses.dataclass
@@ -27,7 +49,18 @@ class IndexRocksDBBuilt:
     last_offset: int         # lastOffsetPy written, -1 when nothing was indexed
 
 
-def _options():
+@dataclasses.dataclass(frozen=True)
+class SplitSst:
+    """A split's table file of index entries and what the driver needs of it."""
+    path: str                # local path of the SST file
+    keys: int                # distinct keys in it
+    last_offset: int         # commitlog offset of the split's last indexed record
+    last_store_timestamp: int
+    first_key: bytes         # its smallest and largest keys
+    last_key: bytes
+
+
+def _options(*, build: bool = False):
     import rocksdict as rd
 
     table = rd.BlockBasedOptions()
@@ -39,50 +72,99 @@ def _options():
     opts.create_missing_column_families(True)
     opts.set_block_based_table_factory(table)
     opts.set_compression_type(rd.DBCompressionType.none())
+    if build:   # the driver's own compactions only, on every core; index and filter blocks read on demand
+        cores = os.cpu_count() or 1
+        table.set_cache_index_and_filter_blocks(True)
+        opts.set_block_based_table_factory(table)
+        opts.set_disable_auto_compactions(True)
+        opts.increase_parallelism(cores)
+        opts.set_max_subcompactions(cores)
+        opts.set_compaction_readahead_size(_READAHEAD)
+        opts.set_target_file_size_base(256 << 20)   # createIndexCFOptions: setTargetFileSizeBase(256 MB)
     return opts
 
 
-def build_index_rocksdb(work_uri: str, split_order: list[int], db_path: str) -> IndexRocksDBBuilt:
-    """The rebuild's step for ``indexRocksDBEnable``: the entries of the splits on the reput's path
-    (``split_order``, their ``rdbidx/`` work files) into a new database at ``db_path`` (local), then
-    ``lastOffsetPy``/``lastStoreTimeStamp`` of the last indexed record; flushed and closed."""
-    import numpy as np
+def write_split_sst(entries: IndexEntries, path: str) -> SplitSst | None:
+    """A split's entries as one SST file at ``path`` (local; None without entries): sorted and each key
+    once (:func:`store_format.index_rocksdb.bytewise_unique`), value the store time (8 bytes big-endian).
+    Written under a temporary name and renamed, so that ``path`` is whole whenever it exists (a retried
+    task writes it again)."""
     import rocksdict as rd
 
+    entries = bytewise_unique(entries)
+    n = len(entries)
+    if n == 0:
+        return None
+    values = pa.Array.from_buffers(pa.binary(8), n, [None, pa.py_buffer(entries.store_timestamp.astype(">i8"))])
+    tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+    writer = rd.SstFileWriter(options=_options())
+    try:
+        writer.open(tmp)
+        for start in range(0, n, _CHUNK):
+            for k, v in zip(entries.keys.slice(start, _CHUNK).to_pylist(), values.slice(start, _CHUNK).to_pylist()):
+                writer[k] = v
+        writer.finish()
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    at = int(np.argmax(entries.commitlog_offset))
+    return SplitSst(path, n, int(entries.commitlog_offset[at]), int(entries.store_timestamp[at]),
+                    entries.keys[0].as_py(), entries.keys[n - 1].as_py())
+
+
+def _ingest_files() -> int:
+    """Table files per ingestion: up to :data:`_MAX_INGEST_FILES`, and half the files the process may open."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return _MAX_INGEST_FILES if soft == resource.RLIM_INFINITY else max(16, min(_MAX_INGEST_FILES, (soft - 256) // 2))
+
+
+def _compact(db, begin: bytes, end: bytes) -> None:
+    """A compaction of the keys from ``begin`` to ``end`` into the last level (the index family)."""
+    db.compact_range(begin, end)
+
+
+def build_index_rocksdb(work_uri: str, split_order: list[int], db_path: str) -> IndexRocksDBBuilt:
+    """The rebuild's step for ``indexRocksDBEnable``: a new database at ``db_path`` (local) holding the table
+    files of the splits on the reput's path (``split_order``, their ``rdbidx/`` work files, moved in: RocksDB
+    deletes them once ingested) and ``lastOffsetPy``/``lastStoreTimeStamp`` of the last indexed record;
+    flushed and closed.  The files are ingested in the reput's order, up to :func:`_ingest_files` at a time,
+    each time followed by a compaction of their key range: keys begin with their hour, so a later group
+    overlaps the earlier ones in the hours they share only.  Splits never share a key (a key ends with its
+    record's offset), so the database holds the union of their keys."""
+    import rocksdict as rd
+
+    from .commit.journal import kill_point
     from .workfiles import read_index_rocksdb
 
-    db = rd.Rdict(str(db_path), options=_options(),
+    parts = [p for p in (read_index_rocksdb(work_uri, sid) for sid in split_order) if p is not None]
+    db = rd.Rdict(str(db_path), options=_options(build=True),
                   column_families={TIMER_FAMILY: _options(), TRANS_FAMILY: _options()})
-    count, last_ts, last_off = 0, 0, -1
     try:
-        family = db.get_column_family_handle(INDEX_FAMILY)
-        for sid in split_order:
-            entries = read_index_rocksdb(work_uri, sid)
-            if entries is None:
-                continue
-            values = entries.store_timestamp.astype(">i8").tobytes()
-            keys = entries.keys.to_pylist()
-            for start in range(0, len(keys), _BATCH):
-                wb = rd.WriteBatch(raw_mode=True)
-                wb.set_default_column_family(family)
-                for i in range(start, min(start + _BATCH, len(keys))):
-                    wb.put(keys[i], values[8 * i:8 * i + 8])
-                db.write(wb)
-            count += len(keys)
-            at = int(np.argmax(entries.commitlog_offset))
-            if int(entries.commitlog_offset[at]) > last_off:
-                last_off, last_ts = int(entries.commitlog_offset[at]), int(entries.store_timestamp[at])
-        if last_off >= 0:
+        ingest = rd.IngestExternalFileOptions()
+        ingest.set_move_files(True)
+        step = _ingest_files()
+        for start in range(0, len(parts), step):
+            group = parts[start:start + step]
+            db.ingest_external_file([p.path for p in group], ingest)
+            _compact(db, min(p.first_key for p in group), max(p.last_key for p in group))
+            kill_point("rocksdb:ingested")
+        last = max(parts, key=lambda p: p.last_offset, default=None)
+        if last is not None:
             wb = rd.WriteBatch(raw_mode=True)
-            wb.set_default_column_family(family)
-            for k, v in last_records(last_off, last_ts):
+            wb.set_default_column_family(db.get_column_family_handle(INDEX_FAMILY))
+            records = last_records(last.last_offset, last.last_store_timestamp)
+            for k, v in records:
                 wb.put(k, v)
             db.write(wb)
-        db.flush()
+            db.flush()
+            _compact(db, min(k for k, _ in records), max(k for k, _ in records))   # out of level 0 too
         db.flush_wal(True)
     finally:
         db.close()
-    return IndexRocksDBBuilt(count, last_off)
+    return IndexRocksDBBuilt(sum(p.keys for p in parts), last.last_offset if last is not None else -1)
 
 
 def read_message_rocksdb(path: str | Path) -> dict[str, dict[bytes, bytes]]:

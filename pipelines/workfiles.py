@@ -10,9 +10,11 @@ Two Arrow IPC files per split, whatever the number of queues or build tasks:
 * ``keys/s<split>.arrow``: one row per dispatched record that put index keys, in walk order: its
   commitlog offset and store time (what ``IndexService.buildIndex`` checks and writes) and the
   index hashes of its keys.
-* ``rdbidx/s<split>.arrow`` (5.5 ``indexRocksDBEnable`` only): the split's entries of the RocksDB
-  message index (:func:`store_format.index_rocksdb.index_rocksdb_entries`): key bytes, store time
-  (the value) and commitlog offset.
+* ``rdbidx/s<split>.sst`` (5.5 ``indexRocksDBEnable`` only, local work folders): the split's entries of
+  the RocksDB message index (:func:`store_format.index_rocksdb.index_rocksdb_entries`) as a sorted table
+  file (:func:`pipelines.index_rocksdb.write_split_sst`), and ``rdbidx/s<split>.arrow``, written after it:
+  one row with its key count, the offset and store time of the split's last indexed record, and its
+  smallest and largest keys.
 
 No Spark rows and no JVM conversion; retried tasks overwrite the same files with the same bytes;
 the files go away with the staging folder.  Local files are read through memory maps.
@@ -20,6 +22,7 @@ the files go away with the staging folder.  Local files are read through memory 
 from __future__ import annotations
 
 import json
+import os
 import zlib
 
 import numpy as np
@@ -30,10 +33,12 @@ import pyarrow.ipc as ipc
 from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.dispatch import QueueUnits, queue_units, stable_order
-from store_format.index_rocksdb import IndexEntries, index_rocksdb_entries
+from store_format.errors import StoreLayoutError
+from store_format.index_rocksdb import index_rocksdb_entries
 from store_format.javahash import index_hash
 from store_format.store import resolve
 
+from .index_rocksdb import SplitSst, write_split_sst
 from .oserrors import naming
 
 __all__ = ["UNIT_SCHEMA", "OPTIONAL_UNIT_FIELDS", "KEY_SCHEMA", "STATE_SCHEMA", "queue_bucket", "write_split_work",
@@ -64,10 +69,12 @@ KEY_SCHEMA = pa.schema([
     ("key_hashes", pa.list_(pa.int32())),   # IndexFile.indexKeyHashMethod of each topic#key, in put order
 ])
 
-RDBIDX_SCHEMA = pa.schema([
-    ("key", pa.large_binary()),             # IndexRocksDBRecord.getKeyBytes
-    ("store_timestamp", pa.int64()),        # the value (8 bytes big-endian in the database)
-    ("commitlog_offset", pa.int64()),
+RDBIDX_SCHEMA = pa.schema([              # one row: the split's rdbidx/ SST file (pipelines.index_rocksdb.SplitSst)
+    ("keys", pa.int64()),
+    ("last_offset", pa.int64()),
+    ("last_store_timestamp", pa.int64()),
+    ("first_key", pa.large_binary()),
+    ("last_key", pa.large_binary()),
 ])
 
 
@@ -94,6 +101,15 @@ def _keys_path(work_uri: str, split_id: int) -> str:
 
 def _rdbidx_path(work_uri: str, split_id: int) -> str:
     return f"{work_uri}/rdbidx/s{split_id:07d}.arrow"
+
+
+def _rdbidx_sst(work_uri: str, split_id: int) -> str:
+    """The local path of a split's SST file (a RocksDB table file is written and ingested by path)."""
+    fs, path = resolve(f"{work_uri}/rdbidx/s{split_id:07d}.sst")
+    if not isinstance(fs, pafs.LocalFileSystem):   # preflight refuses such an OUT before any work
+        raise StoreLayoutError(f"{work_uri}: the RocksDB message index (indexRocksDBEnable=true) is written on a "
+                               "local file system only")
+    return path
 
 
 def _write(uri: str, schema: pa.Schema, batches: list[pa.RecordBatch]) -> None:
@@ -178,20 +194,23 @@ def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, bu
     if keys is not None:
         _write(_keys_path(work_uri, split_id), KEY_SCHEMA, [keys])
     if config is not None and config.index_rocksdb:
-        entries = index_rocksdb_entries(res)
-        if len(entries):
+        path = _rdbidx_sst(work_uri, split_id)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with naming(path):
+            sst = write_split_sst(index_rocksdb_entries(res), path)
+        if sst is not None:
             _write(_rdbidx_path(work_uri, split_id), RDBIDX_SCHEMA, [pa.RecordBatch.from_arrays(
-                [entries.keys, pa.array(entries.store_timestamp), pa.array(entries.commitlog_offset)],
+                [pa.array([getattr(sst, f.name)], f.type) for f in RDBIDX_SCHEMA],
                 schema=RDBIDX_SCHEMA)])
 
 
-def read_index_rocksdb(work_uri: str, split_id: int) -> IndexEntries | None:
-    """A split's RocksDB message index entries (``rdbidx/``), or None without any."""
+def read_index_rocksdb(work_uri: str, split_id: int) -> SplitSst | None:
+    """A split's SST file of RocksDB message index entries (``rdbidx/``), or None without any."""
     reader = _open(_rdbidx_path(work_uri, split_id))
     if reader is None or reader.num_record_batches == 0:
         return None
-    batch = reader.get_batch(0)
-    return IndexEntries(batch.column(0), batch.column(1).to_numpy(), batch.column(2).to_numpy())
+    row = {name: col[0].as_py() for name, col in zip(RDBIDX_SCHEMA.names, reader.get_batch(0).columns)}
+    return SplitSst(_rdbidx_sst(work_uri, split_id), **row)
 
 
 def read_bucket_units(work_uri: str, split_id: int, bucket: int) -> tuple[pa.RecordBatch, list] | None:
@@ -263,7 +282,8 @@ def read_queue_states(work_uri: str, buckets: int, split_ids: set[int]) -> dict[
 
 def drop_split_work(work_uri: str, split_id: int) -> None:
     """Remove a split's work files (before the driver writes the files of its own walk)."""
-    for uri in (_units_path(work_uri, split_id), _keys_path(work_uri, split_id), _rdbidx_path(work_uri, split_id)):
+    for uri in (_units_path(work_uri, split_id), _keys_path(work_uri, split_id), _rdbidx_path(work_uri, split_id),
+                f"{work_uri}/rdbidx/s{split_id:07d}.sst"):
         fs, path = resolve(uri)
         try:
             fs.delete_file(path)

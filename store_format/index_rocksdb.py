@@ -47,6 +47,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .javahash import java_utf8_decode
 from .walkresult import (
@@ -71,7 +72,8 @@ from .walkresult import (
 )
 
 __all__ = ["INDEX_FAMILY", "TRANS_FAMILY", "TIMER_FAMILY", "LAST_OFFSET_PY", "LAST_STORE_TIMESTAMP",
-           "MILLIS_PER_HOUR", "IndexEntries", "index_rocksdb_entries", "rocksdb_index_key", "last_records"]
+           "MILLIS_PER_HOUR", "IndexEntries", "index_rocksdb_entries", "rocksdb_index_key", "last_records",
+           "bytewise_unique"]
 
 INDEX_FAMILY = "default"                        # RocksDB.DEFAULT_COLUMN_FAMILY
 TIMER_FAMILY = "timer"                          # MessageRocksDBStorage.TIMER_COLUMN_FAMILY
@@ -195,6 +197,27 @@ def index_rocksdb_entries(res: WalkResult) -> IndexEntries:
         keys = pa.concat_arrays([keys, pa.array(slow_keys, pa.large_binary())])
         ts = np.concatenate([ts, np.array(slow_ts, dtype=np.int64)])
         off = np.concatenate([off, np.array(slow_off, dtype=np.int64)])
+    return IndexEntries(keys, ts, off)
+
+
+def bytewise_unique(entries: IndexEntries) -> IndexEntries:
+    """The entries in the order of the index family's comparator, each key once: the order a table file of
+    that family holds its keys in.  ``createIndexCFOptions`` sets no comparator, so the family has
+    ``ColumnFamilyOptions``' default, RocksDB's ``BytewiseComparator``: unsigned bytes, a key before every
+    longer key it begins.  Equal keys come from one record only (a token repeated in ``KEYS``, with one
+    value), and the database keeps one of them."""
+    n = len(entries)
+    if n == 0:
+        return entries
+    order = pc.sort_indices(entries.keys)      # Arrow orders binary values by unsigned bytes, then by length
+    keys = entries.keys.take(order)
+    order_np = order.to_numpy()
+    ts, off = entries.store_timestamp[order_np], entries.commitlog_offset[order_np]
+    if n > 1:
+        same = pc.equal(keys.slice(1), keys.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        if same.any():
+            keep = np.concatenate([np.ones(1, dtype=bool), ~same])
+            keys, ts, off = keys.filter(pa.array(keep)), ts[keep], off[keep]
     return IndexEntries(keys, ts, off)
 
 

@@ -59,3 +59,65 @@ def test_rocksdbstore_is_replaced_only_by_a_run_that_wrote_one(tmp_path) -> None
     _commit(out, "r3", rocks=b"ours")
     assert (out / "rocksdbstore" / "CURRENT").read_bytes() == b"ours"
     assert not [p.name for p in out.iterdir() if p.name.startswith(".rebuild-")]
+
+
+def test_split_entries_sort_as_rocksdb_bytewise_and_once() -> None:
+    """The order of a split's table file (:func:`store_format.index_rocksdb.bytewise_unique`) is RocksDB's
+    ``BytewiseComparator``: unsigned bytes (0x80 and above after ASCII), a key before every longer key it
+    begins; a key given twice (a token repeated in ``KEYS``) is kept once.  Python orders ``bytes`` the
+    same way (``memcmp``, then length)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from store_format.index_rocksdb import IndexEntries, bytewise_unique
+
+    keys = [b"\x00\x01@T@K@k1", b"\x00\x01@T@K@k", b"\x00\x01@T@K@\xc3\xa9", b"\x00\x01@T@K@k1", b"\x00\x01@T@K@\x7f",
+            b"\x00\x01@T@K@", b"\xff", b"\x00\x01@T@K@k1\x00"]
+    ts = np.arange(len(keys), dtype=np.int64) * 10
+    off = np.arange(len(keys), dtype=np.int64)
+    got = bytewise_unique(IndexEntries(pa.array(keys, pa.large_binary()), ts, off))
+    want = sorted(set(keys))
+    assert got.keys.to_pylist() == want
+    # each key keeps the value and offset of one of its entries
+    assert [keys[i] for i in got.commitlog_offset.tolist()] == want
+    assert got.store_timestamp.tolist() == [10 * i for i in got.commitlog_offset.tolist()]
+
+
+@pytest.mark.slow
+def test_a_rebuild_killed_while_it_ingests_commits_nothing_and_the_next_run_writes_it(tmp_path) -> None:
+    """Crash safety of the database's build: a rebuild killed (SIGKILL) after its first ingestion of split
+    files leaves no ``rocksdbstore/`` in ``OUT`` (the database is built in the staging folder); the next run
+    removes that folder and writes the key/value set an uninterrupted run writes."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("rocksdict")
+    from pipelines.commit import KILL_AT_ENV
+    from pipelines.index_rocksdb import read_message_rocksdb
+
+    repo = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    env.pop(KILL_AT_ENV, None)
+
+    def run(*argv: str, kill: bool = False) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pipelines", *argv], cwd=repo, capture_output=True, text=True,
+                              env={**env, KILL_AT_ENV: "rocksdb:ingested"} if kill else env, timeout=600)
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerVersion=5.5\nindexRocksDBEnable=true\nmappedFileSizeCommitLog=1048576\n")
+    store = tmp_path / "store"
+    assert run("sample", "--out", str(store), "--messages", "4000", "--config", str(conf)).returncode == 0
+    rebuild = ["rebuild", "--store", str(store), "--config", str(conf), "--split-size", "64k", "--no-tables",
+               "--engine", "local", "--processes", "1", "--out"]
+    out, ref = tmp_path / "out", tmp_path / "ref"
+    killed = run(*rebuild, str(out), kill=True)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert not (out / "rocksdbstore").exists() and any(p.name.startswith(".rebuild-") for p in out.iterdir())
+    for target in (out, ref):
+        done = run(*rebuild, str(target))
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".rebuild-")]
+    got, want = read_message_rocksdb(out / "rocksdbstore"), read_message_rocksdb(ref / "rocksdbstore")
+    assert len(want["default"]) > 4000 and got == want

@@ -10,6 +10,13 @@ and on its own.  ``transRocksDBEnable=true`` too: the harness's store has no ``T
 (the broker's controller hands it one), so both ``trans`` families are empty, and the rebuild must say in
 one warning line that it does not rebuild that family.
 
+Our database is built three ways (at 4 KiB splits), each checked alike: as the rebuild does (``ours``:
+many split files whose keys overlap, ingested at once, then compacted), ingesting two files at a time
+(``ours-groups``: a compaction of each group's key range), and with the compactions left out
+(``ours-ingested``: the split files as RocksDB's ingestion placed them, overlapping ones in level 0 with
+their own sequence numbers), which the broker's older RocksDB must read as it reads any file of ours
+that no compaction rewrote (one whose keys overlap no other file's).
+
 One store by default (``mixed``: batches, delayed and transactional messages incl. rolled back ones, a long
 topic, plus messages with several, repeated and non-ASCII keys, tags, and one without a unique key; with
 ``indexFileWriteEnable=false``, the RocksDB index alone);
@@ -72,6 +79,36 @@ def _scenarios() -> list[dict]:
 
 SCENARIOS = _scenarios()
 _RUNS: dict[str, dict] = {}
+OURS = ("ours", "ours-groups", "ours-ingested")
+
+
+def _rebuild_variants(d: Path) -> dict:
+    """``rebuild`` into ``d/ours``, ``d/ours-groups`` (ingesting two split files at a time) and
+    ``d/ours-ingested`` (no compaction); the first rebuild's result."""
+    from unittest import mock
+
+    first = bh.rebuild(d, bh.BROKER_VERSION_ARG[LINE])
+    assert first["code"] == 0, first["stderr"][-2000:]
+    with mock.patch("pipelines.index_rocksdb._ingest_files", return_value=2):
+        groups = bh.rebuild(d, bh.BROKER_VERSION_ARG[LINE], "--out", str(d / "ours-groups"))
+    with mock.patch("pipelines.index_rocksdb._compact"):
+        ingested = bh.rebuild(d, bh.BROKER_VERSION_ARG[LINE], "--out", str(d / "ours-ingested"))
+    for got in (groups, ingested):
+        assert got["code"] == 0, got["stderr"][-2000:]
+    return first
+
+
+def _levels(path: Path) -> list[int]:
+    """The level of each table file of the database's index family."""
+    copy = path.parent / f"{path.parent.name}-levels-{path.name}"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(path, copy)
+    db = rd.Rdict(str(copy), options=rd.Options(raw_mode=True), access_type=rd.AccessType.read_only(),
+                  column_families={f: rd.Options(raw_mode=True) for f in ("timer", "trans")})
+    try:
+        return [f["level"] for f in db.live_files() if f["start_key"][:1] == b"\0"]
+    finally:
+        db.close()
 
 
 def _families(path: Path) -> dict[str, dict[bytes, bytes]]:
@@ -103,13 +140,12 @@ def written(request, tmp_path_factory):
         for n, w in written.items():
             r = _RUNS[n] = {"dir": Path(w["scenario"]["dir"]), "written": w["written"]}
             if r["written"].get("ok"):
-                r["rebuild"] = bh.rebuild(r["dir"], bh.BROKER_VERSION_ARG[LINE])
-                assert r["rebuild"]["code"] == 0, r["rebuild"]["stderr"][-2000:]
+                r["rebuild"] = _rebuild_variants(r["dir"])
         ok = [(work / sc["name"], query_pairs(sc)) for sc in SCENARIOS if _RUNS[sc["name"]]["written"].get("ok")]
-        answers = bh.read_stores(LINE, [_read_request(d, w, work, pairs) for d, pairs in ok
-                                        for w in ("expected", "ours")], work)
+        which = ("expected", *OURS)
+        answers = bh.read_stores(LINE, [_read_request(d, w, work, pairs) for d, pairs in ok for w in which], work)
         for i, (d, _pairs) in enumerate(ok):
-            _RUNS[d.name]["answers"] = {"expected": answers[2 * i], "ours": answers[2 * i + 1]}
+            _RUNS[d.name]["answers"] = dict(zip(which, answers[len(which) * i:len(which) * (i + 1)]))
     r = _RUNS[name]
     if not r["written"].get("ok"):
         pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
@@ -119,13 +155,14 @@ def written(request, tmp_path_factory):
 CASES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS]
 
 
+@pytest.mark.parametrize("variant", OURS)
 @pytest.mark.parametrize("name", CASES)
-def test_key_value_sets_match_broker(written, name):
-    """Every column family of our ``rocksdbstore/`` holds exactly the broker's keys and values; the
-    broker's index holds every kind of key (K, T, U) and its last-offset records, and (``mixed``) no key
-    of the message put without a unique key."""
+def test_key_value_sets_match_broker(written, name, variant):
+    """Every column family of our ``rocksdbstore/`` (each way it is built) holds exactly the broker's keys
+    and values; the broker's index holds every kind of key (K, T, U) and its last-offset records, and
+    (``mixed``) no key of the message put without a unique key."""
     exp = _families(written["dir"] / "expected" / "rocksdbstore")
-    ours = _families(written["dir"] / "ours" / "rocksdbstore")
+    ours = _families(written["dir"] / variant / "rocksdbstore")
     assert sorted(exp) == sorted(ours) == ["default", "timer", "trans"]
     index = exp["default"]
     assert b"lastOffsetPy" in index and b"lastStoreTimeStamp" in index
@@ -143,12 +180,13 @@ def test_key_value_sets_match_broker(written, name):
                           f"{o[wrong[0]]!r}"
 
 
+@pytest.mark.parametrize("variant", OURS)
 @pytest.mark.parametrize("name", CASES)
-def test_broker_queries_alike_on_our_database(written, name):
+def test_broker_queries_alike_on_our_database(written, name, variant):
     """The broker's ``queryMessage`` over the RocksDB index answers every (topic, key) and unique key of
-    the scenario alike on our database and on its own, and finds messages."""
+    the scenario alike on our database (each way it is built) and on its own, and finds messages."""
     exp = [a for a in written["answers"]["expected"] if a["kind"] == "query"]
-    ours = [a for a in written["answers"]["ours"] if a["kind"] == "query"]
+    ours = [a for a in written["answers"][variant] if a["kind"] == "query"]
     assert exp and ours == exp
     assert sum(len(a["byKey"]) + len(a["byUniqKey"]) for a in exp) > len(exp) // 2
 
@@ -163,6 +201,17 @@ def test_index_files_are_the_broker_s(written, name):
     expected = files("expected")
     assert (not expected) == name.endswith("-mixed")
     assert files("ours") == expected
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_split_files_are_folded_into_one_sorted_run(written, name):
+    """The rebuild's database has no level 0 file left (the broker's ``createIndexCFOptions`` stops writes at
+    20 of them) and holds fewer files than the splits gave; ``ours-ingested`` (what the broker read above)
+    kept the overlapping split files in level 0, as RocksDB's ingestion put them."""
+    d = written["dir"]
+    ours, ingested = _levels(d / "ours" / "rocksdbstore"), _levels(d / "ours-ingested" / "rocksdbstore")
+    assert ours and 0 not in ours and 0 not in _levels(d / "ours-groups" / "rocksdbstore")
+    assert ingested.count(0) > 1 and len(ours) < len(ingested)
 
 
 @pytest.mark.parametrize("name", CASES)
