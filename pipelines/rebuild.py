@@ -42,6 +42,7 @@ from .restart import DLedgerRestart, Restart, apply_cut
 from .restart import as_restart as restart_view
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
 from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
+from .workfiles import read_index_rocksdb
 
 __all__ = ["RebuildSummary", "run_rebuild", "Progress"]
 
@@ -324,7 +325,8 @@ def _rocksdb_index(walk: ReputWalk, staged: StagedOutput, progress: Progress) ->
     if not isinstance(fs, pafs.LocalFileSystem):   # preflight refuses this before any work
         raise StoreLayoutError(f"{staged.staging_uri}: {ROCKSDB_DIR}/ (a RocksDB database) is written on a local "
                                "file system only")
-    got = build_index_rocksdb(walk.work_uri, [e.split.split_id for e in walk.chain.entries], f"{path}/{ROCKSDB_DIR}")
+    parts = [read_index_rocksdb(walk.work_uri, e.split.split_id) for e in walk.chain.entries]
+    got = build_index_rocksdb([p for p in parts if p is not None], f"{path}/{ROCKSDB_DIR}")
     progress.done(f"{got.entries:,} keys" + (f", lastOffsetPy {got.last_offset}" if got.last_offset >= 0 else ""))
     return got.entries
 
