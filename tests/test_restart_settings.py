@@ -235,9 +235,9 @@ def test_concurrent_reput_same_files_on_a_clean_store_and_on_damage(tmp_path: Pa
     set_total_size(str(store), offsets[40], delta=offsets[42] - offsets[41])
     got = rebuild_in_memory(st, conc)
     assert got.dispatched == len(offsets) - 1 and seg.base + seg.size < offsets[-1]
-    assert [(a["segment"], a["position"]) for a in got.anomalies if "goes past the damaged bytes" in a["detail"]] == \
-        [(seg.name, offsets[40] - seg.base)]
-    assert not [a for a in got.anomalies if "stops here for good" in a["detail"]]
+    past = [(a["segment"], a["position"]) for a in got.anomalies if "goes past the damaged" in a.get("detail", "")]
+    assert past == [(seg.name, offsets[40] - seg.base)]
+    assert not [a for a in got.anomalies if "stops here for good" in a.get("detail", "")]
     restore()
     set_magic_code(str(store), offsets[40])
     four = _conf("enableBuildConsumeQueueConcurrently=true", "4")
