@@ -667,6 +667,25 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message_and_the_q
         assert p["units_lost"] == sent - len(held), (name, p["units_lost"], sent - len(held), p["notes"])
 
 
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_refuses_a_damaged_crash_walk_whose_reput_starts_elsewhere(written, line, tmp_path):
+    """The damaged-cut store as the restart found it, DLedger's checkpoint moved: one entry behind the log's end
+    (the start's reput from between the walk's end and the log's end would never dispatch the damaged message),
+    four entries behind it (the reput from before the walk's last indexed record indexes it again before the
+    records past the walk): both refused in one line, exit 2, as not modelled."""
+    r = _RUNS[f"{line}-dledger-abort-damaged-cut"]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    for back, why in ((1, "would never be dispatched"), (4, "indexes the walk's last indexed record")):
+        store = bh.copy_store(src / "before", tmp_path / f"back-{back}")
+        cp = store / "dledger-n0" / "checkpoint"
+        end = int(bh.read_conf(cp)["endIndex"])
+        cp.write_text(f"committedIndex={end - back}\nendIndex={end}\n")
+        code, err = _as_restart(store, tmp_path / f"out-{back}", src, line)
+        last = err.strip().splitlines()[-1]
+        assert code == 2 and last.startswith("error:") and why in last and "not modelled" in last, err[-2000:]
+
+
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
                                                    "the 5.3.3 line: DLEDGER_LINES=4.9.8,5.3.3,5.5.1"))
 def test_verify_predicts_a_crash_restart_whose_walk_ends_at_a_damaged_message_and_cuts_the_queues_it_holds(
