@@ -230,6 +230,8 @@ def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes, folder: st
     for f in range(move.target - move.target % size, target_end, size):
         name = f"{folder}/{cq_file_name(f)}"
         data = bytearray(staged.read_staged(name)) if f < move.target and move.blank_from < 0 else bytearray(size)
+        if f < move.zero_from < f + size:   # the units of records past the walk's end: only the reput put them
+            data[move.zero_from - f:] = bytes(f + size - move.zero_from)
         if move.blank_from == f:
             data[:move.target - f] = _BLANK_UNIT * ((move.target - f) // CQ_UNIT_SIZE)
         lo, hi = max(move.target, f), min(target_end, f + size)

@@ -26,8 +26,14 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   property) dispatches nothing: then the start's reput alone dispatches, from the committed position or, with
   ``recheckReputOffsetFromCq``, the min offset (:func:`_walked_nothing`).
 * A walk whose message check fails later, inside the log DLedger keeps (a bad body CRC: DLedger's recovery reads
-  none), dispatches up to there; with no queue cut, the start's reput goes on from its start
-  (:func:`_walk_ends_early`).
+  none), dispatches up to there; the start's reput goes on from its start (:func:`_walk_ends_early`).  When
+  ``truncateDirtyLogicFiles`` then cuts the queues at the walk's ``processOffset``, the reput from at or before
+  the walk's end puts back the cut units it reaches and appends the records past the walk behind them
+  (:func:`_walk_after`, :func:`store_format.dledger_crash_cut.cut_queues`' ``after``); from the log's end it adds
+  nothing.  A reput from between the two ends is refused (the records between them are never dispatched: their
+  queue units and index keys would be missing, which the rebuild's one walk cannot leave out), and so is one from
+  at or before the walk's last indexed record when records follow the walk's end (``IndexService.buildIndex``
+  indexes that record again, then those records: keys put again in the middle of the index, not modelled).
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -61,10 +67,22 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
-from .dledger_crash_cut import ExtAgain, QueueCut, QueuesOnDisk, QueueTrack, cut_queues, ext_reput
+from .dledger_crash_cut import (
+    KIND_BATCH,
+    U_KIND,
+    U_QUEUE,
+    ExtAgain,
+    QueueCut,
+    QueuesOnDisk,
+    QueueTrack,
+    cut_queues,
+    ext_reput,
+)
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import reput_inside_entry
 from .errors import RestartFailsError, UnsupportedConfigError
@@ -151,8 +169,11 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
-            walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
-            and :func:`_walk_ends_early` (later, with no queue cut) refuse, or with a queue cut, the cases of the
+            walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry),
+            :func:`_walk_ends_early` (later: a reput from between the two ends) and :func:`_walk_after` (with a
+            queue cut: a BatchCQ unit past the walk, a reput check ending before the log's end) refuse, a reput
+            from at or before the walk's last indexed record with records past the walk's end, or with
+            ext files and a queue cut or a reput from before the walk's end, the cases of the
             queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
             converted store's old files are below every data file: refused there too).
@@ -194,19 +215,23 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         truncates = cp.logics_physical_offset >= process_offset and max(queues_max, loaded_max) >= process_offset
     else:                               # the loaded queues' max physical offset, no check in truncateDirty
         truncates = loaded_max >= process_offset
+    after = None
     if early and truncates:
-        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
-                      f"{rec.process_offset}, and truncateDirtyLogicFiles then cuts the queues at processOffset "
-                      f"{process_offset}")
+        if config.enableConsumeQueueExt:
+            raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
+                          f"{rec.process_offset}, truncateDirtyLogicFiles then cuts the queues at processOffset "
+                          f"{process_offset}, and consume queue ext files (enableConsumeQueueExt=true)")
+        after = _walk_after(st, files, end, rec.process_offset, last_base, reason, config, track)
     cut = None
     if truncates:
         cut = cut_queues(track, process_offset, cq_file_size=config.cq_file_size,
                          bcq_file_size=config.mapperFileSizeBatchConsumeQueue, ext=config.enableConsumeQueueExt,
                          recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
-                         confirm_offset=max(rec.committed_pos, files[0].base), end=end,
+                         confirm_offset=max(rec.committed_pos, files[0].base), end=rec.process_offset,
                          on_disk=on_disk.max_after_cut(process_offset) if on_disk is not None else None,
-                         inside=lambda pos: _reput_inside(st, files, pos, end, rec.committed_pos, config),
-                         reset_emptied=config.brokerVersion == "5.5")
+                         inside=lambda pos: _reput_inside(st, files, pos, rec.process_offset, rec.committed_pos,
+                                                          config),
+                         reset_emptied=config.brokerVersion == "5.5", after=after, walk_end=end if early else -1)
         reput = cut.reput
     elif config.recheckReputOffsetFromCq:
         second = start_reput_check(config, min_offset, files[first].base, end, accepted, abnormal=True,
@@ -224,18 +249,30 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     walk_end, log_end = -1, end
     if early:
         walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
+        if config.enableConsumeQueueExt and reput < end:
+            # the reput's ext units of the walk's records from its start would go before those of the records
+            # past the walk's end, which the rebuild's dispatch puts right after the walk's ones
+            raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
+                          f"{rec.process_offset}, consume queue ext files (enableConsumeQueueExt=true) and the "
+                          f"start's reput from {reput}, before the walk's end")
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
         else -1
+    if reindex >= 0 and log_end > end:
+        # IndexService.buildIndex puts the walk's last indexed record again, then the records past the walk's end
+        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
+                      f"{rec.process_offset}, and the start's reput from {reput} indexes the walk's last indexed "
+                      f"record ({reindex}) again before the records past the walk")
     return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
                         ext_again, walk_end=walk_end)
 
 
 def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:
     """Where the dispatch ends when the walk's message check fails at ``stop``, inside the log DLedger's recovery
-    keeps (a record whose body CRC fails: DLedger's recovery reads no CRC), and no queue is cut: the walk
-    dispatched up to ``stop``, and the start's reput (its message check reads no CRC) from ``reput`` walks to the
-    log's end.  From at or before ``stop`` it dispatches every record from there (the walk's ones dropped, the
-    record that failed the check and those after it put as any); from the log's end (the committed position,
+    keeps (a record whose body CRC fails: DLedger's recovery reads no CRC): the walk dispatched up to ``stop``,
+    and the start's reput (its message check reads no CRC) from ``reput`` walks to the log's end.  From at or
+    before ``stop`` it dispatches every record from there (the walk's ones dropped, or put back where
+    ``truncateDirtyLogicFiles`` cut them, the record that failed the check and those after it put as any:
+    :func:`store_format.dledger_crash_cut.cut_queues` with ``after``); from the log's end (the committed position,
     without ``recheckReputOffsetFromCq``) nothing: the dispatch ends at ``stop``.
 
     Raises:
@@ -249,6 +286,57 @@ def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -
     raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at "
                   f"{rec.process_offset}, and the start's reput from {reput} would leave the records between them "
                   "out")
+
+
+def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int, last_base: int, reason: str,
+                config: BrokerConfig, track: QueueTrack) -> np.ndarray:
+    """The consume queue units (rows of :data:`store_format.dledger_crash_cut.UNIT_COLUMNS`, queue numbers of
+    ``track``) of the records from ``stop``, where the walk's message check failed, to DLedger's log end
+    ``log_end``, as the start's reput hands them to the queues when it walks them (``doReput``'s message check:
+    ``checkMessageAndReturnSize`` without CRC; a DLedger blank moves it to the next data file), in commitlog order:
+    the cut's ``after``.
+
+    Raises:
+        UnsupportedConfigError: the reput's check would end elsewhere than the log's end, or a BatchCQ topic's unit
+            past ``stop`` (not modelled).
+    """
+    k = next((n for n, f in enumerate(files) if f.base <= stop < f.end), -1)
+    assert k >= 0 and files[k].base == last_base, (stop, last_base)
+    after = QueueTrack(config.batch_topics)
+    scratch = cl.Scratch()
+    found: list[np.ndarray] = []
+    pos = stop - files[k].base
+    while stop < log_end:
+        seg = files[k]
+        state = cl.WalkState.at_slice_start(pos, seg.size)
+        with st.reader(seg) as read:
+            while True:
+                split_end = min(state.bufpos + _WINDOW, seg.size + 1)
+                res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=_WINDOW + (1 << 20),
+                                    keep_text=True, scratch=scratch, dledger=True)
+                halt, n_ok = check_rows(res, seg, check_crc=False, is_5x=True)
+                after.add(res, n_ok, seg.base)
+                if halt is not None:
+                    at = halt.offset - ENTRY_HEADER_SIZE
+                    break
+                state = res.state
+                if res.stop != cl.Stop.SPLIT_END:
+                    at = seg.end if res.stop == cl.Stop.BLANK else seg.base + state.bufpos
+                    break
+        found.append(after.last_file())
+        if halt is None and res.stop == cl.Stop.BLANK and k + 1 < len(files):
+            k, pos = k + 1, 0
+            continue
+        break
+    rows = np.concatenate(found) if found else np.zeros((0, 5), dtype=np.int64)
+    if (found and at != log_end) or (rows[:, U_KIND] == KIND_BATCH).any():
+        raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at "
+                      f"{log_end}, truncateDirtyLogicFiles then cuts the queues, and the start's reput's check past "
+                      + (f"it ends at {at}" if found and at != log_end else "it meets a BatchCQ topic's message"))
+    if len(rows):
+        ids = np.array([track.queue_id(name) for name in after.names], dtype=np.int64)
+        rows[:, U_QUEUE] = ids[rows[:, U_QUEUE]]
+    return rows
 
 
 def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec: DLedgerRecovery,

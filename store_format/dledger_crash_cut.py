@@ -135,6 +135,10 @@ class QueueTrack:
             self.own_units[int(q)] = self.own_units.get(int(q), 0) + int(k)
         self._cur.append(np.stack([phys, phys + units.size[keep], queue, key, kind], axis=1))
 
+    def queue_id(self, name: tuple[str, int]) -> int:
+        """The queue number of ``name`` (a new one for a queue not seen yet)."""
+        return self._queue_id(name)
+
     def _queue_id(self, name: tuple[str, int]) -> int:
         if name not in self.ids:
             self.ids[name] = len(self.names)
@@ -200,7 +204,10 @@ class QueueMove:
     emptied: then ``target == source``, and the new file holds ``fillPreBlank`` units from ``blank_from``
     (its start) up to ``target``.  Files from the first one past ``target`` on are new (zeros where no
     unit is put); the file holding ``target``, when it is not a file start, keeps its other bytes.
-    ``batch``: a batch consume queue (``batchconsumequeue/``, 46-byte units; never ``blank_from``)."""
+    ``batch``: a batch consume queue (``batchconsumequeue/``, 46-byte units; never ``blank_from``).
+    ``zero_from`` >= 0: the queue position from which the broker never wrote the file holding ``target`` (the
+    units of records past where the recovery's walk ended, which only the start's reput dispatches), whose bytes
+    from there are zeros but for the units moved in."""
     topic: str
     queue_id: int
     source: int
@@ -208,6 +215,7 @@ class QueueMove:
     count: int
     blank_from: int = -1
     batch: bool = False
+    zero_from: int = -1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,7 +261,8 @@ class QueueCut:
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq_file_size: int, ext: bool,
                recheck: bool, min_offset: int, confirm_offset: int, end: int,
                on_disk: dict[tuple[str, int], tuple[int, bool]] | None = None,
-               inside: Callable[[int], int] | None = None, reset_emptied: bool = False) -> QueueCut:
+               inside: Callable[[int], int] | None = None, reset_emptied: bool = False,
+               after: np.ndarray | None = None, walk_end: int = -1) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
     least ``min_offset``), walking to ``end`` (module docstring); ``ext``: ``enableConsumeQueueExt``.
@@ -266,11 +275,19 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
+    ``after``, ``walk_end`` (a walk whose message check failed at ``walk_end``, inside the log, before ``end``):
+    the units of the records from there to ``end`` (:data:`UNIT_COLUMNS`), which only the start's reput, whose
+    check reads no CRC, dispatches.  A reput from at or before ``walk_end`` appends them to their queues after the
+    cut units it puts back (a queue's units past the walk follow its cut ones: one suffix, moved with them,
+    :attr:`QueueMove.zero_from`); one from ``end`` on never reaches them.
+
     Raises:
         UnsupportedConfigError: a reput that would start inside an entry without ``inside``: at
             ``processOffset`` itself, one byte before it (a batch queue the cut emptied), or at 2147483647 (a queue
             left with ``fillPreBlank`` units only) inside a log past 2 GiB;
-            with ext, a reput from before the walk's last data file when ``track`` kept only that file's units.
+            with ext, a reput from before the walk's last data file when ``track`` kept only that file's units;
+            with ``after``, a reput from between ``walk_end`` and ``end`` (the records between the two would never
+            be dispatched, and the index files would lack their keys).
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -318,6 +335,19 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             inside_from, reput = reput, inside(reput)
     else:
         reput = confirm_offset
+    zero_from: dict[int, int] = {}
+    if after is not None and len(after) and reput > walk_end:
+        if reput < end:
+            raise _refuse(f"a message check that ended the walk at {walk_end}, and the start's reput from {reput}, "
+                          f"before the log's end {end}: the records between the two would never be dispatched")
+        after = None   # the reput starts at the log's end: nothing past the walk is dispatched
+    if after is not None and len(after):
+        for q in np.unique(after[:, U_QUEUE]):
+            rows = after[after[:, U_QUEUE] == q]
+            if int(q) in per_queue:   # a queue the cut took units of: its units past the walk follow them
+                per_queue[int(q)] = np.concatenate([per_queue[int(q)], rows])
+                zero_from[int(q)] = int(rows[0, U_KEY]) * (BCQ_UNIT_SIZE if rows[0, U_KIND] == KIND_BATCH
+                                                           else CQ_UNIT_SIZE)
     dropped: list[tuple[str, int, int]] = []
     batch_dropped: list[tuple[str, int, int]] = []
     lost: dict[tuple[str, int], np.ndarray] = {}
@@ -350,7 +380,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             dropped += [(*name, f) for f in range(first, blank_from, size)]
             continue
         else:   # appended at the write position (a batch queue the cut emptied: 0, its first unit's)
-            moves.append(QueueMove(*name, int(pos[-n]), first, n, batch=bool(batch)))
+            moves.append(QueueMove(*name, int(pos[-n]), first, n, batch=bool(batch), zero_from=zero_from.get(q, -1)))
             put_back[q] = (rows[-n:, U_OFFSET], first + unit * np.arange(n, dtype=np.int64))
             gone_from = first + n * unit
         start = -(-gone_from // size) * size   # the first file that starts at or past it

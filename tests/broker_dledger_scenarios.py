@@ -164,6 +164,37 @@ def damaged_abort_scenarios(line: str) -> list[dict]:
                    if line.startswith("5.3") else [])
 
 
+def damaged_cut_abort_scenarios(line: str, more: bool = False) -> list[dict]:
+    """The ``partial`` crash restart (one queue, some 100 entries in the last data file, no
+    ``recheckReputOffsetFromCq``) with a body byte of its 399th message (of 400) flipped and DLedger's checkpoint
+    two entries behind the log's end, the damaged entry the first past the committed position:
+    ``dledgerRecoverAbnormally``'s message check (body CRC) ends the walk there, DLedger's recovery (no CRC) keeps
+    the log, and on 5.5.1 ``truncateDirtyLogicFiles`` cuts the queue at the walk's short ``processOffset``; the
+    start's reput from the committed position, the damaged entry, reaches no cut unit and appends the damaged
+    message and the one after it at the queue's write position, over the cut units
+    (``<line>-dledger-abort-damaged-cut``, 5.5.1; ``reportQueues``).  ``more`` (``DLEDGER_MORE_LAYOUTS=1``,
+    5.5.1): ``-damaged-cut-recheck`` with ``recheckReputOffsetFromCq=true`` and ``messageIndexEnable=false`` (the
+    reput from the cut queue's max puts every cut unit back, then the rest; with the index on it would index the
+    walk's last indexed record again before the records past the walk, which is refused), and ``-damaged-cut-end``
+    with the whole log committed (the reput from the log's end: the cut units stay cut, nothing past the damage is
+    dispatched).  5.3.3 (``DLEDGER_LINES``), which cuts only the queues it loads: ``-damaged-cut`` itself (no cut
+    with the queues deleted: the reput from the damaged entry dispatches the rest) and ``-damaged-cut-kept`` with
+    the queues kept (``keepQueues``: the cut, then the reput as on 5.5.1; checked through ``verify``)."""
+    sc = {**partial_abort_scenario(line), "damageMessage": 398, "dledgerCommittedBack": 2,
+          "name": f"{line}-dledger-abort-damaged-cut"}
+    if line.startswith("5.3"):
+        return [sc, {**sc, "keepQueues": True, "name": f"{line}-dledger-abort-damaged-cut-kept"}]
+    if not line.startswith("5.5"):
+        return []
+    out = [sc]
+    if more:
+        out += [{**sc, "config": {**sc["config"], "recheckReputOffsetFromCq": "true", "messageIndexEnable": "false"},
+                 "name": f"{line}-dledger-abort-damaged-cut-recheck"},
+                {**{k: v for k, v in sc.items() if k != "dledgerCommittedBack"},
+                 "name": f"{line}-dledger-abort-damaged-cut-end"}]
+    return out
+
+
 def small_abort_scenarios(line: str) -> list[dict]:
     """``<line>-dledger-abort-small`` (5.x lines): 200 keyed messages of 100-300 bytes (about 30 entries in
     the last data file), restarted after a crash: ``dledgerRecoverAbnormally``'s ``processOffset`` leaves

@@ -27,6 +27,7 @@ from broker_dledger_scenarios import (
     abort_scenarios,
     batch_kept_abort_scenario,
     damaged_abort_scenarios,
+    damaged_cut_abort_scenarios,
     dledger_scenarios,
     emptied_abort_scenarios,
     emptied_batch_abort_scenarios,
@@ -48,7 +49,8 @@ bh.skip_without_tools()
 # writing on 2 cores: DLEDGER_LINES=4.9.8,5.3.3,5.5.1
 LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
 # DLEDGER_MORE_LAYOUTS=1: the layouts crash restart with recheckReputOffsetFromCq=true too (some 15 s more), and
-# on 5.5.1 the layouts store whose start's reput begins before the walk's last data file (layouts-early)
+# on 5.5.1 the layouts store whose start's reput begins before the walk's last data file (layouts-early) and the
+# damaged-cut crash restart with the switch and with the whole log committed
 MORE_LAYOUTS = os.environ.get("DLEDGER_MORE_LAYOUTS") == "1"
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
@@ -58,6 +60,7 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
 EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] if line.startswith("4") else [
     no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line),
     layouts_abort_scenario(line), batch_kept_abort_scenario(line), *damaged_abort_scenarios(line),
+    *damaged_cut_abort_scenarios(line, MORE_LAYOUTS),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
     + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line)
     + ([layouts_early_abort_scenario(line)] if line.startswith("5.5") and MORE_LAYOUTS else [])
@@ -235,7 +238,7 @@ def _same_tree(expected: Path, ours: Path) -> None:
     for rel in exp_files:
         bh.same_bytes((expected / "consumequeue" / rel).read_bytes(), (ours / "consumequeue" / rel).read_bytes(),
                       f"consumequeue/{rel}")
-    exp_idx, our_idx = sorted((expected / "index").iterdir()), sorted((ours / "index").iterdir())
+    exp_idx, our_idx = ([] if not (d / "index").is_dir() else sorted((d / "index").iterdir()) for d in (expected, ours))
     assert len(our_idx) == len(exp_idx), f"index file count {len(our_idx)} != broker's {len(exp_idx)}"
     for e, o in zip(exp_idx, our_idx):
         bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file {o.name} vs broker's {e.name}")
@@ -592,6 +595,116 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message(written, 
         p = report["restart"]
         assert p is not None and p["dledger"], report.get("no_prediction")
         assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
+
+
+def _held(r: dict, src: Path) -> list[int]:
+    """The commitlog offsets of the message units the broker's queue T0/0 holds once its reput caught up (below its
+    max offset: the bytes past it are units the cut left on disk)."""
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    (state,) = r["written"]["queuesAfterDispatch"].values()
+    held = []
+    for f in state["files"]:
+        data = (src / "expected" / "consumequeue" / "T0" / "0" / f).read_bytes()
+        valid = min(size, int(state["maxOffset"]) - int(f))
+        held += [int.from_bytes(data[i:i + 8], "big") for i in range(0, valid, 20)
+                 if int.from_bytes(data[i + 8:i + 12], "big") not in (0, 2**31 - 1)]
+    return held
+
+
+def _entries_from(src: Path, first: int, end: int) -> list[int]:
+    """The commitlog offsets of the messages of the DLedger entries from the one holding the message at ``first``
+    to ``end`` (each entry's size from its header; a DLedger blank, magic -1, or a file's end: the next data
+    file), as the broker wrote them."""
+    size = int(bh.read_conf(src / "broker.conf")["mappedFileSizeCommitLog"])
+    out, at = [], first - 48
+    while at < end:
+        base = at - at % size
+        data = (src / "before" / "dledger-n0" / "data" / f"{base:020d}").read_bytes()
+        if at + 48 > base + size or int.from_bytes(data[at - base:at - base + 4], "big", signed=True) == -1:
+            at = base + size
+            continue
+        out.append(at + 48)
+        at += int.from_bytes(data[at - base + 4:at - base + 8], "big")
+    return out
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message_and_the_queues_are_cut(written, line,
+                                                                                              tmp_path):
+    """The partial store (one queue) with a body byte of its 399th message flipped and DLedger's checkpoint two
+    entries behind the log's end, restarted after a crash: dledgerRecoverAbnormally's message check ends its walk
+    at the damaged message, DLedger's recovery keeps the log, and on 5.5.1 truncateDirtyLogicFiles cuts the queue
+    at the walk's short processOffset.  The start's reput from the committed position (the damaged entry) reaches
+    no cut unit and appends the damaged message and the last one at the queue's write position, over the cut
+    units; with recheckReputOffsetFromCq (DLEDGER_MORE_LAYOUTS, the index off) it puts back every cut unit, then
+    the rest; from the log's end (the whole log committed) nothing past the damage.  5.3.3 (the queues deleted: no
+    cut) dispatches the rest from the committed position.  --as-restart on the store as the restart found it
+    writes the broker's files byte for byte, and verify predicts the units the broker's queue lacks."""
+    names = [f"{line}-dledger-abort-damaged-cut{s}" for s in ("", "-recheck", "-end")]
+    ran = [n for n in names if n in _RUNS]
+    if not ran:
+        pytest.skip("no damaged-cut scenario on this line")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        damaged, end = int(r["written"]["damagedRecord"]), int(r["written"]["maxPhyOffset"])
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == line.startswith("5.5"), err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        held, sent = _held(r, src), _queued(r["scenario"])
+        if name.endswith("-end"):
+            assert damaged not in held and len(held) < sent - 2, (name, len(held), sent)
+        elif name.endswith("-recheck") or line.startswith("5.3"):   # every message from the walk's start on
+            assert held == _entries_from(src, held[0], end) and damaged in held, (name, len(held), sent)
+        else:   # no cut unit put back, the damaged message and the last one appended at the write position
+            assert held[-2] == damaged and len(held) < sent - 2 and held[-1] < end, (name, len(held), sent)
+        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
+        p = report["restart"]
+        assert p is not None and p["dledger"], report.get("no_prediction")
+        assert p["units_lost"] == sent - len(held), (name, p["units_lost"], sent - len(held), p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_refuses_a_damaged_crash_walk_whose_reput_starts_elsewhere(written, line, tmp_path):
+    """The damaged-cut store as the restart found it, DLedger's checkpoint moved: one entry behind the log's end
+    (the start's reput from between the walk's end and the log's end would never dispatch the damaged message),
+    four entries behind it (the reput from before the walk's last indexed record indexes it again before the
+    records past the walk): both refused in one line, exit 2, as not modelled."""
+    r = _RUNS[f"{line}-dledger-abort-damaged-cut"]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    for back, why in ((1, "would never be dispatched"), (4, "indexes the walk's last indexed record")):
+        store = bh.copy_store(src / "before", tmp_path / f"back-{back}")
+        cp = store / "dledger-n0" / "checkpoint"
+        end = int(bh.read_conf(cp)["endIndex"])
+        cp.write_text(f"committedIndex={end - back}\nendIndex={end}\n")
+        code, err = _as_restart(store, tmp_path / f"out-{back}", src, line)
+        last = err.strip().splitlines()[-1]
+        assert code == 2 and last.startswith("error:") and why in last and "not modelled" in last, err[-2000:]
+
+
+@pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
+                                                   "the 5.3.3 line: DLEDGER_LINES=4.9.8,5.3.3,5.5.1"))
+def test_verify_predicts_a_crash_restart_whose_walk_ends_at_a_damaged_message_and_cuts_the_queues_it_holds(
+        written, line, tmp_path):
+    """The damaged-cut store restarted after a crash with its consume queues kept (5.3.3, which cuts the queues
+    it loads when they reach processOffset): the walk ends at the damaged message, the cut takes the queue's units
+    past processOffset, and the start's reput from the committed position (the damaged entry) appends the damaged
+    message and the last one at the write position.  verify on the store as that restart found it predicts the units the
+    broker's queue lacks once its reput caught up."""
+    name = f"{line}-dledger-abort-damaged-cut-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    held, sent = _held(r, src), _queued(r["scenario"])
+    assert int(r["written"]["damagedRecord"]) in held and len(held) < sent - 2, (len(held), sent)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"], report.get("no_prediction")
+    assert p["units_lost"] == sent - len(held) > 0, (p["units_lost"], sent - len(held), p["notes"])
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
