@@ -79,7 +79,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * queue's max offset after the rebuild, which counts the messages of inner batches).
  *
  * <p>Restart knobs ({@link Damage}): {@code damageMessage} flips a body byte of that message's record
- * and {@code abort} leaves an abort file before the restart; {@code <dir>/before/} then keeps the store
+ * and {@code abort} leaves an abort file before the restart ({@code dropRocksdbStore} deletes {@code rocksdbstore/}
+ * before it: the restart creates the database empty); {@code <dir>/before/} then keeps the store
  * as the restart found it (with {@code indexRocksDBEnable} or {@code transRocksDBEnable}, 5.5.1, its
  * {@code rocksdbstore/} too), and the line adds {@code damagedRecord} and {@code damagedByte}; with
  * {@code refreshPropCrc} (5.x, {@code enabledAppendPropCRC=true}) the damaged record's CRC32 property is then
@@ -266,6 +267,10 @@ public final class Writer {
             JsonObject z = sc.getAsJsonObject("zeroQueueTail");
             Damage.zeroQueueTail(new File(root, z.get("path").getAsString()), z.get("units").getAsInt(),
                 z.get("unitSize").getAsInt(), damagedAt);
+        }
+        if (sc.has("dropRocksdbStore") && sc.get("dropRocksdbStore").getAsBoolean()) {
+            // 5.5.1: a store whose message RocksDB database is lost; the restart creates it empty
+            Stores.deleteTree(new File(root, "rocksdbstore"));
         }
         boolean keepQueues = sc.has("keepQueues") && sc.get("keepQueues").getAsBoolean();
         if (sc.has("damageMessage") || sc.has("damageHead") || sc.has("abort") || sc.has("keepBefore")) {
