@@ -130,15 +130,15 @@ def _compact(db, begin: bytes, end: bytes) -> None:
     db.compact_range(begin, end)
 
 
-def build_index_rocksdb(work_uri: str, split_order: list[int], db_path: str,
-                        base: str | None = None) -> IndexRocksDBBuilt:
+def build_index_rocksdb(parts: list[SplitSst], db_path: str, base: str | None = None) -> IndexRocksDBBuilt:
     """The rebuild's step for ``indexRocksDBEnable``: a new database at ``db_path`` (local) holding the table
-    files of the splits on the reput's path (``split_order``, their ``rdbidx/`` work files, moved in: RocksDB
-    deletes them once ingested) and ``lastOffsetPy``/``lastStoreTimeStamp`` of the last indexed record;
-    flushed and closed.  The files are ingested in the reput's order, up to :func:`_ingest_files` at a time,
-    each time followed by a compaction of their key range: keys begin with their hour, so a later group
-    overlaps the earlier ones in the hours they share only.  Splits never share a key (a key ends with its
-    record's offset), so the database holds the union of their keys.
+    files of the splits on the reput's path (``parts``, in the reput's order: their ``rdbidx/`` work files
+    (:func:`pipelines.workfiles.read_index_rocksdb`), moved in: RocksDB deletes them once ingested) and
+    ``lastOffsetPy``/``lastStoreTimeStamp`` of the last indexed record; flushed and closed.  The files are
+    ingested in the reput's order, up to :func:`_ingest_files` at a time, each time followed by a compaction
+    of their key range: keys begin with their hour, so a later group overlaps the earlier ones in the hours
+    they share only.  Splits never share a key (a key ends with its record's offset), so the database holds
+    the union of their keys.
 
     ``base`` (``--as-restart``): the store's own ``rocksdbstore/``, which a restart keeps and adds to
     (``MessageRocksDBStorage`` opens it, no recovery step deletes from it): copied to ``db_path`` first (the
@@ -150,9 +150,7 @@ def build_index_rocksdb(work_uri: str, split_order: list[int], db_path: str,
     import rocksdict as rd
 
     from .commit.journal import kill_point
-    from .workfiles import read_index_rocksdb
 
-    parts = [p for p in (read_index_rocksdb(work_uri, sid) for sid in split_order) if p is not None]
     families = [TIMER_FAMILY, TRANS_FAMILY]
     if base is not None and os.path.isdir(base):
         shutil.copytree(base, db_path)

@@ -18,12 +18,12 @@ import pyarrow.fs as pafs
 from store_format.concurrent_reput import (
     ConcurrentStop,
     concurrent_reput_applies,
-    concurrent_reput_stop,
-    cut_at,
     past_the_stop,
+    settle,
     stop_detail,
 )
 from store_format.config import BrokerConfig
+from store_format.consumequeue import cq_file_name
 from store_format.errors import StoreLayoutError
 from store_format.recovery import dispatch_config
 from store_format.reput import resolve_broker_version
@@ -31,6 +31,7 @@ from store_format.store import StoreLocation, load_config_for, open_store, resol
 from store_format.timeutil import zone
 
 from .brokerlock import REBUILD_MEANING, warn_if_broker_live
+from .build import write_file
 from .build_stage import Built, build_files
 from .commit import StagedOutput
 from .index_rocksdb import ROCKSDB_DIR, build_index_rocksdb, rocksdbstore_plan
@@ -42,6 +43,7 @@ from .restart import DLedgerRestart, Restart, apply_cut
 from .restart import as_restart as restart_view
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
 from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
+from .workfiles import read_index_rocksdb
 
 __all__ = ["RebuildSummary", "run_rebuild", "Progress"]
 
@@ -255,10 +257,12 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         walk = scan_and_chain(st, config, splits, f"{staged.staging_uri}/_work", runner)
         data_end = next((st.segments[a["segment"]].base + a["position"] for a in walk.chain.anomalies
                          if a["kind"] == "end_of_data"), None)
-        stop = _concurrent_stop(walk, config, data_end, staged, split_size, runner)
-        if stop is not None:
-            walk = stop[1]
+        stops, rewalked = _concurrent_stops(walk, config, data_end, staged, split_size, runner)
+        if rewalked is not None:
+            walk = rewalked
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz)
+        if any(s.empty_request is not None for s in stops):   # topic "", queue 0: consumequeue//0 (ConsumeQueue)
+            write_file(staged.staging_uri, f"consumequeue/0/{cq_file_name(0)}", [config.cq_file_size])
         for line in rocksdb_warnings:
             log.warning("%s", line)
         if index_rocksdb and staged.target.exists(f"{staged.root}/{ROCKSDB_DIR}"):
@@ -271,9 +275,11 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         if apply_cut(recovery, staged, built, config):
             built.units = sum(r["entries"] for r in built.cq_files)
             built.queues = len({(r["topic"], r["queue_id"]) for r in built.cq_files})
-        anomalies = walk.anomalies(built.anomalies + ([stop_detail(stop[0])] if stop else []), recovery)
-        if stop is not None:
-            anomalies = [a for a in anomalies if not past_the_stop(stop[0], a, a.get("commitlog_offset"))]
+        details = [stop_detail(s) for s in stops]
+        anomalies = walk.anomalies(built.anomalies + details, recovery)
+        if stops:
+            anomalies = [a for a in anomalies if any(a == d for d in details)
+                         or not any(past_the_stop(s, a, a.get("commitlog_offset")) for s in stops)]
         if tables is not None:
             progress.stage("tables", tables)
             try:
@@ -329,8 +335,8 @@ def _rocksdb_index(walk: ReputWalk, staged: StagedOutput, progress: Progress, ba
     if not isinstance(fs, pafs.LocalFileSystem):   # preflight refuses this before any work
         raise StoreLayoutError(f"{staged.staging_uri}: {ROCKSDB_DIR}/ (a RocksDB database) is written on a local "
                                "file system only")
-    got = build_index_rocksdb(walk.work_uri, [e.split.split_id for e in walk.chain.entries], f"{path}/{ROCKSDB_DIR}",
-                              base=base)
+    parts = [read_index_rocksdb(walk.work_uri, e.split.split_id) for e in walk.chain.entries]
+    got = build_index_rocksdb([p for p in parts if p is not None], f"{path}/{ROCKSDB_DIR}", base=base)
     progress.done(f"{got.entries:,} keys" + (" put" if base else "")
                   + (f", lastOffsetPy {got.last_offset}" if got.last_offset >= 0 else ""))
     return got.entries
@@ -362,20 +368,26 @@ def _restart_index_from(st: StoreLocation, config: BrokerConfig, progress: Progr
     return dataclasses.replace(config, rocksdb_index_from=max(last, 0))
 
 
-def _concurrent_stop(walk: ReputWalk, config: BrokerConfig, data_end: int | None, staged: StagedOutput,
-                     split_size: int | None, runner: TaskRunner) -> tuple[ConcurrentStop, ReputWalk] | None:
+def _concurrent_stops(walk: ReputWalk, config: BrokerConfig, data_end: int | None, staged: StagedOutput,
+                      split_size: int | None, runner: TaskRunner) -> tuple[list[ConcurrentStop], ReputWalk | None]:
     """5.x ``enableBuildConsumeQueueConcurrently=true``: where the walk met a record the concurrent reput
-    stops at for good (:func:`store_format.concurrent_reput.concurrent_reput_stop`), the walk again over the
-    store cut there, like a recovery's end; None without the setting or such a record."""
+    stops at for good, or goes past to the next file (:func:`store_format.concurrent_reput.settle`), the walk
+    again over the store cut there, like a recovery's end; no stop and None without the setting or such a
+    record."""
     if not concurrent_reput_applies(config):
-        return None
-    stop = concurrent_reput_stop(walk.store, config, walk.anomalies(), data_end)
-    if stop is None:
-        return None
-    runner.progress.emit(f"[rebuild] {stop_detail(stop)['detail']}; walking the commitlog again up to there")
-    cut = cut_at(walk.store, stop.walk_end, stop.reput_end)
-    return stop, scan_and_chain(cut, config, plan_splits(cut, split_size or DEFAULT_SPLIT_SIZE),
-                                f"{staged.staging_uri}/_work/cut", runner)
+        return [], None
+    rounds = 0
+
+    def again(cut: StoreLocation) -> tuple[ReputWalk, list[dict]]:
+        nonlocal rounds
+        rounds += 1
+        runner.progress.emit("[rebuild] the concurrent reput stops for good or goes past damaged bytes: walking "
+                             "the commitlog again as it reads it")
+        rewalked = scan_and_chain(cut, config, plan_splits(cut, split_size or DEFAULT_SPLIT_SIZE),
+                                  f"{staged.staging_uri}/_work/cut{rounds}", runner)
+        return rewalked, rewalked.anomalies()
+
+    return settle(walk.store, config, walk.anomalies(), data_end, again)
 
 
 def _failure_line(err: BaseException) -> tuple[str, int]:

@@ -30,11 +30,14 @@ pre-check walk that goes on past the damage into the next file (a blank or a zer
 slice's end reached) matters only when every task ends: the reput thread waits in ``doReput``'s ``finally`` for
 a task that never ends before it reads the next file.  A task that ends dispatches the records it read whole
 (:attr:`BatchOutcome.read_whole`: after a size mismatch its parse goes on at the record's structural end, as the
-sequential reput does).  Not followed (:class:`NotFollowed`, a one-line reason): a task that ends after a
-blank's magic code (an empty request whose dispatch was not run against the broker), a walk that goes on into
-the next file with every task ended, and, for 5.5.1 only, a field longer than its record's totalSize: 5.5.1
-reads into a buffer each executor thread keeps (``borrowCheckMessageBuffer``), as long as the longest record
-that thread read before, so whether the read fits depends on which thread got which batch.
+sequential reput does) and a blank's empty request (:attr:`BatchOutcome.empty_request`: ``DispatchService``
+hands it to ``doDispatch`` like any other, whose consume queue dispatcher puts a unit of zeros into the queue of
+topic "" and queue 0, and whose index dispatcher leaves it: its commitlog offset 0 is below ``endPhyOffset``);
+where every task ends and the pre-check's walk went on, the reput goes on at the next file's start
+(:attr:`BatchOutcome.resume`).  Not followed (:class:`NotFollowed`, a one-line reason): for 5.5.1 only, a field
+longer than its record's totalSize: 5.5.1 reads into a buffer each executor thread keeps
+(``borrowCheckMessageBuffer``), as long as the longest record that thread read before, so whether the read fits
+depends on which thread got which batch.
 """
 from __future__ import annotations
 
@@ -110,11 +113,18 @@ class BatchOutcome:
     dispatched, none at or after it; ``stood`` is where ``reputFromOffset`` stays; ``hung``: the batch
     (commitlog offset, size) whose task never ends, or None when every task ended; ``read_whole``: the records
     (commitlog offset, length) the ended tasks' parses read whole inside the damaged bytes, which are
-    dispatched (the records before ``cut`` past the damaged one must be exactly these)."""
+    dispatched (the records before ``cut`` past the damaged one must be exactly these); ``empty_request``: the
+    slice position where an ended task's parse read a blank's magic code first (a ``DispatchRequest(0, true)``
+    dispatched; None: none); ``resume``: where the reput goes on when every task ended and the pre-check's walk
+    went on into the next file (its start; None: it stays at ``stood`` for good); ``parsed_to``: where the last
+    batch holding damaged bytes ends (the end of the slice the tasks parsed: a commitlog offset)."""
     cut: int
     stood: int
     hung: tuple[int, int] | None
     read_whole: tuple[tuple[int, int], ...] = ()
+    empty_request: int | None = None
+    resume: int | None = None
+    parsed_to: int | None = None
 
 
 def batch_spans(sizes: np.ndarray, start: int) -> tuple[list[tuple[int, int]], int, int]:
@@ -233,14 +243,14 @@ class _Parse:
         return ((length + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
-def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> tuple[bool, list[tuple[int, int]], str | None]:
+def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> tuple[bool, list[tuple[int, int]], int | None]:
     """The batch task's loop over ``b`` (slice bytes from slice position ``origin``) from ``pos`` to ``lim``
     (slice positions): whether it ends (False: it never does), the records its parses read whole (slice
-    position, length), and the first blank's magic code they met, in words (a successful empty request,
-    ``DispatchRequest(0, true)``), or None.  Either moves the buffer as any parse does, so whether the loop
+    position, length), and the slice position of the first blank's magic code they met (a successful empty
+    request, ``DispatchRequest(0, true)``), or None.  Either moves the buffer as any parse does, so whether the loop
     ends does not depend on what is done with them; they are dispatched only if the task ends."""
     whole: list[tuple[int, int]] = []
-    blank: str | None = None
+    blank: int | None = None
     while True:
         how, at, total = _scan(b, pos - origin, lim - origin, v551, MAGIC_V1, MAGIC_V2, MAGIC_BLANK)
         pos = origin + int(at)
@@ -249,8 +259,7 @@ def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> tuple[b
         if how == _HANGS:
             return False, whole, blank
         if how == _BLANK:
-            blank = blank or (f"the batch's parse reads a blank's magic code at slice position {pos - 8}, a "
-                              "successful empty request the dispatch service hands on")
+            blank = pos - 8 if blank is None else blank
             continue
         parse = _Parse(b, pos - origin, lim - origin, int(total), v551)
         v2 = _i32(b, pos - 4 - origin) == MAGIC_V2
@@ -279,21 +288,20 @@ def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int,
     spans, start, size = batch_spans(sizes, slice_start)
     p = damaged
     stood: int | None = None
-    onward: str | None = None      # the pre-check's walk ends by going on in the next file: why
-    while stood is None and onward is None:
+    onward = False                 # the pre-check's walk ends by going on in the next file
+    while stood is None:
         if seg_base + p >= confirm:              # reputFromOffset < getReputEndOffset() no longer holds
             stood = p
             break
         if p >= slice_end:                       # readSize reaches the slice's size: getData at the next file
-            onward, stood = "reaches the end of the file", slice_end
+            onward, stood = True, slice_end
             break
         check = pre_check(bytes(read(p, min(8, slice_end - p))), seg_base + p, confirm)
         if check.stays:                          # -1, or getInt throws and the next doReput at the same offset
             stood = p
             break
         if check.how == "rolls":                 # rollNextFile: the next file's start
-            onward = (f"reads a {'blank' if check.magic == MAGIC_BLANK else 'zero totalSize'} at segment "
-                      f"position {p}, past the damaged record, and rolls on")
+            onward = True
             stood = p + file_size - (seg_base + p) % file_size
             break
         assert check.total is not None
@@ -316,17 +324,17 @@ def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int,
     data = np.frombuffer(bytes(read(damaged, end - damaged)), dtype=np.uint8) if end > damaged else \
         np.zeros(0, dtype=np.uint8)
     read_whole: list[tuple[int, int]] = []
+    empty: int | None = None
     for first, length in held:
         ends, whole, blank = (False, [], None) if first + length > slice_end else \
             _task(data, damaged, max(first, damaged), first + length, v551)
         if not ends:   # doReput's finally waits for this batch for ever: the reput never leaves this file
             return BatchOutcome(seg_base + min(first, damaged), seg_base + stood, (seg_base + first, length),
                                 tuple((seg_base + p, n) for p, n in read_whole))
-        if blank is not None:
-            raise NotFollowed(blank)
+        if empty is None and blank is not None:
+            empty = blank
         read_whole += whole
-    if onward is not None:
-        raise NotFollowed(f"the pre-check's walk over the damaged bytes {onward} to the next file, and every batch "
-                          "task ends: the reput goes on there")
     cut = read_whole[-1][0] + read_whole[-1][1] if read_whole else damaged
-    return BatchOutcome(seg_base + cut, seg_base + stood, None, tuple((seg_base + p, n) for p, n in read_whole))
+    return BatchOutcome(seg_base + cut, seg_base + stood, None, tuple((seg_base + p, n) for p, n in read_whole),
+                        None if empty is None else seg_base + empty,
+                        seg_base + stood if onward else None, seg_base + end)

@@ -33,7 +33,12 @@ unreadable record, a size mismatch).  At that record (:func:`concurrent_reput_st
   walk went on into the next file: the reput thread waits for that task for ever first), or it ends without
   the damaged record and nothing from that record on is but the records its parses read whole there (checked
   against the walk's records: :func:`cut_at` then keeps the slice up to the batch's end and the reput end,
-  :attr:`ConcurrentStop.walk_end`); the few ends that module does not follow are refused, one line each.
+  :attr:`ConcurrentStop.walk_end`) and a blank's empty request its parse read there (``DispatchRequest(0,
+  true)``: the unit (0, 0, 0) of topic "" queue 0, ``consumequeue/0/``; the index leaves it); where every task
+  ended and the pre-check's walk went on into the next file, the reput goes on at that file's start
+  (:attr:`ConcurrentStop.resume`, ``Segment.resume``: :func:`settle` walks the store again as the concurrent
+  reput reads it and follows the next finding); the few ends that module does not follow are refused, one line
+  each.
 
 A DLedger commitlog (``enableDLegerCommitLog=true``): the pre-check reads the first entry's header, magic 1
 (or -1, a blank) and the entry's size, as a totalSize and a magic code, and gives -1: nothing in the DLedger
@@ -43,6 +48,8 @@ any commitlog.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -55,12 +62,13 @@ from .reput_end import data_end_limit
 from .store import Segment, StoreLocation
 
 __all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at", "past_the_stop",
-           "reput_walks_past_unreadable", "stop_detail"]
+           "reput_walks_past_unreadable", "settle", "stop_detail"]
 
 # the walk's findings where the sequential reput parts from the concurrent one (a blank's unreachable tail
 # is the same for both: ``rollNextFile``)
 _DIFFERS = (AnomalyKind.BAD_MAGIC.value, AnomalyKind.UNREADABLE_RECORD.value, AnomalyKind.SIZE_MISMATCH.value)
 _SETTING = "enableBuildConsumeQueueConcurrently=true"
+W = TypeVar("W")
 _MINUS_ONE = ": preCheckMessageAndReturnSize gives -1 and reputFromOffset stays at this record"
 
 
@@ -77,6 +85,13 @@ class ConcurrentStop:
     stood: int | None = None
     reput_end: int | None = None
     walk_end_at: int | None = None
+    # where the reput goes on (the next file's start) when every batch task ended and the pre-check's walk went
+    # on into the next file: nothing in [offset, resume) is dispatched, the rest as ever (None: a stop for good)
+    resume: int | None = None
+    # the commitlog offset of the damaged record, and of the blank's magic code an ended task read there (its
+    # empty request dispatched: the unit of zeros in the queue of topic "" and queue 0; None: none)
+    at: int | None = None
+    empty_request: int | None = None
 
     @property
     def walk_end(self) -> int:
@@ -132,8 +147,11 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
     entries = _dledger_start(store)
     entries_at = entries.base + entries.start if entries is not None else None
     found = sorted((a for a in anomalies if a.get("kind") in _DIFFERS), key=lambda a: _offset(store, a))
+    resumed = max((s.resume for s in store.segments if s.resume >= 0), default=-1)
     for first in found:
         at = _offset(store, first)
+        if at < resumed:     # bytes the concurrent reput went past (a stop settle() already followed)
+            continue
         if entries_at is not None and at >= entries_at:
             break
         stop = _stop_at(store, config, first, at, end)
@@ -223,22 +241,77 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
                 f"{_SETTING}: the 5.x ConcurrentReputMessageService takes the record ({first['kind']}, totalSize "
                 f"{total}) at {where} into a batch, and {e}: not reproduced; rebuild with the broker, or without "
                 "the setting if it ran without it") from None
+    resume = out.resume if _goes_on(store, seg, out.resume) else None
+    parsed_to = out.parsed_to if out.parsed_to is not None else out.stood   # where the tasks' last batch ends
+    walked_to = parsed_to - seg.base
     if out.read_whole:
-        _check_read_whole(store, seg, slice_start, pos, out.stood - seg.base, out.read_whole, end, config, where)
+        _check_read_whole(store, seg, slice_start, pos, walked_to, out.read_whole, end, config, where)
+    if out.empty_request is not None:
+        _check_empty_request(store, seg, slice_start, pos, config, out.empty_request, where)
     if out.hung is None:
         note = (f", its parses reading {len(out.read_whole)} record(s) of the damaged bytes whole (dispatched)"
                 if out.read_whole else "")
+        if out.empty_request is not None:
+            note += (f" and a blank's magic code at commitlog offset {out.empty_request} (its empty request "
+                     "dispatched: a unit of zeros in the consume queue of topic \"\" and queue 0)")
+        went = (f"; every task ends and the pre-check's walk goes on into the next file, where the reput goes on "
+                f"at commitlog offset {resume}" if resume is not None else
+                f", and the pre-check stands at commitlog offset {out.stood}")
         why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
-               f"the batch holding it is parsed to its end without it{note}, and the pre-check stands at "
-               f"commitlog offset {out.stood}")
+               f"the batch holding it is parsed to its end without it{note}{went}")
     else:
         why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
                f"the task parsing the batch of {out.hung[1]} bytes from commitlog offset {out.hung[0]} never ends, "
                f"so nothing from that batch on is dispatched and the reput waits for it for ever at commitlog "
                f"offset {out.stood}")
-    if out.read_whole:
-        return ConcurrentStop(out.cut, why, first, stood=out.stood, reput_end=end, walk_end_at=out.stood)
+    if resume is not None:
+        return ConcurrentStop(out.cut, why, first, stood=resume, reput_end=end, walk_end_at=parsed_to,
+                              resume=resume, at=at, empty_request=out.empty_request)
+    if out.read_whole or out.empty_request is not None:
+        return ConcurrentStop(out.cut, why, first, stood=out.stood, reput_end=end, walk_end_at=parsed_to, at=at,
+                              empty_request=out.empty_request)
     return ConcurrentStop(out.cut, why, first, stood=out.stood)
+
+
+def _goes_on(store: StoreLocation, seg: Segment, resume: int | None) -> bool:
+    """Whether the reput, going on at ``resume`` after the damaged bytes of ``seg`` (every batch task ended),
+    reads more: a later segment starts there and ``seg``'s slice is its whole file (in the last file the slice
+    ends at the write position, and a roll goes past the data: nothing more is read, a stop for good)."""
+    return (resume is not None and seg is not store.segments[-1] and seg.data_end == seg.size
+            and any(s.base == resume for s in store.segments))
+
+
+def _check_empty_request(store: StoreLocation, seg: Segment, start: int, damaged: int, config: BrokerConfig,
+                         at: int, where: str) -> None:
+    """A blank's empty request (``DispatchRequest(0, true)``: topic "", queue 0, commitlog offset 0, size 0,
+    store time 0, no keys) dispatched by ``DefaultMessageStore.doDispatch``: ``CommitLogDispatcherBuildConsumeQueue``
+    puts the unit (0, 0, 0) at queue offset 0 of topic "" queue 0 (``ConsumeQueue.putMessagePositionInfo``: its
+    queue's first, so written; its folder ``consumequeue//0`` is ``consumequeue/0``), and
+    ``IndexService.buildIndex`` returns at once where ``endPhyOffset`` is past 0, as it is once a record at a
+    commitlog offset past 0 put a key.  Followed only there (a keyed record before the damaged one in its slice),
+    and for the plain consume queue files.
+
+    Raises:
+        UnsupportedConfigError: one line, elsewhere."""
+    why = None
+    if config.enableConsumeQueueExt or config.rocksdb_cq or config.indexRocksDBEnable:
+        why = ("the setting writes it into ConsumeQueueExt, the RocksDB consume queue or the RocksDB index too, "
+               "which was not run against the broker")
+    elif config.writes_index_files:
+        with store.reader(seg) as read:
+            res = cl.walk_range(read, seg.base, seg.data_end, cl.WalkState.at_slice_start(start, seg.data_end),
+                                damaged, config, keep_text=False)
+        rec = res.rec
+        keyed = ((rec[:, cl.R_POS] < damaged) & (rec[:, cl.R_STATUS] == cl.Status.DISPATCHED)
+                 & ((rec[:, cl.R_FLAGS] & cl.F_INDEX) != 0) & (rec[:, cl.R_KEY_COUNT] > 0)
+                 & (seg.base + rec[:, cl.R_POS] > 0))
+        if not keyed.any():
+            why = "no record put an index key at a commitlog offset past 0 before it in its slice"
+    if why is not None:
+        raise UnsupportedConfigError(
+            f"{_SETTING}: the 5.x ConcurrentReputMessageService's batch task after the record at {where} reads a "
+            f"blank's magic code at commitlog offset {at} and ends, its empty request dispatched, and {why}: not "
+            "reproduced; rebuild with the broker, or without the setting if it ran without it")
 
 
 def _check_read_whole(store: StoreLocation, seg: Segment, start: int, damaged: int, stood: int,
@@ -310,26 +383,64 @@ def past_the_stop(stop: ConcurrentStop, row: dict, offset: int | None) -> bool:
     that walk goes on to ``walk_end`` (the end of the batch the task parsed, past the records of the damaged
     bytes it dispatched): the walk's own row at the damaged record (the report has it with the stop's detail:
     :func:`stop_detail`), and rows at or past ``stop.offset``, bytes no reput dispatches, read there only
-    because the cut's slice ends where the batch did."""
+    because the cut's slice ends where the batch did; where the reput goes on (``stop.resume``), the rows from
+    the damaged record to there."""
+    if stop.resume is not None:
+        assert stop.at is not None
+        return row == stop.finding or (offset is not None and stop.at <= offset < stop.resume)
     return stop.walk_end_at is not None and (row == stop.finding or (offset is not None and offset >= stop.offset))
 
 
 def stop_detail(stop: ConcurrentStop) -> dict:
     """The walk's row at the stop with a detail saying what the concurrent reput does there."""
+    if stop.resume is not None:
+        return {**stop.finding, "detail": (
+            f"{_SETTING}: ConcurrentReputMessageService goes past the damaged bytes here ({stop.why}): nothing from "
+            f"commitlog offset {stop.offset} to {stop.resume} is dispatched")}
     return {**stop.finding, "detail": (
         f"{_SETTING}: ConcurrentReputMessageService stops here for good ({stop.why}): nothing at or after "
         f"commitlog offset {stop.offset} is dispatched")}
 
 
-def cut_at(store: StoreLocation, offset: int, reput_end: int | None = None) -> StoreLocation:
+def cut_at(store: StoreLocation, offset: int, reput_end: int | None = None, resume: int | None = None) -> StoreLocation:
     """``store`` as a reput that stops for good at ``offset`` reads it: the segment holding it read up to it
     (``Segment.readable``), the later ones left out; with ``reput_end`` (``ConcurrentStop.reput_end``) the
     walk of the cut store keeps that reput end (``StoreLocation.reput_end``), so that the records of damaged
-    bytes before the cut are walked as in the whole store."""
+    bytes before the cut are walked as in the whole store.  With ``resume`` (``ConcurrentStop.resume``) the
+    reput goes on there after the segment holding ``offset`` (read up to it): ``Segment.resume``, the
+    segments from ``resume`` on kept."""
     kept: list[Segment] = []
     for seg in store.segments:
+        if resume is not None:
+            if seg.base < offset <= seg.base + seg.data_end:    # the damaged bytes' segment, read up to offset
+                readable = offset - seg.base if offset < seg.base + seg.data_end else seg.readable
+                kept.append(dataclasses.replace(seg, readable=readable, resume=resume))
+            elif seg.end <= offset or seg.base >= resume:
+                kept.append(seg)
+            continue
         if seg.base > offset or (seg.base == offset and kept):
             break
         readable = offset - seg.base if offset < seg.base + seg.data_end else seg.readable
         kept.append(dataclasses.replace(seg, readable=readable))
     return dataclasses.replace(store, segments=kept, reput_end=reput_end if reput_end is not None else store.reput_end)
+
+
+def settle(store: StoreLocation, config: BrokerConfig, anomalies: list[dict], reput_end: int | None,
+           walk: Callable[[StoreLocation], tuple[W, list[dict]]]) -> tuple[list[ConcurrentStop], W | None]:
+    """Where ``ConcurrentReputMessageService`` goes on ``store`` from the walk's findings (``anomalies``):
+    each :func:`concurrent_reput_stop` in turn, the store cut there (:func:`cut_at`) and walked again by
+    ``walk`` (its result and findings, the end of the data left out), until a stop for good or no more stop
+    (a stop where the reput goes on, ``ConcurrentStop.resume``, is followed by the walk of the rest).  Returns
+    the stops and the last walk (None: no stop)."""
+    stops: list[ConcurrentStop] = []
+    walked: W | None = None
+    for _ in range(len(store.segments) + 1):
+        stop = concurrent_reput_stop(store, config, anomalies, reput_end)
+        if stop is None:
+            break
+        stops.append(stop)
+        store = cut_at(store, stop.walk_end, stop.reput_end, stop.resume)
+        walked, anomalies = walk(store)
+        if stop.resume is None:
+            break
+    return stops, walked

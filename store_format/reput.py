@@ -20,10 +20,9 @@ import numpy as np
 from . import commitlog as cl
 from .anomalies import AnomalyKind
 from .concurrent_reput import (
-    concurrent_reput_stop,
-    cut_at,
     past_the_stop,
     reput_walks_past_unreadable,
+    settle,
     stop_detail,
 )
 from .config import BrokerConfig
@@ -121,12 +120,17 @@ def follow_reput(store: StoreLocation, config: BrokerConfig,
             return
         pos = reput - seg.base
         if pos >= seg.data_end:
+            if seg.resume > reput:   # the concurrent reput goes on past damaged bytes (Segment.resume)
+                reput = seg.resume
+                continue
             return  # nothing readable left: the reput waits for data
         if seg is last and not asked:
             limit_abs, asked = (reput_end() if reput_end is not None else None), True
         limit_rel = limit_abs - seg.base if limit_abs is not None and seg is last else None
         state, stop = yield seg, cl.WalkState.at_slice_start(pos, seg.data_end), limit_rel
         nxt = next_reput_offset(seg, state, stop, file_size, reput_walks_past_unreadable(config))
+        if seg.resume >= 0 and stop != cl.Stop.LIMIT:
+            nxt = seg.resume   # whatever the walk of the slice the batch tasks parsed met at its end
         if nxt is None or nxt <= reput:
             return
         reput = nxt
@@ -185,14 +189,20 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
     found = [a for a in result.anomalies if a is not end_of_data]
     end = (next(s.base for s in store.segments if s.name == end_of_data["segment"]) + end_of_data["position"]
            if end_of_data else None)
-    stop = concurrent_reput_stop(store, config, found, end)
-    if stop is None:
+    def walk(cut: StoreLocation) -> tuple[InMemoryRebuild, list[dict]]:
+        res, eod = _rebuild_in_memory(cut, config, tz)
+        return res, [a for a in res.anomalies if a is not eod]
+
+    stops, walked = settle(store, config, found, end, walk)
+    if walked is None:
         return result
-    result, _ = _rebuild_in_memory(cut_at(store, stop.walk_end, stop.reput_end), config, tz)
+    result = walked
     base = {s.name: s.base for s in store.segments}
     result.anomalies = [a for a in result.anomalies
-                        if not past_the_stop(stop, a, base[a["segment"]] + a["position"])]
-    result.anomalies.append(stop_detail(stop))
+                        if not any(past_the_stop(s, a, base[a["segment"]] + a["position"]) for s in stops)]
+    result.anomalies += [stop_detail(s) for s in stops]
+    if any(s.empty_request is not None for s in stops):   # topic "", queue 0: consumequeue//0 (ConsumeQueue)
+        result.consumequeue[f"/0/{cq_file_name(0)}"] = bytes(config.cq_file_size)
     return result
 
 

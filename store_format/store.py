@@ -57,6 +57,10 @@ class Segment:
     # ... and with its keys (False: its units only, as a restart's second reput dispatches it after the
     # recovery indexed later records: store_format.restart_reput.SecondReput)
     index_offset_zero: bool = True
+    # where the reput goes on once this segment's readable slice is read, whatever its walk's end (a 5.x
+    # concurrent reput whose pre-check walked past damaged bytes into the next file, every batch task ended:
+    # store_format.concurrent_reput.cut_at); -1: where the walk's end says (store_format.reput.follow_reput)
+    resume: int = -1
 
     @property
     def end(self) -> int:

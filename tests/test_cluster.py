@@ -506,6 +506,7 @@ def test_package_zip_holds_every_module_and_the_executor_python_cannot_import_th
         assert file == f"{package_zip}/{name}/__init__.py", shipped.stderr
 
 
+@pytest.mark.full   # the rebuild below runs on executors that can import the project from the zip only
 def test_executors_import_the_project_from_the_shipped_zip(package_zip: Path, cluster: Cluster) -> None:
     """A probe job imports, on every executor, each module of the checkout and reports where it came from."""
     modules = sorted(".".join(p.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")

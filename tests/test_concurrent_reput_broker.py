@@ -31,9 +31,14 @@ On a slave (``brokerId=1``), a record the sequential reput cannot read and the p
 a blank whose totalSize runs past its file's end): the sequential reput stays there for good, the concurrent one
 rolls to the next file and goes on, each rebuilt byte for byte.  The last segment's first record made a blank
 whose totalSize runs past the data but not past its file (``lastblank``): the concurrent reput stood AT it, and
-nothing after it is dispatched by either reput or by ``rebuild``, whose row there says so.
+nothing after it is dispatched by either reput or by ``rebuild``, whose row there says so.  Every task holding
+the damaged bytes ends and the pre-check's walk goes on into the next file (``blankon``: the last record before the
+second segment's blank made to reach that file's end; the task reads the blank's magic code, whose empty request
+the broker dispatches into the consume queue of topic "" queue 0, ``consumequeue/0/``): the reput goes on there
+to the end, and ``rebuild`` writes the broker's files byte for byte.
 ``CONCURRENT_REPUT_MORE=1`` adds
-``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next record's magic code read as a
+``rollon`` (the record before that one made to reach the blank: the pre-check rolls on, no blank read by the
+task), ``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next record's magic code read as a
 totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after 4 bytes and never ends),
 a DLedger store without old files (``dledger-plain``), ``slavezero`` (a record's totalSize set to 0 on a
 slave) and ``lastblank`` without the setting.
@@ -87,6 +92,16 @@ SLAVE = {"blank": {"message": 30, "field": "blankPast", "value": 4},
          **({"zero": {"message": 30, "field": "totalSize", "value": 0}} if os.environ.get("CONCURRENT_REPUT_MORE")
             else {})}
 
+# every batch task ends and the pre-check's walk goes on into the next file, where the reput goes on
+# (``Segment.resume``): the last record before the second segment's blank made to reach that file's end, its blank
+# then read by the task (an empty request dispatched: the unit of zeros of topic "" queue 0) and the zeros after it
+# 8 bytes at a time to the end (``blankon``: the blank there starts 256 bytes before the file's end, a multiple of
+# 8); with CONCURRENT_REPUT_MORE, the record before that one made to reach the blank (``rollon``: the pre-check
+# reads the blank and rolls on, the task reads the next record whole and ends)
+ONWARD = {"blankon": {"segmentLast": 1, "field": "totalSizeReach", "value": 2},
+          **({"rollon": {"offset": SEGMENT + 7220, "field": "totalSizeReach", "value": 2}}
+             if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
+
 # the first record of the last segment made a blank whose totalSize ends 16 bytes before its file's end, past the
 # data (``lastblank``; its sequential control with CONCURRENT_REPUT_MORE)
 LAST_BLANK = {"offset": 5 * SEGMENT, "field": "blankPast", "value": -16}
@@ -111,6 +126,9 @@ def _scenarios(line: str) -> list[dict]:
             out.append({"name": f"{line}-{reput}-slave{what}", "messages": messages,
                         "config": {**config, "brokerId": "1", "brokerRole": "SLAVE",
                                    "enableBuildConsumeQueueConcurrently": on}, "reputDamage": damage})
+    for what, damage in ONWARD.items():
+        out.append({"name": f"{line}-creput-{what}", "messages": messages,
+                    "config": {**config, "enableBuildConsumeQueueConcurrently": "true"}, "reputDamage": damage})
     for reput in ("creput", "sreput") if os.environ.get("CONCURRENT_REPUT_MORE") else ("creput",):
         out.append({"name": f"{line}-{reput}-lastblank", "messages": messages,
                     "config": {**config, "enableBuildConsumeQueueConcurrently": str(reput == "creput").lower()},
@@ -129,7 +147,9 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
          if sc["name"].rsplit("-", 1)[-1] in DAMAGES]
 NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
              if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and "-slave" not in sc["name"]
-             and not sc["name"].endswith("-lastblank")]
+             and not sc["name"].endswith("-lastblank") and sc["name"].rsplit("-", 1)[-1] not in ONWARD]
+ONWARD_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+                if sc["name"].rsplit("-", 1)[-1] in ONWARD]
 SLAVE_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                if "-slave" in sc["name"]]
 _RUNS: dict[str, dict] = {}
@@ -439,3 +459,41 @@ def test_a_damaged_blank_in_the_last_segment(reput, line: str, name: str, tmp_pa
     assert code == 0, err[-2000:]
     rows = [a for a in json.loads(out)["anomalies"] if "stops here for good" in (a["detail"] or "")]
     assert [a["commitlog_offset"] for a in rows] == ([w["damagedRecord"]] if concurrent else []), rows
+
+
+@pytest.mark.parametrize("line,name", ONWARD_CASES)
+def test_the_reput_goes_on_past_damaged_bytes(reput, line: str, name: str, tmp_path: Path) -> None:
+    """Every batch task holding the damaged bytes ends and the pre-check's walk goes on into the next file: the
+    broker's concurrent reput went on there to the end (the harness itself: no batch held, reputFromOffset at
+    the end, queues holding records past the damaged segment); ``rebuild`` writes the broker's files byte for
+    byte, the consume queue of topic "" queue 0 (``consumequeue/0/``, the blank's empty request) included where
+    the task read the blank (``blankon``; not ``rollon``), and its summary's row at the damaged record says the
+    reput goes past it, none that it stops; the store rebuilt without the setting is not what the broker wrote
+    (the comparison can fail)."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    what = name.rsplit("-", 1)[-1]
+    at, seg = w["damagedRecord"], w["damagedRecord"] - w["damagedRecord"] % SEGMENT
+    with open(d / "store" / "commitlog" / f"{seg:020d}", "rb") as f:
+        data = f.read()
+    total = int.from_bytes(data[at - seg:at - seg + 4], "big", signed=True)
+    if what == "blankon":   # the scenario is what it says: it reaches the file's end; the blank after the record
+        blank = at - seg + w["damagedSize"]
+        assert at - seg + total == SEGMENT and (SEGMENT - blank) % 8 == 0, (w, total)
+    else:                   # it reaches the blank
+        assert data[at - seg + total + 4:at - seg + total + 8] == bytes.fromhex("cbd43194"), (w, total)
+    assert not w["reputHung"] and w["reputStoodAt"] == w["maxPhyOffset"], w
+    assert _cq_max_offset(d / "expected" / "consumequeue") >= seg + 2 * SEGMENT
+    assert (d / "expected" / "consumequeue" / "0" / f"{0:020d}").is_file() == (what == "blankon")
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
+                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
+                             "--engine", "local", "--json"])
+    assert code == 0, err[-2000:]
+    rows = json.loads(out)["anomalies"]
+    assert not any("stops here for good" in (a["detail"] or "") for a in rows), rows
+    past = [a for a in rows if "goes past the damaged bytes" in (a["detail"] or "")]
+    assert [a["commitlog_offset"] for a in past] == [at], rows
+    assert ("empty request" in past[0]["detail"]) == (what == "blankon"), past
+    assert _differ(d / "expected", _rebuilt_without_the_setting(d, line, tmp_path))
