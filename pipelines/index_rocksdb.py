@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import uuid
 from pathlib import Path
 
@@ -28,11 +29,14 @@ import pyarrow as pa
 from store_format.config import BrokerConfig
 from store_format.index_rocksdb import (
     INDEX_FAMILY,
+    LAST_OFFSET_PY,
+    LAST_STORE_TIMESTAMP,
     TIMER_FAMILY,
     TRANS_FAMILY,
     IndexEntries,
     bytewise_unique,
     last_records,
+    restart_last_records,
 )
 
 __all__ = ["IndexRocksDBBuilt", "ROCKSDB_DIR", "build_index_rocksdb", "read_message_rocksdb", "rocksdbstore_plan",
@@ -126,7 +130,7 @@ def _compact(db, begin: bytes, end: bytes) -> None:
     db.compact_range(begin, end)
 
 
-def build_index_rocksdb(parts: list[SplitSst], db_path: str) -> IndexRocksDBBuilt:
+def build_index_rocksdb(parts: list[SplitSst], db_path: str, base: str | None = None) -> IndexRocksDBBuilt:
     """The rebuild's step for ``indexRocksDBEnable``: a new database at ``db_path`` (local) holding the table
     files of the splits on the reput's path (``parts``, in the reput's order: their ``rdbidx/`` work files
     (:func:`pipelines.workfiles.read_index_rocksdb`), moved in: RocksDB deletes them once ingested) and
@@ -134,14 +138,27 @@ def build_index_rocksdb(parts: list[SplitSst], db_path: str) -> IndexRocksDBBuil
     ingested in the reput's order, up to :func:`_ingest_files` at a time, each time followed by a compaction
     of their key range: keys begin with their hour, so a later group overlaps the earlier ones in the hours
     they share only.  Splits never share a key (a key ends with its record's offset), so the database holds
-    the union of their keys."""
+    the union of their keys.
+
+    ``base`` (``--as-restart``): the store's own ``rocksdbstore/``, which a restart keeps and adds to
+    (``MessageRocksDBStorage`` opens it, no recovery step deletes from it): copied to ``db_path`` first (the
+    store's folder is never opened for writing; opening the copy replays its write-ahead log, as the broker's
+    open does), the splits' entries (those at or after its ``lastOffsetPy``: :func:`store_format.index_rocksdb.
+    entries_from`) ingested into the copy, and ``lastOffsetPy``/``lastStoreTimeStamp`` written only where the
+    last indexed record's are above the stored ones (:func:`store_format.index_rocksdb.restart_last_records`).
+    A store without the folder: a new database, as the broker creates."""
     import rocksdict as rd
 
     from .commit.journal import kill_point
 
+    families = [TIMER_FAMILY, TRANS_FAMILY]
+    if base is not None and os.path.isdir(base):
+        shutil.copytree(base, db_path)
+        families = sorted(set(families) | {f for f in rd.Rdict.list_cf(str(db_path)) if f != INDEX_FAMILY})
     db = rd.Rdict(str(db_path), options=_options(build=True),
-                  column_families={TIMER_FAMILY: _options(), TRANS_FAMILY: _options()})
+                  column_families={f: _options() for f in families})
     try:
+        stored = _stored_last(db) if base is not None else (-1, -1)
         ingest = rd.IngestExternalFileOptions()
         ingest.set_move_files(True)
         step = _ingest_files()
@@ -154,16 +171,28 @@ def build_index_rocksdb(parts: list[SplitSst], db_path: str) -> IndexRocksDBBuil
         if last is not None:
             wb = rd.WriteBatch(raw_mode=True)
             wb.set_default_column_family(db.get_column_family_handle(INDEX_FAMILY))
-            records = last_records(last.last_offset, last.last_store_timestamp)
+            records = (restart_last_records(*stored, last.last_offset, last.last_store_timestamp) if base is not None
+                       else last_records(last.last_offset, last.last_store_timestamp))
             for k, v in records:
                 wb.put(k, v)
-            db.write(wb)
-            db.flush()
-            _compact(db, min(k for k, _ in records), max(k for k, _ in records))   # out of level 0 too
+            if records:
+                db.write(wb)
+                db.flush()
+                _compact(db, min(k for k, _ in records), max(k for k, _ in records))   # out of level 0 too
         db.flush_wal(True)
+        written = max(stored[0], last.last_offset if last is not None else -1)
     finally:
         db.close()
-    return IndexRocksDBBuilt(sum(p.keys for p in parts), last.last_offset if last is not None else -1)
+    return IndexRocksDBBuilt(sum(p.keys for p in parts), written)
+
+
+def _stored_last(db) -> tuple[int, int]:  # noqa: ANN001
+    """``lastOffsetPy`` and ``lastStoreTimeStamp`` of an open database's index family (0 without them, as
+    ``MessageRocksDBStorage.getLastOffsetPy``/``getLastStoreTimeStampForIndex`` read)."""
+    def read(key: bytes) -> int:
+        value = db.get(key)
+        return int.from_bytes(value, "big", signed=True) if value is not None and len(value) == 8 else 0
+    return read(LAST_OFFSET_PY), read(LAST_STORE_TIMESTAMP)
 
 
 def read_message_rocksdb(path: str | Path) -> dict[str, dict[bytes, bytes]]:
@@ -189,15 +218,14 @@ def rocksdbstore_plan(config: BrokerConfig, *, as_restart: bool) -> tuple[bool, 
     warnings = []
     if config.brokerVersion != "5.5" or not (config.indexRocksDBEnable or config.transRocksDBEnable):
         return False, []
-    build = config.index_rocksdb and not as_restart
+    build = config.index_rocksdb
     if config.indexRocksDBEnable and not build:
-        why = ("--as-restart: a restart keeps the store's database and adds to it" if as_restart else
-               "messageIndexEnable=false: the broker writes no entries either")
         warnings.append(f"warning: indexRocksDBEnable=true: {ROCKSDB_DIR}/ (the RocksDB message index) is not "
-                        f"rebuilt ({why})")
+                        "rebuilt (messageIndexEnable=false: the broker writes no entries either)")
     if config.transRocksDBEnable:
         warnings.append(f"warning: transRocksDBEnable=true: the trans family of {ROCKSDB_DIR}/ is not rebuilt"
-                        + (" (written empty)" if build else "")
+                        + (" (kept as the store holds it: what the restart adds to it is not written)" if build and
+                           as_restart else " (written empty)" if build else "")
                         + ": its half-message records carry check counts that the broker's transaction checks "
                         "raise and delete them by (TransactionalMessageRocksDBService), not kept in the commitlog")
     return build, warnings

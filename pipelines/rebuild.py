@@ -235,8 +235,10 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         st, recovery = restart_view(st, config, progress)
         if isinstance(recovery, Restart):
             config = dispatch_config(config, recovery.plan)
-    splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
     index_rocksdb, rocksdb_warnings = rocksdbstore_plan(config, as_restart=as_restart)
+    if as_restart and index_rocksdb:
+        config = _restart_index_from(st, config, progress, recovery)
+    splits = plan_splits(st, split_size or DEFAULT_SPLIT_SIZE)
     staged = StagedOutput(out, run_id, overwrite=overwrite, optional=(ROCKSDB_DIR,) if index_rocksdb else ())
     staged.check_target()  # finishes or rolls back an interrupted commit, removes stale staging folders
     preflight(st, config, out, tables, with_body)
@@ -265,9 +267,11 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             log.warning("%s", line)
         if index_rocksdb and staged.target.exists(f"{staged.root}/{ROCKSDB_DIR}"):
             log.warning("warning: %s/%s/ is replaced at the commit: its timer and trans families (a live broker's "
-                        "timer and transaction state) are not rebuilt", staged.out_uri, ROCKSDB_DIR)
+                        "timer and transaction state) are %s", staged.out_uri, ROCKSDB_DIR,
+                        "the store's" if as_restart else "not rebuilt")
         if index_rocksdb:
-            built.rocksdb_index = _rocksdb_index(walk, staged, progress)
+            built.rocksdb_index = _rocksdb_index(walk, staged, progress,
+                                                 base=f"{st.root}/{ROCKSDB_DIR}" if as_restart else None)
         if apply_cut(recovery, staged, built, config):
             built.units = sum(r["entries"] for r in built.cq_files)
             built.queues = len({(r["topic"], r["queue_id"]) for r in built.cq_files})
@@ -322,18 +326,46 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                           data_end=data_end)
 
 
-def _rocksdb_index(walk: ReputWalk, staged: StagedOutput, progress: Progress) -> int:
+def _rocksdb_index(walk: ReputWalk, staged: StagedOutput, progress: Progress, base: str | None = None) -> int:
     """``indexRocksDBEnable`` (5.5): ``rocksdbstore/`` with the RocksDB message index
-    (:func:`pipelines.index_rocksdb.build_index_rocksdb`); the number of index keys written."""
-    progress.stage("rocksdb index", f"{ROCKSDB_DIR}/")
+    (:func:`pipelines.index_rocksdb.build_index_rocksdb`; ``base``: ``--as-restart``, the store's database the
+    restart adds to); the number of index keys written (added, with ``base``)."""
+    progress.stage("rocksdb index", f"{ROCKSDB_DIR}/" + (" (the store's, added to)" if base else ""))
     fs, path = resolve(staged.staging_uri)
     if not isinstance(fs, pafs.LocalFileSystem):   # preflight refuses this before any work
         raise StoreLayoutError(f"{staged.staging_uri}: {ROCKSDB_DIR}/ (a RocksDB database) is written on a local "
                                "file system only")
     parts = [read_index_rocksdb(walk.work_uri, e.split.split_id) for e in walk.chain.entries]
-    got = build_index_rocksdb([p for p in parts if p is not None], f"{path}/{ROCKSDB_DIR}")
-    progress.done(f"{got.entries:,} keys" + (f", lastOffsetPy {got.last_offset}" if got.last_offset >= 0 else ""))
+    got = build_index_rocksdb([p for p in parts if p is not None], f"{path}/{ROCKSDB_DIR}", base=base)
+    progress.done(f"{got.entries:,} keys" + (" put" if base else "")
+                  + (f", lastOffsetPy {got.last_offset}" if got.last_offset >= 0 else ""))
     return got.entries
+
+
+def _restart_index_from(st: StoreLocation, config: BrokerConfig, progress: Progress,
+                        recovery: Restart | DLedgerRestart | None) -> BrokerConfig:
+    """``--as-restart`` with the 5.5 RocksDB message index: the restart keeps the store's ``rocksdbstore/``
+    (nothing in the recovery deletes from it: ``truncateDirtyLogicFiles`` cuts the consume queues only,
+    ``IndexRocksDBStore.destroy`` does nothing) and its ``IndexRocksDBStore.buildIndex`` skips the records
+    below the database's ``lastOffsetPy``: the settings the split tasks write their entries with
+    (:func:`store_format.index_rocksdb.entries_from`).  One outcome is thread timing, said in a warning line:
+    with a RocksDB consume queue, the second reput of a normal restart (``recheckReputOffsetFromCq``) dispatches
+    the record at offset 0 after the recovery indexed later records, and over an empty database it is indexed
+    only if the index thread has not yet written the recovery's first batch; we leave it out."""
+    from store_format.message_rocksdb import dispatch_store_offsets
+
+    last = dispatch_store_offsets(st, dataclasses.replace(config, transRocksDBEnable=False)).last.get(
+        "IndexRocksDBStore", 0)
+    progress.emit(f"[rebuild] as a restart: the store's {ROCKSDB_DIR}/ is kept and added to; IndexRocksDBStore."
+                  f"buildIndex puts the records from its lastOffsetPy {last} on"
+                  + (" (none: an empty database)" if last <= 0 else ""))
+    plan = recovery.plan if isinstance(recovery, Restart) else None
+    if last <= 0 and plan is not None and plan.rocksdb_offset_zero and not plan.index_offset_zero:
+        log.warning("warning: indexRocksDBEnable=true: the restart's second reput (recheckReputOffsetFromCq=true) "
+                    "reaches the record at commitlog offset 0 while the index thread may not yet have written the "
+                    "recovery's first batch to the empty database; if that record has a unique key, the broker's "
+                    f"{ROCKSDB_DIR}/ may hold its entries, which ours leaves out (thread timing)")
+    return dataclasses.replace(config, rocksdb_index_from=max(last, 0))
 
 
 def _concurrent_stops(walk: ReputWalk, config: BrokerConfig, data_end: int | None, staged: StagedOutput,

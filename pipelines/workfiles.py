@@ -34,7 +34,7 @@ from store_format import commitlog as cl
 from store_format.config import BrokerConfig
 from store_format.dispatch import QueueUnits, queue_units, stable_order
 from store_format.errors import StoreLayoutError
-from store_format.index_rocksdb import index_rocksdb_entries
+from store_format.index_rocksdb import entries_from, index_rocksdb_entries
 from store_format.javahash import index_hash
 from store_format.store import resolve
 
@@ -197,7 +197,7 @@ def write_split_work(work_uri: str, split_id: int, res: cl.WalkResult | None, bu
         path = _rdbidx_sst(work_uri, split_id)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with naming(path):
-            sst = write_split_sst(index_rocksdb_entries(res), path)
+            sst = write_split_sst(entries_from(index_rocksdb_entries(res), config.rocksdb_index_from), path)
         if sst is not None:
             _write(_rdbidx_path(work_uri, split_id), RDBIDX_SCHEMA, [pa.RecordBatch.from_arrays(
                 [pa.array([getattr(sst, f.name)], f.type) for f in RDBIDX_SCHEMA],

@@ -221,6 +221,10 @@ class BrokerConfig:
     # not a broker.conf setting: False while the walk mirrors a 4.9.8 abnormal recovery's dispatch, which runs
     # before ScheduleMessageService.load parses messageDelayLevel (store_format.recovery.dispatch_config)
     delay_levels_loaded: bool = dataclasses.field(default=True, metadata={"derived": True})
+    # not a broker.conf setting: a restart's dispatch on 5.5 with indexRocksDBEnable keeps the store's database,
+    # whose lastOffsetPy this is: IndexRocksDBStore.buildIndex skips every record below it
+    # (store_format.index_rocksdb.entries_from; 0: none skipped, as in a rebuild into a new database)
+    rocksdb_index_from: int = dataclasses.field(default=0, metadata={"derived": True})
 
     def __post_init__(self) -> None:
         if self.enableConsumeQueueExt and self.enableCalcFilterBitMap:

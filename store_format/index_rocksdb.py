@@ -73,7 +73,7 @@ from .walkresult import (
 
 __all__ = ["INDEX_FAMILY", "TRANS_FAMILY", "TIMER_FAMILY", "LAST_OFFSET_PY", "LAST_STORE_TIMESTAMP",
            "MILLIS_PER_HOUR", "IndexEntries", "index_rocksdb_entries", "rocksdb_index_key", "last_records",
-           "bytewise_unique"]
+           "bytewise_unique", "entries_from", "entry_offset", "restart_last_records"]
 
 INDEX_FAMILY = "default"                        # RocksDB.DEFAULT_COLUMN_FAMILY
 TIMER_FAMILY = "timer"                          # MessageRocksDBStorage.TIMER_COLUMN_FAMILY
@@ -219,6 +219,36 @@ def bytewise_unique(entries: IndexEntries) -> IndexEntries:
             keep = np.concatenate([np.ones(1, dtype=bool), ~same])
             keys, ts, off = keys.filter(pa.array(keep)), ts[keep], off[keep]
     return IndexEntries(keys, ts, off)
+
+
+def entries_from(entries: IndexEntries, offset: int) -> IndexEntries:
+    """The entries a restart adds to the store's database: ``IndexRocksDBStore.buildIndex`` returns at once for
+    a record whose commitlog offset lies below the database's ``lastOffsetPy`` (``offset``; the record at it is
+    queued again, under the same keys and values).  The dispatch goes in commitlog order and the value only
+    grows to offsets already dispatched, so the value the restart found decides for every record: a second
+    pass over records (the start's reput after the recovery's dispatch) puts the same keys again or nothing."""
+    if offset <= 0:
+        return entries
+    keep = entries.commitlog_offset >= offset
+    if keep.all():
+        return entries
+    return IndexEntries(entries.keys.filter(pa.array(keep)), entries.store_timestamp[keep],
+                        entries.commitlog_offset[keep])
+
+
+def entry_offset(key: bytes) -> int:
+    """The commitlog offset an index key ends with (``IndexRocksDBRecord.getKeyBytes``); -1 for a key too short
+    to be an index key."""
+    return int.from_bytes(key[-8:], "big", signed=True) if len(key) >= 17 else -1
+
+
+def restart_last_records(stored_offset: int, stored_ts: int, offset: int,
+                         store_timestamp: int) -> list[tuple[bytes, bytes]]:
+    """``writeRecordsForIndex`` over a database holding ``lastOffsetPy`` ``stored_offset`` and
+    ``lastStoreTimeStamp`` ``stored_ts``: the restart's last batch ends with the ``U`` entry of its last indexed
+    record (at ``offset``), and each key is written only when that record's value is above the stored one."""
+    return [r for r, above in zip(last_records(offset, store_timestamp),
+                                  (offset > stored_offset, store_timestamp > stored_ts)) if above]
 
 
 def _malformed_entries(res: WalkResult, text: np.ndarray) -> tuple[list[bytes], list[int], list[int]]:

@@ -24,12 +24,13 @@ def test_plan_builds_the_index_only_where_derivable_and_says_the_rest() -> None:
     # 5.5.1 CommitLogDispatcherBuildIndex: the RocksDB index with messageIndexEnable, index files or not
     assert _plan("brokerVersion=5.5\nindexRocksDBEnable=true\nindexFileWriteEnable=false") == (True, [])
     assert _plan("brokerVersion=5\nindexRocksDBEnable=true") == (False, [])   # no such store before 5.5
-    for text, as_restart, why in (
-            ("indexRocksDBEnable=true", True, "--as-restart"),
-            ("indexRocksDBEnable=true\nmessageIndexEnable=false", False, "messageIndexEnable=false")):
-        build, lines = _plan(f"brokerVersion=5.5\n{text}", as_restart)
-        assert not build and len(lines) == 1 and "rocksdbstore/ (the RocksDB message index) is not rebuilt" in lines[0]
-        assert why in lines[0]
+    # --as-restart: the store's database, added to (pipelines.index_rocksdb.build_index_rocksdb's base)
+    assert _plan("brokerVersion=5.5\nindexRocksDBEnable=true", True) == (True, [])
+    build, lines = _plan("brokerVersion=5.5\nindexRocksDBEnable=true\nmessageIndexEnable=false")
+    assert not build and len(lines) == 1 and "rocksdbstore/ (the RocksDB message index) is not rebuilt" in lines[0]
+    assert "messageIndexEnable=false" in lines[0]
+    build, lines = _plan("brokerVersion=5.5\nindexRocksDBEnable=true\ntransRocksDBEnable=true", True)
+    assert build and len(lines) == 1 and "kept as the store holds it" in lines[0]
     build, lines = _plan("brokerVersion=5.5\nindexRocksDBEnable=true\ntransRocksDBEnable=true")
     assert build and len(lines) == 1 and "trans family of rocksdbstore/ is not rebuilt (written empty)" in lines[0]
     build, lines = _plan("brokerVersion=5.5\ntransRocksDBEnable=true")
@@ -121,3 +122,32 @@ def test_a_rebuild_killed_while_it_ingests_commits_nothing_and_the_next_run_writ
     assert not [p.name for p in out.iterdir() if p.name.startswith(".rebuild-")]
     got, want = read_message_rocksdb(out / "rocksdbstore"), read_message_rocksdb(ref / "rocksdbstore")
     assert len(want["default"]) > 4000 and got == want
+
+
+def test_a_restart_adds_the_records_from_the_database_s_last_offset() -> None:
+    """IndexRocksDBStore.buildIndex skips the records below the database's lastOffsetPy (the one at it is put
+    again); writeRecordsForIndex raises lastOffsetPy and lastStoreTimeStamp each only when above the stored one."""
+    import numpy as np
+    import pyarrow as pa
+
+    from store_format.index_rocksdb import (
+        IndexEntries,
+        entries_from,
+        entry_offset,
+        last_records,
+        restart_last_records,
+        rocksdb_index_key,
+    )
+
+    offsets = np.array([0, 100, 200, 200, 300], dtype=np.int64)
+    keys = pa.array([rocksdb_index_key(7_200_000, b"T", b"U", None, b"u%d" % o, int(o)) for o in offsets],
+                    pa.large_binary())
+    entries = IndexEntries(keys, offsets + 7_200_000, offsets)
+    assert entries_from(entries, 0) is entries
+    kept = entries_from(entries, 200)
+    assert kept.commitlog_offset.tolist() == [200, 200, 300] and [entry_offset(k) for k in kept.keys.to_pylist()] \
+        == [200, 200, 300]
+    assert len(entries_from(entries, 301)) == 0
+    assert restart_last_records(100, 5, 300, 9) == last_records(300, 9)
+    assert restart_last_records(300, 5, 300, 9) == last_records(300, 9)[1:]
+    assert restart_last_records(400, 9, 300, 9) == []

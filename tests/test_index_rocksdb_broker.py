@@ -17,6 +17,12 @@ many split files whose keys overlap, ingested at once, then compacted), ingestin
 their own sequence numbers), which the broker's older RocksDB must read as it reads any file of ours
 that no compaction rewrote (one whose keys overlap no other file's).
 
+``verify`` on the broker's own store (its commitlog with the queues and the database the broker wrote) finds
+the index family identical to the rebuild's; on a copy with some keys deleted, one added at an offset inside the
+commitlog where no record starts and one past the commitlog's end, it names the deleted ones as missing, the
+first added as not derived (an error) and the second apart (not an error); ``repair`` plans nothing for it and
+says in a note that it leaves the database alone.
+
 One store by default (``mixed``: batches, delayed and transactional messages incl. rolled back ones, a long
 topic, plus messages with several, repeated and non-ASCII keys, tags, and one without a unique key; with
 ``indexFileWriteEnable=false``, the RocksDB index alone);
@@ -25,6 +31,9 @@ topic, plus messages with several, repeated and non-ASCII keys, tags, and one wi
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
+import json
 import os
 import shutil
 from pathlib import Path
@@ -262,3 +271,62 @@ def test_jdk_decoding_path_gives_the_same_entries(written, name):
     broker = set(_families(d / "expected" / "rocksdbstore")["default"]) - {b"lastOffsetPy", b"lastStoreTimeStamp"}
     assert fast and slow == fast == broker
     assert any(np.frombuffer(k, np.uint8).max() >= 0x80 for k in slow)   # non-ASCII text went through both
+
+
+def _verify(store: Path, d: Path) -> tuple[int, dict]:
+    from pipelines.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(["verify", "--store", str(store), "--config", str(d / "broker.conf"), "--broker-version", "5.5",
+                     "--split-size", "4k", "--engine", "local", "--json"])
+    assert code in (0, 1) and "Traceback" not in err.getvalue(), err.getvalue()[-3000:]
+    return code, json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("name", CASES[:1])
+def test_verify_checks_the_index_family(written, name, tmp_path):
+    """``verify`` on the broker's store: the index family matches (every entry the rebuild derives, held with
+    the same value, nothing else); after deleting three keys from a copy and adding one inside the commitlog's
+    range (at a record's offset + 1) and one past its end: three missing, one not derived, one apart."""
+    d = written["dir"]
+    store = tmp_path / "store"
+    shutil.copytree(d / "store", store)
+    for area in ("consumequeue", "index", "rocksdbstore"):
+        if (d / "expected" / area).is_dir():
+            shutil.copytree(d / "expected" / area, store / area)
+    broker = _families(d / "expected" / "rocksdbstore")["default"]
+    keys = sorted(k for k in broker if k not in (b"lastOffsetPy", b"lastStoreTimeStamp"))
+    code, report = _verify(store, d)
+    got = report["rocksdb_index"]
+    assert got is not None and got["status"] == "identical", got
+    assert got["derived"] == got["matched"] == len(keys) and got["unexpected"] == got["missing"] == 0
+    assert code == 0 and report["identical"], report["summary"]
+    assert got["store_last_offset_py"] == int.from_bytes(broker[b"lastOffsetPy"], "big")
+    assert not any("is not compared: its" in n for n in report["not_checked"])
+    assert any(n.startswith("rocksdbstore/: the trans and timer families") for n in report["not_checked"])
+
+    gone = keys[::len(keys) // 3][:3]
+    end = sum(p.stat().st_size for p in (store / "commitlog").iterdir())
+    inside = gone[0][:-8] + (int.from_bytes(gone[0][-8:], "big") + 1).to_bytes(8, "big")
+    past = gone[1][:-8] + (end + 100).to_bytes(8, "big")
+    db = rd.Rdict(str(store / "rocksdbstore"), options=rd.Options(raw_mode=True),
+                  column_families={f: rd.Options(raw_mode=True) for f in ("timer", "trans")})
+    try:
+        for k in gone:
+            del db[k]
+        db[inside] = broker[gone[0]]
+        db[past] = broker[gone[1]]
+    finally:
+        db.close()
+    code, report = _verify(store, d)
+    got = report["rocksdb_index"]
+    assert code == 1 and not report["identical"] and got["status"] == "differs"
+    assert (got["missing"], got["unexpected"], got["past_end"], got["below_min"]) == (3, 1, 1, 0), got
+    assert got["matched"] == len(keys) - 3 and got["derived"] == len(keys)
+    assert any(repr(inside) in e for e in got["examples"]) and any(repr(gone[0]) in e for e in got["examples"])
+    from pipelines.verify import repair_store
+    from store_format.config import load_broker_config
+    config = load_broker_config((d / "broker.conf").read_text() + "\nbrokerVersion=5.5\n")
+    result = repair_store(str(store), config, backup=None, dry_run=True, force=True, engine="local")
+    said = "rocksdbstore/: the RocksDB message index differs from the rebuild's (3 missing"
+    assert not result.plan.actions and any(n.startswith(said) for n in result.notes), result.notes

@@ -22,6 +22,17 @@ the store as that restart found it).  5.5.1 ``CommitLog.recoverAbnormally`` read
   offset of the record eleven puts before the end, below the checkpoint's and the damaged record's;
   ``DefaultMessageStore.recover`` starts the walk there, so it cuts at the damaged record.  ``before/`` keeps
   ``rocksdbstore/``.
+  ``--as-restart`` writes the database that restart leaves: the store's own ``rocksdbstore/`` (copied) with
+  what its dispatch adds, the key/value set of the broker's ``expected/rocksdbstore/``.  ``RDBIDX_FULL=1`` adds two
+  crash restarts with ``indexRocksDBEnable=true`` and no accelerated recovery (every message with a unique key):
+  ``-crash-index-rocksdb`` (the database keeps the entries of the records after the damaged one, which the
+  recovery cuts off, and its lastOffsetPy past the cut: the restart adds nothing) and ``-crash-index-rocksdb-lost``
+  (``rocksdbstore/`` deleted before the restart: the broker creates it empty, the recovery walks from the first
+  segment and the database gets the entries of every record before the cut).  By default also
+  ``-crash-index-rocksdb-lag`` (undamaged): before the crash restart the harness deletes the index entries of
+  the records after the one eight puts before the end and of the one ten before the end, and sets lastOffsetPy
+  to the former (a crash that lost the index thread's last batches and an earlier one): the restart puts back
+  those from lastOffsetPy on, not the earlier hole (``IndexRocksDBStore.buildIndex`` skips records below it).
 * ``-offset-check``: the physicalOffset field of the record six puts before the end set four segments further
   (its body CRC holds), ``checkCommitLogOffsetOnRecover=true``: the walk ends at that record;
   ``-offset-check-off``: without the setting the broker accepts it and goes on.
@@ -36,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 from pathlib import Path
 
 import broker_harness as bh
@@ -50,6 +62,7 @@ LINE = "5.5.1"
 AREAS = ("consumequeue", "consumequeue_ext", "index")
 ACCEL = {"enableAcceleratedRecovery": "true"}
 CHECK = {"checkCommitLogOffsetOnRecover": "true"}
+INDEX_ROCKSDB = {"indexRocksDBEnable": "true"}
 
 
 def _scenarios() -> list[dict]:
@@ -75,6 +88,13 @@ def _scenarios() -> list[dict]:
          "checkpointLogicsPhysicalOffset": at, "messages": _without_unique_keys(sc["messages"], 10)},
         {**foreign, "name": f"{name}-offset-check", "config": conf(CHECK)},
         {**foreign, "name": f"{name}-offset-check-off"},
+    ] + ([
+        {**damaged, "name": f"{name}-crash-index-rocksdb", "config": conf(INDEX_ROCKSDB)},
+        {**damaged, "name": f"{name}-crash-index-rocksdb-lost", "config": conf(INDEX_ROCKSDB),
+         "dropRocksdbStore": True},
+    ] if os.environ.get("RDBIDX_FULL") else []) + [
+        {**crash, "name": f"{name}-crash-index-rocksdb-lag", "config": conf(INDEX_ROCKSDB),
+         "rocksdbIndexLag": {"put": puts - 8, "hole": puts - 10}},
     ]
 
 
@@ -228,3 +248,50 @@ def test_index_rocksdb_offset_moves_the_accelerated_start(runs) -> None:
     assert runs["5.5.1-cqext-plain-accel"]["written"]["maxPhyOffset"] > w["damagedRecord"]
     p = _verify(d)["restart"]
     assert p is not None and p["recovery_cut"] == w["maxPhyOffset"] and p["abnormal_dispatch_from"] == last
+
+
+def _index_family(db: Path) -> dict[bytes, bytes]:
+    """Every key/value of the index (``default``) family, read from a copy (a read-only opening may write)."""
+    import shutil
+
+    from pipelines.index_rocksdb import read_message_rocksdb
+
+    copy = db.parent / f"{db.parent.name}-read-{db.name}"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(db, copy)
+    return read_message_rocksdb(copy)["default"]
+
+
+@pytest.mark.parametrize("name", [n for n in REBUILT if "index-rocksdb" in n])
+def test_as_restart_writes_the_database_the_restart_leaves(runs, name: str) -> None:
+    """``rocksdbstore/``'s index family after ``--as-restart``: the broker's after its restart, key for key and
+    value for value (lastOffsetPy and lastStoreTimeStamp included).
+    ``-accel-index-rocksdb``: the store's database holds every entry before the restart (its walk from
+    lastOffsetPy puts the same again); ``-crash-index-rocksdb``: the entries of the records the recovery cuts off
+    stay; ``-crash-index-rocksdb-lost``: a database the restart creates, holding the records before the cut."""
+    r = runs[name]
+    reb = r["rebuild"]
+    assert reb["code"] == 0, reb["stderr"][-2000:]
+    assert "is not rebuilt (--as-restart" not in reb["stderr"]
+    d, w = Path(r["scenario"]["dir"]), r["written"]
+    expected, ours = _index_family(d / "expected" / "rocksdbstore"), _index_family(d / "ours" / "rocksdbstore")
+    missing, extra = sorted(set(expected) - set(ours)), sorted(set(ours) - set(expected))
+    assert not missing and not extra, f"keys only the broker has {missing[:3]}, only ours {extra[:3]}"
+    assert [k for k in expected if expected[k] != ours[k]] == []
+    special = (b"lastOffsetPy", b"lastStoreTimeStamp")
+    offsets = sorted(int.from_bytes(k[-8:], "big") for k in expected if k not in special)
+    if name.endswith("-lag"):   # put back from lastOffsetPy on, the hole below it not
+        before = {int.from_bytes(k[-8:], "big") for k in _index_family(d / "before" / "rocksdbstore")
+                  if k not in special}
+        last, hole = w["rocksdbIndexLastOffsetPy"], w["rocksdbIndexHole"]
+        assert w["rocksdbIndexDeleted"] > 0 and hole < last and max(before) == last and hole not in before
+        assert hole not in offsets and max(offsets) > last and set(offsets) > before
+        return
+    assert offsets and offsets[0] < w["damagedRecord"]
+    if name.endswith("-lost"):
+        assert not (d / "before" / "rocksdbstore").exists() and offsets[-1] < w["damagedRecord"]
+    else:
+        before = _index_family(d / "before" / "rocksdbstore")
+        assert set(before) <= set(ours)
+        if name.endswith("-crash-index-rocksdb"):   # kept past the cut
+            assert offsets[-1] > w["damagedRecord"] and _last_offset_py(d / "ours" / "rocksdbstore") > w["maxPhyOffset"]

@@ -15,6 +15,9 @@ The story of a verify:
    fields, slots, entries, and which expected ``(keyHash, commitlogOffset)`` pairs the store's file
    no longer reaches through its slot chains (``IndexFile.selectPhyOffset``), named by reading the
    record's topic and keys from the commitlog;
+   with ``indexRocksDBEnable=true`` (5.5), the store's ``rocksdbstore/`` index family against the rebuild's
+   entry by entry (:mod:`.rocksdb_index`: missing, other value, not derived inside the commitlog's range;
+   entries of deleted files or past the end counted apart); its ``trans`` and ``timer`` families are not checked;
 4. **predict the next start** of a broker on the store as it is (:class:`RestartPrediction`):
    ``MappedFileQueue.doLoad``'s size check, ``ConsumeQueue.recover``, ``CommitLog.recoverNormally``
    → ``ConsumeQueue.truncateDirtyLogicFiles``, and where the reput (4.9.x
@@ -40,7 +43,8 @@ renamed into place (``os.replace``), so that an interrupted repair leaves every 
 never half written; a manifest in the backup folder records each change with sha256 before/after.
 
 Modules: :mod:`.report` (results, text and JSON), :mod:`.storefiles` (reading the folders),
-:mod:`.compare` (one file against its rebuild), :mod:`.restart` (the next start),
+:mod:`.compare` (one file against its rebuild), :mod:`.rocksdb_index` (the RocksDB message index),
+:mod:`.restart` (the next start),
 :mod:`.compare_store` (``verify_store``), :mod:`.repair_plan` and :mod:`.repair` (``repair_store``),
 :mod:`.commands` (the command line).
 """

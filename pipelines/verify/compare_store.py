@@ -96,6 +96,10 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
                               processes=processes or 1, spark=spark, tables=None,
                               strict=None)   # verify_store's callers check for a live broker
         report = _compare(st, config, ref_root, summary, examples)
+        report.rocksdb_index = _rocksdb_index(st, ref_root, summary, examples)
+        if report.rocksdb_index is not None:
+            report.not_checked = [_ROCKSDB_FAMILIES_NOTE if n.startswith(f"{ROCKSDB_DIR}/") else n
+                                  for n in report.not_checked]
     finally:
         if temporary:
             shutil.rmtree(ref_root, ignore_errors=True)
@@ -373,10 +377,31 @@ def _not_checked(st: StoreLocation) -> list[str]:
            for name in TIMER_FOLDERS if present(name)]
     if present(ROCKSDB_DIR):
         out.append(f"{ROCKSDB_DIR}/: the 5.5 message RocksDB database (MessageRocksDBStorage) is not compared: its "
-                   "trans and timer families hold live transaction-check and timer state, and its index family "
-                   "keeps the entries of deleted commitlog files until a cleanup timed by file system dates "
-                   "(rebuild writes the index family with indexRocksDBEnable=true)")
+                   "trans and timer families hold live transaction-check and timer state, and its index family is "
+                   "checked only with indexRocksDBEnable=true and messageIndexEnable=true (brokerVersion 5.5)")
     return out
+
+
+_ROCKSDB_FAMILIES_NOTE = (f"{ROCKSDB_DIR}/: the trans and timer families of the 5.5 message RocksDB database "
+                          "(MessageRocksDBStorage) are not compared: they hold live transaction-check and timer state "
+                          "(its index family is checked above)")
+
+
+def _rocksdb_index(st: StoreLocation, ref_root: str, summary: Any, examples: int) -> Any:
+    """The store's RocksDB message index against the rebuild's (:mod:`.rocksdb_index`), when the rebuild wrote
+    one (``indexRocksDBEnable=true`` on 5.5); None otherwise."""
+    ref_fs, ref = resolve(ref_root)
+    rebuilt = f"{ref.rstrip('/')}/{ROCKSDB_DIR}"
+    if not summary.rocksdb_index_keys and ref_fs.get_file_info(rebuilt).type != pafs.FileType.Directory:
+        return None
+    if not isinstance(st.fs, pafs.LocalFileSystem):
+        raise StoreLayoutError(f"{st.uri}: verify reads {ROCKSDB_DIR}/ (a RocksDB database) on a local file system "
+                               "only")
+    from .rocksdb_index import compare_index_databases
+    first = st.segments[0] if st.segments and st.segments[0].base > 0 and st.dledger is None else None
+    return compare_index_databases(f"{st.root}/{ROCKSDB_DIR}", rebuilt, commitlog_min=st.segments[0].base,
+                                   commitlog_end=_end_of_data(st, summary.data_end),
+                                   first_segment=first.path if first is not None else None, examples=examples)
 
 
 def _compare_folder(st: StoreLocation, ref_fs: pafs.FileSystem, ref: str, folder: str,

@@ -315,6 +315,12 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
         report = verify_store(root, config, work=os.path.join(work, "reference"), engine=engine, master=master,
                               split_size=split_size, processes=processes, spark=spark)
         plan = plan_repair(report)
+        index = report.rocksdb_index
+        if index is not None and index.status != "identical":
+            notes.append(f"rocksdbstore/: the RocksDB message index {index.status} from the rebuild's "
+                         f"({index.missing:,} missing, {index.differing:,} with another value, {index.unexpected:,} "
+                         "not derived); repair leaves the database alone (it also holds the broker's timer and "
+                         "transaction state)")
         result = RepairResult(root, dry_run, check, report.summary_line(), plan, notes=notes)
         if dry_run or not plan.actions:
             result.seconds = round(time.monotonic() - t0, 3)

@@ -5,6 +5,7 @@ returns; no file is read here)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 
 @dataclasses.dataclass
@@ -188,6 +189,8 @@ class VerifyReport:
     rocksdb_consume_queue: list[QueueFileResult] | None = None
     no_prediction: str = ""        # why restart is None
     not_checked: list[str] = dataclasses.field(default_factory=list)   # store folders left alone, with why
+    # indexRocksDBEnable=true (5.5): rocksdbstore/'s index family against the rebuild's (None: not checked)
+    rocksdb_index: Any = None
 
     def _areas(self) -> list[tuple[str, list]]:
         areas: list[tuple[str, list | None]] = [
@@ -207,12 +210,15 @@ class VerifyReport:
 
     @property
     def identical(self) -> bool:
-        return all(r.status == "identical" for _, results in self._areas() for r in results)
+        return all(r.status == "identical" for _, results in self._areas() for r in results) and (
+            self.rocksdb_index is None or self.rocksdb_index.status == "identical")
 
     def summary_line(self) -> str:
         c = self.counts()
         if self.identical:
             files = [f"{c[a]['identical']} {_AREA_NAMES[a]}" for a, _ in self._areas()]
+            if self.rocksdb_index is not None:
+                files.append(f"the RocksDB message index ({self.rocksdb_index.derived:,} entries)")
             return (f"verify: identical: {', '.join(files[:-1])} and {files[-1]} match a rebuild from the commitlog "
                     f"({self.store})")
         parts = []
@@ -220,6 +226,8 @@ class VerifyReport:
             n = c[area]
             bad = [f"{n[k]} {k}" for k in ("differs", "missing", "extra") if n[k]]
             parts.append(f"{_AREA_NAMES[area]}: {n['identical']} identical" + (", " + ", ".join(bad) if bad else ""))
+        if self.rocksdb_index is not None:
+            parts.append(f"RocksDB message index: {self.rocksdb_index.status}")
         return f"verify: DIFFERENT: {'; '.join(parts)} ({self.store})"
 
     def as_dict(self) -> dict:
@@ -235,6 +243,7 @@ class VerifyReport:
             "restart": dataclasses.asdict(self.restart) if self.restart else None,
             "restart_note": self.no_prediction,
             "not_checked": self.not_checked,
+            "rocksdb_index": dataclasses.asdict(self.rocksdb_index) if self.rocksdb_index is not None else None,
             "rebuild": self.rebuild, "reference": self.reference,
             "seconds": self.seconds,
         }
@@ -256,6 +265,8 @@ class VerifyReport:
         for ix in self.index:
             if ix.status != "identical":
                 lines.extend("  " + line for line in _render_index(ix))
+        if self.rocksdb_index is not None:
+            lines.extend(self.rocksdb_index.render())
         lines.extend(_render_restart(self.restart) if self.restart else [
             f"at the broker's next start: {self.no_prediction}"])
         lines.extend(f"not checked: {n}" for n in self.not_checked)

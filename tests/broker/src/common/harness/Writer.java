@@ -79,7 +79,10 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * queue's max offset after the rebuild, which counts the messages of inner batches).
  *
  * <p>Restart knobs ({@link Damage}): {@code damageMessage} flips a body byte of that message's record
- * and {@code abort} leaves an abort file before the restart; {@code <dir>/before/} then keeps the store
+ * and {@code abort} leaves an abort file before the restart ({@code dropRocksdbStore} deletes {@code rocksdbstore/}
+ * before it: the restart creates the database empty; {@code rocksdbIndexLag} {@code {"put": i, "hole": j}} deletes
+ * the index entries of the records after put i and of put j and sets lastOffsetPy to put i's record, as a crash
+ * that lost the index thread's batches leaves it, see RocksIndexLag); {@code <dir>/before/} then keeps the store
  * as the restart found it (with {@code indexRocksDBEnable} or {@code transRocksDBEnable}, 5.5.1, its
  * {@code rocksdbstore/} too), and the line adds {@code damagedRecord} and {@code damagedByte}; with
  * {@code refreshPropCrc} (5.x, {@code enabledAppendPropCRC=true}) the damaged record's CRC32 property is then
@@ -266,6 +269,18 @@ public final class Writer {
             JsonObject z = sc.getAsJsonObject("zeroQueueTail");
             Damage.zeroQueueTail(new File(root, z.get("path").getAsString()), z.get("units").getAsInt(),
                 z.get("unitSize").getAsInt(), damagedAt);
+        }
+        if (sc.has("rocksdbIndexLag")) {  // {"put": i, "hole": j}: the index lost its batches after put i and of put j
+            JsonObject lag = sc.getAsJsonObject("rocksdbIndexLag");
+            long last = wrote.get(lag.get("put").getAsInt());
+            long hole = wrote.get(lag.get("hole").getAsInt());
+            out.addProperty("rocksdbIndexLastOffsetPy", last);
+            out.addProperty("rocksdbIndexHole", hole);
+            out.addProperty("rocksdbIndexDeleted", LineAdapter.rocksdbIndexLag(root, last, hole));
+        }
+        if (sc.has("dropRocksdbStore") && sc.get("dropRocksdbStore").getAsBoolean()) {
+            // 5.5.1: a store whose message RocksDB database is lost; the restart creates it empty
+            Stores.deleteTree(new File(root, "rocksdbstore"));
         }
         boolean keepQueues = sc.has("keepQueues") && sc.get("keepQueues").getAsBoolean();
         if (sc.has("damageMessage") || sc.has("damageHead") || sc.has("abort") || sc.has("keepBefore")) {

@@ -110,4 +110,9 @@ public final class LineAdapter {
     public static void refreshPropCrc(java.nio.ByteBuffer record) {
         throw new UnsupportedOperationException("refreshPropCrc: 4.9.8 writes no CRC32 property");
     }
+
+    /** 5.5.1 only: the RocksDB message index. */
+    public static int rocksdbIndexLag(java.io.File root, long last, long hole) {
+        throw new UnsupportedOperationException("rocksdbIndexLag: no RocksDB message index before 5.5");
+    }
 }

@@ -217,4 +217,10 @@ public final class LineAdapter {
         tail.position(at).limit(total);
         MessageDecoder.createCrc32(tail, crc);
     }
+
+    /** The RocksDB message index after a crash that lost its batches after put {@code last} and the one of
+     *  {@code hole} (RocksIndexLag); the number of entries deleted. */
+    public static int rocksdbIndexLag(File root, long last, long hole) throws Exception {
+        return RocksIndexLag.apply(root, last, hole);
+    }
 }
