@@ -109,10 +109,11 @@ def _scenarios(line: str) -> list[dict]:
 
 
 # the default suite: the mixed ext stores (batches, delays, transactions) and the first batch store after a
-# crash and with recheckReputOffsetFromCq; the plain ext stores, the second batch store and the first one's
-# clean restart with PIPELINES_FULL_SUITE=1
+# crash and with recheckReputOffsetFromCq; the plain ext stores, the second batch store, the first one's
+# clean restart and the checkCommitLogOffsetOnRecover crash (its --as-restart is test_restart_accelerated_broker's)
+# with PIPELINES_FULL_SUITE=1
 SCENARIOS = {line: bh.bounded(_scenarios(line), ("-cqext-plain-kept", "-cqext-plain-crash-kept", "-bcq-b-kept",
-                                                 "-bcq-b-crash-kept", "-bcq-a-kept"))
+                                                 "-bcq-b-crash-kept", "-bcq-a-kept", "-offset-check-crash-kept"))
              for line in dict.fromkeys(EXT_LINES + BATCH_LINES)}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
