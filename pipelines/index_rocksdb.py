@@ -38,6 +38,7 @@ from store_format.index_rocksdb import (
     last_records,
     restart_last_records,
 )
+from store_format.message_rocksdb import ROCKSDB_MESSAGE_DIRECTORY, open_read_only
 
 __all__ = ["IndexRocksDBBuilt", "ROCKSDB_DIR", "build_index_rocksdb", "read_message_rocksdb", "rocksdbstore_plan",
            "write_split_sst", "SplitSst"]
@@ -200,16 +201,14 @@ def read_message_rocksdb(path: str | Path) -> dict[str, dict[bytes, bytes]]:
     import rocksdict as rd
 
     families = rd.Rdict.list_cf(str(path))
-    db = rd.Rdict(str(path), options=rd.Options(raw_mode=True),
-                  column_families={f: rd.Options(raw_mode=True) for f in families if f != "default"},
-                  access_type=rd.AccessType.read_only())
+    db = open_read_only(path)
     try:
-        return {f: {k: v for k, v in db.get_column_family(f).items()} for f in families}  # type: ignore[misc]
+        return {f: {k: v for k, v in db.get_column_family(f).items()} for f in families}
     finally:
         db.close()
 
 
-ROCKSDB_DIR = "rocksdbstore"     # MessageRocksDBStorage.ROCKSDB_MESSAGE_DIRECTORY
+ROCKSDB_DIR = ROCKSDB_MESSAGE_DIRECTORY
 
 
 def rocksdbstore_plan(config: BrokerConfig, *, as_restart: bool) -> tuple[bool, list[str]]:

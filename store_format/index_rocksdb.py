@@ -50,6 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .javahash import java_utf8_decode
+from .message_rocksdb import LAST_OFFSET_PY
 from .walkresult import (
     F_INDEX,
     F_TEXT_BAD,
@@ -78,7 +79,6 @@ __all__ = ["INDEX_FAMILY", "TRANS_FAMILY", "TIMER_FAMILY", "LAST_OFFSET_PY", "LA
 INDEX_FAMILY = "default"                        # RocksDB.DEFAULT_COLUMN_FAMILY
 TIMER_FAMILY = "timer"                          # MessageRocksDBStorage.TIMER_COLUMN_FAMILY
 TRANS_FAMILY = "trans"                          # MessageRocksDBStorage.TRANS_COLUMN_FAMILY
-LAST_OFFSET_PY = b"lastOffsetPy"                # MessageRocksDBStorage.LAST_OFFSET_PY
 LAST_STORE_TIMESTAMP = b"lastStoreTimeStamp"    # MessageRocksDBStorage.LAST_STORE_TIMESTAMP
 MILLIS_PER_HOUR = 3_600_000                     # MixAll.MILLS_FOR_HOUR
 _SPLIT = 64                                     # IndexRocksDBRecord.KEY_SPLIT "@"

@@ -29,7 +29,7 @@ from .config import BrokerConfig
 from .errors import UnsupportedConfigError
 from .store import StoreLocation
 
-__all__ = ["DispatchStoreOffsets", "ROCKSDB_MESSAGE_DIRECTORY", "dispatch_store_offsets"]
+__all__ = ["DispatchStoreOffsets", "ROCKSDB_MESSAGE_DIRECTORY", "dispatch_store_offsets", "open_read_only"]
 
 ROCKSDB_MESSAGE_DIRECTORY = "rocksdbstore"      # MessageRocksDBStorage.ROCKSDB_MESSAGE_DIRECTORY
 LAST_OFFSET_PY = b"lastOffsetPy"                # MessageRocksDBStorage.LAST_OFFSET_PY
@@ -55,6 +55,17 @@ class DispatchStoreOffsets:
 
     def describe(self) -> str:
         return ", ".join(f"{name} lastOffsetPy {v}" for name, v in self.last.items())
+
+
+def open_read_only(path: str | Path):  # noqa: ANN201
+    """A ``rocksdbstore/`` database (or any RocksDB database of raw bytes) opened read-only with every column
+    family it has, as ``rocksdict.Rdict``."""
+    import rocksdict as rd
+
+    families = [f for f in rd.Rdict.list_cf(str(path)) if f != "default"]
+    return rd.Rdict(str(path), options=rd.Options(raw_mode=True),
+                    column_families={f: rd.Options(raw_mode=True) for f in families},
+                    access_type=rd.AccessType.read_only())
 
 
 def dispatch_store_offsets(store: StoreLocation, config: BrokerConfig) -> DispatchStoreOffsets:
@@ -89,10 +100,8 @@ def dispatch_store_offsets(store: StoreLocation, config: BrokerConfig) -> Dispat
     import rocksdict as rd
 
     try:
-        families = [f for f in rd.Rdict.list_cf(str(Path(path))) if f != "default"]
-        db = rd.Rdict(path, options=rd.Options(raw_mode=True),
-                      column_families={f: rd.Options(raw_mode=True) for f in families},
-                      access_type=rd.AccessType.read_only())
+        db = open_read_only(path)
+        families = rd.Rdict.list_cf(str(Path(path)))
     except Exception as e:  # rocksdict raises plain exceptions
         raise UnsupportedConfigError(f"{setting}=true: cannot open the RocksDB database {path}: {e}") from None
     try:

@@ -23,6 +23,7 @@ import dataclasses
 import os
 
 from store_format.index_rocksdb import LAST_OFFSET_PY, LAST_STORE_TIMESTAMP, MILLIS_PER_HOUR, entry_offset
+from store_format.message_rocksdb import open_read_only
 
 __all__ = ["RocksDBIndexCheck", "compare_index_databases"]
 
@@ -74,15 +75,6 @@ class RocksDBIndexCheck:
         return lines
 
 
-def _open(path: str):  # noqa: ANN202
-    import rocksdict as rd
-
-    families = rd.Rdict.list_cf(path)
-    return rd.Rdict(path, options=rd.Options(raw_mode=True),
-                    column_families={f: rd.Options(raw_mode=True) for f in families if f != "default"},
-                    access_type=rd.AccessType.read_only())
-
-
 def _long(value: bytes | None) -> int | None:
     return int.from_bytes(value, "big", signed=True) if value is not None and len(value) == 8 else None
 
@@ -106,13 +98,13 @@ def compare_index_databases(store_db: str, rebuilt_db: str, *, commitlog_min: in
     """The store's ``rocksdbstore/`` (``store_db``, local) against the rebuild's (``rebuilt_db``), both opened
     read-only; ``first_segment``: the path of the earliest commitlog file when earlier ones were deleted (its
     date bounds the broker's cleanup), else None."""
-    ref = _open(rebuilt_db)
+    ref = open_read_only(rebuilt_db)
     try:
         if not os.path.isdir(store_db):
             n = sum(1 for k in ref.keys() if k not in _SPECIAL)
             return RocksDBIndexCheck("missing", derived=n, rebuilt_last_offset_py=_long(ref.get(LAST_OFFSET_PY)),
                                      rebuilt_last_store_timestamp=_long(ref.get(LAST_STORE_TIMESTAMP)))
-        db = _open(store_db)
+        db = open_read_only(store_db)
         try:
             check = RocksDBIndexCheck("identical", store_last_offset_py=_long(db.get(LAST_OFFSET_PY)),
                                       rebuilt_last_offset_py=_long(ref.get(LAST_OFFSET_PY)),
