@@ -216,6 +216,16 @@ def _differ(a: Path, b: Path) -> bool:
     return False
 
 
+def _summary_json(d: Path, tmp_path: Path, line: str) -> str:
+    """``rebuild --json`` of the scenario's store (local engine, no tables) into ``tmp_path/o``: its stdout,
+    after asserting exit code 0."""
+    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
+                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
+                             "--engine", "local", "--json"])
+    assert code == 0, err[-2000:]
+    return out
+
+
 @pytest.mark.parametrize("line,name", CASES)
 def test_where_the_broker_reput_stood_still(reput, line: str, name: str) -> None:
     """The harness itself: the concurrent reput stood still at the damaged record for good, the sequential one
@@ -242,10 +252,7 @@ def test_the_concurrent_stop_is_reported(reput, line: str, name: str, tmp_path: 
     """The rebuild's summary (``--json``) has the walk's finding at the damaged record, saying the concurrent
     reput stops there for good."""
     d = Path(reput["scenario"]["dir"])
-    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
-                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
-                             "--engine", "local", "--json"])
-    assert code == 0, err[-2000:]
+    out = _summary_json(d, tmp_path, line)
     summary = json.loads(out)
     at = [a for a in summary["anomalies"] if a["commitlog_offset"] == reput["written"]["damagedRecord"]]
     assert len(at) == 1 and "stops here for good" in at[0]["detail"], summary["anomalies"]
@@ -359,10 +366,7 @@ def test_rebuild_matches_the_broker_on_accepted_records(reput, line: str, name: 
         assert not _files(d / "ours" / "consumequeue")
         assert [p.read_bytes() for p in sorted((d / "expected" / "index").iterdir())] == \
             [p.read_bytes() for p in sorted((d / "ours" / "index").iterdir())]
-    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
-                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
-                             "--engine", "local", "--json"])
-    assert code == 0, err[-2000:]
+    out = _summary_json(d, tmp_path, line)
     at = _dledger_start(d) if "-dledger-" in name else reput["written"]["damagedRecord"]
     found = json.loads(out)["anomalies"]
     rows = [a for a in found if "stops here for good" in (a["detail"] or "")]
@@ -425,10 +429,7 @@ def test_a_slave_at_a_record_the_pre_check_reads_as_zero(reput, line: str, name:
     r = reput["rebuild"]
     assert r["code"] == 0, r["stderr"][-2000:]
     _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
-    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
-                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
-                             "--engine", "local", "--json"])
-    assert code == 0, err[-2000:]
+    out = _summary_json(d, tmp_path, line)
     rows = json.loads(out)["anomalies"]
     assert [a["commitlog_offset"] for a in rows][:1] == [w["damagedRecord"]], rows
     assert not any("stops here for good" in (a["detail"] or "") for a in rows), rows
@@ -453,10 +454,7 @@ def test_a_damaged_blank_in_the_last_segment(reput, line: str, name: str, tmp_pa
     assert r["code"] == 0, r["stderr"][-2000:]
     _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
     assert _cq_max_offset(d / "expected" / "consumequeue") < w["damagedRecord"]
-    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
-                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
-                             "--engine", "local", "--json"])
-    assert code == 0, err[-2000:]
+    out = _summary_json(d, tmp_path, line)
     rows = [a for a in json.loads(out)["anomalies"] if "stops here for good" in (a["detail"] or "")]
     assert [a["commitlog_offset"] for a in rows] == ([w["damagedRecord"]] if concurrent else []), rows
 
@@ -487,10 +485,7 @@ def test_the_reput_goes_on_past_damaged_bytes(reput, line: str, name: str, tmp_p
     r = reput["rebuild"]
     assert r["code"] == 0, r["stderr"][-2000:]
     _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
-    code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
-                             str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
-                             "--engine", "local", "--json"])
-    assert code == 0, err[-2000:]
+    out = _summary_json(d, tmp_path, line)
     rows = json.loads(out)["anomalies"]
     assert not any("stops here for good" in (a["detail"] or "") for a in rows), rows
     past = [a for a in rows if "goes past the damaged bytes" in (a["detail"] or "")]
