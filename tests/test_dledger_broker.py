@@ -148,12 +148,9 @@ def _files(root: Path) -> list[str]:
 @pytest.mark.parametrize("line,name", CASES)
 def test_consume_queues_match_broker(written, line, name):
     d = _rebuilt(written)
-    exp, ours = d / "expected" / "consumequeue", d / "ours" / "consumequeue"
-    exp_files = _files(exp)
-    assert exp_files and any((exp / f).stat().st_size for f in exp_files), "the broker dispatched nothing"
-    assert _files(ours) == exp_files, "consume queue file set differs"
-    for rel in exp_files:
-        bh.same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"consumequeue/{rel}")
+    exp = d / "expected" / "consumequeue"
+    assert any((exp / f).stat().st_size for f in _files(exp)), "the broker dispatched nothing"
+    _same_files(d / "expected", d / "ours", "consumequeue", written=True)
 
 
 @pytest.mark.parametrize("line,name", CASES)
@@ -231,13 +228,18 @@ def _as_restart(store: Path, out: Path, src: Path, line: str) -> tuple[int, str]
     return code, err.getvalue()
 
 
+def _same_files(expected: Path, ours: Path, sub: str, *, written: bool = False) -> None:
+    """``sub``/ (a queue folder) byte for byte, the same file set; ``written``: the broker wrote some."""
+    exp_files = _files(expected / sub)
+    assert exp_files or not written, f"the broker wrote no {sub}/"
+    assert _files(ours / sub) == exp_files, f"{sub}/ file set differs"
+    for rel in exp_files:
+        bh.same_bytes((expected / sub / rel).read_bytes(), (ours / sub / rel).read_bytes(), f"{sub}/{rel}")
+
+
 def _same_tree(expected: Path, ours: Path) -> None:
     """consumequeue/ byte for byte, index/ file by file in name order (names are creation times)."""
-    exp_files = _files(expected / "consumequeue")
-    assert _files(ours / "consumequeue") == exp_files, "consume queue file set differs"
-    for rel in exp_files:
-        bh.same_bytes((expected / "consumequeue" / rel).read_bytes(), (ours / "consumequeue" / rel).read_bytes(),
-                      f"consumequeue/{rel}")
+    _same_files(expected, ours, "consumequeue")
     exp_idx, our_idx = ([] if not (d / "index").is_dir() else sorted((d / "index").iterdir()) for d in (expected, ours))
     assert len(our_idx) == len(exp_idx), f"index file count {len(our_idx)} != broker's {len(exp_idx)}"
     for e, o in zip(exp_idx, our_idx):
@@ -466,12 +468,7 @@ def test_as_restart_after_a_crash_whose_cut_takes_ext_light_and_batch_queue_unit
         assert code == 0, err[-2000:]
         _same_tree(src / "expected", ours)
         for sub in ("consumequeue_ext", "batchconsumequeue"):
-            exp_files = _files(src / "expected" / sub)
-            assert exp_files, f"the broker wrote no {sub}/"
-            assert _files(ours / sub) == exp_files, f"{sub}/ file set differs"
-            for rel in exp_files:
-                bh.same_bytes((src / "expected" / sub / rel).read_bytes(), (ours / sub / rel).read_bytes(),
-                              f"{sub}/{rel}")
+            _same_files(src / "expected", ours, sub, written=True)
         assert ("truncateDirtyLogicFiles cuts the queues" in err) == (line != "5.3.3"), err[-2000:]
     if line == "5.3.3":
         return
@@ -529,11 +526,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_ext_units_from_an_earlier_fil
     assert int(data[0].name) < reput < int(data[-1].name) and committed > 0, (reput, committed)
     _same_tree(src / "expected", ours)
     for sub in ("consumequeue_ext", "batchconsumequeue"):
-        exp_files = _files(src / "expected" / sub)
-        assert exp_files, f"the broker wrote no {sub}/"
-        assert _files(ours / sub) == exp_files, f"{sub}/ file set differs"
-        for rel in exp_files:
-            bh.same_bytes((src / "expected" / sub / rel).read_bytes(), (ours / sub / rel).read_bytes(), f"{sub}/{rel}")
+        _same_files(src / "expected", ours, sub, written=True)
     ext_units = 0   # CqExtUnit: a short size (20 without a bitmap) first; the file's unused end is zeros or -1
     for f in sorted((src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()):
         b = f.read_bytes()
@@ -946,11 +939,7 @@ def test_as_restart_after_a_crash_whose_cut_empties_a_batch_queue(written, line,
         assert code == 0, err[-2000:]
         assert "processOffset - 1, where a batch queue the cut emptied leaves its max" in err, err[-2000:]
         _same_tree(src / "expected", ours)
-        exp_files = _files(src / "expected" / "batchconsumequeue")
-        assert _files(ours / "batchconsumequeue") == exp_files, "batchconsumequeue/ file set differs"
-        for rel in exp_files:
-            bh.same_bytes((src / "expected" / "batchconsumequeue" / rel).read_bytes(),
-                          (ours / "batchconsumequeue" / rel).read_bytes(), f"batchconsumequeue/{rel}")
+        _same_files(src / "expected", ours, "batchconsumequeue")
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
