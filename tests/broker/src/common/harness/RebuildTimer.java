@@ -57,7 +57,7 @@ public final class RebuildTimer {
             out.addProperty("consumeQueueFiles", count(new File(root, "consumequeue")));
             out.addProperty("indexFiles", count(new File(root, "index")));
         } finally {
-            store.shutdown();   // never destroy(): that deletes the commitlog's files too
+            Stores.shutdown(store);   // never destroy(): that deletes the commitlog's files too
             Stores.deleteTree(root);
         }
         System.out.println(out);

@@ -304,7 +304,7 @@ public final class Writer {
         if (!loaded && sc.has("loadMayFail")) {  // the restart itself fails: reported, broker.conf still written
             out.addProperty("loadFailed", true);
             try {
-                store.shutdown();
+                Stores.shutdown(store);
             } catch (RuntimeException ignored) {
                 // a store that did not load may not shut down cleanly either
             }
@@ -370,7 +370,7 @@ public final class Writer {
                 out.add("batchQueueMaxOffsets", maxOffsets);
             }
         } finally {
-            store.shutdown();
+            Stores.shutdown(store);
         }
         File expected = new File(dir, "expected");
         check(expected.mkdirs(), "cannot create " + expected);
@@ -446,7 +446,7 @@ public final class Writer {
                 Stores.awaitDispatched(store, 60_000);
                 one.addProperty("maxPhyOffset", store.getMaxPhyOffset());
             } finally {
-                store.shutdown();
+                Stores.shutdown(store);
             }
             for (String sub : new String[] {"consumequeue", "index"}) {
                 File f = new File(root, sub);
@@ -498,7 +498,7 @@ public final class Writer {
             }
             Stores.awaitDispatched(store, 60_000);
         } finally {
-            store.shutdown();
+            Stores.shutdown(store);
         }
     }
 
