@@ -82,8 +82,11 @@ from pathlib import Path
 HARNESS_DIR = Path(__file__).resolve().parent / "broker"
 LINES = ("4.9.8", "5.3.3", "5.5.1")
 BROKER_VERSION_ARG = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}   # each line as --broker-version names it
-# the 4.x store unmaps files through JDK internals; the 5.x store needs the same on Java 17
-JVM_OPTIONS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+# the 4.x store unmaps files through JDK internals; the 5.x store needs the same on Java 17.  TLS off: a
+# DLedger store's RPC server (NettyRemotingServer) otherwise makes a self-signed RSA certificate in its
+# constructor, about a second of CPU for each store opened, one at a time; a single-node group's RPC
+# carries nothing the store writes
+JVM_OPTIONS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dtls.server.mode=disabled",
                "--add-opens", "java.base/java.nio=ALL-UNNAMED",
                "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
                "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
