@@ -537,6 +537,16 @@ def _ended_by_interrupt() -> int:
     return 130
 
 
+def _spark_failure(e: BaseException) -> bool:
+    """A Spark job that failed: the JVM's exception (``Py4JJavaError``) or a task's Python exception as
+    PySpark raises it in the driver (``pyspark.errors.exceptions.captured.CapturedException``: a failed
+    RDD job's ``PythonException``)."""
+    if type(e).__name__ == "Py4JJavaError":
+        return True
+    captured = sys.modules.get("pyspark.errors.exceptions.captured")
+    return captured is not None and isinstance(e, captured.CapturedException)
+
+
 def _run(args: argparse.Namespace) -> int:
     """The command, its errors as one line and an exit code (see the module docstring)."""
     try:
@@ -556,10 +566,16 @@ def _run(args: argparse.Namespace) -> int:
                 traceback.print_exc()
             print(f"error: {found.line}", file=sys.stderr)
             return found.exit_code
-        if type(e).__name__ != "Py4JJavaError":
+        if not _spark_failure(e):
             raise
         # Spark gave up (tasks failed past their retries): the output was left as it was
-        from .oserrors import failure_line
+        from .oserrors import failure_line, missing_module
+        module = missing_module(e)
+        if module is not None:   # the driver imported it: the executors' Python lacks it
+            print(f"error: the Spark tasks' Python cannot import {module!r} (No module named {module!r}): install "
+                  "the project's dependencies where the executors run (docs/clusters.md); nothing was committed",
+                  file=sys.stderr)
+            return 2
         print(f"error: the Spark job failed: {failure_line(e)} (nothing was committed; --log-level INFO shows "
               "Spark's log)", file=sys.stderr)
         return 1

@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Iterator
 
-__all__ = ["OsErrorLine", "os_error_line", "failure_line", "naming", "USER_FIXABLE"]
+__all__ = ["OsErrorLine", "os_error_line", "failure_line", "missing_module", "naming", "USER_FIXABLE"]
 
 USER_FIXABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT,
                           errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.ENOTEMPTY, errno.EMFILE, errno.ENFILE})
@@ -99,6 +99,18 @@ def naming(path: str | None) -> Iterator[None]:
         if e.filename is None and e.errno and path is not None:
             raise OSError(e.errno, os.strerror(e.errno), path) from e
         raise
+
+
+_MISSING_MODULE_RE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+
+
+def missing_module(exc: BaseException) -> str | None:
+    """The module a Spark task's Python could not import (``ModuleNotFoundError`` in the executor's
+    traceback, which reaches the driver only as text), else None: the executors' environment lacks a
+    dependency the driver has, which the user fixes where the executors run."""
+    text = str(getattr(exc, "java_exception", None) or exc)
+    found = _MISSING_MODULE_RE.findall(text)
+    return found[-1] if found else None
 
 
 _PY_ERROR_RE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): (.*)$")

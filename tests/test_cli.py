@@ -161,3 +161,28 @@ def test_an_error_after_ctrl_c_ends_as_the_interruption(capsys: pytest.CaptureFi
 
     with pytest.raises(RuntimeError):   # without a Ctrl-C the same kind of error is not taken for one
         cli._run(argparse.Namespace(func=failing))
+
+
+def test_a_module_the_spark_tasks_cannot_import_is_one_line_exit_2(spark, tmp_path: Path, monkeypatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A package the driver has and the executors lack (rocksdict for the RocksDB index, on a cluster whose
+    executors were not given it): the task's ModuleNotFoundError, as Spark reports it, is one line naming
+    the module, exit 2 (the user installs it there), not "the Spark job failed" with exit 1."""
+    import sys
+
+    from pipelines import cli
+
+    (tmp_path / "driver_only_module.py").write_text("def one(_rows):\n    return iter([1])\n")
+    monkeypatch.syspath_prepend(str(tmp_path))   # the driver's path only: the Python workers never see it
+    import driver_only_module
+
+    def command(_args) -> int:  # noqa: ANN001
+        spark.sparkContext.parallelize([0], 1).mapPartitions(driver_only_module.one).collect()
+        return 0
+
+    try:
+        assert cli._run(argparse.Namespace(func=command)) == 2
+    finally:
+        sys.modules.pop("driver_only_module", None)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "cannot import 'driver_only_module'" in err[0] and err[0].startswith("error: "), err

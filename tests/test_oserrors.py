@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from pipelines.oserrors import failure_line, naming, os_error_line
+from pipelines.oserrors import failure_line, missing_module, naming, os_error_line
 
 
 class Wrapped(Exception):
@@ -49,3 +49,13 @@ def test_no_os_error_gives_none_and_the_task_exception_is_the_failure_line() -> 
     wrapped.java_exception = str(wrapped)  # type: ignore[attr-defined]
     assert failure_line(wrapped) == "KeyError: 'topic'"
     assert failure_line(ValueError("bad value")) == "ValueError: bad value"
+
+
+def test_a_module_the_executors_lack_is_named() -> None:
+    wrapped = Wrapped("org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 "
+                      "failed 4 times\norg.apache.spark.api.python.PythonException: Traceback (most recent call "
+                      'last):\n  File "/w/pipelines/index_rocksdb.py", line 97, in write_split_sst\n'
+                      "ModuleNotFoundError: No module named 'rocksdict'\n\tat org.apache.X")
+    wrapped.java_exception = str(wrapped)  # type: ignore[attr-defined]
+    assert missing_module(wrapped) == "rocksdict"
+    assert missing_module(Wrapped("org.apache.spark.api.python.PythonException: KeyError: 'topic'")) is None
