@@ -19,6 +19,7 @@ from store_format.concurrent_reput import (
     ConcurrentStop,
     concurrent_reput_applies,
     empty_request_files,
+    empty_request_units,
     index_after_last_key,
     past_the_stop,
     settle,
@@ -264,7 +265,8 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             totals = walk.index_totals
             totals["dispatched_after_last_key"] = index_after_last_key(stops, totals["end_phy_offset"],
                                                                        totals["dispatched_after_last_key"])
-        built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz)
+        built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz,
+                            extra_units=empty_request_units(config, stops))
         for rel, pieces in empty_request_files(config, stops):   # blanks' empty requests: topic "", queue 0
             write_file(staged.staging_uri, rel, pieces)
         for line in rocksdb_warnings:

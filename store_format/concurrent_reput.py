@@ -66,7 +66,7 @@ from .reput_end import data_end_limit
 from .store import Segment, StoreLocation
 
 __all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at", "empty_request_files",
-           "index_after_last_key", "past_the_stop",
+           "empty_request_units", "index_after_last_key", "past_the_stop",
            "reput_walks_past_unreadable", "settle", "stop_detail"]
 
 # the walk's findings where the sequential reput parts from the concurrent one (a blank's unreachable tail
@@ -256,7 +256,8 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
     if out.empty_request is not None:
         opens = (seg is store.segments[0] and not len(sizes)
                  and not any(p < out.empty_request for p, _ in out.read_whole))
-        _check_empty_request(config, out.empty_request, out.empty_requests, opens, where)
+        last = resume is None and not any(p > (out.last_empty_request or 0) for p, _ in out.read_whole)
+        _check_empty_request(config, out.empty_request, out.empty_requests, opens, last, where)
     if out.hung is None:
         note = (f", its parses reading {len(out.read_whole)} record(s) of the damaged bytes whole (dispatched)"
                 if out.read_whole else "")
@@ -293,25 +294,28 @@ def _goes_on(store: StoreLocation, seg: Segment, resume: int | None) -> bool:
             and any(s.base == resume for s in store.segments))
 
 
-def _check_empty_request(config: BrokerConfig, at: int, count: int, first: bool, where: str) -> None:
+def _check_empty_request(config: BrokerConfig, at: int, count: int, first: bool, last: bool, where: str) -> None:
     """Blanks' empty requests (``DispatchRequest(0, true)``: topic "", queue 0, commitlog offset 0, size 0,
     store time 0, no keys, no unique key, no properties) dispatched by ``DefaultMessageStore.doDispatch``
     (``count`` of them, the first read at commitlog offset ``at``; ``first``: no request of the store is
-    dispatched before it): the consume queue dispatcher's files are :func:`empty_request_files`'.
+    dispatched before it; ``last``: none after the last one): the consume queue dispatcher's files are
+    :func:`empty_request_files`', its RocksDB consume queue entries :func:`empty_request_units`'.
     ``IndexService.buildIndex`` puts no key for one, whatever the last index file's ``endPhyOffset`` (no unique
     key, empty keys, no properties); it only takes the last index file first (``retryGetAndCreateIndexFile``),
     creating the next one where that one is full, as any dispatched request does:
     :func:`index_after_last_key`.  5.5's ``IndexRocksDBStore.buildIndex`` returns at once for a size of 0 or
-    less, and ``CommitLogDispatcherBuildTransIndex`` for an empty topic.  Not followed: a RocksDB consume queue
-    (``RocksDBConsumeQueueStore`` puts it through its group commit: not run against the broker), more ext units
-    than one ext file holds, and an empty request that is the store's first dispatched request with index
-    files (it would create the first index file).
+    less, and ``CommitLogDispatcherBuildTransIndex`` for an empty topic.  Not followed: with a RocksDB consume
+    queue, an empty request dispatched last (``RocksGroupCommitService`` writes its requests in groups, each
+    group's checkpoint the largest ``offset + size`` of that group: 0 where it is alone in the last one, which
+    depends on the threads' timing), more ext units than one ext file holds, and an empty request that is the
+    store's first dispatched request with index files (it would create the first index file).
 
     Raises:
         UnsupportedConfigError: one line, there."""
     why = None
-    if config.rocksdb_cq:
-        why = "the RocksDB consume queue takes it too, which was not run against the broker"
+    if config.rocksdb_cq and last:
+        why = ("it is the last request dispatched, so the RocksDB consume queue's checkpoint depends on whether its "
+               "group commit writes it alone (timing)")
     elif config.enableConsumeQueueExt and count > ext_units_per_file(config.mappedFileSizeConsumeQueueExt):
         why = f"its {count} ext units do not fit one consume queue ext file"
     elif config.writes_index_files and first:
@@ -344,7 +348,7 @@ def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop]) -> li
     the unit (0, 0, tagsCode) at queue offset 0, the first one only: for the next ones ``offset + size`` (0) is
     not past the queue's max physical offset (0), so they are skipped as written again, their ext units kept."""
     count = sum(s.empty_requests for s in stops if s.empty_request is not None)
-    if not count:
+    if not count or config.rocksdb_cq:   # no files: empty_request_units
         return []
     name = cq_file_name(0)
     if not config.enableConsumeQueueExt:
@@ -355,6 +359,18 @@ def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop]) -> li
     zeros = np.zeros(count, dtype=np.int64)
     return [(f"consumequeue/0/{name}", [unit.tobytes(), config.cq_file_size - CQ_UNIT_SIZE]),
             (f"consumequeue_ext/0/{ext_file_name(0, size)}", build_ext_file(size, zeros, zeros, False))]
+
+
+def empty_request_units(config: BrokerConfig, stops: list[ConcurrentStop]) -> tuple[tuple[int | str, ...], ...]:
+    """With a RocksDB consume queue (``storeType=defaultRocksDB``), the unit the blanks' empty requests of
+    ``stops`` put: (topic, queue id, queue offset, commitlog offset, size, tagsCode, store time), none without
+    one.  ``RocksDBConsumeQueueStore.putMessagePosition0`` puts each under its key (topic "", queue 0, queue
+    offset 0; the value (0, 0, 0, 0)) and makes it its queue's "max" entry (0, 0); the checkpoint, the largest
+    ``offset + size`` of a group, is that of the others (:func:`_check_empty_request` refuses the empty request
+    dispatched last)."""
+    if not config.rocksdb_cq or not any(s.empty_request is not None for s in stops):
+        return ()
+    return (("", 0, 0, 0, 0, 0, 0),)
 
 
 def _check_read_whole(store: StoreLocation, seg: Segment, start: int, damaged: int, stood: int,

@@ -41,7 +41,8 @@ files (the empty request's ext unit in ``consumequeue_ext/0/``, its address the 
 ``rollon`` (the record before that one made to reach the blank: the pre-check rolls on, no blank read by the
 task), ``blankonrdbidx`` (5.5: ``blankon`` with the RocksDB index, which takes nothing from the empty request),
 ``blankonfirst`` (the first segment's second record made to reach that file's end: the only record before it in
-its slice put its keys at offset 0), ``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next
+its slice put its keys at offset 0), ``blankonrdbcq`` (``blankon`` with a RocksDB consume queue: the empty
+request's unit and max entry), ``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next
 record's magic code read as a totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after
 4 bytes and never ends),
 a DLedger store without old files (``dledger-plain``), ``slavezero`` (a record's totalSize set to 0 on a
@@ -116,7 +117,10 @@ ONWARD = {"blankon": (BLANKON, {}, {}),
               # the first segment's second record (commitlog offset 225) made to reach that file's end, in a
               # store without the 9th put (so that the first segment's blank, 128 bytes, ends on a multiple of
               # 8): the one record before it in its slice put its keys at offset 0 only
-              "blankonfirst": ({"offset": 225, "field": "totalSizeReach", "value": 13}, {}, {"drop": 8})}
+              "blankonfirst": ({"offset": 225, "field": "totalSizeReach", "value": 13}, {}, {"drop": 8}),
+              # a RocksDB consume queue (no index: the broker's reput from offset 0 indexes the record there,
+              # which a rebuild into an empty database never dispatches): the empty request's unit and max entry
+              "blankonrdbcq": (BLANKON, {"storeType": "defaultRocksDB", "messageIndexEnable": "false"}, {})}
              if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
 
 # the first record of the last segment made a blank whose totalSize ends 16 bytes before its file's end, past the
@@ -170,7 +174,9 @@ NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCEN
              if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and "-slave" not in sc["name"]
              and not sc["name"].endswith("-lastblank") and sc["name"].rsplit("-", 1)[-1] not in ONWARD]
 ONWARD_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
-                if sc["name"].rsplit("-", 1)[-1] in ONWARD]
+                if sc["name"].rsplit("-", 1)[-1] in ONWARD and not sc["name"].endswith("rdbcq")]
+RDBCQ_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+               if sc["name"].endswith("-blankonrdbcq")]
 SLAVE_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                if "-slave" in sc["name"]]
 _RUNS: dict[str, dict] = {}
@@ -528,3 +534,37 @@ def test_the_reput_goes_on_past_damaged_bytes(reput, line: str, name: str, tmp_p
     assert [a["commitlog_offset"] for a in past] == [at], rows
     assert ("empty request" in past[0]["detail"]) == what.startswith("blankon"), past
     assert _differ(d / "expected", _rebuilt_without_the_setting(d, line, tmp_path))
+
+
+def _rocksdb_cq(db: Path, copy: Path) -> dict[str, dict[bytes, bytes]]:
+    """A RocksDB consume queue's families (read from a copy: a read-only opening may still write a LOG)."""
+    from pipelines.rocksdb_cq import read_rocksdb_cq
+    shutil.copytree(db, copy)
+    return {family: dict(kv) for family, kv in read_rocksdb_cq(copy).items()}
+
+
+@pytest.mark.parametrize("line,name", RDBCQ_CASES)
+def test_the_empty_request_in_a_rocksdb_consume_queue(reput, line: str, name: str, tmp_path: Path) -> None:
+    """``blankon`` with a RocksDB consume queue: the broker's reput went on past the damaged bytes to the end (the
+    harness itself) and its database holds the empty request's unit (topic "", queue 0, queue offset 0: (0, 0, 0,
+    0)) and max entry (0, 0); ours holds the broker's key/value set but for the unit of the record at commitlog
+    offset 0, which the broker's reput here dispatched from offset 0 and a rebuild into an empty database never
+    does (``rocksdb_cq.undispatch_first_record``); the store rebuilt without the setting has no such unit."""
+    from store_format.rocksdb_cq import cq_key, cq_value, offset_key, offset_value
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    assert not w["reputHung"] and w["reputStoodAt"] == w["maxPhyOffset"], w
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    exp, ours = (_rocksdb_cq(d / which / "consumequeue", tmp_path / which) for which in ("expected", "ours"))
+    empty, empty_max = cq_key("", 0, 0), offset_key("", 0)
+    assert exp["default"][empty] == cq_value(0, 0, 0, 0) and exp["offset"][empty_max] == offset_value(0, 0)
+    assert max(int.from_bytes(v[:8], "big") for v in exp["default"].values()) > w["damagedRecord"] + 2 * SEGMENT
+    only = {k: v for k, v in exp["default"].items() if k not in ours["default"]}
+    assert len(only) == 1 and next(iter(only.values()))[:8] == bytes(8), only
+    assert {k: v for k, v in exp["default"].items() if k not in only} == ours["default"]
+    assert exp["offset"] == ours["offset"]
+    out = _summary_json(d, tmp_path, line)
+    past = [a for a in json.loads(out)["anomalies"] if "goes past the damaged bytes" in (a["detail"] or "")]
+    assert [a["commitlog_offset"] for a in past] == [w["damagedRecord"]] and "empty request" in past[0]["detail"]
+    seq = _rocksdb_cq(_rebuilt_without_the_setting(d, line, tmp_path) / "consumequeue", tmp_path / "seq-read")
+    assert empty not in seq["default"] and seq["default"] != ours["default"]
