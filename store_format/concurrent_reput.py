@@ -257,7 +257,7 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
         opens = (seg is store.segments[0] and not len(sizes)
                  and not any(p < out.empty_request for p, _ in out.read_whole))
         last = resume is None and not any(p > (out.last_empty_request or 0) for p, _ in out.read_whole)
-        _check_empty_request(config, out.empty_request, out.empty_requests, opens, last, where)
+        _check_empty_request(config, out.empty_request, opens, last, where)
     if out.hung is None:
         note = (f", its parses reading {len(out.read_whole)} record(s) of the damaged bytes whole (dispatched)"
                 if out.read_whole else "")
@@ -294,21 +294,23 @@ def _goes_on(store: StoreLocation, seg: Segment, resume: int | None) -> bool:
             and any(s.base == resume for s in store.segments))
 
 
-def _check_empty_request(config: BrokerConfig, at: int, count: int, first: bool, last: bool, where: str) -> None:
+def _check_empty_request(config: BrokerConfig, at: int, first: bool, last: bool, where: str) -> None:
     """Blanks' empty requests (``DispatchRequest(0, true)``: topic "", queue 0, commitlog offset 0, size 0,
     store time 0, no keys, no unique key, no properties) dispatched by ``DefaultMessageStore.doDispatch``
-    (``count`` of them, the first read at commitlog offset ``at``; ``first``: no request of the store is
+    (the first read at commitlog offset ``at``; ``first``: no request of the store is
     dispatched before it; ``last``: none after the last one): the consume queue dispatcher's files are
     :func:`empty_request_files`', its RocksDB consume queue entries :func:`empty_request_units`'.
     ``IndexService.buildIndex`` puts no key for one, whatever the last index file's ``endPhyOffset`` (no unique
     key, empty keys, no properties); it only takes the last index file first (``retryGetAndCreateIndexFile``),
     creating the next one where that one is full, as any dispatched request does:
-    :func:`index_after_last_key`.  5.5's ``IndexRocksDBStore.buildIndex`` returns at once for a size of 0 or
+    :func:`index_after_last_key`; the first index file it creates where it is the store's first dispatched
+    request is the file the next dispatched record would have created (``endPhyOffset`` and the end time 0, the
+    begin ones set by the first key).  5.5's ``IndexRocksDBStore.buildIndex`` returns at once for a size of 0 or
     less, and ``CommitLogDispatcherBuildTransIndex`` for an empty topic.  Not followed: with a RocksDB consume
     queue, an empty request dispatched last (``RocksGroupCommitService`` writes its requests in groups, each
     group's checkpoint the largest ``offset + size`` of that group: 0 where it is alone in the last one, which
-    depends on the threads' timing), more ext units than one ext file holds, and an empty request that is the
-    store's first dispatched request with index files (it would create the first index file).
+    depends on the threads' timing), and, with index files, empty requests that are all the store dispatches
+    (they create an index file the rebuild, with no record dispatched, does not write).
 
     Raises:
         UnsupportedConfigError: one line, there."""
@@ -316,10 +318,8 @@ def _check_empty_request(config: BrokerConfig, at: int, count: int, first: bool,
     if config.rocksdb_cq and last:
         why = ("it is the last request dispatched, so the RocksDB consume queue's checkpoint depends on whether its "
                "group commit writes it alone (timing)")
-    elif config.enableConsumeQueueExt and count > ext_units_per_file(config.mappedFileSizeConsumeQueueExt):
-        why = f"its {count} ext units do not fit one consume queue ext file"
-    elif config.writes_index_files and first:
-        why = "it is the store's first dispatched request, which creates the first index file"
+    elif config.writes_index_files and first and last:
+        why = "no record of the store is dispatched, yet it creates an index file"
     if why is not None:
         raise UnsupportedConfigError(
             f"{_SETTING}: the 5.x ConcurrentReputMessageService's batch task after the record at {where} reads a "
@@ -346,7 +346,8 @@ def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop]) -> li
     ``enableConsumeQueueExt=true`` each first puts an ext unit (tagsCode 0, store time 0, no bitmap:
     ``ConsumeQueueExt.put``) and takes its address as the unit's tagsCode; then ``putMessagePositionInfo`` writes
     the unit (0, 0, tagsCode) at queue offset 0, the first one only: for the next ones ``offset + size`` (0) is
-    not past the queue's max physical offset (0), so they are skipped as written again, their ext units kept."""
+    not past the queue's max physical offset (0), so they are skipped as written again, their ext units kept (in
+    as many ext files as they fill, :func:`store_format.consumequeue_ext.build_ext_file`)."""
     count = sum(s.empty_requests for s in stops if s.empty_request is not None)
     if not count or config.rocksdb_cq:   # no files: empty_request_units
         return []
@@ -356,9 +357,13 @@ def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop]) -> li
     size = config.mappedFileSizeConsumeQueueExt
     unit = np.zeros(1, dtype=CQ_UNIT_DTYPE)
     unit["tagsCode"] = ext_addresses(np.zeros(1, dtype=np.int64), size)
-    zeros = np.zeros(count, dtype=np.int64)
-    return [(f"consumequeue/0/{name}", [unit.tobytes(), config.cq_file_size - CQ_UNIT_SIZE]),
-            (f"consumequeue_ext/0/{ext_file_name(0, size)}", build_ext_file(size, zeros, zeros, False))]
+    per_file = ext_units_per_file(size)
+    files = -(-count // per_file)   # a file full (past its last unit less than 4 bytes left) is followed by the next
+    ext = []
+    for k in range(files):
+        zeros = np.zeros(min(per_file, count - k * per_file), dtype=np.int64)
+        ext.append((f"consumequeue_ext/0/{ext_file_name(k, size)}", build_ext_file(size, zeros, zeros, k < files - 1)))
+    return [(f"consumequeue/0/{name}", [unit.tobytes(), config.cq_file_size - CQ_UNIT_SIZE]), *ext]
 
 
 def empty_request_units(config: BrokerConfig, stops: list[ConcurrentStop]) -> tuple[tuple[int | str, ...], ...]:
