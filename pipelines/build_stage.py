@@ -51,10 +51,10 @@ class Built:
 
 
 def build_files(walk: ReputWalk, config: BrokerConfig, staged: StagedOutput, runner: TaskRunner, *,
-                record_states: bool, tz: str) -> Built:
+                record_states: bool, tz: str, extra_units: tuple = ()) -> Built:
     """The build stage: consume queue files per queue bucket, index files one per task (in
     ``staged``'s staging folder); then the index files' names."""
-    return _BuildStage(config, staged, runner).build(walk, record_states=record_states, tz=tz)
+    return _BuildStage(config, staged, runner).build(walk, record_states=record_states, tz=tz, extra_units=extra_units)
 
 
 class _BuildStage:
@@ -62,7 +62,7 @@ class _BuildStage:
         self.config, self.staged, self.runner = config, staged, runner
         self.progress = runner.progress
 
-    def build(self, walk: ReputWalk, *, record_states: bool, tz: str) -> Built:
+    def build(self, walk: ReputWalk, *, record_states: bool, tz: str, extra_units: tuple = ()) -> Built:
         config = self.config
         self.progress.stage("build", "consume queue and index files")
         chain, index_in, index_totals = walk.chain, walk.index_in, walk.index_totals
@@ -101,7 +101,7 @@ class _BuildStage:
                       len({(r["topic"], r["queue_id"]) for r in cq_files}), anomalies,
                       bcq_files=[r for r in results if r["kind"] == BCQ_KIND])
         if config.rocksdb_cq:
-            built.units, built.queues = self._rocksdb_queue(walk, order)
+            built.units, built.queues = self._rocksdb_queue(walk, order, extra_units)
         batch = built.batch_figures(config)
         where = "in the RocksDB consume queue" if config.rocksdb_cq else f"{len(cq_files)} consume queue files,"
         self.progress.done(f"{built.queues} queues, {where} {built.units:,} units; "
@@ -127,15 +127,15 @@ class _BuildStage:
                              "indexed record is elsewhere")
         return keyed[-1], at, int(walk.index_totals["keys"]), int(keys.counts[-1])
 
-    def _rocksdb_queue(self, walk: ReputWalk, order: list[int]) -> tuple[int, int]:
+    def _rocksdb_queue(self, walk: ReputWalk, order: list[int], extra_units: tuple) -> tuple[int, int]:
         """``storeType=defaultRocksDB``: the consume queue database, written here from the units'
-        work files (:func:`pipelines.rocksdb_cq.build_rocksdb_cq`); its entries and queues."""
+        work files (:func:`pipelines.rocksdb_cq.build_rocksdb_cq`) and ``extra_units``; its entries and queues."""
         from .rocksdb_cq import build_rocksdb_cq
         fs, path = resolve(self.staged.staging_uri)
         if not isinstance(fs, pafs.LocalFileSystem):   # preflight refuses this before any work
             raise StoreLayoutError(f"{self.staged.staging_uri}: a RocksDB consume queue is written on a local "
                                    "file system only")
-        entries = build_rocksdb_cq(walk.work_uri, order, walk.buckets, f"{path}/consumequeue")
+        entries = build_rocksdb_cq(walk.work_uri, order, walk.buckets, f"{path}/consumequeue", extra_units)
         return len(entries.default), len(entries.offset) - (1 if entries.offset else 0)
 
     def _trailing_index_file(self, built: list[dict], index_totals: dict) -> list[dict]:

@@ -206,6 +206,7 @@ def carry_index_state(chain: Chain, config: BrokerConfig, rewalk: Rewalk,
         else:
             after_last_key = after_last_key or bool(ok.any())
     totals = {"keys": base, "dispatched_after_last_key": after_last_key, "first_store_ts": first_ts,
+              "end_phy_offset": carry,
               "dispatched": sum(e.summary.get("dispatched", 0) for e in chain.entries)}
     return entering, totals
 

@@ -18,12 +18,14 @@ import pyarrow.fs as pafs
 from store_format.concurrent_reput import (
     ConcurrentStop,
     concurrent_reput_applies,
+    empty_request_files,
+    empty_request_units,
+    index_after_last_key,
     past_the_stop,
     settle,
     stop_detail,
 )
 from store_format.config import BrokerConfig
-from store_format.consumequeue import cq_file_name
 from store_format.errors import StoreLayoutError
 from store_format.recovery import dispatch_config
 from store_format.reput import resolve_broker_version
@@ -260,9 +262,13 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         stops, rewalked = _concurrent_stops(walk, config, data_end, staged, split_size, runner)
         if rewalked is not None:
             walk = rewalked
-        built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz)
-        if any(s.empty_request is not None for s in stops):   # topic "", queue 0: consumequeue//0 (ConsumeQueue)
-            write_file(staged.staging_uri, f"consumequeue/0/{cq_file_name(0)}", [config.cq_file_size])
+            totals = walk.index_totals
+            totals["dispatched_after_last_key"] = index_after_last_key(stops, totals["end_phy_offset"],
+                                                                       totals["dispatched_after_last_key"])
+        built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz,
+                            extra_units=empty_request_units(config, stops))
+        for rel, pieces in empty_request_files(config, stops):   # blanks' empty requests: topic "", queue 0
+            write_file(staged.staging_uri, rel, pieces)
         for line in rocksdb_warnings:
             log.warning("%s", line)
         if index_rocksdb and staged.target.exists(f"{staged.root}/{ROCKSDB_DIR}"):
@@ -378,7 +384,7 @@ def _concurrent_stops(walk: ReputWalk, config: BrokerConfig, data_end: int | Non
         return [], None
     rounds = 0
 
-    def again(cut: StoreLocation) -> tuple[ReputWalk, list[dict]]:
+    def again(cut: StoreLocation, _stops: list[ConcurrentStop]) -> tuple[ReputWalk, list[dict]]:
         nonlocal rounds
         rounds += 1
         runner.progress.emit("[rebuild] the concurrent reput stops for good or goes past damaged bytes: walking "

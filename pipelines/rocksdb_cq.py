@@ -80,10 +80,14 @@ def read_rocksdb_cq(path: str | Path) -> dict[str, list[tuple[bytes, bytes]]]:
         db.close()
 
 
-def build_rocksdb_cq(work_uri: str, split_order: list[int], buckets: int, db_path: str) -> RocksCqEntries:
+def build_rocksdb_cq(work_uri: str, split_order: list[int], buckets: int, db_path: str,
+                     extra_units: tuple = ()) -> RocksCqEntries:
     """The rebuild's build step for ``storeType=defaultRocksDB``: the units of the splits on the reput's
     path (``split_order``, their work files: :func:`pipelines.workfiles.read_bucket_units`, with the
-    ``store_timestamp`` column), queue bucket by bucket, into the database at ``db_path`` (local).
+    ``store_timestamp`` column), queue bucket by bucket, and ``extra_units`` (topic, queue id, queue offset,
+    commitlog offset, size, tagsCode, store time: each the only unit of its own queue, as
+    :func:`store_format.concurrent_reput.empty_request_units` gives them) into the database at ``db_path``
+    (local).
 
     A queue lies in one bucket and its units keep their dispatch order there, which is all the key/value
     set depends on (a queue's last unit, the latest unit of a key, the highest end overall)."""
@@ -101,6 +105,9 @@ def build_rocksdb_cq(work_uri: str, split_order: list[int], buckets: int, db_pat
             parts.append((remap[units.column("queue").to_numpy()],
                           *(units.column(c).to_numpy() for c in ("queue_offset", "commitlog_offset", "size",
                                                                  "tags_code", "store_timestamp"))))
+    for topic, qid, *unit in extra_units:
+        q = number.setdefault((topic, qid), len(number))
+        parts.append((np.array([q], dtype=np.int64), *(np.array([v], dtype=np.int64) for v in unit)))
     queues = sorted(number, key=number.__getitem__)
     cols = [np.concatenate(c) for c in zip(*parts)] if parts else [np.zeros(0, dtype=np.int64)] * 6
     entries = rocksdb_cq_entries(queues, *cols)

@@ -30,9 +30,9 @@ pre-check walk that goes on past the damage into the next file (a blank or a zer
 slice's end reached) matters only when every task ends: the reput thread waits in ``doReput``'s ``finally`` for
 a task that never ends before it reads the next file.  A task that ends dispatches the records it read whole
 (:attr:`BatchOutcome.read_whole`: after a size mismatch its parse goes on at the record's structural end, as the
-sequential reput does) and a blank's empty request (:attr:`BatchOutcome.empty_request`: ``DispatchService``
-hands it to ``doDispatch`` like any other, whose consume queue dispatcher puts a unit of zeros into the queue of
-topic "" and queue 0, and whose index dispatcher leaves it: its commitlog offset 0 is below ``endPhyOffset``);
+sequential reput does) and each blank's empty request (:attr:`BatchOutcome.empty_request`, the first, and
+:attr:`BatchOutcome.empty_requests`: ``DispatchService`` hands it to ``doDispatch`` like any other: what the
+dispatchers do with it is :func:`store_format.concurrent_reput.empty_request_files`'s);
 where every task ends and the pre-check's walk went on, the reput goes on at the next file's start
 (:attr:`BatchOutcome.resume`).  Not followed (:class:`NotFollowed`, a one-line reason): for 5.5.1 only, a field
 longer than its record's totalSize: 5.5.1 reads into a buffer each executor thread keeps
@@ -125,6 +125,10 @@ class BatchOutcome:
     empty_request: int | None = None
     resume: int | None = None
     parsed_to: int | None = None
+    # how many blanks' magic codes the ended tasks read (each an empty request dispatched), and where the last
+    # one is (a commitlog offset; None: none)
+    empty_requests: int = 0
+    last_empty_request: int | None = None
 
 
 def batch_spans(sizes: np.ndarray, start: int) -> tuple[list[tuple[int, int]], int, int]:
@@ -243,23 +247,24 @@ class _Parse:
         return ((length + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
-def _task(b: np.ndarray, origin: int, pos: int, lim: int, v551: bool) -> tuple[bool, list[tuple[int, int]], int | None]:
+def _task(b: np.ndarray, origin: int, pos: int, lim: int,
+          v551: bool) -> tuple[bool, list[tuple[int, int]], list[int]]:
     """The batch task's loop over ``b`` (slice bytes from slice position ``origin``) from ``pos`` to ``lim``
     (slice positions): whether it ends (False: it never does), the records its parses read whole (slice
-    position, length), and the slice position of the first blank's magic code they met (a successful empty
-    request, ``DispatchRequest(0, true)``), or None.  Either moves the buffer as any parse does, so whether the loop
+    position, length), and the slice positions of the blanks' magic codes they met (each a successful empty
+    request, ``DispatchRequest(0, true)``).  Either moves the buffer as any parse does, so whether the loop
     ends does not depend on what is done with them; they are dispatched only if the task ends."""
     whole: list[tuple[int, int]] = []
-    blank: int | None = None
+    blanks: list[int] = []
     while True:
         how, at, total = _scan(b, pos - origin, lim - origin, v551, MAGIC_V1, MAGIC_V2, MAGIC_BLANK)
         pos = origin + int(at)
         if how == _DONE:
-            return True, whole, blank
+            return True, whole, blanks
         if how == _HANGS:
-            return False, whole, blank
+            return False, whole, blanks
         if how == _BLANK:
-            blank = pos - 8 if blank is None else blank
+            blanks.append(pos - 8)
             continue
         parse = _Parse(b, pos - origin, lim - origin, int(total), v551)
         v2 = _i32(b, pos - 4 - origin) == MAGIC_V2
@@ -324,17 +329,16 @@ def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int,
     data = np.frombuffer(bytes(read(damaged, end - damaged)), dtype=np.uint8) if end > damaged else \
         np.zeros(0, dtype=np.uint8)
     read_whole: list[tuple[int, int]] = []
-    empty: int | None = None
+    empty: list[int] = []
     for first, length in held:
-        ends, whole, blank = (False, [], None) if first + length > slice_end else \
+        ends, whole, blanks = (False, [], []) if first + length > slice_end else \
             _task(data, damaged, max(first, damaged), first + length, v551)
         if not ends:   # doReput's finally waits for this batch for ever: the reput never leaves this file
             return BatchOutcome(seg_base + min(first, damaged), seg_base + stood, (seg_base + first, length),
                                 tuple((seg_base + p, n) for p, n in read_whole))
-        if empty is None and blank is not None:
-            empty = blank
+        empty += blanks
         read_whole += whole
     cut = read_whole[-1][0] + read_whole[-1][1] if read_whole else damaged
     return BatchOutcome(seg_base + cut, seg_base + stood, None, tuple((seg_base + p, n) for p, n in read_whole),
-                        None if empty is None else seg_base + empty,
-                        seg_base + stood if onward else None, seg_base + end)
+                        seg_base + empty[0] if empty else None, seg_base + stood if onward else None,
+                        seg_base + end, len(empty), seg_base + empty[-1] if empty else None)

@@ -34,7 +34,8 @@ unreadable record, a size mismatch).  At that record (:func:`concurrent_reput_st
   the damaged record and nothing from that record on is but the records its parses read whole there (checked
   against the walk's records: :func:`cut_at` then keeps the slice up to the batch's end and the reput end,
   :attr:`ConcurrentStop.walk_end`) and a blank's empty request its parse read there (``DispatchRequest(0,
-  true)``: the unit (0, 0, 0) of topic "" queue 0, ``consumequeue/0/``; the index leaves it); where every task
+  true)``: the unit (0, 0, 0) of topic "" queue 0, ``consumequeue/0/``, its ext unit with ext files; no index
+  key: :func:`empty_request_files`, :func:`index_after_last_key`); where every task
   ended and the pre-check's walk went on into the next file, the reput goes on at that file's start
   (:attr:`ConcurrentStop.resume`, ``Segment.resume``: :func:`settle` walks the store again as the concurrent
   reput reads it and follows the next finding); the few ends that module does not follow are refused, one line
@@ -57,11 +58,15 @@ from . import commitlog as cl
 from .anomalies import AnomalyKind, anomaly
 from .concurrent_batches import NotFollowed, damaged_batch_outcome, pre_check
 from .config import BrokerConfig
+from .consumequeue import cq_file_name
+from .consumequeue_ext import build_ext_file, ext_addresses, ext_file_name, ext_units_per_file
 from .errors import UnsupportedConfigError
+from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .reput_end import data_end_limit
 from .store import Segment, StoreLocation
 
-__all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at", "past_the_stop",
+__all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at", "empty_request_files",
+           "empty_request_units", "index_after_last_key", "past_the_stop",
            "reput_walks_past_unreadable", "settle", "stop_detail"]
 
 # the walk's findings where the sequential reput parts from the concurrent one (a blank's unreachable tail
@@ -92,6 +97,8 @@ class ConcurrentStop:
     # empty request dispatched: the unit of zeros in the queue of topic "" and queue 0; None: none)
     at: int | None = None
     empty_request: int | None = None
+    empty_requests: int = 0      # how many (one per blank's magic code the ended tasks read)
+    last_empty_request: int | None = None   # the last one's commitlog offset (where it is dispatched)
 
     @property
     def walk_end(self) -> int:
@@ -247,13 +254,17 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
     if out.read_whole:
         _check_read_whole(store, seg, slice_start, pos, walked_to, out.read_whole, end, config, where)
     if out.empty_request is not None:
-        _check_empty_request(store, seg, slice_start, pos, config, out.empty_request, where)
+        opens = (seg is store.segments[0] and not len(sizes)
+                 and not any(p < out.empty_request for p, _ in out.read_whole))
+        last = resume is None and not any(p > (out.last_empty_request or 0) for p, _ in out.read_whole)
+        _check_empty_request(config, out.empty_request, opens, last, where)
     if out.hung is None:
         note = (f", its parses reading {len(out.read_whole)} record(s) of the damaged bytes whole (dispatched)"
                 if out.read_whole else "")
         if out.empty_request is not None:
-            note += (f" and a blank's magic code at commitlog offset {out.empty_request} (its empty request "
-                     "dispatched: a unit of zeros in the consume queue of topic \"\" and queue 0)")
+            more = f", {out.empty_requests} in all" if out.empty_requests > 1 else ""
+            note += (f" and a blank's magic code at commitlog offset {out.empty_request}{more} (its empty request "
+                     "dispatched: a unit at commitlog offset 0, size 0 in the consume queue of topic \"\" and queue 0)")
         went = (f"; every task ends and the pre-check's walk goes on into the next file, where the reput goes on "
                 f"at commitlog offset {resume}" if resume is not None else
                 f", and the pre-check stands at commitlog offset {out.stood}")
@@ -266,10 +277,12 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
                f"offset {out.stood}")
     if resume is not None:
         return ConcurrentStop(out.cut, why, first, stood=resume, reput_end=end, walk_end_at=parsed_to,
-                              resume=resume, at=at, empty_request=out.empty_request)
+                              resume=resume, at=at, empty_request=out.empty_request,
+                              empty_requests=out.empty_requests, last_empty_request=out.last_empty_request)
     if out.read_whole or out.empty_request is not None:
         return ConcurrentStop(out.cut, why, first, stood=out.stood, reput_end=end, walk_end_at=parsed_to, at=at,
-                              empty_request=out.empty_request)
+                              empty_request=out.empty_request, empty_requests=out.empty_requests,
+                              last_empty_request=out.last_empty_request)
     return ConcurrentStop(out.cut, why, first, stood=out.stood)
 
 
@@ -281,37 +294,88 @@ def _goes_on(store: StoreLocation, seg: Segment, resume: int | None) -> bool:
             and any(s.base == resume for s in store.segments))
 
 
-def _check_empty_request(store: StoreLocation, seg: Segment, start: int, damaged: int, config: BrokerConfig,
-                         at: int, where: str) -> None:
-    """A blank's empty request (``DispatchRequest(0, true)``: topic "", queue 0, commitlog offset 0, size 0,
-    store time 0, no keys) dispatched by ``DefaultMessageStore.doDispatch``: ``CommitLogDispatcherBuildConsumeQueue``
-    puts the unit (0, 0, 0) at queue offset 0 of topic "" queue 0 (``ConsumeQueue.putMessagePositionInfo``: its
-    queue's first, so written; its folder ``consumequeue//0`` is ``consumequeue/0``), and
-    ``IndexService.buildIndex`` returns at once where ``endPhyOffset`` is past 0, as it is once a record at a
-    commitlog offset past 0 put a key.  Followed only there (a keyed record before the damaged one in its slice),
-    and for the plain consume queue files.
+def _check_empty_request(config: BrokerConfig, at: int, first: bool, last: bool, where: str) -> None:
+    """Blanks' empty requests (``DispatchRequest(0, true)``: topic "", queue 0, commitlog offset 0, size 0,
+    store time 0, no keys, no unique key, no properties) dispatched by ``DefaultMessageStore.doDispatch``
+    (the first read at commitlog offset ``at``; ``first``: no request of the store is
+    dispatched before it; ``last``: none after the last one): the consume queue dispatcher's files are
+    :func:`empty_request_files`', its RocksDB consume queue entries :func:`empty_request_units`'.
+    ``IndexService.buildIndex`` puts no key for one, whatever the last index file's ``endPhyOffset`` (no unique
+    key, empty keys, no properties); it only takes the last index file first (``retryGetAndCreateIndexFile``),
+    creating the next one where that one is full, as any dispatched request does:
+    :func:`index_after_last_key`; the first index file it creates where it is the store's first dispatched
+    request is the file the next dispatched record would have created (``endPhyOffset`` and the end time 0, the
+    begin ones set by the first key).  5.5's ``IndexRocksDBStore.buildIndex`` returns at once for a size of 0 or
+    less, and ``CommitLogDispatcherBuildTransIndex`` for an empty topic.  Not followed: with a RocksDB consume
+    queue, an empty request dispatched last (``RocksGroupCommitService`` writes its requests in groups, each
+    group's checkpoint the largest ``offset + size`` of that group: 0 where it is alone in the last one, which
+    depends on the threads' timing), and, with index files, empty requests that are all the store dispatches
+    (they create an index file the rebuild, with no record dispatched, does not write).
 
     Raises:
-        UnsupportedConfigError: one line, elsewhere."""
+        UnsupportedConfigError: one line, there."""
     why = None
-    if config.enableConsumeQueueExt or config.rocksdb_cq or config.indexRocksDBEnable:
-        why = ("the setting writes it into ConsumeQueueExt, the RocksDB consume queue or the RocksDB index too, "
-               "which was not run against the broker")
-    elif config.writes_index_files:
-        with store.reader(seg) as read:
-            res = cl.walk_range(read, seg.base, seg.data_end, cl.WalkState.at_slice_start(start, seg.data_end),
-                                damaged, config, keep_text=False)
-        rec = res.rec
-        keyed = ((rec[:, cl.R_POS] < damaged) & (rec[:, cl.R_STATUS] == cl.Status.DISPATCHED)
-                 & ((rec[:, cl.R_FLAGS] & cl.F_INDEX) != 0) & (rec[:, cl.R_KEY_COUNT] > 0)
-                 & (seg.base + rec[:, cl.R_POS] > 0))
-        if not keyed.any():
-            why = "no record put an index key at a commitlog offset past 0 before it in its slice"
+    if config.rocksdb_cq and last:
+        why = ("it is the last request dispatched, so the RocksDB consume queue's checkpoint depends on whether its "
+               "group commit writes it alone (timing)")
+    elif config.writes_index_files and first and last:
+        why = "no record of the store is dispatched, yet it creates an index file"
     if why is not None:
         raise UnsupportedConfigError(
             f"{_SETTING}: the 5.x ConcurrentReputMessageService's batch task after the record at {where} reads a "
             f"blank's magic code at commitlog offset {at} and ends, its empty request dispatched, and {why}: not "
             "reproduced; rebuild with the broker, or without the setting if it ran without it")
+
+
+def index_after_last_key(stops: list[ConcurrentStop], end_phy_offset: int, after_last_key: bool) -> bool:
+    """Whether a request is dispatched after the last index key (which decides the trailing empty index file:
+    :func:`store_format.indexfile.trailing_empty_file`), given the walk's answer ``after_last_key`` and the
+    commitlog offset of its last key, ``end_phy_offset``: a blank's empty request dispatched after that key
+    (at its blank's commitlog offset, as the tasks dispatch in the order they parse) is one too
+    (:func:`_check_empty_request`: ``IndexService.buildIndex`` takes, or creates, the last index file for it)."""
+    last = max((s.last_empty_request for s in stops if s.last_empty_request is not None), default=None)
+    return after_last_key or (last is not None and last > end_phy_offset)
+
+
+def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop]) -> list[tuple[str, list]]:
+    """The files the blanks' empty requests of ``stops`` leave (relative paths, and pieces for
+    :func:`pipelines.build.write_file`: bytes, or an int for that many zeros); none without one.
+
+    ``CommitLogDispatcherBuildConsumeQueue`` hands each to ``ConsumeQueue.putMessagePositionInfoWrapper`` of topic
+    "" queue 0 (folders ``consumequeue//0`` and ``consumequeue_ext//0``, that is ``.../0``).  With
+    ``enableConsumeQueueExt=true`` each first puts an ext unit (tagsCode 0, store time 0, no bitmap:
+    ``ConsumeQueueExt.put``) and takes its address as the unit's tagsCode; then ``putMessagePositionInfo`` writes
+    the unit (0, 0, tagsCode) at queue offset 0, the first one only: for the next ones ``offset + size`` (0) is
+    not past the queue's max physical offset (0), so they are skipped as written again, their ext units kept (in
+    as many ext files as they fill, :func:`store_format.consumequeue_ext.build_ext_file`)."""
+    count = sum(s.empty_requests for s in stops if s.empty_request is not None)
+    if not count or config.rocksdb_cq:   # no files: empty_request_units
+        return []
+    name = cq_file_name(0)
+    if not config.enableConsumeQueueExt:
+        return [(f"consumequeue/0/{name}", [config.cq_file_size])]
+    size = config.mappedFileSizeConsumeQueueExt
+    unit = np.zeros(1, dtype=CQ_UNIT_DTYPE)
+    unit["tagsCode"] = ext_addresses(np.zeros(1, dtype=np.int64), size)
+    per_file = ext_units_per_file(size)
+    files = -(-count // per_file)   # a file full (past its last unit less than 4 bytes left) is followed by the next
+    ext = []
+    for k in range(files):
+        zeros = np.zeros(min(per_file, count - k * per_file), dtype=np.int64)
+        ext.append((f"consumequeue_ext/0/{ext_file_name(k, size)}", build_ext_file(size, zeros, zeros, k < files - 1)))
+    return [(f"consumequeue/0/{name}", [unit.tobytes(), config.cq_file_size - CQ_UNIT_SIZE]), *ext]
+
+
+def empty_request_units(config: BrokerConfig, stops: list[ConcurrentStop]) -> tuple[tuple[int | str, ...], ...]:
+    """With a RocksDB consume queue (``storeType=defaultRocksDB``), the unit the blanks' empty requests of
+    ``stops`` put: (topic, queue id, queue offset, commitlog offset, size, tagsCode, store time), none without
+    one.  ``RocksDBConsumeQueueStore.putMessagePosition0`` puts each under its key (topic "", queue 0, queue
+    offset 0; the value (0, 0, 0, 0)) and makes it its queue's "max" entry (0, 0); the checkpoint, the largest
+    ``offset + size`` of a group, is that of the others (:func:`_check_empty_request` refuses the empty request
+    dispatched last)."""
+    if not config.rocksdb_cq or not any(s.empty_request is not None for s in stops):
+        return ()
+    return (("", 0, 0, 0, 0, 0, 0),)
 
 
 def _check_read_whole(store: StoreLocation, seg: Segment, start: int, damaged: int, stood: int,
@@ -426,12 +490,13 @@ def cut_at(store: StoreLocation, offset: int, reput_end: int | None = None, resu
 
 
 def settle(store: StoreLocation, config: BrokerConfig, anomalies: list[dict], reput_end: int | None,
-           walk: Callable[[StoreLocation], tuple[W, list[dict]]]) -> tuple[list[ConcurrentStop], W | None]:
+           walk: Callable[[StoreLocation, list[ConcurrentStop]], tuple[W, list[dict]]],
+           ) -> tuple[list[ConcurrentStop], W | None]:
     """Where ``ConcurrentReputMessageService`` goes on ``store`` from the walk's findings (``anomalies``):
     each :func:`concurrent_reput_stop` in turn, the store cut there (:func:`cut_at`) and walked again by
-    ``walk`` (its result and findings, the end of the data left out), until a stop for good or no more stop
-    (a stop where the reput goes on, ``ConcurrentStop.resume``, is followed by the walk of the rest).  Returns
-    the stops and the last walk (None: no stop)."""
+    ``walk`` (given the stops so far; its result and findings, the end of the data left out), until a stop
+    for good or no more stop (a stop where the reput goes on, ``ConcurrentStop.resume``, is followed by the
+    walk of the rest).  Returns the stops and the last walk (None: no stop)."""
     stops: list[ConcurrentStop] = []
     walked: W | None = None
     for _ in range(len(store.segments) + 1):
@@ -440,7 +505,7 @@ def settle(store: StoreLocation, config: BrokerConfig, anomalies: list[dict], re
             break
         stops.append(stop)
         store = cut_at(store, stop.walk_end, stop.reput_end, stop.resume)
-        walked, anomalies = walk(store)
+        walked, anomalies = walk(store, stops)
         if stop.resume is None:
             break
     return stops, walked

@@ -20,6 +20,9 @@ import numpy as np
 from . import commitlog as cl
 from .anomalies import AnomalyKind
 from .concurrent_reput import (
+    ConcurrentStop,
+    empty_request_files,
+    index_after_last_key,
     past_the_stop,
     reput_walks_past_unreadable,
     settle,
@@ -189,8 +192,8 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
     found = [a for a in result.anomalies if a is not end_of_data]
     end = (next(s.base for s in store.segments if s.name == end_of_data["segment"]) + end_of_data["position"]
            if end_of_data else None)
-    def walk(cut: StoreLocation) -> tuple[InMemoryRebuild, list[dict]]:
-        res, eod = _rebuild_in_memory(cut, config, tz)
+    def walk(cut: StoreLocation, stops: list[ConcurrentStop]) -> tuple[InMemoryRebuild, list[dict]]:
+        res, eod = _rebuild_in_memory(cut, config, tz, stops)
         return res, [a for a in res.anomalies if a is not eod]
 
     stops, walked = settle(store, config, found, end, walk)
@@ -201,14 +204,15 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
     result.anomalies = [a for a in result.anomalies
                         if not any(past_the_stop(s, a, base[a["segment"]] + a["position"]) for s in stops)]
     result.anomalies += [stop_detail(s) for s in stops]
-    if any(s.empty_request is not None for s in stops):   # topic "", queue 0: consumequeue//0 (ConsumeQueue)
-        result.consumequeue[f"/0/{cq_file_name(0)}"] = bytes(config.cq_file_size)
+    for rel, pieces in empty_request_files(config, stops):   # blanks' empty requests: topic "", queue 0
+        result.consumequeue[rel.removeprefix("consumequeue")] = b"".join(bytes(p) for p in pieces)
     return result
 
 
-def _rebuild_in_memory(store: StoreLocation, config: BrokerConfig,
-                       tz: _dt.tzinfo) -> tuple[InMemoryRebuild, dict | None]:
-    """:func:`rebuild_in_memory`'s walk and files, and the row where the data of the last segment ends."""
+def _rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo,
+                       stops: list[ConcurrentStop] | None = None) -> tuple[InMemoryRebuild, dict | None]:
+    """:func:`rebuild_in_memory`'s walk and files, and the row where the data of the last segment ends
+    (``stops``: where the concurrent reput stopped or went on, its blanks' empty requests dispatched)."""
     cq_size = config.cq_file_size
     cap = config.index_entries_per_file
     queues = QueueTable()
@@ -265,6 +269,7 @@ def _rebuild_in_memory(store: StoreLocation, config: BrokerConfig,
                     dispatched_after_last_key = dispatched_after_last_key or bool(ok.any())
             elif ok.any():
                 dispatched_after_last_key = True
+    dispatched_after_last_key = index_after_last_key(stops or [], index_carry, dispatched_after_last_key)
     # consume queue files
     cq: dict[str, bytes] = {}
     states = queues.states

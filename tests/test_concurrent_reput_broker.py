@@ -35,11 +35,16 @@ nothing after it is dispatched by either reput or by ``rebuild``, whose row ther
 the damaged bytes ends and the pre-check's walk goes on into the next file (``blankon``: the last record before the
 second segment's blank made to reach that file's end; the task reads the blank's magic code, whose empty request
 the broker dispatches into the consume queue of topic "" queue 0, ``consumequeue/0/``): the reput goes on there
-to the end, and ``rebuild`` writes the broker's files byte for byte.
+to the end, and ``rebuild`` writes the broker's files byte for byte; ``blankonext``, the same with consume queue ext
+files (the empty request's ext unit in ``consumequeue_ext/0/``, its address the unit's tagsCode).
 ``CONCURRENT_REPUT_MORE=1`` adds
 ``rollon`` (the record before that one made to reach the blank: the pre-check rolls on, no blank read by the
-task), ``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next record's magic code read as a
-totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after 4 bytes and never ends),
+task), ``blankonrdbidx`` (5.5: ``blankon`` with the RocksDB index, which takes nothing from the empty request),
+``blankonfirst`` (the first segment's second record made to reach that file's end: the only record before it in
+its slice put its keys at offset 0), ``blankonrdbcq`` (``blankon`` with a RocksDB consume queue: the empty
+request's unit and max entry), ``sizeminus`` (8 bytes too short), ``size12`` (12 bytes too long: the next
+record's magic code read as a totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after
+4 bytes and never ends),
 a DLedger store without old files (``dledger-plain``), ``slavezero`` (a record's totalSize set to 0 on a
 slave) and ``lastblank`` without the setting.
 
@@ -49,6 +54,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import broker_dledger_scenarios as dls
@@ -98,8 +104,23 @@ SLAVE = {"blank": {"message": 30, "field": "blankPast", "value": 4},
 # 8 bytes at a time to the end (``blankon``: the blank there starts 256 bytes before the file's end, a multiple of
 # 8); with CONCURRENT_REPUT_MORE, the record before that one made to reach the blank (``rollon``: the pre-check
 # reads the blank and rolls on, the task reads the next record whole and ends)
-ONWARD = {"blankon": {"segmentLast": 1, "field": "totalSizeReach", "value": 2},
-          **({"rollon": {"offset": SEGMENT + 7220, "field": "totalSizeReach", "value": 2}}
+# (damage, settings added to the scenario's, scenario keys added)
+BLANKON = {"segmentLast": 1, "field": "totalSizeReach", "value": 2}
+ONWARD = {"blankon": (BLANKON, {}, {}),
+          # the same with consume queue ext files (tiny: more than one a queue): the empty request's ext unit,
+          # whose address is its consume queue unit's tagsCode (consumequeue_ext/0/)
+          "blankonext": (BLANKON, {"enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "204"}, {}),
+          **({"rollon": ({"offset": SEGMENT + 7220, "field": "totalSizeReach", "value": 2}, {}, {}),
+              # 5.5 only: the RocksDB index (IndexRocksDBStore.buildIndex leaves a request of size 0), its
+              # database dropped before the reput (else the writer's run left every record's keys there)
+              "blankonrdbidx": (BLANKON, {"indexRocksDBEnable": "true"}, {"dropRocksdbStore": True}),
+              # the first segment's second record (commitlog offset 225) made to reach that file's end, in a
+              # store without the 9th put (so that the first segment's blank, 128 bytes, ends on a multiple of
+              # 8): the one record before it in its slice put its keys at offset 0 only
+              "blankonfirst": ({"offset": 225, "field": "totalSizeReach", "value": 13}, {}, {"drop": 8}),
+              # a RocksDB consume queue (no index: the broker's reput from offset 0 indexes the record there,
+              # which a rebuild into an empty database never dispatches): the empty request's unit and max entry
+              "blankonrdbcq": (BLANKON, {"storeType": "defaultRocksDB", "messageIndexEnable": "false"}, {})}
              if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
 
 # the first record of the last segment made a blank whose totalSize ends 16 bytes before its file's end, past the
@@ -126,9 +147,13 @@ def _scenarios(line: str) -> list[dict]:
             out.append({"name": f"{line}-{reput}-slave{what}", "messages": messages,
                         "config": {**config, "brokerId": "1", "brokerRole": "SLAVE",
                                    "enableBuildConsumeQueueConcurrently": on}, "reputDamage": damage})
-    for what, damage in ONWARD.items():
-        out.append({"name": f"{line}-creput-{what}", "messages": messages,
-                    "config": {**config, "enableBuildConsumeQueueConcurrently": "true"}, "reputDamage": damage})
+    for what, (damage, extra, keys) in ONWARD.items():
+        if what.endswith("rdbidx") and not line.startswith("5.5"):
+            continue
+        conf = {**config, **extra, "enableBuildConsumeQueueConcurrently": "true"}
+        puts = [m for i, m in enumerate(messages) if i != keys.get("drop")]
+        out.append({"name": f"{line}-creput-{what}", "messages": puts, "config": conf, "reputDamage": damage,
+                    **{k: v for k, v in keys.items() if k != "drop"}})
     for reput in ("creput", "sreput") if os.environ.get("CONCURRENT_REPUT_MORE") else ("creput",):
         out.append({"name": f"{line}-{reput}-lastblank", "messages": messages,
                     "config": {**config, "enableBuildConsumeQueueConcurrently": str(reput == "creput").lower()},
@@ -149,7 +174,9 @@ NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCEN
              if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and "-slave" not in sc["name"]
              and not sc["name"].endswith("-lastblank") and sc["name"].rsplit("-", 1)[-1] not in ONWARD]
 ONWARD_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
-                if sc["name"].rsplit("-", 1)[-1] in ONWARD]
+                if sc["name"].rsplit("-", 1)[-1] in ONWARD and not sc["name"].endswith("rdbcq")]
+RDBCQ_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+               if sc["name"].endswith("-blankonrdbcq")]
 SLAVE_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                if "-slave" in sc["name"]]
 _RUNS: dict[str, dict] = {}
@@ -474,21 +501,70 @@ def test_the_reput_goes_on_past_damaged_bytes(reput, line: str, name: str, tmp_p
     with open(d / "store" / "commitlog" / f"{seg:020d}", "rb") as f:
         data = f.read()
     total = int.from_bytes(data[at - seg:at - seg + 4], "big", signed=True)
-    if what == "blankon":   # the scenario is what it says: it reaches the file's end; the blank after the record
+    if what.startswith("blankon"):   # as it says: it reaches the file's end; the blank after the record(s)
         blank = at - seg + w["damagedSize"]
+        while data[blank + 4:blank + 8] != bytes.fromhex("cbd43194"):
+            blank += int.from_bytes(data[blank:blank + 4], "big")
         assert at - seg + total == SEGMENT and (SEGMENT - blank) % 8 == 0, (w, total)
+        assert (what == "blankonfirst") == (at == 225 and blank != at - seg + w["damagedSize"]), (w, blank)
     else:                   # it reaches the blank
         assert data[at - seg + total + 4:at - seg + total + 8] == bytes.fromhex("cbd43194"), (w, total)
     assert not w["reputHung"] and w["reputStoodAt"] == w["maxPhyOffset"], w
     assert _cq_max_offset(d / "expected" / "consumequeue") >= seg + 2 * SEGMENT
-    assert (d / "expected" / "consumequeue" / "0" / f"{0:020d}").is_file() == (what == "blankon")
+    assert (d / "expected" / "consumequeue" / "0" / f"{0:020d}").is_file() == what.startswith("blankon")
     r = reput["rebuild"]
     assert r["code"] == 0, r["stderr"][-2000:]
     _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    if what == "blankonext":   # the ext files byte for byte, the empty request's (topic "" queue 0) among them
+        exp = d / "expected" / "consumequeue_ext"
+        assert (exp / "0" / f"{0:020d}").is_file() and _files(d / "ours" / "consumequeue_ext") == _files(exp)
+        for rel in _files(exp):
+            bh.same_bytes((exp / rel).read_bytes(), (d / "ours" / "consumequeue_ext" / rel).read_bytes(), rel)
+    if what == "blankonrdbidx":   # the RocksDB index: the broker's key/value set in every family
+        from pipelines.index_rocksdb import read_message_rocksdb
+        dbs = []
+        for which in ("expected", "ours"):   # copies: a read-only opening may still write a LOG
+            shutil.copytree(d / which / "rocksdbstore", tmp_path / which)
+            dbs.append(read_message_rocksdb(tmp_path / which))
+        assert dbs[0]["default"] and dbs[0] == dbs[1]
     out = _summary_json(d, tmp_path, line)
     rows = json.loads(out)["anomalies"]
     assert not any("stops here for good" in (a["detail"] or "") for a in rows), rows
     past = [a for a in rows if "goes past the damaged bytes" in (a["detail"] or "")]
     assert [a["commitlog_offset"] for a in past] == [at], rows
-    assert ("empty request" in past[0]["detail"]) == (what == "blankon"), past
+    assert ("empty request" in past[0]["detail"]) == what.startswith("blankon"), past
     assert _differ(d / "expected", _rebuilt_without_the_setting(d, line, tmp_path))
+
+
+def _rocksdb_cq(db: Path, copy: Path) -> dict[str, dict[bytes, bytes]]:
+    """A RocksDB consume queue's families (read from a copy: a read-only opening may still write a LOG)."""
+    from pipelines.rocksdb_cq import read_rocksdb_cq
+    shutil.copytree(db, copy)
+    return {family: dict(kv) for family, kv in read_rocksdb_cq(copy).items()}
+
+
+@pytest.mark.parametrize("line,name", RDBCQ_CASES)
+def test_the_empty_request_in_a_rocksdb_consume_queue(reput, line: str, name: str, tmp_path: Path) -> None:
+    """``blankon`` with a RocksDB consume queue: the broker's reput went on past the damaged bytes to the end (the
+    harness itself) and its database holds the empty request's unit (topic "", queue 0, queue offset 0: (0, 0, 0,
+    0)) and max entry (0, 0); ours holds the broker's key/value set but for the unit of the record at commitlog
+    offset 0, which the broker's reput here dispatched from offset 0 and a rebuild into an empty database never
+    does (``rocksdb_cq.undispatch_first_record``); the store rebuilt without the setting has no such unit."""
+    from store_format.rocksdb_cq import cq_key, cq_value, offset_key, offset_value
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    assert not w["reputHung"] and w["reputStoodAt"] == w["maxPhyOffset"], w
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    exp, ours = (_rocksdb_cq(d / which / "consumequeue", tmp_path / which) for which in ("expected", "ours"))
+    empty, empty_max = cq_key("", 0, 0), offset_key("", 0)
+    assert exp["default"][empty] == cq_value(0, 0, 0, 0) and exp["offset"][empty_max] == offset_value(0, 0)
+    assert max(int.from_bytes(v[:8], "big") for v in exp["default"].values()) > w["damagedRecord"] + 2 * SEGMENT
+    only = {k: v for k, v in exp["default"].items() if k not in ours["default"]}
+    assert len(only) == 1 and next(iter(only.values()))[:8] == bytes(8), only
+    assert {k: v for k, v in exp["default"].items() if k not in only} == ours["default"]
+    assert exp["offset"] == ours["offset"]
+    out = _summary_json(d, tmp_path, line)
+    past = [a for a in json.loads(out)["anomalies"] if "goes past the damaged bytes" in (a["detail"] or "")]
+    assert [a["commitlog_offset"] for a in past] == [w["damagedRecord"]] and "empty request" in past[0]["detail"]
+    seq = _rocksdb_cq(_rebuilt_without_the_setting(d, line, tmp_path) / "consumequeue", tmp_path / "seq-read")
+    assert empty not in seq["default"] and seq["default"] != ours["default"]
