@@ -176,7 +176,9 @@ NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCEN
 ONWARD_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                 if sc["name"].rsplit("-", 1)[-1] in ONWARD and not sc["name"].endswith("rdbcq")]
 RDBCQ_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
-               if sc["name"].endswith("-blankonrdbcq")]
+               if sc["name"].endswith("-blankonrdbcq")] or [
+    pytest.param(None, None, marks=pytest.mark.skip(reason="the RocksDB consume queue's empty request runs with "
+                                                           "CONCURRENT_REPUT_MORE=1"))]
 SLAVE_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                if "-slave" in sc["name"]]
 _RUNS: dict[str, dict] = {}
