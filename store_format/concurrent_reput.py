@@ -271,10 +271,14 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
         why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
                f"the batch holding it is parsed to its end without it{note}{went}")
     else:
+        note = ""
+        if out.read_whole or out.empty_request is not None:   # the ended tasks of the batches before it
+            note = (f" (the tasks before it end, dispatching {len(out.read_whole)} record(s) of the damaged bytes "
+                    f"read whole and {out.empty_requests} blank's empty request(s))")
         why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
                f"the task parsing the batch of {out.hung[1]} bytes from commitlog offset {out.hung[0]} never ends, "
-               f"so nothing from that batch on is dispatched and the reput waits for it for ever at commitlog "
-               f"offset {out.stood}")
+               f"so nothing from that batch on is dispatched{note} and the reput waits for it for ever at "
+               f"commitlog offset {out.stood}")
     if resume is not None:
         return ConcurrentStop(out.cut, why, first, stood=resume, reput_end=end, walk_end_at=parsed_to,
                               resume=resume, at=at, empty_request=out.empty_request,
