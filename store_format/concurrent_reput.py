@@ -145,8 +145,7 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
 
     Raises:
         UnsupportedConfigError: one line, where the damaged bytes lead the concurrent reput somewhere
-            :mod:`store_format.concurrent_batches` does not follow, or where it rolls to the next file from a
-            file whose readable data ends before the file does (the walk's slice ends inside it).
+            :mod:`store_format.concurrent_batches` does not follow.
     """
     if not concurrent_reput_applies(config):
         return None
@@ -226,14 +225,15 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
     if check.how == "rolls":
         # rollNextFile: the next file's start, on a master and a slave alike, where the walk goes too (a
         # master's, reput_walks_past_unreadable: to the end of the slice, which is the file's end but in the
-        # last file, after which nothing is read)
-        if seg is store.segments[-1] or seg.data_end == seg.size:
-            return None
-        raise UnsupportedConfigError(
-            f"{_SETTING}: the 5.x ConcurrentReputMessageService's preCheckMessageAndReturnSize rolls to the next "
-            f"file at the record ({first['kind']}, totalSize {total}) at {where}, where the sequential reput's "
-            f"walk ends inside this file (its readable data ends at {seg.data_end}): not reproduced; rebuild with "
-            "the broker, or without the setting if it ran without it")
+        # last file, after which nothing is read).  Only the last file's slice ends before the file does: a
+        # plain store's files are read whole, a recovery (--as-restart) or a cut for good keeps nothing after
+        # the file it ends (a DLedger restart that dispatches nothing reads every file up to 0: nothing met),
+        # the DLedger data files (whose last committed one alone is read in part) are never reached, and the
+        # findings inside a file read up to where a stop went on (Segment.resume) are skipped above
+        assert seg is store.segments[-1] or seg.data_end == seg.size, (
+            f"the concurrent reput rolls to the next file at {where}, in a file read up to {seg.data_end} that is "
+            "not the last")
+        return None
     if check.how == "negative":
         return ConcurrentStop(at, f"negative totalSize {total} at {where}{_MINUS_ONE}", first)
     assert check.how == "accepts"
