@@ -251,7 +251,9 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
     resume = out.resume if _goes_on(store, seg, out.resume) else None
     parsed_to = out.parsed_to if out.parsed_to is not None else out.stood   # where the tasks' last batch ends
     walked_to = parsed_to - seg.base
-    if out.read_whole:
+    if out.read_whole or out.empty_request is not None or resume is not None:
+        # the cut store's walk dispatches what it reads past the damaged record up to walked_to (walk_end_at):
+        # exactly the records the ended tasks read whole, none where they read none
         _check_read_whole(store, seg, slice_start, pos, walked_to, out.read_whole, end, config, where)
     if out.empty_request is not None:
         opens = (seg is store.segments[0] and not len(sizes)
