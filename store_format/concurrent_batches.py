@@ -25,7 +25,9 @@ The walk and the parses are functions of the bytes, not of the threads: the repu
 slice before the next slice, and the batches are dispatched in their order.  :func:`damaged_batch_outcome`
 follows them over the damaged bytes.  A successful request a parse makes inside the damaged bytes (a whole
 record read there, or a blank's magic code: ``DispatchRequest(0, true)``) moves the buffer as any parse does, so
-it matters only when its task ends: a task that never ends dispatches nothing, whatever it read.  Likewise a
+it matters only when its task ends: a task that never ends dispatches nothing, whatever it read, while the
+ended tasks of the batches before it have theirs dispatched (``DispatchRequestOrderlyQueue.get`` hands the
+batches over in order up to the first one not put).  Likewise a
 pre-check walk that goes on past the damage into the next file (a blank or a zero totalSize read there, or the
 slice's end reached) matters only when every task ends: the reput thread waits in ``doReput``'s ``finally`` for
 a task that never ends before it reads the next file.  A task that ends dispatches the records it read whole
