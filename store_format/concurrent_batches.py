@@ -25,7 +25,9 @@ The walk and the parses are functions of the bytes, not of the threads: the repu
 slice before the next slice, and the batches are dispatched in their order.  :func:`damaged_batch_outcome`
 follows them over the damaged bytes.  A successful request a parse makes inside the damaged bytes (a whole
 record read there, or a blank's magic code: ``DispatchRequest(0, true)``) moves the buffer as any parse does, so
-it matters only when its task ends: a task that never ends dispatches nothing, whatever it read.  Likewise a
+it matters only when its task ends: a task that never ends dispatches nothing, whatever it read, while the
+ended tasks of the batches before it have theirs dispatched (``DispatchRequestOrderlyQueue.get`` hands the
+batches over in order up to the first one not put).  Likewise a
 pre-check walk that goes on past the damage into the next file (a blank or a zero totalSize read there, or the
 slice's end reached) matters only when every task ends: the reput thread waits in ``doReput``'s ``finally`` for
 a task that never ends before it reads the next file.  A task that ends dispatches the records it read whole
@@ -117,7 +119,8 @@ class BatchOutcome:
     slice position where an ended task's parse read a blank's magic code first (a ``DispatchRequest(0, true)``
     dispatched; None: none); ``resume``: where the reput goes on when every task ended and the pre-check's walk
     went on into the next file (its start; None: it stays at ``stood`` for good); ``parsed_to``: where the last
-    batch holding damaged bytes ends (the end of the slice the tasks parsed: a commitlog offset)."""
+    batch holding damaged bytes whose task is dispatched ends (the end of the slice the tasks parsed: a commitlog
+    offset; where a later batch's task never ends, that batch's start, the ended ones' requests dispatched)."""
     cut: int
     stood: int
     hung: tuple[int, int] | None
@@ -334,11 +337,28 @@ def damaged_batch_outcome(read, seg_base: int, slice_start: int, slice_end: int,
         ends, whole, blanks = (False, [], []) if first + length > slice_end else \
             _task(data, damaged, max(first, damaged), first + length, v551)
         if not ends:   # doReput's finally waits for this batch for ever: the reput never leaves this file
-            return BatchOutcome(seg_base + min(first, damaged), seg_base + stood, (seg_base + first, length),
-                                tuple((seg_base + p, n) for p, n in read_whole))
+            return _hung(seg_base, damaged, stood, (first, length), read_whole, empty)
         empty += blanks
         read_whole += whole
     cut = read_whole[-1][0] + read_whole[-1][1] if read_whole else damaged
     return BatchOutcome(seg_base + cut, seg_base + stood, None, tuple((seg_base + p, n) for p, n in read_whole),
                         seg_base + empty[0] if empty else None, seg_base + stood if onward else None,
                         seg_base + end, len(empty), seg_base + empty[-1] if empty else None)
+
+
+def _hung(seg_base: int, damaged: int, stood: int, batch: tuple[int, int], read_whole: list[tuple[int, int]],
+          empty: list[int]) -> BatchOutcome:
+    """The outcome where the task of ``batch`` (slice position, size) never ends.  ``DispatchService`` takes the
+    batches from ``DispatchRequestOrderlyQueue.get`` in their order, up to the first one not put: those before
+    ``batch`` are dispatched, whatever follows.  Where ``batch`` holds the damaged record, nothing from its start
+    on is; where it is a later one, the ended tasks before it dispatched ``read_whole`` and the empty requests of
+    ``empty`` (slice positions of the blanks' magic codes), all before its start, where their walk ends
+    (``parsed_to``: their last batch ends there, the slice they parsed)."""
+    first, length = batch
+    whole = tuple((seg_base + p, n) for p, n in read_whole)
+    if first <= damaged:
+        return BatchOutcome(seg_base + first, seg_base + stood, (seg_base + first, length), whole)
+    cut = read_whole[-1][0] + read_whole[-1][1] if read_whole else damaged
+    return BatchOutcome(seg_base + cut, seg_base + stood, (seg_base + first, length), whole,
+                        seg_base + empty[0] if empty else None, None, seg_base + first, len(empty),
+                        seg_base + empty[-1] if empty else None)

@@ -145,8 +145,7 @@ def concurrent_reput_stop(store: StoreLocation, config: BrokerConfig, anomalies:
 
     Raises:
         UnsupportedConfigError: one line, where the damaged bytes lead the concurrent reput somewhere
-            :mod:`store_format.concurrent_batches` does not follow, or where it rolls to the next file from a
-            file whose readable data ends before the file does (the walk's slice ends inside it).
+            :mod:`store_format.concurrent_batches` does not follow.
     """
     if not concurrent_reput_applies(config):
         return None
@@ -226,14 +225,15 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
     if check.how == "rolls":
         # rollNextFile: the next file's start, on a master and a slave alike, where the walk goes too (a
         # master's, reput_walks_past_unreadable: to the end of the slice, which is the file's end but in the
-        # last file, after which nothing is read)
-        if seg is store.segments[-1] or seg.data_end == seg.size:
-            return None
-        raise UnsupportedConfigError(
-            f"{_SETTING}: the 5.x ConcurrentReputMessageService's preCheckMessageAndReturnSize rolls to the next "
-            f"file at the record ({first['kind']}, totalSize {total}) at {where}, where the sequential reput's "
-            f"walk ends inside this file (its readable data ends at {seg.data_end}): not reproduced; rebuild with "
-            "the broker, or without the setting if it ran without it")
+        # last file, after which nothing is read).  Only the last file's slice ends before the file does: a
+        # plain store's files are read whole, a recovery (--as-restart) or a cut for good keeps nothing after
+        # the file it ends (a DLedger restart that dispatches nothing reads every file up to 0: nothing met),
+        # the DLedger data files (whose last committed one alone is read in part) are never reached, and the
+        # findings inside a file read up to where a stop went on (Segment.resume) are skipped above
+        assert seg is store.segments[-1] or seg.data_end == seg.size, (
+            f"the concurrent reput rolls to the next file at {where}, in a file read up to {seg.data_end} that is "
+            "not the last")
+        return None
     if check.how == "negative":
         return ConcurrentStop(at, f"negative totalSize {total} at {where}{_MINUS_ONE}", first)
     assert check.how == "accepts"
@@ -251,7 +251,9 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
     resume = out.resume if _goes_on(store, seg, out.resume) else None
     parsed_to = out.parsed_to if out.parsed_to is not None else out.stood   # where the tasks' last batch ends
     walked_to = parsed_to - seg.base
-    if out.read_whole:
+    if out.read_whole or out.empty_request is not None or resume is not None:
+        # the cut store's walk dispatches what it reads past the damaged record up to walked_to (walk_end_at):
+        # exactly the records the ended tasks read whole, none where they read none
         _check_read_whole(store, seg, slice_start, pos, walked_to, out.read_whole, end, config, where)
     if out.empty_request is not None:
         opens = (seg is store.segments[0] and not len(sizes)
@@ -271,10 +273,14 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
         why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
                f"the batch holding it is parsed to its end without it{note}{went}")
     else:
+        note = ""
+        if out.read_whole or out.empty_request is not None:   # the ended tasks of the batches before it
+            note = (f" (the tasks before it end, dispatching {len(out.read_whole)} record(s) of the damaged bytes "
+                    f"read whole and {out.empty_requests} blank's empty request(s))")
         why = (f"preCheckMessageAndReturnSize accepts the record ({first['kind']}, totalSize {total}) at {where}; "
                f"the task parsing the batch of {out.hung[1]} bytes from commitlog offset {out.hung[0]} never ends, "
-               f"so nothing from that batch on is dispatched and the reput waits for it for ever at commitlog "
-               f"offset {out.stood}")
+               f"so nothing from that batch on is dispatched{note} and the reput waits for it for ever at "
+               f"commitlog offset {out.stood}")
     if resume is not None:
         return ConcurrentStop(out.cut, why, first, stood=resume, reput_end=end, walk_end_at=parsed_to,
                               resume=resume, at=at, empty_request=out.empty_request,

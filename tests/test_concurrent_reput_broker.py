@@ -46,12 +46,15 @@ request's unit and max entry), ``sizeminus`` (8 bytes too short), ``size12`` (12
 record's magic code read as a totalSize; 5.3.3's task reads on and ends, 5.5.1 rejects the negative totalSize after
 4 bytes and never ends),
 a DLedger store without old files (``dledger-plain``), ``slavezero`` (a record's totalSize set to 0 on a
-slave) and ``lastblank`` without the setting.
+slave), ``lastblank`` without the setting, and ``laterhung`` (5 MiB segments: the damaged record's batch, past
+4 MiB, ends with a blank's magic code read and the next batch's task never ends: the first batch's requests,
+its empty request among them, are dispatched, nothing after).
 
 5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -128,6 +131,32 @@ ONWARD = {"blankon": (BLANKON, {}, {}),
 LAST_BLANK = {"offset": 5 * SEGMENT, "field": "blankPast", "value": -16}
 
 
+# ``laterhung``: 5 MiB segments; the second put's totalSize made to reach 96 bytes into the 8th put's record (after
+# five puts of 900,000-byte bodies: the batch holding it passes 4 MiB there and is handed over).  That batch's task
+# reads the five whole, then the 8th put's header cut by the batch's end 4 or 8 bytes at a time up to its body
+# (whatever its timestamps), where the body's first 8 bytes are a blank's header (its empty request) ending the
+# batch; the pre-check's walk goes on at body[8:], a 10-byte "record" (a V1 magic code) whose own batch's task
+# reads 8 bytes, leaves 2 and never ends; after it, zeros: an illegal magic code, where the pre-check stays
+LATER_BODY = bytes.fromhex("00000008CBD43194" "0000000ADAA320A7") + bytes(48)
+LATER_SEGMENT = 5 * 1024 * 1024
+
+
+def _later_hung(line: str) -> dict:
+    g = Messages(31, ["T0", "T1", "T2"])
+    big = [{**{k: v for k, v in g.one().items() if k != "body"}, "bodySize": 900_000} for _ in range(5)]
+    puts = [g.one(), g.one(), *big,
+            {"topic": "T1", "queueId": 0, "body": base64.b64encode(LATER_BODY).decode(), "bornTimestamp": 1700000000000,
+             "uniqKey": "7F00000100002A9F0000AAAAAAAAAAAA"},
+            *(g.one() for _ in range(5)),
+            {**{k: v for k, v in g.one().items() if k != "body"}, "bodySize": 900_000},   # into the next segment
+            *(g.one() for _ in range(6))]
+    config = {"mappedFileSizeCommitLog": str(LATER_SEGMENT), "mappedFileSizeConsumeQueue": "120",
+              "maxHashSlotNum": "101", "maxIndexNum": "400", "enableBuildConsumeQueueConcurrently": "true"}
+    return {"name": f"{line}-creput-laterhung", "messages": puts, "config": config,
+            "rebuildArgs": ["--split-size", "1m"],
+            "reputDamage": {"message": 1, "field": "totalSizeReach", "value": 6, "plus": 96}}
+
+
 def _scenarios(line: str) -> list[dict]:
     g = Messages(23, ["T0", "T1", "T2"])
     messages = [g.one() for _ in range(70)]
@@ -158,6 +187,8 @@ def _scenarios(line: str) -> list[dict]:
         out.append({"name": f"{line}-{reput}-lastblank", "messages": messages,
                     "config": {**config, "enableBuildConsumeQueueConcurrently": str(reput == "creput").lower()},
                     "reputDamage": LAST_BLANK})
+    if os.environ.get("CONCURRENT_REPUT_MORE"):
+        out.append(_later_hung(line))
     for sc in dls.dledger_scenarios(line):
         what = sc["name"].rsplit("-", 1)[-1]
         if what in DLEDGER:   # without recheckReputOffsetFromCq, whose wait in start() never ends here
@@ -172,7 +203,7 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
          if sc["name"].rsplit("-", 1)[-1] in DAMAGES]
 NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
              if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and "-slave" not in sc["name"]
-             and not sc["name"].endswith("-lastblank") and sc["name"].rsplit("-", 1)[-1] not in ONWARD]
+             and not sc["name"].endswith(("-lastblank", "-laterhung")) and sc["name"].rsplit("-", 1)[-1] not in ONWARD]
 ONWARD_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                 if sc["name"].rsplit("-", 1)[-1] in ONWARD and not sc["name"].endswith("rdbcq")]
 RDBCQ_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
@@ -192,7 +223,8 @@ def _write_all(request, tmp_path_factory) -> None:  # noqa: ANN001
     _RUNS.update(bh.write_lines(request, SCENARIOS, work, "damaged store(s), each dispatched by the reput alone"))
     for r in _RUNS.values():
         if r["written"].get("ok"):
-            r["rebuild"] = bh.rebuild(Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]])
+            r["rebuild"] = bh.rebuild(Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]],
+                                      *r["scenario"].get("rebuildArgs", ()))
 
 
 @pytest.fixture
@@ -570,3 +602,36 @@ def test_the_empty_request_in_a_rocksdb_consume_queue(reput, line: str, name: st
     assert [a["commitlog_offset"] for a in past] == [w["damagedRecord"]] and "empty request" in past[0]["detail"]
     seq = _rocksdb_cq(_rebuilt_without_the_setting(d, line, tmp_path) / "consumequeue", tmp_path / "seq-read")
     assert empty not in seq["default"] and seq["default"] != ours["default"]
+
+
+@pytest.mark.parametrize("line,name", [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items()
+                                       for sc in scs if sc["name"].endswith("-laterhung")])
+def test_a_later_batch_never_ends_after_an_empty_request(reput, line: str, name: str, tmp_path: Path) -> None:
+    """``laterhung``: the damaged record's batch (past 4 MiB) ends, its task having read the records of the damaged
+    bytes whole and a blank's header in a body, and the next batch's task never ends.  The harness itself: a batch
+    still held, the pre-check stood past the 10-byte "record" the damaged totalSize points at, and the broker's
+    consume queues hold the records the first task read whole (the damaged totalSize alone passes 4 MiB),
+    nothing from the record cut by that batch's end on, and the empty request's unit (``consumequeue/0/``:
+    ``DispatchService`` dispatches the batches before the one not put).  ``rebuild`` writes the broker's files
+    byte for byte, its row at the damaged record saying the reput stops there for good and that the tasks before
+    the hung one dispatched an empty request; the store rebuilt without the setting differs."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    at = w["damagedRecord"]
+    with open(d / "store" / "commitlog" / f"{0:020d}", "rb") as f:
+        data = f.read()
+    total = int.from_bytes(data[at:at + 4], "big", signed=True)
+    cut = at + total - 96          # the 8th put's record, cut by the first batch's end
+    assert data[cut + 88:cut + 104] == LATER_BODY[:16], "the body is not where the damage points"
+    assert w["reputHung"] and w["reputStoodAt"] == at + total + 10, w
+    exp = d / "expected" / "consumequeue"
+    top = _cq_max_offset(exp)   # the last record the first task read whole: the one before the cut record
+    assert total > 4 << 20 and at < top and top + int.from_bytes(data[top:top + 4], "big") == cut, (top, cut)
+    assert (exp / "0" / f"{0:020d}").read_bytes() == bytes(120)
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    rows = [a for a in json.loads(_summary_json(d, tmp_path, line))["anomalies"]
+            if "stops here for good" in (a["detail"] or "")]
+    assert [a["commitlog_offset"] for a in rows] == [at], rows
+    assert "never ends" in rows[0]["detail"] and "1 blank's empty request" in rows[0]["detail"], rows
+    assert _differ(d / "expected", _rebuilt_without_the_setting(d, line, tmp_path))
