@@ -206,10 +206,17 @@ NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCEN
              and not sc["name"].endswith(("-lastblank", "-laterhung")) and sc["name"].rsplit("-", 1)[-1] not in ONWARD]
 ONWARD_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                 if sc["name"].rsplit("-", 1)[-1] in ONWARD and not sc["name"].endswith("rdbcq")]
-RDBCQ_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
-               if sc["name"].endswith("-blankonrdbcq")] or [
-    pytest.param(None, None, marks=pytest.mark.skip(reason="the RocksDB consume queue's empty request runs with "
-                                                           "CONCURRENT_REPUT_MORE=1"))]
+
+
+def _cases_or_skip(ending: str, what: str) -> list:
+    """The (line, name) cases of the scenarios whose name ends with ``ending``, or one skipped case saying how to
+    run ``what`` when the default suite writes none."""
+    return [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+            if sc["name"].endswith(ending)] or [
+        pytest.param(None, None, marks=pytest.mark.skip(reason=f"{what} runs with CONCURRENT_REPUT_MORE=1"))]
+
+
+RDBCQ_CASES = _cases_or_skip("-blankonrdbcq", "the RocksDB consume queue's empty request")
 SLAVE_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                if "-slave" in sc["name"]]
 _RUNS: dict[str, dict] = {}
@@ -604,8 +611,7 @@ def test_the_empty_request_in_a_rocksdb_consume_queue(reput, line: str, name: st
     assert empty not in seq["default"] and seq["default"] != ours["default"]
 
 
-@pytest.mark.parametrize("line,name", [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items()
-                                       for sc in scs if sc["name"].endswith("-laterhung")])
+@pytest.mark.parametrize("line,name", _cases_or_skip("-laterhung", "a later batch that never ends"))
 def test_a_later_batch_never_ends_after_an_empty_request(reput, line: str, name: str, tmp_path: Path) -> None:
     """``laterhung``: the damaged record's batch (past 4 MiB) ends, its task having read the records of the damaged
     bytes whole and a blank's header in a body, and the next batch's task never ends.  The harness itself: a batch
