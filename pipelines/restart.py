@@ -23,7 +23,7 @@ from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import StoreError
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
-from store_format.store import Segment, StoreLocation, with_dledger_committed
+from store_format.store import Segment, StoreLocation, skip_range, with_dledger_committed
 
 from .anomalies import at_offset
 from .build import write_file
@@ -117,8 +117,11 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally's message "
                           f"check ends its walk at {crash.walk_end} ({crash.reason}), inside the log DLedger keeps; "
                           f"the start's reput from {crash.reput_from} "
-                          + (f"dispatches the rest to {crash.end}" if crash.end > crash.walk_end else
-                             "adds nothing (the log's end)"))
+                          + ("adds nothing (the log's end)" if crash.end <= crash.walk_end else
+                             f"dispatches the rest to {crash.end}" if crash.gap is None else
+                             f"dispatches from there to {crash.end}: the records from {crash.walk_end} to "
+                             f"{crash.reput_from} are never dispatched, and each queue appends the later ones at its "
+                             "write position"))
         progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally dispatches "
                       f"every entry from data file {crash.start_file} to {crash.end}, committed or not")
         if crash.cut is not None:
@@ -148,6 +151,8 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
         segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
                                    reindex=crash.reindex)
+        if crash.gap is not None:
+            kept = skip_range(kept, *crash.gap)
         return kept, DLedgerRestart(rec, before, False, crash)
     kept = with_dledger_committed(st, rec.committed_index, rec.committed_pos)
     if not kept.segments:

@@ -30,10 +30,12 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   ``truncateDirtyLogicFiles`` then cuts the queues at the walk's ``processOffset``, the reput from at or before
   the walk's end puts back the cut units it reaches and appends the records past the walk behind them
   (:func:`_walk_after`, :func:`store_format.dledger_crash_cut.cut_queues`' ``after``); from the log's end it adds
-  nothing.  A reput from between the two ends is refused (the records between them are never dispatched: their
-  queue units and index keys would be missing, which the rebuild's one walk cannot leave out), and so is one from
-  at or before the walk's last indexed record when records follow the walk's end (``IndexService.buildIndex``
-  indexes that record again, then those records: keys put again in the middle of the index, not modelled).
+  nothing.  From between the two ends (the committed position) it dispatches from there: the records between the
+  walk's end and it are never dispatched (:attr:`DLedgerCrash.gap`, which the rebuild leaves out of its walk:
+  :func:`store_format.store.skip_range`), and each queue appends the later ones at its write position, after the
+  walk's units (after the cut, the cut units left out: ``cut_queues``' ``after``).  A reput from at or before the
+  walk's last indexed record when records follow the walk's end is refused (``IndexService.buildIndex`` indexes
+  that record again, then those records: keys put again in the middle of the index, not modelled).
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -128,6 +130,15 @@ class DLedgerCrash:
     # there, the start's reput the rest to end (_walk_ends_early)
     walk_end: int = -1
 
+    @property
+    def gap(self) -> tuple[int, int] | None:
+        """The records no one dispatches, ``[walk_end, reput_from)``: the walk's message check failed at
+        ``walk_end`` and the start's reput begins past it, before the log's end (None: no such range).  The one
+        place the rebuild (:func:`store_format.store.skip_range`) and ``verify`` read it from."""
+        if 0 <= self.walk_end < self.reput_from < self.end:
+            return self.walk_end, self.reput_from
+        return None
+
 
 def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
     """``DLedgerCommitLog.isMmapFileMatchedRecover`` on a data file's first bytes (module docstring)."""
@@ -169,9 +180,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
-            walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry),
-            :func:`_walk_ends_early` (later: a reput from between the two ends) and :func:`_walk_after` (with a
-            queue cut: a BatchCQ unit past the walk, a reput check ending before the log's end) refuse, a reput
+            walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
+            and :func:`_walk_after` (with a queue cut: a BatchCQ unit past the walk, a reput check ending before the
+            log's end) refuse, a reput
             from at or before the walk's last indexed record with records past the walk's end, or with
             ext files and a queue cut or a reput from before the walk's end, the cases of the
             queue truncation at the short ``processOffset`` that
@@ -275,17 +286,15 @@ def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -
     :func:`store_format.dledger_crash_cut.cut_queues` with ``after``); from the log's end (the committed position,
     without ``recheckReputOffsetFromCq``) nothing: the dispatch ends at ``stop``.
 
-    Raises:
-        UnsupportedConfigError: a reput from between ``stop`` and the log's end (the records before it would
-            never be dispatched, those after it put behind the gap).
+    From between ``stop`` and the log's end (the committed position inside the log) it dispatches the records from
+    there to the log's end: those from ``stop`` to it are never dispatched (:attr:`DLedgerCrash.gap`: no queue
+    unit, no index key, no ext unit), and each queue gets the units of the later ones at its write position
+    (``ConsumeQueue.putMessagePositionInfo`` appends whatever queue offset a unit holds, logging "logic queue order
+    maybe wrong"), below their own queue offsets by the records left out.
     """
-    if reput <= stop:
-        return rec.process_offset
     if reput >= rec.process_offset:
         return stop
-    raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at "
-                  f"{rec.process_offset}, and the start's reput from {reput} would leave the records between them "
-                  "out")
+    return rec.process_offset
 
 
 def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int, last_base: int, reason: str,

@@ -17,7 +17,7 @@ from .errors import StoreLayoutError
 from .layout import SEGMENT_NAME_RE
 from .store_layouts import check_store_layout, store_batch_topics
 
-__all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader"]
+__all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader", "skip_range"]
 
 
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -109,6 +109,11 @@ class StoreLocation:
             else:
                 hi = mid
         if lo < len(self.segments) and self.segments[lo].base <= offset:
+            seg = self.segments[lo]
+            # a file read in two pieces around a range the reput skips (skip_range): the piece from its start on
+            while lo + 1 < len(self.segments) and self.segments[lo + 1].base == seg.base \
+                    and self.segments[lo + 1].start <= offset - seg.base:
+                lo += 1
             return self.segments[lo]
         return None
 
@@ -303,3 +308,26 @@ def _segments(files: list[pafs.FileInfo], config: BrokerConfig) -> list[Segment]
 
 def load_config_for(config_uri: str | None, **overrides: object) -> BrokerConfig:
     return load_broker_config(read_text(config_uri) if config_uri else None, **overrides)
+
+
+def skip_range(st: StoreLocation, lo: int, hi: int) -> StoreLocation:
+    """``st`` as a reput reads it that dispatches up to ``lo`` and goes on at ``hi`` (``lo < hi``, both record
+    starts), leaving the records between them out: the segment holding ``lo`` read up to it, the reput going on
+    at ``hi`` (``Segment.resume``), the segments wholly between left out, the one holding ``hi`` read from it;
+    when both lie in one file, that file is read as two segments (the second from ``hi``).  A 5.x DLedger crash
+    restart whose recovery's walk ends at a damaged message before the log's end, and whose start's reput begins
+    past it (:mod:`store_format.dledger_crash`); at a segment's start, the segment before goes on at ``hi``."""
+    assert lo < hi, (lo, hi)
+    kept: list[Segment] = []
+    for seg in st.segments:
+        if seg.end == lo:
+            kept.append(dataclasses.replace(seg, resume=hi))
+            continue
+        if seg.end < lo or seg.base >= hi:
+            kept.append(seg)
+            continue
+        if seg.base < lo:
+            kept.append(dataclasses.replace(seg, readable=lo - seg.base, resume=hi))
+        if seg.base <= hi < seg.end:
+            kept.append(dataclasses.replace(seg, start=hi - seg.base))
+    return dataclasses.replace(st, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(kept)])

@@ -195,6 +195,23 @@ def damaged_cut_abort_scenarios(line: str, more: bool = False) -> list[dict]:
     return out
 
 
+def damaged_gap_abort_scenarios(line: str) -> list[dict]:
+    """The damaged-cut store with its 398th message (of 400) damaged instead, DLedger's checkpoint still two entries
+    behind the log's end: ``dledgerRecoverAbnormally``'s message check ends the walk at the damaged message, and the
+    start's reput from the committed position, the entry after it, dispatches the last two messages: the damaged
+    one is never dispatched (no unit, no key), and the queue appends the last two at its write position, one below
+    their own queue offsets (``<line>-dledger-abort-damaged-gap``: 5.5.1 cuts the queue at the walk's short
+    ``processOffset`` first, the last two then go over the cut units; 5.3.3 with its queues deleted cuts nothing).
+    ``-damaged-gap-nocut`` (5.5.1): the checkpoint's ``logicsPhysicalOffset`` set to 100, so that no queue is cut
+    (and the walk starts at the first data file)."""
+    sc = {**partial_abort_scenario(line), "damageMessage": 397, "dledgerCommittedBack": 2,
+          "name": f"{line}-dledger-abort-damaged-gap"}
+    if not line.startswith("5.5"):
+        return [sc] if line.startswith("5.3") else []
+    return [sc, {**sc, "checkpointLogicsPhysicalOffset": {"set": 100},
+                 "name": f"{line}-dledger-abort-damaged-gap-nocut"}]
+
+
 def small_abort_scenarios(line: str) -> list[dict]:
     """``<line>-dledger-abort-small`` (5.x lines): 200 keyed messages of 100-300 bytes (about 30 entries in
     the last data file), restarted after a crash: ``dledgerRecoverAbnormally``'s ``processOffset`` leaves

@@ -28,6 +28,7 @@ from broker_dledger_scenarios import (
     batch_kept_abort_scenario,
     damaged_abort_scenarios,
     damaged_cut_abort_scenarios,
+    damaged_gap_abort_scenarios,
     dledger_scenarios,
     emptied_abort_scenarios,
     emptied_batch_abort_scenarios,
@@ -50,7 +51,8 @@ bh.skip_without_tools()
 LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
 # DLEDGER_MORE_LAYOUTS=1: the layouts crash restart with recheckReputOffsetFromCq=true too (some 15 s more), and
 # on 5.5.1 the layouts store whose start's reput begins before the walk's last data file (layouts-early) and the
-# damaged-cut crash restart with the switch and with the whole log committed
+# damaged-cut crash restart with the switch and with the whole log committed, and the damaged-gap ones (the start's
+# reput from past the damaged message; on 5.3.3 they come with DLEDGER_LINES alone)
 MORE_LAYOUTS = os.environ.get("DLEDGER_MORE_LAYOUTS") == "1"
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
@@ -61,6 +63,7 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line),
     layouts_abort_scenario(line), batch_kept_abort_scenario(line), *damaged_abort_scenarios(line),
     *damaged_cut_abort_scenarios(line, MORE_LAYOUTS),
+    *(damaged_gap_abort_scenarios(line) if MORE_LAYOUTS or line.startswith("5.3") else []),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
     + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line)
     + ([layouts_early_abort_scenario(line)] if line.startswith("5.5") and MORE_LAYOUTS else [])
@@ -662,14 +665,14 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message_and_the_q
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_as_restart_refuses_a_damaged_crash_walk_whose_reput_starts_elsewhere(written, line, tmp_path):
-    """The damaged-cut store as the restart found it, DLedger's checkpoint moved: one entry behind the log's end
-    (the start's reput from between the walk's end and the log's end would never dispatch the damaged message),
-    four entries behind it (the reput from before the walk's last indexed record indexes it again before the
-    records past the walk): both refused in one line, exit 2, as not modelled."""
+    """The damaged-cut store as the restart found it, DLedger's checkpoint moved four entries behind the log's end
+    (the reput from before the walk's last indexed record indexes it again before the records past the walk):
+    refused in one line, exit 2, as not modelled.  (One entry behind it, the reput from between the walk's end and
+    the log's end, is modelled: -damaged-gap.)"""
     r = _RUNS[f"{line}-dledger-abort-damaged-cut"]
     assert r["written"].get("ok"), r["written"].get("error")
     src = Path(r["scenario"]["dir"])
-    for back, why in ((1, "would never be dispatched"), (4, "indexes the walk's last indexed record")):
+    for back, why in ((4, "indexes the walk's last indexed record"),):
         store = bh.copy_store(src / "before", tmp_path / f"back-{back}")
         cp = store / "dledger-n0" / "checkpoint"
         end = int(bh.read_conf(cp)["endIndex"])
@@ -677,6 +680,39 @@ def test_as_restart_refuses_a_damaged_crash_walk_whose_reput_starts_elsewhere(wr
         code, err = _as_restart(store, tmp_path / f"out-{back}", src, line)
         last = err.strip().splitlines()[-1]
         assert code == 2 and last.startswith("error:") and why in last and "not modelled" in last, err[-2000:]
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(written, line, tmp_path):
+    """The partial store (one queue) with a body byte of its 398th message flipped and DLedger's checkpoint two
+    entries behind the log's end, restarted after a crash: dledgerRecoverAbnormally's message check ends its walk
+    at the damaged message, and the start's reput from the committed position, the entry after it, dispatches the
+    last two messages only: the damaged one gets no unit and no key, and the queue appends the last two at its write
+    position (one below their own queue offsets).  5.5.1 cuts the queue at the walk's short processOffset first
+    (-damaged-gap: the last two go over the cut units), or not with the checkpoint behind it (-damaged-gap-nocut);
+    5.3.3 with its queues deleted cuts nothing.  --as-restart on the store as the restart found it writes the
+    broker's files byte for byte, and verify predicts the units the broker's queue lacks."""
+    ran = [n for n in (f"{line}-dledger-abort-damaged-gap{s}" for s in ("", "-nocut")) if n in _RUNS]
+    if not ran:
+        pytest.skip("no damaged-gap scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        damaged, end = int(r["written"]["damagedRecord"]), int(r["written"]["maxPhyOffset"])
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert f"check ends its walk at {damaged - 48} " in err and "are never dispatched" in err, err[-2000:]
+        cut = line.startswith("5.5") and not name.endswith("-nocut")
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == cut, err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        held, sent = _held(r, src), _queued(r["scenario"])
+        assert damaged not in held and held[-1] < end and held[-2] > damaged, (name, held[-3:], damaged)
+        assert len(held) < sent - 2 if cut else len(held) == sent - 1, (name, len(held), sent)
+        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
+        p = report["restart"]
+        assert p is not None and p["dledger"], report.get("no_prediction")
+        assert p["units_lost"] == sent - len(held), (name, p["units_lost"], sent - len(held), p["notes"])
 
 
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],

@@ -164,7 +164,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     dispatch_from: int | None = None, cut_lost: dict[str, np.ndarray] | None = None,
                     cut_at: int | None = None,
                     reindex_from: int | None = None, abnormal_from: int | None = None,
-                    ext_again_from: int | None = None) -> RestartPrediction:
+                    ext_again_from: int | None = None, skip: tuple[int, int] | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -211,7 +211,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     every other unit at or past ``cut_at`` is written again (the cut took it,
     the reput puts it back); ``reindex_from``: the reput starts there and indexes the last indexed record
     again; ``ext_again_from``: where that reput starts, which puts an ext unit again for each record of an
-    ext queue from there (:class:`store_format.dledger_crash_cut.ExtAgain`).
+    ext queue from there (:class:`store_format.dledger_crash_cut.ExtAgain`); ``skip``: the records no one
+    dispatches (:attr:`store_format.dledger_crash.DLedgerCrash.gap`), whose units a queue lacks stay lost and whose
+    keys are not put.
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -258,7 +260,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     p.tail_bytes = max(0, commitlog_end - max(first, commitlog_min))
 
     def in_tail(off: np.ndarray) -> np.ndarray:
-        return (off >= first) & (off < commitlog_end)
+        tail = (off >= first) & (off < commitlog_end)
+        return tail & ~((off >= skip[0]) & (off < skip[1])) if skip is not None else tail
 
     top = max((s.restart.max_physic_offset for s in states), default=-1)   # the queues' max after the dispatch
     none = np.zeros(0, np.int64)
@@ -271,6 +274,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             if hi < first or lo >= commitlog_end:
                 continue
             if lo >= first and hi < commitlog_end and lo > q.max_physic_offset and not second_reput \
+                    and (skip is None or hi < skip[0] or lo >= skip[1]) \
                     and not ((cut_away >= lo) & (cut_away <= hi)).any() \
                     and (ext_again_from is None or not lo < ext_again_from <= hi):
                 n_tail += n
@@ -329,7 +333,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
                       checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown,
                       end=commitlog_end if second_reput or reindex_from is not None else None,
-                      second_reput_from=again if second_reput else reindex_from)
+                      second_reput_from=again if second_reput else reindex_from, skip=skip)
     if recovery_dispatches:
         p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
@@ -347,7 +351,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
 def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, store_index: list[tuple[str, int, dict]],
                   expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
                   clean_shutdown: bool, end: int | None = None, second_reput_from: int | None = None,
-                  second_reput_note: str | None = None) -> None:
+                  second_reput_note: str | None = None, skip: tuple[int, int] | None = None) -> None:
     """``index/`` at the start, into ``p``: ``IndexService.load`` maps every file (a short one is extended),
     an abnormal start deletes the files whose endTimestamp is after the checkpoint's indexMsgTimestamp, and
     ``IndexService.buildIndex`` puts again the keys of the records dispatched from ``first`` that lie at or
@@ -355,7 +359,7 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
     (``recheckReputOffsetFromCq=true``) the start's second walk from there puts again the keys of the
     records at or after it and after the last indexed record's start (``IndexService.buildIndex`` skips
     only offsets below ``endPhyOffset``), below ``end`` (``second_reput_note``: the note on where that walk
-    starts, by default the file queues')."""
+    starts, by default the file queues'); ``skip``: records whose keys no one puts (``predict_restart``)."""
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp
     full = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -376,6 +380,8 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
         n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
         offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
         put = (offs >= threshold) & (offs < (end if end is not None else np.iinfo(np.int64).max))
+        if skip is not None:
+            put &= (offs < skip[0]) | (offs >= skip[1])
         keys += int(put.sum())
         if put.any():
             end_phy = max(end_phy, int(offs[put].max()))
