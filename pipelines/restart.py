@@ -23,7 +23,7 @@ from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import StoreError
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
-from store_format.store import Segment, StoreLocation, skip_range, with_dledger_committed
+from store_format.store import Segment, StoreLocation, jump_at, with_dledger_committed
 
 from .anomalies import at_offset
 from .build import write_file
@@ -121,7 +121,9 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              f"dispatches the rest to {crash.end}" if crash.gap is None else
                              f"dispatches from there to {crash.end}: the records from {crash.walk_end} to "
                              f"{crash.reput_from} are never dispatched, and each queue appends the later ones at its "
-                             "write position"))
+                             "write position")
+                          + (" (it walks the walk's records from there again before the rest: their ext units and "
+                             "the last indexed record's keys go before the rest's)" if crash.again else ""))
         progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally dispatches "
                       f"every entry from data file {crash.start_file} to {crash.end}, committed or not")
         if crash.cut is not None:
@@ -151,8 +153,8 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
         segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
                                    reindex=crash.reindex)
-        if crash.gap is not None:
-            kept = skip_range(kept, *crash.gap)
+        if crash.jump is not None:   # the reput's records read where it reads them (the walk's again: its keys, ext)
+            kept = jump_at(dataclasses.replace(kept, reindex=-1) if crash.again else kept, *crash.jump)
         return kept, DLedgerRestart(rec, before, False, crash)
     kept = with_dledger_committed(st, rec.committed_index, rec.committed_pos)
     if not kept.segments:
@@ -198,7 +200,7 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         built.cq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         built.bcq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         changed = True
-    for again in crash.ext_again:
+    for again in () if crash.again else crash.ext_again:   # crash.again: the rebuild's walk put them (jump_at)
         _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size)
     return changed
 

@@ -32,10 +32,13 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   (:func:`_walk_after`, :func:`store_format.dledger_crash_cut.cut_queues`' ``after``); from the log's end it adds
   nothing.  From between the two ends (the committed position) it dispatches from there: the records between the
   walk's end and it are never dispatched (:attr:`DLedgerCrash.gap`, which the rebuild leaves out of its walk:
-  :func:`store_format.store.skip_range`), and each queue appends the later ones at its write position, after the
-  walk's units (after the cut, the cut units left out: ``cut_queues``' ``after``).  A reput from at or before the
-  walk's last indexed record when records follow the walk's end is refused (``IndexService.buildIndex`` indexes
-  that record again, then those records: keys put again in the middle of the index, not modelled).
+  :func:`store_format.store.jump_at`), and each queue appends the later ones at its write position, after the
+  walk's units (after the cut, the cut units left out: ``cut_queues``' ``after``).  A reput from before the walk's
+  end walks the walk's records from its start again, then the rest: ``IndexService.buildIndex`` puts the walk's
+  last indexed record's keys again (at its ``endPhyOffset``) and ``ConsumeQueueExt.put`` an ext unit again for each
+  of those records, before those of the records past the walk (:attr:`DLedgerCrash.again`: the rebuild reads those
+  records a second time, :func:`store_format.store.jump_at`); with a queue cut that is refused (the cut's moves
+  follow one walk, not modelled).
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -130,11 +133,23 @@ class DLedgerCrash:
     # there, the start's reput the rest to end (_walk_ends_early)
     walk_end: int = -1
 
+    # the walk's message check failed at walk_end and the start's reput from before it walks the records from there
+    # again, then those past it: the keys of the walk's last indexed record (reindex) and the ext units of its
+    # records from reput_from (ext_again) are put between the walk's ones and theirs (the rebuild reads those
+    # records a second time, store_format.store.jump_at, which does both, instead of putting them at the end)
+    again: bool = False
+
+    @property
+    def jump(self) -> tuple[int, int] | None:
+        """Where the dispatch stops and where it goes on (:func:`store_format.store.jump_at`): the walk's end and
+        the reput's start, with :attr:`gap` or :attr:`again` (None: one walk from the start file to ``end``)."""
+        return (self.walk_end, self.reput_from) if self.gap is not None or self.again else None
+
     @property
     def gap(self) -> tuple[int, int] | None:
         """The records no one dispatches, ``[walk_end, reput_from)``: the walk's message check failed at
         ``walk_end`` and the start's reput begins past it, before the log's end (None: no such range).  The one
-        place the rebuild (:func:`store_format.store.skip_range`) and ``verify`` read it from."""
+        place the rebuild (:func:`store_format.store.jump_at`) and ``verify`` read it from."""
         if 0 <= self.walk_end < self.reput_from < self.end:
             return self.walk_end, self.reput_from
         return None
@@ -182,10 +197,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
             and :func:`_walk_after` (with a queue cut: a BatchCQ unit past the walk, a reput check ending before the
-            log's end) refuse, a reput
-            from at or before the walk's last indexed record with records past the walk's end, or with
-            ext files and a queue cut or a reput from before the walk's end, the cases of the
-            queue truncation at the short ``processOffset`` that
+            log's end) refuse, with a queue cut a reput from at or before the walk's last indexed record with
+            records past the walk's end, or ext files, the cases of the queue truncation at the short
+            ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
             converted store's old files are below every data file: refused there too).
     """
@@ -260,21 +274,20 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     walk_end, log_end = -1, end
     if early:
         walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
-        if config.enableConsumeQueueExt and reput < end:
-            # the reput's ext units of the walk's records from its start would go before those of the records
-            # past the walk's end, which the rebuild's dispatch puts right after the walk's ones
-            raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
-                          f"{rec.process_offset}, consume queue ext files (enableConsumeQueueExt=true) and the "
-                          f"start's reput from {reput}, before the walk's end")
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
         else -1
-    if reindex >= 0 and log_end > end:
-        # IndexService.buildIndex puts the walk's last indexed record again, then the records past the walk's end
+    # the reput from before the walk's end walks the walk's records again, then those past it: the ext units and
+    # keys it puts again go before theirs (DLedgerCrash.again)
+    again = early and log_end > end and reput < end and (bool(ext_again) or reindex >= 0)
+    if again and cut is not None:
+        # IndexService.buildIndex puts the walk's last indexed record again, then the records past the walk's end,
+        # which the cut's moves (made for one walk) do not follow
         raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
-                      f"{rec.process_offset}, and the start's reput from {reput} indexes the walk's last indexed "
-                      f"record ({reindex}) again before the records past the walk")
+                      f"{rec.process_offset}, truncateDirtyLogicFiles cuts the queues, and the start's reput from "
+                      f"{reput} indexes the walk's last indexed record ({reindex}) again before the records past the "
+                      "walk")
     return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
-                        ext_again, walk_end=walk_end)
+                        ext_again, walk_end=walk_end, again=again)
 
 
 def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:

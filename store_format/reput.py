@@ -114,10 +114,12 @@ def follow_reput(store: StoreLocation, config: BrokerConfig,
     limit_abs: int | None = None
     asked = False
     reput = store.segments[0].base + store.segments[0].start
+    cur = 0   # the list position the reput reads at (StoreLocation.piece_at: a store read in pieces)
     while True:
-        seg = store.segment_at(reput)
-        if seg is None:
+        found = store.piece_at(reput, cur)
+        if found is None:
             return
+        cur, seg = found
         pos = reput - seg.base
         if pos >= seg.data_end:
             if seg.resume > reput:   # the concurrent reput goes on past damaged bytes (Segment.resume)
@@ -129,9 +131,12 @@ def follow_reput(store: StoreLocation, config: BrokerConfig,
         limit_rel = limit_abs - seg.base if limit_abs is not None and seg is last else None
         state, stop = yield seg, cl.WalkState.at_slice_start(pos, seg.data_end), limit_rel
         nxt = next_reput_offset(seg, state, stop, file_size, reput_walks_past_unreadable(config))
-        if seg.resume >= 0 and stop != cl.Stop.LIMIT:
-            nxt = seg.resume   # whatever the walk of the slice the batch tasks parsed met at its end
-        if nxt is None or nxt <= reput:
+        jumped = seg.resume >= 0 and stop != cl.Stop.LIMIT
+        if jumped:
+            # whatever the walk of the slice the batch tasks parsed met at its end; or a reput read in pieces
+            # (store.jump_at), which may go back: on in the pieces after this one
+            nxt, cur = seg.resume, cur + 1
+        if nxt is None or (nxt <= reput and not jumped):
             return
         reput = nxt
 

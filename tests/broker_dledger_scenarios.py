@@ -212,6 +212,25 @@ def damaged_gap_abort_scenarios(line: str) -> list[dict]:
                  "name": f"{line}-dledger-abort-damaged-gap-nocut"}]
 
 
+def damaged_again_abort_scenarios(line: str) -> list[dict]:
+    """Crash restarts whose start's reput begins before the damaged message that ends the walk, and before the
+    walk's last indexed record, with no queue cut (the checkpoint's ``logicsPhysicalOffset`` set to 100; 5.3.3 with
+    its queues deleted cuts nothing): the reput walks the walk's last records again, then the rest, so
+    ``IndexService.buildIndex`` puts the walk's last indexed record's keys again before those of the records past
+    the damage.  ``<line>-dledger-abort-damaged-again``: the partial store, its 398th message of 400 damaged,
+    DLedger's checkpoint five entries behind the log's end.  ``-damaged-again-layouts``: the layouts store (ext
+    files, a light queue, a BatchCQ topic), its 391st message (T0) damaged, the checkpoint twelve entries behind:
+    the reput also puts an ext unit again for each T0 record from its start to the damage, before those of the
+    records past it."""
+    if not line.startswith(("5.3", "5.5")):
+        return []
+    cp = {"checkpointLogicsPhysicalOffset": {"set": 100}}
+    return [{**partial_abort_scenario(line), **cp, "damageMessage": 397, "dledgerCommittedBack": 5,
+             "name": f"{line}-dledger-abort-damaged-again"},
+            {**layouts_abort_scenario(line), **cp, "damageMessage": 390, "dledgerCommittedBack": 12,
+             "name": f"{line}-dledger-abort-damaged-again-layouts"}]
+
+
 def small_abort_scenarios(line: str) -> list[dict]:
     """``<line>-dledger-abort-small`` (5.x lines): 200 keyed messages of 100-300 bytes (about 30 entries in
     the last data file), restarted after a crash: ``dledgerRecoverAbnormally``'s ``processOffset`` leaves

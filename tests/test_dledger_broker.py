@@ -27,6 +27,7 @@ from broker_dledger_scenarios import (
     abort_scenarios,
     batch_kept_abort_scenario,
     damaged_abort_scenarios,
+    damaged_again_abort_scenarios,
     damaged_cut_abort_scenarios,
     damaged_gap_abort_scenarios,
     dledger_scenarios,
@@ -52,7 +53,8 @@ LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
 # DLEDGER_MORE_LAYOUTS=1: the layouts crash restart with recheckReputOffsetFromCq=true too (some 15 s more), and
 # on 5.5.1 the layouts store whose start's reput begins before the walk's last data file (layouts-early) and the
 # damaged-cut crash restart with the switch and with the whole log committed, and the damaged-gap ones (the start's
-# reput from past the damaged message; on 5.3.3 they come with DLEDGER_LINES alone)
+# reput from past the damaged message) and damaged-again ones (from before it); on 5.3.3 they come with DLEDGER_LINES
+# alone)
 MORE_LAYOUTS = os.environ.get("DLEDGER_MORE_LAYOUTS") == "1"
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
@@ -63,7 +65,8 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line),
     layouts_abort_scenario(line), batch_kept_abort_scenario(line), *damaged_abort_scenarios(line),
     *damaged_cut_abort_scenarios(line, MORE_LAYOUTS),
-    *(damaged_gap_abort_scenarios(line) if MORE_LAYOUTS or line.startswith("5.3") else []),
+    *(damaged_gap_abort_scenarios(line) + damaged_again_abort_scenarios(line)
+      if MORE_LAYOUTS or line.startswith("5.3") else []),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
     + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line)
     + ([layouts_early_abort_scenario(line)] if line.startswith("5.5") and MORE_LAYOUTS else [])
@@ -713,6 +716,42 @@ def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(wr
         p = report["restart"]
         assert p is not None and p["dledger"], report.get("no_prediction")
         assert p["units_lost"] == sent - len(held), (name, p["units_lost"], sent - len(held), p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_walks_the_damaged_walk_again(written, line, tmp_path):
+    """Crash restarts whose walk ends at a damaged message and whose start's reput, from the committed position
+    before it and before the walk's last indexed record, walks the walk's last records again, then the rest (no
+    queue cut): IndexService.buildIndex puts the last indexed record's keys again before those of the records
+    past the damage, and on the layouts store (ext files, a light queue, a BatchCQ topic) ConsumeQueueExt.put an
+    ext unit again for each T0 record from the reput's start before those of the records past it.  --as-restart
+    on the store as the restart found it writes the broker's consumequeue/, index/, consumequeue_ext/ and
+    batchconsumequeue/ byte for byte; verify predicts no unit lost, as the broker's queue (partial store) holds
+    every message."""
+    ran = [n for n in (f"{line}-dledger-abort-damaged-again{s}" for s in ("", "-layouts")) if n in _RUNS]
+    if not ran:
+        pytest.skip("no damaged-again scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        damaged = int(r["written"]["damagedRecord"])
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert f"check ends its walk at {damaged - 48} " in err and "walks the walk's records from there again" in err \
+            and "indexes the record at" in err and "truncateDirtyLogicFiles" not in err, err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        if name.endswith("-layouts"):
+            assert "ext unit(s) again" in err, err[-2000:]
+            _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+            _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+            continue
+        held, sent = _held(r, src), _queued(r["scenario"])
+        assert len(held) == sent and damaged in held, (name, len(held), sent)
+        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
+        p = report["restart"]
+        assert p is not None and p["dledger"], report.get("no_prediction")
+        assert p["units_lost"] == 0, (name, p["units_lost"], p["notes"])
 
 
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],

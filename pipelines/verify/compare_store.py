@@ -233,10 +233,12 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         cut_lost={f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
         if crash is not None and crash.cut is not None else None,
         cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
-        reindex_from=crash.reput_from if crash is not None and crash.reindex >= 0 else None,
+        reindex_from=(crash.reindex if crash.again else crash.reput_from) if crash is not None and crash.reindex >= 0
+        else None,
         abnormal_from=recovery.dispatch_from if recovery is not None and abnormal else None,
         ext_again_from=crash.reput_from if crash is not None and crash.ext_again else None,
-        skip=crash.gap if crash is not None else None)
+        skip=crash.gap if crash is not None else None,
+        again_to=crash.walk_end if crash is not None and crash.again else None)
     if st.dledger_pending:
         restart.notes[:] = [n for n in restart.notes if not n.startswith("abort file present: the broker runs its "
                                                                           "abnormal recovery")]
