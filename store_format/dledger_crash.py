@@ -37,8 +37,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   end walks the walk's records from its start again, then the rest: ``IndexService.buildIndex`` puts the walk's
   last indexed record's keys again (at its ``endPhyOffset``) and ``ConsumeQueueExt.put`` an ext unit again for each
   of those records, before those of the records past the walk (:attr:`DLedgerCrash.again`: the rebuild reads those
-  records a second time, :func:`store_format.store.jump_at`); with a queue cut that is refused (the cut's moves
-  follow one walk, not modelled).
+  records a second time, :func:`store_format.store.jump_at`); with a queue cut, the cut's moves then apply to what
+  that walk wrote (the records read again drop as repeats), and the cut units put back point at the ext units put
+  again.
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -78,8 +79,6 @@ from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_cut import (
-    KIND_BATCH,
-    U_KIND,
     U_QUEUE,
     ExtAgain,
     QueueCut,
@@ -196,10 +195,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
-            and :func:`_walk_after` (with a queue cut: a BatchCQ unit past the walk, a reput check ending before the
-            log's end) refuse, with a queue cut a reput from at or before the walk's last indexed record with
-            records past the walk's end, or ext files, the cases of the queue truncation at the short
-            ``processOffset`` that
+            and :func:`_walk_after` (with a queue cut: the reput's check ending before the log's end) refuse, the
+            cases of the queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
             converted store's old files are below every data file: refused there too).
     """
@@ -242,10 +239,6 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         truncates = loaded_max >= process_offset
     after = None
     if early and truncates:
-        if config.enableConsumeQueueExt:
-            raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
-                          f"{rec.process_offset}, truncateDirtyLogicFiles then cuts the queues at processOffset "
-                          f"{process_offset}, and consume queue ext files (enableConsumeQueueExt=true)")
         after = _walk_after(st, files, end, rec.process_offset, last_base, reason, config, track)
     cut = None
     if truncates:
@@ -279,13 +272,6 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     # the reput from before the walk's end walks the walk's records again, then those past it: the ext units and
     # keys it puts again go before theirs (DLedgerCrash.again)
     again = early and log_end > end and reput < end and (bool(ext_again) or reindex >= 0)
-    if again and cut is not None:
-        # IndexService.buildIndex puts the walk's last indexed record again, then the records past the walk's end,
-        # which the cut's moves (made for one walk) do not follow
-        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
-                      f"{rec.process_offset}, truncateDirtyLogicFiles cuts the queues, and the start's reput from "
-                      f"{reput} indexes the walk's last indexed record ({reindex}) again before the records past the "
-                      "walk")
     return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
                         ext_again, walk_end=walk_end, again=again)
 
@@ -316,11 +302,10 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
     ``track``) of the records from ``stop``, where the walk's message check failed, to DLedger's log end
     ``log_end``, as the start's reput hands them to the queues when it walks them (``doReput``'s message check:
     ``checkMessageAndReturnSize`` without CRC; a DLedger blank moves it to the next data file), in commitlog order:
-    the cut's ``after``.
+    the cut's ``after`` (a batch queue's units numbered from 0 here: the cut numbers them after its queue's).
 
     Raises:
-        UnsupportedConfigError: the reput's check would end elsewhere than the log's end, or a BatchCQ topic's unit
-            past ``stop`` (not modelled).
+        UnsupportedConfigError: the reput's check would end elsewhere than the log's end.
     """
     k = next((n for n, f in enumerate(files) if f.base <= stop < f.end), -1)
     assert k >= 0 and files[k].base == last_base, (stop, last_base)
@@ -351,10 +336,10 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
             continue
         break
     rows = np.concatenate(found) if found else np.zeros((0, 5), dtype=np.int64)
-    if (found and at != log_end) or (rows[:, U_KIND] == KIND_BATCH).any():
+    if found and at != log_end:
         raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at "
                       f"{log_end}, truncateDirtyLogicFiles then cuts the queues, and the start's reput's check past "
-                      + (f"it ends at {at}" if found and at != log_end else "it meets a BatchCQ topic's message"))
+                      f"it ends at {at}")
     if len(rows):
         ids = np.array([track.queue_id(name) for name in after.names], dtype=np.int64)
         rows[:, U_QUEUE] = ids[rows[:, U_QUEUE]]

@@ -60,6 +60,9 @@ appended (:class:`ExtAgain`): the ext files grow by one unit per record from the
 end, after the units the recovery's walk put, and a unit put back holds its new ext unit's address (light
 queue units hold the tags code, batch queues have no ext files).  That holds without a cut too (5.3.3, or
 5.5.1 when the checkpoint is behind ``processOffset``): the units are all dropped, the ext units still put.
+When the walk ended at a damaged message before the log's end, the records past it get theirs after those
+(:class:`ExtAgain` counts the walk's records only, its addresses are those of the cut units put back: the units
+of the records past the walk hold the addresses their own dispatch gave them).
 
 ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
 """
@@ -390,6 +393,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         start = -(-gone_from // size) * size   # the first file that starts at or past it
         (batch_dropped if batch else dropped).extend(
             (*name, f) for f in range(start, last - last % size + 1, size))
+    if walk_end >= 0:   # the units of records past the walk hold the ext units their own dispatch put
+        put_back = {q: (off[off < walk_end], pos[off < walk_end]) for q, (off, pos) in put_back.items()}
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
                     ext_again, inside_from)

@@ -221,14 +221,19 @@ def damaged_again_abort_scenarios(line: str) -> list[dict]:
     DLedger's checkpoint five entries behind the log's end.  ``-damaged-again-layouts``: the layouts store (ext
     files, a light queue, a BatchCQ topic), its 391st message (T0) damaged, the checkpoint twelve entries behind:
     the reput also puts an ext unit again for each T0 record from its start to the damage, before those of the
-    records past it."""
+    records past it.  5.5.1 adds both without the checkpoint's ``logicsPhysicalOffset`` moved (``-cut``), so that
+    ``truncateDirtyLogicFiles`` cuts the queues at the walk's short ``processOffset`` first: the reput puts back
+    the cut units from its start (an ext queue's pointing at the ext units it puts again) and appends the records
+    past the damage behind them (a batch queue's too)."""
     if not line.startswith(("5.3", "5.5")):
         return []
+    out = [{**partial_abort_scenario(line), "damageMessage": 397, "dledgerCommittedBack": 5,
+            "name": f"{line}-dledger-abort-damaged-again"},
+           {**layouts_abort_scenario(line), "damageMessage": 390, "dledgerCommittedBack": 12,
+            "name": f"{line}-dledger-abort-damaged-again-layouts"}]
     cp = {"checkpointLogicsPhysicalOffset": {"set": 100}}
-    return [{**partial_abort_scenario(line), **cp, "damageMessage": 397, "dledgerCommittedBack": 5,
-             "name": f"{line}-dledger-abort-damaged-again"},
-            {**layouts_abort_scenario(line), **cp, "damageMessage": 390, "dledgerCommittedBack": 12,
-             "name": f"{line}-dledger-abort-damaged-again-layouts"}]
+    return [{**sc, **cp} for sc in out] + ([{**sc, "name": f"{sc['name']}-cut"} for sc in out]
+                                          if line.startswith("5.5") else [])
 
 
 def small_abort_scenarios(line: str) -> list[dict]:

@@ -596,6 +596,25 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message(written, 
         assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
 
 
+def _layouts_lost(r: dict, src: Path) -> dict[str, int]:
+    """Per queue of a layouts store (T0/0, %LMQ%q1/0, BT0/0), the units of sent messages the broker's queue lacks
+    once its reput caught up (``reportQueues``; a batch queue counts one unit per message it holds)."""
+    messages = r["scenario"]["messages"]
+    sent = {"T0/0": sum(m["topic"] == "T0" for m in messages),
+            "%LMQ%q1/0": sum("properties" in m and m["topic"] == "T0" for m in messages),
+            "BT0/0": sum(m["topic"] == "BT0" for m in messages)}
+    lost = {}
+    for queue, state in r["written"]["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("BT0/") else ("consumequeue", 20)
+        held = 0
+        for f in state["files"]:
+            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(data), unit) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+        if sent[queue] - held:
+            lost[queue] = sent[queue] - held
+    return lost
+
+
 def _held(r: dict, src: Path) -> list[int]:
     """The commitlog offsets of the message units the broker's queue T0/0 holds once its reput caught up (below its
     max offset: the bytes past it are units the cut left on disk)."""
@@ -666,25 +685,6 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message_and_the_q
         assert p["units_lost"] == sent - len(held), (name, p["units_lost"], sent - len(held), p["notes"])
 
 
-@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_as_restart_refuses_a_damaged_crash_walk_whose_reput_starts_elsewhere(written, line, tmp_path):
-    """The damaged-cut store as the restart found it, DLedger's checkpoint moved four entries behind the log's end
-    (the reput from before the walk's last indexed record indexes it again before the records past the walk):
-    refused in one line, exit 2, as not modelled.  (One entry behind it, the reput from between the walk's end and
-    the log's end, is modelled: -damaged-gap.)"""
-    r = _RUNS[f"{line}-dledger-abort-damaged-cut"]
-    assert r["written"].get("ok"), r["written"].get("error")
-    src = Path(r["scenario"]["dir"])
-    for back, why in ((4, "indexes the walk's last indexed record"),):
-        store = bh.copy_store(src / "before", tmp_path / f"back-{back}")
-        cp = store / "dledger-n0" / "checkpoint"
-        end = int(bh.read_conf(cp)["endIndex"])
-        cp.write_text(f"committedIndex={end - back}\nendIndex={end}\n")
-        code, err = _as_restart(store, tmp_path / f"out-{back}", src, line)
-        last = err.strip().splitlines()[-1]
-        assert code == 2 and last.startswith("error:") and why in last and "not modelled" in last, err[-2000:]
-
-
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
 def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(written, line, tmp_path):
     """The partial store (one queue) with a body byte of its 398th message flipped and DLedger's checkpoint two
@@ -721,14 +721,17 @@ def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(wr
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
 def test_as_restart_after_a_crash_whose_reput_walks_the_damaged_walk_again(written, line, tmp_path):
     """Crash restarts whose walk ends at a damaged message and whose start's reput, from the committed position
-    before it and before the walk's last indexed record, walks the walk's last records again, then the rest (no
-    queue cut): IndexService.buildIndex puts the last indexed record's keys again before those of the records
-    past the damage, and on the layouts store (ext files, a light queue, a BatchCQ topic) ConsumeQueueExt.put an
-    ext unit again for each T0 record from the reput's start before those of the records past it.  --as-restart
-    on the store as the restart found it writes the broker's consumequeue/, index/, consumequeue_ext/ and
-    batchconsumequeue/ byte for byte; verify predicts no unit lost, as the broker's queue (partial store) holds
-    every message."""
-    ran = [n for n in (f"{line}-dledger-abort-damaged-again{s}" for s in ("", "-layouts")) if n in _RUNS]
+    before it and before the walk's last indexed record, walks the walk's last records again, then the rest:
+    IndexService.buildIndex puts the last indexed record's keys again before those of the records past the
+    damage, and on the layouts store (ext files, a light queue, a BatchCQ topic) ConsumeQueueExt.put an ext unit
+    again for each T0 record from the reput's start before those of the records past it.  With no queue cut, and
+    on 5.5.1 also with truncateDirtyLogicFiles cutting the queues at the walk's short processOffset first (-cut:
+    the reput puts back the cut units from its start, then appends the records past the damage, a batch queue's
+    too).  --as-restart on the store as the restart found it writes the broker's consumequeue/, index/,
+    consumequeue_ext/ and batchconsumequeue/ byte for byte; verify predicts the units the broker's queue
+    (partial store) lacks."""
+    ran = [n for n in (f"{line}-dledger-abort-damaged-again{s}" for s in ("", "-layouts", "-cut", "-layouts-cut"))
+           if n in _RUNS]
     if not ran:
         pytest.skip("no damaged-again scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
     for name in ran:
@@ -739,19 +742,23 @@ def test_as_restart_after_a_crash_whose_reput_walks_the_damaged_walk_again(writt
         code, err = _as_restart(src / "before", tmp_path / name, src, line)
         assert code == 0, err[-2000:]
         assert f"check ends its walk at {damaged - 48} " in err and "walks the walk's records from there again" in err \
-            and "indexes the record at" in err and "truncateDirtyLogicFiles" not in err, err[-2000:]
+            and "indexes the record at" in err, err[-2000:]
+        cut = name.endswith("-cut")
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == cut, err[-2000:]
         _same_tree(src / "expected", tmp_path / name)
-        if name.endswith("-layouts"):
-            assert "ext unit(s) again" in err, err[-2000:]
-            _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
-            _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
-            continue
-        held, sent = _held(r, src), _queued(r["scenario"])
-        assert len(held) == sent and damaged in held, (name, len(held), sent)
         code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
         p = report["restart"]
         assert p is not None and p["dledger"], report.get("no_prediction")
-        assert p["units_lost"] == 0, (name, p["units_lost"], p["notes"])
+        if "-layouts" in name:
+            assert "ext unit(s) again" in err, err[-2000:]
+            _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+            _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+            lost = _layouts_lost(r, src)
+            assert {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]} == lost, (name, lost, p)
+            continue
+        held, sent = _held(r, src), _queued(r["scenario"])
+        assert damaged in held and (len(held) < sent if cut else len(held) == sent), (name, len(held), sent)
+        assert p["units_lost"] == sent - len(held), (name, p["units_lost"], sent - len(held), p["notes"])
 
 
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
@@ -791,19 +798,7 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_batch_queue_it_holds(writ
     code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"], report.get("no_prediction")
-    messages = r["scenario"]["messages"]
-    sent = {"T0/0": sum(m["topic"] == "T0" for m in messages),
-            "%LMQ%q1/0": sum("properties" in m and m["topic"] == "T0" for m in messages),
-            "BT0/0": sum(m["topic"] == "BT0" for m in messages)}
-    lost = {}
-    for queue, state in r["written"]["queuesAfterDispatch"].items():
-        layout, unit = ("batchconsumequeue", 46) if queue.startswith("BT0/") else ("consumequeue", 20)
-        held = 0
-        for f in state["files"]:
-            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
-            held += sum(1 for i in range(0, len(data), unit) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
-        if sent[queue] - held:
-            lost[queue] = sent[queue] - held
+    lost = _layouts_lost(r, src)
     predicted = {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]}
     assert predicted == lost and ("BT0/0" in lost) == (line != "5.3.3" or r["written"]["truncateDirtyLogicFilesAt"]
                                                        >= 0), (predicted, lost, p["notes"])
