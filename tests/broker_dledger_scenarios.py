@@ -203,13 +203,20 @@ def damaged_gap_abort_scenarios(line: str) -> list[dict]:
     their own queue offsets (``<line>-dledger-abort-damaged-gap``: 5.5.1 cuts the queue at the walk's short
     ``processOffset`` first, the last two then go over the cut units; 5.3.3 with its queues deleted cuts nothing).
     ``-damaged-gap-nocut`` (5.5.1): the checkpoint's ``logicsPhysicalOffset`` set to 100, so that no queue is cut
-    (and the walk starts at the first data file)."""
+    (and the walk starts at the first data file).  ``-damaged-gap-layouts`` and ``-damaged-cut-layouts`` (5.5.1):
+    the layouts store (ext files, a light queue, a BatchCQ topic; DLedger's checkpoint six entries behind the
+    log's end) with its 391st message (T0) damaged, so that the reput begins past it, or its 395th, where it begins:
+    the cut queues get the units of the records from the reput's start appended at their write positions, a batch
+    queue's too, each holding the address of the ext unit its own dispatch put."""
     sc = {**partial_abort_scenario(line), "damageMessage": 397, "dledgerCommittedBack": 2,
           "name": f"{line}-dledger-abort-damaged-gap"}
     if not line.startswith("5.5"):
         return [sc] if line.startswith("5.3") else []
+    layouts = layouts_abort_scenario(line)
     return [sc, {**sc, "checkpointLogicsPhysicalOffset": {"set": 100},
-                 "name": f"{line}-dledger-abort-damaged-gap-nocut"}]
+                 "name": f"{line}-dledger-abort-damaged-gap-nocut"},
+            {**layouts, "damageMessage": 390, "name": f"{line}-dledger-abort-damaged-gap-layouts"},
+            {**layouts, "damageMessage": 394, "name": f"{line}-dledger-abort-damaged-cut-layouts"}]
 
 
 def damaged_again_abort_scenarios(line: str) -> list[dict]:
