@@ -231,7 +231,9 @@ def damaged_again_abort_scenarios(line: str) -> list[dict]:
     records past it.  5.5.1 adds both without the checkpoint's ``logicsPhysicalOffset`` moved (``-cut``), so that
     ``truncateDirtyLogicFiles`` cuts the queues at the walk's short ``processOffset`` first: the reput puts back
     the cut units from its start (an ext queue's pointing at the ext units it puts again) and appends the records
-    past the damage behind them (a batch queue's too)."""
+    past the damage behind them (a batch queue's too).  5.3.3, which cuts only the queues it loads, adds
+    ``-damaged-again-kept`` and ``-damaged-gap-kept`` (the damaged-gap store) with the queues kept
+    (``keepQueues``), checked through ``verify``."""
     if not line.startswith(("5.3", "5.5")):
         return []
     out = [{**partial_abort_scenario(line), "damageMessage": 397, "dledgerCommittedBack": 5,
@@ -239,8 +241,10 @@ def damaged_again_abort_scenarios(line: str) -> list[dict]:
            {**layouts_abort_scenario(line), "damageMessage": 390, "dledgerCommittedBack": 12,
             "name": f"{line}-dledger-abort-damaged-again-layouts"}]
     cp = {"checkpointLogicsPhysicalOffset": {"set": 100}}
+    kept = [{**sc, "keepQueues": True, "name": f"{sc['name']}-kept"}
+            for sc in (out[0], damaged_gap_abort_scenarios(line)[0])]
     return [{**sc, **cp} for sc in out] + ([{**sc, "name": f"{sc['name']}-cut"} for sc in out]
-                                          if line.startswith("5.5") else [])
+                                          if line.startswith("5.5") else kept)
 
 
 def small_abort_scenarios(line: str) -> list[dict]:

@@ -794,6 +794,19 @@ def test_verify_predicts_a_crash_restart_whose_walk_ends_at_a_damaged_message_an
     p = report["restart"]
     assert p is not None and p["dledger"], report.get("no_prediction")
     assert p["units_lost"] == sent - len(held) > 0, (p["units_lost"], sent - len(held), p["notes"])
+    # the damaged-again and damaged-gap stores kept as well: the reput from before the damaged message (the walk's
+    # records again) or from past it (the damaged one never dispatched), after the cut
+    for name, dispatched in ((f"{line}-dledger-abort-damaged-again-kept", True),
+                             (f"{line}-dledger-abort-damaged-gap-kept", False)):
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        held, sent = _held(r, src), _queued(r["scenario"])
+        assert (int(r["written"]["damagedRecord"]) in held) == dispatched and len(held) < sent - 2, (len(held), sent)
+        code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+        p = report["restart"]
+        assert p is not None and p["dledger"], report.get("no_prediction")
+        assert p["units_lost"] == sent - len(held) > 0, (name, p["units_lost"], sent - len(held), p["notes"])
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])

@@ -213,10 +213,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     the reput puts it back); ``reindex_from``: the reput starts there and indexes the last indexed record
     again; ``ext_again_from``: where that reput starts, which puts an ext unit again for each record of an
     ext queue from there (:class:`store_format.dledger_crash_cut.ExtAgain`); ``skip``: the records no one
-    dispatches (:attr:`store_format.dledger_crash.DLedgerCrash.gap`), whose units a queue lacks stay lost and whose
-    keys are not put; ``again_to``: the reput walks the records from its start to there again, then goes on past the
-    records the recovery's walk left (:attr:`store_format.dledger_crash.DLedgerCrash.again`): the ext units put again
-    are those of the records below it, the keys put again those of ``reindex_from`` alone.
+    dispatches (:attr:`store_format.dledger_crash.DLedgerCrash.gap`), whose units a queue lacks stay lost (and those
+    it holds at or past ``cut_at`` too: the cut takes them) and whose keys are not put; ``again_to``: the reput
+    walks the records from its start to there again, then goes on past the records the recovery's walk left
+    (:attr:`store_format.dledger_crash.DLedgerCrash.again`): the ext units put again are those of the records
+    below it, the keys put again those of ``reindex_from`` alone.
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -295,6 +296,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             put = tail & rules.appended(off, size, q.max_physic_offset) & ~lost_here
             if cut_at is not None:   # the units the cut took and the reput put back, a queue's own ones too
                 put |= tail & (off >= cut_at) & ~lost_here
+            if skip is not None and cut_at is not None:   # held units of the records no one dispatches, cut
+                n_cut += int(((off >= max(skip[0], cut_at, first)) & (off < min(skip[1], commitlog_end))
+                              & ~np.isin(off, s.missing_offsets)).sum())
             n_cut += int(lost_here.sum())
             n_tail += int(put.sum())
             n_records += int(in_tail(off).sum())
