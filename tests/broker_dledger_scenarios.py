@@ -207,14 +207,22 @@ def damaged_gap_abort_scenarios(line: str) -> list[dict]:
     the layouts store (ext files, a light queue, a BatchCQ topic; DLedger's checkpoint six entries behind the
     log's end) with its 391st message (T0) damaged, so that the reput begins past it, or its 395th, where it begins:
     the cut queues get the units of the records from the reput's start appended at their write positions, a batch
-    queue's too, each holding the address of the ext unit its own dispatch put."""
+    queue's too, each holding the address of the ext unit its own dispatch put.  ``-damaged-gap-emptied`` (5.5.1): the
+    partial store with three messages to a topic of their own (T9) after it, the second damaged, DLedger's checkpoint
+    one entry behind: the cut empties T9's queue, and the reput from the last entry puts T9's last message in a new
+    file at its own queue offset (``fillPreBlank`` before it), not where the rebuild's walk, which left the damaged
+    one out, appended it."""
     sc = {**partial_abort_scenario(line), "damageMessage": 397, "dledgerCommittedBack": 2,
           "name": f"{line}-dledger-abort-damaged-gap"}
     if not line.startswith("5.5"):
         return [sc] if line.startswith("5.3") else []
     layouts = layouts_abort_scenario(line)
+    g = _Messages(7, ["T9"])
+    t9 = [{**g.one(), "queueId": 0, "body": g.body(10, 60), "keys": f"k9-{i}"} for i in range(3)]
     return [sc, {**sc, "checkpointLogicsPhysicalOffset": {"set": 100},
                  "name": f"{line}-dledger-abort-damaged-gap-nocut"},
+            {**sc, "messages": [*sc["messages"], *t9], "damageMessage": 401, "dledgerCommittedBack": 1,
+             "name": f"{line}-dledger-abort-damaged-gap-emptied"},
             {**layouts, "damageMessage": 390, "name": f"{line}-dledger-abort-damaged-gap-layouts"},
             {**layouts, "damageMessage": 394, "name": f"{line}-dledger-abort-damaged-cut-layouts"}]
 

@@ -596,13 +596,15 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message(written, 
         assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
 
 
-def _layouts_lost(r: dict, src: Path) -> dict[str, int]:
-    """Per queue of a layouts store (T0/0, %LMQ%q1/0, BT0/0), the units of sent messages the broker's queue lacks
-    once its reput caught up (``reportQueues``; a batch queue counts one unit per message it holds)."""
-    messages = r["scenario"]["messages"]
-    sent = {"T0/0": sum(m["topic"] == "T0" for m in messages),
-            "%LMQ%q1/0": sum("properties" in m and m["topic"] == "T0" for m in messages),
-            "BT0/0": sum(m["topic"] == "BT0" for m in messages)}
+def _lost_per_queue(r: dict, src: Path) -> dict[str, int]:
+    """Per queue (a layouts store's T0/0, %LMQ%q1/0 and BT0/0 too), the units of sent messages the broker's queue
+    lacks once its reput caught up (``reportQueues``; a batch queue counts one unit per message it holds)."""
+    sent: dict[str, int] = {}
+    for m in r["scenario"]["messages"]:
+        for queue in (f"{m['topic']}/{m.get('queueId', 0)}",
+                      *([f"{m['properties']['INNER_MULTI_DISPATCH']}/0"]
+                        if "INNER_MULTI_DISPATCH" in m.get("properties", {}) else [])):
+            sent[queue] = sent.get(queue, 0) + 1
     lost = {}
     for queue, state in r["written"]["queuesAfterDispatch"].items():
         layout, unit = ("batchconsumequeue", 46) if queue.startswith("BT0/") else ("consumequeue", 20)
@@ -696,11 +698,13 @@ def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(wr
     5.3.3 with its queues deleted cuts nothing.  On 5.5.1 the layouts store (ext files, a light queue, a BatchCQ
     topic), cut, with the reput from past the damaged message (-damaged-gap-layouts) or from it
     (-damaged-cut-layouts): the cut queues get the units of the records from the reput's start at their write
-    positions, a batch queue's too, each pointing at the ext unit its own dispatch put.  --as-restart on the store
+    positions, a batch queue's too, each pointing at the ext unit its own dispatch put; and the partial store
+    followed by three T9 messages, the second damaged (-damaged-gap-emptied): the cut empties T9's queue, whose
+    last message the reput puts in a new file at its own queue offset.  --as-restart on the store
     as the restart found it writes the broker's files byte for byte, and verify predicts the units the broker's
     queues lack."""
-    ran = [n for n in (f"{line}-dledger-abort-damaged-{s}" for s in ("gap", "gap-nocut", "gap-layouts", "cut-layouts"))
-           if n in _RUNS]
+    ran = [n for n in (f"{line}-dledger-abort-damaged-{s}"
+                       for s in ("gap", "gap-nocut", "gap-layouts", "cut-layouts", "gap-emptied")) if n in _RUNS]
     if not ran:
         pytest.skip("no damaged-gap scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
     for name in ran:
@@ -715,11 +719,12 @@ def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(wr
         cut = line.startswith("5.5") and not name.endswith("-nocut")
         assert ("truncateDirtyLogicFiles cuts the queues" in err) == cut, err[-2000:]
         _same_tree(src / "expected", tmp_path / name)
-        if name.endswith("-layouts"):
-            _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
-            _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+        if name.endswith(("-layouts", "-emptied")):
+            if name.endswith("-layouts"):
+                _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+                _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
             code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
-            p, lost = report["restart"], _layouts_lost(r, src)
+            p, lost = report["restart"], _lost_per_queue(r, src)
             assert p is not None and p["dledger"], report.get("no_prediction")
             assert {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]} == lost, (name, lost, p)
             continue
@@ -767,7 +772,7 @@ def test_as_restart_after_a_crash_whose_reput_walks_the_damaged_walk_again(writt
             assert "ext unit(s) again" in err, err[-2000:]
             _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
             _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
-            lost = _layouts_lost(r, src)
+            lost = _lost_per_queue(r, src)
             assert {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]} == lost, (name, lost, p)
             continue
         held, sent = _held(r, src), _queued(r["scenario"])
@@ -825,7 +830,7 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_batch_queue_it_holds(writ
     code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"], report.get("no_prediction")
-    lost = _layouts_lost(r, src)
+    lost = _lost_per_queue(r, src)
     predicted = {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]}
     assert predicted == lost and ("BT0/0" in lost) == (line != "5.3.3" or r["written"]["truncateDirtyLogicFilesAt"]
                                                        >= 0), (predicted, lost, p["notes"])
