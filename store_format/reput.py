@@ -107,6 +107,11 @@ def follow_reput(store: StoreLocation, config: BrokerConfig,
     at :func:`next_reput_offset`.  It ends where nothing readable is left (``isCommitLogAvailable``:
     the reput waits for data), past the last segment, or where the reput stops for good.
 
+    A segment with ``resume`` sends the reput there once its slice is read, and the segments are taken in list
+    order (:meth:`store_format.store.StoreLocation.piece_at`), so a store read in pieces
+    (:func:`store_format.store.jump_at`: a file read up to a record, then again from an earlier or later one) is
+    followed as listed.
+
     ``reput_end``: gives the 5.x reput end (absolute), asked once, on reaching the last segment
     (:func:`data_end_limit`; callers that know it cannot matter pass None)."""
     file_size = config.mappedFileSizeCommitLog
