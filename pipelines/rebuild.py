@@ -26,7 +26,7 @@ from store_format.concurrent_reput import (
     stop_detail,
 )
 from store_format.config import BrokerConfig
-from store_format.errors import StoreLayoutError
+from store_format.errors import StoreLayoutError, UnsupportedConfigError
 from store_format.recovery import dispatch_config
 from store_format.reput import resolve_broker_version
 from store_format.store import StoreLocation, load_config_for, open_store, resolve
@@ -237,6 +237,13 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         st, recovery = restart_view(st, config, progress)
         if isinstance(recovery, Restart):
             config = dispatch_config(config, recovery.plan)
+        if isinstance(recovery, DLedgerRestart) and recovery.crash is not None and recovery.crash.again \
+                and tables is not None:
+            crash = recovery.crash
+            raise UnsupportedConfigError(
+                f"{store}: the restart's reput dispatches the records from {crash.reput_from} to {crash.walk_end} a "
+                "second time (DLedgerCommitLog.dledgerRecoverAbnormally's walk ended at a damaged message, the reput "
+                "starts before it), so the message tables would hold them twice; rebuild it with --no-tables")
     index_rocksdb, rocksdb_warnings = rocksdbstore_plan(config, as_restart=as_restart)
     if as_restart and index_rocksdb:
         config = _restart_index_from(st, config, progress, recovery)

@@ -23,7 +23,7 @@ from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import StoreError
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
-from store_format.store import Segment, StoreLocation, with_dledger_committed
+from store_format.store import Segment, StoreLocation, jump_at, with_dledger_committed
 
 from .anomalies import at_offset
 from .build import write_file
@@ -117,8 +117,13 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally's message "
                           f"check ends its walk at {crash.walk_end} ({crash.reason}), inside the log DLedger keeps; "
                           f"the start's reput from {crash.reput_from} "
-                          + (f"dispatches the rest to {crash.end}" if crash.end > crash.walk_end else
-                             "adds nothing (the log's end)"))
+                          + ("adds nothing (the log's end)" if crash.end <= crash.walk_end else
+                             f"dispatches the rest to {crash.end}" if crash.gap is None else
+                             f"dispatches from there to {crash.end}: the records from {crash.walk_end} to "
+                             f"{crash.reput_from} are never dispatched, and each queue appends the later ones at its "
+                             "write position")
+                          + (" (it walks the walk's records from there again before the rest: their ext units and "
+                             "the last indexed record's keys go before the rest's)" if crash.again else ""))
         progress.emit(f"[rebuild] as a restart after a crash: DLedgerCommitLog.dledgerRecoverAbnormally dispatches "
                       f"every entry from data file {crash.start_file} to {crash.end}, committed or not")
         if crash.cut is not None:
@@ -148,6 +153,8 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
         segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
                                    reindex=crash.reindex)
+        if crash.jump is not None:   # the reput's records read where it reads them (the walk's again: its keys, ext)
+            kept = jump_at(dataclasses.replace(kept, reindex=-1) if crash.again else kept, *crash.jump)
         return kept, DLedgerRestart(rec, before, False, crash)
     kept = with_dledger_committed(st, rec.committed_index, rec.committed_pos)
     if not kept.segments:
@@ -193,8 +200,8 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         built.cq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         built.bcq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         changed = True
-    for again in crash.ext_again:
-        _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size)
+    for again in crash.ext_again:   # crash.again: the rebuild's walk put the ext units (jump_at), not the addresses
+        _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size, put=not crash.again)
     return changed
 
 
@@ -245,11 +252,29 @@ def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes, folder: st
     return written
 
 
-def _put_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int, cq_size: int) -> None:
+def _put_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int, cq_size: int, put: bool = True) -> None:
     """The start's reput on an ext queue (:class:`store_format.dledger_crash_cut.ExtAgain`): ``ConsumeQueueExt.put``
     appends the ext unit of each record it walks again (the same bytes as the recovery's unit of that record)
     after the recovery's units, a full file getting its end marker once the next unit goes into the next
-    file, and each consume queue unit it put back holds its new unit's address (``decorate``)."""
+    file, and each consume queue unit it put back holds its new unit's address (``decorate``).  ``put=False``:
+    the ext units are there (the rebuild walked those records again), only the addresses are set."""
+    if put:
+        _append_ext_again(staged, again, ext_size)
+    address = ext_addresses(again.before + again.ordinals, ext_size)
+    folder = f"consumequeue/{again.topic}/{again.queue_id}"
+    queue_files: dict[int, bytearray] = {}
+    for pos, addr in zip(again.positions, address):
+        start = int(pos) - int(pos) % cq_size
+        if start not in queue_files:
+            queue_files[start] = bytearray(staged.read_staged(f"{folder}/{cq_file_name(start)}"))
+        at = int(pos) - start + _TAGS_CODE_AT
+        queue_files[start][at:at + 8] = int(addr).to_bytes(8, "big", signed=True)
+    for start, data in queue_files.items():
+        write_file(staged.staging_uri, f"{folder}/{cq_file_name(start)}", bytes(data))
+
+
+def _append_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int) -> None:
+    """:func:`_put_ext_again`'s ext units: the last ``again.count`` of the ``again.before`` units appended."""
     ext_folder = f"consumequeue_ext/{again.topic}/{again.queue_id}"
     files: dict[int, bytearray] = {}
 
@@ -272,17 +297,6 @@ def _put_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int, cq_size
             prev[per_file * EXT_UNIT_SIZE:per_file * EXT_UNIT_SIZE + 2] = END_MARK.tobytes()
     for no, data in files.items():
         write_file(staged.staging_uri, f"{ext_folder}/{ext_file_name(no, ext_size)}", bytes(data))
-    address = ext_addresses(again.before + again.ordinals, ext_size)
-    folder = f"consumequeue/{again.topic}/{again.queue_id}"
-    queue_files: dict[int, bytearray] = {}
-    for pos, addr in zip(again.positions, address):
-        start = int(pos) - int(pos) % cq_size
-        if start not in queue_files:
-            queue_files[start] = bytearray(staged.read_staged(f"{folder}/{cq_file_name(start)}"))
-        at = int(pos) - start + _TAGS_CODE_AT
-        queue_files[start][at:at + 8] = int(addr).to_bytes(8, "big", signed=True)
-    for start, data in queue_files.items():
-        write_file(staged.staging_uri, f"{folder}/{cq_file_name(start)}", bytes(data))
 
 
 _TAGS_CODE_AT: int = CQ_UNIT_DTYPE.fields["tagsCode"][1]  # type: ignore[index]  # where a consume queue unit's tagsCode (the ext address) sits

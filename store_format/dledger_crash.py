@@ -30,10 +30,16 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   ``truncateDirtyLogicFiles`` then cuts the queues at the walk's ``processOffset``, the reput from at or before
   the walk's end puts back the cut units it reaches and appends the records past the walk behind them
   (:func:`_walk_after`, :func:`store_format.dledger_crash_cut.cut_queues`' ``after``); from the log's end it adds
-  nothing.  A reput from between the two ends is refused (the records between them are never dispatched: their
-  queue units and index keys would be missing, which the rebuild's one walk cannot leave out), and so is one from
-  at or before the walk's last indexed record when records follow the walk's end (``IndexService.buildIndex``
-  indexes that record again, then those records: keys put again in the middle of the index, not modelled).
+  nothing.  From between the two ends (the committed position) it dispatches from there: the records between the
+  walk's end and it are never dispatched (:attr:`DLedgerCrash.gap`, which the rebuild leaves out of its walk:
+  :func:`store_format.store.jump_at`), and each queue appends the later ones at its write position, after the
+  walk's units (after the cut, the cut units left out: ``cut_queues``' ``after``).  A reput from before the walk's
+  end walks the walk's records from its start again, then the rest: ``IndexService.buildIndex`` puts the walk's
+  last indexed record's keys again (at its ``endPhyOffset``) and ``ConsumeQueueExt.put`` an ext unit again for each
+  of those records, before those of the records past the walk (:attr:`DLedgerCrash.again`: the rebuild reads those
+  records a second time, :func:`store_format.store.jump_at`); with a queue cut, the cut's moves then apply to what
+  that walk wrote (the records read again drop as repeats), and the cut units put back point at the ext units put
+  again.
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -73,8 +79,6 @@ from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_cut import (
-    KIND_BATCH,
-    U_KIND,
     U_QUEUE,
     ExtAgain,
     QueueCut,
@@ -128,6 +132,27 @@ class DLedgerCrash:
     # there, the start's reput the rest to end (_walk_ends_early)
     walk_end: int = -1
 
+    # the walk's message check failed at walk_end and the start's reput from before it walks the records from there
+    # again, then those past it: the keys of the walk's last indexed record (reindex) and the ext units of its
+    # records from reput_from (ext_again) are put between the walk's ones and theirs (the rebuild reads those
+    # records a second time, store_format.store.jump_at, which does both, instead of putting them at the end)
+    again: bool = False
+
+    @property
+    def jump(self) -> tuple[int, int] | None:
+        """Where the dispatch stops and where it goes on (:func:`store_format.store.jump_at`): the walk's end and
+        the reput's start, with :attr:`gap` or :attr:`again` (None: one walk from the start file to ``end``)."""
+        return (self.walk_end, self.reput_from) if self.gap is not None or self.again else None
+
+    @property
+    def gap(self) -> tuple[int, int] | None:
+        """The records no one dispatches, ``[walk_end, reput_from)``: the walk's message check failed at
+        ``walk_end`` and the start's reput begins past it, before the log's end (None: no such range).  The one
+        place the rebuild (:func:`store_format.store.jump_at`) and ``verify`` read it from."""
+        if 0 <= self.walk_end < self.reput_from < self.end:
+            return self.walk_end, self.reput_from
+        return None
+
 
 def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
     """``DLedgerCommitLog.isMmapFileMatchedRecover`` on a data file's first bytes (module docstring)."""
@@ -169,12 +194,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
-            walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry),
-            :func:`_walk_ends_early` (later: a reput from between the two ends) and :func:`_walk_after` (with a
-            queue cut: a BatchCQ unit past the walk, a reput check ending before the log's end) refuse, a reput
-            from at or before the walk's last indexed record with records past the walk's end, or with
-            ext files and a queue cut or a reput from before the walk's end, the cases of the
-            queue truncation at the short ``processOffset`` that
+            walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
+            and :func:`_walk_after` (with a queue cut: the reput's check ending before the log's end) refuse, the
+            cases of the queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
             converted store's old files are below every data file: refused there too).
     """
@@ -217,10 +239,6 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         truncates = loaded_max >= process_offset
     after = None
     if early and truncates:
-        if config.enableConsumeQueueExt:
-            raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
-                          f"{rec.process_offset}, truncateDirtyLogicFiles then cuts the queues at processOffset "
-                          f"{process_offset}, and consume queue ext files (enableConsumeQueueExt=true)")
         after = _walk_after(st, files, end, rec.process_offset, last_base, reason, config, track)
     cut = None
     if truncates:
@@ -249,21 +267,13 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     walk_end, log_end = -1, end
     if early:
         walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
-        if config.enableConsumeQueueExt and reput < end:
-            # the reput's ext units of the walk's records from its start would go before those of the records
-            # past the walk's end, which the rebuild's dispatch puts right after the walk's ones
-            raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
-                          f"{rec.process_offset}, consume queue ext files (enableConsumeQueueExt=true) and the "
-                          f"start's reput from {reput}, before the walk's end")
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
         else -1
-    if reindex >= 0 and log_end > end:
-        # IndexService.buildIndex puts the walk's last indexed record again, then the records past the walk's end
-        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
-                      f"{rec.process_offset}, and the start's reput from {reput} indexes the walk's last indexed "
-                      f"record ({reindex}) again before the records past the walk")
+    # the reput from before the walk's end walks the walk's records again, then those past it: the ext units and
+    # keys it puts again go before theirs (DLedgerCrash.again)
+    again = early and log_end > end and reput < end and (bool(ext_again) or reindex >= 0)
     return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
-                        ext_again, walk_end=walk_end)
+                        ext_again, walk_end=walk_end, again=again)
 
 
 def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:
@@ -275,17 +285,15 @@ def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -
     :func:`store_format.dledger_crash_cut.cut_queues` with ``after``); from the log's end (the committed position,
     without ``recheckReputOffsetFromCq``) nothing: the dispatch ends at ``stop``.
 
-    Raises:
-        UnsupportedConfigError: a reput from between ``stop`` and the log's end (the records before it would
-            never be dispatched, those after it put behind the gap).
+    From between ``stop`` and the log's end (the committed position inside the log) it dispatches the records from
+    there to the log's end: those from ``stop`` to it are never dispatched (:attr:`DLedgerCrash.gap`: no queue
+    unit, no index key, no ext unit), and each queue gets the units of the later ones at its write position
+    (``ConsumeQueue.putMessagePositionInfo`` appends whatever queue offset a unit holds, logging "logic queue order
+    maybe wrong"), below their own queue offsets by the records left out.
     """
-    if reput <= stop:
-        return rec.process_offset
     if reput >= rec.process_offset:
         return stop
-    raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at "
-                  f"{rec.process_offset}, and the start's reput from {reput} would leave the records between them "
-                  "out")
+    return rec.process_offset
 
 
 def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int, last_base: int, reason: str,
@@ -294,11 +302,10 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
     ``track``) of the records from ``stop``, where the walk's message check failed, to DLedger's log end
     ``log_end``, as the start's reput hands them to the queues when it walks them (``doReput``'s message check:
     ``checkMessageAndReturnSize`` without CRC; a DLedger blank moves it to the next data file), in commitlog order:
-    the cut's ``after``.
+    the cut's ``after`` (a batch queue's units numbered from 0 here: the cut numbers them after its queue's).
 
     Raises:
-        UnsupportedConfigError: the reput's check would end elsewhere than the log's end, or a BatchCQ topic's unit
-            past ``stop`` (not modelled).
+        UnsupportedConfigError: the reput's check would end elsewhere than the log's end.
     """
     k = next((n for n, f in enumerate(files) if f.base <= stop < f.end), -1)
     assert k >= 0 and files[k].base == last_base, (stop, last_base)
@@ -329,10 +336,10 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
             continue
         break
     rows = np.concatenate(found) if found else np.zeros((0, 5), dtype=np.int64)
-    if (found and at != log_end) or (rows[:, U_KIND] == KIND_BATCH).any():
+    if found and at != log_end:
         raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at "
                       f"{log_end}, truncateDirtyLogicFiles then cuts the queues, and the start's reput's check past "
-                      + (f"it ends at {at}" if found and at != log_end else "it meets a BatchCQ topic's message"))
+                      f"it ends at {at}")
     if len(rows):
         ids = np.array([track.queue_id(name) for name in after.names], dtype=np.int64)
         rows[:, U_QUEUE] = ids[rows[:, U_QUEUE]]

@@ -60,6 +60,9 @@ appended (:class:`ExtAgain`): the ext files grow by one unit per record from the
 end, after the units the recovery's walk put, and a unit put back holds its new ext unit's address (light
 queue units hold the tags code, batch queues have no ext files).  That holds without a cut too (5.3.3, or
 5.5.1 when the checkpoint is behind ``processOffset``): the units are all dropped, the ext units still put.
+When the walk ended at a damaged message before the log's end, the records past it get theirs after those
+(:class:`ExtAgain` counts the walk's records only, its addresses are those of the cut units put back: the units
+of the records past the walk hold the addresses their own dispatch gave them).
 
 ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
 """
@@ -279,15 +282,16 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     the units of the records from there to ``end`` (:data:`UNIT_COLUMNS`), which only the start's reput, whose
     check reads no CRC, dispatches.  A reput from at or before ``walk_end`` appends them to their queues after the
     cut units it puts back (a queue's units past the walk follow its cut ones: one suffix, moved with them,
-    :attr:`QueueMove.zero_from`); one from ``end`` on never reaches them.
+    :attr:`QueueMove.zero_from`); one from between ``walk_end`` and ``end`` appends those from its start on, the
+    records before it left out (no cut unit is put back: every one lies before ``walk_end``); one from ``end`` on
+    never reaches them.  Either way the rebuild's walk, which leaves the same records out, put them where
+    :func:`_appended_keys` says, the positions the moves start from.
 
     Raises:
         UnsupportedConfigError: a reput that would start inside an entry without ``inside``: at
             ``processOffset`` itself, one byte before it (a batch queue the cut emptied), or at 2147483647 (a queue
             left with ``fillPreBlank`` units only) inside a log past 2 GiB;
-            with ext, a reput from before the walk's last data file when ``track`` kept only that file's units;
-            with ``after``, a reput from between ``walk_end`` and ``end`` (the records between the two would never
-            be dispatched, and the index files would lack their keys).
+            with ext, a reput from before the walk's last data file when ``track`` kept only that file's units.
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -336,15 +340,17 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     else:
         reput = confirm_offset
     zero_from: dict[int, int] = {}
-    if after is not None and len(after) and reput > walk_end:
-        if reput < end:
-            raise _refuse(f"a message check that ended the walk at {walk_end}, and the start's reput from {reput}, "
-                          f"before the log's end {end}: the records between the two would never be dispatched")
-        after = None   # the reput starts at the log's end: nothing past the walk is dispatched
+    own: dict[int, np.ndarray] = {}   # per cut queue, its rows' own queue offsets (before _appended_keys)
+    if after is not None and reput > walk_end:
+        # the records from walk_end to the reput's start are never dispatched (DLedgerCrash.gap); from the log's
+        # end on, nothing past the walk is
+        after = after[after[:, U_OFFSET] >= reput]
     if after is not None and len(after):
         for q in np.unique(after[:, U_QUEUE]):
             rows = after[after[:, U_QUEUE] == q]
             if int(q) in per_queue:   # a queue the cut took units of: its units past the walk follow them
+                own[int(q)] = np.concatenate([per_queue[int(q)][:, U_KEY], rows[:, U_KEY]])
+                rows = _appended_keys(rows, int(per_queue[int(q)][-1, U_KEY]))
                 per_queue[int(q)] = np.concatenate([per_queue[int(q)], rows])
                 zero_from[int(q)] = int(rows[0, U_KEY]) * (BCQ_UNIT_SIZE if rows[0, U_KIND] == KIND_BATCH
                                                            else CQ_UNIT_SIZE)
@@ -373,10 +379,11 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if n == 0:
             gone_from = first
         elif not batch and q not in kept and max_after[q] == process_offset:   # the cut emptied the queue
-            source = int(pos[-n])
-            blank_from = source - source % size
-            moves.append(QueueMove(*name, source, source, n, blank_from))
-            put_back[q] = (rows[-n:, U_OFFSET], pos[-n:])
+            # the new file starts where the first unit put back falls by its own queue offset (fillPreBlank)
+            source, target = int(pos[-n]), int(own[q][-n]) * unit if q in own else int(pos[-n])
+            blank_from = target - target % size
+            moves.append(QueueMove(*name, source, target, n, blank_from))
+            put_back[q] = (rows[-n:, U_OFFSET], target + unit * np.arange(n, dtype=np.int64))
             dropped += [(*name, f) for f in range(first, blank_from, size)]
             continue
         else:   # appended at the write position (a batch queue the cut emptied: 0, its first unit's)
@@ -386,9 +393,23 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         start = -(-gone_from // size) * size   # the first file that starts at or past it
         (batch_dropped if batch else dropped).extend(
             (*name, f) for f in range(start, last - last % size + 1, size))
+    if walk_end >= 0:   # the units of records past the walk hold the ext units their own dispatch put
+        put_back = {q: (off[off < walk_end], pos[off < walk_end]) for q, (off, pos) in put_back.items()}
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
                     ext_again, inside_from)
+
+
+def _appended_keys(rows: np.ndarray, last: int) -> np.ndarray:
+    """``rows``, one queue's units of the records past the walk's end that the start's reput dispatches (in
+    commitlog order), with the queue positions (in units) the walk's dispatch of every record before them leaves
+    them at: right after ``last``, the walk's last unit in that queue, one after the other
+    (``putMessagePositionInfo`` appends at the write position whatever queue offset a unit holds).  Their own
+    queue offsets when the reput walks on from the walk's end; below them by the records it leaves out when it
+    begins past it (:attr:`store_format.dledger_crash.DLedgerCrash.gap`)."""
+    out = rows.copy()
+    out[:, U_KEY] = last + 1 + np.arange(len(rows), dtype=np.int64)
+    return out
 
 
 def ext_reput(track: QueueTrack, reput: int, end: int,

@@ -110,6 +110,11 @@ def follow_reput(store: StoreLocation, config: BrokerConfig,
     at :func:`next_reput_offset`.  It ends where nothing readable is left (``isCommitLogAvailable``:
     the reput waits for data), past the last segment, or where the reput stops for good.
 
+    A segment with ``resume`` sends the reput there once its slice is read, and the segments are taken in list
+    order (:meth:`store_format.store.StoreLocation.piece_at`), so a store read in pieces
+    (:func:`store_format.store.jump_at`: a file read up to a record, then again from an earlier or later one) is
+    followed as listed.
+
     ``reput_end``: gives the 5.x reput end (absolute), asked once, on reaching the last segment
     (:func:`data_end_limit`; callers that know it cannot matter pass None)."""
     file_size = config.mappedFileSizeCommitLog
@@ -117,10 +122,12 @@ def follow_reput(store: StoreLocation, config: BrokerConfig,
     limit_abs: int | None = None
     asked = False
     reput = store.segments[0].base + store.segments[0].start
+    cur = 0   # the list position the reput reads at (StoreLocation.piece_at: a store read in pieces)
     while True:
-        seg = store.segment_at(reput)
-        if seg is None:
+        found = store.piece_at(reput, cur)
+        if found is None:
             return
+        cur, seg = found
         pos = reput - seg.base
         if pos >= seg.data_end:
             if seg.resume > reput:   # the concurrent reput goes on past damaged bytes (Segment.resume)
@@ -132,9 +139,12 @@ def follow_reput(store: StoreLocation, config: BrokerConfig,
         limit_rel = limit_abs - seg.base if limit_abs is not None and seg is last else None
         state, stop = yield seg, cl.WalkState.at_slice_start(pos, seg.data_end), limit_rel
         nxt = next_reput_offset(seg, state, stop, file_size, reput_walks_past_unreadable(config))
-        if seg.resume >= 0 and stop != cl.Stop.LIMIT:
-            nxt = seg.resume   # whatever the walk of the slice the batch tasks parsed met at its end
-        if nxt is None or nxt <= reput:
+        jumped = seg.resume >= 0 and stop != cl.Stop.LIMIT
+        if jumped:
+            # whatever the walk of the slice the batch tasks parsed met at its end; or a reput read in pieces
+            # (store.jump_at), which may go back: on in the pieces after this one
+            nxt, cur = seg.resume, cur + 1
+        if nxt is None or (nxt <= reput and not jumped):
             return
         reput = nxt
 

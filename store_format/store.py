@@ -17,7 +17,7 @@ from .errors import StoreLayoutError
 from .layout import SEGMENT_NAME_RE
 from .store_layouts import check_store_layout, store_batch_topics
 
-__all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader"]
+__all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader", "jump_at"]
 
 
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -111,6 +111,20 @@ class StoreLocation:
         if lo < len(self.segments) and self.segments[lo].base <= offset:
             return self.segments[lo]
         return None
+
+    def piece_at(self, offset: int, first: int = 0) -> tuple[int, Segment] | None:
+        """The segment the reput reads ``offset`` in, from list position ``first`` on, with its position: the first
+        that holds it (from its ``start``) where it has data, else the first that holds it.  The same as
+        :meth:`segment_at` but for a store whose segments a reput reads in pieces (:func:`jump_at`: a file read
+        up to a record and again from another, in reading order)."""
+        found = None
+        for k in range(first, len(self.segments)):
+            seg = self.segments[k]
+            if seg.base + seg.start <= offset < seg.end:
+                if offset - seg.base < seg.data_end:
+                    return k, seg
+                found = found or (k, seg)
+        return found
 
     def reader(self, segment: Segment) -> Reader:
         return Reader(self.fs, segment.path)
@@ -303,3 +317,49 @@ def _segments(files: list[pafs.FileInfo], config: BrokerConfig) -> list[Segment]
 
 def load_config_for(config_uri: str | None, **overrides: object) -> BrokerConfig:
     return load_broker_config(read_text(config_uri) if config_uri else None, **overrides)
+
+
+def jump_at(st: StoreLocation, lo: int, hi: int) -> StoreLocation:
+    """``st`` as a reput reads it that dispatches up to ``lo`` and goes on at ``hi`` (both record starts, ``lo``
+    inside the data): the segment holding ``lo`` read up to it, the reput going on at ``hi``
+    (``Segment.resume``).  Past ``lo`` (:func:`_skip`), the records between are left out; before it, the
+    segments from the one holding ``hi`` on are read again, from ``hi``, after the first ones (the records from
+    ``hi`` to ``lo`` dispatched a second time: :meth:`StoreLocation.piece_at`).  A 5.x DLedger crash restart whose
+    recovery's walk ends at a damaged message before the log's end, and whose start's reput begins elsewhere
+    (:mod:`store_format.dledger_crash`)."""
+    if hi > lo:
+        return _skip(st, lo, hi)
+    assert hi < lo, (lo, hi)
+    first: list[Segment] = []
+    again: list[Segment] = []
+    for seg in st.segments:
+        if seg.end == lo:
+            first.append(dataclasses.replace(seg, resume=hi))
+        elif seg.end < lo:
+            first.append(seg)
+        elif seg.base < lo:
+            first.append(dataclasses.replace(seg, readable=lo - seg.base, resume=hi))
+        if seg.base <= hi < seg.end:
+            again.append(dataclasses.replace(seg, start=hi - seg.base))
+        elif seg.base > hi:
+            again.append(seg)
+    return dataclasses.replace(st, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(first + again)])
+
+
+def _skip(st: StoreLocation, lo: int, hi: int) -> StoreLocation:
+    """:func:`jump_at` past ``lo``: the segments wholly between ``lo`` and ``hi`` left out, the one holding ``hi``
+    read from it; when both lie in one file, that file is read as two segments (the second from ``hi``); at a
+    segment's start, the segment before goes on at ``hi``."""
+    kept: list[Segment] = []
+    for seg in st.segments:
+        if seg.end == lo:
+            kept.append(dataclasses.replace(seg, resume=hi))
+            continue
+        if seg.end < lo or seg.base >= hi:
+            kept.append(seg)
+            continue
+        if seg.base < lo:
+            kept.append(dataclasses.replace(seg, readable=lo - seg.base, resume=hi))
+        if seg.base <= hi < seg.end:
+            kept.append(dataclasses.replace(seg, start=hi - seg.base))
+    return dataclasses.replace(st, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(kept)])

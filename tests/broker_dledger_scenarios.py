@@ -195,6 +195,66 @@ def damaged_cut_abort_scenarios(line: str, more: bool = False) -> list[dict]:
     return out
 
 
+def damaged_gap_abort_scenarios(line: str) -> list[dict]:
+    """The damaged-cut store with its 398th message (of 400) damaged instead, DLedger's checkpoint still two entries
+    behind the log's end: ``dledgerRecoverAbnormally``'s message check ends the walk at the damaged message, and the
+    start's reput from the committed position, the entry after it, dispatches the last two messages: the damaged
+    one is never dispatched (no unit, no key), and the queue appends the last two at its write position, one below
+    their own queue offsets (``<line>-dledger-abort-damaged-gap``: 5.5.1 cuts the queue at the walk's short
+    ``processOffset`` first, the last two then go over the cut units; 5.3.3 with its queues deleted cuts nothing).
+    ``-damaged-gap-nocut`` (5.5.1): the checkpoint's ``logicsPhysicalOffset`` set to 100, so that no queue is cut
+    (and the walk starts at the first data file).  ``-damaged-gap-layouts`` and ``-damaged-cut-layouts`` (5.5.1):
+    the layouts store (ext files, a light queue, a BatchCQ topic; DLedger's checkpoint six entries behind the
+    log's end) with its 391st message (T0) damaged, so that the reput begins past it, or its 395th, where it begins:
+    the cut queues get the units of the records from the reput's start appended at their write positions, a batch
+    queue's too, each holding the address of the ext unit its own dispatch put.  ``-damaged-gap-emptied`` (5.5.1): the
+    partial store with three messages to a topic of their own (T9) after it, the second damaged, DLedger's checkpoint
+    one entry behind: the cut empties T9's queue, and the reput from the last entry puts T9's last message in a new
+    file at its own queue offset (``fillPreBlank`` before it), not where the rebuild's walk, which left the damaged
+    one out, appended it."""
+    sc = {**partial_abort_scenario(line), "damageMessage": 397, "dledgerCommittedBack": 2,
+          "name": f"{line}-dledger-abort-damaged-gap"}
+    if not line.startswith("5.5"):
+        return [sc] if line.startswith("5.3") else []
+    layouts = layouts_abort_scenario(line)
+    g = _Messages(7, ["T9"])
+    t9 = [{**g.one(), "queueId": 0, "body": g.body(10, 60), "keys": f"k9-{i}"} for i in range(3)]
+    return [sc, {**sc, "checkpointLogicsPhysicalOffset": {"set": 100},
+                 "name": f"{line}-dledger-abort-damaged-gap-nocut"},
+            {**sc, "messages": [*sc["messages"], *t9], "damageMessage": 401, "dledgerCommittedBack": 1,
+             "name": f"{line}-dledger-abort-damaged-gap-emptied"},
+            {**layouts, "damageMessage": 390, "name": f"{line}-dledger-abort-damaged-gap-layouts"},
+            {**layouts, "damageMessage": 394, "name": f"{line}-dledger-abort-damaged-cut-layouts"}]
+
+
+def damaged_again_abort_scenarios(line: str) -> list[dict]:
+    """Crash restarts whose start's reput begins before the damaged message that ends the walk, and before the
+    walk's last indexed record, with no queue cut (the checkpoint's ``logicsPhysicalOffset`` set to 100; 5.3.3 with
+    its queues deleted cuts nothing): the reput walks the walk's last records again, then the rest, so
+    ``IndexService.buildIndex`` puts the walk's last indexed record's keys again before those of the records past
+    the damage.  ``<line>-dledger-abort-damaged-again``: the partial store, its 398th message of 400 damaged,
+    DLedger's checkpoint five entries behind the log's end.  ``-damaged-again-layouts``: the layouts store (ext
+    files, a light queue, a BatchCQ topic), its 391st message (T0) damaged, the checkpoint twelve entries behind:
+    the reput also puts an ext unit again for each T0 record from its start to the damage, before those of the
+    records past it.  5.5.1 adds both without the checkpoint's ``logicsPhysicalOffset`` moved (``-cut``), so that
+    ``truncateDirtyLogicFiles`` cuts the queues at the walk's short ``processOffset`` first: the reput puts back
+    the cut units from its start (an ext queue's pointing at the ext units it puts again) and appends the records
+    past the damage behind them (a batch queue's too).  5.3.3, which cuts only the queues it loads, adds
+    ``-damaged-again-kept`` and ``-damaged-gap-kept`` (the damaged-gap store) with the queues kept
+    (``keepQueues``), checked through ``verify``."""
+    if not line.startswith(("5.3", "5.5")):
+        return []
+    out = [{**partial_abort_scenario(line), "damageMessage": 397, "dledgerCommittedBack": 5,
+            "name": f"{line}-dledger-abort-damaged-again"},
+           {**layouts_abort_scenario(line), "damageMessage": 390, "dledgerCommittedBack": 12,
+            "name": f"{line}-dledger-abort-damaged-again-layouts"}]
+    cp = {"checkpointLogicsPhysicalOffset": {"set": 100}}
+    kept = [{**sc, "keepQueues": True, "name": f"{sc['name']}-kept"}
+            for sc in (out[0], damaged_gap_abort_scenarios(line)[0])]
+    return [{**sc, **cp} for sc in out] + ([{**sc, "name": f"{sc['name']}-cut"} for sc in out]
+                                          if line.startswith("5.5") else kept)
+
+
 def small_abort_scenarios(line: str) -> list[dict]:
     """``<line>-dledger-abort-small`` (5.x lines): 200 keyed messages of 100-300 bytes (about 30 entries in
     the last data file), restarted after a crash: ``dledgerRecoverAbnormally``'s ``processOffset`` leaves

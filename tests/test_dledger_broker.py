@@ -27,7 +27,9 @@ from broker_dledger_scenarios import (
     abort_scenarios,
     batch_kept_abort_scenario,
     damaged_abort_scenarios,
+    damaged_again_abort_scenarios,
     damaged_cut_abort_scenarios,
+    damaged_gap_abort_scenarios,
     dledger_scenarios,
     emptied_abort_scenarios,
     emptied_batch_abort_scenarios,
@@ -50,7 +52,9 @@ bh.skip_without_tools()
 LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
 # DLEDGER_MORE_LAYOUTS=1: the layouts crash restart with recheckReputOffsetFromCq=true too (some 15 s more), and
 # on 5.5.1 the layouts store whose start's reput begins before the walk's last data file (layouts-early) and the
-# damaged-cut crash restart with the switch and with the whole log committed
+# damaged-cut crash restart with the switch and with the whole log committed, and the damaged-gap ones (the start's
+# reput from past the damaged message) and damaged-again ones (from before it); on 5.3.3 they come with DLEDGER_LINES
+# alone)
 MORE_LAYOUTS = os.environ.get("DLEDGER_MORE_LAYOUTS") == "1"
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
@@ -61,6 +65,8 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     no_recheck_scenario(line), *small_abort_scenarios(line), partial_abort_scenario(line), kept_abort_scenario(line),
     layouts_abort_scenario(line), batch_kept_abort_scenario(line), *damaged_abort_scenarios(line),
     *damaged_cut_abort_scenarios(line, MORE_LAYOUTS),
+    *(damaged_gap_abort_scenarios(line) + damaged_again_abort_scenarios(line)
+      if MORE_LAYOUTS or line.startswith("5.3") else []),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
     + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line)
     + ([layouts_early_abort_scenario(line)] if line.startswith("5.5") and MORE_LAYOUTS else [])
@@ -590,6 +596,27 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message(written, 
         assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
 
 
+def _lost_per_queue(r: dict, src: Path) -> dict[str, int]:
+    """Per queue (a layouts store's T0/0, %LMQ%q1/0 and BT0/0 too), the units of sent messages the broker's queue
+    lacks once its reput caught up (``reportQueues``; a batch queue counts one unit per message it holds)."""
+    sent: dict[str, int] = {}
+    for m in r["scenario"]["messages"]:
+        for queue in (f"{m['topic']}/{m.get('queueId', 0)}",
+                      *([f"{m['properties']['INNER_MULTI_DISPATCH']}/0"]
+                        if "INNER_MULTI_DISPATCH" in m.get("properties", {}) else [])):
+            sent[queue] = sent.get(queue, 0) + 1
+    lost = {}
+    for queue, state in r["written"]["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("BT0/") else ("consumequeue", 20)
+        held = 0
+        for f in state["files"]:
+            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(data), unit) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+        if sent[queue] - held:
+            lost[queue] = sent[queue] - held
+    return lost
+
+
 def _held(r: dict, src: Path) -> list[int]:
     """The commitlog offsets of the message units the broker's queue T0/0 holds once its reput caught up (below its
     max offset: the bytes past it are units the cut left on disk)."""
@@ -660,23 +687,105 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message_and_the_q
         assert p["units_lost"] == sent - len(held), (name, p["units_lost"], sent - len(held), p["notes"])
 
 
-@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_as_restart_refuses_a_damaged_crash_walk_whose_reput_starts_elsewhere(written, line, tmp_path):
-    """The damaged-cut store as the restart found it, DLedger's checkpoint moved: one entry behind the log's end
-    (the start's reput from between the walk's end and the log's end would never dispatch the damaged message),
-    four entries behind it (the reput from before the walk's last indexed record indexes it again before the
-    records past the walk): both refused in one line, exit 2, as not modelled."""
-    r = _RUNS[f"{line}-dledger-abort-damaged-cut"]
-    assert r["written"].get("ok"), r["written"].get("error")
-    src = Path(r["scenario"]["dir"])
-    for back, why in ((1, "would never be dispatched"), (4, "indexes the walk's last indexed record")):
-        store = bh.copy_store(src / "before", tmp_path / f"back-{back}")
-        cp = store / "dledger-n0" / "checkpoint"
-        end = int(bh.read_conf(cp)["endIndex"])
-        cp.write_text(f"committedIndex={end - back}\nendIndex={end}\n")
-        code, err = _as_restart(store, tmp_path / f"out-{back}", src, line)
-        last = err.strip().splitlines()[-1]
-        assert code == 2 and last.startswith("error:") and why in last and "not modelled" in last, err[-2000:]
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(written, line, tmp_path):
+    """The partial store (one queue) with a body byte of its 398th message flipped and DLedger's checkpoint two
+    entries behind the log's end, restarted after a crash: dledgerRecoverAbnormally's message check ends its walk
+    at the damaged message, and the start's reput from the committed position, the entry after it, dispatches the
+    last two messages only: the damaged one gets no unit and no key, and the queue appends the last two at its write
+    position (one below their own queue offsets).  5.5.1 cuts the queue at the walk's short processOffset first
+    (-damaged-gap: the last two go over the cut units), or not with the checkpoint behind it (-damaged-gap-nocut);
+    5.3.3 with its queues deleted cuts nothing.  On 5.5.1 the layouts store (ext files, a light queue, a BatchCQ
+    topic), cut, with the reput from past the damaged message (-damaged-gap-layouts) or from it
+    (-damaged-cut-layouts): the cut queues get the units of the records from the reput's start at their write
+    positions, a batch queue's too, each pointing at the ext unit its own dispatch put; and the partial store
+    followed by three T9 messages, the second damaged (-damaged-gap-emptied): the cut empties T9's queue, whose
+    last message the reput puts in a new file at its own queue offset.  --as-restart on the store
+    as the restart found it writes the broker's files byte for byte, and verify predicts the units the broker's
+    queues lack."""
+    ran = [n for n in (f"{line}-dledger-abort-damaged-{s}"
+                       for s in ("gap", "gap-nocut", "gap-layouts", "cut-layouts", "gap-emptied")) if n in _RUNS]
+    if not ran:
+        pytest.skip("no damaged-gap scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        damaged, end = int(r["written"]["damagedRecord"]), int(r["written"]["maxPhyOffset"])
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
+        assert ("are never dispatched" in err) == ("-gap" in name), err[-2000:]
+        cut = line.startswith("5.5") and not name.endswith("-nocut")
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == cut, err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        if name.endswith(("-layouts", "-emptied")):
+            if name.endswith("-layouts"):
+                _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+                _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+            code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
+            p, lost = report["restart"], _lost_per_queue(r, src)
+            assert p is not None and p["dledger"], report.get("no_prediction")
+            assert {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]} == lost, (name, lost, p)
+            continue
+        held, sent = _held(r, src), _queued(r["scenario"])
+        assert damaged not in held and held[-1] < end and held[-2] > damaged, (name, held[-3:], damaged)
+        assert len(held) < sent - 2 if cut else len(held) == sent - 1, (name, len(held), sent)
+        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
+        p = report["restart"]
+        assert p is not None and p["dledger"], report.get("no_prediction")
+        assert p["units_lost"] == sent - len(held), (name, p["units_lost"], sent - len(held), p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_walks_the_damaged_walk_again(written, line, tmp_path):
+    """Crash restarts whose walk ends at a damaged message and whose start's reput, from the committed position
+    before it and before the walk's last indexed record, walks the walk's last records again, then the rest:
+    IndexService.buildIndex puts the last indexed record's keys again before those of the records past the
+    damage, and on the layouts store (ext files, a light queue, a BatchCQ topic) ConsumeQueueExt.put an ext unit
+    again for each T0 record from the reput's start before those of the records past it.  With no queue cut, and
+    on 5.5.1 also with truncateDirtyLogicFiles cutting the queues at the walk's short processOffset first (-cut:
+    the reput puts back the cut units from its start, then appends the records past the damage, a batch queue's
+    too).  --as-restart on the store as the restart found it writes the broker's consumequeue/, index/,
+    consumequeue_ext/ and batchconsumequeue/ byte for byte; verify predicts the units the broker's queue
+    (partial store) lacks."""
+    ran = [n for n in (f"{line}-dledger-abort-damaged-again{s}" for s in ("", "-layouts", "-cut", "-layouts-cut"))
+           if n in _RUNS]
+    if not ran:
+        pytest.skip("no damaged-again scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        damaged = int(r["written"]["damagedRecord"])
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert f"check ends its walk at {damaged - 48} " in err and "walks the walk's records from there again" in err \
+            and "indexes the record at" in err, err[-2000:]
+        cut = name.endswith("-cut")
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == cut, err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        if name == ran[0]:   # the message tables would hold the records read twice: refused in one line
+            from pipelines.cli import main
+            out = io.StringIO()
+            with contextlib.redirect_stderr(out), contextlib.redirect_stdout(io.StringIO()):
+                code = main(["rebuild", "--store", str(src / "before"), "--out", str(tmp_path / "tables"), "--config",
+                             str(src / "broker.conf"), "--broker-version", BROKER_LINE[line], "--as-restart"])
+            last = out.getvalue().strip().splitlines()[-1]
+            assert code == 2 and last.startswith("error:") and "--no-tables" in last, out.getvalue()[-2000:]
+        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
+        p = report["restart"]
+        assert p is not None and p["dledger"], report.get("no_prediction")
+        if "-layouts" in name:
+            assert "ext unit(s) again" in err, err[-2000:]
+            _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+            _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+            lost = _lost_per_queue(r, src)
+            assert {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]} == lost, (name, lost, p)
+            continue
+        held, sent = _held(r, src), _queued(r["scenario"])
+        assert damaged in held and (len(held) < sent if cut else len(held) == sent), (name, len(held), sent)
+        assert p["units_lost"] == sent - len(held), (name, p["units_lost"], sent - len(held), p["notes"])
 
 
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
@@ -698,6 +807,19 @@ def test_verify_predicts_a_crash_restart_whose_walk_ends_at_a_damaged_message_an
     p = report["restart"]
     assert p is not None and p["dledger"], report.get("no_prediction")
     assert p["units_lost"] == sent - len(held) > 0, (p["units_lost"], sent - len(held), p["notes"])
+    # the damaged-again and damaged-gap stores kept as well: the reput from before the damaged message (the walk's
+    # records again) or from past it (the damaged one never dispatched), after the cut
+    for name, dispatched in ((f"{line}-dledger-abort-damaged-again-kept", True),
+                             (f"{line}-dledger-abort-damaged-gap-kept", False)):
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        held, sent = _held(r, src), _queued(r["scenario"])
+        assert (int(r["written"]["damagedRecord"]) in held) == dispatched and len(held) < sent - 2, (len(held), sent)
+        code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+        p = report["restart"]
+        assert p is not None and p["dledger"], report.get("no_prediction")
+        assert p["units_lost"] == sent - len(held) > 0, (name, p["units_lost"], sent - len(held), p["notes"])
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
@@ -716,19 +838,7 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_batch_queue_it_holds(writ
     code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"], report.get("no_prediction")
-    messages = r["scenario"]["messages"]
-    sent = {"T0/0": sum(m["topic"] == "T0" for m in messages),
-            "%LMQ%q1/0": sum("properties" in m and m["topic"] == "T0" for m in messages),
-            "BT0/0": sum(m["topic"] == "BT0" for m in messages)}
-    lost = {}
-    for queue, state in r["written"]["queuesAfterDispatch"].items():
-        layout, unit = ("batchconsumequeue", 46) if queue.startswith("BT0/") else ("consumequeue", 20)
-        held = 0
-        for f in state["files"]:
-            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
-            held += sum(1 for i in range(0, len(data), unit) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
-        if sent[queue] - held:
-            lost[queue] = sent[queue] - held
+    lost = _lost_per_queue(r, src)
     predicted = {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]}
     assert predicted == lost and ("BT0/0" in lost) == (line != "5.3.3" or r["written"]["truncateDirtyLogicFilesAt"]
                                                        >= 0), (predicted, lost, p["notes"])

@@ -233,9 +233,12 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         cut_lost={f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
         if crash is not None and crash.cut is not None else None,
         cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
-        reindex_from=crash.reput_from if crash is not None and crash.reindex >= 0 else None,
+        reindex_from=(crash.reindex if crash.again else crash.reput_from) if crash is not None and crash.reindex >= 0
+        else None,
         abnormal_from=recovery.dispatch_from if recovery is not None and abnormal else None,
-        ext_again_from=crash.reput_from if crash is not None and crash.ext_again else None)
+        ext_again_from=crash.reput_from if crash is not None and crash.ext_again else None,
+        skip=crash.gap if crash is not None else None,
+        again_to=crash.walk_end if crash is not None and crash.again else None)
     if st.dledger_pending:
         restart.notes[:] = [n for n in restart.notes if not n.startswith("abort file present: the broker runs its "
                                                                           "abnormal recovery")]
@@ -261,6 +264,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                f"back, {crash.cut.lost_units} stay cut and "
                f"{len(crash.cut.dropped) + len(crash.cut.batch_dropped)} queue file(s) stay deleted"
                if crash.cut is not None else f"; the start's reput (from {crash.reput_from}) adds nothing")
+            + (f"; its message check ends the walk at {crash.gap[0]} and the start's reput begins at {crash.gap[1]}: "
+               "the records between are never dispatched, the queues get the later ones at their write positions"
+               if crash.gap is not None else "")
             + (f"; it indexes the record at {crash.reindex} again" if crash.reindex >= 0 else ""))
     elif dledger is not None:
         restart.dledger = True

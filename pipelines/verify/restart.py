@@ -164,7 +164,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     dispatch_from: int | None = None, cut_lost: dict[str, np.ndarray] | None = None,
                     cut_at: int | None = None,
                     reindex_from: int | None = None, abnormal_from: int | None = None,
-                    ext_again_from: int | None = None) -> RestartPrediction:
+                    ext_again_from: int | None = None, skip: tuple[int, int] | None = None,
+                    again_to: int | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -211,7 +212,12 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     every other unit at or past ``cut_at`` is written again (the cut took it,
     the reput puts it back); ``reindex_from``: the reput starts there and indexes the last indexed record
     again; ``ext_again_from``: where that reput starts, which puts an ext unit again for each record of an
-    ext queue from there (:class:`store_format.dledger_crash_cut.ExtAgain`).
+    ext queue from there (:class:`store_format.dledger_crash_cut.ExtAgain`); ``skip``: the records no one
+    dispatches (:attr:`store_format.dledger_crash.DLedgerCrash.gap`), whose units a queue lacks stay lost (and those
+    it holds at or past ``cut_at`` too: the cut takes them) and whose keys are not put; ``again_to``: the reput
+    walks the records from its start to there again, then goes on past the records the recovery's walk left
+    (:attr:`store_format.dledger_crash.DLedgerCrash.again`): the ext units put again are those of the records
+    below it, the keys put again those of ``reindex_from`` alone.
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -258,9 +264,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     p.tail_bytes = max(0, commitlog_end - max(first, commitlog_min))
 
     def in_tail(off: np.ndarray) -> np.ndarray:
-        return (off >= first) & (off < commitlog_end)
+        tail = (off >= first) & (off < commitlog_end)
+        return tail & ~((off >= skip[0]) & (off < skip[1])) if skip is not None else tail
 
     top = max((s.restart.max_physic_offset for s in states), default=-1)   # the queues' max after the dispatch
+    upto = np.iinfo(np.int64).max if again_to is None else again_to
     none = np.zeros(0, np.int64)
     for s in states:
         q = s.restart
@@ -271,11 +279,13 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             if hi < first or lo >= commitlog_end:
                 continue
             if lo >= first and hi < commitlog_end and lo > q.max_physic_offset and not second_reput \
+                    and (skip is None or hi < skip[0] or lo >= skip[1]) \
                     and not ((cut_away >= lo) & (cut_away <= hi)).any() \
-                    and (ext_again_from is None or not lo < ext_again_from <= hi):
+                    and (ext_again_from is None or not lo < ext_again_from <= hi) \
+                    and (again_to is None or not lo < again_to <= hi):
                 n_tail += n
                 n_records += n
-                n_again += n if ext_again_from is not None and lo >= ext_again_from else 0
+                n_again += n if ext_again_from is not None and lo >= ext_again_from and hi < upto else 0
                 continue
             data = read_expected(q.layout, q.queue, name)
             u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
@@ -286,11 +296,14 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             put = tail & rules.appended(off, size, q.max_physic_offset) & ~lost_here
             if cut_at is not None:   # the units the cut took and the reput put back, a queue's own ones too
                 put |= tail & (off >= cut_at) & ~lost_here
+            if skip is not None and cut_at is not None:   # held units of the records no one dispatches, cut
+                n_cut += int(((off >= max(skip[0], cut_at, first)) & (off < min(skip[1], commitlog_end))
+                              & ~np.isin(off, s.missing_offsets)).sum())
             n_cut += int(lost_here.sum())
             n_tail += int(put.sum())
             n_records += int(in_tail(off).sum())
             if ext_again_from is not None:
-                n_again += int((in_tail(off) & (off >= ext_again_from)).sum())
+                n_again += int((in_tail(off) & (off >= ext_again_from) & (off < upto)).sum())
             if put.any():
                 top = max(top, int(rules.max_physic(u[put]).max()))
         q.units_dispatched_again = n_tail
@@ -329,7 +342,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
                       checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown,
                       end=commitlog_end if second_reput or reindex_from is not None else None,
-                      second_reput_from=again if second_reput else reindex_from)
+                      second_reput_from=again if second_reput else reindex_from, skip=skip, second_end=again_to)
     if recovery_dispatches:
         p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
@@ -347,7 +360,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
 def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, store_index: list[tuple[str, int, dict]],
                   expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
                   clean_shutdown: bool, end: int | None = None, second_reput_from: int | None = None,
-                  second_reput_note: str | None = None) -> None:
+                  second_reput_note: str | None = None, skip: tuple[int, int] | None = None,
+                  second_end: int | None = None) -> None:
     """``index/`` at the start, into ``p``: ``IndexService.load`` maps every file (a short one is extended),
     an abnormal start deletes the files whose endTimestamp is after the checkpoint's indexMsgTimestamp, and
     ``IndexService.buildIndex`` puts again the keys of the records dispatched from ``first`` that lie at or
@@ -355,7 +369,9 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
     (``recheckReputOffsetFromCq=true``) the start's second walk from there puts again the keys of the
     records at or after it and after the last indexed record's start (``IndexService.buildIndex`` skips
     only offsets below ``endPhyOffset``), below ``end`` (``second_reput_note``: the note on where that walk
-    starts, by default the file queues')."""
+    starts, by default the file queues'); ``skip``: records whose keys no one puts, ``second_end``: the
+    second walk's keys are those of the records from ``second_reput_from`` itself to there (``predict_restart``'s
+    ``again_to``)."""
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp
     full = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -376,11 +392,14 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
         n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
         offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
         put = (offs >= threshold) & (offs < (end if end is not None else np.iinfo(np.int64).max))
+        if skip is not None:
+            put &= (offs < skip[0]) | (offs >= skip[1])
         keys += int(put.sum())
         if put.any():
             end_phy = max(end_phy, int(offs[put].max()))
     if second_reput_from is not None:   # the second walk: records at or after its start and the endPhyOffset
-        threshold = max(second_reput_from, end_phy)
+        threshold = max(second_reput_from, end_phy) if second_end is None else second_reput_from
+        end = end if second_end is None else second_end
         for data in expected_index():
             v = IndexView.parse(data, config.maxHashSlotNum, config.maxIndexNum)
             if v.header["end_phy_offset"] < threshold:
