@@ -80,7 +80,8 @@ _MINUS_ONE = ": preCheckMessageAndReturnSize gives -1 and reputFromOffset stays 
 @dataclasses.dataclass(frozen=True)
 class ConcurrentStop:
     """Where ``ConcurrentReputMessageService`` stops for good: ``offset``, the commitlog offset from which
-    nothing is dispatched; why; ``finding``, the walk's row at the record that stops it; ``stood``, where
+    no record is dispatched (a blank's empty request an ended task read past it is: its unit says commitlog
+    offset 0); why; ``finding``, the walk's row at the record that stops it; ``stood``, where
     ``reputFromOffset`` stays (None: at ``offset``); ``reput_end`` and ``walk_end_at``: the reput end
     :func:`cut_at` keeps and where its walk ends (set where records of the damaged bytes are dispatched before
     ``offset``; None: the cut store's own, ``offset``)."""
@@ -93,8 +94,8 @@ class ConcurrentStop:
     # where the reput goes on (the next file's start) when every batch task ended and the pre-check's walk went
     # on into the next file: nothing in [offset, resume) is dispatched, the rest as ever (None: a stop for good)
     resume: int | None = None
-    # the commitlog offset of the damaged record, and of the blank's magic code an ended task read there (its
-    # empty request dispatched: the unit of zeros in the queue of topic "" and queue 0; None: none)
+    # the commitlog offset of the damaged record, and of the first blank's magic code an ended task read there
+    # (its empty request dispatched: the unit of zeros in the queue of topic "" and queue 0; None: none)
     at: int | None = None
     empty_request: int | None = None
     empty_requests: int = 0      # how many (one per blank's magic code the ended tasks read)

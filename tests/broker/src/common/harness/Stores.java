@@ -69,7 +69,12 @@ final class Stores {
      * scenario with a write and a restart pays it twice. A watcher thread waits for that sleep, then for
      * the store's executors to end (what the pause gives them time for), and interrupts the sleep, which the
      * store catches and goes on; it never interrupts anything else (it checks the stack right before, and
-     * not near the pause's end). What the store writes at shutdown does not depend on the pause.
+     * not near the pause's end). What the store writes at shutdown does not depend on the pause once its
+     * dispatch has settled, which the callers wait for ({@link #awaitDispatched}, {@code ReputOnly.awaitQuiet}):
+     * not so for {@code enableBuildConsumeQueueConcurrently=true} after {@code awaitDispatched} alone, whose
+     * {@code reputFromOffset} runs ahead of the batch tasks and whose {@code DispatchService} leaves its loop at
+     * shutdown without taking the batches still put: the write phase's queues and index, which that may leave
+     * short, are deleted before the reput that is looked at, which {@code ReputOnly.awaitQuiet} waits for.
      */
     static void shutdown(DefaultMessageStore store) {
         Thread self = Thread.currentThread();
