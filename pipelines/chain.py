@@ -207,7 +207,9 @@ def carry_index_state(chain: Chain, config: BrokerConfig, rewalk: Rewalk,
             after_last_key = after_last_key or bool(ok.any())
     totals = {"keys": base, "dispatched_after_last_key": after_last_key, "first_store_ts": first_ts,
               "end_phy_offset": carry,
-              "dispatched": sum(e.summary.get("dispatched", 0) for e in chain.entries)}
+              "dispatched": sum(e.summary.get("dispatched", 0) for e in chain.entries),
+              "last_dispatched": max((e.summary["last_dispatched"] for e in chain.entries
+                                      if e.summary.get("last_dispatched") is not None), default=None)}
     return entering, totals
 
 

@@ -571,7 +571,7 @@ def _run(args: argparse.Namespace) -> int:
         # Spark gave up (tasks failed past their retries): the output was left as it was
         from .oserrors import failure_line, missing_module
         module = missing_module(e)
-        if module is not None:   # the driver imported it: the executors' Python lacks it
+        if module is not None:   # a Python package missing where the tasks run
             print(f"error: the Spark tasks' Python cannot import {module!r} (No module named {module!r}): install "
                   "the project's dependencies where the executors run (docs/clusters.md); nothing was committed",
                   file=sys.stderr)

@@ -400,7 +400,8 @@ def _concurrent_stops(walk: ReputWalk, config: BrokerConfig, data_end: int | Non
                                   f"{staged.staging_uri}/_work/cut{rounds}", runner)
         return rewalked, rewalked.anomalies()
 
-    return settle(walk.store, config, walk.anomalies(), data_end, again)
+    return settle(walk.store, config, walk.anomalies(), data_end, again,
+                  lambda w: (w.index_totals["dispatched"], w.index_totals["last_dispatched"]))
 
 
 def _failure_line(err: BaseException) -> tuple[str, int]:

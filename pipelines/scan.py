@@ -104,6 +104,7 @@ def split_summary(split: Split, sync: int, entering: cl.WalkState | None, res: c
         "reput_delta": res.state.reput - e.reput, "read_delta": res.state.read_size - e.read_size,
         "records": int(len(rec)), "dispatched": int(ok.sum()), "mismatched": int(mismatched.sum()),
         "first_store_ts": int(rec[np.argmax(ok), cl.R_STORE_TS]) if ok.any() else None,
+        "last_dispatched": int(rec[ok, cl.R_PHYS].max()) if ok.any() else None,   # its commitlog offset
     }
     # index: records that put keys, and the offsets that decide whether they are indexed
     has_keys = ok & ((rec[:, cl.R_FLAGS] & cl.F_INDEX) != 0) & (rec[:, cl.R_KEY_COUNT] > 0)

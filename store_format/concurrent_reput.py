@@ -65,8 +65,8 @@ from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .reput_end import data_end_limit
 from .store import Segment, StoreLocation
 
-__all__ = ["ConcurrentStop", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at", "empty_request_files",
-           "empty_request_units", "index_after_last_key", "past_the_stop",
+__all__ = ["ConcurrentStop", "check_empty_requests", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at",
+           "empty_request_files", "empty_request_units", "index_after_last_key", "past_the_stop",
            "reput_walks_past_unreadable", "settle", "stop_detail"]
 
 # the walk's findings where the sequential reput parts from the concurrent one (a blank's unreachable tail
@@ -256,11 +256,6 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
         # the cut store's walk dispatches what it reads past the damaged record up to walked_to (walk_end_at):
         # exactly the records the ended tasks read whole, none where they read none
         _check_read_whole(store, seg, slice_start, pos, walked_to, out.read_whole, end, config, where)
-    if out.empty_request is not None:
-        opens = (seg is store.segments[0] and not len(sizes)
-                 and not any(p < out.empty_request for p, _ in out.read_whole))
-        last = resume is None and not any(p > (out.last_empty_request or 0) for p, _ in out.read_whole)
-        _check_empty_request(config, out.empty_request, opens, last, where)
     if out.hung is None:
         note = (f", its parses reading {len(out.read_whole)} record(s) of the damaged bytes whole (dispatched)"
                 if out.read_whole else "")
@@ -301,12 +296,14 @@ def _goes_on(store: StoreLocation, seg: Segment, resume: int | None) -> bool:
             and any(s.base == resume for s in store.segments))
 
 
-def _check_empty_request(config: BrokerConfig, at: int, first: bool, last: bool, where: str) -> None:
+def check_empty_requests(config: BrokerConfig, stops: list[ConcurrentStop], dispatched: int,
+                         last_dispatched: int | None) -> None:
     """Blanks' empty requests (``DispatchRequest(0, true)``: topic "", queue 0, commitlog offset 0, size 0,
-    store time 0, no keys, no unique key, no properties) dispatched by ``DefaultMessageStore.doDispatch``
-    (the first read at commitlog offset ``at``; ``first``: no request of the store is
-    dispatched before it; ``last``: none after the last one): the consume queue dispatcher's files are
-    :func:`empty_request_files`', its RocksDB consume queue entries :func:`empty_request_units`'.
+    store time 0, no keys, no unique key, no properties) the stops' ended tasks read, dispatched by
+    ``DefaultMessageStore.doDispatch`` among the records in commitlog order (the tasks dispatch in the order
+    they parse), against the whole reput once :func:`settle` has followed every stop: ``dispatched`` records in
+    all, the last at commitlog offset ``last_dispatched`` (None: none).  The consume queue dispatcher's files
+    are :func:`empty_request_files`', its RocksDB consume queue entries :func:`empty_request_units`'.
     ``IndexService.buildIndex`` puts no key for one, whatever the last index file's ``endPhyOffset`` (no unique
     key, empty keys, no properties); it only takes the last index file first (``retryGetAndCreateIndexFile``),
     creating the next one where that one is full, as any dispatched request does:
@@ -314,24 +311,30 @@ def _check_empty_request(config: BrokerConfig, at: int, first: bool, last: bool,
     request is the file the next dispatched record would have created (``endPhyOffset`` and the end time 0, the
     begin ones set by the first key).  5.5's ``IndexRocksDBStore.buildIndex`` returns at once for a size of 0 or
     less, and ``CommitLogDispatcherBuildTransIndex`` for an empty topic.  Not followed: with a RocksDB consume
-    queue, an empty request dispatched last (``RocksGroupCommitService`` writes its requests in groups, each
-    group's checkpoint the largest ``offset + size`` of that group: 0 where it is alone in the last one, which
-    depends on the threads' timing), and, with index files, empty requests that are all the store dispatches
-    (they create an index file the rebuild, with no record dispatched, does not write).
+    queue, an empty request dispatched last (no record after it: ``RocksGroupCommitService`` writes its
+    requests in groups, each group's checkpoint the largest ``offset + size`` of that group, 0 where it is alone
+    in the last one, which depends on the threads' timing), and, with index files, empty requests where no
+    record is dispatched at all (they create an index file the rebuild, with no record dispatched, does not
+    write).
 
     Raises:
-        UnsupportedConfigError: one line, there."""
-    why = None
-    if config.rocksdb_cq and last:
+        UnsupportedConfigError: one line, at the stop whose empty request it is."""
+    with_empty = [s for s in stops if s.empty_request is not None]
+    if not with_empty:
+        return
+    last = max(with_empty, key=lambda s: s.last_empty_request or s.empty_request or 0)
+    why, stop = None, last
+    if config.rocksdb_cq and (last_dispatched is None or last_dispatched < (last.last_empty_request or 0)):
         why = ("it is the last request dispatched, so the RocksDB consume queue's checkpoint depends on whether its "
                "group commit writes it alone (timing)")
-    elif config.writes_index_files and first and last:
-        why = "no record of the store is dispatched, yet it creates an index file"
+    elif config.writes_index_files and not dispatched:
+        why, stop = "no record of the store is dispatched, yet it creates an index file", with_empty[0]
     if why is not None:
+        where = f"commitlog offset {stop.at if stop.at is not None else stop.offset}"
         raise UnsupportedConfigError(
             f"{_SETTING}: the 5.x ConcurrentReputMessageService's batch task after the record at {where} reads a "
-            f"blank's magic code at commitlog offset {at} and ends, its empty request dispatched, and {why}: not "
-            "reproduced; rebuild with the broker, or without the setting if it ran without it")
+            f"blank's magic code at commitlog offset {stop.empty_request} and ends, its empty request dispatched, "
+            f"and {why}: not reproduced; rebuild with the broker, or without the setting if it ran without it")
 
 
 def index_after_last_key(stops: list[ConcurrentStop], end_phy_offset: int, after_last_key: bool) -> bool:
@@ -339,7 +342,7 @@ def index_after_last_key(stops: list[ConcurrentStop], end_phy_offset: int, after
     :func:`store_format.indexfile.trailing_empty_file`), given the walk's answer ``after_last_key`` and the
     commitlog offset of its last key, ``end_phy_offset``: a blank's empty request dispatched after that key
     (at its blank's commitlog offset, as the tasks dispatch in the order they parse) is one too
-    (:func:`_check_empty_request`: ``IndexService.buildIndex`` takes, or creates, the last index file for it)."""
+    (:func:`check_empty_requests`: ``IndexService.buildIndex`` takes, or creates, the last index file for it)."""
     last = max((s.last_empty_request for s in stops if s.last_empty_request is not None), default=None)
     return after_last_key or (last is not None and last > end_phy_offset)
 
@@ -378,7 +381,7 @@ def empty_request_units(config: BrokerConfig, stops: list[ConcurrentStop]) -> tu
     ``stops`` put: (topic, queue id, queue offset, commitlog offset, size, tagsCode, store time), none without
     one.  ``RocksDBConsumeQueueStore.putMessagePosition0`` puts each under its key (topic "", queue 0, queue
     offset 0; the value (0, 0, 0, 0)) and makes it its queue's "max" entry (0, 0); the checkpoint, the largest
-    ``offset + size`` of a group, is that of the others (:func:`_check_empty_request` refuses the empty request
+    ``offset + size`` of a group, is that of the others (:func:`check_empty_requests` refuses the empty request
     dispatched last)."""
     if not config.rocksdb_cq or not any(s.empty_request is not None for s in stops):
         return ()
@@ -467,10 +470,10 @@ def stop_detail(stop: ConcurrentStop) -> dict:
     if stop.resume is not None:
         return {**stop.finding, "detail": (
             f"{_SETTING}: ConcurrentReputMessageService goes past the damaged bytes here ({stop.why}): nothing from "
-            f"commitlog offset {stop.offset} to {stop.resume} is dispatched")}
+            f"commitlog offset {stop.offset} to {stop.resume} is dispatched but what it says")}
     return {**stop.finding, "detail": (
         f"{_SETTING}: ConcurrentReputMessageService stops here for good ({stop.why}): nothing at or after "
-        f"commitlog offset {stop.offset} is dispatched")}
+        f"commitlog offset {stop.offset} is dispatched but what it says")}
 
 
 def cut_at(store: StoreLocation, offset: int, reput_end: int | None = None, resume: int | None = None) -> StoreLocation:
@@ -498,12 +501,15 @@ def cut_at(store: StoreLocation, offset: int, reput_end: int | None = None, resu
 
 def settle(store: StoreLocation, config: BrokerConfig, anomalies: list[dict], reput_end: int | None,
            walk: Callable[[StoreLocation, list[ConcurrentStop]], tuple[W, list[dict]]],
+           dispatched: Callable[[W], tuple[int, int | None]],
            ) -> tuple[list[ConcurrentStop], W | None]:
     """Where ``ConcurrentReputMessageService`` goes on ``store`` from the walk's findings (``anomalies``):
     each :func:`concurrent_reput_stop` in turn, the store cut there (:func:`cut_at`) and walked again by
     ``walk`` (given the stops so far; its result and findings, the end of the data left out), until a stop
     for good or no more stop (a stop where the reput goes on, ``ConcurrentStop.resume``, is followed by the
-    walk of the rest).  Returns the stops and the last walk (None: no stop)."""
+    walk of the rest).  The blanks' empty requests the stops dispatch are then checked against the last walk's
+    records (``dispatched``: how many it dispatches, and the commitlog offset of its last; None: none):
+    :func:`check_empty_requests`.  Returns the stops and the last walk (None: no stop)."""
     stops: list[ConcurrentStop] = []
     walked: W | None = None
     for _ in range(len(store.segments) + 1):
@@ -515,4 +521,6 @@ def settle(store: StoreLocation, config: BrokerConfig, anomalies: list[dict], re
         walked, anomalies = walk(store, stops)
         if stop.resume is None:
             break
+    if walked is not None:
+        check_empty_requests(config, stops, *dispatched(walked))
     return stops, walked

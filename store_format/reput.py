@@ -179,6 +179,7 @@ class InMemoryRebuild:
     dispatched: int
     keys: int
     anomalies: list[dict]
+    last_dispatched: int | None = None   # the commitlog offset of the last record dispatched (None: none)
 
 
 def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo = _dt.timezone.utc) -> InMemoryRebuild:
@@ -206,7 +207,11 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
         res, eod = _rebuild_in_memory(cut, config, tz, stops)
         return res, [a for a in res.anomalies if a is not eod]
 
-    stops, walked = settle(store, config, found, end, walk)
+    def dispatched(res: InMemoryRebuild | None) -> tuple[int, int | None]:
+        assert res is not None   # settle asks only of a walk it made
+        return res.dispatched, res.last_dispatched
+
+    stops, walked = settle(store, config, found, end, walk, dispatched)
     if walked is None:
         return result
     result = walked
@@ -230,6 +235,7 @@ def _rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinf
     key_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     index_carry = 0
     n_records = n_dispatched = n_keys = 0
+    last_dispatched: int | None = None
     dispatched_after_last_key = False
     first_dispatch_ts: int | None = None
     anomalies: list[dict] = []
@@ -240,6 +246,8 @@ def _rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinf
         n_records += len(rec)
         ok = rec[:, cl.R_STATUS] == cl.Status.DISPATCHED
         n_dispatched += int(ok.sum())
+        if ok.any():
+            last_dispatched = max(last_dispatched or 0, int(rec[ok, cl.R_PHYS].max()))
         for i in np.nonzero(~ok)[0]:
             anomalies.append({"segment": seg.name, "position": int(rec[i, cl.R_POS]),
                               "kind": AnomalyKind.SIZE_MISMATCH.value, "declared": int(rec[i, cl.R_TOTAL]),
@@ -320,4 +328,4 @@ def _rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinf
                                           prev_end_ts=prev_ts, empty_index_count=config.empty_index_count))
             firsts.append(trailing_file_time(prev_ts, first_dispatch_ts))
         index = list(zip(index_file_names(firsts, tz), blobs))
-    return InMemoryRebuild(cq, index, n_records, n_dispatched, n_keys, anomalies), end_of_data
+    return InMemoryRebuild(cq, index, n_records, n_dispatched, n_keys, anomalies, last_dispatched), end_of_data
