@@ -67,7 +67,10 @@ class _BuildStage:
         self.progress.stage("build", "consume queue and index files")
         chain, index_in, index_totals = walk.chain, walk.index_in, walk.index_totals
         order = [e.split.split_id for e in chain.entries]
-        index_enabled = config.writes_index_files and index_totals["dispatched"] > 0
+        # IndexService.buildIndex takes (creates) the last index file for any dispatched request, a concurrent
+        # reput's blank's empty request too (store_format.concurrent_reput.check_empty_requests)
+        index_enabled = config.writes_index_files and (index_totals["dispatched"] > 0
+                                                       or index_totals.get("empty_requests", 0) > 0)
         again = self._indexed_again(walk) if index_enabled else None
         if again is not None:   # the keys the restart's second reput puts again follow the others
             index_totals["keys"] += again[3]

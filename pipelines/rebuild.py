@@ -272,6 +272,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             totals = walk.index_totals
             totals["dispatched_after_last_key"] = index_after_last_key(stops, totals["end_phy_offset"],
                                                                        totals["dispatched_after_last_key"])
+            totals["empty_requests"] = sum(s.empty_requests for s in stops)
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz,
                             extra_units=empty_request_units(config, stops))
         for rel, pieces in empty_request_files(config, stops):   # blanks' empty requests: topic "", queue 0
@@ -401,7 +402,7 @@ def _concurrent_stops(walk: ReputWalk, config: BrokerConfig, data_end: int | Non
         return rewalked, rewalked.anomalies()
 
     return settle(walk.store, config, walk.anomalies(), data_end, again,
-                  lambda w: (w.index_totals["dispatched"], w.index_totals["last_dispatched"]))
+                  lambda w: w.index_totals["last_dispatched"])
 
 
 def _failure_line(err: BaseException) -> tuple[str, int]:

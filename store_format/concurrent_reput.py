@@ -296,13 +296,12 @@ def _goes_on(store: StoreLocation, seg: Segment, resume: int | None) -> bool:
             and any(s.base == resume for s in store.segments))
 
 
-def check_empty_requests(config: BrokerConfig, stops: list[ConcurrentStop], dispatched: int,
-                         last_dispatched: int | None) -> None:
+def check_empty_requests(config: BrokerConfig, stops: list[ConcurrentStop], last_dispatched: int | None) -> None:
     """Blanks' empty requests (``DispatchRequest(0, true)``: topic "", queue 0, commitlog offset 0, size 0,
     store time 0, no keys, no unique key, no properties) the stops' ended tasks read, dispatched by
     ``DefaultMessageStore.doDispatch`` among the records in commitlog order (the tasks dispatch in the order
-    they parse), against the whole reput once :func:`settle` has followed every stop: ``dispatched`` records in
-    all, the last at commitlog offset ``last_dispatched`` (None: none).  The consume queue dispatcher's files
+    they parse), against the whole reput once :func:`settle` has followed every stop: its last dispatched record
+    at commitlog offset ``last_dispatched`` (None: none).  The consume queue dispatcher's files
     are :func:`empty_request_files`', its RocksDB consume queue entries :func:`empty_request_units`'.
     ``IndexService.buildIndex`` puts no key for one, whatever the last index file's ``endPhyOffset`` (no unique
     key, empty keys, no properties); it only takes the last index file first (``retryGetAndCreateIndexFile``),
@@ -310,12 +309,12 @@ def check_empty_requests(config: BrokerConfig, stops: list[ConcurrentStop], disp
     :func:`index_after_last_key`; the first index file it creates where it is the store's first dispatched
     request is the file the next dispatched record would have created (``endPhyOffset`` and the end time 0, the
     begin ones set by the first key).  5.5's ``IndexRocksDBStore.buildIndex`` returns at once for a size of 0 or
-    less, and ``CommitLogDispatcherBuildTransIndex`` for an empty topic.  Not followed: with a RocksDB consume
-    queue, an empty request dispatched last (no record after it: ``RocksGroupCommitService`` writes its
-    requests in groups, each group's checkpoint the largest ``offset + size`` of that group, 0 where it is alone
-    in the last one, which depends on the threads' timing), and, with index files, empty requests where no
-    record is dispatched at all (they create an index file the rebuild, with no record dispatched, does not
-    write).
+    less, and ``CommitLogDispatcherBuildTransIndex`` for an empty topic.  Where empty requests are all the store
+    dispatches, the first creates the first index file and no key follows: that file with no entry (header of
+    zeros, the index count the broker leaves in an empty file), as where dispatched records put no key.  Not
+    followed: with a RocksDB consume queue, an empty request dispatched last (no record after it:
+    ``RocksGroupCommitService`` writes its requests in groups, each group's checkpoint the largest ``offset +
+    size`` of that group, 0 where it is alone in the last one, which depends on the threads' timing).
 
     Raises:
         UnsupportedConfigError: one line, at the stop whose empty request it is."""
@@ -323,18 +322,14 @@ def check_empty_requests(config: BrokerConfig, stops: list[ConcurrentStop], disp
     if not with_empty:
         return
     last = max(with_empty, key=lambda s: s.last_empty_request or s.empty_request or 0)
-    why, stop = None, last
     if config.rocksdb_cq and (last_dispatched is None or last_dispatched < (last.last_empty_request or 0)):
-        why = ("it is the last request dispatched, so the RocksDB consume queue's checkpoint depends on whether its "
-               "group commit writes it alone (timing)")
-    elif config.writes_index_files and not dispatched:
-        why, stop = "no record of the store is dispatched, yet it creates an index file", with_empty[0]
-    if why is not None:
-        where = f"commitlog offset {stop.at if stop.at is not None else stop.offset}"
+        where = f"commitlog offset {last.at if last.at is not None else last.offset}"
         raise UnsupportedConfigError(
             f"{_SETTING}: the 5.x ConcurrentReputMessageService's batch task after the record at {where} reads a "
-            f"blank's magic code at commitlog offset {stop.empty_request} and ends, its empty request dispatched, "
-            f"and {why}: not reproduced; rebuild with the broker, or without the setting if it ran without it")
+            f"blank's magic code at commitlog offset {last.empty_request} and ends, its empty request dispatched, "
+            "and it is the last request dispatched, so the RocksDB consume queue's checkpoint depends on whether its "
+            "group commit writes it alone (timing): not reproduced; rebuild with the broker, or without the setting "
+            "if it ran without it")
 
 
 def index_after_last_key(stops: list[ConcurrentStop], end_phy_offset: int, after_last_key: bool) -> bool:
@@ -501,14 +496,14 @@ def cut_at(store: StoreLocation, offset: int, reput_end: int | None = None, resu
 
 def settle(store: StoreLocation, config: BrokerConfig, anomalies: list[dict], reput_end: int | None,
            walk: Callable[[StoreLocation, list[ConcurrentStop]], tuple[W, list[dict]]],
-           dispatched: Callable[[W], tuple[int, int | None]],
+           last_dispatched: Callable[[W], int | None],
            ) -> tuple[list[ConcurrentStop], W | None]:
     """Where ``ConcurrentReputMessageService`` goes on ``store`` from the walk's findings (``anomalies``):
     each :func:`concurrent_reput_stop` in turn, the store cut there (:func:`cut_at`) and walked again by
     ``walk`` (given the stops so far; its result and findings, the end of the data left out), until a stop
     for good or no more stop (a stop where the reput goes on, ``ConcurrentStop.resume``, is followed by the
     walk of the rest).  The blanks' empty requests the stops dispatch are then checked against the last walk's
-    records (``dispatched``: how many it dispatches, and the commitlog offset of its last; None: none):
+    records (``last_dispatched``: the commitlog offset of its last dispatched record; None: none):
     :func:`check_empty_requests`.  Returns the stops and the last walk (None: no stop)."""
     stops: list[ConcurrentStop] = []
     walked: W | None = None
@@ -522,5 +517,5 @@ def settle(store: StoreLocation, config: BrokerConfig, anomalies: list[dict], re
         if stop.resume is None:
             break
     if walked is not None:
-        check_empty_requests(config, stops, *dispatched(walked))
+        check_empty_requests(config, stops, last_dispatched(walked))
     return stops, walked

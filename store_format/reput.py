@@ -207,11 +207,11 @@ def rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinfo
         res, eod = _rebuild_in_memory(cut, config, tz, stops)
         return res, [a for a in res.anomalies if a is not eod]
 
-    def dispatched(res: InMemoryRebuild | None) -> tuple[int, int | None]:
+    def last_dispatched(res: InMemoryRebuild | None) -> int | None:
         assert res is not None   # settle asks only of a walk it made
-        return res.dispatched, res.last_dispatched
+        return res.last_dispatched
 
-    stops, walked = settle(store, config, found, end, walk, dispatched)
+    stops, walked = settle(store, config, found, end, walk, last_dispatched)
     if walked is None:
         return result
     result = walked
@@ -307,7 +307,8 @@ def _rebuild_in_memory(store: StoreLocation, config: BrokerConfig, tz: _dt.tzinf
                                                                          tags[m], blank_until).tobytes()
     # index files
     index: list[tuple[str, bytes]] = []
-    if config.writes_index_files and n_dispatched:
+    # a blank's empty request of the concurrent reput takes (creates) the index file as a record does
+    if config.writes_index_files and (n_dispatched or any(s.empty_requests for s in stops or [])):
         hashes = np.concatenate([p[0] for p in key_parts]) if key_parts else np.zeros(0, np.int32)
         offs = np.concatenate([p[1] for p in key_parts]) if key_parts else np.zeros(0, np.int64)
         tss = np.concatenate([p[2] for p in key_parts]) if key_parts else np.zeros(0, np.int64)

@@ -48,7 +48,8 @@ record's magic code read as a totalSize; 5.3.3's task reads on and ends, 5.5.1 r
 a DLedger store without old files (``dledger-plain``), ``slavezero`` (a record's totalSize set to 0 on a
 slave), ``lastblank`` without the setting, and ``laterhung`` (5 MiB segments: the damaged record's batch, past
 4 MiB, ends with a blank's magic code read and the next batch's task never ends: the first batch's requests,
-its empty request among them, are dispatched, nothing after).
+its empty request among them, are dispatched, nothing after), ``blankononly`` (a blank's empty request is all the
+store dispatches: the index file it creates) and ``blankontwo`` (two damaged spots: two stops).
 
 5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
@@ -123,7 +124,12 @@ ONWARD = {"blankon": (BLANKON, {}, {}),
               "blankonfirst": ({"offset": 225, "field": "totalSizeReach", "value": 13}, {}, {"drop": 8}),
               # a RocksDB consume queue (no index: the broker's reput from offset 0 indexes the record there,
               # which a rebuild into an empty database never dispatches): the empty request's unit and max entry
-              "blankonrdbcq": (BLANKON, {"storeType": "defaultRocksDB", "messageIndexEnable": "false"}, {})}
+              "blankonrdbcq": (BLANKON, {"storeType": "defaultRocksDB", "messageIndexEnable": "false"}, {}),
+              # blankonfirst's damage from the store's first record on, and the second segment's first record's
+              # magic code made illegal: the task reads the records after it whole, and the blank's magic code at
+              # the first segment's end; then the reput stops for good (two stops)
+              "blankontwo": ({"offset": 0, "field": "totalSizeReach", "value": 14,
+                              "also": [{"offset": SEGMENT, "field": "magic", "value": 0x0BADC0DE}]}, {}, {"drop": 8})}
              if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
 
 # the first record of the last segment made a blank whose totalSize ends 16 bytes before its file's end, past the
@@ -157,6 +163,23 @@ def _later_hung(line: str) -> dict:
             "reputDamage": {"message": 1, "field": "totalSizeReach", "value": 6, "plus": 96}}
 
 
+# ``blankononly``: a first record of 8,056 bytes (its body 7,911), then the first segment's blank of 136 bytes; that
+# record's totalSize made to reach the file's end and the second segment's first record's magic code made illegal:
+# the task parsing it goes on at its own end and reads the blank's magic code, nothing else; then the reput stops
+# for good.  The blank's empty request is all the store dispatches
+ONLY_BODY = 7911
+
+
+def _only_empty(line: str, config: dict) -> dict:
+    g = Messages(37, ["T0", "T1", "T2"])
+    first = {"topic": "T1", "queueId": 0, "bodySize": ONLY_BODY, "uniqKey": "7F00000100002A9F0000BBBBBBBBBBBB",
+             "keys": "only"}
+    return {"name": f"{line}-creput-blankononly", "messages": [first, *(g.one() for _ in range(14))],
+            "config": {**config, "enableBuildConsumeQueueConcurrently": "true"},
+            "reputDamage": {"offset": 0, "field": "totalSizeReach", "value": 2,
+                            "also": [{"offset": SEGMENT, "field": "magic", "value": 0x0BADC0DE}]}}
+
+
 def _scenarios(line: str) -> list[dict]:
     g = Messages(23, ["T0", "T1", "T2"])
     messages = [g.one() for _ in range(70)]
@@ -188,7 +211,7 @@ def _scenarios(line: str) -> list[dict]:
                     "config": {**config, "enableBuildConsumeQueueConcurrently": str(reput == "creput").lower()},
                     "reputDamage": LAST_BLANK})
     if os.environ.get("CONCURRENT_REPUT_MORE"):
-        out.append(_later_hung(line))
+        out += [_later_hung(line), _only_empty(line, config)]
     for sc in dls.dledger_scenarios(line):
         what = sc["name"].rsplit("-", 1)[-1]
         if what in DLEDGER:   # without recheckReputOffsetFromCq, whose wait in start() never ends here
@@ -203,9 +226,10 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
          if sc["name"].rsplit("-", 1)[-1] in DAMAGES]
 NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
              if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and "-slave" not in sc["name"]
-             and not sc["name"].endswith(("-lastblank", "-laterhung")) and sc["name"].rsplit("-", 1)[-1] not in ONWARD]
+             and not sc["name"].endswith(("-lastblank", "-laterhung", "-blankononly"))
+             and sc["name"].rsplit("-", 1)[-1] not in ONWARD]
 ONWARD_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
-                if sc["name"].rsplit("-", 1)[-1] in ONWARD and not sc["name"].endswith("rdbcq")]
+                if sc["name"].rsplit("-", 1)[-1] in ONWARD and not sc["name"].endswith(("rdbcq", "blankontwo"))]
 
 
 def _cases_or_skip(ending: str, what: str) -> list:
@@ -575,6 +599,43 @@ def test_the_reput_goes_on_past_damaged_bytes(reput, line: str, name: str, tmp_p
     assert [a["commitlog_offset"] for a in past] == [at], rows
     assert ("empty request" in past[0]["detail"]) == what.startswith("blankon"), past
     assert _differ(d / "expected", _rebuilt_without_the_setting(d, line, tmp_path))
+
+
+@pytest.mark.parametrize("line,name", _cases_or_skip("-blankononly", "empty requests all the store dispatches"))
+def test_empty_requests_that_are_all_the_store_dispatches(reput, line: str, name: str, tmp_path: Path) -> None:
+    """``blankononly``: the task parsing the damaged first record goes on at its end and reads the blank's magic
+    code at the first segment's end, nothing else, and ends; the pre-check's walk goes on into the second segment,
+    whose first record's magic code is illegal: the broker dispatched the blank's empty request alone
+    (``consumequeue/0/`` and no other queue) and its ``IndexService`` created the first index file for it, with
+    no key; ``rebuild`` writes the broker's files byte for byte (the index file's too), its summary saying where
+    the reput goes past the damaged bytes and where it stops for good."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    assert not w["reputHung"] and w["damagedRecord"] == 0 and w["damagedSize"] == SEGMENT - 136, w
+    assert sorted(p.name for p in (d / "expected" / "consumequeue").iterdir()) == ["0"]
+    assert len(list((d / "expected" / "index").iterdir())) == 1
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", True)
+    rows = json.loads(_summary_json(d, tmp_path, line))["anomalies"]
+    assert [a["commitlog_offset"] for a in rows if "stops here for good" in (a["detail"] or "")] == [SEGMENT], rows
+    assert [a["commitlog_offset"] for a in rows if "goes past the damaged bytes" in (a["detail"] or "")] == [0], rows
+
+
+@pytest.mark.parametrize("line,name", _cases_or_skip("-blankontwo", "two damaged spots"))
+def test_two_damaged_spots(reput, line: str, name: str, tmp_path: Path) -> None:
+    """``blankontwo``: the store's first record made to reach the first segment's end (the task reads the records
+    after it whole, and the blank's magic code there), the second segment's first record's magic code illegal: two
+    stops, the reput going past the first and stopping for good at the second; ``rebuild`` writes the broker's
+    files byte for byte, the records read whole and the empty request's ``consumequeue/0/`` among them."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    assert not w["reputHung"] and w["damagedRecord"] == 0, w
+    assert (d / "expected" / "consumequeue" / "0" / f"{0:020d}").is_file()
+    assert len([p for p in (d / "expected" / "consumequeue").iterdir()]) > 1   # records read whole, dispatched
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    rows = json.loads(_summary_json(d, tmp_path, line))["anomalies"]
+    assert [a["commitlog_offset"] for a in rows if "stops here for good" in (a["detail"] or "")] == [SEGMENT], rows
 
 
 def _rocksdb_cq(db: Path, copy: Path) -> dict[str, dict[bytes, bytes]]:

@@ -108,7 +108,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * logicsPhysicalOffset (the line adds the value the restart finds); with {@code loadMayFail} a restart whose
  * {@code load()} fails is reported ({@code loadFailed}) instead of failing the scenario. {@code restartCopies}
  * (an int) runs that restart again on as many fresh copies of {@code before/} ({@link #restartCopies}).
- * {@code reputDamage} ({@link ReputOnly}):
+ * {@code reputDamage} ({@link ReputOnly}; its {@code also}, a list of more damages applied after it, at their
+ * {@code offset}s):
  * the restart's recovery dispatches nothing, one record is damaged after it, and the reput alone dispatches
  * from the commitlog's min offset until it stands still (it may stop for good before the end); {@code store/}
  * keeps the damaged commitlog and the line adds {@code damagedRecord} and {@code reputStoodAt}.
@@ -323,6 +324,13 @@ public final class Writer {
                 reputDamage.get("field").getAsString(), reputDamage.get("value").getAsInt(),
                 reputDamage.has("plus") ? reputDamage.get("plus").getAsInt() : 0));
             out.addProperty("damagedRecord", at);
+            if (reputDamage.has("also")) {  // more damaged spots, each {"offset", "field", "value"}, after the first
+                for (JsonElement e : reputDamage.getAsJsonArray("also")) {
+                    JsonObject o = e.getAsJsonObject();
+                    ReputOnly.damage(root, segmentSize, o.get("offset").getAsLong(), o.get("field").getAsString(),
+                        o.get("value").getAsInt(), o.has("plus") ? o.get("plus").getAsInt() : 0);
+                }
+            }
         }
         // a RocksDB consume queue (storeType=defaultRocksDB) has no queue files to report: its database is
         // read back after the restart instead
