@@ -237,10 +237,14 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         st, recovery = restart_view(st, config, progress)
         if isinstance(recovery, Restart):
             config = dispatch_config(config, recovery.plan)
-        if isinstance(recovery, DLedgerRestart) and recovery.crash is not None and recovery.crash.again \
-                and tables is not None:
+        if isinstance(recovery, DLedgerRestart) and recovery.crash is not None \
+                and (recovery.crash.again or recovery.crash.before) and tables is not None:
             crash = recovery.crash
             raise UnsupportedConfigError(
+                f"{store}: the restart's reput dispatches the records from {crash.start_offset} to {crash.end} a "
+                f"second time (it starts at {crash.reput_from}, before the data file DLedgerCommitLog."
+                "dledgerRecoverAbnormally's walk started at), so the message tables would hold them twice; rebuild "
+                "it with --no-tables" if crash.before else
                 f"{store}: the restart's reput dispatches the records from {crash.reput_from} to {crash.walk_end} a "
                 "second time (DLedgerCommitLog.dledgerRecoverAbnormally's walk ended at a damaged message, the reput "
                 "starts before it), so the message tables would hold them twice; rebuild it with --no-tables")

@@ -146,10 +146,20 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           f"{crash.cut.reput} (ReputMessageService.doReput)")
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
                       + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else "")
-                      + (f"; it puts {sum(a.count for a in crash.ext_again)} ext unit(s) again, one per record of an "
+                      + ("; it puts an ext unit again for each record of an ext queue from there (ConsumeQueueExt.put "
+                         "before the unit is dropped or put)" if crash.ext_again and crash.before else
+                         f"; it puts {sum(a.count for a in crash.ext_again)} ext unit(s) again, one per record of an "
                          "ext queue (ConsumeQueueExt.put before the unit is dropped or put back)"
                          if crash.ext_again else ""))
+        if crash.before:
+            progress.emit(f"[rebuild] as a restart after a crash: the start's reput from {crash.reput_from}, before "
+                          f"data file {crash.start_file}, walks the earlier files' records, then the walk's ones again "
+                          "(their units dropped: putMessagePositionInfo)")
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
+        if crash.before:   # the earlier files' records after the walk's, then the walk's again (jump_at)
+            kept = jump_at(dataclasses.replace(kept, reindex=-1), crash.end, crash.reput_from,
+                           walked_from=crash.start_offset)
+            return kept, DLedgerRestart(rec, before, False, crash)
         segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
                                    reindex=crash.reindex)
@@ -200,7 +210,8 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         built.cq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         built.bcq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         changed = True
-    for again in crash.ext_again:   # crash.again: the rebuild's walk put the ext units (jump_at), not the addresses
+    for again in () if crash.before else crash.ext_again:   # crash.before: the rebuild's walk put them (jump_at)
+        # crash.again: the rebuild's walk put the ext units (jump_at), not the addresses
         _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size, put=not crash.again)
     return changed
 

@@ -40,6 +40,10 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   records a second time, :func:`store_format.store.jump_at`); with a queue cut, the cut's moves then apply to what
   that walk wrote (the records read again drop as repeats), and the cut units put back point at the ext units put
   again.
+* A start's reput from before the data file the walk started at (the committed position, or with
+  ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file), after a walk that ended where
+  DLedger's recovery ends the log and cut no queue, walks the earlier files' records, then the walk's ones again
+  (:attr:`DLedgerCrash.before`, :func:`_reput_before_walk`); with a cut or a walk that ended early it is refused.
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -137,11 +141,17 @@ class DLedgerCrash:
     # records from reput_from (ext_again) are put between the walk's ones and theirs (the rebuild reads those
     # records a second time, store_format.store.jump_at, which does both, instead of putting them at the end)
     again: bool = False
+    # the start's reput begins before start_offset (in an earlier data file): after the walk it walks the earlier
+    # files' records, then the walk's ones again, to end (_reput_before_walk)
+    before: bool = False
 
     @property
     def jump(self) -> tuple[int, int] | None:
         """Where the dispatch stops and where it goes on (:func:`store_format.store.jump_at`): the walk's end and
-        the reput's start, with :attr:`gap` or :attr:`again` (None: one walk from the start file to ``end``)."""
+        the reput's start, with :attr:`gap` or :attr:`again`; the log's end and the reput's start with
+        :attr:`before` (None: one walk from the start file to ``end``)."""
+        if self.before:
+            return self.end, self.reput_from
         return (self.walk_end, self.reput_from) if self.gap is not None or self.again else None
 
     @property
@@ -197,8 +207,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
             and :func:`_walk_after` (with a queue cut: the reput's check ending before the log's end) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
-            :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file (a
-            converted store's old files are below every data file: refused there too).
+            :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file after a
+            queue cut or a walk that ended early, or in a converted store's old files.
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
@@ -259,9 +269,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     else:
         reput = max(rec.committed_pos, files[0].base)
     if reput < files[first].base:
-        whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
-        raise _refuse(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
-                      "the recovery dispatched from")
+        return _reput_before_walk(files, first, end, process_offset, reput, reason, accepted, track, config,
+                                  cut is not None or early or reput < files[0].base)
     ext_again = cut.ext_again if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     walk_end, log_end = -1, end
@@ -274,6 +283,32 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     again = early and log_end > end and reput < end and (bool(ext_again) or reindex >= 0)
     return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
                         ext_again, walk_end=walk_end, again=again)
+
+
+def _reput_before_walk(files: list[Segment], first: int, end: int, process_offset: int, reput: int, reason: str,
+                       accepted: Accepted, track: QueueTrack, config: BrokerConfig, refused: bool) -> DLedgerCrash:
+    """The start's reput from ``reput``, before the data file the walk started at (the committed position, or with
+    ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file), after a walk that ended where
+    DLedger's recovery ends the log and cut no queue: ``doReput`` walks every record from there to the log's end,
+    so the earlier files' records first, then the walk's ones a second time (:attr:`DLedgerCrash.before`; the
+    rebuild reads them in that order, :func:`store_format.store.jump_at`).  ``putMessagePositionInfo`` drops a unit
+    at or below its queue's max physical offset (every queue the walk wrote), and puts those of the other queues
+    (``fillPreBlank`` up to the first); ``ConsumeQueueExt.put`` puts an ext unit for each record of an ext queue
+    before that; ``IndexService.buildIndex`` skips the records below the index's ``endPhyOffset`` (it indexes the
+    walk's last indexed record again).
+
+    Raises:
+        UnsupportedConfigError: ``refused``: a queue cut, a walk that ended before the log's end, or a reput in the
+            old commitlog files of a converted store.
+    """
+    if refused:
+        whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
+        raise _refuse(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
+                      "the recovery dispatched from, and the walk cut the queues or ended before the log's end")
+    ext_again = ext_reput(track, files[first].base, end) if config.enableConsumeQueueExt else ()
+    reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < end else -1
+    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex,
+                        ext_again=ext_again, before=True)
 
 
 def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:

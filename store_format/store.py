@@ -319,21 +319,24 @@ def load_config_for(config_uri: str | None, **overrides: object) -> BrokerConfig
     return load_broker_config(read_text(config_uri) if config_uri else None, **overrides)
 
 
-def jump_at(st: StoreLocation, lo: int, hi: int) -> StoreLocation:
+def jump_at(st: StoreLocation, lo: int, hi: int, walked_from: int = -1) -> StoreLocation:
     """``st`` as a reput reads it that dispatches up to ``lo`` and goes on at ``hi`` (both record starts, ``lo``
     inside the data): the segment holding ``lo`` read up to it, the reput going on at ``hi``
     (``Segment.resume``).  Past ``lo`` (:func:`_skip`), the records between are left out; before it, the
     segments from the one holding ``hi`` on are read again, from ``hi``, after the first ones (the records from
     ``hi`` to ``lo`` dispatched a second time: :meth:`StoreLocation.piece_at`).  A 5.x DLedger crash restart whose
     recovery's walk ends at a damaged message before the log's end, and whose start's reput begins elsewhere
-    (:mod:`store_format.dledger_crash`)."""
+    (:mod:`store_format.dledger_crash`); ``walked_from``: the first read starts at the segment of that offset (the
+    crash recovery's walk from a later data file than the reput's start, ``DLedgerCrash.before``)."""
     if hi > lo:
         return _skip(st, lo, hi)
     assert hi < lo, (lo, hi)
     first: list[Segment] = []
     again: list[Segment] = []
     for seg in st.segments:
-        if seg.end == lo:
+        if seg.base < walked_from:
+            pass
+        elif seg.end == lo:
             first.append(dataclasses.replace(seg, resume=hi))
         elif seg.end < lo:
             first.append(seg)

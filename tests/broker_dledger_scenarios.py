@@ -255,6 +255,31 @@ def damaged_again_abort_scenarios(line: str) -> list[dict]:
                                           if line.startswith("5.5") else kept)
 
 
+def before_abort_scenarios(line: str) -> list[dict]:
+    """Crash restarts whose start's reput begins before the data file the recovery's walk starts at: DLedger's
+    checkpoint 160 entries behind the log's end (the committed position in the first of two data files), the
+    walk from the last data file (a pause of 3.5 s after the 320th put: 5.3.3's checkpoint timestamps, less 3 s,
+    then match that file's first message; 5.5.1's checkpoint ``logicsPhysicalOffset`` set to the 320th put's
+    offset, which that file's first message is below and the walk's short ``processOffset`` above, so no queue is
+    cut).  The reput walks the first file's records from there, then the walk's ones again: a queue the walk wrote
+    drops them, a queue it did not (T9, puts 100-104 and 250-259, the latter past the committed position) gets
+    ``fillPreBlank`` units and them; ``IndexService.buildIndex`` skips them and indexes the walk's last indexed
+    record again.  ``<line>-dledger-abort-before``: the partial store with T9.  ``-before-layouts``: the layouts
+    store (ext files, a light queue, a BatchCQ topic): the reput also puts an ext unit for each T0 record from its
+    start."""
+    if not line.startswith(("5.3", "5.5")):
+        return []
+
+    def paused(sc: dict) -> dict:
+        m = sc["messages"]
+        return {**sc, "messages": [*m[:320], {"sleepMs": 3500}, *m[320:]], "dledgerCommittedBack": 160,
+                "checkpointLogicsPhysicalOffset": {"put": 320}}
+    partial = partial_abort_scenario(line)
+    t9 = [{**m, "topic": "T9"} if 100 <= i < 105 or 250 <= i < 260 else m for i, m in enumerate(partial["messages"])]
+    return [paused({**partial, "messages": t9, "name": f"{line}-dledger-abort-before"}),
+            paused({**layouts_abort_scenario(line), "name": f"{line}-dledger-abort-before-layouts"})]
+
+
 def small_abort_scenarios(line: str) -> list[dict]:
     """``<line>-dledger-abort-small`` (5.x lines): 200 keyed messages of 100-300 bytes (about 30 entries in
     the last data file), restarted after a crash: ``dledgerRecoverAbnormally``'s ``processOffset`` leaves
