@@ -54,8 +54,9 @@ LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
 # DLEDGER_MORE_LAYOUTS=1: the layouts crash restart with recheckReputOffsetFromCq=true too (some 15 s more), and
 # on 5.5.1 the layouts store whose start's reput begins before the walk's last data file (layouts-early) and the
 # damaged-cut crash restart with the switch and with the whole log committed, and the damaged-gap ones (the start's
-# reput from past the damaged message) and damaged-again ones (from before it); on 5.3.3 they come with DLEDGER_LINES
-# alone)
+# reput from past the damaged message), damaged-again ones (from before it) and before ones (from before the walk's
+# data file) but for the first damaged-gap and damaged-again ones, which the default suite writes; on 5.3.3 they
+# come with DLEDGER_LINES alone)
 MORE_LAYOUTS = os.environ.get("DLEDGER_MORE_LAYOUTS") == "1"
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
@@ -67,7 +68,8 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     layouts_abort_scenario(line), batch_kept_abort_scenario(line), *damaged_abort_scenarios(line),
     *damaged_cut_abort_scenarios(line, MORE_LAYOUTS),
     *(damaged_gap_abort_scenarios(line) + damaged_again_abort_scenarios(line) + before_abort_scenarios(line)
-      if MORE_LAYOUTS or line.startswith("5.3") else []),
+      if MORE_LAYOUTS or line.startswith("5.3") else   # by default one of each: the gap, and the walk again
+      [damaged_gap_abort_scenarios(line)[0], damaged_again_abort_scenarios(line)[0]]),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
     + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line)
     + ([layouts_early_abort_scenario(line)] if line.startswith("5.5") and MORE_LAYOUTS else [])
