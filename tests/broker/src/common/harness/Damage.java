@@ -59,6 +59,21 @@ final class Damage {
         }
     }
 
+    /** Flips the lowest byte of the magic code (record position 7) of the record at commitlog offset
+     *  {@code offset} (on a DLedger store, in its data file, after the entry's header): a code that is no record's
+     *  and no blank's, which DLedger's own recovery does not read; returns the flipped byte's offset. */
+    static long flipMagicByte(File root, long segmentSize, long offset) throws IOException {
+        File seg = segmentOf(root, segmentSize, offset);
+        try (RandomAccessFile f = new RandomAccessFile(seg, "rw")) {
+            long at = offset % segmentSize + 7;
+            f.seek(at);
+            int b = f.read();
+            f.seek(at);
+            f.write(b ^ 0xFF);
+            return offset - offset % segmentSize + at;
+        }
+    }
+
     /** Flips the lowest byte of the bornTimestamp field (record position 47) of the record at commitlog offset
      *  {@code offset}: a byte outside the body, which only a 5.x CRC32 property covers; returns its offset. */
     static long flipBornTimestampByte(File root, long segmentSize, long offset) throws IOException {

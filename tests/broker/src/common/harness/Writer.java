@@ -103,7 +103,10 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code committedIndex} of DLedger's checkpoint by that many entries before the restart (a crash before
  * the group committed them). {@code damageOffsetField} (an index into the puts, as {@code damageMessage})
  * writes that record's physicalOffset field as its offset plus four segment sizes (its body CRC still holds;
- * the line adds {@code damagedOffsetRecord}); {@code checkpointLogicsPhysicalOffset} ({@code "set": n} or
+ * the line adds {@code damagedOffsetRecord}); {@code damageMagic} (an index into the puts) flips a byte of
+ * that message's magic code (on a DLedger store after its entry's header), which a check without CRC sees too
+ * (the line adds {@code damagedMagicRecord} and {@code damagedMagicByte}); {@code checkpointLogicsPhysicalOffset}
+ * ({@code "set": n} or
  * {@code "put": i}, the offset of that put's record, and/or {@code "add": n}) changes the checkpoint's
  * logicsPhysicalOffset (the line adds the value the restart finds); with {@code loadMayFail} a restart whose
  * {@code load()} fails is reported ({@code loadFailed}) instead of failing the scenario. {@code restartCopies}
@@ -238,6 +241,12 @@ public final class Writer {
             out.addProperty("damagedRecord", at);
             damagedAt = at;
             out.addProperty("damagedByte", Damage.flipBornTimestampByte(root, segmentSize, at));
+        }
+        if (sc.has("damageMagic")) {  // a record whose magic code is no record's: a check without CRC fails too
+            long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
+            long at = wrote.get(sc.get("damageMagic").getAsInt());
+            out.addProperty("damagedMagicRecord", at);
+            out.addProperty("damagedMagicByte", Damage.flipMagicByte(root, segmentSize, at));
         }
         if (sc.has("damageOffsetField")) {  // a record whose physicalOffset field lies outside its segment
             long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
