@@ -178,6 +178,7 @@ class BrokerConfig:
     brokerId: int = 0
     enableDLegerCommitLog: bool = False
     dLegerSelfId: str = "n0"                     # DLedger: the log is dledger-<selfId>/ (store_format.dledger)
+    dLegerPeers: str = ""                        # DLedger: the group's peers, ';'-separated (no default)
     storePathDLedgerCommitLog: str = ""          # DLedger: its data folder, when not dledger-<selfId>/data
     duplicationEnable: bool = False
     storeType: str = "default"

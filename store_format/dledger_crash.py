@@ -40,6 +40,10 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   records a second time, :func:`store_format.store.jump_at`); with a queue cut, the cut's moves then apply to what
   that walk wrote (the records read again drop as repeats), and the cut units put back point at the ext units put
   again.
+* Past such a walk, a record the start's reput's own check refuses (a bad magic code: DLedger's recovery reads no
+  message field) ends its dispatch: ``doReput`` skips to the end of ``getData``'s buffer.  In the last data file, with
+  the committed position at or before it and a group of one, that is the log's end, so :attr:`DLedgerCrash.end`
+  is that record (:func:`_reput_skips`; elsewhere refused).
 * A start's reput from before the data file the walk started at (the committed position, or with
   ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file), after a walk that ended where
   DLedger's recovery ends the log and cut no queue, walks the earlier files' records, then the walk's ones again
@@ -205,7 +209,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
-            and :func:`_walk_after` (with a queue cut: the reput's check ending before the log's end) refuse, the
+            and :func:`_walk_after` (the reput's check ending before the log's end: :func:`_reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file after a
             queue cut or a walk that ended early, or in a converted store's old files.
@@ -247,9 +251,13 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         truncates = cp.logics_physical_offset >= process_offset and max(queues_max, loaded_max) >= process_offset
     else:                               # the loaded queues' max physical offset, no check in truncateDirty
         truncates = loaded_max >= process_offset
-    after = None
-    if early and truncates:
-        after = _walk_after(st, files, end, rec.process_offset, last_base, reason, config, track)
+    after, reput_ends = None, -1
+    if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
+        # the records past the walk as the start's reput's check reads them (with a cut: their units)
+        after, reput_ends = _walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,
+                                        rec.committed_pos)
+        if not truncates:
+            after = None
     cut = None
     if truncates:
         cut = cut_queues(track, process_offset, cq_file_size=config.cq_file_size,
@@ -276,6 +284,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     walk_end, log_end = -1, end
     if early:
         walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
+        if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (_reput_skips)
+            log_end = reput_ends
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
         else -1
     # the reput from before the walk's end walks the walk's records again, then those past it: the ext units and
@@ -332,15 +342,20 @@ def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -
 
 
 def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int, last_base: int, reason: str,
-                config: BrokerConfig, track: QueueTrack) -> np.ndarray:
+                config: BrokerConfig, track: QueueTrack, committed: int) -> tuple[np.ndarray, int]:
     """The consume queue units (rows of :data:`store_format.dledger_crash_cut.UNIT_COLUMNS`, queue numbers of
     ``track``) of the records from ``stop``, where the walk's message check failed, to DLedger's log end
     ``log_end``, as the start's reput hands them to the queues when it walks them (``doReput``'s message check:
     ``checkMessageAndReturnSize`` without CRC; a DLedger blank moves it to the next data file), in commitlog order:
-    the cut's ``after`` (a batch queue's units numbered from 0 here: the cut numbers them after its queue's).
+    the cut's ``after`` (a batch queue's units numbered from 0 here: the cut numbers them after its queue's), and
+    where the reput's dispatch ends before ``log_end`` (-1: it does not).
+
+    A record the reput's check refuses past ``stop`` (a bad magic code, which DLedger's recovery does not read) ends
+    the units there when :func:`_reput_skips` models it.
 
     Raises:
-        UnsupportedConfigError: the reput's check would end elsewhere than the log's end.
+        UnsupportedConfigError: the reput's check would end elsewhere than the log's end, unless
+            :func:`_reput_skips` models where it goes on.
     """
     k = next((n for n, f in enumerate(files) if f.base <= stop < f.end), -1)
     assert k >= 0 and files[k].base == last_base, (stop, last_base)
@@ -371,14 +386,44 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
             continue
         break
     rows = np.concatenate(found) if found else np.zeros((0, 5), dtype=np.int64)
+    ends = -1
     if found and at != log_end:
-        raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at "
-                      f"{log_end}, truncateDirtyLogicFiles then cuts the queues, and the start's reput's check past "
-                      f"it ends at {at}")
+        if config.recheckReputOffsetFromCq or committed <= at:   # else the reput starts past it: never read
+            _reput_skips(files, k, at, stop, log_end, committed, reason,
+                         alone=len([p for p in config.dLegerPeers.split(";") if p.strip()]) == 1)
+            ends = at
     if len(rows):
         ids = np.array([track.queue_id(name) for name in after.names], dtype=np.int64)
         rows[:, U_QUEUE] = ids[rows[:, U_QUEUE]]
-    return rows
+    return rows, ends
+
+
+def _reput_skips(files: list[Segment], k: int, at: int, stop: int, log_end: int, committed: int, reason: str,
+                 alone: bool) -> None:
+    """The start's reput's message check (no CRC) refuses the record at ``at``, in data file ``files[k]``, past the
+    walk's end ``stop``: ``DefaultMessageStore.ReputMessageService.doReput`` on a DLedger store then moves
+    ``reputFromOffset`` to the end of the buffer ``DLedgerCommitLog.getData`` gave (the data file's written end,
+    cut at DLedger's committed position), so nothing else in that buffer is dispatched.  With the committed
+    position at the start at or before the refused record, the buffer that reaches it is read once the group has
+    committed past it: in a group of one (``alone``: one peer in ``dLegerPeers``; none given: not known) the
+    leader's first commit is its whole log (``DLedgerEntryPusher.QuorumAckChecker``, its own water mark the
+    quorum), so in the last data file the buffer ends at the log's end, and the dispatch ends at ``at``
+    (modelled: the caller's units end there).
+
+    Raises:
+        UnsupportedConfigError: the record lies in an earlier data file (the reput would go on at the next one:
+            not run against the broker), or the committed position lies past it in its data file (whether the
+            buffer ends there or at the log's end depends on whether the reput read it before the group's first
+            commit: thread timing), or a group of several peers (the followers' acks set how far each commit
+            goes).
+    """
+    if alone and k == len(files) - 1 and committed <= at and at < log_end <= files[k].end:
+        return
+    why = "before the last data file" if k < len(files) - 1 else \
+        "in a group of several peers (where the reput goes on depends on their acks)" if not alone else \
+        f"below the committed position {committed} (where the reput goes on depends on the group's first commit)"
+    raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at {log_end}, "
+                  f"and the start's reput's check past it ends at {at}, {why}")
 
 
 def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec: DLedgerRecovery,

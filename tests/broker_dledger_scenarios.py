@@ -227,6 +227,23 @@ def damaged_gap_abort_scenarios(line: str) -> list[dict]:
             {**layouts, "damageMessage": 394, "name": f"{line}-dledger-abort-damaged-cut-layouts"}]
 
 
+def damaged_twice_abort_scenarios(line: str) -> list[dict]:
+    """The partial store with a body byte of its 397th message (of 400) flipped and the magic code of its 399th,
+    DLedger's checkpoint four entries behind the log's end (the committed position at the first damaged entry):
+    ``dledgerRecoverAbnormally``'s message check (body CRC) ends the walk at the first, DLedger's recovery (which
+    reads neither) keeps the log, and the start's reput from the committed position dispatches the first damaged
+    message and the next (its check reads no CRC), then fails at the bad magic code: ``doReput`` (a DLedger store)
+    moves ``reputFromOffset`` to the end of what ``getData`` gave, the data file's end or the committed position,
+    so neither it nor the last message is dispatched.  ``<line>-dledger-abort-damaged-twice``: 5.5.1 cuts the
+    queue at the walk's short ``processOffset`` first; 5.3.3 (its queues deleted) cuts nothing, and adds
+    ``-damaged-twice-kept`` with the queues kept (``keepQueues``: the cut)."""
+    if not line.startswith(("5.3", "5.5")):
+        return []
+    sc = {**partial_abort_scenario(line), "damageMessage": 396, "damageMagic": 398, "dledgerCommittedBack": 4,
+          "name": f"{line}-dledger-abort-damaged-twice"}
+    return [sc] + ([{**sc, "keepQueues": True, "name": f"{sc['name']}-kept"}] if line.startswith("5.3") else [])
+
+
 def damaged_again_abort_scenarios(line: str) -> list[dict]:
     """Crash restarts whose start's reput begins before the damaged message that ends the walk, and before the
     walk's last indexed record, with no queue cut (the checkpoint's ``logicsPhysicalOffset`` set to 100; 5.3.3 with
