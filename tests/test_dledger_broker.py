@@ -239,6 +239,20 @@ def _as_restart(store: Path, out: Path, src: Path, line: str) -> tuple[int, str]
     return code, err.getvalue()
 
 
+def _damaged_walk_restart(name: str, line: str, tmp_path: Path) -> tuple[dict, Path, int, str]:
+    """The crash-restart scenario ``name`` (a damaged message ending dledgerRecoverAbnormally's walk): written by
+    the broker, and ``rebuild --as-restart`` on the store as the restart found it, which exits 0 and says its
+    walk ends at the damaged message; the run, its folder, the damaged record's offset and stderr."""
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    damaged = int(r["written"]["damagedRecord"])
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
+    return r, src, damaged, err
+
+
 def _same_files(expected: Path, ours: Path, sub: str, *, written: bool = False) -> None:
     """``sub``/ (a queue folder) byte for byte, the same file set; ``written``: the broker wrote some."""
     exp_files = _files(expected / sub)
@@ -584,13 +598,7 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message(written, 
     for name, rest in ((f"{line}-dledger-abort-damaged", True), (f"{line}-dledger-abort-damaged-norecheck", False)):
         if name not in _RUNS:
             continue   # -norecheck: 5.3.3 only (DLEDGER_LINES)
-        r = _RUNS[name]
-        assert r["written"].get("ok"), r["written"].get("error")
-        src = Path(r["scenario"]["dir"])
-        damaged = int(r["written"]["damagedRecord"])
-        code, err = _as_restart(src / "before", tmp_path / name, src, line)
-        assert code == 0, err[-2000:]
-        assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
+        r, src, damaged, err = _damaged_walk_restart(name, line, tmp_path)
         _same_tree(src / "expected", tmp_path / name)
         put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
         assert any(u[1] == damaged for u in put) == rest, (name, damaged)
@@ -670,13 +678,8 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message_and_the_q
     if not ran:
         pytest.skip("no damaged-cut scenario on this line")
     for name in ran:
-        r = _RUNS[name]
-        assert r["written"].get("ok"), r["written"].get("error")
-        src = Path(r["scenario"]["dir"])
-        damaged, end = int(r["written"]["damagedRecord"]), int(r["written"]["maxPhyOffset"])
-        code, err = _as_restart(src / "before", tmp_path / name, src, line)
-        assert code == 0, err[-2000:]
-        assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
+        r, src, damaged, err = _damaged_walk_restart(name, line, tmp_path)
+        end = int(r["written"]["maxPhyOffset"])
         assert ("truncateDirtyLogicFiles cuts the queues" in err) == line.startswith("5.5"), err[-2000:]
         _same_tree(src / "expected", tmp_path / name)
         held, sent = _held(r, src), _queued(r["scenario"])
@@ -713,13 +716,8 @@ def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(wr
     if not ran:
         pytest.skip("no damaged-gap scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
     for name in ran:
-        r = _RUNS[name]
-        assert r["written"].get("ok"), r["written"].get("error")
-        src = Path(r["scenario"]["dir"])
-        damaged, end = int(r["written"]["damagedRecord"]), int(r["written"]["maxPhyOffset"])
-        code, err = _as_restart(src / "before", tmp_path / name, src, line)
-        assert code == 0, err[-2000:]
-        assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
+        r, src, damaged, err = _damaged_walk_restart(name, line, tmp_path)
+        end = int(r["written"]["maxPhyOffset"])
         assert ("are never dispatched" in err) == ("-gap" in name), err[-2000:]
         cut = line.startswith("5.5") and not name.endswith("-nocut")
         assert ("truncateDirtyLogicFiles cuts the queues" in err) == cut, err[-2000:]
@@ -794,14 +792,8 @@ def test_as_restart_after_a_crash_whose_reput_walks_the_damaged_walk_again(writt
     if not ran:
         pytest.skip("no damaged-again scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
     for name in ran:
-        r = _RUNS[name]
-        assert r["written"].get("ok"), r["written"].get("error")
-        src = Path(r["scenario"]["dir"])
-        damaged = int(r["written"]["damagedRecord"])
-        code, err = _as_restart(src / "before", tmp_path / name, src, line)
-        assert code == 0, err[-2000:]
-        assert f"check ends its walk at {damaged - 48} " in err and "walks the walk's records from there again" in err \
-            and "indexes the record at" in err, err[-2000:]
+        r, src, damaged, err = _damaged_walk_restart(name, line, tmp_path)
+        assert "walks the walk's records from there again" in err and "indexes the record at" in err, err[-2000:]
         cut = name.endswith("-cut")
         assert ("truncateDirtyLogicFiles cuts the queues" in err) == cut, err[-2000:]
         _same_tree(src / "expected", tmp_path / name)

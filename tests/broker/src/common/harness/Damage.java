@@ -63,23 +63,20 @@ final class Damage {
      *  {@code offset} (on a DLedger store, in its data file, after the entry's header): a code that is no record's
      *  and no blank's, which DLedger's own recovery does not read; returns the flipped byte's offset. */
     static long flipMagicByte(File root, long segmentSize, long offset) throws IOException {
-        File seg = segmentOf(root, segmentSize, offset);
-        try (RandomAccessFile f = new RandomAccessFile(seg, "rw")) {
-            long at = offset % segmentSize + 7;
-            f.seek(at);
-            int b = f.read();
-            f.seek(at);
-            f.write(b ^ 0xFF);
-            return offset - offset % segmentSize + at;
-        }
+        return flipByte(root, segmentSize, offset, 7);
     }
 
     /** Flips the lowest byte of the bornTimestamp field (record position 47) of the record at commitlog offset
      *  {@code offset}: a byte outside the body, which only a 5.x CRC32 property covers; returns its offset. */
     static long flipBornTimestampByte(File root, long segmentSize, long offset) throws IOException {
-        File seg = new File(new File(root, "commitlog"), String.format("%020d", offset - offset % segmentSize));
-        try (RandomAccessFile f = new RandomAccessFile(seg, "rw")) {
-            long at = offset % segmentSize + 47;
+        return flipByte(root, segmentSize, offset, 47);
+    }
+
+    /** Flips the byte {@code field} bytes into the record at commitlog offset {@code offset} ({@link #segmentOf});
+     *  returns the flipped byte's commitlog offset. */
+    private static long flipByte(File root, long segmentSize, long offset, int field) throws IOException {
+        try (RandomAccessFile f = new RandomAccessFile(segmentOf(root, segmentSize, offset), "rw")) {
+            long at = offset % segmentSize + field;
             f.seek(at);
             int b = f.read();
             f.seek(at);
