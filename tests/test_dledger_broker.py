@@ -253,6 +253,15 @@ def _damaged_walk_restart(name: str, line: str, tmp_path: Path) -> tuple[dict, P
     return r, src, damaged, err
 
 
+def _dledger_prediction(src: Path, name: str, line: str, tmp_path: Path) -> dict:
+    """``verify``'s next-start prediction on a copy of the scenario's store as the restart found it (``before/``):
+    a DLedger one, never none."""
+    _code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"], report.get("no_prediction")
+    return p
+
+
 def _same_files(expected: Path, ours: Path, sub: str, *, written: bool = False) -> None:
     """``sub``/ (a queue folder) byte for byte, the same file set; ``written``: the broker wrote some."""
     exp_files = _files(expected / sub)
@@ -603,9 +612,7 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message(written, 
         put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
         assert any(u[1] == damaged for u in put) == rest, (name, damaged)
         assert len(put) == (_queued(r["scenario"]) if rest else 55), (name, len(put))
-        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
-        p = report["restart"]
-        assert p is not None and p["dledger"], report.get("no_prediction")
+        p = _dledger_prediction(src, name, line, tmp_path)
         assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
 
 
@@ -689,9 +696,7 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message_and_the_q
             assert held == _entries_from(src, held[0], end) and damaged in held, (name, len(held), sent)
         else:   # no cut unit put back, the damaged message and the last one appended at the write position
             assert held[-2] == damaged and len(held) < sent - 2 and held[-1] < end, (name, len(held), sent)
-        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
-        p = report["restart"]
-        assert p is not None and p["dledger"], report.get("no_prediction")
+        p = _dledger_prediction(src, name, line, tmp_path)
         assert p["units_lost"] == sent - len(held), (name, p["units_lost"], sent - len(held), p["notes"])
 
 
@@ -734,9 +739,7 @@ def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(wr
         held, sent = _held(r, src), _queued(r["scenario"])
         assert damaged not in held and held[-1] < end and held[-2] > damaged, (name, held[-3:], damaged)
         assert len(held) < sent - 2 if cut else len(held) == sent - 1, (name, len(held), sent)
-        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
-        p = report["restart"]
-        assert p is not None and p["dledger"], report.get("no_prediction")
+        p = _dledger_prediction(src, name, line, tmp_path)
         assert p["units_lost"] == sent - len(held), (name, p["units_lost"], sent - len(held), p["notes"])
 
 
@@ -767,9 +770,7 @@ def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code(written, li
             assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
             assert ("truncateDirtyLogicFiles cuts the queues" in err) == line.startswith("5.5"), err[-2000:]
             _same_tree(src / "expected", tmp_path / name)
-        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
-        p = report["restart"]
-        assert p is not None and p["dledger"], report.get("no_prediction")
+        p = _dledger_prediction(src, name, line, tmp_path)
         # verify's reference, the rebuild, ends at the bad magic code too (the rest of the last data file skipped)
         readable = _queued({"messages": r["scenario"]["messages"][:int(r["scenario"]["damageMagic"])]})
         assert p["units_lost"] == readable - len(held), (name, p["units_lost"], readable - len(held), p["notes"])
@@ -805,9 +806,7 @@ def test_as_restart_after_a_crash_whose_reput_walks_the_damaged_walk_again(writt
                              str(src / "broker.conf"), "--broker-version", BROKER_LINE[line], "--as-restart"])
             last = out.getvalue().strip().splitlines()[-1]
             assert code == 2 and last.startswith("error:") and "--no-tables" in last, out.getvalue()[-2000:]
-        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
-        p = report["restart"]
-        assert p is not None and p["dledger"], report.get("no_prediction")
+        p = _dledger_prediction(src, name, line, tmp_path)
         if "-layouts" in name:
             assert "ext unit(s) again" in err, err[-2000:]
             _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
@@ -859,9 +858,7 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_the_walks_data_file(
                 held_below += sum(o < committed for o in offs)
                 held_t9 += len(offs) if queue.startswith("T9/") else 0
         assert held_t9 == 10, held_t9   # the reput put T9's records past the committed position
-        code, report = _verify(bh.copy_store(src / "before", tmp_path / f"verify-{name}"), src, line)
-        p = report["restart"]
-        assert p is not None and p["dledger"], report.get("no_prediction")
+        p = _dledger_prediction(src, name, line, tmp_path)
         assert p["units_lost"] == len(puts) - held_below, (name, p["units_lost"], len(puts), held_below, p["notes"])
 
 
