@@ -262,6 +262,15 @@ def _dledger_prediction(src: Path, name: str, line: str, tmp_path: Path) -> dict
     return p
 
 
+def _ran_or_skip(stem: str, suffixes: tuple[str, ...], what: str) -> list[str]:
+    """The scenarios ``stem + suffix`` the broker wrote in this run; none: the test is skipped, saying how to run
+    the ``what`` scenarios (the environment variables that add them)."""
+    ran = [stem + s for s in suffixes if stem + s in _RUNS]
+    if not ran:
+        pytest.skip(f"no {what} scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
+    return ran
+
+
 def _same_files(expected: Path, ours: Path, sub: str, *, written: bool = False) -> None:
     """``sub``/ (a queue folder) byte for byte, the same file set; ``written``: the broker wrote some."""
     exp_files = _files(expected / sub)
@@ -716,10 +725,8 @@ def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(wr
     last message the reput puts in a new file at its own queue offset.  --as-restart on the store
     as the restart found it writes the broker's files byte for byte, and verify predicts the units the broker's
     queues lack."""
-    ran = [n for n in (f"{line}-dledger-abort-damaged-{s}"
-                       for s in ("gap", "gap-nocut", "gap-layouts", "cut-layouts", "gap-emptied")) if n in _RUNS]
-    if not ran:
-        pytest.skip("no damaged-gap scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
+    ran = _ran_or_skip(f"{line}-dledger-abort-damaged-", ("gap", "gap-nocut", "gap-layouts", "cut-layouts",
+                                                          "gap-emptied"), "damaged-gap")
     for name in ran:
         r, src, damaged, err = _damaged_walk_restart(name, line, tmp_path)
         end = int(r["written"]["maxPhyOffset"])
@@ -753,9 +760,7 @@ def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code(written, li
     kept, is checked through verify).  --as-restart on the store as the restart found it writes the broker's files
     byte for byte, and verify predicts the units the broker's queue lacks of the records before the bad magic code
     (its reference, the rebuild, skips the rest of that data file as the reput does)."""
-    ran = [n for n in (f"{line}-dledger-abort-damaged-twice{s}" for s in ("", "-kept")) if n in _RUNS]
-    if not ran:
-        pytest.skip("no damaged-twice scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
+    ran = _ran_or_skip(f"{line}-dledger-abort-damaged-twice", ("", "-kept"), "damaged-twice")
     for name in ran:
         r = _RUNS[name]
         assert r["written"].get("ok"), r["written"].get("error")
@@ -788,10 +793,7 @@ def test_as_restart_after_a_crash_whose_reput_walks_the_damaged_walk_again(writt
     too).  --as-restart on the store as the restart found it writes the broker's consumequeue/, index/,
     consumequeue_ext/ and batchconsumequeue/ byte for byte; verify predicts the units the broker's queue
     (partial store) lacks."""
-    ran = [n for n in (f"{line}-dledger-abort-damaged-again{s}" for s in ("", "-layouts", "-cut", "-layouts-cut"))
-           if n in _RUNS]
-    if not ran:
-        pytest.skip("no damaged-again scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
+    ran = _ran_or_skip(f"{line}-dledger-abort-damaged-again", ("", "-layouts", "-cut", "-layouts-cut"), "damaged-again")
     for name in ran:
         r, src, damaged, err = _damaged_walk_restart(name, line, tmp_path)
         assert "walks the walk's records from there again" in err and "indexes the record at" in err, err[-2000:]
@@ -828,9 +830,7 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_the_walks_data_file(
     start.  --as-restart on the store as the restart found it writes the broker's consumequeue/, index/,
     consumequeue_ext/ and batchconsumequeue/ byte for byte; verify's units lost (the committed records' units, the
     rebuild it compares with) are those the broker's queues lack."""
-    ran = [n for n in (f"{line}-dledger-abort-before{s}" for s in ("", "-layouts")) if n in _RUNS]
-    if not ran:
-        pytest.skip("no before scenario on this line: DLEDGER_MORE_LAYOUTS=1 (5.5.1), DLEDGER_LINES (5.3.3)")
+    ran = _ran_or_skip(f"{line}-dledger-abort-before", ("", "-layouts"), "before")
     for name in ran:
         r = _RUNS[name]
         assert r["written"].get("ok"), r["written"].get("error")
