@@ -43,7 +43,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
 * Past such a walk, a record the start's reput's own check refuses (a bad magic code: DLedger's recovery reads no
   message field) ends its dispatch: ``doReput`` skips to the end of ``getData``'s buffer.  In the last data file, with
   the committed position at or before it and a group of one, that is the log's end, so :attr:`DLedgerCrash.end`
-  is that record (:func:`_reput_skips`; elsewhere refused).
+  is that record (:func:`_reput_skips`); in an earlier data file, with the committed position at or before it or
+  past that file and a group of one, that file's end: the reput goes on at the next data file
+  (:func:`_reput_goes_on`; elsewhere refused).
 * A start's reput from before the data file the walk started at (the committed position, or with
   ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file), after a walk that ended where
   DLedger's recovery ends the log and cut no queue, walks the earlier files' records, then the walk's ones again
@@ -350,15 +352,21 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
     the cut's ``after`` (a batch queue's units numbered from 0 here: the cut numbers them after its queue's), and
     where the reput's dispatch ends before ``log_end`` (-1: it does not).
 
-    A record the reput's check refuses past ``stop`` (a bad magic code, which DLedger's recovery does not read) ends
-    the units there when :func:`_reput_skips` models it.
+    A record the reput's check refuses past ``stop`` (a bad magic code, which DLedger's recovery does not read) in a
+    data file before the last sends it on to the next data file where :func:`_reput_goes_on` says so (the rest of
+    that file gets no unit), and in the last ends the units there when :func:`_reput_skips` models it.
 
     Raises:
         UnsupportedConfigError: the reput's check would end elsewhere than the log's end, unless
-            :func:`_reput_skips` models where it goes on.
+            :func:`_reput_goes_on` or :func:`_reput_skips` models where it goes on.
     """
     k = next((n for n, f in enumerate(files) if f.base <= stop < f.end), -1)
     assert k >= 0 and files[k].base == last_base, (stop, last_base)
+    alone = len([p for p in config.dLegerPeers.split(";") if p.strip()]) == 1
+
+    def reads(at: int) -> bool:
+        """Whether the start's reput reads the record at ``at``: from the committed position, only at or past it."""
+        return config.recheckReputOffsetFromCq or committed <= at
     after = QueueTrack(config.batch_topics)
     scratch = cl.Scratch()
     found: list[np.ndarray] = []
@@ -384,13 +392,15 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
         if halt is None and res.stop == cl.Stop.BLANK and k + 1 < len(files):
             k, pos = k + 1, 0
             continue
+        if halt is None and res.stop == cl.Stop.BAD and reads(at) and _reput_goes_on(files, k, at, committed, alone):
+            k, pos = k + 1, 0   # a record it cannot read (size -1): the rest of this data file skipped
+            continue
         break
     rows = np.concatenate(found) if found else np.zeros((0, 5), dtype=np.int64)
     ends = -1
     if found and at != log_end:
-        if config.recheckReputOffsetFromCq or committed <= at:   # else the reput starts past it: never read
-            _reput_skips(files, k, at, stop, log_end, committed, reason,
-                         alone=len([p for p in config.dLegerPeers.split(";") if p.strip()]) == 1)
+        if reads(at):   # else the reput starts past it: never read
+            _reput_skips(files, k, at, stop, log_end, committed, reason, alone)
             ends = at
     if len(rows):
         ids = np.array([track.queue_id(name) for name in after.names], dtype=np.int64)
@@ -398,29 +408,45 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
     return rows, ends
 
 
+def _reput_goes_on(files: list[Segment], k: int, at: int, committed: int, alone: bool) -> bool:
+    """Whether the start's reput, its message check refusing the record at ``at`` in data file ``files[k]``, goes on
+    at the next data file's start: ``doReput`` moves ``reputFromOffset`` to the end of the buffer ``getData`` gave
+    (``reputFromOffset += result.getSize() - readSize``) and its next call reads on from there.  That buffer is the
+    data file's bytes from the reput's position to its read position (the file's size in a data file before the
+    last: ``MmapFileList.load`` sets it so and DLedger's recovery moves the last file's only), cut at DLedger's
+    committed position when that lies inside (``DLedgerCommitLog.truncate``).  With the committed position at the
+    start at or past that file's end, that is the file's end; at or before ``at``, the buffer that reaches ``at`` is
+    read once the group committed past it, and in a group of one (``alone``) the leader's first commit is its whole
+    log (past this file): the file's end too, so the reput goes on at ``files[k + 1]``, the rest of ``files[k]``
+    never dispatched (5.3.3 and 5.5.1 ``ReputMessageService.doReput``, ``DLedgerCommitLog.getData``).  The rebuild's
+    walk skips the rest of a data file at a record it cannot read likewise
+    (:func:`store_format.reput.next_reput_offset`).  The last data file, a committed position inside this file past
+    ``at`` (the buffer ends there or at the file's end: thread timing) or several peers: False
+    (:func:`_reput_skips`)."""
+    return alone and k + 1 < len(files) and (committed <= at or committed >= files[k].end)
+
+
 def _reput_skips(files: list[Segment], k: int, at: int, stop: int, log_end: int, committed: int, reason: str,
                  alone: bool) -> None:
     """The start's reput's message check (no CRC) refuses the record at ``at``, in data file ``files[k]``, past the
-    walk's end ``stop``: ``DefaultMessageStore.ReputMessageService.doReput`` on a DLedger store then moves
-    ``reputFromOffset`` to the end of the buffer ``DLedgerCommitLog.getData`` gave (the data file's written end,
-    cut at DLedger's committed position), so nothing else in that buffer is dispatched.  With the committed
-    position at the start at or before the refused record, the buffer that reaches it is read once the group has
-    committed past it: in a group of one (``alone``: one peer in ``dLegerPeers``; none given: not known) the
-    leader's first commit is its whole log (``DLedgerEntryPusher.QuorumAckChecker``, its own water mark the
-    quorum), so in the last data file the buffer ends at the log's end, and the dispatch ends at ``at``
-    (modelled: the caller's units end there).
+    walk's end ``stop``, and does not go on at the next data file (:func:`_reput_goes_on`):
+    ``DefaultMessageStore.ReputMessageService.doReput`` on a DLedger store then moves ``reputFromOffset`` to the end
+    of the buffer ``DLedgerCommitLog.getData`` gave (the data file's written end, cut at DLedger's committed
+    position), so nothing else in that buffer is dispatched.  With the committed position at the start at or before
+    the refused record, the buffer that reaches it is read once the group has committed past it: in a group of one
+    (``alone``: one peer in ``dLegerPeers``; none given: not known) the leader's first commit is its whole log
+    (``DLedgerEntryPusher.QuorumAckChecker``, its own water mark the quorum), so in the last data file the buffer
+    ends at the log's end, and the dispatch ends at ``at`` (modelled: the caller's units end there).
 
     Raises:
-        UnsupportedConfigError: the record lies in an earlier data file (the reput would go on at the next one:
-            not run against the broker), or the committed position lies past it in its data file (whether the
-            buffer ends there or at the log's end depends on whether the reput read it before the group's first
-            commit: thread timing), or a group of several peers (the followers' acks set how far each commit
+        UnsupportedConfigError: the committed position lies past the record in its data file (whether the buffer
+            ends there or at the file's or the log's end depends on whether the reput read it before the group's
+            first commit: thread timing), or a group of several peers (the followers' acks set how far each commit
             goes).
     """
     if alone and k == len(files) - 1 and committed <= at and at < log_end <= files[k].end:
         return
-    why = "before the last data file" if k < len(files) - 1 else \
-        "in a group of several peers (where the reput goes on depends on their acks)" if not alone else \
+    why = "in a group of several peers (where the reput goes on depends on their acks)" if not alone else \
         f"below the committed position {committed} (where the reput goes on depends on the group's first commit)"
     raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at {log_end}, "
                   f"and the start's reput's check past it ends at {at}, {why}")

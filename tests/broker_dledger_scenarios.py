@@ -244,6 +244,26 @@ def damaged_twice_abort_scenarios(line: str) -> list[dict]:
     return [sc] + ([{**sc, "keepQueues": True, "name": f"{sc['name']}-kept"}] if line.startswith("5.3") else [])
 
 
+def damaged_twice_early_abort_scenarios(line: str) -> list[dict]:
+    """The partial store (400 messages over two data files, some 300 in the first) with a body byte of its 61st
+    message flipped and the magic code of its 121st, both in the first data file, DLedger's checkpoint 340 entries
+    behind the log's end (the committed position at the first damaged entry) and the checkpoint's
+    ``logicsPhysicalOffset`` set to 100 (5.5.1's walk from the first data file, no queue cut; 5.3.3 with its queues
+    deleted cuts nothing): the walk ends at the first damage, and the start's reput from the committed position
+    dispatches it and the messages up to the bad magic code, then jumps to the end of ``getData``'s buffer, the
+    first data file's end (the group's first commit takes the whole log), and goes on at the second data file:
+    the rest of the first file gets no unit (``<line>-dledger-abort-damaged-twice-early``).  5.5.1 adds
+    ``-damaged-twice-early-cut`` with ``logicsPhysicalOffset`` at the 150th put's offset (the walk still from the
+    first data file, whose ``processOffset`` it reaches): ``truncateDirtyLogicFiles`` cuts the queue first."""
+    if not line.startswith(("5.3", "5.5")):
+        return []
+    sc = {**partial_abort_scenario(line), "damageMessage": 60, "damageMagic": 120, "dledgerCommittedBack": 340,
+          "checkpointLogicsPhysicalOffset": {"set": 100}, "name": f"{line}-dledger-abort-damaged-twice-early"}
+    return [sc] + ([{**sc, "checkpointLogicsPhysicalOffset": {"put": 150}, "name": f"{sc['name']}-cut"}]
+                   if line.startswith("5.5") else [])
+
+
+
 def damaged_again_abort_scenarios(line: str) -> list[dict]:
     """Crash restarts whose start's reput begins before the damaged message that ends the walk, and before the
     walk's last indexed record, with no queue cut (the checkpoint's ``logicsPhysicalOffset`` set to 100; 5.3.3 with

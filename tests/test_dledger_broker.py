@@ -32,6 +32,7 @@ from broker_dledger_scenarios import (
     damaged_cut_abort_scenarios,
     damaged_gap_abort_scenarios,
     damaged_twice_abort_scenarios,
+    damaged_twice_early_abort_scenarios,
     dledger_scenarios,
     emptied_abort_scenarios,
     emptied_batch_abort_scenarios,
@@ -69,7 +70,7 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     layouts_abort_scenario(line), batch_kept_abort_scenario(line), *damaged_abort_scenarios(line),
     *damaged_cut_abort_scenarios(line, MORE_LAYOUTS),
     *(damaged_gap_abort_scenarios(line) + damaged_again_abort_scenarios(line) + before_abort_scenarios(line)
-      + damaged_twice_abort_scenarios(line)
+      + damaged_twice_abort_scenarios(line) + damaged_twice_early_abort_scenarios(line)
       if MORE_LAYOUTS or line.startswith("5.3") else   # by default one of each: the gap, and the walk again
       [damaged_gap_abort_scenarios(line)[0], damaged_again_abort_scenarios(line)[0]]),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
@@ -778,6 +779,42 @@ def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code(written, li
         p = _dledger_prediction(src, name, line, tmp_path)
         # verify's reference, the rebuild, ends at the bad magic code too (the rest of the last data file skipped)
         readable = _queued({"messages": r["scenario"]["messages"][:int(r["scenario"]["damageMagic"])]})
+        assert p["units_lost"] == readable - len(held), (name, p["units_lost"], readable - len(held), p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code_in_an_earlier_data_file(written, line, tmp_path):
+    """The partial store with a body byte of its 61st message flipped and the magic code of its 121st, both in the
+    first of two data files, DLedger's checkpoint at the first damaged entry: the walk ends at the bad body CRC, and
+    the start's reput (no CRC) dispatches the damaged message and the next ones, then fails at the bad magic code,
+    skips to the end of getData's buffer, the first data file's end (the group of one commits the whole log at
+    once), and goes on at the second data file: the rest of the first file gets no unit, every message of the
+    second does (5.5.1 and 5.3.3 with no queue cut; 5.5.1 -cut with truncateDirtyLogicFiles cutting the queue at the
+    walk's short processOffset first).  --as-restart on the store as the restart found it writes the broker's files
+    byte for byte, and verify predicts the units the broker's queue lacks of the records its reference (the
+    rebuild, which skips the rest of a data file at a record it cannot read) dispatches."""
+    ran = _ran_or_skip(f"{line}-dledger-abort-damaged-twice-early", ("", "-cut"), "damaged-twice-early")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        size = int(bh.read_conf(src / "broker.conf")["mappedFileSizeCommitLog"])
+        damaged, bad = int(r["written"]["damagedRecord"]), int(r["written"]["damagedMagicRecord"])
+        end = int(r["written"]["maxPhyOffset"])
+        second = _entries_from(src, size + 48, end)   # the second data file's messages
+        held = _held(r, src)
+        # the broker's own outcome: nothing from the bad magic code to the first file's end, the second file's all
+        assert bad < size < end and damaged in held and bad not in held, (name, damaged, bad, size)
+        assert not [h for h in held if bad <= h < size] and set(second) <= set(held), (name, held[-3:], second[:3])
+        if not name.endswith("-cut"):
+            assert held == _entries_from(src, held[0], bad - 48) + second, (name, len(held))
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == name.endswith("-cut"), err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        p = _dledger_prediction(src, name, line, tmp_path)
+        readable = int(r["scenario"]["damageMagic"]) + len(second)
         assert p["units_lost"] == readable - len(held), (name, p["units_lost"], readable - len(held), p["notes"])
 
 
