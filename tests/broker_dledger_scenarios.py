@@ -252,15 +252,20 @@ def damaged_twice_early_abort_scenarios(line: str) -> list[dict]:
     deleted cuts nothing): the walk ends at the first damage, and the start's reput from the committed position
     dispatches it and the messages up to the bad magic code, then jumps to the end of ``getData``'s buffer, the
     first data file's end (the group's first commit takes the whole log), and goes on at the second data file:
-    the rest of the first file gets no unit (``<line>-dledger-abort-damaged-twice-early``).  5.5.1 adds
+    the rest of the first file gets no unit (``<line>-dledger-abort-damaged-twice-early``).
+    ``-damaged-twice-early-recheck``: with ``recheckReputOffsetFromCq=true`` and DLedger's checkpoint two entries
+    behind, in the second data file: the reput from the queue's max (the walk's end) reads the first file's buffer
+    up to its end, committed from the start, and goes on at the second file the same way.  5.5.1 adds
     ``-damaged-twice-early-cut`` with ``logicsPhysicalOffset`` at the 150th put's offset (the walk still from the
     first data file, whose ``processOffset`` it reaches): ``truncateDirtyLogicFiles`` cuts the queue first."""
     if not line.startswith(("5.3", "5.5")):
         return []
     sc = {**partial_abort_scenario(line), "damageMessage": 60, "damageMagic": 120, "dledgerCommittedBack": 340,
           "checkpointLogicsPhysicalOffset": {"set": 100}, "name": f"{line}-dledger-abort-damaged-twice-early"}
-    return [sc] + ([{**sc, "checkpointLogicsPhysicalOffset": {"put": 150}, "name": f"{sc['name']}-cut"}]
-                   if line.startswith("5.5") else [])
+    recheck = {**sc, "config": {**sc["config"], "recheckReputOffsetFromCq": "true"}, "dledgerCommittedBack": 2,
+               "name": f"{sc['name']}-recheck"}
+    return [sc, recheck] + ([{**sc, "checkpointLogicsPhysicalOffset": {"put": 150}, "name": f"{sc['name']}-cut"}]
+                            if line.startswith("5.5") else [])
 
 
 

@@ -789,11 +789,12 @@ def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code_in_an_earli
     the start's reput (no CRC) dispatches the damaged message and the next ones, then fails at the bad magic code,
     skips to the end of getData's buffer, the first data file's end (the group of one commits the whole log at
     once), and goes on at the second data file: the rest of the first file gets no unit, every message of the
-    second does (5.5.1 and 5.3.3 with no queue cut; 5.5.1 -cut with truncateDirtyLogicFiles cutting the queue at the
-    walk's short processOffset first).  --as-restart on the store as the restart found it writes the broker's files
+    second does (5.5.1 and 5.3.3 with no queue cut; -recheck with recheckReputOffsetFromCq, the reput from the walk's
+    end and the committed position in the second file; 5.5.1 -cut with truncateDirtyLogicFiles cutting the queue at
+    the walk's short processOffset first).  --as-restart on the store as the restart found it writes the broker's files
     byte for byte, and verify predicts the units the broker's queue lacks of the records its reference (the
     rebuild, which skips the rest of a data file at a record it cannot read) dispatches."""
-    ran = _ran_or_skip(f"{line}-dledger-abort-damaged-twice-early", ("", "-cut"), "damaged-twice-early")
+    ran = _ran_or_skip(f"{line}-dledger-abort-damaged-twice-early", ("", "-recheck", "-cut"), "damaged-twice-early")
     for name in ran:
         r = _RUNS[name]
         assert r["written"].get("ok"), r["written"].get("error")
