@@ -24,7 +24,7 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   on copies of the same files write the same bytes).
 * A walk whose message check fails at its first entry (``forceVerifyPropCRC=true``: DLedger writes no CRC
   property) dispatches nothing: then the start's reput alone dispatches, from the committed position or, with
-  ``recheckReputOffsetFromCq``, the min offset (:func:`_walked_nothing`).
+  ``recheckReputOffsetFromCq``, the min offset, a converted store's first old file's (:func:`_walked_nothing`).
 * A walk whose message check fails later, inside the log DLedger keeps (a bad body CRC: DLedger's recovery reads
   none), dispatches up to there; the start's reput goes on from its start (:func:`_walk_ends_early`).  When
   ``truncateDirtyLogicFiles`` then cuts the queues at the walk's ``processOffset``, the reput from at or before
@@ -66,10 +66,13 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   its call of the base ``CommitLog.recoverAbnormally`` over the old files (``isInrecoveringOldCommitlog``,
   then ``setRecoverPosition``) runs only when ``dledger-<selfId>/data`` is empty, the first start after
   the switch (such a store is read as an ordinary one: ``StoreLocation.dledger_pending``).  The old files are
-  neither checked, cut nor dispatched; they only lower
+  neither checked, cut nor dispatched by it; they only lower
   ``DLedgerCommitLog.getMinOffset`` (the old ``MappedFileQueue``'s first file while it has one), the
-  least offset the start's reput with ``recheckReputOffsetFromCq`` begins at.  So the old messages get
-  no unit: the queues start with ``fillPreBlank`` units up to the first message the walk dispatched.
+  least offset the start's reput with ``recheckReputOffsetFromCq`` begins at.  So after a walk that dispatched
+  the old messages get no unit: the queues start with ``fillPreBlank`` units up to the first message the walk
+  dispatched.  After a walk that dispatched nothing that reput begins at that min offset and dispatches the old
+  records, then the data files' (:func:`_walked_nothing`); begun there after a queue cut, or at 2147483647 inside
+  an old file (:func:`_reput_inside`), it is refused.
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
   (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues', which may be
@@ -242,7 +245,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt)
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
     if end != rec.process_offset and end == files[first].base:
-        return _walked_nothing(files, first, end, reason, rec, config, old, on_disk)
+        return _walked_nothing(files, first, end, reason, rec, config, min_offset, on_disk)
     early = end != rec.process_offset   # the walk's check fails inside the log DLedger keeps (_walk_ends_early)
     process_offset = last_base + last_sizes
     loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
@@ -453,7 +456,7 @@ def _reput_skips(files: list[Segment], k: int, at: int, stop: int, log_end: int,
 
 
 def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec: DLedgerRecovery,
-                    config: BrokerConfig, old: list[Segment], on_disk: QueuesOnDisk | None) -> DLedgerCrash:
+                    config: BrokerConfig, min_offset: int, on_disk: QueuesOnDisk | None) -> DLedgerCrash:
     """The walk's message check ends it elsewhere than DLedger's recovery ends the log.  Modelled when it fails at
     the first entry of its start file (with ``forceVerifyPropCRC=true`` always: DLedger's encoder appends no
     ``__CRC32#`` property, :mod:`store_format.propcrc`): ``dledgerRecoverAbnormally`` then dispatches nothing,
@@ -461,21 +464,28 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
     ``truncateDirtyLogicFiles`` does not run (5.3.3: the loaded queues' max -1; 5.5.1 ``truncateDirty``: the
     queues' largest max -1).  The start's reput (whose message check reads no CRC) then dispatches everything
     from where it starts to the log's end: the committed position (``getConfirmOffset``), or with
-    ``recheckReputOffsetFromCq`` the commitlog's min offset (``doRecheckReputOffsetFromCq`` over queues that
-    are all empty).
+    ``recheckReputOffsetFromCq`` the commitlog's min offset ``min_offset`` (``doRecheckReputOffsetFromCq`` over
+    queues that are all empty; ``DLedgerCommitLog.getMinOffset``).
+
+    On a store converted in place that min offset is the first old ``commitlog/`` file's: ``getData`` below
+    ``dividedCommitlogOffset`` is the base ``CommitLog``'s (the old files, loaded whole: ``MappedFileQueue.load``
+    leaves each one's positions at its size, and no recovery of them runs once DLedger has data files), and
+    ``DLedgerCommitLog.checkMessageAndReturnSize`` hands a record whose second int is a message or blank magic code
+    to the base check: the reput dispatches the old records, rolls at each old file's blank (the last one's written
+    by ``setRecoverPosition`` at the first start after the switch; ``rollNextFile``) and so reaches the first data
+    file at ``dividedCommitlogOffset``, then the entries to the log's end: every record from the min offset, as a
+    rebuild of the store reads it.
 
     A reput from the committed position inside the log starts at an entry (the committed entry's end), inside a
     data file: the queues then start with ``fillPreBlank`` units up to the first message it dispatches.
 
     Raises:
-        UnsupportedConfigError: the walk dispatched something first, queue units on disk, a reput from the old
-            files of a converted store.
+        UnsupportedConfigError: the walk dispatched something first, queue units on disk.
     """
-    if end != files[first].base or (on_disk is not None and on_disk.max_physic_offset >= 0) \
-            or (config.recheckReputOffsetFromCq and old):
+    if end != files[first].base or (on_disk is not None and on_disk.max_physic_offset >= 0):
         raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
                       f"{rec.process_offset}")
-    reput = max(files[0].base, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
+    reput = max(min_offset, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
     return DLedgerCrash(files[first].name, min(reput, rec.process_offset), rec.process_offset, files[first].base,
                         reput, reason, walked_nothing=True)
 

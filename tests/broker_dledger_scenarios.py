@@ -269,6 +269,21 @@ def damaged_twice_early_abort_scenarios(line: str) -> list[dict]:
 
 
 
+def converted_walked_nothing_abort_scenario(line: str) -> list[dict]:
+    """``<line>-dledger-abort-converted-propcrc`` (5.x lines): the ``converted`` store (old ``commitlog/`` files,
+    then DLedger's data files) written with ``enabledAppendPropCRC`` and ``forceVerifyPropCRC``, restarted after a
+    crash with ``recheckReputOffsetFromCq=true`` and DLedger's checkpoint three entries behind the log's end:
+    ``dledgerRecoverAbnormally``'s message check fails at the first entry (DLedger's encoder writes no CRC
+    property), so it dispatches nothing, and the start's reput over the empty queues begins at the min offset, the
+    first old file's: it dispatches the old records, rolls into the data files at the last old file's blank, and
+    dispatches the entries to the log's end."""
+    if not line.startswith(("5.3", "5.5")):
+        return []
+    converted = dledger_scenarios(line)[2]
+    return [{**converted, "abort": True, "dledgerCommittedBack": 3, "name": f"{line}-dledger-abort-converted-propcrc",
+             "config": {**converted["config"], "enabledAppendPropCRC": "true", "forceVerifyPropCRC": "true"}}]
+
+
 def damaged_again_abort_scenarios(line: str) -> list[dict]:
     """Crash restarts whose start's reput begins before the damaged message that ends the walk, and before the
     walk's last indexed record, with no queue cut (the checkpoint's ``logicsPhysicalOffset`` set to 100; 5.3.3 with

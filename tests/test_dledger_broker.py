@@ -27,6 +27,7 @@ from broker_dledger_scenarios import (
     abort_scenarios,
     batch_kept_abort_scenario,
     before_abort_scenarios,
+    converted_walked_nothing_abort_scenario,
     damaged_abort_scenarios,
     damaged_again_abort_scenarios,
     damaged_cut_abort_scenarios,
@@ -71,6 +72,7 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     *damaged_cut_abort_scenarios(line, MORE_LAYOUTS),
     *(damaged_gap_abort_scenarios(line) + damaged_again_abort_scenarios(line) + before_abort_scenarios(line)
       + damaged_twice_abort_scenarios(line) + damaged_twice_early_abort_scenarios(line)
+      + converted_walked_nothing_abort_scenario(line)
       if MORE_LAYOUTS or line.startswith("5.3") else   # by default one of each: the gap, and the walk again
       [damaged_gap_abort_scenarios(line)[0], damaged_again_abort_scenarios(line)[0]]),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
@@ -817,6 +819,35 @@ def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code_in_an_earli
         p = _dledger_prediction(src, name, line, tmp_path)
         readable = int(r["scenario"]["damageMagic"]) + len(second)
         assert p["units_lost"] == readable - len(held), (name, p["units_lost"], readable - len(held), p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_of_a_converted_store_whose_walk_dispatches_nothing(written, line, tmp_path):
+    """The converted store (old commitlog/ files, then DLedger's data files) with forceVerifyPropCRC, restarted
+    after a crash with recheckReputOffsetFromCq and DLedger's checkpoint three entries behind: the walk's message
+    check fails at the first entry (DLedger writes no CRC property) and dispatches nothing, so the start's reput
+    over the empty queues begins at the min offset, the first old file's, dispatches the old records, rolls into
+    the data files at the last old file's blank and dispatches the entries to the log's end: every message gets
+    its unit, the old ones too.  --as-restart on the store as the restart found it writes the broker's files byte
+    for byte, and verify predicts every unit put again, none lost."""
+    (name,) = _ran_or_skip(f"{line}-dledger-abort-converted-propcrc", ("",), "converted-propcrc")
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    assert any((src / "before" / "commitlog").iterdir()), "a converted store keeps its ordinary commitlog files"
+    # the broker's own outcome: a unit for every message, the old ones too (no queue starts with fillPreBlank units)
+    put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
+    assert len(put) == _queued(r["scenario"]), (len(put), _queued(r["scenario"]))
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    assert "fails at the first entry" in err and "so from the min offset" in err, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    p = _dledger_prediction(src, name, line, tmp_path)
+    # verify's reference, the rebuild, ends at the committed entry: the units of the last entries are not in it
+    first = min(int(f.name) for f in (src / "before" / "dledger-n0" / "data").iterdir())
+    entries = _entries_from(src, first + 48, int(r["written"]["maxPhyOffset"]))
+    committed = entries[-int(r["scenario"]["dledgerCommittedBack"])] - 48
+    assert (p["units_dispatched_again"], p["units_lost"]) == (len([u for u in put if u[1] < committed]), 0), p
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
