@@ -57,9 +57,10 @@ LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
 # DLEDGER_MORE_LAYOUTS=1: the layouts crash restart with recheckReputOffsetFromCq=true too (some 15 s more), and
 # on 5.5.1 the layouts store whose start's reput begins before the walk's last data file (layouts-early) and the
 # damaged-cut crash restart with the switch and with the whole log committed, and the damaged-gap ones (the start's
-# reput from past the damaged message), damaged-again ones (from before it) and before ones (from before the walk's
-# data file) but for the first damaged-gap and damaged-again ones, which the default suite writes; on 5.3.3 they
-# come with DLEDGER_LINES alone)
+# reput from past the damaged message), damaged-again ones (from before it), before ones (from before the walk's
+# data file), damaged-twice ones (the reput's own check failing past the walk, in the last data file or an earlier
+# one) and the converted store whose walk dispatches nothing, but for the first damaged-gap and damaged-again ones,
+# which the default suite writes; on 5.3.3 they come with DLEDGER_LINES alone)
 MORE_LAYOUTS = os.environ.get("DLEDGER_MORE_LAYOUTS") == "1"
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
