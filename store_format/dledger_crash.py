@@ -357,7 +357,9 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
 
     A record the reput's check refuses past ``stop`` (a bad magic code, which DLedger's recovery does not read) in a
     data file before the last sends it on to the next data file where :func:`_reput_goes_on` says so (the rest of
-    that file gets no unit), and in the last ends the units there when :func:`_reput_skips` models it.
+    that file gets no unit), and in the last ends the units there when :func:`_reput_skips` models it.  Where the
+    start's reput begins at the committed position past such a record (``committed``, without
+    ``recheckReputOffsetFromCq``), it never reads it: the units go on from the committed position.
 
     Raises:
         UnsupportedConfigError: the reput's check would end elsewhere than the log's end, unless
@@ -397,6 +399,11 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
             continue
         if halt is None and res.stop == cl.Stop.BAD and reads(at) and _reput_goes_on(files, k, at, committed, alone):
             k, pos = k + 1, 0   # a record it cannot read (size -1): the rest of this data file skipped
+            continue
+        if (halt is not None or res.stop == cl.Stop.BAD) and not reads(at) and committed < log_end:
+            # the reput starts at the committed position, past this record: it reads the records from there
+            k = next(n for n, f in enumerate(files) if f.base <= committed < f.end)
+            pos = committed - files[k].base
             continue
         break
     rows = np.concatenate(found) if found else np.zeros((0, 5), dtype=np.int64)

@@ -257,15 +257,20 @@ def damaged_twice_early_abort_scenarios(line: str) -> list[dict]:
     behind, in the second data file: the reput from the queue's max (the walk's end) reads the first file's buffer
     up to its end, committed from the start, and goes on at the second file the same way.  5.5.1 adds
     ``-damaged-twice-early-cut`` with ``logicsPhysicalOffset`` at the 150th put's offset (the walk still from the
-    first data file, whose ``processOffset`` it reaches): ``truncateDirtyLogicFiles`` cuts the queue first."""
+    first data file, whose ``processOffset`` it reaches): ``truncateDirtyLogicFiles`` cuts the queue first.
+    ``-damaged-twice-early-past`` (and 5.5.1 ``-past-cut``): DLedger's checkpoint 200 entries behind, past the bad
+    magic code in the first file: the reput from there never reads it (nor the messages from the first damage to
+    there) and dispatches the rest of the log."""
     if not line.startswith(("5.3", "5.5")):
         return []
     sc = {**partial_abort_scenario(line), "damageMessage": 60, "damageMagic": 120, "dledgerCommittedBack": 340,
           "checkpointLogicsPhysicalOffset": {"set": 100}, "name": f"{line}-dledger-abort-damaged-twice-early"}
     recheck = {**sc, "config": {**sc["config"], "recheckReputOffsetFromCq": "true"}, "dledgerCommittedBack": 2,
                "name": f"{sc['name']}-recheck"}
-    return [sc, recheck] + ([{**sc, "checkpointLogicsPhysicalOffset": {"put": 150}, "name": f"{sc['name']}-cut"}]
-                            if line.startswith("5.5") else [])
+    past = {**sc, "dledgerCommittedBack": 200, "name": f"{sc['name']}-past"}
+    cut = {"checkpointLogicsPhysicalOffset": {"put": 150}}
+    return [sc, recheck, past] + ([{**sc, **cut, "name": f"{sc['name']}-cut"},
+                                   {**past, **cut, "name": f"{past['name']}-cut"}] if line.startswith("5.5") else [])
 
 
 

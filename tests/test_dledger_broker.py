@@ -823,6 +823,41 @@ def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code_in_an_earli
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_starts_past_a_bad_magic_code(written, line, tmp_path):
+    """The damaged-twice-early store (a bad body CRC at the 61st message, a bad magic code at the 121st) with
+    DLedger's checkpoint 200 entries behind, past the bad magic code: the walk ends at the first damage, and the
+    start's reput from the committed position never reads the messages from there to the committed position, the
+    bad magic code among them, and dispatches the rest of the log (each queue appending them at its write
+    position; 5.5.1 -past-cut with truncateDirtyLogicFiles cutting the queue at the walk's short processOffset
+    first, the reput's units then go over the cut ones).  --as-restart on the store as the restart found it writes
+    the broker's files byte for byte, and verify predicts the units the broker's queue lacks of the records its
+    reference (the rebuild, which skips the rest of the first data file at the bad magic code) dispatches."""
+    ran = _ran_or_skip(f"{line}-dledger-abort-damaged-twice-early-past", ("", "-cut"), "damaged-twice-early-past")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        size = int(bh.read_conf(src / "broker.conf")["mappedFileSizeCommitLog"])
+        damaged, bad = int(r["written"]["damagedRecord"]), int(r["written"]["damagedMagicRecord"])
+        end = int(r["written"]["maxPhyOffset"])
+        held = _held(r, src)
+        # the broker's own outcome: the walk's messages (or those the cut left), then the committed entry's on
+        committed = _entries_from(src, bad, end)[int(r["scenario"]["dledgerCommittedBack"]) * -1]
+        tail = _entries_from(src, committed, end)
+        assert bad < committed < size and damaged not in held and bad not in held, (name, damaged, bad, committed)
+        assert held[-len(tail):] == tail and max(held[:-len(tail)]) < damaged, (name, len(held), len(tail))
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == name.endswith("-cut"), err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        p = _dledger_prediction(src, name, line, tmp_path)
+        reference = _entries_from(src, 48, bad - 48) + _entries_from(src, size + 48, end)
+        lost = len(set(reference) - set(held))
+        assert p["units_lost"] == lost, (name, p["units_lost"], lost, p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
 def test_as_restart_after_a_crash_of_a_converted_store_whose_walk_dispatches_nothing(written, line, tmp_path):
     """The converted store (old commitlog/ files, then DLedger's data files) with forceVerifyPropCRC, restarted
     after a crash with recheckReputOffsetFromCq and DLedger's checkpoint three entries behind: the walk's message
