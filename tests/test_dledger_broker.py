@@ -877,6 +877,7 @@ def test_as_restart_after_a_crash_of_a_converted_store_whose_walk_dispatches_not
     code, err = _as_restart(src / "before", tmp_path / name, src, line)
     assert code == 0, err[-2000:]
     assert "fails at the first entry" in err and "so from the min offset" in err, err[-2000:]
+    assert "the old commitlog files' records first" in err, err[-2000:]
     _same_tree(src / "expected", tmp_path / name)
     p = _dledger_prediction(src, name, line, tmp_path)
     # verify's reference, the rebuild, ends at the committed entry: the units of the last entries are not in it
