@@ -190,14 +190,42 @@ def _later_hung(line: str) -> dict:
 ONLY_BODY = 7911
 
 
-def _only_empty(line: str, config: dict) -> dict:
+def _only_empty(line: str, config: dict, first_only: bool = False) -> dict:
+    """``blankononly``, or with the second segment left whole (``blankonfirstreq``: the empty request is the store's
+    first dispatched request, the records of the later segments follow)."""
     g = Messages(37, ["T0", "T1", "T2"])
     first = {"topic": "T1", "queueId": 0, "bodySize": ONLY_BODY, "uniqKey": "7F00000100002A9F0000BBBBBBBBBBBB",
              "keys": "only"}
-    return {"name": f"{line}-creput-blankononly", "messages": [first, *(g.one() for _ in range(14))],
+    also = {} if first_only else {"also": [{"offset": SEGMENT, "field": "magic", "value": 0x0BADC0DE}]}
+    return {"name": f"{line}-creput-blankon{'firstreq' if first_only else 'only'}",
+            "messages": [first, *(g.one() for _ in range(14))],
             "config": {**config, "enableBuildConsumeQueueConcurrently": "true"},
-            "reputDamage": {"offset": 0, "field": "totalSizeReach", "value": 2,
-                            "also": [{"offset": SEGMENT, "field": "magic", "value": 0x0BADC0DE}]}}
+            "reputDamage": {"offset": 0, "field": "totalSizeReach", "value": 2, **also}}
+
+
+# CONCURRENT_REPUT_MORE: the empty-request endings that followed the source alone.  ``blankonmanyext``: ``blankon``'s
+# damage, and the same at the fourth segment's end (the 56th put's record, the last before that file's blank, which
+# starts 504 bytes before its end), with 24-byte consume queue ext files (one unit each): two empty requests, two ext
+# files in consumequeue_ext/0/.  ``blankonfirstreq`` (:func:`_only_empty`).  ``blankonidxfull``: ``blankon``'s
+# damage and the third segment's first record's magic code illegal, maxIndexNum set so that the records before the
+# damaged one fill the first index file exactly (their keys: 62 on 5.5.1, 42 on 5.3.3, whose index takes fewer):
+# the empty request, dispatched last, creates the second index file, with no entry.
+IDX_FULL = {"5.5.1": "63", "5.3.3": "43"}
+EMPTY_ENDINGS = ("blankonmanyext", "blankonfirstreq", "blankonidxfull") if os.environ.get("CONCURRENT_REPUT_MORE") \
+    else ()
+
+
+def _empty_endings(line: str, messages: list[dict], config: dict) -> list[dict]:
+    if not EMPTY_ENDINGS:
+        return []
+    conf = {**config, "enableBuildConsumeQueueConcurrently": "true"}
+    return [{"name": f"{line}-creput-blankonmanyext", "messages": messages,
+             "config": {**conf, "enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "24"},
+             "reputDamage": {**BLANKON, "also": [{"message": 55, "field": "totalSizeReach", "value": 2}]}},
+            _only_empty(line, config, first_only=True),
+            {"name": f"{line}-creput-blankonidxfull", "messages": messages,
+             "config": {**conf, "maxIndexNum": IDX_FULL[line]},
+             "reputDamage": {**BLANKON, "also": [{"offset": 2 * SEGMENT, "field": "magic", "value": 0x0BADC0DE}]}}]
 
 
 def _scenarios(line: str) -> list[dict]:
@@ -232,6 +260,7 @@ def _scenarios(line: str) -> list[dict]:
                     "reputDamage": LAST_BLANK})
     if os.environ.get("CONCURRENT_REPUT_MORE"):
         out += [_later_hung(line), _only_empty(line, config)]
+    out += _empty_endings(line, messages, config)
     for what, (damage, extra) in SKIP_READ.items():
         out.append({"name": f"{line}-creput-{what}", "messages": messages, "reputDamage": damage,
                     "config": {**config, **extra, "enableBuildConsumeQueueConcurrently": "true"}})
@@ -250,7 +279,7 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
 NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
              if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and "-slave" not in sc["name"]
              and not sc["name"].endswith(("-lastblank", "-laterhung", "-blankononly"))
-             and sc["name"].rsplit("-", 1)[-1] not in ONWARD and sc["name"].rsplit("-", 1)[-1] not in SKIP_READ]
+             and sc["name"].rsplit("-", 1)[-1] not in (*ONWARD, *SKIP_READ, *EMPTY_ENDINGS)]
 ONWARD_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                 if sc["name"].rsplit("-", 1)[-1] in ONWARD and not sc["name"].endswith(("rdbcq", "blankontwo"))]
 
@@ -794,3 +823,45 @@ def test_records_read_whole_where_the_sequential_reput_reads_none(reput, line: s
         assert code == 0, err[-2000:]
         table = snapshot(str(tmp_path / "tables")).read_arrow("messages", ["commitlog_offset", "consume_queue"])
         assert {m["commitlog_offset"] for m in table.to_pylist() if m["consume_queue"]} == exp
+
+
+EMPTY_ENDING_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+                      if sc["name"].rsplit("-", 1)[-1] in EMPTY_ENDINGS] or [
+    pytest.param(None, None, marks=pytest.mark.skip(reason="the empty-request endings run with "
+                                                           "CONCURRENT_REPUT_MORE=1"))]
+
+
+def _index_count(p: Path) -> int:
+    """An index file's header's indexCount (1 in a file with no entry)."""
+    return int.from_bytes(p.read_bytes()[36:40], "big")
+
+
+@pytest.mark.parametrize("line,name", EMPTY_ENDING_CASES)
+def test_the_empty_request_endings(reput, line: str, name: str, tmp_path: Path) -> None:
+    """Blanks' empty requests where they end otherwise: ``blankonmanyext`` (two of them, one ext unit a file: the
+    broker wrote two ext files in ``consumequeue_ext/0/``), ``blankonfirstreq`` (the store's first dispatched
+    request, records following: the broker's reput went on to the end, ``consumequeue/0/`` and the later records'
+    queues written, one index file), ``blankonidxfull`` (dispatched last, after the key that filled the first index
+    file: the broker wrote a second index file with no entry).  The harness itself for each, then ``rebuild``: the
+    broker's files byte for byte (ext files and index files included)."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    what = name.rsplit("-", 1)[-1]
+    exp = d / "expected"
+    assert not w["reputHung"] and (exp / "consumequeue" / "0" / f"{0:020d}").is_file(), w
+    index = sorted((exp / "index").iterdir())
+    if what == "blankonmanyext":
+        assert w["reputStoodAt"] == w["maxPhyOffset"], w
+        assert _files(exp / "consumequeue_ext" / "0") == [f"{0:020d}", f"{24:020d}"]
+    elif what == "blankonfirstreq":
+        assert w["damagedRecord"] == 0 and w["reputStoodAt"] == w["maxPhyOffset"], w
+        assert len(index) == 1 and _cq_max_offset(exp / "consumequeue") > 2 * SEGMENT
+    else:
+        assert w["reputStoodAt"] == 2 * SEGMENT, w
+        assert [_index_count(p) for p in index] == [int(IDX_FULL[line]), 1]
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(exp, d / "ours", w["indexNamesUnique"])
+    ext = exp / "consumequeue_ext"
+    assert _files(d / "ours" / "consumequeue_ext") == _files(ext)
+    for rel in _files(ext):
+        bh.same_bytes((ext / rel).read_bytes(), (d / "ours" / "consumequeue_ext" / rel).read_bytes(), rel)
