@@ -49,7 +49,12 @@ a DLedger store without old files (``dledger-plain``), ``slavezero`` (a record's
 slave), ``lastblank`` without the setting, and ``laterhung`` (5 MiB segments: the damaged record's batch, past
 4 MiB, ends with a blank's magic code read and the next batch's task never ends: the first batch's requests,
 its empty request among them, are dispatched, nothing after), ``blankononly`` (a blank's empty request is all the
-store dispatches: the index file it creates) and ``blankontwo`` (two damaged spots: two stops).
+store dispatches: the index file it creates) and ``blankontwo`` (two damaged spots: two stops); the batch task
+reading records whole inside the damaged bytes where the sequential reput reads none (``skipread``, ``skipreadtwo``,
+``skipreadstop``, ``skipreadext``: an illegal magic code after a damaged totalSize that lands the pre-check on a real
+record further on); and the empty-request endings ``blankonmanyext`` (more than one ext file holds),
+``blankonfirstreq`` (the store's first dispatched request, records following) and ``blankonidxfull`` (dispatched
+last after the key that filled an index file exactly).
 
 5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
