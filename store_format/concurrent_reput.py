@@ -105,7 +105,7 @@ class ConcurrentStop:
     last_empty_request: int | None = None   # the last one's commitlog offset (where it is dispatched)
     # where the ended tasks read records whole past the damaged one that the sequential walk does not read there:
     # those records as runs (start, end) of commitlog offsets, which the rebuild reads alone, after the records
-    # before ``at`` (:func:`cut_at`, store.read_in_pieces); None: the walk reads them (() : none is read)
+    # before ``at`` (store.read_in_pieces); None: the walk reads them; (): none is read
     pieces: tuple[tuple[int, int], ...] | None = None
 
     @property
