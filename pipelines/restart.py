@@ -156,7 +156,10 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
         if crash.before:
             progress.emit(f"[rebuild] as a restart after a crash: the start's reput from {crash.reput_from}, before "
                           f"data file {crash.start_file}, walks the earlier files' records, then the walk's ones again "
-                          "(their units dropped: putMessagePositionInfo)")
+                          "(their units dropped: putMessagePositionInfo)"
+                          + ("; it begins in the old commitlog files (a store converted in place whose walk queued "
+                             "nothing: recheckReputOffsetFromCq=true finds every queue empty, so from the min offset)"
+                             if any(not seg.dledger and seg.end > crash.reput_from for seg in st.segments) else ""))
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
         if crash.before:   # the earlier files' records after the walk's, then the walk's again (jump_at)
             kept = jump_at(dataclasses.replace(kept, reindex=-1), crash.end, crash.reput_from,

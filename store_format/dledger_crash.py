@@ -71,8 +71,10 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   least offset the start's reput with ``recheckReputOffsetFromCq`` begins at.  So after a walk that dispatched
   the old messages get no unit: the queues start with ``fillPreBlank`` units up to the first message the walk
   dispatched.  After a walk that dispatched nothing that reput begins at that min offset and dispatches the old
-  records, then the data files' (:func:`_walked_nothing`); begun there after a queue cut, or at 2147483647 inside
-  an old file (:func:`_reput_inside`), it is refused.
+  records, then the data files' (:func:`_walked_nothing`); after a walk that queued nothing (prepared transaction
+  messages only) too, then walks the data files again (:mod:`store_format.dledger_crash_old`); begun there after a
+  queue cut or a walk that ended early, or at 2147483647 inside an old file (:func:`_reput_inside`), it is
+  refused.
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
   (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues', which may be
@@ -100,6 +102,7 @@ from .dledger_crash_cut import (
     cut_queues,
     ext_reput,
 )
+from .dledger_crash_old import reput_in_old_files
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import reput_inside_entry
 from .errors import RestartFailsError, UnsupportedConfigError
@@ -217,7 +220,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             and :func:`_walk_after` (the reput's check ending before the log's end: :func:`_reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file after a
-            queue cut or a walk that ended early, or in a converted store's old files.
+            queue cut or a walk that ended early, or in a converted store's old files after a cut.
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
@@ -274,6 +277,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                                                           config),
                          reset_emptied=config.brokerVersion == "5.5", after=after, walk_end=end if early else -1)
         reput = cut.reput
+    elif (in_old := reput_in_old_files(config, accepted, min_offset, files[0].base, early,
+                                       on_disk is not None and on_disk.max_physic_offset >= 0)) is not None:
+        reput = in_old   # a converted store's walk that queued nothing: from the old files (dledger_crash_old)
     elif config.recheckReputOffsetFromCq:
         second = start_reput_check(config, min_offset, files[first].base, end, accepted, abnormal=True,
                                    batch_topics=config.batch_topics)
@@ -281,6 +287,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         reput = second.reput
     else:
         reput = max(rec.committed_pos, files[0].base)
+    if reput < files[0].base and cut is None and not early:   # in the old files (dledger_crash_old)
+        return _reput_before_walk(files, first, end, process_offset, reput, reason, accepted, track, config, False)
     if reput < files[first].base:
         return _reput_before_walk(files, first, end, process_offset, reput, reason, accepted, track, config,
                                   cut is not None or early or reput < files[0].base)

@@ -229,7 +229,10 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         truncate_at=dledger.process_offset if dledger else None,
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
-        dispatch_from=crash.start_offset if crash is not None else None,
+        # a converted store's reput from the old files (store_format.dledger_crash_old): every record from there
+        dispatch_from=(crash.reput_from if crash.before and any(not s.dledger and s.end > crash.reput_from
+                                                                 for s in st.segments) else crash.start_offset)
+        if crash is not None else None,
         cut_lost={f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
         if crash is not None and crash.cut is not None else None,
         cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
