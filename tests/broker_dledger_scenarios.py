@@ -289,6 +289,24 @@ def converted_walked_nothing_abort_scenario(line: str) -> list[dict]:
              "config": {**converted["config"], "enabledAppendPropCRC": "true", "forceVerifyPropCRC": "true"}}]
 
 
+def converted_queued_nothing_abort_scenario(line: str) -> list[dict]:
+    """``<line>-dledger-abort-converted-prepared`` (5.x lines): a store converted in place whose old ``commitlog/``
+    files hold ordinary keyed messages and whose DLedger data files hold prepared transaction messages only,
+    restarted after a crash with ``recheckReputOffsetFromCq=true`` and DLedger's checkpoint three entries behind the
+    log's end: ``dledgerRecoverAbnormally``'s walk dispatches the prepared messages (their keys) but queues none,
+    so ``doRecheckReputOffsetFromCq`` finds every queue empty and sets the reput at the min offset, the first old
+    file's: it dispatches the old records (their units; their keys skipped, below the index's ``endPhyOffset``),
+    rolls into the data files at the last old file's blank and walks them again (the walk's last indexed record
+    indexed again)."""
+    if not line.startswith(("5.3", "5.5")):
+        return []
+    g = _Messages(13, _topics(line))
+    before = [g.one(keyed=True) for _ in range(35)]   # an ordinary commitlog of about 1.3 files
+    after = [g.one(keyed=True, tranType="prepared") for _ in range(40)]
+    return [{"config": config(line), "messages": [*before, {"switchToDLedger": True}, *after], "abort": True,
+             "dledgerCommittedBack": 3, "name": f"{line}-dledger-abort-converted-prepared"}]
+
+
 def damaged_again_abort_scenarios(line: str) -> list[dict]:
     """Crash restarts whose start's reput begins before the damaged message that ends the walk, and before the
     walk's last indexed record, with no queue cut (the checkpoint's ``logicsPhysicalOffset`` set to 100; 5.3.3 with
