@@ -144,8 +144,11 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              "processOffset - 1, where a batch queue the cut emptied leaves its max"
                              if at == crash.process_offset - 1 else
                              "where a queue the cut left with fillPreBlank units only leaves its max")
-                          + f"), inside an entry: DLedgerCommitLog's message check there sends it on to "
-                          f"{crash.cut.reput} (ReputMessageService.doReput)")
+                          + ("), inside an old commitlog file (a store converted in place: CommitLog.getData gives its "
+                             "bytes to the file's end)" if any(not seg.dledger and seg.base <= at < seg.end
+                                                              for seg in st.segments) else "), inside an entry")
+                          + f": DLedgerCommitLog's message check there sends it on to {crash.cut.reput} "
+                          "(ReputMessageService.doReput)")
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
                       + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else "")
                       + ("; it puts an ext unit again for each record of an ext queue from there (ConsumeQueueExt.put "

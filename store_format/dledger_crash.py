@@ -102,7 +102,7 @@ from .dledger_crash_cut import (
     cut_queues,
     ext_reput,
 )
-from .dledger_crash_old import reput_in_old_files
+from .dledger_crash_old import reput_in_old_files, reput_inside_old_file
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import reput_inside_entry
 from .errors import RestartFailsError, UnsupportedConfigError
@@ -507,12 +507,18 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
 
 def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, committed: int,
                   config: BrokerConfig) -> int:
-    """:func:`store_format.dledger_reput_inside.reput_inside_entry` on the data file holding ``pos``.
+    """:func:`store_format.dledger_reput_inside.reput_inside_entry` on the data file holding ``pos``, or
+    :func:`store_format.dledger_crash_old.reput_inside_old_file` on the old commitlog file (a converted store).
 
     Raises:
-        UnsupportedConfigError: ``pos`` lies in no data file (the old commitlog of a store converted in place).
+        UnsupportedConfigError: ``pos`` lies in no file, or what those refuse.
     """
     seg = next((f for f in files if f.base <= pos < f.end), None)
+    old = next((f for f in st.segments if not f.dledger and f.base <= pos < f.end), None)
+    if seg is None and old is not None:   # a converted store's old file (dledger_crash_old)
+        with st.reader(old) as r:
+            return reput_inside_old_file(lambda at, n: bytes(r(at - old.base, min(n, old.end - at))), pos,
+                                         file_base=old.base, file_size=old.size, v55=config.brokerVersion == "5.5")
     if seg is None:
         raise _refuse(f"its start's reput would begin at {pos}, below the data files (in the old commitlog files of "
                       "a store converted in place)")

@@ -21,15 +21,31 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   record's keys again.
 
 A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here); a
-walk that ended early (a damaged message) or a queue cut (a 5.5.1 cut emptying every queue) and a reput at
-2147483647 inside an old file stay refused (:mod:`store_format.dledger_crash`).
+walk that ended early (a damaged message) or a queue cut (a 5.5.1 cut emptying every queue) stay refused
+(:mod:`store_format.dledger_crash`).
+
+* A queue the 5.5.1 cut (``truncateDirtyLogicFiles``) leaves with ``fillPreBlank`` units only has the max
+  2147483647 (their ``offset + size``), so ``doRecheckReputOffsetFromCq`` sets the reput there, which lies in an
+  old file when they reach past 2 GiB.  ``getData`` there is the base ``CommitLog``'s: the old file's bytes from
+  that offset to its read position, its size (loaded whole); ``DLedgerCommitLog.checkMessageAndReturnSize`` reads
+  them as in a data file (:mod:`store_format.dledger_reput_inside`: the base check where the second int is a
+  message or blank magic code, a roll on DLedger's blank magic, else the base check 48 bytes further).  A failure
+  (size -1) makes ``doReput`` jump to the end of those bytes, the old file's end (``reputFromOffset +=
+  result.getSize() - readSize``), and a roll (``DLedgerCommitLog.rollNextFile``) goes there too: the reput goes
+  on at the next file, the next old one or, after the last, the first data file (``dividedCommitlogOffset``:
+  :func:`reput_inside_old_file`).  A check that would parse a message or dispatch a blank's empty request there
+  is refused.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .config import BrokerConfig
+from .dledger_reput_inside import reput_inside_entry
+from .errors import UnsupportedConfigError
 from .restart_reput import Accepted
 
-__all__ = ["reput_in_old_files"]
+__all__ = ["reput_in_old_files", "reput_inside_old_file"]
 
 
 def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int, dividing: int, early: bool,
@@ -44,3 +60,26 @@ def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int
         return None
     reput = max(min_offset, 0)
     return reput if reput < dividing else None
+
+
+def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_base: int, file_size: int,
+                          v55: bool) -> int:
+    """Where the reput set at ``pos`` inside the old commitlog file at ``file_base`` goes on from (module
+    docstring): that file's end, where ``doReput``'s jump or roll takes it.  ``read(offset, n)``: up to ``n`` bytes
+    of the file at a commitlog offset.  The DLedger check's outcomes are
+    :func:`store_format.dledger_reput_inside.reput_inside_entry`'s with the buffer ending at the file's end
+    (``CommitLog.getData``: no committed position cuts it).
+
+    Raises:
+        UnsupportedConfigError: a check there that would parse a message or dispatch a blank's empty request, or
+            old bytes that read as a DLedger entry's header at ``pos`` (not modelled).
+    """
+    end = file_base + file_size
+    gone_on = reput_inside_entry(read, pos, file_base=file_base, file_size=file_size, read_end=end, committed=end,
+                                 v55=v55)
+    if gone_on != end:   # the old bytes there read as a DLedger entry's header (its magic, its own position)
+        raise UnsupportedConfigError(
+            f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's reput would begin at "
+            f"{pos}, in an old commitlog file, whose bytes there read as a DLedger entry's header; not modelled, let "
+            "the broker recover")
+    return end
