@@ -559,6 +559,35 @@ def past_2gib_abort_scenario(line: str) -> dict:
             "name": f"{line}-dledger-abort-past-2gib"}
 
 
+PAST_2GIB_OLD = 21 * 23872 + 11400   # the old files' T0 messages: past 2147483647 in the 22nd (4189 bytes each)
+
+
+def converted_past_2gib_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-converted-past-2gib`` (5.5.1; some 2.15 GB of old commitlog: ``DLEDGER_2GIB_CONVERTED=1``
+    only): a store converted in place whose old ``commitlog/`` files (100,000,000 bytes each) hold a T9 message,
+    then T0 messages (4096-byte bodies, put in batches of 256) up to some 270 KB past 2147483647 in the 22nd file,
+    and whose one DLedger data file (from 2,200,000,000) holds ten prepared T1 messages, then a T9 message;
+    restarted after a crash with ``recheckReputOffsetFromCq=true``.  The walk over the data file queues the T9
+    message only (after a ``fillPreBlank`` unit: its queue offset is 1); its short ``processOffset`` (48 bytes
+    short per entry) lies below that message, so ``truncateDirtyLogicFiles`` leaves T9's queue with its
+    ``fillPreBlank`` unit only (its max 2147483647), and ``doRecheckReputOffsetFromCq`` sets the reput at
+    2147483647, inside a T0 body of the last old file: ``DLedgerCommitLog``'s check fails there, ``doReput`` jumps
+    to that file's end, the first data file, puts T9's cut unit back and indexes its keys again (the last indexed
+    record: the cut leaves the unit's bytes in the file, so the index shows where the reput went on)."""
+    conf = {**config(line), **THOROUGH_CHECKPOINT, "mappedFileSizeCommitLog": str(PAST_2GIB_FILE),
+            "mappedFileSizeConsumeQueue": "6000000", "maxIndexNum": "4000"}
+    messages: list[dict] = [{"topic": "T9", "queueId": 0, "bodySize": 100}]
+    for k in range(0, PAST_2GIB_OLD, PAST_2GIB_BATCH):
+        n = min(PAST_2GIB_BATCH, PAST_2GIB_OLD - k)
+        messages.append({"topic": "T0", "queueId": 0, "batch": [{"bodySize": 4096}] * n})
+    messages.append({"switchToDLedger": True})
+    messages += [{"topic": "T1", "queueId": 0, "bodySize": 100, "tranType": "prepared", "keys": f"P{k}"}
+                 for k in range(10)]
+    messages.append({"topic": "T9", "queueId": 0, "bodySize": 100, "keys": "K9"})   # indexed again by the reput
+    return {"config": conf, "messages": messages, "abort": True, "reportQueues": True,
+            "name": f"{line}-dledger-abort-converted-past-2gib"}
+
+
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""

@@ -9,16 +9,23 @@ only, whose ``offset + size`` is 2147483647, and ``doRecheckReputOffsetFromCq`` 
 body of the last T0 entry: ``DLedgerCommitLog``'s message check fails there and ``doReput`` jumps to the end of the
 bytes ``getData`` handed it (:mod:`store_format.dledger_reput_inside`).  ``rebuild --as-restart`` on the store as
 the restart found it must write the broker's ``consumequeue/`` and ``index/`` byte for byte.
+
+``DLEDGER_2GIB_CONVERTED=1`` (some 2.15 GB of old commitlog files, as much again in ``before/``, a minute or two):
+the same reput at 2147483647 in a store converted in place, inside a body of its last old ``commitlog/`` file
+(:func:`broker_dledger_scenarios.converted_past_2gib_abort_scenario`): ``getData`` there is the base
+``CommitLog``'s, the file's bytes to its end, the check fails, and ``doReput`` jumps to the file's end, the first
+data file (:mod:`store_format.dledger_crash_old`); the same byte for byte comparison.
 """
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 
 import broker_harness as bh
 import pytest
-from broker_dledger_scenarios import past_2gib_abort_scenario
+from broker_dledger_scenarios import converted_past_2gib_abort_scenario, past_2gib_abort_scenario
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -61,3 +68,64 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_the_lo
     # what the broker's reput did from there: T9's last unit and T0's last ones stay cut (the jump), or came back
     units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
     assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB_CONVERTED") != "1",
+                    reason="2 GiB of old commitlog files: DLEDGER_2GIB_CONVERTED=1")
+def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_an_old_commitlog_file(tmp_path):
+    sc = converted_past_2gib_abort_scenario(LINE)
+    name = sc["name"]
+    bh.build()
+    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
+    assert w.get("ok"), w.get("error")
+    src = tmp_path / name
+    old = sorted((src / "before" / "commitlog").iterdir())
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    size = int(sc["config"]["mappedFileSizeCommitLog"])
+    # 2147483647 lies in the last old file, inside a T0 body (a run of 'x' around it), and the data starts after it
+    assert int(old[-1].name) <= BLANK_MAX < int(old[-1].name) + size == int(data[0].name), (old[-1], data[0])
+    with (old[-1]).open("rb") as f:
+        f.seek(BLANK_MAX - int(old[-1].name) - 60)
+        assert f.read(120) == b"x" * 120, "2147483647 inside a T0 body"
+    t9 = w["queuesAfterLoad"]["T9/0"]
+    assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
+    from pipelines.cli import main
+    err = io.StringIO()
+    ours = tmp_path / "ours"
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
+                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
+                     "--engine", "local", "--no-tables", "--as-restart"])
+    text = err.getvalue()
+    assert code == 0, text[-3000:]
+    for sub in ("consumequeue", "index"):
+        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
+        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
+        if sub == "consumequeue":
+            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
+        assert len(got) == len(exp), (sub, got, exp)
+        for e, o in zip(exp, got):
+            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+    assert f"sets the reput at {BLANK_MAX} (where a queue the cut left with fillPreBlank units only" in text, \
+        text[-3000:]
+    assert "inside an old commitlog file (a store converted in place" in text and \
+        f"sends it on to {int(data[0].name)} " in text, text[-3000:]
+    # the broker's reput from the data file's start put T9's cut unit back behind its fillPreBlank unit
+    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
+    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    assert int.from_bytes(units[20:28], "big") > int(data[0].name), "T9's cut unit put back"
+    # its keys indexed twice (the walk, then the reput from the data file's start), the prepared ones' once (below
+    # the index's endPhyOffset for the reput): the header's indexCount 1 + 10 + 2
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    assert int.from_bytes(index.read_bytes()[36:40], "big") == 13, "T9's keys indexed again"
+    # verify's units lost (its reference, the rebuild, holds every message's unit): all but T9's last
+    out = io.StringIO()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
+        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
+              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+    p = json.loads(out.getvalue())["restart"]
+    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in (src / "expected" / "consumequeue").rglob("*")
+             if f.is_file() for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
+    held = sum(size not in (0, BLANK_MAX) for size in sizes)
+    queued = sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
+    assert held == 1 and p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
