@@ -73,8 +73,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   dispatched.  After a walk that dispatched nothing that reput begins at that min offset and dispatches the old
   records, then the data files' (:func:`_walked_nothing`); after a walk that queued nothing (prepared transaction
   messages only) too, then walks the data files again (:mod:`store_format.dledger_crash_old`); begun there after a
-  queue cut or a walk that ended early, or at 2147483647 inside an old file (:func:`_reput_inside`), it is
-  refused.
+  queue cut or a walk that ended early it is refused.  Set at 2147483647 inside an old file (a queue the cut left
+  with ``fillPreBlank`` units only), it goes on at that file's end (:func:`_reput_inside`): modelled when that is
+  the walk's data file, else refused (the reput-before-the-walk rule with a cut).
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
   (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues', which may be
