@@ -86,6 +86,7 @@ import numpy as np
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
+from .dledger_crash_before import ext_before_walk
 from .dledger_crash_cut import (
     U_QUEUE,
     ExtAgain,
@@ -155,7 +156,7 @@ class DLedgerCrash:
         the reput's start, with :attr:`gap` or :attr:`again`; the log's end and the reput's start with
         :attr:`before` (None: one walk from the start file to ``end``)."""
         if self.before:
-            return self.end, self.reput_from
+            return (self.walk_end if self.walk_end >= 0 else self.end), self.reput_from
         return (self.walk_end, self.reput_from) if self.gap is not None or self.again else None
 
     @property
@@ -276,16 +277,16 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         reput = second.reput
     else:
         reput = max(rec.committed_pos, files[0].base)
-    if reput < files[first].base:
-        return _reput_before_walk(files, first, end, process_offset, reput, reason, accepted, track, config,
-                                  cut is not None or early or reput < files[0].base)
-    ext_again = cut.ext_again if cut is not None else \
-        ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     walk_end, log_end = -1, end
     if early:
         walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
         if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (_reput_skips)
             log_end = reput_ends
+    if reput < files[first].base:
+        return _reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
+                                  track, config, cut)
+    ext_again = cut.ext_again if cut is not None else \
+        ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
         else -1
     # the reput from before the walk's end walks the walk's records again, then those past it: the ext units and
@@ -295,30 +296,49 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                         ext_again, walk_end=walk_end, again=again)
 
 
-def _reput_before_walk(files: list[Segment], first: int, end: int, process_offset: int, reput: int, reason: str,
-                       accepted: Accepted, track: QueueTrack, config: BrokerConfig, refused: bool) -> DLedgerCrash:
+def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_end: int, end: int,
+                       process_offset: int, reput: int, reason: str, accepted: Accepted, track: QueueTrack,
+                       config: BrokerConfig, cut: QueueCut | None) -> DLedgerCrash:
     """The start's reput from ``reput``, before the data file the walk started at (the committed position, or with
-    ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file), after a walk that ended where
-    DLedger's recovery ends the log and cut no queue: ``doReput`` walks every record from there to the log's end,
-    so the earlier files' records first, then the walk's ones a second time (:attr:`DLedgerCrash.before`; the
-    rebuild reads them in that order, :func:`store_format.store.jump_at`).  ``putMessagePositionInfo`` drops a unit
-    at or below its queue's max physical offset (every queue the walk wrote), and puts those of the other queues
-    (``fillPreBlank`` up to the first); ``ConsumeQueueExt.put`` puts an ext unit for each record of an ext queue
-    before that; ``IndexService.buildIndex`` skips the records below the index's ``endPhyOffset`` (it indexes the
-    walk's last indexed record again).
+    ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file): ``doReput`` walks every record
+    from there to the log's end ``end``, so the earlier files' records first, then the walk's ones a second time
+    (:attr:`DLedgerCrash.before`; the rebuild reads them in that order, :func:`store_format.store.jump_at`).
+    ``putMessagePositionInfo`` drops a unit at or below its queue's max physical offset (every queue the walk
+    wrote), and puts those of the other queues (``fillPreBlank`` up to the first); ``ConsumeQueueExt.put`` puts an
+    ext unit for each record of an ext queue before that; ``IndexService.buildIndex`` skips the records below the
+    index's ``endPhyOffset`` (it indexes the walk's last indexed record again).
+
+    A walk that ended at a damaged message (``walk_end`` >= 0, before ``end``): the reput, whose check reads no CRC,
+    walks the walk's records again up to there, then dispatches that message and the ones after it, which each
+    queue appends after the walk's units (their own positions: no record is left out).  A queue cut
+    (``truncateDirtyLogicFiles`` at the short ``processOffset``): the cut units all lie past the reput's start, so
+    it puts every one back at the cut queue's write position, where each was (a cut queue keeps a unit of its own
+    below the offset, so the earlier records still drop), and the files come back as the walk wrote them; with ext
+    files each unit put back points at the ext unit the reput put for it, counted from the earlier files' records
+    (:func:`store_format.dledger_crash_before.ext_before_walk`).
 
     Raises:
-        UnsupportedConfigError: ``refused``: a queue cut, a walk that ended before the log's end, or a reput in the
-            old commitlog files of a converted store.
+        UnsupportedConfigError: a reput in the old commitlog files of a converted store; with a cut, a queue the cut
+            leaves without a unit of its own below ``processOffset`` (its max no longer covers the earlier files'
+            records), a cut unit not put back, or with ext files a record the reput's check refuses in the earlier
+            files.
     """
-    if refused:
-        whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
+    whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
+    why = "" if reput >= files[0].base else "in a converted store's old commitlog files"
+    if cut is not None and not why:
+        why = (f"and the cut leaves queue {cut.unkept[0][0]}/{cut.unkept[0][1]} without a unit of its own below "
+               f"processOffset {process_offset}") if cut.unkept else \
+            "and the cut leaves units out" if cut.lost or cut.moves or cut.dropped or cut.batch_dropped \
+            or cut.inside_from >= 0 else ""
+    if why:
         raise _refuse(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
-                      "the recovery dispatched from, and the walk cut the queues or ended before the log's end")
-    ext_again = ext_reput(track, files[first].base, end) if config.enableConsumeQueueExt else ()
-    reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < end else -1
-    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex,
-                        ext_again=ext_again, before=True)
+                      f"the recovery dispatched from, {why}")
+    to = walk_end if walk_end >= 0 else end
+    ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
+        else ext_before_walk(st, files, first, reput, config, cut.ext_again)
+    reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
+    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
+                        ext_again=ext_again, walk_end=walk_end, before=True)
 
 
 def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:

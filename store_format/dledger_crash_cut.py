@@ -255,6 +255,9 @@ class QueueCut:
     batch_dropped: tuple[tuple[str, int, int], ...] = ()
     ext_again: tuple[ExtAgain, ...] = ()
     inside_from: int = -1   # where the reput was set when that is inside an entry (``reput``: where it goes on from)
+    # the cut queues left with no unit of their own below processOffset (none, or fillPreBlank units only): their max
+    # is no longer one of the walk's units' ends
+    unkept: tuple[tuple[str, int], ...] = ()
 
     @property
     def lost_units(self) -> int:
@@ -397,7 +400,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         put_back = {q: (off[off < walk_end], pos[off < walk_end]) for q, (off, pos) in put_back.items()}
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
-                    ext_again, inside_from)
+                    ext_again, inside_from, tuple(sorted(track.names[q] for q in max_after)))
 
 
 def _appended_keys(rows: np.ndarray, last: int) -> np.ndarray:

@@ -27,6 +27,7 @@ from broker_dledger_scenarios import (
     abort_scenarios,
     batch_kept_abort_scenario,
     before_abort_scenarios,
+    before_walk_abort_scenarios,
     damaged_abort_scenarios,
     damaged_again_abort_scenarios,
     damaged_cut_abort_scenarios,
@@ -69,7 +70,7 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     layouts_abort_scenario(line), batch_kept_abort_scenario(line), *damaged_abort_scenarios(line),
     *damaged_cut_abort_scenarios(line, MORE_LAYOUTS),
     *(damaged_gap_abort_scenarios(line) + damaged_again_abort_scenarios(line) + before_abort_scenarios(line)
-      + damaged_twice_abort_scenarios(line)
+      + damaged_twice_abort_scenarios(line) + before_walk_abort_scenarios(line)
       if MORE_LAYOUTS or line.startswith("5.3") else   # by default one of each: the gap, and the walk again
       [damaged_gap_abort_scenarios(line)[0], damaged_again_abort_scenarios(line)[0]]),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
@@ -846,20 +847,78 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_the_walks_data_file(
             _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
             continue
         committed = int(found[1])
-        puts = [m for m in r["scenario"]["messages"] if "topic" in m][:-int(r["scenario"]["dledgerCommittedBack"])]
-        size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
-        held_below, held_t9 = 0, 0
-        for queue, state in r["written"]["queuesAfterDispatch"].items():
-            for f in state["files"]:
-                data = (src / "expected" / "consumequeue" / queue / f).read_bytes()
-                units = [data[i:i + 20] for i in range(0, min(size, int(state["maxOffset"]) - int(f)), 20)]
-                offs = [int.from_bytes(u[:8], "big") for u in units if int.from_bytes(u[8:12], "big") not in
-                        (0, 2**31 - 1)]
-                held_below += sum(o < committed for o in offs)
-                held_t9 += len(offs) if queue.startswith("T9/") else 0
-        assert held_t9 == 10, held_t9   # the reput put T9's records past the committed position
-        p = _dledger_prediction(src, name, line, tmp_path)
-        assert p["units_lost"] == len(puts) - held_below, (name, p["units_lost"], len(puts), held_below, p["notes"])
+        held = _held_offsets(r, src)
+        assert len(held["T9/0"]) == 10, held["T9/0"]   # the reput put T9's records past the committed position
+        _lost_as_the_broker(r, src, name, line, tmp_path, committed, held)
+
+
+def _held_offsets(r: dict, src: Path) -> dict[str, list[int]]:
+    """Per queue of a partial store (20-byte units), the commitlog offsets of the message units the broker's queue
+    holds once its reput caught up (``reportQueues``: below its write position; fillPreBlank units left out)."""
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    held: dict[str, list[int]] = {}
+    for queue, state in r["written"]["queuesAfterDispatch"].items():
+        for f in state["files"]:
+            data = (src / "expected" / "consumequeue" / queue / f).read_bytes()
+            units = [data[i:i + 20] for i in range(0, min(size, int(state["maxOffset"]) - int(f)), 20)]
+            held.setdefault(queue, []).extend(int.from_bytes(u[:8], "big") for u in units
+                                              if int.from_bytes(u[8:12], "big") not in (0, 2**31 - 1))
+    return held
+
+
+def _lost_as_the_broker(r: dict, src: Path, name: str, line: str, tmp_path: Path, committed: int,
+                        held: dict[str, list[int]]) -> None:
+    """verify's units lost on the store as the restart found it: the committed records' units (the rebuild it
+    compares with ends at the committed position) that the broker's queues lack after the restart."""
+    puts = [m for m in r["scenario"]["messages"] if "topic" in m][:-int(r["scenario"]["dledgerCommittedBack"])]
+    held_below = sum(o < committed for offs in held.values() for o in offs)
+    p = _dledger_prediction(src, name, line, tmp_path)
+    assert p["units_lost"] == len(puts) - held_below, (name, p["units_lost"], len(puts), held_below, p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_walks_data_file(written, line, tmp_path):
+    """The before crash restarts whose recovery's walk also ends at a damaged message (a body CRC, in the last data
+    file) or cuts the queues at its short processOffset (5.5.1; 5.3.3 with the queues kept): the start's reput from
+    the committed position in the first data file walks that file's records, the walk's again, then the damaged
+    message and the rest, which T0 appends after the walk's units; the cut units all lie past its start, so it puts
+    every one back (on the layouts stores pointing at the ext units it put for them, counted from its start).
+    --as-restart on the store as the restart found it writes the broker's consumequeue/, index/ (and on the
+    layouts stores consumequeue_ext/ and batchconsumequeue/) byte for byte, and verify's units lost are those the
+    broker's queues lack (on the 5.3.3 stores with the queues kept, verify alone: every message's unit, the
+    committed ones those verify counts)."""
+    stem = f"{line}-dledger-abort-before"
+    ran = _ran_or_skip(stem, ("-damaged", "-damaged-layouts", "-cut", "-damaged-cut", "-cut-layouts",
+                              "-damaged-cut-layouts", "-cut-kept", "-damaged-cut-kept"), "before-damaged or before-cut")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        cut = int(r["written"]["truncateDirtyLogicFilesAt"])
+        assert (cut > 0) == ("-cut" in name), (name, cut)
+        if name.endswith("-kept"):   # 5.3.3 cuts the queues it loads: verify's prediction on the store as it is
+            lost = len([m for m in r["scenario"]["messages"] if "topic" in m]) - sum(map(len, _held_offsets(r, src)
+                                                                                         .values()))
+            p = _dledger_prediction(src, name, line, tmp_path)
+            assert p["units_lost"] == lost, (name, p["units_lost"], lost, p["notes"])
+            continue
+        if "-damaged" in name:
+            r, src, damaged, err = _damaged_walk_restart(name, line, tmp_path)
+        else:
+            code, err = _as_restart(src / "before", tmp_path / name, src, line)
+            assert code == 0, err[-2000:]
+        found = re.search(r"the start's reput from (\d+), before data file (\d+)", err)
+        assert found and 0 < int(found[1]) < int(found[2]), err[-2000:]
+        assert (f"cuts the queues at the recovery's processOffset {cut} " in err) == (cut > 0), err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        if name.endswith("-layouts"):
+            _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+            _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+            continue
+        held = _held_offsets(r, src)
+        if "-damaged" in name:   # the reput dispatched the damaged message, which the walk did not
+            assert damaged in held["T0/0"], damaged
+        _lost_as_the_broker(r, src, name, line, tmp_path, int(found[1]), held)
 
 
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
