@@ -45,9 +45,11 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   the committed position at or before it and a group of one, that is the log's end, so :attr:`DLedgerCrash.end`
   is that record (:func:`_reput_skips`; elsewhere refused).
 * A start's reput from before the data file the walk started at (the committed position, or with
-  ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file), after a walk that ended where
-  DLedger's recovery ends the log and cut no queue, walks the earlier files' records, then the walk's ones again
-  (:attr:`DLedgerCrash.before`, :func:`_reput_before_walk`); with a cut or a walk that ended early it is refused.
+  ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file) walks the earlier files' records,
+  then the walk's ones again (:attr:`DLedgerCrash.before`, :func:`_reput_before_walk`); after a walk that ended at
+  a damaged message, then that message and the rest; after a queue cut it puts every cut unit back (all lie past
+  its start), with ext files pointing at the ext units it put (:mod:`store_format.dledger_crash_before`).  Refused:
+  a cut queue left with no unit of its own below ``processOffset``, a cut unit it does not put back.
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -212,8 +214,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
             and :func:`_walk_after` (the reput's check ending before the log's end: :func:`_reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
-            :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file after a
-            queue cut or a walk that ended early, or in a converted store's old files.
+            :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file that
+            :func:`_reput_before_walk` refuses (in a converted store's old files; after a cut it does not undo).
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
