@@ -304,22 +304,27 @@ def before_walk_abort_scenarios(line: str) -> list[dict]:
     last data file) flipped: the walk (body CRC) ends there, DLedger's recovery (no CRC) keeps the log, no queue is
     cut (5.5.1: the checkpoint's ``logicsPhysicalOffset`` at the 320th put; 5.3.3: its queues deleted); the reput
     walks the first file's records, the walk's again, then the damaged message and the rest, which T0 appends.
+    ``-before-damaged-twice``: the 399th put's magic code flipped too, which the reput's own check refuses (the
+    dispatch ends there: the last data file, a group of one, the committed position before it).
     ``-before-damaged-layouts`` (5.5.1): the same on the ``before-layouts`` store (ext files, a light queue, a BatchCQ
     topic), its 391st put (T0) damaged: the reput also puts an ext unit for each T0 record from its start.  5.5.1
-    adds ``-before-cut`` and ``-before-damaged-cut`` with the checkpoint as the broker left it (past the walk's
-    short ``processOffset``), so that ``truncateDirtyLogicFiles`` cuts T0 first and the reput puts the cut units
-    back, and ``-before-cut-layouts`` and ``-before-damaged-cut-layouts`` on the layouts store (the units put back
-    point at the ext units the reput put for them, counted from its start in the first file); 5.3.3, which cuts
-    only the queues it loads, adds the partial ones with the queues kept (``-kept``: ``keepQueues``, checked
-    through ``verify``)."""
+    adds ``-before-cut``, ``-before-damaged-cut`` and ``-before-damaged-twice-cut`` with the checkpoint as the
+    broker left it (past the walk's short ``processOffset``), so that ``truncateDirtyLogicFiles`` cuts T0 first and
+    the reput puts the cut units back, and ``-before-cut-layouts`` and ``-before-damaged-cut-layouts`` on the
+    layouts store (the units put back point at the ext units the reput put for them, counted from its start in the
+    first file); 5.3.3, which cuts only the queues it loads, adds the partial ones with the queues kept (``-kept``:
+    ``keepQueues``, checked through ``verify``)."""
     if not line.startswith(("5.3", "5.5")):
         return []
     plain, layouts = before_abort_scenarios(line)
     damaged = {**plain, "damageMessage": 396, "name": f"{line}-dledger-abort-before-damaged"}
     damaged_layouts = {**layouts, "damageMessage": 390, "name": f"{line}-dledger-abort-before-damaged-layouts"}
+    twice = {**damaged, "damageMagic": 398, "name": f"{line}-dledger-abort-before-damaged-twice"}
     uncut = {k: v for k, v in plain.items() if k != "checkpointLogicsPhysicalOffset"}
     cut = [{**uncut, "name": f"{line}-dledger-abort-before-cut"},
-           {**uncut, "damageMessage": 396, "name": f"{line}-dledger-abort-before-damaged-cut"}]
+           {**uncut, "damageMessage": 396, "name": f"{line}-dledger-abort-before-damaged-cut"},
+           {**uncut, "damageMessage": 396, "damageMagic": 398,
+            "name": f"{line}-dledger-abort-before-damaged-twice-cut"}]
     if line.startswith("5.3"):
         cut = [{**sc, "keepQueues": True, "name": f"{sc['name']}-kept"} for sc in cut]
     else:
@@ -327,7 +332,7 @@ def before_walk_abort_scenarios(line: str) -> list[dict]:
         cut += [{**{k: v for k, v in uncut.items() if k != "damageMessage"},
                  "name": f"{line}-dledger-abort-before-cut-layouts"},
                 {**uncut, "name": f"{line}-dledger-abort-before-damaged-cut-layouts"}]
-    return [damaged, *([damaged_layouts] if line.startswith("5.5") else []), *cut]
+    return [damaged, twice, *([damaged_layouts] if line.startswith("5.5") else []), *cut]
 
 
 def small_abort_scenarios(line: str) -> list[dict]:
