@@ -48,8 +48,8 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file) walks the earlier files' records,
   then the walk's ones again (:attr:`DLedgerCrash.before`, :func:`_reput_before_walk`); after a walk that ended at
   a damaged message, then that message and the rest; after a queue cut it puts every cut unit back (all lie past
-  its start), with ext files pointing at the ext units it put (:mod:`store_format.dledger_crash_before`).  Refused:
-  a cut queue left with no unit of its own below ``processOffset``, a cut unit it does not put back.
+  its start; none in a queue left with ``fillPreBlank`` units only), with ext files pointing at the ext units it put
+  (:mod:`store_format.dledger_crash_before`).  Refused: a consume queue the 5.5.1 cut left with no file.
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -314,24 +314,26 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     walks the walk's records again up to there, then dispatches that message and the ones after it, which each
     queue appends after the walk's units (their own positions: no record is left out).  A queue cut
     (``truncateDirtyLogicFiles`` at the short ``processOffset``): the cut units all lie past the reput's start, so
-    it puts every one back at the cut queue's write position, where each was (a cut queue keeps a unit of its own
-    below the offset, so the earlier records still drop), and the files come back as the walk wrote them; with ext
-    files each unit put back points at the ext unit the reput put for it, counted from the earlier files' records
+    it puts every one back at the cut queue's write position, where each was (a cut queue that keeps a unit of its
+    own below the offset still drops the earlier records), and the files come back as the walk wrote them; a queue
+    the cut left with ``fillPreBlank`` units only (its max 2147483647) drops every unit, so its cut units stay cut
+    and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart``'s
+    ``apply_cut``); 5.3.3 keeps ``processOffset`` as the max of a queue left with no file, so the earlier records
+    drop there too and the cut units come back (read from the source, no broker case).  With ext files each unit
+    put back points at the ext unit the reput put for it, counted from the earlier files' records
     (:func:`store_format.dledger_crash_before.ext_before_walk`).
 
     Raises:
-        UnsupportedConfigError: a reput in the old commitlog files of a converted store; with a cut, a queue the cut
-            leaves without a unit of its own below ``processOffset`` (its max no longer covers the earlier files'
-            records), a cut unit not put back, or with ext files a record the reput's check refuses in the earlier
-            files.
+        UnsupportedConfigError: a reput in the old commitlog files of a converted store; with a cut, a consume
+            queue the 5.5.1 cut left with no file (its max -1: the earlier files' records go to it, at their own
+            queue offsets), or with ext files a record the reput's check refuses in the earlier files.
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     why = "" if reput >= files[0].base else "in a converted store's old commitlog files"
     if cut is not None and not why:
-        why = (f"and the cut leaves queue {cut.unkept[0][0]}/{cut.unkept[0][1]} without a unit of its own below "
-               f"processOffset {process_offset}") if cut.unkept else \
-            "and the cut leaves units out" if cut.lost or cut.moves or cut.dropped or cut.batch_dropped \
-            or cut.inside_from >= 0 else ""
+        why = (f"and the cut leaves queue {cut.reset[0][0]}/{cut.reset[0][1]} with no file (its max -1: the earlier "
+               "files' records go to it)") if cut.reset else \
+            "and the reput puts some cut units back" if cut.moves or cut.inside_from >= 0 else ""
     if why:
         raise _refuse(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")

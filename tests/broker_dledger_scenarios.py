@@ -312,8 +312,12 @@ def before_walk_abort_scenarios(line: str) -> list[dict]:
     broker left it (past the walk's short ``processOffset``), so that ``truncateDirtyLogicFiles`` cuts T0 first and
     the reput puts the cut units back, and ``-before-cut-layouts`` and ``-before-damaged-cut-layouts`` on the
     layouts store (the units put back point at the ext units the reput put for them, counted from its start in the
-    first file); 5.3.3, which cuts only the queues it loads, adds the partial ones with the queues kept (``-kept``:
-    ``keepQueues``, checked through ``verify``)."""
+    first file), and ``-before-cut-blank``, whose puts 262-270 and 394-397 go to a third topic T8: the walk finds
+    its first T8 message at queue offset 9 (``fillPreBlank`` units before it) and the cut takes every T8 unit it
+    wrote (the last two in a second queue file, which it deletes), leaving the blanks only (the queue's max
+    2147483647), so the reput puts none back and that file stays deleted; 5.3.3, which cuts
+    only the queues it loads, adds the partial ones with the queues kept (``-kept``: ``keepQueues``, checked
+    through ``verify``)."""
     if not line.startswith(("5.3", "5.5")):
         return []
     plain, layouts = before_abort_scenarios(line)
@@ -328,6 +332,10 @@ def before_walk_abort_scenarios(line: str) -> list[dict]:
     if line.startswith("5.3"):
         cut = [{**sc, "keepQueues": True, "name": f"{sc['name']}-kept"} for sc in cut]
     else:
+        puts = iter(range(len(uncut["messages"])))
+        t8 = [{**m, "topic": "T8"} if "topic" in m and next(puts) in (*range(262, 271), *range(394, 398)) else m
+              for m in uncut["messages"]]
+        cut += [{**uncut, "messages": t8, "name": f"{line}-dledger-abort-before-cut-blank"}]
         uncut = {k: v for k, v in damaged_layouts.items() if k != "checkpointLogicsPhysicalOffset"}
         cut += [{**{k: v for k, v in uncut.items() if k != "damageMessage"},
                  "name": f"{line}-dledger-abort-before-cut-layouts"},

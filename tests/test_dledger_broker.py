@@ -883,14 +883,16 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_wal
     the committed position in the first data file walks that file's records, the walk's again, then the damaged
     message and the rest, which T0 appends after the walk's units (up to a record whose magic code its own check
     refuses, -twice: the last data file, a group of one); the cut units all lie past its start, so it puts
-    every one back (on the layouts stores pointing at the ext units it put for them, counted from its start).
+    every one back (on the layouts stores pointing at the ext units it put for them, counted from its start) but
+    in a queue the cut left with fillPreBlank units only (-cut-blank: its max 2147483647, so none, and the queue
+    file the cut deleted stays deleted).
     --as-restart on the store as the restart found it writes the broker's consumequeue/, index/ (and on the
     layouts stores consumequeue_ext/ and batchconsumequeue/) byte for byte, and verify's units lost are those the
     broker's queues lack (on the 5.3.3 stores with the queues kept, verify alone; the cut units lie past the
     committed position, where the rebuild verify compares with ends)."""
     stem = f"{line}-dledger-abort-before"
     ran = _ran_or_skip(stem, ("-damaged", "-damaged-twice", "-damaged-layouts", "-cut", "-damaged-cut",
-                              "-damaged-twice-cut", "-cut-layouts", "-damaged-cut-layouts", "-cut-kept",
+                              "-damaged-twice-cut", "-cut-blank", "-cut-layouts", "-damaged-cut-layouts", "-cut-kept",
                               "-damaged-cut-kept", "-damaged-twice-cut-kept"), "before-damaged or before-cut")
     for name in ran:
         r = _RUNS[name]
@@ -918,6 +920,8 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_wal
         held = _held_offsets(r, src)
         if "-damaged" in name:   # the reput dispatched the damaged message, which the walk did not
             assert damaged in held["T0/0"], damaged
+        if name.endswith("-blank"):   # the cut left T8 its fillPreBlank units only: the reput put none back
+            assert r["written"]["queuesAfterDispatch"]["T8/0"]["maxPhysicOffset"] == 2**31 - 1, r["written"]
         if "-twice" in name:     # and ended at the record whose magic code its own check refuses
             magic = int(r["written"]["damagedMagicRecord"])
             assert magic not in held["T0/0"] and f"dispatches the rest to {magic - 48}\n" in err, (magic, err[-2000:])
