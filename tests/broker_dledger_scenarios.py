@@ -315,7 +315,9 @@ def before_walk_abort_scenarios(line: str) -> list[dict]:
     first file), and ``-before-cut-blank``, whose puts 262-270 and 394-397 go to a third topic T8: the walk finds
     its first T8 message at queue offset 9 (``fillPreBlank`` units before it) and the cut takes every T8 unit it
     wrote (the last two in a second queue file, which it deletes), leaving the blanks only (the queue's max
-    2147483647), so the reput puts none back and that file stays deleted; 5.3.3, which cuts
+    2147483647), so the reput puts none back and that file stays deleted, and ``-before-cut-emptied``, whose puts
+    262-272 and 394-397 go to T7: the walk's first T7 unit opens its second queue file, the cut deletes it, and
+    5.5.1's max -1 lets the reput put the first file's T7 records (refused); 5.3.3, which cuts
     only the queues it loads, adds the partial ones with the queues kept (``-kept``: ``keepQueues``, checked
     through ``verify``)."""
     if not line.startswith(("5.3", "5.5")):
@@ -335,7 +337,11 @@ def before_walk_abort_scenarios(line: str) -> list[dict]:
         puts = iter(range(len(uncut["messages"])))
         t8 = [{**m, "topic": "T8"} if "topic" in m and next(puts) in (*range(262, 271), *range(394, 398)) else m
               for m in uncut["messages"]]
-        cut += [{**uncut, "messages": t8, "name": f"{line}-dledger-abort-before-cut-blank"}]
+        puts = iter(range(len(uncut["messages"])))
+        t7 = [{**m, "topic": "T7"} if "topic" in m and next(puts) in (*range(262, 273), *range(394, 398)) else m
+              for m in uncut["messages"]]
+        cut += [{**uncut, "messages": t8, "name": f"{line}-dledger-abort-before-cut-blank"},
+                {**uncut, "messages": t7, "name": f"{line}-dledger-abort-before-cut-emptied"}]
         uncut = {k: v for k, v in damaged_layouts.items() if k != "checkpointLogicsPhysicalOffset"}
         cut += [{**{k: v for k, v in uncut.items() if k != "damageMessage"},
                  "name": f"{line}-dledger-abort-before-cut-layouts"},

@@ -928,6 +928,24 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_wal
         _lost_as_the_broker(r, src, name, line, tmp_path, committed, held)
 
 
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_refuses_a_crash_whose_reput_begins_before_the_walks_data_file_after_a_cut_that_emptied_a_queue(
+        written, line, tmp_path):
+    """The before-cut crash restart whose cut leaves T7's queue with no file (its first unit in the walk opened a
+    queue file, every unit the walk put lies past processOffset): 5.5.1 then sets the queue's max to -1, so the
+    start's reput puts the first data file's T7 records too (the broker's queue holds them: its first file back),
+    which the rebuild's walk, whose queue holds the walk's units, drops.  --as-restart refuses it in one line (exit
+    2), naming the queue."""
+    name = _ran_or_skip(f"{line}-dledger-abort-before-cut", ("-emptied",), "before-cut-emptied")[0]
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    assert "00000000000000000000" in r["written"]["queuesAfterDispatch"]["T7/0"]["files"], r["written"]
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and last.startswith("error:") and "the cut leaves queue T7/0 with no file" in last, err[-2000:]
+
+
 def _committed_pos(store: Path) -> int:
     """DLedger's committed position in ``store``: the end of the entry its ``checkpoint`` names (``committedIndex``),
     from that entry's unit in the first ``index/`` file (32 bytes: magic code, pos, size, index, term)."""
