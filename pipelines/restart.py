@@ -102,7 +102,9 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              if crash.reput_from < crash.end else
                              f"starts at the committed position {crash.reput_from}, the log's end: nothing")
                           + (" (recheckReputOffsetFromCq=true: the queues are empty, so from the min offset)"
-                             if config.recheckReputOffsetFromCq else ""))
+                             if config.recheckReputOffsetFromCq else "")
+                          + (", the old commitlog files' records first (a store converted in place)"
+                             if any(not seg.dledger and seg.end > crash.reput_from for seg in st.segments) else ""))
             kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
             if crash.reput_from >= crash.end:
                 kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0)

@@ -31,9 +31,12 @@ unreadable record, a size mismatch).  At that record (:func:`concurrent_reput_st
   parse of its bytes decide (:mod:`store_format.concurrent_batches`): either that batch's task never ends and
   nothing from the batch's start on is dispatched (whatever its parses read, and even where the pre-check's
   walk went on into the next file: the reput thread waits for that task for ever first), or it ends without
-  the damaged record and nothing from that record on is but the records its parses read whole there (checked
-  against the walk's records: :func:`cut_at` then keeps the slice up to the batch's end and the reput end,
-  :attr:`ConcurrentStop.walk_end`) and a blank's empty request its parse read there (``DispatchRequest(0,
+  the damaged record and nothing from that record on is but the records its parses read whole there (where the
+  walk reads the same records there, :func:`cut_at` keeps the slice up to the batch's end and the reput end,
+  :attr:`ConcurrentStop.walk_end`; where it does not, a parse the sequential reput ends the slice at being
+  followed in the task by reads 4 or 8 bytes at a time up to a record's header, the rebuild reads the records
+  before the damaged one, then those alone: :attr:`ConcurrentStop.pieces`) and a blank's empty request its parse
+  read there (``DispatchRequest(0,
   true)``: the unit (0, 0, 0) of topic "" queue 0, ``consumequeue/0/``, its ext unit with ext files; no index
   key: :func:`empty_request_files`, :func:`index_after_last_key`); where every task
   ended and the pre-check's walk went on into the next file, the reput goes on at that file's start
@@ -63,7 +66,7 @@ from .consumequeue_ext import build_ext_file, ext_addresses, ext_file_name, ext_
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .reput_end import data_end_limit
-from .store import Segment, StoreLocation
+from .store import Segment, StoreLocation, read_in_pieces
 
 __all__ = ["ConcurrentStop", "check_empty_requests", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at",
            "empty_request_files", "empty_request_units", "index_after_last_key", "past_the_stop",
@@ -100,6 +103,10 @@ class ConcurrentStop:
     empty_request: int | None = None
     empty_requests: int = 0      # how many (one per blank's magic code the ended tasks read)
     last_empty_request: int | None = None   # the last one's commitlog offset (where it is dispatched)
+    # where the ended tasks read records whole past the damaged one that the sequential walk does not read there:
+    # those records as runs (start, end) of commitlog offsets, which the rebuild reads alone, after the records
+    # before ``at`` (store.read_in_pieces); None: the walk reads them; (): none is read
+    pieces: tuple[tuple[int, int], ...] | None = None
 
     @property
     def walk_end(self) -> int:
@@ -252,10 +259,12 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
     resume = out.resume if _goes_on(store, seg, out.resume) else None
     parsed_to = out.parsed_to if out.parsed_to is not None else out.stood   # where the tasks' last batch ends
     walked_to = parsed_to - seg.base
-    if out.read_whole or out.empty_request is not None or resume is not None:
-        # the cut store's walk dispatches what it reads past the damaged record up to walked_to (walk_end_at):
-        # exactly the records the ended tasks read whole, none where they read none
-        _check_read_whole(store, seg, slice_start, pos, walked_to, out.read_whole, end, config, where)
+    pieces = None
+    if (out.read_whole or out.empty_request is not None or resume is not None) and not _walk_reads_them(
+            store, seg, slice_start, pos, walked_to, out.read_whole, end, config):
+        # the cut store's walk would dispatch other records past the damaged one than the ended tasks read whole:
+        # the rebuild reads those records alone, where they are (store.read_in_pieces)
+        pieces = _runs(out.read_whole)
     if out.hung is None:
         note = (f", its parses reading {len(out.read_whole)} record(s) of the damaged bytes whole (dispatched)"
                 if out.read_whole else "")
@@ -277,14 +286,18 @@ def _stop_at(store: StoreLocation, config: BrokerConfig, first: dict, at: int, e
                f"the task parsing the batch of {out.hung[1]} bytes from commitlog offset {out.hung[0]} never ends, "
                f"so nothing from that batch on is dispatched{note} and the reput waits for it for ever at "
                f"commitlog offset {out.stood}")
+    if pieces is not None:
+        why += (f"; its parses read them at other positions than the sequential reput's, so the rebuild reads those "
+                f"{len(out.read_whole)} record(s) alone")
     if resume is not None:
         return ConcurrentStop(out.cut, why, first, stood=resume, reput_end=end, walk_end_at=parsed_to,
                               resume=resume, at=at, empty_request=out.empty_request,
-                              empty_requests=out.empty_requests, last_empty_request=out.last_empty_request)
+                              empty_requests=out.empty_requests, last_empty_request=out.last_empty_request,
+                              pieces=pieces)
     if out.read_whole or out.empty_request is not None:
         return ConcurrentStop(out.cut, why, first, stood=out.stood, reput_end=end, walk_end_at=parsed_to, at=at,
                               empty_request=out.empty_request, empty_requests=out.empty_requests,
-                              last_empty_request=out.last_empty_request)
+                              last_empty_request=out.last_empty_request, pieces=pieces)
     return ConcurrentStop(out.cut, why, first, stood=out.stood)
 
 
@@ -383,28 +396,35 @@ def empty_request_units(config: BrokerConfig, stops: list[ConcurrentStop]) -> tu
     return (("", 0, 0, 0, 0, 0, 0),)
 
 
-def _check_read_whole(store: StoreLocation, seg: Segment, start: int, damaged: int, stood: int,
-                      read_whole: tuple[tuple[int, int], ...], end: int, config: BrokerConfig, where: str) -> None:
-    """The records the batch tasks read whole inside the damaged bytes (and dispatch) must be exactly the
+def _walk_reads_them(store: StoreLocation, seg: Segment, start: int, damaged: int, stood: int,
+                     read_whole: tuple[tuple[int, int], ...], end: int, config: BrokerConfig) -> bool:
+    """Whether the records the batch tasks read whole inside the damaged bytes (and dispatch) are exactly the
     records the walk dispatches after the damaged one over the slice the task parsed, up to where the pre-check
     stood (segment positions): the walk that :func:`cut_at`'s store gets (``ConcurrentStop.walk_end``), from
     the slice's start, with the reput end ``end``.  They are where the task's parse and the sequential reput
     both go on at the damaged record's structural end, and the walk's slice then ends where the task's batch
-    does (``checkMessageAndReturnSize``'s checks against the remaining bytes see the same end).
-
-    Raises:
-        UnsupportedConfigError: one line, where they differ."""
+    does (``checkMessageAndReturnSize``'s checks against the remaining bytes see the same end).  They are not
+    where a parse the sequential reput ends the slice at (-1: a master skips the slice's rest) is followed by
+    the task's loop reading on from wherever that parse stopped, 4 or 8 bytes at a time, until it meets a
+    record's header (``ConcurrentStop.pieces``)."""
     with store.reader(seg) as read:
         res = cl.walk_range(read, seg.base, stood, cl.WalkState.at_slice_start(start, stood), stood + 1,
                             config, limit_rel=end - seg.base, keep_text=False)
     rec = res.rec
     mine = rec[(rec[:, cl.R_POS] >= damaged) & (rec[:, cl.R_STATUS] == cl.Status.DISPATCHED)]
     walked = [(seg.base + int(p), int(n)) for p, n in zip(mine[:, cl.R_POS], mine[:, cl.R_TOTAL])]
-    if walked != list(read_whole):
-        raise UnsupportedConfigError(
-            f"{_SETTING}: the 5.x ConcurrentReputMessageService's batch task reads records of the damaged bytes "
-            f"after the record at {where} whole ({list(read_whole)}) where the walk reads {walked}: not "
-            "reproduced; rebuild with the broker, or without the setting if it ran without it")
+    return walked == list(read_whole)
+
+
+def _runs(read_whole: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """The records ``(commitlog offset, length)`` as runs of adjacent ones, ``(start, end)``."""
+    runs: list[tuple[int, int]] = []
+    for at, n in read_whole:
+        if runs and runs[-1][1] == at:
+            runs[-1] = (runs[-1][0], at + n)
+        else:
+            runs.append((at, at + n))
+    return tuple(runs)
 
 
 def _record_sizes(read, seg: Segment, start: int, end: int, config: BrokerConfig) -> np.ndarray:  # noqa: ANN001
@@ -494,6 +514,17 @@ def cut_at(store: StoreLocation, offset: int, reput_end: int | None = None, resu
     return dataclasses.replace(store, segments=kept, reput_end=reput_end if reput_end is not None else store.reput_end)
 
 
+def _cut(store: StoreLocation, stop: ConcurrentStop) -> StoreLocation:
+    """``store`` as the concurrent reput reads it up to ``stop`` and on (:func:`cut_at`), or, where it reads records
+    of the damaged bytes the walk would not (``ConcurrentStop.pieces``), the records before the damaged one, then
+    those alone, then the next file's start where it goes on (:func:`store_format.store.read_in_pieces`)."""
+    if stop.pieces is None:
+        return cut_at(store, stop.walk_end, stop.reput_end, stop.resume)
+    assert stop.at is not None
+    cut = read_in_pieces(store, stop.at, stop.pieces, stop.resume if stop.resume is not None else -1)
+    return dataclasses.replace(cut, reput_end=stop.reput_end if stop.reput_end is not None else store.reput_end)
+
+
 def settle(store: StoreLocation, config: BrokerConfig, anomalies: list[dict], reput_end: int | None,
            walk: Callable[[StoreLocation, list[ConcurrentStop]], tuple[W, list[dict]]],
            last_dispatched: Callable[[W], int | None],
@@ -512,7 +543,7 @@ def settle(store: StoreLocation, config: BrokerConfig, anomalies: list[dict], re
         if stop is None:
             break
         stops.append(stop)
-        store = cut_at(store, stop.walk_end, stop.reput_end, stop.resume)
+        store = _cut(store, stop)
         walked, anomalies = walk(store, stops)
         if stop.resume is None:
             break

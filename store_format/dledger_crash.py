@@ -24,7 +24,7 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   on copies of the same files write the same bytes).
 * A walk whose message check fails at its first entry (``forceVerifyPropCRC=true``: DLedger writes no CRC
   property) dispatches nothing: then the start's reput alone dispatches, from the committed position or, with
-  ``recheckReputOffsetFromCq``, the min offset (:func:`_walked_nothing`).
+  ``recheckReputOffsetFromCq``, the min offset, a converted store's first old file's (:func:`_walked_nothing`).
 * A walk whose message check fails later, inside the log DLedger keeps (a bad body CRC: DLedger's recovery reads
   none), dispatches up to there; the start's reput goes on from its start (:func:`_walk_ends_early`).  When
   ``truncateDirtyLogicFiles`` then cuts the queues at the walk's ``processOffset``, the reput from at or before
@@ -43,7 +43,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
 * Past such a walk, a record the start's reput's own check refuses (a bad magic code: DLedger's recovery reads no
   message field) ends its dispatch: ``doReput`` skips to the end of ``getData``'s buffer.  In the last data file, with
   the committed position at or before it and a group of one, that is the log's end, so :attr:`DLedgerCrash.end`
-  is that record (:func:`_reput_skips`; elsewhere refused).
+  is that record (:func:`_reput_skips`); in an earlier data file, with the committed position at or before it or
+  past that file and a group of one, that file's end: the reput goes on at the next data file
+  (:func:`_reput_goes_on`; elsewhere refused).
 * A start's reput from before the data file the walk started at (the committed position, or with
   ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file) walks the earlier files' records,
   then the walk's ones again (:attr:`DLedgerCrash.before`, :func:`_reput_before_walk`); after a walk that ended at
@@ -66,10 +68,13 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   its call of the base ``CommitLog.recoverAbnormally`` over the old files (``isInrecoveringOldCommitlog``,
   then ``setRecoverPosition``) runs only when ``dledger-<selfId>/data`` is empty, the first start after
   the switch (such a store is read as an ordinary one: ``StoreLocation.dledger_pending``).  The old files are
-  neither checked, cut nor dispatched; they only lower
+  neither checked, cut nor dispatched by it; they only lower
   ``DLedgerCommitLog.getMinOffset`` (the old ``MappedFileQueue``'s first file while it has one), the
-  least offset the start's reput with ``recheckReputOffsetFromCq`` begins at.  So the old messages get
-  no unit: the queues start with ``fillPreBlank`` units up to the first message the walk dispatched.
+  least offset the start's reput with ``recheckReputOffsetFromCq`` begins at.  So after a walk that dispatched
+  the old messages get no unit: the queues start with ``fillPreBlank`` units up to the first message the walk
+  dispatched.  After a walk that dispatched nothing that reput begins at that min offset and dispatches the old
+  records, then the data files' (:func:`_walked_nothing`); begun there after a queue cut, or at 2147483647 inside
+  an old file (:func:`_reput_inside`), it is refused.
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
   (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues', which may be
@@ -243,7 +248,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt)
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
     if end != rec.process_offset and end == files[first].base:
-        return _walked_nothing(files, first, end, reason, rec, config, old, on_disk)
+        return _walked_nothing(files, first, end, reason, rec, config, min_offset, on_disk)
     early = end != rec.process_offset   # the walk's check fails inside the log DLedger keeps (_walk_ends_early)
     process_offset = last_base + last_sizes
     loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
@@ -374,15 +379,23 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
     the cut's ``after`` (a batch queue's units numbered from 0 here: the cut numbers them after its queue's), and
     where the reput's dispatch ends before ``log_end`` (-1: it does not).
 
-    A record the reput's check refuses past ``stop`` (a bad magic code, which DLedger's recovery does not read) ends
-    the units there when :func:`_reput_skips` models it.
+    A record the reput's check refuses past ``stop`` (a bad magic code, which DLedger's recovery does not read) in a
+    data file before the last sends it on to the next data file where :func:`_reput_goes_on` says so (the rest of
+    that file gets no unit), and in the last ends the units there when :func:`_reput_skips` models it.  Where the
+    start's reput begins at the committed position past such a record (``committed``, without
+    ``recheckReputOffsetFromCq``), it never reads it: the units go on from the committed position.
 
     Raises:
         UnsupportedConfigError: the reput's check would end elsewhere than the log's end, unless
-            :func:`_reput_skips` models where it goes on.
+            :func:`_reput_goes_on` or :func:`_reput_skips` models where it goes on.
     """
     k = next((n for n, f in enumerate(files) if f.base <= stop < f.end), -1)
     assert k >= 0 and files[k].base == last_base, (stop, last_base)
+    alone = len([p for p in config.dLegerPeers.split(";") if p.strip()]) == 1
+
+    def reads(at: int) -> bool:
+        """Whether the start's reput reads the record at ``at``: from the committed position, only at or past it."""
+        return config.recheckReputOffsetFromCq or committed <= at
     after = QueueTrack(config.batch_topics)
     scratch = cl.Scratch()
     found: list[np.ndarray] = []
@@ -408,13 +421,20 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
         if halt is None and res.stop == cl.Stop.BLANK and k + 1 < len(files):
             k, pos = k + 1, 0
             continue
+        if halt is None and res.stop == cl.Stop.BAD and reads(at) and _reput_goes_on(files, k, at, committed, alone):
+            k, pos = k + 1, 0   # a record it cannot read (size -1): the rest of this data file skipped
+            continue
+        if (halt is not None or res.stop == cl.Stop.BAD) and not reads(at) and committed < log_end:
+            # the reput starts at the committed position, past this record: it reads the records from there
+            k = next(n for n, f in enumerate(files) if f.base <= committed < f.end)
+            pos = committed - files[k].base
+            continue
         break
     rows = np.concatenate(found) if found else np.zeros((0, 5), dtype=np.int64)
     ends = -1
     if found and at != log_end:
-        if config.recheckReputOffsetFromCq or committed <= at:   # else the reput starts past it: never read
-            _reput_skips(files, k, at, stop, log_end, committed, reason,
-                         alone=len([p for p in config.dLegerPeers.split(";") if p.strip()]) == 1)
+        if reads(at):   # else the reput starts past it: never read
+            _reput_skips(files, k, at, stop, log_end, committed, reason, alone)
             ends = at
     if len(rows):
         ids = np.array([track.queue_id(name) for name in after.names], dtype=np.int64)
@@ -422,36 +442,52 @@ def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int
     return rows, ends
 
 
+def _reput_goes_on(files: list[Segment], k: int, at: int, committed: int, alone: bool) -> bool:
+    """Whether the start's reput, its message check refusing the record at ``at`` in data file ``files[k]``, goes on
+    at the next data file's start: ``doReput`` moves ``reputFromOffset`` to the end of the buffer ``getData`` gave
+    (``reputFromOffset += result.getSize() - readSize``) and its next call reads on from there.  That buffer is the
+    data file's bytes from the reput's position to its read position (the file's size in a data file before the
+    last: ``MmapFileList.load`` sets it so and DLedger's recovery moves the last file's only), cut at DLedger's
+    committed position when that lies inside (``DLedgerCommitLog.truncate``).  With the committed position at the
+    start at or past that file's end, that is the file's end; at or before ``at``, the buffer that reaches ``at`` is
+    read once the group committed past it, and in a group of one (``alone``) the leader's first commit is its whole
+    log (past this file): the file's end too, so the reput goes on at ``files[k + 1]``, the rest of ``files[k]``
+    never dispatched (5.3.3 and 5.5.1 ``ReputMessageService.doReput``, ``DLedgerCommitLog.getData``).  The rebuild's
+    walk skips the rest of a data file at a record it cannot read likewise
+    (:func:`store_format.reput.next_reput_offset`).  The last data file, a committed position inside this file past
+    ``at`` (the buffer ends there or at the file's end: thread timing) or several peers: False
+    (:func:`_reput_skips`)."""
+    return alone and k + 1 < len(files) and (committed <= at or committed >= files[k].end)
+
+
 def _reput_skips(files: list[Segment], k: int, at: int, stop: int, log_end: int, committed: int, reason: str,
                  alone: bool) -> None:
     """The start's reput's message check (no CRC) refuses the record at ``at``, in data file ``files[k]``, past the
-    walk's end ``stop``: ``DefaultMessageStore.ReputMessageService.doReput`` on a DLedger store then moves
-    ``reputFromOffset`` to the end of the buffer ``DLedgerCommitLog.getData`` gave (the data file's written end,
-    cut at DLedger's committed position), so nothing else in that buffer is dispatched.  With the committed
-    position at the start at or before the refused record, the buffer that reaches it is read once the group has
-    committed past it: in a group of one (``alone``: one peer in ``dLegerPeers``; none given: not known) the
-    leader's first commit is its whole log (``DLedgerEntryPusher.QuorumAckChecker``, its own water mark the
-    quorum), so in the last data file the buffer ends at the log's end, and the dispatch ends at ``at``
-    (modelled: the caller's units end there).
+    walk's end ``stop``, and does not go on at the next data file (:func:`_reput_goes_on`):
+    ``DefaultMessageStore.ReputMessageService.doReput`` on a DLedger store then moves ``reputFromOffset`` to the end
+    of the buffer ``DLedgerCommitLog.getData`` gave (the data file's written end, cut at DLedger's committed
+    position), so nothing else in that buffer is dispatched.  With the committed position at the start at or before
+    the refused record, the buffer that reaches it is read once the group has committed past it: in a group of one
+    (``alone``: one peer in ``dLegerPeers``; none given: not known) the leader's first commit is its whole log
+    (``DLedgerEntryPusher.QuorumAckChecker``, its own water mark the quorum), so in the last data file the buffer
+    ends at the log's end, and the dispatch ends at ``at`` (modelled: the caller's units end there).
 
     Raises:
-        UnsupportedConfigError: the record lies in an earlier data file (the reput would go on at the next one:
-            not run against the broker), or the committed position lies past it in its data file (whether the
-            buffer ends there or at the log's end depends on whether the reput read it before the group's first
-            commit: thread timing), or a group of several peers (the followers' acks set how far each commit
+        UnsupportedConfigError: the committed position lies past the record in its data file (whether the buffer
+            ends there or at the file's or the log's end depends on whether the reput read it before the group's
+            first commit: thread timing), or a group of several peers (the followers' acks set how far each commit
             goes).
     """
     if alone and k == len(files) - 1 and committed <= at and at < log_end <= files[k].end:
         return
-    why = "before the last data file" if k < len(files) - 1 else \
-        "in a group of several peers (where the reput goes on depends on their acks)" if not alone else \
+    why = "in a group of several peers (where the reput goes on depends on their acks)" if not alone else \
         f"below the committed position {committed} (where the reput goes on depends on the group's first commit)"
     raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at {log_end}, "
                   f"and the start's reput's check past it ends at {at}, {why}")
 
 
 def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec: DLedgerRecovery,
-                    config: BrokerConfig, old: list[Segment], on_disk: QueuesOnDisk | None) -> DLedgerCrash:
+                    config: BrokerConfig, min_offset: int, on_disk: QueuesOnDisk | None) -> DLedgerCrash:
     """The walk's message check ends it elsewhere than DLedger's recovery ends the log.  Modelled when it fails at
     the first entry of its start file (with ``forceVerifyPropCRC=true`` always: DLedger's encoder appends no
     ``__CRC32#`` property, :mod:`store_format.propcrc`): ``dledgerRecoverAbnormally`` then dispatches nothing,
@@ -459,21 +495,28 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
     ``truncateDirtyLogicFiles`` does not run (5.3.3: the loaded queues' max -1; 5.5.1 ``truncateDirty``: the
     queues' largest max -1).  The start's reput (whose message check reads no CRC) then dispatches everything
     from where it starts to the log's end: the committed position (``getConfirmOffset``), or with
-    ``recheckReputOffsetFromCq`` the commitlog's min offset (``doRecheckReputOffsetFromCq`` over queues that
-    are all empty).
+    ``recheckReputOffsetFromCq`` the commitlog's min offset ``min_offset`` (``doRecheckReputOffsetFromCq`` over
+    queues that are all empty; ``DLedgerCommitLog.getMinOffset``).
+
+    On a store converted in place that min offset is the first old ``commitlog/`` file's: ``getData`` below
+    ``dividedCommitlogOffset`` is the base ``CommitLog``'s (the old files, loaded whole: ``MappedFileQueue.load``
+    leaves each one's positions at its size, and no recovery of them runs once DLedger has data files), and
+    ``DLedgerCommitLog.checkMessageAndReturnSize`` hands a record whose second int is a message or blank magic code
+    to the base check: the reput dispatches the old records, rolls at each old file's blank (the last one's written
+    by ``setRecoverPosition`` at the first start after the switch; ``rollNextFile``) and so reaches the first data
+    file at ``dividedCommitlogOffset``, then the entries to the log's end: every record from the min offset, as a
+    rebuild of the store reads it.
 
     A reput from the committed position inside the log starts at an entry (the committed entry's end), inside a
     data file: the queues then start with ``fillPreBlank`` units up to the first message it dispatches.
 
     Raises:
-        UnsupportedConfigError: the walk dispatched something first, queue units on disk, a reput from the old
-            files of a converted store.
+        UnsupportedConfigError: the walk dispatched something first, queue units on disk.
     """
-    if end != files[first].base or (on_disk is not None and on_disk.max_physic_offset >= 0) \
-            or (config.recheckReputOffsetFromCq and old):
+    if end != files[first].base or (on_disk is not None and on_disk.max_physic_offset >= 0):
         raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
                       f"{rec.process_offset}")
-    reput = max(files[0].base, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
+    reput = max(min_offset, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
     return DLedgerCrash(files[first].name, min(reput, rec.process_offset), rec.process_offset, files[first].base,
                         reput, reason, walked_nothing=True)
 

@@ -17,7 +17,7 @@ from .errors import StoreLayoutError
 from .layout import SEGMENT_NAME_RE
 from .store_layouts import check_store_layout, store_batch_topics
 
-__all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader", "jump_at"]
+__all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader", "jump_at", "read_in_pieces"]
 
 
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -365,4 +365,27 @@ def _skip(st: StoreLocation, lo: int, hi: int) -> StoreLocation:
             kept.append(dataclasses.replace(seg, readable=lo - seg.base, resume=hi))
         if seg.base <= hi < seg.end:
             kept.append(dataclasses.replace(seg, start=hi - seg.base))
+    return dataclasses.replace(st, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(kept)])
+
+
+def read_in_pieces(st: StoreLocation, lo: int, runs: tuple[tuple[int, int], ...], then: int = -1) -> StoreLocation:
+    """``st`` as a reput reads it that dispatches up to ``lo`` (inside the data), then only the byte ranges
+    ``runs`` (``(start, end)`` commitlog offsets, in order, each whole records, after ``lo`` in its file), then
+    goes on at ``then``, the next file's start (-1: nowhere, the later segments left out): the segment holding
+    ``lo`` read up to it, then as one piece per run (``Segment.start``, ``readable``), each going on at the next
+    (``Segment.resume``), in reading order (:meth:`StoreLocation.piece_at`).  A 5.x concurrent reput whose batch
+    tasks read records whole inside damaged bytes at other positions than the sequential reput would
+    (:mod:`store_format.concurrent_reput`)."""
+    kept: list[Segment] = []
+    for seg in st.segments:
+        if seg.end <= lo:
+            kept.append(seg)
+        elif seg.base <= lo:
+            stops = [*(a for a, _ in runs), then]
+            kept.append(dataclasses.replace(seg, readable=lo - seg.base, resume=stops[0]))
+            for (a, b), nxt in zip(runs, stops[1:]):
+                assert seg.base + seg.start <= lo <= a < b <= seg.base + seg.data_end, (lo, a, b)
+                kept.append(dataclasses.replace(seg, start=a - seg.base, readable=b - seg.base, resume=nxt))
+        elif then >= 0 and seg.base >= then:
+            kept.append(seg)
     return dataclasses.replace(st, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(kept)])

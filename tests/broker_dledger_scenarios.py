@@ -244,6 +244,51 @@ def damaged_twice_abort_scenarios(line: str) -> list[dict]:
     return [sc] + ([{**sc, "keepQueues": True, "name": f"{sc['name']}-kept"}] if line.startswith("5.3") else [])
 
 
+def damaged_twice_early_abort_scenarios(line: str) -> list[dict]:
+    """The partial store (400 messages over two data files, some 300 in the first) with a body byte of its 61st
+    message flipped and the magic code of its 121st, both in the first data file, DLedger's checkpoint 340 entries
+    behind the log's end (the committed position at the first damaged entry) and the checkpoint's
+    ``logicsPhysicalOffset`` set to 100 (5.5.1's walk from the first data file, no queue cut; 5.3.3 with its queues
+    deleted cuts nothing): the walk ends at the first damage, and the start's reput from the committed position
+    dispatches it and the messages up to the bad magic code, then jumps to the end of ``getData``'s buffer, the
+    first data file's end (the group's first commit takes the whole log), and goes on at the second data file:
+    the rest of the first file gets no unit (``<line>-dledger-abort-damaged-twice-early``).
+    ``-damaged-twice-early-recheck``: with ``recheckReputOffsetFromCq=true`` and DLedger's checkpoint two entries
+    behind, in the second data file: the reput from the queue's max (the walk's end) reads the first file's buffer
+    up to its end, committed from the start, and goes on at the second file the same way.  5.5.1 adds
+    ``-damaged-twice-early-cut`` with ``logicsPhysicalOffset`` at the 150th put's offset (the walk still from the
+    first data file, whose ``processOffset`` it reaches): ``truncateDirtyLogicFiles`` cuts the queue first.
+    ``-damaged-twice-early-past`` (and 5.5.1 ``-past-cut``): DLedger's checkpoint 200 entries behind, past the bad
+    magic code in the first file: the reput from there never reads it (nor the messages from the first damage to
+    there) and dispatches the rest of the log."""
+    if not line.startswith(("5.3", "5.5")):
+        return []
+    sc = {**partial_abort_scenario(line), "damageMessage": 60, "damageMagic": 120, "dledgerCommittedBack": 340,
+          "checkpointLogicsPhysicalOffset": {"set": 100}, "name": f"{line}-dledger-abort-damaged-twice-early"}
+    recheck = {**sc, "config": {**sc["config"], "recheckReputOffsetFromCq": "true"}, "dledgerCommittedBack": 2,
+               "name": f"{sc['name']}-recheck"}
+    past = {**sc, "dledgerCommittedBack": 200, "name": f"{sc['name']}-past"}
+    cut = {"checkpointLogicsPhysicalOffset": {"put": 150}}
+    return [sc, recheck, past] + ([{**sc, **cut, "name": f"{sc['name']}-cut"},
+                                   {**past, **cut, "name": f"{past['name']}-cut"}] if line.startswith("5.5") else [])
+
+
+
+def converted_walked_nothing_abort_scenario(line: str) -> list[dict]:
+    """``<line>-dledger-abort-converted-propcrc`` (5.x lines): the ``converted`` store (old ``commitlog/`` files,
+    then DLedger's data files) written with ``enabledAppendPropCRC`` and ``forceVerifyPropCRC``, restarted after a
+    crash with ``recheckReputOffsetFromCq=true`` and DLedger's checkpoint three entries behind the log's end:
+    ``dledgerRecoverAbnormally``'s message check fails at the first entry (DLedger's encoder writes no CRC
+    property), so it dispatches nothing, and the start's reput over the empty queues begins at the min offset, the
+    first old file's: it dispatches the old records, rolls into the data files at the last old file's blank, and
+    dispatches the entries to the log's end."""
+    if not line.startswith(("5.3", "5.5")):
+        return []
+    converted = dledger_scenarios(line)[2]
+    return [{**converted, "abort": True, "dledgerCommittedBack": 3, "name": f"{line}-dledger-abort-converted-propcrc",
+             "config": {**converted["config"], "enabledAppendPropCRC": "true", "forceVerifyPropCRC": "true"}}]
+
+
 def damaged_again_abort_scenarios(line: str) -> list[dict]:
     """Crash restarts whose start's reput begins before the damaged message that ends the walk, and before the
     walk's last indexed record, with no queue cut (the checkpoint's ``logicsPhysicalOffset`` set to 100; 5.3.3 with

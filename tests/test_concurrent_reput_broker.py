@@ -49,7 +49,12 @@ a DLedger store without old files (``dledger-plain``), ``slavezero`` (a record's
 slave), ``lastblank`` without the setting, and ``laterhung`` (5 MiB segments: the damaged record's batch, past
 4 MiB, ends with a blank's magic code read and the next batch's task never ends: the first batch's requests,
 its empty request among them, are dispatched, nothing after), ``blankononly`` (a blank's empty request is all the
-store dispatches: the index file it creates) and ``blankontwo`` (two damaged spots: two stops).
+store dispatches: the index file it creates) and ``blankontwo`` (two damaged spots: two stops); the batch task
+reading records whole inside the damaged bytes where the sequential reput reads none (``skipread``, ``skipreadtwo``,
+``skipreadstop``, ``skipreadext``: an illegal magic code after a damaged totalSize that lands the pre-check on a real
+record further on); and the empty-request endings ``blankonmanyext`` (more than one ext file holds),
+``blankonfirstreq`` (the store's first dispatched request, records following) and ``blankonidxfull`` (dispatched
+last after the key that filled an index file exactly).
 
 5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
@@ -132,6 +137,26 @@ ONWARD = {"blankon": (BLANKON, {}, {}),
                               "also": [{"offset": SEGMENT, "field": "magic", "value": 0x0BADC0DE}]}, {}, {"drop": 8})}
              if os.environ.get("CONCURRENT_REPUT_MORE") else {})}
 
+# CONCURRENT_REPUT_MORE: the batch task reads records whole inside the damaged bytes at other positions than the
+# sequential reput.  ``skipread``: the 31st put's totalSize made to reach the 33rd put's record (a real record
+# boundary, where the pre-check's walk goes on to the file's blank) and the 32nd put's magic code made illegal.  The
+# task's parse of the damaged record stops at its structural end (a size mismatch), the next one at that illegal
+# magic code, and the task reads on from there 4 or 8 bytes at a time until it meets a record's header (the 35th
+# put's), then the rest of the file whole; the sequential reput skips the rest of the slice at the illegal magic
+# code.  Every task ends and the reput goes on in the next file.  ``skipreadtwo``: the totalSize reaching the 34th
+# put's record and the 33rd put's magic code illegal (the walk reads the 32nd put's record, the task that one and
+# then the records from the 37th put's on: two runs); ``skipreadstop``: ``skipread`` with the 37th put's magic code
+# illegal too (the pre-check stays there for good: a stop for good after the records the task read whole);
+# ``skipreadext``: ``skipread`` with consume queue ext files.  (damage, settings added to the scenario's)
+BAD = 0x0BADBEEF
+SKIP = {"message": 30, "field": "totalSizeReach", "value": 2, "also": [{"message": 31, "field": "magic", "value": BAD}]}
+SKIP_READ = ({"skipread": (SKIP, {}),
+              "skipreadtwo": ({**SKIP, "value": 3, "also": [{"message": 32, "field": "magic", "value": BAD}]}, {}),
+              "skipreadstop": ({**SKIP, "also": [*SKIP["also"], {"message": 36, "field": "magic", "value": BAD}]},
+                               {}),
+              "skipreadext": (SKIP, {"enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "204"})}
+             if os.environ.get("CONCURRENT_REPUT_MORE") else {})
+
 # the first record of the last segment made a blank whose totalSize ends 16 bytes before its file's end, past the
 # data (``lastblank``; its sequential control with CONCURRENT_REPUT_MORE)
 LAST_BLANK = {"offset": 5 * SEGMENT, "field": "blankPast", "value": -16}
@@ -170,14 +195,42 @@ def _later_hung(line: str) -> dict:
 ONLY_BODY = 7911
 
 
-def _only_empty(line: str, config: dict) -> dict:
+def _only_empty(line: str, config: dict, first_only: bool = False) -> dict:
+    """``blankononly``, or with the second segment left whole (``blankonfirstreq``: the empty request is the store's
+    first dispatched request, the records of the later segments follow)."""
     g = Messages(37, ["T0", "T1", "T2"])
     first = {"topic": "T1", "queueId": 0, "bodySize": ONLY_BODY, "uniqKey": "7F00000100002A9F0000BBBBBBBBBBBB",
              "keys": "only"}
-    return {"name": f"{line}-creput-blankononly", "messages": [first, *(g.one() for _ in range(14))],
+    also = {} if first_only else {"also": [{"offset": SEGMENT, "field": "magic", "value": 0x0BADC0DE}]}
+    return {"name": f"{line}-creput-blankon{'firstreq' if first_only else 'only'}",
+            "messages": [first, *(g.one() for _ in range(14))],
             "config": {**config, "enableBuildConsumeQueueConcurrently": "true"},
-            "reputDamage": {"offset": 0, "field": "totalSizeReach", "value": 2,
-                            "also": [{"offset": SEGMENT, "field": "magic", "value": 0x0BADC0DE}]}}
+            "reputDamage": {"offset": 0, "field": "totalSizeReach", "value": 2, **also}}
+
+
+# CONCURRENT_REPUT_MORE: the empty-request endings that followed the source alone.  ``blankonmanyext``: ``blankon``'s
+# damage, and the same at the fourth segment's end (the 56th put's record, the last before that file's blank, which
+# starts 504 bytes before its end), with 24-byte consume queue ext files (one unit each): two empty requests, two ext
+# files in consumequeue_ext/0/.  ``blankonfirstreq`` (:func:`_only_empty`).  ``blankonidxfull``: ``blankon``'s
+# damage and the third segment's first record's magic code illegal, maxIndexNum set so that the records before the
+# damaged one fill the first index file exactly (their keys: 62 on 5.5.1, 42 on 5.3.3, whose index takes fewer):
+# the empty request, dispatched last, creates the second index file, with no entry.
+IDX_FULL = {"5.5.1": "63", "5.3.3": "43"}
+EMPTY_ENDINGS = ("blankonmanyext", "blankonfirstreq", "blankonidxfull") if os.environ.get("CONCURRENT_REPUT_MORE") \
+    else ()
+
+
+def _empty_endings(line: str, messages: list[dict], config: dict) -> list[dict]:
+    if not EMPTY_ENDINGS:
+        return []
+    conf = {**config, "enableBuildConsumeQueueConcurrently": "true"}
+    return [{"name": f"{line}-creput-blankonmanyext", "messages": messages,
+             "config": {**conf, "enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "24"},
+             "reputDamage": {**BLANKON, "also": [{"message": 55, "field": "totalSizeReach", "value": 2}]}},
+            _only_empty(line, config, first_only=True),
+            {"name": f"{line}-creput-blankonidxfull", "messages": messages,
+             "config": {**conf, "maxIndexNum": IDX_FULL[line]},
+             "reputDamage": {**BLANKON, "also": [{"offset": 2 * SEGMENT, "field": "magic", "value": 0x0BADC0DE}]}}]
 
 
 def _scenarios(line: str) -> list[dict]:
@@ -212,6 +265,10 @@ def _scenarios(line: str) -> list[dict]:
                     "reputDamage": LAST_BLANK})
     if os.environ.get("CONCURRENT_REPUT_MORE"):
         out += [_later_hung(line), _only_empty(line, config)]
+    out += _empty_endings(line, messages, config)
+    for what, (damage, extra) in SKIP_READ.items():
+        out.append({"name": f"{line}-creput-{what}", "messages": messages, "reputDamage": damage,
+                    "config": {**config, **extra, "enableBuildConsumeQueueConcurrently": "true"}})
     for sc in dls.dledger_scenarios(line):
         what = sc["name"].rsplit("-", 1)[-1]
         if what in DLEDGER:   # without recheckReputOffsetFromCq, whose wait in start() never ends here
@@ -227,7 +284,7 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
 NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
              if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and "-slave" not in sc["name"]
              and not sc["name"].endswith(("-lastblank", "-laterhung", "-blankononly"))
-             and sc["name"].rsplit("-", 1)[-1] not in ONWARD]
+             and sc["name"].rsplit("-", 1)[-1] not in (*ONWARD, *SKIP_READ, *EMPTY_ENDINGS)]
 ONWARD_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                 if sc["name"].rsplit("-", 1)[-1] in ONWARD and not sc["name"].endswith(("rdbcq", "blankontwo"))]
 
@@ -703,3 +760,113 @@ def test_a_later_batch_never_ends_after_an_empty_request(reput, line: str, name:
     assert [a["commitlog_offset"] for a in rows] == [at], rows
     assert "never ends" in rows[0]["detail"] and "1 blank's empty request" in rows[0]["detail"], rows
     assert _differ(d / "expected", _rebuilt_without_the_setting(d, line, tmp_path))
+
+
+SKIP_READ_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+                   if sc["name"].rsplit("-", 1)[-1] in SKIP_READ] or [
+    pytest.param(None, None, marks=pytest.mark.skip(reason="records read whole where the sequential reput reads none "
+                                                           "run with CONCURRENT_REPUT_MORE=1"))]
+
+
+def _cq_offsets(root: Path) -> set[int]:
+    """The commitlog offsets of the units in the consume queue files under ``root`` (topic "" queue 0 left out)."""
+    unit = np.dtype([("off", ">i8"), ("size", ">i4"), ("tag", ">i8")])
+    found: set[int] = set()
+    for p in root.rglob("*"):
+        if p.is_file() and p.parent != root / "0":
+            data = p.read_bytes()
+            units = np.frombuffer(data[: len(data) // unit.itemsize * unit.itemsize], dtype=unit)
+            found |= {int(o) for o in units["off"][units["size"] > 0]}
+    return found
+
+
+@pytest.mark.parametrize("line,name", SKIP_READ_CASES)
+def test_records_read_whole_where_the_sequential_reput_reads_none(reput, line: str, name: str,
+                                                                    tmp_path: Path) -> None:
+    """``skipread`` and the others: the pre-check's walk lands on a real record past the damaged one, and the task
+    parsing the damaged bytes reads records whole there that the sequential reput never reads (it skips the rest of
+    the slice at the illegal magic code).  The harness itself: no batch held, the reput at the end (``stop``: at the
+    37th put's record, where the pre-check stays), the broker's consume queues holding records of the damaged file
+    past the damaged one that our rebuild without the setting (the sequential reput) does not, and none from the
+    37th put's record on with ``stop``.  ``rebuild`` writes the broker's files byte for byte (ext files too), its
+    summary's row at the damaged record saying it reads those records alone; with the tables (``skipread``, Spark)
+    the messages table's units are the broker's."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    what = name.rsplit("-", 1)[-1]
+    at, seg = w["damagedRecord"], w["damagedRecord"] - w["damagedRecord"] % SEGMENT
+    with open(d / "store" / "commitlog" / f"{seg:020d}", "rb") as f:
+        data = f.read()
+    ends = [at - seg + w["damagedSize"]]          # the records after the damaged one, by their own totalSizes
+    while len(ends) < 6:
+        ends.append(ends[-1] + int.from_bytes(data[ends[-1]:ends[-1] + 4], "big"))
+    total = int.from_bytes(data[at - seg:at - seg + 4], "big", signed=True)
+    assert at - seg + total == ends[2 if what == "skipreadtwo" else 1], (w, total, ends)   # a real record boundary
+    stop = what == "skipreadstop"
+    assert not w["reputHung"] and w["reputStoodAt"] == (seg + ends[5] if stop else w["maxPhyOffset"]), w
+    exp = _cq_offsets(d / "expected" / "consumequeue")
+    seq = _cq_offsets(_rebuilt_without_the_setting(d, line, tmp_path) / "consumequeue")
+    mine = {o for o in exp if at < o < seg + SEGMENT}
+    assert mine - seq, (sorted(mine), sorted(seq))
+    assert (max(exp) < seg + ends[5]) if stop else (max(exp) > seg + SEGMENT), sorted(exp)
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    if what == "skipreadext":
+        ext = d / "expected" / "consumequeue_ext"
+        assert _files(ext) and _files(d / "ours" / "consumequeue_ext") == _files(ext)
+        for rel in _files(ext):
+            bh.same_bytes((ext / rel).read_bytes(), (d / "ours" / "consumequeue_ext" / rel).read_bytes(), rel)
+    rows = json.loads(_summary_json(d, tmp_path, line))["anomalies"]
+    said = "stops here for good" if stop else "goes past the damaged bytes"
+    here = [a for a in rows if said in (a["detail"] or "")]
+    assert [a["commitlog_offset"] for a in here] == [at] and "alone" in here[0]["detail"], rows
+    if what == "skipread" and line == LINES[-1]:
+        from pipelines.tables.runs import snapshot
+        code, _, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "t"), "--config",
+                               str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line],
+                               "--split-size", "4k", "--tables", str(tmp_path / "tables")])
+        assert code == 0, err[-2000:]
+        table = snapshot(str(tmp_path / "tables")).read_arrow("messages", ["commitlog_offset", "consume_queue"])
+        assert {m["commitlog_offset"] for m in table.to_pylist() if m["consume_queue"]} == exp
+
+
+EMPTY_ENDING_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+                      if sc["name"].rsplit("-", 1)[-1] in EMPTY_ENDINGS] or [
+    pytest.param(None, None, marks=pytest.mark.skip(reason="the empty-request endings run with "
+                                                           "CONCURRENT_REPUT_MORE=1"))]
+
+
+def _index_count(p: Path) -> int:
+    """An index file's header's indexCount (1 in a file with no entry)."""
+    return int.from_bytes(p.read_bytes()[36:40], "big")
+
+
+@pytest.mark.parametrize("line,name", EMPTY_ENDING_CASES)
+def test_the_empty_request_endings(reput, line: str, name: str, tmp_path: Path) -> None:
+    """Blanks' empty requests where they end otherwise: ``blankonmanyext`` (two of them, one ext unit a file: the
+    broker wrote two ext files in ``consumequeue_ext/0/``), ``blankonfirstreq`` (the store's first dispatched
+    request, records following: the broker's reput went on to the end, ``consumequeue/0/`` and the later records'
+    queues written, one index file), ``blankonidxfull`` (dispatched last, after the key that filled the first index
+    file: the broker wrote a second index file with no entry).  The harness itself for each, then ``rebuild``: the
+    broker's files byte for byte (ext files and index files included)."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    what = name.rsplit("-", 1)[-1]
+    exp = d / "expected"
+    assert not w["reputHung"] and (exp / "consumequeue" / "0" / f"{0:020d}").is_file(), w
+    index = sorted((exp / "index").iterdir())
+    if what == "blankonmanyext":
+        assert w["reputStoodAt"] == w["maxPhyOffset"], w
+        assert _files(exp / "consumequeue_ext" / "0") == [f"{0:020d}", f"{24:020d}"]
+    elif what == "blankonfirstreq":
+        assert w["damagedRecord"] == 0 and w["reputStoodAt"] == w["maxPhyOffset"], w
+        assert len(index) == 1 and _cq_max_offset(exp / "consumequeue") > 2 * SEGMENT
+    else:
+        assert w["reputStoodAt"] == 2 * SEGMENT, w
+        assert [_index_count(p) for p in index] == [int(IDX_FULL[line]), 1]
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(exp, d / "ours", w["indexNamesUnique"])
+    ext = exp / "consumequeue_ext"
+    assert _files(d / "ours" / "consumequeue_ext") == _files(ext)
+    for rel in _files(ext):
+        bh.same_bytes((ext / rel).read_bytes(), (d / "ours" / "consumequeue_ext" / rel).read_bytes(), rel)

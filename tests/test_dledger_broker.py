@@ -28,11 +28,13 @@ from broker_dledger_scenarios import (
     batch_kept_abort_scenario,
     before_abort_scenarios,
     before_walk_abort_scenarios,
+    converted_walked_nothing_abort_scenario,
     damaged_abort_scenarios,
     damaged_again_abort_scenarios,
     damaged_cut_abort_scenarios,
     damaged_gap_abort_scenarios,
     damaged_twice_abort_scenarios,
+    damaged_twice_early_abort_scenarios,
     dledger_scenarios,
     emptied_abort_scenarios,
     emptied_batch_abort_scenarios,
@@ -56,9 +58,10 @@ LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
 # DLEDGER_MORE_LAYOUTS=1: the layouts crash restart with recheckReputOffsetFromCq=true too (some 15 s more), and
 # on 5.5.1 the layouts store whose start's reput begins before the walk's last data file (layouts-early) and the
 # damaged-cut crash restart with the switch and with the whole log committed, and the damaged-gap ones (the start's
-# reput from past the damaged message), damaged-again ones (from before it) and before ones (from before the walk's
-# data file) but for the first damaged-gap and damaged-again ones, which the default suite writes; on 5.3.3 they
-# come with DLEDGER_LINES alone)
+# reput from past the damaged message), damaged-again ones (from before it), before ones (from before the walk's
+# data file), damaged-twice ones (the reput's own check failing past the walk, in the last data file or an earlier
+# one) and the converted store whose walk dispatches nothing, but for the first damaged-gap and damaged-again ones,
+# which the default suite writes; on 5.3.3 they come with DLEDGER_LINES alone)
 MORE_LAYOUTS = os.environ.get("DLEDGER_MORE_LAYOUTS") == "1"
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
@@ -70,7 +73,8 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     layouts_abort_scenario(line), batch_kept_abort_scenario(line), *damaged_abort_scenarios(line),
     *damaged_cut_abort_scenarios(line, MORE_LAYOUTS),
     *(damaged_gap_abort_scenarios(line) + damaged_again_abort_scenarios(line) + before_abort_scenarios(line)
-      + damaged_twice_abort_scenarios(line) + before_walk_abort_scenarios(line)
+      + damaged_twice_abort_scenarios(line) + damaged_twice_early_abort_scenarios(line)
+      + converted_walked_nothing_abort_scenario(line) + before_walk_abort_scenarios(line)
       if MORE_LAYOUTS or line.startswith("5.3") else   # by default one of each: the gap, and the walk again
       [damaged_gap_abort_scenarios(line)[0], damaged_again_abort_scenarios(line)[0]]),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
@@ -780,6 +784,108 @@ def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code(written, li
         # verify's reference, the rebuild, ends at the bad magic code too (the rest of the last data file skipped)
         readable = _queued({"messages": r["scenario"]["messages"][:int(r["scenario"]["damageMagic"])]})
         assert p["units_lost"] == readable - len(held), (name, p["units_lost"], readable - len(held), p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code_in_an_earlier_data_file(written, line, tmp_path):
+    """The partial store with a body byte of its 61st message flipped and the magic code of its 121st, both in the
+    first of two data files, DLedger's checkpoint at the first damaged entry: the walk ends at the bad body CRC, and
+    the start's reput (no CRC) dispatches the damaged message and the next ones, then fails at the bad magic code,
+    skips to the end of getData's buffer, the first data file's end (the group of one commits the whole log at
+    once), and goes on at the second data file: the rest of the first file gets no unit, every message of the
+    second does (5.5.1 and 5.3.3 with no queue cut; -recheck with recheckReputOffsetFromCq, the reput from the walk's
+    end and the committed position in the second file; 5.5.1 -cut with truncateDirtyLogicFiles cutting the queue at
+    the walk's short processOffset first).  --as-restart on the store as the restart found it writes the broker's files
+    byte for byte, and verify predicts the units the broker's queue lacks of the records its reference (the
+    rebuild, which skips the rest of a data file at a record it cannot read) dispatches."""
+    ran = _ran_or_skip(f"{line}-dledger-abort-damaged-twice-early", ("", "-recheck", "-cut"), "damaged-twice-early")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        size = int(bh.read_conf(src / "broker.conf")["mappedFileSizeCommitLog"])
+        damaged, bad = int(r["written"]["damagedRecord"]), int(r["written"]["damagedMagicRecord"])
+        end = int(r["written"]["maxPhyOffset"])
+        second = _entries_from(src, size + 48, end)   # the second data file's messages
+        held = _held(r, src)
+        # the broker's own outcome: nothing from the bad magic code to the first file's end, the second file's all
+        assert bad < size < end and damaged in held and bad not in held, (name, damaged, bad, size)
+        assert not [h for h in held if bad <= h < size] and set(second) <= set(held), (name, held[-3:], second[:3])
+        if not name.endswith("-cut"):
+            assert held == _entries_from(src, held[0], bad - 48) + second, (name, len(held))
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == name.endswith("-cut"), err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        p = _dledger_prediction(src, name, line, tmp_path)
+        readable = int(r["scenario"]["damageMagic"]) + len(second)
+        assert p["units_lost"] == readable - len(held), (name, p["units_lost"], readable - len(held), p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_starts_past_a_bad_magic_code(written, line, tmp_path):
+    """The damaged-twice-early store (a bad body CRC at the 61st message, a bad magic code at the 121st) with
+    DLedger's checkpoint 200 entries behind, past the bad magic code: the walk ends at the first damage, and the
+    start's reput from the committed position never reads the messages from there to the committed position, the
+    bad magic code among them, and dispatches the rest of the log (each queue appending them at its write
+    position; 5.5.1 -past-cut with truncateDirtyLogicFiles cutting the queue at the walk's short processOffset
+    first, the reput's units then go over the cut ones).  --as-restart on the store as the restart found it writes
+    the broker's files byte for byte, and verify predicts the units the broker's queue lacks of the records its
+    reference (the rebuild, which skips the rest of the first data file at the bad magic code) dispatches."""
+    ran = _ran_or_skip(f"{line}-dledger-abort-damaged-twice-early-past", ("", "-cut"), "damaged-twice-early-past")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        size = int(bh.read_conf(src / "broker.conf")["mappedFileSizeCommitLog"])
+        damaged, bad = int(r["written"]["damagedRecord"]), int(r["written"]["damagedMagicRecord"])
+        end = int(r["written"]["maxPhyOffset"])
+        held = _held(r, src)
+        # the broker's own outcome: the walk's messages (or those the cut left), then the committed entry's on
+        committed = _entries_from(src, bad, end)[int(r["scenario"]["dledgerCommittedBack"]) * -1]
+        tail = _entries_from(src, committed, end)
+        assert bad < committed < size and damaged not in held and bad not in held, (name, damaged, bad, committed)
+        assert held[-len(tail):] == tail and max(held[:-len(tail)]) < damaged, (name, len(held), len(tail))
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert f"check ends its walk at {damaged - 48} " in err, err[-2000:]
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == name.endswith("-cut"), err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        p = _dledger_prediction(src, name, line, tmp_path)
+        reference = _entries_from(src, 48, bad - 48) + _entries_from(src, size + 48, end)
+        lost = len(set(reference) - set(held))
+        assert p["units_lost"] == lost, (name, p["units_lost"], lost, p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_of_a_converted_store_whose_walk_dispatches_nothing(written, line, tmp_path):
+    """The converted store (old commitlog/ files, then DLedger's data files) with forceVerifyPropCRC, restarted
+    after a crash with recheckReputOffsetFromCq and DLedger's checkpoint three entries behind: the walk's message
+    check fails at the first entry (DLedger writes no CRC property) and dispatches nothing, so the start's reput
+    over the empty queues begins at the min offset, the first old file's, dispatches the old records, rolls into
+    the data files at the last old file's blank and dispatches the entries to the log's end: every message gets
+    its unit, the old ones too.  --as-restart on the store as the restart found it writes the broker's files byte
+    for byte, and verify predicts every unit put again, none lost."""
+    (name,) = _ran_or_skip(f"{line}-dledger-abort-converted-propcrc", ("",), "converted-propcrc")
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    assert any((src / "before" / "commitlog").iterdir()), "a converted store keeps its ordinary commitlog files"
+    # the broker's own outcome: a unit for every message, the old ones too (no queue starts with fillPreBlank units)
+    put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
+    assert len(put) == _queued(r["scenario"]), (len(put), _queued(r["scenario"]))
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    assert "fails at the first entry" in err and "so from the min offset" in err, err[-2000:]
+    assert "the old commitlog files' records first" in err, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    p = _dledger_prediction(src, name, line, tmp_path)
+    # verify's reference, the rebuild, ends at the committed entry: the units of the last entries are not in it
+    first = min(int(f.name) for f in (src / "before" / "dledger-n0" / "data").iterdir())
+    entries = _entries_from(src, first + 48, int(r["written"]["maxPhyOffset"]))
+    committed = entries[-int(r["scenario"]["dledgerCommittedBack"])] - 48
+    assert (p["units_dispatched_again"], p["units_lost"]) == (len([u for u in put if u[1] < committed]), 0), p
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])

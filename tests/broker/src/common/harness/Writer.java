@@ -112,7 +112,7 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * {@code load()} fails is reported ({@code loadFailed}) instead of failing the scenario. {@code restartCopies}
  * (an int) runs that restart again on as many fresh copies of {@code before/} ({@link #restartCopies}).
  * {@code reputDamage} ({@link ReputOnly}; its {@code also}, a list of more damages applied after it, at their
- * {@code offset}s):
+ * {@code offset}s or the records of their {@code message}s, indexes into the puts):
  * the restart's recovery dispatches nothing, one record is damaged after it, and the reput alone dispatches
  * from the commitlog's min offset until it stands still (it may stop for good before the end); {@code store/}
  * keeps the damaged commitlog and the line adds {@code damagedRecord} and {@code reputStoodAt}.
@@ -333,10 +333,11 @@ public final class Writer {
                 reputDamage.get("field").getAsString(), reputDamage.get("value").getAsInt(),
                 reputDamage.has("plus") ? reputDamage.get("plus").getAsInt() : 0));
             out.addProperty("damagedRecord", at);
-            if (reputDamage.has("also")) {  // more damaged spots, each {"offset", "field", "value"}, after the first
+            if (reputDamage.has("also")) {  // more damaged spots, each {"offset" or "message", "field", "value"}
                 for (JsonElement e : reputDamage.getAsJsonArray("also")) {
                     JsonObject o = e.getAsJsonObject();
-                    ReputOnly.damage(root, segmentSize, o.get("offset").getAsLong(), o.get("field").getAsString(),
+                    long where = o.has("offset") ? o.get("offset").getAsLong() : wrote.get(o.get("message").getAsInt());
+                    ReputOnly.damage(root, segmentSize, where, o.get("field").getAsString(),
                         o.get("value").getAsInt(), o.has("plus") ? o.get("plus").getAsInt() : 0);
                 }
             }
