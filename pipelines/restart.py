@@ -165,8 +165,8 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              if any(not seg.dledger and seg.end > crash.reput_from for seg in st.segments) else ""))
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
         if crash.before:   # the earlier files' records after the walk's, then the walk's again (jump_at)
-            kept = jump_at(dataclasses.replace(kept, reindex=-1), crash.end, crash.reput_from,
-                           walked_from=crash.start_offset)
+            assert crash.jump is not None
+            kept = jump_at(dataclasses.replace(kept, reindex=-1), *crash.jump, walked_from=crash.start_offset)
             return kept, DLedgerRestart(rec, before, False, crash)
         segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
@@ -218,9 +218,10 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         built.cq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         built.bcq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         changed = True
-    for again in () if crash.before else crash.ext_again:   # crash.before: the rebuild's walk put them (jump_at)
-        # crash.again: the rebuild's walk put the ext units (jump_at), not the addresses
-        _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size, put=not crash.again)
+    for again in crash.ext_again:   # crash.again, crash.before: the rebuild's walk put the ext units (jump_at), not
+        # the addresses of the cut units put back (none without a cut)
+        _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size,
+                       put=not (crash.again or crash.before))
     return changed
 
 

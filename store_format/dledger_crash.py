@@ -47,9 +47,11 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   past that file and a group of one, that file's end: the reput goes on at the next data file
   (:func:`_reput_goes_on`; elsewhere refused).
 * A start's reput from before the data file the walk started at (the committed position, or with
-  ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file), after a walk that ended where
-  DLedger's recovery ends the log and cut no queue, walks the earlier files' records, then the walk's ones again
-  (:attr:`DLedgerCrash.before`, :func:`_reput_before_walk`); with a cut or a walk that ended early it is refused.
+  ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file) walks the earlier files' records,
+  then the walk's ones again (:attr:`DLedgerCrash.before`, :func:`_reput_before_walk`); after a walk that ended at
+  a damaged message, then that message and the rest; after a queue cut it puts every cut unit back (all lie past
+  its start; none in a queue left with ``fillPreBlank`` units only), with ext files pointing at the ext units it put
+  (:mod:`store_format.dledger_crash_before`).  Refused: a consume queue the 5.5.1 cut left with no file.
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -94,6 +96,7 @@ import numpy as np
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
+from .dledger_crash_before import ext_before_walk
 from .dledger_crash_cut import (
     U_QUEUE,
     ExtAgain,
@@ -164,7 +167,7 @@ class DLedgerCrash:
         the reput's start, with :attr:`gap` or :attr:`again`; the log's end and the reput's start with
         :attr:`before` (None: one walk from the start file to ``end``)."""
         if self.before:
-            return self.end, self.reput_from
+            return (self.walk_end if self.walk_end >= 0 else self.end), self.reput_from
         return (self.walk_end, self.reput_from) if self.gap is not None or self.again else None
 
     @property
@@ -220,8 +223,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
             and :func:`_walk_after` (the reput's check ending before the log's end: :func:`_reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
-            :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file after a
-            queue cut or a walk that ended early, or in a converted store's old files after a cut.
+            :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file that
+            :func:`_reput_before_walk` refuses (in a converted store's old files after a cut or a walk that ended
+            early; after a cut it does not undo).
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
@@ -288,18 +292,16 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         reput = second.reput
     else:
         reput = max(rec.committed_pos, files[0].base)
-    if reput < files[0].base and cut is None and not early:   # in the old files (dledger_crash_old)
-        return _reput_before_walk(files, first, end, process_offset, reput, reason, accepted, track, config, False)
-    if reput < files[first].base:
-        return _reput_before_walk(files, first, end, process_offset, reput, reason, accepted, track, config,
-                                  cut is not None or early or reput < files[0].base)
-    ext_again = cut.ext_again if cut is not None else \
-        ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     walk_end, log_end = -1, end
     if early:
         walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
         if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (_reput_skips)
             log_end = reput_ends
+    if reput < files[first].base:
+        return _reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
+                                  track, config, cut)
+    ext_again = cut.ext_again if cut is not None else \
+        ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
         else -1
     # the reput from before the walk's end walks the walk's records again, then those past it: the ext units and
@@ -309,30 +311,54 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                         ext_again, walk_end=walk_end, again=again)
 
 
-def _reput_before_walk(files: list[Segment], first: int, end: int, process_offset: int, reput: int, reason: str,
-                       accepted: Accepted, track: QueueTrack, config: BrokerConfig, refused: bool) -> DLedgerCrash:
+def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_end: int, end: int,
+                       process_offset: int, reput: int, reason: str, accepted: Accepted, track: QueueTrack,
+                       config: BrokerConfig, cut: QueueCut | None) -> DLedgerCrash:
     """The start's reput from ``reput``, before the data file the walk started at (the committed position, or with
-    ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file), after a walk that ended where
-    DLedger's recovery ends the log and cut no queue: ``doReput`` walks every record from there to the log's end,
-    so the earlier files' records first, then the walk's ones a second time (:attr:`DLedgerCrash.before`; the
-    rebuild reads them in that order, :func:`store_format.store.jump_at`).  ``putMessagePositionInfo`` drops a unit
-    at or below its queue's max physical offset (every queue the walk wrote), and puts those of the other queues
-    (``fillPreBlank`` up to the first); ``ConsumeQueueExt.put`` puts an ext unit for each record of an ext queue
-    before that; ``IndexService.buildIndex`` skips the records below the index's ``endPhyOffset`` (it indexes the
-    walk's last indexed record again).
+    ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file): ``doReput`` walks every record
+    from there to the log's end ``end``, so the earlier files' records first, then the walk's ones a second time
+    (:attr:`DLedgerCrash.before`; the rebuild reads them in that order, :func:`store_format.store.jump_at`).
+    ``putMessagePositionInfo`` drops a unit at or below its queue's max physical offset (every queue the walk
+    wrote), and puts those of the other queues (``fillPreBlank`` up to the first); ``ConsumeQueueExt.put`` puts an
+    ext unit for each record of an ext queue before that; ``IndexService.buildIndex`` skips the records below the
+    index's ``endPhyOffset`` (it indexes the walk's last indexed record again).
+
+    A walk that ended at a damaged message (``walk_end`` >= 0, before ``end``): the reput, whose check reads no CRC,
+    walks the walk's records again up to there, then dispatches that message and the ones after it, which each
+    queue appends after the walk's units (their own positions: no record is left out).  A queue cut
+    (``truncateDirtyLogicFiles`` at the short ``processOffset``): the cut units all lie past the reput's start, so
+    it puts every one back at the cut queue's write position, where each was (a cut queue that keeps a unit of its
+    own below the offset still drops the earlier records), and the files come back as the walk wrote them; a queue
+    the cut left with ``fillPreBlank`` units only (its max 2147483647) drops every unit, so its cut units stay cut
+    and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart``'s
+    ``apply_cut``); 5.3.3 keeps ``processOffset`` as the max of a queue left with no file, so the earlier records
+    drop there too and the cut units come back (read from the source, no broker case).  With ext files each unit
+    put back points at the ext unit the reput put for it, counted from the earlier files' records
+    (:func:`store_format.dledger_crash_before.ext_before_walk`).
 
     Raises:
-        UnsupportedConfigError: ``refused``: a queue cut, a walk that ended before the log's end, or a reput in the
-            old commitlog files of a converted store.
+        UnsupportedConfigError: a reput in the old commitlog files of a converted store after a cut or a walk that
+            ended early (:mod:`store_format.dledger_crash_old` gives the one that is modelled); with a cut, a consume
+            queue the 5.5.1 cut left with no file (its max -1: the earlier files' records go to it, at their own
+            queue offsets), or with ext files a record the reput's check refuses in the earlier files.
     """
-    if refused:
-        whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
+    whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
+    # in a converted store's old files: after a walk that queued nothing, with no cut (dledger_crash_old)
+    why = "" if reput >= files[0].base or (cut is None and walk_end < 0) else \
+        "in a converted store's old commitlog files"
+    if cut is not None and not why:
+        why = (f"and the cut leaves queue {cut.reset[0][0]}/{cut.reset[0][1]} with no file (its max -1: the earlier "
+               "files' records go to it)") if cut.reset else \
+            "and the reput puts some cut units back" if cut.moves or cut.inside_from >= 0 else ""
+    if why:
         raise _refuse(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
-                      "the recovery dispatched from, and the walk cut the queues or ended before the log's end")
-    ext_again = ext_reput(track, files[first].base, end) if config.enableConsumeQueueExt else ()
-    reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < end else -1
-    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex,
-                        ext_again=ext_again, before=True)
+                      f"the recovery dispatched from, {why}")
+    to = walk_end if walk_end >= 0 else end
+    ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
+        else ext_before_walk(st, files, first, reput, config, cut.ext_again)
+    reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
+    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
+                        ext_again=ext_again, walk_end=walk_end, before=True)
 
 
 def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:

@@ -255,6 +255,8 @@ class QueueCut:
     batch_dropped: tuple[tuple[str, int, int], ...] = ()
     ext_again: tuple[ExtAgain, ...] = ()
     inside_from: int = -1   # where the reput was set when that is inside an entry (``reput``: where it goes on from)
+    # reset_emptied (5.5.1): the consume queues the cut left with no file, whose max recoverTopicQueueTable sets to -1
+    reset: tuple[tuple[str, int], ...] = ()
 
     @property
     def lost_units(self) -> int:
@@ -396,8 +398,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     if walk_end >= 0:   # the units of records past the walk hold the ext units their own dispatch put
         put_back = {q: (off[off < walk_end], pos[off < walk_end]) for q, (off, pos) in put_back.items()}
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
+    reset = sorted(track.names[q] for q, v in max_after.items() if reset_emptied and v == process_offset)
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
-                    ext_again, inside_from)
+                    ext_again, inside_from, tuple(reset))
 
 
 def _appended_keys(rows: np.ndarray, last: int) -> np.ndarray:

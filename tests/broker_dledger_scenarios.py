@@ -360,6 +360,58 @@ def before_abort_scenarios(line: str) -> list[dict]:
             paused({**layouts_abort_scenario(line), "name": f"{line}-dledger-abort-before-layouts"})]
 
 
+def before_walk_abort_scenarios(line: str) -> list[dict]:
+    """The ``before`` crash restarts (the start's reput from the committed position in the first of two data files,
+    the recovery's walk from the last) whose walk also ends at a damaged message or cuts the queues.
+    ``<line>-dledger-abort-before-damaged``: the partial store with T9, a body byte of its 397th put (T0, in the
+    last data file) flipped: the walk (body CRC) ends there, DLedger's recovery (no CRC) keeps the log, no queue is
+    cut (5.5.1: the checkpoint's ``logicsPhysicalOffset`` at the 320th put; 5.3.3: its queues deleted); the reput
+    walks the first file's records, the walk's again, then the damaged message and the rest, which T0 appends.
+    ``-before-damaged-twice``: the 399th put's magic code flipped too, which the reput's own check refuses (the
+    dispatch ends there: the last data file, a group of one, the committed position before it).
+    ``-before-damaged-layouts`` (5.5.1): the same on the ``before-layouts`` store (ext files, a light queue, a BatchCQ
+    topic), its 391st put (T0) damaged: the reput also puts an ext unit for each T0 record from its start.  5.5.1
+    adds ``-before-cut``, ``-before-damaged-cut`` and ``-before-damaged-twice-cut`` with the checkpoint as the
+    broker left it (past the walk's short ``processOffset``), so that ``truncateDirtyLogicFiles`` cuts T0 first and
+    the reput puts the cut units back, and ``-before-cut-layouts`` and ``-before-damaged-cut-layouts`` on the
+    layouts store (the units put back point at the ext units the reput put for them, counted from its start in the
+    first file), and ``-before-cut-blank``, whose puts 262-270 and 394-397 go to a third topic T8: the walk finds
+    its first T8 message at queue offset 9 (``fillPreBlank`` units before it) and the cut takes every T8 unit it
+    wrote (the last two in a second queue file, which it deletes), leaving the blanks only (the queue's max
+    2147483647), so the reput puts none back and that file stays deleted, and ``-before-cut-emptied``, whose puts
+    262-272 and 394-397 go to T7: the walk's first T7 unit opens its second queue file, the cut deletes it, and
+    5.5.1's max -1 lets the reput put the first file's T7 records (refused); 5.3.3, which cuts
+    only the queues it loads, adds the partial ones with the queues kept (``-kept``: ``keepQueues``, checked
+    through ``verify``)."""
+    if not line.startswith(("5.3", "5.5")):
+        return []
+    plain, layouts = before_abort_scenarios(line)
+    damaged = {**plain, "damageMessage": 396, "name": f"{line}-dledger-abort-before-damaged"}
+    damaged_layouts = {**layouts, "damageMessage": 390, "name": f"{line}-dledger-abort-before-damaged-layouts"}
+    twice = {**damaged, "damageMagic": 398, "name": f"{line}-dledger-abort-before-damaged-twice"}
+    uncut = {k: v for k, v in plain.items() if k != "checkpointLogicsPhysicalOffset"}
+    cut = [{**uncut, "name": f"{line}-dledger-abort-before-cut"},
+           {**uncut, "damageMessage": 396, "name": f"{line}-dledger-abort-before-damaged-cut"},
+           {**uncut, "damageMessage": 396, "damageMagic": 398,
+            "name": f"{line}-dledger-abort-before-damaged-twice-cut"}]
+    if line.startswith("5.3"):
+        cut = [{**sc, "keepQueues": True, "name": f"{sc['name']}-kept"} for sc in cut]
+    else:
+        puts = iter(range(len(uncut["messages"])))
+        t8 = [{**m, "topic": "T8"} if "topic" in m and next(puts) in (*range(262, 271), *range(394, 398)) else m
+              for m in uncut["messages"]]
+        puts = iter(range(len(uncut["messages"])))
+        t7 = [{**m, "topic": "T7"} if "topic" in m and next(puts) in (*range(262, 273), *range(394, 398)) else m
+              for m in uncut["messages"]]
+        cut += [{**uncut, "messages": t8, "name": f"{line}-dledger-abort-before-cut-blank"},
+                {**uncut, "messages": t7, "name": f"{line}-dledger-abort-before-cut-emptied"}]
+        uncut = {k: v for k, v in damaged_layouts.items() if k != "checkpointLogicsPhysicalOffset"}
+        cut += [{**{k: v for k, v in uncut.items() if k != "damageMessage"},
+                 "name": f"{line}-dledger-abort-before-cut-layouts"},
+                {**uncut, "name": f"{line}-dledger-abort-before-damaged-cut-layouts"}]
+    return [damaged, twice, *([damaged_layouts] if line.startswith("5.5") else []), *cut]
+
+
 def small_abort_scenarios(line: str) -> list[dict]:
     """``<line>-dledger-abort-small`` (5.x lines): 200 keyed messages of 100-300 bytes (about 30 entries in
     the last data file), restarted after a crash: ``dledgerRecoverAbnormally``'s ``processOffset`` leaves

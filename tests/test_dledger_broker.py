@@ -27,6 +27,7 @@ from broker_dledger_scenarios import (
     abort_scenarios,
     batch_kept_abort_scenario,
     before_abort_scenarios,
+    before_walk_abort_scenarios,
     converted_queued_nothing_abort_scenario,
     converted_walked_nothing_abort_scenario,
     damaged_abort_scenarios,
@@ -75,6 +76,7 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     *(damaged_gap_abort_scenarios(line) + damaged_again_abort_scenarios(line) + before_abort_scenarios(line)
       + damaged_twice_abort_scenarios(line) + damaged_twice_early_abort_scenarios(line)
       + converted_walked_nothing_abort_scenario(line) + converted_queued_nothing_abort_scenario(line)
+      + before_walk_abort_scenarios(line)
       if MORE_LAYOUTS or line.startswith("5.3") else   # by default one of each: the gap, and the walk again
       [damaged_gap_abort_scenarios(line)[0], damaged_again_abort_scenarios(line)[0]]),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
@@ -985,20 +987,115 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_the_walks_data_file(
             _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
             continue
         committed = int(found[1])
-        puts = [m for m in r["scenario"]["messages"] if "topic" in m][:-int(r["scenario"]["dledgerCommittedBack"])]
-        size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
-        held_below, held_t9 = 0, 0
-        for queue, state in r["written"]["queuesAfterDispatch"].items():
-            for f in state["files"]:
-                data = (src / "expected" / "consumequeue" / queue / f).read_bytes()
-                units = [data[i:i + 20] for i in range(0, min(size, int(state["maxOffset"]) - int(f)), 20)]
-                offs = [int.from_bytes(u[:8], "big") for u in units if int.from_bytes(u[8:12], "big") not in
-                        (0, 2**31 - 1)]
-                held_below += sum(o < committed for o in offs)
-                held_t9 += len(offs) if queue.startswith("T9/") else 0
-        assert held_t9 == 10, held_t9   # the reput put T9's records past the committed position
-        p = _dledger_prediction(src, name, line, tmp_path)
-        assert p["units_lost"] == len(puts) - held_below, (name, p["units_lost"], len(puts), held_below, p["notes"])
+        held = _held_offsets(r, src)
+        assert len(held["T9/0"]) == 10, held["T9/0"]   # the reput put T9's records past the committed position
+        _lost_as_the_broker(r, src, name, line, tmp_path, committed, held)
+
+
+def _held_offsets(r: dict, src: Path) -> dict[str, list[int]]:
+    """Per queue of a partial store (20-byte units), the commitlog offsets of the message units the broker's queue
+    holds once its reput caught up (``reportQueues``: below its write position; fillPreBlank units left out)."""
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    held: dict[str, list[int]] = {}
+    for queue, state in r["written"]["queuesAfterDispatch"].items():
+        for f in state["files"]:
+            data = (src / "expected" / "consumequeue" / queue / f).read_bytes()
+            units = [data[i:i + 20] for i in range(0, min(size, int(state["maxOffset"]) - int(f)), 20)]
+            held.setdefault(queue, []).extend(int.from_bytes(u[:8], "big") for u in units
+                                              if int.from_bytes(u[8:12], "big") not in (0, 2**31 - 1))
+    return held
+
+
+def _lost_as_the_broker(r: dict, src: Path, name: str, line: str, tmp_path: Path, committed: int,
+                        held: dict[str, list[int]]) -> None:
+    """verify's units lost on the store as the restart found it: the committed records' units (the rebuild it
+    compares with ends at the committed position) that the broker's queues lack after the restart."""
+    puts = [m for m in r["scenario"]["messages"] if "topic" in m][:-int(r["scenario"]["dledgerCommittedBack"])]
+    held_below = sum(o < committed for offs in held.values() for o in offs)
+    p = _dledger_prediction(src, name, line, tmp_path)
+    assert p["units_lost"] == len(puts) - held_below, (name, p["units_lost"], len(puts), held_below, p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_walks_data_file(written, line, tmp_path):
+    """The before crash restarts whose recovery's walk also ends at a damaged message (a body CRC, in the last data
+    file) or cuts the queues at its short processOffset (5.5.1; 5.3.3 with the queues kept): the start's reput from
+    the committed position in the first data file walks that file's records, the walk's again, then the damaged
+    message and the rest, which T0 appends after the walk's units (up to a record whose magic code its own check
+    refuses, -twice: the last data file, a group of one); the cut units all lie past its start, so it puts
+    every one back (on the layouts stores pointing at the ext units it put for them, counted from its start) but
+    in a queue the cut left with fillPreBlank units only (-cut-blank: its max 2147483647, so none, and the queue
+    file the cut deleted stays deleted).
+    --as-restart on the store as the restart found it writes the broker's consumequeue/, index/ (and on the
+    layouts stores consumequeue_ext/ and batchconsumequeue/) byte for byte, and verify's units lost are those the
+    broker's queues lack (on the 5.3.3 stores with the queues kept, verify alone; the cut units lie past the
+    committed position, where the rebuild verify compares with ends)."""
+    stem = f"{line}-dledger-abort-before"
+    ran = _ran_or_skip(stem, ("-damaged", "-damaged-twice", "-damaged-layouts", "-cut", "-damaged-cut",
+                              "-damaged-twice-cut", "-cut-blank", "-cut-layouts", "-damaged-cut-layouts", "-cut-kept",
+                              "-damaged-cut-kept", "-damaged-twice-cut-kept"), "before-damaged or before-cut")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        cut = int(r["written"]["truncateDirtyLogicFilesAt"])
+        assert (cut > 0) == ("-cut" in name), (name, cut)
+        committed = _committed_pos(src / "before")
+        if name.endswith("-kept"):   # 5.3.3 cuts the queues it loads: verify's prediction on the store as it is
+            _lost_as_the_broker(r, src, name, line, tmp_path, committed, _held_offsets(r, src))
+            continue
+        if "-damaged" in name:
+            r, src, damaged, err = _damaged_walk_restart(name, line, tmp_path)
+        else:
+            code, err = _as_restart(src / "before", tmp_path / name, src, line)
+            assert code == 0, err[-2000:]
+        found = re.search(r"the start's reput from (\d+), before data file (\d+)", err)
+        assert found and int(found[1]) == committed < int(found[2]), (committed, err[-2000:])
+        assert (f"cuts the queues at the recovery's processOffset {cut} " in err) == (cut > 0), err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        if name.endswith("-layouts"):
+            _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+            _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+            continue
+        held = _held_offsets(r, src)
+        if "-damaged" in name:   # the reput dispatched the damaged message, which the walk did not
+            assert damaged in held["T0/0"], damaged
+        if name.endswith("-blank"):   # the cut left T8 its fillPreBlank units only: the reput put none back
+            assert r["written"]["queuesAfterDispatch"]["T8/0"]["maxPhysicOffset"] == 2**31 - 1, r["written"]
+        if "-twice" in name:     # and ended at the record whose magic code its own check refuses
+            magic = int(r["written"]["damagedMagicRecord"])
+            assert magic not in held["T0/0"] and f"dispatches the rest to {magic - 48}\n" in err, (magic, err[-2000:])
+        _lost_as_the_broker(r, src, name, line, tmp_path, committed, held)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_refuses_a_crash_whose_reput_begins_before_the_walks_data_file_after_a_cut_that_emptied_a_queue(
+        written, line, tmp_path):
+    """The before-cut crash restart whose cut leaves T7's queue with no file (its first unit in the walk opened a
+    queue file, every unit the walk put lies past processOffset): 5.5.1 then sets the queue's max to -1, so the
+    start's reput puts the first data file's T7 records too (the broker's queue holds them: its first file back),
+    which the rebuild's walk, whose queue holds the walk's units, drops.  --as-restart refuses it in one line (exit
+    2), naming the queue."""
+    name = _ran_or_skip(f"{line}-dledger-abort-before-cut", ("-emptied",), "before-cut-emptied")[0]
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    assert "00000000000000000000" in r["written"]["queuesAfterDispatch"]["T7/0"]["files"], r["written"]
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and last.startswith("error:") and "the cut leaves queue T7/0 with no file" in last, err[-2000:]
+
+
+def _committed_pos(store: Path) -> int:
+    """DLedger's committed position in ``store``: the end of the entry its ``checkpoint`` names (``committedIndex``),
+    from that entry's unit in the first ``index/`` file (32 bytes: magic code, pos, size, index, term)."""
+    index = int(bh.read_conf(store / "dledger-n0" / "checkpoint")["committedIndex"])
+    first = sorted((store / "dledger-n0" / "index").iterdir())[0]
+    with first.open("rb") as f:
+        f.seek(index * 32)
+        unit = f.read(32)
+    assert int.from_bytes(unit[16:24], "big") == index, (index, unit.hex())
+    return int.from_bytes(unit[4:12], "big") + int.from_bytes(unit[12:16], "big")
 
 
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
