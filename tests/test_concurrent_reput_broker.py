@@ -51,12 +51,15 @@ slave), ``lastblank`` without the setting, and ``laterhung`` (5 MiB segments: th
 its empty request among them, are dispatched, nothing after), ``blankononly`` (a blank's empty request is all the
 store dispatches: the index file it creates) and ``blankontwo`` (two damaged spots: two stops); the batch task
 reading records whole inside the damaged bytes where the sequential reput reads none (``skipread``, ``skipreadtwo``,
-``skipreadstop``, ``skipreadext``: an illegal magic code after a damaged totalSize that lands the pre-check on a real
-record further on); and the empty-request endings ``blankonmanyext`` (more than one ext file holds),
-``blankonfirstreq`` (the store's first dispatched request, records following) and ``blankonidxfull`` (dispatched
-last after the key that filled an index file exactly).
+``skipreadstop``, ``skipreadext``, ``skipreadslave``: an illegal magic code after a damaged totalSize that lands the
+pre-check on a real record further on; ``skipreadhung``: before a later batch whose task never ends; ``skipreadblank``:
+with a blank's empty request from the same task; ``skipreadthen``: before a later stop), each also rebuilt with
+``--engine local`` at small splits, verified and repaired; and the empty-request endings ``blankonmanyext`` (more
+than one ext file holds), ``blankonfirstreq`` (the store's first dispatched request, records following) and
+``blankonidxfull`` (dispatched last after the key that filled an index file exactly).
 
-5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
+5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3; ``CONCURRENT_REPUT_ONLY`` (a comma list of
+scenario name endings, such as ``skipread,skipreadhung``) writes only those scenarios.
 """
 from __future__ import annotations
 
