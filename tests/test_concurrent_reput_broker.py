@@ -983,11 +983,18 @@ def test_records_read_alone_at_any_split_size_and_engine(reput, line: str, name:
             bh.same_bytes((ext / rel).read_bytes(), (out / "consumequeue_ext" / rel).read_bytes(), rel)
 
 
-@pytest.mark.parametrize("line,name", PIECES_CASES)
+# verify and repair on those, and on stores with blanks' empty requests and ext files (``blankonext``, and
+# ``blankonmanyext`` with CONCURRENT_REPUT_MORE: two ext files in consumequeue_ext/0/)
+VERIFY_CASES = PIECES_CASES + [c for c in _cases_or_skip("-blankonext", "") + _cases_or_skip("-blankonmanyext", "")
+                               if c.values[0] is not None]
+
+
+@pytest.mark.parametrize("line,name", VERIFY_CASES)
 def test_verify_and_repair_where_records_are_read_alone(reput, line: str, name: str, tmp_path: Path) -> None:
     """``verify`` on the store with the broker's own consume queues and index (ext files too): identical (exit 0);
     with the consume queue file of a record the tasks read alone (the last one the broker dispatched) deleted and
-    another queue's file cut short (the empty request's, ``consumequeue/0/``, where there is one: ``skipreadblank``),
+    another queue's file cut short (the empty request's, ``consumequeue/0/``, where there is one: ``skipreadblank``,
+    ``blankonext``, ``blankonmanyext``),
     ``verify`` names exactly those two (exit 1) and ``repair`` writes them back byte for byte the broker's, after which
     ``verify`` is identical again.  Local engine, 4,096-byte splits."""
     d, w = Path(reput["scenario"]["dir"]), reput["written"]
