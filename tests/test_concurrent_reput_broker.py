@@ -51,12 +51,15 @@ slave), ``lastblank`` without the setting, and ``laterhung`` (5 MiB segments: th
 its empty request among them, are dispatched, nothing after), ``blankononly`` (a blank's empty request is all the
 store dispatches: the index file it creates) and ``blankontwo`` (two damaged spots: two stops); the batch task
 reading records whole inside the damaged bytes where the sequential reput reads none (``skipread``, ``skipreadtwo``,
-``skipreadstop``, ``skipreadext``: an illegal magic code after a damaged totalSize that lands the pre-check on a real
-record further on); and the empty-request endings ``blankonmanyext`` (more than one ext file holds),
-``blankonfirstreq`` (the store's first dispatched request, records following) and ``blankonidxfull`` (dispatched
-last after the key that filled an index file exactly).
+``skipreadstop``, ``skipreadext``, ``skipreadslave``: an illegal magic code after a damaged totalSize that lands the
+pre-check on a real record further on; ``skipreadhung``: before a later batch whose task never ends; ``skipreadblank``:
+with a blank's empty request from the same task; ``skipreadthen``: before a later stop), each also rebuilt with
+``--engine local`` at small splits, verified and repaired; and the empty-request endings ``blankonmanyext`` (more
+than one ext file holds), ``blankonfirstreq`` (the store's first dispatched request, records following) and
+``blankonidxfull`` (dispatched last after the key that filled an index file exactly).
 
-5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3.
+5.5.1 by default; ``CONCURRENT_REPUT_LINES=5.3.3,5.5.1`` adds 5.3.3; ``CONCURRENT_REPUT_ONLY`` (a comma list of
+scenario name endings, such as ``skipread,skipreadhung``) writes only those scenarios.
 """
 from __future__ import annotations
 
@@ -147,15 +150,55 @@ ONWARD = {"blankon": (BLANKON, {}, {}),
 # put's record and the 33rd put's magic code illegal (the walk reads the 32nd put's record, the task that one and
 # then the records from the 37th put's on: two runs); ``skipreadstop``: ``skipread`` with the 37th put's magic code
 # illegal too (the pre-check stays there for good: a stop for good after the records the task read whole);
-# ``skipreadext``: ``skipread`` with consume queue ext files.  (damage, settings added to the scenario's)
+# ``skipreadext``: ``skipread`` with consume queue ext files; ``skipreadslave``: ``skipread`` on a slave (brokerId=1).
+# (damage, settings added to the scenario's)
 BAD = 0x0BADBEEF
 SKIP = {"message": 30, "field": "totalSizeReach", "value": 2, "also": [{"message": 31, "field": "magic", "value": BAD}]}
 SKIP_READ = ({"skipread": (SKIP, {}),
               "skipreadtwo": ({**SKIP, "value": 3, "also": [{"message": 32, "field": "magic", "value": BAD}]}, {}),
               "skipreadstop": ({**SKIP, "also": [*SKIP["also"], {"message": 36, "field": "magic", "value": BAD}]},
                                {}),
-              "skipreadext": (SKIP, {"enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "204"})}
+              "skipreadext": (SKIP, {"enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "204"}),
+              # on a slave, whose sequential reput stays at the damaged record for good
+              "skipreadslave": (SKIP, {"brokerId": "1", "brokerRole": "SLAVE"})}
              if os.environ.get("CONCURRENT_REPUT_MORE") else {})
+
+# CONCURRENT_REPUT_MORE: ``skipreadhung``, records read whole at other positions than the sequential walk's in a batch
+# whose task ends, followed by a later batch whose task never ends (5 MiB segments).  The second put's totalSize made
+# to reach the fourth put's record and the third put's magic code illegal (skipread's damage); six small puts, then
+# five of 900,000-byte bodies, with which the damaged record's batch passes 4 MiB and is handed over (its task reads
+# from one of the small records on whole, up to that batch's end); then a small put and one whose totalSize is made
+# 1,000,000 bytes longer, past the file's end but not past the data's: the pre-check's walk hands the batch of those
+# two over in doReput's finally, whose task's limit() throws (never put), so DispatchService dispatches the first
+# batch's requests and nothing after, and the reput thread waits for ever.
+SKIP_HUNG = {"message": 1, "field": "totalSizeReach", "value": 2,
+             "also": [{"message": 2, "field": "magic", "value": BAD},
+                      {"message": 15, "field": "totalSizeDelta", "value": 1_000_000}]}
+
+
+def _skip_read_hung(line: str) -> dict:
+    g = Messages(41, ["T0", "T1", "T2"])
+    big = [{**{k: v for k, v in g.one().items() if k != "body"}, "bodySize": 900_000} for _ in range(5)]
+    puts = [*(g.one() for _ in range(9)), *big, *(g.one() for _ in range(6)),
+            {**{k: v for k, v in g.one().items() if k != "body"}, "bodySize": 900_000},   # into the next segment
+            *(g.one() for _ in range(6))]
+    config = {"mappedFileSizeCommitLog": str(LATER_SEGMENT), "mappedFileSizeConsumeQueue": "120",
+              "maxHashSlotNum": "101", "maxIndexNum": "400", "enableBuildConsumeQueueConcurrently": "true"}
+    return {"name": f"{line}-creput-skipreadhung", "messages": puts, "config": config, "reputDamage": SKIP_HUNG}
+
+
+# CONCURRENT_REPUT_MORE: ``skipreadblank``, the second segment's second record (the 15th put's) made to reach that
+# file's end and the next put's magic code illegal: the task reads records whole from a later one on (where the
+# sequential reput reads none), then the blank's magic code (its empty request, 248 bytes of zeros after it read 8
+# at a time): records read alone and an empty request from one task; the reput goes on at the next file.
+# ``skipreadthen``: ``skipread``'s damage and the fifth segment's first magic code illegal: the reput goes on past
+# the records read alone, through the fourth segment, and stops there for good (a second stop)
+SKIP_READ_BLANK = ({"skipreadblank": {"message": 14, "field": "totalSizeReach", "value": 14,
+                                      "also": [{"message": 15, "field": "magic", "value": BAD}]},
+                    "skipreadthen": {**SKIP, "also": [*SKIP["also"], {"offset": 4 * SEGMENT, "field": "magic",
+                                                                       "value": BAD}]}}
+                   if os.environ.get("CONCURRENT_REPUT_MORE") else {})
+
 
 # the first record of the last segment made a blank whose totalSize ends 16 bytes before its file's end, past the
 # data (``lastblank``; its sequential control with CONCURRENT_REPUT_MORE)
@@ -264,8 +307,11 @@ def _scenarios(line: str) -> list[dict]:
                     "config": {**config, "enableBuildConsumeQueueConcurrently": str(reput == "creput").lower()},
                     "reputDamage": LAST_BLANK})
     if os.environ.get("CONCURRENT_REPUT_MORE"):
-        out += [_later_hung(line), _only_empty(line, config)]
+        out += [_later_hung(line), _only_empty(line, config), _skip_read_hung(line)]
     out += _empty_endings(line, messages, config)
+    for what, damage in SKIP_READ_BLANK.items():
+        out.append({"name": f"{line}-creput-{what}", "messages": messages, "reputDamage": damage,
+                    "config": {**config, "enableBuildConsumeQueueConcurrently": "true"}})
     for what, (damage, extra) in SKIP_READ.items():
         out.append({"name": f"{line}-creput-{what}", "messages": messages, "reputDamage": damage,
                     "config": {**config, **extra, "enableBuildConsumeQueueConcurrently": "true"}})
@@ -275,7 +321,8 @@ def _scenarios(line: str) -> list[dict]:
             conf = {**sc["config"], "recheckReputOffsetFromCq": "false", "enableBuildConsumeQueueConcurrently": "true"}
             out.append({"name": f"{line}-creput-dledger-{what}", "messages": sc["messages"], "config": conf,
                         "reputDamage": {"offset": 0, "field": "none", "value": 0}})
-    return out
+    only = os.environ.get("CONCURRENT_REPUT_ONLY")   # targeted runs: the scenarios whose last name part is listed
+    return [sc for sc in out if sc["name"].rsplit("-", 1)[-1] in only.split(",")] if only else out
 
 
 SCENARIOS = {line: _scenarios(line) for line in LINES}
@@ -283,8 +330,8 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
          if sc["name"].rsplit("-", 1)[-1] in DAMAGES]
 NEW_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
              if sc["name"].rsplit("-", 1)[-1] not in DAMAGES and "-slave" not in sc["name"]
-             and not sc["name"].endswith(("-lastblank", "-laterhung", "-blankononly"))
-             and sc["name"].rsplit("-", 1)[-1] not in (*ONWARD, *SKIP_READ, *EMPTY_ENDINGS)]
+             and not sc["name"].endswith(("-lastblank", "-laterhung", "-blankononly", "-skipreadhung"))
+             and sc["name"].rsplit("-", 1)[-1] not in (*ONWARD, *SKIP_READ, *SKIP_READ_BLANK, *EMPTY_ENDINGS)]
 ONWARD_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                 if sc["name"].rsplit("-", 1)[-1] in ONWARD and not sc["name"].endswith(("rdbcq", "blankontwo"))]
 
@@ -826,8 +873,206 @@ def test_records_read_whole_where_the_sequential_reput_reads_none(reput, line: s
                                str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line],
                                "--split-size", "4k", "--tables", str(tmp_path / "tables")])
         assert code == 0, err[-2000:]
-        table = snapshot(str(tmp_path / "tables")).read_arrow("messages", ["commitlog_offset", "consume_queue"])
+        tables = snapshot(str(tmp_path / "tables"))
+        table = tables.read_arrow("messages", ["commitlog_offset", "consume_queue"])
         assert {m["commitlog_offset"] for m in table.to_pylist() if m["consume_queue"]} == exp
+        _same_files(d / "expected", tmp_path / "t", w["indexNamesUnique"])
+        keys = tables.read_arrow("message_keys", ["index_file_no", "index_entry", "key_hash", "commitlog_offset"])
+        broker = _index_entries(d / "expected" / "index", SCENARIO_SLOTS)
+        assert broker and _keys_by_file(keys.to_pylist()) == broker
+
+
+SCENARIO_SLOTS = 101   # maxHashSlotNum of these scenarios
+
+
+def _index_entries(index: Path, slots: int) -> list[list[tuple[int, int, int]]]:
+    """The entries of the index files under ``index`` (creation order): per file, (entry number, keyHash,
+    phyOffset) each, as ``IndexFile.putKey`` writes them from entry 1 after the header and the hash slots."""
+    out = []
+    for p in sorted(index.iterdir()):
+        data = p.read_bytes()
+        count = int.from_bytes(data[36:40], "big")
+        base = 40 + slots * 4
+        out.append([(n, int.from_bytes(data[base + n * 20:base + n * 20 + 4], "big", signed=True),
+                     int.from_bytes(data[base + n * 20 + 4:base + n * 20 + 12], "big", signed=True))
+                    for n in range(1, count)])
+    return [f for f in out if f]
+
+
+def _keys_by_file(rows: list[dict]) -> list[list[tuple[int, int, int]]]:
+    """The ``message_keys`` rows as :func:`_index_entries` gives the broker's entries."""
+    files: dict[int, list[tuple[int, int, int]]] = {}
+    for r in rows:
+        files.setdefault(r["index_file_no"], []).append((r["index_entry"], r["key_hash"], r["commitlog_offset"]))
+    return [sorted(files[n]) for n in sorted(files)]
+
+
+@pytest.mark.parametrize("line,name", _cases_or_skip("-skipreadblank", "records read whole and a blank's empty "
+                                                     "request from one task"))
+def test_records_read_whole_and_an_empty_request_from_one_task(reput, line: str, name: str, tmp_path: Path) -> None:
+    """``skipreadblank``: one task reads records of the damaged bytes whole where the sequential reput reads none and
+    then the file's blank's magic code, and ends; the reput goes on at the next file.  The harness itself: no batch
+    held, the reput at the end, the broker's consume queues holding records of the damaged file past the damaged one
+    that our rebuild without the setting does not, and the empty request's unit of zeros (``consumequeue/0/``).
+    ``rebuild`` writes the broker's files byte for byte, its row at the damaged record saying it goes past the damaged
+    bytes, reads those records alone and dispatches the empty request."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    at, seg = w["damagedRecord"], w["damagedRecord"] - w["damagedRecord"] % SEGMENT
+    assert at + _damaged_total(d, at) == seg + SEGMENT, w
+    assert not w["reputHung"] and w["reputStoodAt"] == w["maxPhyOffset"], w
+    exp = _cq_offsets(d / "expected" / "consumequeue")
+    seq = _cq_offsets(_rebuilt_without_the_setting(d, line, tmp_path) / "consumequeue")
+    assert {o for o in exp if at < o < seg + SEGMENT} - seq and max(exp) > seg + SEGMENT, (sorted(exp), sorted(seq))
+    assert (d / "expected" / "consumequeue" / "0" / f"{0:020d}").read_bytes() == bytes(120)
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    rows = [a for a in json.loads(_summary_json(d, tmp_path, line))["anomalies"]
+            if "goes past the damaged bytes" in (a["detail"] or "")]
+    assert [a["commitlog_offset"] for a in rows] == [at], rows
+    assert "alone" in rows[0]["detail"] and "empty request" in rows[0]["detail"], rows
+
+
+@pytest.mark.parametrize("line,name", _cases_or_skip("-skipreadthen", "records read alone, then a later stop"))
+def test_records_read_alone_then_a_later_stop(reput, line: str, name: str, tmp_path: Path) -> None:
+    """``skipreadthen``: the reput goes past the damaged bytes (records read alone) to the next file, then stops for
+    good at the fifth segment's first record.  The harness itself: no batch held, the reput standing there, the
+    broker's consume queues holding records of the damaged file past the damaged one that our rebuild without the
+    setting does not, records of the fourth segment, and none from the fifth on.  ``rebuild`` writes the broker's
+    files byte for byte, its rows saying it goes past the damaged bytes (reading records alone) and then stops."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    at, seg = w["damagedRecord"], w["damagedRecord"] - w["damagedRecord"] % SEGMENT
+    assert not w["reputHung"] and w["reputStoodAt"] == 4 * SEGMENT, w
+    exp = _cq_offsets(d / "expected" / "consumequeue")
+    seq = _cq_offsets(_rebuilt_without_the_setting(d, line, tmp_path) / "consumequeue")
+    assert {o for o in exp if at < o < seg + SEGMENT} - seq, (sorted(exp), sorted(seq))
+    assert 3 * SEGMENT < max(exp) < 4 * SEGMENT, sorted(exp)
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    rows = json.loads(_summary_json(d, tmp_path, line))["anomalies"]
+    past = [a for a in rows if "goes past the damaged bytes" in (a["detail"] or "")]
+    stop = [a for a in rows if "stops here for good" in (a["detail"] or "")]
+    assert [a["commitlog_offset"] for a in past] == [at] and "alone" in past[0]["detail"], rows
+    assert [a["commitlog_offset"] for a in stop] == [4 * SEGMENT], rows
+
+
+PIECES_CASES = [c for c in SKIP_READ_CASES + _cases_or_skip("-skipreadhung", "") + _cases_or_skip("-skipreadblank", "")
+                + _cases_or_skip("-skipreadthen", "") if c.values[0] is not None] or [
+    pytest.param(None, None, marks=pytest.mark.skip(reason="records read whole where the sequential reput reads none "
+                                                           "run with CONCURRENT_REPUT_MORE=1"))]
+
+
+@pytest.mark.parametrize("line,name", PIECES_CASES)
+def test_records_read_alone_at_any_split_size_and_engine(reput, line: str, name: str, tmp_path: Path) -> None:
+    """The skipread cases and ``skipreadhung`` (the records of the damaged bytes the tasks read alone:
+    ``ConcurrentStop.pieces``) rebuilt with ``--engine local`` at 4,096-byte splits and at 5,000-byte ones (splits
+    starting inside the pieces and across them, in records the walk resynchronises past): the broker's files byte for
+    byte, ext files too."""
+    d = Path(reput["scenario"]["dir"])
+    for size in ("4096", "5000"):
+        out = tmp_path / size
+        code, _, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(out), "--config",
+                               str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
+                               "--engine", "local", "--split-size", size])
+        assert code == 0, err[-2000:]
+        _same_files(d / "expected", out, reput["written"]["indexNamesUnique"])
+        ext = d / "expected" / "consumequeue_ext"
+        assert _files(out / "consumequeue_ext") == _files(ext)
+        for rel in _files(ext):
+            bh.same_bytes((ext / rel).read_bytes(), (out / "consumequeue_ext" / rel).read_bytes(), rel)
+
+
+# verify and repair on those, and on stores with blanks' empty requests and ext files (``blankonext``, and
+# ``blankonmanyext`` with CONCURRENT_REPUT_MORE: two ext files in consumequeue_ext/0/)
+VERIFY_CASES = PIECES_CASES + [c for c in _cases_or_skip("-blankonext", "") + _cases_or_skip("-blankonmanyext", "")
+                               if c.values[0] is not None]
+
+
+@pytest.mark.parametrize("line,name", VERIFY_CASES)
+def test_verify_and_repair_where_records_are_read_alone(reput, line: str, name: str, tmp_path: Path) -> None:
+    """``verify`` on the store with the broker's own consume queues and index (ext files too): identical (exit 0);
+    with the consume queue file of a record the tasks read alone (the last one the broker dispatched) deleted and
+    another queue's file cut short (the empty request's, ``consumequeue/0/``, where there is one: ``skipreadblank``,
+    ``blankonext``, ``blankonmanyext``),
+    ``verify`` names exactly those two (exit 1) and ``repair`` writes them back byte for byte the broker's, after which
+    ``verify`` is identical again.  Local engine, 4,096-byte splits."""
+    d, w = Path(reput["scenario"]["dir"]), reput["written"]
+    areas = ("consumequeue", "consumequeue_ext") if (d / "expected" / "consumequeue_ext").is_dir() else \
+        ("consumequeue",)
+    store = bh.broker_store(d, tmp_path / "store", areas)
+    bh.copy_store(d / ("expected" if w["indexNamesUnique"] else "ours") / "index", store / "index")
+    conf = ["--config", str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--engine", "local",
+            "--split-size", "4096"]
+    code, out = bh.cli_ok(["verify", "--store", str(store), *conf, "--json"])
+    assert code == 0 and json.loads(out)["identical"], out[-3000:]
+    unit = np.dtype([("off", ">i8"), ("size", ">i4"), ("tag", ">i8")])
+    top, holder = -1, ""
+    for rel in _files(store / "consumequeue"):
+        units = np.frombuffer((store / "consumequeue" / rel).read_bytes(), dtype=unit)
+        used = units[units["size"] > 0]
+        if len(used) and int(used["off"].max()) > top:
+            top, holder = int(used["off"].max()), rel
+    assert top > w["damagedRecord"], (top, w)
+    empty = f"0/{0:020d}"     # the empty request's file (topic "" queue 0), where there is one
+    other = empty if (store / "consumequeue" / empty).is_file() else next(
+        r for r in _files(store / "consumequeue") if r.split("/")[:2] != holder.split("/")[:2]
+        and (store / "consumequeue" / r).stat().st_size > 20)
+    (store / "consumequeue" / holder).unlink()
+    data = (store / "consumequeue" / other).read_bytes()
+    (store / "consumequeue" / other).write_bytes(data[:20])
+    code, out = bh.cli_ok(["verify", "--store", str(store), *conf, "--json"])
+    report = json.loads(out)
+    assert code == 1 and sorted((r["path"], r["status"]) for r in report["consume_queue"]) == sorted(
+        [(holder, "missing"), (other, "differs")]), report["consume_queue"]
+    code, out = bh.cli_ok(["repair", "--store", str(store), *conf, "--json"])
+    assert code == 0, out[-3000:]
+    for rel in (holder, other):
+        bh.same_bytes((d / "expected" / "consumequeue" / rel).read_bytes(),
+                      (store / "consumequeue" / rel).read_bytes(), rel)
+    code, out = bh.cli_ok(["verify", "--store", str(store), *conf, "--json"])
+    assert code == 0 and json.loads(out)["identical"], out[-3000:]
+
+
+def _first_file(d: Path) -> bytes:
+    with open(d / "store" / "commitlog" / f"{0:020d}", "rb") as f:
+        return f.read()
+
+
+def _int(data: bytes, at: int) -> int:
+    return int.from_bytes(data[at:at + 4], "big", signed=True)
+
+
+@pytest.mark.parametrize("line,name", _cases_or_skip("-skipreadhung", "records read whole before a later batch that "
+                                                     "never ends"))
+def test_records_read_whole_before_a_later_batch_that_never_ends(reput, line: str, name: str,
+                                                                   tmp_path: Path) -> None:
+    """``skipreadhung``: the damaged record's batch (past 4 MiB) ends, its task having read records of the damaged
+    bytes whole where the sequential reput reads none (skipread's damage), and the next batch's task never ends (its
+    last record's totalSize runs past the file).  The harness itself: a batch still held, the pre-check standing at
+    that record (the 16th put's); the broker's consume queues hold records past the damaged one that our rebuild
+    without the setting does not, up to the last record of the first batch (the 14th put's, read whole), and none from
+    the second batch's start (the 15th put's) on.  ``rebuild`` writes the broker's files byte for byte, its row at the
+    damaged record saying the reput stops there for good, that the later task never ends and that it reads the
+    records alone."""
+    w, d = reput["written"], Path(reput["scenario"]["dir"])
+    at, data = w["damagedRecord"], _first_file(d)
+    offs = [at + _int(data, at)]      # the 4th put's record (where the damaged totalSize points) to the 16th put's
+    while len(offs) < 13:
+        offs.append(offs[-1] + _int(data, offs[-1]))
+    assert _int(data, at) > w["damagedSize"] and offs[-1] + _int(data, offs[-1]) > LATER_SEGMENT, (w, offs)
+    assert w["reputHung"] and w["reputStoodAt"] == offs[-1], (w, offs)
+    exp = _cq_offsets(d / "expected" / "consumequeue")
+    seq = _cq_offsets(_rebuilt_without_the_setting(d, line, tmp_path) / "consumequeue")
+    mine = {o for o in exp if o > at}
+    assert mine - seq and max(exp) == offs[-3] and offs[-2] > 4 << 20, (sorted(mine), sorted(seq), offs)
+    r = reput["rebuild"]
+    assert r["code"] == 0, r["stderr"][-2000:]
+    _same_files(d / "expected", d / "ours", w["indexNamesUnique"])
+    rows = [a for a in json.loads(_summary_json(d, tmp_path, line))["anomalies"]
+            if "stops here for good" in (a["detail"] or "")]
+    assert [a["commitlog_offset"] for a in rows] == [at], rows
+    assert "never ends" in rows[0]["detail"] and "alone" in rows[0]["detail"], rows
 
 
 EMPTY_ENDING_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs

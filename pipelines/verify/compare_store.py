@@ -130,7 +130,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
             cq_results.append(ConsumeQueueFileResult(rel, "extra", found_size=store_cq[rel], note=extra_note(rel)))
     for rel in ref_cq:
         parts = rel.split("/")
-        by_queue.setdefault(f"{parts[0]}/{parts[1]}", ([], []))[1].append(parts[2])
+        if len(parts) == 3:
+            by_queue.setdefault(f"{parts[0]}/{parts[1]}", ([], []))[1].append(parts[2])
+        else:   # topic "" queue 0 (consumequeue//0: blanks' empty requests, concurrent_reput.empty_request_files)
+            cq_results.append(compare_cq_file(rel, read_all(ref_fs, f"{ref}/{CQ_DIR}/{rel}"),
+                                              read_all(fs, f"{root}/{CQ_DIR}/{rel}") if rel in store_cq else None))
     states = []
     for queue in sorted(by_queue):
         q_store_names, q_ref_names = by_queue[queue]
