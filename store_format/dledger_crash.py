@@ -51,7 +51,8 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   then the walk's ones again (:attr:`DLedgerCrash.before`, :func:`_reput_before_walk`); after a walk that ended at
   a damaged message, then that message and the rest; after a queue cut it puts every cut unit back (all lie past
   its start; none in a queue left with ``fillPreBlank`` units only), with ext files pointing at the ext units it put
-  (:mod:`store_format.dledger_crash_before`).  Refused: a consume queue the 5.5.1 cut left with no file.
+  (:mod:`store_format.dledger_crash_before`); a consume queue the 5.5.1 cut left with no file (max -1) gets the
+  earlier files' records too, written anew from the reput's start (``QueueCut.reset``).
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -323,22 +324,23 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     own below the offset still drops the earlier records), and the files come back as the walk wrote them; a queue
     the cut left with ``fillPreBlank`` units only (its max 2147483647) drops every unit, so its cut units stay cut
     and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart``'s
-    ``apply_cut``); 5.3.3 keeps ``processOffset`` as the max of a queue left with no file, so the earlier records
-    drop there too and the cut units come back (read from the source, no broker case).  With ext files each unit
-    put back points at the ext unit the reput put for it, counted from the earlier files' records
+    ``apply_cut``).  A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets its
+    max to -1 (``QueueCut.reset``), so the reput puts the earlier files' records of it too, the first in a new file
+    where its own queue offset falls (``fillPreBlank`` units before it), then the walk's ones after them: the queue
+    is written anew from the reput's start (the rebuild's queue starts empty again there,
+    ``StoreLocation.queue_reset``); 5.3.3 keeps ``processOffset`` as its max, so the earlier records drop there too
+    and the cut units come back (read from the source, no broker case).  With ext files each unit put back points
+    at the ext unit the reput put for it, counted from the earlier files' records
     (:func:`store_format.dledger_crash_before.ext_before_walk`).
 
     Raises:
-        UnsupportedConfigError: a reput in the old commitlog files of a converted store; with a cut, a consume
-            queue the 5.5.1 cut left with no file (its max -1: the earlier files' records go to it, at their own
-            queue offsets), or with ext files a record the reput's check refuses in the earlier files.
+        UnsupportedConfigError: a reput in the old commitlog files of a converted store; with ext files and a cut,
+            a record the reput's check refuses in the earlier files.
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     why = "" if reput >= files[0].base else "in a converted store's old commitlog files"
     if cut is not None and not why:
-        why = (f"and the cut leaves queue {cut.reset[0][0]}/{cut.reset[0][1]} with no file (its max -1: the earlier "
-               "files' records go to it)") if cut.reset else \
-            "and the reput puts some cut units back" if cut.moves or cut.inside_from >= 0 else ""
+        why = "and the reput puts some cut units back" if cut.moves or cut.inside_from >= 0 else ""
     if why:
         raise _refuse(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")

@@ -362,7 +362,7 @@ def before_walk_abort_scenarios(line: str) -> list[dict]:
     wrote (the last two in a second queue file, which it deletes), leaving the blanks only (the queue's max
     2147483647), so the reput puts none back and that file stays deleted, and ``-before-cut-emptied``, whose puts
     262-272 and 394-397 go to T7: the walk's first T7 unit opens its second queue file, the cut deletes it, and
-    5.5.1's max -1 lets the reput put the first file's T7 records (refused); 5.3.3, which cuts
+    5.5.1's max -1 lets the reput put the first file's T7 records, from a new first queue file; 5.3.3, which cuts
     only the queues it loads, adds the partial ones with the queues kept (``-kept``: ``keepQueues``, checked
     through ``verify``)."""
     if not line.startswith(("5.3", "5.5")):
