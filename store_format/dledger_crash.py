@@ -94,7 +94,7 @@ import numpy as np
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
-from .dledger_crash_before import ext_before_walk
+from .dledger_crash_before import earlier_own_units, ext_before_walk
 from .dledger_crash_cut import (
     U_QUEUE,
     ExtAgain,
@@ -292,7 +292,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             log_end = reput_ends
     if reput < files[first].base:
         return _reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
-                                  track, config, cut)
+                                  track, config, cut, rec.committed_pos)
     ext_again = cut.ext_again if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
@@ -306,7 +306,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
 
 def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_end: int, end: int,
                        process_offset: int, reput: int, reason: str, accepted: Accepted, track: QueueTrack,
-                       config: BrokerConfig, cut: QueueCut | None) -> DLedgerCrash:
+                       config: BrokerConfig, cut: QueueCut | None, committed: int) -> DLedgerCrash:
     """The start's reput from ``reput``, before the data file the walk started at (the committed position, or with
     ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file): ``doReput`` walks every record
     from there to the log's end ``end``, so the earlier files' records first, then the walk's ones a second time
@@ -314,7 +314,9 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     ``putMessagePositionInfo`` drops a unit at or below its queue's max physical offset (every queue the walk
     wrote), and puts those of the other queues (``fillPreBlank`` up to the first); ``ConsumeQueueExt.put`` puts an
     ext unit for each record of an ext queue before that; ``IndexService.buildIndex`` skips the records below the
-    index's ``endPhyOffset`` (it indexes the walk's last indexed record again).
+    index's ``endPhyOffset`` (it indexes the walk's last indexed record again).  A record of the earlier files its
+    check cannot read (a bad magic code) sends it on to the next data file where :func:`_reput_goes_on` says so, the
+    rest of that file dispatched by no one (no unit, no ext unit; the rebuild's walk skips it likewise).
 
     A walk that ended at a damaged message (``walk_end`` >= 0, before ``end``): the reput, whose check reads no CRC,
     walks the walk's records again up to there, then dispatches that message and the ones after it, which each
@@ -334,8 +336,9 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     (:func:`store_format.dledger_crash_before.ext_before_walk`).
 
     Raises:
-        UnsupportedConfigError: a reput in the old commitlog files of a converted store; with ext files and a cut,
-            a record the reput's check refuses in the earlier files.
+        UnsupportedConfigError: a reput in the old commitlog files of a converted store; a record the reput's check
+            refuses in the earlier files where it does not go on at the next data file
+            (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`_reput_goes_on`).
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     why = "" if reput >= files[0].base else "in a converted store's old commitlog files"
@@ -345,8 +348,11 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
         raise _refuse(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")
     to = walk_end if walk_end >= 0 else end
+    alone = len([p for p in config.dLegerPeers.split(";") if p.strip()]) == 1
+    earlier = earlier_own_units(st, files, first, reput, config,   # where its check goes on in the earlier files
+                                lambda k, at: _reput_goes_on(files, k, at, committed, alone))
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
-        else ext_before_walk(st, files, first, reput, config, cut.ext_again)
+        else ext_before_walk(earlier, cut.ext_again)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
                         ext_again=ext_again, walk_end=walk_end, before=True)
