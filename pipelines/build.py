@@ -31,6 +31,7 @@ from store_format.consumequeue import (
     assign_positions,
     build_cq_file,
     cq_file_name,
+    new_states,
     runs_per_queue,
 )
 from store_format.consumequeue_ext import (
@@ -191,7 +192,8 @@ class _ExtFiles:
 def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, split_ids: list[int],
                        config: BrokerConfig, record_states: bool = False, *,
                        seeds: dict[tuple[str, int], list[int]] | None = None,
-                       write_files: bool = True) -> list[dict]:
+                       write_files: bool = True,
+                       reset: tuple[int, list[tuple[str, int]]] | None = None) -> list[dict]:
     """Assign positions to the bucket's units split by split (``ConsumeQueue.putMessagePositionInfo``,
     :func:`store_format.consumequeue.assign_positions`) and write its consume queue files.
 
@@ -206,6 +208,10 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
             would be written with the units of these splits only, so seeds go with ``write_files=False``.
         write_files: False to write no consume queue file (``staging_uri`` is not used): the rows
             still say which files the units fill (``bytes`` null).
+        reset: ``(split, queues)``: those queues start empty again at that split (``StoreLocation.queue_reset``:
+            a 5.5.1 DLedger crash restart's cut left them with no file, ``ConsumeQueue.correctMinOffset`` their
+            max at -1, and the start's reput from that split on writes them anew, over every file the walk's
+            splits wrote of them, since it puts all those units again).
 
     With ``enableConsumeQueueExt`` (and ``write_files``) each record's own unit also puts an ext unit
     (:class:`_ExtFiles`); the ext files' rows have kind ``cqext``.
@@ -254,6 +260,8 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
             pending_from[q] = int(file_of[keep][0])
 
     for sid in split_ids:
+        if reset is not None and sid == reset[0]:
+            _reset_queues(queues, [tuple(name) for name in reset[1]], pending, pending_from, written, last_written)
         got = read_bucket_units(work_uri, sid, bucket)
         if got is None or got[0].num_rows == 0:
             continue
@@ -299,6 +307,21 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
     if ext is not None:
         written += ext.finish(names)
     return written + (batch.finish() if batch is not None else [])
+
+
+def _reset_queues(queues: QueueTable, names: list[tuple], pending: dict, pending_from: dict, written: list[dict],
+                  last_written: dict[int, int]) -> None:
+    """:func:`build_queue_bucket`'s ``reset``: the queues of ``names`` this bucket holds lose their state (max
+    physical offset -1, no write position), their pending units and the rows of the files written so far."""
+    for name in names:
+        q = queues.number.get(name)
+        if q is None:
+            continue
+        pending.pop(q, None)
+        pending_from.pop(q, None)
+        last_written.pop(q, None)
+        written[:] = [r for r in written if (r["topic"], r["queue_id"]) != name]
+        queues.states[q] = new_states(1)[0]
 
 
 def _batch_queues(config: BrokerConfig, bucket: int, staging_uri: str | None, seeds: dict | None,
@@ -430,6 +453,6 @@ class BuildTask:
         task = self.tasks[i]
         if task["kind"] == "cq":
             return build_queue_bucket(self.work_uri, self.staging_uri, task["task_id"], task["splits"], self.config,
-                                      record_states=task.get("record_states", False))
+                                      record_states=task.get("record_states", False), reset=task.get("reset"))
         return [build_index_part(self.work_uri, self.staging_uri, task["task_id"], task["parts"], self.config,
                                  keys=task.get("keys"), entries=task.get("entries"))]

@@ -79,7 +79,8 @@ class _BuildStage:
             if index_enabled else []
         tasks = index_tasks(file_parts, total_keys, config, self.runner.parallelism, self.staged.staging_uri)
         if not config.rocksdb_cq:
-            tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states}
+            reset = self._queue_reset(walk)
+            tasks += [{"kind": "cq", "task_id": b, "splits": order, "record_states": record_states, "reset": reset}
                       for b in range(walk.buckets)]
         results = self.runner.run(BuildTask(tasks, config, walk.work_uri, self.staged.staging_uri), len(tasks),
                                   "build")
@@ -112,6 +113,16 @@ class _BuildStage:
                               f"{batch['units']:,} units; " if batch else "")
                            + f"{len(index_files)} index files, {total_keys:,} keys")
         return built
+
+    @staticmethod
+    def _queue_reset(walk: ReputWalk) -> tuple[int, list[tuple[str, int]]] | None:
+        """``StoreLocation.queue_reset``: the first split the start's reput reads from ``reset_from`` on and the
+        queues that start empty there (:func:`pipelines.build.build_queue_bucket`'s ``reset``; None: none)."""
+        st = walk.store
+        if not st.queue_reset:
+            return None
+        at = next((e.split.split_id for e in walk.chain.entries if e.split.segment >= st.reset_from), None)
+        return None if at is None else (at, list(st.queue_reset))
 
     @staticmethod
     def _indexed_again(walk: ReputWalk) -> tuple[int, int, int, int] | None:

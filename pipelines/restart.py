@@ -156,17 +156,23 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                          f"; it puts {sum(a.count for a in crash.ext_again)} ext unit(s) again, one per record of an "
                          "ext queue (ConsumeQueueExt.put before the unit is dropped or put back)"
                          if crash.ext_again else ""))
+        reset = crash.cut.reset if crash.cut is not None and crash.before else ()
         if crash.before:
             progress.emit(f"[rebuild] as a restart after a crash: the start's reput from {crash.reput_from}, before "
                           f"data file {crash.start_file}, walks the earlier files' records, then the walk's ones again "
                           "(their units dropped: putMessagePositionInfo)"
                           + ("; it begins in the old commitlog files (a store converted in place whose walk queued "
                              "nothing: recheckReputOffsetFromCq=true finds every queue empty, so from the min offset)"
-                             if any(not seg.dledger and seg.end > crash.reput_from for seg in st.segments) else ""))
+                             if any(not seg.dledger and seg.end > crash.reput_from for seg in st.segments) else "")
+                          + (f"; the cut left {', '.join(f'{t}/{q}' for t, q in reset)} with no file (max -1: "
+                             "ConsumeQueue.correctMinOffset), which it writes anew from its start" if reset else ""))
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
         if crash.before:   # the earlier files' records after the walk's, then the walk's again (jump_at)
             assert crash.jump is not None
             kept = jump_at(dataclasses.replace(kept, reindex=-1), *crash.jump, walked_from=crash.start_offset)
+            if reset:   # the reput's pass: the segments after the one the walk's pass goes on from
+                again = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0) + 1
+                kept = dataclasses.replace(kept, queue_reset=reset, reset_from=again)
             return kept, DLedgerRestart(rec, before, False, crash)
         segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],

@@ -51,7 +51,8 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   then the walk's ones again (:attr:`DLedgerCrash.before`, :func:`_reput_before_walk`); after a walk that ended at
   a damaged message, then that message and the rest; after a queue cut it puts every cut unit back (all lie past
   its start; none in a queue left with ``fillPreBlank`` units only), with ext files pointing at the ext units it put
-  (:mod:`store_format.dledger_crash_before`).  Refused: a consume queue the 5.5.1 cut left with no file.
+  (:mod:`store_format.dledger_crash_before`); a consume queue the 5.5.1 cut left with no file (max -1) gets the
+  earlier files' records too, written anew from the reput's start (``QueueCut.reset``).
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -96,7 +97,7 @@ import numpy as np
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
-from .dledger_crash_before import ext_before_walk
+from .dledger_crash_before import earlier_own_units, ext_before_walk
 from .dledger_crash_cut import (
     U_QUEUE,
     ExtAgain,
@@ -299,7 +300,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             log_end = reput_ends
     if reput < files[first].base:
         return _reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
-                                  track, config, cut)
+                                  track, config, cut, rec.committed_pos)
     ext_again = cut.ext_again if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
@@ -313,7 +314,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
 
 def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_end: int, end: int,
                        process_offset: int, reput: int, reason: str, accepted: Accepted, track: QueueTrack,
-                       config: BrokerConfig, cut: QueueCut | None) -> DLedgerCrash:
+                       config: BrokerConfig, cut: QueueCut | None, committed: int) -> DLedgerCrash:
     """The start's reput from ``reput``, before the data file the walk started at (the committed position, or with
     ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file): ``doReput`` walks every record
     from there to the log's end ``end``, so the earlier files' records first, then the walk's ones a second time
@@ -321,7 +322,9 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     ``putMessagePositionInfo`` drops a unit at or below its queue's max physical offset (every queue the walk
     wrote), and puts those of the other queues (``fillPreBlank`` up to the first); ``ConsumeQueueExt.put`` puts an
     ext unit for each record of an ext queue before that; ``IndexService.buildIndex`` skips the records below the
-    index's ``endPhyOffset`` (it indexes the walk's last indexed record again).
+    index's ``endPhyOffset`` (it indexes the walk's last indexed record again).  A record of the earlier files its
+    check cannot read (a bad magic code) sends it on to the next data file where :func:`_reput_goes_on` says so, the
+    rest of that file dispatched by no one (no unit, no ext unit; the rebuild's walk skips it likewise).
 
     A walk that ended at a damaged message (``walk_end`` >= 0, before ``end``): the reput, whose check reads no CRC,
     walks the walk's records again up to there, then dispatches that message and the ones after it, which each
@@ -331,31 +334,36 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     own below the offset still drops the earlier records), and the files come back as the walk wrote them; a queue
     the cut left with ``fillPreBlank`` units only (its max 2147483647) drops every unit, so its cut units stay cut
     and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart``'s
-    ``apply_cut``); 5.3.3 keeps ``processOffset`` as the max of a queue left with no file, so the earlier records
-    drop there too and the cut units come back (read from the source, no broker case).  With ext files each unit
-    put back points at the ext unit the reput put for it, counted from the earlier files' records
+    ``apply_cut``).  A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets its
+    max to -1 (``QueueCut.reset``), so the reput puts the earlier files' records of it too, the first in a new file
+    where its own queue offset falls (``fillPreBlank`` units before it), then the walk's ones after them: the queue
+    is written anew from the reput's start (the rebuild's queue starts empty again there,
+    ``StoreLocation.queue_reset``); 5.3.3 keeps ``processOffset`` as its max, so the earlier records drop there too
+    and the cut units come back (read from the source, no broker case).  With ext files each unit put back points
+    at the ext unit the reput put for it, counted from the earlier files' records
     (:func:`store_format.dledger_crash_before.ext_before_walk`).
 
     Raises:
         UnsupportedConfigError: a reput in the old commitlog files of a converted store after a cut or a walk that
-            ended early (:mod:`store_format.dledger_crash_old` gives the one that is modelled); with a cut, a consume
-            queue the 5.5.1 cut left with no file (its max -1: the earlier files' records go to it, at their own
-            queue offsets), or with ext files a record the reput's check refuses in the earlier files.
+            ended early (:mod:`store_format.dledger_crash_old` gives the one that is modelled); a record the reput's
+            check refuses in the earlier files where it does not go on at the next data file
+            (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`_reput_goes_on`).
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     # in a converted store's old files: after a walk that queued nothing, with no cut (dledger_crash_old)
     why = "" if reput >= files[0].base or (cut is None and walk_end < 0) else \
         "in a converted store's old commitlog files"
     if cut is not None and not why:
-        why = (f"and the cut leaves queue {cut.reset[0][0]}/{cut.reset[0][1]} with no file (its max -1: the earlier "
-               "files' records go to it)") if cut.reset else \
-            "and the reput puts some cut units back" if cut.moves or cut.inside_from >= 0 else ""
+        why = "and the reput puts some cut units back" if cut.moves or cut.inside_from >= 0 else ""
     if why:
         raise _refuse(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")
     to = walk_end if walk_end >= 0 else end
+    alone = len([p for p in config.dLegerPeers.split(";") if p.strip()]) == 1
+    earlier = earlier_own_units(st, files, first, reput, config,   # where its check goes on in the earlier files
+                                lambda k, at: _reput_goes_on(files, k, at, committed, alone))
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
-        else ext_before_walk(st, files, first, reput, config, cut.ext_again)
+        else ext_before_walk(earlier, cut.ext_again)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
                         ext_again=ext_again, walk_end=walk_end, before=True)

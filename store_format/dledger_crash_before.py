@@ -11,10 +11,18 @@ ones again: so the ext unit a cut unit put back points at counts the earlier fil
 :func:`store_format.dledger_crash_cut.ext_reput` (the walk's records only) leaves out.  The rebuild reads the earlier
 files' records and the walk's ones again itself (:func:`store_format.store.jump_at`) and puts their ext units; only
 the addresses of the units put back are set afterwards (``pipelines.restart.apply_cut``).
+
+A record in those earlier files that the reput's own message check refuses (a bad magic code: neither the recovery's
+walk nor DLedger's recovery reads it) ends that check's walk there; ``doReput`` then goes on at the end of the buffer
+``DLedgerCommitLog.getData`` gave, the next data file where ``dledger_crash._reput_goes_on`` says so (``goes_on``):
+the rest of that file gets no unit and no ext unit, as the rebuild's walk skips it
+(:func:`store_format.reput.next_reput_offset`).  Elsewhere (a group of several peers, the committed position inside
+that file past the record) where it goes on is thread timing: refused, with ext files or without.
 """
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from . import commitlog as cl
 from .config import BrokerConfig
@@ -24,31 +32,31 @@ from .errors import UnsupportedConfigError
 from .recovery import check_rows
 from .store import Segment, StoreLocation
 
-__all__ = ["ext_before_walk"]
+__all__ = ["earlier_own_units", "ext_before_walk"]
 
 _WINDOW = 16 << 20
 
 
-def ext_before_walk(st: StoreLocation, files: list[Segment], first: int, reput: int, config: BrokerConfig,
-                    ext_again: tuple[ExtAgain, ...]) -> tuple[ExtAgain, ...]:
+def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...]) -> tuple[ExtAgain, ...]:
     """``ext_again`` (the cut's, :attr:`store_format.dledger_crash_cut.QueueCut.ext_again`, counted from the walk's
-    first record) with each queue's records of the data files before ``files[first]``, from ``reput`` on, counted
-    first: as many more ext units the reput puts, each unit put back pointing that many further
-    (:class:`store_format.dledger_crash_cut.ExtAgain`'s ``count`` and ``ordinals``)."""
-    earlier = _earlier_own_units(st, files, first, reput, config)
+    first record) with each queue's records of the data files before the walk's first, from the reput's start on
+    (``earlier``: :func:`earlier_own_units`), counted first: as many more ext units the reput puts, each unit put
+    back pointing that many further (:class:`store_format.dledger_crash_cut.ExtAgain`'s ``count`` and
+    ``ordinals``)."""
     return tuple(dataclasses.replace(a, count=a.count + n, ordinals=a.ordinals + n)
                  for a in ext_again for n in (earlier.get((a.topic, a.queue_id), 0),))
 
 
-def _earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput: int,
-                       config: BrokerConfig) -> dict[tuple[str, int], int]:
+def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput: int, config: BrokerConfig,
+                      goes_on: Callable[[int, int], bool]) -> dict[tuple[str, int], int]:
     """Per queue ``(topic, queue id)``, the records of its own consume queue (not a light or batch queue) that the
     reput walks from ``reput`` (an entry's start) to ``files[first]``'s start, as ``doReput``'s message check (no
-    CRC) reads them, a DLedger blank moving it to the next data file.
+    CRC) reads them, a DLedger blank moving it to the next data file, and so does a record it cannot read (a bad
+    magic code) at ``at`` in ``files[k]`` where ``goes_on(k, at)`` (module docstring).
 
     Raises:
-        UnsupportedConfigError: that check ends the reput in those files (a record it refuses, or a file that does
-            not end in a blank): where it goes on is not modelled there.
+        UnsupportedConfigError: that check ends the reput elsewhere in those files (a record it refuses where
+            ``goes_on`` does not say it goes on, or a file that does not end in a blank): not modelled there.
     """
     k = next(n for n, f in enumerate(files) if f.base <= reput < f.end)
     track = QueueTrack(config.batch_topics)
@@ -67,12 +75,13 @@ def _earlier_own_units(st: StoreLocation, files: list[Segment], first: int, repu
                 state = res.state
                 if halt is not None or res.stop != cl.Stop.SPLIT_END:
                     break
-        if halt is not None or res.stop != cl.Stop.BLANK:
-            at = halt.offset - ENTRY_HEADER_SIZE if halt is not None else seg.base + state.bufpos
-            raise UnsupportedConfigError(
-                f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's reput from {reput}, "
-                f"before the data file {files[first].name} the recovery's walk started at, ends at {at} in data "
-                f"file {seg.name} (its message check, no CRC), and the walk cut the queues; not modelled, let the "
-                "broker recover")
-        k, pos = k + 1, 0
+        at = halt.offset - ENTRY_HEADER_SIZE if halt is not None else seg.base + state.bufpos
+        if halt is None and (res.stop == cl.Stop.BLANK or res.stop == cl.Stop.BAD and goes_on(k, at)):
+            k, pos = k + 1, 0   # the next data file (after a bad record: the rest of this one skipped)
+            continue
+        raise UnsupportedConfigError(
+            f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's reput from {reput}, "
+            f"before the data file {files[first].name} the recovery's walk started at, ends at {at} in data file "
+            f"{seg.name} (its message check, no CRC), not at the next data file (where it goes on depends on the "
+            "group's commits); not modelled, let the broker recover")
     return {track.names[q]: n for q, n in track.own_units.items()}

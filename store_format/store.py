@@ -94,6 +94,12 @@ class StoreLocation:
     # damaged bytes it did dispatch: the whole store's, which the cut does not move (None: from the data,
     # store_format.reput_end.data_end_limit; store_format.concurrent_reput.cut_at)
     reput_end: int | None = None
+    # a 5.5.1 DLedger crash restart whose start's reput begins before the walk's data file, after a queue cut that
+    # left these consume queues with no file (ConsumeQueue.correctMinOffset: their max -1): from the segment at list
+    # position reset_from on (the reput's pass, jump_at) they start empty again (QueueCut.reset,
+    # pipelines.build.build_queue_bucket)
+    queue_reset: tuple[tuple[str, int], ...] = ()
+    reset_from: int = -1
 
     @property
     def commitlog_dir(self) -> str:

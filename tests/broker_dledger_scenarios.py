@@ -380,7 +380,11 @@ def before_walk_abort_scenarios(line: str) -> list[dict]:
     wrote (the last two in a second queue file, which it deletes), leaving the blanks only (the queue's max
     2147483647), so the reput puts none back and that file stays deleted, and ``-before-cut-emptied``, whose puts
     262-272 and 394-397 go to T7: the walk's first T7 unit opens its second queue file, the cut deletes it, and
-    5.5.1's max -1 lets the reput put the first file's T7 records (refused); 5.3.3, which cuts
+    5.5.1's max -1 lets the reput put the first file's T7 records, from a new first queue file, and
+    ``-before-cut-magic`` and ``-before-cut-magic-layouts``, the magic code of the 246th put (T0; the layouts store:
+    the 242nd) flipped, past the committed position in the first data file: the reput's own check refuses it and goes
+    on at the second data file (a group of one), the rest of the first (T9's puts 250-259) dispatched by no one, no
+    unit and no ext unit; 5.3.3, which cuts
     only the queues it loads, adds the partial ones with the queues kept (``-kept``: ``keepQueues``, checked
     through ``verify``)."""
     if not line.startswith(("5.3", "5.5")):
@@ -404,11 +408,13 @@ def before_walk_abort_scenarios(line: str) -> list[dict]:
         t7 = [{**m, "topic": "T7"} if "topic" in m and next(puts) in (*range(262, 273), *range(394, 398)) else m
               for m in uncut["messages"]]
         cut += [{**uncut, "messages": t8, "name": f"{line}-dledger-abort-before-cut-blank"},
-                {**uncut, "messages": t7, "name": f"{line}-dledger-abort-before-cut-emptied"}]
+                {**uncut, "messages": t7, "name": f"{line}-dledger-abort-before-cut-emptied"},
+                {**uncut, "damageMagic": 245, "name": f"{line}-dledger-abort-before-cut-magic"}]
         uncut = {k: v for k, v in damaged_layouts.items() if k != "checkpointLogicsPhysicalOffset"}
-        cut += [{**{k: v for k, v in uncut.items() if k != "damageMessage"},
-                 "name": f"{line}-dledger-abort-before-cut-layouts"},
-                {**uncut, "name": f"{line}-dledger-abort-before-damaged-cut-layouts"}]
+        cut_layouts = {k: v for k, v in uncut.items() if k != "damageMessage"}
+        cut += [{**cut_layouts, "name": f"{line}-dledger-abort-before-cut-layouts"},
+                {**uncut, "name": f"{line}-dledger-abort-before-damaged-cut-layouts"},
+                {**cut_layouts, "damageMagic": 241, "name": f"{line}-dledger-abort-before-cut-magic-layouts"}]
     return [damaged, twice, *([damaged_layouts] if line.startswith("5.5") else []), *cut]
 
 

@@ -17,7 +17,10 @@ settings, strings) and ``messages``: objects with ``topic``, ``queueId``, ``body
 of ``tags``, ``keys`` (the KEYS property as is), ``uniqKey``, ``properties`` (more properties),
 ``delayLevel``, ``tranType`` (none/prepared/commit/rollback), ``bornHost``/``storeHost``
 (``host:port``, IPv6 as ``[addr]:port``), ``bornTimestamp``, ``flag``; or ``batch`` (a list of such
-messages put as one batch into ``topic``/``queueId``); or ``sleepMs``.
+messages put as one batch into ``topic``/``queueId``); or ``sleepMs`` (a pause; on a DLedger store the
+writer then also waits, once the puts are dispatched, until the checkpoint's ``logicsMsgTimestamp`` is the last
+dispatch's for good: ``Stores.awaitCheckpointTimestamps``, which the line reports as
+``checkpointLogicsTimestampRewritten``, how often it had to write that value again).
 
 BatchCQ topics (5.x; scenarios in :mod:`broker_batchcq_scenarios`): ``batchTopics`` lists topics the
 writer gives ``queue.type=BatchCQ`` in ``<dir>/store/config/topics.json`` (kept there; the 5.x store

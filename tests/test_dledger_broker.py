@@ -1025,15 +1025,20 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_wal
     refuses, -twice: the last data file, a group of one); the cut units all lie past its start, so it puts
     every one back (on the layouts stores pointing at the ext units it put for them, counted from its start) but
     in a queue the cut left with fillPreBlank units only (-cut-blank: its max 2147483647, so none, and the queue
-    file the cut deleted stays deleted).
+    file the cut deleted stays deleted); in a queue the cut left with no file (-cut-emptied: T7, max -1 on 5.5.1)
+    it puts the first file's records from its start too, then the walk's ones after them.  -cut-magic and
+    -cut-magic-layouts: a record of the first file whose magic code the reput's own check refuses sends it on to the
+    second (a group of one), the rest of the first dispatched by no one (no unit, no ext unit).
     --as-restart on the store as the restart found it writes the broker's consumequeue/, index/ (and on the
     layouts stores consumequeue_ext/ and batchconsumequeue/) byte for byte, and verify's units lost are those the
     broker's queues lack (on the 5.3.3 stores with the queues kept, verify alone; the cut units lie past the
     committed position, where the rebuild verify compares with ends)."""
     stem = f"{line}-dledger-abort-before"
     ran = _ran_or_skip(stem, ("-damaged", "-damaged-twice", "-damaged-layouts", "-cut", "-damaged-cut",
-                              "-damaged-twice-cut", "-cut-blank", "-cut-layouts", "-damaged-cut-layouts", "-cut-kept",
-                              "-damaged-cut-kept", "-damaged-twice-cut-kept"), "before-damaged or before-cut")
+                              "-damaged-twice-cut", "-cut-blank", "-cut-emptied", "-cut-magic", "-cut-layouts",
+                              "-damaged-cut-layouts", "-cut-magic-layouts", "-cut-kept", "-damaged-cut-kept",
+                              "-damaged-twice-cut-kept"),
+                       "before-damaged or before-cut")
     for name in ran:
         r = _RUNS[name]
         assert r["written"].get("ok"), r["written"].get("error")
@@ -1053,6 +1058,11 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_wal
         assert found and int(found[1]) == committed < int(found[2]), (committed, err[-2000:])
         assert (f"cuts the queues at the recovery's processOffset {cut} " in err) == (cut > 0), err[-2000:]
         _same_tree(src / "expected", tmp_path / name)
+        if "-magic" in name:   # a record of the first data file the reput's own check refuses: on at the second
+            magic = int(r["written"]["damagedMagicRecord"])
+            assert committed < magic < int(found[2]), (committed, magic, int(found[2]))
+            # T9's puts 250-259, past it in that file, dispatched by no one (the broker's queue: none)
+            assert name.endswith("-layouts") or "T9/0" not in r["written"]["queuesAfterDispatch"], r["written"]
         if name.endswith("-layouts"):
             _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
             _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
@@ -1062,28 +1072,14 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_wal
             assert damaged in held["T0/0"], damaged
         if name.endswith("-blank"):   # the cut left T8 its fillPreBlank units only: the reput put none back
             assert r["written"]["queuesAfterDispatch"]["T8/0"]["maxPhysicOffset"] == 2**31 - 1, r["written"]
+        if name.endswith("-emptied"):   # the cut left T7 no file (max -1): the reput put the first file's T7 records
+            assert "00000000000000000000" in r["written"]["queuesAfterDispatch"]["T7/0"]["files"], r["written"]
+            assert committed < min(held["T7/0"]) < int(found[2]) <= max(held["T7/0"]), (held["T7/0"], committed)
+            assert "the cut left T7/0 with no file" in err, err[-2000:]
         if "-twice" in name:     # and ended at the record whose magic code its own check refuses
             magic = int(r["written"]["damagedMagicRecord"])
             assert magic not in held["T0/0"] and f"dispatches the rest to {magic - 48}\n" in err, (magic, err[-2000:])
         _lost_as_the_broker(r, src, name, line, tmp_path, committed, held)
-
-
-@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_as_restart_refuses_a_crash_whose_reput_begins_before_the_walks_data_file_after_a_cut_that_emptied_a_queue(
-        written, line, tmp_path):
-    """The before-cut crash restart whose cut leaves T7's queue with no file (its first unit in the walk opened a
-    queue file, every unit the walk put lies past processOffset): 5.5.1 then sets the queue's max to -1, so the
-    start's reput puts the first data file's T7 records too (the broker's queue holds them: its first file back),
-    which the rebuild's walk, whose queue holds the walk's units, drops.  --as-restart refuses it in one line (exit
-    2), naming the queue."""
-    name = _ran_or_skip(f"{line}-dledger-abort-before-cut", ("-emptied",), "before-cut-emptied")[0]
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    src = Path(r["scenario"]["dir"])
-    assert "00000000000000000000" in r["written"]["queuesAfterDispatch"]["T7/0"]["files"], r["written"]
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    last = err.strip().splitlines()[-1]
-    assert code == 2 and last.startswith("error:") and "the cut leaves queue T7/0 with no file" in last, err[-2000:]
 
 
 def _committed_pos(store: Path) -> int:

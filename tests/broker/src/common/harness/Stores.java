@@ -179,6 +179,83 @@ final class Stores {
         }
     }
 
+    /**
+     * Waits until the checkpoint's {@code logicsMsgTimestamp} holds the last dispatched record's store timestamp
+     * for good, for a scenario whose restart's {@code isMmapFileMatchedRecover} reads it (a pause before the last
+     * puts). {@code DefaultMessageStore.FlushConsumeQueueService.doFlush} (4.9.8, 5.3.3; with
+     * {@code flushConsumeQueueThoroughInterval=0} every time) reads that value, flushes the queues, then sets what it
+     * read: one that read it before the last dispatch and ends after it (a flush thread held up under load) puts an
+     * older value back, which no later dispatch corrects, and the walk then starts at another data file than the
+     * scenario means. On a DLedger store {@code ConsumeQueue.putMessagePositionInfoWrapper} sets
+     * {@code physicMsgTimestamp} to the same value in the same call, and nothing sets it back, so that is the
+     * dispatch's value: this waits, on conditions, for a {@code doFlush} that began after the dispatch settled to end
+     * (its {@code lastFlushTimestamp}, set as each one begins, seen to move twice) and, if the value was set back,
+     * writes the dispatch's value again while the flush thread is idle and waits again (returns how many times).
+     * 5.5.1 keeps that service in its {@code ConsumeQueueStore} (and its scenarios read the checkpoint's
+     * {@code logicsPhysicalOffset}): nothing to wait for there.
+     */
+    static int awaitCheckpointTimestamps(DefaultMessageStore store, long timeoutMs)
+        throws InterruptedException, ReflectiveOperationException {
+        Field f;
+        try {
+            f = DefaultMessageStore.class.getDeclaredField("flushConsumeQueueService");
+        } catch (NoSuchFieldException e) {
+            return 0;
+        }
+        f.setAccessible(true);
+        Object service = f.get(store);
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        org.apache.rocketmq.store.StoreCheckpoint cp = store.getStoreCheckpoint();
+        for (int round = 0; ; round++) {
+            awaitFlushes(service, 2, deadline);
+            if (cp.getLogicsMsgTimestamp() >= cp.getPhysicMsgTimestamp()) {
+                return round;
+            }
+            if (round >= 5) {
+                throw new IllegalStateException("the checkpoint's logicsMsgTimestamp stays behind the last dispatch");
+            }
+            while (!idle(service)) {  // between a doFlush's read and its set the value would be put back again
+                if (System.currentTimeMillis() > deadline) {
+                    throw new IllegalStateException("the consume queue flush thread never idles");
+                }
+                Thread.sleep(2);
+            }
+            cp.setLogicsMsgTimestamp(cp.getPhysicMsgTimestamp());
+        }
+    }
+
+    /** Waits until {@code service}'s {@code lastFlushTimestamp} has moved {@code times} times. */
+    private static void awaitFlushes(Object service, int times, long deadline)
+        throws InterruptedException, ReflectiveOperationException {
+        Field f = service.getClass().getDeclaredField("lastFlushTimestamp");
+        f.setAccessible(true);
+        long seen = f.getLong(service);
+        for (int moved = 0; moved < times; ) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("the consume queue flush thread does not run");
+            }
+            Thread.sleep(10);
+            long now = f.getLong(service);
+            if (now != seen) {
+                seen = now;
+                moved++;
+            }
+        }
+    }
+
+    /** Whether a {@code ServiceThread}'s thread waits in {@code waitForRunning} (between two runs of its loop). */
+    private static boolean idle(Object service) throws ReflectiveOperationException {
+        Field f = org.apache.rocketmq.common.ServiceThread.class.getDeclaredField("thread");
+        f.setAccessible(true);
+        Thread t = (Thread) f.get(service);
+        for (StackTraceElement e : t.getStackTrace()) {
+            if (e.getMethodName().equals("waitForRunning")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     static void deleteTree(File f) throws IOException {
         if (!f.exists()) {
             return;

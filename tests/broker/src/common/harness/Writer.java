@@ -116,6 +116,10 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * the restart's recovery dispatches nothing, one record is damaged after it, and the reput alone dispatches
  * from the commitlog's min offset until it stands still (it may stop for good before the end); {@code store/}
  * keeps the damaged commitlog and the line adds {@code damagedRecord} and {@code reputStoodAt}.
+ *
+ * <p>A {@code {"sleepMs": n}} message pauses the puts; on a DLedger store the write phase then also waits until the
+ * checkpoint's {@code logicsMsgTimestamp} is the last dispatch's for good ({@link Stores#awaitCheckpointTimestamps})
+ * and the line adds {@code checkpointLogicsTimestampRewritten} (how often that value had to be written again).
  */
 public final class Writer {
     private Writer() {
@@ -515,6 +519,13 @@ public final class Writer {
                 check(r.isOk(), "put failed: " + r.getPutMessageStatus() + " for " + o.get("topic"));
             }
             Stores.awaitDispatched(store, 60_000);
+            boolean paused = false;
+            for (JsonElement m : messages) {
+                paused |= m.getAsJsonObject().has("sleepMs");
+            }
+            if (paused && DLedger.commitLog(store) != null) {  // the pause is there for the checkpoint's timestamps
+                out.addProperty("checkpointLogicsTimestampRewritten", Stores.awaitCheckpointTimestamps(store, 60_000));
+            }
         } finally {
             Stores.shutdown(store);
         }
