@@ -29,7 +29,7 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   none), dispatches up to there; the start's reput goes on from its start (:func:`_walk_ends_early`).  When
   ``truncateDirtyLogicFiles`` then cuts the queues at the walk's ``processOffset``, the reput from at or before
   the walk's end puts back the cut units it reaches and appends the records past the walk behind them
-  (:func:`_walk_after`, :func:`store_format.dledger_crash_cut.cut_queues`' ``after``); from the log's end it adds
+  (:func:`walk_after`, :func:`store_format.dledger_crash_cut.cut_queues`' ``after``); from the log's end it adds
   nothing.  From between the two ends (the committed position) it dispatches from there: the records between the
   walk's end and it are never dispatched (:attr:`DLedgerCrash.gap`, which the rebuild leaves out of its walk:
   :func:`store_format.store.jump_at`), and each queue appends the later ones at its write position, after the
@@ -43,9 +43,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
 * Past such a walk, a record the start's reput's own check refuses (a bad magic code: DLedger's recovery reads no
   message field) ends its dispatch: ``doReput`` skips to the end of ``getData``'s buffer.  In the last data file, with
   the committed position at or before it and a group of one, that is the log's end, so :attr:`DLedgerCrash.end`
-  is that record (:func:`_reput_skips`); in an earlier data file, with the committed position at or before it or
+  is that record (:func:`reput_skips`); in an earlier data file, with the committed position at or before it or
   past that file and a group of one, that file's end: the reput goes on at the next data file
-  (:func:`_reput_goes_on`; elsewhere refused).
+  (:func:`reput_goes_on`; elsewhere refused).
 * A start's reput from before the data file the walk started at (the committed position, or with
   ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file) walks the earlier files' records,
   then the walk's ones again (:attr:`DLedgerCrash.before`, :func:`_reput_before_walk`); after a walk that ended at
@@ -92,14 +92,12 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
+from .dledger_crash_after import refusal, reput_goes_on, walk_after
 from .dledger_crash_before import earlier_own_units, ext_before_walk
 from .dledger_crash_cut import (
-    U_QUEUE,
     ExtAgain,
     QueueCut,
     QueuesOnDisk,
@@ -110,7 +108,7 @@ from .dledger_crash_cut import (
 from .dledger_crash_old import reput_in_old_files, reput_inside_old_file
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import reput_inside_entry
-from .errors import RestartFailsError, UnsupportedConfigError
+from .errors import RestartFailsError
 from .filedump.checkpoint import Checkpoint
 from .layout import (
     BORN_HOST_OFFSET,
@@ -205,12 +203,6 @@ def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
     return i(OFF_PHYSICAL_OFFSET, 8) <= cp.logics_physical_offset
 
 
-def _refuse(why: str) -> UnsupportedConfigError:
-    return UnsupportedConfigError(f"a 5.x DLedger store whose last shutdown was not clean (abort file; "
-                                  f"DLedgerCommitLog.dledgerRecoverAbnormally): {why}; not modelled, let the broker "
-                                  "recover")
-
-
 def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerRecovery,
                        cp: Checkpoint, on_disk: QueuesOnDisk | None = None) -> DLedgerCrash:
     """``dledgerRecoverAbnormally`` on ``st`` after DLedger's recovery ``rec``, with the store's checkpoint
@@ -222,7 +214,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
-            and :func:`_walk_after` (the reput's check ending before the log's end: :func:`_reput_skips`) refuse, the
+            and :func:`walk_after` (the reput's check ending before the log's end: :func:`reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file that
             :func:`_reput_before_walk` refuses (in a converted store's old files after a cut or a walk that ended
@@ -231,7 +223,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
     if config.rocksdb_cq:
-        raise _refuse("a RocksDB consume queue store")
+        raise refusal("a RocksDB consume queue store")
     if config.brokerVersion == "5.5" and config.enableAcceleratedRecovery and cp.physic_msg_timestamp > 0 \
             and cp.logics_physical_offset <= 0:
         # DefaultMessageStore.recover asks ConsumeQueueStore.getDispatchFromPhyOffset(false) first, which throws;
@@ -268,8 +260,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     after, reput_ends = None, -1
     if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
         # the records past the walk as the start's reput's check reads them (with a cut: their units)
-        after, reput_ends = _walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,
-                                        rec.committed_pos)
+        after, reput_ends = walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,
+                                       rec.committed_pos)
         if not truncates:
             after = None
     cut = None
@@ -296,7 +288,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     walk_end, log_end = -1, end
     if early:
         walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
-        if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (_reput_skips)
+        if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (reput_skips)
             log_end = reput_ends
     if reput < files[first].base:
         return _reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
@@ -323,7 +315,7 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     wrote), and puts those of the other queues (``fillPreBlank`` up to the first); ``ConsumeQueueExt.put`` puts an
     ext unit for each record of an ext queue before that; ``IndexService.buildIndex`` skips the records below the
     index's ``endPhyOffset`` (it indexes the walk's last indexed record again).  A record of the earlier files its
-    check cannot read (a bad magic code) sends it on to the next data file where :func:`_reput_goes_on` says so, the
+    check cannot read (a bad magic code) sends it on to the next data file where :func:`reput_goes_on` says so, the
     rest of that file dispatched by no one (no unit, no ext unit; the rebuild's walk skips it likewise).
 
     A walk that ended at a damaged message (``walk_end`` >= 0, before ``end``): the reput, whose check reads no CRC,
@@ -347,7 +339,7 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
         UnsupportedConfigError: a reput in the old commitlog files of a converted store after a cut or a walk that
             ended early (:mod:`store_format.dledger_crash_old` gives the one that is modelled); a record the reput's
             check refuses in the earlier files where it does not go on at the next data file
-            (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`_reput_goes_on`).
+            (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`reput_goes_on`).
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     # in a converted store's old files: after a walk that queued nothing, with no cut (dledger_crash_old)
@@ -356,12 +348,12 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     if cut is not None and not why:
         why = "and the reput puts some cut units back" if cut.moves or cut.inside_from >= 0 else ""
     if why:
-        raise _refuse(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
+        raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")
     to = walk_end if walk_end >= 0 else end
     alone = len([p for p in config.dLegerPeers.split(";") if p.strip()]) == 1
     earlier = earlier_own_units(st, files, first, reput, config,   # where its check goes on in the earlier files
-                                lambda k, at: _reput_goes_on(files, k, at, committed, alone))
+                                lambda k, at: reput_goes_on(files, k, at, committed, alone))
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
         else ext_before_walk(earlier, cut.ext_again)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
@@ -387,122 +379,6 @@ def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -
     if reput >= rec.process_offset:
         return stop
     return rec.process_offset
-
-
-def _walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int, last_base: int, reason: str,
-                config: BrokerConfig, track: QueueTrack, committed: int) -> tuple[np.ndarray, int]:
-    """The consume queue units (rows of :data:`store_format.dledger_crash_cut.UNIT_COLUMNS`, queue numbers of
-    ``track``) of the records from ``stop``, where the walk's message check failed, to DLedger's log end
-    ``log_end``, as the start's reput hands them to the queues when it walks them (``doReput``'s message check:
-    ``checkMessageAndReturnSize`` without CRC; a DLedger blank moves it to the next data file), in commitlog order:
-    the cut's ``after`` (a batch queue's units numbered from 0 here: the cut numbers them after its queue's), and
-    where the reput's dispatch ends before ``log_end`` (-1: it does not).
-
-    A record the reput's check refuses past ``stop`` (a bad magic code, which DLedger's recovery does not read) in a
-    data file before the last sends it on to the next data file where :func:`_reput_goes_on` says so (the rest of
-    that file gets no unit), and in the last ends the units there when :func:`_reput_skips` models it.  Where the
-    start's reput begins at the committed position past such a record (``committed``, without
-    ``recheckReputOffsetFromCq``), it never reads it: the units go on from the committed position.
-
-    Raises:
-        UnsupportedConfigError: the reput's check would end elsewhere than the log's end, unless
-            :func:`_reput_goes_on` or :func:`_reput_skips` models where it goes on.
-    """
-    k = next((n for n, f in enumerate(files) if f.base <= stop < f.end), -1)
-    assert k >= 0 and files[k].base == last_base, (stop, last_base)
-    alone = len([p for p in config.dLegerPeers.split(";") if p.strip()]) == 1
-
-    def reads(at: int) -> bool:
-        """Whether the start's reput reads the record at ``at``: from the committed position, only at or past it."""
-        return config.recheckReputOffsetFromCq or committed <= at
-    after = QueueTrack(config.batch_topics)
-    scratch = cl.Scratch()
-    found: list[np.ndarray] = []
-    pos = stop - files[k].base
-    while stop < log_end:
-        seg = files[k]
-        state = cl.WalkState.at_slice_start(pos, seg.size)
-        with st.reader(seg) as read:
-            while True:
-                split_end = min(state.bufpos + _WINDOW, seg.size + 1)
-                res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=_WINDOW + (1 << 20),
-                                    keep_text=True, scratch=scratch, dledger=True)
-                halt, n_ok = check_rows(res, seg, check_crc=False, is_5x=True)
-                after.add(res, n_ok, seg.base)
-                if halt is not None:
-                    at = halt.offset - ENTRY_HEADER_SIZE
-                    break
-                state = res.state
-                if res.stop != cl.Stop.SPLIT_END:
-                    at = seg.end if res.stop == cl.Stop.BLANK else seg.base + state.bufpos
-                    break
-        found.append(after.last_file())
-        if halt is None and res.stop == cl.Stop.BLANK and k + 1 < len(files):
-            k, pos = k + 1, 0
-            continue
-        if halt is None and res.stop == cl.Stop.BAD and reads(at) and _reput_goes_on(files, k, at, committed, alone):
-            k, pos = k + 1, 0   # a record it cannot read (size -1): the rest of this data file skipped
-            continue
-        if (halt is not None or res.stop == cl.Stop.BAD) and not reads(at) and committed < log_end:
-            # the reput starts at the committed position, past this record: it reads the records from there
-            k = next(n for n, f in enumerate(files) if f.base <= committed < f.end)
-            pos = committed - files[k].base
-            continue
-        break
-    rows = np.concatenate(found) if found else np.zeros((0, 5), dtype=np.int64)
-    ends = -1
-    if found and at != log_end:
-        if reads(at):   # else the reput starts past it: never read
-            _reput_skips(files, k, at, stop, log_end, committed, reason, alone)
-            ends = at
-    if len(rows):
-        ids = np.array([track.queue_id(name) for name in after.names], dtype=np.int64)
-        rows[:, U_QUEUE] = ids[rows[:, U_QUEUE]]
-    return rows, ends
-
-
-def _reput_goes_on(files: list[Segment], k: int, at: int, committed: int, alone: bool) -> bool:
-    """Whether the start's reput, its message check refusing the record at ``at`` in data file ``files[k]``, goes on
-    at the next data file's start: ``doReput`` moves ``reputFromOffset`` to the end of the buffer ``getData`` gave
-    (``reputFromOffset += result.getSize() - readSize``) and its next call reads on from there.  That buffer is the
-    data file's bytes from the reput's position to its read position (the file's size in a data file before the
-    last: ``MmapFileList.load`` sets it so and DLedger's recovery moves the last file's only), cut at DLedger's
-    committed position when that lies inside (``DLedgerCommitLog.truncate``).  With the committed position at the
-    start at or past that file's end, that is the file's end; at or before ``at``, the buffer that reaches ``at`` is
-    read once the group committed past it, and in a group of one (``alone``) the leader's first commit is its whole
-    log (past this file): the file's end too, so the reput goes on at ``files[k + 1]``, the rest of ``files[k]``
-    never dispatched (5.3.3 and 5.5.1 ``ReputMessageService.doReput``, ``DLedgerCommitLog.getData``).  The rebuild's
-    walk skips the rest of a data file at a record it cannot read likewise
-    (:func:`store_format.reput.next_reput_offset`).  The last data file, a committed position inside this file past
-    ``at`` (the buffer ends there or at the file's end: thread timing) or several peers: False
-    (:func:`_reput_skips`)."""
-    return alone and k + 1 < len(files) and (committed <= at or committed >= files[k].end)
-
-
-def _reput_skips(files: list[Segment], k: int, at: int, stop: int, log_end: int, committed: int, reason: str,
-                 alone: bool) -> None:
-    """The start's reput's message check (no CRC) refuses the record at ``at``, in data file ``files[k]``, past the
-    walk's end ``stop``, and does not go on at the next data file (:func:`_reput_goes_on`):
-    ``DefaultMessageStore.ReputMessageService.doReput`` on a DLedger store then moves ``reputFromOffset`` to the end
-    of the buffer ``DLedgerCommitLog.getData`` gave (the data file's written end, cut at DLedger's committed
-    position), so nothing else in that buffer is dispatched.  With the committed position at the start at or before
-    the refused record, the buffer that reaches it is read once the group has committed past it: in a group of one
-    (``alone``: one peer in ``dLegerPeers``; none given: not known) the leader's first commit is its whole log
-    (``DLedgerEntryPusher.QuorumAckChecker``, its own water mark the quorum), so in the last data file the buffer
-    ends at the log's end, and the dispatch ends at ``at`` (modelled: the caller's units end there).
-
-    Raises:
-        UnsupportedConfigError: the committed position lies past the record in its data file (whether the buffer
-            ends there or at the file's or the log's end depends on whether the reput read it before the group's
-            first commit: thread timing), or a group of several peers (the followers' acks set how far each commit
-            goes).
-    """
-    if alone and k == len(files) - 1 and committed <= at and at < log_end <= files[k].end:
-        return
-    why = "in a group of several peers (where the reput goes on depends on their acks)" if not alone else \
-        f"below the committed position {committed} (where the reput goes on depends on the group's first commit)"
-    raise _refuse(f"its message check ends the walk at {stop} ({reason}), DLedger's recovery the log at {log_end}, "
-                  f"and the start's reput's check past it ends at {at}, {why}")
 
 
 def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec: DLedgerRecovery,
@@ -533,7 +409,7 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
         UnsupportedConfigError: the walk dispatched something first, queue units on disk.
     """
     if end != files[first].base or (on_disk is not None and on_disk.max_physic_offset >= 0):
-        raise _refuse(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
+        raise refusal(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
                       f"{rec.process_offset}")
     reput = max(min_offset, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
     return DLedgerCrash(files[first].name, min(reput, rec.process_offset), rec.process_offset, files[first].base,
@@ -555,7 +431,7 @@ def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, c
             return reput_inside_old_file(lambda at, n: bytes(r(at - old.base, min(n, old.end - at))), pos,
                                          file_base=old.base, file_size=old.size, v55=config.brokerVersion == "5.5")
     if seg is None:
-        raise _refuse(f"its start's reput would begin at {pos}, below the data files (in the old commitlog files of "
+        raise refusal(f"its start's reput would begin at {pos}, below the data files (in the old commitlog files of "
                       "a store converted in place)")
     with st.reader(seg) as r:
         def read(at: int, n: int) -> bytes:

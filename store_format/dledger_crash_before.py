@@ -14,8 +14,9 @@ the addresses of the units put back are set afterwards (``pipelines.restart.appl
 
 A record in those earlier files that the reput's own message check refuses (a bad magic code: neither the recovery's
 walk nor DLedger's recovery reads it) ends that check's walk there; ``doReput`` then goes on at the end of the buffer
-``DLedgerCommitLog.getData`` gave, the next data file where ``dledger_crash._reput_goes_on`` says so (``goes_on``):
-the rest of that file gets no unit and no ext unit, as the rebuild's walk skips it
+``DLedgerCommitLog.getData`` gave, the next data file where
+:func:`store_format.dledger_crash_after.reput_goes_on` says so (``goes_on``): the rest of that file gets no unit and
+no ext unit, as the rebuild's walk skips it
 (:func:`store_format.reput.next_reput_offset`).  Elsewhere (a group of several peers, the committed position inside
 that file past the record) where it goes on is thread timing: refused, with ext files or without.
 """
