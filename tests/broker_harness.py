@@ -48,7 +48,7 @@ with ext files, ``extMaxOffset`` and ``extFiles``, after ``load()`` and once the
 
 ``reputDamage`` (``{"message": i, "field": "magic"|"totalSize"|"totalSizeDelta"|"totalSizeReach"|"blankPast"|
 "none", "value": n}``, or ``"offset"``, or ``"segmentLast": k`` (the last record before segment k's blank) for
-``"message"``; ``ReputOnly.java``, :mod:`test_concurrent_reput_broker`): the restart's recovery dispatches
+``"message"``; ``ReputOnly.java``, :mod:`broker_concurrent_scenarios`): the restart's recovery dispatches
 nothing, that put's record is damaged after it (``totalSizeDelta``: n added to its totalSize;
 ``totalSizeReach``: its totalSize set to reach the start of the n-th record after it, a blank reaching its
 file's end, and ``"plus"`` bytes further; ``blankPast``: a blank's magic code, and a totalSize running n

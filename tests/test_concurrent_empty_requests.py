@@ -3,8 +3,8 @@ against the whole reput (:func:`store_format.concurrent_reput.check_empty_reques
 :func:`~store_format.concurrent_reput.settle` calls once every stop is followed), not one stop at a time: a stop
 whose reput goes on in the next file may be followed by a file that dispatches nothing, and then its empty request
 is the last request dispatched, whose checkpoint the threads' timing decides.  The broker cases of the endings
-that are rebuilt are in tests/test_concurrent_reput_broker.py (``blankonrdbcq``, ``blankononly``); these pin the
-decision over several stops, the refusal the broker cannot be asked to repeat."""
+that are rebuilt are in tests/test_concurrent_empty_requests_broker.py (``blankonrdbcq``, ``blankononly``); these
+pin the decision over several stops, the refusal the broker cannot be asked to repeat."""
 from __future__ import annotations
 
 import pytest

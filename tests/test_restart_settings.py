@@ -230,8 +230,8 @@ def test_concurrent_reput_same_files_on_a_clean_store_and_on_damage(tmp_path: Pa
     # as long as itself and the next record: the pre-check walks on over the records after it to the blank and
     # rolls to the next file; the batch's parse reads the next record and every later one of the segment whole,
     # its task ends, and the reput goes on at the next file: every record but the damaged one is dispatched, the
-    # row at it says the reput goes past it (the broker's own run of such a store: test_concurrent_reput_broker,
-    # rollon)
+    # row at it says the reput goes past it (the broker's own run of such a store:
+    # test_concurrent_empty_requests_broker, rollon)
     set_total_size(str(store), offsets[40], delta=offsets[42] - offsets[41])
     got = rebuild_in_memory(st, conc)
     assert got.dispatched == len(offsets) - 1 and seg.base + seg.size < offsets[-1]
