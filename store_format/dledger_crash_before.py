@@ -28,8 +28,8 @@ from collections.abc import Callable
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
+from .dledger_crash_after import refusal
 from .dledger_crash_cut import ExtAgain, QueueTrack
-from .errors import UnsupportedConfigError
 from .recovery import check_rows
 from .store import Segment, StoreLocation
 
@@ -80,9 +80,7 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
         if halt is None and (res.stop == cl.Stop.BLANK or res.stop == cl.Stop.BAD and goes_on(k, at)):
             k, pos = k + 1, 0   # the next data file (after a bad record: the rest of this one skipped)
             continue
-        raise UnsupportedConfigError(
-            f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's reput from {reput}, "
-            f"before the data file {files[first].name} the recovery's walk started at, ends at {at} in data file "
-            f"{seg.name} (its message check, no CRC), not at the next data file (where it goes on depends on the "
-            "group's commits); not modelled, let the broker recover")
+        raise refusal(f"the start's reput from {reput}, before the data file {files[first].name} the recovery's "
+                      f"walk started at, ends at {at} in data file {seg.name} (its message check, no CRC), not at the "
+                      "next data file (where it goes on depends on the group's commits)")
     return {track.names[q]: n for q, n in track.own_units.items()}
