@@ -19,11 +19,6 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   (no queue holds one), ``IndexService.buildIndex`` skips every record below the index's ``endPhyOffset`` (the old
   records and the earlier data files' ones: the walk indexed later records) and puts the walk's last indexed
   record's keys again.
-
-A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here); a
-walk that ended early (a damaged message) or a queue cut (a 5.5.1 cut emptying every queue) stay refused
-(:mod:`store_format.dledger_crash`).
-
 * A queue the 5.5.1 cut (``truncateDirtyLogicFiles``) leaves with ``fillPreBlank`` units only has the max
   2147483647 (their ``offset + size``), so ``doRecheckReputOffsetFromCq`` sets the reput there, which lies in an
   old file when they reach past 2 GiB.  ``getData`` there is the base ``CommitLog``'s: the old file's bytes from
@@ -34,7 +29,12 @@ walk that ended early (a damaged message) or a queue cut (a 5.5.1 cut emptying e
   result.getSize() - readSize``), and a roll (``DLedgerCommitLog.rollNextFile``) goes there too: the reput goes
   on at the next file, the next old one or, after the last, the first data file (``dividedCommitlogOffset``:
   :func:`reput_inside_old_file`).  A check that would parse a message or dispatch a blank's empty request there
-  is refused.
+  is refused, and so is a reput that goes on at a file before the walk's data file (an old file, or the first
+  data file when the walk started at a later one: the reput-before-the-walk rule after a cut).
+
+A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here but
+at 2147483647); a reput that begins in the old files after a walk that ended early (a damaged message) or a 5.5.1
+cut emptying every queue stays refused (:func:`store_format.dledger_crash._reput_before_walk`).
 """
 from __future__ import annotations
 
