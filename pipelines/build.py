@@ -312,7 +312,12 @@ def build_queue_bucket(work_uri: str, staging_uri: str | None, bucket: int, spli
 def _reset_queues(queues: QueueTable, names: list[tuple], pending: dict, pending_from: dict, written: list[dict],
                   last_written: dict[int, int]) -> None:
     """:func:`build_queue_bucket`'s ``reset``: the queues of ``names`` this bucket holds lose their state (max
-    physical offset -1, no write position), their pending units and the rows of the files written so far."""
+    physical offset -1, no write position: 5.5.1 ``ConsumeQueue.correctMinOffset`` on a queue with no file, so
+    ``ConsumeQueue.putMessagePositionInfo`` writes it anew), their pending units and the rows of the files written
+    so far (the reput puts the walk's units again at their positions, so it writes those files again).  Its ext
+    units are left as they are: ``truncateDirtyLogicFiles`` reads no ext address in a queue it empties, so
+    ``ConsumeQueueExt.truncateByMaxAddress`` keeps them, and the reput appends (5.5.1 source; no broker case has
+    ext files and such a queue)."""
     for name in names:
         q = queues.number.get(name)
         if q is None:

@@ -379,8 +379,9 @@ def read_in_pieces(st: StoreLocation, lo: int, runs: tuple[tuple[int, int], ...]
     ``runs`` (``(start, end)`` commitlog offsets, in order, each whole records, after ``lo`` in its file), then
     goes on at ``then``, the next file's start (-1: nowhere, the later segments left out): the segment holding
     ``lo`` read up to it, then as one piece per run (``Segment.start``, ``readable``), each going on at the next
-    (``Segment.resume``), in reading order (:meth:`StoreLocation.piece_at`).  A 5.x concurrent reput whose batch
-    tasks read records whole inside damaged bytes at other positions than the sequential reput would
+    (``Segment.resume``), in reading order (:meth:`StoreLocation.piece_at`).  A 5.x concurrent reput
+    (``DefaultMessageStore.ConcurrentReputMessageService``) whose batch tasks (``CommitLog.checkMessageAndReturnSize``)
+    read records whole inside damaged bytes at other positions than the sequential reput would
     (:mod:`store_format.concurrent_reput`)."""
     kept: list[Segment] = []
     for seg in st.segments:
