@@ -84,7 +84,8 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     + ([layouts_early_abort_scenario(line)] if line.startswith("5.5") and MORE_LAYOUTS else [])
     for line in LINES}
 # DLEDGER_ONLY=a,b: of those crash restarts, only the ones whose name holds one of these (a targeted run: select
-# their tests with -k, a test of a scenario left out fails)
+# their tests with -k; a test over several scenarios checks those written and skips when none was, and one that
+# reads a scenario left out by name fails)
 if os.environ.get("DLEDGER_ONLY"):
     EXTRA = {ln: [sc for sc in scs if any(w in sc["name"] for w in os.environ["DLEDGER_ONLY"].split(","))]
              for ln, scs in EXTRA.items()}
