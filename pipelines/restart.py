@@ -171,8 +171,8 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             assert crash.jump is not None
             kept = jump_at(dataclasses.replace(kept, reindex=-1), *crash.jump, walked_from=crash.start_offset)
             if reset:   # the reput's pass: the segments after the one the walk's pass goes on from
-                again = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0) + 1
-                kept = dataclasses.replace(kept, queue_reset=reset, reset_from=again)
+                reput_pass = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0) + 1
+                kept = dataclasses.replace(kept, queue_reset=reset, reset_from=reput_pass)
             return kept, DLedgerRestart(rec, before, False, crash)
         segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
