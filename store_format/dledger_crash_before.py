@@ -51,7 +51,8 @@ def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAga
 def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput: int, config: BrokerConfig,
                       goes_on: Callable[[int, int], bool]) -> dict[tuple[str, int], int]:
     """Per queue ``(topic, queue id)``, the records of its own consume queue (not a light or batch queue) that the
-    reput walks from ``reput`` (an entry's start) to ``files[first]``'s start, as ``doReput``'s message check (no
+    reput walks from ``reput`` (an entry's start; below the data files: from the first one's start, the old files'
+    records left out) to ``files[first]``'s start, as ``doReput``'s message check (no
     CRC) reads them, a DLedger blank moving it to the next data file, and so does a record it cannot read (a bad
     magic code) at ``at`` in ``files[k]`` where ``goes_on(k, at)`` (module docstring).
 
@@ -59,10 +60,12 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
         UnsupportedConfigError: that check ends the reput elsewhere in those files (a record it refuses where
             ``goes_on`` does not say it goes on, or a file that does not end in a blank): not modelled there.
     """
-    k = next(n for n, f in enumerate(files) if f.base <= reput < f.end)
+    # from the old commitlog files of a store converted in place: counted from the first data file (their records
+    # are the base CommitLog's, which no check here reads; dledger_crash_old)
+    k = next((n for n, f in enumerate(files) if f.base <= reput < f.end), 0)
     track = QueueTrack(config.batch_topics)
     scratch = cl.Scratch()
-    pos = reput - files[k].base
+    pos = max(reput - files[k].base, 0)
     while k < first:
         seg = files[k]
         state = cl.WalkState.at_slice_start(pos, seg.size)
