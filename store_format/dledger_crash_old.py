@@ -20,9 +20,16 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   records and the earlier data files' ones: the walk indexed later records) and puts the walk's last indexed
   record's keys again.
 
-A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here); a
-walk that ended early (a damaged message) or a queue cut (a 5.5.1 cut emptying every queue) stay refused
-(:mod:`store_format.dledger_crash`).
+A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here).
+Every queue is empty at the start too after a walk that queued nothing before a damaged message it ends at (its
+body CRC: DLedger's recovery, which reads none, keeps the log), and after a 5.5.1 queue cut
+(``truncateDirtyLogicFiles`` at the walk's short ``processOffset``) that leaves every queue the walk wrote with no
+file (``ConsumeQueue.correctMinOffset`` sets the max of each to -1; 5.3.3 keeps ``processOffset`` there, inside the
+data files): the reput begins at the min offset as above, and from the first data file on it is the
+reput-before-the-walk rule with a damaged walk or a cut (the damaged message and the rest dispatched after the
+walk's records; each emptied queue written anew from the reput's start, ``QueueCut.reset``).  The one piece not
+modelled (:func:`old_files_refusal`): with ext files after such a cut the units put back point at ext units counted
+from the old records too, which no check here reads.
 
 * A queue the 5.5.1 cut (``truncateDirtyLogicFiles``) leaves with ``fillPreBlank`` units only has the max
   2147483647 (their ``offset + size``), so ``doRecheckReputOffsetFromCq`` sets the reput there, which lies in an
@@ -45,21 +52,31 @@ from .dledger_reput_inside import reput_inside_entry
 from .errors import UnsupportedConfigError
 from .restart_reput import Accepted
 
-__all__ = ["reput_in_old_files", "reput_inside_old_file"]
+__all__ = ["old_files_refusal", "reput_in_old_files", "reput_inside_old_file"]
 
 
-def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int, dividing: int, early: bool,
+def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int, dividing: int,
                        queued_on_disk: bool) -> int | None:
     """Where the start's reput begins when ``doRecheckReputOffsetFromCq`` finds every queue empty after a walk that
-    queued nothing, on a store converted in place: the min offset ``min_offset``, in the old files below
-    ``dividing`` (``dividedCommitlogOffset``, the first data file's offset).  None: not this case (no switch, a
-    queue unit from the walk or on disk, no old files, or a walk that ended at a damaged message)."""
-    if not config.recheckReputOffsetFromCq or early or queued_on_disk:
+    queued nothing (whether it ended at a damaged message or not), on a store converted in place: the min offset
+    ``min_offset``, in the old files below ``dividing`` (``dividedCommitlogOffset``, the first data file's offset).
+    None: not this case (no switch, a queue unit from the walk or on disk, no old files)."""
+    if not config.recheckReputOffsetFromCq or queued_on_disk:
         return None
     if accepted.max_physic_offset(config.batch_topics) >= 0:
         return None
     reput = max(min_offset, 0)
     return reput if reput < dividing else None
+
+
+def old_files_refusal(reput: int, dividing: int, cut: bool, ext: bool) -> str:
+    """Why the start's reput from ``reput`` is not modelled when it begins in the old files below ``dividing``
+    (``dividedCommitlogOffset``), after a queue cut (``cut``) with ext files (``ext``); "" elsewhere (module
+    docstring: from there on it is the reput-before-the-walk rule)."""
+    if reput >= dividing or not (cut and ext):
+        return ""
+    return ("in a converted store's old commitlog files after a queue cut with ext files (the units put back point at "
+            "ext units counted from the old records too)")
 
 
 def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_base: int, file_size: int,
