@@ -27,9 +27,9 @@ body CRC: DLedger's recovery, which reads none, keeps the log), and after a 5.5.
 file (``ConsumeQueue.correctMinOffset`` sets the max of each to -1; 5.3.3 keeps ``processOffset`` there, inside the
 data files): the reput begins at the min offset as above, and from the first data file on it is the
 reput-before-the-walk rule with a damaged walk or a cut (the damaged message and the rest dispatched after the
-walk's records; each emptied queue written anew from the reput's start, ``QueueCut.reset``).  The one piece not
-modelled (:func:`old_files_refusal`): with ext files after such a cut the units put back point at ext units counted
-from the old records too, which no check here reads.
+walk's records; each emptied queue written anew from the reput's start, ``QueueCut.reset``; with ext files the
+units put back point at ext units counted from the queue's old records too:
+:func:`store_format.dledger_crash_before.earlier_own_units` reads the old files as the base ``CommitLog`` wrote them).
 
 * A queue the 5.5.1 cut (``truncateDirtyLogicFiles``) leaves with ``fillPreBlank`` units only has the max
   2147483647 (their ``offset + size``), so ``doRecheckReputOffsetFromCq`` sets the reput there, which lies in an
@@ -52,7 +52,7 @@ from .dledger_reput_inside import reput_inside_entry
 from .errors import UnsupportedConfigError
 from .restart_reput import Accepted
 
-__all__ = ["old_files_refusal", "reput_in_old_files", "reput_inside_old_file"]
+__all__ = ["reput_in_old_files", "reput_inside_old_file"]
 
 
 def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int, dividing: int,
@@ -67,16 +67,6 @@ def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int
         return None
     reput = max(min_offset, 0)
     return reput if reput < dividing else None
-
-
-def old_files_refusal(reput: int, dividing: int, cut: bool, ext: bool) -> str:
-    """Why the start's reput from ``reput`` is not modelled when it begins in the old files below ``dividing``
-    (``dividedCommitlogOffset``), after a queue cut (``cut``) with ext files (``ext``); "" elsewhere (module
-    docstring: from there on it is the reput-before-the-walk rule)."""
-    if reput >= dividing or not (cut and ext):
-        return ""
-    return ("in a converted store's old commitlog files after a queue cut with ext files (the units put back point at "
-            "ext units counted from the old records too)")
 
 
 def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_base: int, file_size: int,

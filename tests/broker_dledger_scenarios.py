@@ -318,7 +318,10 @@ def converted_old_reput_abort_scenarios(line: str) -> list[dict]:
     ``<line>-dledger-abort-converted-cut-emptied`` (5.5.1): 40 small prepared messages after the switch, then three
     small ones to a topic of their own (T7, queue 0) whose records lie past the walk's short ``processOffset`` (the
     40 entry headers it leaves out): ``truncateDirtyLogicFiles`` takes every T7 unit and deletes its only file,
-    ``correctMinOffset`` sets its max to -1, so every queue is empty and the reput begins at the first old file."""
+    ``correctMinOffset`` sets its max to -1, so every queue is empty and the reput begins at the first old file;
+    ``-converted-cut-emptied-ext`` (5.5.1): that store with ext files (``enableConsumeQueueExt``) and its first six
+    old messages sent to T7 queue 0, so the walk's first T7 unit opens T7's second queue file (the one the cut
+    deletes) and the units the reput puts back point at ext units counted from the old T7 records."""
     if not line.startswith(("5.3", "5.5")):
         return []
     (prepared,) = converted_queued_nothing_abort_scenario(line)
@@ -334,6 +337,11 @@ def converted_old_reput_abort_scenarios(line: str) -> list[dict]:
         out.append({"config": {**config(line), **THOROUGH_CHECKPOINT},
                     "messages": [*prepared["messages"][:switch + 1], *small, *t7], "abort": True,
                     "reportQueues": True, "name": f"{line}-dledger-abort-converted-cut-emptied"})
+        old = [{**m, "topic": "T7", "queueId": 0} if i < 6 else m for i, m in enumerate(prepared["messages"][:switch])]
+        out.append({**out[-1], "config": {**out[-1]["config"], "enableConsumeQueueExt": "true",
+                                          "mappedFileSizeConsumeQueueExt": "204"},
+                    "messages": [*old, *out[-1]["messages"][switch:]],
+                    "name": f"{line}-dledger-abort-converted-cut-emptied-ext"})
     return out
 
 

@@ -933,7 +933,8 @@ def test_as_restart_after_a_crash_of_a_converted_store_whose_reput_begins_in_the
     ones' units, or writes the cut queue anew.  --as-restart on the store as the restart found it writes the
     broker's consumequeue/ and index/ byte for byte; verify's units lost are those the broker's queues lack (none:
     it holds a unit for every message)."""
-    ran = _ran_or_skip(f"{line}-dledger-abort-converted", ("-prepared-damaged", "-cut-emptied"), "converted-old-reput")
+    ran = _ran_or_skip(f"{line}-dledger-abort-converted", ("-prepared-damaged", "-cut-emptied", "-cut-emptied-ext"),
+                       "converted-old-reput")
     for name in ran:
         r = _RUNS[name]
         assert r["written"].get("ok"), r["written"].get("error")
@@ -953,6 +954,8 @@ def test_as_restart_after_a_crash_of_a_converted_store_whose_reput_begins_in_the
         found = re.search(r"the start's reput from (\d+), before data file (\d+)", err)
         assert found and int(found[1]) == 0 and "it begins in the old commitlog files" in err, err[-2000:]
         _same_tree(src / "expected", tmp_path / name)
+        if name.endswith("-ext"):   # T7's units put back point at the ext units counted from its old records
+            _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
         p = _dledger_prediction(src, name, line, tmp_path)
         assert p["units_lost"] == 0, (name, p)
 
