@@ -161,8 +161,9 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             progress.emit(f"[rebuild] as a restart after a crash: the start's reput from {crash.reput_from}, before "
                           f"data file {crash.start_file}, walks the earlier files' records, then the walk's ones again "
                           "(their units dropped: putMessagePositionInfo)"
-                          + ("; it begins in the old commitlog files (a store converted in place whose walk queued "
-                             "nothing: recheckReputOffsetFromCq=true finds every queue empty, so from the min offset)"
+                          + ("; it begins in the old commitlog files (a store converted in place: "
+                             "recheckReputOffsetFromCq=true finds every queue empty, the walk having queued nothing "
+                             "or the cut having left no queue file, so from the min offset)"
                              if any(not seg.dledger and seg.end > crash.reput_from for seg in st.segments) else "")
                           + (f"; the cut left {', '.join(f'{t}/{q}' for t, q in reset)} with no file (max -1: "
                              "ConsumeQueue.correctMinOffset), which it writes anew from its start" if reset else ""))

@@ -75,10 +75,11 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   the old messages get no unit: the queues start with ``fillPreBlank`` units up to the first message the walk
   dispatched.  After a walk that dispatched nothing that reput begins at that min offset and dispatches the old
   records, then the data files' (:func:`_walked_nothing`); after a walk that queued nothing (prepared transaction
-  messages only) too, then walks the data files again (:mod:`store_format.dledger_crash_old`); begun there after a
-  queue cut or a walk that ended early it is refused.  Set at 2147483647 inside an old file (a queue the cut left
-  with ``fillPreBlank`` units only), it goes on at that file's end (:func:`_reput_inside`): modelled when that is
-  the walk's data file, else refused (the reput-before-the-walk rule with a cut).
+  messages only) too, then walks the data files again (:mod:`store_format.dledger_crash_old`), and so after such a
+  walk that ended at a damaged message or a 5.5.1 cut leaving every queue with no file.  Set at 2147483647 inside
+  an old file (a queue the cut left with ``fillPreBlank`` units only), it goes on at that file's end
+  (:func:`_reput_inside`): modelled when that is the walk's data file, else refused (the reput-before-the-walk rule
+  with a cut).
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
   (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues', which may be
@@ -217,8 +218,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             and :func:`walk_after` (the reput's check ending before the log's end: :func:`reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file that
-            :func:`_reput_before_walk` refuses (in a converted store's old files after a cut or a walk that ended
-            early; after a cut it does not undo).
+            :func:`_reput_before_walk` refuses (after a cut it does not undo).
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
@@ -275,7 +275,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                                                           config),
                          reset_emptied=config.brokerVersion == "5.5", after=after, walk_end=end if early else -1)
         reput = cut.reput
-    elif (in_old := reput_in_old_files(config, accepted, min_offset, files[0].base, early,
+    elif (in_old := reput_in_old_files(config, accepted, min_offset, files[0].base,
                                        on_disk is not None and on_disk.max_physic_offset >= 0)) is not None:
         reput = in_old   # a converted store's walk that queued nothing: from the old files (dledger_crash_old)
     elif config.recheckReputOffsetFromCq:
@@ -332,21 +332,16 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     is written anew from the reput's start (the rebuild's queue starts empty again there,
     ``StoreLocation.queue_reset``); 5.3.3 keeps ``processOffset`` as its max, so the earlier records drop there too
     and the cut units come back (read from the source, no broker case).  With ext files each unit put back points
-    at the ext unit the reput put for it, counted from the earlier files' records
-    (:func:`store_format.dledger_crash_before.ext_before_walk`).
+    at the ext unit the reput put for it, counted from the earlier files' records (a converted store's old files'
+    too: :func:`store_format.dledger_crash_before.ext_before_walk`).
 
     Raises:
-        UnsupportedConfigError: a reput in the old commitlog files of a converted store after a cut or a walk that
-            ended early (:mod:`store_format.dledger_crash_old` gives the one that is modelled); a record the reput's
-            check refuses in the earlier files where it does not go on at the next data file
-            (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`reput_goes_on`).
+        UnsupportedConfigError: a record the reput's check refuses in the earlier files where it does not go on at
+            the next data file (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`reput_goes_on`).
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
-    # in a converted store's old files: after a walk that queued nothing, with no cut (dledger_crash_old)
-    why = "" if reput >= files[0].base or (cut is None and walk_end < 0) else \
-        "in a converted store's old commitlog files"
-    if cut is not None and not why:
-        why = "and the reput puts some cut units back" if cut.moves or cut.inside_from >= 0 else ""
+    # from a converted store's old files too (every queue empty at the start: dledger_crash_old)
+    why = "and the reput puts some cut units back" if cut is not None and (cut.moves or cut.inside_from >= 0) else ""
     if why:
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")

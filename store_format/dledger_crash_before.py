@@ -51,36 +51,43 @@ def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAga
 def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput: int, config: BrokerConfig,
                       goes_on: Callable[[int, int], bool]) -> dict[tuple[str, int], int]:
     """Per queue ``(topic, queue id)``, the records of its own consume queue (not a light or batch queue) that the
-    reput walks from ``reput`` (an entry's start) to ``files[first]``'s start, as ``doReput``'s message check (no
-    CRC) reads them, a DLedger blank moving it to the next data file, and so does a record it cannot read (a bad
-    magic code) at ``at`` in ``files[k]`` where ``goes_on(k, at)`` (module docstring).
+    reput walks from ``reput`` (an entry's start, or a record's in a converted store's old commitlog files, read as
+    the base ``CommitLog`` wrote them, each ending in a blank) to ``files[first]``'s start, as ``doReput``'s message
+    check (no CRC) reads them, a blank moving it to the next file, and so does a record it cannot read (a bad magic
+    code) at ``at`` in data file ``files[k]`` where ``goes_on(k, at)`` (module docstring).
 
     Raises:
         UnsupportedConfigError: that check ends the reput elsewhere in those files (a record it refuses where
             ``goes_on`` does not say it goes on, or a file that does not end in a blank): not modelled there.
     """
-    k = next(n for n, f in enumerate(files) if f.base <= reput < f.end)
+    # a converted store's old commitlog files from the reput's start on (base CommitLog records: dledger_crash_old)
+    old = [seg for seg in st.segments if not seg.dledger and seg.end > reput]
+    segs = [*old, *files[:first]]
+    k = next((n for n, f in enumerate(segs) if f.base <= reput < f.end), len(segs))
     track = QueueTrack(config.batch_topics)
     scratch = cl.Scratch()
-    pos = reput - files[k].base
-    while k < first:
-        seg = files[k]
+    pos = reput - segs[k].base if k < len(segs) else 0
+    while k < len(segs):
+        seg = segs[k]
         state = cl.WalkState.at_slice_start(pos, seg.size)
         with st.reader(seg) as read:
             while True:
                 split_end = min(state.bufpos + _WINDOW, seg.size + 1)
                 res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=_WINDOW + (1 << 20),
-                                    keep_text=True, scratch=scratch, dledger=True)
+                                    keep_text=True, scratch=scratch, dledger=seg.dledger)
                 halt, n_ok = check_rows(res, seg, check_crc=False, is_5x=True)
                 track.add(res, n_ok, seg.base)
                 state = res.state
                 if halt is not None or res.stop != cl.Stop.SPLIT_END:
                     break
-        at = halt.offset - ENTRY_HEADER_SIZE if halt is not None else seg.base + state.bufpos
-        if halt is None and (res.stop == cl.Stop.BLANK or res.stop == cl.Stop.BAD and goes_on(k, at)):
-            k, pos = k + 1, 0   # the next data file (after a bad record: the rest of this one skipped)
+        at = (halt.offset - (ENTRY_HEADER_SIZE if seg.dledger else 0) if halt is not None
+              else seg.base + state.bufpos)
+        if halt is None and (res.stop == cl.Stop.BLANK or res.stop == cl.Stop.BAD and seg.dledger
+                             and goes_on(k - len(old), at)):
+            k, pos = k + 1, 0   # the next file (after a bad record in a data file: the rest of this one skipped)
             continue
         raise refusal(f"the start's reput from {reput}, before the data file {files[first].name} the recovery's "
-                      f"walk started at, ends at {at} in data file {seg.name} (its message check, no CRC), not at the "
-                      "next data file (where it goes on depends on the group's commits)")
+                      f"walk started at, ends at {at} in {'data' if seg.dledger else 'old commitlog'} file {seg.name} "
+                      "(its message check, no CRC), not at the next file (in a data file where it goes on depends on "
+                      "the group's commits)")
     return {track.names[q]: n for q, n in track.own_units.items()}

@@ -19,6 +19,16 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   (no queue holds one), ``IndexService.buildIndex`` skips every record below the index's ``endPhyOffset`` (the old
   records and the earlier data files' ones: the walk indexed later records) and puts the walk's last indexed
   record's keys again.
+* Every queue is empty at the start too after a walk that queued nothing before a damaged message it ends at (its
+  body CRC: DLedger's recovery, which reads none, keeps the log), and after a 5.5.1 queue cut
+  (``truncateDirtyLogicFiles`` at the walk's short ``processOffset``) that leaves every queue the walk wrote with
+  no file (``ConsumeQueue.correctMinOffset`` sets the max of each to -1; 5.3.3 keeps ``processOffset`` there,
+  inside the data files): the reput begins at the min offset as above, and from the first data file on it is the
+  reput-before-the-walk rule with a damaged walk or a cut (the damaged message and the rest dispatched after the
+  walk's records; each emptied queue written anew from the reput's start, ``QueueCut.reset``; with ext files the
+  units put back point at ext units counted from the queue's old records too:
+  :func:`store_format.dledger_crash_before.earlier_own_units` reads the old files as the base ``CommitLog`` wrote
+  them).
 * A queue the 5.5.1 cut (``truncateDirtyLogicFiles``) leaves with ``fillPreBlank`` units only has the max
   2147483647 (their ``offset + size``), so ``doRecheckReputOffsetFromCq`` sets the reput there, which lies in an
   old file when they reach past 2 GiB.  ``getData`` there is the base ``CommitLog``'s: the old file's bytes from
@@ -33,8 +43,7 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   data file when the walk started at a later one: the reput-before-the-walk rule after a cut).
 
 A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here but
-at 2147483647); a reput that begins in the old files after a walk that ended early (a damaged message) or a 5.5.1
-cut emptying every queue stays refused (:func:`store_format.dledger_crash._reput_before_walk`).
+at 2147483647).
 """
 from __future__ import annotations
 
@@ -48,13 +57,13 @@ from .restart_reput import Accepted
 __all__ = ["reput_in_old_files", "reput_inside_old_file"]
 
 
-def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int, dividing: int, early: bool,
+def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int, dividing: int,
                        queued_on_disk: bool) -> int | None:
     """Where the start's reput begins when ``doRecheckReputOffsetFromCq`` finds every queue empty after a walk that
-    queued nothing, on a store converted in place: the min offset ``min_offset``, in the old files below
-    ``dividing`` (``dividedCommitlogOffset``, the first data file's offset).  None: not this case (no switch, a
-    queue unit from the walk or on disk, no old files, or a walk that ended at a damaged message)."""
-    if not config.recheckReputOffsetFromCq or early or queued_on_disk:
+    queued nothing (whether it ended at a damaged message or not), on a store converted in place: the min offset
+    ``min_offset``, in the old files below ``dividing`` (``dividedCommitlogOffset``, the first data file's offset).
+    None: not this case (no switch, a queue unit from the walk or on disk, no old files)."""
+    if not config.recheckReputOffsetFromCq or queued_on_disk:
         return None
     if accepted.max_physic_offset(config.batch_topics) >= 0:
         return None

@@ -307,6 +307,44 @@ def converted_queued_nothing_abort_scenario(line: str) -> list[dict]:
              "dledgerCommittedBack": 3, "name": f"{line}-dledger-abort-converted-prepared"}]
 
 
+def converted_old_reput_abort_scenarios(line: str) -> list[dict]:
+    """Crash restarts of a store converted in place whose start's reput, with ``recheckReputOffsetFromCq=true``,
+    begins in the old ``commitlog/`` files (every queue's max -1: ``doRecheckReputOffsetFromCq`` keeps the min
+    offset) after a walk that ended early or a queue cut.  ``<line>-dledger-abort-converted-prepared-damaged`` (5.x
+    lines): the ``converted-prepared`` store with five keyed messages after the prepared ones, a body byte of the
+    first of them flipped (in the last data file; ``reportQueues`` for both): the walk (body CRC) queues nothing
+    and ends there, DLedger's recovery (no CRC) keeps the log; the reput dispatches the old records, the walk's
+    again, then the damaged message and the rest.
+    ``<line>-dledger-abort-converted-cut-emptied`` (5.5.1): 40 small prepared messages after the switch, then three
+    small ones to a topic of their own (T7, queue 0) whose records lie past the walk's short ``processOffset`` (the
+    40 entry headers it leaves out): ``truncateDirtyLogicFiles`` takes every T7 unit and deletes its only file,
+    ``correctMinOffset`` sets its max to -1, so every queue is empty and the reput begins at the first old file;
+    ``-converted-cut-emptied-ext`` (5.5.1): that store with ext files (``enableConsumeQueueExt``) and its first six
+    old messages sent to T7 queue 0, so the walk's first T7 unit opens T7's second queue file (the one the cut
+    deletes) and the units the reput puts back point at ext units counted from the old T7 records."""
+    if not line.startswith(("5.3", "5.5")):
+        return []
+    (prepared,) = converted_queued_nothing_abort_scenario(line)
+    g = _Messages(14, ["T0", "T1"])
+    tail = [g.one(keyed=True) for _ in range(5)]   # in the last data file, after its prepared messages
+    switch = next(i for i, m in enumerate(prepared["messages"]) if "switchToDLedger" in m)
+    out = [{**prepared, "messages": [*prepared["messages"], *tail], "damageMessage": len(prepared["messages"]) - 1,
+            "reportQueues": True, "name": f"{line}-dledger-abort-converted-prepared-damaged"}]
+    if line.startswith("5.5"):
+        g = _Messages(15, ["T7"])
+        small = [{**g.one(keyed=True, tranType="prepared"), "body": g.body(10, 60)} for _ in range(40)]
+        t7 = [{**g.one(), "queueId": 0, "body": g.body(10, 20), "keys": f"k7{i}"} for i in range(3)]
+        out.append({"config": {**config(line), **THOROUGH_CHECKPOINT},
+                    "messages": [*prepared["messages"][:switch + 1], *small, *t7], "abort": True,
+                    "reportQueues": True, "name": f"{line}-dledger-abort-converted-cut-emptied"})
+        old = [{**m, "topic": "T7", "queueId": 0} if i < 6 else m for i, m in enumerate(prepared["messages"][:switch])]
+        out.append({**out[-1], "config": {**out[-1]["config"], "enableConsumeQueueExt": "true",
+                                          "mappedFileSizeConsumeQueueExt": "204"},
+                    "messages": [*old, *out[-1]["messages"][switch:]],
+                    "name": f"{line}-dledger-abort-converted-cut-emptied-ext"})
+    return out
+
+
 def damaged_again_abort_scenarios(line: str) -> list[dict]:
     """Crash restarts whose start's reput begins before the damaged message that ends the walk, and before the
     walk's last indexed record, with no queue cut (the checkpoint's ``logicsPhysicalOffset`` set to 100; 5.3.3 with

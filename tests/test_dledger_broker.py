@@ -28,6 +28,7 @@ from broker_dledger_scenarios import (
     batch_kept_abort_scenario,
     before_abort_scenarios,
     before_walk_abort_scenarios,
+    converted_old_reput_abort_scenarios,
     converted_queued_nothing_abort_scenario,
     converted_walked_nothing_abort_scenario,
     damaged_abort_scenarios,
@@ -76,6 +77,7 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
     *(damaged_gap_abort_scenarios(line) + damaged_again_abort_scenarios(line) + before_abort_scenarios(line)
       + damaged_twice_abort_scenarios(line) + damaged_twice_early_abort_scenarios(line)
       + converted_walked_nothing_abort_scenario(line) + converted_queued_nothing_abort_scenario(line)
+      + converted_old_reput_abort_scenarios(line)
       + before_walk_abort_scenarios(line)
       if MORE_LAYOUTS or line.startswith("5.3") else   # by default one of each: the gap, and the walk again
       [damaged_gap_abort_scenarios(line)[0], damaged_again_abort_scenarios(line)[0]]),
@@ -921,6 +923,42 @@ def test_as_restart_after_a_crash_of_a_converted_store_whose_walk_queues_nothing
     _same_tree(src / "expected", tmp_path / name)
     p = _dledger_prediction(src, name, line, tmp_path)
     assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), 0), p
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_of_a_converted_store_whose_reput_begins_in_the_old_files(written, line, tmp_path):
+    """Converted stores whose start's reput (recheckReputOffsetFromCq, every queue empty) begins at the first old
+    commitlog file after a walk that queued nothing and ended at a damaged message (-converted-prepared-damaged,
+    5.x), or after a 5.5.1 cut that left the walk's one queue with no file (-converted-cut-emptied: max -1): the
+    reput puts the old records' units, walks the data files again, and puts the damaged message's and the later
+    ones' units, or writes the cut queue anew.  --as-restart on the store as the restart found it writes the
+    broker's consumequeue/ and index/ byte for byte; verify's units lost are those the broker's queues lack (none:
+    it holds a unit for every message)."""
+    ran = _ran_or_skip(f"{line}-dledger-abort-converted", ("-prepared-damaged", "-cut-emptied", "-cut-emptied-ext"),
+                       "converted-old-reput")
+    for name in ran:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        assert any((src / "before" / "commitlog").iterdir()), "a converted store keeps its ordinary commitlog files"
+        # the broker's own outcome: a unit for every message that makes one, none fillPreBlank
+        put = _units(src / "expected" / "consumequeue")
+        assert len(put) == _queued(r["scenario"]) > 0 and all(u[2] != 2**31 - 1 for u in put), (name, len(put))
+        # 5.5.1 calls truncateDirtyLogicFiles after either walk: on the damaged one no queue reaches its offset
+        assert int(r["written"]["truncateDirtyLogicFilesAt"]) >= 0 or line.startswith("5.3"), r["written"]
+        if name.endswith("-damaged"):
+            r, src, _damaged, err = _damaged_walk_restart(name, line, tmp_path)
+        else:
+            code, err = _as_restart(src / "before", tmp_path / name, src, line)
+            assert code == 0, err[-2000:]
+            assert "the cut left T7/0 with no file" in err, err[-2000:]
+        found = re.search(r"the start's reput from (\d+), before data file (\d+)", err)
+        assert found and int(found[1]) == 0 and "it begins in the old commitlog files" in err, err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        if name.endswith("-ext"):   # T7's units put back point at the ext units counted from its old records
+            _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+        p = _dledger_prediction(src, name, line, tmp_path)
+        assert p["units_lost"] == 0, (name, p)
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
