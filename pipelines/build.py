@@ -316,8 +316,8 @@ def _reset_queues(queues: QueueTable, names: list[tuple], pending: dict, pending
     ``ConsumeQueue.putMessagePositionInfo`` writes it anew), their pending units and the rows of the files written
     so far (the reput puts the walk's units again at their positions, so it writes those files again).  Its ext
     units are left as they are: ``truncateDirtyLogicFiles`` reads no ext address in a queue it empties, so
-    ``ConsumeQueueExt.truncateByMaxAddress`` keeps them, and the reput appends (5.5.1 source; no broker case has
-    ext files and such a queue)."""
+    ``ConsumeQueueExt.truncateByMaxAddress`` keeps them, and the reput appends after them (5.5.1; checked against
+    the broker: ``5.5.1-dledger-abort-before-cut-emptied-layouts``)."""
     for name in names:
         q = queues.number.get(name)
         if q is None:

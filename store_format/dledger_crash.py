@@ -333,7 +333,8 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     ``StoreLocation.queue_reset``); 5.3.3 keeps ``processOffset`` as its max, so the earlier records drop there too
     and the cut units come back (read from the source, no broker case).  With ext files each unit put back points
     at the ext unit the reput put for it, counted from the earlier files' records (a converted store's old files'
-    too: :func:`store_format.dledger_crash_before.ext_before_walk`).
+    too; in a queue the 5.5.1 cut left with no file, after the ext units the walk put: the cut keeps them)
+    (:func:`store_format.dledger_crash_before.ext_before_walk`).
 
     Raises:
         UnsupportedConfigError: a record the reput's check refuses in the earlier files where it does not go on at

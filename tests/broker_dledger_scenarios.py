@@ -422,7 +422,10 @@ def before_walk_abort_scenarios(line: str) -> list[dict]:
     ``-before-cut-magic`` and ``-before-cut-magic-layouts``, the magic code of the 246th put (T0; the layouts store:
     the 242nd) flipped, past the committed position in the first data file: the reput's own check refuses it and goes
     on at the second data file (a group of one), the rest of the first (T9's puts 250-259) dispatched by no one, no
-    unit and no ext unit; 5.3.3, which cuts
+    unit and no ext unit, and ``-before-cut-emptied-layouts``, the layouts store whose T0 puts 220-229 and 240-244
+    (before and past the committed position, in the first data file) and 393-397 (past the cut) go to T7: eleven
+    units before the walk's, whose first opens the queue's second file, which the cut deletes (no file left; the ext
+    units the walk put stay, and the reput's follow them); 5.3.3, which cuts
     only the queues it loads, adds the partial ones with the queues kept (``-kept``: ``keepQueues``, checked
     through ``verify``)."""
     if not line.startswith(("5.3", "5.5")):
@@ -453,6 +456,12 @@ def before_walk_abort_scenarios(line: str) -> list[dict]:
         cut += [{**cut_layouts, "name": f"{line}-dledger-abort-before-cut-layouts"},
                 {**uncut, "name": f"{line}-dledger-abort-before-damaged-cut-layouts"},
                 {**cut_layouts, "damageMagic": 241, "name": f"{line}-dledger-abort-before-cut-magic-layouts"}]
+        # -before-cut-emptied-layouts: the layouts store with the -cut-emptied queue T7 (T0 puts only, ext units too)
+        puts = iter(range(len(cut_layouts["messages"])))
+        t7_puts = (220, 222, 223, 225, 226, 228, 229, 240, 241, 243, 244, 393, 394, 396, 397)
+        t7 = [{**m, "topic": "T7"} if "topic" in m and next(puts) in t7_puts and m["topic"] == "T0" else m
+              for m in cut_layouts["messages"]]
+        cut += [{**cut_layouts, "messages": t7, "name": f"{line}-dledger-abort-before-cut-emptied-layouts"}]
     return [damaged, twice, *([damaged_layouts] if line.startswith("5.5") else []), *cut]
 
 

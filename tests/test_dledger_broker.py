@@ -1055,6 +1055,37 @@ def _lost_as_the_broker(r: dict, src: Path, name: str, line: str, tmp_path: Path
     assert p["units_lost"] == len(puts) - held_below, (name, p["units_lost"], len(puts), held_below, p["notes"])
 
 
+def _emptied_layouts_as_the_broker(r: dict, src: Path, name: str, line: str, tmp_path: Path, committed: int,
+                                   walk_file: int, err: str) -> None:
+    """-before-cut-emptied-layouts: the cut left T7 no file (its ext units stay), the reput put the first data
+    file's T7 records from a new first queue file; verify's units lost per queue (T0, T7, %LMQ%q1, BT0) are the
+    committed records' units the broker's queues lack below the committed position (a batch unit per message)."""
+    assert "the cut left T7/0 with no file" in err, err[-2000:]
+    assert "00000000000000000000" in r["written"]["queuesAfterDispatch"]["T7/0"]["files"], r["written"]
+    sent: dict[str, int] = {}
+    for m in [m for m in r["scenario"]["messages"] if "topic" in m][:-int(r["scenario"]["dledgerCommittedBack"])]:
+        for queue in (f"{m['topic']}/{m.get('queueId', 0)}",
+                      *([f"{m['properties']['INNER_MULTI_DISPATCH']}/0"]
+                        if "INNER_MULTI_DISPATCH" in m.get("properties", {}) else [])):
+            sent[queue] = sent.get(queue, 0) + 1
+    held: dict[str, list[int]] = {}
+    for queue, state in r["written"]["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("BT0/") else ("consumequeue", 20)
+        for f in state["files"]:
+            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held.setdefault(queue, []).extend(
+                int.from_bytes(data[i:i + 8], "big") for i in range(0, len(data), unit)
+                if int.from_bytes(data[i + 8:i + 12], "big") not in (0, 2**31 - 1))
+    assert committed < min(held["T7/0"]) < walk_file <= max(held["T7/0"]), (held["T7/0"], committed, walk_file)
+    lost = {q: n - sum(o < committed for o in held.get(q, [])) for q, n in sent.items()}
+    lost = {q: n for q, n in lost.items() if n}
+    # T7's committed records all lie before the reput's start: the queue written anew holds none of them
+    assert lost["T7/0"] == sent["T7/0"] > 0, (lost, sent)
+    p = _dledger_prediction(src, name, line, tmp_path)
+    assert {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]} == lost, (name, lost, p)
+    assert p["units_lost"] == sum(lost.values()), (name, p["units_lost"], lost, p["notes"])
+
+
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
 def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_walks_data_file(written, line, tmp_path):
     """The before crash restarts whose recovery's walk also ends at a damaged message (a body CRC, in the last data
@@ -1065,7 +1096,9 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_wal
     every one back (on the layouts stores pointing at the ext units it put for them, counted from its start) but
     in a queue the cut left with fillPreBlank units only (-cut-blank: its max 2147483647, so none, and the queue
     file the cut deleted stays deleted); in a queue the cut left with no file (-cut-emptied: T7, max -1 on 5.5.1)
-    it puts the first file's records from its start too, then the walk's ones after them.  -cut-magic and
+    it puts the first file's records from its start too, then the walk's ones after them (-cut-emptied-layouts: with
+    ext files, whose units the cut left there: the reput's follow them; verify's units lost checked per queue
+    there, a batch unit per message).  -cut-magic and
     -cut-magic-layouts: a record of the first file whose magic code the reput's own check refuses sends it on to the
     second (a group of one), the rest of the first dispatched by no one (no unit, no ext unit).
     --as-restart on the store as the restart found it writes the broker's consumequeue/, index/ (and on the
@@ -1075,7 +1108,8 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_wal
     stem = f"{line}-dledger-abort-before"
     ran = _ran_or_skip(stem, ("-damaged", "-damaged-twice", "-damaged-layouts", "-cut", "-damaged-cut",
                               "-damaged-twice-cut", "-cut-blank", "-cut-emptied", "-cut-magic", "-cut-layouts",
-                              "-damaged-cut-layouts", "-cut-magic-layouts", "-cut-kept", "-damaged-cut-kept",
+                              "-damaged-cut-layouts", "-cut-magic-layouts", "-cut-emptied-layouts", "-cut-kept",
+                              "-damaged-cut-kept",
                               "-damaged-twice-cut-kept"),
                        "before-damaged or before-cut")
     for name in ran:
@@ -1105,6 +1139,8 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_wal
         if name.endswith("-layouts"):
             _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
             _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+            if name.endswith("-emptied-layouts"):
+                _emptied_layouts_as_the_broker(r, src, name, line, tmp_path, committed, int(found[2]), err)
             continue
         held = _held_offsets(r, src)
         if "-damaged" in name:   # the reput dispatched the damaged message, which the walk did not
