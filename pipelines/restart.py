@@ -104,7 +104,7 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           + (" (recheckReputOffsetFromCq=true: the queues are empty, so from the min offset)"
                              if config.recheckReputOffsetFromCq else "")
                           + (", the old commitlog files' records first (a store converted in place)"
-                             if any(not seg.dledger and seg.end > crash.reput_from for seg in st.segments) else ""))
+                             if crash.from_old_files else ""))
             kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
             if crash.reput_from >= crash.end:
                 kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0)
@@ -164,7 +164,7 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           + ("; it begins in the old commitlog files (a store converted in place: "
                              "recheckReputOffsetFromCq=true finds every queue empty, the walk having queued nothing "
                              "or the cut having left no queue file, so from the min offset)"
-                             if any(not seg.dledger and seg.end > crash.reput_from for seg in st.segments) else "")
+                             if crash.from_old_files else "")
                           + (f"; the cut left {', '.join(f'{t}/{q}' for t, q in reset)} with no file (max -1: "
                              "ConsumeQueue.correctMinOffset), which it writes anew from its start" if reset else ""))
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)

@@ -234,8 +234,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
         # a converted store's reput from the old files (store_format.dledger_crash_old): every record from there
-        dispatch_from=(crash.reput_from if crash.before and any(not s.dledger and s.end > crash.reput_from
-                                                                 for s in st.segments) else crash.start_offset)
+        dispatch_from=(crash.reput_from if crash.before and crash.from_old_files else crash.start_offset)
         if crash is not None else None,
         cut_lost={f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
         if crash is not None and crash.cut is not None else None,
