@@ -23,7 +23,7 @@ from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import StoreError
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
-from store_format.store import Segment, StoreLocation, jump_at, with_dledger_committed
+from store_format.store import Segment, StoreLocation, jump_at, then_pieces, with_dledger_committed
 
 from .anomalies import at_offset
 from .build import write_file
@@ -147,7 +147,12 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           + ("), inside an old commitlog file (a store converted in place: CommitLog.getData gives its "
                              "bytes to the file's end)" if any(not seg.dledger and seg.base <= at < seg.end
                                                               for seg in st.segments) else "), inside an entry")
-                          + f": DLedgerCommitLog's message check there sends it on to {crash.cut.reput} "
+                          + (f": DLedgerCommitLog's message check there parses {len(crash.cut.inside_records)} "
+                             f"message(s) ({', '.join(f'{a} to {b}' for a, b in crash.cut.inside_records)}), which it "
+                             "dispatches "
+                             "after the walk's records, then"
+                             if crash.cut.inside_records else ": DLedgerCommitLog's message check there")
+                          + f" sends it on to {crash.cut.reput} "
                           "(ReputMessageService.doReput)")
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
                       + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else "")
@@ -180,6 +185,8 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                                    reindex=crash.reindex)
         if crash.jump is not None:   # the reput's records read where it reads them (the walk's again: its keys, ext)
             kept = jump_at(dataclasses.replace(kept, reindex=-1) if crash.again else kept, *crash.jump)
+        if crash.cut is not None and crash.cut.inside_records:   # the messages its check parses where it was set
+            kept = then_pieces(kept, crash.cut.inside_records, st.segments)
         return kept, DLedgerRestart(rec, before, False, crash)
     kept = with_dledger_committed(st, rec.committed_index, rec.committed_pos)
     if not kept.segments:

@@ -417,7 +417,7 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
 
 
 def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, committed: int,
-                  config: BrokerConfig) -> int:
+                  config: BrokerConfig) -> tuple[int, tuple[tuple[int, int], ...]]:
     """:func:`store_format.dledger_reput_inside.reput_inside_entry` on the data file holding ``pos``, or
     :func:`store_format.dledger_crash_old.reput_inside_old_file` on the old commitlog file (a converted store).
 

@@ -255,6 +255,9 @@ class QueueCut:
     batch_dropped: tuple[tuple[str, int, int], ...] = ()
     ext_again: tuple[ExtAgain, ...] = ()
     inside_from: int = -1   # where the reput was set when that is inside an entry (``reput``: where it goes on from)
+    # the records the reput's check parses from inside_from on before it goes on at ``reput`` (``(start, end)``,
+    # store_format.dledger_reput_inside): dispatched after the walk's records (store_format.store.then_pieces)
+    inside_records: tuple[tuple[int, int], ...] = ()
     # reset_emptied (5.5.1): the consume queues the cut left with no file, whose max recoverTopicQueueTable sets to -1
     reset: tuple[tuple[str, int], ...] = ()
 
@@ -266,7 +269,8 @@ class QueueCut:
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq_file_size: int, ext: bool,
                recheck: bool, min_offset: int, confirm_offset: int, end: int,
                on_disk: dict[tuple[str, int], tuple[int, bool]] | None = None,
-               inside: Callable[[int], int] | None = None, reset_emptied: bool = False,
+               inside: Callable[[int], tuple[int, tuple[tuple[int, int], ...]]] | None = None,
+               reset_emptied: bool = False,
                after: np.ndarray | None = None, walk_end: int = -1) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
@@ -276,7 +280,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     the walk's units of every record from its start file
     are in ``track`` whether its dispatch appended them or found them there, so the units the cut takes
     are the walk's.  ``inside``: where the reput set at ``process_offset`` (inside an entry) dispatches
-    from, or where it stands when it dispatches nothing
+    from, or where it stands when it dispatches nothing, and the messages its check parses on the way (at
+    2147483647 only: :attr:`QueueCut.inside_records`, dispatched before it goes on, their units appended after
+    the walk's; with ext files refused, their ext units not modelled)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
@@ -324,6 +330,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         else:
             max_after[q] = BLANK_MAX if (int(rows[0, U_KEY]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
     inside_from = -1
+    inside_records: tuple[tuple[int, int], ...] = ()
     if recheck:
         # 5.5.1 recoverTopicQueueTable (ConsumeQueue.correctMinOffset) sets the max of a queue left with no file to
         # -1 before the start; 5.3.3 keeps processOffset there
@@ -333,12 +340,17 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if reput in (process_offset, process_offset - 1) and reput > top:
             if inside is None:
                 raise _refuse(f"the reput would start at {reput}, inside an entry")
-            inside_from, reput = reput, inside(reput)   # where doReput goes on from (store_format.dledger_reput_inside)
+            inside_from, (reput, inside_records) = reput, inside(reput)   # where doReput goes on from
+            if inside_records:   # store_format.dledger_reput_inside: a message parsed at processOffset (or - 1)
+                raise _refuse(f"a reput set at {inside_from}, inside an entry, that would parse a message there")
         if reput == BLANK_MAX and reput < end and inside_from < 0:   # a queue left with fillPreBlank units only
             if inside is None:
                 raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
                               "the log")
-            inside_from, reput = reput, inside(reput)
+            inside_from, (reput, inside_records) = reput, inside(reput)
+            if inside_records and ext:
+                raise _refuse(f"enableConsumeQueueExt and a reput set at {inside_from} that would parse a message "
+                              "there (its ext unit)")
     else:
         reput = confirm_offset
     zero_from: dict[int, int] = {}
@@ -400,7 +412,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
     reset = sorted(track.names[q] for q, v in max_after.items() if reset_emptied and v == process_offset)
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
-                    ext_again, inside_from, tuple(reset))
+                    ext_again, inside_from, inside_records, tuple(reset))
 
 
 def _appended_keys(rows: np.ndarray, last: int) -> np.ndarray:

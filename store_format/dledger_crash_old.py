@@ -72,10 +72,11 @@ def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int
 
 
 def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_base: int, file_size: int,
-                          v55: bool) -> int:
+                          v55: bool) -> tuple[int, tuple[tuple[int, int], ...]]:
     """Where the reput set at ``pos`` inside the old commitlog file at ``file_base`` goes on from (module
-    docstring): that file's end, where ``doReput``'s jump or roll takes it.  ``read(offset, n)``: up to ``n`` bytes
-    of the file at a commitlog offset.  The DLedger check's outcomes are
+    docstring): that file's end, where ``doReput``'s jump or roll takes it; and the messages its check parses from
+    ``pos`` on before that (``(start, end)`` commitlog offsets), which it dispatches.  ``read(offset, n)``: up to
+    ``n`` bytes of the file at a commitlog offset.  The DLedger check's outcomes are
     :func:`store_format.dledger_reput_inside.reput_inside_entry`'s with the buffer ending at the file's end
     (``CommitLog.getData``: no committed position cuts it).
 
@@ -84,11 +85,11 @@ def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_b
             old bytes that read as a DLedger entry's header at ``pos`` (not modelled).
     """
     end = file_base + file_size
-    gone_on = reput_inside_entry(read, pos, file_base=file_base, file_size=file_size, read_end=end, committed=end,
-                                 v55=v55)
+    gone_on, records = reput_inside_entry(read, pos, file_base=file_base, file_size=file_size, read_end=end,
+                                          committed=end, v55=v55)
     if gone_on != end:   # the old bytes there read as a DLedger entry's header (its magic, its own position)
         raise UnsupportedConfigError(
             f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's reput would begin at "
             f"{pos}, in an old commitlog file, whose bytes there read as a DLedger entry's header; not modelled, let "
             "the broker recover")
-    return end
+    return end, records

@@ -27,11 +27,14 @@ server (``commitLog.start()`` comes after ``doRecheckReputOffsetFromCq``), so th
 DLedger's recovery left, not a later one.
 
 Modelled: an offset that is an entry's start or its message's start (the reput walks on from there, the message
-check landing on the next entry), and the jumps and rolls above.  Refused: a check that would parse a message
-somewhere else, or dispatch the empty request of a blank 48 bytes further.  Derivable, not modelled yet: the 5.5.1
-broker dispatches a message parsed there like any record (its unit from the queue, queue offset and tags code its
-bytes give, its keys by ``IndexService.buildIndex``'s ``endPhyOffset`` rule), then checks on at its end, inside
-the entry, by the rules above (``tests/test_dledger_2gib_broker.py``, the ``-embedded`` stores).
+check landing on the next entry), the jumps and rolls above, and messages the check parses where the second int is
+a message magic code: the broker dispatches each like any record (its unit from the queue, queue offset and tags
+code its bytes give, its keys by ``IndexService.buildIndex``'s ``endPhyOffset`` rule) and checks on at its end by
+the rules above, so :func:`reput_inside_entry` returns those records with where the reput goes on, and the rebuild
+reads them after the walk's records (:func:`store_format.store.then_pieces`; ``tests/test_dledger_2gib_broker.py``,
+the ``-embedded`` stores, 5.5.1, at 2147483647 only: :mod:`store_format.dledger_crash_cut` refuses one at
+``processOffset`` and one with ``enableConsumeQueueExt``).  Refused: a check 48 bytes further that would parse a
+message or dispatch the empty request of a blank.
 
 An offset at or past the committed position cannot be derived from the store: ``getData`` gives nothing there, so
 the reput waits for DLedger's first commit after the start, and the bytes it is then handed end at that commit (or
@@ -56,12 +59,13 @@ _ROLL, _JUMP, _PARSE = "roll", "jump", "parse"
 
 
 def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base: int, file_size: int,
-                       read_end: int, committed: int, v55: bool) -> int:
-    """The offset from which the reput set at ``pos`` (in the data file at ``file_base``, whose data ends at
-    ``read_end``) dispatches its first message, or where it stands when it dispatches none: ``pos`` itself when an
-    entry or its message starts there, else where the jump or the roll of the module docstring takes it.
-    ``read(offset, n)``: up to ``n`` bytes of the log at ``offset``; ``committed``: DLedger's committed position
-    after its recovery.
+                       read_end: int, committed: int, v55: bool) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """Where the reput set at ``pos`` (in the data file at ``file_base``, whose data ends at ``read_end``) goes
+    on, and the records it dispatches on the way (``(start, end)`` commitlog offsets, in order; none when an entry
+    or its message starts at ``pos``, where it goes on from ``pos`` itself): each message the check parses from
+    ``pos`` where its second int is a message magic code, until a check that does not parse, whose jump or roll
+    (module docstring) gives where it goes on.  ``read(offset, n)``: up to ``n`` bytes of the log at ``offset``;
+    ``committed``: DLedger's committed position after its recovery.
 
     Raises:
         UnsupportedConfigError: the cases the module docstring leaves out.
@@ -76,7 +80,7 @@ def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base
             and int.from_bytes(head[OFF_ENTRY_POS:OFF_ENTRY_POS + 8], "big", signed=True) == at
 
     if entry_at(pos) or entry_at(pos - ENTRY_HEADER_SIZE):
-        return pos
+        return pos, ()
     if pos >= committed:
         raise UnsupportedConfigError(
             f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's reput would begin "
@@ -97,24 +101,35 @@ def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base
         magic = i32(at + 4)
         return _PARSE if magic in (MAGIC_V1, MAGIC_V2) else _ROLL if magic == MAGIC_BLANK else _JUMP
 
-    if limit - pos < 8:
-        outcome = _JUMP
-    elif i32(pos + 4) in (MAGIC_BLANK, MAGIC_V1, MAGIC_V2):
-        outcome = base_check(pos)
-    elif i32(pos) == ENTRY_BLANK_MAGIC:
-        outcome = _ROLL
-    elif pos + ENTRY_HEADER_SIZE > limit:
-        outcome = _JUMP
-    else:
-        outcome = base_check(pos + ENTRY_HEADER_SIZE)
-        if outcome == _ROLL:
-            raise _refuse(pos, "a commitlog blank's magic code 52 bytes in: the reput would dispatch an empty "
-                               "request")
-    if outcome == _PARSE:
-        raise _refuse(pos, "a message magic code where no message starts: the reput would parse the bytes there")
+    records: list[tuple[int, int]] = []
+    at = pos
+    while True:   # doReput's loop over the bytes getData gave, one check per record
+        if limit - at < 8:
+            outcome = _JUMP
+        elif i32(at + 4) in (MAGIC_BLANK, MAGIC_V1, MAGIC_V2):
+            outcome = base_check(at)
+            if outcome == _PARSE:   # a message right there: dispatched, the next check at its end
+                size = i32(at)
+                assert size is not None and size > 0
+                records.append((at, at + size))
+                at += size
+                continue
+        elif i32(at) == ENTRY_BLANK_MAGIC:
+            outcome = _ROLL
+        elif at + ENTRY_HEADER_SIZE > limit:
+            outcome = _JUMP
+        else:
+            outcome = base_check(at + ENTRY_HEADER_SIZE)
+            if outcome == _ROLL:
+                raise _refuse(pos, "a commitlog blank's magic code 52 bytes in: the reput would dispatch an empty "
+                                   "request")
+            if outcome == _PARSE:
+                raise _refuse(pos, "a message magic code 52 bytes in where no entry starts: the reput would parse "
+                                   "the bytes there")
+        break
     if outcome == _ROLL:
-        return pos + file_size - pos % file_size
-    return limit
+        return at + file_size - at % file_size, tuple(records)
+    return limit, tuple(records)
 
 
 def _refuse(pos: int, why: str) -> UnsupportedConfigError:

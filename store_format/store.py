@@ -17,7 +17,8 @@ from .errors import StoreLayoutError
 from .layout import SEGMENT_NAME_RE
 from .store_layouts import check_store_layout, store_batch_topics
 
-__all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader", "jump_at", "read_in_pieces"]
+__all__ = ["Segment", "StoreLocation", "open_store", "resolve", "read_text", "Reader", "jump_at", "read_in_pieces",
+           "then_pieces"]
 
 
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -395,4 +396,21 @@ def read_in_pieces(st: StoreLocation, lo: int, runs: tuple[tuple[int, int], ...]
                 kept.append(dataclasses.replace(seg, start=a - seg.base, readable=b - seg.base, resume=nxt))
         elif then >= 0 and seg.base >= then:
             kept.append(seg)
+    return dataclasses.replace(st, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(kept)])
+
+
+def then_pieces(st: StoreLocation, runs: tuple[tuple[int, int], ...], holding: list[Segment]) -> StoreLocation:
+    """``st`` as a reput reads it that, once its last segment is read, dispatches only the byte ranges ``runs``
+    (``(start, end)`` commitlog offsets, in order, each whole records as the base ``CommitLog`` writes them, with
+    no DLedger entry header), in the files of ``holding`` that hold them, then stops: one piece per run
+    (``Segment.start``, ``readable``), each going on at the next (``Segment.resume``), in reading order
+    (:meth:`StoreLocation.piece_at`).  A 5.x DLedger crash restart whose start's reput, set inside an entry or an
+    old file's record, parses messages there before it jumps to the end of the bytes ``getData`` gave
+    (``ReputMessageService.doReput``, :mod:`store_format.dledger_reput_inside`)."""
+    last = st.segments[-1]
+    assert last.resume < 0 and runs, (last, runs)
+    kept = [*st.segments[:-1], dataclasses.replace(last, resume=runs[0][0])]
+    for (a, b), nxt in zip(runs, [*(a for a, _ in runs[1:]), -1]):
+        seg = next(s for s in holding if s.base <= a and b <= s.end)
+        kept.append(dataclasses.replace(seg, start=a - seg.base, readable=b - seg.base, resume=nxt, dledger=False))
     return dataclasses.replace(st, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(kept)])

@@ -15,6 +15,11 @@ the same reput at 2147483647 in a store converted in place, inside a body of its
 (:func:`broker_dledger_scenarios.converted_past_2gib_abort_scenario`): ``getData`` there is the base
 ``CommitLog``'s, the file's bytes to its end, the check fails, and ``doReput`` jumps to the file's end, the first
 data file (:mod:`store_format.dledger_crash_old`); the same byte for byte comparison.
+
+The ``-embedded`` stores (same switches) hold a well-formed message at 2147483647, inside a T0 body: the broker's
+reput dispatches it before its check fails on the bytes after it and jumps
+(:func:`store_format.dledger_reput_inside.reput_inside_entry`'s records); the same comparison, and verify's units
+lost counted from the broker's queues below their write positions.
 """
 from __future__ import annotations
 
@@ -136,6 +141,45 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_an_old
     assert held == 1 and p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
 
 
+def _as_restart_matches_broker(src, tmp_path, sc: dict, w: dict) -> str:
+    """``rebuild --as-restart`` of ``src/before``: the broker's ``consumequeue/`` and ``index/`` byte for byte; and
+    ``verify``'s units lost: every queued message's unit (its reference, a rebuild, holds one for each) but those
+    the broker's queues hold, T5's embedded one not being a message of the log.  Returns the rebuild's progress."""
+    from pipelines.cli import main
+    err = io.StringIO()
+    ours = tmp_path / "ours"
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
+                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
+                     "--engine", "local", "--no-tables", "--as-restart"])
+    text = err.getvalue()
+    assert code == 0, text[-3000:]
+    for sub in ("consumequeue", "index"):
+        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
+        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
+        if sub == "consumequeue":
+            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
+        assert len(got) == len(exp), (sub, got, exp)
+        for e, o in zip(exp, got):
+            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+    out = io.StringIO()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
+        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
+              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+    p = json.loads(out.getvalue())["restart"]
+    # the units the broker's queues hold: below each queue's write position once its reput caught up (a cut unit
+    # past it stays as bytes only), T5's embedded message's left out
+    cq, ends = src / "expected" / "consumequeue", w["queuesAfterDispatch"]
+    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in cq.rglob("*")
+             if f.is_file() and f.relative_to(cq).parts[0] != "T5" for b in (f.read_bytes(),)
+             for i in range(0, len(b) - 19, 20)
+             if int(f.name) + i < int(ends[f"{f.parent.parent.name}/{f.parent.name}"]["maxOffset"])]
+    held = sum(size not in (0, BLANK_MAX) for size in sizes)
+    queued = sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
+    assert p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
+    return text
+
+
 # Where the Writer's layout of converted_past_2gib_abort_scenario puts 2147483647: in the T0 record of queue offset
 # 511303 (the 72nd message of its 1998th batch), which starts at 2147482315, 1244 bytes into its body (the record's
 # 88-byte header before it).  The test checks the bytes there.
@@ -183,7 +227,9 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     """The reput set at 2147483647 inside an old T0 body where the body's bytes hold a well-formed T5 message: the
     5.5.1 broker dispatches it (T5/0's unit at 2147483647; the index skips it, below its endPhyOffset), its next
     check, on the body's 'x' bytes after it, fails and ``doReput`` jumps to the old file's end, the first data file,
-    as without it.  Not modelled: the rebuild refuses in one line (exit code 2)."""
+    as without it.  ``rebuild --as-restart`` reads the message after the walk's records
+    (``QueueCut.inside_records``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
+    lost; leaving it out loses T5's queue file."""
     sc = converted_past_2gib_embedded_scenario(LINE)
     name = sc["name"]
     bh.build()
@@ -210,16 +256,9 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     assert int.from_bytes(units[20:28], "big") > int(data[0].name), "T9's cut unit put back"
     (index,) = sorted((src / "expected" / "index").iterdir())
     assert int.from_bytes(index.read_bytes()[36:40], "big") == 13, "E5 not indexed (below endPhyOffset)"
-    from pipelines.cli import main
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(src / "before"), "--out", str(tmp_path / "ours"),
-                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
-                     "--engine", "local", "--no-tables", "--as-restart"])
-    text = err.getvalue()
-    assert code == 2, text[-3000:]
-    assert f"reput would begin inside an entry, at {BLANK_MAX}, a message magic code where no message starts" in \
-        text, text[-3000:]
+    text = _as_restart_matches_broker(src, tmp_path, sc, w)
+    assert f"parses 1 message(s) ({BLANK_MAX} to {BLANK_MAX + len(msg)})" in text and \
+        f"sends it on to {int(data[0].name)} " in text, text[-3000:]
 
 
 # Where the DLedger layout of past_2gib_abort_scenario puts 2147483647: in the last T0 entry (queue offset 506827,
@@ -253,7 +292,9 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     """The reput set at 2147483647 inside the last T0 entry's body, whose bytes there hold a well-formed T5 message:
     the 5.5.1 broker dispatches it (T5/0's unit at 2147483647, its keys indexed with its own store time: no record
     before it was), and its next check, on the 'x' bytes after it, fails: ``doReput`` jumps to the end of what
-    ``getData`` gave.  Not modelled: the rebuild refuses in one line."""
+    ``getData`` gave.  ``rebuild --as-restart`` reads the message after the walk's records
+    (``QueueCut.inside_records``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
+    lost; leaving it out loses T5's queue file and its keys."""
     sc = past_2gib_embedded_scenario(LINE)
     name = sc["name"]
     bh.build()
@@ -278,13 +319,5 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     (index,) = sorted((src / "expected" / "index").iterdir())
     assert struct.unpack(">qqqqii", index.read_bytes()[:40]) == (
         1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"
-    from pipelines.cli import main
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(src / "before"), "--out", str(tmp_path / "ours"),
-                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
-                     "--engine", "local", "--no-tables", "--as-restart"])
-    text = err.getvalue()
-    assert code == 2, text[-3000:]
-    assert f"reput would begin inside an entry, at {BLANK_MAX}, a message magic code where no message starts" in \
-        text, text[-3000:]
+    text = _as_restart_matches_broker(src, tmp_path, sc, w)
+    assert f"parses 1 message(s) ({BLANK_MAX} to {BLANK_MAX + len(msg)})" in text, text[-3000:]

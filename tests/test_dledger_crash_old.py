@@ -28,7 +28,9 @@ def _file(at_pos: bytes) -> bytes:
 def _gone_on(data: bytes, pos: int = POS) -> int:
     def read(at: int, n: int) -> bytes:
         return data[at - BASE:at - BASE + n]
-    return reput_inside_old_file(read, pos, file_base=BASE, file_size=SIZE, v55=True)
+    gone_on, records = reput_inside_old_file(read, pos, file_base=BASE, file_size=SIZE, v55=True)
+    assert not records, records
+    return gone_on
 
 
 def _i32(v: int) -> bytes:
@@ -54,7 +56,16 @@ def test_fewer_than_eight_bytes_left_jump_to_the_files_end():
     assert _gone_on(data, BASE + SIZE - 3) == END
 
 
-def test_a_message_there_is_refused():
-    # a message's total size and magic code: the base check would parse (dispatch) a message from there
+def test_a_message_there_is_dispatched_then_the_reput_jumps_to_the_old_files_end():
+    # a message's total size and magic code: the base check parses (dispatches) a message from there, then checks
+    # on at its end, in the 'x' bytes: the base check 48 bytes further reads a total size past the bytes, a jump
+    data = _file(_i32(300) + _i32(MAGIC_V1))
+    got = reput_inside_old_file(lambda at, n: data[at - BASE:at - BASE + n], POS, file_base=BASE, file_size=SIZE,
+                                v55=True)
+    assert got == (END, ((POS, POS + 300),))
+
+
+def test_a_message_magic_52_bytes_in_is_refused():
+    # neither int there a magic code: the base check 48 bytes further would parse a message where no entry starts
     with pytest.raises(UnsupportedConfigError, match="parse"):
-        _gone_on(_file(_i32(300) + _i32(MAGIC_V1)))
+        _gone_on(_file(b"x" * 48 + _i32(300) + _i32(MAGIC_V1)))
