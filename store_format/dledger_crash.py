@@ -108,7 +108,7 @@ from .dledger_crash_cut import (
 )
 from .dledger_crash_old import reput_in_old_files, reput_inside_old_file
 from .dledger_recovery import DLedgerRecovery
-from .dledger_reput_inside import reput_inside_entry
+from .dledger_reput_inside import record_queue, reput_inside_entry
 from .errors import RestartFailsError
 from .filedump.checkpoint import Checkpoint
 from .layout import (
@@ -417,9 +417,11 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
 
 
 def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, committed: int,
-                  config: BrokerConfig) -> tuple[int, tuple[tuple[int, int], ...]]:
+                  config: BrokerConfig) -> tuple[int, tuple[tuple[int, int], ...], tuple[tuple[str, int], ...]]:
     """:func:`store_format.dledger_reput_inside.reput_inside_entry` on the data file holding ``pos``, or
-    :func:`store_format.dledger_crash_old.reput_inside_old_file` on the old commitlog file (a converted store).
+    :func:`store_format.dledger_crash_old.reput_inside_old_file` on the old commitlog file (a converted store),
+    with the queue of each record they say the reput dispatches
+    (:func:`store_format.dledger_reput_inside.record_queue`).
 
     Raises:
         UnsupportedConfigError: ``pos`` lies in no file, or what those refuse.
@@ -428,17 +430,21 @@ def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, c
     old = next((f for f in st.segments if not f.dledger and f.base <= pos < f.end), None)
     if seg is None and old is not None:   # a converted store's old file (dledger_crash_old)
         with st.reader(old) as r:
-            return reput_inside_old_file(lambda at, n: bytes(r(at - old.base, min(n, old.end - at))), pos,
-                                         file_base=old.base, file_size=old.size, v55=config.brokerVersion == "5.5")
+            def read_old(at: int, n: int) -> bytes:
+                return bytes(r(at - old.base, min(n, old.end - at)))
+            gone_on, records = reput_inside_old_file(read_old, pos, file_base=old.base, file_size=old.size,
+                                                     v55=config.brokerVersion == "5.5")
+            return gone_on, records, tuple(record_queue(read_old, a) for a, _ in records)
     if seg is None:
         raise refusal(f"its start's reput would begin at {pos}, below the data files (in the old commitlog files of "
                       "a store converted in place)")
     with st.reader(seg) as r:
         def read(at: int, n: int) -> bytes:
             return bytes(r(at - seg.base, min(n, seg.end - at)))
-        return reput_inside_entry(read, pos, file_base=seg.base, file_size=seg.size,
-                                  read_end=end if seg.base <= end < seg.end else seg.end, committed=committed,
-                                  v55=config.brokerVersion == "5.5")
+        gone_on, records = reput_inside_entry(read, pos, file_base=seg.base, file_size=seg.size,
+                                              read_end=end if seg.base <= end < seg.end else seg.end,
+                                              committed=committed, v55=config.brokerVersion == "5.5")
+        return gone_on, records, tuple(record_queue(read, a) for a, _ in records)
 
 
 def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,

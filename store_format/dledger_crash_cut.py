@@ -266,10 +266,15 @@ class QueueCut:
         return sum(len(v) for v in self.lost.values())
 
 
+# where the reput set inside an entry goes on, the records it dispatches first and their queues
+# (dledger_crash._reput_inside)
+Inside = Callable[[int], tuple[int, tuple[tuple[int, int], ...], tuple[tuple[str, int], ...]]]
+
+
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq_file_size: int, ext: bool,
                recheck: bool, min_offset: int, confirm_offset: int, end: int,
                on_disk: dict[tuple[str, int], tuple[int, bool]] | None = None,
-               inside: Callable[[int], tuple[int, tuple[tuple[int, int], ...]]] | None = None,
+               inside: Inside | None = None,
                reset_emptied: bool = False,
                after: np.ndarray | None = None, walk_end: int = -1) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
@@ -340,14 +345,18 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if reput in (process_offset, process_offset - 1) and reput > top:
             if inside is None:
                 raise _refuse(f"the reput would start at {reput}, inside an entry")
-            inside_from, (reput, inside_records) = reput, inside(reput)   # where doReput goes on from
+            inside_from, (reput, inside_records, _) = reput, inside(reput)   # where doReput goes on from
             if inside_records:   # store_format.dledger_reput_inside: a message parsed at processOffset (or - 1)
                 raise _refuse(f"a reput set at {inside_from}, inside an entry, that would parse a message there")
         if reput == BLANK_MAX and reput < end and inside_from < 0:   # a queue left with fillPreBlank units only
             if inside is None:
                 raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
                               "the log")
-            inside_from, (reput, inside_records) = reput, inside(reput)
+            inside_from, (reput, inside_records, queues) = reput, inside(reput)
+            if inside_records and (len(set(queues)) < len(queues) or set(queues) & set(track.names)):
+                # putMessagePositionInfo appends each at its queue's write position, whatever its queue offset
+                raise _refuse(f"a reput set at {inside_from} that would parse a message there for a queue the walk "
+                              "wrote or another message parsed there")
             if inside_records and ext:
                 raise _refuse(f"enableConsumeQueueExt and a reput set at {inside_from} that would parse a message "
                               "there (its ext unit)")
