@@ -106,7 +106,7 @@ from .dledger_crash_cut import (
     cut_queues,
     ext_reput,
 )
-from .dledger_crash_old import reput_in_old_files, reput_inside_old_file
+from .dledger_crash_old import dropped_before, inside_old_file_refusal, reput_in_old_files, reput_inside_old_file
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import reput_inside_entry
 from .errors import RestartFailsError
@@ -160,6 +160,10 @@ class DLedgerCrash:
     # the start's reput begins before start_offset (in an earlier data file): after the walk it walks the earlier
     # files' records, then the walk's ones again, to end (_reput_before_walk)
     before: bool = False
+    # with before, after a reput set at 2147483647 inside an old commitlog file (dledger_crash_old): the queues the
+    # walk wrote that drop every record of the files before the walk's (queue offsets below their write position;
+    # verify counts those units lost); empty elsewhere
+    drops_before: tuple[tuple[str, int], ...] = ()
 
     @property
     def jump(self) -> tuple[int, int] | None:
@@ -341,8 +345,13 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
             the next data file (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`reput_goes_on`).
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
+    if cut is not None and cut.inside_from >= 0:
+        whence = f"where DLedgerCommitLog's message check sends it from {cut.inside_from}, the queues' largest max"
     # from a converted store's old files too (every queue empty at the start: dledger_crash_old)
-    why = "and the reput puts some cut units back" if cut is not None and (cut.moves or cut.inside_from >= 0) else ""
+    why = "" if cut is None else \
+        "and the reput puts back only some of a cut queue's units (QueueMove)" if cut.moves else \
+        inside_old_file_refusal([s for s in st.segments if not s.dledger], cut.inside_from, reput, files[0].base) \
+        if cut.inside_from >= 0 else ""
     if why:
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")
@@ -353,8 +362,9 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
         else ext_before_walk(earlier, cut.ext_again)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
+    drops = dropped_before(track.names, cut.reset) if cut is not None and cut.inside_from >= 0 else ()
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
-                        ext_again=ext_again, walk_end=walk_end, before=True)
+                        ext_again=ext_again, walk_end=walk_end, before=True, drops_before=drops)
 
 
 def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:
