@@ -350,8 +350,8 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     # from a converted store's old files too (every queue empty at the start: dledger_crash_old)
     why = "" if cut is None else \
         "and the reput puts back only some of a cut queue's units (QueueMove)" if cut.moves else \
-        inside_old_file_refusal([s for s in st.segments if not s.dledger], cut.inside_from, reput, files[0].base) \
-        if cut.inside_from >= 0 else ""
+        inside_old_file_refusal([s for s in st.segments if not s.dledger], cut.inside_from) if cut.inside_from >= 0 \
+        else ""
     if why:
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")

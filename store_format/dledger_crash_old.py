@@ -39,14 +39,18 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   result.getSize() - readSize``), and a roll (``DLedgerCommitLog.rollNextFile``) goes there too: the reput goes
   on at the next file, the next old one or, after the last, the first data file (``dividedCommitlogOffset``:
   :func:`reput_inside_old_file`).  A check that would parse a message or dispatch a blank's empty request there
-  is refused.  When the walk started at a later data file, the first data file lies before it: from there the
-  reput walks the data files before the walk's (their records' units dropped in the queues the walk wrote, at or
-  below their max; in a queue left with ``fillPreBlank`` units only, max 2147483647, none is at or below it in a
-  store past 2 GiB, so ``putMessagePositionInfo``'s queue offset check decides; put in the other queues,
-  ``fillPreBlank`` units before the first), then the walk's again, putting the cut units back: the
-  reput-before-the-walk rule after a cut (:func:`store_format.dledger_crash._reput_before_walk`, checked against
-  the broker with one earlier data file of T0 and prepared records).  A reput that goes on at a later old file
-  (2147483647 in an old file but the last) stays refused (:func:`inside_old_file_refusal`: no broker case).
+  is refused.  Where that is before the walk's data file (the next old file, when 2147483647 lies in an old file
+  but the last; the first data file, when the walk started at a later one) the reput walks the records from there
+  to the walk's data file first (the later old files' as the base ``CommitLog`` wrote them, rolling at their
+  blanks), then the walk's again, putting the cut units back: the reput-before-the-walk rule after a cut
+  (:func:`store_format.dledger_crash._reput_before_walk`).  Each queue the walk wrote kept no unit past
+  2147483647 (else the reput would start there), so it holds ``fillPreBlank`` units only (max 2147483647) or no
+  file (5.5.1: max -1, written anew from the reput's start): the first drops every earlier record, past
+  2147483647 but with a queue offset below its write position (``putMessagePositionInfo``'s queue offset check,
+  "Build consume queue repeatedly": :func:`dropped_before`); the other queues put theirs, ``fillPreBlank`` units
+  before the first.  Checked against the 5.5.1 broker both ways (an earlier data file with a T9 and T0 records;
+  a last old file of T0 records).  Set inside an entry of an earlier data file (not a converted store) it stays
+  refused (:func:`inside_old_file_refusal`).
 
 A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here but
 at 2147483647).
@@ -101,25 +105,21 @@ def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_b
     return end
 
 
-def inside_old_file_refusal(old: list[Segment], inside_from: int, reput: int, dividing: int) -> str:
-    """Why a reput set at ``inside_from`` and going on at ``reput`` before the walk's data file (after a cut,
+def inside_old_file_refusal(old: list[Segment], inside_from: int) -> str:
+    """Why a reput set at ``inside_from`` and going on before the walk's data file (after a cut,
     :func:`store_format.dledger_crash._reput_before_walk`) is not modelled, or "" when it is: set inside an old
-    commitlog file (``old``: a store converted in place) and gone on at ``dividing``, the first data file's start
-    (the last old file's end; module docstring).  An old file but the last sends it on to the next old file, whose
-    records the reput then walks as the base ``CommitLog`` wrote them before the data files': no broker case, refused;
-    set inside an entry of a data file before the walk's (a log past 2 GiB): refused as well."""
-    seg = next((s for s in old if s.base <= inside_from < s.end), None)
-    if seg is None:
-        return f"{inside_from} lying inside an entry of an earlier data file (past 2 GiB)"
-    if reput == dividing:
+    commitlog file (``old``: a store converted in place), where it goes on at that file's end, the next old file's
+    start or the first data file's (module docstring).  Set inside an entry of a data file before the walk's (a log
+    past 2 GiB whose walk started at a later data file): no broker case, refused."""
+    if any(s.base <= inside_from < s.end for s in old):
         return ""
-    return (f"{inside_from} lying in old commitlog file {seg.name}, not the last (a store converted in place): it "
-            "walks the later old files' records before the data files'")
+    return f"{inside_from} lying inside an entry of an earlier data file (past 2 GiB)"
 
 
 def dropped_before(walked: list[tuple[str, int]], reset: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
-    """The queues of ``walked`` (those the walk wrote) whose records in the data files before the walk's the reput
-    gone on from an old file drops: every one but those the 5.5.1 cut left with no file (``reset``, written anew).
+    """The queues of ``walked`` (those the walk wrote) whose records before the walk's data file (in the later old
+    files and the earlier data files) the reput gone on from an old file drops: every one but those the 5.5.1 cut
+    left with no file (``reset``, written anew).
     The reput's start at 2147483647 leaves no queue of the walk a unit past it, so each kept only ``fillPreBlank``
     units up to the walk's first (its max 2147483647, below those records: ``ConsumeQueue.putMessagePositionInfo``
     goes on to its queue offset check) and those records' queue offsets lie below its write position ("Build
