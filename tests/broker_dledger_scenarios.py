@@ -718,6 +718,22 @@ def converted_past_2gib_two_files_abort_scenario(line: str) -> dict:
     return {**sc, "messages": messages, "name": f"{line}-dledger-abort-converted-past-2gib-two-files"}
 
 
+def converted_past_2gib_next_old_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-converted-past-2gib-next-old`` (5.5.1, ``DLEDGER_2GIB_CONVERTED=1``): the
+    ``-converted-past-2gib`` store with 12572 more T0 messages (some 53 MB; batches roll whole, so some 1500 of them
+    go to a 23rd old file): 2147483647 lies in an old file but the last, whose end the reput goes on at, the last
+    old file's start;
+    it walks that file's T0 records (their units put: a queue the walk did not write, ``fillPreBlank`` units before
+    them) as the base ``CommitLog`` wrote them, rolls at its blank into the data file and puts T9's cut unit back."""
+    sc = converted_past_2gib_abort_scenario(line)
+    k = next(n for n, m in enumerate(sc["messages"]) if m.get("switchToDLedger"))
+    more = 22 * 23872 + 100 - PAST_2GIB_OLD
+    extra = [{"topic": "T0", "queueId": 0, "batch": [{"bodySize": 4096}] * min(PAST_2GIB_BATCH, more - n)}
+             for n in range(0, more, PAST_2GIB_BATCH)]
+    messages = [*sc["messages"][:k], *extra, *sc["messages"][k:]]
+    return {**sc, "messages": messages, "name": f"{line}-dledger-abort-converted-past-2gib-next-old"}
+
+
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""

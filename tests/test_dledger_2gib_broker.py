@@ -27,6 +27,7 @@ import broker_harness as bh
 import pytest
 from broker_dledger_scenarios import (
     converted_past_2gib_abort_scenario,
+    converted_past_2gib_next_old_abort_scenario,
     converted_past_2gib_two_files_abort_scenario,
     past_2gib_abort_scenario,
 )
@@ -186,6 +187,66 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_from_an_old_file_before_th
     assert real and min(real) >= int(data[0].name) and max(real) < int(data[1].name), "T0's first data file units"
     # verify's units lost (its reference, the rebuild, holds every message's unit): the old files' T0 units and T9's
     # first two (every queued message but the first data file's T0 ones and T9's last)
+    out = io.StringIO()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
+        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
+              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+    p = json.loads(out.getvalue())["restart"]
+    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in (src / "expected" / "consumequeue").rglob("*")
+             if f.is_file() for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
+    held = sum(size not in (0, BLANK_MAX) for size in sizes)
+    queued = sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
+    assert held == len(real) + 1 and p is not None and p["units_lost"] == queued - held, \
+        (held, queued, p and p["notes"])
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB_CONVERTED") != "1",
+                    reason="2 GiB of old commitlog files: DLEDGER_2GIB_CONVERTED=1")
+def test_as_restart_after_a_crash_whose_reput_goes_on_at_the_next_old_commitlog_file(tmp_path):
+    """The -next-old store (:func:`broker_dledger_scenarios.converted_past_2gib_next_old_abort_scenario`): the
+    reput set at 2147483647 in an old file but the last goes on at the next (the last) old file, walks its T0
+    records as the base CommitLog wrote them (their units put), then the data file's (T9's cut unit put back)."""
+    sc = converted_past_2gib_next_old_abort_scenario(LINE)
+    name = sc["name"]
+    bh.build()
+    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
+    assert w.get("ok"), w.get("error")
+    src = tmp_path / name
+    old = sorted((src / "before" / "commitlog").iterdir())
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    size = int(sc["config"]["mappedFileSizeCommitLog"])
+    assert int(old[-2].name) <= BLANK_MAX < int(old[-1].name) == int(old[-2].name) + size, (old[-2:], data)
+    assert int(old[-1].name) + size == int(data[0].name), (old[-1], data)
+    t9 = w["queuesAfterLoad"]["T9/0"]
+    assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
+    from pipelines.cli import main
+    err = io.StringIO()
+    ours = tmp_path / "ours"
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
+                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
+                     "--engine", "local", "--no-tables", "--as-restart"])
+    text = err.getvalue()
+    assert code == 0, text[-3000:]
+    for sub in ("consumequeue", "index"):
+        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
+        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
+        if sub == "consumequeue":
+            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
+        assert len(got) == len(exp), (sub, got, exp)
+        for e, o in zip(exp, got):
+            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+    assert f"sends it on to {int(old[-1].name)} " in text, text[-3000:]
+    # the broker's reput put the last old file's T0 units and T9's cut unit back
+    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
+    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    assert int.from_bytes(units[20:28], "big") > int(data[0].name), "T9's cut unit put back"
+    t0 = [int.from_bytes(b[i:i + 8], "big") for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir())
+          for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20) if b[i + 8:i + 12] != bytes(4)]
+    real = [o for o in t0 if o > 0]
+    assert real and min(real) >= int(old[-1].name) and max(real) < int(data[0].name), \
+        "the last old file's T0 units"
+    # verify's units lost (its reference, the rebuild, holds every message's unit)
     out = io.StringIO()
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
         main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
