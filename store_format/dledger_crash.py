@@ -78,8 +78,8 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   messages only) too, then walks the data files again (:mod:`store_format.dledger_crash_old`), and so after such a
   walk that ended at a damaged message or a 5.5.1 cut leaving every queue with no file.  Set at 2147483647 inside
   an old file (a queue the cut left with ``fillPreBlank`` units only), it goes on at that file's end
-  (:func:`_reput_inside`): modelled when that is the walk's data file, else refused (the reput-before-the-walk rule
-  with a cut).
+  (:func:`_reput_inside`): the walk's data file, or before it (the next old file, an earlier data file) the
+  reput-before-the-walk rule with a cut, the walk's queues dropping the records there (``DLedgerCrash.drops_before``).
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
   (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues', which may be
@@ -330,7 +330,9 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     own below the offset still drops the earlier records), and the files come back as the walk wrote them; a queue
     the cut left with ``fillPreBlank`` units only (its max 2147483647) drops every unit, so its cut units stay cut
     and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart``'s
-    ``apply_cut``).  A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets its
+    ``apply_cut``); past 2 GiB (the reput set at 2147483647 inside a converted store's old file,
+    :mod:`store_format.dledger_crash_old`) it drops the earlier records by their queue offsets and puts the cut
+    units back.  A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets its
     max to -1 (``QueueCut.reset``), so the reput puts the earlier files' records of it too, the first in a new file
     where its own queue offset falls (``fillPreBlank`` units before it), then the walk's ones after them: the queue
     is written anew from the reput's start (the rebuild's queue starts empty again there,

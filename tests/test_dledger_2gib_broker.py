@@ -14,7 +14,9 @@ the restart found it must write the broker's ``consumequeue/`` and ``index/`` by
 the same reput at 2147483647 in a store converted in place, inside a body of its last old ``commitlog/`` file
 (:func:`broker_dledger_scenarios.converted_past_2gib_abort_scenario`): ``getData`` there is the base
 ``CommitLog``'s, the file's bytes to its end, the check fails, and ``doReput`` jumps to the file's end, the first
-data file (:mod:`store_format.dledger_crash_old`); the same byte for byte comparison.
+data file (:mod:`store_format.dledger_crash_old`); the same byte for byte comparison.  With it too: the same
+with two data files and the walk from the second (``-two-files``: the reput goes on at the first, before the walk's
+data file) and with 2147483647 in an old file but the last (``-next-old``: the reput goes on at the last old file).
 """
 from __future__ import annotations
 
