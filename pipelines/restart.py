@@ -104,7 +104,7 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           + (" (recheckReputOffsetFromCq=true: the queues are empty, so from the min offset)"
                              if config.recheckReputOffsetFromCq else "")
                           + (", the old commitlog files' records first (a store converted in place)"
-                             if any(not seg.dledger and seg.end > crash.reput_from for seg in st.segments) else ""))
+                             if crash.from_old_files else ""))
             kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
             if crash.reput_from >= crash.end:
                 kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0)
@@ -162,12 +162,12 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           f"data file {crash.start_file}, walks the earlier files' records, then the walk's ones again "
                           "(their units dropped: putMessagePositionInfo)"
                           + ("; it goes on in the old commitlog files, the base CommitLog's records (a store converted "
-                             "in place: from inside an earlier old file)" if crash.drops_before and any(
-                                 not seg.dledger and seg.end > crash.reput_from for seg in st.segments) else
+                             "in place: from inside an earlier old file)"
+                             if crash.drops_before and crash.from_old_files else
                              "; it begins in the old commitlog files (a store converted in place: "
                              "recheckReputOffsetFromCq=true finds every queue empty, the walk having queued nothing "
                              "or the cut having left no queue file, so from the min offset)"
-                             if any(not seg.dledger and seg.end > crash.reput_from for seg in st.segments) else "")
+                             if crash.from_old_files else "")
                           + (f"; {', '.join(f'{t}/{q}' for t, q in crash.drops_before)} drop every record before "
                              "the walk's data file (queue offsets below the write position: putMessagePositionInfo)"
                              if crash.drops_before else "")

@@ -302,6 +302,13 @@ class BrokerConfig:
         return self.brokerVersion in ("5", "5.5")
 
     @property
+    def dledger_group_of_one(self) -> bool:
+        """Whether the DLedger group has one peer (``dLegerPeers``, ';'-separated; none given: not known, False):
+        its leader's first commit after a start is then its whole log (``DLedgerEntryPusher.QuorumAckChecker``, its
+        own water mark the quorum)."""
+        return len([p for p in self.dLegerPeers.split(";") if p.strip()]) == 1
+
+    @property
     def writes_index_files(self) -> bool:
         """Whether the reput writes ``index/`` files: ``CommitLogDispatcherBuildIndex`` calls
         ``IndexService.buildIndex`` with ``messageIndexEnable``, and on 5.5.1 only with

@@ -164,6 +164,9 @@ class DLedgerCrash:
     # walk wrote that drop every record of the files before the walk's (queue offsets below their write position;
     # verify counts those units lost); empty elsewhere
     drops_before: tuple[tuple[str, int], ...] = ()
+    # with before or walked_nothing: the start's reput begins in a converted store's old commitlog files, below the
+    # first data file (store_format.dledger_crash_old): it reads their records first
+    from_old_files: bool = False
 
     @property
     def jump(self) -> tuple[int, int] | None:
@@ -358,7 +361,7 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")
     to = walk_end if walk_end >= 0 else end
-    alone = len([p for p in config.dLegerPeers.split(";") if p.strip()]) == 1
+    alone = config.dledger_group_of_one
     earlier = earlier_own_units(st, files, first, reput, config,   # where its check goes on in the earlier files
                                 lambda k, at: reput_goes_on(files, k, at, committed, alone))
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
@@ -366,7 +369,8 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
     drops = dropped_before(track.names, cut.reset) if cut is not None and cut.inside_from >= 0 else ()
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
-                        ext_again=ext_again, walk_end=walk_end, before=True, drops_before=drops)
+                        ext_again=ext_again, walk_end=walk_end, before=True, drops_before=drops,
+                        from_old_files=reput < files[0].base)
 
 
 def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:
@@ -421,7 +425,7 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
                       f"{rec.process_offset}")
     reput = max(min_offset, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
     return DLedgerCrash(files[first].name, min(reput, rec.process_offset), rec.process_offset, files[first].base,
-                        reput, reason, walked_nothing=True)
+                        reput, reason, walked_nothing=True, from_old_files=reput < files[0].base)
 
 
 def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, committed: int,

@@ -52,7 +52,7 @@ def walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int,
     """
     k = next((n for n, f in enumerate(files) if f.base <= stop < f.end), -1)
     assert k >= 0 and files[k].base == last_base, (stop, last_base)
-    alone = len([p for p in config.dLegerPeers.split(";") if p.strip()]) == 1
+    alone = config.dledger_group_of_one
 
     def reads(at: int) -> bool:
         """Whether the start's reput reads the record at ``at``: from the committed position, only at or past it."""

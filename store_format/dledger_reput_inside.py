@@ -28,9 +28,14 @@ DLedger's recovery left, not a later one.
 
 Modelled: an offset that is an entry's start or its message's start (the reput walks on from there, the message
 check landing on the next entry), and the jumps and rolls above.  Refused: a check that would parse a message
-somewhere else, or dispatch the empty request of a blank 48 bytes further.  An offset at or past the committed
-position cannot be derived from the store: ``getData`` gives nothing there, so the reput waits for DLedger's
-first commit after the start, and the bytes it is then handed end at that commit (or the file's read position).
+somewhere else, or dispatch the empty request of a blank 48 bytes further.  Derivable, not modelled yet: the 5.5.1
+broker dispatches a message parsed there like any record (its unit from the queue, queue offset and tags code its
+bytes give, its keys by ``IndexService.buildIndex``'s ``endPhyOffset`` rule), then checks on at its end, inside
+the entry, by the rules above (``tests/test_dledger_2gib_broker.py``, the ``-embedded`` stores).
+
+An offset at or past the committed position cannot be derived from the store: ``getData`` gives nothing there, so
+the reput waits for DLedger's first commit after the start, and the bytes it is then handed end at that commit (or
+the file's read position).
 How far that commit goes is decided by ``DLedgerEntryPusher.QuorumAckChecker`` (dledger 0.3.1.2, 0.3.2): the
 median of the group's water marks, the followers' from their acks, the leader's own set to its ledger end once a
 second (``updatePeerWaterMark``) or to each entry appended as leader (``waitAck``), so by the group's acks and by

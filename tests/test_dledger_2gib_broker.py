@@ -20,19 +20,25 @@ data file) and with 2147483647 in an old file but the last (``-next-old``: the r
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
 import os
+import struct
+import zlib
 
 import broker_harness as bh
 import pytest
 from broker_dledger_scenarios import (
+    PAST_2GIB_FILE,
     converted_past_2gib_abort_scenario,
     converted_past_2gib_next_old_abort_scenario,
     converted_past_2gib_two_files_abort_scenario,
     past_2gib_abort_scenario,
 )
+
+from store_format.layout import MAGIC_V1
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -136,6 +142,160 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_an_old
     held = sum(size not in (0, BLANK_MAX) for size in sizes)
     queued = sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
     assert held == 1 and p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
+
+
+# Where the Writer's layout of converted_past_2gib_abort_scenario puts 2147483647: in the T0 record of queue offset
+# 511303 (the 72nd message of its 1998th batch), which starts at 2147482315, 1244 bytes into its body (the record's
+# 88-byte header before it).  The test checks the bytes there.
+EMBED_T0 = 511303
+EMBED_AT_BODY = BLANK_MAX - 2147482315 - 88
+
+
+def embedded_message(offset: int) -> bytes:
+    """A message record as the base ``CommitLog`` encodes one (``MessageExtEncoder``, IPv4 hosts, no flag, not a
+    transaction) for T5/0 at queue offset 0 and commitlog offset ``offset``: a 10-byte body and the keys ``E5``."""
+    body, topic, props = b"embedded!!", b"T5", b"KEYS\x01E5\x02"
+    total = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + len(body) + 1 + len(topic) + 2 + len(props)
+    host = bytes([127, 0, 0, 1])
+    return b"".join([
+        struct.pack(">iiIiiqqiq", total, MAGIC_V1, zlib.crc32(body) & 0x7FFFFFFF, 0, 0, 0, offset, 0,
+                    1_700_000_000_000),
+        host, struct.pack(">iq", 40000, 1_700_000_000_001), host, struct.pack(">iiqi", 10911, 0, 0, len(body)),
+        body, bytes([len(topic)]), topic, struct.pack(">h", len(props)), props])
+
+
+def converted_past_2gib_embedded_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-converted-past-2gib-embedded``: :func:`converted_past_2gib_abort_scenario` whose T0
+    body around 2147483647 holds, from there, a well-formed message (:func:`embedded_message`), where no message of
+    the log starts: ``doRecheckReputOffsetFromCq`` sets the reput there, and ``DLedgerCommitLog``'s check reads that
+    message."""
+    sc = converted_past_2gib_abort_scenario(line)
+    msg = embedded_message(BLANK_MAX)
+    body = bytearray(b"x" * 4096)
+    body[EMBED_AT_BODY:EMBED_AT_BODY + len(msg)] = msg
+    k = 0
+    messages = []
+    for m in sc["messages"]:
+        if m.get("topic") == "T0" and k <= EMBED_T0 < k + len(m["batch"]):
+            batch = list(m["batch"])
+            batch[EMBED_T0 - k] = {"body": base64.b64encode(bytes(body)).decode()}
+            m = {**m, "batch": batch}
+        k += len(m.get("batch", ())) if m.get("topic") == "T0" else 0
+        messages.append(m)
+    return {**sc, "messages": messages, "name": f"{line}-dledger-abort-converted-past-2gib-embedded"}
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB_CONVERTED") != "1",
+                    reason="2 GiB of old commitlog files: DLEDGER_2GIB_CONVERTED=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_old_body(tmp_path):
+    """The reput set at 2147483647 inside an old T0 body where the body's bytes hold a well-formed T5 message: the
+    5.5.1 broker dispatches it (T5/0's unit at 2147483647; the index skips it, below its endPhyOffset), its next
+    check, on the body's 'x' bytes after it, fails and ``doReput`` jumps to the old file's end, the first data file,
+    as without it.  Not modelled: the rebuild refuses in one line (exit code 2)."""
+    sc = converted_past_2gib_embedded_scenario(LINE)
+    name = sc["name"]
+    bh.build()
+    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
+    assert w.get("ok"), w.get("error")
+    src = tmp_path / name
+    old = sorted((src / "before" / "commitlog").iterdir())
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    msg = embedded_message(BLANK_MAX)
+    with (old[-1]).open("rb") as f:
+        f.seek(BLANK_MAX - int(old[-1].name) - EMBED_AT_BODY - 88)
+        record = f.read(88 + 4096)
+    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0), "the T0 record around 2147483647"
+    assert record[88 + EMBED_AT_BODY:88 + EMBED_AT_BODY + len(msg)] == msg, "the embedded message at 2147483647"
+    assert record[88 + EMBED_AT_BODY + len(msg):88 + EMBED_AT_BODY + len(msg) + 8] == b"x" * 8
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
+    assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]
+    # what the broker's reput did: T5/0's one unit, the embedded message (its offset, size, no tags code)
+    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
+    assert t5[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and not any(t5[20:]), t5[:40]
+    # then the jump to the old file's end: T9's cut unit put back from the first data file, as without the message
+    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
+    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    assert int.from_bytes(units[20:28], "big") > int(data[0].name), "T9's cut unit put back"
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    assert int.from_bytes(index.read_bytes()[36:40], "big") == 13, "E5 not indexed (below endPhyOffset)"
+    from pipelines.cli import main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(src / "before"), "--out", str(tmp_path / "ours"),
+                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
+                     "--engine", "local", "--no-tables", "--as-restart"])
+    text = err.getvalue()
+    assert code == 2, text[-3000:]
+    assert f"reput would begin inside an entry, at {BLANK_MAX}, a message magic code where no message starts" in \
+        text, text[-3000:]
+
+
+# Where the DLedger layout of past_2gib_abort_scenario puts 2147483647: in the last T0 entry (queue offset 506827,
+# the 11207th of the 22nd data file, at 2147479822), 3689 bytes into its body (the entry's 48-byte header and the
+# record's 88 bytes before it).  The test checks the bytes there.
+EMBED_T0_DATA = 21 * 23601 + 11206
+EMBED_AT_BODY_DATA = BLANK_MAX - 2147479822 - 48 - 88
+
+
+def past_2gib_embedded_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-embedded``: :func:`past_2gib_abort_scenario` whose last T0 body holds, from
+    2147483647 on, a well-formed message (:func:`embedded_message`) where no entry or message starts."""
+    sc = past_2gib_abort_scenario(line)
+    msg = embedded_message(BLANK_MAX)
+    body = bytearray(b"x" * 4096)
+    body[EMBED_AT_BODY_DATA:EMBED_AT_BODY_DATA + len(msg)] = msg
+    k = 0
+    messages = []
+    for m in sc["messages"]:
+        if m.get("topic") == "T0" and k <= EMBED_T0_DATA < k + len(m["batch"]):
+            batch = list(m["batch"])
+            batch[EMBED_T0_DATA - k] = {"body": base64.b64encode(bytes(body)).decode()}
+            m = {**m, "batch": batch}
+        k += len(m.get("batch", ())) if m.get("topic") == "T0" else 0
+        messages.append(m)
+    return {**sc, "messages": messages, "name": f"{line}-dledger-abort-past-2gib-embedded"}
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_entry(tmp_path):
+    """The reput set at 2147483647 inside the last T0 entry's body, whose bytes there hold a well-formed T5 message:
+    the 5.5.1 broker dispatches it (T5/0's unit at 2147483647, its keys indexed with its own store time: no record
+    before it was), and its next check, on the 'x' bytes after it, fails: ``doReput`` jumps to the end of what
+    ``getData`` gave.  Not modelled: the rebuild refuses in one line."""
+    sc = past_2gib_embedded_scenario(LINE)
+    name = sc["name"]
+    bh.build()
+    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
+    assert w.get("ok"), w.get("error")
+    src = tmp_path / name
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    msg = embedded_message(BLANK_MAX)
+    (last,) = [f for f in data if int(f.name) <= BLANK_MAX < int(f.name) + PAST_2GIB_FILE]
+    with last.open("rb") as f:
+        f.seek(BLANK_MAX - int(last.name) - EMBED_AT_BODY_DATA - 88)
+        record = f.read(88 + 4096)
+    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0_DATA), "the T0 record around 2147483647"
+    assert record[88 + EMBED_AT_BODY_DATA:88 + EMBED_AT_BODY_DATA + len(msg)] == msg, "the message at 2147483647"
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
+    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
+    assert t5[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and not any(t5[20:]), t5[:40]
+    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
+    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    # its keys indexed (no record before it was): the index file's header holds the embedded message's store time
+    # and offset only, one hash slot, one entry (indexCount starts at 1)
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    assert struct.unpack(">qqqqii", index.read_bytes()[:40]) == (
+        1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"
+    from pipelines.cli import main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(src / "before"), "--out", str(tmp_path / "ours"),
+                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
+                     "--engine", "local", "--no-tables", "--as-restart"])
+    text = err.getvalue()
+    assert code == 2, text[-3000:]
+    assert f"reput would begin inside an entry, at {BLANK_MAX}, a message magic code where no message starts" in \
+        text, text[-3000:]
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB_CONVERTED") != "1",

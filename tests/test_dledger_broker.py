@@ -62,9 +62,23 @@ LINES = bh.lines_from_env("DLEDGER_LINES", "4.9.8,5.5.1")
 # damaged-cut crash restart with the switch and with the whole log committed, and the damaged-gap ones (the start's
 # reput from past the damaged message), damaged-again ones (from before it), before ones (from before the walk's
 # data file), damaged-twice ones (the reput's own check failing past the walk, in the last data file or an earlier
-# one) and the converted stores whose walk dispatches or queues nothing, but for the first damaged-gap and
-# damaged-again ones, which the default suite writes; on 5.3.3 they come with DLEDGER_LINES alone)
+# one) and the converted stores whose walk dispatches or queues nothing, but for the one of each rule the default
+# suite writes (_default_crash_picks); on 5.3.3 they come with DLEDGER_LINES alone)
 MORE_LAYOUTS = os.environ.get("DLEDGER_MORE_LAYOUTS") == "1"
+
+
+def _default_crash_picks(line: str) -> list[dict]:
+    """The damaged-walk crash restarts the default suite writes on 5.5.1, one per rule, so that each rule has a broker
+    case in every run: the gap and the walk again, the reput's own check going on at the next data file
+    (``-damaged-twice-early``), a queue the cut leaves with no file written anew (``-before-cut-emptied``: the
+    build's queue reset), and a converted store's reput from its old files (``-converted-prepared``,
+    ``-converted-prepared-damaged``)."""
+    picks = ("-damaged-twice-early", "-before-cut-emptied", "-converted-prepared", "-converted-prepared-damaged")
+    pool = (damaged_twice_early_abort_scenarios(line) + before_walk_abort_scenarios(line)
+            + converted_queued_nothing_abort_scenario(line) + converted_old_reput_abort_scenarios(line))
+    return [damaged_gap_abort_scenarios(line)[0], damaged_again_abort_scenarios(line)[0],
+            *(sc for sc in pool if sc["name"].endswith(picks))]
+
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: dledger_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
@@ -79,8 +93,7 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
       + converted_walked_nothing_abort_scenario(line) + converted_queued_nothing_abort_scenario(line)
       + converted_old_reput_abort_scenarios(line)
       + before_walk_abort_scenarios(line)
-      if MORE_LAYOUTS or line.startswith("5.3") else   # by default one of each: the gap, and the walk again
-      [damaged_gap_abort_scenarios(line)[0], damaged_again_abort_scenarios(line)[0]]),
+      if MORE_LAYOUTS or line.startswith("5.3") else _default_crash_picks(line)),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
     + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line)
     + ([layouts_early_abort_scenario(line)] if line.startswith("5.5") and MORE_LAYOUTS else [])

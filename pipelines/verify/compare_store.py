@@ -259,8 +259,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
         # a converted store's reput from the old files (store_format.dledger_crash_old): every record from there;
         # gone on from inside an old file to a data file before the walk's, from there (drops_before)
-        dispatch_from=(crash.reput_from if crash.before and (crash.drops_before or any(
-            not s.dledger and s.end > crash.reput_from for s in st.segments)) else crash.start_offset)
+        dispatch_from=(crash.reput_from if crash.before and (crash.from_old_files or crash.drops_before)
+                       else crash.start_offset)
         if crash is not None else None,
         cut_lost=_cut_lost(crash, states, lambda layout, queue, name: read_all(ref_fs, f"{ref}/{layout}/{queue}/{name}")
                            )
