@@ -166,10 +166,16 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             progress.emit(f"[rebuild] as a restart after a crash: the start's reput from {crash.reput_from}, before "
                           f"data file {crash.start_file}, walks the earlier files' records, then the walk's ones again "
                           "(their units dropped: putMessagePositionInfo)"
-                          + ("; it begins in the old commitlog files (a store converted in place: "
+                          + ("; it goes on in the old commitlog files, the base CommitLog's records (a store converted "
+                             "in place: from inside an earlier old file)"
+                             if crash.drops_before and crash.from_old_files else
+                             "; it begins in the old commitlog files (a store converted in place: "
                              "recheckReputOffsetFromCq=true finds every queue empty, the walk having queued nothing "
                              "or the cut having left no queue file, so from the min offset)"
                              if crash.from_old_files else "")
+                          + (f"; {', '.join(f'{t}/{q}' for t, q in crash.drops_before)} drop every record before "
+                             "the walk's data file (queue offsets below the write position: putMessagePositionInfo)"
+                             if crash.drops_before else "")
                           + (f"; the cut left {', '.join(f'{t}/{q}' for t, q in reset)} with no file (max -1: "
                              "ConsumeQueue.correctMinOffset), which it writes anew from its start" if reset else ""))
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)

@@ -39,8 +39,18 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   result.getSize() - readSize``), and a roll (``DLedgerCommitLog.rollNextFile``) goes there too: the reput goes
   on at the next file, the next old one or, after the last, the first data file (``dividedCommitlogOffset``:
   :func:`reput_inside_old_file`).  A check that would parse a message or dispatch a blank's empty request there
-  is refused, and so is a reput that goes on at a file before the walk's data file (an old file, or the first
-  data file when the walk started at a later one: the reput-before-the-walk rule after a cut).
+  is refused.  Where that is before the walk's data file (the next old file, when 2147483647 lies in an old file
+  but the last; the first data file, when the walk started at a later one) the reput walks the records from there
+  to the walk's data file first (the later old files' as the base ``CommitLog`` wrote them, rolling at their
+  blanks), then the walk's again, putting the cut units back: the reput-before-the-walk rule after a cut
+  (:func:`store_format.dledger_crash._reput_before_walk`).  Each queue the walk wrote kept no unit past
+  2147483647 (else the reput would start there), so it holds ``fillPreBlank`` units only (max 2147483647) or no
+  file (5.5.1: max -1, written anew from the reput's start): the first drops every earlier record, past
+  2147483647 but with a queue offset below its write position (``putMessagePositionInfo``'s queue offset check,
+  "Build consume queue repeatedly": :func:`dropped_before`); the other queues put theirs, ``fillPreBlank`` units
+  before the first.  Checked against the 5.5.1 broker both ways (an earlier data file with a T9 and T0 records;
+  a last old file of T0 records).  Set inside an entry of an earlier data file (not a converted store) it stays
+  refused (:func:`inside_old_file_refusal`).
 
 A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here but
 at 2147483647).
@@ -53,8 +63,9 @@ from .config import BrokerConfig
 from .dledger_reput_inside import reput_inside_entry
 from .errors import UnsupportedConfigError
 from .restart_reput import Accepted
+from .store import Segment
 
-__all__ = ["reput_in_old_files", "reput_inside_old_file"]
+__all__ = ["dropped_before", "inside_old_file_refusal", "reput_in_old_files", "reput_inside_old_file"]
 
 
 def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int, dividing: int,
@@ -93,3 +104,26 @@ def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_b
             f"{pos}, in an old commitlog file, whose bytes there read as a DLedger entry's header; not modelled, let "
             "the broker recover")
     return end, records
+
+
+
+def inside_old_file_refusal(old: list[Segment], inside_from: int) -> str:
+    """Why a reput set at ``inside_from`` and going on before the walk's data file (after a cut,
+    :func:`store_format.dledger_crash._reput_before_walk`) is not modelled, or "" when it is: set inside an old
+    commitlog file (``old``: a store converted in place), where it goes on at that file's end, the next old file's
+    start or the first data file's (module docstring).  Set inside an entry of a data file before the walk's (a log
+    past 2 GiB whose walk started at a later data file): no broker case, refused."""
+    if any(s.base <= inside_from < s.end for s in old):
+        return ""
+    return f"{inside_from} lying inside an entry of an earlier data file (past 2 GiB)"
+
+
+def dropped_before(walked: list[tuple[str, int]], reset: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+    """The queues of ``walked`` (those the walk wrote) whose records before the walk's data file (in the later old
+    files and the earlier data files) the reput gone on from an old file drops: every one but those the 5.5.1 cut
+    left with no file (``reset``, written anew).
+    The reput's start at 2147483647 leaves no queue of the walk a unit past it, so each kept only ``fillPreBlank``
+    units up to the walk's first (its max 2147483647, below those records: ``ConsumeQueue.putMessagePositionInfo``
+    goes on to its queue offset check) and those records' queue offsets lie below its write position ("Build
+    consume queue repeatedly")."""
+    return tuple(sorted(set(walked) - set(reset)))

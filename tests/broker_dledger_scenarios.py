@@ -693,6 +693,47 @@ def converted_past_2gib_abort_scenario(line: str) -> dict:
             "name": f"{line}-dledger-abort-converted-past-2gib"}
 
 
+PAST_2GIB_DATA0_T0 = 23590   # -two-files: the T0 entries of the first data file (4237 bytes each), then prepared
+
+
+def converted_past_2gib_two_files_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-converted-past-2gib-two-files`` (5.5.1, ``DLEDGER_2GIB_CONVERTED=1``): the
+    ``-converted-past-2gib`` store with two DLedger data files: the first holds a T9 message, 23590 T0 messages
+    (4096-byte bodies) and prepared T1 messages (4096-byte bodies, no keys) until one no longer fits, the second the
+    rest of those, the ten small prepared T1 messages and the last T9 message.  The walk starts at the second (its
+    first message at or below the checkpoint's ``logicsPhysicalOffset``), the cut leaves T9's two ``fillPreBlank``
+    units only (its max 2147483647), the reput set at 2147483647 in the last old file goes on at its end, the first
+    data file, before the walk's: it drops the first data file's T9 unit (past 2147483647, but its queue offset 1
+    below the queue's write position: ``putMessagePositionInfo``'s "Build consume queue repeatedly"), puts T0's
+    units there (a queue the walk did not write, ``fillPreBlank`` units before them), then walks the walk's records
+    again and puts T9's cut unit back."""
+    sc = converted_past_2gib_abort_scenario(line)
+    k = next(n for n, m in enumerate(sc["messages"]) if m.get("switchToDLedger"))
+    data0: list[dict] = [{"topic": "T9", "queueId": 0, "bodySize": 100}]   # its unit a repeat for the reput
+    for n in range(0, PAST_2GIB_DATA0_T0, PAST_2GIB_BATCH):
+        data0.append({"topic": "T0", "queueId": 0, "batch": [{"bodySize": 4096}] * min(PAST_2GIB_BATCH,
+                                                                                          PAST_2GIB_DATA0_T0 - n)})
+    data0 += [{"topic": "T1", "queueId": 0, "bodySize": 4096, "tranType": "prepared"} for _ in range(30)]
+    messages = [*sc["messages"][:k + 1], *data0, *sc["messages"][k + 1:]]
+    return {**sc, "messages": messages, "name": f"{line}-dledger-abort-converted-past-2gib-two-files"}
+
+
+def converted_past_2gib_next_old_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-converted-past-2gib-next-old`` (5.5.1, ``DLEDGER_2GIB_CONVERTED=1``): the
+    ``-converted-past-2gib`` store with 12572 more T0 messages (some 53 MB; batches roll whole, so some 1500 of them
+    go to a 23rd old file): 2147483647 lies in an old file but the last, whose end the reput goes on at, the last
+    old file's start;
+    it walks that file's T0 records (their units put: a queue the walk did not write, ``fillPreBlank`` units before
+    them) as the base ``CommitLog`` wrote them, rolls at its blank into the data file and puts T9's cut unit back."""
+    sc = converted_past_2gib_abort_scenario(line)
+    k = next(n for n, m in enumerate(sc["messages"]) if m.get("switchToDLedger"))
+    more = 22 * 23872 + 100 - PAST_2GIB_OLD
+    extra = [{"topic": "T0", "queueId": 0, "batch": [{"bodySize": 4096}] * min(PAST_2GIB_BATCH, more - n)}
+             for n in range(0, more, PAST_2GIB_BATCH)]
+    messages = [*sc["messages"][:k], *extra, *sc["messages"][k:]]
+    return {**sc, "messages": messages, "name": f"{line}-dledger-abort-converted-past-2gib-next-old"}
+
+
 def _mixed(g: _Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""

@@ -14,7 +14,9 @@ the restart found it must write the broker's ``consumequeue/`` and ``index/`` by
 the same reput at 2147483647 in a store converted in place, inside a body of its last old ``commitlog/`` file
 (:func:`broker_dledger_scenarios.converted_past_2gib_abort_scenario`): ``getData`` there is the base
 ``CommitLog``'s, the file's bytes to its end, the check fails, and ``doReput`` jumps to the file's end, the first
-data file (:mod:`store_format.dledger_crash_old`); the same byte for byte comparison.
+data file (:mod:`store_format.dledger_crash_old`); the same byte for byte comparison.  With it too: the same
+with two data files and the walk from the second (``-two-files``: the reput goes on at the first, before the walk's
+data file) and with 2147483647 in an old file but the last (``-next-old``: the reput goes on at the last old file).
 
 The ``-embedded`` stores (same switches) hold a well-formed message at 2147483647, inside a T0 body: the broker's
 reput dispatches it before its check fails on the bytes after it and jumps
@@ -33,7 +35,13 @@ import zlib
 
 import broker_harness as bh
 import pytest
-from broker_dledger_scenarios import PAST_2GIB_FILE, converted_past_2gib_abort_scenario, past_2gib_abort_scenario
+from broker_dledger_scenarios import (
+    PAST_2GIB_FILE,
+    converted_past_2gib_abort_scenario,
+    converted_past_2gib_next_old_abort_scenario,
+    converted_past_2gib_two_files_abort_scenario,
+    past_2gib_abort_scenario,
+)
 
 from store_format.layout import MAGIC_V1
 
@@ -321,3 +329,127 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
         1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"
     text = _as_restart_matches_broker(src, tmp_path, sc, w)
     assert f"parses 1 message(s) ({BLANK_MAX} to {BLANK_MAX + len(msg)})" in text, text[-3000:]
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB_CONVERTED") != "1",
+                    reason="2 GiB of old commitlog files: DLEDGER_2GIB_CONVERTED=1")
+def test_as_restart_after_a_crash_whose_reput_goes_on_from_an_old_file_before_the_walks_data_file(tmp_path):
+    """The -two-files store (:func:`broker_dledger_scenarios.converted_past_2gib_two_files_abort_scenario`): the
+    reput set at 2147483647 in the last old file goes on at the first data file, before the walk's (the second):
+    it walks the first data file's records (T0's units put, after fillPreBlank units), then the walk's again (T9's
+    cut unit put back)."""
+    sc = converted_past_2gib_two_files_abort_scenario(LINE)
+    name = sc["name"]
+    bh.build()
+    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
+    assert w.get("ok"), w.get("error")
+    src = tmp_path / name
+    old = sorted((src / "before" / "commitlog").iterdir())
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    size = int(sc["config"]["mappedFileSizeCommitLog"])
+    assert len(data) == 2 and int(old[-1].name) <= BLANK_MAX < int(old[-1].name) + size == int(data[0].name), \
+        (old[-1], data)
+    t9 = w["queuesAfterLoad"]["T9/0"]
+    assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
+    from pipelines.cli import main
+    err = io.StringIO()
+    ours = tmp_path / "ours"
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
+                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
+                     "--engine", "local", "--no-tables", "--as-restart"])
+    text = err.getvalue()
+    assert code == 0, text[-3000:]
+    assert f"every entry from data file {data[1].name} " in text, text[-3000:]   # the walk from the second
+    for sub in ("consumequeue", "index"):
+        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
+        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
+        if sub == "consumequeue":
+            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
+        assert len(got) == len(exp), (sub, got, exp)
+        for e, o in zip(exp, got):
+            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+    assert f"sends it on to {int(data[0].name)} " in text and \
+        f"the start's reput from {int(data[0].name)}, before data file {data[1].name}" in text, text[-3000:]
+    # the broker's reput put T9's cut unit back and the first data file's T0 units (none of the old files' T0)
+    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
+    assert units[:40] == (bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8)) * 2, "T9's fillPreBlank units"
+    assert int.from_bytes(units[40:48], "big") > int(data[1].name) and units[60:80] == bytes(20), \
+        "T9's cut unit put back, the first data file's T9 unit dropped"
+    t0 = [int.from_bytes(b[i:i + 8], "big") for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir())
+          for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20) if b[i + 8:i + 12] != bytes(4)]
+    real = [o for o in t0 if o > 0]
+    assert real and min(real) >= int(data[0].name) and max(real) < int(data[1].name), "T0's first data file units"
+    # verify's units lost (its reference, the rebuild, holds every message's unit): the old files' T0 units and T9's
+    # first two (every queued message but the first data file's T0 ones and T9's last)
+    out = io.StringIO()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
+        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
+              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+    p = json.loads(out.getvalue())["restart"]
+    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in (src / "expected" / "consumequeue").rglob("*")
+             if f.is_file() for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
+    held = sum(size not in (0, BLANK_MAX) for size in sizes)
+    queued = sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
+    assert held == len(real) + 1 and p is not None and p["units_lost"] == queued - held, \
+        (held, queued, p and p["notes"])
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB_CONVERTED") != "1",
+                    reason="2 GiB of old commitlog files: DLEDGER_2GIB_CONVERTED=1")
+def test_as_restart_after_a_crash_whose_reput_goes_on_at_the_next_old_commitlog_file(tmp_path):
+    """The -next-old store (:func:`broker_dledger_scenarios.converted_past_2gib_next_old_abort_scenario`): the
+    reput set at 2147483647 in an old file but the last goes on at the next (the last) old file, walks its T0
+    records as the base CommitLog wrote them (their units put), then the data file's (T9's cut unit put back)."""
+    sc = converted_past_2gib_next_old_abort_scenario(LINE)
+    name = sc["name"]
+    bh.build()
+    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
+    assert w.get("ok"), w.get("error")
+    src = tmp_path / name
+    old = sorted((src / "before" / "commitlog").iterdir())
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    size = int(sc["config"]["mappedFileSizeCommitLog"])
+    assert int(old[-2].name) <= BLANK_MAX < int(old[-1].name) == int(old[-2].name) + size, (old[-2:], data)
+    assert int(old[-1].name) + size == int(data[0].name), (old[-1], data)
+    t9 = w["queuesAfterLoad"]["T9/0"]
+    assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
+    from pipelines.cli import main
+    err = io.StringIO()
+    ours = tmp_path / "ours"
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
+                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
+                     "--engine", "local", "--no-tables", "--as-restart"])
+    text = err.getvalue()
+    assert code == 0, text[-3000:]
+    for sub in ("consumequeue", "index"):
+        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
+        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
+        if sub == "consumequeue":
+            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
+        assert len(got) == len(exp), (sub, got, exp)
+        for e, o in zip(exp, got):
+            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+    assert f"sends it on to {int(old[-1].name)} " in text, text[-3000:]
+    # the broker's reput put the last old file's T0 units and T9's cut unit back
+    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
+    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    assert int.from_bytes(units[20:28], "big") > int(data[0].name), "T9's cut unit put back"
+    t0 = [int.from_bytes(b[i:i + 8], "big") for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir())
+          for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20) if b[i + 8:i + 12] != bytes(4)]
+    real = [o for o in t0 if o > 0]
+    assert real and min(real) >= int(old[-1].name) and max(real) < int(data[0].name), \
+        "the last old file's T0 units"
+    # verify's units lost (its reference, the rebuild, holds every message's unit)
+    out = io.StringIO()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
+        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
+              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+    p = json.loads(out.getvalue())["restart"]
+    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in (src / "expected" / "consumequeue").rglob("*")
+             if f.is_file() for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
+    held = sum(size not in (0, BLANK_MAX) for size in sizes)
+    queued = sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
+    assert held == len(real) + 1 and p is not None and p["units_lost"] == queued - held, \
+        (held, queued, p and p["notes"])

@@ -44,6 +44,30 @@ def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
     return data_end if data_end is not None else st.segments[-1].end
 
 
+def _cut_lost(crash: DLedgerCrash, states: list, read_expected: Any) -> dict[str, np.ndarray]:
+    """The units the DLedger crash restart ``crash`` never writes back, per queue: the cut's (``QueueCut.lost``)
+    and, where the reput gone on from an old file walks data files before the walk's
+    (:attr:`store_format.dledger_crash.DLedgerCrash.drops_before`), the reference's units of those files' records
+    in the queues that drop them."""
+    assert crash.cut is not None
+    lost = {f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
+    drops = {f"{t}/{q}" for t, q in crash.drops_before}
+    for s in states:
+        q = s.restart
+        if q.queue not in drops:
+            continue
+        rules = BCQ_RULES if q.layout == BCQ_DIR else CQ_RULES
+        for name, lo, hi, _n in s.expected_files:
+            if hi < crash.reput_from or lo >= crash.start_offset:
+                continue
+            data = read_expected(q.layout, q.queue, name)
+            u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
+            off = u["commitlogOffset"].astype(np.int64)[rules.is_message(u)]
+            off = off[(off >= crash.reput_from) & (off < crash.start_offset)]
+            lost[q.queue] = np.concatenate([lost.get(q.queue, np.zeros(0, np.int64)), off])
+    return lost
+
+
 def _checkpoint_index_ts(fs: pafs.FileSystem, root: str) -> int | None:
     """``StoreCheckpoint.indexMsgTimestamp``: the long at byte 16 of ``checkpoint``."""
     path = f"{root}/checkpoint"
@@ -233,10 +257,13 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         truncate_at=dledger.process_offset if dledger else None,
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
-        # a converted store's reput from the old files (store_format.dledger_crash_old): every record from there
-        dispatch_from=(crash.reput_from if crash.before and crash.from_old_files else crash.start_offset)
+        # a converted store's reput from the old files (store_format.dledger_crash_old): every record from there;
+        # gone on from inside an old file to a data file before the walk's, from there (drops_before)
+        dispatch_from=(crash.reput_from if crash.before and (crash.from_old_files or crash.drops_before)
+                       else crash.start_offset)
         if crash is not None else None,
-        cut_lost={f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
+        cut_lost=_cut_lost(crash, states, lambda layout, queue, name: read_all(ref_fs, f"{ref}/{layout}/{queue}/{name}")
+                           )
         if crash is not None and crash.cut is not None else None,
         cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
         reindex_from=(crash.reindex if crash.again else crash.reput_from) if crash is not None and crash.reindex >= 0
