@@ -2,7 +2,8 @@
 (store_format.dledger): the DLedger folder the settings name is missing, its checkpoint is missing
 or names an entry the log does not hold, the old commitlog does not end where the DLedger data starts.
 
-The byte-for-byte checks against the broker's own DLedger stores are in test_dledger_broker.py; these
+The byte-for-byte checks against the broker's own DLedger stores are in test_dledger_broker.py (and its crash
+restarts in test_dledger_crash_broker.py, test_dledger_crash_damaged_broker.py); these
 stores are folders shaped as DLedgerCommitLog lays them out, with no entry in them."""
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 for the rules the broker harness cannot produce (a single-node group writes one term, consecutive
 indexes): a term that goes back, an index that skips, a committed index past the log's end, and a
 walk that starts at the third data file from the end.  The checks against the broker's own
-recovery (a damaged entry, an uncommitted tail) are in test_dledger_broker.py."""
+recovery (a damaged entry, an uncommitted tail) are in test_dledger_broker.py, test_dledger_crash_broker.py and
+test_dledger_crash_damaged_broker.py."""
 from __future__ import annotations
 
 from pathlib import Path

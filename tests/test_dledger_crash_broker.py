@@ -1,0 +1,424 @@
+"""DLedger crash restarts (an abort file, consumequeue/ and index/ deleted) written by the published RocketMQ store
+through the JVM harness in ``tests/broker/``: ``rebuild --as-restart`` and ``verify``'s prediction on the store as the
+broker's restart found it, compared with what that restart wrote, where dledgerRecoverAbnormally's walk ends at the
+log's end: a crash before the first start with DLedger, the queues cut (ext, light and batch queue units, a queue
+emptied), the reput starting inside an entry.
+
+The damaged walks (a damaged message ending the walk) are in :mod:`test_dledger_crash_damaged_broker`; the broker
+writes every store once a pytest session (:mod:`broker_dledger_runs`).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_runs import (
+    _RUNS,
+    LINES,
+    MORE_LAYOUTS,
+    _as_restart,
+    _files,
+    _lost_per_queue,
+    _queued,
+    _same_files,
+    _same_tree,
+    _units,
+    _verify,
+    written_run,
+)
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+
+@pytest.fixture
+def written(request, tmp_path_factory):
+    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
+    return written_run(request, tmp_path_factory)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_with_many_entries_in_the_last_file(written, line, tmp_path):
+    """A crash restart whose last data file holds more entry headers than its last message is long:
+    dledgerRecoverAbnormally's processOffset (without the headers) is then below the checkpoint's
+    logicsPhysicalOffset. 5.3.3 compares it with the deleted queues' max offset (-1) and cuts nothing. 5.5.1
+    compares it with the checkpoint's offset and truncateDirtyLogicFiles cuts the queues the walk wrote
+    there; the start's reput then puts the cut units back from the cut queues' largest offset
+    (recheckReputOffsetFromCq=true: the broker's index holds the last message's keys twice) or leaves them
+    cut (without it). --as-restart on the store as the restart found it writes the broker's files byte for
+    byte, with recheckReputOffsetFromCq=true and without."""
+    for name in (f"{line}-dledger-abort-small", f"{line}-dledger-abort-small-norecheck"):
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == (line != "5.3.3"), err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        if line == "5.3.3" or name.endswith("-norecheck"):
+            continue
+        (index,) = (src / "expected" / "index").iterdir()
+        data = index.read_bytes()
+        slots, count = int.from_bytes(data[32:36], "big"), int.from_bytes(data[36:40], "big")
+        at = 40 + 4 * int(r["scenario"]["config"]["maxHashSlotNum"])
+        entries = [data[at + 20 * i:at + 20 * i + 12] for i in range(1, count)]   # (key hash, offset)
+        assert slots > 0 and len(set(entries)) < len(entries), "the broker's index holds no key twice"
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_verify_predicts_a_crash_restart_that_cuts_the_queues(written, line, tmp_path):
+    """On the stores of the tests above as the crash restart found them, verify's prediction agrees with
+    what the broker's restart left: the units below each queue's write position once its reput caught up
+    (queuesAfterDispatch: maxOffset and the files it maps) are the units put, every other unit of the
+    scenario is lost, and the keys put are those in the broker's index (the last message's twice with
+    recheckReputOffsetFromCq=true on 5.5.1). The report counts up to DLedger's committed entry, where the
+    rebuild it compares with ends: the units and keys of the entries past it (the partial store's last two
+    messages, one unit each), which the broker's start puts too, are left out of its figures."""
+    for name in (f"{line}-dledger-abort-small", f"{line}-dledger-abort-small-norecheck",
+                 f"{line}-dledger-abort-partial"):
+        r = _RUNS[name]
+        src = Path(r["scenario"]["dir"])
+        code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+        p = report["restart"]
+        assert p is not None and p["dledger"], report.get("no_prediction")
+        size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+        put: list[int] = []   # the commitlog offsets of the units the broker's queues hold
+        for queue, state in r["written"]["queuesAfterDispatch"].items():
+            for f in state["files"]:
+                data = (src / "expected" / "consumequeue" / queue / f).read_bytes()
+                valid = min(size, int(state["maxOffset"]) - int(f))
+                put += [int.from_bytes(data[i:i + 8], "big") for i in range(0, valid, 20)
+                        if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1]
+        queued = _queued(r["scenario"])
+        cp = bh.read_conf(src / "before" / "dledger-n0" / "checkpoint")
+        uncommitted = int(cp["endIndex"]) - int(cp["committedIndex"])
+        committed_end = sorted(put)[-uncommitted] if uncommitted else 1 << 62   # the first uncommitted message
+        assert (p["units_dispatched_again"], p["units_lost"]) == (len(put) - uncommitted, queued - len(put)), (name, p)
+        keys = 0   # the broker's index entries (indexCount - 1 a file) of messages below the committed end
+        slots = int(r["scenario"]["config"]["maxHashSlotNum"])
+        for f in (src / "expected" / "index").iterdir():
+            data = f.read_bytes()
+            at = 40 + 4 * slots
+            keys += sum(int.from_bytes(data[at + 20 * i + 4:at + 20 * i + 12], "big") < committed_end
+                        for i in range(1, int.from_bytes(data[36:40], "big")))
+        assert p["index_keys_put_again"] == keys > 0, (name, p)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_reput_puts_back_part_of_a_cut_queue(written, line, tmp_path):
+    """One queue, DLedger's checkpoint two entries behind the log's end, no recheckReputOffsetFromCq: on
+    5.5.1 truncateDirtyLogicFiles cuts the queue's last units at the recovery's short processOffset and the
+    start's reput, from the committed position, puts back only the last two, which
+    putMessagePositionInfo appends at the queue's write position, over the units it leaves out (the queue
+    then ends with the log's last message but holds fewer units than messages were sent). --as-restart on
+    the store as the restart found it writes the broker's files byte for byte (5.3.3 cuts nothing)."""
+    name = f"{line}-dledger-abort-partial"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    if line == "5.3.3":
+        return
+    assert "truncateDirtyLogicFiles cuts the queues" in err, err[-2000:]
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    (state,) = r["written"]["queuesAfterDispatch"].values()
+    units = []
+    for f in state["files"]:
+        data = (src / "expected" / "consumequeue" / "T0" / "0" / f).read_bytes()
+        valid = min(size, int(state["maxOffset"]) - int(f))
+        units += [(int.from_bytes(data[i:i + 8], "big"), int.from_bytes(data[i + 8:i + 12], "big"))
+                  for i in range(0, valid, 20)]
+    sent = _queued(r["scenario"])
+    last_offset, last_size = units[-1]
+    assert len(units) < sent and last_offset + last_size == int(r["written"]["maxPhyOffset"]), \
+        f"not a queue put back in part: {len(units)} of {sent} units, the last ending at {last_offset + last_size}"
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_cut_takes_ext_light_and_batch_queue_units(written, line, tmp_path):
+    """The partial crash restart with consume queue ext files, a light queue (%LMQ%q1) and a BatchCQ topic
+    (BT0): on 5.5.1 truncateDirtyLogicFiles cuts the last units of every queue (an ext queue's ext files stay
+    as they are, a batch queue is cut by BatchConsumeQueue's own rule) and the start's reput from the
+    committed position puts back those of the last six messages only, appended at each queue's write
+    position: an ext unit for every message it walks (put back or not), the units put back pointing at the
+    new ones; the batch queue's units appended after its last kept unit. --as-restart on the store as the
+    restart found it writes the broker's consumequeue/, consumequeue_ext/, batchconsumequeue/ and index/
+    byte for byte (5.3.3 cuts nothing, but its reput puts the ext units of the last six messages again).
+    DLEDGER_MORE_LAYOUTS=1: the same with recheckReputOffsetFromCq=true, whose reput puts every cut unit back."""
+    # the recheck store first: the checks after the loop are on the layouts store
+    for name in ([f"{line}-dledger-abort-layouts-recheck"] if MORE_LAYOUTS else []) + [f"{line}-dledger-abort-layouts"]:
+        r = _RUNS[name]
+        assert r["written"].get("ok"), r["written"].get("error")
+        src = Path(r["scenario"]["dir"])
+        ours = tmp_path / name
+        code, err = _as_restart(src / "before", ours, src, line)
+        assert code == 0, err[-2000:]
+        _same_tree(src / "expected", ours)
+        for sub in ("consumequeue_ext", "batchconsumequeue"):
+            _same_files(src / "expected", ours, sub, written=True)
+        assert ("truncateDirtyLogicFiles cuts the queues" in err) == (line != "5.3.3"), err[-2000:]
+    if line == "5.3.3":
+        return
+    assert "truncateDirtyLogicFiles cuts the queues" in err, err[-2000:]
+    states = r["written"]["queuesAfterDispatch"]
+    messages = r["scenario"]["messages"]
+    for queue, sent in (("T0/0", sum(m["topic"] == "T0" for m in messages)),
+                        ("%LMQ%q1/0", sum("properties" in m and m["topic"] == "T0" for m in messages))):
+        assert int(states[queue]["maxOffset"]) < 20 * sent, f"{queue}: every cut unit put back (not in part)"
+        assert int(states[queue]["maxPhysicOffset"]) == int(r["written"]["maxPhyOffset"]), queue
+    state = states["BT0/0"]
+    units = b"".join((src / "expected" / "batchconsumequeue" / "BT0" / "0" / f).read_bytes() for f in state["files"])
+    first = int(state["files"][0])
+    units = units[:int(state["maxOffset"]) - first]
+    base = [(int.from_bytes(units[i + 28:i + 36], "big"), int.from_bytes(units[i + 36:i + 38], "big"))
+            for i in range(0, len(units), 46)]
+    assert any(b + n != b2 for (b, n), (b2, _) in zip(base, base[1:])), "BT0: no batch unit put back in part"
+    # verify on the same store predicts the units put (those below each queue's write position once the
+    # broker's reput caught up) and lost (every other unit the messages make: one each, one more per light queue)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verified"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"], report.get("no_prediction")
+    held = 0
+    for queue, state in states.items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("BT0/") else ("consumequeue", 20)
+        for f in state["files"]:
+            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(data), unit) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+    units = [1 + ("properties" in m and m["topic"] == "T0") for m in messages]
+    uncommitted = sum(units[-int(r["scenario"]["dledgerCommittedBack"]):])   # past the rebuild verify compares with
+    assert (p["units_dispatched_again"], p["units_lost"]) == (held - uncommitted, sum(units) - held), p
+
+
+@pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS],
+                                                   "5.5.1 with DLEDGER_MORE_LAYOUTS=1"))
+def test_as_restart_after_a_crash_whose_reput_puts_ext_units_from_an_earlier_file(written, line, tmp_path):
+    """The layouts store (ext files on T0, a light queue, a BatchCQ topic) with DLedger's checkpoint in the first
+    of its two data files and the checkpoint's logicsPhysicalOffset at 100, restarted after a crash: the
+    recovery's walk starts at the first data file (isMmapFileMatchedRecover), no queue is cut, and the start's
+    reput from the committed position, before the walk's last file, puts an ext unit for every T0 record from
+    there, in both files, before dropping its unit. --as-restart on the store as the restart found it writes the
+    broker's consumequeue/, consumequeue_ext/, batchconsumequeue/ and index/ byte for byte."""
+    name = f"{line}-dledger-abort-layouts-early"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    committed = int(bh.read_conf(src / "before" / "dledger-n0" / "checkpoint")["committedIndex"])
+    ours = tmp_path / name
+    code, err = _as_restart(src / "before", ours, src, line)
+    assert code == 0, err[-2000:]
+    assert f"dispatches every entry from data file {data[0].name} " in err, err[-2000:]
+    assert "truncateDirtyLogicFiles cuts the queues" not in err, err[-2000:]
+    reput = int(err.split("the start's reput begins at ")[1].split()[0].rstrip(";"))
+    assert int(data[0].name) < reput < int(data[-1].name) and committed > 0, (reput, committed)
+    _same_tree(src / "expected", ours)
+    for sub in ("consumequeue_ext", "batchconsumequeue"):
+        _same_files(src / "expected", ours, sub, written=True)
+    ext_units = 0   # CqExtUnit: a short size (20 without a bitmap) first; the file's unused end is zeros or -1
+    for f in sorted((src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()):
+        b = f.read_bytes()
+        ext_units += next((i for i in range(0, len(b) // 20) if int.from_bytes(b[20 * i:20 * i + 2], "big") != 20),
+                          len(b) // 20)
+    t0 = sum(m["topic"] == "T0" for m in r["scenario"]["messages"])
+    assert ext_units > t0, f"the reput put no ext unit again: {ext_units} ext units, {t0} T0 messages"
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_verify_predicts_a_crash_restart_that_cuts_the_queues_it_holds(written, line, tmp_path):
+    """The partial store restarted after a crash with its consume queues kept: the recovery's walk finds
+    its units in the queues, truncateDirtyLogicFiles cuts the queue's own units past processOffset (5.5.1
+    checks the checkpoint's logicsPhysicalOffset; 5.3.3 the loaded queues' max, which reaches it) and the
+    start's reput from the committed position puts back only
+    the last ones. verify on the store as that restart found it predicts the cut and the units it loses:
+    every sent message the broker's queue lacks once its reput caught up."""
+    name = f"{line}-dledger-abort-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    (state,) = r["written"]["queuesAfterDispatch"].values()
+    held = 0
+    for f in state["files"]:
+        data = (src / "expected" / "consumequeue" / "T0" / "0" / f).read_bytes()
+        valid = min(size, int(state["maxOffset"]) - int(f))
+        held += sum(1 for i in range(0, valid, 20) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+    lost = _queued(r["scenario"]) - held
+    assert p["units_lost"] == lost > 0, (lost, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_verify_predicts_a_crash_restart_that_cuts_the_batch_queue_it_holds(written, line, tmp_path):
+    """The layouts store (T0, the light queue %LMQ%q1, the BatchCQ topic BT0) without ext files, restarted after
+    a crash with its queues kept, batchconsumequeue/ too: the recovery's walk finds every unit there,
+    truncateDirtyLogicFiles cuts each queue's own units past processOffset (BatchConsumeQueue's rule for BT0:
+    its max becomes the start of its last unit kept) and the start's reput from the committed position puts back
+    only those of the last messages. verify on the store as that restart found it predicts, queue by queue, the
+    units lost: every unit of a sent message the broker's queue lacks once its reput caught up."""
+    name = f"{line}-dledger-abort-batch-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    assert any((src / "before" / "batchconsumequeue").rglob("0*")), "no batch queue file kept"
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"], report.get("no_prediction")
+    lost = _lost_per_queue(r, src)
+    predicted = {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]}
+    assert predicted == lost and ("BT0/0" in lost) == (line != "5.3.3" or r["written"]["truncateDirtyLogicFilesAt"]
+                                                       >= 0), (predicted, lost, p["notes"])
+    # the queue files the cut deleted and nothing wrote again (the batch queue's placed by its units on disk)
+    deleted = sum(len(set(_files(src / "before" / sub)) - set(_files(src / "expected" / sub)))
+                  for sub in ("consumequeue", "batchconsumequeue"))
+    said = [int(m) for n in p["notes"] for m in re.findall(r"(\d+) queue file\(s\) stay deleted", n)]
+    assert said == ([deleted] if lost else []), (said, deleted, p["notes"])
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_verify_predicts_a_crash_restart(written, line, tmp_path):
+    """On the store as the broker's crash restart found it (before/: an abort file, consumequeue/ and
+    index/ deleted), verify predicts what that restart wrote (expected/): the units it put (on 5.x from the
+    data file dledgerRecoverAbnormally starts at; those of uncommitted entries are not in the rebuild verify
+    compares with), and every other unit of the store lost (a converted store's old messages too)."""
+
+    names = [f"{line}-dledger-abort"] + ([] if line.startswith("4") else [f"{line}-dledger-abort-norecheck",
+                                                                          f"{line}-dledger-abort-converted"])
+    for name in names:
+        r = _RUNS[name]
+        src = Path(r["scenario"]["dir"])
+        store = bh.copy_store(src / "before", tmp_path / name)
+        code, report = _verify(store, src, line)
+        p = report["restart"]
+        assert code == 1 and p is not None and p["dledger"], report.get("no_prediction")
+        put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
+        queued = _queued(r["scenario"])
+        # the rebuild verify compares with ends at the committed entry: the units of the last entries (one
+        # message each), which the crash restart puts too, are not in it
+        back = int(r["scenario"].get("dledgerCommittedBack", 0))
+        assert 0 < len(put) - back and len(put) <= queued
+        assert (p["units_dispatched_again"], p["units_lost"]) == (len(put) - back, queued - len(put)), p
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_cut_empties_a_queue(written, line, tmp_path):
+    """The small store and one last message to a queue of its own, restarted after a crash with
+    recheckReputOffsetFromCq=true: the cut at dledgerRecoverAbnormally's short processOffset takes that queue's
+    only unit and deletes its only file (the broker's queue after load() maps none), and correctMinOffset sets
+    its max to -1, so doRecheckReputOffsetFromCq starts the reput at the other queues' largest offset, below the
+    message, and the reput puts its unit back. --as-restart on the store as the restart found it writes the
+    broker's files byte for byte, and verify predicts the units it holds."""
+    name = f"{line}-dledger-abort-emptied"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    assert r["written"]["queuesAfterLoad"]["T9/0"]["files"] == [], r["written"]["queuesAfterLoad"].get("T9/0")
+    src = Path(r["scenario"]["dir"])
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    assert "truncateDirtyLogicFiles cuts the queues" in err and "inside an entry" not in err, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    assert any(u[0] == "T9/0" for u in _units(src / "expected" / "consumequeue"))
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"], report.get("no_prediction")
+    put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
+    assert (p["units_dispatched_again"], p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_as_restart_after_a_crash_whose_cut_empties_a_batch_queue(written, line, tmp_path):
+    """The emptied store with its last message to a BatchCQ topic (B9) of its own, restarted after a crash with
+    recheckReputOffsetFromCq=true (5.3.3 with its queues kept: it cuts only when the queues it loads reach
+    processOffset): the cut deletes B9's only file and BatchConsumeQueue.truncateDirtyLogicFiles leaves its max at
+    processOffset - 1, which its correctMinOffset keeps, above the other queues' max: doRecheckReputOffsetFromCq
+    sets the reput there, inside the last entry, and DLedgerCommitLog's message check sends it on. --as-restart
+    (5.5.1, from the store without queues) writes the broker's consumequeue/, batchconsumequeue/ and index/
+    byte for byte, and verify predicts the units lost and put."""
+    name = f"{line}-dledger-abort-emptied-batch" + ("-kept" if line.startswith("5.3") else "")
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w = r["written"]
+    assert w["queuesAfterLoad"]["B9/0"]["files"] == [], w["queuesAfterLoad"].get("B9/0")
+    src = Path(r["scenario"]["dir"])
+    if not line.startswith("5.3"):
+        ours = tmp_path / name
+        code, err = _as_restart(src / "before", ours, src, line)
+        assert code == 0, err[-2000:]
+        assert "processOffset - 1, where a batch queue the cut emptied leaves its max" in err, err[-2000:]
+        _same_tree(src / "expected", ours)
+        _same_files(src / "expected", ours, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0
+    for queue, state in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in state["files"]:
+            data = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(data), unit) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+    assert p["units_lost"] == _queued(r["scenario"]) - held, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
+                                                   "5.3.3 only: DLEDGER_LINES=4.9.8,5.3.3,5.5.1"))
+def test_verify_predicts_a_crash_restart_whose_reput_starts_inside_an_entry(written, line, tmp_path):
+    """The same store on 5.3.3, restarted with its consume queues kept (5.3.3 cuts only when the queues it loads
+    reach processOffset): the emptied queue's max stays processOffset (5.3.3's correctMinOffset leaves a queue
+    with no file alone), where doRecheckReputOffsetFromCq sets the reput, inside the last entry's header;
+    DLedgerCommitLog's message check fails there and doReput jumps to the end of the committed data: the unit
+    stays cut. verify on the store as that restart found it predicts it (the units lost: every sent message
+    the broker's queues lack once its reput caught up)."""
+    name = f"{line}-dledger-abort-emptied-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w = r["written"]
+    assert w["queuesAfterLoad"]["T9/0"]["files"] == [] and w["queuesAfterDispatch"]["T9/0"]["files"] == [], \
+        (w["queuesAfterLoad"].get("T9/0"), w["queuesAfterDispatch"].get("T9/0"))
+    src = Path(r["scenario"]["dir"])
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    held = 0
+    for queue, state in w["queuesAfterDispatch"].items():
+        for f in state["files"]:
+            data = (src / "expected" / "consumequeue" / queue / f).read_bytes()
+            valid = min(size, int(state["maxOffset"]) - int(f))
+            held += sum(1 for i in range(0, valid, 20) if int.from_bytes(data[i + 8:i + 12], "big") != 2**31 - 1)
+    lost = _queued(r["scenario"]) - held
+    assert p["units_lost"] == lost > 0, (lost, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_as_restart_after_a_crash_before_the_first_start_with_dledger(written, line, tmp_path):
+    """A store of an ordinary commitlog whose broker crashed (an abort file), restarted with DLedger on: no
+    dledger-n0/ yet, so DLedgerCommitLog recovers the old files with the base CommitLog's recovery (5.x the
+    abnormal one, which dispatches from the file the checkpoint matches; 4.9.8 the normal one, whatever the abort
+    file says) and creates its first data file after them. --as-restart on the store as the restart found it
+    writes the broker's files byte for byte, and verify predicts what it put and lost."""
+    name = f"{line}-dledger-abort-first-start"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    before = src / "before"
+    assert (before / "abort").is_file() and not (before / "dledger-n0").exists()
+    legacy = sorted((before / "commitlog").iterdir())
+    assert r["written"]["dividedCommitlogOffset"] == int(legacy[-1].name) + legacy[-1].stat().st_size
+    code, err = _as_restart(before, tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    assert "no DLedger data file yet" in err and ("as a restart: normal recovery" in err) == line.startswith("4"), \
+        err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    code, report = _verify(bh.copy_store(before, tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert code == 1 and p is not None, report.get("no_prediction")
+    put = [u for u in _units(src / "expected" / "consumequeue") if u[2] != 2**31 - 1]
+    again = p["units_dispatched_again"] + p["units_appended_by_recovery"]
+    assert 0 < len(put) and (again, p["units_lost"]) == (len(put), _queued(r["scenario"]) - len(put)), p
+    assert (p["units_appended_by_recovery"] == 0) == line.startswith("4"), p   # 4.9.8: the normal recovery
