@@ -53,28 +53,30 @@ LINE = "5.5.1"
 BLANK_MAX = 2**31 - 1
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
-def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_the_log(tmp_path):
-    sc = past_2gib_abort_scenario(LINE)
+def _written(sc: dict, tmp_path):  # noqa: ANN001, ANN202
+    """The broker writes ``sc`` (and restarts it) under ``tmp_path``: its report and the scenario's folder."""
     name = sc["name"]
     bh.build()
     w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
     assert w.get("ok"), w.get("error")
-    src = tmp_path / name
-    assert int(w["maxPhyOffset"]) > BLANK_MAX, w["maxPhyOffset"]
-    t9 = w["queuesAfterLoad"]["T9/0"]
-    assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
+    return w, tmp_path / name
+
+
+def _as_restart(src, ours) -> str:  # noqa: ANN001
+    """``rebuild --as-restart`` of ``src/before`` into ``ours`` (exit 0): what it printed on stderr."""
     from pipelines.cli import main
     err = io.StringIO()
-    ours = tmp_path / "ours"
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
                      "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
                      "--engine", "local", "--no-tables", "--as-restart"])
     text = err.getvalue()
     assert code == 0, text[-3000:]
-    assert f"sets the reput at {BLANK_MAX} (where a queue the cut left with fillPreBlank units only" in text, \
-        text[-3000:]
+    return text
+
+
+def _same_files_as_the_broker(src, ours) -> None:  # noqa: ANN001
+    """``ours``' ``consumequeue/`` and ``index/`` are the broker's (``src/expected``) byte for byte, the same files."""
     for sub in ("consumequeue", "index"):
         exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
         got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
@@ -83,6 +85,29 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_the_lo
         assert len(got) == len(exp), (sub, got, exp)
         for e, o in zip(exp, got):
             bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+
+
+def _verify_restart(src, tmp_path) -> dict | None:  # noqa: ANN001
+    """``verify --json`` of ``src/before``: its next-start prediction (``restart``)."""
+    from pipelines.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
+        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
+              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+    return json.loads(out.getvalue())["restart"]
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_the_log(tmp_path):
+    sc = past_2gib_abort_scenario(LINE)
+    w, src = _written(sc, tmp_path)
+    assert int(w["maxPhyOffset"]) > BLANK_MAX, w["maxPhyOffset"]
+    t9 = w["queuesAfterLoad"]["T9/0"]
+    assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
+    text = _as_restart(src, tmp_path / "ours")
+    assert f"sets the reput at {BLANK_MAX} (where a queue the cut left with fillPreBlank units only" in text, \
+        text[-3000:]
+    _same_files_as_the_broker(src, tmp_path / "ours")
     # what the broker's reput did from there: T9's last unit and T0's last ones stay cut (the jump), or came back
     units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
     assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
@@ -92,11 +117,7 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_the_lo
                     reason="2 GiB of old commitlog files: DLEDGER_2GIB_CONVERTED=1")
 def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_an_old_commitlog_file(tmp_path):
     sc = converted_past_2gib_abort_scenario(LINE)
-    name = sc["name"]
-    bh.build()
-    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
-    assert w.get("ok"), w.get("error")
-    src = tmp_path / name
+    w, src = _written(sc, tmp_path)
     old = sorted((src / "before" / "commitlog").iterdir())
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     size = int(sc["config"]["mappedFileSizeCommitLog"])
@@ -107,23 +128,8 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_an_old
         assert f.read(120) == b"x" * 120, "2147483647 inside a T0 body"
     t9 = w["queuesAfterLoad"]["T9/0"]
     assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
-    from pipelines.cli import main
-    err = io.StringIO()
-    ours = tmp_path / "ours"
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
-                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
-                     "--engine", "local", "--no-tables", "--as-restart"])
-    text = err.getvalue()
-    assert code == 0, text[-3000:]
-    for sub in ("consumequeue", "index"):
-        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
-        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
-        if sub == "consumequeue":
-            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
-        assert len(got) == len(exp), (sub, got, exp)
-        for e, o in zip(exp, got):
-            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+    text = _as_restart(src, tmp_path / "ours")
+    _same_files_as_the_broker(src, tmp_path / "ours")
     assert f"sets the reput at {BLANK_MAX} (where a queue the cut left with fillPreBlank units only" in text, \
         text[-3000:]
     assert "inside an old commitlog file (a store converted in place" in text and \
@@ -137,11 +143,7 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_an_old
     (index,) = sorted((src / "expected" / "index").iterdir())
     assert int.from_bytes(index.read_bytes()[36:40], "big") == 13, "T9's keys indexed again"
     # verify's units lost (its reference, the rebuild, holds every message's unit): all but T9's last
-    out = io.StringIO()
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
-        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
-              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
-    p = json.loads(out.getvalue())["restart"]
+    p = _verify_restart(src, tmp_path)
     sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in (src / "expected" / "consumequeue").rglob("*")
              if f.is_file() for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
     held = sum(size not in (0, BLANK_MAX) for size in sizes)
@@ -153,28 +155,9 @@ def _as_restart_matches_broker(src, tmp_path, sc: dict, w: dict) -> str:
     """``rebuild --as-restart`` of ``src/before``: the broker's ``consumequeue/`` and ``index/`` byte for byte; and
     ``verify``'s units lost: every queued message's unit (its reference, a rebuild, holds one for each) but those
     the broker's queues hold, T5's embedded one not being a message of the log.  Returns the rebuild's progress."""
-    from pipelines.cli import main
-    err = io.StringIO()
-    ours = tmp_path / "ours"
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
-                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
-                     "--engine", "local", "--no-tables", "--as-restart"])
-    text = err.getvalue()
-    assert code == 0, text[-3000:]
-    for sub in ("consumequeue", "index"):
-        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
-        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
-        if sub == "consumequeue":
-            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
-        assert len(got) == len(exp), (sub, got, exp)
-        for e, o in zip(exp, got):
-            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
-    out = io.StringIO()
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
-        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
-              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
-    p = json.loads(out.getvalue())["restart"]
+    text = _as_restart(src, tmp_path / "ours")
+    _same_files_as_the_broker(src, tmp_path / "ours")
+    p = _verify_restart(src, tmp_path)
     # the units the broker's queues hold: below each queue's write position once its reput caught up (a cut unit
     # past it stays as bytes only), T5's embedded message's left out
     cq, ends = src / "expected" / "consumequeue", w["queuesAfterDispatch"]
@@ -239,11 +222,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     (``QueueCut.inside_records``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
     lost; leaving it out loses T5's queue file."""
     sc = converted_past_2gib_embedded_scenario(LINE)
-    name = sc["name"]
-    bh.build()
-    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
-    assert w.get("ok"), w.get("error")
-    src = tmp_path / name
+    w, src = _written(sc, tmp_path)
     old = sorted((src / "before" / "commitlog").iterdir())
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     msg = embedded_message(BLANK_MAX)
@@ -304,11 +283,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     (``QueueCut.inside_records``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
     lost; leaving it out loses T5's queue file and its keys."""
     sc = past_2gib_embedded_scenario(LINE)
-    name = sc["name"]
-    bh.build()
-    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
-    assert w.get("ok"), w.get("error")
-    src = tmp_path / name
+    w, src = _written(sc, tmp_path)
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     msg = embedded_message(BLANK_MAX)
     (last,) = [f for f in data if int(f.name) <= BLANK_MAX < int(f.name) + PAST_2GIB_FILE]
@@ -339,11 +314,7 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_from_an_old_file_before_th
     it walks the first data file's records (T0's units put, after fillPreBlank units), then the walk's again (T9's
     cut unit put back)."""
     sc = converted_past_2gib_two_files_abort_scenario(LINE)
-    name = sc["name"]
-    bh.build()
-    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
-    assert w.get("ok"), w.get("error")
-    src = tmp_path / name
+    w, src = _written(sc, tmp_path)
     old = sorted((src / "before" / "commitlog").iterdir())
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     size = int(sc["config"]["mappedFileSizeCommitLog"])
@@ -351,24 +322,9 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_from_an_old_file_before_th
         (old[-1], data)
     t9 = w["queuesAfterLoad"]["T9/0"]
     assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
-    from pipelines.cli import main
-    err = io.StringIO()
-    ours = tmp_path / "ours"
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
-                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
-                     "--engine", "local", "--no-tables", "--as-restart"])
-    text = err.getvalue()
-    assert code == 0, text[-3000:]
+    text = _as_restart(src, tmp_path / "ours")
     assert f"every entry from data file {data[1].name} " in text, text[-3000:]   # the walk from the second
-    for sub in ("consumequeue", "index"):
-        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
-        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
-        if sub == "consumequeue":
-            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
-        assert len(got) == len(exp), (sub, got, exp)
-        for e, o in zip(exp, got):
-            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+    _same_files_as_the_broker(src, tmp_path / "ours")
     assert f"sends it on to {int(data[0].name)} " in text and \
         f"the start's reput from {int(data[0].name)}, before data file {data[1].name}" in text, text[-3000:]
     # the broker's reput put T9's cut unit back and the first data file's T0 units (none of the old files' T0)
@@ -382,11 +338,7 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_from_an_old_file_before_th
     assert real and min(real) >= int(data[0].name) and max(real) < int(data[1].name), "T0's first data file units"
     # verify's units lost (its reference, the rebuild, holds every message's unit): the old files' T0 units and T9's
     # first two (every queued message but the first data file's T0 ones and T9's last)
-    out = io.StringIO()
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
-        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
-              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
-    p = json.loads(out.getvalue())["restart"]
+    p = _verify_restart(src, tmp_path)
     sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in (src / "expected" / "consumequeue").rglob("*")
              if f.is_file() for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
     held = sum(size not in (0, BLANK_MAX) for size in sizes)
@@ -402,11 +354,7 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_at_the_next_old_commitlog_
     reput set at 2147483647 in an old file but the last goes on at the next (the last) old file, walks its T0
     records as the base CommitLog wrote them (their units put), then the data file's (T9's cut unit put back)."""
     sc = converted_past_2gib_next_old_abort_scenario(LINE)
-    name = sc["name"]
-    bh.build()
-    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
-    assert w.get("ok"), w.get("error")
-    src = tmp_path / name
+    w, src = _written(sc, tmp_path)
     old = sorted((src / "before" / "commitlog").iterdir())
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     size = int(sc["config"]["mappedFileSizeCommitLog"])
@@ -414,23 +362,8 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_at_the_next_old_commitlog_
     assert int(old[-1].name) + size == int(data[0].name), (old[-1], data)
     t9 = w["queuesAfterLoad"]["T9/0"]
     assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
-    from pipelines.cli import main
-    err = io.StringIO()
-    ours = tmp_path / "ours"
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
-                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
-                     "--engine", "local", "--no-tables", "--as-restart"])
-    text = err.getvalue()
-    assert code == 0, text[-3000:]
-    for sub in ("consumequeue", "index"):
-        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
-        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
-        if sub == "consumequeue":
-            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
-        assert len(got) == len(exp), (sub, got, exp)
-        for e, o in zip(exp, got):
-            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+    text = _as_restart(src, tmp_path / "ours")
+    _same_files_as_the_broker(src, tmp_path / "ours")
     assert f"sends it on to {int(old[-1].name)} " in text, text[-3000:]
     # the broker's reput put the last old file's T0 units and T9's cut unit back
     units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
@@ -442,11 +375,7 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_at_the_next_old_commitlog_
     assert real and min(real) >= int(old[-1].name) and max(real) < int(data[0].name), \
         "the last old file's T0 units"
     # verify's units lost (its reference, the rebuild, holds every message's unit)
-    out = io.StringIO()
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
-        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
-              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
-    p = json.loads(out.getvalue())["restart"]
+    p = _verify_restart(src, tmp_path)
     sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in (src / "expected" / "consumequeue").rglob("*")
              if f.is_file() for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
     held = sum(size not in (0, BLANK_MAX) for size in sizes)
