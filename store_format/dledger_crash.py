@@ -96,7 +96,7 @@ import dataclasses
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
-from .dledger_crash_after import refusal, reput_goes_on, walk_after
+from .dledger_crash_after import checked_windows, refusal, reput_goes_on, walk_after
 from .dledger_crash_before import earlier_own_units, ext_before_walk
 from .dledger_crash_cut import (
     ExtAgain,
@@ -121,13 +121,10 @@ from .layout import (
     OFF_SYSFLAG,
     SYSFLAG_BORNHOST_V6,
 )
-from .recovery import check_rows
 from .restart_reput import Accepted, start_reput_check
 from .store import Segment, StoreLocation
 
 __all__ = ["DLedgerCrash", "plan_dledger_crash"]
-
-_WINDOW = 16 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -468,26 +465,18 @@ def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerCon
     while True:
         seg = files[k]
         sizes = 0
-        state = cl.WalkState.at_slice_start(0, seg.size)
-        with st.reader(seg) as read:
-            while True:
-                split_end = min(state.bufpos + _WINDOW, seg.size + 1)
-                res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=_WINDOW + (1 << 20),
-                                    keep_text=True, scratch=scratch, dledger=True)
-                stop, n_ok = check_rows(res, seg, check_crc=config.checkCRCOnRecover, is_5x=True,
-                                        prop_crc=config.forceVerifyPropCRC)
-                accepted.add(res, n_ok)
-                track.add(res, n_ok, seg.base)
-                sizes += int(res.rec[:n_ok, cl.R_TOTAL].sum()) if n_ok else 0
-                if stop is not None:
-                    return stop.offset - ENTRY_HEADER_SIZE, seg.base, sizes, stop.reason
-                state = res.state
-                if res.stop != cl.Stop.SPLIT_END:
-                    break
+        for window in checked_windows(st, seg, 0, config, scratch, check_crc=config.checkCRCOnRecover,
+                                      prop_crc=config.forceVerifyPropCRC):
+            res, stop, n_ok = window
+            accepted.add(res, n_ok)
+            track.add(res, n_ok, seg.base)
+            sizes += int(res.rec[:n_ok, cl.R_TOTAL].sum()) if n_ok else 0
+        if stop is not None:
+            return stop.offset - ENTRY_HEADER_SIZE, seg.base, sizes, stop.reason
         if res.stop == cl.Stop.BLANK and k + 1 < len(files):
             k += 1
             continue
         if res.stop == cl.Stop.BLANK:
             return seg.end, seg.base, sizes, f"the blank that ends the last data file {seg.name}"
-        at = seg.base + state.bufpos
+        at = seg.base + res.state.bufpos
         return at, seg.base, sizes, f"no entry the message check accepts at {at}"

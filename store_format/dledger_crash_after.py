@@ -8,6 +8,8 @@ no CRC, a DLedger blank moves it to the next data file, and a record it cannot r
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from . import commitlog as cl
@@ -15,10 +17,10 @@ from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_cut import U_QUEUE, QueueTrack
 from .errors import UnsupportedConfigError
-from .recovery import check_rows
+from .recovery import CheckStop, check_rows
 from .store import Segment, StoreLocation
 
-__all__ = ["refusal", "reput_goes_on", "reput_skips", "walk_after"]
+__all__ = ["checked_windows", "refusal", "reput_goes_on", "reput_skips", "walk_after"]
 
 _WINDOW = 16 << 20
 
@@ -29,6 +31,28 @@ def refusal(why: str) -> UnsupportedConfigError:
     return UnsupportedConfigError(f"a 5.x DLedger store whose last shutdown was not clean (abort file; "
                                   f"DLedgerCommitLog.dledgerRecoverAbnormally): {why}; not modelled, let the broker "
                                   "recover")
+
+
+def checked_windows(st: StoreLocation, seg: Segment, pos: int, config: BrokerConfig, scratch: cl.Scratch, *,
+                    check_crc: bool = False,
+                    prop_crc: bool = False) -> Iterator[tuple[cl.WalkResult, CheckStop | None, int]]:
+    """A message check's walk over one file ``seg`` (a DLedger data file, behind entry headers, or an old commitlog
+    file) from position ``pos``, window by window: ``commitlog.walk_range``, then
+    :func:`store_format.recovery.check_rows` (``checkMessageAndReturnSize``; with ``check_crc`` the body CRC, with
+    ``prop_crc`` the CRC property) on its records.  Yields ``(result, halt, n_ok)`` per window: ``halt`` the first
+    record the check refuses (None: none), ``n_ok`` the records before it; the last window is the one with a halt
+    or whose walk stopped other than at the window's end (``result.stop``, ``result.state``)."""
+    state = cl.WalkState.at_slice_start(pos, seg.size)
+    with st.reader(seg) as read:
+        while True:
+            split_end = min(state.bufpos + _WINDOW, seg.size + 1)
+            res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=_WINDOW + (1 << 20),
+                                keep_text=True, scratch=scratch, dledger=seg.dledger)
+            halt, n_ok = check_rows(res, seg, check_crc=check_crc, is_5x=True, prop_crc=prop_crc)
+            yield res, halt, n_ok
+            if halt is not None or res.stop != cl.Stop.SPLIT_END:
+                return
+            state = res.state
 
 
 def walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int, last_base: int, reason: str,
@@ -63,21 +87,11 @@ def walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int,
     pos = stop - files[k].base
     while stop < log_end:
         seg = files[k]
-        state = cl.WalkState.at_slice_start(pos, seg.size)
-        with st.reader(seg) as read:
-            while True:
-                split_end = min(state.bufpos + _WINDOW, seg.size + 1)
-                res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=_WINDOW + (1 << 20),
-                                    keep_text=True, scratch=scratch, dledger=True)
-                halt, n_ok = check_rows(res, seg, check_crc=False, is_5x=True)
-                after.add(res, n_ok, seg.base)
-                if halt is not None:
-                    at = halt.offset - ENTRY_HEADER_SIZE
-                    break
-                state = res.state
-                if res.stop != cl.Stop.SPLIT_END:
-                    at = seg.end if res.stop == cl.Stop.BLANK else seg.base + state.bufpos
-                    break
+        for window in checked_windows(st, seg, pos, config, scratch):
+            res, halt, n_ok = window
+            after.add(res, n_ok, seg.base)
+        at = halt.offset - ENTRY_HEADER_SIZE if halt is not None else \
+            seg.end if res.stop == cl.Stop.BLANK else seg.base + res.state.bufpos
         found.append(after.last_file())
         if halt is None and res.stop == cl.Stop.BLANK and k + 1 < len(files):
             k, pos = k + 1, 0

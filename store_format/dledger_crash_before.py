@@ -28,14 +28,11 @@ from collections.abc import Callable
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
-from .dledger_crash_after import refusal
+from .dledger_crash_after import checked_windows, refusal
 from .dledger_crash_cut import ExtAgain, QueueTrack
-from .recovery import check_rows
 from .store import Segment, StoreLocation
 
 __all__ = ["earlier_own_units", "ext_before_walk"]
-
-_WINDOW = 16 << 20
 
 
 def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...]) -> tuple[ExtAgain, ...]:
@@ -69,19 +66,11 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
     pos = reput - segs[k].base if k < len(segs) else 0
     while k < len(segs):
         seg = segs[k]
-        state = cl.WalkState.at_slice_start(pos, seg.size)
-        with st.reader(seg) as read:
-            while True:
-                split_end = min(state.bufpos + _WINDOW, seg.size + 1)
-                res = cl.walk_range(read, seg.base, seg.size, state, split_end, config, window=_WINDOW + (1 << 20),
-                                    keep_text=True, scratch=scratch, dledger=seg.dledger)
-                halt, n_ok = check_rows(res, seg, check_crc=False, is_5x=True)
-                track.add(res, n_ok, seg.base)
-                state = res.state
-                if halt is not None or res.stop != cl.Stop.SPLIT_END:
-                    break
+        for window in checked_windows(st, seg, pos, config, scratch):
+            res, halt, n_ok = window
+            track.add(res, n_ok, seg.base)
         at = (halt.offset - (ENTRY_HEADER_SIZE if seg.dledger else 0) if halt is not None
-              else seg.base + state.bufpos)
+              else seg.base + res.state.bufpos)
         if halt is None and (res.stop == cl.Stop.BLANK or res.stop == cl.Stop.BAD and seg.dledger
                              and goes_on(k - len(old), at)):
             k, pos = k + 1, 0   # the next file (after a bad record in a data file: the rest of this one skipped)

@@ -120,8 +120,8 @@ from .reput import resolve_broker_version
 from .restart_reput import Accepted, reput_records_from, start_reput_check
 from .store import Segment, StoreLocation
 
-__all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "read_checkpoint", "check_rows", "dispatch_config",
-           "DEFAULT_WINDOW"]
+__all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "read_checkpoint", "check_rows", "CheckStop",
+           "dispatch_config", "DEFAULT_WINDOW"]
 
 log = logging.getLogger(__name__)
 
@@ -337,14 +337,16 @@ def _accelerated_start(seg: Segment, dispatch_from_phy_offset: int) -> int:
 
 
 @dataclasses.dataclass
-class _Stop:
+class CheckStop:
+    """The first record :func:`check_rows`' message check refuses: its commitlog offset, the kind of failure and
+    why, in words."""
     offset: int
     kind: str
     reason: str
 
 
 def check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool,
-               prop_crc: bool = False) -> tuple[_Stop | None, int]:
+               prop_crc: bool = False) -> tuple[CheckStop | None, int]:
     """The first record of a walk that ``checkMessageAndReturnSize(checkCRC, readBody=true)`` does not
     accept, in the order the method tests: magic code (4.9 reads V1 only), the body read into a
     ``totalSize`` buffer, the body CRC (``prop_crc``, 5.x ``forceVerifyPropCRC`` with ``checkCRC``: instead, after
@@ -379,33 +381,34 @@ def check_rows(res: cl.WalkResult, seg: Segment, *, check_crc: bool, is_5x: bool
 
 def _first_stop(rec: np.ndarray, i: int, seg: Segment, bad_v2: np.ndarray, body_overflow: np.ndarray,
                 crc_bad: np.ndarray, computed: np.ndarray | None,
-                prop: tuple[np.ndarray, np.ndarray] | None = None) -> _Stop:
+                prop: tuple[np.ndarray, np.ndarray] | None = None) -> CheckStop:
     body_len = rec[:, cl.R_BODY_LEN]
     total = rec[:, cl.R_TOTAL]
     pos = int(rec[i, cl.R_POS])
     off = seg.base + pos
     where = f"offset {off} (segment {seg.name} position {pos})"
     if bad_v2[i]:
-        return _Stop(off, K.BAD_MAGIC.value, f"a V2 record (magic 0xDAA320AB) at {where}: 4.9 reads V1 records only")
+        return CheckStop(off, K.BAD_MAGIC.value,
+                         f"a V2 record (magic 0xDAA320AB) at {where}: 4.9 reads V1 records only")
     if body_overflow[i]:
-        return _Stop(off, K.UNREADABLE_RECORD.value,
+        return CheckStop(off, K.UNREADABLE_RECORD.value,
                      f"unreadable record at {where}: bodyLength {int(body_len[i])} is above totalSize {int(total[i])}")
     if crc_bad[i] and prop is not None:
         expected, got = int(prop[0][i]), int(prop[1][i])
         if expected < 0:
-            return _Stop(off, K.CRC_MISMATCH.value, f"forceVerifyPropCRC: no {PROPERTY_CRC32} property with a "
+            return CheckStop(off, K.CRC_MISMATCH.value, f"forceVerifyPropCRC: no {PROPERTY_CRC32} property with a "
                                                     f"non-negative value in the record at {where}")
-        return _Stop(off, K.CRC_MISMATCH.value, f"forceVerifyPropCRC: CRC property mismatch at {where}: "
+        return CheckStop(off, K.CRC_MISMATCH.value, f"forceVerifyPropCRC: CRC property mismatch at {where}: "
                                                 f"{PROPERTY_CRC32} gives {expected}, the record {got}")
     if crc_bad[i]:
         assert computed is not None
-        return _Stop(off, K.CRC_MISMATCH.value, f"body CRC mismatch at {where}: bodyCRC {int(rec[i, cl.R_CRC])}, "
+        return CheckStop(off, K.CRC_MISMATCH.value, f"body CRC mismatch at {where}: bodyCRC {int(rec[i, cl.R_CRC])}, "
                                           f"body gives {int(computed[i])}")
-    return _Stop(off, K.SIZE_MISMATCH.value, f"totalSize {int(total[i])} at {where} differs from the "
+    return CheckStop(off, K.SIZE_MISMATCH.value, f"totalSize {int(total[i])} at {where} differs from the "
                                        f"{int(rec[i, cl.R_STRUCT])} bytes its fields give")
 
 
-def _offset_check(res: cl.WalkResult, n_ok: int, seg: Segment, stop: _Stop | None) -> tuple[_Stop | None, int]:
+def _offset_check(res: cl.WalkResult, n_ok: int, seg: Segment, stop: CheckStop | None) -> tuple[CheckStop | None, int]:
     """5.5.1 ``recoverAbnormally`` with ``checkCommitLogOffsetOnRecover``: a record it accepted whose
     physicalOffset field lies below its segment's base or above base + file size ends the walk there."""
     phys = res.rec[:n_ok, cl.R_PHYS]
@@ -414,14 +417,14 @@ def _offset_check(res: cl.WalkResult, n_ok: int, seg: Segment, stop: _Stop | Non
         return stop, n_ok
     i = int(np.argmax(bad))
     pos = int(res.rec[i, cl.R_POS])
-    return _Stop(seg.base + pos, "offset_mismatch",
+    return CheckStop(seg.base + pos, "offset_mismatch",
                  f"checkCommitLogOffsetOnRecover: the record at offset {seg.base + pos} (segment {seg.name} position "
                  f"{pos}) gives physicalOffset {int(phys[i])}, outside its segment"), i
 
 
 def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, check_crc: bool,
                    window: int, accepted: Accepted | None = None, start_pos: int = 0,
-                   offset_check: bool = False) -> _Stop:
+                   offset_check: bool = False) -> CheckStop:
     """Walk segments from ``store.segments[first]`` (position ``start_pos`` in it) as
     ``recoverNormally``/``recoverAbnormally`` do and return where they stop (``processOffset``);
     ``accepted`` collects what the accepted records leave; ``offset_check``: :func:`_offset_check`."""
@@ -451,21 +454,21 @@ def _recovery_walk(store: StoreLocation, first: int, config: BrokerConfig, *, ch
             pos = state.bufpos
             if res.stop == cl.Stop.BLANK:
                 if index + 1 >= len(segs):
-                    return _Stop(seg.base + pos, "blank_in_last_segment",
+                    return CheckStop(seg.base + pos, "blank_in_last_segment",
                                  f"blank record at offset {seg.base + pos} ends the last segment {seg.name}")
                 index += 1
                 continue
             if res.stop == cl.Stop.SLICE_END or pos >= seg.size:
-                return _Stop(seg.base + pos, "segment_end",
+                return CheckStop(seg.base + pos, "segment_end",
                              f"segment {seg.name} is full to its last byte without a blank record; the next read "
                              "fails and recovery ends there")
             why = classify_unreadable(read, seg.size, pos, accept_v2=is_5x)
         where = f"offset {seg.base + pos} (segment {seg.name} position {pos})"
         if why.kind == "end_of_data":
-            return _Stop(seg.base + pos, K.END_OF_DATA.value, f"end of data at {where}")
+            return CheckStop(seg.base + pos, K.END_OF_DATA.value, f"end of data at {where}")
         if why.kind == "bad_magic":
-            return _Stop(seg.base + pos, K.BAD_MAGIC.value, f"bad magic code {why.as_dict()['magic']} at {where}")
-        return _Stop(seg.base + pos, K.UNREADABLE_RECORD.value, f"unreadable record at {where}: {why.detail}")
+            return CheckStop(seg.base + pos, K.BAD_MAGIC.value, f"bad magic code {why.as_dict()['magic']} at {where}")
+        return CheckStop(seg.base + pos, K.UNREADABLE_RECORD.value, f"unreadable record at {where}: {why.detail}")
 
 
 def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool | None = None,
