@@ -131,15 +131,6 @@ def written_run(request, tmp_path_factory):
     return r
 
 
-def _rebuilt(r: dict) -> Path:
-    """The scenario's folder, once the CLI's rebuild has exited 0 (else the test fails with its error line)."""
-    if r["rebuild"]["code"] != 0:
-        stderr = r["rebuild"]["stderr"]
-        why = [ln for ln in stderr.splitlines() if ln.startswith("error:")] or [stderr[-1000:]]
-        pytest.fail(f"rebuild exited {r['rebuild']['code']}: {' | '.join(why)}")
-    return Path(r["scenario"]["dir"])
-
-
 def _queued(sc: dict) -> int:
     """How many consume queue units the scenario's messages make."""
     return sum(len(m["batch"]) if "batch" in m else m.get("tranType", "none") in ("none", "commit")

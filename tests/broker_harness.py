@@ -348,6 +348,17 @@ def rebuild(d: Path, broker_version: str, *extra: str) -> dict:
     return {"code": code, "stderr": err.strip()}
 
 
+def rebuilt_dir(run: dict) -> Path:
+    """The scenario's folder of a harness run whose :func:`rebuild` (``run["rebuild"]``) exited 0; else the test
+    fails with the rebuild's error lines."""
+    if run["rebuild"]["code"] != 0:
+        import pytest
+        stderr = run["rebuild"]["stderr"]
+        why = [ln for ln in stderr.splitlines() if ln.startswith("error:")] or [stderr[-1000:]]
+        pytest.fail(f"rebuild exited {run['rebuild']['code']}: {' | '.join(why)}")
+    return Path(run["scenario"]["dir"])
+
+
 def rebuild_as_restart(d: Path, broker_version: str) -> dict:
     """``rebuild --as-restart`` on ``d/before`` (the store as the broker's restart found it) into ``d/ours``,
     at 4 KiB splits, without tables: ``{"code", "stderr"}``."""

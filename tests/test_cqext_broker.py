@@ -55,14 +55,6 @@ def written(request, tmp_path_factory):
     return r
 
 
-def _rebuilt(r: dict) -> Path:
-    if r["rebuild"]["code"] != 0:
-        stderr = r["rebuild"]["stderr"]
-        why = [ln for ln in stderr.splitlines() if ln.startswith("error:")] or [stderr[-1000:]]
-        pytest.fail(f"rebuild exited {r['rebuild']['code']}: {' | '.join(why)}")
-    return Path(r["scenario"]["dir"])
-
-
 def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
@@ -103,7 +95,7 @@ def test_broker_wrote_ext_files(written, line, name):
 @pytest.mark.parametrize("line,name", CASES)
 def test_files_match_broker(written, line, name):
     """consumequeue/, consumequeue_ext/ and index/: the same files, byte for byte."""
-    d = _rebuilt(written)
+    d = bh.rebuilt_dir(written)
     for area in ("consumequeue", "consumequeue_ext"):
         exp, ours = d / "expected" / area, d / "ours" / area
         exp_files = _files(exp)
@@ -123,7 +115,7 @@ def test_files_match_broker(written, line, name):
 def test_ext_units_decode_to_the_records(written, line):
     """Each own-queue unit's ext address leads to an ext unit holding the record's tagsCode as the
     consume queue would hold it without ext (the broker's own rebuild with ext off) and its store time."""
-    d = _rebuilt(written)
+    d = bh.rebuilt_dir(written)
     size = int(written["scenario"]["config"]["mappedFileSizeConsumeQueueExt"])
     checked = 0
     for queue, _off, _size, addr in _cq_units(d / "ours" / "consumequeue"):
@@ -140,7 +132,7 @@ def _broker_store(written: dict, tmp_path: Path) -> Path:
     """The broker's commitlog with the broker's own consumequeue/ and consumequeue_ext/ (and index/:
     the broker's when its names are unique, else ours, which test_files_match_broker finds identical)."""
     import shutil
-    d = _rebuilt(written)
+    d = bh.rebuilt_dir(written)
     store = shutil.copytree(d / "store", tmp_path / "store")
     for area in ("consumequeue", "consumequeue_ext"):
         shutil.copytree(d / "expected" / area, store / area)

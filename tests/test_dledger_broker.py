@@ -29,7 +29,6 @@ from broker_dledger_runs import (
     _as_restart,
     _files,
     _queued,
-    _rebuilt,
     _same_files,
     _same_tree,
     _units,
@@ -79,7 +78,7 @@ def test_broker_wrote_a_dledger_store(written, line, name):
 
 @pytest.mark.parametrize("line,name", CASES)
 def test_consume_queues_match_broker(written, line, name):
-    d = _rebuilt(written)
+    d = bh.rebuilt_dir(written)
     exp = d / "expected" / "consumequeue"
     assert any((exp / f).stat().st_size for f in _files(exp)), "the broker dispatched nothing"
     _same_files(d / "expected", d / "ours", "consumequeue", written=True)
@@ -87,7 +86,7 @@ def test_consume_queues_match_broker(written, line, name):
 
 @pytest.mark.parametrize("line,name", CASES)
 def test_index_files_match_broker(written, line, name):
-    d = _rebuilt(written)
+    d = bh.rebuilt_dir(written)
     exp_idx = sorted((d / "expected" / "index").iterdir())
     our_idx = sorted((d / "ours" / "index").iterdir())
     if not written["written"]["indexNamesUnique"]:
@@ -237,7 +236,7 @@ def test_lookups_match_broker_query_on_a_dledger_store(written, line, name, tmp_
     from pipelines.lookup import lookup_index_keys, lookup_keys
     from store_format.store import load_config_for
     src = Path(written["scenario"]["dir"])
-    d = _rebuilt(written)
+    d = bh.rebuilt_dir(written)
     broker_store = bh.broker_store(src, tmp_path / "broker-store")
     pairs = query_pairs(written["scenario"])
     assert pairs, "the scenario has keys"
