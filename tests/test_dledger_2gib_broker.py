@@ -97,6 +97,23 @@ def _verify_restart(src, tmp_path) -> dict | None:  # noqa: ANN001
     return json.loads(out.getvalue())["restart"]
 
 
+def _queued(sc: dict) -> int:
+    """The messages of ``sc`` that get a queue unit (a batch counts each of its messages; prepared ones none)."""
+    return sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
+
+
+def _held_units(src, ends: dict | None = None, leave_out: str = "") -> int:  # noqa: ANN001
+    """The units the broker's queues (``src/expected/consumequeue``) hold: neither zeros nor ``fillPreBlank`` ones;
+    with ``ends`` (the harness's ``queuesAfterDispatch``) only those below each queue's ``maxOffset`` (a cut unit
+    past it stays as bytes only), and none of topic ``leave_out``."""
+    cq = src / "expected" / "consumequeue"
+    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in cq.rglob("*")
+             if f.is_file() and f.relative_to(cq).parts[0] != leave_out for b in (f.read_bytes(),)
+             for i in range(0, len(b) - 19, 20)
+             if ends is None or int(f.name) + i < int(ends[f"{f.parent.parent.name}/{f.parent.name}"]["maxOffset"])]
+    return sum(size not in (0, BLANK_MAX) for size in sizes)
+
+
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
 def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_the_log(tmp_path):
     sc = past_2gib_abort_scenario(LINE)
@@ -144,10 +161,7 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_an_old
     assert int.from_bytes(index.read_bytes()[36:40], "big") == 13, "T9's keys indexed again"
     # verify's units lost (its reference, the rebuild, holds every message's unit): all but T9's last
     p = _verify_restart(src, tmp_path)
-    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in (src / "expected" / "consumequeue").rglob("*")
-             if f.is_file() for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
-    held = sum(size not in (0, BLANK_MAX) for size in sizes)
-    queued = sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
+    held, queued = _held_units(src), _queued(sc)
     assert held == 1 and p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
 
 
@@ -160,13 +174,7 @@ def _as_restart_matches_broker(src, tmp_path, sc: dict, w: dict) -> str:
     p = _verify_restart(src, tmp_path)
     # the units the broker's queues hold: below each queue's write position once its reput caught up (a cut unit
     # past it stays as bytes only), T5's embedded message's left out
-    cq, ends = src / "expected" / "consumequeue", w["queuesAfterDispatch"]
-    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in cq.rglob("*")
-             if f.is_file() and f.relative_to(cq).parts[0] != "T5" for b in (f.read_bytes(),)
-             for i in range(0, len(b) - 19, 20)
-             if int(f.name) + i < int(ends[f"{f.parent.parent.name}/{f.parent.name}"]["maxOffset"])]
-    held = sum(size not in (0, BLANK_MAX) for size in sizes)
-    queued = sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
+    held, queued = _held_units(src, ends=w["queuesAfterDispatch"], leave_out="T5"), _queued(sc)
     assert p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
     return text
 
@@ -191,25 +199,31 @@ def embedded_message(offset: int) -> bytes:
         body, bytes([len(topic)]), topic, struct.pack(">h", len(props)), props])
 
 
+def _with_embedded_message(sc: dict, t0: int, at_body: int, name: str) -> dict:
+    """``sc`` whose T0 message of queue offset ``t0`` gets a 4096-byte body of 'x' holding, ``at_body`` bytes in
+    (2147483647 in the log), a well-formed message (:func:`embedded_message`), named ``name``."""
+    msg = embedded_message(BLANK_MAX)
+    body = bytearray(b"x" * 4096)
+    body[at_body:at_body + len(msg)] = msg
+    k = 0
+    messages = []
+    for m in sc["messages"]:
+        if m.get("topic") == "T0" and k <= t0 < k + len(m["batch"]):
+            batch = list(m["batch"])
+            batch[t0 - k] = {"body": base64.b64encode(bytes(body)).decode()}
+            m = {**m, "batch": batch}
+        k += len(m.get("batch", ())) if m.get("topic") == "T0" else 0
+        messages.append(m)
+    return {**sc, "messages": messages, "name": name}
+
+
 def converted_past_2gib_embedded_scenario(line: str) -> dict:
     """``<line>-dledger-abort-converted-past-2gib-embedded``: :func:`converted_past_2gib_abort_scenario` whose T0
     body around 2147483647 holds, from there, a well-formed message (:func:`embedded_message`), where no message of
     the log starts: ``doRecheckReputOffsetFromCq`` sets the reput there, and ``DLedgerCommitLog``'s check reads that
     message."""
-    sc = converted_past_2gib_abort_scenario(line)
-    msg = embedded_message(BLANK_MAX)
-    body = bytearray(b"x" * 4096)
-    body[EMBED_AT_BODY:EMBED_AT_BODY + len(msg)] = msg
-    k = 0
-    messages = []
-    for m in sc["messages"]:
-        if m.get("topic") == "T0" and k <= EMBED_T0 < k + len(m["batch"]):
-            batch = list(m["batch"])
-            batch[EMBED_T0 - k] = {"body": base64.b64encode(bytes(body)).decode()}
-            m = {**m, "batch": batch}
-        k += len(m.get("batch", ())) if m.get("topic") == "T0" else 0
-        messages.append(m)
-    return {**sc, "messages": messages, "name": f"{line}-dledger-abort-converted-past-2gib-embedded"}
+    return _with_embedded_message(converted_past_2gib_abort_scenario(line), EMBED_T0, EMBED_AT_BODY,
+                                  f"{line}-dledger-abort-converted-past-2gib-embedded")
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB_CONVERTED") != "1",
@@ -258,20 +272,8 @@ EMBED_AT_BODY_DATA = BLANK_MAX - 2147479822 - 48 - 88
 def past_2gib_embedded_scenario(line: str) -> dict:
     """``<line>-dledger-abort-past-2gib-embedded``: :func:`past_2gib_abort_scenario` whose last T0 body holds, from
     2147483647 on, a well-formed message (:func:`embedded_message`) where no entry or message starts."""
-    sc = past_2gib_abort_scenario(line)
-    msg = embedded_message(BLANK_MAX)
-    body = bytearray(b"x" * 4096)
-    body[EMBED_AT_BODY_DATA:EMBED_AT_BODY_DATA + len(msg)] = msg
-    k = 0
-    messages = []
-    for m in sc["messages"]:
-        if m.get("topic") == "T0" and k <= EMBED_T0_DATA < k + len(m["batch"]):
-            batch = list(m["batch"])
-            batch[EMBED_T0_DATA - k] = {"body": base64.b64encode(bytes(body)).decode()}
-            m = {**m, "batch": batch}
-        k += len(m.get("batch", ())) if m.get("topic") == "T0" else 0
-        messages.append(m)
-    return {**sc, "messages": messages, "name": f"{line}-dledger-abort-past-2gib-embedded"}
+    return _with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+                                  f"{line}-dledger-abort-past-2gib-embedded")
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
@@ -339,10 +341,7 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_from_an_old_file_before_th
     # verify's units lost (its reference, the rebuild, holds every message's unit): the old files' T0 units and T9's
     # first two (every queued message but the first data file's T0 ones and T9's last)
     p = _verify_restart(src, tmp_path)
-    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in (src / "expected" / "consumequeue").rglob("*")
-             if f.is_file() for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
-    held = sum(size not in (0, BLANK_MAX) for size in sizes)
-    queued = sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
+    held, queued = _held_units(src), _queued(sc)
     assert held == len(real) + 1 and p is not None and p["units_lost"] == queued - held, \
         (held, queued, p and p["notes"])
 
@@ -376,9 +375,6 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_at_the_next_old_commitlog_
         "the last old file's T0 units"
     # verify's units lost (its reference, the rebuild, holds every message's unit)
     p = _verify_restart(src, tmp_path)
-    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in (src / "expected" / "consumequeue").rglob("*")
-             if f.is_file() for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
-    held = sum(size not in (0, BLANK_MAX) for size in sizes)
-    queued = sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
+    held, queued = _held_units(src), _queued(sc)
     assert held == len(real) + 1 and p is not None and p["units_lost"] == queued - held, \
         (held, queued, p and p["notes"])
