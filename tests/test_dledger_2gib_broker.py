@@ -25,16 +25,24 @@ lost counted from the broker's queues below their write positions.
 """
 from __future__ import annotations
 
-import base64
-import contextlib
-import io
-import json
 import os
 import struct
-import zlib
 
 import broker_harness as bh
 import pytest
+from broker_dledger_2gib import (
+    BLANK_MAX,
+    LINE,
+    as_restart,
+    as_restart_matches_broker,
+    embedded_message,
+    held_units,
+    queued_messages,
+    same_files_as_the_broker,
+    verify_restart,
+    with_embedded_message,
+    written,
+)
 from broker_dledger_scenarios import (
     PAST_2GIB_FILE,
     converted_past_2gib_abort_scenario,
@@ -43,88 +51,21 @@ from broker_dledger_scenarios import (
     past_2gib_abort_scenario,
 )
 
-from store_format.layout import MAGIC_V1
-
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 bh.skip_without_tools()
 
-LINE = "5.5.1"
-BLANK_MAX = 2**31 - 1
-
-
-def _written(sc: dict, tmp_path):  # noqa: ANN001, ANN202
-    """The broker writes ``sc`` (and restarts it) under ``tmp_path``: its report and the scenario's folder."""
-    name = sc["name"]
-    bh.build()
-    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
-    assert w.get("ok"), w.get("error")
-    return w, tmp_path / name
-
-
-def _as_restart(src, ours) -> str:  # noqa: ANN001
-    """``rebuild --as-restart`` of ``src/before`` into ``ours`` (exit 0): what it printed on stderr."""
-    from pipelines.cli import main
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
-                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
-                     "--engine", "local", "--no-tables", "--as-restart"])
-    text = err.getvalue()
-    assert code == 0, text[-3000:]
-    return text
-
-
-def _same_files_as_the_broker(src, ours) -> None:  # noqa: ANN001
-    """``ours``' ``consumequeue/`` and ``index/`` are the broker's (``src/expected``) byte for byte, the same files."""
-    for sub in ("consumequeue", "index"):
-        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
-        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
-        if sub == "consumequeue":
-            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
-        assert len(got) == len(exp), (sub, got, exp)
-        for e, o in zip(exp, got):
-            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
-
-
-def _verify_restart(src, tmp_path) -> dict | None:  # noqa: ANN001
-    """``verify --json`` of ``src/before``: its next-start prediction (``restart``)."""
-    from pipelines.cli import main
-    out = io.StringIO()
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
-        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
-              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
-    return json.loads(out.getvalue())["restart"]
-
-
-def _queued(sc: dict) -> int:
-    """The messages of ``sc`` that get a queue unit (a batch counts each of its messages; prepared ones none)."""
-    return sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
-
-
-def _held_units(src, ends: dict | None = None, leave_out: str = "") -> int:  # noqa: ANN001
-    """The units the broker's queues (``src/expected/consumequeue``) hold: neither zeros nor ``fillPreBlank`` ones;
-    with ``ends`` (the harness's ``queuesAfterDispatch``) only those below each queue's ``maxOffset`` (a cut unit
-    past it stays as bytes only), and none of topic ``leave_out``."""
-    cq = src / "expected" / "consumequeue"
-    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in cq.rglob("*")
-             if f.is_file() and f.relative_to(cq).parts[0] != leave_out for b in (f.read_bytes(),)
-             for i in range(0, len(b) - 19, 20)
-             if ends is None or int(f.name) + i < int(ends[f"{f.parent.parent.name}/{f.parent.name}"]["maxOffset"])]
-    return sum(size not in (0, BLANK_MAX) for size in sizes)
-
-
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
 def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_the_log(tmp_path):
     sc = past_2gib_abort_scenario(LINE)
-    w, src = _written(sc, tmp_path)
+    w, src = written(sc, tmp_path)
     assert int(w["maxPhyOffset"]) > BLANK_MAX, w["maxPhyOffset"]
     t9 = w["queuesAfterLoad"]["T9/0"]
     assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
-    text = _as_restart(src, tmp_path / "ours")
+    text = as_restart(src, tmp_path / "ours")
     assert f"sets the reput at {BLANK_MAX} (where a queue the cut left with fillPreBlank units only" in text, \
         text[-3000:]
-    _same_files_as_the_broker(src, tmp_path / "ours")
+    same_files_as_the_broker(src, tmp_path / "ours")
     # what the broker's reput did from there: T9's last unit and T0's last ones stay cut (the jump), or came back
     units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
     assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
@@ -134,7 +75,7 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_the_lo
                     reason="2 GiB of old commitlog files: DLEDGER_2GIB_CONVERTED=1")
 def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_an_old_commitlog_file(tmp_path):
     sc = converted_past_2gib_abort_scenario(LINE)
-    w, src = _written(sc, tmp_path)
+    w, src = written(sc, tmp_path)
     old = sorted((src / "before" / "commitlog").iterdir())
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     size = int(sc["config"]["mappedFileSizeCommitLog"])
@@ -145,8 +86,8 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_an_old
         assert f.read(120) == b"x" * 120, "2147483647 inside a T0 body"
     t9 = w["queuesAfterLoad"]["T9/0"]
     assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
-    text = _as_restart(src, tmp_path / "ours")
-    _same_files_as_the_broker(src, tmp_path / "ours")
+    text = as_restart(src, tmp_path / "ours")
+    same_files_as_the_broker(src, tmp_path / "ours")
     assert f"sets the reput at {BLANK_MAX} (where a queue the cut left with fillPreBlank units only" in text, \
         text[-3000:]
     assert "inside an old commitlog file (a store converted in place" in text and \
@@ -160,23 +101,9 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_an_old
     (index,) = sorted((src / "expected" / "index").iterdir())
     assert int.from_bytes(index.read_bytes()[36:40], "big") == 13, "T9's keys indexed again"
     # verify's units lost (its reference, the rebuild, holds every message's unit): all but T9's last
-    p = _verify_restart(src, tmp_path)
-    held, queued = _held_units(src), _queued(sc)
+    p = verify_restart(src, tmp_path)
+    held, queued = held_units(src), queued_messages(sc)
     assert held == 1 and p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
-
-
-def _as_restart_matches_broker(src, tmp_path, sc: dict, w: dict) -> str:
-    """``rebuild --as-restart`` of ``src/before``: the broker's ``consumequeue/`` and ``index/`` byte for byte; and
-    ``verify``'s units lost: every queued message's unit (its reference, a rebuild, holds one for each) but those
-    the broker's queues hold, T5's embedded one not being a message of the log.  Returns the rebuild's progress."""
-    text = _as_restart(src, tmp_path / "ours")
-    _same_files_as_the_broker(src, tmp_path / "ours")
-    p = _verify_restart(src, tmp_path)
-    # the units the broker's queues hold: below each queue's write position once its reput caught up (a cut unit
-    # past it stays as bytes only), T5's embedded message's left out
-    held, queued = _held_units(src, ends=w["queuesAfterDispatch"], leave_out="T5"), _queued(sc)
-    assert p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
-    return text
 
 
 # Where the Writer's layout of converted_past_2gib_abort_scenario puts 2147483647: in the T0 record of queue offset
@@ -186,43 +113,12 @@ EMBED_T0 = 511303
 EMBED_AT_BODY = BLANK_MAX - 2147482315 - 88
 
 
-def embedded_message(offset: int) -> bytes:
-    """A message record as the base ``CommitLog`` encodes one (``MessageExtEncoder``, IPv4 hosts, no flag, not a
-    transaction) for T5/0 at queue offset 0 and commitlog offset ``offset``: a 10-byte body and the keys ``E5``."""
-    body, topic, props = b"embedded!!", b"T5", b"KEYS\x01E5\x02"
-    total = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + len(body) + 1 + len(topic) + 2 + len(props)
-    host = bytes([127, 0, 0, 1])
-    return b"".join([
-        struct.pack(">iiIiiqqiq", total, MAGIC_V1, zlib.crc32(body) & 0x7FFFFFFF, 0, 0, 0, offset, 0,
-                    1_700_000_000_000),
-        host, struct.pack(">iq", 40000, 1_700_000_000_001), host, struct.pack(">iiqi", 10911, 0, 0, len(body)),
-        body, bytes([len(topic)]), topic, struct.pack(">h", len(props)), props])
-
-
-def _with_embedded_message(sc: dict, t0: int, at_body: int, name: str) -> dict:
-    """``sc`` whose T0 message of queue offset ``t0`` gets a 4096-byte body of 'x' holding, ``at_body`` bytes in
-    (2147483647 in the log), a well-formed message (:func:`embedded_message`), named ``name``."""
-    msg = embedded_message(BLANK_MAX)
-    body = bytearray(b"x" * 4096)
-    body[at_body:at_body + len(msg)] = msg
-    k = 0
-    messages = []
-    for m in sc["messages"]:
-        if m.get("topic") == "T0" and k <= t0 < k + len(m["batch"]):
-            batch = list(m["batch"])
-            batch[t0 - k] = {"body": base64.b64encode(bytes(body)).decode()}
-            m = {**m, "batch": batch}
-        k += len(m.get("batch", ())) if m.get("topic") == "T0" else 0
-        messages.append(m)
-    return {**sc, "messages": messages, "name": name}
-
-
 def converted_past_2gib_embedded_scenario(line: str) -> dict:
     """``<line>-dledger-abort-converted-past-2gib-embedded``: :func:`converted_past_2gib_abort_scenario` whose T0
     body around 2147483647 holds, from there, a well-formed message (:func:`embedded_message`), where no message of
     the log starts: ``doRecheckReputOffsetFromCq`` sets the reput there, and ``DLedgerCommitLog``'s check reads that
     message."""
-    return _with_embedded_message(converted_past_2gib_abort_scenario(line), EMBED_T0, EMBED_AT_BODY,
+    return with_embedded_message(converted_past_2gib_abort_scenario(line), EMBED_T0, EMBED_AT_BODY,
                                   f"{line}-dledger-abort-converted-past-2gib-embedded")
 
 
@@ -236,7 +132,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     (``QueueCut.inside_records``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
     lost; leaving it out loses T5's queue file."""
     sc = converted_past_2gib_embedded_scenario(LINE)
-    w, src = _written(sc, tmp_path)
+    w, src = written(sc, tmp_path)
     old = sorted((src / "before" / "commitlog").iterdir())
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     msg = embedded_message(BLANK_MAX)
@@ -257,7 +153,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     assert int.from_bytes(units[20:28], "big") > int(data[0].name), "T9's cut unit put back"
     (index,) = sorted((src / "expected" / "index").iterdir())
     assert int.from_bytes(index.read_bytes()[36:40], "big") == 13, "E5 not indexed (below endPhyOffset)"
-    text = _as_restart_matches_broker(src, tmp_path, sc, w)
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
     assert f"parses 1 message(s) ({BLANK_MAX} to {BLANK_MAX + len(msg)})" in text and \
         f"sends it on to {int(data[0].name)} " in text, text[-3000:]
 
@@ -272,7 +168,7 @@ EMBED_AT_BODY_DATA = BLANK_MAX - 2147479822 - 48 - 88
 def past_2gib_embedded_scenario(line: str) -> dict:
     """``<line>-dledger-abort-past-2gib-embedded``: :func:`past_2gib_abort_scenario` whose last T0 body holds, from
     2147483647 on, a well-formed message (:func:`embedded_message`) where no entry or message starts."""
-    return _with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+    return with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
                                   f"{line}-dledger-abort-past-2gib-embedded")
 
 
@@ -285,7 +181,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     (``QueueCut.inside_records``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
     lost; leaving it out loses T5's queue file and its keys."""
     sc = past_2gib_embedded_scenario(LINE)
-    w, src = _written(sc, tmp_path)
+    w, src = written(sc, tmp_path)
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     msg = embedded_message(BLANK_MAX)
     (last,) = [f for f in data if int(f.name) <= BLANK_MAX < int(f.name) + PAST_2GIB_FILE]
@@ -304,7 +200,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     (index,) = sorted((src / "expected" / "index").iterdir())
     assert struct.unpack(">qqqqii", index.read_bytes()[:40]) == (
         1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"
-    text = _as_restart_matches_broker(src, tmp_path, sc, w)
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
     assert f"parses 1 message(s) ({BLANK_MAX} to {BLANK_MAX + len(msg)})" in text, text[-3000:]
 
 
@@ -316,7 +212,7 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_from_an_old_file_before_th
     it walks the first data file's records (T0's units put, after fillPreBlank units), then the walk's again (T9's
     cut unit put back)."""
     sc = converted_past_2gib_two_files_abort_scenario(LINE)
-    w, src = _written(sc, tmp_path)
+    w, src = written(sc, tmp_path)
     old = sorted((src / "before" / "commitlog").iterdir())
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     size = int(sc["config"]["mappedFileSizeCommitLog"])
@@ -324,9 +220,9 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_from_an_old_file_before_th
         (old[-1], data)
     t9 = w["queuesAfterLoad"]["T9/0"]
     assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
-    text = _as_restart(src, tmp_path / "ours")
+    text = as_restart(src, tmp_path / "ours")
     assert f"every entry from data file {data[1].name} " in text, text[-3000:]   # the walk from the second
-    _same_files_as_the_broker(src, tmp_path / "ours")
+    same_files_as_the_broker(src, tmp_path / "ours")
     assert f"sends it on to {int(data[0].name)} " in text and \
         f"the start's reput from {int(data[0].name)}, before data file {data[1].name}" in text, text[-3000:]
     # the broker's reput put T9's cut unit back and the first data file's T0 units (none of the old files' T0)
@@ -340,8 +236,8 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_from_an_old_file_before_th
     assert real and min(real) >= int(data[0].name) and max(real) < int(data[1].name), "T0's first data file units"
     # verify's units lost (its reference, the rebuild, holds every message's unit): the old files' T0 units and T9's
     # first two (every queued message but the first data file's T0 ones and T9's last)
-    p = _verify_restart(src, tmp_path)
-    held, queued = _held_units(src), _queued(sc)
+    p = verify_restart(src, tmp_path)
+    held, queued = held_units(src), queued_messages(sc)
     assert held == len(real) + 1 and p is not None and p["units_lost"] == queued - held, \
         (held, queued, p and p["notes"])
 
@@ -353,7 +249,7 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_at_the_next_old_commitlog_
     reput set at 2147483647 in an old file but the last goes on at the next (the last) old file, walks its T0
     records as the base CommitLog wrote them (their units put), then the data file's (T9's cut unit put back)."""
     sc = converted_past_2gib_next_old_abort_scenario(LINE)
-    w, src = _written(sc, tmp_path)
+    w, src = written(sc, tmp_path)
     old = sorted((src / "before" / "commitlog").iterdir())
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     size = int(sc["config"]["mappedFileSizeCommitLog"])
@@ -361,8 +257,8 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_at_the_next_old_commitlog_
     assert int(old[-1].name) + size == int(data[0].name), (old[-1], data)
     t9 = w["queuesAfterLoad"]["T9/0"]
     assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
-    text = _as_restart(src, tmp_path / "ours")
-    _same_files_as_the_broker(src, tmp_path / "ours")
+    text = as_restart(src, tmp_path / "ours")
+    same_files_as_the_broker(src, tmp_path / "ours")
     assert f"sends it on to {int(old[-1].name)} " in text, text[-3000:]
     # the broker's reput put the last old file's T0 units and T9's cut unit back
     units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
@@ -374,7 +270,7 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_at_the_next_old_commitlog_
     assert real and min(real) >= int(old[-1].name) and max(real) < int(data[0].name), \
         "the last old file's T0 units"
     # verify's units lost (its reference, the rebuild, holds every message's unit)
-    p = _verify_restart(src, tmp_path)
-    held, queued = _held_units(src), _queued(sc)
+    p = verify_restart(src, tmp_path)
+    held, queued = held_units(src), queued_messages(sc)
     assert held == len(real) + 1 and p is not None and p["units_lost"] == queued - held, \
         (held, queued, p and p["notes"])

@@ -1,0 +1,127 @@
+"""Shared steps of the 5.5.1 DLedger broker cases on logs past 2 GiB (``tests/test_dledger_2gib*_broker.py``): the
+broker writes a scenario and restarts it (``written``), ``rebuild --as-restart`` of the store as that restart found it
+(``as_restart``) compared byte for byte with the broker's ``consumequeue/`` and ``index/``
+(``same_files_as_the_broker``), ``verify``'s next-start prediction (``verify_restart``) against the units the broker's
+queues hold (``held_units``, ``queued_messages``), and a well-formed message record to embed in a body
+(``embedded_message``, ``with_embedded_message``)."""
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import struct
+import zlib
+
+import broker_harness as bh
+
+from store_format.layout import MAGIC_V1
+
+LINE = "5.5.1"
+BLANK_MAX = 2**31 - 1
+
+
+def written(sc: dict, tmp_path):  # noqa: ANN001, ANN202
+    """The broker writes ``sc`` (and restarts it) under ``tmp_path``: its report and the scenario's folder."""
+    name = sc["name"]
+    bh.build()
+    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
+    assert w.get("ok"), w.get("error")
+    return w, tmp_path / name
+
+
+def as_restart(src, ours) -> str:  # noqa: ANN001
+    """``rebuild --as-restart`` of ``src/before`` into ``ours`` (exit 0): what it printed on stderr."""
+    from pipelines.cli import main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(src / "before"), "--out", str(ours),
+                     "--config", str(src / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[LINE],
+                     "--engine", "local", "--no-tables", "--as-restart"])
+    text = err.getvalue()
+    assert code == 0, text[-3000:]
+    return text
+
+
+def same_files_as_the_broker(src, ours) -> None:  # noqa: ANN001
+    """``ours``' ``consumequeue/`` and ``index/`` are the broker's (``src/expected``) byte for byte, the same files."""
+    for sub in ("consumequeue", "index"):
+        exp = sorted(p for p in (src / "expected" / sub).rglob("*") if p.is_file())
+        got = sorted(p for p in (ours / sub).rglob("*") if p.is_file())
+        if sub == "consumequeue":
+            assert [p.relative_to(ours / sub) for p in got] == [p.relative_to(src / "expected" / sub) for p in exp]
+        assert len(got) == len(exp), (sub, got, exp)
+        for e, o in zip(exp, got):
+            bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+
+
+def verify_restart(src, tmp_path) -> dict | None:  # noqa: ANN001
+    """``verify --json`` of ``src/before``: its next-start prediction (``restart``)."""
+    from pipelines.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
+        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
+              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+    return json.loads(out.getvalue())["restart"]
+
+
+def queued_messages(sc: dict) -> int:
+    """The messages of ``sc`` that get a queue unit (a batch counts each of its messages; prepared ones none)."""
+    return sum(len(m.get("batch", [m])) for m in sc["messages"] if m.get("tranType") != "prepared" and "topic" in m)
+
+
+def held_units(src, ends: dict | None = None, leave_out: str = "") -> int:  # noqa: ANN001
+    """The units the broker's queues (``src/expected/consumequeue``) hold: neither zeros nor ``fillPreBlank`` ones;
+    with ``ends`` (the harness's ``queuesAfterDispatch``) only those below each queue's ``maxOffset`` (a cut unit
+    past it stays as bytes only), and none of topic ``leave_out``."""
+    cq = src / "expected" / "consumequeue"
+    sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in cq.rglob("*")
+             if f.is_file() and f.relative_to(cq).parts[0] != leave_out for b in (f.read_bytes(),)
+             for i in range(0, len(b) - 19, 20)
+             if ends is None or int(f.name) + i < int(ends[f"{f.parent.parent.name}/{f.parent.name}"]["maxOffset"])]
+    return sum(size not in (0, BLANK_MAX) for size in sizes)
+
+
+def as_restart_matches_broker(src, tmp_path, sc: dict, w: dict) -> str:
+    """``rebuild --as-restart`` of ``src/before``: the broker's ``consumequeue/`` and ``index/`` byte for byte; and
+    ``verify``'s units lost: every queued message's unit (its reference, a rebuild, holds one for each) but those
+    the broker's queues hold, T5's embedded one not being a message of the log.  Returns the rebuild's progress."""
+    text = as_restart(src, tmp_path / "ours")
+    same_files_as_the_broker(src, tmp_path / "ours")
+    p = verify_restart(src, tmp_path)
+    # the units the broker's queues hold: below each queue's write position once its reput caught up (a cut unit
+    # past it stays as bytes only), T5's embedded message's left out
+    held, queued = held_units(src, ends=w["queuesAfterDispatch"], leave_out="T5"), queued_messages(sc)
+    assert p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
+    return text
+
+
+def embedded_message(offset: int) -> bytes:
+    """A message record as the base ``CommitLog`` encodes one (``MessageExtEncoder``, IPv4 hosts, no flag, not a
+    transaction) for T5/0 at queue offset 0 and commitlog offset ``offset``: a 10-byte body and the keys ``E5``."""
+    body, topic, props = b"embedded!!", b"T5", b"KEYS\x01E5\x02"
+    total = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + len(body) + 1 + len(topic) + 2 + len(props)
+    host = bytes([127, 0, 0, 1])
+    return b"".join([
+        struct.pack(">iiIiiqqiq", total, MAGIC_V1, zlib.crc32(body) & 0x7FFFFFFF, 0, 0, 0, offset, 0,
+                    1_700_000_000_000),
+        host, struct.pack(">iq", 40000, 1_700_000_000_001), host, struct.pack(">iiqi", 10911, 0, 0, len(body)),
+        body, bytes([len(topic)]), topic, struct.pack(">h", len(props)), props])
+
+
+def with_embedded_message(sc: dict, t0: int, at_body: int, name: str) -> dict:
+    """``sc`` whose T0 message of queue offset ``t0`` gets a 4096-byte body of 'x' holding, ``at_body`` bytes in
+    (2147483647 in the log), a well-formed message (:func:`embedded_message`), named ``name``."""
+    msg = embedded_message(BLANK_MAX)
+    body = bytearray(b"x" * 4096)
+    body[at_body:at_body + len(msg)] = msg
+    k = 0
+    messages = []
+    for m in sc["messages"]:
+        if m.get("topic") == "T0" and k <= t0 < k + len(m["batch"]):
+            batch = list(m["batch"])
+            batch[t0 - k] = {"body": base64.b64encode(bytes(body)).decode()}
+            m = {**m, "batch": batch}
+        k += len(m.get("batch", ())) if m.get("topic") == "T0" else 0
+        messages.append(m)
+    return {**sc, "messages": messages, "name": name}
