@@ -64,11 +64,9 @@ def _default_crash_picks(line: str) -> list[dict]:
     """The damaged-walk crash restarts the default suite writes on 5.5.1, one per rule, so that each rule has a broker
     case in every run: the gap and the walk again, the reput's own check going on at the next data file
     (``-damaged-twice-early``), a queue the cut leaves with no file written anew (``-before-cut-emptied``: the
-    build's queue reset), and a converted store's reput from its old files (``-converted-prepared``).
-    ``-converted-prepared-damaged`` stays behind DLEDGER_MORE_LAYOUTS: in one full suite run the broker's restart of
-    it did not cut the queues (``truncateDirtyLogicFilesAt`` -1, the scenario not made; it passed alone), a timing
-    matter of the harness not yet understood."""
-    picks = ("-damaged-twice-early", "-before-cut-emptied", "-converted-prepared")
+    build's queue reset), and a converted store's reput from its old files (``-converted-prepared``, and after a
+    damaged walk ``-converted-prepared-damaged``)."""
+    picks = ("-damaged-twice-early", "-before-cut-emptied", "-converted-prepared", "-converted-prepared-damaged")
     pool = (damaged_twice_early_abort_scenarios(line) + before_walk_abort_scenarios(line)
             + converted_queued_nothing_abort_scenario(line) + converted_old_reput_abort_scenarios(line))
     return [damaged_gap_abort_scenarios(line)[0], damaged_again_abort_scenarios(line)[0],

@@ -328,7 +328,11 @@ def converted_old_reput_abort_scenarios(line: str) -> list[dict]:
     g = _Messages(14, ["T0", "T1"])
     tail = [g.one(keyed=True) for _ in range(5)]   # in the last data file, after its prepared messages
     switch = next(i for i, m in enumerate(prepared["messages"]) if "switchToDLedger" in m)
-    out = [{**prepared, "messages": [*prepared["messages"], *tail], "damageMessage": len(prepared["messages"]) - 1,
+    # THOROUGH_CHECKPOINT: the 5.5.1 queue cut needs the checkpoint's logicsPhysicalOffset at the tail's last unit;
+    # by default only the new store's first consume queue flush (about a second after its start) and one a minute
+    # later read it, so a put phase slowed past that second left the old records' value there, and no cut
+    out = [{**prepared, "config": {**prepared["config"], **THOROUGH_CHECKPOINT},
+            "messages": [*prepared["messages"], *tail], "damageMessage": len(prepared["messages"]) - 1,
             "reportQueues": True, "name": f"{line}-dledger-abort-converted-prepared-damaged"}]
     if line.startswith("5.5"):
         g = _Messages(15, ["T7"])
