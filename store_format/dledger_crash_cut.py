@@ -286,8 +286,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     are in ``track`` whether its dispatch appended them or found them there, so the units the cut takes
     are the walk's.  ``inside``: where the reput set at ``process_offset`` (inside an entry) dispatches
     from, or where it stands when it dispatches nothing, and the messages its check parses on the way (at
-    2147483647 only: :attr:`QueueCut.inside_records`, dispatched before it goes on, their units appended after
-    the walk's; with ext files refused, their ext units not modelled)
+    ``processOffset``, one byte before it or 2147483647: :attr:`QueueCut.inside_records`, dispatched before it
+    goes on, their units appended after the walk's; each into a queue the walk did not write, one per queue, else
+    refused; with ext files refused, their ext units not modelled)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
@@ -345,19 +346,18 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if reput in (process_offset, process_offset - 1) and reput > top:
             if inside is None:
                 raise _refuse(f"the reput would start at {reput}, inside an entry")
-            inside_from, (reput, inside_records, _) = reput, inside(reput)   # where doReput goes on from
-            if inside_records:   # store_format.dledger_reput_inside: a message parsed at processOffset (or - 1)
-                raise _refuse(f"a reput set at {inside_from}, inside an entry, that would parse a message there")
-        if reput == BLANK_MAX and reput < end and inside_from < 0:   # a queue left with fillPreBlank units only
+            inside_from, (reput, inside_records, queues) = reput, inside(reput)   # where doReput goes on from
+        elif reput == BLANK_MAX and reput < end:   # a queue left with fillPreBlank units only
             if inside is None:
                 raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
                               "the log")
             inside_from, (reput, inside_records, queues) = reput, inside(reput)
-            if inside_records and (len(set(queues)) < len(queues) or set(queues) & set(track.names)):
+        if inside_records:   # the messages its check parses where it was set (store_format.dledger_reput_inside)
+            if len(set(queues)) < len(queues) or set(queues) & set(track.names):
                 # putMessagePositionInfo appends each at its queue's write position, whatever its queue offset
                 raise _refuse(f"a reput set at {inside_from} that would parse a message there for a queue the walk "
                               "wrote or another message parsed there")
-            if inside_records and ext:
+            if ext:
                 raise _refuse(f"enableConsumeQueueExt and a reput set at {inside_from} that would parse a message "
                               "there (its ext unit)")
     else:

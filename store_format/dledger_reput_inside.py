@@ -32,8 +32,9 @@ a message magic code: the broker dispatches each like any record (its unit from 
 code its bytes give, its keys by ``IndexService.buildIndex``'s ``endPhyOffset`` rule) and checks on at its end by
 the rules above, so :func:`reput_inside_entry` returns those records with where the reput goes on, and the rebuild
 reads them after the walk's records (:func:`store_format.store.then_pieces`; ``tests/test_dledger_2gib_broker.py``,
-the ``-embedded`` stores, 5.5.1, at 2147483647 only: :mod:`store_format.dledger_crash_cut` refuses one at
-``processOffset``, one for a queue the walk wrote or a second for one queue (``putMessagePositionInfo`` appends
+the ``-embedded`` stores, 5.5.1, at 2147483647; ``tests/test_dledger_crash_broker.py``, the small
+``-emptied-*-embedded`` stores, at ``processOffset`` or one byte before it.  :mod:`store_format.dledger_crash_cut`
+refuses one for a queue the walk wrote or a second for one queue (``putMessagePositionInfo`` appends
 it at the queue's write position, whatever its queue offset: :func:`record_queue` says which), and one with
 ``enableConsumeQueueExt``).  Refused: a check 48 bytes further that would parse a
 message or dispatch the empty request of a blank.

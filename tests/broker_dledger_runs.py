@@ -37,6 +37,7 @@ from broker_dledger_scenarios import (
     dledger_scenarios,
     emptied_abort_scenarios,
     emptied_batch_abort_scenarios,
+    emptied_embedded_abort_scenarios,
     first_start_abort_scenario,
     kept_abort_scenario,
     layouts_abort_scenario,
@@ -88,7 +89,7 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
       + before_walk_abort_scenarios(line)
       if MORE_LAYOUTS or line.startswith("5.3") else _default_crash_picks(line)),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
-    + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line)
+    + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line) + emptied_embedded_abort_scenarios(line)
     + ([layouts_early_abort_scenario(line)] if line.startswith("5.5") and MORE_LAYOUTS else [])
     for line in LINES}
 # DLEDGER_ONLY=a,b: of those crash restarts, only the ones whose name holds one of these (a targeted run: select

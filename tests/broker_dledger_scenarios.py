@@ -529,6 +529,37 @@ def emptied_batch_abort_scenarios(line: str) -> list[dict]:
     return out
 
 
+# The emptied-embedded scenarios: a prepared T1 message (no unit, no key) of EMBED_HOST_BODY 'x' bytes before the
+# last message, whose body shrinks to 100 bytes, so that dledgerRecoverAbnormally's processOffset,
+# EMBED_PROCESS_OFFSET, falls inside that prepared body, which starts at EMBED_HOST_AT (the tests check both)
+EMBED_HOST_BODY = 4000
+EMBED_HOST_AT = 78841
+EMBED_PROCESS_OFFSET = 81443
+
+
+def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
+    """The emptied scenarios with the prepared message above before their last one and, in its body where the
+    start's reput is set, a well-formed T5 message (:func:`broker_dledger_2gib.embedded_message`, its physical
+    offset field that position): ``DLedgerCommitLog``'s check there parses it, the reput dispatches it (T5/0's unit)
+    and jumps past the rest (the 'x' bytes after it fail the next check).  ``<line>-dledger-abort-emptied-batch-
+    embedded`` (5.5.1): the batch queue B9 the cut empties leaves its max, and the reput, at ``processOffset - 1``;
+    ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``."""
+    from broker_dledger_2gib import embedded_message
+    scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
+    out = []
+    for sc in scs:
+        reput = EMBED_PROCESS_OFFSET - (1 if line.startswith("5.5") else 0)
+        msg = embedded_message(reput)
+        body = bytearray(b"x" * EMBED_HOST_BODY)
+        body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
+        host = {"topic": "T1", "queueId": 0, "body": base64.b64encode(bytes(body)).decode(), "tranType": "prepared",
+                "uniqKey": "7F00000100002A9F000000000998"}
+        *rest, last = sc["messages"]
+        last = {**last, "body": base64.b64encode(b"y" * 100).decode()}
+        out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded"})
+    return out
+
+
 def first_start_abort_scenario(line: str) -> dict:
     """``<line>-dledger-abort-first-start``: the ``converted`` store's messages before the switch, put with an
     ordinary commitlog, then the restart after a crash (an ``abort`` file) with DLedger on: its first start with

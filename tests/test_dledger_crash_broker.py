@@ -395,6 +395,56 @@ def test_verify_predicts_a_crash_restart_whose_reput_starts_inside_an_entry(writ
     assert p["units_lost"] == lost > 0, (lost, p["units_lost"], p["notes"])
 
 
+@pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
+def test_crash_restart_whose_reput_set_inside_an_entry_parses_a_message_there(written, line, tmp_path):
+    """The emptied-embedded stores (:func:`broker_dledger_scenarios.emptied_embedded_abort_scenarios`):
+    processOffset falls inside a prepared message's body of 'x' bytes, which holds, where the start's reput is set
+    (5.5.1: processOffset - 1, the max the emptied batch queue B9 keeps; 5.3.3 with its queues kept: processOffset,
+    emptied T9's), a well-formed T5 message.  The broker's reput dispatches it (T5/0's unit: its offset, size, no
+    tags code), and its next check, on the 'x' bytes after it, fails: doReput jumps past the rest, so the emptied
+    queue's unit stays cut.  --as-restart (5.5.1) reads that message after the walk's records and writes the
+    broker's files byte for byte (leaving it out loses T5's queue file); verify (both lines) predicts the units
+    lost, T5's not being a message of the log."""
+    from broker_dledger_2gib import embedded_message
+    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_PROCESS_OFFSET
+    v55 = line.startswith("5.5")
+    name = f"{line}-dledger-abort-emptied-{'batch' if v55 else 'kept'}-embedded"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, emptied = EMBED_PROCESS_OFFSET - v55, "B9/0" if v55 else "T9/0"
+    msg = embedded_message(reput)
+    # the store as laid out: processOffset inside the prepared body, the message where the reput is set
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET, w["truncateDirtyLogicFilesAt"]
+    (data,) = [f for f in (src / "before" / "dledger-n0" / "data").iterdir() if int(f.name) <= EMBED_HOST_AT
+               < int(f.name) + f.stat().st_size and int(f.name) + f.stat().st_size > reput + len(msg)]
+    with data.open("rb") as f:
+        f.seek(EMBED_HOST_AT - int(data.name))
+        body = f.read(reput - EMBED_HOST_AT + len(msg) + 8)
+    assert body[:reput - EMBED_HOST_AT] == b"x" * (reput - EMBED_HOST_AT) and \
+        body[reput - EMBED_HOST_AT:-8] == msg and body[-8:] == b"x" * 8, "the message at the reput's start"
+    assert w["queuesAfterLoad"][emptied]["files"] == [] == w["queuesAfterDispatch"][emptied]["files"], \
+        (w["queuesAfterLoad"].get(emptied), w["queuesAfterDispatch"].get(emptied))
+    assert [u for u in _units(src / "expected" / "consumequeue") if u[0] == "T5/0"] == [("T5/0", reput, len(msg), 0)]
+    if v55:
+        code, err = _as_restart(src / "before", tmp_path / name, src, line)
+        assert code == 0, err[-2000:]
+        assert f"parses 1 message(s) ({reput} to {reput + len(msg)})" in err, err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    held = 0   # the broker's units below each queue's write position, neither fillPreBlank nor T5's
+    for queue, state in w["queuesAfterDispatch"].items():
+        for f in state["files"] if queue.startswith("T") and queue != "T5/0" else ():
+            data_ = (src / "expected" / "consumequeue" / queue / f).read_bytes()
+            valid = min(size, int(state["maxOffset"]) - int(f))
+            held += sum(1 for i in range(0, valid, 20) if int.from_bytes(data_[i + 8:i + 12], "big") != 2**31 - 1)
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_as_restart_after_a_crash_before_the_first_start_with_dledger(written, line, tmp_path):
     """A store of an ordinary commitlog whose broker crashed (an abort file), restarted with DLedger on: no
