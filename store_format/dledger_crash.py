@@ -79,7 +79,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   walk that ended at a damaged message or a 5.5.1 cut leaving every queue with no file.  Set at 2147483647 inside
   an old file (a queue the cut left with ``fillPreBlank`` units only), it goes on at that file's end
   (:func:`_reput_inside`): the walk's data file, or before it (the next old file, an earlier data file) the
-  reput-before-the-walk rule with a cut, the walk's queues dropping the records there (``DLedgerCrash.drops_before``).
+  reput-before-the-walk rule with a cut, the walk's queues dropping the records there (``DLedgerCrash.drops_before``);
+  so too set inside an entry of a data file before the walk's (a log past 2 GiB walked from a later data file): it
+  goes on at that data file's end, the next one (:func:`store_format.dledger_crash_old.inside_earlier_refusal`).
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
   (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues', which may be
@@ -106,7 +108,7 @@ from .dledger_crash_cut import (
     cut_queues,
     ext_reput,
 )
-from .dledger_crash_old import dropped_before, inside_old_file_refusal, reput_in_old_files, reput_inside_old_file
+from .dledger_crash_old import dropped_before, inside_earlier_refusal, reput_in_old_files, reput_inside_old_file
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import record_queue, reput_inside_entry
 from .errors import RestartFailsError
@@ -157,9 +159,9 @@ class DLedgerCrash:
     # the start's reput begins before start_offset (in an earlier data file): after the walk it walks the earlier
     # files' records, then the walk's ones again, to end (_reput_before_walk)
     before: bool = False
-    # with before, after a reput set at 2147483647 inside an old commitlog file (dledger_crash_old): the queues the
-    # walk wrote that drop every record of the files before the walk's (queue offsets below their write position;
-    # verify counts those units lost); empty elsewhere
+    # with before, after a reput set at 2147483647 inside an old commitlog file or an earlier data file's entry
+    # (dledger_crash_old): the queues the walk wrote that drop every record of the files before the walk's (queue
+    # offsets below their write position; verify counts those units lost); empty elsewhere
     drops_before: tuple[tuple[str, int], ...] = ()
     # with before or walked_nothing: the start's reput begins in a converted store's old commitlog files, below the
     # first data file (store_format.dledger_crash_old): it reads their records first
@@ -330,21 +332,23 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     own below the offset still drops the earlier records), and the files come back as the walk wrote them; a queue
     the cut left with ``fillPreBlank`` units only (its max 2147483647) drops every unit, so its cut units stay cut
     and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart``'s
-    ``apply_cut``); past 2 GiB (the reput set at 2147483647 inside a converted store's old file,
-    :mod:`store_format.dledger_crash_old`) it drops the earlier records by their queue offsets and puts the cut
-    units back.  A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets its
-    max to -1 (``QueueCut.reset``), so the reput puts the earlier files' records of it too, the first in a new file
-    where its own queue offset falls (``fillPreBlank`` units before it), then the walk's ones after them: the queue
-    is written anew from the reput's start (the rebuild's queue starts empty again there,
-    ``StoreLocation.queue_reset``); 5.3.3 keeps ``processOffset`` as its max, so the earlier records drop there too
-    and the cut units come back (read from the source, no broker case).  With ext files each unit put back points
-    at the ext unit the reput put for it, counted from the earlier files' records (a converted store's old files'
-    too; in a queue the 5.5.1 cut left with no file, after the ext units the walk put: the cut keeps them)
+    ``apply_cut``); past 2 GiB (the reput set at 2147483647 inside a converted store's old file or an entry of an
+    earlier data file, :mod:`store_format.dledger_crash_old`) it drops the earlier records by their queue offsets and
+    puts the cut units back.  A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets
+    its max to -1 (``QueueCut.reset``), so the reput puts the earlier files' records of it too, the first in a new file
+    where its own queue offset falls (``fillPreBlank`` units before it), then the walk's ones after them: the queue is
+    written anew from the reput's start (the rebuild's queue starts empty again there, ``StoreLocation.queue_reset``);
+    5.3.3 keeps ``processOffset`` as its max, so the earlier records drop there too and the cut units come back (read
+    from the source, no broker case).  With ext files each unit put back points at the ext unit the reput put for it,
+    counted from the earlier files' records (a converted store's old files' too; in a queue the 5.5.1 cut left with no
+    file, after the ext units the walk put: the cut keeps them)
     (:func:`store_format.dledger_crash_before.ext_before_walk`).
 
     Raises:
         UnsupportedConfigError: a record the reput's check refuses in the earlier files where it does not go on at
-            the next data file (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`reput_goes_on`).
+            the next data file (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`reput_goes_on`);
+            after a cut that puts back only some of a queue's units, or a reput set at 2147483647 gone on elsewhere
+            than a file's start (:func:`store_format.dledger_crash_old.inside_earlier_refusal`).
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     if cut is not None and cut.inside_from >= 0:
@@ -352,7 +356,8 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     # from a converted store's old files too (every queue empty at the start: dledger_crash_old)
     why = "" if cut is None else \
         "and the reput puts back only some of a cut queue's units (QueueMove)" if cut.moves else \
-        inside_old_file_refusal([s for s in st.segments if not s.dledger], cut.inside_from) if cut.inside_from >= 0 \
+        inside_earlier_refusal([s for s in st.segments if not s.dledger], files, cut.inside_from, reput) \
+        if cut.inside_from >= 0 \
         else ""
     if why:
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "

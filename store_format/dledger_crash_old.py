@@ -49,8 +49,17 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   2147483647 but with a queue offset below its write position (``putMessagePositionInfo``'s queue offset check,
   "Build consume queue repeatedly": :func:`dropped_before`); the other queues put theirs, ``fillPreBlank`` units
   before the first.  Checked against the 5.5.1 broker both ways (an earlier data file with a T9 and T0 records;
-  a last old file of T0 records).  Set inside an entry of an earlier data file (not a converted store) it stays
-  refused (:func:`inside_old_file_refusal`).
+  a last old file of T0 records).
+* The same holds for a reput set at 2147483647 inside an entry of a data file before the walk's (a log past 2 GiB,
+  not converted, whose walk starts at a later data file): ``DLedgerCommitLog.getData`` there gives that data
+  file's bytes to its read position (its size: ``MmapFileList.load``; DLedger's recovery moves the last file's
+  only), cut at DLedger's committed position, and ``checkMessageAndReturnSize``'s failure (or roll) sends the
+  reput to that file's end (:mod:`store_format.dledger_reput_inside`): the next data file, before the walk's (the
+  reput-before-the-walk rule after a cut, its records dropped by :func:`dropped_before` as above) or the walk's
+  own (the reput from the walk's start: the cut units put back, nothing before).  Checked against the 5.5.1
+  broker both ways (``tests/test_dledger_2gib_before_broker.py``).  Refused (:func:`inside_earlier_refusal`):
+  the committed position inside that data file past 2147483647, where the reput waits for the group's first
+  commit (no broker case).
 
 A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here but
 at 2147483647).
@@ -65,7 +74,7 @@ from .errors import UnsupportedConfigError
 from .restart_reput import Accepted
 from .store import Segment
 
-__all__ = ["dropped_before", "inside_old_file_refusal", "reput_in_old_files", "reput_inside_old_file"]
+__all__ = ["dropped_before", "inside_earlier_refusal", "reput_in_old_files", "reput_inside_old_file"]
 
 
 def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int, dividing: int,
@@ -107,15 +116,20 @@ def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_b
 
 
 
-def inside_old_file_refusal(old: list[Segment], inside_from: int) -> str:
-    """Why a reput set at ``inside_from`` and going on before the walk's data file (after a cut,
-    :func:`store_format.dledger_crash._reput_before_walk`) is not modelled, or "" when it is: set inside an old
-    commitlog file (``old``: a store converted in place), where it goes on at that file's end, the next old file's
-    start or the first data file's (module docstring).  Set inside an entry of a data file before the walk's (a log
-    past 2 GiB whose walk started at a later data file): no broker case, refused."""
-    if any(s.base <= inside_from < s.end for s in old):
+def inside_earlier_refusal(old: list[Segment], files: list[Segment], inside_from: int, reput: int) -> str:
+    """Why a reput set at ``inside_from`` (2147483647) and going on at ``reput``, before the walk's data file (after
+    a cut, :func:`store_format.dledger_crash._reput_before_walk`), is not modelled, or "" when it is: set inside an
+    old commitlog file (``old``: a store converted in place), where it goes on at that file's end, the next old
+    file's start or the first data file's (module docstring); or inside an entry of an earlier data file (a log
+    past 2 GiB whose walk started at a later data file), where ``DLedgerCommitLog.getData`` gives that file's bytes
+    to its read position (its size: ``MmapFileList.load``), cut at DLedger's committed position, so a failed check
+    (or a roll) goes on at that file's end, a data file's start of ``files``.  Refused: a reput gone on elsewhere,
+    the committed position inside that file past ``inside_from`` (the reput waits there for the group's first
+    commit; no broker case)."""
+    if any(s.base <= inside_from < s.end for s in old) or any(f.base == reput for f in files):
         return ""
-    return f"{inside_from} lying inside an entry of an earlier data file (past 2 GiB)"
+    return (f"{inside_from} lying inside an entry of an earlier data file, where DLedger's committed position "
+            f"{reput} ends what getData gives (no broker case)")
 
 
 def dropped_before(walked: list[tuple[str, int]], reset: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:

@@ -1,0 +1,181 @@
+"""A 5.5.1 DLedger crash restart of a store that is not converted, whose start's reput is set at 2147483647 inside
+an entry of a data file before the one the recovery's walk started at, checked against the broker (``DLEDGER_2GIB=1``
+only: some 2.3 GB of data files of 100,000,000 bytes, its ``before/`` copy as much; under a minute here).
+
+``-past-2gib-before`` (:func:`past_2gib_before_abort_scenario`): the walk starts at the 24th data file and queues
+one T9 message past its short ``processOffset``; the cut leaves T9's queue with ``fillPreBlank`` units only (its max
+2147483647), ``doRecheckReputOffsetFromCq`` sets the reput there, inside a T0 body of the 22nd data file,
+``DLedgerCommitLog``'s check fails and ``doReput`` jumps to the end of what ``getData`` gave, that file's end: the
+reput goes on at the 23rd data file, before the walk's, and walks its records, then the walk's again (the
+reput-before-the-walk rule after a cut, :func:`store_format.dledger_crash._reput_before_walk`; T9 drops the 23rd
+file's record by its queue offset, :func:`store_format.dledger_crash_old.dropped_before`).
+
+``-past-2gib-at-walk`` (:func:`past_2gib_at_walk_abort_scenario`): the same jump lands exactly at the walk's data
+file (the 23rd), from which the reput walks the walk's records again.
+
+``rebuild --as-restart`` on the store as the restart found it must write the broker's ``consumequeue/`` and ``index/``
+byte for byte, and ``verify``'s units lost must be those the broker's queues do not hold.
+"""
+from __future__ import annotations
+
+import os
+
+import broker_harness as bh
+import pytest
+from broker_dledger_2gib import BLANK_MAX, LINE, as_restart_matches_broker, held_units, written
+from broker_dledger_scenarios import (
+    PAST_2GIB_BATCH,
+    PAST_2GIB_DATA0_T0,
+    PAST_2GIB_FILE,
+    THOROUGH_CHECKPOINT,
+    config,
+)
+
+from store_format.dledger import ENTRY_HEADER_SIZE
+from store_format.dledger_reput_inside import record_queue
+from store_format.layout import OFF_PHYSICAL_OFFSET
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow,
+              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+
+bh.skip_without_tools()
+
+PAST_2GIB_FULL = 22 * 23601   # the T0 entries that, after a first T9 message, fill the first 22 data files
+# the body of a last T0 message that leaves the 22nd data file 100 bytes (2563 left after its 23601 T0 entries, a T0
+# entry 141 bytes more than its body): no T9 entry (241 bytes) fits, the next message goes to the 23rd
+PAST_2GIB_FILLER = 2563 - 141 - 100
+
+
+def past_2gib_before_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-before`` (5.5.1; some 2.3 GB of data: ``DLEDGER_2GIB=1`` only): a store that is
+    not converted, with data files of 100,000,000 bytes: a T9 message, then T0 messages (4096-byte bodies, batches of
+    256) filling the first 22 data files (2147483647 inside the body of a T0 entry of the 22nd; a last T0 message of a
+    2322-byte body leaves it no room for another entry), then, as the data files of
+    :func:`broker_dledger_scenarios.converted_past_2gib_two_files_abort_scenario`, a 23rd data file (from 2,200,000,000)
+    of a T9 message, 23590 T0 messages and prepared T1 messages (4096-byte bodies) until one no longer fits, and a 24th
+    of the rest of those, ten small prepared T1 messages and a last T9 message (keys ``K9``); restarted after a crash
+    with ``recheckReputOffsetFromCq=true``.  The walk starts at the 24th (its first message at or below the checkpoint's
+    ``logicsPhysicalOffset``) and queues the last T9 message only (after two ``fillPreBlank`` units: its queue offset is
+    2), which lies past the short ``processOffset``: the cut leaves T9's queue with its two ``fillPreBlank`` units only
+    (its max 2147483647), so ``doRecheckReputOffsetFromCq`` sets the reput there, inside the 22nd data file, two files
+    before the walk's.  ``DLedgerCommitLog``'s check fails on the body's bytes and ``doReput`` jumps to the end of what
+    ``getData`` gave, that file's end: the reput goes on at the 23rd data file, before the walk's, drops its T9 unit
+    (queue offset 1, below T9's write position: "Build consume queue repeatedly"), puts its T0 units (``fillPreBlank``
+    units before them) and then walks the walk's records again, putting T9's cut unit back and indexing its keys
+    again."""
+    conf = {**config(line), **THOROUGH_CHECKPOINT, "mappedFileSizeCommitLog": str(PAST_2GIB_FILE),
+            "mappedFileSizeConsumeQueue": "6000000", "maxIndexNum": "4000"}
+    messages: list[dict] = [{"topic": "T9", "queueId": 0, "bodySize": 100}]
+    for k in range(0, PAST_2GIB_FULL, PAST_2GIB_BATCH):
+        messages.append({"topic": "T0", "queueId": 0,
+                         "batch": [{"bodySize": 4096}] * min(PAST_2GIB_BATCH, PAST_2GIB_FULL - k)})
+    messages.append({"topic": "T0", "queueId": 0, "bodySize": PAST_2GIB_FILLER})
+    messages.append({"topic": "T9", "queueId": 0, "bodySize": 100})   # its unit a repeat for the reput
+    for n in range(0, PAST_2GIB_DATA0_T0, PAST_2GIB_BATCH):
+        messages.append({"topic": "T0", "queueId": 0,
+                         "batch": [{"bodySize": 4096}] * min(PAST_2GIB_BATCH, PAST_2GIB_DATA0_T0 - n)})
+    messages += [{"topic": "T1", "queueId": 0, "bodySize": 4096, "tranType": "prepared"} for _ in range(30)]
+    messages += [{"topic": "T1", "queueId": 0, "bodySize": 100, "tranType": "prepared", "keys": f"P{k}"}
+                 for k in range(10)]
+    messages.append({"topic": "T9", "queueId": 0, "bodySize": 100, "keys": "K9"})   # indexed again by the reput
+    return {"config": conf, "messages": messages, "abort": True, "reportQueues": True,
+            "name": f"{line}-dledger-abort-past-2gib-before"}
+
+
+def past_2gib_at_walk_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-at-walk`` (5.5.1, ``DLEDGER_2GIB=1``): the first 22 data files of
+    :func:`past_2gib_before_abort_scenario`, then a 23rd (from 2,200,000,000) of ten small prepared T1 messages and
+    a T9 message (keys ``K9``, queue offset 1).  The walk starts at the 23rd, the cut leaves T9's queue with its
+    ``fillPreBlank`` unit only, the reput set at 2147483647 inside the 22nd data file jumps to its end: exactly the
+    walk's data file's start, from which it walks the walk's records again (T9's cut unit put back, its keys
+    indexed again)."""
+    sc = past_2gib_before_abort_scenario(line)
+    k = next(n for n, m in enumerate(sc["messages"]) if n > 0 and m.get("topic") == "T9")   # the 23rd file's first
+    small = [m for m in sc["messages"][k:] if m.get("tranType") == "prepared" and m["bodySize"] == 100]
+    messages = [*sc["messages"][:k], *small, sc["messages"][-1]]
+    return {**sc, "messages": messages, "name": f"{line}-dledger-abort-past-2gib-at-walk"}
+
+
+FILL_PRE_BLANK = bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8)
+
+
+def _data_files(src):  # noqa: ANN001, ANN202
+    """The store's data files, checked to hold 2147483647 inside a T0 body (a run of 'x') of the 22nd."""
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert all(int(f.name) == k * PAST_2GIB_FILE for k, f in enumerate(data)), data
+    assert int(data[21].name) <= BLANK_MAX < int(data[22].name), data[21:23]
+    with data[21].open("rb") as f:
+        f.seek(BLANK_MAX - int(data[21].name) - 60)
+        assert f.read(120) == b"x" * 120, "2147483647 inside a T0 body"
+    return data
+
+
+def _first_entry(data_file) -> tuple[str, int, int]:  # noqa: ANN001
+    """The topic, queue id and commitlog offset of the message in the first entry of ``data_file``."""
+    with data_file.open("rb") as f:
+        head = f.read(8192)
+    record = head[ENTRY_HEADER_SIZE:]
+    return (*record_queue(lambda at, n: record[at:at + n], 0),
+            int.from_bytes(record[OFF_PHYSICAL_OFFSET:OFF_PHYSICAL_OFFSET + 8], "big"))
+
+
+def _units(src, topic: str) -> list[bytes]:  # noqa: ANN001
+    """The 20-byte units of the broker's queue ``topic``/0, its files in order."""
+    files = sorted((src / "expected" / "consumequeue" / topic / "0").iterdir())
+    return [b[i:i + 20] for f in files for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
+
+
+def _index_count(src) -> int:  # noqa: ANN001
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    return int.from_bytes(index.read_bytes()[36:40], "big")
+
+
+def test_crash_restart_whose_reput_at_2147483647_goes_on_at_a_data_file_before_the_walks(tmp_path):
+    """The reput set at 2147483647 inside the 22nd data file goes on at the 23rd, before the walk's (the 24th): the
+    5.5.1 broker drops the 23rd file's T9 unit, puts its T0 units (after ``fillPreBlank`` units), then puts T9's cut
+    unit back and indexes its keys again; ``rebuild --as-restart`` writes its ``consumequeue/`` and ``index/`` byte
+    for byte and ``verify``'s units lost are every queued message's but those (the first 22 files' T0 units and
+    T9's first two lost)."""
+    sc = past_2gib_before_abort_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = _data_files(src)
+    assert len(data) == 24, data
+    # the 23rd data file starts with the second T9 message, the 24th (the walk's) with a prepared T1 one
+    assert _first_entry(data[22]) == ("T9", 0, int(data[22].name) + ENTRY_HEADER_SIZE), _first_entry(data[22])
+    assert _first_entry(data[23])[:2] == ("T1", 0), _first_entry(data[23])
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left fillPreBlank units only
+    # what the broker's reput did: T9's two fillPreBlank units, the 23rd file's T9 unit dropped, the cut unit back
+    t9 = _units(src, "T9")
+    assert t9[:2] == [FILL_PRE_BLANK] * 2, t9[:3]
+    assert int.from_bytes(t9[2][:8], "big") > int(data[23].name) and not any(b"".join(t9[3:])), \
+        "T9's cut unit put back, the 23rd data file's T9 unit dropped"
+    t0 = [int.from_bytes(u[:8], "big") for u in _units(src, "T0") if u[8:12] not in (bytes(4), FILL_PRE_BLANK[8:12])]
+    assert len(t0) == 23590 and min(t0) > int(data[22].name) and max(t0) < int(data[23].name), \
+        "T0's units: the 23rd data file's, none of the earlier files'"
+    assert _index_count(src) == 13, "the header's indexCount: 1, then P0-P9 and K9 by the walk, K9 again"
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    assert f"every entry from data file {data[23].name} " in text, text[-3000:]
+    assert f"sends it on to {int(data[22].name)} " in text and \
+        f"the start's reput from {int(data[22].name)}, before data file {data[23].name}" in text and \
+        "T9/0 drop every record before the walk's data file" in text, text[-3000:]
+    assert held_units(src) == len(t0) + 1
+
+
+def test_crash_restart_whose_reput_at_2147483647_goes_on_at_the_walks_data_file(tmp_path):
+    """The reput set at 2147483647 inside the 22nd data file goes on at the 23rd, the walk's: the 5.5.1 broker walks
+    the walk's records again from its start (T9's cut unit put back, its keys indexed again) and nothing before;
+    ``rebuild --as-restart`` byte for byte and ``verify``'s units lost (all but T9's last)."""
+    sc = past_2gib_at_walk_abort_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = _data_files(src)
+    assert len(data) == 23, data
+    assert _first_entry(data[22])[:2] == ("T1", 0), _first_entry(data[22])   # the walk's: a prepared T1 message
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
+    t9 = _units(src, "T9")
+    assert t9[0] == FILL_PRE_BLANK and int.from_bytes(t9[1][:8], "big") > int(data[22].name), t9[:2]
+    assert not (src / "expected" / "consumequeue" / "T0").exists(), "no T0 unit: nothing before the walk's file"
+    assert _index_count(src) == 13, "the header's indexCount: 1, then P0-P9 and K9 by the walk, K9 again"
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    assert f"every entry from data file {data[22].name} " in text and \
+        f"sends it on to {int(data[22].name)} " in text and "before data file" not in text, text[-3000:]
+    assert held_units(src) == 1
