@@ -46,8 +46,8 @@ def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
 
 def _cut_lost(crash: DLedgerCrash, states: list, read_expected: Any) -> dict[str, np.ndarray]:
     """The units the DLedger crash restart ``crash`` never writes back, per queue: the cut's (``QueueCut.lost``)
-    and, where the reput gone on from an old file walks data files before the walk's
-    (:attr:`store_format.dledger_crash.DLedgerCrash.drops_before`), the reference's units of those files' records
+    and, where the reput set at 2147483647 (in an old file or an earlier data file) goes on before the walk's data
+    file (:attr:`store_format.dledger_crash.DLedgerCrash.drops_before`), the reference's units of those files' records
     in the queues that drop them."""
     assert crash.cut is not None
     lost = {f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
@@ -258,7 +258,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         reput_from_queues=(not config.is_5x or config.recheckReputOffsetFromCq) if dledger else None,
         second_reput=dledger is None and config.is_5x and config.recheckReputOffsetFromCq,
         # a converted store's reput from the old files (store_format.dledger_crash_old): every record from there;
-        # gone on from inside an old file to a data file before the walk's, from there (drops_before)
+        # set at 2147483647 inside an old file or an earlier data file and gone on before the walk's data file,
+        # from there (drops_before)
         dispatch_from=(crash.reput_from if crash.before and (crash.from_old_files or crash.drops_before)
                        else crash.start_offset)
         if crash is not None else None,
