@@ -81,7 +81,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   (:func:`_reput_inside`): the walk's data file, or before it (the next old file, an earlier data file) the
   reput-before-the-walk rule with a cut, the walk's queues dropping the records there (``DLedgerCrash.drops_before``);
   so too set inside an entry of a data file before the walk's (a log past 2 GiB walked from a later data file): it
-  goes on at that data file's end, the next one (:func:`store_format.dledger_crash_old.inside_earlier_refusal`).
+  goes on at that data file's end, the next one, or at DLedger's committed position where that lies in the file
+  past it, walking on from there once the group commits the rest
+  (:func:`store_format.dledger_crash_old.inside_earlier_refusal`).
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset
   (:func:`store_format.restart_reput.start_reput_check`; after a cut, the cut queues', which may be
@@ -348,7 +350,8 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
         UnsupportedConfigError: a record the reput's check refuses in the earlier files where it does not go on at
             the next data file (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`reput_goes_on`);
             after a cut that puts back only some of a queue's units, or a reput set at 2147483647 gone on elsewhere
-            than a file's start (:func:`store_format.dledger_crash_old.inside_earlier_refusal`).
+            than a file's start or the committed position
+            (:func:`store_format.dledger_crash_old.inside_earlier_refusal`).
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     if cut is not None and cut.inside_from >= 0:
@@ -356,8 +359,8 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     # from a converted store's old files too (every queue empty at the start: dledger_crash_old)
     why = "" if cut is None else \
         "and the reput puts back only some of a cut queue's units (QueueMove)" if cut.moves else \
-        inside_earlier_refusal([s for s in st.segments if not s.dledger], files, cut.inside_from, reput) \
-        if cut.inside_from >= 0 \
+        inside_earlier_refusal([s for s in st.segments if not s.dledger], files, cut.inside_from, reput,
+                               committed) if cut.inside_from >= 0 \
         else ""
     if why:
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "

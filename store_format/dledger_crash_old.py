@@ -56,10 +56,15 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   only), cut at DLedger's committed position, and ``checkMessageAndReturnSize``'s failure (or roll) sends the
   reput to that file's end (:mod:`store_format.dledger_reput_inside`): the next data file, before the walk's (the
   reput-before-the-walk rule after a cut, its records dropped by :func:`dropped_before` as above) or the walk's
-  own (the reput from the walk's start: the cut units put back, nothing before).  Checked against the 5.5.1
-  broker both ways (``tests/test_dledger_2gib_before_broker.py``).  Refused (:func:`inside_earlier_refusal`):
-  the committed position inside that data file past 2147483647, where the reput waits for the group's first
-  commit (no broker case).
+  own (the reput from the walk's start: the cut units put back, nothing before).  With DLedger's committed
+  position inside that data file past 2147483647 the bytes end there, so the reput jumps to it, an entry's end
+  (``DLedgerMmapFileStore.updateCommittedIndex``: the committed entry's ``pos + size``), and has caught up with
+  ``DLedgerCommitLog.getConfirmOffset`` (``getMaxOffset``, the committed position): ``doRecheckReputOffsetFromCq``'s
+  wait ends, and only then does ``DefaultMessageStore.start`` start the DLedger server (``commitLog.start``).  Each
+  commit after it ends at an entry's end too, and ``doReput`` (``isCommitLogAvailable`` against the confirm offset)
+  walks the entries from there in order whatever the commits' steps: the reput-before-the-walk rule from the
+  committed position, the rest of that data file's records first (:func:`inside_earlier_refusal`).  Checked
+  against the 5.5.1 broker all three ways (``tests/test_dledger_2gib_before_broker.py``).
 
 A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here but
 at 2147483647).
@@ -116,20 +121,23 @@ def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_b
 
 
 
-def inside_earlier_refusal(old: list[Segment], files: list[Segment], inside_from: int, reput: int) -> str:
+def inside_earlier_refusal(old: list[Segment], files: list[Segment], inside_from: int, reput: int,
+                           committed: int) -> str:
     """Why a reput set at ``inside_from`` (2147483647) and going on at ``reput``, before the walk's data file (after
     a cut, :func:`store_format.dledger_crash._reput_before_walk`), is not modelled, or "" when it is: set inside an
     old commitlog file (``old``: a store converted in place), where it goes on at that file's end, the next old
     file's start or the first data file's (module docstring); or inside an entry of an earlier data file (a log
     past 2 GiB whose walk started at a later data file), where ``DLedgerCommitLog.getData`` gives that file's bytes
-    to its read position (its size: ``MmapFileList.load``), cut at DLedger's committed position, so a failed check
-    (or a roll) goes on at that file's end, a data file's start of ``files``.  Refused: a reput gone on elsewhere,
-    the committed position inside that file past ``inside_from`` (the reput waits there for the group's first
-    commit; no broker case)."""
-    if any(s.base <= inside_from < s.end for s in old) or any(f.base == reput for f in files):
+    to its read position (its size: ``MmapFileList.load``), cut at DLedger's committed position ``committed``, so a
+    failed check (or a roll) goes on at that file's end, a data file's start of ``files``, or at ``committed`` when
+    that lies in the file past ``inside_from``: an entry's end, where ``doReput`` then waits (``isCommitLogAvailable``
+    against ``DLedgerCommitLog.getConfirmOffset``) until the group commits more after ``commitLog.start``, and goes
+    on from there as from the committed position (module docstring).  Refused: a reput gone on elsewhere."""
+    if any(s.base <= inside_from < s.end for s in old) or any(f.base == reput for f in files) \
+            or inside_from < reput == committed:
         return ""
-    return (f"{inside_from} lying inside an entry of an earlier data file, where DLedger's committed position "
-            f"{reput} ends what getData gives (no broker case)")
+    return (f"{inside_from} lying inside an entry of an earlier data file, where the reput's check goes on at "
+            f"{reput}, neither that file's end nor DLedger's committed position {committed}")
 
 
 def dropped_before(walked: list[tuple[str, int]], reset: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:

@@ -13,6 +13,11 @@ file's record by its queue offset, :func:`store_format.dledger_crash_old.dropped
 ``-past-2gib-at-walk`` (:func:`past_2gib_at_walk_abort_scenario`): the same jump lands exactly at the walk's data
 file (the 23rd), from which the reput walks the walk's records again.
 
+``-past-2gib-committed-inside`` (:func:`past_2gib_committed_inside_abort_scenario`): ``-past-2gib-before`` with
+DLedger's checkpoint behind, its committed position inside the 22nd data file past 2147483647: ``getData``'s bytes end
+there, so the jump lands there, the reput waits for the group's commits after ``commitLog.start`` and then walks from
+there: the rest of the 22nd file's records first, then the 23rd's, then the walk's again.
+
 ``rebuild --as-restart`` on the store as the restart found it must write the broker's ``consumequeue/`` and ``index/``
 byte for byte, and ``verify``'s units lost must be those the broker's queues do not hold.
 """
@@ -22,7 +27,16 @@ import os
 
 import broker_harness as bh
 import pytest
-from broker_dledger_2gib import BLANK_MAX, LINE, as_restart_matches_broker, held_units, written
+from broker_dledger_2gib import (
+    BLANK_MAX,
+    LINE,
+    as_restart,
+    as_restart_matches_broker,
+    held_units,
+    same_files_as_the_broker,
+    verify_restart,
+    written,
+)
 from broker_dledger_scenarios import (
     PAST_2GIB_BATCH,
     PAST_2GIB_DATA0_T0,
@@ -94,6 +108,24 @@ def past_2gib_at_walk_abort_scenario(line: str) -> dict:
     small = [m for m in sc["messages"][k:] if m.get("tranType") == "prepared" and m["bodySize"] == 100]
     messages = [*sc["messages"][:k], *small, sc["messages"][-1]]
     return {**sc, "messages": messages, "name": f"{line}-dledger-abort-past-2gib-at-walk"}
+
+
+COMMITTED_BEFORE_FILLER = 1000   # -committed-inside: the T0 entries after the committed one in the 22nd data file
+
+
+def past_2gib_committed_inside_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-committed-inside`` (5.5.1, ``DLEDGER_2GIB=1``):
+    :func:`past_2gib_before_abort_scenario` with DLedger's checkpoint lowered (``dledgerCommittedBack``: a crash
+    before the group committed them) to the T0 entry that ends ``COMMITTED_BEFORE_FILLER`` entries before the 22nd
+    data file's last (the short T0 message), past 2147483647.  The reput set at 2147483647 jumps to the end of what
+    ``getData`` gave, the committed position; once DLedger commits the rest after ``commitLog.start`` it puts the
+    22nd file's remaining T0 units (1000, the short one last; ``fillPreBlank`` units before them), then goes on as in
+    ``-past-2gib-before`` (the 23rd file's T9 unit dropped, its T0 units put, T9's cut unit back)."""
+    sc = past_2gib_before_abort_scenario(line)
+    entries = [m for msg in sc["messages"] if "topic" in msg for m in msg.get("batch", [msg])]
+    filler = next(n for n, m in enumerate(entries) if m.get("bodySize") == PAST_2GIB_FILLER)
+    return {**sc, "dledgerCommittedBack": len(entries) - 1 - filler + COMMITTED_BEFORE_FILLER,
+            "name": f"{line}-dledger-abort-past-2gib-committed-inside"}
 
 
 FILL_PRE_BLANK = bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8)
@@ -179,3 +211,64 @@ def test_crash_restart_whose_reput_at_2147483647_goes_on_at_the_walks_data_file(
     assert f"every entry from data file {data[22].name} " in text and \
         f"sends it on to {int(data[22].name)} " in text and "before data file" not in text, text[-3000:]
     assert held_units(src) == 1
+
+
+def _committed_entry(src, data_file) -> tuple[int, int]:  # noqa: ANN001
+    """DLedger's committed entry in ``src/before`` (the checkpoint's ``committedIndex``) and its end, read from its
+    ``index/`` unit (magic code, pos, size, index, term) and checked against its header in ``data_file``."""
+    index = int(bh.read_conf(src / "before" / "dledger-n0" / "checkpoint")["committedIndex"])
+    first = sorted((src / "before" / "dledger-n0" / "index").iterdir())[0]
+    with first.open("rb") as f:
+        f.seek(index * 32)
+        unit = f.read(32)
+    pos, size = int.from_bytes(unit[4:12], "big"), int.from_bytes(unit[12:16], "big")
+    assert int.from_bytes(unit[16:24], "big") == index, (index, unit.hex())
+    with data_file.open("rb") as f:
+        f.seek(pos - int(data_file.name))
+        head = f.read(ENTRY_HEADER_SIZE)
+    assert int.from_bytes(head[4:8], "big") == size and int.from_bytes(head[8:16], "big") == index and \
+        int.from_bytes(head[24:32], "big") == pos, (index, pos, head.hex())
+    return index, pos + size
+
+
+def test_crash_restart_whose_reput_at_2147483647_goes_on_at_the_committed_position(tmp_path):
+    """DLedger's committed position inside the 22nd data file past 2147483647: the reput set there jumps to it, and
+    once the group commits the rest the 5.5.1 broker puts the 22nd file's T0 units past it (after ``fillPreBlank``
+    units), drops the 23rd file's T9 unit, puts its T0 units, then puts T9's cut unit back; ``rebuild --as-restart``
+    writes its ``consumequeue/`` and ``index/`` byte for byte and ``verify``'s units lost are every queued message's
+    but those."""
+    sc = past_2gib_committed_inside_abort_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = _data_files(src)
+    assert len(data) == 24, data
+    assert _first_entry(data[22]) == ("T9", 0, int(data[22].name) + ENTRY_HEADER_SIZE), _first_entry(data[22])
+    # the committed entry: a T0 one of the 22nd data file, ending past 2147483647, 1000 entries before its last
+    index, committed = _committed_entry(src, data[21])
+    assert BLANK_MAX < committed < int(data[22].name), committed
+    assert index == 1 + PAST_2GIB_FULL - COMMITTED_BEFORE_FILLER, index   # after the first T9 message, T0's ones
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX
+    t9 = _units(src, "T9")
+    assert t9[:2] == [FILL_PRE_BLANK] * 2, t9[:3]
+    assert int.from_bytes(t9[2][:8], "big") > int(data[23].name) and not any(b"".join(t9[3:])), \
+        "T9's cut unit put back, the 23rd data file's T9 unit dropped"
+    t0 = [int.from_bytes(u[:8], "big") for u in _units(src, "T0") if u[8:12] not in (bytes(4), FILL_PRE_BLANK[8:12])]
+    assert min(t0) == committed + ENTRY_HEADER_SIZE, (min(t0), committed)
+    assert len(t0) == COMMITTED_BEFORE_FILLER + 23590 and max(t0) < int(data[23].name), \
+        "T0's units: the 22nd data file's past the committed position and the 23rd's"
+    assert _index_count(src) == 13, "the header's indexCount: 1, then P0-P9 and K9 by the walk, K9 again"
+    text = as_restart(src, tmp_path / "ours")
+    same_files_as_the_broker(src, tmp_path / "ours")
+    # verify's units lost: the committed records' units (its reference, a rebuild, ends at the committed position)
+    # that the broker's queues lack: every queued message up to the committed entry (no unit below it held)
+    entries = [m for msg in sc["messages"] if "topic" in msg for m in msg.get("batch", [msg])]
+    committed_queued = sum(m.get("tranType") != "prepared" for m in entries[:index + 1])
+    held_below = sum(size not in (0, BLANK_MAX) and offset < committed
+                     for topic in ("T0", "T9") for u in _units(src, topic)
+                     for offset, size in ((int.from_bytes(u[:8], "big"), int.from_bytes(u[8:12], "big")),))
+    assert held_below == 0 and committed_queued == index + 1, (held_below, committed_queued)
+    p = verify_restart(src, tmp_path)
+    assert p is not None and p["units_lost"] == committed_queued - held_below, (p and p["units_lost"], p and p["notes"])
+    assert f"sends it on to {committed} " in text and \
+        f"the start's reput from {committed}, before data file {data[23].name}" in text and \
+        "T9/0 drop every record before the walk's data file" in text, text[-3000:]
+    assert held_units(src) == len(t0) + 1
