@@ -678,6 +678,11 @@ PAST_2GIB_BEFORE = 21 * 23601   # the T0 entries of the 21 files before the last
 PAST_2GIB_LAST = 11207          # the T0 entries of the last file: the log then ends just past 2147483647
 
 
+# the stores past 2 GiB fill the disk: above diskSpaceCleanForciblyRatio (85 %) the broker would delete their first
+# files at once (CleanCommitLogService, DLedger's force clean: cleanFileForciblyEnable), whatever the scenario means
+NO_FORCED_CLEAN = {"cleanFileForciblyEnable": "false"}
+
+
 def past_2gib_abort_scenario(line: str) -> dict:
     """``<line>-dledger-abort-past-2gib`` (5.5.1; some 2.15 GB of data: ``DLEDGER_2GIB=1`` only): a T9 message,
     then T0 messages (4096-byte bodies, put in batches of 256) over 21 data files of 100,000,000 bytes and
@@ -687,7 +692,7 @@ def past_2gib_abort_scenario(line: str) -> dict:
     cut takes T9's one unit there and leaves T9's queue file with its ``fillPreBlank`` unit only (its max:
     2147483647), and T0's last units; ``doRecheckReputOffsetFromCq`` sets the reput at 2147483647, inside the
     body of the last T0 entry."""
-    conf = {**config(line), **THOROUGH_CHECKPOINT, "mappedFileSizeCommitLog": str(PAST_2GIB_FILE),
+    conf = {**config(line), **THOROUGH_CHECKPOINT, **NO_FORCED_CLEAN, "mappedFileSizeCommitLog": str(PAST_2GIB_FILE),
             "mappedFileSizeConsumeQueue": "6000000", "maxIndexNum": "4000"}
     t0 = PAST_2GIB_BEFORE + PAST_2GIB_LAST
     messages = [{"topic": "T9", "queueId": 0, "bodySize": 100}]
@@ -714,7 +719,7 @@ def converted_past_2gib_abort_scenario(line: str) -> dict:
     2147483647, inside a T0 body of the last old file: ``DLedgerCommitLog``'s check fails there, ``doReput`` jumps
     to that file's end, the first data file, puts T9's cut unit back and indexes its keys again (the last indexed
     record: the cut leaves the unit's bytes in the file, so the index shows where the reput went on)."""
-    conf = {**config(line), **THOROUGH_CHECKPOINT, "mappedFileSizeCommitLog": str(PAST_2GIB_FILE),
+    conf = {**config(line), **THOROUGH_CHECKPOINT, **NO_FORCED_CLEAN, "mappedFileSizeCommitLog": str(PAST_2GIB_FILE),
             "mappedFileSizeConsumeQueue": "6000000", "maxIndexNum": "4000"}
     messages: list[dict] = [{"topic": "T9", "queueId": 0, "bodySize": 100}]
     for k in range(0, PAST_2GIB_OLD, PAST_2GIB_BATCH):
