@@ -148,9 +148,10 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              "bytes to the file's end)" if any(not seg.dledger and seg.base <= at < seg.end
                                                               for seg in st.segments) else "), inside an entry")
                           + (f": DLedgerCommitLog's message check there parses {len(crash.cut.inside_records)} "
-                             f"message(s) ({', '.join(f'{a} to {b}' for a, b in crash.cut.inside_records)}), which it "
-                             "dispatches "
-                             "after the walk's records, then"
+                             f"message(s) ("
+                             + ', '.join(f'{a} to {b}' if b > a else f'a blank at {a}, its empty request to topic "" '
+                                         'queue 0' for a, b in crash.cut.inside_records)
+                             + "), which it dispatches after the walk's records, then"
                              if crash.cut.inside_records else ": DLedgerCommitLog's message check there")
                           + f" sends it on to {crash.cut.reput} "
                           "(ReputMessageService.doReput)")
@@ -191,8 +192,9 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                                    reindex=crash.reindex)
         if crash.jump is not None:   # the reput's records read where it reads them (the walk's again: its keys, ext)
             kept = jump_at(dataclasses.replace(kept, reindex=-1) if crash.again else kept, *crash.jump)
-        if crash.cut is not None and crash.cut.inside_records:   # the messages its check parses where it was set
-            kept = then_pieces(kept, crash.cut.inside_records, st.segments)
+        runs = tuple((a, b) for a, b in crash.cut.inside_records if b > a) if crash.cut is not None else ()
+        if runs:   # the messages its check parses where it was set (a blank's empty request: apply_cut)
+            kept = then_pieces(kept, runs, st.segments)
         return kept, DLedgerRestart(rec, before, False, crash)
     kept = with_dledger_committed(st, rec.committed_index, rec.committed_pos)
     if not kept.segments:
@@ -218,6 +220,11 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     if crash is None:
         return False
     cut, changed = crash.cut, False
+    if cut is not None and any(b == a for a, b in cut.inside_records):
+        # a blank's empty request its check dispatched where it was set (store_format.dledger_reput_inside): the
+        # unit (0, 0, 0) of topic "" queue 0 (ConsumeQueue.putMessagePositionInfo; the first one only), as
+        # concurrent_reput.empty_request_files writes it (cut_queues refuses it with enableConsumeQueueExt)
+        write_file(staged.staging_uri, f"consumequeue/0/{cq_file_name(0)}", [config.cq_file_size])
     if cut is not None and (cut.dropped or cut.batch_dropped or cut.moves):
         layouts = {False: ("consumequeue", config.cq_file_size, CQ_UNIT_SIZE),
                    True: (BCQ_DIR, config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE)}

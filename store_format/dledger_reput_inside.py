@@ -27,17 +27,29 @@ server (``commitLog.start()`` comes after ``doRecheckReputOffsetFromCq``), so th
 DLedger's recovery left, not a later one.
 
 Modelled: an offset that is an entry's start or its message's start (the reput walks on from there, the message
-check landing on the next entry), the jumps and rolls above, and messages the check parses where the second int is
-a message magic code: the broker dispatches each like any record (its unit from the queue, queue offset and tags
-code its bytes give, its keys by ``IndexService.buildIndex``'s ``endPhyOffset`` rule) and checks on at its end by
-the rules above, so :func:`reput_inside_entry` returns those records with where the reput goes on, and the rebuild
-reads them after the walk's records (:func:`store_format.store.then_pieces`; ``tests/test_dledger_2gib_broker.py``,
-the ``-embedded`` stores, 5.5.1, at 2147483647; ``tests/test_dledger_crash_broker.py``, the small
-``-emptied-*-embedded`` stores, at ``processOffset`` or one byte before it.  :mod:`store_format.dledger_crash_cut`
-refuses one for a queue the walk wrote or a second for one queue (``putMessagePositionInfo`` appends
+check landing on the next entry), the jumps and rolls above, and messages the check parses, where the second int is
+a message magic code (right there) or, where it is neither int above, 48 bytes further (the request's
+``bufferSize`` the message's size + 48, by which ``doReput`` moves the reput, the buffer standing at the message's
+end too): the broker dispatches each like any record (its unit from the queue, queue offset and tags code its bytes
+give, the offset its PHYSICALOFFSET field's, the request's ``commitLogOffset``, wherever it starts; its keys by
+``IndexService.buildIndex``'s ``endPhyOffset`` rule on that field) and checks on at its end by the rules above, so
+:func:`reput_inside_entry` returns those records (from each message's start) with where the reput goes on, and the
+rebuild reads them after the walk's records (:func:`store_format.store.then_pieces`;
+``tests/test_dledger_2gib_broker.py``, the ``-embedded`` stores, and ``tests/test_dledger_2gib_inside_broker.py``,
+``-embedded-48``, 5.5.1, at 2147483647; ``tests/test_dledger_crash_broker.py``, the small ``-emptied-*-embedded``
+stores, at ``processOffset`` or one byte before it.  :mod:`store_format.dledger_crash_cut` refuses a message for a queue
+the walk wrote or a second for one queue (``putMessagePositionInfo`` appends
 it at the queue's write position, whatever its queue offset: :func:`record_queue` says which), and one with
-``enableConsumeQueueExt``).  Refused: a check 48 bytes further that would parse a
-message or dispatch the empty request of a blank.
+``enableConsumeQueueExt``).  A blank 48 bytes further (the base check's size 0, success): the request's
+``bufferSize`` is 48, so ``doReput`` dispatches it, an empty request (``DispatchRequest(size, success)``: topic "",
+queue 0, offset, size and tags code 0, no keys), and moves the reput and its read count 48 bytes on, while the
+buffer stands past the blank's two ints, 56 bytes on, where the next check reads: a record of no bytes at the
+blank among the returned ones (its unit: ``pipelines.restart.apply_cut``), the checks after it 8 bytes ahead of
+the reput.  That lag changes no outcome above: a parse within the bytes handed keeps the reput below the reput end
+(``getReputEndOffset``), the loop runs one more check where the buffer has no 8 bytes left (a failure), and a jump
+or roll goes to the same place (``tests/test_dledger_2gib_inside_broker.py``, ``-embedded-blank-48``, a message
+read after the blank).  Refused: parsed records whose check goes on at an entry's start (the reput would walk the
+entries from there).
 
 An offset at or past the committed position cannot be derived from the store: ``getData`` gives nothing there, so
 the reput waits for DLedger's first commit after the start, and the bytes it is then handed end at that commit (or
@@ -71,7 +83,9 @@ from .layout import (
     SYSFLAG_STOREHOST_V6,
 )
 
-__all__ = ["reput_inside_entry", "record_queue"]
+__all__ = ["reput_inside_entry", "record_queue", "EMPTY_REQUEST_QUEUE"]
+
+EMPTY_REQUEST_QUEUE = ("", 0)   # DispatchRequest(size, success): the topic and queue of a blank's empty request
 
 _ROLL, _JUMP, _PARSE = "roll", "jump", "parse"
 
@@ -81,9 +95,10 @@ def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base
     """Where the reput set at ``pos`` (in the data file at ``file_base``, whose data ends at ``read_end``) goes
     on, and the records it dispatches on the way (``(start, end)`` commitlog offsets, in order; none when an entry
     or its message starts at ``pos``, where it goes on from ``pos`` itself): each message the check parses from
-    ``pos`` where its second int is a message magic code, until a check that does not parse, whose jump or roll
-    (module docstring) gives where it goes on.  ``read(offset, n)``: up to ``n`` bytes of the log at ``offset``;
-    ``committed``: DLedger's committed position after its recovery.
+    ``pos``, where its second int is a message magic code or 48 bytes further, and each blank 48 bytes further, a
+    record of no bytes at the blank (its empty request; module docstring), until a check that does not parse,
+    whose jump or roll gives where it goes on.  ``read(offset, n)``: up to ``n`` bytes of
+    the log at ``offset``; ``committed``: DLedger's committed position after its recovery.
 
     Raises:
         UnsupportedConfigError: the cases the module docstring leaves out.
@@ -122,6 +137,9 @@ def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base
     records: list[tuple[int, int]] = []
     at = pos
     while True:   # doReput's loop over the bytes getData gave, one check per record
+        if records and entry_at(at):
+            raise _refuse(pos, f"whose message check goes on at the entry at {at} after the message(s) it parses "
+                               "there: the reput would walk the entries from there")
         if limit - at < 8:
             outcome = _JUMP
         elif i32(at + 4) in (MAGIC_BLANK, MAGIC_V1, MAGIC_V2):
@@ -138,12 +156,17 @@ def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base
             outcome = _JUMP
         else:
             outcome = base_check(at + ENTRY_HEADER_SIZE)
-            if outcome == _ROLL:
-                raise _refuse(pos, "a commitlog blank's magic code 52 bytes in: the reput would dispatch an empty "
-                                   "request")
-            if outcome == _PARSE:
-                raise _refuse(pos, "a message magic code 52 bytes in where no entry starts: the reput would parse "
-                                   "the bytes there")
+            if outcome == _ROLL:   # a blank 48 bytes further: its empty request dispatched (bufferSize 48), the
+                # reput 48 bytes on, the buffer past the blank's two ints, where the next check reads
+                records.append((at + ENTRY_HEADER_SIZE, at + ENTRY_HEADER_SIZE))
+                at += ENTRY_HEADER_SIZE + 8
+                continue
+            if outcome == _PARSE:   # a message 48 bytes further: dispatched (bufferSize its size + 48), then on
+                size = i32(at + ENTRY_HEADER_SIZE)
+                assert size is not None and size > 0
+                records.append((at + ENTRY_HEADER_SIZE, at + ENTRY_HEADER_SIZE + size))
+                at += ENTRY_HEADER_SIZE + size
+                continue
         break
     if outcome == _ROLL:
         return at + file_size - at % file_size, tuple(records)

@@ -73,10 +73,12 @@ def queued_messages(sc: dict) -> int:
 def held_units(src, ends: dict | None = None, leave_out: str = "") -> int:  # noqa: ANN001
     """The units the broker's queues (``src/expected/consumequeue``) hold: neither zeros nor ``fillPreBlank`` ones;
     with ``ends`` (the harness's ``queuesAfterDispatch``) only those below each queue's ``maxOffset`` (a cut unit
-    past it stays as bytes only), and none of topic ``leave_out``."""
+    past it stays as bytes only), and none of topic ``leave_out`` or of topic "" (``consumequeue/0/``: a blank's
+    empty request)."""
     cq = src / "expected" / "consumequeue"
     sizes = [int.from_bytes(b[i + 8:i + 12], "big") for f in cq.rglob("*")
-             if f.is_file() and f.relative_to(cq).parts[0] != leave_out for b in (f.read_bytes(),)
+             if f.is_file() and len(f.relative_to(cq).parts) == 3 and f.relative_to(cq).parts[0] != leave_out
+             for b in (f.read_bytes(),)
              for i in range(0, len(b) - 19, 20)
              if ends is None or int(f.name) + i < int(ends[f"{f.parent.parent.name}/{f.parent.name}"]["maxOffset"])]
     return sum(size not in (0, BLANK_MAX) for size in sizes)

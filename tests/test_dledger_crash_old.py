@@ -6,10 +6,7 @@ those bytes on size -1, ``rollNextFile`` on size 0).  The body case is checked a
 ``tests/test_dledger_2gib_broker.py`` (``DLEDGER_2GIB_CONVERTED=1``); these are the other branches, source only."""
 from __future__ import annotations
 
-import pytest
-
 from store_format.dledger_crash_old import reput_inside_old_file
-from store_format.errors import UnsupportedConfigError
 from store_format.layout import MAGIC_BLANK, MAGIC_V1
 
 SIZE = 100_000_000
@@ -65,7 +62,10 @@ def test_a_message_there_is_dispatched_then_the_reput_jumps_to_the_old_files_end
     assert got == (END, ((POS, POS + 300),))
 
 
-def test_a_message_magic_52_bytes_in_is_refused():
-    # neither int there a magic code: the base check 48 bytes further would parse a message where no entry starts
-    with pytest.raises(UnsupportedConfigError, match="parse"):
-        _gone_on(_file(b"x" * 48 + _i32(300) + _i32(MAGIC_V1)))
+def test_a_message_48_bytes_further_is_dispatched_then_the_reput_jumps_to_the_old_files_end():
+    # neither int there a magic code nor DLedger's blank: the base check 48 bytes further parses a message there (the
+    # request's bufferSize its size + 48), dispatched, then checks on at its end in the 'x' bytes: a jump
+    data = _file(b"x" * 48 + _i32(300) + _i32(MAGIC_V1))
+    got = reput_inside_old_file(lambda at, n: data[at - BASE:at - BASE + n], POS, file_base=BASE, file_size=SIZE,
+                                v55=True)
+    assert got == (END, ((POS + 48, POS + 348),))

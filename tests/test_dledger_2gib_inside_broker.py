@@ -1,0 +1,157 @@
+"""A 5.5.1 DLedger crash restart whose start's reput, set at 2147483647 inside an entry of a log past 2 GiB, meets
+bytes there that ``DLedgerCommitLog.checkMessageAndReturnSize`` reads neither as a record nor as DLedger's blank (the
+int 4 bytes in not a message or blank magic code, the int there not -1), so that it runs the base check 48 bytes
+further, checked against the broker (``DLEDGER_2GIB=1`` only: the store holds some 2.15 GB of data, its ``before/``
+copy as much, and the broker takes minutes to write it).
+
+The ``-embedded-48`` store (:func:`past_2gib_embedded_48_scenario`): :func:`past_2gib_abort_scenario`'s last T0
+body holds 'x' bytes at 2147483647 and a well-formed T5 message 48 bytes further, whose PHYSICALOFFSET field says
+2147483647 (not where it starts).  The broker dispatches it (a request whose ``bufferSize`` is its size + 48, whose
+``commitLogOffset`` is that field), then checks on at its end, on the body's 'x' bytes, where the base check 48
+bytes further fails and ``doReput`` jumps to the end of what ``getData`` gave
+(:func:`store_format.dledger_reput_inside.reput_inside_entry`).  ``rebuild --as-restart`` on the store as the
+restart found it must write the broker's ``consumequeue/`` and ``index/`` byte for byte, and ``verify``'s units
+lost count from the broker's queues.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import struct
+
+import broker_harness as bh
+import pytest
+from broker_dledger_2gib import (
+    BLANK_MAX,
+    LINE,
+    as_restart_matches_broker,
+    embedded_message,
+    with_embedded_message,
+    written,
+)
+from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
+from test_dledger_2gib_broker import EMBED_AT_BODY_DATA, EMBED_T0_DATA
+
+from store_format.dledger import ENTRY_HEADER_SIZE
+from store_format.layout import MAGIC_BLANK
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+bh.skip_without_tools()
+
+
+def past_2gib_embedded_48_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-embedded-48``: :func:`past_2gib_abort_scenario` whose last T0 body holds
+    its 'x' bytes at 2147483647 and, 48 bytes further, a well-formed T5 message (:func:`embedded_message`, its
+    PHYSICALOFFSET field 2147483647)."""
+    return with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA + ENTRY_HEADER_SIZE,
+                                 f"{line}-dledger-abort-past-2gib-embedded-48")
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_parses_a_message_48_bytes_further(tmp_path):
+    """The reput set at 2147483647 inside the last T0 entry's body, 'x' bytes there, a well-formed T5 message 48
+    bytes further: the 5.5.1 broker dispatches it, its unit holding its PHYSICALOFFSET field (2147483647), not its
+    start (2147483695), and its keys indexed at that offset; the next check, on the 'x' bytes after it, fails and
+    ``doReput`` jumps.  ``rebuild --as-restart`` reads the message from its start after the walk's records
+    (``QueueCut.inside_records``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
+    lost."""
+    sc = past_2gib_embedded_48_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert int(data[0].name) == 0, "the broker deleted data files (its disk past diskMaxUsedSpaceRatio): free disk"
+    msg = embedded_message(BLANK_MAX)
+    (last,) = [f for f in data if int(f.name) <= BLANK_MAX < int(f.name) + PAST_2GIB_FILE]
+    with last.open("rb") as f:
+        f.seek(BLANK_MAX - int(last.name) - EMBED_AT_BODY_DATA - 88)
+        record = f.read(88 + 4096)
+    at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
+    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0_DATA), "the T0 record around 2147483647"
+    # DLedgerCommitLog's check at 2147483647: neither int a magic code nor -1, so the base check 48 bytes further
+    assert record[at:at + 48] == b"x" * 48, "'x' bytes at 2147483647"
+    assert record[at + 48:at + 48 + len(msg)] == msg, "the message 48 bytes further"
+    assert record[at + 48 + len(msg):at + 48 + len(msg) + 56] == b"x" * 56, "'x' bytes after it"
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
+    assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]   # a queue the walk did not write
+    # what the broker's reput did: T5/0's one unit, the message's PHYSICALOFFSET field (not its start), its size
+    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
+    assert t5[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and not any(t5[20:]), t5[:40]
+    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
+    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    # its keys indexed at that field's offset with its own store time (no record before it was): one entry
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    assert struct.unpack(">qqqqii", index.read_bytes()[:40]) == (
+        1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    start = BLANK_MAX + ENTRY_HEADER_SIZE
+    assert f"parses 1 message(s) ({start} to {start + len(msg)})" in text, text[-3000:]
+
+
+# a blank's header as the base CommitLog writes one (its total size, CommitLog.BLANK_MAGIC_CODE), put 48 bytes past
+# 2147483647; its total size fits the bytes left, so the base check there reads it as a blank
+EMPTY_BLANK = struct.pack(">ii", 8, MAGIC_BLANK)
+
+
+def past_2gib_embedded_blank_48_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-embedded-blank-48``: :func:`past_2gib_abort_scenario` whose last T0 body
+    holds its 'x' bytes at 2147483647, a blank's header 48 bytes further (:data:`EMPTY_BLANK`) and right after it,
+    56 bytes past 2147483647, a well-formed T5 message (:func:`embedded_message`, its PHYSICALOFFSET field
+    2147483647)."""
+    sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA + 56,
+                               f"{line}-dledger-abort-past-2gib-embedded-blank-48")
+    messages = []
+    for m in sc["messages"]:   # the one message with bytes of its own: the blank's header into its body
+        batch = [dict(b, body=_with_blank(b["body"])) if "body" in b else b for b in m.get("batch", ())]
+        messages.append({**m, "batch": batch} if "batch" in m else m)
+    return {**sc, "messages": messages}
+
+
+def _with_blank(body64: str) -> str:
+    body = bytearray(base64.b64decode(body64))
+    at = EMBED_AT_BODY_DATA + ENTRY_HEADER_SIZE
+    assert body[at:at + len(EMPTY_BLANK)] == b"x" * len(EMPTY_BLANK)
+    body[at:at + len(EMPTY_BLANK)] = EMPTY_BLANK
+    return base64.b64encode(bytes(body)).decode()
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_dispatches_a_blanks_empty_request_48_bytes_further(tmp_path):
+    """The reput set at 2147483647 inside the last T0 entry's body, 'x' bytes there, a blank's header 48 bytes
+    further: the 5.5.1 broker dispatches its empty request (topic "" queue 0: the unit (0, 0, 0) in
+    ``consumequeue/0/``), moves the reput 48 bytes on (the request's ``bufferSize``) while the buffer stands past the
+    blank's two ints, 56 bytes past 2147483647, where its next check parses the T5 message there (T5/0's unit), then
+    fails on the 'x' bytes after it and jumps.  ``rebuild --as-restart``: the broker's ``consumequeue/`` (the empty
+    request's file too) and ``index/`` byte for byte, and verify's units lost."""
+    sc = past_2gib_embedded_blank_48_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert int(data[0].name) == 0, "the broker deleted data files (its disk past diskMaxUsedSpaceRatio): free disk"
+    msg = embedded_message(BLANK_MAX)
+    (last,) = [f for f in data if int(f.name) <= BLANK_MAX < int(f.name) + PAST_2GIB_FILE]
+    with last.open("rb") as f:
+        f.seek(BLANK_MAX - int(last.name) - EMBED_AT_BODY_DATA - 88)
+        record = f.read(88 + 4096)
+    at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
+    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0_DATA), "the T0 record around 2147483647"
+    assert record[at:at + 48] == b"x" * 48, "'x' bytes at 2147483647"
+    assert record[at + 48:at + 56] == EMPTY_BLANK, "the blank's header 48 bytes further"
+    assert record[at + 56:at + 56 + len(msg)] == msg, "the message after it"
+    assert record[at + 56 + len(msg):at + 56 + len(msg) + 56] == b"x" * 56, "'x' bytes after it"
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
+    assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]
+    # what the broker's reput did: the empty request's unit, all zeros, in topic "" queue 0's first file
+    empty = src / "expected" / "consumequeue" / "0" / f"{0:020d}"
+    size = int(sc["config"]["mappedFileSizeConsumeQueue"])
+    assert empty.is_file() and empty.stat().st_size == size and not any(empty.read_bytes()), "the empty request"
+    # the message read where the buffer stood, 56 bytes past 2147483647: T5/0's unit at its field's offset
+    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
+    assert t5[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and not any(t5[20:]), t5[:40]
+    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
+    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    assert struct.unpack(">qqqqii", index.read_bytes()[:40]) == (
+        1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    start = BLANK_MAX + 56
+    assert (f'parses 2 message(s) (a blank at {BLANK_MAX + 48}, its empty request to topic "" queue 0, {start} to '
+            f"{start + len(msg)})") in text, text[-3000:]
