@@ -38,8 +38,9 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   (size -1) makes ``doReput`` jump to the end of those bytes, the old file's end (``reputFromOffset +=
   result.getSize() - readSize``), and a roll (``DLedgerCommitLog.rollNextFile``) goes there too: the reput goes
   on at the next file, the next old one or, after the last, the first data file (``dividedCommitlogOffset``:
-  :func:`reput_inside_old_file`).  A check that would parse a message or dispatch a blank's empty request there
-  is refused.  Where that is before the walk's data file (the next old file, when 2147483647 lies in an old file
+  :func:`reput_inside_old_file`).  The messages a check parses there (right there or 48 bytes further) and a
+  blank's empty request 48 bytes further are dispatched first, as in a data file.  Where that is before the
+  walk's data file (the next old file, when 2147483647 lies in an old file
   but the last; the first data file, when the walk started at a later one) the reput walks the records from there
   to the walk's data file first (the later old files' as the base ``CommitLog`` wrote them, rolling at their
   blanks), then the walk's again, putting the cut units back: the reput-before-the-walk rule after a cut
@@ -106,8 +107,8 @@ def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_b
     (``CommitLog.getData``: no committed position cuts it).
 
     Raises:
-        UnsupportedConfigError: a check there that would parse a message or dispatch a blank's empty request, or
-            old bytes that read as a DLedger entry's header at ``pos`` (not modelled).
+        UnsupportedConfigError: what :func:`store_format.dledger_reput_inside.reput_inside_entry` refuses, or old
+            bytes that read as a DLedger entry's header at ``pos`` (not modelled).
     """
     end = file_base + file_size
     gone_on, records = reput_inside_entry(read, pos, file_base=file_base, file_size=file_size, read_end=end,
