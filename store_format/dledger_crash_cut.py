@@ -353,10 +353,12 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                 raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
                               "the log")
             inside_from, (reput, inside_records, queues) = reput, inside(reput)
-            if inside_records and (len(set(queues)) < len(queues) or set(queues) & set(track.names)):
-                # putMessagePositionInfo appends each at its queue's write position, whatever its queue offset
+            if inside_records and set(queues) & set(track.names):
+                # putMessagePositionInfo appends each at the write position the cut left, whatever its queue offset
+                # (a queue the walk did not write: the rebuild's dispatch after the walk's records appends them
+                # there by the same rules, store_format.consumequeue)
                 raise _refuse(f"a reput set at {inside_from} that would parse a message there for a queue the walk "
-                              "wrote or another message parsed there")
+                              "wrote")
             if inside_records and ext:
                 raise _refuse(f"enableConsumeQueueExt and a reput set at {inside_from} that would parse a message "
                               "there (its ext unit)")

@@ -1,0 +1,117 @@
+"""A 5.5.1 DLedger crash restart whose start's reput, set at 2147483647 inside the last T0 entry of a log past 2 GiB
+(:func:`broker_dledger_scenarios.past_2gib_abort_scenario`), parses well-formed messages there: several for one queue,
+checked against the broker (``DLEDGER_2GIB=1`` only: the store holds some 2.15 GB of data, its ``before/`` copy as
+much).
+
+``ConsumeQueue.putMessagePositionInfo`` (rocketmq-store 5.5.1) drops a unit whose ``offset + size`` is at or below its
+queue's max physical offset, or whose queue offset is not 0 and falls below the queue's write position ("build consume
+queue repeatedly"), and appends every other one at the write position, whatever its queue offset ("logic queue order
+maybe wrong" is only logged); a queue's first unit creates the file where its own queue offset falls, with
+``fillPreBlank`` units before it.  The rebuild reads the parsed messages after the walk's records
+(``QueueCut.inside_records``, ``store.then_pieces``) and appends their units by those rules
+(:mod:`store_format.consumequeue`); ``rebuild --as-restart`` on the store as the restart found it must write the
+broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units lost are counted from the broker's queues.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import struct
+
+import broker_harness as bh
+import pytest
+from broker_dledger_2gib import (
+    BLANK_MAX,
+    LINE,
+    as_restart_matches_broker,
+    embedded_message,
+    with_embedded_message,
+    written,
+)
+from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+bh.skip_without_tools()
+
+# Where the DLedger layout of past_2gib_abort_scenario puts 2147483647: in the last T0 entry (queue offset 506827, the
+# 11207th of the 22nd data file, at 2147479822), 3689 bytes into its body (the entry's 48-byte header and the record's
+# 88 bytes before it); the test checks the bytes there.
+EMBED_T0 = 21 * 23601 + 11206
+EMBED_AT_BODY = BLANK_MAX - 2147479822 - 48 - 88
+_TOPIC_AT = 88 + 10 + 1   # embedded_message's topic (after its 88-byte header, 10-byte body and the topic's length)
+
+
+def retargeted(offset: int, topic: bytes, queue_offset: int) -> bytes:
+    """:func:`broker_dledger_2gib.embedded_message` at commitlog offset ``offset`` with another two-letter topic and
+    queue offset (fields the message check and the CRC do not cover)."""
+    msg = bytearray(embedded_message(offset))
+    assert len(topic) == 2 and msg[_TOPIC_AT:_TOPIC_AT + 2] == b"T5"
+    msg[20:28] = queue_offset.to_bytes(8, "big")
+    msg[_TOPIC_AT:_TOPIC_AT + 2] = topic
+    return bytes(msg)
+
+
+def with_messages(sc: dict, name: str, messages: list[bytes]) -> dict:
+    """``sc`` whose last T0 body holds ``messages`` one after the other from 2147483647 on
+    (:func:`broker_dledger_2gib.with_embedded_message`'s body with them in place of its one message)."""
+    one = embedded_message(BLANK_MAX)
+    sc = with_embedded_message(sc, EMBED_T0, EMBED_AT_BODY, name)
+    run = b"".join(messages)
+    assert EMBED_AT_BODY + len(run) < 4096
+    out, found = [], 0
+    for m in sc["messages"]:
+        batch = []
+        for b in m.get("batch", ()):
+            body = base64.b64decode(b["body"]) if "body" in b else b""
+            if body[EMBED_AT_BODY:EMBED_AT_BODY + len(one)] == one:
+                found += 1
+                body = body[:EMBED_AT_BODY] + run + body[EMBED_AT_BODY + len(run):]
+                b = {"body": base64.b64encode(body).decode()}
+            batch.append(b)
+        out.append({**m, "batch": batch} if "batch" in m else m)
+    assert found == 1
+    return {**sc, "messages": out}
+
+
+def log_bytes(src, at: int, n: int) -> bytes:  # noqa: ANN001
+    """``n`` bytes of the DLedger log of ``src/before`` at commitlog offset ``at``."""
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    (f,) = [f for f in data if int(f.name) <= at < int(f.name) + PAST_2GIB_FILE]
+    with f.open("rb") as h:
+        h.seek(at - int(f.name))
+        return h.read(n)
+
+
+def units(src, topic: str, n: int) -> list[tuple[int, int, int]]:  # noqa: ANN001
+    """The first ``n`` units of the broker's queue ``topic``/0 (its first file)."""
+    b = (src / "expected" / "consumequeue" / topic / "0" / f"{0:020d}").read_bytes()
+    return [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, 20 * n, 20)]
+
+
+BLANK = (0, BLANK_MAX, 0)
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_three_messages_for_one_new_queue(tmp_path):
+    """Three T5 messages from 2147483647 on, of queue offsets 2, 1 and 7: the 5.5.1 broker's reput dispatches the
+    three, then its check on the 'x' bytes after them fails and it jumps to the log's end.  T5/0's file starts with
+    two ``fillPreBlank`` units and the first message's unit (queue offset 2), drops the second's (1: below the write
+    position) and appends the third's at the write position (queue offset 7, put at 3); the three keys are indexed.
+    ``rebuild --as-restart``: the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units lost."""
+    size = len(embedded_message(BLANK_MAX))
+    at = [BLANK_MAX + k * size for k in range(3)]
+    msgs = [retargeted(a, b"T5", q) for a, q in zip(at, (2, 1, 7))]
+    sc = with_messages(past_2gib_abort_scenario(LINE), f"{LINE}-dledger-abort-past-2gib-embedded-t5x3", msgs)
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX, 3 * size) == b"".join(msgs), "the three messages at 2147483647"
+    assert log_bytes(src, BLANK_MAX + 3 * size, 8) == b"x" * 8
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
+    assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]
+    # what the broker's reput did: the first at its queue offset, the second dropped, the third at the write position
+    assert units(src, "T5", 5) == [BLANK, BLANK, (at[0], size, 0), (at[2], size, 0), (0, 0, 0)]
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    assert struct.unpack(">qqqqii", index.read_bytes()[:40])[2:] == (at[0], at[2], 1, 4), "E5 indexed three times"
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    assert f"parses 3 message(s) ({at[0]} to {at[1]}, {at[1]} to {at[2]}, {at[2]} to {at[2] + size})" in text, \
+        text[-3000:]
