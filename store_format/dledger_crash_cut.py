@@ -36,7 +36,8 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
 with ``recheckReputOffsetFromCq=true``, at the largest ``getMaxPhysicOffset`` over the cut queues (at least
 the commitlog's min offset): ``doRecheckReputOffsetFromCq``.  The reput walks to the log's end (the group
 commits the rest).  ``ConsumeQueue.putMessagePositionInfo`` drops a unit with ``offset + size`` at or below
-its queue's max, and appends every other unit at the queue's write position (``getLastMappedFile``: the
+its queue's max (or whose queue offset is not 0 and falls below the write position, "build consume queue
+repeatedly": no cut unit's does), and appends every other unit at the queue's write position (``getLastMappedFile``: the
 last file, or a new one after it when it is full), whatever queue offset the unit's message holds ("logic
 queue order maybe wrong" is only logged); only in a queue left with no file does the new file start where
 the unit's own offset falls, with ``fillPreBlank`` units before it.  A cut queue's units are consecutive, so
@@ -76,6 +77,7 @@ import numpy as np
 from . import commitlog as cl
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dispatch import queue_units
+from .dledger_inside_units import InsideUnit, ParsedUnit, place_inside
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
@@ -260,15 +262,17 @@ class QueueCut:
     inside_records: tuple[tuple[int, int], ...] = ()
     # reset_emptied (5.5.1): the consume queues the cut left with no file, whose max recoverTopicQueueTable sets to -1
     reset: tuple[tuple[str, int], ...] = ()
+    # the units of inside_records the broker appends to queues the walk wrote (store_format.dledger_inside_units)
+    inside_units: tuple[InsideUnit, ...] = ()
 
     @property
     def lost_units(self) -> int:
         return sum(len(v) for v in self.lost.values())
 
 
-# where the reput set inside an entry goes on, the records it dispatches first and their queues
+# where the reput set inside an entry goes on, the records it dispatches first and their consume queue units
 # (dledger_crash._reput_inside)
-Inside = Callable[[int], tuple[int, tuple[tuple[int, int], ...], tuple[tuple[str, int], ...]]]
+Inside = Callable[[int], tuple[int, tuple[tuple[int, int], ...], tuple[ParsedUnit, ...]]]
 
 
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq_file_size: int, ext: bool,
@@ -287,8 +291,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     are the walk's.  ``inside``: where the reput set at ``process_offset`` (inside an entry) dispatches
     from, or where it stands when it dispatches nothing, and the messages its check parses on the way (at
     2147483647 only: :attr:`QueueCut.inside_records`, dispatched before it goes on, their units appended after
-    the walk's; with ext files refused, their ext units not modelled)
-    (:func:`store_format.dledger_reput_inside.reput_inside_entry`).  ``reset_emptied`` (5.5.1): a queue the
+    the walk's, and in the queues the walk wrote where the cut left their write positions,
+    :attr:`QueueCut.inside_units`; with ext files refused, their ext units not modelled)
+    (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
+    :func:`store_format.dledger_inside_units.place_inside`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
     ``after``, ``walk_end`` (a walk whose message check failed at ``walk_end``, inside the log, before ``end``):
@@ -336,6 +342,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             max_after[q] = BLANK_MAX if (int(rows[0, U_KEY]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
     inside_from = -1
     inside_records: tuple[tuple[int, int], ...] = ()
+    inside_units: tuple[InsideUnit, ...] = ()
     if recheck:
         # 5.5.1 recoverTopicQueueTable (ConsumeQueue.correctMinOffset) sets the max of a queue left with no file to
         # -1 before the start; 5.3.3 keeps processOffset there
@@ -352,13 +359,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             if inside is None:
                 raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
                               "the log")
-            inside_from, (reput, inside_records, queues) = reput, inside(reput)
-            if inside_records and set(queues) & set(track.names):
-                # putMessagePositionInfo appends each at the write position the cut left, whatever its queue offset
-                # (a queue the walk did not write: the rebuild's dispatch after the walk's records appends them
-                # there by the same rules, store_format.consumequeue)
-                raise _refuse(f"a reput set at {inside_from} that would parse a message there for a queue the walk "
-                              "wrote")
+            inside_from, (reput, inside_records, parsed) = reput, inside(reput)
+            if inside_records and not ext:   # into the queues as the cut left them (store_format.dledger_inside_units)
+                inside_units = _inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput,
+                                             end, after, cq_file_size, inside_from)
             if inside_records and ext:
                 raise _refuse(f"enableConsumeQueueExt and a reput set at {inside_from} that would parse a message "
                               "there (its ext unit)")
@@ -423,7 +427,23 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
     reset = sorted(track.names[q] for q, v in max_after.items() if reset_emptied and v == process_offset)
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
-                    ext_again, inside_from, inside_records, tuple(reset))
+                    ext_again, inside_from, inside_records, tuple(reset), inside_units)
+
+
+def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: dict[int, np.ndarray],
+                  max_after: dict[int, int], process_offset: int,
+                  on_disk: dict[tuple[str, int], tuple[int, bool]] | None, reput: int, end: int,
+                  after: np.ndarray | None, cq_file_size: int, at: int) -> tuple[InsideUnit, ...]:
+    """:func:`store_format.dledger_inside_units.place_inside` on the walk's queues as the cut left them."""
+    ids = {name: k for k, name in enumerate(track.names)}
+    blocked = {ids[n] for n in (on_disk or {}) if n in ids} | {q for q, v in max_after.items() if v == process_offset}
+
+    def put_back(q: int) -> bool:
+        rows = per_queue.get(q, np.zeros((0, 5), dtype=np.int64))
+        later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
+        return bool(((rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)).any() or len(later))
+    return place_inside(parsed, track.names, track.last_file(), per_queue, max_after, blocked, put_back=put_back,
+                        cq_file_size=cq_file_size, at=at)
 
 
 def _appended_keys(rows: np.ndarray, last: int) -> np.ndarray:

@@ -23,8 +23,13 @@ import pytest
 from broker_dledger_2gib import (
     BLANK_MAX,
     LINE,
+    as_restart,
     as_restart_matches_broker,
     embedded_message,
+    held_units,
+    queued_messages,
+    same_files_as_the_broker,
+    verify_restart,
     with_embedded_message,
     written,
 )
@@ -115,3 +120,47 @@ def test_crash_restart_whose_reput_at_2147483647_reads_three_messages_for_one_ne
     text = as_restart_matches_broker(src, tmp_path, sc, w)
     assert f"parses 3 message(s) ({at[0]} to {at[1]}, {at[1]} to {at[2]}, {at[2]} to {at[2] + size})" in text, \
         text[-3000:]
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_the_queues_the_walk_wrote(tmp_path):
+    """Three messages from 2147483647 on for the queues the recovery's walk wrote and the cut left: T9 (queue offset 1;
+    the cut left its ``fillPreBlank`` unit only), then T0 (queue offset 1, then 0; the cut left its units below
+    ``processOffset``).  The 5.5.1 broker appends T9's at its write position (20, over its cut unit's bytes), drops
+    the first T0 one (its queue offset below the write position: "build consume queue repeatedly") and appends the
+    second at T0's write position, over its first cut unit (queue offset 0: no check), the other cut units' bytes
+    staying after it; then its check fails on the 'x' bytes and it jumps to the log's end.  ``rebuild --as-restart``
+    (``QueueCut.inside_units``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
+    lost (the units the broker's queues hold but for the two parsed messages', which are no messages of the log)."""
+    size = len(embedded_message(BLANK_MAX))
+    at = [BLANK_MAX + k * size for k in range(3)]
+    msgs = [retargeted(a, t, q) for a, t, q in zip(at, (b"T9", b"T0", b"T0"), (1, 1, 0))]
+    sc = with_messages(past_2gib_abort_scenario(LINE), f"{LINE}-dledger-abort-past-2gib-embedded-walked", msgs)
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX, 3 * size) == b"".join(msgs), "the three messages at 2147483647"
+    assert log_bytes(src, BLANK_MAX + 3 * size, 8) == b"x" * 8
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
+    # what the broker's reput did: T9's at 20 (its cut unit's place), nothing after it
+    assert units(src, "T9", 3) == [BLANK, (at[0], size, 0), (0, 0, 0)]
+    t9 = w["queuesAfterDispatch"]["T9/0"]   # its write position (bytes) and max physical offset
+    assert (int(t9["maxOffset"]), int(t9["maxPhysicOffset"])) == (40, at[0] + size), t9
+    # T0's second at the write position the cut left (queue offset 0), between T0 units 4237 bytes apart: the last one
+    # below processOffset before it, the second cut one after it (the first's place taken, the rest left as bytes)
+    t0 = src / "expected" / "consumequeue" / "T0" / "0" / f"{6_000_000:020d}"
+    b = t0.read_bytes()
+    found = [i for i in range(0, len(b), 20) if b[i:i + 8] == at[2].to_bytes(8, "big")]
+    assert len(found) == 1 and not any(b[i:i + 8] == at[1].to_bytes(8, "big") for i in range(0, len(b), 20))
+    (p,) = found
+    before, here, after = (struct.unpack(">qiq", b[i:i + 20]) for i in (p - 20, p, p + 20))
+    assert here == (at[2], size, 0) and before[1] == after[1] == 4189 and after[0] - before[0] == 2 * 4237, \
+        (before, here, after)
+    t0q = w["queuesAfterDispatch"]["T0/0"]
+    assert (int(t0q["maxOffset"]), int(t0q["maxPhysicOffset"])) == (6_000_000 + p + 20, at[2] + size), t0q
+    text = as_restart(src, tmp_path / "ours")
+    assert f"parses 3 message(s) ({at[0]} to {at[1]}, {at[1]} to {at[2]}, {at[2]} to {at[2] + size})" in text, \
+        text[-3000:]
+    assert f"T9/0 at 20, T0/0 at {6_000_000 + p}" in text, text[-3000:]
+    same_files_as_the_broker(src, tmp_path / "ours")
+    pred = verify_restart(src, tmp_path)
+    held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 2, queued_messages(sc)
+    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
