@@ -278,6 +278,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                          on_disk=on_disk.max_after_cut(process_offset) if on_disk is not None else None,
                          inside=lambda pos: _reput_inside(st, files, pos, rec.process_offset, rec.committed_pos,
                                                           config),
+                         ext_file_size=config.mappedFileSizeConsumeQueueExt,
                          reset_emptied=config.brokerVersion == "5.5", after=after, walk_end=end if early else -1)
         reput = cut.reput
     elif (in_old := reput_in_old_files(config, accepted, min_offset, files[0].base,

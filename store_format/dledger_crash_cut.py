@@ -65,6 +65,10 @@ When the walk ended at a damaged message before the log's end, the records past 
 (:class:`ExtAgain` counts the walk's records only, its addresses are those of the cut units put back: the units
 of the records past the walk hold the addresses their own dispatch gave them).
 
+A reput set at 2147483647 inside an entry may first parse well-formed messages there and dispatch them into the
+queues as the cut left them (:mod:`store_format.dledger_inside_units`: :attr:`QueueCut.inside_units`, their ext units
+too), before it goes on.
+
 ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
 """
 from __future__ import annotations
@@ -278,7 +282,7 @@ Inside = Callable[[int], tuple[int, tuple[tuple[int, int], ...], tuple[ParsedUni
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq_file_size: int, ext: bool,
                recheck: bool, min_offset: int, confirm_offset: int, end: int,
                on_disk: dict[tuple[str, int], tuple[int, bool]] | None = None,
-               inside: Inside | None = None,
+               inside: Inside | None = None, ext_file_size: int = 0,
                reset_emptied: bool = False,
                after: np.ndarray | None = None, walk_end: int = -1) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
@@ -292,8 +296,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     from, or where it stands when it dispatches nothing, and the messages its check parses on the way (at
     2147483647 only: :attr:`QueueCut.inside_records`, dispatched before it goes on, their units appended after
     the walk's, and in the queues the walk wrote where the cut left their write positions,
-    :attr:`QueueCut.inside_units`; with ext files refused, their ext units not modelled)
-    (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
+    :attr:`QueueCut.inside_units`, with ext files holding their ext units' addresses, ``ext_file_size`` the ext
+    file size) (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
     :func:`store_format.dledger_inside_units.place_inside`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
@@ -310,7 +314,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         UnsupportedConfigError: a reput that would start inside an entry without ``inside``: at
             ``processOffset`` itself, one byte before it (a batch queue the cut emptied), or at 2147483647 (a queue
             left with ``fillPreBlank`` units only) inside a log past 2 GiB;
-            with ext, a reput from before the walk's last data file when ``track`` kept only that file's units.
+            with ext, a reput from before the walk's last data file when ``track`` kept only that file's units;
+            messages parsed at ``processOffset`` (or one byte before it), and at 2147483647 the cases
+            :func:`store_format.dledger_inside_units.place_inside` refuses, or, with ext, a message for a queue the
+            walk wrote when the reput then goes on before ``end``.
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -360,12 +367,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                 raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
                               "the log")
             inside_from, (reput, inside_records, parsed) = reput, inside(reput)
-            if inside_records and not ext:   # into the queues as the cut left them (store_format.dledger_inside_units)
+            if inside_records:   # into the queues as the cut left them (store_format.dledger_inside_units)
                 inside_units = _inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput,
-                                             end, after, cq_file_size, inside_from)
-            if inside_records and ext:
-                raise _refuse(f"enableConsumeQueueExt and a reput set at {inside_from} that would parse a message "
-                              "there (its ext unit)")
+                                             end, after, cq_file_size, inside_from, ext_file_size if ext else 0)
+                assert not ext or ext_file_size > 0, "enableConsumeQueueExt: the ext file size"
     else:
         reput = confirm_offset
     zero_from: dict[int, int] = {}
@@ -433,9 +438,14 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
 def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: dict[int, np.ndarray],
                   max_after: dict[int, int], process_offset: int,
                   on_disk: dict[tuple[str, int], tuple[int, bool]] | None, reput: int, end: int,
-                  after: np.ndarray | None, cq_file_size: int, at: int) -> tuple[InsideUnit, ...]:
-    """:func:`store_format.dledger_inside_units.place_inside` on the walk's queues as the cut left them."""
+                  after: np.ndarray | None, cq_file_size: int, at: int, ext_file_size: int) -> tuple[InsideUnit, ...]:
+    """:func:`store_format.dledger_inside_units.place_inside` on the walk's queues as the cut left them;
+    ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext units the walk put per queue: ``track.own_units``)."""
     ids = {name: k for k, name in enumerate(track.names)}
+    if ext_file_size and reput < end and any(ids.get((u.topic, u.queue_id)) is not None for u in parsed):
+        # the reput going on puts ext units of those queues after the parsed ones' (ExtAgain counts from the walk's)
+        raise _refuse(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a queue "
+                      f"the walk wrote, then go on at {reput}, before the log's end")
     blocked = {ids[n] for n in (on_disk or {}) if n in ids} | {q for q, v in max_after.items() if v == process_offset}
 
     def put_back(q: int) -> bool:
@@ -443,7 +453,8 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
         later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
         return bool(((rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)).any() or len(later))
     return place_inside(parsed, track.names, track.last_file(), per_queue, max_after, blocked, put_back=put_back,
-                        cq_file_size=cq_file_size, at=at)
+                        cq_file_size=cq_file_size, at=at, ext_units=track.own_units if ext_file_size else None,
+                        ext_file_size=ext_file_size)
 
 
 def _appended_keys(rows: np.ndarray, last: int) -> np.ndarray:

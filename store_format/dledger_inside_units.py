@@ -38,6 +38,7 @@ import numpy as np
 
 from . import commitlog as cl
 from .config import BrokerConfig
+from .consumequeue_ext import ext_addresses
 from .dispatch import queue_units
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
@@ -95,11 +96,13 @@ class _Queue:
     max: int           # the broker's max physical offset
     rebuild_write: int
     rebuild_max: int
+    ext_next: int      # the ordinal of the queue's next ext unit
 
 
 def place_inside(parsed: tuple[ParsedUnit, ...], names: list[tuple[str, int]], last_file: np.ndarray,
                  cut_rows: dict[int, np.ndarray], max_after: dict[int, int], blocked: set[int], *,
-                 put_back: Callable[[int], bool], cq_file_size: int, at: int) -> tuple[InsideUnit, ...]:
+                 put_back: Callable[[int], bool], cq_file_size: int, at: int,
+                 ext_units: dict[int, int] | None = None, ext_file_size: int = 0) -> tuple[InsideUnit, ...]:
     """The units of ``parsed`` that land in queues the walk wrote, where the broker puts them (module docstring).
 
     ``names``: the walk's queues (``QueueTrack.names``); ``last_file``: the walk's units of its last data file
@@ -108,6 +111,11 @@ def place_inside(parsed: tuple[ParsedUnit, ...], names: list[tuple[str, int]], l
     ``processOffset`` in that file; ``blocked``: queue numbers refused outright (on disk before the walk, emptied by
     the cut, written in an earlier data file); ``put_back(q)``: whether the reput going on puts cut units of queue
     ``q`` back (or units past the walk's end); ``at``: where the reput was set (for the refusals).
+    ``ext_units`` (``enableConsumeQueueExt``): per queue number, the ext units the walk put (one per record of its
+    own queue, ``QueueTrack.own_units``): ``putMessagePositionInfoWrapper`` puts each parsed unit's ext unit after
+    them (``ConsumeQueueExt.put``, before the unit is dropped or appended), and a unit appended holds that ext unit's
+    address (``ConsumeQueueExt.decorate``) as its tags code; the rebuild's dispatch of the message puts the same ext
+    unit there.
 
     Raises:
         UnsupportedConfigError: the cases the module docstring refuses.
@@ -137,12 +145,17 @@ def place_inside(parsed: tuple[ParsedUnit, ...], names: list[tuple[str, int]], l
             top = int(kept[-1, U_END]) if len(kept) else max_after.get(q)
             if top is None:
                 raise _refuse(at, f"for {name}, whose units below processOffset lie in an earlier data file")
-            states[q] = _Queue(write, top, int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE, int(rows[:, U_END].max()))
+            states[q] = _Queue(write, top, int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE, int(rows[:, U_END].max()),
+                               (ext_units or {}).get(q, 0))
             assert cut is None or (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
         s = states[q]
         end = u.offset + u.size
         if not (end <= s.rebuild_max or (u.queue_offset != 0 and u.queue_offset * CQ_UNIT_SIZE < s.rebuild_write)):
             raise _refuse(at, f"for {name} past the end of the walk's last unit there (the rebuild would append it)")
+        tags_code = u.tags_code
+        if ext_units is not None:   # ConsumeQueueExt.put first, whatever becomes of the unit
+            tags_code = int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
+            s.ext_next += 1
         if end <= s.max:
             continue   # putMessagePositionInfo: at or below the queue's max physical offset
         if s.write % cq_file_size == 0:
@@ -150,7 +163,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], names: list[tuple[str, int]], l
                               "creates that file first)")
         if u.queue_offset != 0 and u.queue_offset * CQ_UNIT_SIZE < s.write:
             continue   # "build consume queue repeatedly"
-        out.append(InsideUnit(u.topic, u.queue_id, s.write, u.offset, u.size, u.tags_code))
+        out.append(InsideUnit(u.topic, u.queue_id, s.write, u.offset, u.size, tags_code))
         s.write += CQ_UNIT_SIZE
         s.max = end
     return tuple(out)

@@ -164,3 +164,42 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_the_queues_t
     pred = verify_restart(src, tmp_path)
     held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 2, queued_messages(sc)
     assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_messages_with_consume_queue_ext(tmp_path):
+    """``enableConsumeQueueExt=true``: a T5 message (a new queue, queue offset 0), then a T9 one (queue offset 1, the
+    queue the cut left with its ``fillPreBlank`` unit only) from 2147483647 on.  ``putMessagePositionInfoWrapper``
+    puts each one's ext unit first (``ConsumeQueueExt.put``: T5's the first of its ext queue, T9's after the one the
+    recovery's walk put for T9's last message) and the consume queue unit holds its address (``decorate``) as its
+    tags code: T5/0's unit at its queue offset, T9/0's at 20.  ``rebuild --as-restart``: the broker's
+    ``consumequeue/``, ``consumequeue_ext/`` and ``index/`` byte for byte, and verify's units lost."""
+    size = len(embedded_message(BLANK_MAX))
+    at = [BLANK_MAX + k * size for k in range(2)]
+    msgs = [retargeted(at[0], b"T5", 0), retargeted(at[1], b"T9", 1)]
+    sc = past_2gib_abort_scenario(LINE)
+    sc = {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}}
+    sc = with_messages(sc, f"{LINE}-dledger-abort-past-2gib-embedded-ext", msgs)
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX, 2 * size) == b"".join(msgs) and log_bytes(src, at[1] + size, 8) == b"x" * 8
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
+    # what the broker did: each unit's tags code the address of its ext unit (its real offset + Long.MIN_VALUE), the
+    # ext unit (size 20, the tags code 0, the store time, no bitmap) T5's first and T9's second
+    ext = src / "expected" / "consumequeue_ext"
+    unit = struct.pack(">hqqh", 20, 0, 1_700_000_000_001, 0)
+    assert units(src, "T5", 2) == [(at[0], size, -2**63), (0, 0, 0)]
+    assert units(src, "T9", 3) == [BLANK, (at[1], size, 20 - 2**63), (0, 0, 0)]
+    (t5,) = sorted((ext / "T5" / "0").iterdir())
+    (t9,) = sorted((ext / "T9" / "0").iterdir())
+    assert t5.read_bytes()[:22] == unit + bytes(2) and t9.read_bytes()[20:42] == unit + bytes(2)
+    text = as_restart(src, tmp_path / "ours")
+    assert f"parses 2 message(s) ({at[0]} to {at[1]}, {at[1]} to {at[1] + size})" in text, text[-3000:]
+    same_files_as_the_broker(src, tmp_path / "ours")
+    exp = sorted(p for p in ext.rglob("*") if p.is_file())
+    got = sorted(p for p in (tmp_path / "ours" / "consumequeue_ext").rglob("*") if p.is_file())
+    assert [p.relative_to(tmp_path / "ours" / "consumequeue_ext") for p in got] == [p.relative_to(ext) for p in exp]
+    for e, o in zip(exp, got):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"consumequeue_ext/{e.relative_to(ext)}")
+    pred = verify_restart(src, tmp_path)
+    held, queued = held_units(src, ends=w["queuesAfterDispatch"], leave_out="T5") - 1, queued_messages(sc)
+    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
