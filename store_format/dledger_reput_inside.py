@@ -31,12 +31,12 @@ check landing on the next entry), the jumps and rolls above, and messages the ch
 a message magic code: the broker dispatches each like any record (its unit from the queue, queue offset and tags
 code its bytes give, its keys by ``IndexService.buildIndex``'s ``endPhyOffset`` rule) and checks on at its end by
 the rules above, so :func:`reput_inside_entry` returns those records with where the reput goes on, and the rebuild
-reads them after the walk's records (:func:`store_format.store.then_pieces`; ``tests/test_dledger_2gib_broker.py``,
-the ``-embedded`` stores, 5.5.1, at 2147483647 only: :mod:`store_format.dledger_crash_cut` refuses one at
-``processOffset``, one for a queue the walk wrote or a second for one queue (``putMessagePositionInfo`` appends
-it at the queue's write position, whatever its queue offset: :func:`record_queue` says which), and one with
-``enableConsumeQueueExt``).  Refused: a check 48 bytes further that would parse a
-message or dispatch the empty request of a blank.
+reads them after the walk's records (:func:`store_format.store.then_pieces`; ``tests/test_dledger_2gib_broker.py``
+and ``tests/test_dledger_2gib_queues_broker.py``, the ``-embedded`` stores, 5.5.1, at 2147483647 only:
+:mod:`store_format.dledger_crash_cut` refuses one at ``processOffset``; in the queues the walk wrote
+``putMessagePositionInfo`` appends their units at the write positions the cut left, whatever their queue offsets,
+:mod:`store_format.dledger_inside_units`, which says what it refuses).  Refused: a check 48 bytes further that would
+parse a message or dispatch the empty request of a blank.
 
 An offset at or past the committed position cannot be derived from the store: ``getData`` gives nothing there, so
 the reput waits for DLedger's first commit after the start, and the bytes it is then handed end at that commit (or
