@@ -81,7 +81,7 @@ import numpy as np
 from . import commitlog as cl
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dispatch import queue_units
-from .dledger_inside_units import InsideUnit, ParsedUnit, place_inside
+from .dledger_inside_units import InsideUnit, ParsedUnit, WalkedQueue, place_inside
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
@@ -439,22 +439,41 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
                   max_after: dict[int, int], process_offset: int,
                   on_disk: dict[tuple[str, int], tuple[int, bool]] | None, reput: int, end: int,
                   after: np.ndarray | None, cq_file_size: int, at: int, ext_file_size: int) -> tuple[InsideUnit, ...]:
-    """:func:`store_format.dledger_inside_units.place_inside` on the walk's queues as the cut left them;
-    ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext units the walk put per queue: ``track.own_units``)."""
+    """:func:`store_format.dledger_inside_units.place_inside` on the walk's queues as the cut left them: the write
+    position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
+    below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
+    ``fillPreBlank`` units only); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext units the walk put per
+    queue: ``track.own_units``)."""
     ids = {name: k for k, name in enumerate(track.names)}
     if ext_file_size and reput < end and any(ids.get((u.topic, u.queue_id)) is not None for u in parsed):
         # the reput going on puts ext units of those queues after the parsed ones' (ExtAgain counts from the walk's)
         raise _refuse(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a queue "
                       f"the walk wrote, then go on at {reput}, before the log's end")
-    blocked = {ids[n] for n in (on_disk or {}) if n in ids} | {q for q, v in max_after.items() if v == process_offset}
+    units = track.last_file()
 
-    def put_back(q: int) -> bool:
-        rows = per_queue.get(q, np.zeros((0, 5), dtype=np.int64))
+    def walked(name: tuple[str, int]) -> WalkedQueue | None:
+        q = ids.get(name)
+        if q is None:
+            return None
+        rows = units[units[:, U_QUEUE] == q]
+        cut = per_queue.get(q, rows[:0])
+        kept = rows[:len(rows) - len(cut)]
         later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
-        return bool(((rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)).any() or len(later))
-    return place_inside(parsed, track.names, track.last_file(), per_queue, max_after, blocked, put_back=put_back,
-                        cq_file_size=cq_file_size, at=at, ext_units=track.own_units if ext_file_size else None,
-                        ext_file_size=ext_file_size)
+        top = int(kept[-1, U_END]) if len(kept) else max_after.get(q)
+        refused = ("a queue on disk before the walk" if name in (on_disk or {}) else
+                   "a queue the walk wrote in an earlier data file only" if not len(rows) else
+                   "a queue the walk wrote units of another kind in" if (rows[:, U_KIND] != KIND_CQ).any() else
+                   "a queue the cut emptied" if max_after.get(q) == process_offset else
+                   "a queue whose units below processOffset lie in an earlier data file" if top is None else
+                   "whose cut units the reput puts back afterwards"
+                   if ((cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)).any() or len(later) else "")
+        if refused:
+            return WalkedQueue(0, 0, 0, 0, refused=refused)
+        assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
+        after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
+        return WalkedQueue(int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last, top, after_last,
+                           int(rows[:, U_END].max()), track.own_units.get(q, 0))
+    return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)
 
 
 def _appended_keys(rows: np.ndarray, last: int) -> np.ndarray:

@@ -43,7 +43,7 @@ from .dispatch import queue_units
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["InsideUnit", "ParsedUnit", "parsed_units", "place_inside"]
+__all__ = ["InsideUnit", "ParsedUnit", "WalkedQueue", "parsed_units", "place_inside"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,69 +91,52 @@ def parsed_units(read: Callable[[int, int], bytes], records: tuple[tuple[int, in
 
 
 @dataclasses.dataclass
-class _Queue:
-    write: int         # the broker's write position (queue bytes)
-    max: int           # the broker's max physical offset
+class WalkedQueue:
+    """A queue the walk wrote as the cut left it (built by ``dledger_crash_cut`` from the walk's units): the broker's
+    write position (queue bytes) and max physical offset, the rebuild's after the walk (every walk unit kept), the
+    ordinal of its next ext unit (``enableConsumeQueueExt``: the ext units the walk put), and, when its parsed
+    units are not modelled, why (:func:`place_inside` refuses them)."""
+    write: int
+    max: int
     rebuild_write: int
     rebuild_max: int
-    ext_next: int      # the ordinal of the queue's next ext unit
+    ext_next: int = 0
+    refused: str = ""
 
 
-def place_inside(parsed: tuple[ParsedUnit, ...], names: list[tuple[str, int]], last_file: np.ndarray,
-                 cut_rows: dict[int, np.ndarray], max_after: dict[int, int], blocked: set[int], *,
-                 put_back: Callable[[int], bool], cq_file_size: int, at: int,
-                 ext_units: dict[int, int] | None = None, ext_file_size: int = 0) -> tuple[InsideUnit, ...]:
+def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
+                 cq_file_size: int, at: int, ext_file_size: int = 0) -> tuple[InsideUnit, ...]:
     """The units of ``parsed`` that land in queues the walk wrote, where the broker puts them (module docstring).
 
-    ``names``: the walk's queues (``QueueTrack.names``); ``last_file``: the walk's units of its last data file
-    (``QueueTrack.last_file``, rows of :data:`store_format.dledger_crash_cut.UNIT_COLUMNS`); ``cut_rows``: per queue
-    number, its units the cut took; ``max_after``: the max physical offset the cut left a queue with no unit below
-    ``processOffset`` in that file; ``blocked``: queue numbers refused outright (on disk before the walk, emptied by
-    the cut, written in an earlier data file); ``put_back(q)``: whether the reput going on puts cut units of queue
-    ``q`` back (or units past the walk's end); ``at``: where the reput was set (for the refusals).
-    ``ext_units`` (``enableConsumeQueueExt``): per queue number, the ext units the walk put (one per record of its
-    own queue, ``QueueTrack.own_units``): ``putMessagePositionInfoWrapper`` puts each parsed unit's ext unit after
-    them (``ConsumeQueueExt.put``, before the unit is dropped or appended), and a unit appended holds that ext unit's
+    ``walked(queue)``: the state the cut left a queue the walk wrote in (None for a queue it did not write), asked
+    once per queue; ``at``: where the reput was set (for the refusals).  ``ext_file_size`` > 0
+    (``enableConsumeQueueExt``): ``putMessagePositionInfoWrapper`` puts each parsed unit's ext unit after the walk's
+    (``ConsumeQueueExt.put``, before the unit is dropped or appended), and a unit appended holds that ext unit's
     address (``ConsumeQueueExt.decorate``) as its tags code; the rebuild's dispatch of the message puts the same ext
     unit there.
 
     Raises:
         UnsupportedConfigError: the cases the module docstring refuses.
     """
-    from .dledger_crash_cut import KIND_CQ, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
-
-    ids = {name: k for k, name in enumerate(names)}
-    states: dict[int, _Queue] = {}
+    states: dict[tuple[str, int], WalkedQueue | None] = {}
     out: list[InsideUnit] = []
     for u in parsed:
-        q = ids.get((u.topic, u.queue_id))
-        if q is None:
+        key = (u.topic, u.queue_id)
+        if key not in states:
+            states[key] = walked(key)
+        s = states[key]
+        if s is None:
             continue   # a queue the walk did not write: the rebuild's dispatch appends it by the same rules
         name = f"{u.topic}/{u.queue_id}"
         if u.batch or not u.own:
             raise _refuse(at, f"for {name}, a {'batch' if u.batch else 'light'} queue the walk wrote")
-        if q not in states:
-            rows = last_file[last_file[:, U_QUEUE] == q]
-            if q in blocked or not len(rows) or (rows[:, U_KIND] != KIND_CQ).any():
-                raise _refuse(at, f"for {name}, a queue the walk wrote that is not modelled here (on disk before "
-                                  "the walk, emptied by the cut, or written in an earlier data file only)")
-            if put_back(q):
-                raise _refuse(at, f"for {name}, whose cut units the reput puts back afterwards")
-            cut = cut_rows.get(q)
-            kept = rows[: len(rows) - (0 if cut is None else len(cut))]
-            write = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE if cut is None else int(cut[0, U_KEY]) * CQ_UNIT_SIZE
-            top = int(kept[-1, U_END]) if len(kept) else max_after.get(q)
-            if top is None:
-                raise _refuse(at, f"for {name}, whose units below processOffset lie in an earlier data file")
-            states[q] = _Queue(write, top, int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE, int(rows[:, U_END].max()),
-                               (ext_units or {}).get(q, 0))
-            assert cut is None or (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
-        s = states[q]
+        if s.refused:
+            raise _refuse(at, f"for {name}, {s.refused}")
         end = u.offset + u.size
         if not (end <= s.rebuild_max or (u.queue_offset != 0 and u.queue_offset * CQ_UNIT_SIZE < s.rebuild_write)):
             raise _refuse(at, f"for {name} past the end of the walk's last unit there (the rebuild would append it)")
         tags_code = u.tags_code
-        if ext_units is not None:   # ConsumeQueueExt.put first, whatever becomes of the unit
+        if ext_file_size:   # ConsumeQueueExt.put first, whatever becomes of the unit
             tags_code = int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
             s.ext_next += 1
         if end <= s.max:
