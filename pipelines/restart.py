@@ -19,6 +19,7 @@ from store_format.consumequeue_ext import (
 )
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_crash_cut import ExtAgain, QueueMove
+from store_format.dledger_inside_units import InsideUnit
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import StoreError
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
@@ -155,6 +156,11 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              if crash.cut.inside_records else ": DLedgerCommitLog's message check there")
                           + f" sends it on to {crash.cut.reput} "
                           "(ReputMessageService.doReput)")
+        if crash.cut is not None and crash.cut.inside_units:
+            progress.emit("[rebuild] as a restart after a crash: of the messages its check parses there, "
+                          f"{len(crash.cut.inside_units)} unit(s) go to queues the walk wrote, at the write positions "
+                          "the cut left (putMessagePositionInfo, whatever their queue offsets): "
+                          + ", ".join(f"{u.topic}/{u.queue_id} at {u.position}" for u in crash.cut.inside_units))
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
                       + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else "")
                       + ("; it puts an ext unit again for each record of an ext queue from there (ConsumeQueueExt.put "
@@ -245,6 +251,9 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         built.cq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         built.bcq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         changed = True
+    if cut is not None and cut.inside_units:
+        _write_inside(staged, cut.inside_units, config.cq_file_size)
+        changed = True
     for again in crash.ext_again:   # crash.again, crash.before: the rebuild's walk put the ext units (jump_at), not
         # the addresses of the cut units put back (none without a cut)
         _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size,
@@ -297,6 +306,22 @@ def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes, folder: st
             else None
         written.append((f, len(put), int(real["commitlogOffset"][0]) if len(real) else None, last_end))
     return written
+
+
+def _write_inside(staged: StagedOutput, units: tuple[InsideUnit, ...], size: int) -> None:
+    """The units the broker appends to queues the walk wrote for the messages its reput, set inside an entry, parses
+    there (:func:`store_format.dledger_inside_units.place_inside`), written over the staged bytes at their positions
+    (the cut units' bytes past the write position it left; the rebuild's own dispatch dropped those messages)."""
+    files: dict[tuple[str, int, int], bytearray] = {}
+    for u in units:
+        key = (u.topic, u.queue_id, u.position - u.position % size)
+        name = f"consumequeue/{u.topic}/{u.queue_id}/{cq_file_name(key[2])}"
+        if key not in files:
+            files[key] = bytearray(staged.read_staged(name))
+        at = u.position - key[2]
+        files[key][at:at + CQ_UNIT_SIZE] = np.array([(u.offset, u.size, u.tags_code)], dtype=CQ_UNIT_DTYPE).tobytes()
+    for (topic, qid, start), data in files.items():
+        write_file(staged.staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(start)}", bytes(data))
 
 
 def _put_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int, cq_size: int, put: bool = True) -> None:

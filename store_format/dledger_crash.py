@@ -111,8 +111,9 @@ from .dledger_crash_cut import (
     ext_reput,
 )
 from .dledger_crash_old import dropped_before, inside_earlier_refusal, reput_in_old_files, reput_inside_old_file
+from .dledger_inside_units import ParsedUnit, parsed_units
 from .dledger_recovery import DLedgerRecovery
-from .dledger_reput_inside import EMPTY_REQUEST_QUEUE, record_queue, reput_inside_entry
+from .dledger_reput_inside import reput_inside_entry
 from .errors import RestartFailsError
 from .filedump.checkpoint import Checkpoint
 from .layout import (
@@ -281,6 +282,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                          on_disk=on_disk.max_after_cut(process_offset) if on_disk is not None else None,
                          inside=lambda pos: _reput_inside(st, files, pos, rec.process_offset, rec.committed_pos,
                                                           config),
+                         ext_file_size=config.mappedFileSizeConsumeQueueExt,
                          reset_emptied=config.brokerVersion == "5.5", after=after, walk_end=end if early else -1)
         reput = cut.reput
     elif (in_old := reput_in_old_files(config, accepted, min_offset, files[0].base,
@@ -434,12 +436,11 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
 
 
 def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, committed: int,
-                  config: BrokerConfig) -> tuple[int, tuple[tuple[int, int], ...], tuple[tuple[str, int], ...]]:
+                  config: BrokerConfig) -> tuple[int, tuple[tuple[int, int], ...], tuple[ParsedUnit, ...]]:
     """:func:`store_format.dledger_reput_inside.reput_inside_entry` on the data file holding ``pos``, or
     :func:`store_format.dledger_crash_old.reput_inside_old_file` on the old commitlog file (a converted store),
-    with the queue of each record they say the reput dispatches
-    (:func:`store_format.dledger_reput_inside.record_queue`; a blank's empty request, a record of no bytes: topic ""
-    queue 0).
+    with the consume queue units of the messages they say the reput dispatches
+    (:func:`store_format.dledger_inside_units.parsed_units`; a blank's empty request, a record of no bytes, has none).
 
     Raises:
         UnsupportedConfigError: ``pos`` lies in no file, or what those refuse.
@@ -452,8 +453,7 @@ def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, c
                 return bytes(r(at - old.base, min(n, old.end - at)))
             gone_on, records = reput_inside_old_file(read_old, pos, file_base=old.base, file_size=old.size,
                                                      v55=config.brokerVersion == "5.5")
-            return gone_on, records, tuple(record_queue(read_old, a) if b > a else EMPTY_REQUEST_QUEUE
-                                           for a, b in records)
+            return gone_on, records, parsed_units(read_old, tuple(r for r in records if r[1] > r[0]), config)
     if seg is None:
         raise refusal(f"its start's reput would begin at {pos}, below the data files (in the old commitlog files of "
                       "a store converted in place)")
@@ -463,7 +463,7 @@ def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, c
         gone_on, records = reput_inside_entry(read, pos, file_base=seg.base, file_size=seg.size,
                                               read_end=end if seg.base <= end < seg.end else seg.end,
                                               committed=committed, v55=config.brokerVersion == "5.5")
-        return gone_on, records, tuple(record_queue(read, a) if b > a else EMPTY_REQUEST_QUEUE for a, b in records)
+        return gone_on, records, parsed_units(read, tuple(r for r in records if r[1] > r[0]), config)
 
 
 def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,

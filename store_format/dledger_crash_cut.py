@@ -36,7 +36,8 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
 with ``recheckReputOffsetFromCq=true``, at the largest ``getMaxPhysicOffset`` over the cut queues (at least
 the commitlog's min offset): ``doRecheckReputOffsetFromCq``.  The reput walks to the log's end (the group
 commits the rest).  ``ConsumeQueue.putMessagePositionInfo`` drops a unit with ``offset + size`` at or below
-its queue's max, and appends every other unit at the queue's write position (``getLastMappedFile``: the
+its queue's max (or whose queue offset is not 0 and falls below the write position, "build consume queue
+repeatedly": no cut unit's does), and appends every other unit at the queue's write position (``getLastMappedFile``: the
 last file, or a new one after it when it is full), whatever queue offset the unit's message holds ("logic
 queue order maybe wrong" is only logged); only in a queue left with no file does the new file start where
 the unit's own offset falls, with ``fillPreBlank`` units before it.  A cut queue's units are consecutive, so
@@ -64,6 +65,10 @@ When the walk ended at a damaged message before the log's end, the records past 
 (:class:`ExtAgain` counts the walk's records only, its addresses are those of the cut units put back: the units
 of the records past the walk hold the addresses their own dispatch gave them).
 
+A reput set at 2147483647 inside an entry may first parse well-formed messages there and dispatch them into the
+queues as the cut left them (:mod:`store_format.dledger_inside_units`: :attr:`QueueCut.inside_units`, their ext units
+too), before it goes on.
+
 ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
 """
 from __future__ import annotations
@@ -76,6 +81,7 @@ import numpy as np
 from . import commitlog as cl
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dispatch import queue_units
+from .dledger_inside_units import InsideUnit, ParsedUnit, WalkedQueue, place_inside
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
@@ -260,21 +266,23 @@ class QueueCut:
     inside_records: tuple[tuple[int, int], ...] = ()
     # reset_emptied (5.5.1): the consume queues the cut left with no file, whose max recoverTopicQueueTable sets to -1
     reset: tuple[tuple[str, int], ...] = ()
+    # the units of inside_records the broker appends to queues the walk wrote (store_format.dledger_inside_units)
+    inside_units: tuple[InsideUnit, ...] = ()
 
     @property
     def lost_units(self) -> int:
         return sum(len(v) for v in self.lost.values())
 
 
-# where the reput set inside an entry goes on, the records it dispatches first and their queues
+# where the reput set inside an entry goes on, the records it dispatches first and their consume queue units
 # (dledger_crash._reput_inside)
-Inside = Callable[[int], tuple[int, tuple[tuple[int, int], ...], tuple[tuple[str, int], ...]]]
+Inside = Callable[[int], tuple[int, tuple[tuple[int, int], ...], tuple[ParsedUnit, ...]]]
 
 
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq_file_size: int, ext: bool,
                recheck: bool, min_offset: int, confirm_offset: int, end: int,
                on_disk: dict[tuple[str, int], tuple[int, bool]] | None = None,
-               inside: Inside | None = None,
+               inside: Inside | None = None, ext_file_size: int = 0,
                reset_emptied: bool = False,
                after: np.ndarray | None = None, walk_end: int = -1) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
@@ -287,9 +295,11 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     are the walk's.  ``inside``: where the reput set at ``process_offset`` (inside an entry) dispatches
     from, or where it stands when it dispatches nothing, and the messages its check parses on the way (at
     ``processOffset``, one byte before it or 2147483647: :attr:`QueueCut.inside_records`, dispatched before it
-    goes on, their units appended after the walk's; each into a queue the walk did not write, one per queue, else
-    refused; with ext files refused, their ext units not modelled)
-    (:func:`store_format.dledger_reput_inside.reput_inside_entry`).  ``reset_emptied`` (5.5.1): a queue the
+    goes on, their units appended after the walk's, and in the queues the walk wrote where the cut left their write
+    positions, :attr:`QueueCut.inside_units`, with ext files holding their ext units' addresses, ``ext_file_size``
+    the ext file size; a blank's empty request with ext files refused, its ext unit not modelled)
+    (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
+    :func:`store_format.dledger_inside_units.place_inside`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
     ``after``, ``walk_end`` (a walk whose message check failed at ``walk_end``, inside the log, before ``end``):
@@ -305,7 +315,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         UnsupportedConfigError: a reput that would start inside an entry without ``inside``: at
             ``processOffset`` itself, one byte before it (a batch queue the cut emptied), or at 2147483647 (a queue
             left with ``fillPreBlank`` units only) inside a log past 2 GiB;
-            with ext, a reput from before the walk's last data file when ``track`` kept only that file's units.
+            with ext, a reput from before the walk's last data file when ``track`` kept only that file's units;
+            messages parsed at ``processOffset`` (or one byte before it), and at 2147483647 the cases
+            :func:`store_format.dledger_inside_units.place_inside` refuses, or, with ext, a message for a queue the
+            walk wrote when the reput then goes on before ``end``.
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -337,6 +350,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             max_after[q] = BLANK_MAX if (int(rows[0, U_KEY]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
     inside_from = -1
     inside_records: tuple[tuple[int, int], ...] = ()
+    inside_units: tuple[InsideUnit, ...] = ()
     if recheck:
         # 5.5.1 recoverTopicQueueTable (ConsumeQueue.correctMinOffset) sets the max of a queue left with no file to
         # -1 before the start; 5.3.3 keeps processOffset there
@@ -346,20 +360,20 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if reput in (process_offset, process_offset - 1) and reput > top:
             if inside is None:
                 raise _refuse(f"the reput would start at {reput}, inside an entry")
-            inside_from, (reput, inside_records, queues) = reput, inside(reput)   # where doReput goes on from
+            inside_from, (reput, inside_records, parsed) = reput, inside(reput)   # where doReput goes on from
         elif reput == BLANK_MAX and reput < end:   # a queue left with fillPreBlank units only
             if inside is None:
                 raise _refuse("the reput would start at 2147483647 (a queue left with fillPreBlank units only), inside "
                               "the log")
-            inside_from, (reput, inside_records, queues) = reput, inside(reput)
-        if inside_records:   # the messages its check parses where it was set (store_format.dledger_reput_inside)
-            if len(set(queues)) < len(queues) or set(queues) & set(track.names):
-                # putMessagePositionInfo appends each at its queue's write position, whatever its queue offset
-                raise _refuse(f"a reput set at {inside_from} that would parse a message there for a queue the walk "
-                              "wrote or another message parsed there")
-            if ext:
-                raise _refuse(f"enableConsumeQueueExt and a reput set at {inside_from} that would parse a message "
-                              "there (its ext unit)")
+            inside_from, (reput, inside_records, parsed) = reput, inside(reput)
+        if inside_records:   # the messages its check parses where it was set, into the queues as the cut left them
+            # (store_format.dledger_reput_inside, store_format.dledger_inside_units)
+            if ext and any(b == a for a, b in inside_records):
+                raise _refuse(f"enableConsumeQueueExt and a reput set at {inside_from} that would dispatch a blank's "
+                              "empty request there (its ext unit)")
+            inside_units = _inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput,
+                                         end, after, cq_file_size, inside_from, ext_file_size if ext else 0)
+            assert not ext or ext_file_size > 0, "enableConsumeQueueExt: the ext file size"
     else:
         reput = confirm_offset
     zero_from: dict[int, int] = {}
@@ -421,7 +435,48 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
     reset = sorted(track.names[q] for q, v in max_after.items() if reset_emptied and v == process_offset)
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
-                    ext_again, inside_from, inside_records, tuple(reset))
+                    ext_again, inside_from, inside_records, tuple(reset), inside_units)
+
+
+def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: dict[int, np.ndarray],
+                  max_after: dict[int, int], process_offset: int,
+                  on_disk: dict[tuple[str, int], tuple[int, bool]] | None, reput: int, end: int,
+                  after: np.ndarray | None, cq_file_size: int, at: int, ext_file_size: int) -> tuple[InsideUnit, ...]:
+    """:func:`store_format.dledger_inside_units.place_inside` on the walk's queues as the cut left them: the write
+    position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
+    below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
+    ``fillPreBlank`` units only); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext units the walk put per
+    queue: ``track.own_units``)."""
+    ids = {name: k for k, name in enumerate(track.names)}
+    if ext_file_size and reput < end and any(ids.get((u.topic, u.queue_id)) is not None for u in parsed):
+        # the reput going on puts ext units of those queues after the parsed ones' (ExtAgain counts from the walk's)
+        raise _refuse(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a queue "
+                      f"the walk wrote, then go on at {reput}, before the log's end")
+    units = track.last_file()
+
+    def walked(name: tuple[str, int]) -> WalkedQueue | None:
+        q = ids.get(name)
+        if q is None:
+            return None
+        rows = units[units[:, U_QUEUE] == q]
+        cut = per_queue.get(q, rows[:0])
+        kept = rows[:len(rows) - len(cut)]
+        later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
+        top = int(kept[-1, U_END]) if len(kept) else max_after.get(q)
+        refused = ("a queue on disk before the walk" if name in (on_disk or {}) else
+                   "a queue the walk wrote in an earlier data file only" if not len(rows) else
+                   "a queue the walk wrote units of another kind in" if (rows[:, U_KIND] != KIND_CQ).any() else
+                   "a queue the cut emptied" if max_after.get(q) == process_offset else
+                   "a queue whose units below processOffset lie in an earlier data file" if top is None else
+                   "whose cut units the reput puts back afterwards"
+                   if ((cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)).any() or len(later) else "")
+        if refused:
+            return WalkedQueue(0, 0, 0, 0, refused=refused)
+        assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
+        after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
+        return WalkedQueue(int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last, top, after_last,
+                           int(rows[:, U_END].max()), track.own_units.get(q, 0))
+    return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)
 
 
 def _appended_keys(rows: np.ndarray, last: int) -> np.ndarray:

@@ -37,10 +37,10 @@ give, the offset its PHYSICALOFFSET field's, the request's ``commitLogOffset``, 
 rebuild reads them after the walk's records (:func:`store_format.store.then_pieces`;
 ``tests/test_dledger_2gib_broker.py``, the ``-embedded`` stores, and ``tests/test_dledger_2gib_inside_broker.py``,
 ``-embedded-48``, 5.5.1, at 2147483647; ``tests/test_dledger_crash_broker.py``, the small ``-emptied-*-embedded``
-stores, at ``processOffset`` or one byte before it.  :mod:`store_format.dledger_crash_cut` refuses a message for a queue
-the walk wrote or a second for one queue (``putMessagePositionInfo`` appends
-it at the queue's write position, whatever its queue offset: :func:`record_queue` says which), and one with
-``enableConsumeQueueExt``).  A blank 48 bytes further (the base check's size 0, success): the request's
+stores, at ``processOffset`` or one byte before it.  In the queues the walk wrote
+``putMessagePositionInfo`` appends their units at the write positions the cut left, whatever their queue offsets
+(:mod:`store_format.dledger_inside_units`, which says what it refuses; ``tests/test_dledger_2gib_queues_broker.py``).
+A blank 48 bytes further (the base check's size 0, success): the request's
 ``bufferSize`` is 48, so ``doReput`` dispatches it, an empty request (``DispatchRequest(size, success)``: topic "",
 queue 0, offset, size and tags code 0, no keys), and moves the reput and its read count 48 bytes on, while the
 buffer stands past the blank's two ints, 56 bytes on, where the next check reads: a record of no bytes at the
@@ -83,9 +83,8 @@ from .layout import (
     SYSFLAG_STOREHOST_V6,
 )
 
-__all__ = ["reput_inside_entry", "record_queue", "EMPTY_REQUEST_QUEUE"]
+__all__ = ["reput_inside_entry", "record_queue"]
 
-EMPTY_REQUEST_QUEUE = ("", 0)   # DispatchRequest(size, success): the topic and queue of a blank's empty request
 
 _ROLL, _JUMP, _PARSE = "roll", "jump", "parse"
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("full") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _big_store_dropped(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A ``big_store`` test's ``tmp_path`` (stores of gigabytes) is deleted when it ends, passed or failed: pytest
+    keeps every tmp_path of a run, and a few such stores would fill the disk, where the broker then deletes files
+    (its forced clean) and the next scenarios are not what they mean."""
+    yield
+    tmp = getattr(request.node, "funcargs", {}).get("tmp_path")
+    if request.node.get_closest_marker("big_store") is not None and tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -49,7 +49,7 @@ from store_format.dledger import ENTRY_HEADER_SIZE
 from store_format.dledger_reput_inside import record_queue
 from store_format.layout import OFF_PHYSICAL_OFFSET
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow,
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store,
               pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
 
 bh.skip_without_tools()

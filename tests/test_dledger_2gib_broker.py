@@ -51,7 +51,7 @@ from broker_dledger_scenarios import (
     past_2gib_abort_scenario,
 )
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
 
 bh.skip_without_tools()
 

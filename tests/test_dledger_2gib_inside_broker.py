@@ -35,7 +35,7 @@ from test_dledger_2gib_broker import EMBED_AT_BODY_DATA, EMBED_T0_DATA
 from store_format.dledger import ENTRY_HEADER_SIZE
 from store_format.layout import MAGIC_BLANK
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
 
 bh.skip_without_tools()
 

@@ -1,0 +1,158 @@
+"""Where the units of the messages a 5.5.1 DLedger start's reput parses inside an entry land in the queues the
+crash recovery's walk wrote.
+
+Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (``putMessagePositionInfoWrapper``, called by
+``CommitLogDispatcherBuildConsumeQueue`` from ``DefaultMessageStore.doDispatch``) and
+``MappedFileQueue.getLastMappedFile``.
+
+After a crash, ``DefaultMessageStore.doRecheckReputOffsetFromCq`` may set the reput at 2147483647 inside an entry (a
+queue ``truncateDirtyLogicFiles`` left with ``fillPreBlank`` units only: :mod:`store_format.dledger_crash_cut`), where
+``DLedgerCommitLog``'s check may parse well-formed messages before it jumps
+(:func:`store_format.dledger_reput_inside.reput_inside_entry`).  Each is dispatched like any record, into the queues
+as the cut left them (their write positions and max physical offsets), before the reput goes on:
+
+* a unit whose ``offset + size`` is at or below its queue's max physical offset is dropped;
+* so is one whose queue offset is not 0 and whose ``queue offset * 20`` lies below the queue's write position ("build
+  consume queue repeatedly");
+* any other is appended at the queue's write position, whatever its queue offset ("logic queue order maybe wrong" is
+  only logged), over the bytes of the cut units there (the cut moved the write position back, the units past it stay
+  on disk), or in a new file where the cut deleted the one holding that position; the queue's max becomes its end.
+
+A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
+``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
+the walk's records (:func:`store_format.store.then_pieces`), appends them so (:mod:`store_format.consumequeue`).  In a
+queue the walk wrote, the rebuild's queue holds every unit of the walk, cut or not: :func:`place_inside` says where
+the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there, and the rebuild's own dispatch of
+the message must drop it (it does when the message lies before the end of that queue's last walk unit, as one parsed
+inside that unit's or a later record's body does).  Refused (one line): the rebuild would append it, a queue the walk
+wrote in an earlier data file only, on disk before the walk, emptied by the cut, a batch or light queue, a queue
+whose cut units the reput puts back afterwards, and a unit that would open a file (a write position at a file's
+start), where ``getLastMappedFile`` creates one even for a unit then dropped.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from . import commitlog as cl
+from .config import BrokerConfig
+from .consumequeue_ext import ext_addresses
+from .dispatch import queue_units
+from .errors import UnsupportedConfigError
+from .layout import CQ_UNIT_SIZE
+
+__all__ = ["InsideUnit", "ParsedUnit", "WalkedQueue", "parsed_units", "place_inside"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedUnit:
+    """A consume queue unit of a message the reput's check parses inside an entry, as
+    ``CommitLogDispatcherBuildConsumeQueue`` hands it over (:func:`store_format.dispatch.queue_units`)."""
+    topic: str
+    queue_id: int
+    offset: int
+    size: int
+    queue_offset: int
+    tags_code: int
+    own: bool      # the record's own consume queue (False: a light queue, multi-dispatch)
+    batch: bool    # a BatchCQ topic's queue
+
+
+@dataclasses.dataclass(frozen=True)
+class InsideUnit:
+    """A parsed message's unit the broker appends to a queue the walk wrote, at queue byte ``position`` (in a file
+    the cut left: one starting at that position is refused)."""
+    topic: str
+    queue_id: int
+    position: int
+    offset: int
+    size: int
+    tags_code: int
+
+
+def parsed_units(read: Callable[[int, int], bytes], records: tuple[tuple[int, int], ...],
+                 config: BrokerConfig) -> tuple[ParsedUnit, ...]:
+    """The consume queue units of ``records`` (``(start, end)`` commitlog offsets of whole message records, in
+    order; ``read(offset, n)``: the log's bytes there), each record walked alone
+    (:func:`store_format.commitlog.walk_range`)."""
+    out: list[ParsedUnit] = []
+    for a, b in records:
+        def read_one(pos: int, n: int, a: int = a, b: int = b) -> bytes:
+            return read(a + pos, min(n, b - a - pos))
+        res = cl.walk_range(read_one, a, b - a, cl.WalkState.at_slice_start(0, b - a), b - a, config)
+        units = queue_units(res, config.batch_topics)
+        out += [ParsedUnit(*units.queues[int(units.queue[k])], int(units.offset[k]), int(units.size[k]),
+                           int(units.queue_offset[k]), int(units.tags_code[k]), bool(units.own[k]),
+                           units.queues[int(units.queue[k])][0] in config.batch_topics)
+                for k in range(len(units.record))]
+    return tuple(out)
+
+
+@dataclasses.dataclass
+class WalkedQueue:
+    """A queue the walk wrote as the cut left it (built by ``dledger_crash_cut`` from the walk's units): the broker's
+    write position (queue bytes) and max physical offset, the rebuild's after the walk (every walk unit kept), the
+    ordinal of its next ext unit (``enableConsumeQueueExt``: the ext units the walk put), and, when its parsed
+    units are not modelled, why (:func:`place_inside` refuses them)."""
+    write: int
+    max: int
+    rebuild_write: int
+    rebuild_max: int
+    ext_next: int = 0
+    refused: str = ""
+
+
+def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
+                 cq_file_size: int, at: int, ext_file_size: int = 0) -> tuple[InsideUnit, ...]:
+    """The units of ``parsed`` that land in queues the walk wrote, where the broker puts them (module docstring).
+
+    ``walked(queue)``: the state the cut left a queue the walk wrote in (None for a queue it did not write), asked
+    once per queue; ``at``: where the reput was set (for the refusals).  ``ext_file_size`` > 0
+    (``enableConsumeQueueExt``): ``putMessagePositionInfoWrapper`` puts each parsed unit's ext unit after the walk's
+    (``ConsumeQueueExt.put``, before the unit is dropped or appended), and a unit appended holds that ext unit's
+    address (``ConsumeQueueExt.decorate``) as its tags code; the rebuild's dispatch of the message puts the same ext
+    unit there.
+
+    Raises:
+        UnsupportedConfigError: the cases the module docstring refuses.
+    """
+    states: dict[tuple[str, int], WalkedQueue | None] = {}
+    out: list[InsideUnit] = []
+    for u in parsed:
+        key = (u.topic, u.queue_id)
+        if key not in states:
+            states[key] = walked(key)
+        s = states[key]
+        if s is None:
+            continue   # a queue the walk did not write: the rebuild's dispatch appends it by the same rules
+        name = f"{u.topic}/{u.queue_id}"
+        if u.batch or not u.own:
+            raise _refuse(at, f"for {name}, a {'batch' if u.batch else 'light'} queue the walk wrote")
+        if s.refused:
+            raise _refuse(at, f"for {name}, {s.refused}")
+        end = u.offset + u.size
+        if not (end <= s.rebuild_max or (u.queue_offset != 0 and u.queue_offset * CQ_UNIT_SIZE < s.rebuild_write)):
+            raise _refuse(at, f"for {name} past the end of the walk's last unit there (the rebuild would append it)")
+        tags_code = u.tags_code
+        if ext_file_size:   # ConsumeQueueExt.put first, whatever becomes of the unit
+            tags_code = int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
+            s.ext_next += 1
+        if end <= s.max:
+            continue   # putMessagePositionInfo: at or below the queue's max physical offset
+        if s.write % cq_file_size == 0:
+            raise _refuse(at, f"for {name} whose write position {s.write} is a file's start (getLastMappedFile "
+                              "creates that file first)")
+        if u.queue_offset != 0 and u.queue_offset * CQ_UNIT_SIZE < s.write:
+            continue   # "build consume queue repeatedly"
+        out.append(InsideUnit(u.topic, u.queue_id, s.write, u.offset, u.size, tags_code))
+        s.write += CQ_UNIT_SIZE
+        s.max = end
+    return tuple(out)
+
+
+def _refuse(at: int, why: str) -> UnsupportedConfigError:
+    return UnsupportedConfigError(f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's "
+                                  f"reput set at {at}, inside an entry, would parse a message there {why}; not "
+                                  "modelled, let the broker recover")

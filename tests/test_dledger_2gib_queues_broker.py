@@ -1,0 +1,205 @@
+"""A 5.5.1 DLedger crash restart whose start's reput, set at 2147483647 inside the last T0 entry of a log past 2 GiB
+(:func:`broker_dledger_scenarios.past_2gib_abort_scenario`), parses well-formed messages there: several for one queue,
+checked against the broker (``DLEDGER_2GIB=1`` only: the store holds some 2.15 GB of data, its ``before/`` copy as
+much).
+
+``ConsumeQueue.putMessagePositionInfo`` (rocketmq-store 5.5.1) drops a unit whose ``offset + size`` is at or below its
+queue's max physical offset, or whose queue offset is not 0 and falls below the queue's write position ("build consume
+queue repeatedly"), and appends every other one at the write position, whatever its queue offset ("logic queue order
+maybe wrong" is only logged); a queue's first unit creates the file where its own queue offset falls, with
+``fillPreBlank`` units before it.  The rebuild reads the parsed messages after the walk's records
+(``QueueCut.inside_records``, ``store.then_pieces``) and appends their units by those rules
+(:mod:`store_format.consumequeue`); ``rebuild --as-restart`` on the store as the restart found it must write the
+broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units lost are counted from the broker's queues.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import struct
+
+import broker_harness as bh
+import pytest
+from broker_dledger_2gib import (
+    BLANK_MAX,
+    LINE,
+    as_restart,
+    as_restart_matches_broker,
+    embedded_message,
+    held_units,
+    queued_messages,
+    same_files_as_the_broker,
+    verify_restart,
+    with_embedded_message,
+    written,
+)
+from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
+
+bh.skip_without_tools()
+
+# Where the DLedger layout of past_2gib_abort_scenario puts 2147483647: in the last T0 entry (queue offset 506827, the
+# 11207th of the 22nd data file, at 2147479822), 3689 bytes into its body (the entry's 48-byte header and the record's
+# 88 bytes before it); the test checks the bytes there.
+EMBED_T0 = 21 * 23601 + 11206
+EMBED_AT_BODY = BLANK_MAX - 2147479822 - 48 - 88
+_TOPIC_AT = 88 + 10 + 1   # embedded_message's topic (after its 88-byte header, 10-byte body and the topic's length)
+
+
+def retargeted(offset: int, topic: bytes, queue_offset: int) -> bytes:
+    """:func:`broker_dledger_2gib.embedded_message` at commitlog offset ``offset`` with another two-letter topic and
+    queue offset (fields the message check and the CRC do not cover)."""
+    msg = bytearray(embedded_message(offset))
+    assert len(topic) == 2 and msg[_TOPIC_AT:_TOPIC_AT + 2] == b"T5"
+    msg[20:28] = queue_offset.to_bytes(8, "big")
+    msg[_TOPIC_AT:_TOPIC_AT + 2] = topic
+    return bytes(msg)
+
+
+def with_messages(sc: dict, name: str, messages: list[bytes]) -> dict:
+    """``sc`` whose last T0 body holds ``messages`` one after the other from 2147483647 on
+    (:func:`broker_dledger_2gib.with_embedded_message`'s body with them in place of its one message)."""
+    one = embedded_message(BLANK_MAX)
+    sc = with_embedded_message(sc, EMBED_T0, EMBED_AT_BODY, name)
+    run = b"".join(messages)
+    assert EMBED_AT_BODY + len(run) < 4096
+    out, found = [], 0
+    for m in sc["messages"]:
+        batch = []
+        for b in m.get("batch", ()):
+            body = base64.b64decode(b["body"]) if "body" in b else b""
+            if body[EMBED_AT_BODY:EMBED_AT_BODY + len(one)] == one:
+                found += 1
+                body = body[:EMBED_AT_BODY] + run + body[EMBED_AT_BODY + len(run):]
+                b = {"body": base64.b64encode(body).decode()}
+            batch.append(b)
+        out.append({**m, "batch": batch} if "batch" in m else m)
+    assert found == 1
+    return {**sc, "messages": out}
+
+
+def log_bytes(src, at: int, n: int) -> bytes:  # noqa: ANN001
+    """``n`` bytes of the DLedger log of ``src/before`` at commitlog offset ``at``."""
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    (f,) = [f for f in data if int(f.name) <= at < int(f.name) + PAST_2GIB_FILE]
+    with f.open("rb") as h:
+        h.seek(at - int(f.name))
+        return h.read(n)
+
+
+def units(src, topic: str, n: int) -> list[tuple[int, int, int]]:  # noqa: ANN001
+    """The first ``n`` units of the broker's queue ``topic``/0 (its first file)."""
+    b = (src / "expected" / "consumequeue" / topic / "0" / f"{0:020d}").read_bytes()
+    return [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, 20 * n, 20)]
+
+
+BLANK = (0, BLANK_MAX, 0)
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_three_messages_for_one_new_queue(tmp_path):
+    """Three T5 messages from 2147483647 on, of queue offsets 2, 1 and 7: the 5.5.1 broker's reput dispatches the
+    three, then its check on the 'x' bytes after them fails and it jumps to the log's end.  T5/0's file starts with
+    two ``fillPreBlank`` units and the first message's unit (queue offset 2), drops the second's (1: below the write
+    position) and appends the third's at the write position (queue offset 7, put at 3); the three keys are indexed.
+    ``rebuild --as-restart``: the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units lost."""
+    size = len(embedded_message(BLANK_MAX))
+    at = [BLANK_MAX + k * size for k in range(3)]
+    msgs = [retargeted(a, b"T5", q) for a, q in zip(at, (2, 1, 7))]
+    sc = with_messages(past_2gib_abort_scenario(LINE), f"{LINE}-dledger-abort-past-2gib-embedded-t5x3", msgs)
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX, 3 * size) == b"".join(msgs), "the three messages at 2147483647"
+    assert log_bytes(src, BLANK_MAX + 3 * size, 8) == b"x" * 8
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
+    assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]
+    # what the broker's reput did: the first at its queue offset, the second dropped, the third at the write position
+    assert units(src, "T5", 5) == [BLANK, BLANK, (at[0], size, 0), (at[2], size, 0), (0, 0, 0)]
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    assert struct.unpack(">qqqqii", index.read_bytes()[:40])[2:] == (at[0], at[2], 1, 4), "E5 indexed three times"
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    assert f"parses 3 message(s) ({at[0]} to {at[1]}, {at[1]} to {at[2]}, {at[2]} to {at[2] + size})" in text, \
+        text[-3000:]
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_the_queues_the_walk_wrote(tmp_path):
+    """Three messages from 2147483647 on for the queues the recovery's walk wrote and the cut left: T9 (queue offset 1;
+    the cut left its ``fillPreBlank`` unit only), then T0 (queue offset 1, then 0; the cut left its units below
+    ``processOffset``).  The 5.5.1 broker appends T9's at its write position (20, over its cut unit's bytes), drops
+    the first T0 one (its queue offset below the write position: "build consume queue repeatedly") and appends the
+    second at T0's write position, over its first cut unit (queue offset 0: no check), the other cut units' bytes
+    staying after it; then its check fails on the 'x' bytes and it jumps to the log's end.  ``rebuild --as-restart``
+    (``QueueCut.inside_units``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
+    lost (the units the broker's queues hold but for the two parsed messages', which are no messages of the log)."""
+    size = len(embedded_message(BLANK_MAX))
+    at = [BLANK_MAX + k * size for k in range(3)]
+    msgs = [retargeted(a, t, q) for a, t, q in zip(at, (b"T9", b"T0", b"T0"), (1, 1, 0))]
+    sc = with_messages(past_2gib_abort_scenario(LINE), f"{LINE}-dledger-abort-past-2gib-embedded-walked", msgs)
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX, 3 * size) == b"".join(msgs), "the three messages at 2147483647"
+    assert log_bytes(src, BLANK_MAX + 3 * size, 8) == b"x" * 8
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
+    # what the broker's reput did: T9's at 20 (its cut unit's place), nothing after it
+    assert units(src, "T9", 3) == [BLANK, (at[0], size, 0), (0, 0, 0)]
+    t9 = w["queuesAfterDispatch"]["T9/0"]   # its write position (bytes) and max physical offset
+    assert (int(t9["maxOffset"]), int(t9["maxPhysicOffset"])) == (40, at[0] + size), t9
+    # T0's second at the write position the cut left (queue offset 0), between T0 units 4237 bytes apart: the last one
+    # below processOffset before it, the second cut one after it (the first's place taken, the rest left as bytes)
+    t0 = src / "expected" / "consumequeue" / "T0" / "0" / f"{6_000_000:020d}"
+    b = t0.read_bytes()
+    found = [i for i in range(0, len(b), 20) if b[i:i + 8] == at[2].to_bytes(8, "big")]
+    assert len(found) == 1 and not any(b[i:i + 8] == at[1].to_bytes(8, "big") for i in range(0, len(b), 20))
+    (p,) = found
+    before, here, after = (struct.unpack(">qiq", b[i:i + 20]) for i in (p - 20, p, p + 20))
+    assert here == (at[2], size, 0) and before[1] == after[1] == 4189 and after[0] - before[0] == 2 * 4237, \
+        (before, here, after)
+    t0q = w["queuesAfterDispatch"]["T0/0"]
+    assert (int(t0q["maxOffset"]), int(t0q["maxPhysicOffset"])) == (6_000_000 + p + 20, at[2] + size), t0q
+    text = as_restart(src, tmp_path / "ours")
+    assert f"parses 3 message(s) ({at[0]} to {at[1]}, {at[1]} to {at[2]}, {at[2]} to {at[2] + size})" in text, \
+        text[-3000:]
+    assert f"T9/0 at 20, T0/0 at {6_000_000 + p}" in text, text[-3000:]
+    same_files_as_the_broker(src, tmp_path / "ours")
+    pred = verify_restart(src, tmp_path)
+    held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 2, queued_messages(sc)
+    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_messages_with_consume_queue_ext(tmp_path):
+    """``enableConsumeQueueExt=true``: a T5 message (a new queue, queue offset 0), then a T9 one (queue offset 1, the
+    queue the cut left with its ``fillPreBlank`` unit only) from 2147483647 on.  ``putMessagePositionInfoWrapper``
+    puts each one's ext unit first (``ConsumeQueueExt.put``: T5's the first of its ext queue, T9's after the one the
+    recovery's walk put for T9's last message) and the consume queue unit holds its address (``decorate``) as its
+    tags code: T5/0's unit at its queue offset, T9/0's at 20.  ``rebuild --as-restart``: the broker's
+    ``consumequeue/``, ``consumequeue_ext/`` and ``index/`` byte for byte, and verify's units lost."""
+    size = len(embedded_message(BLANK_MAX))
+    at = [BLANK_MAX + k * size for k in range(2)]
+    msgs = [retargeted(at[0], b"T5", 0), retargeted(at[1], b"T9", 1)]
+    sc = past_2gib_abort_scenario(LINE)
+    sc = {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}}
+    sc = with_messages(sc, f"{LINE}-dledger-abort-past-2gib-embedded-ext", msgs)
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX, 2 * size) == b"".join(msgs) and log_bytes(src, at[1] + size, 8) == b"x" * 8
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
+    # what the broker did: each unit's tags code the address of its ext unit (its real offset + Long.MIN_VALUE), the
+    # ext unit (size 20, the tags code 0, the store time, no bitmap) T5's first and T9's second
+    ext = src / "expected" / "consumequeue_ext"
+    unit = struct.pack(">hqqh", 20, 0, 1_700_000_000_001, 0)
+    assert units(src, "T5", 2) == [(at[0], size, -2**63), (0, 0, 0)]
+    assert units(src, "T9", 3) == [BLANK, (at[1], size, 20 - 2**63), (0, 0, 0)]
+    (t5,) = sorted((ext / "T5" / "0").iterdir())
+    (t9,) = sorted((ext / "T9" / "0").iterdir())
+    assert t5.read_bytes()[:22] == unit + bytes(2) and t9.read_bytes()[20:42] == unit + bytes(2)
+    text = as_restart(src, tmp_path / "ours")
+    assert f"parses 2 message(s) ({at[0]} to {at[1]}, {at[1]} to {at[1] + size})" in text, text[-3000:]
+    same_files_as_the_broker(src, tmp_path / "ours")
+    exp = sorted(p for p in ext.rglob("*") if p.is_file())
+    got = sorted(p for p in (tmp_path / "ours" / "consumequeue_ext").rglob("*") if p.is_file())
+    assert [p.relative_to(tmp_path / "ours" / "consumequeue_ext") for p in got] == [p.relative_to(ext) for p in exp]
+    for e, o in zip(exp, got):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"consumequeue_ext/{e.relative_to(ext)}")
+    pred = verify_restart(src, tmp_path)
+    held, queued = held_units(src, ends=w["queuesAfterDispatch"], leave_out="T5") - 1, queued_messages(sc)
+    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
