@@ -288,7 +288,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     from, or where it stands when it dispatches nothing, and the messages its check parses on the way (at
     ``processOffset``, one byte before it or 2147483647: :attr:`QueueCut.inside_records`, dispatched before it
     goes on, their units appended after the walk's; each into a queue the walk did not write, one per queue, else
-    refused; with ext files refused, their ext units not modelled)
+    refused; with ext files refused, their ext units not modelled; where it then goes on inside the log, at an
+    entry's start or a file's, it puts back the cut units from there like any reput, refused after a walk that ended
+    early)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
@@ -304,7 +306,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     Raises:
         UnsupportedConfigError: a reput that would start inside an entry without ``inside``: at
             ``processOffset`` itself, one byte before it (a batch queue the cut emptied), or at 2147483647 (a queue
-            left with ``fillPreBlank`` units only) inside a log past 2 GiB;
+            left with ``fillPreBlank`` units only) inside a log past 2 GiB; messages parsed there for a queue the
+            walk wrote, two for one queue, with ext, or before a walk on inside the log after a walk that ended early;
             with ext, a reput from before the walk's last data file when ``track`` kept only that file's units.
     """
     units = track.last_file()
@@ -360,6 +363,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             if ext:
                 raise _refuse(f"enableConsumeQueueExt and a reput set at {inside_from} that would parse a message "
                               "there (its ext unit)")
+            if walk_end >= 0 and reput < end:
+                raise _refuse(f"a walk that ended early at {walk_end} and a reput set at {inside_from} that would "
+                              f"parse a message there, then walk on from {reput}")
     else:
         reput = confirm_offset
     zero_from: dict[int, int] = {}
