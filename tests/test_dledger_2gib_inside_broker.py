@@ -12,6 +12,11 @@ bytes further fails and ``doReput`` jumps to the end of what ``getData`` gave
 (:func:`store_format.dledger_reput_inside.reput_inside_entry`).  ``rebuild --as-restart`` on the store as the
 restart found it must write the broker's ``consumequeue/`` and ``index/`` byte for byte, and ``verify``'s units
 lost count from the broker's queues.
+
+The ``-embedded-blank-48`` store: a blank's header 48 bytes further, its empty request dispatched, then a message.
+The ``-embedded-to-entry`` store (:func:`past_2gib_embedded_to_entry_scenario`): a message from 2147483647 to the
+T0 entry's end, where the last T9 entry starts: the check there runs the base check 48 bytes further, on T9's
+message, and the reput walks the entries on from there (T9's cut unit put back, its keys indexed again).
 """
 from __future__ import annotations
 
