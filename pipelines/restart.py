@@ -155,7 +155,11 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              + "), which it dispatches after the walk's records, then"
                              if crash.cut.inside_records else ": DLedgerCommitLog's message check there")
                           + f" sends it on to {crash.cut.reput} "
-                          "(ReputMessageService.doReput)")
+                          "(ReputMessageService.doReput)"
+                          + (", from where it walks the records again (their units dropped or the cut ones put "
+                             "back, their keys unless below the index's endPhyOffset)"
+                             if crash.cut.inside_records and crash.start_offset <= crash.cut.reput < crash.end
+                             else ""))
         if crash.cut is not None and crash.cut.inside_units:
             progress.emit("[rebuild] as a restart after a crash: of the messages its check parses there, "
                           f"{len(crash.cut.inside_units)} unit(s) go to queues the walk wrote, at the write positions "
@@ -199,8 +203,14 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
         if crash.jump is not None:   # the reput's records read where it reads them (the walk's again: its keys, ext)
             kept = jump_at(dataclasses.replace(kept, reindex=-1) if crash.again else kept, *crash.jump)
         runs = tuple((a, b) for a, b in crash.cut.inside_records if b > a) if crash.cut is not None else ()
-        if runs:   # the messages its check parses where it was set (a blank's empty request: apply_cut)
-            kept = then_pieces(kept, runs, st.segments)
+        if runs:   # the messages its check parses where it was set (a blank's empty request: apply_cut), then the
+            # records from where it goes on again when that is inside the walk's range (their keys as the index
+            # takes them after those messages', not StoreLocation.reindex)
+            assert crash.cut is not None
+            again = crash.cut.reput if crash.start_offset <= crash.cut.reput < crash.end else -1
+            assert again < 0 or crash.jump is None, crash   # cut_queues refuses it after a walk that ended early
+            kept = then_pieces(dataclasses.replace(kept, reindex=-1) if again >= 0 else kept, runs, st.segments,
+                               then=again)
         return kept, DLedgerRestart(rec, before, False, crash)
     kept = with_dledger_committed(st, rec.committed_index, rec.committed_pos)
     if not kept.segments:

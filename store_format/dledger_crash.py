@@ -364,6 +364,9 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
         inside_earlier_refusal([s for s in st.segments if not s.dledger], files, cut.inside_from, reput,
                                committed) if cut.inside_from >= 0 \
         else ""
+    if not why and cut is not None and cut.inside_records:   # the rebuild's reading of them ends the walk's pass
+        why = (f"after dispatching what its message check parses at {cut.inside_from} "
+               f"({len(cut.inside_records)} record(s): not modelled there)")
     if why:
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")

@@ -297,7 +297,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     ``processOffset``, one byte before it or 2147483647: :attr:`QueueCut.inside_records`, dispatched before it
     goes on, their units appended after the walk's, and in the queues the walk wrote where the cut left their write
     positions, :attr:`QueueCut.inside_units`, with ext files holding their ext units' addresses, ``ext_file_size``
-    the ext file size; a blank's empty request with ext files refused, its ext unit not modelled)
+    the ext file size; a blank's empty request with ext files refused, its ext unit not modelled; where it then
+    goes on inside the log, at an entry's start or a file's, it puts back the cut units from there like any reput,
+    refused after a walk that ended early)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
     :func:`store_format.dledger_inside_units.place_inside`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
@@ -316,9 +318,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             ``processOffset`` itself, one byte before it (a batch queue the cut emptied), or at 2147483647 (a queue
             left with ``fillPreBlank`` units only) inside a log past 2 GiB;
             with ext, a reput from before the walk's last data file when ``track`` kept only that file's units;
-            messages parsed at ``processOffset`` (or one byte before it), and at 2147483647 the cases
-            :func:`store_format.dledger_inside_units.place_inside` refuses, or, with ext, a message for a queue the
-            walk wrote when the reput then goes on before ``end``.
+            messages parsed where it was set that :func:`store_format.dledger_inside_units.place_inside` refuses,
+            or, with ext, a message for a queue the walk wrote when the reput then goes on before ``end`` or a
+            blank's empty request, or messages parsed before a walk on inside the log after a walk that ended early.
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -374,6 +376,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             inside_units = _inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput,
                                          end, after, cq_file_size, inside_from, ext_file_size if ext else 0)
             assert not ext or ext_file_size > 0, "enableConsumeQueueExt: the ext file size"
+            if walk_end >= 0 and reput < end:
+                raise _refuse(f"a walk that ended early at {walk_end} and a reput set at {inside_from} that would "
+                              f"parse a message there, then walk on from {reput}")
     else:
         reput = confirm_offset
     zero_from: dict[int, int] = {}

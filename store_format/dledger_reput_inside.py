@@ -48,8 +48,14 @@ blank among the returned ones (its unit: ``pipelines.restart.apply_cut``), the c
 the reput.  That lag changes no outcome above: a parse within the bytes handed keeps the reput below the reput end
 (``getReputEndOffset``), the loop runs one more check where the buffer has no 8 bytes left (a failure), and a jump
 or roll goes to the same place (``tests/test_dledger_2gib_inside_broker.py``, ``-embedded-blank-48``, a message
-read after the blank).  Refused: parsed records whose check goes on at an entry's start (the reput would walk the
-entries from there).
+read after the blank).  A check after the parsed records that lands on an entry's start reads the entry's magic
+and size (neither a message magic code nor -1), so it runs the base check 48 bytes further, on that entry's
+message, and the reput walks the entries on from there like any reput: it goes on at that entry's start, after
+dispatching the parsed records (the rebuild reads them after the walk's records, then the records from that start
+again: ``pipelines.restart``, :func:`store_format.store.then_pieces`; ``tests/test_dledger_2gib_inside_broker.py``,
+``-embedded-to-entry``: a message ending at the last T9 entry's start, T9's cut unit put back and its keys indexed
+again after the message's).  The 8 bytes of lag after a blank's empty request change nothing there either (the
+reput's offset catches up at the end of the bytes handed).
 
 An offset at or past the committed position cannot be derived from the store: ``getData`` gives nothing there, so
 the reput waits for DLedger's first commit after the start, and the bytes it is then handed end at that commit (or
@@ -96,8 +102,9 @@ def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base
     or its message starts at ``pos``, where it goes on from ``pos`` itself): each message the check parses from
     ``pos``, where its second int is a message magic code or 48 bytes further, and each blank 48 bytes further, a
     record of no bytes at the blank (its empty request; module docstring), until a check that does not parse,
-    whose jump or roll gives where it goes on.  ``read(offset, n)``: up to ``n`` bytes of
-    the log at ``offset``; ``committed``: DLedger's committed position after its recovery.
+    whose jump or roll gives where it goes on, or one at an entry's start, where it goes on walking the entries.
+    ``read(offset, n)``: up to ``n`` bytes of the log at ``offset``; ``committed``: DLedger's committed position
+    after its recovery.
 
     Raises:
         UnsupportedConfigError: the cases the module docstring leaves out.
@@ -136,9 +143,8 @@ def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base
     records: list[tuple[int, int]] = []
     at = pos
     while True:   # doReput's loop over the bytes getData gave, one check per record
-        if records and entry_at(at):
-            raise _refuse(pos, f"whose message check goes on at the entry at {at} after the message(s) it parses "
-                               "there: the reput would walk the entries from there")
+        if records and entry_at(at):   # an entry's start: the reput walks the entries on from there
+            return at, tuple(records)
         if limit - at < 8:
             outcome = _JUMP
         elif i32(at + 4) in (MAGIC_BLANK, MAGIC_V1, MAGIC_V2):
@@ -185,8 +191,3 @@ def record_queue(read: Callable[[int, int], bytes], at: int) -> tuple[str, int]:
     n = i(off, width) & (0xFFFF if width == 2 else 0xFF)
     return read(at + off + width, n).decode("utf-8", "replace"), i(OFF_QUEUE_ID, 4)
 
-
-def _refuse(pos: int, why: str) -> UnsupportedConfigError:
-    return UnsupportedConfigError(f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's "
-                                  f"reput would begin inside an entry, at {pos}, {why}; not modelled, let the broker "
-                                  "recover")

@@ -399,18 +399,25 @@ def read_in_pieces(st: StoreLocation, lo: int, runs: tuple[tuple[int, int], ...]
     return dataclasses.replace(st, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(kept)])
 
 
-def then_pieces(st: StoreLocation, runs: tuple[tuple[int, int], ...], holding: list[Segment]) -> StoreLocation:
+def then_pieces(st: StoreLocation, runs: tuple[tuple[int, int], ...], holding: list[Segment],
+                then: int = -1) -> StoreLocation:
     """``st`` as a reput reads it that, once its last segment is read, dispatches only the byte ranges ``runs``
     (``(start, end)`` commitlog offsets, in order, each whole records as the base ``CommitLog`` writes them, with
-    no DLedger entry header), in the files of ``holding`` that hold them, then stops: one piece per run
+    no DLedger entry header), in the files of ``holding`` that hold them, then stops, or with ``then`` (a record's or
+    a DLedger entry's start in ``st``) goes on there, reading ``st``'s segments from it again: one piece per run
     (``Segment.start``, ``readable``), each going on at the next (``Segment.resume``), in reading order
     (:meth:`StoreLocation.piece_at`).  A 5.x DLedger crash restart whose start's reput, set inside an entry or an
-    old file's record, parses messages there before it jumps to the end of the bytes ``getData`` gave
-    (``ReputMessageService.doReput``, :mod:`store_format.dledger_reput_inside`)."""
+    old file's record, parses messages there before it jumps to the end of the bytes ``getData`` gave, or before
+    its check lands on an entry's start, where it walks on (``ReputMessageService.doReput``,
+    :mod:`store_format.dledger_reput_inside`)."""
     last = st.segments[-1]
     assert last.resume < 0 and runs, (last, runs)
     kept = [*st.segments[:-1], dataclasses.replace(last, resume=runs[0][0])]
-    for (a, b), nxt in zip(runs, [*(a for a, _ in runs[1:]), -1]):
+    for (a, b), nxt in zip(runs, [*(a for a, _ in runs[1:]), then]):
         seg = next(s for s in holding if s.base <= a and b <= s.end)
         kept.append(dataclasses.replace(seg, start=a - seg.base, readable=b - seg.base, resume=nxt, dledger=False))
+    if then >= 0:   # the segments from the one holding it, read again from there
+        again = [seg for seg in st.segments if seg.end > then]
+        assert again and again[0].base + again[0].start <= then, (then, again[:1])
+        kept += [dataclasses.replace(again[0], start=then - again[0].base), *again[1:]]
     return dataclasses.replace(st, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(kept)])

@@ -98,10 +98,11 @@ def as_restart_matches_broker(src, tmp_path, sc: dict, w: dict) -> str:
     return text
 
 
-def embedded_message(offset: int) -> bytes:
+def embedded_message(offset: int, body: bytes = b"embedded!!", props: bytes = b"KEYS\x01E5\x02") -> bytes:
     """A message record as the base ``CommitLog`` encodes one (``MessageExtEncoder``, IPv4 hosts, no flag, not a
-    transaction) for T5/0 at queue offset 0 and commitlog offset ``offset``: a 10-byte body and the keys ``E5``."""
-    body, topic, props = b"embedded!!", b"T5", b"KEYS\x01E5\x02"
+    transaction) for T5/0 at queue offset 0 and commitlog offset ``offset``: by default a 10-byte body and the keys
+    ``E5``; ``body``, ``props``: others (the properties string's bytes)."""
+    topic = b"T5"
     total = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + len(body) + 1 + len(topic) + 2 + len(props)
     host = bytes([127, 0, 0, 1])
     return b"".join([
@@ -111,11 +112,13 @@ def embedded_message(offset: int) -> bytes:
         body, bytes([len(topic)]), topic, struct.pack(">h", len(props)), props])
 
 
-def with_embedded_message(sc: dict, t0: int, at_body: int, name: str) -> dict:
+def with_embedded_message(sc: dict, t0: int, at_body: int, name: str, msg: bytes | None = None) -> dict:
     """``sc`` whose T0 message of queue offset ``t0`` gets a 4096-byte body of 'x' holding, ``at_body`` bytes in
-    (2147483647 in the log), a well-formed message (:func:`embedded_message`), named ``name``."""
-    msg = embedded_message(BLANK_MAX)
+    (2147483647 in the log), a well-formed message (:func:`embedded_message`; ``msg``: other bytes there, within the
+    body), named ``name``."""
+    msg = embedded_message(BLANK_MAX) if msg is None else msg
     body = bytearray(b"x" * 4096)
+    assert at_body + len(msg) <= len(body), (at_body, len(msg))
     body[at_body:at_body + len(msg)] = msg
     k = 0
     messages = []

@@ -12,6 +12,11 @@ bytes further fails and ``doReput`` jumps to the end of what ``getData`` gave
 (:func:`store_format.dledger_reput_inside.reput_inside_entry`).  ``rebuild --as-restart`` on the store as the
 restart found it must write the broker's ``consumequeue/`` and ``index/`` byte for byte, and ``verify``'s units
 lost count from the broker's queues.
+
+The ``-embedded-blank-48`` store: a blank's header 48 bytes further, its empty request dispatched, then a message.
+The ``-embedded-to-entry`` store (:func:`past_2gib_embedded_to_entry_scenario`): a message from 2147483647 to the
+T0 entry's end, where the last T9 entry starts: the check there runs the base check 48 bytes further, on T9's
+message, and the reput walks the entries on from there (T9's cut unit put back, its keys indexed again).
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ from broker_dledger_2gib import (
 from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
 from test_dledger_2gib_broker import EMBED_AT_BODY_DATA, EMBED_T0_DATA
 
-from store_format.dledger import ENTRY_HEADER_SIZE
+from store_format.dledger import ENTRY_HEADER_SIZE, ENTRY_MAGIC, OFF_ENTRY_POS
 from store_format.layout import MAGIC_BLANK
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
@@ -155,3 +160,84 @@ def test_crash_restart_whose_reput_at_2147483647_dispatches_a_blanks_empty_reque
     start = BLANK_MAX + 56
     assert (f'parses 2 message(s) (a blank at {BLANK_MAX + 48}, its empty request to topic "" queue 0, {start} to '
             f"{start + len(msg)})") in text, text[-3000:]
+
+
+
+# the last T0 record ends this many bytes past 2147483647, where the last T9 message's entry starts (its tail after
+# the body: the topic's length byte, "T0", a properties length of 0)
+TO_T9_ENTRY = 4189 - 88 - EMBED_AT_BODY_DATA
+T9_ENTRY = BLANK_MAX + TO_T9_ENTRY
+T0_TAIL = b"\x02T0\x00\x00"
+# a T5 message from 2147483647 to that entry: its last bytes are the T0 record's tail, which its properties string
+# ends with ("KEYS\x01E5", then "T0\x00\x00": no name-value separator, a pair string2messageProperties skips)
+ENTRY_BOUND_PROPS = b"KEYS\x01E5" + T0_TAIL
+ENTRY_BOUND_BODY = (b"embedded!!" * 31)[:TO_T9_ENTRY - 88 - 1 - 2 - 2 - len(ENTRY_BOUND_PROPS)]
+
+
+def entry_bound_message() -> bytes:
+    """The T5 message of :func:`past_2gib_embedded_to_entry_scenario`, :data:`TO_T9_ENTRY` bytes long, its
+    PHYSICALOFFSET field the last T9 message's offset (48 bytes past its entry's start)."""
+    msg = embedded_message(T9_ENTRY + ENTRY_HEADER_SIZE, ENTRY_BOUND_BODY, ENTRY_BOUND_PROPS)
+    assert len(msg) == TO_T9_ENTRY and msg.endswith(T0_TAIL), len(msg)
+    return msg
+
+
+def past_2gib_embedded_to_entry_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-embedded-to-entry``: :func:`past_2gib_abort_scenario` whose last T0 body
+    holds, from 2147483647 to its end, a well-formed T5 message (:func:`entry_bound_message`) whose last bytes are
+    the T0 record's own tail, so that it ends where the last T9 message's entry starts; that T9 message has the keys
+    ``K9``."""
+    msg = entry_bound_message()
+    sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+                               f"{line}-dledger-abort-past-2gib-embedded-to-entry", msg=msg[:-len(T0_TAIL)])
+    *rest, t9 = sc["messages"]
+    assert t9["topic"] == "T9", t9
+    return {**sc, "messages": [*rest, {**t9, "keys": "K9"}]}
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_parses_a_message_up_to_an_entry_and_walks_on_from_it(tmp_path):
+    """The reput set at 2147483647 inside the last T0 entry's body, a well-formed T5 message there that ends at that
+    entry's end, where the last T9 message's entry starts: the 5.5.1 broker dispatches the T5 message (T5/0's unit
+    at its PHYSICALOFFSET field, T9's message's offset, and E5 indexed there: not below the index's endPhyOffset,
+    K9's), then checks on at the T9 entry's start, whose two ints are DLedger's entry magic and size (neither a
+    message magic code nor -1), so the base check 48 bytes further parses T9's message (a request of its size +
+    48): the reput walks the entries on from there like any reput, puts T9's cut unit back behind its
+    ``fillPreBlank`` unit and indexes K9 again, after E5.  ``rebuild --as-restart`` reads the T5 message after the
+    walk's records, then the entries from the T9 entry's start again (``QueueCut.inside_records``,
+    ``QueueCut.reput``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units lost."""
+    sc = past_2gib_embedded_to_entry_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert int(data[0].name) == 0, "the broker deleted data files (its disk past diskMaxUsedSpaceRatio): free disk"
+    msg = entry_bound_message()
+    (last,) = [f for f in data if int(f.name) <= BLANK_MAX < int(f.name) + PAST_2GIB_FILE]
+    with last.open("rb") as f:
+        f.seek(BLANK_MAX - int(last.name) - EMBED_AT_BODY_DATA - 88)
+        record = f.read(88 + 4096 + len(T0_TAIL) + ENTRY_HEADER_SIZE)
+    at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
+    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0_DATA), "the T0 record around 2147483647"
+    assert record[at:at + len(msg)] == msg, "the T5 message from 2147483647 to the T0 record's end"
+    head = record[4189:4189 + ENTRY_HEADER_SIZE]   # the next entry's header: its magic, its own position
+    assert struct.unpack(">i", head[:4])[0] == ENTRY_MAGIC and \
+        struct.unpack(">q", head[OFF_ENTRY_POS:OFF_ENTRY_POS + 8])[0] == T9_ENTRY, head
+    t9 = w["queuesAfterLoad"]["T9/0"]
+    assert int(t9["maxPhysicOffset"]) == BLANK_MAX, t9   # the cut left the fillPreBlank unit only
+    assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]
+    # what the broker's reput did: T5/0's one unit, then T9's cut unit put back (its queue's write position past it)
+    t9_at = T9_ENTRY + ENTRY_HEADER_SIZE
+    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
+    assert t5[:20] == struct.pack(">qiq", t9_at, len(msg), 0) and not any(t5[20:]), t5[:40]
+    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
+    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    assert int.from_bytes(units[20:28], "big") == t9_at, units[20:40]
+    after = w["queuesAfterDispatch"]["T9/0"]   # its write position past that unit (the cut's was at it)
+    assert int(after["maxOffset"]) == 40 and int(after["maxPhysicOffset"]) > T9_ENTRY, after
+    # the index: K9 (the walk), E5 (its field at K9's offset, not below endPhyOffset), K9 again (the reput): three
+    # entries at that offset (indexCount starts at 1)
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    header = struct.unpack(">qqqqii", index.read_bytes()[:40])
+    assert header[2:4] == (t9_at, t9_at) and header[5] == 4, header
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    assert f"parses 1 message(s) ({BLANK_MAX} to {T9_ENTRY})" in text and f"sends it on to {T9_ENTRY} " in text, \
+        text[-3000:]
