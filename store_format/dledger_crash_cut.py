@@ -67,7 +67,8 @@ of the records past the walk hold the addresses their own dispatch gave them).
 
 A reput set at 2147483647 inside an entry may first parse well-formed messages there and dispatch them into the
 queues as the cut left them (:mod:`store_format.dledger_inside_units`: :attr:`QueueCut.inside_units`, their ext units
-too), before it goes on.
+too), and a blank's empty request 48 bytes further into topic "" queue 0 (with ``enableConsumeQueueExt`` its ext unit
+first, the unit holding its address: ``pipelines.restart.apply_cut``), before it goes on.
 
 ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
 """
@@ -297,7 +298,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     ``processOffset``, one byte before it or 2147483647: :attr:`QueueCut.inside_records`, dispatched before it
     goes on, their units appended after the walk's, and in the queues the walk wrote where the cut left their write
     positions, :attr:`QueueCut.inside_units`, with ext files holding their ext units' addresses, ``ext_file_size``
-    the ext file size; a blank's empty request with ext files refused, its ext unit not modelled)
+    the ext file size; a blank's empty request, a record of no bytes, goes to topic "" queue 0, its ext unit too:
+    ``pipelines.restart.apply_cut``)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
     :func:`store_format.dledger_inside_units.place_inside`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
@@ -368,9 +370,6 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             inside_from, (reput, inside_records, parsed) = reput, inside(reput)
         if inside_records:   # the messages its check parses where it was set, into the queues as the cut left them
             # (store_format.dledger_reput_inside, store_format.dledger_inside_units)
-            if ext and any(b == a for a, b in inside_records):
-                raise _refuse(f"enableConsumeQueueExt and a reput set at {inside_from} that would dispatch a blank's "
-                              "empty request there (its ext unit)")
             inside_units = _inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput,
                                          end, after, cq_file_size, inside_from, ext_file_size if ext else 0)
             assert not ext or ext_file_size > 0, "enableConsumeQueueExt: the ext file size"
