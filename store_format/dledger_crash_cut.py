@@ -320,7 +320,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             with ext, a reput from before the walk's last data file when ``track`` kept only that file's units;
             messages parsed at ``processOffset`` (or one byte before it), and at 2147483647 the cases
             :func:`store_format.dledger_inside_units.place_inside` refuses, or, with ext, a message for a queue the
-            walk wrote when the reput then goes on before ``end``.
+            walk wrote when the reput then goes on before the walk's last data file or walks records of that queue
+            (whose ext units would follow the parsed ones').
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -445,13 +446,22 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
     position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
     ``fillPreBlank`` units only); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext units the walk put per
-    queue: ``track.own_units``)."""
+    queue: ``track.own_units``; a reput that goes on at ``reput`` before ``end`` puts its ext units after the parsed
+    ones' only in the queues whose records it walks, refused for those the walk wrote)."""
     ids = {name: k for k, name in enumerate(track.names)}
-    if ext_file_size and reput < end and any(ids.get((u.topic, u.queue_id)) is not None for u in parsed):
-        # the reput going on puts ext units of those queues after the parsed ones' (ExtAgain counts from the walk's)
-        raise _refuse(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a queue "
-                      f"the walk wrote, then go on at {reput}, before the log's end")
     units = track.last_file()
+    if ext_file_size and reput < end:
+        # the reput going on puts an ext unit for each record of a queue's own it walks (ExtAgain, counted from the
+        # walk's) after the parsed ones': refused for a queue the walk wrote with such records (its cut units, which
+        # the reput puts back, refused below too, or those past the walk), or for any before the walk's last data file
+        # (records of the earlier files); a queue with none there gets no ext unit after them
+        own = units[(units[:, U_KIND] == KIND_CQ) & (units[:, U_OFFSET] >= reput) & (units[:, U_OFFSET] < end)]
+        walks = {int(q) for q in own[:, U_QUEUE]} | (
+            {int(q) for q in after[after[:, U_OFFSET] >= reput, U_QUEUE]} if after is not None else set())
+        if any((q := ids.get((u.topic, u.queue_id))) is not None and (reput < track.base or q in walks)
+               for u in parsed):
+            raise _refuse(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a "
+                          f"queue the walk wrote, then go on at {reput}, before the log's end, and walk records of it")
 
     def walked(name: tuple[str, int]) -> WalkedQueue | None:
         q = ids.get(name)
