@@ -7,6 +7,7 @@ import numpy as np
 
 from store_format.anomalies import AnomalyKind
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE, BCQ_UNIT_SIZE
+from store_format.concurrent_reput import empty_request_queue_files
 from store_format.config import BrokerConfig
 from store_format.consumequeue import cq_file_name
 from store_format.consumequeue_ext import (
@@ -231,16 +232,19 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     consume queue files the cut deleted and nothing wrote again are removed, in a queue whose cut units are
     put back only in part they are moved to where the reput appends them (:func:`_write_moved`), and with
     ``enableConsumeQueueExt`` the reput's ext units are appended and the units it put back point at them
-    (:func:`_put_ext_again`).  ``built``'s file rows follow; returns whether anything changed."""
+    (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched write topic "" queue
+    0's files (:func:`store_format.concurrent_reput.empty_request_queue_files`, ext files too).  ``built``'s file rows
+    follow; returns whether anything changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
     if crash is None:
         return False
     cut, changed = crash.cut, False
-    if cut is not None and any(b == a for a, b in cut.inside_records):
-        # a blank's empty request its check dispatched where it was set (store_format.dledger_reput_inside): the
-        # unit (0, 0, 0) of topic "" queue 0 (ConsumeQueue.putMessagePositionInfo; the first one only), as
-        # concurrent_reput.empty_request_files writes it (cut_queues refuses it with enableConsumeQueueExt)
-        write_file(staged.staging_uri, f"consumequeue/0/{cq_file_name(0)}", [config.cq_file_size])
+    blanks = sum(b == a for a, b in cut.inside_records) if cut is not None else 0
+    for rel, pieces in empty_request_queue_files(config, blanks):
+        # the blanks' empty requests its check dispatched where it was set (store_format.dledger_reput_inside): topic
+        # "" queue 0's unit (0, 0, tagsCode) (ConsumeQueue.putMessagePositionInfo; the first one only), with
+        # enableConsumeQueueExt each one's ext unit first (ConsumeQueueExt.put), the unit holding the first's address
+        write_file(staged.staging_uri, rel, pieces)
     if cut is not None and (cut.dropped or cut.batch_dropped or cut.moves):
         layouts = {False: ("consumequeue", config.cq_file_size, CQ_UNIT_SIZE),
                    True: (BCQ_DIR, config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE)}

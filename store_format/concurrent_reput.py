@@ -69,8 +69,8 @@ from .reput_end import data_end_limit
 from .store import Segment, StoreLocation, read_in_pieces
 
 __all__ = ["ConcurrentStop", "check_empty_requests", "concurrent_reput_applies", "concurrent_reput_stop", "cut_at",
-           "empty_request_files", "empty_request_units", "index_after_last_key", "past_the_stop",
-           "reput_walks_past_unreadable", "settle", "stop_detail"]
+           "empty_request_files", "empty_request_queue_files", "empty_request_units", "index_after_last_key",
+           "past_the_stop", "reput_walks_past_unreadable", "settle", "stop_detail"]
 
 # the walk's findings where the sequential reput parts from the concurrent one (a blank's unreachable tail
 # is the same for both: ``rollNextFile``)
@@ -367,7 +367,17 @@ def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop]) -> li
     not past the queue's max physical offset (0), so they are skipped as written again, their ext units kept (in
     as many ext files as they fill, :func:`store_format.consumequeue_ext.build_ext_file`)."""
     count = sum(s.empty_requests for s in stops if s.empty_request is not None)
-    if not count or config.rocksdb_cq:   # no files: empty_request_units
+    if config.rocksdb_cq:   # no files: empty_request_units
+        return []
+    return empty_request_queue_files(config, count)
+
+
+def empty_request_queue_files(config: BrokerConfig, count: int) -> list[tuple[str, list]]:
+    """The files ``count`` blanks' empty requests dispatched one after the other into a topic "" queue 0 that had
+    none leave (:func:`empty_request_files`; also those a DLedger start's reput set inside an entry dispatches,
+    :mod:`store_format.dledger_reput_inside`): ``consumequeue/0/`` with its one unit, and with
+    ``enableConsumeQueueExt=true`` ``consumequeue_ext/0/`` with ``count`` ext units; none when ``count`` is 0."""
+    if not count:
         return []
     name = cq_file_name(0)
     if not config.enableConsumeQueueExt:

@@ -67,7 +67,8 @@ of the records past the walk hold the addresses their own dispatch gave them).
 
 A reput set at 2147483647 inside an entry may first parse well-formed messages there and dispatch them into the
 queues as the cut left them (:mod:`store_format.dledger_inside_units`: :attr:`QueueCut.inside_units`, their ext units
-too), before it goes on.
+too), and a blank's empty request 48 bytes further into topic "" queue 0 (with ``enableConsumeQueueExt`` its ext unit
+first, the unit holding its address: ``pipelines.restart.apply_cut``), before it goes on.
 
 ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
 """
@@ -297,9 +298,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     ``processOffset``, one byte before it or 2147483647: :attr:`QueueCut.inside_records`, dispatched before it
     goes on, their units appended after the walk's, and in the queues the walk wrote where the cut left their write
     positions, :attr:`QueueCut.inside_units`, with ext files holding their ext units' addresses, ``ext_file_size``
-    the ext file size; a blank's empty request with ext files refused, its ext unit not modelled; where it then
-    goes on inside the log, at an entry's start or a file's, it puts back the cut units from there like any reput,
-    refused after a walk that ended early)
+    the ext file size; a blank's empty request, a record of no bytes, goes to topic "" queue 0, its ext unit too:
+    ``pipelines.restart.apply_cut``; where it then goes on inside the log, at an entry's start or a file's, it puts
+    back the cut units from there like any reput, refused after a walk that ended early)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
     :func:`store_format.dledger_inside_units.place_inside`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
@@ -319,8 +320,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             left with ``fillPreBlank`` units only) inside a log past 2 GiB;
             with ext, a reput from before the walk's last data file when ``track`` kept only that file's units;
             messages parsed where it was set that :func:`store_format.dledger_inside_units.place_inside` refuses,
-            or, with ext, a message for a queue the walk wrote when the reput then goes on before ``end`` or a
-            blank's empty request, or messages parsed before a walk on inside the log after a walk that ended early.
+            or, with ext, a message for a queue the walk wrote when the reput then goes on before the walk's last
+            data file or walks records of that queue (whose ext units would follow the parsed ones'), or messages
+            parsed before a walk on inside the log after a walk that ended early.
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -370,9 +372,6 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             inside_from, (reput, inside_records, parsed) = reput, inside(reput)
         if inside_records:   # the messages its check parses where it was set, into the queues as the cut left them
             # (store_format.dledger_reput_inside, store_format.dledger_inside_units)
-            if ext and any(b == a for a, b in inside_records):
-                raise _refuse(f"enableConsumeQueueExt and a reput set at {inside_from} that would dispatch a blank's "
-                              "empty request there (its ext unit)")
             inside_units = _inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput,
                                          end, after, cq_file_size, inside_from, ext_file_size if ext else 0)
             assert not ext or ext_file_size > 0, "enableConsumeQueueExt: the ext file size"
@@ -451,13 +450,22 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
     position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
     ``fillPreBlank`` units only); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext units the walk put per
-    queue: ``track.own_units``)."""
+    queue: ``track.own_units``; a reput that goes on at ``reput`` before ``end`` puts its ext units after the parsed
+    ones' only in the queues whose records it walks, refused for those the walk wrote)."""
     ids = {name: k for k, name in enumerate(track.names)}
-    if ext_file_size and reput < end and any(ids.get((u.topic, u.queue_id)) is not None for u in parsed):
-        # the reput going on puts ext units of those queues after the parsed ones' (ExtAgain counts from the walk's)
-        raise _refuse(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a queue "
-                      f"the walk wrote, then go on at {reput}, before the log's end")
     units = track.last_file()
+    if ext_file_size and reput < end:
+        # the reput going on puts an ext unit for each record of a queue's own it walks (ExtAgain, counted from the
+        # walk's) after the parsed ones': refused for a queue the walk wrote with such records (its cut units, which
+        # the reput puts back, refused below too, or those past the walk), or for any before the walk's last data file
+        # (records of the earlier files); a queue with none there gets no ext unit after them
+        own = units[(units[:, U_KIND] == KIND_CQ) & (units[:, U_OFFSET] >= reput) & (units[:, U_OFFSET] < end)]
+        walks = {int(q) for q in own[:, U_QUEUE]} | (
+            {int(q) for q in after[after[:, U_OFFSET] >= reput, U_QUEUE]} if after is not None else set())
+        if any((q := ids.get((u.topic, u.queue_id))) is not None and (reput < track.base or q in walks)
+               for u in parsed):
+            raise _refuse(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a "
+                          f"queue the walk wrote, then go on at {reput}, before the log's end, and walk records of it")
 
     def walked(name: tuple[str, int]) -> WalkedQueue | None:
         q = ids.get(name)

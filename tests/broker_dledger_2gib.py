@@ -1,9 +1,9 @@
 """Shared steps of the 5.5.1 DLedger broker cases on logs past 2 GiB (``tests/test_dledger_2gib*_broker.py``): the
 broker writes a scenario and restarts it (``written``), ``rebuild --as-restart`` of the store as that restart found it
 (``as_restart``) compared byte for byte with the broker's ``consumequeue/`` and ``index/``
-(``same_files_as_the_broker``), ``verify``'s next-start prediction (``verify_restart``) against the units the broker's
-queues hold (``held_units``, ``queued_messages``), and a well-formed message record to embed in a body
-(``embedded_message``, ``with_embedded_message``)."""
+(``same_files_as_the_broker``) and ``consumequeue_ext/`` (``same_ext_files_as_the_broker``), ``verify``'s next-start
+prediction (``verify_restart``) against the units the broker's queues hold (``held_units``, ``queued_messages``), and
+a well-formed message record to embed in a body (``embedded_message``, ``with_embedded_message``)."""
 from __future__ import annotations
 
 import base64
@@ -53,6 +53,18 @@ def same_files_as_the_broker(src, ours) -> None:  # noqa: ANN001
         assert len(got) == len(exp), (sub, got, exp)
         for e, o in zip(exp, got):
             bh.same_bytes(e.read_bytes(), o.read_bytes(), f"{sub}/{o.relative_to(ours / sub)}")
+
+
+def same_ext_files_as_the_broker(src, ours) -> None:  # noqa: ANN001
+    """``ours``' ``consumequeue_ext/`` (``enableConsumeQueueExt=true``) is the broker's (``src/expected``) byte for
+    byte, the same files."""
+    exp_dir, got_dir = src / "expected" / "consumequeue_ext", ours / "consumequeue_ext"
+    exp = sorted(p for p in exp_dir.rglob("*") if p.is_file())
+    got = sorted(p for p in got_dir.rglob("*") if p.is_file())
+    assert exp, "the broker wrote no ext file"
+    assert [p.relative_to(got_dir) for p in got] == [p.relative_to(exp_dir) for p in exp]
+    for e, o in zip(exp, got):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"consumequeue_ext/{e.relative_to(exp_dir)}")
 
 
 def verify_restart(src, tmp_path) -> dict | None:  # noqa: ANN001
