@@ -14,11 +14,18 @@ import struct
 import zlib
 
 import broker_harness as bh
+from broker_dledger_scenarios import PAST_2GIB_FILE
 
 from store_format.layout import MAGIC_V1
 
 LINE = "5.5.1"
 BLANK_MAX = 2**31 - 1
+FILL_PRE_BLANK_UNIT = bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8)   # ConsumeQueue.fillPreBlank's unit
+# Where the DLedger layout of past_2gib_abort_scenario puts 2147483647: in the last T0 entry (queue offset 506827, the
+# 11207th of the 22nd data file, at 2147479822), 3689 bytes into its body (the entry's 48-byte header and the record's
+# 88 bytes before it); t0_record_at_2147483647 checks the bytes there.
+EMBED_T0_DATA = 21 * 23601 + 11206
+EMBED_AT_BODY_DATA = BLANK_MAX - 2147479822 - 48 - 88
 
 
 def written(sc: dict, tmp_path):  # noqa: ANN001, ANN202
@@ -142,3 +149,37 @@ def with_embedded_message(sc: dict, t0: int, at_body: int, name: str, msg: bytes
         k += len(m.get("batch", ())) if m.get("topic") == "T0" else 0
         messages.append(m)
     return {**sc, "messages": messages, "name": name}
+
+
+def t0_record_at_2147483647(src, extra: int = 0) -> bytes:  # noqa: ANN001
+    """The T0 record whose body holds 2147483647 in a store of
+    :func:`broker_dledger_scenarios.past_2gib_abort_scenario`'s layout, as the broker wrote it into ``src/before``:
+    its 88 header bytes and 4096-byte body, and ``extra`` bytes after.  Checks that no data file went (the broker
+    deletes some on a nearly full disk) and the record's size and queue offset."""
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert int(data[0].name) == 0, "the broker deleted data files (its disk past diskMaxUsedSpaceRatio): free disk"
+    (last,) = [f for f in data if int(f.name) <= BLANK_MAX < int(f.name) + PAST_2GIB_FILE]
+    with last.open("rb") as f:
+        f.seek(BLANK_MAX - int(last.name) - EMBED_AT_BODY_DATA - 88)
+        record = f.read(88 + 4096 + extra)
+    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0_DATA), "the T0 record around 2147483647"
+    return record
+
+
+def first_queue_file(src, queue: str) -> bytes:  # noqa: ANN001
+    """The broker's first consume queue file of ``queue`` ("T5/0"): ``src/expected/consumequeue/T5/0/000...0``."""
+    return (src / "expected" / "consumequeue" / queue / f"{0:020d}").read_bytes()
+
+
+def assert_embedded_t5_dispatched(src, msg: bytes) -> None:  # noqa: ANN001
+    """What the 5.5.1 broker's reput did with the T5 message ``msg`` (:func:`embedded_message`, its PHYSICALOFFSET
+    field 2147483647) its check parsed near 2147483647 in the data-file store: T5/0's one unit at that field with
+    the message's size and no tags code; T9's queue still with its ``fillPreBlank`` unit first; the message's keys
+    indexed at that offset with its own store time, no record having been indexed before (the index header: one hash
+    slot, one entry, indexCount starting at 1)."""
+    t5 = first_queue_file(src, "T5/0")
+    assert t5[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and not any(t5[20:]), t5[:40]
+    assert first_queue_file(src, "T9/0")[:20] == FILL_PRE_BLANK_UNIT, "T9's fillPreBlank unit"
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    assert struct.unpack(">qqqqii", index.read_bytes()[:40]) == (
+        1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"

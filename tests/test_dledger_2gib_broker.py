@@ -32,19 +32,24 @@ import broker_harness as bh
 import pytest
 from broker_dledger_2gib import (
     BLANK_MAX,
+    EMBED_AT_BODY_DATA,
+    EMBED_T0_DATA,
+    FILL_PRE_BLANK_UNIT,
     LINE,
     as_restart,
     as_restart_matches_broker,
+    assert_embedded_t5_dispatched,
     embedded_message,
+    first_queue_file,
     held_units,
     queued_messages,
     same_files_as_the_broker,
+    t0_record_at_2147483647,
     verify_restart,
     with_embedded_message,
     written,
 )
 from broker_dledger_scenarios import (
-    PAST_2GIB_FILE,
     converted_past_2gib_abort_scenario,
     converted_past_2gib_next_old_abort_scenario,
     converted_past_2gib_two_files_abort_scenario,
@@ -67,8 +72,8 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_the_lo
         text[-3000:]
     same_files_as_the_broker(src, tmp_path / "ours")
     # what the broker's reput did from there: T9's last unit and T0's last ones stay cut (the jump), or came back
-    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
-    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    units = first_queue_file(src, "T9/0")
+    assert units[:20] == FILL_PRE_BLANK_UNIT, "T9's fillPreBlank unit"
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB_CONVERTED") != "1",
@@ -93,8 +98,8 @@ def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_an_old
     assert "inside an old commitlog file (a store converted in place" in text and \
         f"sends it on to {int(data[0].name)} " in text, text[-3000:]
     # the broker's reput from the data file's start put T9's cut unit back behind its fillPreBlank unit
-    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
-    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    units = first_queue_file(src, "T9/0")
+    assert units[:20] == FILL_PRE_BLANK_UNIT, "T9's fillPreBlank unit"
     assert int.from_bytes(units[20:28], "big") > int(data[0].name), "T9's cut unit put back"
     # its keys indexed twice (the walk, then the reput from the data file's start), the prepared ones' once (below
     # the index's endPhyOffset for the reput): the header's indexCount 1 + 10 + 2
@@ -145,11 +150,11 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
     assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]
     # what the broker's reput did: T5/0's one unit, the embedded message (its offset, size, no tags code)
-    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
+    t5 = first_queue_file(src, "T5/0")
     assert t5[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and not any(t5[20:]), t5[:40]
     # then the jump to the old file's end: T9's cut unit put back from the first data file, as without the message
-    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
-    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    units = first_queue_file(src, "T9/0")
+    assert units[:20] == FILL_PRE_BLANK_UNIT, "T9's fillPreBlank unit"
     assert int.from_bytes(units[20:28], "big") > int(data[0].name), "T9's cut unit put back"
     (index,) = sorted((src / "expected" / "index").iterdir())
     assert int.from_bytes(index.read_bytes()[36:40], "big") == 13, "E5 not indexed (below endPhyOffset)"
@@ -158,11 +163,6 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
         f"sends it on to {int(data[0].name)} " in text, text[-3000:]
 
 
-# Where the DLedger layout of past_2gib_abort_scenario puts 2147483647: in the last T0 entry (queue offset 506827,
-# the 11207th of the 22nd data file, at 2147479822), 3689 bytes into its body (the entry's 48-byte header and the
-# record's 88 bytes before it).  The test checks the bytes there.
-EMBED_T0_DATA = 21 * 23601 + 11206
-EMBED_AT_BODY_DATA = BLANK_MAX - 2147479822 - 48 - 88
 
 
 def past_2gib_embedded_scenario(line: str) -> dict:
@@ -182,24 +182,12 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_
     lost; leaving it out loses T5's queue file and its keys."""
     sc = past_2gib_embedded_scenario(LINE)
     w, src = written(sc, tmp_path)
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     msg = embedded_message(BLANK_MAX)
-    (last,) = [f for f in data if int(f.name) <= BLANK_MAX < int(f.name) + PAST_2GIB_FILE]
-    with last.open("rb") as f:
-        f.seek(BLANK_MAX - int(last.name) - EMBED_AT_BODY_DATA - 88)
-        record = f.read(88 + 4096)
-    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0_DATA), "the T0 record around 2147483647"
+    record = t0_record_at_2147483647(src)
     assert record[88 + EMBED_AT_BODY_DATA:88 + EMBED_AT_BODY_DATA + len(msg)] == msg, "the message at 2147483647"
     assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
-    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
-    assert t5[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and not any(t5[20:]), t5[:40]
-    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
-    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
-    # its keys indexed (no record before it was): the index file's header holds the embedded message's store time
-    # and offset only, one hash slot, one entry (indexCount starts at 1)
-    (index,) = sorted((src / "expected" / "index").iterdir())
-    assert struct.unpack(">qqqqii", index.read_bytes()[:40]) == (
-        1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"
+    # what the broker's reput did: T5/0's unit at its field, its keys indexed there
+    assert_embedded_t5_dispatched(src, msg)
     text = as_restart_matches_broker(src, tmp_path, sc, w)
     assert f"parses 1 message(s) ({BLANK_MAX} to {BLANK_MAX + len(msg)})" in text, text[-3000:]
 
@@ -226,8 +214,8 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_from_an_old_file_before_th
     assert f"sends it on to {int(data[0].name)} " in text and \
         f"the start's reput from {int(data[0].name)}, before data file {data[1].name}" in text, text[-3000:]
     # the broker's reput put T9's cut unit back and the first data file's T0 units (none of the old files' T0)
-    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
-    assert units[:40] == (bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8)) * 2, "T9's fillPreBlank units"
+    units = first_queue_file(src, "T9/0")
+    assert units[:40] == (FILL_PRE_BLANK_UNIT) * 2, "T9's fillPreBlank units"
     assert int.from_bytes(units[40:48], "big") > int(data[1].name) and units[60:80] == bytes(20), \
         "T9's cut unit put back, the first data file's T9 unit dropped"
     t0 = [int.from_bytes(b[i:i + 8], "big") for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir())
@@ -261,8 +249,8 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_at_the_next_old_commitlog_
     same_files_as_the_broker(src, tmp_path / "ours")
     assert f"sends it on to {int(old[-1].name)} " in text, text[-3000:]
     # the broker's reput put the last old file's T0 units and T9's cut unit back
-    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
-    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    units = first_queue_file(src, "T9/0")
+    assert units[:20] == FILL_PRE_BLANK_UNIT, "T9's fillPreBlank unit"
     assert int.from_bytes(units[20:28], "big") > int(data[0].name), "T9's cut unit put back"
     t0 = [int.from_bytes(b[i:i + 8], "big") for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir())
           for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20) if b[i + 8:i + 12] != bytes(4)]

@@ -28,14 +28,19 @@ import broker_harness as bh
 import pytest
 from broker_dledger_2gib import (
     BLANK_MAX,
+    EMBED_AT_BODY_DATA,
+    EMBED_T0_DATA,
+    FILL_PRE_BLANK_UNIT,
     LINE,
     as_restart_matches_broker,
+    assert_embedded_t5_dispatched,
     embedded_message,
+    first_queue_file,
+    t0_record_at_2147483647,
     with_embedded_message,
     written,
 )
-from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
-from test_dledger_2gib_broker import EMBED_AT_BODY_DATA, EMBED_T0_DATA
+from broker_dledger_scenarios import past_2gib_abort_scenario
 
 from store_format.dledger import ENTRY_HEADER_SIZE, ENTRY_MAGIC, OFF_ENTRY_POS
 from store_format.layout import MAGIC_BLANK
@@ -63,30 +68,17 @@ def test_crash_restart_whose_reput_at_2147483647_parses_a_message_48_bytes_furth
     lost."""
     sc = past_2gib_embedded_48_scenario(LINE)
     w, src = written(sc, tmp_path)
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    assert int(data[0].name) == 0, "the broker deleted data files (its disk past diskMaxUsedSpaceRatio): free disk"
     msg = embedded_message(BLANK_MAX)
-    (last,) = [f for f in data if int(f.name) <= BLANK_MAX < int(f.name) + PAST_2GIB_FILE]
-    with last.open("rb") as f:
-        f.seek(BLANK_MAX - int(last.name) - EMBED_AT_BODY_DATA - 88)
-        record = f.read(88 + 4096)
+    record = t0_record_at_2147483647(src)
     at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
-    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0_DATA), "the T0 record around 2147483647"
     # DLedgerCommitLog's check at 2147483647: neither int a magic code nor -1, so the base check 48 bytes further
     assert record[at:at + 48] == b"x" * 48, "'x' bytes at 2147483647"
     assert record[at + 48:at + 48 + len(msg)] == msg, "the message 48 bytes further"
     assert record[at + 48 + len(msg):at + 48 + len(msg) + 56] == b"x" * 56, "'x' bytes after it"
     assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
     assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]   # a queue the walk did not write
-    # what the broker's reput did: T5/0's one unit, the message's PHYSICALOFFSET field (not its start), its size
-    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
-    assert t5[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and not any(t5[20:]), t5[:40]
-    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
-    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
-    # its keys indexed at that field's offset with its own store time (no record before it was): one entry
-    (index,) = sorted((src / "expected" / "index").iterdir())
-    assert struct.unpack(">qqqqii", index.read_bytes()[:40]) == (
-        1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"
+    # what the broker's reput did: T5/0's unit at its field, its keys indexed there
+    assert_embedded_t5_dispatched(src, msg)
     text = as_restart_matches_broker(src, tmp_path, sc, w)
     start = BLANK_MAX + ENTRY_HEADER_SIZE
     assert f"parses 1 message(s) ({start} to {start + len(msg)})" in text, text[-3000:]
@@ -129,15 +121,9 @@ def test_crash_restart_whose_reput_at_2147483647_dispatches_a_blanks_empty_reque
     request's file too) and ``index/`` byte for byte, and verify's units lost."""
     sc = past_2gib_embedded_blank_48_scenario(LINE)
     w, src = written(sc, tmp_path)
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    assert int(data[0].name) == 0, "the broker deleted data files (its disk past diskMaxUsedSpaceRatio): free disk"
     msg = embedded_message(BLANK_MAX)
-    (last,) = [f for f in data if int(f.name) <= BLANK_MAX < int(f.name) + PAST_2GIB_FILE]
-    with last.open("rb") as f:
-        f.seek(BLANK_MAX - int(last.name) - EMBED_AT_BODY_DATA - 88)
-        record = f.read(88 + 4096)
+    record = t0_record_at_2147483647(src)
     at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
-    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0_DATA), "the T0 record around 2147483647"
     assert record[at:at + 48] == b"x" * 48, "'x' bytes at 2147483647"
     assert record[at + 48:at + 56] == EMPTY_BLANK, "the blank's header 48 bytes further"
     assert record[at + 56:at + 56 + len(msg)] == msg, "the message after it"
@@ -148,14 +134,8 @@ def test_crash_restart_whose_reput_at_2147483647_dispatches_a_blanks_empty_reque
     empty = src / "expected" / "consumequeue" / "0" / f"{0:020d}"
     size = int(sc["config"]["mappedFileSizeConsumeQueue"])
     assert empty.is_file() and empty.stat().st_size == size and not any(empty.read_bytes()), "the empty request"
-    # the message read where the buffer stood, 56 bytes past 2147483647: T5/0's unit at its field's offset
-    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
-    assert t5[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and not any(t5[20:]), t5[:40]
-    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
-    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
-    (index,) = sorted((src / "expected" / "index").iterdir())
-    assert struct.unpack(">qqqqii", index.read_bytes()[:40]) == (
-        1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"
+    # what the broker's reput did: T5/0's unit at its field, its keys indexed there
+    assert_embedded_t5_dispatched(src, msg)
     text = as_restart_matches_broker(src, tmp_path, sc, w)
     start = BLANK_MAX + 56
     assert (f'parses 2 message(s) (a blank at {BLANK_MAX + 48}, its empty request to topic "" queue 0, {start} to '
@@ -208,15 +188,9 @@ def test_crash_restart_whose_reput_at_2147483647_parses_a_message_up_to_an_entry
     ``QueueCut.reput``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units lost."""
     sc = past_2gib_embedded_to_entry_scenario(LINE)
     w, src = written(sc, tmp_path)
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    assert int(data[0].name) == 0, "the broker deleted data files (its disk past diskMaxUsedSpaceRatio): free disk"
     msg = entry_bound_message()
-    (last,) = [f for f in data if int(f.name) <= BLANK_MAX < int(f.name) + PAST_2GIB_FILE]
-    with last.open("rb") as f:
-        f.seek(BLANK_MAX - int(last.name) - EMBED_AT_BODY_DATA - 88)
-        record = f.read(88 + 4096 + len(T0_TAIL) + ENTRY_HEADER_SIZE)
+    record = t0_record_at_2147483647(src, len(T0_TAIL) + ENTRY_HEADER_SIZE)
     at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
-    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0_DATA), "the T0 record around 2147483647"
     assert record[at:at + len(msg)] == msg, "the T5 message from 2147483647 to the T0 record's end"
     head = record[4189:4189 + ENTRY_HEADER_SIZE]   # the next entry's header: its magic, its own position
     assert struct.unpack(">i", head[:4])[0] == ENTRY_MAGIC and \
@@ -226,10 +200,10 @@ def test_crash_restart_whose_reput_at_2147483647_parses_a_message_up_to_an_entry
     assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]
     # what the broker's reput did: T5/0's one unit, then T9's cut unit put back (its queue's write position past it)
     t9_at = T9_ENTRY + ENTRY_HEADER_SIZE
-    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
+    t5 = first_queue_file(src, "T5/0")
     assert t5[:20] == struct.pack(">qiq", t9_at, len(msg), 0) and not any(t5[20:]), t5[:40]
-    units = (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes()
-    assert units[:20] == bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8), "T9's fillPreBlank unit"
+    units = first_queue_file(src, "T9/0")
+    assert units[:20] == FILL_PRE_BLANK_UNIT, "T9's fillPreBlank unit"
     assert int.from_bytes(units[20:28], "big") == t9_at, units[20:40]
     after = w["queuesAfterDispatch"]["T9/0"]   # its write position past that unit (the cut's was at it)
     assert int(after["maxOffset"]) == 40 and int(after["maxPhysicOffset"]) > T9_ENTRY, after
