@@ -191,11 +191,15 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           + (f"; the cut left {', '.join(f'{t}/{q}' for t, q in reset)} with no file (max -1: "
                              "ConsumeQueue.correctMinOffset), which it writes anew from its start" if reset else ""))
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
+        runs = tuple((a, b) for a, b in crash.cut.inside_records if b > a) if crash.cut is not None else ()
         if crash.before:   # the earlier files' records after the walk's, then the walk's again (jump_at)
             assert crash.jump is not None
             kept = jump_at(dataclasses.replace(kept, reindex=-1), *crash.jump, walked_from=crash.start_offset)
-            if reset:   # the reput's pass: the segments after the one the walk's pass goes on from
-                reput_pass = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0) + 1
+            # the reput's pass: the segments after the one the walk's pass goes on from
+            reput_pass = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0) + 1
+            if runs:   # first the messages its check parses where it was set (a blank's empty request: apply_cut)
+                kept = then_pieces(kept, runs, st.segments, after=reput_pass - 1)
+            if reset:   # from the reput's first piece on, the parsed messages' if any
                 kept = dataclasses.replace(kept, queue_reset=reset, reset_from=reput_pass)
             return kept, DLedgerRestart(rec, before, False, crash)
         segs = [seg for seg in kept.segments if seg.base >= crash.start_offset]
@@ -203,7 +207,6 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                                    reindex=crash.reindex)
         if crash.jump is not None:   # the reput's records read where it reads them (the walk's again: its keys, ext)
             kept = jump_at(dataclasses.replace(kept, reindex=-1) if crash.again else kept, *crash.jump)
-        runs = tuple((a, b) for a, b in crash.cut.inside_records if b > a) if crash.cut is not None else ()
         if runs:   # the messages its check parses where it was set (a blank's empty request: apply_cut), then the
             # records from where it goes on again when that is inside the walk's range (their keys as the index
             # takes them after those messages', not StoreLocation.reindex)

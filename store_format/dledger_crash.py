@@ -79,7 +79,8 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   walk that ended at a damaged message or a 5.5.1 cut leaving every queue with no file.  Set at 2147483647 inside
   an old file (a queue the cut left with ``fillPreBlank`` units only), it goes on at that file's end
   (:func:`_reput_inside`): the walk's data file, or before it (the next old file, an earlier data file) the
-  reput-before-the-walk rule with a cut, the walk's queues dropping the records there (``DLedgerCrash.drops_before``);
+  reput-before-the-walk rule with a cut, the walk's queues dropping the records there (``DLedgerCrash.drops_before``),
+  after the well-formed messages its check parses at 2147483647, if any (``QueueCut.inside_records``, new queues);
   so too set inside an entry of a data file before the walk's (a log past 2 GiB walked from a later data file): it
   goes on at that data file's end, the next one, or at DLedger's committed position where that lies in the file
   past it, walking on from there once the group commits the rest
@@ -338,15 +339,20 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart``'s
     ``apply_cut``); past 2 GiB (the reput set at 2147483647 inside a converted store's old file or an entry of an
     earlier data file, :mod:`store_format.dledger_crash_old`) it drops the earlier records by their queue offsets and
-    puts the cut units back.  A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets
-    its max to -1 (``QueueCut.reset``), so the reput puts the earlier files' records of it too, the first in a new file
-    where its own queue offset falls (``fillPreBlank`` units before it), then the walk's ones after them: the queue is
-    written anew from the reput's start (the rebuild's queue starts empty again there, ``StoreLocation.queue_reset``);
-    5.3.3 keeps ``processOffset`` as its max, so the earlier records drop there too and the cut units come back (read
-    from the source, no broker case).  With ext files each unit put back points at the ext unit the reput put for it,
-    counted from the earlier files' records (a converted store's old files' too; in a queue the 5.5.1 cut left with no
-    file, after the ext units the walk put: the cut keeps them)
-    (:func:`store_format.dledger_crash_before.ext_before_walk`).
+    puts the cut units back; where its check first parses well-formed messages there (``QueueCut.inside_records``,
+    :mod:`store_format.dledger_reput_inside`) it dispatches those first, after the cut and before it goes on: into
+    the queues as the cut left them, which gives them units in queues the walk did not write only (each queue the walk
+    wrote holds ``fillPreBlank`` units only, its cut units put back afterwards, or no file:
+    :func:`store_format.dledger_inside_units.place_inside` refuses those), and the rebuild reads them between the
+    walk's records and the reput's pass (``pipelines.restart``, :func:`store_format.store.then_pieces`' ``after``).
+    A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets its max to -1
+    (``QueueCut.reset``), so the reput puts the earlier files' records of it too, the first in a new file where its own
+    queue offset falls (``fillPreBlank`` units before it), then the walk's ones after them: the queue is written anew
+    from the reput's start (the rebuild's queue starts empty again there, ``StoreLocation.queue_reset``); 5.3.3 keeps
+    ``processOffset`` as its max, so the earlier records drop there too and the cut units come back (read from the
+    source, no broker case).  With ext files each unit put back points at the ext unit the reput put for it, counted
+    from the earlier files' records (a converted store's old files' too; in a queue the 5.5.1 cut left with no file,
+    after the ext units the walk put: the cut keeps them) (:func:`store_format.dledger_crash_before.ext_before_walk`).
 
     Raises:
         UnsupportedConfigError: a record the reput's check refuses in the earlier files where it does not go on at
@@ -364,9 +370,6 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
         inside_earlier_refusal([s for s in st.segments if not s.dledger], files, cut.inside_from, reput,
                                committed) if cut.inside_from >= 0 \
         else ""
-    if not why and cut is not None and cut.inside_records:   # the rebuild's reading of them ends the walk's pass
-        why = (f"after dispatching what its message check parses at {cut.inside_from} "
-               f"({len(cut.inside_records)} record(s): not modelled there)")
     if why:
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, {why}")

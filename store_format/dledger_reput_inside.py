@@ -34,7 +34,9 @@ end too): the broker dispatches each like any record (its unit from the queue, q
 give, the offset its PHYSICALOFFSET field's, the request's ``commitLogOffset``, wherever it starts; its keys by
 ``IndexService.buildIndex``'s ``endPhyOffset`` rule on that field) and checks on at its end by the rules above, so
 :func:`reput_inside_entry` returns those records (from each message's start) with where the reput goes on, and the
-rebuild reads them after the walk's records (:func:`store_format.store.then_pieces`;
+rebuild reads them after the walk's records (:func:`store_format.store.then_pieces`; where the reput then goes on
+before the walk's data file, between the walk's records and that reput's pass: ``then_pieces``' ``after``,
+``tests/test_dledger_2gib_before_broker.py``, the ``-past-2gib-before-embedded`` stores;
 ``tests/test_dledger_2gib_broker.py``, the ``-embedded`` stores, and ``tests/test_dledger_2gib_inside_broker.py``,
 ``-embedded-48``, 5.5.1, at 2147483647; ``tests/test_dledger_crash_broker.py``, the small ``-emptied-*-embedded``
 stores, at ``processOffset`` or one byte before it.  In the queues the walk wrote

@@ -400,7 +400,7 @@ def read_in_pieces(st: StoreLocation, lo: int, runs: tuple[tuple[int, int], ...]
 
 
 def then_pieces(st: StoreLocation, runs: tuple[tuple[int, int], ...], holding: list[Segment],
-                then: int = -1) -> StoreLocation:
+                then: int = -1, after: int = -1) -> StoreLocation:
     """``st`` as a reput reads it that, once its last segment is read, dispatches only the byte ranges ``runs``
     (``(start, end)`` commitlog offsets, in order, each whole records as the base ``CommitLog`` writes them, with
     no DLedger entry header), in the files of ``holding`` that hold them, then stops, or with ``then`` (a record's or
@@ -409,14 +409,21 @@ def then_pieces(st: StoreLocation, runs: tuple[tuple[int, int], ...], holding: l
     (:meth:`StoreLocation.piece_at`).  A 5.x DLedger crash restart whose start's reput, set inside an entry or an
     old file's record, parses messages there before it jumps to the end of the bytes ``getData`` gave, or before
     its check lands on an entry's start, where it walks on (``ReputMessageService.doReput``,
-    :mod:`store_format.dledger_reput_inside`)."""
-    last = st.segments[-1]
-    assert last.resume < 0 and runs, (last, runs)
-    kept = [*st.segments[:-1], dataclasses.replace(last, resume=runs[0][0])]
-    for (a, b), nxt in zip(runs, [*(a for a, _ in runs[1:]), then]):
+    :mod:`store_format.dledger_reput_inside`).
+
+    ``after`` (a list position, instead of ``then``): the pieces are read once that segment is, a segment
+    :func:`jump_at` sent on elsewhere (the walk's pass, going on before the walk's data file: ``Segment.resume``),
+    and the last one goes on where it did, the segments after it kept as they are."""
+    k = len(st.segments) - 1 if after < 0 else after
+    last = st.segments[k]
+    assert runs and (last.resume < 0 if after < 0 else last.resume >= 0 and then < 0), (last, runs, then)
+    kept = [*st.segments[:k], dataclasses.replace(last, resume=runs[0][0])]
+    for (a, b), nxt in zip(runs, [*(a for a, _ in runs[1:]), then if after < 0 else last.resume]):
         seg = next(s for s in holding if s.base <= a and b <= s.end)
         kept.append(dataclasses.replace(seg, start=a - seg.base, readable=b - seg.base, resume=nxt, dledger=False))
-    if then >= 0:   # the segments from the one holding it, read again from there
+    if after >= 0:   # the pass the segment went on to, as it was
+        kept += st.segments[k + 1:]
+    elif then >= 0:   # the segments from the one holding it, read again from there
         again = [seg for seg in st.segments if seg.end > then]
         assert again and again[0].base + again[0].start <= then, (then, again[:1])
         kept += [dataclasses.replace(again[0], start=then - again[0].base), *again[1:]]

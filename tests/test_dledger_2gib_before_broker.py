@@ -18,12 +18,21 @@ DLedger's checkpoint behind, its committed position inside the 22nd data file pa
 there, so the jump lands there, the reput waits for the group's commits after ``commitLog.start`` and then walks from
 there: the rest of the 22nd file's records first, then the 23rd's, then the walk's again.
 
+``-past-2gib-before-embedded`` (:func:`past_2gib_before_embedded_scenario`): ``-past-2gib-before`` with a well-formed
+T5 message at 2147483647, inside the T0 body there: the broker's reput dispatches it (after the walk and the cut), its
+next check fails on the body's bytes after it, and it goes on at the 23rd data file as without it.
+``-past-2gib-before-embedded-t0`` (:func:`past_2gib_before_embedded_t0_scenario`): with a T0 message of queue offset
+0 after the T5 one, whose unit T0's queue takes first, the 23rd data file's T0 units appended after it (the order
+the broker dispatches them in: the rebuild reads the parsed messages between the walk's records and the reput's
+pass, ``store.then_pieces``' ``after``).
+
 ``rebuild --as-restart`` on the store as the restart found it must write the broker's ``consumequeue/`` and ``index/``
 byte for byte, and ``verify``'s units lost must be those the broker's queues do not hold.
 """
 from __future__ import annotations
 
 import os
+import struct
 
 import broker_harness as bh
 import pytest
@@ -32,9 +41,12 @@ from broker_dledger_2gib import (
     LINE,
     as_restart,
     as_restart_matches_broker,
+    embedded_message,
     held_units,
+    queued_messages,
     same_files_as_the_broker,
     verify_restart,
+    with_embedded_message,
     written,
 )
 from broker_dledger_scenarios import (
@@ -272,3 +284,113 @@ def test_crash_restart_whose_reput_at_2147483647_goes_on_at_the_committed_positi
         f"the start's reput from {committed}, before data file {data[23].name}" in text and \
         "T9/0 drop every record before the walk's data file" in text, text[-3000:]
     assert held_units(src) == len(t0) + 1
+
+
+# Where the DLedger layout of past_2gib_before_abort_scenario puts 2147483647 (as past_2gib_abort_scenario's): in the
+# T0 entry of queue offset 506827 (the 11207th of the 22nd data file, at 2147479822), 3689 bytes into its body (the
+# entry's 48-byte header and the record's 88 bytes before it).  The test checks the bytes there.
+EMBED_T0 = 21 * 23601 + 11206
+EMBED_AT_BODY = BLANK_MAX - 2147479822 - ENTRY_HEADER_SIZE - 88
+
+
+def past_2gib_before_embedded_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-before-embedded`` (5.5.1, ``DLEDGER_2GIB=1``):
+    :func:`past_2gib_before_abort_scenario` whose T0 body around 2147483647 holds, from there, a well-formed T5
+    message (:func:`broker_dledger_2gib.embedded_message`, keys ``E5``) where no entry or message starts."""
+    return with_embedded_message(past_2gib_before_abort_scenario(line), EMBED_T0, EMBED_AT_BODY,
+                                 f"{line}-dledger-abort-past-2gib-before-embedded")
+
+
+def test_crash_restart_whose_reput_at_2147483647_parses_a_message_then_goes_on_before_the_walks_data_file(tmp_path):
+    """The reput set at 2147483647 inside the 22nd data file, where a T0 body holds a well-formed T5 message: after
+    the walk (the 24th data file) and the cut, the 5.5.1 broker dispatches that message (T5/0's one unit; its keys
+    below the index's ``endPhyOffset``), its next check fails on the body's 'x' bytes after it and it goes on at the
+    23rd data file as in ``-past-2gib-before``.  ``rebuild --as-restart`` reads the message between the walk's
+    records and the reput's pass (``store.then_pieces``' ``after``): the broker's ``consumequeue/`` and ``index/``
+    byte for byte, and ``verify``'s units lost (T5's unit no message of the log's)."""
+    sc = past_2gib_before_embedded_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 24 and all(int(f.name) == k * PAST_2GIB_FILE for k, f in enumerate(data)), data
+    assert int(data[21].name) <= BLANK_MAX < int(data[22].name), data[21:23]
+    msg = embedded_message(BLANK_MAX)
+    with data[21].open("rb") as f:
+        f.seek(BLANK_MAX - int(data[21].name) - EMBED_AT_BODY - 88)
+        record = f.read(88 + 4096)
+    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0), "the T0 record around 2147483647"
+    assert record[88 + EMBED_AT_BODY - 60:88 + EMBED_AT_BODY] == b"x" * 60 and \
+        record[88 + EMBED_AT_BODY:88 + EMBED_AT_BODY + len(msg) + 8] == msg + b"x" * 8, "the message at 2147483647"
+    assert _first_entry(data[22]) == ("T9", 0, int(data[22].name) + ENTRY_HEADER_SIZE), _first_entry(data[22])
+    assert _first_entry(data[23])[:2] == ("T1", 0), _first_entry(data[23])
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left fillPreBlank units only
+    assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]
+    # what the broker's reput did: T5/0's one unit, the embedded message (its offset, size, no tags code) ...
+    t5 = _units(src, "T5")
+    assert t5[0] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and not any(b"".join(t5[1:])), t5[:2]
+    # ... then, from the 23rd data file, the rest as without it
+    t9 = _units(src, "T9")
+    assert t9[:2] == [FILL_PRE_BLANK] * 2, t9[:3]
+    assert int.from_bytes(t9[2][:8], "big") > int(data[23].name) and not any(b"".join(t9[3:])), \
+        "T9's cut unit put back, the 23rd data file's T9 unit dropped"
+    t0 = [int.from_bytes(u[:8], "big") for u in _units(src, "T0") if u[8:12] not in (bytes(4), FILL_PRE_BLANK[8:12])]
+    assert len(t0) == 23590 and min(t0) > int(data[22].name) and max(t0) < int(data[23].name), \
+        "T0's units: the 23rd data file's, none of the earlier files'"
+    assert _index_count(src) == 13, "E5 not indexed (below endPhyOffset): 1, then P0-P9 and K9 by the walk, K9 again"
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    assert f"parses 1 message(s) ({BLANK_MAX} to {BLANK_MAX + len(msg)})" in text and \
+        f"sends it on to {int(data[22].name)} " in text and \
+        f"the start's reput from {int(data[22].name)}, before data file {data[23].name}" in text, text[-3000:]
+    assert held_units(src, leave_out="T5") == len(t0) + 1
+
+
+def past_2gib_before_embedded_t0_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-before-embedded-t0`` (5.5.1, ``DLEDGER_2GIB=1``):
+    :func:`past_2gib_before_embedded_scenario` whose T5 message is followed by a T0 one of queue offset 0 (keys
+    ``E0``, its PHYSICALOFFSET field where it starts), then the body's 'x' bytes."""
+    t5 = embedded_message(BLANK_MAX)
+    t0 = embedded_message(BLANK_MAX + len(t5), props=b"KEYS\x01E0\x02")
+    assert t0.count(b"\x02T5") == 1   # the topic's length byte and name
+    return with_embedded_message(past_2gib_before_abort_scenario(line), EMBED_T0, EMBED_AT_BODY,
+                                 f"{line}-dledger-abort-past-2gib-before-embedded-t0",
+                                 msg=t5 + t0.replace(b"\x02T5", b"\x02T0"))
+
+
+def test_crash_restart_whose_reput_at_2147483647_parses_a_t0_message_before_the_earlier_files_t0_records(tmp_path):
+    """As the test above with a T0 message of queue offset 0 after the T5 one: the 5.5.1 broker puts its unit first,
+    in a new file of T0's queue at 0 (T0's queue had no file), then appends the 23rd data file's 23590 T0 units
+    after it, at the write position whatever their queue offsets (506829 on), instead of in a file where those fall
+    after ``fillPreBlank`` units as without it: reading the parsed messages anywhere but between the walk's records
+    and the reput's pass fails on T0's queue.  ``rebuild --as-restart`` byte for byte; ``verify``'s units lost (its
+    reference holds a unit for every message of the log, T5's and T0's embedded ones none)."""
+    sc = past_2gib_before_embedded_t0_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 24 and int(data[21].name) <= BLANK_MAX < int(data[22].name), data[21:23]
+    t5 = embedded_message(BLANK_MAX)
+    at = BLANK_MAX + len(t5)
+    with data[21].open("rb") as f:
+        f.seek(at - int(data[21].name))
+        t0_msg = f.read(len(t5) + 8)
+    assert t0_msg[:-8] == embedded_message(at, props=b"KEYS\x01E0\x02").replace(b"\x02T5", b"\x02T0") and \
+        t0_msg[-8:] == b"x" * 8, "the T0 message after the T5 one"
+    assert "T0/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]   # the walk wrote no T0 unit
+    assert _units(src, "T5")[0] == struct.pack(">qiq", BLANK_MAX, len(t5), 0)
+    # T0's queue: one file, the embedded message's unit first, then the 23rd data file's
+    assert sorted(p.name for p in (src / "expected" / "consumequeue" / "T0" / "0").iterdir()) == [f"{0:020d}"]
+    t0 = _units(src, "T0")
+    assert t0[0] == struct.pack(">qiq", at, len(t5), 0), t0[:2]
+    real = [int.from_bytes(u[:8], "big") for u in t0[1:] if any(u)]
+    assert len(real) == 23590 and real == sorted(real) and min(real) > int(data[22].name) and \
+        max(real) < int(data[23].name) and not any(b"".join(t0[1 + len(real):])), "the 23rd file's T0 units after it"
+    t9 = _units(src, "T9")
+    assert t9[:2] == [FILL_PRE_BLANK] * 2 and int.from_bytes(t9[2][:8], "big") > int(data[23].name), t9[:3]
+    assert _index_count(src) == 13, "E5 and E0 not indexed (below endPhyOffset)"
+    text = as_restart(src, tmp_path / "ours")
+    same_files_as_the_broker(src, tmp_path / "ours")
+    assert f"parses 2 message(s) ({BLANK_MAX} to {at}, {at} to {at + len(t5)})" in text, text[-3000:]
+    # verify's units lost: every queued message's unit but those the broker's queues hold, T5's and T0's embedded
+    # ones no message's of the log
+    held = held_units(src, ends=w["queuesAfterDispatch"], leave_out="T5") - 1
+    p = verify_restart(src, tmp_path)
+    assert held == 23590 + 1 and p is not None and p["units_lost"] == queued_messages(sc) - held, \
+        (held, p and p["notes"])
