@@ -211,8 +211,12 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             # records from where it goes on again when that is inside the walk's range (their keys as the index
             # takes them after those messages', not StoreLocation.reindex)
             assert crash.cut is not None
+            if crash.jump is not None:   # after a walk that ended early (crash.again): between the walk's pass and
+                # the reput's, which jump_at sent on from walk_end to where the reput goes on
+                assert crash.again and crash.cut.reput == crash.reput_from < crash.walk_end, crash
+                walk_pass = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0)
+                return then_pieces(kept, runs, st.segments, after=walk_pass), DLedgerRestart(rec, before, False, crash)
             again = crash.cut.reput if crash.start_offset <= crash.cut.reput < crash.end else -1
-            assert again < 0 or crash.jump is None, crash   # cut_queues refuses it after a walk that ended early
             kept = then_pieces(dataclasses.replace(kept, reindex=-1) if again >= 0 else kept, runs, st.segments,
                                then=again)
         return kept, DLedgerRestart(rec, before, False, crash)

@@ -39,7 +39,12 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   of those records, before those of the records past the walk (:attr:`DLedgerCrash.again`: the rebuild reads those
   records a second time, :func:`store_format.store.jump_at`); with a queue cut, the cut's moves then apply to what
   that walk wrote (the records read again drop as repeats), and the cut units put back point at the ext units put
-  again.
+  again.  So too a reput set at 2147483647 inside an entry (a queue the cut left with ``fillPreBlank`` units only)
+  whose check parses well-formed messages there and then goes on at an entry's start before the walk's end: it
+  dispatches those messages after the walk's records, then walks the walk's records on from there, the damaged
+  message and the rest (``QueueCut.inside_records``; the rebuild reads the messages between its two passes,
+  :func:`store_format.store.then_pieces`' ``after``); going on at or past the walk's end, or before its data file,
+  or with no record from there to index again and no ext unit to put again (not broker-checked), it is refused.
 * Past such a walk, a record the start's reput's own check refuses (a bad magic code: DLedger's recovery reads no
   message field) ends its dispatch: ``doReput`` skips to the end of ``getData``'s buffer.  In the last data file, with
   the committed position at or before it and a group of one, that is the log's end, so :attr:`DLedgerCrash.end`
@@ -228,7 +233,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             and :func:`walk_after` (the reput's check ending before the log's end: :func:`reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file that
-            :func:`_reput_before_walk` refuses (after a cut it does not undo).
+            :func:`_reput_before_walk` refuses (after a cut it does not undo), and after a walk that ended early
+            messages parsed where a reput was set inside an entry before it goes on before the walk's data file or
+            with no record to index again and no ext unit to put again.
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
@@ -302,6 +309,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (reput_skips)
             log_end = reput_ends
     if reput < files[first].base:
+        if early and cut is not None and cut.inside_records:
+            raise refusal(f"a walk that ended early at {end} and a reput set at {cut.inside_from} that would parse a "
+                          f"message there, then walk on from {reput}, before the walk's data file")
         return _reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
                                   track, config, cut, rec.committed_pos)
     ext_again = cut.ext_again if cut is not None else \
@@ -309,8 +319,12 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
         else -1
     # the reput from before the walk's end walks the walk's records again, then those past it: the ext units and
-    # keys it puts again go before theirs (DLedgerCrash.again)
+    # keys it puts again go before theirs (DLedgerCrash.again), and the messages its check parsed where it was set
+    # inside an entry before all of them (broker-checked with a record indexed again only)
     again = early and log_end > end and reput < end and (bool(ext_again) or reindex >= 0)
+    if early and cut is not None and cut.inside_records and reput < rec.process_offset and not again:
+        raise refusal(f"a walk that ended early at {end} and a reput set at {cut.inside_from} that would parse a "
+                      f"message there, then walk on from {reput} with no record to index again")
     return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
                         ext_again, walk_end=walk_end, again=again)
 

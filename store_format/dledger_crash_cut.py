@@ -300,7 +300,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     positions, :attr:`QueueCut.inside_units`, with ext files holding their ext units' addresses, ``ext_file_size``
     the ext file size; a blank's empty request, a record of no bytes, goes to topic "" queue 0, its ext unit too:
     ``pipelines.restart.apply_cut``; where it then goes on inside the log, at an entry's start or a file's, it puts
-    back the cut units from there like any reput, refused after a walk that ended early)
+    back the cut units from there like any reput; after a walk that ended early, from before its end only: then it
+    walks the walk's records from there again, and the damaged message and the records after it, ``after``)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
     :func:`store_format.dledger_inside_units.place_inside`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
@@ -322,7 +323,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             messages parsed where it was set that :func:`store_format.dledger_inside_units.place_inside` refuses,
             or, with ext, a message for a queue the walk wrote when the reput then goes on before the walk's last
             data file or walks records of that queue (whose ext units would follow the parsed ones'), or messages
-            parsed before a walk on inside the log after a walk that ended early.
+            parsed before a walk on from at or past the end of a walk that ended early.
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -375,9 +376,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             inside_units = _inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput,
                                          end, after, cq_file_size, inside_from, ext_file_size if ext else 0)
             assert not ext or ext_file_size > 0, "enableConsumeQueueExt: the ext file size"
-            if walk_end >= 0 and reput < end:
+            if 0 <= walk_end <= reput < end:   # from before walk_end, it walks the walk's records again first
                 raise _refuse(f"a walk that ended early at {walk_end} and a reput set at {inside_from} that would "
-                              f"parse a message there, then walk on from {reput}")
+                              f"parse a message there, then walk on from {reput}, at or past the walk's end")
     else:
         reput = confirm_offset
     zero_from: dict[int, int] = {}

@@ -412,8 +412,9 @@ def then_pieces(st: StoreLocation, runs: tuple[tuple[int, int], ...], holding: l
     :mod:`store_format.dledger_reput_inside`).
 
     ``after`` (a list position, instead of ``then``): the pieces are read once that segment is, a segment
-    :func:`jump_at` sent on elsewhere (the walk's pass, going on before the walk's data file: ``Segment.resume``),
-    and the last one goes on where it did, the segments after it kept as they are."""
+    :func:`jump_at` sent on elsewhere (the walk's pass, going on before the walk's data file, or from where the walk
+    ended early at a damaged message back to where the reput goes on: ``Segment.resume``), and the last one goes on
+    where it did, the segments after it kept as they are."""
     k = len(st.segments) - 1 if after < 0 else after
     last = st.segments[k]
     assert runs and (last.resume < 0 if after < 0 else last.resume >= 0 and then < 0), (last, runs, then)

@@ -1,0 +1,103 @@
+"""A 5.5.1 DLedger crash restart whose ``dledgerRecoverAbnormally`` walk ends early at a damaged message (a body
+byte flipped: its CRC check fails there, DLedger's own recovery keeps the log) and whose start's reput, set at
+2147483647 inside an entry of a log past 2 GiB (a queue the cut left with ``fillPreBlank`` units only), parses a
+well-formed message there that ends at an entry's start, then walks the entries on from there: the walk's cut
+record again, then the damaged message and the records after it, which its check (no CRC) dispatches.  Checked
+against the broker (``DLEDGER_2GIB=1`` only: the store holds some 2.15 GB of data, its ``before/`` copy as much).
+
+The ``-embedded-to-entry-damaged`` store (:func:`past_2gib_embedded_to_entry_damaged_scenario`): the
+``-embedded-to-entry`` store (``tests/test_dledger_2gib_inside_broker.py``) with three messages after its last T9
+message: a T8 message (keys ``K8``) whose body byte is flipped, a T8 message (``K8b``) and a T9 message (``K9b``).
+"""
+from __future__ import annotations
+
+import os
+import struct
+
+import broker_harness as bh
+import pytest
+from broker_dledger_2gib import (
+    BLANK_MAX,
+    EMBED_AT_BODY_DATA,
+    FILL_PRE_BLANK_UNIT,
+    LINE,
+    as_restart_matches_broker,
+    first_queue_file,
+    t0_record_at_2147483647,
+    written,
+)
+from test_dledger_2gib_inside_broker import (
+    T0_TAIL,
+    T9_ENTRY,
+    entry_bound_message,
+    past_2gib_embedded_to_entry_scenario,
+)
+
+from store_format.dledger import ENTRY_HEADER_SIZE
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
+
+bh.skip_without_tools()
+
+# the messages after the last T9 one: the first damaged (its put's index: damageMessage)
+AFTER_T9 = [{"topic": "T8", "queueId": 0, "bodySize": 100, "keys": "K8"},
+            {"topic": "T8", "queueId": 0, "bodySize": 100, "keys": "K8b"},
+            {"topic": "T9", "queueId": 0, "bodySize": 100, "keys": "K9b"}]
+
+
+def past_2gib_embedded_to_entry_damaged_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-embedded-to-entry-damaged``: the ``-embedded-to-entry`` store
+    (:func:`past_2gib_embedded_to_entry_scenario`) with :data:`AFTER_T9` after its last T9 message, the first of
+    them damaged (a body byte flipped: ``damageMessage``)."""
+    sc = past_2gib_embedded_to_entry_scenario(line)
+    return {**sc, "messages": [*sc["messages"], *AFTER_T9], "damageMessage": len(sc["messages"]),
+            "name": f"{line}-dledger-abort-past-2gib-embedded-to-entry-damaged"}
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_walk_ends_at_a_damaged_message_and_reput_at_2147483647_walks_on_to_it(tmp_path):
+    """The walk ends at the damaged T8 message (its body CRC), past the last T9 entry; the cut at its short
+    ``processOffset`` leaves T9's queue with its ``fillPreBlank`` unit only, and the reput set at 2147483647 inside the
+    last T0 entry's body parses the T5 message there, which ends where the last T9 entry starts.  The 5.5.1 broker
+    dispatches the T5 message after the walk's records (T5/0's unit at its PHYSICALOFFSET field), then walks the
+    entries on from the T9 entry: T9's cut unit put back, K9 indexed again, then the damaged message (its check
+    reads no CRC) and the two after it: T8/0's two units, T9's third unit, K8, K8b and K9b indexed after K9.
+    ``rebuild --as-restart`` reads the walk's records to the damaged message, then the T5 message, then the entries
+    from the T9 entry's start to the log's end: the broker's ``consumequeue/`` and ``index/`` byte for byte, and
+    verify's units lost."""
+    sc = past_2gib_embedded_to_entry_damaged_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    msg = entry_bound_message()
+    record = t0_record_at_2147483647(src, len(T0_TAIL) + ENTRY_HEADER_SIZE)
+    at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
+    assert record[at:at + len(msg)] == msg, "the T5 message from 2147483647 to the T0 record's end"
+    t9_at = T9_ENTRY + ENTRY_HEADER_SIZE
+    damaged = int(w["damagedRecord"])
+    assert damaged == t9_at + 201 + ENTRY_HEADER_SIZE, w["damagedRecord"]   # the entry right after the last T9 one
+    # the walk ended there: its short processOffset below 2147483647, T8's queue not written, T9's cut unit taken
+    assert int(w["truncateDirtyLogicFilesAt"]) < BLANK_MAX, w["truncateDirtyLogicFilesAt"]
+    loaded = w["queuesAfterLoad"]
+    assert "T8/0" not in loaded and "T5/0" not in loaded, loaded
+    assert int(loaded["T9/0"]["maxPhysicOffset"]) == BLANK_MAX, loaded   # the fillPreBlank unit only
+    assert int(w["maxPhyOffset"]) == int(w["dledgerCommittedPos"]) > damaged, w   # DLedger kept the log
+    # what the broker's reput did: T5/0's one unit at its field; T9's cut unit put back, then K9b's; T8/0's two units,
+    # the damaged message's first
+    t5 = first_queue_file(src, "T5/0")
+    assert t5[:20] == struct.pack(">qiq", t9_at, len(msg), 0) and not any(t5[20:]), t5[:40]
+    k8b = damaged + 201 + ENTRY_HEADER_SIZE
+    k9b = k8b + 202 + ENTRY_HEADER_SIZE
+    t8 = first_queue_file(src, "T8/0")
+    assert t8[:40] == struct.pack(">qiqqiq", damaged, 201, 0, k8b, 202, 0) and not any(t8[40:]), t8[:60]
+    t9 = first_queue_file(src, "T9/0")
+    assert t9[:60] == FILL_PRE_BLANK_UNIT + struct.pack(">qiqqiq", t9_at, 201, 0, k9b, 202, 0) and \
+        not any(t9[60:]), t9[:80]
+    assert int(w["maxPhyOffset"]) == k9b + 202
+    # the index: K9 (the walk), E5 (its field at K9's offset), K9 again, K8, K8b, K9b (the reput): five keys, six
+    # entries (indexCount starts at 1), the last at K9b's offset
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    header = struct.unpack(">qqqqii", index.read_bytes()[:40])
+    assert header[2:] == (t9_at, k9b, 5, 7), header
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    walk_end = damaged - ENTRY_HEADER_SIZE   # the damaged message's entry
+    assert f"parses 1 message(s) ({BLANK_MAX} to {T9_ENTRY})" in text and f"ends its walk at {walk_end} " in text, \
+        text[-3000:]
