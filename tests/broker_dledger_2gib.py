@@ -3,7 +3,9 @@ broker writes a scenario and restarts it (``written``), ``rebuild --as-restart``
 (``as_restart``) compared byte for byte with the broker's ``consumequeue/`` and ``index/``
 (``same_files_as_the_broker``) and ``consumequeue_ext/`` (``same_ext_files_as_the_broker``), ``verify``'s next-start
 prediction (``verify_restart``) against the units the broker's queues hold (``held_units``, ``queued_messages``), and
-a well-formed message record to embed in a body (``embedded_message``, ``with_embedded_message``)."""
+a well-formed message record to embed in a body (``embedded_message``, ``with_embedded_message``), and the
+``-embedded-to-entry`` store, whose embedded message ends at the last T9 entry's start
+(``past_2gib_embedded_to_entry_scenario``)."""
 from __future__ import annotations
 
 import base64
@@ -14,8 +16,9 @@ import struct
 import zlib
 
 import broker_harness as bh
-from broker_dledger_scenarios import PAST_2GIB_FILE
+from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
 
+from store_format.dledger import ENTRY_HEADER_SIZE
 from store_format.layout import MAGIC_V1
 
 LINE = "5.5.1"
@@ -183,3 +186,35 @@ def assert_embedded_t5_dispatched(src, msg: bytes) -> None:  # noqa: ANN001
     (index,) = sorted((src / "expected" / "index").iterdir())
     assert struct.unpack(">qqqqii", index.read_bytes()[:40]) == (
         1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"
+
+
+# the last T0 record ends this many bytes past 2147483647, where the last T9 message's entry starts (its tail after
+# the body: the topic's length byte, "T0", a properties length of 0)
+TO_T9_ENTRY = 4189 - 88 - EMBED_AT_BODY_DATA
+T9_ENTRY = BLANK_MAX + TO_T9_ENTRY
+T0_TAIL = b"\x02T0\x00\x00"
+# a T5 message from 2147483647 to that entry: its last bytes are the T0 record's tail, which its properties string
+# ends with ("KEYS\x01E5", then "T0\x00\x00": no name-value separator, a pair string2messageProperties skips)
+ENTRY_BOUND_PROPS = b"KEYS\x01E5" + T0_TAIL
+ENTRY_BOUND_BODY = (b"embedded!!" * 31)[:TO_T9_ENTRY - 88 - 1 - 2 - 2 - len(ENTRY_BOUND_PROPS)]
+
+
+def entry_bound_message() -> bytes:
+    """The T5 message of :func:`past_2gib_embedded_to_entry_scenario`, :data:`TO_T9_ENTRY` bytes long, its
+    PHYSICALOFFSET field the last T9 message's offset (48 bytes past its entry's start)."""
+    msg = embedded_message(T9_ENTRY + ENTRY_HEADER_SIZE, ENTRY_BOUND_BODY, ENTRY_BOUND_PROPS)
+    assert len(msg) == TO_T9_ENTRY and msg.endswith(T0_TAIL), len(msg)
+    return msg
+
+
+def past_2gib_embedded_to_entry_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-embedded-to-entry``: :func:`past_2gib_abort_scenario` whose last T0 body
+    holds, from 2147483647 to its end, a well-formed T5 message (:func:`entry_bound_message`) whose last bytes are
+    the T0 record's own tail, so that it ends where the last T9 message's entry starts; that T9 message has the keys
+    ``K9``."""
+    msg = entry_bound_message()
+    sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+                               f"{line}-dledger-abort-past-2gib-embedded-to-entry", msg=msg[:-len(T0_TAIL)])
+    *rest, t9 = sc["messages"]
+    assert t9["topic"] == "T9", t9
+    return {**sc, "messages": [*rest, {**t9, "keys": "K9"}]}

@@ -6,8 +6,9 @@ record again, then the damaged message and the records after it, which its check
 against the broker (``DLEDGER_2GIB=1`` only: the store holds some 2.15 GB of data, its ``before/`` copy as much).
 
 The ``-embedded-to-entry-damaged`` store (:func:`past_2gib_embedded_to_entry_damaged_scenario`): the
-``-embedded-to-entry`` store (``tests/test_dledger_2gib_inside_broker.py``) with three messages after its last T9
-message: a T8 message (keys ``K8``) whose body byte is flipped, a T8 message (``K8b``) and a T9 message (``K9b``).
+``-embedded-to-entry`` store (``tests/test_dledger_2gib_inside_broker.py``; its scenario in ``broker_dledger_2gib``)
+with three messages after its last T9 message: a T8 message (keys ``K8``) whose body byte is flipped, a T8 message
+(``K8b``) and a T9 message (``K9b``).
 """
 from __future__ import annotations
 
@@ -21,16 +22,14 @@ from broker_dledger_2gib import (
     EMBED_AT_BODY_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
-    as_restart_matches_broker,
-    first_queue_file,
-    t0_record_at_2147483647,
-    written,
-)
-from test_dledger_2gib_inside_broker import (
     T0_TAIL,
     T9_ENTRY,
+    as_restart_matches_broker,
     entry_bound_message,
+    first_queue_file,
     past_2gib_embedded_to_entry_scenario,
+    t0_record_at_2147483647,
+    written,
 )
 
 from store_format.dledger import ENTRY_HEADER_SIZE

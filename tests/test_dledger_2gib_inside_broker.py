@@ -32,10 +32,14 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    T0_TAIL,
+    T9_ENTRY,
     as_restart_matches_broker,
     assert_embedded_t5_dispatched,
     embedded_message,
+    entry_bound_message,
     first_queue_file,
+    past_2gib_embedded_to_entry_scenario,
     t0_record_at_2147483647,
     with_embedded_message,
     written,
@@ -141,38 +145,6 @@ def test_crash_restart_whose_reput_at_2147483647_dispatches_a_blanks_empty_reque
     assert (f'parses 2 message(s) (a blank at {BLANK_MAX + 48}, its empty request to topic "" queue 0, {start} to '
             f"{start + len(msg)})") in text, text[-3000:]
 
-
-
-# the last T0 record ends this many bytes past 2147483647, where the last T9 message's entry starts (its tail after
-# the body: the topic's length byte, "T0", a properties length of 0)
-TO_T9_ENTRY = 4189 - 88 - EMBED_AT_BODY_DATA
-T9_ENTRY = BLANK_MAX + TO_T9_ENTRY
-T0_TAIL = b"\x02T0\x00\x00"
-# a T5 message from 2147483647 to that entry: its last bytes are the T0 record's tail, which its properties string
-# ends with ("KEYS\x01E5", then "T0\x00\x00": no name-value separator, a pair string2messageProperties skips)
-ENTRY_BOUND_PROPS = b"KEYS\x01E5" + T0_TAIL
-ENTRY_BOUND_BODY = (b"embedded!!" * 31)[:TO_T9_ENTRY - 88 - 1 - 2 - 2 - len(ENTRY_BOUND_PROPS)]
-
-
-def entry_bound_message() -> bytes:
-    """The T5 message of :func:`past_2gib_embedded_to_entry_scenario`, :data:`TO_T9_ENTRY` bytes long, its
-    PHYSICALOFFSET field the last T9 message's offset (48 bytes past its entry's start)."""
-    msg = embedded_message(T9_ENTRY + ENTRY_HEADER_SIZE, ENTRY_BOUND_BODY, ENTRY_BOUND_PROPS)
-    assert len(msg) == TO_T9_ENTRY and msg.endswith(T0_TAIL), len(msg)
-    return msg
-
-
-def past_2gib_embedded_to_entry_scenario(line: str) -> dict:
-    """``<line>-dledger-abort-past-2gib-embedded-to-entry``: :func:`past_2gib_abort_scenario` whose last T0 body
-    holds, from 2147483647 to its end, a well-formed T5 message (:func:`entry_bound_message`) whose last bytes are
-    the T0 record's own tail, so that it ends where the last T9 message's entry starts; that T9 message has the keys
-    ``K9``."""
-    msg = entry_bound_message()
-    sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
-                               f"{line}-dledger-abort-past-2gib-embedded-to-entry", msg=msg[:-len(T0_TAIL)])
-    *rest, t9 = sc["messages"]
-    assert t9["topic"] == "T9", t9
-    return {**sc, "messages": [*rest, {**t9, "keys": "K9"}]}
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
