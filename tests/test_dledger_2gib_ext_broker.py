@@ -27,6 +27,7 @@ import broker_harness as bh
 import pytest
 from broker_dledger_2gib import (
     BLANK_MAX,
+    EMBED_AT_BODY_DATA,
     LINE,
     as_restart,
     as_restart_matches_broker,
@@ -39,7 +40,6 @@ from broker_dledger_2gib import (
     written,
 )
 from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
-from test_dledger_2gib_broker import EMBED_AT_BODY_DATA
 from test_dledger_2gib_inside_broker import EMPTY_BLANK, past_2gib_embedded_blank_48_scenario
 from test_dledger_2gib_queues_broker import log_bytes, retargeted, units, with_messages
 
