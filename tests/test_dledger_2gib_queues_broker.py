@@ -317,3 +317,34 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_a_queue_the_
     pred = verify_restart(src, tmp_path)
     held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 2, queued_messages(sc)
     assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_a_message_past_a_walk_unit_that_fills_its_file(tmp_path):
+    """Consume queue files of 36202 units: the walk's last T0 unit (queue offset 506827) fills T0/0's 14th file, where
+    the cut leaves the write position at its first cut unit.  A T0 message at 2147483647 whose PHYSICALOFFSET lies
+    past the log's end (queue offset 600000): the 5.5.1 broker appends it at that write position and creates no file;
+    the rebuild's own dispatch would create the 15th file and put it there.  ``rebuild --as-restart``
+    (``QueueCut.inside_rebuild_files``): the broker's ``consumequeue/`` (no 15th file) and ``index/`` byte for byte,
+    and verify's units lost."""
+    units_per_file = 36202
+    assert (PAST_2GIB_BEFORE + PAST_2GIB_LAST) % units_per_file == 0 and FIRST_CUT_T0 % units_per_file
+    size = len(embedded_message(BLANK_MAX))
+    y = BLANK_MAX + 30_000
+    sc = past_2gib_abort_scenario(LINE)
+    sc = {**sc, "config": {**sc["config"], "mappedFileSizeConsumeQueue": str(units_per_file * 20)}}
+    sc = with_messages(sc, f"{LINE}-dledger-abort-past-2gib-embedded-past-full", [retargeted(y, b"T0", 600_000)])
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX + size, 8) == b"x" * 8
+    start = FIRST_CUT_T0 // units_per_file * units_per_file * 20
+    t0 = w["queuesAfterDispatch"]["T0/0"]   # one file, the unit at the cut's write position
+    assert (int(t0["maxOffset"]), list(t0["files"]), int(t0["maxPhysicOffset"])) == \
+        (FIRST_CUT_AT + 20, [f"{start:020d}"], y + size), t0
+    b = (src / "expected" / "consumequeue" / "T0" / "0" / f"{start:020d}").read_bytes()
+    assert struct.unpack(">qiq", b[FIRST_CUT_AT - start:FIRST_CUT_AT - start + 20]) == (y, size, 0)
+    text = as_restart(src, tmp_path / "ours")
+    assert f"T0/0 at {FIRST_CUT_AT}" in text, text[-3000:]
+    same_files_as_the_broker(src, tmp_path / "ours")
+    pred = verify_restart(src, tmp_path)
+    held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 1, queued_messages(sc)
+    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
