@@ -348,3 +348,39 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_past_a_walk_uni
     pred = verify_restart(src, tmp_path)
     held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 1, queued_messages(sc)
     assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_an_emptied_queue_with_consume_queue_ext(tmp_path):
+    """``enableConsumeQueueExt=true`` with the ``-emptied`` store's T7 message: a T7 message (queue offset 3) and a
+    T9 one whose PHYSICALOFFSET lies past the log's end (queue offset 2) from 2147483647 on.  Each one's ext unit
+    goes after the one the walk put for that queue (the cut leaves the ext files), T7/0's file is created anew (three
+    ``fillPreBlank`` units, the unit at 60), T9's unit lands at 20, each holding its ext unit's address.
+    ``rebuild --as-restart``: ``consumequeue/``, ``consumequeue_ext/`` and ``index/`` byte for byte, and verify's
+    units lost."""
+    size = len(embedded_message(BLANK_MAX))
+    x = BLANK_MAX + 20_000
+    msgs = [retargeted(BLANK_MAX, b"T7", 3), retargeted(x, b"T9", 2)]
+    sc = past_2gib_abort_scenario(LINE)
+    sc = {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"},
+          "messages": [*sc["messages"][:-1], {"topic": "T7", "queueId": 0, "bodySize": 100}, sc["messages"][-1]]}
+    sc = with_messages(sc, f"{LINE}-dledger-abort-past-2gib-embedded-emptied-ext", msgs)
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX, 2 * size) == b"".join(msgs) and log_bytes(src, BLANK_MAX + 2 * size, 8) == b"x" * 8
+    assert (list(w["queuesAfterLoad"]["T7/0"]["files"]), int(w["queuesAfterLoad"]["T7/0"]["maxPhysicOffset"])) == \
+        ([], -1)
+    # what the broker did: each unit's tags code the address of the second ext unit of its queue
+    assert units(src, "T7", 5) == [BLANK, BLANK, BLANK, (BLANK_MAX, size, 20 - 2**63), (0, 0, 0)]
+    assert units(src, "T9", 3) == [BLANK, (x, size, 20 - 2**63), (0, 0, 0)]
+    text = as_restart(src, tmp_path / "ours")
+    assert "T7/0 at 60, T9/0 at 20" in text, text[-3000:]
+    same_files_as_the_broker(src, tmp_path / "ours")
+    ext = src / "expected" / "consumequeue_ext"
+    exp = sorted(p for p in ext.rglob("*") if p.is_file())
+    got = sorted(p for p in (tmp_path / "ours" / "consumequeue_ext").rglob("*") if p.is_file())
+    assert [p.relative_to(tmp_path / "ours" / "consumequeue_ext") for p in got] == [p.relative_to(ext) for p in exp]
+    for e, o in zip(exp, got):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"consumequeue_ext/{e.relative_to(ext)}")
+    pred = verify_restart(src, tmp_path)
+    held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 2, queued_messages(sc)
+    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
