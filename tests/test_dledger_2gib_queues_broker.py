@@ -14,7 +14,6 @@ broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units lost
 """
 from __future__ import annotations
 
-import base64
 import os
 import struct
 
@@ -26,11 +25,14 @@ from broker_dledger_2gib import (
     as_restart,
     as_restart_matches_broker,
     embedded_message,
+    first_units,
     held_units,
+    log_bytes,
     queued_messages,
+    retargeted,
     same_files_as_the_broker,
     verify_restart,
-    with_embedded_message,
+    with_messages,
     written,
 )
 from broker_dledger_scenarios import PAST_2GIB_BEFORE, PAST_2GIB_FILE, PAST_2GIB_LAST, past_2gib_abort_scenario
@@ -38,61 +40,6 @@ from broker_dledger_scenarios import PAST_2GIB_BEFORE, PAST_2GIB_FILE, PAST_2GIB
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
 
 bh.skip_without_tools()
-
-# Where the DLedger layout of past_2gib_abort_scenario puts 2147483647: in the last T0 entry (queue offset 506827, the
-# 11207th of the 22nd data file, at 2147479822), 3689 bytes into its body (the entry's 48-byte header and the record's
-# 88 bytes before it); the test checks the bytes there.
-EMBED_T0 = 21 * 23601 + 11206
-EMBED_AT_BODY = BLANK_MAX - 2147479822 - 48 - 88
-_TOPIC_AT = 88 + 10 + 1   # embedded_message's topic (after its 88-byte header, 10-byte body and the topic's length)
-
-
-def retargeted(offset: int, topic: bytes, queue_offset: int) -> bytes:
-    """:func:`broker_dledger_2gib.embedded_message` at commitlog offset ``offset`` with another two-letter topic and
-    queue offset (fields the message check and the CRC do not cover)."""
-    msg = bytearray(embedded_message(offset))
-    assert len(topic) == 2 and msg[_TOPIC_AT:_TOPIC_AT + 2] == b"T5"
-    msg[20:28] = queue_offset.to_bytes(8, "big")
-    msg[_TOPIC_AT:_TOPIC_AT + 2] = topic
-    return bytes(msg)
-
-
-def with_messages(sc: dict, name: str, messages: list[bytes]) -> dict:
-    """``sc`` whose last T0 body holds ``messages`` one after the other from 2147483647 on
-    (:func:`broker_dledger_2gib.with_embedded_message`'s body with them in place of its one message)."""
-    one = embedded_message(BLANK_MAX)
-    sc = with_embedded_message(sc, EMBED_T0, EMBED_AT_BODY, name)
-    run = b"".join(messages)
-    assert EMBED_AT_BODY + len(run) < 4096
-    out, found = [], 0
-    for m in sc["messages"]:
-        batch = []
-        for b in m.get("batch", ()):
-            body = base64.b64decode(b["body"]) if "body" in b else b""
-            if body[EMBED_AT_BODY:EMBED_AT_BODY + len(one)] == one:
-                found += 1
-                body = body[:EMBED_AT_BODY] + run + body[EMBED_AT_BODY + len(run):]
-                b = {"body": base64.b64encode(body).decode()}
-            batch.append(b)
-        out.append({**m, "batch": batch} if "batch" in m else m)
-    assert found == 1
-    return {**sc, "messages": out}
-
-
-def log_bytes(src, at: int, n: int) -> bytes:  # noqa: ANN001
-    """``n`` bytes of the DLedger log of ``src/before`` at commitlog offset ``at``."""
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    (f,) = [f for f in data if int(f.name) <= at < int(f.name) + PAST_2GIB_FILE]
-    with f.open("rb") as h:
-        h.seek(at - int(f.name))
-        return h.read(n)
-
-
-def units(src, topic: str, n: int) -> list[tuple[int, int, int]]:  # noqa: ANN001
-    """The first ``n`` units of the broker's queue ``topic``/0 (its first file)."""
-    b = (src / "expected" / "consumequeue" / topic / "0" / f"{0:020d}").read_bytes()
-    return [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, 20 * n, 20)]
-
 
 BLANK = (0, BLANK_MAX, 0)
 
@@ -114,7 +61,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_three_messages_for_one_ne
     assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
     assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]
     # what the broker's reput did: the first at its queue offset, the second dropped, the third at the write position
-    assert units(src, "T5", 5) == [BLANK, BLANK, (at[0], size, 0), (at[2], size, 0), (0, 0, 0)]
+    assert first_units(src, "T5", 5) == [BLANK, BLANK, (at[0], size, 0), (at[2], size, 0), (0, 0, 0)]
     (index,) = sorted((src / "expected" / "index").iterdir())
     assert struct.unpack(">qqqqii", index.read_bytes()[:40])[2:] == (at[0], at[2], 1, 4), "E5 indexed three times"
     text = as_restart_matches_broker(src, tmp_path, sc, w)
@@ -141,7 +88,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_the_queues_t
     assert log_bytes(src, BLANK_MAX + 3 * size, 8) == b"x" * 8
     assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
     # what the broker's reput did: T9's at 20 (its cut unit's place), nothing after it
-    assert units(src, "T9", 3) == [BLANK, (at[0], size, 0), (0, 0, 0)]
+    assert first_units(src, "T9", 3) == [BLANK, (at[0], size, 0), (0, 0, 0)]
     t9 = w["queuesAfterDispatch"]["T9/0"]   # its write position (bytes) and max physical offset
     assert (int(t9["maxOffset"]), int(t9["maxPhysicOffset"])) == (40, at[0] + size), t9
     # T0's second at the write position the cut left (queue offset 0), between T0 units 4237 bytes apart: the last one
@@ -156,14 +103,10 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_the_queues_t
         (before, here, after)
     t0q = w["queuesAfterDispatch"]["T0/0"]
     assert (int(t0q["maxOffset"]), int(t0q["maxPhysicOffset"])) == (6_000_000 + p + 20, at[2] + size), t0q
-    text = as_restart(src, tmp_path / "ours")
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=2)
     assert f"parses 3 message(s) ({at[0]} to {at[1]}, {at[1]} to {at[2]}, {at[2]} to {at[2] + size})" in text, \
         text[-3000:]
     assert f"T9/0 at 20, T0/0 at {6_000_000 + p}" in text, text[-3000:]
-    same_files_as_the_broker(src, tmp_path / "ours")
-    pred = verify_restart(src, tmp_path)
-    held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 2, queued_messages(sc)
-    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
@@ -187,8 +130,8 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_with_consume_que
     # ext unit (size 20, the tags code 0, the store time, no bitmap) T5's first and T9's second
     ext = src / "expected" / "consumequeue_ext"
     unit = struct.pack(">hqqh", 20, 0, 1_700_000_000_001, 0)
-    assert units(src, "T5", 2) == [(at[0], size, -2**63), (0, 0, 0)]
-    assert units(src, "T9", 3) == [BLANK, (at[1], size, 20 - 2**63), (0, 0, 0)]
+    assert first_units(src, "T5", 2) == [(at[0], size, -2**63), (0, 0, 0)]
+    assert first_units(src, "T9", 3) == [BLANK, (at[1], size, 20 - 2**63), (0, 0, 0)]
     (t5,) = sorted((ext / "T5" / "0").iterdir())
     (t9,) = sorted((ext / "T9" / "0").iterdir())
     assert t5.read_bytes()[:22] == unit + bytes(2) and t9.read_bytes()[20:42] == unit + bytes(2)
@@ -245,12 +188,8 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_for_a_queue_who
     data = (src / "expected" / "consumequeue" / "T0" / "0" / new).read_bytes()
     unit = struct.pack(">qiq", BLANK_MAX, size, 0) if appended else b""
     assert data == unit + bytes(AT_START_CQ_FILE - len(unit))
-    text = as_restart(src, tmp_path / "ours")
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=appended)
     assert f"T0/0/{new}" in text and (f"T0/0 at {FIRST_CUT_AT}" in text) == appended, text[-3000:]
-    same_files_as_the_broker(src, tmp_path / "ours")
-    pred = verify_restart(src, tmp_path)
-    held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - appended, queued_messages(sc)
-    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
@@ -269,7 +208,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_past_the_walks_l
     w, src = written(sc, tmp_path)
     assert log_bytes(src, BLANK_MAX, 2 * size) == b"".join(msgs) and log_bytes(src, BLANK_MAX + 2 * size, 8) == b"x" * 8
     # what the broker's reput did: T9's at 20 (the cut's write position), nothing at 40
-    assert units(src, "T9", 3) == [BLANK, (x, size, 0), (0, 0, 0)]
+    assert first_units(src, "T9", 3) == [BLANK, (x, size, 0), (0, 0, 0)]
     t9 = w["queuesAfterDispatch"]["T9/0"]
     assert (int(t9["maxOffset"]), int(t9["maxPhysicOffset"])) == (40, x + size), t9
     # T0's at its first cut unit's place (the cut's write position), zeros after the walk's last unit
@@ -280,12 +219,8 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_past_the_walks_l
     assert struct.unpack(">qiq", b[p:p + 20]) == (y, size, 0)
     assert struct.unpack(">qiq", b[p - 20:p])[0] + 4189 == LAST_KEPT_T0_END, "the last unit the cut left before it"
     assert struct.unpack(">qiq", b[last - 20:last])[1] == 4189 and b[last:last + 20] == bytes(20), "zeros after"
-    text = as_restart(src, tmp_path / "ours")
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=2)
     assert f"T9/0 at 20, T0/0 at {FIRST_CUT_AT}" in text, text[-3000:]
-    same_files_as_the_broker(src, tmp_path / "ours")
-    pred = verify_restart(src, tmp_path)
-    held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 2, queued_messages(sc)
-    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
@@ -310,13 +245,9 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_a_queue_the_
     assert (list(loaded["files"]), int(loaded["maxPhysicOffset"])) == ([], -1), loaded
     t7 = w["queuesAfterDispatch"]["T7/0"]
     assert (int(t7["maxOffset"]), int(t7["maxPhysicOffset"])) == (100, at[1] + size), t7
-    assert units(src, "T7", 6) == [BLANK, BLANK, BLANK, (at[0], size, 0), (at[1], size, 0), (0, 0, 0)]
-    text = as_restart(src, tmp_path / "ours")
+    assert first_units(src, "T7", 6) == [BLANK, BLANK, BLANK, (at[0], size, 0), (at[1], size, 0), (0, 0, 0)]
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=2)
     assert "T7/0 at 60, T7/0 at 80" in text, text[-3000:]
-    same_files_as_the_broker(src, tmp_path / "ours")
-    pred = verify_restart(src, tmp_path)
-    held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 2, queued_messages(sc)
-    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
@@ -342,12 +273,8 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_past_a_walk_uni
         (FIRST_CUT_AT + 20, [f"{start:020d}"], y + size), t0
     b = (src / "expected" / "consumequeue" / "T0" / "0" / f"{start:020d}").read_bytes()
     assert struct.unpack(">qiq", b[FIRST_CUT_AT - start:FIRST_CUT_AT - start + 20]) == (y, size, 0)
-    text = as_restart(src, tmp_path / "ours")
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=1)
     assert f"T0/0 at {FIRST_CUT_AT}" in text, text[-3000:]
-    same_files_as_the_broker(src, tmp_path / "ours")
-    pred = verify_restart(src, tmp_path)
-    held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 1, queued_messages(sc)
-    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
@@ -370,8 +297,8 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_an_emptied_q
     assert (list(w["queuesAfterLoad"]["T7/0"]["files"]), int(w["queuesAfterLoad"]["T7/0"]["maxPhysicOffset"])) == \
         ([], -1)
     # what the broker did: each unit's tags code the address of the second ext unit of its queue
-    assert units(src, "T7", 5) == [BLANK, BLANK, BLANK, (BLANK_MAX, size, 20 - 2**63), (0, 0, 0)]
-    assert units(src, "T9", 3) == [BLANK, (x, size, 20 - 2**63), (0, 0, 0)]
+    assert first_units(src, "T7", 5) == [BLANK, BLANK, BLANK, (BLANK_MAX, size, 20 - 2**63), (0, 0, 0)]
+    assert first_units(src, "T9", 3) == [BLANK, (x, size, 20 - 2**63), (0, 0, 0)]
     text = as_restart(src, tmp_path / "ours")
     assert "T7/0 at 60, T9/0 at 20" in text, text[-3000:]
     same_files_as_the_broker(src, tmp_path / "ours")
