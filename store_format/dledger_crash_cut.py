@@ -67,8 +67,10 @@ of the records past the walk hold the addresses their own dispatch gave them).
 
 A reput set at 2147483647 inside an entry may first parse well-formed messages there and dispatch them into the
 queues as the cut left them (:mod:`store_format.dledger_inside_units`: :attr:`QueueCut.inside_units`, their ext units
-too), and a blank's empty request 48 bytes further into topic "" queue 0 (with ``enableConsumeQueueExt`` its ext unit
-first, the unit holding its address: ``pipelines.restart.apply_cut``), before it goes on.
+too, the files created for them, :attr:`QueueCut.inside_files`, and what the rebuild's own dispatch of them put that
+the broker's queues lack, :attr:`QueueCut.inside_rebuild_units`), and a blank's empty request 48 bytes further into
+topic "" queue 0 (with ``enableConsumeQueueExt`` its ext unit first, the unit holding its address:
+``pipelines.restart.apply_cut``), before it goes on.
 
 ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
 """
@@ -82,7 +84,7 @@ import numpy as np
 from . import commitlog as cl
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dispatch import queue_units
-from .dledger_inside_units import InsideUnit, ParsedUnit, WalkedQueue, place_inside
+from .dledger_inside_units import InsideUnit, ParsedUnit, Placed, WalkedQueue, place_inside
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
@@ -269,6 +271,16 @@ class QueueCut:
     reset: tuple[tuple[str, int], ...] = ()
     # the units of inside_records the broker appends to queues the walk wrote (store_format.dledger_inside_units)
     inside_units: tuple[InsideUnit, ...] = ()
+    # the consume queue files the broker creates for them (getLastMappedFile at a write position that is a file's
+    # start, or in a queue the cut left with no file): ``(topic, queue id, file start)``, zeros but for the
+    # inside_units there (and inside_blank_until)
+    inside_files: tuple[tuple[str, int, int], ...] = ()
+    # what the rebuild's own dispatch of inside_records put that the broker's queues do not hold (Placed): the queue
+    # positions of its units ``(topic, queue id, position)`` and the files it created ``(topic, queue id, start)``
+    inside_rebuild_units: tuple[tuple[str, int, int], ...] = ()
+    inside_rebuild_files: tuple[tuple[str, int, int], ...] = ()
+    # fillPreBlank in an inside file, from its start up to ``(topic, queue id, position)`` (a queue the cut emptied)
+    inside_blank_until: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def lost_units(self) -> int:
@@ -355,7 +367,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             max_after[q] = BLANK_MAX if (int(rows[0, U_KEY]) * CQ_UNIT_SIZE) % cq_file_size else process_offset
     inside_from = -1
     inside_records: tuple[tuple[int, int], ...] = ()
-    inside_units: tuple[InsideUnit, ...] = ()
+    placed = Placed()
     if recheck:
         # 5.5.1 recoverTopicQueueTable (ConsumeQueue.correctMinOffset) sets the max of a queue left with no file to
         # -1 before the start; 5.3.3 keeps processOffset there
@@ -373,8 +385,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             inside_from, (reput, inside_records, parsed) = reput, inside(reput)
         if inside_records:   # the messages its check parses where it was set, into the queues as the cut left them
             # (store_format.dledger_reput_inside, store_format.dledger_inside_units)
-            inside_units = _inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput,
-                                         end, after, cq_file_size, inside_from, ext_file_size if ext else 0)
+            placed = _inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput, end, after,
+                                   cq_file_size, inside_from, ext_file_size if ext else 0, reset_emptied)
             assert not ext or ext_file_size > 0, "enableConsumeQueueExt: the ext file size"
             if 0 <= walk_end <= reput < end:   # from before walk_end, it walks the walk's records again first
                 raise _refuse(f"a walk that ended early at {walk_end} and a reput set at {inside_from} that would "
@@ -440,13 +452,15 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
     reset = sorted(track.names[q] for q, v in max_after.items() if reset_emptied and v == process_offset)
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
-                    ext_again, inside_from, inside_records, tuple(reset), inside_units)
+                    ext_again, inside_from, inside_records, tuple(reset), placed.units, placed.opened,
+                    placed.rebuild_units, placed.rebuild_files, placed.blank_until)
 
 
 def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: dict[int, np.ndarray],
                   max_after: dict[int, int], process_offset: int,
                   on_disk: dict[tuple[str, int], tuple[int, bool]] | None, reput: int, end: int,
-                  after: np.ndarray | None, cq_file_size: int, at: int, ext_file_size: int) -> tuple[InsideUnit, ...]:
+                  after: np.ndarray | None, cq_file_size: int, at: int, ext_file_size: int,
+                  reset_emptied: bool = False) -> Placed:
     """:func:`store_format.dledger_inside_units.place_inside` on the walk's queues as the cut left them: the write
     position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
@@ -480,7 +494,8 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
         refused = ("a queue on disk before the walk" if name in (on_disk or {}) else
                    "a queue the walk wrote in an earlier data file only" if not len(rows) else
                    "a queue the walk wrote units of another kind in" if (rows[:, U_KIND] != KIND_CQ).any() else
-                   "a queue the cut emptied" if max_after.get(q) == process_offset else
+                   "a queue the cut emptied (5.3.3: its max processOffset)"
+                   if max_after.get(q) == process_offset and not reset_emptied else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
                    "whose cut units the reput puts back afterwards"
                    if ((cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)).any() or len(later) else "")
@@ -488,6 +503,8 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
             return WalkedQueue(0, 0, 0, 0, refused=refused)
         assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
         after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
+        if max_after.get(q) == process_offset:   # the cut left no file: max -1 (recoverTopicQueueTable)
+            return WalkedQueue(-1, -1, after_last, int(rows[:, U_END].max()), track.own_units.get(q, 0))
         return WalkedQueue(int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last, top, after_last,
                            int(rows[:, U_END].max()), track.own_units.get(q, 0))
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)

@@ -16,18 +16,25 @@ as the cut left them (their write positions and max physical offsets), before th
   consume queue repeatedly");
 * any other is appended at the queue's write position, whatever its queue offset ("logic queue order maybe wrong" is
   only logged), over the bytes of the cut units there (the cut moved the write position back, the units past it stay
-  on disk), or in a new file where the cut deleted the one holding that position; the queue's max becomes its end.
+  on disk); the queue's max becomes its end.
+
+Where the write position is a file's start (the cut deleted the file the first cut unit began, the one before it full,
+or the walk's last unit filled its file), ``getLastMappedFile`` creates that file (zeros) for a unit past the max,
+before the queue offset check: the file stays even when that unit is then dropped (:attr:`Placed.opened`).  A queue
+the 5.5.1 cut left with no file (``correctMinOffset`` sets its max to -1) has its first file created where the unit's
+queue offset falls, ``fillPreBlank`` units before it (as a new queue's), the later units by the rules above.
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
 the walk's records (:func:`store_format.store.then_pieces`), appends them so (:mod:`store_format.consumequeue`).  In a
 queue the walk wrote, the rebuild's queue holds every unit of the walk, cut or not: :func:`place_inside` says where
-the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there, and the rebuild's own dispatch of
-the message must drop it (it does when the message lies before the end of that queue's last walk unit, as one parsed
-inside that unit's or a later record's body does).  Refused (one line): the rebuild would append it, a queue the walk
-wrote in an earlier data file only, on disk before the walk, emptied by the cut, a batch or light queue, a queue
-whose cut units the reput puts back afterwards, and a unit that would open a file (a write position at a file's
-start), where ``getLastMappedFile`` creates one even for a unit then dropped.
+the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there, and undoes what the rebuild's own
+dispatch of the message put: it drops it when the message lies before the end of that queue's last walk unit (as one
+parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
+units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused
+(one line): a queue the walk wrote in an earlier data file only, on disk before the walk, emptied by the 5.3.3 cut
+(its max ``processOffset``: not checked against a broker), a batch or light queue, and a queue whose cut units the
+reput puts back afterwards.
 """
 from __future__ import annotations
 
@@ -43,7 +50,7 @@ from .dispatch import queue_units
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["InsideUnit", "ParsedUnit", "WalkedQueue", "parsed_units", "place_inside"]
+__all__ = ["InsideUnit", "ParsedUnit", "Placed", "WalkedQueue", "parsed_units", "place_inside"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +70,7 @@ class ParsedUnit:
 @dataclasses.dataclass(frozen=True)
 class InsideUnit:
     """A parsed message's unit the broker appends to a queue the walk wrote, at queue byte ``position`` (in a file
-    the cut left: one starting at that position is refused)."""
+    the cut left, over the bytes there, or in one it creates: :attr:`Placed.opened`)."""
     topic: str
     queue_id: int
     position: int
@@ -93,9 +100,10 @@ def parsed_units(read: Callable[[int, int], bytes], records: tuple[tuple[int, in
 @dataclasses.dataclass
 class WalkedQueue:
     """A queue the walk wrote as the cut left it (built by ``dledger_crash_cut`` from the walk's units): the broker's
-    write position (queue bytes) and max physical offset, the rebuild's after the walk (every walk unit kept), the
-    ordinal of its next ext unit (``enableConsumeQueueExt``: the ext units the walk put), and, when its parsed
-    units are not modelled, why (:func:`place_inside` refuses them)."""
+    write position (queue bytes; -1: the cut left no file, 5.5.1 setting the max to -1) and max physical offset,
+    the rebuild's after the walk (every walk unit kept), the ordinal of its next ext unit (``enableConsumeQueueExt``:
+    the ext units the walk put), and, when its parsed units are not modelled, why (:func:`place_inside` refuses
+    them)."""
     write: int
     max: int
     rebuild_write: int
@@ -104,9 +112,27 @@ class WalkedQueue:
     refused: str = ""
 
 
+@dataclasses.dataclass(frozen=True)
+class Placed:
+    """What :func:`place_inside` gives: the units the broker appends (``units``) and the consume queue files
+    ``getLastMappedFile`` creates for them (``opened``: ``(topic, queue id, file start)``, zeros but for those
+    units; also for a unit then dropped), and what the rebuild's own dispatch of those messages put that the
+    broker's queues do not hold: ``rebuild_units``, the queue positions ``(topic, queue id, position)`` where it
+    appended their units (after the walk's last unit of that queue: zeros in the broker's file, where that file
+    stays), and ``rebuild_files``, the files it created for them that the broker does not create; ``blank_until``:
+    the ``fillPreBlank`` units before the first unit of a queue the cut left with no file."""
+    units: tuple[InsideUnit, ...] = ()
+    opened: tuple[tuple[str, int, int], ...] = ()
+    rebuild_units: tuple[tuple[str, int, int], ...] = ()
+    rebuild_files: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, position)``: an opened file holds fillPreBlank units from its start up to that position
+    blank_until: tuple[tuple[str, int, int], ...] = ()
+
+
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
-                 cq_file_size: int, at: int, ext_file_size: int = 0) -> tuple[InsideUnit, ...]:
-    """The units of ``parsed`` that land in queues the walk wrote, where the broker puts them (module docstring).
+                 cq_file_size: int, at: int, ext_file_size: int = 0) -> Placed:
+    """The units of ``parsed`` that land in queues the walk wrote, where the broker puts them, and the files it
+    creates for them (module docstring).
 
     ``walked(queue)``: the state the cut left a queue the walk wrote in (None for a queue it did not write), asked
     once per queue; ``at``: where the reput was set (for the refusals).  ``ext_file_size`` > 0
@@ -120,6 +146,10 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     """
     states: dict[tuple[str, int], WalkedQueue | None] = {}
     out: list[InsideUnit] = []
+    opened: list[tuple[str, int, int]] = []
+    rebuild_units: list[tuple[str, int, int]] = []
+    rebuild_files: list[tuple[str, int, int]] = []
+    blanks: list[tuple[str, int, int]] = []
     for u in parsed:
         key = (u.topic, u.queue_id)
         if key not in states:
@@ -133,23 +163,36 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if s.refused:
             raise _refuse(at, f"for {name}, {s.refused}")
         end = u.offset + u.size
-        if not (end <= s.rebuild_max or (u.queue_offset != 0 and u.queue_offset * CQ_UNIT_SIZE < s.rebuild_write)):
-            raise _refuse(at, f"for {name} past the end of the walk's last unit there (the rebuild would append it)")
+        if end > s.rebuild_max:   # the rebuild's own dispatch of the message, after every unit of the walk, by the
+            # same rules (store_format.consumequeue): what it creates and appends is undone (Placed)
+            if s.rebuild_write % cq_file_size == 0 and (*key, s.rebuild_write) not in rebuild_files:
+                rebuild_files.append((*key, s.rebuild_write))
+            if not (u.queue_offset != 0 and u.queue_offset * CQ_UNIT_SIZE < s.rebuild_write):
+                rebuild_units.append((*key, s.rebuild_write))
+                s.rebuild_write += CQ_UNIT_SIZE
+                s.rebuild_max = end
         tags_code = u.tags_code
         if ext_file_size:   # ConsumeQueueExt.put first, whatever becomes of the unit
             tags_code = int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
             s.ext_next += 1
         if end <= s.max:
             continue   # putMessagePositionInfo: at or below the queue's max physical offset
-        if s.write % cq_file_size == 0:
-            raise _refuse(at, f"for {name} whose write position {s.write} is a file's start (getLastMappedFile "
-                              "creates that file first)")
+        if s.write < 0:   # a queue the cut left with no file (max -1): its first file where the unit's queue offset
+            # falls (getLastMappedFile on no file), fillPreBlank units before it in that file
+            s.write = u.queue_offset * CQ_UNIT_SIZE
+            opened.append((*key, s.write - s.write % cq_file_size))
+            blanks.append((*key, s.write))
+        elif s.write % cq_file_size == 0 and (*key, s.write) not in opened:
+            # getLastMappedFile: the last file is full (or the cut deleted the one there), so a new one (zeros) is
+            # created at the write position, before the queue offset check may drop the unit
+            opened.append((*key, s.write))
         if u.queue_offset != 0 and u.queue_offset * CQ_UNIT_SIZE < s.write:
             continue   # "build consume queue repeatedly"
         out.append(InsideUnit(u.topic, u.queue_id, s.write, u.offset, u.size, tags_code))
         s.write += CQ_UNIT_SIZE
         s.max = end
-    return tuple(out)
+    return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
+                  tuple(f for f in rebuild_files if f not in opened), tuple(blanks))
 
 
 def _refuse(at: int, why: str) -> UnsupportedConfigError:

@@ -19,7 +19,7 @@ import broker_harness as bh
 from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
 
 from store_format.dledger import ENTRY_HEADER_SIZE
-from store_format.layout import MAGIC_V1
+from store_format.layout import MAGIC_BLANK, MAGIC_V1
 
 LINE = "5.5.1"
 BLANK_MAX = 2**31 - 1
@@ -106,16 +106,21 @@ def held_units(src, ends: dict | None = None, leave_out: str = "") -> int:  # no
     return sum(size not in (0, BLANK_MAX) for size in sizes)
 
 
-def as_restart_matches_broker(src, tmp_path, sc: dict, w: dict) -> str:
-    """``rebuild --as-restart`` of ``src/before``: the broker's ``consumequeue/`` and ``index/`` byte for byte; and
-    ``verify``'s units lost: every queued message's unit (its reference, a rebuild, holds one for each) but those
-    the broker's queues hold, T5's embedded one not being a message of the log.  Returns the rebuild's progress."""
+def as_restart_matches_broker(src, tmp_path, sc: dict, w: dict, leave_out: str = "T5", parsed: int = 0,  # noqa: ANN001
+                              ext: bool = False) -> str:
+    """``rebuild --as-restart`` of ``src/before``: the broker's ``consumequeue/`` and ``index/`` byte for byte (with
+    ``ext`` its ``consumequeue_ext/`` too); and ``verify``'s units lost: every queued message's unit (its reference,
+    a rebuild, holds one for each) but those the broker's queues hold, embedded messages not being messages of the
+    log: the units of topic ``leave_out`` and ``parsed`` more in other queues.  Returns the rebuild's progress."""
     text = as_restart(src, tmp_path / "ours")
     same_files_as_the_broker(src, tmp_path / "ours")
+    if ext:
+        same_ext_files_as_the_broker(src, tmp_path / "ours")
     p = verify_restart(src, tmp_path)
     # the units the broker's queues hold: below each queue's write position once its reput caught up (a cut unit
-    # past it stays as bytes only), T5's embedded message's left out
-    held, queued = held_units(src, ends=w["queuesAfterDispatch"], leave_out="T5"), queued_messages(sc)
+    # past it stays as bytes only), the embedded messages' left out
+    held = held_units(src, ends=w["queuesAfterDispatch"], leave_out=leave_out) - parsed
+    queued = queued_messages(sc)
     assert p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
     return text
 
@@ -186,6 +191,83 @@ def assert_embedded_t5_dispatched(src, msg: bytes) -> None:  # noqa: ANN001
     (index,) = sorted((src / "expected" / "index").iterdir())
     assert struct.unpack(">qqqqii", index.read_bytes()[:40]) == (
         1_700_000_000_001, 1_700_000_000_001, BLANK_MAX, BLANK_MAX, 1, 2), "E5 indexed"
+
+
+_TOPIC_AT = 88 + 10 + 1   # embedded_message's topic (after its 88-byte header, 10-byte body and the topic's length)
+
+
+def retargeted(offset: int, topic: bytes, queue_offset: int) -> bytes:
+    """:func:`broker_dledger_2gib.embedded_message` at commitlog offset ``offset`` with another two-letter topic and
+    queue offset (fields the message check and the CRC do not cover)."""
+    msg = bytearray(embedded_message(offset))
+    assert len(topic) == 2 and msg[_TOPIC_AT:_TOPIC_AT + 2] == b"T5"
+    msg[20:28] = queue_offset.to_bytes(8, "big")
+    msg[_TOPIC_AT:_TOPIC_AT + 2] = topic
+    return bytes(msg)
+
+
+def with_messages(sc: dict, name: str, messages: list[bytes]) -> dict:
+    """``sc`` whose last T0 body holds ``messages`` one after the other from 2147483647 on
+    (:func:`broker_dledger_2gib.with_embedded_message`'s body with them in place of its one message)."""
+    one = embedded_message(BLANK_MAX)
+    sc = with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA, name)
+    run = b"".join(messages)
+    assert EMBED_AT_BODY_DATA + len(run) < 4096
+    out, found = [], 0
+    for m in sc["messages"]:
+        batch = []
+        for b in m.get("batch", ()):
+            body = base64.b64decode(b["body"]) if "body" in b else b""
+            if body[EMBED_AT_BODY_DATA:EMBED_AT_BODY_DATA + len(one)] == one:
+                found += 1
+                body = body[:EMBED_AT_BODY_DATA] + run + body[EMBED_AT_BODY_DATA + len(run):]
+                b = {"body": base64.b64encode(body).decode()}
+            batch.append(b)
+        out.append({**m, "batch": batch} if "batch" in m else m)
+    assert found == 1
+    return {**sc, "messages": out}
+
+
+def log_bytes(src, at: int, n: int) -> bytes:  # noqa: ANN001
+    """``n`` bytes of the DLedger log of ``src/before`` at commitlog offset ``at``."""
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    (f,) = [f for f in data if int(f.name) <= at < int(f.name) + PAST_2GIB_FILE]
+    with f.open("rb") as h:
+        h.seek(at - int(f.name))
+        return h.read(n)
+
+
+def first_units(src, topic: str, n: int) -> list[tuple[int, int, int]]:  # noqa: ANN001
+    """The first ``n`` units of the broker's queue ``topic``/0 (its first file)."""
+    b = (src / "expected" / "consumequeue" / topic / "0" / f"{0:020d}").read_bytes()
+    return [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, 20 * n, 20)]
+
+
+# a blank's header as the base CommitLog writes one (its total size, CommitLog.BLANK_MAGIC_CODE), put 48 bytes past
+# 2147483647; its total size fits the bytes left, so the base check there reads it as a blank
+EMPTY_BLANK = struct.pack(">ii", 8, MAGIC_BLANK)
+
+
+def past_2gib_embedded_blank_48_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-embedded-blank-48``: :func:`past_2gib_abort_scenario` whose last T0 body
+    holds its 'x' bytes at 2147483647, a blank's header 48 bytes further (:data:`EMPTY_BLANK`) and right after it,
+    56 bytes past 2147483647, a well-formed T5 message (:func:`embedded_message`, its PHYSICALOFFSET field
+    2147483647)."""
+    sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA + 56,
+                               f"{line}-dledger-abort-past-2gib-embedded-blank-48")
+    messages = []
+    for m in sc["messages"]:   # the one message with bytes of its own: the blank's header into its body
+        batch = [dict(b, body=_with_blank(b["body"])) if "body" in b else b for b in m.get("batch", ())]
+        messages.append({**m, "batch": batch} if "batch" in m else m)
+    return {**sc, "messages": messages}
+
+
+def _with_blank(body64: str) -> str:
+    body = bytearray(base64.b64decode(body64))
+    at = EMBED_AT_BODY_DATA + ENTRY_HEADER_SIZE
+    assert body[at:at + len(EMPTY_BLANK)] == b"x" * len(EMPTY_BLANK)
+    body[at:at + len(EMPTY_BLANK)] = EMPTY_BLANK
+    return base64.b64encode(bytes(body)).decode()
 
 
 # the last T0 record ends this many bytes past 2147483647, where the last T9 message's entry starts (its tail after

@@ -38,6 +38,8 @@ import broker_harness as bh
 import pytest
 from broker_dledger_2gib import (
     BLANK_MAX,
+    EMBED_AT_BODY_DATA,
+    EMBED_T0_DATA,
     LINE,
     as_restart,
     as_restart_matches_broker,
@@ -45,6 +47,7 @@ from broker_dledger_2gib import (
     held_units,
     queued_messages,
     same_files_as_the_broker,
+    t0_record_at_2147483647,
     verify_restart,
     with_embedded_message,
     written,
@@ -286,18 +289,11 @@ def test_crash_restart_whose_reput_at_2147483647_goes_on_at_the_committed_positi
     assert held_units(src) == len(t0) + 1
 
 
-# Where the DLedger layout of past_2gib_before_abort_scenario puts 2147483647 (as past_2gib_abort_scenario's): in the
-# T0 entry of queue offset 506827 (the 11207th of the 22nd data file, at 2147479822), 3689 bytes into its body (the
-# entry's 48-byte header and the record's 88 bytes before it).  The test checks the bytes there.
-EMBED_T0 = 21 * 23601 + 11206
-EMBED_AT_BODY = BLANK_MAX - 2147479822 - ENTRY_HEADER_SIZE - 88
-
-
 def past_2gib_before_embedded_scenario(line: str) -> dict:
     """``<line>-dledger-abort-past-2gib-before-embedded`` (5.5.1, ``DLEDGER_2GIB=1``):
     :func:`past_2gib_before_abort_scenario` whose T0 body around 2147483647 holds, from there, a well-formed T5
     message (:func:`broker_dledger_2gib.embedded_message`, keys ``E5``) where no entry or message starts."""
-    return with_embedded_message(past_2gib_before_abort_scenario(line), EMBED_T0, EMBED_AT_BODY,
+    return with_embedded_message(past_2gib_before_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
                                  f"{line}-dledger-abort-past-2gib-before-embedded")
 
 
@@ -314,12 +310,9 @@ def test_crash_restart_whose_reput_at_2147483647_parses_a_message_then_goes_on_b
     assert len(data) == 24 and all(int(f.name) == k * PAST_2GIB_FILE for k, f in enumerate(data)), data
     assert int(data[21].name) <= BLANK_MAX < int(data[22].name), data[21:23]
     msg = embedded_message(BLANK_MAX)
-    with data[21].open("rb") as f:
-        f.seek(BLANK_MAX - int(data[21].name) - EMBED_AT_BODY - 88)
-        record = f.read(88 + 4096)
-    assert struct.unpack(">iiiiiq", record[:28])[::5] == (4189, EMBED_T0), "the T0 record around 2147483647"
-    assert record[88 + EMBED_AT_BODY - 60:88 + EMBED_AT_BODY] == b"x" * 60 and \
-        record[88 + EMBED_AT_BODY:88 + EMBED_AT_BODY + len(msg) + 8] == msg + b"x" * 8, "the message at 2147483647"
+    record, at = t0_record_at_2147483647(src), 88 + EMBED_AT_BODY_DATA
+    assert record[at - 60:at] == b"x" * 60 and record[at:at + len(msg) + 8] == msg + b"x" * 8, \
+        "the message at 2147483647"
     assert _first_entry(data[22]) == ("T9", 0, int(data[22].name) + ENTRY_HEADER_SIZE), _first_entry(data[22])
     assert _first_entry(data[23])[:2] == ("T1", 0), _first_entry(data[23])
     assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left fillPreBlank units only
@@ -350,7 +343,7 @@ def past_2gib_before_embedded_t0_scenario(line: str) -> dict:
     t5 = embedded_message(BLANK_MAX)
     t0 = embedded_message(BLANK_MAX + len(t5), props=b"KEYS\x01E0\x02")
     assert t0.count(b"\x02T5") == 1   # the topic's length byte and name
-    return with_embedded_message(past_2gib_before_abort_scenario(line), EMBED_T0, EMBED_AT_BODY,
+    return with_embedded_message(past_2gib_before_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
                                  f"{line}-dledger-abort-past-2gib-before-embedded-t0",
                                  msg=t5 + t0.replace(b"\x02T5", b"\x02T0"))
 

@@ -20,7 +20,6 @@ message, and the reput walks the entries on from there (T9's cut unit put back, 
 """
 from __future__ import annotations
 
-import base64
 import os
 import struct
 
@@ -30,6 +29,7 @@ from broker_dledger_2gib import (
     BLANK_MAX,
     EMBED_AT_BODY_DATA,
     EMBED_T0_DATA,
+    EMPTY_BLANK,
     FILL_PRE_BLANK_UNIT,
     LINE,
     T0_TAIL,
@@ -39,6 +39,7 @@ from broker_dledger_2gib import (
     embedded_message,
     entry_bound_message,
     first_queue_file,
+    past_2gib_embedded_blank_48_scenario,
     past_2gib_embedded_to_entry_scenario,
     t0_record_at_2147483647,
     with_embedded_message,
@@ -47,7 +48,6 @@ from broker_dledger_2gib import (
 from broker_dledger_scenarios import past_2gib_abort_scenario
 
 from store_format.dledger import ENTRY_HEADER_SIZE, ENTRY_MAGIC, OFF_ENTRY_POS
-from store_format.layout import MAGIC_BLANK
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
 
@@ -86,33 +86,6 @@ def test_crash_restart_whose_reput_at_2147483647_parses_a_message_48_bytes_furth
     text = as_restart_matches_broker(src, tmp_path, sc, w)
     start = BLANK_MAX + ENTRY_HEADER_SIZE
     assert f"parses 1 message(s) ({start} to {start + len(msg)})" in text, text[-3000:]
-
-
-# a blank's header as the base CommitLog writes one (its total size, CommitLog.BLANK_MAGIC_CODE), put 48 bytes past
-# 2147483647; its total size fits the bytes left, so the base check there reads it as a blank
-EMPTY_BLANK = struct.pack(">ii", 8, MAGIC_BLANK)
-
-
-def past_2gib_embedded_blank_48_scenario(line: str) -> dict:
-    """``<line>-dledger-abort-past-2gib-embedded-blank-48``: :func:`past_2gib_abort_scenario` whose last T0 body
-    holds its 'x' bytes at 2147483647, a blank's header 48 bytes further (:data:`EMPTY_BLANK`) and right after it,
-    56 bytes past 2147483647, a well-formed T5 message (:func:`embedded_message`, its PHYSICALOFFSET field
-    2147483647)."""
-    sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA + 56,
-                               f"{line}-dledger-abort-past-2gib-embedded-blank-48")
-    messages = []
-    for m in sc["messages"]:   # the one message with bytes of its own: the blank's header into its body
-        batch = [dict(b, body=_with_blank(b["body"])) if "body" in b else b for b in m.get("batch", ())]
-        messages.append({**m, "batch": batch} if "batch" in m else m)
-    return {**sc, "messages": messages}
-
-
-def _with_blank(body64: str) -> str:
-    body = bytearray(base64.b64decode(body64))
-    at = EMBED_AT_BODY_DATA + ENTRY_HEADER_SIZE
-    assert body[at:at + len(EMPTY_BLANK)] == b"x" * len(EMPTY_BLANK)
-    body[at:at + len(EMPTY_BLANK)] = EMPTY_BLANK
-    return base64.b64encode(bytes(body)).decode()
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")

@@ -14,7 +14,6 @@ broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units lost
 """
 from __future__ import annotations
 
-import base64
 import os
 import struct
 
@@ -26,73 +25,21 @@ from broker_dledger_2gib import (
     as_restart,
     as_restart_matches_broker,
     embedded_message,
+    first_units,
     held_units,
+    log_bytes,
     queued_messages,
+    retargeted,
     same_files_as_the_broker,
     verify_restart,
-    with_embedded_message,
+    with_messages,
     written,
 )
-from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
+from broker_dledger_scenarios import PAST_2GIB_BEFORE, PAST_2GIB_FILE, PAST_2GIB_LAST, past_2gib_abort_scenario
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
 
 bh.skip_without_tools()
-
-# Where the DLedger layout of past_2gib_abort_scenario puts 2147483647: in the last T0 entry (queue offset 506827, the
-# 11207th of the 22nd data file, at 2147479822), 3689 bytes into its body (the entry's 48-byte header and the record's
-# 88 bytes before it); the test checks the bytes there.
-EMBED_T0 = 21 * 23601 + 11206
-EMBED_AT_BODY = BLANK_MAX - 2147479822 - 48 - 88
-_TOPIC_AT = 88 + 10 + 1   # embedded_message's topic (after its 88-byte header, 10-byte body and the topic's length)
-
-
-def retargeted(offset: int, topic: bytes, queue_offset: int) -> bytes:
-    """:func:`broker_dledger_2gib.embedded_message` at commitlog offset ``offset`` with another two-letter topic and
-    queue offset (fields the message check and the CRC do not cover)."""
-    msg = bytearray(embedded_message(offset))
-    assert len(topic) == 2 and msg[_TOPIC_AT:_TOPIC_AT + 2] == b"T5"
-    msg[20:28] = queue_offset.to_bytes(8, "big")
-    msg[_TOPIC_AT:_TOPIC_AT + 2] = topic
-    return bytes(msg)
-
-
-def with_messages(sc: dict, name: str, messages: list[bytes]) -> dict:
-    """``sc`` whose last T0 body holds ``messages`` one after the other from 2147483647 on
-    (:func:`broker_dledger_2gib.with_embedded_message`'s body with them in place of its one message)."""
-    one = embedded_message(BLANK_MAX)
-    sc = with_embedded_message(sc, EMBED_T0, EMBED_AT_BODY, name)
-    run = b"".join(messages)
-    assert EMBED_AT_BODY + len(run) < 4096
-    out, found = [], 0
-    for m in sc["messages"]:
-        batch = []
-        for b in m.get("batch", ()):
-            body = base64.b64decode(b["body"]) if "body" in b else b""
-            if body[EMBED_AT_BODY:EMBED_AT_BODY + len(one)] == one:
-                found += 1
-                body = body[:EMBED_AT_BODY] + run + body[EMBED_AT_BODY + len(run):]
-                b = {"body": base64.b64encode(body).decode()}
-            batch.append(b)
-        out.append({**m, "batch": batch} if "batch" in m else m)
-    assert found == 1
-    return {**sc, "messages": out}
-
-
-def log_bytes(src, at: int, n: int) -> bytes:  # noqa: ANN001
-    """``n`` bytes of the DLedger log of ``src/before`` at commitlog offset ``at``."""
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    (f,) = [f for f in data if int(f.name) <= at < int(f.name) + PAST_2GIB_FILE]
-    with f.open("rb") as h:
-        h.seek(at - int(f.name))
-        return h.read(n)
-
-
-def units(src, topic: str, n: int) -> list[tuple[int, int, int]]:  # noqa: ANN001
-    """The first ``n`` units of the broker's queue ``topic``/0 (its first file)."""
-    b = (src / "expected" / "consumequeue" / topic / "0" / f"{0:020d}").read_bytes()
-    return [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, 20 * n, 20)]
-
 
 BLANK = (0, BLANK_MAX, 0)
 
@@ -114,7 +61,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_three_messages_for_one_ne
     assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
     assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]
     # what the broker's reput did: the first at its queue offset, the second dropped, the third at the write position
-    assert units(src, "T5", 5) == [BLANK, BLANK, (at[0], size, 0), (at[2], size, 0), (0, 0, 0)]
+    assert first_units(src, "T5", 5) == [BLANK, BLANK, (at[0], size, 0), (at[2], size, 0), (0, 0, 0)]
     (index,) = sorted((src / "expected" / "index").iterdir())
     assert struct.unpack(">qqqqii", index.read_bytes()[:40])[2:] == (at[0], at[2], 1, 4), "E5 indexed three times"
     text = as_restart_matches_broker(src, tmp_path, sc, w)
@@ -141,7 +88,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_the_queues_t
     assert log_bytes(src, BLANK_MAX + 3 * size, 8) == b"x" * 8
     assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left the fillPreBlank unit
     # what the broker's reput did: T9's at 20 (its cut unit's place), nothing after it
-    assert units(src, "T9", 3) == [BLANK, (at[0], size, 0), (0, 0, 0)]
+    assert first_units(src, "T9", 3) == [BLANK, (at[0], size, 0), (0, 0, 0)]
     t9 = w["queuesAfterDispatch"]["T9/0"]   # its write position (bytes) and max physical offset
     assert (int(t9["maxOffset"]), int(t9["maxPhysicOffset"])) == (40, at[0] + size), t9
     # T0's second at the write position the cut left (queue offset 0), between T0 units 4237 bytes apart: the last one
@@ -156,14 +103,10 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_the_queues_t
         (before, here, after)
     t0q = w["queuesAfterDispatch"]["T0/0"]
     assert (int(t0q["maxOffset"]), int(t0q["maxPhysicOffset"])) == (6_000_000 + p + 20, at[2] + size), t0q
-    text = as_restart(src, tmp_path / "ours")
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=2)
     assert f"parses 3 message(s) ({at[0]} to {at[1]}, {at[1]} to {at[2]}, {at[2]} to {at[2] + size})" in text, \
         text[-3000:]
     assert f"T9/0 at 20, T0/0 at {6_000_000 + p}" in text, text[-3000:]
-    same_files_as_the_broker(src, tmp_path / "ours")
-    pred = verify_restart(src, tmp_path)
-    held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 2, queued_messages(sc)
-    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
@@ -187,8 +130,8 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_with_consume_que
     # ext unit (size 20, the tags code 0, the store time, no bitmap) T5's first and T9's second
     ext = src / "expected" / "consumequeue_ext"
     unit = struct.pack(">hqqh", 20, 0, 1_700_000_000_001, 0)
-    assert units(src, "T5", 2) == [(at[0], size, -2**63), (0, 0, 0)]
-    assert units(src, "T9", 3) == [BLANK, (at[1], size, 20 - 2**63), (0, 0, 0)]
+    assert first_units(src, "T5", 2) == [(at[0], size, -2**63), (0, 0, 0)]
+    assert first_units(src, "T9", 3) == [BLANK, (at[1], size, 20 - 2**63), (0, 0, 0)]
     (t5,) = sorted((ext / "T5" / "0").iterdir())
     (t9,) = sorted((ext / "T9" / "0").iterdir())
     assert t5.read_bytes()[:22] == unit + bytes(2) and t9.read_bytes()[20:42] == unit + bytes(2)
@@ -202,4 +145,169 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_with_consume_que
         bh.same_bytes(e.read_bytes(), o.read_bytes(), f"consumequeue_ext/{e.relative_to(ext)}")
     pred = verify_restart(src, tmp_path)
     held, queued = held_units(src, ends=w["queuesAfterDispatch"], leave_out="T5") - 1, queued_messages(sc)
+    assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
+
+
+# -at-file-start: consume queue files of 36193 units, so that the first T0 unit the cut takes (queue offset 506702:
+# the 11082nd T0 record of the last data file, the first whose commitlog offset is at or past processOffset) starts
+# the 15th file, which the cut deletes, leaving the 14th full
+AT_START_UNITS = 36193
+AT_START_CQ_FILE = AT_START_UNITS * 20
+FIRST_CUT_T0 = PAST_2GIB_BEFORE + 11081
+FIRST_CUT_AT = FIRST_CUT_T0 * 20   # its queue byte position: T0's write position after the cut
+LAST_KEPT_T0_END = 21 * PAST_2GIB_FILE + 11080 * 4237 + 48 + 4189
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@pytest.mark.parametrize("queue_offset", [0, 1], ids=["appended", "dropped"])
+def test_crash_restart_whose_reput_at_2147483647_reads_a_message_for_a_queue_whose_write_position_starts_a_file(
+        tmp_path, queue_offset):
+    """Consume queue files of 36193 units: the cut leaves T0/0 with its 14th file full and deletes the 15th (its
+    first unit the first cut one), so T0's write position is that file's start.  A T0 message at 2147483647 (its end
+    past the max the cut left): ``putMessagePositionInfo`` asks ``getLastMappedFile``, which creates the 15th file
+    anew (zeros) before the queue offset check; queue offset 0 appends the unit at its start, queue offset 1 ("build
+    consume queue repeatedly") drops it, the new file staying, all zeros.  ``rebuild --as-restart``
+    (``QueueCut.inside_files``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
+    lost."""
+    assert FIRST_CUT_T0 % AT_START_UNITS == 0
+    size = len(embedded_message(BLANK_MAX))
+    sc = past_2gib_abort_scenario(LINE)
+    sc = {**sc, "config": {**sc["config"], "mappedFileSizeConsumeQueue": str(AT_START_CQ_FILE)}}
+    sc = with_messages(sc, f"{LINE}-dledger-abort-past-2gib-embedded-at-start-{queue_offset}",
+                       [retargeted(BLANK_MAX, b"T0", queue_offset)])
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX + size, 8) == b"x" * 8
+    kept, new = f"{FIRST_CUT_AT - AT_START_CQ_FILE:020d}", f"{FIRST_CUT_AT:020d}"
+    loaded = w["queuesAfterLoad"]["T0/0"]   # the cut: the 15th file deleted, the write position its start
+    assert (int(loaded["maxOffset"]), list(loaded["files"]), int(loaded["maxPhysicOffset"])) == \
+        (FIRST_CUT_AT, [kept], LAST_KEPT_T0_END), loaded
+    appended = queue_offset == 0
+    t0 = w["queuesAfterDispatch"]["T0/0"]   # what the reput did: the 15th file created, the unit put or dropped
+    assert (int(t0["maxOffset"]), list(t0["files"]), int(t0["maxPhysicOffset"])) == \
+        (FIRST_CUT_AT + 20 * appended, [kept, new], BLANK_MAX + size if appended else LAST_KEPT_T0_END), t0
+    data = (src / "expected" / "consumequeue" / "T0" / "0" / new).read_bytes()
+    unit = struct.pack(">qiq", BLANK_MAX, size, 0) if appended else b""
+    assert data == unit + bytes(AT_START_CQ_FILE - len(unit))
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=appended)
+    assert f"T0/0/{new}" in text and (f"T0/0 at {FIRST_CUT_AT}" in text) == appended, text[-3000:]
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_messages_past_the_walks_last_units(tmp_path):
+    """Two messages from 2147483647 on whose PHYSICALOFFSET fields say offsets past the end of the walk's last unit of
+    their queues (the log's end, some 600 bytes further): T9 (queue offset 2) and T0 (queue offset 600000, past the
+    walk's last T0 unit's).  The 5.5.1 broker appends each at the write position the cut left (T9's at 20, T0's at
+    its first cut unit's place); the rebuild's own dispatch of them would append them after the walk's last units
+    (T9's at 40, T0's after its last cut unit), where the broker's files hold zeros.  ``rebuild --as-restart``
+    (``QueueCut.inside_rebuild_units``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's
+    units lost."""
+    size = len(embedded_message(BLANK_MAX))
+    x, y = BLANK_MAX + 20_000, BLANK_MAX + 30_000   # past the log's end (the last T9 entry ends 653 bytes past it)
+    msgs = [retargeted(x, b"T9", 2), retargeted(y, b"T0", 600_000)]
+    sc = with_messages(past_2gib_abort_scenario(LINE), f"{LINE}-dledger-abort-past-2gib-embedded-past-walk", msgs)
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX, 2 * size) == b"".join(msgs) and log_bytes(src, BLANK_MAX + 2 * size, 8) == b"x" * 8
+    # what the broker's reput did: T9's at 20 (the cut's write position), nothing at 40
+    assert first_units(src, "T9", 3) == [BLANK, (x, size, 0), (0, 0, 0)]
+    t9 = w["queuesAfterDispatch"]["T9/0"]
+    assert (int(t9["maxOffset"]), int(t9["maxPhysicOffset"])) == (40, x + size), t9
+    # T0's at its first cut unit's place (the cut's write position), zeros after the walk's last unit
+    t0 = w["queuesAfterDispatch"]["T0/0"]
+    assert (int(t0["maxOffset"]), int(t0["maxPhysicOffset"])) == (FIRST_CUT_AT + 20, y + size), t0
+    b = (src / "expected" / "consumequeue" / "T0" / "0" / f"{6_000_000:020d}").read_bytes()
+    p, last = FIRST_CUT_AT - 6_000_000, (PAST_2GIB_BEFORE + PAST_2GIB_LAST) * 20 - 6_000_000
+    assert struct.unpack(">qiq", b[p:p + 20]) == (y, size, 0)
+    assert struct.unpack(">qiq", b[p - 20:p])[0] + 4189 == LAST_KEPT_T0_END, "the last unit the cut left before it"
+    assert struct.unpack(">qiq", b[last - 20:last])[1] == 4189 and b[last:last + 20] == bytes(20), "zeros after"
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=2)
+    assert f"T9/0 at 20, T0/0 at {FIRST_CUT_AT}" in text, text[-3000:]
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_a_queue_the_cut_emptied(tmp_path):
+    """A T7 message (T7's first, queue offset 0) put just before the last T9 one: its unit starts T7/0's only file,
+    which the cut deletes (its commitlog offset past ``processOffset``), and 5.5.1's ``correctMinOffset`` sets the
+    queue's max to -1.  Two T7 messages from 2147483647 on (queue offsets 3 and 9): ``getLastMappedFile`` creates
+    T7/0's first file anew where the first one's queue offset falls, ``fillPreBlank`` units before it, and the second
+    is appended at the write position (80); the cut unit is not put back (the reput then jumps to the log's end).
+    ``rebuild --as-restart``: the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
+    lost."""
+    size = len(embedded_message(BLANK_MAX))
+    at = [BLANK_MAX + k * size for k in range(2)]
+    msgs = [retargeted(a, b"T7", q) for a, q in zip(at, (3, 9))]
+    sc = past_2gib_abort_scenario(LINE)
+    sc = {**sc, "messages": [*sc["messages"][:-1], {"topic": "T7", "queueId": 0, "bodySize": 100},
+                             sc["messages"][-1]]}
+    sc = with_messages(sc, f"{LINE}-dledger-abort-past-2gib-embedded-emptied", msgs)
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX, 2 * size) == b"".join(msgs) and log_bytes(src, at[1] + size, 8) == b"x" * 8
+    loaded = w["queuesAfterLoad"]["T7/0"]   # the cut left no file, the max -1
+    assert (list(loaded["files"]), int(loaded["maxPhysicOffset"])) == ([], -1), loaded
+    t7 = w["queuesAfterDispatch"]["T7/0"]
+    assert (int(t7["maxOffset"]), int(t7["maxPhysicOffset"])) == (100, at[1] + size), t7
+    assert first_units(src, "T7", 6) == [BLANK, BLANK, BLANK, (at[0], size, 0), (at[1], size, 0), (0, 0, 0)]
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=2)
+    assert "T7/0 at 60, T7/0 at 80" in text, text[-3000:]
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_a_message_past_a_walk_unit_that_fills_its_file(tmp_path):
+    """Consume queue files of 36202 units: the walk's last T0 unit (queue offset 506827) fills T0/0's 14th file, where
+    the cut leaves the write position at its first cut unit.  A T0 message at 2147483647 whose PHYSICALOFFSET lies
+    past the log's end (queue offset 600000): the 5.5.1 broker appends it at that write position and creates no file;
+    the rebuild's own dispatch would create the 15th file and put it there.  ``rebuild --as-restart``
+    (``QueueCut.inside_rebuild_files``): the broker's ``consumequeue/`` (no 15th file) and ``index/`` byte for byte,
+    and verify's units lost."""
+    units_per_file = 36202
+    assert (PAST_2GIB_BEFORE + PAST_2GIB_LAST) % units_per_file == 0 and FIRST_CUT_T0 % units_per_file
+    size = len(embedded_message(BLANK_MAX))
+    y = BLANK_MAX + 30_000
+    sc = past_2gib_abort_scenario(LINE)
+    sc = {**sc, "config": {**sc["config"], "mappedFileSizeConsumeQueue": str(units_per_file * 20)}}
+    sc = with_messages(sc, f"{LINE}-dledger-abort-past-2gib-embedded-past-full", [retargeted(y, b"T0", 600_000)])
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX + size, 8) == b"x" * 8
+    start = FIRST_CUT_T0 // units_per_file * units_per_file * 20
+    t0 = w["queuesAfterDispatch"]["T0/0"]   # one file, the unit at the cut's write position
+    assert (int(t0["maxOffset"]), list(t0["files"]), int(t0["maxPhysicOffset"])) == \
+        (FIRST_CUT_AT + 20, [f"{start:020d}"], y + size), t0
+    b = (src / "expected" / "consumequeue" / "T0" / "0" / f"{start:020d}").read_bytes()
+    assert struct.unpack(">qiq", b[FIRST_CUT_AT - start:FIRST_CUT_AT - start + 20]) == (y, size, 0)
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=1)
+    assert f"T0/0 at {FIRST_CUT_AT}" in text, text[-3000:]
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_an_emptied_queue_with_consume_queue_ext(tmp_path):
+    """``enableConsumeQueueExt=true`` with the ``-emptied`` store's T7 message: a T7 message (queue offset 3) and a
+    T9 one whose PHYSICALOFFSET lies past the log's end (queue offset 2) from 2147483647 on.  Each one's ext unit
+    goes after the one the walk put for that queue (the cut leaves the ext files), T7/0's file is created anew (three
+    ``fillPreBlank`` units, the unit at 60), T9's unit lands at 20, each holding its ext unit's address.
+    ``rebuild --as-restart``: ``consumequeue/``, ``consumequeue_ext/`` and ``index/`` byte for byte, and verify's
+    units lost."""
+    size = len(embedded_message(BLANK_MAX))
+    x = BLANK_MAX + 20_000
+    msgs = [retargeted(BLANK_MAX, b"T7", 3), retargeted(x, b"T9", 2)]
+    sc = past_2gib_abort_scenario(LINE)
+    sc = {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"},
+          "messages": [*sc["messages"][:-1], {"topic": "T7", "queueId": 0, "bodySize": 100}, sc["messages"][-1]]}
+    sc = with_messages(sc, f"{LINE}-dledger-abort-past-2gib-embedded-emptied-ext", msgs)
+    w, src = written(sc, tmp_path)
+    assert log_bytes(src, BLANK_MAX, 2 * size) == b"".join(msgs) and log_bytes(src, BLANK_MAX + 2 * size, 8) == b"x" * 8
+    assert (list(w["queuesAfterLoad"]["T7/0"]["files"]), int(w["queuesAfterLoad"]["T7/0"]["maxPhysicOffset"])) == \
+        ([], -1)
+    # what the broker did: each unit's tags code the address of the second ext unit of its queue
+    assert first_units(src, "T7", 5) == [BLANK, BLANK, BLANK, (BLANK_MAX, size, 20 - 2**63), (0, 0, 0)]
+    assert first_units(src, "T9", 3) == [BLANK, (x, size, 20 - 2**63), (0, 0, 0)]
+    text = as_restart(src, tmp_path / "ours")
+    assert "T7/0 at 60, T9/0 at 20" in text, text[-3000:]
+    same_files_as_the_broker(src, tmp_path / "ours")
+    ext = src / "expected" / "consumequeue_ext"
+    exp = sorted(p for p in ext.rglob("*") if p.is_file())
+    got = sorted(p for p in (tmp_path / "ours" / "consumequeue_ext").rglob("*") if p.is_file())
+    assert [p.relative_to(tmp_path / "ours" / "consumequeue_ext") for p in got] == [p.relative_to(ext) for p in exp]
+    for e, o in zip(exp, got):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"consumequeue_ext/{e.relative_to(ext)}")
+    pred = verify_restart(src, tmp_path)
+    held, queued = held_units(src, ends=w["queuesAfterDispatch"]) - 2, queued_messages(sc)
     assert pred is not None and pred["units_lost"] == queued - held, (held, queued, pred and pred["notes"])
