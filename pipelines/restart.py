@@ -19,7 +19,8 @@ from store_format.consumequeue_ext import (
     ext_units_per_file,
 )
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
-from store_format.dledger_crash_cut import ExtAgain, QueueCut, QueueMove
+from store_format.dledger_crash_cut import ExtAgain, QueueMove
+from store_format.dledger_inside_units import Placed
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import StoreError
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
@@ -160,14 +161,15 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              "back, their keys unless below the index's endPhyOffset)"
                              if crash.cut.inside_records and crash.start_offset <= crash.cut.reput < crash.end
                              else ""))
-        if crash.cut is not None and crash.cut.inside_units:
+        placed = crash.cut.inside_placed if crash.cut is not None else Placed()
+        if placed.units:
             progress.emit("[rebuild] as a restart after a crash: of the messages its check parses there, "
-                          f"{len(crash.cut.inside_units)} unit(s) go to queues the walk wrote, at the write positions "
+                          f"{len(placed.units)} unit(s) go to queues the walk wrote, at the write positions "
                           "the cut left (putMessagePositionInfo, whatever their queue offsets): "
-                          + ", ".join(f"{u.topic}/{u.queue_id} at {u.position}" for u in crash.cut.inside_units))
-        if crash.cut is not None and crash.cut.inside_files:
+                          + ", ".join(f"{u.topic}/{u.queue_id} at {u.position}" for u in placed.units))
+        if placed.opened:
             progress.emit("[rebuild] as a restart after a crash: for those messages getLastMappedFile creates "
-                          + ", ".join(f"{t}/{q}/{cq_file_name(f)}" for t, q, f in crash.cut.inside_files)
+                          + ", ".join(f"{t}/{q}/{cq_file_name(f)}" for t, q, f in placed.opened)
                           + " (a write position at a file's start, or a queue the cut left with no file: "
                           "fillPreBlank units first; zeros but for the units put there, also when the unit is then "
                           "dropped)")
@@ -265,28 +267,18 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         built.bcq_files = _cut_files(staged, built.bcq_files, cut.batch_dropped, BCQ_DIR)
         for move, units in moved:
             folder, size, unit = layouts[move.batch]
-            rows = {(r["topic"], r["queue_id"], r["file_start"]): r
-                    for r in (built.bcq_files if move.batch else built.cq_files)}
-            for start, entries, first, end in _write_moved(staged, move, units, folder, size, unit):
-                row = rows.get((move.topic, move.queue_id, start))
-                if row is None:
-                    row = {"kind": BCQ_KIND if move.batch else "cq", "topic": move.topic, "queue_id": move.queue_id,
-                           "file_start": start, "bytes": size, "first_store_timestamp": None, "end_timestamp": None}
-                    (built.bcq_files if move.batch else built.cq_files).append(row)
-                row.update(entries=entries, begin_offset=first, end_offset=end)
+            _set_file_rows(built.bcq_files if move.batch else built.cq_files, BCQ_KIND if move.batch else "cq", size,
+                           [(move.topic, move.queue_id, start, entries, first, end)
+                            for start, entries, first, end in _write_moved(staged, move, units, folder, size, unit)])
         built.cq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         built.bcq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         changed = True
-    if cut is not None and (cut.inside_units or cut.inside_files or cut.inside_rebuild_units):
-        built.cq_files = _cut_files(staged, built.cq_files, cut.inside_rebuild_files, "consumequeue")
-        rows = {(r["topic"], r["queue_id"], r["file_start"]): r for r in built.cq_files}
-        for (topic, qid, start), (entries, first, end) in _write_inside(staged, cut, config.cq_file_size).items():
-            row = rows.get((topic, qid, start))
-            if row is None:
-                row = {"kind": "cq", "topic": topic, "queue_id": qid, "file_start": start,
-                       "bytes": config.cq_file_size, "first_store_timestamp": None, "end_timestamp": None}
-                built.cq_files.append(row)
-            row.update(entries=entries, begin_offset=first, end_offset=end)
+    placed = cut.inside_placed if cut is not None else Placed()
+    if placed.units or placed.opened or placed.rebuild_units:
+        assert cut is not None
+        built.cq_files = _cut_files(staged, built.cq_files, placed.rebuild_files, "consumequeue")
+        _set_file_rows(built.cq_files, "cq", config.cq_file_size,
+                       _write_inside(staged, placed, cut.dropped, config.cq_file_size))
         built.cq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         changed = True
     for again in crash.ext_again:   # crash.again, crash.before: the rebuild's walk put the ext units (jump_at), not
@@ -343,44 +335,60 @@ def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes, folder: st
     return written
 
 
-def _write_inside(staged: StagedOutput, cut: QueueCut,
-                  size: int) -> dict[tuple[str, int, int], tuple[int, int | None, int | None]]:
+def _set_file_rows(files: list[dict], kind: str, size: int,
+                   written: list[tuple[str, int, int, int, int | None, int | None]]) -> None:
+    """``built``'s rows of the queue files the restart rewrote (``written``: topic, queue id, file start, units, and
+    the commitlog offsets where the first starts and the last ends), each updated in ``files``, or added for a file it
+    created (of ``kind`` and ``size`` bytes, no store times)."""
+    rows = {(r["topic"], r["queue_id"], r["file_start"]): r for r in files}
+    for topic, qid, start, entries, first, end in written:
+        row = rows.get((topic, qid, start))
+        if row is None:
+            row = rows[(topic, qid, start)] = {"kind": kind, "topic": topic, "queue_id": qid, "file_start": start,
+                                               "bytes": size, "first_store_timestamp": None, "end_timestamp": None}
+            files.append(row)
+        row.update(entries=entries, begin_offset=first, end_offset=end)
+
+
+def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str, int, int], ...],
+                  size: int) -> list[tuple[str, int, int, int, int | None, int | None]]:
     """The units the broker appends to queues the walk wrote for the messages its reput, set inside an entry, parses
-    there (:func:`store_format.dledger_inside_units.place_inside`, ``cut.inside_units``), written over the staged
-    bytes at their positions (the cut units' bytes past the write position it left), or into the files
-    ``getLastMappedFile`` creates for them (``cut.inside_files``: zeros but for them; the cut deleted any staged file
+    there (:func:`store_format.dledger_inside_units.place_inside`, ``placed.units``), written over the staged bytes
+    at their positions (the cut units' bytes past the write position it left), or into the files
+    ``getLastMappedFile`` creates for them (``placed.opened``: zeros but for them; the cut deleted any staged file
     there), once the units the rebuild's own dispatch of those messages appended after the walk's are zeros again
-    (``cut.inside_rebuild_units``, in the files that stay; ``apply_cut`` removed the files it created for them).
-    Returns, per file it creates, the units in it and the commitlog offsets where the first starts and the last ends
-    (None without one), by ``(topic, queue id, file start)``."""
-    units, opened = cut.inside_units, cut.inside_files
+    (``placed.rebuild_units``, in the files that stay: neither the cut's ``dropped`` nor ``placed.rebuild_files``,
+    which ``apply_cut`` removed).  Returns, for each file it creates, the units in it and the commitlog offsets where
+    the first starts and the last ends (None without one): ``(topic, queue id, file start, units, first, end)``."""
+    units, opened = placed.units, placed.opened
     files: dict[tuple[str, int, int], bytearray] = {key: bytearray(size) for key in opened}
-    for topic, qid, until in cut.inside_blank_until:   # fillPreBlank: the first unit of a queue the cut left empty
+    for topic, qid, until in placed.blank_until:   # fillPreBlank: the first unit of a queue the cut left empty
         files[(topic, qid, until - until % size)][:until % size] = _BLANK_UNIT * (until % size // CQ_UNIT_SIZE)
-    gone = {*cut.dropped, *cut.inside_rebuild_files}
-    for topic, qid, position in cut.inside_rebuild_units:
+
+    def file_at(topic: str, qid: int, position: int) -> tuple[bytearray, int]:
+        """The file holding queue byte ``position`` (read from the staged output the first time) and where in it."""
         key = (topic, qid, position - position % size)
-        if key in gone:
-            continue
         if key not in files:
             files[key] = bytearray(staged.read_staged(f"consumequeue/{topic}/{qid}/{cq_file_name(key[2])}"))
-        files[key][position - key[2]:position - key[2] + CQ_UNIT_SIZE] = bytes(CQ_UNIT_SIZE)
+        return files[key], position % size
+
+    gone = {*dropped, *placed.rebuild_files}
+    for topic, qid, position in placed.rebuild_units:
+        if (topic, qid, position - position % size) not in gone:
+            data, at = file_at(topic, qid, position)
+            data[at:at + CQ_UNIT_SIZE] = bytes(CQ_UNIT_SIZE)
     for u in units:
-        key = (u.topic, u.queue_id, u.position - u.position % size)
-        name = f"consumequeue/{u.topic}/{u.queue_id}/{cq_file_name(key[2])}"
-        if key not in files:
-            files[key] = bytearray(staged.read_staged(name))
-        at = u.position - key[2]
-        files[key][at:at + CQ_UNIT_SIZE] = np.array([(u.offset, u.size, u.tags_code)], dtype=CQ_UNIT_DTYPE).tobytes()
+        data, at = file_at(u.topic, u.queue_id, u.position)
+        data[at:at + CQ_UNIT_SIZE] = np.array([(u.offset, u.size, u.tags_code)], dtype=CQ_UNIT_DTYPE).tobytes()
     for (topic, qid, start), data in files.items():
         write_file(staged.staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(start)}", bytes(data))
-    new = {}
+    new = []
     for topic, qid, start in opened:
         mine = [u for u in units if (u.topic, u.queue_id) == (topic, qid) and start <= u.position < start + size]
-        blank = next((b % size // CQ_UNIT_SIZE for t, q, b in cut.inside_blank_until
+        blank = next((b % size // CQ_UNIT_SIZE for t, q, b in placed.blank_until
                       if (t, q) == (topic, qid) and b - b % size == start), 0)
-        new[(topic, qid, start)] = (blank + len(mine), mine[0].offset if mine else None,
-                                    mine[-1].offset + mine[-1].size if mine else None)
+        new.append((topic, qid, start, blank + len(mine), mine[0].offset if mine else None,
+                    mine[-1].offset + mine[-1].size if mine else None))
     return new
 
 

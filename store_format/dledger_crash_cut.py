@@ -66,9 +66,9 @@ When the walk ended at a damaged message before the log's end, the records past 
 of the records past the walk hold the addresses their own dispatch gave them).
 
 A reput set at 2147483647 inside an entry may first parse well-formed messages there and dispatch them into the
-queues as the cut left them (:mod:`store_format.dledger_inside_units`: :attr:`QueueCut.inside_units`, their ext units
-too, the files created for them, :attr:`QueueCut.inside_files`, and what the rebuild's own dispatch of them put that
-the broker's queues lack, :attr:`QueueCut.inside_rebuild_units`), and a blank's empty request 48 bytes further into
+queues as the cut left them (:mod:`store_format.dledger_inside_units`: their ext units too, the files
+created for them and what the rebuild's own dispatch of them put that the broker's queues lack:
+:attr:`QueueCut.inside_placed`), and a blank's empty request 48 bytes further into
 topic "" queue 0 (with ``enableConsumeQueueExt`` its ext unit first, the unit holding its address:
 ``pipelines.restart.apply_cut``), before it goes on.
 
@@ -84,7 +84,7 @@ import numpy as np
 from . import commitlog as cl
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dispatch import queue_units
-from .dledger_inside_units import InsideUnit, ParsedUnit, Placed, WalkedQueue, place_inside
+from .dledger_inside_units import ParsedUnit, Placed, WalkedQueue, place_inside
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
@@ -269,18 +269,9 @@ class QueueCut:
     inside_records: tuple[tuple[int, int], ...] = ()
     # reset_emptied (5.5.1): the consume queues the cut left with no file, whose max recoverTopicQueueTable sets to -1
     reset: tuple[tuple[str, int], ...] = ()
-    # the units of inside_records the broker appends to queues the walk wrote (store_format.dledger_inside_units)
-    inside_units: tuple[InsideUnit, ...] = ()
-    # the consume queue files the broker creates for them (getLastMappedFile at a write position that is a file's
-    # start, or in a queue the cut left with no file): ``(topic, queue id, file start)``, zeros but for the
-    # inside_units there (and inside_blank_until)
-    inside_files: tuple[tuple[str, int, int], ...] = ()
-    # what the rebuild's own dispatch of inside_records put that the broker's queues do not hold (Placed): the queue
-    # positions of its units ``(topic, queue id, position)`` and the files it created ``(topic, queue id, start)``
-    inside_rebuild_units: tuple[tuple[str, int, int], ...] = ()
-    inside_rebuild_files: tuple[tuple[str, int, int], ...] = ()
-    # fillPreBlank in an inside file, from its start up to ``(topic, queue id, position)`` (a queue the cut emptied)
-    inside_blank_until: tuple[tuple[str, int, int], ...] = ()
+    # where the units of inside_records go in the queues the walk wrote, the files created for them, and what the
+    # rebuild's own dispatch of them put that the broker's queues do not hold (store_format.dledger_inside_units)
+    inside_placed: Placed = Placed()
 
     @property
     def lost_units(self) -> int:
@@ -309,7 +300,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     from, or where it stands when it dispatches nothing, and the messages its check parses on the way (at
     ``processOffset``, one byte before it or 2147483647: :attr:`QueueCut.inside_records`, dispatched before it
     goes on, their units appended after the walk's, and in the queues the walk wrote where the cut left their write
-    positions, :attr:`QueueCut.inside_units`, with ext files holding their ext units' addresses, ``ext_file_size``
+    positions, :attr:`QueueCut.inside_placed`, with ext files holding their ext units' addresses, ``ext_file_size``
     the ext file size; a blank's empty request, a record of no bytes, goes to topic "" queue 0, its ext unit too:
     ``pipelines.restart.apply_cut``; where it then goes on inside the log, at an entry's start or a file's, it puts
     back the cut units from there like any reput; after a walk that ended early, from before its end only: then it
@@ -452,8 +443,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
     reset = sorted(track.names[q] for q, v in max_after.items() if reset_emptied and v == process_offset)
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
-                    ext_again, inside_from, inside_records, tuple(reset), placed.units, placed.opened,
-                    placed.rebuild_units, placed.rebuild_files, placed.blank_until)
+                    ext_again, inside_from, inside_records, tuple(reset), placed)
 
 
 def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: dict[int, np.ndarray],
