@@ -75,23 +75,12 @@ from collections.abc import Callable
 from .dledger import ENTRY_BLANK_MAGIC, ENTRY_HEADER_SIZE, ENTRY_MAGIC, OFF_ENTRY_POS
 from .errors import UnsupportedConfigError
 from .layout import (
-    BORN_HOST_OFFSET,
-    HOST_V4_LEN,
-    HOST_V6_LEN,
     MAGIC_BLANK,
     MAGIC_V1,
     MAGIC_V2,
-    OFF_MAGIC,
-    OFF_QUEUE_ID,
-    OFF_SYSFLAG,
-    PREPARED_TX_OFFSET_LEN,
-    RECONSUME_TIMES_LEN,
-    STORE_TIMESTAMP_LEN,
-    SYSFLAG_BORNHOST_V6,
-    SYSFLAG_STOREHOST_V6,
 )
 
-__all__ = ["reput_inside_entry", "record_queue"]
+__all__ = ["reput_inside_entry"]
 
 
 _ROLL, _JUMP, _PARSE = "roll", "jump", "parse"
@@ -178,18 +167,3 @@ def reput_inside_entry(read: Callable[[int, int], bytes], pos: int, *, file_base
     if outcome == _ROLL:
         return at + file_size - at % file_size, tuple(records)
     return limit, tuple(records)
-
-
-def record_queue(read: Callable[[int, int], bytes], at: int) -> tuple[str, int]:
-    """The topic and queue id of the message record at ``at`` (the fields ``MessageDecoder`` reads in order, past
-    the hosts and the body), which its dispatch puts a unit into."""
-    def i(off: int, n: int) -> int:
-        return int.from_bytes(read(at + off, n), "big", signed=True)
-    flag = i(OFF_SYSFLAG, 4)
-    off = BORN_HOST_OFFSET + (HOST_V6_LEN if flag & SYSFLAG_BORNHOST_V6 else HOST_V4_LEN) + STORE_TIMESTAMP_LEN
-    off += (HOST_V6_LEN if flag & SYSFLAG_STOREHOST_V6 else HOST_V4_LEN) + RECONSUME_TIMES_LEN + PREPARED_TX_OFFSET_LEN
-    off += 4 + i(off, 4)
-    width = 2 if i(OFF_MAGIC, 4) == MAGIC_V2 else 1
-    n = i(off, width) & (0xFFFF if width == 2 else 0xFF)
-    return read(at + off + width, n).decode("utf-8", "replace"), i(OFF_QUEUE_ID, 4)
-

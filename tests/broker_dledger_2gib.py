@@ -14,12 +14,28 @@ import io
 import json
 import struct
 import zlib
+from collections.abc import Callable
 
 import broker_harness as bh
 from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
 
 from store_format.dledger import ENTRY_HEADER_SIZE
-from store_format.layout import MAGIC_BLANK, MAGIC_V1
+from store_format.layout import (
+    BORN_HOST_OFFSET,
+    HOST_V4_LEN,
+    HOST_V6_LEN,
+    MAGIC_BLANK,
+    MAGIC_V1,
+    MAGIC_V2,
+    OFF_MAGIC,
+    OFF_QUEUE_ID,
+    OFF_SYSFLAG,
+    PREPARED_TX_OFFSET_LEN,
+    RECONSUME_TIMES_LEN,
+    STORE_TIMESTAMP_LEN,
+    SYSFLAG_BORNHOST_V6,
+    SYSFLAG_STOREHOST_V6,
+)
 
 LINE = "5.5.1"
 BLANK_MAX = 2**31 - 1
@@ -300,3 +316,17 @@ def past_2gib_embedded_to_entry_scenario(line: str) -> dict:
     *rest, t9 = sc["messages"]
     assert t9["topic"] == "T9", t9
     return {**sc, "messages": [*rest, {**t9, "keys": "K9"}]}
+
+
+def record_queue(read: Callable[[int, int], bytes], at: int) -> tuple[str, int]:
+    """The topic and queue id of the message record at ``at`` (the fields ``MessageDecoder`` reads in order, past
+    the hosts and the body), for a record whose queue no unit shows (a prepared message's)."""
+    def i(off: int, n: int) -> int:
+        return int.from_bytes(read(at + off, n), "big", signed=True)
+    flag = i(OFF_SYSFLAG, 4)
+    off = BORN_HOST_OFFSET + (HOST_V6_LEN if flag & SYSFLAG_BORNHOST_V6 else HOST_V4_LEN) + STORE_TIMESTAMP_LEN
+    off += (HOST_V6_LEN if flag & SYSFLAG_STOREHOST_V6 else HOST_V4_LEN) + RECONSUME_TIMES_LEN + PREPARED_TX_OFFSET_LEN
+    off += 4 + i(off, 4)
+    width = 2 if i(OFF_MAGIC, 4) == MAGIC_V2 else 1
+    n = i(off, width) & (0xFFFF if width == 2 else 0xFF)
+    return read(at + off + width, n).decode("utf-8", "replace"), i(OFF_QUEUE_ID, 4)

@@ -46,6 +46,7 @@ from broker_dledger_2gib import (
     embedded_message,
     held_units,
     queued_messages,
+    record_queue,
     same_files_as_the_broker,
     t0_record_at_2147483647,
     verify_restart,
@@ -61,7 +62,6 @@ from broker_dledger_scenarios import (
 )
 
 from store_format.dledger import ENTRY_HEADER_SIZE
-from store_format.dledger_reput_inside import record_queue
 from store_format.layout import OFF_PHYSICAL_OFFSET
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store,
