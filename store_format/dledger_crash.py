@@ -97,7 +97,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   leads, the group commits the rest and the reput walks it: a message whose unit is still in its queue is
   dropped (``putMessagePositionInfo`` drops a unit at or below a queue's max physical offset), a cut one is
   put back, and ``IndexService.buildIndex`` indexes the last indexed message again when the reput starts
-  at or before it (``DLedgerCrash.reindex``, written through ``StoreLocation.reindex``).
+  at or before it (``DLedgerCrash.reindex``, written through ``StoreLocation.reindex``), unless messages its check
+  parsed inside an entry first moved ``endPhyOffset`` past it (:mod:`store_format.dledger_inside_index`,
+  ``DLedgerCrash.inside_keys``).
 """
 from __future__ import annotations
 
@@ -117,6 +119,7 @@ from .dledger_crash_cut import (
     ext_reput,
 )
 from .dledger_crash_old import dropped_before, inside_earlier_refusal, reput_in_old_files, reput_inside_old_file
+from .dledger_inside_index import indexed_again, inside_key_offsets
 from .dledger_inside_units import ParsedUnit, parsed_units
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import reput_inside_entry
@@ -175,6 +178,10 @@ class DLedgerCrash:
     # with before or walked_nothing: the start's reput begins in a converted store's old commitlog files, below the
     # first data file (store_format.dledger_crash_old): it reads their records first
     from_old_files: bool = False
+    # the PHYSICALOFFSET fields of the index keys of the messages the start's reput parses where it is set inside an
+    # entry (cut.inside_records), in put order: buildIndex puts each at or above endPhyOffset, moving it there, so
+    # one above the walk's last indexed record keeps that record from being indexed again (dledger_inside_index)
+    inside_keys: tuple[int, ...] = ()
 
     @property
     def jump(self) -> tuple[int, int] | None:
@@ -325,8 +332,10 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     if early and cut is not None and cut.inside_records and reput < rec.process_offset and not again:
         raise refusal(f"a walk that ended early at {end} and a reput set at {cut.inside_from} that would parse a "
                       f"message there, then walk on from {reput} with no record to index again")
-    return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
-                        ext_again, walk_end=walk_end, again=again)
+    keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)
+    return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason,
+                        indexed_again(reindex, keys), cut, ext_again, walk_end=walk_end,
+                        again=again, inside_keys=tuple(int(k) for k in keys))
 
 
 def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_end: int, end: int,
@@ -395,9 +404,11 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
         else ext_before_walk(earlier, cut.ext_again)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
     drops = dropped_before(track.names, cut.reset) if cut is not None and cut.inside_from >= 0 else ()
-    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
-                        ext_again=ext_again, walk_end=walk_end, before=True, drops_before=drops,
-                        from_old_files=reput < files[0].base)
+    keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)
+    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
+                        indexed_again(reindex, keys), cut, ext_again=ext_again,
+                        walk_end=walk_end, before=True, drops_before=drops, from_old_files=reput < files[0].base,
+                        inside_keys=tuple(int(k) for k in keys))
 
 
 def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:

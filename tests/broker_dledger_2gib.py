@@ -123,11 +123,13 @@ def held_units(src, ends: dict | None = None, leave_out: str = "") -> int:  # no
 
 
 def as_restart_matches_broker(src, tmp_path, sc: dict, w: dict, leave_out: str = "T5", parsed: int = 0,  # noqa: ANN001
-                              ext: bool = False) -> str:
+                              ext: bool = False, index_keys: bool = False) -> str:
     """``rebuild --as-restart`` of ``src/before``: the broker's ``consumequeue/`` and ``index/`` byte for byte (with
     ``ext`` its ``consumequeue_ext/`` too); and ``verify``'s units lost: every queued message's unit (its reference,
     a rebuild, holds one for each) but those the broker's queues hold, embedded messages not being messages of the
-    log: the units of topic ``leave_out`` and ``parsed`` more in other queues.  Returns the rebuild's progress."""
+    log: the units of topic ``leave_out`` and ``parsed`` more in other queues; with ``index_keys``, ``verify``'s
+    index keys put again: the keys the broker's index files hold (``index/`` was deleted before the restart, so all
+    are the restart's).  Returns the rebuild's progress."""
     text = as_restart(src, tmp_path / "ours")
     same_files_as_the_broker(src, tmp_path / "ours")
     if ext:
@@ -138,6 +140,9 @@ def as_restart_matches_broker(src, tmp_path, sc: dict, w: dict, leave_out: str =
     held = held_units(src, ends=w["queuesAfterDispatch"], leave_out=leave_out) - parsed
     queued = queued_messages(sc)
     assert p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
+    if index_keys:
+        keys = sum(struct.unpack(">i", f.read_bytes()[36:40])[0] - 1 for f in (src / "expected" / "index").iterdir())
+        assert p["index_keys_put_again"] == keys, (keys, p["index_keys_put_again"], p["notes"])
     return text
 
 
@@ -297,22 +302,26 @@ ENTRY_BOUND_PROPS = b"KEYS\x01E5" + T0_TAIL
 ENTRY_BOUND_BODY = (b"embedded!!" * 31)[:TO_T9_ENTRY - 88 - 1 - 2 - 2 - len(ENTRY_BOUND_PROPS)]
 
 
-def entry_bound_message() -> bytes:
+def entry_bound_message(field: int = T9_ENTRY + ENTRY_HEADER_SIZE, keys: bytes = b"E5") -> bytes:
     """The T5 message of :func:`past_2gib_embedded_to_entry_scenario`, :data:`TO_T9_ENTRY` bytes long, its
-    PHYSICALOFFSET field the last T9 message's offset (48 bytes past its entry's start)."""
-    msg = embedded_message(T9_ENTRY + ENTRY_HEADER_SIZE, ENTRY_BOUND_BODY, ENTRY_BOUND_PROPS)
+    PHYSICALOFFSET field ``field`` (by default the last T9 message's offset, 48 bytes past its entry's start), its
+    keys ``keys`` (space-separated; by default ``E5``)."""
+    props = b"KEYS\x01" + keys + T0_TAIL
+    body = ENTRY_BOUND_BODY[:len(ENTRY_BOUND_BODY) + len(ENTRY_BOUND_PROPS) - len(props)]
+    msg = embedded_message(field, body, props)
     assert len(msg) == TO_T9_ENTRY and msg.endswith(T0_TAIL), len(msg)
     return msg
 
 
-def past_2gib_embedded_to_entry_scenario(line: str) -> dict:
-    """``<line>-dledger-abort-past-2gib-embedded-to-entry``: :func:`past_2gib_abort_scenario` whose last T0 body
-    holds, from 2147483647 to its end, a well-formed T5 message (:func:`entry_bound_message`) whose last bytes are
-    the T0 record's own tail, so that it ends where the last T9 message's entry starts; that T9 message has the keys
-    ``K9``."""
-    msg = entry_bound_message()
+def past_2gib_embedded_to_entry_scenario(line: str, field: int = T9_ENTRY + ENTRY_HEADER_SIZE,
+                                         name: str = "embedded-to-entry", keys: bytes = b"E5") -> dict:
+    """``<line>-dledger-abort-past-2gib-<name>`` (by default ``-embedded-to-entry``): :func:`past_2gib_abort_scenario`
+    whose last T0 body holds, from 2147483647 to its end, a well-formed T5 message (:func:`entry_bound_message`, its
+    PHYSICALOFFSET field ``field``, its keys ``keys``) whose last bytes are the T0 record's own tail, so that it ends
+    where the last T9 message's entry starts; that T9 message has the keys ``K9``."""
+    msg = entry_bound_message(field, keys)
     sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
-                               f"{line}-dledger-abort-past-2gib-embedded-to-entry", msg=msg[:-len(T0_TAIL)])
+                               f"{line}-dledger-abort-past-2gib-{name}", msg=msg[:-len(T0_TAIL)])
     *rest, t9 = sc["messages"]
     assert t9["topic"] == "T9", t9
     return {**sc, "messages": [*rest, {**t9, "keys": "K9"}]}

@@ -83,7 +83,7 @@ def test_crash_restart_whose_reput_at_2147483647_parses_a_message_48_bytes_furth
     assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]   # a queue the walk did not write
     # what the broker's reput did: T5/0's unit at its field, its keys indexed there
     assert_embedded_t5_dispatched(src, msg)
-    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    text = as_restart_matches_broker(src, tmp_path, sc, w, index_keys=True)
     start = BLANK_MAX + ENTRY_HEADER_SIZE
     assert f"parses 1 message(s) ({start} to {start + len(msg)})" in text, text[-3000:]
 
@@ -113,7 +113,7 @@ def test_crash_restart_whose_reput_at_2147483647_dispatches_a_blanks_empty_reque
     assert empty.is_file() and empty.stat().st_size == size and not any(empty.read_bytes()), "the empty request"
     # what the broker's reput did: T5/0's unit at its field, its keys indexed there
     assert_embedded_t5_dispatched(src, msg)
-    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    text = as_restart_matches_broker(src, tmp_path, sc, w, index_keys=True)
     start = BLANK_MAX + 56
     assert (f'parses 2 message(s) (a blank at {BLANK_MAX + 48}, its empty request to topic "" queue 0, {start} to '
             f"{start + len(msg)})") in text, text[-3000:]
@@ -157,6 +157,46 @@ def test_crash_restart_whose_reput_at_2147483647_parses_a_message_up_to_an_entry
     (index,) = sorted((src / "expected" / "index").iterdir())
     header = struct.unpack(">qqqqii", index.read_bytes()[:40])
     assert header[2:4] == (t9_at, t9_at) and header[5] == 4, header
-    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    text = as_restart_matches_broker(src, tmp_path, sc, w, index_keys=True)
     assert f"parses 1 message(s) ({BLANK_MAX} to {T9_ENTRY})" in text and f"sends it on to {T9_ENTRY} " in text, \
         text[-3000:]
+    assert f"and indexes the record at {t9_at} again" in text, text[-3000:]
+
+
+def index_entry_offsets(src) -> list[int]:  # noqa: ANN001
+    """The commitlog offsets of the broker's one index file's entries, in put order (after the 40-byte header and
+    the hash slots: each entry a key hash, that offset, a time difference and the previous entry's number)."""
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    data = index.read_bytes()
+    count = struct.unpack(">i", data[36:40])[0]
+    slots = int(next(ln for ln in (src / "broker.conf").read_text().splitlines()
+                     if ln.startswith("maxHashSlotNum=")).split("=")[1])
+    at = 40 + 4 * slots   # past the header and the hash slots
+    return [struct.unpack(">q", data[at + 20 * k + 4:at + 20 * k + 12])[0] for k in range(1, count)]
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_parses_a_message_keyed_above_the_last_indexed_record(tmp_path):
+    """The -embedded-to-entry layout whose T5 message's PHYSICALOFFSET field lies one byte above the last T9 record
+    (K9, the walk's last indexed record) and whose keys are ``E5 E6``: the 5.5.1 broker indexes E5 and E6 at that
+    field (not below the index's endPhyOffset, K9's), which moves endPhyOffset past K9, so when its reput walks the T9
+    entry again K9 is below it and ``IndexService.buildIndex`` skips it: the index holds K9, E5, E6, not K9 again.
+    ``rebuild --as-restart``: the broker's ``consumequeue/`` and ``index/`` byte for byte, without claiming that K9 is
+    indexed again; ``verify``: the keys put (3) and the units lost (:mod:`store_format.dledger_inside_index`)."""
+    t9_at = T9_ENTRY + ENTRY_HEADER_SIZE
+    sc = past_2gib_embedded_to_entry_scenario(LINE, t9_at + 1, "embedded-above-last-indexed", b"E5 E6")
+    w, src = written(sc, tmp_path)
+    msg = entry_bound_message(t9_at + 1, b"E5 E6")
+    record = t0_record_at_2147483647(src, len(T0_TAIL) + ENTRY_HEADER_SIZE)
+    at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
+    assert record[at:at + len(msg)] == msg, "the T5 message from 2147483647 to the T0 record's end"
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX, w["queuesAfterLoad"]["T9/0"]
+    # what the broker's reput did: T5/0's unit at its field, T9's cut unit put back behind its fillPreBlank unit
+    t5 = first_queue_file(src, "T5/0")
+    assert t5[:20] == struct.pack(">qiq", t9_at + 1, len(msg), 0) and not any(t5[20:]), t5[:40]
+    units = first_queue_file(src, "T9/0")
+    assert units[:20] == FILL_PRE_BLANK_UNIT and int.from_bytes(units[20:28], "big") == t9_at, units[:40]
+    # the index: K9 (the walk), then E5 and E6 at the T5 field; K9 not again
+    assert index_entry_offsets(src) == [t9_at, t9_at + 1, t9_at + 1]
+    text = as_restart_matches_broker(src, tmp_path, sc, w, index_keys=True)
+    assert f"sends it on to {T9_ENTRY} " in text and "indexes the record at" not in text, text[-3000:]

@@ -272,7 +272,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         abnormal_from=recovery.dispatch_from if recovery is not None and abnormal else None,
         ext_again_from=crash.reput_from if crash is not None and crash.ext_again else None,
         skip=crash.gap if crash is not None else None,
-        again_to=crash.walk_end if crash is not None and crash.again else None)
+        again_to=crash.walk_end if crash is not None and crash.again else None,
+        # the start's reput set inside an entry parses messages there (their keys), then walks on from reput_from
+        parsed_keys=crash.inside_keys if crash is not None and crash.cut is not None and crash.cut.inside_records
+        else None,
+        parsed_then=crash.reput_from if crash is not None and crash.reput_from < crash.end else None)
     if st.dledger_pending:
         restart.notes[:] = [n for n in restart.notes if not n.startswith("abort file present: the broker runs its "
                                                                           "abnormal recovery")]

@@ -24,6 +24,7 @@ from store_format.consumequeue_recovery import (
     recover_consume_queue,
     truncate_dirty_logic_files,
 )
+from store_format.dledger_inside_index import keys_after_parsed
 from store_format.layout import index_file_size
 from store_format.recovery_dispatch import recovery_dispatch
 
@@ -165,7 +166,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     cut_at: int | None = None,
                     reindex_from: int | None = None, abnormal_from: int | None = None,
                     ext_again_from: int | None = None, skip: tuple[int, int] | None = None,
-                    again_to: int | None = None) -> RestartPrediction:
+                    again_to: int | None = None, parsed_keys: tuple[int, ...] | None = None,
+                    parsed_then: int | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -217,7 +219,12 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     it holds at or past ``cut_at`` too: the cut takes them) and whose keys are not put; ``again_to``: the reput
     walks the records from its start to there again, then goes on past the records the recovery's walk left
     (:attr:`store_format.dledger_crash.DLedgerCrash.again`): the ext units put again are those of the records
-    below it, the keys put again those of ``reindex_from`` alone.
+    below it, the keys put again those of ``reindex_from`` alone.  ``parsed_keys`` (the start's reput set inside an
+    entry parses messages there: :attr:`store_format.dledger_crash.DLedgerCrash.inside_keys`, the PHYSICALOFFSET
+    fields of their keys in put order) and ``parsed_then`` (where that reput walks on from, None: past the log's
+    end): the keys are those of the walk, then the parsed ones ``buildIndex`` takes, then those of the records from
+    ``parsed_then`` at or above the ``endPhyOffset`` they left (:func:`predict_index`), instead of
+    ``reindex_from``'s.
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -341,8 +348,10 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     else:
         predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
                       checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown,
-                      end=commitlog_end if second_reput or reindex_from is not None else None,
-                      second_reput_from=again if second_reput else reindex_from, skip=skip, second_end=again_to)
+                      end=commitlog_end if second_reput or reindex_from is not None or parsed_keys is not None
+                      else None,
+                      second_reput_from=again if second_reput else reindex_from, skip=skip, second_end=again_to,
+                      parsed_keys=parsed_keys, parsed_then=parsed_then)
     if recovery_dispatches:
         p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
@@ -361,7 +370,8 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
                   expected_index: Callable[[], Iterator[bytes]], checkpoint_index_ts: int | None,
                   clean_shutdown: bool, end: int | None = None, second_reput_from: int | None = None,
                   second_reput_note: str | None = None, skip: tuple[int, int] | None = None,
-                  second_end: int | None = None) -> None:
+                  second_end: int | None = None, parsed_keys: tuple[int, ...] | None = None,
+                  parsed_then: int | None = None) -> None:
     """``index/`` at the start, into ``p``: ``IndexService.load`` maps every file (a short one is extended),
     an abnormal start deletes the files whose endTimestamp is after the checkpoint's indexMsgTimestamp, and
     ``IndexService.buildIndex`` puts again the keys of the records dispatched from ``first`` that lie at or
@@ -371,7 +381,11 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
     only offsets below ``endPhyOffset``), below ``end`` (``second_reput_note``: the note on where that walk
     starts, by default the file queues'); ``skip``: records whose keys no one puts, ``second_end``: the
     second walk's keys are those of the records from ``second_reput_from`` itself to there (``predict_restart``'s
-    ``again_to``)."""
+    ``again_to``).  ``parsed_keys`` (a 5.x DLedger crash restart whose start's reput, set inside an entry, parses
+    messages there after the walk, :mod:`store_format.dledger_inside_index`): the walk's keys (below ``second_end``
+    when it ended early, else ``end``), then each parsed key at or above the ``endPhyOffset`` so far, which it moves
+    to its offset, then, from ``parsed_then`` (None: the reput walks nothing more), the keys of the records at or
+    above both it and that ``endPhyOffset``, below ``end``; ``second_reput_from`` is not used."""
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp
     full = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -385,6 +399,19 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
         last_end = header["end_phy_offset"]
     threshold = max(first, last_end)
     keys, end_phy = 0, last_end
+    if parsed_keys is not None:   # the walk's, the parsed messages', then the reput's from parsed_then
+        keys, end_phy = _keys_in(expected_index, config, threshold, second_end if second_end is not None else end,
+                                 skip, end_phy)
+        taken, end_phy = keys_after_parsed(end_phy, np.asarray(parsed_keys, dtype=np.int64))
+        keys += taken
+        if parsed_then is not None:
+            keys += _keys_in(expected_index, config, max(parsed_then, end_phy), end, skip, end_phy)[0]
+        p.notes.append(f"the start's reput, set inside an entry, parses messages there whose {len(parsed_keys)} index "
+                       f"key(s) buildIndex takes {taken} of (at their PHYSICALOFFSET fields, not below endPhyOffset)"
+                       + (f", then walks on from {parsed_then}, indexing the records at or above both that and "
+                          f"endPhyOffset ({end_phy})" if parsed_then is not None else ""))
+        p.index_keys_put_again = keys
+        return
     for data in expected_index():
         v = IndexView.parse(data, config.maxHashSlotNum, config.maxIndexNum)
         if v.header["end_phy_offset"] < threshold:
@@ -414,3 +441,23 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
             "position), appending what the queues still lack from there and indexing the last indexed record a "
             "second time when it lies there"))
     p.index_keys_put_again = keys
+
+
+def _keys_in(expected_index: Callable[[], Iterator[bytes]], config: BrokerConfig, lo: int, hi: int | None,
+             skip: tuple[int, int] | None, end_phy: int) -> tuple[int, int]:
+    """The keys of the rebuild's index files (``expected_index``, newest first) at commitlog offsets from ``lo`` up
+    to ``hi`` (None: no bound), none in ``skip``, and the largest of their offsets (``end_phy`` without one)."""
+    keys = 0
+    for data in expected_index():
+        v = IndexView.parse(data, config.maxHashSlotNum, config.maxIndexNum)
+        if v.header["end_phy_offset"] < lo:
+            break  # files newest first: the older ones end even earlier
+        n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
+        offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
+        put = (offs >= lo) & (offs < (hi if hi is not None else np.iinfo(np.int64).max))
+        if skip is not None:
+            put &= (offs < skip[0]) | (offs >= skip[1])
+        keys += int(put.sum())
+        if put.any():
+            end_phy = max(end_phy, int(offs[put].max()))
+    return keys, end_phy
