@@ -197,6 +197,8 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              if crash.drops_before else "")
                           + (f"; the cut left {', '.join(f'{t}/{q}' for t, q in reset)} with no file (max -1: "
                              "ConsumeQueue.correctMinOffset), which it writes anew from its start" if reset else ""))
+        if crash.cut is not None:   # the blanks' empty requests over the store's own topic "" queue 0 files: refused
+            empty_request_queue_files(config, sum(b == a for a, b in crash.cut.inside_records), st)
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
         runs = tuple((a, b) for a, b in crash.cut.inside_records if b > a) if crash.cut is not None else ()
         if crash.before:   # the earlier files' records after the walk's, then the walk's again (jump_at)
@@ -247,8 +249,9 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     put back only in part they are moved to where the reput appends them (:func:`_write_moved`), and with
     ``enableConsumeQueueExt`` the reput's ext units are appended and the units it put back point at them
     (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched write topic "" queue
-    0's files (:func:`store_format.concurrent_reput.empty_request_queue_files`, ext files too).  ``built``'s file rows
-    follow; returns whether anything changed."""
+    0's files (:func:`store_format.concurrent_reput.empty_request_queue_files`, ext files too; :func:`dledger_restart`
+    refused a store already holding others there).  ``built``'s file rows follow; returns whether anything
+    changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
     if crash is None:
         return False

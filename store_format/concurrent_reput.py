@@ -63,6 +63,7 @@ from .concurrent_batches import NotFollowed, damaged_batch_outcome, pre_check
 from .config import BrokerConfig
 from .consumequeue import cq_file_name
 from .consumequeue_ext import build_ext_file, ext_addresses, ext_file_name, ext_units_per_file
+from .empty_request_held import refuse_held_empty_request_files
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .reput_end import data_end_limit
@@ -355,7 +356,8 @@ def index_after_last_key(stops: list[ConcurrentStop], end_phy_offset: int, after
     return after_last_key or (last is not None and last > end_phy_offset)
 
 
-def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop]) -> list[tuple[str, list]]:
+def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop],
+                        store: StoreLocation | None = None) -> list[tuple[str, list]]:
     """The files the blanks' empty requests of ``stops`` leave (relative paths, and pieces for
     :func:`pipelines.build.write_file`: bytes, or an int for that many zeros); none without one.
 
@@ -365,18 +367,30 @@ def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop]) -> li
     ``ConsumeQueueExt.put``) and takes its address as the unit's tagsCode; then ``putMessagePositionInfo`` writes
     the unit (0, 0, tagsCode) at queue offset 0, the first one only: for the next ones ``offset + size`` (0) is
     not past the queue's max physical offset (0), so they are skipped as written again, their ext units kept (in
-    as many ext files as they fill, :func:`store_format.consumequeue_ext.build_ext_file`)."""
+    as many ext files as they fill, :func:`store_format.consumequeue_ext.build_ext_file`).  ``store``: the store an
+    ``--as-restart`` starts on (:func:`empty_request_queue_files`)."""
     count = sum(s.empty_requests for s in stops if s.empty_request is not None)
     if config.rocksdb_cq:   # no files: empty_request_units
         return []
-    return empty_request_queue_files(config, count)
+    return empty_request_queue_files(config, count, store)
 
 
-def empty_request_queue_files(config: BrokerConfig, count: int) -> list[tuple[str, list]]:
+def empty_request_queue_files(config: BrokerConfig, count: int,
+                              store: StoreLocation | None = None) -> list[tuple[str, list]]:
     """The files ``count`` blanks' empty requests dispatched one after the other into a topic "" queue 0 that had
     none leave (:func:`empty_request_files`; also those a DLedger start's reput set inside an entry dispatches,
     :mod:`store_format.dledger_reput_inside`): ``consumequeue/0/`` with its one unit, and with
-    ``enableConsumeQueueExt=true`` ``consumequeue_ext/0/`` with ``count`` ext units; none when ``count`` is 0."""
+    ``enableConsumeQueueExt=true`` ``consumequeue_ext/0/`` with ``count`` ext units; none when ``count`` is 0.
+    ``store`` (``--as-restart``: the store the restart starts on): refused when it already holds such a file with
+    other bytes (:func:`store_format.empty_request_held.refuse_held_empty_request_files`)."""
+    files = _empty_request_queue_files(config, count)
+    if store is not None:
+        refuse_held_empty_request_files(store, count, files)
+    return files
+
+
+def _empty_request_queue_files(config: BrokerConfig, count: int) -> list[tuple[str, list]]:
+    """:func:`empty_request_queue_files`' files, written from scratch."""
     if not count:
         return []
     name = cq_file_name(0)
