@@ -279,7 +279,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             totals["empty_requests"] = sum(s.empty_requests for s in stops)
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz,
                             extra_units=empty_request_units(config, stops))
-        # blanks' empty requests: topic "", queue 0 (--as-restart: over the store's own files, refused)
+        # blanks' empty requests: topic "", queue 0 (--as-restart: refused over other bytes the store holds there)
         for rel, pieces in empty_request_files(config, stops, st if as_restart else None):
             write_file(staged.staging_uri, rel, pieces)
         for line in rocksdb_warnings:
