@@ -123,13 +123,13 @@ def held_units(src, ends: dict | None = None, leave_out: str = "") -> int:  # no
 
 
 def as_restart_matches_broker(src, tmp_path, sc: dict, w: dict, leave_out: str = "T5", parsed: int = 0,  # noqa: ANN001
-                              ext: bool = False, index_keys: bool = False) -> str:
+                              ext: bool = False, index_keys: bool = True) -> str:
     """``rebuild --as-restart`` of ``src/before``: the broker's ``consumequeue/`` and ``index/`` byte for byte (with
     ``ext`` its ``consumequeue_ext/`` too); and ``verify``'s units lost: every queued message's unit (its reference,
     a rebuild, holds one for each) but those the broker's queues hold, embedded messages not being messages of the
-    log: the units of topic ``leave_out`` and ``parsed`` more in other queues; with ``index_keys``, ``verify``'s
-    index keys put again: the keys the broker's index files hold (``index/`` was deleted before the restart, so all
-    are the restart's).  Returns the rebuild's progress."""
+    log: the units of topic ``leave_out`` and ``parsed`` more in other queues; with ``index_keys`` (the default),
+    ``verify``'s index keys put again: the keys the broker's index files hold (``index/`` was deleted before the
+    restart, so all are the restart's).  Returns the rebuild's progress."""
     text = as_restart(src, tmp_path / "ours")
     same_files_as_the_broker(src, tmp_path / "ours")
     if ext:

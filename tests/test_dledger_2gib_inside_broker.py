@@ -83,7 +83,7 @@ def test_crash_restart_whose_reput_at_2147483647_parses_a_message_48_bytes_furth
     assert "T5/0" not in w["queuesAfterLoad"], w["queuesAfterLoad"]   # a queue the walk did not write
     # what the broker's reput did: T5/0's unit at its field, its keys indexed there
     assert_embedded_t5_dispatched(src, msg)
-    text = as_restart_matches_broker(src, tmp_path, sc, w, index_keys=True)
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
     start = BLANK_MAX + ENTRY_HEADER_SIZE
     assert f"parses 1 message(s) ({start} to {start + len(msg)})" in text, text[-3000:]
 
@@ -113,7 +113,7 @@ def test_crash_restart_whose_reput_at_2147483647_dispatches_a_blanks_empty_reque
     assert empty.is_file() and empty.stat().st_size == size and not any(empty.read_bytes()), "the empty request"
     # what the broker's reput did: T5/0's unit at its field, its keys indexed there
     assert_embedded_t5_dispatched(src, msg)
-    text = as_restart_matches_broker(src, tmp_path, sc, w, index_keys=True)
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
     start = BLANK_MAX + 56
     assert (f'parses 2 message(s) (a blank at {BLANK_MAX + 48}, its empty request to topic "" queue 0, {start} to '
             f"{start + len(msg)})") in text, text[-3000:]
@@ -168,7 +168,7 @@ def test_crash_restart_whose_reput_at_2147483647_parses_a_message_up_to_an_entry
     (index,) = sorted((src / "expected" / "index").iterdir())
     header = struct.unpack(">qqqqii", index.read_bytes()[:40])
     assert header[2:4] == (t9_at, t9_at) and header[5] == 4, header
-    text = as_restart_matches_broker(src, tmp_path, sc, w, index_keys=True)
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
     assert f"parses 1 message(s) ({BLANK_MAX} to {T9_ENTRY})" in text and f"sends it on to {T9_ENTRY} " in text, \
         text[-3000:]
     assert f"and indexes the record at {t9_at} again" in text, text[-3000:]
@@ -209,5 +209,5 @@ def test_crash_restart_whose_reput_parses_a_message_keyed_above_the_last_indexed
     assert units[:20] == FILL_PRE_BLANK_UNIT and int.from_bytes(units[20:28], "big") == t9_at, units[:40]
     # the index: K9 (the walk), then E5 and E6 at the T5 field; K9 not again
     assert index_entry_offsets(src) == [t9_at, t9_at + 1, t9_at + 1]
-    text = as_restart_matches_broker(src, tmp_path, sc, w, index_keys=True)
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
     assert f"sends it on to {T9_ENTRY} " in text and "indexes the record at" not in text, text[-3000:]
