@@ -43,8 +43,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   whose check parses well-formed messages there and then goes on at an entry's start before the walk's end: it
   dispatches those messages after the walk's records, then walks the walk's records on from there, the damaged
   message and the rest (``QueueCut.inside_records``; the rebuild reads the messages between its two passes,
-  :func:`store_format.store.then_pieces`' ``after``); going on at or past the walk's end, or before its data file,
-  or with no record from there to index again and no ext unit to put again (not broker-checked), it is refused.
+  :func:`store_format.store.then_pieces`' ``after``, :attr:`DLedgerCrash.again` also where no record from there is
+  indexed again and no ext unit put again: the parsed messages' keys go before those of the records past the walk);
+  going on at or past the walk's end, or before its data file, it is refused.
 * Past such a walk, a record the start's reput's own check refuses (a bad magic code: DLedger's recovery reads no
   message field) ends its dispatch: ``doReput`` skips to the end of ``getData``'s buffer.  In the last data file, with
   the committed position at or before it and a group of one, that is the log's end, so :attr:`DLedgerCrash.end`
@@ -234,8 +235,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             cases of the queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file that
             :func:`_reput_before_walk` refuses (after a cut it does not undo), and after a walk that ended early
-            messages parsed where a reput was set inside an entry before it goes on before the walk's data file or
-            with no record to index again and no ext unit to put again.
+            messages parsed where a reput was set inside an entry before it goes on before the walk's data file.
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
@@ -320,11 +320,10 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         else -1
     # the reput from before the walk's end walks the walk's records again, then those past it: the ext units and
     # keys it puts again go before theirs (DLedgerCrash.again), and the messages its check parsed where it was set
-    # inside an entry before all of them (broker-checked with a record indexed again only)
-    again = early and log_end > end and reput < end and (bool(ext_again) or reindex >= 0)
-    if early and cut is not None and cut.inside_records and reput < rec.process_offset and not again:
-        raise refusal(f"a walk that ended early at {end} and a reput set at {cut.inside_from} that would parse a "
-                      f"message there, then walk on from {reput} with no record to index again")
+    # inside an entry before all of them, whether or not a key or ext unit is put again (the parsed messages' keys
+    # go before those past the walk)
+    again = early and log_end > end and reput < end and (bool(ext_again) or reindex >= 0 or (
+        cut is not None and bool(cut.inside_records)))
     return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
                         ext_again, walk_end=walk_end, again=again)
 

@@ -8,7 +8,8 @@ against the broker (``DLEDGER_2GIB=1`` only: the store holds some 2.15 GB of dat
 The ``-embedded-to-entry-damaged`` store (:func:`past_2gib_embedded_to_entry_damaged_scenario`): the
 ``-embedded-to-entry`` store (``tests/test_dledger_2gib_inside_broker.py``; its scenario in ``broker_dledger_2gib``)
 with three messages after its last T9 message: a T8 message (keys ``K8``) whose body byte is flipped, a T8 message
-(``K8b``) and a T9 message (``K9b``).
+(``K8b``) and a T9 message (``K9b``); ``-embedded-to-entry-damaged-unkeyed``: that store with its last T9 message
+without keys (no record from the T9 entry on to index again).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from broker_dledger_2gib import (
     as_restart_matches_broker,
     entry_bound_message,
     first_queue_file,
+    log_bytes,
     past_2gib_embedded_to_entry_scenario,
     t0_record_at_2147483647,
     written,
@@ -100,3 +102,62 @@ def test_crash_restart_whose_walk_ends_at_a_damaged_message_and_reput_at_2147483
     walk_end = damaged - ENTRY_HEADER_SIZE   # the damaged message's entry
     assert f"parses 1 message(s) ({BLANK_MAX} to {T9_ENTRY})" in text and f"ends its walk at {walk_end} " in text, \
         text[-3000:]
+
+
+def past_2gib_embedded_to_entry_damaged_unkeyed_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-embedded-to-entry-damaged-unkeyed``: the ``-embedded-to-entry-damaged`` store
+    (:func:`past_2gib_embedded_to_entry_damaged_scenario`) whose last T9 message has no keys: no record the walk
+    dispatched from the T9 entry on has a key to index again (and no ext file: no ext unit to put again)."""
+    sc = past_2gib_embedded_to_entry_damaged_scenario(line)
+    k = sc["damageMessage"] - 1
+    t9 = {key: v for key, v in sc["messages"][k].items() if key != "keys"}
+    assert t9["topic"] == "T9", t9
+    return {**sc, "messages": [*sc["messages"][:k], t9, *sc["messages"][k + 1:]],
+            "name": f"{line}-dledger-abort-past-2gib-embedded-to-entry-damaged-unkeyed"}
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_walks_on_to_a_damaged_message_with_nothing_to_index_again(
+        tmp_path):
+    """As the ``-embedded-to-entry-damaged`` case, the last T9 message without keys: the walk's records from the T9
+    entry on have no key to index again and there is no ext file, yet the broker's reput still dispatches the parsed
+    T5 message (its keys E5 at its PHYSICALOFFSET field, the T9 message's offset) before it walks the entries on from
+    the T9 entry: T9's cut unit put back, then the damaged message and the two after it, K8, K8b and K9b indexed
+    after E5.  ``rebuild --as-restart`` reads the walk's records to the damaged message, the T5 message, then the
+    entries from the T9 entry's start to the log's end (read in one pass, E5 would come after K9b's offset and
+    ``buildIndex`` would drop it): the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
+    lost."""
+    sc = past_2gib_embedded_to_entry_damaged_unkeyed_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    msg = entry_bound_message()
+    record = t0_record_at_2147483647(src, len(T0_TAIL) + ENTRY_HEADER_SIZE)
+    at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
+    assert record[at:at + len(msg)] == msg, "the T5 message from 2147483647 to the T0 record's end"
+    t9_at = T9_ENTRY + ENTRY_HEADER_SIZE
+    (t9_size,) = struct.unpack(">i", log_bytes(src, t9_at, 4))
+    assert t9_size == 201 - len(b"KEYS\x01K9\x02"), t9_size   # the -damaged store's T9 message without its keys
+    damaged = int(w["damagedRecord"])
+    assert damaged == t9_at + t9_size + ENTRY_HEADER_SIZE, w["damagedRecord"]
+    assert int(w["truncateDirtyLogicFilesAt"]) < BLANK_MAX, w["truncateDirtyLogicFilesAt"]
+    loaded = w["queuesAfterLoad"]
+    assert "T8/0" not in loaded and "T5/0" not in loaded, loaded
+    assert int(loaded["T9/0"]["maxPhysicOffset"]) == BLANK_MAX, loaded   # the fillPreBlank unit only
+    assert int(w["maxPhyOffset"]) == int(w["dledgerCommittedPos"]) > damaged, w   # DLedger kept the log
+    t5 = first_queue_file(src, "T5/0")
+    assert t5[:20] == struct.pack(">qiq", t9_at, len(msg), 0) and not any(t5[20:]), t5[:40]
+    k8b = damaged + 201 + ENTRY_HEADER_SIZE
+    k9b = k8b + 202 + ENTRY_HEADER_SIZE
+    t8 = first_queue_file(src, "T8/0")
+    assert t8[:40] == struct.pack(">qiqqiq", damaged, 201, 0, k8b, 202, 0) and not any(t8[40:]), t8[:60]
+    t9 = first_queue_file(src, "T9/0")
+    assert t9[:60] == FILL_PRE_BLANK_UNIT + struct.pack(">qiqqiq", t9_at, t9_size, 0, k9b, 202, 0) and \
+        not any(t9[60:]), t9[:80]
+    assert int(w["maxPhyOffset"]) == k9b + 202
+    # the index: E5 (its field: the T9 message's offset), then K8, K8b, K9b: four keys, four entries (indexCount
+    # starts at 1), the first at the T9 message's offset, the last at K9b's
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    header = struct.unpack(">qqqqii", index.read_bytes()[:40])
+    assert header[2:] == (t9_at, k9b, 4, 5), header
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    assert f"parses 1 message(s) ({BLANK_MAX} to {T9_ENTRY})" in text and \
+        f"ends its walk at {damaged - ENTRY_HEADER_SIZE} " in text, text[-3000:]
