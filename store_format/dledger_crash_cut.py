@@ -147,6 +147,10 @@ class QueueTrack:
             self.own_units[int(q)] = self.own_units.get(int(q), 0) + int(k)
         self._cur.append(np.stack([phys, phys + units.size[keep], queue, key, kind], axis=1))
 
+    def written(self) -> tuple[tuple[str, int], ...]:
+        """The queues with a unit so far (``names`` also holds those of records past a window's last one kept)."""
+        return tuple(self.names[q] for q in sorted(self.seen_before | {int(k) for k in self.last_file()[:, U_QUEUE]}))
+
     def queue_id(self, name: tuple[str, int]) -> int:
         """The queue number of ``name`` (a new one for a queue not seen yet)."""
         return self._queue_id(name)

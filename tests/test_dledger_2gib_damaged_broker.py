@@ -10,6 +10,11 @@ The ``-embedded-to-entry-damaged`` store (:func:`past_2gib_embedded_to_entry_dam
 with three messages after its last T9 message: a T8 message (keys ``K8``) whose body byte is flipped, a T8 message
 (``K8b``) and a T9 message (``K9b``); ``-embedded-to-entry-damaged-unkeyed``: that store with its last T9 message
 without keys (no record from the T9 entry on to index again).
+
+The ``-past-2gib-before-embedded-damaged`` store (:func:`past_2gib_before_embedded_damaged_scenario`): the
+``-past-2gib-before-embedded`` store (its scenario in ``broker_dledger_2gib``) with those three messages after its last
+T9 message: the reput set at 2147483647 parses the T5 message there, then goes on at the 23rd data file, before the
+walk's (the 24th), and walks the earlier records, the walk's again, then the damaged message and the rest.
 """
 from __future__ import annotations
 
@@ -26,13 +31,16 @@ from broker_dledger_2gib import (
     T0_TAIL,
     T9_ENTRY,
     as_restart_matches_broker,
+    embedded_message,
     entry_bound_message,
     first_queue_file,
     log_bytes,
+    past_2gib_before_embedded_scenario,
     past_2gib_embedded_to_entry_scenario,
     t0_record_at_2147483647,
     written,
 )
+from broker_dledger_scenarios import PAST_2GIB_FILE
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
@@ -161,3 +169,75 @@ def test_crash_restart_whose_reput_at_2147483647_walks_on_to_a_damaged_message_w
     text = as_restart_matches_broker(src, tmp_path, sc, w)
     assert f"parses 1 message(s) ({BLANK_MAX} to {T9_ENTRY})" in text and \
         f"ends its walk at {damaged - ENTRY_HEADER_SIZE} " in text, text[-3000:]
+
+
+def past_2gib_before_embedded_damaged_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-before-embedded-damaged``: the ``-past-2gib-before-embedded`` store
+    (:func:`broker_dledger_2gib.past_2gib_before_embedded_scenario`) with :data:`AFTER_T9` after its last T9 message
+    (keys ``K9``), the first of them damaged (a body byte flipped)."""
+    sc = past_2gib_before_embedded_scenario(line)
+    return {**sc, "messages": [*sc["messages"], *AFTER_T9], "damageMessage": len(sc["messages"]),
+            "name": f"{line}-dledger-abort-past-2gib-before-embedded-damaged"}
+
+
+def _units(src, topic: str) -> list[bytes]:  # noqa: ANN001
+    """The 20-byte units of the broker's queue ``topic``/0, its files in order."""
+    files = sorted((src / "expected" / "consumequeue" / topic / "0").iterdir())
+    return [b[i:i + 20] for f in files for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_walk_ends_at_a_damaged_message_and_reput_at_2147483647_goes_on_before_the_walk(
+        tmp_path):
+    """The walk from the 24th data file ends at the damaged T8 message, past the last T9 one (``K9``); the cut leaves
+    T9's queue with its two ``fillPreBlank`` units only, and the reput set at 2147483647 inside the 22nd data file
+    parses the T5 message there, fails on the body's bytes after it and goes on at the 23rd data file, before the
+    walk's.  The 5.5.1 broker dispatches the T5 message after the walk's records, then walks the 23rd file's records
+    (its T9 unit dropped by its queue offset, its T0 units put), then the walk's again (T9's cut unit back, ``K9``
+    indexed again), then the damaged message (its check reads no CRC) and the two after it.  ``rebuild
+    --as-restart`` reads the walk's records to the damaged message, the T5 message, then the records from the 23rd
+    data file to the log's end: the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units
+    lost."""
+    sc = past_2gib_before_embedded_damaged_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 24 and all(int(f.name) == k * PAST_2GIB_FILE for k, f in enumerate(data)), data
+    assert int(data[21].name) <= BLANK_MAX < int(data[22].name), data[21:23]
+    msg = embedded_message(BLANK_MAX)
+    record, at = t0_record_at_2147483647(src), 88 + EMBED_AT_BODY_DATA
+    assert record[at:at + len(msg) + 8] == msg + b"x" * 8, "the message at 2147483647, 'x' bytes after it"
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left fillPreBlank units only
+    loaded = w["queuesAfterLoad"]
+    assert "T5/0" not in loaded and "T8/0" not in loaded, loaded   # the walk ended before T8's messages
+    t9 = _units(src, "T9")
+    k9 = int.from_bytes(t9[2][:8], "big")
+    damaged = int(w["damagedRecord"])
+    assert k9 > int(data[23].name) and damaged == k9 + 201 + ENTRY_HEADER_SIZE, (k9, damaged)
+    assert int(w["maxPhyOffset"]) == int(w["dledgerCommittedPos"]) > damaged, w   # DLedger kept the log
+    k8b = damaged + 201 + ENTRY_HEADER_SIZE
+    k9b = k8b + 202 + ENTRY_HEADER_SIZE
+    # what the broker's reput did: T5/0's unit; T9's two fillPreBlank units, the 23rd file's T9 unit dropped, the cut
+    # unit back, then K9b's; T8/0's two units, the damaged message's first; the 23rd file's T0 units
+    assert _units(src, "T5")[0] == struct.pack(">qiq", BLANK_MAX, len(msg), 0)
+    assert t9[:4] == [FILL_PRE_BLANK_UNIT] * 2 + [struct.pack(">qiq", k9, 201, 0), struct.pack(">qiq", k9b, 202, 0)] \
+        and not any(b"".join(t9[4:])), t9[:5]
+    t8 = _units(src, "T8")
+    assert t8[:2] == [struct.pack(">qiq", damaged, 201, 0), struct.pack(">qiq", k8b, 202, 0)] and \
+        not any(b"".join(t8[2:])), t8[:3]
+    t0 = [int.from_bytes(u[:8], "big") for u in _units(src, "T0")
+          if u[8:12] not in (bytes(4), FILL_PRE_BLANK_UNIT[8:12])]
+    assert len(t0) == 23590 and min(t0) > int(data[22].name) and max(t0) < int(data[23].name), \
+        "T0's units: the 23rd data file's, none of the earlier files'"
+    assert int(w["maxPhyOffset"]) == k9b + 202
+    # the index: 1, then P0-P9 and K9 by the walk, K9 again, K8, K8b, K9b (E5 below endPhyOffset)
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    header = struct.unpack(">qqqqii", index.read_bytes()[:40])
+    assert header[3] == k9b and header[5] == 16, header
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    assert f"parses 1 message(s) ({BLANK_MAX} to {BLANK_MAX + len(msg)})" in text and \
+        f"sends it on to {int(data[22].name)} " in text and \
+        f"the start's reput from {int(data[22].name)}, before data file {data[23].name}" in text and \
+        f"ends its walk at {damaged - ENTRY_HEADER_SIZE} " in text, text[-3000:]
+    # the queues the walk wrote drop the earlier files' records: T9's (T0's none there), not T8's, past the walk
+    assert "; T9/0 drop every record before the walk's data file" in text, text[-3000:]
+
