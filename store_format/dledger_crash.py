@@ -46,7 +46,10 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   :func:`store_format.store.then_pieces`' ``after``, :attr:`DLedgerCrash.again` also where no record from there is
   indexed again and no ext unit put again: the parsed messages' keys go before those of the records past the walk);
   going on before the walk's data file, the reput-before-the-walk rule below (the damaged message and the rest after
-  the walk's records again); going on at or past the walk's end, it is refused.
+  the walk's records again); going on at the walk's end (the damaged message's entry), it dispatches the messages
+  after the walk's records, then the damaged message and the rest, the cut units before it staying cut
+  (:attr:`DLedgerCrash.jump` at the walk's end: the rebuild's second pass starts there); going on past the walk's
+  end (not broker-checked), it is refused.
 * Past such a walk, a record the start's reput's own check refuses (a bad magic code: DLedger's recovery reads no
   message field) ends its dispatch: ``doReput`` skips to the end of ``getData``'s buffer.  In the last data file, with
   the committed position at or before it and a group of one, that is the log's end, so :attr:`DLedgerCrash.end`
@@ -185,7 +188,9 @@ class DLedgerCrash:
         :attr:`before` (None: one walk from the start file to ``end``)."""
         if self.before:
             return (self.walk_end if self.walk_end >= 0 else self.end), self.reput_from
-        return (self.walk_end, self.reput_from) if self.gap is not None or self.again else None
+        # the messages its check parsed where it was set, then on from the walk's end (the damaged message's entry)
+        at_end = self.cut is not None and bool(self.cut.inside_records) and 0 <= self.walk_end == self.reput_from
+        return (self.walk_end, self.reput_from) if self.gap is not None or self.again or at_end else None
 
     @property
     def gap(self) -> tuple[int, int] | None:

@@ -15,6 +15,9 @@ The ``-past-2gib-before-embedded-damaged`` store (:func:`past_2gib_before_embedd
 ``-past-2gib-before-embedded`` store (its scenario in ``broker_dledger_2gib``) with those three messages after its last
 T9 message: the reput set at 2147483647 parses the T5 message there, then goes on at the 23rd data file, before the
 walk's (the 24th), and walks the earlier records, the walk's again, then the damaged message and the rest.
+
+The ``-embedded-to-damaged`` store (:func:`past_2gib_embedded_to_damaged_scenario`): the reput set at 2147483647
+parses a message there that ends at the damaged message's entry, where the walk ended, and goes on from there.
 """
 from __future__ import annotations
 
@@ -26,10 +29,12 @@ import pytest
 from broker_dledger_2gib import (
     BLANK_MAX,
     EMBED_AT_BODY_DATA,
+    EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
     T0_TAIL,
     T9_ENTRY,
+    TO_T9_ENTRY,
     as_restart_matches_broker,
     embedded_message,
     entry_bound_message,
@@ -38,11 +43,13 @@ from broker_dledger_2gib import (
     past_2gib_before_embedded_scenario,
     past_2gib_embedded_to_entry_scenario,
     t0_record_at_2147483647,
+    with_embedded_message,
     written,
 )
-from broker_dledger_scenarios import PAST_2GIB_FILE
+from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
 
 from store_format.dledger import ENTRY_HEADER_SIZE
+from store_format.layout import MAGIC_V1
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
 
@@ -241,3 +248,80 @@ def test_crash_restart_whose_walk_ends_at_a_damaged_message_and_reput_at_2147483
     # the queues the walk wrote drop the earlier files' records: T9's (T0's none there), not T8's, past the walk
     assert "; T9/0 drop every record before the walk's data file" in text, text[-3000:]
 
+
+# the last T9 message's tail (keys K9): the topic's length byte and name, the properties' length and string; a message
+# whose header lies at 2147483647 and whose body runs to just before it reads its topic and keys from it
+T9_TAIL = b"\x02T9" + struct.pack(">h", 8) + b"KEYS\x01K9\x02"
+# from 2147483647 to the damaged message's entry: the T0 record's rest, the last T9 entry (its 201-byte message)
+TO_DAMAGED_ENTRY = TO_T9_ENTRY + ENTRY_HEADER_SIZE + 201
+
+
+def spanning_header(offset: int, queue_id: int = 1) -> bytes:
+    """The 88 header bytes (through the body's length) of a message :data:`TO_DAMAGED_ENTRY` bytes long from
+    2147483647 (:func:`broker_dledger_2gib.embedded_message`'s fields, queue ``queue_id``, queue offset 0, its
+    PHYSICALOFFSET field ``offset``), whose body runs over the T0 record's rest and the last T9 entry to that T9
+    message's tail (:data:`T9_TAIL`): a T9 message with the keys ``K9`` that ends where the damaged message's entry
+    starts."""
+    body = TO_DAMAGED_ENTRY - 88 - len(T9_TAIL)
+    host = bytes([127, 0, 0, 1])
+    head = b"".join([struct.pack(">iiIiiqqiq", TO_DAMAGED_ENTRY, MAGIC_V1, 0, queue_id, 0, 0, offset, 0,
+                                 1_700_000_000_000),
+                     host, struct.pack(">iq", 40000, 1_700_000_000_001), host, struct.pack(">iiqi", 10911, 0, 0, body)])
+    assert len(head) == 88
+    return head
+
+
+def past_2gib_embedded_to_damaged_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-embedded-to-damaged``: :func:`broker_dledger_scenarios.past_2gib_abort_scenario`
+    whose last T0 body holds at 2147483647 the header of a message (:func:`spanning_header`, its PHYSICALOFFSET field
+    the last T9 message's offset) that ends where the entry after the last T9 one starts, the last T9 message with
+    the keys ``K9``, then :data:`AFTER_T9`, the first damaged (a body byte flipped)."""
+    sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+                               f"{line}-dledger-abort-past-2gib-embedded-to-damaged",
+                               msg=spanning_header(T9_ENTRY + ENTRY_HEADER_SIZE))
+    *rest, t9 = sc["messages"]
+    assert t9["topic"] == "T9", t9
+    messages = [*rest, {**t9, "keys": "K9"}]
+    return {**sc, "messages": [*messages, *AFTER_T9], "damageMessage": len(messages)}
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_parses_a_message_that_ends_at_the_damaged_messages_entry(tmp_path):
+    """The walk ends at the damaged T8 message's entry; the cut leaves T9's queue with its ``fillPreBlank`` unit only
+    (K9's unit cut) and the reput set at 2147483647 parses a T9 message of queue 1 (keys ``K9`` from the last T9
+    message's tail) that ends at the damaged message's entry, where the walk ended: the 5.5.1 broker dispatches it
+    (T9/1's unit at its PHYSICALOFFSET field, K9 indexed again there), then walks the entries on from that entry,
+    the damaged message (its check reads no CRC) and the two after it: T8/0's two units, K9b's unit appended at
+    T9/0's write position (where K9's cut unit was: that one stays cut), K8, K8b and K9b indexed after K9.
+    ``rebuild --as-restart`` reads the walk's records to the damaged message's entry, the parsed message, then the
+    entries from there to the log's end: the broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's
+    units lost."""
+    sc = past_2gib_embedded_to_damaged_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    t9_at = T9_ENTRY + ENTRY_HEADER_SIZE
+    damaged = int(w["damagedRecord"])
+    assert damaged == t9_at + 201 + ENTRY_HEADER_SIZE == BLANK_MAX + TO_DAMAGED_ENTRY + ENTRY_HEADER_SIZE, damaged
+    parsed = log_bytes(src, BLANK_MAX, TO_DAMAGED_ENTRY + 8)
+    assert parsed[:88] == spanning_header(t9_at) and parsed[-8 - len(T9_TAIL):-8] == T9_TAIL, parsed.hex()
+    assert parsed[-8:-4] == log_bytes(src, T9_ENTRY, 4), "the damaged message's entry right after it"
+    assert int(w["truncateDirtyLogicFilesAt"]) < BLANK_MAX, w["truncateDirtyLogicFilesAt"]
+    loaded = w["queuesAfterLoad"]
+    assert "T8/0" not in loaded and "T9/1" not in loaded, loaded
+    assert int(loaded["T9/0"]["maxPhysicOffset"]) == BLANK_MAX, loaded   # the fillPreBlank unit only
+    assert int(w["maxPhyOffset"]) == int(w["dledgerCommittedPos"]) > damaged, w   # DLedger kept the log
+    k8b = damaged + 201 + ENTRY_HEADER_SIZE
+    k9b = k8b + 202 + ENTRY_HEADER_SIZE
+    t91 = (src / "expected" / "consumequeue" / "T9" / "1" / f"{0:020d}").read_bytes()
+    assert t91[:20] == struct.pack(">qiq", t9_at, TO_DAMAGED_ENTRY, 0) and not any(t91[20:]), t91[:40]
+    t8 = first_queue_file(src, "T8/0")
+    assert t8[:40] == struct.pack(">qiqqiq", damaged, 201, 0, k8b, 202, 0) and not any(t8[40:]), t8[:60]
+    t9 = first_queue_file(src, "T9/0")
+    assert t9[:40] == FILL_PRE_BLANK_UNIT + struct.pack(">qiq", k9b, 202, 0) and not any(t9[40:]), t9[:60]
+    # the index: K9 (the walk), K9 (the parsed message, at its field), K8, K8b, K9b: four keys, five entries
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    header = struct.unpack(">qqqqii", index.read_bytes()[:40])
+    assert header[2:] == (t9_at, k9b, 4, 6), header
+    text = as_restart_matches_broker(src, tmp_path, sc, w, parsed=1)
+    walk_end = damaged - ENTRY_HEADER_SIZE
+    assert f"parses 1 message(s) ({BLANK_MAX} to {walk_end})" in text and f"ends its walk at {walk_end} " in text, \
+        text[-3000:]
