@@ -48,8 +48,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   going on before the walk's data file, the reput-before-the-walk rule below (the damaged message and the rest after
   the walk's records again); going on at the walk's end (the damaged message's entry), it dispatches the messages
   after the walk's records, then the damaged message and the rest, the cut units before it staying cut
-  (:attr:`DLedgerCrash.jump` at the walk's end: the rebuild's second pass starts there); going on past the walk's
-  end (not broker-checked), it is refused.
+  (:attr:`DLedgerCrash.jump` at the walk's end: the rebuild's second pass starts there); going on past it (the
+  parsed records' jump to the end of the bytes ``getData`` gave, a data file's end), the messages after the walk's
+  records, then the records from there (:attr:`DLedgerCrash.gap`: those between never dispatched).
 * Past such a walk, a record the start's reput's own check refuses (a bad magic code: DLedger's recovery reads no
   message field) ends its dispatch: ``doReput`` skips to the end of ``getData``'s buffer.  In the last data file, with
   the committed position at or before it and a group of one, that is the log's end, so :attr:`DLedgerCrash.end`

@@ -383,9 +383,6 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             placed = _inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput, end, after,
                                    cq_file_size, inside_from, ext_file_size if ext else 0, reset_emptied)
             assert not ext or ext_file_size > 0, "enableConsumeQueueExt: the ext file size"
-            if 0 <= walk_end < reput < end:   # at walk_end (the damaged message's entry): it walks on from there
-                raise _refuse(f"a walk that ended early at {walk_end} and a reput set at {inside_from} that would "
-                              f"parse a message there, then walk on from {reput}, past the walk's end")
     else:
         reput = confirm_offset
     zero_from: dict[int, int] = {}

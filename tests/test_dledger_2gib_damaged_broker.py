@@ -18,6 +18,9 @@ walk's (the 24th), and walks the earlier records, the walk's again, then the dam
 
 The ``-embedded-to-damaged`` store (:func:`past_2gib_embedded_to_damaged_scenario`): the reput set at 2147483647
 parses a message there that ends at the damaged message's entry, where the walk ended, and goes on from there.
+The ``-embedded-past-damaged`` store (:func:`past_2gib_embedded_past_damaged_scenario`): the walk ends at a damaged
+message in the data file holding 2147483647, and the reput set there parses a message, then jumps to that file's end,
+past the damaged message: the records between are never dispatched.
 """
 from __future__ import annotations
 
@@ -46,7 +49,7 @@ from broker_dledger_2gib import (
     with_embedded_message,
     written,
 )
-from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
+from broker_dledger_scenarios import PAST_2GIB_BATCH, PAST_2GIB_FILE, past_2gib_abort_scenario
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 from store_format.layout import MAGIC_V1
@@ -324,4 +327,81 @@ def test_crash_restart_whose_reput_at_2147483647_parses_a_message_that_ends_at_t
     text = as_restart_matches_broker(src, tmp_path, sc, w, parsed=1)
     walk_end = damaged - ENTRY_HEADER_SIZE
     assert f"parses 1 message(s) ({BLANK_MAX} to {walk_end})" in text and f"ends its walk at {walk_end} " in text, \
+        text[-3000:]
+
+
+LONG_TOPIC = "LongTopic-" + "x" * 190   # a V2 record (2-byte topic length): a data file it starts is never a walk's
+# the 22nd data file after its last T9 entry and the damaged T8 one: T0 entries (4237 bytes) up to 2065 bytes before
+# its end, then one of 1965 bytes (a 1824-byte body), leaving 100 bytes, where no entry fits
+PAST_DAMAGED_T0 = 12394
+PAST_DAMAGED_FILLER = 2065 - 141 - 100
+JUMP_TO = 22 * PAST_2GIB_FILE   # the 23rd data file's start
+
+
+def past_2gib_embedded_past_damaged_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-embedded-past-damaged``:
+    :func:`broker_dledger_scenarios.past_2gib_abort_scenario` whose last T0 body holds at 2147483647 a well-formed T5
+    message (keys ``E5``, its PHYSICALOFFSET field the 23rd data file's start), then 'x' bytes; its last T9 message
+    with the keys ``K9``, then a T8 message (``K8``) whose body byte is flipped, T0 messages that fill the 22nd data
+    file, and a 23rd data file of a message of a topic longer than 127 bytes (a V2 record: the walk never starts at
+    that file), a T8 message (``K8b``) and a T9 one (``K9b``)."""
+    sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+                               f"{line}-dledger-abort-past-2gib-embedded-past-damaged", msg=embedded_message(JUMP_TO))
+    *rest, t9 = sc["messages"]
+    assert t9["topic"] == "T9", t9
+    messages = [*rest, {**t9, "keys": "K9"}]
+    damaged = len(messages)
+    messages.append(AFTER_T9[0])
+    for k in range(0, PAST_DAMAGED_T0, PAST_2GIB_BATCH):
+        messages.append({"topic": "T0", "queueId": 0,
+                         "batch": [{"bodySize": 4096}] * min(PAST_2GIB_BATCH, PAST_DAMAGED_T0 - k)})
+    messages.append({"topic": "T0", "queueId": 0, "bodySize": PAST_DAMAGED_FILLER})
+    messages += [{"topic": LONG_TOPIC, "queueId": 0, "bodySize": 100}, *AFTER_T9[1:]]
+    return {**sc, "messages": messages, "damageMessage": damaged}
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_reput_at_2147483647_parses_a_message_then_jumps_past_the_damaged_message(tmp_path):
+    """The walk from the 22nd data file (the 23rd starts with a V2 record) ends at the damaged T8 message, right after
+    the last T9 entry; the cut leaves T9's queue with its ``fillPreBlank`` unit only, and the reput set at 2147483647
+    parses the T5 message there, fails on the 'x' bytes after it and jumps to the end of the bytes ``getData`` gave,
+    the 22nd file's end: the 23rd data file's start, past the damaged message.  The 5.5.1 broker dispatches the T5
+    message (its keys E5 at its PHYSICALOFFSET field), never the damaged message nor the T0 records after it, then the
+    23rd file's records: K8b's unit in T8/0 after a ``fillPreBlank`` unit, K9b's at T9/0's write position (over K9's
+    cut unit, which stays cut), K8b and K9b indexed after E5.  ``rebuild --as-restart`` reads the walk's records to
+    the damaged message, the T5 message, then the 23rd data file: the broker's ``consumequeue/`` and ``index/`` byte
+    for byte, and verify's units lost."""
+    sc = past_2gib_embedded_past_damaged_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 23 and all(int(f.name) == k * PAST_2GIB_FILE for k, f in enumerate(data)), data
+    msg = embedded_message(JUMP_TO)
+    record, at = t0_record_at_2147483647(src), 88 + EMBED_AT_BODY_DATA
+    assert record[at:at + len(msg) + 8] == msg + b"x" * 8, "the message at 2147483647, 'x' bytes after it"
+    t9_at = T9_ENTRY + ENTRY_HEADER_SIZE
+    damaged = int(w["damagedRecord"])
+    assert damaged == t9_at + 201 + ENTRY_HEADER_SIZE, damaged
+    assert log_bytes(src, JUMP_TO - 100, 4) == b"\xff" * 4, "the 22nd data file ends in a DLedger blank"
+    assert int(w["truncateDirtyLogicFilesAt"]) < BLANK_MAX, w["truncateDirtyLogicFilesAt"]
+    loaded = w["queuesAfterLoad"]
+    assert "T8/0" not in loaded and "T5/0" not in loaded, loaded
+    assert int(loaded["T9/0"]["maxPhysicOffset"]) == BLANK_MAX, loaded   # the fillPreBlank unit only
+    assert int(w["maxPhyOffset"]) == int(w["dledgerCommittedPos"]) > JUMP_TO, w   # DLedger kept the log
+    assert first_queue_file(src, "T5/0")[:20] == struct.pack(">qiq", JUMP_TO, len(msg), 0)
+    t8 = first_queue_file(src, "T8/0")
+    k8b = int.from_bytes(t8[20:28], "big")
+    k9b = k8b + 202 + ENTRY_HEADER_SIZE
+    assert JUMP_TO < k8b and t8[:40] == FILL_PRE_BLANK_UNIT + struct.pack(">qiq", k8b, 202, 0) and \
+        not any(t8[40:]), t8[:60]
+    t9 = first_queue_file(src, "T9/0")
+    assert t9[:40] == FILL_PRE_BLANK_UNIT + struct.pack(">qiq", k9b, 202, 0) and not any(t9[40:]), t9[:60]
+    assert int(w["maxPhyOffset"]) == k9b + 202
+    # the index: K9 (the walk), E5 (at the 23rd data file's start), K8b, K9b: four entries, K8 never
+    (index,) = sorted((src / "expected" / "index").iterdir())
+    header = struct.unpack(">qqqqii", index.read_bytes()[:40])
+    assert header[2:] == (t9_at, k9b, 4, 5), header
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    assert f"every entry from data file {data[21].name} " in text and \
+        f"parses 1 message(s) ({BLANK_MAX} to {BLANK_MAX + len(msg)})" in text and \
+        f"sends it on to {JUMP_TO} " in text and f"ends its walk at {damaged - ENTRY_HEADER_SIZE} " in text, \
         text[-3000:]
