@@ -149,7 +149,8 @@ class QueueTrack:
 
     def written(self) -> tuple[tuple[str, int], ...]:
         """The queues with a unit so far (``names`` also holds those of records past a window's last one kept)."""
-        return tuple(self.names[q] for q in sorted(self.seen_before | {int(k) for k in self.last_file()[:, U_QUEUE]}))
+        last = {int(k) for k in np.unique(self.last_file()[:, U_QUEUE])}
+        return tuple(self.names[q] for q in sorted(self.seen_before | last))
 
     def queue_id(self, name: tuple[str, int]) -> int:
         """The queue number of ``name`` (a new one for a queue not seen yet)."""
@@ -329,8 +330,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             with ext, a reput from before the walk's last data file when ``track`` kept only that file's units;
             messages parsed where it was set that :func:`store_format.dledger_inside_units.place_inside` refuses,
             or, with ext, a message for a queue the walk wrote when the reput then goes on before the walk's last
-            data file or walks records of that queue (whose ext units would follow the parsed ones'), or messages
-            parsed before a walk on from at or past the end of a walk that ended early.
+            data file or walks records of that queue (whose ext units would follow the parsed ones').
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
