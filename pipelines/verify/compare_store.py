@@ -276,7 +276,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         # the start's reput set inside an entry parses messages there (their keys), then walks on from reput_from
         parsed_keys=crash.inside_keys if crash is not None and crash.cut is not None and crash.cut.inside_records
         else None,
-        parsed_then=crash.reput_from if crash is not None and crash.reput_from < crash.end else None)
+        parsed_then=crash.reput_from if crash is not None and crash.reput_from < crash.end else None,
+        walk_end=crash.walk_end if crash is not None and crash.walk_end >= 0 else None)
     if st.dledger_pending:
         restart.notes[:] = [n for n in restart.notes if not n.startswith("abort file present: the broker runs its "
                                                                           "abnormal recovery")]

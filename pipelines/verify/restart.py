@@ -167,7 +167,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     reindex_from: int | None = None, abnormal_from: int | None = None,
                     ext_again_from: int | None = None, skip: tuple[int, int] | None = None,
                     again_to: int | None = None, parsed_keys: tuple[int, ...] | None = None,
-                    parsed_then: int | None = None) -> RestartPrediction:
+                    parsed_then: int | None = None, walk_end: int | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -224,7 +224,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     fields of their keys in put order) and ``parsed_then`` (where that reput walks on from, None: past the log's
     end): the keys are those of the walk, then the parsed ones ``buildIndex`` takes, then those of the records from
     ``parsed_then`` at or above the ``endPhyOffset`` they left (:func:`predict_index`), instead of
-    ``reindex_from``'s.
+    ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it).
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -351,7 +351,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                       end=commitlog_end if second_reput or reindex_from is not None or parsed_keys is not None
                       else None,
                       second_reput_from=again if second_reput else reindex_from, skip=skip, second_end=again_to,
-                      parsed_keys=parsed_keys, parsed_then=parsed_then)
+                      parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end)
     if recovery_dispatches:
         p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
@@ -371,7 +371,7 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
                   clean_shutdown: bool, end: int | None = None, second_reput_from: int | None = None,
                   second_reput_note: str | None = None, skip: tuple[int, int] | None = None,
                   second_end: int | None = None, parsed_keys: tuple[int, ...] | None = None,
-                  parsed_then: int | None = None) -> None:
+                  parsed_then: int | None = None, walk_end: int | None = None) -> None:
     """``index/`` at the start, into ``p``: ``IndexService.load`` maps every file (a short one is extended),
     an abnormal start deletes the files whose endTimestamp is after the checkpoint's indexMsgTimestamp, and
     ``IndexService.buildIndex`` puts again the keys of the records dispatched from ``first`` that lie at or
@@ -382,7 +382,7 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
     starts, by default the file queues'); ``skip``: records whose keys no one puts, ``second_end``: the
     second walk's keys are those of the records from ``second_reput_from`` itself to there (``predict_restart``'s
     ``again_to``).  ``parsed_keys`` (a 5.x DLedger crash restart whose start's reput, set inside an entry, parses
-    messages there after the walk, :mod:`store_format.dledger_inside_index`): the walk's keys (below ``second_end``
+    messages there after the walk, :mod:`store_format.dledger_inside_index`): the walk's keys (below ``walk_end``
     when it ended early, else ``end``), then each parsed key at or above the ``endPhyOffset`` so far, which it moves
     to its offset, then, from ``parsed_then`` (None: the reput walks nothing more), the keys of the records at or
     above both it and that ``endPhyOffset``, below ``end``; ``second_reput_from`` is not used."""
@@ -400,7 +400,7 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
     threshold = max(first, last_end)
     keys, end_phy = 0, last_end
     if parsed_keys is not None:   # the walk's, the parsed messages', then the reput's from parsed_then
-        keys, end_phy = _keys_in(expected_index, config, threshold, second_end if second_end is not None else end,
+        keys, end_phy = _keys_in(expected_index, config, threshold, walk_end if walk_end is not None else end,
                                  skip, end_phy)
         taken, end_phy = keys_after_parsed(end_phy, np.asarray(parsed_keys, dtype=np.int64))
         keys += taken
