@@ -481,11 +481,11 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
         kept = rows[:len(rows) - len(cut)]
         later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
         top = int(kept[-1, U_END]) if len(kept) else max_after.get(q)
-        refused = ("a queue on disk before the walk" if name in (on_disk or {}) else
-                   "a queue the walk wrote in an earlier data file only" if not len(rows) else
+        # the cut left it no file; one on disk before the walk only modelled on 5.3.3 (5.5.1: no broker case)
+        emptied = max_after.get(q) == process_offset
+        refused = ("a queue on disk before the walk" if name in (on_disk or {}) and (reset_emptied or not emptied)
+                   else "a queue the walk wrote in an earlier data file only" if not len(rows) else
                    "a queue the walk wrote units of another kind in" if (rows[:, U_KIND] != KIND_CQ).any() else
-                   "a queue the cut emptied (5.3.3: its max processOffset)"
-                   if max_after.get(q) == process_offset and not reset_emptied else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
                    "whose cut units the reput puts back afterwards"
                    if ((cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)).any() or len(later) else "")
@@ -493,8 +493,9 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
             return WalkedQueue(0, 0, 0, 0, refused=refused)
         assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
         after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
-        if max_after.get(q) == process_offset:   # the cut left no file: max -1 (recoverTopicQueueTable)
-            return WalkedQueue(-1, -1, after_last, int(rows[:, U_END].max()), track.own_units.get(q, 0))
+        if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
+            return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
+                               track.own_units.get(q, 0))
         return WalkedQueue(int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last, top, after_last,
                            int(rows[:, U_END].max()), track.own_units.get(q, 0))
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)

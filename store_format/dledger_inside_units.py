@@ -3,7 +3,7 @@ crash recovery's walk wrote.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (``putMessagePositionInfoWrapper``, called by
 ``CommitLogDispatcherBuildConsumeQueue`` from ``DefaultMessageStore.doDispatch``) and
-``MappedFileQueue.getLastMappedFile``.
+``MappedFileQueue.getLastMappedFile`` (5.3.3's, for a queue its cut emptied, the same).
 
 After a crash, ``DefaultMessageStore.doRecheckReputOffsetFromCq`` may set the reput at 2147483647 inside an entry (a
 queue ``truncateDirtyLogicFiles`` left with ``fillPreBlank`` units only: :mod:`store_format.dledger_crash_cut`), where
@@ -22,7 +22,9 @@ Where the write position is a file's start (the cut deleted the file the first c
 or the walk's last unit filled its file), ``getLastMappedFile`` creates that file (zeros) for a unit past the max,
 before the queue offset check: the file stays even when that unit is then dropped (:attr:`Placed.opened`).  A queue
 the 5.5.1 cut left with no file (``correctMinOffset`` sets its max to -1) has its first file created where the unit's
-queue offset falls, ``fillPreBlank`` units before it (as a new queue's), the later units by the rules above.
+queue offset falls, ``fillPreBlank`` units before it (as a new queue's), the later units by the rules above; so
+does one the 5.3.3 cut emptied (on disk before the walk, all its files deleted), whose max stays ``processOffset``:
+the unit where the reput is set, at ``processOffset``, ends past it.
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -32,9 +34,8 @@ the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there
 dispatch of the message put: it drops it when the message lies before the end of that queue's last walk unit (as one
 parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
 units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused
-(one line): a queue the walk wrote in an earlier data file only, on disk before the walk, emptied by the 5.3.3 cut
-(its max ``processOffset``: not checked against a broker), a batch or light queue, and a queue whose cut units the
-reput puts back afterwards.
+(one line): a queue the walk wrote in an earlier data file only, on disk before the walk (but for one the 5.3.3
+cut emptied), a batch or light queue, and a queue whose cut units the reput puts back afterwards.
 """
 from __future__ import annotations
 
@@ -100,7 +101,8 @@ def parsed_units(read: Callable[[int, int], bytes], records: tuple[tuple[int, in
 @dataclasses.dataclass
 class WalkedQueue:
     """A queue the walk wrote as the cut left it (built by ``dledger_crash_cut`` from the walk's units): the broker's
-    write position (queue bytes; -1: the cut left no file, 5.5.1 setting the max to -1) and max physical offset,
+    write position (queue bytes; -1: the cut left no file, 5.5.1 setting the max to -1, 5.3.3 keeping
+    ``processOffset``) and max physical offset,
     the rebuild's after the walk (every walk unit kept), the ordinal of its next ext unit (``enableConsumeQueueExt``:
     the ext units the walk put), and, when its parsed units are not modelled, why (:func:`place_inside` refuses
     them)."""

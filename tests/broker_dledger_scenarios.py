@@ -535,6 +535,9 @@ def emptied_batch_abort_scenarios(line: str) -> list[dict]:
 EMBED_HOST_BODY = 4000
 EMBED_HOST_AT = 78841
 EMBED_PROCESS_OFFSET = 81443
+# the queue offset of the -embedded-own message for T9/0: its unit past the first consume queue file (220 bytes,
+# 11 units), two fillPreBlank units before it in the file the broker creates
+EMBED_OWN_QUEUE_OFFSET = 13
 
 
 def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
@@ -543,20 +546,25 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     offset field that position): ``DLedgerCommitLog``'s check there parses it, the reput dispatches it (T5/0's unit)
     and jumps past the rest (the 'x' bytes after it fail the next check).  ``<line>-dledger-abort-emptied-batch-
     embedded`` (5.5.1): the batch queue B9 the cut empties leaves its max, and the reput, at ``processOffset - 1``;
-    ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``."""
+    ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``;
+    ``<line>-dledger-abort-emptied-kept-embedded-own`` (5.3.3): the same with the message there for T9/0 itself, the
+    queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`)."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
     for sc in scs:
         reput = EMBED_PROCESS_OFFSET - (1 if line.startswith("5.5") else 0)
-        msg = embedded_message(reput)
-        body = bytearray(b"x" * EMBED_HOST_BODY)
-        body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
-        host = {"topic": "T1", "queueId": 0, "body": base64.b64encode(bytes(body)).decode(), "tranType": "prepared",
-                "uniqKey": "7F00000100002A9F000000000998"}
-        *rest, last = sc["messages"]
-        last = {**last, "body": base64.b64encode(b"y" * 100).decode()}
-        out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded"})
+        msgs = {"": embedded_message(reput)}
+        if not line.startswith("5.5"):
+            msgs["-own"] = embedded_message(reput, topic=b"T9", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+        for suffix, msg in msgs.items():
+            body = bytearray(b"x" * EMBED_HOST_BODY)
+            body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
+            host = {"topic": "T1", "queueId": 0, "body": base64.b64encode(bytes(body)).decode(),
+                    "tranType": "prepared", "uniqKey": "7F00000100002A9F000000000998"}
+            *rest, last = sc["messages"]
+            last = {**last, "body": base64.b64encode(b"y" * 100).decode()}
+            out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded{suffix}"})
     return out
 
 

@@ -445,6 +445,70 @@ def test_crash_restart_whose_reput_set_inside_an_entry_parses_a_message_there(wr
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
 
+@pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
+                                                   "5.3.3 only: DLEDGER_LINES=4.9.8,5.3.3,5.5.1"))
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_the_queue_the_cut_emptied(
+        written, line, tmp_path, monkeypatch):
+    """The emptied-kept-embedded store on 5.3.3 with the well-formed message at processOffset for T9/0 itself (queue
+    offset 13), the queue the cut emptied (no file left, its max processOffset: 5.3.3's correctMinOffset leaves it
+    alone), whose max sets the reput there: putMessagePositionInfo finds the unit past that max and no file, so
+    getLastMappedFile creates the file where its queue offset falls (220, 11 units a file), fillPreBlank fills the
+    units before it, and the unit goes there; the next check, on the 'x' bytes, fails and the rest stays cut.
+    verify on the store as that restart found it predicts the units lost, and its plan puts the parsed unit where
+    the broker did (the file created, the fillPreBlank units before the unit)."""
+    from broker_dledger_2gib import embedded_message
+    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET
+
+    from pipelines.verify import compare_store
+    from store_format.dledger_inside_units import InsideUnit
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-kept-embedded-own"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput = EMBED_PROCESS_OFFSET
+    msg = embedded_message(reput, topic=b"T9", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput, w["truncateDirtyLogicFilesAt"]
+    (data,) = [f for f in (src / "before" / "dledger-n0" / "data").iterdir() if int(f.name) <= EMBED_HOST_AT
+               < int(f.name) + f.stat().st_size]
+    with data.open("rb") as f:
+        f.seek(reput - int(data.name))
+        assert f.read(len(msg) + 8) == msg + b"x" * 8, "the T9 message at processOffset, 'x' bytes after it"
+    assert w["queuesAfterLoad"]["T9/0"]["files"] == [], w["queuesAfterLoad"].get("T9/0")
+    # what the broker wrote: T9/0's one file where queue offset 13 falls, fillPreBlank units, the parsed unit
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    state = w["queuesAfterDispatch"]["T9/0"]
+    (first,) = [int(f) for f in state["files"]]
+    held = (src / "expected" / "consumequeue" / "T9" / "0" / state["files"][0]).read_bytes()
+    at = int(state["maxOffset"]) - CQ_UNIT_SIZE - first   # the last unit the queue holds
+    blank = (0).to_bytes(8, "big") + (2**31 - 1).to_bytes(4, "big") + bytes(8)
+    unit = reput.to_bytes(8, "big") + len(msg).to_bytes(4, "big") + bytes(8)
+    assert first + at == EMBED_OWN_QUEUE_OFFSET * CQ_UNIT_SIZE and first > 0, (first, at)
+    assert held == blank * (at // CQ_UNIT_SIZE) + unit + bytes(size - at - CQ_UNIT_SIZE), held.hex()
+    plans = []
+
+    def capture(*args):
+        plans.append(real(*args))
+        return plans[-1]
+    real = compare_store._dledger_crash
+    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    (crash, _why), = plans
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.opened, placed.blank_until) == (
+        (InsideUnit("T9", 0, first + at, reput, len(msg), 0),), (("T9", 0, first),), (("T9", 0, first + at),)), placed
+    held_units = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
+    for queue, state in w["queuesAfterDispatch"].items():
+        for f in state["files"]:
+            data_ = (src / "expected" / "consumequeue" / queue / f).read_bytes()
+            valid = min(size, int(state["maxOffset"]) - int(f))
+            held_units += sum(1 for i in range(0, valid, 20) if int.from_bytes(data_[i + 8:i + 12], "big")
+                              != 2**31 - 1 and int.from_bytes(data_[i:i + 8], "big") != reput)
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_as_restart_after_a_crash_before_the_first_start_with_dledger(written, line, tmp_path):
     """A store of an ordinary commitlog whose broker crashed (an abort file), restarted with DLedger on: no
