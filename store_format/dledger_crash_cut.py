@@ -405,11 +405,16 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     moves: list[QueueMove] = []
     put_back: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # per queue: offsets and positions of units put back
     restored = 0
+    # per queue whose cut units the reput dispatches again after messages parsed where it was set: how many of
+    # them the parsed units' positions drop (the rest go back where they were: place_inside)
+    after_parsed = {(t, qid): d for t, qid, d in placed.again_dropped}
     for q, rows in per_queue.items():
         batch = rows[0, U_KIND] == KIND_BATCH
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
+        if (taken := after_parsed.get(track.names[q])) is not None:
+            again = np.arange(len(rows)) >= taken
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
         restored += n
@@ -423,6 +428,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         first, last = int(pos[0]), int(pos[-1])
         if n == 0:
             gone_from = first
+        elif taken is not None:   # the rest where they were, after the parsed units: no file goes
+            put_back[q] = (rows[-n:, U_OFFSET], pos[-n:])
+            continue
         elif not batch and q not in kept and max_after[q] == process_offset:   # the cut emptied the queue
             # the new file starts where the first unit put back falls by its own queue offset (fillPreBlank)
             source, target = int(pos[-n]), int(own[q][-n]) * unit if q in own else int(pos[-n])
@@ -481,14 +489,17 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
         kept = rows[:len(rows) - len(cut)]
         later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
         top = int(kept[-1, U_END]) if len(kept) else max_after.get(q)
+        back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file; one on disk before the walk only modelled on 5.3.3 (5.5.1: no broker case)
         emptied = max_after.get(q) == process_offset
         refused = ("a queue on disk before the walk" if name in (on_disk or {}) and (reset_emptied or not emptied)
                    else "a queue the walk wrote in an earlier data file only" if not len(rows) else
                    "a queue the walk wrote units of another kind in" if (rows[:, U_KIND] != KIND_CQ).any() else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
-                   "whose cut units the reput puts back afterwards"
-                   if ((cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)).any() or len(later) else "")
+                   "whose units past the walk's end the reput dispatches afterwards" if len(later) else
+                   "whose cut units the reput puts back afterwards, with none of its units below processOffset "
+                   "in the walk's last file, or only some of them" if back.any() and not (len(kept) and back.all())
+                   else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
         assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
@@ -496,8 +507,10 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
         if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
             return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
                                track.own_units.get(q, 0))
+        again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[:, [U_OFFSET, U_END, U_KEY]]) \
+            if back.any() else ()
         return WalkedQueue(int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last, top, after_last,
-                           int(rows[:, U_END].max()), track.own_units.get(q, 0))
+                           int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)
 
 

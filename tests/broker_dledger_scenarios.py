@@ -565,7 +565,47 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             *rest, last = sc["messages"]
             last = {**last, "body": base64.b64encode(b"y" * 100).decode()}
             out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded{suffix}"})
+    if line.startswith("5.5"):
+        out += [embedded_to_entry_scenario(out[0])]
     return out
+
+
+# -emptied-batch-embedded-to-entry: a T0/0 message after B9's (:data:`TO_ENTRY_TAIL_BODY` bytes of body, 300 bytes
+# of record) moves processOffset, and the reput's start, on by its record's length; the host's record tail (after
+# its body: the topic's length byte, "T1", its properties' length and string)
+TO_ENTRY_TAIL_BODY = 161
+TO_ENTRY_HOST_TAIL = b"\x02T1\x00&UNIQ_KEY\x017F00000100002A9F000000000998\x02"
+TO_ENTRY_QUEUE_OFFSET = 1000
+
+
+def embedded_to_entry_message() -> bytes:
+    """The T0/0 message (queue offset :data:`TO_ENTRY_QUEUE_OFFSET`) of the -to-entry store, from the reput's start
+    (processOffset - 1) to the host's entry's end: its last bytes are the host record's tail, which its properties
+    string ends with ("KEYS\x01E5", then a pair named "T1\x00&UNIQ_KEY" that no reader asks for)."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    props = b"KEYS\x01E5" + TO_ENTRY_HOST_TAIL
+    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
+    msg = embedded_message(reput, body, props, topic=b"T0", queue_offset=TO_ENTRY_QUEUE_OFFSET)
+    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
+    return msg
+
+
+def embedded_to_entry_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry`` (5.5.1), from the -emptied-batch-embedded store
+    ``sc``: a T0/0 message after B9's (its unit cut with B9's), and where the reput is set, processOffset - 1, a
+    well-formed T0/0 message (:func:`embedded_to_entry_message`) that ends where B9's entry starts, so that the
+    reput goes on there and dispatches B9's and the last T0/0 message again, after the parsed one."""
+    msg = embedded_to_entry_message()
+    *rest, host, b9 = sc["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
+    body[len(body) - len(head):] = head
+    tail = {**b9, "topic": "T0", "queueId": 0, "body": base64.b64encode(b"t" * TO_ENTRY_TAIL_BODY).decode(),
+            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
+    return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "name": f"{sc['name']}-to-entry"}
 
 
 def first_start_abort_scenario(line: str) -> dict:

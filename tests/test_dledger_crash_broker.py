@@ -509,6 +509,57 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_the_qu
     assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
 
 
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_its_cut_unit_back(written, line,
+                                                                                                tmp_path):
+    """The -emptied-batch-embedded store with a last T0/0 message after B9's (both cut) and, where the reput is set
+    (processOffset - 1), a well-formed T0/0 message (queue offset 1000) that ends where B9's entry starts (its
+    properties swallow the host record's tail): the reput dispatches it into T0/0 as the cut left it
+    (putMessagePositionInfo: past the max, appended at the write position whatever its queue offset), goes on at
+    B9's entry and dispatches B9's and the last T0/0 message again, whose unit, its queue offset now below the
+    write position, is dropped ("build consume queue repeatedly"): it stays cut, the parsed unit where it was.
+    --as-restart on the store as the restart found it writes the broker's files byte for byte, and verify predicts
+    the units lost."""
+    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, TO_ENTRY_HOST_TAIL, embedded_to_entry_message
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    msg = embedded_to_entry_message()
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    reput = host_end - len(msg)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    (data,) = [f for f in (src / "before" / "dledger-n0" / "data").iterdir() if int(f.name) <= reput
+               < int(f.name) + f.stat().st_size]
+    with data.open("rb") as f:
+        f.seek(reput - int(data.name))
+        assert f.read(len(msg)) == msg, "the T0/0 message from the reput's start to B9's entry"
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    state = w["queuesAfterDispatch"]["T0/0"]
+    units = []
+    for f in state["files"]:
+        b = (src / "expected" / "consumequeue" / "T0" / "0" / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+        units += [(int.from_bytes(b[i:i + 8], "big"), int.from_bytes(b[i + 8:i + 12], "big"))
+                  for i in range(0, min(size, len(b)), 20)]
+    tail = int(w["maxPhyOffset"]) - 300   # the last T0/0 message (300 bytes), the log's last
+    assert units[-1] == (reput, len(msg)) and all(o != tail for o, _ in units), units[-3:]
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") != reput)
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_as_restart_after_a_crash_before_the_first_start_with_dledger(written, line, tmp_path):
     """A store of an ordinary commitlog whose broker crashed (an abort file), restarted with DLedger on: no
