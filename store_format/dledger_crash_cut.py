@@ -494,7 +494,8 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
         emptied = max_after.get(q) == process_offset
         refused = ("a queue on disk before the walk" if name in (on_disk or {}) and (reset_emptied or not emptied)
                    else "a queue the walk wrote in an earlier data file only" if not len(rows) else
-                   "a queue the walk wrote units of another kind in" if (rows[:, U_KIND] != KIND_CQ).any() else
+                   "a queue the walk wrote units of another kind in"
+                   if not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
                    "whose units past the walk's end the reput dispatches afterwards" if len(later) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "

@@ -29,7 +29,9 @@ the unit where the reput is set, at ``processOffset``, ends past it.
 Where the reput goes on before the log's end, it dispatches the cut units of a queue the walk wrote again after the
 parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the parsed units left: those whose queue
 offsets lie below the write position are dropped (the first ones: the parsed units took their positions), the rest
-go back where they were (:attr:`Placed.again_dropped`).
+go back where they were (:attr:`Placed.again_dropped`).  A parsed message's light queue unit goes into a light
+queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo`` with its
+``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own unit).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -40,9 +42,10 @@ dispatch of the message put: it drops it when the message lies before the end of
 parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
 units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused
 (one line): a queue the walk wrote in an earlier data file only, on disk before the walk (but for one the 5.3.3
-cut emptied), a batch or light queue, and a queue whose cut units the reput puts back afterwards when it kept no unit
-below ``processOffset`` in the walk's last file, has units past the walk's end (``dledger_crash_cut``), or would get
-them back elsewhere than where they were or in a file ``getLastMappedFile`` creates anew.
+cut emptied), a batch queue, a light queue with ext files on, and a queue whose cut units the reput puts back
+afterwards when it kept no unit below ``processOffset`` in the walk's last file, has units past the walk's end
+(``dledger_crash_cut``), or would get them back elsewhere than where they were or in a file ``getLastMappedFile``
+creates anew.
 """
 from __future__ import annotations
 
@@ -174,8 +177,10 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if s is None:
             continue   # a queue the walk did not write: the rebuild's dispatch appends it by the same rules
         name = f"{u.topic}/{u.queue_id}"
-        if u.batch or not u.own:
-            raise _refuse(at, f"for {name}, a {'batch' if u.batch else 'light'} queue the walk wrote")
+        if u.batch or (not u.own and ext_file_size):   # a light unit: putMessagePositionInfo alone, its own tags
+            # code (ConsumeQueue.multiDispatchLmqQueue): with ext files not modelled
+            raise _refuse(at, f"for {name}, a {'batch queue' if u.batch else 'light queue, with ext files,'} the walk "
+                              "wrote")
         if s.refused:
             raise _refuse(at, f"for {name}, {s.refused}")
         end = u.offset + u.size

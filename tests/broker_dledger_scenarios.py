@@ -566,8 +566,54 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             last = {**last, "body": base64.b64encode(b"y" * 100).decode()}
             out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded{suffix}"})
     if line.startswith("5.5"):
-        out += [embedded_to_entry_scenario(out[0])]
+        out += [embedded_to_entry_scenario(out[0]), embedded_light_scenario(out[0])]
     return out
+
+
+# -emptied-batch-embedded-light: the puts (of the last data file, below processOffset) that also go to the light
+# queue %LMQ%q1, their light queue offsets 0, 1, 2; the properties that adds (56 bytes, cut off their bodies); the
+# body of the last T0/0 message, also to %LMQ%q1 (a record of 356 bytes, which moves processOffset on as much)
+LIGHT_PUTS = (185, 190, 195)
+LIGHT_PROPS = 56
+LIGHT_QUEUE_OFFSET = 7
+LIGHT_TAIL_BODY = 161
+LIGHT_TAIL = 88 + LIGHT_TAIL_BODY + 3 + 2 + 46 + LIGHT_PROPS
+
+
+def embedded_light_message() -> tuple[int, bytes]:
+    """Where the reput of the -light store is set (processOffset - 1) and the T5/0 message there, also for %LMQ%q1
+    (light queue offset :data:`LIGHT_QUEUE_OFFSET`)."""
+    from broker_dledger_2gib import embedded_message
+    props = b"KEYS\x01E5\x02INNER_MULTI_DISPATCH\x01%LMQ%q1\x02INNER_MULTI_QUEUE_OFFSET\x01" + \
+        str(LIGHT_QUEUE_OFFSET).encode() + b"\x02"
+    reput = EMBED_PROCESS_OFFSET + LIGHT_TAIL - 1
+    return reput, embedded_message(reput, props=props)
+
+
+def embedded_light_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light`` (5.5.1), from the -emptied-batch-embedded store ``sc``
+    with ``enableMultiDispatch``/``enableLmq``: three puts of the last data file, below processOffset, also go to
+    %LMQ%q1 (their bodies shorter by the properties that adds: the same layout), a last T0/0 message after B9's,
+    also to %LMQ%q1 (both its units cut), and the message where the reput is set (processOffset - 1) is for T5/0
+    and %LMQ%q1 too (:func:`embedded_light_message`), then 'x' bytes: the reput dispatches its light unit into
+    %LMQ%q1 as the cut left it, then jumps past the rest."""
+    reput, msg = embedded_light_message()
+    *rest, host, b9 = sc["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
+    light = []
+    for i, m in enumerate(rest):
+        if i in LIGHT_PUTS:
+            m = {**m, "body": base64.b64encode(base64.b64decode(m["body"])[:-LIGHT_PROPS]).decode(),
+                 "properties": {"INNER_MULTI_DISPATCH": "%LMQ%q1", "INNER_MULTI_QUEUE_OFFSET": str(len(light))}}
+            light.append(i)
+        rest[i] = m
+    tail = {**b9, "topic": "T0", "queueId": 0, "body": base64.b64encode(b"t" * LIGHT_TAIL_BODY).decode(),
+            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997",
+            "properties": {"INNER_MULTI_DISPATCH": "%LMQ%q1", "INNER_MULTI_QUEUE_OFFSET": str(len(light))}}
+    return {**sc, "config": {**sc["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
+            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "name": f"{sc['name']}-light"}
 
 
 # -emptied-batch-embedded-to-entry: a T0/0 message after B9's (:data:`TO_ENTRY_TAIL_BODY` bytes of body, 300 bytes

@@ -560,6 +560,55 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_it
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
 
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_wrote(written, line, tmp_path):
+    """The -emptied-batch-embedded store with multi-dispatch on, three puts of the last data file below
+    processOffset also to the light queue %LMQ%q1 (light queue offsets 0-2), a last T0/0 message after B9's also
+    to it (light queue offset 3; both its units cut), and where the reput is set (processOffset - 1) a well-formed
+    T5/0 message also for %LMQ%q1 (light queue offset 7), then 'x' bytes: ConsumeQueue.multiDispatchLmqQueue puts
+    its light unit by putMessagePositionInfo into %LMQ%q1 as the cut left it: past the max, appended at the write
+    position (the fourth unit, over the cut one's bytes) whatever its queue offset; the last message's units stay
+    cut. --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_scenarios import LIGHT_PUTS, LIGHT_TAIL, embedded_light_message
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_light_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    with data[-1].open("rb") as f:
+        f.seek(reput - int(data[-1].name))
+        assert f.read(len(msg) + 8) == msg + b"x" * 8, "the T5/0 and %LMQ%q1 message at the reput's start"
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    units = []
+    for f in state["files"]:
+        b = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f).read_bytes()
+        b = b[:max(0, int(state["maxOffset"]) - int(f))]
+        units += [(int.from_bytes(b[i:i + 8], "big"), int.from_bytes(b[i + 8:i + 12], "big"))
+                  for i in range(0, min(size, len(b)), 20)]
+    assert len(units) == len(LIGHT_PUTS) + 1 and units[-1] == (reput, len(msg)) and \
+        all(int(data[-1].name) <= o < reput for o, _ in units[:-1]), units
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed ones
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") != reput)
+    assert int(w["maxPhyOffset"]) - LIGHT_TAIL not in [o for o, _ in units], "the last message's light unit put back"
+    sent = _queued(r["scenario"]) + len(LIGHT_PUTS) + 1   # a unit each, a light one more for four
+    assert p["units_lost"] == sent - held > 0, (held, p["units_lost"], p["notes"])
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_as_restart_after_a_crash_before_the_first_start_with_dledger(written, line, tmp_path):
     """A store of an ordinary commitlog whose broker crashed (an abort file), restarted with DLedger on: no
