@@ -238,13 +238,16 @@ class ExtAgain:
     queue's ``count`` records the reput walks (the last ``count`` of those ``before``: the same unit again),
     before ``putMessagePositionInfo`` drops the unit or puts it back; the unit put back holds that new ext
     unit's address.  ``positions``: the queue byte positions of the units put back, ``ordinals``: for each,
-    which of the ``count`` records it is (0: the first the reput walks)."""
+    which of the ``count`` records it is (0: the first the reput walks); ``skip``: of the ``before`` units, the
+    last ones the messages parsed where the reput was set put (after the walk's: the walk's units of those
+    records end ``skip`` units before ``before``)."""
     topic: str
     queue_id: int
     before: int
     count: int
     positions: np.ndarray
     ordinals: np.ndarray
+    skip: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -449,6 +452,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     if walk_end >= 0:   # the units of records past the walk hold the ext units their own dispatch put
         put_back = {q: (off[off < walk_end], pos[off < walk_end]) for q, (off, pos) in put_back.items()}
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
+    if placed.ext_put:   # the parsed units' ext units lie between the walk's and the reput's
+        parsed_ext = {(t, qid): n for t, qid, n in placed.ext_put}
+        ext_again = tuple(dataclasses.replace(a, before=a.before + parsed_ext.get((a.topic, a.queue_id), 0),
+                                              skip=parsed_ext.get((a.topic, a.queue_id), 0)) for a in ext_again)
     reset = sorted(track.names[q] for q, v in max_after.items() if reset_emptied and v == process_offset)
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
                     ext_again, inside_from, inside_records, tuple(reset), placed)
@@ -469,16 +476,14 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
     units = track.last_file()
     if ext_file_size and reput < end:
         # the reput going on puts an ext unit for each record of a queue's own it walks (ExtAgain, counted from the
-        # walk's) after the parsed ones': refused for a queue the walk wrote with such records (its cut units, which
-        # the reput puts back, refused below too, or those past the walk), or for any before the walk's last data file
-        # (records of the earlier files); a queue with none there gets no ext unit after them
-        own = units[(units[:, U_KIND] == KIND_CQ) & (units[:, U_OFFSET] >= reput) & (units[:, U_OFFSET] < end)]
-        walks = {int(q) for q in own[:, U_QUEUE]} | (
-            {int(q) for q in after[after[:, U_OFFSET] >= reput, U_QUEUE]} if after is not None else set())
+        # walk's, after the parsed ones': ExtAgain.skip): refused for a queue the walk wrote with records past the
+        # walk (refused below too), or for any before the walk's last data file (records of the earlier files)
+        walks = {int(q) for q in after[after[:, U_OFFSET] >= reput, U_QUEUE]} if after is not None else set()
         if any((q := ids.get((u.topic, u.queue_id))) is not None and (reput < track.base or q in walks)
                for u in parsed):
             raise _refuse(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a "
-                          f"queue the walk wrote, then go on at {reput}, before the log's end, and walk records of it")
+                          f"queue the walk wrote, then go on at {reput}, before the walk's last data file or past "
+                          "its end")
 
     def walked(name: tuple[str, int]) -> WalkedQueue | None:
         q = ids.get(name)

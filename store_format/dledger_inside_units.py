@@ -29,9 +29,10 @@ the unit where the reput is set, at ``processOffset``, ends past it.
 Where the reput goes on before the log's end, it dispatches the cut units of a queue the walk wrote again after the
 parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the parsed units left: those whose queue
 offsets lie below the write position are dropped (the first ones: the parsed units took their positions), the rest
-go back where they were (:attr:`Placed.again_dropped`).  A parsed message's light queue unit goes into a light
-queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo`` with its
-``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own unit).
+go back where they were (:attr:`Placed.again_dropped`); with ext files the ext units the reput puts for the records
+it walks follow the parsed units' ext units (:attr:`Placed.ext_put`).  A parsed message's light queue unit goes into
+a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo``
+with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own unit).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -146,6 +147,9 @@ class Placed:
     # (:attr:`WalkedQueue.again`), the first ``n`` are dropped (the parsed units took their positions), the rest go
     # back where they were
     again_dropped: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in a queue the walk wrote (after
+    # the walk's; the reput's ones, where it goes on, after them)
+    ext_put: tuple[tuple[str, int, int], ...] = ()
 
 
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
@@ -164,6 +168,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         UnsupportedConfigError: the cases the module docstring refuses.
     """
     states: dict[tuple[str, int], WalkedQueue | None] = {}
+    ext_put: dict[tuple[str, int], int] = {}
     out: list[InsideUnit] = []
     opened: list[tuple[str, int, int]] = []
     rebuild_units: list[tuple[str, int, int]] = []
@@ -196,6 +201,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if ext_file_size:   # ConsumeQueueExt.put first, whatever becomes of the unit
             tags_code = int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
             s.ext_next += 1
+            ext_put[key] = ext_put.get(key, 0) + 1
         if (position := _put(key, s, end, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
             out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, tags_code))
     again: list[tuple[str, int, int]] = []
@@ -211,7 +217,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
                               "where they were or in a file it creates anew")
         again.append((*key, dropped))
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
-                  tuple(f for f in rebuild_files if f not in opened), tuple(blanks), tuple(again))
+                  tuple(f for f in rebuild_files if f not in opened), tuple(blanks), tuple(again),
+                  tuple((*k, n) for k, n in ext_put.items()))
 
 
 def _put(key: tuple[str, int], s: WalkedQueue, end: int, queue_offset: int, cq_file_size: int,

@@ -566,7 +566,10 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             last = {**last, "body": base64.b64encode(b"y" * 100).decode()}
             out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded{suffix}"})
     if line.startswith("5.5"):
-        out += [embedded_to_entry_scenario(out[0]), embedded_light_scenario(out[0])]
+        to_entry = embedded_to_entry_scenario(out[0])
+        out += [to_entry, embedded_light_scenario(out[0]),
+                {**to_entry, "config": {**to_entry["config"], "enableConsumeQueueExt": "true",
+                                        "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"}]
     return out
 
 
@@ -642,7 +645,8 @@ def embedded_to_entry_scenario(sc: dict) -> dict:
     """``<line>-dledger-abort-emptied-batch-embedded-to-entry`` (5.5.1), from the -emptied-batch-embedded store
     ``sc``: a T0/0 message after B9's (its unit cut with B9's), and where the reput is set, processOffset - 1, a
     well-formed T0/0 message (:func:`embedded_to_entry_message`) that ends where B9's entry starts, so that the
-    reput goes on there and dispatches B9's and the last T0/0 message again, after the parsed one."""
+    reput goes on there and dispatches B9's and the last T0/0 message again, after the parsed one.
+    ``-to-entry-ext``: the same with ``enableConsumeQueueExt`` (ext files of 10 units)."""
     msg = embedded_to_entry_message()
     *rest, host, b9 = sc["messages"]
     body = bytearray(b"x" * EMBED_HOST_BODY)

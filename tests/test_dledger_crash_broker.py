@@ -509,8 +509,9 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_the_qu
     assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
 
 
+@pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_its_cut_unit_back(written, line,
+def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_its_cut_unit_back(written, line, ext,
                                                                                                 tmp_path):
     """The -emptied-batch-embedded store with a last T0/0 message after B9's (both cut) and, where the reput is set
     (processOffset - 1), a well-formed T0/0 message (queue offset 1000) that ends where B9's entry starts (its
@@ -519,9 +520,11 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_it
     B9's entry and dispatches B9's and the last T0/0 message again, whose unit, its queue offset now below the
     write position, is dropped ("build consume queue repeatedly"): it stays cut, the parsed unit where it was.
     --as-restart on the store as the restart found it writes the broker's files byte for byte, and verify predicts
-    the units lost."""
+    the units lost.  ``ext`` (-to-entry-ext, enableConsumeQueueExt): the parsed unit's ext unit goes after the
+    walk's, the one the reput puts for the last T0/0 message (then dropped) after it; consumequeue_ext/ compared
+    too."""
     from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, TO_ENTRY_HOST_TAIL, embedded_to_entry_message
-    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry"
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry" + ("-ext" if ext else "")
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
     w, src = r["written"], Path(r["scenario"]["dir"])
@@ -547,6 +550,8 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_it
     assert code == 0, err[-2000:]
     _same_tree(src / "expected", tmp_path / name)
     _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    if ext:
+        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
