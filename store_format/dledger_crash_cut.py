@@ -495,9 +495,9 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
         later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
         top = int(kept[-1, U_END]) if len(kept) else max_after.get(q)
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
-        # the cut left it no file; one on disk before the walk only modelled on 5.3.3 (5.5.1: no broker case)
+        # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
-        refused = ("a queue on disk before the walk" if name in (on_disk or {}) and (reset_emptied or not emptied)
+        refused = ("a queue on disk before the walk" if name in (on_disk or {}) and not emptied
                    else "a queue the walk wrote in an earlier data file only" if not len(rows) else
                    "a queue the walk wrote units of another kind in"
                    if not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH else

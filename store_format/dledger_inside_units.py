@@ -23,8 +23,8 @@ or the walk's last unit filled its file), ``getLastMappedFile`` creates that fil
 before the queue offset check: the file stays even when that unit is then dropped (:attr:`Placed.opened`).  A queue
 the 5.5.1 cut left with no file (``correctMinOffset`` sets its max to -1) has its first file created where the unit's
 queue offset falls, ``fillPreBlank`` units before it (as a new queue's), the later units by the rules above; so
-does one the 5.3.3 cut emptied (on disk before the walk, all its files deleted), whose max stays ``processOffset``:
-the unit where the reput is set, at ``processOffset``, ends past it.
+does one the cut emptied that was on disk before the walk (all its files deleted: nothing of its history stays),
+whose max 5.3.3 keeps at ``processOffset``: the unit where the reput is set, at ``processOffset``, ends past it.
 
 Where the reput goes on before the log's end, it dispatches the cut units of a queue the walk wrote again after the
 parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the parsed units left: those whose queue
@@ -42,8 +42,8 @@ the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there
 dispatch of the message put: it drops it when the message lies before the end of that queue's last walk unit (as one
 parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
 units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused
-(one line): a queue the walk wrote in an earlier data file only, on disk before the walk (but for one the 5.3.3
-cut emptied), a batch queue, a light queue with ext files on, and a queue whose cut units the reput puts back
+(one line): a queue the walk wrote in an earlier data file only, on disk before the walk (but for one the cut
+emptied), a batch queue, a light queue with ext files on, and a queue whose cut units the reput puts back
 afterwards when it kept no unit below ``processOffset`` in the walk's last file, has units past the walk's end
 (``dledger_crash_cut``), or would get them back elsewhere than where they were or in a file ``getLastMappedFile``
 creates anew.

@@ -569,7 +569,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         to_entry = embedded_to_entry_scenario(out[0])
         out += [to_entry, embedded_light_scenario(out[0]),
                 {**to_entry, "config": {**to_entry["config"], "enableConsumeQueueExt": "true",
-                                        "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"}]
+                                        "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
+                embedded_own_kept_scenario(out[0])]
     return out
 
 
@@ -625,6 +626,24 @@ def embedded_light_scenario(sc: dict) -> dict:
 TO_ENTRY_TAIL_BODY = 161
 TO_ENTRY_HOST_TAIL = b"\x02T1\x00&UNIQ_KEY\x017F00000100002A9F000000000998\x02"
 TO_ENTRY_QUEUE_OFFSET = 1000
+
+
+def embedded_own_kept_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-own-kept`` (5.5.1, the queues kept: ``keepQueues``), from the
+    -emptied-batch-embedded store ``sc``: a last message after B9's to a topic of its own, T8/0 (the cut empties that
+    queue, on disk before the walk: no file left, ``correctMinOffset`` sets its max to -1), and where the reput is
+    set (processOffset - 1, moved on by that message's 300 bytes) a well-formed T8/0 message (queue offset
+    :data:`EMBED_OWN_QUEUE_OFFSET`), then 'x' bytes."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+    *rest, host, b9 = sc["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
+    tail = {**b9, "topic": "T8", "queueId": 0, "body": base64.b64encode(b"t" * TO_ENTRY_TAIL_BODY).decode(),
+            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
+    return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "keepQueues": True, "name": f"{sc['name']}-own-kept"}
 
 
 def embedded_to_entry_message() -> bytes:

@@ -614,6 +614,68 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_w
     assert p["units_lost"] == sent - held > 0, (held, p["units_lost"], p["notes"])
 
 
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_queue_the_cut_emptied(
+        written, line, tmp_path, monkeypatch):
+    """The -emptied-batch-embedded store with a last message to T8/0, a queue of its own, restarted with its
+    queues kept: the cut at processOffset empties T8/0 (on disk before the walk; no file left, correctMinOffset
+    sets its max to -1), and the well-formed T8/0 message (queue offset 13) where the reput is set (processOffset -
+    1, B9's max) gets a file where its queue offset falls (220), two fillPreBlank units before it; the 'x' bytes
+    after it send the reput past the rest. verify on the store as that restart found it predicts the units lost,
+    and its plan puts the parsed unit where the broker did."""
+    from broker_dledger_2gib import embedded_message
+    from broker_dledger_scenarios import EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET, TO_ENTRY_TAIL_BODY
+
+    from pipelines.verify import compare_store
+    from store_format.dledger_inside_units import InsideUnit
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-batch-embedded-own-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    with data[-1].open("rb") as f:
+        f.seek(reput - int(data[-1].name))
+        assert f.read(len(msg) + 8) == msg + b"x" * 8, "the T8 message at processOffset - 1, 'x' bytes after it"
+    assert any((src / "before" / "consumequeue" / "T8" / "0").iterdir()), "T8/0 not on disk before the restart"
+    assert w["queuesAfterLoad"]["T8/0"]["files"] == [], w["queuesAfterLoad"].get("T8/0")
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    state = w["queuesAfterDispatch"]["T8/0"]
+    (first,) = [int(f) for f in state["files"]]
+    held = (src / "expected" / "consumequeue" / "T8" / "0" / state["files"][0]).read_bytes()
+    at = int(state["maxOffset"]) - CQ_UNIT_SIZE - first   # the last unit the queue holds
+    blank = (0).to_bytes(8, "big") + (2**31 - 1).to_bytes(4, "big") + bytes(8)
+    unit = reput.to_bytes(8, "big") + len(msg).to_bytes(4, "big") + bytes(8)
+    assert first + at == EMBED_OWN_QUEUE_OFFSET * CQ_UNIT_SIZE and first > 0, (first, at)
+    assert held == blank * (at // CQ_UNIT_SIZE) + unit + bytes(size - at - CQ_UNIT_SIZE), held.hex()
+    plans = []
+
+    def capture(*args):
+        plans.append(real(*args))
+        return plans[-1]
+    real = compare_store._dledger_crash
+    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    (crash, _why), = plans
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.opened, placed.blank_until) == (
+        (InsideUnit("T8", 0, first + at, reput, len(msg), 0),), (("T8", 0, first),), (("T8", 0, first + at),)), placed
+    held_units = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit_size = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held_units += sum(1 for i in range(0, len(b), unit_size)
+                              if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                              and int.from_bytes(b[i:i + 8], "big") != reput)
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_as_restart_after_a_crash_before_the_first_start_with_dledger(written, line, tmp_path):
     """A store of an ordinary commitlog whose broker crashed (an abort file), restarted with DLedger on: no
