@@ -111,6 +111,8 @@ class QueueTrack:
         self.end_before = -1
         self.batch_units: dict[int, int] = {}   # units a batch queue took so far (its next position / 46)
         self.own_units: dict[int, int] = {}     # units a record's own consume queue took (with ext: its ext units)
+        # per queue, the queue offset and end of its last own consume queue unit in the files before the current one
+        self.last_before: dict[int, tuple[int, int]] = {}
         self.base = -1
         self._cur: list[np.ndarray] = []
 
@@ -125,6 +127,9 @@ class QueueTrack:
                 self.end_before = max(self.end_before, int(_max_key(last).max()))
                 if self.keep_own:
                     self.own_before.append(last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]])
+                own = last[last[:, U_KIND] == KIND_CQ][::-1]
+                queues, at = np.unique(own[:, U_QUEUE], return_index=True)   # each queue's last unit
+                self.last_before.update((int(q), (int(own[k, U_KEY]), int(own[k, U_END]))) for q, k in zip(queues, at))
             self.base, self._cur = file_base, []
         units = queue_units(res, self.batch_topics)
         keep = units.record < n
@@ -493,14 +498,16 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
         cut = per_queue.get(q, rows[:0])
         kept = rows[:len(rows) - len(cut)]
         later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
-        top = int(kept[-1, U_END]) if len(kept) else max_after.get(q)
+        before = track.last_before.get(q)   # its last own unit in the walk's earlier data files
+        top = int(kept[-1, U_END]) if len(kept) else max_after[q] if q in max_after else before and before[1]
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
         refused = ("a queue on disk before the walk" if name in (on_disk or {}) and not emptied
-                   else "a queue the walk wrote in an earlier data file only" if not len(rows) else
+                   else "a queue the walk wrote light or batch units in" if before is None and not len(rows) else
                    "a queue the walk wrote units of another kind in"
-                   if not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH else
+                   if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
+                   else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
                    "whose units past the walk's end the reput dispatches afterwards" if len(later) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
@@ -509,6 +516,10 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
         assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
+        if not len(rows):   # written in the walk's earlier data files only: not cut, after its last unit there
+            assert before is not None
+            return WalkedQueue((before[0] + 1) * CQ_UNIT_SIZE, before[1], (before[0] + 1) * CQ_UNIT_SIZE, before[1],
+                               track.own_units.get(q, 0))
         after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
         if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
             return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),

@@ -37,16 +37,17 @@ with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
 the walk's records (:func:`store_format.store.then_pieces`), appends them so (:mod:`store_format.consumequeue`).  In a
-queue the walk wrote, the rebuild's queue holds every unit of the walk, cut or not: :func:`place_inside` says where
-the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there, and undoes what the rebuild's own
+queue the walk wrote, the rebuild's queue holds every unit of the walk, cut or not: :func:`place_inside` says where the
+broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there, and undoes what the rebuild's own
 dispatch of the message put: it drops it when the message lies before the end of that queue's last walk unit (as one
 parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
-units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused
-(one line): a queue the walk wrote in an earlier data file only, on disk before the walk (but for one the cut
-emptied), a batch queue, a light queue with ext files on, and a queue whose cut units the reput puts back
-afterwards when it kept no unit below ``processOffset`` in the walk's last file, has units past the walk's end
-(``dledger_crash_cut``), or would get them back elsewhere than where they were or in a file ``getLastMappedFile``
-creates anew.
+units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused (one
+line): a queue on disk before the walk (but for one the cut emptied), a batch queue, a light queue with ext files on,
+and a queue whose cut units the reput puts back afterwards when it kept no unit below ``processOffset`` in the walk's
+last file, has units past the walk's end (``dledger_crash_cut``), or would get them back elsewhere than where they were
+or in a file ``getLastMappedFile`` creates anew.  A queue the walk wrote in its earlier data files only is as the walk
+left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end); one whose
+units below ``processOffset`` all lie there has its max at the end of the last one (``QueueTrack.last_before``).
 """
 from __future__ import annotations
 

@@ -570,7 +570,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += [to_entry, embedded_light_scenario(out[0]),
                 {**to_entry, "config": {**to_entry["config"], "enableConsumeQueueExt": "true",
                                         "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
-                embedded_own_kept_scenario(out[0])]
+                embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0])]
     return out
 
 
@@ -626,6 +626,42 @@ def embedded_light_scenario(sc: dict) -> dict:
 TO_ENTRY_TAIL_BODY = 161
 TO_ENTRY_HOST_TAIL = b"\x02T1\x00&UNIQ_KEY\x017F00000100002A9F000000000998\x02"
 TO_ENTRY_QUEUE_OFFSET = 1000
+
+
+# -emptied-batch-embedded-earlier: the messages of the first data file that go to T7/0 and T6/0 instead (as long a
+# topic as T0 or T1: the same layout), and the queue offsets of the two messages parsed for those queues
+EARLIER_RETOPIC = {10: "T7", 11: "T6"}
+EARLIER_QUEUE_OFFSETS = (3, 7)
+
+
+def embedded_earlier_messages() -> tuple[int, bytes]:
+    """Where the reput of the -earlier store is set (processOffset - 1, moved on by its last T6/0 message's 300 bytes)
+    and the two well-formed messages there, one after the other, for T7/0 and T6/0."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    first = embedded_message(reput, topic=b"T7", queue_offset=EARLIER_QUEUE_OFFSETS[0])
+    return reput, first + embedded_message(reput + len(first), topic=b"T6", queue_offset=EARLIER_QUEUE_OFFSETS[1])
+
+
+def embedded_earlier_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier`` (5.5.1), from the -emptied-batch-embedded store
+    ``sc`` with ``messageIndexSafe=true`` and index files of 250 entries (the first full some 125 messages in, in
+    the first data file, the second never: the checkpoint's ``indexMsgTimestamp`` lies before the last data file's
+    first message, which ``isMmapFileMatchedRecover`` then refuses, so the walk starts at the first data file while
+    the checkpoint's ``logicsPhysicalOffset`` still reaches processOffset: the queues are cut): two messages of the
+    first data file go to T7/0 and T6/0, a last T6/0 message after B9's (cut), and where the reput is set,
+    processOffset - 1, well-formed messages for T7/0 (a queue the walk wrote in its earlier data file only) and
+    T6/0 (one whose unit below processOffset lies there), then 'x' bytes."""
+    reput, run = embedded_earlier_messages()
+    *rest, host, b9 = sc["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(run)] = run
+    rest = [{**m, "topic": EARLIER_RETOPIC[i], "queueId": 0} if i in EARLIER_RETOPIC else m for i, m in enumerate(rest)]
+    tail = {**b9, "topic": "T6", "queueId": 0, "body": base64.b64encode(b"t" * TO_ENTRY_TAIL_BODY).decode(),
+            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
+    return {**sc, "config": {**sc["config"], "messageIndexSafe": "true", "maxIndexNum": "250"},
+            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "name": f"{sc['name']}-earlier"}
 
 
 def embedded_own_kept_scenario(sc: dict) -> dict:

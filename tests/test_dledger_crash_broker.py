@@ -676,6 +676,61 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
 
 
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_parses_messages_for_queues_the_walk_wrote_in_its_earlier_data_file(
+        written, line, tmp_path):
+    """The -emptied-batch-embedded store with messageIndexSafe=true and the checkpoint's indexMsgTimestamp before
+    the last data file's first message, so that the crash recovery's walk starts at the first of its two data files
+    while the cut still happens, with two messages of that file sent to T7/0 and T6/0 and a last T6/0 message after
+    B9's (cut), and where the reput is set (processOffset - 1) two well-formed messages, for T7/0 (queue offset 3: a
+    queue the walk wrote in its earlier data file only, which the cut leaves as it was) and T6/0 (queue offset 7:
+    its unit below processOffset in that earlier file, the cut's write position at the last T6/0 unit), then 'x'
+    bytes: the broker appends each at its queue's write position (past the max; "logic queue order maybe wrong"),
+    over T6/0's cut unit, which stays cut. --as-restart writes the broker's files byte for byte, verify predicts
+    the units lost."""
+    from broker_dledger_scenarios import embedded_earlier_messages
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, run = embedded_earlier_messages()
+    half = len(run) // 2
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    with data[1].open("rb") as f:
+        f.seek(reput - int(data[1].name))
+        assert f.read(len(run) + 8) == run + b"x" * 8, "the T7/0 and T6/0 messages at the reput's start"
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    held: dict[str, list[tuple[int, int]]] = {}
+    for queue in ("T7/0", "T6/0"):
+        state = w["queuesAfterDispatch"][queue]
+        held[queue] = []
+        for f in state["files"]:
+            b = (src / "expected" / "consumequeue" / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held[queue] += [(int.from_bytes(b[i:i + 8], "big"), int.from_bytes(b[i + 8:i + 12], "big"))
+                            for i in range(0, min(size, len(b)), 20)]
+    t7, t6 = held["T7/0"], held["T6/0"]
+    assert (t7[1:], t6[1:]) == ([(reput, half)], [(reput + half, half)]), (t7, t6)
+    assert t7[0][0] < int(data[1].name) and t6[0][0] < int(data[1].name), "not written in the first data file"
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    assert f"dispatches every entry from data file {data[0].name} " in err, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    units = 0   # the broker's units below each queue's write position, neither fillPreBlank nor a parsed one
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            units += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                         and int.from_bytes(b[i:i + 8], "big") not in (reput, reput + half))
+    assert p["units_lost"] == _queued(r["scenario"]) - units > 0, (units, p["units_lost"], p["notes"])
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_as_restart_after_a_crash_before_the_first_start_with_dledger(written, line, tmp_path):
     """A store of an ordinary commitlog whose broker crashed (an abort file), restarted with DLedger on: no
