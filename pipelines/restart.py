@@ -160,7 +160,10 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           + (", from where it walks the records again (their units dropped or the cut ones put "
                              "back, their keys unless below the index's endPhyOffset)"
                              if crash.cut.inside_records and crash.start_offset <= crash.cut.reput < crash.end
-                             else ""))
+                             and crash.cut.reput != crash.walk_end else
+                             ", the entry where the walk ended, from where it dispatches the damaged message and the "
+                             "rest (the cut units before it stay cut)" if crash.cut.inside_records
+                             and crash.cut.reput == crash.walk_end else ""))
         placed = crash.cut.inside_placed if crash.cut is not None else Placed()
         if placed.units:
             progress.emit("[rebuild] as a restart after a crash: of the messages its check parses there, "
@@ -218,9 +221,10 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             # records from where it goes on again when that is inside the walk's range (their keys as the index
             # takes them after those messages', not StoreLocation.reindex)
             assert crash.cut is not None
-            if crash.jump is not None:   # after a walk that ended early (crash.again): between the walk's pass and
-                # the reput's, which jump_at sent on from walk_end to where the reput goes on
-                assert crash.again and crash.cut.reput == crash.reput_from < crash.walk_end, crash
+            if crash.jump is not None:   # after a walk that ended early (crash.again, going on at its end or past
+                # it: crash.gap): between the walk's pass and the reput's, which jump_at sent on from walk_end to where
+                # it goes on
+                assert crash.cut.reput == crash.reput_from, crash
                 walk_pass = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0)
                 return then_pieces(kept, runs, st.segments, after=walk_pass), DLedgerRestart(rec, before, False, crash)
             again = crash.cut.reput if crash.start_offset <= crash.cut.reput < crash.end else -1

@@ -43,8 +43,14 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   whose check parses well-formed messages there and then goes on at an entry's start before the walk's end: it
   dispatches those messages after the walk's records, then walks the walk's records on from there, the damaged
   message and the rest (``QueueCut.inside_records``; the rebuild reads the messages between its two passes,
-  :func:`store_format.store.then_pieces`' ``after``); going on at or past the walk's end, or before its data file,
-  or with no record from there to index again and no ext unit to put again (not broker-checked), it is refused.
+  :func:`store_format.store.then_pieces`' ``after``, :attr:`DLedgerCrash.again` also where no record from there is
+  indexed again and no ext unit put again: the parsed messages' keys go before those of the records past the walk);
+  going on before the walk's data file, the reput-before-the-walk rule below (the damaged message and the rest after
+  the walk's records again); going on at the walk's end (the damaged message's entry), it dispatches the messages
+  after the walk's records, then the damaged message and the rest, the cut units before it staying cut
+  (:attr:`DLedgerCrash.jump` at the walk's end: the rebuild's second pass starts there); going on past it (the
+  parsed records' jump to the end of the bytes ``getData`` gave, a data file's end), the messages after the walk's
+  records, then the records from there (:attr:`DLedgerCrash.gap`: those between never dispatched).
 * Past such a walk, a record the start's reput's own check refuses (a bad magic code: DLedger's recovery reads no
   message field) ends its dispatch: ``doReput`` skips to the end of ``getData``'s buffer.  In the last data file, with
   the committed position at or before it and a group of one, that is the log's end, so :attr:`DLedgerCrash.end`
@@ -183,7 +189,9 @@ class DLedgerCrash:
         :attr:`before` (None: one walk from the start file to ``end``)."""
         if self.before:
             return (self.walk_end if self.walk_end >= 0 else self.end), self.reput_from
-        return (self.walk_end, self.reput_from) if self.gap is not None or self.again else None
+        # the messages its check parsed where it was set, then on from the walk's end (the damaged message's entry)
+        at_end = self.cut is not None and bool(self.cut.inside_records) and 0 <= self.walk_end == self.reput_from
+        return (self.walk_end, self.reput_from) if self.gap is not None or self.again or at_end else None
 
     @property
     def gap(self) -> tuple[int, int] | None:
@@ -233,9 +241,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             and :func:`walk_after` (the reput's check ending before the log's end: :func:`reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file that
-            :func:`_reput_before_walk` refuses (after a cut it does not undo), and after a walk that ended early
-            messages parsed where a reput was set inside an entry before it goes on before the walk's data file or
-            with no record to index again and no ext unit to put again.
+            :func:`_reput_before_walk` refuses (after a cut it does not undo).
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
@@ -275,6 +281,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     else:                               # the loaded queues' max physical offset, no check in truncateDirty
         truncates = loaded_max >= process_offset
     after, reput_ends = None, -1
+    walked = track.written()   # the queues the walk wrote
     if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
         # the records past the walk as the start's reput's check reads them (with a cut: their units)
         after, reput_ends = walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,
@@ -309,29 +316,26 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (reput_skips)
             log_end = reput_ends
     if reput < files[first].base:
-        if early and cut is not None and cut.inside_records:
-            raise refusal(f"a walk that ended early at {end} and a reput set at {cut.inside_from} that would parse a "
-                          f"message there, then walk on from {reput}, before the walk's data file")
         return _reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
-                                  track, config, cut, rec.committed_pos)
+                                  track, config, cut, rec.committed_pos, walked)
     ext_again = cut.ext_again if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
         else -1
     # the reput from before the walk's end walks the walk's records again, then those past it: the ext units and
     # keys it puts again go before theirs (DLedgerCrash.again), and the messages its check parsed where it was set
-    # inside an entry before all of them (broker-checked with a record indexed again only)
-    again = early and log_end > end and reput < end and (bool(ext_again) or reindex >= 0)
-    if early and cut is not None and cut.inside_records and reput < rec.process_offset and not again:
-        raise refusal(f"a walk that ended early at {end} and a reput set at {cut.inside_from} that would parse a "
-                      f"message there, then walk on from {reput} with no record to index again")
+    # inside an entry before all of them, whether or not a key or ext unit is put again (the parsed messages' keys
+    # go before those past the walk)
+    again = early and log_end > end and reput < end and (bool(ext_again) or reindex >= 0 or (
+        cut is not None and bool(cut.inside_records)))
     return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason, reindex, cut,
                         ext_again, walk_end=walk_end, again=again)
 
 
 def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_end: int, end: int,
                        process_offset: int, reput: int, reason: str, accepted: Accepted, track: QueueTrack,
-                       config: BrokerConfig, cut: QueueCut | None, committed: int) -> DLedgerCrash:
+                       config: BrokerConfig, cut: QueueCut | None, committed: int,
+                       walked: tuple[tuple[str, int], ...]) -> DLedgerCrash:
     """The start's reput from ``reput``, before the data file the walk started at (the committed position, or with
     ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file): ``doReput`` walks every record
     from there to the log's end ``end``, so the earlier files' records first, then the walk's ones a second time
@@ -394,7 +398,7 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
         else ext_before_walk(earlier, cut.ext_again)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
-    drops = dropped_before(track.names, cut.reset) if cut is not None and cut.inside_from >= 0 else ()
+    drops = dropped_before(list(walked), cut.reset) if cut is not None and cut.inside_from >= 0 else ()
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason, reindex, cut,
                         ext_again=ext_again, walk_end=walk_end, before=True, drops_before=drops,
                         from_old_files=reput < files[0].base)

@@ -152,6 +152,11 @@ class QueueTrack:
             self.own_units[int(q)] = self.own_units.get(int(q), 0) + int(k)
         self._cur.append(np.stack([phys, phys + units.size[keep], queue, key, kind], axis=1))
 
+    def written(self) -> tuple[tuple[str, int], ...]:
+        """The queues with a unit so far (``names`` also holds those of records past a window's last one kept)."""
+        last = {int(k) for k in np.unique(self.last_file()[:, U_QUEUE])}
+        return tuple(self.names[q] for q in sorted(self.seen_before | last))
+
     def queue_id(self, name: tuple[str, int]) -> int:
         """The queue number of ``name`` (a new one for a queue not seen yet)."""
         return self._queue_id(name)
@@ -333,8 +338,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             with ext, a reput from before the walk's last data file when ``track`` kept only that file's units;
             messages parsed where it was set that :func:`store_format.dledger_inside_units.place_inside` refuses,
             or, with ext, a message for a queue the walk wrote when the reput then goes on before the walk's last
-            data file or walks records of that queue (whose ext units would follow the parsed ones'), or messages
-            parsed before a walk on from at or past the end of a walk that ended early.
+            data file or walks records of that queue (whose ext units would follow the parsed ones').
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -387,9 +391,6 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             placed = _inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput, end, after,
                                    cq_file_size, inside_from, ext_file_size if ext else 0, reset_emptied)
             assert not ext or ext_file_size > 0, "enableConsumeQueueExt: the ext file size"
-            if 0 <= walk_end <= reput < end:   # from before walk_end, it walks the walk's records again first
-                raise _refuse(f"a walk that ended early at {walk_end} and a reput set at {inside_from} that would "
-                              f"parse a message there, then walk on from {reput}, at or past the walk's end")
     else:
         reput = confirm_offset
     zero_from: dict[int, int] = {}

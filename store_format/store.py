@@ -331,13 +331,14 @@ def jump_at(st: StoreLocation, lo: int, hi: int, walked_from: int = -1) -> Store
     inside the data): the segment holding ``lo`` read up to it, the reput going on at ``hi``
     (``Segment.resume``).  Past ``lo`` (:func:`_skip`), the records between are left out; before it, the
     segments from the one holding ``hi`` on are read again, from ``hi``, after the first ones (the records from
-    ``hi`` to ``lo`` dispatched a second time: :meth:`StoreLocation.piece_at`).  A 5.x DLedger crash restart whose
-    recovery's walk ends at a damaged message before the log's end, and whose start's reput begins elsewhere
-    (:mod:`store_format.dledger_crash`); ``walked_from``: the first read starts at the segment of that offset (the
-    crash recovery's walk from a later data file than the reput's start, ``DLedgerCrash.before``)."""
+    ``hi`` to ``lo`` dispatched a second time: :meth:`StoreLocation.piece_at`); at it, the reading goes on there in a
+    second pass (between the two, :func:`then_pieces`' ``after`` puts pieces).  A 5.x DLedger crash restart whose
+    recovery's walk ends at a damaged message before the log's end, and whose start's reput begins elsewhere, or at
+    that message after records its check parsed where it was set (:mod:`store_format.dledger_crash`);
+    ``walked_from``: the first read starts at the segment of that offset (the crash recovery's walk from a later data
+    file than the reput's start, ``DLedgerCrash.before``)."""
     if hi > lo:
         return _skip(st, lo, hi)
-    assert hi < lo, (lo, hi)
     first: list[Segment] = []
     again: list[Segment] = []
     for seg in st.segments:

@@ -5,7 +5,8 @@ broker writes a scenario and restarts it (``written``), ``rebuild --as-restart``
 prediction (``verify_restart``) against the units the broker's queues hold (``held_units``, ``queued_messages``), and
 a well-formed message record to embed in a body (``embedded_message``, ``with_embedded_message``), and the
 ``-embedded-to-entry`` store, whose embedded message ends at the last T9 entry's start
-(``past_2gib_embedded_to_entry_scenario``)."""
+(``past_2gib_embedded_to_entry_scenario``), and the ``-past-2gib-before`` stores, whose reput set at 2147483647 goes on
+before the walk's data file (``past_2gib_before_abort_scenario``, ``past_2gib_before_embedded_scenario``)."""
 from __future__ import annotations
 
 import base64
@@ -17,7 +18,14 @@ import zlib
 from collections.abc import Callable
 
 import broker_harness as bh
-from broker_dledger_scenarios import PAST_2GIB_FILE, past_2gib_abort_scenario
+from broker_dledger_scenarios import (
+    PAST_2GIB_BATCH,
+    PAST_2GIB_DATA0_T0,
+    PAST_2GIB_FILE,
+    THOROUGH_CHECKPOINT,
+    config,
+    past_2gib_abort_scenario,
+)
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 from store_format.layout import (
@@ -331,3 +339,53 @@ def record_queue(read: Callable[[int, int], bytes], at: int) -> tuple[str, int]:
     width = 2 if i(OFF_MAGIC, 4) == MAGIC_V2 else 1
     n = i(off, width) & (0xFFFF if width == 2 else 0xFF)
     return read(at + off + width, n).decode("utf-8", "replace"), i(OFF_QUEUE_ID, 4)
+
+
+PAST_2GIB_FULL = 22 * 23601   # the T0 entries that, after a first T9 message, fill the first 22 data files
+# the body of a last T0 message that leaves the 22nd data file 100 bytes (2563 left after its 23601 T0 entries, a T0
+# entry 141 bytes more than its body): no T9 entry (241 bytes) fits, the next message goes to the 23rd
+PAST_2GIB_FILLER = 2563 - 141 - 100
+
+
+def past_2gib_before_abort_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-before`` (5.5.1; some 2.3 GB of data: ``DLEDGER_2GIB=1`` only): a store that is
+    not converted, with data files of 100,000,000 bytes: a T9 message, then T0 messages (4096-byte bodies, batches of
+    256) filling the first 22 data files (2147483647 inside the body of a T0 entry of the 22nd; a last T0 message of a
+    2322-byte body leaves it no room for another entry), then, as the data files of
+    :func:`broker_dledger_scenarios.converted_past_2gib_two_files_abort_scenario`, a 23rd data file (from 2,200,000,000)
+    of a T9 message, 23590 T0 messages and prepared T1 messages (4096-byte bodies) until one no longer fits, and a 24th
+    of the rest of those, ten small prepared T1 messages and a last T9 message (keys ``K9``); restarted after a crash
+    with ``recheckReputOffsetFromCq=true``.  The walk starts at the 24th (its first message at or below the checkpoint's
+    ``logicsPhysicalOffset``) and queues the last T9 message only (after two ``fillPreBlank`` units: its queue offset is
+    2), which lies past the short ``processOffset``: the cut leaves T9's queue with its two ``fillPreBlank`` units only
+    (its max 2147483647), so ``doRecheckReputOffsetFromCq`` sets the reput there, inside the 22nd data file, two files
+    before the walk's.  ``DLedgerCommitLog``'s check fails on the body's bytes and ``doReput`` jumps to the end of what
+    ``getData`` gave, that file's end: the reput goes on at the 23rd data file, before the walk's, drops its T9 unit
+    (queue offset 1, below T9's write position: "Build consume queue repeatedly"), puts its T0 units (``fillPreBlank``
+    units before them) and then walks the walk's records again, putting T9's cut unit back and indexing its keys
+    again."""
+    conf = {**config(line), **THOROUGH_CHECKPOINT, "mappedFileSizeCommitLog": str(PAST_2GIB_FILE),
+            "mappedFileSizeConsumeQueue": "6000000", "maxIndexNum": "4000"}
+    messages: list[dict] = [{"topic": "T9", "queueId": 0, "bodySize": 100}]
+    for k in range(0, PAST_2GIB_FULL, PAST_2GIB_BATCH):
+        messages.append({"topic": "T0", "queueId": 0,
+                         "batch": [{"bodySize": 4096}] * min(PAST_2GIB_BATCH, PAST_2GIB_FULL - k)})
+    messages.append({"topic": "T0", "queueId": 0, "bodySize": PAST_2GIB_FILLER})
+    messages.append({"topic": "T9", "queueId": 0, "bodySize": 100})   # its unit a repeat for the reput
+    for n in range(0, PAST_2GIB_DATA0_T0, PAST_2GIB_BATCH):
+        messages.append({"topic": "T0", "queueId": 0,
+                         "batch": [{"bodySize": 4096}] * min(PAST_2GIB_BATCH, PAST_2GIB_DATA0_T0 - n)})
+    messages += [{"topic": "T1", "queueId": 0, "bodySize": 4096, "tranType": "prepared"} for _ in range(30)]
+    messages += [{"topic": "T1", "queueId": 0, "bodySize": 100, "tranType": "prepared", "keys": f"P{k}"}
+                 for k in range(10)]
+    messages.append({"topic": "T9", "queueId": 0, "bodySize": 100, "keys": "K9"})   # indexed again by the reput
+    return {"config": conf, "messages": messages, "abort": True, "reportQueues": True,
+            "name": f"{line}-dledger-abort-past-2gib-before"}
+
+
+def past_2gib_before_embedded_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-before-embedded`` (5.5.1, ``DLEDGER_2GIB=1``):
+    :func:`past_2gib_before_abort_scenario` whose T0 body around 2147483647 holds, from there, a well-formed T5
+    message (:func:`broker_dledger_2gib.embedded_message`, keys ``E5``) where no entry or message starts."""
+    return with_embedded_message(past_2gib_before_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+                                 f"{line}-dledger-abort-past-2gib-before-embedded")

@@ -41,10 +41,14 @@ from broker_dledger_2gib import (
     EMBED_AT_BODY_DATA,
     EMBED_T0_DATA,
     LINE,
+    PAST_2GIB_FILLER,
+    PAST_2GIB_FULL,
     as_restart,
     as_restart_matches_broker,
     embedded_message,
     held_units,
+    past_2gib_before_abort_scenario,
+    past_2gib_before_embedded_scenario,
     queued_messages,
     record_queue,
     same_files_as_the_broker,
@@ -53,13 +57,7 @@ from broker_dledger_2gib import (
     with_embedded_message,
     written,
 )
-from broker_dledger_scenarios import (
-    PAST_2GIB_BATCH,
-    PAST_2GIB_DATA0_T0,
-    PAST_2GIB_FILE,
-    THOROUGH_CHECKPOINT,
-    config,
-)
+from broker_dledger_scenarios import PAST_2GIB_FILE
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 from store_format.layout import OFF_PHYSICAL_OFFSET
@@ -68,47 +66,6 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store,
               pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
 
 bh.skip_without_tools()
-
-PAST_2GIB_FULL = 22 * 23601   # the T0 entries that, after a first T9 message, fill the first 22 data files
-# the body of a last T0 message that leaves the 22nd data file 100 bytes (2563 left after its 23601 T0 entries, a T0
-# entry 141 bytes more than its body): no T9 entry (241 bytes) fits, the next message goes to the 23rd
-PAST_2GIB_FILLER = 2563 - 141 - 100
-
-
-def past_2gib_before_abort_scenario(line: str) -> dict:
-    """``<line>-dledger-abort-past-2gib-before`` (5.5.1; some 2.3 GB of data: ``DLEDGER_2GIB=1`` only): a store that is
-    not converted, with data files of 100,000,000 bytes: a T9 message, then T0 messages (4096-byte bodies, batches of
-    256) filling the first 22 data files (2147483647 inside the body of a T0 entry of the 22nd; a last T0 message of a
-    2322-byte body leaves it no room for another entry), then, as the data files of
-    :func:`broker_dledger_scenarios.converted_past_2gib_two_files_abort_scenario`, a 23rd data file (from 2,200,000,000)
-    of a T9 message, 23590 T0 messages and prepared T1 messages (4096-byte bodies) until one no longer fits, and a 24th
-    of the rest of those, ten small prepared T1 messages and a last T9 message (keys ``K9``); restarted after a crash
-    with ``recheckReputOffsetFromCq=true``.  The walk starts at the 24th (its first message at or below the checkpoint's
-    ``logicsPhysicalOffset``) and queues the last T9 message only (after two ``fillPreBlank`` units: its queue offset is
-    2), which lies past the short ``processOffset``: the cut leaves T9's queue with its two ``fillPreBlank`` units only
-    (its max 2147483647), so ``doRecheckReputOffsetFromCq`` sets the reput there, inside the 22nd data file, two files
-    before the walk's.  ``DLedgerCommitLog``'s check fails on the body's bytes and ``doReput`` jumps to the end of what
-    ``getData`` gave, that file's end: the reput goes on at the 23rd data file, before the walk's, drops its T9 unit
-    (queue offset 1, below T9's write position: "Build consume queue repeatedly"), puts its T0 units (``fillPreBlank``
-    units before them) and then walks the walk's records again, putting T9's cut unit back and indexing its keys
-    again."""
-    conf = {**config(line), **THOROUGH_CHECKPOINT, "mappedFileSizeCommitLog": str(PAST_2GIB_FILE),
-            "mappedFileSizeConsumeQueue": "6000000", "maxIndexNum": "4000"}
-    messages: list[dict] = [{"topic": "T9", "queueId": 0, "bodySize": 100}]
-    for k in range(0, PAST_2GIB_FULL, PAST_2GIB_BATCH):
-        messages.append({"topic": "T0", "queueId": 0,
-                         "batch": [{"bodySize": 4096}] * min(PAST_2GIB_BATCH, PAST_2GIB_FULL - k)})
-    messages.append({"topic": "T0", "queueId": 0, "bodySize": PAST_2GIB_FILLER})
-    messages.append({"topic": "T9", "queueId": 0, "bodySize": 100})   # its unit a repeat for the reput
-    for n in range(0, PAST_2GIB_DATA0_T0, PAST_2GIB_BATCH):
-        messages.append({"topic": "T0", "queueId": 0,
-                         "batch": [{"bodySize": 4096}] * min(PAST_2GIB_BATCH, PAST_2GIB_DATA0_T0 - n)})
-    messages += [{"topic": "T1", "queueId": 0, "bodySize": 4096, "tranType": "prepared"} for _ in range(30)]
-    messages += [{"topic": "T1", "queueId": 0, "bodySize": 100, "tranType": "prepared", "keys": f"P{k}"}
-                 for k in range(10)]
-    messages.append({"topic": "T9", "queueId": 0, "bodySize": 100, "keys": "K9"})   # indexed again by the reput
-    return {"config": conf, "messages": messages, "abort": True, "reportQueues": True,
-            "name": f"{line}-dledger-abort-past-2gib-before"}
 
 
 def past_2gib_at_walk_abort_scenario(line: str) -> dict:
@@ -287,14 +244,6 @@ def test_crash_restart_whose_reput_at_2147483647_goes_on_at_the_committed_positi
         f"the start's reput from {committed}, before data file {data[23].name}" in text and \
         "T9/0 drop every record before the walk's data file" in text, text[-3000:]
     assert held_units(src) == len(t0) + 1
-
-
-def past_2gib_before_embedded_scenario(line: str) -> dict:
-    """``<line>-dledger-abort-past-2gib-before-embedded`` (5.5.1, ``DLEDGER_2GIB=1``):
-    :func:`past_2gib_before_abort_scenario` whose T0 body around 2147483647 holds, from there, a well-formed T5
-    message (:func:`broker_dledger_2gib.embedded_message`, keys ``E5``) where no entry or message starts."""
-    return with_embedded_message(past_2gib_before_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
-                                 f"{line}-dledger-abort-past-2gib-before-embedded")
 
 
 def test_crash_restart_whose_reput_at_2147483647_parses_a_message_then_goes_on_before_the_walks_data_file(tmp_path):
