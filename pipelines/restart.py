@@ -421,7 +421,8 @@ def _put_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int, cq_size
 
 
 def _append_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int) -> None:
-    """:func:`_put_ext_again`'s ext units: the last ``again.count`` of the ``again.before`` units appended."""
+    """:func:`_put_ext_again`'s ext units: the last ``again.count`` of the ``again.before`` units but the
+    ``again.skip`` last ones appended."""
     ext_folder = f"consumequeue_ext/{again.topic}/{again.queue_id}"
     files: dict[int, bytearray] = {}
 
@@ -433,7 +434,7 @@ def _append_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int) -> N
         return files[no]
 
     per_file = ext_units_per_file(ext_size)
-    old = ext_real_offsets(np.arange(again.before - again.count, again.before), ext_size)
+    old = ext_real_offsets(np.arange(again.before - again.skip - again.count, again.before - again.skip), ext_size)
     new = ext_real_offsets(np.arange(again.before, again.before + again.count), ext_size)
     for src, dst, ordinal in zip(old, new, range(again.before, again.before + again.count)):
         unit = bytes(file(int(src) // ext_size)[src % ext_size:src % ext_size + EXT_UNIT_SIZE])

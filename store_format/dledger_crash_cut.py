@@ -111,6 +111,8 @@ class QueueTrack:
         self.end_before = -1
         self.batch_units: dict[int, int] = {}   # units a batch queue took so far (its next position / 46)
         self.own_units: dict[int, int] = {}     # units a record's own consume queue took (with ext: its ext units)
+        # per queue, the queue offset and end of its last own consume queue unit in the files before the current one
+        self.last_before: dict[int, tuple[int, int]] = {}
         self.base = -1
         self._cur: list[np.ndarray] = []
 
@@ -125,6 +127,9 @@ class QueueTrack:
                 self.end_before = max(self.end_before, int(_max_key(last).max()))
                 if self.keep_own:
                     self.own_before.append(last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]])
+                own = last[last[:, U_KIND] == KIND_CQ][::-1]
+                queues, at = np.unique(own[:, U_QUEUE], return_index=True)   # each queue's last unit
+                self.last_before.update((int(q), (int(own[k, U_KEY]), int(own[k, U_END]))) for q, k in zip(queues, at))
             self.base, self._cur = file_base, []
         units = queue_units(res, self.batch_topics)
         keep = units.record < n
@@ -243,13 +248,16 @@ class ExtAgain:
     queue's ``count`` records the reput walks (the last ``count`` of those ``before``: the same unit again),
     before ``putMessagePositionInfo`` drops the unit or puts it back; the unit put back holds that new ext
     unit's address.  ``positions``: the queue byte positions of the units put back, ``ordinals``: for each,
-    which of the ``count`` records it is (0: the first the reput walks)."""
+    which of the ``count`` records it is (0: the first the reput walks); ``skip``: of the ``before`` units, the
+    last ones the messages parsed where the reput was set put (after the walk's: the walk's units of those
+    records end ``skip`` units before ``before``)."""
     topic: str
     queue_id: int
     before: int
     count: int
     positions: np.ndarray
     ordinals: np.ndarray
+    skip: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -406,11 +414,16 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     moves: list[QueueMove] = []
     put_back: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # per queue: offsets and positions of units put back
     restored = 0
+    # per queue whose cut units the reput dispatches again after messages parsed where it was set: how many of
+    # them the parsed units' positions drop (the rest go back where they were: place_inside)
+    after_parsed = {(t, qid): d for t, qid, d in placed.again_dropped}
     for q, rows in per_queue.items():
         batch = rows[0, U_KIND] == KIND_BATCH
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
+        if (taken := after_parsed.get(track.names[q])) is not None:
+            again = np.arange(len(rows)) >= taken
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
         restored += n
@@ -424,6 +437,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         first, last = int(pos[0]), int(pos[-1])
         if n == 0:
             gone_from = first
+        elif taken is not None:   # the rest where they were, after the parsed units: no file goes
+            put_back[q] = (rows[-n:, U_OFFSET], pos[-n:])
+            continue
         elif not batch and q not in kept and max_after[q] == process_offset:   # the cut emptied the queue
             # the new file starts where the first unit put back falls by its own queue offset (fillPreBlank)
             source, target = int(pos[-n]), int(own[q][-n]) * unit if q in own else int(pos[-n])
@@ -442,6 +458,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     if walk_end >= 0:   # the units of records past the walk hold the ext units their own dispatch put
         put_back = {q: (off[off < walk_end], pos[off < walk_end]) for q, (off, pos) in put_back.items()}
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()
+    if placed.ext_put:   # the parsed units' ext units lie between the walk's and the reput's
+        parsed_ext = {(t, qid): n for t, qid, n in placed.ext_put}
+        ext_again = tuple(dataclasses.replace(a, before=a.before + parsed_ext.get((a.topic, a.queue_id), 0),
+                                              skip=parsed_ext.get((a.topic, a.queue_id), 0)) for a in ext_again)
     reset = sorted(track.names[q] for q, v in max_after.items() if reset_emptied and v == process_offset)
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
                     ext_again, inside_from, inside_records, tuple(reset), placed)
@@ -462,16 +482,14 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
     units = track.last_file()
     if ext_file_size and reput < end:
         # the reput going on puts an ext unit for each record of a queue's own it walks (ExtAgain, counted from the
-        # walk's) after the parsed ones': refused for a queue the walk wrote with such records (its cut units, which
-        # the reput puts back, refused below too, or those past the walk), or for any before the walk's last data file
-        # (records of the earlier files); a queue with none there gets no ext unit after them
-        own = units[(units[:, U_KIND] == KIND_CQ) & (units[:, U_OFFSET] >= reput) & (units[:, U_OFFSET] < end)]
-        walks = {int(q) for q in own[:, U_QUEUE]} | (
-            {int(q) for q in after[after[:, U_OFFSET] >= reput, U_QUEUE]} if after is not None else set())
+        # walk's, after the parsed ones': ExtAgain.skip): refused for a queue the walk wrote with records past the
+        # walk (refused below too), or for any before the walk's last data file (records of the earlier files)
+        walks = {int(q) for q in after[after[:, U_OFFSET] >= reput, U_QUEUE]} if after is not None else set()
         if any((q := ids.get((u.topic, u.queue_id))) is not None and (reput < track.base or q in walks)
                for u in parsed):
             raise _refuse(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a "
-                          f"queue the walk wrote, then go on at {reput}, before the log's end, and walk records of it")
+                          f"queue the walk wrote, then go on at {reput}, before the walk's last data file or past "
+                          "its end")
 
     def walked(name: tuple[str, int]) -> WalkedQueue | None:
         q = ids.get(name)
@@ -481,23 +499,36 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
         cut = per_queue.get(q, rows[:0])
         kept = rows[:len(rows) - len(cut)]
         later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
-        top = int(kept[-1, U_END]) if len(kept) else max_after.get(q)
-        refused = ("a queue on disk before the walk" if name in (on_disk or {}) else
-                   "a queue the walk wrote in an earlier data file only" if not len(rows) else
-                   "a queue the walk wrote units of another kind in" if (rows[:, U_KIND] != KIND_CQ).any() else
-                   "a queue the cut emptied (5.3.3: its max processOffset)"
-                   if max_after.get(q) == process_offset and not reset_emptied else
+        before = track.last_before.get(q)   # its last own unit in the walk's earlier data files
+        top = int(kept[-1, U_END]) if len(kept) else max_after[q] if q in max_after else before and before[1]
+        back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
+        # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
+        emptied = max_after.get(q) == process_offset
+        refused = ("a queue on disk before the walk" if name in (on_disk or {}) and not emptied
+                   else "a queue the walk wrote light or batch units in" if before is None and not len(rows) else
+                   "a queue the walk wrote units of another kind in"
+                   if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
+                   else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
-                   "whose cut units the reput puts back afterwards"
-                   if ((cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)).any() or len(later) else "")
+                   "whose units past the walk's end the reput dispatches afterwards" if len(later) else
+                   "whose cut units the reput puts back afterwards, with none of its units below processOffset "
+                   "in the walk's last file, or only some of them" if back.any() and not (len(kept) and back.all())
+                   else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
         assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
+        if not len(rows):   # written in the walk's earlier data files only: not cut, after its last unit there
+            assert before is not None
+            return WalkedQueue((before[0] + 1) * CQ_UNIT_SIZE, before[1], (before[0] + 1) * CQ_UNIT_SIZE, before[1],
+                               track.own_units.get(q, 0))
         after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
-        if max_after.get(q) == process_offset:   # the cut left no file: max -1 (recoverTopicQueueTable)
-            return WalkedQueue(-1, -1, after_last, int(rows[:, U_END].max()), track.own_units.get(q, 0))
+        if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
+            return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
+                               track.own_units.get(q, 0))
+        again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[:, [U_OFFSET, U_END, U_KEY]]) \
+            if back.any() else ()
         return WalkedQueue(int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last, top, after_last,
-                           int(rows[:, U_END].max()), track.own_units.get(q, 0))
+                           int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)
 
 

@@ -3,7 +3,7 @@ crash recovery's walk wrote.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (``putMessagePositionInfoWrapper``, called by
 ``CommitLogDispatcherBuildConsumeQueue`` from ``DefaultMessageStore.doDispatch``) and
-``MappedFileQueue.getLastMappedFile``.
+``MappedFileQueue.getLastMappedFile`` (5.3.3's, for a queue its cut emptied, the same).
 
 After a crash, ``DefaultMessageStore.doRecheckReputOffsetFromCq`` may set the reput at 2147483647 inside an entry (a
 queue ``truncateDirtyLogicFiles`` left with ``fillPreBlank`` units only: :mod:`store_format.dledger_crash_cut`), where
@@ -22,19 +22,32 @@ Where the write position is a file's start (the cut deleted the file the first c
 or the walk's last unit filled its file), ``getLastMappedFile`` creates that file (zeros) for a unit past the max,
 before the queue offset check: the file stays even when that unit is then dropped (:attr:`Placed.opened`).  A queue
 the 5.5.1 cut left with no file (``correctMinOffset`` sets its max to -1) has its first file created where the unit's
-queue offset falls, ``fillPreBlank`` units before it (as a new queue's), the later units by the rules above.
+queue offset falls, ``fillPreBlank`` units before it (as a new queue's), the later units by the rules above; so
+does one the cut emptied that was on disk before the walk (all its files deleted: nothing of its history stays),
+whose max 5.3.3 keeps at ``processOffset``: the unit where the reput is set, at ``processOffset``, ends past it.
+
+Where the reput goes on before the log's end, it dispatches the cut units of a queue the walk wrote again after the
+parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the parsed units left: those whose queue
+offsets lie below the write position are dropped (the first ones: the parsed units took their positions), the rest
+go back where they were (:attr:`Placed.again_dropped`); with ext files the ext units the reput puts for the records
+it walks follow the parsed units' ext units (:attr:`Placed.ext_put`).  A parsed message's light queue unit goes into
+a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo``
+with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own unit).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
 the walk's records (:func:`store_format.store.then_pieces`), appends them so (:mod:`store_format.consumequeue`).  In a
-queue the walk wrote, the rebuild's queue holds every unit of the walk, cut or not: :func:`place_inside` says where
-the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there, and undoes what the rebuild's own
+queue the walk wrote, the rebuild's queue holds every unit of the walk, cut or not: :func:`place_inside` says where the
+broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there, and undoes what the rebuild's own
 dispatch of the message put: it drops it when the message lies before the end of that queue's last walk unit (as one
 parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
-units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused
-(one line): a queue the walk wrote in an earlier data file only, on disk before the walk, emptied by the 5.3.3 cut
-(its max ``processOffset``: not checked against a broker), a batch or light queue, and a queue whose cut units the
-reput puts back afterwards.
+units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused (one
+line): a queue on disk before the walk (but for one the cut emptied), a batch queue, a light queue with ext files on,
+and a queue whose cut units the reput puts back afterwards when it kept no unit below ``processOffset`` in the walk's
+last file, has units past the walk's end (``dledger_crash_cut``), or would get them back elsewhere than where they were
+or in a file ``getLastMappedFile`` creates anew.  A queue the walk wrote in its earlier data files only is as the walk
+left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end); one whose
+units below ``processOffset`` all lie there has its max at the end of the last one (``QueueTrack.last_before``).
 """
 from __future__ import annotations
 
@@ -100,7 +113,8 @@ def parsed_units(read: Callable[[int, int], bytes], records: tuple[tuple[int, in
 @dataclasses.dataclass
 class WalkedQueue:
     """A queue the walk wrote as the cut left it (built by ``dledger_crash_cut`` from the walk's units): the broker's
-    write position (queue bytes; -1: the cut left no file, 5.5.1 setting the max to -1) and max physical offset,
+    write position (queue bytes; -1: the cut left no file, 5.5.1 setting the max to -1, 5.3.3 keeping
+    ``processOffset``) and max physical offset,
     the rebuild's after the walk (every walk unit kept), the ordinal of its next ext unit (``enableConsumeQueueExt``:
     the ext units the walk put), and, when its parsed units are not modelled, why (:func:`place_inside` refuses
     them)."""
@@ -110,6 +124,9 @@ class WalkedQueue:
     rebuild_max: int
     ext_next: int = 0
     refused: str = ""
+    # the cut units the reput dispatches again after the parsed ones (it goes on before them), in commitlog order:
+    # ``(offset, size, queue offset)``, each at queue byte ``queue offset * 20`` in the walk's queue
+    again: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +144,13 @@ class Placed:
     rebuild_files: tuple[tuple[str, int, int], ...] = ()
     # ``(topic, queue id, position)``: an opened file holds fillPreBlank units from its start up to that position
     blank_until: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, n)``: of a queue's cut units the reput dispatches again after the parsed ones
+    # (:attr:`WalkedQueue.again`), the first ``n`` are dropped (the parsed units took their positions), the rest go
+    # back where they were
+    again_dropped: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in a queue the walk wrote (after
+    # the walk's; the reput's ones, where it goes on, after them)
+    ext_put: tuple[tuple[str, int, int], ...] = ()
 
 
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
@@ -145,6 +169,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         UnsupportedConfigError: the cases the module docstring refuses.
     """
     states: dict[tuple[str, int], WalkedQueue | None] = {}
+    ext_put: dict[tuple[str, int], int] = {}
     out: list[InsideUnit] = []
     opened: list[tuple[str, int, int]] = []
     rebuild_units: list[tuple[str, int, int]] = []
@@ -158,8 +183,10 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if s is None:
             continue   # a queue the walk did not write: the rebuild's dispatch appends it by the same rules
         name = f"{u.topic}/{u.queue_id}"
-        if u.batch or not u.own:
-            raise _refuse(at, f"for {name}, a {'batch' if u.batch else 'light'} queue the walk wrote")
+        if u.batch or (not u.own and ext_file_size):   # a light unit: putMessagePositionInfo alone, its own tags
+            # code (ConsumeQueue.multiDispatchLmqQueue): with ext files not modelled
+            raise _refuse(at, f"for {name}, a {'batch queue' if u.batch else 'light queue, with ext files,'} the walk "
+                              "wrote")
         if s.refused:
             raise _refuse(at, f"for {name}, {s.refused}")
         end = u.offset + u.size
@@ -175,24 +202,47 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if ext_file_size:   # ConsumeQueueExt.put first, whatever becomes of the unit
             tags_code = int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
             s.ext_next += 1
-        if end <= s.max:
-            continue   # putMessagePositionInfo: at or below the queue's max physical offset
-        if s.write < 0:   # a queue the cut left with no file (max -1): its first file where the unit's queue offset
-            # falls (getLastMappedFile on no file), fillPreBlank units before it in that file
-            s.write = u.queue_offset * CQ_UNIT_SIZE
-            opened.append((*key, s.write - s.write % cq_file_size))
-            blanks.append((*key, s.write))
-        elif s.write % cq_file_size == 0 and (*key, s.write) not in opened:
-            # getLastMappedFile: the last file is full (or the cut deleted the one there), so a new one (zeros) is
-            # created at the write position, before the queue offset check may drop the unit
-            opened.append((*key, s.write))
-        if u.queue_offset != 0 and u.queue_offset * CQ_UNIT_SIZE < s.write:
-            continue   # "build consume queue repeatedly"
-        out.append(InsideUnit(u.topic, u.queue_id, s.write, u.offset, u.size, tags_code))
-        s.write += CQ_UNIT_SIZE
-        s.max = end
+            ext_put[key] = ext_put.get(key, 0) + 1
+        if (position := _put(key, s, end, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
+            out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, tags_code))
+    again: list[tuple[str, int, int]] = []
+    for key, s in states.items():   # the cut units the reput dispatches again after the parsed ones, by the same rule
+        if s is None or not s.again:
+            continue
+        back = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks) == queue_offset * CQ_UNIT_SIZE
+                for offset, size, queue_offset in s.again]   # each put back where it was
+        dropped = back.index(True) if True in back else len(back)
+        fresh = [(*key, q * CQ_UNIT_SIZE - q * CQ_UNIT_SIZE % cq_file_size) in opened for _o, _s, q in s.again]
+        if not all(back[dropped:]) or any(fresh[dropped:]):   # or in a file getLastMappedFile created anew
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose cut units the reput puts back afterwards elsewhere than "
+                              "where they were or in a file it creates anew")
+        again.append((*key, dropped))
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
-                  tuple(f for f in rebuild_files if f not in opened), tuple(blanks))
+                  tuple(f for f in rebuild_files if f not in opened), tuple(blanks), tuple(again),
+                  tuple((*k, n) for k, n in ext_put.items()))
+
+
+def _put(key: tuple[str, int], s: WalkedQueue, end: int, queue_offset: int, cq_file_size: int,
+         opened: list[tuple[str, int, int]], blanks: list[tuple[str, int, int]]) -> int:
+    """``ConsumeQueue.putMessagePositionInfo`` of a unit ending at commitlog offset ``end`` with ``queue_offset``
+    into queue ``key`` in state ``s`` (updated): the queue byte position it is written at, -1 when dropped; the files
+    ``getLastMappedFile`` creates go to ``opened``, the ``fillPreBlank`` ends to ``blanks``."""
+    if end <= s.max:
+        return -1   # at or below the queue's max physical offset
+    if s.write < 0:   # a queue the cut left with no file (max -1): its first file where the unit's queue offset
+        # falls (getLastMappedFile on no file), fillPreBlank units before it in that file
+        s.write = queue_offset * CQ_UNIT_SIZE
+        opened.append((*key, s.write - s.write % cq_file_size))
+        blanks.append((*key, s.write))
+    elif s.write % cq_file_size == 0 and (*key, s.write) not in opened:
+        # getLastMappedFile: the last file is full (or the cut deleted the one there), so a new one (zeros) is
+        # created at the write position, before the queue offset check may drop the unit
+        opened.append((*key, s.write))
+    if queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.write:
+        return -1   # "build consume queue repeatedly"
+    s.write += CQ_UNIT_SIZE
+    s.max = end
+    return s.write - CQ_UNIT_SIZE
 
 
 def _refuse(at: int, why: str) -> UnsupportedConfigError:

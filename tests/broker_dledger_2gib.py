@@ -154,15 +154,16 @@ def as_restart_matches_broker(src, tmp_path, sc: dict, w: dict, leave_out: str =
     return text
 
 
-def embedded_message(offset: int, body: bytes = b"embedded!!", props: bytes = b"KEYS\x01E5\x02") -> bytes:
+def embedded_message(offset: int, body: bytes = b"embedded!!", props: bytes = b"KEYS\x01E5\x02", *,
+                     topic: bytes = b"T5", queue_offset: int = 0) -> bytes:
     """A message record as the base ``CommitLog`` encodes one (``MessageExtEncoder``, IPv4 hosts, no flag, not a
     transaction) for T5/0 at queue offset 0 and commitlog offset ``offset``: by default a 10-byte body and the keys
-    ``E5``; ``body``, ``props``: others (the properties string's bytes)."""
-    topic = b"T5"
+    ``E5``; ``body``, ``props``: others (the properties string's bytes); ``topic``, ``queue_offset``: another
+    topic's queue 0, another queue offset."""
     total = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + len(body) + 1 + len(topic) + 2 + len(props)
     host = bytes([127, 0, 0, 1])
     return b"".join([
-        struct.pack(">iiIiiqqiq", total, MAGIC_V1, zlib.crc32(body) & 0x7FFFFFFF, 0, 0, 0, offset, 0,
+        struct.pack(">iiIiiqqiq", total, MAGIC_V1, zlib.crc32(body) & 0x7FFFFFFF, 0, 0, queue_offset, offset, 0,
                     1_700_000_000_000),
         host, struct.pack(">iq", 40000, 1_700_000_000_001), host, struct.pack(">iiqi", 10911, 0, 0, len(body)),
         body, bytes([len(topic)]), topic, struct.pack(">h", len(props)), props])

@@ -535,6 +535,9 @@ def emptied_batch_abort_scenarios(line: str) -> list[dict]:
 EMBED_HOST_BODY = 4000
 EMBED_HOST_AT = 78841
 EMBED_PROCESS_OFFSET = 81443
+# the queue offset of the -embedded-own message for T9/0: its unit past the first consume queue file (220 bytes,
+# 11 units), two fillPreBlank units before it in the file the broker creates
+EMBED_OWN_QUEUE_OFFSET = 13
 
 
 def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
@@ -543,21 +546,171 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     offset field that position): ``DLedgerCommitLog``'s check there parses it, the reput dispatches it (T5/0's unit)
     and jumps past the rest (the 'x' bytes after it fail the next check).  ``<line>-dledger-abort-emptied-batch-
     embedded`` (5.5.1): the batch queue B9 the cut empties leaves its max, and the reput, at ``processOffset - 1``;
-    ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``."""
+    ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``;
+    ``<line>-dledger-abort-emptied-kept-embedded-own`` (5.3.3): the same with the message there for T9/0 itself, the
+    queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`)."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
     for sc in scs:
         reput = EMBED_PROCESS_OFFSET - (1 if line.startswith("5.5") else 0)
-        msg = embedded_message(reput)
-        body = bytearray(b"x" * EMBED_HOST_BODY)
-        body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
-        host = {"topic": "T1", "queueId": 0, "body": base64.b64encode(bytes(body)).decode(), "tranType": "prepared",
-                "uniqKey": "7F00000100002A9F000000000998"}
-        *rest, last = sc["messages"]
-        last = {**last, "body": base64.b64encode(b"y" * 100).decode()}
-        out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded"})
+        msgs = {"": embedded_message(reput)}
+        if not line.startswith("5.5"):
+            msgs["-own"] = embedded_message(reput, topic=b"T9", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+        for suffix, msg in msgs.items():
+            body = bytearray(b"x" * EMBED_HOST_BODY)
+            body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
+            host = {"topic": "T1", "queueId": 0, "body": base64.b64encode(bytes(body)).decode(),
+                    "tranType": "prepared", "uniqKey": "7F00000100002A9F000000000998"}
+            *rest, last = sc["messages"]
+            last = {**last, "body": base64.b64encode(b"y" * 100).decode()}
+            out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded{suffix}"})
+    if line.startswith("5.5"):
+        to_entry = embedded_to_entry_scenario(out[0])
+        out += [to_entry, embedded_light_scenario(out[0]),
+                {**to_entry, "config": {**to_entry["config"], "enableConsumeQueueExt": "true",
+                                        "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
+                embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0])]
     return out
+
+
+# -emptied-batch-embedded-light: the puts (of the last data file, below processOffset) that also go to the light
+# queue %LMQ%q1, their light queue offsets 0, 1, 2; the properties that adds (56 bytes, cut off their bodies); the
+# body of the last T0/0 message, also to %LMQ%q1 (a record of 356 bytes, which moves processOffset on as much)
+LIGHT_PUTS = (185, 190, 195)
+LIGHT_PROPS = 56
+LIGHT_QUEUE_OFFSET = 7
+LIGHT_TAIL_BODY = 161
+LIGHT_TAIL = 88 + LIGHT_TAIL_BODY + 3 + 2 + 46 + LIGHT_PROPS
+
+
+def embedded_light_message() -> tuple[int, bytes]:
+    """Where the reput of the -light store is set (processOffset - 1) and the T5/0 message there, also for %LMQ%q1
+    (light queue offset :data:`LIGHT_QUEUE_OFFSET`)."""
+    from broker_dledger_2gib import embedded_message
+    props = b"KEYS\x01E5\x02INNER_MULTI_DISPATCH\x01%LMQ%q1\x02INNER_MULTI_QUEUE_OFFSET\x01" + \
+        str(LIGHT_QUEUE_OFFSET).encode() + b"\x02"
+    reput = EMBED_PROCESS_OFFSET + LIGHT_TAIL - 1
+    return reput, embedded_message(reput, props=props)
+
+
+def embedded_light_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light`` (5.5.1), from the -emptied-batch-embedded store ``sc``
+    with ``enableMultiDispatch``/``enableLmq``: three puts of the last data file, below processOffset, also go to
+    %LMQ%q1 (their bodies shorter by the properties that adds: the same layout), a last T0/0 message after B9's,
+    also to %LMQ%q1 (both its units cut), and the message where the reput is set (processOffset - 1) is for T5/0
+    and %LMQ%q1 too (:func:`embedded_light_message`), then 'x' bytes: the reput dispatches its light unit into
+    %LMQ%q1 as the cut left it, then jumps past the rest."""
+    reput, msg = embedded_light_message()
+    *rest, host, b9 = sc["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
+    light = []
+    for i, m in enumerate(rest):
+        if i in LIGHT_PUTS:
+            m = {**m, "body": base64.b64encode(base64.b64decode(m["body"])[:-LIGHT_PROPS]).decode(),
+                 "properties": {"INNER_MULTI_DISPATCH": "%LMQ%q1", "INNER_MULTI_QUEUE_OFFSET": str(len(light))}}
+            light.append(i)
+        rest[i] = m
+    tail = {**b9, "topic": "T0", "queueId": 0, "body": base64.b64encode(b"t" * LIGHT_TAIL_BODY).decode(),
+            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997",
+            "properties": {"INNER_MULTI_DISPATCH": "%LMQ%q1", "INNER_MULTI_QUEUE_OFFSET": str(len(light))}}
+    return {**sc, "config": {**sc["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
+            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "name": f"{sc['name']}-light"}
+
+
+# -emptied-batch-embedded-to-entry: a T0/0 message after B9's (:data:`TO_ENTRY_TAIL_BODY` bytes of body, 300 bytes
+# of record) moves processOffset, and the reput's start, on by its record's length; the host's record tail (after
+# its body: the topic's length byte, "T1", its properties' length and string)
+TO_ENTRY_TAIL_BODY = 161
+TO_ENTRY_HOST_TAIL = b"\x02T1\x00&UNIQ_KEY\x017F00000100002A9F000000000998\x02"
+TO_ENTRY_QUEUE_OFFSET = 1000
+
+
+# -emptied-batch-embedded-earlier: the messages of the first data file that go to T7/0 and T6/0 instead (as long a
+# topic as T0 or T1: the same layout), and the queue offsets of the two messages parsed for those queues
+EARLIER_RETOPIC = {10: "T7", 11: "T6"}
+EARLIER_QUEUE_OFFSETS = (3, 7)
+
+
+def embedded_earlier_messages() -> tuple[int, bytes]:
+    """Where the reput of the -earlier store is set (processOffset - 1, moved on by its last T6/0 message's 300 bytes)
+    and the two well-formed messages there, one after the other, for T7/0 and T6/0."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    first = embedded_message(reput, topic=b"T7", queue_offset=EARLIER_QUEUE_OFFSETS[0])
+    return reput, first + embedded_message(reput + len(first), topic=b"T6", queue_offset=EARLIER_QUEUE_OFFSETS[1])
+
+
+def embedded_earlier_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier`` (5.5.1), from the -emptied-batch-embedded store
+    ``sc`` with ``messageIndexSafe=true`` and index files of 250 entries (the first full some 125 messages in, in
+    the first data file, the second never: the checkpoint's ``indexMsgTimestamp`` lies before the last data file's
+    first message, which ``isMmapFileMatchedRecover`` then refuses, so the walk starts at the first data file while
+    the checkpoint's ``logicsPhysicalOffset`` still reaches processOffset: the queues are cut): two messages of the
+    first data file go to T7/0 and T6/0, a last T6/0 message after B9's (cut), and where the reput is set,
+    processOffset - 1, well-formed messages for T7/0 (a queue the walk wrote in its earlier data file only) and
+    T6/0 (one whose unit below processOffset lies there), then 'x' bytes."""
+    reput, run = embedded_earlier_messages()
+    *rest, host, b9 = sc["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(run)] = run
+    rest = [{**m, "topic": EARLIER_RETOPIC[i], "queueId": 0} if i in EARLIER_RETOPIC else m for i, m in enumerate(rest)]
+    tail = {**b9, "topic": "T6", "queueId": 0, "body": base64.b64encode(b"t" * TO_ENTRY_TAIL_BODY).decode(),
+            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
+    return {**sc, "config": {**sc["config"], "messageIndexSafe": "true", "maxIndexNum": "250"},
+            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "name": f"{sc['name']}-earlier"}
+
+
+def embedded_own_kept_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-own-kept`` (5.5.1, the queues kept: ``keepQueues``), from the
+    -emptied-batch-embedded store ``sc``: a last message after B9's to a topic of its own, T8/0 (the cut empties that
+    queue, on disk before the walk: no file left, ``correctMinOffset`` sets its max to -1), and where the reput is
+    set (processOffset - 1, moved on by that message's 300 bytes) a well-formed T8/0 message (queue offset
+    :data:`EMBED_OWN_QUEUE_OFFSET`), then 'x' bytes."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+    *rest, host, b9 = sc["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
+    tail = {**b9, "topic": "T8", "queueId": 0, "body": base64.b64encode(b"t" * TO_ENTRY_TAIL_BODY).decode(),
+            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
+    return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "keepQueues": True, "name": f"{sc['name']}-own-kept"}
+
+
+def embedded_to_entry_message() -> bytes:
+    """The T0/0 message (queue offset :data:`TO_ENTRY_QUEUE_OFFSET`) of the -to-entry store, from the reput's start
+    (processOffset - 1) to the host's entry's end: its last bytes are the host record's tail, which its properties
+    string ends with ("KEYS\x01E5", then a pair named "T1\x00&UNIQ_KEY" that no reader asks for)."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    props = b"KEYS\x01E5" + TO_ENTRY_HOST_TAIL
+    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
+    msg = embedded_message(reput, body, props, topic=b"T0", queue_offset=TO_ENTRY_QUEUE_OFFSET)
+    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
+    return msg
+
+
+def embedded_to_entry_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry`` (5.5.1), from the -emptied-batch-embedded store
+    ``sc``: a T0/0 message after B9's (its unit cut with B9's), and where the reput is set, processOffset - 1, a
+    well-formed T0/0 message (:func:`embedded_to_entry_message`) that ends where B9's entry starts, so that the
+    reput goes on there and dispatches B9's and the last T0/0 message again, after the parsed one.
+    ``-to-entry-ext``: the same with ``enableConsumeQueueExt`` (ext files of 10 units)."""
+    msg = embedded_to_entry_message()
+    *rest, host, b9 = sc["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
+    body[len(body) - len(head):] = head
+    tail = {**b9, "topic": "T0", "queueId": 0, "body": base64.b64encode(b"t" * TO_ENTRY_TAIL_BODY).decode(),
+            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
+    return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "name": f"{sc['name']}-to-entry"}
 
 
 def first_start_abort_scenario(line: str) -> dict:

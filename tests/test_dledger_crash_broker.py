@@ -445,6 +445,292 @@ def test_crash_restart_whose_reput_set_inside_an_entry_parses_a_message_there(wr
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
 
+@pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
+                                                   "5.3.3 only: DLEDGER_LINES=4.9.8,5.3.3,5.5.1"))
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_the_queue_the_cut_emptied(
+        written, line, tmp_path, monkeypatch):
+    """The emptied-kept-embedded store on 5.3.3 with the well-formed message at processOffset for T9/0 itself (queue
+    offset 13), the queue the cut emptied (no file left, its max processOffset: 5.3.3's correctMinOffset leaves it
+    alone), whose max sets the reput there: putMessagePositionInfo finds the unit past that max and no file, so
+    getLastMappedFile creates the file where its queue offset falls (220, 11 units a file), fillPreBlank fills the
+    units before it, and the unit goes there; the next check, on the 'x' bytes, fails and the rest stays cut.
+    verify on the store as that restart found it predicts the units lost, and its plan puts the parsed unit where
+    the broker did (the file created, the fillPreBlank units before the unit)."""
+    from broker_dledger_2gib import embedded_message
+    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET
+
+    from pipelines.verify import compare_store
+    from store_format.dledger_inside_units import InsideUnit
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-kept-embedded-own"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput = EMBED_PROCESS_OFFSET
+    msg = embedded_message(reput, topic=b"T9", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput, w["truncateDirtyLogicFilesAt"]
+    (data,) = [f for f in (src / "before" / "dledger-n0" / "data").iterdir() if int(f.name) <= EMBED_HOST_AT
+               < int(f.name) + f.stat().st_size]
+    with data.open("rb") as f:
+        f.seek(reput - int(data.name))
+        assert f.read(len(msg) + 8) == msg + b"x" * 8, "the T9 message at processOffset, 'x' bytes after it"
+    assert w["queuesAfterLoad"]["T9/0"]["files"] == [], w["queuesAfterLoad"].get("T9/0")
+    # what the broker wrote: T9/0's one file where queue offset 13 falls, fillPreBlank units, the parsed unit
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    state = w["queuesAfterDispatch"]["T9/0"]
+    (first,) = [int(f) for f in state["files"]]
+    held = (src / "expected" / "consumequeue" / "T9" / "0" / state["files"][0]).read_bytes()
+    at = int(state["maxOffset"]) - CQ_UNIT_SIZE - first   # the last unit the queue holds
+    blank = (0).to_bytes(8, "big") + (2**31 - 1).to_bytes(4, "big") + bytes(8)
+    unit = reput.to_bytes(8, "big") + len(msg).to_bytes(4, "big") + bytes(8)
+    assert first + at == EMBED_OWN_QUEUE_OFFSET * CQ_UNIT_SIZE and first > 0, (first, at)
+    assert held == blank * (at // CQ_UNIT_SIZE) + unit + bytes(size - at - CQ_UNIT_SIZE), held.hex()
+    plans = []
+
+    def capture(*args):
+        plans.append(real(*args))
+        return plans[-1]
+    real = compare_store._dledger_crash
+    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    (crash, _why), = plans
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.opened, placed.blank_until) == (
+        (InsideUnit("T9", 0, first + at, reput, len(msg), 0),), (("T9", 0, first),), (("T9", 0, first + at),)), placed
+    held_units = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
+    for queue, state in w["queuesAfterDispatch"].items():
+        for f in state["files"]:
+            data_ = (src / "expected" / "consumequeue" / queue / f).read_bytes()
+            valid = min(size, int(state["maxOffset"]) - int(f))
+            held_units += sum(1 for i in range(0, valid, 20) if int.from_bytes(data_[i + 8:i + 12], "big")
+                              != 2**31 - 1 and int.from_bytes(data_[i:i + 8], "big") != reput)
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_its_cut_unit_back(written, line, ext,
+                                                                                                tmp_path):
+    """The -emptied-batch-embedded store with a last T0/0 message after B9's (both cut) and, where the reput is set
+    (processOffset - 1), a well-formed T0/0 message (queue offset 1000) that ends where B9's entry starts (its
+    properties swallow the host record's tail): the reput dispatches it into T0/0 as the cut left it
+    (putMessagePositionInfo: past the max, appended at the write position whatever its queue offset), goes on at
+    B9's entry and dispatches B9's and the last T0/0 message again, whose unit, its queue offset now below the
+    write position, is dropped ("build consume queue repeatedly"): it stays cut, the parsed unit where it was.
+    --as-restart on the store as the restart found it writes the broker's files byte for byte, and verify predicts
+    the units lost.  ``ext`` (-to-entry-ext, enableConsumeQueueExt): the parsed unit's ext unit goes after the
+    walk's, the one the reput puts for the last T0/0 message (then dropped) after it; consumequeue_ext/ compared
+    too."""
+    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, TO_ENTRY_HOST_TAIL, embedded_to_entry_message
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry" + ("-ext" if ext else "")
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    msg = embedded_to_entry_message()
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    reput = host_end - len(msg)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    (data,) = [f for f in (src / "before" / "dledger-n0" / "data").iterdir() if int(f.name) <= reput
+               < int(f.name) + f.stat().st_size]
+    with data.open("rb") as f:
+        f.seek(reput - int(data.name))
+        assert f.read(len(msg)) == msg, "the T0/0 message from the reput's start to B9's entry"
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    state = w["queuesAfterDispatch"]["T0/0"]
+    units = []
+    for f in state["files"]:
+        b = (src / "expected" / "consumequeue" / "T0" / "0" / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+        units += [(int.from_bytes(b[i:i + 8], "big"), int.from_bytes(b[i + 8:i + 12], "big"))
+                  for i in range(0, min(size, len(b)), 20)]
+    tail = int(w["maxPhyOffset"]) - 300   # the last T0/0 message (300 bytes), the log's last
+    assert units[-1] == (reput, len(msg)) and all(o != tail for o, _ in units), units[-3:]
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    if ext:
+        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") != reput)
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_wrote(written, line, tmp_path):
+    """The -emptied-batch-embedded store with multi-dispatch on, three puts of the last data file below
+    processOffset also to the light queue %LMQ%q1 (light queue offsets 0-2), a last T0/0 message after B9's also
+    to it (light queue offset 3; both its units cut), and where the reput is set (processOffset - 1) a well-formed
+    T5/0 message also for %LMQ%q1 (light queue offset 7), then 'x' bytes: ConsumeQueue.multiDispatchLmqQueue puts
+    its light unit by putMessagePositionInfo into %LMQ%q1 as the cut left it: past the max, appended at the write
+    position (the fourth unit, over the cut one's bytes) whatever its queue offset; the last message's units stay
+    cut. --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_scenarios import LIGHT_PUTS, LIGHT_TAIL, embedded_light_message
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_light_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    with data[-1].open("rb") as f:
+        f.seek(reput - int(data[-1].name))
+        assert f.read(len(msg) + 8) == msg + b"x" * 8, "the T5/0 and %LMQ%q1 message at the reput's start"
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    units = []
+    for f in state["files"]:
+        b = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f).read_bytes()
+        b = b[:max(0, int(state["maxOffset"]) - int(f))]
+        units += [(int.from_bytes(b[i:i + 8], "big"), int.from_bytes(b[i + 8:i + 12], "big"))
+                  for i in range(0, min(size, len(b)), 20)]
+    assert len(units) == len(LIGHT_PUTS) + 1 and units[-1] == (reput, len(msg)) and \
+        all(int(data[-1].name) <= o < reput for o, _ in units[:-1]), units
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed ones
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") != reput)
+    assert int(w["maxPhyOffset"]) - LIGHT_TAIL not in [o for o, _ in units], "the last message's light unit put back"
+    sent = _queued(r["scenario"]) + len(LIGHT_PUTS) + 1   # a unit each, a light one more for four
+    assert p["units_lost"] == sent - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_queue_the_cut_emptied(
+        written, line, tmp_path, monkeypatch):
+    """The -emptied-batch-embedded store with a last message to T8/0, a queue of its own, restarted with its
+    queues kept: the cut at processOffset empties T8/0 (on disk before the walk; no file left, correctMinOffset
+    sets its max to -1), and the well-formed T8/0 message (queue offset 13) where the reput is set (processOffset -
+    1, B9's max) gets a file where its queue offset falls (220), two fillPreBlank units before it; the 'x' bytes
+    after it send the reput past the rest. verify on the store as that restart found it predicts the units lost,
+    and its plan puts the parsed unit where the broker did."""
+    from broker_dledger_2gib import embedded_message
+    from broker_dledger_scenarios import EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET, TO_ENTRY_TAIL_BODY
+
+    from pipelines.verify import compare_store
+    from store_format.dledger_inside_units import InsideUnit
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-batch-embedded-own-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    with data[-1].open("rb") as f:
+        f.seek(reput - int(data[-1].name))
+        assert f.read(len(msg) + 8) == msg + b"x" * 8, "the T8 message at processOffset - 1, 'x' bytes after it"
+    assert any((src / "before" / "consumequeue" / "T8" / "0").iterdir()), "T8/0 not on disk before the restart"
+    assert w["queuesAfterLoad"]["T8/0"]["files"] == [], w["queuesAfterLoad"].get("T8/0")
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    state = w["queuesAfterDispatch"]["T8/0"]
+    (first,) = [int(f) for f in state["files"]]
+    held = (src / "expected" / "consumequeue" / "T8" / "0" / state["files"][0]).read_bytes()
+    at = int(state["maxOffset"]) - CQ_UNIT_SIZE - first   # the last unit the queue holds
+    blank = (0).to_bytes(8, "big") + (2**31 - 1).to_bytes(4, "big") + bytes(8)
+    unit = reput.to_bytes(8, "big") + len(msg).to_bytes(4, "big") + bytes(8)
+    assert first + at == EMBED_OWN_QUEUE_OFFSET * CQ_UNIT_SIZE and first > 0, (first, at)
+    assert held == blank * (at // CQ_UNIT_SIZE) + unit + bytes(size - at - CQ_UNIT_SIZE), held.hex()
+    plans = []
+
+    def capture(*args):
+        plans.append(real(*args))
+        return plans[-1]
+    real = compare_store._dledger_crash
+    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    (crash, _why), = plans
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.opened, placed.blank_until) == (
+        (InsideUnit("T8", 0, first + at, reput, len(msg), 0),), (("T8", 0, first),), (("T8", 0, first + at),)), placed
+    held_units = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit_size = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held_units += sum(1 for i in range(0, len(b), unit_size)
+                              if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                              and int.from_bytes(b[i:i + 8], "big") != reput)
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_parses_messages_for_queues_the_walk_wrote_in_its_earlier_data_file(
+        written, line, tmp_path):
+    """The -emptied-batch-embedded store with messageIndexSafe=true and the checkpoint's indexMsgTimestamp before
+    the last data file's first message, so that the crash recovery's walk starts at the first of its two data files
+    while the cut still happens, with two messages of that file sent to T7/0 and T6/0 and a last T6/0 message after
+    B9's (cut), and where the reput is set (processOffset - 1) two well-formed messages, for T7/0 (queue offset 3: a
+    queue the walk wrote in its earlier data file only, which the cut leaves as it was) and T6/0 (queue offset 7:
+    its unit below processOffset in that earlier file, the cut's write position at the last T6/0 unit), then 'x'
+    bytes: the broker appends each at its queue's write position (past the max; "logic queue order maybe wrong"),
+    over T6/0's cut unit, which stays cut. --as-restart writes the broker's files byte for byte, verify predicts
+    the units lost."""
+    from broker_dledger_scenarios import embedded_earlier_messages
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, run = embedded_earlier_messages()
+    half = len(run) // 2
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    with data[1].open("rb") as f:
+        f.seek(reput - int(data[1].name))
+        assert f.read(len(run) + 8) == run + b"x" * 8, "the T7/0 and T6/0 messages at the reput's start"
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    held: dict[str, list[tuple[int, int]]] = {}
+    for queue in ("T7/0", "T6/0"):
+        state = w["queuesAfterDispatch"][queue]
+        held[queue] = []
+        for f in state["files"]:
+            b = (src / "expected" / "consumequeue" / queue / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+            held[queue] += [(int.from_bytes(b[i:i + 8], "big"), int.from_bytes(b[i + 8:i + 12], "big"))
+                            for i in range(0, min(size, len(b)), 20)]
+    t7, t6 = held["T7/0"], held["T6/0"]
+    assert (t7[1:], t6[1:]) == ([(reput, half)], [(reput + half, half)]), (t7, t6)
+    assert t7[0][0] < int(data[1].name) and t6[0][0] < int(data[1].name), "not written in the first data file"
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    assert f"dispatches every entry from data file {data[0].name} " in err, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    units = 0   # the broker's units below each queue's write position, neither fillPreBlank nor a parsed one
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            units += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                         and int.from_bytes(b[i:i + 8], "big") not in (reput, reput + half))
+    assert p["units_lost"] == _queued(r["scenario"]) - units > 0, (units, p["units_lost"], p["notes"])
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_as_restart_after_a_crash_before_the_first_start_with_dledger(written, line, tmp_path):
     """A store of an ordinary commitlog whose broker crashed (an abort file), restarted with DLedger on: no
