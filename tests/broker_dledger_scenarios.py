@@ -646,8 +646,9 @@ def embedded_earlier_messages() -> tuple[int, bytes]:
 def embedded_earlier_scenario(sc: dict) -> dict:
     """``<line>-dledger-abort-emptied-batch-embedded-earlier`` (5.5.1), from the -emptied-batch-embedded store
     ``sc`` with ``messageIndexSafe=true`` and index files of 250 entries (the first full some 125 messages in, in
-    the first data file, the second never: the checkpoint's ``indexMsgTimestamp`` lies before the last data file's
-    first message, which ``isMmapFileMatchedRecover`` then refuses, so the walk starts at the first data file while
+    the first data file, the second never: the checkpoint's ``indexMsgTimestamp``, which the harness waits for the
+    index file's flush thread to set, lies before the last data file's first message, which
+    ``isMmapFileMatchedRecover`` then refuses, so the walk starts at the first data file while
     the checkpoint's ``logicsPhysicalOffset`` still reaches processOffset: the queues are cut): two messages of the
     first data file go to T7/0 and T6/0, a last T6/0 message after B9's (cut), and where the reput is set,
     processOffset - 1, well-formed messages for T7/0 (a queue the walk wrote in its earlier data file only) and

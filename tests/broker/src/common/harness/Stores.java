@@ -224,6 +224,25 @@ final class Stores {
         }
     }
 
+    /**
+     * Waits until every {@code FlushIndexFileThread} has ended: {@code IndexService.getAndCreateLastIndexFile} starts
+     * one when an index file fills, which flushes it and only then sets the checkpoint's {@code indexMsgTimestamp}
+     * (and flushes the checkpoint). A restart with {@code messageIndexSafe=true} reads that value in
+     * {@code isMmapFileMatchedRecover}; a thread held up under load past the shutdown would leave it unset, and the
+     * crash recovery's walk would then start at another data file than the scenario means.
+     */
+    static void awaitIndexFlushThreads(long timeoutMs) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().equals("FlushIndexFileThread")) {
+                t.join(Math.max(1, deadline - System.currentTimeMillis()));
+                if (t.isAlive()) {
+                    throw new IllegalStateException("an index file's flush thread does not end");
+                }
+            }
+        }
+    }
+
     /** Waits until {@code service}'s {@code lastFlushTimestamp} has moved {@code times} times. */
     private static void awaitFlushes(Object service, int times, long deadline)
         throws InterruptedException, ReflectiveOperationException {

@@ -519,6 +519,7 @@ public final class Writer {
                 check(r.isOk(), "put failed: " + r.getPutMessageStatus() + " for " + o.get("topic"));
             }
             Stores.awaitDispatched(store, 60_000);
+            Stores.awaitIndexFlushThreads(60_000);
             boolean paused = false;
             for (JsonElement m : messages) {
                 paused |= m.getAsJsonObject().has("sleepMs");
