@@ -57,7 +57,7 @@ def checked_windows(st: StoreLocation, seg: Segment, pos: int, config: BrokerCon
 
 def walk_after(st: StoreLocation, files: list[Segment], stop: int, log_end: int, last_base: int, reason: str,
                config: BrokerConfig, track: QueueTrack, committed: int) -> tuple[np.ndarray, int]:
-    """The consume queue units (rows of :data:`store_format.dledger_crash_cut.UNIT_COLUMNS`, queue numbers of
+    """The consume queue units (rows of :data:`store_format.dledger_queue_track.UNIT_COLUMNS`, queue numbers of
     ``track``) of the records from ``stop``, where the walk's message check failed, to DLedger's log end
     ``log_end``, as the start's reput hands them to the queues when it walks them (``doReput``'s message check:
     ``checkMessageAndReturnSize`` without CRC; a DLedger blank moves it to the next data file), in commitlog order:

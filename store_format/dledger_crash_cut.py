@@ -81,126 +81,24 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import commitlog as cl
 from .batchconsumequeue import BCQ_UNIT_SIZE
-from .dispatch import queue_units
 from .dledger_inside_units import ParsedUnit, Placed, WalkedQueue, place_inside
+from .dledger_queue_track import (
+    BLANK_MAX,
+    KIND_BATCH,
+    KIND_CQ,
+    U_END,
+    U_KEY,
+    U_KIND,
+    U_OFFSET,
+    U_QUEUE,
+    QueueTrack,
+    max_key,
+)
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
 __all__ = ["BLANK_MAX", "ExtAgain", "QueueCut", "QueueMove", "QueuesOnDisk", "QueueTrack", "cut_queues", "ext_reput"]
-
-BLANK_MAX = 2**31 - 1   # a fillPreBlank unit's offset + size (ConsumeQueue.fillPreBlank: 0 and Integer.MAX_VALUE)
-
-
-class QueueTrack:
-    """What the cut needs of the walk's consume queue units, collected batch by batch (numpy per batch,
-    Python per queue): the queues seen in the files before the current one and the largest max physical
-    offset they leave (:func:`_max_key`), each batch queue's units so far, and the current file's units
-    (rows of :data:`UNIT_COLUMNS`).  ``batch_topics``: the store's BatchCQ topics; ``keep_own``
-    (``enableConsumeQueueExt``): the commitlog offsets and queue numbers of a record's own consume queue units
-    in the files before the current one are kept too (:func:`ext_reput`: a reput from before the last file)."""
-
-    def __init__(self, batch_topics: frozenset[str] = frozenset(), keep_own: bool = False) -> None:
-        self.batch_topics = batch_topics
-        self.keep_own = keep_own
-        self.own_before: list[np.ndarray] = []   # with keep_own: rows (offset, queue) of the earlier files
-        self.names: list[tuple[str, int]] = []
-        self.ids: dict[tuple[str, int], int] = {}
-        self.seen_before: set[int] = set()
-        self.end_before = -1
-        self.batch_units: dict[int, int] = {}   # units a batch queue took so far (its next position / 46)
-        self.own_units: dict[int, int] = {}     # units a record's own consume queue took (with ext: its ext units)
-        # per queue, the queue offset and end of its last own consume queue unit in the files before the current one
-        self.last_before: dict[int, tuple[int, int]] = {}
-        self.base = -1
-        self._cur: list[np.ndarray] = []
-
-    def add(self, res: cl.WalkResult, n: int, file_base: int) -> None:
-        """The first ``n`` records of ``res`` (walked with their text) from the data file at ``file_base``:
-        what ``CommitLogDispatcherBuildConsumeQueue`` hands the queues for them
-        (:func:`store_format.dispatch.queue_units`: a record's own unit, then its light queue units)."""
-        if file_base != self.base:
-            last = self.last_file()
-            if len(last):
-                self.seen_before.update(int(k) for k in np.unique(last[:, U_QUEUE]))
-                self.end_before = max(self.end_before, int(_max_key(last).max()))
-                if self.keep_own:
-                    self.own_before.append(last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]])
-                own = last[last[:, U_KIND] == KIND_CQ][::-1]
-                queues, at = np.unique(own[:, U_QUEUE], return_index=True)   # each queue's last unit
-                self.last_before.update((int(q), (int(own[k, U_KEY]), int(own[k, U_END]))) for q, k in zip(queues, at))
-            self.base, self._cur = file_base, []
-        units = queue_units(res, self.batch_topics)
-        keep = units.record < n
-        if not keep.any():
-            return
-        local = np.array([self._queue_id(name) for name in units.queues], dtype=np.int64)
-        queue = local[units.queue[keep]]
-        phys = units.offset[keep].astype(np.int64)
-        kind = np.where(units.own[keep], KIND_CQ, KIND_LIGHT)
-        key = units.queue_offset[keep].astype(np.int64)
-        if self.batch_topics:
-            batch = np.array([t in self.batch_topics for t, _ in units.queues], dtype=bool)[units.queue[keep]]
-            kind[batch] = KIND_BATCH
-            for q in np.unique(queue[batch]):   # a batch unit's position: the queue's units before it
-                at = np.flatnonzero(batch & (queue == q))
-                done = self.batch_units.get(int(q), 0)
-                key[at] = np.arange(done, done + len(at))
-                self.batch_units[int(q)] = done + len(at)
-        for q, k in zip(*np.unique(queue[kind == KIND_CQ], return_counts=True)):
-            self.own_units[int(q)] = self.own_units.get(int(q), 0) + int(k)
-        self._cur.append(np.stack([phys, phys + units.size[keep], queue, key, kind], axis=1))
-
-    def written(self) -> tuple[tuple[str, int], ...]:
-        """The queues with a unit so far (``names`` also holds those of records past a window's last one kept)."""
-        last = {int(k) for k in np.unique(self.last_file()[:, U_QUEUE])}
-        return tuple(self.names[q] for q in sorted(self.seen_before | last))
-
-    def queue_id(self, name: tuple[str, int]) -> int:
-        """The queue number of ``name`` (a new one for a queue not seen yet)."""
-        return self._queue_id(name)
-
-    def _queue_id(self, name: tuple[str, int]) -> int:
-        if name not in self.ids:
-            self.ids[name] = len(self.names)
-            self.names.append(name)
-        return self.ids[name]
-
-    def place_batch(self, position: Callable[[tuple[str, int], np.ndarray], np.ndarray]) -> None:
-        """Each batch queue's units of the current file moved to where a queue on disk holds them:
-        ``position(queue, offsets)``, the unit numbers at which that queue holds the units of those commitlog
-        offsets (-1: not held; none held: the walk's units keep counting from 0).  A unit the walk finds there is
-        dropped (``putBatchMessagePositionInfo``: offset at or below the queue's max), the ones after it appended
-        behind it: the walk's units of a queue are consecutive there, so one held unit places them all."""
-        cur = self.last_file()
-        batch = cur[:, U_KIND] == KIND_BATCH
-        for q in np.unique(cur[batch, U_QUEUE]):
-            rows = np.flatnonzero(batch & (cur[:, U_QUEUE] == q))
-            at = position(self.names[int(q)], cur[rows, U_OFFSET])
-            held = np.flatnonzero(at >= 0)
-            if len(held):
-                j = rows[held[-1]]
-                cur[rows, U_KEY] += int(at[held[-1]]) - int(cur[j, U_KEY])
-        self._cur = [cur]
-
-    def last_file(self) -> np.ndarray:
-        """The current (last) file's units: rows of :data:`UNIT_COLUMNS`."""
-        return np.concatenate(self._cur) if self._cur else np.zeros((0, 5), dtype=np.int64)
-
-
-# a tracked unit: commitlog offset, offset + size, queue number, its queue offset (a batch queue's: its
-# unit number in the queue), kind
-UNIT_COLUMNS = ("offset", "end", "queue", "key", "kind")
-U_OFFSET, U_END, U_QUEUE, U_KEY, U_KIND = range(5)
-KIND_CQ, KIND_LIGHT, KIND_BATCH = 0, 1, 2   # a record's own consume queue, a light queue (LMQ), a batch queue
-
-
-def _max_key(units: np.ndarray) -> np.ndarray:
-    """What each unit leaves as its queue's ``getMaxPhysicOffset``: ``ConsumeQueue``'s (a light queue's too) is
-    the unit's end, ``BatchConsumeQueue``'s (``maxMsgPhyOffsetInCommitLog``) its start."""
-    return np.where(units[:, U_KIND] == KIND_BATCH, units[:, U_OFFSET], units[:, U_END])
-
 
 @dataclasses.dataclass(frozen=True)
 class QueuesOnDisk:
@@ -322,13 +220,13 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     :func:`store_format.dledger_inside_units.place_inside`).  ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
-    ``after``, ``walk_end`` (a walk whose message check failed at ``walk_end``, inside the log, before ``end``):
-    the units of the records from there to ``end`` (:data:`UNIT_COLUMNS`), which only the start's reput, whose
-    check reads no CRC, dispatches.  A reput from at or before ``walk_end`` appends them to their queues after the
-    cut units it puts back (a queue's units past the walk follow its cut ones: one suffix, moved with them,
-    :attr:`QueueMove.zero_from`); one from between ``walk_end`` and ``end`` appends those from its start on, the
-    records before it left out (no cut unit is put back: every one lies before ``walk_end``); one from ``end`` on
-    never reaches them.  Either way the rebuild's walk, which leaves the same records out, put them where
+    ``after``, ``walk_end`` (a walk whose message check failed at ``walk_end``, inside the log, before ``end``): the
+    units of the records from there to ``end`` (:data:`store_format.dledger_queue_track.UNIT_COLUMNS`), which only the
+    start's reput, whose check reads no CRC, dispatches.  A reput from at or before ``walk_end`` appends them to their
+    queues after the cut units it puts back (a queue's units past the walk follow its cut ones: one suffix, moved with
+    them, :attr:`QueueMove.zero_from`); one from between ``walk_end`` and ``end`` appends those from its start on, the
+    records before it left out (no cut unit is put back: every one lies before ``walk_end``); one from ``end`` on never
+    reaches them.  Either way the rebuild's walk, which leaves the same records out, put them where
     :func:`_appended_keys` says, the positions the moves start from.
 
     Raises:
@@ -344,7 +242,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     below = units[:, U_OFFSET] < process_offset
     cut = units[~below]
     kept = track.seen_before | {int(k) for k in np.unique(units[below, U_QUEUE])}
-    top = max(track.end_before, int(_max_key(units[below]).max()) if below.any() else -1)
+    top = max(track.end_before, int(max_key(units[below]).max()) if below.any() else -1)
     per_queue: dict[int, np.ndarray] = {}
     if len(cut):
         order = np.argsort(cut[:, U_QUEUE], kind="stable")
