@@ -98,7 +98,14 @@ from .dledger_queue_track import (
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["BLANK_MAX", "ExtAgain", "QueueCut", "QueueMove", "QueuesOnDisk", "QueueTrack", "cut_queues", "ext_reput"]
+__all__ = ["BLANK_MAX", "ExtAgain", "OnDiskCut", "QueueCut", "QueueMove", "QueuesOnDisk", "QueueTrack", "cut_queues",
+           "ext_reput"]
+
+
+# a queue on disk once truncateDirtyLogicFiles cut its own units (QueuesOnDisk.max_after_cut): its max physical offset,
+# whether a file of it stays, and its write position (queue bytes; -1: the cut would go on into older files)
+OnDiskCut = tuple[int, bool, int]
+
 
 @dataclasses.dataclass(frozen=True)
 class QueuesOnDisk:
@@ -106,12 +113,13 @@ class QueuesOnDisk:
     store as it is): their largest max physical offset after ``ConsumeQueue.recover``
     (``BatchConsumeQueue.recover``'s: the start of its last unit; 5.3.3 passes it to ``dledgerRecoverAbnormally``;
     5.5.1's ``truncateDirty`` checks it with the walk's), and, per queue ``(topic, queue id)``, its max physical
-    offset once ``truncateDirtyLogicFiles`` cut its own units at an offset, with whether a file of it stays: a
+    offset once ``truncateDirtyLogicFiles`` cut its own units at an offset, with whether a file of it stays and
+    its write position then (:data:`OnDiskCut`): a
     consume queue's, the end of its last unit below it, 2147483647 after ``fillPreBlank`` units only, the offset
     itself when every file goes; a batch queue's (``BatchConsumeQueue.truncateDirtyLogicFiles``), the start of
     its last unit below it, the offset - 1 when every file goes."""
     max_physic_offset: int
-    max_after_cut: Callable[[int], dict[tuple[str, int], tuple[int, bool]]]
+    max_after_cut: Callable[[int], dict[tuple[str, int], OnDiskCut]]
     # a batch queue's unit numbers of the units of commitlog offsets (-1: not held): QueueTrack.place_batch
     batch_position: Callable[[tuple[str, int], np.ndarray], np.ndarray] | None = None
 
@@ -196,7 +204,7 @@ Inside = Callable[[int], tuple[int, tuple[tuple[int, int], ...], tuple[ParsedUni
 
 def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq_file_size: int, ext: bool,
                recheck: bool, min_offset: int, confirm_offset: int, end: int,
-               on_disk: dict[tuple[str, int], tuple[int, bool]] | None = None,
+               on_disk: dict[tuple[str, int], OnDiskCut] | None = None,
                inside: Inside | None = None, ext_file_size: int = 0,
                reset_emptied: bool = False,
                after: np.ndarray | None = None, walk_end: int = -1) -> QueueCut:
@@ -204,7 +212,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
     least ``min_offset``), walking to ``end`` (module docstring); ``ext``: ``enableConsumeQueueExt``.
     ``on_disk``: the consume queues the store held before the walk (batch queues too), each with its max
-    physical offset once the cut took its own units and whether a file of it stays (:class:`QueuesOnDisk`);
+    physical offset once the cut took its own units, whether a file of it stays and its write position
+    (:class:`QueuesOnDisk`);
     the walk's units of every record from its start file
     are in ``track`` whether its dispatch appended them or found them there, so the units the cut takes
     are the walk's.  ``inside``: where the reput set at ``process_offset`` (inside an entry) dispatches
@@ -252,10 +261,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     emptied: set[int] = set()
     if on_disk:
         queue_ids = {name: k for k, name in enumerate(track.names)}
-        left = [v for v, stays in on_disk.values() if stays]
+        left = [v for v, stays, _w in on_disk.values() if stays]
         top = max(top, *left) if left else top
-        kept |= {queue_ids[n] for n, (_v, stays) in on_disk.items() if stays and n in queue_ids}
-        emptied = {queue_ids[n] for n, (_v, stays) in on_disk.items() if not stays and n in queue_ids}
+        kept |= {queue_ids[n] for n, (_v, stays, _w) in on_disk.items() if stays and n in queue_ids}
+        emptied = {queue_ids[n] for n, (_v, stays, _w) in on_disk.items() if not stays and n in queue_ids}
     max_after = {}
     for q, rows in per_queue.items():
         if q in kept:
@@ -367,15 +376,17 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
 
 def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: dict[int, np.ndarray],
                   max_after: dict[int, int], process_offset: int,
-                  on_disk: dict[tuple[str, int], tuple[int, bool]] | None, reput: int, end: int,
+                  on_disk: dict[tuple[str, int], OnDiskCut] | None, reput: int, end: int,
                   after: np.ndarray | None, cq_file_size: int, at: int, ext_file_size: int,
                   reset_emptied: bool = False) -> Placed:
     """:func:`store_format.dledger_inside_units.place_inside` on the walk's queues as the cut left them: the write
     position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
-    ``fillPreBlank`` units only); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext units the walk put per
-    queue: ``track.own_units``; a reput that goes on at ``reput`` before ``end`` puts its ext units after the parsed
-    ones' only in the queues whose records it walks, refused for those the walk wrote)."""
+    ``fillPreBlank`` units only), and for a queue on disk before the walk that the cut left a file of the write
+    position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``; refused unless the walk's units
+    below ``processOffset`` in its last file end there); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext
+    units the walk put per queue: ``track.own_units``; a reput that goes on at ``reput`` before ``end`` puts its ext
+    units after the parsed ones' only in the queues whose records it walks, refused for those the walk wrote)."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
@@ -402,7 +413,11 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
-        refused = ("a queue on disk before the walk" if name in (on_disk or {}) and not emptied
+        # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
+        # max), which the walk's units below processOffset in its last file must end at (else refused)
+        disk = (on_disk or {}).get(name) if not emptied else None
+        refused = ("a queue on disk before the walk with none of its units below processOffset in the walk's last "
+                   "data file" if disk is not None and not len(kept)
                    else "a queue the walk wrote light or batch units in" if before is None and not len(rows) else
                    "a queue the walk wrote units of another kind in"
                    if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
@@ -425,8 +440,13 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
                                track.own_units.get(q, 0))
         again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[:, [U_OFFSET, U_END, U_KEY]]) \
             if back.any() else ()
-        return WalkedQueue(int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last, top, after_last,
-                           int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again)
+        write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
+        if disk is not None:   # ConsumeQueue.truncateDirtyLogicFiles on the files on disk
+            if (disk[2], disk[0]) != (write, top):
+                return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose files the cut leaves "
+                                   f"at write position {disk[2]}, max {disk[0]}, not where the walk's units end")
+            write, top = disk[2], disk[0]
+        return WalkedQueue(write, top, after_last, int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)
 
 

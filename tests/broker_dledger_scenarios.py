@@ -570,7 +570,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += [to_entry, embedded_light_scenario(out[0]),
                 {**to_entry, "config": {**to_entry["config"], "enableConsumeQueueExt": "true",
                                         "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
-                embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0])]
+                embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
+                embedded_own_held_scenario(out[0])]
     return out
 
 
@@ -681,6 +682,18 @@ def embedded_own_kept_scenario(sc: dict) -> dict:
             "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
     return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
             "keepQueues": True, "name": f"{sc['name']}-own-kept"}
+
+
+def embedded_own_held_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-own-held`` (5.5.1, the queues kept): the -own-kept store with the
+    last message before the host (in the last data file, below processOffset) sent to T8/0 too, so that the cut
+    leaves T8/0, on disk before the walk, its file and that unit (queue offset 0), taking only the last message's;
+    the T8/0 message where the reput is set (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`) lands at the write position
+    the cut left, over the cut unit."""
+    own = embedded_own_kept_scenario(sc)
+    *rest, host, b9, tail = own["messages"]
+    rest[-1] = {**rest[-1], "topic": "T8", "queueId": 0}
+    return {**own, "messages": [*rest, host, b9, tail], "name": f"{sc['name']}-own-held"}
 
 
 def embedded_to_entry_message() -> bytes:

@@ -23,7 +23,7 @@ from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.consumequeue_recovery import BCQ_RULES, CQ_RULES, truncate_dirty_logic_files
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
-from store_format.dledger_crash_cut import QueuesOnDisk
+from store_format.dledger_crash_cut import OnDiskCut, QueuesOnDisk
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import RestartFailsError, StoreLayoutError, UnsupportedConfigError
 from store_format.indexfile import read_header
@@ -335,9 +335,9 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
     """What a 5.x DLedger store's restart after a crash dispatches
     (:func:`store_format.dledger_crash.plan_dledger_crash`) on the queues the store holds (``states``, after
     ``ConsumeQueue.recover``), or why it is not predicted: what that refuses."""
-    def max_after_cut(offset: int) -> dict[tuple[str, int], tuple[int, bool]]:
+    def max_after_cut(offset: int) -> dict[tuple[str, int], OnDiskCut]:
         """Each queue holding units: ``truncateDirtyLogicFiles(offset)`` on its own units (a batch queue's
-        ``BatchConsumeQueue``'s), its max physical offset then and whether a file of it stays."""
+        ``BatchConsumeQueue``'s), its max physical offset then, whether a file of it stays and its write position."""
         out = {}
         for s in states:
             if s.restart.max_physic_offset < 0:
@@ -347,8 +347,8 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
                                            truncate_from=rules.truncate_from, older_files=s.older_files)
             topic, qid = s.restart.queue.rsplit("/", 1)
             # write position -1: the walk would go on into older files (not followed): counted as kept, below all
-            out[(topic, int(qid))] = (t.max_physic_offset, t.write_position != 0) if t.write_position >= 0 \
-                else (-1, True)
+            out[(topic, int(qid))] = (t.max_physic_offset, t.write_position != 0, t.write_position) \
+                if t.write_position >= 0 else (-1, True, -1)
         return out
 
     def batch_position(name: tuple[str, int], offsets: np.ndarray) -> np.ndarray:
