@@ -20,7 +20,7 @@ from store_format.consumequeue_ext import (
 )
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_crash_cut import ExtAgain, QueueMove
-from store_format.dledger_inside_units import Placed
+from store_format.dledger_inside_units import InsideUnit, Placed
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import StoreError
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
@@ -254,8 +254,9 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     ``enableConsumeQueueExt`` the reput's ext units are appended and the units it put back point at them
     (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched write topic "" queue
     0's files (:func:`store_format.concurrent_reput.empty_request_queue_files`, ext files too; :func:`dledger_restart`
-    refused a store already holding others there).  ``built``'s file rows follow; returns whether anything
-    changed."""
+    refused a store already holding others there); the cut units of a queue the cut left with no file that the
+    reput appends after the parsed units (``Placed.again_moved``) are written with those.  ``built``'s file rows
+    follow; returns whether anything changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
     if crash is None:
         return False
@@ -266,6 +267,10 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         # "" queue 0's unit (0, 0, tagsCode) (ConsumeQueue.putMessagePositionInfo; the first one only), with
         # enableConsumeQueueExt each one's ext unit first (ConsumeQueueExt.put), the unit holding the first's address
         write_file(staged.staging_uri, rel, pieces)
+    placed = cut.inside_placed if cut is not None else Placed()
+    if placed.again_moved:   # the cut units of a queue the cut left with no file that the reput appends after the
+        # parsed units: read where the walk's queue holds them, before the cut's files go
+        placed = dataclasses.replace(placed, units=placed.units + _again_moved(staged, placed, config.cq_file_size))
     if cut is not None and (cut.dropped or cut.batch_dropped or cut.moves):
         layouts = {False: ("consumequeue", config.cq_file_size, CQ_UNIT_SIZE),
                    True: (BCQ_DIR, config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE)}
@@ -280,7 +285,6 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         built.cq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         built.bcq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         changed = True
-    placed = cut.inside_placed if cut is not None else Placed()
     if placed.units or placed.opened or placed.rebuild_units:
         assert cut is not None
         built.cq_files = _cut_files(staged, built.cq_files, placed.rebuild_files, "consumequeue")
@@ -355,6 +359,19 @@ def _set_file_rows(files: list[dict], kind: str, size: int,
                                                "bytes": size, "first_store_timestamp": None, "end_timestamp": None}
             files.append(row)
         row.update(entries=entries, begin_offset=first, end_offset=end)
+
+
+def _again_moved(staged: StagedOutput, placed: Placed, size: int) -> tuple[InsideUnit, ...]:
+    """The cut units ``placed.again_moved`` puts back elsewhere, as units at their targets: each one's bytes from
+    its source position in the staged queue (the walk's); the dropped ones (target -1) left out."""
+    out = []
+    for topic, qid, source, target in placed.again_moved:
+        if target < 0:
+            continue
+        data = staged.read_staged(f"consumequeue/{topic}/{qid}/{cq_file_name(source - source % size)}")
+        (offset, n, tags), = np.frombuffer(data[source % size:source % size + CQ_UNIT_SIZE], dtype=CQ_UNIT_DTYPE)
+        out.append(InsideUnit(topic, qid, target, int(offset), int(n), int(tags)))
+    return tuple(out)
 
 
 def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str, int, int], ...],

@@ -324,8 +324,23 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     # per queue whose cut units the reput dispatches again after messages parsed where it was set: how many of
     # them the parsed units' positions drop (the rest go back where they were: place_inside)
     after_parsed = {(t, qid): d for t, qid, d in placed.again_dropped}
+    elsewhere: dict[tuple[str, int], list[int]] = {}   # a queue the cut left with no file: where each cut unit goes
+    for t, qid, _source, target in placed.again_moved:
+        elsewhere.setdefault((t, qid), []).append(target)
     for q, rows in per_queue.items():
         batch = rows[0, U_KIND] == KIND_BATCH
+        if (targets := elsewhere.get(track.names[q])) is not None:   # appended after the parsed units (or dropped)
+            name, size = track.names[q], cq_file_size
+            to = np.asarray(targets, dtype=np.int64)
+            assert len(to) == len(rows)
+            if not (to >= 0).all():
+                lost[name] = rows[to < 0, U_OFFSET]
+            restored += int((to >= 0).sum())
+            put_back[q] = (rows[to >= 0, U_OFFSET], to[to >= 0])
+            first, last = int(rows[0, U_KEY]) * CQ_UNIT_SIZE, int(rows[-1, U_KEY]) * CQ_UNIT_SIZE
+            made = {f for t, qid, f in placed.opened if (t, qid) == name}   # the files getLastMappedFile created
+            dropped += [(*name, f) for f in range(first - first % size, last - last % size + 1, size) if f not in made]
+            continue
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
@@ -425,8 +440,9 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
                    "whose units past the walk's end the reput dispatches afterwards" if len(later) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
-                   "in the walk's last file, or only some of them" if back.any() and not (len(kept) and back.all())
-                   else "")
+                   "in the walk's last file, or only some of them"
+                   if back.any() and not ((len(kept) or (emptied and reset_emptied and not ext_file_size))
+                                          and back.all()) else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
         assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
@@ -435,11 +451,11 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
             return WalkedQueue((before[0] + 1) * CQ_UNIT_SIZE, before[1], (before[0] + 1) * CQ_UNIT_SIZE, before[1],
                                track.own_units.get(q, 0))
         after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
-        if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
-            return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
-                               track.own_units.get(q, 0))
         again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[:, [U_OFFSET, U_END, U_KEY]]) \
             if back.any() else ()
+        if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
+            return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
+                               track.own_units.get(q, 0), again=again)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
         if disk is not None:   # ConsumeQueue.truncateDirtyLogicFiles on the files on disk
             if (disk[2], disk[0]) != (write, top):

@@ -28,28 +28,33 @@ whose max 5.3.3 keeps at ``processOffset``: the unit where the reput is set, at 
 
 Where the reput goes on before the log's end, it dispatches the cut units of a queue the walk wrote again after the
 parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the parsed units left: those whose queue
-offsets lie below the write position are dropped (the first ones: the parsed units took their positions), the rest
-go back where they were (:attr:`Placed.again_dropped`); with ext files the ext units the reput puts for the records
-it walks follow the parsed units' ext units (:attr:`Placed.ext_put`).  A parsed message's light queue unit goes into
-a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo``
-with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own unit).
+offsets lie below the write position are dropped (the first ones: the parsed units took their positions), the rest go
+back where they were (:attr:`Placed.again_dropped`); in a queue the 5.5.1 cut left with no file each goes where that
+rule puts it after the parsed units, a unit of queue offset 0 appended at the write position
+(:attr:`Placed.again_moved`; the cut's files are not written again); with ext files the ext units the reput puts for
+the records it walks follow the parsed units' ext units (:attr:`Placed.ext_put`).  A parsed message's light queue unit
+goes into a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``:
+``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own
+unit).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
 the walk's records (:func:`store_format.store.then_pieces`), appends them so (:mod:`store_format.consumequeue`).  In a
-queue the walk wrote, the rebuild's queue holds every unit of the walk, cut or not: :func:`place_inside` says where the
-broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there, and undoes what the rebuild's own
+queue the walk wrote, the rebuild's queue holds every unit of the walk, cut or not: :func:`place_inside` says where
+the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there, and undoes what the rebuild's own
 dispatch of the message put: it drops it when the message lies before the end of that queue's last walk unit (as one
 parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
 units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused (one
 line): a queue on disk before the walk with no unit below ``processOffset`` in the walk's last data file or whose
-files the cut leaves elsewhere than the walk's units end (one the cut emptied is placed as above; one it left a file of,
-as ``truncateDirtyLogicFiles`` left its files: ``dledger_crash_cut``), a batch queue, a light queue with ext files on,
-and a queue whose cut units the reput puts back afterwards when it kept no unit below ``processOffset`` in the walk's
-last file, has units past the walk's end (``dledger_crash_cut``), or would get them back elsewhere than where they were
-or in a file ``getLastMappedFile`` creates anew.  A queue the walk wrote in its earlier data files only is as the walk
-left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end); one whose
-units below ``processOffset`` all lie there has its max at the end of the last one (``QueueTrack.last_before``).
+files the cut leaves elsewhere than the walk's units end (one the cut emptied is placed as above; one it left a file
+of, as ``truncateDirtyLogicFiles`` left its files: ``dledger_crash_cut``), a batch queue, a light queue with ext
+files on, and a queue whose cut units the reput puts back afterwards when it kept no unit below ``processOffset`` in
+the walk's last file (but for one the 5.5.1 cut left with no file, without ext files, all of them put back), has
+units past the walk's end (``dledger_crash_cut``), or, with a file of it left, would get them back elsewhere than
+where they were or in a file ``getLastMappedFile`` creates anew.  A queue the walk wrote in its earlier data files
+only is as the walk left it (the cut takes nothing there: its write position after its last unit there, its max that
+unit's end); one whose units below ``processOffset`` all lie there has its max at the end of the last one
+(``QueueTrack.last_before``).
 """
 from __future__ import annotations
 
@@ -153,6 +158,10 @@ class Placed:
     # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in a queue the walk wrote (after
     # the walk's; the reput's ones, where it goes on, after them)
     ext_put: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, source, target)``: in a queue the cut left with no file, a cut unit the reput dispatches
+    # again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20), appended at
+    # ``target`` instead (-1: dropped); every cut unit of such a queue is listed, in commitlog order
+    again_moved: tuple[tuple[str, int, int, int], ...] = ()
 
 
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
@@ -177,10 +186,13 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     rebuild_units: list[tuple[str, int, int]] = []
     rebuild_files: list[tuple[str, int, int]] = []
     blanks: list[tuple[str, int, int]] = []
+    no_file: set[tuple[str, int]] = set()   # the queues the cut left with no file
     for u in parsed:
         key = (u.topic, u.queue_id)
         if key not in states:
             states[key] = walked(key)
+            if (new := states[key]) is not None and new.write < 0 and not new.refused:
+                no_file.add(key)
         s = states[key]
         if s is None:
             continue   # a queue the walk did not write: the rebuild's dispatch appends it by the same rules
@@ -208,8 +220,13 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if (position := _put(key, s, end, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
             out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, tags_code))
     again: list[tuple[str, int, int]] = []
+    moved: list[tuple[str, int, int, int]] = []
     for key, s in states.items():   # the cut units the reput dispatches again after the parsed ones, by the same rule
         if s is None or not s.again:
+            continue
+        if key in no_file:   # none of its files stays: each where the same rule puts it, after the parsed units
+            moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks))
+                      for o, n, q in s.again]
             continue
         back = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks) == queue_offset * CQ_UNIT_SIZE
                 for offset, size, queue_offset in s.again]   # each put back where it was
@@ -221,7 +238,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         again.append((*key, dropped))
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
                   tuple(f for f in rebuild_files if f not in opened), tuple(blanks), tuple(again),
-                  tuple((*k, n) for k, n in ext_put.items()))
+                  tuple((*k, n) for k, n in ext_put.items()), tuple(moved))
 
 
 def _put(key: tuple[str, int], s: WalkedQueue, end: int, queue_offset: int, cq_file_size: int,

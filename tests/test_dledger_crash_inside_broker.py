@@ -94,3 +94,49 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
                               if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
                               and int.from_bytes(b[i:i + 8], "big") != reput)
     assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_after_a_parsed_one_in_a_queue_left_no_file(
+        written, line, tmp_path):
+    """The -to-entry store with its last message and the one where the reput is set (processOffset - 1, ending at
+    B9's entry) for T8/0, a topic of its own: the 5.5.1 cut leaves T8/0 no file (max -1), so the parsed unit (queue
+    offset 13) gets file 220, two fillPreBlank units before it, and the reput, going on at B9's entry, dispatches
+    B9's unit again and then the cut T8/0 unit (queue offset 0: no "build consume queue repeatedly" check), which
+    the broker appends after the parsed one, at 280, not at 0 where the walk had it (file 0 not written again).
+    --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_runs import _as_restart, _same_files, _same_tree
+    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_OWN_QUEUE_OFFSET, TO_ENTRY_HOST_TAIL
+
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-emptied"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    reput = int(w["truncateDirtyLogicFilesAt"]) - 1
+    tail = int(w["maxPhyOffset"]) - 300   # the last T8/0 message (300 bytes), the log's last
+    assert w["queuesAfterLoad"]["T8/0"]["files"] == [] and int(w["queuesAfterLoad"]["T8/0"]["maxPhysicOffset"]) == -1
+    state = w["queuesAfterDispatch"]["T8/0"]
+    at = EMBED_OWN_QUEUE_OFFSET * CQ_UNIT_SIZE
+    assert state["files"] == [f"{at - at % size:020d}"] and int(state["maxOffset"]) == at + 2 * CQ_UNIT_SIZE, state
+    held = (src / "expected" / "consumequeue" / "T8" / "0" / state["files"][0]).read_bytes()
+    assert [_unit(held, k) for k in range(at % size, at % size + 2 * CQ_UNIT_SIZE, CQ_UNIT_SIZE)] == [
+        (reput, host_end - reput, 0), (tail, 300, 0)], held.hex()
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    count = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            count += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                         and int.from_bytes(b[i:i + 8], "big") != reput)
+    assert p["units_lost"] == _queued(r["scenario"]) - count, (count, p["units_lost"], p["notes"])
