@@ -440,9 +440,10 @@ def _inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: 
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
                    "whose units past the walk's end the reput dispatches afterwards" if len(later) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
-                   "in the walk's last file, or only some of them"
-                   if back.any() and not ((len(kept) or (emptied and reset_emptied and not ext_file_size))
-                                          and back.all()) else "")
+                   "in the walk (fillPreBlank units only; emptied on 5.3.3 or with ext files), or only some of them"
+                   if back.any() and not ((len(kept) or q not in max_after
+                                           or (emptied and reset_emptied and not ext_file_size)) and back.all())
+                   else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
         assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()

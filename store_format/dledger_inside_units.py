@@ -49,7 +49,7 @@ line): a queue on disk before the walk with no unit below ``processOffset`` in t
 files the cut leaves elsewhere than the walk's units end (one the cut emptied is placed as above; one it left a file
 of, as ``truncateDirtyLogicFiles`` left its files: ``dledger_crash_cut``), a batch queue, a light queue with ext
 files on, and a queue whose cut units the reput puts back afterwards when it kept no unit below ``processOffset`` in
-the walk's last file (but for one the 5.5.1 cut left with no file, without ext files, all of them put back), has
+the walk (but for one the 5.5.1 cut left with no file, without ext files) or only some of them, has
 units past the walk's end (``dledger_crash_cut``), or, with a file of it left, would get them back elsewhere than
 where they were or in a file ``getLastMappedFile`` creates anew.  A queue the walk wrote in its earlier data files
 only is as the walk left it (the cut takes nothing there: its write position after its last unit there, its max that

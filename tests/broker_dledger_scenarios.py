@@ -571,7 +571,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 {**to_entry, "config": {**to_entry["config"], "enableConsumeQueueExt": "true",
                                         "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
-                embedded_own_held_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0])]
+                embedded_own_held_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]),
+                embedded_to_entry_earlier_scenario(out[0])]
     return out
 
 
@@ -727,11 +728,13 @@ def embedded_to_entry_scenario(sc: dict) -> dict:
             "name": f"{sc['name']}-to-entry"}
 
 
-def embedded_to_entry_emptied_scenario(sc: dict) -> dict:
+def embedded_to_entry_emptied_scenario(sc: dict, topic: str = "T8", queue_offset: int = EMBED_OWN_QUEUE_OFFSET,
+                                       suffix: str = "-emptied") -> dict:
     """``<line>-dledger-abort-emptied-batch-embedded-to-entry-emptied`` (5.5.1): the -to-entry store with its last
     message and the one where the reput is set (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`) for T8/0, a topic of its
     own: the cut leaves T8/0 no file (max -1), the parsed unit gets a new file where its queue offset falls, and the
-    reput, going on at B9's entry, dispatches the cut T8/0 unit (queue offset 0) again after it."""
+    reput, going on at B9's entry, dispatches the cut T8/0 unit (queue offset 0) again after it (``topic``,
+    ``queue_offset``: those of both messages)."""
     from broker_dledger_2gib import embedded_message
     to_entry = embedded_to_entry_scenario(sc)
     reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
@@ -739,14 +742,25 @@ def embedded_to_entry_emptied_scenario(sc: dict) -> dict:
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     props = b"KEYS\x01E5" + TO_ENTRY_HOST_TAIL
     body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
-    msg = embedded_message(reput, body, props, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+    msg = embedded_message(reput, body, props, topic=topic.encode(), queue_offset=queue_offset)
     assert len(msg) == len(old)
     *rest, host, b9, tail = to_entry["messages"]
     hb = bytearray(base64.b64decode(host["body"]))
     head = msg[:-len(TO_ENTRY_HOST_TAIL)]
     hb[len(hb) - len(head):] = head
     return {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9,
-                                     {**tail, "topic": "T8"}], "name": f"{to_entry['name']}-emptied"}
+                                     {**tail, "topic": topic}], "name": f"{to_entry['name']}{suffix}"}
+
+
+def embedded_to_entry_earlier_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-earlier`` (5.5.1): the -to-entry-emptied layout over the
+    -earlier store's walk (``messageIndexSafe=true``, index files of 250 entries: the walk covers both data files with
+    the cut), the first data file's message 11 sent to T6/0, the last message and the one where the reput is set
+    (queue offset :data:`TO_ENTRY_QUEUE_OFFSET`) for T6/0 too: its unit below processOffset lies in the earlier data
+    file, its cut unit (queue offset 1) is dispatched again after the parsed one."""
+    out = embedded_to_entry_emptied_scenario(sc, "T6", TO_ENTRY_QUEUE_OFFSET, "-earlier")
+    msgs = [{**m, "topic": "T6", "queueId": 0} if i == 11 else m for i, m in enumerate(out["messages"])]
+    return {**out, "config": {**out["config"], "messageIndexSafe": "true", "maxIndexNum": "250"}, "messages": msgs}
 
 
 def first_start_abort_scenario(line: str) -> dict:

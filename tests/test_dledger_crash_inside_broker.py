@@ -140,3 +140,46 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_after_a_parse
             count += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
                          and int.from_bytes(b[i:i + 8], "big") != reput)
     assert p["units_lost"] == _queued(r["scenario"]) - count, (count, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_drops_a_cut_unit_after_a_parsed_one_in_a_queue_held_earlier(
+        written, line, tmp_path):
+    """The -to-entry-emptied layout over the -earlier walk (both data files walked, the cut still happening) for
+    T6/0, whose unit below processOffset lies in the earlier data file (queue offset 0): the cut leaves its write
+    position at its cut unit (20), the parsed T6/0 message (queue offset 1000, ending at B9's entry) is appended
+    there, and the reput, going on at B9's entry, drops the cut T6/0 unit (queue offset 1: its position lies below
+    the write position). --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_runs import _as_restart, _same_files, _same_tree
+    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, TO_ENTRY_HOST_TAIL
+
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-earlier"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    reput = int(w["truncateDirtyLogicFilesAt"]) - 1
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    state = w["queuesAfterDispatch"]["T6/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 2 * CQ_UNIT_SIZE, state
+    held = (src / "expected" / "consumequeue" / "T6" / "0" / state["files"][0]).read_bytes()
+    first = _unit(held, 0)
+    assert first[0] < int(data[1].name) and _unit(held, CQ_UNIT_SIZE) == (reput, host_end - reput, 0), held[:60].hex()
+    assert held[2 * CQ_UNIT_SIZE:] == bytes(len(held) - 2 * CQ_UNIT_SIZE), held.hex()
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    count = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            count += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                         and int.from_bytes(b[i:i + 8], "big") != reput)
+    assert p["units_lost"] == _queued(r["scenario"]) - count > 0, (count, p["units_lost"], p["notes"])
