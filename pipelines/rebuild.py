@@ -41,7 +41,7 @@ from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
-from .restart import DLedgerRestart, Restart, apply_cut
+from .restart import DLedgerRestart, Restart, apply_cut, inside_blanks
 from .restart import as_restart as restart_view
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
 from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
@@ -279,8 +279,9 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
             totals["empty_requests"] = sum(s.empty_requests for s in stops)
         built = build_files(walk, config, staged, runner, record_states=tables is not None, tz=tz,
                             extra_units=empty_request_units(config, stops))
-        # blanks' empty requests: topic "", queue 0 (--as-restart: refused over other bytes the store holds there)
-        for rel, pieces in empty_request_files(config, stops, st if as_restart else None):
+        # blanks' empty requests: topic "", queue 0 (--as-restart: over the files the store holds there, which it
+        # keeps whatever the restart dispatches)
+        for rel, pieces in empty_request_files(config, stops, st if as_restart else None, inside_blanks(recovery)):
             write_file(staged.staging_uri, rel, pieces)
         for line in rocksdb_warnings:
             log.warning("%s", line)

@@ -7,7 +7,6 @@ import numpy as np
 
 from store_format.anomalies import AnomalyKind
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE, BCQ_UNIT_SIZE
-from store_format.concurrent_reput import empty_request_queue_files
 from store_format.config import BrokerConfig
 from store_format.consumequeue import cq_file_name
 from store_format.consumequeue_ext import (
@@ -200,8 +199,6 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              if crash.drops_before else "")
                           + (f"; the cut left {', '.join(f'{t}/{q}' for t, q in reset)} with no file (max -1: "
                              "ConsumeQueue.correctMinOffset), which it writes anew from its start" if reset else ""))
-        if crash.cut is not None:   # the blanks' empty requests over the store's own topic "" queue 0 files: refused
-            empty_request_queue_files(config, sum(b == a for a, b in crash.cut.inside_records), st)
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
         runs = tuple((a, b) for a, b in crash.cut.inside_records if b > a) if crash.cut is not None else ()
         if crash.before:   # the earlier files' records after the walk's, then the walk's again (jump_at)
@@ -209,7 +206,7 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             kept = jump_at(dataclasses.replace(kept, reindex=-1), *crash.jump, walked_from=crash.start_offset)
             # the reput's pass: the segments after the one the walk's pass goes on from
             reput_pass = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0) + 1
-            if runs:   # first the messages its check parses where it was set (a blank's empty request: apply_cut)
+            if runs:   # first the messages its check parses where it was set (a blank's empty request: inside_blanks)
                 kept = then_pieces(kept, runs, st.segments, after=reput_pass - 1)
             if reset:   # from the reput's first piece on, the parsed messages' if any
                 kept = dataclasses.replace(kept, queue_reset=reset, reset_from=reput_pass)
@@ -219,7 +216,7 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                                    reindex=crash.reindex)
         if crash.jump is not None:   # the reput's records read where it reads them (the walk's again: its keys, ext)
             kept = jump_at(dataclasses.replace(kept, reindex=-1) if crash.again else kept, *crash.jump)
-        if runs:   # the messages its check parses where it was set (a blank's empty request: apply_cut), then the
+        if runs:   # the messages its check parses where it was set (a blank's empty request: inside_blanks), then the
             # records from where it goes on again when that is inside the walk's range (their keys as the index
             # takes them after those messages', not StoreLocation.reindex)
             assert crash.cut is not None
@@ -246,27 +243,30 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
     return kept, DLedgerRestart(rec, before, nothing)
 
 
+def inside_blanks(recovery: object) -> int:
+    """How many blanks' empty requests a 5.x DLedger crash restart's reput set inside an entry dispatches
+    (:mod:`store_format.dledger_reput_inside`: records of no bytes among those its check parses), which
+    ``pipelines.rebuild`` writes with the concurrent reput's
+    (:func:`store_format.concurrent_reput.empty_request_files`: topic "" queue 0's unit, with
+    ``enableConsumeQueueExt`` each one's ext unit first, over what an ``--as-restart`` store holds there)."""
+    crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
+    return sum(b == a for a, b in crash.cut.inside_records) if crash is not None and crash.cut is not None else 0
+
+
 def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: BrokerConfig) -> bool:
     """The staged queues as a 5.x DLedger crash restart leaves them after ``truncateDirtyLogicFiles`` (5.5.1)
     and the start's reput (:class:`store_format.dledger_crash_cut.QueueCut`): the consume queue and batch
     consume queue files the cut deleted and nothing wrote again are removed, in a queue whose cut units are
     put back only in part they are moved to where the reput appends them (:func:`_write_moved`), and with
     ``enableConsumeQueueExt`` the reput's ext units are appended and the units it put back point at them
-    (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched write topic "" queue
-    0's files (:func:`store_format.concurrent_reput.empty_request_queue_files`, ext files too; :func:`dledger_restart`
-    refused a store already holding others there); the cut units of a queue the cut left with no file that the
-    reput appends after the parsed units (``Placed.again_moved``) are written with those.  ``built``'s file rows
-    follow; returns whether anything changed."""
+    (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched are written with the
+    concurrent reput's (:func:`inside_blanks`); the cut units of a queue the cut left with no file that the reput
+    appends after the parsed units (``Placed.again_moved``) are written with those.  ``built``'s file rows follow;
+    returns whether anything changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
     if crash is None:
         return False
     cut, changed = crash.cut, False
-    blanks = sum(b == a for a, b in cut.inside_records) if cut is not None else 0
-    for rel, pieces in empty_request_queue_files(config, blanks):
-        # the blanks' empty requests its check dispatched where it was set (store_format.dledger_reput_inside): topic
-        # "" queue 0's unit (0, 0, tagsCode) (ConsumeQueue.putMessagePositionInfo; the first one only), with
-        # enableConsumeQueueExt each one's ext unit first (ConsumeQueueExt.put), the unit holding the first's address
-        write_file(staged.staging_uri, rel, pieces)
     placed = cut.inside_placed if cut is not None else Placed()
     if placed.again_moved:   # the cut units of a queue the cut left with no file that the reput appends after the
         # parsed units: read where the walk's queue holds them, before the cut's files go

@@ -61,11 +61,8 @@ from . import commitlog as cl
 from .anomalies import AnomalyKind, anomaly
 from .concurrent_batches import NotFollowed, damaged_batch_outcome, pre_check
 from .config import BrokerConfig
-from .consumequeue import cq_file_name
-from .consumequeue_ext import build_ext_file, ext_addresses, ext_file_name, ext_units_per_file
-from .empty_request_held import refuse_held_empty_request_files
+from .empty_request_held import empty_request_queue_files
 from .errors import UnsupportedConfigError
-from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .reput_end import data_end_limit
 from .store import Segment, StoreLocation, read_in_pieces
 
@@ -356,9 +353,10 @@ def index_after_last_key(stops: list[ConcurrentStop], end_phy_offset: int, after
     return after_last_key or (last is not None and last > end_phy_offset)
 
 
-def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop],
-                        store: StoreLocation | None = None) -> list[tuple[str, list]]:
-    """The files the blanks' empty requests of ``stops`` leave (relative paths, and pieces for
+def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop], store: StoreLocation | None = None,
+                        more: int = 0) -> list[tuple[str, list]]:
+    """The files the blanks' empty requests of ``stops``, and ``more`` others (those a DLedger start's reput set
+    inside an entry dispatches: :mod:`store_format.dledger_reput_inside`), leave (relative paths, and pieces for
     :func:`pipelines.build.write_file`: bytes, or an int for that many zeros); none without one.
 
     ``CommitLogDispatcherBuildConsumeQueue`` hands each to ``ConsumeQueue.putMessagePositionInfoWrapper`` of topic
@@ -368,44 +366,11 @@ def empty_request_files(config: BrokerConfig, stops: list[ConcurrentStop],
     the unit (0, 0, tagsCode) at queue offset 0, the first one only: for the next ones ``offset + size`` (0) is
     not past the queue's max physical offset (0), so they are skipped as written again, their ext units kept (in
     as many ext files as they fill, :func:`store_format.consumequeue_ext.build_ext_file`).  ``store``: the store an
-    ``--as-restart`` starts on (:func:`empty_request_queue_files`)."""
-    count = sum(s.empty_requests for s in stops if s.empty_request is not None)
-    if config.rocksdb_cq:   # no files: empty_request_units
-        return []
-    return empty_request_queue_files(config, count, store)
-
-
-def empty_request_queue_files(config: BrokerConfig, count: int,
-                              store: StoreLocation | None = None) -> list[tuple[str, list]]:
-    """The files ``count`` blanks' empty requests dispatched one after the other into a topic "" queue 0 that had
-    none leave (:func:`empty_request_files`; also those a DLedger start's reput set inside an entry dispatches,
-    :mod:`store_format.dledger_reput_inside`): ``consumequeue/0/`` with its one unit, and with
-    ``enableConsumeQueueExt=true`` ``consumequeue_ext/0/`` with ``count`` ext units; none when ``count`` is 0.
-    ``store`` (``--as-restart``: the store the restart starts on): refused when it already holds such a file with
-    other bytes (:func:`store_format.empty_request_held.refuse_held_empty_request_files`)."""
-    files = _empty_request_queue_files(config, count)
-    if store is not None:
-        refuse_held_empty_request_files(store, count, files)
-    return files
-
-
-def _empty_request_queue_files(config: BrokerConfig, count: int) -> list[tuple[str, list]]:
-    """:func:`empty_request_queue_files`' files, written from scratch."""
-    if not count:
-        return []
-    name = cq_file_name(0)
-    if not config.enableConsumeQueueExt:
-        return [(f"consumequeue/0/{name}", [config.cq_file_size])]
-    size = config.mappedFileSizeConsumeQueueExt
-    unit = np.zeros(1, dtype=CQ_UNIT_DTYPE)
-    unit["tagsCode"] = ext_addresses(np.zeros(1, dtype=np.int64), size)
-    per_file = ext_units_per_file(size)
-    files = -(-count // per_file)   # a file full (past its last unit less than 4 bytes left) is followed by the next
-    ext = []
-    for k in range(files):
-        zeros = np.zeros(min(per_file, count - k * per_file), dtype=np.int64)
-        ext.append((f"consumequeue_ext/0/{ext_file_name(k, size)}", build_ext_file(size, zeros, zeros, k < files - 1)))
-    return [(f"consumequeue/0/{name}", [unit.tobytes(), config.cq_file_size - CQ_UNIT_SIZE]), *ext]
+    ``--as-restart`` starts on: the files it holds in those folders, kept or written over
+    (:func:`store_format.empty_request_held.empty_request_queue_files`)."""
+    count = sum(s.empty_requests for s in stops if s.empty_request is not None) + more
+    # a RocksDB consume queue: no files written (empty_request_units), those the store holds kept
+    return empty_request_queue_files(config, 0 if config.rocksdb_cq else count, store)
 
 
 def empty_request_units(config: BrokerConfig, stops: list[ConcurrentStop]) -> tuple[tuple[int | str, ...], ...]:

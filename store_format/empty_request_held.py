@@ -1,7 +1,9 @@
-"""``--as-restart`` over a store that already holds topic "" queue 0's files (``consumequeue/0/``,
-``consumequeue_ext/0/``), where a blank's empty request the restart dispatches writes its unit.
+"""The files of topic "" queue 0 (``consumequeue/0/``, ``consumequeue_ext/0/``) a restart leaves, where blanks'
+empty requests write that queue's unit: from scratch, or (``--as-restart``) over the files of those folders the store
+already holds.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueueStore.loadConsumeQueues``, ``findOrCreateConsumeQueue``,
+``ConsumeQueue.putMessagePositionInfo``, ``ConsumeQueueExt.put``/``fullFillToEnd``,
 ``MappedFileQueue.getLastMappedFile`` and ``DefaultMappedFile.init``.
 
 A blank's empty request (``DispatchRequest(0, true)``: the 5.x concurrent reput's, or the one a DLedger start's reput
@@ -10,60 +12,95 @@ the start ``loadConsumeQueues`` reads that folder as topic "0": each file in it 
 queue id of topic "0" (``consumequeue/0/0/``, which holds nothing), so no queue of topic "" is loaded.  The first
 empty request then creates topic "" queue 0 afresh: ``getLastMappedFile`` finds no file in its (unloaded) list and
 opens ``consumequeue/0/00000000000000000000`` (``DefaultMappedFile.init``: ``RandomAccessFile`` in "rw" mode, mapped
-over the file size, so an existing file is neither truncated nor zeroed), and the unit (and, with
-``enableConsumeQueueExt``, each ext unit in ``consumequeue_ext/0/``) is written from the file's start over what it
-held; every byte it does not write, and every file of those folders it does not open, stays as it was.  The rebuild
-writes those files from scratch (:func:`store_format.concurrent_reput.empty_request_queue_files`), which is the
-broker's result only where the store holds no such file, or one with the very bytes the rebuild writes (the broker
-then writes the same bytes over them).  Anything else is refused in one line: not checked against a broker (the
-harness restarts a store whose ``consumequeue/`` it deleted first).
+over the queue's file size, so an existing file is neither truncated nor zeroed, and one shorter than that size grows
+to it, zeros after its bytes), and the unit (0, 0, tagsCode) goes at its start (write position 0, queue offset 0: no
+``fillPreBlank``): those 20 bytes replace what the file held there.  With ``enableConsumeQueueExt`` each empty request
+first puts an ext unit (``ConsumeQueueExt.put``) the same way into ``consumequeue_ext/0/``, from its first file's start
+on, a full file ending in the short -1 (``fullFillToEnd``) before the next file opens.  Every byte not written and
+every file of those folders not opened stays as it was; and a restart that dispatches no empty request leaves them
+all.  So ``--as-restart`` writes each file the requests open as the store's bytes (zeros up to the file size) with the
+written bytes over their start, and copies every other file of those folders as it is
+(:func:`empty_request_queue_files`; ``tests/test_dledger_crash_inside_broker.py``, the small DLedger store whose reput,
+set inside an entry, dispatches a blank's empty request, with files planted there before the restart).
 """
 from __future__ import annotations
 
+import numpy as np
 import pyarrow.fs as pafs
 
+from .config import BrokerConfig
+from .consumequeue import cq_file_name
+from .consumequeue_ext import build_ext_file, ext_addresses, ext_file_name, ext_units_per_file
 from .errors import UnsupportedConfigError
+from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .store import StoreLocation
 
-__all__ = ["refuse_held_empty_request_files"]
+__all__ = ["empty_request_queue_files"]
 
 _FOLDERS = ("consumequeue/0", "consumequeue_ext/0")
 
 
-def _piece_bytes(pieces: object) -> bytes:
-    """The bytes of :func:`pipelines.build.write_file`'s ``data`` (bytes, or pieces where an int is that many
-    zeros)."""
-    if isinstance(pieces, (bytes, bytearray, memoryview)):
-        return bytes(pieces)
-    assert isinstance(pieces, list), type(pieces)
-    return b"".join(bytes(p) for p in pieces)   # bytes(n): n zeros
-
-
-def refuse_held_empty_request_files(store: StoreLocation, count: int, files: list[tuple[str, list]]) -> None:
-    """Refuse ``--as-restart`` when the restart dispatches ``count`` blanks' empty requests, whose files the rebuild
-    writes as ``files`` (relative paths and pieces), and ``store`` (the store the restart starts on) already holds a
-    file in ``consumequeue/0/`` or ``consumequeue_ext/0/`` that is not one of them with the same bytes (see the
-    module's docstring); topic "0"'s queue folders there are not such files.
+def empty_request_queue_files(config: BrokerConfig, count: int,
+                              store: StoreLocation | None = None) -> list[tuple[str, list]]:
+    """The files ``count`` blanks' empty requests dispatched one after the other into a topic "" queue 0 that had
+    none leave (relative paths, and pieces for :func:`pipelines.build.write_file`: bytes, or an int for that many
+    zeros): ``consumequeue/0/`` with its one unit (the next requests' units are skipped: ``offset + size``, 0, is not
+    past the queue's max physical offset, 0), and with ``enableConsumeQueueExt=true`` ``consumequeue_ext/0/`` with
+    ``count`` ext units, each unit's tagsCode the first one's address; none when ``count`` is 0.  ``store``
+    (``--as-restart``: the store the restart starts on): the files of those folders it holds, those the requests
+    write with the written bytes over them (module docstring).
 
     Raises:
-        UnsupportedConfigError: one line, naming the file.
+        UnsupportedConfigError: a file the requests open is a folder in ``store`` (one line).
     """
+    written = _written(config, count)
+    if store is None:
+        return [(rel, [data, size - len(data)]) for rel, (data, size) in written.items()]
+    out = []
+    for rel, held in _held(store, set(written)):
+        if rel in written:
+            data, size = written.pop(rel)
+            merged = bytearray(held) + bytes(max(0, size - len(held)))
+            merged[:len(data)] = data
+            out.append((rel, [bytes(merged)]))
+        else:
+            out.append((rel, [held]))
+    return out + [(rel, [data, size - len(data)]) for rel, (data, size) in written.items()]
+
+
+def _written(config: BrokerConfig, count: int) -> dict[str, tuple[bytes, int]]:
+    """Each file the requests write: the bytes they write from its start, and its (mapped) size."""
     if not count:
-        return
-    written = {rel: pieces for rel, pieces in files}
+        return {}
+    name = f"consumequeue/0/{cq_file_name(0)}"
+    if not config.enableConsumeQueueExt:
+        return {name: (bytes(CQ_UNIT_SIZE), config.cq_file_size)}
+    size = config.mappedFileSizeConsumeQueueExt
+    unit = np.zeros(1, dtype=CQ_UNIT_DTYPE)
+    unit["tagsCode"] = ext_addresses(np.zeros(1, dtype=np.int64), size)
+    per_file = ext_units_per_file(size)
+    files = -(-count // per_file)   # a file full (past its last unit less than 4 bytes left) is followed by the next
+    out = {name: (unit.tobytes(), config.cq_file_size)}
+    for k in range(files):
+        zeros = np.zeros(min(per_file, count - k * per_file), dtype=np.int64)
+        data, _zeros = build_ext_file(size, zeros, zeros, k < files - 1)
+        out[f"consumequeue_ext/0/{ext_file_name(k, size)}"] = (bytes(data), size)
+    return out
+
+
+def _held(store: StoreLocation, opened: set[str]) -> list[tuple[str, bytes]]:
+    """The files directly in ``consumequeue/0/`` and ``consumequeue_ext/0/`` of ``store`` and their bytes (topic
+    "0"'s queue folders there are not such files); a folder where the requests open a file (``opened``) is
+    refused."""
+    out = []
     for folder in _FOLDERS:
         infos = store.fs.get_file_info(pafs.FileSelector(f"{store.root}/{folder}", allow_not_found=True))
         for info in sorted(infos, key=lambda i: i.base_name):
-            if info.type != pafs.FileType.File:
-                continue
-            rel = f"{folder}/{info.base_name}"
-            if rel in written:
+            if info.type == pafs.FileType.File:
                 with store.fs.open_input_file(info.path) as f:
-                    if f.read() == _piece_bytes(written[rel]):
-                        continue
-            raise UnsupportedConfigError(
-                f"{store.uri}: --as-restart: the restart dispatches {count} blank(s)' empty request(s) to topic \"\" "
-                f"queue 0, and the store already holds {rel}"
-                + (" with other bytes than they write" if rel in written else ", which they do not write")
-                + ": the broker opens that queue's file without truncating it and keeps every byte and file it does "
-                "not write over (not modelled); rebuild without --as-restart, or restart the broker")
+                    out.append((f"{folder}/{info.base_name}", f.read()))
+            elif f"{folder}/{info.base_name}" in opened:
+                raise UnsupportedConfigError(
+                    f"{store.uri}: --as-restart: {folder}/{info.base_name} is a folder, where a blank's empty request "
+                    "to topic \"\" queue 0 would open its file (not modelled); rebuild without --as-restart")
+    return out

@@ -345,3 +345,52 @@ def _committed_pos(store: Path) -> int:
         unit = f.read(32)
     assert int.from_bytes(unit[16:24], "big") == index, (index, unit.hex())
     return int.from_bytes(unit[4:12], "big") + int.from_bytes(unit[12:16], "big")
+
+
+def _units_below_write(w: dict, src: Path, leave_out: tuple[int, ...] = ()) -> int:
+    """The units of the broker's queues (``queuesAfterDispatch``: keepQueues or reportQueues) below each queue's
+    write position, but for ``fillPreBlank`` units and those at the commitlog offsets ``leave_out`` (the messages
+    the start's reput parsed inside an entry, which no put sent); a batch queue (B9) counts its 46-byte units."""
+    held = 0
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") not in leave_out)
+    return held
+
+
+def _parsed_unit_in_a_new_file(r: dict, src: Path, queue: str, reput: int, size: int, queue_offset: int) -> int:
+    """Asserts that the broker's ``queue`` (``T/q``), left with no file by the cut, holds one file, created where
+    the parsed message's queue offset falls: ``fillPreBlank`` units, then that message's unit (at ``reput``,
+    ``size`` bytes), then zeros; returns the file's start (queue bytes)."""
+    from store_format.layout import CQ_UNIT_SIZE
+    file_size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    state = r["written"]["queuesAfterDispatch"][queue]
+    (first,) = [int(f) for f in state["files"]]
+    held = (src / "expected" / "consumequeue" / queue / state["files"][0]).read_bytes()
+    at = int(state["maxOffset"]) - CQ_UNIT_SIZE - first   # the last unit the queue holds
+    blank = (0).to_bytes(8, "big") + (2**31 - 1).to_bytes(4, "big") + bytes(8)
+    unit = reput.to_bytes(8, "big") + size.to_bytes(4, "big") + bytes(8)
+    assert first + at == queue_offset * CQ_UNIT_SIZE and first > 0, (first, at)
+    assert held == blank * (at // CQ_UNIT_SIZE) + unit + bytes(file_size - at - CQ_UNIT_SIZE), held.hex()
+    return first
+
+
+def _verify_with_plan(monkeypatch, store: Path, src: Path, line: str) -> tuple[dict, object]:  # noqa: ANN001
+    """``verify --json`` on ``store`` (a 5.x DLedger crash restart it predicts with no note): its restart
+    prediction, and the crash plan (``store_format.dledger_crash.DLedgerCrash``) it made."""
+    from pipelines.verify import compare_store
+    plans = []
+    real = compare_store._dledger_crash
+
+    def capture(*args):  # noqa: ANN002, ANN202
+        plans.append(real(*args))
+        return plans[-1]
+    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
+    _code, report = _verify(store, src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    (crash, _why), = plans
+    return p, crash

@@ -21,11 +21,14 @@ from broker_dledger_runs import (
     _as_restart,
     _files,
     _lost_per_queue,
+    _parsed_unit_in_a_new_file,
     _queued,
     _same_files,
     _same_tree,
     _units,
+    _units_below_write,
     _verify,
+    _verify_with_plan,
     written_run,
 )
 
@@ -459,7 +462,6 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_the_qu
     from broker_dledger_2gib import embedded_message
     from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET
 
-    from pipelines.verify import compare_store
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-kept-embedded-own"
@@ -476,37 +478,13 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_the_qu
         assert f.read(len(msg) + 8) == msg + b"x" * 8, "the T9 message at processOffset, 'x' bytes after it"
     assert w["queuesAfterLoad"]["T9/0"]["files"] == [], w["queuesAfterLoad"].get("T9/0")
     # what the broker wrote: T9/0's one file where queue offset 13 falls, fillPreBlank units, the parsed unit
-    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
-    state = w["queuesAfterDispatch"]["T9/0"]
-    (first,) = [int(f) for f in state["files"]]
-    held = (src / "expected" / "consumequeue" / "T9" / "0" / state["files"][0]).read_bytes()
-    at = int(state["maxOffset"]) - CQ_UNIT_SIZE - first   # the last unit the queue holds
-    blank = (0).to_bytes(8, "big") + (2**31 - 1).to_bytes(4, "big") + bytes(8)
-    unit = reput.to_bytes(8, "big") + len(msg).to_bytes(4, "big") + bytes(8)
-    assert first + at == EMBED_OWN_QUEUE_OFFSET * CQ_UNIT_SIZE and first > 0, (first, at)
-    assert held == blank * (at // CQ_UNIT_SIZE) + unit + bytes(size - at - CQ_UNIT_SIZE), held.hex()
-    plans = []
-
-    def capture(*args):
-        plans.append(real(*args))
-        return plans[-1]
-    real = compare_store._dledger_crash
-    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    (crash, _why), = plans
-    placed = crash.cut.inside_placed
+    first = _parsed_unit_in_a_new_file(r, src, "T9/0", reput, len(msg), EMBED_OWN_QUEUE_OFFSET)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed, at = crash.cut.inside_placed, EMBED_OWN_QUEUE_OFFSET * CQ_UNIT_SIZE
     assert (placed.units, placed.opened, placed.blank_until) == (
-        (InsideUnit("T9", 0, first + at, reput, len(msg), 0),), (("T9", 0, first),), (("T9", 0, first + at),)), placed
-    held_units = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
-    for queue, state in w["queuesAfterDispatch"].items():
-        for f in state["files"]:
-            data_ = (src / "expected" / "consumequeue" / queue / f).read_bytes()
-            valid = min(size, int(state["maxOffset"]) - int(f))
-            held_units += sum(1 for i in range(0, valid, 20) if int.from_bytes(data_[i + 8:i + 12], "big")
-                              != 2**31 - 1 and int.from_bytes(data_[i:i + 8], "big") != reput)
-    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+        (InsideUnit("T9", 0, at, reput, len(msg), 0),), (("T9", 0, first),), (("T9", 0, at),)), placed
+    held = _units_below_write(w, src, (reput,))
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
 
 @pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
@@ -626,7 +604,6 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     from broker_dledger_2gib import embedded_message
     from broker_dledger_scenarios import EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET, TO_ENTRY_TAIL_BODY
 
-    from pipelines.verify import compare_store
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-own-kept"
@@ -642,38 +619,13 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
         assert f.read(len(msg) + 8) == msg + b"x" * 8, "the T8 message at processOffset - 1, 'x' bytes after it"
     assert any((src / "before" / "consumequeue" / "T8" / "0").iterdir()), "T8/0 not on disk before the restart"
     assert w["queuesAfterLoad"]["T8/0"]["files"] == [], w["queuesAfterLoad"].get("T8/0")
-    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
-    state = w["queuesAfterDispatch"]["T8/0"]
-    (first,) = [int(f) for f in state["files"]]
-    held = (src / "expected" / "consumequeue" / "T8" / "0" / state["files"][0]).read_bytes()
-    at = int(state["maxOffset"]) - CQ_UNIT_SIZE - first   # the last unit the queue holds
-    blank = (0).to_bytes(8, "big") + (2**31 - 1).to_bytes(4, "big") + bytes(8)
-    unit = reput.to_bytes(8, "big") + len(msg).to_bytes(4, "big") + bytes(8)
-    assert first + at == EMBED_OWN_QUEUE_OFFSET * CQ_UNIT_SIZE and first > 0, (first, at)
-    assert held == blank * (at // CQ_UNIT_SIZE) + unit + bytes(size - at - CQ_UNIT_SIZE), held.hex()
-    plans = []
-
-    def capture(*args):
-        plans.append(real(*args))
-        return plans[-1]
-    real = compare_store._dledger_crash
-    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    (crash, _why), = plans
-    placed = crash.cut.inside_placed
+    first = _parsed_unit_in_a_new_file(r, src, "T8/0", reput, len(msg), EMBED_OWN_QUEUE_OFFSET)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed, at = crash.cut.inside_placed, EMBED_OWN_QUEUE_OFFSET * CQ_UNIT_SIZE
     assert (placed.units, placed.opened, placed.blank_until) == (
-        (InsideUnit("T8", 0, first + at, reput, len(msg), 0),), (("T8", 0, first),), (("T8", 0, first + at),)), placed
-    held_units = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
-    for queue, st in w["queuesAfterDispatch"].items():
-        layout, unit_size = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
-        for f in st["files"]:
-            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            held_units += sum(1 for i in range(0, len(b), unit_size)
-                              if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                              and int.from_bytes(b[i:i + 8], "big") != reput)
-    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+        (InsideUnit("T8", 0, at, reput, len(msg), 0),), (("T8", 0, first),), (("T8", 0, at),)), placed
+    held = _units_below_write(w, src, (reput,))
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -721,13 +673,7 @@ def test_crash_restart_whose_reput_parses_messages_for_queues_the_walk_wrote_in_
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    units = 0   # the broker's units below each queue's write position, neither fillPreBlank nor a parsed one
-    for queue, st in w["queuesAfterDispatch"].items():
-        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
-        for f in st["files"]:
-            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            units += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                         and int.from_bytes(b[i:i + 8], "big") not in (reput, reput + half))
+    units = _units_below_write(w, src, (reput, reput + half))
     assert p["units_lost"] == _queued(r["scenario"]) - units > 0, (units, p["units_lost"], p["notes"])
 
 

@@ -1,185 +1,117 @@
-"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
-an entry, parses well-formed messages there for queues that were on disk before the crash recovery's walk (the
-queues kept: ``keepQueues``), written by the published RocketMQ store through the JVM harness in ``tests/broker/``:
-what the broker wrote, and ``verify``'s prediction on the store as the broker's restart found it.
-
-The other inside-entry cases are in :mod:`test_dledger_crash_broker`; the broker writes every store once a pytest
-session (:mod:`broker_dledger_runs`).
-"""
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside an
+entry, dispatches a blank's empty request (topic "" queue 0) over files the store already holds in
+``consumequeue/0/`` and ``consumequeue_ext/0/`` (planted by the writer's ``plantFiles`` after the queue folders were
+deleted, before the restart): what the broker wrote there, and ``rebuild --as-restart`` and ``verify`` on the store
+as that restart found it (:mod:`store_format.empty_request_held`).  The stores: :mod:`broker_empty_request_held`."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_runs import _RUNS, LINES, _queued, _verify, written_run
+from broker_dledger_runs import _as_restart, _queued, _same_files, _same_tree, _verify
+from broker_empty_request_held import CQ, CQ_NEXT, EXT, EXT_NEXT, REPUT, held_scenarios
+
+from pipelines.build import write_file
+from store_format.config import BrokerConfig
+from store_format.empty_request_held import empty_request_queue_files
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
 bh.skip_without_tools()
 
+LINE = "5.5.1"
+NAME = f"{LINE}-dledger-abort-emptied-batch-embedded"
+HELD = [f"{NAME}-blank-48-held", f"{NAME}-blank-48-held-short", f"{NAME}-blank-48-held-ext", f"{NAME}-held"]
+_RUNS: dict[str, dict] = {}
+
 
 @pytest.fixture
-def written(request, tmp_path_factory):
-    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
-    return written_run(request, tmp_path_factory)
+def held(request, tmp_path_factory) -> dict[str, dict]:
+    """Every store of :func:`broker_empty_request_held.held_scenarios` as the broker wrote it (once a session)."""
+    if not _RUNS:
+        _RUNS.update(bh.write_lines(request, {LINE: held_scenarios(LINE)}, tmp_path_factory.mktemp("held"),
+                                    "DLedger store(s) with topic \"\" queue 0's files planted"))
+    bad = {n: r["written"].get("error") for n, r in _RUNS.items() if not r["written"].get("ok")}
+    if bad:
+        pytest.fail(f"the broker's writer failed: {bad}")
+    return _RUNS
 
 
-def _unit(data: bytes, at: int) -> tuple[int, int, int]:
-    """The consume queue unit at byte ``at``: commitlog offset, size, tags code."""
-    return (int.from_bytes(data[at:at + 8], "big"), int.from_bytes(data[at + 8:at + 12], "big"),
-            int.from_bytes(data[at + 12:at + 20], "big", signed=True))
+def _planted(r: dict) -> dict[str, bytes]:
+    import base64
+    return {rel: base64.b64decode(b) for rel, b in r["scenario"].get("plantFiles", {}).items()}
 
 
-@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_queue_the_cut_left_a_unit(
-        written, line, tmp_path, monkeypatch):
-    """The -own-kept store (queues kept, a last T8/0 message after B9's, cut) with the last message before the host
-    (below processOffset, in the last data file) sent to T8/0 too: the cut leaves T8/0, on disk before the walk, its
-    file with that unit (write position 20, max its end) and takes the last one; the T8/0 message where the reput is
-    set (processOffset - 1, queue offset 13) ends past that max and its queue offset lies past the write position,
-    so the broker appends it at 20, over the cut unit ("logic queue order maybe wrong"); the 'x' bytes after it send
-    the reput past the rest (the cut unit stays lost). verify on the store as that restart found it predicts the
-    units lost, and its plan puts the parsed unit where the broker did."""
-    from broker_dledger_2gib import embedded_message
-    from broker_dledger_scenarios import EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET, TO_ENTRY_TAIL_BODY
+def _queue_0_files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for folder in ("consumequeue/0", "consumequeue_ext/0")
+                  for p in (root / folder).glob("*") if p.is_file())
 
-    from pipelines.verify import compare_store
-    from store_format.dledger_inside_units import InsideUnit
-    from store_format.layout import CQ_UNIT_SIZE
-    name = f"{line}-dledger-abort-emptied-batch-embedded-own-held"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
-    msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    with data[-1].open("rb") as f:
-        f.seek(reput - int(data[-1].name))
-        assert f.read(len(msg) + 8) == msg + b"x" * 8, "the T8 message at processOffset - 1, 'x' bytes after it"
-    # T8/0 on disk before the restart: two units, the first below processOffset in the last data file, the
-    # second (the last message's) past it
-    (held_file,) = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
-    before = held_file.read_bytes()
-    first, cut = _unit(before, 0), _unit(before, CQ_UNIT_SIZE)
-    assert int(data[-1].name) <= first[0] and first[0] + first[1] < reput + 1 <= cut[0], (first, cut)
-    assert before[2 * CQ_UNIT_SIZE:] == bytes(len(before) - 2 * CQ_UNIT_SIZE), "T8/0 holds two units"
-    assert w["queuesAfterLoad"]["T8/0"]["files"] == [held_file.name], w["queuesAfterLoad"].get("T8/0")
-    state = w["queuesAfterDispatch"]["T8/0"]
-    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 2 * CQ_UNIT_SIZE, state
-    held = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
-    assert _unit(held, 0) == first and _unit(held, CQ_UNIT_SIZE) == (reput, len(msg), 0), held[:60].hex()
-    assert held[2 * CQ_UNIT_SIZE:] == bytes(len(held) - 2 * CQ_UNIT_SIZE), held.hex()
-    plans = []
 
-    def capture(*args):
-        plans.append(real(*args))
-        return plans[-1]
-    real = compare_store._dledger_crash
-    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    (crash, _why), = plans
-    placed = crash.cut.inside_placed
-    assert (placed.units, placed.opened, placed.blank_until) == (
-        (InsideUnit("T8", 0, CQ_UNIT_SIZE, reput, len(msg), 0),), (), ()), placed
-    held_units = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
+def test_the_broker_writes_the_empty_requests_unit_over_the_held_files(held) -> None:
+    """What the broker's restart left in topic "" queue 0's folders: the empty request's unit (and ext unit) over
+    the start of the first file the store held there, every other byte and file as it was, a shorter file grown to
+    the queue's file size (zeros); and with no empty request dispatched, every file as it was."""
+    for name in HELD:
+        r = held[name]
+        exp, plant = Path(r["scenario"]["dir"]) / "expected", _planted(r)
+        size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+        assert _queue_0_files(exp) == sorted(plant), name
+        got = {rel: (exp / rel).read_bytes() for rel in plant}
+        if name.endswith("-embedded-held"):   # the message parsed there, no empty request: nothing written
+            assert got == plant, name
+            continue
+        unit = bytes(20)
+        if name.endswith("-ext"):   # ext unit: size 20, tagsCode 0, store time 0, no bitmap; its address the tagsCode
+            assert got[EXT] == (20).to_bytes(2, "big") + bytes(18) + plant[EXT][20:], got[EXT][:24].hex()
+            assert got[EXT_NEXT] == plant[EXT_NEXT]
+            unit = bytes(12) + got[CQ][12:20]
+            assert int.from_bytes(unit[12:], "big", signed=True) < 0, unit.hex()   # an ext address
+        first = plant[CQ] + bytes(max(0, size - len(plant[CQ])))
+        assert got[CQ] == unit + first[20:], (name, got[CQ][:24].hex())
+        assert CQ_NEXT not in plant or got[CQ_NEXT] == plant[CQ_NEXT]
+
+
+def test_as_restart_over_the_held_files(held, tmp_path) -> None:
+    """``rebuild --as-restart`` on each store as the restart found it writes the broker's files byte for byte (topic
+    "" queue 0's too), and writing that queue's files from scratch, as before, would not."""
+    for name in HELD:
+        r = held[name]
+        src = Path(r["scenario"]["dir"])
+        code, err = _as_restart(src / "before", tmp_path / name, src, LINE)
+        assert code == 0, err[-2000:]
+        _same_tree(src / "expected", tmp_path / name)
+        _same_files(src / "expected", tmp_path / name, "consumequeue_ext")
+        assert ("its empty request to topic" in err) != name.endswith("-embedded-held"), err[-2000:]
+        props = dict(ln.split("=", 1) for ln in (src / "broker.conf").read_text().splitlines() if "=" in ln)
+        scratch = tmp_path / f"{name}-scratch"
+        for rel, pieces in empty_request_queue_files(BrokerConfig.from_properties({"brokerVersion": "5", **props}),
+                                                     0 if name.endswith("-embedded-held") else 1):
+            write_file(str(scratch), rel, pieces)
+        assert _queue_0_files(scratch) != _queue_0_files(src / "expected") or any(
+            (scratch / rel).read_bytes() != (src / "expected" / rel).read_bytes() for rel in _queue_0_files(scratch))
+
+
+def test_verify_over_the_held_files(held, tmp_path) -> None:
+    """``verify`` on those stores predicts the units lost as on the store without the planted files, and that is
+    the broker's count: the scenario's units less those below each queue's write position after its restart."""
+    r0 = held[f"{NAME}-blank-48"]
+    w, src0 = r0["written"], Path(r0["scenario"]["dir"])
+    topics = {m["topic"] for m in r0["scenario"]["messages"] if "topic" in m}
+    kept = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
     for queue, st in w["queuesAfterDispatch"].items():
-        layout, unit_size = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
-        for f in st["files"]:
-            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            held_units += sum(1 for i in range(0, len(b), unit_size)
-                              if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                              and int.from_bytes(b[i:i + 8], "big") != reput)
-    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
-
-
-
-@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_after_a_parsed_one_in_a_queue_left_no_file(
-        written, line, tmp_path):
-    """The -to-entry store with its last message and the one where the reput is set (processOffset - 1, ending at
-    B9's entry) for T8/0, a topic of its own: the 5.5.1 cut leaves T8/0 no file (max -1), so the parsed unit (queue
-    offset 13) gets file 220, two fillPreBlank units before it, and the reput, going on at B9's entry, dispatches
-    B9's unit again and then the cut T8/0 unit (queue offset 0: no "build consume queue repeatedly" check), which
-    the broker appends after the parsed one, at 280, not at 0 where the walk had it (file 0 not written again).
-    --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
-    from broker_dledger_runs import _as_restart, _same_files, _same_tree
-    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_OWN_QUEUE_OFFSET, TO_ENTRY_HOST_TAIL
-
-    from store_format.layout import CQ_UNIT_SIZE
-    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-emptied"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
-    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
-    reput = int(w["truncateDirtyLogicFilesAt"]) - 1
-    tail = int(w["maxPhyOffset"]) - 300   # the last T8/0 message (300 bytes), the log's last
-    assert w["queuesAfterLoad"]["T8/0"]["files"] == [] and int(w["queuesAfterLoad"]["T8/0"]["maxPhysicOffset"]) == -1
-    state = w["queuesAfterDispatch"]["T8/0"]
-    at = EMBED_OWN_QUEUE_OFFSET * CQ_UNIT_SIZE
-    assert state["files"] == [f"{at - at % size:020d}"] and int(state["maxOffset"]) == at + 2 * CQ_UNIT_SIZE, state
-    held = (src / "expected" / "consumequeue" / "T8" / "0" / state["files"][0]).read_bytes()
-    assert [_unit(held, k) for k in range(at % size, at % size + 2 * CQ_UNIT_SIZE, CQ_UNIT_SIZE)] == [
-        (reput, host_end - reput, 0), (tail, 300, 0)], held.hex()
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    count = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
-    for queue, st in w["queuesAfterDispatch"].items():
+        if queue.rsplit("/", 1)[0] not in topics:
+            continue
         layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
         for f in st["files"]:
-            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            count += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                         and int.from_bytes(b[i:i + 8], "big") != reput)
-    assert p["units_lost"] == _queued(r["scenario"]) - count, (count, p["units_lost"], p["notes"])
-
-
-@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_as_restart_after_a_crash_whose_reput_drops_a_cut_unit_after_a_parsed_one_in_a_queue_held_earlier(
-        written, line, tmp_path):
-    """The -to-entry-emptied layout over the -earlier walk (both data files walked, the cut still happening) for
-    T6/0, whose unit below processOffset lies in the earlier data file (queue offset 0): the cut leaves its write
-    position at its cut unit (20), the parsed T6/0 message (queue offset 1000, ending at B9's entry) is appended
-    there, and the reput, going on at B9's entry, drops the cut T6/0 unit (queue offset 1: its position lies below
-    the write position). --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
-    from broker_dledger_runs import _as_restart, _same_files, _same_tree
-    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, TO_ENTRY_HOST_TAIL
-
-    from store_format.layout import CQ_UNIT_SIZE
-    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-earlier"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
-    reput = int(w["truncateDirtyLogicFilesAt"]) - 1
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    assert len(data) == 2 and int(data[1].name) <= reput, data
-    state = w["queuesAfterDispatch"]["T6/0"]
-    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 2 * CQ_UNIT_SIZE, state
-    held = (src / "expected" / "consumequeue" / "T6" / "0" / state["files"][0]).read_bytes()
-    first = _unit(held, 0)
-    assert first[0] < int(data[1].name) and _unit(held, CQ_UNIT_SIZE) == (reput, host_end - reput, 0), held[:60].hex()
-    assert held[2 * CQ_UNIT_SIZE:] == bytes(len(held) - 2 * CQ_UNIT_SIZE), held.hex()
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    count = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
-    for queue, st in w["queuesAfterDispatch"].items():
-        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
-        for f in st["files"]:
-            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            count += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                         and int.from_bytes(b[i:i + 8], "big") != reput)
-    assert p["units_lost"] == _queued(r["scenario"]) - count > 0, (count, p["units_lost"], p["notes"])
+            b = (src0 / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            kept += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") != REPUT)
+    lost = []
+    for name in (f"{NAME}-blank-48", f"{NAME}-blank-48-held", f"{NAME}-blank-48-held-short"):
+        src = Path(held[name]["scenario"]["dir"])
+        code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, LINE)
+        p = report["restart"]
+        assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+        lost.append(p["units_lost"])
+    assert lost == [_queued(r0["scenario"]) - kept] * 3 and lost[0] > 0, (lost, kept)

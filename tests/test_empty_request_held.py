@@ -1,9 +1,10 @@
-"""``--as-restart`` whose restart dispatches blanks' empty requests (topic "" queue 0) over a store that already holds
-that queue's files (:mod:`store_format.empty_request_held`): refused in one line (exit 2) unless each such file holds
-the very bytes the rebuild writes, through :func:`store_format.concurrent_reput.empty_request_queue_files`, the one
-place both the 5.x concurrent reput's empty requests (``pipelines.rebuild``) and those a DLedger start's reput set
-inside an entry dispatches (``pipelines.restart.dledger_restart``) go through.  The broker case of the files written
-over a store without them: tests/test_dledger_2gib_inside_broker.py (``-embedded-blank-48``) and
+"""``--as-restart`` over a store that already holds topic "" queue 0's files (:mod:`store_format.empty_request_held`):
+the blanks' empty requests the restart dispatches write their units over the start of the files they open, every other
+byte and file kept, a shorter file grown to the file size; with none dispatched every such file is kept.  Through
+:func:`store_format.empty_request_held.empty_request_queue_files`, the one place both the 5.x concurrent reput's empty
+requests and those a DLedger start's reput set inside an entry dispatches go through (``pipelines.rebuild``).  The
+broker cases: tests/test_dledger_crash_inside_broker.py (files planted before the restart), and over a store
+without them tests/test_dledger_2gib_inside_broker.py (``-embedded-blank-48``) and
 tests/test_concurrent_empty_requests_broker.py."""
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import pyarrow.fs as pafs
 import pytest
 
 from pipelines.build import write_file
-from store_format.concurrent_reput import empty_request_queue_files
 from store_format.config import BrokerConfig
+from store_format.empty_request_held import empty_request_queue_files
 from store_format.errors import UnsupportedConfigError
 from store_format.store import StoreLocation
 
@@ -50,14 +51,34 @@ def test_no_file_there_is_written_from_scratch(tmp_path: Path) -> None:
     assert _as_written(tmp_path / "w", files)[f"consumequeue/0/{0:020d}"] == bytes(CQ_SIZE)   # the unit (0, 0, 0)
 
 
-def test_a_file_of_other_bytes_is_refused(tmp_path: Path) -> None:
+def test_a_file_of_other_bytes_gets_the_unit_over_its_start(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    _put(store, f"consumequeue/0/{0:020d}", bytes(20) + b"\x01" + bytes(CQ_SIZE - 21))
-    with pytest.raises(UnsupportedConfigError, match=r'topic "" queue 0, and the store already holds consumequeue/0/0+ '
-                                                     "with other bytes than they write"):
+    held = bytes(range(1, CQ_SIZE + 1))
+    _put(store, f"consumequeue/0/{0:020d}", held)
+    _put(store, f"consumequeue/0/{CQ_SIZE:020d}", b"\x05" * 7)   # a file no request opens: kept
+    got = _as_written(tmp_path / "w", empty_request_queue_files(_config(), 3, _store(store)))
+    assert got == {f"consumequeue/0/{0:020d}": bytes(20) + held[20:], f"consumequeue/0/{CQ_SIZE:020d}": b"\x05" * 7}
+    # a rebuild (no --as-restart): written from scratch
+    assert _as_written(tmp_path / "r", empty_request_queue_files(_config(), 1, None)) == {
+        f"consumequeue/0/{0:020d}": bytes(CQ_SIZE)}
+    # no empty request: the store's files kept as they are
+    assert _as_written(tmp_path / "n", empty_request_queue_files(_config(), 0, _store(store))) == {
+        f"consumequeue/0/{0:020d}": held, f"consumequeue/0/{CQ_SIZE:020d}": b"\x05" * 7}
+
+
+def test_a_shorter_file_grows_to_the_file_size(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    _put(store, f"consumequeue/0/{0:020d}", b"\x09" * 50)
+    got = _as_written(tmp_path / "w", empty_request_queue_files(_config(), 1, _store(store)))
+    assert got == {f"consumequeue/0/{0:020d}": bytes(20) + b"\x09" * 30 + bytes(CQ_SIZE - 50)}
+
+
+def test_a_folder_where_the_file_opens_is_refused(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    (store / "consumequeue" / "0" / f"{0:020d}").mkdir(parents=True)
+    with pytest.raises(UnsupportedConfigError, match=r"consumequeue/0/0+ is a folder"):
         empty_request_queue_files(_config(), 1, _store(store))
-    empty_request_queue_files(_config(), 1, None)   # a rebuild (no --as-restart): written from scratch
-    empty_request_queue_files(_config(), 0, _store(store))   # no empty request: nothing written there
+    assert empty_request_queue_files(_config(), 0, _store(store)) == []
 
 
 def test_a_file_of_the_same_bytes_is_kept(tmp_path: Path) -> None:
@@ -66,24 +87,30 @@ def test_a_file_of_the_same_bytes_is_kept(tmp_path: Path) -> None:
     written = _as_written(tmp_path / "w", empty_request_queue_files(_config(), 1))
     for rel, data in written.items():
         _put(store, rel, data)
-    empty_request_queue_files(_config(), 1, _store(store))
+    assert _as_written(tmp_path / "v", empty_request_queue_files(_config(), 1, _store(store))) == written
 
 
 def test_topic_0_queue_folders_are_not_that_queues_files(tmp_path: Path) -> None:
     store = tmp_path / "store"
     _put(store, f"consumequeue/0/0/{0:020d}", b"\x07" * CQ_SIZE)   # topic "0" queue 0
     _put(store, f"consumequeue/0/3/{0:020d}", b"\x07" * CQ_SIZE)
-    empty_request_queue_files(_config(), 2, _store(store))
+    files = empty_request_queue_files(_config(), 2, _store(store))
+    assert [rel for rel, _ in files] == [f"consumequeue/0/{0:020d}"]
 
 
-def test_ext_files_an_earlier_run_filled_further_are_refused(tmp_path: Path) -> None:
+def test_ext_files_an_earlier_run_filled_further_keep_their_later_units(tmp_path: Path) -> None:
     """With ext files: twelve empty requests before, one now: the broker rewrites the first ext unit only, and keeps
-    the rest (and the ext file after it); the rebuild would write one unit."""
+    the rest (and the ext file after it)."""
     store = tmp_path / "store"
     before = _as_written(tmp_path / "before", empty_request_queue_files(_config(ext=True), 12))
     assert sum(rel.startswith("consumequeue_ext/0/") for rel in before) > 1, before.keys()
     for rel, data in before.items():
         _put(store, rel, data)
-    with pytest.raises(UnsupportedConfigError, match="already holds consumequeue_ext/0/"):
-        empty_request_queue_files(_config(ext=True), 1, _store(store))
-    empty_request_queue_files(_config(ext=True), 12, _store(store))   # the same requests: the same bytes
+    one = _as_written(tmp_path / "one", empty_request_queue_files(_config(ext=True), 1))
+    got = _as_written(tmp_path / "w", empty_request_queue_files(_config(ext=True), 1, _store(store)))
+    assert sorted(got) == sorted(before) and got != one
+    for rel, data in got.items():   # each file: the one request's bytes over its start, the rest the store's
+        new = one.get(rel, b"")
+        written = 20 if new else 0
+        assert data == new[:written] + before[rel][written:], rel
+    assert _as_written(tmp_path / "t", empty_request_queue_files(_config(ext=True), 12, _store(store))) == before

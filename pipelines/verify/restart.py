@@ -412,28 +412,12 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
                           f"endPhyOffset ({end_phy})" if parsed_then is not None else ""))
         p.index_keys_put_again = keys
         return
-    for data in expected_index():
-        v = IndexView.parse(data, config.maxHashSlotNum, config.maxIndexNum)
-        if v.header["end_phy_offset"] < threshold:
-            break  # files newest first: the older ones end even earlier
-        n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
-        offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
-        put = (offs >= threshold) & (offs < (end if end is not None else np.iinfo(np.int64).max))
-        if skip is not None:
-            put &= (offs < skip[0]) | (offs >= skip[1])
-        keys += int(put.sum())
-        if put.any():
-            end_phy = max(end_phy, int(offs[put].max()))
+    taken, end_phy = _keys_in(expected_index, config, threshold, end, skip, end_phy)
+    keys += taken
     if second_reput_from is not None:   # the second walk: records at or after its start and the endPhyOffset
         threshold = max(second_reput_from, end_phy) if second_end is None else second_reput_from
-        end = end if second_end is None else second_end
-        for data in expected_index():
-            v = IndexView.parse(data, config.maxHashSlotNum, config.maxIndexNum)
-            if v.header["end_phy_offset"] < threshold:
-                break
-            n_entries = max(0, min(v.header["index_count"], len(v.entries)) - 1)
-            offs = v.entries["commitlogOffset"][1:1 + n_entries].astype(np.int64)
-            keys += int(((offs >= threshold) & (offs < (end if end is not None else np.iinfo(np.int64).max))).sum())
+        keys += _keys_in(expected_index, config, threshold, end if second_end is None else second_end, None,
+                         end_phy)[0]
         p.notes.append(second_reput_note or (
             f"DefaultMessageStore.start walks the commitlog again from {second_reput_from} "
             "(recheckReputOffsetFromCq=true: the queues' largest getMaxPhysicOffset after the recovery's dispatch, a "

@@ -111,6 +111,8 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * logicsPhysicalOffset (the line adds the value the restart finds); with {@code loadMayFail} a restart whose
  * {@code load()} fails is reported ({@code loadFailed}) instead of failing the scenario. {@code restartCopies}
  * (an int) runs that restart again on as many fresh copies of {@code before/} ({@link #restartCopies}).
+ * {@code plantFiles} ({@code {relative path: base64 bytes}}) writes those files into {@code store/} and
+ * {@code before/} after the queue folders are deleted, before the restart opens the store ({@link #plantFiles}).
  * {@code reputDamage} ({@link ReputOnly}; its {@code also}, a list of more damages applied after it, at their
  * {@code offset}s or the records of their {@code message}s, indexes into the puts):
  * the restart's recovery dispatches nothing, one record is damaged after it, and the reput alone dispatches
@@ -308,6 +310,9 @@ public final class Writer {
             Stores.deleteTree(new File(root, "index"));
             Stores.deleteTree(new File(root, "batchconsumequeue"));
         }
+        if (sc.has("plantFiles")) {  // files the restart finds on disk: into store/ and before/
+            plantFiles(sc.getAsJsonObject("plantFiles"), root, new File(dir, "before"));
+        }
         BrokerRole role = props.containsKey("brokerRole")
             ? BrokerRole.valueOf(props.getProperty("brokerRole")) : BrokerRole.ASYNC_MASTER;
         DefaultMessageStore store = Stores.open(props, root, role, topics);
@@ -444,6 +449,20 @@ public final class Writer {
             conf.append(k).append('=').append(props.getProperty(k)).append('\n');
         }
         Files.write(new File(dir, "broker.conf").toPath(), conf.toString().getBytes(StandardCharsets.ISO_8859_1));
+    }
+
+    /** {@code plantFiles} ({@code {relative path: base64 bytes}}): each file written under {@code root} and, where
+     *  {@code before/} was kept, under {@code before} too, after the queue folders were deleted and before the
+     *  restart opens the store (a store that holds those files when it starts). */
+    static void plantFiles(JsonObject files, File root, File before) throws IOException {
+        for (Map.Entry<String, JsonElement> e : files.entrySet()) {
+            byte[] data = Base64.getDecoder().decode(e.getValue().getAsString());
+            for (File base : before.isDirectory() ? new File[] {root, before} : new File[] {root}) {
+                File f = new File(base, e.getKey());
+                check(f.getParentFile().isDirectory() || f.getParentFile().mkdirs(), "cannot create " + f.getParent());
+                Files.write(f.toPath(), data);
+            }
+        }
     }
 
     /** {@code restartCopies} (with {@code abort} or {@code damageMessage}): the restart again on
