@@ -73,6 +73,38 @@ def past_2gib_embedded_to_entry_damaged_scenario(line: str) -> dict:
             "name": f"{line}-dledger-abort-past-2gib-embedded-to-entry-damaged"}
 
 
+def _reput_walked_on_to_the_damaged_message(w: dict, src, t9_size: int) -> tuple[int, int, int]:  # noqa: ANN001
+    """Asserts what the broker wrote in a ``-embedded-to-entry-damaged`` store whose last T9 message is ``t9_size``
+    bytes: the T5 message from 2147483647 to the T0 record's end; the walk ended at the damaged message, the entry
+    right after the last T9 one (its short processOffset below 2147483647, T8's queue not written, T9's cut unit
+    taken: its fillPreBlank unit only) while DLedger kept the log; then the reput: T5/0's one unit at its field (the
+    T9 message's offset), T8/0's two units (the damaged message's first), T9's cut unit put back, then K9b's.
+    Returns the T9 message's offset, the damaged message's and K9b's."""
+    msg = entry_bound_message()
+    record = t0_record_at_2147483647(src, len(T0_TAIL) + ENTRY_HEADER_SIZE)
+    at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
+    assert record[at:at + len(msg)] == msg, "the T5 message from 2147483647 to the T0 record's end"
+    t9_at = T9_ENTRY + ENTRY_HEADER_SIZE
+    damaged = int(w["damagedRecord"])
+    assert damaged == t9_at + t9_size + ENTRY_HEADER_SIZE, w["damagedRecord"]
+    assert int(w["truncateDirtyLogicFilesAt"]) < BLANK_MAX, w["truncateDirtyLogicFilesAt"]
+    loaded = w["queuesAfterLoad"]
+    assert "T8/0" not in loaded and "T5/0" not in loaded, loaded
+    assert int(loaded["T9/0"]["maxPhysicOffset"]) == BLANK_MAX, loaded   # the fillPreBlank unit only
+    assert int(w["maxPhyOffset"]) == int(w["dledgerCommittedPos"]) > damaged, w   # DLedger kept the log
+    t5 = first_queue_file(src, "T5/0")
+    assert t5[:20] == struct.pack(">qiq", t9_at, len(msg), 0) and not any(t5[20:]), t5[:40]
+    k8b = damaged + 201 + ENTRY_HEADER_SIZE
+    k9b = k8b + 202 + ENTRY_HEADER_SIZE
+    t8 = first_queue_file(src, "T8/0")
+    assert t8[:40] == struct.pack(">qiqqiq", damaged, 201, 0, k8b, 202, 0) and not any(t8[40:]), t8[:60]
+    t9 = first_queue_file(src, "T9/0")
+    assert t9[:60] == FILL_PRE_BLANK_UNIT + struct.pack(">qiqqiq", t9_at, t9_size, 0, k9b, 202, 0) and \
+        not any(t9[60:]), t9[:80]
+    assert int(w["maxPhyOffset"]) == k9b + 202
+    return t9_at, damaged, k9b
+
+
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
 def test_crash_restart_whose_walk_ends_at_a_damaged_message_and_reput_at_2147483647_walks_on_to_it(tmp_path):
     """The walk ends at the damaged T8 message (its body CRC), past the last T9 entry; the cut at its short
@@ -86,31 +118,7 @@ def test_crash_restart_whose_walk_ends_at_a_damaged_message_and_reput_at_2147483
     verify's units lost."""
     sc = past_2gib_embedded_to_entry_damaged_scenario(LINE)
     w, src = written(sc, tmp_path)
-    msg = entry_bound_message()
-    record = t0_record_at_2147483647(src, len(T0_TAIL) + ENTRY_HEADER_SIZE)
-    at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
-    assert record[at:at + len(msg)] == msg, "the T5 message from 2147483647 to the T0 record's end"
-    t9_at = T9_ENTRY + ENTRY_HEADER_SIZE
-    damaged = int(w["damagedRecord"])
-    assert damaged == t9_at + 201 + ENTRY_HEADER_SIZE, w["damagedRecord"]   # the entry right after the last T9 one
-    # the walk ended there: its short processOffset below 2147483647, T8's queue not written, T9's cut unit taken
-    assert int(w["truncateDirtyLogicFilesAt"]) < BLANK_MAX, w["truncateDirtyLogicFilesAt"]
-    loaded = w["queuesAfterLoad"]
-    assert "T8/0" not in loaded and "T5/0" not in loaded, loaded
-    assert int(loaded["T9/0"]["maxPhysicOffset"]) == BLANK_MAX, loaded   # the fillPreBlank unit only
-    assert int(w["maxPhyOffset"]) == int(w["dledgerCommittedPos"]) > damaged, w   # DLedger kept the log
-    # what the broker's reput did: T5/0's one unit at its field; T9's cut unit put back, then K9b's; T8/0's two units,
-    # the damaged message's first
-    t5 = first_queue_file(src, "T5/0")
-    assert t5[:20] == struct.pack(">qiq", t9_at, len(msg), 0) and not any(t5[20:]), t5[:40]
-    k8b = damaged + 201 + ENTRY_HEADER_SIZE
-    k9b = k8b + 202 + ENTRY_HEADER_SIZE
-    t8 = first_queue_file(src, "T8/0")
-    assert t8[:40] == struct.pack(">qiqqiq", damaged, 201, 0, k8b, 202, 0) and not any(t8[40:]), t8[:60]
-    t9 = first_queue_file(src, "T9/0")
-    assert t9[:60] == FILL_PRE_BLANK_UNIT + struct.pack(">qiqqiq", t9_at, 201, 0, k9b, 202, 0) and \
-        not any(t9[60:]), t9[:80]
-    assert int(w["maxPhyOffset"]) == k9b + 202
+    t9_at, damaged, k9b = _reput_walked_on_to_the_damaged_message(w, src, 201)
     # the index: K9 (the walk), E5 (its field at K9's offset), K9 again, K8, K8b, K9b (the reput): five keys, six
     # entries (indexCount starts at 1), the last at K9b's offset
     (index,) = sorted((src / "expected" / "index").iterdir())
@@ -147,30 +155,9 @@ def test_crash_restart_whose_reput_at_2147483647_walks_on_to_a_damaged_message_w
     lost."""
     sc = past_2gib_embedded_to_entry_damaged_unkeyed_scenario(LINE)
     w, src = written(sc, tmp_path)
-    msg = entry_bound_message()
-    record = t0_record_at_2147483647(src, len(T0_TAIL) + ENTRY_HEADER_SIZE)
-    at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
-    assert record[at:at + len(msg)] == msg, "the T5 message from 2147483647 to the T0 record's end"
-    t9_at = T9_ENTRY + ENTRY_HEADER_SIZE
-    (t9_size,) = struct.unpack(">i", log_bytes(src, t9_at, 4))
+    (t9_size,) = struct.unpack(">i", log_bytes(src, T9_ENTRY + ENTRY_HEADER_SIZE, 4))
     assert t9_size == 201 - len(b"KEYS\x01K9\x02"), t9_size   # the -damaged store's T9 message without its keys
-    damaged = int(w["damagedRecord"])
-    assert damaged == t9_at + t9_size + ENTRY_HEADER_SIZE, w["damagedRecord"]
-    assert int(w["truncateDirtyLogicFilesAt"]) < BLANK_MAX, w["truncateDirtyLogicFilesAt"]
-    loaded = w["queuesAfterLoad"]
-    assert "T8/0" not in loaded and "T5/0" not in loaded, loaded
-    assert int(loaded["T9/0"]["maxPhysicOffset"]) == BLANK_MAX, loaded   # the fillPreBlank unit only
-    assert int(w["maxPhyOffset"]) == int(w["dledgerCommittedPos"]) > damaged, w   # DLedger kept the log
-    t5 = first_queue_file(src, "T5/0")
-    assert t5[:20] == struct.pack(">qiq", t9_at, len(msg), 0) and not any(t5[20:]), t5[:40]
-    k8b = damaged + 201 + ENTRY_HEADER_SIZE
-    k9b = k8b + 202 + ENTRY_HEADER_SIZE
-    t8 = first_queue_file(src, "T8/0")
-    assert t8[:40] == struct.pack(">qiqqiq", damaged, 201, 0, k8b, 202, 0) and not any(t8[40:]), t8[:60]
-    t9 = first_queue_file(src, "T9/0")
-    assert t9[:60] == FILL_PRE_BLANK_UNIT + struct.pack(">qiqqiq", t9_at, t9_size, 0, k9b, 202, 0) and \
-        not any(t9[60:]), t9[:80]
-    assert int(w["maxPhyOffset"]) == k9b + 202
+    t9_at, damaged, k9b = _reput_walked_on_to_the_damaged_message(w, src, t9_size)
     # the index: E5 (its field: the T9 message's offset), then K8, K8b, K9b: four keys, four entries (indexCount
     # starts at 1), the first at the T9 message's offset, the last at K9b's
     (index,) = sorted((src / "expected" / "index").iterdir())
