@@ -1,0 +1,82 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput is set inside an
+entry where the bytes form well-formed messages for queues the walk wrote, written by the published RocketMQ store
+through the JVM harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as
+that restart found it (byte for byte) and ``verify``'s units lost.  The stores are written with the others of
+:mod:`broker_dledger_runs` (one pytest session); the other inside-entry cases are in :mod:`test_dledger_crash_broker`.
+"""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_runs import _RUNS, LINES, _as_restart, _queued, _same_files, _same_tree, _verify, written_run
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+
+@pytest.fixture
+def written(request, tmp_path_factory):
+    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
+    return written_run(request, tmp_path_factory)
+
+
+def _batch_units(data: bytes) -> list[tuple[int, ...]]:
+    """A batch consume queue file's units up to its first zero one: (offset, size, tags code, store time,
+    msgBaseOffset, batchSize, compacted offset, reserved)."""
+    out = []
+    for i in range(0, len(data) - 45, 46):
+        unit = struct.unpack(">qiqqqhii", data[i:i + 46])
+        if not any(unit):
+            break
+        out.append(unit)
+    return out
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_parses_messages_for_a_batch_queue_the_walk_wrote(written, line, tmp_path):
+    """The -emptied-batch-embedded store (the cut empties the batch queue B9/0, its max processOffset - 1, where
+    the reput is set) with, there, two well-formed B9/0 messages (INNER_BASE 5 and 40, INNER_NUM 3 and 2), then 'x'
+    bytes: BatchConsumeQueue.putBatchMessagePositionInfo drops the first, whose offset is the queue's max (no queue
+    offset check), and appends the second at the write position the cut left, 0, in the file getLastMappedFile
+    creates there (the full 13,800,000 bytes): its 46-byte unit holds its offset, size, tags code 0, store time,
+    msgBaseOffset 40, batchSize 2, -1 and 0; B9's own unit stays cut. --as-restart writes the broker's files byte
+    for byte, verify predicts the units lost."""
+    from broker_dledger_scenarios import BATCH_INNER, embedded_batch_messages
+    name = f"{line}-dledger-abort-emptied-batch-embedded-batch"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, first, second = embedded_batch_messages()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert w["queuesAfterLoad"]["B9/0"] == {"type": "BatchConsumeQueue", "maxOffset": 0, "files": [],
+                                            "maxPhysicOffset": reput}, w["queuesAfterLoad"]["B9/0"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    with data[-1].open("rb") as f:
+        f.seek(reput - int(data[-1].name))
+        assert f.read(len(first) + len(second) + 8) == first + second + b"x" * 8, "the B9/0 messages at the start"
+    state = w["queuesAfterDispatch"]["B9/0"]
+    assert state["files"] == ["00000000000000000000"] and int(state["maxOffset"]) == 46, state
+    b9 = (src / "expected" / "batchconsumequeue" / "B9" / "0" / "00000000000000000000").read_bytes()
+    assert len(b9) == 13_800_000
+    store_time = struct.unpack(">q", second[56:64])[0]
+    assert _batch_units(b9) == [(reput + len(first), len(second), 0, store_time, *BATCH_INNER[1], -1, 0)], \
+        _batch_units(b9)
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") != reput + len(first))
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
