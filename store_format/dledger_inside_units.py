@@ -33,7 +33,8 @@ offsets lie below the write position are dropped (the first ones: the parsed uni
 go back where they were (:attr:`Placed.again_dropped`); with ext files the ext units the reput puts for the records
 it walks follow the parsed units' ext units (:attr:`Placed.ext_put`).  A parsed message's light queue unit goes into
 a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo``
-with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own unit).
+with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own unit; with ext files no ext
+unit for it).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -43,8 +44,8 @@ broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there, an
 dispatch of the message put: it drops it when the message lies before the end of that queue's last walk unit (as one
 parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
 units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused (one
-line): a queue on disk before the walk (but for one the cut emptied), a light queue with ext files on,
-and a queue whose cut units the reput puts back afterwards when it kept no unit below ``processOffset`` in the walk's
+line): a queue on disk before the walk (but for one the cut emptied), and a queue whose cut units the reput puts
+back afterwards when it kept no unit below ``processOffset`` in the walk's
 last file, has units past the walk's end (``dledger_crash_cut``), or would get them back elsewhere than where they were
 or in a file ``getLastMappedFile`` creates anew.  A queue the walk wrote in its earlier data files only is as the walk
 left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end); one whose
@@ -206,9 +207,6 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if s is None:
             continue   # a queue the walk did not write: the rebuild's dispatch appends it by the same rules
         name = f"{u.topic}/{u.queue_id}"
-        if not u.own and ext_file_size:   # a light unit: putMessagePositionInfo alone, its own tags code
-            # (ConsumeQueue.multiDispatchLmqQueue): with ext files not modelled
-            raise _refuse(at, f"for {name}, a light queue, with ext files, the walk wrote")
         if s.refused:
             raise _refuse(at, f"for {name}, {s.refused}")
         if u.batch:
@@ -224,7 +222,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
                 s.rebuild_write += CQ_UNIT_SIZE
                 s.rebuild_max = end
         tags_code = u.tags_code
-        if ext_file_size:   # ConsumeQueueExt.put first, whatever becomes of the unit
+        if ext_file_size and u.own:   # ConsumeQueueExt.put first, whatever becomes of the unit (a light unit:
+            # ConsumeQueue.multiDispatchLmqQueue calls putMessagePositionInfo alone, no ext unit, its own tags code)
             tags_code = int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
             s.ext_next += 1
             ext_put[key] = ext_put.get(key, 0) + 1

@@ -567,7 +567,10 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded{suffix}"})
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
-        out += [to_entry, embedded_light_scenario(out[0]),
+        light = embedded_light_scenario(out[0])
+        out += [to_entry, light, {**light, "config": {**light["config"], "enableConsumeQueueExt": "true",
+                                                      "mappedFileSizeConsumeQueueExt": "204"},
+                                  "name": f"{light['name']}-ext"},
                 {**to_entry, "config": {**to_entry["config"], "enableConsumeQueueExt": "true",
                                         "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]), embedded_batch_scenario(out[0])]

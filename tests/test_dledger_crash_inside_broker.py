@@ -80,3 +80,46 @@ def test_crash_restart_whose_reput_parses_messages_for_a_batch_queue_the_walk_wr
             held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
                         and int.from_bytes(b[i:i + 8], "big") != reput + len(first))
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_wrote_with_ext_files(
+        written, line, tmp_path):
+    """The -emptied-batch-embedded-light store with enableConsumeQueueExt=true (ext files of 10 units): the T5/0 and
+    %LMQ%q1 message where the reput is set (processOffset - 1) puts its own unit after an ext unit (its tags code
+    that ext unit's address), and ConsumeQueue.multiDispatchLmqQueue its light unit by putMessagePositionInfo alone:
+    no ext unit, the message's own tags code (0), appended at %LMQ%q1's write position as without ext files (the
+    fourth unit); %LMQ%q1 gets no ext file. --as-restart writes the broker's files byte for byte (consume queue ext
+    files too), verify predicts the units lost."""
+    from broker_dledger_scenarios import LIGHT_PUTS, embedded_light_message
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-ext"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_light_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == ["00000000000000000000"] and not state["extFiles"], state
+    b = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / "00000000000000000000").read_bytes()
+    units = [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, int(state["maxOffset"]), 20)]
+    assert len(units) == len(LIGHT_PUTS) + 1 and units[-1] == (reput, len(msg), 0), units
+    own = w["queuesAfterDispatch"]["T5/0"]
+    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / own["files"][0]).read_bytes()
+    assert own["extFiles"] and struct.unpack(">q", t5[12:20])[0] < 0, "T5/0's unit holds no ext address"
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed ones
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") != reput)
+    sent = _queued(r["scenario"]) + len(LIGHT_PUTS) + 1   # a unit each, a light one more for four
+    assert p["units_lost"] == sent - held > 0, (held, p["units_lost"], p["notes"])
