@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 
 from store_format.anomalies import AnomalyKind
-from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE, BCQ_UNIT_SIZE
+from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE, BCQ_UNIT_SIZE, INVALID_POS
 from store_format.config import BrokerConfig
 from store_format.consumequeue import cq_file_name
 from store_format.consumequeue_ext import (
@@ -287,10 +287,17 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         changed = True
     if placed.units or placed.opened or placed.rebuild_units:
         assert cut is not None
-        built.cq_files = _cut_files(staged, built.cq_files, placed.rebuild_files, "consumequeue")
-        _set_file_rows(built.cq_files, "cq", config.cq_file_size,
-                       _write_inside(staged, placed, cut.dropped, config.cq_file_size))
+        batch = config.batch_topics
+        built.cq_files = _cut_files(staged, built.cq_files,
+                                    tuple(f for f in placed.rebuild_files if f[0] not in batch), "consumequeue")
+        built.bcq_files = _cut_files(staged, built.bcq_files,
+                                     tuple(f for f in placed.rebuild_files if f[0] in batch), BCQ_DIR)
+        new = _write_inside(staged, placed, (*cut.dropped, *cut.batch_dropped), config)
+        _set_file_rows(built.cq_files, "cq", config.cq_file_size, [n for n in new if n[0] not in batch])
+        _set_file_rows(built.bcq_files, BCQ_KIND, config.mapperFileSizeBatchConsumeQueue,
+                       [n for n in new if n[0] in batch])
         built.cq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
+        built.bcq_files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
         changed = True
     for again in crash.ext_again:   # crash.again, crash.before: the rebuild's walk put the ext units (jump_at), not
         # the addresses of the cut units put back (none without a cut)
@@ -375,44 +382,57 @@ def _again_moved(staged: StagedOutput, placed: Placed, size: int) -> tuple[Insid
 
 
 def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str, int, int], ...],
-                  size: int) -> list[tuple[str, int, int, int, int | None, int | None]]:
+                  config: BrokerConfig) -> list[tuple[str, int, int, int, int | None, int | None]]:
     """The units the broker appends to queues the walk wrote for the messages its reput, set inside an entry, parses
-    there (:func:`store_format.dledger_inside_units.place_inside`, ``placed.units``), written over the staged bytes
-    at their positions (the cut units' bytes past the write position it left), or into the files
-    ``getLastMappedFile`` creates for them (``placed.opened``: zeros but for them; the cut deleted any staged file
-    there), once the units the rebuild's own dispatch of those messages appended after the walk's are zeros again
-    (``placed.rebuild_units``, in the files that stay: neither the cut's ``dropped`` nor ``placed.rebuild_files``,
-    which ``apply_cut`` removed).  Returns, for each file it creates, the units in it and the commitlog offsets where
-    the first starts and the last ends (None without one): ``(topic, queue id, file start, units, first, end)``."""
+    there (:func:`store_format.dledger_inside_units.place_inside`, ``placed.units``; a BatchCQ topic's in its batch
+    consume queue, 46 bytes each), written over the staged bytes at their positions (the cut units' bytes past the
+    write position it left), or into the files ``getLastMappedFile`` creates for them (``placed.opened``: zeros but
+    for them; the cut deleted any staged file there), once the units the rebuild's own dispatch of those messages
+    appended after the walk's are zeros again (``placed.rebuild_units``, in the files that stay: neither the cut's
+    ``dropped`` nor ``placed.rebuild_files``, which ``apply_cut`` removed).  Returns, for each file it creates, the
+    units in it and the commitlog offsets where the first starts and the last ends (a batch queue's: starts; None
+    without one): ``(topic, queue id, file start, units, first, end)``."""
     units, opened = placed.units, placed.opened
-    files: dict[tuple[str, int, int], bytearray] = {key: bytearray(size) for key in opened}
+
+    def layout(topic: str) -> tuple[str, int, int]:
+        return (BCQ_DIR, config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE) if topic in config.batch_topics \
+            else ("consumequeue", config.cq_file_size, CQ_UNIT_SIZE)
+
+    files: dict[tuple[str, int, int], bytearray] = {key: bytearray(layout(key[0])[1]) for key in opened}
     for topic, qid, until in placed.blank_until:   # fillPreBlank: the first unit of a queue the cut left empty
+        size = config.cq_file_size
         files[(topic, qid, until - until % size)][:until % size] = _BLANK_UNIT * (until % size // CQ_UNIT_SIZE)
 
     def file_at(topic: str, qid: int, position: int) -> tuple[bytearray, int]:
         """The file holding queue byte ``position`` (read from the staged output the first time) and where in it."""
+        folder, size, _unit = layout(topic)
         key = (topic, qid, position - position % size)
         if key not in files:
-            files[key] = bytearray(staged.read_staged(f"consumequeue/{topic}/{qid}/{cq_file_name(key[2])}"))
+            files[key] = bytearray(staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(key[2])}"))
         return files[key], position % size
 
     gone = {*dropped, *placed.rebuild_files}
     for topic, qid, position in placed.rebuild_units:
+        _folder, size, unit = layout(topic)
         if (topic, qid, position - position % size) not in gone:
             data, at = file_at(topic, qid, position)
-            data[at:at + CQ_UNIT_SIZE] = bytes(CQ_UNIT_SIZE)
+            data[at:at + unit] = bytes(unit)
     for u in units:
         data, at = file_at(u.topic, u.queue_id, u.position)
-        data[at:at + CQ_UNIT_SIZE] = np.array([(u.offset, u.size, u.tags_code)], dtype=CQ_UNIT_DTYPE).tobytes()
+        data[at:at + (BCQ_UNIT_SIZE if u.batch else CQ_UNIT_SIZE)] = (
+            np.array([(u.offset, u.size, u.tags_code, u.store_time, u.base, u.batch_size, INVALID_POS, 0)],
+                     dtype=BCQ_UNIT_DTYPE) if u.batch else
+            np.array([(u.offset, u.size, u.tags_code)], dtype=CQ_UNIT_DTYPE)).tobytes()
     for (topic, qid, start), data in files.items():
-        write_file(staged.staging_uri, f"consumequeue/{topic}/{qid}/{cq_file_name(start)}", bytes(data))
+        write_file(staged.staging_uri, f"{layout(topic)[0]}/{topic}/{qid}/{cq_file_name(start)}", bytes(data))
     new = []
     for topic, qid, start in opened:
+        size = layout(topic)[1]
         mine = [u for u in units if (u.topic, u.queue_id) == (topic, qid) and start <= u.position < start + size]
         blank = next((b % size // CQ_UNIT_SIZE for t, q, b in placed.blank_until
                       if (t, q) == (topic, qid) and b - b % size == start), 0)
         new.append((topic, qid, start, blank + len(mine), mine[0].offset if mine else None,
-                    mine[-1].offset + mine[-1].size if mine else None))
+                    mine[-1].offset + (0 if mine[-1].batch else mine[-1].size) if mine else None))
     return new
 
 

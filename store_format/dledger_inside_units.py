@@ -1,7 +1,8 @@
 """Where the units of the messages a 5.5.1 DLedger start's reput parses inside an entry land in the queues the
 crash recovery's walk wrote.
 
-Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (``putMessagePositionInfoWrapper``, called by
+Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` and
+``BatchConsumeQueue.putBatchMessagePositionInfo`` (``putMessagePositionInfoWrapper``, called by
 ``CommitLogDispatcherBuildConsumeQueue`` from ``DefaultMessageStore.doDispatch``) and
 ``MappedFileQueue.getLastMappedFile`` (5.3.3's, for a queue its cut emptied, the same).
 
@@ -35,7 +36,7 @@ rule puts it after the parsed units, a unit of queue offset 0 appended at the wr
 the records it walks follow the parsed units' ext units (:attr:`Placed.ext_put`).  A parsed message's light queue unit
 goes into a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``:
 ``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own
-unit).
+unit; with ext files no ext unit for it).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -47,14 +48,17 @@ parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET
 units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused (one
 line): a queue on disk before the walk with no unit below ``processOffset`` in the walk's last data file or whose
 files the cut leaves elsewhere than the walk's units end (one the cut emptied is placed as above; one it left a file
-of, as ``truncateDirtyLogicFiles`` left its files: ``dledger_crash_cut``), a batch queue, a light queue with ext
-files on, and a queue whose cut units the reput puts back afterwards when it kept no unit below ``processOffset`` in
-the walk (but for one the 5.5.1 cut left with no file, without ext files) or only some of them, has
-units past the walk's end (``dledger_crash_cut``), or, with a file of it left, would get them back elsewhere than
-where they were or in a file ``getLastMappedFile`` creates anew.  A queue the walk wrote in its earlier data files
-only is as the walk left it (the cut takes nothing there: its write position after its last unit there, its max that
-unit's end); one whose units below ``processOffset`` all lie there has its max at the end of the last one
-(``QueueTrack.last_before``).
+of, as ``truncateDirtyLogicFiles`` left its files: ``dledger_crash_cut``), and a queue whose cut units the reput puts
+back afterwards when it kept no unit below ``processOffset`` in the walk (but for one the 5.5.1 cut left with no
+file, without ext files) or only some of them, has units past the walk's end (``dledger_crash_cut``), or, with a file
+of it left, would get them back elsewhere than where they were or in a file ``getLastMappedFile`` creates anew.  A
+queue the walk wrote in its earlier data files only is as the walk left it (the cut takes nothing there: its write
+position after its last unit there, its max that unit's end); one whose units below ``processOffset`` all lie there
+has its max at the end of the last one (``QueueTrack.last_before``).
+
+A batch queue the walk wrote (in its last data file only: :func:`store_format.dledger_inside_walked.inside_units`
+refuses the rest) takes a parsed unit by ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its
+max the start of its last unit, the unit dropped at or below it, no queue offset check, 46-byte units.
 """
 from __future__ import annotations
 
@@ -64,6 +68,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import commitlog as cl
+from .batchconsumequeue import BCQ_UNIT_SIZE
 from .config import BrokerConfig
 from .consumequeue_ext import ext_addresses
 from .dispatch import queue_units
@@ -85,6 +90,11 @@ class ParsedUnit:
     tags_code: int
     own: bool      # the record's own consume queue (False: a light queue, multi-dispatch)
     batch: bool    # a BatchCQ topic's queue
+    # a batch queue's unit: the store time, msgBaseOffset and batchSize the dispatch request carries (INNER_BASE
+    # and INNER_NUM, else the queue offset and 1: CommitLog.setBatchSizeIfNeeded)
+    store_time: int = 0
+    base: int = -1
+    batch_size: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +107,12 @@ class InsideUnit:
     offset: int
     size: int
     tags_code: int
+    # a batch queue's 46-byte unit (BatchConsumeQueue.putBatchMessagePositionInfo): its store time, msgBaseOffset
+    # and batchSize (ParsedUnit's)
+    batch: bool = False
+    store_time: int = 0
+    base: int = -1
+    batch_size: int = 1
 
 
 def parsed_units(read: Callable[[int, int], bytes], records: tuple[tuple[int, int], ...],
@@ -110,10 +126,14 @@ def parsed_units(read: Callable[[int, int], bytes], records: tuple[tuple[int, in
             return read(a + pos, min(n, b - a - pos))
         res = cl.walk_range(read_one, a, b - a, cl.WalkState.at_slice_start(0, b - a), b - a, config)
         units = queue_units(res, config.batch_topics)
-        out += [ParsedUnit(*units.queues[int(units.queue[k])], int(units.offset[k]), int(units.size[k]),
-                           int(units.queue_offset[k]), int(units.tags_code[k]), bool(units.own[k]),
-                           units.queues[int(units.queue[k])][0] in config.batch_topics)
-                for k in range(len(units.record))]
+        for k in range(len(units.record)):
+            batch = units.queues[int(units.queue[k])][0] in config.batch_topics
+            extra = (int(units.store_timestamp[k]), int(units.base_offset[k]), int(units.batch_size[k])) \
+                if batch and units.store_timestamp is not None and units.base_offset is not None \
+                and units.batch_size is not None else ()
+            out.append(ParsedUnit(*units.queues[int(units.queue[k])], int(units.offset[k]), int(units.size[k]),
+                                  int(units.queue_offset[k]), int(units.tags_code[k]), bool(units.own[k]), batch,
+                                  *extra))
     return tuple(out)
 
 
@@ -131,6 +151,8 @@ class WalkedQueue:
     rebuild_max: int
     ext_next: int = 0
     refused: str = ""
+    # a batch queue (BatchConsumeQueue: 46-byte units, its max the start of its last unit)
+    batch: bool = False
     # the cut units the reput dispatches again after the parsed ones (it goes on before them), in commitlog order:
     # ``(offset, size, queue offset)``, each at queue byte ``queue offset * 20`` in the walk's queue
     again: tuple[tuple[int, int, int], ...] = ()
@@ -165,7 +187,7 @@ class Placed:
 
 
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
-                 cq_file_size: int, at: int, ext_file_size: int = 0) -> Placed:
+                 cq_file_size: int, at: int, ext_file_size: int = 0, bcq_file_size: int = 0) -> Placed:
     """The units of ``parsed`` that land in queues the walk wrote, where the broker puts them, and the files it
     creates for them (module docstring).
 
@@ -174,7 +196,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     (``enableConsumeQueueExt``): ``putMessagePositionInfoWrapper`` puts each parsed unit's ext unit after the walk's
     (``ConsumeQueueExt.put``, before the unit is dropped or appended), and a unit appended holds that ext unit's
     address (``ConsumeQueueExt.decorate``) as its tags code; the rebuild's dispatch of the message puts the same ext
-    unit there.
+    unit there.  A batch queue's units (``bcq_file_size``: its files' size) go by :func:`_put_batch`, no ext unit.
 
     Raises:
         UnsupportedConfigError: the cases the module docstring refuses.
@@ -197,12 +219,11 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if s is None:
             continue   # a queue the walk did not write: the rebuild's dispatch appends it by the same rules
         name = f"{u.topic}/{u.queue_id}"
-        if u.batch or (not u.own and ext_file_size):   # a light unit: putMessagePositionInfo alone, its own tags
-            # code (ConsumeQueue.multiDispatchLmqQueue): with ext files not modelled
-            raise _refuse(at, f"for {name}, a {'batch queue' if u.batch else 'light queue, with ext files,'} the walk "
-                              "wrote")
         if s.refused:
             raise _refuse(at, f"for {name}, {s.refused}")
+        if u.batch:
+            _place_batch(key, s, u, bcq_file_size, out, opened, rebuild_units, rebuild_files)
+            continue
         end = u.offset + u.size
         if end > s.rebuild_max:   # the rebuild's own dispatch of the message, after every unit of the walk, by the
             # same rules (store_format.consumequeue): what it creates and appends is undone (Placed)
@@ -213,7 +234,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
                 s.rebuild_write += CQ_UNIT_SIZE
                 s.rebuild_max = end
         tags_code = u.tags_code
-        if ext_file_size:   # ConsumeQueueExt.put first, whatever becomes of the unit
+        if ext_file_size and u.own:   # ConsumeQueueExt.put first, whatever becomes of the unit (a light unit:
+            # ConsumeQueue.multiDispatchLmqQueue calls putMessagePositionInfo alone, no ext unit, its own tags code)
             tags_code = int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
             s.ext_next += 1
             ext_put[key] = ext_put.get(key, 0) + 1
@@ -239,6 +261,34 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
                   tuple(f for f in rebuild_files if f not in opened), tuple(blanks), tuple(again),
                   tuple((*k, n) for k, n in ext_put.items()), tuple(moved))
+
+
+def _place_batch(key: tuple[str, int], s: WalkedQueue, u: ParsedUnit, bcq_file_size: int, out: list[InsideUnit],
+                 opened: list[tuple[str, int, int]], rebuild_units: list[tuple[str, int, int]],
+                 rebuild_files: list[tuple[str, int, int]]) -> None:
+    """A parsed message's unit for a batch queue the walk wrote (``BatchConsumeQueue.putMessagePositionInfoWrapper``):
+    none for a negative msgBaseOffset or batchSize; else ``putBatchMessagePositionInfo`` drops it when its offset
+    (its start) is at or below the queue's max (the start of its last unit: the cut's last unit below
+    ``processOffset``, ``processOffset - 1`` when it took them all), with no queue offset check, and else appends
+    it at the write position, ``getLastMappedFile`` creating a file (zeros) there when it is a file's start; the max
+    becomes its start.  The rebuild's own dispatch (:func:`store_format.batchconsumequeue.assign_batch_positions`)
+    appends it after the walk's units by the same rule (what it puts is undone: :class:`Placed`)."""
+    if u.base < 0 or u.batch_size < 0:
+        return   # warned, never written
+    if u.offset > s.rebuild_max:
+        if s.rebuild_write % bcq_file_size == 0 and (*key, s.rebuild_write) not in rebuild_files:
+            rebuild_files.append((*key, s.rebuild_write))
+        rebuild_units.append((*key, s.rebuild_write))
+        s.rebuild_write += BCQ_UNIT_SIZE
+        s.rebuild_max = u.offset
+    if u.offset <= s.max:
+        return
+    if s.write % bcq_file_size == 0 and (*key, s.write) not in opened:
+        opened.append((*key, s.write))
+    out.append(InsideUnit(u.topic, u.queue_id, s.write, u.offset, u.size, u.tags_code, True, u.store_time, u.base,
+                          u.batch_size))
+    s.write += BCQ_UNIT_SIZE
+    s.max = u.offset
 
 
 def _put(key: tuple[str, int], s: WalkedQueue, end: int, queue_offset: int, cq_file_size: int,

@@ -20,7 +20,7 @@ on, a full file ending in the short -1 (``fullFillToEnd``) before the next file 
 every file of those folders not opened stays as it was; and a restart that dispatches no empty request leaves them
 all.  So ``--as-restart`` writes each file the requests open as the store's bytes (zeros up to the file size) with the
 written bytes over their start, and copies every other file of those folders as it is
-(:func:`empty_request_queue_files`; ``tests/test_dledger_crash_inside_broker.py``, the small DLedger store whose reput,
+(:func:`empty_request_queue_files`; ``tests/test_empty_request_held_broker.py``, the small DLedger store whose reput,
 set inside an entry, dispatches a blank's empty request, with files planted there before the restart).
 """
 from __future__ import annotations

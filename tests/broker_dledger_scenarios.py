@@ -567,13 +567,45 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded{suffix}"})
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
-        out += [to_entry, embedded_light_scenario(out[0]),
+        light = embedded_light_scenario(out[0])
+        out += [to_entry, light, {**light, "config": {**light["config"], "enableConsumeQueueExt": "true",
+                                                      "mappedFileSizeConsumeQueueExt": "204"},
+                                  "name": f"{light['name']}-ext"},
                 {**to_entry, "config": {**to_entry["config"], "enableConsumeQueueExt": "true",
                                         "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
                 embedded_own_held_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]),
-                embedded_to_entry_earlier_scenario(out[0])]
+                embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0])]
     return out
+
+
+# -emptied-batch-embedded-batch: the INNER_BASE and INNER_NUM properties of the two B9/0 messages where the reput is set
+BATCH_INNER = ((5, 3), (40, 2))
+
+
+def embedded_batch_messages() -> tuple[int, bytes, bytes]:
+    """Where the reput of the -emptied-batch-embedded store is set (processOffset - 1) and two well-formed B9/0
+    messages there, one after the other, each its PHYSICALOFFSET its own position, with the inner batch properties
+    of :data:`BATCH_INNER` (queue offsets their INNER_BASE)."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET - 1
+    out = []
+    for k, (base, num) in enumerate(BATCH_INNER):
+        props = f"INNER_NUM\x01{num}\x02INNER_BASE\x01{base}\x02KEYS\x01E{5 + k}\x02".encode()
+        out.append(embedded_message(reput + sum(map(len, out)), props=props, topic=b"B9", queue_offset=base))
+    return reput, out[0], out[1]
+
+
+def embedded_batch_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-batch`` (5.5.1), the -emptied-batch-embedded store ``sc`` with,
+    where the reput is set (processOffset - 1, the max the cut leaves B9/0, the batch queue it empties), two
+    well-formed messages for B9/0 (:func:`embedded_batch_messages`) instead of the T5 one, then 'x' bytes."""
+    reput, first, second = embedded_batch_messages()
+    *rest, host, last = sc["messages"]
+    body = bytearray(base64.b64decode(host["body"]))
+    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(first) + len(second)] = first + second
+    return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, last],
+            "name": f"{sc['name']}-batch"}
 
 
 # -emptied-batch-embedded-light: the puts (of the last data file, below processOffset) that also go to the light

@@ -1,4 +1,4 @@
-"""The stores of :mod:`test_dledger_crash_inside_broker`: the small DLedger crash store whose start's reput, set
+"""The stores of :mod:`test_empty_request_held_broker`: the small DLedger crash store whose start's reput, set
 inside an entry (processOffset - 1), dispatches a blank's empty request (``-emptied-batch-embedded-blank-48``), with
 files planted in ``consumequeue/0/`` (and ``consumequeue_ext/0/``) before the restart (the writer's ``plantFiles``)."""
 from __future__ import annotations

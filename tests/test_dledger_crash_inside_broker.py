@@ -1,117 +1,125 @@
-"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside an
-entry, dispatches a blank's empty request (topic "" queue 0) over files the store already holds in
-``consumequeue/0/`` and ``consumequeue_ext/0/`` (planted by the writer's ``plantFiles`` after the queue folders were
-deleted, before the restart): what the broker wrote there, and ``rebuild --as-restart`` and ``verify`` on the store
-as that restart found it (:mod:`store_format.empty_request_held`).  The stores: :mod:`broker_empty_request_held`."""
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput is set inside an
+entry where the bytes form well-formed messages for queues the walk wrote, written by the published RocketMQ store
+through the JVM harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as
+that restart found it (byte for byte) and ``verify``'s units lost.  The stores are written with the others of
+:mod:`broker_dledger_runs` (one pytest session); the other inside-entry cases are in :mod:`test_dledger_crash_broker`.
+"""
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_runs import _as_restart, _queued, _same_files, _same_tree, _verify
-from broker_empty_request_held import CQ, CQ_NEXT, EXT, EXT_NEXT, REPUT, held_scenarios
-
-from pipelines.build import write_file
-from store_format.config import BrokerConfig
-from store_format.empty_request_held import empty_request_queue_files
+from broker_dledger_runs import _RUNS, LINES, _as_restart, _queued, _same_files, _same_tree, _verify, written_run
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
 bh.skip_without_tools()
 
-LINE = "5.5.1"
-NAME = f"{LINE}-dledger-abort-emptied-batch-embedded"
-HELD = [f"{NAME}-blank-48-held", f"{NAME}-blank-48-held-short", f"{NAME}-blank-48-held-ext", f"{NAME}-held"]
-_RUNS: dict[str, dict] = {}
-
 
 @pytest.fixture
-def held(request, tmp_path_factory) -> dict[str, dict]:
-    """Every store of :func:`broker_empty_request_held.held_scenarios` as the broker wrote it (once a session)."""
-    if not _RUNS:
-        _RUNS.update(bh.write_lines(request, {LINE: held_scenarios(LINE)}, tmp_path_factory.mktemp("held"),
-                                    "DLedger store(s) with topic \"\" queue 0's files planted"))
-    bad = {n: r["written"].get("error") for n, r in _RUNS.items() if not r["written"].get("ok")}
-    if bad:
-        pytest.fail(f"the broker's writer failed: {bad}")
-    return _RUNS
+def written(request, tmp_path_factory):
+    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
+    return written_run(request, tmp_path_factory)
 
 
-def _planted(r: dict) -> dict[str, bytes]:
-    import base64
-    return {rel: base64.b64decode(b) for rel, b in r["scenario"].get("plantFiles", {}).items()}
+def _batch_units(data: bytes) -> list[tuple[int, ...]]:
+    """A batch consume queue file's units up to its first zero one: (offset, size, tags code, store time,
+    msgBaseOffset, batchSize, compacted offset, reserved)."""
+    out = []
+    for i in range(0, len(data) - 45, 46):
+        unit = struct.unpack(">qiqqqhii", data[i:i + 46])
+        if not any(unit):
+            break
+        out.append(unit)
+    return out
 
 
-def _queue_0_files(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for folder in ("consumequeue/0", "consumequeue_ext/0")
-                  for p in (root / folder).glob("*") if p.is_file())
-
-
-def test_the_broker_writes_the_empty_requests_unit_over_the_held_files(held) -> None:
-    """What the broker's restart left in topic "" queue 0's folders: the empty request's unit (and ext unit) over
-    the start of the first file the store held there, every other byte and file as it was, a shorter file grown to
-    the queue's file size (zeros); and with no empty request dispatched, every file as it was."""
-    for name in HELD:
-        r = held[name]
-        exp, plant = Path(r["scenario"]["dir"]) / "expected", _planted(r)
-        size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
-        assert _queue_0_files(exp) == sorted(plant), name
-        got = {rel: (exp / rel).read_bytes() for rel in plant}
-        if name.endswith("-embedded-held"):   # the message parsed there, no empty request: nothing written
-            assert got == plant, name
-            continue
-        unit = bytes(20)
-        if name.endswith("-ext"):   # ext unit: size 20, tagsCode 0, store time 0, no bitmap; its address the tagsCode
-            assert got[EXT] == (20).to_bytes(2, "big") + bytes(18) + plant[EXT][20:], got[EXT][:24].hex()
-            assert got[EXT_NEXT] == plant[EXT_NEXT]
-            unit = bytes(12) + got[CQ][12:20]
-            assert int.from_bytes(unit[12:], "big", signed=True) < 0, unit.hex()   # an ext address
-        first = plant[CQ] + bytes(max(0, size - len(plant[CQ])))
-        assert got[CQ] == unit + first[20:], (name, got[CQ][:24].hex())
-        assert CQ_NEXT not in plant or got[CQ_NEXT] == plant[CQ_NEXT]
-
-
-def test_as_restart_over_the_held_files(held, tmp_path) -> None:
-    """``rebuild --as-restart`` on each store as the restart found it writes the broker's files byte for byte (topic
-    "" queue 0's too), and writing that queue's files from scratch, as before, would not."""
-    for name in HELD:
-        r = held[name]
-        src = Path(r["scenario"]["dir"])
-        code, err = _as_restart(src / "before", tmp_path / name, src, LINE)
-        assert code == 0, err[-2000:]
-        _same_tree(src / "expected", tmp_path / name)
-        _same_files(src / "expected", tmp_path / name, "consumequeue_ext")
-        assert ("its empty request to topic" in err) != name.endswith("-embedded-held"), err[-2000:]
-        props = dict(ln.split("=", 1) for ln in (src / "broker.conf").read_text().splitlines() if "=" in ln)
-        scratch = tmp_path / f"{name}-scratch"
-        for rel, pieces in empty_request_queue_files(BrokerConfig.from_properties({"brokerVersion": "5", **props}),
-                                                     0 if name.endswith("-embedded-held") else 1):
-            write_file(str(scratch), rel, pieces)
-        assert _queue_0_files(scratch) != _queue_0_files(src / "expected") or any(
-            (scratch / rel).read_bytes() != (src / "expected" / rel).read_bytes() for rel in _queue_0_files(scratch))
-
-
-def test_verify_over_the_held_files(held, tmp_path) -> None:
-    """``verify`` on those stores predicts the units lost as on the store without the planted files, and that is
-    the broker's count: the scenario's units less those below each queue's write position after its restart."""
-    r0 = held[f"{NAME}-blank-48"]
-    w, src0 = r0["written"], Path(r0["scenario"]["dir"])
-    topics = {m["topic"] for m in r0["scenario"]["messages"] if "topic" in m}
-    kept = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_parses_messages_for_a_batch_queue_the_walk_wrote(written, line, tmp_path):
+    """The -emptied-batch-embedded store (the cut empties the batch queue B9/0, its max processOffset - 1, where
+    the reput is set) with, there, two well-formed B9/0 messages (INNER_BASE 5 and 40, INNER_NUM 3 and 2), then 'x'
+    bytes: BatchConsumeQueue.putBatchMessagePositionInfo drops the first, whose offset is the queue's max (no queue
+    offset check), and appends the second at the write position the cut left, 0, in the file getLastMappedFile
+    creates there (the full 13,800,000 bytes): its 46-byte unit holds its offset, size, tags code 0, store time,
+    msgBaseOffset 40, batchSize 2, -1 and 0; B9's own unit stays cut. --as-restart writes the broker's files byte
+    for byte, verify predicts the units lost."""
+    from broker_dledger_scenarios import BATCH_INNER, embedded_batch_messages
+    name = f"{line}-dledger-abort-emptied-batch-embedded-batch"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, first, second = embedded_batch_messages()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert w["queuesAfterLoad"]["B9/0"] == {"type": "BatchConsumeQueue", "maxOffset": 0, "files": [],
+                                            "maxPhysicOffset": reput}, w["queuesAfterLoad"]["B9/0"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    with data[-1].open("rb") as f:
+        f.seek(reput - int(data[-1].name))
+        assert f.read(len(first) + len(second) + 8) == first + second + b"x" * 8, "the B9/0 messages at the start"
+    state = w["queuesAfterDispatch"]["B9/0"]
+    assert state["files"] == ["00000000000000000000"] and int(state["maxOffset"]) == 46, state
+    b9 = (src / "expected" / "batchconsumequeue" / "B9" / "0" / "00000000000000000000").read_bytes()
+    assert len(b9) == 13_800_000
+    store_time = struct.unpack(">q", second[56:64])[0]
+    assert _batch_units(b9) == [(reput + len(first), len(second), 0, store_time, *BATCH_INNER[1], -1, 0)], \
+        _batch_units(b9)
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
     for queue, st in w["queuesAfterDispatch"].items():
-        if queue.rsplit("/", 1)[0] not in topics:
-            continue
         layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
         for f in st["files"]:
-            b = (src0 / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            kept += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                        and int.from_bytes(b[i:i + 8], "big") != REPUT)
-    lost = []
-    for name in (f"{NAME}-blank-48", f"{NAME}-blank-48-held", f"{NAME}-blank-48-held-short"):
-        src = Path(held[name]["scenario"]["dir"])
-        code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, LINE)
-        p = report["restart"]
-        assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-        lost.append(p["units_lost"])
-    assert lost == [_queued(r0["scenario"]) - kept] * 3 and lost[0] > 0, (lost, kept)
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") != reput + len(first))
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_wrote_with_ext_files(
+        written, line, tmp_path):
+    """The -emptied-batch-embedded-light store with enableConsumeQueueExt=true (ext files of 10 units): the T5/0 and
+    %LMQ%q1 message where the reput is set (processOffset - 1) puts its own unit after an ext unit (its tags code
+    that ext unit's address), and ConsumeQueue.multiDispatchLmqQueue its light unit by putMessagePositionInfo alone:
+    no ext unit, the message's own tags code (0), appended at %LMQ%q1's write position as without ext files (the
+    fourth unit); %LMQ%q1 gets no ext file. --as-restart writes the broker's files byte for byte (consume queue ext
+    files too), verify predicts the units lost."""
+    from broker_dledger_scenarios import LIGHT_PUTS, embedded_light_message
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-ext"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_light_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == ["00000000000000000000"] and not state["extFiles"], state
+    b = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / "00000000000000000000").read_bytes()
+    units = [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, int(state["maxOffset"]), 20)]
+    assert len(units) == len(LIGHT_PUTS) + 1 and units[-1] == (reput, len(msg), 0), units
+    own = w["queuesAfterDispatch"]["T5/0"]
+    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / own["files"][0]).read_bytes()
+    assert own["extFiles"] and struct.unpack(">q", t5[12:20])[0] < 0, "T5/0's unit holds no ext address"
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed ones
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") != reput)
+    sent = _queued(r["scenario"]) + len(LIGHT_PUTS) + 1   # a unit each, a light one more for four
+    assert p["units_lost"] == sent - held > 0, (held, p["units_lost"], p["notes"])

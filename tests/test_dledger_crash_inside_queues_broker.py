@@ -7,8 +7,8 @@ the cut left with no file, one whose units below processOffset lie in an earlier
 --as-restart`` byte for byte and ``verify``'s units lost).
 
 The other inside-entry cases are in :mod:`test_dledger_crash_broker` (empty requests over held files:
-:mod:`test_dledger_crash_inside_broker`); the broker writes every store once a pytest
-session (:mod:`broker_dledger_runs`).
+:mod:`test_empty_request_held_broker`; batch queues, light queues with ext: :mod:`test_dledger_crash_inside_broker`);
+the broker writes every store once a pytest session (:mod:`broker_dledger_runs`).
 """
 from __future__ import annotations
 

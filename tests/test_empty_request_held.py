@@ -3,7 +3,7 @@ the blanks' empty requests the restart dispatches write their units over the sta
 byte and file kept, a shorter file grown to the file size; with none dispatched every such file is kept.  Through
 :func:`store_format.empty_request_held.empty_request_queue_files`, the one place both the 5.x concurrent reput's empty
 requests and those a DLedger start's reput set inside an entry dispatches go through (``pipelines.rebuild``).  The
-broker cases: tests/test_dledger_crash_inside_broker.py (files planted before the restart), and over a store
+broker cases: tests/test_empty_request_held_broker.py (files planted before the restart), and over a store
 without them tests/test_dledger_2gib_inside_broker.py (``-embedded-blank-48``) and
 tests/test_concurrent_empty_requests_broker.py."""
 from __future__ import annotations
