@@ -11,7 +11,17 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_runs import _RUNS, LINES, _as_restart, _queued, _same_files, _same_tree, _verify, written_run
+from broker_dledger_runs import (
+    _RUNS,
+    LINES,
+    _as_restart,
+    _queued,
+    _same_files,
+    _same_tree,
+    _units_below_write,
+    _verify,
+    written_run,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -72,13 +82,7 @@ def test_crash_restart_whose_reput_parses_messages_for_a_batch_queue_the_walk_wr
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed one
-    for queue, st in w["queuesAfterDispatch"].items():
-        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
-        for f in st["files"]:
-            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                        and int.from_bytes(b[i:i + 8], "big") != reput + len(first))
+    held = _units_below_write(w, src, (reput + len(first),))   # neither fillPreBlank nor the parsed ones
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
 
@@ -114,12 +118,6 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_w
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = 0   # the broker's units below each queue's write position, neither fillPreBlank nor the parsed ones
-    for queue, st in w["queuesAfterDispatch"].items():
-        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
-        for f in st["files"]:
-            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                        and int.from_bytes(b[i:i + 8], "big") != reput)
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed ones
     sent = _queued(r["scenario"]) + len(LIGHT_PUTS) + 1   # a unit each, a light one more for four
     assert p["units_lost"] == sent - held > 0, (held, p["units_lost"], p["notes"])
