@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pyarrow.fs as pafs
 
 from store_format.anomalies import AnomalyKind
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE, BCQ_UNIT_SIZE, INVALID_POS
@@ -502,6 +503,12 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
     accepts (abnormal), else read only (``RecoveryPlan.dispatch_above``).  DLedger stores:
     :func:`dledger_restart`; a store converted in place with no DLedger data file yet
     (``StoreLocation.dledger_pending``) is recovered as an ordinary one."""
+    held = _held_queue_files(st) if not config.rocksdb_cq else []
+    if held:
+        progress.emit(f"[rebuild] as a restart: warning: the store holds {len(held)} consume queue or index file(s) "
+                      f"({held[0]}{', ...' if len(held) > 1 else ''}); --as-restart writes what a restart makes of "
+                      "it once consumequeue/ and index/ are deleted, as before a rebuild; a broker started on it as it "
+                      "is recovers from those files instead (verify predicts that start)")
     if st.dledger is not None:
         return dledger_restart(st, config, progress)
     plan = plan_recovery(st, config)
@@ -531,3 +538,20 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
                                                        if plan.reindex >= 0 else ""))
     return StoreLocation(st.uri, st.fs, st.root, kept, batch_topics=st.batch_topics, reindex=plan.reindex), \
         Restart(plan)
+
+
+def _held_queue_files(st: StoreLocation) -> list[str]:
+    """The consume queue, ext, batch consume queue and index files ``st`` holds (relative paths, sorted), but for
+    topic "" queue 0's (files right in ``consumequeue/0/`` and ``consumequeue_ext/0/``: the folders the broker
+    loads as topic "0", which ``store_format.empty_request_held`` models)."""
+    out = []
+    for folder in ("consumequeue", "consumequeue_ext", BCQ_DIR, "index"):
+        infos = st.fs.get_file_info(pafs.FileSelector(f"{st.root}/{folder}", allow_not_found=True, recursive=True))
+        for info in infos:
+            if info.type != pafs.FileType.File:
+                continue
+            rel = info.path[len(st.root) + 1:]
+            if rel.count("/") == 2 and rel.rsplit("/", 1)[0] in ("consumequeue/0", "consumequeue_ext/0"):
+                continue
+            out.append(rel)
+    return sorted(out)

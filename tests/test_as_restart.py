@@ -82,3 +82,28 @@ def test_verify_reports_what_a_restart_discards(tmp_path: Path) -> None:
     assert report.restart.recovery_cut == bad
     assert report.restart.recovery_discarded_messages == len(offsets) - offsets.index(bad)
     assert f"{report.restart.recovery_discarded_messages:,} record(s)" in discards["detail"]
+
+
+def test_as_restart_warns_when_the_store_still_holds_its_queues(tmp_path: Path) -> None:
+    """``--as-restart`` computes the restart of a store whose ``consumequeue/`` and ``index/`` were deleted (the
+    broker's rebuild procedure); a store that still holds such files gets one warning line naming them (a broker
+    started on it as it is recovers from them), but for topic "" queue 0's files, which that start never loads."""
+    config = BrokerConfig(mappedFileSizeCommitLog=4096, mappedFileSizeConsumeQueue=400, brokerVersion="4")
+    store = tmp_path / "store"
+    with CommitLogWriter(str(store), config) as w:
+        for i in range(5):
+            w.append("T", 0, body=f"body-{i}".encode(), store_timestamp=1_700_000_000_000 + i)
+
+    def warnings(out: str) -> list[str]:
+        lines: list[str] = []
+        run_rebuild(str(store), str(tmp_path / out), config, engine="local", as_restart=True,
+                    progress=Progress(lines.append))
+        return [ln for ln in lines if "warning: the store holds" in ln]
+
+    (store / "consumequeue" / "0").mkdir(parents=True)
+    (store / "consumequeue" / "0" / f"{0:020d}").write_bytes(bytes(400))   # topic "" queue 0: not loaded
+    assert warnings("a") == []
+    (store / "consumequeue" / "T" / "0").mkdir(parents=True)
+    (store / "consumequeue" / "T" / "0" / f"{0:020d}").write_bytes(bytes(400))
+    (found,) = warnings("b")
+    assert "holds 1 consume queue or index file(s) (consumequeue/T/0/00000000000000000000)" in found, found
