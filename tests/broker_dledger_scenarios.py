@@ -548,7 +548,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     embedded`` (5.5.1): the batch queue B9 the cut empties leaves its max, and the reput, at ``processOffset - 1``;
     ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``;
     ``<line>-dledger-abort-emptied-kept-embedded-own`` (5.3.3): the same with the message there for T9/0 itself, the
-    queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`)."""
+    queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`).  On 5.5.1 also the variants below, and
+    ``-earlier-ext``, ``-to-entry-earlier-ext``: the -earlier and -to-entry-earlier stores with
+    ``enableConsumeQueueExt`` (ext files of 10 units)."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -576,6 +578,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
                 embedded_own_held_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]),
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0])]
+        out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
+                                  "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
+                for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]))]
     return out
 
 

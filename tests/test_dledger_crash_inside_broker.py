@@ -121,3 +121,59 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_w
     held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed ones
     sent = _queued(r["scenario"]) + len(LIGHT_PUTS) + 1   # a unit each, a light one more for four
     assert p["units_lost"] == sent - held > 0, (held, p["units_lost"], p["notes"])
+
+
+
+def _ext_units(data: bytes) -> list[bytes]:
+    """A consume queue ext file's units (ConsumeQueueExt.CqExtUnit: a 2-byte size, then the rest) up to the first
+    zero size."""
+    out, at = [], 0
+    while at + 2 <= len(data) and (size := int.from_bytes(data[at:at + 2], "big")):
+        out.append(data[at:at + size])
+        at += size
+    return out
+
+
+@pytest.mark.parametrize("suffix", ["-earlier-ext", "-to-entry-earlier-ext"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_with_ext_files_whose_reput_parses_messages_for_queues_the_walk_wrote_in_its_earlier_file(
+        written, line, suffix, tmp_path):
+    """The -earlier and -to-entry-earlier stores (the walk over both data files, messageIndexSafe) with
+    enableConsumeQueueExt (ext files of 10 units): the parsed T7/0 and T6/0 messages (-earlier; T7/0 written in the
+    earlier data file only, T6/0's unit below processOffset there) and the parsed T6/0 one ending at B9's entry
+    (-to-entry-earlier) each get an ext unit after every one the walk put for its queue, in both data files
+    (ConsumeQueueExt.put at the ext write position: the walk's two T6/0 ext units, its cut one's too), their
+    consume queue unit at the write position holding that ext unit's address; the reput going on at B9's entry
+    (-to-entry-earlier) puts one more for the last T6/0 message (the same bytes as the walk's) before it drops
+    that message's unit. --as-restart writes the broker's files byte for byte (consumequeue_ext/ too), verify
+    predicts the units lost."""
+    name = f"{line}-dledger-abort-emptied-batch-embedded{suffix}"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput = int(w["truncateDirtyLogicFilesAt"]) - 1
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    msgs = r["scenario"]["messages"]
+    parsed = {}   # per queue: the parsed message's consume queue unit (the second) and its ext unit
+    for queue in ("T7/0", "T6/0") if suffix == "-earlier-ext" else ("T6/0",):
+        topic = queue.split("/")[0]
+        walked = sum(1 for m in msgs if m.get("topic") == topic)   # the walk's ext units of the queue
+        cq = (src / "expected" / "consumequeue" / queue / f"{0:020d}").read_bytes()
+        ext = _ext_units((src / "expected" / "consumequeue_ext" / queue / f"{0:020d}").read_bytes())
+        offset, _, tags = struct.unpack(">qiq", cq[20:40])
+        assert reput <= offset and tags == -2**63 + 20 * walked, (queue, offset, tags)   # ext address: after the walk's
+        assert cq[40:] == bytes(len(cq) - 40), f"{queue}: only the walk's unit below processOffset and the parsed one"
+        again = 1 if suffix == "-to-entry-earlier-ext" else 0   # the reput's ext unit for the last T6/0 message
+        assert len(ext) == walked + 1 + again and (not again or ext[-1] == ext[walked - 1]), (queue, ext)
+        parsed[queue] = offset
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, tuple(parsed.values()))   # neither fillPreBlank nor the parsed ones
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
