@@ -549,8 +549,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``;
     ``<line>-dledger-abort-emptied-kept-embedded-own`` (5.3.3): the same with the message there for T9/0 itself, the
     queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`).  On 5.5.1 also the variants below, and
-    ``-earlier-ext``, ``-to-entry-earlier-ext``: the -earlier and -to-entry-earlier stores with
-    ``enableConsumeQueueExt`` (ext files of 10 units)."""
+    ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``: the -earlier, -to-entry-earlier and
+    -to-entry-past stores with ``enableConsumeQueueExt`` (ext files of 10 units)."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -580,7 +580,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0])]
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
-                for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]))]
+                for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]),
+                           embedded_to_entry_past_scenario(out[0]))]
+        out.append(embedded_to_entry_past_scenario(out[0]))
     return out
 
 
@@ -763,6 +765,30 @@ def embedded_to_entry_scenario(sc: dict) -> dict:
             "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
     return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
             "name": f"{sc['name']}-to-entry"}
+
+
+
+def embedded_to_entry_past_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past`` (5.5.1): the -to-entry store with a body byte of
+    its last message (T0/0, after B9's) flipped: the walk ends there (processOffset that of the -emptied-batch-embedded
+    store), so the reput is set at processOffset - 1, where a well-formed T0/0 message (queue offset
+    :data:`TO_ENTRY_QUEUE_OFFSET`) ends at B9's entry: the reput goes on there and dispatches B9's and the damaged
+    T0/0 message, a record past the walk's end for the queue of the parsed one."""
+    from broker_dledger_2gib import embedded_message
+    to_entry = embedded_to_entry_scenario(sc)
+    reput = EMBED_PROCESS_OFFSET - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    props = b"KEYS\x01E5" + TO_ENTRY_HOST_TAIL
+    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
+    msg = embedded_message(reput, body, props, topic=b"T0", queue_offset=TO_ENTRY_QUEUE_OFFSET)
+    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
+    *rest, host, b9, tail = to_entry["messages"]
+    hb = bytearray(b"x" * EMBED_HOST_BODY)
+    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
+    hb[len(hb) - len(head):] = head
+    puts = sum(1 for m in to_entry["messages"] if "topic" in m)
+    return {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail],
+            "damageMessage": puts - 1, "name": f"{to_entry['name']}-past"}
 
 
 def embedded_to_entry_emptied_scenario(sc: dict, topic: str = "T8", queue_offset: int = EMBED_OWN_QUEUE_OFFSET,
