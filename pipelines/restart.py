@@ -22,6 +22,7 @@ from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_crash_cut import ExtAgain, QueueMove
 from store_format.dledger_inside_units import InsideUnit, Placed
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
+from store_format.empty_request_held import HELD_FOLDERS
 from store_format.errors import StoreError
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
@@ -273,13 +274,12 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         # parsed units: read where the walk's queue holds them, before the cut's files go
         placed = dataclasses.replace(placed, units=placed.units + _again_moved(staged, placed, config.cq_file_size))
     if cut is not None and (cut.dropped or cut.batch_dropped or cut.moves):
-        layouts = {False: ("consumequeue", config.cq_file_size, CQ_UNIT_SIZE),
-                   True: (BCQ_DIR, config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE)}
-        moved = [(move, _units_put_back(staged, move, *layouts[move.batch])) for move in cut.moves]   # before deleting
+        # read before the cut's files are deleted
+        moved = [(move, _units_put_back(staged, move, *_queue_layout(config, move.batch))) for move in cut.moves]
         built.cq_files = _cut_files(staged, built.cq_files, cut.dropped, "consumequeue")
         built.bcq_files = _cut_files(staged, built.bcq_files, cut.batch_dropped, BCQ_DIR)
         for move, units in moved:
-            folder, size, unit = layouts[move.batch]
+            folder, size, unit = _queue_layout(config, move.batch)
             _set_file_rows(built.bcq_files if move.batch else built.cq_files, BCQ_KIND if move.batch else "cq", size,
                            [(move.topic, move.queue_id, start, entries, first, end)
                             for start, entries, first, end in _write_moved(staged, move, units, folder, size, unit)])
@@ -305,6 +305,12 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size,
                        put=not (crash.again or crash.before))
     return changed
+
+
+def _queue_layout(config: BrokerConfig, batch: bool) -> tuple[str, int, int]:
+    """A queue's folder, file size and unit size: a batch consume queue's (46-byte units) or a consume queue's."""
+    return (BCQ_DIR, config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE) if batch \
+        else ("consumequeue", config.cq_file_size, CQ_UNIT_SIZE)
 
 
 def _cut_files(staged: StagedOutput, rows: list[dict], gone: tuple[tuple[str, int, int], ...],
@@ -396,8 +402,7 @@ def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str
     units, opened = placed.units, placed.opened
 
     def layout(topic: str) -> tuple[str, int, int]:
-        return (BCQ_DIR, config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE) if topic in config.batch_topics \
-            else ("consumequeue", config.cq_file_size, CQ_UNIT_SIZE)
+        return _queue_layout(config, topic in config.batch_topics)
 
     files: dict[tuple[str, int, int], bytearray] = {key: bytearray(layout(key[0])[1]) for key in opened}
     for topic, qid, until in placed.blank_until:   # fillPreBlank: the first unit of a queue the cut left empty
@@ -551,7 +556,7 @@ def _held_queue_files(st: StoreLocation) -> list[str]:
             if info.type != pafs.FileType.File:
                 continue
             rel = info.path[len(st.root) + 1:]
-            if rel.count("/") == 2 and rel.rsplit("/", 1)[0] in ("consumequeue/0", "consumequeue_ext/0"):
+            if rel.count("/") == 2 and rel.rsplit("/", 1)[0] in HELD_FOLDERS:
                 continue
             out.append(rel)
     return sorted(out)

@@ -35,9 +35,10 @@ from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from .store import StoreLocation
 
-__all__ = ["empty_request_queue_files"]
+__all__ = ["HELD_FOLDERS", "empty_request_queue_files"]
 
-_FOLDERS = ("consumequeue/0", "consumequeue_ext/0")
+# topic "" queue 0's folders (consumequeue//0, consumequeue_ext//0), which the broker's start loads as topic "0"
+HELD_FOLDERS = ("consumequeue/0", "consumequeue_ext/0")
 
 
 def empty_request_queue_files(config: BrokerConfig, count: int,
@@ -93,7 +94,7 @@ def _held(store: StoreLocation, opened: set[str]) -> list[tuple[str, bytes]]:
     "0"'s queue folders there are not such files); a folder where the requests open a file (``opened``) is
     refused."""
     out = []
-    for folder in _FOLDERS:
+    for folder in HELD_FOLDERS:
         infos = store.fs.get_file_info(pafs.FileSelector(f"{store.root}/{folder}", allow_not_found=True))
         for info in sorted(infos, key=lambda i: i.base_name):
             if info.type == pafs.FileType.File:
