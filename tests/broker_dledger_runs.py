@@ -20,6 +20,11 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_inside_scenarios import (
+    emptied_abort_scenarios,
+    emptied_batch_abort_scenarios,
+    emptied_embedded_abort_scenarios,
+)
 from broker_dledger_scenarios import (
     abort_scenarios,
     batch_kept_abort_scenario,
@@ -35,9 +40,6 @@ from broker_dledger_scenarios import (
     damaged_twice_abort_scenarios,
     damaged_twice_early_abort_scenarios,
     dledger_scenarios,
-    emptied_abort_scenarios,
-    emptied_batch_abort_scenarios,
-    emptied_embedded_abort_scenarios,
     first_start_abort_scenario,
     kept_abort_scenario,
     layouts_abort_scenario,

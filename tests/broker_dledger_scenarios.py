@@ -43,7 +43,7 @@ def config(line: str) -> dict[str, str]:
     return c
 
 
-class _Messages:
+class Messages:
     """Deterministic message objects (the writer's JSON, see :mod:`broker_harness`)."""
 
     def __init__(self, seed: int, topics: list[str]) -> None:
@@ -94,14 +94,14 @@ def dledger_scenarios(line: str) -> list[dict]:
     topics = _topics(line)
     scenarios: dict[str, dict] = {}
 
-    g = _Messages(1, topics)
+    g = Messages(1, topics)
     scenarios["plain"] = {"config": config(line), "messages": [g.one(keyed=i % 2 == 0) for i in range(60)]}
 
-    g = _Messages(2, topics)
+    g = Messages(2, topics)
     scenarios["mixed"] = {"config": {**config(line), "messageDelayLevel": "1s 5s 10s 30s 1m"},
                           "messages": [_mixed(g, i) for i in range(48)]}
 
-    g = _Messages(3, topics)
+    g = Messages(3, topics)
     before = [g.one(keyed=True) for _ in range(35)]  # an ordinary commitlog of about 1.3 files
     after = [_mixed(g, i) for i in range(30)]
     scenarios["converted"] = {"config": config(line), "messages": [*before, {"switchToDLedger": True}, *after]}
@@ -217,7 +217,7 @@ def damaged_gap_abort_scenarios(line: str) -> list[dict]:
     if not line.startswith("5.5"):
         return [sc] if line.startswith("5.3") else []
     layouts = layouts_abort_scenario(line)
-    g = _Messages(7, ["T9"])
+    g = Messages(7, ["T9"])
     t9 = [{**g.one(), "queueId": 0, "body": g.body(10, 60), "keys": f"k9-{i}"} for i in range(3)]
     return [sc, {**sc, "checkpointLogicsPhysicalOffset": {"set": 100},
                  "name": f"{line}-dledger-abort-damaged-gap-nocut"},
@@ -300,7 +300,7 @@ def converted_queued_nothing_abort_scenario(line: str) -> list[dict]:
     indexed again)."""
     if not line.startswith(("5.3", "5.5")):
         return []
-    g = _Messages(13, _topics(line))
+    g = Messages(13, _topics(line))
     before = [g.one(keyed=True) for _ in range(35)]   # an ordinary commitlog of about 1.3 files
     after = [g.one(keyed=True, tranType="prepared") for _ in range(40)]
     return [{"config": config(line), "messages": [*before, {"switchToDLedger": True}, *after], "abort": True,
@@ -325,7 +325,7 @@ def converted_old_reput_abort_scenarios(line: str) -> list[dict]:
     if not line.startswith(("5.3", "5.5")):
         return []
     (prepared,) = converted_queued_nothing_abort_scenario(line)
-    g = _Messages(14, ["T0", "T1"])
+    g = Messages(14, ["T0", "T1"])
     tail = [g.one(keyed=True) for _ in range(5)]   # in the last data file, after its prepared messages
     switch = next(i for i, m in enumerate(prepared["messages"]) if "switchToDLedger" in m)
     # THOROUGH_CHECKPOINT: the 5.5.1 queue cut needs the checkpoint's logicsPhysicalOffset at the tail's last unit;
@@ -335,7 +335,7 @@ def converted_old_reput_abort_scenarios(line: str) -> list[dict]:
             "messages": [*prepared["messages"], *tail], "damageMessage": len(prepared["messages"]) - 1,
             "reportQueues": True, "name": f"{line}-dledger-abort-converted-prepared-damaged"}]
     if line.startswith("5.5"):
-        g = _Messages(15, ["T7"])
+        g = Messages(15, ["T7"])
         small = [{**g.one(keyed=True, tranType="prepared"), "body": g.body(10, 60)} for _ in range(40)]
         t7 = [{**g.one(), "queueId": 0, "body": g.body(10, 20), "keys": f"k7{i}"} for i in range(3)]
         out.append({"config": {**config(line), **THOROUGH_CHECKPOINT},
@@ -477,7 +477,7 @@ def small_abort_scenarios(line: str) -> list[dict]:
     are cut; one of them starts a consume queue file; the writer reports the queues after the restart's
     reput: ``reportQueues``); ``<line>-dledger-abort-small-norecheck`` is the same
     without ``recheckReputOffsetFromCq``."""
-    g = _Messages(4, ["T0", "T1"])
+    g = Messages(4, ["T0", "T1"])
     messages = [{**g.one(), "body": g.body(100, 300), "keys": f"k{i}"} for i in range(200)]
     # 11 units a consume queue file: the cut's first unit of one queue starts a file, which the cut deletes
     small = {"config": {**config(line), **THOROUGH_CHECKPOINT, "mappedFileSizeConsumeQueue": "220"},
@@ -485,345 +485,6 @@ def small_abort_scenarios(line: str) -> list[dict]:
              "reportQueues": True, "name": f"{line}-dledger-abort-small"}
     conf = {k: v for k, v in small["config"].items() if k != "recheckReputOffsetFromCq"}
     return [small, {**small, "config": conf, "name": f"{line}-dledger-abort-small-norecheck"}]
-
-
-
-# the body of the emptied scenarios' last message (one byte more or less moves processOffset by one): its entry
-# lies wholly past processOffset and the entry before it ends below, so processOffset falls inside its header
-EMPTIED_BODY = 1517
-
-
-def emptied_abort_scenarios(line: str) -> list[dict]:
-    """The ``small`` store's messages, then one to a topic of its own (``T9``, queue 0), restarted after a crash
-    with ``recheckReputOffsetFromCq=true``: the cut at ``dledgerRecoverAbnormally``'s short ``processOffset``
-    takes that queue's one unit (its only file goes) and units of queues that keep others; ``processOffset``
-    falls inside the last entry's header.  ``<line>-dledger-abort-emptied`` (5.5.1): ``correctMinOffset`` then
-    sets the emptied queue's max to -1, and the reput starts at the other queues' largest offset.
-    ``<line>-dledger-abort-emptied-kept`` (5.3.3, whose cut needs the queues on disk: ``keepQueues``): the
-    emptied queue's max stays ``processOffset``, where ``doRecheckReputOffsetFromCq`` sets the reput, inside an
-    entry.  Both ``reportQueues``."""
-    small = small_abort_scenarios(line)[0]
-    g = _Messages(6, ["T9"])
-    last = {**g.one(), "queueId": 0, "body": base64.b64encode(g.rng.randbytes(EMPTIED_BODY)).decode(), "keys": "k9",
-            "uniqKey": "7F00000100002A9F000000000999"}
-    sc = {**small, "messages": [*small["messages"], last]}
-    if line.startswith("5.5"):
-        return [{**sc, "name": f"{line}-dledger-abort-emptied"}]
-    if line.startswith("5"):
-        return [{**sc, "keepQueues": True, "name": f"{line}-dledger-abort-emptied-kept"}]
-    return []
-
-
-def emptied_batch_abort_scenarios(line: str) -> list[dict]:
-    """The emptied scenarios with their last message to a BatchCQ topic of its own (``B9``, as long a name as
-    ``T9``: the same ``processOffset``): the cut deletes that batch queue's only file and leaves its max at
-    ``processOffset - 1`` (``BatchConsumeQueue.truncateDirtyLogicFiles``; its ``correctMinOffset`` does not
-    reset it), above the other queues', so ``doRecheckReputOffsetFromCq`` sets the reput there, inside the
-    last entry.  ``<line>-dledger-abort-emptied-batch`` (5.5.1) and ``-emptied-batch-kept`` (5.3.3, with the
-    queues kept).  Both ``reportQueues``."""
-    out = []
-    for sc in emptied_abort_scenarios(line):
-        last = {**sc["messages"][-1], "topic": "B9"}
-        out.append({**sc, "messages": [*sc["messages"][:-1], last], "batchTopics": ["B9"],
-                    "name": sc["name"].replace("-emptied", "-emptied-batch")})
-    return out
-
-
-# The emptied-embedded scenarios: a prepared T1 message (no unit, no key) of EMBED_HOST_BODY 'x' bytes before the
-# last message, whose body shrinks to 100 bytes, so that dledgerRecoverAbnormally's processOffset,
-# EMBED_PROCESS_OFFSET, falls inside that prepared body, which starts at EMBED_HOST_AT (the tests check both)
-EMBED_HOST_BODY = 4000
-EMBED_HOST_AT = 78841
-EMBED_PROCESS_OFFSET = 81443
-# the queue offset of the -embedded-own message for T9/0: its unit past the first consume queue file (220 bytes,
-# 11 units), two fillPreBlank units before it in the file the broker creates
-EMBED_OWN_QUEUE_OFFSET = 13
-
-
-def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
-    """The emptied scenarios with the prepared message above before their last one and, in its body where the
-    start's reput is set, a well-formed T5 message (:func:`broker_dledger_2gib.embedded_message`, its physical
-    offset field that position): ``DLedgerCommitLog``'s check there parses it, the reput dispatches it (T5/0's unit)
-    and jumps past the rest (the 'x' bytes after it fail the next check).  ``<line>-dledger-abort-emptied-batch-
-    embedded`` (5.5.1): the batch queue B9 the cut empties leaves its max, and the reput, at ``processOffset - 1``;
-    ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``;
-    ``<line>-dledger-abort-emptied-kept-embedded-own`` (5.3.3): the same with the message there for T9/0 itself, the
-    queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`).  On 5.5.1 also the variants below, and
-    ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``: the -earlier, -to-entry-earlier and
-    -to-entry-past stores with ``enableConsumeQueueExt`` (ext files of 10 units)."""
-    from broker_dledger_2gib import embedded_message
-    scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
-    out = []
-    for sc in scs:
-        reput = EMBED_PROCESS_OFFSET - (1 if line.startswith("5.5") else 0)
-        msgs = {"": embedded_message(reput)}
-        if not line.startswith("5.5"):
-            msgs["-own"] = embedded_message(reput, topic=b"T9", queue_offset=EMBED_OWN_QUEUE_OFFSET)
-        for suffix, msg in msgs.items():
-            body = bytearray(b"x" * EMBED_HOST_BODY)
-            body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
-            host = {"topic": "T1", "queueId": 0, "body": base64.b64encode(bytes(body)).decode(),
-                    "tranType": "prepared", "uniqKey": "7F00000100002A9F000000000998"}
-            *rest, last = sc["messages"]
-            last = {**last, "body": base64.b64encode(b"y" * 100).decode()}
-            out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded{suffix}"})
-    if line.startswith("5.5"):
-        to_entry = embedded_to_entry_scenario(out[0])
-        light = embedded_light_scenario(out[0])
-        out += [to_entry, light, {**light, "config": {**light["config"], "enableConsumeQueueExt": "true",
-                                                      "mappedFileSizeConsumeQueueExt": "204"},
-                                  "name": f"{light['name']}-ext"},
-                {**to_entry, "config": {**to_entry["config"], "enableConsumeQueueExt": "true",
-                                        "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
-                embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
-                embedded_own_held_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]),
-                embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0])]
-        out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
-                                  "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
-                for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]),
-                           embedded_to_entry_past_scenario(out[0]))]
-        out.append(embedded_to_entry_past_scenario(out[0]))
-    return out
-
-
-# -emptied-batch-embedded-batch: the INNER_BASE and INNER_NUM properties of the two B9/0 messages where the reput is set
-BATCH_INNER = ((5, 3), (40, 2))
-
-
-def embedded_batch_messages() -> tuple[int, bytes, bytes]:
-    """Where the reput of the -emptied-batch-embedded store is set (processOffset - 1) and two well-formed B9/0
-    messages there, one after the other, each its PHYSICALOFFSET its own position, with the inner batch properties
-    of :data:`BATCH_INNER` (queue offsets their INNER_BASE)."""
-    from broker_dledger_2gib import embedded_message
-    reput = EMBED_PROCESS_OFFSET - 1
-    out = []
-    for k, (base, num) in enumerate(BATCH_INNER):
-        props = f"INNER_NUM\x01{num}\x02INNER_BASE\x01{base}\x02KEYS\x01E{5 + k}\x02".encode()
-        out.append(embedded_message(reput + sum(map(len, out)), props=props, topic=b"B9", queue_offset=base))
-    return reput, out[0], out[1]
-
-
-def embedded_batch_scenario(sc: dict) -> dict:
-    """``<line>-dledger-abort-emptied-batch-embedded-batch`` (5.5.1), the -emptied-batch-embedded store ``sc`` with,
-    where the reput is set (processOffset - 1, the max the cut leaves B9/0, the batch queue it empties), two
-    well-formed messages for B9/0 (:func:`embedded_batch_messages`) instead of the T5 one, then 'x' bytes."""
-    reput, first, second = embedded_batch_messages()
-    *rest, host, last = sc["messages"]
-    body = bytearray(base64.b64decode(host["body"]))
-    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(first) + len(second)] = first + second
-    return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, last],
-            "name": f"{sc['name']}-batch"}
-
-
-# -emptied-batch-embedded-light: the puts (of the last data file, below processOffset) that also go to the light
-# queue %LMQ%q1, their light queue offsets 0, 1, 2; the properties that adds (56 bytes, cut off their bodies); the
-# body of the last T0/0 message, also to %LMQ%q1 (a record of 356 bytes, which moves processOffset on as much)
-LIGHT_PUTS = (185, 190, 195)
-LIGHT_PROPS = 56
-LIGHT_QUEUE_OFFSET = 7
-LIGHT_TAIL_BODY = 161
-LIGHT_TAIL = 88 + LIGHT_TAIL_BODY + 3 + 2 + 46 + LIGHT_PROPS
-
-
-def embedded_light_message() -> tuple[int, bytes]:
-    """Where the reput of the -light store is set (processOffset - 1) and the T5/0 message there, also for %LMQ%q1
-    (light queue offset :data:`LIGHT_QUEUE_OFFSET`)."""
-    from broker_dledger_2gib import embedded_message
-    props = b"KEYS\x01E5\x02INNER_MULTI_DISPATCH\x01%LMQ%q1\x02INNER_MULTI_QUEUE_OFFSET\x01" + \
-        str(LIGHT_QUEUE_OFFSET).encode() + b"\x02"
-    reput = EMBED_PROCESS_OFFSET + LIGHT_TAIL - 1
-    return reput, embedded_message(reput, props=props)
-
-
-def embedded_light_scenario(sc: dict) -> dict:
-    """``<line>-dledger-abort-emptied-batch-embedded-light`` (5.5.1), from the -emptied-batch-embedded store ``sc``
-    with ``enableMultiDispatch``/``enableLmq``: three puts of the last data file, below processOffset, also go to
-    %LMQ%q1 (their bodies shorter by the properties that adds: the same layout), a last T0/0 message after B9's,
-    also to %LMQ%q1 (both its units cut), and the message where the reput is set (processOffset - 1) is for T5/0
-    and %LMQ%q1 too (:func:`embedded_light_message`), then 'x' bytes: the reput dispatches its light unit into
-    %LMQ%q1 as the cut left it, then jumps past the rest."""
-    reput, msg = embedded_light_message()
-    *rest, host, b9 = sc["messages"]
-    body = bytearray(b"x" * EMBED_HOST_BODY)
-    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
-    light = []
-    for i, m in enumerate(rest):
-        if i in LIGHT_PUTS:
-            m = {**m, "body": base64.b64encode(base64.b64decode(m["body"])[:-LIGHT_PROPS]).decode(),
-                 "properties": {"INNER_MULTI_DISPATCH": "%LMQ%q1", "INNER_MULTI_QUEUE_OFFSET": str(len(light))}}
-            light.append(i)
-        rest[i] = m
-    tail = {**b9, "topic": "T0", "queueId": 0, "body": base64.b64encode(b"t" * LIGHT_TAIL_BODY).decode(),
-            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997",
-            "properties": {"INNER_MULTI_DISPATCH": "%LMQ%q1", "INNER_MULTI_QUEUE_OFFSET": str(len(light))}}
-    return {**sc, "config": {**sc["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
-            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
-            "name": f"{sc['name']}-light"}
-
-
-# -emptied-batch-embedded-to-entry: a T0/0 message after B9's (:data:`TO_ENTRY_TAIL_BODY` bytes of body, 300 bytes
-# of record) moves processOffset, and the reput's start, on by its record's length; the host's record tail (after
-# its body: the topic's length byte, "T1", its properties' length and string)
-TO_ENTRY_TAIL_BODY = 161
-TO_ENTRY_HOST_TAIL = b"\x02T1\x00&UNIQ_KEY\x017F00000100002A9F000000000998\x02"
-TO_ENTRY_QUEUE_OFFSET = 1000
-
-
-# -emptied-batch-embedded-earlier: the messages of the first data file that go to T7/0 and T6/0 instead (as long a
-# topic as T0 or T1: the same layout), and the queue offsets of the two messages parsed for those queues
-EARLIER_RETOPIC = {10: "T7", 11: "T6"}
-EARLIER_QUEUE_OFFSETS = (3, 7)
-
-
-def embedded_earlier_messages() -> tuple[int, bytes]:
-    """Where the reput of the -earlier store is set (processOffset - 1, moved on by its last T6/0 message's 300 bytes)
-    and the two well-formed messages there, one after the other, for T7/0 and T6/0."""
-    from broker_dledger_2gib import embedded_message
-    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
-    first = embedded_message(reput, topic=b"T7", queue_offset=EARLIER_QUEUE_OFFSETS[0])
-    return reput, first + embedded_message(reput + len(first), topic=b"T6", queue_offset=EARLIER_QUEUE_OFFSETS[1])
-
-
-def embedded_earlier_scenario(sc: dict) -> dict:
-    """``<line>-dledger-abort-emptied-batch-embedded-earlier`` (5.5.1), from the -emptied-batch-embedded store
-    ``sc`` with ``messageIndexSafe=true`` and index files of 250 entries (the first full some 125 messages in, in
-    the first data file, the second never: the checkpoint's ``indexMsgTimestamp``, which the harness waits for the
-    index file's flush thread to set, lies before the last data file's first message, which
-    ``isMmapFileMatchedRecover`` then refuses, so the walk starts at the first data file while
-    the checkpoint's ``logicsPhysicalOffset`` still reaches processOffset: the queues are cut): two messages of the
-    first data file go to T7/0 and T6/0, a last T6/0 message after B9's (cut), and where the reput is set,
-    processOffset - 1, well-formed messages for T7/0 (a queue the walk wrote in its earlier data file only) and
-    T6/0 (one whose unit below processOffset lies there), then 'x' bytes."""
-    reput, run = embedded_earlier_messages()
-    *rest, host, b9 = sc["messages"]
-    body = bytearray(b"x" * EMBED_HOST_BODY)
-    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(run)] = run
-    rest = [{**m, "topic": EARLIER_RETOPIC[i], "queueId": 0} if i in EARLIER_RETOPIC else m for i, m in enumerate(rest)]
-    tail = {**b9, "topic": "T6", "queueId": 0, "body": base64.b64encode(b"t" * TO_ENTRY_TAIL_BODY).decode(),
-            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
-    return {**sc, "config": {**sc["config"], "messageIndexSafe": "true", "maxIndexNum": "250"},
-            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
-            "name": f"{sc['name']}-earlier"}
-
-
-def embedded_own_kept_scenario(sc: dict) -> dict:
-    """``<line>-dledger-abort-emptied-batch-embedded-own-kept`` (5.5.1, the queues kept: ``keepQueues``), from the
-    -emptied-batch-embedded store ``sc``: a last message after B9's to a topic of its own, T8/0 (the cut empties that
-    queue, on disk before the walk: no file left, ``correctMinOffset`` sets its max to -1), and where the reput is
-    set (processOffset - 1, moved on by that message's 300 bytes) a well-formed T8/0 message (queue offset
-    :data:`EMBED_OWN_QUEUE_OFFSET`), then 'x' bytes."""
-    from broker_dledger_2gib import embedded_message
-    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
-    msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
-    *rest, host, b9 = sc["messages"]
-    body = bytearray(b"x" * EMBED_HOST_BODY)
-    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
-    tail = {**b9, "topic": "T8", "queueId": 0, "body": base64.b64encode(b"t" * TO_ENTRY_TAIL_BODY).decode(),
-            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
-    return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
-            "keepQueues": True, "name": f"{sc['name']}-own-kept"}
-
-
-def embedded_own_held_scenario(sc: dict) -> dict:
-    """``<line>-dledger-abort-emptied-batch-embedded-own-held`` (5.5.1, the queues kept): the -own-kept store with the
-    last message before the host (in the last data file, below processOffset) sent to T8/0 too, so that the cut
-    leaves T8/0, on disk before the walk, its file and that unit (queue offset 0), taking only the last message's;
-    the T8/0 message where the reput is set (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`) lands at the write position
-    the cut left, over the cut unit."""
-    own = embedded_own_kept_scenario(sc)
-    *rest, host, b9, tail = own["messages"]
-    rest[-1] = {**rest[-1], "topic": "T8", "queueId": 0}
-    return {**own, "messages": [*rest, host, b9, tail], "name": f"{sc['name']}-own-held"}
-
-
-def embedded_to_entry_message() -> bytes:
-    """The T0/0 message (queue offset :data:`TO_ENTRY_QUEUE_OFFSET`) of the -to-entry store, from the reput's start
-    (processOffset - 1) to the host's entry's end: its last bytes are the host record's tail, which its properties
-    string ends with ("KEYS\x01E5", then a pair named "T1\x00&UNIQ_KEY" that no reader asks for)."""
-    from broker_dledger_2gib import embedded_message
-    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
-    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
-    props = b"KEYS\x01E5" + TO_ENTRY_HOST_TAIL
-    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
-    msg = embedded_message(reput, body, props, topic=b"T0", queue_offset=TO_ENTRY_QUEUE_OFFSET)
-    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
-    return msg
-
-
-def embedded_to_entry_scenario(sc: dict) -> dict:
-    """``<line>-dledger-abort-emptied-batch-embedded-to-entry`` (5.5.1), from the -emptied-batch-embedded store
-    ``sc``: a T0/0 message after B9's (its unit cut with B9's), and where the reput is set, processOffset - 1, a
-    well-formed T0/0 message (:func:`embedded_to_entry_message`) that ends where B9's entry starts, so that the
-    reput goes on there and dispatches B9's and the last T0/0 message again, after the parsed one.
-    ``-to-entry-ext``: the same with ``enableConsumeQueueExt`` (ext files of 10 units)."""
-    msg = embedded_to_entry_message()
-    *rest, host, b9 = sc["messages"]
-    body = bytearray(b"x" * EMBED_HOST_BODY)
-    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
-    body[len(body) - len(head):] = head
-    tail = {**b9, "topic": "T0", "queueId": 0, "body": base64.b64encode(b"t" * TO_ENTRY_TAIL_BODY).decode(),
-            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
-    return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
-            "name": f"{sc['name']}-to-entry"}
-
-
-
-def embedded_to_entry_past_scenario(sc: dict) -> dict:
-    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past`` (5.5.1): the -to-entry store with a body byte of
-    its last message (T0/0, after B9's) flipped: the walk ends there (processOffset that of the -emptied-batch-embedded
-    store), so the reput is set at processOffset - 1, where a well-formed T0/0 message (queue offset
-    :data:`TO_ENTRY_QUEUE_OFFSET`) ends at B9's entry: the reput goes on there and dispatches B9's and the damaged
-    T0/0 message, a record past the walk's end for the queue of the parsed one."""
-    from broker_dledger_2gib import embedded_message
-    to_entry = embedded_to_entry_scenario(sc)
-    reput = EMBED_PROCESS_OFFSET - 1
-    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
-    props = b"KEYS\x01E5" + TO_ENTRY_HOST_TAIL
-    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
-    msg = embedded_message(reput, body, props, topic=b"T0", queue_offset=TO_ENTRY_QUEUE_OFFSET)
-    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
-    *rest, host, b9, tail = to_entry["messages"]
-    hb = bytearray(b"x" * EMBED_HOST_BODY)
-    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
-    hb[len(hb) - len(head):] = head
-    puts = sum(1 for m in to_entry["messages"] if "topic" in m)
-    return {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail],
-            "damageMessage": puts - 1, "name": f"{to_entry['name']}-past"}
-
-
-def embedded_to_entry_emptied_scenario(sc: dict, topic: str = "T8", queue_offset: int = EMBED_OWN_QUEUE_OFFSET,
-                                       suffix: str = "-emptied") -> dict:
-    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-emptied`` (5.5.1): the -to-entry store with its last
-    message and the one where the reput is set (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`) for T8/0, a topic of its
-    own: the cut leaves T8/0 no file (max -1), the parsed unit gets a new file where its queue offset falls, and the
-    reput, going on at B9's entry, dispatches the cut T8/0 unit (queue offset 0) again after it (``topic``,
-    ``queue_offset``: those of both messages)."""
-    from broker_dledger_2gib import embedded_message
-    to_entry = embedded_to_entry_scenario(sc)
-    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
-    old = embedded_to_entry_message()
-    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
-    props = b"KEYS\x01E5" + TO_ENTRY_HOST_TAIL
-    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
-    msg = embedded_message(reput, body, props, topic=topic.encode(), queue_offset=queue_offset)
-    assert len(msg) == len(old)
-    *rest, host, b9, tail = to_entry["messages"]
-    hb = bytearray(base64.b64decode(host["body"]))
-    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
-    hb[len(hb) - len(head):] = head
-    return {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9,
-                                     {**tail, "topic": topic}], "name": f"{to_entry['name']}{suffix}"}
-
-
-def embedded_to_entry_earlier_scenario(sc: dict) -> dict:
-    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-earlier`` (5.5.1): the -to-entry-emptied layout over the
-    -earlier store's walk (``messageIndexSafe=true``, index files of 250 entries: the walk covers both data files with
-    the cut), the first data file's message 11 sent to T6/0, the last message and the one where the reput is set
-    (queue offset :data:`TO_ENTRY_QUEUE_OFFSET`) for T6/0 too: its unit below processOffset lies in the earlier data
-    file, its cut unit (queue offset 1) is dispatched again after the parsed one."""
-    out = embedded_to_entry_emptied_scenario(sc, "T6", TO_ENTRY_QUEUE_OFFSET, "-earlier")
-    msgs = [{**m, "topic": "T6", "queueId": 0} if i == 11 else m for i, m in enumerate(out["messages"])]
-    return {**out, "config": {**out["config"], "messageIndexSafe": "true", "maxIndexNum": "250"}, "messages": msgs}
 
 
 def first_start_abort_scenario(line: str) -> dict:
@@ -846,7 +507,7 @@ def partial_abort_scenario(line: str) -> dict:
     last twenty units or so, and the start's reput from the committed position puts back only the last ones:
     ``putMessagePositionInfo`` appends them at the queue's write position, over the units it leaves out
     (``reportQueues``: the queue after the reput)."""
-    g = _Messages(5, ["T0"])
+    g = Messages(5, ["T0"])
     messages = [{**g.one(), "queueId": 0, "body": g.body(10, 60), "keys": f"k{i}"} for i in range(400)]
     conf = {k: v for k, v in config(line).items() if k != "recheckReputOffsetFromCq"}
     return {"config": {**conf, **THOROUGH_CHECKPOINT, "mappedFileSizeConsumeQueue": "220"}, "messages": messages,
@@ -873,7 +534,7 @@ def layouts_abort_scenario(line: str) -> dict:
     checkpoint six entries behind the log's end.  On 5.5.1 ``truncateDirtyLogicFiles`` at the recovery's
     short ``processOffset`` cuts the last units of T0, ``%LMQ%q1`` and BT0, and the start's reput from the
     committed position puts back only those of the last six messages (``reportQueues``)."""
-    g = _Messages(6, ["T0"])
+    g = Messages(6, ["T0"])
     messages, lmq = [], 0
     for i in range(400):
         if i % 3 == 2:
@@ -1040,7 +701,7 @@ def converted_past_2gib_next_old_abort_scenario(line: str) -> dict:
     return {**sc, "messages": messages, "name": f"{line}-dledger-abort-converted-past-2gib-next-old"}
 
 
-def _mixed(g: _Messages, i: int) -> dict:
+def _mixed(g: Messages, i: int) -> dict:
     """Every sixth a batch, then delayed messages (levels past the last one too: the broker takes the
     last) and transactions, a prepared one delayed too (the broker does not move it)."""
     kind = i % 6
@@ -1062,9 +723,9 @@ def cleanup_scenarios(line: str) -> list[dict]:
     ``<line>-dledger-cleanup-<what>``: ``many`` (140 keyed messages over six or so data files) and
     ``converted`` (two old commitlog files, then about four DLedger data files)."""
     topics = _topics(line)
-    g = _Messages(11, topics)
+    g = Messages(11, topics)
     many = {"config": config(line), "messages": [g.one(keyed=True) for _ in range(140)]}
-    g = _Messages(12, topics)
+    g = Messages(12, topics)
     before = [g.one(keyed=True) for _ in range(40)]   # a little over one 64 KiB file: two old files
     after = [g.one(keyed=True) for _ in range(100)]
     converted = {"config": config(line), "messages": [*before, {"switchToDLedger": True}, *after]}

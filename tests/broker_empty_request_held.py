@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 
 from broker_dledger_2gib import EMPTY_BLANK, embedded_message
-from broker_dledger_scenarios import (
+from broker_dledger_inside_scenarios import (
     EMBED_HOST_AT,
     EMBED_HOST_BODY,
     EMBED_PROCESS_OFFSET,

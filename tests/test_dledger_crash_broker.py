@@ -400,7 +400,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_starts_inside_an_entry(writ
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
 def test_crash_restart_whose_reput_set_inside_an_entry_parses_a_message_there(written, line, tmp_path):
-    """The emptied-embedded stores (:func:`broker_dledger_scenarios.emptied_embedded_abort_scenarios`):
+    """The emptied-embedded stores (:func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios`):
     processOffset falls inside a prepared message's body of 'x' bytes, which holds, where the start's reput is set
     (5.5.1: processOffset - 1, the max the emptied batch queue B9 keeps; 5.3.3 with its queues kept: processOffset,
     emptied T9's), a well-formed T5 message.  The broker's reput dispatches it (T5/0's unit: its offset, size, no
@@ -409,7 +409,7 @@ def test_crash_restart_whose_reput_set_inside_an_entry_parses_a_message_there(wr
     broker's files byte for byte (leaving it out loses T5's queue file); verify (both lines) predicts the units
     lost, T5's not being a message of the log."""
     from broker_dledger_2gib import embedded_message
-    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_PROCESS_OFFSET
+    from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_PROCESS_OFFSET
     v55 = line.startswith("5.5")
     name = f"{line}-dledger-abort-emptied-{'batch' if v55 else 'kept'}-embedded"
     r = _RUNS[name]
@@ -460,7 +460,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_the_qu
     verify on the store as that restart found it predicts the units lost, and its plan puts the parsed unit where
     the broker did (the file created, the fillPreBlank units before the unit)."""
     from broker_dledger_2gib import embedded_message
-    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET
+    from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET
 
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
@@ -501,7 +501,12 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_it
     the units lost.  ``ext`` (-to-entry-ext, enableConsumeQueueExt): the parsed unit's ext unit goes after the
     walk's, the one the reput puts for the last T0/0 message (then dropped) after it; consumequeue_ext/ compared
     too."""
-    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, TO_ENTRY_HOST_TAIL, embedded_to_entry_message
+    from broker_dledger_inside_scenarios import (
+        EMBED_HOST_AT,
+        EMBED_HOST_BODY,
+        TO_ENTRY_HOST_TAIL,
+        embedded_to_entry_message,
+    )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry" + ("-ext" if ext else "")
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
@@ -546,7 +551,7 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_w
     its light unit by putMessagePositionInfo into %LMQ%q1 as the cut left it: past the max, appended at the write
     position (the fourth unit, over the cut one's bytes) whatever its queue offset; the last message's units stay
     cut. --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
-    from broker_dledger_scenarios import LIGHT_PUTS, LIGHT_TAIL, embedded_light_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL, embedded_light_message
     name = f"{line}-dledger-abort-emptied-batch-embedded-light"
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
@@ -590,7 +595,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     after it send the reput past the rest. verify on the store as that restart found it predicts the units lost,
     and its plan puts the parsed unit where the broker did."""
     from broker_dledger_2gib import embedded_message
-    from broker_dledger_scenarios import EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET, TO_ENTRY_TAIL_BODY
+    from broker_dledger_inside_scenarios import EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET, TO_ENTRY_TAIL_BODY
 
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
@@ -628,7 +633,7 @@ def test_crash_restart_whose_reput_parses_messages_for_queues_the_walk_wrote_in_
     bytes: the broker appends each at its queue's write position (past the max; "logic queue order maybe wrong"),
     over T6/0's cut unit, which stays cut. --as-restart writes the broker's files byte for byte, verify predicts
     the units lost."""
-    from broker_dledger_scenarios import embedded_earlier_messages
+    from broker_dledger_inside_scenarios import embedded_earlier_messages
     name = f"{line}-dledger-abort-emptied-batch-embedded-earlier"
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")

@@ -55,7 +55,7 @@ def test_crash_restart_whose_reput_parses_messages_for_a_batch_queue_the_walk_wr
     creates there (the full 13,800,000 bytes): its 46-byte unit holds its offset, size, tags code 0, store time,
     msgBaseOffset 40, batchSize 2, -1 and 0; B9's own unit stays cut. --as-restart writes the broker's files byte
     for byte, verify predicts the units lost."""
-    from broker_dledger_scenarios import BATCH_INNER, embedded_batch_messages
+    from broker_dledger_inside_scenarios import BATCH_INNER, embedded_batch_messages
     name = f"{line}-dledger-abort-emptied-batch-embedded-batch"
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
@@ -95,7 +95,7 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_w
     no ext unit, the message's own tags code (0), appended at %LMQ%q1's write position as without ext files (the
     fourth unit); %LMQ%q1 gets no ext file. --as-restart writes the broker's files byte for byte (consume queue ext
     files too), verify predicts the units lost."""
-    from broker_dledger_scenarios import LIGHT_PUTS, embedded_light_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, embedded_light_message
     name = f"{line}-dledger-abort-emptied-batch-embedded-light-ext"
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
@@ -189,7 +189,7 @@ def test_crash_restart_whose_reput_parses_a_message_then_reaches_a_record_past_t
     a record past the walk's end (its check reads no CRC): its unit (its own queue offset, the one the parsed unit
     took) is dropped, but with ext files its ext unit is put first, after the parsed unit's. --as-restart refuses
     it in one line (exit 2)."""
-    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_PROCESS_OFFSET, TO_ENTRY_HOST_TAIL
+    from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_PROCESS_OFFSET, TO_ENTRY_HOST_TAIL
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past" + ("-ext" if ext else "")
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")

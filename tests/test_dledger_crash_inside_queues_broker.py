@@ -46,7 +46,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     the reput past the rest (the cut unit stays lost). verify on the store as that restart found it predicts the
     units lost, and its plan puts the parsed unit where the broker did."""
     from broker_dledger_2gib import embedded_message
-    from broker_dledger_scenarios import EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET, TO_ENTRY_TAIL_BODY
+    from broker_dledger_inside_scenarios import EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET, TO_ENTRY_TAIL_BODY
 
     from pipelines.verify import compare_store
     from store_format.dledger_inside_units import InsideUnit
@@ -103,8 +103,13 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_after_a_parse
     B9's unit again and then the cut T8/0 unit (queue offset 0: no "build consume queue repeatedly" check), which
     the broker appends after the parsed one, at 280, not at 0 where the walk had it (file 0 not written again).
     --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_scenarios import (
+        EMBED_HOST_AT,
+        EMBED_HOST_BODY,
+        EMBED_OWN_QUEUE_OFFSET,
+        TO_ENTRY_HOST_TAIL,
+    )
     from broker_dledger_runs import _as_restart, _same_files, _same_tree
-    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_OWN_QUEUE_OFFSET, TO_ENTRY_HOST_TAIL
 
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-emptied"
@@ -141,8 +146,8 @@ def test_as_restart_after_a_crash_whose_reput_drops_a_cut_unit_after_a_parsed_on
     position at its cut unit (20), the parsed T6/0 message (queue offset 1000, ending at B9's entry) is appended
     there, and the reput, going on at B9's entry, drops the cut T6/0 unit (queue offset 1: its position lies below
     the write position). --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, TO_ENTRY_HOST_TAIL
     from broker_dledger_runs import _as_restart, _same_files, _same_tree
-    from broker_dledger_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, TO_ENTRY_HOST_TAIL
 
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-earlier"
