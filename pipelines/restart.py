@@ -262,9 +262,9 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     put back only in part they are moved to where the reput appends them (:func:`_write_moved`), and with
     ``enableConsumeQueueExt`` the reput's ext units are appended and the units it put back point at them
     (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched are written with the
-    concurrent reput's (:func:`inside_blanks`); the cut units of a queue the cut left with no file that the reput
-    appends after the parsed units (``Placed.again_moved``) are written with those.  ``built``'s file rows follow;
-    returns whether anything changed."""
+    concurrent reput's (:func:`inside_blanks`); the cut units of a queue the cut left with no file or of a batch queue
+    that the reput appends after the parsed units (``Placed.again_moved``) are written with those.  ``built``'s file
+    rows follow; returns whether anything changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
     if crash is None:
         return False
@@ -272,7 +272,7 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     placed = cut.inside_placed if cut is not None else Placed()
     if placed.again_moved:   # the cut units of a queue the cut left with no file that the reput appends after the
         # parsed units: read where the walk's queue holds them, before the cut's files go
-        placed = dataclasses.replace(placed, units=placed.units + _again_moved(staged, placed, config.cq_file_size))
+        placed = dataclasses.replace(placed, units=placed.units + _again_moved(staged, placed, config))
     if cut is not None and (cut.dropped or cut.batch_dropped or cut.moves):
         # read before the cut's files are deleted
         moved = [(move, _units_put_back(staged, move, *_queue_layout(config, move.batch))) for move in cut.moves]
@@ -375,15 +375,25 @@ def _set_file_rows(files: list[dict], kind: str, size: int,
         row.update(entries=entries, begin_offset=first, end_offset=end)
 
 
-def _again_moved(staged: StagedOutput, placed: Placed, size: int) -> tuple[InsideUnit, ...]:
+def _again_moved(staged: StagedOutput, placed: Placed, config: BrokerConfig) -> tuple[InsideUnit, ...]:
     """The cut units ``placed.again_moved`` puts back elsewhere, as units at their targets: each one's bytes from
-    its source position in the staged queue (the walk's); the dropped ones (target -1) left out."""
+    its source position in the staged queue (the walk's; a BatchCQ topic's 46-byte unit in its batch consume queue,
+    its compacted offset and reserved bytes as ``_write_inside`` writes them); the dropped ones (target -1) left
+    out."""
     out = []
     for topic, qid, source, target in placed.again_moved:
         if target < 0:
             continue
-        data = staged.read_staged(f"consumequeue/{topic}/{qid}/{cq_file_name(source - source % size)}")
-        (offset, n, tags), = np.frombuffer(data[source % size:source % size + CQ_UNIT_SIZE], dtype=CQ_UNIT_DTYPE)
+        batch = topic in config.batch_topics
+        folder, size, unit = _queue_layout(config, batch)
+        data = staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(source - source % size)}")
+        at = source % size
+        if batch:
+            (offset, n, tags, stored, base, num, _pos, _rsv), = np.frombuffer(data[at:at + unit], dtype=BCQ_UNIT_DTYPE)
+            out.append(InsideUnit(topic, qid, target, int(offset), int(n), int(tags), True, int(stored), int(base),
+                                  int(num)))
+            continue
+        (offset, n, tags), = np.frombuffer(data[at:at + unit], dtype=CQ_UNIT_DTYPE)
         out.append(InsideUnit(topic, qid, target, int(offset), int(n), int(tags)))
     return tuple(out)
 

@@ -329,16 +329,18 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     for q, rows in per_queue.items():
         batch = rows[0, U_KIND] == KIND_BATCH
         if (targets := elsewhere.get(track.names[q])) is not None:   # appended after the parsed units (or dropped)
-            name, size = track.names[q], cq_file_size
+            name = track.names[q]
+            unit, size = (BCQ_UNIT_SIZE, bcq_file_size) if batch else (CQ_UNIT_SIZE, cq_file_size)
             to = np.asarray(targets, dtype=np.int64)
             assert len(to) == len(rows)
             if not (to >= 0).all():
                 lost[name] = rows[to < 0, U_OFFSET]
             restored += int((to >= 0).sum())
             put_back[q] = (rows[to >= 0, U_OFFSET], to[to >= 0])
-            first, last = int(rows[0, U_KEY]) * CQ_UNIT_SIZE, int(rows[-1, U_KEY]) * CQ_UNIT_SIZE
+            first, last = int(rows[0, U_KEY]) * unit, int(rows[-1, U_KEY]) * unit
             made = {f for t, qid, f in placed.opened if (t, qid) == name}   # the files getLastMappedFile created
-            dropped += [(*name, f) for f in range(first - first % size, last - last % size + 1, size) if f not in made]
+            (batch_dropped if batch else dropped).extend(
+                (*name, f) for f in range(first - first % size, last - last % size + 1, size) if f not in made)
             continue
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)

@@ -58,7 +58,10 @@ has its max at the end of the last one (``QueueTrack.last_before``).
 
 A batch queue the walk wrote (in its last data file only: :func:`store_format.dledger_inside_walked.inside_units`
 refuses the rest) takes a parsed unit by ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its
-max the start of its last unit, the unit dropped at or below it, no queue offset check, 46-byte units.
+max the start of its last unit, the unit dropped at or below it, no queue offset check, 46-byte units.  Its cut units
+the reput dispatches again after the parsed ones go by the same rule (:func:`_put_batch`): each one whose start lies
+past the max the parsed units left is appended at the write position (not where the walk had it), in commitlog
+order (:attr:`Placed.again_moved`, its 46-byte unit's source and target).
 """
 from __future__ import annotations
 
@@ -180,9 +183,10 @@ class Placed:
     # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in a queue the walk wrote (after
     # the walk's; the reput's ones, where it goes on, after them)
     ext_put: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, source, target)``: in a queue the cut left with no file, a cut unit the reput dispatches
-    # again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20), appended at
-    # ``target`` instead (-1: dropped); every cut unit of such a queue is listed, in commitlog order
+    # ``(topic, queue id, source, target)``: in a queue the cut left with no file or a batch queue, a cut unit the
+    # reput dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset *
+    # 20, a batch queue's unit index * 46), appended at ``target`` instead (-1: dropped); every cut unit of such a
+    # queue is listed, in commitlog order
     again_moved: tuple[tuple[str, int, int, int], ...] = ()
 
 
@@ -246,6 +250,9 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     for key, s in states.items():   # the cut units the reput dispatches again after the parsed ones, by the same rule
         if s is None or not s.again:
             continue
+        if s.batch:   # putBatchMessagePositionInfo: each appended at the write position unless at or below the max
+            moved += [(*key, q * BCQ_UNIT_SIZE, _put_batch(key, s, o, bcq_file_size, opened)) for o, _n, q in s.again]
+            continue
         if key in no_file:   # none of its files stays: each where the same rule puts it, after the parsed units
             moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks))
                       for o, n, q in s.again]
@@ -281,14 +288,24 @@ def _place_batch(key: tuple[str, int], s: WalkedQueue, u: ParsedUnit, bcq_file_s
         rebuild_units.append((*key, s.rebuild_write))
         s.rebuild_write += BCQ_UNIT_SIZE
         s.rebuild_max = u.offset
-    if u.offset <= s.max:
-        return
+    if (position := _put_batch(key, s, u.offset, bcq_file_size, opened)) >= 0:
+        out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, u.tags_code, True, u.store_time, u.base,
+                              u.batch_size))
+
+
+def _put_batch(key: tuple[str, int], s: WalkedQueue, offset: int, bcq_file_size: int,
+               opened: list[tuple[str, int, int]]) -> int:
+    """``BatchConsumeQueue.putBatchMessagePositionInfo`` of a unit starting at commitlog offset ``offset`` into the
+    batch queue ``key`` in state ``s`` (updated): the queue byte position it is written at, -1 when dropped (at or
+    below the queue's max, the start of its last unit; no queue offset check); ``getLastMappedFile`` creates a file
+    (``opened``) where the write position is a file's start."""
+    if offset <= s.max:
+        return -1
     if s.write % bcq_file_size == 0 and (*key, s.write) not in opened:
         opened.append((*key, s.write))
-    out.append(InsideUnit(u.topic, u.queue_id, s.write, u.offset, u.size, u.tags_code, True, u.store_time, u.base,
-                          u.batch_size))
     s.write += BCQ_UNIT_SIZE
-    s.max = u.offset
+    s.max = offset
+    return s.write - BCQ_UNIT_SIZE
 
 
 def _put(key: tuple[str, int], s: WalkedQueue, end: int, queue_offset: int, cq_file_size: int,

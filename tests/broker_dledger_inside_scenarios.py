@@ -98,7 +98,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                                         "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
                 embedded_own_held_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]),
-                embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0])]
+                embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0]),
+                embedded_to_entry_batch_scenario(out[0])]
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
                 for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]),
@@ -345,3 +346,37 @@ def embedded_to_entry_earlier_scenario(sc: dict) -> dict:
     out = embedded_to_entry_emptied_scenario(sc, "T6", TO_ENTRY_QUEUE_OFFSET, "-earlier")
     msgs = [{**m, "topic": "T6", "queueId": 0} if i == 11 else m for i, m in enumerate(out["messages"])]
     return {**out, "config": {**out["config"], "messageIndexSafe": "true", "maxIndexNum": "250"}, "messages": msgs}
+
+
+def embedded_to_entry_batch_messages() -> tuple[int, bytes, bytes]:
+    """Where the reput of the -to-entry-batch store is set (processOffset - 1, B9/0's max after the cut) and the two
+    well-formed B9/0 messages there (:data:`BATCH_INNER`), the second ending where B9's entry starts (its properties
+    string ends with the host record's tail, as :func:`embedded_to_entry_message`'s)."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    (base0, num0), (base1, num1) = BATCH_INNER
+    first = embedded_message(reput, props=f"INNER_NUM\x01{num0}\x02INNER_BASE\x01{base0}\x02KEYS\x01E5\x02".encode(),
+                             topic=b"B9", queue_offset=base0)
+    props = f"INNER_NUM\x01{num1}\x02INNER_BASE\x01{base1}\x02KEYS\x01E6".encode() + TO_ENTRY_HOST_TAIL
+    at = reput + len(first)
+    body = (b"embedded!!" * 200)[:host_end - at - 88 - 3 - 2 - len(props)]
+    second = embedded_message(at, body, props, topic=b"B9", queue_offset=base1)
+    assert at + len(second) == host_end, (at, len(second), host_end)
+    return reput, first, second
+
+
+def embedded_to_entry_batch_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-batch`` (5.5.1): the -to-entry store with, where the
+    reput is set (processOffset - 1), two well-formed B9/0 messages (:func:`embedded_to_entry_batch_messages`), the
+    second ending at B9's entry: the reput goes on there and dispatches B9's cut unit (and the last T0/0
+    message's) again, after the parsed ones."""
+    _reput, first, second = embedded_to_entry_batch_messages()
+    to_entry = embedded_to_entry_scenario(sc)
+    *rest, host, b9, tail = to_entry["messages"]
+    run = first + second
+    head = run[:-len(TO_ENTRY_HOST_TAIL)]
+    hb = bytearray(b"x" * EMBED_HOST_BODY)
+    hb[len(hb) - len(head):] = head
+    return {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail],
+            "name": f"{to_entry['name']}-batch"}

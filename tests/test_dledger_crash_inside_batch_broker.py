@@ -1,0 +1,108 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
+an entry, parses well-formed messages there and then goes on at an entry's start, dispatching the cut units of a
+batch queue (``BatchConsumeQueue``) the walk wrote again after the parsed ones.  Written by the published RocketMQ
+store through the JVM harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the
+store as that restart found it (byte for byte) and ``verify``'s units lost.  The broker writes every store once a
+pytest session (:mod:`broker_dledger_runs`); the other inside-entry cases: :mod:`test_dledger_crash_inside_broker`,
+:mod:`test_dledger_crash_inside_queues_broker`.
+"""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_runs import (
+    _RUNS,
+    LINES,
+    _as_restart,
+    _queued,
+    _same_files,
+    _same_tree,
+    _units_below_write,
+    _verify,
+    written_run,
+)
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+
+@pytest.fixture
+def written(request, tmp_path_factory):
+    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
+    return written_run(request, tmp_path_factory)
+
+
+def _unit(data: bytes, at: int) -> tuple[int, int, int]:
+    """The consume queue unit at byte ``at``: commitlog offset, size, tags code."""
+    return struct.unpack(">qiq", data[at:at + 20])
+
+
+def _record(src: Path, offset: int, n: int) -> bytes:
+    """``n`` bytes of the last data file of the store the restart found, from commitlog offset ``offset`` on."""
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    with data[-1].open("rb") as f:
+        f.seek(offset - int(data[-1].name))
+        return f.read(n)
+
+
+def _checked_restart(r: dict, name: str, line: str, tmp_path: Path, leave_out: tuple[int, ...], ext: bool) -> None:
+    """--as-restart on the store as the restart found it writes the broker's queues byte for byte (and ext files),
+    verify predicts the units lost (the units below each queue's write position but the parsed ones)."""
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+    if ext:
+        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, leave_out)
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_puts_a_cut_batch_unit_back_after_parsed_ones(written, line, tmp_path):
+    """The -to-entry store with, where the reput is set (processOffset - 1, the max the cut leaves B9/0, the batch
+    queue it empties), two well-formed B9/0 messages (INNER_BASE 5 and 40), the second ending at B9's entry:
+    BatchConsumeQueue.putBatchMessagePositionInfo drops the first (its offset is the max) and appends the second at
+    0, in the file getLastMappedFile creates; the reput goes on at B9's entry and dispatches B9's cut record again:
+    its start lies past the max (the second's), no queue offset check, so its unit (msgBaseOffset 0, batchSize 1)
+    is appended at 46, not at 0 where the walk had it; the cut T0/0 unit goes back where it was. --as-restart
+    writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_scenarios import (
+        BATCH_INNER,
+        EMBED_HOST_AT,
+        EMBED_HOST_BODY,
+        TO_ENTRY_HOST_TAIL,
+        embedded_to_entry_batch_messages,
+    )
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-batch"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, first, second = embedded_to_entry_batch_messages()
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert w["queuesAfterLoad"]["B9/0"] == {"type": "BatchConsumeQueue", "maxOffset": 0, "files": [],
+                                            "maxPhysicOffset": reput}, w["queuesAfterLoad"]["B9/0"]
+    assert _record(src, reput, len(first) + len(second)) == first + second, "the B9/0 messages at processOffset - 1"
+    b9_at = host_end + 48   # B9's record, after its entry's header
+    b9 = _record(src, b9_at, 64)
+    b9_size, b9_queue_offset, b9_stored = struct.unpack(">i", b9[:4])[0], *struct.unpack(">q", b9[20:28]), \
+        struct.unpack(">q", b9[56:64])[0]
+    state = w["queuesAfterDispatch"]["B9/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 92, state
+    assert int(state["maxPhysicOffset"]) == b9_at, state
+    data = (src / "expected" / "batchconsumequeue" / "B9" / "0" / f"{0:020d}").read_bytes()
+    units = [struct.unpack(">qiqqqhii", data[i:i + 46]) for i in (0, 46)]
+    second_stored = struct.unpack(">q", second[56:64])[0]
+    assert units == [(reput + len(first), len(second), 0, second_stored, *BATCH_INNER[1], -1, 0),
+                     (b9_at, b9_size, 0, b9_stored, b9_queue_offset, 1, -1, 0)], units
+    assert data[92:] == bytes(len(data) - 92)
+    _checked_restart(r, name, line, tmp_path, (reput + len(first),), ext=False)
