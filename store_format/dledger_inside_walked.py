@@ -76,9 +76,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
                    "whose units past the walk's end the reput dispatches afterwards" if len(later) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
-                   "in the walk (fillPreBlank units only; emptied on 5.3.3 or with ext files), or only some of them"
+                   "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them"
                    if back.any() and not ((len(kept) or q not in max_after
-                                           or (emptied and reset_emptied and not ext_file_size)) and back.all())
+                                           or (emptied and reset_emptied)) and back.all())
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)

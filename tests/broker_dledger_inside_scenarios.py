@@ -70,8 +70,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``;
     ``<line>-dledger-abort-emptied-kept-embedded-own`` (5.3.3): the same with the message there for T9/0 itself, the
     queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`).  On 5.5.1 also the variants below, and
-    ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``: the -earlier, -to-entry-earlier and
-    -to-entry-past stores with ``enableConsumeQueueExt`` (ext files of 10 units)."""
+    ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-emptied-ext``: the -earlier,
+    -to-entry-earlier, -to-entry-past and -to-entry-emptied stores with ``enableConsumeQueueExt`` (ext files of 10
+    units)."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -103,7 +104,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
                 for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]),
-                           embedded_to_entry_past_scenario(out[0]))]
+                           embedded_to_entry_past_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]))]
         out.append(embedded_to_entry_past_scenario(out[0]))
     return out
 

@@ -1,6 +1,7 @@
 """DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
 an entry, parses well-formed messages there and then goes on at an entry's start, dispatching the cut units of a
-batch queue (``BatchConsumeQueue``) the walk wrote again after the parsed ones.  Written by the published RocketMQ
+queue the walk wrote again after the parsed ones: a batch queue (``BatchConsumeQueue``) and, with consume queue ext
+files, a consume queue the 5.5.1 cut left with no file.  Written by the published RocketMQ
 store through the JVM harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the
 store as that restart found it (byte for byte) and ``verify``'s units lost.  The broker writes every store once a
 pytest session (:mod:`broker_dledger_runs`); the other inside-entry cases: :mod:`test_dledger_crash_inside_broker`,
@@ -106,3 +107,45 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_batch_unit_back_after_p
                      (b9_at, b9_size, 0, b9_stored, b9_queue_offset, 1, -1, 0)], units
     assert data[92:] == bytes(len(data) - 92)
     _checked_restart(r, name, line, tmp_path, (reput + len(first),), ext=False)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_with_ext_files_after_a_crash_whose_reput_puts_a_cut_unit_back_in_a_queue_left_no_file(
+        written, line, tmp_path):
+    """The -to-entry-emptied store (T8/0, a topic of its own, the 5.5.1 cut leaving it no file) with
+    enableConsumeQueueExt (ext files of 10 units): the cut leaves T8/0's ext file and the walk's ext unit of its cut
+    record; the parsed message (queue offset 13) puts its ext unit after it (ConsumeQueueExt.put) and its unit in
+    file 220, two fillPreBlank units before it, holding that ext unit's address (ordinal 1); the reput, going on at
+    B9's entry, puts the cut record's ext unit again (the walk's bytes, ordinal 2) and appends its unit after the
+    parsed one, holding that address. --as-restart writes the broker's files byte for byte (consumequeue_ext/ too),
+    verify predicts the units lost."""
+    from broker_dledger_inside_scenarios import (
+        EMBED_HOST_AT,
+        EMBED_HOST_BODY,
+        EMBED_OWN_QUEUE_OFFSET,
+        TO_ENTRY_HOST_TAIL,
+    )
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-emptied-ext"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    reput = int(w["truncateDirtyLogicFilesAt"]) - 1
+    tail = int(w["maxPhyOffset"]) - 300   # the last T8/0 message (300 bytes), the log's last
+    loaded = w["queuesAfterLoad"]["T8/0"]
+    assert loaded["files"] == [] and int(loaded["maxPhysicOffset"]) == -1, loaded
+    assert loaded["extFiles"] == [f"{0:020d}"] and int(loaded["extMaxOffset"]) == 20, loaded
+    state = w["queuesAfterDispatch"]["T8/0"]
+    at = EMBED_OWN_QUEUE_OFFSET * 20
+    assert state["files"] == [f"{at - at % size:020d}"] and int(state["maxOffset"]) == at + 40, state
+    assert state["extFiles"] == [f"{0:020d}"] and int(state["extMaxOffset"]) == 60, state
+    held = (src / "expected" / "consumequeue" / "T8" / "0" / state["files"][0]).read_bytes()
+    assert [_unit(held, k) for k in (at % size, at % size + 20)] == [
+        (reput, host_end - reput, -2**63 + 20), (tail, 300, -2**63 + 40)], held.hex()
+    ext = (src / "expected" / "consumequeue_ext" / "T8" / "0" / f"{0:020d}").read_bytes()
+    units = [ext[i:i + 20] for i in range(0, 60, 20)]
+    parsed_stored = struct.unpack(">q", _record(src, reput, 64)[56:64])[0]
+    assert units[2] == units[0] and units[1] == struct.pack(">hqqh", 20, 0, parsed_stored, 0), units
+    assert ext[60:] == bytes(len(ext) - 60)
+    _checked_restart(r, name, line, tmp_path, (reput,), ext=True)
