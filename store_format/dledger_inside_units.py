@@ -30,14 +30,13 @@ whose max 5.3.3 keeps at ``processOffset``: the unit where the reput is set, at 
 Where the reput goes on before the log's end, it dispatches the cut units of a queue the walk wrote again after the
 parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the parsed units left: those whose queue
 offsets lie below the write position are dropped (the first ones: the parsed units took their positions), the rest go
-back where they were (:attr:`Placed.again_dropped`); in a queue the 5.5.1 cut left with no file each goes where that
-rule puts it after the parsed units, a unit of queue offset 0 appended at the write position
-(:attr:`Placed.again_moved`; the cut's files are not written again); with ext files the ext units the reput puts for
-the records it walks follow the parsed units' ext units (:attr:`Placed.ext_put`; in a queue left with no file too, the
-cut unit appended holding its new ext unit's address).  A parsed message's light queue unit
-goes into a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``:
-``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own
-unit; with ext files no ext unit for it).
+back where they were (:attr:`Placed.again_dropped`); in a queue the cut left with no file (5.5.1's max -1, 5.3.3's
+``processOffset``) each goes where that rule puts it after the parsed units, a unit of queue offset 0 appended at the
+write position (:attr:`Placed.again_moved`; the cut's files are not written again); with ext files the ext units the
+reput puts for the records it walks follow the parsed units' ext units (:attr:`Placed.ext_put`; in a queue left with no
+file too, the cut unit appended holding its new ext unit's address). A parsed message's light queue unit goes into a
+light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo`` with its
+``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own unit; with ext files no ext unit for it).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -50,8 +49,8 @@ units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:
 line): a queue on disk before the walk with no unit below ``processOffset`` in the walk's last data file or whose
 files the cut leaves elsewhere than the walk's units end (one the cut emptied is placed as above; one it left a file
 of, as ``truncateDirtyLogicFiles`` left its files: ``dledger_crash_cut``), and a queue whose cut units the reput puts
-back afterwards when it kept no unit below ``processOffset`` in the walk (but for one the 5.5.1 cut left with no
-file) or only some of them, has units past the walk's end (``dledger_crash_cut``), or, with a file
+back afterwards when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file) or
+only some of them, has units past the walk's end (``dledger_crash_cut``), or, with a file
 of it left, would get them back elsewhere than where they were or in a file ``getLastMappedFile`` creates anew.  A
 queue the walk wrote in its earlier data files only is as the walk left it (the cut takes nothing there: its write
 position after its last unit there, its max that unit's end); one whose units below ``processOffset`` all lie there

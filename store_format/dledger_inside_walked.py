@@ -78,7 +78,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them"
                    if back.any() and not ((len(kept) or q not in max_after
-                                           or (emptied and reset_emptied)) and back.all())
+                                           or emptied) and back.all())
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)

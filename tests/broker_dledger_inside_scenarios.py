@@ -69,7 +69,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     embedded`` (5.5.1): the batch queue B9 the cut empties leaves its max, and the reput, at ``processOffset - 1``;
     ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``;
     ``<line>-dledger-abort-emptied-kept-embedded-own`` (5.3.3): the same with the message there for T9/0 itself, the
-    queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`).  On 5.5.1 also the variants below, and
+    queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`), and ``-own-to-entry`` (5.3.3:
+    :func:`embedded_kept_to_entry_scenario`).  On 5.5.1 also the variants below, and
     ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-emptied-ext``: the -earlier,
     -to-entry-earlier, -to-entry-past and -to-entry-emptied stores with ``enableConsumeQueueExt`` (ext files of 10
     units)."""
@@ -89,6 +90,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             *rest, last = sc["messages"]
             last = {**last, "body": base64.b64encode(b"y" * 100).decode()}
             out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded{suffix}"})
+    if out and not line.startswith("5.5"):
+        out.append(embedded_kept_to_entry_scenario(out[0]))
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
         light = embedded_light_scenario(out[0])
@@ -381,3 +384,24 @@ def embedded_to_entry_batch_scenario(sc: dict) -> dict:
     hb[len(hb) - len(head):] = head
     return {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail],
             "name": f"{to_entry['name']}-batch"}
+
+
+def embedded_kept_to_entry_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-kept-embedded-own-to-entry`` (5.3.3, the queues kept), from the
+    -emptied-kept-embedded store ``sc``: where the reput is set (processOffset, the max the 5.3.3 cut leaves T9/0,
+    the queue it empties) a well-formed T9/0 message (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`) whose properties
+    string swallows the host record's tail (:data:`TO_ENTRY_HOST_TAIL`), so that it ends where the last (T9/0)
+    message's entry starts: the reput goes on there and dispatches the cut T9/0 unit again after the parsed one."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    props = b"KEYS\x01E5" + TO_ENTRY_HOST_TAIL
+    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
+    msg = embedded_message(reput, body, props, topic=b"T9", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
+    *rest, host, last = sc["messages"]
+    hb = bytearray(b"x" * EMBED_HOST_BODY)
+    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
+    hb[len(hb) - len(head):] = head
+    return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, last],
+            "name": f"{sc['name']}-own-to-entry"}

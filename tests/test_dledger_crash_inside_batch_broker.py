@@ -149,3 +149,54 @@ def test_as_restart_with_ext_files_after_a_crash_whose_reput_puts_a_cut_unit_bac
     assert units[2] == units[0] and units[1] == struct.pack(">hqqh", 20, 0, parsed_stored, 0), units
     assert ext[60:] == bytes(len(ext) - 60)
     _checked_restart(r, name, line, tmp_path, (reput,), ext=True)
+
+
+@pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
+                                                   "5.3.3 only: DLEDGER_LINES=4.9.8,5.3.3,5.5.1"))
+def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_queue_the_533_cut_emptied(
+        written, line, tmp_path, monkeypatch):
+    """The -emptied-kept-embedded-own store on 5.3.3 (the queues kept) with the T9/0 message at processOffset (queue
+    offset 13) ending where the last message's (T9/0's) entry starts: the 5.3.3 cut deletes T9/0's files and keeps
+    its max at processOffset, so the parsed unit gets file 220, two fillPreBlank units before it (getLastMappedFile
+    on no file), and the reput, going on at that entry, dispatches the cut T9/0 unit (queue offset 0: no "build
+    consume queue repeatedly" check) again: past the max the parsed unit left, appended after it at 280, not at 0
+    where the walk had it. verify on the store as that restart found it predicts the units lost, and its plan puts
+    both units where the broker did."""
+    from broker_dledger_inside_scenarios import (
+        EMBED_HOST_AT,
+        EMBED_HOST_BODY,
+        EMBED_OWN_QUEUE_OFFSET,
+        EMBED_PROCESS_OFFSET,
+        TO_ENTRY_HOST_TAIL,
+    )
+    from broker_dledger_runs import _verify_with_plan
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-kept-embedded-own-to-entry"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    reput = EMBED_PROCESS_OFFSET
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput, w["truncateDirtyLogicFilesAt"]
+    assert struct.unpack(">i", _record(src, reput, 4))[0] == host_end - reput, "the T9/0 message at processOffset"
+    last = host_end + 48   # the last T9/0 message, after its entry's header
+    last_size = struct.unpack(">i", _record(src, last, 4))[0]
+    loaded = w["queuesAfterLoad"]["T9/0"]
+    assert loaded["files"] == [] and int(loaded["maxPhysicOffset"]) == reput, loaded
+    state = w["queuesAfterDispatch"]["T9/0"]
+    at = EMBED_OWN_QUEUE_OFFSET * 20
+    first = at - at % size
+    assert state["files"] == [f"{first:020d}"] and int(state["maxOffset"]) == at + 40, state
+    held = (src / "expected" / "consumequeue" / "T9" / "0" / state["files"][0]).read_bytes()
+    blank = struct.pack(">qiq", 0, 2**31 - 1, 0)
+    assert held == blank * (at % size // 20) + struct.pack(">qiq", reput, host_end - reput, 0) + \
+        struct.pack(">qiq", last, last_size, 0) + bytes(size - at % size - 40), held.hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert placed.units == (InsideUnit("T9", 0, at, reput, host_end - reput, 0),), placed
+    assert placed.again_moved == (("T9", 0, 0, at + 20),) and placed.opened == (("T9", 0, first),), placed
+    count = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    # none lost: the one cut unit comes back (at 280); left cut (the refusal's old worst case) it would be one
+    assert p["units_lost"] == _queued(r["scenario"]) - count == 0, (count, p["units_lost"], p["notes"])
