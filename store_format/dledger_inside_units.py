@@ -59,9 +59,9 @@ has its max at the end of the last one (``QueueTrack.last_before``).
 A batch queue the walk wrote (in its last data file only: :func:`store_format.dledger_inside_walked.inside_units`
 refuses the rest) takes a parsed unit by ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its
 max the start of its last unit, the unit dropped at or below it, no queue offset check, 46-byte units.  Its cut units
-the reput dispatches again after the parsed ones go by the same rule (:func:`_put_batch`): each one whose start lies
-past the max the parsed units left is appended at the write position (not where the walk had it), in commitlog
-order (:attr:`Placed.again_moved`, its 46-byte unit's source and target).
+the reput dispatches again after the parsed ones, and its records past the walk's end after them, go by the same rule
+(:func:`_put_batch`): each one whose start lies past the max the parsed units left is appended at the write position
+(not where the walk had it), in commitlog order (:attr:`Placed.again_moved`, its 46-byte unit's source and target).
 """
 from __future__ import annotations
 
@@ -157,7 +157,8 @@ class WalkedQueue:
     # a batch queue (BatchConsumeQueue: 46-byte units, its max the start of its last unit)
     batch: bool = False
     # the cut units the reput dispatches again after the parsed ones (it goes on before them), in commitlog order:
-    # ``(offset, size, queue offset)``, each at queue byte ``queue offset * 20`` in the walk's queue
+    # ``(offset, size, queue offset)``, each at queue byte ``queue offset * 20`` in the walk's queue (a batch queue's:
+    # its unit index, at ``* 46``, its records past the walk's end after the cut units)
     again: tuple[tuple[int, int, int], ...] = ()
 
 

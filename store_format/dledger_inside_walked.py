@@ -63,7 +63,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
         if len(rows) and (rows[:, U_KIND] == KIND_BATCH).all() and name not in (on_disk or {}):
-            return _walked_batch(rows, cut, kept, max_after.get(q), len(later) > 0, back)
+            return _walked_batch(rows, cut, kept, max_after.get(q), later, back)
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
         # max), which the walk's units below processOffset in its last file must end at (else refused)
         disk = (on_disk or {}).get(name) if not emptied else None
@@ -104,25 +104,30 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                         bcq_file_size=bcq_file_size)
 
 
-def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: bool,
+def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: np.ndarray,
                   back: np.ndarray) -> WalkedQueue:
     """A batch queue the walk wrote in its last data file (``rows``, its units there: ``cut`` the last ones) and
     nowhere before, as ``BatchConsumeQueue.truncateDirtyLogicFiles`` left it: the write position at its first cut
     unit (after its last unit when none was cut; the walk's units count from the queue's start), the max at the
     start of its last unit below ``processOffset`` (``emptied_max``, ``processOffset - 1``, when it cut them all);
-    the rebuild's after every walk unit; the cut units the reput dispatches again after the parsed ones
-    (:attr:`WalkedQueue.again`), which ``place_inside`` puts by the same rule.  Refused: units in the walk's earlier
-    data files too, records past the walk's end, or only some of its cut units dispatched again."""
+    the rebuild's after every walk unit; the cut units the reput dispatches again after the parsed ones, then its
+    records past the walk's end (``later``, at the positions the rebuild's queue holds them, after the cut units:
+    :attr:`WalkedQueue.again`), which ``place_inside`` puts by the same rule.  Refused: units in the walk's earlier
+    data files too, only some of its cut units dispatched again, or records past the walk's end without them."""
     top = int(kept[-1, U_OFFSET]) if len(kept) else emptied_max
     refused = ("a batch queue whose units below processOffset lie in an earlier data file" if top is None else
-               "a batch queue whose units past the walk's end the reput dispatches afterwards" if later else
                "a batch queue only some of whose cut units the reput puts back afterwards" if back.any()
-               and not back.all() else "")
+               and not back.all() else
+               "a batch queue whose units past the walk's end the reput dispatches afterwards, but not its cut units"
+               if len(later) and not (len(cut) and back.all()) else "")
     if refused:
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert top is not None
     after_last = int(rows[-1, U_KEY] + 1) * BCQ_UNIT_SIZE
-    again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[:, [U_OFFSET, U_END, U_KEY]]) if back.any() else ()
+    # the records past the walk's end follow its cut units in the rebuild's queue (dledger_crash_cut._appended_keys)
+    past = np.column_stack([later[:, U_OFFSET], later[:, U_END], rows[-1, U_KEY] + 1 + np.arange(len(later))])
+    units = np.concatenate([cut[:, [U_OFFSET, U_END, U_KEY]], past])
+    again = tuple((int(o), int(e - o), int(k)) for o, e, k in units) if back.any() else ()
     return WalkedQueue(int(cut[0, U_KEY]) * BCQ_UNIT_SIZE if len(cut) else after_last, top, after_last,
                        int(rows[:, U_OFFSET].max()), batch=True, again=again)
 

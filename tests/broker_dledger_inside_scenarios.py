@@ -103,7 +103,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
                 embedded_own_held_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]),
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0]),
-                embedded_to_entry_batch_scenario(out[0])]
+                embedded_to_entry_batch_scenario(out[0]), embedded_to_entry_batch_scenario(out[0], past=True)]
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
                 for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]),
@@ -352,12 +352,13 @@ def embedded_to_entry_earlier_scenario(sc: dict) -> dict:
     return {**out, "config": {**out["config"], "messageIndexSafe": "true", "maxIndexNum": "250"}, "messages": msgs}
 
 
-def embedded_to_entry_batch_messages() -> tuple[int, bytes, bytes]:
+def embedded_to_entry_batch_messages(past: bool = False) -> tuple[int, bytes, bytes]:
     """Where the reput of the -to-entry-batch store is set (processOffset - 1, B9/0's max after the cut) and the two
     well-formed B9/0 messages there (:data:`BATCH_INNER`), the second ending where B9's entry starts (its properties
-    string ends with the host record's tail, as :func:`embedded_to_entry_message`'s)."""
+    string ends with the host record's tail, as :func:`embedded_to_entry_message`'s).  ``past``: those of the
+    -to-entry-batch-past store, whose processOffset the damaged last message does not move."""
     from broker_dledger_2gib import embedded_message
-    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    reput = EMBED_PROCESS_OFFSET - 1 if past else EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     (base0, num0), (base1, num1) = BATCH_INNER
     first = embedded_message(reput, props=f"INNER_NUM\x01{num0}\x02INNER_BASE\x01{base0}\x02KEYS\x01E5\x02".encode(),
@@ -370,20 +371,28 @@ def embedded_to_entry_batch_messages() -> tuple[int, bytes, bytes]:
     return reput, first, second
 
 
-def embedded_to_entry_batch_scenario(sc: dict) -> dict:
+def embedded_to_entry_batch_scenario(sc: dict, past: bool = False) -> dict:
     """``<line>-dledger-abort-emptied-batch-embedded-to-entry-batch`` (5.5.1): the -to-entry store with, where the
     reput is set (processOffset - 1), two well-formed B9/0 messages (:func:`embedded_to_entry_batch_messages`), the
     second ending at B9's entry: the reput goes on there and dispatches B9's cut unit (and the last T0/0
-    message's) again, after the parsed ones."""
-    _reput, first, second = embedded_to_entry_batch_messages()
+    message's) again, after the parsed ones.  ``past`` (``-to-entry-batch-past``): the last message for B9/0 too,
+    with a body byte flipped, so that the walk ends there (processOffset that of -emptied-batch-embedded, where
+    the B9/0 messages then lie: ``embedded_to_entry_batch_messages(past=True)``); the reput, going on at B9's
+    entry, dispatches B9's cut record and then that damaged one, a record past the walk's end (its check reads no
+    CRC)."""
+    _reput, first, second = embedded_to_entry_batch_messages(past)
     to_entry = embedded_to_entry_scenario(sc)
     *rest, host, b9, tail = to_entry["messages"]
     run = first + second
     head = run[:-len(TO_ENTRY_HOST_TAIL)]
     hb = bytearray(b"x" * EMBED_HOST_BODY)
     hb[len(hb) - len(head):] = head
-    return {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail],
-            "name": f"{to_entry['name']}-batch"}
+    out = {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9,
+                                    {**tail, "topic": "B9"} if past else tail], "name": f"{to_entry['name']}-batch"}
+    if past:
+        out = {**out, "damageMessage": sum(1 for m in out["messages"] if "topic" in m) - 1,
+               "name": f"{out['name']}-past"}
+    return out
 
 
 def embedded_kept_to_entry_scenario(sc: dict) -> dict:

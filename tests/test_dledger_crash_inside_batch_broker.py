@@ -200,3 +200,44 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_q
     count = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     # none lost: the one cut unit comes back (at 280); left cut (the refusal's old worst case) it would be one
     assert p["units_lost"] == _queued(r["scenario"]) - count == 0, (count, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_reaches_a_batch_record_past_the_walk_after_parsed_ones(
+        written, line, tmp_path):
+    """The -to-entry-batch store with its last message for B9/0 too and damaged (a body byte flipped): the walk ends
+    there, so processOffset and the reput's start are those of -emptied-batch-embedded, where the two B9/0 messages
+    lie. The first is dropped (at the max), the second goes to 0 of a new file 0; the reput goes on at B9's entry,
+    appends B9's cut unit at 46 and then, its check reading no CRC, the damaged B9/0 record past the walk's end at 92
+    (putBatchMessagePositionInfo: past the max, no queue offset check). --as-restart writes the broker's files byte
+    for byte, verify predicts the units lost."""
+    from broker_dledger_inside_scenarios import (
+        BATCH_INNER,
+        EMBED_HOST_AT,
+        EMBED_HOST_BODY,
+        EMBED_PROCESS_OFFSET,
+        TO_ENTRY_HOST_TAIL,
+        embedded_to_entry_batch_messages,
+    )
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-batch-past"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, first, second = embedded_to_entry_batch_messages(past=True)
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert _record(src, reput, len(first) + len(second)) == first + second, "the B9/0 messages at processOffset - 1"
+    units = []
+    for at in (host_end + 48, int(w["maxPhyOffset"]) - 300):   # B9's record, then the damaged one (the log's last)
+        head = _record(src, at, 64)
+        units.append((at, struct.unpack(">i", head[:4])[0], 0, struct.unpack(">q", head[56:64])[0],
+                      struct.unpack(">q", head[20:28])[0], 1, -1, 0))
+    assert units[1][1] == 300, units
+    state = w["queuesAfterDispatch"]["B9/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 138, state
+    data = (src / "expected" / "batchconsumequeue" / "B9" / "0" / f"{0:020d}").read_bytes()
+    got = [struct.unpack(">qiqqqhii", data[i:i + 46]) for i in (0, 46, 92)]
+    assert got == [(reput + len(first), len(second), 0, struct.unpack(">q", second[56:64])[0], *BATCH_INNER[1], -1, 0),
+                   *units], got
+    assert data[138:] == bytes(len(data) - 138)
+    _checked_restart(r, name, line, tmp_path, (reput + len(first),), ext=False)
