@@ -63,7 +63,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
         if len(rows) and (rows[:, U_KIND] == KIND_BATCH).all() and name not in (on_disk or {}):
-            return _walked_batch(rows, cut, kept, max_after.get(q), later, back)
+            return _walked_batch(rows, cut, kept, max_after.get(q), later, back, track.batch_before.get(q))
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
         # max), which the walk's units below processOffset in its last file must end at (else refused)
         disk = (on_disk or {}).get(name) if not emptied else None
@@ -105,16 +105,17 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
 
 
 def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: np.ndarray,
-                  back: np.ndarray) -> WalkedQueue:
-    """A batch queue the walk wrote in its last data file (``rows``, its units there: ``cut`` the last ones) and
-    nowhere before, as ``BatchConsumeQueue.truncateDirtyLogicFiles`` left it: the write position at its first cut
-    unit (after its last unit when none was cut; the walk's units count from the queue's start), the max at the
-    start of its last unit below ``processOffset`` (``emptied_max``, ``processOffset - 1``, when it cut them all);
+                  back: np.ndarray, earlier: int | None) -> WalkedQueue:
+    """A batch queue the walk wrote in its last data file (``rows``, its units there: ``cut`` the last ones; not on
+    disk before the walk), as ``BatchConsumeQueue.truncateDirtyLogicFiles`` left it: the write position at its first
+    cut unit (after its last unit when none was cut; the walk's units count from the queue's start), the max at the
+    start of its last unit below ``processOffset`` (in the walk's earlier data files when none is in the last one:
+    ``earlier``, ``QueueTrack.batch_before``; ``emptied_max``, ``processOffset - 1``, when it cut them all);
     the rebuild's after every walk unit; the cut units the reput dispatches again after the parsed ones, then its
     records past the walk's end (``later``, at the positions the rebuild's queue holds them, after the cut units:
-    :attr:`WalkedQueue.again`), which ``place_inside`` puts by the same rule.  Refused: units in the walk's earlier
-    data files too, only some of its cut units dispatched again, or records past the walk's end without them."""
-    top = int(kept[-1, U_OFFSET]) if len(kept) else emptied_max
+    :attr:`WalkedQueue.again`), which ``place_inside`` puts by the same rule.  Refused: only some of its cut units
+    dispatched again, or records past the walk's end without them."""
+    top = int(kept[-1, U_OFFSET]) if len(kept) else emptied_max if emptied_max is not None else earlier
     refused = ("a batch queue whose units below processOffset lie in an earlier data file" if top is None else
                "a batch queue only some of whose cut units the reput puts back afterwards" if back.any()
                and not back.all() else

@@ -39,6 +39,8 @@ class QueueTrack:
         self.own_units: dict[int, int] = {}     # units a record's own consume queue took (with ext: its ext units)
         # per queue, the queue offset and end of its last own consume queue unit in the files before the current one
         self.last_before: dict[int, tuple[int, int]] = {}
+        # per batch queue, the start of its last unit in the files before the current one (its max there)
+        self.batch_before: dict[int, int] = {}
         self.base = -1
         self._cur: list[np.ndarray] = []
 
@@ -56,6 +58,9 @@ class QueueTrack:
                 own = last[last[:, U_KIND] == KIND_CQ][::-1]
                 queues, at = np.unique(own[:, U_QUEUE], return_index=True)   # each queue's last unit
                 self.last_before.update((int(q), (int(own[k, U_KEY]), int(own[k, U_END]))) for q, k in zip(queues, at))
+                bat = last[last[:, U_KIND] == KIND_BATCH][::-1]
+                queues, at = np.unique(bat[:, U_QUEUE], return_index=True)
+                self.batch_before.update((int(q), int(bat[k, U_OFFSET])) for q, k in zip(queues, at))
             self.base, self._cur = file_base, []
         units = queue_units(res, self.batch_topics)
         keep = units.record < n

@@ -103,7 +103,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
                 embedded_own_held_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]),
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0]),
-                embedded_to_entry_batch_scenario(out[0]), embedded_to_entry_batch_scenario(out[0], past=True)]
+                embedded_to_entry_batch_scenario(out[0]), embedded_to_entry_batch_scenario(out[0], past=True),
+                embedded_earlier_batch_scenario(out[0])]
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
                 for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]),
@@ -414,3 +415,34 @@ def embedded_kept_to_entry_scenario(sc: dict) -> dict:
     hb[len(hb) - len(head):] = head
     return {**sc, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, last],
             "name": f"{sc['name']}-own-to-entry"}
+
+
+def embedded_earlier_batch_message() -> tuple[int, bytes]:
+    """Where the reput of the -earlier-batch store is set (processOffset - 1, moved on by its last B7/0 message's 300
+    bytes) and the well-formed B7/0 message there (``INNER_BASE``/``INNER_NUM`` those of :data:`BATCH_INNER`'s
+    second)."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    base, num = BATCH_INNER[1]
+    props = f"INNER_NUM\x01{num}\x02INNER_BASE\x01{base}\x02KEYS\x01E5\x02".encode()
+    return reput, embedded_message(reput, props=props, topic=b"B7", queue_offset=base)
+
+
+def embedded_earlier_batch_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier-batch`` (5.5.1): the -earlier walk (``messageIndexSafe``,
+    index files of 250 entries: both data files walked, the cut still happening) with a second BatchCQ topic, B7:
+    message 10 of the first data file and a last message after B9's (cut) go to B7/0, and where the reput is set
+    (processOffset - 1, B9/0's max) a well-formed B7/0 message (:func:`embedded_earlier_batch_message`), then 'x'
+    bytes: ``BatchConsumeQueue.truncateDirtyLogicFiles`` leaves B7/0 its unit of the earlier data file (the max its
+    start, the write position 46)."""
+    reput, msg = embedded_earlier_batch_message()
+    *rest, host, b9 = sc["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
+    rest = [{**m, "topic": "B7", "queueId": 0} if i == 10 else m for i, m in enumerate(rest)]
+    tail = {**b9, "topic": "B7", "queueId": 0, "body": base64.b64encode(b"t" * TO_ENTRY_TAIL_BODY).decode(),
+            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
+    return {**sc, "config": {**sc["config"], "messageIndexSafe": "true", "maxIndexNum": "250"},
+            "batchTopics": [*sc["batchTopics"], "B7"],
+            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "name": f"{sc['name']}-earlier-batch"}

@@ -241,3 +241,48 @@ def test_as_restart_after_a_crash_whose_reput_reaches_a_batch_record_past_the_wa
                    *units], got
     assert data[138:] == bytes(len(data) - 138)
     _checked_restart(r, name, line, tmp_path, (reput + len(first),), ext=False)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue_held_in_an_earlier_file(
+        written, line, tmp_path):
+    """The -earlier walk (both data files walked, the cut still happening) with a second BatchCQ topic, B7: message
+    10 of the first data file and a last message after B9's go to B7/0. BatchConsumeQueue.truncateDirtyLogicFiles
+    keeps B7/0's unit of the earlier data file (its max that unit's start, the write position 46) and cuts the last
+    one; the B7/0 message where the reput is set (processOffset - 1, B9/0's max) starts past that max, so it is
+    appended at 46, over the cut unit's bytes; the 'x' bytes after it send the reput past the rest. --as-restart
+    writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_scenarios import BATCH_INNER, embedded_earlier_batch_message
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-batch"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_earlier_batch_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    assert _record(src, reput, len(msg) + 8) == msg + b"x" * 8, "the B7/0 message at processOffset - 1"
+    before = (src / "before" / "batchconsumequeue" / "B7" / "0" / f"{0:020d}")
+    state = w["queuesAfterDispatch"]["B7/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 92, state
+    b7 = (src / "expected" / "batchconsumequeue" / "B7" / "0" / f"{0:020d}").read_bytes()
+    first = struct.unpack(">qiqqqhii", b7[:46])
+    assert first[0] < int(data[1].name) and first[4:6] == (0, 1), first   # the earlier data file's unit
+    assert struct.unpack(">qiqqqhii", b7[46:92]) == (
+        reput, len(msg), 0, struct.unpack(">q", msg[56:64])[0], *BATCH_INNER[1], -1, 0), b7[46:92].hex()
+    assert b7[92:] == bytes(len(b7) - 92) and not before.exists()
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = 0   # the broker's units below each queue's write position, but fillPreBlank ones and the parsed one
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if st["type"] == "BatchConsumeQueue" else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") != reput)
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
