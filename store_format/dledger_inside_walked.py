@@ -62,7 +62,12 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
-        if len(rows) and (rows[:, U_KIND] == KIND_BATCH).all() and name not in (on_disk or {}):
+        # a batch queue on disk before the walk that the cut left no file of: as one the walk built (its max
+        # processOffset - 1: nothing of its history stays)
+        if len(rows) and (rows[:, U_KIND] == KIND_BATCH).all() and not (on_disk or {}).get(name, (0, False, 0))[1]:
+            if name in (on_disk or {}) and rows[0, U_KEY]:   # its units held past the queue's start (checked: at 0)
+                return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk that the cut left no "
+                                   "file of, the walk's units past the queue's start")
             return _walked_batch(rows, cut, kept, max_after.get(q), later, back, track.batch_before.get(q))
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
         # max), which the walk's units below processOffset in its last file must end at (else refused)

@@ -71,6 +71,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     ``<line>-dledger-abort-emptied-kept-embedded-own`` (5.3.3): the same with the message there for T9/0 itself, the
     queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`), and ``-own-to-entry`` (5.3.3:
     :func:`embedded_kept_to_entry_scenario`).  On 5.5.1 also the variants below, and
+    ``-batch-kept``: the -batch store with the queues kept (``keepQueues``: B9/0 on disk before the walk);
     ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-emptied-ext``: the -earlier,
     -to-entry-earlier, -to-entry-past and -to-entry-emptied stores with ``enableConsumeQueueExt`` (ext files of 10
     units)."""
@@ -104,7 +105,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 embedded_own_held_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]),
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0]),
                 embedded_to_entry_batch_scenario(out[0]), embedded_to_entry_batch_scenario(out[0], past=True),
-                embedded_earlier_batch_scenario(out[0])]
+                embedded_earlier_batch_scenario(out[0]),
+                {**embedded_batch_scenario(out[0]), "keepQueues": True,
+                 "name": f"{embedded_batch_scenario(out[0])['name']}-kept"}]
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
                 for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]),

@@ -286,3 +286,41 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
             held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
                         and int.from_bytes(b[i:i + 8], "big") != reput)
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_messages_for_a_kept_batch_queue_the_cut_emptied(
+        written, line, tmp_path, monkeypatch):
+    """The -emptied-batch-embedded-batch store with the queues kept (keepQueues): B9/0, on disk before the walk with
+    its one unit, is emptied by BatchConsumeQueue.truncateDirtyLogicFiles (its file deleted, its max processOffset -
+    1) as if the walk had built it: of the two B9/0 messages where the reput is set the first (at the max) is
+    dropped and the second appended at 0 in the file getLastMappedFile creates. verify on the store as that
+    restart found it predicts the units lost, and its plan puts the parsed unit where the broker did."""
+    from broker_dledger_inside_scenarios import BATCH_INNER, embedded_batch_messages
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-batch-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, first, second = embedded_batch_messages()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B9" / "0").iterdir())   # on disk before
+    assert struct.unpack(">q", held_file.read_bytes()[:8])[0] > reput
+    assert w["queuesAfterLoad"]["B9/0"] == {"type": "BatchConsumeQueue", "maxOffset": 0, "files": [],
+                                            "maxPhysicOffset": reput}, w["queuesAfterLoad"]["B9/0"]
+    assert _record(src, reput, len(first) + len(second)) == first + second, "the B9/0 messages at processOffset - 1"
+    state = w["queuesAfterDispatch"]["B9/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 46, state
+    b9 = (src / "expected" / "batchconsumequeue" / "B9" / "0" / f"{0:020d}").read_bytes()
+    stored = struct.unpack(">q", second[56:64])[0]
+    assert struct.unpack(">qiqqqhii", b9[:46]) == (reput + len(first), len(second), 0, stored, *BATCH_INNER[1],
+                                                   -1, 0), b9[:46].hex()
+    assert b9[46:] == bytes(len(b9) - 46)
+    from broker_dledger_runs import _verify_with_plan
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert placed.units == (InsideUnit("B9", 0, 0, reput + len(first), len(second), 0, True, stored,
+                                       *BATCH_INNER[1]),) and placed.opened == (("B9", 0, 0),), placed
+    held = _units_below_write(w, src, (reput + len(first),))
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
