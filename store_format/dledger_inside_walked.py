@@ -62,13 +62,21 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
-        # a batch queue on disk before the walk that the cut left no file of: as one the walk built (its max
-        # processOffset - 1: nothing of its history stays)
-        if len(rows) and (rows[:, U_KIND] == KIND_BATCH).all() and not (on_disk or {}).get(name, (0, False, 0))[1]:
-            if name in (on_disk or {}) and rows[0, U_KEY]:   # its units held past the queue's start (checked: at 0)
+        if len(rows) and (rows[:, U_KIND] == KIND_BATCH).all():
+            held = (on_disk or {}).get(name)
+            # on disk before the walk, the cut leaving it no file: as one the walk built (its max processOffset - 1,
+            # nothing of its history stays); a file of it left: as BatchConsumeQueue.truncateDirtyLogicFiles left its
+            # files, where the walk's units (at the positions the queue holds them) must leave it (else refused)
+            if held is not None and not held[1] and rows[0, U_KEY]:   # its units held past the queue's start
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk that the cut left no "
                                    "file of, the walk's units past the queue's start")
-            return _walked_batch(rows, cut, kept, max_after.get(q), later, back, track.batch_before.get(q))
+            walked_batch = _walked_batch(rows, cut, kept, max_after.get(q), later, back, track.batch_before.get(q))
+            if held is not None and held[1] and not walked_batch.refused and \
+                    (walked_batch.write, walked_batch.max) != (held[2], held[0]):
+                return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
+                                   f"leaves at write position {held[2]}, max {held[0]}, not where the walk's units "
+                                   "leave it")
+            return walked_batch
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
         # max), which the walk's units below processOffset in its last file must end at (else refused)
         disk = (on_disk or {}).get(name) if not emptied else None

@@ -72,6 +72,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`), and ``-own-to-entry`` (5.3.3:
     :func:`embedded_kept_to_entry_scenario`).  On 5.5.1 also the variants below, and
     ``-batch-kept``: the -batch store with the queues kept (``keepQueues``: B9/0 on disk before the walk);
+    ``-batch-held``: :func:`embedded_batch_held_scenario`;
     ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-emptied-ext``: the -earlier,
     -to-entry-earlier, -to-entry-past and -to-entry-emptied stores with ``enableConsumeQueueExt`` (ext files of 10
     units)."""
@@ -107,7 +108,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 embedded_to_entry_batch_scenario(out[0]), embedded_to_entry_batch_scenario(out[0], past=True),
                 embedded_earlier_batch_scenario(out[0]),
                 {**embedded_batch_scenario(out[0]), "keepQueues": True,
-                 "name": f"{embedded_batch_scenario(out[0])['name']}-kept"}]
+                 "name": f"{embedded_batch_scenario(out[0])['name']}-kept"}, embedded_batch_held_scenario(out[0])]
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
                 for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]),
@@ -449,3 +450,23 @@ def embedded_earlier_batch_scenario(sc: dict) -> dict:
             "batchTopics": [*sc["batchTopics"], "B7"],
             "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
             "name": f"{sc['name']}-earlier-batch"}
+
+
+def embedded_batch_held_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-batch-held`` (5.5.1, the queues kept: ``keepQueues``), from the
+    -emptied-batch-embedded store ``sc``: a second BatchCQ topic, B7, gets the last message before the host (below
+    processOffset, in the last data file) and a last message after B9's (cut), so that
+    ``BatchConsumeQueue.truncateDirtyLogicFiles`` leaves B7/0, on disk before the walk, its file with the first
+    unit (the max its start, the write position 46); where the reput is set (processOffset - 1, B9/0's max, moved on
+    by the last message's 300 bytes) the well-formed B7/0 message of :func:`embedded_earlier_batch_message`, then 'x'
+    bytes."""
+    reput, msg = embedded_earlier_batch_message()
+    *rest, host, b9 = sc["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
+    rest[-1] = {**rest[-1], "topic": "B7", "queueId": 0}
+    tail = {**b9, "topic": "B7", "queueId": 0, "body": base64.b64encode(b"t" * TO_ENTRY_TAIL_BODY).decode(),
+            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997"}
+    return {**sc, "batchTopics": [*sc["batchTopics"], "B7"], "keepQueues": True,
+            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "name": f"{sc['name']}-batch-held"}

@@ -324,3 +324,50 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_messages_for_a_kept_
                                        *BATCH_INNER[1]),) and placed.opened == (("B9", 0, 0),), placed
     held = _units_below_write(w, src, (reput + len(first),))
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_batch_queue_the_cut_left_a_unit(
+        written, line, tmp_path, monkeypatch):
+    """The -emptied-batch-embedded store with the queues kept (keepQueues) and a second BatchCQ topic, B7: the last
+    message before the host (below processOffset, in the last data file) and a last one after B9's go to B7/0, on
+    disk before the walk; BatchConsumeQueue.truncateDirtyLogicFiles keeps its first unit (the max that unit's start,
+    the write position 46) and cuts the last; the B7/0 message where the reput is set (processOffset - 1, B9/0's
+    max) starts past that max and is appended at 46, over the cut unit's bytes. verify on the store as that restart
+    found it predicts the units lost, and its plan puts the parsed unit where the broker did."""
+    from broker_dledger_inside_scenarios import BATCH_INNER, embedded_earlier_batch_message
+    from broker_dledger_runs import _verify_with_plan
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-batch-held"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_earlier_batch_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert _record(src, reput, len(msg) + 8) == msg + b"x" * 8, "the B7/0 message at processOffset - 1"
+    (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B7" / "0").iterdir())   # on disk before
+    before = held_file.read_bytes()
+    u0, u1 = struct.unpack(">q", before[:8])[0], struct.unpack(">q", before[46:54])[0]
+    assert u0 < reput < u1 and before[92:] == bytes(len(before) - 92), (u0, u1)
+    assert w["queuesAfterLoad"]["B7/0"]["files"] == [held_file.name], w["queuesAfterLoad"]["B7/0"]
+    assert int(w["queuesAfterLoad"]["B7/0"]["maxPhysicOffset"]) == u0, w["queuesAfterLoad"]["B7/0"]
+    state = w["queuesAfterDispatch"]["B7/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 92, state
+    b7 = (src / "expected" / "batchconsumequeue" / "B7" / "0" / held_file.name).read_bytes()
+    stored = struct.unpack(">q", msg[56:64])[0]
+    assert b7[:46] == before[:46] and struct.unpack(">qiqqqhii", b7[46:92]) == (
+        reput, len(msg), 0, stored, *BATCH_INNER[1], -1, 0), b7[:92].hex()
+    assert b7[92:] == bytes(len(b7) - 92)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert placed.units == (InsideUnit("B7", 0, 46, reput, len(msg), 0, True, stored, *BATCH_INNER[1]),) and \
+        placed.opened == (), placed
+    held = 0   # the broker's units below each queue's write position, but fillPreBlank ones and the parsed one
+    for queue, st in w["queuesAfterDispatch"].items():
+        layout, unit = ("batchconsumequeue", 46) if st["type"] == "BatchConsumeQueue" else ("consumequeue", 20)
+        for f in st["files"]:
+            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
+            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
+                        and int.from_bytes(b[i:i + 8], "big") != reput)
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
