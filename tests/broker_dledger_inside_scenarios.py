@@ -70,8 +70,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``;
     ``<line>-dledger-abort-emptied-kept-embedded-own`` (5.3.3): the same with the message there for T9/0 itself, the
     queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`).  On 5.5.1 also the variants below, and
-    ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``: the -earlier, -to-entry-earlier and
-    -to-entry-past stores with ``enableConsumeQueueExt`` (ext files of 10 units)."""
+    ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-past-two-ext``: the -earlier,
+    -to-entry-earlier, -to-entry-past and -to-entry-past-two stores with ``enableConsumeQueueExt`` (ext files of 10
+    units)."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -102,8 +103,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
                 for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]),
-                           embedded_to_entry_past_scenario(out[0]))]
-        out.append(embedded_to_entry_past_scenario(out[0]))
+                           embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0]))]
+        out += [embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0])]
     return out
 
 
@@ -310,6 +311,17 @@ def embedded_to_entry_past_scenario(sc: dict) -> dict:
     puts = sum(1 for m in to_entry["messages"] if "topic" in m)
     return {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail],
             "damageMessage": puts - 1, "name": f"{to_entry['name']}-past"}
+
+
+def embedded_to_entry_past_two_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-two`` (5.5.1): the -to-entry-past store with one
+    more T0/0 message after the damaged one (keys ``kU``), a second record past the walk's end for the parsed
+    message's queue: its queue offset is the write position the parsed unit leaves, so the broker appends it there
+    where it drops the damaged one (one kept, one dropped)."""
+    past = embedded_to_entry_past_scenario(sc)
+    tail = past["messages"][-1]
+    more = {**tail, "keys": "kU", "uniqKey": "7F00000100002A9F000000000996"}
+    return {**past, "messages": [*past["messages"], more], "name": f"{past['name']}-two"}
 
 
 def embedded_to_entry_emptied_scenario(sc: dict, topic: str = "T8", queue_offset: int = EMBED_OWN_QUEUE_OFFSET,
