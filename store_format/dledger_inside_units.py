@@ -50,11 +50,20 @@ line): a queue on disk before the walk with no unit below ``processOffset`` in t
 files the cut leaves elsewhere than the walk's units end (one the cut emptied is placed as above; one it left a file
 of, as ``truncateDirtyLogicFiles`` left its files: ``dledger_crash_cut``), and a queue whose cut units the reput puts
 back afterwards when it kept no unit below ``processOffset`` in the walk (but for one the 5.5.1 cut left with no
-file, without ext files) or only some of them, has units past the walk's end (``dledger_crash_cut``), or, with a file
-of it left, would get them back elsewhere than where they were or in a file ``getLastMappedFile`` creates anew.  A
+file, without ext files) or only some of them, has records past the walk's end too (``dledger_crash_cut``), or,
+with a file of it left, would get them back elsewhere than where they were or in a file ``getLastMappedFile`` creates
+anew.  A
 queue the walk wrote in its earlier data files only is as the walk left it (the cut takes nothing there: its write
 position after its last unit there, its max that unit's end); one whose units below ``processOffset`` all lie there
 has its max at the end of the last one (``QueueTrack.last_before``).
+
+After a walk that ended at a damaged message, the reput going on dispatches the records of a queue the walk wrote
+past the walk's end (its check reads no CRC) after the parsed units, by the same rule from the state they left
+(:attr:`WalkedQueue.past`, :func:`_place_past`): one whose queue offset the parsed units took is dropped (units lost:
+:attr:`Placed.past_dropped`), a later one appended at the write position.  The rebuild's own dispatch of those
+records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where the
+broker does, or where a parsed unit goes; refused where it would not, where the write position is a file's start,
+or for a queue with cut units too.
 
 A batch queue the walk wrote (in its last data file only: :func:`store_format.dledger_inside_walked.inside_units`
 refuses the rest) takes a parsed unit by ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its
@@ -156,6 +165,9 @@ class WalkedQueue:
     # the cut units the reput dispatches again after the parsed ones (it goes on before them), in commitlog order:
     # ``(offset, size, queue offset)``, each at queue byte ``queue offset * 20`` in the walk's queue
     again: tuple[tuple[int, int, int], ...] = ()
+    # the records of this queue past the walk's end (a walk ended by a damaged message) that the reput dispatches
+    # after the parsed ones and the cut units, in commitlog order: ``(offset, size, queue offset)``
+    past: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,6 +196,10 @@ class Placed:
     # again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20), appended at
     # ``target`` instead (-1: dropped); every cut unit of such a queue is listed, in commitlog order
     again_moved: tuple[tuple[str, int, int, int], ...] = ()
+    # ``(topic, queue id, offset)``: the commitlog offsets of the records past the walk's end (:attr:`WalkedQueue.past`)
+    # whose units the broker drops, by the same rule from the state the parsed units left, where the rebuild's own
+    # dispatch of them either drops them too or puts them where a parsed unit goes (units lost)
+    past_dropped: tuple[tuple[str, int, int], ...] = ()
 
 
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
@@ -258,9 +274,43 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose cut units the reput puts back afterwards elsewhere than "
                               "where they were or in a file it creates anew")
         again.append((*key, dropped))
+    past = [(*key, offset) for key, s in states.items() if s is not None and s.past
+            for offset in _place_past(key, s, out, cq_file_size, at)]
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
                   tuple(f for f in rebuild_files if f not in opened), tuple(blanks), tuple(again),
-                  tuple((*k, n) for k, n in ext_put.items()), tuple(moved))
+                  tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past))
+
+
+def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int) -> list[int]:
+    """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
+    units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
+    dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
+    0), else appended at the write position.  The rebuild's own dispatch of them, after the walk's units and the
+    parsed ones it appended (``s.rebuild_write``, ``s.rebuild_max``), applies the same rule; the commitlog offsets of
+    those the broker drops (units lost) are returned.  Refused (one line) where the two differ elsewhere than a unit
+    the broker drops that the rebuild puts where a parsed unit of ``out`` goes, or where the broker's write position
+    is a file's start (``getLastMappedFile`` would create a file for it)."""
+    parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
+    dropped = []
+    for offset, size, queue_offset in s.past:
+        end = offset + size
+        again = queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write
+        rebuild = -1 if end <= s.rebuild_max or again else s.rebuild_write
+        if rebuild >= 0:
+            s.rebuild_write, s.rebuild_max = rebuild + CQ_UNIT_SIZE, end
+        if end > s.max and s.write % cq_file_size == 0:
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput would "
+                              "dispatch into a consume queue file it creates")
+        broker = -1 if end <= s.max or (queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.write) else s.write
+        if broker >= 0:
+            s.write, s.max = broker + CQ_UNIT_SIZE, end
+        elif rebuild < 0 or rebuild in parsed_at:
+            dropped.append(offset)
+            continue
+        if broker != rebuild:
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
+                              "dispatches afterwards elsewhere than the rebuild puts it")
+    return dropped
 
 
 def _place_batch(key: tuple[str, int], s: WalkedQueue, u: ParsedUnit, bcq_file_size: int, out: list[InsideUnit],

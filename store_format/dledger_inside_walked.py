@@ -35,19 +35,19 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``; refused unless the walk's units
     below ``processOffset`` in its last file end there); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext
     units the walk put per queue: ``track.own_units``; a reput that goes on at ``reput`` before ``end`` puts its ext
-    units after the parsed ones' only in the queues whose records it walks, refused for those the walk wrote)."""
+    units after the parsed ones', for the cut units it dispatches again and the records past the walk's end; refused
+    when it goes on before the walk's last data file).  ``after``: the units of the records past the walk's end (a
+    walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past` (refused for a
+    queue with cut units too)."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
         # the reput going on puts an ext unit for each record of a queue's own it walks (ExtAgain, counted from the
-        # walk's, after the parsed ones': ExtAgain.skip): refused for a queue the walk wrote with records past the
-        # walk (refused below too), or for any before the walk's last data file (records of the earlier files)
-        walks = {int(q) for q in after[after[:, U_OFFSET] >= reput, U_QUEUE]} if after is not None else set()
-        if any((q := ids.get((u.topic, u.queue_id))) is not None and (reput < track.base or q in walks)
-               for u in parsed):
+        # walk's, after the parsed ones': ExtAgain.skip; the records past the walk's end after them, as the
+        # rebuild's own dispatch of those): refused before the walk's last data file (records of the earlier files)
+        if any(ids.get((u.topic, u.queue_id)) is not None and reput < track.base for u in parsed):
             raise cut_refusal(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a "
-                              f"queue the walk wrote, then go on at {reput}, before the walk's last data file or "
-                              "past its end")
+                              f"queue the walk wrote, then go on at {reput}, before the walk's last data file")
 
     def walked(name: tuple[str, int]) -> WalkedQueue | None:
         q = ids.get(name)
@@ -74,7 +74,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
-                   "whose units past the walk's end the reput dispatches afterwards" if len(later) else
+                   "whose records past the walk's end the reput dispatches afterwards, with cut units of it too"
+                   if len(later) and len(cut) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only; emptied on 5.3.3 or with ext files), or only some of them"
                    if back.any() and not ((len(kept) or q not in max_after
@@ -82,11 +83,13 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
+        # the records past the walk's end the reput dispatches after the parsed ones (place_inside's _place_past)
+        past = tuple((int(o), int(e - o), int(k)) for o, e, k in later[:, [U_OFFSET, U_END, U_KEY]])
         assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
         if not len(rows):   # written in the walk's earlier data files only: not cut, after its last unit there
             assert before is not None
             return WalkedQueue((before[0] + 1) * CQ_UNIT_SIZE, before[1], (before[0] + 1) * CQ_UNIT_SIZE, before[1],
-                               track.own_units.get(q, 0))
+                               track.own_units.get(q, 0), past=past)
         after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
         again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[:, [U_OFFSET, U_END, U_KEY]]) \
             if back.any() else ()
@@ -99,7 +102,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                 return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose files the cut leaves "
                                    f"at write position {disk[2]}, max {disk[0]}, not where the walk's units end")
             write, top = disk[2], disk[0]
-        return WalkedQueue(write, top, after_last, int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again)
+        return WalkedQueue(write, top, after_last, int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again,
+                           past=past)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
                         bcq_file_size=bcq_file_size)
 
