@@ -50,20 +50,22 @@ line): a queue on disk before the walk with no unit below ``processOffset`` in t
 files the cut leaves elsewhere than the walk's units end (one the cut emptied is placed as above; one it left a file
 of, as ``truncateDirtyLogicFiles`` left its files: ``dledger_crash_cut``), and a queue whose cut units the reput puts
 back afterwards when it kept no unit below ``processOffset`` in the walk (but for one the 5.5.1 cut left with no
-file, without ext files) or only some of them, has records past the walk's end too (``dledger_crash_cut``), or,
-with a file of it left, would get them back elsewhere than where they were or in a file ``getLastMappedFile`` creates
-anew.  A
-queue the walk wrote in its earlier data files only is as the walk left it (the cut takes nothing there: its write
-position after its last unit there, its max that unit's end); one whose units below ``processOffset`` all lie there
-has its max at the end of the last one (``QueueTrack.last_before``).
+file, without ext files) or only some of them, or, with records past the walk's end, none of them
+(``dledger_crash_cut``), or, with a file of it left, would get them back elsewhere than where they were or in a file
+``getLastMappedFile`` creates anew.  A queue the walk wrote in its earlier data files only is as the walk left it
+(the cut takes nothing there: its write position after its last unit there, its max that unit's end); one whose
+units below ``processOffset`` all lie there has its max at the end of the last one (``QueueTrack.last_before``).
 
 After a walk that ended at a damaged message, the reput going on dispatches the records of a queue the walk wrote
-past the walk's end (its check reads no CRC) after the parsed units, by the same rule from the state they left
+past the walk's end (its check reads no CRC) after the parsed units and the cut units it dispatches again, by the
+same rule from the state those left
 (:attr:`WalkedQueue.past`, :func:`_place_past`): one whose queue offset the parsed units took is dropped (units lost:
 :attr:`Placed.past_dropped`), a later one appended at the write position.  The rebuild's own dispatch of those
 records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where the
 broker does, or where a parsed unit goes; refused where it would not, where the write position is a file's start,
-or for a queue with cut units too.
+for a queue with cut units the reput does not dispatch again before them or none of its files left
+(:func:`store_format.dledger_inside_walked.inside_units`), or for one the broker drops after cut units dispatched
+again.
 
 A batch queue the walk wrote (in its last data file only: :func:`store_format.dledger_inside_walked.inside_units`
 refuses the rest) takes a parsed unit by ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its
@@ -288,14 +290,15 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
     0), else appended at the write position.  The rebuild's own dispatch of them, after the walk's units and the
     parsed ones it appended (``s.rebuild_write``, ``s.rebuild_max``), applies the same rule; the commitlog offsets of
     those the broker drops (units lost) are returned.  Refused (one line) where the two differ elsewhere than a unit
-    the broker drops that the rebuild puts where a parsed unit of ``out`` goes, or where the broker's write position
-    is a file's start (``getLastMappedFile`` would create a file for it)."""
+    the broker drops that the rebuild puts where a parsed unit of ``out`` goes, where the broker's write position
+    is a file's start (``getLastMappedFile`` would create a file for it), or where the broker drops one after cut units
+    it dispatches again (``dledger_crash_cut.cut_queues`` appends those records after them)."""
     parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
     dropped = []
     for offset, size, queue_offset in s.past:
         end = offset + size
-        again = queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write
-        rebuild = -1 if end <= s.rebuild_max or again else s.rebuild_write
+        repeat = queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write
+        rebuild = -1 if end <= s.rebuild_max or repeat else s.rebuild_write
         if rebuild >= 0:
             s.rebuild_write, s.rebuild_max = rebuild + CQ_UNIT_SIZE, end
         if end > s.max and s.write % cq_file_size == 0:
@@ -304,6 +307,10 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
         broker = -1 if end <= s.max or (queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.write) else s.write
         if broker >= 0:
             s.write, s.max = broker + CQ_UNIT_SIZE, end
+        elif s.again:   # after cut units the reput dispatches again (dledger_crash_cut.cut_queues takes every
+            # record past the walk's end for appended after them)
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput drops "
+                              "after cut units it dispatches again")
         elif rebuild < 0 or rebuild in parsed_at:
             dropped.append(offset)
             continue

@@ -74,8 +74,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
-                   "whose records past the walk's end the reput dispatches afterwards, with cut units of it too"
-                   if len(later) and len(cut) else
+                   "whose records past the walk's end the reput dispatches afterwards, with cut units of it it does "
+                   "not dispatch again before them, or no file left" if len(later) and (emptied or not back.all()) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only; emptied on 5.3.3 or with ext files), or only some of them"
                    if back.any() and not ((len(kept) or q not in max_after

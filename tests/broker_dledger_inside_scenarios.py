@@ -70,9 +70,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     ``<line>-dledger-abort-emptied-kept-embedded`` (5.3.3, the queues kept): T9's at ``processOffset``;
     ``<line>-dledger-abort-emptied-kept-embedded-own`` (5.3.3): the same with the message there for T9/0 itself, the
     queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`).  On 5.5.1 also the variants below, and
-    ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-past-two-ext``: the -earlier,
-    -to-entry-earlier, -to-entry-past and -to-entry-past-two stores with ``enableConsumeQueueExt`` (ext files of 10
-    units)."""
+    ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-past-two-ext``,
+    ``-to-entry-past-cut-ext``: the -earlier, -to-entry-earlier, -to-entry-past, -past-two and -past-cut stores with
+    ``enableConsumeQueueExt`` (ext files of 10 units)."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -103,8 +103,10 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
                 for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]),
-                           embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0]))]
-        out += [embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0])]
+                           embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0]),
+                           embedded_to_entry_past_cut_scenario(out[0]))]
+        out += [embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0]),
+                embedded_to_entry_past_cut_scenario(out[0])]
     return out
 
 
@@ -322,6 +324,20 @@ def embedded_to_entry_past_two_scenario(sc: dict) -> dict:
     tail = past["messages"][-1]
     more = {**tail, "keys": "kU", "uniqKey": "7F00000100002A9F000000000996"}
     return {**past, "messages": [*past["messages"], more], "name": f"{past['name']}-two"}
+
+
+def embedded_to_entry_past_cut_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-cut`` (5.5.1): the -to-entry store (its last T0/0
+    message cut, the parsed T0/0 message ending at B9's entry) with two more T0/0 messages after it, the first
+    damaged (keys ``kD``, ``kE``): the walk ends at the damaged one, processOffset stays the -to-entry store's, and
+    the reput, going on at B9's entry, dispatches the cut T0/0 unit again (dropped: the parsed unit took its queue
+    offset), then the two records past the walk's end (their queue offsets the write positions it reaches)."""
+    to_entry = embedded_to_entry_scenario(sc)
+    tail = to_entry["messages"][-1]
+    more = [{**tail, "keys": f"k{k}", "uniqKey": f"7F00000100002A9F00000000099{n}"} for k, n in (("D", 5), ("E", 4))]
+    puts = sum(1 for m in to_entry["messages"] if "topic" in m)
+    return {**to_entry, "messages": [*to_entry["messages"], *more], "damageMessage": puts,
+            "name": f"{to_entry['name']}-past-cut"}
 
 
 def embedded_to_entry_emptied_scenario(sc: dict, topic: str = "T8", queue_offset: int = EMBED_OWN_QUEUE_OFFSET,

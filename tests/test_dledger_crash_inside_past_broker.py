@@ -109,3 +109,50 @@ def test_crash_restart_whose_reput_parses_a_message_then_reaches_records_past_th
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
     held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_parses_a_message_then_puts_cut_units_and_records_past_the_walk_of_its_queue(
+        written, line, ext, tmp_path):
+    """The -to-entry store (its last T0/0 message cut, the parsed T0/0 message at processOffset - 1, queue offset
+    1000, ending at B9's entry) with two T0/0 messages after it, the first damaged, so that the walk ends there
+    (-to-entry-past-cut; -ext: enableConsumeQueueExt). The broker appends the parsed unit at T0/0's write position
+    (over the cut unit's place), goes on at B9's entry, puts B9's unit back, drops the cut T0/0 unit (its queue offset
+    below the write position), then appends the damaged message's unit and the next one's (their queue offsets the
+    write positions); with ext files each of the three records gets its ext unit after the parsed unit's, the two
+    appended units holding theirs. --as-restart writes the broker's files byte for byte, and verify's units lost are
+    the units the broker's queues lack (the cut one's among them)."""
+    from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_PROCESS_OFFSET, TO_ENTRY_HOST_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut" + ("-ext" if ext else "")
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput, host_end = EMBED_PROCESS_OFFSET + _TAIL - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    end = int(w["maxPhyOffset"])
+    later = [end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL]   # the damaged T0/0 message and the next
+    cut = later[0] - _ENTRY_HEADER - _TAIL                        # the cut T0/0 message
+    state = w["queuesAfterDispatch"]["T0/0"]
+    units = []
+    for f in state["files"]:
+        b = (src / "expected" / "consumequeue" / "T0" / "0" / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
+        units += [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, len(b), 20)]
+    assert [u[:2] for u in units[-3:]] == [(reput, host_end - reput), *((k, _TAIL) for k in later)], units[-4:]
+    assert all(u[0] != cut for u in units), units[-4:]
+    if ext:   # the parsed unit's ext unit, then the reput's for the cut record, the damaged one and the next
+        address = units[-3][2] + 2**63
+        cq_ext = _ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
+        assert address % 20 == 0 and len(cq_ext) == address // 20 + 4, (address, cq_ext)
+        assert [u[2] - units[-3][2] for u in units[-2:]] == [40, 60], units[-3:]
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    if ext:
+        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
