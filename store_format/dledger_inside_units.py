@@ -46,9 +46,10 @@ the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there
 dispatch of the message put: it drops it when the message lies before the end of that queue's last walk unit (as one
 parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
 units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused (one
-line): a queue on disk before the walk with no unit below ``processOffset`` in the walk's last data file or whose
-files the cut leaves elsewhere than the walk's units end (one the cut emptied is placed as above; one it left a file
-of, as ``truncateDirtyLogicFiles`` left its files: ``dledger_crash_cut``), and a queue whose cut units the reput puts
+line): a queue on disk before the walk whose files the cut leaves elsewhere than the walk's units below
+``processOffset`` end (one the cut emptied is placed as above; one it left a file of, as ``truncateDirtyLogicFiles``
+left its files, also when the walk has no unit of it below ``processOffset``:
+:func:`store_format.dledger_inside_walked.inside_units`), and a queue whose cut units the reput puts
 back afterwards when it kept no unit below ``processOffset`` in the walk (but for one the 5.5.1 cut left with no
 file, without ext files) or only some of them, has units past the walk's end (``dledger_crash_cut``), or, with a file
 of it left, would get them back elsewhere than where they were or in a file ``getLastMappedFile`` creates anew.  A

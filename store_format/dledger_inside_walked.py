@@ -8,6 +8,8 @@ Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles`` and ``Batc
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
@@ -33,9 +35,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
     ``fillPreBlank`` units only), and for a queue on disk before the walk that the cut left a file of the write
     position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``; refused unless the walk's units
-    below ``processOffset`` in its last file end there); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext
-    units the walk put per queue: ``track.own_units``; a reput that goes on at ``reput`` before ``end`` puts its ext
-    units after the parsed ones' only in the queues whose records it walks, refused for those the walk wrote)."""
+    below ``processOffset`` end there or it has none: :func:`_on_disk`); ``ext_file_size`` > 0:
+    ``enableConsumeQueueExt`` (the ext units the walk put per queue: ``track.own_units``; a reput that goes on at
+    ``reput`` before ``end`` puts its ext units after the parsed ones' only in the queues whose records it walks,
+    refused for those the walk wrote)."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
@@ -65,15 +68,14 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         if len(rows) and (rows[:, U_KIND] == KIND_BATCH).all() and name not in (on_disk or {}):
             return _walked_batch(rows, cut, kept, max_after.get(q), len(later) > 0, bool(back.any()))
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
-        # max), which the walk's units below processOffset in its last file must end at (else refused)
+        # max), which the walk's units below processOffset must end at, if it has any (else refused: _on_disk)
         disk = (on_disk or {}).get(name) if not emptied else None
-        refused = ("a queue on disk before the walk with none of its units below processOffset in the walk's last "
-                   "data file" if disk is not None and not len(kept)
-                   else "a queue the walk wrote light or batch units in" if before is None and not len(rows) else
+        refused = ("a queue the walk wrote light or batch units in" if before is None and not len(rows) else
                    "a queue the walk wrote units of another kind in"
                    if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
                    else
-                   "a queue whose units below processOffset lie in an earlier data file" if top is None else
+                   "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
+                   else
                    "whose units past the walk's end the reput dispatches afterwards" if len(later) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only; emptied on 5.3.3 or with ext files), or only some of them"
@@ -82,11 +84,11 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
-        assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
+        assert (top is not None or disk is not None) and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
         if not len(rows):   # written in the walk's earlier data files only: not cut, after its last unit there
-            assert before is not None
-            return WalkedQueue((before[0] + 1) * CQ_UNIT_SIZE, before[1], (before[0] + 1) * CQ_UNIT_SIZE, before[1],
-                               track.own_units.get(q, 0))
+            assert before is not None and top is not None
+            write = after_last = (before[0] + 1) * CQ_UNIT_SIZE
+            return _on_disk(WalkedQueue(write, top, after_last, before[1], track.own_units.get(q, 0)), disk)
         after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
         again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[:, [U_OFFSET, U_END, U_KEY]]) \
             if back.any() else ()
@@ -94,14 +96,27 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
                                track.own_units.get(q, 0), again=again)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
-        if disk is not None:   # ConsumeQueue.truncateDirtyLogicFiles on the files on disk
-            if (disk[2], disk[0]) != (write, top):
-                return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose files the cut leaves "
-                                   f"at write position {disk[2]}, max {disk[0]}, not where the walk's units end")
-            write, top = disk[2], disk[0]
-        return WalkedQueue(write, top, after_last, int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again)
+        return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
+                                    track.own_units.get(q, 0), again=again), disk, top is None)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
                         bcq_file_size=bcq_file_size)
+
+
+def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None, none_below: bool = False) -> WalkedQueue:
+    """``walked`` (the walk's queue as the cut left it) for a queue on disk before the walk that the cut left a file
+    of (``disk``: ``ConsumeQueue.truncateDirtyLogicFiles`` on its files on disk): their write position and max.  The
+    walk's dispatch skips a unit ending at or below the queue's max, so it appended nothing below ``processOffset``
+    when it had no unit there (``none_below``: the files on disk alone say where the cut leaves the queue); else the
+    walk's units below ``processOffset`` must end where those files do (refused otherwise)."""
+    if disk is None:
+        return walked
+    if disk[2] < 0:
+        return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose cut would go on into files "
+                           "older than those read")
+    if not none_below and (disk[2], disk[0]) != (walked.write, walked.max):
+        return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose files the cut leaves at write "
+                           f"position {disk[2]}, max {disk[0]}, not where the walk's units end")
+    return dataclasses.replace(walked, write=disk[2], max=disk[0])
 
 
 def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: bool,

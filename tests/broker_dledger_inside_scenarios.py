@@ -97,7 +97,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 {**to_entry, "config": {**to_entry["config"], "enableConsumeQueueExt": "true",
                                         "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
-                embedded_own_held_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]),
+                embedded_own_held_scenario(out[0]), *embedded_own_held_earlier_scenarios(out[0]),
+                embedded_to_entry_emptied_scenario(out[0]),
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0])]
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
@@ -255,6 +256,28 @@ def embedded_own_held_scenario(sc: dict) -> dict:
     *rest, host, b9, tail = own["messages"]
     rest[-1] = {**rest[-1], "topic": "T8", "queueId": 0}
     return {**own, "messages": [*rest, host, b9, tail], "name": f"{sc['name']}-own-held"}
+
+
+# -emptied-batch-embedded-own-held-earlier: the message of the first data file (not walked) that goes to T8/0 instead
+# (as long a topic as T0 or T1: the same layout)
+OWN_EARLIER_MESSAGE = 10
+
+
+def embedded_own_held_earlier_scenarios(sc: dict) -> list[dict]:
+    """``<line>-dledger-abort-emptied-batch-embedded-own-held-earlier`` (5.5.1, the queues kept): the -own-kept store
+    with message :data:`OWN_EARLIER_MESSAGE` of the first data file (before the walk's start: its checkpoint matches
+    the last data file) sent to T8/0 too, so that T8/0, on disk before the walk, has no unit below processOffset in
+    the walk's last data file: the cut leaves its file with that earlier unit (queue offset 0) and takes the last
+    message's; the T8/0 message where the reput is set (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`) lands at the write
+    position the cut left, over the cut unit.  ``-own-held-earlier-walked``: the same with the -earlier store's
+    ``messageIndexSafe=true`` and index files of 250 entries (the walk starts at the first data file: it holds that
+    earlier unit)."""
+    own = embedded_own_kept_scenario(sc)
+    msgs = [{**m, "topic": "T8", "queueId": 0} if i == OWN_EARLIER_MESSAGE else m
+            for i, m in enumerate(own["messages"])]
+    earlier = {**own, "messages": msgs, "name": f"{sc['name']}-own-held-earlier"}
+    return [earlier, {**earlier, "config": {**earlier["config"], "messageIndexSafe": "true", "maxIndexNum": "250"},
+                      "name": f"{earlier['name']}-walked"}]
 
 
 def embedded_to_entry_message() -> bytes:

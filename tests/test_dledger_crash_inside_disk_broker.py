@@ -1,0 +1,85 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``, the queues kept: ``keepQueues``)
+whose start's reput, set inside an entry, parses a well-formed message there for a queue on disk before the walk that
+the cut leaves a file of, written by the published RocketMQ store through the JVM harness in ``tests/broker/``: a
+queue with none of its units below processOffset in the walk's last data file (``-own-held-earlier``): what the broker
+wrote, and ``verify``'s prediction on the store as its restart found it (units lost, where its plan puts the parsed
+unit), the walk starting at the last data file or at the first (``-walked``: the earlier unit is the walk's).
+
+The modelled case this one grows from (a unit below processOffset in the walk's last data file, ``-own-held``) is in
+:mod:`test_dledger_crash_inside_queues_broker`; the broker writes every store once a pytest session
+(:mod:`broker_dledger_runs`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan, written_run
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+
+@pytest.fixture
+def written(request, tmp_path_factory):
+    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
+    return written_run(request, tmp_path_factory)
+
+
+def _unit(data: bytes, at: int) -> tuple[int, int, int]:
+    """The consume queue unit at byte ``at``: commitlog offset, size, tags code."""
+    return (int.from_bytes(data[at:at + 8], "big"), int.from_bytes(data[at + 8:at + 12], "big"),
+            int.from_bytes(data[at + 12:at + 20], "big", signed=True))
+
+
+@pytest.mark.parametrize("suffix", ["", "-walked"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_queue_with_no_unit_in_the_walk(
+        written, line, suffix, tmp_path, monkeypatch):
+    """The -own-held store with T8/0's first message in the first data file instead (before the walk's start: the
+    walk writes T8/0 only the last message's unit, past processOffset): the cut leaves T8/0, on disk before the
+    walk, its file with the earlier unit (write position 20, max that unit's end, which no unit of the walk gives)
+    and takes the last one; the T8/0 message where the reput is set (processOffset - 1, queue offset 13) ends past
+    that max and its queue offset lies past the write position, so the broker appends it at 20, over the cut unit;
+    the 'x' bytes after it send the reput past the rest. verify on the store as that restart found it predicts the
+    units lost, and its plan puts the parsed unit where the broker did.  ``-walked``: the walk starts at the first
+    data file (``messageIndexSafe``), so that it holds T8/0's earlier unit, below processOffset: the same queue."""
+    from broker_dledger_2gib import embedded_message
+    from broker_dledger_inside_scenarios import EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET, TO_ENTRY_TAIL_BODY
+
+    from store_format.dledger_inside_units import InsideUnit
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-batch-embedded-own-held-earlier{suffix}"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2, data
+    with data[-1].open("rb") as f:
+        f.seek(reput - int(data[-1].name))
+        assert f.read(len(msg) + 8) == msg + b"x" * 8, "the T8 message at processOffset - 1, 'x' bytes after it"
+    # T8/0 on disk before the restart: two units, the first in the first data file, the second (the last
+    # message's) past processOffset
+    (held_file,) = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
+    before = held_file.read_bytes()
+    first, cut = _unit(before, 0), _unit(before, CQ_UNIT_SIZE)
+    assert first[0] + first[1] <= int(data[-1].name) and reput + 1 <= cut[0], (first, cut)
+    assert before[2 * CQ_UNIT_SIZE:] == bytes(len(before) - 2 * CQ_UNIT_SIZE), "T8/0 holds two units"
+    assert w["queuesAfterLoad"]["T8/0"]["files"] == [held_file.name], w["queuesAfterLoad"].get("T8/0")
+    state = w["queuesAfterDispatch"]["T8/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 2 * CQ_UNIT_SIZE, state
+    held = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
+    assert _unit(held, 0) == first and _unit(held, CQ_UNIT_SIZE) == (reput, len(msg), 0), held[:60].hex()
+    assert held[2 * CQ_UNIT_SIZE:] == bytes(len(held) - 2 * CQ_UNIT_SIZE), held.hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert crash.start_offset == (0 if suffix else int(data[-1].name)), crash.start_offset
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.opened, placed.blank_until) == (
+        (InsideUnit("T8", 0, CQ_UNIT_SIZE, reput, len(msg), 0),), (), ()), placed
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
