@@ -46,12 +46,12 @@ the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there
 dispatch of the message put: it drops it when the message lies before the end of that queue's last walk unit (as one
 parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
 units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused (one
-line): a queue on disk before the walk whose files the cut leaves elsewhere than the walk's units below
-``processOffset`` end (one the cut emptied is placed as above; one it left a file of, as ``truncateDirtyLogicFiles``
-left its files, also when the walk has no unit of it below ``processOffset``:
-:func:`store_format.dledger_inside_walked.inside_units`), and a queue whose cut units the reput puts
-back afterwards when it kept no unit below ``processOffset`` in the walk (but for one the 5.5.1 cut left with no
-file, without ext files) or only some of them, has units past the walk's end (``dledger_crash_cut``), or, with a file
+line): a queue on disk before the walk with a walk unit below ``processOffset`` ending past the max the cut leaves
+its files (one the cut emptied is placed as above; one it left a file of otherwise, as ``truncateDirtyLogicFiles``
+left its files, wherever the walk's queue offsets put its units:
+:func:`store_format.dledger_inside_walked.inside_units`), and a queue whose cut units the reput puts back afterwards
+when it kept no unit below ``processOffset`` in the walk (but for one the 5.5.1 cut left with no file, without ext
+files) or only some of them, has units past the walk's end (``dledger_crash_cut``), or, with a file
 of it left, would get them back elsewhere than where they were or in a file ``getLastMappedFile`` creates anew.  A
 queue the walk wrote in its earlier data files only is as the walk left it (the cut takes nothing there: its write
 position after its last unit there, its max that unit's end); one whose units below ``processOffset`` all lie there

@@ -34,8 +34,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
     ``fillPreBlank`` units only), and for a queue on disk before the walk that the cut left a file of the write
-    position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``; refused unless the walk's units
-    below ``processOffset`` end there or it has none: :func:`_on_disk`); ``ext_file_size`` > 0:
+    position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``; refused when a walk unit below
+    ``processOffset`` ends past that max: :func:`_on_disk`); ``ext_file_size`` > 0:
     ``enableConsumeQueueExt`` (the ext units the walk put per queue: ``track.own_units``; a reput that goes on at
     ``reput`` before ``end`` puts its ext units after the parsed ones' only in the queues whose records it walks,
     refused for those the walk wrote)."""
@@ -68,7 +68,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         if len(rows) and (rows[:, U_KIND] == KIND_BATCH).all() and name not in (on_disk or {}):
             return _walked_batch(rows, cut, kept, max_after.get(q), len(later) > 0, bool(back.any()))
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
-        # max), which the walk's units below processOffset must end at, if it has any (else refused: _on_disk)
+        # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)
         disk = (on_disk or {}).get(name) if not emptied else None
         refused = ("a queue the walk wrote light or batch units in" if before is None and not len(rows) else
                    "a queue the walk wrote units of another kind in"
@@ -97,25 +97,31 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                                track.own_units.get(q, 0), again=again)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
         return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
-                                    track.own_units.get(q, 0), again=again), disk, top is None)
+                                    track.own_units.get(q, 0), again=again), disk)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
                         bcq_file_size=bcq_file_size)
 
 
-def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None, none_below: bool = False) -> WalkedQueue:
-    """``walked`` (the walk's queue as the cut left it) for a queue on disk before the walk that the cut left a file
-    of (``disk``: ``ConsumeQueue.truncateDirtyLogicFiles`` on its files on disk): their write position and max.  The
-    walk's dispatch skips a unit ending at or below the queue's max, so it appended nothing below ``processOffset``
-    when it had no unit there (``none_below``: the files on disk alone say where the cut leaves the queue); else the
-    walk's units below ``processOffset`` must end where those files do (refused otherwise)."""
+def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
+    """``walked`` (the walk's queue as the cut left it; its max -1 when the walk has no unit of it below
+    ``processOffset``) for a queue on disk before the walk that the cut left a file of (``disk``:
+    ``ConsumeQueue.truncateDirtyLogicFiles`` on its files on disk): their write position and max, wherever the walk's
+    queue offsets put them.  The walk's dispatch skips a unit ending at or below the queue's max (``offset + size
+    <= maxPhysicOffset``, the max loaded from those files at least), and the units it appends past it lie after every
+    unit of those files, where the cut takes them (past ``processOffset``) or keeps them: so when the walk's units
+    below ``processOffset`` end at or below the max the cut leaves those files, it appended none the cut keeps, and
+    the files alone say where the cut leaves the queue.  Refused: a walk unit below ``processOffset`` ending past
+    that max (appended, or skipped by a larger max the files loaded with: not told apart), or a cut that would go on
+    into files older than those read."""
     if disk is None:
         return walked
     if disk[2] < 0:
         return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose cut would go on into files "
                            "older than those read")
-    if not none_below and (disk[2], disk[0]) != (walked.write, walked.max):
+    if walked.max > disk[0]:
         return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose files the cut leaves at write "
-                           f"position {disk[2]}, max {disk[0]}, not where the walk's units end")
+                           f"position {disk[2]}, max {disk[0]}, below where the walk's units below processOffset end "
+                           f"({walked.max})")
     return dataclasses.replace(walked, write=disk[2], max=disk[0])
 
 

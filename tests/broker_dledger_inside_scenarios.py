@@ -98,6 +98,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                                         "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
                 embedded_own_held_scenario(out[0]), *embedded_own_held_earlier_scenarios(out[0]),
+                embedded_own_held_shifted_scenario(out[0]),
                 embedded_to_entry_emptied_scenario(out[0]),
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0])]
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
@@ -278,6 +279,28 @@ def embedded_own_held_earlier_scenarios(sc: dict) -> list[dict]:
     earlier = {**own, "messages": msgs, "name": f"{sc['name']}-own-held-earlier"}
     return [earlier, {**earlier, "config": {**earlier["config"], "messageIndexSafe": "true", "maxIndexNum": "250"},
                       "name": f"{earlier['name']}-walked"}]
+
+
+# -emptied-batch-embedded-own-held-shifted: the T8/0 units (commitlog offset, size) of the -own-held store's last
+# message before the host and of its last message (the test checks them against the log's records), which the planted
+# T8/0 file holds at queue bytes 0 and 20, one unit behind those records' queue offsets (1 and 2)
+SHIFTED_UNITS = ((78375, 330), (83219, 300))
+
+
+def embedded_own_held_shifted_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-own-held-shifted`` (5.5.1, the queues kept): the -own-held store
+    with message :data:`OWN_EARLIER_MESSAGE` of the first data file sent to T8/0 too (queue offset 0, the other two
+    T8/0 messages 1 and 2), and T8/0's file on disk replaced before the restart (``plantFiles``) by one holding only
+    the units of those two (:data:`SHIFTED_UNITS`), at 0 and 20: the cut leaves it write position 20 (max the first
+    one's end), where the walk's queue offsets put 40; the T8/0 message where the reput is set (queue offset
+    :data:`EMBED_OWN_QUEUE_OFFSET`) lands at 20, over the cut unit."""
+    held = embedded_own_held_scenario(sc)
+    msgs = [{**m, "topic": "T8", "queueId": 0} if i == OWN_EARLIER_MESSAGE else m
+            for i, m in enumerate(held["messages"])]
+    units = b"".join(o.to_bytes(8, "big") + n.to_bytes(4, "big") + bytes(8) for o, n in SHIFTED_UNITS)
+    file = units + bytes(int(held["config"]["mappedFileSizeConsumeQueue"]) - len(units))
+    return {**held, "messages": msgs, "name": f"{sc['name']}-own-held-shifted",
+            "plantFiles": {f"consumequeue/T8/0/{0:020d}": base64.b64encode(file).decode()}}
 
 
 def embedded_to_entry_message() -> bytes:

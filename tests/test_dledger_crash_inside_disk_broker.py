@@ -3,7 +3,9 @@ whose start's reput, set inside an entry, parses a well-formed message there for
 the cut leaves a file of, written by the published RocketMQ store through the JVM harness in ``tests/broker/``: a
 queue with none of its units below processOffset in the walk's last data file (``-own-held-earlier``): what the broker
 wrote, and ``verify``'s prediction on the store as its restart found it (units lost, where its plan puts the parsed
-unit), the walk starting at the last data file or at the first (``-walked``: the earlier unit is the walk's).
+unit), the walk starting at the last data file or at the first (``-walked``: the earlier unit is the walk's); and a
+queue whose files on disk hold its units a unit behind its records' queue offsets (``-own-held-shifted``, a file
+planted before the restart: the cut leaves them elsewhere than the walk's units end).
 
 The modelled case this one grows from (a unit below processOffset in the walk's last data file, ``-own-held``) is in
 :mod:`test_dledger_crash_inside_queues_broker`; the broker writes every store once a pytest session
@@ -78,6 +80,61 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     assert held[2 * CQ_UNIT_SIZE:] == bytes(len(held) - 2 * CQ_UNIT_SIZE), held.hex()
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     assert crash.start_offset == (0 if suffix else int(data[-1].name)), crash.start_offset
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.opened, placed.blank_until) == (
+        (InsideUnit("T8", 0, CQ_UNIT_SIZE, reput, len(msg), 0),), (), ()), placed
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_queue_its_files_left_elsewhere(
+        written, line, tmp_path, monkeypatch):
+    """The -own-held store with a first T8/0 message in the first data file (queue offset 0; the other two 1 and 2)
+    and T8/0's file replaced before the restart by one holding only the other two units, at 0 and 20: the cut leaves
+    it write position 20 (max the first unit's end: no unit of the walk below processOffset ends past it, so the walk
+    appended none), where the walk's queue offsets say 40; the T8/0 message where the reput is set (processOffset - 1,
+    queue offset 13) goes to 20, over the cut unit. verify on the store as that restart found it puts it there and
+    predicts the units lost (the first T8/0 message's unit, missing from the planted file, lost too)."""
+    from broker_dledger_2gib import embedded_message
+    from broker_dledger_inside_scenarios import (
+        EMBED_OWN_QUEUE_OFFSET,
+        EMBED_PROCESS_OFFSET,
+        SHIFTED_UNITS,
+        TO_ENTRY_TAIL_BODY,
+    )
+
+    from store_format.dledger_inside_units import InsideUnit
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-batch-embedded-own-held-shifted"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    log = data[-1].read_bytes()
+    base = int(data[-1].name)
+    assert log[reput - base:reput - base + len(msg) + 8] == msg + b"x" * 8, "the T8 message at processOffset - 1"
+    # the planted units: the records of T8/0's queue offsets 1 (below processOffset) and 2 (past it)
+    for k, (offset, size) in enumerate(SHIFTED_UNITS):
+        rec = log[offset - base:offset - base + size]
+        assert (int.from_bytes(rec[:4], "big"), int.from_bytes(rec[20:28], "big"),
+                int.from_bytes(rec[28:36], "big")) == (size, k + 1, offset), rec[:40].hex()
+        assert b"\x02T8" in rec, rec.hex()
+    assert SHIFTED_UNITS[0][0] + SHIFTED_UNITS[0][1] < reput + 1 <= SHIFTED_UNITS[1][0]
+    (held_file,) = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
+    before = held_file.read_bytes()
+    assert [_unit(before, k * CQ_UNIT_SIZE)[:2] for k in range(2)] == list(SHIFTED_UNITS), before[:60].hex()
+    assert before[2 * CQ_UNIT_SIZE:] == bytes(len(before) - 2 * CQ_UNIT_SIZE), "T8/0 holds two units"
+    state = w["queuesAfterDispatch"]["T8/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 2 * CQ_UNIT_SIZE, state
+    held = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
+    assert _unit(held, 0) == (*SHIFTED_UNITS[0], 0) and _unit(held, CQ_UNIT_SIZE) == (reput, len(msg), 0), \
+        held[:60].hex()
+    assert held[2 * CQ_UNIT_SIZE:] == bytes(len(held) - 2 * CQ_UNIT_SIZE), held.hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
     assert (placed.units, placed.opened, placed.blank_until) == (
         (InsideUnit("T8", 0, CQ_UNIT_SIZE, reput, len(msg), 0),), (), ()), placed
