@@ -122,7 +122,7 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
         return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose files the cut leaves at write "
                            f"position {disk[2]}, max {disk[0]}, below where the walk's units below processOffset end "
                            f"({walked.max})")
-    return dataclasses.replace(walked, write=disk[2], max=disk[0])
+    return dataclasses.replace(walked, write=disk[2], max=disk[0], disk=True)
 
 
 def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: bool,

@@ -98,7 +98,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                                         "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
                 embedded_own_held_scenario(out[0]), *embedded_own_held_earlier_scenarios(out[0]),
-                embedded_own_held_shifted_scenario(out[0]),
+                embedded_own_held_shifted_scenario(out[0]), embedded_to_entry_shifted_scenario(out[0]),
                 embedded_to_entry_emptied_scenario(out[0]),
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0])]
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
@@ -300,6 +300,24 @@ def embedded_own_held_shifted_scenario(sc: dict) -> dict:
     units = b"".join(o.to_bytes(8, "big") + n.to_bytes(4, "big") + bytes(8) for o, n in SHIFTED_UNITS)
     file = units + bytes(int(held["config"]["mappedFileSizeConsumeQueue"]) - len(units))
     return {**held, "messages": msgs, "name": f"{sc['name']}-own-held-shifted",
+            "plantFiles": {f"consumequeue/T8/0/{0:020d}": base64.b64encode(file).decode()}}
+
+
+def embedded_to_entry_shifted_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-shifted`` (5.5.1, the queues kept): the -to-entry-emptied
+    store (its last message and the one where the reput is set, which ends at B9's entry, for T8/0) with messages
+    :data:`EARLIER_RETOPIC` of the first data file and the last one before the host sent to T8/0 too (queue offsets
+    0, 1, 2; the last message 3), and T8/0's file replaced before the restart (``plantFiles``) by one holding only the
+    last two units (:data:`SHIFTED_UNITS`), at 0 and 20: the cut leaves write position 20, the parsed unit goes
+    there, and the reput, going on at B9's entry, dispatches the cut unit (queue offset 3) again, at 40, not where
+    the walk's queue offsets or the file had it."""
+    out = embedded_to_entry_emptied_scenario(sc, suffix="-shifted")
+    *rest, host, b9, tail = out["messages"]
+    rest = [{**m, "topic": "T8", "queueId": 0} if i in EARLIER_RETOPIC or i == len(rest) - 1 else m
+            for i, m in enumerate(rest)]
+    units = b"".join(o.to_bytes(8, "big") + n.to_bytes(4, "big") + bytes(8) for o, n in SHIFTED_UNITS)
+    file = units + bytes(int(out["config"]["mappedFileSizeConsumeQueue"]) - len(units))
+    return {**out, "messages": [*rest, host, b9, tail], "keepQueues": True,
             "plantFiles": {f"consumequeue/T8/0/{0:020d}": base64.b64encode(file).decode()}}
 
 

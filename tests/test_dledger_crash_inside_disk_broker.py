@@ -5,7 +5,9 @@ queue with none of its units below processOffset in the walk's last data file (`
 wrote, and ``verify``'s prediction on the store as its restart found it (units lost, where its plan puts the parsed
 unit), the walk starting at the last data file or at the first (``-walked``: the earlier unit is the walk's); and a
 queue whose files on disk hold its units a unit behind its records' queue offsets (``-own-held-shifted``, a file
-planted before the restart: the cut leaves them elsewhere than the walk's units end).
+planted before the restart: the cut leaves them elsewhere than the walk's units end), also with the reput going on
+after the parsed message (``-to-entry-shifted``: the cut unit it dispatches again goes where the rule puts it from
+the files' state, neither where the file had it nor where its queue offset says).
 
 The modelled case this one grows from (a unit below processOffset in the walk's last data file, ``-own-held``) is in
 :mod:`test_dledger_crash_inside_queues_broker`; the broker writes every store once a pytest session
@@ -140,3 +142,63 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
         (InsideUnit("T8", 0, CQ_UNIT_SIZE, reput, len(msg), 0),), (), ()), placed
     held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_elsewhere_in_a_kept_queue(
+        written, line, tmp_path, monkeypatch):
+    """The -to-entry-emptied store (the last message and the one where the reput is set, ending at B9's entry, for
+    T8/0) with two messages of the first data file and the last one before the host sent to T8/0 too (queue offsets
+    0 to 2, the last message 3), and T8/0's file planted before the restart with only the last two units, at 0 and
+    20: the cut leaves write position 20 (max the first unit's end), the parsed T8/0 unit goes there, and the reput,
+    going on at B9's entry, dispatches the cut unit (queue offset 3: 60 lies past the write position) again and
+    appends it at 40, neither where the file had it (20) nor where its queue offset says (60). verify on the store as
+    that restart found it puts both where the broker did and predicts the units lost (the two T8/0 units missing from
+    the planted file; the cut unit is not lost)."""
+    from broker_dledger_inside_scenarios import (
+        EMBED_HOST_AT,
+        EMBED_HOST_BODY,
+        EMBED_OWN_QUEUE_OFFSET,
+        SHIFTED_UNITS,
+        TO_ENTRY_HOST_TAIL,
+    )
+
+    from store_format.dledger_inside_units import InsideUnit
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-shifted"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    reput = int(w["truncateDirtyLogicFilesAt"]) - 1
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    log, base = data[-1].read_bytes(), int(data[-1].name)
+    # the parsed T8/0 message (queue offset 13) from processOffset - 1 to the host's entry's end
+    at = reput - base
+    assert (int.from_bytes(log[at:at + 4], "big"), int.from_bytes(log[at + 20:at + 28], "big")) == (
+        host_end - reput, EMBED_OWN_QUEUE_OFFSET), log[at:at + 40].hex()
+    # the planted units: the records of T8/0's queue offsets 2 (below processOffset) and 3 (the last, past it)
+    for k, (offset, size) in enumerate(SHIFTED_UNITS):
+        rec = log[offset - base:offset - base + size]
+        assert (int.from_bytes(rec[:4], "big"), int.from_bytes(rec[20:28], "big"),
+                int.from_bytes(rec[28:36], "big")) == (size, k + 2, offset), rec[:40].hex()
+        assert b"\x02T8" in rec, rec.hex()
+    assert SHIFTED_UNITS[0][0] + SHIFTED_UNITS[0][1] < reput + 1 < host_end <= SHIFTED_UNITS[1][0]
+    (held_file,) = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
+    before = held_file.read_bytes()
+    assert [_unit(before, k * CQ_UNIT_SIZE)[:2] for k in range(2)] == list(SHIFTED_UNITS), before[:60].hex()
+    assert before[2 * CQ_UNIT_SIZE:] == bytes(len(before) - 2 * CQ_UNIT_SIZE), "T8/0 holds two units"
+    assert int(w["queuesAfterLoad"]["T8/0"]["maxOffset"]) == CQ_UNIT_SIZE, w["queuesAfterLoad"]["T8/0"]
+    state = w["queuesAfterDispatch"]["T8/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 3 * CQ_UNIT_SIZE, state
+    held = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
+    assert [_unit(held, k * CQ_UNIT_SIZE) for k in range(3)] == [
+        (*SHIFTED_UNITS[0], 0), (reput, host_end - reput, 0), (*SHIFTED_UNITS[1], 0)], held[:80].hex()
+    assert held[3 * CQ_UNIT_SIZE:] == bytes(len(held) - 3 * CQ_UNIT_SIZE), held.hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.opened, placed.again_dropped, placed.again_moved) == (
+        (InsideUnit("T8", 0, CQ_UNIT_SIZE, reput, host_end - reput, 0),), (), (),
+        (("T8", 0, 3 * CQ_UNIT_SIZE, 2 * CQ_UNIT_SIZE),)), placed
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units == 2, (held_units, p["units_lost"], p["notes"])
