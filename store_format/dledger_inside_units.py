@@ -33,12 +33,12 @@ offsets lie below the write position are dropped (the first ones: the parsed uni
 back where they were (:attr:`Placed.again_dropped`); in a queue the 5.5.1 cut left with no file each goes where that
 rule puts it after the parsed units, a unit of queue offset 0 appended at the write position
 (:attr:`Placed.again_moved`; the cut's files are not written again), and so in a queue on disk before the walk that
-the cut left a file of (its files stay: :attr:`WalkedQueue.disk`) where one goes elsewhere than its queue offset says
-or is appended before another is put back; with ext files the ext units the reput puts for
-the records it walks follow the parsed units' ext units (:attr:`Placed.ext_put`).  A parsed message's light queue unit
-goes into a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``:
-``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own
-unit; with ext files no ext unit for it).
+the cut left a file of (its files stay: :attr:`WalkedQueue.disk`) where one goes elsewhere than its queue offset says,
+is appended before another is put back or goes into a file ``getLastMappedFile`` creates; with ext files the ext units
+the reput puts for the records it walks follow the parsed units' ext units (:attr:`Placed.ext_put`).  A parsed
+message's light queue unit goes into a light queue the walk wrote by the same rule
+(``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its own
+tags code, after the message's own unit; with ext files no ext unit for it).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -54,8 +54,8 @@ left its files, wherever the walk's queue offsets put its units:
 :func:`store_format.dledger_inside_walked.inside_units`), and a queue whose cut units the reput puts back afterwards
 when it kept no unit below ``processOffset`` in the walk (but for one the 5.5.1 cut left with no file, without ext
 files) or only some of them, has units past the walk's end (``dledger_crash_cut``), or, with a file
-of it left, would get them back elsewhere than where they were (but for a queue on disk before the walk, above) or in
-a file ``getLastMappedFile`` creates anew.  A
+of it left, would get them back elsewhere than where they were or in a file ``getLastMappedFile`` creates anew (but
+for a queue on disk before the walk, above).  A
 queue the walk wrote in its earlier data files only is as the walk left it (the cut takes nothing there: its write
 position after its last unit there, its max that unit's end); one whose units below ``processOffset`` all lie there
 has its max at the end of the last one (``QueueTrack.last_before``).
@@ -258,16 +258,15 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks))
                       for o, n, q in s.again]
             continue
-        made = len(opened)
         put = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks)
                for offset, size, queue_offset in s.again]
-        back = [at == q * CQ_UNIT_SIZE for at, (_o, _s, q) in zip(put, s.again)]   # each put back where it was
+        back = [pos == q * CQ_UNIT_SIZE for pos, (_o, _s, q) in zip(put, s.again)]   # each put back where it was
         dropped = back.index(True) if True in back else len(back)
         fresh = [(*key, q * CQ_UNIT_SIZE - q * CQ_UNIT_SIZE % cq_file_size) in opened for _o, _s, q in s.again]
         # the first ones dropped (none appended elsewhere), the rest back, none in a file getLastMappedFile created anew
-        if any(at >= 0 for at in put[:dropped]) or not all(back[dropped:]) or any(fresh[dropped:]):
-            if s.disk and len(opened) == made:   # files on disk that stay, no file created: each where the rule put it
-                moved += [(*key, q * CQ_UNIT_SIZE, at) for at, (_o, _s, q) in zip(put, s.again)]
+        if any(pos >= 0 for pos in put[:dropped]) or not all(back[dropped:]) or any(fresh[dropped:]):
+            if s.disk:   # its files on disk stay (a file getLastMappedFile creates too): each where the rule put it
+                moved += [(*key, q * CQ_UNIT_SIZE, pos) for pos, (_o, _s, q) in zip(put, s.again)]
                 continue
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose cut units the reput puts back afterwards elsewhere than "
                               "where they were or in a file it creates anew")

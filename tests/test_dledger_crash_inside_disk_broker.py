@@ -200,5 +200,77 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_elsewh
     assert (placed.units, placed.opened, placed.again_dropped, placed.again_moved) == (
         (InsideUnit("T8", 0, CQ_UNIT_SIZE, reput, host_end - reput, 0),), (), (),
         (("T8", 0, 3 * CQ_UNIT_SIZE, 2 * CQ_UNIT_SIZE),)), placed
+    assert not [f for f in crash.cut.dropped if f[:2] == ("T8", 0)], crash.cut.dropped   # its file stays
     held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held_units == 2, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_new_file_of_a_kept_queue(
+        written, line, tmp_path, monkeypatch):
+    """The -to-entry-shifted store with message 10 of the first data file and the last ten before the host for T8/0
+    (queue offsets 0 to 10, the last message 11) and T8/0's first file planted with the units of those ten and of the
+    last message (11 units: a full file; the broker's second file, the last message's unit at its start, stays): the
+    cut deletes that second file and leaves write position 200 (max the tenth's end), the parsed T8/0 unit goes
+    there, over the cut unit, and the reput, going on at B9's entry, dispatches the cut unit (queue offset 11) again:
+    ``getLastMappedFile`` creates file 220 anew (the last one full) and the unit goes to its start. verify on the
+    store as that restart found it puts both where the broker did and predicts the units lost (the first T8/0
+    message's unit, missing from the planted file)."""
+    from broker_dledger_inside_scenarios import (
+        EMBED_HOST_AT,
+        EMBED_HOST_BODY,
+        EMBED_OWN_QUEUE_OFFSET,
+        SHIFTED_RUN,
+        SHIFTED_UNITS,
+        TO_ENTRY_HOST_TAIL,
+    )
+
+    from store_format.dledger_inside_units import InsideUnit
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-shifted-file"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    reput = int(w["truncateDirtyLogicFilesAt"]) - 1
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    log, base = data[-1].read_bytes(), int(data[-1].name)
+    at = reput - base
+    assert (int.from_bytes(log[at:at + 4], "big"), int.from_bytes(log[at + 20:at + 28], "big")) == (
+        host_end - reput, EMBED_OWN_QUEUE_OFFSET), log[at:at + 40].hex()
+    planted = (*SHIFTED_RUN, SHIFTED_UNITS[1])
+    assert len(planted) * CQ_UNIT_SIZE == size and SHIFTED_RUN[-1] == SHIFTED_UNITS[0]
+    for k, (offset, n) in enumerate(planted):   # T8/0's records of queue offsets 1 to 11
+        rec = log[offset - base:offset - base + n]
+        assert (int.from_bytes(rec[:4], "big"), int.from_bytes(rec[20:28], "big"),
+                int.from_bytes(rec[28:36], "big")) == (n, k + 1, offset), rec[:40].hex()
+        assert b"\x02T8" in rec, rec.hex()
+    assert SHIFTED_RUN[-1][0] + SHIFTED_RUN[-1][1] < reput + 1 < host_end <= SHIFTED_UNITS[1][0]
+    # T8/0 on disk before the restart: the planted file, and the broker's second one (the last message's unit at
+    # its start, queue offset 11), which the cut deletes
+    held_file, second = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
+    assert [_unit(held_file.read_bytes(), k)[:2] for k in range(0, size, CQ_UNIT_SIZE)] == list(planted)
+    assert second.name == f"{size:020d}" and second.read_bytes() == _pack(*SHIFTED_UNITS[1]) + bytes(
+        size - CQ_UNIT_SIZE), second.read_bytes().hex()
+    assert w["queuesAfterLoad"]["T8/0"]["files"] == [held_file.name], w["queuesAfterLoad"]["T8/0"]
+    state = w["queuesAfterDispatch"]["T8/0"]
+    assert state["files"] == [held_file.name, f"{size:020d}"] and int(state["maxOffset"]) == size + CQ_UNIT_SIZE, \
+        state
+    first = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
+    assert [_unit(first, k)[:2] for k in range(0, size, CQ_UNIT_SIZE)] == [*SHIFTED_RUN, (reput, host_end - reput)]
+    new = (src / "expected" / "consumequeue" / "T8" / "0" / f"{size:020d}").read_bytes()
+    assert new == _pack(*SHIFTED_UNITS[1]) + bytes(size - CQ_UNIT_SIZE), new.hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.opened, placed.again_dropped, placed.again_moved) == (
+        (InsideUnit("T8", 0, size - CQ_UNIT_SIZE, reput, host_end - reput, 0),), (("T8", 0, size),), (),
+        (("T8", 0, size, size),)), placed
+    assert not [f for f in crash.cut.dropped if f[:2] == ("T8", 0)], crash.cut.dropped   # file 220 written again
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units == 1, (held_units, p["units_lost"], p["notes"])
+
+
+def _pack(offset: int, size: int, tags_code: int = 0) -> bytes:
+    """A consume queue unit's 20 bytes."""
+    return offset.to_bytes(8, "big") + size.to_bytes(4, "big") + tags_code.to_bytes(8, "big", signed=True)
