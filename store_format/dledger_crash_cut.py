@@ -324,7 +324,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     # per queue whose cut units the reput dispatches again after messages parsed where it was set: how many of
     # them the parsed units' positions drop (the rest go back where they were: place_inside)
     after_parsed = {(t, qid): d for t, qid, d in placed.again_dropped}
-    elsewhere: dict[tuple[str, int], list[int]] = {}   # a queue the cut left with no file: where each cut unit goes
+    # a queue the cut left with no file, or one on disk whose files stay: where each cut unit goes
+    elsewhere: dict[tuple[str, int], list[int]] = {}
     for t, qid, _source, target in placed.again_moved:
         elsewhere.setdefault((t, qid), []).append(target)
     for q, rows in per_queue.items():
@@ -337,6 +338,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                 lost[name] = rows[to < 0, U_OFFSET]
             restored += int((to >= 0).sum())
             put_back[q] = (rows[to >= 0, U_OFFSET], to[to >= 0])
+            if (on_disk or {}).get(name, (0, False, 0))[1]:
+                continue   # a queue on disk that the cut left a file of: its files stay (place_inside)
             first, last = int(rows[0, U_KEY]) * CQ_UNIT_SIZE, int(rows[-1, U_KEY]) * CQ_UNIT_SIZE
             made = {f for t, qid, f in placed.opened if (t, qid) == name}   # the files getLastMappedFile created
             dropped += [(*name, f) for f in range(first - first % size, last - last % size + 1, size) if f not in made]
