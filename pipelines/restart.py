@@ -136,7 +136,8 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             progress.emit(f"[rebuild] as a restart after a crash: truncateDirtyLogicFiles cuts the queues at the "
                           f"recovery's processOffset {crash.process_offset} (its last file's message sizes, without "
                           f"the entry headers); the start's reput from {c.reput} puts back {c.restored} unit(s), "
-                          f"{c.lost_units} stay cut (past their queue's write position, or overwritten) and "
+                          f"{c.lost_units} stay cut or dropped (past their queue's write position, overwritten, or at "
+                          f"or below its max once parsed units went before them) and "
                           f"{len(c.dropped) + len(c.batch_dropped)} queue file(s) stay deleted"
                           + (f"; in {len(c.moves)} queue(s) it puts back only the last cut units, appended at the "
                              "write position over the others (putMessagePositionInfo)" if c.moves else ""))

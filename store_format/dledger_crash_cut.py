@@ -171,8 +171,9 @@ class QueueCut:
     (``(topic, queue id, file start)``; ``batch_dropped``: batch consume queue files), the queues whose
     units are put back only in part (``moves``), the units cut off and not put back (``lost``: per queue,
     their commitlog offsets; past their queue's write position or overwritten, on disk only where their file
-    stayed), with the number of units cut and put back (``restored``), and the ext units the reput puts
-    (``ext_again``)."""
+    stayed; also the records past the walk's end whose units the reput drops after messages parsed where it was
+    set: ``Placed.past_dropped``), with the number of units cut and put back (``restored``), and the ext units the
+    reput puts (``ext_again``)."""
     reput: int
     dropped: tuple[tuple[str, int, int], ...]
     lost: dict[tuple[str, int], np.ndarray]
@@ -243,7 +244,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             with ext, a reput from before the walk's last data file when ``track`` kept only that file's units;
             messages parsed where it was set that :func:`store_format.dledger_inside_units.place_inside` refuses,
             or, with ext, a message for a queue the walk wrote when the reput then goes on before the walk's last
-            data file or walks records of that queue (whose ext units would follow the parsed ones').
+            data file (whose records' ext units would follow the parsed ones').
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
@@ -323,7 +324,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     # per queue whose cut units the reput dispatches again after messages parsed where it was set: how many of
     # them the parsed units' positions drop (the rest go back where they were: place_inside)
     after_parsed = {(t, qid): d for t, qid, d in placed.again_dropped}
-    elsewhere: dict[tuple[str, int], list[int]] = {}   # a queue the cut left with no file: where each cut unit goes
+    # a queue the cut left with no file, or one on disk whose files stay: where each cut unit goes
+    elsewhere: dict[tuple[str, int], list[int]] = {}
     for t, qid, _source, target in placed.again_moved:
         elsewhere.setdefault((t, qid), []).append(target)
     for q, rows in per_queue.items():
@@ -337,6 +339,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                 lost[name] = rows[to < 0, U_OFFSET]
             restored += int((to >= 0).sum())
             put_back[q] = (rows[to >= 0, U_OFFSET], to[to >= 0])
+            if (on_disk or {}).get(name, (0, False, 0))[1]:
+                continue   # a queue on disk that the cut left a file of: its files stay (place_inside)
             first, last = int(rows[0, U_KEY]) * unit, int(rows[-1, U_KEY]) * unit
             made = {f for t, qid, f in placed.opened if (t, qid) == name}   # the files getLastMappedFile created
             (batch_dropped if batch else dropped).extend(
@@ -378,6 +382,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         start = -(-gone_from // size) * size   # the first file that starts at or past it
         (batch_dropped if batch else dropped).extend(
             (*name, f) for f in range(start, last - last % size + 1, size))
+    for t, qid, offset in placed.past_dropped:   # records past the walk's end the reput drops after parsed units
+        lost[(t, qid)] = np.append(lost.get((t, qid), np.zeros(0, np.int64)), np.int64(offset))
     if walk_end >= 0:   # the units of records past the walk hold the ext units their own dispatch put
         put_back = {q: (off[off < walk_end], pos[off < walk_end]) for q, (off, pos) in put_back.items()}
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()

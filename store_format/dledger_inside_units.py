@@ -32,11 +32,14 @@ parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the par
 offsets lie below the write position are dropped (the first ones: the parsed units took their positions), the rest go
 back where they were (:attr:`Placed.again_dropped`); in a queue the cut left with no file (5.5.1's max -1, 5.3.3's
 ``processOffset``) each goes where that rule puts it after the parsed units, a unit of queue offset 0 appended at the
-write position (:attr:`Placed.again_moved`; the cut's files are not written again); with ext files the ext units the
-reput puts for the records it walks follow the parsed units' ext units (:attr:`Placed.ext_put`; in a queue left with no
-file too, the cut unit appended holding its new ext unit's address). A parsed message's light queue unit goes into a
-light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo`` with its
-``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own unit; with ext files no ext unit for it).
+write position (:attr:`Placed.again_moved`; the cut's files are not written again), and so in a queue on disk before
+the walk that the cut left a file of (its files stay: :attr:`WalkedQueue.disk`) where one goes elsewhere than its
+queue offset says, is appended before another is put back or goes into a file ``getLastMappedFile`` creates; with ext
+files the ext units the reput puts for the records it walks follow the parsed units' ext units (:attr:`Placed.ext_put`;
+in a queue left with no file too, the cut unit appended holding its new ext unit's address).  A parsed message's light
+queue unit goes into a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``:
+``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own
+unit; with ext files no ext unit for it).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -46,22 +49,36 @@ the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there
 dispatch of the message put: it drops it when the message lies before the end of that queue's last walk unit (as one
 parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
 units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused (one
-line): a queue on disk before the walk with no unit below ``processOffset`` in the walk's last data file or whose
-files the cut leaves elsewhere than the walk's units end (one the cut emptied is placed as above; one it left a file
-of, as ``truncateDirtyLogicFiles`` left its files: ``dledger_crash_cut``), and a queue whose cut units the reput puts
-back afterwards when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file) or
-only some of them, has units past the walk's end (``dledger_crash_cut``), or, with a file
-of it left, would get them back elsewhere than where they were or in a file ``getLastMappedFile`` creates anew.  A
-queue the walk wrote in its earlier data files only is as the walk left it (the cut takes nothing there: its write
-position after its last unit there, its max that unit's end); one whose units below ``processOffset`` all lie there
-has its max at the end of the last one (``QueueTrack.last_before``).
+line): a queue on disk before the walk with a walk unit below ``processOffset`` ending past the max the cut leaves
+its files (one the cut emptied is placed as above; one it left a file of otherwise, as ``truncateDirtyLogicFiles``
+left its files, wherever the walk's queue offsets put its units:
+:func:`store_format.dledger_inside_walked.inside_units`), and a queue whose cut units the reput puts back afterwards
+when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file) or only some of
+them, or, with records past the walk's end, none of them (``dledger_crash_cut``), or, with a
+file of it left, would get them back elsewhere than where they were or in a file ``getLastMappedFile`` creates anew
+(but for a queue on disk before the walk, above).  A queue the walk wrote in its earlier data files only is as the
+walk left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end);
+one whose units below ``processOffset`` all lie there has its max at the end of the last one
+(``QueueTrack.last_before``).
 
-A batch queue the walk wrote (in its last data file only: :func:`store_format.dledger_inside_walked.inside_units`
-refuses the rest) takes a parsed unit by ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its
-max the start of its last unit, the unit dropped at or below it, no queue offset check, 46-byte units.  Its cut units
-the reput dispatches again after the parsed ones, and its records past the walk's end after them, go by the same rule
-(:func:`_put_batch`): each one whose start lies past the max the parsed units left is appended at the write position
-(not where the walk had it), in commitlog order (:attr:`Placed.again_moved`, its 46-byte unit's source and target).
+After a walk that ended at a damaged message, the reput going on dispatches the records of a queue the walk wrote
+past the walk's end (its check reads no CRC) after the parsed units and the cut units it dispatches again, by the
+same rule from the state those left
+(:attr:`WalkedQueue.past`, :func:`_place_past`): one whose queue offset the parsed units took is dropped (units lost:
+:attr:`Placed.past_dropped`), a later one appended at the write position.  The rebuild's own dispatch of those
+records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where the
+broker does, or where a parsed unit goes; refused where it would not, where the write position is a file's start,
+for a queue with cut units the reput does not dispatch again before them, none of its files left or on disk before
+the walk (:func:`store_format.dledger_inside_walked.inside_units`), or for one the broker drops after cut units
+dispatched again.
+
+A batch queue the walk wrote in its last data file (:func:`store_format.dledger_inside_walked.inside_units` refuses one
+written in its earlier data files only) takes a parsed unit by ``BatchConsumeQueue.putBatchMessagePositionInfo``
+(:func:`_place_batch`): its max the start of its last unit, the unit dropped at or below it, no queue offset check,
+46-byte units. Its cut units the reput dispatches again after the parsed ones, and its records past the walk's end after
+them, go by the same rule (:func:`_put_batch`): each one whose start lies past the max the parsed units left is appended
+at the write position (not where the walk had it), in commitlog order (:attr:`Placed.again_moved`, its 46-byte unit's
+source and target).
 """
 from __future__ import annotations
 
@@ -160,6 +177,12 @@ class WalkedQueue:
     # ``(offset, size, queue offset)``, each at queue byte ``queue offset * 20`` in the walk's queue (a batch queue's:
     # its unit index, at ``* 46``, its records past the walk's end after the cut units)
     again: tuple[tuple[int, int, int], ...] = ()
+    # the records of this queue past the walk's end (a walk ended by a damaged message) that the reput dispatches
+    # after the parsed ones and the cut units, in commitlog order: ``(offset, size, queue offset)``
+    past: tuple[tuple[int, int, int], ...] = ()
+    # a queue on disk before the walk that the cut left a file of (keepQueues: as truncateDirtyLogicFiles left those
+    # files, which stay): its cut units the reput dispatches again go wherever the rule puts them
+    disk: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,11 +207,16 @@ class Placed:
     # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in a queue the walk wrote (after
     # the walk's; the reput's ones, where it goes on, after them)
     ext_put: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, source, target)``: in a queue the cut left with no file or a batch queue, a cut unit the
-    # reput dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset *
-    # 20, a batch queue's unit index * 46), appended at ``target`` instead (-1: dropped); every cut unit of such a
-    # queue is listed, in commitlog order
+    # ``(topic, queue id, source, target)``: in a queue the cut left with no file (or one on disk before the walk
+    # whose files stay, where not every cut unit goes back where it was) or a batch queue, a cut unit the reput
+    # dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20, a
+    # batch queue's unit index * 46), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
+    # listed, in commitlog order
     again_moved: tuple[tuple[str, int, int, int], ...] = ()
+    # ``(topic, queue id, offset)``: the commitlog offsets of the records past the walk's end (:attr:`WalkedQueue.past`)
+    # whose units the broker drops, by the same rule from the state the parsed units left, where the rebuild's own
+    # dispatch of them either drops them too or puts them where a parsed unit goes (units lost)
+    past_dropped: tuple[tuple[str, int, int], ...] = ()
 
 
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
@@ -258,17 +286,61 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks))
                       for o, n, q in s.again]
             continue
-        back = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks) == queue_offset * CQ_UNIT_SIZE
-                for offset, size, queue_offset in s.again]   # each put back where it was
+        put = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks)
+               for offset, size, queue_offset in s.again]
+        back = [pos == q * CQ_UNIT_SIZE for pos, (_o, _s, q) in zip(put, s.again)]   # each put back where it was
         dropped = back.index(True) if True in back else len(back)
         fresh = [(*key, q * CQ_UNIT_SIZE - q * CQ_UNIT_SIZE % cq_file_size) in opened for _o, _s, q in s.again]
-        if not all(back[dropped:]) or any(fresh[dropped:]):   # or in a file getLastMappedFile created anew
+        # the first ones dropped (none appended elsewhere), the rest back, none in a file getLastMappedFile created anew
+        if any(pos >= 0 for pos in put[:dropped]) or not all(back[dropped:]) or any(fresh[dropped:]):
+            if s.disk:   # its files on disk stay (a file getLastMappedFile creates too): each where the rule put it
+                moved += [(*key, q * CQ_UNIT_SIZE, pos) for pos, (_o, _s, q) in zip(put, s.again)]
+                continue
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose cut units the reput puts back afterwards elsewhere than "
                               "where they were or in a file it creates anew")
         again.append((*key, dropped))
+    past = [(*key, offset) for key, s in states.items() if s is not None and s.past
+            for offset in _place_past(key, s, out, cq_file_size, at)]
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
                   tuple(f for f in rebuild_files if f not in opened), tuple(blanks), tuple(again),
-                  tuple((*k, n) for k, n in ext_put.items()), tuple(moved))
+                  tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past))
+
+
+def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int) -> list[int]:
+    """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
+    units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
+    dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
+    0), else appended at the write position.  The rebuild's own dispatch of them, after the walk's units and the
+    parsed ones it appended (``s.rebuild_write``, ``s.rebuild_max``), applies the same rule; the commitlog offsets of
+    those the broker drops (units lost) are returned.  Refused (one line) where the two differ elsewhere than a unit
+    the broker drops that the rebuild puts where a parsed unit of ``out`` goes, where the broker's write position
+    is a file's start (``getLastMappedFile`` would create a file for it), or where the broker drops one after cut units
+    it dispatches again (``dledger_crash_cut.cut_queues`` appends those records after them)."""
+    parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
+    dropped = []
+    for offset, size, queue_offset in s.past:
+        end = offset + size
+        repeat = queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write
+        rebuild = -1 if end <= s.rebuild_max or repeat else s.rebuild_write
+        if rebuild >= 0:
+            s.rebuild_write, s.rebuild_max = rebuild + CQ_UNIT_SIZE, end
+        if end > s.max and s.write % cq_file_size == 0:
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput would "
+                              "dispatch into a consume queue file it creates")
+        broker = -1 if end <= s.max or (queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.write) else s.write
+        if broker >= 0:
+            s.write, s.max = broker + CQ_UNIT_SIZE, end
+        elif s.again:   # after cut units the reput dispatches again (dledger_crash_cut.cut_queues takes every
+            # record past the walk's end for appended after them)
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput drops "
+                              "after cut units it dispatches again")
+        elif rebuild < 0 or rebuild in parsed_at:
+            dropped.append(offset)
+            continue
+        if broker != rebuild:
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
+                              "dispatches afterwards elsewhere than the rebuild puts it")
+    return dropped
 
 
 def _place_batch(key: tuple[str, int], s: WalkedQueue, u: ParsedUnit, bcq_file_size: int, out: list[InsideUnit],

@@ -8,6 +8,8 @@ Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles`` and ``Batc
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
@@ -32,22 +34,22 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
     ``fillPreBlank`` units only), and for a queue on disk before the walk that the cut left a file of the write
-    position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``; refused unless the walk's units
-    below ``processOffset`` in its last file end there); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext
+    position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``; refused when a walk unit below
+    ``processOffset`` ends past that max: :func:`_on_disk`); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext
     units the walk put per queue: ``track.own_units``; a reput that goes on at ``reput`` before ``end`` puts its ext
-    units after the parsed ones' only in the queues whose records it walks, refused for those the walk wrote)."""
+    units after the parsed ones', for the cut units it dispatches again and the records past the walk's end; refused
+    when it goes on before the walk's last data file).  ``after``: the units of the records past the walk's end (a
+    walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past` (refused for a
+    queue with cut units it does not dispatch again, or on disk before the walk)."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
         # the reput going on puts an ext unit for each record of a queue's own it walks (ExtAgain, counted from the
-        # walk's, after the parsed ones': ExtAgain.skip): refused for a queue the walk wrote with records past the
-        # walk (refused below too), or for any before the walk's last data file (records of the earlier files)
-        walks = {int(q) for q in after[after[:, U_OFFSET] >= reput, U_QUEUE]} if after is not None else set()
-        if any((q := ids.get((u.topic, u.queue_id))) is not None and (reput < track.base or q in walks)
-               for u in parsed):
+        # walk's, after the parsed ones': ExtAgain.skip; the records past the walk's end after them, as the
+        # rebuild's own dispatch of those): refused before the walk's last data file (records of the earlier files)
+        if any(ids.get((u.topic, u.queue_id)) is not None and reput < track.base for u in parsed):
             raise cut_refusal(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a "
-                              f"queue the walk wrote, then go on at {reput}, before the walk's last data file or "
-                              "past its end")
+                              f"queue the walk wrote, then go on at {reput}, before the walk's last data file")
 
     def walked(name: tuple[str, int]) -> WalkedQueue | None:
         q = ids.get(name)
@@ -78,16 +80,17 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                                    "leave it")
             return walked_batch
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
-        # max), which the walk's units below processOffset in its last file must end at (else refused)
+        # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)
         disk = (on_disk or {}).get(name) if not emptied else None
-        refused = ("a queue on disk before the walk with none of its units below processOffset in the walk's last "
-                   "data file" if disk is not None and not len(kept)
-                   else "a queue the walk wrote light or batch units in" if before is None and not len(rows) else
+        refused = ("a queue the walk wrote light or batch units in" if before is None and not len(rows) else
                    "a queue the walk wrote units of another kind in"
                    if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
                    else
-                   "a queue whose units below processOffset lie in an earlier data file" if top is None else
-                   "whose units past the walk's end the reput dispatches afterwards" if len(later) else
+                   "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
+                   else
+                   "whose records past the walk's end the reput dispatches afterwards, with cut units of it it does "
+                   "not dispatch again before them, or no file left, or on disk before the walk"
+                   if len(later) and (emptied or not back.all() or disk is not None) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them"
                    if back.any() and not ((len(kept) or q not in max_after
@@ -95,11 +98,13 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
-        assert top is not None and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
+        # the records past the walk's end the reput dispatches after the parsed ones (place_inside's _place_past)
+        past = tuple((int(o), int(e - o), int(k)) for o, e, k in later[:, [U_OFFSET, U_END, U_KEY]])
+        assert (top is not None or disk is not None) and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
         if not len(rows):   # written in the walk's earlier data files only: not cut, after its last unit there
-            assert before is not None
-            return WalkedQueue((before[0] + 1) * CQ_UNIT_SIZE, before[1], (before[0] + 1) * CQ_UNIT_SIZE, before[1],
-                               track.own_units.get(q, 0))
+            assert before is not None and top is not None
+            write = after_last = (before[0] + 1) * CQ_UNIT_SIZE
+            return _on_disk(WalkedQueue(write, top, after_last, before[1], track.own_units.get(q, 0), past=past), disk)
         after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
         again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[:, [U_OFFSET, U_END, U_KEY]]) \
             if back.any() else ()
@@ -107,14 +112,33 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
                                track.own_units.get(q, 0), again=again)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
-        if disk is not None:   # ConsumeQueue.truncateDirtyLogicFiles on the files on disk
-            if (disk[2], disk[0]) != (write, top):
-                return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose files the cut leaves "
-                                   f"at write position {disk[2]}, max {disk[0]}, not where the walk's units end")
-            write, top = disk[2], disk[0]
-        return WalkedQueue(write, top, after_last, int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again)
+        return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
+                                    track.own_units.get(q, 0), again=again, past=past), disk)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
                         bcq_file_size=bcq_file_size)
+
+
+def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
+    """``walked`` (the walk's queue as the cut left it; its max -1 when the walk has no unit of it below
+    ``processOffset``) for a queue on disk before the walk that the cut left a file of (``disk``:
+    ``ConsumeQueue.truncateDirtyLogicFiles`` on its files on disk): their write position and max, wherever the walk's
+    queue offsets put them.  The walk's dispatch skips a unit ending at or below the queue's max (``offset + size
+    <= maxPhysicOffset``, the max loaded from those files at least), and the units it appends past it lie after every
+    unit of those files, where the cut takes them (past ``processOffset``) or keeps them: so when the walk's units
+    below ``processOffset`` end at or below the max the cut leaves those files, it appended none the cut keeps, and
+    the files alone say where the cut leaves the queue.  Refused: a walk unit below ``processOffset`` ending past
+    that max (appended, or skipped by a larger max the files loaded with: not told apart), or a cut that would go on
+    into files older than those read."""
+    if disk is None:
+        return walked
+    if disk[2] < 0:
+        return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose cut would go on into files "
+                           "older than those read")
+    if walked.max > disk[0]:
+        return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose files the cut leaves at write "
+                           f"position {disk[2]}, max {disk[0]}, below where the walk's units below processOffset end "
+                           f"({walked.max})")
+    return dataclasses.replace(walked, write=disk[2], max=disk[0], disk=True)
 
 
 def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: np.ndarray,

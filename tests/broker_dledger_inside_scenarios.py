@@ -73,9 +73,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`embedded_kept_to_entry_scenario`).  On 5.5.1 also the variants below, and
     ``-batch-kept``: the -batch store with the queues kept (``keepQueues``: B9/0 on disk before the walk);
     ``-batch-held``: :func:`embedded_batch_held_scenario`;
-    ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-emptied-ext``: the -earlier,
-    -to-entry-earlier, -to-entry-past and -to-entry-emptied stores with ``enableConsumeQueueExt`` (ext files of 10
-    units)."""
+    ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-past-two-ext``,
+    ``-to-entry-past-cut-ext``, ``-to-entry-emptied-ext``: the -earlier, -to-entry-earlier, -to-entry-past, -past-two,
+    -past-cut and -to-entry-emptied stores with ``enableConsumeQueueExt`` (ext files of 10 units)."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -103,7 +103,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 {**to_entry, "config": {**to_entry["config"], "enableConsumeQueueExt": "true",
                                         "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{to_entry['name']}-ext"},
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
-                embedded_own_held_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]),
+                embedded_own_held_scenario(out[0]), *embedded_own_held_earlier_scenarios(out[0]),
+                embedded_own_held_shifted_scenario(out[0]), *embedded_to_entry_shifted_scenarios(out[0]),
+                embedded_to_entry_emptied_scenario(out[0]),
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0]),
                 embedded_to_entry_batch_scenario(out[0]), embedded_to_entry_batch_scenario(out[0], past=True),
                 embedded_earlier_batch_scenario(out[0]),
@@ -112,8 +114,10 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"}
                 for sc in (embedded_earlier_scenario(out[0]), embedded_to_entry_earlier_scenario(out[0]),
-                           embedded_to_entry_past_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]))]
-        out.append(embedded_to_entry_past_scenario(out[0]))
+                           embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0]),
+                           embedded_to_entry_past_cut_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]))]
+        out += [embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0]),
+                embedded_to_entry_past_cut_scenario(out[0])]
     return out
 
 
@@ -267,6 +271,83 @@ def embedded_own_held_scenario(sc: dict) -> dict:
     return {**own, "messages": [*rest, host, b9, tail], "name": f"{sc['name']}-own-held"}
 
 
+# -emptied-batch-embedded-own-held-earlier: the message of the first data file (not walked) that goes to T8/0 instead
+# (as long a topic as T0 or T1: the same layout)
+OWN_EARLIER_MESSAGE = 10
+
+
+def embedded_own_held_earlier_scenarios(sc: dict) -> list[dict]:
+    """``<line>-dledger-abort-emptied-batch-embedded-own-held-earlier`` (5.5.1, the queues kept): the -own-kept store
+    with message :data:`OWN_EARLIER_MESSAGE` of the first data file (before the walk's start: its checkpoint matches
+    the last data file) sent to T8/0 too, so that T8/0, on disk before the walk, has no unit below processOffset in
+    the walk's last data file: the cut leaves its file with that earlier unit (queue offset 0) and takes the last
+    message's; the T8/0 message where the reput is set (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`) lands at the write
+    position the cut left, over the cut unit.  ``-own-held-earlier-walked``: the same with the -earlier store's
+    ``messageIndexSafe=true`` and index files of 250 entries (the walk starts at the first data file: it holds that
+    earlier unit)."""
+    own = embedded_own_kept_scenario(sc)
+    msgs = [{**m, "topic": "T8", "queueId": 0} if i == OWN_EARLIER_MESSAGE else m
+            for i, m in enumerate(own["messages"])]
+    earlier = {**own, "messages": msgs, "name": f"{sc['name']}-own-held-earlier"}
+    return [earlier, {**earlier, "config": {**earlier["config"], "messageIndexSafe": "true", "maxIndexNum": "250"},
+                      "name": f"{earlier['name']}-walked"}]
+
+
+# -emptied-batch-embedded-own-held-shifted: the T8/0 units (commitlog offset, size) of the -own-held store's last
+# message before the host and of its last message (the test checks them against the log's records), which the planted
+# T8/0 file holds at queue bytes 0 and 20, one unit behind those records' queue offsets (1 and 2)
+SHIFTED_UNITS = ((78375, 330), (83219, 300))
+
+
+def embedded_own_held_shifted_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-own-held-shifted`` (5.5.1, the queues kept): the -own-held store
+    with message :data:`OWN_EARLIER_MESSAGE` of the first data file sent to T8/0 too (queue offset 0, the other two
+    T8/0 messages 1 and 2), and T8/0's file on disk replaced before the restart (``plantFiles``) by one holding only
+    the units of those two (:data:`SHIFTED_UNITS`), at 0 and 20: the cut leaves it write position 20 (max the first
+    one's end), where the walk's queue offsets put 40; the T8/0 message where the reput is set (queue offset
+    :data:`EMBED_OWN_QUEUE_OFFSET`) lands at 20, over the cut unit."""
+    held = embedded_own_held_scenario(sc)
+    msgs = [{**m, "topic": "T8", "queueId": 0} if i == OWN_EARLIER_MESSAGE else m
+            for i, m in enumerate(held["messages"])]
+    units = b"".join(o.to_bytes(8, "big") + n.to_bytes(4, "big") + bytes(8) for o, n in SHIFTED_UNITS)
+    file = units + bytes(int(held["config"]["mappedFileSizeConsumeQueue"]) - len(units))
+    return {**held, "messages": msgs, "name": f"{sc['name']}-own-held-shifted",
+            "plantFiles": {f"consumequeue/T8/0/{0:020d}": base64.b64encode(file).decode()}}
+
+
+# -to-entry-shifted-file: the last ten records before the host (commitlog offset, size; the last one
+# SHIFTED_UNITS[0]), which go to T8/0 too (the test checks them against the log's records)
+SHIFTED_RUN = ((74816, 312), (75176, 295), (75519, 387), (75954, 363), (76365, 375), (76788, 300), (77136, 284),
+               (77468, 437), (77953, 374), (78375, 330))
+
+
+def embedded_to_entry_shifted_scenarios(sc: dict) -> list[dict]:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-shifted`` (5.5.1, the queues kept): the -to-entry-emptied
+    store (its last message and the one where the reput is set, which ends at B9's entry, for T8/0) with messages
+    :data:`EARLIER_RETOPIC` of the first data file and the last one before the host sent to T8/0 too (queue offsets
+    0, 1, 2; the last message 3), and T8/0's file replaced before the restart (``plantFiles``) by one holding only the
+    last two units (:data:`SHIFTED_UNITS`), at 0 and 20: the cut leaves write position 20, the parsed unit goes
+    there, and the reput, going on at B9's entry, dispatches the cut unit (queue offset 3) again, at 40, not where
+    the walk's queue offsets or the file had it.  ``-to-entry-shifted-file``: the same with message 10 of the first
+    data file and the last ten before the host (:data:`SHIFTED_RUN`) for T8/0 (queue offsets 0 to 10, the last
+    message 11), the planted file holding the units of those ten and of the last message (a full file, 11 units):
+    the cut leaves write position 200, the parsed unit goes there, and the cut unit the reput dispatches again
+    (queue offset 11) goes to 220, the first unit of a file ``getLastMappedFile`` creates."""
+    out = []
+    for suffix, picked, planted in (("-shifted", {*EARLIER_RETOPIC, -1}, SHIFTED_UNITS),
+                                    ("-shifted-file", {10, *range(-len(SHIFTED_RUN), 0)},
+                                     (*SHIFTED_RUN, SHIFTED_UNITS[1]))):
+        sc2 = embedded_to_entry_emptied_scenario(sc, suffix=suffix)
+        *rest, host, b9, tail = sc2["messages"]
+        rest = [{**m, "topic": "T8", "queueId": 0} if i in picked or i - len(rest) in picked else m
+                for i, m in enumerate(rest)]
+        units = b"".join(o.to_bytes(8, "big") + n.to_bytes(4, "big") + bytes(8) for o, n in planted)
+        file = units + bytes(int(sc2["config"]["mappedFileSizeConsumeQueue"]) - len(units))
+        out.append({**sc2, "messages": [*rest, host, b9, tail], "keepQueues": True,
+                    "plantFiles": {f"consumequeue/T8/0/{0:020d}": base64.b64encode(file).decode()}})
+    return out
+
+
 def embedded_to_entry_message() -> bytes:
     """The T0/0 message (queue offset :data:`TO_ENTRY_QUEUE_OFFSET`) of the -to-entry store, from the reput's start
     (processOffset - 1) to the host's entry's end: its last bytes are the host record's tail, which its properties
@@ -320,6 +401,31 @@ def embedded_to_entry_past_scenario(sc: dict) -> dict:
     puts = sum(1 for m in to_entry["messages"] if "topic" in m)
     return {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail],
             "damageMessage": puts - 1, "name": f"{to_entry['name']}-past"}
+
+
+def embedded_to_entry_past_two_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-two`` (5.5.1): the -to-entry-past store with one
+    more T0/0 message after the damaged one (keys ``kU``), a second record past the walk's end for the parsed
+    message's queue: its queue offset is the write position the parsed unit leaves, so the broker appends it there
+    where it drops the damaged one (one kept, one dropped)."""
+    past = embedded_to_entry_past_scenario(sc)
+    tail = past["messages"][-1]
+    more = {**tail, "keys": "kU", "uniqKey": "7F00000100002A9F000000000996"}
+    return {**past, "messages": [*past["messages"], more], "name": f"{past['name']}-two"}
+
+
+def embedded_to_entry_past_cut_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-cut`` (5.5.1): the -to-entry store (its last T0/0
+    message cut, the parsed T0/0 message ending at B9's entry) with two more T0/0 messages after it, the first
+    damaged (keys ``kD``, ``kE``): the walk ends at the damaged one, processOffset stays the -to-entry store's, and
+    the reput, going on at B9's entry, dispatches the cut T0/0 unit again (dropped: the parsed unit took its queue
+    offset), then the two records past the walk's end (their queue offsets the write positions it reaches)."""
+    to_entry = embedded_to_entry_scenario(sc)
+    tail = to_entry["messages"][-1]
+    more = [{**tail, "keys": f"k{k}", "uniqKey": f"7F00000100002A9F00000000099{n}"} for k, n in (("D", 5), ("E", 4))]
+    puts = sum(1 for m in to_entry["messages"] if "topic" in m)
+    return {**to_entry, "messages": [*to_entry["messages"], *more], "damageMessage": puts,
+            "name": f"{to_entry['name']}-past-cut"}
 
 
 def embedded_to_entry_emptied_scenario(sc: dict, topic: str = "T8", queue_offset: int = EMBED_OWN_QUEUE_OFFSET,

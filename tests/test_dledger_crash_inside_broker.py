@@ -177,38 +177,3 @@ def test_crash_restart_with_ext_files_whose_reput_parses_messages_for_queues_the
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
     held = _units_below_write(w, src, tuple(parsed.values()))   # neither fillPreBlank nor the parsed ones
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
-
-@pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
-@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_parses_a_message_then_reaches_a_record_past_the_walk_of_its_queue(
-        written, line, ext, tmp_path):
-    """What the broker writes, not modelled yet (refused): the -to-entry store with its last message (T0/0, after
-    B9's) damaged, so that the walk ends there, and at processOffset - 1 a well-formed T0/0 message (queue offset
-    1000) ending at B9's entry (-to-entry-past; -ext: enableConsumeQueueExt). The broker appends the parsed unit at
-    T0/0's write position, goes on at B9's entry, puts B9's unit back at 0 and dispatches the damaged T0/0 message,
-    a record past the walk's end (its check reads no CRC): its unit (its own queue offset, the one the parsed unit
-    took) is dropped, but with ext files its ext unit is put first, after the parsed unit's. --as-restart refuses
-    it in one line (exit 2)."""
-    from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_PROCESS_OFFSET, TO_ENTRY_HOST_TAIL
-    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past" + ("-ext" if ext else "")
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET, w["truncateDirtyLogicFilesAt"]
-    reput, host_end = EMBED_PROCESS_OFFSET - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
-    tail = int(w["maxPhyOffset"]) - 300   # the damaged T0/0 message, the log's last
-    state = w["queuesAfterDispatch"]["T0/0"]
-    units = []
-    for f in state["files"]:
-        b = (src / "expected" / "consumequeue" / "T0" / "0" / f).read_bytes()[:max(0, int(state["maxOffset"]) - int(f))]
-        units += [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, len(b), 20)]
-    assert units[-1][:2] == (reput, host_end - reput) and all(u[0] != tail for u in units), units[-3:]
-    b9 = (src / "expected" / "batchconsumequeue" / "B9" / "0" / f"{0:020d}").read_bytes()
-    assert _batch_units(b9)[0][0] == host_end + 48, _batch_units(b9)   # B9's record, after its entry's header
-    if ext:
-        address = units[-1][2] + 2**63   # the parsed unit's ext unit
-        cq_ext = _ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
-        assert address % 20 == 0 and len(cq_ext) == address // 20 + 2, (address, cq_ext)   # the damaged one's after
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    last = err.strip().splitlines()[-1]
-    assert code == 2 and last.startswith("error: ") and "past" in last, err[-2000:]
