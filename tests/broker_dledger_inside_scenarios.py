@@ -100,6 +100,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
                 embedded_own_held_scenario(out[0]), *embedded_own_held_earlier_scenarios(out[0]),
                 embedded_own_held_shifted_scenario(out[0]), *embedded_to_entry_shifted_scenarios(out[0]),
+                *embedded_own_held_disk_scenarios(out[0]),
                 embedded_to_entry_emptied_scenario(out[0]),
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0])]
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
@@ -304,6 +305,31 @@ def embedded_own_held_shifted_scenario(sc: dict) -> dict:
     file = units + bytes(int(held["config"]["mappedFileSizeConsumeQueue"]) - len(units))
     return {**held, "messages": msgs, "name": f"{sc['name']}-own-held-shifted",
             "plantFiles": {f"consumequeue/T8/0/{0:020d}": base64.b64encode(file).decode()}}
+
+
+# -emptied-batch-embedded-own-held-disk-*: the T8/0 unit (commitlog offset, size) of message OWN_EARLIER_MESSAGE of the
+# first data file (queue offset 0; the test checks it against the log's record)
+EARLIER_UNIT = (3996, 401)
+
+
+def embedded_own_held_disk_scenarios(sc: dict) -> list[dict]:
+    """``<line>-dledger-abort-emptied-batch-embedded-own-held-disk-appended`` and ``-disk-skipped`` (5.5.1, the queues
+    kept): the -own-held-shifted store (T8/0's queue offsets 0, in the first data file: :data:`EARLIER_UNIT`, 1 below
+    processOffset and 2 past it, :data:`SHIFTED_UNITS`) with T8/0's file planted before the restart holding the first
+    unit only (``-appended``: loaded max its end, write position 20), or that unit and queue offset 2's (``-skipped``:
+    loaded max past processOffset, write position 40).  The cut on the planted file alone leaves both at write
+    position 20, max the first unit's end, below where the walk's unit of queue offset 1 ends: the walk appends that
+    unit at 20 in the first (the parsed unit then at 40) and skips it below the loaded max in the second (the parsed
+    unit at 20)."""
+    shifted = embedded_own_held_shifted_scenario(sc)
+    size = int(shifted["config"]["mappedFileSizeConsumeQueue"])
+    out = []
+    for suffix, planted in (("-appended", (EARLIER_UNIT,)), ("-skipped", (EARLIER_UNIT, SHIFTED_UNITS[1]))):
+        units = b"".join(o.to_bytes(8, "big") + n.to_bytes(4, "big") + bytes(8) for o, n in planted)
+        out.append({**shifted, "name": f"{sc['name']}-own-held-disk{suffix}",
+                    "plantFiles": {f"consumequeue/T8/0/{0:020d}": base64.b64encode(
+                        units + bytes(size - len(units))).decode()}})
+    return out
 
 
 # -to-entry-shifted-file: the last ten records before the host (commitlog offset, size; the last one
