@@ -143,10 +143,12 @@ class QueueRecovery:
 
 
 def recover_consume_queue(files: list[tuple[str, bytes]], *, file_size: int, broker_5x: bool,
-                          rules: QueueRules = CQ_RULES) -> QueueRecovery:
+                          rules: QueueRules = CQ_RULES, tail_count: int = RECOVER_FILES) -> QueueRecovery:
     """One queue's files (name, bytes; any order) through :func:`load_files` and
     ``ConsumeQueue.recover`` (``BatchConsumeQueue.recover`` with :data:`BCQ_RULES`); a file of the
-    wrong size is reported and left out (the figures then assume it was removed)."""
+    wrong size is reported and left out (the figures then assume it was removed).  ``tail_count``: how many of
+    the last files :attr:`QueueRecovery.tail_files` holds (0: every one, for a truncation that goes on into
+    the files older than those ``recover`` reads)."""
     load_failure, loadable = load_files(files, file_size=file_size, broker_5x=broker_5x, setting=rules.setting)
     unit = rules.unit_size
     units = [(name, _units(data, rules)) for name, data in loadable]
@@ -187,11 +189,12 @@ def recover_consume_queue(files: list[tuple[str, bytes]], *, file_size: int, bro
             break
     remaining = units[:cut_file + 1] if cut_file < len(units) else units
     # the files truncateDirtyLogicFiles may look at; it rescans the last one from its first unit
+    kept = remaining[-tail_count:] if tail_count else remaining
     tail = [(name, _i64(u, "commitlogOffset"), rules.max_physic(u), rules.accepted(u), _i64(u, "tagsCode"))
-            for name, u in remaining[-RECOVER_FILES:]]
+            for name, u in kept]
     have = np.concatenate(present) if present else np.zeros(0, np.int64)
     return QueueRecovery(load_failure, recover_stops_at, dropped, deleted, max_physic_offset, have, tail,
-                         write_position, len(units), max_ext_addr, max(0, len(remaining) - RECOVER_FILES))
+                         write_position, len(units), max_ext_addr, len(remaining) - len(kept))
 
 
 @dataclasses.dataclass

@@ -21,8 +21,8 @@ from .layout import CQ_UNIT_SIZE
 __all__ = ["OnDiskCut", "cut_refusal", "inside_units"]
 
 # a queue on disk once truncateDirtyLogicFiles cut its own units (QueuesOnDisk.max_after_cut): its max physical offset,
-# whether a file of it stays, its write position (queue bytes; -1: the cut would go on into older files), and whether
-# the walk's units were dispatched onto its files before the cut (putMessagePositionInfo: dispatch_units)
+# whether a file of it stays, its write position (queue bytes; a cut going on into older files reads them), and
+# whether the walk's units were dispatched onto its files before the cut (putMessagePositionInfo: dispatch_units)
 OnDiskCut = tuple[int, bool, int, bool]
 
 
@@ -120,12 +120,9 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
     skipped as ``putMessagePositionInfo`` does from the max and write position ``ConsumeQueue.recover`` loaded them
     with), so any of its units may end past the max the files alone leave.  Refused: otherwise a walk unit below
     ``processOffset`` ending past that max (appended, or skipped by a larger max the files loaded with: not told
-    apart), or a cut that would go on into files older than those read."""
+    apart).  A cut that goes on into files older than those ``ConsumeQueue.recover`` read reads them (``verify``)."""
     if disk is None:
         return walked
-    if disk[2] < 0:
-        return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose cut would go on into files "
-                           "older than those read")
     if walked.max > disk[0] and not disk[3]:
         return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose files the cut leaves at write "
                            f"position {disk[2]}, max {disk[0]}, below where the walk's units below processOffset end "

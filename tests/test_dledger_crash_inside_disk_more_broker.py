@@ -90,3 +90,48 @@ def test_verify_predicts_a_crash_restart_whose_walk_appends_or_skips_a_unit_of_a
         (InsideUnit("T8", 0, len(kept) * CQ_UNIT_SIZE, reput, len(msg), 0),), (), ()), placed
     held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_cut_goes_into_files_of_a_kept_queue_older_than_recover_reads(
+        written, line, tmp_path, monkeypatch):
+    """The -own-held-disk store with T8/0 planted with four files: the first holding the unit of queue offset 0
+    alone, the next three full of queue offset 2's unit (past processOffset).  ``ConsumeQueue.recover`` reads the
+    last three (max queue offset 2's end): the walk skips its T8/0 units below it, ``truncateDirtyLogicFiles`` deletes
+    those three and goes on into the first, leaving write position 20, max queue offset 0's end; the T8/0 message
+    where the reput is set goes to 20.  verify on the store as that restart found it reads that first file too, puts
+    the parsed unit where the broker did and predicts the units lost (queue offset 1's unit, skipped, too)."""
+    from broker_dledger_2gib import embedded_message
+    from broker_dledger_inside_scenarios import EARLIER_UNIT, EMBED_OWN_QUEUE_OFFSET, SHIFTED_UNITS
+
+    from store_format.dledger_inside_units import InsideUnit
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-batch-embedded-own-held-disk-older"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    reput = int(w["truncateDirtyLogicFilesAt"]) - 1
+    msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    log, base = data[-1].read_bytes(), int(data[-1].name)
+    assert log[reput - base:reput - base + len(msg)] == msg and sum(SHIFTED_UNITS[0]) < reput + 1 <= SHIFTED_UNITS[1][0]
+    files = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
+    assert [f.name for f in files] == [f"{k * size:020d}" for k in range(4)], files
+    first = files[0].read_bytes()
+    assert _units(first, 1) == [EARLIER_UNIT] and not any(first[CQ_UNIT_SIZE:]), first.hex()
+    for f in files[1:]:
+        assert _units(f.read_bytes(), size // CQ_UNIT_SIZE) == [SHIFTED_UNITS[1]] * (size // CQ_UNIT_SIZE), f.name
+    # the recovery's cut left the first file with its one unit: the walk appended nothing
+    assert int(w["queuesAfterLoad"]["T8/0"]["maxOffset"]) == CQ_UNIT_SIZE, w["queuesAfterLoad"]["T8/0"]
+    state = w["queuesAfterDispatch"]["T8/0"]
+    assert state["files"] == [files[0].name] and int(state["maxOffset"]) == 2 * CQ_UNIT_SIZE, state
+    assert sorted(p.name for p in (src / "expected" / "consumequeue" / "T8" / "0").iterdir()) == [files[0].name]
+    held = (src / "expected" / "consumequeue" / "T8" / "0" / files[0].name).read_bytes()
+    assert _units(held, 2) == [EARLIER_UNIT, (reput, len(msg))] and not any(held[2 * CQ_UNIT_SIZE:]), held.hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.opened, placed.blank_until) == (
+        (InsideUnit("T8", 0, CQ_UNIT_SIZE, reput, len(msg), 0),), (), ()), placed
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
