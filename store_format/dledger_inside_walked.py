@@ -42,7 +42,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     units after the parsed ones', for the cut units it dispatches again and the records past the walk's end; refused
     when it goes on before the walk's last data file).  ``after``: the units of the records past the walk's end (a
     walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past` (refused for a
-    queue with cut units it does not dispatch again, or on disk before the walk)."""
+    queue with cut units it does not dispatch again, or that the cut left no file of; on disk before the walk, after
+    its files as the cut left them)."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
@@ -78,8 +79,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
                    "whose records past the walk's end the reput dispatches afterwards, with cut units of it it does "
-                   "not dispatch again before them, or no file left, or on disk before the walk"
-                   if len(later) and (emptied or not back.all() or disk is not None) else
+                   "not dispatch again before them, or no file left"
+                   if len(later) and (emptied or not back.all()) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only; emptied on 5.3.3 or with ext files), or only some of them"
                    if back.any() and not ((len(kept) or q not in max_after

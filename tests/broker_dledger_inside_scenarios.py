@@ -100,7 +100,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
                 embedded_own_held_scenario(out[0]), *embedded_own_held_earlier_scenarios(out[0]),
                 embedded_own_held_shifted_scenario(out[0]), *embedded_to_entry_shifted_scenarios(out[0]),
-                *embedded_own_held_disk_scenarios(out[0]),
+                *embedded_own_held_disk_scenarios(out[0]), *embedded_past_kept_scenarios(out[0]),
                 embedded_to_entry_emptied_scenario(out[0]),
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0])]
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
@@ -485,3 +485,11 @@ def embedded_to_entry_earlier_scenario(sc: dict) -> dict:
     out = embedded_to_entry_emptied_scenario(sc, "T6", TO_ENTRY_QUEUE_OFFSET, "-earlier")
     msgs = [{**m, "topic": "T6", "queueId": 0} if i == 11 else m for i, m in enumerate(out["messages"])]
     return {**out, "config": {**out["config"], "messageIndexSafe": "true", "maxIndexNum": "250"}, "messages": msgs}
+
+
+def embedded_past_kept_scenarios(sc: dict) -> list[dict]:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-kept`` and ``-to-entry-past-cut-kept`` (5.5.1): the
+    -to-entry-past and -to-entry-past-cut stores with the queues kept (``keepQueues``): T0/0, the parsed message's
+    queue, on disk before the walk, with records past the walk's end the reput dispatches."""
+    return [{**s, "keepQueues": True, "name": f"{s['name']}-kept"}
+            for s in (embedded_to_entry_past_scenario(sc), embedded_to_entry_past_cut_scenario(sc))]

@@ -135,3 +135,55 @@ def test_verify_predicts_a_crash_restart_whose_cut_goes_into_files_of_a_kept_que
         (InsideUnit("T8", 0, CQ_UNIT_SIZE, reput, len(msg), 0),), (), ()), placed
     held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("suffix", ["-past-kept", "-past-cut-kept"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_dispatches_records_past_the_walk_for_a_kept_queue(
+        written, line, suffix, tmp_path, monkeypatch):
+    """The -to-entry-past and -to-entry-past-cut stores with the queues kept: T0/0, the parsed message's queue, on
+    disk before the walk with its units of the records past the walk's end (written before the damage).  The walk
+    skips its T0/0 units below the loaded max, the cut leaves write position 480 (after queue offset 23's unit,
+    below processOffset), the parsed T0/0 unit goes there, over the cut unit; ``-past-kept``: the damaged record
+    (queue offset 24, past the walk's end) is then dropped (its queue offset lies below the write position);
+    ``-past-cut-kept``: the cut unit (queue offset 24) the reput dispatches again is dropped, the damaged record and
+    the one after it (25, 26) are appended at 500 and 520.  verify on the store as that restart found it puts them
+    where the broker did and predicts the units lost."""
+    from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, TO_ENTRY_HOST_TAIL
+
+    from store_format.dledger_inside_units import InsideUnit
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry{suffix}"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput = int(w["truncateDirtyLogicFilesAt"]) - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    log, base = data[-1].read_bytes(), int(data[-1].name)
+    at = reput - base
+    assert int.from_bytes(log[at:at + 4], "big") == host_end - reput and b"\x02T0" in log[at:host_end - base]
+    past = 3 if suffix == "-past-kept" else 5   # T0/0's units in its last file before the restart
+    files = sorted((src / "before" / "consumequeue" / "T0" / "0").iterdir())
+    last = files[-1].read_bytes()
+    units = _units(last, past)
+    assert int(files[-1].name) == 22 * CQ_UNIT_SIZE and not any(last[past * CQ_UNIT_SIZE:]), last.hex()
+    for k, (offset, size) in enumerate(units):   # T0/0's records of queue offsets 22 on
+        rec = log[offset - base:offset - base + size]
+        assert (int.from_bytes(rec[:4], "big"), int.from_bytes(rec[20:28], "big"),
+                int.from_bytes(rec[28:36], "big")) == (size, 22 + k, offset), rec[:40].hex()
+    assert sum(units[1]) <= reput < host_end <= units[2][0], units
+    assert int(w["queuesAfterLoad"]["T0/0"]["maxOffset"]) == 24 * CQ_UNIT_SIZE, w["queuesAfterLoad"]["T0/0"]
+    kept = [*units[:2], (reput, host_end - reput), *units[3:]]
+    state = w["queuesAfterDispatch"]["T0/0"]
+    assert state["files"] == [f.name for f in files] and int(state["maxOffset"]) == (22 + len(kept)) * CQ_UNIT_SIZE
+    held = (src / "expected" / "consumequeue" / "T0" / "0" / files[-1].name).read_bytes()
+    assert _units(held, len(kept)) == kept and not any(held[len(kept) * CQ_UNIT_SIZE:]), held.hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.opened, placed.again_dropped, placed.past_dropped) == (
+        (InsideUnit("T0", 0, 24 * CQ_UNIT_SIZE, reput, host_end - reput, 0),), (),
+        () if suffix == "-past-kept" else (("T0", 0, 1),),
+        (("T0", 0, units[2][0]),) if suffix == "-past-kept" else ()), placed
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
