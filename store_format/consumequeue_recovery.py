@@ -10,6 +10,10 @@ Mirrors, in ``store/src/main/java/org/apache/rocketmq/store/`` of rocketmq-all-4
   ``offset + size`` of the last accepted unit.  It also remembers the last accepted unit whose
   tagsCode is an ext address, for ``ConsumeQueueExt.truncateByMaxAddress``
   (:mod:`store_format.consumequeue_ext_recovery`);
+* ``ConsumeQueue.putMessagePositionInfo`` on a recovered queue's files (:func:`dispatch_units`, 5.5.1: a 5.x DLedger
+  crash recovery's walk dispatching onto the queues the store held): which units it appends is
+  :func:`store_format.recovery_dispatch.recovery_dispatch`'s; they go at the write position on, ``getLastMappedFile``
+  adding a file after a full last one;
 * ``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` (called by ``CommitLog.recoverNormally``
   when the queues reach past the commitlog's end): from the last file backwards, a file whose first
   unit points at or past ``phyOffset`` is deleted; otherwise its units are kept up to the first one
@@ -34,10 +38,11 @@ import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_DTYPE
 from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE
+from .recovery_dispatch import recovery_dispatch
 
 __all__ = ["RECOVER_FILES", "BCQ_RULES", "CQ_RULES", "EXT_MAX_ADDR", "QueueRecovery", "QueueRules", "TailFiles",
-           "Truncation", "last_ext_address", "load_files", "recover_consume_queue", "truncate_dirty_logic_files",
-           "unit_accepted", "unit_is_message"]
+           "Truncation", "dispatch_units", "last_ext_address", "load_files", "recover_consume_queue",
+           "truncate_dirty_logic_files", "unit_accepted", "unit_is_message"]
 
 RECOVER_FILES = 3  # ConsumeQueue.recover starts at the third file from the end
 
@@ -138,10 +143,12 @@ class QueueRecovery:
 
 
 def recover_consume_queue(files: list[tuple[str, bytes]], *, file_size: int, broker_5x: bool,
-                          rules: QueueRules = CQ_RULES) -> QueueRecovery:
+                          rules: QueueRules = CQ_RULES, tail_count: int = RECOVER_FILES) -> QueueRecovery:
     """One queue's files (name, bytes; any order) through :func:`load_files` and
     ``ConsumeQueue.recover`` (``BatchConsumeQueue.recover`` with :data:`BCQ_RULES`); a file of the
-    wrong size is reported and left out (the figures then assume it was removed)."""
+    wrong size is reported and left out (the figures then assume it was removed).  ``tail_count``: how many of
+    the last files :attr:`QueueRecovery.tail_files` holds (0: every one, for a truncation that goes on into
+    the files older than those ``recover`` reads)."""
     load_failure, loadable = load_files(files, file_size=file_size, broker_5x=broker_5x, setting=rules.setting)
     unit = rules.unit_size
     units = [(name, _units(data, rules)) for name, data in loadable]
@@ -182,11 +189,12 @@ def recover_consume_queue(files: list[tuple[str, bytes]], *, file_size: int, bro
             break
     remaining = units[:cut_file + 1] if cut_file < len(units) else units
     # the files truncateDirtyLogicFiles may look at; it rescans the last one from its first unit
+    kept = remaining[-tail_count:] if tail_count else remaining
     tail = [(name, _i64(u, "commitlogOffset"), rules.max_physic(u), rules.accepted(u), _i64(u, "tagsCode"))
-            for name, u in remaining[-RECOVER_FILES:]]
+            for name, u in kept]
     have = np.concatenate(present) if present else np.zeros(0, np.int64)
     return QueueRecovery(load_failure, recover_stops_at, dropped, deleted, max_physic_offset, have, tail,
-                         write_position, len(units), max_ext_addr, max(0, len(remaining) - RECOVER_FILES))
+                         write_position, len(units), max_ext_addr, len(remaining) - len(kept))
 
 
 @dataclasses.dataclass
@@ -233,6 +241,29 @@ def truncate_dirty_logic_files(tail_files: TailFiles, phy_offset: int, *, unit_s
     if not older_files:
         t.write_position = 0   # MappedFileQueue.getMaxOffset of a queue without files
     return t
+
+
+def dispatch_units(tail_files: TailFiles, units: np.ndarray, max_physic_offset: int, file_size: int) -> TailFiles:
+    """The consume queue ``tail_files`` (as :func:`recover_consume_queue` left them, ``max_physic_offset`` its max)
+    once ``ConsumeQueue.putMessagePositionInfo`` dispatched ``units`` (rows of commitlog offset, size, queue offset;
+    in commitlog order) onto them (module docstring); the files are copied, the appended units' tagsCode 0."""
+    unit = CQ_UNIT_DTYPE.itemsize
+    files = [(name, off.copy(), mx.copy(), ok.copy(), tags.copy()) for name, off, mx, ok, tags in tail_files]
+    assert files, "a queue with a file"
+    name, _off, _mx, ok, _tags = files[-1]
+    write = int(name) + (len(ok) if ok.all() else int(np.argmin(ok))) * unit   # recover's write position
+    d = recovery_dispatch(units[:, 0], units[:, 1], units[:, 2] * unit, start=0, end=np.iinfo(np.int64).max,
+                          max_physic=max_physic_offset, write_position=write, unit_size=unit, batch=False)
+    for offset, size, _queue_offset in units[d.appended].tolist():
+        if write - int(files[-1][0]) == file_size:   # getLastMappedFile: the last file full, a new one after it
+            n = file_size // unit
+            files.append((f"{write:020d}", np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool),
+                          np.zeros(n, np.int64)))
+        _name, off, mx, ok, tags = files[-1]
+        at = (write - int(files[-1][0])) // unit
+        off[at], mx[at], ok[at], tags[at] = offset, offset + size, size > 0 and offset >= 0, 0
+        write += unit
+    return files
 
 
 def last_ext_address(tail_files: TailFiles) -> int:

@@ -301,7 +301,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                          bcq_file_size=config.mapperFileSizeBatchConsumeQueue, ext=config.enableConsumeQueueExt,
                          recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
                          confirm_offset=max(rec.committed_pos, files[0].base), end=rec.process_offset,
-                         on_disk=on_disk.max_after_cut(process_offset) if on_disk is not None else None,
+                         on_disk=on_disk.max_after_cut(
+                             process_offset, track.own_last_file_only() if config.brokerVersion == "5.5" else {})
+                         if on_disk is not None else None,
                          inside=lambda pos: _reput_inside(st, files, pos, rec.process_offset, rec.committed_pos,
                                                           config),
                          ext_file_size=config.mappedFileSizeConsumeQueueExt,

@@ -111,13 +111,16 @@ class QueuesOnDisk:
     store as it is): their largest max physical offset after ``ConsumeQueue.recover``
     (``BatchConsumeQueue.recover``'s: the start of its last unit; 5.3.3 passes it to ``dledgerRecoverAbnormally``;
     5.5.1's ``truncateDirty`` checks it with the walk's), and, per queue ``(topic, queue id)``, its max physical
-    offset once ``truncateDirtyLogicFiles`` cut its own units at an offset, with whether a file of it stays and
-    its write position then (:data:`OnDiskCut`): a
+    offset once ``truncateDirtyLogicFiles`` cut its own units at an offset (``max_after_cut(offset, walked)``; a
+    consume queue in ``walked``, the walk's units of a queue it wrote in its last data file only (commitlog offset,
+    size, queue offset), once ``putMessagePositionInfo`` dispatched those onto its files:
+    :func:`store_format.consumequeue_recovery.dispatch_units`), with whether a file of it stays, its write position
+    then and whether the walk's units were dispatched (:data:`OnDiskCut`): a
     consume queue's, the end of its last unit below it, 2147483647 after ``fillPreBlank`` units only, the offset
     itself when every file goes; a batch queue's (``BatchConsumeQueue.truncateDirtyLogicFiles``), the start of
     its last unit below it, the offset - 1 when every file goes."""
     max_physic_offset: int
-    max_after_cut: Callable[[int], dict[tuple[str, int], OnDiskCut]]
+    max_after_cut: Callable[[int, dict[tuple[str, int], np.ndarray]], dict[tuple[str, int], OnDiskCut]]
     # a batch queue's unit numbers of the units of commitlog offsets (-1: not held): QueueTrack.place_batch
     batch_position: Callable[[tuple[str, int], np.ndarray], np.ndarray] | None = None
 
@@ -260,10 +263,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     emptied: set[int] = set()
     if on_disk:
         queue_ids = {name: k for k, name in enumerate(track.names)}
-        left = [v for v, stays, _w in on_disk.values() if stays]
+        left = [v for v, stays, _w, _d in on_disk.values() if stays]
         top = max(top, *left) if left else top
-        kept |= {queue_ids[n] for n, (_v, stays, _w) in on_disk.items() if stays and n in queue_ids}
-        emptied = {queue_ids[n] for n, (_v, stays, _w) in on_disk.items() if not stays and n in queue_ids}
+        kept |= {queue_ids[n] for n, (_v, stays, _w, _d) in on_disk.items() if stays and n in queue_ids}
+        emptied = {queue_ids[n] for n, (_v, stays, _w, _d) in on_disk.items() if not stays and n in queue_ids}
     max_after = {}
     for q, rows in per_queue.items():
         if q in kept:
@@ -339,7 +342,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                 lost[name] = rows[to < 0, U_OFFSET]
             restored += int((to >= 0).sum())
             put_back[q] = (rows[to >= 0, U_OFFSET], to[to >= 0])
-            if (on_disk or {}).get(name, (0, False, 0))[1]:
+            if (on_disk or {}).get(name, (0, False, 0, False))[1]:
                 continue   # a queue on disk that the cut left a file of: its files stay (place_inside)
             first, last = int(rows[0, U_KEY]) * unit, int(rows[-1, U_KEY]) * unit
             made = {f for t, qid, f in placed.opened if (t, qid) == name}   # the files getLastMappedFile created

@@ -21,8 +21,9 @@ from .layout import CQ_UNIT_SIZE
 __all__ = ["OnDiskCut", "cut_refusal", "inside_units"]
 
 # a queue on disk once truncateDirtyLogicFiles cut its own units (QueuesOnDisk.max_after_cut): its max physical offset,
-# whether a file of it stays, and its write position (queue bytes; -1: the cut would go on into older files)
-OnDiskCut = tuple[int, bool, int]
+# whether a file of it stays, its write position (queue bytes; a cut going on into older files reads them), and
+# whether the walk's units were dispatched onto its files before the cut (putMessagePositionInfo: dispatch_units)
+OnDiskCut = tuple[int, bool, int, bool]
 
 
 def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: dict[int, np.ndarray],
@@ -34,13 +35,15 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
     ``fillPreBlank`` units only), and for a queue on disk before the walk that the cut left a file of the write
-    position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``; refused when a walk unit below
+    position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``: once the walk's units were
+    dispatched onto them, for a queue it wrote in its last data file only; else refused when a walk unit below
     ``processOffset`` ends past that max: :func:`_on_disk`); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext
     units the walk put per queue: ``track.own_units``; a reput that goes on at ``reput`` before ``end`` puts its ext
     units after the parsed ones', for the cut units it dispatches again and the records past the walk's end; refused
     when it goes on before the walk's last data file).  ``after``: the units of the records past the walk's end (a
     walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past` (refused for a
-    queue with cut units it does not dispatch again, or on disk before the walk)."""
+    queue with cut units it does not dispatch again, or that the cut left no file of; on disk before the walk, after
+    its files as the cut left them)."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
@@ -89,8 +92,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
                    "whose records past the walk's end the reput dispatches afterwards, with cut units of it it does "
-                   "not dispatch again before them, or no file left, or on disk before the walk"
-                   if len(later) and (emptied or not back.all() or disk is not None) else
+                   "not dispatch again before them, or no file left"
+                   if len(later) and (emptied or not back.all()) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them"
                    if back.any() and not ((len(kept) or q not in max_after
@@ -126,15 +129,15 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
     <= maxPhysicOffset``, the max loaded from those files at least), and the units it appends past it lie after every
     unit of those files, where the cut takes them (past ``processOffset``) or keeps them: so when the walk's units
     below ``processOffset`` end at or below the max the cut leaves those files, it appended none the cut keeps, and
-    the files alone say where the cut leaves the queue.  Refused: a walk unit below ``processOffset`` ending past
-    that max (appended, or skipped by a larger max the files loaded with: not told apart), or a cut that would go on
-    into files older than those read."""
+    the files alone say where the cut leaves the queue.  Where the walk wrote the queue in its last data file only,
+    ``disk`` is the cut after the walk's units were dispatched onto those files (its last element true: appended or
+    skipped as ``putMessagePositionInfo`` does from the max and write position ``ConsumeQueue.recover`` loaded them
+    with), so any of its units may end past the max the files alone leave.  Refused: otherwise a walk unit below
+    ``processOffset`` ending past that max (appended, or skipped by a larger max the files loaded with: not told
+    apart).  A cut that goes on into files older than those ``ConsumeQueue.recover`` read reads them (``verify``)."""
     if disk is None:
         return walked
-    if disk[2] < 0:
-        return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose cut would go on into files "
-                           "older than those read")
-    if walked.max > disk[0]:
+    if walked.max > disk[0] and not disk[3]:
         return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose files the cut leaves at write "
                            f"position {disk[2]}, max {disk[0]}, below where the walk's units below processOffset end "
                            f"({walked.max})")

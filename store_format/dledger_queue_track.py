@@ -115,6 +115,18 @@ class QueueTrack:
                 cur[rows, U_KEY] += int(at[held[-1]]) - int(cur[j, U_KEY])
         self._cur = [cur]
 
+    def own_last_file_only(self) -> dict[tuple[str, int], np.ndarray]:
+        """The queues the walk wrote in the current (last) data file only, as their own consume queues (no light or
+        batch unit, nothing in an earlier file): rows of commitlog offset, size, queue offset, in commitlog order."""
+        units = self.last_file()
+        out = {}
+        for q in np.unique(units[:, U_QUEUE]).tolist():
+            rows = units[units[:, U_QUEUE] == q]
+            if q not in self.seen_before and (rows[:, U_KIND] == KIND_CQ).all():
+                out[self.names[q]] = np.stack([rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET],
+                                               rows[:, U_KEY]], 1)
+        return out
+
     def last_file(self) -> np.ndarray:
         """The current (last) file's units: rows of :data:`UNIT_COLUMNS`."""
         return np.concatenate(self._cur) if self._cur else np.zeros((0, 5), dtype=np.int64)

@@ -105,6 +105,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 embedded_own_kept_scenario(out[0]), embedded_earlier_scenario(out[0]),
                 embedded_own_held_scenario(out[0]), *embedded_own_held_earlier_scenarios(out[0]),
                 embedded_own_held_shifted_scenario(out[0]), *embedded_to_entry_shifted_scenarios(out[0]),
+                *embedded_own_held_disk_scenarios(out[0]), *embedded_past_kept_scenarios(out[0]),
                 embedded_to_entry_emptied_scenario(out[0]),
                 embedded_to_entry_earlier_scenario(out[0]), embedded_batch_scenario(out[0]),
                 embedded_to_entry_batch_scenario(out[0]), embedded_to_entry_batch_scenario(out[0], past=True),
@@ -313,6 +314,38 @@ def embedded_own_held_shifted_scenario(sc: dict) -> dict:
     file = units + bytes(int(held["config"]["mappedFileSizeConsumeQueue"]) - len(units))
     return {**held, "messages": msgs, "name": f"{sc['name']}-own-held-shifted",
             "plantFiles": {f"consumequeue/T8/0/{0:020d}": base64.b64encode(file).decode()}}
+
+
+# -emptied-batch-embedded-own-held-disk-*: the T8/0 unit (commitlog offset, size) of message OWN_EARLIER_MESSAGE of the
+# first data file (queue offset 0; the test checks it against the log's record)
+EARLIER_UNIT = (3996, 401)
+
+
+def embedded_own_held_disk_scenarios(sc: dict) -> list[dict]:
+    """``<line>-dledger-abort-emptied-batch-embedded-own-held-disk-appended``, ``-disk-skipped`` and ``-disk-older``
+    (5.5.1, the queues kept): the -own-held-shifted store (T8/0's queue offsets 0, in the first data file:
+    :data:`EARLIER_UNIT`, 1 below processOffset and 2 past it, :data:`SHIFTED_UNITS`) with T8/0's file planted
+    before the restart holding the first unit only (``-appended``: loaded max its end, write position 20), or that
+    unit and queue offset 2's (``-skipped``: loaded max past processOffset, write position 40).  The cut on the
+    planted file alone leaves both at write position 20, max the first unit's end, below where the walk's unit of
+    queue offset 1 ends: the walk appends that unit at 20 in the first (the parsed unit then at 40) and skips it
+    below the loaded max in the second (the parsed unit at 20).  ``-disk-older``: T8/0 planted with four files, the
+    first holding that first unit only, the next three full of queue offset 2's unit (past processOffset;
+    ``ConsumeQueue.recover`` reads the last three): the walk skips its units below that loaded max, the cut deletes
+    those three and goes on into the first, older than the files recover read (write position 20, the parsed unit
+    there)."""
+    shifted = embedded_own_held_shifted_scenario(sc)
+    size = int(shifted["config"]["mappedFileSizeConsumeQueue"])
+    out = []
+    full = (SHIFTED_UNITS[1],) * (size // 20)
+    for suffix, planted in (("-appended", ((EARLIER_UNIT,),)), ("-skipped", ((EARLIER_UNIT, SHIFTED_UNITS[1]),)),
+                            ("-older", ((EARLIER_UNIT,), full, full, full))):
+        files = {}
+        for k, held in enumerate(planted):
+            units = b"".join(o.to_bytes(8, "big") + n.to_bytes(4, "big") + bytes(8) for o, n in held)
+            files[f"consumequeue/T8/0/{k * size:020d}"] = base64.b64encode(units + bytes(size - len(units))).decode()
+        out.append({**shifted, "name": f"{sc['name']}-own-held-disk{suffix}", "plantFiles": files})
+    return out
 
 
 # -to-entry-shifted-file: the last ten records before the host (commitlog offset, size; the last one
@@ -576,3 +609,11 @@ def embedded_batch_held_scenario(sc: dict) -> dict:
     return {**sc, "batchTopics": [*sc["batchTopics"], "B7"], "keepQueues": True,
             "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
             "name": f"{sc['name']}-batch-held"}
+
+
+def embedded_past_kept_scenarios(sc: dict) -> list[dict]:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-kept`` and ``-to-entry-past-cut-kept`` (5.5.1): the
+    -to-entry-past and -to-entry-past-cut stores with the queues kept (``keepQueues``): T0/0, the parsed message's
+    queue, on disk before the walk, with records past the walk's end the reput dispatches."""
+    return [{**s, "keepQueues": True, "name": f"{s['name']}-kept"}
+            for s in (embedded_to_entry_past_scenario(sc), embedded_to_entry_past_cut_scenario(sc))]

@@ -21,7 +21,13 @@ import pyarrow.fs as pafs
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
 from store_format.consumequeue_ext import EXT_UNIT_DTYPE
-from store_format.consumequeue_recovery import BCQ_RULES, CQ_RULES, truncate_dirty_logic_files
+from store_format.consumequeue_recovery import (
+    BCQ_RULES,
+    CQ_RULES,
+    dispatch_units,
+    recover_consume_queue,
+    truncate_dirty_logic_files,
+)
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_crash_cut import OnDiskCut, QueuesOnDisk
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
@@ -335,20 +341,37 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
     """What a 5.x DLedger store's restart after a crash dispatches
     (:func:`store_format.dledger_crash.plan_dledger_crash`) on the queues the store holds (``states``, after
     ``ConsumeQueue.recover``), or why it is not predicted: what that refuses."""
-    def max_after_cut(offset: int) -> dict[tuple[str, int], OnDiskCut]:
+    def max_after_cut(offset: int, walked: dict[tuple[str, int], np.ndarray]) -> dict[tuple[str, int], OnDiskCut]:
         """Each queue holding units: ``truncateDirtyLogicFiles(offset)`` on its own units (a batch queue's
-        ``BatchConsumeQueue``'s), its max physical offset then, whether a file of it stays and its write position."""
+        ``BatchConsumeQueue``'s; a consume queue in ``walked`` once the walk's units there were dispatched onto
+        its files: ``dispatch_units``; every file of it read when the cut goes on past those ``recover`` read),
+        its max physical offset then, whether a file of it stays, its write position, and whether the walk's
+        units were dispatched."""
         out = {}
         for s in states:
             if s.restart.max_physic_offset < 0:
                 continue   # no unit loaded
             rules = BCQ_RULES if s.restart.layout == BCQ_DIR else CQ_RULES
-            t = truncate_dirty_logic_files(list(s.tail_files), offset, unit_size=rules.unit_size,
-                                           truncate_from=rules.truncate_from, older_files=s.older_files)
             topic, qid = s.restart.queue.rsplit("/", 1)
-            # write position -1: the walk would go on into older files (not followed): counted as kept, below all
-            out[(topic, int(qid))] = (t.max_physic_offset, t.write_position != 0, t.write_position) \
-                if t.write_position >= 0 else (-1, True, -1)
+            name = (topic, int(qid))
+            dispatched = name in walked and rules is CQ_RULES
+            files, older = list(s.tail_files), s.older_files
+            for every in (False, True):
+                if every:   # the cut goes on into the files older than recover's: read them all
+                    layout = BCQ_DIR if rules is BCQ_RULES else CQ_DIR
+                    rec = recover_consume_queue(
+                        _queue_files(st.fs, f"{st.root}/{layout}/{s.restart.queue}"), rules=rules, tail_count=0,
+                        file_size=config.mapperFileSizeBatchConsumeQueue if rules is BCQ_RULES
+                        else config.cq_file_size, broker_5x=config.is_5x)
+                    files, older = rec.tail_files, rec.files_before_tail
+                if dispatched:
+                    files = dispatch_units(files, walked[name], s.restart.max_physic_offset, config.cq_file_size)
+                t = truncate_dirty_logic_files(files, offset, unit_size=rules.unit_size,
+                                               truncate_from=rules.truncate_from, older_files=older)
+                if t.write_position >= 0:
+                    break
+            assert t.write_position >= 0, "every file read"
+            out[name] = (t.max_physic_offset, t.write_position != 0, t.write_position, dispatched)
         return out
 
     def batch_position(name: tuple[str, int], offsets: np.ndarray) -> np.ndarray:

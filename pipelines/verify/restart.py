@@ -186,7 +186,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     counts in the queues' max physical offset (``ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue``).
     ``commitlog_end`` is where the commitlog ends after the broker's recovery (nothing at or after it is
     dispatched).  Units a queue lacks (compared by commitlog offset with the rebuild) and that fall
-    outside the dispatched range are never written again: they are reported as lost.  For a queue with
+    outside the dispatched range, or inside it but skipped by the dispatch, are never written again: they are
+    reported as lost.  For a queue with
     ext files, the ext units before the ext write position that no kept unit points at are counted
     (``ext_units_orphaned``): the units dispatched again get their ext units after them.
 
@@ -307,6 +308,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                 n_cut += int(((off >= max(skip[0], cut_at, first)) & (off < min(skip[1], commitlog_end))
                               & ~np.isin(off, s.missing_offsets)).sum())
             n_cut += int(lost_here.sum())
+            # units the queue lacks that the dispatch skips (at or below its max): never written
+            n_cut += int((tail & ~put & ~lost_here & np.isin(off, s.missing_offsets)).sum())
             n_tail += int(put.sum())
             n_records += int(in_tail(off).sum())
             if ext_again_from is not None:
