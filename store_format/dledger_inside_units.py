@@ -72,13 +72,13 @@ for a queue with cut units the reput does not dispatch again before them, none o
 the walk (:func:`store_format.dledger_inside_walked.inside_units`), or for one the broker drops after cut units
 dispatched again.
 
-A batch queue the walk wrote in its last data file (:func:`store_format.dledger_inside_walked.inside_units` refuses one
-written in its earlier data files only) takes a parsed unit by ``BatchConsumeQueue.putBatchMessagePositionInfo``
-(:func:`_place_batch`): its max the start of its last unit, the unit dropped at or below it, no queue offset check,
-46-byte units. Its cut units the reput dispatches again after the parsed ones, and its records past the walk's end after
-them, go by the same rule (:func:`_put_batch`): each one whose start lies past the max the parsed units left is appended
-at the write position (not where the walk had it), in commitlog order (:attr:`Placed.again_moved`, its 46-byte unit's
-source and target).
+A batch queue the walk wrote (in its last data file or its earlier ones only:
+:func:`store_format.dledger_inside_walked.inside_units`) takes a parsed unit by
+``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its max the start of its last unit, the unit
+dropped at or below it, no queue offset check, 46-byte units. Its cut units the reput dispatches again after the parsed
+ones, and its records past the walk's end after them, go by the same rule (:func:`_put_batch`): each one whose start
+lies past the max the parsed units left is appended at the write position (not where the walk had it), in commitlog
+order (:attr:`Placed.again_moved`, its 46-byte unit's source and target).
 """
 from __future__ import annotations
 

@@ -1,0 +1,86 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
+an entry, parses a well-formed message for a batch queue (``BatchConsumeQueue``) the walk wrote, beyond those of
+:mod:`test_dledger_crash_inside_batch_broker`: one the walk wrote in an earlier data file only.  Written by the
+published RocketMQ store through the JVM harness in ``tests/broker/``: what the broker's restart wrote,
+``rebuild --as-restart`` on the store as that restart found it (byte for byte) and ``verify``'s units lost.  The
+scenarios: :mod:`broker_dledger_inside_batch_scenarios`.
+"""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_runs import (
+    _RUNS,
+    LINES,
+    _as_restart,
+    _queued,
+    _same_files,
+    _same_tree,
+    _units_below_write,
+    _verify,
+    written_run,
+)
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+
+@pytest.fixture
+def written(request, tmp_path_factory):
+    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
+    return written_run(request, tmp_path_factory)
+
+
+def _record(src: Path, offset: int, n: int) -> bytes:
+    """``n`` bytes of the last data file of the store the restart found, from commitlog offset ``offset`` on."""
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    with data[-1].open("rb") as f:
+        f.seek(offset - int(data[-1].name))
+        return f.read(n)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue_written_in_an_earlier_file_only(
+        written, line, tmp_path):
+    """The -earlier-batch store with its last message to B9/0 instead of B7/0: the walk wrote B7/0's one unit (message
+    10) in the first data file only. BatchConsumeQueue.truncateDirtyLogicFiles cuts nothing of it (that unit starts
+    below processOffset): its max that unit's start, its write position 46; the B7/0 message where the reput is set
+    (processOffset - 1, B9/0's max: the cut takes both B9/0 units) starts past that max, so
+    putBatchMessagePositionInfo appends it at 46; the 'x' bytes after it send the reput past the rest. --as-restart
+    writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_scenarios import BATCH_INNER, embedded_earlier_batch_message
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-batch-only"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_earlier_batch_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    assert _record(src, reput, len(msg) + 8) == msg + b"x" * 8, "the B7/0 message at processOffset - 1"
+    assert not (src / "before" / "batchconsumequeue" / "B7").exists()
+    loaded = w["queuesAfterLoad"]["B7/0"]
+    assert loaded["files"] == [f"{0:020d}"] and int(loaded["maxOffset"]) == 46, loaded
+    state = w["queuesAfterDispatch"]["B7/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 92, state
+    b7 = (src / "expected" / "batchconsumequeue" / "B7" / "0" / f"{0:020d}").read_bytes()
+    first = struct.unpack(">qiqqqhii", b7[:46])
+    assert first[0] < int(data[1].name) and first[4:6] == (0, 1), first   # the earlier data file's unit
+    assert int(loaded["maxPhysicOffset"]) == first[0], loaded
+    assert struct.unpack(">qiqqqhii", b7[46:92]) == (
+        reput, len(msg), 0, struct.unpack(">q", msg[56:64])[0], *BATCH_INNER[1], -1, 0), b7[46:92].hex()
+    assert b7[92:] == bytes(len(b7) - 92)
+    assert w["queuesAfterDispatch"]["B9/0"]["files"] == [], w["queuesAfterDispatch"]["B9/0"]
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, (reput,))   # the broker's units but fillPreBlank ones and the parsed one
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
