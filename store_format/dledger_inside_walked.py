@@ -155,12 +155,16 @@ def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_m
     ``earlier``, ``QueueTrack.batch_before``; ``emptied_max``, ``processOffset - 1``, when it cut them all);
     the rebuild's after every walk unit; the cut units the reput dispatches again after the parsed ones, then its
     records past the walk's end (``later``, at the positions the rebuild's queue holds them, after the cut units:
-    :attr:`WalkedQueue.again`), which ``place_inside`` puts by the same rule.  Refused: only some of its cut units
-    dispatched again, or records past the walk's end without them."""
+    :attr:`WalkedQueue.again`), which ``place_inside`` puts by the same rule, but for the first cut units when the
+    reput goes on past them (inside the parsed messages: :attr:`WalkedQueue.again_skip`, lost).  Refused: cut units
+    dispatched again followed by ones that are not, or records past the walk's end without every cut unit
+    dispatched again."""
     top = int(kept[-1, U_OFFSET]) if len(kept) else emptied_max if emptied_max is not None else earlier
+    # the reput going on past the first cut units (they lie inside the parsed messages) dispatches the rest again
+    skip = int(len(back) - back.sum())
     refused = ("a batch queue whose units below processOffset lie in an earlier data file" if top is None else
-               "a batch queue only some of whose cut units the reput puts back afterwards" if back.any()
-               and not back.all() else
+               "a batch queue only some of whose cut units the reput puts back afterwards, not its last ones"
+               if back.any() and not back[skip:].all() else
                "a batch queue whose units past the walk's end the reput dispatches afterwards, but not its cut units"
                if len(later) and not (len(cut) and back.all()) else "")
     if refused:
@@ -173,7 +177,8 @@ def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_m
     units = np.concatenate([cut[:, [U_OFFSET, U_END, U_KEY]], past])
     again = tuple((int(o), int(e - o), int(k)) for o, e, k in units) if back.any() else ()
     return WalkedQueue(int(cut[0, U_KEY]) * BCQ_UNIT_SIZE if len(cut) else after_last, top, after_last,
-                       int(rows[:, U_OFFSET].max()) if len(rows) else top, batch=True, again=again)
+                       int(rows[:, U_OFFSET].max()) if len(rows) else top, batch=True, again=again,
+                       again_skip=skip if again else 0)
 
 
 def cut_refusal(why: str) -> UnsupportedConfigError:

@@ -84,3 +84,57 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
     held = _units_below_write(w, src, (reput,))   # the broker's units but fillPreBlank ones and the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_of_a_batch_queue(
+        written, line, tmp_path):
+    """The -to-entry store with its last message to B9/0 too (two B9/0 units cut) and, where the reput is set
+    (processOffset - 1, B9/0's max), two B9/0 messages, the second's body running over the host record's tail and
+    B9's entry up to its record's topic, so that it ends at the last message's entry (its topic and properties B9's
+    record's, no INNER_BASE: the batch unit's msgBaseOffset its queue offset field, 7). putBatchMessagePositionInfo
+    drops the first (at the max) and appends the second at 0 of a new file 0; the reput goes on at the last entry
+    and dispatches the last B9/0 record again, appended at 46; B9's record, inside the parsed message, is not
+    dispatched again (lost). --as-restart writes the broker's files byte for byte, verify predicts the units
+    lost."""
+    from broker_dledger_inside_batch_scenarios import (
+        SOME_B9_PROPS,
+        SOME_B9_SIZE,
+        SOME_B9_TOPIC_AT,
+        SOME_QUEUE_OFFSET,
+        embedded_to_entry_batch_some_messages,
+    )
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-batch-some"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, first, head, size = embedded_to_entry_batch_some_messages()
+    at = reput + len(first)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert w["queuesAfterLoad"]["B9/0"] == {"type": "BatchConsumeQueue", "maxOffset": 0, "files": [],
+                                            "maxPhysicOffset": reput}, w["queuesAfterLoad"]["B9/0"]
+    assert _record(src, reput, len(first) + len(head)) == first + head, "the B9/0 messages at processOffset - 1"
+    b9_at = at + size - SOME_B9_SIZE
+    b9 = _record(src, b9_at, SOME_B9_SIZE)
+    assert struct.unpack(">i", b9[:4])[0] == SOME_B9_SIZE and b9[SOME_B9_TOPIC_AT:SOME_B9_TOPIC_AT + 3] == b"\x02B9"
+    assert b9[-len(SOME_B9_PROPS):] == SOME_B9_PROPS, b9
+    last_at = at + size + 48   # the last B9/0 record, after its entry's header
+    last = _record(src, last_at, 64)
+    assert struct.unpack(">i", last[:4])[0] == 300 and int(w["maxPhyOffset"]) == last_at + 300, w["maxPhyOffset"]
+    state = w["queuesAfterDispatch"]["B9/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 92, state
+    assert int(state["maxPhysicOffset"]) == last_at, state
+    data = (src / "expected" / "batchconsumequeue" / "B9" / "0" / f"{0:020d}").read_bytes()
+    units = [struct.unpack(">qiqqqhii", data[i:i + 46]) for i in (0, 46)]
+    assert units == [(at, size, 0, struct.unpack(">q", head[56:64])[0], SOME_QUEUE_OFFSET, 1, -1, 0),
+                     (last_at, 300, 0, struct.unpack(">q", last[56:64])[0], 1, 1, -1, 0)], units
+    assert data[92:] == bytes(len(data) - 92)
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, (at,))   # the broker's units but fillPreBlank ones and the parsed one
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
