@@ -157,8 +157,8 @@ def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_m
     records past the walk's end (``later``, at the positions the rebuild's queue holds them, after the cut units:
     :attr:`WalkedQueue.again`), which ``place_inside`` puts by the same rule, but for the first cut units when the
     reput goes on past them (inside the parsed messages: :attr:`WalkedQueue.again_skip`, lost).  Refused: cut units
-    dispatched again followed by ones that are not, or records past the walk's end without every cut unit
-    dispatched again."""
+    dispatched again followed by ones that are not, or records past the walk's end with no cut unit dispatched
+    again."""
     top = int(kept[-1, U_OFFSET]) if len(kept) else emptied_max if emptied_max is not None else earlier
     # the reput going on past the first cut units (they lie inside the parsed messages) dispatches the rest again
     skip = int(len(back) - back.sum())
@@ -166,7 +166,7 @@ def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_m
                "a batch queue only some of whose cut units the reput puts back afterwards, not its last ones"
                if back.any() and not back[skip:].all() else
                "a batch queue whose units past the walk's end the reput dispatches afterwards, but not its cut units"
-               if len(later) and not (len(cut) and back.all()) else "")
+               if len(later) and not back.any() else "")
     if refused:
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert top is not None

@@ -17,12 +17,13 @@ from broker_dledger_inside_scenarios import (
 
 def inside_batch_more_abort_scenarios(line: str) -> list[dict]:
     """On 5.5.1: ``<line>-dledger-abort-emptied-batch-embedded-earlier-batch-only``
-    (:func:`embedded_earlier_batch_only_scenario`) and ``-to-entry-batch-some``
+    (:func:`embedded_earlier_batch_only_scenario`), ``-to-entry-batch-some`` and ``-to-entry-batch-some-past``
     (:func:`embedded_to_entry_batch_some_scenario`)."""
     if not line.startswith("5.5"):
         return []
     sc = emptied_embedded_abort_scenarios(line)[0]
-    return [embedded_earlier_batch_only_scenario(sc), embedded_to_entry_batch_some_scenario(sc)]
+    return [embedded_earlier_batch_only_scenario(sc), embedded_to_entry_batch_some_scenario(sc),
+            embedded_to_entry_batch_some_scenario(sc, past=True)]
 
 
 def embedded_earlier_batch_only_scenario(sc: dict) -> dict:
@@ -67,12 +68,15 @@ def embedded_to_entry_batch_some_messages() -> tuple[int, bytes, bytes, int]:
     return reput, first, head, b9_at + SOME_B9_SIZE - at
 
 
-def embedded_to_entry_batch_some_scenario(sc: dict) -> dict:
+def embedded_to_entry_batch_some_scenario(sc: dict, past: bool = False) -> dict:
     """``<line>-dledger-abort-emptied-batch-embedded-to-entry-batch-some`` (5.5.1): the -to-entry store with its last
     message to B9/0 too (B9/0 then has two units the cut takes) and, where the reput is set (processOffset - 1), the
     first B9/0 message of -to-entry-batch and a second whose body swallows the host record's tail and B9's entry up to
     its record's topic, so that its topic and properties are B9's record's and it ends at the last message's entry:
-    the reput goes on there and dispatches the last B9/0 record's cut unit again, not B9's (inside the parsed one)."""
+    the reput goes on there and dispatches the last B9/0 record's cut unit again, not B9's (inside the parsed one).
+    ``past`` (``-to-entry-batch-some-past``): one more B9/0 message after it (as long), with a body byte flipped: the
+    walk ends there (``processOffset`` and the messages where the reput is set the same), and the reput then reaches
+    it, a record past the walk's end (its check reads no CRC)."""
     from broker_dledger_inside_scenarios import EMBED_HOST_AT, embedded_to_entry_scenario
     reput, first, head, _size = embedded_to_entry_batch_some_messages()
     to_entry = embedded_to_entry_scenario(sc)
@@ -80,5 +84,10 @@ def embedded_to_entry_batch_some_scenario(sc: dict) -> dict:
     hb = bytearray(b"x" * EMBED_HOST_BODY)
     run = first + head
     hb[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(run)] = run
-    return {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9,
-                                     {**tail, "topic": "B9"}], "name": f"{to_entry['name']}-batch-some"}
+    more = [{**tail, "topic": "B9", "uniqKey": "7F00000100002A9F000000000996"}] if past else []
+    out = {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9,
+                                    {**tail, "topic": "B9"}, *more], "name": f"{to_entry['name']}-batch-some"}
+    if past:
+        out = {**out, "damageMessage": sum(1 for m in out["messages"] if "topic" in m) - 1,
+               "name": f"{out['name']}-past"}
+    return out

@@ -86,17 +86,19 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
 
+@pytest.mark.parametrize("past", [False, True], ids=["", "past"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_of_a_batch_queue(
-        written, line, tmp_path):
+        written, line, past, tmp_path):
     """The -to-entry store with its last message to B9/0 too (two B9/0 units cut) and, where the reput is set
     (processOffset - 1, B9/0's max), two B9/0 messages, the second's body running over the host record's tail and
     B9's entry up to its record's topic, so that it ends at the last message's entry (its topic and properties B9's
     record's, no INNER_BASE: the batch unit's msgBaseOffset its queue offset field, 7). putBatchMessagePositionInfo
     drops the first (at the max) and appends the second at 0 of a new file 0; the reput goes on at the last entry
     and dispatches the last B9/0 record again, appended at 46; B9's record, inside the parsed message, is not
-    dispatched again (lost). --as-restart writes the broker's files byte for byte, verify predicts the units
-    lost."""
+    dispatched again (lost). ``past`` (-some-past): one more B9/0 message after it, damaged (the walk ends there,
+    processOffset the same); the reput reaches it past the walk's end and appends it at 92 by the same rule.
+    --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
     from broker_dledger_inside_batch_scenarios import (
         SOME_B9_PROPS,
         SOME_B9_SIZE,
@@ -104,7 +106,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
         SOME_QUEUE_OFFSET,
         embedded_to_entry_batch_some_messages,
     )
-    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-batch-some"
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-batch-some{'-past' if past else ''}"
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
     w, src = r["written"], Path(r["scenario"]["dir"])
@@ -119,16 +121,20 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
     assert struct.unpack(">i", b9[:4])[0] == SOME_B9_SIZE and b9[SOME_B9_TOPIC_AT:SOME_B9_TOPIC_AT + 3] == b"\x02B9"
     assert b9[-len(SOME_B9_PROPS):] == SOME_B9_PROPS, b9
     last_at = at + size + 48   # the last B9/0 record, after its entry's header
-    last = _record(src, last_at, 64)
-    assert struct.unpack(">i", last[:4])[0] == 300 and int(w["maxPhyOffset"]) == last_at + 300, w["maxPhyOffset"]
+    lasts = [last_at, last_at + 348] if past else [last_at]   # the damaged one after it, past the walk's end
+    heads = [_record(src, a, 64) for a in lasts]
+    assert [struct.unpack(">i", h[:4])[0] for h in heads] == [300] * len(lasts), heads
+    assert int(w["maxPhyOffset"]) == lasts[-1] + 300, w["maxPhyOffset"]
+    n = 1 + len(lasts)
     state = w["queuesAfterDispatch"]["B9/0"]
-    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 92, state
-    assert int(state["maxPhysicOffset"]) == last_at, state
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 46 * n, state
+    assert int(state["maxPhysicOffset"]) == lasts[-1], state
     data = (src / "expected" / "batchconsumequeue" / "B9" / "0" / f"{0:020d}").read_bytes()
-    units = [struct.unpack(">qiqqqhii", data[i:i + 46]) for i in (0, 46)]
+    units = [struct.unpack(">qiqqqhii", data[i:i + 46]) for i in range(0, 46 * n, 46)]
     assert units == [(at, size, 0, struct.unpack(">q", head[56:64])[0], SOME_QUEUE_OFFSET, 1, -1, 0),
-                     (last_at, 300, 0, struct.unpack(">q", last[56:64])[0], 1, 1, -1, 0)], units
-    assert data[92:] == bytes(len(data) - 92)
+                     *((a, 300, 0, struct.unpack(">q", h[56:64])[0], k, 1, -1, 0)
+                       for k, (a, h) in enumerate(zip(lasts, heads), 1))], units
+    assert data[46 * n:] == bytes(len(data) - 46 * n)
     code, err = _as_restart(src / "before", tmp_path / name, src, line)
     assert code == 0, err[-2000:]
     _same_tree(src / "expected", tmp_path / name)
