@@ -72,13 +72,13 @@ for a queue with cut units the reput does not dispatch again before them, none o
 the walk (:func:`store_format.dledger_inside_walked.inside_units`), or for one the broker drops after cut units
 dispatched again.
 
-A batch queue the walk wrote in its last data file (:func:`store_format.dledger_inside_walked.inside_units` refuses one
-written in its earlier data files only) takes a parsed unit by ``BatchConsumeQueue.putBatchMessagePositionInfo``
-(:func:`_place_batch`): its max the start of its last unit, the unit dropped at or below it, no queue offset check,
-46-byte units. Its cut units the reput dispatches again after the parsed ones, and its records past the walk's end after
-them, go by the same rule (:func:`_put_batch`): each one whose start lies past the max the parsed units left is appended
-at the write position (not where the walk had it), in commitlog order (:attr:`Placed.again_moved`, its 46-byte unit's
-source and target).
+A batch queue the walk wrote (in its last data file or its earlier ones only:
+:func:`store_format.dledger_inside_walked.inside_units`) takes a parsed unit by
+``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its max the start of its last unit, the unit
+dropped at or below it, no queue offset check, 46-byte units. Its cut units the reput dispatches again after the parsed
+ones, and its records past the walk's end after them, go by the same rule (:func:`_put_batch`): each one whose start
+lies past the max the parsed units left is appended at the write position (not where the walk had it), in commitlog
+order (:attr:`Placed.again_moved`, its 46-byte unit's source and target).
 """
 from __future__ import annotations
 
@@ -183,6 +183,9 @@ class WalkedQueue:
     # a queue on disk before the walk that the cut left a file of (keepQueues: as truncateDirtyLogicFiles left those
     # files, which stay): its cut units the reput dispatches again go wherever the rule puts them
     disk: bool = False
+    # a batch queue's: of ``again``, the first ones the reput does not dispatch again (it goes on past them, at an
+    # entry's start after the parsed messages that hold them): lost (target -1)
+    again_skip: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,7 +283,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if s is None or not s.again:
             continue
         if s.batch:   # putBatchMessagePositionInfo: each appended at the write position unless at or below the max
-            moved += [(*key, q * BCQ_UNIT_SIZE, _put_batch(key, s, o, bcq_file_size, opened)) for o, _n, q in s.again]
+            moved += [(*key, q * BCQ_UNIT_SIZE, _put_batch(key, s, o, bcq_file_size, opened)
+                       if k >= s.again_skip else -1) for k, (o, _n, q) in enumerate(s.again)]
             continue
         if key in no_file:   # none of its files stays: each where the same rule puts it, after the parsed units
             moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks))

@@ -67,15 +67,19 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
-        if len(rows) and (rows[:, U_KIND] == KIND_BATCH).all():
+        if (rows[:, U_KIND] == KIND_BATCH).all() if len(rows) else q in track.batch_before:
             held = (on_disk or {}).get(name)
+            if held is not None and not len(rows):
+                return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk that the walk wrote in "
+                                   "an earlier data file only")
             # on disk before the walk, the cut leaving it no file: as one the walk built (its max processOffset - 1,
             # nothing of its history stays); a file of it left: as BatchConsumeQueue.truncateDirtyLogicFiles left its
             # files, where the walk's units (at the positions the queue holds them) must leave it (else refused)
             if held is not None and not held[1] and rows[0, U_KEY]:   # its units held past the queue's start
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk that the cut left no "
                                    "file of, the walk's units past the queue's start")
-            walked_batch = _walked_batch(rows, cut, kept, max_after.get(q), later, back, track.batch_before.get(q))
+            walked_batch = _walked_batch(rows, cut, kept, max_after.get(q), later, back, track.batch_before.get(q),
+                                         track.batch_units.get(q, 0))
             if held is not None and held[1] and not walked_batch.refused and \
                     (walked_batch.write, walked_batch.max) != (held[2], held[0]):
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
@@ -145,32 +149,39 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
 
 
 def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: np.ndarray,
-                  back: np.ndarray, earlier: int | None) -> WalkedQueue:
-    """A batch queue the walk wrote in its last data file (``rows``, its units there: ``cut`` the last ones; not on
-    disk before the walk), as ``BatchConsumeQueue.truncateDirtyLogicFiles`` left it: the write position at its first
+                  back: np.ndarray, earlier: int | None, done: int) -> WalkedQueue:
+    """A batch queue the walk wrote (``rows``, its units in its last data file: ``cut`` the last ones; none when it
+    wrote the queue in its earlier data files only, ``done`` units, ``QueueTrack.batch_units``), as
+    ``BatchConsumeQueue.truncateDirtyLogicFiles`` left it: the write position at its first
     cut unit (after its last unit when none was cut; the walk's units count from the queue's start), the max at the
     start of its last unit below ``processOffset`` (in the walk's earlier data files when none is in the last one:
     ``earlier``, ``QueueTrack.batch_before``; ``emptied_max``, ``processOffset - 1``, when it cut them all);
     the rebuild's after every walk unit; the cut units the reput dispatches again after the parsed ones, then its
     records past the walk's end (``later``, at the positions the rebuild's queue holds them, after the cut units:
-    :attr:`WalkedQueue.again`), which ``place_inside`` puts by the same rule.  Refused: only some of its cut units
-    dispatched again, or records past the walk's end without them."""
+    :attr:`WalkedQueue.again`), which ``place_inside`` puts by the same rule, but for the first cut units when the
+    reput goes on past them (inside the parsed messages: :attr:`WalkedQueue.again_skip`, lost).  Refused: cut units
+    dispatched again followed by ones that are not, or records past the walk's end with no cut unit dispatched
+    again."""
     top = int(kept[-1, U_OFFSET]) if len(kept) else emptied_max if emptied_max is not None else earlier
+    # the reput going on past the first cut units (they lie inside the parsed messages) dispatches the rest again
+    skip = int(len(back) - back.sum())
     refused = ("a batch queue whose units below processOffset lie in an earlier data file" if top is None else
-               "a batch queue only some of whose cut units the reput puts back afterwards" if back.any()
-               and not back.all() else
+               "a batch queue only some of whose cut units the reput puts back afterwards, not its last ones"
+               if back.any() and not back[skip:].all() else
                "a batch queue whose units past the walk's end the reput dispatches afterwards, but not its cut units"
-               if len(later) and not (len(cut) and back.all()) else "")
+               if len(later) and not back.any() else "")
     if refused:
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert top is not None
-    after_last = int(rows[-1, U_KEY] + 1) * BCQ_UNIT_SIZE
+    count = int(rows[-1, U_KEY] + 1) if len(rows) else done   # the units the rebuild's queue holds after the walk
+    after_last = count * BCQ_UNIT_SIZE
     # the records past the walk's end follow its cut units in the rebuild's queue (dledger_crash_cut._appended_keys)
-    past = np.column_stack([later[:, U_OFFSET], later[:, U_END], rows[-1, U_KEY] + 1 + np.arange(len(later))])
+    past = np.column_stack([later[:, U_OFFSET], later[:, U_END], count + np.arange(len(later))])
     units = np.concatenate([cut[:, [U_OFFSET, U_END, U_KEY]], past])
     again = tuple((int(o), int(e - o), int(k)) for o, e, k in units) if back.any() else ()
     return WalkedQueue(int(cut[0, U_KEY]) * BCQ_UNIT_SIZE if len(cut) else after_last, top, after_last,
-                       int(rows[:, U_OFFSET].max()), batch=True, again=again)
+                       int(rows[:, U_OFFSET].max()) if len(rows) else top, batch=True, again=again,
+                       again_skip=skip if again else 0)
 
 
 def cut_refusal(why: str) -> UnsupportedConfigError:

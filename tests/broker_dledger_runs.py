@@ -20,6 +20,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_inside_batch_scenarios import inside_batch_more_abort_scenarios
 from broker_dledger_inside_scenarios import (
     emptied_abort_scenarios,
     emptied_batch_abort_scenarios,
@@ -92,6 +93,7 @@ EXTRA = {line: abort_scenarios(line) + [first_start_abort_scenario(line)] + ([] 
       if MORE_LAYOUTS or line.startswith("5.3") else _default_crash_picks(line)),
     *([layouts_recheck_abort_scenario(line)] if MORE_LAYOUTS else [])])
     + emptied_abort_scenarios(line) + emptied_batch_abort_scenarios(line) + emptied_embedded_abort_scenarios(line)
+    + inside_batch_more_abort_scenarios(line)
     + ([layouts_early_abort_scenario(line)] if line.startswith("5.5") and MORE_LAYOUTS else [])
     for line in LINES}
 # DLEDGER_ONLY=a,b: of those crash restarts, only the ones whose name holds one of these (a targeted run: select
@@ -352,10 +354,12 @@ def _committed_pos(store: Path) -> int:
 def _units_below_write(w: dict, src: Path, leave_out: tuple[int, ...] = ()) -> int:
     """The units of the broker's queues (``queuesAfterDispatch``: keepQueues or reportQueues) below each queue's
     write position, but for ``fillPreBlank`` units and those at the commitlog offsets ``leave_out`` (the messages
-    the start's reput parsed inside an entry, which no put sent); a batch queue (B9) counts its 46-byte units."""
+    the start's reput parsed inside an entry, which no put sent); a batch queue (a BatchConsumeQueue, B9) counts its
+    46-byte units."""
     held = 0
     for queue, st in w["queuesAfterDispatch"].items():
-        layout, unit = ("batchconsumequeue", 46) if queue.startswith("B9/") else ("consumequeue", 20)
+        batch = st.get("type") == "BatchConsumeQueue" or queue.startswith("B9/")
+        layout, unit = ("batchconsumequeue", 46) if batch else ("consumequeue", 20)
         for f in st["files"]:
             b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
             held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
