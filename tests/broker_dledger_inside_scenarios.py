@@ -72,7 +72,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`).  On 5.5.1 also the variants below, and
     ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-past-two-ext``,
     ``-to-entry-past-cut-ext``: the -earlier, -to-entry-earlier, -to-entry-past, -past-two and -past-cut stores with
-    ``enableConsumeQueueExt`` (ext files of 10 units)."""
+    ``enableConsumeQueueExt`` (ext files of 10 units); ``-to-entry-past-file``, ``-past-two-file``, ``-past-cut-file``
+    (consume queue files of :data:`PAST_FILE_CQ_SIZE` bytes) and ``-to-entry-past-two-opened`` (and ``-ext``; files of
+    :data:`PAST_OPENED_CQ_SIZE` bytes)."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -107,7 +109,26 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                            embedded_to_entry_past_cut_scenario(out[0]))]
         out += [embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0]),
                 embedded_to_entry_past_cut_scenario(out[0])]
+        out += [{**sc, "config": {**sc["config"], "mappedFileSizeConsumeQueue": str(PAST_FILE_CQ_SIZE)},
+                 "name": f"{sc['name']}-file"}
+                for sc in (embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0]),
+                           embedded_to_entry_past_cut_scenario(out[0]))]
+        two = embedded_to_entry_past_two_scenario(out[0])
+        opened = {**two, "config": {**two["config"], "mappedFileSizeConsumeQueue": str(PAST_OPENED_CQ_SIZE)},
+                  "name": f"{two['name']}-opened"}
+        out += [opened, {**opened, "config": {**opened["config"], "enableConsumeQueueExt": "true",
+                                              "mappedFileSizeConsumeQueueExt": "204"},
+                         "name": f"{opened['name']}-ext"}]
     return out
+
+
+# -to-entry-past-file, -past-two-file, -past-cut-file: the -to-entry-past, -past-two and -past-cut stores with consume
+# queue files of 5 units, so that the write position the parsed T0/0 unit leaves (queue byte 500) is a file's start:
+# the reput dispatching the records past the walk's end there has getLastMappedFile create that file
+PAST_FILE_CQ_SIZE = 100
+# -to-entry-past-two-opened: the -past-two store with consume queue files of 6 units: the parsed T0/0 unit lands at
+# a file's start (queue byte 480, a file getLastMappedFile creates), the record past the walk's end kept after it
+PAST_OPENED_CQ_SIZE = 120
 
 
 # -emptied-batch-embedded-batch: the INNER_BASE and INNER_NUM properties of the two B9/0 messages where the reput is set
