@@ -62,8 +62,10 @@ same rule from the state those left
 (:attr:`WalkedQueue.past`, :func:`_place_past`): one whose queue offset the parsed units took is dropped (units lost:
 :attr:`Placed.past_dropped`), a later one appended at the write position.  The rebuild's own dispatch of those
 records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where the
-broker does, or where a parsed unit goes; refused where it would not, where the write position is a file's start,
-for a queue with cut units the reput does not dispatch again before them or none of its files left
+broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
+that is a file's start (also for a unit then dropped) where the broker does.  Refused where it would not, where
+either creates a file the other does not or one ``apply_cut`` writes anew or removes, for a queue with cut units the
+reput does not dispatch again before them or none of its files left
 (:func:`store_format.dledger_inside_walked.inside_units`), or for one the broker drops after cut units dispatched
 again.
 
@@ -276,34 +278,46 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose cut units the reput puts back afterwards elsewhere than "
                               "where they were or in a file it creates anew")
         again.append((*key, dropped))
-    past = [(*key, offset) for key, s in states.items() if s is not None and s.past
-            for offset in _place_past(key, s, out, cq_file_size, at)]
-    return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
-                  tuple(f for f in rebuild_files if f not in opened), tuple(blanks), tuple(again),
-                  tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past))
+    removed = {f for f in rebuild_files if f not in opened}   # the files apply_cut removes
+    past: list[tuple[str, int, int]] = []
+    for key, s in states.items():
+        if s is not None and s.past:
+            past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed)]
+    return Placed(tuple(out), tuple(opened), tuple(rebuild_units), tuple(f for f in rebuild_files if f in removed),
+                  tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past))
 
 
-def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int) -> list[int]:
+def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int,
+                opened: set[tuple[str, int, int]], removed: set[tuple[str, int, int]]) -> list[int]:
     """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
     units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
     dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
     0), else appended at the write position.  The rebuild's own dispatch of them, after the walk's units and the
     parsed ones it appended (``s.rebuild_write``, ``s.rebuild_max``), applies the same rule; the commitlog offsets of
-    those the broker drops (units lost) are returned.  Refused (one line) where the two differ elsewhere than a unit
-    the broker drops that the rebuild puts where a parsed unit of ``out`` goes, where the broker's write position
-    is a file's start (``getLastMappedFile`` would create a file for it), or where the broker drops one after cut units
-    it dispatches again (``dledger_crash_cut.cut_queues`` appends those records after them)."""
+    those the broker drops (units lost) are returned.  Where the broker's write position is a file's start, past
+    its max, ``getLastMappedFile`` creates that file (zeros) before the queue offset check, whether the unit is then
+    appended or dropped; so does the rebuild's dispatch at its own write position (:mod:`store_format.consumequeue`):
+    the same file when both stand there, nothing for ``apply_cut`` to write.  Refused (one line) where the two
+    differ elsewhere than a unit the broker drops that the rebuild puts where a parsed unit of ``out`` goes, where
+    one of them would create a file the other does not or one ``apply_cut`` writes anew or removes (``opened``,
+    ``removed``: :attr:`Placed.rebuild_files`), where the broker appends one in a file ``apply_cut`` removes or
+    writes anew, or where it drops one after those
+    (``dledger_crash_cut.cut_queues`` appends those records after them)."""
     parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
     dropped = []
     for offset, size, queue_offset in s.past:
         end = offset + size
+        # getLastMappedFile on a full last file (the write position a file's start, past the max): a new file there
+        rebuild_file = s.rebuild_write if end > s.rebuild_max and s.rebuild_write % cq_file_size == 0 else -1
+        broker_file = s.write if end > s.max and s.write % cq_file_size == 0 else -1
+        if (broker_file >= 0 or rebuild_file >= 0) and (broker_file != rebuild_file
+                                                         or (*key, broker_file) in opened | removed):
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput would "
+                              "dispatch into a consume queue file it creates, other than the rebuild's")
         repeat = queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write
         rebuild = -1 if end <= s.rebuild_max or repeat else s.rebuild_write
         if rebuild >= 0:
             s.rebuild_write, s.rebuild_max = rebuild + CQ_UNIT_SIZE, end
-        if end > s.max and s.write % cq_file_size == 0:
-            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput would "
-                              "dispatch into a consume queue file it creates")
         broker = -1 if end <= s.max or (queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.write) else s.write
         if broker >= 0:
             s.write, s.max = broker + CQ_UNIT_SIZE, end
@@ -317,6 +331,9 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
         if broker != rebuild:
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
                               "dispatches afterwards elsewhere than the rebuild puts it")
+        if (file := (*key, broker - broker % cq_file_size)) in removed or file in opened:
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
+                              "dispatches afterwards into a consume queue file written anew")
     return dropped
 
 

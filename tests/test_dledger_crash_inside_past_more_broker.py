@@ -1,0 +1,120 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose walk ended at a damaged
+message and whose start's reput, set inside an entry, parses a well-formed message for a queue the walk wrote, then
+goes on and reaches records of that queue past the walk's end at a write position that is a consume queue file's
+start (the -to-entry-past stores with files of 5 units: ``-file``), written by the published RocketMQ store through
+the JVM harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as that
+restart found it (byte for byte, or its one-line refusal) and ``verify``'s units lost, counted from the broker's
+files.  The stores are written with the others of :mod:`broker_dledger_runs` (one pytest session)."""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_runs import (
+    _RUNS,
+    LINES,
+    _as_restart,
+    _queued,
+    _same_files,
+    _same_tree,
+    _units_below_write,
+    _verify,
+    written_run,
+)
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+# the T0/0 messages after B9's in the -to-entry-past stores: 300-byte records, each behind a 48-byte DLedger header
+_TAIL, _ENTRY_HEADER = 300, 48
+
+
+@pytest.fixture
+def written(request, tmp_path_factory):
+    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
+    return written_run(request, tmp_path_factory)
+
+
+def _t0_units(w: dict, src: Path) -> tuple[list[str], dict[str, list[tuple[int, int, int]]]]:
+    """The broker's T0/0 consume queue after the restart: its files (names) and each file's units, all of them."""
+    state = w["queuesAfterDispatch"]["T0/0"]
+    folder = src / "expected" / "consumequeue" / "T0" / "0"
+    units = {}
+    for f in sorted(p.name for p in folder.iterdir()):
+        b = (folder / f).read_bytes()
+        units[f] = [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, len(b), 20)]
+    return state["files"], units
+
+
+@pytest.mark.parametrize("more", [0, 1], ids=["one", "two"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_reaches_records_past_the_walk_at_a_file_start(written, line, more, tmp_path):
+    """The -to-entry-past store (-two: one more T0/0 message after the damaged one) with consume queue files of 5
+    units (-file): the parsed T0/0 unit fills the last place of T0/0's file 400 (queue byte 480), so the reput,
+    going on at B9's entry, dispatches the damaged T0/0 message with T0/0's write position at a file's start (500):
+    getLastMappedFile creates file 500 before the queue offset check drops the unit (queue offset 24, below the
+    write position), and it stays, zeros (-file); the next message's unit (-two: queue offset 25) is appended there.
+    --as-restart writes the broker's files byte for byte (the rebuild's dispatch of those records creates the same
+    file), and verify's units lost are the units the broker's queues lack (the damaged message's among them)."""
+    from broker_dledger_inside_scenarios import (
+        EMBED_HOST_AT,
+        EMBED_HOST_BODY,
+        EMBED_PROCESS_OFFSET,
+        PAST_FILE_CQ_SIZE,
+        TO_ENTRY_HOST_TAIL,
+    )
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past" + ("-two" if more else "") + "-file"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET, w["truncateDirtyLogicFilesAt"]
+    reput, host_end = EMBED_PROCESS_OFFSET - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    end = int(w["maxPhyOffset"])
+    damaged = end - _TAIL - more * (_TAIL + _ENTRY_HEADER)   # the damaged T0/0 message
+    assert int(w["damagedRecord"]) == damaged, w["damagedRecord"]
+    names, units = _t0_units(w, src)
+    new = f"{500:020d}"
+    assert names[-1] == new and int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 500 + 20 * more, names
+    assert units[f"{400:020d}"][-1] == (reput, host_end - reput, 0), units   # the parsed unit, file 400's last place
+    kept = [(end - _TAIL, _TAIL, 0)] if more else []
+    assert units[new] == kept + [(0, 0, 0)] * (PAST_FILE_CQ_SIZE // 20 - more), units[new]   # created, zeros else
+    assert all(u[0] != damaged for f in units.values() for u in f), units
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_puts_cut_units_then_records_past_the_walk_at_a_file_start(written, line, tmp_path):
+    """The -to-entry-past-cut store with consume queue files of 5 units (-file): the parsed T0/0 unit at the cut
+    unit's place (480) fills file 400; the reput, going on at B9's entry, dispatches the cut T0/0 unit again with the
+    write position at file 500's start: getLastMappedFile creates it, the unit dropped (its queue offset below);
+    the damaged message's unit and the next are appended there (500, 520).  Not modelled (the cut unit's file is one
+    apply_cut writes anew for the parsed units): --as-restart refuses in one line, exit 2."""
+    from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_PROCESS_OFFSET, TO_ENTRY_HOST_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-file"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput, host_end = EMBED_PROCESS_OFFSET + _TAIL - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    end = int(w["maxPhyOffset"])
+    later = [end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL]   # the damaged T0/0 message and the next
+    _names, units = _t0_units(w, src)
+    assert units[f"{400:020d}"][-1] == (reput, host_end - reput, 0), units
+    assert units[f"{500:020d}"][:3] == [(later[0], _TAIL, 0), (later[1], _TAIL, 0), (0, 0, 0)], units
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 2, err[-2000:]
+    (msg,) = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert "T0/0" in msg and "not modelled" in msg, msg
+
+
