@@ -63,8 +63,9 @@ same rule from the state those left
 :attr:`Placed.past_dropped`), a later one appended at the write position.  The rebuild's own dispatch of those
 records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where the
 broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
-that is a file's start (also for a unit then dropped) where the broker does.  Refused where it would not, where
-either creates a file the other does not or one ``apply_cut`` writes anew or removes, for a queue with cut units the
+that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
+created for a parsed unit stays there (:attr:`Placed.past_kept`).  Refused where it would not, where either creates
+a file the other does not or one ``apply_cut`` writes anew for a cut unit or removes, for a queue with cut units the
 reput does not dispatch again before them or none of its files left
 (:func:`store_format.dledger_inside_walked.inside_units`), or for one the broker drops after cut units dispatched
 again.
@@ -204,6 +205,9 @@ class Placed:
     # whose units the broker drops, by the same rule from the state the parsed units left, where the rebuild's own
     # dispatch of them either drops them too or puts them where a parsed unit goes (units lost)
     past_dropped: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, position, offset, size)``: the records past the walk's end the broker appends, as the
+    # rebuild's dispatch does, in a file of :attr:`opened` (``apply_cut`` writes it anew: their units kept there)
+    past_kept: tuple[tuple[str, int, int, int, int], ...] = ()
 
 
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
@@ -280,15 +284,18 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         again.append((*key, dropped))
     removed = {f for f in rebuild_files if f not in opened}   # the files apply_cut removes
     past: list[tuple[str, int, int]] = []
+    kept: list[tuple[str, int, int, int, int]] = []
     for key, s in states.items():
         if s is not None and s.past:
-            past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed)]
+            past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed, kept)]
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units), tuple(f for f in rebuild_files if f in removed),
-                  tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past))
+                  tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
+                  tuple(kept))
 
 
 def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int,
-                opened: set[tuple[str, int, int]], removed: set[tuple[str, int, int]]) -> list[int]:
+                opened: set[tuple[str, int, int]], removed: set[tuple[str, int, int]],
+                kept: list[tuple[str, int, int, int, int]]) -> list[int]:
     """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
     units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
     dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
@@ -297,12 +304,13 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
     those the broker drops (units lost) are returned.  Where the broker's write position is a file's start, past
     its max, ``getLastMappedFile`` creates that file (zeros) before the queue offset check, whether the unit is then
     appended or dropped; so does the rebuild's dispatch at its own write position (:mod:`store_format.consumequeue`):
-    the same file when both stand there, nothing for ``apply_cut`` to write.  Refused (one line) where the two
-    differ elsewhere than a unit the broker drops that the rebuild puts where a parsed unit of ``out`` goes, where
-    one of them would create a file the other does not or one ``apply_cut`` writes anew or removes (``opened``,
-    ``removed``: :attr:`Placed.rebuild_files`), where the broker appends one in a file ``apply_cut`` removes or
-    writes anew, or where it drops one after those
-    (``dledger_crash_cut.cut_queues`` appends those records after them)."""
+    the same file when both stand there, nothing for ``apply_cut`` to write.  One the broker appends, as the rebuild
+    does, in a file ``getLastMappedFile`` created for a parsed unit (``opened``, which ``apply_cut`` writes anew)
+    goes to ``kept`` (:attr:`Placed.past_kept`).  Refused (one line) where the two differ elsewhere than a unit the
+    broker drops that the rebuild puts where a parsed unit of ``out`` goes, where one of them would create a file the
+    other does not or one ``apply_cut`` writes anew or removes (``opened``, ``removed``: :attr:`Placed.rebuild_files`),
+    where the broker appends one in a file ``apply_cut`` removes or, after cut units it dispatches again, writes
+    anew, or where it drops one after those (``dledger_crash_cut.cut_queues`` appends those records after them)."""
     parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
     dropped = []
     for offset, size, queue_offset in s.past:
@@ -331,9 +339,11 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
         if broker != rebuild:
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
                               "dispatches afterwards elsewhere than the rebuild puts it")
-        if (file := (*key, broker - broker % cq_file_size)) in removed or file in opened:
+        if (file := (*key, broker - broker % cq_file_size)) in removed or (file in opened and s.again):
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
                               "dispatches afterwards into a consume queue file written anew")
+        if file in opened:
+            kept.append((*key, broker, offset, size))
     return dropped
 
 

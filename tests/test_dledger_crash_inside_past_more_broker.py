@@ -118,3 +118,66 @@ def test_crash_restart_whose_reput_puts_cut_units_then_records_past_the_walk_at_
     assert "T0/0" in msg and "not modelled" in msg, msg
 
 
+
+def _ext_units(data: bytes) -> list[bytes]:
+    """A consume queue ext file's units (ConsumeQueueExt.CqExtUnit: a 2-byte size, then the rest) up to the first
+    zero size."""
+    out, at = [], 0
+    while at + 2 <= len(data) and (size := int.from_bytes(data[at:at + 2], "big")):
+        out.append(data[at:at + size])
+        at += size
+    return out
+
+
+@pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_appends_a_record_past_the_walk_in_the_parsed_units_new_file(
+        written, line, ext, tmp_path):
+    """The -to-entry-past-two store with consume queue files of 6 units (-opened; -ext: enableConsumeQueueExt, ext
+    files of 10 units): T0/0's write position after the walk, 480, is a file's start, so getLastMappedFile creates
+    file 480 for the parsed T0/0 unit; the reput, going on at B9's entry, drops the damaged message's unit (queue
+    offset 24, below the write position) and appends the next one's (queue offset 25) at 500, in that new file; with
+    ext files each record gets its ext unit after the parsed unit's, the kept unit holding its address.
+    --as-restart writes the broker's files byte for byte (the file it writes anew for the parsed unit keeps the
+    rebuild's unit of that record), and verify's units lost are the units the broker's queues lack."""
+    from broker_dledger_inside_scenarios import (
+        EMBED_HOST_AT,
+        EMBED_HOST_BODY,
+        EMBED_PROCESS_OFFSET,
+        PAST_OPENED_CQ_SIZE,
+        TO_ENTRY_HOST_TAIL,
+    )
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-two-opened" + ("-ext" if ext else "")
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET, w["truncateDirtyLogicFilesAt"]
+    reput, host_end = EMBED_PROCESS_OFFSET - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    end = int(w["maxPhyOffset"])
+    damaged = end - 2 * _TAIL - _ENTRY_HEADER
+    assert int(w["damagedRecord"]) == damaged, w["damagedRecord"]
+    names, units = _t0_units(w, src)
+    new = f"{480:020d}"
+    assert names[-1] == new and int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 520, names
+    parsed, kept, *rest = units[new]
+    assert parsed[:2] == (reput, host_end - reput) and kept[:2] == (end - _TAIL, _TAIL), units[new]
+    assert rest == [(0, 0, 0)] * (PAST_OPENED_CQ_SIZE // 20 - 2), units[new]
+    assert all(u[0] != damaged for f in units.values() for u in f), units
+    if ext:   # the parsed unit's ext unit, then the damaged one's, then the kept one's
+        address = parsed[2] + 2**63
+        cq_ext = _ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
+        assert address % 20 == 0 and len(cq_ext) == address // 20 + 3, (address, cq_ext)
+        assert kept[2] == parsed[2] + 40, units[new]
+    else:
+        assert parsed[2] == kept[2] == 0, units[new]
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    if ext:
+        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
