@@ -64,8 +64,8 @@ same rule from the state those left
 records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where the
 broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
-created for a parsed unit stays there (:attr:`Placed.past_kept`).  Refused where it would not, where either creates
-a file the other does not or one ``apply_cut`` writes anew for a cut unit or removes, for a queue with cut units the
+created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
+would not, where either creates a file the other does not or one ``apply_cut`` removes, for a queue with cut units the
 reput does not dispatch again before them or none of its files left
 (:func:`store_format.dledger_inside_walked.inside_units`), or for one the broker drops after cut units dispatched
 again.
@@ -305,12 +305,12 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
     its max, ``getLastMappedFile`` creates that file (zeros) before the queue offset check, whether the unit is then
     appended or dropped; so does the rebuild's dispatch at its own write position (:mod:`store_format.consumequeue`):
     the same file when both stand there, nothing for ``apply_cut`` to write.  One the broker appends, as the rebuild
-    does, in a file ``getLastMappedFile`` created for a parsed unit (``opened``, which ``apply_cut`` writes anew)
-    goes to ``kept`` (:attr:`Placed.past_kept`).  Refused (one line) where the two differ elsewhere than a unit the
-    broker drops that the rebuild puts where a parsed unit of ``out`` goes, where one of them would create a file the
-    other does not or one ``apply_cut`` writes anew or removes (``opened``, ``removed``: :attr:`Placed.rebuild_files`),
-    where the broker appends one in a file ``apply_cut`` removes or, after cut units it dispatches again, writes
-    anew, or where it drops one after those (``dledger_crash_cut.cut_queues`` appends those records after them)."""
+    does, in a file ``getLastMappedFile`` created for a parsed unit or a cut unit dispatched again (``opened``, which
+    ``apply_cut`` writes anew) goes to ``kept`` (:attr:`Placed.past_kept`).  Refused (one line) where the two differ
+    elsewhere than a unit the broker drops that the rebuild puts where a parsed unit of ``out`` goes, where one of
+    them would create a file the other does not or one ``apply_cut`` removes (``removed``:
+    :attr:`Placed.rebuild_files`), where the broker appends one in such a file, or where it drops one after cut
+    units it dispatches again (``dledger_crash_cut.cut_queues`` appends those records after them)."""
     parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
     dropped = []
     for offset, size, queue_offset in s.past:
@@ -318,8 +318,7 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
         # getLastMappedFile on a full last file (the write position a file's start, past the max): a new file there
         rebuild_file = s.rebuild_write if end > s.rebuild_max and s.rebuild_write % cq_file_size == 0 else -1
         broker_file = s.write if end > s.max and s.write % cq_file_size == 0 else -1
-        if (broker_file >= 0 or rebuild_file >= 0) and (broker_file != rebuild_file
-                                                         or (*key, broker_file) in opened | removed):
+        if (broker_file >= 0 or rebuild_file >= 0) and (broker_file != rebuild_file or (*key, broker_file) in removed):
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput would "
                               "dispatch into a consume queue file it creates, other than the rebuild's")
         repeat = queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write
@@ -339,7 +338,7 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
         if broker != rebuild:
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
                               "dispatches afterwards elsewhere than the rebuild puts it")
-        if (file := (*key, broker - broker % cq_file_size)) in removed or (file in opened and s.again):
+        if (file := (*key, broker - broker % cq_file_size)) in removed:
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
                               "dispatches afterwards into a consume queue file written anew")
         if file in opened:
