@@ -379,6 +379,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             (*name, f) for f in range(start, last - last % size + 1, size))
     for t, qid, offset in placed.past_dropped:   # records past the walk's end the reput drops after parsed units
         lost[(t, qid)] = np.append(lost.get((t, qid), np.zeros(0, np.int64)), np.int64(offset))
+        restored -= (t, qid) in after_parsed   # after cut units dispatched again: counted with them above
     if walk_end >= 0:   # the units of records past the walk hold the ext units their own dispatch put
         put_back = {q: (off[off < walk_end], pos[off < walk_end]) for q, (off, pos) in put_back.items()}
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()

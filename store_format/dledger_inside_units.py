@@ -65,10 +65,9 @@ records, after the walk's units and the parsed ones it appended, follows the sam
 broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
-would not, where either creates a file the other does not or one ``apply_cut`` removes, for a queue with cut units the
-reput does not dispatch again before them or none of its files left
-(:func:`store_format.dledger_inside_walked.inside_units`), or for one the broker drops after cut units dispatched
-again.
+would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with cut
+units the reput does not dispatch again before them or none of its files left
+(:func:`store_format.dledger_inside_walked.inside_units`).
 
 A batch queue the walk wrote (in its last data file only: :func:`store_format.dledger_inside_walked.inside_units`
 refuses the rest) takes a parsed unit by ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its
@@ -309,8 +308,7 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
     ``apply_cut`` writes anew) goes to ``kept`` (:attr:`Placed.past_kept`).  Refused (one line) where the two differ
     elsewhere than a unit the broker drops that the rebuild puts where a parsed unit of ``out`` goes, where one of
     them would create a file the other does not or one ``apply_cut`` removes (``removed``:
-    :attr:`Placed.rebuild_files`), where the broker appends one in such a file, or where it drops one after cut
-    units it dispatches again (``dledger_crash_cut.cut_queues`` appends those records after them)."""
+    :attr:`Placed.rebuild_files`), or where the broker appends one in such a file."""
     parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
     dropped = []
     for offset, size, queue_offset in s.past:
@@ -328,11 +326,8 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
         broker = -1 if end <= s.max or (queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.write) else s.write
         if broker >= 0:
             s.write, s.max = broker + CQ_UNIT_SIZE, end
-        elif s.again:   # after cut units the reput dispatches again (dledger_crash_cut.cut_queues takes every
-            # record past the walk's end for appended after them)
-            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput drops "
-                              "after cut units it dispatches again")
-        elif rebuild < 0 or rebuild in parsed_at:
+        elif rebuild < 0 or rebuild in parsed_at:   # after cut units dispatched again too (dledger_crash_cut.cut_queues
+            # keeps the rebuild's bytes there and counts it lost)
             dropped.append(offset)
             continue
         if broker != rebuild:

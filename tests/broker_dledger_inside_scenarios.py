@@ -74,7 +74,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     ``-to-entry-past-cut-ext``: the -earlier, -to-entry-earlier, -to-entry-past, -past-two and -past-cut stores with
     ``enableConsumeQueueExt`` (ext files of 10 units); ``-to-entry-past-file``, ``-past-two-file``, ``-past-cut-file``
     (consume queue files of :data:`PAST_FILE_CQ_SIZE` bytes) and ``-to-entry-past-two-opened`` (and ``-ext``; files of
-    :data:`PAST_OPENED_CQ_SIZE` bytes)."""
+    :data:`PAST_OPENED_CQ_SIZE` bytes); ``-to-entry-past-cut-parsed-two``
+    (:func:`embedded_to_entry_past_cut_two_parsed_scenario`)."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -118,7 +119,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                   "name": f"{two['name']}-opened"}
         out += [opened, {**opened, "config": {**opened["config"], "enableConsumeQueueExt": "true",
                                               "mappedFileSizeConsumeQueueExt": "204"},
-                         "name": f"{opened['name']}-ext"}]
+                         "name": f"{opened['name']}-ext"},
+                embedded_to_entry_past_cut_two_parsed_scenario(out[0])]
     return out
 
 
@@ -359,6 +361,31 @@ def embedded_to_entry_past_cut_scenario(sc: dict) -> dict:
     puts = sum(1 for m in to_entry["messages"] if "topic" in m)
     return {**to_entry, "messages": [*to_entry["messages"], *more], "damageMessage": puts,
             "name": f"{to_entry['name']}-past-cut"}
+
+
+def embedded_to_entry_past_cut_two_parsed_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-cut-parsed-two`` (5.5.1): the -to-entry-past-cut
+    store whose host body holds, where the reput is set, two well-formed T0/0 messages (queue offsets
+    :data:`TO_ENTRY_QUEUE_OFFSET` and the next, keys ``E5``), the second ending at B9's entry: their units take T0/0's
+    write position and the next, so that the reput, going on there, drops the cut T0/0 unit and then the damaged
+    message's (their queue offsets below the write position) and appends the last one's."""
+    from broker_dledger_2gib import embedded_message
+    past = embedded_to_entry_past_cut_scenario(sc)
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    first = embedded_message(reput, b"parsed!!!!", topic=b"T0", queue_offset=TO_ENTRY_QUEUE_OFFSET)
+    props = b"KEYS\x01E5" + TO_ENTRY_HOST_TAIL
+    at = reput + len(first)
+    body = (b"embedded!!" * 200)[:host_end - at - 88 - 3 - 2 - len(props)]
+    second = embedded_message(at, body, props, topic=b"T0", queue_offset=TO_ENTRY_QUEUE_OFFSET + 1)
+    assert at + len(second) == host_end, (at, len(second), host_end)
+    run = first + second
+    *rest, host, b9, tail, damaged, last = past["messages"]
+    hb = bytearray(base64.b64decode(host["body"]))
+    head = run[:-len(TO_ENTRY_HOST_TAIL)]
+    hb[len(hb) - len(head):] = head
+    return {**past, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail, damaged,
+                                 last], "name": f"{past['name']}-parsed-two"}
 
 
 def embedded_to_entry_emptied_scenario(sc: dict, topic: str = "T8", queue_offset: int = EMBED_OWN_QUEUE_OFFSET,

@@ -188,3 +188,39 @@ def test_crash_restart_whose_reput_appends_a_record_past_the_walk_in_the_parsed_
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
     held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_drops_a_record_past_the_walk_after_cut_units(written, line, tmp_path):
+    """The -to-entry-past-cut store with two T0/0 messages where the reput is set (-parsed-two: queue offsets 1000
+    and 1001, the second ending at B9's entry): their units take T0/0's write position (480, the cut unit's place)
+    and the next (500); the reput, going on at B9's entry, drops the cut T0/0 unit and then the damaged message's
+    (queue offsets 24 and 25, below the write position) and appends the last one's (26) at 520.  --as-restart writes
+    the broker's files byte for byte (the rebuild's unit of the damaged message under the second parsed unit), and
+    verify's units lost are the units the broker's queues lack (the cut and the damaged ones among them)."""
+    from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_PROCESS_OFFSET, TO_ENTRY_HOST_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-parsed-two"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput, host_end = EMBED_PROCESS_OFFSET + _TAIL - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    end = int(w["maxPhyOffset"])
+    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
+    cut = damaged - _ENTRY_HEADER - _TAIL                        # the cut T0/0 message
+    assert int(w["damagedRecord"]) == damaged, w["damagedRecord"]
+    _names, units = _t0_units(w, src)
+    first, second, kept = units[f"{440:020d}"][2:5]
+    assert first[0] == reput and first[0] + first[1] == second[0] and second[0] + second[1] == host_end, units
+    assert kept == (last, _TAIL, 0) and int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 540, units
+    assert all(u[0] not in (cut, damaged) for f in units.values() for u in f), units
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, (first[0], second[0]))   # neither fillPreBlank nor the parsed units
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
