@@ -65,9 +65,11 @@ records, after the walk's units and the parsed ones it appended, follows the sam
 broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
-would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with cut
-units the reput does not dispatch again before them or none of its files left
-(:func:`store_format.dledger_inside_walked.inside_units`).
+would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
+some of its cut units dispatched again before them, none with ext files, or none of its files left
+(:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
+(none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
+so) and the records past the walk's end follow the parsed units the same way.
 
 A batch queue the walk wrote (in its last data file only: :func:`store_format.dledger_inside_walked.inside_units`
 refuses the rest) takes a parsed unit by ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its
@@ -172,6 +174,9 @@ class WalkedQueue:
     # the records of this queue past the walk's end (a walk ended by a damaged message) that the reput dispatches
     # after the parsed ones and the cut units, in commitlog order: ``(offset, size, queue offset)``
     past: tuple[tuple[int, int, int], ...] = ()
+    # with records past the walk's end, the number of its cut units the reput does not dispatch again (it goes on
+    # past them): all of them, none in :attr:`again`
+    skipped: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -264,7 +269,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             ext_put[key] = ext_put.get(key, 0) + 1
         if (position := _put(key, s, end, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
             out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, tags_code))
-    again: list[tuple[str, int, int]] = []
+    # the cut units the reput goes on past (none dispatched again) before records past the walk's end: all dropped
+    again: list[tuple[str, int, int]] = [(*key, s.skipped) for key, s in states.items() if s is not None and s.skipped]
     moved: list[tuple[str, int, int, int]] = []
     for key, s in states.items():   # the cut units the reput dispatches again after the parsed ones, by the same rule
         if s is None or not s.again:

@@ -37,8 +37,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     units the walk put per queue: ``track.own_units``; a reput that goes on at ``reput`` before ``end`` puts its ext
     units after the parsed ones', for the cut units it dispatches again and the records past the walk's end; refused
     when it goes on before the walk's last data file).  ``after``: the units of the records past the walk's end (a
-    walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past` (refused for a
-    queue with cut units too)."""
+    walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past`, with the
+    number of cut units the reput goes on past when it dispatches none of them again (:attr:`WalkedQueue.skipped`;
+    refused where it dispatches only some, or none with ext files))."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
@@ -74,8 +75,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None else
-                   "whose records past the walk's end the reput dispatches afterwards, with cut units of it it does "
-                   "not dispatch again before them, or no file left" if len(later) and (emptied or not back.all()) else
+                   "whose records past the walk's end the reput dispatches afterwards, with only some cut units of it "
+                   "dispatched again before them, none with ext files, or no file left"
+                   if len(later) and (emptied or (back.any() and not back.all()) or (len(cut) and not back.any()
+                                                                                     and ext_file_size)) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only; emptied on 5.3.3 or with ext files), or only some of them"
                    if back.any() and not ((len(kept) or q not in max_after
@@ -103,7 +106,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                                    f"at write position {disk[2]}, max {disk[0]}, not where the walk's units end")
             write, top = disk[2], disk[0]
         return WalkedQueue(write, top, after_last, int(rows[:, U_END].max()), track.own_units.get(q, 0), again=again,
-                           past=past)
+                           past=past, skipped=len(cut) if len(past) and not back.any() else 0)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
                         bcq_file_size=bcq_file_size)
 

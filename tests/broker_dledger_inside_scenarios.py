@@ -120,7 +120,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += [opened, {**opened, "config": {**opened["config"], "enableConsumeQueueExt": "true",
                                               "mappedFileSizeConsumeQueueExt": "204"},
                          "name": f"{opened['name']}-ext"},
-                embedded_to_entry_past_cut_two_parsed_scenario(out[0])]
+                embedded_to_entry_past_cut_two_parsed_scenario(out[0]),
+                embedded_to_entry_past_cut_over_scenario(out[0])]
     return out
 
 
@@ -386,6 +387,33 @@ def embedded_to_entry_past_cut_two_parsed_scenario(sc: dict) -> dict:
     hb[len(hb) - len(head):] = head
     return {**past, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail, damaged,
                                  last], "name": f"{past['name']}-parsed-two"}
+
+
+# -to-entry-past-cut-over: where the cut T0/0 record of the -past-cut store ends (the damaged message's entry starts
+# there; the test checks it), and that record's properties string (keys kT, its UNIQ_KEY)
+PAST_OVER_CUT_END = 83519
+PAST_OVER_PROPS = b"KEYS\x01kT\x02UNIQ_KEY\x017F00000100002A9F000000000997\x02"
+
+
+def embedded_to_entry_past_cut_over_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-cut-over`` (5.5.1): the -to-entry-past-cut store
+    whose host body ends with the head of a T0/0 message (queue offset :data:`TO_ENTRY_QUEUE_OFFSET`) from the reput's
+    start to the cut T0/0 record's end (:data:`PAST_OVER_CUT_END`): its body covers the host's tail, B9's entry and
+    that record's head, its topic and properties are that record's; the reput goes on at the damaged message's
+    entry, so it does not dispatch the cut units (B9's, T0/0's) again, only the records past the walk's end."""
+    from broker_dledger_2gib import embedded_message
+    past = embedded_to_entry_past_cut_scenario(sc)
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    size = PAST_OVER_CUT_END - reput - 88 - 3 - 2 - len(PAST_OVER_PROPS)
+    msg = embedded_message(reput, b"o" * size, PAST_OVER_PROPS, topic=b"T0", queue_offset=TO_ENTRY_QUEUE_OFFSET)
+    assert reput + len(msg) == PAST_OVER_CUT_END, (reput, len(msg))
+    *rest, host, b9, tail, damaged, last = past["messages"]
+    hb = bytearray(base64.b64decode(host["body"]))
+    head = msg[:host_end - reput - len(TO_ENTRY_HOST_TAIL)]
+    hb[len(hb) - len(head):] = head
+    return {**past, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail, damaged,
+                                 last], "name": f"{past['name']}-over"}
 
 
 def embedded_to_entry_emptied_scenario(sc: dict, topic: str = "T8", queue_offset: int = EMBED_OWN_QUEUE_OFFSET,

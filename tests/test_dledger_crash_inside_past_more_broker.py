@@ -224,3 +224,38 @@ def test_crash_restart_whose_reput_drops_a_record_past_the_walk_after_cut_units(
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
     held = _units_below_write(w, src, (first[0], second[0]))   # neither fillPreBlank nor the parsed units
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_walk(written, line, tmp_path):
+    """The -to-entry-past-cut store whose parsed T0/0 message (queue offset 1000) ends where the cut T0/0 record ends
+    (-over: its body covering B9's entry and that record's head, its topic and properties that record's): the reput
+    goes on at the damaged message's entry, past the cut units (B9's, T0/0's), which it does not dispatch again; the
+    parsed unit goes to T0/0's write position (480, the cut unit's place), the damaged message's unit and the next
+    are appended after it (500, 520: their queue offsets). --as-restart writes the broker's files byte for byte, and
+    verify's units lost are the units the broker's queues lack (both cut units among them)."""
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET, PAST_OVER_CUT_END
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-over"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput = EMBED_PROCESS_OFFSET + _TAIL - 1
+    end = int(w["maxPhyOffset"])
+    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
+    assert int(w["damagedRecord"]) == damaged == PAST_OVER_CUT_END + _ENTRY_HEADER, w["damagedRecord"]
+    _names, units = _t0_units(w, src)
+    assert units[f"{440:020d}"][2:6] == [(reput, PAST_OVER_CUT_END - reput, 0), (damaged, _TAIL, 0), (last, _TAIL, 0),
+                                         (0, 0, 0)], units
+    assert all(u[0] != PAST_OVER_CUT_END - _TAIL for f in units.values() for u in f), units   # the cut T0/0 unit
+    assert w["queuesAfterDispatch"]["B9/0"]["files"] == [], w["queuesAfterDispatch"]["B9/0"]   # B9's not put back
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
