@@ -75,7 +75,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     ``enableConsumeQueueExt`` (ext files of 10 units); ``-to-entry-past-file``, ``-past-two-file``, ``-past-cut-file``
     (consume queue files of :data:`PAST_FILE_CQ_SIZE` bytes) and ``-to-entry-past-two-opened`` (and ``-ext``; files of
     :data:`PAST_OPENED_CQ_SIZE` bytes); ``-to-entry-past-cut-parsed-two``
-    (:func:`embedded_to_entry_past_cut_two_parsed_scenario`)."""
+    (:func:`embedded_to_entry_past_cut_two_parsed_scenario`), ``-past-cut-over`` and ``-past-cut-two-over``."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -121,7 +121,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                                               "mappedFileSizeConsumeQueueExt": "204"},
                          "name": f"{opened['name']}-ext"},
                 embedded_to_entry_past_cut_two_parsed_scenario(out[0]),
-                embedded_to_entry_past_cut_over_scenario(out[0])]
+                embedded_to_entry_past_cut_over_scenario(out[0]), embedded_to_entry_past_cut_two_over_scenario(out[0])]
     return out
 
 
@@ -414,6 +414,35 @@ def embedded_to_entry_past_cut_over_scenario(sc: dict) -> dict:
     hb[len(hb) - len(head):] = head
     return {**past, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail, damaged,
                                  last], "name": f"{past['name']}-over"}
+
+
+def embedded_to_entry_past_cut_two_over_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-over`` (5.5.1): the -to-entry store with
+    three more T0/0 messages after its last one (keys ``kC``, ``kD``, ``kE``), the second damaged, so that two T0/0
+    units are cut and processOffset lies 300 bytes further than the -past-cut store's; where the reput is set a T0/0
+    message (queue offset :data:`TO_ENTRY_QUEUE_OFFSET`) ends where the second cut T0/0 record ends (as -past-cut-over
+    does): the reput goes on at the damaged message's entry, dispatching none of the cut units again, and the one
+    parsed unit leaves T0/0's write position one unit short of where the rebuild's own dispatch appends the records
+    past the walk's end."""
+    from broker_dledger_2gib import embedded_message
+    to_entry = embedded_to_entry_scenario(sc)
+    tail = to_entry["messages"][-1]
+    more = [{**tail, "keys": f"k{k}", "uniqKey": f"7F00000100002A9F00000000099{n}"}
+            for k, n in (("C", 3), ("D", 5), ("E", 4))]
+    puts = sum(1 for m in to_entry["messages"] if "topic" in m)
+    reput = EMBED_PROCESS_OFFSET + 2 * 300 - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    cut_end = PAST_OVER_CUT_END + 48 + 300
+    props = b"KEYS\x01kC\x02UNIQ_KEY\x017F00000100002A9F000000000993\x02"
+    msg = embedded_message(reput, b"o" * (cut_end - reput - 88 - 3 - 2 - len(props)), props, topic=b"T0",
+                           queue_offset=TO_ENTRY_QUEUE_OFFSET)
+    assert reput + len(msg) == cut_end, (reput, len(msg))
+    *rest, host, b9, last = to_entry["messages"]
+    hb = bytearray(base64.b64decode(host["body"]))
+    head = msg[:host_end - reput - len(TO_ENTRY_HOST_TAIL)]
+    hb[len(hb) - len(head):] = head
+    return {**to_entry, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, last, *more],
+            "damageMessage": puts + 1, "name": f"{to_entry['name']}-past-cut-two-over"}
 
 
 def embedded_to_entry_emptied_scenario(sc: dict, topic: str = "T8", queue_offset: int = EMBED_OWN_QUEUE_OFFSET,
