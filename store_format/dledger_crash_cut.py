@@ -324,6 +324,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     # per queue whose cut units the reput dispatches again after messages parsed where it was set: how many of
     # them the parsed units' positions drop (the rest go back where they were: place_inside)
     after_parsed = {(t, qid): d for t, qid, d in placed.again_dropped}
+    past_to = {(t, qid): target for t, qid, target in placed.past_moved}   # past cut units gone on past: moved
     elsewhere: dict[tuple[str, int], list[int]] = {}   # a queue the cut left with no file: where each cut unit goes
     for t, qid, _source, target in placed.again_moved:
         elsewhere.setdefault((t, qid), []).append(target)
@@ -359,6 +360,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         first, last = int(pos[0]), int(pos[-1])
         if n == 0:
             gone_from = first
+        elif name in past_to:   # records past the walk's end appended after the parsed units (place_inside)
+            moves.append(QueueMove(*name, int(pos[-n]), past_to[name], n, zero_from=zero_from.get(q, -1)))
+            put_back[q] = (rows[-n:, U_OFFSET], past_to[name] + CQ_UNIT_SIZE * np.arange(n, dtype=np.int64))
+            gone_from = past_to[name] + n * CQ_UNIT_SIZE
         elif taken is not None:   # the rest where they were, after the parsed units: no file goes
             put_back[q] = (rows[-n:, U_OFFSET], pos[-n:])
             continue

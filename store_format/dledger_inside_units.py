@@ -212,6 +212,10 @@ class Placed:
     # ``(topic, queue id, position, offset, size)``: the records past the walk's end the broker appends, as the
     # rebuild's dispatch does, in a file of :attr:`opened` (``apply_cut`` writes it anew: their units kept there)
     past_kept: tuple[tuple[str, int, int, int, int], ...] = ()
+    # ``(topic, queue id, target)``: a queue whose cut units the reput goes on past (:attr:`WalkedQueue.skipped`),
+    # whose records past the walk's end the broker appends one after the other from ``target`` (after the parsed
+    # units), where the rebuild appends them after every walk unit (``dledger_crash_cut.cut_queues`` moves them)
+    past_moved: tuple[tuple[str, int, int], ...] = ()
 
 
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
@@ -290,17 +294,19 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     removed = {f for f in rebuild_files if f not in opened}   # the files apply_cut removes
     past: list[tuple[str, int, int]] = []
     kept: list[tuple[str, int, int, int, int]] = []
+    moved_to: list[tuple[str, int, int]] = []
     for key, s in states.items():
         if s is not None and s.past:
-            past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed, kept)]
+            past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
+                                                     moved_to)]
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units), tuple(f for f in rebuild_files if f in removed),
                   tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
-                  tuple(kept))
+                  tuple(kept), tuple(moved_to))
 
 
 def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int,
                 opened: set[tuple[str, int, int]], removed: set[tuple[str, int, int]],
-                kept: list[tuple[str, int, int, int, int]]) -> list[int]:
+                kept: list[tuple[str, int, int, int, int]], moved_to: list[tuple[str, int, int]]) -> list[int]:
     """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
     units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
     dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
@@ -314,9 +320,13 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
     ``apply_cut`` writes anew) goes to ``kept`` (:attr:`Placed.past_kept`).  Refused (one line) where the two differ
     elsewhere than a unit the broker drops that the rebuild puts where a parsed unit of ``out`` goes, where one of
     them would create a file the other does not or one ``apply_cut`` removes (``removed``:
-    :attr:`Placed.rebuild_files`), or where the broker appends one in such a file."""
+    :attr:`Placed.rebuild_files`), or where the broker appends one in such a file.  Past cut units the reput does
+    not dispatch again (``s.skipped``) the broker appends them from its write position after the parsed units, the
+    rebuild after every walk unit: where both append every one, the first one's position goes to ``moved_to``
+    (:attr:`Placed.past_moved`), else refused."""
     parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
     dropped = []
+    shifted = []   # the broker's positions of records the rebuild appends elsewhere (past skipped cut units)
     for offset, size, queue_offset in s.past:
         end = offset + size
         # getLastMappedFile on a full last file (the write position a file's start, past the max): a new file there
@@ -337,13 +347,20 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
             dropped.append(offset)
             continue
         if broker != rebuild:
-            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
-                              "dispatches afterwards elsewhere than the rebuild puts it")
+            if not (s.skipped and broker >= 0 and rebuild >= 0):
+                raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
+                                  "dispatches afterwards elsewhere than the rebuild puts it")
+            shifted.append(broker)
         if (file := (*key, broker - broker % cq_file_size)) in removed:
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
                               "dispatches afterwards into a consume queue file written anew")
         if file in opened:
             kept.append((*key, broker, offset, size))
+    if shifted:   # moved as a whole: every record appended by both, none in a file written anew
+        if len(shifted) != len(s.past) or any((k[0], k[1]) == key for k in kept):
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose records past the walk's end the reput dispatches "
+                              "afterwards elsewhere than the rebuild puts them, some dropped or in a file written anew")
+        moved_to.append((*key, shifted[0]))
     return dropped
 
 
