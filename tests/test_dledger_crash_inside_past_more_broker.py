@@ -59,11 +59,11 @@ def test_crash_restart_whose_reput_reaches_records_past_the_walk_at_a_file_start
     write position), and it stays, zeros (-file); the next message's unit (-two: queue offset 25) is appended there.
     --as-restart writes the broker's files byte for byte (the rebuild's dispatch of those records creates the same
     file), and verify's units lost are the units the broker's queues lack (the damaged message's among them)."""
+    from broker_dledger_inside_past_more_scenarios import PAST_FILE_CQ_SIZE
     from broker_dledger_inside_scenarios import (
         EMBED_HOST_AT,
         EMBED_HOST_BODY,
         EMBED_PROCESS_OFFSET,
-        PAST_FILE_CQ_SIZE,
         TO_ENTRY_HOST_TAIL,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past" + ("-two" if more else "") + "-file"
@@ -147,11 +147,11 @@ def test_crash_restart_whose_reput_appends_a_record_past_the_walk_in_the_parsed_
     ext files each record gets its ext unit after the parsed unit's, the kept unit holding its address.
     --as-restart writes the broker's files byte for byte (the file it writes anew for the parsed unit keeps the
     rebuild's unit of that record), and verify's units lost are the units the broker's queues lack."""
+    from broker_dledger_inside_past_more_scenarios import PAST_OPENED_CQ_SIZE
     from broker_dledger_inside_scenarios import (
         EMBED_HOST_AT,
         EMBED_HOST_BODY,
         EMBED_PROCESS_OFFSET,
-        PAST_OPENED_CQ_SIZE,
         TO_ENTRY_HOST_TAIL,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-two-opened" + ("-ext" if ext else "")
@@ -235,7 +235,8 @@ def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_wa
     parsed unit goes to T0/0's write position (480, the cut unit's place), the damaged message's unit and the next
     are appended after it (500, 520: their queue offsets). --as-restart writes the broker's files byte for byte, and
     verify's units lost are the units the broker's queues lack (both cut units among them)."""
-    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET, PAST_OVER_CUT_END
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-over"
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
@@ -271,7 +272,8 @@ def test_crash_restart_whose_reput_puts_records_past_the_walk_before_where_the_r
     at 520, zeros after; the rebuild's own dispatch appends those two after every walk unit (520, 540). --as-restart
     writes the broker's files byte for byte (those two moved to 500 and 520), and verify's units lost are the units
     the broker's queues lack (both cut units among them)."""
-    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET, PAST_OVER_CUT_END
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-over"
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
