@@ -407,7 +407,9 @@ def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str
     write position it left), or into the files ``getLastMappedFile`` creates for them (``placed.opened``: zeros but
     for them; the cut deleted any staged file there), once the units the rebuild's own dispatch of those messages
     appended after the walk's are zeros again (``placed.rebuild_units``, in the files that stay: neither the cut's
-    ``dropped`` nor ``placed.rebuild_files``, which ``apply_cut`` removed).  Returns, for each file it creates, the
+    ``dropped`` nor ``placed.rebuild_files``, which ``apply_cut`` removed); in a file it creates, the units of records
+    past the walk's end the broker appends there as the rebuild did (``placed.past_kept``) keep the staged bytes.
+    Returns, for each file it creates, the
     units in it and the commitlog offsets where the first starts and the last ends (a batch queue's: starts; None
     without one): ``(topic, queue id, file start, units, first, end)``."""
     units, opened = placed.units, placed.opened
@@ -434,6 +436,12 @@ def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str
         if (topic, qid, position - position % size) not in gone:
             data, at = file_at(topic, qid, position)
             data[at:at + unit] = bytes(unit)
+    for topic, qid, position, _offset, _size in placed.past_kept:   # in an opened file: the rebuild's unit there
+        folder, size, unit = layout(topic)
+        start = position - position % size
+        staged_file = staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(start)}")
+        files[(topic, qid, start)][position % size:position % size + unit] = \
+            staged_file[position % size:position % size + unit]
     for u in units:
         data, at = file_at(u.topic, u.queue_id, u.position)
         data[at:at + (BCQ_UNIT_SIZE if u.batch else CQ_UNIT_SIZE)] = (
@@ -445,11 +453,14 @@ def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str
     new = []
     for topic, qid, start in opened:
         size = layout(topic)[1]
-        mine = [u for u in units if (u.topic, u.queue_id) == (topic, qid) and start <= u.position < start + size]
+        mine = [(u.position, u.offset, u.offset + (0 if u.batch else u.size)) for u in units
+                if (u.topic, u.queue_id) == (topic, qid) and start <= u.position < start + size]
+        mine = sorted(mine + [(p, o, o + n) for t, q, p, o, n in placed.past_kept
+                              if (t, q) == (topic, qid) and start <= p < start + size])
         blank = next((b % size // CQ_UNIT_SIZE for t, q, b in placed.blank_until
                       if (t, q) == (topic, qid) and b - b % size == start), 0)
-        new.append((topic, qid, start, blank + len(mine), mine[0].offset if mine else None,
-                    mine[-1].offset + (0 if mine[-1].batch else mine[-1].size) if mine else None))
+        new.append((topic, qid, start, blank + len(mine), mine[0][1] if mine else None,
+                    mine[-1][2] if mine else None))
     return new
 
 

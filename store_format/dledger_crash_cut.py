@@ -327,6 +327,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     # per queue whose cut units the reput dispatches again after messages parsed where it was set: how many of
     # them the parsed units' positions drop (the rest go back where they were: place_inside)
     after_parsed = {(t, qid): d for t, qid, d in placed.again_dropped}
+    past_to = {(t, qid): target for t, qid, target in placed.past_moved}   # past cut units gone on past: moved
     # a queue the cut left with no file, or one on disk whose files stay: where each cut unit goes
     elsewhere: dict[tuple[str, int], list[int]] = {}
     for t, qid, _source, target in placed.again_moved:
@@ -367,6 +368,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         first, last = int(pos[0]), int(pos[-1])
         if n == 0:
             gone_from = first
+        elif name in past_to:   # records past the walk's end appended after the parsed units (place_inside)
+            moves.append(QueueMove(*name, int(pos[-n]), past_to[name], n, zero_from=zero_from.get(q, -1)))
+            put_back[q] = (rows[-n:, U_OFFSET], past_to[name] + CQ_UNIT_SIZE * np.arange(n, dtype=np.int64))
+            gone_from = past_to[name] + n * CQ_UNIT_SIZE
         elif taken is not None:   # the rest where they were, after the parsed units: no file goes
             put_back[q] = (rows[-n:, U_OFFSET], pos[-n:])
             continue
@@ -387,6 +392,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             (*name, f) for f in range(start, last - last % size + 1, size))
     for t, qid, offset in placed.past_dropped:   # records past the walk's end the reput drops after parsed units
         lost[(t, qid)] = np.append(lost.get((t, qid), np.zeros(0, np.int64)), np.int64(offset))
+        restored -= (t, qid) in after_parsed   # after cut units dispatched again: counted with them above
     if walk_end >= 0:   # the units of records past the walk hold the ext units their own dispatch put
         put_back = {q: (off[off < walk_end], pos[off < walk_end]) for q, (off, pos) in put_back.items()}
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()

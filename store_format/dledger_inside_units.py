@@ -67,10 +67,15 @@ same rule from the state those left
 (:attr:`WalkedQueue.past`, :func:`_place_past`): one whose queue offset the parsed units took is dropped (units lost:
 :attr:`Placed.past_dropped`), a later one appended at the write position.  The rebuild's own dispatch of those
 records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where the
-broker does, or where a parsed unit goes; refused where it would not, where the write position is a file's start,
-for a queue with cut units the reput does not dispatch again before them, none of its files left or on disk before
-the walk (:func:`store_format.dledger_inside_walked.inside_units`), or for one the broker drops after cut units
-dispatched again.
+broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
+that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
+created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
+would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
+some of its cut units dispatched again before them, none with ext files, none of its files left, or
+none of them on disk before the walk
+(:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
+(none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
+so) and the records past the walk's end follow the parsed units the same way.
 
 A batch queue the walk wrote (in its last data file or its earlier ones only:
 :func:`store_format.dledger_inside_walked.inside_units`) takes a parsed unit by
@@ -186,6 +191,9 @@ class WalkedQueue:
     # a batch queue's: of ``again``, the first ones the reput does not dispatch again (it goes on past them, at an
     # entry's start after the parsed messages that hold them): lost (target -1)
     again_skip: int = 0
+    # with records past the walk's end, the number of its cut units the reput does not dispatch again (it goes on
+    # past them): all of them, none in :attr:`again`
+    skipped: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,6 +228,13 @@ class Placed:
     # whose units the broker drops, by the same rule from the state the parsed units left, where the rebuild's own
     # dispatch of them either drops them too or puts them where a parsed unit goes (units lost)
     past_dropped: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, position, offset, size)``: the records past the walk's end the broker appends, as the
+    # rebuild's dispatch does, in a file of :attr:`opened` (``apply_cut`` writes it anew: their units kept there)
+    past_kept: tuple[tuple[str, int, int, int, int], ...] = ()
+    # ``(topic, queue id, target)``: a queue whose cut units the reput goes on past (:attr:`WalkedQueue.skipped`),
+    # whose records past the walk's end the broker appends one after the other from ``target`` (after the parsed
+    # units), where the rebuild appends them after every walk unit (``dledger_crash_cut.cut_queues`` moves them)
+    past_moved: tuple[tuple[str, int, int], ...] = ()
 
 
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
@@ -277,7 +292,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             ext_put[key] = ext_put.get(key, 0) + 1
         if (position := _put(key, s, end, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
             out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, tags_code))
-    again: list[tuple[str, int, int]] = []
+    # the cut units the reput goes on past (none dispatched again) before records past the walk's end: all dropped
+    again: list[tuple[str, int, int]] = [(*key, s.skipped) for key, s in states.items() if s is not None and s.skipped]
     moved: list[tuple[str, int, int, int]] = []
     for key, s in states.items():   # the cut units the reput dispatches again after the parsed ones, by the same rule
         if s is None or not s.again:
@@ -303,47 +319,76 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose cut units the reput puts back afterwards elsewhere than "
                               "where they were or in a file it creates anew")
         again.append((*key, dropped))
-    past = [(*key, offset) for key, s in states.items() if s is not None and s.past
-            for offset in _place_past(key, s, out, cq_file_size, at)]
-    return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
-                  tuple(f for f in rebuild_files if f not in opened), tuple(blanks), tuple(again),
-                  tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past))
+    removed = {f for f in rebuild_files if f not in opened}   # the files apply_cut removes
+    past: list[tuple[str, int, int]] = []
+    kept: list[tuple[str, int, int, int, int]] = []
+    moved_to: list[tuple[str, int, int]] = []
+    for key, s in states.items():
+        if s is not None and s.past:
+            past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
+                                                     moved_to)]
+    return Placed(tuple(out), tuple(opened), tuple(rebuild_units), tuple(f for f in rebuild_files if f in removed),
+                  tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
+                  tuple(kept), tuple(moved_to))
 
 
-def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int) -> list[int]:
+def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int,
+                opened: set[tuple[str, int, int]], removed: set[tuple[str, int, int]],
+                kept: list[tuple[str, int, int, int, int]], moved_to: list[tuple[str, int, int]]) -> list[int]:
     """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
     units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
     dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
     0), else appended at the write position.  The rebuild's own dispatch of them, after the walk's units and the
     parsed ones it appended (``s.rebuild_write``, ``s.rebuild_max``), applies the same rule; the commitlog offsets of
-    those the broker drops (units lost) are returned.  Refused (one line) where the two differ elsewhere than a unit
-    the broker drops that the rebuild puts where a parsed unit of ``out`` goes, where the broker's write position
-    is a file's start (``getLastMappedFile`` would create a file for it), or where the broker drops one after cut units
-    it dispatches again (``dledger_crash_cut.cut_queues`` appends those records after them)."""
+    those the broker drops (units lost) are returned.  Where the broker's write position is a file's start, past
+    its max, ``getLastMappedFile`` creates that file (zeros) before the queue offset check, whether the unit is then
+    appended or dropped; so does the rebuild's dispatch at its own write position (:mod:`store_format.consumequeue`):
+    the same file when both stand there, nothing for ``apply_cut`` to write.  One the broker appends, as the rebuild
+    does, in a file ``getLastMappedFile`` created for a parsed unit or a cut unit dispatched again (``opened``, which
+    ``apply_cut`` writes anew) goes to ``kept`` (:attr:`Placed.past_kept`).  Refused (one line) where the two differ
+    elsewhere than a unit the broker drops that the rebuild puts where a parsed unit of ``out`` goes, where one of
+    them would create a file the other does not or one ``apply_cut`` removes (``removed``:
+    :attr:`Placed.rebuild_files`), or where the broker appends one in such a file.  Past cut units the reput does
+    not dispatch again (``s.skipped``) the broker appends them from its write position after the parsed units, the
+    rebuild after every walk unit: where both append every one, the first one's position goes to ``moved_to``
+    (:attr:`Placed.past_moved`), else refused."""
     parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
     dropped = []
+    shifted = []   # the broker's positions of records the rebuild appends elsewhere (past skipped cut units)
     for offset, size, queue_offset in s.past:
         end = offset + size
+        # getLastMappedFile on a full last file (the write position a file's start, past the max): a new file there
+        rebuild_file = s.rebuild_write if end > s.rebuild_max and s.rebuild_write % cq_file_size == 0 else -1
+        broker_file = s.write if end > s.max and s.write % cq_file_size == 0 else -1
+        if (broker_file >= 0 or rebuild_file >= 0) and (broker_file != rebuild_file or (*key, broker_file) in removed):
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput would "
+                              "dispatch into a consume queue file it creates, other than the rebuild's")
         repeat = queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write
         rebuild = -1 if end <= s.rebuild_max or repeat else s.rebuild_write
         if rebuild >= 0:
             s.rebuild_write, s.rebuild_max = rebuild + CQ_UNIT_SIZE, end
-        if end > s.max and s.write % cq_file_size == 0:
-            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput would "
-                              "dispatch into a consume queue file it creates")
         broker = -1 if end <= s.max or (queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.write) else s.write
         if broker >= 0:
             s.write, s.max = broker + CQ_UNIT_SIZE, end
-        elif s.again:   # after cut units the reput dispatches again (dledger_crash_cut.cut_queues takes every
-            # record past the walk's end for appended after them)
-            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput drops "
-                              "after cut units it dispatches again")
-        elif rebuild < 0 or rebuild in parsed_at:
+        elif rebuild < 0 or rebuild in parsed_at:   # after cut units dispatched again too (dledger_crash_cut.cut_queues
+            # keeps the rebuild's bytes there and counts it lost)
             dropped.append(offset)
             continue
         if broker != rebuild:
+            if not (s.skipped and broker >= 0 and rebuild >= 0):
+                raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
+                                  "dispatches afterwards elsewhere than the rebuild puts it")
+            shifted.append(broker)
+        if (file := (*key, broker - broker % cq_file_size)) in removed:
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
-                              "dispatches afterwards elsewhere than the rebuild puts it")
+                              "dispatches afterwards into a consume queue file written anew")
+        if file in opened:
+            kept.append((*key, broker, offset, size))
+    if shifted:   # moved as a whole: every record appended by both, none in a file written anew
+        if len(shifted) != len(s.past) or any((k[0], k[1]) == key for k in kept):
+            raise _refuse(at, f"for {key[0]}/{key[1]}, whose records past the walk's end the reput dispatches "
+                              "afterwards elsewhere than the rebuild puts them, some dropped or in a file written anew")
+        moved_to.append((*key, shifted[0]))
     return dropped
 
 

@@ -41,9 +41,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     units the walk put per queue: ``track.own_units``; a reput that goes on at ``reput`` before ``end`` puts its ext
     units after the parsed ones', for the cut units it dispatches again and the records past the walk's end; refused
     when it goes on before the walk's last data file).  ``after``: the units of the records past the walk's end (a
-    walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past` (refused for a
-    queue with cut units it does not dispatch again, or that the cut left no file of; on disk before the walk, after
-    its files as the cut left them)."""
+    walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past`, with the
+    number of cut units the reput goes on past when it dispatches none of them again (:attr:`WalkedQueue.skipped`;
+    refused where it dispatches only some, none with ext files or on disk before the walk, or the cut left no file;
+    on disk before the walk, after its files as the cut left them))."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
@@ -95,9 +96,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
-                   "whose records past the walk's end the reput dispatches afterwards, with cut units of it it does "
-                   "not dispatch again before them, or no file left"
-                   if len(later) and (emptied or not back.all()) else
+                   "whose records past the walk's end the reput dispatches afterwards, with only some cut units of it "
+                   "dispatched again before them, none with ext files or on disk before the walk, or no file left"
+                   if len(later) and (emptied or (back.any() and not back.all())
+                                      or (len(cut) and not back.any() and (ext_file_size or disk is not None))) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them"
                    if back.any() and not ((len(kept) or q not in max_after
@@ -120,7 +122,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                                track.own_units.get(q, 0), again=again)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
         return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
-                                    track.own_units.get(q, 0), again=again, past=past), disk)
+                                    track.own_units.get(q, 0), again=again, past=past,
+                                    skipped=len(cut) if len(past) and not back.any() else 0), disk)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
                         bcq_file_size=bcq_file_size)
 
