@@ -19,17 +19,11 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan, written_run
+from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-@pytest.fixture
-def written(request, tmp_path_factory):
-    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
-    return written_run(request, tmp_path_factory)
 
 
 def _unit(data: bytes, at: int) -> tuple[int, int, int]:
@@ -41,7 +35,7 @@ def _unit(data: bytes, at: int) -> tuple[int, int, int]:
 @pytest.mark.parametrize("suffix", ["", "-walked"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_queue_with_no_unit_in_the_walk(
-        written, line, suffix, tmp_path, monkeypatch):
+        line, suffix, tmp_path, monkeypatch):
     """The -own-held store with T8/0's first message in the first data file instead (before the walk's start: the
     walk writes T8/0 only the last message's unit, past processOffset): the cut leaves T8/0, on disk before the
     walk, its file with the earlier unit (write position 20, max that unit's end, which no unit of the walk gives)
@@ -91,7 +85,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_queue_its_files_left_elsewhere(
-        written, line, tmp_path, monkeypatch):
+        line, tmp_path, monkeypatch):
     """The -own-held store with a first T8/0 message in the first data file (queue offset 0; the other two 1 and 2)
     and T8/0's file replaced before the restart by one holding only the other two units, at 0 and 20: the cut leaves
     it write position 20 (max the first unit's end: no unit of the walk below processOffset ends past it, so the walk
@@ -99,12 +93,8 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     queue offset 13) goes to 20, over the cut unit. verify on the store as that restart found it puts it there and
     predicts the units lost (the first T8/0 message's unit, missing from the planted file, lost too)."""
     from broker_dledger_2gib import embedded_message
-    from broker_dledger_inside_scenarios import (
-        EMBED_OWN_QUEUE_OFFSET,
-        EMBED_PROCESS_OFFSET,
-        SHIFTED_UNITS,
-        TO_ENTRY_TAIL_BODY,
-    )
+    from broker_dledger_inside_disk_scenarios import SHIFTED_UNITS
+    from broker_dledger_inside_scenarios import EMBED_OWN_QUEUE_OFFSET, EMBED_PROCESS_OFFSET, TO_ENTRY_TAIL_BODY
 
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
@@ -146,7 +136,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_elsewhere_in_a_kept_queue(
-        written, line, tmp_path, monkeypatch):
+        line, tmp_path, monkeypatch):
     """The -to-entry-emptied store (the last message and the one where the reput is set, ending at B9's entry, for
     T8/0) with two messages of the first data file and the last one before the host sent to T8/0 too (queue offsets
     0 to 2, the last message 3), and T8/0's file planted before the restart with only the last two units, at 0 and
@@ -155,11 +145,11 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_elsewh
     appends it at 40, neither where the file had it (20) nor where its queue offset says (60). verify on the store as
     that restart found it puts both where the broker did and predicts the units lost (the two T8/0 units missing from
     the planted file; the cut unit is not lost)."""
+    from broker_dledger_inside_disk_scenarios import SHIFTED_UNITS
     from broker_dledger_inside_scenarios import (
         EMBED_HOST_AT,
         EMBED_HOST_BODY,
         EMBED_OWN_QUEUE_OFFSET,
-        SHIFTED_UNITS,
         TO_ENTRY_HOST_TAIL,
     )
 
@@ -207,7 +197,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_elsewh
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_new_file_of_a_kept_queue(
-        written, line, tmp_path, monkeypatch):
+        line, tmp_path, monkeypatch):
     """The -to-entry-shifted store with message 10 of the first data file and the last ten before the host for T8/0
     (queue offsets 0 to 10, the last message 11) and T8/0's first file planted with the units of those ten and of the
     last message (11 units: a full file; the broker's second file, the last message's unit at its start, stays): the
@@ -216,12 +206,11 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_n
     ``getLastMappedFile`` creates file 220 anew (the last one full) and the unit goes to its start. verify on the
     store as that restart found it puts both where the broker did and predicts the units lost (the first T8/0
     message's unit, missing from the planted file)."""
+    from broker_dledger_inside_disk_scenarios import SHIFTED_RUN, SHIFTED_UNITS
     from broker_dledger_inside_scenarios import (
         EMBED_HOST_AT,
         EMBED_HOST_BODY,
         EMBED_OWN_QUEUE_OFFSET,
-        SHIFTED_RUN,
-        SHIFTED_UNITS,
         TO_ENTRY_HOST_TAIL,
     )
 

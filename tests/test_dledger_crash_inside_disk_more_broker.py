@@ -15,17 +15,11 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan, written_run
+from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-@pytest.fixture
-def written(request, tmp_path_factory):
-    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
-    return written_run(request, tmp_path_factory)
 
 
 def _units(data: bytes, count: int) -> list[tuple[int, int]]:
@@ -38,7 +32,7 @@ def _units(data: bytes, count: int) -> list[tuple[int, int]]:
 @pytest.mark.parametrize("suffix", ["-appended", "-skipped"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_walk_appends_or_skips_a_unit_of_a_kept_queue_past_its_files_max(
-        written, line, suffix, tmp_path, monkeypatch):
+        line, suffix, tmp_path, monkeypatch):
     """The -own-held-shifted store with T8/0's file planted with the unit of its queue offset 0 (first data file)
     alone (``-appended``) or with queue offset 2's (past processOffset) after it (``-skipped``): the cut on the planted
     file alone leaves both at write position 20, max that unit's end, below the end of the walk's unit of queue
@@ -50,7 +44,8 @@ def test_verify_predicts_a_crash_restart_whose_walk_appends_or_skips_a_unit_of_a
     13) goes there.  verify on the store as that restart found it puts it where the broker did and predicts the
     units lost (``-skipped``: queue offset 1's unit too)."""
     from broker_dledger_2gib import embedded_message
-    from broker_dledger_inside_scenarios import EARLIER_UNIT, EMBED_OWN_QUEUE_OFFSET, SHIFTED_UNITS
+    from broker_dledger_inside_disk_scenarios import EARLIER_UNIT, SHIFTED_UNITS
+    from broker_dledger_inside_scenarios import EMBED_OWN_QUEUE_OFFSET
 
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
@@ -94,7 +89,7 @@ def test_verify_predicts_a_crash_restart_whose_walk_appends_or_skips_a_unit_of_a
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_cut_goes_into_files_of_a_kept_queue_older_than_recover_reads(
-        written, line, tmp_path, monkeypatch):
+        line, tmp_path, monkeypatch):
     """The -own-held-disk store with T8/0 planted with four files: the first holding the unit of queue offset 0
     alone, the next three full of queue offset 2's unit (past processOffset).  ``ConsumeQueue.recover`` reads the
     last three (max queue offset 2's end): the walk skips its T8/0 units below it, ``truncateDirtyLogicFiles`` deletes
@@ -102,7 +97,8 @@ def test_verify_predicts_a_crash_restart_whose_cut_goes_into_files_of_a_kept_que
     where the reput is set goes to 20.  verify on the store as that restart found it reads that first file too, puts
     the parsed unit where the broker did and predicts the units lost (queue offset 1's unit, skipped, too)."""
     from broker_dledger_2gib import embedded_message
-    from broker_dledger_inside_scenarios import EARLIER_UNIT, EMBED_OWN_QUEUE_OFFSET, SHIFTED_UNITS
+    from broker_dledger_inside_disk_scenarios import EARLIER_UNIT, SHIFTED_UNITS
+    from broker_dledger_inside_scenarios import EMBED_OWN_QUEUE_OFFSET
 
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
@@ -140,7 +136,7 @@ def test_verify_predicts_a_crash_restart_whose_cut_goes_into_files_of_a_kept_que
 @pytest.mark.parametrize("suffix", ["-past-kept", "-past-cut-kept"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_reput_dispatches_records_past_the_walk_for_a_kept_queue(
-        written, line, suffix, tmp_path, monkeypatch):
+        line, suffix, tmp_path, monkeypatch):
     """The -to-entry-past and -to-entry-past-cut stores with the queues kept: T0/0, the parsed message's queue, on
     disk before the walk with its units of the records past the walk's end (written before the damage).  The walk
     skips its T0/0 units below the loaded max, the cut leaves write position 480 (after queue offset 23's unit,
