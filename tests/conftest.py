@@ -51,6 +51,15 @@ def _big_store_dropped(request: pytest.FixtureRequest) -> Iterator[None]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@pytest.fixture
+def dledger_written(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The DLedger scenario of the test's ``name`` (else ``line``) parameter as the broker wrote it: every scenario of
+    :mod:`broker_dledger_runs` written, and rebuilt, once a pytest session (the DLedger broker modules use it through
+    ``pytest.mark.usefixtures``)."""
+    from broker_dledger_runs import written_run
+    return written_run(request, tmp_path_factory)
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """A ``local[2]`` session whose Python workers run this interpreter, stopped after the run; with

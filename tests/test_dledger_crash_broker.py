@@ -29,22 +29,15 @@ from broker_dledger_runs import (
     _units_below_write,
     _verify,
     _verify_with_plan,
-    written_run,
 )
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
 
 
-@pytest.fixture
-def written(request, tmp_path_factory):
-    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
-    return written_run(request, tmp_path_factory)
-
-
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_with_many_entries_in_the_last_file(written, line, tmp_path):
+def test_as_restart_after_a_crash_with_many_entries_in_the_last_file(line, tmp_path):
     """A crash restart whose last data file holds more entry headers than its last message is long:
     dledgerRecoverAbnormally's processOffset (without the headers) is then below the checkpoint's
     logicsPhysicalOffset. 5.3.3 compares it with the deleted queues' max offset (-1) and cuts nothing. 5.5.1
@@ -72,7 +65,7 @@ def test_as_restart_after_a_crash_with_many_entries_in_the_last_file(written, li
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_verify_predicts_a_crash_restart_that_cuts_the_queues(written, line, tmp_path):
+def test_verify_predicts_a_crash_restart_that_cuts_the_queues(line, tmp_path):
     """On the stores of the tests above as the crash restart found them, verify's prediction agrees with
     what the broker's restart left: the units below each queue's write position once its reput caught up
     (queuesAfterDispatch: maxOffset and the files it maps) are the units put, every other unit of the
@@ -111,7 +104,7 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_queues(written, line, tmp
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_reput_puts_back_part_of_a_cut_queue(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_reput_puts_back_part_of_a_cut_queue(line, tmp_path):
     """One queue, DLedger's checkpoint two entries behind the log's end, no recheckReputOffsetFromCq: on
     5.5.1 truncateDirtyLogicFiles cuts the queue's last units at the recovery's short processOffset and the
     start's reput, from the committed position, puts back only the last two, which
@@ -143,7 +136,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_part_of_a_cut_queue(writ
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_cut_takes_ext_light_and_batch_queue_units(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_cut_takes_ext_light_and_batch_queue_units(line, tmp_path):
     """The partial crash restart with consume queue ext files, a light queue (%LMQ%q1) and a BatchCQ topic
     (BT0): on 5.5.1 truncateDirtyLogicFiles cuts the last units of every queue (an ext queue's ext files stay
     as they are, a batch queue is cut by BatchConsumeQueue's own rule) and the start's reput from the
@@ -199,7 +192,7 @@ def test_as_restart_after_a_crash_whose_cut_takes_ext_light_and_batch_queue_unit
 
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS],
                                                    "5.5.1 with DLEDGER_MORE_LAYOUTS=1"))
-def test_as_restart_after_a_crash_whose_reput_puts_ext_units_from_an_earlier_file(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_reput_puts_ext_units_from_an_earlier_file(line, tmp_path):
     """The layouts store (ext files on T0, a light queue, a BatchCQ topic) with DLedger's checkpoint in the first
     of its two data files and the checkpoint's logicsPhysicalOffset at 100, restarted after a crash: the
     recovery's walk starts at the first data file (isMmapFileMatchedRecover), no queue is cut, and the start's
@@ -232,7 +225,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_ext_units_from_an_earlier_fil
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_verify_predicts_a_crash_restart_that_cuts_the_queues_it_holds(written, line, tmp_path):
+def test_verify_predicts_a_crash_restart_that_cuts_the_queues_it_holds(line, tmp_path):
     """The partial store restarted after a crash with its consume queues kept: the recovery's walk finds
     its units in the queues, truncateDirtyLogicFiles cuts the queue's own units past processOffset (5.5.1
     checks the checkpoint's logicsPhysicalOffset; 5.3.3 the loaded queues' max, which reaches it) and the
@@ -258,7 +251,7 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_queues_it_holds(written, 
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_verify_predicts_a_crash_restart_that_cuts_the_batch_queue_it_holds(written, line, tmp_path):
+def test_verify_predicts_a_crash_restart_that_cuts_the_batch_queue_it_holds(line, tmp_path):
     """The layouts store (T0, the light queue %LMQ%q1, the BatchCQ topic BT0) without ext files, restarted after
     a crash with its queues kept, batchconsumequeue/ too: the recovery's walk finds every unit there,
     truncateDirtyLogicFiles cuts each queue's own units past processOffset (BatchConsumeQueue's rule for BT0:
@@ -285,7 +278,7 @@ def test_verify_predicts_a_crash_restart_that_cuts_the_batch_queue_it_holds(writ
 
 
 @pytest.mark.parametrize("line", LINES)
-def test_verify_predicts_a_crash_restart(written, line, tmp_path):
+def test_verify_predicts_a_crash_restart(line, tmp_path):
     """On the store as the broker's crash restart found it (before/: an abort file, consumequeue/ and
     index/ deleted), verify predicts what that restart wrote (expected/): the units it put (on 5.x from the
     data file dledgerRecoverAbnormally starts at; those of uncommitted entries are not in the rebuild verify
@@ -310,7 +303,7 @@ def test_verify_predicts_a_crash_restart(written, line, tmp_path):
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_as_restart_after_a_crash_whose_cut_empties_a_queue(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_cut_empties_a_queue(line, tmp_path):
     """The small store and one last message to a queue of its own, restarted after a crash with
     recheckReputOffsetFromCq=true: the cut at dledgerRecoverAbnormally's short processOffset takes that queue's
     only unit and deletes its only file (the broker's queue after load() maps none), and correctMinOffset sets
@@ -335,7 +328,7 @@ def test_as_restart_after_a_crash_whose_cut_empties_a_queue(written, line, tmp_p
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_cut_empties_a_batch_queue(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_cut_empties_a_batch_queue(line, tmp_path):
     """The emptied store with its last message to a BatchCQ topic (B9) of its own, restarted after a crash with
     recheckReputOffsetFromCq=true (5.3.3 with its queues kept: it cuts only when the queues it loads reach
     processOffset): the cut deletes B9's only file and BatchConsumeQueue.truncateDirtyLogicFiles leaves its max at
@@ -370,7 +363,7 @@ def test_as_restart_after_a_crash_whose_cut_empties_a_batch_queue(written, line,
 
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
                                                    "5.3.3 only: DLEDGER_LINES=4.9.8,5.3.3,5.5.1"))
-def test_verify_predicts_a_crash_restart_whose_reput_starts_inside_an_entry(written, line, tmp_path):
+def test_verify_predicts_a_crash_restart_whose_reput_starts_inside_an_entry(line, tmp_path):
     """The same store on 5.3.3, restarted with its consume queues kept (5.3.3 cuts only when the queues it loads
     reach processOffset): the emptied queue's max stays processOffset (5.3.3's correctMinOffset leaves a queue
     with no file alone), where doRecheckReputOffsetFromCq sets the reput, inside the last entry's header;
@@ -399,7 +392,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_starts_inside_an_entry(writ
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_crash_restart_whose_reput_set_inside_an_entry_parses_a_message_there(written, line, tmp_path):
+def test_crash_restart_whose_reput_set_inside_an_entry_parses_a_message_there(line, tmp_path):
     """The emptied-embedded stores (:func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios`):
     processOffset falls inside a prepared message's body of 'x' bytes, which holds, where the start's reput is set
     (5.5.1: processOffset - 1, the max the emptied batch queue B9 keeps; 5.3.3 with its queues kept: processOffset,
@@ -451,7 +444,7 @@ def test_crash_restart_whose_reput_set_inside_an_entry_parses_a_message_there(wr
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
                                                    "5.3.3 only: DLEDGER_LINES=4.9.8,5.3.3,5.5.1"))
 def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_the_queue_the_cut_emptied(
-        written, line, tmp_path, monkeypatch):
+        line, tmp_path, monkeypatch):
     """The emptied-kept-embedded store on 5.3.3 with the well-formed message at processOffset for T9/0 itself (queue
     offset 13), the queue the cut emptied (no file left, its max processOffset: 5.3.3's correctMinOffset leaves it
     alone), whose max sets the reput there: putMessagePositionInfo finds the unit past that max and no file, so
@@ -489,7 +482,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_the_qu
 
 @pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_its_cut_unit_back(written, line, ext,
+def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_its_cut_unit_back(line, ext,
                                                                                                 tmp_path):
     """The -emptied-batch-embedded store with a last T0/0 message after B9's (both cut) and, where the reput is set
     (processOffset - 1), a well-formed T0/0 message (queue offset 1000) that ends where B9's entry starts (its
@@ -543,7 +536,7 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_it
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_wrote(written, line, tmp_path):
+def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_wrote(line, tmp_path):
     """The -emptied-batch-embedded store with multi-dispatch on, three puts of the last data file below
     processOffset also to the light queue %LMQ%q1 (light queue offsets 0-2), a last T0/0 message after B9's also
     to it (light queue offset 3; both its units cut), and where the reput is set (processOffset - 1) a well-formed
@@ -587,7 +580,7 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_w
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_queue_the_cut_emptied(
-        written, line, tmp_path, monkeypatch):
+        line, tmp_path, monkeypatch):
     """The -emptied-batch-embedded store with a last message to T8/0, a queue of its own, restarted with its
     queues kept: the cut at processOffset empties T8/0 (on disk before the walk; no file left, correctMinOffset
     sets its max to -1), and the well-formed T8/0 message (queue offset 13) where the reput is set (processOffset -
@@ -623,7 +616,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_crash_restart_whose_reput_parses_messages_for_queues_the_walk_wrote_in_its_earlier_data_file(
-        written, line, tmp_path):
+        line, tmp_path):
     """The -emptied-batch-embedded store with messageIndexSafe=true and the checkpoint's indexMsgTimestamp before
     the last data file's first message, so that the crash recovery's walk starts at the first of its two data files
     while the cut still happens, with two messages of that file sent to T7/0 and T6/0 and a last T6/0 message after
@@ -671,7 +664,7 @@ def test_crash_restart_whose_reput_parses_messages_for_queues_the_walk_wrote_in_
 
 
 @pytest.mark.parametrize("line", LINES)
-def test_as_restart_after_a_crash_before_the_first_start_with_dledger(written, line, tmp_path):
+def test_as_restart_after_a_crash_before_the_first_start_with_dledger(line, tmp_path):
     """A store of an ordinary commitlog whose broker crashed (an abort file), restarted with DLedger on: no
     dledger-n0/ yet, so DLedgerCommitLog recovers the old files with the base CommitLog's recovery (5.x the
     abnormal one, which dispatches from the file the checkpoint matches; 4.9.8 the normal one, whatever the abort

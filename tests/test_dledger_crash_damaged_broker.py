@@ -37,22 +37,15 @@ from broker_dledger_runs import (
     _same_tree,
     _units,
     _verify,
-    written_run,
 )
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
 
 
-@pytest.fixture
-def written(request, tmp_path_factory):
-    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
-    return written_run(request, tmp_path_factory)
-
-
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message(line, tmp_path):
     """The plain store with a body byte of a message in its last data file flipped, restarted after a crash:
     dledgerRecoverAbnormally's message check (body CRC) ends its walk at that message, DLedger's recovery (no CRC)
     keeps the log, and no queue is cut (the checkpoint's logicsPhysicalOffset below processOffset): with
@@ -72,7 +65,7 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message(written, 
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message_and_the_queues_are_cut(written, line,
+def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message_and_the_queues_are_cut(line,
                                                                                               tmp_path):
     """The partial store (one queue) with a body byte of its 399th message flipped and DLedger's checkpoint two
     entries behind the log's end, restarted after a crash: dledgerRecoverAbnormally's message check ends its walk
@@ -104,7 +97,7 @@ def test_as_restart_after_a_crash_whose_walk_ends_at_a_damaged_message_and_the_q
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(line, tmp_path):
     """The partial store (one queue) with a body byte of its 398th message flipped and DLedger's checkpoint two
     entries behind the log's end, restarted after a crash: dledgerRecoverAbnormally's message check ends its walk
     at the damaged message, and the start's reput from the committed position, the entry after it, dispatches the
@@ -145,7 +138,7 @@ def test_as_restart_after_a_crash_whose_reput_begins_past_the_damaged_message(wr
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code(line, tmp_path):
     """The partial store with a body byte of its 397th message flipped and the magic code of its 399th, DLedger's
     checkpoint four entries behind (the committed position at the first damage): the walk ends at the bad body CRC,
     DLedger's recovery keeps the log, and the start's reput (no CRC) dispatches the damaged message and the next,
@@ -176,7 +169,7 @@ def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code(written, li
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code_in_an_earlier_data_file(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code_in_an_earlier_data_file(line, tmp_path):
     """The partial store with a body byte of its 61st message flipped and the magic code of its 121st, both in the
     first of two data files, DLedger's checkpoint at the first damaged entry: the walk ends at the bad body CRC, and
     the start's reput (no CRC) dispatches the damaged message and the next ones, then fails at the bad magic code,
@@ -213,7 +206,7 @@ def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code_in_an_earli
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_reput_starts_past_a_bad_magic_code(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_reput_starts_past_a_bad_magic_code(line, tmp_path):
     """The damaged-twice-early store (a bad body CRC at the 61st message, a bad magic code at the 121st) with
     DLedger's checkpoint 200 entries behind, past the bad magic code: the walk ends at the first damage, and the
     start's reput from the committed position never reads the messages from there to the committed position, the
@@ -248,7 +241,7 @@ def test_as_restart_after_a_crash_whose_reput_starts_past_a_bad_magic_code(writt
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_of_a_converted_store_whose_walk_dispatches_nothing(written, line, tmp_path):
+def test_as_restart_after_a_crash_of_a_converted_store_whose_walk_dispatches_nothing(line, tmp_path):
     """The converted store (old commitlog/ files, then DLedger's data files) with forceVerifyPropCRC, restarted
     after a crash with recheckReputOffsetFromCq and DLedger's checkpoint three entries behind: the walk's message
     check fails at the first entry (DLedger writes no CRC property) and dispatches nothing, so the start's reput
@@ -278,7 +271,7 @@ def test_as_restart_after_a_crash_of_a_converted_store_whose_walk_dispatches_not
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_of_a_converted_store_whose_walk_queues_nothing(written, line, tmp_path):
+def test_as_restart_after_a_crash_of_a_converted_store_whose_walk_queues_nothing(line, tmp_path):
     """A converted store whose data files hold prepared transaction messages only, restarted after a crash with
     recheckReputOffsetFromCq and DLedger's checkpoint three entries behind: the walk dispatches the prepared
     messages (their keys) but queues none, so the start's reput over the empty queues begins at the min offset, the
@@ -305,7 +298,7 @@ def test_as_restart_after_a_crash_of_a_converted_store_whose_walk_queues_nothing
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_of_a_converted_store_whose_reput_begins_in_the_old_files(written, line, tmp_path):
+def test_as_restart_after_a_crash_of_a_converted_store_whose_reput_begins_in_the_old_files(line, tmp_path):
     """Converted stores whose start's reput (recheckReputOffsetFromCq, every queue empty) begins at the first old
     commitlog file after a walk that queued nothing and ended at a damaged message (-converted-prepared-damaged,
     5.x), or after a 5.5.1 cut that left the walk's one queue with no file (-converted-cut-emptied: max -1): the
@@ -341,7 +334,7 @@ def test_as_restart_after_a_crash_of_a_converted_store_whose_reput_begins_in_the
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_reput_walks_the_damaged_walk_again(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_reput_walks_the_damaged_walk_again(line, tmp_path):
     """Crash restarts whose walk ends at a damaged message and whose start's reput, from the committed position
     before it and before the walk's last indexed record, walks the walk's last records again, then the rest:
     IndexService.buildIndex puts the last indexed record's keys again before those of the records past the
@@ -381,7 +374,7 @@ def test_as_restart_after_a_crash_whose_reput_walks_the_damaged_walk_again(writt
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_reput_begins_before_the_walks_data_file(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_reput_begins_before_the_walks_data_file(line, tmp_path):
     """Crash restarts whose recovery walks from the last data file and whose start's reput, from the committed
     position in the first, walks that file's records, then the walk's ones again (no queue cut): T0's units there
     are dropped (below the queue's max), T9's put after fillPreBlank units, their keys skipped, the walk's last
@@ -411,7 +404,7 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_the_walks_data_file(
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if not ln.startswith("4")])
-def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_walks_data_file(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_walks_data_file(line, tmp_path):
     """The before crash restarts whose recovery's walk also ends at a damaged message (a body CRC, in the last data
     file) or cuts the queues at its short processOffset (5.5.1; 5.3.3 with the queues kept): the start's reput from
     the committed position in the first data file walks that file's records, the walk's again, then the damaged
@@ -484,7 +477,7 @@ def test_as_restart_after_a_crash_whose_reput_begins_before_a_damaged_or_cut_wal
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
                                                    "the 5.3.3 line: DLEDGER_LINES=4.9.8,5.3.3,5.5.1"))
 def test_verify_predicts_a_crash_restart_whose_walk_ends_at_a_damaged_message_and_cuts_the_queues_it_holds(
-        written, line, tmp_path):
+        line, tmp_path):
     """The damaged-cut store restarted after a crash with its consume queues kept (5.3.3, which cuts the queues
     it loads when they reach processOffset): the walk ends at the damaged message, the cut takes the queue's units
     past processOffset, and the start's reput from the committed position (the damaged entry) appends the damaged

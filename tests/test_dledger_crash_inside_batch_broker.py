@@ -23,18 +23,11 @@ from broker_dledger_runs import (
     _same_tree,
     _units_below_write,
     _verify,
-    written_run,
 )
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-@pytest.fixture
-def written(request, tmp_path_factory):
-    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
-    return written_run(request, tmp_path_factory)
 
 
 def _unit(data: bytes, at: int) -> tuple[int, int, int]:
@@ -68,7 +61,7 @@ def _checked_restart(r: dict, name: str, line: str, tmp_path: Path, leave_out: t
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_as_restart_after_a_crash_whose_reput_puts_a_cut_batch_unit_back_after_parsed_ones(written, line, tmp_path):
+def test_as_restart_after_a_crash_whose_reput_puts_a_cut_batch_unit_back_after_parsed_ones(line, tmp_path):
     """The -to-entry store with, where the reput is set (processOffset - 1, the max the cut leaves B9/0, the batch
     queue it empties), two well-formed B9/0 messages (INNER_BASE 5 and 40), the second ending at B9's entry:
     BatchConsumeQueue.putBatchMessagePositionInfo drops the first (its offset is the max) and appends the second at
@@ -111,7 +104,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_batch_unit_back_after_p
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_as_restart_with_ext_files_after_a_crash_whose_reput_puts_a_cut_unit_back_in_a_queue_left_no_file(
-        written, line, tmp_path):
+        line, tmp_path):
     """The -to-entry-emptied store (T8/0, a topic of its own, the 5.5.1 cut leaving it no file) with
     enableConsumeQueueExt (ext files of 10 units): the cut leaves T8/0's ext file and the walk's ext unit of its cut
     record; the parsed message (queue offset 13) puts its ext unit after it (ConsumeQueueExt.put) and its unit in
@@ -154,7 +147,7 @@ def test_as_restart_with_ext_files_after_a_crash_whose_reput_puts_a_cut_unit_bac
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
                                                    "5.3.3 only: DLEDGER_LINES=4.9.8,5.3.3,5.5.1"))
 def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_queue_the_533_cut_emptied(
-        written, line, tmp_path, monkeypatch):
+        line, tmp_path, monkeypatch):
     """The -emptied-kept-embedded-own store on 5.3.3 (the queues kept) with the T9/0 message at processOffset (queue
     offset 13) ending where the last message's (T9/0's) entry starts: the 5.3.3 cut deletes T9/0's files and keeps
     its max at processOffset, so the parsed unit gets file 220, two fillPreBlank units before it (getLastMappedFile
@@ -204,7 +197,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_q
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_as_restart_after_a_crash_whose_reput_reaches_a_batch_record_past_the_walk_after_parsed_ones(
-        written, line, tmp_path):
+        line, tmp_path):
     """The -to-entry-batch store with its last message for B9/0 too and damaged (a body byte flipped): the walk ends
     there, so processOffset and the reput's start are those of -emptied-batch-embedded, where the two B9/0 messages
     lie. The first is dropped (at the max), the second goes to 0 of a new file 0; the reput goes on at B9's entry,
@@ -245,7 +238,7 @@ def test_as_restart_after_a_crash_whose_reput_reaches_a_batch_record_past_the_wa
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue_held_in_an_earlier_file(
-        written, line, tmp_path):
+        line, tmp_path):
     """The -earlier walk (both data files walked, the cut still happening) with a second BatchCQ topic, B7: message
     10 of the first data file and a last message after B9's go to B7/0. BatchConsumeQueue.truncateDirtyLogicFiles
     keeps B7/0's unit of the earlier data file (its max that unit's start, the write position 46) and cuts the last
@@ -290,7 +283,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_reput_parses_messages_for_a_kept_batch_queue_the_cut_emptied(
-        written, line, tmp_path, monkeypatch):
+        line, tmp_path, monkeypatch):
     """The -emptied-batch-embedded-batch store with the queues kept (keepQueues): B9/0, on disk before the walk with
     its one unit, is emptied by BatchConsumeQueue.truncateDirtyLogicFiles (its file deleted, its max processOffset -
     1) as if the walk had built it: of the two B9/0 messages where the reput is set the first (at the max) is
@@ -328,7 +321,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_messages_for_a_kept_
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_batch_queue_the_cut_left_a_unit(
-        written, line, tmp_path, monkeypatch):
+        line, tmp_path, monkeypatch):
     """The -emptied-batch-embedded store with the queues kept (keepQueues) and a second BatchCQ topic, B7: the last
     message before the host (below processOffset, in the last data file) and a last one after B9's go to B7/0, on
     disk before the walk; BatchConsumeQueue.truncateDirtyLogicFiles keeps its first unit (the max that unit's start,

@@ -21,18 +21,11 @@ from broker_dledger_runs import (
     _same_tree,
     _units_below_write,
     _verify,
-    written_run,
 )
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-@pytest.fixture
-def written(request, tmp_path_factory):
-    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
-    return written_run(request, tmp_path_factory)
 
 
 def _record(src: Path, offset: int, n: int) -> bytes:
@@ -45,7 +38,7 @@ def _record(src: Path, offset: int, n: int) -> bytes:
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue_written_in_an_earlier_file_only(
-        written, line, tmp_path):
+        line, tmp_path):
     """The -earlier-batch store with its last message to B9/0 instead of B7/0: the walk wrote B7/0's one unit (message
     10) in the first data file only. BatchConsumeQueue.truncateDirtyLogicFiles cuts nothing of it (that unit starts
     below processOffset): its max that unit's start, its write position 46; the B7/0 message where the reput is set
@@ -89,7 +82,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
 @pytest.mark.parametrize("past", [False, True], ids=["", "past"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_of_a_batch_queue(
-        written, line, past, tmp_path):
+        line, past, tmp_path):
     """The -to-entry store with its last message to B9/0 too (two B9/0 units cut) and, where the reput is set
     (processOffset - 1, B9/0's max), two B9/0 messages, the second's body running over the host record's tail and
     B9's entry up to its record's topic, so that it ends at the last message's entry (its topic and properties B9's

@@ -20,18 +20,11 @@ from broker_dledger_runs import (
     _same_tree,
     _units_below_write,
     _verify,
-    written_run,
 )
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-@pytest.fixture
-def written(request, tmp_path_factory):
-    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
-    return written_run(request, tmp_path_factory)
 
 
 def _batch_units(data: bytes) -> list[tuple[int, ...]]:
@@ -47,7 +40,7 @@ def _batch_units(data: bytes) -> list[tuple[int, ...]]:
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_parses_messages_for_a_batch_queue_the_walk_wrote(written, line, tmp_path):
+def test_crash_restart_whose_reput_parses_messages_for_a_batch_queue_the_walk_wrote(line, tmp_path):
     """The -emptied-batch-embedded store (the cut empties the batch queue B9/0, its max processOffset - 1, where
     the reput is set) with, there, two well-formed B9/0 messages (INNER_BASE 5 and 40, INNER_NUM 3 and 2), then 'x'
     bytes: BatchConsumeQueue.putBatchMessagePositionInfo drops the first, whose offset is the queue's max (no queue
@@ -88,7 +81,7 @@ def test_crash_restart_whose_reput_parses_messages_for_a_batch_queue_the_walk_wr
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_wrote_with_ext_files(
-        written, line, tmp_path):
+        line, tmp_path):
     """The -emptied-batch-embedded-light store with enableConsumeQueueExt=true (ext files of 10 units): the T5/0 and
     %LMQ%q1 message where the reput is set (processOffset - 1) puts its own unit after an ext unit (its tags code
     that ext unit's address), and ConsumeQueue.multiDispatchLmqQueue its light unit by putMessagePositionInfo alone:
@@ -137,7 +130,7 @@ def _ext_units(data: bytes) -> list[bytes]:
 @pytest.mark.parametrize("suffix", ["-earlier-ext", "-to-entry-earlier-ext"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_crash_restart_with_ext_files_whose_reput_parses_messages_for_queues_the_walk_wrote_in_its_earlier_file(
-        written, line, suffix, tmp_path):
+        line, suffix, tmp_path):
     """The -earlier and -to-entry-earlier stores (the walk over both data files, messageIndexSafe) with
     enableConsumeQueueExt (ext files of 10 units): the parsed T7/0 and T6/0 messages (-earlier; T7/0 written in the
     earlier data file only, T6/0's unit below processOffset there) and the parsed T6/0 one ending at B9's entry

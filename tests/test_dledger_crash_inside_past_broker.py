@@ -20,21 +20,14 @@ from broker_dledger_runs import (
     _same_tree,
     _units_below_write,
     _verify,
-    written_run,
 )
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
 
 # the T0/0 messages after B9's in the -to-entry-past stores: 300-byte records, each behind a 48-byte DLedger header
 _TAIL, _ENTRY_HEADER = 300, 48
-
-
-@pytest.fixture
-def written(request, tmp_path_factory):
-    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
-    return written_run(request, tmp_path_factory)
 
 
 def _ext_units(data: bytes) -> list[bytes]:
@@ -61,7 +54,7 @@ def _batch_offsets(data: bytes) -> list[int]:
 @pytest.mark.parametrize("more", [0, 1], ids=["one", "two"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_crash_restart_whose_reput_parses_a_message_then_reaches_records_past_the_walk_of_its_queue(
-        written, line, more, ext, tmp_path):
+        line, more, ext, tmp_path):
     """The -to-entry store with its last message (T0/0, after B9's) damaged, so that the walk ends there, and at
     processOffset - 1 a well-formed T0/0 message (queue offset 1000) ending at B9's entry (-to-entry-past; -two: one
     more T0/0 message after the damaged one; -ext: enableConsumeQueueExt, ext files of 10 units). The broker
@@ -114,7 +107,7 @@ def test_crash_restart_whose_reput_parses_a_message_then_reaches_records_past_th
 @pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_crash_restart_whose_reput_parses_a_message_then_puts_cut_units_and_records_past_the_walk_of_its_queue(
-        written, line, ext, tmp_path):
+        line, ext, tmp_path):
     """The -to-entry store (its last T0/0 message cut, the parsed T0/0 message at processOffset - 1, queue offset
     1000, ending at B9's entry) with two T0/0 messages after it, the first damaged, so that the walk ends there
     (-to-entry-past-cut; -ext: enableConsumeQueueExt). The broker appends the parsed unit at T0/0's write position

@@ -21,21 +21,14 @@ from broker_dledger_runs import (
     _same_tree,
     _units_below_write,
     _verify,
-    written_run,
 )
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
 
 # the T0/0 messages after B9's in the -to-entry-past stores: 300-byte records, each behind a 48-byte DLedger header
 _TAIL, _ENTRY_HEADER = 300, 48
-
-
-@pytest.fixture
-def written(request, tmp_path_factory):
-    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
-    return written_run(request, tmp_path_factory)
 
 
 def _t0_units(w: dict, src: Path) -> tuple[list[str], dict[str, list[tuple[int, int, int]]]]:
@@ -51,7 +44,7 @@ def _t0_units(w: dict, src: Path) -> tuple[list[str], dict[str, list[tuple[int, 
 
 @pytest.mark.parametrize("more", [0, 1], ids=["one", "two"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_reaches_records_past_the_walk_at_a_file_start(written, line, more, tmp_path):
+def test_crash_restart_whose_reput_reaches_records_past_the_walk_at_a_file_start(line, more, tmp_path):
     """The -to-entry-past store (-two: one more T0/0 message after the damaged one) with consume queue files of 5
     units (-file): the parsed T0/0 unit fills the last place of T0/0's file 400 (queue byte 480), so the reput,
     going on at B9's entry, dispatches the damaged T0/0 message with T0/0's write position at a file's start (500):
@@ -94,7 +87,7 @@ def test_crash_restart_whose_reput_reaches_records_past_the_walk_at_a_file_start
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_puts_cut_units_then_records_past_the_walk_at_a_file_start(written, line, tmp_path):
+def test_crash_restart_whose_reput_puts_cut_units_then_records_past_the_walk_at_a_file_start(line, tmp_path):
     """The -to-entry-past-cut store with consume queue files of 5 units (-file): the parsed T0/0 unit at the cut
     unit's place (480) fills file 400; the reput, going on at B9's entry, dispatches the cut T0/0 unit again with the
     write position at file 500's start: getLastMappedFile creates it, the unit dropped (its queue offset below);
@@ -139,7 +132,7 @@ def _ext_units(data: bytes) -> list[bytes]:
 @pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_crash_restart_whose_reput_appends_a_record_past_the_walk_in_the_parsed_units_new_file(
-        written, line, ext, tmp_path):
+        line, ext, tmp_path):
     """The -to-entry-past-two store with consume queue files of 6 units (-opened; -ext: enableConsumeQueueExt, ext
     files of 10 units): T0/0's write position after the walk, 480, is a file's start, so getLastMappedFile creates
     file 480 for the parsed T0/0 unit; the reput, going on at B9's entry, drops the damaged message's unit (queue
@@ -192,7 +185,7 @@ def test_crash_restart_whose_reput_appends_a_record_past_the_walk_in_the_parsed_
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_drops_a_record_past_the_walk_after_cut_units(written, line, tmp_path):
+def test_crash_restart_whose_reput_drops_a_record_past_the_walk_after_cut_units(line, tmp_path):
     """The -to-entry-past-cut store with two T0/0 messages where the reput is set (-parsed-two: queue offsets 1000
     and 1001, the second ending at B9's entry): their units take T0/0's write position (480, the cut unit's place)
     and the next (500); the reput, going on at B9's entry, drops the cut T0/0 unit and then the damaged message's
@@ -228,7 +221,7 @@ def test_crash_restart_whose_reput_drops_a_record_past_the_walk_after_cut_units(
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_walk(written, line, tmp_path):
+def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_walk(line, tmp_path):
     """The -to-entry-past-cut store whose parsed T0/0 message (queue offset 1000) ends where the cut T0/0 record ends
     (-over: its body covering B9's entry and that record's head, its topic and properties that record's): the reput
     goes on at the damaged message's entry, past the cut units (B9's, T0/0's), which it does not dispatch again; the
@@ -264,7 +257,7 @@ def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_wa
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_puts_records_past_the_walk_before_where_the_rebuild_does(written, line, tmp_path):
+def test_crash_restart_whose_reput_puts_records_past_the_walk_before_where_the_rebuild_does(line, tmp_path):
     """-to-entry-past-cut-two-over: two T0/0 units cut (queue offsets 24, 25 at 480, 500), one parsed T0/0 message
     (queue offset 1000) ending where the second cut record ends, so the reput goes on at the damaged message's entry
     without dispatching the cut units again. The broker puts the parsed unit at 480, then appends the damaged

@@ -16,17 +16,11 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify, written_run
+from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-@pytest.fixture
-def written(request, tmp_path_factory):
-    """The scenario as the broker wrote it (every scenario written, and rebuilt, once a pytest session)."""
-    return written_run(request, tmp_path_factory)
 
 
 def _unit(data: bytes, at: int) -> tuple[int, int, int]:
@@ -37,7 +31,7 @@ def _unit(data: bytes, at: int) -> tuple[int, int, int]:
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_queue_the_cut_left_a_unit(
-        written, line, tmp_path, monkeypatch):
+        line, tmp_path, monkeypatch):
     """The -own-kept store (queues kept, a last T8/0 message after B9's, cut) with the last message before the host
     (below processOffset, in the last data file) sent to T8/0 too: the cut leaves T8/0, on disk before the walk, its
     file with that unit (write position 20, max its end) and takes the last one; the T8/0 message where the reput is
@@ -96,7 +90,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_after_a_parsed_one_in_a_queue_left_no_file(
-        written, line, tmp_path):
+        line, tmp_path):
     """The -to-entry store with its last message and the one where the reput is set (processOffset - 1, ending at
     B9's entry) for T8/0, a topic of its own: the 5.5.1 cut leaves T8/0 no file (max -1), so the parsed unit (queue
     offset 13) gets file 220, two fillPreBlank units before it, and the reput, going on at B9's entry, dispatches
@@ -140,7 +134,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_after_a_parse
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_as_restart_after_a_crash_whose_reput_drops_a_cut_unit_after_a_parsed_one_in_a_queue_held_earlier(
-        written, line, tmp_path):
+        line, tmp_path):
     """The -to-entry-emptied layout over the -earlier walk (both data files walked, the cut still happening) for
     T6/0, whose unit below processOffset lies in the earlier data file (queue offset 0): the cut leaves its write
     position at its cut unit (20), the parsed T6/0 message (queue offset 1000, ending at B9's entry) is appended
