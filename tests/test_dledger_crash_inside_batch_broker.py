@@ -17,13 +17,9 @@ import pytest
 from broker_dledger_runs import (
     _RUNS,
     LINES,
-    _as_restart,
     _queued,
     _restart_as_the_broker,
-    _same_files,
-    _same_tree,
     _units_below_write,
-    _verify,
     _verify_loses_as_the_broker,
 )
 
@@ -252,21 +248,8 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
     assert struct.unpack(">qiqqqhii", b7[46:92]) == (
         reput, len(msg), 0, struct.unpack(">q", msg[56:64])[0], *BATCH_INNER[1], -1, 0), b7[46:92].hex()
     assert b7[92:] == bytes(len(b7) - 92) and not before.exists()
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = 0   # the broker's units below each queue's write position, but fillPreBlank ones and the parsed one
-    for queue, st in w["queuesAfterDispatch"].items():
-        layout, unit = ("batchconsumequeue", 46) if st["type"] == "BatchConsumeQueue" else ("consumequeue", 20)
-        for f in st["files"]:
-            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                        and int.from_bytes(b[i:i + 8], "big") != reput)
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path, batch=True)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -344,11 +327,5 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     placed = crash.cut.inside_placed
     assert placed.units == (InsideUnit("B7", 0, 46, reput, len(msg), 0, True, stored, *BATCH_INNER[1]),) and \
         placed.opened == (), placed
-    held = 0   # the broker's units below each queue's write position, but fillPreBlank ones and the parsed one
-    for queue, st in w["queuesAfterDispatch"].items():
-        layout, unit = ("batchconsumequeue", 46) if st["type"] == "BatchConsumeQueue" else ("consumequeue", 20)
-        for f in st["files"]:
-            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                        and int.from_bytes(b[i:i + 8], "big") != reput)
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank units nor the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
