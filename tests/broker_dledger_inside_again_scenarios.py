@@ -21,13 +21,15 @@ from broker_dledger_inside_scenarios import (
 SOME_T0_SIZE = 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46
 SOME_T0_TOPIC_AT = 88 + TO_ENTRY_TAIL_BODY
 SOME_B9_SIZE = 239
+# -to-entry-some-moved: the parsed T0/0 message's queue offset, below the cut's write position (not 0)
+SOME_MOVED_QUEUE_OFFSET = 1
 SOME_T0_PROPS = b"KEYS\x01kA\x02UNIQ_KEY\x017F00000100002A9F000000000995\x02"
 
 
 def again_abort_scenarios(sc: dict) -> list[dict]:
-    """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-to-entry-some``
+    """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-to-entry-some`` and ``-to-entry-some-moved``
     (:func:`embedded_to_entry_some_scenario`)."""
-    return [embedded_to_entry_some_scenario(sc)]
+    return [embedded_to_entry_some_scenario(sc), embedded_to_entry_some_scenario(sc, SOME_MOVED_QUEUE_OFFSET)]
 
 
 def embedded_to_entry_some_messages(queue_offset: int = TO_ENTRY_QUEUE_OFFSET) -> tuple[int, bytes, int]:
@@ -52,8 +54,8 @@ def embedded_to_entry_some_scenario(sc: dict, queue_offset: int = TO_ENTRY_QUEUE
     and, where the reput is set (processOffset - 1), a T0/0 message whose body swallows the host record's tail, B9's
     entry and that T0/0 entry up to its record's topic, so that its topic and properties are that record's and it ends
     at the last message's entry: the reput goes on there and dispatches the last T0/0 record's cut unit again, not
-    the first one's (inside the parsed message).  ``queue_offset``: the parsed message's queue offset (a suffix
-    ``-moved`` when not :data:`TO_ENTRY_QUEUE_OFFSET`)."""
+    the first one's (inside the parsed message).  ``-to-entry-some-moved``: the parsed message's queue offset
+    ``queue_offset`` (:data:`SOME_MOVED_QUEUE_OFFSET`), below the write position the cut leaves."""
     reput, head, _size = embedded_to_entry_some_messages(queue_offset)
     to_entry = embedded_to_entry_scenario(sc)
     *rest, host, b9, tail = to_entry["messages"]

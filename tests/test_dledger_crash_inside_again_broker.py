@@ -94,3 +94,43 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
     held = _units_below_write(w, src, (reput,))   # the broker's units but fillPreBlank ones and the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_elsewhere_in_a_file_left(line, tmp_path):
+    """The -to-entry-some store with the parsed T0/0 message's queue offset 1, below the write position the cut
+    leaves (K * 20, in a file the cut left): putMessagePositionInfo drops it ("build consume queue repeatedly"); the
+    reput goes on at the last entry and dispatches the last T0/0 record (queue offset K + 1) again: past the max, its
+    queue offset not below the write position, so appended at K * 20, not where it was; the bytes past it stay as
+    the walk left them (the last cut unit at (K + 1) * 20); the first cut unit, inside the parsed message, is not
+    dispatched again (lost).  --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_again_scenarios import (
+        SOME_MOVED_QUEUE_OFFSET,
+        SOME_T0_SIZE,
+        embedded_to_entry_some_messages,
+    )
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-some-moved"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, head, size = embedded_to_entry_some_messages(SOME_MOVED_QUEUE_OFFSET)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert _record(src, reput, len(head)) == head, "the T0/0 message at processOffset - 1"
+    first = _record(src, reput + size - SOME_T0_SIZE, SOME_T0_SIZE)
+    last_at = reput + size + 48   # the last T0/0 record, after its entry's header
+    last = _record(src, last_at, SOME_T0_SIZE)
+    assert struct.unpack(">i", last[:4])[0] == SOME_T0_SIZE, last
+    k = struct.unpack(">q", first[20:28])[0]   # the first cut unit's queue offset
+    assert struct.unpack(">q", last[20:28])[0] == k + 1 and k > SOME_MOVED_QUEUE_OFFSET
+    state = w["queuesAfterDispatch"]["T0/0"]
+    assert int(state["maxOffset"]) == (k + 1) * 20 and int(state["maxPhysicOffset"]) == last_at + SOME_T0_SIZE, state
+    units = _units(src, "T0/0", state["files"], (k + 2) * 20)
+    assert [units[p][:2] for p in (k * 20, (k + 1) * 20)] == [(last_at, SOME_T0_SIZE)] * 2, units
+    assert sum(units[(k - 1) * 20][:2]) < reput + 1, units   # the last unit below processOffset
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src)   # the broker's units but fillPreBlank ones (the parsed one dropped)
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
