@@ -42,7 +42,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     units after the parsed ones', for the cut units it dispatches again and the records past the walk's end; refused
     when it goes on before the walk's last data file).  ``after``: the units of the records past the walk's end (a
     walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past`, with the
-    number of cut units the reput goes on past when it dispatches none of them again (:attr:`WalkedQueue.skipped`;
+    number of cut units the reput goes on past when it dispatches none of them again (:attr:`WalkedQueue.skipped`; when
+    it dispatches only the last ones again, the first ones inside the parsed messages: :attr:`WalkedQueue.again_skip`;
     refused where it dispatches only some, none with ext files or on disk before the walk, or the cut left no file;
     on disk before the walk, after its files as the cut left them))."""
     ids = {name: k for k, name in enumerate(track.names)}
@@ -90,6 +91,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
         # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)
         disk = (on_disk or {}).get(name) if not emptied else None
+        # the reput going on at an entry's start past the first cut units (inside the parsed messages) dispatches
+        # only the rest again: those first ones stay cut (WalkedQueue.again_skip)
+        skip = int(np.argmax(back)) if back.any() else 0
         refused = ("a queue the walk wrote light or batch units in" if before is None and not len(rows) else
                    "a queue the walk wrote units of another kind in"
                    if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
@@ -101,9 +105,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    if len(later) and (emptied or (back.any() and not back.all())
                                       or (len(cut) and not back.any() and (ext_file_size or disk is not None))) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
-                   "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them"
-                   if back.any() and not ((len(kept) or q not in max_after
-                                           or emptied) and back.all())
+                   "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them (but for its "
+                   "last ones, with a file of it left, no ext files, not on disk before the walk)"
+                   if back.any() and not ((len(kept) or q not in max_after or emptied) and back[skip:].all()
+                                          and not (skip and (emptied or disk is not None or ext_file_size)))
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
@@ -122,7 +127,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                                track.own_units.get(q, 0), again=again)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
         return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
-                                    track.own_units.get(q, 0), again=again, past=past,
+                                    track.own_units.get(q, 0), again=again, past=past, again_skip=skip,
                                     skipped=len(cut) if len(past) and not back.any() else 0), disk)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
                         bcq_file_size=bcq_file_size)
