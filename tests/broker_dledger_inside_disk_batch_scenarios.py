@@ -1,0 +1,38 @@
+"""More inside-entry DLedger crash scenarios of queues on disk before the walk (5.5.1, ``keepQueues``; the harness's
+``plantFiles`` puts queue files of their own into some): an ordinary queue the walk also wrote in an earlier data file
+than its last, with a walk unit below processOffset ending past the max the cut leaves its files
+(``-own-held-disk-appended-walked``, ``-own-held-disk-skipped-walked``, ``-own-held-disk-below-walked``).  Built on
+the stores of :mod:`broker_dledger_inside_disk_scenarios`;
+:func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`disk_batch_scenarios`)."""
+from __future__ import annotations
+
+import base64
+
+from broker_dledger_inside_disk_scenarios import embedded_own_held_disk_scenarios
+
+# -own-held-disk-below-walked: the unit T8/0's planted file holds (commitlog offset, size): the first data file's first
+# record (another queue's; ConsumeQueue.recover reads no commitlog), ending below T8/0's unit of queue offset 0
+BELOW_UNIT = (48, 440)
+
+
+def disk_batch_scenarios(sc: dict) -> list[dict]:
+    """This module's stores, built on the -emptied-batch-embedded store ``sc``."""
+    return embedded_own_held_disk_walked_scenarios(sc)
+
+
+def embedded_own_held_disk_walked_scenarios(sc: dict) -> list[dict]:
+    """``<line>-dledger-abort-emptied-batch-embedded-own-held-disk-appended-walked`` and ``-disk-skipped-walked``
+    (5.5.1, the queues kept): the -own-held-disk-appended and -disk-skipped stores with ``messageIndexSafe=true`` and
+    index files of 250 entries (as -own-held-earlier-walked), so that the walk starts at the first data file: it
+    dispatches T8/0's unit of queue offset 0 (that data file) onto the planted file before those of the last one.
+    ``-own-held-disk-below-walked``: the same with T8/0's planted file holding :data:`BELOW_UNIT` alone (write
+    position 20, max its end, below that of queue offset 0's unit, which the walk then appends at 20)."""
+    out = [{**s, "config": {**s["config"], "messageIndexSafe": "true", "maxIndexNum": "250"},
+            "name": f"{s['name']}-walked"}
+           for s in embedded_own_held_disk_scenarios(sc) if s["name"].endswith(("-appended", "-skipped"))]
+    appended = out[0]
+    (path, file), = appended["plantFiles"].items()
+    unit = BELOW_UNIT[0].to_bytes(8, "big") + BELOW_UNIT[1].to_bytes(4, "big") + bytes(8)
+    planted = unit + bytes(len(base64.b64decode(file)) - len(unit))
+    return [*out, {**appended, "plantFiles": {path: base64.b64encode(planted).decode()},
+                   "name": appended["name"].replace("-appended-", "-below-")}]
