@@ -70,12 +70,13 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         emptied = max_after.get(q) == process_offset
         if (rows[:, U_KIND] == KIND_BATCH).all() if len(rows) else q in track.batch_before:
             held = (on_disk or {}).get(name)
-            if held is not None and not len(rows):
+            if held is not None and not len(rows) and not held[1]:
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk that the walk wrote in "
-                                   "an earlier data file only")
+                                   "an earlier data file only, the cut leaving it no file")
             # on disk before the walk, the cut leaving it no file: as one the walk built (its max processOffset - 1,
             # nothing of its history stays); a file of it left: as BatchConsumeQueue.truncateDirtyLogicFiles left its
-            # files, where the walk's units (at the positions the queue holds them) must leave it (else refused)
+            # files, where the walk's units (at the positions the queue holds them) must leave it (else refused; so
+            # too for one the walk wrote in an earlier data file only, none of its units cut)
             if held is not None and not held[1] and rows[0, U_KEY]:   # its units held past the queue's start
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk that the cut left no "
                                    "file of, the walk's units past the queue's start")

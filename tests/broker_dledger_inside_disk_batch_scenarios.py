@@ -1,8 +1,9 @@
 """More inside-entry DLedger crash scenarios of queues on disk before the walk (5.5.1, ``keepQueues``; the harness's
 ``plantFiles`` puts queue files of their own into some): an ordinary queue the walk also wrote in an earlier data file
 than its last, with a walk unit below processOffset ending past the max the cut leaves its files
-(``-own-held-disk-appended-walked``, ``-own-held-disk-skipped-walked``, ``-own-held-disk-below-walked``).  Built on
-the stores of :mod:`broker_dledger_inside_disk_scenarios`;
+(``-own-held-disk-appended-walked``, ``-own-held-disk-skipped-walked``, ``-own-held-disk-below-walked``), and a
+batch queue on disk before the walk that the walk wrote in an earlier data file only (``-earlier-batch-only-kept``).
+Built on the stores of :mod:`broker_dledger_inside_disk_scenarios` and :mod:`broker_dledger_inside_batch_scenarios`;
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`disk_batch_scenarios`)."""
 from __future__ import annotations
 
@@ -17,7 +18,17 @@ BELOW_UNIT = (48, 440)
 
 def disk_batch_scenarios(sc: dict) -> list[dict]:
     """This module's stores, built on the -emptied-batch-embedded store ``sc``."""
-    return embedded_own_held_disk_walked_scenarios(sc)
+    return [*embedded_own_held_disk_walked_scenarios(sc), embedded_earlier_batch_only_kept_scenario(sc)]
+
+
+def embedded_earlier_batch_only_kept_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier-batch-only-kept`` (5.5.1): the -earlier-batch-only store
+    (:func:`broker_dledger_inside_batch_scenarios.embedded_earlier_batch_only_scenario`: the walk wrote B7/0 in the
+    first data file only) with the queues kept (``keepQueues``): B7/0, the parsed message's batch queue, on disk
+    before the walk with that one unit."""
+    from broker_dledger_inside_batch_scenarios import embedded_earlier_batch_only_scenario
+    only = embedded_earlier_batch_only_scenario(sc)
+    return {**only, "keepQueues": True, "name": f"{only['name']}-kept"}
 
 
 def embedded_own_held_disk_walked_scenarios(sc: dict) -> list[dict]:

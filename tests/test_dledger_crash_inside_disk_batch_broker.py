@@ -3,7 +3,8 @@ whose start's reput, set inside an entry, parses a well-formed message there for
 the walk also wrote in an earlier data file than its last, where a walk unit below processOffset ends past the max the
 cut leaves its files (``-own-held-disk-appended-walked``, ``-skipped-walked``, ``-below-walked``), written by the
 published RocketMQ store through the JVM harness in ``tests/broker/``: what the broker wrote, and ``verify``'s
-prediction on the store as its restart found it.
+prediction on the store as its restart found it; and one parsing a message for a batch queue on disk before the walk
+that the walk wrote in an earlier data file only (``-earlier-batch-only-kept``).
 
 The cases these grow from (the walk starting at the last data file) are in
 :mod:`test_dledger_crash_inside_disk_more_broker`; the broker writes every store once a pytest session
@@ -11,6 +12,7 @@ The cases these grow from (the walk starting at the last data file) are in
 """
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import broker_harness as bh
@@ -105,5 +107,49 @@ def test_verify_predicts_a_crash_restart_whose_walk_from_an_earlier_file_appends
     placed = crash.cut.inside_placed
     assert (placed.units, placed.opened, placed.blank_until) == (
         (InsideUnit("T8", 0, len(kept) * CQ_UNIT_SIZE, reput, len(msg), 0),), (), ()), placed
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_batch_queue_walked_earlier_only(
+        line, tmp_path, monkeypatch):
+    """The -earlier-batch-only store with the queues kept (keepQueues): B7/0, on disk before the walk with its one
+    unit (message 10, first data file), which the walk wrote in that earlier data file only
+    (``putBatchMessagePositionInfo`` skips it: its start at the loaded max).  BatchConsumeQueue.truncateDirtyLogicFiles
+    cuts nothing of it: max that unit's start, write position 46, where the walk's units leave it too; the B7/0
+    message where the reput is set (processOffset - 1) starts past that max and is appended at 46.  verify on the
+    store as that restart found it puts the parsed unit where the broker did and predicts the units lost."""
+    from broker_dledger_inside_scenarios import BATCH_INNER, embedded_earlier_batch_message
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-batch-only-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_earlier_batch_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    log, base = data[-1].read_bytes(), int(data[-1].name)
+    assert len(data) == 2 and log[reput - base:reput - base + len(msg) + 8] == msg + b"x" * 8
+    (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B7" / "0").iterdir())   # on disk before
+    before = held_file.read_bytes()
+    u0 = struct.unpack(">q", before[:8])[0]
+    assert u0 < base and before[46:] == bytes(len(before) - 46), before[:92].hex()   # the earlier data file's unit
+    loaded = w["queuesAfterLoad"]["B7/0"]
+    assert loaded["files"] == [held_file.name] and int(loaded["maxOffset"]) == 46, loaded
+    assert int(loaded["maxPhysicOffset"]) == u0, loaded
+    state = w["queuesAfterDispatch"]["B7/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 92, state
+    b7 = (src / "expected" / "batchconsumequeue" / "B7" / "0" / held_file.name).read_bytes()
+    stored = struct.unpack(">q", msg[56:64])[0]
+    assert b7[:46] == before[:46] and struct.unpack(">qiqqqhii", b7[46:92]) == (
+        reput, len(msg), 0, stored, *BATCH_INNER[1], -1, 0), b7[:92].hex()
+    assert b7[92:] == bytes(len(b7) - 92)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert crash.start_offset == 0, crash.start_offset   # the walk starts at the first data file
+    placed = crash.cut.inside_placed
+    assert placed.units == (InsideUnit("B7", 0, 46, reput, len(msg), 0, True, stored, *BATCH_INNER[1]),) and \
+        placed.opened == (), placed
     held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
