@@ -84,6 +84,12 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                                          track.batch_units.get(q, 0))
             if held is not None and held[1] and not walked_batch.refused and \
                     (walked_batch.write, walked_batch.max) != (held[2], held[0]):
+                # putBatchMessagePositionInfo appends a unit only past the loaded max, past every unit of the files:
+                # the walk's last unit below processOffset starting at or below the max the cut leaves them, it
+                # appended none the cut keeps, and the files alone say where the cut leaves the queue (no cut unit
+                # dispatched again, no record past the walk's end)
+                if walked_batch.max <= held[0] and not walked_batch.again and not len(later):
+                    return dataclasses.replace(walked_batch, write=held[2], max=held[0])
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
                                    f"leaves at write position {held[2]}, max {held[0]}, not where the walk's units "
                                    "leave it")

@@ -2,7 +2,8 @@
 ``plantFiles`` puts queue files of their own into some): an ordinary queue the walk also wrote in an earlier data file
 than its last, with a walk unit below processOffset ending past the max the cut leaves its files
 (``-own-held-disk-appended-walked``, ``-own-held-disk-skipped-walked``, ``-own-held-disk-below-walked``), and a
-batch queue on disk before the walk that the walk wrote in an earlier data file only (``-earlier-batch-only-kept``).
+batch queue on disk before the walk that the walk wrote in an earlier data file only (``-earlier-batch-only-kept``) or
+with files elsewhere than the walk's units (``-batch-held-shifted``).
 Built on the stores of :mod:`broker_dledger_inside_disk_scenarios` and :mod:`broker_dledger_inside_batch_scenarios`;
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`disk_batch_scenarios`)."""
 from __future__ import annotations
@@ -18,7 +19,33 @@ BELOW_UNIT = (48, 440)
 
 def disk_batch_scenarios(sc: dict) -> list[dict]:
     """This module's stores, built on the -emptied-batch-embedded store ``sc``."""
-    return [*embedded_own_held_disk_walked_scenarios(sc), embedded_earlier_batch_only_kept_scenario(sc)]
+    return [*embedded_own_held_disk_walked_scenarios(sc), embedded_earlier_batch_only_kept_scenario(sc),
+            embedded_batch_held_shifted_scenario(sc)]
+
+
+# -batch-held-shifted: B7/0's planted file, its unit of the last message before the host (commitlog offset, size,
+# tags code, store time (any: recover reads none), batch base offset, batch size, compacted offset, reserved: as the
+# -batch-held store's; the test checks offset and size against the log) and a unit at the host record (below
+# processOffset) after it
+HELD_B7_UNIT = (78375, 330, 0, 1795975756917, 0, 1, -1, 0)
+HELD_B7_HOST_UNIT = (78841, 330, 0, 1795975756917, 1, 1, -1, 0)
+
+
+def embedded_batch_held_shifted_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-batch-held-shifted`` (5.5.1, the queues kept): the -batch-held
+    store with B7/0's file replaced before the restart (``plantFiles``) by one holding :data:`HELD_B7_UNIT` and
+    :data:`HELD_B7_HOST_UNIT`: loaded max the host record's start (below processOffset), write position 92; the walk
+    skips its first B7/0 unit and appends the last (past processOffset) at 92, which the cut takes: write position
+    92, max the host record's start, where the walk's units would leave write position 46."""
+    import struct
+
+    from broker_dledger_inside_scenarios import embedded_batch_held_scenario
+    held = embedded_batch_held_scenario(sc)
+    units = b"".join(struct.pack(">qiqqqhii", *u) for u in (HELD_B7_UNIT, HELD_B7_HOST_UNIT))
+    size = int(held["config"].get("mapperFileSizeBatchConsumeQueue", 300000 * 46))   # the store's default
+    file = units + bytes(size - len(units))
+    return {**held, "name": f"{held['name']}-shifted", "plantFiles": {
+        f"batchconsumequeue/B7/0/{0:020d}": base64.b64encode(file).decode()}}
 
 
 def embedded_earlier_batch_only_kept_scenario(sc: dict) -> dict:

@@ -4,7 +4,8 @@ the walk also wrote in an earlier data file than its last, where a walk unit bel
 cut leaves its files (``-own-held-disk-appended-walked``, ``-skipped-walked``, ``-below-walked``), written by the
 published RocketMQ store through the JVM harness in ``tests/broker/``: what the broker wrote, and ``verify``'s
 prediction on the store as its restart found it; and one parsing a message for a batch queue on disk before the walk
-that the walk wrote in an earlier data file only (``-earlier-batch-only-kept``).
+that the walk wrote in an earlier data file only (``-earlier-batch-only-kept``) or whose files the cut leaves elsewhere
+than the walk's units would (``-batch-held-shifted``).
 
 The cases these grow from (the walk starting at the last data file) are in
 :mod:`test_dledger_crash_inside_disk_more_broker`; the broker writes every store once a pytest session
@@ -153,3 +154,55 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
         placed.opened == (), placed
     held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_batch_queue_its_files_left_elsewhere(
+        line, tmp_path, monkeypatch):
+    """The -batch-held store with B7/0's file planted with its unit of the last message before the host and one at
+    the host record after it (below processOffset): loaded max the host record's start, write position 92; the walk
+    skips its first B7/0 unit (at or below that max) and appends the last one (past processOffset) at 92, which the
+    cut takes: write position 92, max the host record's start, where the walk's units alone would say 46; the B7/0
+    message where the reput is set starts past that max and is appended at 92.  verify on the store as that restart
+    found it takes the files as the cut left them (the walk's last unit below processOffset starting at or below
+    their max: it appended none the cut keeps), puts the parsed unit where the broker did and predicts the units
+    lost."""
+    from broker_dledger_inside_disk_batch_scenarios import HELD_B7_HOST_UNIT, HELD_B7_UNIT
+    from broker_dledger_inside_scenarios import BATCH_INNER, EMBED_HOST_AT, embedded_earlier_batch_message
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-batch-held-shifted"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_earlier_batch_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    log, base = data[-1].read_bytes(), int(data[-1].name)
+    assert log[reput - base:reput - base + len(msg) + 8] == msg + b"x" * 8
+    offset, size = HELD_B7_UNIT[:2]
+    rec = log[offset - base:offset - base + size]   # the B7/0 record before the host
+    assert (int.from_bytes(rec[:4], "big"), int.from_bytes(rec[28:36], "big")) == (size, offset) and b"\x02B7" in rec
+    assert HELD_B7_HOST_UNIT[0] == EMBED_HOST_AT < reput + 1
+    (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B7" / "0").iterdir())
+    before = held_file.read_bytes()
+    assert [struct.unpack(">qiqqqhii", before[k:k + 46]) for k in (0, 46)] == [HELD_B7_UNIT, HELD_B7_HOST_UNIT]
+    assert not any(before[92:])
+    loaded = w["queuesAfterLoad"]["B7/0"]
+    assert loaded["files"] == [held_file.name] and int(loaded["maxOffset"]) == 92, loaded
+    assert int(loaded["maxPhysicOffset"]) == EMBED_HOST_AT, loaded
+    state = w["queuesAfterDispatch"]["B7/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 138, state
+    b7 = (src / "expected" / "batchconsumequeue" / "B7" / "0" / held_file.name).read_bytes()
+    stored = struct.unpack(">q", msg[56:64])[0]
+    assert b7[:92] == before[:92] and struct.unpack(">qiqqqhii", b7[92:138]) == (
+        reput, len(msg), 0, stored, *BATCH_INNER[1], -1, 0), b7[:138].hex()
+    assert not any(b7[138:])
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert placed.units == (InsideUnit("B7", 0, 92, reput, len(msg), 0, True, stored, *BATCH_INNER[1]),) and \
+        placed.opened == (), placed
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    # the one unit held at the host record is B7/0's planted one, no message's own (the host's own is not held)
+    assert held_units - _units_below_write(w, src, (reput, EMBED_HOST_AT)) == 1
+    assert p["units_lost"] == _queued(r["scenario"]) - (held_units - 1) > 0, (held_units, p["units_lost"], p["notes"])
