@@ -273,7 +273,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         if _matches(head, config, cp):
             first = k
             break
-    accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt)
+    accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt,
+                                             keep_queues=on_disk.consume_queues if on_disk is not None and
+                                             config.brokerVersion == "5.5" else frozenset())
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
     if end != rec.process_offset and end == files[first].base:
         return _walked_nothing(files, first, end, reason, rec, config, min_offset, on_disk)
@@ -302,7 +304,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                          recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
                          confirm_offset=max(rec.committed_pos, files[0].base), end=rec.process_offset,
                          on_disk=on_disk.max_after_cut(
-                             process_offset, track.own_last_file_only() if config.brokerVersion == "5.5" else {})
+                             process_offset, track.own_walked() if config.brokerVersion == "5.5" else {})
                          if on_disk is not None else None,
                          inside=lambda pos: _reput_inside(st, files, pos, rec.process_offset, rec.committed_pos,
                                                           config),

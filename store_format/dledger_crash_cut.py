@@ -112,8 +112,9 @@ class QueuesOnDisk:
     (``BatchConsumeQueue.recover``'s: the start of its last unit; 5.3.3 passes it to ``dledgerRecoverAbnormally``;
     5.5.1's ``truncateDirty`` checks it with the walk's), and, per queue ``(topic, queue id)``, its max physical
     offset once ``truncateDirtyLogicFiles`` cut its own units at an offset (``max_after_cut(offset, walked)``; a
-    consume queue in ``walked``, the walk's units of a queue it wrote in its last data file only (commitlog offset,
-    size, queue offset), once ``putMessagePositionInfo`` dispatched those onto its files:
+    consume queue in ``walked``, the walk's units of a queue it wrote in its last data file as its own consume queue
+    only, in its earlier data files too when it is one of ``consume_queues`` (commitlog offset, size, queue offset:
+    ``QueueTrack.own_walked``), once ``putMessagePositionInfo`` dispatched those onto its files:
     :func:`store_format.consumequeue_recovery.dispatch_units`), with whether a file of it stays, its write position
     then and whether the walk's units were dispatched (:data:`OnDiskCut`): a
     consume queue's, the end of its last unit below it, 2147483647 after ``fillPreBlank`` units only, the offset
@@ -123,6 +124,8 @@ class QueuesOnDisk:
     max_after_cut: Callable[[int, dict[tuple[str, int], np.ndarray]], dict[tuple[str, int], OnDiskCut]]
     # a batch queue's unit numbers of the units of commitlog offsets (-1: not held): QueueTrack.place_batch
     batch_position: Callable[[tuple[str, int], np.ndarray], np.ndarray] | None = None
+    # the consume queues holding units (QueueTrack.keep_queues: the walk's units of its earlier files kept for them)
+    consume_queues: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)

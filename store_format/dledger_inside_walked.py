@@ -36,16 +36,16 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
     ``fillPreBlank`` units only), and for a queue on disk before the walk that the cut left a file of the write
     position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``: once the walk's units were
-    dispatched onto them, for a queue it wrote in its last data file only; else refused when a walk unit below
-    ``processOffset`` ends past that max: :func:`_on_disk`); ``ext_file_size`` > 0: ``enableConsumeQueueExt`` (the ext
-    units the walk put per queue: ``track.own_units``; a reput that goes on at ``reput`` before ``end`` puts its ext
-    units after the parsed ones', for the cut units it dispatches again and the records past the walk's end; refused
-    when it goes on before the walk's last data file).  ``after``: the units of the records past the walk's end (a
-    walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past`, with the
-    number of cut units the reput goes on past when it dispatches none of them again (:attr:`WalkedQueue.skipped`; when
-    it dispatches only the last ones again, the first ones inside the parsed messages: :attr:`WalkedQueue.again_skip`;
-    refused where it dispatches only some, none with ext files or on disk before the walk, or the cut left no file;
-    on disk before the walk, after its files as the cut left them))."""
+    dispatched onto them, for a queue it wrote as its own consume queue only: ``QueueTrack.own_walked``; else
+    refused when a walk unit below ``processOffset`` ends past that max: :func:`_on_disk`); ``ext_file_size`` > 0:
+    ``enableConsumeQueueExt`` (the ext units the walk put per queue: ``track.own_units``; a reput that goes on at
+    ``reput`` before ``end`` puts its ext units after the parsed ones', for the cut units it dispatches again and the
+    records past the walk's end; refused when it goes on before the walk's last data file).  ``after``: the units of
+    the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed over as
+    :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
+    again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
+    messages: :attr:`WalkedQueue.again_skip`; refused where it dispatches only some, none with ext files or on disk
+    before the walk, or the cut left no file; on disk before the walk, after its files as the cut left them))."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
@@ -71,12 +71,13 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         emptied = max_after.get(q) == process_offset
         if (rows[:, U_KIND] == KIND_BATCH).all() if len(rows) else q in track.batch_before:
             held = (on_disk or {}).get(name)
-            if held is not None and not len(rows):
+            if held is not None and not len(rows) and not held[1]:
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk that the walk wrote in "
-                                   "an earlier data file only")
+                                   "an earlier data file only, the cut leaving it no file")
             # on disk before the walk, the cut leaving it no file: as one the walk built (its max processOffset - 1,
             # nothing of its history stays); a file of it left: as BatchConsumeQueue.truncateDirtyLogicFiles left its
-            # files, where the walk's units (at the positions the queue holds them) must leave it (else refused)
+            # files, where the walk's units (at the positions the queue holds them) must leave it (else refused; so
+            # too for one the walk wrote in an earlier data file only, none of its units cut)
             if held is not None and not held[1] and rows[0, U_KEY]:   # its units held past the queue's start
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk that the cut left no "
                                    "file of, the walk's units past the queue's start")
@@ -84,6 +85,12 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                                          track.batch_units.get(q, 0))
             if held is not None and held[1] and not walked_batch.refused and \
                     (walked_batch.write, walked_batch.max) != (held[2], held[0]):
+                # putBatchMessagePositionInfo appends a unit only past the loaded max, past every unit of the files:
+                # the walk's last unit below processOffset starting at or below the max the cut leaves them, it
+                # appended none the cut keeps, and the files alone say where the cut leaves the queue (no cut unit
+                # dispatched again, no record past the walk's end)
+                if walked_batch.max <= held[0] and not walked_batch.again and not len(later):
+                    return dataclasses.replace(walked_batch, write=held[2], max=held[0])
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
                                    f"leaves at write position {held[2]}, max {held[0]}, not where the walk's units "
                                    "leave it")
@@ -141,12 +148,14 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
     <= maxPhysicOffset``, the max loaded from those files at least), and the units it appends past it lie after every
     unit of those files, where the cut takes them (past ``processOffset``) or keeps them: so when the walk's units
     below ``processOffset`` end at or below the max the cut leaves those files, it appended none the cut keeps, and
-    the files alone say where the cut leaves the queue.  Where the walk wrote the queue in its last data file only,
-    ``disk`` is the cut after the walk's units were dispatched onto those files (its last element true: appended or
-    skipped as ``putMessagePositionInfo`` does from the max and write position ``ConsumeQueue.recover`` loaded them
-    with), so any of its units may end past the max the files alone leave.  Refused: otherwise a walk unit below
-    ``processOffset`` ending past that max (appended, or skipped by a larger max the files loaded with: not told
-    apart).  A cut that goes on into files older than those ``ConsumeQueue.recover`` read reads them (``verify``)."""
+    the files alone say where the cut leaves the queue.  Where the walk wrote the queue as its own consume queue only
+    (in its last data file; in its earlier ones too: ``QueueTrack.keep_queues``), ``disk`` is the cut after the
+    walk's units were dispatched onto those files (its last element true: appended or skipped as
+    ``putMessagePositionInfo`` does from the max and write position ``ConsumeQueue.recover`` loaded them with), so
+    any of its units may end past the max the files alone leave.  Refused: otherwise (light or batch units of it in
+    the walk's earlier data files) a walk unit below ``processOffset`` ending past that max (appended, or skipped by
+    a larger max the files loaded with: not told apart).  A cut that goes on into files older than those
+    ``ConsumeQueue.recover`` read reads them (``verify``)."""
     if disk is None:
         return walked
     if walked.max > disk[0] and not disk[3]:

@@ -25,11 +25,19 @@ class QueueTrack:
     offset they leave (:func:`max_key`), each batch queue's units so far, and the current file's units
     (rows of :data:`UNIT_COLUMNS`).  ``batch_topics``: the store's BatchCQ topics; ``keep_own``
     (``enableConsumeQueueExt``): the commitlog offsets and queue numbers of a record's own consume queue units
-    in the files before the current one are kept too (:func:`ext_reput`: a reput from before the last file)."""
+    in the files before the current one are kept too (:func:`ext_reput`: a reput from before the last file);
+    ``keep_queues`` (the consume queues on disk before the walk, ``verify``): their own units in the files before the
+    current one are kept too, and which queues had another kind of unit there (:meth:`own_walked`)."""
 
-    def __init__(self, batch_topics: frozenset[str] = frozenset(), keep_own: bool = False) -> None:
+    def __init__(self, batch_topics: frozenset[str] = frozenset(), keep_own: bool = False,
+                 keep_queues: frozenset[tuple[str, int]] = frozenset()) -> None:
         self.batch_topics = batch_topics
         self.keep_own = keep_own
+        self.keep_queues = keep_queues
+        # with keep_queues: per queue kept, its own units (offset, size, queue offset) in the files before the current
+        # one, and the queues with a light or batch unit there
+        self.kept_before: dict[int, list[np.ndarray]] = {}
+        self.other_before: set[int] = set()
         self.own_before: list[np.ndarray] = []   # with keep_own: rows (offset, queue) of the earlier files
         self.names: list[tuple[str, int]] = []
         self.ids: dict[tuple[str, int], int] = {}
@@ -55,6 +63,8 @@ class QueueTrack:
                 self.end_before = max(self.end_before, int(max_key(last).max()))
                 if self.keep_own:
                     self.own_before.append(last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]])
+                if self.keep_queues:
+                    self._keep_before(last)
                 own = last[last[:, U_KIND] == KIND_CQ][::-1]
                 queues, at = np.unique(own[:, U_QUEUE], return_index=True)   # each queue's last unit
                 self.last_before.update((int(q), (int(own[k, U_KEY]), int(own[k, U_END]))) for q, k in zip(queues, at))
@@ -115,16 +125,28 @@ class QueueTrack:
                 cur[rows, U_KEY] += int(at[held[-1]]) - int(cur[j, U_KEY])
         self._cur = [cur]
 
-    def own_last_file_only(self) -> dict[tuple[str, int], np.ndarray]:
-        """The queues the walk wrote in the current (last) data file only, as their own consume queues (no light or
-        batch unit, nothing in an earlier file): rows of commitlog offset, size, queue offset, in commitlog order."""
+    def _keep_before(self, last: np.ndarray) -> None:
+        """The own units of the queues of ``keep_queues`` in a file the walk leaves (``last``), kept."""
+        for q in np.unique(last[:, U_QUEUE]).tolist():
+            if self.names[q] in self.keep_queues:
+                rows = last[last[:, U_QUEUE] == q]
+                if not (rows[:, U_KIND] == KIND_CQ).all():
+                    self.other_before.add(q)
+                self.kept_before.setdefault(q, []).append(
+                    np.stack([rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET], rows[:, U_KEY]], 1))
+
+    def own_walked(self) -> dict[tuple[str, int], np.ndarray]:
+        """The queues the walk wrote in the current (last) data file as their own consume queues (no light or batch
+        unit), nothing in an earlier file or, for a queue of ``keep_queues``, own units there too: all their units
+        (rows of commitlog offset, size, queue offset, in commitlog order), those of the earlier files first."""
         units = self.last_file()
         out = {}
         for q in np.unique(units[:, U_QUEUE]).tolist():
             rows = units[units[:, U_QUEUE] == q]
-            if q not in self.seen_before and (rows[:, U_KIND] == KIND_CQ).all():
-                out[self.names[q]] = np.stack([rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET],
-                                               rows[:, U_KEY]], 1)
+            earlier = self.kept_before.get(q, []) if q not in self.other_before else None
+            if (rows[:, U_KIND] == KIND_CQ).all() and (q not in self.seen_before or earlier):
+                out[self.names[q]] = np.concatenate([*(earlier or []), np.stack(
+                    [rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET], rows[:, U_KEY]], 1)])
         return out
 
     def last_file(self) -> np.ndarray:

@@ -9,14 +9,15 @@ rocketmq-store 5.5.1 likewise), against the queues as ``ConsumeQueue.recover`` l
 * ``ConsumeQueue.putMessagePositionInfoWrapper`` first puts an ext unit (``ConsumeQueueExt.put``, with
   ``enableConsumeQueueExt``) for *every* record of the queue, then ``putMessagePositionInfo`` skips the unit
   when ``offset + size <= maxPhysicOffset`` and, when its queue offset's byte position lies below the
-  queue's write position, skips it too (``expectLogicOffset < currentLogicOffset``); above it the unit is
-  still appended at the write position (only logged); the skips leave ``maxPhysicOffset`` as it was.  On
-  a queue without files the first unit goes at its own position (``fillPreBlank`` before it).
+  queue's write position, skips it too (``expectLogicOffset < currentLogicOffset``; but queue offset 0, which
+  it checks for no order: appended at the write position, the queue's next units then behind it); above it
+  the unit is still appended at the write position (only logged); the skips leave ``maxPhysicOffset`` as it
+  was.  On a queue without files the first unit goes at its own position (``fillPreBlank`` before it).
 * ``BatchConsumeQueue.putBatchMessagePositionInfo`` (5.x) skips a unit when ``offset <=
   maxMsgPhyOffsetInCommitLog`` and appends the others at the write position; no ext file.
 
 Units come in commitlog order, so once one is appended every later one is too: the skip by the write
-position only cuts a prefix.
+position only cuts a prefix (after a queue offset 0 appended there, from the write position after it).
 """
 from __future__ import annotations
 
@@ -50,8 +51,18 @@ def recovery_dispatch(off: np.ndarray, size: np.ndarray, logic: np.ndarray, *, s
         put = walked & (off > max_physic)
     else:
         put = walked & (off + size > max_physic)
+        logic = np.asarray(logic, dtype=np.int64)
+        head = np.flatnonzero(put)[:1]
+        if write_position > 0 and len(head) and logic[head[0]] == 0:
+            # queue offset 0 passes no order check: appended at the write position, the rest from after it
+            k = int(head[0])
+            rest = recovery_dispatch(off[k + 1:], size[k + 1:], logic[k + 1:], start=start, end=end,
+                                     max_physic=int(off[k] + size[k]), write_position=write_position + unit_size,
+                                     unit_size=unit_size, batch=False)
+            return RecoveryDispatch(int(walked.sum()), np.concatenate([np.arange(k + 1) == k, rest.appended]),
+                                    rest.write_position, rest.max_physic_offset)
         if write_position > 0:
-            put &= np.asarray(logic, dtype=np.int64) >= write_position
+            put &= logic >= write_position
     n = int(put.sum())
     if not n:
         return RecoveryDispatch(int(walked.sum()), put, write_position, max_physic)

@@ -76,9 +76,10 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-past-two-ext``,
     ``-to-entry-past-cut-ext``, ``-to-entry-emptied-ext``: the -earlier, -to-entry-earlier, -to-entry-past, -past-two,
     -past-cut and -to-entry-emptied stores with ``enableConsumeQueueExt`` (ext files of 10 units); and the stores of
-    :func:`broker_dledger_inside_disk_scenarios.disk_scenarios` (the queues on disk before the walk) and
-    :func:`broker_dledger_inside_past_more_scenarios.past_more_scenarios` and
-    :func:`broker_dledger_inside_again_scenarios.again_abort_scenarios`."""
+    :func:`broker_dledger_inside_disk_scenarios.disk_scenarios` (the queues on disk before the walk),
+    :func:`broker_dledger_inside_past_more_scenarios.past_more_scenarios`,
+    :func:`broker_dledger_inside_again_scenarios.again_abort_scenarios` and
+    :func:`broker_dledger_inside_disk_batch_scenarios.disk_batch_scenarios`."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -119,9 +120,11 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += [embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0]),
                 embedded_to_entry_past_cut_scenario(out[0])]
         from broker_dledger_inside_again_scenarios import again_abort_scenarios
+        from broker_dledger_inside_disk_batch_scenarios import disk_batch_scenarios
         from broker_dledger_inside_disk_scenarios import disk_scenarios
         from broker_dledger_inside_past_more_scenarios import past_more_scenarios
-        out += disk_scenarios(out[0]) + past_more_scenarios(out[0]) + again_abort_scenarios(out[0])
+        out += disk_scenarios(out[0]) + past_more_scenarios(out[0]) + again_abort_scenarios(out[0]) \
+            + disk_batch_scenarios(out[0])
     return out
 
 

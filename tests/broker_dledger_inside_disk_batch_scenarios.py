@@ -1,0 +1,76 @@
+"""More inside-entry DLedger crash scenarios of queues on disk before the walk (5.5.1, ``keepQueues``; the harness's
+``plantFiles`` puts queue files of their own into some): an ordinary queue the walk also wrote in an earlier data file
+than its last, with a walk unit below processOffset ending past the max the cut leaves its files
+(``-own-held-disk-appended-walked``, ``-own-held-disk-skipped-walked``, ``-own-held-disk-below-walked``), and a
+batch queue on disk before the walk that the walk wrote in an earlier data file only (``-earlier-batch-only-kept``) or
+with files elsewhere than the walk's units (``-batch-held-shifted``).
+Built on the stores of :mod:`broker_dledger_inside_disk_scenarios` and :mod:`broker_dledger_inside_batch_scenarios`;
+:func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`disk_batch_scenarios`)."""
+from __future__ import annotations
+
+import base64
+
+from broker_dledger_inside_disk_scenarios import embedded_own_held_disk_scenarios
+
+# -own-held-disk-below-walked: the unit T8/0's planted file holds (commitlog offset, size): the first data file's first
+# record (another queue's; ConsumeQueue.recover reads no commitlog), ending below T8/0's unit of queue offset 0
+BELOW_UNIT = (48, 440)
+
+
+def disk_batch_scenarios(sc: dict) -> list[dict]:
+    """This module's stores, built on the -emptied-batch-embedded store ``sc``."""
+    return [*embedded_own_held_disk_walked_scenarios(sc), embedded_earlier_batch_only_kept_scenario(sc),
+            embedded_batch_held_shifted_scenario(sc)]
+
+
+# -batch-held-shifted: B7/0's planted file, its unit of the last message before the host (commitlog offset, size,
+# tags code, store time (any: recover reads none), batch base offset, batch size, compacted offset, reserved: as the
+# -batch-held store's; the test checks offset and size against the log) and a unit at the host record (below
+# processOffset) after it
+HELD_B7_UNIT = (78375, 330, 0, 1795975756917, 0, 1, -1, 0)
+HELD_B7_HOST_UNIT = (78841, 330, 0, 1795975756917, 1, 1, -1, 0)
+
+
+def embedded_batch_held_shifted_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-batch-held-shifted`` (5.5.1, the queues kept): the -batch-held
+    store with B7/0's file replaced before the restart (``plantFiles``) by one holding :data:`HELD_B7_UNIT` and
+    :data:`HELD_B7_HOST_UNIT`: loaded max the host record's start (below processOffset), write position 92; the walk
+    skips its first B7/0 unit and appends the last (past processOffset) at 92, which the cut takes: write position
+    92, max the host record's start, where the walk's units would leave write position 46."""
+    import struct
+
+    from broker_dledger_inside_scenarios import embedded_batch_held_scenario
+    held = embedded_batch_held_scenario(sc)
+    units = b"".join(struct.pack(">qiqqqhii", *u) for u in (HELD_B7_UNIT, HELD_B7_HOST_UNIT))
+    size = int(held["config"].get("mapperFileSizeBatchConsumeQueue", 300000 * 46))   # the store's default
+    file = units + bytes(size - len(units))
+    return {**held, "name": f"{held['name']}-shifted", "plantFiles": {
+        f"batchconsumequeue/B7/0/{0:020d}": base64.b64encode(file).decode()}}
+
+
+def embedded_earlier_batch_only_kept_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier-batch-only-kept`` (5.5.1): the -earlier-batch-only store
+    (:func:`broker_dledger_inside_batch_scenarios.embedded_earlier_batch_only_scenario`: the walk wrote B7/0 in the
+    first data file only) with the queues kept (``keepQueues``): B7/0, the parsed message's batch queue, on disk
+    before the walk with that one unit."""
+    from broker_dledger_inside_batch_scenarios import embedded_earlier_batch_only_scenario
+    only = embedded_earlier_batch_only_scenario(sc)
+    return {**only, "keepQueues": True, "name": f"{only['name']}-kept"}
+
+
+def embedded_own_held_disk_walked_scenarios(sc: dict) -> list[dict]:
+    """``<line>-dledger-abort-emptied-batch-embedded-own-held-disk-appended-walked`` and ``-disk-skipped-walked``
+    (5.5.1, the queues kept): the -own-held-disk-appended and -disk-skipped stores with ``messageIndexSafe=true`` and
+    index files of 250 entries (as -own-held-earlier-walked), so that the walk starts at the first data file: it
+    dispatches T8/0's unit of queue offset 0 (that data file) onto the planted file before those of the last one.
+    ``-own-held-disk-below-walked``: the same with T8/0's planted file holding :data:`BELOW_UNIT` alone (write
+    position 20, max its end, below that of queue offset 0's unit, which the walk then appends at 20)."""
+    out = [{**s, "config": {**s["config"], "messageIndexSafe": "true", "maxIndexNum": "250"},
+            "name": f"{s['name']}-walked"}
+           for s in embedded_own_held_disk_scenarios(sc) if s["name"].endswith(("-appended", "-skipped"))]
+    appended = out[0]
+    (path, file), = appended["plantFiles"].items()
+    unit = BELOW_UNIT[0].to_bytes(8, "big") + BELOW_UNIT[1].to_bytes(4, "big") + bytes(8)
+    planted = unit + bytes(len(base64.b64decode(file)) - len(unit))
+    return [*out, {**appended, "plantFiles": {path: base64.b64encode(planted).decode()},
+                   "name": appended["name"].replace("-appended-", "-below-")}]
