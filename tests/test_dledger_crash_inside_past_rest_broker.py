@@ -1,0 +1,103 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose walk ended at a damaged
+message and whose start's reput, set inside an entry, parses a well-formed T0/0 message ending where T0/0's cut
+records end, so that it goes on at the damaged message's entry past T0/0's cut units (not dispatching them again) to
+the records of T0/0 past the walk's end (the -past-cut-over and -past-cut-two-over stores of
+:mod:`test_dledger_crash_inside_past_more_broker`), with ``enableConsumeQueueExt=true`` (``-ext``), written by the
+published RocketMQ store through the JVM harness in ``tests/broker/``: what the broker's restart wrote,
+``rebuild --as-restart`` on the store as that restart found it (byte for byte) and ``verify``'s units lost, counted
+from the broker's files.  The stores are written with the others of :mod:`broker_dledger_runs` (one pytest
+session)."""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_runs import (
+    _RUNS,
+    LINES,
+    _as_restart,
+    _queued,
+    _same_files,
+    _same_tree,
+    _units_below_write,
+    _verify,
+)
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
+
+bh.skip_without_tools()
+
+# the T0/0 messages after B9's in the -to-entry-past stores: 300-byte records, each behind a 48-byte DLedger header
+_TAIL, _ENTRY_HEADER = 300, 48
+
+
+def _t0_units(src: Path, sub: str = "expected") -> dict[str, list[tuple[int, int, int]]]:
+    """The T0/0 consume queue's files in ``src/sub`` and each file's units, all of them."""
+    folder = src / sub / "consumequeue" / "T0" / "0"
+    out = {}
+    for f in sorted(p.name for p in folder.iterdir()):
+        b = (folder / f).read_bytes()
+        out[f] = [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, len(b), 20)]
+    return out
+
+
+def _ext_units(data: bytes) -> list[bytes]:
+    """A consume queue ext file's units (ConsumeQueueExt.CqExtUnit: a 2-byte size, then the rest) up to the first
+    zero size."""
+    out, at = [], 0
+    while at + 2 <= len(data) and (size := int.from_bytes(data[at:at + 2], "big")):
+        out.append(data[at:at + size])
+        at += size
+    return out
+
+
+@pytest.mark.parametrize("two", [False, True], ids=["one", "two"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_walk_with_ext_files(
+        line, two, tmp_path):
+    """-past-cut-over-ext (one cut T0/0 unit) and -past-cut-two-over-ext (two): the reput goes on at the damaged
+    message's entry without dispatching the cut units again; ``putMessagePositionInfoWrapper`` puts an ext unit for
+    the parsed message, then for the damaged one and the next, each after the ext units the walk put (the cut units'
+    among them: the cut leaves the ext file as it was), and the units hold those addresses: the parsed unit at 480,
+    the two records' at 500 and 520 (over the second cut unit with -two), zeros after.  --as-restart writes the
+    broker's consume queue and ext files byte for byte, and verify's units lost are the units the broker's queues
+    lack (the cut units among them)."""
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
+    cuts = 2 if two else 1
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-{'two-' if two else ''}over-ext"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + cuts * _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput = EMBED_PROCESS_OFFSET + cuts * _TAIL - 1
+    cut_end = PAST_OVER_CUT_END + (cuts - 1) * (_ENTRY_HEADER + _TAIL)
+    end = int(w["maxPhyOffset"])
+    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
+    assert int(w["damagedRecord"]) == damaged == cut_end + _ENTRY_HEADER, w["damagedRecord"]
+    queue = _t0_units(src)
+    units = queue[f"{440:020d}"]
+    got = units[2:6]
+    assert [u[:2] for u in got] == [(reput, cut_end - reput), (damaged, _TAIL), (last, _TAIL), (0, 0)], units
+    # the walk's ext units: one per T0/0 record it walked, the kept ones (below queue byte 480, fillPreBlank units
+    # left out) and the cut ones (the cut leaves the ext file as it was); then the parsed message's, the damaged
+    # one's and the last one's, the units holding their addresses (ConsumeQueueExt.decorate)
+    kept = [u for f in queue.values() for u in f if u[1] not in (0, 2**31 - 1) and u[0] < damaged][:-1]
+    walked = len(kept) + cuts
+    cq_ext = _ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
+    assert len(cq_ext) == walked + 3, (len(cq_ext), walked)
+    assert [u[2] + 2**63 for u in kept] == [20 * k for k in range(len(kept))], kept
+    assert [u[2] + 2**63 for u in got[:3]] == [20 * (walked + k) for k in range(3)], got
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
