@@ -71,13 +71,13 @@ broker does, or where a parsed unit goes, and creates the file ``getLastMappedFi
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
 would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
-some of its cut units dispatched again before them, none of its files left, or
-none of them on disk before the walk
+some of its cut units dispatched again before them, or none of its files left
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
 (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
 so) and the records past the walk's end follow the parsed units the same way; with ext files the cut leaves the ext
 file as the walk wrote it (the cut units' ext units too) and the ext units of the parsed and of those records
-follow (:attr:`WalkedQueue.ext_next`, not lowered), as the rebuild's dispatch puts them.
+follow (:attr:`WalkedQueue.ext_next`, not lowered), as the rebuild's dispatch puts them; in a queue on disk before
+the walk the parsed units and those records go from the write position the cut left its files at, the same.
 
 A batch queue the walk wrote (in its last data file or its earlier ones only:
 :func:`store_format.dledger_inside_walked.inside_units`) takes a parsed unit by

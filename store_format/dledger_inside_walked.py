@@ -43,7 +43,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     when it goes on before the walk's last data file).  ``after``: the units of the records past the walk's end (a
     walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past`, with the
     number of cut units the reput goes on past when it dispatches none of them again (:attr:`WalkedQueue.skipped`;
-    refused where it dispatches only some, none on disk before the walk, or the cut left no file;
+    refused where it dispatches only some, or the cut left no file;
     on disk before the walk, after its files as the cut left them))."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
@@ -97,9 +97,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
                    "whose records past the walk's end the reput dispatches afterwards, with only some cut units of it "
-                   "dispatched again before them, none on disk before the walk, or no file left"
-                   if len(later) and (emptied or (back.any() and not back.all())
-                                      or (len(cut) and not back.any() and disk is not None)) else
+                   "dispatched again before them, or no file left"
+                   if len(later) and (emptied or (back.any() and not back.all())) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them"
                    if back.any() and not ((len(kept) or q not in max_after

@@ -2,11 +2,11 @@
 message and whose start's reput, set inside an entry, parses a well-formed T0/0 message ending where T0/0's cut
 records end, so that it goes on at the damaged message's entry past T0/0's cut units (not dispatching them again) to
 the records of T0/0 past the walk's end (the -past-cut-over and -past-cut-two-over stores of
-:mod:`test_dledger_crash_inside_past_more_broker`), with ``enableConsumeQueueExt=true`` (``-ext``), written by the
-published RocketMQ store through the JVM harness in ``tests/broker/``: what the broker's restart wrote,
-``rebuild --as-restart`` on the store as that restart found it (byte for byte) and ``verify``'s units lost, counted
-from the broker's files.  The stores are written with the others of :mod:`broker_dledger_runs` (one pytest
-session)."""
+:mod:`test_dledger_crash_inside_past_more_broker`), with ``enableConsumeQueueExt=true`` (``-ext``) or the queues kept
+(``-kept``: T0/0 on disk before the walk), written by the published RocketMQ store through the JVM harness in
+``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart found it
+(byte for byte; ``-kept``: ``verify``'s plan) and ``verify``'s units lost, counted from the broker's files.  The
+stores are written with the others of :mod:`broker_dledger_runs` (one pytest session)."""
 from __future__ import annotations
 
 import struct
@@ -23,6 +23,7 @@ from broker_dledger_runs import (
     _same_tree,
     _units_below_write,
     _verify,
+    _verify_with_plan,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -101,3 +102,47 @@ def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_wa
     held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
+
+@pytest.mark.parametrize("two", [False, True], ids=["one", "two"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_goes_on_past_cut_units_of_a_kept_queue(
+        line, two, tmp_path, monkeypatch):
+    """-past-cut-over-kept and -past-cut-two-over-kept: the -past-cut-over and -past-cut-two-over stores with the
+    queues kept (T0/0 on disk before the walk, its units of the records past the walk's end written before the
+    damage).  The cut leaves T0/0's write position at 480 (its first cut unit, queue offset 24), the parsed unit goes
+    there, and the reput, going on at the damaged message's entry without dispatching the cut units again, appends
+    the damaged record's unit and the next at 500 and 520 (-two: over the second cut unit and the damaged record's
+    own unit; the unit after them on disk stays).  verify on the store as that restart found it puts them where the
+    broker did and predicts the units lost."""
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
+
+    from store_format.dledger_inside_units import InsideUnit
+    cuts = 2 if two else 1
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-{'two-' if two else ''}over-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + cuts * _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput = EMBED_PROCESS_OFFSET + cuts * _TAIL - 1
+    cut_end = PAST_OVER_CUT_END + (cuts - 1) * (_ENTRY_HEADER + _TAIL)
+    end = int(w["maxPhyOffset"])
+    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
+    assert int(w["damagedRecord"]) == damaged == cut_end + _ENTRY_HEADER, w["damagedRecord"]
+    before = _t0_units(src, "before")[f"{440:020d}"]
+    # on disk before the restart: queue offsets 22 on, the cut ones and those of the records past the walk's end
+    assert [u[0] for u in before[2 + cuts:4 + cuts]] == [damaged, last], before
+    after = _t0_units(src)[f"{440:020d}"]
+    assert [u[:2] for u in after[2:5]] == [(reput, cut_end - reput), (damaged, _TAIL), (last, _TAIL)], after
+    assert after[:2] == before[:2] and after[5:] == before[5:], (before, after)   # the rest as on disk
+    assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 540, w["queuesAfterDispatch"]["T0/0"]
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    # the records past the walk's end where the broker put them (500 on): moved there where the rebuild's dispatch,
+    # after every walk unit (the cut ones too: queue offsets 24 on), appends them elsewhere
+    at, rebuild = 440 + 20 * [u[0] for u in after].index(damaged), (24 + cuts) * 20
+    assert (placed.units, placed.past_dropped, placed.past_moved) == (
+        (InsideUnit("T0", 0, 480, reput, cut_end - reput, 0),), (),
+        () if at == rebuild else (("T0", 0, at),)), placed
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
