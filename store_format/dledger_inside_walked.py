@@ -43,7 +43,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     when it goes on before the walk's last data file).  ``after``: the units of the records past the walk's end (a
     walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past`, with the
     number of cut units the reput goes on past when it dispatches none of them again (:attr:`WalkedQueue.skipped`;
-    refused where it dispatches only some, or the cut left no file;
+    refused where it dispatches only some but for its last ones, in a queue that kept a walk unit below
+    ``processOffset``, with no ext files and not on disk before the walk, or where the cut left no file;
     on disk before the walk, after its files as the cut left them))."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
@@ -68,6 +69,12 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
+        # with records past the walk's end, the reput going on past the first cut units (inside the parsed messages)
+        # and dispatching the rest again (no ext files, not on disk before the walk: untested)
+        skip = int(len(back) - back.sum())
+        disk_held = name in (on_disk or {}) and not emptied
+        some = bool(len(later) and len(kept) and 0 < skip < len(back) and back[skip:].all() and not ext_file_size
+                    and not disk_held and not emptied)
         if (rows[:, U_KIND] == KIND_BATCH).all() if len(rows) else q in track.batch_before:
             held = (on_disk or {}).get(name)
             if held is not None and not len(rows):
@@ -98,11 +105,11 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else
                    "whose records past the walk's end the reput dispatches afterwards, with only some cut units of it "
                    "dispatched again before them, or no file left"
-                   if len(later) and (emptied or (back.any() and not back.all())) else
+                   if len(later) and (emptied or (back.any() and not back.all() and not some)) else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them"
-                   if back.any() and not ((len(kept) or q not in max_after
-                                           or emptied) and back.all())
+                   if back.any() and not some and not ((len(kept) or q not in max_after
+                                                        or emptied) and back.all())
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
@@ -114,15 +121,15 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             write = after_last = (before[0] + 1) * CQ_UNIT_SIZE
             return _on_disk(WalkedQueue(write, top, after_last, before[1], track.own_units.get(q, 0), past=past), disk)
         after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
-        again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[:, [U_OFFSET, U_END, U_KEY]]) \
-            if back.any() else ()
+        # the cut units it dispatches again: all of them, or (``some``) the last ones
+        again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[back][:, [U_OFFSET, U_END, U_KEY]])
         if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
             return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
                                track.own_units.get(q, 0), again=again)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
         return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
                                     track.own_units.get(q, 0), again=again, past=past,
-                                    skipped=len(cut) if len(past) and not back.any() else 0), disk)
+                                    skipped=len(cut) if len(past) and not back.any() else skip if some else 0), disk)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
                         bcq_file_size=bcq_file_size)
 

@@ -146,3 +146,38 @@ def test_verify_predicts_a_crash_restart_whose_reput_goes_on_past_cut_units_of_a
         () if at == rebuild else (("T0", 0, at),)), placed
     held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_reput_dispatches_some_cut_units_again_then_records_past_the_walk(line, tmp_path):
+    """-past-cut-two-some: two T0/0 units cut (queue offsets 24, 25 at 480, 500), the parsed T0/0 message (queue
+    offset 1000) ending where the first cut record ends, so the reput goes on at the second cut record's entry: the
+    parsed unit at 480 (the first cut unit's place, that unit not dispatched again), the second cut unit dispatched
+    again back at 500 (its queue offset the write position), then the damaged message's and the next one's at 520
+    and 540.  --as-restart writes the broker's files byte for byte, and verify's units lost are the units the
+    broker's queues lack (the first cut unit among them)."""
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + 2 * _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1
+    second = PAST_OVER_CUT_END + _ENTRY_HEADER   # the second cut T0/0 record
+    end = int(w["maxPhyOffset"])
+    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
+    assert int(w["damagedRecord"]) == damaged == second + _TAIL + _ENTRY_HEADER, w["damagedRecord"]
+    units = _t0_units(src)[f"{440:020d}"]
+    assert units[2:7] == [(reput, PAST_OVER_CUT_END - reput, 0), (second, _TAIL, 0), (damaged, _TAIL, 0),
+                          (last, _TAIL, 0), (0, 0, 0)], units
+    assert all(u[0] != PAST_OVER_CUT_END - _TAIL for u in units), units   # the first cut T0/0 unit
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
