@@ -72,7 +72,7 @@ that is a file's start (also for a unit then dropped) where the broker does; a u
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
 would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
 some of its cut units dispatched again before them (but for the last ones, in a queue that kept a walk unit below
-``processOffset``, with no ext files, not on disk before the walk: as below), or none of its files left
+``processOffset``: as below), or none of its files left
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
 (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
 so) and the records past the walk's end follow the parsed units the same way; where it goes on past the first

@@ -44,7 +44,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past`, with the
     number of cut units the reput goes on past when it dispatches none of them again (:attr:`WalkedQueue.skipped`;
     refused where it dispatches only some but for its last ones, in a queue that kept a walk unit below
-    ``processOffset``, with no ext files and not on disk before the walk, or where the cut left no file;
+    ``processOffset``, or where the cut left no file;
     on disk before the walk, after its files as the cut left them))."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
@@ -70,11 +70,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
         # with records past the walk's end, the reput going on past the first cut units (inside the parsed messages)
-        # and dispatching the rest again (no ext files, not on disk before the walk: untested)
+        # and dispatching the rest again
         skip = int(len(back) - back.sum())
-        disk_held = name in (on_disk or {}) and not emptied
-        some = bool(len(later) and len(kept) and 0 < skip < len(back) and back[skip:].all() and not ext_file_size
-                    and not disk_held and not emptied)
+        some = bool(len(later) and len(kept) and 0 < skip < len(back) and back[skip:].all() and not emptied)
         if (rows[:, U_KIND] == KIND_BATCH).all() if len(rows) else q in track.batch_before:
             held = (on_disk or {}).get(name)
             if held is not None and not len(rows):

@@ -24,13 +24,16 @@ from broker_dledger_inside_scenarios import (
 def past_rest_scenarios(base: dict) -> list[dict]:
     """On the -emptied-batch-embedded store ``base`` (5.5.1): ``-to-entry-past-cut-over-ext``,
     ``-past-cut-two-over-ext`` (ext files of 10 units, as the other ``-ext`` stores) and ``-past-cut-over-kept``,
-    ``-past-cut-two-over-kept`` (``keepQueues``), and ``-past-cut-two-some``."""
+    ``-past-cut-two-over-kept`` (``keepQueues``), and ``-past-cut-two-some`` (and ``-ext``, ``-kept``)."""
     out = []
     for sc in (embedded_to_entry_past_cut_over_scenario(base), embedded_to_entry_past_cut_two_over_scenario(base)):
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
                                   "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"},
                 {**sc, "keepQueues": True, "name": f"{sc['name']}-kept"}]
-    return [*out, embedded_to_entry_past_cut_two_some_scenario(base)]
+    some = embedded_to_entry_past_cut_two_some_scenario(base)
+    return [*out, some, {**some, "config": {**some["config"], "enableConsumeQueueExt": "true",
+                                           "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{some['name']}-ext"},
+            {**some, "keepQueues": True, "name": f"{some['name']}-kept"}]
 
 
 def embedded_to_entry_past_cut_two_some_scenario(sc: dict) -> dict:

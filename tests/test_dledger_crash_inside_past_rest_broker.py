@@ -148,17 +148,20 @@ def test_verify_predicts_a_crash_restart_whose_reput_goes_on_past_cut_units_of_a
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
 
+@pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_dispatches_some_cut_units_again_then_records_past_the_walk(line, tmp_path):
+def test_crash_restart_whose_reput_dispatches_some_cut_units_again_then_records_past_the_walk(line, ext, tmp_path):
     """-past-cut-two-some: two T0/0 units cut (queue offsets 24, 25 at 480, 500), the parsed T0/0 message (queue
     offset 1000) ending where the first cut record ends, so the reput goes on at the second cut record's entry: the
     parsed unit at 480 (the first cut unit's place, that unit not dispatched again), the second cut unit dispatched
     again back at 500 (its queue offset the write position), then the damaged message's and the next one's at 520
-    and 540.  --as-restart writes the broker's files byte for byte, and verify's units lost are the units the
-    broker's queues lack (the first cut unit among them)."""
+    and 540; -ext (enableConsumeQueueExt): their ext units after the walk's (the cut ones' too), the parsed message's,
+    the second cut record's again, the damaged one's and the last one's, the units holding those addresses.
+    --as-restart writes the broker's files byte for byte, and verify's units lost are the units the broker's queues
+    lack (the first cut unit among them)."""
     from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
     from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
-    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some"
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some" + ("-ext" if ext else "")
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
     w, src = r["written"], Path(r["scenario"]["dir"])
@@ -169,15 +172,59 @@ def test_crash_restart_whose_reput_dispatches_some_cut_units_again_then_records_
     damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
     assert int(w["damagedRecord"]) == damaged == second + _TAIL + _ENTRY_HEADER, w["damagedRecord"]
     units = _t0_units(src)[f"{440:020d}"]
-    assert units[2:7] == [(reput, PAST_OVER_CUT_END - reput, 0), (second, _TAIL, 0), (damaged, _TAIL, 0),
-                          (last, _TAIL, 0), (0, 0, 0)], units
+    assert [u[:2] for u in units[2:7]] == [(reput, PAST_OVER_CUT_END - reput), (second, _TAIL), (damaged, _TAIL),
+                                           (last, _TAIL), (0, 0)], units
     assert all(u[0] != PAST_OVER_CUT_END - _TAIL for u in units), units   # the first cut T0/0 unit
+    if ext:   # after the walk's ext units (the two cut ones' too): the parsed message's, the second cut record's
+        # again, the damaged one's and the last one's, the units holding their addresses
+        # (ext files of 204 bytes: 10 units each, the 11th at the next file's start)
+        walked = 5 + 2
+        folder = src / "expected" / "consumequeue_ext" / "T0" / "0"
+        cq_ext = [u for f in sorted(folder.iterdir()) for u in _ext_units(f.read_bytes()) if len(u) == 20]
+        assert len(cq_ext) == walked + 4, len(cq_ext)
+        assert [u[2] + 2**63 for u in units[2:6]] == [k // 10 * 204 + k % 10 * 20 for k in range(walked, walked + 4)]
+    else:
+        assert all(u[2] == 0 for u in units), units
     code, err = _as_restart(src / "before", tmp_path / name, src, line)
     assert code == 0, err[-2000:]
     _same_tree(src / "expected", tmp_path / name)
     _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    if ext:
+        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_dispatches_some_cut_units_of_a_kept_queue_again(
+        line, tmp_path, monkeypatch):
+    """-past-cut-two-some-kept: the -past-cut-two-some store with the queues kept (T0/0 on disk before the walk, its
+    units of the records past the walk's end written before the damage): the broker's T0/0 as with the queues
+    deleted (parsed unit at 480, the second cut unit back at 500, the records past at 520 and 540); verify's plan
+    puts them there (the first cut unit counted dropped) and its units lost are those the broker's queues lack."""
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1
+    second = PAST_OVER_CUT_END + _ENTRY_HEADER
+    end = int(w["maxPhyOffset"])
+    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
+    assert int(w["damagedRecord"]) == damaged == second + _TAIL + _ENTRY_HEADER, w["damagedRecord"]
+    units = _t0_units(src)[f"{440:020d}"]
+    assert [u[:2] for u in units[2:6]] == [(reput, PAST_OVER_CUT_END - reput), (second, _TAIL), (damaged, _TAIL),
+                                           (last, _TAIL)], units
+    assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 560, w["queuesAfterDispatch"]["T0/0"]
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.again_dropped, placed.past_dropped, placed.past_moved) == (
+        (InsideUnit("T0", 0, 480, reput, PAST_OVER_CUT_END - reput, 0),), (("T0", 0, 1),), (), ()), placed
     held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
