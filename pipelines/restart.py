@@ -263,8 +263,9 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     put back only in part they are moved to where the reput appends them (:func:`_write_moved`), and with
     ``enableConsumeQueueExt`` the reput's ext units are appended and the units it put back point at them
     (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched are written with the
-    concurrent reput's (:func:`inside_blanks`); the cut units of a queue the cut left with no file or of a batch queue
-    that the reput appends after the parsed units (``Placed.again_moved``) are written with those.  ``built``'s file
+    concurrent reput's (:func:`inside_blanks`); the cut units of a queue the cut left with no file, of one it left a
+    file of that go elsewhere than where they were, or of a batch queue that the reput appends after the parsed units
+    (``Placed.again_moved``) are written with those.  ``built``'s file
     rows follow; returns whether anything changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
     if crash is None:

@@ -346,6 +346,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             if (on_disk or {}).get(name, (0, False, 0, False))[1]:
                 continue   # a queue on disk that the cut left a file of: its files stay (place_inside)
             first, last = int(rows[0, U_KEY]) * unit, int(rows[-1, U_KEY]) * unit
+            if not batch and max_after.get(q) != process_offset:   # a file left: the cut deleted those past it
+                first = -(-first // size) * size
             made = {f for t, qid, f in placed.opened if (t, qid) == name}   # the files getLastMappedFile created
             (batch_dropped if batch else dropped).extend(
                 (*name, f) for f in range(first - first % size, last - last % size + 1, size) if f not in made)

@@ -30,11 +30,16 @@ whose max 5.3.3 keeps at ``processOffset``: the unit where the reput is set, at 
 Where the reput goes on before the log's end, it dispatches the cut units of a queue the walk wrote again after the
 parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the parsed units left: those whose queue
 offsets lie below the write position are dropped (the first ones: the parsed units took their positions), the rest go
-back where they were (:attr:`Placed.again_dropped`); in a queue the cut left with no file (5.5.1's max -1, 5.3.3's
+back where they were (:attr:`Placed.again_dropped`), but for the first ones when the reput goes on past them (their
+records inside a parsed message: :attr:`WalkedQueue.again_skip`, not dispatched, dropped so); in a queue the cut left
+with no file (5.5.1's max -1, 5.3.3's
 ``processOffset``) each goes where that rule puts it after the parsed units, a unit of queue offset 0 appended at the
 write position (:attr:`Placed.again_moved`; the cut's files are not written again), and so in a queue on disk before
 the walk that the cut left a file of (its files stay: :attr:`WalkedQueue.disk`) where one goes elsewhere than its
-queue offset says, is appended before another is put back or goes into a file ``getLastMappedFile`` creates; with ext
+queue offset says, is appended before another is put back or goes into a file ``getLastMappedFile`` creates, and so
+in any other queue the cut left a file of where one goes elsewhere than where it was, but not into a file
+``getLastMappedFile`` creates (its files stay but for those the cut deleted past the write position, the bytes past
+that position as the walk left them: ``dledger_crash_cut``); with ext
 files the ext units the reput puts for the records it walks follow the parsed units' ext units (:attr:`Placed.ext_put`;
 in a queue left with no file too, the cut unit appended holding its new ext unit's address).  A parsed message's light
 queue unit goes into a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``:
@@ -54,9 +59,10 @@ its files (one the cut emptied is placed as above; one it left a file of otherwi
 left its files, wherever the walk's queue offsets put its units:
 :func:`store_format.dledger_inside_walked.inside_units`), and a queue whose cut units the reput puts back afterwards
 when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file) or only some of
-them, or, with records past the walk's end, none of them (``dledger_crash_cut``), or, with a
-file of it left, would get them back elsewhere than where they were or in a file ``getLastMappedFile`` creates anew
-(but for a queue on disk before the walk, above).  A queue the walk wrote in its earlier data files only is as the
+them (but for its last ones with a file left, no ext files, not on disk before the walk), or, with records past
+the walk's end, none of them (``dledger_crash_cut``), or, with a
+file of it left, would get them back in a file ``getLastMappedFile`` creates anew (but for a queue on disk before the
+walk, above).  A queue the walk wrote in its earlier data files only is as the
 walk left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end);
 one whose units below ``processOffset`` all lie there has its max at the end of the last one
 (``QueueTrack.last_before``).
@@ -76,8 +82,9 @@ some of its cut units dispatched again before them (but for the last ones, in a 
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
 (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
 so) and the records past the walk's end follow the parsed units the same way; where it goes on past the first
-ones and dispatches the rest again, those go by the rule above after the parsed units (:attr:`WalkedQueue.again`, the
-first ones counted dropped), the records past the walk's end after them; with ext files the cut leaves the ext
+ones and dispatches the rest again, those go by the rule above after the parsed units (:attr:`WalkedQueue.again_skip`,
+the first ones counted dropped), the records past the walk's end after them, also with ext files or on disk before
+the walk; with ext files the cut leaves the ext
 file as the walk wrote it (the cut units' ext units too) and the ext units of the parsed and of those records
 follow (:attr:`WalkedQueue.ext_next`, not lowered), as the rebuild's dispatch puts them; in a queue on disk before
 the walk the parsed units and those records go from the write position the cut left its files at, the same.
@@ -193,13 +200,12 @@ class WalkedQueue:
     # a queue on disk before the walk that the cut left a file of (keepQueues: as truncateDirtyLogicFiles left those
     # files, which stay): its cut units the reput dispatches again go wherever the rule puts them
     disk: bool = False
-    # a batch queue's: of ``again``, the first ones the reput does not dispatch again (it goes on past them, at an
-    # entry's start after the parsed messages that hold them): lost (target -1)
+    # of ``again``, the first ones the reput does not dispatch again (it goes on past them, at an entry's start
+    # after the parsed messages that hold them): lost (a batch queue's: target -1; an ordinary one's: dropped, in
+    # Placed.again_dropped's count)
     again_skip: int = 0
     # with records past the walk's end, the number of its cut units the reput does not dispatch again (it goes on
-    # past them, inside the parsed messages): all of them, none in :attr:`again`, or the first ones, the rest in
-    # :attr:`again` (lost, counted in :attr:`Placed.again_dropped` before the ones the parsed units drop; the same
-    # idea as a batch queue's :attr:`again_skip`)
+    # past them): all of them, none in :attr:`again` (only the first ones: :attr:`again_skip`)
     skipped: int = 0
 
 
@@ -225,8 +231,8 @@ class Placed:
     # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in a queue the walk wrote (after
     # the walk's; the reput's ones, where it goes on, after them)
     ext_put: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, source, target)``: in a queue the cut left with no file (or one on disk before the walk
-    # whose files stay, where not every cut unit goes back where it was) or a batch queue, a cut unit the reput
+    # ``(topic, queue id, source, target)``: in a queue the cut left with no file (or one it left a file of, on disk
+    # before the walk or not, where not every cut unit goes back where it was) or a batch queue, a cut unit the reput
     # dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20, a
     # batch queue's unit index * 46), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
     # listed, in commitlog order
@@ -314,19 +320,20 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks))
                       for o, n, q in s.again]
             continue
-        put = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks)
-               for offset, size, queue_offset in s.again]
+        put = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks) if k >= s.again_skip else -1
+               for k, (offset, size, queue_offset) in enumerate(s.again)]   # the first again_skip not dispatched
         back = [pos == q * CQ_UNIT_SIZE for pos, (_o, _s, q) in zip(put, s.again)]   # each put back where it was
         dropped = back.index(True) if True in back else len(back)
         fresh = [(*key, q * CQ_UNIT_SIZE - q * CQ_UNIT_SIZE % cq_file_size) in opened for _o, _s, q in s.again]
         # the first ones dropped (none appended elsewhere), the rest back, none in a file getLastMappedFile created anew
         if any(pos >= 0 for pos in put[:dropped]) or not all(back[dropped:]) or any(fresh[dropped:]):
-            if s.disk:   # its files on disk stay (a file getLastMappedFile creates too): each where the rule put it
+            if s.disk or not any(fresh):   # its files stay (on disk before the walk: a file getLastMappedFile creates
+                # too): each where the rule put it
                 moved += [(*key, q * CQ_UNIT_SIZE, pos) for pos, (_o, _s, q) in zip(put, s.again)]
                 continue
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose cut units the reput puts back afterwards elsewhere than "
-                              "where they were or in a file it creates anew")
-        again.append((*key, s.skipped + dropped))   # after the first cut units the reput goes on past
+                              "where they were, in a file it creates anew")
+        again.append((*key, dropped))   # the first again_skip (not dispatched) among them
     removed = {f for f in rebuild_files if f not in opened}   # the files apply_cut removes
     past: list[tuple[str, int, int]] = []
     kept: list[tuple[str, int, int, int, int]] = []

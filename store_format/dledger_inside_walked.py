@@ -42,7 +42,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     units after the parsed ones', for the cut units it dispatches again and the records past the walk's end; refused
     when it goes on before the walk's last data file).  ``after``: the units of the records past the walk's end (a
     walk ended by a damaged message), those from ``reput`` on handed over as :attr:`WalkedQueue.past`, with the
-    number of cut units the reput goes on past when it dispatches none of them again (:attr:`WalkedQueue.skipped`;
+    number of cut units the reput goes on past when it dispatches none of them again (:attr:`WalkedQueue.skipped`; when
+    it dispatches only the last ones again, the first ones inside the parsed messages: :attr:`WalkedQueue.again_skip`;
     refused where it dispatches only some but for its last ones, in a queue that kept a walk unit below
     ``processOffset``, or where the cut left no file;
     on disk before the walk, after its files as the cut left them))."""
@@ -69,10 +70,6 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
-        # with records past the walk's end, the reput going on past the first cut units (inside the parsed messages)
-        # and dispatching the rest again
-        skip = int(len(back) - back.sum())
-        some = bool(len(later) and len(kept) and 0 < skip < len(back) and back[skip:].all() and not emptied)
         if (rows[:, U_KIND] == KIND_BATCH).all() if len(rows) else q in track.batch_before:
             held = (on_disk or {}).get(name)
             if held is not None and not len(rows):
@@ -95,6 +92,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
         # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)
         disk = (on_disk or {}).get(name) if not emptied else None
+        # the reput going on at an entry's start past the first cut units (inside the parsed messages) dispatches
+        # only the rest again: those first ones stay cut (WalkedQueue.again_skip)
+        skip = int(np.argmax(back)) if back.any() else 0
         refused = ("a queue the walk wrote light or batch units in" if before is None and not len(rows) else
                    "a queue the walk wrote units of another kind in"
                    if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
@@ -103,11 +103,15 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else
                    "whose records past the walk's end the reput dispatches afterwards, with only some cut units of it "
                    "dispatched again before them, or no file left"
-                   if len(later) and (emptied or (back.any() and not back.all() and not some)) else
+                   if len(later) and (emptied or (back.any() and not (back[skip:].all() and (len(kept) or not skip))))
+                   else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
-                   "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them"
-                   if back.any() and not some and not ((len(kept) or q not in max_after
-                                                        or emptied) and back.all())
+                   "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them (but for its "
+                   "last ones, with a file of it left, no ext files, not on disk before the walk, or records past "
+                   "the walk's end after them)"
+                   if back.any() and not ((len(kept) or q not in max_after or emptied) and back[skip:].all()
+                                          and not (skip and (emptied or (not len(later)
+                                                                         and (disk is not None or ext_file_size)))))
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
@@ -119,15 +123,15 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             write = after_last = (before[0] + 1) * CQ_UNIT_SIZE
             return _on_disk(WalkedQueue(write, top, after_last, before[1], track.own_units.get(q, 0), past=past), disk)
         after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
-        # the cut units it dispatches again: all of them, or (``some``) the last ones
-        again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[back][:, [U_OFFSET, U_END, U_KEY]])
+        again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[:, [U_OFFSET, U_END, U_KEY]]) \
+            if back.any() else ()
         if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
             return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
                                track.own_units.get(q, 0), again=again)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
         return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
-                                    track.own_units.get(q, 0), again=again, past=past,
-                                    skipped=len(cut) if len(past) and not back.any() else skip if some else 0), disk)
+                                    track.own_units.get(q, 0), again=again, past=past, again_skip=skip,
+                                    skipped=len(cut) if len(past) and not back.any() else 0), disk)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
                         bcq_file_size=bcq_file_size)
 

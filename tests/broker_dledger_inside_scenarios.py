@@ -78,6 +78,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     -past-cut and -to-entry-emptied stores with ``enableConsumeQueueExt`` (ext files of 10 units); and the stores of
     :func:`broker_dledger_inside_disk_scenarios.disk_scenarios` (the queues on disk before the walk) and
     :func:`broker_dledger_inside_past_more_scenarios.past_more_scenarios` and
+    :func:`broker_dledger_inside_again_scenarios.again_abort_scenarios` and
     :func:`broker_dledger_inside_past_rest_scenarios.past_rest_scenarios`."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
@@ -118,10 +119,12 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                            embedded_to_entry_past_cut_scenario(out[0]), embedded_to_entry_emptied_scenario(out[0]))]
         out += [embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0]),
                 embedded_to_entry_past_cut_scenario(out[0])]
+        from broker_dledger_inside_again_scenarios import again_abort_scenarios
         from broker_dledger_inside_disk_scenarios import disk_scenarios
         from broker_dledger_inside_past_more_scenarios import past_more_scenarios
         from broker_dledger_inside_past_rest_scenarios import past_rest_scenarios
-        out += disk_scenarios(out[0]) + past_more_scenarios(out[0]) + past_rest_scenarios(out[0])
+        out += disk_scenarios(out[0]) + past_more_scenarios(out[0]) + again_abort_scenarios(out[0]) \
+            + past_rest_scenarios(out[0])
     return out
 
 

@@ -219,6 +219,31 @@ def _same_tree(expected: Path, ours: Path) -> None:
         bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file {o.name} vs broker's {e.name}")
 
 
+def _restart_as_the_broker(src: Path, name: str, line: str, tmp_path: Path, *, ext: bool = False,
+                           batch: bool = False) -> None:
+    """``--as-restart`` on the store as the broker's crash restart found it (``before/``) writes what that restart
+    wrote (``expected/``): ``consumequeue/``, ``index/`` and ``batchconsumequeue/`` byte for byte (``batch``: the
+    broker wrote some), and ``ext``: ``consumequeue_ext/`` too (the broker wrote some)."""
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=batch)
+    if ext:
+        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+
+
+def _verify_loses_as_the_broker(r: dict, src: Path, line: str, tmp_path: Path, leave_out: tuple[int, ...]) -> dict:
+    """``verify`` on a copy of ``before/`` predicts a DLedger crash restart (no note) whose units lost are the units
+    the scenario sent less those the broker's queues hold below each write position (:func:`_units_below_write`;
+    ``leave_out``: the commitlog offsets of the parsed messages, which no put sent); verify's prediction."""
+    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(r["written"], src, leave_out)
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    return p
+
+
 def _verify(store: Path, src: Path, line: str) -> tuple[int, dict]:
     """``verify --json`` on ``store``: exit code and the report."""
     import json

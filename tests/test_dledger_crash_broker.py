@@ -23,11 +23,13 @@ from broker_dledger_runs import (
     _lost_per_queue,
     _parsed_unit_in_a_new_file,
     _queued,
+    _restart_as_the_broker,
     _same_files,
     _same_tree,
     _units,
     _units_below_write,
     _verify,
+    _verify_loses_as_the_broker,
     _verify_with_plan,
 )
 
@@ -522,17 +524,8 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_it
                   for i in range(0, min(size, len(b)), 20)]
     tail = int(w["maxPhyOffset"]) - 300   # the last T0/0 message (300 bytes), the log's last
     assert units[-1] == (reput, len(msg)) and all(o != tail for o, _ in units), units[-3:]
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    if ext:
-        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed ones
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path, ext=ext)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -565,10 +558,7 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_w
                   for i in range(0, min(size, len(b)), 20)]
     assert len(units) == len(LIGHT_PUTS) + 1 and units[-1] == (reput, len(msg)) and \
         all(int(data[-1].name) <= o < reput for o, _ in units[:-1]), units
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _restart_as_the_broker(src, name, line, tmp_path)
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
@@ -656,11 +646,7 @@ def test_crash_restart_whose_reput_parses_messages_for_queues_the_walk_wrote_in_
     assert f"dispatches every entry from data file {data[0].name} " in err, err[-2000:]
     _same_tree(src / "expected", tmp_path / name)
     _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    units = _units_below_write(w, src, (reput, reput + half))
-    assert p["units_lost"] == _queued(r["scenario"]) - units > 0, (units, p["units_lost"], p["notes"])
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput, reput + half))
 
 
 @pytest.mark.parametrize("line", LINES)

@@ -17,12 +17,10 @@ import pytest
 from broker_dledger_runs import (
     _RUNS,
     LINES,
-    _as_restart,
     _queued,
-    _same_files,
-    _same_tree,
+    _restart_as_the_broker,
     _units_below_write,
-    _verify,
+    _verify_loses_as_the_broker,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -41,23 +39,6 @@ def _record(src: Path, offset: int, n: int) -> bytes:
     with data[-1].open("rb") as f:
         f.seek(offset - int(data[-1].name))
         return f.read(n)
-
-
-def _checked_restart(r: dict, name: str, line: str, tmp_path: Path, leave_out: tuple[int, ...], ext: bool) -> None:
-    """--as-restart on the store as the restart found it writes the broker's queues byte for byte (and ext files),
-    verify predicts the units lost (the units below each queue's write position but the parsed ones)."""
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
-    if ext:
-        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, leave_out)
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -99,7 +80,8 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_batch_unit_back_after_p
     assert units == [(reput + len(first), len(second), 0, second_stored, *BATCH_INNER[1], -1, 0),
                      (b9_at, b9_size, 0, b9_stored, b9_queue_offset, 1, -1, 0)], units
     assert data[92:] == bytes(len(data) - 92)
-    _checked_restart(r, name, line, tmp_path, (reput + len(first),), ext=False)
+    _restart_as_the_broker(src, name, line, tmp_path, ext=False, batch=True)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput + len(first),))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -141,7 +123,8 @@ def test_as_restart_with_ext_files_after_a_crash_whose_reput_puts_a_cut_unit_bac
     parsed_stored = struct.unpack(">q", _record(src, reput, 64)[56:64])[0]
     assert units[2] == units[0] and units[1] == struct.pack(">hqqh", 20, 0, parsed_stored, 0), units
     assert ext[60:] == bytes(len(ext) - 60)
-    _checked_restart(r, name, line, tmp_path, (reput,), ext=True)
+    _restart_as_the_broker(src, name, line, tmp_path, ext=True, batch=True)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 
 @pytest.mark.parametrize("line", bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
@@ -233,7 +216,8 @@ def test_as_restart_after_a_crash_whose_reput_reaches_a_batch_record_past_the_wa
     assert got == [(reput + len(first), len(second), 0, struct.unpack(">q", second[56:64])[0], *BATCH_INNER[1], -1, 0),
                    *units], got
     assert data[138:] == bytes(len(data) - 138)
-    _checked_restart(r, name, line, tmp_path, (reput + len(first),), ext=False)
+    _restart_as_the_broker(src, name, line, tmp_path, ext=False, batch=True)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput + len(first),))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -264,21 +248,8 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
     assert struct.unpack(">qiqqqhii", b7[46:92]) == (
         reput, len(msg), 0, struct.unpack(">q", msg[56:64])[0], *BATCH_INNER[1], -1, 0), b7[46:92].hex()
     assert b7[92:] == bytes(len(b7) - 92) and not before.exists()
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = 0   # the broker's units below each queue's write position, but fillPreBlank ones and the parsed one
-    for queue, st in w["queuesAfterDispatch"].items():
-        layout, unit = ("batchconsumequeue", 46) if st["type"] == "BatchConsumeQueue" else ("consumequeue", 20)
-        for f in st["files"]:
-            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                        and int.from_bytes(b[i:i + 8], "big") != reput)
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path, batch=True)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -356,11 +327,5 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     placed = crash.cut.inside_placed
     assert placed.units == (InsideUnit("B7", 0, 46, reput, len(msg), 0, True, stored, *BATCH_INNER[1]),) and \
         placed.opened == (), placed
-    held = 0   # the broker's units below each queue's write position, but fillPreBlank ones and the parsed one
-    for queue, st in w["queuesAfterDispatch"].items():
-        layout, unit = ("batchconsumequeue", 46) if st["type"] == "BatchConsumeQueue" else ("consumequeue", 20)
-        for f in st["files"]:
-            b = (src / "expected" / layout / queue / f).read_bytes()[:max(0, int(st["maxOffset"]) - int(f))]
-            held += sum(1 for i in range(0, len(b), unit) if int.from_bytes(b[i + 8:i + 12], "big") != 2**31 - 1
-                        and int.from_bytes(b[i:i + 8], "big") != reput)
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank units nor the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])

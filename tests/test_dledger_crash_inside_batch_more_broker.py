@@ -16,11 +16,9 @@ from broker_dledger_runs import (
     _RUNS,
     LINES,
     _as_restart,
-    _queued,
     _same_files,
     _same_tree,
-    _units_below_write,
-    _verify,
+    _verify_loses_as_the_broker,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -72,11 +70,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
     assert code == 0, err[-2000:]
     _same_tree(src / "expected", tmp_path / name)
     _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput,))   # the broker's units but fillPreBlank ones and the parsed one
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 
 @pytest.mark.parametrize("past", [False, True], ids=["", "past"])
@@ -132,8 +126,4 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
     assert code == 0, err[-2000:]
     _same_tree(src / "expected", tmp_path / name)
     _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (at,))   # the broker's units but fillPreBlank ones and the parsed one
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (at,))

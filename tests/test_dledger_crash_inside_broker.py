@@ -16,10 +16,12 @@ from broker_dledger_runs import (
     LINES,
     _as_restart,
     _queued,
+    _restart_as_the_broker,
     _same_files,
     _same_tree,
     _units_below_write,
     _verify,
+    _verify_loses_as_the_broker,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -72,11 +74,7 @@ def test_crash_restart_whose_reput_parses_messages_for_a_batch_queue_the_walk_wr
     assert code == 0, err[-2000:]
     _same_tree(src / "expected", tmp_path / name)
     _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput + len(first),))   # neither fillPreBlank nor the parsed ones
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput + len(first),))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -160,13 +158,5 @@ def test_crash_restart_with_ext_files_whose_reput_parses_messages_for_queues_the
         again = 1 if suffix == "-to-entry-earlier-ext" else 0   # the reput's ext unit for the last T6/0 message
         assert len(ext) == walked + 1 + again and (not again or ext[-1] == ext[walked - 1]), (queue, ext)
         parsed[queue] = offset
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, tuple(parsed.values()))   # neither fillPreBlank nor the parsed ones
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path, ext=True)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, tuple(parsed.values()))

@@ -14,12 +14,8 @@ import pytest
 from broker_dledger_runs import (
     _RUNS,
     LINES,
-    _as_restart,
-    _queued,
-    _same_files,
-    _same_tree,
-    _units_below_write,
-    _verify,
+    _restart_as_the_broker,
+    _verify_loses_as_the_broker,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -91,17 +87,8 @@ def test_crash_restart_whose_reput_parses_a_message_then_reaches_records_past_th
         cq_ext = _ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
         assert address % 20 == 0 and len(cq_ext) == address // 20 + 2 + more, (address, cq_ext)
         assert not more or units[-1][2] == parsed[2] + 40, units[-2:]
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    if ext:
-        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path, ext=ext)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 
 @pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
@@ -138,14 +125,5 @@ def test_crash_restart_whose_reput_parses_a_message_then_puts_cut_units_and_reco
         cq_ext = _ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
         assert address % 20 == 0 and len(cq_ext) == address // 20 + 4, (address, cq_ext)
         assert [u[2] - units[-3][2] for u in units[-2:]] == [40, 60], units[-3:]
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    if ext:
-        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path, ext=ext)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))

@@ -15,12 +15,8 @@ import pytest
 from broker_dledger_runs import (
     _RUNS,
     LINES,
-    _as_restart,
-    _queued,
-    _same_files,
-    _same_tree,
-    _units_below_write,
-    _verify,
+    _restart_as_the_broker,
+    _verify_loses_as_the_broker,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -75,15 +71,8 @@ def test_crash_restart_whose_reput_reaches_records_past_the_walk_at_a_file_start
     kept = [(end - _TAIL, _TAIL, 0)] if more else []
     assert units[new] == kept + [(0, 0, 0)] * (PAST_FILE_CQ_SIZE // 20 - more), units[new]   # created, zeros else
     assert all(u[0] != damaged for f in units.values() for u in f), units
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -109,15 +98,8 @@ def test_crash_restart_whose_reput_puts_cut_units_then_records_past_the_walk_at_
     assert units[f"{400:020d}"][-1] == (reput, host_end - reput, 0), units
     assert units[f"{500:020d}"] == [(later[0], _TAIL, 0), (later[1], _TAIL, 0)] + [(0, 0, 0)] * 3, units
     assert all(u[0] != cut for f in units.values() for u in f), units
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 def _ext_units(data: bytes) -> list[bytes]:
     """A consume queue ext file's units (ConsumeQueueExt.CqExtUnit: a 2-byte size, then the rest) up to the first
@@ -170,17 +152,8 @@ def test_crash_restart_whose_reput_appends_a_record_past_the_walk_in_the_parsed_
         assert kept[2] == parsed[2] + 40, units[new]
     else:
         assert parsed[2] == kept[2] == 0, units[new]
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    if ext:
-        _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path, ext=ext)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 
 
@@ -208,15 +181,8 @@ def test_crash_restart_whose_reput_drops_a_record_past_the_walk_after_cut_units(
     assert first[0] == reput and first[0] + first[1] == second[0] and second[0] + second[1] == host_end, units
     assert kept == (last, _TAIL, 0) and int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 540, units
     assert all(u[0] not in (cut, damaged) for f in units.values() for u in f), units
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (first[0], second[0]))   # neither fillPreBlank nor the parsed units
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (first[0], second[0]))
 
 
 
@@ -244,15 +210,8 @@ def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_wa
                                          (0, 0, 0)], units
     assert all(u[0] != PAST_OVER_CUT_END - _TAIL for f in units.values() for u in f), units   # the cut T0/0 unit
     assert w["queuesAfterDispatch"]["B9/0"]["files"] == [], w["queuesAfterDispatch"]["B9/0"]   # B9's not put back
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 
 
@@ -279,12 +238,5 @@ def test_crash_restart_whose_reput_puts_records_past_the_walk_before_where_the_r
     _names, units = _t0_units(w, src)
     assert units[f"{440:020d}"][2:6] == [(reput, cut_end - reput, 0), (damaged, _TAIL, 0), (last, _TAIL, 0),
                                          (0, 0, 0)], units
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))

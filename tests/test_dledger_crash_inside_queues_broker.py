@@ -16,7 +16,15 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify
+from broker_dledger_runs import (
+    _RUNS,
+    LINES,
+    _queued,
+    _restart_as_the_broker,
+    _units_below_write,
+    _verify,
+    _verify_loses_as_the_broker,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -103,7 +111,6 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_after_a_parse
         EMBED_OWN_QUEUE_OFFSET,
         TO_ENTRY_HOST_TAIL,
     )
-    from broker_dledger_runs import _as_restart, _same_files, _same_tree
 
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-emptied"
@@ -121,10 +128,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_after_a_parse
     held = (src / "expected" / "consumequeue" / "T8" / "0" / state["files"][0]).read_bytes()
     assert [_unit(held, k) for k in range(at % size, at % size + 2 * CQ_UNIT_SIZE, CQ_UNIT_SIZE)] == [
         (reput, host_end - reput, 0), (tail, 300, 0)], held.hex()
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _restart_as_the_broker(src, name, line, tmp_path)
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
@@ -141,7 +145,6 @@ def test_as_restart_after_a_crash_whose_reput_drops_a_cut_unit_after_a_parsed_on
     there, and the reput, going on at B9's entry, drops the cut T6/0 unit (queue offset 1: its position lies below
     the write position). --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
     from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, TO_ENTRY_HOST_TAIL
-    from broker_dledger_runs import _as_restart, _same_files, _same_tree
 
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-earlier"
@@ -158,12 +161,5 @@ def test_as_restart_after_a_crash_whose_reput_drops_a_cut_unit_after_a_parsed_on
     first = _unit(held, 0)
     assert first[0] < int(data[1].name) and _unit(held, CQ_UNIT_SIZE) == (reput, host_end - reput, 0), held[:60].hex()
     assert held[2 * CQ_UNIT_SIZE:] == bytes(len(held) - 2 * CQ_UNIT_SIZE), held.hex()
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    count = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
-    assert p["units_lost"] == _queued(r["scenario"]) - count > 0, (count, p["units_lost"], p["notes"])
+    _restart_as_the_broker(src, name, line, tmp_path)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
