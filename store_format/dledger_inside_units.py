@@ -77,11 +77,17 @@ broker does, or where a parsed unit goes, and creates the file ``getLastMappedFi
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
 would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
-some of its cut units dispatched again before them, none with ext files, none of its files left, or
-none of them on disk before the walk
+some of its cut units dispatched again before them (but for the last ones, in a queue that kept a walk unit below
+``processOffset``: as below), or none of its files left
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
 (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
-so) and the records past the walk's end follow the parsed units the same way.
+so) and the records past the walk's end follow the parsed units the same way; where it goes on past the first
+ones and dispatches the rest again, those go by the rule above after the parsed units (:attr:`WalkedQueue.again_skip`,
+the first ones counted dropped), the records past the walk's end after them, also with ext files or on disk before
+the walk; with ext files the cut leaves the ext
+file as the walk wrote it (the cut units' ext units too) and the ext units of the parsed and of those records
+follow (:attr:`WalkedQueue.ext_next`, not lowered), as the rebuild's dispatch puts them; in a queue on disk before
+the walk the parsed units and those records go from the write position the cut left its files at, the same.
 
 A batch queue the walk wrote (in its last data file or its earlier ones only:
 :func:`store_format.dledger_inside_walked.inside_units`) takes a parsed unit by
@@ -199,7 +205,7 @@ class WalkedQueue:
     # Placed.again_dropped's count)
     again_skip: int = 0
     # with records past the walk's end, the number of its cut units the reput does not dispatch again (it goes on
-    # past them): all of them, none in :attr:`again`
+    # past them): all of them, none in :attr:`again` (only the first ones: :attr:`again_skip`)
     skipped: int = 0
 
 
@@ -300,7 +306,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if (position := _put(key, s, end, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
             out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, tags_code))
     # the cut units the reput goes on past (none dispatched again) before records past the walk's end: all dropped
-    again: list[tuple[str, int, int]] = [(*key, s.skipped) for key, s in states.items() if s is not None and s.skipped]
+    again: list[tuple[str, int, int]] = [(*key, s.skipped) for key, s in states.items()
+                                         if s is not None and s.skipped and not s.again]
     moved: list[tuple[str, int, int, int]] = []
     for key, s in states.items():   # the cut units the reput dispatches again after the parsed ones, by the same rule
         if s is None or not s.again:
@@ -326,7 +333,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
                 continue
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose cut units the reput puts back afterwards elsewhere than "
                               "where they were, in a file it creates anew")
-        again.append((*key, dropped))
+        again.append((*key, dropped))   # the first again_skip (not dispatched) among them
     removed = {f for f in rebuild_files if f not in opened}   # the files apply_cut removes
     past: list[tuple[str, int, int]] = []
     kept: list[tuple[str, int, int, int, int]] = []

@@ -44,8 +44,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
-    messages: :attr:`WalkedQueue.again_skip`; refused where it dispatches only some, none with ext files or on disk
-    before the walk, or the cut left no file; on disk before the walk, after its files as the cut left them))."""
+    messages: :attr:`WalkedQueue.again_skip`; refused where it dispatches only some but for its last ones, in a
+    queue that kept a walk unit below ``processOffset``, or where the cut left no file; on disk before the walk,
+    after its files as the cut left them))."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
@@ -108,14 +109,16 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
                    "whose records past the walk's end the reput dispatches afterwards, with only some cut units of it "
-                   "dispatched again before them, none with ext files or on disk before the walk, or no file left"
-                   if len(later) and (emptied or (back.any() and not back.all())
-                                      or (len(cut) and not back.any() and (ext_file_size or disk is not None))) else
+                   "dispatched again before them, or no file left"
+                   if len(later) and (emptied or (back.any() and not (back[skip:].all() and (len(kept) or not skip))))
+                   else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them (but for its "
-                   "last ones, with a file of it left, no ext files, not on disk before the walk)"
+                   "last ones, with a file of it left, no ext files, not on disk before the walk, or records past "
+                   "the walk's end after them)"
                    if back.any() and not ((len(kept) or q not in max_after or emptied) and back[skip:].all()
-                                          and not (skip and (emptied or disk is not None or ext_file_size)))
+                                          and not (skip and (emptied or (not len(later)
+                                                                         and (disk is not None or ext_file_size)))))
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)

@@ -1,0 +1,57 @@
+"""The inside-entry DLedger crash scenarios (:mod:`broker_dledger_inside_scenarios`) whose start's reput, after the
+message it parses, goes on past a queue's cut units to records of it past the walk's end (the -past-cut-over and
+-past-cut-two-over stores of :mod:`broker_dledger_inside_past_more_scenarios`), with ``enableConsumeQueueExt``
+(``-ext``) or the queues kept (``-kept``: T0/0 on disk before the walk)."""
+from __future__ import annotations
+
+import base64
+
+from broker_dledger_inside_past_more_scenarios import (
+    PAST_OVER_CUT_END,
+    PAST_OVER_PROPS,
+    embedded_to_entry_past_cut_over_scenario,
+    embedded_to_entry_past_cut_two_over_scenario,
+)
+from broker_dledger_inside_scenarios import (
+    EMBED_HOST_AT,
+    EMBED_HOST_BODY,
+    EMBED_PROCESS_OFFSET,
+    TO_ENTRY_HOST_TAIL,
+    TO_ENTRY_QUEUE_OFFSET,
+)
+
+
+def past_rest_scenarios(base: dict) -> list[dict]:
+    """On the -emptied-batch-embedded store ``base`` (5.5.1): ``-to-entry-past-cut-over-ext``,
+    ``-past-cut-two-over-ext`` (ext files of 10 units, as the other ``-ext`` stores) and ``-past-cut-over-kept``,
+    ``-past-cut-two-over-kept`` (``keepQueues``), and ``-past-cut-two-some`` (and ``-ext``, ``-kept``)."""
+    out = []
+    for sc in (embedded_to_entry_past_cut_over_scenario(base), embedded_to_entry_past_cut_two_over_scenario(base)):
+        out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
+                                  "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{sc['name']}-ext"},
+                {**sc, "keepQueues": True, "name": f"{sc['name']}-kept"}]
+    some = embedded_to_entry_past_cut_two_some_scenario(base)
+    return [*out, some, {**some, "config": {**some["config"], "enableConsumeQueueExt": "true",
+                                           "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{some['name']}-ext"},
+            {**some, "keepQueues": True, "name": f"{some['name']}-kept"}]
+
+
+def embedded_to_entry_past_cut_two_some_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some`` (5.5.1): the -past-cut-two-over store
+    (two T0/0 units cut, queue offsets 24 and 25) whose parsed T0/0 message (queue offset 1000) ends where the first
+    cut T0/0 record ends (:data:`PAST_OVER_CUT_END`, its properties that record's, as -past-cut-over's): the reput
+    goes on at the second cut record's entry, dispatching only that cut unit again, then the damaged message and the
+    last one (the records past the walk's end)."""
+    from broker_dledger_2gib import embedded_message
+    two = embedded_to_entry_past_cut_two_over_scenario(sc)
+    reput = EMBED_PROCESS_OFFSET + 2 * 300 - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    msg = embedded_message(reput, b"o" * (PAST_OVER_CUT_END - reput - 88 - 3 - 2 - len(PAST_OVER_PROPS)),
+                           PAST_OVER_PROPS, topic=b"T0", queue_offset=TO_ENTRY_QUEUE_OFFSET)
+    assert reput + len(msg) == PAST_OVER_CUT_END, (reput, len(msg))
+    *rest, host, b9, last, c, d, e = two["messages"]
+    hb = bytearray(base64.b64decode(host["body"]))
+    head = msg[:host_end - reput - len(TO_ENTRY_HOST_TAIL)]
+    hb[len(hb) - len(head):] = head
+    return {**two, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, last, c, d, e],
+            "name": two["name"].replace("-two-over", "-two-some")}
