@@ -12,6 +12,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import last_data_bytes
 from broker_dledger_runs import (
     _RUNS,
     LINES,
@@ -25,14 +26,6 @@ from broker_dledger_runs import (
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-def _record(src: Path, offset: int, n: int) -> bytes:
-    """``n`` bytes of the last data file of the store the restart found, from commitlog offset ``offset`` on."""
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    with data[-1].open("rb") as f:
-        f.seek(offset - int(data[-1].name))
-        return f.read(n)
 
 
 def _units(src: Path, queue: str, files: list[str], end: int) -> dict[int, tuple[int, int, int]]:
@@ -67,15 +60,15 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
     w, src = r["written"], Path(r["scenario"]["dir"])
     reput, head, size = embedded_to_entry_some_messages()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
-    assert _record(src, reput, len(head)) == head, "the T0/0 message at processOffset - 1"
+    assert last_data_bytes(src, reput, len(head)) == head, "the T0/0 message at processOffset - 1"
     first_at = reput + size - SOME_T0_SIZE   # the first T0/0 record, inside the parsed message
-    b9 = _record(src, first_at - 48 - SOME_B9_SIZE, SOME_B9_SIZE)
+    b9 = last_data_bytes(src, first_at - 48 - SOME_B9_SIZE, SOME_B9_SIZE)
     assert struct.unpack(">i", b9[:4])[0] == SOME_B9_SIZE, b9
-    first = _record(src, first_at, SOME_T0_SIZE)
+    first = last_data_bytes(src, first_at, SOME_T0_SIZE)
     assert struct.unpack(">i", first[:4])[0] == SOME_T0_SIZE and first[SOME_T0_TOPIC_AT:SOME_T0_TOPIC_AT + 3] == \
         b"\x02T0" and first.endswith(SOME_T0_PROPS), first
     last_at = reput + size + 48   # the last T0/0 record, after its entry's header
-    last = _record(src, last_at, SOME_T0_SIZE)
+    last = last_data_bytes(src, last_at, SOME_T0_SIZE)
     assert struct.unpack(">i", last[:4])[0] == SOME_T0_SIZE, last
     assert int(w["maxPhyOffset"]) == last_at + SOME_T0_SIZE, w["maxPhyOffset"]
     k = struct.unpack(">q", first[20:28])[0]   # the first cut unit's queue offset
@@ -114,10 +107,10 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_elsewhere_in_
     w, src = r["written"], Path(r["scenario"]["dir"])
     reput, head, size = embedded_to_entry_some_messages(SOME_MOVED_QUEUE_OFFSET)
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
-    assert _record(src, reput, len(head)) == head, "the T0/0 message at processOffset - 1"
-    first = _record(src, reput + size - SOME_T0_SIZE, SOME_T0_SIZE)
+    assert last_data_bytes(src, reput, len(head)) == head, "the T0/0 message at processOffset - 1"
+    first = last_data_bytes(src, reput + size - SOME_T0_SIZE, SOME_T0_SIZE)
     last_at = reput + size + 48   # the last T0/0 record, after its entry's header
-    last = _record(src, last_at, SOME_T0_SIZE)
+    last = last_data_bytes(src, last_at, SOME_T0_SIZE)
     assert struct.unpack(">i", last[:4])[0] == SOME_T0_SIZE, last
     k = struct.unpack(">q", first[20:28])[0]   # the first cut unit's queue offset
     assert struct.unpack(">q", last[20:28])[0] == k + 1 and k > SOME_MOVED_QUEUE_OFFSET

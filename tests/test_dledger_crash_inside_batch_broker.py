@@ -14,6 +14,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import cq_unit, last_data_bytes
 from broker_dledger_runs import (
     _RUNS,
     LINES,
@@ -26,19 +27,6 @@ from broker_dledger_runs import (
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-def _unit(data: bytes, at: int) -> tuple[int, int, int]:
-    """The consume queue unit at byte ``at``: commitlog offset, size, tags code."""
-    return struct.unpack(">qiq", data[at:at + 20])
-
-
-def _record(src: Path, offset: int, n: int) -> bytes:
-    """``n`` bytes of the last data file of the store the restart found, from commitlog offset ``offset`` on."""
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    with data[-1].open("rb") as f:
-        f.seek(offset - int(data[-1].name))
-        return f.read(n)
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -66,9 +54,10 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_batch_unit_back_after_p
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     assert w["queuesAfterLoad"]["B9/0"] == {"type": "BatchConsumeQueue", "maxOffset": 0, "files": [],
                                             "maxPhysicOffset": reput}, w["queuesAfterLoad"]["B9/0"]
-    assert _record(src, reput, len(first) + len(second)) == first + second, "the B9/0 messages at processOffset - 1"
+    assert last_data_bytes(src, reput, len(first) + len(second)) == first + second, \
+        "the B9/0 messages at processOffset - 1"
     b9_at = host_end + 48   # B9's record, after its entry's header
-    b9 = _record(src, b9_at, 64)
+    b9 = last_data_bytes(src, b9_at, 64)
     b9_size, b9_queue_offset, b9_stored = struct.unpack(">i", b9[:4])[0], *struct.unpack(">q", b9[20:28]), \
         struct.unpack(">q", b9[56:64])[0]
     state = w["queuesAfterDispatch"]["B9/0"]
@@ -116,11 +105,11 @@ def test_as_restart_with_ext_files_after_a_crash_whose_reput_puts_a_cut_unit_bac
     assert state["files"] == [f"{at - at % size:020d}"] and int(state["maxOffset"]) == at + 40, state
     assert state["extFiles"] == [f"{0:020d}"] and int(state["extMaxOffset"]) == 60, state
     held = (src / "expected" / "consumequeue" / "T8" / "0" / state["files"][0]).read_bytes()
-    assert [_unit(held, k) for k in (at % size, at % size + 20)] == [
+    assert [cq_unit(held, k) for k in (at % size, at % size + 20)] == [
         (reput, host_end - reput, -2**63 + 20), (tail, 300, -2**63 + 40)], held.hex()
     ext = (src / "expected" / "consumequeue_ext" / "T8" / "0" / f"{0:020d}").read_bytes()
     units = [ext[i:i + 20] for i in range(0, 60, 20)]
-    parsed_stored = struct.unpack(">q", _record(src, reput, 64)[56:64])[0]
+    parsed_stored = struct.unpack(">q", last_data_bytes(src, reput, 64)[56:64])[0]
     assert units[2] == units[0] and units[1] == struct.pack(">hqqh", 20, 0, parsed_stored, 0), units
     assert ext[60:] == bytes(len(ext) - 60)
     _restart_as_the_broker(src, name, line, tmp_path, ext=True, batch=True)
@@ -156,9 +145,10 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_q
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     reput = EMBED_PROCESS_OFFSET
     assert int(w["truncateDirtyLogicFilesAt"]) == reput, w["truncateDirtyLogicFilesAt"]
-    assert struct.unpack(">i", _record(src, reput, 4))[0] == host_end - reput, "the T9/0 message at processOffset"
+    assert struct.unpack(">i", last_data_bytes(src, reput, 4))[0] == host_end - reput, \
+        "the T9/0 message at processOffset"
     last = host_end + 48   # the last T9/0 message, after its entry's header
-    last_size = struct.unpack(">i", _record(src, last, 4))[0]
+    last_size = struct.unpack(">i", last_data_bytes(src, last, 4))[0]
     loaded = w["queuesAfterLoad"]["T9/0"]
     assert loaded["files"] == [] and int(loaded["maxPhysicOffset"]) == reput, loaded
     state = w["queuesAfterDispatch"]["T9/0"]
@@ -202,10 +192,11 @@ def test_as_restart_after_a_crash_whose_reput_reaches_a_batch_record_past_the_wa
     reput, first, second = embedded_to_entry_batch_messages(past=True)
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET == reput + 1, w["truncateDirtyLogicFilesAt"]
-    assert _record(src, reput, len(first) + len(second)) == first + second, "the B9/0 messages at processOffset - 1"
+    assert last_data_bytes(src, reput, len(first) + len(second)) == first + second, \
+        "the B9/0 messages at processOffset - 1"
     units = []
     for at in (host_end + 48, int(w["maxPhyOffset"]) - 300):   # B9's record, then the damaged one (the log's last)
-        head = _record(src, at, 64)
+        head = last_data_bytes(src, at, 64)
         units.append((at, struct.unpack(">i", head[:4])[0], 0, struct.unpack(">q", head[56:64])[0],
                       struct.unpack(">q", head[20:28])[0], 1, -1, 0))
     assert units[1][1] == 300, units
@@ -238,7 +229,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     assert len(data) == 2 and int(data[1].name) <= reput, data
-    assert _record(src, reput, len(msg) + 8) == msg + b"x" * 8, "the B7/0 message at processOffset - 1"
+    assert last_data_bytes(src, reput, len(msg) + 8) == msg + b"x" * 8, "the B7/0 message at processOffset - 1"
     before = (src / "before" / "batchconsumequeue" / "B7" / "0" / f"{0:020d}")
     state = w["queuesAfterDispatch"]["B7/0"]
     assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 92, state
@@ -273,7 +264,8 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_messages_for_a_kept_
     assert struct.unpack(">q", held_file.read_bytes()[:8])[0] > reput
     assert w["queuesAfterLoad"]["B9/0"] == {"type": "BatchConsumeQueue", "maxOffset": 0, "files": [],
                                             "maxPhysicOffset": reput}, w["queuesAfterLoad"]["B9/0"]
-    assert _record(src, reput, len(first) + len(second)) == first + second, "the B9/0 messages at processOffset - 1"
+    assert last_data_bytes(src, reput, len(first) + len(second)) == first + second, \
+        "the B9/0 messages at processOffset - 1"
     state = w["queuesAfterDispatch"]["B9/0"]
     assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 46, state
     b9 = (src / "expected" / "batchconsumequeue" / "B9" / "0" / f"{0:020d}").read_bytes()
@@ -309,7 +301,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_earlier_batch_message()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
-    assert _record(src, reput, len(msg) + 8) == msg + b"x" * 8, "the B7/0 message at processOffset - 1"
+    assert last_data_bytes(src, reput, len(msg) + 8) == msg + b"x" * 8, "the B7/0 message at processOffset - 1"
     (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B7" / "0").iterdir())   # on disk before
     before = held_file.read_bytes()
     u0, u1 = struct.unpack(">q", before[:8])[0], struct.unpack(">q", before[46:54])[0]

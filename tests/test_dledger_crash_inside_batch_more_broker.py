@@ -12,6 +12,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import last_data_bytes
 from broker_dledger_runs import (
     _RUNS,
     LINES,
@@ -24,14 +25,6 @@ from broker_dledger_runs import (
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-def _record(src: Path, offset: int, n: int) -> bytes:
-    """``n`` bytes of the last data file of the store the restart found, from commitlog offset ``offset`` on."""
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    with data[-1].open("rb") as f:
-        f.seek(offset - int(data[-1].name))
-        return f.read(n)
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -52,7 +45,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     assert len(data) == 2 and int(data[1].name) <= reput, data
-    assert _record(src, reput, len(msg) + 8) == msg + b"x" * 8, "the B7/0 message at processOffset - 1"
+    assert last_data_bytes(src, reput, len(msg) + 8) == msg + b"x" * 8, "the B7/0 message at processOffset - 1"
     assert not (src / "before" / "batchconsumequeue" / "B7").exists()
     loaded = w["queuesAfterLoad"]["B7/0"]
     assert loaded["files"] == [f"{0:020d}"] and int(loaded["maxOffset"]) == 46, loaded
@@ -102,14 +95,14 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     assert w["queuesAfterLoad"]["B9/0"] == {"type": "BatchConsumeQueue", "maxOffset": 0, "files": [],
                                             "maxPhysicOffset": reput}, w["queuesAfterLoad"]["B9/0"]
-    assert _record(src, reput, len(first) + len(head)) == first + head, "the B9/0 messages at processOffset - 1"
+    assert last_data_bytes(src, reput, len(first) + len(head)) == first + head, "the B9/0 messages at processOffset - 1"
     b9_at = at + size - SOME_B9_SIZE
-    b9 = _record(src, b9_at, SOME_B9_SIZE)
+    b9 = last_data_bytes(src, b9_at, SOME_B9_SIZE)
     assert struct.unpack(">i", b9[:4])[0] == SOME_B9_SIZE and b9[SOME_B9_TOPIC_AT:SOME_B9_TOPIC_AT + 3] == b"\x02B9"
     assert b9[-len(SOME_B9_PROPS):] == SOME_B9_PROPS, b9
     last_at = at + size + 48   # the last B9/0 record, after its entry's header
     lasts = [last_at, last_at + 348] if past else [last_at]   # the damaged one after it, past the walk's end
-    heads = [_record(src, a, 64) for a in lasts]
+    heads = [last_data_bytes(src, a, 64) for a in lasts]
     assert [struct.unpack(">i", h[:4])[0] for h in heads] == [300] * len(lasts), heads
     assert int(w["maxPhyOffset"]) == lasts[-1] + 300, w["maxPhyOffset"]
     n = 1 + len(lasts)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import ext_units
 from broker_dledger_runs import (
     _RUNS,
     LINES,
@@ -115,16 +116,6 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_w
 
 
 
-def _ext_units(data: bytes) -> list[bytes]:
-    """A consume queue ext file's units (ConsumeQueueExt.CqExtUnit: a 2-byte size, then the rest) up to the first
-    zero size."""
-    out, at = [], 0
-    while at + 2 <= len(data) and (size := int.from_bytes(data[at:at + 2], "big")):
-        out.append(data[at:at + size])
-        at += size
-    return out
-
-
 @pytest.mark.parametrize("suffix", ["-earlier-ext", "-to-entry-earlier-ext"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_crash_restart_with_ext_files_whose_reput_parses_messages_for_queues_the_walk_wrote_in_its_earlier_file(
@@ -151,7 +142,7 @@ def test_crash_restart_with_ext_files_whose_reput_parses_messages_for_queues_the
         topic = queue.split("/")[0]
         walked = sum(1 for m in msgs if m.get("topic") == topic)   # the walk's ext units of the queue
         cq = (src / "expected" / "consumequeue" / queue / f"{0:020d}").read_bytes()
-        ext = _ext_units((src / "expected" / "consumequeue_ext" / queue / f"{0:020d}").read_bytes())
+        ext = ext_units((src / "expected" / "consumequeue_ext" / queue / f"{0:020d}").read_bytes())
         offset, _, tags = struct.unpack(">qiq", cq[20:40])
         assert reput <= offset and tags == -2**63 + 20 * walked, (queue, offset, tags)   # ext address: after the walk's
         assert cq[40:] == bytes(len(cq) - 40), f"{queue}: only the walk's unit below processOffset and the parsed one"

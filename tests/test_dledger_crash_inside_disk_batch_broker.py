@@ -18,18 +18,12 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import first_units
 from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-def _units(data: bytes, count: int) -> list[tuple[int, int]]:
-    """The first ``count`` consume queue units of ``data``: commitlog offset, size (tags codes asserted 0)."""
-    assert all(data[k + 12:k + 20] == bytes(8) for k in range(0, count * 20, 20)), data[:count * 20].hex()
-    return [(int.from_bytes(data[k:k + 8], "big"), int.from_bytes(data[k + 8:k + 12], "big"))
-            for k in range(0, count * 20, 20)]
 
 
 @pytest.mark.parametrize("suffix", ["-appended", "-skipped", "-below"])
@@ -82,7 +76,7 @@ def test_verify_predicts_a_crash_restart_whose_walk_from_an_earlier_file_appends
     planted = {"-appended": [EARLIER_UNIT], "-skipped": [EARLIER_UNIT, SHIFTED_UNITS[1]],
                "-below": [BELOW_UNIT]}[suffix]
     before = held_file.read_bytes()
-    assert _units(before, len(planted)) == planted and not any(before[len(planted) * CQ_UNIT_SIZE:])
+    assert first_units(before, len(planted)) == planted and not any(before[len(planted) * CQ_UNIT_SIZE:])
     kept = {"-appended": [EARLIER_UNIT, SHIFTED_UNITS[0]], "-skipped": [EARLIER_UNIT],
             "-below": [BELOW_UNIT, EARLIER_UNIT]}[suffix]
     assert int(w["queuesAfterLoad"]["T8/0"]["maxOffset"]) == len(kept) * CQ_UNIT_SIZE, w["queuesAfterLoad"]["T8/0"]
@@ -90,7 +84,7 @@ def test_verify_predicts_a_crash_restart_whose_walk_from_an_earlier_file_appends
     state = w["queuesAfterDispatch"]["T8/0"]
     assert state["files"] == [held_file.name] and int(state["maxOffset"]) == (len(kept) + 1) * CQ_UNIT_SIZE, state
     held = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
-    assert _units(held, len(kept) + 1) == [*kept, (reput, len(msg))], held[:80].hex()
+    assert first_units(held, len(kept) + 1) == [*kept, (reput, len(msg))], held[:80].hex()
     assert not any(held[(len(kept) + 1) * CQ_UNIT_SIZE:]), held.hex()
     from store_format import dledger_crash
     cuts = []

@@ -19,17 +19,12 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import cq_unit
 from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-def _unit(data: bytes, at: int) -> tuple[int, int, int]:
-    """The consume queue unit at byte ``at``: commitlog offset, size, tags code."""
-    return (int.from_bytes(data[at:at + 8], "big"), int.from_bytes(data[at + 8:at + 12], "big"),
-            int.from_bytes(data[at + 12:at + 20], "big", signed=True))
 
 
 @pytest.mark.parametrize("suffix", ["", "-walked"])
@@ -65,14 +60,14 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     # message's) past processOffset
     (held_file,) = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
     before = held_file.read_bytes()
-    first, cut = _unit(before, 0), _unit(before, CQ_UNIT_SIZE)
+    first, cut = cq_unit(before, 0), cq_unit(before, CQ_UNIT_SIZE)
     assert first[0] + first[1] <= int(data[-1].name) and reput + 1 <= cut[0], (first, cut)
     assert before[2 * CQ_UNIT_SIZE:] == bytes(len(before) - 2 * CQ_UNIT_SIZE), "T8/0 holds two units"
     assert w["queuesAfterLoad"]["T8/0"]["files"] == [held_file.name], w["queuesAfterLoad"].get("T8/0")
     state = w["queuesAfterDispatch"]["T8/0"]
     assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 2 * CQ_UNIT_SIZE, state
     held = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
-    assert _unit(held, 0) == first and _unit(held, CQ_UNIT_SIZE) == (reput, len(msg), 0), held[:60].hex()
+    assert cq_unit(held, 0) == first and cq_unit(held, CQ_UNIT_SIZE) == (reput, len(msg), 0), held[:60].hex()
     assert held[2 * CQ_UNIT_SIZE:] == bytes(len(held) - 2 * CQ_UNIT_SIZE), held.hex()
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     assert crash.start_offset == (0 if suffix else int(data[-1].name)), crash.start_offset
@@ -118,12 +113,12 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     assert SHIFTED_UNITS[0][0] + SHIFTED_UNITS[0][1] < reput + 1 <= SHIFTED_UNITS[1][0]
     (held_file,) = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
     before = held_file.read_bytes()
-    assert [_unit(before, k * CQ_UNIT_SIZE)[:2] for k in range(2)] == list(SHIFTED_UNITS), before[:60].hex()
+    assert [cq_unit(before, k * CQ_UNIT_SIZE)[:2] for k in range(2)] == list(SHIFTED_UNITS), before[:60].hex()
     assert before[2 * CQ_UNIT_SIZE:] == bytes(len(before) - 2 * CQ_UNIT_SIZE), "T8/0 holds two units"
     state = w["queuesAfterDispatch"]["T8/0"]
     assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 2 * CQ_UNIT_SIZE, state
     held = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
-    assert _unit(held, 0) == (*SHIFTED_UNITS[0], 0) and _unit(held, CQ_UNIT_SIZE) == (reput, len(msg), 0), \
+    assert cq_unit(held, 0) == (*SHIFTED_UNITS[0], 0) and cq_unit(held, CQ_UNIT_SIZE) == (reput, len(msg), 0), \
         held[:60].hex()
     assert held[2 * CQ_UNIT_SIZE:] == bytes(len(held) - 2 * CQ_UNIT_SIZE), held.hex()
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
@@ -176,13 +171,13 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_elsewh
     assert SHIFTED_UNITS[0][0] + SHIFTED_UNITS[0][1] < reput + 1 < host_end <= SHIFTED_UNITS[1][0]
     (held_file,) = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
     before = held_file.read_bytes()
-    assert [_unit(before, k * CQ_UNIT_SIZE)[:2] for k in range(2)] == list(SHIFTED_UNITS), before[:60].hex()
+    assert [cq_unit(before, k * CQ_UNIT_SIZE)[:2] for k in range(2)] == list(SHIFTED_UNITS), before[:60].hex()
     assert before[2 * CQ_UNIT_SIZE:] == bytes(len(before) - 2 * CQ_UNIT_SIZE), "T8/0 holds two units"
     assert int(w["queuesAfterLoad"]["T8/0"]["maxOffset"]) == CQ_UNIT_SIZE, w["queuesAfterLoad"]["T8/0"]
     state = w["queuesAfterDispatch"]["T8/0"]
     assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 3 * CQ_UNIT_SIZE, state
     held = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
-    assert [_unit(held, k * CQ_UNIT_SIZE) for k in range(3)] == [
+    assert [cq_unit(held, k * CQ_UNIT_SIZE) for k in range(3)] == [
         (*SHIFTED_UNITS[0], 0), (reput, host_end - reput, 0), (*SHIFTED_UNITS[1], 0)], held[:80].hex()
     assert held[3 * CQ_UNIT_SIZE:] == bytes(len(held) - 3 * CQ_UNIT_SIZE), held.hex()
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
@@ -239,7 +234,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_n
     # T8/0 on disk before the restart: the planted file, and the broker's second one (the last message's unit at
     # its start, queue offset 11), which the cut deletes
     held_file, second = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
-    assert [_unit(held_file.read_bytes(), k)[:2] for k in range(0, size, CQ_UNIT_SIZE)] == list(planted)
+    assert [cq_unit(held_file.read_bytes(), k)[:2] for k in range(0, size, CQ_UNIT_SIZE)] == list(planted)
     assert second.name == f"{size:020d}" and second.read_bytes() == _pack(*SHIFTED_UNITS[1]) + bytes(
         size - CQ_UNIT_SIZE), second.read_bytes().hex()
     assert w["queuesAfterLoad"]["T8/0"]["files"] == [held_file.name], w["queuesAfterLoad"]["T8/0"]
@@ -247,7 +242,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_n
     assert state["files"] == [held_file.name, f"{size:020d}"] and int(state["maxOffset"]) == size + CQ_UNIT_SIZE, \
         state
     first = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
-    assert [_unit(first, k)[:2] for k in range(0, size, CQ_UNIT_SIZE)] == [*SHIFTED_RUN, (reput, host_end - reput)]
+    assert [cq_unit(first, k)[:2] for k in range(0, size, CQ_UNIT_SIZE)] == [*SHIFTED_RUN, (reput, host_end - reput)]
     new = (src / "expected" / "consumequeue" / "T8" / "0" / f"{size:020d}").read_bytes()
     assert new == _pack(*SHIFTED_UNITS[1]) + bytes(size - CQ_UNIT_SIZE), new.hex()
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)

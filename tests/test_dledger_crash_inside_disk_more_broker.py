@@ -15,18 +15,12 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import first_units
 from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-def _units(data: bytes, count: int) -> list[tuple[int, int]]:
-    """The first ``count`` consume queue units of ``data``: commitlog offset, size (tags codes asserted 0)."""
-    assert all(data[k + 12:k + 20] == bytes(8) for k in range(0, count * 20, 20)), data[:count * 20].hex()
-    return [(int.from_bytes(data[k:k + 8], "big"), int.from_bytes(data[k + 8:k + 12], "big"))
-            for k in range(0, count * 20, 20)]
 
 
 @pytest.mark.parametrize("suffix", ["-appended", "-skipped"])
@@ -70,14 +64,14 @@ def test_verify_predicts_a_crash_restart_whose_walk_appends_or_skips_a_unit_of_a
     (held_file,) = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
     planted = [EARLIER_UNIT] if suffix == "-appended" else [EARLIER_UNIT, SHIFTED_UNITS[1]]
     before = held_file.read_bytes()
-    assert _units(before, len(planted)) == planted and not any(before[len(planted) * CQ_UNIT_SIZE:])
+    assert first_units(before, len(planted)) == planted and not any(before[len(planted) * CQ_UNIT_SIZE:])
     # the walk appended queue offset 1's unit (the recovery's cut left two units) or skipped it (one)
     kept = [EARLIER_UNIT, SHIFTED_UNITS[0]] if suffix == "-appended" else [EARLIER_UNIT]
     assert int(w["queuesAfterLoad"]["T8/0"]["maxOffset"]) == len(kept) * CQ_UNIT_SIZE, w["queuesAfterLoad"]["T8/0"]
     state = w["queuesAfterDispatch"]["T8/0"]
     assert state["files"] == [held_file.name] and int(state["maxOffset"]) == (len(kept) + 1) * CQ_UNIT_SIZE, state
     held = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
-    assert _units(held, len(kept) + 1) == [*kept, (reput, len(msg))], held[:80].hex()
+    assert first_units(held, len(kept) + 1) == [*kept, (reput, len(msg))], held[:80].hex()
     assert not any(held[(len(kept) + 1) * CQ_UNIT_SIZE:]), held.hex()
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
@@ -115,16 +109,16 @@ def test_verify_predicts_a_crash_restart_whose_cut_goes_into_files_of_a_kept_que
     files = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
     assert [f.name for f in files] == [f"{k * size:020d}" for k in range(4)], files
     first = files[0].read_bytes()
-    assert _units(first, 1) == [EARLIER_UNIT] and not any(first[CQ_UNIT_SIZE:]), first.hex()
+    assert first_units(first, 1) == [EARLIER_UNIT] and not any(first[CQ_UNIT_SIZE:]), first.hex()
     for f in files[1:]:
-        assert _units(f.read_bytes(), size // CQ_UNIT_SIZE) == [SHIFTED_UNITS[1]] * (size // CQ_UNIT_SIZE), f.name
+        assert first_units(f.read_bytes(), size // CQ_UNIT_SIZE) == [SHIFTED_UNITS[1]] * (size // CQ_UNIT_SIZE), f.name
     # the recovery's cut left the first file with its one unit: the walk appended nothing
     assert int(w["queuesAfterLoad"]["T8/0"]["maxOffset"]) == CQ_UNIT_SIZE, w["queuesAfterLoad"]["T8/0"]
     state = w["queuesAfterDispatch"]["T8/0"]
     assert state["files"] == [files[0].name] and int(state["maxOffset"]) == 2 * CQ_UNIT_SIZE, state
     assert sorted(p.name for p in (src / "expected" / "consumequeue" / "T8" / "0").iterdir()) == [files[0].name]
     held = (src / "expected" / "consumequeue" / "T8" / "0" / files[0].name).read_bytes()
-    assert _units(held, 2) == [EARLIER_UNIT, (reput, len(msg))] and not any(held[2 * CQ_UNIT_SIZE:]), held.hex()
+    assert first_units(held, 2) == [EARLIER_UNIT, (reput, len(msg))] and not any(held[2 * CQ_UNIT_SIZE:]), held.hex()
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
     assert (placed.units, placed.opened, placed.blank_until) == (
@@ -162,7 +156,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_dispatches_records_past_the
     past = 3 if suffix == "-past-kept" else 5   # T0/0's units in its last file before the restart
     files = sorted((src / "before" / "consumequeue" / "T0" / "0").iterdir())
     last = files[-1].read_bytes()
-    units = _units(last, past)
+    units = first_units(last, past)
     assert int(files[-1].name) == 22 * CQ_UNIT_SIZE and not any(last[past * CQ_UNIT_SIZE:]), last.hex()
     for k, (offset, size) in enumerate(units):   # T0/0's records of queue offsets 22 on
         rec = log[offset - base:offset - base + size]
@@ -174,7 +168,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_dispatches_records_past_the
     state = w["queuesAfterDispatch"]["T0/0"]
     assert state["files"] == [f.name for f in files] and int(state["maxOffset"]) == (22 + len(kept)) * CQ_UNIT_SIZE
     held = (src / "expected" / "consumequeue" / "T0" / "0" / files[-1].name).read_bytes()
-    assert _units(held, len(kept)) == kept and not any(held[len(kept) * CQ_UNIT_SIZE:]), held.hex()
+    assert first_units(held, len(kept)) == kept and not any(held[len(kept) * CQ_UNIT_SIZE:]), held.hex()
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
     assert (placed.units, placed.opened, placed.again_dropped, placed.past_dropped) == (

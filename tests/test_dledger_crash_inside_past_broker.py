@@ -11,6 +11,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import ext_units
 from broker_dledger_runs import (
     _RUNS,
     LINES,
@@ -24,16 +25,6 @@ bh.skip_without_tools()
 
 # the T0/0 messages after B9's in the -to-entry-past stores: 300-byte records, each behind a 48-byte DLedger header
 _TAIL, _ENTRY_HEADER = 300, 48
-
-
-def _ext_units(data: bytes) -> list[bytes]:
-    """A consume queue ext file's units (ConsumeQueueExt.CqExtUnit: a 2-byte size, then the rest) up to the first
-    zero size."""
-    out, at = [], 0
-    while at + 2 <= len(data) and (size := int.from_bytes(data[at:at + 2], "big")):
-        out.append(data[at:at + size])
-        at += size
-    return out
 
 
 def _batch_offsets(data: bytes) -> list[int]:
@@ -84,7 +75,7 @@ def test_crash_restart_whose_reput_parses_a_message_then_reaches_records_past_th
     assert _batch_offsets(b9)[0] == host_end + _ENTRY_HEADER, _batch_offsets(b9)   # B9's record put back
     if ext:
         address = parsed[2] + 2**63   # the parsed unit's ext unit, then the damaged one's, then the kept one's
-        cq_ext = _ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
+        cq_ext = ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
         assert address % 20 == 0 and len(cq_ext) == address // 20 + 2 + more, (address, cq_ext)
         assert not more or units[-1][2] == parsed[2] + 40, units[-2:]
     _restart_as_the_broker(src, name, line, tmp_path, ext=ext)
@@ -122,7 +113,7 @@ def test_crash_restart_whose_reput_parses_a_message_then_puts_cut_units_and_reco
     assert all(u[0] != cut for u in units), units[-4:]
     if ext:   # the parsed unit's ext unit, then the reput's for the cut record, the damaged one and the next
         address = units[-3][2] + 2**63
-        cq_ext = _ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
+        cq_ext = ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
         assert address % 20 == 0 and len(cq_ext) == address // 20 + 4, (address, cq_ext)
         assert [u[2] - units[-3][2] for u in units[-2:]] == [40, 60], units[-3:]
     _restart_as_the_broker(src, name, line, tmp_path, ext=ext)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import ext_units
 from broker_dledger_runs import (
     _RUNS,
     LINES,
@@ -101,16 +102,6 @@ def test_crash_restart_whose_reput_puts_cut_units_then_records_past_the_walk_at_
     _restart_as_the_broker(src, name, line, tmp_path)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
-def _ext_units(data: bytes) -> list[bytes]:
-    """A consume queue ext file's units (ConsumeQueueExt.CqExtUnit: a 2-byte size, then the rest) up to the first
-    zero size."""
-    out, at = [], 0
-    while at + 2 <= len(data) and (size := int.from_bytes(data[at:at + 2], "big")):
-        out.append(data[at:at + size])
-        at += size
-    return out
-
-
 @pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_crash_restart_whose_reput_appends_a_record_past_the_walk_in_the_parsed_units_new_file(
@@ -147,7 +138,7 @@ def test_crash_restart_whose_reput_appends_a_record_past_the_walk_in_the_parsed_
     assert all(u[0] != damaged for f in units.values() for u in f), units
     if ext:   # the parsed unit's ext unit, then the damaged one's, then the kept one's
         address = parsed[2] + 2**63
-        cq_ext = _ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
+        cq_ext = ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
         assert address % 20 == 0 and len(cq_ext) == address // 20 + 3, (address, cq_ext)
         assert kept[2] == parsed[2] + 40, units[new]
     else:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import ext_units
 from broker_dledger_runs import (
     _RUNS,
     LINES,
@@ -41,16 +42,6 @@ def _t0_units(src: Path, sub: str = "expected") -> dict[str, list[tuple[int, int
     for f in sorted(p.name for p in folder.iterdir()):
         b = (folder / f).read_bytes()
         out[f] = [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, len(b), 20)]
-    return out
-
-
-def _ext_units(data: bytes) -> list[bytes]:
-    """A consume queue ext file's units (ConsumeQueueExt.CqExtUnit: a 2-byte size, then the rest) up to the first
-    zero size."""
-    out, at = [], 0
-    while at + 2 <= len(data) and (size := int.from_bytes(data[at:at + 2], "big")):
-        out.append(data[at:at + size])
-        at += size
     return out
 
 
@@ -87,7 +78,7 @@ def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_wa
     # one's and the last one's, the units holding their addresses (ConsumeQueueExt.decorate)
     kept = [u for f in queue.values() for u in f if u[1] not in (0, 2**31 - 1) and u[0] < damaged][:-1]
     walked = len(kept) + cuts
-    cq_ext = _ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
+    cq_ext = ext_units((src / "expected" / "consumequeue_ext" / "T0" / "0" / f"{0:020d}").read_bytes())
     assert len(cq_ext) == walked + 3, (len(cq_ext), walked)
     assert [u[2] + 2**63 for u in kept] == [20 * k for k in range(len(kept))], kept
     assert [u[2] + 2**63 for u in got[:3]] == [20 * (walked + k) for k in range(3)], got
@@ -180,7 +171,7 @@ def test_crash_restart_whose_reput_dispatches_some_cut_units_again_then_records_
         # (ext files of 204 bytes: 10 units each, the 11th at the next file's start)
         walked = 5 + 2
         folder = src / "expected" / "consumequeue_ext" / "T0" / "0"
-        cq_ext = [u for f in sorted(folder.iterdir()) for u in _ext_units(f.read_bytes()) if len(u) == 20]
+        cq_ext = [u for f in sorted(folder.iterdir()) for u in ext_units(f.read_bytes()) if len(u) == 20]
         assert len(cq_ext) == walked + 4, len(cq_ext)
         assert [u[2] + 2**63 for u in units[2:6]] == [k // 10 * 204 + k % 10 * 20 for k in range(walked, walked + 4)]
     else:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import cq_unit
 from broker_dledger_runs import (
     _RUNS,
     LINES,
@@ -29,12 +30,6 @@ from broker_dledger_runs import (
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
 bh.skip_without_tools()
-
-
-def _unit(data: bytes, at: int) -> tuple[int, int, int]:
-    """The consume queue unit at byte ``at``: commitlog offset, size, tags code."""
-    return (int.from_bytes(data[at:at + 8], "big"), int.from_bytes(data[at + 8:at + 12], "big"),
-            int.from_bytes(data[at + 12:at + 20], "big", signed=True))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -68,14 +63,14 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     # second (the last message's) past it
     (held_file,) = sorted((src / "before" / "consumequeue" / "T8" / "0").iterdir())
     before = held_file.read_bytes()
-    first, cut = _unit(before, 0), _unit(before, CQ_UNIT_SIZE)
+    first, cut = cq_unit(before, 0), cq_unit(before, CQ_UNIT_SIZE)
     assert int(data[-1].name) <= first[0] and first[0] + first[1] < reput + 1 <= cut[0], (first, cut)
     assert before[2 * CQ_UNIT_SIZE:] == bytes(len(before) - 2 * CQ_UNIT_SIZE), "T8/0 holds two units"
     assert w["queuesAfterLoad"]["T8/0"]["files"] == [held_file.name], w["queuesAfterLoad"].get("T8/0")
     state = w["queuesAfterDispatch"]["T8/0"]
     assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 2 * CQ_UNIT_SIZE, state
     held = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
-    assert _unit(held, 0) == first and _unit(held, CQ_UNIT_SIZE) == (reput, len(msg), 0), held[:60].hex()
+    assert cq_unit(held, 0) == first and cq_unit(held, CQ_UNIT_SIZE) == (reput, len(msg), 0), held[:60].hex()
     assert held[2 * CQ_UNIT_SIZE:] == bytes(len(held) - 2 * CQ_UNIT_SIZE), held.hex()
     plans = []
 
@@ -126,7 +121,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_after_a_parse
     at = EMBED_OWN_QUEUE_OFFSET * CQ_UNIT_SIZE
     assert state["files"] == [f"{at - at % size:020d}"] and int(state["maxOffset"]) == at + 2 * CQ_UNIT_SIZE, state
     held = (src / "expected" / "consumequeue" / "T8" / "0" / state["files"][0]).read_bytes()
-    assert [_unit(held, k) for k in range(at % size, at % size + 2 * CQ_UNIT_SIZE, CQ_UNIT_SIZE)] == [
+    assert [cq_unit(held, k) for k in range(at % size, at % size + 2 * CQ_UNIT_SIZE, CQ_UNIT_SIZE)] == [
         (reput, host_end - reput, 0), (tail, 300, 0)], held.hex()
     _restart_as_the_broker(src, name, line, tmp_path)
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
@@ -158,8 +153,8 @@ def test_as_restart_after_a_crash_whose_reput_drops_a_cut_unit_after_a_parsed_on
     state = w["queuesAfterDispatch"]["T6/0"]
     assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 2 * CQ_UNIT_SIZE, state
     held = (src / "expected" / "consumequeue" / "T6" / "0" / state["files"][0]).read_bytes()
-    first = _unit(held, 0)
-    assert first[0] < int(data[1].name) and _unit(held, CQ_UNIT_SIZE) == (reput, host_end - reput, 0), held[:60].hex()
+    first = cq_unit(held, 0)
+    assert first[0] < int(data[1].name) and cq_unit(held, CQ_UNIT_SIZE) == (reput, host_end - reput, 0), held[:60].hex()
     assert held[2 * CQ_UNIT_SIZE:] == bytes(len(held) - 2 * CQ_UNIT_SIZE), held.hex()
     _restart_as_the_broker(src, name, line, tmp_path)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
