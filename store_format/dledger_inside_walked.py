@@ -14,7 +14,7 @@ import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dledger_inside_units import ParsedUnit, Placed, WalkedQueue, place_inside
-from .dledger_queue_track import KIND_BATCH, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE, QueueTrack
+from .dledger_queue_track import KIND_BATCH, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE, QueueTrack, positions
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
@@ -123,14 +123,14 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
         # the records past the walk's end the reput dispatches after the parsed ones (place_inside's _place_past)
-        past = tuple((int(o), int(e - o), int(k)) for o, e, k in later[:, [U_OFFSET, U_END, U_KEY]])
+        past = tuple(map(tuple, positions(later).tolist()))
         assert (top is not None or disk is not None) and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
         if not len(rows):   # written in the walk's earlier data files only: not cut, after its last unit there
             assert before is not None and top is not None
             write = after_last = (before[0] + 1) * CQ_UNIT_SIZE
             return _on_disk(WalkedQueue(write, top, after_last, before[1], track.own_units.get(q, 0), past=past), disk)
         after_last = int(rows[-1, U_KEY] + 1) * CQ_UNIT_SIZE
-        again = tuple((int(o), int(e - o), int(k)) for o, e, k in cut[:, [U_OFFSET, U_END, U_KEY]]) \
+        again = tuple(map(tuple, positions(cut).tolist())) \
             if back.any() else ()
         if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
             return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),

@@ -14,7 +14,7 @@ from . import commitlog as cl
 from .dispatch import queue_units
 
 __all__ = ["BLANK_MAX", "KIND_BATCH", "KIND_CQ", "KIND_LIGHT", "UNIT_COLUMNS", "U_END", "U_KEY", "U_KIND", "U_OFFSET",
-           "U_QUEUE", "QueueTrack", "max_key"]
+           "U_QUEUE", "QueueTrack", "max_key", "positions"]
 
 BLANK_MAX = 2**31 - 1   # a fillPreBlank unit's offset + size (ConsumeQueue.fillPreBlank: 0 and Integer.MAX_VALUE)
 
@@ -132,8 +132,7 @@ class QueueTrack:
                 rows = last[last[:, U_QUEUE] == q]
                 if not (rows[:, U_KIND] == KIND_CQ).all():
                     self.other_before.add(q)
-                self.kept_before.setdefault(q, []).append(
-                    np.stack([rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET], rows[:, U_KEY]], 1))
+                self.kept_before.setdefault(q, []).append(positions(rows))
 
     def own_walked(self) -> dict[tuple[str, int], np.ndarray]:
         """The queues the walk wrote in the current (last) data file as their own consume queues (no light or batch
@@ -145,8 +144,7 @@ class QueueTrack:
             rows = units[units[:, U_QUEUE] == q]
             earlier = self.kept_before.get(q, []) if q not in self.other_before else None
             if (rows[:, U_KIND] == KIND_CQ).all() and (q not in self.seen_before or earlier):
-                out[self.names[q]] = np.concatenate([*(earlier or []), np.stack(
-                    [rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET], rows[:, U_KEY]], 1)])
+                out[self.names[q]] = np.concatenate([*(earlier or []), positions(rows)])
         return out
 
     def last_file(self) -> np.ndarray:
@@ -165,3 +163,9 @@ def max_key(units: np.ndarray) -> np.ndarray:
     """What each unit leaves as its queue's ``getMaxPhysicOffset``: ``ConsumeQueue``'s (a light queue's too) is
     the unit's end, ``BatchConsumeQueue``'s (``maxMsgPhyOffsetInCommitLog``) its start."""
     return np.where(units[:, U_KIND] == KIND_BATCH, units[:, U_OFFSET], units[:, U_END])
+
+
+def positions(rows: np.ndarray) -> np.ndarray:
+    """Units (rows of :data:`UNIT_COLUMNS`) as ``putMessagePositionInfo`` takes them: rows of commitlog offset, size
+    and queue offset."""
+    return np.stack([rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET], rows[:, U_KEY]], 1)
