@@ -88,9 +88,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                     (walked_batch.write, walked_batch.max) != (held[2], held[0]):
                 # putBatchMessagePositionInfo appends a unit only past the loaded max, past every unit of the files:
                 # the walk's last unit below processOffset starting at or below the max the cut leaves them, it
-                # appended none the cut keeps, and the files alone say where the cut leaves the queue (no cut unit
-                # dispatched again, no record past the walk's end)
-                if walked_batch.max <= held[0] and not walked_batch.again and not len(later):
+                # appended none the cut keeps, and the files alone say where the cut leaves the queue; the cut units
+                # the reput dispatches again and its records past the walk's end follow the parsed units from there
+                # by the same rule (no queue offset check: wherever the walk had them)
+                if walked_batch.max <= held[0]:
                     return dataclasses.replace(walked_batch, write=held[2], max=held[0])
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
                                    f"leaves at write position {held[2]}, max {held[0]}, not where the walk's units "
@@ -179,26 +180,33 @@ def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_m
     the rebuild's after every walk unit; the cut units the reput dispatches again after the parsed ones, then its
     records past the walk's end (``later``, at the positions the rebuild's queue holds them, after the cut units:
     :attr:`WalkedQueue.again`), which ``place_inside`` puts by the same rule, but for the first cut units when the
-    reput goes on past them (inside the parsed messages: :attr:`WalkedQueue.again_skip`, lost).  Refused: cut units
-    dispatched again followed by ones that are not, or records past the walk's end with no cut unit dispatched
-    again."""
+    reput goes on past them (inside the parsed messages: :attr:`WalkedQueue.again_skip`, lost), all of them when it
+    goes on past every one, its records past the walk's end alone appended after the parsed units
+    (``putBatchMessagePositionInfo`` has no queue offset check: each one starting past the max goes at the write
+    position).  The reput goes on at one offset and dispatches every record from there, so the cut units it
+    dispatches again are always the last ones.  Refused: its units below ``processOffset`` in an earlier data file
+    the walk did not keep (no ``earlier``), and records past the walk's end in a queue the cut took no unit of
+    (untested: the cut leaves them no unit to follow in the rebuild's queue)."""
     top = int(kept[-1, U_OFFSET]) if len(kept) else emptied_max if emptied_max is not None else earlier
-    # the reput going on past the first cut units (they lie inside the parsed messages) dispatches the rest again
-    skip = int(len(back) - back.sum())
     refused = ("a batch queue whose units below processOffset lie in an earlier data file" if top is None else
-               "a batch queue only some of whose cut units the reput puts back afterwards, not its last ones"
-               if back.any() and not back[skip:].all() else
-               "a batch queue whose units past the walk's end the reput dispatches afterwards, but not its cut units"
-               if len(later) and not back.any() else "")
+               "a batch queue with no cut unit whose records past the walk's end the reput dispatches afterwards"
+               if len(later) and not len(cut) else "")
     if refused:
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert top is not None
+    # the reput going on past the first cut units (they lie inside the parsed messages) dispatches the rest again;
+    # past all of them (a parsed message ending at or past the last one's end), none: the records past the walk's
+    # end alone follow the parsed units (the cut units lost)
+    skip = int(len(back) - back.sum())
+    # the reput goes on at one commitlog offset and dispatches every record from there: the cut units it dispatches
+    # again (in commitlog order, each below the log's end) are the last ones
+    assert back[skip:].all(), "the cut units dispatched again are the last ones"
     count = int(rows[-1, U_KEY] + 1) if len(rows) else done   # the units the rebuild's queue holds after the walk
     after_last = count * BCQ_UNIT_SIZE
     # the records past the walk's end follow its cut units in the rebuild's queue (dledger_crash_cut._appended_keys)
     past = np.column_stack([later[:, U_OFFSET], later[:, U_END], count + np.arange(len(later))])
     units = np.concatenate([cut[:, [U_OFFSET, U_END, U_KEY]], past])
-    again = tuple((int(o), int(e - o), int(k)) for o, e, k in units) if back.any() else ()
+    again = tuple((int(o), int(e - o), int(k)) for o, e, k in units) if back.any() or len(later) else ()
     return WalkedQueue(int(cut[0, U_KEY]) * BCQ_UNIT_SIZE if len(cut) else after_last, top, after_last,
                        int(rows[:, U_OFFSET].max()) if len(rows) else top, batch=True, again=again,
                        again_skip=skip if again else 0)

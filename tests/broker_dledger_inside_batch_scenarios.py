@@ -18,12 +18,13 @@ from broker_dledger_inside_scenarios import (
 def inside_batch_more_abort_scenarios(line: str) -> list[dict]:
     """On 5.5.1: ``<line>-dledger-abort-emptied-batch-embedded-earlier-batch-only``
     (:func:`embedded_earlier_batch_only_scenario`), ``-to-entry-batch-some`` and ``-to-entry-batch-some-past``
-    (:func:`embedded_to_entry_batch_some_scenario`)."""
+    (:func:`embedded_to_entry_batch_some_scenario`) and ``-to-entry-batch-past-over``
+    (:func:`embedded_to_entry_batch_past_over_scenario`)."""
     if not line.startswith("5.5"):
         return []
     sc = emptied_embedded_abort_scenarios(line)[0]
     return [embedded_earlier_batch_only_scenario(sc), embedded_to_entry_batch_some_scenario(sc),
-            embedded_to_entry_batch_some_scenario(sc, past=True)]
+            embedded_to_entry_batch_some_scenario(sc, past=True), embedded_to_entry_batch_past_over_scenario(sc)]
 
 
 def embedded_earlier_batch_only_scenario(sc: dict) -> dict:
@@ -48,18 +49,19 @@ SOME_B9_PROPS = b"KEYS\x01k9\x02UNIQ_KEY\x017F00000100002A9F000000000999\x02"
 SOME_QUEUE_OFFSET = 7
 
 
-def embedded_to_entry_batch_some_messages() -> tuple[int, bytes, bytes, int]:
+def embedded_to_entry_batch_some_messages(past: bool = False) -> tuple[int, bytes, bytes, int]:
     """Where the reput of the -to-entry-batch-some store is set (processOffset - 1, B9/0's max after the cut), the
     first B9/0 message there (that of -to-entry-batch), the header and body length field of the second (88 bytes),
     whose body runs over the host record's tail and B9's entry up to its record's topic, and that second message's
-    size: it ends where B9's record does, at the last message's entry."""
+    size: it ends where B9's record does, at the last message's entry.  ``past``: those of the
+    -to-entry-batch-past-over store (the reput set where -to-entry-batch-past's is)."""
     from broker_dledger_2gib import embedded_message
     from broker_dledger_inside_scenarios import (
         EMBED_HOST_AT,
         TO_ENTRY_HOST_TAIL,
         embedded_to_entry_batch_messages,
     )
-    reput, first, _second = embedded_to_entry_batch_messages()
+    reput, first, _second = embedded_to_entry_batch_messages(past)
     b9_at = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL) + 48
     at = reput + len(first)
     body = bytes(b9_at + SOME_B9_TOPIC_AT - at - 88)
@@ -91,3 +93,21 @@ def embedded_to_entry_batch_some_scenario(sc: dict, past: bool = False) -> dict:
         out = {**out, "damageMessage": sum(1 for m in out["messages"] if "topic" in m) - 1,
                "name": f"{out['name']}-past"}
     return out
+
+
+def embedded_to_entry_batch_past_over_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-batch-past-over`` (5.5.1): the -to-entry-batch-past
+    store (B9's message and the last one, damaged, to B9/0: the walk ends at the damaged one, the cut takes B9's unit)
+    whose second B9/0 message where the reput is set is -to-entry-batch-some's (its body running over the host
+    record's tail and B9's entry up to its record's topic, :func:`embedded_to_entry_batch_some_messages`): it ends
+    where B9's record does, at the damaged message's entry, so the reput goes on there past the cut B9 unit (not
+    dispatched again) and dispatches the damaged B9/0 message alone, a record past the walk's end."""
+    from broker_dledger_inside_scenarios import EMBED_HOST_AT, embedded_to_entry_batch_scenario
+    reput, first, head, _size = embedded_to_entry_batch_some_messages(past=True)
+    past = embedded_to_entry_batch_scenario(sc, past=True)
+    *rest, host, b9, tail = past["messages"]
+    hb = bytearray(b"x" * EMBED_HOST_BODY)
+    run = first + head
+    hb[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(run)] = run
+    return {**past, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail],
+            "name": f"{past['name']}-over"}

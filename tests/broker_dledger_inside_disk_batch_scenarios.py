@@ -3,7 +3,8 @@
 than its last, with a walk unit below processOffset ending past the max the cut leaves its files
 (``-own-held-disk-appended-walked``, ``-own-held-disk-skipped-walked``, ``-own-held-disk-below-walked``), and a
 batch queue on disk before the walk that the walk wrote in an earlier data file only (``-earlier-batch-only-kept``) or
-with files elsewhere than the walk's units (``-batch-held-shifted``).
+with files elsewhere than the walk's units (``-batch-held-shifted``; its cut unit dispatched again, and a record past
+the walk's end: ``-batch-held-shifted-to-entry``, ``-to-entry-past``).
 Built on the stores of :mod:`broker_dledger_inside_disk_scenarios` and :mod:`broker_dledger_inside_batch_scenarios`;
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`disk_batch_scenarios`)."""
 from __future__ import annotations
@@ -20,7 +21,8 @@ BELOW_UNIT = (48, 440)
 def disk_batch_scenarios(sc: dict) -> list[dict]:
     """This module's stores, built on the -emptied-batch-embedded store ``sc``."""
     return [*embedded_own_held_disk_walked_scenarios(sc), embedded_earlier_batch_only_kept_scenario(sc),
-            embedded_batch_held_shifted_scenario(sc)]
+            embedded_batch_held_shifted_scenario(sc), embedded_batch_held_shifted_to_entry_scenario(sc),
+            embedded_batch_held_shifted_to_entry_scenario(sc, past=True)]
 
 
 # -batch-held-shifted: B7/0's planted file, its unit of the last message before the host (commitlog offset, size,
@@ -74,3 +76,51 @@ def embedded_own_held_disk_walked_scenarios(sc: dict) -> list[dict]:
     planted = unit + bytes(len(base64.b64decode(file)) - len(unit))
     return [*out, {**appended, "plantFiles": {path: base64.b64encode(planted).decode()},
                    "name": appended["name"].replace("-appended-", "-below-")}]
+
+
+def embedded_batch_held_to_entry_message() -> tuple[int, bytes]:
+    """Where the reput of the -batch-held-shifted-to-entry store is set (processOffset - 1, that of -batch-held) and
+    the well-formed B7/0 message there (``INNER_BASE``/``INNER_NUM`` those of :data:`BATCH_INNER`'s second), from
+    there to the host's entry's end: its properties string ends with the host record's tail (as -to-entry's T0/0
+    message's)."""
+    from broker_dledger_2gib import embedded_message
+    from broker_dledger_inside_scenarios import (
+        BATCH_INNER,
+        EMBED_HOST_AT,
+        EMBED_HOST_BODY,
+        TO_ENTRY_HOST_TAIL,
+        embedded_earlier_batch_message,
+    )
+    reput, _msg = embedded_earlier_batch_message()
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    base, num = BATCH_INNER[1]
+    props = f"INNER_NUM\x01{num}\x02INNER_BASE\x01{base}\x02KEYS\x01E5".encode() + TO_ENTRY_HOST_TAIL
+    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
+    msg = embedded_message(reput, body, props, topic=b"B7", queue_offset=base)
+    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
+    return reput, msg
+
+
+def embedded_batch_held_shifted_to_entry_scenario(sc: dict, past: bool = False) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-batch-held-shifted-to-entry`` (5.5.1, the queues kept): the
+    -batch-held-shifted store (B7/0's file planted: write position 92, max the host record's start, where the walk's
+    units would leave 46) whose B7/0 message where the reput is set (:func:`embedded_batch_held_to_entry_message`)
+    ends at B9's entry: the reput goes on there and dispatches B9's cut unit and the last B7/0 message's (cut) again,
+    after the parsed one.  ``past`` (``-to-entry-past``): one more B7/0 message after it (as long), with a body byte
+    flipped: the walk ends there (processOffset and the message where the reput is set the same), and the reput then
+    reaches it, a record past the walk's end."""
+    from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, TO_ENTRY_HOST_TAIL
+    _reput, msg = embedded_batch_held_to_entry_message()
+    shifted = embedded_batch_held_shifted_scenario(sc)
+    *rest, host, b9, tail = shifted["messages"]
+    hb = bytearray(b"x" * EMBED_HOST_BODY)
+    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
+    hb[len(hb) - len(head):] = head
+    assert EMBED_HOST_AT + len(hb) - len(head) == _reput
+    more = [{**tail, "keys": "kD", "uniqKey": "7F00000100002A9F000000000995"}] if past else []
+    out = {**shifted, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, tail, *more],
+           "name": f"{shifted['name']}-to-entry"}
+    if past:
+        out = {**out, "damageMessage": sum(1 for m in out["messages"] if "topic" in m) - 1,
+               "name": f"{out['name']}-past"}
+    return out
