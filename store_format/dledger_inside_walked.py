@@ -37,7 +37,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     ``fillPreBlank`` units only), and for a queue on disk before the walk that the cut left a file of the write
     position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``: once the walk's units were
     dispatched onto them, for a queue it wrote as its own consume queue only: ``QueueTrack.own_walked``; else
-    refused when a walk unit below ``processOffset`` ends past that max: :func:`_on_disk`); ``ext_file_size`` > 0:
+    refused when a walk unit below ``processOffset`` ends past that max: :func:`_on_disk`; a batch queue on disk that
+    the cut left no file of: its max ``processOffset - 1``, its next unit at queue byte 0, ``MappedFileQueue``'s
+    ``getMaxOffset`` with no file); ``ext_file_size`` > 0:
     ``enableConsumeQueueExt`` (the ext units the walk put per queue: ``track.own_units``; a reput that goes on at
     ``reput`` before ``end`` puts its ext units after the parsed ones', for the cut units it dispatches again and the
     records past the walk's end; refused when it goes on before the walk's last data file).  ``after``: the units of
@@ -72,18 +74,19 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         emptied = max_after.get(q) == process_offset
         if (rows[:, U_KIND] == KIND_BATCH).all() if len(rows) else q in track.batch_before:
             held = (on_disk or {}).get(name)
-            if held is not None and not len(rows) and not held[1]:
-                return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk that the walk wrote in "
-                                   "an earlier data file only, the cut leaving it no file")
-            # on disk before the walk, the cut leaving it no file: as one the walk built (its max processOffset - 1,
-            # nothing of its history stays); a file of it left: as BatchConsumeQueue.truncateDirtyLogicFiles left its
-            # files, where the walk's units (at the positions the queue holds them) must leave it (else refused; so
-            # too for one the walk wrote in an earlier data file only, none of its units cut)
-            if held is not None and not held[1] and rows[0, U_KEY]:   # its units held past the queue's start
-                return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk that the cut left no "
-                                   "file of, the walk's units past the queue's start")
-            walked_batch = _walked_batch(rows, cut, kept, max_after.get(q), later, back, track.batch_before.get(q),
-                                         track.batch_units.get(q, 0))
+            # on disk before the walk, the cut leaving it no file (the first unit of its files at or past
+            # processOffset: the walk appended none below it): its max processOffset - 1, nothing of its history
+            # stays, and getLastMappedFile(getMaxOffset()), 0 with no file, creates the next unit's file at queue
+            # byte 0, wherever its files and the walk's units stood (the reput set inside an entry starts at
+            # processOffset - 1 or past it: this max cannot move it); a file of it left: as
+            # BatchConsumeQueue.truncateDirtyLogicFiles left its files, where the walk's units (at the positions the
+            # queue holds them) must leave it (else refused; so too for one the walk wrote in an earlier data file
+            # only, none of its units cut)
+            emptied_batch = held is not None and not held[1]
+            walked_batch = _walked_batch(rows, cut, kept, process_offset - 1 if emptied_batch else max_after.get(q),
+                                         later, back, track.batch_before.get(q), track.batch_units.get(q, 0))
+            if emptied_batch and not walked_batch.refused:
+                return dataclasses.replace(walked_batch, write=0, max=process_offset - 1)
             if held is not None and held[1] and not walked_batch.refused and \
                     (walked_batch.write, walked_batch.max) != (held[2], held[0]):
                 # putBatchMessagePositionInfo appends a unit only past the loaded max, past every unit of the files:

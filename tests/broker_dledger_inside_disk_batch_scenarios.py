@@ -4,7 +4,9 @@ than its last, with a walk unit below processOffset ending past the max the cut 
 (``-own-held-disk-appended-walked``, ``-own-held-disk-skipped-walked``, ``-own-held-disk-below-walked``), and a
 batch queue on disk before the walk that the walk wrote in an earlier data file only (``-earlier-batch-only-kept``) or
 with files elsewhere than the walk's units (``-batch-held-shifted``; its cut unit dispatched again, and a record past
-the walk's end: ``-batch-held-shifted-to-entry``, ``-to-entry-past``).
+the walk's end: ``-batch-held-shifted-to-entry``, ``-to-entry-past``), or that the cut leaves no file of: its file
+at a later queue position (``-batch-planted-later``), or written by the walk in an earlier data file only
+(``-earlier-batch-only-kept-emptied``).
 Built on the stores of :mod:`broker_dledger_inside_disk_scenarios` and :mod:`broker_dledger_inside_batch_scenarios`;
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`disk_batch_scenarios`)."""
 from __future__ import annotations
@@ -22,7 +24,8 @@ def disk_batch_scenarios(sc: dict) -> list[dict]:
     """This module's stores, built on the -emptied-batch-embedded store ``sc``."""
     return [*embedded_own_held_disk_walked_scenarios(sc), embedded_earlier_batch_only_kept_scenario(sc),
             embedded_batch_held_shifted_scenario(sc), embedded_batch_held_shifted_to_entry_scenario(sc),
-            embedded_batch_held_shifted_to_entry_scenario(sc, past=True)]
+            embedded_batch_held_shifted_to_entry_scenario(sc, past=True), embedded_batch_planted_later_scenario(sc),
+            embedded_earlier_batch_only_kept_emptied_scenario(sc)]
 
 
 # -batch-held-shifted: B7/0's planted file, its unit of the last message before the host (commitlog offset, size,
@@ -124,3 +127,47 @@ def embedded_batch_held_shifted_to_entry_scenario(sc: dict, past: bool = False) 
         out = {**out, "damageMessage": sum(1 for m in out["messages"] if "topic" in m) - 1,
                "name": f"{out['name']}-past"}
     return out
+
+
+# -batch-planted-later: the size of B9/0's batch consume queue files (10 units) and the one file planted, at queue byte
+# 460 (unit 10), holding B9's unit at its start (commitlog offset, size: the test checks them against the log; tags
+# code, store time (recover reads none), msgBaseOffset, batchSize, compacted offset, reserved)
+PLANTED_BCQ_SIZE = 460
+PLANTED_B9_UNIT = (82932, 239, 0, 1795975756917, 0, 1, -1, 0)
+
+
+def embedded_batch_planted_later_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-batch-planted-later`` (5.5.1): the -batch store (two B9/0
+    messages where the reput is set, processOffset - 1) with batch consume queue files of
+    :data:`PLANTED_BCQ_SIZE` bytes and, the queue folders deleted, B9/0's one file planted at queue byte 460
+    (``plantFiles``) with B9's unit (:data:`PLANTED_B9_UNIT`, past processOffset): the walk finds B9's unit there
+    (unit 10, at the loaded max: skipped), the cut deletes that file (its first unit past processOffset), leaving B9/0
+    no file and its max processOffset - 1; getLastMappedFile then creates the second parsed unit's file at 0."""
+    import struct
+
+    from broker_dledger_inside_scenarios import embedded_batch_scenario
+    batch = embedded_batch_scenario(sc)
+    unit = struct.pack(">qiqqqhii", *PLANTED_B9_UNIT)
+    return {**batch, "config": {**batch["config"], "mapperFileSizeBatchConsumeQueue": str(PLANTED_BCQ_SIZE)},
+            "plantFiles": {f"batchconsumequeue/B9/0/{PLANTED_BCQ_SIZE:020d}": base64.b64encode(
+                unit + bytes(PLANTED_BCQ_SIZE - len(unit))).decode()},
+            "name": f"{batch['name']}-planted-later"}
+
+
+# -earlier-batch-only-kept-emptied: B7/0's planted unit, that of the last message (B9/0's second, past processOffset:
+# commitlog offset and size, the test checks them against the log; the rest as PLANTED_B9_UNIT's)
+EMPTIED_B7_UNIT = (83219, 300, 0, 1795975756917, 0, 1, -1, 0)
+
+
+def embedded_earlier_batch_only_kept_emptied_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier-batch-only-kept-emptied`` (5.5.1, the queues kept): the
+    -earlier-batch-only-kept store with B7/0's file replaced before the restart (``plantFiles``) by one holding
+    :data:`EMPTIED_B7_UNIT` alone (past processOffset): the walk skips its one B7/0 unit (message 10 of the first data
+    file, below the loaded max), the cut deletes the file, leaving B7/0 no file and its max processOffset - 1, so
+    the B7/0 message where the reput is set (processOffset - 1) is dropped."""
+    import struct
+    kept = embedded_earlier_batch_only_kept_scenario(sc)
+    unit = struct.pack(">qiqqqhii", *EMPTIED_B7_UNIT)
+    size = int(kept["config"].get("mapperFileSizeBatchConsumeQueue", 300000 * 46))   # the store's default
+    return {**kept, "name": f"{kept['name']}-emptied", "plantFiles": {
+        f"batchconsumequeue/B7/0/{0:020d}": base64.b64encode(unit + bytes(size - len(unit))).decode()}}

@@ -150,3 +150,88 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_cut_units_back_into_a_
     assert held_units - _units_below_write(w, src, (reput, EMBED_HOST_AT)) == 1
     # every unit sent is held (B7/0's and B9's cut ones put back, the one past the walk's end appended): none lost
     assert p["units_lost"] == _queued(r["scenario"]) - (held_units - 1) == 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_messages_for_a_batch_queue_emptied_from_a_later_file(
+        line, tmp_path, monkeypatch):
+    """The -batch store (two B9/0 messages where the reput is set, processOffset - 1) with batch consume queue files of
+    460 bytes and B9/0's one file planted at queue byte 460 with B9's unit: the walk finds it there (unit 10),
+    BatchConsumeQueue.truncateDirtyLogicFiles deletes that file (its first unit past processOffset), leaving B9/0 no
+    file and its max processOffset - 1; the first parsed message is dropped (at the max), the second appended at 0 of
+    the file getLastMappedFile(getMaxOffset() = 0) creates, not at 460 where the walk's unit stood.  verify on the
+    store as that restart found it puts the parsed unit where the broker did and predicts the units lost."""
+    from broker_dledger_inside_disk_batch_scenarios import PLANTED_B9_UNIT
+    from broker_dledger_inside_scenarios import BATCH_INNER, embedded_batch_messages
+    from broker_dledger_runs import _queued, _units_below_write, _verify_with_plan
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-batch-planted-later"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, first, second = embedded_batch_messages()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert last_data_bytes(src, reput, len(first) + len(second)) == first + second, \
+        "the B9/0 messages at processOffset - 1"
+    offset, size = PLANTED_B9_UNIT[:2]
+    rec = last_data_bytes(src, offset, size)   # B9's record, past processOffset
+    assert (int.from_bytes(rec[:4], "big"), int.from_bytes(rec[28:36], "big")) == (size, offset) and b"\x02B9" in rec
+    assert offset > reput + 1
+    (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B9" / "0").iterdir())   # planted
+    assert held_file.name == f"{460:020d}" and held_file.read_bytes() == struct.pack(">qiqqqhii", *PLANTED_B9_UNIT) \
+        + bytes(460 - 46)
+    assert w["queuesAfterLoad"]["B9/0"] == {"type": "BatchConsumeQueue", "maxOffset": 0, "files": [],
+                                            "maxPhysicOffset": reput}, w["queuesAfterLoad"]["B9/0"]
+    state = w["queuesAfterDispatch"]["B9/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 46, state
+    b9 = (src / "expected" / "batchconsumequeue" / "B9" / "0" / f"{0:020d}").read_bytes()
+    stored = struct.unpack(">q", second[56:64])[0]
+    assert b9 == struct.pack(">qiqqqhii", reput + len(first), len(second), 0, stored, *BATCH_INNER[1], -1, 0) \
+        + bytes(460 - 46), b9[:46].hex()
+    assert not (src / "expected" / "batchconsumequeue" / "B9" / "0" / held_file.name).exists()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert placed.units == (InsideUnit("B9", 0, 0, reput + len(first), len(second), 0, True, stored,
+                                       *BATCH_INNER[1]),) and placed.opened == (("B9", 0, 0),), placed
+    held = _units_below_write(w, src, (reput + len(first),))
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_batch_queue_emptied_walked_earlier(
+        line, tmp_path, monkeypatch):
+    """The -earlier-batch-only-kept store (the walk wrote B7/0 in the first data file only) with B7/0's file planted
+    with one unit past processOffset (the last message's record): the walk skips its B7/0 unit (at or below the
+    loaded max), BatchConsumeQueue.truncateDirtyLogicFiles deletes the file (its first unit past processOffset),
+    leaving B7/0 no file and its max processOffset - 1, so the B7/0 message where the reput is set (processOffset - 1)
+    is dropped: B7/0 keeps no file.  verify on the store as that restart found it places no unit and predicts the
+    units lost."""
+    from broker_dledger_inside_disk_batch_scenarios import EMPTIED_B7_UNIT
+    from broker_dledger_inside_scenarios import embedded_earlier_batch_message
+    from broker_dledger_runs import _queued, _units_below_write, _verify_with_plan
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-batch-only-kept-emptied"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_earlier_batch_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and last_data_bytes(src, reput, len(msg) + 8) == msg + b"x" * 8
+    offset, size = EMPTIED_B7_UNIT[:2]
+    rec = last_data_bytes(src, offset, size)   # the last message's record (B9/0), past processOffset
+    assert (int.from_bytes(rec[:4], "big"), int.from_bytes(rec[28:36], "big")) == (size, offset) and offset > reput
+    (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B7" / "0").iterdir())   # planted
+    before = held_file.read_bytes()
+    assert before[:46] == struct.pack(">qiqqqhii", *EMPTIED_B7_UNIT) and not any(before[46:])
+    loaded = w["queuesAfterLoad"]["B7/0"]
+    assert loaded["files"] == [] and int(loaded["maxPhysicOffset"]) == reput, loaded
+    state = w["queuesAfterDispatch"]["B7/0"]
+    assert state["files"] == [] and int(state["maxPhysicOffset"]) == reput, state
+    assert not (src / "expected" / "batchconsumequeue" / "B7" / "0").is_dir() or \
+        not any((src / "expected" / "batchconsumequeue" / "B7" / "0").iterdir())
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert placed.units == () and placed.opened == (), placed
+    held = _units_below_write(w, src, (reput,))
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])

@@ -376,12 +376,14 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
 
     def batch_position(name: tuple[str, int], offsets: np.ndarray) -> np.ndarray:
         """The unit numbers at which a batch queue on disk holds the units of commitlog ``offsets`` (-1: not in
-        its last files, :class:`~.restart._QueueState`'s ``tail_files``)."""
+        its last files, :class:`~.restart._QueueState`'s ``tail_files``): searched among each file's units up to the
+        first one ``recover`` does not accept (in commitlog order; the zeros past them are no units)."""
         out = np.full(len(offsets), -1, dtype=np.int64)
         for s in states:
             if s.restart.layout == BCQ_DIR and s.restart.queue == f"{name[0]}/{name[1]}":
-                for file_name, off, _mx, _ok, _tags in s.tail_files:
-                    off = np.asarray(off, dtype=np.int64)
+                for file_name, off, _mx, ok, _tags in s.tail_files:
+                    ok = np.asarray(ok, dtype=bool)
+                    off = np.asarray(off, dtype=np.int64)[:int(np.argmin(ok)) if not ok.all() else len(ok)]
                     k = np.minimum(np.searchsorted(off, offsets), max(len(off) - 1, 0))
                     hit = (out < 0) & (off[k] == offsets) if len(off) else np.zeros(len(offsets), bool)
                     out[hit] = int(file_name) // BCQ_RULES.unit_size + k[hit]
