@@ -95,7 +95,9 @@ A batch queue the walk wrote (in its last data file or its earlier ones only:
 dropped at or below it, no queue offset check, 46-byte units. Its cut units the reput dispatches again after the parsed
 ones, and its records past the walk's end after them, go by the same rule (:func:`_put_batch`): each one whose start
 lies past the max the parsed units left is appended at the write position (not where the walk had it), in commitlog
-order (:attr:`Placed.again_moved`, its 46-byte unit's source and target).
+order (:attr:`Placed.again_moved`, its 46-byte unit's source and target); those the reput goes on past (inside the
+parsed messages: the first ones, or all of them) are lost (target -1), its records past the walk's end still
+appended.
 """
 from __future__ import annotations
 
