@@ -107,7 +107,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         # and dispatches every record from there, so the cut units it dispatches again are the last ones (in
         # commitlog order): never some of them but for its last ones
         skip = int(np.argmax(back)) if back.any() else 0
-        assert back[skip:].all(), "the cut units dispatched again are the queue's last ones"
+        assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
         refused = ("a queue the walk wrote light or batch units in" if before is None and not len(rows) else
                    "a queue the walk wrote units of another kind in"
                    if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
