@@ -31,8 +31,8 @@ Where the reput goes on before the log's end, it dispatches the cut units of a q
 parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the parsed units left: those whose queue
 offsets lie below the write position are dropped (the first ones: the parsed units took their positions), the rest go
 back where they were (:attr:`Placed.again_dropped`), but for the first ones when the reput goes on past them (their
-records inside a parsed message: :attr:`WalkedQueue.again_skip`, not dispatched, dropped so); in a queue the cut left
-with no file (5.5.1's max -1, 5.3.3's
+records inside a parsed message: :attr:`WalkedQueue.again_skip`, not dispatched, dropped so, in any queue below,
+with ext files no ext unit put for them again); in a queue the cut left with no file (5.5.1's max -1, 5.3.3's
 ``processOffset``) each goes where that rule puts it after the parsed units, a unit of queue offset 0 appended at the
 write position (:attr:`Placed.again_moved`; the cut's files are not written again), and so in a queue on disk before
 the walk that the cut left a file of (its files stay: :attr:`WalkedQueue.disk`) where one goes elsewhere than its
@@ -58,8 +58,7 @@ line): a queue on disk before the walk with a walk unit below ``processOffset`` 
 its files (one the cut emptied is placed as above; one it left a file of otherwise, as ``truncateDirtyLogicFiles``
 left its files, wherever the walk's queue offsets put its units:
 :func:`store_format.dledger_inside_walked.inside_units`), and a queue whose cut units the reput puts back afterwards
-when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file) or only some of
-them (but for its last ones with a file left, no ext files, not on disk before the walk), or, with records past
+when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file), or, with records past
 the walk's end, none of them (``dledger_crash_cut``), or, with a
 file of it left, would get them back in a file ``getLastMappedFile`` creates anew (but for a queue on disk before the
 walk, above).  A queue the walk wrote in its earlier data files only is as the
@@ -77,8 +76,8 @@ broker does, or where a parsed unit goes, and creates the file ``getLastMappedFi
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
 would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
-some of its cut units dispatched again before them (but for the last ones, in a queue that kept a walk unit below
-``processOffset``: as below), or none of its files left
+its last cut units dispatched again before them that kept no walk unit below ``processOffset``, or none of its files
+left
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
 (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
 so) and the records past the walk's end follow the parsed units the same way; where it goes on past the first
@@ -201,8 +200,8 @@ class WalkedQueue:
     # files, which stay): its cut units the reput dispatches again go wherever the rule puts them
     disk: bool = False
     # of ``again``, the first ones the reput does not dispatch again (it goes on past them, at an entry's start
-    # after the parsed messages that hold them): lost (a batch queue's: target -1; an ordinary one's: dropped, in
-    # Placed.again_dropped's count)
+    # after the parsed messages that hold them): lost (a batch queue's or one the cut left no file of: target -1 in
+    # Placed.again_moved, as any other queue's where it lists them; else dropped, in Placed.again_dropped's count)
     again_skip: int = 0
     # with records past the walk's end, the number of its cut units the reput does not dispatch again (it goes on
     # past them): all of them, none in :attr:`again` (only the first ones: :attr:`again_skip`)
@@ -317,8 +316,9 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
                        if k >= s.again_skip else -1) for k, (o, _n, q) in enumerate(s.again)]
             continue
         if key in no_file:   # none of its files stays: each where the same rule puts it, after the parsed units
-            moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks))
-                      for o, n, q in s.again]
+            # (the first again_skip not dispatched: dropped)
+            moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks)
+                       if k >= s.again_skip else -1) for k, (o, n, q) in enumerate(s.again)]
             continue
         put = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks) if k >= s.again_skip else -1
                for k, (offset, size, queue_offset) in enumerate(s.again)]   # the first again_skip not dispatched
