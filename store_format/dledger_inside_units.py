@@ -78,7 +78,9 @@ that is a file's start (also for a unit then dropped) where the broker does; a u
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
 would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
 some of its cut units dispatched again before them (but for the last ones, in a queue that kept a walk unit below
-``processOffset``: as below), or none of its files left
+``processOffset``: as below), or none of its files left but for every cut unit dispatched again (on 5.5.1: each
+record after them by the same rule, from where the rebuild's dispatch appends it right after the walk's units, as
+:attr:`Placed.again_moved` rows, :func:`_past_no_file`; refused where the rebuild's dispatch does not append it so)
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
 (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
 so) and the records past the walk's end follow the parsed units the same way; where it goes on past the first
@@ -235,7 +237,8 @@ class Placed:
     # before the walk or not, where not every cut unit goes back where it was) or a batch queue, a cut unit the reput
     # dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20, a
     # batch queue's unit index * 46), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
-    # listed, in commitlog order
+    # listed, in commitlog order (in a queue the cut left with no file, then its records past the walk's end, from
+    # where the rebuild's dispatch appends them: _past_no_file)
     again_moved: tuple[tuple[str, int, int, int], ...] = ()
     # ``(topic, queue id, offset)``: the commitlog offsets of the records past the walk's end (:attr:`WalkedQueue.past`)
     # whose units the broker drops, by the same rule from the state the parsed units left, where the rebuild's own
@@ -319,6 +322,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if key in no_file:   # none of its files stays: each where the same rule puts it, after the parsed units
             moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks))
                       for o, n, q in s.again]
+            moved += _past_no_file(key, s, cq_file_size, at, opened, blanks,
+                                   any((t, qid) == key for t, qid, _p in rebuild_units))
             continue
         put = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks) if k >= s.again_skip else -1
                for k, (offset, size, queue_offset) in enumerate(s.again)]   # the first again_skip not dispatched
@@ -339,12 +344,35 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     kept: list[tuple[str, int, int, int, int]] = []
     moved_to: list[tuple[str, int, int]] = []
     for key, s in states.items():
-        if s is not None and s.past:
+        if s is not None and s.past and key not in no_file:
             past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
                                                      moved_to)]
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units), tuple(f for f in rebuild_files if f in removed),
                   tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
                   tuple(kept), tuple(moved_to))
+
+
+def _past_no_file(key: tuple[str, int], s: WalkedQueue, cq_file_size: int, at: int,
+                  opened: list[tuple[str, int, int]], blanks: list[tuple[str, int, int]],
+                  parsed_appended: bool) -> list[tuple[str, int, int, int]]:
+    """The records of queue ``key`` past the walk's end (:attr:`WalkedQueue.past`) in a queue the cut left with no
+    file, after the parsed units and its cut units dispatched again (``s``: the state those left), each by
+    ``ConsumeQueue.putMessagePositionInfo`` (:func:`_put`): as :attr:`Placed.again_moved` rows, from the queue
+    position the rebuild's own dispatch of it appends it at (after every walk unit, one after the other:
+    ``dledger_crash_cut._appended_keys``) to where the broker appends it (-1: dropped); none of the rebuild's files
+    of the queue stays but for those ``getLastMappedFile`` creates, which ``apply_cut`` writes anew.  Refused (one
+    line) where the rebuild's dispatch does not append each of them so (``parsed_appended``: a parsed unit it
+    appended before them; or one it drops)."""
+    out = []
+    for offset, size, queue_offset in s.past:
+        end = offset + size
+        if parsed_appended or end <= s.rebuild_max or \
+                (queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write):
+            raise _refuse(at, f"for {key[0]}/{key[1]}, a queue the cut left with no file whose record past the walk's "
+                              f"end at {offset} the rebuild's dispatch does not append right after the walk's units")
+        out.append((*key, s.rebuild_write, _put(key, s, end, queue_offset, cq_file_size, opened, blanks)))
+        s.rebuild_write, s.rebuild_max = s.rebuild_write + CQ_UNIT_SIZE, end
+    return out
 
 
 def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int,

@@ -45,7 +45,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
     messages: :attr:`WalkedQueue.again_skip`; refused where it dispatches only some but for its last ones, in a
-    queue that kept a walk unit below ``processOffset``, or where the cut left no file; on disk before the walk,
+    queue that kept a walk unit below ``processOffset``, or where the cut left no file but for every cut unit
+    dispatched again on 5.5.1 (``reset_emptied``); on disk before the walk,
     after its files as the cut left them))."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
@@ -109,8 +110,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
                    "whose records past the walk's end the reput dispatches afterwards, with only some cut units of it "
-                   "dispatched again before them, or no file left"
-                   if len(later) and (emptied or (back.any() and not (back[skip:].all() and (len(kept) or not skip))))
+                   "dispatched again before them, or no file left (but for every cut unit dispatched again, on 5.5.1)"
+                   if len(later) and (not (back.all() and reset_emptied) if emptied else
+                                      back.any() and not (back[skip:].all() and (len(kept) or not skip)))
                    else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them (but for its "
@@ -134,7 +136,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             if back.any() else ()
         if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
             return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
-                               track.own_units.get(q, 0), again=again)
+                               track.own_units.get(q, 0), again=again, past=past)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
         return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
                                     track.own_units.get(q, 0), again=again, past=past, again_skip=skip,

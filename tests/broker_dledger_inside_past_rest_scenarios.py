@@ -1,7 +1,8 @@
 """The inside-entry DLedger crash scenarios (:mod:`broker_dledger_inside_scenarios`) whose start's reput, after the
 message it parses, goes on past a queue's cut units to records of it past the walk's end (the -past-cut-over and
 -past-cut-two-over stores of :mod:`broker_dledger_inside_past_more_scenarios`), with ``enableConsumeQueueExt``
-(``-ext``) or the queues kept (``-kept``: T0/0 on disk before the walk)."""
+(``-ext``) or the queues kept (``-kept``: T0/0 on disk before the walk), and the -to-entry-emptied store (a queue the
+cut leaves no file) with records of that queue past the walk's end (``-to-entry-emptied-past``, ``-past-zero``)."""
 from __future__ import annotations
 
 import base64
@@ -18,13 +19,16 @@ from broker_dledger_inside_scenarios import (
     EMBED_PROCESS_OFFSET,
     TO_ENTRY_HOST_TAIL,
     TO_ENTRY_QUEUE_OFFSET,
+    embedded_to_entry_emptied_scenario,
 )
 
 
 def past_rest_scenarios(base: dict) -> list[dict]:
     """On the -emptied-batch-embedded store ``base`` (5.5.1): ``-to-entry-past-cut-over-ext``,
     ``-past-cut-two-over-ext`` (ext files of 10 units, as the other ``-ext`` stores) and ``-past-cut-over-kept``,
-    ``-past-cut-two-over-kept`` (``keepQueues``), and ``-past-cut-two-some`` (and ``-ext``, ``-kept``)."""
+    ``-past-cut-two-over-kept`` (``keepQueues``), ``-past-cut-two-some`` (and ``-ext``, ``-kept``), and
+    ``-to-entry-emptied-past``, ``-to-entry-emptied-past-zero`` (and ``-ext``):
+    :func:`embedded_to_entry_emptied_past_scenario`."""
     out = []
     for sc in (embedded_to_entry_past_cut_over_scenario(base), embedded_to_entry_past_cut_two_over_scenario(base)):
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
@@ -33,7 +37,31 @@ def past_rest_scenarios(base: dict) -> list[dict]:
     some = embedded_to_entry_past_cut_two_some_scenario(base)
     return [*out, some, {**some, "config": {**some["config"], "enableConsumeQueueExt": "true",
                                            "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{some['name']}-ext"},
-            {**some, "keepQueues": True, "name": f"{some['name']}-kept"}]
+            {**some, "keepQueues": True, "name": f"{some['name']}-kept"}, *_emptied_past(base)]
+
+
+def _emptied_past(base: dict) -> list[dict]:
+    zero = embedded_to_entry_emptied_past_scenario(base, zero=True)
+    return [embedded_to_entry_emptied_past_scenario(base), zero,
+            {**zero, "config": {**zero["config"], "enableConsumeQueueExt": "true",
+                                "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{zero['name']}-ext"}]
+
+
+def embedded_to_entry_emptied_past_scenario(sc: dict, zero: bool = False) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-emptied-past`` (5.5.1): the -to-entry-emptied store
+    (its last message, cut, and the one parsed where the reput is set, ending at B9's entry, for T8/0, a topic of its
+    own: the 5.5.1 cut leaves T8/0 no file) with two more T8/0 messages after it, the first damaged (keys ``kD``,
+    ``kE``, queue offsets 1 and 2): the walk ends at the damaged one, processOffset stays the -to-entry-emptied
+    store's, and the reput, going on at B9's entry, dispatches the cut T8/0 unit again (queue offset 0) and then the
+    two records past the walk's end.  The parsed message's queue offset: :data:`EMBED_OWN_QUEUE_OFFSET` (its unit in
+    file 220, the cut one after it); ``zero`` (``-past-zero``): 0 instead (its unit at 0, the cut one
+    at 20, the damaged record's queue offset below the write position, the next one's at it)."""
+    emptied = embedded_to_entry_emptied_scenario(sc, queue_offset=0) if zero else embedded_to_entry_emptied_scenario(sc)
+    tail = emptied["messages"][-1]
+    more = [{**tail, "keys": f"k{k}", "uniqKey": f"7F00000100002A9F00000000099{n}"} for k, n in (("D", 5), ("E", 4))]
+    puts = sum(1 for m in emptied["messages"] if "topic" in m)
+    return {**emptied, "messages": [*emptied["messages"], *more], "damageMessage": puts,
+            "name": f"{emptied['name']}-past" + ("-zero" if zero else "")}
 
 
 def embedded_to_entry_past_cut_two_some_scenario(sc: dict) -> dict:
