@@ -78,7 +78,8 @@ that is a file's start (also for a unit then dropped) where the broker does; a u
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
 would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
 some of its cut units dispatched again before them (but for the last ones, in a queue that kept a walk unit below
-``processOffset``: as below), or none of its files left but for every cut unit dispatched again (on 5.5.1: each
+``processOffset`` or, no ext files and not on disk before the walk, whose units below it lie in the walk's earlier
+data files: as below), or none of its files left but for every cut unit dispatched again (on 5.5.1: each
 record after them by the same rule, from where the rebuild's dispatch appends it right after the walk's units, as
 :attr:`Placed.again_moved` rows, :func:`_past_no_file`; refused where the rebuild's dispatch does not append it so)
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue

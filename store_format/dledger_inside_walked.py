@@ -45,7 +45,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
     messages: :attr:`WalkedQueue.again_skip`; refused where it dispatches only some but for its last ones, in a
-    queue that kept a walk unit below ``processOffset``, or where the cut left no file but for every cut unit
+    queue that kept a walk unit below ``processOffset`` or, no ext files and not on disk before the walk, whose
+    units below it lie in the walk's earlier data files, or where the cut left no file but for every cut unit
     dispatched again on 5.5.1 (``reset_emptied``); on disk before the walk,
     after its files as the cut left them))."""
     ids = {name: k for k, name in enumerate(track.names)}
@@ -110,9 +111,13 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
                    "whose records past the walk's end the reput dispatches afterwards, with only some cut units of it "
-                   "dispatched again before them, or no file left (but for every cut unit dispatched again, on 5.5.1)"
+                   "dispatched again before them (but for its last ones, with a walk unit of it kept below "
+                   "processOffset or, no ext files and not on disk before the walk, its units below it in an earlier "
+                   "data file), or no file left (but for every cut unit dispatched again, on 5.5.1)"
                    if len(later) and (not (back.all() and reset_emptied) if emptied else
-                                      back.any() and not (back[skip:].all() and (len(kept) or not skip)))
+                                      back.any() and not (back[skip:].all() and (
+                                          len(kept) or not skip
+                                          or (q not in max_after and disk is None and not ext_file_size))))
                    else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them (but for its "

@@ -28,7 +28,7 @@ def past_rest_scenarios(base: dict) -> list[dict]:
     ``-past-cut-two-over-ext`` (ext files of 10 units, as the other ``-ext`` stores) and ``-past-cut-over-kept``,
     ``-past-cut-two-over-kept`` (``keepQueues``), ``-past-cut-two-some`` (and ``-ext``, ``-kept``), and
     ``-to-entry-emptied-past``, ``-to-entry-emptied-past-zero`` (and ``-ext``):
-    :func:`embedded_to_entry_emptied_past_scenario`."""
+    :func:`embedded_to_entry_emptied_past_scenario`, and ``-past-cut-two-some-earlier``."""
     out = []
     for sc in (embedded_to_entry_past_cut_over_scenario(base), embedded_to_entry_past_cut_two_over_scenario(base)):
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
@@ -44,7 +44,25 @@ def _emptied_past(base: dict) -> list[dict]:
     zero = embedded_to_entry_emptied_past_scenario(base, zero=True)
     return [embedded_to_entry_emptied_past_scenario(base), zero,
             {**zero, "config": {**zero["config"], "enableConsumeQueueExt": "true",
-                                "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{zero['name']}-ext"}]
+                                "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{zero['name']}-ext"},
+            embedded_to_entry_past_cut_two_some_earlier_scenario(base)]
+
+
+def embedded_to_entry_past_cut_two_some_earlier_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some-earlier`` (5.5.1): the
+    -past-cut-two-some layout over the -earlier walk (``messageIndexSafe=true``, index files of 250 entries: the walk
+    covers both data files, the cut still happening) for T6/0, a topic of its own: message 11 of the first data file
+    (T6/0's queue offset 0, its only unit below processOffset, in the earlier data file), the four messages after B9's
+    (two cut, queue offsets 1 and 2, the damaged one and the last, 3 and 4) and the parsed message (queue offset
+    :data:`TO_ENTRY_QUEUE_OFFSET`, ending where the first cut record ends) all for T6/0: the walk keeps no T6/0 unit
+    in its last data file; the reput goes on at the second cut record's entry, dispatching only that cut unit again,
+    then the damaged message and the last one."""
+    some = embedded_to_entry_past_cut_two_some_scenario(sc, b"T6")
+    *rest, host, b9, last, c, d, e = some["messages"]
+    rest = [{**m, "topic": "T6", "queueId": 0} if i == 11 else m for i, m in enumerate(rest)]
+    return {**some, "config": {**some["config"], "messageIndexSafe": "true", "maxIndexNum": "250"},
+            "messages": [*rest, host, b9, *({**m, "topic": "T6"} for m in (last, c, d, e))],
+            "name": f"{some['name']}-earlier"}
 
 
 def embedded_to_entry_emptied_past_scenario(sc: dict, zero: bool = False) -> dict:
@@ -64,18 +82,19 @@ def embedded_to_entry_emptied_past_scenario(sc: dict, zero: bool = False) -> dic
             "name": f"{emptied['name']}-past" + ("-zero" if zero else "")}
 
 
-def embedded_to_entry_past_cut_two_some_scenario(sc: dict) -> dict:
+def embedded_to_entry_past_cut_two_some_scenario(sc: dict, topic: bytes = b"T0") -> dict:
     """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some`` (5.5.1): the -past-cut-two-over store
     (two T0/0 units cut, queue offsets 24 and 25) whose parsed T0/0 message (queue offset 1000) ends where the first
     cut T0/0 record ends (:data:`PAST_OVER_CUT_END`, its properties that record's, as -past-cut-over's): the reput
     goes on at the second cut record's entry, dispatching only that cut unit again, then the damaged message and the
-    last one (the records past the walk's end)."""
+    last one (the records past the walk's end); ``topic``: the parsed message's (that of the cut record it ends
+    with)."""
     from broker_dledger_2gib import embedded_message
     two = embedded_to_entry_past_cut_two_over_scenario(sc)
     reput = EMBED_PROCESS_OFFSET + 2 * 300 - 1
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     msg = embedded_message(reput, b"o" * (PAST_OVER_CUT_END - reput - 88 - 3 - 2 - len(PAST_OVER_PROPS)),
-                           PAST_OVER_PROPS, topic=b"T0", queue_offset=TO_ENTRY_QUEUE_OFFSET)
+                           PAST_OVER_PROPS, topic=topic, queue_offset=TO_ENTRY_QUEUE_OFFSET)
     assert reput + len(msg) == PAST_OVER_CUT_END, (reput, len(msg))
     *rest, host, b9, last, c, d, e = two["messages"]
     hb = bytearray(base64.b64decode(host["body"]))

@@ -2,7 +2,9 @@
 message and whose start's reput, set inside an entry, parses a well-formed message for a queue the cut left with no
 file (``correctMinOffset``: max -1), then goes on at an entry's start, dispatches that queue's cut unit again and then
 its records past the walk's end, each by ``ConsumeQueue.putMessagePositionInfo`` from the state the units before it
-left (the -to-entry-emptied-past stores of :mod:`broker_dledger_inside_past_rest_scenarios`), written by the published
+left (the -to-entry-emptied-past stores of :mod:`broker_dledger_inside_past_rest_scenarios`), or in a queue whose
+only unit below processOffset lies in the walk's earlier data file, after only its last cut unit dispatched again
+(-past-cut-two-some-earlier), written by the published
 RocketMQ store through the JVM harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart``
 on the store as that restart found it (byte for byte) and ``verify``'s units lost, counted from the broker's files.
 The stores are written with the others of :mod:`broker_dledger_runs` (one pytest session)."""
@@ -86,4 +88,42 @@ def test_as_restart_after_a_crash_whose_reput_puts_cut_units_then_records_past_t
     else:
         assert all(u[2] == 0 for u in units), units
     _restart_as_the_broker(src, name, line, tmp_path, ext=ext)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_dispatches_the_last_cut_unit_then_records_past_the_walk_held_earlier(
+        line, tmp_path):
+    """-past-cut-two-some-earlier: the -past-cut-two-some layout over the -earlier walk (both data files walked, the
+    cut still happening) for T6/0, whose only unit below processOffset (queue offset 0, message 11) lies in the
+    earlier data file: the walk keeps no T6/0 unit in its last one, the cut leaves T6/0's write position at its first
+    cut unit (20, queue offset 1), its max that earlier unit's end.  The parsed T6/0 message (queue offset 1000)
+    ends where the first cut record ends, so the broker appends its unit at 20, goes on at the second cut record's
+    entry, puts that cut unit back at 40 (queue offset 2, the write position), then appends the damaged message's
+    unit and the last one's at 60 and 80 (queue offsets 3 and 4); the first cut unit stays lost (dispatched again it
+    would be dropped too: its end is the parsed unit's, the max).  --as-restart writes the broker's files byte for
+    byte, and verify's units lost are the units the broker's queues lack."""
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some-earlier"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + 2 * _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1
+    second = PAST_OVER_CUT_END + _ENTRY_HEADER   # the second cut T6/0 record
+    end = int(w["maxPhyOffset"])
+    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
+    assert int(w["damagedRecord"]) == damaged == second + _TAIL + _ENTRY_HEADER, w["damagedRecord"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    state = w["queuesAfterDispatch"]["T6/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 100, state
+    held = (src / "expected" / "consumequeue" / "T6" / "0" / state["files"][0]).read_bytes()
+    units = [cq_unit(held, k) for k in range(0, len(held), 20)]
+    assert units[0][0] < int(data[1].name), units   # the walk's unit of the earlier data file, kept
+    assert [u[:2] for u in units[1:6]] == [(reput, PAST_OVER_CUT_END - reput), (second, _TAIL), (damaged, _TAIL),
+                                           (last, _TAIL), (0, 0)], units
+    assert all(u[0] != PAST_OVER_CUT_END - _TAIL for u in units), units   # the first cut T6/0 unit
+    _restart_as_the_broker(src, name, line, tmp_path)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
