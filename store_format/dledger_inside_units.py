@@ -37,14 +37,14 @@ with no file (5.5.1's max -1, 5.3.3's
 write position (:attr:`Placed.again_moved`; the cut's files are not written again), and so in a queue on disk before
 the walk that the cut left a file of (its files stay: :attr:`WalkedQueue.disk`) where one goes elsewhere than its
 queue offset says, is appended before another is put back or goes into a file ``getLastMappedFile`` creates, and so
-in any other queue the cut left a file of where one goes elsewhere than where it was, but not into a file
-``getLastMappedFile`` creates (its files stay but for those the cut deleted past the write position, the bytes past
-that position as the walk left them: ``dledger_crash_cut``); with ext
-files the ext units the reput puts for the records it walks follow the parsed units' ext units (:attr:`Placed.ext_put`;
-in a queue left with no file too, the cut unit appended holding its new ext unit's address).  A parsed message's light
-queue unit goes into a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``:
-``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own
-unit; with ext files no ext unit for it).
+in any other queue the cut left a file of where one goes elsewhere than where it was (its files stay but for those
+the cut deleted past the write position, the bytes past that position as the walk left them: ``dledger_crash_cut``;
+a file ``getLastMappedFile`` creates anew there holds zeros but for the units put in it: :attr:`Placed.opened`);
+with ext files the ext units the reput puts for the records it walks follow the parsed units' ext units
+(:attr:`Placed.ext_put`; in a queue left with no file too, the cut unit appended holding its new ext unit's
+address).  A parsed message's light queue unit goes into a light queue the walk wrote by the same rule
+(``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its
+own tags code, after the message's own unit; with ext files no ext unit for it).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -60,9 +60,7 @@ left its files, wherever the walk's queue offsets put its units:
 :func:`store_format.dledger_inside_walked.inside_units`), and a queue whose cut units the reput puts back afterwards
 when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file) or only some of
 them (but for its last ones with a file left, no ext files, not on disk before the walk), or, with records past
-the walk's end, none of them (``dledger_crash_cut``), or, with a
-file of it left, would get them back in a file ``getLastMappedFile`` creates anew (but for a queue on disk before the
-walk, above).  A queue the walk wrote in its earlier data files only is as the
+the walk's end, none of them (``dledger_crash_cut``).  A queue the walk wrote in its earlier data files only is as the
 walk left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end);
 one whose units below ``processOffset`` all lie there has its max at the end of the last one
 (``QueueTrack.last_before``).
@@ -333,12 +331,10 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         fresh = [(*key, q * CQ_UNIT_SIZE - q * CQ_UNIT_SIZE % cq_file_size) in opened for _o, _s, q in s.again]
         # the first ones dropped (none appended elsewhere), the rest back, none in a file getLastMappedFile created anew
         if any(pos >= 0 for pos in put[:dropped]) or not all(back[dropped:]) or any(fresh[dropped:]):
-            if s.disk or not any(fresh):   # its files stay (on disk before the walk: a file getLastMappedFile creates
-                # too): each where the rule put it
-                moved += [(*key, q * CQ_UNIT_SIZE, pos) for pos, (_o, _s, q) in zip(put, s.again)]
-                continue
-            raise _refuse(at, f"for {key[0]}/{key[1]}, whose cut units the reput puts back afterwards elsewhere than "
-                              "where they were, in a file it creates anew")
+            # its files stay but for those the cut deleted, one getLastMappedFile creates anew written from zeros
+            # (apply_cut): each where the rule put it
+            moved += [(*key, q * CQ_UNIT_SIZE, pos) for pos, (_o, _s, q) in zip(put, s.again)]
+            continue
         again.append((*key, dropped))   # the first again_skip (not dispatched) among them
     removed = {f for f in rebuild_files if f not in opened}   # the files apply_cut removes
     past: list[tuple[str, int, int]] = []

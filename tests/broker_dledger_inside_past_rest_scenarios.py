@@ -28,7 +28,8 @@ def past_rest_scenarios(base: dict) -> list[dict]:
     ``-past-cut-two-over-ext`` (ext files of 10 units, as the other ``-ext`` stores) and ``-past-cut-over-kept``,
     ``-past-cut-two-over-kept`` (``keepQueues``), ``-past-cut-two-some`` (and ``-ext``, ``-kept``), and
     ``-to-entry-emptied-past``, ``-to-entry-emptied-past-zero`` (and ``-ext``):
-    :func:`embedded_to_entry_emptied_past_scenario`, and ``-past-cut-two-some-earlier``."""
+    :func:`embedded_to_entry_emptied_past_scenario`, ``-past-cut-two-some-earlier`` and
+    ``-to-entry-some-moved-file``."""
     out = []
     for sc in (embedded_to_entry_past_cut_over_scenario(base), embedded_to_entry_past_cut_two_over_scenario(base)):
         out += [{**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
@@ -45,7 +46,25 @@ def _emptied_past(base: dict) -> list[dict]:
     return [embedded_to_entry_emptied_past_scenario(base), zero,
             {**zero, "config": {**zero["config"], "enableConsumeQueueExt": "true",
                                 "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{zero['name']}-ext"},
-            embedded_to_entry_past_cut_two_some_earlier_scenario(base)]
+            embedded_to_entry_past_cut_two_some_earlier_scenario(base),
+            embedded_to_entry_some_moved_file_scenario(base)]
+
+
+# -to-entry-some-moved-file: consume queue files of 12 units, so that T0/0's first cut unit (queue offset 24, queue
+# byte 480) lies at a file's start
+SOME_MOVED_FILE_CQ_SIZE = 240
+
+
+def embedded_to_entry_some_moved_file_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-some-moved-file`` (5.5.1): the -to-entry-some-moved store
+    (two T0/0 units cut, the parsed T0/0 message, queue offset 1, swallowing the first one's record) with consume
+    queue files of :data:`SOME_MOVED_FILE_CQ_SIZE` bytes: the cut deletes the file its first cut unit starts (480),
+    ``getLastMappedFile`` creates it anew for the parsed unit (then dropped: its queue offset below the write
+    position), and the last cut unit, dispatched again, goes to its start, not where it was (500)."""
+    from broker_dledger_inside_again_scenarios import SOME_MOVED_QUEUE_OFFSET, embedded_to_entry_some_scenario
+    moved = embedded_to_entry_some_scenario(sc, SOME_MOVED_QUEUE_OFFSET)
+    return {**moved, "config": {**moved["config"], "mappedFileSizeConsumeQueue": str(SOME_MOVED_FILE_CQ_SIZE)},
+            "name": f"{moved['name']}-file"}
 
 
 def embedded_to_entry_past_cut_two_some_earlier_scenario(sc: dict) -> dict:

@@ -127,3 +127,47 @@ def test_as_restart_after_a_crash_whose_reput_dispatches_the_last_cut_unit_then_
     assert all(u[0] != PAST_OVER_CUT_END - _TAIL for u in units), units   # the first cut T6/0 unit
     _restart_as_the_broker(src, name, line, tmp_path)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_elsewhere_in_a_file_it_creates_anew(
+        line, tmp_path):
+    """-to-entry-some-moved-file: the -to-entry-some-moved store (two T0/0 units cut, queue offsets K and K + 1; the
+    parsed T0/0 message, queue offset 1, swallowing the first one's record) with consume queue files of 12 units, so
+    that the first cut unit (K * 20) lies at a file's start: the cut deletes that file and leaves T0/0 the full one
+    before it; ``getLastMappedFile`` creates the file anew for the parsed unit, which is then dropped (queue offset 1,
+    below the write position), and the reput, going on at the last entry, dispatches the last cut unit again, which
+    goes to that file's start (K * 20), not where it was ((K + 1) * 20, zeros now); the first cut unit stays lost.
+    --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
+    import struct
+
+    from broker_dledger_files import last_data_bytes
+    from broker_dledger_inside_again_scenarios import (
+        SOME_MOVED_QUEUE_OFFSET,
+        SOME_T0_SIZE,
+        embedded_to_entry_some_messages,
+    )
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-some-moved-file"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    reput, head, n = embedded_to_entry_some_messages(SOME_MOVED_QUEUE_OFFSET)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert last_data_bytes(src, reput, len(head)) == head, "the T0/0 message at processOffset - 1"
+    first = last_data_bytes(src, reput + n - SOME_T0_SIZE, SOME_T0_SIZE)
+    last_at = reput + n + _ENTRY_HEADER   # the last T0/0 record, after its entry's header
+    last = last_data_bytes(src, last_at, SOME_T0_SIZE)
+    k = struct.unpack(">q", first[20:28])[0]   # the first cut unit's queue offset
+    assert struct.unpack(">q", last[20:28])[0] == k + 1 and k > SOME_MOVED_QUEUE_OFFSET
+    assert k * 20 % size == 0, (k, size)   # the first cut unit at a file's start
+    # before the restart: the walk's T0/0 files (written by the broker before the crash, deleted before the restart)
+    state = w["queuesAfterDispatch"]["T0/0"]
+    assert state["files"][-2:] == [f"{k * 20 - size:020d}", f"{k * 20:020d}"], state
+    assert int(state["maxOffset"]) == (k + 1) * 20 and int(state["maxPhysicOffset"]) == last_at + SOME_T0_SIZE, state
+    full = (src / "expected" / "consumequeue" / "T0" / "0" / f"{k * 20 - size:020d}").read_bytes()
+    assert sum(cq_unit(full, size - 20)[:2]) < reput + 1, full.hex()   # the last unit below processOffset
+    new = (src / "expected" / "consumequeue" / "T0" / "0" / f"{k * 20:020d}").read_bytes()
+    assert cq_unit(new, 0) == (last_at, SOME_T0_SIZE, 0) and new[20:] == bytes(size - 20), new.hex()
+    _restart_as_the_broker(src, name, line, tmp_path)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, ())
