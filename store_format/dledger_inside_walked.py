@@ -44,12 +44,14 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
-    messages: :attr:`WalkedQueue.again_skip`; refused where that queue kept no walk unit below ``processOffset``, or
-    where the cut left no file; on disk before the walk, after its files as the cut left them)).  The cut units the
-    reput dispatches again are a queue's last ones (it goes on at an entry's start and dispatches every record from
-    there); the first ones, inside the parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`):
-    with ext files too (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them
-    again), in a queue on disk before the walk, and in one the cut left no file of."""
+    messages: :attr:`WalkedQueue.again_skip`; refused where that queue kept no walk unit below ``processOffset`` but
+    for one whose units below it lie in the walk's earlier data files, no ext files and not on disk before the walk,
+    or where the cut left no file but for every cut unit dispatched again on 5.5.1 (``reset_emptied``); on disk
+    before the walk, after its files as the cut left them)).  The cut units the reput dispatches again are a queue's
+    last ones (it goes on at an entry's start and dispatches every record from there); the first ones, inside the
+    parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`): with ext files too
+    (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them again), in a queue on
+    disk before the walk, and in one the cut left no file of."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
@@ -115,8 +117,12 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
                    "whose records past the walk's end the reput dispatches afterwards, with only its last cut units "
-                   "dispatched again before them and no walk unit below processOffset, or no file left"
-                   if len(later) and (emptied or (skip and not len(kept)))
+                   "dispatched again before them and no walk unit below processOffset (but for one whose units below "
+                   "it lie in an earlier data file, no ext files, not on disk before the walk), or no file left (but "
+                   "for every cut unit dispatched again, on 5.5.1)"
+                   if len(later) and (not (back.all() and reset_emptied) if emptied else
+                                      skip and not len(kept)
+                                      and not (q not in max_after and disk is None and not ext_file_size))
                    else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
                    "in the walk (fillPreBlank units only)"
@@ -136,7 +142,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             if back.any() else ()
         if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
             return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
-                               track.own_units.get(q, 0), again=again, again_skip=skip)
+                               track.own_units.get(q, 0), again=again, again_skip=skip, past=past)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
         return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
                                     track.own_units.get(q, 0), again=again, past=past, again_skip=skip,
