@@ -31,20 +31,20 @@ Where the reput goes on before the log's end, it dispatches the cut units of a q
 parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the parsed units left: those whose queue
 offsets lie below the write position are dropped (the first ones: the parsed units took their positions), the rest go
 back where they were (:attr:`Placed.again_dropped`), but for the first ones when the reput goes on past them (their
-records inside a parsed message: :attr:`WalkedQueue.again_skip`, not dispatched, dropped so); in a queue the cut left
-with no file (5.5.1's max -1, 5.3.3's
+records inside a parsed message: :attr:`WalkedQueue.again_skip`, not dispatched, dropped so, in any queue below,
+with ext files no ext unit put for them again); in a queue the cut left with no file (5.5.1's max -1, 5.3.3's
 ``processOffset``) each goes where that rule puts it after the parsed units, a unit of queue offset 0 appended at the
 write position (:attr:`Placed.again_moved`; the cut's files are not written again), and so in a queue on disk before
 the walk that the cut left a file of (its files stay: :attr:`WalkedQueue.disk`) where one goes elsewhere than its
 queue offset says, is appended before another is put back or goes into a file ``getLastMappedFile`` creates, and so
-in any other queue the cut left a file of where one goes elsewhere than where it was, but not into a file
-``getLastMappedFile`` creates (its files stay but for those the cut deleted past the write position, the bytes past
-that position as the walk left them: ``dledger_crash_cut``); with ext
-files the ext units the reput puts for the records it walks follow the parsed units' ext units (:attr:`Placed.ext_put`;
-in a queue left with no file too, the cut unit appended holding its new ext unit's address).  A parsed message's light
-queue unit goes into a light queue the walk wrote by the same rule (``ConsumeQueue.multiDispatchLmqQueue``:
-``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its own tags code, after the message's own
-unit; with ext files no ext unit for it).
+in any other queue the cut left a file of where one goes elsewhere than where it was (its files stay but for those
+the cut deleted past the write position, the bytes past that position as the walk left them: ``dledger_crash_cut``;
+a file ``getLastMappedFile`` creates anew there holds zeros but for the units put in it: :attr:`Placed.opened`);
+with ext files the ext units the reput puts for the records it walks follow the parsed units' ext units
+(:attr:`Placed.ext_put`; in a queue left with no file too, the cut unit appended holding its new ext unit's
+address).  A parsed message's light queue unit goes into a light queue the walk wrote by the same rule
+(``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its
+own tags code, after the message's own unit; with ext files no ext unit for it).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -58,11 +58,8 @@ line): a queue on disk before the walk with a walk unit below ``processOffset`` 
 its files (one the cut emptied is placed as above; one it left a file of otherwise, as ``truncateDirtyLogicFiles``
 left its files, wherever the walk's queue offsets put its units:
 :func:`store_format.dledger_inside_walked.inside_units`), and a queue whose cut units the reput puts back afterwards
-when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file) or only some of
-them (but for its last ones with a file left, no ext files, not on disk before the walk), or, with records past
-the walk's end, none of them (``dledger_crash_cut``), or, with a
-file of it left, would get them back in a file ``getLastMappedFile`` creates anew (but for a queue on disk before the
-walk, above).  A queue the walk wrote in its earlier data files only is as the
+when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file), or, with records past
+the walk's end, none of them (``dledger_crash_cut``).  A queue the walk wrote in its earlier data files only is as the
 walk left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end);
 one whose units below ``processOffset`` all lie there has its max at the end of the last one
 (``QueueTrack.last_before``).
@@ -77,8 +74,11 @@ broker does, or where a parsed unit goes, and creates the file ``getLastMappedFi
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
 would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
-some of its cut units dispatched again before them (but for the last ones, in a queue that kept a walk unit below
-``processOffset``: as below), or none of its files left
+its last cut units dispatched again before them that kept no walk unit below ``processOffset`` (but, no ext files and
+not on disk before the walk, one whose units below it lie in the walk's earlier data files: as below), or none of its
+files left but for every cut unit dispatched again (on 5.5.1: each record after them by the same rule, from where the
+rebuild's dispatch appends it right after the walk's units, as :attr:`Placed.again_moved` rows,
+:func:`_past_no_file`; refused where the rebuild's dispatch does not append it so)
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
 (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
 so) and the records past the walk's end follow the parsed units the same way; where it goes on past the first
@@ -203,8 +203,8 @@ class WalkedQueue:
     # files, which stay): its cut units the reput dispatches again go wherever the rule puts them
     disk: bool = False
     # of ``again``, the first ones the reput does not dispatch again (it goes on past them, at an entry's start
-    # after the parsed messages that hold them): lost (a batch queue's: target -1; an ordinary one's: dropped, in
-    # Placed.again_dropped's count)
+    # after the parsed messages that hold them): lost (a batch queue's or one the cut left no file of: target -1 in
+    # Placed.again_moved, as any other queue's where it lists them; else dropped, in Placed.again_dropped's count)
     again_skip: int = 0
     # with records past the walk's end, the number of its cut units the reput does not dispatch again (it goes on
     # past them): all of them, none in :attr:`again` (only the first ones: :attr:`again_skip`)
@@ -237,7 +237,8 @@ class Placed:
     # before the walk or not, where not every cut unit goes back where it was) or a batch queue, a cut unit the reput
     # dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20, a
     # batch queue's unit index * 46), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
-    # listed, in commitlog order
+    # listed, in commitlog order (in a queue the cut left with no file, then its records past the walk's end, from
+    # where the rebuild's dispatch appends them: _past_no_file)
     again_moved: tuple[tuple[str, int, int, int], ...] = ()
     # ``(topic, queue id, offset)``: the commitlog offsets of the records past the walk's end (:attr:`WalkedQueue.past`)
     # whose units the broker drops, by the same rule from the state the parsed units left, where the rebuild's own
@@ -319,8 +320,11 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
                        if k >= s.again_skip else -1) for k, (o, _n, q) in enumerate(s.again)]
             continue
         if key in no_file:   # none of its files stays: each where the same rule puts it, after the parsed units
-            moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks))
-                      for o, n, q in s.again]
+            # (the first again_skip not dispatched: dropped)
+            moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks)
+                       if k >= s.again_skip else -1) for k, (o, n, q) in enumerate(s.again)]
+            moved += _past_no_file(key, s, cq_file_size, at, opened, blanks,
+                                   any((t, qid) == key for t, qid, _p in rebuild_units))
             continue
         put = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks) if k >= s.again_skip else -1
                for k, (offset, size, queue_offset) in enumerate(s.again)]   # the first again_skip not dispatched
@@ -329,24 +333,45 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         fresh = [(*key, q * CQ_UNIT_SIZE - q * CQ_UNIT_SIZE % cq_file_size) in opened for _o, _s, q in s.again]
         # the first ones dropped (none appended elsewhere), the rest back, none in a file getLastMappedFile created anew
         if any(pos >= 0 for pos in put[:dropped]) or not all(back[dropped:]) or any(fresh[dropped:]):
-            if s.disk or not any(fresh):   # its files stay (on disk before the walk: a file getLastMappedFile creates
-                # too): each where the rule put it
-                moved += [(*key, q * CQ_UNIT_SIZE, pos) for pos, (_o, _s, q) in zip(put, s.again)]
-                continue
-            raise _refuse(at, f"for {key[0]}/{key[1]}, whose cut units the reput puts back afterwards elsewhere than "
-                              "where they were, in a file it creates anew")
+            # its files stay but for those the cut deleted, one getLastMappedFile creates anew written from zeros
+            # (apply_cut): each where the rule put it
+            moved += [(*key, q * CQ_UNIT_SIZE, pos) for pos, (_o, _s, q) in zip(put, s.again)]
+            continue
         again.append((*key, dropped))   # the first again_skip (not dispatched) among them
     removed = {f for f in rebuild_files if f not in opened}   # the files apply_cut removes
     past: list[tuple[str, int, int]] = []
     kept: list[tuple[str, int, int, int, int]] = []
     moved_to: list[tuple[str, int, int]] = []
     for key, s in states.items():
-        if s is not None and s.past:
+        if s is not None and s.past and key not in no_file:
             past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
                                                      moved_to)]
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units), tuple(f for f in rebuild_files if f in removed),
                   tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
                   tuple(kept), tuple(moved_to))
+
+
+def _past_no_file(key: tuple[str, int], s: WalkedQueue, cq_file_size: int, at: int,
+                  opened: list[tuple[str, int, int]], blanks: list[tuple[str, int, int]],
+                  parsed_appended: bool) -> list[tuple[str, int, int, int]]:
+    """The records of queue ``key`` past the walk's end (:attr:`WalkedQueue.past`) in a queue the cut left with no
+    file, after the parsed units and its cut units dispatched again (``s``: the state those left), each by
+    ``ConsumeQueue.putMessagePositionInfo`` (:func:`_put`): as :attr:`Placed.again_moved` rows, from the queue
+    position the rebuild's own dispatch of it appends it at (after every walk unit, one after the other:
+    ``dledger_crash_cut._appended_keys``) to where the broker appends it (-1: dropped); none of the rebuild's files
+    of the queue stays but for those ``getLastMappedFile`` creates, which ``apply_cut`` writes anew.  Refused (one
+    line) where the rebuild's dispatch does not append each of them so (``parsed_appended``: a parsed unit it
+    appended before them; or one it drops)."""
+    out = []
+    for offset, size, queue_offset in s.past:
+        end = offset + size
+        if parsed_appended or end <= s.rebuild_max or \
+                (queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write):
+            raise _refuse(at, f"for {key[0]}/{key[1]}, a queue the cut left with no file whose record past the walk's "
+                              f"end at {offset} the rebuild's dispatch does not append right after the walk's units")
+        out.append((*key, s.rebuild_write, _put(key, s, end, queue_offset, cq_file_size, opened, blanks)))
+        s.rebuild_write, s.rebuild_max = s.rebuild_write + CQ_UNIT_SIZE, end
+    return out
 
 
 def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int,

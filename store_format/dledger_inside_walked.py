@@ -46,9 +46,14 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
-    messages: :attr:`WalkedQueue.again_skip`; refused where it dispatches only some but for its last ones, in a
-    queue that kept a walk unit below ``processOffset``, or where the cut left no file; on disk before the walk,
-    after its files as the cut left them))."""
+    messages: :attr:`WalkedQueue.again_skip`; refused where that queue kept no walk unit below ``processOffset`` but
+    for one whose units below it lie in the walk's earlier data files, no ext files and not on disk before the walk,
+    or where the cut left no file but for every cut unit dispatched again on 5.5.1 (``reset_emptied``); on disk
+    before the walk, after its files as the cut left them)).  The cut units the reput dispatches again are a queue's
+    last ones (it goes on at an entry's start and dispatches every record from there); the first ones, inside the
+    parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`): with ext files too
+    (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them again), in a queue on
+    disk before the walk, and in one the cut left no file of."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
     if ext_file_size and reput < end:
@@ -104,25 +109,28 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)
         disk = (on_disk or {}).get(name) if not emptied else None
         # the reput going on at an entry's start past the first cut units (inside the parsed messages) dispatches
-        # only the rest again: those first ones stay cut (WalkedQueue.again_skip)
+        # only the rest again: those first ones stay cut (WalkedQueue.again_skip).  It goes on at an entry's start
+        # and dispatches every record from there, so the cut units it dispatches again are the last ones (in
+        # commitlog order): never some of them but for its last ones
         skip = int(np.argmax(back)) if back.any() else 0
+        assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
         refused = ("a queue the walk wrote light or batch units in" if before is None and not len(rows) else
                    "a queue the walk wrote units of another kind in"
                    if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
-                   "whose records past the walk's end the reput dispatches afterwards, with only some cut units of it "
-                   "dispatched again before them, or no file left"
-                   if len(later) and (emptied or (back.any() and not (back[skip:].all() and (len(kept) or not skip))))
+                   "whose records past the walk's end the reput dispatches afterwards, with only its last cut units "
+                   "dispatched again before them and no walk unit below processOffset (but for one whose units below "
+                   "it lie in an earlier data file, no ext files, not on disk before the walk), or no file left (but "
+                   "for every cut unit dispatched again, on 5.5.1)"
+                   if len(later) and (not (back.all() and reset_emptied) if emptied else
+                                      skip and not len(kept)
+                                      and not (q not in max_after and disk is None and not ext_file_size))
                    else
                    "whose cut units the reput puts back afterwards, with none of its units below processOffset "
-                   "in the walk (fillPreBlank units only, or emptied on 5.3.3), or only some of them (but for its "
-                   "last ones, with a file of it left, no ext files, not on disk before the walk, or records past "
-                   "the walk's end after them)"
-                   if back.any() and not ((len(kept) or q not in max_after or emptied) and back[skip:].all()
-                                          and not (skip and (emptied or (not len(later)
-                                                                         and (disk is not None or ext_file_size)))))
+                   "in the walk (fillPreBlank units only)"
+                   if back.any() and not (len(kept) or q not in max_after or emptied)
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
@@ -138,7 +146,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             if back.any() else ()
         if emptied:   # the cut left no file: its max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3)
             return WalkedQueue(-1, -1 if reset_emptied else process_offset, after_last, int(rows[:, U_END].max()),
-                               track.own_units.get(q, 0), again=again)
+                               track.own_units.get(q, 0), again=again, again_skip=skip, past=past)
         write = int(cut[0, U_KEY]) * CQ_UNIT_SIZE if len(cut) else after_last
         return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
                                     track.own_units.get(q, 0), again=again, past=past, again_skip=skip,

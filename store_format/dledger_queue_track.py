@@ -65,12 +65,9 @@ class QueueTrack:
                     self.own_before.append(last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]])
                 if self.keep_queues:
                     self._keep_before(last)
-                own = last[last[:, U_KIND] == KIND_CQ][::-1]
-                queues, at = np.unique(own[:, U_QUEUE], return_index=True)   # each queue's last unit
-                self.last_before.update((int(q), (int(own[k, U_KEY]), int(own[k, U_END]))) for q, k in zip(queues, at))
-                bat = last[last[:, U_KIND] == KIND_BATCH][::-1]
-                queues, at = np.unique(bat[:, U_QUEUE], return_index=True)
-                self.batch_before.update((int(q), int(bat[k, U_OFFSET])) for q, k in zip(queues, at))
+                self.last_before.update((q, (int(r[U_KEY]), int(r[U_END])))
+                                        for q, r in _last_per_queue(last, KIND_CQ).items())
+                self.batch_before.update((q, int(r[U_OFFSET])) for q, r in _last_per_queue(last, KIND_BATCH).items())
             self.base, self._cur = file_base, []
         units = queue_units(res, self.batch_topics)
         keep = units.record < n
@@ -163,6 +160,14 @@ def max_key(units: np.ndarray) -> np.ndarray:
     """What each unit leaves as its queue's ``getMaxPhysicOffset``: ``ConsumeQueue``'s (a light queue's too) is
     the unit's end, ``BatchConsumeQueue``'s (``maxMsgPhyOffsetInCommitLog``) its start."""
     return np.where(units[:, U_KIND] == KIND_BATCH, units[:, U_OFFSET], units[:, U_END])
+
+
+def _last_per_queue(units: np.ndarray, kind: int) -> dict[int, np.ndarray]:
+    """Each queue's last unit of ``kind`` among ``units`` (rows of :data:`UNIT_COLUMNS`, in walk order): queue
+    number to that row."""
+    rows = units[units[:, U_KIND] == kind][::-1]
+    queues, at = np.unique(rows[:, U_QUEUE], return_index=True)
+    return {int(q): rows[k] for q, k in zip(queues, at)}
 
 
 def positions(rows: np.ndarray) -> np.ndarray:
