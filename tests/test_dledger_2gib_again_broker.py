@@ -10,7 +10,8 @@ entry's start is for T9/0, the queue the cut left with its ``fillPreBlank`` unit
 2147483647) like any unit below ``processOffset``: the write position after it (the first cut unit's place), the max
 2147483647.  ``putMessagePositionInfo`` appends the parsed unit there (its end past that max, its queue offset not
 below the write position), then drops the cut unit dispatched again (its queue offset now below the write position:
-"build consume queue repeatedly").
+"build consume queue repeatedly").  ``-t9-to-entry-ext``: the same with ``enableConsumeQueueExt=true``, the parsed
+message's ext unit after the walk's T9 one (the parsed unit holding its address), the cut record's again after it.
 
 ``DLEDGER_2GIB_CONVERTED=1``: the ``-two-files-ext`` store (:func:`converted_past_2gib_two_files_ext_scenario`), the
 ``-converted-past-2gib-two-files`` store with ``enableConsumeQueueExt=true`` and a T9 message at 2147483647 in the
@@ -55,6 +56,9 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
 bh.skip_without_tools()
 
 BLANK = (0, BLANK_MAX, 0)
+# mappedFileSizeConsumeQueueExt with ext files: the T0 ext units (the walk's 11207, the -two-files first data file's
+# 23590) fill several files
+EXT_FILE_SIZE = 100_000
 
 
 def t9_entry_bound_message(queue_offset: int) -> bytes:
@@ -68,21 +72,28 @@ def t9_entry_bound_message(queue_offset: int) -> bytes:
     return bytes(msg)
 
 
-def past_2gib_t9_to_entry_scenario(line: str, queue_offset: int = 1) -> dict:
-    """``<line>-dledger-abort-past-2gib-t9-to-entry``: :func:`past_2gib_abort_scenario` whose last T0 body holds,
-    from 2147483647 to its end, :func:`t9_entry_bound_message` (T9/0, ``queue_offset``), ending where the last T9
-    message's entry (keys ``K9``) starts."""
-    msg = t9_entry_bound_message(queue_offset)
-    sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
-                               f"{line}-dledger-abort-past-2gib-t9-to-entry", msg=msg[:-len(T0_TAIL)])
+def past_2gib_t9_to_entry_scenario(line: str, ext: bool = False) -> dict:
+    """``<line>-dledger-abort-past-2gib-t9-to-entry`` (``ext``: ``-ext``, ``enableConsumeQueueExt=true`` with ext files
+    of :data:`EXT_FILE_SIZE` bytes): :func:`past_2gib_abort_scenario` whose last T0 body holds, from 2147483647 to its
+    end, :func:`t9_entry_bound_message` (T9/0, queue offset 1), ending where the last T9 message's entry (keys
+    ``K9``) starts."""
+    msg = t9_entry_bound_message(1)
+    sc = past_2gib_abort_scenario(line)
+    if ext:
+        sc = {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true",
+                               "mappedFileSizeConsumeQueueExt": str(EXT_FILE_SIZE)}}
+    sc = with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+                               f"{line}-dledger-abort-past-2gib-t9-to-entry{'-ext' if ext else ''}",
+                               msg=msg[:-len(T0_TAIL)])
     *rest, t9 = sc["messages"]
     assert t9["topic"] == "T9", t9
     return {**sc, "messages": [*rest, {**t9, "keys": "K9"}]}
 
 
-def check_t9_to_entry(w: dict, src, tmp_path, sc: dict) -> str:  # noqa: ANN001
-    """The ``-t9-to-entry`` store as the broker wrote and restarted it, then ``rebuild --as-restart`` and ``verify``
-    on it (:func:`test_crash_restart_whose_reput_parses_a_message_for_a_queue_left_with_fillpreblank_units_only`)."""
+def check_t9_to_entry(w: dict, src, tmp_path, sc: dict, ext: bool = False) -> str:  # noqa: ANN001
+    """The ``-t9-to-entry`` store (``ext``: ``-ext``) as the broker wrote and restarted it, then ``rebuild
+    --as-restart`` and ``verify`` on it
+    (:func:`test_crash_restart_whose_reput_parses_a_message_for_a_queue_left_with_fillpreblank_units_only`)."""
     msg = t9_entry_bound_message(1)
     record = t0_record_at_2147483647(src, len(T0_TAIL) + ENTRY_HEADER_SIZE)
     at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
@@ -91,11 +102,17 @@ def check_t9_to_entry(w: dict, src, tmp_path, sc: dict) -> str:  # noqa: ANN001
     loaded = w["queuesAfterLoad"]["T9/0"]
     assert (int(loaded["maxOffset"]), int(loaded["maxPhysicOffset"])) == (20, BLANK_MAX), loaded
     # what the broker's reput did: the parsed unit at 20 (over the cut unit), the cut unit dispatched again dropped
-    # (queue offset 1, below the write position 40)
-    assert first_units(src, "T9", 3) == [BLANK, (BLANK_MAX, len(msg), 0), (0, 0, 0)]
+    # (queue offset 1, below the write position 40); with ext files T9's ext units the walk's, the parsed message's
+    # (its unit holding that address), then the cut record's again
+    tags = 20 - 2**63 if ext else 0
+    assert first_units(src, "T9", 3) == [BLANK, (BLANK_MAX, len(msg), tags), (0, 0, 0)]
     t9 = w["queuesAfterDispatch"]["T9/0"]
     assert (int(t9["maxOffset"]), int(t9["maxPhysicOffset"])) == (40, T9_ENTRY), t9
-    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=1)
+    if ext:
+        units = ext_units(src, "T9")
+        assert len(units) == 3 and units[0] == units[2] != units[1], units
+        assert units[1] == struct.pack(">hqqh", 20, 0, 1_700_000_000_001, 0), "the parsed message's ext unit"
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=1, ext=ext)
     assert f"parses 1 message(s) ({BLANK_MAX} to {T9_ENTRY})" in text and f"sends it on to {T9_ENTRY} " in text, \
         text[-3000:]
     assert "T9/0 at 20" in text, text[-3000:]
@@ -103,22 +120,24 @@ def check_t9_to_entry(w: dict, src, tmp_path, sc: dict) -> str:  # noqa: ANN001
 
 
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
-def test_crash_restart_whose_reput_parses_a_message_for_a_queue_left_with_fillpreblank_units_only(tmp_path):
+@pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
+def test_crash_restart_whose_reput_parses_a_message_for_a_queue_left_with_fillpreblank_units_only(tmp_path, ext):
     """The ``-t9-to-entry`` store: the reput set at 2147483647 parses a T9 message (queue offset 1) up to the last T9
     entry's start, where it goes on.  The cut left T9/0 its ``fillPreBlank`` unit only (write position 20, max
     2147483647); the 5.5.1 broker appends the parsed unit at 20, over the cut unit, then drops T9's cut unit
-    dispatched again (queue offset 1, below the write position): it is lost.  ``rebuild --as-restart``: the broker's
-    ``consumequeue/`` and ``index/`` byte for byte, and verify's units lost."""
-    sc = past_2gib_t9_to_entry_scenario(LINE)
+    dispatched again (queue offset 1, below the write position): it is lost.  With ``enableConsumeQueueExt=true``
+    (``-ext``) the parsed message's ext unit follows the walk's T9 one, the parsed unit holding its address, and the
+    cut record's ext unit comes again after it.  ``rebuild --as-restart``: the broker's ``consumequeue/`` (with ext
+    files ``consumequeue_ext/``) and ``index/`` byte for byte, and verify's units lost."""
+    sc = past_2gib_t9_to_entry_scenario(LINE, ext)
     w, src = written(sc, tmp_path)
-    check_t9_to_entry(w, src, tmp_path, sc)
+    check_t9_to_entry(w, src, tmp_path, sc, ext)
 
 
 # Where the Writer's layout of converted_past_2gib_abort_scenario puts 2147483647 (test_dledger_2gib_broker's
 # EMBED_T0, EMBED_AT_BODY): in the T0 record of queue offset 511303, 1244 bytes into its body
 CONVERTED_EMBED_T0 = 511303
 CONVERTED_EMBED_AT_BODY = BLANK_MAX - 2147482315 - 88
-EXT_FILE_SIZE = 100_000   # mappedFileSizeConsumeQueueExt: the first data file's 23590 T0 ext units fill several files
 
 
 def converted_past_2gib_two_files_ext_scenario(line: str, queue_offset: int = 1) -> dict:
