@@ -372,9 +372,11 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     earlier data file, :mod:`store_format.dledger_crash_old`) it drops the earlier records by their queue offsets and
     puts the cut units back; where its check first parses well-formed messages there (``QueueCut.inside_records``,
     :mod:`store_format.dledger_reput_inside`) it dispatches those first, after the cut and before it goes on: into
-    the queues as the cut left them, which gives them units in queues the walk did not write only (each queue the walk
-    wrote holds ``fillPreBlank`` units only, its cut units put back afterwards, or no file:
-    :func:`store_format.dledger_inside_units.place_inside` refuses those), and the rebuild reads them between the
+    the queues as the cut left them (:func:`store_format.dledger_inside_units.place_inside`; each queue the walk wrote
+    holds ``fillPreBlank`` units only, or no file: one with ``fillPreBlank`` units takes a parsed unit at the write
+    position after them unless its queue offset lies below it, drops the earlier files' records as without it, and
+    gets its cut units dispatched again after them by the same rule; with ext files the parsed messages' ext units
+    go after the walk's, before the reput's: ``ExtAgain``), and the rebuild reads them between the
     walk's records and the reput's pass (``pipelines.restart``, :func:`store_format.store.then_pieces`' ``after``).
     A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets its max to -1
     (``QueueCut.reset``), so the reput puts the earlier files' records of it too, the first in a new file where its own

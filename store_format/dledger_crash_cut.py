@@ -248,9 +248,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             ``processOffset`` itself, one byte before it (a batch queue the cut emptied), or at 2147483647 (a queue
             left with ``fillPreBlank`` units only) inside a log past 2 GiB;
             with ext, a reput from before the walk's last data file when ``track`` kept only that file's units;
-            messages parsed where it was set that :func:`store_format.dledger_inside_units.place_inside` refuses,
-            or, with ext, a message for a queue the walk wrote when the reput then goes on before the walk's last
-            data file (whose records' ext units would follow the parsed ones').
+            messages parsed where it was set that :func:`store_format.dledger_inside_units.place_inside` refuses.
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset

@@ -34,16 +34,22 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     """:func:`store_format.dledger_inside_units.place_inside` on the walk's queues as the cut left them: the write
     position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
-    ``fillPreBlank`` units only), and for a queue on disk before the walk that the cut left a file of the write
-    position and max ``truncateDirtyLogicFiles`` left in its files (``on_disk``: once the walk's units were
-    dispatched onto them, for a queue it wrote as its own consume queue only: ``QueueTrack.own_walked``; else
-    refused when a walk unit below ``processOffset`` ends past that max: :func:`_on_disk`; a batch queue on disk that
-    the cut left no file of: its max ``processOffset - 1``, its next unit at queue byte 0, ``MappedFileQueue``'s
-    ``getMaxOffset`` with no file); ``ext_file_size`` > 0:
+    ``fillPreBlank`` units only, which ``truncateDirtyLogicFiles`` keeps like any unit below ``processOffset``, the
+    write position after them: the cut units the reput dispatches again go from there by the same rule, after the
+    parsed units; refused with records past the walk's end after them), and for a queue on disk before the walk
+    that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
+    (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
+    ``QueueTrack.own_walked``; else refused when a walk unit below ``processOffset`` ends past that max:
+    :func:`_on_disk`; a batch queue on disk that the cut left no file of: its max ``processOffset - 1``, its next
+    unit at queue byte 0, ``MappedFileQueue``'s ``getMaxOffset`` with no file); ``ext_file_size`` > 0:
     ``enableConsumeQueueExt`` (the ext units the walk put per queue: ``track.own_units``; a reput that goes on at
     ``reput`` before ``end`` puts its ext units after the parsed ones', for the cut units it dispatches again and the
-    records past the walk's end; refused when it goes on before the walk's last data file).  ``after``: the units of
-    the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed over as
+    records past the walk's end; going on before the walk's last data file, for the earlier files' records it walks
+    first too: ``ConsumeQueueExt.put`` runs for each record of a queue's own it walks, whatever becomes of its unit,
+    so they count as in the last file, :class:`store_format.dledger_crash_cut.ExtAgain` with
+    ``QueueTrack.own_before``, before the walk's first data file
+    :func:`store_format.dledger_crash_before.ext_before_walk`).  ``after``: the units of the records past the
+    walk's end (a walk ended by a damaged message), those from ``reput`` on handed over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
     messages: :attr:`WalkedQueue.again_skip`; refused where that queue kept no walk unit below ``processOffset`` but
@@ -56,13 +62,6 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     disk before the walk, and in one the cut left no file of."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
-    if ext_file_size and reput < end:
-        # the reput going on puts an ext unit for each record of a queue's own it walks (ExtAgain, counted from the
-        # walk's, after the parsed ones': ExtAgain.skip; the records past the walk's end after them, as the
-        # rebuild's own dispatch of those): refused before the walk's last data file (records of the earlier files)
-        if any(ids.get((u.topic, u.queue_id)) is not None and reput < track.base for u in parsed):
-            raise cut_refusal(f"enableConsumeQueueExt and a reput set at {at} that would parse a message there for a "
-                              f"queue the walk wrote, then go on at {reput}, before the walk's last data file")
 
     def walked(name: tuple[str, int]) -> WalkedQueue | None:
         q = ids.get(name)
@@ -128,9 +127,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                                       skip and not len(kept)
                                       and not (q not in max_after and disk is None and not ext_file_size))
                    else
-                   "whose cut units the reput puts back afterwards, with none of its units below processOffset "
-                   "in the walk (fillPreBlank units only)"
-                   if back.any() and not (len(kept) or q not in max_after or emptied)
+                   "whose cut units the reput puts back afterwards, with fillPreBlank units only below "
+                   "processOffset, then records past the walk's end"
+                   if len(later) and back.any() and not (len(kept) or q not in max_after or emptied)
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
