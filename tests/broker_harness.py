@@ -183,13 +183,23 @@ def _java(line: str, main: str, arg: Path, timeout: float, *more: str) -> list[d
     return rows
 
 
+# scenarios one writer JVM takes: each store open at once holds heap buffers of its own (a message encoder of
+# maxMessageSize, DLedger's), so a JVM of JVM_OPTIONS' heap given a hundred at a time runs out of memory
+# (OutOfMemoryError, then puts refused or the run timed out); the chunks run one after the other
+WRITER_CHUNK = 24
+
+
 def write_stores(line: str, scenarios: list[dict], work: Path, timeout: float = 600,
                  threads: int = 1) -> dict[str, dict]:
-    """Runs the broker's writer on ``scenarios`` (one JVM, ``threads`` scenarios at a time): name ->
-    the writer's report."""
-    spec = work / f"scenarios-{line}.json"
-    spec.write_text(json.dumps(scenarios))
-    return {r["name"]: r for r in _java(line, "Writer", spec, timeout, str(threads))}
+    """Runs the broker's writer on ``scenarios`` (a JVM per :data:`WRITER_CHUNK` of them, one after the other,
+    ``threads`` scenarios at a time in each; ``timeout`` per JVM): name -> the writer's report."""
+    out: dict[str, dict] = {}
+    for k in range(0, len(scenarios), WRITER_CHUNK):
+        chunk = scenarios[k:k + WRITER_CHUNK]
+        spec = work / f"scenarios-{line}-{k // WRITER_CHUNK}.json"
+        spec.write_text(json.dumps(chunk))
+        out.update((r["name"], r) for r in _java(line, "Writer", spec, timeout, str(min(threads, len(chunk)))))
+    return out
 
 
 def write_lines(request, scenarios: dict[str, list[dict]], work: Path, what: str,  # noqa: ANN001
