@@ -14,7 +14,18 @@ import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dledger_inside_units import ParsedUnit, Placed, WalkedQueue, place_inside
-from .dledger_queue_track import KIND_BATCH, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE, QueueTrack, positions
+from .dledger_queue_track import (
+    KIND_BATCH,
+    KIND_CQ,
+    KIND_LIGHT,
+    U_END,
+    U_KEY,
+    U_KIND,
+    U_OFFSET,
+    U_QUEUE,
+    QueueTrack,
+    positions,
+)
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
@@ -70,7 +81,12 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         cut = per_queue.get(q, rows[:0])
         kept = rows[:len(rows) - len(cut)]
         later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
-        before = track.last_before.get(q)   # its last own unit in the walk's earlier data files
+        # its last own unit in the walk's earlier data files, else its last light unit there (a light queue's units go
+        # by the same putMessagePositionInfo, with their INNER_MULTI_QUEUE_OFFSET; the cut takes them the same)
+        own_before, light_before = track.last_before.get(q), track.light_before.get(q)
+        before = own_before or light_before
+        kinds = {int(k) for k in np.unique(rows[:, U_KIND])} | ({KIND_CQ} if own_before else set()) | \
+            ({KIND_LIGHT} if light_before else set())
         top = int(kept[-1, U_END]) if len(kept) else max_after[q] if q in max_after else before and before[1]
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
@@ -110,9 +126,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         # commitlog order): never some of them but for its last ones
         skip = int(np.argmax(back)) if back.any() else 0
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
-        refused = ("a queue the walk wrote light or batch units in" if before is None and not len(rows) else
-                   "a queue the walk wrote units of another kind in"
-                   if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
+        refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
+                   "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
+                   "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
