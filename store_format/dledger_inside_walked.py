@@ -4,7 +4,11 @@ start's reput set inside an entry parses (:func:`inside_units`): built from the 
 :func:`store_format.dledger_inside_units.place_inside`.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles`` and ``BatchConsumeQueue.truncateDirtyLogicFiles``
-(the write position and max physical offset each leaves a queue with).
+(the write position and max physical offset each leaves a queue with); a light queue
+(``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
+a record's own.  A queue holding both kinds is refused: the store takes own queue offsets from
+``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
+``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets.
 """
 from __future__ import annotations
 
@@ -51,7 +55,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     refused when a walk unit below ``processOffset`` ends past that max: :func:`_on_disk`); ``ext_file_size`` > 0:
     ``enableConsumeQueueExt`` (the ext units the walk put per queue: ``track.own_units``; a reput that goes on at
     ``reput`` before ``end`` puts its ext units after the parsed ones', for the cut units it dispatches again and the
-    records past the walk's end; refused when it goes on before the walk's last data file).  ``after``: the units of
+    records past the walk's end; refused when it goes on before the walk's last data file).  A light queue goes as a
+    record's own (its units in the walk's earlier data files: ``QueueTrack.light_before``); one with both kinds of
+    unit is refused.  ``after``: the units of
     the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
