@@ -63,7 +63,7 @@ when it kept no unit below ``processOffset`` in the walk (but for one the cut le
 the walk's end, none of them (``dledger_crash_cut``).  A queue the walk wrote in its earlier data files only is as the
 walk left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end);
 one whose units below ``processOffset`` all lie there has its max at the end of the last one
-(``QueueTrack.last_before``).
+(``QueueTrack.last_before``; a light queue's: ``QueueTrack.light_before``).
 
 After a walk that ended at a damaged message, the reput going on dispatches the records of a queue the walk wrote
 past the walk's end (its check reads no CRC) after the parsed units and the cut units it dispatches again, by the

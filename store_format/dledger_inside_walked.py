@@ -4,7 +4,11 @@ start's reput set inside an entry parses (:func:`inside_units`): built from the 
 :func:`store_format.dledger_inside_units.place_inside`.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles`` and ``BatchConsumeQueue.truncateDirtyLogicFiles``
-(the write position and max physical offset each leaves a queue with).
+(the write position and max physical offset each leaves a queue with); a light queue
+(``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
+a record's own.  A queue holding both kinds is refused: the store takes own queue offsets from
+``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
+``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets.
 """
 from __future__ import annotations
 
@@ -14,7 +18,18 @@ import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dledger_inside_units import ParsedUnit, Placed, WalkedQueue, place_inside
-from .dledger_queue_track import KIND_BATCH, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE, QueueTrack, positions
+from .dledger_queue_track import (
+    KIND_BATCH,
+    KIND_CQ,
+    KIND_LIGHT,
+    U_END,
+    U_KEY,
+    U_KIND,
+    U_OFFSET,
+    U_QUEUE,
+    QueueTrack,
+    positions,
+)
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
@@ -48,8 +63,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     first too: ``ConsumeQueueExt.put`` runs for each record of a queue's own it walks, whatever becomes of its unit,
     so they count as in the last file, :class:`store_format.dledger_crash_cut.ExtAgain` with
     ``QueueTrack.own_before``, before the walk's first data file
-    :func:`store_format.dledger_crash_before.ext_before_walk`).  ``after``: the units of the records past the
-    walk's end (a walk ended by a damaged message), those from ``reput`` on handed over as
+    :func:`store_format.dledger_crash_before.ext_before_walk`).  A light queue goes as a record's own (its units in
+    the walk's earlier data files: ``QueueTrack.light_before``); one with both kinds of unit is refused.  ``after``:
+    the units of the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed
+    over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
     messages: :attr:`WalkedQueue.again_skip`; refused where that queue kept no walk unit below ``processOffset`` but
@@ -71,7 +88,12 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         cut = per_queue.get(q, rows[:0])
         kept = rows[:len(rows) - len(cut)]
         later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
-        before = track.last_before.get(q)   # its last own unit in the walk's earlier data files
+        # its last own unit in the walk's earlier data files, else its last light unit there (a light queue's units go
+        # by the same putMessagePositionInfo, with their INNER_MULTI_QUEUE_OFFSET; the cut takes them the same)
+        own_before, light_before = track.last_before.get(q), track.light_before.get(q)
+        before = own_before or light_before
+        kinds = {int(k) for k in np.unique(rows[:, U_KIND])} | ({KIND_CQ} if own_before else set()) | \
+            ({KIND_LIGHT} if light_before else set())
         top = int(kept[-1, U_END]) if len(kept) else max_after[q] if q in max_after else before and before[1]
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
@@ -113,9 +135,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         # commitlog order): never some of them but for its last ones
         skip = int(np.argmax(back)) if back.any() else 0
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
-        refused = ("a queue the walk wrote light or batch units in" if before is None and not len(rows) else
-                   "a queue the walk wrote units of another kind in"
-                   if len(rows) and (not (rows[:, U_KIND] == rows[0, U_KIND]).all() or rows[0, U_KIND] == KIND_BATCH)
+        refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
+                   "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
+                   "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else

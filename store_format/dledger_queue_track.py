@@ -47,6 +47,8 @@ class QueueTrack:
         self.own_units: dict[int, int] = {}     # units a record's own consume queue took (with ext: its ext units)
         # per queue, the queue offset and end of its last own consume queue unit in the files before the current one
         self.last_before: dict[int, tuple[int, int]] = {}
+        # the same of its last light queue unit there (ConsumeQueue.multiDispatchLmqQueue: putMessagePositionInfo too)
+        self.light_before: dict[int, tuple[int, int]] = {}
         # per batch queue, the start of its last unit in the files before the current one (its max there)
         self.batch_before: dict[int, int] = {}
         self.base = -1
@@ -67,6 +69,8 @@ class QueueTrack:
                     self._keep_before(last)
                 self.last_before.update((q, (int(r[U_KEY]), int(r[U_END])))
                                         for q, r in _last_per_queue(last, KIND_CQ).items())
+                self.light_before.update((q, (int(r[U_KEY]), int(r[U_END])))
+                                         for q, r in _last_per_queue(last, KIND_LIGHT).items())
                 self.batch_before.update((q, int(r[U_OFFSET])) for q, r in _last_per_queue(last, KIND_BATCH).items())
             self.base, self._cur = file_base, []
         units = queue_units(res, self.batch_topics)

@@ -1,0 +1,135 @@
+"""DLedger crash scenarios of the inside-entry family (:mod:`broker_dledger_inside_scenarios`) for a light queue
+(multi-dispatch, ``enableMultiDispatch``/``enableLmq``: ``%LMQ%q1``, queue 0) the walk wrote in its earlier data file
+(only, or its units below ``processOffset`` there), or one that also holds a record's own units (a message put to
+topic ``%LMQ%q1`` itself): where the start's reput is set (``processOffset - 1``) a well-formed message that also goes
+to it.  :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
+(:func:`light_scenarios`)."""
+from __future__ import annotations
+
+import base64
+
+from broker_dledger_inside_scenarios import (
+    EARLIER_QUEUE_OFFSETS,
+    EARLIER_RETOPIC,
+    EMBED_HOST_AT,
+    EMBED_HOST_BODY,
+    EMBED_PROCESS_OFFSET,
+    LIGHT_PROPS,
+    LIGHT_QUEUE_OFFSET,
+    TO_ENTRY_HOST_TAIL,
+    TO_ENTRY_QUEUE_OFFSET,
+    TO_ENTRY_TAIL_BODY,
+    embedded_earlier_scenario,
+    embedded_light_scenario,
+    embedded_to_entry_earlier_scenario,
+)
+
+# the properties a message that also goes to %LMQ%q1 carries before its light queue offset's digits
+LIGHT_PROPS_HEAD = b"INNER_MULTI_DISPATCH\x01%LMQ%q1\x02INNER_MULTI_QUEUE_OFFSET\x01"
+
+# -earlier-light: the messages of the first data file (those -earlier sends to T7/0 and T6/0) that also go to the
+# light queue %LMQ%q1, their light queue offsets 0 and 1 (their bodies shorter by LIGHT_PROPS: the same layout)
+EARLIER_LIGHT_PUTS = tuple(sorted(EARLIER_RETOPIC))
+
+
+def light_scenarios(sc: dict) -> list[dict]:
+    """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-earlier-light``
+    (:func:`embedded_earlier_light_scenario`), ``-to-entry-earlier-light``
+    (:func:`embedded_to_entry_earlier_light_scenario`) and ``-light-mixed`` (:func:`embedded_light_mixed_scenario`)."""
+    return [embedded_earlier_light_scenario(sc), embedded_to_entry_earlier_light_scenario(sc),
+            embedded_light_mixed_scenario(sc)]
+
+
+def _with_light(m: dict, offset: int) -> dict:
+    """Message ``m`` also to %LMQ%q1 (light queue offset ``offset``, one digit), its body shorter by the properties
+    that adds (:data:`broker_dledger_inside_scenarios.LIGHT_PROPS`): the same layout."""
+    return {**m, "body": base64.b64encode(base64.b64decode(m["body"])[:-LIGHT_PROPS]).decode(),
+            "properties": {"INNER_MULTI_DISPATCH": "%LMQ%q1", "INNER_MULTI_QUEUE_OFFSET": str(offset)}}
+
+
+def embedded_earlier_light_messages() -> tuple[int, bytes, bytes]:
+    """Where the reput of the -earlier-light store is set (that of -earlier: processOffset - 1) and the two
+    well-formed messages there, one after the other: the T7/0 one (queue offset that of -earlier's) also for %LMQ%q1
+    (light queue offset :data:`broker_dledger_inside_scenarios.LIGHT_QUEUE_OFFSET`), then the T6/0 one."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    props = b"KEYS\x01E5\x02" + LIGHT_PROPS_HEAD + str(LIGHT_QUEUE_OFFSET).encode() + b"\x02"
+    first = embedded_message(reput, props=props, topic=b"T7", queue_offset=EARLIER_QUEUE_OFFSETS[0])
+    second = embedded_message(reput + len(first), topic=b"T6", queue_offset=EARLIER_QUEUE_OFFSETS[1])
+    return reput, first, second
+
+
+def embedded_earlier_light_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier-light`` (5.5.1): the -earlier store
+    (:func:`broker_dledger_inside_scenarios.embedded_earlier_scenario`: both data files walked, the cut still
+    happening) with ``enableMultiDispatch``/``enableLmq``: its messages 10 and 11 of the first data file (T7/0,
+    T6/0) also go to %LMQ%q1 (light queue offsets 0, 1), no other does, so the walk wrote that light queue in its
+    earlier data file only; where the reput is set the T7/0 message there also goes to %LMQ%q1
+    (:func:`embedded_earlier_light_messages`), then the T6/0 one and 'x' bytes."""
+    out = embedded_earlier_scenario(sc)
+    reput, first, second = embedded_earlier_light_messages()
+    *rest, host, b9, tail = out["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(first) + len(second)] = first + second
+    for light, i in enumerate(EARLIER_LIGHT_PUTS):
+        rest[i] = _with_light(rest[i], light)
+    return {**out, "config": {**out["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
+            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "name": f"{out['name']}-light"}
+
+
+def embedded_to_entry_earlier_light_message() -> tuple[int, bytes]:
+    """Where the reput of the -to-entry-earlier-light store is set (that of -to-entry-earlier: processOffset - 1) and
+    the T6/0 message there (queue offset :data:`broker_dledger_inside_scenarios.TO_ENTRY_QUEUE_OFFSET`), also for
+    %LMQ%q1 (light queue offset :data:`broker_dledger_inside_scenarios.LIGHT_QUEUE_OFFSET`), whose properties string
+    ends with the host record's tail, so that it ends at B9's entry."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    props = b"KEYS\x01E5\x02" + LIGHT_PROPS_HEAD + str(LIGHT_QUEUE_OFFSET).encode() + TO_ENTRY_HOST_TAIL
+    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
+    msg = embedded_message(reput, body, props, topic=b"T6", queue_offset=TO_ENTRY_QUEUE_OFFSET)
+    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
+    return reput, msg
+
+
+def embedded_to_entry_earlier_light_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-earlier-light`` (5.5.1): the -to-entry-earlier store
+    (:func:`broker_dledger_inside_scenarios.embedded_to_entry_earlier_scenario`: the -earlier walk over both data
+    files, message 11 of the first and the last message, after B9's, for T6/0) with ``enableMultiDispatch``/
+    ``enableLmq`` and those two T6/0 messages also to %LMQ%q1 (light queue offsets 0, 1): its unit below
+    processOffset lies in the earlier data file, the cut takes the other; where the reput is set the T6/0 message
+    that ends at B9's entry also goes to %LMQ%q1 (:func:`embedded_to_entry_earlier_light_message`), so that the
+    reput, going on there, dispatches the cut light unit again after the parsed one."""
+    out = embedded_to_entry_earlier_scenario(sc)
+    reput, msg = embedded_to_entry_earlier_light_message()
+    *rest, host, b9, tail = out["messages"]
+    assert rest[11]["topic"] == tail["topic"] == "T6"
+    rest[11] = _with_light(rest[11], 0)
+    hb = bytearray(base64.b64decode(host["body"]))
+    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
+    hb[len(hb) - len(head):] = head
+    return {**out, "config": {**out["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
+            "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, _with_light(tail, 1)],
+            "name": f"{out['name']}-light"}
+
+
+# -light-mixed: the put of the last data file (below processOffset, after the -light store's light puts) sent to topic
+# %LMQ%q1 itself, queue 0 (its body shorter by the 5 bytes that topic adds: the same layout)
+MIXED_PUT = 197
+
+
+def embedded_light_mixed_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed`` (5.5.1): the -light store
+    (:func:`broker_dledger_inside_scenarios.embedded_light_scenario`) with its put :data:`MIXED_PUT` sent to topic
+    %LMQ%q1, queue 0, itself: %LMQ%q1/0 then holds a record's own unit beside the light ones (its queue offset from
+    the store's topicQueueTable, the light ones' from its lmqTopicQueueTable: own 0 after light 0-2, appended at 60
+    as a queue offset 0 always is, and the last message's light unit, queue offset 3, dropped below that write
+    position); the T5/0 message where the reput is set also goes to %LMQ%q1."""
+    out = embedded_light_scenario(sc)
+    msgs = list(out["messages"])
+    m = msgs[MIXED_PUT]
+    assert len(m["topic"]) == 2 and "properties" not in m, m
+    msgs[MIXED_PUT] = {**m, "topic": "%LMQ%q1", "queueId": 0,
+                       "body": base64.b64encode(base64.b64decode(m["body"])[:-5]).decode()}
+    return {**out, "messages": msgs, "name": f"{out['name']}-mixed"}

@@ -1,0 +1,149 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
+an entry, parses a well-formed message that also goes to a light queue (multi-dispatch: ``%LMQ%q1``) the walk wrote
+in its earlier data file only.  Written by the published RocketMQ store through the JVM harness in ``tests/broker/``:
+what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart found it (byte for byte) and
+``verify``'s units lost.  The scenarios: :mod:`broker_dledger_inside_light_scenarios`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_files import cq_unit, last_data_bytes
+from broker_dledger_runs import (
+    _RUNS,
+    LINES,
+    _as_restart,
+    _queued,
+    _same_files,
+    _same_tree,
+    _units_below_write,
+    _verify,
+)
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
+
+bh.skip_without_tools()
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_light_queue_written_in_an_earlier_file_only(
+        line, tmp_path):
+    """The -earlier store (both data files walked, the cut still happening) with multi-dispatch on: its messages 10
+    and 11 of the first data file also go to %LMQ%q1 (light queue offsets 0, 1), so the walk wrote that light queue
+    in its earlier data file only; ConsumeQueue.truncateDirtyLogicFiles (%LMQ%q1 is in the consume queue table the
+    cut walks) cuts nothing of it: its max the second unit's end, its write position 40. Where the reput is set
+    (processOffset - 1) the T7/0 message also goes to %LMQ%q1 (light queue offset 7): multiDispatchLmqQueue puts
+    it by putMessagePositionInfo past that max, appended at 40 whatever its queue offset ("logic queue order maybe
+    wrong"); the T6/0 message and the 'x' bytes follow. --as-restart writes the broker's files byte for byte, verify
+    predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS, embedded_earlier_light_messages
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-light"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, first, second = embedded_earlier_light_messages()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    assert last_data_bytes(src, reput, len(first) + len(second) + 8) == first + second + b"x" * 8, \
+        "the T7/0 (and %LMQ%q1) and T6/0 messages at processOffset - 1"
+    assert not (src / "before" / "consumequeue" / "%LMQ%q1").exists()
+    loaded = w["queuesAfterLoad"]["%LMQ%q1/0"]
+    assert loaded["files"] == [f"{0:020d}"] and int(loaded["maxOffset"]) == 40, loaded
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 60, state
+    lmq = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(lmq, k) for k in range(0, 60, 20)]
+    assert all(o + s <= int(data[1].name) for o, s, _t in units[:2]), units   # the earlier data file's units
+    assert int(loaded["maxPhysicOffset"]) == units[1][0] + units[1][1], loaded
+    assert units[2] == (reput, len(first), 0) and lmq[60:] == bytes(len(lmq) - 60), units
+    t7 = (src / "expected" / "consumequeue" / "T7" / "0" / f"{0:020d}").read_bytes()
+    assert cq_unit(t7, 20)[:2] == (reput, len(first)), "the parsed message's own unit"
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held = _units_below_write(w, src, (reput, reput + len(first)))   # neither fillPreBlank nor the parsed ones
+    sent = _queued(r["scenario"]) + len(EARLIER_LIGHT_PUTS)   # a unit each, a light one more for two
+    assert p["units_lost"] == sent - held > 0, (held, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_drops_a_cut_light_unit_after_a_parsed_one_in_a_queue_held_earlier(
+        line, tmp_path):
+    """The -to-entry-earlier store (the -earlier walk; message 11 of the first data file and the last message, after
+    B9's, for T6/0) with multi-dispatch on and those two messages also to %LMQ%q1 (light queue offsets 0, 1): its
+    unit below processOffset lies in the earlier data file, the cut leaves its write position at its cut unit (20).
+    The T6/0 message where the reput is set (processOffset - 1) also goes to %LMQ%q1 (light queue offset 7) and ends
+    at B9's entry: its light unit is appended at 20, and the reput, going on at B9's entry, dispatches the last
+    message again, whose light unit (queue offset 1: its position below the write position) putMessagePositionInfo
+    drops, as its T6/0 unit. --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import embedded_to_entry_earlier_light_message
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-earlier-light"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_to_entry_earlier_light_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    assert last_data_bytes(src, reput, len(msg)) == msg, "the T6/0 and %LMQ%q1 message from processOffset - 1"
+    tail = int(w["maxPhyOffset"]) - 300   # the last message (300 bytes), the log's last
+    loaded = w["queuesAfterLoad"]["%LMQ%q1/0"]
+    assert loaded["files"] == [f"{0:020d}"] and int(loaded["maxOffset"]) == 20, loaded
+    for queue in ("%LMQ%q1", "T6"):
+        state = w["queuesAfterDispatch"][f"{queue}/0"]
+        assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 40, (queue, state)
+        held = (src / "expected" / "consumequeue" / queue / "0" / f"{0:020d}").read_bytes()
+        first = cq_unit(held, 0)
+        assert first[0] + first[1] <= int(data[1].name) and cq_unit(held, 20) == (reput, len(msg), 0), held[:60].hex()
+        assert held[40:] == bytes(len(held) - 40) and tail not in (first[0], reput), (queue, held.hex())
+    assert int(loaded["maxPhysicOffset"]) == first[0] + first[1], loaded
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    sent = _queued(r["scenario"]) + 2   # a unit each, a light one more for two
+    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_refuses_a_crash_whose_reput_parses_a_message_for_a_light_queue_with_own_units(line, tmp_path):
+    """The -light store with one put of the last data file below processOffset sent to topic %LMQ%q1 itself (queue
+    0): the store gives its own unit queue offset 0 (topicQueueTable) beside the light units' 0-3
+    (lmqTopicQueueTable), and ConsumeQueue.putMessagePositionInfo appends it at 60 (queue offset 0: no "build
+    consume queue repeatedly" check) and drops the last message's light unit (queue offset 3, below that write
+    position): the walk's units of %LMQ%q1 are not where their queue offsets put them. The T5/0 message where the
+    reput is set also goes to %LMQ%q1 (appended at 80). --as-restart refuses it in one line (exit 2), verify says
+    why it predicts no restart."""
+    from broker_dledger_inside_light_scenarios import MIXED_PUT
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL, embedded_light_message
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_light_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert last_data_bytes(src, reput, len(msg) + 8) == msg + b"x" * 8, "the T5/0 and %LMQ%q1 message"
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 100, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 100, 20)]
+    own = units[len(LIGHT_PUTS)]
+    assert r["scenario"]["messages"][MIXED_PUT]["topic"] == "%LMQ%q1"
+    assert units[-1] == (reput, len(msg), 0) and held[100:] == bytes(len(held) - 100), units
+    assert int(w["maxPhyOffset"]) - LIGHT_TAIL not in [o for o, _s, _t in units], "the last message's light unit"
+    assert [o for o, _s, _t in units[:-1]] == sorted(o for o, _s, _t in units[:-1]) and own[0] < reput, units
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 2 and "a queue the walk wrote units of two kinds in" in err.splitlines()[-1], err[-2000:]
+    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    assert report["restart"] is None and "two kinds" in (report["restart_note"] or ""), report.get("restart_note")
