@@ -408,12 +408,25 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
                       f"the recovery dispatched from, {why}")
     to = walk_end if walk_end >= 0 else end
     alone = config.dledger_group_of_one
-    earlier = earlier_own_units(st, files, first, reput, config,   # where its check goes on in the earlier files
-                                lambda k, at: reput_goes_on(files, k, at, committed, alone))
+    earlier, zero = earlier_own_units(st, files, first, reput, config,   # where its check goes on there
+                                      lambda k, at: reput_goes_on(files, k, at, committed, alone))
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
         else ext_before_walk(earlier, cut.ext_again)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
     drops = dropped_before(list(walked), cut.reset) if cut is not None and cut.inside_from >= 0 else ()
+    appended = sorted(set(drops) & zero)
+    parsed_reset = sorted({(u.topic, u.queue_id) for u in cut.inside_placed.units} & set(cut.reset)) \
+        if cut is not None and cut.inside_from >= 0 else []
+    if parsed_reset:   # place_inside's queue written anew and the rebuild's queue_reset from the reput's pass disagree
+        raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
+                      f"the recovery dispatched from, after a message parsed inside an entry for "
+                      f"{', '.join(f'{t}/{q}' for t, q in parsed_reset)}, a queue the cut left with no file "
+                      "(max -1: written anew from the parsed unit), not modelled")
+    if appended:   # putMessagePositionInfo checks no queue offset 0: appended, the walk's units then dropped
+        raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
+                      f"the recovery dispatched from, where a record of queue offset 0 of "
+                      f"{', '.join(f'{t}/{q}' for t, q in appended)} (a queue the walk wrote) would be appended "
+                      "(putMessagePositionInfo checks no queue offset 0), not modelled")
     keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again=ext_again,

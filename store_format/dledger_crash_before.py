@@ -25,11 +25,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import numpy as np
+
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal
 from .dledger_crash_cut import ExtAgain, QueueTrack
+from .dledger_queue_track import KIND_BATCH, U_KEY, U_KIND, U_QUEUE
 from .store import Segment, StoreLocation
 
 __all__ = ["earlier_own_units", "ext_before_walk"]
@@ -46,12 +49,16 @@ def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAga
 
 
 def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput: int, config: BrokerConfig,
-                      goes_on: Callable[[int, int], bool]) -> dict[tuple[str, int], int]:
+                      goes_on: Callable[[int, int], bool]
+                      ) -> tuple[dict[tuple[str, int], int], frozenset[tuple[str, int]]]:
     """Per queue ``(topic, queue id)``, the records of its own consume queue (not a light or batch queue) that the
     reput walks from ``reput`` (an entry's start, or a record's in a converted store's old commitlog files, read as
     the base ``CommitLog`` wrote them, each ending in a blank) to ``files[first]``'s start, as ``doReput``'s message
     check (no CRC) reads them, a blank moving it to the next file, and so does a record it cannot read (a bad magic
-    code) at ``at`` in data file ``files[k]`` where ``goes_on(k, at)`` (module docstring).
+    code) at ``at`` in data file ``files[k]`` where ``goes_on(k, at)`` (module docstring).  Also the queues (own or
+    light, not batch) with a unit of queue offset 0 among those records: ``ConsumeQueue.putMessagePositionInfo``
+    makes no queue offset check for it, so a queue the walk wrote appends it (:func:`store_format.dledger_crash_old.
+    dropped_before` does not model that).
 
     Raises:
         UnsupportedConfigError: that check ends the reput elsewhere in those files (a record it refuses where
@@ -64,11 +71,15 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
     track = QueueTrack(config.batch_topics)
     scratch = cl.Scratch()
     pos = reput - segs[k].base if k < len(segs) else 0
+    zero: set[int] = set()
     while k < len(segs):
         seg = segs[k]
         for window in checked_windows(st, seg, pos, config, scratch):
             res, halt, n_ok = window
             track.add(res, n_ok, seg.base)
+        units = track.last_file()   # this file's units (numpy, per file)
+        zero.update(int(q) for q in np.unique(units[(units[:, U_KEY] == 0) & (units[:, U_KIND] != KIND_BATCH),
+                                                    U_QUEUE]))
         at = (halt.offset - (ENTRY_HEADER_SIZE if seg.dledger else 0) if halt is not None
               else seg.base + res.state.bufpos)
         if halt is None and (res.stop == cl.Stop.BLANK or res.stop == cl.Stop.BAD and seg.dledger
@@ -79,4 +90,4 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
                       f"walk started at, ends at {at} in {'data' if seg.dledger else 'old commitlog'} file {seg.name} "
                       "(its message check, no CRC), not at the next file (in a data file where it goes on depends on "
                       "the group's commits)")
-    return {track.names[q]: n for q, n in track.own_units.items()}
+    return {track.names[q]: n for q, n in track.own_units.items()}, frozenset(track.names[q] for q in zero)
