@@ -392,7 +392,10 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
             the next data file (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`reput_goes_on`);
             after a cut that puts back only some of a queue's units, or a reput set at 2147483647 gone on elsewhere
             than a file's start or the committed position
-            (:func:`store_format.dledger_crash_old.inside_earlier_refusal`).
+            (:func:`store_format.dledger_crash_old.inside_earlier_refusal`); from 2147483647, a record of queue
+            offset 0 in the earlier files of a queue :func:`store_format.dledger_crash_old.dropped_before` drops
+            (``putMessagePositionInfo`` checks no queue offset 0: appended), or a message parsed inside the entry for
+            a queue the cut left with no file (``QueueCut.reset``).
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     if cut is not None and cut.inside_from >= 0:

@@ -10,6 +10,12 @@ offset check for a unit of queue offset 0: the 23rd file's T9 unit, its end past
 position, and the walk's T9 unit then drops ("Build consume queue repeatedly": queue offset 1 below the write
 position).  ``dropped_before`` assumes every earlier record of such a queue drops; ``rebuild --as-restart`` refuses
 the case in one line (exit 2) rather than write T9's queue as if the walk's unit came back.
+
+``-past-2gib-before-no-file`` (:func:`past_2gib_before_no_file_scenario`): ``-past-2gib-before`` with a T7 message
+(queue offset 0) in the walk past the short ``processOffset`` (the cut leaves T7's queue no file: max -1) and a
+well-formed T7 message of queue offset 3 at 2147483647: the broker writes T7's queue anew from the parsed unit (three
+``fillPreBlank`` units, then it) and appends the walk's T7 unit after it (queue offset 0); ``rebuild --as-restart``
+wrote T7's queue otherwise (a ``fillPreBlank`` unit at 80) and now refuses in one line (exit 2).
 """
 from __future__ import annotations
 
