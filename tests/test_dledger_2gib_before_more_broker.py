@@ -35,6 +35,7 @@ from broker_dledger_2gib import (
     past_2gib_before_abort_scenario,
     retargeted,
     same_files_as_the_broker,
+    verify_restart,
     with_embedded_message,
     written,
 )
@@ -97,6 +98,7 @@ def test_crash_restart_whose_reput_before_the_walk_appends_a_queue_offset_0_reco
     if code == 0:
         same_files_as_the_broker(src, tmp_path / "ours")
     assert code == 2 and "queue offset 0" in text.strip().splitlines()[-1], text[-3000:]
+    assert verify_restart(src, tmp_path) is None, "verify: no next-start prediction"
 
 
 def past_2gib_before_no_file_scenario(line: str, queue_offset: int = 3) -> dict:
@@ -132,3 +134,4 @@ def test_crash_restart_whose_reput_before_the_walk_parses_a_message_of_a_queue_t
     if code == 0:
         same_files_as_the_broker(src, tmp_path / "ours")
     assert code == 2 and "a queue the cut left with no file" in text.strip().splitlines()[-1], text[-3000:]
+    assert verify_restart(src, tmp_path) is None, "verify: no next-start prediction"
