@@ -525,6 +525,10 @@ public final class Writer {
                     Thread.sleep(o.get("sleepMs").getAsLong());
                     continue;
                 }
+                if (o.has("pauseMs")) {  // a pause between two puts alone: their store timestamps differ
+                    Thread.sleep(o.get("pauseMs").getAsLong());
+                    continue;
+                }
                 PutMessageResult r;
                 if (!o.has("batch")) {
                     r = putOne(store, o);
