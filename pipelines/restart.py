@@ -185,6 +185,11 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                          f"; it puts {sum(a.count for a in crash.ext_again)} ext unit(s) again, one per record of an "
                          "ext queue (ConsumeQueueExt.put before the unit is dropped or put back)"
                          if crash.ext_again else ""))
+        if crash.cut is not None and crash.cut.before_placed.units:
+            progress.emit("[rebuild] as a restart after a crash: a queue the cut left fillPreBlank units only appends "
+                          "a record of queue offset 0 before the walk's data file (putMessagePositionInfo: no queue "
+                          "offset check), then the walk's units by the same rule: "
+                          + ", ".join(f"{u.topic}/{u.queue_id} at {u.position}" for u in crash.cut.before_placed.units))
         reset = crash.cut.reset if crash.cut is not None and crash.before else ()
         if crash.before:
             progress.emit(f"[rebuild] as a restart after a crash: the start's reput from {crash.reput_from}, before "
@@ -272,6 +277,9 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         return False
     cut, changed = crash.cut, False
     placed = cut.inside_placed if cut is not None else Placed()
+    if cut is not None and (cut.before_placed.units or cut.before_placed.rebuild_units):   # queue offset 0 appended
+        placed = dataclasses.replace(placed, units=placed.units + cut.before_placed.units,
+                                     rebuild_units=placed.rebuild_units + cut.before_placed.rebuild_units)
     if placed.again_moved:   # the cut units of a queue the cut left with no file that the reput appends after the
         # parsed units: read where the walk's queue holds them, before the cut's files go
         placed = dataclasses.replace(placed, units=placed.units + _again_moved(staged, placed, config))

@@ -115,7 +115,7 @@ from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal, reput_goes_on, walk_after
-from .dledger_crash_before import earlier_own_units, ext_before_walk
+from .dledger_crash_before import appended_before, earlier_own_units, ext_before_walk
 from .dledger_crash_cut import (
     ExtAgain,
     QueueCut,
@@ -411,13 +411,12 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
                       f"the recovery dispatched from, {why}")
     to = walk_end if walk_end >= 0 else end
     alone = config.dledger_group_of_one
+    drops = dropped_before(list(walked), cut.reset) if cut is not None and cut.inside_from >= 0 else ()
     earlier, zero = earlier_own_units(st, files, first, reput, config,   # where its check goes on there
-                                      lambda k, at: reput_goes_on(files, k, at, committed, alone))
+                                      lambda k, at: reput_goes_on(files, k, at, committed, alone), frozenset(drops))
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
         else ext_before_walk(earlier, cut.ext_again)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
-    drops = dropped_before(list(walked), cut.reset) if cut is not None and cut.inside_from >= 0 else ()
-    appended = sorted(set(drops) & zero)
     parsed_reset = sorted({(u.topic, u.queue_id) for u in cut.inside_placed.units} & set(cut.reset)) \
         if cut is not None and cut.inside_from >= 0 else []
     if parsed_reset:   # place_inside's queue written anew and the rebuild's queue_reset from the reput's pass disagree
@@ -425,11 +424,18 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
                       f"the recovery dispatched from, after a message parsed inside an entry for "
                       f"{', '.join(f'{t}/{q}' for t, q in parsed_reset)}, a queue the cut left with no file "
                       "(max -1: written anew from the parsed unit), not modelled")
-    if appended:   # putMessagePositionInfo checks no queue offset 0: appended, the walk's units then dropped
-        raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
-                      f"the recovery dispatched from, where a record of queue offset 0 of "
-                      f"{', '.join(f'{t}/{q}' for t, q in appended)} (a queue the walk wrote) would be appended "
-                      "(putMessagePositionInfo checks no queue offset 0), not modelled")
+    if zero:   # putMessagePositionInfo checks no queue offset 0: appended, the walk's units then by the same rule
+        assert cut is not None
+        if {(u.topic, u.queue_id) for u in cut.inside_placed.units} & set(zero):
+            raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file "
+                          f"{files[first].name} the recovery dispatched from, where a record of queue offset 0 of a "
+                          "queue the walk wrote would be appended after a unit parsed inside an entry, not modelled")
+        cut = dataclasses.replace(cut, before_placed=appended_before(
+            st, [*(s for s in st.segments if not s.dledger), *files], zero, track, process_offset, config,
+            lambda why: refusal(f"its start's reput walks from {reput} ({whence}), before the data file "
+                                f"{files[first].name} the recovery dispatched from, where a record of queue offset 0 "
+                                f"of {why} would be appended (putMessagePositionInfo checks no queue offset 0), not "
+                                "modelled")))
     keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again=ext_again,

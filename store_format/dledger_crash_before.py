@@ -29,13 +29,23 @@ import numpy as np
 
 from . import commitlog as cl
 from .config import BrokerConfig
+from .consumequeue import (
+    Q_BLANK_UNTIL,
+    Q_FIRST_FILE,
+    Q_LAST_FILE,
+    Q_MAX_PHYS,
+    Q_WRITE_POS,
+    assign_positions,
+    new_states,
+)
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal
 from .dledger_crash_cut import ExtAgain, QueueTrack
-from .dledger_queue_track import KIND_BATCH, U_KEY, U_KIND, U_QUEUE
+from .dledger_inside_units import InsideUnit, Placed, parsed_units
+from .dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
 from .store import Segment, StoreLocation
 
-__all__ = ["earlier_own_units", "ext_before_walk"]
+__all__ = ["earlier_own_units", "ext_before_walk", "appended_before"]
 
 
 def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...]) -> tuple[ExtAgain, ...]:
@@ -49,16 +59,17 @@ def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAga
 
 
 def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput: int, config: BrokerConfig,
-                      goes_on: Callable[[int, int], bool]
-                      ) -> tuple[dict[tuple[str, int], int], frozenset[tuple[str, int]]]:
+                      goes_on: Callable[[int, int], bool], wanted: frozenset[tuple[str, int]] = frozenset()
+                      ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], np.ndarray]]:
     """Per queue ``(topic, queue id)``, the records of its own consume queue (not a light or batch queue) that the
     reput walks from ``reput`` (an entry's start, or a record's in a converted store's old commitlog files, read as
     the base ``CommitLog`` wrote them, each ending in a blank) to ``files[first]``'s start, as ``doReput``'s message
     check (no CRC) reads them, a blank moving it to the next file, and so does a record it cannot read (a bad magic
-    code) at ``at`` in data file ``files[k]`` where ``goes_on(k, at)`` (module docstring).  Also the queues (own or
-    light, not batch) with a unit of queue offset 0 among those records: ``ConsumeQueue.putMessagePositionInfo``
-    makes no queue offset check for it, so a queue the walk wrote appends it (:func:`store_format.dledger_crash_old.
-    dropped_before` does not model that).
+    code) at ``at`` in data file ``files[k]`` where ``goes_on(k, at)`` (module docstring).  Also, of the queues of
+    ``wanted``, those with a unit (own or light, not batch) of queue offset 0 among those records, with all their
+    units there (rows of :data:`store_format.dledger_queue_track.UNIT_COLUMNS`, in reput order):
+    ``ConsumeQueue.putMessagePositionInfo`` makes no queue offset check for such a unit, so a queue the walk wrote
+    may append it (:func:`appended_before`; :func:`store_format.dledger_crash_old.dropped_before` drops the rest).
 
     Raises:
         UnsupportedConfigError: that check ends the reput elsewhere in those files (a record it refuses where
@@ -72,6 +83,7 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
     scratch = cl.Scratch()
     pos = reput - segs[k].base if k < len(segs) else 0
     zero: set[int] = set()
+    rows: dict[int, list[np.ndarray]] = {}
     while k < len(segs):
         seg = segs[k]
         for window in checked_windows(st, seg, pos, config, scratch):
@@ -80,6 +92,11 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
         units = track.last_file()   # this file's units (numpy, per file)
         zero.update(int(q) for q in np.unique(units[(units[:, U_KEY] == 0) & (units[:, U_KIND] != KIND_BATCH),
                                                     U_QUEUE]))
+        ids = [track.ids[n] for n in wanted if n in track.ids]
+        if ids and len(units):
+            mine = units[np.isin(units[:, U_QUEUE], ids)]
+            for q in np.unique(mine[:, U_QUEUE]).tolist():
+                rows.setdefault(q, []).append(mine[mine[:, U_QUEUE] == q])
         at = (halt.offset - (ENTRY_HEADER_SIZE if seg.dledger else 0) if halt is not None
               else seg.base + res.state.bufpos)
         if halt is None and (res.stop == cl.Stop.BLANK or res.stop == cl.Stop.BAD and seg.dledger
@@ -90,4 +107,72 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
                       f"walk started at, ends at {at} in {'data' if seg.dledger else 'old commitlog'} file {seg.name} "
                       "(its message check, no CRC), not at the next file (in a data file where it goes on depends on "
                       "the group's commits)")
-    return {track.names[q]: n for q, n in track.own_units.items()}, frozenset(track.names[q] for q in zero)
+    return {track.names[q]: n for q, n in track.own_units.items()}, \
+        {track.names[q]: np.concatenate(rows[q]) for q in sorted(zero) if q in rows}
+
+
+def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[str, int], np.ndarray],
+                    walk: QueueTrack, process_offset: int, config: BrokerConfig,
+                    why: Callable[[str], Exception]) -> Placed:
+    """Where the reput set at 2147483647 and gone on before the walk's data file puts the units of the queues the
+    walk wrote whose records there hold one of queue offset 0 (``earlier``: those records' units per queue,
+    :func:`earlier_own_units`), and what of the rebuild's units of them the broker's queue does not hold.
+
+    Each such queue kept ``fillPreBlank`` units only after the cut (every unit of the walk's, all in its last data
+    file, past ``processOffset``): its max 2147483647 (``offset + size`` of a ``fillPreBlank`` unit) and its write
+    position where the walk's first unit went.  ``ConsumeQueue.putMessagePositionInfo`` runs for each record the
+    reput walks, the earlier files' first, then the walk's again: a unit at or below the max is dropped, one whose
+    queue offset is not 0 and lies below the write position is dropped ("Build consume queue repeatedly"), any other
+    is appended at the write position, whatever its queue offset (queue offset 0: no check).  The rebuild wrote the
+    walk's units as the walk put them (its own dispatch drops the earlier records, their ends below the walk's
+    max): replayed both ways (:func:`store_format.consumequeue.assign_positions`), the broker's units that differ go
+    in ``Placed.units`` (tags codes read from their records in ``segs``, old commitlog and data files), the
+    rebuild's units the broker does not hold in ``Placed.rebuild_units`` (zeros: ``pipelines.restart.apply_cut``).
+
+    Raises:
+        the exception ``why(reason)`` gives: a queue with light or batch units, one on disk before the walk, a walk
+        unit not cut, ext files, or the broker's replay ending in other files than the rebuild's: not modelled.
+    """
+    units: list[InsideUnit] = []
+    stale: list[tuple[str, int, int]] = []
+    size = config.cq_file_size
+    for name, rows in sorted(earlier.items()):
+        q = walk.ids.get(name, -1)
+        last = walk.last_file()
+        mine = last[last[:, U_QUEUE] == q]
+        if config.enableConsumeQueueExt or q < 0 or q in walk.seen_before or name in walk.keep_queues \
+                or not len(mine) or (mine[:, U_KIND] != KIND_CQ).any() or (rows[:, U_KIND] != KIND_CQ).any() \
+                or (mine[:, U_OFFSET] < process_offset).any() or mine[0, U_KEY] == 0:
+            raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not all its own ones in its last "
+                      "data file past processOffset (the cut leaving it fillPreBlank units only), without ext files")
+        ours = new_states(1)
+        pos_r = assign_positions(np.zeros(len(mine), np.int64), mine[:, U_OFFSET], mine[:, U_END] - mine[:, U_OFFSET],
+                                 mine[:, U_KEY], size, ours)
+        cut = new_states(1)   # the cut's: fillPreBlank units up to the walk's first unit, max 2147483647
+        w = int(pos_r[0])
+        cut[0, [Q_MAX_PHYS, Q_WRITE_POS, Q_FIRST_FILE, Q_BLANK_UNTIL, Q_LAST_FILE]] = \
+            (BLANK_MAX, w, w - w % size, w, w - w % size)
+        both = np.concatenate([rows, mine])
+        pos_b = assign_positions(np.zeros(len(both), np.int64), both[:, U_OFFSET], both[:, U_END] - both[:, U_OFFSET],
+                                 both[:, U_KEY], size, cut)
+        if cut[0, Q_LAST_FILE] != ours[0, Q_LAST_FILE]:
+            raise why(f"{name[0]}/{name[1]}, whose units the broker puts into other files than the walk did")
+        theirs = {int(p): (int(o), int(e)) for p, o, e in zip(pos_b, both[:, U_OFFSET], both[:, U_END]) if p >= 0}
+        held = {int(p): int(o) for p, o in zip(pos_r, mine[:, U_OFFSET]) if p >= 0}
+        stale += [(*name, p) for p in sorted(held) if p not in theirs]
+        for p, (o, e) in sorted(theirs.items()):
+            if held.get(p) != o:
+                units.append(InsideUnit(*name, p, o, e - o, _tags_code(st, segs, name, o, e, config)))
+    return Placed(units=tuple(units), rebuild_units=tuple(stale))
+
+
+def _tags_code(st: StoreLocation, segs: list[Segment], name: tuple[str, int], start: int, end: int,
+               config: BrokerConfig) -> int:
+    """The tags code of queue ``name``'s own unit of the record at ``start`` to ``end`` (in a file of ``segs``), as
+    ``CommitLogDispatcherBuildConsumeQueue`` hands it over."""
+    seg = next(s for s in segs if s.base <= start < s.end)
+    with st.reader(seg) as r:
+        def read(at: int, n: int) -> bytes:
+            return bytes(r(at - seg.base, min(n, seg.end - at)))
+        return next(u.tags_code for u in parsed_units(read, ((start, end),), config)
+                    if u.own and (u.topic, u.queue_id) == name)

@@ -196,6 +196,10 @@ class QueueCut:
     # where the units of inside_records go in the queues the walk wrote, the files created for them, and what the
     # rebuild's own dispatch of them put that the broker's queues do not hold (store_format.dledger_inside_units)
     inside_placed: Placed = Placed()
+    # a reput set at 2147483647 gone on before the walk's data file, where a queue the cut left fillPreBlank units
+    # only appends a record of queue offset 0 (store_format.dledger_crash_before.appended_before): its units as the
+    # broker puts them and the rebuild's ones it does not hold
+    before_placed: Placed = Placed()
 
     @property
     def lost_units(self) -> int:

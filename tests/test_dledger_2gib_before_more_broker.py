@@ -8,8 +8,8 @@ T9 message has queue offset 0 and the walk's T9 message 1.  The cut leaves T9's 
 max 2147483647); the reput goes on at the 23rd data file, and ``ConsumeQueue.putMessagePositionInfo`` makes no queue
 offset check for a unit of queue offset 0: the 23rd file's T9 unit, its end past the max, is appended at the write
 position, and the walk's T9 unit then drops ("Build consume queue repeatedly": queue offset 1 below the write
-position).  ``dropped_before`` assumes every earlier record of such a queue drops; ``rebuild --as-restart`` refuses
-the case in one line (exit 2) rather than write T9's queue as if the walk's unit came back.
+position).  ``rebuild --as-restart`` replays ``putMessagePositionInfo`` over T9's queue from the state the cut left
+(:func:`store_format.dledger_crash_before.appended_before`) and writes it byte for byte.
 
 ``-past-2gib-before-no-file`` (:func:`past_2gib_before_no_file_scenario`): ``-past-2gib-before`` with a T7 message
 (queue offset 0) in the walk past the short ``processOffset`` (the cut leaves T7's queue no file: max -1) and a
@@ -32,6 +32,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    as_restart_matches_broker,
     past_2gib_before_abort_scenario,
     retargeted,
     same_files_as_the_broker,
@@ -79,7 +80,10 @@ def _rebuild(src, ours) -> tuple[int, str]:  # noqa: ANN001
 
 def test_crash_restart_whose_reput_before_the_walk_appends_a_queue_offset_0_record(tmp_path):
     """The 5.5.1 broker appends the 23rd data file's T9 unit (queue offset 0: no order check) after T9's
-    ``fillPreBlank`` unit and drops the walk's T9 unit; ``rebuild --as-restart`` refuses (exit 2, one line)."""
+    ``fillPreBlank`` unit and drops the walk's T9 unit (queue offset 1, below the write position then);
+    ``rebuild --as-restart`` writes ``consumequeue/`` and ``index/`` byte for byte
+    (:func:`store_format.dledger_crash_before.appended_before`) and ``verify``'s units lost are those the broker's
+    queues do not hold."""
     sc = past_2gib_before_t9_first_scenario(LINE)
     w, src = written(sc, tmp_path)
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
@@ -94,11 +98,9 @@ def test_crash_restart_whose_reput_before_the_walk_appends_a_queue_offset_0_reco
     first = int(data[22].name) + ENTRY_HEADER_SIZE
     assert t9[0] == FILL_PRE_BLANK_UNIT and int.from_bytes(t9[1][:8], "big") == first and \
         not any(b"".join(t9[2:])), ("the 23rd file's T9 unit appended, the walk's dropped", [u.hex() for u in t9[:3]])
-    code, text = _rebuild(src, tmp_path / "ours")
-    if code == 0:
-        same_files_as_the_broker(src, tmp_path / "ours")
-    assert code == 2 and "queue offset 0" in text.strip().splitlines()[-1], text[-3000:]
-    assert verify_restart(src, tmp_path) is None, "verify: no next-start prediction"
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    assert "appends a record of queue offset 0 before the walk's data file" in text and \
+        "then the walk's units by the same rule: T9/0 at 20" in text, text[-3000:]
 
 
 def past_2gib_before_no_file_scenario(line: str, queue_offset: int = 3) -> dict:
