@@ -115,7 +115,7 @@ from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal, reput_goes_on, walk_after
-from .dledger_crash_before import appended_before, earlier_own_units, ext_before_walk
+from .dledger_crash_before import appended_before, earlier_own_units, ext_before_walk, without_queues
 from .dledger_crash_cut import (
     ExtAgain,
     QueueCut,
@@ -419,11 +419,14 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
     parsed_reset = sorted({(u.topic, u.queue_id) for u in cut.inside_placed.units} & set(cut.reset)) \
         if cut is not None and cut.inside_from >= 0 else []
-    if parsed_reset:   # place_inside's queue written anew and the rebuild's queue_reset from the reput's pass disagree
+    if parsed_reset and not config.enableConsumeQueueExt and not {t for t, _ in parsed_reset} & config.batch_topics:
+        assert cut is not None   # written anew from the parsed unit by the rebuild's own dispatch (queue_reset)
+        cut = dataclasses.replace(cut, inside_placed=without_queues(cut.inside_placed, frozenset(parsed_reset)))
+    elif parsed_reset:   # with ext files or a batch queue: not checked
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, after a message parsed inside an entry for "
                       f"{', '.join(f'{t}/{q}' for t, q in parsed_reset)}, a queue the cut left with no file "
-                      "(max -1: written anew from the parsed unit), not modelled")
+                      "(max -1: written anew from the parsed unit), with ext files or a batch queue, not modelled")
     if zero:   # putMessagePositionInfo checks no queue offset 0: appended, the walk's units then by the same rule
         assert cut is not None
         if {(u.topic, u.queue_id) for u in cut.inside_placed.units} & set(zero):

@@ -45,7 +45,7 @@ from .dledger_inside_units import InsideUnit, Placed, parsed_units
 from .dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
 from .store import Segment, StoreLocation
 
-__all__ = ["earlier_own_units", "ext_before_walk", "appended_before"]
+__all__ = ["earlier_own_units", "ext_before_walk", "appended_before", "without_queues"]
 
 
 def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...]) -> tuple[ExtAgain, ...]:
@@ -176,3 +176,22 @@ def _tags_code(st: StoreLocation, segs: list[Segment], name: tuple[str, int], st
             return bytes(r(at - seg.base, min(n, seg.end - at)))
         return next(u.tags_code for u in parsed_units(read, ((start, end),), config)
                     if u.own and (u.topic, u.queue_id) == name)
+
+
+def without_queues(placed: Placed, names: frozenset[tuple[str, int]]) -> Placed:
+    """``placed`` (:func:`store_format.dledger_inside_units.place_inside`'s) without what it says of the queues of
+    ``names``: consume queues the 5.5.1 cut left with no file (max -1) that a message parsed where the reput was set
+    at 2147483647 writes anew, when the reput then goes on before the walk's data file.  ``putMessagePositionInfo``
+    writes each such queue from the parsed unit (a new file, ``fillPreBlank`` units up to its queue offset), then
+    puts the earlier files' records and the walk's ones again by its rule (a unit at or below the max dropped, one
+    whose queue offset is not 0 below the write position dropped, any other appended at the write position): so does
+    the rebuild's own dispatch, which starts those queues empty again at the parsed records
+    (``StoreLocation.queue_reset``), so ``pipelines.restart.apply_cut`` leaves them as it wrote them."""
+    def keep(rows: tuple) -> tuple:   # rows of (topic, queue id, ...) tuples
+        return tuple(r for r in rows if (r[0], r[1]) not in names)
+    return dataclasses.replace(
+        placed, units=tuple(u for u in placed.units if (u.topic, u.queue_id) not in names),
+        opened=keep(placed.opened), rebuild_units=keep(placed.rebuild_units), rebuild_files=keep(placed.rebuild_files),
+        blank_until=keep(placed.blank_until), again_dropped=keep(placed.again_dropped), ext_put=keep(placed.ext_put),
+        again_moved=keep(placed.again_moved), past_dropped=keep(placed.past_dropped),
+        past_kept=keep(placed.past_kept), past_moved=keep(placed.past_moved))
