@@ -204,6 +204,7 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              if crash.from_old_files else "")
                           + (f"; {', '.join(f'{t}/{q}' for t, q in crash.drops_before)} drop every record before "
                              "the walk's data file (queue offsets below the write position: putMessagePositionInfo)"
+                             + (", but the ones appended above" if crash.cut and crash.cut.before_placed.units else "")
                              if crash.drops_before else "")
                           + (f"; the cut left {', '.join(f'{t}/{q}' for t, q in reset)} with no file (max -1: "
                              "ConsumeQueue.correctMinOffset), which it writes anew from its start" if reset else ""))

@@ -370,8 +370,10 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart``'s
     ``apply_cut``); past 2 GiB (the reput set at 2147483647 inside a converted store's old file or an entry of an
     earlier data file, :mod:`store_format.dledger_crash_old`) it drops the earlier records by their queue offsets and
-    puts the cut units back; where its check first parses well-formed messages there (``QueueCut.inside_records``,
-    :mod:`store_format.dledger_reput_inside`) it dispatches those first, after the cut and before it goes on: into
+    puts the cut units back, but appends one of queue offset 0 and then puts the walk's units by the same rule
+    (``QueueCut.before_placed``: :func:`store_format.dledger_crash_before.appended_before`); where its check first
+    parses well-formed messages there (``QueueCut.inside_records``, :mod:`store_format.dledger_reput_inside`) it
+    dispatches those first, after the cut and before it goes on: into
     the queues as the cut left them (:func:`store_format.dledger_inside_units.place_inside`; each queue the walk wrote
     holds ``fillPreBlank`` units only, or no file: one with ``fillPreBlank`` units takes a parsed unit at the write
     position after them unless its queue offset lies below it, drops the earlier files' records as without it, and
@@ -381,7 +383,9 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets its max to -1
     (``QueueCut.reset``), so the reput puts the earlier files' records of it too, the first in a new file where its own
     queue offset falls (``fillPreBlank`` units before it), then the walk's ones after them: the queue is written anew
-    from the reput's start (the rebuild's queue starts empty again there, ``StoreLocation.queue_reset``); 5.3.3 keeps
+    from the reput's start (the rebuild's queue starts empty again there, ``StoreLocation.queue_reset``; from a message
+    parsed where the reput was set at 2147483647 when one went to it, the parsed unit first:
+    :func:`store_format.dledger_crash_before.without_queues`); 5.3.3 keeps
     ``processOffset`` as its max, so the earlier records drop there too and the cut units come back (read from the
     source, no broker case).  With ext files each unit put back points at the ext unit the reput put for it, counted
     from the earlier files' records (a converted store's old files' too; in a queue the 5.5.1 cut left with no file,
@@ -394,8 +398,10 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
             than a file's start or the committed position
             (:func:`store_format.dledger_crash_old.inside_earlier_refusal`); from 2147483647, a record of queue
             offset 0 in the earlier files of a queue :func:`store_format.dledger_crash_old.dropped_before` drops
-            (``putMessagePositionInfo`` checks no queue offset 0: appended), or a message parsed inside the entry for
-            a queue the cut left with no file (``QueueCut.reset``).
+            (``putMessagePositionInfo`` checks no queue offset 0: appended) where
+            :func:`store_format.dledger_crash_before.appended_before` refuses it or a message parsed inside the entry
+            went to that queue, or a message parsed there for a queue the cut left with no file (``QueueCut.reset``)
+            with ext files or of a batch queue.
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     if cut is not None and cut.inside_from >= 0:

@@ -19,6 +19,15 @@ walk nor DLedger's recovery reads it) ends that check's walk there; ``doReput`` 
 no ext unit, as the rebuild's walk skips it
 (:func:`store_format.reput.next_reput_offset`).  Elsewhere (a group of several peers, the committed position inside
 that file past the record) where it goes on is thread timing: refused, with ext files or without.
+
+A reput set at 2147483647 (``DefaultMessageStore.doRecheckReputOffsetFromCq``: the max of a queue the 5.5.1 cut left
+``fillPreBlank`` units only) that goes on before the walk's data file walks the earlier files' records into queues
+the walk wrote: ``ConsumeQueue.putMessagePositionInfo`` drops a unit at or below the queue's max and one whose queue
+offset is not 0 and lies below the write position, and appends any other at the write position, so a record of queue
+offset 0 there is appended after the ``fillPreBlank`` units and the walk's units then go by the same rule
+(:func:`appended_before` replays it); a queue the cut left with no file that a message parsed where the reput was
+set went to is written anew from that unit, as the rebuild's own dispatch writes it (:func:`without_queues`).
+Checked against the 5.5.1 broker (``-past-2gib-before-t9-first``, ``-past-2gib-before-no-file``).
 """
 from __future__ import annotations
 

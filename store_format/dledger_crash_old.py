@@ -50,11 +50,12 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   2147483647 but with a queue offset below its write position (``putMessagePositionInfo``'s queue offset check,
   "Build consume queue repeatedly": :func:`dropped_before`); the other queues put theirs, ``fillPreBlank`` units
   before the first.  Checked against the 5.5.1 broker both ways (an earlier data file with a T9 and T0 records; a
-  last old file of T0 records).  Refused: a record of queue offset 0 there of a queue of the first kind
-  (``putMessagePositionInfo`` makes no queue offset check for it: appended after the ``fillPreBlank`` units, the
-  walk's units then dropped by their queue offsets: ``-past-2gib-before-t9-first``), and a message the check parsed
-  where it was set for a queue of the second kind (``-past-2gib-before-no-file``: written anew from the parsed
-  unit).
+  last old file of T0 records).  A record of queue offset 0 there of a queue of the first kind is appended instead
+  (``putMessagePositionInfo`` makes no queue offset check for it), after the ``fillPreBlank`` units, the walk's units
+  then put by the same rule (``-past-2gib-before-t9-first``: replayed,
+  :func:`store_format.dledger_crash_before.appended_before`); a message the check parsed where it was set for a
+  queue of the second kind writes it anew from the parsed unit, the rest by the same rule, as the rebuild's own
+  dispatch does (``-past-2gib-before-no-file``: :func:`store_format.dledger_crash_before.without_queues`).
 * The same holds for a reput set at 2147483647 inside an entry of a data file before the walk's (a log past 2 GiB,
   not converted, whose walk starts at a later data file): ``DLedgerCommitLog.getData`` there gives that data
   file's bytes to its read position (its size: ``MmapFileList.load``; DLedger's recovery moves the last file's
@@ -153,5 +154,6 @@ def dropped_before(walked: list[tuple[str, int]], reset: tuple[tuple[str, int], 
     units up to the walk's first (its max 2147483647, below those records: ``ConsumeQueue.putMessagePositionInfo``
     goes on to its queue offset check) and those records' queue offsets lie below its write position ("Build
     consume queue repeatedly").  A record of queue offset 0 among them is appended instead (no queue offset check
-    for it): :func:`store_format.dledger_crash._reput_before_walk` refuses that case."""
+    for it), the walk's units then put by the same rule: :func:`store_format.dledger_crash_before.appended_before`
+    replays that queue."""
     return tuple(sorted(set(walked) - set(reset)))
