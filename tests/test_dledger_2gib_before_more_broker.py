@@ -10,6 +10,8 @@ offset check for a unit of queue offset 0: the 23rd file's T9 unit, its end past
 position, and the walk's T9 unit then drops ("Build consume queue repeatedly": queue offset 1 below the write
 position).  ``rebuild --as-restart`` replays ``putMessagePositionInfo`` over T9's queue from the state the cut left
 (:func:`store_format.dledger_crash_before.appended_before`) and writes it byte for byte.
+``-past-2gib-before-t9-first-more``: with a second T9 message in the walk (queue offset 2), which the broker appends
+at 40 after dropping the first.
 
 ``-past-2gib-before-no-file`` (:func:`past_2gib_before_no_file_scenario`): ``-past-2gib-before`` with a T7 message
 (queue offset 0) in the walk past the short ``processOffset`` (the cut leaves T7's queue no file: max -1) and a
@@ -48,15 +50,16 @@ bh.skip_without_tools()
 OFF_QUEUE_OFFSET = 20   # a message record's QUEUEOFFSET field
 
 
-def past_2gib_before_t9_first_scenario(line: str) -> dict:
+def past_2gib_before_t9_first_scenario(line: str, more: int = 0) -> dict:
     """``<line>-dledger-abort-past-2gib-before-t9-first`` (5.5.1, ``DLEDGER_2GIB=1``):
     :func:`broker_dledger_2gib.past_2gib_before_abort_scenario` whose first message is a T8 one (same size), so
     T9's first message, queue offset 0, is the 23rd data file's first, and the walk's T9 message has queue offset 1
-    (after one ``fillPreBlank`` unit)."""
+    (after one ``fillPreBlank`` unit); ``more``: that many more T9 messages at the log's end (``-more``)."""
     sc = past_2gib_before_abort_scenario(line)
     assert sc["messages"][0]["topic"] == "T9"
-    return {**sc, "messages": [{**sc["messages"][0], "topic": "T8"}, *sc["messages"][1:]],
-            "name": f"{line}-dledger-abort-past-2gib-before-t9-first"}
+    return {**sc, "messages": [{**sc["messages"][0], "topic": "T8"}, *sc["messages"][1:],
+                               *[{"topic": "T9", "queueId": 0, "bodySize": 100}] * more],
+            "name": f"{line}-dledger-abort-past-2gib-before-t9-first" + ("-more" if more else "")}
 
 
 def _units(src, topic: str) -> list[bytes]:  # noqa: ANN001
@@ -87,6 +90,24 @@ def test_crash_restart_whose_reput_before_the_walk_appends_a_queue_offset_0_reco
     text = as_restart_matches_broker(src, tmp_path, sc, w)
     assert "appends a record of queue offset 0 before the walk's data file" in text and \
         "then the walk's units by the same rule: T9/0 at 20" in text, text[-3000:]
+
+
+def test_crash_restart_whose_reput_before_the_walk_appends_a_queue_offset_0_record_then_a_walk_unit(tmp_path):
+    """``-past-2gib-before-t9-first`` with a second T9 message in the walk (queue offset 2), also cut: the 5.5.1
+    broker appends the 23rd data file's T9 unit at 20, drops the walk's first (queue offset 1, below the write position
+    40) and appends its second at 40 (its queue offset's own position: no longer below it); ``rebuild --as-restart``
+    byte for byte and ``verify``'s units lost."""
+    sc = past_2gib_before_t9_first_scenario(LINE, more=1)
+    w, src = written(sc, tmp_path)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 24 and int(data[21].name) <= BLANK_MAX < int(data[22].name), data[21:23]
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left fillPreBlank units only
+    t9 = _units(src, "T9")
+    assert t9[0] == FILL_PRE_BLANK_UNIT and int.from_bytes(t9[1][:8], "big") == int(data[22].name) + ENTRY_HEADER_SIZE
+    last = int.from_bytes(t9[2][:8], "big")
+    assert last > int(data[23].name) and not any(b"".join(t9[3:])), [u.hex() for u in t9[:4]]
+    text = as_restart_matches_broker(src, tmp_path, sc, w)
+    assert "then the walk's units by the same rule: T9/0 at 20" in text and "T9/0 at 40" not in text, text[-3000:]
 
 
 def past_2gib_before_no_file_scenario(line: str, queue_offset: int = 3) -> dict:
