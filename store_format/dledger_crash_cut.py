@@ -20,7 +20,12 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   ``offset + size`` becomes the queue's max physical offset (2147483647 after ``fillPreBlank`` units only;
   ``processOffset`` itself when every file went).  The units after the write position stay on disk.
 * a light queue (multi-dispatch, ``%LMQ%...``) is a ``ConsumeQueue`` like any other: cut the same way, its
-  units placed by the queue offsets their messages' ``INNER_MULTI_QUEUE_OFFSET`` gives.
+  units placed by the queue offsets their messages' ``INNER_MULTI_QUEUE_OFFSET`` gives.  One that also holds a
+  record's own units (a message put to topic ``%LMQ%...`` itself: its queue offsets from ``topicQueueTable``, the
+  light ones' from ``lmqTopicQueueTable``) has them where ``putMessagePositionInfo`` put them in commitlog order,
+  not where their queue offsets say (``dledger_queue_track.replayed``): the cut, reading the file's units, goes by
+  those positions (its write position, the max the reput starts from); the reput putting back only its last cut
+  units is refused.
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
   ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
   which is no ext address (``isExtAddr``), so nothing is cut.
@@ -95,6 +100,8 @@ from .dledger_queue_track import (
     U_QUEUE,
     QueueTrack,
     max_key,
+    mixed_queues,
+    replayed,
 )
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
@@ -256,15 +263,27 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     """
     units = track.last_file()
     below = units[:, U_OFFSET] < process_offset
+    # a queue holding a record's own units and light ones, written in the last data file only: where
+    # putMessagePositionInfo put each unit in commitlog order (its queue byte position, -1 dropped) and where each
+    # stands (a dropped one: the next one's), not its queue offset (dledger_queue_track.replayed); a unit the walk
+    # dropped below processOffset leaves no max
+    mixed = {q: replayed(units[units[:, U_QUEUE] == q], cq_file_size)[:2] for q in mixed_queues(units)
+             if q not in track.seen_before}
+    appended = np.ones(len(units), dtype=bool)
+    for q, (pos, _at) in mixed.items():
+        appended[units[:, U_QUEUE] == q] = pos >= 0
     cut = units[~below]
     kept = track.seen_before | {int(k) for k in np.unique(units[below, U_QUEUE])}
-    top = max(track.end_before, int(max_key(units[below]).max()) if below.any() else -1)
+    top = max(track.end_before, int(max_key(units[below & appended]).max()) if (below & appended).any() else -1)
     per_queue: dict[int, np.ndarray] = {}
     if len(cut):
         order = np.argsort(cut[:, U_QUEUE], kind="stable")
         ids, starts = np.unique(cut[order, U_QUEUE], return_index=True)
         for q, rows in zip(ids, np.split(order, starts[1:])):
             per_queue[int(q)] = cut[rows]
+            if int(q) in mixed:   # each cut unit at the position it stands at in the walk's queue
+                at = mixed[int(q)][1]
+                per_queue[int(q)][:, U_KEY] = at[len(at) - len(rows):] // CQ_UNIT_SIZE
     emptied: set[int] = set()
     if on_disk:
         queue_ids = {name: k for k, name in enumerate(track.names)}
@@ -364,6 +383,11 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             again = np.arange(len(rows)) >= taken
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
+        if q in mixed and 0 < n < len(rows):
+            label = "/".join(map(str, track.names[q]))
+            raise _refuse(f"the queue {label} holding a record's own units and light ones, of whose cut units the "
+                          "reput puts back only the last ones (their queue offsets against positions the walk did not "
+                          "give them)")
         restored += n
         unit, size = (BCQ_UNIT_SIZE, bcq_file_size) if batch else (CQ_UNIT_SIZE, cq_file_size)
         pos = rows[:, U_KEY] * unit

@@ -44,7 +44,9 @@ with ext files the ext units the reput puts for the records it walks follow the 
 (:attr:`Placed.ext_put`; in a queue left with no file too, the cut unit appended holding its new ext unit's
 address).  A parsed message's light queue unit goes into a light queue the walk wrote by the same rule
 (``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its
-own tags code, after the message's own unit; with ext files no ext unit for it).
+own tags code, after the message's own unit; with ext files no ext unit for it), also one the walk wrote a record's
+own units in too, from the write position and max the cut left it by the positions the walk's units took
+(``dledger_inside_walked._mixed``).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after

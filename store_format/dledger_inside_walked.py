@@ -6,9 +6,11 @@ start's reput set inside an entry parses (:func:`inside_units`): built from the 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles`` and ``BatchConsumeQueue.truncateDirtyLogicFiles``
 (the write position and max physical offset each leaves a queue with); a light queue
 (``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
-a record's own.  A queue holding both kinds is refused: the store takes own queue offsets from
-``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
-``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets.
+a record's own.  A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes own queue
+offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
+``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets; their positions replayed by its
+rule in commitlog order (:func:`store_format.dledger_queue_track.replayed`), the cut reading the file's units
+(:func:`_mixed`).
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from .dledger_queue_track import (
     U_QUEUE,
     QueueTrack,
     positions,
+    replayed,
 )
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
@@ -64,7 +67,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     so they count as in the last file, :class:`store_format.dledger_crash_cut.ExtAgain` with
     ``QueueTrack.own_before``, before the walk's first data file
     :func:`store_format.dledger_crash_before.ext_before_walk`).  A light queue goes as a record's own (its units in
-    the walk's earlier data files: ``QueueTrack.light_before``); one with both kinds of unit is refused.  ``after``:
+    the walk's earlier data files: ``QueueTrack.light_before``); one with both kinds of unit in the walk's last data
+    file only by the positions ``putMessagePositionInfo`` gave them (:func:`_mixed`; else refused).  ``after``:
     the units of the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed
     over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
@@ -135,6 +139,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         # commitlog order): never some of them but for its last ones
         skip = int(np.argmax(back)) if back.any() else 0
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
+        if kinds == {KIND_CQ, KIND_LIGHT}:
+            return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
+                          before is not None or disk is not None or emptied, back.any() or len(later) > 0,
+                          ext_file_size > 0)
         refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
                    "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
                    "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
@@ -174,6 +182,36 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                                     skipped=len(cut) if len(past) and not back.any() else 0), disk)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
                         bcq_file_size=bcq_file_size)
+
+
+def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
+           elsewhere: bool, again: bool, ext: bool) -> WalkedQueue:
+    """A queue the walk wrote both a record's own units and light ones in (``rows``, in its last data file, in
+    commitlog order; ``cut`` the last ones, at or past ``processOffset``), as ``ConsumeQueue.truncateDirtyLogicFiles``
+    left it: the walk's dispatch put them by ``putMessagePositionInfo`` in commitlog order whatever their queue offsets
+    (own and light ones from two counters: :func:`store_format.dledger_queue_track.replayed`), the cut reads the
+    file's units, so its write position is where the first unit appended at or past ``processOffset`` stands (after
+    the last one appended when none is), its max the end of the last one appended below it; the rebuild's queue (the
+    same rule over the same units, :mod:`store_format.consumequeue`) after the last one appended.  Refused: units of
+    it in the walk's earlier data files, on disk before the walk or none left by the cut (``elsewhere``), cut units the
+    reput dispatches again or records past the walk's end it dispatches (``again``: their queue offsets against
+    positions the rule did not give them, untested), ext files (``ext``), and a unit below ``processOffset`` the walk
+    dropped or none appended there (the max the reput starts from is not the walk's units' largest end then)."""
+    pos, at, final = replayed(rows, cq_file_size)
+    below = rows[:, U_OFFSET] < process_offset
+    kept = below & (pos >= 0)
+    two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
+    refused = (f"{two}, in its earlier data files too, on disk before the walk or left with no file by the cut"
+               if elsewhere else
+               f"{two} whose cut units or records past the walk's end the reput dispatches" if again else
+               f"{two} with ext files" if ext else
+               f"{two} whose units below processOffset the walk's dispatch did not all append"
+               if not kept.any() or (below & (pos < 0)).any() else "")
+    if refused:
+        return WalkedQueue(0, 0, 0, 0, refused=refused)
+    assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
+    write = int(at[len(rows) - len(cut)]) if len(cut) else final
+    return WalkedQueue(write, int(rows[kept][-1, U_END]), final, int(rows[pos >= 0][-1, U_END]), ext_next)
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:

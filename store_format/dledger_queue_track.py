@@ -11,10 +11,11 @@ from collections.abc import Callable
 import numpy as np
 
 from . import commitlog as cl
+from .consumequeue import Q_WRITE_POS, assign_positions, new_states
 from .dispatch import queue_units
 
 __all__ = ["BLANK_MAX", "KIND_BATCH", "KIND_CQ", "KIND_LIGHT", "UNIT_COLUMNS", "U_END", "U_KEY", "U_KIND", "U_OFFSET",
-           "U_QUEUE", "QueueTrack", "max_key", "positions"]
+           "U_QUEUE", "QueueTrack", "max_key", "mixed_queues", "positions", "replayed"]
 
 BLANK_MAX = 2**31 - 1   # a fillPreBlank unit's offset + size (ConsumeQueue.fillPreBlank: 0 and Integer.MAX_VALUE)
 
@@ -178,3 +179,28 @@ def positions(rows: np.ndarray) -> np.ndarray:
     """Units (rows of :data:`UNIT_COLUMNS`) as ``putMessagePositionInfo`` takes them: rows of commitlog offset, size
     and queue offset."""
     return np.stack([rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET], rows[:, U_KEY]], 1)
+
+
+def mixed_queues(units: np.ndarray) -> list[int]:
+    """The queues of ``units`` (rows of :data:`UNIT_COLUMNS`) holding both a record's own units and light ones (a
+    message put to topic ``%LMQ%...`` itself beside multi-dispatch into it): their queue offsets come from two
+    counters (``QueueOffsetOperator``'s ``topicQueueTable`` and ``lmqTopicQueueTable``), so the positions
+    ``putMessagePositionInfo`` gave them are not their queue offsets (:func:`replayed`)."""
+    own = np.unique(units[units[:, U_KIND] == KIND_CQ, U_QUEUE])
+    light = np.unique(units[units[:, U_KIND] == KIND_LIGHT, U_QUEUE])
+    return [int(q) for q in np.intersect1d(own, light)]
+
+
+def replayed(rows: np.ndarray, cq_file_size: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """A queue's units (rows of :data:`UNIT_COLUMNS`, in commitlog order) as ``ConsumeQueue.putMessagePositionInfo``
+    put them into a queue that had none (:func:`store_format.consumequeue.assign_positions`: dropped at or below the
+    max, or a queue offset not 0 whose ``* 20`` lies below the write position; else appended at the write position,
+    whatever the queue offset): each one's queue byte position (-1: dropped), where each one stands (its position, a
+    dropped one's the next appended unit's: the write position the queue had then, after the units before it) and the
+    write position after the last."""
+    states = new_states(1)
+    pos = assign_positions(np.zeros(len(rows), dtype=np.int64), rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET],
+                           rows[:, U_KEY], cq_file_size, states)
+    final = int(states[0, Q_WRITE_POS])
+    at = np.minimum.accumulate(np.where(pos >= 0, pos, np.iinfo(np.int64).max)[::-1])[::-1]
+    return pos, np.where(at == np.iinfo(np.int64).max, final, at), final
