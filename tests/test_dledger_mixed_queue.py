@@ -1,0 +1,40 @@
+"""A consume queue a 5.x DLedger crash recovery's walk wrote both a record's own units and light ones in (a message
+put to topic ``%LMQ%q1`` itself beside multi-dispatch into it): where ``putMessagePositionInfo`` put them
+(``dledger_queue_track.replayed``) and the queue as ``truncateDirtyLogicFiles`` left it (``dledger_inside_walked``),
+on units built here; the broker's own case is ``-light-mixed`` in test_dledger_crash_inside_light_broker.py."""
+from __future__ import annotations
+
+import numpy as np
+
+from store_format.dledger_inside_walked import _mixed
+from store_format.dledger_queue_track import KIND_CQ, KIND_LIGHT, mixed_queues, replayed
+
+# -light-mixed's shape: light units of queue offsets 0-2, an own unit of queue offset 0, then past processOffset a
+# light unit of queue offset 3 (rows: offset, end, queue, queue offset, kind)
+ROWS = np.array([[100, 150, 0, 0, KIND_LIGHT], [200, 250, 0, 1, KIND_LIGHT], [300, 350, 0, 2, KIND_LIGHT],
+                 [400, 450, 0, 0, KIND_CQ], [600, 650, 0, 3, KIND_LIGHT]], dtype=np.int64)
+
+
+def test_units_go_where_the_rule_puts_them_in_commitlog_order_not_by_queue_offset() -> None:
+    assert mixed_queues(ROWS) == [0]
+    pos, at, final = replayed(ROWS, 220)
+    # the own unit of queue offset 0 appended at 60; the light unit of queue offset 3 dropped (60 below 80)
+    assert pos.tolist() == [0, 20, 40, 60, -1] and at.tolist() == [0, 20, 40, 60, 80] and final == 80
+
+
+def test_the_cut_leaves_the_write_position_by_the_files_units() -> None:
+    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, again=False, ext=False)
+    assert not w.refused and (w.write, w.max, w.rebuild_write, w.rebuild_max) == (80, 450, 80, 450)
+    # a light unit of queue offset 4 past processOffset, appended at 80: the cut's write position there (an own unit
+    # of queue offset 1 would be dropped, 20 below the write position)
+    rows = np.vstack([ROWS[:4], [[600, 650, 0, 4, KIND_LIGHT]]])
+    w = _mixed(rows, rows[4:], 500, 220, 2, elsewhere=False, again=False, ext=False)
+    assert (w.write, w.max, w.rebuild_write, w.rebuild_max) == (80, 450, 100, 650)
+
+
+def test_what_stays_refused() -> None:
+    assert "reput dispatches" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, again=True, ext=False).refused
+    assert "earlier data files" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, again=False, ext=False).refused
+    # a unit below processOffset the walk dropped: the max the reput starts from is not its end
+    assert "did not all append" in _mixed(ROWS, ROWS[5:], 700, 220, 1, elsewhere=False, again=False,
+                                          ext=False).refused
