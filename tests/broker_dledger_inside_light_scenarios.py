@@ -2,7 +2,8 @@
 (multi-dispatch, ``enableMultiDispatch``/``enableLmq``: ``%LMQ%q1``, queue 0) the walk wrote in its earlier data file
 (only, or its units below ``processOffset`` there), or one that also holds a record's own units (a message put to
 topic ``%LMQ%q1`` itself): where the start's reput is set (``processOffset - 1``) a well-formed message that also goes
-to it.  :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
+to it; and one whose parsed message goes to a queue only a record past the walk's end goes to
+(``-to-entry-past-only``).  :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
 (:func:`light_scenarios`)."""
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from broker_dledger_inside_scenarios import (
     embedded_earlier_scenario,
     embedded_light_scenario,
     embedded_to_entry_earlier_scenario,
+    embedded_to_entry_past_scenario,
 )
 
 # the properties a message that also goes to %LMQ%q1 carries before its light queue offset's digits
@@ -35,9 +37,10 @@ EARLIER_LIGHT_PUTS = tuple(sorted(EARLIER_RETOPIC))
 def light_scenarios(sc: dict) -> list[dict]:
     """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-earlier-light``
     (:func:`embedded_earlier_light_scenario`), ``-to-entry-earlier-light``
-    (:func:`embedded_to_entry_earlier_light_scenario`) and ``-light-mixed`` (:func:`embedded_light_mixed_scenario`)."""
+    (:func:`embedded_to_entry_earlier_light_scenario`), ``-light-mixed`` (:func:`embedded_light_mixed_scenario`) and
+    ``-to-entry-past-only`` (:func:`embedded_to_entry_past_only_scenario`)."""
     return [embedded_earlier_light_scenario(sc), embedded_to_entry_earlier_light_scenario(sc),
-            embedded_light_mixed_scenario(sc)]
+            embedded_light_mixed_scenario(sc), embedded_to_entry_past_only_scenario(sc)]
 
 
 def _with_light(m: dict, offset: int) -> dict:
@@ -133,3 +136,38 @@ def embedded_light_mixed_scenario(sc: dict) -> dict:
     msgs[MIXED_PUT] = {**m, "topic": "%LMQ%q1", "queueId": 0,
                        "body": base64.b64encode(base64.b64decode(m["body"])[:-5]).decode()}
     return {**out, "messages": msgs, "name": f"{out['name']}-mixed"}
+
+
+# -to-entry-past-only: the topic of the parsed message and of the damaged last one (a queue only they go to)
+PAST_ONLY_TOPIC = "TZ"
+
+
+def embedded_to_entry_past_only_message() -> tuple[int, bytes]:
+    """Where the reput of the -to-entry-past-only store is set (that of -to-entry-past: processOffset - 1) and the
+    message there, -to-entry-past's for :data:`PAST_ONLY_TOPIC`/0 (queue offset
+    :data:`broker_dledger_inside_scenarios.TO_ENTRY_QUEUE_OFFSET`), ending at B9's entry."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    props = b"KEYS\x01E5" + TO_ENTRY_HOST_TAIL
+    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
+    msg = embedded_message(reput, body, props, topic=PAST_ONLY_TOPIC.encode(), queue_offset=TO_ENTRY_QUEUE_OFFSET)
+    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
+    return reput, msg
+
+
+def embedded_to_entry_past_only_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-past-only`` (5.5.1): the -to-entry-past store
+    (:func:`broker_dledger_inside_scenarios.embedded_to_entry_past_scenario`: its damaged last message ends the walk,
+    the parsed message ends at B9's entry) with the parsed and the damaged message for :data:`PAST_ONLY_TOPIC`/0,
+    which no other message goes to: a queue the walk wrote no unit of, only a record past its end."""
+    past = embedded_to_entry_past_scenario(sc)
+    _reput, msg = embedded_to_entry_past_only_message()
+    *rest, host, b9, tail = past["messages"]
+    assert tail["topic"] == "T0" and all(m.get("topic") != PAST_ONLY_TOPIC for m in past["messages"])
+    hb = bytearray(base64.b64decode(host["body"]))
+    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
+    hb[len(hb) - len(head):] = head
+    return {**past, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9,
+                                 {**tail, "topic": PAST_ONLY_TOPIC}],
+            "name": f"{past['name']}-only"}

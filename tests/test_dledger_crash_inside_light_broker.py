@@ -1,8 +1,9 @@
 """DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
 an entry, parses a well-formed message that also goes to a light queue (multi-dispatch: ``%LMQ%q1``) the walk wrote
-in its earlier data file only.  Written by the published RocketMQ store through the JVM harness in ``tests/broker/``:
-what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart found it (byte for byte) and
-``verify``'s units lost.  The scenarios: :mod:`broker_dledger_inside_light_scenarios`.
+in its earlier data file only, or that also holds a record's own units (a message put to topic ``%LMQ%q1`` itself),
+or one for a queue only records past the walk's end go to.  Written by the published RocketMQ store through the JVM
+harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart
+found it (byte for byte) and ``verify``'s units lost.  The scenarios: :mod:`broker_dledger_inside_light_scenarios`.
 """
 from __future__ import annotations
 
@@ -178,3 +179,47 @@ def _rebuild_plain(store: Path, out: Path, src: Path, line: str) -> tuple[int, s
         code = main(["rebuild", "--store", str(store), "--out", str(out), "--config", str(src / "broker.conf"),
                      "--broker-version", BROKER_LINE[line], "--split-size", "4k", "--no-tables"])
     return code, err.getvalue()
+
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_queue_only_records_past_the_walk_went_to(
+        line, tmp_path):
+    """The -to-entry-past store (its damaged last message ends the walk; the message where the reput is set,
+    processOffset - 1, ends at B9's entry) with that message and the damaged one for TZ/0, which no other message goes
+    to: the walk wrote no unit of it, the cut leaves it no file. The broker puts the parsed unit (queue offset 1000)
+    in a new file where that offset falls (fillPreBlank units before it), then, going on at B9's entry, appends the
+    damaged record's (queue offset 0: appended wherever the write position is) in the next file. The rebuild reads
+    the parsed message after the walk's records and before the records from where the reput goes on, so its own
+    dispatch puts them there too: --as-restart writes the broker's files byte for byte, verify predicts the units
+    lost."""
+    from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC, embedded_to_entry_past_only_message
+    from broker_dledger_inside_scenarios import TO_ENTRY_QUEUE_OFFSET
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-only"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_to_entry_past_only_message()
+    damaged = int(w["damagedRecord"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1 < damaged, (w["truncateDirtyLogicFilesAt"], damaged)
+    assert last_data_bytes(src, reput, len(msg)) == msg, "the TZ/0 message from processOffset - 1 to B9's entry"
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    at = TO_ENTRY_QUEUE_OFFSET * 20
+    first = at - at % size
+    state = w["queuesAfterDispatch"][f"{PAST_ONLY_TOPIC}/0"]
+    assert state["files"] == [f"{first:020d}", f"{first + size:020d}"] and int(state["maxOffset"]) == first + size + 20
+    folder = src / "expected" / "consumequeue" / PAST_ONLY_TOPIC / "0"
+    held = (folder / f"{first:020d}").read_bytes()
+    assert [cq_unit(held, k) for k in range(0, at - first, 20)] == [(0, 2**31 - 1, 0)] * ((at - first) // 20)
+    assert cq_unit(held, at - first) == (reput, len(msg), 0) and held[at - first + 20:] == bytes(size - at + first - 20)
+    nxt = (folder / f"{first + size:020d}").read_bytes()
+    assert cq_unit(nxt, 0)[0] == damaged and nxt[20:] == bytes(size - 20), "the damaged record's unit"
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
