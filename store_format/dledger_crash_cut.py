@@ -25,7 +25,7 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   light ones' from ``lmqTopicQueueTable``) has them where ``putMessagePositionInfo`` put them in commitlog order,
   not where their queue offsets say (``dledger_queue_track.replayed``): the cut, reading the file's units, goes by
   those positions (its write position, the max the reput starts from); the reput putting back only its last cut
-  units is refused.
+  units, or cut units among which one the walk dropped, is refused.
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
   ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
   which is no ext address (``isExtAddr``), so nothing is cut.
@@ -276,14 +276,17 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     kept = track.seen_before | {int(k) for k in np.unique(units[below, U_QUEUE])}
     top = max(track.end_before, int(max_key(units[below & appended]).max()) if (below & appended).any() else -1)
     per_queue: dict[int, np.ndarray] = {}
+    mixed_dropped: set[int] = set()   # the mixed queues with a cut unit the walk's dispatch dropped
     if len(cut):
         order = np.argsort(cut[:, U_QUEUE], kind="stable")
         ids, starts = np.unique(cut[order, U_QUEUE], return_index=True)
         for q, rows in zip(ids, np.split(order, starts[1:])):
             per_queue[int(q)] = cut[rows]
             if int(q) in mixed:   # each cut unit at the position it stands at in the walk's queue
-                at = mixed[int(q)][1]
+                pos, at = mixed[int(q)]
                 per_queue[int(q)][:, U_KEY] = at[len(at) - len(rows):] // CQ_UNIT_SIZE
+                if (pos[len(pos) - len(rows):] < 0).any():
+                    mixed_dropped.add(int(q))
     emptied: set[int] = set()
     if on_disk:
         queue_ids = {name: k for k, name in enumerate(track.names)}
@@ -383,11 +386,11 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             again = np.arange(len(rows)) >= taken
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
-        if q in mixed and 0 < n < len(rows):
+        if q in mixed and (0 < n < len(rows) or (n and q in mixed_dropped)):
             label = "/".join(map(str, track.names[q]))
-            raise _refuse(f"the queue {label} holding a record's own units and light ones, of whose cut units the "
-                          "reput puts back only the last ones (their queue offsets against positions the walk did not "
-                          "give them)")
+            raise _refuse(f"the queue {label} holding a record's own units and light ones, whose cut units the reput "
+                          "puts back, only the last ones or one the walk's dispatch dropped among them (their queue "
+                          "offsets against positions the walk did not give them)")
         restored += n
         unit, size = (BCQ_UNIT_SIZE, bcq_file_size) if batch else (CQ_UNIT_SIZE, cq_file_size)
         pos = rows[:, U_KEY] * unit
