@@ -41,8 +41,9 @@ from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
-from .restart import DLedgerRestart, Restart, apply_cut, inside_blanks
+from .restart import DLedgerRestart, Restart, inside_blanks
 from .restart import as_restart as restart_view
+from .restart_cut import apply_cut
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
 from .stages import Progress, ReputWalk, TaskRunner, scan_and_chain
 from .workfiles import read_index_rocksdb

@@ -41,7 +41,7 @@ from .layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE
 from .recovery_dispatch import recovery_dispatch
 
 __all__ = ["RECOVER_FILES", "BCQ_RULES", "CQ_RULES", "EXT_MAX_ADDR", "QueueRecovery", "QueueRules", "TailFiles",
-           "Truncation", "dispatch_units", "last_ext_address", "load_files", "recover_consume_queue",
+           "Truncation", "dispatch_units", "file_units", "last_ext_address", "load_files", "recover_consume_queue",
            "truncate_dirty_logic_files", "unit_accepted", "unit_is_message"]
 
 RECOVER_FILES = 3  # ConsumeQueue.recover starts at the third file from the end
@@ -105,6 +105,16 @@ BCQ_RULES = QueueRules(
 
 def _units(data: bytes | memoryview, rules: QueueRules) -> np.ndarray:
     return np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
+
+
+def file_units(data: bytes | memoryview, rules: QueueRules) -> np.ndarray:
+    """The commitlog offsets of the message units one queue file holds as ``ConsumeQueue.recover`` reads it
+    (``BatchConsumeQueue.recover`` with :data:`BCQ_RULES`): its units up to the first it does not accept, without
+    ``fillPreBlank`` units."""
+    u = _units(data, rules)
+    ok = rules.accepted(u)
+    k = len(u) if ok.all() else int(np.argmin(ok))
+    return _i64(u[:k], "commitlogOffset")[rules.is_message(u[:k])]
 
 
 def load_files(files: list[tuple[str, bytes]], *, file_size: int,

@@ -177,13 +177,16 @@ def _units(root: Path) -> list[tuple[str, int, int, int]]:
     return out
 
 
-def _as_restart(store: Path, out: Path, src: Path, line: str) -> tuple[int, str]:
-    """``rebuild --as-restart`` on ``store`` with the scenario's broker.conf: exit code, stderr."""
+def _as_restart(store: Path, out: Path, src: Path, line: str, summary: list[str] | None = None) -> tuple[int, str]:
+    """``rebuild --as-restart`` on ``store`` with the scenario's broker.conf: exit code, stderr (``summary``: the
+    lines it prints, appended)."""
     from pipelines.cli import main
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    err, printed = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(printed):
         code = main(["rebuild", "--store", str(store), "--out", str(out), "--config", str(src / "broker.conf"),
                      "--broker-version", BROKER_LINE[line], "--split-size", "4k", "--no-tables", "--as-restart"])
+    if summary is not None:
+        summary += printed.getvalue().splitlines()
     return code, err.getvalue()
 
 
@@ -242,12 +245,35 @@ def _restart_as_the_broker(src: Path, name: str, line: str, tmp_path: Path, *, e
     """``--as-restart`` on the store as the broker's crash restart found it (``before/``) writes what that restart
     wrote (``expected/``): ``consumequeue/``, ``index/`` and ``batchconsumequeue/`` byte for byte (``batch``: the
     broker wrote some), and ``ext``: ``consumequeue_ext/`` too (the broker wrote some)."""
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    summary: list[str] = []
+    code, err = _as_restart(src / "before", tmp_path / name, src, line, summary)
     assert code == 0, err[-2000:]
     _same_tree(src / "expected", tmp_path / name)
     _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=batch)
     if ext:
         _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    figures = next(x for x in summary if x.startswith("consume queues ")).split(", ")   # the rebuild's file rows
+    held = src / "expected" / "consumequeue"
+    broker = [f"{sum(f.is_file() for f in held.rglob('*')):,} files", f"{_units_held(held):,} units"]
+    assert figures[-2:] == broker, (figures, "broker's", broker)
+
+
+def _units_held(root: Path) -> int:
+    """The message units of every consume queue file under ``root`` as the broker's next start reads them
+    (ConsumeQueue.recover: units while offset >= 0 and size > 0; fillPreBlank units, offset 0 and size
+    Integer.MAX_VALUE, not counted)."""
+    n = 0
+    for f in sorted(root.rglob("*")):
+        if not f.is_file():
+            continue
+        data = f.read_bytes()
+        for i in range(0, len(data) - 19, 20):
+            off, size = int.from_bytes(data[i:i + 8], "big", signed=True), \
+                int.from_bytes(data[i + 8:i + 12], "big", signed=True)
+            if off < 0 or size <= 0:
+                break
+            n += not (off == 0 and size == 2**31 - 1)
+    return n
 
 
 def _verify_loses_as_the_broker(r: dict, src: Path, line: str, tmp_path: Path, leave_out: tuple[int, ...]) -> dict:

@@ -1,0 +1,296 @@
+"""What a 5.x DLedger crash restart's ``truncateDirtyLogicFiles`` and start's reput do to the staged queue files
+(``--as-restart``): the files the cut deletes, the cut units put back elsewhere, the units of messages a reput set
+inside an entry parses, the ext units the reput puts again, and ``built``'s rows of the files written.
+
+Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles``, ``ConsumeQueue.putMessagePositionInfo``
+(``BatchConsumeQueue.putBatchMessagePositionInfo``), ``MappedFileQueue.getLastMappedFile`` and ``ConsumeQueueExt.put``
+as :mod:`store_format.dledger_crash_cut` and :mod:`store_format.dledger_inside_units` plan them; this module writes
+what they say.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE, BCQ_UNIT_SIZE, INVALID_POS
+from store_format.config import BrokerConfig
+from store_format.consumequeue import cq_file_name
+from store_format.consumequeue_ext import (
+    END_MARK,
+    EXT_UNIT_SIZE,
+    ext_addresses,
+    ext_file_name,
+    ext_real_offsets,
+    ext_units_per_file,
+)
+from store_format.consumequeue_recovery import BCQ_RULES, CQ_RULES, file_units
+from store_format.dledger_crash_cut import ExtAgain, QueueMove
+from store_format.dledger_inside_units import InsideUnit, Placed
+from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
+
+from .build import write_file
+from .build_batch import BCQ_KIND
+from .build_stage import Built
+from .commit import StagedOutput
+from .restart import DLedgerRestart
+
+__all__ = ["apply_cut"]
+
+# ConsumeQueue.fillPreBlank's unit: commitlog offset 0, size Integer.MAX_VALUE, tags code 0
+_BLANK_UNIT = np.array([(0, CQ_BLANK_SIZE, 0)], dtype=CQ_UNIT_DTYPE).tobytes()
+
+
+def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: BrokerConfig) -> bool:
+    """The staged queues as a 5.x DLedger crash restart leaves them after ``truncateDirtyLogicFiles`` (5.5.1)
+    and the start's reput (:class:`store_format.dledger_crash_cut.QueueCut`): the consume queue and batch
+    consume queue files the cut deleted and nothing wrote again are removed, in a queue whose cut units are
+    put back only in part they are moved to where the reput appends them (:func:`_write_moved`), and with
+    ``enableConsumeQueueExt`` the reput's ext units are appended and the units it put back point at them
+    (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched are written with the
+    concurrent reput's (:func:`inside_blanks`); the cut units of a queue the cut left with no file, of one it left a
+    file of that go elsewhere than where they were, or of a batch queue that the reput appends after the parsed units
+    (``Placed.again_moved``) are written with those.  ``built``'s rows of the files written follow
+    (:func:`_file_rows`); returns whether anything changed."""
+    crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
+    if crash is None:
+        return False
+    cut, changed = crash.cut, False
+    written: list[tuple[str, int, int]] = []   # (topic, queue id, file start) of each queue file written
+    placed = cut.inside_placed if cut is not None else Placed()
+    if cut is not None and (cut.before_placed.units or cut.before_placed.rebuild_units):   # queue offset 0 appended
+        placed = dataclasses.replace(placed, units=placed.units + cut.before_placed.units,
+                                     rebuild_units=placed.rebuild_units + cut.before_placed.rebuild_units)
+    if placed.again_moved:   # the cut units of a queue the cut left with no file that the reput appends after the
+        # parsed units: read where the walk's queue holds them, before the cut's files go
+        placed = dataclasses.replace(placed, units=placed.units + _again_moved(staged, placed, config))
+    if cut is not None and (cut.dropped or cut.batch_dropped or cut.moves):
+        # read before the cut's files are deleted
+        moved = [(move, _units_put_back(staged, move, *_queue_layout(config, move.batch))) for move in cut.moves]
+        built.cq_files = _cut_files(staged, built.cq_files, cut.dropped, "consumequeue")
+        built.bcq_files = _cut_files(staged, built.bcq_files, cut.batch_dropped, BCQ_DIR)
+        for move, units in moved:
+            folder, size, unit = _queue_layout(config, move.batch)
+            written += [(move.topic, move.queue_id, start)
+                        for start in _write_moved(staged, move, units, folder, size, unit)]
+        changed = True
+    if placed.units or placed.opened or placed.rebuild_units:
+        assert cut is not None
+        batch = config.batch_topics
+        built.cq_files = _cut_files(staged, built.cq_files,
+                                    tuple(f for f in placed.rebuild_files if f[0] not in batch), "consumequeue")
+        built.bcq_files = _cut_files(staged, built.bcq_files,
+                                     tuple(f for f in placed.rebuild_files if f[0] in batch), BCQ_DIR)
+        written = [w for w in written if w not in set(placed.rebuild_files)]   # deleted just above
+        written += _write_inside(staged, placed, (*cut.dropped, *cut.batch_dropped), config)
+        changed = True
+    for again in crash.ext_again:   # crash.again, crash.before: the rebuild's walk put the ext units (jump_at), not
+        # the addresses of the cut units put back (none without a cut)
+        _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size,
+                       put=not (crash.again or crash.before))
+    if changed:
+        _file_rows(staged, built, written, config)
+    return changed
+
+
+def _queue_layout(config: BrokerConfig, batch: bool) -> tuple[str, int, int]:
+    """A queue's folder, file size and unit size: a batch consume queue's (46-byte units) or a consume queue's."""
+    return (BCQ_DIR, config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE) if batch \
+        else ("consumequeue", config.cq_file_size, CQ_UNIT_SIZE)
+
+
+def _cut_files(staged: StagedOutput, rows: list[dict], gone: tuple[tuple[str, int, int], ...],
+               folder: str) -> list[dict]:
+    """Remove the staged files ``gone`` (``(topic, queue id, file start)`` under ``folder``) and their rows."""
+    for topic, qid, start in gone:
+        staged.delete_staged(f"{folder}/{topic}/{qid}/{cq_file_name(start)}")
+    drop = set(gone)
+    return [r for r in rows if (r["topic"], r["queue_id"], r["file_start"]) not in drop]
+
+
+def _units_put_back(staged: StagedOutput, move: QueueMove, folder: str, size: int, unit: int) -> bytes:
+    """The ``move.count`` units at queue position ``move.source`` in the staged files (the recovery's queue)."""
+    folder = f"{folder}/{move.topic}/{move.queue_id}"
+    end = move.source + move.count * unit
+    found = bytearray()
+    for f in range(move.source - move.source % size, end, size):
+        found += staged.read_staged(f"{folder}/{cq_file_name(f)}")[max(move.source - f, 0):]
+    return bytes(found[:end - move.source])
+
+
+def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes, folder: str, size: int,
+                 unit: int) -> list[int]:
+    """Write ``units`` from ``move.target`` on, as ``ConsumeQueue.putMessagePositionInfo`` (a batch queue:
+    ``BatchConsumeQueue.putBatchMessagePositionInfo``) appends them at the queue's write position
+    (:class:`store_format.dledger_crash_cut.QueueMove`); returns the start of each file written."""
+    folder = f"{folder}/{move.topic}/{move.queue_id}"
+    target_end = move.target + len(units)
+    written = []
+    for f in range(move.target - move.target % size, target_end, size):
+        name = f"{folder}/{cq_file_name(f)}"
+        data = bytearray(staged.read_staged(name)) if f < move.target and move.blank_from < 0 else bytearray(size)
+        if f < move.zero_from < f + size:   # the units of records past the walk's end: only the reput put them
+            data[move.zero_from - f:] = bytes(f + size - move.zero_from)
+        if move.blank_from == f:
+            data[:move.target - f] = _BLANK_UNIT * ((move.target - f) // CQ_UNIT_SIZE)
+        lo, hi = max(move.target, f), min(target_end, f + size)
+        data[lo - f:hi - f] = units[lo - move.target:hi - move.target]
+        write_file(staged.staging_uri, name, bytes(data))
+        written.append(f)
+    return written
+
+
+def _file_rows(staged: StagedOutput, built: Built, written: list[tuple[str, int, int]], config: BrokerConfig) -> None:
+    """``built``'s rows of the queue files ``apply_cut`` wrote (``(topic, queue id, file start)``; a BatchCQ topic's
+    in ``bcq_files``), from their staged bytes as a start's ``ConsumeQueue.recover`` reads them
+    (:func:`store_format.consumequeue_recovery.file_units`): the message units, the commitlog offsets of the
+    first and the last, as the rebuild's own rows count them (``pipelines.build``); a row added for a file the
+    restart created (no store times).  Rows of files the cut deleted are gone already."""
+    for topic, qid, start in sorted(set(written)):
+        batch = topic in config.batch_topics
+        folder, size, _unit = _queue_layout(config, batch)
+        offsets = file_units(staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(start)}"),
+                             BCQ_RULES if batch else CQ_RULES)
+        files = built.bcq_files if batch else built.cq_files
+        row = next((r for r in files if (r["topic"], r["queue_id"], r["file_start"]) == (topic, qid, start)), None)
+        if row is None:
+            row = {"kind": BCQ_KIND if batch else "cq", "topic": topic, "queue_id": qid, "file_start": start,
+                   "bytes": size, "first_store_timestamp": None, "end_timestamp": None}
+            files.append(row)
+        row.update(entries=len(offsets), begin_offset=int(offsets[0]) if len(offsets) else None,
+                   end_offset=int(offsets[-1]) if len(offsets) else None)
+    for files in (built.cq_files, built.bcq_files):
+        files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
+
+
+def _again_moved(staged: StagedOutput, placed: Placed, config: BrokerConfig) -> tuple[InsideUnit, ...]:
+    """The cut units ``placed.again_moved`` puts back elsewhere, as units at their targets: each one's bytes from
+    its source position in the staged queue (the walk's; a BatchCQ topic's 46-byte unit in its batch consume queue,
+    its compacted offset and reserved bytes as ``_write_inside`` writes them); the dropped ones (target -1) left
+    out."""
+    out = []
+    for topic, qid, source, target in placed.again_moved:
+        if target < 0:
+            continue
+        batch = topic in config.batch_topics
+        folder, size, unit = _queue_layout(config, batch)
+        data = staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(source - source % size)}")
+        at = source % size
+        if batch:
+            (offset, n, tags, stored, base, num, _pos, _rsv), = np.frombuffer(data[at:at + unit], dtype=BCQ_UNIT_DTYPE)
+            out.append(InsideUnit(topic, qid, target, int(offset), int(n), int(tags), True, int(stored), int(base),
+                                  int(num)))
+            continue
+        (offset, n, tags), = np.frombuffer(data[at:at + unit], dtype=CQ_UNIT_DTYPE)
+        out.append(InsideUnit(topic, qid, target, int(offset), int(n), int(tags)))
+    return tuple(out)
+
+
+def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str, int, int], ...],
+                  config: BrokerConfig) -> list[tuple[str, int, int]]:
+    """The units the broker appends to queues the walk wrote for the messages its reput, set inside an entry, parses
+    there (:func:`store_format.dledger_inside_units.place_inside`, ``placed.units``; a BatchCQ topic's in its batch
+    consume queue, 46 bytes each), written over the staged bytes at their positions (the cut units' bytes past the
+    write position it left), or into the files ``getLastMappedFile`` creates for them (``placed.opened``: zeros but
+    for them; the cut deleted any staged file there), once the units the rebuild's own dispatch of those messages
+    appended after the walk's are zeros again (``placed.rebuild_units``, in the files that stay: neither the cut's
+    ``dropped`` nor ``placed.rebuild_files``, which ``apply_cut`` removed); in a file it creates, the units of records
+    past the walk's end the broker appends there as the rebuild did (``placed.past_kept``) keep the staged bytes.
+    Returns the files it wrote: ``(topic, queue id, file start)``."""
+    units, opened = placed.units, placed.opened
+
+    def layout(topic: str) -> tuple[str, int, int]:
+        return _queue_layout(config, topic in config.batch_topics)
+
+    files: dict[tuple[str, int, int], bytearray] = {key: bytearray(layout(key[0])[1]) for key in opened}
+    for topic, qid, until in placed.blank_until:   # fillPreBlank: the first unit of a queue the cut left empty
+        size = config.cq_file_size
+        files[(topic, qid, until - until % size)][:until % size] = _BLANK_UNIT * (until % size // CQ_UNIT_SIZE)
+
+    def file_at(topic: str, qid: int, position: int) -> tuple[bytearray, int]:
+        """The file holding queue byte ``position`` (read from the staged output the first time) and where in it."""
+        folder, size, _unit = layout(topic)
+        key = (topic, qid, position - position % size)
+        if key not in files:
+            files[key] = bytearray(staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(key[2])}"))
+        return files[key], position % size
+
+    gone = {*dropped, *placed.rebuild_files}
+    for topic, qid, position in placed.rebuild_units:
+        _folder, size, unit = layout(topic)
+        if (topic, qid, position - position % size) not in gone:
+            data, at = file_at(topic, qid, position)
+            data[at:at + unit] = bytes(unit)
+    for topic, qid, position, _offset, _size in placed.past_kept:   # in an opened file: the rebuild's unit there
+        folder, size, unit = layout(topic)
+        start = position - position % size
+        staged_file = staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(start)}")
+        files[(topic, qid, start)][position % size:position % size + unit] = \
+            staged_file[position % size:position % size + unit]
+    for u in units:
+        data, at = file_at(u.topic, u.queue_id, u.position)
+        data[at:at + (BCQ_UNIT_SIZE if u.batch else CQ_UNIT_SIZE)] = (
+            np.array([(u.offset, u.size, u.tags_code, u.store_time, u.base, u.batch_size, INVALID_POS, 0)],
+                     dtype=BCQ_UNIT_DTYPE) if u.batch else
+            np.array([(u.offset, u.size, u.tags_code)], dtype=CQ_UNIT_DTYPE)).tobytes()
+    for (topic, qid, start), data in files.items():
+        write_file(staged.staging_uri, f"{layout(topic)[0]}/{topic}/{qid}/{cq_file_name(start)}", bytes(data))
+    return list(files)
+
+
+def _put_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int, cq_size: int, put: bool = True) -> None:
+    """The start's reput on an ext queue (:class:`store_format.dledger_crash_cut.ExtAgain`): ``ConsumeQueueExt.put``
+    appends the ext unit of each record it walks again (the same bytes as the recovery's unit of that record)
+    after the recovery's units, a full file getting its end marker once the next unit goes into the next
+    file, and each consume queue unit it put back holds its new unit's address (``decorate``).  ``put=False``:
+    the ext units are there (the rebuild walked those records again), only the addresses are set."""
+    if put:
+        _append_ext_again(staged, again, ext_size)
+    address = ext_addresses(again.before + again.ordinals, ext_size)
+    folder = f"consumequeue/{again.topic}/{again.queue_id}"
+    queue_files: dict[int, bytearray] = {}
+    for pos, addr in zip(again.positions, address):
+        start = int(pos) - int(pos) % cq_size
+        if start not in queue_files:
+            queue_files[start] = bytearray(staged.read_staged(f"{folder}/{cq_file_name(start)}"))
+        at = int(pos) - start + _TAGS_CODE_AT
+        queue_files[start][at:at + 8] = int(addr).to_bytes(8, "big", signed=True)
+    for start, data in queue_files.items():
+        write_file(staged.staging_uri, f"{folder}/{cq_file_name(start)}", bytes(data))
+
+
+def _append_ext_again(staged: StagedOutput, again: ExtAgain, ext_size: int) -> None:
+    """:func:`_put_ext_again`'s ext units: the last ``again.count`` of the ``again.before`` units but the
+    ``again.skip`` last ones appended."""
+    ext_folder = f"consumequeue_ext/{again.topic}/{again.queue_id}"
+    files: dict[int, bytearray] = {}
+
+    def file(no: int) -> bytearray:
+        if no not in files:
+            name = f"{ext_folder}/{ext_file_name(no, ext_size)}"
+            files[no] = bytearray(staged.read_staged(name)) if no * ext_size < _ext_end(again.before, ext_size) \
+                else bytearray(ext_size)
+        return files[no]
+
+    per_file = ext_units_per_file(ext_size)
+    old = ext_real_offsets(np.arange(again.before - again.skip - again.count, again.before - again.skip), ext_size)
+    new = ext_real_offsets(np.arange(again.before, again.before + again.count), ext_size)
+    for src, dst, ordinal in zip(old, new, range(again.before, again.before + again.count)):
+        unit = bytes(file(int(src) // ext_size)[src % ext_size:src % ext_size + EXT_UNIT_SIZE])
+        data = file(int(dst) // ext_size)
+        data[dst % ext_size:dst % ext_size + EXT_UNIT_SIZE] = unit
+        if ordinal % per_file == 0 and ordinal:   # ConsumeQueueExt.put: the full file's end marker (fullFillToEnd)
+            prev = file(ordinal // per_file - 1)
+            prev[per_file * EXT_UNIT_SIZE:per_file * EXT_UNIT_SIZE + 2] = END_MARK.tobytes()
+    for no, data in files.items():
+        write_file(staged.staging_uri, f"{ext_folder}/{ext_file_name(no, ext_size)}", bytes(data))
+
+
+_TAGS_CODE_AT: int = CQ_UNIT_DTYPE.fields["tagsCode"][1]  # type: ignore[index]  # where a consume queue unit's tagsCode (the ext address) sits
+
+
+def _ext_end(units: int, ext_size: int) -> int:
+    """Where the ext space of a queue with ``units`` ext units ends (the end of the file its last unit is in)."""
+    if not units:
+        return 0
+    return (int(ext_real_offsets(np.array([units - 1]), ext_size)[0]) // ext_size + 1) * ext_size
