@@ -59,8 +59,10 @@ its files (one the cut emptied is placed as above; one it left a file of otherwi
 left its files, wherever the walk's queue offsets put its units:
 :func:`store_format.dledger_inside_walked.inside_units`), and a queue whose cut units the reput puts back afterwards
 when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file, and one it left
-``fillPreBlank`` units only, its write position after them, with no record past the walk's end), or, with records past
-the walk's end, none of them (``dledger_crash_cut``).  A queue the walk wrote in its earlier data files only is as the
+``fillPreBlank`` units only, its write position after them, its max 2147483647: ``ConsumeQueue.truncateDirtyLogicFiles``
+keeps such a unit like any below ``processOffset``; its records past the walk's end, if any, after them by
+:func:`_place_past`), or, with records past the walk's end, none of them (``dledger_crash_cut``).  A queue the walk
+wrote in its earlier data files only is as the
 walk left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end);
 one whose units below ``processOffset`` all lie there has its max at the end of the last one
 (``QueueTrack.last_before``; a light queue's: ``QueueTrack.light_before``).

@@ -51,7 +51,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
     ``fillPreBlank`` units only, which ``truncateDirtyLogicFiles`` keeps like any unit below ``processOffset``, the
     write position after them: the cut units the reput dispatches again go from there by the same rule, after the
-    parsed units; refused with records past the walk's end after them), and for a queue on disk before the walk
+    parsed units, its records past the walk's end after those from the state they left, as in any queue the cut
+    left a file of: ``_place_past``), and for a queue on disk before the walk
     that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
     (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
     ``QueueTrack.own_walked``; else refused when a walk unit below ``processOffset`` ends past that max:
@@ -148,10 +149,6 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    if len(later) and (not (back.all() and reset_emptied) if emptied else
                                       skip and not len(kept)
                                       and not (q not in max_after and disk is None and not ext_file_size))
-                   else
-                   "whose cut units the reput puts back afterwards, with fillPreBlank units only below "
-                   "processOffset, then records past the walk's end"
-                   if len(later) and back.any() and not (len(kept) or q not in max_after or emptied)
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
