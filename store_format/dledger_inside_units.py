@@ -77,8 +77,9 @@ broker does, or where a parsed unit goes, and creates the file ``getLastMappedFi
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
 would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
-its last cut units dispatched again before them that kept no walk unit below ``processOffset`` (but, no ext files and
-not on disk before the walk, one whose units below it lie in the walk's earlier data files: as below), or none of its
+its last cut units dispatched again before them that the cut left with ``fillPreBlank`` units only below
+``processOffset`` (one whose units below it lie in the walk's earlier data files, with ext files or on disk before the
+walk too: as below), or none of its
 files left but for every cut unit dispatched again (on 5.5.1: each record after them by the same rule, from where the
 rebuild's dispatch appends it right after the walk's units, as :attr:`Placed.again_moved` rows,
 :func:`_past_no_file`; refused where the rebuild's dispatch does not append it so)

@@ -70,14 +70,14 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
-    messages: :attr:`WalkedQueue.again_skip`; refused where that queue kept no walk unit below ``processOffset`` but
-    for one whose units below it lie in the walk's earlier data files, no ext files and not on disk before the walk,
-    or where the cut left no file but for every cut unit dispatched again on 5.5.1 (``reset_emptied``); on disk
-    before the walk, after its files as the cut left them)).  The cut units the reput dispatches again are a queue's
-    last ones (it goes on at an entry's start and dispatches every record from there); the first ones, inside the
-    parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`): with ext files too
-    (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them again), in a queue on
-    disk before the walk, and in one the cut left no file of."""
+    messages: :attr:`WalkedQueue.again_skip`; refused where the cut left that queue ``fillPreBlank`` units only below
+    ``processOffset`` (one whose units below it lie in the walk's earlier data files is modelled, with ext files or
+    on disk before the walk too), or where the cut left no file but for every cut unit dispatched again on 5.5.1
+    (``reset_emptied``); on disk before the walk, after its files as the cut left them)).  The cut units the reput
+    dispatches again are a queue's last ones (it goes on at an entry's start and dispatches every record from
+    there); the first ones, inside the parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`):
+    with ext files too (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them
+    again), in a queue on disk before the walk, and in one the cut left no file of."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
 
@@ -143,12 +143,11 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
                    "whose records past the walk's end the reput dispatches afterwards, with only its last cut units "
-                   "dispatched again before them and no walk unit below processOffset (but for one whose units below "
-                   "it lie in an earlier data file, no ext files, not on disk before the walk), or no file left (but "
-                   "for every cut unit dispatched again, on 5.5.1)"
+                   "dispatched again before them and fillPreBlank units only below processOffset, or no file left "
+                   "(but for every cut unit dispatched again, on 5.5.1)"
                    if len(later) and (not (back.all() and reset_emptied) if emptied else
                                       skip and not len(kept)
-                                      and not (q not in max_after and disk is None and not ext_file_size))
+                                      and q in max_after)
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)

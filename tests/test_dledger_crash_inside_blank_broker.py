@@ -1,28 +1,39 @@
-"""A 5.5.1 DLedger crash restart whose start's reput, set at 2147483647 inside the last T0 entry of a log past 2 GiB
-(a queue the cut left with ``fillPreBlank`` units only below ``processOffset``), parses a message there for that very
-queue, goes on at an entry's start before its cut unit, dispatching it again, and then reaches that queue's record
-past the walk's end (a walk ended by a damaged message), checked against the broker (``DLEDGER_2GIB=1`` only: the
-store holds some 2.15 GB of data, its ``before/`` copy as much).
+"""5.5.1 DLedger crash restarts whose start's reput, set inside an entry, parses a message for a queue the walk wrote
+that kept no walk unit below ``processOffset`` in the walk's last data file, goes on at an entry's start before that
+queue's cut units, dispatching them again, and then reaches its records past the walk's end (a walk ended by a
+damaged message), checked against the broker: its files, ``rebuild --as-restart`` byte for byte and ``verify``'s units
+lost.
 
-The ``-t9-to-entry-past`` store (:func:`broker_dledger_inside_blank_scenarios.t9_to_entry_past_scenario`): the
-``-t9-to-entry`` store with a damaged T8 message, a T8 message and a T9 message (``K9b``, queue offset 2) after its last
-T9 message.  ``ConsumeQueue.truncateDirtyLogicFiles`` (rocketmq-store 5.5.1) keeps T9's ``fillPreBlank`` unit (offset
-0, size 2147483647: ``offset >= 0 && size > 0`` and below ``processOffset``) and returns at the cut unit: write
-position 20, max 2147483647.  ``putMessagePositionInfo`` appends the parsed unit at 20 (its end past that max), the
-max becoming its end; drops T9's cut unit dispatched again (queue offset 1, below the write position 40: "build
-consume queue repeatedly"), which changes nothing; then appends K9b's unit at 40 (its end past the parsed unit's, its
-queue offset 2 not below the write position).  The rebuild's own dispatch drops the parsed unit (it ends at the T9
-record's start, below that queue's last walk unit's end) and appends K9b's after the walk's cut unit, at 40 too.
-``-ext``: the same with ``enableConsumeQueueExt=true``, T9's ext units the walk's, the parsed message's, the cut
-record's again and K9b's.
+The -past-cut-two-some-earlier stores with ext files or with the queues kept
+(:func:`broker_dledger_inside_blank_scenarios.blank_scenarios`, written with the others of
+:mod:`broker_dledger_runs`): T6/0's only unit below ``processOffset`` lies in the walk's earlier data file, the cut
+leaves its write position at its first cut unit (20), its max that earlier unit's end; the parsed T6/0 message ends
+where the first cut record ends, so the reput dispatches only the last cut unit again, then the damaged message and
+the last one.  With ``enableConsumeQueueExt=true`` ``ConsumeQueueExt.put`` runs for each record the reput walks:
+the parsed message's ext unit after the walk's three, then the last cut record's again, the damaged one's and the
+last one's (none again for the first cut record, inside the parsed message), each unit holding its address.  On
+disk before the walk, ``truncateDirtyLogicFiles`` on T6/0's files leaves the same write position and max.
 
-``rebuild --as-restart`` on the store as the restart found it must write the broker's ``consumequeue/`` (with ext
-files ``consumequeue_ext/``) and ``index/`` byte for byte, and ``verify``'s units lost count from the broker's queues.
+The ``-t9-to-entry-past`` store (:func:`broker_dledger_inside_blank_scenarios.t9_to_entry_past_scenario`,
+``DLEDGER_2GIB=1`` only: the store holds some 2.15 GB of data, its ``before/`` copy as much): the reput set at
+2147483647 inside the last T0 entry of a log past 2 GiB (a queue the cut left with ``fillPreBlank`` units only below
+``processOffset``) parses a message there for that very queue (T9/0).  The ``-t9-to-entry`` store with a damaged T8
+message, a T8 message and a T9 message (``K9b``, queue offset 2) after its last T9 message.
+``ConsumeQueue.truncateDirtyLogicFiles`` (rocketmq-store 5.5.1) keeps T9's ``fillPreBlank`` unit (offset 0, size
+2147483647: ``offset >= 0 && size > 0`` and below ``processOffset``) and returns at the cut unit: write position 20,
+max 2147483647.  ``putMessagePositionInfo`` appends the parsed unit at 20 (its end past that max), the max becoming
+its end; drops T9's cut unit dispatched again (queue offset 1, below the write position 40: "build consume queue
+repeatedly"), which changes nothing; then appends K9b's unit at 40 (its end past the parsed unit's, its queue offset
+2 not below the write position).  The rebuild's own dispatch drops the parsed unit (it ends at the T9 record's start,
+below that queue's last walk unit's end) and appends K9b's after the walk's cut unit, at 40 too.  ``-ext``: the same
+with ``enableConsumeQueueExt=true``, T9's ext units the walk's, the parsed message's, the cut record's again and
+K9b's.
 """
 from __future__ import annotations
 
 import os
 import struct
+from pathlib import Path
 
 import broker_harness as bh
 import pytest
@@ -35,16 +46,108 @@ from broker_dledger_2gib import (
     first_units,
     written,
 )
+from broker_dledger_files import cq_unit
+from broker_dledger_files import ext_units as ext_file_units
 from broker_dledger_inside_blank_scenarios import t9_to_entry_past_scenario
+from broker_dledger_runs import (
+    _RUNS,
+    LINES,
+    _queued,
+    _restart_as_the_broker,
+    _units_below_write,
+    _verify_loses_as_the_broker,
+    _verify_with_plan,
+)
 from test_dledger_2gib_again_broker import ext_units, t9_entry_bound_message
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 bh.skip_without_tools()
 
 BLANK = (0, BLANK_MAX, 0)
+# the T6/0 messages after B9's: 300-byte records, each behind a 48-byte DLedger header
+_TAIL, _ENTRY_HEADER = 300, 48
+_SOME_EARLIER = "dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some-earlier"
+
+
+def _some_earlier_written(line: str, suffix: str) -> tuple[dict, dict, Path, int, int, int, int, list]:
+    """The -past-cut-two-some-earlier store with ``suffix`` as the broker wrote and restarted it: its run, report
+    and folder, where the reput is set (processOffset - 1), the second cut T6/0 record's offset, the damaged one's
+    and the last one's; and T6/0's units as the broker left them, after asserting what it wrote (the parsed unit at
+    20, the second cut unit back at 40, the records past the walk's end at 60 and 80; the first cut unit lost)."""
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
+    r = _RUNS[f"{line}-{_SOME_EARLIER}{suffix}"]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + 2 * _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1
+    second = PAST_OVER_CUT_END + _ENTRY_HEADER   # the second cut T6/0 record
+    end = int(w["maxPhyOffset"])
+    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
+    assert int(w["damagedRecord"]) == damaged == second + _TAIL + _ENTRY_HEADER, w["damagedRecord"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data   # the walk over both data files
+    loaded = w["queuesAfterLoad"]["T6/0"]   # the cut: write position 20, max the earlier data file's unit's end
+    assert int(loaded["maxOffset"]) == 20 and int(loaded["maxPhysicOffset"]) < int(data[1].name), loaded
+    state = w["queuesAfterDispatch"]["T6/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 100, state
+    held = (src / "expected" / "consumequeue" / "T6" / "0" / state["files"][0]).read_bytes()
+    units = [cq_unit(held, k) for k in range(0, len(held), 20)]
+    assert sum(units[0][:2]) == int(loaded["maxPhysicOffset"]), units   # the walk's unit of the earlier data file
+    assert [u[:2] for u in units[1:6]] == [(reput, PAST_OVER_CUT_END - reput), (second, _TAIL), (damaged, _TAIL),
+                                           (last, _TAIL), (0, 0)], units
+    assert all(u[0] != PAST_OVER_CUT_END - _TAIL for u in units), units   # the first cut T6/0 unit
+    return r, w, src, reput, second, damaged, last, units
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("dledger_written")
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_dispatches_the_last_cut_unit_then_records_past_the_walk_ext_earlier(
+        line, tmp_path):
+    """-past-cut-two-some-earlier-ext: as -past-cut-two-some-earlier (T6/0's only unit below processOffset in the
+    walk's earlier data file; the parsed unit at 20, the second cut unit back at 40, the damaged message's unit and
+    the last one's at 60 and 80) with ``enableConsumeQueueExt=true``: T6/0's ext units the walk's three (the earlier
+    data file's record and the two cut ones: the cut leaves the ext file as the walk wrote it), the parsed
+    message's, the second cut record's again, the damaged one's and the last one's, the units from 20 on holding the
+    addresses of the last four (none again for the first cut record, inside the parsed message).  --as-restart
+    writes the broker's files byte for byte (``consumequeue_ext/`` too), and verify's units lost are the units the
+    broker's queues lack."""
+    r, _w, src, reput, _second, _damaged, _last, units = _some_earlier_written(line, "-ext")
+    assert [u[2] + 2**63 for u in units[:5]] == [0, 60, 80, 100, 120], units   # their ext units' addresses
+    cq_ext = ext_file_units((src / "expected" / "consumequeue_ext" / "T6" / "0" / f"{0:020d}").read_bytes())
+    # the second cut record's again (an ext unit holds a store time: records of one millisecond give the same bytes)
+    assert len(cq_ext) == 7 and cq_ext[4] == cq_ext[2], cq_ext
+    assert cq_ext[3] == struct.pack(">hqqh", 20, 0, 1_700_000_000_001, 0), "the parsed message's ext unit"
+    _restart_as_the_broker(src, f"{line}-{_SOME_EARLIER}-ext", line, tmp_path, ext=True)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("dledger_written")
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_dispatches_the_last_cut_unit_of_a_kept_queue_held_earlier(
+        line, tmp_path, monkeypatch):
+    """-past-cut-two-some-earlier-kept: as -past-cut-two-some-earlier with the queues kept (T6/0 on disk before the
+    walk, its units of the cut records and of the records past the walk's end written before the damage):
+    ``truncateDirtyLogicFiles`` on its file leaves write position 20 and the earlier data file's unit's end as the
+    max, as the walk's units do, and the broker's T6/0 is as with the queues deleted.  verify's plan puts the parsed
+    unit at 20 (the first cut unit counted dropped, the second back, the records past the walk's end after it) and
+    its units lost are those the broker's queues lack."""
+    from store_format.dledger_inside_units import InsideUnit
+    r, w, src, reput, second, damaged, last, units = _some_earlier_written(line, "-kept")
+    disk = (src / "before" / "consumequeue" / "T6" / "0" / f"{0:020d}").read_bytes()
+    assert [cq_unit(disk, k)[0] for k in range(0, 100, 20)] == [units[0][0], second - _TAIL - _ENTRY_HEADER, second,
+                                                                damaged, last], disk[:100].hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / "kept"), src, line)
+    placed = crash.cut.inside_placed
+    assert (placed.units, placed.again_dropped, placed.past_dropped, placed.past_moved) == (
+        (InsideUnit("T6", 0, 20, reput, units[1][1], 0),), (("T6", 0, 1),), (), ()), placed
+    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
+    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
 
 def check_t9_to_entry_past(w: dict, src, tmp_path, sc: dict, ext: bool = False) -> str:  # noqa: ANN001
@@ -76,7 +179,7 @@ def check_t9_to_entry_past(w: dict, src, tmp_path, sc: dict, ext: bool = False) 
     assert [u[:2] for u in first_units(src, "T8", 3)] == [(damaged, 201), (k8b, 202), (0, 0)]   # the reput's
     if ext:
         units = ext_units(src, "T9")
-        assert len(units) == 4 and units[0] == units[2] != units[1] and units[3] != units[0], units
+        assert len(units) == 4 and units[0] == units[2] != units[1], units
         assert units[1] == struct.pack(">hqqh", 20, 0, 1_700_000_000_001, 0), "the parsed message's ext unit"
     text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=1, ext=ext)
     assert f"parses 1 message(s) ({BLANK_MAX} to {T9_ENTRY})" in text and f"sends it on to {T9_ENTRY} " in text, \
@@ -85,6 +188,7 @@ def check_t9_to_entry_past(w: dict, src, tmp_path, sc: dict, ext: bool = False) 
     return text
 
 
+@pytest.mark.big_store
 @pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
 @pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
 def test_crash_restart_whose_reput_parses_a_message_for_a_queue_left_with_fillpreblank_units_only_then_reaches_its_records_past_the_walk(  # noqa: E501
