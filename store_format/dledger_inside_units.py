@@ -76,19 +76,17 @@ records, after the walk's units and the parsed ones it appended, follows the sam
 broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
-would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
-its last cut units dispatched again before them that the cut left with ``fillPreBlank`` units only below
-``processOffset`` (one whose units below it lie in the walk's earlier data files, with ext files or on disk before the
-walk too: as below), or none of its
-files left but for every cut unit dispatched again (on 5.5.1: each record after them by the same rule, from where the
-rebuild's dispatch appends it right after the walk's units, as :attr:`Placed.again_moved` rows,
+would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with none of
+its files left but for every cut unit dispatched again (on 5.5.1: each record after them by the same rule, from where
+the rebuild's dispatch appends it right after the walk's units, as :attr:`Placed.again_moved` rows,
 :func:`_past_no_file`; refused where the rebuild's dispatch does not append it so)
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
 (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
 so) and the records past the walk's end follow the parsed units the same way; where it goes on past the first
 ones and dispatches the rest again, those go by the rule above after the parsed units (:attr:`WalkedQueue.again_skip`,
 the first ones counted dropped), the records past the walk's end after them, also with ext files or on disk before
-the walk; with ext files the cut leaves the ext
+the walk, whatever the queue kept below ``processOffset`` (a walk unit, ``fillPreBlank`` units only, its units in the
+walk's earlier data files); with ext files the cut leaves the ext
 file as the walk wrote it (the cut units' ext units too) and the ext units of the parsed and of those records
 follow (:attr:`WalkedQueue.ext_next`, not lowered), as the rebuild's dispatch puts them; in a queue on disk before
 the walk the parsed units and those records go from the write position the cut left its files at, the same.

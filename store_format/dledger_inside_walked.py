@@ -70,9 +70,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
-    messages: :attr:`WalkedQueue.again_skip`; refused where the cut left that queue ``fillPreBlank`` units only below
-    ``processOffset`` (one whose units below it lie in the walk's earlier data files is modelled, with ext files or
-    on disk before the walk too), or where the cut left no file but for every cut unit dispatched again on 5.5.1
+    messages: :attr:`WalkedQueue.again_skip`, whatever the queue kept below ``processOffset``: a walk unit,
+    ``fillPreBlank`` units only or its units in the walk's earlier data files, ext files or not, on disk before the
+    walk or not; refused where the cut left no file but for every cut unit dispatched again on 5.5.1
     (``reset_emptied``); on disk before the walk, after its files as the cut left them)).  The cut units the reput
     dispatches again are a queue's last ones (it goes on at an entry's start and dispatches every record from
     there); the first ones, inside the parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`):
@@ -142,12 +142,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
-                   "whose records past the walk's end the reput dispatches afterwards, with only its last cut units "
-                   "dispatched again before them and fillPreBlank units only below processOffset, or no file left "
-                   "(but for every cut unit dispatched again, on 5.5.1)"
-                   if len(later) and (not (back.all() and reset_emptied) if emptied else
-                                      skip and not len(kept)
-                                      and q in max_after)
+                   "whose records past the walk's end the reput dispatches afterwards, with no file left (but for "
+                   "every cut unit dispatched again, on 5.5.1)"
+                   if len(later) and emptied and not (back.all() and reset_emptied)
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)

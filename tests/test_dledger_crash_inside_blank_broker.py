@@ -41,6 +41,7 @@ from broker_dledger_2gib import (
     BLANK_MAX,
     ENTRY_BOUND_BODY,
     LINE,
+    T0_TAIL,
     T9_ENTRY,
     as_restart_matches_broker,
     first_units,
@@ -48,7 +49,13 @@ from broker_dledger_2gib import (
 )
 from broker_dledger_files import cq_unit
 from broker_dledger_files import ext_units as ext_file_units
-from broker_dledger_inside_blank_scenarios import t9_to_entry_past_scenario
+from broker_dledger_inside_blank_scenarios import (
+    T9_SOME_PROPS,
+    T9_SOME_SIZE,
+    t9_some_message,
+    t9_to_entry_past_scenario,
+    t9_to_entry_some_past_scenario,
+)
 from broker_dledger_runs import (
     _RUNS,
     LINES,
@@ -203,3 +210,62 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_queue_left_with_fillpr
     sc = t9_to_entry_past_scenario(LINE, ext)
     w, src = written(sc, tmp_path)
     check_t9_to_entry_past(w, src, tmp_path, sc, ext)
+
+
+def check_t9_to_entry_some_past(w: dict, src, tmp_path, sc: dict, ext: bool = False) -> str:  # noqa: ANN001
+    """The ``-t9-to-entry-some-past`` store (``ext``: ``-ext``) as the broker wrote and restarted it, then ``rebuild
+    --as-restart`` and ``verify`` on it (:func:`test_crash_restart_whose_reput_parses_a_message_over_the_first_cut_
+    unit_of_a_queue_left_with_fillpreblank_units_only_then_reaches_its_records_past_the_walk`)."""
+    from broker_dledger_2gib import log_bytes
+    msg = t9_some_message()
+    assert log_bytes(src, BLANK_MAX, len(msg) - T9_SOME_SIZE - ENTRY_HEADER_SIZE - len(T0_TAIL)) == \
+        msg[:len(msg) - T9_SOME_SIZE - ENTRY_HEADER_SIZE - len(T0_TAIL)], "the T9 message's head in the T0 body"
+    k9a = T9_ENTRY + ENTRY_HEADER_SIZE   # the first cut T9 record, inside the parsed message
+    assert BLANK_MAX + len(msg) == k9a + T9_SOME_SIZE
+    assert log_bytes(src, k9a + T9_SOME_SIZE - len(T9_SOME_PROPS) - 5, len(T9_SOME_PROPS) + 5) == \
+        msg[-len(T9_SOME_PROPS) - 5:], "the parsed message's tail: K9a's topic and properties"
+    k9 = k9a + T9_SOME_SIZE + ENTRY_HEADER_SIZE   # the last cut T9 record, where the reput goes on
+    damaged = int(w["damagedRecord"])
+    assert damaged == k9 + 201 + ENTRY_HEADER_SIZE, w["damagedRecord"]   # the walk ends right after K9's entry
+    assert int(w["truncateDirtyLogicFilesAt"]) < BLANK_MAX, w["truncateDirtyLogicFilesAt"]
+    k8b = damaged + 201 + ENTRY_HEADER_SIZE
+    k9b = k8b + 202 + ENTRY_HEADER_SIZE
+    assert int(w["maxPhyOffset"]) == int(w["dledgerCommittedPos"]) == k9b + 202, w   # DLedger kept the log
+    loaded = w["queuesAfterLoad"]   # the cut: T9/0's fillPreBlank unit kept, K9a's and K9's units cut
+    assert (int(loaded["T9/0"]["maxOffset"]), int(loaded["T9/0"]["maxPhysicOffset"])) == (20, BLANK_MAX), loaded
+    # what the broker's reput did: the parsed unit at 20 (over K9a's, lost: the reput goes on past its record), K9's
+    # dispatched again back at 40 (queue offset 2, the write position), K9b's (queue offset 3) at 60; with ext files
+    # T9's ext units the walk's two, the parsed message's, K9's again and K9b's
+    tags = (40 - 2**63, 60 - 2**63, 80 - 2**63) if ext else (0, 0, 0)
+    assert first_units(src, "T9", 5) == [BLANK, (BLANK_MAX, len(msg), tags[0]), (k9, 201, tags[1]),
+                                         (k9b, 202, tags[2]), (0, 0, 0)]
+    t9 = w["queuesAfterDispatch"]["T9/0"]
+    assert (int(t9["maxOffset"]), int(t9["maxPhysicOffset"])) == (80, k9b + 202), t9
+    assert [u[:2] for u in first_units(src, "T8", 3)] == [(damaged, 201), (k8b, 202), (0, 0)]   # the reput's
+    if ext:
+        units = ext_units(src, "T9")
+        assert len(units) == 5 and units[1] == units[3] != units[2], units
+        assert units[2] == struct.pack(">hqqh", 20, 0, 1_700_000_000_001, 0), "the parsed message's ext unit"
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=1, ext=ext)
+    assert f"parses 1 message(s) ({BLANK_MAX} to {k9 - ENTRY_HEADER_SIZE})" in text and \
+        f"sends it on to {k9 - ENTRY_HEADER_SIZE} " in text, text[-3000:]
+    assert "T9/0 at 20" in text and f"ends its walk at {damaged - ENTRY_HEADER_SIZE} " in text, text[-3000:]
+    return text
+
+
+@pytest.mark.big_store
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
+def test_crash_restart_whose_reput_parses_a_message_over_the_first_cut_unit_of_a_queue_left_with_fillpreblank_units_only_then_reaches_its_records_past_the_walk(  # noqa: E501
+        tmp_path, ext):
+    """The ``-t9-to-entry-some-past`` store: two T9 records cut (K9a, K9: queue offsets 1 and 2), the walk ending at
+    the damaged T8 message after them; the reput set at 2147483647 parses a T9 message (queue offset 1) that ends
+    where K9a's record ends, so it goes on at K9's entry and dispatches only K9's cut unit again, then the records
+    past the walk's end.  The cut left T9/0 its ``fillPreBlank`` unit only (write position 20, max 2147483647); the
+    5.5.1 broker appends the parsed unit at 20, over K9a's (lost), puts K9's back at 40 (its queue offset, the write
+    position), then appends K9b's (queue offset 3) at 60, where the rebuild's own dispatch puts it.  ``rebuild
+    --as-restart``: the broker's ``consumequeue/`` (with ext files ``consumequeue_ext/``) and ``index/`` byte for
+    byte, and verify's units lost."""
+    sc = t9_to_entry_some_past_scenario(LINE, ext)
+    w, src = written(sc, tmp_path)
+    check_t9_to_entry_some_past(w, src, tmp_path, sc, ext)
