@@ -61,8 +61,10 @@ its files (one the cut emptied is placed as above; one it left a file of otherwi
 left its files, wherever the walk's queue offsets put its units:
 :func:`store_format.dledger_inside_walked.inside_units`), and a queue whose cut units the reput puts back afterwards
 when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file, and one it left
-``fillPreBlank`` units only, its write position after them, with no record past the walk's end), or, with records past
-the walk's end, none of them (``dledger_crash_cut``).  A queue the walk wrote in its earlier data files only is as the
+``fillPreBlank`` units only, its write position after them, its max 2147483647: ``ConsumeQueue.truncateDirtyLogicFiles``
+keeps such a unit like any below ``processOffset``; its records past the walk's end, if any, after them by
+:func:`_place_past`), or, with records past the walk's end, none of them (``dledger_crash_cut``).  A queue the walk
+wrote in its earlier data files only is as the
 walk left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end);
 one whose units below ``processOffset`` all lie there has its max at the end of the last one
 (``QueueTrack.last_before``; a light queue's: ``QueueTrack.light_before``).
@@ -76,18 +78,17 @@ records, after the walk's units and the parsed ones it appended, follows the sam
 broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
-would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with only
-its last cut units dispatched again before them that kept no walk unit below ``processOffset`` (but, no ext files and
-not on disk before the walk, one whose units below it lie in the walk's earlier data files: as below), or none of its
-files left but for every cut unit dispatched again (on 5.5.1: each record after them by the same rule, from where the
-rebuild's dispatch appends it right after the walk's units, as :attr:`Placed.again_moved` rows,
+would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with none of
+its files left but for every cut unit dispatched again (on 5.5.1: each record after them by the same rule, from where
+the rebuild's dispatch appends it right after the walk's units, as :attr:`Placed.again_moved` rows,
 :func:`_past_no_file`; refused where the rebuild's dispatch does not append it so)
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
 (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
 so) and the records past the walk's end follow the parsed units the same way; where it goes on past the first
 ones and dispatches the rest again, those go by the rule above after the parsed units (:attr:`WalkedQueue.again_skip`,
 the first ones counted dropped), the records past the walk's end after them, also with ext files or on disk before
-the walk; with ext files the cut leaves the ext
+the walk, whatever the queue kept below ``processOffset`` (a walk unit, ``fillPreBlank`` units only, its units in the
+walk's earlier data files); with ext files the cut leaves the ext
 file as the walk wrote it (the cut units' ext units too) and the ext units of the parsed and of those records
 follow (:attr:`WalkedQueue.ext_next`, not lowered), as the rebuild's dispatch puts them; in a queue on disk before
 the walk the parsed units and those records go from the write position the cut left its files at, the same.

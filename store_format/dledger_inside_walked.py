@@ -54,7 +54,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
     ``fillPreBlank`` units only, which ``truncateDirtyLogicFiles`` keeps like any unit below ``processOffset``, the
     write position after them: the cut units the reput dispatches again go from there by the same rule, after the
-    parsed units; refused with records past the walk's end after them), and for a queue on disk before the walk
+    parsed units, its records past the walk's end after those from the state they left, as in any queue the cut
+    left a file of: ``_place_past``), and for a queue on disk before the walk
     that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
     (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
     ``QueueTrack.own_walked``; else refused when a walk unit below ``processOffset`` ends past that max:
@@ -76,14 +77,14 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
-    messages: :attr:`WalkedQueue.again_skip`; refused where that queue kept no walk unit below ``processOffset`` but
-    for one whose units below it lie in the walk's earlier data files, no ext files and not on disk before the walk,
-    or where the cut left no file but for every cut unit dispatched again on 5.5.1 (``reset_emptied``); on disk
-    before the walk, after its files as the cut left them)).  The cut units the reput dispatches again are a queue's
-    last ones (it goes on at an entry's start and dispatches every record from there); the first ones, inside the
-    parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`): with ext files too
-    (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them again), in a queue on
-    disk before the walk, and in one the cut left no file of."""
+    messages: :attr:`WalkedQueue.again_skip`, whatever the queue kept below ``processOffset``: a walk unit,
+    ``fillPreBlank`` units only or its units in the walk's earlier data files, ext files or not, on disk before the
+    walk or not; refused where the cut left no file but for every cut unit dispatched again on 5.5.1
+    (``reset_emptied``); on disk before the walk, after its files as the cut left them)).  The cut units the reput
+    dispatches again are a queue's last ones (it goes on at an entry's start and dispatches every record from
+    there); the first ones, inside the parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`):
+    with ext files too (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them
+    again), in a queue on disk before the walk, and in one the cut left no file of."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
 
@@ -160,17 +161,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
-                   "whose records past the walk's end the reput dispatches afterwards, with only its last cut units "
-                   "dispatched again before them and no walk unit below processOffset (but for one whose units below "
-                   "it lie in an earlier data file, no ext files, not on disk before the walk), or no file left (but "
-                   "for every cut unit dispatched again, on 5.5.1)"
-                   if len(later) and (not (back.all() and reset_emptied) if emptied else
-                                      skip and not len(kept)
-                                      and not (q not in max_after and disk is None and not ext_file_size))
-                   else
-                   "whose cut units the reput puts back afterwards, with fillPreBlank units only below "
-                   "processOffset, then records past the walk's end"
-                   if len(later) and back.any() and not (len(kept) or q not in max_after or emptied)
+                   "whose records past the walk's end the reput dispatches afterwards, with no file left (but for "
+                   "every cut unit dispatched again, on 5.5.1)"
+                   if len(later) and emptied and not (back.all() and reset_emptied)
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
