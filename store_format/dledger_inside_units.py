@@ -25,7 +25,9 @@ before the queue offset check: the file stays even when that unit is then droppe
 the 5.5.1 cut left with no file (``correctMinOffset`` sets its max to -1) has its first file created where the unit's
 queue offset falls, ``fillPreBlank`` units before it (as a new queue's), the later units by the rules above; so
 does one the cut emptied that was on disk before the walk (all its files deleted: nothing of its history stays),
-whose max 5.3.3 keeps at ``processOffset``: the unit where the reput is set, at ``processOffset``, ends past it.
+whose max 5.3.3 keeps at ``processOffset``: the unit where the reput is set, at ``processOffset``, ends past it, but
+for one whose PHYSICALOFFSET field says less, which ends at or below it: dropped before ``getLastMappedFile`` (no file
+created), the next unit of that queue then its first.
 
 Where the reput goes on before the log's end, it dispatches the cut units of a queue the walk wrote again after the
 parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the parsed units left: those whose queue
