@@ -61,6 +61,8 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     if cut is not None and (cut.before_placed.units or cut.before_placed.rebuild_units):   # queue offset 0 appended
         placed = dataclasses.replace(placed, units=placed.units + cut.before_placed.units,
                                      rebuild_units=placed.rebuild_units + cut.before_placed.rebuild_units)
+    if placed.past_put:   # records past the walk's end the broker appends where the rebuild's dispatch drops them
+        placed = dataclasses.replace(placed, units=placed.units + placed.past_put)
     if placed.again_moved:   # the cut units of a queue the cut left with no file that the reput appends after the
         # parsed units: read where the walk's queue holds them, before the cut's files go
         placed = dataclasses.replace(placed, units=placed.units + _again_moved(staged, placed, config))

@@ -87,7 +87,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
-from .dledger_inside_units import ParsedUnit, Placed
+from .dledger_inside_units import ParsedUnit, Placed, Tags
 from .dledger_inside_walked import OnDiskCut, cut_refusal, inside_units
 from .dledger_queue_track import (
     BLANK_MAX,
@@ -223,7 +223,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                on_disk: dict[tuple[str, int], OnDiskCut] | None = None,
                inside: Inside | None = None, ext_file_size: int = 0,
                reset_emptied: bool = False,
-               after: np.ndarray | None = None, walk_end: int = -1) -> QueueCut:
+               after: np.ndarray | None = None, walk_end: int = -1, tags: Tags | None = None) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
     least ``min_offset``), walking to ``end`` (module docstring); ``ext``: ``enableConsumeQueueExt``.
@@ -326,7 +326,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             # (store_format.dledger_reput_inside, store_format.dledger_inside_units)
             placed = inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput, end, after,
                                   cq_file_size, inside_from, ext_file_size if ext else 0, reset_emptied,
-                                  bcq_file_size)
+                                  bcq_file_size, tags)
             assert not ext or ext_file_size > 0, "enableConsumeQueueExt: the ext file size"
     else:
         reput = confirm_offset

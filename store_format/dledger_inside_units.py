@@ -120,7 +120,10 @@ from .dispatch import queue_units
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["InsideUnit", "ParsedUnit", "Placed", "WalkedQueue", "parsed_units", "place_inside"]
+__all__ = ["InsideUnit", "ParsedUnit", "Placed", "Tags", "WalkedQueue", "parsed_units", "place_inside"]
+
+# the tags code of a record's own unit for a queue: ``(offset, size, (topic, queue id))``, None when it has none
+Tags = Callable[[int, int, tuple[str, int]], "int | None"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -257,10 +260,15 @@ class Placed:
     # whose records past the walk's end the broker appends one after the other from ``target`` (after the parsed
     # units), where the rebuild appends them after every walk unit (``dledger_crash_cut.cut_queues`` moves them)
     past_moved: tuple[tuple[str, int, int], ...] = ()
+    # the records past the walk's end the broker appends where the rebuild's own dispatch drops them (their queue
+    # offsets below its write position), as units at the broker's positions (``apply_cut`` writes them with
+    # :attr:`units`, over the rebuild's bytes there)
+    past_put: tuple[InsideUnit, ...] = ()
 
 
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
-                 cq_file_size: int, at: int, ext_file_size: int = 0, bcq_file_size: int = 0) -> Placed:
+                 cq_file_size: int, at: int, ext_file_size: int = 0, bcq_file_size: int = 0,
+                 tags: Tags | None = None) -> Placed:
     """The units of ``parsed`` that land in queues the walk wrote, where the broker puts them, and the files it
     creates for them (module docstring).
 
@@ -270,6 +278,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     (``ConsumeQueueExt.put``, before the unit is dropped or appended), and a unit appended holds that ext unit's
     address (``ConsumeQueueExt.decorate``) as its tags code; the rebuild's dispatch of the message puts the same ext
     unit there.  A batch queue's units (``bcq_file_size``: its files' size) go by :func:`_put_batch`, no ext unit.
+    ``tags(offset, size, queue)``: the tags code of the record's own unit for ``queue`` (None: it has none), for a
+    record past the walk's end the broker appends where the rebuild's dispatch drops it (:func:`_place_past`).
 
     Raises:
         UnsupportedConfigError: the cases the module docstring refuses.
@@ -348,13 +358,14 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     past: list[tuple[str, int, int]] = []
     kept: list[tuple[str, int, int, int, int]] = []
     moved_to: list[tuple[str, int, int]] = []
+    put_past: list[InsideUnit] = []
     for key, s in states.items():
         if s is not None and s.past and key not in no_file:
             past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
-                                                     moved_to)]
+                                                     moved_to, None if ext_file_size else tags, put_past)]
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units), tuple(f for f in rebuild_files if f in removed),
                   tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
-                  tuple(kept), tuple(moved_to))
+                  tuple(kept), tuple(moved_to), tuple(put_past))
 
 
 def _past_no_file(key: tuple[str, int], s: WalkedQueue, cq_file_size: int, at: int,
@@ -382,7 +393,8 @@ def _past_no_file(key: tuple[str, int], s: WalkedQueue, cq_file_size: int, at: i
 
 def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int,
                 opened: set[tuple[str, int, int]], removed: set[tuple[str, int, int]],
-                kept: list[tuple[str, int, int, int, int]], moved_to: list[tuple[str, int, int]]) -> list[int]:
+                kept: list[tuple[str, int, int, int, int]], moved_to: list[tuple[str, int, int]],
+                tags: Tags | None = None, put_past: list[InsideUnit] | None = None) -> list[int]:
     """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
     units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
     dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
@@ -399,10 +411,16 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
     :attr:`Placed.rebuild_files`), or where the broker appends one in such a file.  Past cut units the reput does
     not dispatch again (``s.skipped``) the broker appends them from its write position after the parsed units, the
     rebuild after every walk unit: where both append every one, the first one's position goes to ``moved_to``
-    (:attr:`Placed.past_moved`), else refused."""
+    (:attr:`Placed.past_moved`), else refused.  One the broker appends where the rebuild's dispatch drops it (its
+    queue offset below the rebuild's write position, one parsed unit further: a parsed unit ending past the queue's
+    last walk unit) goes to ``put_past`` (:attr:`Placed.past_put`): written at the broker's position, its tags code
+    by ``tags``, over what the rebuild put there (zeros or its parsed unit: :attr:`Placed.rebuild_units`), where no
+    record before it went elsewhere than the rebuild puts it, none after it does, and its file is one both keep
+    (neither created anew nor removed); without ``tags`` (with ext files: its tags code an ext address), refused."""
     parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
+    added = False   # a unit the broker appends where the rebuild drops it written (no shift after it)
     dropped = []
-    shifted = []   # the broker's positions of records the rebuild appends elsewhere (past skipped cut units)
+    shifted: list[int] = []   # the broker's positions of records the rebuild appends elsewhere (past skipped cut units)
     for offset, size, queue_offset in s.past:
         end = offset + size
         # getLastMappedFile on a full last file (the write position a file's start, past the max): a new file there
@@ -422,8 +440,15 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
             # keeps the rebuild's bytes there and counts it lost)
             dropped.append(offset)
             continue
+        if broker >= 0 > rebuild and tags is not None and put_past is not None and \
+                (tags_code := tags(offset, size, key)) is not None and not shifted and \
+                (*key, broker - broker % cq_file_size) not in removed | opened:
+            # appended by the broker, dropped by the rebuild: the broker's unit written at its position
+            put_past.append(InsideUnit(*key, broker, offset, size, tags_code))
+            added = True
+            continue
         if broker != rebuild:
-            if not (s.skipped and broker >= 0 and rebuild >= 0):
+            if added or not (s.skipped and broker >= 0 and rebuild >= 0):
                 raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
                                   "dispatches afterwards elsewhere than the rebuild puts it")
             shifted.append(broker)

@@ -19,7 +19,7 @@ import dataclasses
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
-from .dledger_inside_units import ParsedUnit, Placed, WalkedQueue, place_inside
+from .dledger_inside_units import ParsedUnit, Placed, Tags, WalkedQueue, place_inside
 from .dledger_queue_track import (
     KIND_BATCH,
     KIND_CQ,
@@ -48,7 +48,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                  max_after: dict[int, int], process_offset: int,
                  on_disk: dict[tuple[str, int], OnDiskCut] | None, reput: int, end: int,
                  after: np.ndarray | None, cq_file_size: int, at: int, ext_file_size: int,
-                 reset_emptied: bool = False, bcq_file_size: int = 0) -> Placed:
+                 reset_emptied: bool = False, bcq_file_size: int = 0, tags: Tags | None = None) -> Placed:
     """:func:`store_format.dledger_inside_units.place_inside` on the walk's queues as the cut left them: the write
     position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
@@ -185,7 +185,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                                     track.own_units.get(q, 0), again=again, past=past, again_skip=skip,
                                     skipped=len(cut) if len(past) and not back.any() else 0), disk)
     return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
-                        bcq_file_size=bcq_file_size)
+                        bcq_file_size=bcq_file_size, tags=tags)
 
 
 def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,

@@ -1,0 +1,70 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose walk ended at a damaged
+message and whose start's reput, set inside an entry, parses a well-formed message for a queue the walk wrote that
+reaches past the walk's end, then goes on and reaches records of that queue past the walk's end
+(:mod:`broker_dledger_inside_past_far_scenarios`), written by the published RocketMQ store through the JVM harness in
+``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart found it
+(byte for byte) and ``verify``'s units lost, counted from the broker's files.  The stores are written with the
+others of :mod:`broker_dledger_runs` (one pytest session)."""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_runs import (
+    _RUNS,
+    LINES,
+    _restart_as_the_broker,
+    _verify_loses_as_the_broker,
+)
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
+
+bh.skip_without_tools()
+
+# the T0 messages after B9's: 300-byte records, each behind a 48-byte DLedger header
+_TAIL, _ENTRY_HEADER = 300, 48
+
+
+def _units(w: dict, src: Path, queue: str) -> tuple[list[str], dict[str, list[tuple[int, int, int]]]]:
+    """The broker's consume queue ``queue`` (``T0/0``) after the restart: its files (names) and each file's units."""
+    state = w["queuesAfterDispatch"][queue]
+    folder = src / "expected" / "consumequeue" / queue
+    units = {}
+    for f in sorted(p.name for p in folder.iterdir()):
+        b = (folder / f).read_bytes()
+        units[f] = [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, len(b), 20)]
+    return state["files"], units
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_parsed_unit_ends_past_the_walk_before_a_record_past_it(line, tmp_path):
+    """-to-entry-past-cut-beyond: one T0/0 unit cut (queue offset 24, at 480), the damaged message for T0/1, the last
+    one for T0/0 (queue offset 25); where the reput is set a T0/0 message (queue offset 1000) ends where the damaged
+    record ends, past T0/0's last walk unit, so the reput goes on at the last message's entry, dispatching neither
+    the cut units again nor the damaged message. The broker puts the parsed unit at 480 (the cut unit's place) and
+    appends the last message's at 500 (its queue offset 25, not below the write position), zeros after; the
+    rebuild's own dispatch appends the parsed unit after every walk unit (500) and drops the last message's (queue
+    offset 25, below its write position 520). --as-restart writes the broker's files byte for byte (the last
+    message's unit written at 500 over the rebuild's parsed one), and verify's units lost are the units the broker's
+    queues lack (the cut T0/0 unit among them)."""
+    from broker_dledger_inside_past_far_scenarios import PAST_BEYOND_END
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-beyond"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput = EMBED_PROCESS_OFFSET + _TAIL - 1
+    end = int(w["maxPhyOffset"])
+    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
+    assert int(w["damagedRecord"]) == damaged == PAST_OVER_CUT_END + _ENTRY_HEADER, w["damagedRecord"]
+    assert last - _ENTRY_HEADER == PAST_BEYOND_END, (last, PAST_BEYOND_END)
+    _names, units = _units(w, src, "T0/0")
+    assert units[f"{440:020d}"][2:5] == [(reput, PAST_BEYOND_END - reput, 0), (last, _TAIL, 0), (0, 0, 0)], units
+    assert all(u[0] != PAST_OVER_CUT_END - _TAIL for f in units.values() for u in f), units   # the cut T0/0 unit
+    assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 520, w["queuesAfterDispatch"]["T0/0"]
+    _restart_as_the_broker(src, name, line, tmp_path)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
