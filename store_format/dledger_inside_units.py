@@ -359,11 +359,14 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     kept: list[tuple[str, int, int, int, int]] = []
     moved_to: list[tuple[str, int, int]] = []
     put_past: list[InsideUnit] = []
+    made: list[tuple[str, int, int]] = []   # files getLastMappedFile creates for them, the rebuild's dispatch not
     for key, s in states.items():
         if s is not None and s.past and key not in no_file:
             past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
-                                                     moved_to, None if ext_file_size else tags, put_past)]
-    return Placed(tuple(out), tuple(opened), tuple(rebuild_units), tuple(f for f in rebuild_files if f in removed),
+                                                     moved_to, None if ext_file_size else tags, put_past, made)]
+    opened += made   # written anew (zeros but for the broker's units there), not removed
+    return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
+                  tuple(f for f in rebuild_files if f in removed and f not in made),
                   tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
                   tuple(kept), tuple(moved_to), tuple(put_past))
 
@@ -394,7 +397,8 @@ def _past_no_file(key: tuple[str, int], s: WalkedQueue, cq_file_size: int, at: i
 def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int,
                 opened: set[tuple[str, int, int]], removed: set[tuple[str, int, int]],
                 kept: list[tuple[str, int, int, int, int]], moved_to: list[tuple[str, int, int]],
-                tags: Tags | None = None, put_past: list[InsideUnit] | None = None) -> list[int]:
+                tags: Tags | None = None, put_past: list[InsideUnit] | None = None,
+                made: list[tuple[str, int, int]] | None = None) -> list[int]:
     """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
     units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
     dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
@@ -427,8 +431,14 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
         rebuild_file = s.rebuild_write if end > s.rebuild_max and s.rebuild_write % cq_file_size == 0 else -1
         broker_file = s.write if end > s.max and s.write % cq_file_size == 0 else -1
         if (broker_file >= 0 or rebuild_file >= 0) and (broker_file != rebuild_file or (*key, broker_file) in removed):
-            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput would "
-                              "dispatch into a consume queue file it creates, other than the rebuild's")
+            if broker_file < 0 or rebuild_file >= 0 or made is None or put_past is None or tags is None:
+                raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
+                                  "would dispatch into a consume queue file it creates, other than the rebuild's")
+            # the broker creates a file where the rebuild's dispatch creates none (or one apply_cut removes): written
+            # anew, zeros but for the broker's units put there (those the rebuild puts there too: kept)
+            made.append((*key, broker_file))
+            opened.add((*key, broker_file))
+            removed = removed - {(*key, broker_file)}
         repeat = queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write
         rebuild = -1 if end <= s.rebuild_max or repeat else s.rebuild_write
         if rebuild >= 0:
@@ -442,7 +452,7 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
             continue
         if broker >= 0 > rebuild and tags is not None and put_past is not None and \
                 (tags_code := tags(offset, size, key)) is not None and not shifted and \
-                (*key, broker - broker % cq_file_size) not in removed | opened:
+                (*key, broker - broker % cq_file_size) not in removed:
             # appended by the broker, dropped by the rebuild: the broker's unit written at its position
             put_past.append(InsideUnit(*key, broker, offset, size, tags_code))
             added = True

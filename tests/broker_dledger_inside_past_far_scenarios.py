@@ -1,12 +1,12 @@
 """The inside-entry DLedger crash scenarios (:mod:`broker_dledger_inside_scenarios`) whose start's reput parses a
 message reaching past the walk's end: the parsed unit ends past the queue's last walk unit, so the rebuild's own
 dispatch appends it after the walk's units, one unit further than the broker's write position, and the records past
-the walk's end after it (``-beyond``)."""
+the walk's end after it (``-beyond``; ``-beyond-file``: the broker's write position for them a file's start)."""
 from __future__ import annotations
 
 import base64
 
-from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+from broker_dledger_inside_past_more_scenarios import PAST_FILE_CQ_SIZE, PAST_OVER_CUT_END
 from broker_dledger_inside_scenarios import (
     EMBED_HOST_AT,
     EMBED_HOST_BODY,
@@ -25,8 +25,13 @@ PAST_BEYOND_END = PAST_OVER_CUT_END + 48 + 300
 
 
 def past_far_scenarios(base: dict) -> list[dict]:
-    """On the -emptied-batch-embedded store ``base`` (5.5.1): ``-to-entry-past-cut-beyond``."""
-    return [embedded_to_entry_past_cut_beyond_scenario(base)]
+    """On the -emptied-batch-embedded store ``base`` (5.5.1): ``-to-entry-past-cut-beyond`` and ``-beyond-file``
+    (consume queue files of :data:`PAST_FILE_CQ_SIZE` bytes: the parsed T0/0 unit fills file 400's last place, so
+    getLastMappedFile creates file 500 for the last message's unit, where the rebuild's dispatch put its parsed
+    unit in a file of its own)."""
+    beyond = embedded_to_entry_past_cut_beyond_scenario(base)
+    return [beyond, {**beyond, "config": {**beyond["config"], "mappedFileSizeConsumeQueue": str(PAST_FILE_CQ_SIZE)},
+                     "name": f"{beyond['name']}-file"}]
 
 
 def embedded_to_entry_past_cut_beyond_scenario(sc: dict) -> dict:
