@@ -252,7 +252,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     them, :attr:`QueueMove.zero_from`); one from between ``walk_end`` and ``end`` appends those from its start on, the
     records before it left out (no cut unit is put back: every one lies before ``walk_end``); one from ``end`` on never
     reaches them.  Either way the rebuild's walk, which leaves the same records out, put them where
-    :func:`_appended_keys` says, the positions the moves start from.
+    :func:`_appended_keys` says, the positions the moves start from.  ``tags(offset, size, queue)``: the tags code of
+    a record's own unit for ``queue`` (read from the log), for a record past the walk's end the broker appends where
+    the rebuild's dispatch drops it (:attr:`store_format.dledger_inside_units.Placed.past_put`).
 
     Raises:
         UnsupportedConfigError: a reput that would start inside an entry without ``inside``: at

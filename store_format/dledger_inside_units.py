@@ -79,11 +79,16 @@ same rule from the state those left
 records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where the
 broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
-created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  Refused where it
-would not, where either creates a file the other does not or one ``apply_cut`` removes, or for a queue with none of
+created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  One the broker
+appends where the rebuild's dispatch drops it (its queue offset below the rebuild's write position, which a parsed
+unit ending past the queue's last walk unit moved one unit further) is written at the broker's position, its tags
+code read from its record (:attr:`Placed.past_put`; with ext files refused), and a file ``getLastMappedFile``
+creates for the broker where the rebuild's dispatch creates none (or one for its parsed unit) is written anew
+(:attr:`Placed.opened`).  Refused where the two put a record elsewhere otherwise, where the rebuild's dispatch
+creates a file the broker does not, or the broker appends into one ``apply_cut`` removes, or for a queue with none of
 its files left but for every cut unit dispatched again (on 5.5.1: each record after them by the same rule, from where
 the rebuild's dispatch appends it right after the walk's units, as :attr:`Placed.again_moved` rows,
-:func:`_past_no_file`; refused where the rebuild's dispatch does not append it so)
+:func:`_past_no_file`; refused where the rebuild's dispatch drops one for its queue offset)
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
 (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
 so) and the records past the walk's end follow the parsed units the same way; where it goes on past the first
@@ -379,16 +384,25 @@ def _past_no_file(key: tuple[str, int], s: WalkedQueue, cq_file_size: int, at: i
     ``ConsumeQueue.putMessagePositionInfo`` (:func:`_put`): as :attr:`Placed.again_moved` rows, from the queue
     position the rebuild's own dispatch of it appends it at (after every walk unit, one after the other:
     ``dledger_crash_cut._appended_keys``) to where the broker appends it (-1: dropped); none of the rebuild's files
-    of the queue stays but for those ``getLastMappedFile`` creates, which ``apply_cut`` writes anew.  Refused (one
-    line) where the rebuild's dispatch does not append each of them so (``parsed_appended``: a parsed unit it
-    appended before them; or one it drops)."""
+    of the queue stays but for those ``getLastMappedFile`` creates, which ``apply_cut`` writes anew.  The rebuild's
+    dispatch appends no parsed unit of such a queue (``parsed_appended``) and drops none of those records for their
+    ends: every cut unit is dispatched again (``dledger_inside_walked.inside_units`` refuses the rest), so the reput
+    goes on at or before the first one's start, the parsed messages end there, below the end of that cut unit (the
+    queue's max in the rebuild), and the records past the walk's end start past every walk unit.  Refused (one line)
+    where the rebuild's dispatch drops one for its queue offset, below its write position (after the walk's last
+    unit: a queue offset counter that went back between the walk's records and those, the rebuild's queue holding
+    no unit of it to move)."""
+    # every cut unit dispatched again: the parsed units of this queue end before the first one's end (the rebuild's
+    # max), and the records past the walk's end start past every walk unit
+    assert not (parsed_appended and s.past), "no parsed unit of a queue whose cut units all go again appended"
     out = []
     for offset, size, queue_offset in s.past:
         end = offset + size
-        if parsed_appended or end <= s.rebuild_max or \
-                (queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write):
+        assert end > s.rebuild_max, "a record past the walk's end ends past every walk unit"
+        if queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write:
             raise _refuse(at, f"for {key[0]}/{key[1]}, a queue the cut left with no file whose record past the walk's "
-                              f"end at {offset} the rebuild's dispatch does not append right after the walk's units")
+                              f"end at {offset} the rebuild's dispatch does not append right after the walk's units "
+                              "(its queue offset below the rebuild's write position)")
         out.append((*key, s.rebuild_write, _put(key, s, end, queue_offset, cq_file_size, opened, blanks)))
         s.rebuild_write, s.rebuild_max = s.rebuild_write + CQ_UNIT_SIZE, end
     return out

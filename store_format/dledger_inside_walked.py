@@ -84,7 +84,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     dispatches again are a queue's last ones (it goes on at an entry's start and dispatches every record from
     there); the first ones, inside the parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`):
     with ext files too (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them
-    again), in a queue on disk before the walk, and in one the cut left no file of."""
+    again), in a queue on disk before the walk, and in one the cut left no file of.  ``tags``: ``place_inside``'s."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
 
