@@ -84,8 +84,10 @@ appends where the rebuild's dispatch drops it (its queue offset below the rebuil
 unit ending past the queue's last walk unit moved one unit further) is written at the broker's position, its tags
 code read from its record (:attr:`Placed.past_put`; with ext files refused), and a file ``getLastMappedFile``
 creates for the broker where the rebuild's dispatch creates none (or one for its parsed unit) is written anew
-(:attr:`Placed.opened`).  Refused where the two put a record elsewhere otherwise, where the rebuild's dispatch
-creates a file the broker does not, or the broker appends into one ``apply_cut`` removes, or for a queue with none of
+(:attr:`Placed.opened`), and one the rebuild's dispatch creates where the broker creates none is removed
+(:attr:`Placed.rebuild_files`).  Refused where the two put a record elsewhere otherwise, where the broker puts units
+in a file the rebuild's dispatch creates for them and the broker does not, or the broker appends into one
+``apply_cut`` removes, or for a queue with none of
 its files left but for every cut unit dispatched again (on 5.5.1: each record after them by the same rule, from where
 the rebuild's dispatch appends it right after the walk's units, as :attr:`Placed.again_moved` rows,
 :func:`_past_no_file`; refused where the rebuild's dispatch drops one for its queue offset)
@@ -365,13 +367,15 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     moved_to: list[tuple[str, int, int]] = []
     put_past: list[InsideUnit] = []
     made: list[tuple[str, int, int]] = []   # files getLastMappedFile creates for them, the rebuild's dispatch not
+    extra: list[tuple[str, int, int]] = []   # files the rebuild's dispatch creates for them, the broker's not
     for key, s in states.items():
         if s is not None and s.past and key not in no_file:
             past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
-                                                     moved_to, None if ext_file_size else tags, put_past, made)]
+                                                     moved_to, None if ext_file_size else tags, put_past, made,
+                                                     extra)]
     opened += made   # written anew (zeros but for the broker's units there), not removed
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
-                  tuple(f for f in rebuild_files if f in removed and f not in made),
+                  tuple(f for f in rebuild_files if f in removed and f not in made) + tuple(extra),
                   tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
                   tuple(kept), tuple(moved_to), tuple(put_past))
 
@@ -412,7 +416,8 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
                 opened: set[tuple[str, int, int]], removed: set[tuple[str, int, int]],
                 kept: list[tuple[str, int, int, int, int]], moved_to: list[tuple[str, int, int]],
                 tags: Tags | None = None, put_past: list[InsideUnit] | None = None,
-                made: list[tuple[str, int, int]] | None = None) -> list[int]:
+                made: list[tuple[str, int, int]] | None = None,
+                extra: list[tuple[str, int, int]] | None = None) -> list[int]:
     """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
     units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
     dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
@@ -423,10 +428,13 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
     appended or dropped; so does the rebuild's dispatch at its own write position (:mod:`store_format.consumequeue`):
     the same file when both stand there, nothing for ``apply_cut`` to write.  One the broker appends, as the rebuild
     does, in a file ``getLastMappedFile`` created for a parsed unit or a cut unit dispatched again (``opened``, which
-    ``apply_cut`` writes anew) goes to ``kept`` (:attr:`Placed.past_kept`).  Refused (one line) where the two differ
-    elsewhere than a unit the broker drops that the rebuild puts where a parsed unit of ``out`` goes, where one of
-    them would create a file the other does not or one ``apply_cut`` removes (``removed``:
-    :attr:`Placed.rebuild_files`), or where the broker appends one in such a file.  Past cut units the reput does
+    ``apply_cut`` writes anew) goes to ``kept`` (:attr:`Placed.past_kept`).  A file ``getLastMappedFile`` creates
+    for the broker where the rebuild's dispatch creates none, or one ``apply_cut`` removes (``removed``:
+    :attr:`Placed.rebuild_files`), goes to ``made`` (written anew: :attr:`Placed.opened`), and one the rebuild's
+    dispatch creates where the broker creates none to ``extra`` (removed: :attr:`Placed.rebuild_files`; refused
+    where the broker puts a unit in it).  Refused (one line) where the two differ elsewhere than a unit the broker
+    drops that the rebuild puts where a parsed unit of ``out`` goes, or where the broker appends one in a file
+    ``apply_cut`` removes.  Past cut units the reput does
     not dispatch again (``s.skipped``) the broker appends them from its write position after the parsed units, the
     rebuild after every walk unit: where both append every one, the first one's position goes to ``moved_to``
     (:attr:`Placed.past_moved`), else refused.  One the broker appends where the rebuild's dispatch drops it (its
@@ -445,14 +453,18 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
         rebuild_file = s.rebuild_write if end > s.rebuild_max and s.rebuild_write % cq_file_size == 0 else -1
         broker_file = s.write if end > s.max and s.write % cq_file_size == 0 else -1
         if (broker_file >= 0 or rebuild_file >= 0) and (broker_file != rebuild_file or (*key, broker_file) in removed):
-            if broker_file < 0 or rebuild_file >= 0 or made is None or put_past is None or tags is None:
+            if made is None or extra is None or put_past is None or tags is None:
                 raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
                                   "would dispatch into a consume queue file it creates, other than the rebuild's")
-            # the broker creates a file where the rebuild's dispatch creates none (or one apply_cut removes): written
-            # anew, zeros but for the broker's units put there (those the rebuild puts there too: kept)
-            made.append((*key, broker_file))
-            opened.add((*key, broker_file))
-            removed = removed - {(*key, broker_file)}
+            if broker_file >= 0:   # the broker creates a file where the rebuild's dispatch creates none (or one
+                # apply_cut removes): written anew, zeros but for the broker's units put there (those the rebuild
+                # puts there too: kept)
+                made.append((*key, broker_file))
+                opened.add((*key, broker_file))
+                removed = removed - {(*key, broker_file)}
+            if rebuild_file >= 0 and rebuild_file != broker_file:   # the rebuild's dispatch creates one the broker
+                # does not create there: removed, where the broker puts nothing in it (checked below)
+                extra.append((*key, rebuild_file))
         repeat = queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write
         rebuild = -1 if end <= s.rebuild_max or repeat else s.rebuild_write
         if rebuild >= 0:
@@ -481,6 +493,12 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
                               "dispatches afterwards into a consume queue file written anew")
         if file in opened:
             kept.append((*key, broker, offset, size))
+    extra_here = {f for f in extra or () if (f[0], f[1]) == key}
+    if extra_here & opened or any((*key, u.position - u.position % cq_file_size) in extra_here
+                                  for u in [*out, *(put_past or ())] if (u.topic, u.queue_id) == key) or \
+            any((k[0], k[1], k[2] - k[2] % cq_file_size) in extra_here for k in kept):
+        raise _refuse(at, f"for {key[0]}/{key[1]}, whose records past the walk's end the rebuild's dispatch puts in a "
+                          "consume queue file it creates where the broker puts units of its own")
     if shifted:   # moved as a whole: every record appended by both, none in a file written anew
         if len(shifted) != len(s.past) or any((k[0], k[1]) == key for k in kept):
             raise _refuse(at, f"for {key[0]}/{key[1]}, whose records past the walk's end the reput dispatches "

@@ -1,7 +1,8 @@
 """The inside-entry DLedger crash scenarios (:mod:`broker_dledger_inside_scenarios`) whose start's reput parses a
 message reaching past the walk's end: the parsed unit ends past the queue's last walk unit, so the rebuild's own
 dispatch appends it after the walk's units, one unit further than the broker's write position, and the records past
-the walk's end after it (``-beyond``; ``-beyond-file``: the broker's write position for them a file's start)."""
+the walk's end after it (``-beyond``; ``-beyond-file``: the broker's write position for them a file's start;
+``-beyond-wide``: the rebuild's)."""
 from __future__ import annotations
 
 import base64
@@ -22,16 +23,21 @@ from broker_dledger_inside_scenarios import (
 # 48-byte DLedger header, after the cut T0/0 record)
 PAST_BEYOND_PROPS = b"KEYS\x01kD\x02UNIQ_KEY\x017F00000100002A9F000000000995\x02"
 PAST_BEYOND_END = PAST_OVER_CUT_END + 48 + 300
+# -to-entry-past-cut-beyond-wide: consume queue files of 13 units, so that the rebuild's write position after its
+# parsed unit (520) is a file's start and the broker's (500) is not
+PAST_WIDE_CQ_SIZE = 260
 
 
 def past_far_scenarios(base: dict) -> list[dict]:
     """On the -emptied-batch-embedded store ``base`` (5.5.1): ``-to-entry-past-cut-beyond`` and ``-beyond-file``
     (consume queue files of :data:`PAST_FILE_CQ_SIZE` bytes: the parsed T0/0 unit fills file 400's last place, so
     getLastMappedFile creates file 500 for the last message's unit, where the rebuild's dispatch put its parsed
-    unit in a file of its own)."""
+    unit in a file of its own), and ``-beyond-wide`` (files of :data:`PAST_WIDE_CQ_SIZE` bytes: the rebuild's
+    dispatch creates file 520 for the last message, whose unit it drops, the broker none)."""
     beyond = embedded_to_entry_past_cut_beyond_scenario(base)
-    return [beyond, {**beyond, "config": {**beyond["config"], "mappedFileSizeConsumeQueue": str(PAST_FILE_CQ_SIZE)},
-                     "name": f"{beyond['name']}-file"}]
+    return [beyond] + [{**beyond, "config": {**beyond["config"], "mappedFileSizeConsumeQueue": str(size)},
+                        "name": f"{beyond['name']}-{suffix}"}
+                       for suffix, size in (("file", PAST_FILE_CQ_SIZE), ("wide", PAST_WIDE_CQ_SIZE))]
 
 
 def embedded_to_entry_past_cut_beyond_scenario(sc: dict) -> dict:

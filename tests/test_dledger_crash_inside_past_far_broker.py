@@ -38,9 +38,9 @@ def _units(w: dict, src: Path, queue: str) -> tuple[list[str], dict[str, list[tu
     return state["files"], units
 
 
-@pytest.mark.parametrize("small", [False, True], ids=["plain", "file"])
+@pytest.mark.parametrize("files", ["", "-file", "-wide"], ids=["plain", "file", "wide"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_parsed_unit_ends_past_the_walk_before_a_record_past_it(line, small, tmp_path):
+def test_crash_restart_whose_parsed_unit_ends_past_the_walk_before_a_record_past_it(line, files, tmp_path):
     """-to-entry-past-cut-beyond: one T0/0 unit cut (queue offset 24, at 480), the damaged message for T0/1, the last
     one for T0/0 (queue offset 25); where the reput is set a T0/0 message (queue offset 1000) ends where the damaged
     record ends, past T0/0's last walk unit, so the reput goes on at the last message's entry, dispatching neither
@@ -49,13 +49,15 @@ def test_crash_restart_whose_parsed_unit_ends_past_the_walk_before_a_record_past
     rebuild's own dispatch appends the parsed unit after every walk unit (500) and drops the last message's (queue
     offset 25, below its write position 520). -file (consume queue files of 5 units): the parsed unit fills file
     400, so getLastMappedFile creates file 500 for the last message's unit (the cut deleted the one there), where the
-    rebuild's dispatch created file 500 for its parsed unit. --as-restart writes the broker's files byte for byte
-    (the last message's unit written at 500 over the rebuild's parsed one; -file: file 500 written anew), and
+    rebuild's dispatch created file 500 for its parsed unit; -wide (files of 13 units): the rebuild's dispatch
+    creates file 520 for the last message (its write position after its parsed unit, which fills file 260), the
+    broker none. --as-restart writes the broker's files byte for byte (the last message's unit written at 500 over
+    the rebuild's parsed one; -file: file 500 written anew; -wide: file 520 removed), and
     verify's units lost are the units the broker's queues lack (the cut T0/0 unit among them)."""
-    from broker_dledger_inside_past_far_scenarios import PAST_BEYOND_END
+    from broker_dledger_inside_past_far_scenarios import PAST_BEYOND_END, PAST_WIDE_CQ_SIZE
     from broker_dledger_inside_past_more_scenarios import PAST_FILE_CQ_SIZE, PAST_OVER_CUT_END
     from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
-    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-beyond" + ("-file" if small else "")
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-beyond{files}"
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
     w, src = r["written"], Path(r["scenario"]["dir"])
@@ -67,7 +69,11 @@ def test_crash_restart_whose_parsed_unit_ends_past_the_walk_before_a_record_past
     assert last - _ENTRY_HEADER == PAST_BEYOND_END, (last, PAST_BEYOND_END)
     names, units = _units(w, src, "T0/0")
     parsed = (reput, PAST_BEYOND_END - reput, 0)
-    if small:
+    if files == "-wide":
+        assert names[-1] == f"{260:020d}", names   # no file 520
+        assert units[f"{260:020d}"][-2:] == [parsed, (last, _TAIL, 0)] and \
+            len(units[f"{260:020d}"]) == PAST_WIDE_CQ_SIZE // 20, units
+    elif files:
         assert names[-2:] == [f"{400:020d}", f"{500:020d}"], names
         assert units[f"{400:020d}"][-1] == parsed, units
         assert units[f"{500:020d}"] == [(last, _TAIL, 0)] + [(0, 0, 0)] * (PAST_FILE_CQ_SIZE // 20 - 1), units
