@@ -456,14 +456,15 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
             if made is None or extra is None or put_past is None or tags is None:
                 raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
                                   "would dispatch into a consume queue file it creates, other than the rebuild's")
-            if broker_file >= 0:   # the broker creates a file where the rebuild's dispatch creates none (or one
-                # apply_cut removes): written anew, zeros but for the broker's units put there (those the rebuild
-                # puts there too: kept)
+            if broker_file >= 0 and (*key, broker_file) not in made:   # the broker creates a file where the
+                # rebuild's dispatch creates none (or one apply_cut removes): written anew, zeros but for the
+                # broker's units put there (those the rebuild puts there too: kept)
                 made.append((*key, broker_file))
                 opened.add((*key, broker_file))
                 removed = removed - {(*key, broker_file)}
-            if rebuild_file >= 0 and rebuild_file != broker_file:   # the rebuild's dispatch creates one the broker
-                # does not create there: removed, where the broker puts nothing in it (checked below)
+            if rebuild_file >= 0 and rebuild_file != broker_file and (*key, rebuild_file) not in extra:
+                # the rebuild's dispatch creates one the broker does not create there: removed, where the broker
+                # puts nothing in it (checked below)
                 extra.append((*key, rebuild_file))
         repeat = queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write
         rebuild = -1 if end <= s.rebuild_max or repeat else s.rebuild_write
