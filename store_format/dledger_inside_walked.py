@@ -4,7 +4,9 @@ start's reput set inside an entry parses (:func:`inside_units`): built from the 
 :func:`store_format.dledger_inside_units.place_inside`.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles`` and ``BatchConsumeQueue.truncateDirtyLogicFiles``
-(the write position and max physical offset each leaves a queue with); a light queue
+(the write position and max physical offset each leaves a queue with; a queue on disk before the walk after
+``putMessagePositionInfo`` or ``BatchConsumeQueue.putBatchMessagePositionInfo`` put the walk's units onto its files:
+:func:`store_format.consumequeue_recovery.dispatch_units`); a light queue
 (``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
 a record's own.  A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes own queue
 offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
@@ -57,7 +59,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     parsed units; refused with records past the walk's end after them), and for a queue on disk before the walk
     that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
     (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
-    ``QueueTrack.own_walked``; else refused when a walk unit below ``processOffset`` ends past that max:
+    ``QueueTrack.own_walked``, for a batch queue it wrote in its last data file only by
+    ``BatchConsumeQueue.putBatchMessagePositionInfo``: ``QueueTrack.batch_walked``; else refused when a walk unit
+    below ``processOffset`` ends (a batch queue's: starts) past that max:
     :func:`_on_disk`; a batch queue on disk that the cut left no file of: its max ``processOffset - 1``, its next
     unit at queue byte 0, ``MappedFileQueue``'s ``getMaxOffset`` with no file); ``ext_file_size`` > 0:
     ``enableConsumeQueueExt`` (the ext units the walk put per queue: ``track.own_units``; a reput that goes on at
@@ -132,14 +136,17 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                     (walked_batch.write, walked_batch.max) != (held[2], held[0]):
                 # putBatchMessagePositionInfo appends a unit only past the loaded max, past every unit of the files:
                 # the walk's last unit below processOffset starting at or below the max the cut leaves them, it
-                # appended none the cut keeps, and the files alone say where the cut leaves the queue; the cut units
-                # the reput dispatches again and its records past the walk's end follow the parsed units from there
-                # by the same rule (no queue offset check: wherever the walk had them)
-                if walked_batch.max <= held[0]:
+                # appended none the cut keeps, and the files alone say where the cut leaves the queue; the walk's
+                # units dispatched onto the files before the cut (held[3]: written in the walk's last data file only,
+                # QueueTrack.batch_walked), the cut's write position and max are those of the files with the units it
+                # appended.  The cut units the reput dispatches again and its records past the walk's end follow the
+                # parsed units from there by the same rule (no queue offset check: wherever the walk had them)
+                if walked_batch.max <= held[0] or held[3]:
                     return dataclasses.replace(walked_batch, write=held[2], max=held[0])
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
                                    f"leaves at write position {held[2]}, max {held[0]}, not where the walk's units "
-                                   "leave it")
+                                   "leave it (the walk wrote it in an earlier data file too: its units there not "
+                                   "replayed onto those files)")
             return walked_batch
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
         # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)

@@ -149,6 +149,16 @@ class QueueTrack:
                 out[self.names[q]] = np.concatenate([*(earlier or []), positions(rows)])
         return out
 
+    def batch_walked(self) -> dict[tuple[str, int], np.ndarray]:
+        """The batch queues the walk wrote in the current (last) data file only (none of their units in an earlier
+        one): their units (rows of commitlog offset, size, unit number, in commitlog order), to dispatch onto the
+        files the queue held before the walk (``BatchConsumeQueue.putBatchMessagePositionInfo``: appended only past
+        the loaded max, whatever their unit numbers)."""
+        units = self.last_file()
+        batch = units[units[:, U_KIND] == KIND_BATCH]
+        return {self.names[q]: positions(batch[batch[:, U_QUEUE] == q])
+                for q in np.unique(batch[:, U_QUEUE]).tolist() if q not in self.seen_before}
+
     def last_file(self) -> np.ndarray:
         """The current (last) file's units: rows of :data:`UNIT_COLUMNS`."""
         return np.concatenate(self._cur) if self._cur else np.zeros((0, 5), dtype=np.int64)

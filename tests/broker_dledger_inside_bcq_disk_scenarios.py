@@ -1,0 +1,34 @@
+"""Inside-entry DLedger crash scenarios of a batch queue on disk before the walk (5.5.1, ``keepQueues``; the
+harness's ``plantFiles`` puts a queue file of its own in) onto whose files the walk appended units the cut keeps:
+``-batch-held-below``, B7/0's planted file holding one unit that starts below every unit the walk wrote of it.
+Built on the -batch-held store of :func:`broker_dledger_inside_scenarios.embedded_batch_held_scenario`;
+:func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`bcq_disk_scenarios`)."""
+from __future__ import annotations
+
+import base64
+import struct
+
+# -batch-held-below: B7/0's planted unit (commitlog offset, size: the first data file's first record, another queue's;
+# BatchConsumeQueue.recover reads no commitlog; tags code, store time (recover reads none), msgBaseOffset, batchSize,
+# compacted offset, reserved)
+BELOW_B7_UNIT = (48, 440, 0, 1795975756917, 0, 1, -1, 0)
+
+
+def bcq_disk_scenarios(sc: dict) -> list[dict]:
+    """This module's stores, built on the -emptied-batch-embedded store ``sc``."""
+    return [embedded_batch_held_below_scenario(sc)]
+
+
+def embedded_batch_held_below_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-batch-held-below`` (5.5.1, the queues kept): the -batch-held store
+    with B7/0's file replaced before the restart (``plantFiles``) by one holding :data:`BELOW_B7_UNIT` alone: loaded
+    max 48, write position 46.  The walk appends its B7/0 unit of the last message before the host (below
+    processOffset, starting past 48) at 46 and that of the last message (past processOffset) at 92; the cut takes the
+    last: write position 92, max the start of the message before the host, where the files alone would say 46 and
+    48 and the walk's units alone 46; the B7/0 message where the reput is set goes to 92."""
+    from broker_dledger_inside_scenarios import embedded_batch_held_scenario
+    held = embedded_batch_held_scenario(sc)
+    unit = struct.pack(">qiqqqhii", *BELOW_B7_UNIT)
+    size = int(held["config"].get("mapperFileSizeBatchConsumeQueue", 300000 * 46))   # the store's default
+    return {**held, "name": f"{held['name']}-below", "plantFiles": {
+        f"batchconsumequeue/B7/0/{0:020d}": base64.b64encode(unit + bytes(size - len(unit))).decode()}}

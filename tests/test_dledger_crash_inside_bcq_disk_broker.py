@@ -1,0 +1,98 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``, the queues kept: ``keepQueues``)
+whose start's reput, set inside an entry, parses a well-formed message there for a batch queue on disk before the
+walk onto whose files the walk appended units the cut keeps (``-batch-held-below``), written by the published
+RocketMQ store through the JVM harness in ``tests/broker/``: what the broker wrote, and ``verify``'s prediction on the
+store as its restart found it.
+
+The stores are in :mod:`broker_dledger_inside_bcq_disk_scenarios`; the broker writes every store once a pytest session
+(:mod:`broker_dledger_runs`).
+"""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
+
+bh.skip_without_tools()
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_walk_appended_kept_units_onto_a_batch_queues_files(
+        line, tmp_path, monkeypatch):
+    """The -batch-held store with B7/0's file planted with one unit alone (:data:`BELOW_B7_UNIT`: the first data
+    file's first record, another queue's): loaded max 48, write position 46.  The walk's
+    ``putBatchMessagePositionInfo`` appends its B7/0 unit of the last message before the host (below processOffset,
+    starting past 48) at 46 and that of the last message (past processOffset) at 92; the cut takes the last one:
+    write position 92, max the start of the message before the host (the files alone would leave 46 and 48, the
+    walk's units alone 46); the B7/0 message where the reput is set starts past that max and is appended at 92.
+    The broker's file, byte for byte: the planted unit, the walk's unit it kept, the parsed one, zeros.  verify on
+    the store as that restart found it dispatches the walk's B7/0 units onto the planted file before the cut, leaves
+    B7/0 with the broker's write position and max, puts the parsed unit where the broker did (the same bytes) and
+    predicts the units lost."""
+    from broker_dledger_inside_bcq_disk_scenarios import BELOW_B7_UNIT
+    from broker_dledger_inside_disk_batch_scenarios import HELD_B7_UNIT
+    from broker_dledger_inside_scenarios import BATCH_INNER, EMBED_HOST_AT, embedded_earlier_batch_message
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-batch-held-below"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_earlier_batch_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    first, log, base = data[0].read_bytes(), data[-1].read_bytes(), int(data[-1].name)
+    assert log[reput - base:reput - base + len(msg) + 8] == msg + b"x" * 8
+    offset, size = HELD_B7_UNIT[:2]
+    rec = log[offset - base:offset - base + size]   # the B7/0 record before the host, below processOffset
+    assert (int.from_bytes(rec[:4], "big"), int.from_bytes(rec[28:36], "big")) == (size, offset) and b"\x02B7" in rec
+    assert BELOW_B7_UNIT[0] < offset < EMBED_HOST_AT < reput + 1
+    below = first[BELOW_B7_UNIT[0]:sum(BELOW_B7_UNIT[:2])]   # the first data file's first record, not B7's
+    assert (int.from_bytes(below[:4], "big"), int.from_bytes(below[28:36], "big")) == BELOW_B7_UNIT[1::-1]
+    assert b"\x02B7" not in below
+    (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B7" / "0").iterdir())
+    before = held_file.read_bytes()
+    assert struct.unpack(">qiqqqhii", before[:46]) == BELOW_B7_UNIT and not any(before[46:])
+    # after the broker's recovery (the walk's dispatch onto the planted file, then the cut): write position 92, max
+    # the start of the walk's unit it kept (the planted file alone would leave 46 and 48)
+    loaded = w["queuesAfterLoad"]["B7/0"]
+    assert loaded["files"] == [held_file.name] and int(loaded["maxOffset"]) == 92, loaded
+    assert int(loaded["maxPhysicOffset"]) == offset, loaded
+    state = w["queuesAfterDispatch"]["B7/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 138, state
+    b7 = (src / "expected" / "batchconsumequeue" / "B7" / "0" / held_file.name).read_bytes()
+    stored = struct.unpack(">q", msg[56:64])[0]
+    # the walk's unit kept at 46 (its record's queue offset, stored time and batch of one), then the parsed one
+    walk_unit = struct.unpack(">qiqqqhii", b7[46:92])
+    assert walk_unit[:2] == (offset, size) and walk_unit[2] == 0 and walk_unit[5:] == (1, -1, 0), b7[:138].hex()
+    parsed = (reput, len(msg), 0, stored, *BATCH_INNER[1], -1, 0)
+    assert b7[:46] == before[:46] and struct.unpack(">qiqqqhii", b7[92:138]) == parsed, b7[:138].hex()
+    assert not any(b7[138:])
+    from store_format import dledger_crash
+    cuts = []
+    real = dledger_crash.cut_queues
+
+    def capture(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        cuts.append(kwargs["on_disk"])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(dledger_crash, "cut_queues", capture)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    # B7/0 as the walk's dispatch onto the planted file and the cut left it: max the kept walk unit's start, write 92
+    assert cuts[0][("B7", 0)] == (offset, True, 92, True), cuts
+    placed = crash.cut.inside_placed
+    (unit,) = placed.units
+    assert unit == InsideUnit("B7", 0, 92, reput, len(msg), 0, True, stored, *BATCH_INNER[1]) and \
+        placed.opened == (), placed
+    # the parsed unit's bytes as the broker wrote them at 92
+    assert struct.pack(">qiqqqhii", unit.offset, unit.size, unit.tags_code, unit.store_time, unit.base,
+                       unit.batch_size, -1, 0) == \
+        b7[92:138]
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    # B7/0's planted unit (first in its file, checked above) is no message's own: another queue's record, whose own
+    # unit the broker's queue holds too
+    assert p["units_lost"] == _queued(r["scenario"]) - (held_units - 1) > 0, (held_units, p["units_lost"], p["notes"])
