@@ -1,6 +1,8 @@
 """Inside-entry DLedger crash scenarios of a batch queue on disk before the walk (5.5.1, ``keepQueues``; the
 harness's ``plantFiles`` puts a queue file of its own in) onto whose files the walk appended units the cut keeps:
-``-batch-held-below``, B7/0's planted file holding one unit that starts below every unit the walk wrote of it.
+``-batch-held-below``, B7/0's planted file holding one unit that starts below every unit the walk wrote of it; and a
+batch queue the cut took no unit of whose record past the walk's end the reput reaches (``-batch-uncut-to-entry-past``,
+queues rebuilt).
 Built on the -batch-held store of :func:`broker_dledger_inside_scenarios.embedded_batch_held_scenario`;
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`bcq_disk_scenarios`)."""
 from __future__ import annotations
@@ -16,7 +18,7 @@ BELOW_B7_UNIT = (48, 440, 0, 1795975756917, 0, 1, -1, 0)
 
 def bcq_disk_scenarios(sc: dict) -> list[dict]:
     """This module's stores, built on the -emptied-batch-embedded store ``sc``."""
-    return [embedded_batch_held_below_scenario(sc)]
+    return [embedded_batch_held_below_scenario(sc), embedded_batch_uncut_to_entry_past_scenario(sc)]
 
 
 def embedded_batch_held_below_scenario(sc: dict) -> dict:
@@ -32,3 +34,20 @@ def embedded_batch_held_below_scenario(sc: dict) -> dict:
     size = int(held["config"].get("mapperFileSizeBatchConsumeQueue", 300000 * 46))   # the store's default
     return {**held, "name": f"{held['name']}-below", "plantFiles": {
         f"batchconsumequeue/B7/0/{0:020d}": base64.b64encode(unit + bytes(size - len(unit))).decode()}}
+
+
+def embedded_batch_uncut_to_entry_past_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-batch-uncut-to-entry-past`` (5.5.1, queues rebuilt): the
+    -batch-held-shifted-to-entry-past store (:func:`broker_dledger_inside_disk_batch_scenarios.
+    embedded_batch_held_shifted_to_entry_scenario`) with no file planted, the queues not kept, and its last B7/0
+    message before the damaged one to B9/0 instead: B7/0's only walk unit is that of the message before the host
+    (below processOffset), so the cut takes none of it; where the reput is set (processOffset - 1) the B7/0 message
+    ending at B9's entry, then the reput dispatches B9's record and the one after it (B9/0's, cut) again and reaches
+    the damaged B7/0 message, a record past the walk's end."""
+    from broker_dledger_inside_disk_batch_scenarios import embedded_batch_held_shifted_to_entry_scenario
+    past = embedded_batch_held_shifted_to_entry_scenario(sc, past=True)
+    *rest, tail, damaged = past["messages"]
+    assert tail["topic"] == damaged["topic"] == "B7" and past["damageMessage"] == len(past["messages"]) - 1
+    out = {k: v for k, v in past.items() if k != "plantFiles"}
+    return {**out, "keepQueues": False, "messages": [*rest, {**tail, "topic": "B9"}, damaged],
+            "name": past["name"].replace("-batch-held-shifted-to-entry-past", "-batch-uncut-to-entry-past")}

@@ -96,3 +96,55 @@ def test_verify_predicts_a_crash_restart_whose_walk_appended_kept_units_onto_a_b
     # B7/0's planted unit (first in its file, checked above) is no message's own: another queue's record, whose own
     # unit the broker's queue holds too
     assert p["units_lost"] == _queued(r["scenario"]) - (held_units - 1) > 0, (held_units, p["units_lost"], p["notes"])
+
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_a_crash_restart_whose_reput_reaches_a_record_past_the_walk_for_a_batch_queue_the_cut_took_no_unit_of(
+        line, tmp_path, monkeypatch):
+    """The -batch-held-shifted-to-entry-past store with no file planted, the queues rebuilt, and its last B7/0 message
+    before the damaged one to B9/0: B7/0's only walk unit (the message before the host, below processOffset) is not
+    cut (write position 46, max its start); where the reput is set (processOffset - 1) the B7/0 message ending at
+    B9's entry goes to 46; the reput goes on there, dispatches B9/0's two cut units again (B9/0 emptied by the cut:
+    at 0 and 46 of a new file) and reaches the damaged B7/0 message past the walk's end: appended at 92.  The
+    rebuild's own dispatch put the parsed unit at 46 after the walk's and the damaged record at 92 after it: the
+    record past the walk's end comes from there.  ``--as-restart`` writes the broker's queues byte for byte, and
+    verify predicts the units lost."""
+    from broker_dledger_inside_disk_batch_scenarios import HELD_B7_UNIT, embedded_batch_held_to_entry_message
+    from broker_dledger_inside_scenarios import BATCH_INNER
+    from broker_dledger_runs import _restart_as_the_broker, _verify_loses_as_the_broker
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-batch-uncut-to-entry-past"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_batch_held_to_entry_message()
+    damaged = int(w["damagedRecord"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1 < damaged, (w["truncateDirtyLogicFilesAt"], damaged)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    log, base = data[-1].read_bytes(), int(data[-1].name)
+    assert log[reput - base:reput - base + len(msg)] == msg
+    rec = log[damaged - base:damaged - base + 300]
+    assert int.from_bytes(rec[:4], "big") == 300 and b"\x02B7" in rec   # the damaged B7/0 record
+    assert not (src / "before" / "batchconsumequeue").exists() or \
+        not any((src / "before" / "batchconsumequeue").rglob("0000*"))   # the queues rebuilt
+    # B7/0 after the cut: its walk unit kept (the message before the host); then the parsed one and the damaged one
+    assert int(w["queuesAfterLoad"]["B7/0"]["maxOffset"]) == 46, w["queuesAfterLoad"]["B7/0"]
+    assert int(w["queuesAfterLoad"]["B7/0"]["maxPhysicOffset"]) == HELD_B7_UNIT[0]
+    state = w["queuesAfterDispatch"]["B7/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 138, state
+    b7 = (src / "expected" / "batchconsumequeue" / "B7" / "0" / state["files"][0]).read_bytes()
+    units = [struct.unpack(">qiqqqhii", b7[k:k + 46]) for k in (0, 46, 92)]
+    stored = struct.unpack(">q", msg[56:64])[0]
+    assert [u[:2] for u in units] == [HELD_B7_UNIT[:2], (reput, len(msg)), (damaged, 300)], units
+    assert units[1] == (reput, len(msg), 0, stored, *BATCH_INNER[1], -1, 0) and not any(b7[138:]), units
+    # B9/0 emptied by the cut, its two units dispatched again by the reput
+    assert int(w["queuesAfterLoad"]["B9/0"]["maxOffset"]) == 0 and \
+        int(w["queuesAfterDispatch"]["B9/0"]["maxOffset"]) == 92, w["queuesAfterDispatch"]["B9/0"]
+    _restart_as_the_broker(src, name, line, tmp_path, batch=True)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / f"v-{name}"), src, line)
+    placed = crash.cut.inside_placed
+    assert placed.units == (InsideUnit("B7", 0, 46, reput, len(msg), 0, True, stored, *BATCH_INNER[1]),), placed
+    assert ("B7", 0, 92, 92) in placed.again_moved and placed.rebuild_units == (("B7", 0, 46),), placed
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
