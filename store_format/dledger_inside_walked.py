@@ -59,8 +59,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     parsed units; refused with records past the walk's end after them), and for a queue on disk before the walk
     that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
     (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
-    ``QueueTrack.own_walked``, for a batch queue it wrote in its last data file only by
-    ``BatchConsumeQueue.putBatchMessagePositionInfo``: ``QueueTrack.batch_walked``; else refused when a walk unit
+    ``QueueTrack.own_walked``, for a batch queue it wrote in its last data file by
+    ``BatchConsumeQueue.putBatchMessagePositionInfo``, its units in earlier ones, if any, starting at or below the
+    loaded max: ``QueueTrack.batch_walked``; else refused when a walk unit
     below ``processOffset`` ends (a batch queue's: starts) past that max:
     :func:`_on_disk`; a batch queue on disk that the cut left no file of: its max ``processOffset - 1``, its next
     unit at queue byte 0, ``MappedFileQueue``'s ``getMaxOffset`` with no file); ``ext_file_size`` > 0:
@@ -143,16 +144,17 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                 # putBatchMessagePositionInfo appends a unit only past the loaded max, past every unit of the files:
                 # the walk's last unit below processOffset starting at or below the max the cut leaves them, it
                 # appended none the cut keeps, and the files alone say where the cut leaves the queue; the walk's
-                # units dispatched onto the files before the cut (held[3]: written in the walk's last data file only,
-                # QueueTrack.batch_walked), the cut's write position and max are those of the files with the units it
-                # appended.  The cut units the reput dispatches again and its records past the walk's end follow the
-                # parsed units from there by the same rule (no queue offset check: wherever the walk had them)
+                # units dispatched onto the files before the cut (held[3]: written in the walk's last data file, in
+                # earlier ones only units starting at or below the loaded max, QueueTrack.batch_walked), the cut's
+                # write position and max are those of the files with the units it appended.  The cut units the
+                # reput dispatches again and its records past the walk's end follow the parsed units from there by
+                # the same rule (no queue offset check: wherever the walk had them)
                 if walked_batch.max <= held[0] or held[3]:
                     return dataclasses.replace(walked_batch, write=held[2], max=held[0])
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
                                    f"leaves at write position {held[2]}, max {held[0]}, not where the walk's units "
-                                   "leave it (the walk wrote it in an earlier data file too: its units there not "
-                                   "replayed onto those files)")
+                                   "leave it (units of it in the walk's earlier data files starting past the max "
+                                   "its files loaded with: not kept to replay onto them)")
             return walked_batch
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
         # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)

@@ -1,6 +1,8 @@
 """Inside-entry DLedger crash scenarios of a batch queue on disk before the walk (5.5.1, ``keepQueues``; the
 harness's ``plantFiles`` puts a queue file of its own in) onto whose files the walk appended units the cut keeps:
-``-batch-held-below``, B7/0's planted file holding one unit that starts below every unit the walk wrote of it; and a
+``-batch-held-below``, B7/0's planted file holding one unit that starts below every unit the walk wrote of it, and
+``-earlier-batch-held-below``, B7/0 written by the walk in both data files, its planted file holding the unit of its
+earlier data file; and a
 batch queue the cut took no unit of whose record past the walk's end the reput reaches (``-batch-uncut-to-entry-past``,
 queues rebuilt).
 Built on the -batch-held store of :func:`broker_dledger_inside_scenarios.embedded_batch_held_scenario`;
@@ -14,11 +16,15 @@ import struct
 # BatchConsumeQueue.recover reads no commitlog; tags code, store time (recover reads none), msgBaseOffset, batchSize,
 # compacted offset, reserved)
 BELOW_B7_UNIT = (48, 440, 0, 1795975756917, 0, 1, -1, 0)
+# -earlier-batch-held-below: B7/0's planted unit, that of message 10 of the first data file (its B7/0 record: the test
+# checks offset and size against the log; the rest as BELOW_B7_UNIT's)
+EARLIER_B7_UNIT = (3996, 401, 0, 1795975756917, 0, 1, -1, 0)
 
 
 def bcq_disk_scenarios(sc: dict) -> list[dict]:
     """This module's stores, built on the -emptied-batch-embedded store ``sc``."""
-    return [embedded_batch_held_below_scenario(sc), embedded_batch_uncut_to_entry_past_scenario(sc)]
+    return [embedded_batch_held_below_scenario(sc), embedded_earlier_batch_held_below_scenario(sc),
+            embedded_batch_uncut_to_entry_past_scenario(sc)]
 
 
 def embedded_batch_held_below_scenario(sc: dict) -> dict:
@@ -51,3 +57,23 @@ def embedded_batch_uncut_to_entry_past_scenario(sc: dict) -> dict:
     out = {k: v for k, v in past.items() if k != "plantFiles"}
     return {**out, "keepQueues": False, "messages": [*rest, {**tail, "topic": "B9"}, damaged],
             "name": past["name"].replace("-batch-held-shifted-to-entry-past", "-batch-uncut-to-entry-past")}
+
+
+def embedded_earlier_batch_held_below_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier-batch-held-below`` (5.5.1, the queues kept): the
+    -earlier-batch store (:func:`broker_dledger_inside_scenarios.embedded_earlier_batch_scenario`: the walk goes over
+    both data files; B7/0 gets message 10 of the first one and the last message, cut) with the message before the
+    host to B7/0 too (below processOffset), and B7/0's file replaced before the restart by one holding
+    :data:`EARLIER_B7_UNIT` alone: loaded max message 10's start, write position 46.  The walk skips message 10's
+    unit (at that max), appends the one before the host at 46 and the last at 92; the cut takes the last: write
+    position 92, max the start of the message before the host (the planted file alone: 46 and message 10's start);
+    the B7/0 message where the reput is set goes to 92."""
+    from broker_dledger_inside_scenarios import embedded_earlier_batch_scenario
+    earlier = embedded_earlier_batch_scenario(sc)
+    *rest, before, host, b9, tail = earlier["messages"]
+    unit = struct.pack(">qiqqqhii", *EARLIER_B7_UNIT)
+    size = int(earlier["config"].get("mapperFileSizeBatchConsumeQueue", 300000 * 46))   # the store's default
+    planted = base64.b64encode(unit + bytes(size - len(unit))).decode()
+    return {**earlier, "keepQueues": True, "name": f"{earlier['name']}-held-below",
+            "messages": [*rest, {**before, "topic": "B7", "queueId": 0}, host, b9, tail],
+            "plantFiles": {f"batchconsumequeue/B7/0/{0:020d}": planted}}

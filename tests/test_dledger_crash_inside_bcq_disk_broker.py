@@ -21,25 +21,28 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.ma
 bh.skip_without_tools()
 
 
+@pytest.mark.parametrize("stem", ["-batch-held-below", "-earlier-batch-held-below"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_walk_appended_kept_units_onto_a_batch_queues_files(
-        line, tmp_path, monkeypatch):
+        line, stem, tmp_path, monkeypatch):
     """The -batch-held store with B7/0's file planted with one unit alone (:data:`BELOW_B7_UNIT`: the first data
     file's first record, another queue's): loaded max 48, write position 46.  The walk's
     ``putBatchMessagePositionInfo`` appends its B7/0 unit of the last message before the host (below processOffset,
     starting past 48) at 46 and that of the last message (past processOffset) at 92; the cut takes the last one:
     write position 92, max the start of the message before the host (the files alone would leave 46 and 48, the
     walk's units alone 46); the B7/0 message where the reput is set starts past that max and is appended at 92.
-    The broker's file, byte for byte: the planted unit, the walk's unit it kept, the parsed one, zeros.  verify on
-    the store as that restart found it dispatches the walk's B7/0 units onto the planted file before the cut, leaves
-    B7/0 with the broker's write position and max, puts the parsed unit where the broker did (the same bytes) and
-    predicts the units lost."""
-    from broker_dledger_inside_bcq_disk_scenarios import BELOW_B7_UNIT
+    ``-earlier-batch-held-below``: the walk goes over both data files and wrote B7/0 in the first one too (message
+    10), the planted file holding that unit (:data:`EARLIER_B7_UNIT`: loaded max its start, write position 46): the
+    walk skips it (at that max), then as above.  The broker's file, byte for byte: the planted unit, the walk's unit
+    it kept, the parsed one, zeros.  verify on the store as that restart found it dispatches the walk's B7/0 units
+    onto the planted file before the cut, leaves B7/0 with the broker's write position and max, puts the parsed unit
+    where the broker did (the same bytes) and predicts the units lost."""
+    from broker_dledger_inside_bcq_disk_scenarios import BELOW_B7_UNIT, EARLIER_B7_UNIT
     from broker_dledger_inside_disk_batch_scenarios import HELD_B7_UNIT
     from broker_dledger_inside_scenarios import BATCH_INNER, EMBED_HOST_AT, embedded_earlier_batch_message
 
     from store_format.dledger_inside_units import InsideUnit
-    name = f"{line}-dledger-abort-emptied-batch-embedded-batch-held-below"
+    name = f"{line}-dledger-abort-emptied-batch-embedded{stem}"
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
     w, src = r["written"], Path(r["scenario"]["dir"])
@@ -51,15 +54,17 @@ def test_verify_predicts_a_crash_restart_whose_walk_appended_kept_units_onto_a_b
     offset, size = HELD_B7_UNIT[:2]
     rec = log[offset - base:offset - base + size]   # the B7/0 record before the host, below processOffset
     assert (int.from_bytes(rec[:4], "big"), int.from_bytes(rec[28:36], "big")) == (size, offset) and b"\x02B7" in rec
-    assert BELOW_B7_UNIT[0] < offset < EMBED_HOST_AT < reput + 1
-    below = first[BELOW_B7_UNIT[0]:sum(BELOW_B7_UNIT[:2])]   # the first data file's first record, not B7's
-    assert (int.from_bytes(below[:4], "big"), int.from_bytes(below[28:36], "big")) == BELOW_B7_UNIT[1::-1]
-    assert b"\x02B7" not in below
+    planted_unit = EARLIER_B7_UNIT if stem.startswith("-earlier") else BELOW_B7_UNIT
+    assert planted_unit[0] < base < offset < EMBED_HOST_AT < reput + 1
+    # the planted unit's record in the first data file: another queue's, or B7/0's message 10
+    below = first[planted_unit[0]:sum(planted_unit[:2])]
+    assert (int.from_bytes(below[:4], "big"), int.from_bytes(below[28:36], "big")) == planted_unit[1::-1]
+    assert (b"\x02B7" in below) == stem.startswith("-earlier"), below.hex()
     (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B7" / "0").iterdir())
     before = held_file.read_bytes()
-    assert struct.unpack(">qiqqqhii", before[:46]) == BELOW_B7_UNIT and not any(before[46:])
+    assert struct.unpack(">qiqqqhii", before[:46]) == planted_unit and not any(before[46:])
     # after the broker's recovery (the walk's dispatch onto the planted file, then the cut): write position 92, max
-    # the start of the walk's unit it kept (the planted file alone would leave 46 and 48)
+    # the start of the walk's unit it kept (the planted file alone would leave 46 and its unit's start)
     loaded = w["queuesAfterLoad"]["B7/0"]
     assert loaded["files"] == [held_file.name] and int(loaded["maxOffset"]) == 92, loaded
     assert int(loaded["maxPhysicOffset"]) == offset, loaded
@@ -82,6 +87,7 @@ def test_verify_predicts_a_crash_restart_whose_walk_appended_kept_units_onto_a_b
         return real(*args, **kwargs)
     monkeypatch.setattr(dledger_crash, "cut_queues", capture)
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert crash.start_offset == (0 if stem.startswith("-earlier") else base), crash.start_offset
     # B7/0 as the walk's dispatch onto the planted file and the cut left it: max the kept walk unit's start, write 92
     assert cuts[0][("B7", 0)] == (offset, True, 92, True), cuts
     placed = crash.cut.inside_placed
@@ -90,14 +96,12 @@ def test_verify_predicts_a_crash_restart_whose_walk_appended_kept_units_onto_a_b
         placed.opened == (), placed
     # the parsed unit's bytes as the broker wrote them at 92
     assert struct.pack(">qiqqqhii", unit.offset, unit.size, unit.tags_code, unit.store_time, unit.base,
-                       unit.batch_size, -1, 0) == \
-        b7[92:138]
+                       unit.batch_size, -1, 0) == b7[92:138]
     held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
-    # B7/0's planted unit (first in its file, checked above) is no message's own: another queue's record, whose own
-    # unit the broker's queue holds too
-    assert p["units_lost"] == _queued(r["scenario"]) - (held_units - 1) > 0, (held_units, p["units_lost"], p["notes"])
-
-
+    # -batch-held-below: B7/0's planted unit (first in its file, checked above) is no message's own (another queue's
+    # record, whose own unit the broker's queue holds too)
+    mine = held_units - (0 if stem.startswith("-earlier") else 1)
+    assert p["units_lost"] == _queued(r["scenario"]) - mine > 0, (held_units, p["units_lost"], p["notes"])
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_a_crash_restart_whose_reput_reaches_a_record_past_the_walk_for_a_batch_queue_the_cut_took_no_unit_of(

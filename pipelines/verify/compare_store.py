@@ -30,6 +30,7 @@ from store_format.consumequeue_recovery import (
 )
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_crash_cut import OnDiskCut, QueuesOnDisk
+from store_format.dledger_queue_track import BATCH_EARLIER_SIZE
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import RestartFailsError, StoreLayoutError, UnsupportedConfigError
 from store_format.indexfile import read_header
@@ -355,7 +356,12 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
             rules = BCQ_RULES if s.restart.layout == BCQ_DIR else CQ_RULES
             topic, qid = s.restart.queue.rsplit("/", 1)
             name = (topic, int(qid))
-            dispatched = name in walked   # QueueTrack.own_walked's, batch_walked's
+            units = walked.get(name)   # QueueTrack.own_walked's, batch_walked's
+            if units is not None and rules is BCQ_RULES and len(units) and units[0, 1] == BATCH_EARLIER_SIZE:
+                # units in the walk's earlier data files too (not kept): dispatched only when every one of them
+                # starts at or below the loaded max (skipped)
+                units = units[1:] if units[0, 0] <= s.restart.max_physic_offset else None
+            dispatched = units is not None
             files, older = list(s.tail_files), s.older_files
             for every in (False, True):
                 if every:   # the cut goes on into the files older than recover's: read them all
@@ -366,7 +372,8 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
                         else config.cq_file_size, broker_5x=config.is_5x)
                     files, older = rec.tail_files, rec.files_before_tail
                 if dispatched:
-                    files = dispatch_units(files, walked[name], s.restart.max_physic_offset,
+                    assert units is not None
+                    files = dispatch_units(files, units, s.restart.max_physic_offset,
                                            config.mapperFileSizeBatchConsumeQueue if rules is BCQ_RULES
                                            else config.cq_file_size, rules)
                 t = truncate_dirty_logic_files(files, offset, unit_size=rules.unit_size,
