@@ -24,8 +24,9 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   record's own units (a message put to topic ``%LMQ%...`` itself: its queue offsets from ``topicQueueTable``, the
   light ones' from ``lmqTopicQueueTable``) has them where ``putMessagePositionInfo`` put them in commitlog order,
   not where their queue offsets say (``dledger_queue_track.replayed``): the cut, reading the file's units, goes by
-  those positions (its write position, the max the reput starts from); the reput putting back only its last cut
-  units, or cut units among which one the walk dropped, is refused.
+  those positions (its write position, the max the reput starts from); a reput set inside an entry dispatching its
+  cut units again after parsed units puts them as ``dledger_inside_units.place_inside`` says (from those positions);
+  another reput putting back only its last cut units, or cut units among which one the walk dropped, is refused.
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
   ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
   which is no ext address (``isExtAddr``), so nothing is cut.
@@ -386,7 +387,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             again = np.arange(len(rows)) >= taken
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
-        if q in mixed and (0 < n < len(rows) or (n and q in mixed_dropped)):
+        # (after parsed units, place_inside checked each one it puts back against where the walk's queue holds it)
+        if taken is None and q in mixed and (0 < n < len(rows) or (n and q in mixed_dropped)):
             label = "/".join(map(str, track.names[q]))
             raise _refuse(f"the queue {label} holding a record's own units and light ones, whose cut units the reput "
                           "puts back, only the last ones or one the walk's dispatch dropped among them (their queue "
