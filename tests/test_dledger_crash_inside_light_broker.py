@@ -255,6 +255,50 @@ def test_as_restart_after_a_crash_whose_reput_appends_a_cut_own_unit_after_a_par
     assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
 
 
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_dispatches_every_cut_unit_of_a_queue_with_own_units_again(
+        line, tmp_path):
+    """The -light-mixed-to-entry store with the message where the reput is set for T5/0 alone: no parsed unit goes
+    to %LMQ%q1, and the reput, going on at B9's entry, before every cut unit of %LMQ%q1, dispatches them all again
+    from the write position and max the cut left, the walk's own before its first cut unit: putMessagePositionInfo
+    does as the walk did, the last message's light unit (queue offset 3, which the walk dropped) dropped again, the
+    queue as the walk wrote it (80 bytes). --as-restart writes the broker's files byte for byte, verify predicts the
+    units lost."""
+    from broker_dledger_inside_light_scenarios import MIXED_PUT, embedded_light_to_entry_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-to-entry-t5"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_light_to_entry_message(light=False)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert last_data_bytes(src, reput, len(msg)) == msg, "the T5/0 message from processOffset - 1 to B9's entry"
+    tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, T0/0 and %LMQ%q1, after B9's
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 80, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 80, 20)]
+    assert r["scenario"]["messages"][MIXED_PUT]["topic"] == "%LMQ%q1"
+    assert int(state["maxPhysicOffset"]) == units[-1][0] + units[-1][1] < reput, (state, units)
+    assert all(o < reput for o, _s, _t in units) and held[80:] == bytes(len(held) - 80), held[:100].hex()
+    t0 = b"".join(f.read_bytes() for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir()))
+    assert tail in [cq_unit(t0, k)[0] for k in range(0, len(t0), 20)], "the last message put back in T0/0"
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    # B9's and the last message's T0/0 unit put back, its light unit dropped again
+    assert "puts back 2 unit(s), 1 stay cut or dropped" in err, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    # a unit each, a light one more for three: the last message's light unit, which any dispatch drops, is lost to no
+    # crash
+    sent = _queued(r["scenario"]) + len(LIGHT_PUTS)
+    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
 def _rebuild_plain(store: Path, out: Path, src: Path, line: str) -> tuple[int, str]:
     """``rebuild`` (no ``--as-restart``) on ``store`` with the scenario's broker.conf: exit code, stderr."""
     import contextlib
