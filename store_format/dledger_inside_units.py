@@ -249,7 +249,8 @@ class Placed:
     # ``(topic, queue id, source, target)``: in a queue the cut left with no file (or one it left a file of, on disk
     # before the walk or not, where not every cut unit goes back where it was) or a batch queue, a cut unit the reput
     # dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20, a
-    # batch queue's unit index * 46), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
+    # batch queue's unit index * 46, a queue holding own and light units its WalkedQueue.again_at position, -1 where
+    # the walk dropped it), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
     # listed, in commitlog order (in a queue the cut left with no file, then its records past the walk's end, from
     # where the rebuild's dispatch appends them: _past_no_file)
     again_moved: tuple[tuple[str, int, int, int], ...] = ()
