@@ -12,7 +12,8 @@ a record's own.  A queue holding both kinds (a message put to topic ``%LMQ%...``
 offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
 ``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets; their positions replayed by its
 rule in commitlog order (:func:`store_format.dledger_queue_track.replayed`), the cut reading the file's units
-(:func:`_mixed`).
+(:func:`_mixed`), its cut units the reput dispatches again handed over with their own queue offsets and those
+positions (``WalkedQueue.again_at``).
 """
 from __future__ import annotations
 
@@ -168,7 +169,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
         if kinds == {KIND_CQ, KIND_LIGHT}:
             return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
-                          before is not None or disk is not None or emptied, back.any() or len(later) > 0,
+                          before is not None or disk is not None or emptied, back, len(later) > 0,
                           ext_file_size > 0)
         refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
                    "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
@@ -204,25 +205,29 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
 
 
 def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
-           elsewhere: bool, again: bool, ext: bool) -> WalkedQueue:
+           elsewhere: bool, back: np.ndarray, past: bool, ext: bool) -> WalkedQueue:
     """A queue the walk wrote both a record's own units and light ones in (``rows``, in its last data file, in
     commitlog order; ``cut`` the last ones, at or past ``processOffset``), as ``ConsumeQueue.truncateDirtyLogicFiles``
     left it: the walk's dispatch put them by ``putMessagePositionInfo`` in commitlog order whatever their queue offsets
     (own and light ones from two counters: :func:`store_format.dledger_queue_track.replayed`), the cut reads the
     file's units, so its write position is where the first unit appended at or past ``processOffset`` stands (after
     the last one appended when none is), its max the end of the last one appended below it; the rebuild's queue (the
-    same rule over the same units, :mod:`store_format.consumequeue`) after the last one appended.  Refused: units of
-    it in the walk's earlier data files, on disk before the walk or none left by the cut (``elsewhere``), cut units the
-    reput dispatches again or records past the walk's end it dispatches (``again``: their queue offsets against
-    positions the rule did not give them, untested), ext files (``ext``), and a unit below ``processOffset`` the walk
-    dropped or none appended there (the max the reput starts from is not the walk's units' largest end then)."""
+    same rule over the same units, :mod:`store_format.consumequeue`) after the last one appended.  The cut units the
+    reput dispatches again after the parsed ones (``back``: its last ones, going on at an entry's start) go to
+    :attr:`WalkedQueue.again` with their own queue offsets, which ``putMessagePositionInfo`` checks against the write
+    position then, and where the walk's queue holds each (:attr:`WalkedQueue.again_at`: its replayed position, -1
+    for one the walk dropped), which ``place_inside`` compares with where the rule puts it now and reads it from.
+    Refused: units of it in the walk's earlier data files, on disk before the walk or none left by the cut
+    (``elsewhere``), records past the walk's end the reput dispatches (``past``: untested), ext files (``ext``), and a
+    unit below ``processOffset`` the walk dropped or none appended there (the max the reput starts from is not the
+    walk's units' largest end then)."""
     pos, at, final = replayed(rows, cq_file_size)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
     refused = (f"{two}, in its earlier data files too, on disk before the walk or left with no file by the cut"
                if elsewhere else
-               f"{two} whose cut units or records past the walk's end the reput dispatches" if again else
+               f"{two} whose records past the walk's end the reput dispatches" if past else
                f"{two} with ext files" if ext else
                f"{two} whose units below processOffset the walk's dispatch did not all append"
                if not kept.any() or (below & (pos < 0)).any() else "")
@@ -230,7 +235,13 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
     write = int(at[len(rows) - len(cut)]) if len(cut) else final
-    return WalkedQueue(write, int(rows[kept][-1, U_END]), final, int(rows[pos >= 0][-1, U_END]), ext_next)
+    # the cut units the reput dispatches again: their own queue offsets (rows', not cut's positions) and where the
+    # walk's queue holds them
+    first = len(rows) - len(cut)
+    again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
+    skip = int(np.argmax(back)) if back.any() else 0
+    return WalkedQueue(write, int(rows[kept][-1, U_END]), final, int(rows[pos >= 0][-1, U_END]), ext_next,
+                       again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip)
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
