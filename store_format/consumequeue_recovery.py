@@ -11,9 +11,9 @@ Mirrors, in ``store/src/main/java/org/apache/rocketmq/store/`` of rocketmq-all-4
   tagsCode is an ext address, for ``ConsumeQueueExt.truncateByMaxAddress``
   (:mod:`store_format.consumequeue_ext_recovery`);
 * ``ConsumeQueue.putMessagePositionInfo`` on a recovered queue's files (:func:`dispatch_units`, 5.5.1: a 5.x DLedger
-  crash recovery's walk dispatching onto the queues the store held): which units it appends is
-  :func:`store_format.recovery_dispatch.recovery_dispatch`'s; they go at the write position on, ``getLastMappedFile``
-  adding a file after a full last one;
+  crash recovery's walk dispatching onto the queues the store held; ``BatchConsumeQueue.putBatchMessagePositionInfo``
+  on a batch queue's): which units it appends is :func:`store_format.recovery_dispatch.recovery_dispatch`'s; they go
+  at the write position on, ``getLastMappedFile`` adding a file after a full last one;
 * ``ConsumeQueue.truncateDirtyLogicFiles(phyOffset)`` (called by ``CommitLog.recoverNormally``
   when the queues reach past the commitlog's end): from the last file backwards, a file whose first
   unit points at or past ``phyOffset`` is deleted; otherwise its units are kept up to the first one
@@ -253,17 +253,22 @@ def truncate_dirty_logic_files(tail_files: TailFiles, phy_offset: int, *, unit_s
     return t
 
 
-def dispatch_units(tail_files: TailFiles, units: np.ndarray, max_physic_offset: int, file_size: int) -> TailFiles:
+def dispatch_units(tail_files: TailFiles, units: np.ndarray, max_physic_offset: int, file_size: int,
+                   rules: QueueRules = CQ_RULES) -> TailFiles:
     """The consume queue ``tail_files`` (as :func:`recover_consume_queue` left them, ``max_physic_offset`` its max)
     once ``ConsumeQueue.putMessagePositionInfo`` dispatched ``units`` (rows of commitlog offset, size, queue offset;
-    in commitlog order) onto them (module docstring); the files are copied, the appended units' tagsCode 0."""
-    unit = CQ_UNIT_DTYPE.itemsize
+    in commitlog order) onto them (module docstring); :data:`BCQ_RULES`: ``BatchConsumeQueue``'s
+    ``putBatchMessagePositionInfo`` (a unit appended only when it starts past the max, the start of the last one
+    loaded or appended; no queue offset check: the queue offset column is not read).  The files are copied, the
+    appended units' tagsCode 0."""
+    unit = rules.unit_size
+    batch = rules is BCQ_RULES
     files = [(name, off.copy(), mx.copy(), ok.copy(), tags.copy()) for name, off, mx, ok, tags in tail_files]
     assert files, "a queue with a file"
     name, _off, _mx, ok, _tags = files[-1]
     write = int(name) + (len(ok) if ok.all() else int(np.argmin(ok))) * unit   # recover's write position
     d = recovery_dispatch(units[:, 0], units[:, 1], units[:, 2] * unit, start=0, end=np.iinfo(np.int64).max,
-                          max_physic=max_physic_offset, write_position=write, unit_size=unit, batch=False)
+                          max_physic=max_physic_offset, write_position=write, unit_size=unit, batch=batch)
     for offset, size, _queue_offset in units[d.appended].tolist():
         if write - int(files[-1][0]) == file_size:   # getLastMappedFile: the last file full, a new one after it
             n = file_size // unit
@@ -271,7 +276,7 @@ def dispatch_units(tail_files: TailFiles, units: np.ndarray, max_physic_offset: 
                           np.zeros(n, np.int64)))
         _name, off, mx, ok, tags = files[-1]
         at = (write - int(files[-1][0])) // unit
-        off[at], mx[at], ok[at], tags[at] = offset, offset + size, size > 0 and offset >= 0, 0
+        off[at], mx[at], ok[at], tags[at] = offset, offset if batch else offset + size, size > 0 and offset >= 0, 0
         write += unit
     return files
 

@@ -24,8 +24,12 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   record's own units (a message put to topic ``%LMQ%...`` itself: its queue offsets from ``topicQueueTable``, the
   light ones' from ``lmqTopicQueueTable``) has them where ``putMessagePositionInfo`` put them in commitlog order,
   not where their queue offsets say (``dledger_queue_track.replayed``): the cut, reading the file's units, goes by
-  those positions (its write position, the max the reput starts from); the reput putting back only its last cut
-  units, or cut units among which one the walk dropped, is refused.
+  those positions (its write position, the max the reput starts from); a reput set inside an entry dispatching its
+  cut units again after parsed units puts them as ``dledger_inside_units.place_inside`` says (from those positions);
+  one dispatching every cut unit again with no parsed unit there starts from the walk's own state before the first
+  (the cut's write position and max), so each appended one goes back where it was and each one the walk dropped is
+  dropped again; a reput putting back only its last cut units, its queue offsets checked against a write position the
+  walk never had there, is refused.
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
   ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
   which is no ext address (``isExtAddr``), so nothing is cut.
@@ -121,7 +125,9 @@ class QueuesOnDisk:
     offset once ``truncateDirtyLogicFiles`` cut its own units at an offset (``max_after_cut(offset, walked)``; a
     consume queue in ``walked``, the walk's units of a queue it wrote in its last data file as its own consume queue
     only, in its earlier data files too when it is one of ``consume_queues`` (commitlog offset, size, queue offset:
-    ``QueueTrack.own_walked``), once ``putMessagePositionInfo`` dispatched those onto its files:
+    ``QueueTrack.own_walked``; a batch queue it wrote in its last data file, its units in earlier ones, if any,
+    starting at or below the loaded max: ``QueueTrack.batch_walked``), once
+    ``putMessagePositionInfo`` (``putBatchMessagePositionInfo``) dispatched those onto its files:
     :func:`store_format.consumequeue_recovery.dispatch_units`), with whether a file of it stays, its write position
     then and whether the walk's units were dispatched (:data:`OnDiskCut`): a
     consume queue's, the end of its last unit below it, 2147483647 after ``fillPreBlank`` units only, the offset
@@ -388,14 +394,24 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             again = np.arange(len(rows)) >= taken
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
-        if q in mixed and (0 < n < len(rows) or (n and q in mixed_dropped)):
+        # (after parsed units, place_inside checked each one it puts back against where the walk's queue holds it)
+        if taken is None and q in mixed and 0 < n < len(rows):
             label = "/".join(map(str, track.names[q]))
             raise _refuse(f"the queue {label} holding a record's own units and light ones, whose cut units the reput "
-                          "puts back, only the last ones or one the walk's dispatch dropped among them (their queue "
-                          "offsets against positions the walk did not give them)")
-        restored += n
+                          "puts back, only the last ones (their queue offsets against positions the walk did not give "
+                          "them)")
         unit, size = (BCQ_UNIT_SIZE, bcq_file_size) if batch else (CQ_UNIT_SIZE, cq_file_size)
         pos = rows[:, U_KEY] * unit
+        if n == len(rows) and taken is None and q in mixed_dropped:
+            # every cut unit of a mixed queue dispatched again, none parsed there: from the state the cut left, the
+            # walk's own before its first cut unit (write position and max), putMessagePositionInfo does as the walk
+            # did, each appended one back where it was, each one the walk dropped dropped again (no queue holds it)
+            walked = mixed[q][0][len(mixed[q][0]) - n:] >= 0
+            restored += int(walked.sum())
+            put_back[q] = (rows[walked, U_OFFSET], pos[walked])
+            lost[track.names[q]] = rows[~walked, U_OFFSET]
+            continue
+        restored += n
         if n == len(rows):
             put_back[q] = (rows[:, U_OFFSET], pos)
             continue

@@ -48,7 +48,10 @@ address).  A parsed message's light queue unit goes into a light queue the walk 
 (``ConsumeQueue.multiDispatchLmqQueue``: ``putMessagePositionInfo`` with its ``INNER_MULTI_QUEUE_OFFSET`` and its
 own tags code, after the message's own unit; with ext files no ext unit for it), also one the walk wrote a record's
 own units in too, from the write position and max the cut left it by the positions the walk's units took
-(``dledger_inside_walked._mixed``).
+(``dledger_inside_walked._mixed``); its cut units the reput dispatches again go by the same rule with their own queue
+offsets, compared with and read from where the walk's queue holds them (:attr:`WalkedQueue.again_at`: the positions
+``putMessagePositionInfo`` gave them in commitlog order, not their queue offsets; refused: one the walk dropped that
+the reput appends now).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -212,6 +215,10 @@ class WalkedQueue:
     # ``(offset, size, queue offset)``, each at queue byte ``queue offset * 20`` in the walk's queue (a batch queue's:
     # its unit index, at ``* 46``, its records past the walk's end after the cut units)
     again: tuple[tuple[int, int, int], ...] = ()
+    # of a queue holding a record's own units and light ones (dledger_inside_walked._mixed), the queue byte position
+    # at which the walk's queue holds each of ``again`` (where putMessagePositionInfo put it in commitlog order, not
+    # its queue offset * 20; -1: the walk's dispatch dropped it); empty: each at its queue offset * 20
+    again_at: tuple[int, ...] = ()
     # the records of this queue past the walk's end (a walk ended by a damaged message) that the reput dispatches
     # after the parsed ones and the cut units, in commitlog order: ``(offset, size, queue offset)``
     past: tuple[tuple[int, int, int], ...] = ()
@@ -252,7 +259,8 @@ class Placed:
     # ``(topic, queue id, source, target)``: in a queue the cut left with no file (or one it left a file of, on disk
     # before the walk or not, where not every cut unit goes back where it was) or a batch queue, a cut unit the reput
     # dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20, a
-    # batch queue's unit index * 46), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
+    # batch queue's unit index * 46, a queue holding own and light units its WalkedQueue.again_at position, -1 where
+    # the walk dropped it), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
     # listed, in commitlog order (in a queue the cut left with no file, then its records past the walk's end, from
     # where the rebuild's dispatch appends them: _past_no_file)
     again_moved: tuple[tuple[str, int, int, int], ...] = ()
@@ -351,14 +359,19 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             continue
         put = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks) if k >= s.again_skip else -1
                for k, (offset, size, queue_offset) in enumerate(s.again)]   # the first again_skip not dispatched
-        back = [pos == q * CQ_UNIT_SIZE for pos, (_o, _s, q) in zip(put, s.again)]   # each put back where it was
+        # where the walk's queue holds each (a mixed queue's: where the walk's dispatch put it, -1 dropped there)
+        source = list(s.again_at) or [q * CQ_UNIT_SIZE for _o, _s, q in s.again]
+        back = [pos == src >= 0 for pos, src in zip(put, source)]   # each put back where it was
         dropped = back.index(True) if True in back else len(back)
-        fresh = [(*key, q * CQ_UNIT_SIZE - q * CQ_UNIT_SIZE % cq_file_size) in opened for _o, _s, q in s.again]
+        fresh = [src >= 0 and (*key, src - src % cq_file_size) in opened for src in source]
+        if any(src < 0 <= pos for pos, src in zip(put, source)):   # one the walk's dispatch dropped, appended now
+            raise _refuse(at, f"for {key[0]}/{key[1]}, a queue holding a record's own units and light ones, whose cut "
+                              "unit the walk's dispatch dropped the reput appends afterwards")
         # the first ones dropped (none appended elsewhere), the rest back, none in a file getLastMappedFile created anew
         if any(pos >= 0 for pos in put[:dropped]) or not all(back[dropped:]) or any(fresh[dropped:]):
             # its files stay but for those the cut deleted, one getLastMappedFile creates anew written from zeros
-            # (apply_cut): each where the rule put it
-            moved += [(*key, q * CQ_UNIT_SIZE, pos) for pos, (_o, _s, q) in zip(put, s.again)]
+            # (apply_cut): each where the rule put it (from where the walk's queue holds it)
+            moved += [(*key, src, pos) for pos, src in zip(put, source)]
             continue
         again.append((*key, dropped))   # the first again_skip (not dispatched) among them
     removed = {f for f in rebuild_files if f not in opened}   # the files apply_cut removes

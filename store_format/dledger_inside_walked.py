@@ -4,13 +4,16 @@ start's reput set inside an entry parses (:func:`inside_units`): built from the 
 :func:`store_format.dledger_inside_units.place_inside`.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles`` and ``BatchConsumeQueue.truncateDirtyLogicFiles``
-(the write position and max physical offset each leaves a queue with); a light queue
+(the write position and max physical offset each leaves a queue with; a queue on disk before the walk after
+``putMessagePositionInfo`` or ``BatchConsumeQueue.putBatchMessagePositionInfo`` put the walk's units onto its files:
+:func:`store_format.consumequeue_recovery.dispatch_units`); a light queue
 (``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
 a record's own.  A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes own queue
 offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
 ``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets; their positions replayed by its
 rule in commitlog order (:func:`store_format.dledger_queue_track.replayed`), the cut reading the file's units
-(:func:`_mixed`).
+(:func:`_mixed`), its cut units the reput dispatches again handed over with their own queue offsets and those
+positions (``WalkedQueue.again_at``).
 """
 from __future__ import annotations
 
@@ -58,7 +61,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     left a file of: ``_place_past``), and for a queue on disk before the walk
     that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
     (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
-    ``QueueTrack.own_walked``; else refused when a walk unit below ``processOffset`` ends past that max:
+    ``QueueTrack.own_walked``, for a batch queue it wrote in its last data file by
+    ``BatchConsumeQueue.putBatchMessagePositionInfo``, its units in earlier ones, if any, starting at or below the
+    loaded max: ``QueueTrack.batch_walked``; else refused when a walk unit
+    below ``processOffset`` ends (a batch queue's: starts) past that max:
     :func:`_on_disk`; a batch queue on disk that the cut left no file of: its max ``processOffset - 1``, its next
     unit at queue byte 0, ``MappedFileQueue``'s ``getMaxOffset`` with no file); ``ext_file_size`` > 0:
     ``enableConsumeQueueExt`` (the ext units the walk put per queue: ``track.own_units``; a reput that goes on at
@@ -125,22 +131,32 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             # queue holds them) must leave it (else refused; so too for one the walk wrote in an earlier data file
             # only, none of its units cut)
             emptied_batch = held is not None and not held[1]
+            # the parsed units the rebuild's own dispatch appends after the walk's units (each starting past the last
+            # walk unit's start: _place_batch's rebuild_units), before the records past the walk's end it reads after
+            # them
+            walk_max = int(rows[:, U_OFFSET].max()) if len(rows) else track.batch_before.get(q)
+            rebuilt = sum(1 for u in parsed if (u.topic, u.queue_id) == name and u.batch and u.base >= 0 and
+                          u.batch_size >= 0 and walk_max is not None and u.offset > walk_max)
             walked_batch = _walked_batch(rows, cut, kept, process_offset - 1 if emptied_batch else max_after.get(q),
-                                         later, back, track.batch_before.get(q), track.batch_units.get(q, 0))
+                                         later, back, track.batch_before.get(q), track.batch_units.get(q, 0), rebuilt)
             if emptied_batch and not walked_batch.refused:
                 return dataclasses.replace(walked_batch, write=0, max=process_offset - 1)
             if held is not None and held[1] and not walked_batch.refused and \
                     (walked_batch.write, walked_batch.max) != (held[2], held[0]):
                 # putBatchMessagePositionInfo appends a unit only past the loaded max, past every unit of the files:
                 # the walk's last unit below processOffset starting at or below the max the cut leaves them, it
-                # appended none the cut keeps, and the files alone say where the cut leaves the queue; the cut units
-                # the reput dispatches again and its records past the walk's end follow the parsed units from there
-                # by the same rule (no queue offset check: wherever the walk had them)
-                if walked_batch.max <= held[0]:
+                # appended none the cut keeps, and the files alone say where the cut leaves the queue; the walk's
+                # units dispatched onto the files before the cut (held[3]: written in the walk's last data file, in
+                # earlier ones only units starting at or below the loaded max, QueueTrack.batch_walked), the cut's
+                # write position and max are those of the files with the units it appended.  The cut units the
+                # reput dispatches again and its records past the walk's end follow the parsed units from there by
+                # the same rule (no queue offset check: wherever the walk had them)
+                if walked_batch.max <= held[0] or held[3]:
                     return dataclasses.replace(walked_batch, write=held[2], max=held[0])
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
                                    f"leaves at write position {held[2]}, max {held[0]}, not where the walk's units "
-                                   "leave it")
+                                   "leave it (units of it in the walk's earlier data files starting past the max "
+                                   "its files loaded with: not kept to replay onto them)")
             return walked_batch
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
         # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)
@@ -153,7 +169,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
         if kinds == {KIND_CQ, KIND_LIGHT}:
             return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
-                          before is not None or disk is not None or emptied, back.any() or len(later) > 0,
+                          before is not None or disk is not None or emptied, back, len(later) > 0,
                           ext_file_size > 0)
         refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
                    "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
@@ -189,25 +205,29 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
 
 
 def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
-           elsewhere: bool, again: bool, ext: bool) -> WalkedQueue:
+           elsewhere: bool, back: np.ndarray, past: bool, ext: bool) -> WalkedQueue:
     """A queue the walk wrote both a record's own units and light ones in (``rows``, in its last data file, in
     commitlog order; ``cut`` the last ones, at or past ``processOffset``), as ``ConsumeQueue.truncateDirtyLogicFiles``
     left it: the walk's dispatch put them by ``putMessagePositionInfo`` in commitlog order whatever their queue offsets
     (own and light ones from two counters: :func:`store_format.dledger_queue_track.replayed`), the cut reads the
     file's units, so its write position is where the first unit appended at or past ``processOffset`` stands (after
     the last one appended when none is), its max the end of the last one appended below it; the rebuild's queue (the
-    same rule over the same units, :mod:`store_format.consumequeue`) after the last one appended.  Refused: units of
-    it in the walk's earlier data files, on disk before the walk or none left by the cut (``elsewhere``), cut units the
-    reput dispatches again or records past the walk's end it dispatches (``again``: their queue offsets against
-    positions the rule did not give them, untested), ext files (``ext``), and a unit below ``processOffset`` the walk
-    dropped or none appended there (the max the reput starts from is not the walk's units' largest end then)."""
+    same rule over the same units, :mod:`store_format.consumequeue`) after the last one appended.  The cut units the
+    reput dispatches again after the parsed ones (``back``: its last ones, going on at an entry's start) go to
+    :attr:`WalkedQueue.again` with their own queue offsets, which ``putMessagePositionInfo`` checks against the write
+    position then, and where the walk's queue holds each (:attr:`WalkedQueue.again_at`: its replayed position, -1
+    for one the walk dropped), which ``place_inside`` compares with where the rule puts it now and reads it from.
+    Refused: units of it in the walk's earlier data files, on disk before the walk or none left by the cut
+    (``elsewhere``), records past the walk's end the reput dispatches (``past``: untested), ext files (``ext``), and a
+    unit below ``processOffset`` the walk dropped or none appended there (the max the reput starts from is not the
+    walk's units' largest end then)."""
     pos, at, final = replayed(rows, cq_file_size)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
     refused = (f"{two}, in its earlier data files too, on disk before the walk or left with no file by the cut"
                if elsewhere else
-               f"{two} whose cut units or records past the walk's end the reput dispatches" if again else
+               f"{two} whose records past the walk's end the reput dispatches" if past else
                f"{two} with ext files" if ext else
                f"{two} whose units below processOffset the walk's dispatch did not all append"
                if not kept.any() or (below & (pos < 0)).any() else "")
@@ -215,7 +235,13 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
     write = int(at[len(rows) - len(cut)]) if len(cut) else final
-    return WalkedQueue(write, int(rows[kept][-1, U_END]), final, int(rows[pos >= 0][-1, U_END]), ext_next)
+    # the cut units the reput dispatches again: their own queue offsets (rows', not cut's positions) and where the
+    # walk's queue holds them
+    first = len(rows) - len(cut)
+    again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
+    skip = int(np.argmax(back)) if back.any() else 0
+    return WalkedQueue(write, int(rows[kept][-1, U_END]), final, int(rows[pos >= 0][-1, U_END]), ext_next,
+                       again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip)
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
@@ -244,7 +270,7 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
 
 
 def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: np.ndarray,
-                  back: np.ndarray, earlier: int | None, done: int) -> WalkedQueue:
+                  back: np.ndarray, earlier: int | None, done: int, rebuilt: int = 0) -> WalkedQueue:
     """A batch queue the walk wrote (``rows``, its units in its last data file: ``cut`` the last ones; none when it
     wrote the queue in its earlier data files only, ``done`` units, ``QueueTrack.batch_units``), as
     ``BatchConsumeQueue.truncateDirtyLogicFiles`` left it: the write position at its first
@@ -258,13 +284,13 @@ def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_m
     goes on past every one, its records past the walk's end alone appended after the parsed units
     (``putBatchMessagePositionInfo`` has no queue offset check: each one starting past the max goes at the write
     position).  The reput goes on at one offset and dispatches every record from there, so the cut units it
-    dispatches again are always the last ones.  Refused: its units below ``processOffset`` in an earlier data file
-    the walk did not keep (no ``earlier``), and records past the walk's end in a queue the cut took no unit of
-    (untested: the cut leaves them no unit to follow in the rebuild's queue)."""
+    dispatches again are always the last ones.  In the rebuild's queue the records past the walk's end follow the
+    ``rebuilt`` parsed units its own dispatch appended after the walk's units (those starting past the last one's
+    start, cut or not), so their sources lie past those (their bytes moved to where the broker appends them after
+    the parsed units); so too in a queue the cut took no unit of (``-batch-uncut-to-entry-past``).
+    Refused: its units below ``processOffset`` in an earlier data file the walk did not keep (no ``earlier``)."""
     top = int(kept[-1, U_OFFSET]) if len(kept) else emptied_max if emptied_max is not None else earlier
-    refused = ("a batch queue whose units below processOffset lie in an earlier data file" if top is None else
-               "a batch queue with no cut unit whose records past the walk's end the reput dispatches afterwards"
-               if len(later) and not len(cut) else "")
+    refused = "a batch queue whose units below processOffset lie in an earlier data file" if top is None else ""
     if refused:
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert top is not None
@@ -278,7 +304,7 @@ def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_m
     count = int(rows[-1, U_KEY] + 1) if len(rows) else done   # the units the rebuild's queue holds after the walk
     after_last = count * BCQ_UNIT_SIZE
     # the records past the walk's end follow its cut units in the rebuild's queue (dledger_crash_cut._appended_keys)
-    past = np.column_stack([later[:, U_OFFSET], later[:, U_END], count + np.arange(len(later))])
+    past = np.column_stack([later[:, U_OFFSET], later[:, U_END], count + rebuilt + np.arange(len(later))])
     units = np.concatenate([cut[:, [U_OFFSET, U_END, U_KEY]], past])
     again = tuple((int(o), int(e - o), int(k)) for o, e, k in units) if back.any() or len(later) else ()
     return WalkedQueue(int(cut[0, U_KEY]) * BCQ_UNIT_SIZE if len(cut) else after_last, top, after_last,

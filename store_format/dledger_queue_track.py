@@ -14,8 +14,8 @@ from . import commitlog as cl
 from .consumequeue import Q_WRITE_POS, assign_positions, new_states
 from .dispatch import queue_units
 
-__all__ = ["BLANK_MAX", "KIND_BATCH", "KIND_CQ", "KIND_LIGHT", "UNIT_COLUMNS", "U_END", "U_KEY", "U_KIND", "U_OFFSET",
-           "U_QUEUE", "QueueTrack", "max_key", "mixed_queues", "positions", "replayed"]
+__all__ = ["BATCH_EARLIER_SIZE", "BLANK_MAX", "KIND_BATCH", "KIND_CQ", "KIND_LIGHT", "UNIT_COLUMNS", "U_END", "U_KEY",
+           "U_KIND", "U_OFFSET", "U_QUEUE", "QueueTrack", "max_key", "mixed_queues", "positions", "replayed"]
 
 BLANK_MAX = 2**31 - 1   # a fillPreBlank unit's offset + size (ConsumeQueue.fillPreBlank: 0 and Integer.MAX_VALUE)
 
@@ -149,10 +149,32 @@ class QueueTrack:
                 out[self.names[q]] = np.concatenate([*(earlier or []), positions(rows)])
         return out
 
+    def batch_walked(self) -> dict[tuple[str, int], np.ndarray]:
+        """The batch queues the walk wrote in the current (last) data file: their units there (rows of commitlog
+        offset, size, unit number, in commitlog order), to dispatch onto the files the queue held before the walk
+        (``BatchConsumeQueue.putBatchMessagePositionInfo``: appended only past the loaded max, whatever their unit
+        numbers); for one it wrote in an earlier data file too, after a first row ``(start, -1, -1)``, the start of
+        its last unit there (:data:`BATCH_EARLIER_SIZE`): those units are not kept, so it is dispatched only when
+        that start is at or below the loaded max (every earlier unit skipped)."""
+        units = self.last_file()
+        batch = units[units[:, U_KIND] == KIND_BATCH]
+        out = {}
+        for q in np.unique(batch[:, U_QUEUE]).tolist():
+            rows = positions(batch[batch[:, U_QUEUE] == q])
+            if q in self.seen_before:
+                if q not in self.batch_before:
+                    continue
+                rows = np.concatenate([np.array([[self.batch_before[q], BATCH_EARLIER_SIZE, -1]], np.int64), rows])
+            out[self.names[q]] = rows
+        return out
+
     def last_file(self) -> np.ndarray:
         """The current (last) file's units: rows of :data:`UNIT_COLUMNS`."""
         return np.concatenate(self._cur) if self._cur else np.zeros((0, 5), dtype=np.int64)
 
+
+# QueueTrack.batch_walked's size for the row standing for a batch queue's units in the walk's earlier data files
+BATCH_EARLIER_SIZE = -1
 
 # a tracked unit: commitlog offset, offset + size, queue number, its queue offset (a batch queue's: its
 # unit number in the queue), kind

@@ -1,8 +1,9 @@
 """DLedger crash scenarios of the inside-entry family (:mod:`broker_dledger_inside_scenarios`) for a light queue
 (multi-dispatch, ``enableMultiDispatch``/``enableLmq``: ``%LMQ%q1``, queue 0) the walk wrote in its earlier data file
 (only, or its units below ``processOffset`` there), or one that also holds a record's own units (a message put to
-topic ``%LMQ%q1`` itself): where the start's reput is set (``processOffset - 1``) a well-formed message that also goes
-to it; and one whose parsed message goes to a queue only a record past the walk's end goes to
+topic ``%LMQ%q1`` itself; ``-light-mixed-to-entry``, ``-light-own-to-entry``: its cut units dispatched again after
+the parsed one): where the start's reput is set (``processOffset - 1``) a well-formed message that also goes to it;
+and one whose parsed message goes to a queue only a record past the walk's end goes to
 (``-to-entry-past-only``).  :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
 (:func:`light_scenarios`)."""
 from __future__ import annotations
@@ -17,6 +18,7 @@ from broker_dledger_inside_scenarios import (
     EMBED_PROCESS_OFFSET,
     LIGHT_PROPS,
     LIGHT_QUEUE_OFFSET,
+    LIGHT_TAIL,
     TO_ENTRY_HOST_TAIL,
     TO_ENTRY_QUEUE_OFFSET,
     TO_ENTRY_TAIL_BODY,
@@ -38,9 +40,12 @@ def light_scenarios(sc: dict) -> list[dict]:
     """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-earlier-light``
     (:func:`embedded_earlier_light_scenario`), ``-to-entry-earlier-light``
     (:func:`embedded_to_entry_earlier_light_scenario`), ``-light-mixed`` (:func:`embedded_light_mixed_scenario`) and
-    ``-to-entry-past-only`` (:func:`embedded_to_entry_past_only_scenario`)."""
+    ``-to-entry-past-only`` (:func:`embedded_to_entry_past_only_scenario`), then ``-light-mixed-to-entry`` and
+    ``-light-own-to-entry`` and ``-light-mixed-to-entry-t5`` (:func:`embedded_light_mixed_to_entry_scenario`)."""
     return [embedded_earlier_light_scenario(sc), embedded_to_entry_earlier_light_scenario(sc),
-            embedded_light_mixed_scenario(sc), embedded_to_entry_past_only_scenario(sc)]
+            embedded_light_mixed_scenario(sc), embedded_to_entry_past_only_scenario(sc),
+            embedded_light_mixed_to_entry_scenario(sc), embedded_light_mixed_to_entry_scenario(sc, own_tail=True),
+            embedded_light_mixed_to_entry_scenario(sc, light=False)]
 
 
 def _with_light(m: dict, offset: int) -> dict:
@@ -171,3 +176,47 @@ def embedded_to_entry_past_only_scenario(sc: dict) -> dict:
     return {**past, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9,
                                  {**tail, "topic": PAST_ONLY_TOPIC}],
             "name": f"{past['name']}-only"}
+
+
+def embedded_light_to_entry_message(light: bool = True) -> tuple[int, bytes]:
+    """Where the reput of the -light-mixed-to-entry and -light-own-to-entry stores is set (that of -light:
+    processOffset - 1) and the T5/0 message there, also for %LMQ%q1 (light queue offset
+    :data:`broker_dledger_inside_scenarios.LIGHT_QUEUE_OFFSET`; not with ``light`` false: -light-mixed-to-entry-t5),
+    whose properties string ends with the host record's tail, so that it ends at B9's entry."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + LIGHT_TAIL - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    props = (b"KEYS\x01E5\x02" + LIGHT_PROPS_HEAD + str(LIGHT_QUEUE_OFFSET).encode() if light else b"KEYS\x01E5") \
+        + TO_ENTRY_HOST_TAIL
+    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
+    msg = embedded_message(reput, body, props)
+    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
+    return reput, msg
+
+
+def embedded_light_mixed_to_entry_scenario(sc: dict, own_tail: bool = False, light: bool = True) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-to-entry`` (5.5.1): the -light-mixed store
+    (:func:`embedded_light_mixed_scenario`) with the message where the reput is set (T5/0, also to %LMQ%q1) ending
+    at B9's entry (:func:`embedded_light_to_entry_message`): the reput goes on there and dispatches B9's and the
+    last message (T0/0, also to %LMQ%q1: light queue offset 3, which the walk dropped below its write position 80)
+    again, after the parsed one.  ``own_tail``: ``-light-own-to-entry``, from the -light store
+    (:func:`broker_dledger_inside_scenarios.embedded_light_scenario`, no own unit below processOffset) with that last
+    message sent to topic %LMQ%q1 itself (queue 0, no multi-dispatch; its body longer by the light properties it
+    drops, shorter by the 5 bytes its topic adds: the same layout): its own unit, queue offset 0, the walk appended
+    at 60 after the three light ones (a cut unit not where its queue offset says), which the reput dispatches again
+    after the parsed light unit the cut's write position gave 60.  ``light`` false: ``-light-mixed-to-entry-t5``,
+    the parsed message for T5/0 alone, so that the reput dispatches every cut unit of %LMQ%q1 again (from before the
+    first) with no parsed unit there: that of the last message's light unit, which the walk dropped, among them."""
+    base = embedded_light_scenario(sc) if own_tail else embedded_light_mixed_scenario(sc)
+    reput, msg = embedded_light_to_entry_message(light)
+    *rest, host, b9, tail = base["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
+    body[len(body) - len(head):] = head
+    if own_tail:
+        assert tail["topic"] == "T0" and "INNER_MULTI_DISPATCH" in tail["properties"], tail
+        tail = {k: v for k, v in tail.items() if k != "properties"}
+        tail = {**tail, "topic": "%LMQ%q1", "queueId": 0,
+                "body": base64.b64encode(b"t" * (len(base64.b64decode(tail["body"])) + LIGHT_PROPS - 5)).decode()}
+    return {**base, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "name": f"{base['name']}-own-to-entry" if own_tail else f"{base['name']}-to-entry{'' if light else '-t5'}"}

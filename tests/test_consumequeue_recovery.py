@@ -9,6 +9,7 @@ import numpy as np
 from store_format.batchconsumequeue import BCQ_UNIT_DTYPE, BCQ_UNIT_SIZE
 from store_format.consumequeue_recovery import (
     BCQ_RULES,
+    dispatch_units,
     last_ext_address,
     recover_consume_queue,
     truncate_dirty_logic_files,
@@ -115,3 +116,26 @@ def test_batch_truncate_starts_below_the_cut_and_keeps_starts() -> None:
     rec = recover_consume_queue(files[1:], file_size=BFILE, broker_5x=True, rules=BCQ_RULES)
     t = truncate_dirty_logic_files(rec.tail_files, 125, unit_size=BCQ_UNIT_SIZE, truncate_from=-1)
     assert (t.max_physic_offset, t.units_truncated, t.write_position) == (124, 1, 0)
+
+
+def test_batch_dispatch_appends_past_the_loaded_start_then_the_cut_keeps_those_below_it() -> None:
+    # BatchConsumeQueue.recover on file 0 holding (100, 10) alone: max 100, write position 46.
+    # putBatchMessagePositionInfo of (90, 5) (start at or below 100: skipped), (105, 20) (start past 100, though it
+    # overlaps: appended at 46, max 105), (130, 10) (appended at 92, file 0 full) and (150, 10) (getLastMappedFile
+    # adds file 138: at its byte 0); the unit numbers given are not read (no queue offset check)
+    files = [(f"{0:020d}", _bfile((100, 10, 0, 1)))]
+    rec = recover_consume_queue(files, file_size=BFILE, broker_5x=True, rules=BCQ_RULES)
+    assert (rec.max_physic_offset, rec.write_position) == (100, BCQ_UNIT_SIZE)
+    units = np.array([(90, 5, 7), (105, 20, 7), (130, 10, 7), (150, 10, 7)], dtype=np.int64)
+    tail = dispatch_units(rec.tail_files, units, rec.max_physic_offset, BFILE, BCQ_RULES)
+    assert [name for name, *_ in tail] == [f"{0:020d}", f"{BFILE:020d}"]
+    assert tail[0][1].tolist() == [100, 105, 130] and tail[0][2].tolist() == [100, 105, 130]   # max: the start
+    assert tail[1][1][:1].tolist() == [150] and tail[1][3].tolist() == [True, False, False]
+    assert rec.tail_files[0][1].tolist()[:2] == [100, 0]   # copied, not changed
+    # truncateDirtyLogicFiles(140): file 138's first unit 150 >= 140 -> deleted; file 0 kept whole: max 130
+    t = truncate_dirty_logic_files(tail, 140, unit_size=BCQ_UNIT_SIZE, truncate_from=-1)
+    assert (t.max_physic_offset, t.write_position, t.files_deleted) == (130, BFILE, [f"{BFILE:020d}"])
+    # (120): 130 >= 120 stops file 0 at 92, max 105 (the files alone would leave 46 and 100)
+    tail = dispatch_units(rec.tail_files, units, rec.max_physic_offset, BFILE, BCQ_RULES)
+    t = truncate_dirty_logic_files(tail, 120, unit_size=BCQ_UNIT_SIZE, truncate_from=-1)
+    assert (t.max_physic_offset, t.write_position) == (105, 2 * BCQ_UNIT_SIZE)

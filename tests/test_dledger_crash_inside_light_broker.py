@@ -1,7 +1,8 @@
 """DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
 an entry, parses a well-formed message that also goes to a light queue (multi-dispatch: ``%LMQ%q1``) the walk wrote
-in its earlier data file only, or that also holds a record's own units (a message put to topic ``%LMQ%q1`` itself),
-or one for a queue only records past the walk's end go to.  Written by the published RocketMQ store through the JVM
+in its earlier data file only, or that also holds a record's own units (a message put to topic ``%LMQ%q1`` itself;
+also with its cut units dispatched again after the parsed one), or one for a queue only records past the walk's end
+go to.  Written by the published RocketMQ store through the JVM
 harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart
 found it (byte for byte) and ``verify``'s units lost.  The scenarios: :mod:`broker_dledger_inside_light_scenarios`.
 """
@@ -162,6 +163,138 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_light_queue
     held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     # a unit each, a light one more for three: the last message's light unit is dropped by any dispatch (the plain
     # one too), lost to no crash
+    sent = _queued(r["scenario"]) + len(LIGHT_PUTS)
+    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_drops_a_cut_light_unit_again_in_a_queue_with_own_units(line, tmp_path):
+    """The -light-mixed store (the walk's units of %LMQ%q1 at 0-40 light, 60 the own unit of queue offset 0, the last
+    message's light unit, queue offset 3, dropped below that write position) with the T5/0 message where the reput
+    is set (also to %LMQ%q1, light queue offset 7) ending at B9's entry: the cut leaves %LMQ%q1 at write position 80,
+    the parsed light unit goes there, and the reput, going on at B9's entry, dispatches the last message again,
+    whose light unit putMessagePositionInfo drops again (queue offset 3 below write position 100): a cut unit the
+    walk's queue does not hold. --as-restart writes the broker's files byte for byte, verify predicts the units
+    lost."""
+    from broker_dledger_inside_light_scenarios import MIXED_PUT, embedded_light_to_entry_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-to-entry"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_light_to_entry_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert last_data_bytes(src, reput, len(msg)) == msg, "the T5/0 and %LMQ%q1 message from processOffset - 1"
+    tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, T0/0 and %LMQ%q1, after B9's
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 100, state
+    assert int(state["maxPhysicOffset"]) == reput + len(msg), state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 100, 20)]
+    assert r["scenario"]["messages"][MIXED_PUT]["topic"] == "%LMQ%q1"
+    assert units[-1] == (reput, len(msg), 0) and held[100:] == bytes(len(held) - 100), units
+    assert tail not in [o for o, _s, _t in units] and units[len(LIGHT_PUTS)][0] < reput, units
+    t0 = b"".join(f.read_bytes() for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir()))
+    assert tail in [cq_unit(t0, k)[0] for k in range(0, len(t0), 20)], "the last message put back in T0/0"
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    # a unit each, a light one more for three: the last message's light unit, which any dispatch drops (the walk's,
+    # the plain rebuild's and the reput's), is lost to no crash
+    sent = _queued(r["scenario"]) + len(LIGHT_PUTS)
+    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_appends_a_cut_own_unit_after_a_parsed_light_one(line, tmp_path):
+    """The -light store (light units of %LMQ%q1 at 0-40, below processOffset) with its last message, after B9's, sent
+    to topic %LMQ%q1 itself: its own unit (queue offset 0, topicQueueTable) the walk's putMessagePositionInfo
+    appended at 60, not at 0 where its queue offset says (the plain rebuild puts it there too). The cut leaves the
+    write position at 60, where the parsed T5/0 message's light unit goes (light queue offset 7); the message ends at
+    B9's entry, so the reput goes on there and dispatches the last message again: its own unit, queue offset 0 (no
+    "build consume queue repeatedly" check), appended at 80. --as-restart (reading that unit where the walk's queue
+    holds it) writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import embedded_light_to_entry_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-own-to-entry"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_light_to_entry_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert last_data_bytes(src, reput, len(msg)) == msg, "the T5/0 and %LMQ%q1 message from processOffset - 1"
+    tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, to %LMQ%q1 itself, after B9's
+    assert r["scenario"]["messages"][-1]["topic"] == "%LMQ%q1"
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 100, state
+    assert int(state["maxPhysicOffset"]) == tail + LIGHT_TAIL, state
+    lmq = Path("consumequeue") / "%LMQ%q1" / "0" / f"{0:020d}"
+    held = (src / "expected" / lmq).read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 100, 20)]
+    assert all(o < reput for o, _s, _t in units[:len(LIGHT_PUTS)]), units
+    assert units[3] == (reput, len(msg), 0) and units[4][:2] == (tail, LIGHT_TAIL), units
+    assert held[100:] == bytes(len(held) - 100), held[:120].hex()
+    # the plain rebuild of the log (no crash restart) dispatches the walk's units by the same rule: the own unit at 60
+    code, err = _rebuild_plain(src / "before", tmp_path / "plain", src, line)
+    assert code == 0, err[-2000:]
+    assert (tmp_path / "plain" / lmq).read_bytes() == held[:60] + held[80:100] + bytes(len(held) - 80)
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    sent = _queued(r["scenario"]) + len(LIGHT_PUTS)   # a unit each, a light one more for three
+    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_dispatches_every_cut_unit_of_a_queue_with_own_units_again(
+        line, tmp_path):
+    """The -light-mixed-to-entry store with the message where the reput is set for T5/0 alone: no parsed unit goes
+    to %LMQ%q1, and the reput, going on at B9's entry, before every cut unit of %LMQ%q1, dispatches them all again
+    from the write position and max the cut left, the walk's own before its first cut unit: putMessagePositionInfo
+    does as the walk did, the last message's light unit (queue offset 3, which the walk dropped) dropped again, the
+    queue as the walk wrote it (80 bytes). --as-restart writes the broker's files byte for byte, verify predicts the
+    units lost."""
+    from broker_dledger_inside_light_scenarios import MIXED_PUT, embedded_light_to_entry_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-to-entry-t5"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_light_to_entry_message(light=False)
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert last_data_bytes(src, reput, len(msg)) == msg, "the T5/0 message from processOffset - 1 to B9's entry"
+    tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, T0/0 and %LMQ%q1, after B9's
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 80, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 80, 20)]
+    assert r["scenario"]["messages"][MIXED_PUT]["topic"] == "%LMQ%q1"
+    assert int(state["maxPhysicOffset"]) == units[-1][0] + units[-1][1] < reput, (state, units)
+    assert all(o < reput for o, _s, _t in units) and held[80:] == bytes(len(held) - 80), held[:100].hex()
+    t0 = b"".join(f.read_bytes() for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir()))
+    assert tail in [cq_unit(t0, k)[0] for k in range(0, len(t0), 20)], "the last message put back in T0/0"
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    # B9's and the last message's T0/0 unit put back, its light unit dropped again
+    assert "puts back 2 unit(s), 1 stay cut or dropped" in err, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    # a unit each, a light one more for three: the last message's light unit, which any dispatch drops, is lost to no
+    # crash
     sent = _queued(r["scenario"]) + len(LIGHT_PUTS)
     assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
 

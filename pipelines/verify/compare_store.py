@@ -30,6 +30,7 @@ from store_format.consumequeue_recovery import (
 )
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_crash_cut import OnDiskCut, QueuesOnDisk
+from store_format.dledger_queue_track import BATCH_EARLIER_SIZE
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
 from store_format.errors import RestartFailsError, StoreLayoutError, UnsupportedConfigError
 from store_format.indexfile import read_header
@@ -343,8 +344,9 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
     ``ConsumeQueue.recover``), or why it is not predicted: what that refuses."""
     def max_after_cut(offset: int, walked: dict[tuple[str, int], np.ndarray]) -> dict[tuple[str, int], OnDiskCut]:
         """Each queue holding units: ``truncateDirtyLogicFiles(offset)`` on its own units (a batch queue's
-        ``BatchConsumeQueue``'s; a consume queue in ``walked`` once the walk's units there were dispatched onto
-        its files: ``dispatch_units``; every file of it read when the cut goes on past those ``recover`` read),
+        ``BatchConsumeQueue``'s; a queue in ``walked`` once the walk's units there were dispatched onto its files:
+        ``dispatch_units``, a batch queue's by ``putBatchMessagePositionInfo``; every file of it read when the cut
+        goes on past those ``recover`` read),
         its max physical offset then, whether a file of it stays, its write position, and whether the walk's
         units were dispatched."""
         out = {}
@@ -354,7 +356,12 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
             rules = BCQ_RULES if s.restart.layout == BCQ_DIR else CQ_RULES
             topic, qid = s.restart.queue.rsplit("/", 1)
             name = (topic, int(qid))
-            dispatched = name in walked and rules is CQ_RULES
+            units = walked.get(name)   # QueueTrack.own_walked's, batch_walked's
+            if units is not None and rules is BCQ_RULES and len(units) and units[0, 1] == BATCH_EARLIER_SIZE:
+                # units in the walk's earlier data files too (not kept): dispatched only when every one of them
+                # starts at or below the loaded max (skipped)
+                units = units[1:] if units[0, 0] <= s.restart.max_physic_offset else None
+            dispatched = units is not None
             files, older = list(s.tail_files), s.older_files
             for every in (False, True):
                 if every:   # the cut goes on into the files older than recover's: read them all
@@ -365,7 +372,10 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
                         else config.cq_file_size, broker_5x=config.is_5x)
                     files, older = rec.tail_files, rec.files_before_tail
                 if dispatched:
-                    files = dispatch_units(files, walked[name], s.restart.max_physic_offset, config.cq_file_size)
+                    assert units is not None
+                    files = dispatch_units(files, units, s.restart.max_physic_offset,
+                                           config.mapperFileSizeBatchConsumeQueue if rules is BCQ_RULES
+                                           else config.cq_file_size, rules)
                 t = truncate_dirty_logic_files(files, offset, unit_size=rules.unit_size,
                                                truncate_from=rules.truncate_from, older_files=older)
                 if t.write_position >= 0:
