@@ -76,7 +76,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     :func:`store_format.dledger_crash_before.ext_before_walk`).  A light queue goes as a record's own (its units in
     the walk's earlier data files: ``QueueTrack.light_before``); one with both kinds of unit in the walk's last data
     file only by the positions ``putMessagePositionInfo`` gave them (:func:`_mixed`; else refused).  A queue only
-    records past the walk's end went to (not a batch queue, not on disk before the walk) is one the walk did not
+    records past the walk's end went to (a batch queue too; not on disk before the walk) is one the walk did not
     write (None: the rebuild's own dispatch, reading the parsed messages before those records as the broker
     dispatches them, puts them where the broker does).  ``after``:
     the units of the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed
@@ -108,13 +108,15 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         before = own_before or light_before
         kinds = {int(k) for k in np.unique(rows[:, U_KIND])} | ({KIND_CQ} if own_before else set()) | \
             ({KIND_LIGHT} if light_before else set())
-        if not kinds and q not in track.batch_before and name[0] not in track.batch_topics and \
-                (on_disk or {}).get(name) is None:
-            # only records past the walk's end went to it (a walk ended by a damaged message; not a batch queue, not
-            # on disk before the walk): the cut leaves it no file, as a queue the walk did not write; the broker
-            # dispatches the parsed units, then those records from where the reput goes on, and the rebuild reads them
-            # in that order too (pipelines.restart: store.then_pieces puts the parsed messages between the walk's pass
-            # and the reput's), so its own dispatch puts them where the broker does
+        if not kinds and q not in track.batch_before and (on_disk or {}).get(name) is None:
+            # only records past the walk's end went to it (a walk ended by a damaged message; not on disk before the
+            # walk): the cut leaves it no file, as a queue the walk did not write; the broker dispatches the parsed
+            # units, then those records from where the reput goes on, and the rebuild reads them in that order too
+            # (pipelines.restart: store.then_pieces puts the parsed messages between the walk's pass and the
+            # reput's), so its own dispatch puts them where the broker does.  A batch queue so too:
+            # BatchConsumeQueue.putBatchMessagePositionInfo, no queue offset check, appends each unit starting past
+            # the max (-1 for a queue created then) at getLastMappedFile(getMaxOffset()), 0 with no file, as the
+            # rebuild's batch dispatch (batchconsumequeue.assign_batch_positions) does in the same order
             return None
         top = int(kept[-1, U_END]) if len(kept) else max_after[q] if q in max_after else before and before[1]
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
