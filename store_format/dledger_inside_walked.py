@@ -76,9 +76,12 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     :func:`store_format.dledger_crash_before.ext_before_walk`).  A light queue goes as a record's own (its units in
     the walk's earlier data files: ``QueueTrack.light_before``); one with both kinds of unit in the walk's last data
     file only by the positions ``putMessagePositionInfo`` gave them (:func:`_mixed`; else refused).  A queue only
-    records past the walk's end went to (a batch queue too; not on disk before the walk) is one the walk did not
-    write (None: the rebuild's own dispatch, reading the parsed messages before those records as the broker
-    dispatches them, puts them where the broker does).  ``after``:
+    records past the walk's end went to (a batch queue too; not on disk before the walk, or on disk with no file left
+    by the cut on 5.5.1: ``ConsumeQueue``'s max -1 there) is one the walk did not write (None: the rebuild's own
+    dispatch, reading the parsed messages before those records as the broker dispatches them, puts them where the
+    broker does); such a batch queue on disk that the cut left no file of is the emptied batch queue (its max
+    ``processOffset - 1``: a parsed unit starting there dropped, the records past the walk's end from queue byte 0);
+    on disk with a file left, or a consume queue on disk on 5.3.3: refused.  ``after``:
     the units of the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed
     over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
@@ -108,12 +111,19 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         before = own_before or light_before
         kinds = {int(k) for k in np.unique(rows[:, U_KIND])} | ({KIND_CQ} if own_before else set()) | \
             ({KIND_LIGHT} if light_before else set())
-        if not kinds and q not in track.batch_before and (on_disk or {}).get(name) is None:
+        held_only = (on_disk or {}).get(name) if not kinds and q not in track.batch_before else None
+        # on disk before the walk, the cut leaving it no file (the files' units all at or past processOffset):
+        # BatchConsumeQueue.truncateDirtyLogicFiles leaves its max processOffset - 1 (the emptied batch queue below),
+        # ConsumeQueue's on 5.5.1 -1 (recoverTopicQueueTable), as a queue the walk did not write
+        past_only_batch = held_only is not None and not held_only[1] and name[0] in track.batch_topics
+        if not kinds and q not in track.batch_before and \
+                (held_only is None or (not held_only[1] and reset_emptied and not past_only_batch)):
             # only records past the walk's end went to it (a walk ended by a damaged message; not on disk before the
-            # walk): the cut leaves it no file, as a queue the walk did not write; the broker dispatches the parsed
-            # units, then those records from where the reput goes on, and the rebuild reads them in that order too
-            # (pipelines.restart: store.then_pieces puts the parsed messages between the walk's pass and the
-            # reput's), so its own dispatch puts them where the broker does.  A batch queue so too:
+            # walk, or a consume queue on disk whose files the 5.5.1 cut deleted): the cut leaves it no file, as a
+            # queue the walk did not write; the broker dispatches the parsed units, then those records from where
+            # the reput goes on, and the rebuild reads them in that order too (pipelines.restart: store.then_pieces
+            # puts the parsed messages between the walk's pass and the reput's), so its own dispatch puts them where
+            # the broker does.  A batch queue so too:
             # BatchConsumeQueue.putBatchMessagePositionInfo, no queue offset check, appends each unit starting past
             # the max (-1 for a queue created then) at getLastMappedFile(getMaxOffset()), 0 with no file, as the
             # rebuild's batch dispatch (batchconsumequeue.assign_batch_positions) does in the same order
@@ -122,7 +132,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
         emptied = max_after.get(q) == process_offset
-        if (rows[:, U_KIND] == KIND_BATCH).all() if len(rows) else q in track.batch_before:
+        if (rows[:, U_KIND] == KIND_BATCH).all() if len(rows) else q in track.batch_before or past_only_batch:
             held = (on_disk or {}).get(name)
             # on disk before the walk, the cut leaving it no file (the first unit of its files at or past
             # processOffset: the walk appended none below it): its max processOffset - 1, nothing of its history
@@ -136,7 +146,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             # the parsed units the rebuild's own dispatch appends after the walk's units (each starting past the last
             # walk unit's start: _place_batch's rebuild_units), before the records past the walk's end it reads after
             # them
-            walk_max = int(rows[:, U_OFFSET].max()) if len(rows) else track.batch_before.get(q)
+            walk_max = int(rows[:, U_OFFSET].max()) if len(rows) else -1 if past_only_batch else \
+                track.batch_before.get(q)
             rebuilt = sum(1 for u in parsed if (u.topic, u.queue_id) == name and u.batch and u.base >= 0 and
                           u.batch_size >= 0 and walk_max is not None and u.offset > walk_max)
             walked_batch = _walked_batch(rows, cut, kept, process_offset - 1 if emptied_batch else max_after.get(q),

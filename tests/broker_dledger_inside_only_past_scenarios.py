@@ -1,7 +1,9 @@
 """The inside-entry DLedger crash scenarios (:mod:`broker_dledger_inside_scenarios`) whose start's reput parses a
 message for a queue only records past the walk's end go to, that queue a batch one (a BatchCQ topic:
 ``-to-entry-past-only-batch``): the walk wrote no unit of it, the cut leaves it no file, the broker creates it from
-the parsed unit and appends the damaged record's after it."""
+the parsed unit and appends the damaged record's after it; and with the queues kept (``keepQueues``), that queue on
+disk before the walk, its file holding the damaged record's unit only, which the cut deletes
+(``-to-entry-past-only-kept``, ``-to-entry-past-only-batch-kept``)."""
 from __future__ import annotations
 
 import base64
@@ -22,8 +24,14 @@ PAST_ONLY_BATCH_TOPIC = "BZ"
 
 def only_past_scenarios(base: dict) -> list[dict]:
     """On the -emptied-batch-embedded store ``base`` (5.5.1): ``-to-entry-past-only-batch``
-    (:func:`embedded_to_entry_past_only_batch_scenario`)."""
-    return [embedded_to_entry_past_only_batch_scenario(base)]
+    (:func:`embedded_to_entry_past_only_batch_scenario`), and ``-to-entry-past-only-kept`` and
+    ``-to-entry-past-only-batch-kept``: the -to-entry-past-only store
+    (:func:`broker_dledger_inside_light_scenarios.embedded_to_entry_past_only_scenario`) and that one with the queues
+    kept (``keepQueues``)."""
+    from broker_dledger_inside_light_scenarios import embedded_to_entry_past_only_scenario
+    batch = embedded_to_entry_past_only_batch_scenario(base)
+    return [batch] + [{**sc, "keepQueues": True, "name": f"{sc['name']}-kept"}
+                      for sc in (embedded_to_entry_past_only_scenario(base), batch)]
 
 
 def embedded_to_entry_past_only_batch_message() -> tuple[int, bytes]:

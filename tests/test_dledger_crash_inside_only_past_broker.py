@@ -1,9 +1,11 @@
 """DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
 an entry, parses a well-formed message for a batch queue (``BatchConsumeQueue``) only records past the walk's end go
-to: the walk wrote no unit of it.  Written by the published RocketMQ store through the JVM harness in
-``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart found it
-(byte for byte) and ``verify``'s units lost.  The scenarios: :mod:`broker_dledger_inside_only_past_scenarios`; the
-ordinary queue's case: :mod:`test_dledger_crash_inside_light_broker` (``-to-entry-past-only``).
+to: the walk wrote no unit of it; and an ordinary or batch queue so, on disk before the walk (the queues kept),
+the cut leaving it no file (``verify``'s prediction and plan).  Written by the published RocketMQ store through the
+JVM harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as that
+restart found it (byte for byte) and ``verify``'s units lost.  The scenarios:
+:mod:`broker_dledger_inside_only_past_scenarios`; the ordinary queue's case not on disk:
+:mod:`test_dledger_crash_inside_light_broker` (``-to-entry-past-only``).
 """
 from __future__ import annotations
 
@@ -58,3 +60,85 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
     assert data[92:] == bytes(len(data) - 92)
     _restart_as_the_broker(src, name, line, tmp_path, ext=False, batch=True)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept_queue_only_records_past_went_to(
+        line, tmp_path, monkeypatch):
+    """The -to-entry-past-only store with the queues kept (keepQueues): TZ/0 on disk before the walk, its one file
+    holding the damaged record's unit only (past processOffset). ConsumeQueue.truncateDirtyLogicFiles deletes it and
+    the 5.5.1 start leaves its max -1, as for a queue the walk did not write: the parsed unit at 20000 after
+    fillPreBlank units, the damaged record's (queue offset 0) appended at 20020 in the next file. verify on the store
+    as that restart found it predicts the units lost, its plan placing nothing of TZ itself (the rebuild's own
+    dispatch puts them)."""
+    from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC, embedded_to_entry_past_only_message
+    from broker_dledger_inside_scenarios import TO_ENTRY_QUEUE_OFFSET
+    from broker_dledger_runs import _queued, _units_below_write, _verify_with_plan
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-only-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_to_entry_past_only_message()
+    damaged = int(w["damagedRecord"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1 < damaged
+    (held_file,) = sorted((src / "before" / "consumequeue" / PAST_ONLY_TOPIC / "0").iterdir())   # on disk before
+    held = held_file.read_bytes()
+    assert struct.unpack(">q", held[:8])[0] == damaged and held[20:] == bytes(len(held) - 20)
+    assert w["queuesAfterLoad"][f"{PAST_ONLY_TOPIC}/0"] == {"type": "ConsumeQueue", "maxOffset": 0, "files": [],
+                                                            "maxPhysicOffset": -1}
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    at = TO_ENTRY_QUEUE_OFFSET * 20
+    first = at - at % size
+    state = w["queuesAfterDispatch"][f"{PAST_ONLY_TOPIC}/0"]
+    assert state["files"] == [f"{first:020d}", f"{first + size:020d}"] and int(state["maxOffset"]) == first + size + 20
+    folder = src / "expected" / "consumequeue" / PAST_ONLY_TOPIC / "0"
+    assert struct.unpack(">qi", (folder / f"{first:020d}").read_bytes()[at - first:at - first + 12]) == \
+        (reput, len(msg))
+    assert struct.unpack(">q", (folder / f"{first + size:020d}").read_bytes()[:8])[0] == damaged
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert not any(PAST_ONLY_TOPIC in map(str, u) for u in (*placed.units, *placed.opened, *placed.again_moved)), \
+        placed
+    assert p["units_lost"] == _queued(r["scenario"]) - _units_below_write(w, src, (reput,)), p["notes"]
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_drops_a_parsed_unit_of_a_kept_batch_queue_only_past_went_to(
+        line, tmp_path, monkeypatch):
+    """The -to-entry-past-only-batch store with the queues kept (keepQueues): BZ/0 on disk before the walk, its one
+    file holding the damaged record's unit only (past processOffset). BatchConsumeQueue.truncateDirtyLogicFiles
+    deletes it and leaves its max processOffset - 1, where the parsed message starts: putBatchMessagePositionInfo
+    drops it (at the max), then appends the damaged record's unit at 0 of the file getLastMappedFile creates.
+    verify on the store as that restart found it predicts the units lost, and its plan opens file 0 and moves the
+    damaged record's unit from 46 (after the parsed one, in the rebuild's queue) to 0, the parsed one placed
+    nowhere."""
+    from broker_dledger_inside_only_past_scenarios import (
+        PAST_ONLY_BATCH_TOPIC,
+        embedded_to_entry_past_only_batch_message,
+    )
+    from broker_dledger_runs import _queued, _units_below_write, _verify_with_plan
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-only-batch-kept"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_to_entry_past_only_batch_message()
+    damaged = int(w["damagedRecord"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1 < damaged
+    assert last_data_bytes(src, reput, len(msg)) == msg
+    (held_file,) = sorted((src / "before" / "batchconsumequeue" / PAST_ONLY_BATCH_TOPIC / "0").iterdir())
+    assert struct.unpack(">q", held_file.read_bytes()[:8])[0] == damaged   # on disk before: the damaged record's
+    assert w["queuesAfterLoad"][f"{PAST_ONLY_BATCH_TOPIC}/0"] == {
+        "type": "BatchConsumeQueue", "maxOffset": 0, "files": [], "maxPhysicOffset": reput}
+    state = w["queuesAfterDispatch"][f"{PAST_ONLY_BATCH_TOPIC}/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 46, state
+    data = (src / "expected" / "batchconsumequeue" / PAST_ONLY_BATCH_TOPIC / "0" / f"{0:020d}").read_bytes()
+    head = last_data_bytes(src, damaged, 64)
+    assert struct.unpack(">qiqqqhii", data[:46]) == (damaged, struct.unpack(">i", head[:4])[0], 0,
+                                                     struct.unpack(">q", head[56:64])[0],
+                                                     struct.unpack(">q", head[20:28])[0], 1, -1, 0)
+    assert data[46:] == bytes(len(data) - 46)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    placed = crash.cut.inside_placed
+    assert placed.units == () and placed.opened == ((PAST_ONLY_BATCH_TOPIC, 0, 0),) and \
+        placed.again_moved == ((PAST_ONLY_BATCH_TOPIC, 0, 46, 0),), placed
+    assert p["units_lost"] == _queued(r["scenario"]) - _units_below_write(w, src, (reput,)), p["notes"]
