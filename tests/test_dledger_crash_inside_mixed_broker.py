@@ -116,3 +116,39 @@ def test_as_restart_after_a_crash_whose_reput_appends_a_cut_own_unit_with_a_new_
     assert ext[2:20] == ext[22:40], "the same record's ext unit twice"
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
     _verify_loses(r, src, line, tmp_path, reput)
+
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_parses_an_own_unit_with_an_ext_unit_for_a_queue_with_light_ones(
+        line, tmp_path):
+    """The -light-mixed-ext store with the message where the reput is set put to topic %LMQ%q1 itself (own queue
+    offset 7, no multi-dispatch: -light-mixed-parsed-own-ext): the walk's own unit at 60 holds ext ordinal 0's
+    address (the three light units and the last message's dropped one none); the parsed own unit's
+    putMessagePositionInfoWrapper puts ext unit 1 (at ext byte 20, after the walk's: the ordinals count own units
+    only) and appends the unit at 80, the cut's write position (queue offset 7: 140 not below it), holding its
+    address. --as-restart writes the broker's files (consumequeue_ext/ too) byte for byte, verify predicts the units
+    lost."""
+    from broker_dledger_inside_light_scenarios import PARSED_OWN_QUEUE_OFFSET, embedded_light_mixed_parsed_own_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-parsed-own-ext"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert r["scenario"]["config"]["enableConsumeQueueExt"] == "true"
+    reput, msg = embedded_light_mixed_parsed_own_message()
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    assert last_data_bytes(src, reput, len(msg) + 8) == msg + b"x" * 8, "the %LMQ%q1 message itself"
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert int(state["maxOffset"]) == 100 and int(state["extMaxOffset"]) == 40, state
+    assert int(state["maxPhysicOffset"]) == reput + len(msg), state
+    held = (src / "expected" / LMQ).read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 100, 20)]
+    light = len(LIGHT_PUTS)
+    assert all(t >= 0 for _o, _s, t in units[:light]) and units[light][2] == _ext_address(0), units
+    assert units[4] == (reput, len(msg), _ext_address(1)) and 4 * 20 < PARSED_OWN_QUEUE_OFFSET * 20, units
+    assert held[100:] == bytes(len(held) - 100), held[:120].hex()
+    ext = (src / "expected" / LMQ_EXT).read_bytes()
+    assert [int.from_bytes(ext[k:k + 2], "big") for k in (0, 20)] == [20, 20] and ext[40:] == bytes(len(ext) - 40)
+    _restart_as_the_broker(src, name, line, tmp_path, ext=True)
+    _verify_loses(r, src, line, tmp_path, reput)
