@@ -369,7 +369,7 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     it puts every one back at the cut queue's write position, where each was (a cut queue that keeps a unit of its
     own below the offset still drops the earlier records), and the files come back as the walk wrote them; a queue
     the cut left with ``fillPreBlank`` units only (its max 2147483647) drops every unit, so its cut units stay cut
-    and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart``'s
+    and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart_cut``'s
     ``apply_cut``); past 2 GiB (the reput set at 2147483647 inside a converted store's old file or an entry of an
     earlier data file, :mod:`store_format.dledger_crash_old`) it drops the earlier records by their queue offsets and
     puts the cut units back, but appends one of queue offset 0 and then puts the walk's units by the same rule

@@ -10,7 +10,7 @@ files' records first (their ext units put, their queue units of the queues the w
 ones again: so the ext unit a cut unit put back points at counts the earlier files' records of its queue too, which
 :func:`store_format.dledger_crash_cut.ext_reput` (the walk's records only) leaves out.  The rebuild reads the earlier
 files' records and the walk's ones again itself (:func:`store_format.store.jump_at`) and puts their ext units; only
-the addresses of the units put back are set afterwards (``pipelines.restart.apply_cut``).
+the addresses of the units put back are set afterwards (``pipelines.restart_cut.apply_cut``).
 
 A record in those earlier files that the reput's own message check refuses (a bad magic code: neither the recovery's
 walk nor DLedger's recovery reads it) ends that check's walk there; ``doReput`` then goes on at the end of the buffer
@@ -136,7 +136,7 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
     walk's units as the walk put them (its own dispatch drops the earlier records, their ends below the walk's
     max): replayed both ways (:func:`store_format.consumequeue.assign_positions`), the broker's units that differ go
     in ``Placed.units`` (tags codes read from their records in ``segs``, old commitlog and data files), the
-    rebuild's units the broker does not hold in ``Placed.rebuild_units`` (zeros: ``pipelines.restart.apply_cut``).
+    rebuild's units the broker does not hold in ``Placed.rebuild_units`` (zeros: ``pipelines.restart_cut.apply_cut``).
 
     Raises:
         the exception ``why(reason)`` gives: a queue with light or batch units, one on disk before the walk, a walk
@@ -195,7 +195,7 @@ def without_queues(placed: Placed, names: frozenset[tuple[str, int]]) -> Placed:
     puts the earlier files' records and the walk's ones again by its rule (a unit at or below the max dropped, one
     whose queue offset is not 0 below the write position dropped, any other appended at the write position): so does
     the rebuild's own dispatch, which starts those queues empty again at the parsed records
-    (``StoreLocation.queue_reset``), so ``pipelines.restart.apply_cut`` leaves them as it wrote them."""
+    (``StoreLocation.queue_reset``), so ``pipelines.restart_cut.apply_cut`` leaves them as it wrote them."""
     def keep(rows: tuple) -> tuple:   # rows of (topic, queue id, ...) tuples
         return tuple(r for r in rows if (r[0], r[1]) not in names)
     return dataclasses.replace(

@@ -79,7 +79,7 @@ queues as the cut left them (:mod:`store_format.dledger_inside_units`: their ext
 created for them and what the rebuild's own dispatch of them put that the broker's queues lack:
 :attr:`QueueCut.inside_placed`), and a blank's empty request 48 bytes further into
 topic "" queue 0 (with ``enableConsumeQueueExt`` its ext unit first, the unit holding its address:
-``pipelines.restart.apply_cut``), before it goes on.
+``pipelines.restart_cut.apply_cut``), before it goes on.
 
 ``IndexService.buildIndex`` indexes the last indexed record again when the reput reaches it.
 """
@@ -244,7 +244,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     goes on, their units appended after the walk's, and in the queues the walk wrote where the cut left their write
     positions, :attr:`QueueCut.inside_placed`, with ext files holding their ext units' addresses, ``ext_file_size``
     the ext file size; a blank's empty request, a record of no bytes, goes to topic "" queue 0, its ext unit too:
-    ``pipelines.restart.apply_cut``; where it then goes on inside the log, at an entry's start or a file's, it puts
+    ``pipelines.restart_cut.apply_cut``; where it then goes on inside the log, at an entry's start or a file's, it puts
     back the cut units from there like any reput; after a walk that ended early, from before its end only: then it
     walks the walk's records from there again, and the damaged message and the records after it, ``after``)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`,

@@ -57,7 +57,7 @@ A queue the walk did not write gets its first unit where the unit's own queue of
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
 the walk's records (:func:`store_format.store.then_pieces`), appends them so (:mod:`store_format.consumequeue`).  In a
 queue the walk wrote, the rebuild's queue holds every unit of the walk, cut or not: :func:`place_inside` says where
-the broker put each parsed unit, ``pipelines.restart.apply_cut`` writes it there, and undoes what the rebuild's own
+the broker put each parsed unit, ``pipelines.restart_cut.apply_cut`` writes it there, and undoes what the rebuild's own
 dispatch of the message put: it drops it when the message lies before the end of that queue's last walk unit (as one
 parsed inside that unit's or a later record's body does), else (a PHYSICALOFFSET past it) appends it after the walk's
 units, where the broker's file holds zeros (:attr:`Placed.rebuild_units`, :attr:`Placed.rebuild_files`).  Refused (one

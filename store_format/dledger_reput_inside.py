@@ -46,7 +46,7 @@ A blank 48 bytes further (the base check's size 0, success): the request's
 ``bufferSize`` is 48, so ``doReput`` dispatches it, an empty request (``DispatchRequest(size, success)``: topic "",
 queue 0, offset, size and tags code 0, no keys), and moves the reput and its read count 48 bytes on, while the
 buffer stands past the blank's two ints, 56 bytes on, where the next check reads: a record of no bytes at the
-blank among the returned ones (its unit: ``pipelines.restart.apply_cut``), the checks after it 8 bytes ahead of
+blank among the returned ones (its unit: ``pipelines.restart_cut.apply_cut``), the checks after it 8 bytes ahead of
 the reput.  That lag changes no outcome above: a parse within the bytes handed keeps the reput below the reput end
 (``getReputEndOffset``), the loop runs one more check where the buffer has no 8 bytes left (a failure), and a jump
 or roll goes to the same place (``tests/test_dledger_2gib_inside_broker.py``, ``-embedded-blank-48``, a message

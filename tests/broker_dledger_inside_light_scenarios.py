@@ -2,10 +2,10 @@
 (multi-dispatch, ``enableMultiDispatch``/``enableLmq``: ``%LMQ%q1``, queue 0) the walk wrote in its earlier data file
 (only, or its units below ``processOffset`` there), or one that also holds a record's own units (a message put to
 topic ``%LMQ%q1`` itself; ``-light-mixed-to-entry``, ``-light-own-to-entry``: its cut units dispatched again after
-the parsed one): where the start's reput is set (``processOffset - 1``) a well-formed message that also goes to it;
-and one whose parsed message goes to a queue only a record past the walk's end goes to
-(``-to-entry-past-only``).  :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
-(:func:`light_scenarios`)."""
+the parsed one; ``-light-mixed-ext``, ``-light-own-to-entry-ext``: with ``enableConsumeQueueExt``): where the start's
+reput is set (``processOffset - 1``) a well-formed message that also goes to it; and one whose parsed message goes to
+a queue only a record past the walk's end goes to (``-to-entry-past-only``).
+:func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`light_scenarios`)."""
 from __future__ import annotations
 
 import base64
@@ -41,11 +41,51 @@ def light_scenarios(sc: dict) -> list[dict]:
     (:func:`embedded_earlier_light_scenario`), ``-to-entry-earlier-light``
     (:func:`embedded_to_entry_earlier_light_scenario`), ``-light-mixed`` (:func:`embedded_light_mixed_scenario`) and
     ``-to-entry-past-only`` (:func:`embedded_to_entry_past_only_scenario`), then ``-light-mixed-to-entry`` and
-    ``-light-own-to-entry`` and ``-light-mixed-to-entry-t5`` (:func:`embedded_light_mixed_to_entry_scenario`)."""
+    ``-light-own-to-entry`` and ``-light-mixed-to-entry-t5`` (:func:`embedded_light_mixed_to_entry_scenario`), then
+    ``-light-mixed-ext``, ``-light-own-to-entry-ext`` and ``-light-mixed-parsed-own-ext`` (:func:`_ext`)."""
     return [embedded_earlier_light_scenario(sc), embedded_to_entry_earlier_light_scenario(sc),
             embedded_light_mixed_scenario(sc), embedded_to_entry_past_only_scenario(sc),
             embedded_light_mixed_to_entry_scenario(sc), embedded_light_mixed_to_entry_scenario(sc, own_tail=True),
-            embedded_light_mixed_to_entry_scenario(sc, light=False)]
+            embedded_light_mixed_to_entry_scenario(sc, light=False),
+            *(_ext(f(sc)) for f in (embedded_light_mixed_scenario,
+                                    lambda sc: embedded_light_mixed_to_entry_scenario(sc, own_tail=True),
+                                    embedded_light_mixed_parsed_own_scenario))]
+
+
+# -light-mixed-parsed-own: the own queue offset of the message parsed where the reput is set, put to %LMQ%q1 itself
+PARSED_OWN_QUEUE_OFFSET = 7
+
+
+def embedded_light_mixed_parsed_own_message() -> tuple[int, bytes]:
+    """Where the reput of the -light-mixed-parsed-own store is set (that of -light: processOffset - 1) and the
+    message there: to topic %LMQ%q1 itself, queue 0 (own queue offset :data:`PARSED_OWN_QUEUE_OFFSET`), no
+    multi-dispatch."""
+    from broker_dledger_2gib import embedded_message
+    from broker_dledger_inside_scenarios import embedded_light_message
+    reput, _light = embedded_light_message()
+    return reput, embedded_message(reput, topic=b"%LMQ%q1", queue_offset=PARSED_OWN_QUEUE_OFFSET)
+
+
+def embedded_light_mixed_parsed_own_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-parsed-own`` (5.5.1): the -light-mixed store
+    (:func:`embedded_light_mixed_scenario`) with the message where the reput is set put to topic %LMQ%q1 itself
+    (:func:`embedded_light_mixed_parsed_own_message`), then 'x' bytes: a parsed own unit in a queue holding own and
+    light units (written with ext files only: ``-ext``)."""
+    base = embedded_light_mixed_scenario(sc)
+    reput, msg = embedded_light_mixed_parsed_own_message()
+    *rest, host, b9, tail = base["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(msg)] = msg
+    return {**base, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
+            "name": f"{base['name']}-parsed-own"}
+
+
+def _ext(sc: dict) -> dict:
+    """``sc`` with ``enableConsumeQueueExt`` (``-ext``: ext files of 10 units): -light-mixed-ext and
+    -light-own-to-entry-ext, -light-mixed-parsed-own-ext, an own unit beside light ones in %LMQ%q1 (ext units for own
+    units only)."""
+    return {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "204"},
+            "name": f"{sc['name']}-ext"}
 
 
 def _with_light(m: dict, offset: int) -> dict:

@@ -9,7 +9,7 @@ success)``: topic "", queue 0, offset, size, tags code and store time 0).
 ``ConsumeQueue.putMessagePositionInfoWrapper`` (rocketmq-store 5.5.1) first puts its ext unit (``ConsumeQueueExt.put``:
 tags code 0, store time 0, no bitmap) into ``consumequeue_ext/0/`` and the unit (0, 0, that ext unit's address) into
 ``consumequeue/0/``, as for the concurrent reput's empty requests
-(:func:`store_format.concurrent_reput.empty_request_queue_files`, which ``pipelines.restart.apply_cut`` writes).
+(:func:`store_format.concurrent_reput.empty_request_queue_files`, which ``pipelines.restart_cut.apply_cut`` writes).
 
 The ``-embedded-ext-committed`` store: messages parsed there, one for a queue the walk wrote, then the reput goes on
 at DLedger's committed position before the log's end, walking records of another queue only (their ext units after

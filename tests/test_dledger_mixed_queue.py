@@ -26,31 +26,31 @@ NONE = np.zeros(1, dtype=bool)   # no cut unit dispatched again
 
 
 def test_the_cut_leaves_the_write_position_by_the_files_units() -> None:
-    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE, past=False, ext=False)
+    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE, past=False)
     assert not w.refused and (w.write, w.max, w.rebuild_write, w.rebuild_max) == (80, 450, 80, 450)
+    # with ext files: the walk's one own unit put the one ext unit (light units none), the next ext ordinal 1
+    assert w.ext_next == 1
     # a light unit of queue offset 4 past processOffset, appended at 80: the cut's write position there (an own unit
     # of queue offset 1 would be dropped, 20 below the write position)
     rows = np.vstack([ROWS[:4], [[600, 650, 0, 4, KIND_LIGHT]]])
-    w = _mixed(rows, rows[4:], 500, 220, 2, elsewhere=False, back=NONE, past=False, ext=False)
+    w = _mixed(rows, rows[4:], 500, 220, 2, elsewhere=False, back=NONE, past=False)
     assert (w.write, w.max, w.rebuild_write, w.rebuild_max) == (80, 450, 100, 650)
 
 
 def test_cut_units_dispatched_again_carry_their_queue_offsets_and_where_the_walk_holds_them() -> None:
     # -light-mixed's cut light unit of queue offset 3, which the walk dropped: checked by its own queue offset (3),
     # read from nowhere (-1)
-    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=~NONE, past=False, ext=False)
+    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=~NONE, past=False)
     assert [q for _o, _n, q in w.again] == [3] and w.again_at == (-1,) and w.again_skip == 0
     # an own unit of queue offset 0 cut at 60 (the walk appended it there, after light units 0-2)
     rows = np.vstack([ROWS[:3], [[600, 650, 0, 0, KIND_CQ]]])
-    w = _mixed(rows, rows[3:], 500, 220, 1, elsewhere=False, back=~NONE, past=False, ext=False)
+    w = _mixed(rows, rows[3:], 500, 220, 1, elsewhere=False, back=~NONE, past=False)
     assert (w.write, w.max) == (60, 350) and [q for _o, _n, q in w.again] == [0] and w.again_at == (60,)
 
 
 def test_what_stays_refused() -> None:
-    assert "reput dispatches" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE, past=True,
-                                        ext=False).refused
-    assert "earlier data files" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, back=NONE, past=False,
-                                          ext=False).refused
+    assert "reput dispatches" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE, past=True).refused
+    assert "earlier data files" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, back=NONE, past=False).refused
     # a unit below processOffset the walk dropped: the max the reput starts from is not its end
-    assert "did not all append" in _mixed(ROWS, ROWS[5:], 700, 220, 1, elsewhere=False, back=NONE[:0], past=False,
-                                          ext=False).refused
+    assert "did not all append" in _mixed(ROWS, ROWS[5:], 700, 220, 1, elsewhere=False, back=NONE[:0],
+                                          past=False).refused

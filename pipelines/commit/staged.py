@@ -106,12 +106,13 @@ class StagedOutput:
         self.fs.move(f"{self.staging_path}/{relative_from}", f"{self.staging_path}/{relative_to}")
 
     def read_staged(self, relative: str) -> bytes:
-        """The bytes of one staged output file (one the broker's restart rewrites: ``pipelines.restart.apply_cut``)."""
+        """The bytes of one staged output file (one the broker's restart rewrites:
+        ``pipelines.restart_cut.apply_cut``)."""
         with self.fs.open_input_file(f"{self.staging_path}/{relative}") as f:
             return f.read()
 
     def delete_staged(self, relative: str) -> None:
-        """Remove one staged output file (a file the broker's restart deletes: ``pipelines.restart.apply_cut``)."""
+        """Remove one staged output file (a file the broker's restart deletes: ``pipelines.restart_cut.apply_cut``)."""
         self.fs.delete_file(f"{self.staging_path}/{relative}")
 
     def drop_work(self) -> None:
