@@ -85,9 +85,9 @@ that is a file's start (also for a unit then dropped) where the broker does; a u
 created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  One the broker
 appends where the rebuild's dispatch drops it (its queue offset below the rebuild's write position, which a parsed
 unit ending past the queue's last walk unit moved one unit further) is written at the broker's position, its tags
-code read from its record (:attr:`Placed.past_put`; with ext files refused), and a file ``getLastMappedFile``
-creates for the broker where the rebuild's dispatch creates none (or one for its parsed unit) is written anew
-(:attr:`Placed.opened`), and one the rebuild's dispatch creates where the broker creates none is removed
+code read from its record (:attr:`Placed.past_put`; with ext files its ext unit's address), and a file
+``getLastMappedFile`` creates for the broker where the rebuild's dispatch creates none (or one for its parsed unit)
+is written anew (:attr:`Placed.opened`), and one the rebuild's dispatch creates where the broker creates none is removed
 (:attr:`Placed.rebuild_files`).  Refused where the two put a record elsewhere otherwise, where the broker puts units
 in a file the rebuild's dispatch creates for them and the broker does not, or the broker appends into one
 ``apply_cut`` removes, or for a queue with none of
@@ -384,8 +384,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     for key, s in states.items():
         if s is not None and s.past and key not in no_file:
             past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
-                                                     moved_to, None if ext_file_size else tags, put_past, made,
-                                                     extra)]
+                                                     moved_to, tags, put_past, made, extra, ext_file_size)]
     opened += made   # written anew (zeros but for the broker's units there), not removed
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
                   tuple(f for f in rebuild_files if f in removed and f not in made) + tuple(extra),
@@ -430,7 +429,7 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
                 kept: list[tuple[str, int, int, int, int]], moved_to: list[tuple[str, int, int]],
                 tags: Tags | None = None, put_past: list[InsideUnit] | None = None,
                 made: list[tuple[str, int, int]] | None = None,
-                extra: list[tuple[str, int, int]] | None = None) -> list[int]:
+                extra: list[tuple[str, int, int]] | None = None, ext_file_size: int = 0) -> list[int]:
     """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
     units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
     dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
@@ -455,13 +454,21 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
     last walk unit) goes to ``put_past`` (:attr:`Placed.past_put`): written at the broker's position, its tags code
     by ``tags``, over what the rebuild put there (zeros or its parsed unit: :attr:`Placed.rebuild_units`), where no
     record before it went elsewhere than the rebuild puts it, none after it does, and its file is one both keep
-    (neither created anew nor removed); without ``tags`` (with ext files: its tags code an ext address), refused."""
+    (neither created anew nor removed), without ``tags`` refused.  With ext files (``ext_file_size``)
+    ``putMessagePositionInfoWrapper`` puts each record's ext unit (``ConsumeQueueExt.put``) before the unit is
+    appended or dropped, in the broker and in the rebuild's dispatch alike, after the parsed units' (``s.ext_next``):
+    the unit appended holds its address (``ConsumeQueueExt.decorate``); refused past cut units dispatched again
+    (their ext units, put by the broker alone, come first)."""
     parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
     added = False   # a unit the broker appends where the rebuild drops it written (no shift after it)
     dropped = []
     shifted: list[int] = []   # the broker's positions of records the rebuild appends elsewhere (past skipped cut units)
     for offset, size, queue_offset in s.past:
         end = offset + size
+        ext_code = None   # with ext files, the address of the ext unit put for a record's own unit, in both
+        if ext_file_size and tags is not None and tags(offset, size, key) is not None:
+            ext_code = None if s.again else int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
+            s.ext_next += 1
         # getLastMappedFile on a full last file (the write position a file's start, past the max): a new file there
         rebuild_file = s.rebuild_write if end > s.rebuild_max and s.rebuild_write % cq_file_size == 0 else -1
         broker_file = s.write if end > s.max and s.write % cq_file_size == 0 else -1
@@ -491,7 +498,8 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
             dropped.append(offset)
             continue
         if broker >= 0 > rebuild and tags is not None and put_past is not None and \
-                (tags_code := tags(offset, size, key)) is not None and not shifted and \
+                (tags_code := ext_code if ext_file_size else tags(offset, size, key)) is not None and \
+                not shifted and \
                 (*key, broker - broker % cq_file_size) not in removed:
             # appended by the broker, dropped by the rebuild: the broker's unit written at its position
             put_past.append(InsideUnit(*key, broker, offset, size, tags_code))

@@ -26,6 +26,8 @@ PAST_BEYOND_END = PAST_OVER_CUT_END + 48 + 300
 # -to-entry-past-cut-beyond-wide: consume queue files of 13 units, so that the rebuild's write position after its
 # parsed unit (520) is a file's start and the broker's (500) is not
 PAST_WIDE_CQ_SIZE = 260
+# -to-entry-past-cut-beyond-ext: ext files of 204 bytes (ConsumeQueueExt units span several files)
+PAST_BEYOND_EXT = {"enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "204"}
 
 
 def past_far_scenarios(base: dict) -> list[dict]:
@@ -33,11 +35,13 @@ def past_far_scenarios(base: dict) -> list[dict]:
     (consume queue files of :data:`PAST_FILE_CQ_SIZE` bytes: the parsed T0/0 unit fills file 400's last place, so
     getLastMappedFile creates file 500 for the last message's unit, where the rebuild's dispatch put its parsed
     unit in a file of its own), and ``-beyond-wide`` (files of :data:`PAST_WIDE_CQ_SIZE` bytes: the rebuild's
-    dispatch creates file 520 for the last message, whose unit it drops, the broker none)."""
+    dispatch creates file 520 for the last message, whose unit it drops, the broker none), and ``-beyond-ext``
+    (:data:`PAST_BEYOND_EXT`: the last message's unit appended by the broker holds its ext unit's address)."""
     beyond = embedded_to_entry_past_cut_beyond_scenario(base)
     return [beyond] + [{**beyond, "config": {**beyond["config"], "mappedFileSizeConsumeQueue": str(size)},
                         "name": f"{beyond['name']}-{suffix}"}
-                       for suffix, size in (("file", PAST_FILE_CQ_SIZE), ("wide", PAST_WIDE_CQ_SIZE))]
+                       for suffix, size in (("file", PAST_FILE_CQ_SIZE), ("wide", PAST_WIDE_CQ_SIZE))] \
+        + [{**beyond, "config": {**beyond["config"], **PAST_BEYOND_EXT}, "name": f"{beyond['name']}-ext"}]
 
 
 def embedded_to_entry_past_cut_beyond_scenario(sc: dict) -> dict:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import ext_units
 from broker_dledger_runs import (
     _RUNS,
     LINES,
@@ -38,7 +39,7 @@ def _units(w: dict, src: Path, queue: str) -> tuple[list[str], dict[str, list[tu
     return state["files"], units
 
 
-@pytest.mark.parametrize("files", ["", "-file", "-wide"], ids=["plain", "file", "wide"])
+@pytest.mark.parametrize("files", ["", "-file", "-wide", "-ext"], ids=["plain", "file", "wide", "ext"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_crash_restart_whose_parsed_unit_ends_past_the_walk_before_a_record_past_it(line, files, tmp_path):
     """-to-entry-past-cut-beyond: one T0/0 unit cut (queue offset 24, at 480), the damaged message for T0/1, the last
@@ -51,8 +52,11 @@ def test_crash_restart_whose_parsed_unit_ends_past_the_walk_before_a_record_past
     400, so getLastMappedFile creates file 500 for the last message's unit (the cut deleted the one there), where the
     rebuild's dispatch created file 500 for its parsed unit; -wide (files of 13 units): the rebuild's dispatch
     creates file 520 for the last message (its write position after its parsed unit, which fills file 260), the
-    broker none. --as-restart writes the broker's files byte for byte (the last message's unit written at 500 over
-    the rebuild's parsed one; -file: file 500 written anew; -wide: file 520 removed), and
+    broker none; -ext (ext files of 204 bytes, 10 units each): the parsed unit holds the address of the ext unit put
+    after the walk's (the cut one's too), the last message's unit that of the next one, the broker's and the
+    rebuild's dispatch alike putting both. --as-restart writes the broker's files byte for byte (the last message's
+    unit written at 500 over the rebuild's parsed one; -file: file 500 written anew; -wide: file 520 removed; -ext:
+    the ext files too), and
     verify's units lost are the units the broker's queues lack (the cut T0/0 unit among them)."""
     from broker_dledger_inside_past_far_scenarios import PAST_BEYOND_END, PAST_WIDE_CQ_SIZE
     from broker_dledger_inside_past_more_scenarios import PAST_FILE_CQ_SIZE, PAST_OVER_CUT_END
@@ -69,17 +73,26 @@ def test_crash_restart_whose_parsed_unit_ends_past_the_walk_before_a_record_past
     assert last - _ENTRY_HEADER == PAST_BEYOND_END, (last, PAST_BEYOND_END)
     names, units = _units(w, src, "T0/0")
     parsed = (reput, PAST_BEYOND_END - reput, 0)
+    if files == "-ext":   # the units hold ext addresses: ordinals k and k + 1 (10 units a 204-byte file)
+        folder = src / "expected" / "consumequeue_ext" / "T0" / "0"
+        cq_ext = [u for f in sorted(folder.iterdir()) for u in ext_units(f.read_bytes()) if len(u) == 20]
+        k = len(cq_ext) - 2   # the parsed message's ext unit, then the last one's, after the walk's
+        address = [k // 10 * 204 + k % 10 * 20 - 2**63, (k + 1) // 10 * 204 + (k + 1) % 10 * 20 - 2**63]
+        assert units[f"{440:020d}"][2:5] == [(*parsed[:2], address[0]), (last, _TAIL, address[1]), (0, 0, 0)], \
+            (units, len(cq_ext))
+        assert k == 5 + 1, k   # the walk's T0/0 ext units (5, and the cut one's): the parsed unit at ordinal 6
+        parsed = (*parsed[:2], address[0])
     if files == "-wide":
         assert names[-1] == f"{260:020d}", names   # no file 520
         assert units[f"{260:020d}"][-2:] == [parsed, (last, _TAIL, 0)] and \
             len(units[f"{260:020d}"]) == PAST_WIDE_CQ_SIZE // 20, units
-    elif files:
+    elif files == "-file":
         assert names[-2:] == [f"{400:020d}", f"{500:020d}"], names
         assert units[f"{400:020d}"][-1] == parsed, units
         assert units[f"{500:020d}"] == [(last, _TAIL, 0)] + [(0, 0, 0)] * (PAST_FILE_CQ_SIZE // 20 - 1), units
-    else:
+    elif not files:
         assert units[f"{440:020d}"][2:5] == [parsed, (last, _TAIL, 0), (0, 0, 0)], units
     assert all(u[0] != PAST_OVER_CUT_END - _TAIL for f in units.values() for u in f), units   # the cut T0/0 unit
     assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 520, w["queuesAfterDispatch"]["T0/0"]
-    _restart_as_the_broker(src, name, line, tmp_path)
+    _restart_as_the_broker(src, name, line, tmp_path, ext=files == "-ext")
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
