@@ -444,7 +444,8 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
     for the broker where the rebuild's dispatch creates none, or one ``apply_cut`` removes (``removed``:
     :attr:`Placed.rebuild_files`), goes to ``made`` (written anew: :attr:`Placed.opened`), and one the rebuild's
     dispatch creates where the broker creates none to ``extra`` (removed: :attr:`Placed.rebuild_files`; refused
-    where the broker puts a unit in it).  Refused (one line) where the two differ elsewhere than a unit the broker
+    where the broker puts a unit in it; kept where the broker creates it for a later record, both standing there).
+    Refused (one line) where the two differ elsewhere than a unit the broker
     drops that the rebuild puts where a parsed unit of ``out`` goes, or where the broker appends one in a file
     ``apply_cut`` removes.  Past cut units the reput does
     not dispatch again (``s.skipped``) the broker appends them from its write position after the parsed units, the
@@ -472,6 +473,8 @@ def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_
         # getLastMappedFile on a full last file (the write position a file's start, past the max): a new file there
         rebuild_file = s.rebuild_write if end > s.rebuild_max and s.rebuild_write % cq_file_size == 0 else -1
         broker_file = s.write if end > s.max and s.write % cq_file_size == 0 else -1
+        if broker_file == rebuild_file >= 0 and extra is not None and (*key, broker_file) in extra:
+            extra.remove((*key, broker_file))   # created by the rebuild's dispatch for one before, by the broker now
         if (broker_file >= 0 or rebuild_file >= 0) and (broker_file != rebuild_file or (*key, broker_file) in removed):
             if made is None or extra is None or put_past is None or tags is None:
                 raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "

@@ -36,12 +36,18 @@ def past_far_scenarios(base: dict) -> list[dict]:
     getLastMappedFile creates file 500 for the last message's unit, where the rebuild's dispatch put its parsed
     unit in a file of its own), and ``-beyond-wide`` (files of :data:`PAST_WIDE_CQ_SIZE` bytes: the rebuild's
     dispatch creates file 520 for the last message, whose unit it drops, the broker none), and ``-beyond-ext``
-    (:data:`PAST_BEYOND_EXT`: the last message's unit appended by the broker holds its ext unit's address)."""
+    (:data:`PAST_BEYOND_EXT`: the last message's unit appended by the broker holds its ext unit's address), and
+    ``-beyond-wide-two`` (-wide with one T0/0 message more, ``kF``: the broker appends it at 520, creating file
+    520, where the rebuild's dispatch, which created that file for the message before, appends it too)."""
     beyond = embedded_to_entry_past_cut_beyond_scenario(base)
     return [beyond] + [{**beyond, "config": {**beyond["config"], "mappedFileSizeConsumeQueue": str(size)},
                         "name": f"{beyond['name']}-{suffix}"}
                        for suffix, size in (("file", PAST_FILE_CQ_SIZE), ("wide", PAST_WIDE_CQ_SIZE))] \
-        + [{**beyond, "config": {**beyond["config"], **PAST_BEYOND_EXT}, "name": f"{beyond['name']}-ext"}]
+        + [{**beyond, "config": {**beyond["config"], **PAST_BEYOND_EXT}, "name": f"{beyond['name']}-ext"},
+           {**beyond, "config": {**beyond["config"], "mappedFileSizeConsumeQueue": str(PAST_WIDE_CQ_SIZE)},
+            "messages": [*beyond["messages"], {**beyond["messages"][-1], "uniqKey": "7F00000100002A9F000000000993",
+                                                "keys": "kF"}],
+            "name": f"{beyond['name']}-wide-two"}]
 
 
 def embedded_to_entry_past_cut_beyond_scenario(sc: dict) -> dict:

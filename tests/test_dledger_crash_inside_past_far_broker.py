@@ -96,3 +96,27 @@ def test_crash_restart_whose_parsed_unit_ends_past_the_walk_before_a_record_past
     assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 520, w["queuesAfterDispatch"]["T0/0"]
     _restart_as_the_broker(src, name, line, tmp_path, ext=files == "-ext")
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_rebuild_creates_the_file_the_broker_creates_later(line, tmp_path):
+    """-to-entry-past-cut-beyond-wide-two: -wide (consume queue files of 13 units) with one T0/0 message more after
+    the last one (queue offset 26). The rebuild's dispatch creates file 520 for the last message, whose unit it drops
+    (queue offset 25 below its write position 520), then appends the next one's at 520; the broker appends the last
+    message's at 500 (file 260's last place) and the next one's at 520, creating file 520 then. --as-restart keeps
+    file 520 (the same unit in both) and writes the broker's files byte for byte; verify's units lost too."""
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-beyond-wide-two"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput = EMBED_PROCESS_OFFSET + _TAIL - 1
+    end = int(w["maxPhyOffset"])
+    last, next_ = end - 2 * _TAIL - _ENTRY_HEADER, end - _TAIL
+    names, units = _units(w, src, "T0/0")
+    assert names[-2:] == [f"{260:020d}", f"{520:020d}"], names
+    assert units[f"{260:020d}"][-1] == (last, _TAIL, 0), units
+    assert units[f"{520:020d}"] == [(next_, _TAIL, 0)] + [(0, 0, 0)] * 12, units
+    assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 540, w["queuesAfterDispatch"]["T0/0"]
+    _restart_as_the_broker(src, name, line, tmp_path)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
