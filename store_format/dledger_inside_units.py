@@ -68,7 +68,7 @@ left its files, wherever the walk's queue offsets put its units:
 when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file, and one it left
 ``fillPreBlank`` units only, its write position after them, its max 2147483647: ``ConsumeQueue.truncateDirtyLogicFiles``
 keeps such a unit like any below ``processOffset``; its records past the walk's end, if any, after them by
-:func:`_place_past`), or, with records past the walk's end, none of them (``dledger_crash_cut``).  A queue the walk
+:func:`place_past`), or, with records past the walk's end, none of them (``dledger_crash_cut``).  A queue the walk
 wrote in its earlier data files only is as the
 walk left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end);
 one whose units below ``processOffset`` all lie there has its max at the end of the last one
@@ -77,7 +77,7 @@ one whose units below ``processOffset`` all lie there has its max at the end of 
 After a walk that ended at a damaged message, the reput going on dispatches the records of a queue the walk wrote
 past the walk's end (its check reads no CRC) after the parsed units and the cut units it dispatches again, by the
 same rule from the state those left
-(:attr:`WalkedQueue.past`, :func:`_place_past`): one whose queue offset the parsed units took is dropped (units lost:
+(:attr:`WalkedQueue.past`, :func:`place_past`): one whose queue offset the parsed units took is dropped (units lost:
 :attr:`Placed.past_dropped`), a later one appended at the write position.  The rebuild's own dispatch of those
 records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where the
 broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
@@ -93,7 +93,7 @@ in a file the rebuild's dispatch creates for them and the broker does not, or th
 ``apply_cut`` removes, or for a queue with none of
 its files left but for every cut unit dispatched again (on 5.5.1: each record after them by the same rule, from where
 the rebuild's dispatch appends it right after the walk's units, as :attr:`Placed.again_moved` rows,
-:func:`_past_no_file`; refused where the rebuild's dispatch drops one for its queue offset)
+:func:`past_no_file`; refused where the rebuild's dispatch drops one for its queue offset)
 (:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
 (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
 so) and the records past the walk's end follow the parsed units the same way; where it goes on past the first
@@ -109,7 +109,7 @@ A batch queue the walk wrote (in its last data file or its earlier ones only:
 :func:`store_format.dledger_inside_walked.inside_units`) takes a parsed unit by
 ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its max the start of its last unit, the unit
 dropped at or below it, no queue offset check, 46-byte units. Its cut units the reput dispatches again after the parsed
-ones, and its records past the walk's end after them, go by the same rule (:func:`_put_batch`): each one whose start
+ones, and its records past the walk's end after them, go by the same rule (:func:`put_bcq`): each one whose start
 lies past the max the parsed units left is appended at the write position (not where the walk had it), in commitlog
 order (:attr:`Placed.again_moved`, its 46-byte unit's source and target); those the reput goes on past (inside the
 parsed messages: the first ones, or all of them) are lost (target -1), its records past the walk's end still
@@ -117,7 +117,6 @@ appended.
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -127,50 +126,20 @@ from .batchconsumequeue import BCQ_UNIT_SIZE
 from .config import BrokerConfig
 from .consumequeue_ext import ext_addresses
 from .dispatch import queue_units
-from .errors import UnsupportedConfigError
+from .dledger_inside_past import past_no_file, place_past
+from .dledger_inside_state import (
+    InsideUnit,
+    ParsedUnit,
+    Placed,
+    Tags,
+    WalkedQueue,
+    put_bcq,
+    put_cq,
+    refuse,
+)
 from .layout import CQ_UNIT_SIZE
 
 __all__ = ["InsideUnit", "ParsedUnit", "Placed", "Tags", "WalkedQueue", "parsed_units", "place_inside"]
-
-# the tags code of a record's own unit for a queue: ``(offset, size, (topic, queue id))``, None when it has none
-Tags = Callable[[int, int, tuple[str, int]], "int | None"]
-
-
-@dataclasses.dataclass(frozen=True)
-class ParsedUnit:
-    """A consume queue unit of a message the reput's check parses inside an entry, as
-    ``CommitLogDispatcherBuildConsumeQueue`` hands it over (:func:`store_format.dispatch.queue_units`)."""
-    topic: str
-    queue_id: int
-    offset: int
-    size: int
-    queue_offset: int
-    tags_code: int
-    own: bool      # the record's own consume queue (False: a light queue, multi-dispatch)
-    batch: bool    # a BatchCQ topic's queue
-    # a batch queue's unit: the store time, msgBaseOffset and batchSize the dispatch request carries (INNER_BASE
-    # and INNER_NUM, else the queue offset and 1: CommitLog.setBatchSizeIfNeeded)
-    store_time: int = 0
-    base: int = -1
-    batch_size: int = 1
-
-
-@dataclasses.dataclass(frozen=True)
-class InsideUnit:
-    """A parsed message's unit the broker appends to a queue the walk wrote, at queue byte ``position`` (in a file
-    the cut left, over the bytes there, or in one it creates: :attr:`Placed.opened`)."""
-    topic: str
-    queue_id: int
-    position: int
-    offset: int
-    size: int
-    tags_code: int
-    # a batch queue's 46-byte unit (BatchConsumeQueue.putBatchMessagePositionInfo): its store time, msgBaseOffset
-    # and batchSize (ParsedUnit's)
-    batch: bool = False
-    store_time: int = 0
-    base: int = -1
-    batch_size: int = 1
 
 
 def parsed_units(read: Callable[[int, int], bytes], records: tuple[tuple[int, int], ...],
@@ -195,92 +164,6 @@ def parsed_units(read: Callable[[int, int], bytes], records: tuple[tuple[int, in
     return tuple(out)
 
 
-@dataclasses.dataclass
-class WalkedQueue:
-    """A queue the walk wrote as the cut left it (built by ``dledger_crash_cut`` from the walk's units): the broker's
-    write position (queue bytes; -1: the cut left no file, 5.5.1 setting the max to -1, 5.3.3 keeping
-    ``processOffset``) and max physical offset,
-    the rebuild's after the walk (every walk unit kept), the ordinal of its next ext unit (``enableConsumeQueueExt``:
-    the ext units the walk put), and, when its parsed units are not modelled, why (:func:`place_inside` refuses
-    them)."""
-    write: int
-    max: int
-    rebuild_write: int
-    rebuild_max: int
-    ext_next: int = 0
-    refused: str = ""
-    # a batch queue (BatchConsumeQueue: 46-byte units, its max the start of its last unit)
-    batch: bool = False
-    # the cut units the reput dispatches again after the parsed ones (it goes on before them), in commitlog order:
-    # ``(offset, size, queue offset)``, each at queue byte ``queue offset * 20`` in the walk's queue (a batch queue's:
-    # its unit index, at ``* 46``, its records past the walk's end after the cut units)
-    again: tuple[tuple[int, int, int], ...] = ()
-    # of a queue holding a record's own units and light ones (dledger_inside_walked._mixed), the queue byte position
-    # at which the walk's queue holds each of ``again`` (where putMessagePositionInfo put it in commitlog order, not
-    # its queue offset * 20; -1: the walk's dispatch dropped it); empty: each at its queue offset * 20
-    again_at: tuple[int, ...] = ()
-    # the records of this queue past the walk's end (a walk ended by a damaged message) that the reput dispatches
-    # after the parsed ones and the cut units, in commitlog order: ``(offset, size, queue offset)``
-    past: tuple[tuple[int, int, int], ...] = ()
-    # a queue on disk before the walk that the cut left a file of (keepQueues: as truncateDirtyLogicFiles left those
-    # files, which stay): its cut units the reput dispatches again go wherever the rule puts them
-    disk: bool = False
-    # of ``again``, the first ones the reput does not dispatch again (it goes on past them, at an entry's start
-    # after the parsed messages that hold them): lost (a batch queue's or one the cut left no file of: target -1 in
-    # Placed.again_moved, as any other queue's where it lists them; else dropped, in Placed.again_dropped's count)
-    again_skip: int = 0
-    # with records past the walk's end, the number of its cut units the reput does not dispatch again (it goes on
-    # past them): all of them, none in :attr:`again` (only the first ones: :attr:`again_skip`)
-    skipped: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class Placed:
-    """What :func:`place_inside` gives: the units the broker appends (``units``) and the consume queue files
-    ``getLastMappedFile`` creates for them (``opened``: ``(topic, queue id, file start)``, zeros but for those
-    units; also for a unit then dropped), and what the rebuild's own dispatch of those messages put that the
-    broker's queues do not hold: ``rebuild_units``, the queue positions ``(topic, queue id, position)`` where it
-    appended their units (after the walk's last unit of that queue: zeros in the broker's file, where that file
-    stays), and ``rebuild_files``, the files it created for them that the broker does not create; ``blank_until``:
-    the ``fillPreBlank`` units before the first unit of a queue the cut left with no file."""
-    units: tuple[InsideUnit, ...] = ()
-    opened: tuple[tuple[str, int, int], ...] = ()
-    rebuild_units: tuple[tuple[str, int, int], ...] = ()
-    rebuild_files: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, position)``: an opened file holds fillPreBlank units from its start up to that position
-    blank_until: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, n)``: of a queue's cut units the reput dispatches again after the parsed ones
-    # (:attr:`WalkedQueue.again`), the first ``n`` are dropped (the parsed units took their positions), the rest go
-    # back where they were
-    again_dropped: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in a queue the walk wrote (after
-    # the walk's; the reput's ones, where it goes on, after them)
-    ext_put: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, source, target)``: in a queue the cut left with no file (or one it left a file of, on disk
-    # before the walk or not, where not every cut unit goes back where it was) or a batch queue, a cut unit the reput
-    # dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20, a
-    # batch queue's unit index * 46, a queue holding own and light units its WalkedQueue.again_at position, -1 where
-    # the walk dropped it), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
-    # listed, in commitlog order (in a queue the cut left with no file, then its records past the walk's end, from
-    # where the rebuild's dispatch appends them: _past_no_file)
-    again_moved: tuple[tuple[str, int, int, int], ...] = ()
-    # ``(topic, queue id, offset)``: the commitlog offsets of the records past the walk's end (:attr:`WalkedQueue.past`)
-    # whose units the broker drops, by the same rule from the state the parsed units left, where the rebuild's own
-    # dispatch of them either drops them too or puts them where a parsed unit goes (units lost)
-    past_dropped: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, position, offset, size)``: the records past the walk's end the broker appends, as the
-    # rebuild's dispatch does, in a file of :attr:`opened` (``apply_cut`` writes it anew: their units kept there)
-    past_kept: tuple[tuple[str, int, int, int, int], ...] = ()
-    # ``(topic, queue id, target)``: a queue whose cut units the reput goes on past (:attr:`WalkedQueue.skipped`),
-    # whose records past the walk's end the broker appends one after the other from ``target`` (after the parsed
-    # units), where the rebuild appends them after every walk unit (``dledger_crash_cut.cut_queues`` moves them)
-    past_moved: tuple[tuple[str, int, int], ...] = ()
-    # the records past the walk's end the broker appends where the rebuild's own dispatch drops them (their queue
-    # offsets below its write position), as units at the broker's positions (``apply_cut`` writes them with
-    # :attr:`units`, over the rebuild's bytes there)
-    past_put: tuple[InsideUnit, ...] = ()
-
-
 def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, int]], WalkedQueue | None], *,
                  cq_file_size: int, at: int, ext_file_size: int = 0, bcq_file_size: int = 0,
                  tags: Tags | None = None) -> Placed:
@@ -292,9 +175,9 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     (``enableConsumeQueueExt``): ``putMessagePositionInfoWrapper`` puts each parsed unit's ext unit after the walk's
     (``ConsumeQueueExt.put``, before the unit is dropped or appended), and a unit appended holds that ext unit's
     address (``ConsumeQueueExt.decorate``) as its tags code; the rebuild's dispatch of the message puts the same ext
-    unit there.  A batch queue's units (``bcq_file_size``: its files' size) go by :func:`_put_batch`, no ext unit.
+    unit there.  A batch queue's units (``bcq_file_size``: its files' size) go by :func:`put_bcq`, no ext unit.
     ``tags(offset, size, queue)``: the tags code of the record's own unit for ``queue`` (None: it has none), for a
-    record past the walk's end the broker appends where the rebuild's dispatch drops it (:func:`_place_past`).
+    record past the walk's end the broker appends where the rebuild's dispatch drops it (:func:`place_past`).
 
     Raises:
         UnsupportedConfigError: the cases the module docstring refuses.
@@ -318,7 +201,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             continue   # a queue the walk did not write: the rebuild's dispatch appends it by the same rules
         name = f"{u.topic}/{u.queue_id}"
         if s.refused:
-            raise _refuse(at, f"for {name}, {s.refused}")
+            raise refuse(at, f"for {name}, {s.refused}")
         if u.batch:
             _place_batch(key, s, u, bcq_file_size, out, opened, rebuild_units, rebuild_files)
             continue
@@ -337,7 +220,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             tags_code = int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
             s.ext_next += 1
             ext_put[key] = ext_put.get(key, 0) + 1
-        if (position := _put(key, s, end, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
+        if (position := put_cq(key, s, end, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
             out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, tags_code))
     # the cut units the reput goes on past (none dispatched again) before records past the walk's end: all dropped
     again: list[tuple[str, int, int]] = [(*key, s.skipped) for key, s in states.items()
@@ -347,17 +230,17 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         if s is None or not s.again:
             continue
         if s.batch:   # putBatchMessagePositionInfo: each appended at the write position unless at or below the max
-            moved += [(*key, q * BCQ_UNIT_SIZE, _put_batch(key, s, o, bcq_file_size, opened)
+            moved += [(*key, q * BCQ_UNIT_SIZE, put_bcq(key, s, o, bcq_file_size, opened)
                        if k >= s.again_skip else -1) for k, (o, _n, q) in enumerate(s.again)]
             continue
         if key in no_file:   # none of its files stays: each where the same rule puts it, after the parsed units
             # (the first again_skip not dispatched: dropped)
-            moved += [(*key, q * CQ_UNIT_SIZE, _put(key, s, o + n, q, cq_file_size, opened, blanks)
+            moved += [(*key, q * CQ_UNIT_SIZE, put_cq(key, s, o + n, q, cq_file_size, opened, blanks)
                        if k >= s.again_skip else -1) for k, (o, n, q) in enumerate(s.again)]
-            moved += _past_no_file(key, s, cq_file_size, at, opened, blanks,
+            moved += past_no_file(key, s, cq_file_size, at, opened, blanks,
                                    any((t, qid) == key for t, qid, _p in rebuild_units))
             continue
-        put = [_put(key, s, offset + size, queue_offset, cq_file_size, opened, blanks) if k >= s.again_skip else -1
+        put = [put_cq(key, s, offset + size, queue_offset, cq_file_size, opened, blanks) if k >= s.again_skip else -1
                for k, (offset, size, queue_offset) in enumerate(s.again)]   # the first again_skip not dispatched
         # where the walk's queue holds each (a mixed queue's: where the walk's dispatch put it, -1 dropped there)
         source = list(s.again_at) or [q * CQ_UNIT_SIZE for _o, _s, q in s.again]
@@ -365,7 +248,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         dropped = back.index(True) if True in back else len(back)
         fresh = [src >= 0 and (*key, src - src % cq_file_size) in opened for src in source]
         if any(src < 0 <= pos for pos, src in zip(put, source)):   # one the walk's dispatch dropped, appended now
-            raise _refuse(at, f"for {key[0]}/{key[1]}, a queue holding a record's own units and light ones, whose cut "
+            raise refuse(at, f"for {key[0]}/{key[1]}, a queue holding a record's own units and light ones, whose cut "
                               "unit the walk's dispatch dropped the reput appends afterwards")
         # the first ones dropped (none appended elsewhere), the rest back, none in a file getLastMappedFile created anew
         if any(pos >= 0 for pos in put[:dropped]) or not all(back[dropped:]) or any(fresh[dropped:]):
@@ -383,153 +266,13 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     extra: list[tuple[str, int, int]] = []   # files the rebuild's dispatch creates for them, the broker's not
     for key, s in states.items():
         if s is not None and s.past and key not in no_file:
-            past += [(*key, o) for o in _place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
+            past += [(*key, o) for o in place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
                                                      moved_to, tags, put_past, made, extra, ext_file_size)]
     opened += made   # written anew (zeros but for the broker's units there), not removed
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
                   tuple(f for f in rebuild_files if f in removed and f not in made) + tuple(extra),
                   tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
                   tuple(kept), tuple(moved_to), tuple(put_past))
-
-
-def _past_no_file(key: tuple[str, int], s: WalkedQueue, cq_file_size: int, at: int,
-                  opened: list[tuple[str, int, int]], blanks: list[tuple[str, int, int]],
-                  parsed_appended: bool) -> list[tuple[str, int, int, int]]:
-    """The records of queue ``key`` past the walk's end (:attr:`WalkedQueue.past`) in a queue the cut left with no
-    file, after the parsed units and its cut units dispatched again (``s``: the state those left), each by
-    ``ConsumeQueue.putMessagePositionInfo`` (:func:`_put`): as :attr:`Placed.again_moved` rows, from the queue
-    position the rebuild's own dispatch of it appends it at (after every walk unit, one after the other:
-    ``dledger_crash_cut._appended_keys``) to where the broker appends it (-1: dropped); none of the rebuild's files
-    of the queue stays but for those ``getLastMappedFile`` creates, which ``apply_cut`` writes anew.  The rebuild's
-    dispatch appends no parsed unit of such a queue (``parsed_appended``) and drops none of those records for their
-    ends: every cut unit is dispatched again (``dledger_inside_walked.inside_units`` refuses the rest), so the reput
-    goes on at or before the first one's start, the parsed messages end there, below the end of that cut unit (the
-    queue's max in the rebuild), and the records past the walk's end start past every walk unit.  Refused (one line)
-    where the rebuild's dispatch drops one for its queue offset, below its write position (after the walk's last
-    unit: a queue offset counter that went back between the walk's records and those, the rebuild's queue holding
-    no unit of it to move)."""
-    # every cut unit dispatched again: the parsed units of this queue end before the first one's end (the rebuild's
-    # max), and the records past the walk's end start past every walk unit
-    assert not (parsed_appended and s.past), "no parsed unit of a queue whose cut units all go again appended"
-    out = []
-    for offset, size, queue_offset in s.past:
-        end = offset + size
-        assert end > s.rebuild_max, "a record past the walk's end ends past every walk unit"
-        if queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write:
-            raise _refuse(at, f"for {key[0]}/{key[1]}, a queue the cut left with no file whose record past the walk's "
-                              f"end at {offset} the rebuild's dispatch does not append right after the walk's units "
-                              "(its queue offset below the rebuild's write position)")
-        out.append((*key, s.rebuild_write, _put(key, s, end, queue_offset, cq_file_size, opened, blanks)))
-        s.rebuild_write, s.rebuild_max = s.rebuild_write + CQ_UNIT_SIZE, end
-    return out
-
-
-def _place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_file_size: int, at: int,
-                opened: set[tuple[str, int, int]], removed: set[tuple[str, int, int]],
-                kept: list[tuple[str, int, int, int, int]], moved_to: list[tuple[str, int, int]],
-                tags: Tags | None = None, put_past: list[InsideUnit] | None = None,
-                made: list[tuple[str, int, int]] | None = None,
-                extra: list[tuple[str, int, int]] | None = None, ext_file_size: int = 0) -> list[int]:
-    """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
-    units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
-    dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
-    0), else appended at the write position.  The rebuild's own dispatch of them, after the walk's units and the
-    parsed ones it appended (``s.rebuild_write``, ``s.rebuild_max``), applies the same rule; the commitlog offsets of
-    those the broker drops (units lost) are returned.  Where the broker's write position is a file's start, past
-    its max, ``getLastMappedFile`` creates that file (zeros) before the queue offset check, whether the unit is then
-    appended or dropped; so does the rebuild's dispatch at its own write position (:mod:`store_format.consumequeue`):
-    the same file when both stand there, nothing for ``apply_cut`` to write.  One the broker appends, as the rebuild
-    does, in a file ``getLastMappedFile`` created for a parsed unit or a cut unit dispatched again (``opened``, which
-    ``apply_cut`` writes anew) goes to ``kept`` (:attr:`Placed.past_kept`).  A file ``getLastMappedFile`` creates
-    for the broker where the rebuild's dispatch creates none, or one ``apply_cut`` removes (``removed``:
-    :attr:`Placed.rebuild_files`), goes to ``made`` (written anew: :attr:`Placed.opened`), and one the rebuild's
-    dispatch creates where the broker creates none to ``extra`` (removed: :attr:`Placed.rebuild_files`; refused
-    where the broker puts a unit in it; kept where the broker creates it for a later record, both standing there).
-    Refused (one line) where the two differ elsewhere than a unit the broker
-    drops that the rebuild puts where a parsed unit of ``out`` goes, or where the broker appends one in a file
-    ``apply_cut`` removes.  Past cut units the reput does
-    not dispatch again (``s.skipped``) the broker appends them from its write position after the parsed units, the
-    rebuild after every walk unit: where both append every one, the first one's position goes to ``moved_to``
-    (:attr:`Placed.past_moved`), else refused.  One the broker appends where the rebuild's dispatch drops it (its
-    queue offset below the rebuild's write position, one parsed unit further: a parsed unit ending past the queue's
-    last walk unit) goes to ``put_past`` (:attr:`Placed.past_put`): written at the broker's position, its tags code
-    by ``tags``, over what the rebuild put there (zeros or its parsed unit: :attr:`Placed.rebuild_units`), where no
-    record before it went elsewhere than the rebuild puts it, none after it does, and its file is one both keep
-    (neither created anew nor removed), without ``tags`` refused.  With ext files (``ext_file_size``)
-    ``putMessagePositionInfoWrapper`` puts each record's ext unit (``ConsumeQueueExt.put``) before the unit is
-    appended or dropped, in the broker and in the rebuild's dispatch alike, after the parsed units' (``s.ext_next``):
-    the unit appended holds its address (``ConsumeQueueExt.decorate``); refused past cut units dispatched again
-    (their ext units, put by the broker alone, come first)."""
-    parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
-    added = False   # a unit the broker appends where the rebuild drops it written (no shift after it)
-    dropped = []
-    shifted: list[int] = []   # the broker's positions of records the rebuild appends elsewhere (past skipped cut units)
-    for offset, size, queue_offset in s.past:
-        end = offset + size
-        ext_code = None   # with ext files, the address of the ext unit put for a record's own unit, in both
-        if ext_file_size and tags is not None and tags(offset, size, key) is not None:
-            ext_code = None if s.again else int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
-            s.ext_next += 1
-        # getLastMappedFile on a full last file (the write position a file's start, past the max): a new file there
-        rebuild_file = s.rebuild_write if end > s.rebuild_max and s.rebuild_write % cq_file_size == 0 else -1
-        broker_file = s.write if end > s.max and s.write % cq_file_size == 0 else -1
-        if broker_file == rebuild_file >= 0 and extra is not None and (*key, broker_file) in extra:
-            extra.remove((*key, broker_file))   # created by the rebuild's dispatch for one before, by the broker now
-        if (broker_file >= 0 or rebuild_file >= 0) and (broker_file != rebuild_file or (*key, broker_file) in removed):
-            if made is None or extra is None or put_past is None or tags is None:
-                raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
-                                  "would dispatch into a consume queue file it creates, other than the rebuild's")
-            if broker_file >= 0 and (*key, broker_file) not in made:   # the broker creates a file where the
-                # rebuild's dispatch creates none (or one apply_cut removes): written anew, zeros but for the
-                # broker's units put there (those the rebuild puts there too: kept)
-                made.append((*key, broker_file))
-                opened.add((*key, broker_file))
-                removed = removed - {(*key, broker_file)}
-            if rebuild_file >= 0 and rebuild_file != broker_file and (*key, rebuild_file) not in extra:
-                # the rebuild's dispatch creates one the broker does not create there: removed, where the broker
-                # puts nothing in it (checked below)
-                extra.append((*key, rebuild_file))
-        repeat = queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.rebuild_write
-        rebuild = -1 if end <= s.rebuild_max or repeat else s.rebuild_write
-        if rebuild >= 0:
-            s.rebuild_write, s.rebuild_max = rebuild + CQ_UNIT_SIZE, end
-        broker = -1 if end <= s.max or (queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.write) else s.write
-        if broker >= 0:
-            s.write, s.max = broker + CQ_UNIT_SIZE, end
-        elif rebuild < 0 or rebuild in parsed_at:   # after cut units dispatched again too (dledger_crash_cut.cut_queues
-            # keeps the rebuild's bytes there and counts it lost)
-            dropped.append(offset)
-            continue
-        if broker >= 0 > rebuild and tags is not None and put_past is not None and \
-                (tags_code := ext_code if ext_file_size else tags(offset, size, key)) is not None and \
-                not shifted and \
-                (*key, broker - broker % cq_file_size) not in removed:
-            # appended by the broker, dropped by the rebuild: the broker's unit written at its position
-            put_past.append(InsideUnit(*key, broker, offset, size, tags_code))
-            added = True
-            continue
-        if broker != rebuild:
-            if added or not (s.skipped and broker >= 0 and rebuild >= 0):
-                raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
-                                  "dispatches afterwards elsewhere than the rebuild puts it")
-            shifted.append(broker)
-        if (file := (*key, broker - broker % cq_file_size)) in removed:
-            raise _refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
-                              "dispatches afterwards into a consume queue file written anew")
-        if file in opened:
-            kept.append((*key, broker, offset, size))
-    extra_here = {f for f in extra or () if (f[0], f[1]) == key}
-    if extra_here & opened or any((*key, u.position - u.position % cq_file_size) in extra_here
-                                  for u in [*out, *(put_past or ())] if (u.topic, u.queue_id) == key) or \
-            any((k[0], k[1], k[2] - k[2] % cq_file_size) in extra_here for k in kept):
-        raise _refuse(at, f"for {key[0]}/{key[1]}, whose records past the walk's end the rebuild's dispatch puts in a "
-                          "consume queue file it creates where the broker puts units of its own")
-    if shifted:   # moved as a whole: every record appended by both, none in a file written anew
-        if len(shifted) != len(s.past) or any((k[0], k[1]) == key for k in kept):
-            raise _refuse(at, f"for {key[0]}/{key[1]}, whose records past the walk's end the reput dispatches "
-                              "afterwards elsewhere than the rebuild puts them, some dropped or in a file written anew")
-        moved_to.append((*key, shifted[0]))
-    return dropped
 
 
 def _place_batch(key: tuple[str, int], s: WalkedQueue, u: ParsedUnit, bcq_file_size: int, out: list[InsideUnit],
@@ -550,50 +293,6 @@ def _place_batch(key: tuple[str, int], s: WalkedQueue, u: ParsedUnit, bcq_file_s
         rebuild_units.append((*key, s.rebuild_write))
         s.rebuild_write += BCQ_UNIT_SIZE
         s.rebuild_max = u.offset
-    if (position := _put_batch(key, s, u.offset, bcq_file_size, opened)) >= 0:
+    if (position := put_bcq(key, s, u.offset, bcq_file_size, opened)) >= 0:
         out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, u.tags_code, True, u.store_time, u.base,
                               u.batch_size))
-
-
-def _put_batch(key: tuple[str, int], s: WalkedQueue, offset: int, bcq_file_size: int,
-               opened: list[tuple[str, int, int]]) -> int:
-    """``BatchConsumeQueue.putBatchMessagePositionInfo`` of a unit starting at commitlog offset ``offset`` into the
-    batch queue ``key`` in state ``s`` (updated): the queue byte position it is written at, -1 when dropped (at or
-    below the queue's max, the start of its last unit; no queue offset check); ``getLastMappedFile`` creates a file
-    (``opened``) where the write position is a file's start."""
-    if offset <= s.max:
-        return -1
-    if s.write % bcq_file_size == 0 and (*key, s.write) not in opened:
-        opened.append((*key, s.write))
-    s.write += BCQ_UNIT_SIZE
-    s.max = offset
-    return s.write - BCQ_UNIT_SIZE
-
-
-def _put(key: tuple[str, int], s: WalkedQueue, end: int, queue_offset: int, cq_file_size: int,
-         opened: list[tuple[str, int, int]], blanks: list[tuple[str, int, int]]) -> int:
-    """``ConsumeQueue.putMessagePositionInfo`` of a unit ending at commitlog offset ``end`` with ``queue_offset``
-    into queue ``key`` in state ``s`` (updated): the queue byte position it is written at, -1 when dropped; the files
-    ``getLastMappedFile`` creates go to ``opened``, the ``fillPreBlank`` ends to ``blanks``."""
-    if end <= s.max:
-        return -1   # at or below the queue's max physical offset
-    if s.write < 0:   # a queue the cut left with no file (max -1): its first file where the unit's queue offset
-        # falls (getLastMappedFile on no file), fillPreBlank units before it in that file
-        s.write = queue_offset * CQ_UNIT_SIZE
-        opened.append((*key, s.write - s.write % cq_file_size))
-        blanks.append((*key, s.write))
-    elif s.write % cq_file_size == 0 and (*key, s.write) not in opened:
-        # getLastMappedFile: the last file is full (or the cut deleted the one there), so a new one (zeros) is
-        # created at the write position, before the queue offset check may drop the unit
-        opened.append((*key, s.write))
-    if queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.write:
-        return -1   # "build consume queue repeatedly"
-    s.write += CQ_UNIT_SIZE
-    s.max = end
-    return s.write - CQ_UNIT_SIZE
-
-
-def _refuse(at: int, why: str) -> UnsupportedConfigError:
-    return UnsupportedConfigError(f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's "
-                                  f"reput set at {at}, inside an entry, would parse a message there {why}; not "
-                                  "modelled, let the broker recover")

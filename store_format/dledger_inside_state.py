@@ -1,0 +1,190 @@
+"""The state a 5.5.1 DLedger start's reput set inside an entry finds a queue in, and the broker's rule putting one
+unit into it: the units it parses there (:class:`ParsedUnit`), a queue the walk wrote as the cut left it
+(:class:`WalkedQueue`), what the broker does with them (:class:`InsideUnit`, :class:`Placed`).
+
+Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (:func:`put_cq`),
+``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`put_bcq`) and ``MappedFileQueue.getLastMappedFile``
+(the files they create).  :mod:`store_format.dledger_inside_units` and :mod:`store_format.dledger_inside_past` place
+the units with them.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from .batchconsumequeue import BCQ_UNIT_SIZE
+from .errors import UnsupportedConfigError
+from .layout import CQ_UNIT_SIZE
+
+__all__ = ["InsideUnit", "ParsedUnit", "Placed", "Tags", "WalkedQueue", "put_bcq", "put_cq", "refuse"]
+
+# the tags code of a record's own unit for a queue: ``(offset, size, (topic, queue id))``, None when it has none
+Tags = Callable[[int, int, tuple[str, int]], "int | None"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedUnit:
+    """A consume queue unit of a message the reput's check parses inside an entry, as
+    ``CommitLogDispatcherBuildConsumeQueue`` hands it over (:func:`store_format.dispatch.queue_units`)."""
+    topic: str
+    queue_id: int
+    offset: int
+    size: int
+    queue_offset: int
+    tags_code: int
+    own: bool      # the record's own consume queue (False: a light queue, multi-dispatch)
+    batch: bool    # a BatchCQ topic's queue
+    # a batch queue's unit: the store time, msgBaseOffset and batchSize the dispatch request carries (INNER_BASE
+    # and INNER_NUM, else the queue offset and 1: CommitLog.setBatchSizeIfNeeded)
+    store_time: int = 0
+    base: int = -1
+    batch_size: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class InsideUnit:
+    """A parsed message's unit the broker appends to a queue the walk wrote, at queue byte ``position`` (in a file
+    the cut left, over the bytes there, or in one it creates: :attr:`Placed.opened`)."""
+    topic: str
+    queue_id: int
+    position: int
+    offset: int
+    size: int
+    tags_code: int
+    # a batch queue's 46-byte unit (BatchConsumeQueue.putBatchMessagePositionInfo): its store time, msgBaseOffset
+    # and batchSize (ParsedUnit's)
+    batch: bool = False
+    store_time: int = 0
+    base: int = -1
+    batch_size: int = 1
+
+
+@dataclasses.dataclass
+class WalkedQueue:
+    """A queue the walk wrote as the cut left it (built by ``dledger_crash_cut`` from the walk's units): the broker's
+    write position (queue bytes; -1: the cut left no file, 5.5.1 setting the max to -1, 5.3.3 keeping
+    ``processOffset``) and max physical offset,
+    the rebuild's after the walk (every walk unit kept), the ordinal of its next ext unit (``enableConsumeQueueExt``:
+    the ext units the walk put), and, when its parsed units are not modelled, why (:func:`place_inside` refuses
+    them)."""
+    write: int
+    max: int
+    rebuild_write: int
+    rebuild_max: int
+    ext_next: int = 0
+    refused: str = ""
+    # a batch queue (BatchConsumeQueue: 46-byte units, its max the start of its last unit)
+    batch: bool = False
+    # the cut units the reput dispatches again after the parsed ones (it goes on before them), in commitlog order:
+    # ``(offset, size, queue offset)``, each at queue byte ``queue offset * 20`` in the walk's queue (a batch queue's:
+    # its unit index, at ``* 46``, its records past the walk's end after the cut units)
+    again: tuple[tuple[int, int, int], ...] = ()
+    # of a queue holding a record's own units and light ones (dledger_inside_walked._mixed), the queue byte position
+    # at which the walk's queue holds each of ``again`` (where putMessagePositionInfo put it in commitlog order, not
+    # its queue offset * 20; -1: the walk's dispatch dropped it); empty: each at its queue offset * 20
+    again_at: tuple[int, ...] = ()
+    # the records of this queue past the walk's end (a walk ended by a damaged message) that the reput dispatches
+    # after the parsed ones and the cut units, in commitlog order: ``(offset, size, queue offset)``
+    past: tuple[tuple[int, int, int], ...] = ()
+    # a queue on disk before the walk that the cut left a file of (keepQueues: as truncateDirtyLogicFiles left those
+    # files, which stay): its cut units the reput dispatches again go wherever the rule puts them
+    disk: bool = False
+    # of ``again``, the first ones the reput does not dispatch again (it goes on past them, at an entry's start
+    # after the parsed messages that hold them): lost (a batch queue's or one the cut left no file of: target -1 in
+    # Placed.again_moved, as any other queue's where it lists them; else dropped, in Placed.again_dropped's count)
+    again_skip: int = 0
+    # with records past the walk's end, the number of its cut units the reput does not dispatch again (it goes on
+    # past them): all of them, none in :attr:`again` (only the first ones: :attr:`again_skip`)
+    skipped: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Placed:
+    """What :func:`place_inside` gives: the units the broker appends (``units``) and the consume queue files
+    ``getLastMappedFile`` creates for them (``opened``: ``(topic, queue id, file start)``, zeros but for those
+    units; also for a unit then dropped), and what the rebuild's own dispatch of those messages put that the
+    broker's queues do not hold: ``rebuild_units``, the queue positions ``(topic, queue id, position)`` where it
+    appended their units (after the walk's last unit of that queue: zeros in the broker's file, where that file
+    stays), and ``rebuild_files``, the files it created for them that the broker does not create; ``blank_until``:
+    the ``fillPreBlank`` units before the first unit of a queue the cut left with no file."""
+    units: tuple[InsideUnit, ...] = ()
+    opened: tuple[tuple[str, int, int], ...] = ()
+    rebuild_units: tuple[tuple[str, int, int], ...] = ()
+    rebuild_files: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, position)``: an opened file holds fillPreBlank units from its start up to that position
+    blank_until: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, n)``: of a queue's cut units the reput dispatches again after the parsed ones
+    # (:attr:`WalkedQueue.again`), the first ``n`` are dropped (the parsed units took their positions), the rest go
+    # back where they were
+    again_dropped: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in a queue the walk wrote (after
+    # the walk's; the reput's ones, where it goes on, after them)
+    ext_put: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, source, target)``: in a queue the cut left with no file (or one it left a file of, on disk
+    # before the walk or not, where not every cut unit goes back where it was) or a batch queue, a cut unit the reput
+    # dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20, a
+    # batch queue's unit index * 46, a queue holding own and light units its WalkedQueue.again_at position, -1 where
+    # the walk dropped it), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
+    # listed, in commitlog order (in a queue the cut left with no file, then its records past the walk's end, from
+    # where the rebuild's dispatch appends them: past_no_file)
+    again_moved: tuple[tuple[str, int, int, int], ...] = ()
+    # ``(topic, queue id, offset)``: the commitlog offsets of the records past the walk's end (:attr:`WalkedQueue.past`)
+    # whose units the broker drops, by the same rule from the state the parsed units left, where the rebuild's own
+    # dispatch of them either drops them too or puts them where a parsed unit goes (units lost)
+    past_dropped: tuple[tuple[str, int, int], ...] = ()
+    # ``(topic, queue id, position, offset, size)``: the records past the walk's end the broker appends, as the
+    # rebuild's dispatch does, in a file of :attr:`opened` (``apply_cut`` writes it anew: their units kept there)
+    past_kept: tuple[tuple[str, int, int, int, int], ...] = ()
+    # ``(topic, queue id, target)``: a queue whose cut units the reput goes on past (:attr:`WalkedQueue.skipped`),
+    # whose records past the walk's end the broker appends one after the other from ``target`` (after the parsed
+    # units), where the rebuild appends them after every walk unit (``dledger_crash_cut.cut_queues`` moves them)
+    past_moved: tuple[tuple[str, int, int], ...] = ()
+    # the records past the walk's end the broker appends where the rebuild's own dispatch drops them (their queue
+    # offsets below its write position), as units at the broker's positions (``apply_cut`` writes them with
+    # :attr:`units`, over the rebuild's bytes there)
+    past_put: tuple[InsideUnit, ...] = ()
+
+
+def put_bcq(key: tuple[str, int], s: WalkedQueue, offset: int, bcq_file_size: int,
+               opened: list[tuple[str, int, int]]) -> int:
+    """``BatchConsumeQueue.putBatchMessagePositionInfo`` of a unit starting at commitlog offset ``offset`` into the
+    batch queue ``key`` in state ``s`` (updated): the queue byte position it is written at, -1 when dropped (at or
+    below the queue's max, the start of its last unit; no queue offset check); ``getLastMappedFile`` creates a file
+    (``opened``) where the write position is a file's start."""
+    if offset <= s.max:
+        return -1
+    if s.write % bcq_file_size == 0 and (*key, s.write) not in opened:
+        opened.append((*key, s.write))
+    s.write += BCQ_UNIT_SIZE
+    s.max = offset
+    return s.write - BCQ_UNIT_SIZE
+
+
+def put_cq(key: tuple[str, int], s: WalkedQueue, end: int, queue_offset: int, cq_file_size: int,
+         opened: list[tuple[str, int, int]], blanks: list[tuple[str, int, int]]) -> int:
+    """``ConsumeQueue.putMessagePositionInfo`` of a unit ending at commitlog offset ``end`` with ``queue_offset``
+    into queue ``key`` in state ``s`` (updated): the queue byte position it is written at, -1 when dropped; the files
+    ``getLastMappedFile`` creates go to ``opened``, the ``fillPreBlank`` ends to ``blanks``."""
+    if end <= s.max:
+        return -1   # at or below the queue's max physical offset
+    if s.write < 0:   # a queue the cut left with no file (max -1): its first file where the unit's queue offset
+        # falls (getLastMappedFile on no file), fillPreBlank units before it in that file
+        s.write = queue_offset * CQ_UNIT_SIZE
+        opened.append((*key, s.write - s.write % cq_file_size))
+        blanks.append((*key, s.write))
+    elif s.write % cq_file_size == 0 and (*key, s.write) not in opened:
+        # getLastMappedFile: the last file is full (or the cut deleted the one there), so a new one (zeros) is
+        # created at the write position, before the queue offset check may drop the unit
+        opened.append((*key, s.write))
+    if queue_offset != 0 and queue_offset * CQ_UNIT_SIZE < s.write:
+        return -1   # "build consume queue repeatedly"
+    s.write += CQ_UNIT_SIZE
+    s.max = end
+    return s.write - CQ_UNIT_SIZE
+
+
+def refuse(at: int, why: str) -> UnsupportedConfigError:
+    """The one-line refusal of a parsed message whose placement is not modelled (``why``), the reput set at ``at``."""
+    return UnsupportedConfigError(f"a 5.x DLedger store whose last shutdown was not clean (abort file): the start's "
+                                  f"reput set at {at}, inside an entry, would parse a message there {why}; not "
+                                  "modelled, let the broker recover")
