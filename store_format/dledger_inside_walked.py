@@ -183,7 +183,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
         if kinds == {KIND_CQ, KIND_LIGHT}:
             return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
-                          before is not None or disk is not None or emptied, back, len(later) > 0)
+                          before is not None or disk is not None or emptied, back, later)
         refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
                    "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
                    "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
@@ -218,7 +218,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
 
 
 def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
-           elsewhere: bool, back: np.ndarray, past: bool) -> WalkedQueue:
+           elsewhere: bool, back: np.ndarray, later: np.ndarray) -> WalkedQueue:
     """A queue the walk wrote both a record's own units and light ones in (``rows``, in its last data file, in
     commitlog order; ``cut`` the last ones, at or past ``processOffset``), as ``ConsumeQueue.truncateDirtyLogicFiles``
     left it: the walk's dispatch put them by ``putMessagePositionInfo`` in commitlog order whatever their queue offsets
@@ -246,7 +246,8 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
     refused = (f"{two}, in its earlier data files too, on disk before the walk or left with no file by the cut"
                if elsewhere else
-               f"{two} whose records past the walk's end the reput dispatches" if past else
+               f"{two} whose records past the walk's end the reput dispatches after cut units it goes on past"
+               if len(later) and not back.all() else
                f"{two} whose units below processOffset the walk's dispatch did not all append"
                if not kept.any() or (below & (pos < 0)).any() else "")
     if refused:
@@ -259,7 +260,8 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
     skip = int(np.argmax(back)) if back.any() else 0
     return WalkedQueue(write, int(rows[kept][-1, U_END]), final, int(rows[pos >= 0][-1, U_END]), ext_next,
-                       again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip)
+                       again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip,
+                       past=tuple(map(tuple, positions(later).tolist())))
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
