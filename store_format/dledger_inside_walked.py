@@ -13,7 +13,8 @@ offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from i
 ``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets; their positions replayed by its
 rule in commitlog order (:func:`store_format.dledger_queue_track.replayed`), the cut reading the file's units
 (:func:`_mixed`), its cut units the reput dispatches again handed over with their own queue offsets and those
-positions (``WalkedQueue.again_at``); with ext files too (``ConsumeQueueExt.put`` for its own units only:
+positions (``WalkedQueue.again_at``), its records past the walk's end with their real queue offsets
+(``WalkedQueue.past``); with ext files too (``ConsumeQueueExt.put`` for its own units only:
 ``multiDispatchLmqQueue`` puts none for a light unit).
 """
 from __future__ import annotations
@@ -236,10 +237,14 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     ``putMessagePositionInfo`` alone), so the ext ordinals count the queue's own units, wherever the walk put them; the
     cut returns at its first unit at or past ``processOffset`` (a file of it left), before
     ``ConsumeQueueExt.truncateByMaxAddress``: the ext file stays as the walk wrote it, and the parsed own units and the
-    cut own units dispatched again put their ext units after it. Refused: units of it in the walk's earlier data files,
-    on disk before the walk or none left by the cut (``elsewhere``), records past the walk's end the reput dispatches
-    (``past``: untested), and a unit below ``processOffset`` the walk dropped or none appended there (the max the reput
-    starts from is not the walk's units' largest end then)."""
+    cut own units dispatched again put their ext units after it. Its records past the walk's end (``later``, in
+    commitlog order) go to :attr:`WalkedQueue.past` with their real queue offsets (own from ``topicQueueTable``, light
+    from ``lmqTopicQueueTable``): ``place_inside`` puts each by ``putMessagePositionInfo`` from the state the parsed
+    and cut units left, the rebuild's own dispatch by the same rule after the walk's units and the parsed ones.
+    Refused: units of it in the walk's earlier data files, on disk before the walk or none left by the cut
+    (``elsewhere``), records past the walk's end after cut units the reput goes on past (untested), and a unit below
+    ``processOffset`` the walk dropped or none appended there (the max the reput starts from is not the walk's
+    units' largest end then)."""
     pos, at, final = replayed(rows, cq_file_size)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)

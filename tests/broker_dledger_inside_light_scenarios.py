@@ -2,7 +2,8 @@
 (multi-dispatch, ``enableMultiDispatch``/``enableLmq``: ``%LMQ%q1``, queue 0) the walk wrote in its earlier data file
 (only, or its units below ``processOffset`` there), or one that also holds a record's own units (a message put to
 topic ``%LMQ%q1`` itself; ``-light-mixed-to-entry``, ``-light-own-to-entry``: its cut units dispatched again after
-the parsed one; ``-light-mixed-ext``, ``-light-own-to-entry-ext``: with ``enableConsumeQueueExt``): where the start's
+the parsed one; ``-light-mixed-ext``, ``-light-own-to-entry-ext``: with ``enableConsumeQueueExt``;
+``-light-mixed-to-entry-past``: with records of it past the walk's end): where the start's
 reput is set (``processOffset - 1``) a well-formed message that also goes to it; and one whose parsed message goes to
 a queue only a record past the walk's end goes to (``-to-entry-past-only``).
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`light_scenarios`)."""

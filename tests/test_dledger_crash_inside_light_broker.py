@@ -1,10 +1,10 @@
 """DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
 an entry, parses a well-formed message that also goes to a light queue (multi-dispatch: ``%LMQ%q1``) the walk wrote
 in its earlier data file only, or that also holds a record's own units (a message put to topic ``%LMQ%q1`` itself;
-also with its cut units dispatched again after the parsed one), or one for a queue only records past the walk's end
-go to; the queue holding both kinds with ``enableConsumeQueueExt=true`` too (the walk's dispatch puts an ext unit for
-each own unit only, a light unit none; the reput's after them for a parsed own unit or a cut own unit it dispatches
-again).  Written by the published RocketMQ store through the JVM
+also with its cut units dispatched again after the parsed one, and records past the walk's end), or one for a queue
+only records past the walk's end go to; the queue holding both kinds with ``enableConsumeQueueExt=true`` too (the
+walk's dispatch puts an ext unit for each own unit only, a light unit none; the reput's after them for a parsed own
+unit or a cut own unit it dispatches again).  Written by the published RocketMQ store through the JVM
 harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart
 found it (byte for byte) and ``verify``'s units lost.  The scenarios: :mod:`broker_dledger_inside_light_scenarios`.
 """
