@@ -13,7 +13,8 @@ offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from i
 ``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets; their positions replayed by its
 rule in commitlog order (:func:`store_format.dledger_queue_track.replayed`), the cut reading the file's units
 (:func:`_mixed`), its cut units the reput dispatches again handed over with their own queue offsets and those
-positions (``WalkedQueue.again_at``); with ext files too (``ConsumeQueueExt.put`` for its own units only:
+positions (``WalkedQueue.again_at``), its records past the walk's end with their real queue offsets
+(``WalkedQueue.past``); with ext files too (``ConsumeQueueExt.put`` for its own units only:
 ``multiDispatchLmqQueue`` puts none for a light unit).
 """
 from __future__ import annotations
@@ -183,7 +184,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
         if kinds == {KIND_CQ, KIND_LIGHT}:
             return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
-                          before is not None or disk is not None or emptied, back, len(later) > 0)
+                          before is not None or disk is not None or emptied, back, later)
         refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
                    "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
                    "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
@@ -218,7 +219,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
 
 
 def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
-           elsewhere: bool, back: np.ndarray, past: bool) -> WalkedQueue:
+           elsewhere: bool, back: np.ndarray, later: np.ndarray) -> WalkedQueue:
     """A queue the walk wrote both a record's own units and light ones in (``rows``, in its last data file, in
     commitlog order; ``cut`` the last ones, at or past ``processOffset``), as ``ConsumeQueue.truncateDirtyLogicFiles``
     left it: the walk's dispatch put them by ``putMessagePositionInfo`` in commitlog order whatever their queue offsets
@@ -236,17 +237,22 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     ``putMessagePositionInfo`` alone), so the ext ordinals count the queue's own units, wherever the walk put them; the
     cut returns at its first unit at or past ``processOffset`` (a file of it left), before
     ``ConsumeQueueExt.truncateByMaxAddress``: the ext file stays as the walk wrote it, and the parsed own units and the
-    cut own units dispatched again put their ext units after it. Refused: units of it in the walk's earlier data files,
-    on disk before the walk or none left by the cut (``elsewhere``), records past the walk's end the reput dispatches
-    (``past``: untested), and a unit below ``processOffset`` the walk dropped or none appended there (the max the reput
-    starts from is not the walk's units' largest end then)."""
+    cut own units dispatched again put their ext units after it. Its records past the walk's end (``later``, in
+    commitlog order) go to :attr:`WalkedQueue.past` with their real queue offsets (own from ``topicQueueTable``, light
+    from ``lmqTopicQueueTable``): ``place_inside`` puts each by ``putMessagePositionInfo`` from the state the parsed
+    and cut units left, the rebuild's own dispatch by the same rule after the walk's units and the parsed ones.
+    Refused: units of it in the walk's earlier data files, on disk before the walk or none left by the cut
+    (``elsewhere``), records past the walk's end after cut units the reput goes on past (untested), and a unit below
+    ``processOffset`` the walk dropped or none appended there (the max the reput starts from is not the walk's
+    units' largest end then)."""
     pos, at, final = replayed(rows, cq_file_size)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
     refused = (f"{two}, in its earlier data files too, on disk before the walk or left with no file by the cut"
                if elsewhere else
-               f"{two} whose records past the walk's end the reput dispatches" if past else
+               f"{two} whose records past the walk's end the reput dispatches after cut units it goes on past"
+               if len(later) and not back.all() else
                f"{two} whose units below processOffset the walk's dispatch did not all append"
                if not kept.any() or (below & (pos < 0)).any() else "")
     if refused:
@@ -259,7 +265,8 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
     skip = int(np.argmax(back)) if back.any() else 0
     return WalkedQueue(write, int(rows[kept][-1, U_END]), final, int(rows[pos >= 0][-1, U_END]), ext_next,
-                       again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip)
+                       again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip,
+                       past=tuple(map(tuple, positions(later).tolist())))
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:

@@ -2,7 +2,8 @@
 (multi-dispatch, ``enableMultiDispatch``/``enableLmq``: ``%LMQ%q1``, queue 0) the walk wrote in its earlier data file
 (only, or its units below ``processOffset`` there), or one that also holds a record's own units (a message put to
 topic ``%LMQ%q1`` itself; ``-light-mixed-to-entry``, ``-light-own-to-entry``: its cut units dispatched again after
-the parsed one; ``-light-mixed-ext``, ``-light-own-to-entry-ext``: with ``enableConsumeQueueExt``): where the start's
+the parsed one; ``-light-mixed-ext``, ``-light-own-to-entry-ext``: with ``enableConsumeQueueExt``;
+``-light-mixed-to-entry-past``: with records of it past the walk's end): where the start's
 reput is set (``processOffset - 1``) a well-formed message that also goes to it; and one whose parsed message goes to
 a queue only a record past the walk's end goes to (``-to-entry-past-only``).
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`light_scenarios`)."""
@@ -42,14 +43,16 @@ def light_scenarios(sc: dict) -> list[dict]:
     (:func:`embedded_to_entry_earlier_light_scenario`), ``-light-mixed`` (:func:`embedded_light_mixed_scenario`) and
     ``-to-entry-past-only`` (:func:`embedded_to_entry_past_only_scenario`), then ``-light-mixed-to-entry`` and
     ``-light-own-to-entry`` and ``-light-mixed-to-entry-t5`` (:func:`embedded_light_mixed_to_entry_scenario`), then
-    ``-light-mixed-ext``, ``-light-own-to-entry-ext`` and ``-light-mixed-parsed-own-ext`` (:func:`_ext`)."""
+    ``-light-mixed-ext``, ``-light-own-to-entry-ext`` and ``-light-mixed-parsed-own-ext`` (:func:`_ext`), then
+    ``-light-mixed-to-entry-past`` (:func:`embedded_light_mixed_to_entry_past_scenario`)."""
     return [embedded_earlier_light_scenario(sc), embedded_to_entry_earlier_light_scenario(sc),
             embedded_light_mixed_scenario(sc), embedded_to_entry_past_only_scenario(sc),
             embedded_light_mixed_to_entry_scenario(sc), embedded_light_mixed_to_entry_scenario(sc, own_tail=True),
             embedded_light_mixed_to_entry_scenario(sc, light=False),
             *(_ext(f(sc)) for f in (embedded_light_mixed_scenario,
                                     lambda sc: embedded_light_mixed_to_entry_scenario(sc, own_tail=True),
-                                    embedded_light_mixed_parsed_own_scenario))]
+                                    embedded_light_mixed_parsed_own_scenario)),
+            embedded_light_mixed_to_entry_past_scenario(sc)]
 
 
 # -light-mixed-parsed-own: the own queue offset of the message parsed where the reput is set, put to %LMQ%q1 itself
@@ -260,3 +263,20 @@ def embedded_light_mixed_to_entry_scenario(sc: dict, own_tail: bool = False, lig
                 "body": base64.b64encode(b"t" * (len(base64.b64decode(tail["body"])) + LIGHT_PROPS - 5)).decode()}
     return {**base, "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, tail],
             "name": f"{base['name']}-own-to-entry" if own_tail else f"{base['name']}-to-entry{'' if light else '-t5'}"}
+
+
+def embedded_light_mixed_to_entry_past_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-to-entry-past`` (5.5.1): the -light-mixed-to-entry
+    store (:func:`embedded_light_mixed_to_entry_scenario`) with two more T0/0 messages after its last one, both also
+    to %LMQ%q1 (light queue offsets 4 and 5), the first damaged (keys ``kD``, ``kE``): the walk ends at the damaged
+    one, processOffset stays the -light-mixed-to-entry store's, and the reput, going on at B9's entry, dispatches the
+    cut units again, then the two records past the walk's end, in %LMQ%q1 by their light queue offsets from the
+    state the parsed unit and the cut units left."""
+    base = embedded_light_mixed_to_entry_scenario(sc)
+    tail = base["messages"][-1]
+    assert tail["properties"]["INNER_MULTI_QUEUE_OFFSET"] == "3", tail
+    more = [{**tail, "keys": f"k{k}", "uniqKey": f"7F00000100002A9F00000000099{n}",
+             "properties": {**tail["properties"], "INNER_MULTI_QUEUE_OFFSET": str(lo)}}
+            for k, n, lo in (("D", 5, 4), ("E", 4, 5))]
+    puts = sum(1 for m in base["messages"] if "topic" in m)
+    return {**base, "messages": [*base["messages"], *more], "damageMessage": puts, "name": f"{base['name']}-past"}

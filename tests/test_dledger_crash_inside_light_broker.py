@@ -1,10 +1,10 @@
 """DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
 an entry, parses a well-formed message that also goes to a light queue (multi-dispatch: ``%LMQ%q1``) the walk wrote
 in its earlier data file only, or that also holds a record's own units (a message put to topic ``%LMQ%q1`` itself;
-also with its cut units dispatched again after the parsed one), or one for a queue only records past the walk's end
-go to; the queue holding both kinds with ``enableConsumeQueueExt=true`` too (the walk's dispatch puts an ext unit for
-each own unit only, a light unit none; the reput's after them for a parsed own unit or a cut own unit it dispatches
-again).  Written by the published RocketMQ store through the JVM
+also with its cut units dispatched again after the parsed one, and records past the walk's end), or one for a queue
+only records past the walk's end go to; the queue holding both kinds with ``enableConsumeQueueExt=true`` too (the
+walk's dispatch puts an ext unit for each own unit only, a light unit none; the reput's after them for a parsed own
+unit or a cut own unit it dispatches again).  Written by the published RocketMQ store through the JVM
 harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart
 found it (byte for byte) and ``verify``'s units lost.  The scenarios: :mod:`broker_dledger_inside_light_scenarios`.
 """
@@ -29,6 +29,7 @@ from broker_dledger_runs import (
 )
 
 from store_format.consumequeue_ext import ext_addresses
+from store_format.dledger import ENTRY_HEADER_SIZE
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -494,3 +495,46 @@ def test_as_restart_after_a_crash_whose_reput_parses_an_own_unit_with_an_ext_uni
     assert [int.from_bytes(ext[k:k + 2], "big") for k in (0, 20)] == [20, 20] and ext[40:] == bytes(len(ext) - 40)
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
     _verify_loses(r, src, line, tmp_path, reput)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_dispatches_records_past_the_walk_to_a_queue_with_own_units(
+        line, tmp_path):
+    """The -light-mixed-to-entry store with two more T0/0 messages also to %LMQ%q1 (light queue offsets 4 and 5), the
+    first damaged: the walk ends there, and the reput, after the parsed light unit (at 80) and the last message
+    dispatched again (its light unit dropped, queue offset 3 below write position 100), dispatches the two records
+    past the walk's end into %LMQ%q1 by ConsumeQueue.putMessagePositionInfo with their real light queue offsets
+    (lmqTopicQueueTable): 4 dropped below write position 100, 5 appended at 100. The rebuild's own dispatch reads
+    them after the parsed message and applies the same rule. --as-restart writes the broker's files byte for byte,
+    verify predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import embedded_light_to_entry_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-to-entry-past"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_light_to_entry_message()
+    damaged = int(w["damagedRecord"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1 < damaged, (w["truncateDirtyLogicFilesAt"], damaged)
+    assert last_data_bytes(src, reput, len(msg)) == msg, "the T5/0 and %LMQ%q1 message from processOffset - 1"
+    tail = damaged - ENTRY_HEADER_SIZE - LIGHT_TAIL   # the last walked message, T0/0 and %LMQ%q1, after B9's
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 120, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 120, 20)]
+    assert units[4] == (reput, len(msg), 0) and held[120:] == bytes(len(held) - 120), units
+    # light queue offset 5, in the next entry, appended at 100; 4 (the damaged record) dropped below it
+    assert units[5][:2] == (damaged + LIGHT_TAIL + ENTRY_HEADER_SIZE, LIGHT_TAIL), units
+    assert {tail, damaged}.isdisjoint(o for o, _s, _t in units), units
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
+    # a unit each, a light one more for the three light puts and the two records past the walk's end (the last walked
+    # message's light unit, which any dispatch drops, lost to no crash; light queue offset 4 the reput drops)
+    sent = _queued(r["scenario"]) + len(LIGHT_PUTS) + 2
+    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
