@@ -51,7 +51,7 @@ own units in too, from the write position and max the cut left it by the positio
 (``dledger_inside_walked._mixed``); its cut units the reput dispatches again go by the same rule with their own queue
 offsets, compared with and read from where the walk's queue holds them (:attr:`WalkedQueue.again_at`: the positions
 ``putMessagePositionInfo`` gave them in commitlog order, not their queue offsets; refused: one the walk dropped that
-the reput appends now), its records past the walk's end with their real queue offsets (:func:`_place_past`).
+the reput appends now), its records past the walk's end with their real queue offsets (:func:`place_past`).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after

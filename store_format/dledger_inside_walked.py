@@ -60,7 +60,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     ``fillPreBlank`` units only, which ``truncateDirtyLogicFiles`` keeps like any unit below ``processOffset``, the
     write position after them: the cut units the reput dispatches again go from there by the same rule, after the
     parsed units, its records past the walk's end after those from the state they left, as in any queue the cut
-    left a file of: ``_place_past``), and for a queue on disk before the walk
+    left a file of: ``place_past``), and for a queue on disk before the walk
     that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
     (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
     ``QueueTrack.own_walked``, for a batch queue it wrote in its last data file by
@@ -197,7 +197,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
-        # the records past the walk's end the reput dispatches after the parsed ones (place_inside's _place_past)
+        # the records past the walk's end the reput dispatches after the parsed ones (dledger_inside_past.place_past)
         past = tuple(map(tuple, positions(later).tolist()))
         assert (top is not None or disk is not None) and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
         if not len(rows):   # written in the walk's earlier data files only: not cut, after its last unit there

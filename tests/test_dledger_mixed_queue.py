@@ -23,34 +23,45 @@ def test_units_go_where_the_rule_puts_them_in_commitlog_order_not_by_queue_offse
 
 
 NONE = np.zeros(1, dtype=bool)   # no cut unit dispatched again
+NO_PAST = ROWS[:0]                # no record past the walk's end
+# a record past the walk's end: %LMQ%q1's light unit of queue offset 4 (a walk ended by a damaged message before it)
+PAST = np.array([[800, 850, 0, 4, KIND_LIGHT]], dtype=np.int64)
 
 
 def test_the_cut_leaves_the_write_position_by_the_files_units() -> None:
-    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE, past=False)
+    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE, later=NO_PAST)
     assert not w.refused and (w.write, w.max, w.rebuild_write, w.rebuild_max) == (80, 450, 80, 450)
     # with ext files: the walk's one own unit put the one ext unit (light units none), the next ext ordinal 1
     assert w.ext_next == 1
     # a light unit of queue offset 4 past processOffset, appended at 80: the cut's write position there (an own unit
     # of queue offset 1 would be dropped, 20 below the write position)
     rows = np.vstack([ROWS[:4], [[600, 650, 0, 4, KIND_LIGHT]]])
-    w = _mixed(rows, rows[4:], 500, 220, 2, elsewhere=False, back=NONE, past=False)
+    w = _mixed(rows, rows[4:], 500, 220, 2, elsewhere=False, back=NONE, later=NO_PAST)
     assert (w.write, w.max, w.rebuild_write, w.rebuild_max) == (80, 450, 100, 650)
 
 
 def test_cut_units_dispatched_again_carry_their_queue_offsets_and_where_the_walk_holds_them() -> None:
     # -light-mixed's cut light unit of queue offset 3, which the walk dropped: checked by its own queue offset (3),
     # read from nowhere (-1)
-    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=~NONE, past=False)
+    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=~NONE, later=NO_PAST)
     assert [q for _o, _n, q in w.again] == [3] and w.again_at == (-1,) and w.again_skip == 0
     # an own unit of queue offset 0 cut at 60 (the walk appended it there, after light units 0-2)
     rows = np.vstack([ROWS[:3], [[600, 650, 0, 0, KIND_CQ]]])
-    w = _mixed(rows, rows[3:], 500, 220, 1, elsewhere=False, back=~NONE, past=False)
+    w = _mixed(rows, rows[3:], 500, 220, 1, elsewhere=False, back=~NONE, later=NO_PAST)
     assert (w.write, w.max) == (60, 350) and [q for _o, _n, q in w.again] == [0] and w.again_at == (60,)
 
 
 def test_what_stays_refused() -> None:
-    assert "reput dispatches" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE, past=True).refused
-    assert "earlier data files" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, back=NONE, past=False).refused
+    assert "after cut units it goes on past" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE,
+                                                      later=PAST).refused
+    assert "earlier data files" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, back=NONE, later=NO_PAST).refused
     # a unit below processOffset the walk dropped: the max the reput starts from is not its end
     assert "did not all append" in _mixed(ROWS, ROWS[5:], 700, 220, 1, elsewhere=False, back=NONE[:0],
-                                          past=False).refused
+                                          later=NO_PAST).refused
+
+
+def test_records_past_the_walks_end_keep_their_own_queue_offsets() -> None:
+    # every cut unit dispatched again, then the record past the walk's end: handed over with its queue offset (4), which
+    # putMessagePositionInfo checks against the write position the parsed and cut units leave
+    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=~NONE, later=PAST)
+    assert not w.refused and [(o, n, q) for o, n, q in w.past] == [(800, 50, 4)]
