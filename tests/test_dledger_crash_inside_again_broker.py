@@ -16,9 +16,8 @@ from broker_dledger_files import last_data_bytes
 from broker_dledger_runs import (
     _RUNS,
     LINES,
-    _as_restart,
     _queued,
-    _same_tree,
+    _restart_as_the_broker,
     _units_below_write,
     _verify,
 )
@@ -78,9 +77,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
     units = _units(src, "T0/0", state["files"], (k + 2) * 20)
     assert [units[p][:2] for p in (k * 20, (k + 1) * 20)] == [(reput, size), (last_at, SOME_T0_SIZE)], units
     assert sum(units[(k - 1) * 20][:2]) < reput + 1, units   # the last unit below processOffset
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
+    _restart_as_the_broker(src, name, line, tmp_path)
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
@@ -119,9 +116,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_elsewhere_in_
     units = _units(src, "T0/0", state["files"], (k + 2) * 20)
     assert [units[p][:2] for p in (k * 20, (k + 1) * 20)] == [(last_at, SOME_T0_SIZE)] * 2, units
     assert sum(units[(k - 1) * 20][:2]) < reput + 1, units   # the last unit below processOffset
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
+    _restart_as_the_broker(src, name, line, tmp_path)
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")

@@ -16,9 +16,7 @@ from broker_dledger_files import last_data_bytes
 from broker_dledger_runs import (
     _RUNS,
     LINES,
-    _as_restart,
-    _same_files,
-    _same_tree,
+    _restart_as_the_broker,
     _verify_loses_as_the_broker,
 )
 
@@ -59,10 +57,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
         reput, len(msg), 0, struct.unpack(">q", msg[56:64])[0], *BATCH_INNER[1], -1, 0), b7[46:92].hex()
     assert b7[92:] == bytes(len(b7) - 92)
     assert w["queuesAfterDispatch"]["B9/0"]["files"] == [], w["queuesAfterDispatch"]["B9/0"]
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+    _restart_as_the_broker(src, name, line, tmp_path, batch=True)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 
@@ -115,8 +110,5 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
                      *((a, 300, 0, struct.unpack(">q", h[56:64])[0], k, 1, -1, 0)
                        for k, (a, h) in enumerate(zip(lasts, heads), 1))], units
     assert data[46 * n:] == bytes(len(data) - 46 * n)
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+    _restart_as_the_broker(src, name, line, tmp_path, batch=True)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (at,))

@@ -17,9 +17,7 @@ from broker_dledger_files import last_data_bytes
 from broker_dledger_runs import (
     _RUNS,
     LINES,
-    _as_restart,
-    _same_files,
-    _same_tree,
+    _restart_as_the_broker,
     _verify_loses_as_the_broker,
 )
 
@@ -71,10 +69,7 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_past_every_cut_batch_unit_
     assert units == [(at, size, 0, struct.unpack(">q", head[56:64])[0], SOME_QUEUE_OFFSET, 1, -1, 0),
                      (damaged, 300, 0, struct.unpack(">q", dh[56:64])[0], 1, 1, -1, 0)], units
     assert data[92:] == bytes(len(data) - 92)
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+    _restart_as_the_broker(src, name, line, tmp_path, batch=True)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (at,))
 
 

@@ -15,11 +15,9 @@ from broker_dledger_files import ext_units
 from broker_dledger_runs import (
     _RUNS,
     LINES,
-    _as_restart,
     _queued,
     _restart_as_the_broker,
     _same_files,
-    _same_tree,
     _units_below_write,
     _verify,
     _verify_loses_as_the_broker,
@@ -71,10 +69,7 @@ def test_crash_restart_whose_reput_parses_messages_for_a_batch_queue_the_walk_wr
     store_time = struct.unpack(">q", second[56:64])[0]
     assert _batch_units(b9) == [(reput + len(first), len(second), 0, store_time, *BATCH_INNER[1], -1, 0)], \
         _batch_units(b9)
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+    _restart_as_the_broker(src, name, line, tmp_path, batch=True)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput + len(first),))
 
 
@@ -102,10 +97,7 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_w
     own = w["queuesAfterDispatch"]["T5/0"]
     t5 = (src / "expected" / "consumequeue" / "T5" / "0" / own["files"][0]).read_bytes()
     assert own["extFiles"] and struct.unpack(">q", t5[12:20])[0] < 0, "T5/0's unit holds no ext address"
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    _restart_as_the_broker(src, name, line, tmp_path, ext=True)
     _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]

@@ -70,10 +70,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_light_queue
     assert units[2] == (reput, len(first), 0) and lmq[60:] == bytes(len(lmq) - 60), units
     t7 = (src / "expected" / "consumequeue" / "T7" / "0" / f"{0:020d}").read_bytes()
     assert cq_unit(t7, 20)[:2] == (reput, len(first)), "the parsed message's own unit"
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _restart_as_the_broker(src, name, line, tmp_path)
     _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
@@ -113,10 +110,7 @@ def test_as_restart_after_a_crash_whose_reput_drops_a_cut_light_unit_after_a_par
         assert first[0] + first[1] <= int(data[1].name) and cq_unit(held, 20) == (reput, len(msg), 0), held[:60].hex()
         assert held[40:] == bytes(len(held) - 40) and tail not in (first[0], reput), (queue, held.hex())
     assert int(loaded["maxPhysicOffset"]) == first[0] + first[1], loaded
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _restart_as_the_broker(src, name, line, tmp_path)
     _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
@@ -160,10 +154,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_light_queue
     code, err = _rebuild_plain(src / "before", tmp_path / "plain", src, line)
     assert code == 0, err[-2000:]
     assert (tmp_path / "plain" / lmq).read_bytes() == held[:80] + bytes(len(held) - 80)
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _restart_as_the_broker(src, name, line, tmp_path)
     _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
@@ -203,10 +194,7 @@ def test_as_restart_after_a_crash_whose_reput_drops_a_cut_light_unit_again_in_a_
     assert tail not in [o for o, _s, _t in units] and units[len(LIGHT_PUTS)][0] < reput, units
     t0 = b"".join(f.read_bytes() for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir()))
     assert tail in [cq_unit(t0, k)[0] for k in range(0, len(t0), 20)], "the last message put back in T0/0"
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _restart_as_the_broker(src, name, line, tmp_path)
     _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
@@ -250,10 +238,7 @@ def test_as_restart_after_a_crash_whose_reput_appends_a_cut_own_unit_after_a_par
     code, err = _rebuild_plain(src / "before", tmp_path / "plain", src, line)
     assert code == 0, err[-2000:]
     assert (tmp_path / "plain" / lmq).read_bytes() == held[:60] + held[80:100] + bytes(len(held) - 80)
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _restart_as_the_broker(src, name, line, tmp_path)
     _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
@@ -354,10 +339,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_queue_only_
     assert cq_unit(held, at - first) == (reput, len(msg), 0) and held[at - first + 20:] == bytes(size - at + first - 20)
     nxt = (folder / f"{first + size:020d}").read_bytes()
     assert cq_unit(nxt, 0)[0] == damaged and nxt[20:] == bytes(size - 20), "the damaged record's unit"
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _restart_as_the_broker(src, name, line, tmp_path)
     _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
@@ -526,10 +508,7 @@ def test_as_restart_after_a_crash_whose_reput_dispatches_records_past_the_walk_t
     # light queue offset 5, in the next entry, appended at 100; 4 (the damaged record) dropped below it
     assert units[5][:2] == (damaged + LIGHT_TAIL + ENTRY_HEADER_SIZE, LIGHT_TAIL), units
     assert {tail, damaged}.isdisjoint(o for o, _s, _t in units), units
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _restart_as_the_broker(src, name, line, tmp_path)
     _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")

@@ -18,10 +18,9 @@ from broker_dledger_files import ext_units
 from broker_dledger_runs import (
     _RUNS,
     LINES,
-    _as_restart,
     _queued,
+    _restart_as_the_broker,
     _same_files,
-    _same_tree,
     _units_below_write,
     _verify,
     _verify_with_plan,
@@ -82,11 +81,7 @@ def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_wa
     assert len(cq_ext) == walked + 3, (len(cq_ext), walked)
     assert [u[2] + 2**63 for u in kept] == [20 * k for k in range(len(kept))], kept
     assert [u[2] + 2**63 for u in got[:3]] == [20 * (walked + k) for k in range(3)], got
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    _restart_as_the_broker(src, name, line, tmp_path, ext=True)
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
@@ -176,10 +171,7 @@ def test_crash_restart_whose_reput_dispatches_some_cut_units_again_then_records_
         assert [u[2] + 2**63 for u in units[2:6]] == [k // 10 * 204 + k % 10 * 20 for k in range(walked, walked + 4)]
     else:
         assert all(u[2] == 0 for u in units), units
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 0, err[-2000:]
-    _same_tree(src / "expected", tmp_path / name)
-    _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
+    _restart_as_the_broker(src, name, line, tmp_path)
     if ext:
         _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
     code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
