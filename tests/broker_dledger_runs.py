@@ -177,16 +177,19 @@ def _units(root: Path) -> list[tuple[str, int, int, int]]:
     return out
 
 
-def _as_restart(store: Path, out: Path, src: Path, line: str, summary: list[str] | None = None) -> tuple[int, str]:
-    """``rebuild --as-restart`` on ``store`` with the scenario's broker.conf: exit code, stderr (``summary``: the
-    lines it prints, appended)."""
+# the lines each ``_as_restart`` printed, by its output folder (``_same_tree`` checks their figures)
+_PRINTED: dict[Path, list[str]] = {}
+
+
+def _as_restart(store: Path, out: Path, src: Path, line: str) -> tuple[int, str]:
+    """``rebuild --as-restart`` on ``store`` with the scenario's broker.conf: exit code, stderr (what it prints kept
+    for :func:`_same_tree`)."""
     from pipelines.cli import main
     err, printed = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(printed):
         code = main(["rebuild", "--store", str(store), "--out", str(out), "--config", str(src / "broker.conf"),
                      "--broker-version", BROKER_LINE[line], "--split-size", "4k", "--no-tables", "--as-restart"])
-    if summary is not None:
-        summary += printed.getvalue().splitlines()
+    _PRINTED[out] = printed.getvalue().splitlines()
     return code, err.getvalue()
 
 
@@ -232,8 +235,15 @@ def _same_files(expected: Path, ours: Path, sub: str, *, written: bool = False) 
 
 
 def _same_tree(expected: Path, ours: Path) -> None:
-    """consumequeue/ byte for byte, index/ file by file in name order (names are creation times)."""
+    """consumequeue/ byte for byte, index/ file by file in name order (names are creation times); where ``ours`` is
+    an ``--as-restart`` output (:func:`_as_restart`), the consume queue files and units it printed (its build rows,
+    which the tables' inventory reads) those of the broker's files (:func:`_units_held`)."""
     _same_files(expected, ours, "consumequeue")
+    if ours in _PRINTED:
+        figures = next(x for x in _PRINTED[ours] if x.startswith("consume queues ")).split(", ")
+        held = expected / "consumequeue"
+        broker = [f"{sum(f.is_file() for f in held.rglob('*')):,} files", f"{_units_held(held):,} units"]
+        assert figures[-2:] == broker, (figures, "broker's", broker)
     exp_idx, our_idx = ([] if not (d / "index").is_dir() else sorted((d / "index").iterdir()) for d in (expected, ours))
     assert len(our_idx) == len(exp_idx), f"index file count {len(our_idx)} != broker's {len(exp_idx)}"
     for e, o in zip(exp_idx, our_idx):
@@ -245,17 +255,12 @@ def _restart_as_the_broker(src: Path, name: str, line: str, tmp_path: Path, *, e
     """``--as-restart`` on the store as the broker's crash restart found it (``before/``) writes what that restart
     wrote (``expected/``): ``consumequeue/``, ``index/`` and ``batchconsumequeue/`` byte for byte (``batch``: the
     broker wrote some), and ``ext``: ``consumequeue_ext/`` too (the broker wrote some)."""
-    summary: list[str] = []
-    code, err = _as_restart(src / "before", tmp_path / name, src, line, summary)
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
     assert code == 0, err[-2000:]
     _same_tree(src / "expected", tmp_path / name)
     _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=batch)
     if ext:
         _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
-    figures = next(x for x in summary if x.startswith("consume queues ")).split(", ")   # the rebuild's file rows
-    held = src / "expected" / "consumequeue"
-    broker = [f"{sum(f.is_file() for f in held.rglob('*')):,} files", f"{_units_held(held):,} units"]
-    assert figures[-2:] == broker, (figures, "broker's", broker)
 
 
 def _units_held(root: Path) -> int:
