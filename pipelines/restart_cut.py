@@ -148,17 +148,17 @@ def _file_rows(staged: StagedOutput, built: Built, written: list[tuple[str, int,
     (:func:`store_format.consumequeue_recovery.file_units`): the message units, the commitlog offsets of the
     first and the last, as the rebuild's own rows count them (``pipelines.build``); a row added for a file the
     restart created (no store times).  Rows of files the cut deleted are gone already."""
+    rows = {(r["topic"], r["queue_id"], r["file_start"]): r for r in (*built.cq_files, *built.bcq_files)}
     for topic, qid, start in sorted(set(written)):
         batch = topic in config.batch_topics
         folder, size, _unit = _queue_layout(config, batch)
         offsets = file_units(staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(start)}"),
                              BCQ_RULES if batch else CQ_RULES)
-        files = built.bcq_files if batch else built.cq_files
-        row = next((r for r in files if (r["topic"], r["queue_id"], r["file_start"]) == (topic, qid, start)), None)
+        row = rows.get((topic, qid, start))
         if row is None:
             row = {"kind": BCQ_KIND if batch else "cq", "topic": topic, "queue_id": qid, "file_start": start,
                    "bytes": size, "first_store_timestamp": None, "end_timestamp": None}
-            files.append(row)
+            (built.bcq_files if batch else built.cq_files).append(row)
         row.update(entries=len(offsets), begin_offset=int(offsets[0]) if len(offsets) else None,
                    end_offset=int(offsets[-1]) if len(offsets) else None)
     for files in (built.cq_files, built.bcq_files):
