@@ -25,7 +25,9 @@ from store_format.consumequeue_ext import (
     ext_units_per_file,
 )
 from store_format.consumequeue_recovery import BCQ_RULES, CQ_RULES, file_units
+from store_format.dledger_crash_before import without_queues
 from store_format.dledger_crash_cut import ExtAgain, QueueMove
+from store_format.dledger_inside_replay import QueueFiles
 from store_format.dledger_inside_units import InsideUnit, Placed
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 
@@ -58,6 +60,15 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     cut, changed = crash.cut, False
     written: list[tuple[str, int, int]] = []   # (topic, queue id, file start) of each queue file written
     placed = cut.inside_placed if cut is not None else Placed()
+    whole: tuple[QueueFiles, ...] = placed.whole
+    if whole:   # the ordinary queues replayed whole: the walk's bytes read before anything is cut, nothing else of
+        # them written (dledger_inside_replay)
+        assert cut is not None
+        names = frozenset((w.topic, w.queue_id) for w in whole)
+        walk_bytes = [_walk_bytes(staged, built, w, config.cq_file_size) for w in whole]
+        placed = without_queues(placed, names)
+        cut = dataclasses.replace(cut, dropped=tuple(f for f in cut.dropped if (f[0], f[1]) not in names),
+                                  moves=tuple(m for m in cut.moves if (m.topic, m.queue_id) not in names))
     if cut is not None and (cut.before_placed.units or cut.before_placed.rebuild_units):   # queue offset 0 appended
         placed = dataclasses.replace(placed, units=placed.units + cut.before_placed.units,
                                      rebuild_units=placed.rebuild_units + cut.before_placed.rebuild_units)
@@ -90,9 +101,68 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         # the addresses of the cut units put back (none without a cut)
         _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size,
                        put=not (crash.again or crash.before))
+    if whole:
+        for w, (files, copies) in zip(whole, walk_bytes):
+            built.cq_files = _cut_files(staged, built.cq_files, tuple(
+                (w.topic, w.queue_id, r["file_start"]) for r in built.cq_files
+                if (r["topic"], r["queue_id"]) == (w.topic, w.queue_id) and r["file_start"] not in files
+                and r["file_start"] not in w.opened), "consumequeue")
+            written = [f for f in written if (f[0], f[1]) != (w.topic, w.queue_id)]
+            written += _write_whole(staged, w, files, copies, config.cq_file_size)
+        changed = True
     if changed:
         _file_rows(staged, built, written, config)
     return changed
+
+
+def _walk_bytes(staged: StagedOutput, built: Built, w: QueueFiles, size: int) -> tuple[dict[int, bytearray],
+                                                                                         list[bytes]]:
+    """Of a queue replayed whole (:class:`store_format.dledger_inside_replay.QueueFiles`), the walk's files the cut
+    leaves (staged, below ``w.cut_from``; their bytes from ``w.walk_end`` on zeros: the rebuild's own dispatch
+    appended those) and the bytes of the cut units ``w.copies`` reads, from the staged queue before anything is
+    cut."""
+    folder = f"consumequeue/{w.topic}/{w.queue_id}"
+    starts = sorted(r["file_start"] for r in built.cq_files if (r["topic"], r["queue_id"]) == (w.topic, w.queue_id))
+    cache: dict[int, bytes] = {}
+
+    def read(start: int) -> bytes:
+        if start not in cache:
+            data = staged.read_staged(f"{folder}/{cq_file_name(start)}")
+            cache[start] = data + bytes(size - len(data))
+        return cache[start]
+
+    files = {}
+    for start in starts:
+        if start < min(w.cut_from, w.walk_end):
+            data = bytearray(read(start))
+            if w.walk_end < start + size:
+                data[w.walk_end - start:] = bytes(start + size - w.walk_end)
+            files[start] = data
+    assert all(0 <= src < w.walk_end and src - src % size in starts for _pos, src in w.copies)
+    copies = [read(src - src % size)[src % size:src % size + CQ_UNIT_SIZE] for _pos, src in w.copies]
+    return files, copies
+
+
+def _write_whole(staged: StagedOutput, w: QueueFiles, files: dict[int, bytearray], copies: list[bytes],
+                 size: int) -> list[tuple[str, int, int]]:
+    """Write the broker's files of a queue replayed whole: ``files`` (the walk's the cut leaves,
+    :func:`_walk_bytes`), the files ``getLastMappedFile`` created (zeros; ``fillPreBlank`` units first in a queue
+    the cut left with no file), the units appended and the cut units' bytes (``copies``) at their positions.
+    Returns the files written."""
+    for start in w.opened:
+        files[start] = bytearray(size)
+    if w.blank_until >= 0:
+        start = w.blank_until - w.blank_until % size
+        files[start][:w.blank_until - start] = _BLANK_UNIT * ((w.blank_until - start) // CQ_UNIT_SIZE)
+    for pos, offset, n, tags in w.units:
+        files[pos - pos % size][pos % size:pos % size + CQ_UNIT_SIZE] = \
+            np.array([(offset, n, tags)], dtype=CQ_UNIT_DTYPE).tobytes()
+    for (pos, _src), unit in zip(w.copies, copies):
+        files[pos - pos % size][pos % size:pos % size + CQ_UNIT_SIZE] = unit
+    folder = f"consumequeue/{w.topic}/{w.queue_id}"
+    for start, data in files.items():
+        write_file(staged.staging_uri, f"{folder}/{cq_file_name(start)}", bytes(data))
+    return [(w.topic, w.queue_id, start) for start in files]
 
 
 def _queue_layout(config: BrokerConfig, batch: bool) -> tuple[str, int, int]:

@@ -311,7 +311,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                                                           config),
                          ext_file_size=config.mappedFileSizeConsumeQueueExt,
                          reset_emptied=config.brokerVersion == "5.5", after=after, walk_end=end if early else -1,
-                         tags=lambda offset, size, queue: _own_tags(st, files, offset, size, queue, config))
+                         tags=lambda offset, size, queue, light=False: _own_tags(st, files, offset, size, queue,
+                                                                                 config, light))
         reput = cut.reput
     elif (in_old := reput_in_old_files(config, accepted, min_offset, files[0].base,
                                        on_disk is not None and on_disk.max_physic_offset >= 0)) is not None:
@@ -510,9 +511,10 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
 
 
 def _own_tags(st: StoreLocation, files: list[Segment], offset: int, size: int, queue: tuple[str, int],
-              config: BrokerConfig) -> int | None:
+              config: BrokerConfig, light: bool = False) -> int | None:
     """The tags code of the own consume queue unit for ``queue`` of the record at ``offset`` (``size`` bytes) in the
-    data files (:func:`store_format.dledger_inside_units.parsed_units`), None when it has none there."""
+    data files (:func:`store_format.dledger_inside_units.parsed_units`; ``light``: its own or light unit there),
+    None when it has none there."""
     seg = next((f for f in files if f.base <= offset and offset + size <= f.end), None)
     if seg is None:
         return None
@@ -520,7 +522,8 @@ def _own_tags(st: StoreLocation, files: list[Segment], offset: int, size: int, q
         def read(at: int, n: int) -> bytes:
             return bytes(r(at - seg.base, min(n, seg.end - at)))
         units = parsed_units(read, ((offset, offset + size),), config)
-    return next((u.tags_code for u in units if (u.topic, u.queue_id) == queue and u.own and not u.batch), None)
+    return next((u.tags_code for u in units if (u.topic, u.queue_id) == queue and (u.own or light) and not u.batch),
+                None)
 
 
 def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, committed: int,

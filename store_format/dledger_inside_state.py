@@ -10,7 +10,7 @@ the units with them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from typing import Protocol
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .errors import UnsupportedConfigError
@@ -18,8 +18,10 @@ from .layout import CQ_UNIT_SIZE
 
 __all__ = ["InsideUnit", "ParsedUnit", "Placed", "Tags", "WalkedQueue", "put_bcq", "put_cq", "refuse"]
 
-# the tags code of a record's own unit for a queue: ``(offset, size, (topic, queue id))``, None when it has none
-Tags = Callable[[int, int, tuple[str, int]], "int | None"]
+class Tags(Protocol):
+    """The tags code of a record's own unit for a queue: ``(offset, size, (topic, queue id))``, None when it has none
+    (``light``: its own or light unit there)."""
+    def __call__(self, offset: int, size: int, queue: tuple[str, int], light: bool = False) -> int | None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +145,9 @@ class Placed:
     # offsets below its write position), as units at the broker's positions (``apply_cut`` writes them with
     # :attr:`units`, over the rebuild's bytes there)
     past_put: tuple[InsideUnit, ...] = ()
+    # the ordinary queues (no batch queue, no ext files) the reput touches, their files replayed whole
+    # (store_format.dledger_inside_replay.QueueFiles): apply_cut writes them and nothing else of those queues
+    whole: tuple = ()
 
 
 def put_bcq(key: tuple[str, int], s: WalkedQueue, offset: int, bcq_file_size: int,

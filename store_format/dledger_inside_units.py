@@ -117,6 +117,7 @@ appended.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -127,6 +128,7 @@ from .config import BrokerConfig
 from .consumequeue_ext import ext_addresses
 from .dispatch import queue_units
 from .dledger_inside_past import past_no_file, place_past
+from .dledger_inside_replay import replay_queue
 from .dledger_inside_state import (
     InsideUnit,
     ParsedUnit,
@@ -190,11 +192,14 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     rebuild_files: list[tuple[str, int, int]] = []
     blanks: list[tuple[str, int, int]] = []
     no_file: set[tuple[str, int]] = set()   # the queues the cut left with no file
+    initial: dict[tuple[str, int], WalkedQueue] = {}   # the ordinary queues, as the cut left them
     for u in parsed:
         key = (u.topic, u.queue_id)
         if key not in states:
             states[key] = walked(key)
-            if (new := states[key]) is not None and new.write < 0 and not new.refused:
+            if (new := states[key]) is not None and not new.refused and not new.batch and not ext_file_size:
+                initial[key] = dataclasses.replace(new)   # as the cut left it: replayed whole
+            if new is not None and new.write < 0 and not new.refused:
                 no_file.add(key)
         s = states[key]
         if s is None:
@@ -269,10 +274,12 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             past += [(*key, o) for o in place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
                                                      moved_to, tags, put_past, made, extra, ext_file_size)]
     opened += made   # written anew (zeros but for the broker's units there), not removed
+    whole = tuple(replay_queue(key, s, [u for u in parsed if (u.topic, u.queue_id) == key], cq_file_size, at, tags)
+                  for key, s in initial.items())
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
                   tuple(f for f in rebuild_files if f in removed and f not in made) + tuple(extra),
                   tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
-                  tuple(kept), tuple(moved_to), tuple(put_past))
+                  tuple(kept), tuple(moved_to), tuple(put_past), whole)
 
 
 def _place_batch(key: tuple[str, int], s: WalkedQueue, u: ParsedUnit, bcq_file_size: int, out: list[InsideUnit],

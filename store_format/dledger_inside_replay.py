@@ -1,0 +1,102 @@
+"""The broker's files of an ordinary consume queue the 5.x DLedger crash recovery's walk wrote that a start's reput
+set inside an entry touches, replayed whole (:func:`replay_queue`): the files ``truncateDirtyLogicFiles`` leaves,
+then every unit the reput dispatches into the queue, in reput order, by the broker's own rule.
+
+Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (:func:`store_format.dledger_inside_state.put_cq`),
+``MappedFileQueue.getLastMappedFile`` (the files it creates: zeros), ``ConsumeQueue.fillPreBlank`` (the blank units
+before the first unit of a queue the cut left with no file) and ``ConsumeQueue.truncateDirtyLogicFiles`` (which files
+stay: from the last file back, one whose first unit lies at or past ``processOffset`` is deleted; in the first one
+that stays the units past the write position stay on disk as bytes).
+
+An ordinary queue here: a consume queue (not a BatchCQ topic's), without ext files (``enableConsumeQueueExt``), whose
+state :mod:`store_format.dledger_inside_walked` built (:class:`WalkedQueue`, as the cut left it; write position -1:
+no file left).  From that state the reput dispatches, each by ``putMessagePositionInfo``:
+
+1. the units of the messages its check parses inside the entry, in order (:class:`ParsedUnit`);
+2. the queue's cut units it dispatches again after them (:attr:`WalkedQueue.again`, but the first
+   :attr:`WalkedQueue.again_skip`, which lie inside the parsed messages): each unit's bytes are the walk's, read
+   where the walk's queue holds it (:attr:`WalkedQueue.again_at`, else its queue offset * 20);
+3. the records of the queue past the walk's end (:attr:`WalkedQueue.past`), their tags codes read from the log.
+
+``pipelines.restart_cut.apply_cut`` writes the files :class:`QueueFiles` describes whole (the walk's bytes of the
+files the cut leaves, below the walk's end: what the rebuild's own dispatch appended after it is not the broker's)
+and removes every other staged file of the queue.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from .dledger_inside_state import ParsedUnit, Tags, WalkedQueue, put_cq, refuse
+from .layout import CQ_UNIT_SIZE
+
+__all__ = ["QueueFiles", "replay_queue"]
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueFiles:
+    """The broker's files of one queue after the reput (:func:`replay_queue`): the staged (walk's) files starting
+    below ``cut_from`` stay, their bytes from queue byte ``walk_end`` on zeros; ``opened``, the files
+    ``getLastMappedFile`` creates (zeros, ``fillPreBlank`` units up to ``blank_until`` in the one holding it);
+    ``units`` ``(position, offset, size, tags code)`` written, and ``copies`` ``(position, source)``: a cut unit's 20
+    bytes read from queue byte ``source`` of the walk's queue, written at ``position``.  ``put_back``: the commitlog
+    offsets of the cut units (and records past the walk's end) appended, ``lost`` those dropped or never
+    dispatched."""
+    topic: str
+    queue_id: int
+    cut_from: int
+    walk_end: int
+    opened: tuple[int, ...] = ()
+    blank_until: int = -1
+    units: tuple[tuple[int, int, int, int], ...] = ()
+    copies: tuple[tuple[int, int], ...] = ()
+    put_back: tuple[int, ...] = ()
+    lost: tuple[int, ...] = ()
+
+
+def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit], cq_file_size: int, at: int,
+                 tags: Tags | None) -> QueueFiles:
+    """The broker's files of the ordinary queue ``key`` (module docstring) from ``cut`` (its state as the cut left it,
+    not changed) and ``parsed`` (its parsed units, in order); ``at``: where the reput was set (for the refusals);
+    ``tags(offset, size, queue)``: a record's tags code for ``queue``.
+
+    Raises:
+        UnsupportedConfigError: a cut unit the walk's dispatch dropped that the reput appends (its bytes in no file of
+            the walk's queue), a record past the walk's end appended whose unit is not read (no ``tags``).
+    """
+    assert not cut.batch and not cut.refused
+    s = dataclasses.replace(cut)
+    opened: list[tuple[str, int, int]] = []
+    blanks: list[tuple[str, int, int]] = []
+    units: list[tuple[int, int, int, int]] = []
+    copies: list[tuple[int, int]] = []
+    put_back: list[int] = []
+    lost: list[int] = []
+    for u in parsed:
+        if (pos := put_cq(key, s, u.offset + u.size, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
+            units.append((pos, u.offset, u.size, u.tags_code))
+    source = list(cut.again_at) or [q * CQ_UNIT_SIZE for _o, _n, q in cut.again]
+    for k, (offset, size, queue_offset) in enumerate(cut.again):
+        if k < cut.again_skip:   # inside the parsed messages: not dispatched again
+            lost.append(offset)
+            continue
+        if (pos := put_cq(key, s, offset + size, queue_offset, cq_file_size, opened, blanks)) < 0:
+            lost.append(offset)
+            continue
+        if source[k] < 0:
+            raise refuse(at, f"for {key[0]}/{key[1]}, a queue holding a record's own units and light ones, whose cut "
+                              "unit the walk's dispatch dropped the reput appends afterwards")
+        copies.append((pos, source[k]))
+        put_back.append(offset)
+    for offset, size, queue_offset in cut.past:
+        if (pos := put_cq(key, s, offset + size, queue_offset, cq_file_size, opened, blanks)) < 0:
+            lost.append(offset)
+            continue
+        code = tags(offset, size, key, light=True) if tags is not None else None
+        if code is None:
+            raise refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput appends "
+                              "afterwards, its unit there not read (no tags code)")
+        units.append((pos, offset, size, code))
+        put_back.append(offset)
+    cut_from = 0 if cut.write < 0 else -(-cut.write // cq_file_size) * cq_file_size
+    return QueueFiles(key[0], key[1], cut_from, cut.rebuild_write, tuple(f for _t, _q, f in opened),
+                      blanks[0][2] if blanks else -1, tuple(units), tuple(copies), tuple(put_back), tuple(lost))
