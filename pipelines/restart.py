@@ -153,6 +153,12 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           f"{len(placed.units)} unit(s) go to queues the walk wrote, at the write positions "
                           "the cut left (putMessagePositionInfo, whatever their queue offsets): "
                           + ", ".join(f"{u.topic}/{u.queue_id} at {u.position}" for u in placed.units))
+        if placed.whole:
+            progress.emit("[rebuild] as a restart after a crash: the queues the walk wrote that the reput touches, "
+                          "replayed from the files the cut leaves (putMessagePositionInfo in reput order: the parsed "
+                          "units, the cut units dispatched again, the records past the walk's end): "
+                          + ", ".join(f"{w.topic}/{w.queue_id} ({len(w.units) + len(w.copies)} unit(s) appended, "
+                                      f"{len(w.opened)} file(s) created)" for w in placed.whole))
         if placed.opened:
             progress.emit("[rebuild] as a restart after a crash: for those messages getLastMappedFile creates "
                           + ", ".join(f"{t}/{q}/{cq_file_name(f)}" for t, q, f in placed.opened)

@@ -25,7 +25,6 @@ from store_format.consumequeue_ext import (
     ext_units_per_file,
 )
 from store_format.consumequeue_recovery import BCQ_RULES, CQ_RULES, file_units
-from store_format.dledger_crash_before import without_queues
 from store_format.dledger_crash_cut import ExtAgain, QueueMove
 from store_format.dledger_inside_replay import QueueFiles
 from store_format.dledger_inside_units import InsideUnit, Placed
@@ -61,14 +60,9 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     written: list[tuple[str, int, int]] = []   # (topic, queue id, file start) of each queue file written
     placed = cut.inside_placed if cut is not None else Placed()
     whole: tuple[QueueFiles, ...] = placed.whole
-    if whole:   # the ordinary queues replayed whole: the walk's bytes read before anything is cut, nothing else of
-        # them written (dledger_inside_replay)
-        assert cut is not None
-        names = frozenset((w.topic, w.queue_id) for w in whole)
-        walk_bytes = [_walk_bytes(staged, built, w, config.cq_file_size) for w in whole]
-        placed = without_queues(placed, names)
-        cut = dataclasses.replace(cut, dropped=tuple(f for f in cut.dropped if (f[0], f[1]) not in names),
-                                  moves=tuple(m for m in cut.moves if (m.topic, m.queue_id) not in names))
+    # the ordinary queues replayed whole (dledger_inside_replay; nothing else of them in placed or the cut's
+    # dropped files and moves): the walk's bytes read before anything is cut
+    walk_bytes = [_walk_bytes(staged, built, w, config.cq_file_size) for w in whole]
     if cut is not None and (cut.before_placed.units or cut.before_placed.rebuild_units):   # queue offset 0 appended
         placed = dataclasses.replace(placed, units=placed.units + cut.before_placed.units,
                                      rebuild_units=placed.rebuild_units + cut.before_placed.rebuild_units)

@@ -426,7 +426,7 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
         else ext_before_walk(earlier, cut.ext_again)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
-    parsed_reset = sorted({(u.topic, u.queue_id) for u in cut.inside_placed.units} & set(cut.reset)) \
+    parsed_reset = sorted(cut.inside_placed.parsed_queues() & set(cut.reset)) \
         if cut is not None and cut.inside_from >= 0 else []
     if parsed_reset and not config.enableConsumeQueueExt and not {t for t, _ in parsed_reset} & config.batch_topics:
         assert cut is not None   # written anew from the parsed unit by the rebuild's own dispatch (queue_reset)
@@ -438,7 +438,7 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
                       "(max -1: written anew from the parsed unit), with ext files or a batch queue, not modelled")
     if zero:   # putMessagePositionInfo checks no queue offset 0: appended, the walk's units then by the same rule
         assert cut is not None
-        if {(u.topic, u.queue_id) for u in cut.inside_placed.units} & set(zero):
+        if cut.inside_placed.parsed_queues() & set(zero):
             raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file "
                           f"{files[first].name} the recovery dispatched from, where a record of queue offset 0 of a "
                           "queue the walk wrote would be appended after a unit parsed inside an entry, not modelled")

@@ -367,8 +367,15 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     elsewhere: dict[tuple[str, int], list[int]] = {}
     for t, qid, _source, target in placed.again_moved:
         elsewhere.setdefault((t, qid), []).append(target)
+    whole = {(w.topic, w.queue_id): w for w in placed.whole}   # ordinary queues replayed whole (apply_cut)
     for q, rows in per_queue.items():
         batch = rows[0, U_KIND] == KIND_BATCH
+        if (w := whole.get(track.names[q])) is not None:   # no file cut nor moved here: apply_cut writes them whole
+            got = np.isin(rows[:, U_OFFSET], np.asarray(w.put_back, dtype=np.int64))
+            restored += int(got.sum())
+            if not got.all():
+                lost[track.names[q]] = rows[~got, U_OFFSET]
+            continue
         if (targets := elsewhere.get(track.names[q])) is not None:   # appended after the parsed units (or dropped)
             name = track.names[q]
             unit, size = (BCQ_UNIT_SIZE, bcq_file_size) if batch else (CQ_UNIT_SIZE, cq_file_size)
@@ -442,6 +449,9 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         start = -(-gone_from // size) * size   # the first file that starts at or past it
         (batch_dropped if batch else dropped).extend(
             (*name, f) for f in range(start, last - last % size + 1, size))
+    for name, w in whole.items():   # its records past the walk's end dropped, its cut units none went on past
+        if (more := np.setdiff1d(np.asarray(w.lost, dtype=np.int64), lost.get(name, np.zeros(0, np.int64)))).size:
+            lost[name] = np.sort(np.concatenate([lost.get(name, np.zeros(0, np.int64)), more]))
     for t, qid, offset in placed.past_dropped:   # records past the walk's end the reput drops after parsed units
         lost[(t, qid)] = np.append(lost.get((t, qid), np.zeros(0, np.int64)), np.int64(offset))
         restored -= (t, qid) in after_parsed   # after cut units dispatched again: counted with them above

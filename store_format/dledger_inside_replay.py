@@ -26,31 +26,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from .dledger_inside_state import ParsedUnit, Tags, WalkedQueue, put_cq, refuse
+from .dledger_inside_state import ParsedUnit, QueueFiles, Tags, WalkedQueue, put_cq, refuse
 from .layout import CQ_UNIT_SIZE
 
 __all__ = ["QueueFiles", "replay_queue"]
-
-
-@dataclasses.dataclass(frozen=True)
-class QueueFiles:
-    """The broker's files of one queue after the reput (:func:`replay_queue`): the staged (walk's) files starting
-    below ``cut_from`` stay, their bytes from queue byte ``walk_end`` on zeros; ``opened``, the files
-    ``getLastMappedFile`` creates (zeros, ``fillPreBlank`` units up to ``blank_until`` in the one holding it);
-    ``units`` ``(position, offset, size, tags code)`` written, and ``copies`` ``(position, source)``: a cut unit's 20
-    bytes read from queue byte ``source`` of the walk's queue, written at ``position``.  ``put_back``: the commitlog
-    offsets of the cut units (and records past the walk's end) appended, ``lost`` those dropped or never
-    dispatched."""
-    topic: str
-    queue_id: int
-    cut_from: int
-    walk_end: int
-    opened: tuple[int, ...] = ()
-    blank_until: int = -1
-    units: tuple[tuple[int, int, int, int], ...] = ()
-    copies: tuple[tuple[int, int], ...] = ()
-    put_back: tuple[int, ...] = ()
-    lost: tuple[int, ...] = ()
 
 
 def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit], cq_file_size: int, at: int,
@@ -71,9 +50,8 @@ def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit
     copies: list[tuple[int, int]] = []
     put_back: list[int] = []
     lost: list[int] = []
-    for u in parsed:
-        if (pos := put_cq(key, s, u.offset + u.size, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
-            units.append((pos, u.offset, u.size, u.tags_code))
+    parsed_at = [put_cq(key, s, u.offset + u.size, u.queue_offset, cq_file_size, opened, blanks) for u in parsed]
+    units += [(pos, u.offset, u.size, u.tags_code) for pos, u in zip(parsed_at, parsed) if pos >= 0]
     source = list(cut.again_at) or [q * CQ_UNIT_SIZE for _o, _n, q in cut.again]
     for k, (offset, size, queue_offset) in enumerate(cut.again):
         if k < cut.again_skip:   # inside the parsed messages: not dispatched again
@@ -99,4 +77,5 @@ def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit
         put_back.append(offset)
     cut_from = 0 if cut.write < 0 else -(-cut.write // cq_file_size) * cq_file_size
     return QueueFiles(key[0], key[1], cut_from, cut.rebuild_write, tuple(f for _t, _q, f in opened),
-                      blanks[0][2] if blanks else -1, tuple(units), tuple(copies), tuple(put_back), tuple(lost))
+                      blanks[0][2] if blanks else -1, tuple(units), tuple(copies), tuple(put_back), tuple(lost),
+                      tuple(parsed_at))

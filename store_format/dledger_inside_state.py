@@ -16,7 +16,7 @@ from .batchconsumequeue import BCQ_UNIT_SIZE
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["InsideUnit", "ParsedUnit", "Placed", "Tags", "WalkedQueue", "put_bcq", "put_cq", "refuse"]
+__all__ = ["InsideUnit", "ParsedUnit", "Placed", "QueueFiles", "Tags", "WalkedQueue", "put_bcq", "put_cq", "refuse"]
 
 class Tags(Protocol):
     """The tags code of a record's own unit for a queue: ``(offset, size, (topic, queue id))``, None when it has none
@@ -101,6 +101,28 @@ class WalkedQueue:
 
 
 @dataclasses.dataclass(frozen=True)
+class QueueFiles:
+    """The broker's files of one queue after the reput (:func:`replay_queue`): the staged (walk's) files starting
+    below ``cut_from`` stay, their bytes from queue byte ``walk_end`` on zeros; ``opened``, the files
+    ``getLastMappedFile`` creates (zeros, ``fillPreBlank`` units up to ``blank_until`` in the one holding it);
+    ``units`` ``(position, offset, size, tags code)`` written, and ``copies`` ``(position, source)``: a cut unit's 20
+    bytes read from queue byte ``source`` of the walk's queue, written at ``position``.  ``put_back``: the commitlog
+    offsets of the cut units (and records past the walk's end) appended, ``lost`` those dropped or never
+    dispatched; ``parsed_at``: where each parsed unit went (-1: dropped), the first of ``units``."""
+    topic: str
+    queue_id: int
+    cut_from: int
+    walk_end: int
+    opened: tuple[int, ...] = ()
+    blank_until: int = -1
+    units: tuple[tuple[int, int, int, int], ...] = ()
+    copies: tuple[tuple[int, int], ...] = ()
+    put_back: tuple[int, ...] = ()
+    lost: tuple[int, ...] = ()
+    parsed_at: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class Placed:
     """What :func:`place_inside` gives: the units the broker appends (``units``) and the consume queue files
     ``getLastMappedFile`` creates for them (``opened``: ``(topic, queue id, file start)``, zeros but for those
@@ -147,7 +169,11 @@ class Placed:
     past_put: tuple[InsideUnit, ...] = ()
     # the ordinary queues (no batch queue, no ext files) the reput touches, their files replayed whole
     # (store_format.dledger_inside_replay.QueueFiles): apply_cut writes them and nothing else of those queues
-    whole: tuple = ()
+    whole: tuple[QueueFiles, ...] = ()
+
+    def parsed_queues(self) -> set[tuple[str, int]]:
+        """The queues the walk wrote that a parsed unit is appended to."""
+        return {(u.topic, u.queue_id) for u in self.units}
 
 
 def put_bcq(key: tuple[str, int], s: WalkedQueue, offset: int, bcq_file_size: int,

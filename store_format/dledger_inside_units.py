@@ -193,7 +193,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     blanks: list[tuple[str, int, int]] = []
     no_file: set[tuple[str, int]] = set()   # the queues the cut left with no file
     initial: dict[tuple[str, int], WalkedQueue] = {}   # the ordinary queues, as the cut left them
-    for u in parsed:
+    order: list[int] = []   # of each unit of out, its parsed unit's index
+    for i, u in enumerate(parsed):
         key = (u.topic, u.queue_id)
         if key not in states:
             states[key] = walked(key)
@@ -207,8 +208,11 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         name = f"{u.topic}/{u.queue_id}"
         if s.refused:
             raise refuse(at, f"for {name}, {s.refused}")
+        if key in initial:
+            continue   # an ordinary queue: replayed whole (dledger_inside_replay)
         if u.batch:
             _place_batch(key, s, u, bcq_file_size, out, opened, rebuild_units, rebuild_files)
+            order += [i] * (len(out) - len(order))
             continue
         end = u.offset + u.size
         if end > s.rebuild_max:   # the rebuild's own dispatch of the message, after every unit of the walk, by the
@@ -227,12 +231,13 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             ext_put[key] = ext_put.get(key, 0) + 1
         if (position := put_cq(key, s, end, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
             out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, tags_code))
+            order.append(i)
     # the cut units the reput goes on past (none dispatched again) before records past the walk's end: all dropped
     again: list[tuple[str, int, int]] = [(*key, s.skipped) for key, s in states.items()
-                                         if s is not None and s.skipped and not s.again]
+                                         if s is not None and s.skipped and not s.again and key not in initial]
     moved: list[tuple[str, int, int, int]] = []
     for key, s in states.items():   # the cut units the reput dispatches again after the parsed ones, by the same rule
-        if s is None or not s.again:
+        if s is None or not s.again or key in initial:
             continue
         if s.batch:   # putBatchMessagePositionInfo: each appended at the write position unless at or below the max
             moved += [(*key, q * BCQ_UNIT_SIZE, put_bcq(key, s, o, bcq_file_size, opened)
@@ -270,16 +275,24 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     made: list[tuple[str, int, int]] = []   # files getLastMappedFile creates for them, the rebuild's dispatch not
     extra: list[tuple[str, int, int]] = []   # files the rebuild's dispatch creates for them, the broker's not
     for key, s in states.items():
-        if s is not None and s.past and key not in no_file:
+        if s is not None and s.past and key not in no_file and key not in initial:
             past += [(*key, o) for o in place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
                                                      moved_to, tags, put_past, made, extra, ext_file_size)]
     opened += made   # written anew (zeros but for the broker's units there), not removed
-    whole = tuple(replay_queue(key, s, [u for u in parsed if (u.topic, u.queue_id) == key], cq_file_size, at, tags)
-                  for key, s in initial.items())
+    whole = []
+    for key, s in initial.items():   # the ordinary queues, replayed whole: their parsed units, files, blanks told too
+        mine = [i for i, u in enumerate(parsed) if (u.topic, u.queue_id) == key]
+        whole.append(w := replay_queue(key, s, [parsed[i] for i in mine], cq_file_size, at, tags))
+        out += [InsideUnit(*key, pos, parsed[i].offset, parsed[i].size, parsed[i].tags_code)
+                for i, pos in zip(mine, w.parsed_at) if pos >= 0]
+        order += [i for i, pos in zip(mine, w.parsed_at) if pos >= 0]
+        opened += [(*key, f) for f in w.opened]
+        blanks += [(*key, w.blank_until)] if w.blank_until >= 0 else []
+    out = [u for _i, u in sorted(zip(order, out), key=lambda p: p[0])]
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
                   tuple(f for f in rebuild_files if f in removed and f not in made) + tuple(extra),
                   tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
-                  tuple(kept), tuple(moved_to), tuple(put_past), whole)
+                  tuple(kept), tuple(moved_to), tuple(put_past), tuple(whole))
 
 
 def _place_batch(key: tuple[str, int], s: WalkedQueue, u: ParsedUnit, bcq_file_size: int, out: list[InsideUnit],

@@ -95,7 +95,9 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_back_only_the_last_cut
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
     assert placed.units == (() if low else (InsideUnit("T9", 0, at, reput, size, 0),)), placed
-    assert placed.again_moved == (("T9", 0, 0, -1), ("T9", 0, 20, 20 if back else -1)), placed
+    (q,) = [w for w in placed.whole if (w.topic, w.queue_id) == ("T9", 0)]   # replayed whole
+    # the first cut unit dropped, the second (back) where it was
+    assert q.copies == (((20, 20),) if back else ()) and len(q.lost) == 2 - back, q
     assert placed.opened == (("T9", 0, start),), placed
     count = _units_below_write(w, src, (reput, reput - size))   # neither fillPreBlank nor the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - count == 2 - back, (count, p["units_lost"], p["notes"])

@@ -182,9 +182,11 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_elsewh
     assert held[3 * CQ_UNIT_SIZE:] == bytes(len(held) - 3 * CQ_UNIT_SIZE), held.hex()
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
-    assert (placed.units, placed.opened, placed.again_dropped, placed.again_moved) == (
-        (InsideUnit("T8", 0, CQ_UNIT_SIZE, reput, host_end - reput, 0),), (), (),
-        (("T8", 0, 3 * CQ_UNIT_SIZE, 2 * CQ_UNIT_SIZE),)), placed
+    (q,) = [w for w in placed.whole if (w.topic, w.queue_id) == ("T8", 0)]   # replayed whole
+    # the cut unit dispatched again after the parsed one, from where the walk's queue holds it
+    assert (placed.units, placed.opened, q.copies) == (
+        (InsideUnit("T8", 0, CQ_UNIT_SIZE, reput, host_end - reput, 0),), (),
+        ((2 * CQ_UNIT_SIZE, 3 * CQ_UNIT_SIZE),)), placed
     assert not [f for f in crash.cut.dropped if f[:2] == ("T8", 0)], crash.cut.dropped   # its file stays
     held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held_units == 2, (held_units, p["units_lost"], p["notes"])
@@ -247,9 +249,10 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_n
     assert new == _pack(*SHIFTED_UNITS[1]) + bytes(size - CQ_UNIT_SIZE), new.hex()
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
-    assert (placed.units, placed.opened, placed.again_dropped, placed.again_moved) == (
-        (InsideUnit("T8", 0, size - CQ_UNIT_SIZE, reput, host_end - reput, 0),), (("T8", 0, size),), (),
-        (("T8", 0, size, size),)), placed
+    (q,) = [w for w in placed.whole if (w.topic, w.queue_id) == ("T8", 0)]   # replayed whole
+    assert (placed.units, placed.opened, q.copies) == (
+        (InsideUnit("T8", 0, size - CQ_UNIT_SIZE, reput, host_end - reput, 0),), (("T8", 0, size),),
+        ((size, size),)), placed
     assert not [f for f in crash.cut.dropped if f[:2] == ("T8", 0)], crash.cut.dropped   # file 220 written again
     held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     assert p["units_lost"] == _queued(r["scenario"]) - held_units == 1, (held_units, p["units_lost"], p["notes"])

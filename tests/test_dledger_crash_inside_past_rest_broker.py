@@ -124,12 +124,13 @@ def test_verify_predicts_a_crash_restart_whose_reput_goes_on_past_cut_units_of_a
     assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 540, w["queuesAfterDispatch"]["T0/0"]
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
-    # the records past the walk's end where the broker put them (500 on): moved there where the rebuild's dispatch,
-    # after every walk unit (the cut ones too: queue offsets 24 on), appends them elsewhere
-    at, rebuild = 440 + 20 * [u[0] for u in after].index(damaged), (24 + cuts) * 20
-    assert (placed.units, placed.past_dropped, placed.past_moved) == (
-        (InsideUnit("T0", 0, 480, reput, cut_end - reput, 0),), (),
-        () if at == rebuild else (("T0", 0, at),)), placed
+    # the records past the walk's end where the broker put them (500 on), right after the parsed unit (the cut units
+    # inside it not dispatched again)
+    at = 440 + 20 * [u[0] for u in after].index(damaged)
+    (q,) = [w for w in placed.whole if (w.topic, w.queue_id) == ("T0", 0)]   # replayed whole
+    assert (placed.units, q.units[1][0], q.copies) == (
+        (InsideUnit("T0", 0, 480, reput, cut_end - reput, 0),), at, ()), placed
+    assert all(o not in q.lost for o in [u[0] for u in after]), q   # none dropped
     held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
 
@@ -207,7 +208,9 @@ def test_verify_predicts_a_crash_restart_whose_reput_dispatches_some_cut_units_o
     assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 560, w["queuesAfterDispatch"]["T0/0"]
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
-    assert (placed.units, placed.again_dropped, placed.past_dropped, placed.past_moved) == (
-        (InsideUnit("T0", 0, 480, reput, PAST_OVER_CUT_END - reput, 0),), (("T0", 0, 1),), (), ()), placed
+    (q,) = [w for w in placed.whole if (w.topic, w.queue_id) == ("T0", 0)]   # replayed whole
+    # the first cut unit dispatched again dropped, the rest back where they were, the records past the walk's end after
+    assert (placed.units, len(q.lost), all(p == s for p, s in q.copies)) == (
+        (InsideUnit("T0", 0, 480, reput, PAST_OVER_CUT_END - reput, 0),), 1, True), placed
     held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
