@@ -162,7 +162,9 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_q
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
     assert placed.units == (InsideUnit("T9", 0, at, reput, host_end - reput, 0),), placed
-    assert placed.again_moved == (("T9", 0, 0, at + 20),) and placed.opened == (("T9", 0, first),), placed
+    (q,) = [w for w in placed.whole if (w.topic, w.queue_id) == ("T9", 0)]   # replayed whole
+    # the cut unit (queue byte 0 of the walk's queue) appended after the parsed one
+    assert q.copies == ((at + 20, 0),) and placed.opened == (("T9", 0, first),), placed
     count = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     # none lost: the one cut unit comes back (at 280); left cut (the refusal's old worst case) it would be one
     assert p["units_lost"] == _queued(r["scenario"]) - count == 0, (count, p["units_lost"], p["notes"])
