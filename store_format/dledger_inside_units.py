@@ -208,8 +208,6 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         name = f"{u.topic}/{u.queue_id}"
         if s.refused:
             raise refuse(at, f"for {name}, {s.refused}")
-        if key in initial:
-            continue   # an ordinary queue: replayed whole (dledger_inside_replay)
         if u.batch:
             _place_batch(key, s, u, bcq_file_size, out, opened, rebuild_units, rebuild_files)
             order += [i] * (len(out) - len(order))
@@ -234,10 +232,10 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             order.append(i)
     # the cut units the reput goes on past (none dispatched again) before records past the walk's end: all dropped
     again: list[tuple[str, int, int]] = [(*key, s.skipped) for key, s in states.items()
-                                         if s is not None and s.skipped and not s.again and key not in initial]
+                                         if s is not None and s.skipped and not s.again]
     moved: list[tuple[str, int, int, int]] = []
     for key, s in states.items():   # the cut units the reput dispatches again after the parsed ones, by the same rule
-        if s is None or not s.again or key in initial:
+        if s is None or not s.again:
             continue
         if s.batch:   # putBatchMessagePositionInfo: each appended at the write position unless at or below the max
             moved += [(*key, q * BCQ_UNIT_SIZE, put_bcq(key, s, o, bcq_file_size, opened)
@@ -275,10 +273,20 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     made: list[tuple[str, int, int]] = []   # files getLastMappedFile creates for them, the rebuild's dispatch not
     extra: list[tuple[str, int, int]] = []   # files the rebuild's dispatch creates for them, the broker's not
     for key, s in states.items():
-        if s is not None and s.past and key not in no_file and key not in initial:
+        if s is not None and s.past and key not in no_file:
             past += [(*key, o) for o in place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
                                                      moved_to, tags, put_past, made, extra, ext_file_size)]
     opened += made   # written anew (zeros but for the broker's units there), not removed
+    # an ordinary queue's rows above only gate the refusals the replay does not lift (the difference from the
+    # rebuild's own dispatch they state is not written: apply_cut writes the replayed files whole)
+    out, order = [u for u in out if (u.topic, u.queue_id) not in initial], \
+        [i for i, u in zip(order, out) if (u.topic, u.queue_id) not in initial]
+    opened, blanks, rebuild_units, rebuild_files, again, past, moved_to, extra = (
+        [r for r in rows if (r[0], r[1]) not in initial]
+        for rows in (opened, blanks, rebuild_units, rebuild_files, again, past, moved_to, extra))
+    moved = [r for r in moved if (r[0], r[1]) not in initial]
+    kept = [r for r in kept if (r[0], r[1]) not in initial]
+    put_past = [u for u in put_past if (u.topic, u.queue_id) not in initial]
     whole = []
     for key, s in initial.items():   # the ordinary queues, replayed whole: their parsed units, files, blanks told too
         mine = [i for i, u in enumerate(parsed) if (u.topic, u.queue_id) == key]
