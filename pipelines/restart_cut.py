@@ -5,7 +5,9 @@ inside an entry parses, the ext units the reput puts again, and ``built``'s rows
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles``, ``ConsumeQueue.putMessagePositionInfo``
 (``BatchConsumeQueue.putBatchMessagePositionInfo``), ``MappedFileQueue.getLastMappedFile`` and ``ConsumeQueueExt.put``
 as :mod:`store_format.dledger_crash_cut` and :mod:`store_format.dledger_inside_units` plan them; this module writes
-what they say.
+what they say: an ordinary queue a reput set inside an entry touches whole, as
+:mod:`store_format.dledger_inside_replay` replays it (``ConsumeQueue.fillPreBlank``,
+``ConsumeQueue.truncateDirtyLogicFiles``: which files stay), every other staged file of it removed.
 """
 from __future__ import annotations
 
@@ -51,7 +53,9 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched are written with the
     concurrent reput's (:func:`inside_blanks`); the cut units of a queue the cut left with no file, of one it left a
     file of that go elsewhere than where they were, or of a batch queue that the reput appends after the parsed units
-    (``Placed.again_moved``) are written with those.  ``built``'s rows of the files written follow
+    (``Placed.again_moved``) are written with those; an ordinary queue the reput set inside an entry touches
+    (``Placed.whole``) is written whole last, from the walk's bytes read first (:func:`_walk_bytes`,
+    :func:`_write_whole`), nothing of the above written for it.  ``built``'s rows of the files written follow
     (:func:`_file_rows`); returns whether anything changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
     if crash is None:

@@ -191,7 +191,8 @@ class QueueCut:
     units are put back only in part (``moves``), the units cut off and not put back (``lost``: per queue,
     their commitlog offsets; past their queue's write position or overwritten, on disk only where their file
     stayed; also the records past the walk's end whose units the reput drops after messages parsed where it was
-    set: ``Placed.past_dropped``), with the number of units cut and put back (``restored``), and the ext units the
+    set: ``Placed.past_dropped``; of an ordinary queue replayed whole, ``Placed.whole``, those it does not append),
+    with the number of units cut and put back (``restored``), and the ext units the
     reput puts (``ext_again``)."""
     reput: int
     dropped: tuple[tuple[str, int, int], ...]

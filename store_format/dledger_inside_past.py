@@ -5,6 +5,8 @@ Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (with ``Con
 address the appended unit's tags code: ``decorate``) and ``MappedFileQueue.getLastMappedFile``, applied to each
 record from the state the earlier units left (:func:`put_cq`); what
 :func:`store_format.dledger_inside_units.place_inside` hands over and the rules it states (its module docstring).
+What it says is written for a queue with ext files only; for an ordinary queue (no ext files) it only gates its
+refusals, :mod:`store_format.dledger_inside_replay` placing and writing that queue whole.
 """
 from __future__ import annotations
 

@@ -20,7 +20,13 @@ no file left).  From that state the reput dispatches, each by ``putMessagePositi
 
 ``pipelines.restart_cut.apply_cut`` writes the files :class:`QueueFiles` describes whole (the walk's bytes of the
 files the cut leaves, below the walk's end: what the rebuild's own dispatch appended after it is not the broker's)
-and removes every other staged file of the queue.
+and removes every other staged file of the queue.  The rule is the one :func:`put_cq` states for
+:mod:`store_format.dledger_inside_units` (a few units of one queue: no array pass such as
+:func:`store_format.consumequeue.assign_positions`).  A queue replayed so is one a parsed message goes to (the
+queues :func:`store_format.dledger_inside_units.place_inside` is asked about); one only cut units dispatched again
+or records past the walk's end go to is put back by :func:`store_format.dledger_crash_cut.cut_queues` as before.
+Refused (one line): a cut unit the walk's dispatch dropped (a queue holding own and light units) that the reput
+appends, its bytes in no file of the walk's queue.
 """
 from __future__ import annotations
 

@@ -6,6 +6,14 @@ Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` and
 ``CommitLogDispatcherBuildConsumeQueue`` from ``DefaultMessageStore.doDispatch``) and
 ``MappedFileQueue.getLastMappedFile`` (5.3.3's, for a queue its cut emptied, the same).
 
+An ordinary queue (a consume queue without ext files, not a batch queue) is replayed whole
+(:func:`store_format.dledger_inside_replay.replay_queue`, :attr:`Placed.whole`): its parsed units, the files
+``getLastMappedFile`` creates and its ``fillPreBlank`` end in :attr:`Placed.units`, ``opened``, ``blank_until`` come
+from the replay, and ``pipelines.restart_cut.apply_cut`` writes its files whole.  What follows, the difference from
+the rebuild's own dispatch of those messages (``rebuild_units``, ``again_dropped``, ``again_moved``, ``past_*``), is
+written for batch queues and queues with ext files only; for an ordinary queue it still runs, as the gate of the
+refusals no broker case lifts yet, its rows dropped.
+
 After a crash, ``DefaultMessageStore.doRecheckReputOffsetFromCq`` may set the reput at 2147483647 inside an entry (a
 queue ``truncateDirtyLogicFiles`` left with ``fillPreBlank`` units only: :mod:`store_format.dledger_crash_cut`), where
 ``DLedgerCommitLog``'s check may parse well-formed messages before it jumps
