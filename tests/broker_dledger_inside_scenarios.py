@@ -85,6 +85,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`broker_dledger_inside_light_scenarios.light_scenarios`,
     :func:`broker_dledger_inside_blank_scenarios.blank_scenarios`,
     :func:`broker_dledger_inside_bcq_disk_scenarios.bcq_disk_scenarios`,
+    :func:`broker_dledger_inside_replay_scenarios.replay_scenarios`,
     :func:`broker_dledger_inside_past_far_scenarios.past_far_scenarios` and
     :func:`broker_dledger_inside_only_past_scenarios.only_past_scenarios`."""
     from broker_dledger_2gib import embedded_message
@@ -137,10 +138,11 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         from broker_dledger_inside_past_far_scenarios import past_far_scenarios
         from broker_dledger_inside_past_more_scenarios import past_more_scenarios
         from broker_dledger_inside_past_rest_scenarios import past_rest_scenarios
+        from broker_dledger_inside_replay_scenarios import replay_scenarios
         out += disk_scenarios(out[0]) + past_more_scenarios(out[0]) + again_abort_scenarios(out[0]) \
             + disk_batch_scenarios(out[0]) + past_rest_scenarios(out[0]) + light_scenarios(out[0]) \
             + blank_scenarios(out[0]) + bcq_disk_scenarios(out[0]) + past_far_scenarios(out[0]) \
-            + only_past_scenarios(out[0])
+            + only_past_scenarios(out[0]) + replay_scenarios(out[0])
     return out
 
 
