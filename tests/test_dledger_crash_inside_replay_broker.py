@@ -38,22 +38,27 @@ def _units(src: Path, queue: str) -> dict[str, list[tuple[int, int, int]]]:
             for f in sorted(folder.iterdir())}
 
 
+@pytest.mark.parametrize("over", [False, True], ids=["some", "over"])
 @pytest.mark.parametrize("zero", [False, True], ids=["", "zero"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
-def test_crash_restart_whose_reput_goes_on_past_the_first_cut_unit_of_a_queue_left_no_file(line, zero, tmp_path,
-                                                                                            monkeypatch):
+def test_crash_restart_whose_reput_goes_on_past_cut_units_of_a_queue_left_no_file(line, zero, over, tmp_path,
+                                                                                   monkeypatch):
     """-past-cut-two-some-emptied: T6/0's two cut units (queue offsets 0 and 1: the 5.5.1 cut leaves it no file, max
     -1), the parsed T6/0 message ending where the first cut record ends, so the reput goes on at the second cut
     record's entry: the parsed unit opens T6/0's file where its queue offset falls (1000: fillPreBlank units before
     it, the unit filling that file; getLastMappedFile then creates the next file for the second cut unit, which the
     queue offset check drops, as it drops the two records past the walk's end, queue offsets 1 to 3 below the write
     position), or at 0 (``zero``: the second cut unit at 20, the records past the walk's end at 40 and 60).
+    ``over`` (-past-cut-two-over-emptied): the parsed message ends where the second cut record ends, the reput goes
+    on at the damaged message's entry, dispatching no cut unit again (with ``zero`` the records past the walk's end
+    at 20 and 40, their queue offsets 2 and 3 at or past the write position).
     --as-restart writes the broker's files byte for byte, and verify's units lost are the units the broker's queues
     lack."""
     from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
     from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET, TO_ENTRY_QUEUE_OFFSET
 
-    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some-emptied" + ("-zero" if zero else "")
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-{'over' if over else 'some'}-emptied" \
+        + ("-zero" if zero else "")
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
     w, src = r["written"], Path(r["scenario"]["dir"])
@@ -74,8 +79,9 @@ def test_crash_restart_whose_reput_goes_on_past_the_first_cut_unit_of_a_queue_le
     units, *empty = files.values()
     assert not any(any(u) for f in empty for u in f), empty
     blank = (0, 2**31 - 1, 0)
-    parsed = (reput, PAST_OVER_CUT_END - reput, 0)
-    rest = [(second, _TAIL, 0), (damaged, _TAIL, 0), (last, _TAIL, 0)] if zero else []
+    parsed = (reput, (second + _TAIL if over else PAST_OVER_CUT_END) - reput, 0)
+    appended = ((damaged, last) if over else (second, damaged, last)) if zero else ()
+    rest = [(o, _TAIL, 0) for o in appended]
     k = at % size // 20
     assert units[:k] == [blank] * k and units[k:k + 1 + len(rest)] == [parsed, *rest], units
     assert not any(any(u) for u in units[k + 1 + len(rest):]), units
@@ -87,4 +93,4 @@ def test_crash_restart_whose_reput_goes_on_past_the_first_cut_unit_of_a_queue_le
     assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / "plan"), src, line)
     (q,) = [q for q in crash.cut.inside_placed.whole if (q.topic, q.queue_id) == ("T6", 0)]
-    assert (q.cut_from, q.opened, q.put_back) == (0, opened, (second, damaged, last) if zero else ()), q
+    assert (q.cut_from, q.opened, q.put_back) == (0, opened, appended), q
