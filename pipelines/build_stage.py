@@ -10,9 +10,13 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from store_format.anomalies import AnomalyKind
+from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_SIZE
 from store_format.config import BrokerConfig
+from store_format.consumequeue import cq_file_name
+from store_format.consumequeue_recovery import BCQ_RULES, CQ_RULES, file_units
 from store_format.errors import StoreError, StoreLayoutError
 from store_format.indexfile import index_file_names_checked, index_file_pieces, trailing_empty_file, trailing_file_time
+from store_format.layout import CQ_UNIT_SIZE
 from store_format.store import resolve
 from store_format.timeutil import zone
 
@@ -24,7 +28,13 @@ from .commit import StagedOutput
 from .stages import ReputWalk, TaskRunner
 from .workfiles import read_keys
 
-__all__ = ["Built", "build_files"]
+__all__ = ["Built", "build_files", "queue_layout"]
+
+
+def queue_layout(config: BrokerConfig, batch: bool) -> tuple[str, int, int]:
+    """A queue's folder, file size and unit size: a batch consume queue's (46-byte units) or a consume queue's."""
+    return (BCQ_DIR, config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE) if batch \
+        else ("consumequeue", config.cq_file_size, CQ_UNIT_SIZE)
 
 
 @dataclasses.dataclass
@@ -41,6 +51,30 @@ class Built:
     @property
     def cq_file_count(self) -> int:
         return len(self.cq_files)
+
+    def rows_from_bytes(self, staged: StagedOutput, written: list[tuple[str, int, int]], config: BrokerConfig) -> None:
+        """The rows of queue files written after the build (``(topic, queue id, file start)``; a BatchCQ topic's in
+        ``bcq_files``: ``pipelines.restart_cut.apply_cut``'s, topic "" queue 0's), from their staged bytes as a
+        start's ``ConsumeQueue.recover`` reads them (:func:`store_format.consumequeue_recovery.file_units`): the
+        message units, the commitlog offsets of the first and the last, as the build's own rows count them; a row
+        added for a file the build did not write (no store times).  ``units`` and ``queues`` follow."""
+        rows = {(r["topic"], r["queue_id"], r["file_start"]): r for r in (*self.cq_files, *self.bcq_files)}
+        for topic, qid, start in sorted(set(written)):
+            batch = topic in config.batch_topics
+            folder, size, _unit = queue_layout(config, batch)
+            offsets = file_units(staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(start)}"),
+                                 BCQ_RULES if batch else CQ_RULES)
+            row = rows.get((topic, qid, start))
+            if row is None:
+                row = {"kind": BCQ_KIND if batch else "cq", "topic": topic, "queue_id": qid, "file_start": start,
+                       "bytes": size, "first_store_timestamp": None, "end_timestamp": None}
+                (self.bcq_files if batch else self.cq_files).append(row)
+            row.update(entries=len(offsets), begin_offset=int(offsets[0]) if len(offsets) else None,
+                       end_offset=int(offsets[-1]) if len(offsets) else None)
+        for files in (self.cq_files, self.bcq_files):
+            files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
+        self.units = sum(r["entries"] for r in self.cq_files)
+        self.queues = len({(r["topic"], r["queue_id"]) for r in self.cq_files})
 
     def batch_figures(self, config: BrokerConfig) -> dict | None:
         """Batch queues, files and units written, for a store with BatchCQ topics."""

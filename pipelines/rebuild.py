@@ -26,6 +26,7 @@ from store_format.concurrent_reput import (
     stop_detail,
 )
 from store_format.config import BrokerConfig
+from store_format.empty_request_held import HELD_FOLDERS
 from store_format.errors import StoreLayoutError, UnsupportedConfigError
 from store_format.recovery import dispatch_config
 from store_format.reput import resolve_broker_version
@@ -282,8 +283,14 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
                             extra_units=empty_request_units(config, stops))
         # blanks' empty requests: topic "", queue 0 (--as-restart: over the files the store holds there, which it
         # keeps whatever the restart dispatches)
+        queue_0 = []   # its consume queue files' rows, as any other's (the printed figures, the tables' inventory)
         for rel, pieces in empty_request_files(config, stops, st if as_restart else None, inside_blanks(recovery)):
             write_file(staged.staging_uri, rel, pieces)
+            folder, name = rel.rsplit("/", 1)
+            if folder == HELD_FOLDERS[0] and name.isdigit():
+                queue_0.append(("", 0, int(name)))
+        if queue_0:
+            built.rows_from_bytes(staged, queue_0, config)
         for line in rocksdb_warnings:
             log.warning("%s", line)
         if index_rocksdb and staged.target.exists(f"{staged.root}/{ROCKSDB_DIR}"):
@@ -293,9 +300,7 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
         if index_rocksdb:
             built.rocksdb_index = _rocksdb_index(walk, staged, progress,
                                                  base=f"{st.root}/{ROCKSDB_DIR}" if as_restart else None)
-        if apply_cut(recovery, staged, built, config):
-            built.units = sum(r["entries"] for r in built.cq_files)
-            built.queues = len({(r["topic"], r["queue_id"]) for r in built.cq_files})
+        apply_cut(recovery, staged, built, config)
         details = [stop_detail(s) for s in stops]
         anomalies = walk.anomalies(built.anomalies + details, recovery)
         if stops:

@@ -26,15 +26,13 @@ from store_format.consumequeue_ext import (
     ext_real_offsets,
     ext_units_per_file,
 )
-from store_format.consumequeue_recovery import BCQ_RULES, CQ_RULES, file_units
 from store_format.dledger_crash_cut import ExtAgain, QueueMove
 from store_format.dledger_inside_replay import QueueFiles
 from store_format.dledger_inside_units import InsideUnit, Placed
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 
 from .build import write_file
-from .build_batch import BCQ_KIND
-from .build_stage import Built
+from .build_stage import Built, queue_layout
 from .commit import StagedOutput
 from .restart import DLedgerRestart
 
@@ -56,7 +54,7 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     (``Placed.again_moved``) are written with those; an ordinary queue the reput set inside an entry touches
     (``Placed.whole``) is written whole last, from the walk's bytes read first (:func:`_walk_bytes`,
     :func:`_write_whole`), nothing of the above written for it.  ``built``'s rows of the files written follow
-    (:func:`_file_rows`); returns whether anything changed."""
+    (:meth:`pipelines.build_stage.Built.rows_from_bytes`); returns whether anything changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
     if crash is None:
         return False
@@ -77,11 +75,11 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         placed = dataclasses.replace(placed, units=placed.units + _again_moved(staged, placed, config))
     if cut is not None and (cut.dropped or cut.batch_dropped or cut.moves):
         # read before the cut's files are deleted
-        moved = [(move, _units_put_back(staged, move, *_queue_layout(config, move.batch))) for move in cut.moves]
+        moved = [(move, _units_put_back(staged, move, *queue_layout(config, move.batch))) for move in cut.moves]
         built.cq_files = _cut_files(staged, built.cq_files, cut.dropped, "consumequeue")
         built.bcq_files = _cut_files(staged, built.bcq_files, cut.batch_dropped, BCQ_DIR)
         for move, units in moved:
-            folder, size, unit = _queue_layout(config, move.batch)
+            folder, size, unit = queue_layout(config, move.batch)
             written += [(move.topic, move.queue_id, start)
                         for start in _write_moved(staged, move, units, folder, size, unit)]
         changed = True
@@ -109,7 +107,7 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
             written += _write_whole(staged, w, files, copies, config.cq_file_size)
         changed = True
     if changed:
-        _file_rows(staged, built, written, config)
+        built.rows_from_bytes(staged, written, config)
     return changed
 
 
@@ -210,29 +208,6 @@ def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes, folder: st
     return written
 
 
-def _file_rows(staged: StagedOutput, built: Built, written: list[tuple[str, int, int]], config: BrokerConfig) -> None:
-    """``built``'s rows of the queue files ``apply_cut`` wrote (``(topic, queue id, file start)``; a BatchCQ topic's
-    in ``bcq_files``), from their staged bytes as a start's ``ConsumeQueue.recover`` reads them
-    (:func:`store_format.consumequeue_recovery.file_units`): the message units, the commitlog offsets of the
-    first and the last, as the rebuild's own rows count them (``pipelines.build``); a row added for a file the
-    restart created (no store times).  Rows of files the cut deleted are gone already."""
-    rows = {(r["topic"], r["queue_id"], r["file_start"]): r for r in (*built.cq_files, *built.bcq_files)}
-    for topic, qid, start in sorted(set(written)):
-        batch = topic in config.batch_topics
-        folder, size, _unit = _queue_layout(config, batch)
-        offsets = file_units(staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(start)}"),
-                             BCQ_RULES if batch else CQ_RULES)
-        row = rows.get((topic, qid, start))
-        if row is None:
-            row = {"kind": BCQ_KIND if batch else "cq", "topic": topic, "queue_id": qid, "file_start": start,
-                   "bytes": size, "first_store_timestamp": None, "end_timestamp": None}
-            (built.bcq_files if batch else built.cq_files).append(row)
-        row.update(entries=len(offsets), begin_offset=int(offsets[0]) if len(offsets) else None,
-                   end_offset=int(offsets[-1]) if len(offsets) else None)
-    for files in (built.cq_files, built.bcq_files):
-        files.sort(key=lambda r: (r["topic"], r["queue_id"], r["file_start"]))
-
-
 def _again_moved(staged: StagedOutput, placed: Placed, config: BrokerConfig) -> tuple[InsideUnit, ...]:
     """The cut units ``placed.again_moved`` puts back elsewhere, as units at their targets: each one's bytes from
     its source position in the staged queue (the walk's; a BatchCQ topic's 46-byte unit in its batch consume queue,
@@ -243,7 +218,7 @@ def _again_moved(staged: StagedOutput, placed: Placed, config: BrokerConfig) -> 
         if target < 0:
             continue
         batch = topic in config.batch_topics
-        folder, size, unit = _queue_layout(config, batch)
+        folder, size, unit = queue_layout(config, batch)
         data = staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(source - source % size)}")
         at = source % size
         if batch:
@@ -270,7 +245,7 @@ def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str
     units, opened = placed.units, placed.opened
 
     def layout(topic: str) -> tuple[str, int, int]:
-        return _queue_layout(config, topic in config.batch_topics)
+        return queue_layout(config, topic in config.batch_topics)
 
     files: dict[tuple[str, int, int], bytearray] = {key: bytearray(layout(key[0])[1]) for key in opened}
     for topic, qid, until in placed.blank_until:   # fillPreBlank: the first unit of a queue the cut left empty

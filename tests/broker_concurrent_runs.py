@@ -8,12 +8,14 @@ rest of the pytest session, so that the broker writes every scenario once howeve
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import broker_harness as bh
 import numpy as np
 import pytest
 from broker_concurrent_scenarios import SCENARIOS, SEGMENT
+from broker_dledger_runs import _units_held
 
 # scenario name -> {"line", "scenario", "written" (the writer's report), "rebuild" (ours, where the writer did)}
 RUNS: dict[str, dict] = {}
@@ -85,11 +87,17 @@ def differ(a: Path, b: Path) -> bool:
 
 def summary_json(d: Path, tmp_path: Path, line: str) -> str:
     """``rebuild --json`` of the scenario's store (local engine, no tables) into ``tmp_path/o``: its stdout,
-    after asserting exit code 0."""
+    after asserting exit code 0 and that the consume queue files and units it counts are those of the broker's
+    ``consumequeue/`` (topic "" queue 0's file of the blanks' empty requests too)."""
     code, out, err = bh.cli(["rebuild", "--store", str(d / "store"), "--out", str(tmp_path / "o"), "--config",
                              str(d / "broker.conf"), "--broker-version", bh.BROKER_VERSION_ARG[line], "--no-tables",
                              "--engine", "local", "--json"])
     assert code == 0, err[-2000:]
+    held = d / "expected" / "consumequeue"
+    if not (held / "CURRENT").exists():   # not a RocksDB consume queue: the figures are the broker's files'
+        figures = json.loads(out)
+        assert (figures["consume_queue_files"], figures["consume_queue_units"]) == (
+            len(files_under(held)), _units_held(held)), "printed figures differ from the broker's consumequeue/"
     return out
 
 

@@ -190,18 +190,42 @@ def embedded_light_mixed_scenario(sc: dict) -> dict:
 PAST_ONLY_TOPIC = "TZ"
 
 
+def to_entry_past_only_message(topic: str, props: bytes, queue_offset: int) -> tuple[int, bytes]:
+    """Where the reput of the -to-entry-past store is set (processOffset - 1) and a message there for ``topic``/0
+    (queue offset ``queue_offset``, its properties string ``props`` then the host record's tail), ending at B9's
+    entry: the -to-entry-past-only stores' (:func:`embedded_to_entry_past_only_message`,
+    :func:`broker_dledger_inside_only_past_scenarios.embedded_to_entry_past_only_batch_message`)."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    props += TO_ENTRY_HOST_TAIL
+    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
+    msg = embedded_message(reput, body, props, topic=topic.encode(), queue_offset=queue_offset)
+    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
+    return reput, msg
+
+
 def embedded_to_entry_past_only_message() -> tuple[int, bytes]:
     """Where the reput of the -to-entry-past-only store is set (that of -to-entry-past: processOffset - 1) and the
     message there, -to-entry-past's for :data:`PAST_ONLY_TOPIC`/0 (queue offset
     :data:`broker_dledger_inside_scenarios.TO_ENTRY_QUEUE_OFFSET`), ending at B9's entry."""
-    from broker_dledger_2gib import embedded_message
-    reput = EMBED_PROCESS_OFFSET - 1
-    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
-    props = b"KEYS\x01E5" + TO_ENTRY_HOST_TAIL
-    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
-    msg = embedded_message(reput, body, props, topic=PAST_ONLY_TOPIC.encode(), queue_offset=TO_ENTRY_QUEUE_OFFSET)
-    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
-    return reput, msg
+    return to_entry_past_only_message(PAST_ONLY_TOPIC, b"KEYS\x01E5", TO_ENTRY_QUEUE_OFFSET)
+
+
+def to_entry_past_only_scenario(sc: dict, topic: str, msg: bytes) -> dict:
+    """The -to-entry-past store (:func:`broker_dledger_inside_scenarios.embedded_to_entry_past_scenario`: its damaged
+    last message ends the walk) with ``msg`` (:func:`to_entry_past_only_message`) where the reput is set, at the end
+    of the host record's body, and the damaged message for ``topic``, which no other message goes to: named
+    ``-only``."""
+    past = embedded_to_entry_past_scenario(sc)
+    *rest, host, b9, tail = past["messages"]
+    assert tail["topic"] == "T0" and all(m.get("topic") != topic for m in past["messages"])
+    hb = bytearray(base64.b64decode(host["body"]))
+    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
+    hb[len(hb) - len(head):] = head
+    return {**past, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9,
+                                 {**tail, "topic": topic}],
+            "name": f"{past['name']}-only"}
 
 
 def embedded_to_entry_past_only_scenario(sc: dict) -> dict:
@@ -209,16 +233,7 @@ def embedded_to_entry_past_only_scenario(sc: dict) -> dict:
     (:func:`broker_dledger_inside_scenarios.embedded_to_entry_past_scenario`: its damaged last message ends the walk,
     the parsed message ends at B9's entry) with the parsed and the damaged message for :data:`PAST_ONLY_TOPIC`/0,
     which no other message goes to: a queue the walk wrote no unit of, only a record past its end."""
-    past = embedded_to_entry_past_scenario(sc)
-    _reput, msg = embedded_to_entry_past_only_message()
-    *rest, host, b9, tail = past["messages"]
-    assert tail["topic"] == "T0" and all(m.get("topic") != PAST_ONLY_TOPIC for m in past["messages"])
-    hb = bytearray(base64.b64decode(host["body"]))
-    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
-    hb[len(hb) - len(head):] = head
-    return {**past, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9,
-                                 {**tail, "topic": PAST_ONLY_TOPIC}],
-            "name": f"{past['name']}-only"}
+    return to_entry_past_only_scenario(sc, PAST_ONLY_TOPIC, embedded_to_entry_past_only_message()[1])
 
 
 def embedded_light_to_entry_message(light: bool = True) -> tuple[int, bytes]:

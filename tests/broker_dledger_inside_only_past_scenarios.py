@@ -6,16 +6,7 @@ disk before the walk, its file holding the damaged record's unit only, which the
 (``-to-entry-past-only-kept``, ``-to-entry-past-only-batch-kept``)."""
 from __future__ import annotations
 
-import base64
-
-from broker_dledger_inside_scenarios import (
-    BATCH_INNER,
-    EMBED_HOST_AT,
-    EMBED_HOST_BODY,
-    EMBED_PROCESS_OFFSET,
-    TO_ENTRY_HOST_TAIL,
-    embedded_to_entry_past_scenario,
-)
+from broker_dledger_inside_scenarios import BATCH_INNER
 
 # -to-entry-past-only-batch: the BatchCQ topic of the parsed message and of the damaged last one (a queue only they go
 # to; as long a name as T0, the same layout)
@@ -39,15 +30,10 @@ def embedded_to_entry_past_only_batch_message() -> tuple[int, bytes]:
     the :data:`PAST_ONLY_BATCH_TOPIC`/0 message there (``INNER_BASE``/``INNER_NUM`` those of
     :data:`broker_dledger_inside_scenarios.BATCH_INNER`'s second), ending at B9's entry (its properties string ends
     with the host record's tail)."""
-    from broker_dledger_2gib import embedded_message
-    reput = EMBED_PROCESS_OFFSET - 1
-    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    from broker_dledger_inside_light_scenarios import to_entry_past_only_message
     base, num = BATCH_INNER[1]
-    props = f"INNER_NUM\x01{num}\x02INNER_BASE\x01{base}\x02KEYS\x01E5".encode() + TO_ENTRY_HOST_TAIL
-    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
-    msg = embedded_message(reput, body, props, topic=PAST_ONLY_BATCH_TOPIC.encode(), queue_offset=base)
-    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
-    return reput, msg
+    props = f"INNER_NUM\x01{num}\x02INNER_BASE\x01{base}\x02KEYS\x01E5".encode()
+    return to_entry_past_only_message(PAST_ONLY_BATCH_TOPIC, props, base)
 
 
 def embedded_to_entry_past_only_batch_scenario(sc: dict) -> dict:
@@ -56,14 +42,6 @@ def embedded_to_entry_past_only_batch_scenario(sc: dict) -> dict:
     the parsed message ends at B9's entry) with the parsed and the damaged message for the BatchCQ topic
     :data:`PAST_ONLY_BATCH_TOPIC`, queue 0, which no other message goes to: a batch queue the walk wrote no unit of,
     only a record past its end."""
-    past = embedded_to_entry_past_scenario(sc)
-    _reput, msg = embedded_to_entry_past_only_batch_message()
-    *rest, host, b9, tail = past["messages"]
-    assert tail["topic"] == "T0" and all(m.get("topic") != PAST_ONLY_BATCH_TOPIC for m in past["messages"])
-    hb = bytearray(base64.b64decode(host["body"]))
-    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
-    hb[len(hb) - len(head):] = head
-    return {**past, "batchTopics": [*past["batchTopics"], PAST_ONLY_BATCH_TOPIC],
-            "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9,
-                         {**tail, "topic": PAST_ONLY_BATCH_TOPIC}],
-            "name": f"{past['name']}-only-batch"}
+    from broker_dledger_inside_light_scenarios import to_entry_past_only_scenario
+    only = to_entry_past_only_scenario(sc, PAST_ONLY_BATCH_TOPIC, embedded_to_entry_past_only_batch_message()[1])
+    return {**only, "batchTopics": [*only["batchTopics"], PAST_ONLY_BATCH_TOPIC], "name": f"{only['name']}-batch"}

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_dledger_files import last_data_bytes
 from broker_dledger_inside_batch_scenarios import inside_batch_more_abort_scenarios
 from broker_dledger_inside_scenarios import (
     emptied_abort_scenarios,
@@ -281,16 +282,55 @@ def _units_held(root: Path) -> int:
     return n
 
 
-def _verify_loses_as_the_broker(r: dict, src: Path, line: str, tmp_path: Path, leave_out: tuple[int, ...]) -> dict:
-    """``verify`` on a copy of ``before/`` predicts a DLedger crash restart (no note) whose units lost are the units
-    the scenario sent less those the broker's queues hold below each write position (:func:`_units_below_write`;
-    ``leave_out``: the commitlog offsets of the parsed messages, which no put sent); verify's prediction."""
+def _verify_loses_as_the_broker(r: dict, src: Path, line: str, tmp_path: Path, leave_out: tuple[int, ...], *,
+                                extra: int = 0) -> dict:
+    """``verify`` on a copy of ``before/`` predicts a DLedger crash restart (no note) whose units lost are those the
+    broker's queues lack (:func:`_loses_as_the_broker`); verify's prediction."""
     _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(r["written"], src, leave_out)
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _loses_as_the_broker(p, r, src, leave_out, extra=extra)
     return p
+
+
+def _loses_as_the_broker(p: dict, r: dict, src: Path, leave_out: tuple[int, ...], *, extra: int = 0,
+                         some: bool = True) -> None:
+    """verify's restart prediction ``p`` loses the units the scenario sent (:func:`_queued`, plus ``extra``: e.g.
+    the light queue units of multi-dispatched messages, or a planted unit the queues hold that no put sent) less
+    those the broker's queues hold below each write position (:func:`_units_below_write`; ``leave_out``: the
+    commitlog offsets of the parsed messages, which no put sent); ``some``: and that is not none."""
+    held = _units_below_write(r["written"], src, leave_out)
+    lost = _queued(r["scenario"]) + extra - held
+    assert p["units_lost"] == lost and (lost > 0 or not some), (held, extra, p["units_lost"], p["notes"])
+
+
+def _inside_run(name: str, reput: int, msg: bytes, then: bytes = b"", *,
+                damaged: bool = False) -> tuple[dict, dict, Path]:
+    """The inside-entry crash restart ``name`` as the broker wrote it: its run, report and folder, after asserting
+    that the restart's truncateDirtyLogicFiles ran at processOffset ``reput + 1`` (``damaged``: below the damaged
+    record ending the walk) and that the store it found holds ``msg`` (then ``then``) at ``reput``, where the reput
+    is set: the message it parses."""
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    at = int(w["truncateDirtyLogicFilesAt"])
+    assert at == reput + 1 and (not damaged or at < int(w["damagedRecord"])), (at, reput, w.get("damagedRecord"))
+    assert last_data_bytes(src, reput, len(msg) + len(then)) == msg + then, f"{name}: the message at processOffset - 1"
+    return r, w, src
+
+
+def _capture_cuts(monkeypatch) -> list[dict]:  # noqa: ANN001
+    """The ``on_disk`` argument of each ``store_format.dledger_crash.cut_queues`` call from here on (the queues as
+    the walk's dispatch left them on disk, before the cut), filled as verify plans."""
+    from store_format import dledger_crash
+    cuts: list[dict] = []
+    real = dledger_crash.cut_queues
+
+    def capture(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        cuts.append(kwargs["on_disk"])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(dledger_crash, "cut_queues", capture)
+    return cuts
 
 
 def _verify(store: Path, src: Path, line: str) -> tuple[int, dict]:

@@ -69,7 +69,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_back_only_the_last_cut
     message with its PHYSICALOFFSET field such that its unit ends at processOffset, the max the 5.3.3 cut keeps:
     dropped ("maybe try to build consume queue repeatedly", no file created), so the last cut unit is the queue's
     first: file 0, a fillPreBlank unit, the unit at 20 (the 5.5.1 max of -1 would put the parsed unit at 260 and
-    drop the last).  verify's plan puts them there (Placed.again_moved, the first -1) and its units lost are those
+    drop the last).  verify's plan puts them there (the replay's copies, the first lost) and its units lost are those
     the broker's queues lack."""
     from broker_dledger_inside_533_scenarios import KEPT_LOW, KEPT_SOME_QUEUE_OFFSETS
 

@@ -10,11 +10,10 @@ The stores are in :mod:`broker_dledger_inside_bcq_disk_scenarios`; the broker wr
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan
+from broker_dledger_runs import LINES, _capture_cuts, _inside_run, _loses_as_the_broker, _verify_with_plan
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -43,14 +42,10 @@ def test_verify_predicts_a_crash_restart_whose_walk_appended_kept_units_onto_a_b
 
     from store_format.dledger_inside_units import InsideUnit
     name = f"{line}-dledger-abort-emptied-batch-embedded{stem}"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_earlier_batch_message()
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    r, w, src = _inside_run(name, reput, msg, b"x" * 8)
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     first, log, base = data[0].read_bytes(), data[-1].read_bytes(), int(data[-1].name)
-    assert log[reput - base:reput - base + len(msg) + 8] == msg + b"x" * 8
     offset, size = HELD_B7_UNIT[:2]
     rec = log[offset - base:offset - base + size]   # the B7/0 record before the host, below processOffset
     assert (int.from_bytes(rec[:4], "big"), int.from_bytes(rec[28:36], "big")) == (size, offset) and b"\x02B7" in rec
@@ -78,14 +73,7 @@ def test_verify_predicts_a_crash_restart_whose_walk_appended_kept_units_onto_a_b
     parsed = (reput, len(msg), 0, stored, *BATCH_INNER[1], -1, 0)
     assert b7[:46] == before[:46] and struct.unpack(">qiqqqhii", b7[92:138]) == parsed, b7[:138].hex()
     assert not any(b7[138:])
-    from store_format import dledger_crash
-    cuts = []
-    real = dledger_crash.cut_queues
-
-    def capture(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        cuts.append(kwargs["on_disk"])
-        return real(*args, **kwargs)
-    monkeypatch.setattr(dledger_crash, "cut_queues", capture)
+    cuts = _capture_cuts(monkeypatch)
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     assert crash.start_offset == (0 if stem.startswith("-earlier") else base), crash.start_offset
     # B7/0 as the walk's dispatch onto the planted file and the cut left it: max the kept walk unit's start, write 92
@@ -97,11 +85,9 @@ def test_verify_predicts_a_crash_restart_whose_walk_appended_kept_units_onto_a_b
     # the parsed unit's bytes as the broker wrote them at 92
     assert struct.pack(">qiqqqhii", unit.offset, unit.size, unit.tags_code, unit.store_time, unit.base,
                        unit.batch_size, -1, 0) == b7[92:138]
-    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
-    # -batch-held-below: B7/0's planted unit (first in its file, checked above) is no message's own (another queue's
-    # record, whose own unit the broker's queue holds too)
-    mine = held_units - (0 if stem.startswith("-earlier") else 1)
-    assert p["units_lost"] == _queued(r["scenario"]) - mine > 0, (held_units, p["units_lost"], p["notes"])
+    # neither fillPreBlank nor the parsed one held; -batch-held-below: B7/0's planted unit (first in its file, checked
+    # above) is no message's own (another queue's record, whose own unit the broker's queue holds too)
+    _loses_as_the_broker(p, r, src, (reput,), extra=0 if stem.startswith("-earlier") else 1)
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_a_crash_restart_whose_reput_reaches_a_record_past_the_walk_for_a_batch_queue_the_cut_took_no_unit_of(
@@ -120,15 +106,11 @@ def test_a_crash_restart_whose_reput_reaches_a_record_past_the_walk_for_a_batch_
 
     from store_format.dledger_inside_units import InsideUnit
     name = f"{line}-dledger-abort-emptied-batch-embedded-batch-uncut-to-entry-past"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_batch_held_to_entry_message()
+    r, w, src = _inside_run(name, reput, msg, damaged=True)
     damaged = int(w["damagedRecord"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1 < damaged, (w["truncateDirtyLogicFilesAt"], damaged)
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     log, base = data[-1].read_bytes(), int(data[-1].name)
-    assert log[reput - base:reput - base + len(msg)] == msg
     rec = log[damaged - base:damaged - base + 300]
     assert int.from_bytes(rec[:4], "big") == 300 and b"\x02B7" in rec   # the damaged B7/0 record
     assert not (src / "before" / "batchconsumequeue").exists() or \

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import struct
-from pathlib import Path
 
 import broker_harness as bh
 import pytest
@@ -57,15 +56,14 @@ from broker_dledger_inside_blank_scenarios import (
     t9_to_entry_some_past_scenario,
 )
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
-    _queued,
+    _loses_as_the_broker,
     _restart_as_the_broker,
-    _units_below_write,
     _verify_loses_as_the_broker,
     _verify_with_plan,
 )
 from test_dledger_2gib_again_broker import ext_units, t9_entry_bound_message
+from test_dledger_crash_inside_past_last_broker import SOME_EARLIER, some_earlier_written
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
@@ -76,38 +74,6 @@ bh.skip_without_tools()
 BLANK = (0, BLANK_MAX, 0)
 # the T6/0 messages after B9's: 300-byte records, each behind a 48-byte DLedger header
 _TAIL, _ENTRY_HEADER = 300, 48
-_SOME_EARLIER = "dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some-earlier"
-
-
-def _some_earlier_written(line: str, suffix: str) -> tuple[dict, dict, Path, int, int, int, int, list]:
-    """The -past-cut-two-some-earlier store with ``suffix`` as the broker wrote and restarted it: its run, report
-    and folder, where the reput is set (processOffset - 1), the second cut T6/0 record's offset, the damaged one's
-    and the last one's; and T6/0's units as the broker left them, after asserting what it wrote (the parsed unit at
-    20, the second cut unit back at 40, the records past the walk's end at 60 and 80; the first cut unit lost)."""
-    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
-    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
-    r = _RUNS[f"{line}-{_SOME_EARLIER}{suffix}"]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + 2 * _TAIL, w["truncateDirtyLogicFilesAt"]
-    reput = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1
-    second = PAST_OVER_CUT_END + _ENTRY_HEADER   # the second cut T6/0 record
-    end = int(w["maxPhyOffset"])
-    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
-    assert int(w["damagedRecord"]) == damaged == second + _TAIL + _ENTRY_HEADER, w["damagedRecord"]
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    assert len(data) == 2 and int(data[1].name) <= reput, data   # the walk over both data files
-    loaded = w["queuesAfterLoad"]["T6/0"]   # the cut: write position 20, max the earlier data file's unit's end
-    assert int(loaded["maxOffset"]) == 20 and int(loaded["maxPhysicOffset"]) < int(data[1].name), loaded
-    state = w["queuesAfterDispatch"]["T6/0"]
-    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 100, state
-    held = (src / "expected" / "consumequeue" / "T6" / "0" / state["files"][0]).read_bytes()
-    units = [cq_unit(held, k) for k in range(0, len(held), 20)]
-    assert sum(units[0][:2]) == int(loaded["maxPhysicOffset"]), units   # the walk's unit of the earlier data file
-    assert [u[:2] for u in units[1:6]] == [(reput, PAST_OVER_CUT_END - reput), (second, _TAIL), (damaged, _TAIL),
-                                           (last, _TAIL), (0, 0)], units
-    assert all(u[0] != PAST_OVER_CUT_END - _TAIL for u in units), units   # the first cut T6/0 unit
-    return r, w, src, reput, second, damaged, last, units
 
 
 @pytest.mark.spark
@@ -123,13 +89,13 @@ def test_as_restart_after_a_crash_whose_reput_dispatches_the_last_cut_unit_then_
     addresses of the last four (none again for the first cut record, inside the parsed message).  --as-restart
     writes the broker's files byte for byte (``consumequeue_ext/`` too), and verify's units lost are the units the
     broker's queues lack."""
-    r, _w, src, reput, _second, _damaged, _last, units = _some_earlier_written(line, "-ext")
+    r, _w, src, reput, _second, _damaged, _last, units = some_earlier_written(line, "-ext")
     assert [u[2] + 2**63 for u in units[:5]] == [0, 60, 80, 100, 120], units   # their ext units' addresses
     cq_ext = ext_file_units((src / "expected" / "consumequeue_ext" / "T6" / "0" / f"{0:020d}").read_bytes())
     # the second cut record's again (an ext unit holds a store time: records of one millisecond give the same bytes)
     assert len(cq_ext) == 7 and cq_ext[4] == cq_ext[2], cq_ext
     assert cq_ext[3] == struct.pack(">hqqh", 20, 0, 1_700_000_000_001, 0), "the parsed message's ext unit"
-    _restart_as_the_broker(src, f"{line}-{_SOME_EARLIER}-ext", line, tmp_path, ext=True)
+    _restart_as_the_broker(src, f"{line}-{SOME_EARLIER}-ext", line, tmp_path, ext=True)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 
 
@@ -145,7 +111,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_dispatches_the_last_cut_uni
     unit at 20 (the first cut unit counted dropped, the second back, the records past the walk's end after it) and
     its units lost are those the broker's queues lack."""
     from store_format.dledger_inside_units import InsideUnit
-    r, w, src, reput, second, damaged, last, units = _some_earlier_written(line, "-kept")
+    r, w, src, reput, second, damaged, last, units = some_earlier_written(line, "-kept")
     disk = (src / "before" / "consumequeue" / "T6" / "0" / f"{0:020d}").read_bytes()
     assert [cq_unit(disk, k)[0] for k in range(0, 100, 20)] == [units[0][0], second - _TAIL - _ENTRY_HEADER, second,
                                                                 damaged, last], disk[:100].hex()
@@ -155,8 +121,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_dispatches_the_last_cut_uni
     # the first cut unit dispatched again dropped, the other back where it was, the records past the walk's end after it
     assert (placed.units, len(q.lost), q.copies, [u[0] for u in q.units[1:]]) == (
         (InsideUnit("T6", 0, 20, reput, units[1][1], 0),), 1, ((40, 40),), [60, 80]), placed
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _loses_as_the_broker(p, r, src, (reput,))   # neither fillPreBlank nor the parsed unit held
 
 
 def check_t9_to_entry_past(w: dict, src, tmp_path, sc: dict, ext: bool = False) -> str:  # noqa: ANN001

@@ -19,7 +19,15 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_dledger_files import first_units
-from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan
+from broker_dledger_runs import (
+    _RUNS,
+    LINES,
+    _capture_cuts,
+    _inside_run,
+    _loses_as_the_broker,
+    _units_below_write,
+    _verify_with_plan,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -86,14 +94,7 @@ def test_verify_predicts_a_crash_restart_whose_walk_from_an_earlier_file_appends
     held = (src / "expected" / "consumequeue" / "T8" / "0" / held_file.name).read_bytes()
     assert first_units(held, len(kept) + 1) == [*kept, (reput, len(msg))], held[:80].hex()
     assert not any(held[(len(kept) + 1) * CQ_UNIT_SIZE:]), held.hex()
-    from store_format import dledger_crash
-    cuts = []
-    real = dledger_crash.cut_queues
-
-    def capture(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        cuts.append(kwargs["on_disk"])
-        return real(*args, **kwargs)
-    monkeypatch.setattr(dledger_crash, "cut_queues", capture)
+    cuts = _capture_cuts(monkeypatch)
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     # T8/0 as the walk's dispatch and the cut left it: the broker's max and write position after its recovery
     loaded = w["queuesAfterLoad"]["T8/0"]
@@ -102,8 +103,7 @@ def test_verify_predicts_a_crash_restart_whose_walk_from_an_earlier_file_appends
     placed = crash.cut.inside_placed
     assert (placed.units, placed.opened, placed.blank_until) == (
         (InsideUnit("T8", 0, len(kept) * CQ_UNIT_SIZE, reput, len(msg), 0),), (), ()), placed
-    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
-    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+    _loses_as_the_broker(p, r, src, (reput,))   # neither fillPreBlank nor the parsed one held
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -119,14 +119,11 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
 
     from store_format.dledger_inside_units import InsideUnit
     name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-batch-only-kept"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_earlier_batch_message()
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    r, w, src = _inside_run(name, reput, msg, b"x" * 8)
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    log, base = data[-1].read_bytes(), int(data[-1].name)
-    assert len(data) == 2 and log[reput - base:reput - base + len(msg) + 8] == msg + b"x" * 8
+    base = int(data[-1].name)
+    assert len(data) == 2, data
     (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B7" / "0").iterdir())   # on disk before
     before = held_file.read_bytes()
     u0 = struct.unpack(">q", before[:8])[0]
@@ -146,8 +143,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     placed = crash.cut.inside_placed
     assert placed.units == (InsideUnit("B7", 0, 46, reput, len(msg), 0, True, stored, *BATCH_INNER[1]),) and \
         placed.opened == (), placed
-    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
-    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
+    _loses_as_the_broker(p, r, src, (reput,))   # neither fillPreBlank nor the parsed one held
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -166,14 +162,10 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
 
     from store_format.dledger_inside_units import InsideUnit
     name = f"{line}-dledger-abort-emptied-batch-embedded-batch-held-shifted"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_earlier_batch_message()
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    r, w, src = _inside_run(name, reput, msg, b"x" * 8)
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     log, base = data[-1].read_bytes(), int(data[-1].name)
-    assert log[reput - base:reput - base + len(msg) + 8] == msg + b"x" * 8
     offset, size = HELD_B7_UNIT[:2]
     rec = log[offset - base:offset - base + size]   # the B7/0 record before the host
     assert (int.from_bytes(rec[:4], "big"), int.from_bytes(rec[28:36], "big")) == (size, offset) and b"\x02B7" in rec
@@ -196,7 +188,6 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     placed = crash.cut.inside_placed
     assert placed.units == (InsideUnit("B7", 0, 92, reput, len(msg), 0, True, stored, *BATCH_INNER[1]),) and \
         placed.opened == (), placed
-    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     # the one unit held at the host record is B7/0's planted one, no message's own (the host's own is not held)
-    assert held_units - _units_below_write(w, src, (reput, EMBED_HOST_AT)) == 1
-    assert p["units_lost"] == _queued(r["scenario"]) - (held_units - 1) > 0, (held_units, p["units_lost"], p["notes"])
+    assert _units_below_write(w, src, (reput,)) - _units_below_write(w, src, (reput, EMBED_HOST_AT)) == 1
+    _loses_as_the_broker(p, r, src, (reput,), extra=1)   # neither fillPreBlank nor the parsed one held

@@ -15,17 +15,15 @@ from pathlib import Path
 import broker_harness as bh
 import numpy as np
 import pytest
-from broker_dledger_files import cq_unit, last_data_bytes
+from broker_dledger_files import cq_unit
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _as_restart,
-    _queued,
+    _inside_run,
     _restart_as_the_broker,
     _same_files,
     _same_tree,
-    _units_below_write,
-    _verify,
+    _verify_loses_as_the_broker,
 )
 
 from store_format.consumequeue_ext import ext_addresses
@@ -49,15 +47,10 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_light_queue
     predicts the units lost."""
     from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS, embedded_earlier_light_messages
     name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-light"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, first, second = embedded_earlier_light_messages()
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    r, w, src = _inside_run(name, reput, first + second, b"x" * 8)   # the T7/0 (and %LMQ%q1) and T6/0 messages
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     assert len(data) == 2 and int(data[1].name) <= reput, data
-    assert last_data_bytes(src, reput, len(first) + len(second) + 8) == first + second + b"x" * 8, \
-        "the T7/0 (and %LMQ%q1) and T6/0 messages at processOffset - 1"
     assert not (src / "before" / "consumequeue" / "%LMQ%q1").exists()
     loaded = w["queuesAfterLoad"]["%LMQ%q1/0"]
     assert loaded["files"] == [f"{0:020d}"] and int(loaded["maxOffset"]) == 40, loaded
@@ -71,12 +64,8 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_light_queue
     t7 = (src / "expected" / "consumequeue" / "T7" / "0" / f"{0:020d}").read_bytes()
     assert cq_unit(t7, 20)[:2] == (reput, len(first)), "the parsed message's own unit"
     _restart_as_the_broker(src, name, line, tmp_path)
-    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput, reput + len(first)))   # neither fillPreBlank nor the parsed ones
-    sent = _queued(r["scenario"]) + len(EARLIER_LIGHT_PUTS)   # a unit each, a light one more for two
-    assert p["units_lost"] == sent - held > 0, (held, p["units_lost"], p["notes"])
+    # the parsed ones sent by no put; a unit each, a light one more for two
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput, reput + len(first)), extra=len(EARLIER_LIGHT_PUTS))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -91,14 +80,10 @@ def test_as_restart_after_a_crash_whose_reput_drops_a_cut_light_unit_after_a_par
     drops, as its T6/0 unit. --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
     from broker_dledger_inside_light_scenarios import embedded_to_entry_earlier_light_message
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-earlier-light"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_to_entry_earlier_light_message()
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
+    r, w, src = _inside_run(name, reput, msg)   # the T6/0 and %LMQ%q1 message from processOffset - 1
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     assert len(data) == 2 and int(data[1].name) <= reput, data
-    assert last_data_bytes(src, reput, len(msg)) == msg, "the T6/0 and %LMQ%q1 message from processOffset - 1"
     tail = int(w["maxPhyOffset"]) - 300   # the last message (300 bytes), the log's last
     loaded = w["queuesAfterLoad"]["%LMQ%q1/0"]
     assert loaded["files"] == [f"{0:020d}"] and int(loaded["maxOffset"]) == 20, loaded
@@ -111,12 +96,8 @@ def test_as_restart_after_a_crash_whose_reput_drops_a_cut_light_unit_after_a_par
         assert held[40:] == bytes(len(held) - 40) and tail not in (first[0], reput), (queue, held.hex())
     assert int(loaded["maxPhysicOffset"]) == first[0] + first[1], loaded
     _restart_as_the_broker(src, name, line, tmp_path)
-    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
-    sent = _queued(r["scenario"]) + 2   # a unit each, a light one more for two
-    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
+    # a unit each, a light one more for two
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=2)
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -133,12 +114,8 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_light_queue
     from broker_dledger_inside_light_scenarios import MIXED_PUT
     from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL, embedded_light_message
     name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_light_message()
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
-    assert last_data_bytes(src, reput, len(msg) + 8) == msg + b"x" * 8, "the T5/0 and %LMQ%q1 message"
+    r, w, src = _inside_run(name, reput, msg, b"x" * 8)   # the T5/0 and %LMQ%q1 message
     state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
     assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 100, state
     lmq = Path("consumequeue") / "%LMQ%q1" / "0" / f"{0:020d}"
@@ -155,14 +132,9 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_light_queue
     assert code == 0, err[-2000:]
     assert (tmp_path / "plain" / lmq).read_bytes() == held[:80] + bytes(len(held) - 80)
     _restart_as_the_broker(src, name, line, tmp_path)
-    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     # a unit each, a light one more for three: the last message's light unit is dropped by any dispatch (the plain
     # one too), lost to no crash
-    sent = _queued(r["scenario"]) + len(LIGHT_PUTS)
-    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -177,12 +149,8 @@ def test_as_restart_after_a_crash_whose_reput_drops_a_cut_light_unit_again_in_a_
     from broker_dledger_inside_light_scenarios import MIXED_PUT, embedded_light_to_entry_message
     from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
     name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-to-entry"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_light_to_entry_message()
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
-    assert last_data_bytes(src, reput, len(msg)) == msg, "the T5/0 and %LMQ%q1 message from processOffset - 1"
+    r, w, src = _inside_run(name, reput, msg)   # the T5/0 and %LMQ%q1 message from processOffset - 1
     tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, T0/0 and %LMQ%q1, after B9's
     state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
     assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 100, state
@@ -195,14 +163,9 @@ def test_as_restart_after_a_crash_whose_reput_drops_a_cut_light_unit_again_in_a_
     t0 = b"".join(f.read_bytes() for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir()))
     assert tail in [cq_unit(t0, k)[0] for k in range(0, len(t0), 20)], "the last message put back in T0/0"
     _restart_as_the_broker(src, name, line, tmp_path)
-    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     # a unit each, a light one more for three: the last message's light unit, which any dispatch drops (the walk's,
     # the plain rebuild's and the reput's), is lost to no crash
-    sent = _queued(r["scenario"]) + len(LIGHT_PUTS)
-    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -217,12 +180,8 @@ def test_as_restart_after_a_crash_whose_reput_appends_a_cut_own_unit_after_a_par
     from broker_dledger_inside_light_scenarios import embedded_light_to_entry_message
     from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
     name = f"{line}-dledger-abort-emptied-batch-embedded-light-own-to-entry"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_light_to_entry_message()
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
-    assert last_data_bytes(src, reput, len(msg)) == msg, "the T5/0 and %LMQ%q1 message from processOffset - 1"
+    r, w, src = _inside_run(name, reput, msg)   # the T5/0 and %LMQ%q1 message from processOffset - 1
     tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, to %LMQ%q1 itself, after B9's
     assert r["scenario"]["messages"][-1]["topic"] == "%LMQ%q1"
     state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
@@ -239,12 +198,8 @@ def test_as_restart_after_a_crash_whose_reput_appends_a_cut_own_unit_after_a_par
     assert code == 0, err[-2000:]
     assert (tmp_path / "plain" / lmq).read_bytes() == held[:60] + held[80:100] + bytes(len(held) - 80)
     _restart_as_the_broker(src, name, line, tmp_path)
-    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
-    sent = _queued(r["scenario"]) + len(LIGHT_PUTS)   # a unit each, a light one more for three
-    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
+    # a unit each, a light one more for three
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS))
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -259,12 +214,8 @@ def test_as_restart_after_a_crash_whose_reput_dispatches_every_cut_unit_of_a_que
     from broker_dledger_inside_light_scenarios import MIXED_PUT, embedded_light_to_entry_message
     from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
     name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-to-entry-t5"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_light_to_entry_message(light=False)
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
-    assert last_data_bytes(src, reput, len(msg)) == msg, "the T5/0 message from processOffset - 1 to B9's entry"
+    r, w, src = _inside_run(name, reput, msg)   # the T5/0 message from processOffset - 1 to B9's entry
     tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, T0/0 and %LMQ%q1, after B9's
     state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
     assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 80, state
@@ -281,14 +232,9 @@ def test_as_restart_after_a_crash_whose_reput_dispatches_every_cut_unit_of_a_que
     assert "puts back 2 unit(s), 1 stay cut or dropped" in err, err[-2000:]
     _same_tree(src / "expected", tmp_path / name)
     _same_files(src / "expected", tmp_path / name, "batchconsumequeue")
-    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     # a unit each, a light one more for three: the last message's light unit, which any dispatch drops, is lost to no
     # crash
-    sent = _queued(r["scenario"]) + len(LIGHT_PUTS)
-    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS))
 
 
 def _rebuild_plain(store: Path, out: Path, src: Path, line: str) -> tuple[int, str]:
@@ -318,16 +264,23 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_queue_only_
     the parsed message after the walk's records and before the records from where the reput goes on, so its own
     dispatch puts them there too: --as-restart writes the broker's files byte for byte, verify predicts the units
     lost."""
-    from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC, embedded_to_entry_past_only_message
-    from broker_dledger_inside_scenarios import TO_ENTRY_QUEUE_OFFSET
+    from broker_dledger_inside_light_scenarios import embedded_to_entry_past_only_message
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-only"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_to_entry_past_only_message()
+    r, w, src = _inside_run(name, reput, msg, damaged=True)   # the TZ/0 message from processOffset - 1 to B9's entry
+    past_only_queue_as_the_broker_wrote_it(r, src, reput, len(msg))
+    _restart_as_the_broker(src, name, line, tmp_path)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
+
+
+def past_only_queue_as_the_broker_wrote_it(r: dict, src: Path, reput: int, size: int) -> None:
+    """TZ/0 of a -to-entry-past-only store (queues kept or not) as the broker's restart left it: the parsed unit (at
+    ``reput``, ``size`` bytes) where its queue offset falls, fillPreBlank units before it in its file, then zeros;
+    the damaged record's unit (queue offset 0) appended at the next file's start, then zeros."""
+    from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC
+    from broker_dledger_inside_scenarios import TO_ENTRY_QUEUE_OFFSET
+    w, msg_size = r["written"], size
     damaged = int(w["damagedRecord"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1 < damaged, (w["truncateDirtyLogicFilesAt"], damaged)
-    assert last_data_bytes(src, reput, len(msg)) == msg, "the TZ/0 message from processOffset - 1 to B9's entry"
     size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
     at = TO_ENTRY_QUEUE_OFFSET * 20
     first = at - at % size
@@ -336,15 +289,9 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_queue_only_
     folder = src / "expected" / "consumequeue" / PAST_ONLY_TOPIC / "0"
     held = (folder / f"{first:020d}").read_bytes()
     assert [cq_unit(held, k) for k in range(0, at - first, 20)] == [(0, 2**31 - 1, 0)] * ((at - first) // 20)
-    assert cq_unit(held, at - first) == (reput, len(msg), 0) and held[at - first + 20:] == bytes(size - at + first - 20)
+    assert cq_unit(held, at - first) == (reput, msg_size, 0) and held[at - first + 20:] == bytes(size - at + first - 20)
     nxt = (folder / f"{first + size:020d}").read_bytes()
     assert cq_unit(nxt, 0)[0] == damaged and nxt[20:] == bytes(size - 20), "the damaged record's unit"
-    _restart_as_the_broker(src, name, line, tmp_path)
-    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
-    assert p["units_lost"] == _queued(r["scenario"]) - held_units > 0, (held_units, p["units_lost"], p["notes"])
 
 
 # the scenarios' ext files: 204 bytes (mappedFileSizeConsumeQueueExt), ten 20-byte units (no filter bitmap)
@@ -355,18 +302,6 @@ LMQ_EXT = Path("consumequeue_ext") / "%LMQ%q1" / "0" / f"{0:020d}"
 
 def _ext_address(ordinal: int) -> int:
     return int(ext_addresses(np.array([ordinal]), EXT_FILE_SIZE)[0])
-
-
-def _verify_loses(r: dict, src: Path, line: str, tmp_path: Path, reput: int) -> None:
-    """verify predicts the crash restart, its units lost those sent less those the broker's queues hold (a light
-    unit more for each of the -light store's three light puts; the parsed one sent by no put)."""
-    from broker_dledger_inside_scenarios import LIGHT_PUTS
-    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held_units = _units_below_write(r["written"], src, (reput,))
-    sent = _queued(r["scenario"]) + len(LIGHT_PUTS)
-    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -383,14 +318,10 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_light_unit_for_a_queue_wi
     from broker_dledger_inside_light_scenarios import MIXED_PUT
     from broker_dledger_inside_scenarios import LIGHT_PUTS, embedded_light_message
     name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-ext"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    reput, msg = embedded_light_message()
+    r, w, src = _inside_run(name, reput, msg, b"x" * 8)   # the T5/0 and %LMQ%q1 message
     assert r["scenario"]["config"]["enableConsumeQueueExt"] == "true"
     assert r["scenario"]["messages"][MIXED_PUT]["topic"] == "%LMQ%q1"
-    reput, msg = embedded_light_message()
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
-    assert last_data_bytes(src, reput, len(msg) + 8) == msg + b"x" * 8, "the T5/0 and %LMQ%q1 message"
     state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
     assert int(state["maxOffset"]) == 100 and int(state["extMaxOffset"]) == 20, state
     held = (src / "expected" / LMQ).read_bytes()
@@ -402,7 +333,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_light_unit_for_a_queue_wi
     ext = (src / "expected" / LMQ_EXT).read_bytes()
     assert int.from_bytes(ext[:2], "big") == 20 and ext[20:] == bytes(len(ext) - 20), ext[:60].hex()
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
-    _verify_loses(r, src, line, tmp_path, reput)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS))   # a light unit more each
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -418,13 +349,9 @@ def test_as_restart_after_a_crash_whose_reput_appends_a_cut_own_unit_with_a_new_
     from broker_dledger_inside_light_scenarios import embedded_light_to_entry_message
     from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
     name = f"{line}-dledger-abort-emptied-batch-embedded-light-own-to-entry-ext"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    assert r["scenario"]["config"]["enableConsumeQueueExt"] == "true"
     reput, msg = embedded_light_to_entry_message()
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
-    assert last_data_bytes(src, reput, len(msg)) == msg, "the T5/0 and %LMQ%q1 message from processOffset - 1"
+    r, w, src = _inside_run(name, reput, msg)   # the T5/0 and %LMQ%q1 message from processOffset - 1
+    assert r["scenario"]["config"]["enableConsumeQueueExt"] == "true"
     tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, to %LMQ%q1 itself, after B9's
     assert r["scenario"]["messages"][-1]["topic"] == "%LMQ%q1"
     state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
@@ -440,7 +367,7 @@ def test_as_restart_after_a_crash_whose_reput_appends_a_cut_own_unit_with_a_new_
     assert [int.from_bytes(ext[k:k + 2], "big") for k in (0, 20)] == [20, 20] and ext[40:] == bytes(len(ext) - 40)
     assert ext[2:20] == ext[22:40], "the same record's ext unit twice"
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
-    _verify_loses(r, src, line, tmp_path, reput)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS))   # a light unit more each
 
 
 
@@ -457,13 +384,9 @@ def test_as_restart_after_a_crash_whose_reput_parses_an_own_unit_with_an_ext_uni
     from broker_dledger_inside_light_scenarios import PARSED_OWN_QUEUE_OFFSET, embedded_light_mixed_parsed_own_message
     from broker_dledger_inside_scenarios import LIGHT_PUTS
     name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-parsed-own-ext"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    assert r["scenario"]["config"]["enableConsumeQueueExt"] == "true"
     reput, msg = embedded_light_mixed_parsed_own_message()
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
-    assert last_data_bytes(src, reput, len(msg) + 8) == msg + b"x" * 8, "the %LMQ%q1 message itself"
+    r, w, src = _inside_run(name, reput, msg, b"x" * 8)   # the %LMQ%q1 message itself
+    assert r["scenario"]["config"]["enableConsumeQueueExt"] == "true"
     state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
     assert int(state["maxOffset"]) == 100 and int(state["extMaxOffset"]) == 40, state
     assert int(state["maxPhysicOffset"]) == reput + len(msg), state
@@ -476,7 +399,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_an_own_unit_with_an_ext_uni
     ext = (src / "expected" / LMQ_EXT).read_bytes()
     assert [int.from_bytes(ext[k:k + 2], "big") for k in (0, 20)] == [20, 20] and ext[40:] == bytes(len(ext) - 40)
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
-    _verify_loses(r, src, line, tmp_path, reput)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS))   # a light unit more each
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -492,13 +415,9 @@ def test_as_restart_after_a_crash_whose_reput_dispatches_records_past_the_walk_t
     from broker_dledger_inside_light_scenarios import embedded_light_to_entry_message
     from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
     name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-to-entry-past"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_light_to_entry_message()
+    r, w, src = _inside_run(name, reput, msg, damaged=True)   # the T5/0 and %LMQ%q1 message from processOffset - 1
     damaged = int(w["damagedRecord"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1 < damaged, (w["truncateDirtyLogicFilesAt"], damaged)
-    assert last_data_bytes(src, reput, len(msg)) == msg, "the T5/0 and %LMQ%q1 message from processOffset - 1"
     tail = damaged - ENTRY_HEADER_SIZE - LIGHT_TAIL   # the last walked message, T0/0 and %LMQ%q1, after B9's
     state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
     assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 120, state
@@ -509,11 +428,6 @@ def test_as_restart_after_a_crash_whose_reput_dispatches_records_past_the_walk_t
     assert units[5][:2] == (damaged + LIGHT_TAIL + ENTRY_HEADER_SIZE, LIGHT_TAIL), units
     assert {tail, damaged}.isdisjoint(o for o, _s, _t in units), units
     _restart_as_the_broker(src, name, line, tmp_path)
-    _code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held_units = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed one
     # a unit each, a light one more for the three light puts and the two records past the walk's end (the last walked
     # message's light unit, which any dispatch drops, lost to no crash; light queue offset 4 the reput drops)
-    sent = _queued(r["scenario"]) + len(LIGHT_PUTS) + 2
-    assert p["units_lost"] == sent - held_units > 0, (held_units, p["units_lost"], p["notes"])
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 2)

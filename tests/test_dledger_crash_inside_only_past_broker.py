@@ -10,12 +10,11 @@ restart found it (byte for byte) and ``verify``'s units lost.  The scenarios:
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import broker_harness as bh
 import pytest
 from broker_dledger_files import last_data_bytes
-from broker_dledger_runs import _RUNS, LINES, _restart_as_the_broker, _verify_loses_as_the_broker
+from broker_dledger_runs import LINES, _inside_run, _restart_as_the_broker, _verify_loses_as_the_broker
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -40,13 +39,9 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
     )
     from broker_dledger_inside_scenarios import BATCH_INNER
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-only-batch"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_to_entry_past_only_batch_message()
+    r, w, src = _inside_run(name, reput, msg, damaged=True)   # the BZ/0 message from processOffset - 1 to B9's entry
     damaged = int(w["damagedRecord"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1 < damaged, (w["truncateDirtyLogicFilesAt"], damaged)
-    assert last_data_bytes(src, reput, len(msg)) == msg, "the BZ/0 message from processOffset - 1 to B9's entry"
     assert not (src / "before" / "batchconsumequeue" / PAST_ONLY_BATCH_TOPIC).exists()
     head = last_data_bytes(src, damaged, 64)
     size = struct.unpack(">i", head[:4])[0]
@@ -72,34 +67,23 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     as that restart found it predicts the units lost, its plan placing nothing of TZ itself (the rebuild's own
     dispatch puts them)."""
     from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC, embedded_to_entry_past_only_message
-    from broker_dledger_inside_scenarios import TO_ENTRY_QUEUE_OFFSET
-    from broker_dledger_runs import _queued, _units_below_write, _verify_with_plan
+    from broker_dledger_runs import _loses_as_the_broker, _verify_with_plan
+    from test_dledger_crash_inside_light_broker import past_only_queue_as_the_broker_wrote_it
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-only-kept"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_to_entry_past_only_message()
+    r, w, src = _inside_run(name, reput, msg, damaged=True)
     damaged = int(w["damagedRecord"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1 < damaged
     (held_file,) = sorted((src / "before" / "consumequeue" / PAST_ONLY_TOPIC / "0").iterdir())   # on disk before
     held = held_file.read_bytes()
     assert struct.unpack(">q", held[:8])[0] == damaged and held[20:] == bytes(len(held) - 20)
     assert w["queuesAfterLoad"][f"{PAST_ONLY_TOPIC}/0"] == {"type": "ConsumeQueue", "maxOffset": 0, "files": [],
                                                             "maxPhysicOffset": -1}
-    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
-    at = TO_ENTRY_QUEUE_OFFSET * 20
-    first = at - at % size
-    state = w["queuesAfterDispatch"][f"{PAST_ONLY_TOPIC}/0"]
-    assert state["files"] == [f"{first:020d}", f"{first + size:020d}"] and int(state["maxOffset"]) == first + size + 20
-    folder = src / "expected" / "consumequeue" / PAST_ONLY_TOPIC / "0"
-    assert struct.unpack(">qi", (folder / f"{first:020d}").read_bytes()[at - first:at - first + 12]) == \
-        (reput, len(msg))
-    assert struct.unpack(">q", (folder / f"{first + size:020d}").read_bytes()[:8])[0] == damaged
+    past_only_queue_as_the_broker_wrote_it(r, src, reput, len(msg))
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
     assert not any(PAST_ONLY_TOPIC in map(str, u) for u in (*placed.units, *placed.opened, *placed.again_moved)), \
         placed
-    assert p["units_lost"] == _queued(r["scenario"]) - _units_below_write(w, src, (reput,)), p["notes"]
+    _loses_as_the_broker(p, r, src, (reput,), some=False)   # the queues kept: none need be lost
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -116,15 +100,11 @@ def test_verify_predicts_a_crash_restart_whose_reput_drops_a_parsed_unit_of_a_ke
         PAST_ONLY_BATCH_TOPIC,
         embedded_to_entry_past_only_batch_message,
     )
-    from broker_dledger_runs import _queued, _units_below_write, _verify_with_plan
+    from broker_dledger_runs import _loses_as_the_broker, _verify_with_plan
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-only-batch-kept"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
     reput, msg = embedded_to_entry_past_only_batch_message()
+    r, w, src = _inside_run(name, reput, msg, damaged=True)
     damaged = int(w["damagedRecord"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1 < damaged
-    assert last_data_bytes(src, reput, len(msg)) == msg
     (held_file,) = sorted((src / "before" / "batchconsumequeue" / PAST_ONLY_BATCH_TOPIC / "0").iterdir())
     assert struct.unpack(">q", held_file.read_bytes()[:8])[0] == damaged   # on disk before: the damaged record's
     assert w["queuesAfterLoad"][f"{PAST_ONLY_BATCH_TOPIC}/0"] == {
@@ -141,4 +121,4 @@ def test_verify_predicts_a_crash_restart_whose_reput_drops_a_parsed_unit_of_a_ke
     placed = crash.cut.inside_placed
     assert placed.units == () and placed.opened == ((PAST_ONLY_BATCH_TOPIC, 0, 0),) and \
         placed.again_moved == ((PAST_ONLY_BATCH_TOPIC, 0, 46, 0),), placed
-    assert p["units_lost"] == _queued(r["scenario"]) - _units_below_write(w, src, (reput,)), p["notes"]
+    _loses_as_the_broker(p, r, src, (reput,), some=False)   # the queues kept: none need be lost

@@ -30,6 +30,30 @@ bh.skip_without_tools()
 _TAIL, _ENTRY_HEADER = 300, 48
 # the emptied stores' queue files: 11 units (tests/broker_dledger_scenarios)
 _BLANK = (0, 2**31 - 1, 0)
+SOME_EARLIER = "dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some-earlier"
+
+
+def some_earlier_written(line: str, suffix: str) -> tuple[dict, dict, Path, int, int, int, int, list]:
+    """The -past-cut-two-some-earlier store with ``suffix`` (also used by
+    :mod:`test_dledger_crash_inside_blank_broker`) as the broker wrote and restarted it: its run, report
+    and folder, where the reput is set (processOffset - 1), the second cut T6/0 record's offset, the damaged one's
+    and the last one's; and T6/0's units as the broker left them, after asserting what it wrote (the parsed unit at
+    20, the second cut unit back at 40, the records past the walk's end at 60 and 80; the first cut unit lost)."""
+    from test_dledger_crash_inside_past_rest_broker import cut_two_some_units, past_cut_written
+    r, src, reput, cut_end, damaged, last = past_cut_written(f"{line}-{SOME_EARLIER}{suffix}", 2)
+    w, second = r["written"], cut_end - _TAIL   # the second cut T6/0 record
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data   # the walk over both data files
+    loaded = w["queuesAfterLoad"]["T6/0"]   # the cut: write position 20, max the earlier data file's unit's end
+    assert int(loaded["maxOffset"]) == 20 and int(loaded["maxPhysicOffset"]) < int(data[1].name), loaded
+    state = w["queuesAfterDispatch"]["T6/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 100, state
+    held = (src / "expected" / "consumequeue" / "T6" / "0" / state["files"][0]).read_bytes()
+    units = [cq_unit(held, k) for k in range(0, len(held), 20)]
+    assert sum(units[0][:2]) == int(loaded["maxPhysicOffset"]), units   # the walk's unit of the earlier data file
+    cut_two_some_units(units[1:], reput, second, damaged, last)
+    assert units[5][:2] == (0, 0), units
+    return r, w, src, reput, second, damaged, last, units
 
 
 @pytest.mark.parametrize("variant", ["", "-zero", "-zero-ext"], ids=["thirteen", "zero", "zero-ext"])
@@ -103,28 +127,8 @@ def test_as_restart_after_a_crash_whose_reput_dispatches_the_last_cut_unit_then_
     unit and the last one's at 60 and 80 (queue offsets 3 and 4); the first cut unit stays lost (dispatched again it
     would be dropped too: its end is the parsed unit's, the max).  --as-restart writes the broker's files byte for
     byte, and verify's units lost are the units the broker's queues lack."""
-    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
-    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
-    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some-earlier"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + 2 * _TAIL, w["truncateDirtyLogicFilesAt"]
-    reput = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1
-    second = PAST_OVER_CUT_END + _ENTRY_HEADER   # the second cut T6/0 record
-    end = int(w["maxPhyOffset"])
-    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
-    assert int(w["damagedRecord"]) == damaged == second + _TAIL + _ENTRY_HEADER, w["damagedRecord"]
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    assert len(data) == 2 and int(data[1].name) <= reput, data
-    state = w["queuesAfterDispatch"]["T6/0"]
-    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 100, state
-    held = (src / "expected" / "consumequeue" / "T6" / "0" / state["files"][0]).read_bytes()
-    units = [cq_unit(held, k) for k in range(0, len(held), 20)]
-    assert units[0][0] < int(data[1].name), units   # the walk's unit of the earlier data file, kept
-    assert [u[:2] for u in units[1:6]] == [(reput, PAST_OVER_CUT_END - reput), (second, _TAIL), (damaged, _TAIL),
-                                           (last, _TAIL), (0, 0)], units
-    assert all(u[0] != PAST_OVER_CUT_END - _TAIL for u in units), units   # the first cut T6/0 unit
+    r, _w, src, reput, *_rest = some_earlier_written(line, "")
+    name = f"{line}-{SOME_EARLIER}"
     _restart_as_the_broker(src, name, line, tmp_path)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
 

@@ -18,11 +18,10 @@ from broker_dledger_files import ext_units
 from broker_dledger_runs import (
     _RUNS,
     LINES,
-    _queued,
+    _loses_as_the_broker,
     _restart_as_the_broker,
     _same_files,
-    _units_below_write,
-    _verify,
+    _verify_loses_as_the_broker,
     _verify_with_plan,
 )
 
@@ -44,6 +43,36 @@ def _t0_units(src: Path, sub: str = "expected") -> dict[str, list[tuple[int, int
     return out
 
 
+def past_cut_written(name: str, cuts: int) -> tuple[dict, Path, int, int, int, int]:
+    """A -past-cut store with ``cuts`` cut records (-past-cut-over, -past-cut-two-over, -past-cut-two-some and their
+    variants, here and in :mod:`test_dledger_crash_inside_past_last_broker`; ``name``) as the broker wrote it: its
+    run and folder, where the reput is set (processOffset - 1, past the cut records), where the last cut record ends,
+    and the damaged record's offset (ending the walk, in the next entry) and the last one's."""
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + cuts * _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput = EMBED_PROCESS_OFFSET + cuts * _TAIL - 1
+    cut_end = PAST_OVER_CUT_END + (cuts - 1) * (_ENTRY_HEADER + _TAIL)
+    end = int(w["maxPhyOffset"])
+    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
+    assert int(w["damagedRecord"]) == damaged == cut_end + _ENTRY_HEADER, w["damagedRecord"]
+    return r, src, reput, cut_end, damaged, last
+
+
+def cut_two_some_units(units: list, reput: int, second: int, damaged: int, last: int) -> None:
+    """The queue's units from the parsed one on as the broker's restart left them in a -past-cut-two-some store
+    (:func:`past_cut_written`; ``second``: the second cut record): the parsed unit (ending where the first cut record
+    ends), the second cut unit back, the damaged record's and the last one's; the first cut unit in none of
+    ``units``."""
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    assert [u[:2] for u in units[:4]] == [(reput, PAST_OVER_CUT_END - reput), (second, _TAIL), (damaged, _TAIL),
+                                          (last, _TAIL)], units
+    assert all(u[0] != PAST_OVER_CUT_END - _TAIL for u in units), units   # the first cut unit
+
+
 @pytest.mark.parametrize("two", [False, True], ids=["one", "two"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_walk_with_ext_files(
@@ -55,19 +84,9 @@ def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_wa
     the two records' at 500 and 520 (over the second cut unit with -two), zeros after.  --as-restart writes the
     broker's consume queue and ext files byte for byte, and verify's units lost are the units the broker's queues
     lack (the cut units among them)."""
-    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
-    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
     cuts = 2 if two else 1
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-{'two-' if two else ''}over-ext"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + cuts * _TAIL, w["truncateDirtyLogicFilesAt"]
-    reput = EMBED_PROCESS_OFFSET + cuts * _TAIL - 1
-    cut_end = PAST_OVER_CUT_END + (cuts - 1) * (_ENTRY_HEADER + _TAIL)
-    end = int(w["maxPhyOffset"])
-    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
-    assert int(w["damagedRecord"]) == damaged == cut_end + _ENTRY_HEADER, w["damagedRecord"]
+    r, src, reput, cut_end, damaged, last = past_cut_written(name, cuts)
     queue = _t0_units(src)
     units = queue[f"{440:020d}"]
     got = units[2:6]
@@ -82,11 +101,7 @@ def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_wa
     assert [u[2] + 2**63 for u in kept] == [20 * k for k in range(len(kept))], kept
     assert [u[2] + 2**63 for u in got[:3]] == [20 * (walked + k) for k in range(3)], got
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))   # neither fillPreBlank nor the parsed unit held
 
 
 @pytest.mark.parametrize("two", [False, True], ids=["one", "two"])
@@ -100,21 +115,11 @@ def test_verify_predicts_a_crash_restart_whose_reput_goes_on_past_cut_units_of_a
     the damaged record's unit and the next at 500 and 520 (-two: over the second cut unit and the damaged record's
     own unit; the unit after them on disk stays).  verify on the store as that restart found it puts them where the
     broker did and predicts the units lost."""
-    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
-    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
-
     from store_format.dledger_inside_units import InsideUnit
     cuts = 2 if two else 1
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-{'two-' if two else ''}over-kept"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + cuts * _TAIL, w["truncateDirtyLogicFilesAt"]
-    reput = EMBED_PROCESS_OFFSET + cuts * _TAIL - 1
-    cut_end = PAST_OVER_CUT_END + (cuts - 1) * (_ENTRY_HEADER + _TAIL)
-    end = int(w["maxPhyOffset"])
-    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
-    assert int(w["damagedRecord"]) == damaged == cut_end + _ENTRY_HEADER, w["damagedRecord"]
+    r, src, reput, cut_end, damaged, last = past_cut_written(name, cuts)
+    w = r["written"]
     before = _t0_units(src, "before")[f"{440:020d}"]
     # on disk before the restart: queue offsets 22 on, the cut ones and those of the records past the walk's end
     assert [u[0] for u in before[2 + cuts:4 + cuts]] == [damaged, last], before
@@ -131,8 +136,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_goes_on_past_cut_units_of_a
     assert (placed.units, q.units[1][0], q.copies) == (
         (InsideUnit("T0", 0, 480, reput, cut_end - reput, 0),), at, ()), placed
     assert all(o not in q.lost for o in [u[0] for u in after]), q   # none dropped
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _loses_as_the_broker(p, r, src, (reput,))   # neither fillPreBlank nor the parsed unit held
 
 
 @pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
@@ -146,22 +150,11 @@ def test_crash_restart_whose_reput_dispatches_some_cut_units_again_then_records_
     the second cut record's again, the damaged one's and the last one's, the units holding those addresses.
     --as-restart writes the broker's files byte for byte, and verify's units lost are the units the broker's queues
     lack (the first cut unit among them)."""
-    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
-    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some" + ("-ext" if ext else "")
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + 2 * _TAIL, w["truncateDirtyLogicFilesAt"]
-    reput = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1
-    second = PAST_OVER_CUT_END + _ENTRY_HEADER   # the second cut T0/0 record
-    end = int(w["maxPhyOffset"])
-    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
-    assert int(w["damagedRecord"]) == damaged == second + _TAIL + _ENTRY_HEADER, w["damagedRecord"]
+    r, src, reput, cut_end, damaged, last = past_cut_written(name, 2)
     units = _t0_units(src)[f"{440:020d}"]
-    assert [u[:2] for u in units[2:7]] == [(reput, PAST_OVER_CUT_END - reput), (second, _TAIL), (damaged, _TAIL),
-                                           (last, _TAIL), (0, 0)], units
-    assert all(u[0] != PAST_OVER_CUT_END - _TAIL for u in units), units   # the first cut T0/0 unit
+    cut_two_some_units(units[2:], reput, cut_end - _TAIL, damaged, last)   # the second cut T0/0 record's end
+    assert units[6][:2] == (0, 0), units
     if ext:   # after the walk's ext units (the two cut ones' too): the parsed message's, the second cut record's
         # again, the damaged one's and the last one's, the units holding their addresses
         # (ext files of 204 bytes: 10 units each, the 11th at the next file's start)
@@ -175,11 +168,7 @@ def test_crash_restart_whose_reput_dispatches_some_cut_units_again_then_records_
     _restart_as_the_broker(src, name, line, tmp_path)
     if ext:
         _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
-    code, report = _verify(bh.copy_store(src / "before", tmp_path / "verify"), src, line)
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))   # neither fillPreBlank nor the parsed unit held
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -190,21 +179,12 @@ def test_verify_predicts_a_crash_restart_whose_reput_dispatches_some_cut_units_o
     deleted (parsed unit at 480, the second cut unit back at 500, the records past at 520 and 540); verify's plan
     puts them there (the first cut unit counted dropped) and its units lost are those the broker's queues lack."""
     from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
-    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
 
     from store_format.dledger_inside_units import InsideUnit
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some-kept"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
-    reput = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1
-    second = PAST_OVER_CUT_END + _ENTRY_HEADER
-    end = int(w["maxPhyOffset"])
-    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
-    assert int(w["damagedRecord"]) == damaged == second + _TAIL + _ENTRY_HEADER, w["damagedRecord"]
-    units = _t0_units(src)[f"{440:020d}"]
-    assert [u[:2] for u in units[2:6]] == [(reput, PAST_OVER_CUT_END - reput), (second, _TAIL), (damaged, _TAIL),
-                                           (last, _TAIL)], units
+    r, src, reput, cut_end, damaged, last = past_cut_written(name, 2)
+    cut_two_some_units(_t0_units(src)[f"{440:020d}"][2:], reput, cut_end - _TAIL, damaged, last)
+    w = r["written"]
     assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 560, w["queuesAfterDispatch"]["T0/0"]
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
@@ -212,5 +192,4 @@ def test_verify_predicts_a_crash_restart_whose_reput_dispatches_some_cut_units_o
     # the first cut unit dispatched again dropped, the rest back where they were, the records past the walk's end after
     assert (placed.units, len(q.lost), all(p == s for p, s in q.copies)) == (
         (InsideUnit("T0", 0, 480, reput, PAST_OVER_CUT_END - reput, 0),), 1, True), placed
-    held = _units_below_write(w, src, (reput,))   # neither fillPreBlank nor the parsed unit
-    assert p["units_lost"] == _queued(r["scenario"]) - held > 0, (held, p["units_lost"], p["notes"])
+    _loses_as_the_broker(p, r, src, (reput,))   # neither fillPreBlank nor the parsed unit held
