@@ -56,7 +56,8 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
                kept: list[tuple[str, int, int, int, int]], moved_to: list[tuple[str, int, int]],
                tags: Tags | None = None, put_past: list[InsideUnit] | None = None,
                made: list[tuple[str, int, int]] | None = None,
-               extra: list[tuple[str, int, int]] | None = None, ext_file_size: int = 0) -> list[int]:
+               extra: list[tuple[str, int, int]] | None = None, ext_file_size: int = 0,
+               replayed: bool = False) -> list[int]:
     """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
     units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
     dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
@@ -146,13 +147,15 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
         if file in opened:
             kept.append((*key, broker, offset, size))
     extra_here = {f for f in extra or () if (f[0], f[1]) == key}
+    if replayed:   # the replay writes the queue whole: a file both create, for different records, is no difference
+        extra_here = set()
     if extra_here & opened or any((*key, u.position - u.position % cq_file_size) in extra_here
                                   for u in [*out, *(put_past or ())] if (u.topic, u.queue_id) == key) or \
             any((k[0], k[1], k[2] - k[2] % cq_file_size) in extra_here for k in kept):
         raise refuse(at, f"for {key[0]}/{key[1]}, whose records past the walk's end the rebuild's dispatch puts in a "
                           "consume queue file it creates where the broker puts units of its own")
     if shifted:   # moved as a whole: every record appended by both, none in a file written anew
-        if len(shifted) != len(s.past) or any((k[0], k[1]) == key for k in kept):
+        if len(shifted) != len(s.past) or (not replayed and any((k[0], k[1]) == key for k in kept)):
             raise refuse(at, f"for {key[0]}/{key[1]}, whose records past the walk's end the reput dispatches "
                               "afterwards elsewhere than the rebuild puts them, some dropped or in a file written anew")
         moved_to.append((*key, shifted[0]))

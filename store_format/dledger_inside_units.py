@@ -283,7 +283,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     for key, s in states.items():
         if s is not None and s.past and key not in no_file:
             past += [(*key, o) for o in place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
-                                                     moved_to, tags, put_past, made, extra, ext_file_size)]
+                                                     moved_to, tags, put_past, made, extra, ext_file_size,
+                                                     key in initial)]
     opened += made   # written anew (zeros but for the broker's units there), not removed
     # an ordinary queue's rows above only gate the refusals the replay does not lift (the difference from the
     # rebuild's own dispatch they state is not written: apply_cut writes the replayed files whole)
