@@ -137,7 +137,7 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
             added = True
             continue
         if broker != rebuild:
-            if added or not (s.skipped and broker >= 0 and rebuild >= 0):
+            if not replayed and (added or not (s.skipped and broker >= 0 and rebuild >= 0)):
                 raise refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput "
                                   "dispatches afterwards elsewhere than the rebuild puts it")
             shifted.append(broker)
@@ -155,7 +155,7 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
         raise refuse(at, f"for {key[0]}/{key[1]}, whose records past the walk's end the rebuild's dispatch puts in a "
                           "consume queue file it creates where the broker puts units of its own")
     if shifted:   # moved as a whole: every record appended by both, none in a file written anew
-        if len(shifted) != len(s.past) or (not replayed and any((k[0], k[1]) == key for k in kept)):
+        if not replayed and (len(shifted) != len(s.past) or any((k[0], k[1]) == key for k in kept)):
             raise refuse(at, f"for {key[0]}/{key[1]}, whose records past the walk's end the reput dispatches "
                               "afterwards elsewhere than the rebuild puts them, some dropped or in a file written anew")
         moved_to.append((*key, shifted[0]))

@@ -69,3 +69,35 @@ def test_crash_restart_whose_broker_creates_for_a_later_record_the_file_the_rebu
     assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 540, w["queuesAfterDispatch"]["T0/0"]
     _restart_as_the_broker(src, name, line, tmp_path)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_whose_rebuild_drops_then_shifts_records_past_the_walk(line, tmp_path):
+    """-to-entry-past-cut-two-beyond: two T0/0 units cut (queue offsets 24, 25 at 480, 500), the damaged message for
+    T0/1, two T0/0 messages after it (queue offsets 26, 27); where the reput is set a T0/0 message (queue offset 1000)
+    ends where the damaged record ends, past the walk's end, so the reput goes on at the next entry, dispatching
+    neither cut unit again nor the damaged message. The broker puts the parsed unit at 480 and appends the next two
+    at 500 and 520, zeros after; the rebuild's own dispatch appends the parsed unit after every walk unit (520),
+    drops the first of those two (queue offset 26, below its write position 540) and appends the second at 540.
+    --as-restart writes the broker's files byte for byte, and verify's units lost are the units the broker's queues
+    lack (both cut units among them)."""
+    from broker_dledger_inside_gate_scenarios import TWO_BEYOND_END
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-beyond"
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    w, src = r["written"], Path(r["scenario"]["dir"])
+    assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + 2 * _TAIL, w["truncateDirtyLogicFilesAt"]
+    reput, cut_end = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1, PAST_OVER_CUT_END + _ENTRY_HEADER + _TAIL
+    end = int(w["maxPhyOffset"])
+    first, second = end - 2 * _TAIL - _ENTRY_HEADER, end - _TAIL
+    assert int(w["damagedRecord"]) == cut_end + _ENTRY_HEADER == TWO_BEYOND_END - _TAIL, w["damagedRecord"]
+    assert first - _ENTRY_HEADER == TWO_BEYOND_END, (first, TWO_BEYOND_END)
+    _names, units = _t0_units(w, src)
+    assert units[f"{440:020d}"][2:6] == [(reput, TWO_BEYOND_END - reput, 0), (first, _TAIL, 0), (second, _TAIL, 0),
+                                         (0, 0, 0)], units
+    assert all(u[0] not in (PAST_OVER_CUT_END - _TAIL, cut_end - _TAIL) for f in units.values() for u in f), units
+    assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 540, w["queuesAfterDispatch"]["T0/0"]
+    _restart_as_the_broker(src, name, line, tmp_path)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
