@@ -6,7 +6,13 @@ address the appended unit's tags code: ``decorate``) and ``MappedFileQueue.getLa
 record from the state the earlier units left (:func:`put_cq`); what
 :func:`store_format.dledger_inside_units.place_inside` hands over and the rules it states (its module docstring).
 What it says is written for a queue with ext files only; for an ordinary queue (no ext files) it only gates its
-refusals, :mod:`store_format.dledger_inside_replay` placing and writing that queue whole.
+refusals, :mod:`store_format.dledger_inside_replay` placing and writing that queue whole, and of those
+:func:`place_past` (``replayed``) drops the ones the replay decides, checked against the broker: records past the
+walk's end put elsewhere than the rebuild's dispatch puts them (``-past-cut-two-beyond``: one it drops, the next a
+unit further) and into a file that dispatch creates where the broker puts units of its own
+(``-past-cut-two-over-wide``: the broker creating it for a later record).  Kept: a record the broker appends into a
+file ``apply_cut`` removes, and :func:`past_no_file`'s queue offset below the rebuild's write position (no broker
+case reaches them).
 """
 from __future__ import annotations
 
@@ -87,7 +93,10 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
     ``putMessagePositionInfoWrapper`` puts each record's ext unit (``ConsumeQueueExt.put``) before the unit is
     appended or dropped, in the broker and in the rebuild's dispatch alike, after the parsed units' (``s.ext_next``):
     the unit appended holds its address (``ConsumeQueueExt.decorate``); refused past cut units dispatched again
-    (their ext units, put by the broker alone, come first)."""
+    (their ext units, put by the broker alone, come first).  ``replayed`` (an ordinary queue, which
+    :mod:`store_format.dledger_inside_replay` writes whole, the rows here dropped): neither a record put elsewhere
+    than the rebuild puts it nor a file the rebuild's dispatch creates where the broker puts units of its own is
+    refused."""
     parsed_at = {u.position for u in out if (u.topic, u.queue_id) == key}
     added = False   # a unit the broker appends where the rebuild drops it written (no shift after it)
     dropped = []

@@ -12,7 +12,9 @@ An ordinary queue (a consume queue without ext files, not a batch queue) is repl
 from the replay, and ``pipelines.restart_cut.apply_cut`` writes its files whole.  What follows, the difference from
 the rebuild's own dispatch of those messages (``rebuild_units``, ``again_dropped``, ``again_moved``, ``past_*``), is
 written for batch queues and queues with ext files only; for an ordinary queue it still runs, as the gate of the
-refusals no broker case lifts yet, its rows dropped.
+refusals no broker case lifts yet, its rows dropped (:func:`store_format.dledger_inside_past.place_past` with
+``replayed``: its records past the walk's end put elsewhere than the rebuild's dispatch puts them, or into a file
+that dispatch creates where the broker puts units of its own, no longer refused there).
 
 After a crash, ``DefaultMessageStore.doRecheckReputOffsetFromCq`` may set the reput at 2147483647 inside an entry (a
 queue ``truncateDirtyLogicFiles`` left with ``fillPreBlank`` units only: :mod:`store_format.dledger_crash_cut`), where
@@ -286,8 +288,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
                                                      moved_to, tags, put_past, made, extra, ext_file_size,
                                                      key in initial)]
     opened += made   # written anew (zeros but for the broker's units there), not removed
-    # an ordinary queue's rows above only gate the refusals the replay does not lift (the difference from the
-    # rebuild's own dispatch they state is not written: apply_cut writes the replayed files whole)
+    # an ordinary queue's rows above only gate the refusals the replay does not lift (place_past's ``replayed``:
+    # the difference from the rebuild's own dispatch they state is not written, apply_cut writes the files whole)
     out, order = [u for u in out if (u.topic, u.queue_id) not in initial], \
         [i for i, u in zip(order, out) if (u.topic, u.queue_id) not in initial]
     opened, blanks, rebuild_units, rebuild_files, again, past, moved_to, extra = (
