@@ -161,12 +161,6 @@ def _write_whole(staged: StagedOutput, w: QueueFiles, files: dict[int, bytearray
     return [(w.topic, w.queue_id, start) for start in files]
 
 
-def _queue_layout(config: BrokerConfig, batch: bool) -> tuple[str, int, int]:
-    """A queue's folder, file size and unit size: a batch consume queue's (46-byte units) or a consume queue's."""
-    return (BCQ_DIR, config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE) if batch \
-        else ("consumequeue", config.cq_file_size, CQ_UNIT_SIZE)
-
-
 def _cut_files(staged: StagedOutput, rows: list[dict], gone: tuple[tuple[str, int, int], ...],
                folder: str) -> list[dict]:
     """Remove the staged files ``gone`` (``(topic, queue id, file start)`` under ``folder``) and their rows."""

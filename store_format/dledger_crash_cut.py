@@ -451,8 +451,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         (batch_dropped if batch else dropped).extend(
             (*name, f) for f in range(start, last - last % size + 1, size))
     for name, w in whole.items():   # its records past the walk's end dropped, its cut units none went on past
-        if (more := np.setdiff1d(np.asarray(w.lost, dtype=np.int64), lost.get(name, np.zeros(0, np.int64)))).size:
-            lost[name] = np.sort(np.concatenate([lost.get(name, np.zeros(0, np.int64)), more]))
+        if w.lost:
+            lost[name] = np.union1d(lost.get(name, np.zeros(0, np.int64)), np.asarray(w.lost, dtype=np.int64))
     for t, qid, offset in placed.past_dropped:   # records past the walk's end the reput drops after parsed units
         lost[(t, qid)] = np.append(lost.get((t, qid), np.zeros(0, np.int64)), np.int64(offset))
         restored -= (t, qid) in after_parsed   # after cut units dispatched again: counted with them above
