@@ -28,6 +28,7 @@ from store_format.consumequeue_ext import (
 )
 from store_format.dledger_crash_cut import ExtAgain, QueueMove
 from store_format.dledger_inside_replay import QueueFiles
+from store_format.dledger_inside_replay_batch import BatchQueueFiles
 from store_format.dledger_inside_units import InsideUnit, Placed
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 
@@ -35,6 +36,7 @@ from .build import write_file
 from .build_stage import Built, queue_layout
 from .commit import StagedOutput
 from .restart import DLedgerRestart
+from .restart_cut_batch import batch_walk_bytes, write_batch_whole
 
 __all__ = ["apply_cut"]
 
@@ -64,7 +66,9 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     whole: tuple[QueueFiles, ...] = placed.whole
     # the ordinary queues replayed whole (dledger_inside_replay; nothing else of them in placed or the cut's
     # dropped files and moves): the walk's bytes read before anything is cut
-    walk_bytes = [_walk_bytes(staged, built, w, config.cq_file_size) for w in whole]
+    walk_bytes = [batch_walk_bytes(staged, built, w, config.mapperFileSizeBatchConsumeQueue)
+                  if isinstance(w, BatchQueueFiles) else _walk_bytes(staged, built, w, config.cq_file_size)
+                  for w in whole]
     if cut is not None and (cut.before_placed.units or cut.before_placed.rebuild_units):   # queue offset 0 appended
         placed = dataclasses.replace(placed, units=placed.units + cut.before_placed.units,
                                      rebuild_units=placed.rebuild_units + cut.before_placed.rebuild_units)
@@ -99,11 +103,19 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
                        put=not (crash.again or crash.before))
     if whole:
         for w, (files, copies) in zip(whole, walk_bytes):
+            written = [f for f in written if (f[0], f[1]) != (w.topic, w.queue_id)]
+            if isinstance(w, BatchQueueFiles):   # a batch queue (dledger_inside_replay_batch): its other files go
+                size = config.mapperFileSizeBatchConsumeQueue
+                built.bcq_files = _cut_files(staged, built.bcq_files, tuple(
+                    (w.topic, w.queue_id, r["file_start"]) for r in built.bcq_files
+                    if (r["topic"], r["queue_id"]) == (w.topic, w.queue_id) and r["file_start"] not in files
+                    and r["file_start"] not in w.opened), BCQ_DIR)
+                written += write_batch_whole(staged, w, files, copies, size)
+                continue
             built.cq_files = _cut_files(staged, built.cq_files, tuple(
                 (w.topic, w.queue_id, r["file_start"]) for r in built.cq_files
                 if (r["topic"], r["queue_id"]) == (w.topic, w.queue_id) and r["file_start"] not in files
                 and r["file_start"] not in w.opened), "consumequeue")
-            written = [f for f in written if (f[0], f[1]) != (w.topic, w.queue_id)]
             written += _write_whole(staged, w, files, copies, config.cq_file_size)
         changed = True
     if changed:

@@ -139,6 +139,7 @@ from .consumequeue_ext import ext_addresses
 from .dispatch import queue_units
 from .dledger_inside_past import past_no_file, place_past
 from .dledger_inside_replay import replay_queue
+from .dledger_inside_replay_batch import replay_batch_queue
 from .dledger_inside_state import (
     InsideUnit,
     ParsedUnit,
@@ -208,8 +209,8 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         key = (u.topic, u.queue_id)
         if key not in states:
             states[key] = walked(key)
-            if (new := states[key]) is not None and not new.refused and not new.batch and not ext_file_size:
-                initial[key] = dataclasses.replace(new)   # as the cut left it: replayed whole
+            if (new := states[key]) is not None and not new.refused and (new.batch or not ext_file_size):
+                initial[key] = dataclasses.replace(new)   # as the cut left it: replayed whole (a batch queue too)
             if new is not None and new.write < 0 and not new.refused:
                 no_file.add(key)
         s = states[key]
@@ -301,8 +302,11 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     whole = []
     for key, s in initial.items():   # the ordinary queues, replayed whole: their parsed units, files, blanks told too
         mine = [i for i, u in enumerate(parsed) if (u.topic, u.queue_id) == key]
-        whole.append(w := replay_queue(key, s, [parsed[i] for i in mine], cq_file_size, at, tags))
-        out += [InsideUnit(*key, pos, parsed[i].offset, parsed[i].size, parsed[i].tags_code)
+        whole.append(w := replay_batch_queue(key, s, [parsed[i] for i in mine], bcq_file_size) if s.batch
+                     else replay_queue(key, s, [parsed[i] for i in mine], cq_file_size, at, tags))
+        out += [InsideUnit(*key, pos, parsed[i].offset, parsed[i].size, parsed[i].tags_code, s.batch,
+                           parsed[i].store_time, parsed[i].base, parsed[i].batch_size) if s.batch else
+                InsideUnit(*key, pos, parsed[i].offset, parsed[i].size, parsed[i].tags_code)
                 for i, pos in zip(mine, w.parsed_at) if pos >= 0]
         order += [i for i, pos in zip(mine, w.parsed_at) if pos >= 0]
         opened += [(*key, f) for f in w.opened]

@@ -93,9 +93,9 @@ def test_verify_predicts_a_crash_restart_whose_reput_drops_a_parsed_unit_of_a_ke
     file holding the damaged record's unit only (past processOffset). BatchConsumeQueue.truncateDirtyLogicFiles
     deletes it and leaves its max processOffset - 1, where the parsed message starts: putBatchMessagePositionInfo
     drops it (at the max), then appends the damaged record's unit at 0 of the file getLastMappedFile creates.
-    verify on the store as that restart found it predicts the units lost, and its plan opens file 0 and moves the
-    damaged record's unit from 46 (after the parsed one, in the rebuild's queue) to 0, the parsed one placed
-    nowhere."""
+    verify on the store as that restart found it predicts the units lost, and its plan replays BZ/0 whole
+    (:mod:`store_format.dledger_inside_replay_batch`): it opens file 0 and copies the damaged record's unit from 46
+    (after the parsed one, in the rebuild's queue) to 0, the parsed one placed nowhere."""
     from broker_dledger_inside_only_past_scenarios import (
         PAST_ONLY_BATCH_TOPIC,
         embedded_to_entry_past_only_batch_message,
@@ -119,6 +119,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_drops_a_parsed_unit_of_a_ke
     assert data[46:] == bytes(len(data) - 46)
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     placed = crash.cut.inside_placed
+    (q,) = [q for q in placed.whole if (q.topic, q.queue_id) == (PAST_ONLY_BATCH_TOPIC, 0)]
     assert placed.units == () and placed.opened == ((PAST_ONLY_BATCH_TOPIC, 0, 0),) and \
-        placed.again_moved == ((PAST_ONLY_BATCH_TOPIC, 0, 46, 0),), placed
+        (q.parsed_at, q.opened, q.copies) == ((-1,), (0,), ((0, 46),)) and not placed.again_moved, placed
     _loses_as_the_broker(p, r, src, (reput,), some=False)   # the queues kept: none need be lost
