@@ -216,22 +216,16 @@ def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes, folder: st
 
 def _again_moved(staged: StagedOutput, placed: Placed, config: BrokerConfig) -> tuple[InsideUnit, ...]:
     """The cut units ``placed.again_moved`` puts back elsewhere, as units at their targets: each one's bytes from
-    its source position in the staged queue (the walk's; a BatchCQ topic's 46-byte unit in its batch consume queue,
-    its compacted offset and reserved bytes as ``_write_inside`` writes them); the dropped ones (target -1) left
-    out."""
+    its source position in the staged queue (the walk's; never a batch queue's: those are replayed whole,
+    :mod:`pipelines.restart_cut_batch`); the dropped ones (target -1) left out."""
     out = []
     for topic, qid, source, target in placed.again_moved:
         if target < 0:
             continue
-        batch = topic in config.batch_topics
-        folder, size, unit = queue_layout(config, batch)
+        assert topic not in config.batch_topics, "a batch queue's cut units: replayed whole"
+        folder, size, unit = queue_layout(config, False)
         data = staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(source - source % size)}")
         at = source % size
-        if batch:
-            (offset, n, tags, stored, base, num, _pos, _rsv), = np.frombuffer(data[at:at + unit], dtype=BCQ_UNIT_DTYPE)
-            out.append(InsideUnit(topic, qid, target, int(offset), int(n), int(tags), True, int(stored), int(base),
-                                  int(num)))
-            continue
         (offset, n, tags), = np.frombuffer(data[at:at + unit], dtype=CQ_UNIT_DTYPE)
         out.append(InsideUnit(topic, qid, target, int(offset), int(n), int(tags)))
     return tuple(out)

@@ -133,7 +133,6 @@ from collections.abc import Callable
 import numpy as np
 
 from . import commitlog as cl
-from .batchconsumequeue import BCQ_UNIT_SIZE
 from .config import BrokerConfig
 from .consumequeue_ext import ext_addresses
 from .dispatch import queue_units
@@ -146,7 +145,6 @@ from .dledger_inside_state import (
     Placed,
     Tags,
     WalkedQueue,
-    put_bcq,
     put_cq,
     refuse,
 )
@@ -219,9 +217,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         name = f"{u.topic}/{u.queue_id}"
         if s.refused:
             raise refuse(at, f"for {name}, {s.refused}")
-        if u.batch:
-            _place_batch(key, s, u, bcq_file_size, out, opened, rebuild_units, rebuild_files)
-            order += [i] * (len(out) - len(order))
+        if s.batch:   # replayed whole below (dledger_inside_replay_batch)
             continue
         end = u.offset + u.size
         if end > s.rebuild_max:   # the rebuild's own dispatch of the message, after every unit of the walk, by the
@@ -246,11 +242,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
                                          if s is not None and s.skipped and not s.again]
     moved: list[tuple[str, int, int, int]] = []
     for key, s in states.items():   # the cut units the reput dispatches again after the parsed ones, by the same rule
-        if s is None or not s.again:
-            continue
-        if s.batch:   # putBatchMessagePositionInfo: each appended at the write position unless at or below the max
-            moved += [(*key, q * BCQ_UNIT_SIZE, put_bcq(key, s, o, bcq_file_size, opened)
-                       if k >= s.again_skip else -1) for k, (o, _n, q) in enumerate(s.again)]
+        if s is None or not s.again or s.batch:
             continue
         if key in no_file:   # none of its files stays: each where the same rule puts it, after the parsed units
             # (the first again_skip not dispatched: dropped)
@@ -317,25 +309,3 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
                   tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
                   tuple(kept), tuple(moved_to), tuple(put_past), tuple(whole))
 
-
-def _place_batch(key: tuple[str, int], s: WalkedQueue, u: ParsedUnit, bcq_file_size: int, out: list[InsideUnit],
-                 opened: list[tuple[str, int, int]], rebuild_units: list[tuple[str, int, int]],
-                 rebuild_files: list[tuple[str, int, int]]) -> None:
-    """A parsed message's unit for a batch queue the walk wrote (``BatchConsumeQueue.putMessagePositionInfoWrapper``):
-    none for a negative msgBaseOffset or batchSize; else ``putBatchMessagePositionInfo`` drops it when its offset
-    (its start) is at or below the queue's max (the start of its last unit: the cut's last unit below
-    ``processOffset``, ``processOffset - 1`` when it took them all), with no queue offset check, and else appends
-    it at the write position, ``getLastMappedFile`` creating a file (zeros) there when it is a file's start; the max
-    becomes its start.  The rebuild's own dispatch (:func:`store_format.batchconsumequeue.assign_batch_positions`)
-    appends it after the walk's units by the same rule (what it puts is undone: :class:`Placed`)."""
-    if u.base < 0 or u.batch_size < 0:
-        return   # warned, never written
-    if u.offset > s.rebuild_max:
-        if s.rebuild_write % bcq_file_size == 0 and (*key, s.rebuild_write) not in rebuild_files:
-            rebuild_files.append((*key, s.rebuild_write))
-        rebuild_units.append((*key, s.rebuild_write))
-        s.rebuild_write += BCQ_UNIT_SIZE
-        s.rebuild_max = u.offset
-    if (position := put_bcq(key, s, u.offset, bcq_file_size, opened)) >= 0:
-        out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, u.tags_code, True, u.store_time, u.base,
-                              u.batch_size))
