@@ -274,7 +274,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             first = k
             break
     accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt,
-                                             keep_queues=on_disk.consume_queues if on_disk is not None and
+                                             keep_queues=on_disk.consume_queues | on_disk.batch_queues
+                                             if on_disk is not None and
                                              config.brokerVersion == "5.5" else frozenset())
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
     if end != rec.process_offset and end == files[first].base:

@@ -139,6 +139,9 @@ class QueuesOnDisk:
     batch_position: Callable[[tuple[str, int], np.ndarray], np.ndarray] | None = None
     # the consume queues holding units (QueueTrack.keep_queues: the walk's units of its earlier files kept for them)
     consume_queues: frozenset[tuple[str, int]] = frozenset()
+    # the batch queues holding units (QueueTrack.keep_queues too: the walk's units of its earlier files dispatched onto
+    # their files, QueueTrack.batch_walked)
+    batch_queues: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)

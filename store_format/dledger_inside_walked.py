@@ -116,8 +116,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         held_only = (on_disk or {}).get(name) if not kinds and q not in track.batch_before else None
         # on disk before the walk, the cut leaving it no file (the files' units all at or past processOffset):
         # BatchConsumeQueue.truncateDirtyLogicFiles leaves its max processOffset - 1 (the emptied batch queue below),
-        # ConsumeQueue's on 5.5.1 -1 (recoverTopicQueueTable), as a queue the walk did not write
-        past_only_batch = held_only is not None and not held_only[1] and name[0] in track.batch_topics
+        # ConsumeQueue's on 5.5.1 -1 (recoverTopicQueueTable), as a queue the walk did not write; a batch queue the
+        # cut left a file of: as that file leaves it (its write position and max), replayed from there
+        past_only_batch = held_only is not None and name[0] in track.batch_topics
         if not kinds and q not in track.batch_before and \
                 (held_only is None or (not held_only[1] and reset_emptied and not past_only_batch)):
             # only records past the walk's end went to it (a walk ended by a damaged message; not on disk before the
@@ -146,13 +147,16 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             # only, none of its units cut)
             emptied_batch = held is not None and not held[1]
             # the parsed units the rebuild's own dispatch appends after the walk's units (each starting past the last
-            # walk unit's start: _place_batch's rebuild_units), before the records past the walk's end it reads after
-            # them
+            # walk unit's start), before the records past the walk's end it reads after them: where the replay reads
+            # those records' units (dledger_inside_replay_batch)
             walk_max = int(rows[:, U_OFFSET].max()) if len(rows) else -1 if past_only_batch else \
                 track.batch_before.get(q)
             rebuilt = sum(1 for u in parsed if (u.topic, u.queue_id) == name and u.batch and u.base >= 0 and
                           u.batch_size >= 0 and walk_max is not None and u.offset > walk_max)
-            walked_batch = _walked_batch(rows, cut, kept, process_offset - 1 if emptied_batch else max_after.get(q),
+            # (a batch queue only records past the walk's end went to, a file of it left by the cut: as that file
+            # alone leaves it, its max held[0])
+            walked_batch = _walked_batch(rows, cut, kept, process_offset - 1 if emptied_batch else held[0]
+                                         if past_only_batch and held is not None else max_after.get(q),
                                          later, back, track.batch_before.get(q), track.batch_units.get(q, 0), rebuilt)
             if emptied_batch and not walked_batch.refused:
                 return dataclasses.replace(walked_batch, write=0, max=process_offset - 1)
@@ -161,8 +165,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                 # putBatchMessagePositionInfo appends a unit only past the loaded max, past every unit of the files:
                 # the walk's last unit below processOffset starting at or below the max the cut leaves them, it
                 # appended none the cut keeps, and the files alone say where the cut leaves the queue; the walk's
-                # units dispatched onto the files before the cut (held[3]: written in the walk's last data file, in
-                # earlier ones only units starting at or below the loaded max, QueueTrack.batch_walked), the cut's
+                # units dispatched onto the files before the cut (held[3]: written in the walk's last data file, its
+                # units of the earlier ones kept for a queue on disk, QueueTrack.batch_walked), the cut's
                 # write position and max are those of the files with the units it appended.  The cut units the
                 # reput dispatches again and its records past the walk's end follow the parsed units from there by
                 # the same rule (no queue offset check: wherever the walk had them)
@@ -170,8 +174,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                     return dataclasses.replace(walked_batch, write=held[2], max=held[0])
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
                                    f"leaves at write position {held[2]}, max {held[0]}, not where the walk's units "
-                                   "leave it (units of it in the walk's earlier data files starting past the max "
-                                   "its files loaded with: not kept to replay onto them)")
+                                   "leave it (written in the walk's earlier data files only, units of it there "
+                                   "starting past the max its files loaded with: not dispatched onto them)")
             return walked_batch
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
         # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)

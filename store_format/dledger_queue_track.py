@@ -153,15 +153,18 @@ class QueueTrack:
         """The batch queues the walk wrote in the current (last) data file: their units there (rows of commitlog
         offset, size, unit number, in commitlog order), to dispatch onto the files the queue held before the walk
         (``BatchConsumeQueue.putBatchMessagePositionInfo``: appended only past the loaded max, whatever their unit
-        numbers); for one it wrote in an earlier data file too, after a first row ``(start, -1, -1)``, the start of
-        its last unit there (:data:`BATCH_EARLIER_SIZE`): those units are not kept, so it is dispatched only when
-        that start is at or below the loaded max (every earlier unit skipped)."""
+        numbers); for one it wrote in an earlier data file too, its units there first when it is one of
+        ``keep_queues`` (a batch queue on disk before the walk: all of them dispatched), else after a first row
+        ``(start, -1, -1)``, the start of its last unit there (:data:`BATCH_EARLIER_SIZE`): those units are not kept,
+        so it is dispatched only when that start is at or below the loaded max (every earlier unit skipped)."""
         units = self.last_file()
         batch = units[units[:, U_KIND] == KIND_BATCH]
         out = {}
         for q in np.unique(batch[:, U_QUEUE]).tolist():
             rows = positions(batch[batch[:, U_QUEUE] == q])
-            if q in self.seen_before:
+            if q in self.seen_before and q in self.kept_before:   # one of keep_queues: its earlier units kept
+                rows = np.concatenate([*self.kept_before[q], rows])
+            elif q in self.seen_before:
                 if q not in self.batch_before:
                     continue
                 rows = np.concatenate([np.array([[self.batch_before[q], BATCH_EARLIER_SIZE, -1]], np.int64), rows])

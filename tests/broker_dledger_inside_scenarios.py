@@ -86,8 +86,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`broker_dledger_inside_blank_scenarios.blank_scenarios`,
     :func:`broker_dledger_inside_bcq_disk_scenarios.bcq_disk_scenarios`,
     :func:`broker_dledger_inside_replay_scenarios.replay_scenarios`,
-    :func:`broker_dledger_inside_past_far_scenarios.past_far_scenarios` and
-    :func:`broker_dledger_inside_only_past_scenarios.only_past_scenarios`."""
+    :func:`broker_dledger_inside_past_far_scenarios.past_far_scenarios`,
+    :func:`broker_dledger_inside_only_past_scenarios.only_past_scenarios` and
+    :func:`broker_dledger_inside_batch_replay_scenarios.batch_replay_scenarios`."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -129,6 +130,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += [embedded_to_entry_past_scenario(out[0]), embedded_to_entry_past_two_scenario(out[0]),
                 embedded_to_entry_past_cut_scenario(out[0])]
         from broker_dledger_inside_again_scenarios import again_abort_scenarios
+        from broker_dledger_inside_batch_replay_scenarios import batch_replay_scenarios
         from broker_dledger_inside_bcq_disk_scenarios import bcq_disk_scenarios
         from broker_dledger_inside_blank_scenarios import blank_scenarios
         from broker_dledger_inside_disk_batch_scenarios import disk_batch_scenarios
@@ -143,7 +145,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += disk_scenarios(out[0]) + past_more_scenarios(out[0]) + again_abort_scenarios(out[0]) \
             + disk_batch_scenarios(out[0]) + past_rest_scenarios(out[0]) + light_scenarios(out[0]) \
             + blank_scenarios(out[0]) + bcq_disk_scenarios(out[0]) + past_far_scenarios(out[0]) \
-            + only_past_scenarios(out[0]) + replay_scenarios(out[0]) + gate_scenarios(out[0])
+            + only_past_scenarios(out[0]) + replay_scenarios(out[0]) + gate_scenarios(out[0]) \
+            + batch_replay_scenarios(out[0])
     return out
 
 

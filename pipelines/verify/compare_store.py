@@ -401,8 +401,10 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
 
     held = frozenset((topic, int(qid)) for s in states if s.restart.max_physic_offset >= 0
                      and s.restart.layout != BCQ_DIR for topic, qid in [s.restart.queue.rsplit("/", 1)])
+    batch_held = frozenset((topic, int(qid)) for s in states if s.restart.max_physic_offset >= 0
+                           and s.restart.layout == BCQ_DIR for topic, qid in [s.restart.queue.rsplit("/", 1)])
     on_disk = QueuesOnDisk(max((s.restart.max_physic_offset for s in states), default=-1), max_after_cut,
-                           batch_position, held)
+                           batch_position, held, batch_held)
     try:
         return plan_dledger_crash(st, config, dledger, read_checkpoint(st), on_disk), None
     except (UnsupportedConfigError, RestartFailsError) as e:
