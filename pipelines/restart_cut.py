@@ -7,7 +7,8 @@ Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles``, ``Consume
 as :mod:`store_format.dledger_crash_cut` and :mod:`store_format.dledger_inside_units` plan them; this module writes
 what they say: an ordinary queue a reput set inside an entry touches whole, as
 :mod:`store_format.dledger_inside_replay` replays it (``ConsumeQueue.fillPreBlank``,
-``ConsumeQueue.truncateDirtyLogicFiles``: which files stay), every other staged file of it removed.
+``ConsumeQueue.truncateDirtyLogicFiles``: which files stay), every other staged file of it removed; a batch queue so
+too, as :mod:`store_format.dledger_inside_replay_batch` replays it (:mod:`pipelines.restart_cut_batch`).
 """
 from __future__ import annotations
 
@@ -51,12 +52,14 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     put back only in part they are moved to where the reput appends them (:func:`_write_moved`), and with
     ``enableConsumeQueueExt`` the reput's ext units are appended and the units it put back point at them
     (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched are written with the
-    concurrent reput's (:func:`inside_blanks`); the cut units of a queue the cut left with no file, of one it left a
-    file of that go elsewhere than where they were, or of a batch queue that the reput appends after the parsed units
-    (``Placed.again_moved``) are written with those; an ordinary queue the reput set inside an entry touches
+    concurrent reput's (:func:`inside_blanks`); the cut units of a queue the cut left with no file, or of one it left
+    a file of that go elsewhere than where they were, that the reput appends after the parsed units
+    (``Placed.again_moved``) are written with those; an ordinary or batch queue the reput set inside an entry touches
     (``Placed.whole``) is written whole last, from the walk's bytes read first (:func:`_walk_bytes`,
-    :func:`_write_whole`), nothing of the above written for it.  ``built``'s rows of the files written follow
-    (:meth:`pipelines.build_stage.Built.rows_from_bytes`); returns whether anything changed."""
+    :func:`_write_whole`; a batch queue's :func:`pipelines.restart_cut_batch.batch_walk_bytes`,
+    :func:`pipelines.restart_cut_batch.write_batch_whole`), nothing of the above written for it.  ``built``'s rows
+    of the files written follow (:meth:`pipelines.build_stage.Built.rows_from_bytes`); returns whether anything
+    changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
     if crash is None:
         return False

@@ -145,9 +145,9 @@ class Placed:
     # the walk's; the reput's ones, where it goes on, after them)
     ext_put: tuple[tuple[str, int, int], ...] = ()
     # ``(topic, queue id, source, target)``: in a queue the cut left with no file (or one it left a file of, on disk
-    # before the walk or not, where not every cut unit goes back where it was) or a batch queue, a cut unit the reput
-    # dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its queue offset * 20, a
-    # batch queue's unit index * 46, a queue holding own and light units its WalkedQueue.again_at position, -1 where
+    # before the walk or not, where not every cut unit goes back where it was; never a batch queue's: Placed.whole),
+    # a cut unit the reput dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its
+    # queue offset * 20, a queue holding own and light units its WalkedQueue.again_at position, -1 where
     # the walk dropped it), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
     # listed, in commitlog order (in a queue the cut left with no file, then its records past the walk's end, from
     # where the rebuild's dispatch appends them: past_no_file)
@@ -167,8 +167,9 @@ class Placed:
     # offsets below its write position), as units at the broker's positions (``apply_cut`` writes them with
     # :attr:`units`, over the rebuild's bytes there)
     past_put: tuple[InsideUnit, ...] = ()
-    # the ordinary queues (no batch queue, no ext files) the reput touches, their files replayed whole
-    # (store_format.dledger_inside_replay.QueueFiles): apply_cut writes them and nothing else of those queues
+    # the ordinary queues (no ext files) and batch queues the reput touches, their files replayed whole
+    # (store_format.dledger_inside_replay.QueueFiles, a batch queue's dledger_inside_replay_batch.BatchQueueFiles):
+    # apply_cut writes them and nothing else of those queues
     whole: tuple[QueueFiles, ...] = ()
 
     def parsed_queues(self) -> set[tuple[str, int]]:

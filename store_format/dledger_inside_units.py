@@ -9,9 +9,10 @@ Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` and
 An ordinary queue (a consume queue without ext files, not a batch queue) is replayed whole
 (:func:`store_format.dledger_inside_replay.replay_queue`, :attr:`Placed.whole`): its parsed units, the files
 ``getLastMappedFile`` creates and its ``fillPreBlank`` end in :attr:`Placed.units`, ``opened``, ``blank_until`` come
-from the replay, and ``pipelines.restart_cut.apply_cut`` writes its files whole.  What follows, the difference from
+from the replay, and ``pipelines.restart_cut.apply_cut`` writes its files whole; so is a batch queue
+(:func:`store_format.dledger_inside_replay_batch.replay_batch_queue`, below).  What follows, the difference from
 the rebuild's own dispatch of those messages (``rebuild_units``, ``again_dropped``, ``again_moved``, ``past_*``), is
-written for batch queues and queues with ext files only; for an ordinary queue it still runs, as the gate of the
+written for queues with ext files only; for an ordinary queue it still runs, as the gate of the
 refusals no broker case lifts yet, its rows dropped (:func:`store_format.dledger_inside_past.place_past` with
 ``replayed``: its records past the walk's end put elsewhere than the rebuild's dispatch puts them, or into a file
 that dispatch creates where the broker puts units of its own, no longer refused there).
@@ -115,15 +116,13 @@ file as the walk wrote it (the cut units' ext units too) and the ext units of th
 follow (:attr:`WalkedQueue.ext_next`, not lowered), as the rebuild's dispatch puts them; in a queue on disk before
 the walk the parsed units and those records go from the write position the cut left its files at, the same.
 
-A batch queue the walk wrote (in its last data file or its earlier ones only:
-:func:`store_format.dledger_inside_walked.inside_units`) takes a parsed unit by
-``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`_place_batch`): its max the start of its last unit, the unit
-dropped at or below it, no queue offset check, 46-byte units. Its cut units the reput dispatches again after the parsed
-ones, and its records past the walk's end after them, go by the same rule (:func:`put_bcq`): each one whose start
-lies past the max the parsed units left is appended at the write position (not where the walk had it), in commitlog
-order (:attr:`Placed.again_moved`, its 46-byte unit's source and target); those the reput goes on past (inside the
-parsed messages: the first ones, or all of them) are lost (target -1), its records past the walk's end still
-appended.
+A batch queue the walk wrote (in its last data file or its earlier ones only, or one on disk before the walk that
+only records past the walk's end went to: :func:`store_format.dledger_inside_walked.inside_units`) is replayed whole
+(:func:`store_format.dledger_inside_replay_batch.replay_batch_queue`, :attr:`Placed.whole`; nothing of the difference
+model above written for it): ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`put_bcq`) takes its parsed
+units, then its cut units the reput dispatches again and its records past the walk's end, each appended at the write
+position when it starts past the max (the start of the last unit; no queue offset check, 46-byte units), in reput
+order; those the reput goes on past (inside the parsed messages: the first ones, or all of them) are lost.
 """
 from __future__ import annotations
 

@@ -64,8 +64,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
     (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
     ``QueueTrack.own_walked``, for a batch queue it wrote in its last data file by
-    ``BatchConsumeQueue.putBatchMessagePositionInfo``, its units in earlier ones, if any, starting at or below the
-    loaded max: ``QueueTrack.batch_walked``; else refused when a walk unit
+    ``BatchConsumeQueue.putBatchMessagePositionInfo``, its units in earlier ones, if any, first (kept for a queue on
+    disk: ``QueueTrack.keep_queues``): ``QueueTrack.batch_walked``; else refused when a walk unit
     below ``processOffset`` ends (a batch queue's: starts) past that max:
     :func:`_on_disk`; a batch queue on disk that the cut left no file of: its max ``processOffset - 1``, its next
     unit at queue byte 0, ``MappedFileQueue``'s ``getMaxOffset`` with no file); ``ext_file_size`` > 0:
@@ -82,8 +82,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     by the cut on 5.5.1: ``ConsumeQueue``'s max -1 there) is one the walk did not write (None: the rebuild's own
     dispatch, reading the parsed messages before those records as the broker dispatches them, puts them where the
     broker does); such a batch queue on disk that the cut left no file of is the emptied batch queue (its max
-    ``processOffset - 1``: a parsed unit starting there dropped, the records past the walk's end from queue byte 0);
-    on disk with a file left, or a consume queue on disk on 5.3.3: refused.  ``after``:
+    ``processOffset - 1``: a parsed unit starting there dropped, the records past the walk's end from queue byte 0),
+    one the cut left a file of goes from that file's write position and max (``BatchConsumeQueue.
+    truncateDirtyLogicFiles`` on the files alone: the walk wrote none of it); a consume queue on disk with a file
+    left, or on disk on 5.3.3: refused.  ``after``:
     the units of the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed
     over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
