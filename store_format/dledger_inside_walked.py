@@ -176,8 +176,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                     return dataclasses.replace(walked_batch, write=held[2], max=held[0])
                 return WalkedQueue(0, 0, 0, 0, refused="a batch queue on disk before the walk whose files the cut "
                                    f"leaves at write position {held[2]}, max {held[0]}, not where the walk's units "
-                                   "leave it (written in the walk's earlier data files only, units of it there "
-                                   "starting past the max its files loaded with: not dispatched onto them)")
+                                   "leave it (units of it starting past the max its files loaded with, the walk's "
+                                   "units not dispatched onto them)")
             return walked_batch
         # on disk before the walk, a file of it left by the cut: as the cut left its files (their write position and
         # max), where the walk's units below processOffset end at or below that max (else refused: _on_disk)

@@ -150,17 +150,19 @@ class QueueTrack:
         return out
 
     def batch_walked(self) -> dict[tuple[str, int], np.ndarray]:
-        """The batch queues the walk wrote in the current (last) data file: their units there (rows of commitlog
-        offset, size, unit number, in commitlog order), to dispatch onto the files the queue held before the walk
-        (``BatchConsumeQueue.putBatchMessagePositionInfo``: appended only past the loaded max, whatever their unit
-        numbers); for one it wrote in an earlier data file too, its units there first when it is one of
-        ``keep_queues`` (a batch queue on disk before the walk: all of them dispatched), else after a first row
+        """The batch queues the walk wrote in the current (last) data file, or in earlier ones only when it is one
+        of ``keep_queues`` (a batch queue on disk before the walk, its units there kept): their units (rows of
+        commitlog offset, size, unit number, in commitlog order), to dispatch onto the files the queue held before
+        the walk (``BatchConsumeQueue.putBatchMessagePositionInfo``: appended only past the loaded max, whatever
+        their unit numbers); for one it wrote in an earlier data file too, its units there first when it is one of
+        ``keep_queues`` (all of them dispatched), else after a first row
         ``(start, -1, -1)``, the start of its last unit there (:data:`BATCH_EARLIER_SIZE`): those units are not kept,
         so it is dispatched only when that start is at or below the loaded max (every earlier unit skipped)."""
         units = self.last_file()
         batch = units[units[:, U_KIND] == KIND_BATCH]
         out = {}
-        for q in np.unique(batch[:, U_QUEUE]).tolist():
+        kept = {q for q in self.kept_before if self.names[q][0] in self.batch_topics}   # on disk, earlier units kept
+        for q in sorted(set(np.unique(batch[:, U_QUEUE]).tolist()) | kept):
             rows = positions(batch[batch[:, U_QUEUE] == q])
             if q in self.seen_before and q in self.kept_before:   # one of keep_queues: its earlier units kept
                 rows = np.concatenate([*self.kept_before[q], rows])

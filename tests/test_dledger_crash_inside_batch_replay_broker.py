@@ -3,7 +3,8 @@ whose start's reput, set inside an entry, parses a message for a batch queue the
 of that queue (:mod:`store_format.dledger_inside_replay_batch`) with the walk's units of its earlier data files kept
 (``QueueTrack.batch_walked``) models (:mod:`broker_dledger_inside_batch_replay_scenarios`):
 ``-earlier-batch-held-lower``, B7/0 on disk before the walk, whose unit of the walk's earlier data file the walk
-appends onto its planted file, and ``-to-entry-past-only-batch-held``, a batch queue on disk before the walk that the
+appends onto its planted file (``-earlier-batch-only-held-lower``: written there only), and
+``-to-entry-past-only-batch-held``, a batch queue on disk before the walk that the
 walk wrote no unit of (only a record past its end), its planted file kept by the cut.
 Written by the published RocketMQ store through the JVM harness in ``tests/broker/``: what the broker's restart wrote,
 and ``verify``'s prediction on the store as that restart found it (its units lost, counted from the broker's files;
@@ -140,5 +141,55 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_held
         placed.opened == (), placed
     (q,) = [q for q in placed.whole if (q.topic, q.queue_id) == (PAST_ONLY_BATCH_TOPIC, 0)]
     assert (q.parsed_at, [pos for pos, _source in q.copies], q.put_back) == ((46,), [92], (damaged,)), q
+    # the planted unit is no message's own (another queue's record, whose own unit the broker's queue holds too)
+    _loses_as_the_broker(p, r, src, (reput,), extra=1, some=False)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_walk_appended_its_only_units_of_an_earlier_file_onto_a_batch_queue(
+        line, tmp_path, monkeypatch):
+    """-earlier-batch-only-held-lower: B7/0, written by the walk in the first data file only (message 10), its planted
+    file holding one unit (:data:`BELOW_B7_UNIT`, another queue's record): loaded max 48, write position 46.  The
+    walk's ``putBatchMessagePositionInfo`` appends message 10's unit at 46 (it starts past 48); the cut keeps it
+    (below processOffset): write position 92, max its start; the B7/0 message where the reput is set starts past it
+    and is appended at 92.  The broker's file, byte for byte: the planted unit, message 10's, the parsed one, zeros.
+    verify on the store as that restart found it dispatches the walk's B7/0 unit of the first data file onto the
+    planted file before the cut (``QueueTrack.batch_walked``: a batch queue on disk, its earlier units kept; before,
+    refused), replays B7/0 from there and predicts the units lost."""
+    from broker_dledger_inside_bcq_disk_scenarios import BELOW_B7_UNIT, EARLIER_B7_UNIT
+    from broker_dledger_inside_scenarios import BATCH_INNER, embedded_earlier_batch_message
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-batch-only-held-lower"
+    reput, msg = embedded_earlier_batch_message()
+    r, w, src = _inside_run(name, reput, msg, b"x" * 8)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2, data
+    first = data[0].read_bytes()
+    earlier = first[EARLIER_B7_UNIT[0]:sum(EARLIER_B7_UNIT[:2])]   # message 10: B7/0's only record in the walk
+    assert (int.from_bytes(earlier[:4], "big"), int.from_bytes(earlier[28:36], "big")) == EARLIER_B7_UNIT[1::-1]
+    assert b"\x02B7" in earlier and BELOW_B7_UNIT[0] < EARLIER_B7_UNIT[0] < int(data[-1].name)
+    (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B7" / "0").iterdir())
+    before = held_file.read_bytes()
+    assert struct.unpack(">qiqqqhii", before[:46]) == BELOW_B7_UNIT and not any(before[46:])
+    loaded = w["queuesAfterLoad"]["B7/0"]
+    assert loaded["files"] == [held_file.name] and int(loaded["maxOffset"]) == 92, loaded
+    assert int(loaded["maxPhysicOffset"]) == EARLIER_B7_UNIT[0], loaded
+    state = w["queuesAfterDispatch"]["B7/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 138, state
+    b7 = (src / "expected" / "batchconsumequeue" / "B7" / "0" / held_file.name).read_bytes()
+    stored = struct.unpack(">q", msg[56:64])[0]
+    units = [struct.unpack(">qiqqqhii", b7[k:k + 46]) for k in (0, 46, 92)]
+    assert b7[:46] == before[:46] and units[1][:2] == EARLIER_B7_UNIT[:2] and \
+        units[2] == (reput, len(msg), 0, stored, *BATCH_INNER[1], -1, 0) and not any(b7[138:]), b7[:138].hex()
+    cuts = _capture_cuts(monkeypatch)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert crash.start_offset == 0, crash.start_offset   # the walk from the first data file
+    assert cuts[0][("B7", 0)] == (EARLIER_B7_UNIT[0], True, 92, True), cuts
+    placed = crash.cut.inside_placed
+    assert placed.units == (InsideUnit("B7", 0, 92, reput, len(msg), 0, True, stored, *BATCH_INNER[1]),) and \
+        placed.opened == (), placed
+    (q,) = [q for q in placed.whole if (q.topic, q.queue_id) == ("B7", 0)]
+    assert (q.parsed_at, q.opened, q.copies) == ((92,), (), ()), q
     # the planted unit is no message's own (another queue's record, whose own unit the broker's queue holds too)
     _loses_as_the_broker(p, r, src, (reput,), extra=1, some=False)
