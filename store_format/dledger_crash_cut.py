@@ -126,7 +126,7 @@ class QueuesOnDisk:
     consume queue in ``walked``, the walk's units of a queue it wrote in its last data file as its own consume queue
     only, in its earlier data files too when it is one of ``consume_queues`` (commitlog offset, size, queue offset:
     ``QueueTrack.own_walked``; a batch queue it wrote in its last data file, its units in earlier ones, if any,
-    first, kept when it is one of ``batch_queues``: ``QueueTrack.batch_walked``), once
+    first, or in those only, kept when it is one of ``batch_queues``: ``QueueTrack.batch_walked``), once
     ``putMessagePositionInfo`` (``putBatchMessagePositionInfo``) dispatched those onto its files:
     :func:`store_format.consumequeue_recovery.dispatch_units`), with whether a file of it stays, its write position
     then and whether the walk's units were dispatched (:data:`OnDiskCut`): a

@@ -63,9 +63,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     left a file of: ``place_past``), and for a queue on disk before the walk
     that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
     (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
-    ``QueueTrack.own_walked``, for a batch queue it wrote in its last data file by
-    ``BatchConsumeQueue.putBatchMessagePositionInfo``, its units in earlier ones, if any, first (kept for a queue on
-    disk: ``QueueTrack.keep_queues``): ``QueueTrack.batch_walked``; else refused when a walk unit
+    ``QueueTrack.own_walked``, for a batch queue it wrote by ``BatchConsumeQueue.putBatchMessagePositionInfo``, its
+    units in the walk's earlier data files first (kept for a batch queue on disk: ``QueueTrack.keep_queues``), in its
+    last one, in either only: ``QueueTrack.batch_walked``; else refused when a walk unit
     below ``processOffset`` ends (a batch queue's: starts) past that max:
     :func:`_on_disk`; a batch queue on disk that the cut left no file of: its max ``processOffset - 1``, its next
     unit at queue byte 0, ``MappedFileQueue``'s ``getMaxOffset`` with no file); ``ext_file_size`` > 0:
