@@ -208,7 +208,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         key = (u.topic, u.queue_id)
         if key not in states:
             states[key] = walked(key)
-            if (new := states[key]) is not None and not new.refused and not new.batch and not ext_file_size:
+            if (new := states[key]) is not None and not new.refused and not new.batch:
                 initial[key] = dataclasses.replace(new)   # as the cut left it: replayed whole
             if new is not None and new.write < 0 and not new.refused:
                 no_file.add(key)
@@ -301,9 +301,9 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     whole = []
     for key, s in initial.items():   # the ordinary queues, replayed whole: their parsed units, files, blanks told too
         mine = [i for i, u in enumerate(parsed) if (u.topic, u.queue_id) == key]
-        whole.append(w := replay_queue(key, s, [parsed[i] for i in mine], cq_file_size, at, tags))
-        out += [InsideUnit(*key, pos, parsed[i].offset, parsed[i].size, parsed[i].tags_code)
-                for i, pos in zip(mine, w.parsed_at) if pos >= 0]
+        whole.append(w := replay_queue(key, s, [parsed[i] for i in mine], cq_file_size, at, tags, ext_file_size))
+        out += [InsideUnit(*key, pos, offset, size, code) for pos, offset, size, code in w.units[:len(
+            [p for p in w.parsed_at if p >= 0])]]
         order += [i for i, pos in zip(mine, w.parsed_at) if pos >= 0]
         opened += [(*key, f) for f in w.opened]
         blanks += [(*key, w.blank_until)] if w.blank_until >= 0 else []
