@@ -191,9 +191,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
-                   "whose records past the walk's end the reput dispatches afterwards, with no file left (but for "
-                   "every cut unit dispatched again, on 5.5.1, or without ext files: replayed)"
-                   if len(later) and emptied and not ((back.all() or not ext_file_size) and reset_emptied)
+                   "whose records past the walk's end the reput dispatches afterwards, with no file left (but on "
+                   "5.5.1: replayed)"
+                   if len(later) and emptied and not reset_emptied
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
