@@ -16,9 +16,6 @@ case reaches them).
 """
 from __future__ import annotations
 
-import numpy as np
-
-from .consumequeue_ext import ext_addresses
 from .dledger_inside_state import InsideUnit, Tags, WalkedQueue, put_cq, refuse
 from .layout import CQ_UNIT_SIZE
 
@@ -62,8 +59,7 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
                kept: list[tuple[str, int, int, int, int]], moved_to: list[tuple[str, int, int]],
                tags: Tags | None = None, put_past: list[InsideUnit] | None = None,
                made: list[tuple[str, int, int]] | None = None,
-               extra: list[tuple[str, int, int]] | None = None, ext_file_size: int = 0,
-               replayed: bool = False) -> list[int]:
+               extra: list[tuple[str, int, int]] | None = None, replayed: bool = False) -> list[int]:
     """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
     units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
     dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
@@ -89,11 +85,7 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
     last walk unit) goes to ``put_past`` (:attr:`Placed.past_put`): written at the broker's position, its tags code
     by ``tags``, over what the rebuild put there (zeros or its parsed unit: :attr:`Placed.rebuild_units`), where no
     record before it went elsewhere than the rebuild puts it, none after it does, and its file is one both keep
-    (neither created anew nor removed), without ``tags`` refused.  With ext files (``ext_file_size``)
-    ``putMessagePositionInfoWrapper`` puts each record's ext unit (``ConsumeQueueExt.put``) before the unit is
-    appended or dropped, in the broker and in the rebuild's dispatch alike, after the parsed units' (``s.ext_next``):
-    the unit appended holds its address (``ConsumeQueueExt.decorate``); refused past cut units dispatched again
-    (their ext units, put by the broker alone, come first).  ``replayed`` (an ordinary queue, which
+    (neither created anew nor removed), without ``tags`` refused.  ``replayed`` (an ordinary queue, which
     :mod:`store_format.dledger_inside_replay` writes whole, the rows here dropped): neither a record put elsewhere
     than the rebuild puts it nor a file the rebuild's dispatch creates where the broker puts units of its own is
     refused."""
@@ -103,10 +95,6 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
     shifted: list[int] = []   # the broker's positions of records the rebuild appends elsewhere (past skipped cut units)
     for offset, size, queue_offset in s.past:
         end = offset + size
-        ext_code = None   # with ext files, the address of the ext unit put for a record's own unit, in both
-        if ext_file_size and tags is not None and tags(offset, size, key) is not None:
-            ext_code = None if s.again else int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
-            s.ext_next += 1
         # getLastMappedFile on a full last file (the write position a file's start, past the max): a new file there
         rebuild_file = s.rebuild_write if end > s.rebuild_max and s.rebuild_write % cq_file_size == 0 else -1
         broker_file = s.write if end > s.max and s.write % cq_file_size == 0 else -1
@@ -138,7 +126,7 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
             dropped.append(offset)
             continue
         if broker >= 0 > rebuild and tags is not None and put_past is not None and \
-                (tags_code := ext_code if ext_file_size else tags(offset, size, key)) is not None and \
+                (tags_code := tags(offset, size, key)) is not None and \
                 not shifted and \
                 (*key, broker - broker % cq_file_size) not in removed:
             # appended by the broker, dropped by the rebuild: the broker's unit written at its position

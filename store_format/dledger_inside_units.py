@@ -130,12 +130,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import numpy as np
-
 from . import commitlog as cl
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .config import BrokerConfig
-from .consumequeue_ext import ext_addresses
 from .dispatch import queue_units
 from .dledger_inside_past import past_no_file, place_past
 from .dledger_inside_replay import replay_queue
@@ -231,14 +228,12 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
                 rebuild_units.append((*key, s.rebuild_write))
                 s.rebuild_write += CQ_UNIT_SIZE
                 s.rebuild_max = end
-        tags_code = u.tags_code
-        if ext_file_size and u.own:   # ConsumeQueueExt.put first, whatever becomes of the unit (a light unit:
-            # ConsumeQueue.multiDispatchLmqQueue calls putMessagePositionInfo alone, no ext unit, its own tags code)
-            tags_code = int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
-            s.ext_next += 1
+        if ext_file_size and u.own:   # ConsumeQueueExt.put (a light unit: ConsumeQueue.multiDispatchLmqQueue calls
+            # putMessagePositionInfo alone, no ext unit): counted for the ext units the reput puts after them
+            # (dledger_crash_cut.ExtAgain); the replay gives the unit its address
             ext_put[key] = ext_put.get(key, 0) + 1
         if (position := put_cq(key, s, end, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
-            out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, tags_code))
+            out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, u.tags_code))
             order.append(i)
     # the cut units the reput goes on past (none dispatched again) before records past the walk's end: all dropped
     again: list[tuple[str, int, int]] = [(*key, s.skipped) for key, s in states.items()
@@ -285,7 +280,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     for key, s in states.items():
         if s is not None and s.past and key not in no_file:
             past += [(*key, o) for o in place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
-                                                     moved_to, tags, put_past, made, extra, ext_file_size,
+                                                     moved_to, tags, put_past, made, extra,
                                                      key in initial)]
     opened += made   # written anew (zeros but for the broker's units there), not removed
     # an ordinary queue's rows above only gate the refusals the replay does not lift (place_past's ``replayed``:
