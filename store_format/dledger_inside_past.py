@@ -2,17 +2,16 @@
 the walk's end (a walk ended by a damaged message), after the parsed units and the cut units it dispatches again.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (with ``ConsumeQueueExt.put`` before it, its
-address the appended unit's tags code: ``decorate``) and ``MappedFileQueue.getLastMappedFile``, applied to each
-record from the state the earlier units left (:func:`put_cq`); what
-:func:`store_format.dledger_inside_units.place_inside` hands over and the rules it states (its module docstring).
-What it says is written for a queue with ext files only; for an ordinary queue (no ext files) it only gates its
-refusals, :mod:`store_format.dledger_inside_replay` placing and writing that queue whole, and of those
-:func:`place_past` (``replayed``) drops the ones the replay decides, checked against the broker: records past the
-walk's end put elsewhere than the rebuild's dispatch puts them (``-past-cut-two-beyond``: one it drops, the next a
-unit further) and into a file that dispatch creates where the broker puts units of its own
-(``-past-cut-two-over-wide``: the broker creating it for a later record).  Kept: a record the broker appends into a
-file ``apply_cut`` removes, and :func:`past_no_file`'s queue offset below the rebuild's write position (no broker
-case reaches them).
+address the appended unit's tags code: ``decorate``) and ``MappedFileQueue.getLastMappedFile``, applied to each record
+from the state the earlier units left (:func:`put_cq`); what :func:`store_format.dledger_inside_units.place_inside`
+hands over and the rules it states (its module docstring). Every queue it is asked about is an ordinary one (ext files
+or not), for which it only gates its refusals, :mod:`store_format.dledger_inside_replay` placing and writing that queue
+whole, and of those :func:`place_past` (``replayed``) drops the ones the replay decides, checked against the broker:
+records past the walk's end put elsewhere than the rebuild's dispatch puts them (``-past-cut-two-beyond``: one it drops,
+the next a unit further) and into a file that dispatch creates where the broker puts units of its own
+(``-past-cut-two-over-wide``: the broker creating it for a later record). Kept: a record the broker appends into a file
+``apply_cut`` removes, and :func:`past_no_file`'s queue offset below the rebuild's write position (no broker case
+reaches them).
 """
 from __future__ import annotations
 

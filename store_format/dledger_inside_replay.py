@@ -3,20 +3,30 @@ set inside an entry touches, replayed whole (:func:`replay_queue`): the files ``
 then every unit the reput dispatches into the queue, in reput order, by the broker's own rule.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (:func:`store_format.dledger_inside_state.put_cq`),
-``MappedFileQueue.getLastMappedFile`` (the files it creates: zeros), ``ConsumeQueue.fillPreBlank`` (the blank units
-before the first unit of a queue the cut left with no file) and ``ConsumeQueue.truncateDirtyLogicFiles`` (which files
-stay: from the last file back, one whose first unit lies at or past ``processOffset`` is deleted; in the first one
-that stays the units past the write position stay on disk as bytes).
+``ConsumeQueue.putMessagePositionInfoWrapper`` and ``ConsumeQueueExt.put``/``decorate`` (with ext files: the ext unit
+put first, its address the unit's tags code), ``MappedFileQueue.getLastMappedFile`` (the files it creates: zeros),
+``ConsumeQueue.fillPreBlank`` (the blank units before the first unit of a queue the cut left with no file) and
+``ConsumeQueue.truncateDirtyLogicFiles`` (which files stay: from the last file back, one whose first unit lies at or
+past ``processOffset`` is deleted; in the first one that stays the units past the write position stay on disk as bytes).
 
-An ordinary queue here: a consume queue (not a BatchCQ topic's), without ext files (``enableConsumeQueueExt``), whose
-state :mod:`store_format.dledger_inside_walked` built (:class:`WalkedQueue`, as the cut left it; write position -1:
-no file left).  From that state the reput dispatches, each by ``putMessagePositionInfo``:
+An ordinary queue here: a consume queue (not a BatchCQ topic's), with or without ext files (``enableConsumeQueueExt``),
+whose state :mod:`store_format.dledger_inside_walked` built (:class:`WalkedQueue`, as the cut left it; write position
+-1: no file left). From that state the reput dispatches, each by ``putMessagePositionInfo``:
 
 1. the units of the messages its check parses inside the entry, in order (:class:`ParsedUnit`);
 2. the queue's cut units it dispatches again after them (:attr:`WalkedQueue.again`, but the first
    :attr:`WalkedQueue.again_skip`, which lie inside the parsed messages): each unit's bytes are the walk's, read
    where the walk's queue holds it (:attr:`WalkedQueue.again_at`, else its queue offset * 20);
 3. the records of the queue past the walk's end (:attr:`WalkedQueue.past`), their tags codes read from the log.
+
+With ext files each of those that is a record's own unit (not a light one: ``multiDispatchLmqQueue`` calls
+``putMessagePositionInfo`` alone) first gets an ext unit (``putMessagePositionInfoWrapper``: ``ConsumeQueueExt.put``,
+whether ``putMessagePositionInfo`` then appends or drops the unit), the next after the walk's
+(:attr:`WalkedQueue.ext_next`: ``truncateDirtyLogicFiles`` leaves the ext files as the walk wrote them, its
+``truncateByMaxAddress`` reached only with every file deleted and then given no address), and the unit appended
+holds that ext unit's address (``decorate``) as its tags code: a cut unit dispatched again a new one, not the walk's
+bytes.  The ext files themselves are the rebuild's (the walk's ext units, the parsed messages', then those of the
+records the reput walks, :class:`store_format.dledger_crash_cut.ExtAgain`, in that order as the broker puts them).
 
 ``pipelines.restart_cut.apply_cut`` writes the files :class:`QueueFiles` describes whole (the walk's bytes of the
 files the cut leaves, below the walk's end: what the rebuild's own dispatch appended after it is not the broker's)
@@ -26,7 +36,8 @@ and removes every other staged file of the queue.  The rule is the one :func:`pu
 queues :func:`store_format.dledger_inside_units.place_inside` is asked about); one only cut units dispatched again
 or records past the walk's end go to is put back by :func:`store_format.dledger_crash_cut.cut_queues` as before.
 Refused (one line): a cut unit the walk's dispatch dropped (a queue holding own and light units) that the reput
-appends, its bytes in no file of the walk's queue.
+appends, its bytes in no file of the walk's queue; with ext files, a unit the reput dispatches after the parsed ones
+with no ``tags`` to say whether it is a record's own.
 """
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ class Placed:
     # offsets below its write position), as units at the broker's positions (``apply_cut`` writes them with
     # :attr:`units`, over the rebuild's bytes there)
     past_put: tuple[InsideUnit, ...] = ()
-    # the ordinary queues (no batch queue, no ext files) the reput touches, their files replayed whole
+    # the ordinary queues (no batch queue; ext files or not) the reput touches, their files replayed whole
     # (store_format.dledger_inside_replay.QueueFiles): apply_cut writes them and nothing else of those queues
     whole: tuple[QueueFiles, ...] = ()
 

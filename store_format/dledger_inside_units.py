@@ -6,12 +6,12 @@ Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` and
 ``CommitLogDispatcherBuildConsumeQueue`` from ``DefaultMessageStore.doDispatch``) and
 ``MappedFileQueue.getLastMappedFile`` (5.3.3's, for a queue its cut emptied, the same).
 
-An ordinary queue (a consume queue without ext files, not a batch queue) is replayed whole
+An ordinary queue (a consume queue, with or without ext files, not a batch queue) is replayed whole
 (:func:`store_format.dledger_inside_replay.replay_queue`, :attr:`Placed.whole`): its parsed units, the files
 ``getLastMappedFile`` creates and its ``fillPreBlank`` end in :attr:`Placed.units`, ``opened``, ``blank_until`` come
 from the replay, and ``pipelines.restart_cut.apply_cut`` writes its files whole.  What follows, the difference from
 the rebuild's own dispatch of those messages (``rebuild_units``, ``again_dropped``, ``again_moved``, ``past_*``), is
-written for batch queues and queues with ext files only; for an ordinary queue it still runs, as the gate of the
+written for batch queues only; for an ordinary queue it still runs, as the gate of the
 refusals no broker case lifts yet, its rows dropped (:func:`store_format.dledger_inside_past.place_past` with
 ``replayed``: its records past the walk's end put elsewhere than the rebuild's dispatch puts them, or into a file
 that dispatch creates where the broker puts units of its own, no longer refused there).
