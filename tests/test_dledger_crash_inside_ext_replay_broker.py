@@ -2,16 +2,15 @@
 entry, parses a message for an ordinary queue with consume queue ext files (``enableConsumeQueueExt=true``) the walk
 wrote, in a case only the replay of that queue (:mod:`store_format.dledger_inside_replay`) models
 (:mod:`broker_dledger_inside_ext_replay_scenarios`): T6/0, left with no file by the cut, whose first cut unit lies
-inside the parsed message, then its records past the walk's end, with or without its second cut unit dispatched
-again; and T0/0 whose records past the walk's end the rebuild's own dispatch puts elsewhere than the broker
-(-past-cut-two-beyond-ext) or into a file it creates where the broker puts a later record's unit
-(-past-cut-two-over-wide-ext).  Each unit the reput dispatches into T6/0 puts its ext unit first
-(``ConsumeQueue.putMessagePositionInfoWrapper``, whatever ``putMessagePositionInfo`` then does with the unit), and a
-unit appended holds that ext unit's address.
-Written by the published RocketMQ store through the JVM harness in ``tests/broker/``: what the broker's restart wrote,
-``rebuild --as-restart`` on the store as that restart found it (consume queue and ext files byte for byte) and
-``verify``'s units lost, counted from the broker's files.  The stores are written with the others of
-:mod:`broker_dledger_runs` (one pytest session)."""
+inside the parsed message, then its records past the walk's end, with or without its second cut unit dispatched again;
+and T0/0 whose records past the walk's end the rebuild's own dispatch puts elsewhere than the broker
+(-past-cut-two-beyond-ext; -past-cut-two-some-beyond-ext after a cut unit dispatched again) or into a file it creates
+where the broker puts a later record's unit (-past-cut-two-over-wide-ext). Each unit the reput dispatches into the queue
+puts its ext unit first (``ConsumeQueue.putMessagePositionInfoWrapper``, whatever ``putMessagePositionInfo`` then does
+with the unit), and a unit appended holds that ext unit's address. Written by the published RocketMQ store through the
+JVM harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart
+found it (consume queue and ext files byte for byte) and ``verify``'s units lost, counted from the broker's files. The
+stores are written with the others of :mod:`broker_dledger_runs` (one pytest session)."""
 from __future__ import annotations
 
 import struct
@@ -174,3 +173,35 @@ def test_crash_restart_with_ext_files_whose_rebuild_drops_then_shifts_records_pa
     assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 540, w["queuesAfterDispatch"]["T0/0"]
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_crash_restart_with_ext_files_whose_reput_drops_a_cut_unit_then_appends_one_the_rebuild_drops(line, tmp_path):
+    """-to-entry-past-cut-two-some-beyond-ext: two T0/0 units cut (queue offsets 24, 25 at 480, 500), the parsed T0/0
+    message (queue offset 1000) ending where the first cut record ends, its PHYSICALOFFSET field putting its end 24
+    bytes past the second cut record's end, so the reput goes on at the second cut record's entry, dispatching that
+    cut unit again, then the damaged message and the last one (queue offsets 26, 27).  With ext files: after the
+    walk's seven T0/0 ext units, the parsed message's (7) and its unit at 480; the second cut record's new ext unit
+    (8), its unit dropped (it ends below the max the parsed unit set); the damaged message's (9), its unit at 500
+    (where the rebuild's own dispatch, which appended the parsed unit after every walk unit at 520, drops it), the
+    last one's (10, the first of the next ext file) at 520, zeros after.  --as-restart writes the broker's consume
+    queue and ext files byte for byte, and verify's units lost are the units the broker's queues lack."""
+    from broker_dledger_inside_ext_replay_scenarios import SOME_BEYOND_PAST
+    from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
+    from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-some-beyond-ext"
+    reput = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1
+    size = PAST_OVER_CUT_END - reput
+    cut_end = PAST_OVER_CUT_END + _ENTRY_HEADER + _TAIL   # the second cut T0/0 record's end
+    field = cut_end + SOME_BEYOND_PAST - size   # the parsed message's PHYSICALOFFSET field
+    r, w, src = _inside_run(name, reput, struct.pack(">i", size), damaged=True)
+    end = int(w["maxPhyOffset"])
+    damaged, last = end - _TAIL - _ENTRY_HEADER - _TAIL, end - _TAIL
+    assert int(w["damagedRecord"]) == damaged == cut_end + _ENTRY_HEADER, w["damagedRecord"]
+    units, cq_ext = _t0(w, src)
+    walked = 7
+    assert len(cq_ext) == walked + 4, len(cq_ext)
+    assert units[f"{440:020d}"][2:6] == [(field, size, _address(walked)), (damaged, _TAIL, _address(walked + 2)),
+                                         (last, _TAIL, _address(walked + 3)), (0, 0, 0)], units
+    _restart_as_the_broker(src, name, line, tmp_path, ext=True)
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (field,))
