@@ -69,7 +69,7 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
     appended or dropped; so does the rebuild's dispatch at its own write position (:mod:`store_format.consumequeue`):
     the same file when both stand there, nothing for ``apply_cut`` to write.  One the broker appends, as the rebuild
     does, in a file ``getLastMappedFile`` created for a parsed unit or a cut unit dispatched again (``opened``, which
-    ``apply_cut`` writes anew) goes to ``kept`` (:attr:`Placed.past_kept`).  A file ``getLastMappedFile`` creates
+    ``apply_cut`` writes anew) goes to ``kept``.  A file ``getLastMappedFile`` creates
     for the broker where the rebuild's dispatch creates none, or one ``apply_cut`` removes (``removed``:
     :attr:`Placed.rebuild_files`), goes to ``made`` (written anew: :attr:`Placed.opened`), and one the rebuild's
     dispatch creates where the broker creates none to ``extra`` (removed: :attr:`Placed.rebuild_files`; refused
@@ -79,9 +79,9 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
     ``apply_cut`` removes.  Past cut units the reput does
     not dispatch again (``s.skipped``) the broker appends them from its write position after the parsed units, the
     rebuild after every walk unit: where both append every one, the first one's position goes to ``moved_to``
-    (:attr:`Placed.past_moved`), else refused.  One the broker appends where the rebuild's dispatch drops it (its
+    else refused.  One the broker appends where the rebuild's dispatch drops it (its
     queue offset below the rebuild's write position, one parsed unit further: a parsed unit ending past the queue's
-    last walk unit) goes to ``put_past`` (:attr:`Placed.past_put`): written at the broker's position, its tags code
+    last walk unit) goes to ``put_past``: written at the broker's position, its tags code
     by ``tags``, over what the rebuild put there (zeros or its parsed unit: :attr:`Placed.rebuild_units`), where no
     record before it went elsewhere than the rebuild puts it, none after it does, and its file is one both keep
     (neither created anew nor removed), without ``tags`` refused.  ``replayed`` (an ordinary queue, which
