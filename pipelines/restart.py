@@ -165,11 +165,6 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                           + " (a write position at a file's start, or a queue the cut left with no file: "
                           "fillPreBlank units first; zeros but for the units put there, also when the unit is then "
                           "dropped)")
-        if placed.past_put:
-            progress.emit("[rebuild] as a restart after a crash: the reput going on appends records past the walk's "
-                          "end the rebuild's own dispatch drops (their queue offsets below its write position, after "
-                          "a parsed unit it appended): "
-                          + ", ".join(f"{u.topic}/{u.queue_id} at {u.position}" for u in placed.past_put))
         progress.emit(f"[rebuild] as a restart after a crash: the start's reput begins at {crash.reput_from}"
                       + (f" and indexes the record at {crash.reindex} again" if crash.reindex >= 0 else "")
                       + ("; it puts an ext unit again for each record of an ext queue from there (ConsumeQueueExt.put "

@@ -75,8 +75,6 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     if cut is not None and (cut.before_placed.units or cut.before_placed.rebuild_units):   # queue offset 0 appended
         placed = dataclasses.replace(placed, units=placed.units + cut.before_placed.units,
                                      rebuild_units=placed.rebuild_units + cut.before_placed.rebuild_units)
-    if placed.past_put:   # records past the walk's end the broker appends where the rebuild's dispatch drops them
-        placed = dataclasses.replace(placed, units=placed.units + placed.past_put)
     if placed.again_moved:   # the cut units of a queue the cut left with no file that the reput appends after the
         # parsed units: read where the walk's queue holds them, before the cut's files go
         placed = dataclasses.replace(placed, units=placed.units + _again_moved(staged, placed, config))
@@ -242,8 +240,7 @@ def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str
     write position it left), or into the files ``getLastMappedFile`` creates for them (``placed.opened``: zeros but
     for them; the cut deleted any staged file there), once the units the rebuild's own dispatch of those messages
     appended after the walk's are zeros again (``placed.rebuild_units``, in the files that stay: neither the cut's
-    ``dropped`` nor ``placed.rebuild_files``, which ``apply_cut`` removed); in a file it creates, the units of records
-    past the walk's end the broker appends there as the rebuild did (``placed.past_kept``) keep the staged bytes.
+    ``dropped`` nor ``placed.rebuild_files``, which ``apply_cut`` removed).
     Returns the files it wrote: ``(topic, queue id, file start)``."""
     units, opened = placed.units, placed.opened
 
@@ -269,12 +266,6 @@ def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str
         if (topic, qid, position - position % size) not in gone:
             data, at = file_at(topic, qid, position)
             data[at:at + unit] = bytes(unit)
-    for topic, qid, position, _offset, _size in placed.past_kept:   # in an opened file: the rebuild's unit there
-        folder, size, unit = layout(topic)
-        start = position - position % size
-        staged_file = staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(start)}")
-        files[(topic, qid, start)][position % size:position % size + unit] = \
-            staged_file[position % size:position % size + unit]
     for u in units:
         data, at = file_at(u.topic, u.queue_id, u.position)
         data[at:at + (BCQ_UNIT_SIZE if u.batch else CQ_UNIT_SIZE)] = (

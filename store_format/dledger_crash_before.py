@@ -201,8 +201,5 @@ def without_queues(placed: Placed, names: frozenset[tuple[str, int]]) -> Placed:
     return dataclasses.replace(
         placed, units=tuple(u for u in placed.units if (u.topic, u.queue_id) not in names),
         opened=keep(placed.opened), rebuild_units=keep(placed.rebuild_units), rebuild_files=keep(placed.rebuild_files),
-        blank_until=keep(placed.blank_until), again_dropped=keep(placed.again_dropped), ext_put=keep(placed.ext_put),
-        again_moved=keep(placed.again_moved), past_dropped=keep(placed.past_dropped),
-        past_kept=keep(placed.past_kept), past_moved=keep(placed.past_moved),
-        past_put=tuple(u for u in placed.past_put if (u.topic, u.queue_id) not in names),
+        blank_until=keep(placed.blank_until), ext_put=keep(placed.ext_put), again_moved=keep(placed.again_moved),
         whole=tuple(w for w in placed.whole if (w.topic, w.queue_id) not in names))

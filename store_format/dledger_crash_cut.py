@@ -194,7 +194,7 @@ class QueueCut:
     units are put back only in part (``moves``), the units cut off and not put back (``lost``: per queue,
     their commitlog offsets; past their queue's write position or overwritten, on disk only where their file
     stayed; also the records past the walk's end whose units the reput drops after messages parsed where it was
-    set: ``Placed.past_dropped``; of an ordinary queue replayed whole, ``Placed.whole``, those it does not append),
+    set: of an ordinary queue replayed whole, ``Placed.whole``, those it does not append),
     with the number of units cut and put back (``restored``), and the ext units the
     reput puts (``ext_again``)."""
     reput: int
@@ -263,8 +263,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     records before it left out (no cut unit is put back: every one lies before ``walk_end``); one from ``end`` on never
     reaches them.  Either way the rebuild's walk, which leaves the same records out, put them where
     :func:`_appended_keys` says, the positions the moves start from.  ``tags(offset, size, queue)``: the tags code of
-    a record's own unit for ``queue`` (read from the log), for a record past the walk's end the broker appends where
-    the rebuild's dispatch drops it (:attr:`store_format.dledger_inside_units.Placed.past_put`).
+    a record's own unit for ``queue`` (read from the log), for a record past the walk's end the reput appends to a
+    queue replayed whole (:func:`store_format.dledger_inside_replay.replay_queue`).
 
     Raises:
         UnsupportedConfigError: a reput that would start inside an entry without ``inside``: at
@@ -363,10 +363,6 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     moves: list[QueueMove] = []
     put_back: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # per queue: offsets and positions of units put back
     restored = 0
-    # per queue whose cut units the reput dispatches again after messages parsed where it was set: how many of
-    # them the parsed units' positions drop (the rest go back where they were: place_inside)
-    after_parsed = {(t, qid): d for t, qid, d in placed.again_dropped}
-    past_to = {(t, qid): target for t, qid, target in placed.past_moved}   # past cut units gone on past: moved
     # a queue the cut left with no file, or one on disk whose files stay: where each cut unit goes
     elsewhere: dict[tuple[str, int], list[int]] = {}
     for t, qid, _source, target in placed.again_moved:
@@ -401,19 +397,16 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
-        if (taken := after_parsed.get(track.names[q])) is not None:
-            again = np.arange(len(rows)) >= taken
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
-        # (after parsed units, place_inside checked each one it puts back against where the walk's queue holds it)
-        if taken is None and q in mixed and 0 < n < len(rows):
+        if q in mixed and 0 < n < len(rows):
             label = "/".join(map(str, track.names[q]))
             raise _refuse(f"the queue {label} holding a record's own units and light ones, whose cut units the reput "
                           "puts back, only the last ones (their queue offsets against positions the walk did not give "
                           "them)")
         unit, size = (BCQ_UNIT_SIZE, bcq_file_size) if batch else (CQ_UNIT_SIZE, cq_file_size)
         pos = rows[:, U_KEY] * unit
-        if n == len(rows) and taken is None and q in mixed_dropped:
+        if n == len(rows) and q in mixed_dropped:
             # every cut unit of a mixed queue dispatched again, none parsed there: from the state the cut left, the
             # walk's own before its first cut unit (write position and max), putMessagePositionInfo does as the walk
             # did, each appended one back where it was, each one the walk dropped dropped again (no queue holds it)
@@ -431,13 +424,6 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         first, last = int(pos[0]), int(pos[-1])
         if n == 0:
             gone_from = first
-        elif name in past_to:   # records past the walk's end appended after the parsed units (place_inside)
-            moves.append(QueueMove(*name, int(pos[-n]), past_to[name], n, zero_from=zero_from.get(q, -1)))
-            put_back[q] = (rows[-n:, U_OFFSET], past_to[name] + CQ_UNIT_SIZE * np.arange(n, dtype=np.int64))
-            gone_from = past_to[name] + n * CQ_UNIT_SIZE
-        elif taken is not None:   # the rest where they were, after the parsed units: no file goes
-            put_back[q] = (rows[-n:, U_OFFSET], pos[-n:])
-            continue
         elif not batch and q not in kept and max_after[q] == process_offset:   # the cut emptied the queue
             # the new file starts where the first unit put back falls by its own queue offset (fillPreBlank)
             source, target = int(pos[-n]), int(own[q][-n]) * unit if q in own else int(pos[-n])
@@ -456,9 +442,6 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     for name, w in whole.items():   # its records past the walk's end dropped, its cut units none went on past
         if w.lost:
             lost[name] = np.union1d(lost.get(name, np.zeros(0, np.int64)), np.asarray(w.lost, dtype=np.int64))
-    for t, qid, offset in placed.past_dropped:   # records past the walk's end the reput drops after parsed units
-        lost[(t, qid)] = np.append(lost.get((t, qid), np.zeros(0, np.int64)), np.int64(offset))
-        restored -= (t, qid) in after_parsed   # after cut units dispatched again: counted with them above
     if walk_end >= 0:   # the units of records past the walk hold the ext units their own dispatch put
         put_back = {q: (off[off < walk_end], pos[off < walk_end]) for q, (off, pos) in put_back.items()}
     ext_again = ext_reput(track, reput, end, put_back) if ext else ()

@@ -2,23 +2,19 @@
 the walk's end (a walk ended by a damaged message), after the parsed units and the cut units it dispatches again.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (with ``ConsumeQueueExt.put`` before it, its
-address the appended unit's tags code: ``decorate``) and ``MappedFileQueue.getLastMappedFile``, applied to each
-record from the state the earlier units left (:func:`put_cq`); what
-:func:`store_format.dledger_inside_units.place_inside` hands over and the rules it states (its module docstring).
-What it says is written for a queue with ext files only; for an ordinary queue (no ext files) it only gates its
-refusals, :mod:`store_format.dledger_inside_replay` placing and writing that queue whole, and of those
-:func:`place_past` (``replayed``) drops the ones the replay decides, checked against the broker: records past the
-walk's end put elsewhere than the rebuild's dispatch puts them (``-past-cut-two-beyond``: one it drops, the next a
-unit further) and into a file that dispatch creates where the broker puts units of its own
-(``-past-cut-two-over-wide``: the broker creating it for a later record).  Kept: a record the broker appends into a
-file ``apply_cut`` removes, and :func:`past_no_file`'s queue offset below the rebuild's write position (no broker
-case reaches them).
+address the appended unit's tags code: ``decorate``) and ``MappedFileQueue.getLastMappedFile``, applied to each record
+from the state the earlier units left (:func:`put_cq`); what :func:`store_format.dledger_inside_units.place_inside`
+hands over and the rules it states (its module docstring). Every queue it is asked about is an ordinary one (ext files
+or not), for which it only gates its refusals, :mod:`store_format.dledger_inside_replay` placing and writing that queue
+whole, and of those :func:`place_past` (``replayed``) drops the ones the replay decides, checked against the broker:
+records past the walk's end put elsewhere than the rebuild's dispatch puts them (``-past-cut-two-beyond``: one it drops,
+the next a unit further) and into a file that dispatch creates where the broker puts units of its own
+(``-past-cut-two-over-wide``: the broker creating it for a later record). Kept: a record the broker appends into a file
+``apply_cut`` removes, and :func:`past_no_file`'s queue offset below the rebuild's write position (no broker case
+reaches them).
 """
 from __future__ import annotations
 
-import numpy as np
-
-from .consumequeue_ext import ext_addresses
 from .dledger_inside_state import InsideUnit, Tags, WalkedQueue, put_cq, refuse
 from .layout import CQ_UNIT_SIZE
 
@@ -62,8 +58,7 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
                kept: list[tuple[str, int, int, int, int]], moved_to: list[tuple[str, int, int]],
                tags: Tags | None = None, put_past: list[InsideUnit] | None = None,
                made: list[tuple[str, int, int]] | None = None,
-               extra: list[tuple[str, int, int]] | None = None, ext_file_size: int = 0,
-               replayed: bool = False) -> list[int]:
+               extra: list[tuple[str, int, int]] | None = None, replayed: bool = False) -> list[int]:
     """The records of queue ``key`` past the walk's end that the reput dispatches after the parsed units and the cut
     units (:attr:`WalkedQueue.past`), each by ``ConsumeQueue.putMessagePositionInfo`` from the state ``s`` those left:
     dropped when its end is at or below the queue's max or its ``queue offset * 20`` below the write position (not
@@ -74,7 +69,7 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
     appended or dropped; so does the rebuild's dispatch at its own write position (:mod:`store_format.consumequeue`):
     the same file when both stand there, nothing for ``apply_cut`` to write.  One the broker appends, as the rebuild
     does, in a file ``getLastMappedFile`` created for a parsed unit or a cut unit dispatched again (``opened``, which
-    ``apply_cut`` writes anew) goes to ``kept`` (:attr:`Placed.past_kept`).  A file ``getLastMappedFile`` creates
+    ``apply_cut`` writes anew) goes to ``kept``.  A file ``getLastMappedFile`` creates
     for the broker where the rebuild's dispatch creates none, or one ``apply_cut`` removes (``removed``:
     :attr:`Placed.rebuild_files`), goes to ``made`` (written anew: :attr:`Placed.opened`), and one the rebuild's
     dispatch creates where the broker creates none to ``extra`` (removed: :attr:`Placed.rebuild_files`; refused
@@ -84,16 +79,12 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
     ``apply_cut`` removes.  Past cut units the reput does
     not dispatch again (``s.skipped``) the broker appends them from its write position after the parsed units, the
     rebuild after every walk unit: where both append every one, the first one's position goes to ``moved_to``
-    (:attr:`Placed.past_moved`), else refused.  One the broker appends where the rebuild's dispatch drops it (its
+    else refused.  One the broker appends where the rebuild's dispatch drops it (its
     queue offset below the rebuild's write position, one parsed unit further: a parsed unit ending past the queue's
-    last walk unit) goes to ``put_past`` (:attr:`Placed.past_put`): written at the broker's position, its tags code
+    last walk unit) goes to ``put_past``: written at the broker's position, its tags code
     by ``tags``, over what the rebuild put there (zeros or its parsed unit: :attr:`Placed.rebuild_units`), where no
     record before it went elsewhere than the rebuild puts it, none after it does, and its file is one both keep
-    (neither created anew nor removed), without ``tags`` refused.  With ext files (``ext_file_size``)
-    ``putMessagePositionInfoWrapper`` puts each record's ext unit (``ConsumeQueueExt.put``) before the unit is
-    appended or dropped, in the broker and in the rebuild's dispatch alike, after the parsed units' (``s.ext_next``):
-    the unit appended holds its address (``ConsumeQueueExt.decorate``); refused past cut units dispatched again
-    (their ext units, put by the broker alone, come first).  ``replayed`` (an ordinary queue, which
+    (neither created anew nor removed), without ``tags`` refused.  ``replayed`` (an ordinary queue, which
     :mod:`store_format.dledger_inside_replay` writes whole, the rows here dropped): neither a record put elsewhere
     than the rebuild puts it nor a file the rebuild's dispatch creates where the broker puts units of its own is
     refused."""
@@ -103,10 +94,6 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
     shifted: list[int] = []   # the broker's positions of records the rebuild appends elsewhere (past skipped cut units)
     for offset, size, queue_offset in s.past:
         end = offset + size
-        ext_code = None   # with ext files, the address of the ext unit put for a record's own unit, in both
-        if ext_file_size and tags is not None and tags(offset, size, key) is not None:
-            ext_code = None if s.again else int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
-            s.ext_next += 1
         # getLastMappedFile on a full last file (the write position a file's start, past the max): a new file there
         rebuild_file = s.rebuild_write if end > s.rebuild_max and s.rebuild_write % cq_file_size == 0 else -1
         broker_file = s.write if end > s.max and s.write % cq_file_size == 0 else -1
@@ -138,7 +125,7 @@ def place_past(key: tuple[str, int], s: WalkedQueue, out: list[InsideUnit], cq_f
             dropped.append(offset)
             continue
         if broker >= 0 > rebuild and tags is not None and put_past is not None and \
-                (tags_code := ext_code if ext_file_size else tags(offset, size, key)) is not None and \
+                (tags_code := tags(offset, size, key)) is not None and \
                 not shifted and \
                 (*key, broker - broker % cq_file_size) not in removed:
             # appended by the broker, dropped by the rebuild: the broker's unit written at its position

@@ -3,20 +3,30 @@ set inside an entry touches, replayed whole (:func:`replay_queue`): the files ``
 then every unit the reput dispatches into the queue, in reput order, by the broker's own rule.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (:func:`store_format.dledger_inside_state.put_cq`),
-``MappedFileQueue.getLastMappedFile`` (the files it creates: zeros), ``ConsumeQueue.fillPreBlank`` (the blank units
-before the first unit of a queue the cut left with no file) and ``ConsumeQueue.truncateDirtyLogicFiles`` (which files
-stay: from the last file back, one whose first unit lies at or past ``processOffset`` is deleted; in the first one
-that stays the units past the write position stay on disk as bytes).
+``ConsumeQueue.putMessagePositionInfoWrapper`` and ``ConsumeQueueExt.put``/``decorate`` (with ext files: the ext unit
+put first, its address the unit's tags code), ``MappedFileQueue.getLastMappedFile`` (the files it creates: zeros),
+``ConsumeQueue.fillPreBlank`` (the blank units before the first unit of a queue the cut left with no file) and
+``ConsumeQueue.truncateDirtyLogicFiles`` (which files stay: from the last file back, one whose first unit lies at or
+past ``processOffset`` is deleted; in the first one that stays the units past the write position stay on disk as bytes).
 
-An ordinary queue here: a consume queue (not a BatchCQ topic's), without ext files (``enableConsumeQueueExt``), whose
-state :mod:`store_format.dledger_inside_walked` built (:class:`WalkedQueue`, as the cut left it; write position -1:
-no file left).  From that state the reput dispatches, each by ``putMessagePositionInfo``:
+An ordinary queue here: a consume queue (not a BatchCQ topic's), with or without ext files (``enableConsumeQueueExt``),
+whose state :mod:`store_format.dledger_inside_walked` built (:class:`WalkedQueue`, as the cut left it; write position
+-1: no file left). From that state the reput dispatches, each by ``putMessagePositionInfo``:
 
 1. the units of the messages its check parses inside the entry, in order (:class:`ParsedUnit`);
 2. the queue's cut units it dispatches again after them (:attr:`WalkedQueue.again`, but the first
    :attr:`WalkedQueue.again_skip`, which lie inside the parsed messages): each unit's bytes are the walk's, read
    where the walk's queue holds it (:attr:`WalkedQueue.again_at`, else its queue offset * 20);
 3. the records of the queue past the walk's end (:attr:`WalkedQueue.past`), their tags codes read from the log.
+
+With ext files each of those that is a record's own unit (not a light one: ``multiDispatchLmqQueue`` calls
+``putMessagePositionInfo`` alone) first gets an ext unit (``putMessagePositionInfoWrapper``: ``ConsumeQueueExt.put``,
+whether ``putMessagePositionInfo`` then appends or drops the unit), the next after the walk's
+(:attr:`WalkedQueue.ext_next`: ``truncateDirtyLogicFiles`` leaves the ext files as the walk wrote them, its
+``truncateByMaxAddress`` reached only with every file deleted and then given no address), and the unit appended
+holds that ext unit's address (``decorate``) as its tags code: a cut unit dispatched again a new one, not the walk's
+bytes.  The ext files themselves are the rebuild's (the walk's ext units, the parsed messages', then those of the
+records the reput walks, :class:`store_format.dledger_crash_cut.ExtAgain`, in that order as the broker puts them).
 
 ``pipelines.restart_cut.apply_cut`` writes the files :class:`QueueFiles` describes whole (the walk's bytes of the
 files the cut leaves, below the walk's end: what the rebuild's own dispatch appended after it is not the broker's)
@@ -26,12 +36,16 @@ and removes every other staged file of the queue.  The rule is the one :func:`pu
 queues :func:`store_format.dledger_inside_units.place_inside` is asked about); one only cut units dispatched again
 or records past the walk's end go to is put back by :func:`store_format.dledger_crash_cut.cut_queues` as before.
 Refused (one line): a cut unit the walk's dispatch dropped (a queue holding own and light units) that the reput
-appends, its bytes in no file of the walk's queue.
+appends, its bytes in no file of the walk's queue; with ext files, a unit the reput dispatches after the parsed ones
+with no ``tags`` to say whether it is a record's own.
 """
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
+from .consumequeue_ext import ext_addresses
 from .dledger_inside_state import ParsedUnit, QueueFiles, Tags, WalkedQueue, put_cq, refuse
 from .layout import CQ_UNIT_SIZE
 
@@ -39,7 +53,7 @@ __all__ = ["QueueFiles", "replay_queue"]
 
 
 def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit], cq_file_size: int, at: int,
-                 tags: Tags | None) -> QueueFiles:
+                 tags: Tags | None, ext_file_size: int = 0) -> QueueFiles:
     """The broker's files of the ordinary queue ``key`` (module docstring) from ``cut`` (its state as the cut left it,
     not changed) and ``parsed`` (its parsed units, in order); ``at``: where the reput was set (for the refusals);
     ``tags(offset, size, queue)``: a record's tags code for ``queue``.
@@ -56,26 +70,38 @@ def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit
     copies: list[tuple[int, int]] = []
     put_back: list[int] = []
     lost: list[int] = []
-    parsed_at = [put_cq(key, s, u.offset + u.size, u.queue_offset, cq_file_size, opened, blanks) for u in parsed]
-    units += [(pos, u.offset, u.size, u.tags_code) for pos, u in zip(parsed_at, parsed) if pos >= 0]
+    ext = _Ext(s.ext_next, ext_file_size)
+    parsed_at = []
+    for u in parsed:   # putMessagePositionInfoWrapper: the ext unit of an own unit first, whatever becomes of it
+        tags_code = ext.put() if ext_file_size and u.own else u.tags_code
+        if (pos := put_cq(key, s, u.offset + u.size, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
+            units.append((pos, u.offset, u.size, tags_code))
+        parsed_at.append(pos)
+    code: int | None
     source = list(cut.again_at) or [q * CQ_UNIT_SIZE for _o, _n, q in cut.again]
     for k, (offset, size, queue_offset) in enumerate(cut.again):
-        if k < cut.again_skip:   # inside the parsed messages: not dispatched again
+        if k < cut.again_skip:   # inside the parsed messages: not dispatched again (no ext unit put either)
             lost.append(offset)
             continue
+        code = ext.put() if ext_file_size and _own(key, tags, offset, size, at) else None
         if (pos := put_cq(key, s, offset + size, queue_offset, cq_file_size, opened, blanks)) < 0:
             lost.append(offset)
             continue
         if source[k] < 0:
             raise refuse(at, f"for {key[0]}/{key[1]}, a queue holding a record's own units and light ones, whose cut "
                               "unit the walk's dispatch dropped the reput appends afterwards")
-        copies.append((pos, source[k]))
+        if code is None:
+            copies.append((pos, source[k]))
+        else:   # a new ext unit: the unit holds its address (ConsumeQueueExt.decorate), not the walk's
+            units.append((pos, offset, size, code))
         put_back.append(offset)
     for offset, size, queue_offset in cut.past:
+        code = ext.put() if ext_file_size and _own(key, tags, offset, size, at) else None
         if (pos := put_cq(key, s, offset + size, queue_offset, cq_file_size, opened, blanks)) < 0:
             lost.append(offset)
             continue
-        code = tags(offset, size, key, light=True) if tags is not None else None
+        if code is None:
+            code = tags(offset, size, key, light=True) if tags is not None else None
         if code is None:
             raise refuse(at, f"for {key[0]}/{key[1]}, whose record past the walk's end at {offset} the reput appends "
                               "afterwards, its unit there not read (no tags code)")
@@ -85,3 +111,23 @@ def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit
     return QueueFiles(key[0], key[1], cut_from, cut.rebuild_write, tuple(f for _t, _q, f in opened),
                       blanks[0][2] if blanks else -1, tuple(units), tuple(copies), tuple(put_back), tuple(lost),
                       tuple(parsed_at))
+
+
+class _Ext:
+    """The ext units ``ConsumeQueueExt.put`` appends to a queue after its ``n`` ones: :meth:`put` gives the next one's
+    address (``ConsumeQueueExt.decorate``), files of ``file_size`` bytes."""
+
+    def __init__(self, n: int, file_size: int) -> None:
+        self.n, self.file_size = n, file_size
+
+    def put(self) -> int:
+        self.n += 1
+        return int(ext_addresses(np.array([self.n - 1]), self.file_size)[0])
+
+
+def _own(key: tuple[str, int], tags: Tags | None, offset: int, size: int, at: int) -> bool:
+    """Whether the record at ``offset`` has its own unit in ``key`` (an ext unit put for it), not a light one."""
+    if tags is None:
+        raise refuse(at, f"for {key[0]}/{key[1]}, with ext files, whose record at {offset} the reput dispatches "
+                          "afterwards, its unit there not read")
+    return tags(offset, size, key) is not None

@@ -93,7 +93,7 @@ class WalkedQueue:
     disk: bool = False
     # of ``again``, the first ones the reput does not dispatch again (it goes on past them, at an entry's start
     # after the parsed messages that hold them): lost (a batch queue's or one the cut left no file of: target -1 in
-    # Placed.again_moved, as any other queue's where it lists them; else dropped, in Placed.again_dropped's count)
+    # Placed.again_moved; an ordinary queue's: the replay's QueueFiles.lost)
     again_skip: int = 0
     # with records past the walk's end, the number of its cut units the reput does not dispatch again (it goes on
     # past them): all of them, none in :attr:`again` (only the first ones: :attr:`again_skip`)
@@ -137,10 +137,6 @@ class Placed:
     rebuild_files: tuple[tuple[str, int, int], ...] = ()
     # ``(topic, queue id, position)``: an opened file holds fillPreBlank units from its start up to that position
     blank_until: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, n)``: of a queue's cut units the reput dispatches again after the parsed ones
-    # (:attr:`WalkedQueue.again`), the first ``n`` are dropped (the parsed units took their positions), the rest go
-    # back where they were
-    again_dropped: tuple[tuple[str, int, int], ...] = ()
     # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in a queue the walk wrote (after
     # the walk's; the reput's ones, where it goes on, after them)
     ext_put: tuple[tuple[str, int, int], ...] = ()
@@ -152,22 +148,7 @@ class Placed:
     # listed, in commitlog order (in a queue the cut left with no file, then its records past the walk's end, from
     # where the rebuild's dispatch appends them: past_no_file)
     again_moved: tuple[tuple[str, int, int, int], ...] = ()
-    # ``(topic, queue id, offset)``: the commitlog offsets of the records past the walk's end (:attr:`WalkedQueue.past`)
-    # whose units the broker drops, by the same rule from the state the parsed units left, where the rebuild's own
-    # dispatch of them either drops them too or puts them where a parsed unit goes (units lost)
-    past_dropped: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, position, offset, size)``: the records past the walk's end the broker appends, as the
-    # rebuild's dispatch does, in a file of :attr:`opened` (``apply_cut`` writes it anew: their units kept there)
-    past_kept: tuple[tuple[str, int, int, int, int], ...] = ()
-    # ``(topic, queue id, target)``: a queue whose cut units the reput goes on past (:attr:`WalkedQueue.skipped`),
-    # whose records past the walk's end the broker appends one after the other from ``target`` (after the parsed
-    # units), where the rebuild appends them after every walk unit (``dledger_crash_cut.cut_queues`` moves them)
-    past_moved: tuple[tuple[str, int, int], ...] = ()
-    # the records past the walk's end the broker appends where the rebuild's own dispatch drops them (their queue
-    # offsets below its write position), as units at the broker's positions (``apply_cut`` writes them with
-    # :attr:`units`, over the rebuild's bytes there)
-    past_put: tuple[InsideUnit, ...] = ()
-    # the ordinary queues (no ext files) and batch queues the reput touches, their files replayed whole
+    # the ordinary queues (ext files or not) and batch queues the reput touches, their files replayed whole
     # (store_format.dledger_inside_replay.QueueFiles, a batch queue's dledger_inside_replay_batch.BatchQueueFiles):
     # apply_cut writes them and nothing else of those queues
     whole: tuple[QueueFiles, ...] = ()

@@ -6,13 +6,13 @@ Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` and
 ``CommitLogDispatcherBuildConsumeQueue`` from ``DefaultMessageStore.doDispatch``) and
 ``MappedFileQueue.getLastMappedFile`` (5.3.3's, for a queue its cut emptied, the same).
 
-An ordinary queue (a consume queue without ext files, not a batch queue) is replayed whole
+An ordinary queue (a consume queue, with or without ext files, not a batch queue) is replayed whole
 (:func:`store_format.dledger_inside_replay.replay_queue`, :attr:`Placed.whole`): its parsed units, the files
 ``getLastMappedFile`` creates and its ``fillPreBlank`` end in :attr:`Placed.units`, ``opened``, ``blank_until`` come
 from the replay, and ``pipelines.restart_cut.apply_cut`` writes its files whole; so is a batch queue
 (:func:`store_format.dledger_inside_replay_batch.replay_batch_queue`, below).  What follows, the difference from
-the rebuild's own dispatch of those messages (``rebuild_units``, ``again_dropped``, ``again_moved``, ``past_*``), is
-written for queues with ext files only; for an ordinary queue it still runs, as the gate of the
+the rebuild's own dispatch of those messages (``rebuild_units``, ``rebuild_files``, ``again_moved``), is no longer
+written for any queue the reput touches with a parsed unit; it still runs, as the gate of the
 refusals no broker case lifts yet, its rows dropped (:func:`store_format.dledger_inside_past.place_past` with
 ``replayed``: its records past the walk's end put elsewhere than the rebuild's dispatch puts them, or into a file
 that dispatch creates where the broker puts units of its own, no longer refused there).
@@ -43,7 +43,7 @@ created), the next unit of that queue then its first.
 Where the reput goes on before the log's end, it dispatches the cut units of a queue the walk wrote again after the
 parsed ones (:attr:`WalkedQueue.again`), by the same rule from the state the parsed units left: those whose queue
 offsets lie below the write position are dropped (the first ones: the parsed units took their positions), the rest go
-back where they were (:attr:`Placed.again_dropped`), but for the first ones when the reput goes on past them (their
+back where they were, but for the first ones when the reput goes on past them (their
 records inside a parsed message: :attr:`WalkedQueue.again_skip`, not dispatched, dropped so, in any queue below,
 with ext files no ext unit put for them again); in a queue the cut left with no file (5.5.1's max -1, 5.3.3's
 ``processOffset``) each goes where that rule puts it after the parsed units, a unit of queue offset 0 appended at the
@@ -85,36 +85,33 @@ walk left it (the cut takes nothing there: its write position after its last uni
 one whose units below ``processOffset`` all lie there has its max at the end of the last one
 (``QueueTrack.last_before``; a light queue's: ``QueueTrack.light_before``).
 
-After a walk that ended at a damaged message, the reput going on dispatches the records of a queue the walk wrote
-past the walk's end (its check reads no CRC) after the parsed units and the cut units it dispatches again, by the
-same rule from the state those left
-(:attr:`WalkedQueue.past`, :func:`place_past`): one whose queue offset the parsed units took is dropped (units lost:
-:attr:`Placed.past_dropped`), a later one appended at the write position.  The rebuild's own dispatch of those
-records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where the
-broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
+After a walk that ended at a damaged message, the reput going on dispatches the records of a queue the walk wrote past
+the walk's end (its check reads no CRC) after the parsed units and the cut units it dispatches again, by the same rule
+from the state those left (:attr:`WalkedQueue.past`, :func:`place_past`): one whose queue offset the parsed units took
+is dropped (units lost: :attr:`QueueFiles.lost`), a later one appended at the write position. The rebuild's own dispatch
+of those records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where
+the broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
 that is a file's start (also for a unit then dropped) where the broker does; a unit the broker appends in the file
-created for a parsed unit or a cut unit dispatched again stays there (:attr:`Placed.past_kept`).  One the broker
-appends where the rebuild's dispatch drops it (its queue offset below the rebuild's write position, which a parsed
-unit ending past the queue's last walk unit moved one unit further) is written at the broker's position, its tags
-code read from its record (:attr:`Placed.past_put`; with ext files its ext unit's address), and a file
-``getLastMappedFile`` creates for the broker where the rebuild's dispatch creates none (or one for its parsed unit)
-is written anew (:attr:`Placed.opened`), and one the rebuild's dispatch creates where the broker creates none is removed
-(:attr:`Placed.rebuild_files`).  Refused where the two put a record elsewhere otherwise, where the broker puts units
-in a file the rebuild's dispatch creates for them and the broker does not, or the broker appends into one
-``apply_cut`` removes, or for a queue with none of
-its files left but for every cut unit dispatched again (on 5.5.1: each record after them by the same rule, from where
-the rebuild's dispatch appends it right after the walk's units, as :attr:`Placed.again_moved` rows,
-:func:`past_no_file`; refused where the rebuild's dispatch drops one for its queue offset)
-(:func:`store_format.dledger_inside_walked.inside_units`).  Where the reput goes on past every cut unit of the queue
-(none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut (:attr:`Placed.again_dropped` lists them
-so) and the records past the walk's end follow the parsed units the same way; where it goes on past the first
-ones and dispatches the rest again, those go by the rule above after the parsed units (:attr:`WalkedQueue.again_skip`,
-the first ones counted dropped), the records past the walk's end after them, also with ext files or on disk before
-the walk, whatever the queue kept below ``processOffset`` (a walk unit, ``fillPreBlank`` units only, its units in the
-walk's earlier data files); with ext files the cut leaves the ext
-file as the walk wrote it (the cut units' ext units too) and the ext units of the parsed and of those records
-follow (:attr:`WalkedQueue.ext_next`, not lowered), as the rebuild's dispatch puts them; in a queue on disk before
-the walk the parsed units and those records go from the write position the cut left its files at, the same.
+created for a parsed unit or a cut unit dispatched again stays there. One the broker appends where the rebuild's
+dispatch drops it (its queue offset below the rebuild's write position, which a parsed unit ending past the queue's last
+walk unit moved one unit further) is written at the broker's position, its tags code read from its record (with ext
+files its ext unit's address), and a file ``getLastMappedFile`` creates for the broker where the rebuild's dispatch
+creates none (or one for its parsed unit) is written anew (:attr:`Placed.opened`), and one the rebuild's dispatch
+creates where the broker creates none is removed (:attr:`Placed.rebuild_files`). Refused where the two put a record
+elsewhere otherwise, where the broker puts units in a file the rebuild's dispatch creates for them and the broker does
+not, or the broker appends into one ``apply_cut`` removes, or for a queue with none of its files left but for every cut
+unit dispatched again (on 5.5.1: each record after them by the same rule, from where the rebuild's dispatch appends it
+right after the walk's units, as :attr:`Placed.again_moved` rows, :func:`past_no_file`; refused where the rebuild's
+dispatch drops one for its queue offset) (:func:`store_format.dledger_inside_walked.inside_units`). Where the reput goes
+on past every cut unit of the queue (none dispatched again: :attr:`WalkedQueue.skipped`), all of them stay cut and the
+records past the walk's end follow the parsed units the same way; where it goes on past the first ones and dispatches
+the rest again, those go by the rule above after the parsed units (:attr:`WalkedQueue.again_skip`, the first ones
+counted dropped), the records past the walk's end after them, also with ext files or on disk before the walk, whatever
+the queue kept below ``processOffset`` (a walk unit, ``fillPreBlank`` units only, its units in the walk's earlier data
+files); with ext files the cut leaves the ext file as the walk wrote it (the cut units' ext units too) and the ext units
+of the parsed and of those records follow (:attr:`WalkedQueue.ext_next`, not lowered), as the rebuild's dispatch puts
+them; in a queue on disk before the walk the parsed units and those records go from the write position the cut left its
+files at, the same.
 
 A batch queue the walk wrote (in its last data file or its earlier ones only, or one on disk before the walk that
 only records past the walk's end went to: :func:`store_format.dledger_inside_walked.inside_units`) is replayed whole
@@ -129,11 +126,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import numpy as np
-
 from . import commitlog as cl
 from .config import BrokerConfig
-from .consumequeue_ext import ext_addresses
 from .dispatch import queue_units
 from .dledger_inside_past import past_no_file, place_past
 from .dledger_inside_replay import replay_queue
@@ -142,6 +136,7 @@ from .dledger_inside_state import (
     InsideUnit,
     ParsedUnit,
     Placed,
+    QueueFiles,
     Tags,
     WalkedQueue,
     put_cq,
@@ -200,13 +195,13 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     rebuild_files: list[tuple[str, int, int]] = []
     blanks: list[tuple[str, int, int]] = []
     no_file: set[tuple[str, int]] = set()   # the queues the cut left with no file
-    initial: dict[tuple[str, int], WalkedQueue] = {}   # the ordinary queues, as the cut left them
+    initial: dict[tuple[str, int], WalkedQueue] = {}   # every queue replayed whole, as the cut left it
     order: list[int] = []   # of each unit of out, its parsed unit's index
     for i, u in enumerate(parsed):
         key = (u.topic, u.queue_id)
         if key not in states:
             states[key] = walked(key)
-            if (new := states[key]) is not None and not new.refused and (new.batch or not ext_file_size):
+            if (new := states[key]) is not None and not new.refused:
                 initial[key] = dataclasses.replace(new)   # as the cut left it: replayed whole (a batch queue too)
             if new is not None and new.write < 0 and not new.refused:
                 no_file.add(key)
@@ -227,18 +222,13 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
                 rebuild_units.append((*key, s.rebuild_write))
                 s.rebuild_write += CQ_UNIT_SIZE
                 s.rebuild_max = end
-        tags_code = u.tags_code
-        if ext_file_size and u.own:   # ConsumeQueueExt.put first, whatever becomes of the unit (a light unit:
-            # ConsumeQueue.multiDispatchLmqQueue calls putMessagePositionInfo alone, no ext unit, its own tags code)
-            tags_code = int(ext_addresses(np.array([s.ext_next]), ext_file_size)[0])
-            s.ext_next += 1
+        if ext_file_size and u.own:   # ConsumeQueueExt.put (a light unit: ConsumeQueue.multiDispatchLmqQueue calls
+            # putMessagePositionInfo alone, no ext unit): counted for the ext units the reput puts after them
+            # (dledger_crash_cut.ExtAgain); the replay gives the unit its address
             ext_put[key] = ext_put.get(key, 0) + 1
         if (position := put_cq(key, s, end, u.queue_offset, cq_file_size, opened, blanks)) >= 0:
-            out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, tags_code))
+            out.append(InsideUnit(u.topic, u.queue_id, position, u.offset, u.size, u.tags_code))
             order.append(i)
-    # the cut units the reput goes on past (none dispatched again) before records past the walk's end: all dropped
-    again: list[tuple[str, int, int]] = [(*key, s.skipped) for key, s in states.items()
-                                         if s is not None and s.skipped and not s.again]
     moved: list[tuple[str, int, int, int]] = []
     for key, s in states.items():   # the cut units the reput dispatches again after the parsed ones, by the same rule
         if s is None or not s.again or s.batch:
@@ -265,46 +255,44 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             # its files stay but for those the cut deleted, one getLastMappedFile creates anew written from zeros
             # (apply_cut): each where the rule put it (from where the walk's queue holds it)
             moved += [(*key, src, pos) for pos, src in zip(put, source)]
-            continue
-        again.append((*key, dropped))   # the first again_skip (not dispatched) among them
     removed = {f for f in rebuild_files if f not in opened}   # the files apply_cut removes
-    past: list[tuple[str, int, int]] = []
     kept: list[tuple[str, int, int, int, int]] = []
     moved_to: list[tuple[str, int, int]] = []
     put_past: list[InsideUnit] = []
     made: list[tuple[str, int, int]] = []   # files getLastMappedFile creates for them, the rebuild's dispatch not
     extra: list[tuple[str, int, int]] = []   # files the rebuild's dispatch creates for them, the broker's not
-    for key, s in states.items():
+    for key, s in states.items():   # an ordinary queue's (replayed whole): the gate of its refusals
         if s is not None and s.past and key not in no_file:
-            past += [(*key, o) for o in place_past(key, s, out, cq_file_size, at, set(opened), removed, kept,
-                                                     moved_to, tags, put_past, made, extra, ext_file_size,
-                                                     key in initial)]
+            place_past(key, s, out, cq_file_size, at, set(opened), removed, kept, moved_to, tags, put_past, made,
+                       extra, key in initial)
     opened += made   # written anew (zeros but for the broker's units there), not removed
     # an ordinary queue's rows above only gate the refusals the replay does not lift (place_past's ``replayed``:
     # the difference from the rebuild's own dispatch they state is not written, apply_cut writes the files whole)
     out, order = [u for u in out if (u.topic, u.queue_id) not in initial], \
         [i for i, u in zip(order, out) if (u.topic, u.queue_id) not in initial]
-    opened, blanks, rebuild_units, rebuild_files, again, past, moved_to, extra = (
+    opened, blanks, rebuild_units, rebuild_files, extra = (
         [r for r in rows if (r[0], r[1]) not in initial]
-        for rows in (opened, blanks, rebuild_units, rebuild_files, again, past, moved_to, extra))
+        for rows in (opened, blanks, rebuild_units, rebuild_files, extra))
     moved = [r for r in moved if (r[0], r[1]) not in initial]
-    kept = [r for r in kept if (r[0], r[1]) not in initial]
-    put_past = [u for u in put_past if (u.topic, u.queue_id) not in initial]
-    whole = []
-    for key, s in initial.items():   # the ordinary queues, replayed whole: their parsed units, files, blanks told too
+    whole: list[QueueFiles] = []
+    for key, s in initial.items():   # replayed whole (ordinary, ext, batch): their parsed units, files, blanks told
         mine = [i for i, u in enumerate(parsed) if (u.topic, u.queue_id) == key]
-        whole.append(w := replay_batch_queue(key, s, [parsed[i] for i in mine], bcq_file_size) if s.batch
-                     else replay_queue(key, s, [parsed[i] for i in mine], cq_file_size, at, tags))
-        out += [InsideUnit(*key, pos, parsed[i].offset, parsed[i].size, parsed[i].tags_code, s.batch,
-                           parsed[i].store_time, parsed[i].base, parsed[i].batch_size) if s.batch else
-                InsideUnit(*key, pos, parsed[i].offset, parsed[i].size, parsed[i].tags_code)
-                for i, pos in zip(mine, w.parsed_at) if pos >= 0]
+        w: QueueFiles
+        if s.batch:
+            whole.append(w := replay_batch_queue(key, s, [parsed[i] for i in mine], bcq_file_size))
+            out += [InsideUnit(*key, pos, parsed[i].offset, parsed[i].size, parsed[i].tags_code, True,
+                               parsed[i].store_time, parsed[i].base, parsed[i].batch_size)
+                    for i, pos in zip(mine, w.parsed_at) if pos >= 0]
+        else:   # the units appended hold the ext units' addresses (ext files) as their tags codes
+            whole.append(w := replay_queue(key, s, [parsed[i] for i in mine], cq_file_size, at, tags, ext_file_size))
+            out += [InsideUnit(*key, pos, offset, size, code) for pos, offset, size, code in w.units[:len(
+                [p for p in w.parsed_at if p >= 0])]]
         order += [i for i, pos in zip(mine, w.parsed_at) if pos >= 0]
         opened += [(*key, f) for f in w.opened]
         blanks += [(*key, w.blank_until)] if w.blank_until >= 0 else []
     out = [u for _i, u in sorted(zip(order, out), key=lambda p: p[0])]
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
                   tuple(f for f in rebuild_files if f in removed and f not in made) + tuple(extra),
-                  tuple(blanks), tuple(again), tuple((*k, n) for k, n in ext_put.items()), tuple(moved), tuple(past),
-                  tuple(kept), tuple(moved_to), tuple(put_past), tuple(whole))
+                  tuple(blanks), ext_put=tuple((*k, n) for k, n in ext_put.items()), again_moved=tuple(moved),
+                  whole=tuple(whole))
 

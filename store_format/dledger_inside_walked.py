@@ -92,8 +92,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
     messages: :attr:`WalkedQueue.again_skip`, whatever the queue kept below ``processOffset``: a walk unit,
     ``fillPreBlank`` units only or its units in the walk's earlier data files, ext files or not, on disk before the
-    walk or not; refused where the cut left no file but for every cut unit dispatched again on 5.5.1
-    (``reset_emptied``); on disk before the walk, after its files as the cut left them)).  The cut units the reput
+    walk or not; refused where the 5.3.3 cut left no file, on 5.5.1 (``reset_emptied``) replayed, ext files or not;
+    on disk before the walk, after its files as the cut left them)).  The cut units the reput
     dispatches again are a queue's last ones (it goes on at an entry's start and dispatches every record from
     there); the first ones, inside the parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`):
     with ext files too (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them
@@ -197,9 +197,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
                    else
-                   "whose records past the walk's end the reput dispatches afterwards, with no file left (but for "
-                   "every cut unit dispatched again, on 5.5.1, or without ext files: replayed)"
-                   if len(later) and emptied and not ((back.all() or not ext_file_size) and reset_emptied)
+                   "whose records past the walk's end the reput dispatches afterwards, with no file left (but on "
+                   "5.5.1: replayed)"
+                   if len(later) and emptied and not reset_emptied
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
