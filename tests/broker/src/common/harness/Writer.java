@@ -539,7 +539,7 @@ public final class Writer {
                 }
                 statuses.merge(r.getPutMessageStatus().name(), 1, Integer::sum);
                 wrote.add(r.getAppendMessageResult().getWroteOffset());
-                check(r.isOk(), "put failed: " + r.getPutMessageStatus() + " for " + o.get("topic"));
+                check(r.isOk(), "put failed: " + r.getPutMessageStatus() + " for " + o.get("topic") + diskNote(root));
             }
             Stores.awaitDispatched(store, 60_000);
             Stores.awaitIndexFlushThreads(60_000);
@@ -687,6 +687,17 @@ public final class Writer {
         } catch (java.net.UnknownHostException e) {
             throw new IllegalArgumentException(field + " " + s, e);
         }
+    }
+
+    /** The store's disk use as the broker and DLedger count it (used over used + usable), when it is past the
+     *  75 % where they start refusing or cleaning: a put then fails for the machine's disk, not the scenario. */
+    static String diskNote(File root) {
+        long used = root.getTotalSpace() - root.getFreeSpace();
+        long all = used + root.getUsableSpace();
+        long percent = all > 0 ? used * 100 / all : 0;
+        return percent < 75 ? "" : " (the disk is " + percent + " % used: past diskMaxUsedSpaceRatio 75, DLedger's"
+            + " writes refused past 90 % as OS_PAGE_CACHE_BUSY, the store's past diskSpaceWarningLevelRatio 90:"
+            + " free disk, e.g. old pytest temp directories)";
     }
 
     static void check(boolean ok, String what) {
