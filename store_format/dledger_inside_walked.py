@@ -24,6 +24,7 @@ import dataclasses
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
+from .dledger_inside_state import QueueFiles, refuse
 from .dledger_inside_units import ParsedUnit, Placed, Tags, WalkedQueue, place_inside
 from .dledger_queue_track import (
     KIND_BATCH,
@@ -196,10 +197,6 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
-                   else
-                   "whose records past the walk's end the reput dispatches afterwards, with no file left (but on "
-                   "5.5.1: replayed)"
-                   if len(later) and emptied and not reset_emptied
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
@@ -220,8 +217,29 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
                                     track.own_units.get(q, 0), again=again, past=past, again_skip=skip,
                                     skipped=len(cut) if len(past) and not back.any() else 0), disk)
-    return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
-                        bcq_file_size=bcq_file_size, tags=tags)
+    placed = place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
+                          bcq_file_size=bcq_file_size, tags=tags)
+    if not reset_emptied:
+        _start_fails_533(placed, cq_file_size, at)
+    return placed
+
+
+def _start_fails_533(placed: Placed, cq_file_size: int, at: int) -> None:
+    """Refuse (one line) a reput that leaves an ordinary queue replayed whole (:attr:`Placed.whole`) with an empty last
+    file on 5.3.3: ``getLastMappedFile`` created it at the write position, a file's start, for a unit the queue offset
+    check then dropped.  After the reput, ``doRecheckReputOffsetFromCq`` calls ``recoverTopicQueueTable``, whose
+    ``ConsumeQueue.correctMinOffset`` (5.3.3: no guard on the last file's read position, which 5.5.1 added) selects
+    the 20 bytes before that empty file's write position: ``IllegalArgumentException``, the store's start fails (the
+    broker does not start; its files are not a restart's)."""
+    for w in placed.whole:
+        if isinstance(w, QueueFiles) and w.opened:
+            last = max(w.opened)
+            held = [p for p, *_u in w.units] + [p for p, _s in w.copies] + \
+                ([w.blank_until - 1] if w.blank_until > last else [])
+            if not any(last <= p < last + cq_file_size for p in held):
+                raise refuse(at, f"for {w.topic}/{w.queue_id}, whose last consume queue file (at queue byte {last}) "
+                                 "the reput leaves empty: the 5.3.3 store's start then fails (ConsumeQueue."
+                                 "correctMinOffset in recoverTopicQueueTable reads before that file's start)")
 
 
 def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
