@@ -4,9 +4,11 @@ start's reput set inside an entry parses (:func:`inside_units`): built from the 
 :func:`store_format.dledger_inside_units.place_inside`.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles`` and ``BatchConsumeQueue.truncateDirtyLogicFiles``
-(the write position and max physical offset each leaves a queue with; a queue on disk before the walk after
-``putMessagePositionInfo`` or ``BatchConsumeQueue.putBatchMessagePositionInfo`` put the walk's units onto its files:
-:func:`store_format.consumequeue_recovery.dispatch_units`); a light queue
+(5.3.3's the same: a consume queue whose files all go keeps the max ``processOffset`` there, which 5.3.3's
+``ConsumeQueue.correctMinOffset`` does not reset, and its ``correctMinOffset`` failing on an empty last file:
+:func:`_start_fails_533`) (the write position and max physical offset each leaves a queue with; a queue on disk
+before the walk after ``putMessagePositionInfo`` or ``BatchConsumeQueue.putBatchMessagePositionInfo`` put the
+walk's units onto its files: :func:`store_format.consumequeue_recovery.dispatch_units`); a light queue
 (``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
 a record's own.  A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes own queue
 offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
@@ -61,7 +63,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     ``fillPreBlank`` units only, which ``truncateDirtyLogicFiles`` keeps like any unit below ``processOffset``, the
     write position after them: the cut units the reput dispatches again go from there by the same rule, after the
     parsed units, its records past the walk's end after those from the state they left, as in any queue the cut
-    left a file of: ``place_past``), and for a queue on disk before the walk
+    left a file of: the replay), and for a queue on disk before the walk
     that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
     (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
     ``QueueTrack.own_walked``, for a batch queue it wrote by ``BatchConsumeQueue.putBatchMessagePositionInfo``, its
@@ -93,12 +95,14 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
     messages: :attr:`WalkedQueue.again_skip`, whatever the queue kept below ``processOffset``: a walk unit,
     ``fillPreBlank`` units only or its units in the walk's earlier data files, ext files or not, on disk before the
-    walk or not; refused where the 5.3.3 cut left no file, on 5.5.1 (``reset_emptied``) replayed, ext files or not;
-    on disk before the walk, after its files as the cut left them)).  The cut units the reput
-    dispatches again are a queue's last ones (it goes on at an entry's start and dispatches every record from
+    walk or not; where the cut left no file replayed from its max, -1 on 5.5.1 (``reset_emptied``), ``processOffset``
+    on 5.3.3, ext files or not; on disk before the walk, after its files as the cut left them)).  The cut units the
+    reput dispatches again are a queue's last ones (it goes on at an entry's start and dispatches every record from
     there); the first ones, inside the parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`):
     with ext files too (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them
-    again), in a queue on disk before the walk, and in one the cut left no file of.  ``tags``: ``place_inside``'s."""
+    again), in a queue on disk before the walk, and in one the cut left no file of.  ``tags``: ``place_inside``'s.
+    Not ``reset_emptied`` (5.3.3): refused where the reput leaves a replayed queue's last file empty, the store's start
+    failing then (:func:`_start_fails_533`)."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
 
@@ -200,7 +204,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
-        # the records past the walk's end the reput dispatches after the parsed ones (dledger_inside_past.place_past)
+        # the records past the walk's end the reput dispatches after the parsed ones (dledger_inside_replay)
         past = tuple(map(tuple, positions(later).tolist()))
         assert (top is not None or disk is not None) and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
         if not len(rows):   # written in the walk's earlier data files only: not cut, after its last unit there
