@@ -12,10 +12,11 @@ An ordinary queue (a consume queue, with or without ext files, not a batch queue
 from the replay, and ``pipelines.restart_cut.apply_cut`` writes its files whole; so is a batch queue
 (:func:`store_format.dledger_inside_replay_batch.replay_batch_queue`, below).  What follows, the difference from
 the rebuild's own dispatch of those messages (``rebuild_units``, ``rebuild_files``, ``again_moved``), is no longer
-written for any queue the reput touches with a parsed unit; it still runs, as the gate of the
-refusals no broker case lifts yet, its rows dropped (:func:`store_format.dledger_inside_past.place_past` with
-``replayed``: its records past the walk's end put elsewhere than the rebuild's dispatch puts them, or into a file
-that dispatch creates where the broker puts units of its own, no longer refused there).
+written for any queue the reput touches with a parsed unit; it still runs, its rows dropped, as the gate of the
+one refusal no broker case lifts yet (:func:`store_format.dledger_inside_past.past_no_file`).  Its records past the
+walk's end go by the replay alone: the old gate comparing them with the rebuild's dispatch (``place_past``, a record
+the broker appends into a file ``--as-restart`` removes) cannot fire, the replay's files being what ``apply_cut``
+writes for the queue, so it is gone.
 
 After a crash, ``DefaultMessageStore.doRecheckReputOffsetFromCq`` may set the reput at 2147483647 inside an entry (a
 queue ``truncateDirtyLogicFiles`` left with ``fillPreBlank`` units only: :mod:`store_format.dledger_crash_cut`), where
@@ -62,7 +63,7 @@ own units in too, from the write position and max the cut left it by the positio
 (``dledger_inside_walked._mixed``); its cut units the reput dispatches again go by the same rule with their own queue
 offsets, compared with and read from where the walk's queue holds them (:attr:`WalkedQueue.again_at`: the positions
 ``putMessagePositionInfo`` gave them in commitlog order, not their queue offsets; refused: one the walk dropped that
-the reput appends now), its records past the walk's end with their real queue offsets (:func:`place_past`).
+the reput appends now), its records past the walk's end with their real queue offsets (the replay).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -79,7 +80,7 @@ left its files, wherever the walk's queue offsets put its units:
 when it kept no unit below ``processOffset`` in the walk (but for one the cut left with no file, and one it left
 ``fillPreBlank`` units only, its write position after them, its max 2147483647: ``ConsumeQueue.truncateDirtyLogicFiles``
 keeps such a unit like any below ``processOffset``; its records past the walk's end, if any, after them by
-:func:`place_past`), or, with records past the walk's end, none of them (``dledger_crash_cut``).  A queue the walk
+the replay), or, with records past the walk's end, none of them (``dledger_crash_cut``).  A queue the walk
 wrote in its earlier data files only is as the
 walk left it (the cut takes nothing there: its write position after its last unit there, its max that unit's end);
 one whose units below ``processOffset`` all lie there has its max at the end of the last one
@@ -87,7 +88,7 @@ one whose units below ``processOffset`` all lie there has its max at the end of 
 
 After a walk that ended at a damaged message, the reput going on dispatches the records of a queue the walk wrote past
 the walk's end (its check reads no CRC) after the parsed units and the cut units it dispatches again, by the same rule
-from the state those left (:attr:`WalkedQueue.past`, :func:`place_past`): one whose queue offset the parsed units took
+from the state those left (:attr:`WalkedQueue.past`, the replay): one whose queue offset the parsed units took
 is dropped (units lost: :attr:`QueueFiles.lost`), a later one appended at the write position. The rebuild's own dispatch
 of those records, after the walk's units and the parsed ones it appended, follows the same rule, so it puts them where
 the broker does, or where a parsed unit goes, and creates the file ``getLastMappedFile`` creates at a write position
@@ -129,7 +130,7 @@ from collections.abc import Callable
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dispatch import queue_units
-from .dledger_inside_past import past_no_file, place_past
+from .dledger_inside_past import past_no_file
 from .dledger_inside_replay import replay_queue
 from .dledger_inside_replay_batch import replay_batch_queue
 from .dledger_inside_state import (
@@ -182,7 +183,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
     address (``ConsumeQueueExt.decorate``) as its tags code; the rebuild's dispatch of the message puts the same ext
     unit there.  A batch queue's units (``bcq_file_size``: its files' size) go by :func:`put_bcq`, no ext unit.
     ``tags(offset, size, queue)``: the tags code of the record's own unit for ``queue`` (None: it has none), for a
-    record past the walk's end the broker appends where the rebuild's dispatch drops it (:func:`place_past`).
+    record past the walk's end the broker appends where the rebuild's dispatch drops it (the replay).
 
     Raises:
         UnsupportedConfigError: the cases the module docstring refuses.
@@ -256,23 +257,16 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             # (apply_cut): each where the rule put it (from where the walk's queue holds it)
             moved += [(*key, src, pos) for pos, src in zip(put, source)]
     removed = {f for f in rebuild_files if f not in opened}   # the files apply_cut removes
-    kept: list[tuple[str, int, int, int, int]] = []
-    moved_to: list[tuple[str, int, int]] = []
-    put_past: list[InsideUnit] = []
-    made: list[tuple[str, int, int]] = []   # files getLastMappedFile creates for them, the rebuild's dispatch not
-    extra: list[tuple[str, int, int]] = []   # files the rebuild's dispatch creates for them, the broker's not
-    for key, s in states.items():   # an ordinary queue's (replayed whole): the gate of its refusals
-        if s is not None and s.past and key not in no_file:
-            place_past(key, s, out, cq_file_size, at, set(opened), removed, kept, moved_to, tags, put_past, made,
-                       extra, key in initial)
-    opened += made   # written anew (zeros but for the broker's units there), not removed
-    # an ordinary queue's rows above only gate the refusals the replay does not lift (place_past's ``replayed``:
-    # the difference from the rebuild's own dispatch they state is not written, apply_cut writes the files whole)
+    # every queue a parsed unit goes to (the walk wrote it, not refused) is replayed whole: its records past the
+    # walk's end go by the replay's put_cq too (dledger_inside_replay), into the files apply_cut writes for it (those
+    # the cut leaves and those getLastMappedFile creates; every other staged file of it removed), so none goes into
+    # a file --as-restart removes, and the rows above, the difference from the rebuild's own dispatch, are not
+    # written for it
     out, order = [u for u in out if (u.topic, u.queue_id) not in initial], \
         [i for i, u in zip(order, out) if (u.topic, u.queue_id) not in initial]
-    opened, blanks, rebuild_units, rebuild_files, extra = (
+    opened, blanks, rebuild_units, rebuild_files = (
         [r for r in rows if (r[0], r[1]) not in initial]
-        for rows in (opened, blanks, rebuild_units, rebuild_files, extra))
+        for rows in (opened, blanks, rebuild_units, rebuild_files))
     moved = [r for r in moved if (r[0], r[1]) not in initial]
     whole: list[QueueFiles] = []
     for key, s in initial.items():   # replayed whole (ordinary, ext, batch): their parsed units, files, blanks told
@@ -292,7 +286,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         blanks += [(*key, w.blank_until)] if w.blank_until >= 0 else []
     out = [u for _i, u in sorted(zip(order, out), key=lambda p: p[0])]
     return Placed(tuple(out), tuple(opened), tuple(rebuild_units),
-                  tuple(f for f in rebuild_files if f in removed and f not in made) + tuple(extra),
+                  tuple(f for f in rebuild_files if f in removed),
                   tuple(blanks), ext_put=tuple((*k, n) for k, n in ext_put.items()), again_moved=tuple(moved),
                   whole=tuple(whole))
 

@@ -4,9 +4,11 @@ start's reput set inside an entry parses (:func:`inside_units`): built from the 
 :func:`store_format.dledger_inside_units.place_inside`.
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles`` and ``BatchConsumeQueue.truncateDirtyLogicFiles``
-(the write position and max physical offset each leaves a queue with; a queue on disk before the walk after
-``putMessagePositionInfo`` or ``BatchConsumeQueue.putBatchMessagePositionInfo`` put the walk's units onto its files:
-:func:`store_format.consumequeue_recovery.dispatch_units`); a light queue
+(5.3.3's the same: a consume queue whose files all go keeps the max ``processOffset`` there, which 5.3.3's
+``ConsumeQueue.correctMinOffset`` does not reset, and its ``correctMinOffset`` failing on an empty last file:
+:func:`_start_fails_533`) (the write position and max physical offset each leaves a queue with; a queue on disk
+before the walk after ``putMessagePositionInfo`` or ``BatchConsumeQueue.putBatchMessagePositionInfo`` put the
+walk's units onto its files: :func:`store_format.consumequeue_recovery.dispatch_units`); a light queue
 (``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
 a record's own.  A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes own queue
 offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
@@ -24,6 +26,7 @@ import dataclasses
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
+from .dledger_inside_state import QueueFiles, refuse
 from .dledger_inside_units import ParsedUnit, Placed, Tags, WalkedQueue, place_inside
 from .dledger_queue_track import (
     KIND_BATCH,
@@ -60,7 +63,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     ``fillPreBlank`` units only, which ``truncateDirtyLogicFiles`` keeps like any unit below ``processOffset``, the
     write position after them: the cut units the reput dispatches again go from there by the same rule, after the
     parsed units, its records past the walk's end after those from the state they left, as in any queue the cut
-    left a file of: ``place_past``), and for a queue on disk before the walk
+    left a file of: the replay), and for a queue on disk before the walk
     that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
     (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
     ``QueueTrack.own_walked``, for a batch queue it wrote by ``BatchConsumeQueue.putBatchMessagePositionInfo``, its
@@ -92,12 +95,14 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
     messages: :attr:`WalkedQueue.again_skip`, whatever the queue kept below ``processOffset``: a walk unit,
     ``fillPreBlank`` units only or its units in the walk's earlier data files, ext files or not, on disk before the
-    walk or not; refused where the 5.3.3 cut left no file, on 5.5.1 (``reset_emptied``) replayed, ext files or not;
-    on disk before the walk, after its files as the cut left them)).  The cut units the reput
-    dispatches again are a queue's last ones (it goes on at an entry's start and dispatches every record from
+    walk or not; where the cut left no file replayed from its max, -1 on 5.5.1 (``reset_emptied``), ``processOffset``
+    on 5.3.3, ext files or not; on disk before the walk, after its files as the cut left them)).  The cut units the
+    reput dispatches again are a queue's last ones (it goes on at an entry's start and dispatches every record from
     there); the first ones, inside the parsed messages, stay cut whatever follows (:attr:`WalkedQueue.again_skip`):
     with ext files too (``ConsumeQueueExt.put`` runs for the records the reput walks only: no ext unit for them
-    again), in a queue on disk before the walk, and in one the cut left no file of.  ``tags``: ``place_inside``'s."""
+    again), in a queue on disk before the walk, and in one the cut left no file of.  ``tags``: ``place_inside``'s.
+    Not ``reset_emptied`` (5.3.3): refused where the reput leaves a replayed queue's last file empty, the store's start
+    failing then (:func:`_start_fails_533`)."""
     ids = {name: k for k, name in enumerate(track.names)}
     units = track.last_file()
 
@@ -196,14 +201,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                    "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
                    else
                    "a queue whose units below processOffset lie in an earlier data file" if top is None and disk is None
-                   else
-                   "whose records past the walk's end the reput dispatches afterwards, with no file left (but on "
-                   "5.5.1: replayed)"
-                   if len(later) and emptied and not reset_emptied
                    else "")
         if refused:
             return WalkedQueue(0, 0, 0, 0, refused=refused)
-        # the records past the walk's end the reput dispatches after the parsed ones (dledger_inside_past.place_past)
+        # the records past the walk's end the reput dispatches after the parsed ones (dledger_inside_replay)
         past = tuple(map(tuple, positions(later).tolist()))
         assert (top is not None or disk is not None) and (cut[:, U_OFFSET] == rows[len(kept):, U_OFFSET]).all()
         if not len(rows):   # written in the walk's earlier data files only: not cut, after its last unit there
@@ -220,8 +221,29 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         return _on_disk(WalkedQueue(write, -1 if top is None else top, after_last, int(rows[:, U_END].max()),
                                     track.own_units.get(q, 0), again=again, past=past, again_skip=skip,
                                     skipped=len(cut) if len(past) and not back.any() else 0), disk)
-    return place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
-                        bcq_file_size=bcq_file_size, tags=tags)
+    placed = place_inside(parsed, walked, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
+                          bcq_file_size=bcq_file_size, tags=tags)
+    if not reset_emptied:
+        _start_fails_533(placed, cq_file_size, at)
+    return placed
+
+
+def _start_fails_533(placed: Placed, cq_file_size: int, at: int) -> None:
+    """Refuse (one line) a reput that leaves an ordinary queue replayed whole (:attr:`Placed.whole`) with an empty last
+    file on 5.3.3: ``getLastMappedFile`` created it at the write position, a file's start, for a unit the queue offset
+    check then dropped.  After the reput, ``doRecheckReputOffsetFromCq`` calls ``recoverTopicQueueTable``, whose
+    ``ConsumeQueue.correctMinOffset`` (5.3.3: no guard on the last file's read position, which 5.5.1 added) selects
+    the 20 bytes before that empty file's write position: ``IllegalArgumentException``, the store's start fails (the
+    broker does not start; its files are not a restart's)."""
+    for w in placed.whole:
+        if isinstance(w, QueueFiles) and w.opened:
+            last = max(w.opened)
+            held = [p for p, *_u in w.units] + [p for p, _s in w.copies] + \
+                ([w.blank_until - 1] if w.blank_until > last else [])
+            if not any(last <= p < last + cq_file_size for p in held):
+                raise refuse(at, f"for {w.topic}/{w.queue_id}, whose last consume queue file (at queue byte {last}) "
+                                 "the reput leaves empty: the 5.3.3 store's start then fails (ConsumeQueue."
+                                 "correctMinOffset in recoverTopicQueueTable reads before that file's start)")
 
 
 def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,

@@ -71,7 +71,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     ``<line>-dledger-abort-emptied-kept-embedded-own`` (5.3.3): the same with the message there for T9/0 itself, the
     queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`), and ``-own-to-entry`` (5.3.3:
     :func:`embedded_kept_to_entry_scenario`; ``-own-to-entry-some`` and ``-some-zero``:
-    :func:`broker_dledger_inside_533_scenarios.kept_some_scenarios`).  On 5.5.1 also the variants below, and
+    :func:`broker_dledger_inside_533_scenarios.kept_some_scenarios`; records past the walk's end of a queue the cut
+    left no file: :func:`broker_dledger_inside_533_past_scenarios.past_533_scenarios`).  On 5.5.1 also the variants
+    below, and
     ``-batch-kept``: the -batch store with the queues kept (``keepQueues``: B9/0 on disk before the walk);
     ``-batch-held``: :func:`embedded_batch_held_scenario`;
     ``-earlier-ext``, ``-to-entry-earlier-ext``, ``-to-entry-past-ext``, ``-to-entry-past-two-ext``,
@@ -107,8 +109,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             last = {**last, "body": base64.b64encode(b"y" * 100).decode()}
             out.append({**sc, "messages": [*rest, host, last], "name": f"{sc['name']}-embedded{suffix}"})
     if out and not line.startswith("5.5"):
+        from broker_dledger_inside_533_past_scenarios import past_533_scenarios
         from broker_dledger_inside_533_scenarios import kept_some_scenarios
-        out += [embedded_kept_to_entry_scenario(out[0]), *kept_some_scenarios(out[0])]
+        out += [embedded_kept_to_entry_scenario(out[0]), *kept_some_scenarios(out[0]), *past_533_scenarios(out[0])]
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
         light = embedded_light_scenario(out[0])
