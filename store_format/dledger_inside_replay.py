@@ -34,7 +34,7 @@ and removes every other staged file of the queue.  The rule is the one :func:`pu
 :mod:`store_format.dledger_inside_units` (a few units of one queue: no array pass such as
 :func:`store_format.consumequeue.assign_positions`).  A queue replayed so is one a parsed message goes to (the
 queues :func:`store_format.dledger_inside_units.place_inside` is asked about; also one on disk before the walk that
-the walk wrote no unit of, only records past its end, a file of it left by the 5.5.1 cut: from that file's write
+the walk wrote no unit of, only records past its end, a file of it left by the cut: from that file's write
 position and max, ``ConsumeQueue.recover`` and ``truncateDirtyLogicFiles`` on its files alone,
 :func:`store_format.dledger_inside_walked.inside_units`); one only cut units dispatched again
 or records past the walk's end go to is put back by :func:`store_format.dledger_crash_cut.cut_queues` as before.

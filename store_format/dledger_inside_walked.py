@@ -87,8 +87,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     ``processOffset - 1``: a parsed unit starting there dropped, the records past the walk's end from queue byte 0),
     one the cut left a file of goes from that file's write position and max (``BatchConsumeQueue.
     truncateDirtyLogicFiles`` on the files alone: the walk wrote none of it); so too a consume queue on disk the
-    5.5.1 cut left a file of (``ConsumeQueue.truncateDirtyLogicFiles`` on its files alone: :func:`_held_past_only`;
-    with ext files refused); a consume queue so on disk on 5.3.3: refused.  ``after``:
+    cut left a file of, 5.5.1 or 5.3.3 (``ConsumeQueue.truncateDirtyLogicFiles`` on its files alone:
+    :func:`_held_past_only`; with ext files refused); a consume queue so on disk on 5.3.3 with no file left (its
+    max ``processOffset``): refused.  ``after``:
     the units of the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed
     over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
@@ -136,9 +137,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             # the max (-1 for a queue created then) at getLastMappedFile(getMaxOffset()), 0 with no file, as the
             # rebuild's batch dispatch (batchconsumequeue.assign_batch_positions) does in the same order
             return None
-        if held_only is not None and held_only[1] and reset_emptied and not past_only_batch:
-            # a consume queue on disk, a file of it left by the 5.5.1 cut: replayed from that file's write position
-            # and max (_held_past_only)
+        if held_only is not None and held_only[1] and not past_only_batch:
+            # a consume queue on disk, a file of it left by the cut (5.5.1 or 5.3.3): replayed from that file's write
+            # position and max (_held_past_only)
             return _held_past_only(held_only, later, ext_file_size)
         top = int(kept[-1, U_END]) if len(kept) else max_after[q] if q in max_after else before and before[1]
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
@@ -309,15 +310,16 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
 
 def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int) -> WalkedQueue:
     """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
-    end went to (``later``), a file of it left by the 5.5.1 cut (``held``: ``ConsumeQueue.truncateDirtyLogicFiles`` on
-    its files alone, as ``ConsumeQueue.recover`` loaded them: their units starting below ``processOffset`` kept, the
-    write position after the last one, the max its end).  The reput puts its parsed units and then those records by
-    ``putMessagePositionInfo`` from there (:func:`store_format.dledger_inside_replay.replay_queue`): each ending past
-    the max appended at the write position unless its queue offset * 20 lies below it (not 0), whatever units the
-    files hold.  The rebuild's queue holds none of those files' units (verify only: ``--as-restart`` plans with no
-    queue on disk, the rebuild's own dispatch then), so its state is given as the broker's: the difference gates of
-    ``place_inside`` and ``place_past`` see none (the replay writes the queue whole).  Refused with ext files (the ext
-    units the files' ext file holds, after which the reput's go, not read)."""
+    end went to (``later``), a file of it left by the cut (``held``: ``ConsumeQueue.truncateDirtyLogicFiles`` on its
+    files alone, as ``ConsumeQueue.recover`` loaded them: their units starting below ``processOffset`` kept, the write
+    position after the last one, the max its end; 5.3.3's ``recover``, ``truncateDirtyLogicFiles`` and
+    ``putMessagePositionInfo`` read as 5.5.1's but for a log line).  The reput puts its parsed units and then those
+    records by ``putMessagePositionInfo`` from there (:func:`store_format.dledger_inside_replay.replay_queue`): each
+    ending past the max appended at the write position unless its queue offset * 20 lies below it (not 0), whatever
+    units the files hold.  The rebuild's queue holds none of those files' units (verify only: ``--as-restart`` plans
+    with no queue on disk, the rebuild's own dispatch then), so its state is given as the broker's: the difference
+    gates of ``place_inside`` and ``place_past`` see none (the replay writes the queue whole).  Refused with ext files
+    (the ext units the files' ext file holds, after which the reput's go, not read)."""
     if ext_file_size:
         return WalkedQueue(0, 0, 0, 0, refused="a consume queue on disk before the walk that the walk wrote no unit "
                            "of, only records past its end, with ext files (the ext units on disk not read)")
