@@ -33,7 +33,10 @@ files the cut leaves, below the walk's end: what the rebuild's own dispatch appe
 and removes every other staged file of the queue.  The rule is the one :func:`put_cq` states for
 :mod:`store_format.dledger_inside_units` (a few units of one queue: no array pass such as
 :func:`store_format.consumequeue.assign_positions`).  A queue replayed so is one a parsed message goes to (the
-queues :func:`store_format.dledger_inside_units.place_inside` is asked about); one only cut units dispatched again
+queues :func:`store_format.dledger_inside_units.place_inside` is asked about; also one on disk before the walk that
+the walk wrote no unit of, only records past its end, a file of it left by the cut: from that file's write
+position and max, ``ConsumeQueue.recover`` and ``truncateDirtyLogicFiles`` on its files alone,
+:func:`store_format.dledger_inside_walked.inside_units`); one only cut units dispatched again
 or records past the walk's end go to is put back by :func:`store_format.dledger_crash_cut.cut_queues` as before.
 Refused (one line): a cut unit the walk's dispatch dropped (a queue holding own and light units) that the reput
 appends, its bytes in no file of the walk's queue; with ext files, a unit the reput dispatches after the parsed ones

@@ -112,7 +112,8 @@ the queue kept below ``processOffset`` (a walk unit, ``fillPreBlank`` units only
 files); with ext files the cut leaves the ext file as the walk wrote it (the cut units' ext units too) and the ext units
 of the parsed and of those records follow (:attr:`WalkedQueue.ext_next`, not lowered), as the rebuild's dispatch puts
 them; in a queue on disk before the walk the parsed units and those records go from the write position the cut left its
-files at, the same.
+files at, the same (also in one the walk wrote no unit of, only those records went to: replayed from its files as the
+cut left them, 5.5.1 or 5.3.3).
 
 A batch queue the walk wrote (in its last data file or its earlier ones only, or one on disk before the walk that
 only records past the walk's end went to: :func:`store_format.dledger_inside_walked.inside_units`) is replayed whole

@@ -10,8 +10,10 @@ Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.truncateDirtyLogicFiles`` and ``Batc
 before the walk after ``putMessagePositionInfo`` or ``BatchConsumeQueue.putBatchMessagePositionInfo`` put the
 walk's units onto its files: :func:`store_format.consumequeue_recovery.dispatch_units`); a light queue
 (``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
-a record's own.  A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes own queue
-offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
+a record's own.  A consume queue on disk before the walk that the walk wrote no unit of, only records past its end,
+a file of it left by the cut: as ``ConsumeQueue.recover`` loaded its files and the cut left them, nothing of the walk
+(:func:`_held_past_only`).  A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes
+own queue offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
 ``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets; their positions replayed by its
 rule in commitlog order (:func:`store_format.dledger_queue_track.replayed`), the cut reading the file's units
 (:func:`_mixed`), its cut units the reput dispatches again handed over with their own queue offsets and those
@@ -87,8 +89,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     broker does); such a batch queue on disk that the cut left no file of is the emptied batch queue (its max
     ``processOffset - 1``: a parsed unit starting there dropped, the records past the walk's end from queue byte 0),
     one the cut left a file of goes from that file's write position and max (``BatchConsumeQueue.
-    truncateDirtyLogicFiles`` on the files alone: the walk wrote none of it); a consume queue on disk with a file
-    left, or on disk on 5.3.3: refused.  ``after``:
+    truncateDirtyLogicFiles`` on the files alone: the walk wrote none of it); so too a consume queue on disk the
+    cut left a file of, 5.5.1 or 5.3.3 (``ConsumeQueue.truncateDirtyLogicFiles`` on its files alone:
+    :func:`_held_past_only`; with ext files refused); a consume queue so on disk on 5.3.3 with no file left (its
+    max ``processOffset``): refused.  ``after``:
     the units of the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed
     over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
@@ -138,6 +142,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             # the max (-1 for a queue created then) at getLastMappedFile(getMaxOffset()), 0 with no file, as the
             # rebuild's batch dispatch (batchconsumequeue.assign_batch_positions) does in the same order
             return None
+        if held_only is not None and held_only[1] and not past_only_batch:
+            # a consume queue on disk, a file of it left by the cut (5.5.1 or 5.3.3): replayed from that file's write
+            # position and max (_held_past_only)
+            return _held_past_only(held_only, later, ext_file_size)
         top = int(kept[-1, U_END]) if len(kept) else max_after[q] if q in max_after else before and before[1]
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
@@ -320,6 +328,25 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
                            f"position {disk[2]}, max {disk[0]}, below where the walk's units below processOffset end "
                            f"({walked.max})")
     return dataclasses.replace(walked, write=disk[2], max=disk[0], disk=True)
+
+
+def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int) -> WalkedQueue:
+    """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
+    end went to (``later``), a file of it left by the cut (``held``: ``ConsumeQueue.truncateDirtyLogicFiles`` on its
+    files alone, as ``ConsumeQueue.recover`` loaded them: their units starting below ``processOffset`` kept, the write
+    position after the last one, the max its end; 5.3.3's ``recover``, ``truncateDirtyLogicFiles`` and
+    ``putMessagePositionInfo`` read as 5.5.1's but for a log line).  The reput puts its parsed units and then those
+    records by ``putMessagePositionInfo`` from there (:func:`store_format.dledger_inside_replay.replay_queue`): each
+    ending past the max appended at the write position unless its queue offset * 20 lies below it (not 0), whatever
+    units the files hold.  The rebuild's queue holds none of those files' units (verify only: ``--as-restart`` plans
+    with no queue on disk, the rebuild's own dispatch then), so its state is given as the broker's: the difference
+    gates of ``place_inside`` and ``place_past`` see none (the replay writes the queue whole).  Refused with ext files
+    (the ext units the files' ext file holds, after which the reput's go, not read)."""
+    if ext_file_size:
+        return WalkedQueue(0, 0, 0, 0, refused="a consume queue on disk before the walk that the walk wrote no unit "
+                           "of, only records past its end, with ext files (the ext units on disk not read)")
+    return WalkedQueue(held[2], held[0], held[2], held[0], past=tuple(map(tuple, positions(later).tolist())),
+                       disk=True)
 
 
 def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: np.ndarray,
