@@ -236,7 +236,7 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     reput dispatches again after the parsed ones (``back``: its last ones, going on at an entry's start) go to
     :attr:`WalkedQueue.again` with their own queue offsets, which ``putMessagePositionInfo`` checks against the write
     position then, and where the walk's queue holds each (:attr:`WalkedQueue.again_at`: its replayed position, -1
-    for one the walk dropped), which ``place_inside`` compares with where the rule puts it now and reads it from.
+    for one the walk dropped), which the replay reads it from (one the walk dropped written from its record).
     With ext files (``ext_next``: the ext units the walk put, ``QueueTrack.own_units``):
     ``putMessagePositionInfoWrapper`` puts an ext unit (``ConsumeQueueExt.put``) for each own unit only, before
     ``putMessagePositionInfo`` appends or drops it, a light unit none (``multiDispatchLmqQueue`` calls
@@ -246,9 +246,12 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     cut own units dispatched again put their ext units after it. Its records past the walk's end (``later``, in
     commitlog order) go to :attr:`WalkedQueue.past` with their real queue offsets (own from ``topicQueueTable``, light
     from ``lmqTopicQueueTable``): ``place_inside`` puts each by ``putMessagePositionInfo`` from the state the parsed
-    and cut units left, the rebuild's own dispatch by the same rule after the walk's units and the parsed ones.
+    and cut units left (also after cut units the reput goes on past, inside the parsed messages: the first
+    :attr:`WalkedQueue.again_skip`, or all of them, :attr:`WalkedQueue.skipped`; the queue replayed whole,
+    :func:`store_format.dledger_inside_replay.replay_queue`), the rebuild's own dispatch by the same rule after the
+    walk's units and the parsed ones.
     Refused: units of it in the walk's earlier data files, on disk before the walk or none left by the cut
-    (``elsewhere``), records past the walk's end after cut units the reput goes on past (untested), and a unit below
+    (``elsewhere``), and a unit below
     ``processOffset`` the walk dropped or none appended there (the max the reput starts from is not the walk's
     units' largest end then)."""
     pos, at, final = replayed(rows, cq_file_size)
@@ -257,8 +260,6 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
     refused = (f"{two}, in its earlier data files too, on disk before the walk or left with no file by the cut"
                if elsewhere else
-               f"{two} whose records past the walk's end the reput dispatches after cut units it goes on past"
-               if len(later) and not back.all() else
                f"{two} whose units below processOffset the walk's dispatch did not all append"
                if not kept.any() or (below & (pos < 0)).any() else "")
     if refused:
@@ -272,7 +273,8 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     skip = int(np.argmax(back)) if back.any() else 0
     return WalkedQueue(write, int(rows[kept][-1, U_END]), final, int(rows[pos >= 0][-1, U_END]), ext_next,
                        again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip,
-                       past=tuple(map(tuple, positions(later).tolist())))
+                       past=tuple(map(tuple, positions(later).tolist())),
+                       skipped=len(cut) if len(later) and not back.any() else 0)
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:

@@ -51,9 +51,15 @@ def test_cut_units_dispatched_again_carry_their_queue_offsets_and_where_the_walk
     assert (w.write, w.max) == (60, 350) and [q for _o, _n, q in w.again] == [0] and w.again_at == (60,)
 
 
+def test_records_past_the_walks_end_after_cut_units_the_reput_goes_on_past() -> None:
+    # no cut unit dispatched again (inside the parsed messages): the record past the walk's end follows the parsed
+    # units from the write position and max the cut left (the queue replayed whole), the cut unit counted skipped
+    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE, later=PAST)
+    assert not w.refused and w.again == () and w.skipped == 1 and [(o, n, q) for o, n, q in w.past] == [(800, 50, 4)]
+    assert (w.write, w.max) == (80, 450)
+
+
 def test_what_stays_refused() -> None:
-    assert "after cut units it goes on past" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE,
-                                                      later=PAST).refused
     assert "earlier data files" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, back=NONE, later=NO_PAST).refused
     # a unit below processOffset the walk dropped: the max the reput starts from is not its end
     assert "did not all append" in _mixed(ROWS, ROWS[5:], 700, 220, 1, elsewhere=False, back=NONE[:0],

@@ -1,0 +1,97 @@
+"""DLedger crash scenarios of the inside-entry family (:mod:`broker_dledger_inside_scenarios`) for a queue holding a
+record's own units and light ones (``%LMQ%q1``, queue 0: multi-dispatch beside messages put to that topic itself)
+that the reput, set inside an entry, replays: ``-light-mixed-skip-dropped``
+(:func:`embedded_light_mixed_skip_dropped_scenario`), a cut light unit the walk's dispatch dropped that the reput
+appends, and ``-light-mixed-skip-dropped-past`` (:func:`embedded_light_mixed_skip_dropped_past_scenario`): records
+past the walk's end after a cut unit the reput goes on past.
+:func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`mixed_replay_scenarios`)."""
+from __future__ import annotations
+
+import base64
+import struct
+
+from broker_dledger_inside_again_scenarios import SOME_B9_SIZE
+from broker_dledger_inside_scenarios import (
+    EMBED_HOST_AT,
+    EMBED_HOST_BODY,
+    EMBED_PROCESS_OFFSET,
+    LIGHT_PROPS,
+    LIGHT_TAIL,
+    LIGHT_TAIL_BODY,
+    TO_ENTRY_HOST_TAIL,
+    embedded_light_scenario,
+)
+
+# -light-mixed-skip-dropped: the message put to %LMQ%q1 itself between B9's and the last one (keys kA), its body's
+# length (as long a record as the last one's: LIGHT_TAIL), its properties string, and the own queue offset of the
+# message parsed where the reput is set (not 0, below the write position the cut leaves: dropped)
+SKIP_OWN_BODY = LIGHT_TAIL_BODY + LIGHT_PROPS - 5
+SKIP_OWN_UNIQ = "7F00000100002A9F000000000995"
+SKIP_OWN_PROPS = b"KEYS\x01kA\x02UNIQ_KEY\x01" + SKIP_OWN_UNIQ.encode() + b"\x02"
+SKIP_PARSED_QUEUE_OFFSET = 1
+
+
+def mixed_replay_scenarios(sc: dict) -> list[dict]:
+    """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-light-mixed-skip-dropped``
+    (:func:`embedded_light_mixed_skip_dropped_scenario`) and ``-light-mixed-skip-dropped-past``
+    (:func:`embedded_light_mixed_skip_dropped_past_scenario`)."""
+    return [embedded_light_mixed_skip_dropped_scenario(sc), embedded_light_mixed_skip_dropped_past_scenario(sc)]
+
+
+def embedded_light_mixed_skip_dropped_message() -> tuple[int, bytes, int]:
+    """Where the reput of the -light-mixed-skip-dropped store is set (processOffset - 1: the -light store's moved on
+    by the extra record's size), the header and body length field (88 bytes) of the message parsed there (topic
+    %LMQ%q1, queue 0, own queue offset :data:`SKIP_PARSED_QUEUE_OFFSET`), whose body runs over the host record's
+    tail, B9's entry and the %LMQ%q1 entry up to its record's topic, and that message's size: it ends where that
+    record does, at the last message's entry."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 2 * LIGHT_TAIL - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    own_at = host_end + 48 + SOME_B9_SIZE + 48
+    head = embedded_message(reput, bytes(own_at + 88 + SKIP_OWN_BODY - reput - 88), SKIP_OWN_PROPS,
+                            topic=b"%LMQ%q1", queue_offset=SKIP_PARSED_QUEUE_OFFSET)[:88]
+    assert struct.unpack(">i", head[:4])[0] == own_at + LIGHT_TAIL - reput
+    return reput, head, own_at + LIGHT_TAIL - reput
+
+
+def embedded_light_mixed_skip_dropped_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-skip-dropped`` (5.5.1): the -light store
+    (:func:`broker_dledger_inside_scenarios.embedded_light_scenario`: light units of %LMQ%q1 at 0-40, below
+    processOffset; its last message, T0/0, also to %LMQ%q1, light queue offset 3) with one more message between B9's
+    and the last, put to topic %LMQ%q1 itself (queue 0, own queue offset 0, keys ``kA``; as long a record as the
+    last one): the walk's ``putMessagePositionInfo`` appends its own unit at 60 and drops the last message's light
+    unit (queue offset 3 below write position 80).  Where the reput is set (processOffset - 1) a message whose body
+    swallows the host record's tail, B9's entry and that %LMQ%q1 entry up to its record's topic
+    (:func:`embedded_light_mixed_skip_dropped_message`): its topic and properties are that record's, its own queue
+    offset :data:`SKIP_PARSED_QUEUE_OFFSET` (below the write position 60 the cut leaves: dropped), and it ends at the
+    last message's entry, so the reput goes on there and dispatches the last message again, not the %LMQ%q1 one
+    (inside the parsed message): its light unit, queue offset 3, appended at 60, where the walk's queue holds none."""
+    reput, head, _size = embedded_light_mixed_skip_dropped_message()
+    base = embedded_light_scenario(sc)
+    *rest, host, b9, tail = base["messages"]
+    assert tail["topic"] == "T0" and tail["properties"]["INNER_MULTI_QUEUE_OFFSET"] == "3", tail
+    hb = bytearray(b"x" * EMBED_HOST_BODY)
+    hb[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(head)] = head
+    own = {k: v for k, v in tail.items() if k != "properties"}
+    own = {**own, "topic": "%LMQ%q1", "queueId": 0, "keys": "kA", "uniqKey": SKIP_OWN_UNIQ,
+           "body": base64.b64encode(b"t" * SKIP_OWN_BODY).decode()}
+    return {**base, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, own, tail],
+            "name": f"{base['name']}-mixed-skip-dropped"}
+
+
+def embedded_light_mixed_skip_dropped_past_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-skip-dropped-past`` (5.5.1): the
+    -light-mixed-skip-dropped store (:func:`embedded_light_mixed_skip_dropped_scenario`) with two more T0/0 messages
+    after its last one, both also to %LMQ%q1 (light queue offsets 4 and 5), the first damaged (keys ``kD``, ``kE``):
+    the walk ends at the damaged one, processOffset stays the -light-mixed-skip-dropped store's, and the reput,
+    having gone on past the %LMQ%q1 record (inside the parsed message) and dispatched the last message again (its
+    light unit, which the walk dropped, at 60), dispatches the two records past the walk's end into %LMQ%q1 by their
+    light queue offsets from the state those left (80, 100)."""
+    base = embedded_light_mixed_skip_dropped_scenario(sc)
+    tail = base["messages"][-1]
+    more = [{**tail, "keys": f"k{k}", "uniqKey": f"7F00000100002A9F00000000099{n}",
+             "properties": {**tail["properties"], "INNER_MULTI_QUEUE_OFFSET": str(lo)}}
+            for k, n, lo in (("D", 3, 4), ("E", 4, 5))]
+    puts = sum(1 for m in base["messages"] if "topic" in m)
+    return {**base, "messages": [*base["messages"], *more], "damageMessage": puts, "name": f"{base['name']}-past"}
+

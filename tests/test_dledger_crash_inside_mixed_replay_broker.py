@@ -1,0 +1,88 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
+an entry, replays a queue holding a record's own units and light ones (``%LMQ%q1``, queue 0: multi-dispatch beside
+messages put to that topic itself, their queue offsets from two counters), where the reput appends a cut unit the
+walk's dispatch dropped: its bytes in no file of the walk's queue, computed from the record (its offset, size and
+tags code for that queue).  Written by the published RocketMQ store through the JVM harness in ``tests/broker/``:
+what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart found it (byte for byte) and
+``verify``'s units lost.  The scenarios: :mod:`broker_dledger_inside_mixed_replay_scenarios`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_files import cq_unit
+from broker_dledger_runs import LINES, _inside_run, _restart_as_the_broker, _verify_loses_as_the_broker
+
+from store_format.dledger import ENTRY_HEADER_SIZE
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
+
+bh.skip_without_tools()
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_appends_a_cut_light_unit_the_walk_dropped(line, tmp_path):
+    """The -light-mixed-skip-dropped store: the walk's units of %LMQ%q1 light at 0-40, the own unit (queue offset 0)
+    of the message between B9's and the last at 60, the last message's light unit (queue offset 3) dropped below
+    write position 80. The cut leaves write position 60; the parsed message (the %LMQ%q1 record's topic and
+    properties, own queue offset 1) is dropped there (20 below 60), the reput goes on at the last message's entry
+    (the %LMQ%q1 record inside the parsed message: not dispatched again) and appends that message's light unit,
+    which the walk dropped, at 60. --as-restart writes the broker's files byte for byte, verify predicts the units
+    lost."""
+    from broker_dledger_inside_mixed_replay_scenarios import embedded_light_mixed_skip_dropped_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-skip-dropped"
+    reput, head, size = embedded_light_mixed_skip_dropped_message()
+    r, w, src = _inside_run(name, reput, head)   # the %LMQ%q1 message's header from processOffset - 1
+    tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, T0/0 and %LMQ%q1 light queue offset 3
+    own = tail - 48 - LIGHT_TAIL                  # the message put to %LMQ%q1 itself, inside the parsed one
+    assert reput + size == own + LIGHT_TAIL and r["scenario"]["messages"][-2]["topic"] == "%LMQ%q1"
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 80, state
+    assert int(state["maxPhysicOffset"]) == tail + LIGHT_TAIL, state
+    lmq = Path("consumequeue") / "%LMQ%q1" / "0" / f"{0:020d}"
+    held = (src / "expected" / lmq).read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 80, 20)]
+    assert all(o < reput for o, _s, _t in units[:len(LIGHT_PUTS)]), units
+    # the light unit the walk dropped, appended where the walk's own unit stood; neither the parsed unit nor that
+    # own unit held
+    assert units[3][:2] == (tail, LIGHT_TAIL) and held[80:] == bytes(len(held) - 80), held[:100].hex()
+    t0 = b"".join(f.read_bytes() for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir()))
+    assert tail in [cq_unit(t0, k)[0] for k in range(0, len(t0), 20)], "the last message put back in T0/0"
+    _restart_as_the_broker(src, name, line, tmp_path)
+    # a unit each, a light one more for the three light puts and the last message
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 1)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_dispatches_records_past_the_walk_after_a_cut_unit_it_went_past(
+        line, tmp_path):
+    """The -light-mixed-skip-dropped store with two more T0/0 messages also to %LMQ%q1 (light queue offsets 4 and 5),
+    the first damaged: the walk ends there; the reput goes on past the %LMQ%q1 record's own unit (inside the parsed
+    message, not dispatched again), appends the last walked message's light unit, which the walk dropped, at 60, then
+    the two records past the walk's end by putMessagePositionInfo with their real light queue offsets from the state
+    that left: 4 at 80, 5 at 100. --as-restart writes the broker's files byte for byte, verify predicts the units
+    lost."""
+    from broker_dledger_inside_mixed_replay_scenarios import embedded_light_mixed_skip_dropped_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-skip-dropped-past"
+    reput, head, size = embedded_light_mixed_skip_dropped_message()
+    r, w, src = _inside_run(name, reput, head, damaged=True)
+    damaged = int(w["damagedRecord"])
+    tail = damaged - ENTRY_HEADER_SIZE - LIGHT_TAIL   # the last walked message, T0/0 and %LMQ%q1 light offset 3
+    assert reput + size == tail - ENTRY_HEADER_SIZE, (reput, size, tail)
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 120, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 120, 20)]
+    assert all(o < reput for o, _s, _t in units[:len(LIGHT_PUTS)]) and held[120:] == bytes(len(held) - 120), units
+    # the light unit the walk dropped at 60, the damaged record's at 80, the next one's at 100
+    assert [u[:2] for u in units[3:]] == [(tail, LIGHT_TAIL), (damaged, LIGHT_TAIL),
+                                         (damaged + LIGHT_TAIL + ENTRY_HEADER_SIZE, LIGHT_TAIL)], units
+    _restart_as_the_broker(src, name, line, tmp_path)
+    # a unit each, a light one more for the three light puts, the last walked message and the two records past the
+    # walk's end
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 3)
+
