@@ -28,8 +28,11 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   cut units again after parsed units puts them as ``dledger_inside_units.place_inside`` says (from those positions);
   one dispatching every cut unit again with no parsed unit there starts from the walk's own state before the first
   (the cut's write position and max), so each appended one goes back where it was and each one the walk dropped is
-  dropped again; a reput putting back only its last cut units, its queue offsets checked against a write position the
-  walk never had there, is refused.
+  dropped again; a reput set inside an entry putting back only its last cut units (the first inside the parsed
+  messages), its queue offsets checked against a write position the walk never had there, replays it whole from
+  the state the cut left (``dledger_inside_walked.mixed_put_back``: ``putMessagePositionInfo`` with each one's own
+  queue offset, one the walk dropped written from its record; refused with ext files, records past the walk's end
+  or the queue on disk before the walk).
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
   ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
   which is no ext address (``isExtAddr``), so nothing is cut.
@@ -92,7 +95,7 @@ import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dledger_inside_units import ParsedUnit, Placed, Tags
-from .dledger_inside_walked import OnDiskCut, cut_refusal, inside_units
+from .dledger_inside_walked import OnDiskCut, cut_refusal, inside_units, mixed_put_back
 from .dledger_queue_track import (
     BLANK_MAX,
     KIND_BATCH,
@@ -400,6 +403,18 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
         if q in mixed and 0 < n < len(rows):
+            # none parsed there, the first cut units inside the parsed messages: the queue replayed whole from the
+            # state the cut left (dledger_inside_walked.mixed_put_back; apply_cut writes it), the last ones by the
+            # rule with their own queue offsets (not ext files, nor records past the walk's end, nor on disk)
+            w = mixed_put_back(track, q, rows, again, process_offset, cq_file_size, inside_from, tags) \
+                if inside_from >= 0 and not ext and q not in zero_from and track.names[q] not in (on_disk or {}) \
+                else None
+            if w is not None:
+                placed = dataclasses.replace(placed, whole=placed.whole + (w,))
+                got = np.isin(rows[:, U_OFFSET], np.asarray(w.put_back, dtype=np.int64))
+                restored += int(got.sum())
+                lost[track.names[q]] = rows[~got, U_OFFSET]
+                continue
             label = "/".join(map(str, track.names[q]))
             raise _refuse(f"the queue {label} holding a record's own units and light ones, whose cut units the reput "
                           "puts back, only the last ones (their queue offsets against positions the walk did not give "

@@ -24,6 +24,7 @@ import dataclasses
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
+from .dledger_inside_replay import QueueFiles, replay_queue
 from .dledger_inside_units import ParsedUnit, Placed, Tags, WalkedQueue, place_inside
 from .dledger_queue_track import (
     KIND_BATCH,
@@ -41,7 +42,7 @@ from .dledger_queue_track import (
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["OnDiskCut", "cut_refusal", "inside_units"]
+__all__ = ["OnDiskCut", "cut_refusal", "inside_units", "mixed_put_back"]
 
 # a queue on disk once truncateDirtyLogicFiles cut its own units (QueuesOnDisk.max_after_cut): its max physical offset,
 # whether a file of it stays, its write position (queue bytes; a cut going on into older files reads them), and
@@ -275,6 +276,21 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
                        again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip,
                        past=tuple(map(tuple, positions(later).tolist())),
                        skipped=len(cut) if len(later) and not back.any() else 0)
+
+
+def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray, process_offset: int,
+                   cq_file_size: int, at: int, tags: Tags | None) -> QueueFiles | None:
+    """Queue ``q`` of ``track``, holding a record's own units and light ones in the walk's last data file only, none
+    past the walk's end, no parsed unit going to it, whose cut units (``cut``, in commitlog order) the reput set
+    inside an entry (at ``at``) dispatches again only in part (``back``: the last ones; it went on past the first,
+    inside the parsed messages): replayed whole (:func:`store_format.dledger_inside_replay.replay_queue`) from the
+    state ``truncateDirtyLogicFiles`` left it in (:func:`_mixed`), each of those last cut units by
+    ``putMessagePositionInfo`` with its own queue offset, from where the walk's queue holds it or, one the walk's
+    dispatch dropped, from its record (``tags``).  None where :func:`_mixed` refuses the queue."""
+    units = track.last_file()
+    rows = units[units[:, U_QUEUE] == q]
+    s = _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back, rows[:0])
+    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags)
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:

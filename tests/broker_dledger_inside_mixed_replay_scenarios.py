@@ -3,7 +3,8 @@ record's own units and light ones (``%LMQ%q1``, queue 0: multi-dispatch beside m
 that the reput, set inside an entry, replays: ``-light-mixed-skip-dropped``
 (:func:`embedded_light_mixed_skip_dropped_scenario`), a cut light unit the walk's dispatch dropped that the reput
 appends, and ``-light-mixed-skip-dropped-past`` (:func:`embedded_light_mixed_skip_dropped_past_scenario`): records
-past the walk's end after a cut unit the reput goes on past.
+past the walk's end after a cut unit the reput goes on past, and ``-light-mixed-skip-t0``
+(:func:`embedded_light_mixed_skip_t0_scenario`): no parsed unit there, the reput putting back only the last cut unit.
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`mixed_replay_scenarios`)."""
 from __future__ import annotations
 
@@ -34,8 +35,10 @@ SKIP_PARSED_QUEUE_OFFSET = 1
 def mixed_replay_scenarios(sc: dict) -> list[dict]:
     """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-light-mixed-skip-dropped``
     (:func:`embedded_light_mixed_skip_dropped_scenario`) and ``-light-mixed-skip-dropped-past``
-    (:func:`embedded_light_mixed_skip_dropped_past_scenario`)."""
-    return [embedded_light_mixed_skip_dropped_scenario(sc), embedded_light_mixed_skip_dropped_past_scenario(sc)]
+    (:func:`embedded_light_mixed_skip_dropped_past_scenario`), ``-light-mixed-skip-t0``
+    (:func:`embedded_light_mixed_skip_t0_scenario`)."""
+    return [embedded_light_mixed_skip_dropped_scenario(sc), embedded_light_mixed_skip_dropped_past_scenario(sc),
+            embedded_light_mixed_skip_t0_scenario(sc)]
 
 
 def embedded_light_mixed_skip_dropped_message() -> tuple[int, bytes, int]:
@@ -95,3 +98,46 @@ def embedded_light_mixed_skip_dropped_past_scenario(sc: dict) -> dict:
     puts = sum(1 for m in base["messages"] if "topic" in m)
     return {**base, "messages": [*base["messages"], *more], "damageMessage": puts, "name": f"{base['name']}-past"}
 
+
+
+# -light-mixed-skip-t0: the T0/0 message between the %LMQ%q1 one and the last (keys kB, as long a record), its body's
+# length, and the queue offset of the T0/0 message parsed where the reput is set (past every T0/0 unit)
+SKIP_T0_BODY = LIGHT_TAIL_BODY + LIGHT_PROPS
+SKIP_T0_UNIQ = "7F00000100002A9F000000000992"
+SKIP_T0_QUEUE_OFFSET = 1000
+
+
+def embedded_light_mixed_skip_t0_message() -> tuple[int, bytes, int]:
+    """Where the reput of the -light-mixed-skip-t0 store is set (processOffset - 1: the -light store's moved on by
+    the two extra records' sizes), the header and body length field (88 bytes) of the T0/0 message parsed there
+    (queue offset :data:`SKIP_T0_QUEUE_OFFSET`), whose body runs over the host record's tail, B9's entry, the %LMQ%q1
+    entry and the T0/0 entry after it up to that record's topic, and that message's size: it ends where that T0/0
+    record does, at the last message's entry; its topic and properties are that record's (T0/0 alone)."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 3 * LIGHT_TAIL - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    t0_at = host_end + 48 + SOME_B9_SIZE + 48 + LIGHT_TAIL + 48
+    head = embedded_message(reput, bytes(t0_at + SKIP_T0_BODY - reput), b"p" * len(SKIP_OWN_PROPS), topic=b"T0",
+                            queue_offset=SKIP_T0_QUEUE_OFFSET)[:88]
+    assert struct.unpack(">i", head[:4])[0] == t0_at + LIGHT_TAIL - reput
+    return reput, head, t0_at + LIGHT_TAIL - reput
+
+
+def embedded_light_mixed_skip_t0_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-skip-t0`` (5.5.1): the -light-mixed-skip-dropped
+    store (:func:`embedded_light_mixed_skip_dropped_scenario`: the %LMQ%q1 own unit the walk appends at 60, the last
+    message's light unit it drops below 80) with a T0/0 message (keys ``kB``) between the %LMQ%q1 one and the last,
+    and the message where the reput is set swallowing the host record's tail, B9's, the %LMQ%q1 and that T0/0 entry
+    (:func:`embedded_light_mixed_skip_t0_message`): for T0/0 alone, so that no parsed unit goes to %LMQ%q1, and the
+    reput, going on at the last message's entry past the %LMQ%q1 record, puts back only the last cut unit of
+    %LMQ%q1: its light unit (queue offset 3), which the walk dropped, appended at the write position 60 the cut
+    left."""
+    reput, head, _size = embedded_light_mixed_skip_t0_message()
+    base = embedded_light_mixed_skip_dropped_scenario(sc)
+    *rest, host, b9, own, tail = base["messages"]
+    hb = bytearray(b"x" * EMBED_HOST_BODY)
+    hb[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(head)] = head
+    t0 = {k: v for k, v in tail.items() if k != "properties"}
+    t0 = {**t0, "keys": "kB", "uniqKey": SKIP_T0_UNIQ, "body": base64.b64encode(b"t" * SKIP_T0_BODY).decode()}
+    return {**base, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, own, t0, tail],
+            "name": base["name"].replace("-skip-dropped", "-skip-t0")}

@@ -86,3 +86,35 @@ def test_as_restart_after_a_crash_whose_reput_dispatches_records_past_the_walk_a
     # walk's end
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 3)
 
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_of_a_queue_with_own_units(
+        line, tmp_path):
+    """The -light-mixed-skip-t0 store: the walk's units of %LMQ%q1 light at 0-40, the %LMQ%q1 record's own unit
+    (queue offset 0) at 60, the last message's light unit (queue offset 3) dropped below 80; the message parsed
+    where the reput is set is for T0/0 alone (no parsed unit in %LMQ%q1) and swallows the %LMQ%q1 record, so the
+    reput, going on at the last message's entry, puts back only the last cut unit of %LMQ%q1, from the write position
+    (60) and max the cut left: its light unit, which the walk dropped, appended at 60. --as-restart writes the
+    broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_mixed_replay_scenarios import embedded_light_mixed_skip_t0_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-skip-t0"
+    reput, head, size = embedded_light_mixed_skip_t0_message()
+    r, w, src = _inside_run(name, reput, head)
+    tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, T0/0 and %LMQ%q1 light queue offset 3
+    assert reput + size == tail - ENTRY_HEADER_SIZE and r["scenario"]["messages"][-3]["topic"] == "%LMQ%q1"
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 80, state
+    assert int(state["maxPhysicOffset"]) == tail + LIGHT_TAIL, state
+    lmq = Path("consumequeue") / "%LMQ%q1" / "0" / f"{0:020d}"
+    held = (src / "expected" / lmq).read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 80, 20)]
+    assert all(o < reput for o, _s, _t in units[:len(LIGHT_PUTS)]), units
+    assert units[3][:2] == (tail, LIGHT_TAIL) and held[80:] == bytes(len(held) - 80), held[:100].hex()
+    t0 = b"".join(f.read_bytes() for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir()))
+    t0_units = [cq_unit(t0, k)[0] for k in range(0, len(t0), 20)]
+    assert reput in t0_units and tail in t0_units, "the parsed and the last message in T0/0"
+    _restart_as_the_broker(src, name, line, tmp_path)
+    # a unit each, a light one more for the three light puts and the last message
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 1)
