@@ -38,7 +38,7 @@ def mixed_replay_scenarios(sc: dict) -> list[dict]:
     (:func:`embedded_light_mixed_skip_dropped_past_scenario`), ``-light-mixed-skip-t0``
     (:func:`embedded_light_mixed_skip_t0_scenario`)."""
     return [embedded_light_mixed_skip_dropped_scenario(sc), embedded_light_mixed_skip_dropped_past_scenario(sc),
-            embedded_light_mixed_skip_t0_scenario(sc)]
+            embedded_light_mixed_skip_t0_scenario(sc), embedded_light_mixed_skip_all_past_scenario(sc)]
 
 
 def embedded_light_mixed_skip_dropped_message() -> tuple[int, bytes, int]:
@@ -141,3 +141,42 @@ def embedded_light_mixed_skip_t0_scenario(sc: dict) -> dict:
     t0 = {**t0, "keys": "kB", "uniqKey": SKIP_T0_UNIQ, "body": base64.b64encode(b"t" * SKIP_T0_BODY).decode()}
     return {**base, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, own, t0, tail],
             "name": base["name"].replace("-skip-dropped", "-skip-t0")}
+
+
+# -light-mixed-skip-all-past: the queue offset of the T0/0 message parsed where the reput is set (past every T0/0 unit)
+SKIP_ALL_QUEUE_OFFSET = 1000
+# the properties string of a record also to %LMQ%q1 (KEYS, UNIQ_KEY and the two multi-dispatch pairs): its length
+LIGHT_RECORD_PROPS = LIGHT_TAIL - 88 - LIGHT_TAIL_BODY - 3 - 2
+
+
+def embedded_light_mixed_skip_all_past_message() -> tuple[int, bytes, int]:
+    """Where the reput of the -light-mixed-skip-all-past store is set (that of -light-mixed-skip-dropped) and the
+    header and body length field (88 bytes) of the T0/0 message parsed there (queue offset
+    :data:`SKIP_ALL_QUEUE_OFFSET`), whose body runs over the host record's tail, B9's entry, the %LMQ%q1 entry, the
+    last walked message's entry and the damaged record's entry up to its topic, and that message's size: it ends
+    where the damaged record does, at the next record's entry; its topic and properties are the damaged record's
+    (T0, also to %LMQ%q1 with light queue offset 4)."""
+    from broker_dledger_2gib import embedded_message
+    reput, _head, size = embedded_light_mixed_skip_dropped_message()
+    damaged_at = reput + size + 48 + LIGHT_TAIL + 48
+    head = embedded_message(reput, bytes(damaged_at + LIGHT_TAIL_BODY - reput), b"p" * LIGHT_RECORD_PROPS,
+                            topic=b"T0", queue_offset=SKIP_ALL_QUEUE_OFFSET)[:88]
+    assert struct.unpack(">i", head[:4])[0] == damaged_at + LIGHT_TAIL - reput
+    return reput, head, damaged_at + LIGHT_TAIL - reput
+
+
+def embedded_light_mixed_skip_all_past_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-skip-all-past`` (5.5.1): the
+    -light-mixed-skip-dropped-past store (:func:`embedded_light_mixed_skip_dropped_past_scenario`) with the message
+    where the reput is set swallowing every cut record and the damaged one
+    (:func:`embedded_light_mixed_skip_all_past_message`): its topic and properties the damaged record's (T0/0, queue
+    offset :data:`SKIP_ALL_QUEUE_OFFSET`, and %LMQ%q1 light queue offset 4), so that the reput dispatches its units
+    (%LMQ%q1: at the write position 60 the cut left), goes on past both cut %LMQ%q1 units (not dispatched again),
+    then dispatches the last record (light queue offset 5) from there."""
+    base = embedded_light_mixed_skip_dropped_past_scenario(sc)
+    reput, head, _size = embedded_light_mixed_skip_all_past_message()
+    *rest, host, b9, own, tail, d, e = base["messages"]
+    hb = bytearray(b"x" * EMBED_HOST_BODY)
+    hb[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(head)] = head
+    return {**base, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, own, tail, d, e],
+            "name": base["name"].replace("-skip-dropped-past", "-skip-all-past")}

@@ -118,3 +118,33 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
     _restart_as_the_broker(src, name, line, tmp_path)
     # a unit each, a light one more for the three light puts and the last message
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 1)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_dispatches_records_past_the_walk_after_every_cut_unit_it_went_past(
+        line, tmp_path):
+    """The -light-mixed-skip-dropped-past store with the message where the reput is set swallowing every cut record
+    and the damaged one, their topic and properties the damaged record's (T0/0 queue offset 1000, %LMQ%q1 light
+    queue offset 4): the cut leaves %LMQ%q1 at write position 60, where the parsed light unit goes; the reput goes on
+    past both cut units (the own unit and the light unit the walk dropped: neither dispatched again, both below the
+    parsed message's end) and appends the last record's light unit (queue offset 5) at 80. --as-restart writes the
+    broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_mixed_replay_scenarios import embedded_light_mixed_skip_all_past_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-skip-all-past"
+    reput, head, size = embedded_light_mixed_skip_all_past_message()
+    r, w, src = _inside_run(name, reput, head, damaged=True)
+    damaged = int(w["damagedRecord"])
+    assert reput + size == damaged + LIGHT_TAIL, (reput, size, damaged)
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 100, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 100, 20)]
+    assert all(o < reput for o, _s, _t in units[:len(LIGHT_PUTS)]) and held[100:] == bytes(len(held) - 100), units
+    # the parsed light unit at 60, the last record's at 80
+    assert [u[:2] for u in units[3:]] == [(reput, size), (damaged + LIGHT_TAIL + ENTRY_HEADER_SIZE, LIGHT_TAIL)], units
+    _restart_as_the_broker(src, name, line, tmp_path)
+    # a unit each, a light one more for the three light puts and the two records past the walk's end: the last walked
+    # message's light unit, which the plain rebuild's dispatch drops too (queue offset 3 below 80) and the reput never
+    # dispatches (inside the parsed message), is lost to no crash
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 2)
