@@ -4,7 +4,8 @@ that the reput, set inside an entry, replays: ``-light-mixed-skip-dropped``
 (:func:`embedded_light_mixed_skip_dropped_scenario`), a cut light unit the walk's dispatch dropped that the reput
 appends, and ``-light-mixed-skip-dropped-past`` (:func:`embedded_light_mixed_skip_dropped_past_scenario`): records
 past the walk's end after a cut unit the reput goes on past, and ``-light-mixed-skip-t0``
-(:func:`embedded_light_mixed_skip_t0_scenario`): no parsed unit there, the reput putting back only the last cut unit.
+(:func:`embedded_light_mixed_skip_t0_scenario`): no parsed unit there, the reput putting back only the last cut unit,
+and ``-light-mixed-emptied`` (:func:`embedded_light_mixed_emptied_scenario`): a queue the cut left with no file.
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`mixed_replay_scenarios`)."""
 from __future__ import annotations
 
@@ -36,9 +37,12 @@ def mixed_replay_scenarios(sc: dict) -> list[dict]:
     """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-light-mixed-skip-dropped``
     (:func:`embedded_light_mixed_skip_dropped_scenario`) and ``-light-mixed-skip-dropped-past``
     (:func:`embedded_light_mixed_skip_dropped_past_scenario`), ``-light-mixed-skip-t0``
-    (:func:`embedded_light_mixed_skip_t0_scenario`)."""
+    (:func:`embedded_light_mixed_skip_t0_scenario`), ``-light-mixed-skip-all-past``
+    (:func:`embedded_light_mixed_skip_all_past_scenario`) and ``-light-mixed-emptied``
+    (:func:`embedded_light_mixed_emptied_scenario`)."""
     return [embedded_light_mixed_skip_dropped_scenario(sc), embedded_light_mixed_skip_dropped_past_scenario(sc),
-            embedded_light_mixed_skip_t0_scenario(sc), embedded_light_mixed_skip_all_past_scenario(sc)]
+            embedded_light_mixed_skip_t0_scenario(sc), embedded_light_mixed_skip_all_past_scenario(sc),
+            embedded_light_mixed_emptied_scenario(sc)]
 
 
 def embedded_light_mixed_skip_dropped_message() -> tuple[int, bytes, int]:
@@ -180,3 +184,47 @@ def embedded_light_mixed_skip_all_past_scenario(sc: dict) -> dict:
     hb[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(head)] = head
     return {**base, "messages": [*rest, {**host, "body": base64.b64encode(bytes(hb)).decode()}, b9, own, tail, d, e],
             "name": base["name"].replace("-skip-dropped-past", "-skip-all-past")}
+
+
+# -light-mixed-emptied: the light queue offset of the T5/0 message parsed where the reput is set (also to %LMQ%q1)
+EMPTIED_LIGHT_QUEUE_OFFSET = 7
+
+
+def embedded_light_mixed_emptied_message() -> tuple[int, bytes]:
+    """Where the reput of the -light-mixed-emptied store is set (processOffset - 1: the -emptied-batch-embedded
+    store's moved on by the two extra records' sizes) and the T5/0 message there, also for %LMQ%q1 (light queue
+    offset :data:`EMPTIED_LIGHT_QUEUE_OFFSET`), whose properties string ends with the host record's tail, so that it
+    ends at B9's entry."""
+    from broker_dledger_2gib import embedded_message
+    reput = EMBED_PROCESS_OFFSET + 2 * LIGHT_TAIL - 1
+    host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
+    props = b"KEYS\x01E5\x02INNER_MULTI_DISPATCH\x01%LMQ%q1\x02INNER_MULTI_QUEUE_OFFSET\x01" + \
+        str(EMPTIED_LIGHT_QUEUE_OFFSET).encode() + TO_ENTRY_HOST_TAIL
+    body = (b"embedded!!" * 200)[:host_end - reput - 88 - 3 - 2 - len(props)]
+    msg = embedded_message(reput, body, props)
+    assert reput + len(msg) == host_end, (reput, len(msg), host_end)
+    return reput, msg
+
+
+def embedded_light_mixed_emptied_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-emptied`` (5.5.1), from the -emptied-batch-embedded
+    store ``sc`` with ``enableMultiDispatch``/``enableLmq``: after B9's message one put to topic %LMQ%q1 itself
+    (queue 0, own queue offset 0, keys ``kA``) and a last T0/0 message also to %LMQ%q1 (light queue offset 0): the
+    walk appends them at 0 and 20 (queue offset 0 is never checked), both past processOffset, so the cut leaves
+    %LMQ%q1 no file (max -1); where the reput is set the T5/0 message also to %LMQ%q1
+    (:func:`embedded_light_mixed_emptied_message`) ends at B9's entry: its light unit gets a new file where queue
+    offset 7 falls (``fillPreBlank`` units before it), and the reput, going on at B9's entry, appends both cut units
+    after it (queue offsets 0)."""
+    reput, msg = embedded_light_mixed_emptied_message()
+    *rest, host, b9 = sc["messages"]
+    body = bytearray(b"x" * EMBED_HOST_BODY)
+    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
+    body[len(body) - len(head):] = head
+    own = {**b9, "topic": "%LMQ%q1", "queueId": 0, "body": base64.b64encode(b"t" * SKIP_OWN_BODY).decode(),
+           "keys": "kA", "uniqKey": SKIP_OWN_UNIQ}
+    tail = {**b9, "topic": "T0", "queueId": 0, "body": base64.b64encode(b"t" * LIGHT_TAIL_BODY).decode(),
+            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997",
+            "properties": {"INNER_MULTI_DISPATCH": "%LMQ%q1", "INNER_MULTI_QUEUE_OFFSET": "0"}}
+    return {**sc, "config": {**sc["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
+            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, own, tail],
+            "name": f"{sc['name']}-light-mixed-emptied"}

@@ -148,3 +148,36 @@ def test_as_restart_after_a_crash_whose_reput_dispatches_records_past_the_walk_a
     # message's light unit, which the plain rebuild's dispatch drops too (queue offset 3 below 80) and the reput never
     # dispatches (inside the parsed message), is lost to no crash
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 2)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_parses_a_light_unit_for_a_queue_with_own_units_the_cut_emptied(
+        line, tmp_path):
+    """The -light-mixed-emptied store: the walk's units of %LMQ%q1, the own unit of the message put to it (queue
+    offset 0) at 0 and the last message's light unit (queue offset 0) at 20, both past processOffset: the cut leaves
+    it no file (max -1). The T5/0 message where the reput is set (also to %LMQ%q1, light queue offset 7) gets a new
+    file where its queue offset falls (fillPreBlank units at 0-120, the unit at 140), and the reput, going on at
+    B9's entry, appends both cut units after it (queue offsets 0: no check), at 160 and 180. --as-restart writes the
+    broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_mixed_replay_scenarios import (
+        EMPTIED_LIGHT_QUEUE_OFFSET,
+        embedded_light_mixed_emptied_message,
+    )
+    from broker_dledger_inside_scenarios import LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-emptied"
+    reput, msg = embedded_light_mixed_emptied_message()
+    r, w, src = _inside_run(name, reput, msg)
+    tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, T0/0 and %LMQ%q1 light queue offset 0
+    own = tail - ENTRY_HEADER_SIZE - LIGHT_TAIL   # the message put to %LMQ%q1 itself
+    assert r["scenario"]["messages"][-2]["topic"] == "%LMQ%q1"
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    at = EMPTIED_LIGHT_QUEUE_OFFSET * 20
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == at + 60, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    blank = (0).to_bytes(8, "big") + (2**31 - 1).to_bytes(4, "big") + bytes(8)
+    assert held[:at] == blank * EMPTIED_LIGHT_QUEUE_OFFSET and held[at + 60:] == bytes(len(held) - at - 60), held.hex()
+    assert [cq_unit(held, k)[:2] for k in range(at, at + 60, 20)] == [(reput, len(msg)), (own, LIGHT_TAIL),
+                                                                      (tail, LIGHT_TAIL)], held.hex()
+    _restart_as_the_broker(src, name, line, tmp_path)
+    # a unit each, a light one more for the last message
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=1)

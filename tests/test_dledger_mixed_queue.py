@@ -59,6 +59,15 @@ def test_records_past_the_walks_end_after_cut_units_the_reput_goes_on_past() -> 
     assert (w.write, w.max) == (80, 450)
 
 
+def test_a_queue_the_cut_left_with_no_file() -> None:
+    # every unit past processOffset (50), the 5.5.1 cut deleting its files: write position and max -1, each cut unit
+    # dispatched again with its own queue offset from where the walk's queue holds it
+    w = _mixed(ROWS, ROWS, 50, 220, 1, elsewhere=False, back=np.ones(len(ROWS), dtype=bool), later=NO_PAST,
+               emptied=True)
+    assert not w.refused and (w.write, w.max, w.rebuild_write) == (-1, -1, 80)
+    assert [q for _o, _n, q in w.again] == [0, 1, 2, 0, 3] and w.again_at == (0, 20, 40, 60, -1)
+
+
 def test_what_stays_refused() -> None:
     assert "earlier data files" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, back=NONE, later=NO_PAST).refused
     # a unit below processOffset the walk dropped: the max the reput starts from is not its end
