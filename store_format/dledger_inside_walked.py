@@ -190,9 +190,13 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         skip = int(np.argmax(back)) if back.any() else 0
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
         if kinds == {KIND_CQ, KIND_LIGHT}:
+            # its units in the walk's earlier data files of one kind only: at their queue offsets there, the last
+            # file's replayed from after them (both kinds there: their positions not known here)
+            start = None if before is None or (own_before and light_before) else \
+                ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
             return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
-                          before is not None or disk is not None or (emptied and not reset_emptied), back, later,
-                          emptied)
+                          (before is not None and start is None) or disk is not None or (emptied and not reset_emptied),
+                          back, later, emptied, start)
         refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
                    "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
                    "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
@@ -227,7 +231,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
 
 
 def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
-           elsewhere: bool, back: np.ndarray, later: np.ndarray, emptied: bool = False) -> WalkedQueue:
+           elsewhere: bool, back: np.ndarray, later: np.ndarray, emptied: bool = False,
+           start: tuple[int, int] | None = None) -> WalkedQueue:
     """A queue the walk wrote both a record's own units and light ones in (``rows``, in its last data file, in
     commitlog order; ``cut`` the last ones, at or past ``processOffset``), as ``ConsumeQueue.truncateDirtyLogicFiles``
     left it: the walk's dispatch put them by ``putMessagePositionInfo`` in commitlog order whatever their queue offsets
@@ -256,18 +261,21 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     max -1, ``recoverTopicQueueTable``): the replay's ``putMessagePositionInfo`` creates the file where the first
     unit appended falls (``fillPreBlank`` units before it), the cut units dispatched again read where the walk's
     queue holds them.
-    Refused: units of it in the walk's earlier data files, on disk before the walk (a file of it left) or none left
-    by the 5.3.3 cut (``elsewhere``), and a unit below
+    ``start``: the write position and max its units in the walk's earlier data files leave (of one kind there, each
+    at its queue offset): the last file's replayed from there, the cut's max the earlier units' end when none of the
+    last file's lies below ``processOffset``.
+    Refused: units of it in the walk's earlier data files of both kinds, on disk before the walk (a file of it left)
+    or none left by the 5.3.3 cut (``elsewhere``), and a unit below
     ``processOffset`` the walk dropped or none appended there (the max the reput starts from is not the walk's
     units' largest end then)."""
-    pos, at, final = replayed(rows, cq_file_size)
+    pos, at, final = replayed(rows, cq_file_size, start)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
     refused = (f"{two}, in its earlier data files too, on disk before the walk or left with no file by the cut"
                if elsewhere else
                f"{two} whose units below processOffset the walk's dispatch did not all append"
-               if not emptied and (not kept.any() or (below & (pos < 0)).any()) else "")
+               if not emptied and ((not kept.any() and start is None) or (below & (pos < 0)).any()) else "")
     if refused:
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
@@ -280,9 +288,11 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     if emptied:   # no file left: max -1 (5.5.1), every unit cut
         assert len(cut) == len(rows) and not below.any()
         write, top = -1, -1
-    else:
-        top = int(rows[kept][-1, U_END])
-    return WalkedQueue(write, top, final, int(rows[pos >= 0][-1, U_END]), ext_next,
+    else:   # the last unit below processOffset, in the last data file or (start) the earlier ones
+        top = int(rows[kept][-1, U_END]) if kept.any() else start[1] if start is not None else -1
+    appended = rows[pos >= 0]
+    return WalkedQueue(write, top, final, int(appended[-1, U_END]) if len(appended) else start[1] if start else -1,
+                       ext_next,
                        again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip,
                        past=tuple(map(tuple, positions(later).tolist())),
                        skipped=len(cut) if len(later) and not back.any() else 0)

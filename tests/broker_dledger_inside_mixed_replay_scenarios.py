@@ -5,7 +5,8 @@ that the reput, set inside an entry, replays: ``-light-mixed-skip-dropped``
 appends, and ``-light-mixed-skip-dropped-past`` (:func:`embedded_light_mixed_skip_dropped_past_scenario`): records
 past the walk's end after a cut unit the reput goes on past, and ``-light-mixed-skip-t0``
 (:func:`embedded_light_mixed_skip_t0_scenario`): no parsed unit there, the reput putting back only the last cut unit,
-and ``-light-mixed-emptied`` (:func:`embedded_light_mixed_emptied_scenario`): a queue the cut left with no file.
+``-light-mixed-emptied`` (:func:`embedded_light_mixed_emptied_scenario`): a queue the cut left with no file, and
+``-earlier-light-mixed`` (:func:`embedded_earlier_light_mixed_scenario`): light units in the walk's earlier data file.
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`mixed_replay_scenarios`)."""
 from __future__ import annotations
 
@@ -38,11 +39,12 @@ def mixed_replay_scenarios(sc: dict) -> list[dict]:
     (:func:`embedded_light_mixed_skip_dropped_scenario`) and ``-light-mixed-skip-dropped-past``
     (:func:`embedded_light_mixed_skip_dropped_past_scenario`), ``-light-mixed-skip-t0``
     (:func:`embedded_light_mixed_skip_t0_scenario`), ``-light-mixed-skip-all-past``
-    (:func:`embedded_light_mixed_skip_all_past_scenario`) and ``-light-mixed-emptied``
-    (:func:`embedded_light_mixed_emptied_scenario`)."""
+    (:func:`embedded_light_mixed_skip_all_past_scenario`), ``-light-mixed-emptied``
+    (:func:`embedded_light_mixed_emptied_scenario`) and ``-earlier-light-mixed``
+    (:func:`embedded_earlier_light_mixed_scenario`)."""
     return [embedded_light_mixed_skip_dropped_scenario(sc), embedded_light_mixed_skip_dropped_past_scenario(sc),
             embedded_light_mixed_skip_t0_scenario(sc), embedded_light_mixed_skip_all_past_scenario(sc),
-            embedded_light_mixed_emptied_scenario(sc)]
+            embedded_light_mixed_emptied_scenario(sc), embedded_earlier_light_mixed_scenario(sc)]
 
 
 def embedded_light_mixed_skip_dropped_message() -> tuple[int, bytes, int]:
@@ -228,3 +230,19 @@ def embedded_light_mixed_emptied_scenario(sc: dict) -> dict:
     return {**sc, "config": {**sc["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
             "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, own, tail],
             "name": f"{sc['name']}-light-mixed-emptied"}
+
+
+def embedded_earlier_light_mixed_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier-light-mixed`` (5.5.1): the -earlier-light store
+    (:func:`broker_dledger_inside_light_scenarios.embedded_earlier_light_scenario`: light units 0 and 1 of %LMQ%q1 in
+    the walk's earlier data file, the T7/0 message where the reput is set also to %LMQ%q1) with its last message,
+    after B9's, put to topic %LMQ%q1 itself (queue 0, own queue offset 0; its body shorter by the 5 bytes its topic
+    adds: the same layout): the walk's last data file holds an own unit of %LMQ%q1, which its
+    ``putMessagePositionInfo`` appends at 40 after the earlier file's light units, past processOffset (cut)."""
+    from broker_dledger_inside_light_scenarios import embedded_earlier_light_scenario
+    base = embedded_earlier_light_scenario(sc)
+    *rest, tail = base["messages"]
+    assert tail["topic"] == "T6" and "properties" not in tail, tail
+    body = base64.b64decode(tail["body"])
+    tail = {**tail, "topic": "%LMQ%q1", "queueId": 0, "body": base64.b64encode(body[:-5]).decode()}
+    return {**base, "messages": [*rest, tail], "name": f"{base['name']}-mixed"}

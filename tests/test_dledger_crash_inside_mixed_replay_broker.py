@@ -181,3 +181,30 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_light_unit_for_a_queue_wi
     _restart_as_the_broker(src, name, line, tmp_path)
     # a unit each, a light one more for the last message
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=1)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_parses_a_light_unit_for_a_queue_with_units_in_an_earlier_file(
+        line, tmp_path):
+    """The -earlier-light-mixed store: the walk's light units 0 and 1 of %LMQ%q1 in its earlier data file (at 0, 20),
+    the own unit (queue offset 0) of its last message, put to %LMQ%q1 itself, in the last one, appended at 40 past
+    processOffset: the cut leaves write position 40, the max the earlier file's second unit's end. The T7/0 message
+    where the reput is set also goes to %LMQ%q1 (light queue offset 7): appended at 40. --as-restart writes the
+    broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS, embedded_earlier_light_messages
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-light-mixed"
+    reput, first, second = embedded_earlier_light_messages()
+    r, w, src = _inside_run(name, reput, first + second, b"x" * 8)
+    assert r["scenario"]["messages"][-1]["topic"] == "%LMQ%q1"
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 60, state
+    lmq = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(lmq, k) for k in range(0, 60, 20)]
+    assert all(o + s <= int(data[1].name) for o, s, _t in units[:2]), units   # the earlier data file's units
+    # the parsed light unit where the walk's own unit stood (cut; the reput goes on past it: lost)
+    assert units[2] == (reput, len(first), 0) and lmq[60:] == bytes(len(lmq) - 60), units
+    _restart_as_the_broker(src, name, line, tmp_path)
+    # the parsed ones sent by no put; a unit each, a light one more for two
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput, reput + len(first)), extra=len(EARLIER_LIGHT_PUTS))

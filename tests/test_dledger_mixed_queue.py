@@ -68,6 +68,15 @@ def test_a_queue_the_cut_left_with_no_file() -> None:
     assert [q for _o, _n, q in w.again] == [0, 1, 2, 0, 3] and w.again_at == (0, 20, 40, 60, -1)
 
 
+def test_a_queue_with_units_of_one_kind_in_earlier_data_files() -> None:
+    # light units 0 and 1 in an earlier data file (write position 40, max 350 there), the own unit of queue offset 0
+    # in the last one past processOffset: appended at 40, the cut's write position; its max the earlier units' end
+    rows = np.array([[600, 650, 0, 0, KIND_CQ]], dtype=np.int64)
+    w = _mixed(rows, rows, 500, 220, 1, elsewhere=False, back=np.zeros(1, dtype=bool), later=NO_PAST,
+               start=(40, 350))
+    assert not w.refused and (w.write, w.max, w.rebuild_write, w.rebuild_max) == (40, 350, 60, 650)
+
+
 def test_what_stays_refused() -> None:
     assert "earlier data files" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, back=NONE, later=NO_PAST).refused
     # a unit below processOffset the walk dropped: the max the reput starts from is not its end
