@@ -299,17 +299,22 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
 
 
 def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray, process_offset: int,
-                   cq_file_size: int, at: int, tags: Tags | None) -> QueueFiles | None:
+                   cq_file_size: int, at: int, tags: Tags | None,
+                   start: tuple[int, int] | None = None, later: np.ndarray | None = None) -> QueueFiles | None:
     """Queue ``q`` of ``track``, holding a record's own units and light ones in the walk's last data file only, none
     past the walk's end, no parsed unit going to it, whose cut units (``cut``, in commitlog order) the reput set
     inside an entry (at ``at``) dispatches again only in part (``back``: the last ones; it went on past the first,
     inside the parsed messages): replayed whole (:func:`store_format.dledger_inside_replay.replay_queue`) from the
     state ``truncateDirtyLogicFiles`` left it in (:func:`_mixed`), each of those last cut units by
     ``putMessagePositionInfo`` with its own queue offset, from where the walk's queue holds it or, one the walk's
-    dispatch dropped, from its record (``tags``).  None where :func:`_mixed` refuses the queue."""
+    dispatch dropped, from its record (``tags``).  ``start``: the write position and max its units of one kind in
+    the walk's earlier data files leave; ``later``: its records past the walk's end the reput dispatches after them
+    (rows of ``UNIT_COLUMNS`` with their own queue offsets), by the same rule.  None where :func:`_mixed` refuses
+    the queue."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
-    s = _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back, rows[:0])
+    s = _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,
+               rows[:0] if later is None else later, start=start)
     return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags)
 
 

@@ -4,9 +4,11 @@ that the reput, set inside an entry, replays: ``-light-mixed-skip-dropped``
 (:func:`embedded_light_mixed_skip_dropped_scenario`), a cut light unit the walk's dispatch dropped that the reput
 appends, and ``-light-mixed-skip-dropped-past`` (:func:`embedded_light_mixed_skip_dropped_past_scenario`): records
 past the walk's end after a cut unit the reput goes on past, and ``-light-mixed-skip-t0``
-(:func:`embedded_light_mixed_skip_t0_scenario`): no parsed unit there, the reput putting back only the last cut unit,
+(:func:`embedded_light_mixed_skip_t0_scenario`): no parsed unit there, the reput putting back only the last cut unit
+(``-light-mixed-skip-t0-past``: then records past the walk's end),
 ``-light-mixed-emptied`` (:func:`embedded_light_mixed_emptied_scenario`): a queue the cut left with no file, and
-``-earlier-light-mixed`` (:func:`embedded_earlier_light_mixed_scenario`): light units in the walk's earlier data file.
+``-earlier-light-mixed`` (:func:`embedded_earlier_light_mixed_scenario`): light units in the walk's earlier data file
+(``-earlier-light-mixed-t7``: no parsed unit there).
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`mixed_replay_scenarios`)."""
 from __future__ import annotations
 
@@ -44,7 +46,8 @@ def mixed_replay_scenarios(sc: dict) -> list[dict]:
     (:func:`embedded_earlier_light_mixed_scenario`)."""
     return [embedded_light_mixed_skip_dropped_scenario(sc), embedded_light_mixed_skip_dropped_past_scenario(sc),
             embedded_light_mixed_skip_t0_scenario(sc), embedded_light_mixed_skip_all_past_scenario(sc),
-            embedded_light_mixed_emptied_scenario(sc), embedded_earlier_light_mixed_scenario(sc)]
+            embedded_light_mixed_emptied_scenario(sc), embedded_earlier_light_mixed_scenario(sc),
+            embedded_earlier_light_mixed_scenario(sc, light=False), embedded_light_mixed_skip_t0_past_scenario(sc)]
 
 
 def embedded_light_mixed_skip_dropped_message() -> tuple[int, bytes, int]:
@@ -232,17 +235,41 @@ def embedded_light_mixed_emptied_scenario(sc: dict) -> dict:
             "name": f"{sc['name']}-light-mixed-emptied"}
 
 
-def embedded_earlier_light_mixed_scenario(sc: dict) -> dict:
+def embedded_earlier_light_mixed_scenario(sc: dict, light: bool = True) -> dict:
     """``<line>-dledger-abort-emptied-batch-embedded-earlier-light-mixed`` (5.5.1): the -earlier-light store
     (:func:`broker_dledger_inside_light_scenarios.embedded_earlier_light_scenario`: light units 0 and 1 of %LMQ%q1 in
     the walk's earlier data file, the T7/0 message where the reput is set also to %LMQ%q1) with its last message,
     after B9's, put to topic %LMQ%q1 itself (queue 0, own queue offset 0; its body shorter by the 5 bytes its topic
     adds: the same layout): the walk's last data file holds an own unit of %LMQ%q1, which its
-    ``putMessagePositionInfo`` appends at 40 after the earlier file's light units, past processOffset (cut)."""
+    ``putMessagePositionInfo`` appends at 40 after the earlier file's light units, past processOffset (cut).
+    ``light`` false: ``-earlier-light-mixed-t7``, the messages where the reput is set those of the -earlier store
+    (:func:`broker_dledger_inside_scenarios.embedded_earlier_messages`: T7/0 and T6/0 alone), no parsed unit going
+    to %LMQ%q1."""
     from broker_dledger_inside_light_scenarios import embedded_earlier_light_scenario
+    from broker_dledger_inside_scenarios import embedded_earlier_messages
     base = embedded_earlier_light_scenario(sc)
-    *rest, tail = base["messages"]
+    *rest, host, b9, tail = base["messages"]
+    if not light:
+        reput, run = embedded_earlier_messages()
+        body = bytearray(b"x" * EMBED_HOST_BODY)
+        body[reput - EMBED_HOST_AT:reput - EMBED_HOST_AT + len(run)] = run
+        host = {**host, "body": base64.b64encode(bytes(body)).decode()}
     assert tail["topic"] == "T6" and "properties" not in tail, tail
     body = base64.b64decode(tail["body"])
     tail = {**tail, "topic": "%LMQ%q1", "queueId": 0, "body": base64.b64encode(body[:-5]).decode()}
-    return {**base, "messages": [*rest, tail], "name": f"{base['name']}-mixed"}
+    return {**base, "messages": [*rest, host, b9, tail], "name": f"{base['name']}-mixed{'' if light else '-t7'}"}
+
+
+def embedded_light_mixed_skip_t0_past_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-skip-t0-past`` (5.5.1): the -light-mixed-skip-t0
+    store (:func:`embedded_light_mixed_skip_t0_scenario`) with two more T0/0 messages after its last one, both also
+    to %LMQ%q1 (light queue offsets 4 and 5), the first damaged (keys ``kD``, ``kE``): the walk ends there, and the
+    reput, having put back the last cut unit of %LMQ%q1 (the light unit the walk dropped, at 60), dispatches the two
+    records past the walk's end from there (80, 100)."""
+    base = embedded_light_mixed_skip_t0_scenario(sc)
+    tail = base["messages"][-1]
+    more = [{**tail, "keys": f"k{k}", "uniqKey": f"7F00000100002A9F00000000099{n}",
+             "properties": {**tail["properties"], "INNER_MULTI_QUEUE_OFFSET": str(lo)}}
+            for k, n, lo in (("D", 3, 4), ("E", 4, 5))]
+    puts = sum(1 for m in base["messages"] if "topic" in m)
+    return {**base, "messages": [*base["messages"], *more], "damageMessage": puts, "name": f"{base['name']}-past"}

@@ -1,8 +1,10 @@
 """DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
 an entry, replays a queue holding a record's own units and light ones (``%LMQ%q1``, queue 0: multi-dispatch beside
-messages put to that topic itself, their queue offsets from two counters), where the reput appends a cut unit the
-walk's dispatch dropped: its bytes in no file of the walk's queue, computed from the record (its offset, size and
-tags code for that queue).  Written by the published RocketMQ store through the JVM harness in ``tests/broker/``:
+messages put to that topic itself, their queue offsets from two counters): where the reput appends a cut unit the
+walk's dispatch dropped (its bytes in no file of the walk's queue, computed from the record: its offset, size and
+tags code for that queue), with records past the walk's end after cut units it goes on past, with no parsed unit
+there putting back only the last cut units, a queue the cut left no file of, and one with units of one kind in the
+walk's earlier data file.  Written by the published RocketMQ store through the JVM harness in ``tests/broker/``:
 what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart found it (byte for byte) and
 ``verify``'s units lost.  The scenarios: :mod:`broker_dledger_inside_mixed_replay_scenarios`.
 """
@@ -208,3 +210,53 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_light_unit_for_a_queue_wi
     _restart_as_the_broker(src, name, line, tmp_path)
     # the parsed ones sent by no put; a unit each, a light one more for two
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput, reput + len(first)), extra=len(EARLIER_LIGHT_PUTS))
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_goes_past_a_cut_own_unit_of_a_queue_with_units_in_an_earlier_file(
+        line, tmp_path):
+    """The -earlier-light-mixed store with the messages where the reput is set for T7/0 and T6/0 alone
+    (-earlier-light-mixed-t7): no parsed unit goes to %LMQ%q1; the cut leaves its earlier data file's light units at
+    0 and 20 (write position 40), the own unit the walk appended at 40 cut and not dispatched again. --as-restart
+    writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS
+    from broker_dledger_inside_scenarios import embedded_earlier_messages
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-light-mixed-t7"
+    reput, run = embedded_earlier_messages()
+    r, w, src = _inside_run(name, reput, run, b"x" * 8)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 40, state
+    lmq = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    assert all(o + s <= int(data[1].name) for o, s, _t in (cq_unit(lmq, 0), cq_unit(lmq, 20)))
+    _restart_as_the_broker(src, name, line, tmp_path)
+    # the parsed ones sent by no put; a unit each, a light one more for two
+    first = int.from_bytes(run[:4], "big")   # the T7/0 message's size, the T6/0 one after it
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput, reput + first), extra=len(EARLIER_LIGHT_PUTS))
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_puts_back_the_last_cut_unit_then_records_past_the_walk(line, tmp_path):
+    """The -light-mixed-skip-t0 store with two more T0/0 messages also to %LMQ%q1 (light queue offsets 4 and 5), the
+    first damaged: the walk ends there; with no parsed unit in %LMQ%q1 the reput puts back its last cut unit (the
+    light unit the walk dropped, at 60), then the two records past the walk's end at 80 and 100. --as-restart writes
+    the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_mixed_replay_scenarios import embedded_light_mixed_skip_t0_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-skip-t0-past"
+    reput, head, size = embedded_light_mixed_skip_t0_message()
+    r, w, src = _inside_run(name, reput, head, damaged=True)
+    damaged = int(w["damagedRecord"])
+    tail = damaged - ENTRY_HEADER_SIZE - LIGHT_TAIL
+    assert reput + size == tail - ENTRY_HEADER_SIZE, (reput, size, tail)
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 120, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 120, 20)]
+    assert [u[:2] for u in units[3:]] == [(tail, LIGHT_TAIL), (damaged, LIGHT_TAIL),
+                                         (damaged + LIGHT_TAIL + ENTRY_HEADER_SIZE, LIGHT_TAIL)], units
+    assert held[120:] == bytes(len(held) - 120), held[:140].hex()
+    _restart_as_the_broker(src, name, line, tmp_path)
+    # a unit each, a light one more for the three light puts, the last walked message and the two records past the
+    # walk's end
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 3)
