@@ -23,13 +23,18 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   units placed by the queue offsets their messages' ``INNER_MULTI_QUEUE_OFFSET`` gives.  One that also holds a
   record's own units (a message put to topic ``%LMQ%...`` itself: its queue offsets from ``topicQueueTable``, the
   light ones' from ``lmqTopicQueueTable``) has them where ``putMessagePositionInfo`` put them in commitlog order,
-  not where their queue offsets say (``dledger_queue_track.replayed``): the cut, reading the file's units, goes by
-  those positions (its write position, the max the reput starts from); a reput set inside an entry dispatching its
+  not where their queue offsets say (``dledger_queue_track.replayed``; with units of one kind in the walk's earlier
+  data files, those at their queue offsets and the last file's replayed from after them; of both kinds there,
+  refused where a unit of it is cut): the cut, reading the file's units, goes by those positions (its write
+  position, the max the reput starts from); a reput set inside an entry dispatching its
   cut units again after parsed units puts them as ``dledger_inside_units.place_inside`` says (from those positions);
   one dispatching every cut unit again with no parsed unit there starts from the walk's own state before the first
   (the cut's write position and max), so each appended one goes back where it was and each one the walk dropped is
-  dropped again; a reput putting back only its last cut units, its queue offsets checked against a write position the
-  walk never had there, is refused.
+  dropped again; a reput set inside an entry putting back only its last cut units (the first inside the parsed
+  messages), its queue offsets checked against a write position the walk never had there, replays it whole from
+  the state the cut left (``dledger_inside_walked.mixed_put_back``: ``putMessagePositionInfo`` with each one's own
+  queue offset, one the walk dropped written from its record, then its records past the walk's end; refused with
+  ext files or the queue on disk before the walk).
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
   ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
   which is no ext address (``isExtAddr``), so nothing is cut.
@@ -92,11 +97,12 @@ import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dledger_inside_units import ParsedUnit, Placed, Tags
-from .dledger_inside_walked import OnDiskCut, cut_refusal, inside_units
+from .dledger_inside_walked import OnDiskCut, cut_refusal, inside_units, mixed_put_back
 from .dledger_queue_track import (
     BLANK_MAX,
     KIND_BATCH,
     KIND_CQ,
+    KIND_LIGHT,
     U_END,
     U_KEY,
     U_KIND,
@@ -281,6 +287,20 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     # dropped below processOffset leaves no max
     mixed = {q: replayed(units[units[:, U_QUEUE] == q], cq_file_size)[:2] for q in mixed_queues(units)
              if q not in track.seen_before}
+    # one whose units in the walk's earlier data files are of one kind, the other kind's in the last one: those at
+    # their queue offsets, the last file's replayed from the write position and max they leave (both kinds there:
+    # their positions not known, refused)
+    earlier: dict[int, tuple[int, int]] = {}
+    for q in np.unique(units[units[:, U_KIND] != KIND_BATCH, U_QUEUE]).tolist():
+        own_before, light_before = track.last_before.get(q), track.light_before.get(q)
+        kinds = {int(k) for k in np.unique(units[units[:, U_QUEUE] == q, U_KIND])}
+        if own_before and light_before and (units[units[:, U_QUEUE] == q, U_OFFSET] >= process_offset).any():
+            raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light "
+                          "ones in the walk's earlier data files (their positions there not known)")
+        if (before := own_before or light_before) is not None and \
+                kinds | {KIND_CQ if own_before else KIND_LIGHT} == {KIND_CQ, KIND_LIGHT}:
+            earlier[q] = ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
+            mixed[q] = replayed(units[units[:, U_QUEUE] == q], cq_file_size, earlier[q])[:2]
     appended = np.ones(len(units), dtype=bool)
     for q, (pos, _at) in mixed.items():
         appended[units[:, U_QUEUE] == q] = pos >= 0
@@ -400,6 +420,22 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
         if q in mixed and 0 < n < len(rows):
+            # none parsed there, the first cut units inside the parsed messages: the queue replayed whole from the
+            # state the cut left (dledger_inside_walked.mixed_put_back; apply_cut writes it), the last ones by the
+            # rule with their own queue offsets, then its records past the walk's end with theirs (not ext files,
+            # nor on disk)
+            past = after[after[:, U_QUEUE] == q] if after is not None else units[:0]
+            k = len(rows) - len(past)   # its cut units (rows: those, then its records past the walk's end)
+            w = mixed_put_back(track, q, rows[:k], again[:k], process_offset, cq_file_size, inside_from, tags,
+                               earlier.get(q), past) \
+                if inside_from >= 0 and not ext and track.names[q] not in (on_disk or {}) and \
+                (past[:, U_OFFSET] == rows[k:, U_OFFSET]).all() and again[k:].all() else None
+            if w is not None:
+                placed = dataclasses.replace(placed, whole=placed.whole + (w,))
+                got = np.isin(rows[:, U_OFFSET], np.asarray(w.put_back, dtype=np.int64))
+                restored += int(got.sum())
+                lost[track.names[q]] = rows[~got, U_OFFSET]
+                continue
             label = "/".join(map(str, track.names[q]))
             raise _refuse(f"the queue {label} holding a record's own units and light ones, whose cut units the reput "
                           "puts back, only the last ones (their queue offsets against positions the walk did not give "

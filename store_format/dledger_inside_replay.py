@@ -16,7 +16,10 @@ whose state :mod:`store_format.dledger_inside_walked` built (:class:`WalkedQueue
 1. the units of the messages its check parses inside the entry, in order (:class:`ParsedUnit`);
 2. the queue's cut units it dispatches again after them (:attr:`WalkedQueue.again`, but the first
    :attr:`WalkedQueue.again_skip`, which lie inside the parsed messages): each unit's bytes are the walk's, read
-   where the walk's queue holds it (:attr:`WalkedQueue.again_at`, else its queue offset * 20);
+   where the walk's queue holds it (:attr:`WalkedQueue.again_at`, else its queue offset * 20); one the walk's
+   dispatch dropped (a queue holding own and light units, ``again_at`` -1) that the reput appends is written from its
+   record: offset, size and tags code for this queue (``tags``, own or light: ``multiDispatchLmqQueue`` hands
+   ``putMessagePositionInfo`` the request's tags code as ``putMessagePositionInfoWrapper`` does);
 3. the records of the queue past the walk's end (:attr:`WalkedQueue.past`), their tags codes read from the log.
 
 With ext files each of those that is a record's own unit (not a light one: ``multiDispatchLmqQueue`` calls
@@ -39,8 +42,8 @@ position and max, ``ConsumeQueue.recover`` and ``truncateDirtyLogicFiles`` on it
 :func:`store_format.dledger_inside_walked.inside_units`); one only cut units dispatched again
 or records past the walk's end go to is put back by :func:`store_format.dledger_crash_cut.cut_queues` as before.
 Refused (one line): a cut unit the walk's dispatch dropped (a queue holding own and light units) that the reput
-appends, its bytes in no file of the walk's queue; with ext files, a unit the reput dispatches after the parsed ones
-with no ``tags`` to say whether it is a record's own.
+appends with no ``tags`` to read its record's tags code; with ext files, a unit the reput dispatches after the parsed
+ones with no ``tags`` to say whether it is a record's own.
 """
 from __future__ import annotations
 
@@ -62,8 +65,8 @@ def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit
     ``tags(offset, size, queue)``: a record's tags code for ``queue``.
 
     Raises:
-        UnsupportedConfigError: a cut unit the walk's dispatch dropped that the reput appends (its bytes in no file of
-            the walk's queue), a record past the walk's end appended whose unit is not read (no ``tags``).
+        UnsupportedConfigError: a cut unit the walk's dispatch dropped that the reput appends, or a record past the
+            walk's end appended, whose unit is not read (no ``tags``).
     """
     assert not cut.batch and not cut.refused
     s = dataclasses.replace(cut)
@@ -90,9 +93,15 @@ def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit
         if (pos := put_cq(key, s, offset + size, queue_offset, cq_file_size, opened, blanks)) < 0:
             lost.append(offset)
             continue
-        if source[k] < 0:
-            raise refuse(at, f"for {key[0]}/{key[1]}, a queue holding a record's own units and light ones, whose cut "
-                              "unit the walk's dispatch dropped the reput appends afterwards")
+        if code is None and source[k] < 0:
+            # the walk's dispatch dropped it (a queue holding own and light units): no file of the walk's queue holds
+            # its bytes; putMessagePositionInfo writes the record's offset, size and tags code for this queue (the
+            # dispatch request's: its own unit's or, multiDispatchLmqQueue, its light unit's, the same code)
+            code = tags(offset, size, key, light=True) if tags is not None else None
+            if code is None:
+                raise refuse(at, f"for {key[0]}/{key[1]}, a queue holding a record's own units and light ones, whose "
+                                  f"cut unit at {offset} the walk's dispatch dropped the reput appends afterwards, its "
+                                  "unit there not read (no tags code)")
         if code is None:
             copies.append((pos, source[k]))
         else:   # a new ext unit: the unit holds its address (ConsumeQueueExt.decorate), not the walk's

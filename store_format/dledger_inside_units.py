@@ -62,8 +62,9 @@ own tags code, after the message's own unit; with ext files no ext unit for it),
 own units in too, from the write position and max the cut left it by the positions the walk's units took
 (``dledger_inside_walked._mixed``); its cut units the reput dispatches again go by the same rule with their own queue
 offsets, compared with and read from where the walk's queue holds them (:attr:`WalkedQueue.again_at`: the positions
-``putMessagePositionInfo`` gave them in commitlog order, not their queue offsets; refused: one the walk dropped that
-the reput appends now), its records past the walk's end with their real queue offsets (the replay).
+``putMessagePositionInfo`` gave them in commitlog order, not their queue offsets; one the walk dropped that the
+reput appends now written from its record by the replay), its records past the walk's end with their real queue
+offsets (the replay).
 
 A queue the walk did not write gets its first unit where the unit's own queue offset falls (a new file,
 ``fillPreBlank`` units before it) and the later ones by the same rules: the rebuild, which reads those messages after
@@ -249,9 +250,7 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         back = [pos == src >= 0 for pos, src in zip(put, source)]   # each put back where it was
         dropped = back.index(True) if True in back else len(back)
         fresh = [src >= 0 and (*key, src - src % cq_file_size) in opened for src in source]
-        if any(src < 0 <= pos for pos, src in zip(put, source)):   # one the walk's dispatch dropped, appended now
-            raise refuse(at, f"for {key[0]}/{key[1]}, a queue holding a record's own units and light ones, whose cut "
-                              "unit the walk's dispatch dropped the reput appends afterwards")
+        # (one the walk's dispatch dropped that is appended now: the replay writes it from its record, replay_queue)
         # the first ones dropped (none appended elsewhere), the rest back, none in a file getLastMappedFile created anew
         if any(pos >= 0 for pos in put[:dropped]) or not all(back[dropped:]) or any(fresh[dropped:]):
             # its files stay but for those the cut deleted, one getLastMappedFile creates anew written from zeros

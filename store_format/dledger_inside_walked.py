@@ -28,6 +28,7 @@ import dataclasses
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
+from .dledger_inside_replay import replay_queue
 from .dledger_inside_state import QueueFiles, refuse
 from .dledger_inside_units import ParsedUnit, Placed, Tags, WalkedQueue, place_inside
 from .dledger_queue_track import (
@@ -46,7 +47,7 @@ from .dledger_queue_track import (
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["OnDiskCut", "cut_refusal", "inside_units"]
+__all__ = ["OnDiskCut", "cut_refusal", "inside_units", "mixed_put_back"]
 
 # a queue on disk once truncateDirtyLogicFiles cut its own units (QueuesOnDisk.max_after_cut): its max physical offset,
 # whether a file of it stays, its write position (queue bytes; a cut going on into older files reads them), and
@@ -202,8 +203,13 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         skip = int(np.argmax(back)) if back.any() else 0
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
         if kinds == {KIND_CQ, KIND_LIGHT}:
+            # its units in the walk's earlier data files of one kind only: at their queue offsets there, the last
+            # file's replayed from after them (both kinds there: their positions not known here)
+            start = None if before is None or (own_before and light_before) else \
+                ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
             return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
-                          before is not None or disk is not None or emptied, back, later)
+                          (before is not None and start is None) or disk is not None or (emptied and not reset_emptied),
+                          back, later, emptied, start)
         refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
                    "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
                    "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
@@ -255,7 +261,8 @@ def _start_fails_533(placed: Placed, cq_file_size: int, at: int) -> None:
 
 
 def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
-           elsewhere: bool, back: np.ndarray, later: np.ndarray) -> WalkedQueue:
+           elsewhere: bool, back: np.ndarray, later: np.ndarray, emptied: bool = False,
+           start: tuple[int, int] | None = None) -> WalkedQueue:
     """A queue the walk wrote both a record's own units and light ones in (``rows``, in its last data file, in
     commitlog order; ``cut`` the last ones, at or past ``processOffset``), as ``ConsumeQueue.truncateDirtyLogicFiles``
     left it: the walk's dispatch put them by ``putMessagePositionInfo`` in commitlog order whatever their queue offsets
@@ -266,7 +273,7 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     reput dispatches again after the parsed ones (``back``: its last ones, going on at an entry's start) go to
     :attr:`WalkedQueue.again` with their own queue offsets, which ``putMessagePositionInfo`` checks against the write
     position then, and where the walk's queue holds each (:attr:`WalkedQueue.again_at`: its replayed position, -1
-    for one the walk dropped), which ``place_inside`` compares with where the rule puts it now and reads it from.
+    for one the walk dropped), which the replay reads it from (one the walk dropped written from its record).
     With ext files (``ext_next``: the ext units the walk put, ``QueueTrack.own_units``):
     ``putMessagePositionInfoWrapper`` puts an ext unit (``ConsumeQueueExt.put``) for each own unit only, before
     ``putMessagePositionInfo`` appends or drops it, a light unit none (``multiDispatchLmqQueue`` calls
@@ -276,21 +283,29 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     cut own units dispatched again put their ext units after it. Its records past the walk's end (``later``, in
     commitlog order) go to :attr:`WalkedQueue.past` with their real queue offsets (own from ``topicQueueTable``, light
     from ``lmqTopicQueueTable``): ``place_inside`` puts each by ``putMessagePositionInfo`` from the state the parsed
-    and cut units left, the rebuild's own dispatch by the same rule after the walk's units and the parsed ones.
-    Refused: units of it in the walk's earlier data files, on disk before the walk or none left by the cut
-    (``elsewhere``), records past the walk's end after cut units the reput goes on past (untested), and a unit below
+    and cut units left (also after cut units the reput goes on past, inside the parsed messages: the first
+    :attr:`WalkedQueue.again_skip`, or all of them, :attr:`WalkedQueue.skipped`; the queue replayed whole,
+    :func:`store_format.dledger_inside_replay.replay_queue`), the rebuild's own dispatch by the same rule after the
+    walk's units and the parsed ones.
+    ``emptied`` (5.5.1): every unit of it at or past ``processOffset``, the cut left it no file (write position and
+    max -1, ``recoverTopicQueueTable``): the replay's ``putMessagePositionInfo`` creates the file where the first
+    unit appended falls (``fillPreBlank`` units before it), the cut units dispatched again read where the walk's
+    queue holds them.
+    ``start``: the write position and max its units in the walk's earlier data files leave (of one kind there, each
+    at its queue offset): the last file's replayed from there, the cut's max the earlier units' end when none of the
+    last file's lies below ``processOffset``.
+    Refused: units of it in the walk's earlier data files of both kinds, on disk before the walk (a file of it left)
+    or none left by the 5.3.3 cut (``elsewhere``), and a unit below
     ``processOffset`` the walk dropped or none appended there (the max the reput starts from is not the walk's
     units' largest end then)."""
-    pos, at, final = replayed(rows, cq_file_size)
+    pos, at, final = replayed(rows, cq_file_size, start)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
     refused = (f"{two}, in its earlier data files too, on disk before the walk or left with no file by the cut"
                if elsewhere else
-               f"{two} whose records past the walk's end the reput dispatches after cut units it goes on past"
-               if len(later) and not back.all() else
                f"{two} whose units below processOffset the walk's dispatch did not all append"
-               if not kept.any() or (below & (pos < 0)).any() else "")
+               if not emptied and ((not kept.any() and start is None) or (below & (pos < 0)).any()) else "")
     if refused:
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
@@ -300,9 +315,37 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     first = len(rows) - len(cut)
     again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
     skip = int(np.argmax(back)) if back.any() else 0
-    return WalkedQueue(write, int(rows[kept][-1, U_END]), final, int(rows[pos >= 0][-1, U_END]), ext_next,
+    if emptied:   # no file left: max -1 (5.5.1), every unit cut
+        assert len(cut) == len(rows) and not below.any()
+        write, top = -1, -1
+    else:   # the last unit below processOffset, in the last data file or (start) the earlier ones
+        top = int(rows[kept][-1, U_END]) if kept.any() else start[1] if start is not None else -1
+    appended = rows[pos >= 0]
+    return WalkedQueue(write, top, final, int(appended[-1, U_END]) if len(appended) else start[1] if start else -1,
+                       ext_next,
                        again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip,
-                       past=tuple(map(tuple, positions(later).tolist())))
+                       past=tuple(map(tuple, positions(later).tolist())),
+                       skipped=len(cut) if len(later) and not back.any() else 0)
+
+
+def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray, process_offset: int,
+                   cq_file_size: int, at: int, tags: Tags | None,
+                   start: tuple[int, int] | None = None, later: np.ndarray | None = None) -> QueueFiles | None:
+    """Queue ``q`` of ``track``, holding a record's own units and light ones in the walk's last data file only, none
+    past the walk's end, no parsed unit going to it, whose cut units (``cut``, in commitlog order) the reput set
+    inside an entry (at ``at``) dispatches again only in part (``back``: the last ones; it went on past the first,
+    inside the parsed messages): replayed whole (:func:`store_format.dledger_inside_replay.replay_queue`) from the
+    state ``truncateDirtyLogicFiles`` left it in (:func:`_mixed`), each of those last cut units by
+    ``putMessagePositionInfo`` with its own queue offset, from where the walk's queue holds it or, one the walk's
+    dispatch dropped, from its record (``tags``).  ``start``: the write position and max its units of one kind in
+    the walk's earlier data files leave; ``later``: its records past the walk's end the reput dispatches after them
+    (rows of ``UNIT_COLUMNS`` with their own queue offsets), by the same rule.  None where :func:`_mixed` refuses
+    the queue."""
+    units = track.last_file()
+    rows = units[units[:, U_QUEUE] == q]
+    s = _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,
+               rows[:0] if later is None else later, start=start)
+    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags)
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import commitlog as cl
-from .consumequeue import Q_WRITE_POS, assign_positions, new_states
+from .consumequeue import Q_FIRST_FILE, Q_LAST_FILE, Q_MAX_PHYS, Q_WRITE_POS, assign_positions, new_states
 from .dispatch import queue_units
 
 __all__ = ["BATCH_EARLIER_SIZE", "BLANK_MAX", "KIND_BATCH", "KIND_CQ", "KIND_LIGHT", "UNIT_COLUMNS", "U_END", "U_KEY",
@@ -218,14 +218,20 @@ def mixed_queues(units: np.ndarray) -> list[int]:
     return [int(q) for q in np.intersect1d(own, light)]
 
 
-def replayed(rows: np.ndarray, cq_file_size: int) -> tuple[np.ndarray, np.ndarray, int]:
+def replayed(rows: np.ndarray, cq_file_size: int,
+             start: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """A queue's units (rows of :data:`UNIT_COLUMNS`, in commitlog order) as ``ConsumeQueue.putMessagePositionInfo``
     put them into a queue that had none (:func:`store_format.consumequeue.assign_positions`: dropped at or below the
     max, or a queue offset not 0 whose ``* 20`` lies below the write position; else appended at the write position,
     whatever the queue offset): each one's queue byte position (-1: dropped), where each one stands (its position, a
     dropped one's the next appended unit's: the write position the queue had then, after the units before it) and the
-    write position after the last."""
+    write position after the last.  ``start``: the write position and max the queue had before them instead (its
+    units in the walk's earlier data files)."""
     states = new_states(1)
+    if start is not None:
+        states[0, Q_WRITE_POS], states[0, Q_MAX_PHYS] = start
+        states[0, Q_FIRST_FILE] = 0
+        states[0, Q_LAST_FILE] = (start[0] - 1) // cq_file_size * cq_file_size
     pos = assign_positions(np.zeros(len(rows), dtype=np.int64), rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET],
                            rows[:, U_KEY], cq_file_size, states)
     final = int(states[0, Q_WRITE_POS])

@@ -51,9 +51,33 @@ def test_cut_units_dispatched_again_carry_their_queue_offsets_and_where_the_walk
     assert (w.write, w.max) == (60, 350) and [q for _o, _n, q in w.again] == [0] and w.again_at == (60,)
 
 
+def test_records_past_the_walks_end_after_cut_units_the_reput_goes_on_past() -> None:
+    # no cut unit dispatched again (inside the parsed messages): the record past the walk's end follows the parsed
+    # units from the write position and max the cut left (the queue replayed whole), the cut unit counted skipped
+    w = _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE, later=PAST)
+    assert not w.refused and w.again == () and w.skipped == 1 and [(o, n, q) for o, n, q in w.past] == [(800, 50, 4)]
+    assert (w.write, w.max) == (80, 450)
+
+
+def test_a_queue_the_cut_left_with_no_file() -> None:
+    # every unit past processOffset (50), the 5.5.1 cut deleting its files: write position and max -1, each cut unit
+    # dispatched again with its own queue offset from where the walk's queue holds it
+    w = _mixed(ROWS, ROWS, 50, 220, 1, elsewhere=False, back=np.ones(len(ROWS), dtype=bool), later=NO_PAST,
+               emptied=True)
+    assert not w.refused and (w.write, w.max, w.rebuild_write) == (-1, -1, 80)
+    assert [q for _o, _n, q in w.again] == [0, 1, 2, 0, 3] and w.again_at == (0, 20, 40, 60, -1)
+
+
+def test_a_queue_with_units_of_one_kind_in_earlier_data_files() -> None:
+    # light units 0 and 1 in an earlier data file (write position 40, max 350 there), the own unit of queue offset 0
+    # in the last one past processOffset: appended at 40, the cut's write position; its max the earlier units' end
+    rows = np.array([[600, 650, 0, 0, KIND_CQ]], dtype=np.int64)
+    w = _mixed(rows, rows, 500, 220, 1, elsewhere=False, back=np.zeros(1, dtype=bool), later=NO_PAST,
+               start=(40, 350))
+    assert not w.refused and (w.write, w.max, w.rebuild_write, w.rebuild_max) == (40, 350, 60, 650)
+
+
 def test_what_stays_refused() -> None:
-    assert "after cut units it goes on past" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=False, back=NONE,
-                                                      later=PAST).refused
     assert "earlier data files" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, back=NONE, later=NO_PAST).refused
     # a unit below processOffset the walk dropped: the max the reput starts from is not its end
     assert "did not all append" in _mixed(ROWS, ROWS[5:], 700, 220, 1, elsewhere=False, back=NONE[:0],
