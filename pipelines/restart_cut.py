@@ -37,7 +37,7 @@ from .build import write_file
 from .build_stage import Built, queue_layout
 from .commit import StagedOutput
 from .restart import DLedgerRestart
-from .restart_cut_batch import batch_walk_bytes, write_batch_whole
+from .restart_cut_batch import write_batch_whole
 
 __all__ = ["apply_cut"]
 
@@ -56,10 +56,9 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     a file of that go elsewhere than where they were, that the reput appends after the parsed units
     (``Placed.again_moved``) are written with those; an ordinary or batch queue the reput set inside an entry touches
     (``Placed.whole``) is written whole last, from the walk's bytes read first (:func:`_walk_bytes`,
-    :func:`_write_whole`; a batch queue's :func:`pipelines.restart_cut_batch.batch_walk_bytes`,
-    :func:`pipelines.restart_cut_batch.write_batch_whole`), nothing of the above written for it.  ``built``'s rows
-    of the files written follow (:meth:`pipelines.build_stage.Built.rows_from_bytes`); returns whether anything
-    changed."""
+    :func:`_write_whole`; a batch queue's ``restart_cut_batch.write_batch_whole``), nothing of the above written
+    for it.  ``built``'s rows of the files written follow (:meth:`pipelines.build_stage.Built.rows_from_bytes`);
+    returns whether anything changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
     if crash is None:
         return False
@@ -69,9 +68,7 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     whole: tuple[QueueFiles, ...] = placed.whole
     # the ordinary queues replayed whole (dledger_inside_replay; nothing else of them in placed or the cut's
     # dropped files and moves): the walk's bytes read before anything is cut
-    walk_bytes = [batch_walk_bytes(staged, built, w, config.mapperFileSizeBatchConsumeQueue)
-                  if isinstance(w, BatchQueueFiles) else _walk_bytes(staged, built, w, config.cq_file_size)
-                  for w in whole]
+    walk_bytes = [_walk_bytes(staged, built, w, config) for w in whole]
     if cut is not None and (cut.before_placed.units or cut.before_placed.rebuild_units):   # queue offset 0 appended
         placed = dataclasses.replace(placed, units=placed.units + cut.before_placed.units,
                                      rebuild_units=placed.rebuild_units + cut.before_placed.rebuild_units)
@@ -124,14 +121,19 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     return changed
 
 
-def _walk_bytes(staged: StagedOutput, built: Built, w: QueueFiles, size: int) -> tuple[dict[int, bytearray],
-                                                                                         list[bytes]]:
-    """Of a queue replayed whole (:class:`store_format.dledger_inside_replay.QueueFiles`), the walk's files the cut
-    leaves (staged, below ``w.cut_from``; their bytes from ``w.walk_end`` on zeros: the rebuild's own dispatch
-    appended those) and the bytes of the cut units ``w.copies`` reads, from the staged queue before anything is
-    cut."""
-    folder = f"consumequeue/{w.topic}/{w.queue_id}"
-    starts = sorted(r["file_start"] for r in built.cq_files if (r["topic"], r["queue_id"]) == (w.topic, w.queue_id))
+def _walk_bytes(staged: StagedOutput, built: Built, w: QueueFiles,
+                config: BrokerConfig) -> tuple[dict[int, bytearray], list[bytes]]:
+    """Of a queue replayed whole (:class:`store_format.dledger_inside_replay.QueueFiles`, a batch queue's
+    :class:`store_format.dledger_inside_replay_batch.BatchQueueFiles`),
+    the walk's files the cut leaves (staged, below ``w.cut_from``; their bytes from ``w.walk_end`` on zeros: the
+    rebuild's own dispatch appended those) and the bytes of each unit ``w.copies`` reads (a cut unit or a
+    record past the walk's end, where the rebuild's queue holds it), from the staged queue before anything is cut."""
+    batch = isinstance(w, BatchQueueFiles)
+    size, unit = (config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE) if batch else (config.cq_file_size,
+                                                                                        CQ_UNIT_SIZE)
+    folder = f"{BCQ_DIR if batch else 'consumequeue'}/{w.topic}/{w.queue_id}"
+    starts = sorted(r["file_start"] for r in (built.bcq_files if batch else built.cq_files)
+                    if (r["topic"], r["queue_id"]) == (w.topic, w.queue_id))
     cache: dict[int, bytes] = {}
 
     def read(start: int) -> bytes:
@@ -147,8 +149,9 @@ def _walk_bytes(staged: StagedOutput, built: Built, w: QueueFiles, size: int) ->
             if w.walk_end < start + size:
                 data[w.walk_end - start:] = bytes(start + size - w.walk_end)
             files[start] = data
-    assert all(0 <= src < w.walk_end and src - src % size in starts for _pos, src in w.copies)
-    copies = [read(src - src % size)[src % size:src % size + CQ_UNIT_SIZE] for _pos, src in w.copies]
+    # a batch queue's copies read where the rebuild's queue holds the unit (past the walk's end too)
+    assert all(0 <= src and (batch or src < w.walk_end) and src - src % size in starts for _pos, src in w.copies)
+    copies = [read(src - src % size)[src % size:src % size + unit] for _pos, src in w.copies]
     return files, copies
 
 

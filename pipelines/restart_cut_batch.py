@@ -12,43 +12,14 @@ from store_format.consumequeue import cq_file_name
 from store_format.dledger_inside_replay_batch import BatchQueueFiles
 
 from .build import write_file
-from .build_stage import Built
 from .commit import StagedOutput
 
-__all__ = ["batch_walk_bytes", "write_batch_whole"]
-
-
-def batch_walk_bytes(staged: StagedOutput, built: Built, w: BatchQueueFiles,
-                     size: int) -> tuple[dict[int, bytearray], list[bytes]]:
-    """The staged files of the batch queue ``w`` the cut leaves (those starting below ``w.cut_from``; their bytes from
-    ``w.walk_end`` on zeros: the rebuild's own dispatch appended those) and the 46 bytes of each unit ``w.copies``
-    reads (a cut unit or a record past the walk's end, where the rebuild's queue holds it), read before anything is
-    cut."""
-    folder = f"{BCQ_DIR}/{w.topic}/{w.queue_id}"
-    starts = sorted(r["file_start"] for r in built.bcq_files if (r["topic"], r["queue_id"]) == (w.topic, w.queue_id))
-    cache: dict[int, bytes] = {}
-
-    def read(start: int) -> bytes:
-        if start not in cache:
-            data = staged.read_staged(f"{folder}/{cq_file_name(start)}")
-            cache[start] = data + bytes(size - len(data))
-        return cache[start]
-
-    files = {}
-    for start in starts:
-        if start < min(w.cut_from, w.walk_end):
-            data = bytearray(read(start))
-            if w.walk_end < start + size:
-                data[w.walk_end - start:] = bytes(start + size - w.walk_end)
-            files[start] = data
-    assert all(src >= 0 and src - src % size in starts for _pos, src in w.copies)
-    copies = [read(src - src % size)[src % size:src % size + BCQ_UNIT_SIZE] for _pos, src in w.copies]
-    return files, copies
+__all__ = ["write_batch_whole"]
 
 
 def write_batch_whole(staged: StagedOutput, w: BatchQueueFiles, files: dict[int, bytearray], copies: list[bytes],
                       size: int) -> list[tuple[str, int, int]]:
-    """Write the broker's files of the batch queue ``w``: ``files`` (:func:`batch_walk_bytes`), the files
+    """Write the broker's files of the batch queue ``w``: ``files`` (``pipelines.restart_cut._walk_bytes``), the files
     ``getLastMappedFile`` created (zeros), the parsed units appended and the copied units' bytes at their positions.
     Returns the files written."""
     for start in w.opened:
