@@ -1,0 +1,47 @@
+"""Inside-entry DLedger crash scenarios of a consume queue on disk before the walk that only records past the walk's
+end go to, a file of it left by the cut (:mod:`broker_dledger_inside_only_past_held_scenarios`), with consume queue
+ext files (5.5.1, ``enableConsumeQueueExt``, ext files of 10 units, the queues kept: ``keepQueues``):
+
+- ``-to-entry-past-only-held-ext``: the -to-entry-past-only store
+  (:func:`broker_dledger_inside_light_scenarios.embedded_to_entry_past_only_scenario`) with those ext files, TZ/0's
+  consume queue file planted holding :data:`broker_dledger_inside_only_past_held_scenarios.HELD_UNIT` whose tags code
+  is the ext address of the second ext unit (:data:`HELD_EXT_AT`), its ext file planted holding
+  :data:`HELD_EXT_UNITS` units: ``ConsumeQueueExt.recover`` walks them all, ``truncateByMaxAddress`` with that
+  address moves the end back to after the second one, where the reput's ext units go.
+
+:func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
+(:func:`only_past_more_scenarios`).
+"""
+from __future__ import annotations
+
+import base64
+
+# ext files of 204 bytes: 10 units each (as the other -ext stores)
+EXT_HELD = {"enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "204"}
+# the planted ext file's units (20 bytes each: size, tags code, store time, no bitmap) and the real offset of the one
+# the planted consume queue unit's tags code points at (ConsumeQueueExt.decorate)
+HELD_EXT_UNITS = 4
+HELD_EXT_AT = 20
+HELD_EXT_STORE_TIME = 1_700_000_000_000
+
+
+def ext_unit(k: int) -> bytes:
+    """The ``k``-th planted ext unit (CqExtUnit.write: size 20, tags code k, the store time, bitmap size 0)."""
+    return (20).to_bytes(2, "big") + k.to_bytes(8, "big") + HELD_EXT_STORE_TIME.to_bytes(8, "big") + bytes(2)
+
+
+def only_past_more_scenarios(base: dict) -> list[dict]:
+    """On the -emptied-batch-embedded store ``base`` (5.5.1): ``-to-entry-past-only-held-ext``."""
+    from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC, embedded_to_entry_past_only_scenario
+    from broker_dledger_inside_only_past_held_scenarios import HELD_UNIT
+    only = embedded_to_entry_past_only_scenario(base)
+    size = int(only["config"]["mappedFileSizeConsumeQueue"])
+    ext_size = int(EXT_HELD["mappedFileSizeConsumeQueueExt"])
+    address = HELD_EXT_AT - (1 << 63)   # ConsumeQueueExt.decorate
+    unit = HELD_UNIT[0].to_bytes(8, "big") + HELD_UNIT[1].to_bytes(4, "big") + address.to_bytes(8, "big", signed=True)
+    ext = b"".join(ext_unit(k) for k in range(HELD_EXT_UNITS))
+    return [{**only, "config": {**only["config"], **EXT_HELD}, "keepQueues": True,
+             "name": f"{only['name']}-held-ext", "plantFiles": {
+                 f"consumequeue/{PAST_ONLY_TOPIC}/0/{0:020d}": base64.b64encode(unit + bytes(size - 20)).decode(),
+                 f"consumequeue_ext/{PAST_ONLY_TOPIC}/0/{0:020d}":
+                     base64.b64encode(ext + bytes(ext_size - len(ext))).decode()}}]

@@ -1,0 +1,78 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``, the queues kept: ``keepQueues``)
+whose start's reput, set inside an entry, parses a message for a consume queue on disk before the walk that the walk
+wrote no unit of, only a record past its end (the damaged last message), a file of it left by the cut, with consume
+queue ext files (:mod:`broker_dledger_inside_only_past_more_scenarios`): ``-to-entry-past-only-held-ext``.  Written
+by the published RocketMQ store through the JVM harness in ``tests/broker/``: what the broker's restart wrote (its
+consume queue and ext files), and ``verify``'s prediction on the store as that restart found it (its plan replaying
+the queue from the planted files as the cut left them, the ext units going on from the ext files' end as
+``ConsumeQueue.recover`` left it; its units lost counted from the broker's files).  The planted files are no
+rebuild's, so ``--as-restart`` is not compared (as for :mod:`test_dledger_crash_inside_only_past_held_broker`)."""
+from __future__ import annotations
+
+import struct
+
+import broker_harness as bh
+import pytest
+from broker_dledger_files import cq_unit, ext_units, last_data_bytes
+from broker_dledger_runs import LINES, _capture_cuts, _inside_run, _loses_as_the_broker, _verify_with_plan
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
+
+bh.skip_without_tools()
+
+
+def _address(real: int) -> int:
+    """``ConsumeQueueExt.decorate``: an ext unit's real offset as a consume queue unit's tags code."""
+    return real - (1 << 63)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_held_queue_with_ext_files(
+        line, tmp_path, monkeypatch):
+    """TZ/0 on disk before the walk, its planted consume queue file holding one unit of
+    :data:`broker_dledger_inside_only_past_held_scenarios.HELD_UNIT`'s record (below processOffset) whose tags code is
+    the address of ext unit 1 (real offset 20), its planted ext file holding four ext units; the walk, ended by the
+    damaged last message, wrote no unit of it.  ``ConsumeQueue.recover`` runs ``ConsumeQueueExt.recover`` (the ext
+    files' end after the four units, 80) and ``truncateByMaxAddress`` with that address (the end moved back to after
+    the unit at 20: 40); ``truncateDirtyLogicFiles`` keeps the planted unit (write position 20) and returns inside its
+    loop, the ext files untouched.  The reput (set at processOffset - 1) puts the parsed TZ/0 message's ext unit at
+    40 and its unit at 20 holding that address, then the damaged record's ext unit at 60 and its unit at 40.  The
+    broker's files, byte for byte; verify (no longer refused: "with ext files (the ext units on disk not read)")
+    replays TZ/0 from the planted files as the cut left them, its ext units from 40, and predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC, embedded_to_entry_past_only_message
+    from broker_dledger_inside_only_past_held_scenarios import HELD_UNIT
+    from broker_dledger_inside_only_past_more_scenarios import HELD_EXT_AT, HELD_EXT_UNITS, ext_unit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-only-held-ext"
+    reput, msg = embedded_to_entry_past_only_message()
+    r, w, src = _inside_run(name, reput, msg, damaged=True)
+    damaged = int(w["damagedRecord"])
+    queue = f"{PAST_ONLY_TOPIC}/0"
+    planted = (HELD_UNIT[0], HELD_UNIT[1], _address(HELD_EXT_AT))
+    (held_file,) = sorted((src / "before" / "consumequeue" / PAST_ONLY_TOPIC / "0").iterdir())
+    held = held_file.read_bytes()
+    assert held_file.name == f"{0:020d}" and cq_unit(held, 0) == planted and not any(held[20:])
+    (ext_file,) = sorted((src / "before" / "consumequeue_ext" / PAST_ONLY_TOPIC / "0").iterdir())
+    assert ext_units(ext_file.read_bytes()) == [ext_unit(k) for k in range(HELD_EXT_UNITS)]
+    end = HELD_UNIT[0] + HELD_UNIT[1]
+    loaded = w["queuesAfterLoad"][queue]   # after the cut: the planted unit kept
+    assert int(loaded["maxOffset"]) == 20 and int(loaded["maxPhysicOffset"]) == end, loaded
+    assert int(w["queuesAfterDispatch"][queue]["maxOffset"]) == 60, w["queuesAfterDispatch"][queue]
+    size = struct.unpack(">i", last_data_bytes(src, damaged, 4))[0]
+    (got_file,) = sorted((src / "expected" / "consumequeue" / PAST_ONLY_TOPIC / "0").iterdir())
+    got = got_file.read_bytes()
+    # the ext units after truncateByMaxAddress's end (40), not after recover's (80)
+    assert [cq_unit(got, k) for k in (0, 20, 40)] == \
+        [planted, (reput, len(msg), _address(40)), (damaged, size, _address(60))] and not any(got[60:]), got[:60].hex()
+    (got_ext,) = sorted((src / "expected" / "consumequeue_ext" / PAST_ONLY_TOPIC / "0").iterdir())
+    units = ext_units(got_ext.read_bytes())
+    assert len(units) == HELD_EXT_UNITS and units[:2] == [ext_unit(0), ext_unit(1)], units
+    assert all(u != ext_unit(k) for k, u in enumerate(units) if k >= 2), units   # the broker's new ext units
+    cuts = _capture_cuts(monkeypatch)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert cuts[0][(PAST_ONLY_TOPIC, 0)][:3] == (end, True, 20), cuts
+    placed = crash.cut.inside_placed
+    (q,) = [q for q in placed.whole if (q.topic, q.queue_id) == (PAST_ONLY_TOPIC, 0)]
+    assert (q.parsed_at, q.opened, q.put_back, q.copies) == ((20,), (), (damaged,), ()), q
+    assert list(q.units) == [(20, reput, len(msg), _address(40)), (40, damaged, size, _address(60))], q
+    # the planted unit is no message's own (another queue's record, whose own unit the broker's queue holds too)
+    _loses_as_the_broker(p, r, src, (reput,), extra=1, some=False)
