@@ -12,7 +12,8 @@ walk's units onto its files: :func:`store_format.consumequeue_recovery.dispatch_
 (``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
 a record's own.  A consume queue on disk before the walk that the walk wrote no unit of, only records past its end,
 a file of it left by the cut: as ``ConsumeQueue.recover`` loaded its files and the cut left them, nothing of the walk
-(:func:`_held_past_only`; with ext files their end as ``ConsumeQueue.recover``'s ``ConsumeQueueExt.recover`` and
+(:func:`_held_past_only`; one whose files the 5.3.3 cut deleted from no file and its max ``processOffset``:
+:func:`_emptied_past_only_533`; with ext files their end as ``ConsumeQueue.recover``'s ``ConsumeQueueExt.recover`` and
 ``truncateByMaxAddress`` left it, which the cut, returning inside its loop, does not reach).
 A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes
 own queue offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
@@ -96,10 +97,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     truncateDirtyLogicFiles`` on the files alone: the walk wrote none of it); so too a consume queue on disk the
     cut left a file of, 5.5.1 or 5.3.3 (``ConsumeQueue.truncateDirtyLogicFiles`` on its files alone:
     :func:`_held_past_only`; with ext files, their ext units going on after the ext files' end as
-    ``ConsumeQueue.recover`` left them: ``ext_held``); a consume queue so on disk on 5.3.3 with no file left (its
-    max ``processOffset``): refused.  ``after``:
-    the units of the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed
-    over as
+    ``ConsumeQueue.recover`` left them: ``ext_held``); a consume queue so on disk on 5.3.3 with no file left: no
+    file, its max ``processOffset``, replayed from there (:func:`_emptied_past_only_533`; with ext files refused).
+    ``after``: the units of the records past the walk's end (a walk ended by a damaged message), those from
+    ``reput`` on handed over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
     messages: :attr:`WalkedQueue.again_skip`, whatever the queue kept below ``processOffset``: a walk unit,
@@ -147,6 +148,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             # the max (-1 for a queue created then) at getLastMappedFile(getMaxOffset()), 0 with no file, as the
             # rebuild's batch dispatch (batchconsumequeue.assign_batch_positions) does in the same order
             return None
+        if held_only is not None and not held_only[1] and not reset_emptied and not past_only_batch:
+            # a consume queue on disk whose files the 5.3.3 cut deleted: no file, its max processOffset (5.3.3's
+            # correctMinOffset keeps it): replayed from there (_emptied_past_only_533)
+            return _emptied_past_only_533(process_offset, later, ext_file_size)
         if held_only is not None and held_only[1] and not past_only_batch:
             # a consume queue on disk, a file of it left by the cut (5.5.1 or 5.3.3): replayed from that file's write
             # position and max (_held_past_only)
@@ -359,6 +364,24 @@ def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_
                            "truncateByMaxAddress is no 20-byte ext unit's boundary (or not read)")
     return WalkedQueue(held[2], held[0], held[2], held[0], ext_next if ext_file_size and ext_next is not None else 0,
                        past=tuple(map(tuple, positions(later).tolist())), disk=True)
+
+
+def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size: int) -> WalkedQueue:
+    """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
+    end went to (``later``), whose files the 5.3.3 cut deleted (every file's first unit at or past ``processOffset``:
+    ``ConsumeQueue.truncateDirtyLogicFiles`` sets the max to ``processOffset`` first and deletes them from the last
+    back; 5.3.3's ``recoverTopicQueueTable``, ``ConsumeQueue.correctMinOffset`` with no file, keeps that max, which
+    5.5.1 resets to -1).  The reput puts its parsed units and then those records by ``putMessagePositionInfo`` from
+    there (:func:`store_format.dledger_inside_replay.replay_queue`): a unit ending at or below ``processOffset``
+    dropped, the first one appended into the file ``getLastMappedFile`` creates at its queue offset * 20, after
+    ``fillPreBlank`` units, the next ones by the queue offset check.  The rebuild's queue holds none of the deleted
+    files' units (verify only), so its state is given as the broker's (the replay writes the queue whole).  Refused
+    with ext files (the cut's ``truncateByMaxAddress``, given no address, leaves them as ``ConsumeQueue.recover``
+    did; untested)."""
+    if ext_file_size:
+        return WalkedQueue(0, 0, 0, 0, refused="a consume queue on disk before the walk that the walk wrote no unit "
+                           "of, only records past its end, whose files the 5.3.3 cut deletes, with ext files")
+    return WalkedQueue(-1, process_offset, -1, process_offset, past=tuple(map(tuple, positions(later).tolist())))
 
 
 def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: np.ndarray,

@@ -9,8 +9,14 @@ ext files (5.5.1, ``enableConsumeQueueExt``, ext files of 10 units, the queues k
   :data:`HELD_EXT_UNITS` units: ``ConsumeQueueExt.recover`` walks them all, ``truncateByMaxAddress`` with that
   address moves the end back to after the second one, where the reput's ext units go.
 
+On 5.3.3 (:func:`kept_past_only_emptied_scenario`): ``-emptied-kept-embedded-to-entry-past-only-emptied``, the
+5.3.3 -to-entry-past-only-held store
+(:func:`broker_dledger_inside_only_past_held_scenarios.kept_past_only_held_scenario`) whose planted TZ/0 file holds
+one unit at ``processOffset`` instead (:func:`deleted_unit`): the cut deletes the file, the 5.3.3 max stays at
+``processOffset``.
+
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
-(:func:`only_past_more_scenarios`).
+(:func:`only_past_more_scenarios`, :func:`kept_past_only_emptied_scenario`).
 """
 from __future__ import annotations
 
@@ -45,3 +51,26 @@ def only_past_more_scenarios(base: dict) -> list[dict]:
                  f"consumequeue/{PAST_ONLY_TOPIC}/0/{0:020d}": base64.b64encode(unit + bytes(size - 20)).decode(),
                  f"consumequeue_ext/{PAST_ONLY_TOPIC}/0/{0:020d}":
                      base64.b64encode(ext + bytes(ext_size - len(ext))).decode()}}]
+
+
+def deleted_unit() -> tuple[int, int, int]:
+    """The unit planted in TZ/0's file on 5.3.3: the message at ``processOffset`` (where the reput is set,
+    :func:`broker_dledger_inside_only_past_held_scenarios.kept_past_only_message`), its commitlog offset, size and tags
+    code 0, as a queue that had dispatched it would hold it; at ``processOffset``, so the cut deletes the file."""
+    from broker_dledger_inside_only_past_held_scenarios import kept_past_only_message
+    reput, msg = kept_past_only_message()
+    return reput, len(msg), 0
+
+
+def kept_past_only_emptied_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-kept-embedded-to-entry-past-only-emptied`` (5.3.3, the queues kept), from the
+    -emptied-kept-embedded store ``sc``: the -to-entry-past-only-held store whose planted TZ/0 file (at 0) holds
+    :func:`deleted_unit` alone."""
+    from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC
+    from broker_dledger_inside_only_past_held_scenarios import kept_past_only_held_scenario
+    held = kept_past_only_held_scenario(sc)
+    size = int(held["config"]["mappedFileSizeConsumeQueue"])
+    offset, length, tags = deleted_unit()
+    unit = offset.to_bytes(8, "big") + length.to_bytes(4, "big") + tags.to_bytes(8, "big")
+    return {**held, "name": f"{sc['name']}-to-entry-past-only-emptied", "plantFiles": {
+        f"consumequeue/{PAST_ONLY_TOPIC}/0/{0:020d}": base64.b64encode(unit + bytes(size - 20)).decode()}}
