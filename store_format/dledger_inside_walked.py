@@ -98,7 +98,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     cut left a file of, 5.5.1 or 5.3.3 (``ConsumeQueue.truncateDirtyLogicFiles`` on its files alone:
     :func:`_held_past_only`; with ext files, their ext units going on after the ext files' end as
     ``ConsumeQueue.recover`` left them: ``ext_held``); a consume queue so on disk on 5.3.3 with no file left: no
-    file, its max ``processOffset``, replayed from there (:func:`_emptied_past_only_533`; with ext files refused).
+    file, its max ``processOffset``, replayed from there (:func:`_emptied_past_only_533`; with ext files as above).
     ``after``: the units of the records past the walk's end (a walk ended by a damaged message), those from
     ``reput`` on handed over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
@@ -151,7 +151,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         if held_only is not None and not held_only[1] and not reset_emptied and not past_only_batch:
             # a consume queue on disk whose files the 5.3.3 cut deleted: no file, its max processOffset (5.3.3's
             # correctMinOffset keeps it): replayed from there (_emptied_past_only_533)
-            return _emptied_past_only_533(process_offset, later, ext_file_size)
+            return _emptied_past_only_533(process_offset, later, ext_file_size, (ext_held or {}).get(name))
         if held_only is not None and held_only[1] and not past_only_batch:
             # a consume queue on disk, a file of it left by the cut (5.5.1 or 5.3.3): replayed from that file's write
             # position and max (_held_past_only)
@@ -366,7 +366,8 @@ def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_
                        past=tuple(map(tuple, positions(later).tolist())), disk=True)
 
 
-def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size: int) -> WalkedQueue:
+def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size: int,
+                           ext_next: int | None) -> WalkedQueue:
     """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
     end went to (``later``), whose files the 5.3.3 cut deleted (every file's first unit at or past ``processOffset``:
     ``ConsumeQueue.truncateDirtyLogicFiles`` sets the max to ``processOffset`` first and deletes them from the last
@@ -375,13 +376,19 @@ def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size
     there (:func:`store_format.dledger_inside_replay.replay_queue`): a unit ending at or below ``processOffset``
     dropped, the first one appended into the file ``getLastMappedFile`` creates at its queue offset * 20, after
     ``fillPreBlank`` units, the next ones by the queue offset check.  The rebuild's queue holds none of the deleted
-    files' units (verify only), so its state is given as the broker's (the replay writes the queue whole).  Refused
-    with ext files (the cut's ``truncateByMaxAddress``, given no address, leaves them as ``ConsumeQueue.recover``
-    did; untested)."""
-    if ext_file_size:
+    files' units (verify only), so its state is given as the broker's (the replay writes the queue whole).  With ext
+    files (``ext_next`` as for :func:`_held_past_only`): the cut, having deleted every file, reaches its
+    ``truncateByMaxAddress`` with no address (set only from a unit it keeps), which does nothing, so the ext units go
+    on after the ext files' end as ``ConsumeQueue.recover`` left it; refused when that end is no 20-byte unit's
+    boundary (or not read)."""
+    if ext_file_size and (ext_next is None or ext_next < 0):
         return WalkedQueue(0, 0, 0, 0, refused="a consume queue on disk before the walk that the walk wrote no unit "
-                           "of, only records past its end, whose files the 5.3.3 cut deletes, with ext files")
-    return WalkedQueue(-1, process_offset, -1, process_offset, past=tuple(map(tuple, positions(later).tolist())))
+                           "of, only records past its end, whose files the 5.3.3 cut deletes, with ext files whose end "
+                           "after ConsumeQueueExt.recover and truncateByMaxAddress is no 20-byte ext unit's boundary "
+                           "(or not read)")
+    return WalkedQueue(-1, process_offset, -1, process_offset,
+                       ext_next if ext_file_size and ext_next is not None else 0,
+                       past=tuple(map(tuple, positions(later).tolist())))
 
 
 def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: np.ndarray,

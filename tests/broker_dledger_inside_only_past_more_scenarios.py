@@ -13,10 +13,11 @@ On 5.3.3 (:func:`kept_past_only_emptied_scenario`): ``-emptied-kept-embedded-to-
 5.3.3 -to-entry-past-only-held store
 (:func:`broker_dledger_inside_only_past_held_scenarios.kept_past_only_held_scenario`) whose planted TZ/0 file holds
 one unit at ``processOffset`` instead (:func:`deleted_unit`): the cut deletes the file, the 5.3.3 max stays at
-``processOffset``.
+``processOffset``; and ``-emptied-kept-embedded-to-entry-past-only-emptied-ext``, that store with ext files, the
+planted unit's tags code the address of ext unit 1, its ext file planted as -held-ext's.
 
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
-(:func:`only_past_more_scenarios`, :func:`kept_past_only_emptied_scenario`).
+(:func:`only_past_more_scenarios`, :func:`kept_past_only_emptied_scenarios`).
 """
 from __future__ import annotations
 
@@ -60,6 +61,26 @@ def deleted_unit() -> tuple[int, int, int]:
     from broker_dledger_inside_only_past_held_scenarios import kept_past_only_message
     reput, msg = kept_past_only_message()
     return reput, len(msg), 0
+
+
+def kept_past_only_emptied_scenarios(sc: dict) -> list[dict]:
+    """From the 5.3.3 -emptied-kept-embedded store ``sc``: :func:`kept_past_only_emptied_scenario` and its ``-ext``
+    (ext files of 10 units, the planted unit's tags code the address of ext unit 1, TZ/0's ext file planted holding
+    :data:`HELD_EXT_UNITS` units)."""
+    from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC
+    emptied = kept_past_only_emptied_scenario(sc)
+    size = int(emptied["config"]["mappedFileSizeConsumeQueue"])
+    ext_size = int(EXT_HELD["mappedFileSizeConsumeQueueExt"])
+    offset, length, _tags = deleted_unit()
+    address = HELD_EXT_AT - (1 << 63)   # ConsumeQueueExt.decorate
+    unit = offset.to_bytes(8, "big") + length.to_bytes(4, "big") + address.to_bytes(8, "big", signed=True)
+    ext = b"".join(ext_unit(k) for k in range(HELD_EXT_UNITS))
+    return [emptied, {**emptied, "config": {**emptied["config"], **EXT_HELD}, "name": f"{emptied['name']}-ext",
+                      "plantFiles": {
+                          f"consumequeue/{PAST_ONLY_TOPIC}/0/{0:020d}":
+                              base64.b64encode(unit + bytes(size - 20)).decode(),
+                          f"consumequeue_ext/{PAST_ONLY_TOPIC}/0/{0:020d}":
+                              base64.b64encode(ext + bytes(ext_size - len(ext))).decode()}}]
 
 
 def kept_past_only_emptied_scenario(sc: dict) -> dict:

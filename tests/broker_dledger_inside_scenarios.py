@@ -114,9 +114,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         from broker_dledger_inside_533_past_scenarios import past_533_scenarios
         from broker_dledger_inside_533_scenarios import kept_some_scenarios
         from broker_dledger_inside_only_past_held_scenarios import kept_past_only_held_scenario
-        from broker_dledger_inside_only_past_more_scenarios import kept_past_only_emptied_scenario
+        from broker_dledger_inside_only_past_more_scenarios import kept_past_only_emptied_scenarios
         out += [embedded_kept_to_entry_scenario(out[0]), *kept_some_scenarios(out[0]), *past_533_scenarios(out[0]),
-                kept_past_only_held_scenario(out[0]), kept_past_only_emptied_scenario(out[0])]
+                kept_past_only_held_scenario(out[0]), *kept_past_only_emptied_scenarios(out[0])]
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
         light = embedded_light_scenario(out[0])

@@ -82,9 +82,10 @@ _LINES_533 = bh.params_or_skip([ln for ln in LINES if ln.startswith("5.3")],
                                "5.3.3 only: DLEDGER_LINES=5.3.3 (or 4.9.8,5.3.3,5.5.1)")
 
 
+@pytest.mark.parametrize("ext", [False, True], ids=["", "ext"])
 @pytest.mark.parametrize("line", _LINES_533)
 def test_verify_predicts_a_533_crash_restart_whose_reput_parses_a_message_for_a_queue_only_past_went_to_emptied(
-        line, tmp_path, monkeypatch):
+        line, ext, tmp_path, monkeypatch):
     """-emptied-kept-embedded-to-entry-past-only-emptied (5.3.3): TZ/0's planted file holds one unit at
     processOffset (:func:`broker_dledger_inside_only_past_more_scenarios.deleted_unit`), which ``ConsumeQueue.recover``
     loads; the walk, ended by the damaged last message (TZ/0, queue offset 0), wrote no unit of TZ/0.  The cut sets
@@ -93,16 +94,20 @@ def test_verify_predicts_a_533_crash_restart_whose_reput_parses_a_message_for_a_
     ``doRecheckReputOffsetFromCq`` sets the reput, the TZ/0 message (queue offset 1000) ends past it:
     ``putMessagePositionInfo`` on no file creates file 19800 (``getLastMappedFile(20000)``), ``fillPreBlank`` units
     up to 20000, the unit at 20000; the reput goes on at the last (T9/0) message's entry and appends the damaged
-    record's unit (queue offset 0: no check) at 20020, in the file created there.  The broker's files, byte for byte;
+    record's unit (queue offset 0: no check) at 20020, in the file created there.  ``ext`` (-ext): the planted unit's
+    tags code the address of ext unit 1 (real offset 20), TZ/0's ext file planted holding four units:
+    ``ConsumeQueue.recover``'s ``ConsumeQueueExt.recover`` ends at 80, its ``truncateByMaxAddress`` at 40; the cut,
+    deleting the file, reaches its own ``truncateByMaxAddress`` with no address (nothing), so the parsed unit holds the
+    address of the ext unit at 40, the damaged record's that of the one at 60.  The broker's files, byte for byte;
     verify (no longer refused: "a queue the walk wrote no unit of, only records past its end") replays TZ/0 from no
     file and max processOffset and predicts the units lost."""
     from pathlib import Path
 
     from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC
     from broker_dledger_inside_only_past_held_scenarios import kept_past_only_message
-    from broker_dledger_inside_only_past_more_scenarios import deleted_unit
+    from broker_dledger_inside_only_past_more_scenarios import HELD_EXT_AT, HELD_EXT_UNITS, deleted_unit, ext_unit
     from broker_dledger_runs import _RUNS
-    name = f"{line}-dledger-abort-emptied-kept-embedded-to-entry-past-only-emptied"
+    name = f"{line}-dledger-abort-emptied-kept-embedded-to-entry-past-only-emptied" + ("-ext" if ext else "")
     reput, msg = kept_past_only_message()
     r = _RUNS[name]
     assert r["written"].get("ok"), r["written"].get("error")
@@ -113,7 +118,11 @@ def test_verify_predicts_a_533_crash_restart_whose_reput_parses_a_message_for_a_
     queue = f"{PAST_ONLY_TOPIC}/0"
     (held_file,) = sorted((src / "before" / "consumequeue" / PAST_ONLY_TOPIC / "0").iterdir())
     held = held_file.read_bytes()
-    assert held_file.name == f"{0:020d}" and cq_unit(held, 0) == deleted_unit() and not any(held[20:])
+    planted = (*deleted_unit()[:2], _address(HELD_EXT_AT) if ext else 0)
+    assert held_file.name == f"{0:020d}" and cq_unit(held, 0) == planted and not any(held[20:])
+    if ext:
+        (ext_file,) = sorted((src / "before" / "consumequeue_ext" / PAST_ONLY_TOPIC / "0").iterdir())
+        assert ext_units(ext_file.read_bytes()) == [ext_unit(k) for k in range(HELD_EXT_UNITS)]
     loaded = w["queuesAfterLoad"][queue]   # the cut deleted the file, the max processOffset kept
     assert loaded["files"] == [] and int(loaded["maxPhysicOffset"]) == reput, loaded
     state = w["queuesAfterDispatch"][queue]
@@ -122,8 +131,14 @@ def test_verify_predicts_a_533_crash_restart_whose_reput_parses_a_message_for_a_
     first, second = (f.read_bytes() for f in sorted(out.iterdir()))
     size = struct.unpack(">i", last_data_bytes(src, damaged, 4))[0]
     blank = (0, 2**31 - 1, 0)
-    assert [cq_unit(first, k) for k in range(0, 220, 20)] == [blank] * 10 + [(reput, len(msg), 0)], first.hex()
-    assert cq_unit(second, 0) == (damaged, size, 0) and not any(second[20:]), second[:40].hex()
+    tags = (_address(40), _address(60)) if ext else (0, 0)
+    assert [cq_unit(first, k) for k in range(0, 220, 20)] == [blank] * 10 + [(reput, len(msg), tags[0])], first.hex()
+    assert cq_unit(second, 0) == (damaged, size, tags[1]) and not any(second[20:]), second[:40].hex()
+    if ext:   # the ext units after truncateByMaxAddress's end (40): the first two planted ones stay
+        (got_ext,) = sorted((src / "expected" / "consumequeue_ext" / PAST_ONLY_TOPIC / "0").iterdir())
+        units = ext_units(got_ext.read_bytes())
+        assert len(units) == HELD_EXT_UNITS and units[:2] == [ext_unit(0), ext_unit(1)], units
+        assert all(u != ext_unit(k) for k, u in enumerate(units) if k >= 2), units
     cuts = _capture_cuts(monkeypatch)
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     assert cuts[0][(PAST_ONLY_TOPIC, 0)][:3] == (reput, False, 0), cuts
@@ -131,5 +146,5 @@ def test_verify_predicts_a_533_crash_restart_whose_reput_parses_a_message_for_a_
     (q,) = [q for q in placed.whole if (q.topic, q.queue_id) == (PAST_ONLY_TOPIC, 0)]
     assert (q.parsed_at, q.opened, q.blank_until, q.put_back, q.copies) == \
         ((20000,), (19800, 20020), 20000, (damaged,), ()), q
-    assert list(q.units) == [(20000, reput, len(msg), 0), (20020, damaged, size, 0)], q
+    assert list(q.units) == [(20000, reput, len(msg), tags[0]), (20020, damaged, size, tags[1])], q
     _loses_as_the_broker(p, r, src, (reput,), some=False)
