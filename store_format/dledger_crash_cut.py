@@ -91,7 +91,7 @@ topic "" queue 0 (with ``enableConsumeQueueExt`` its ext unit first, the unit ho
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -148,6 +148,12 @@ class QueuesOnDisk:
     # the batch queues holding units (QueueTrack.keep_queues too: the walk's units of its earlier files dispatched onto
     # their files, QueueTrack.batch_walked)
     batch_queues: frozenset[tuple[str, int]] = frozenset()
+    # with ext files (enableConsumeQueueExt), per consume queue holding units: the ordinal of the next ext unit
+    # ConsumeQueueExt.put appends after ConsumeQueue.recover (ConsumeQueueExt.recover, then truncateByMaxAddress with
+    # the last ext address among the units it accepted: consumequeue_ext_recovery.recover_ext), -1 when that write
+    # position is no 20-byte unit's boundary (units of other sizes); truncateDirtyLogicFiles leaves a queue's ext
+    # files alone when a file of it stays (it returns inside its loop, before truncateByMaxAddress)
+    ext_next: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,7 +245,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                on_disk: dict[tuple[str, int], OnDiskCut] | None = None,
                inside: Inside | None = None, ext_file_size: int = 0,
                reset_emptied: bool = False,
-               after: np.ndarray | None = None, walk_end: int = -1, tags: Tags | None = None) -> QueueCut:
+               after: np.ndarray | None = None, walk_end: int = -1, tags: Tags | None = None,
+               ext_held: Mapping[tuple[str, int], int] | None = None) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
     ``confirm_offset`` (the committed position) or, with ``recheck``, from the cut queues' largest max (at
     least ``min_offset``), walking to ``end`` (module docstring); ``ext``: ``enableConsumeQueueExt``.
@@ -258,7 +265,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     back the cut units from there like any reput; after a walk that ended early, from before its end only: then it
     walks the walk's records from there again, and the damaged message and the records after it, ``after``)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
-    :func:`store_format.dledger_inside_units.place_inside`).  ``reset_emptied`` (5.5.1): a queue the
+    :func:`store_format.dledger_inside_units.place_inside`; ``ext_held``: :attr:`QueuesOnDisk.ext_next`).
+    ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
     ``after``, ``walk_end`` (a walk whose message check failed at ``walk_end``, inside the log, before ``end``): the
@@ -358,7 +366,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             # (store_format.dledger_reput_inside, store_format.dledger_inside_units)
             placed = inside_units(track, parsed, per_queue, max_after, process_offset, on_disk, reput, end, after,
                                   cq_file_size, inside_from, ext_file_size if ext else 0, reset_emptied,
-                                  bcq_file_size, tags)
+                                  bcq_file_size, tags, ext_held)
             assert not ext or ext_file_size > 0, "enableConsumeQueueExt: the ext file size"
     else:
         reput = confirm_offset

@@ -28,7 +28,10 @@ whether ``putMessagePositionInfo`` then appends or drops the unit), the next aft
 (:attr:`WalkedQueue.ext_next`: ``truncateDirtyLogicFiles`` leaves the ext files as the walk wrote them, its
 ``truncateByMaxAddress`` reached only with every file deleted and then given no address), and the unit appended
 holds that ext unit's address (``decorate``) as its tags code: a cut unit dispatched again a new one, not the walk's
-bytes.  The ext files themselves are the rebuild's (the walk's ext units, the parsed messages', then those of the
+bytes; in a queue on disk before the walk that the walk wrote no unit of, after the ext files' end as
+``ConsumeQueue.recover`` left it (``ConsumeQueueExt.recover``, ``truncateByMaxAddress``:
+:func:`store_format.dledger_inside_walked.inside_units`' ``ext_held``).
+The ext files themselves are the rebuild's (the walk's ext units, the parsed messages', then those of the
 records the reput walks, :class:`store_format.dledger_crash_cut.ExtAgain`, in that order as the broker puts them).
 
 ``pipelines.restart_cut.apply_cut`` writes the files :class:`QueueFiles` describes whole (the walk's bytes of the

@@ -12,7 +12,10 @@ walk's units onto its files: :func:`store_format.consumequeue_recovery.dispatch_
 (``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
 a record's own.  A consume queue on disk before the walk that the walk wrote no unit of, only records past its end,
 a file of it left by the cut: as ``ConsumeQueue.recover`` loaded its files and the cut left them, nothing of the walk
-(:func:`_held_past_only`).  A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes
+(:func:`_held_past_only`; one whose files the 5.3.3 cut deleted from no file and its max ``processOffset``:
+:func:`_emptied_past_only_533`; with ext files their end as ``ConsumeQueue.recover``'s ``ConsumeQueueExt.recover`` and
+``truncateByMaxAddress`` left it, which the cut, returning inside its loop, does not reach).
+A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes
 own queue offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
 ``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets; their positions replayed by its
 rule in commitlog order (:func:`store_format.dledger_queue_track.replayed`), the cut reading the file's units
@@ -24,6 +27,7 @@ positions (``WalkedQueue.again_at``), its records past the walk's end with their
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -59,7 +63,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
                  max_after: dict[int, int], process_offset: int,
                  on_disk: dict[tuple[str, int], OnDiskCut] | None, reput: int, end: int,
                  after: np.ndarray | None, cq_file_size: int, at: int, ext_file_size: int,
-                 reset_emptied: bool = False, bcq_file_size: int = 0, tags: Tags | None = None) -> Placed:
+                 reset_emptied: bool = False, bcq_file_size: int = 0, tags: Tags | None = None,
+                 ext_held: Mapping[tuple[str, int], int] | None = None) -> Placed:
     """:func:`store_format.dledger_inside_units.place_inside` on the walk's queues as the cut left them: the write
     position at the first cut unit (after the last unit when none was cut), the max at the end of the last unit
     below ``processOffset`` in the walk's last file (the cut's ``max_after`` when none is there: 2147483647 after
@@ -92,10 +97,11 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     one the cut left a file of goes from that file's write position and max (``BatchConsumeQueue.
     truncateDirtyLogicFiles`` on the files alone: the walk wrote none of it); so too a consume queue on disk the
     cut left a file of, 5.5.1 or 5.3.3 (``ConsumeQueue.truncateDirtyLogicFiles`` on its files alone:
-    :func:`_held_past_only`; with ext files refused); a consume queue so on disk on 5.3.3 with no file left (its
-    max ``processOffset``): refused.  ``after``:
-    the units of the records past the walk's end (a walk ended by a damaged message), those from ``reput`` on handed
-    over as
+    :func:`_held_past_only`; with ext files, their ext units going on after the ext files' end as
+    ``ConsumeQueue.recover`` left them: ``ext_held``); a consume queue so on disk on 5.3.3 with no file left: no
+    file, its max ``processOffset``, replayed from there (:func:`_emptied_past_only_533`; with ext files as above).
+    ``after``: the units of the records past the walk's end (a walk ended by a damaged message), those from
+    ``reput`` on handed over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
     again (:attr:`WalkedQueue.skipped`; when it dispatches only the last ones again, the first ones inside the parsed
     messages: :attr:`WalkedQueue.again_skip`, whatever the queue kept below ``processOffset``: a walk unit,
@@ -143,10 +149,14 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             # the max (-1 for a queue created then) at getLastMappedFile(getMaxOffset()), 0 with no file, as the
             # rebuild's batch dispatch (batchconsumequeue.assign_batch_positions) does in the same order
             return None
+        if held_only is not None and not held_only[1] and not reset_emptied and not past_only_batch:
+            # a consume queue on disk whose files the 5.3.3 cut deleted: no file, its max processOffset (5.3.3's
+            # correctMinOffset keeps it): replayed from there (_emptied_past_only_533)
+            return _emptied_past_only_533(process_offset, later, ext_file_size, (ext_held or {}).get(name))
         if held_only is not None and held_only[1] and not past_only_batch:
             # a consume queue on disk, a file of it left by the cut (5.5.1 or 5.3.3): replayed from that file's write
             # position and max (_held_past_only)
-            return _held_past_only(held_only, later, ext_file_size)
+            return _held_past_only(held_only, later, ext_file_size, (ext_held or {}).get(name))
         top = int(kept[-1, U_END]) if len(kept) else max_after[q] if q in max_after else before and before[1]
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
@@ -373,7 +383,7 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
     return dataclasses.replace(walked, write=disk[2], max=disk[0], disk=True)
 
 
-def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int) -> WalkedQueue:
+def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_next: int | None) -> WalkedQueue:
     """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
     end went to (``later``), a file of it left by the cut (``held``: ``ConsumeQueue.truncateDirtyLogicFiles`` on its
     files alone, as ``ConsumeQueue.recover`` loaded them: their units starting below ``processOffset`` kept, the write
@@ -383,13 +393,45 @@ def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int) -> W
     ending past the max appended at the write position unless its queue offset * 20 lies below it (not 0), whatever
     units the files hold.  The rebuild's queue holds none of those files' units (verify only: ``--as-restart`` plans
     with no queue on disk, the rebuild's own dispatch then), so its state is given as the broker's: the difference
-    gates of ``place_inside`` and ``place_past`` see none (the replay writes the queue whole).  Refused with ext files
-    (the ext units the files' ext file holds, after which the reput's go, not read)."""
-    if ext_file_size:
+    gates of ``place_inside`` and ``place_past`` see none (the replay writes the queue whole).  With ext files
+    (``ext_file_size``; ``ext_next``: :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_next`): the ext files as
+    ``ConsumeQueue.recover`` left them (``ConsumeQueueExt.recover`` walks every file's units to the last file's end
+    of them, ``truncateByMaxAddress`` with the last ext address among the consume queue units it accepted moves that
+    end back to after the unit there); the cut, a file of the queue staying, returns inside its loop and never reaches
+    its own ``truncateByMaxAddress``, so the ext units of the parsed units and those records (``ConsumeQueueExt.put``
+    in ``putMessagePositionInfoWrapper``) go from there.  Refused with ext files when that end is no 20-byte unit's
+    boundary (ext units of other sizes) or not read."""
+    if ext_file_size and (ext_next is None or ext_next < 0):
         return WalkedQueue(0, 0, 0, 0, refused="a consume queue on disk before the walk that the walk wrote no unit "
-                           "of, only records past its end, with ext files (the ext units on disk not read)")
-    return WalkedQueue(held[2], held[0], held[2], held[0], past=tuple(map(tuple, positions(later).tolist())),
-                       disk=True)
+                           "of, only records past its end, with ext files whose end after ConsumeQueueExt.recover and "
+                           "truncateByMaxAddress is no 20-byte ext unit's boundary (or not read)")
+    return WalkedQueue(held[2], held[0], held[2], held[0], ext_next if ext_file_size and ext_next is not None else 0,
+                       past=tuple(map(tuple, positions(later).tolist())), disk=True)
+
+
+def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size: int,
+                           ext_next: int | None) -> WalkedQueue:
+    """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
+    end went to (``later``), whose files the 5.3.3 cut deleted (every file's first unit at or past ``processOffset``:
+    ``ConsumeQueue.truncateDirtyLogicFiles`` sets the max to ``processOffset`` first and deletes them from the last
+    back; 5.3.3's ``recoverTopicQueueTable``, ``ConsumeQueue.correctMinOffset`` with no file, keeps that max, which
+    5.5.1 resets to -1).  The reput puts its parsed units and then those records by ``putMessagePositionInfo`` from
+    there (:func:`store_format.dledger_inside_replay.replay_queue`): a unit ending at or below ``processOffset``
+    dropped, the first one appended into the file ``getLastMappedFile`` creates at its queue offset * 20, after
+    ``fillPreBlank`` units, the next ones by the queue offset check.  The rebuild's queue holds none of the deleted
+    files' units (verify only), so its state is given as the broker's (the replay writes the queue whole).  With ext
+    files (``ext_next`` as for :func:`_held_past_only`): the cut, having deleted every file, reaches its
+    ``truncateByMaxAddress`` with no address (set only from a unit it keeps), which does nothing, so the ext units go
+    on after the ext files' end as ``ConsumeQueue.recover`` left it; refused when that end is no 20-byte unit's
+    boundary (or not read)."""
+    if ext_file_size and (ext_next is None or ext_next < 0):
+        return WalkedQueue(0, 0, 0, 0, refused="a consume queue on disk before the walk that the walk wrote no unit "
+                           "of, only records past its end, whose files the 5.3.3 cut deletes, with ext files whose end "
+                           "after ConsumeQueueExt.recover and truncateByMaxAddress is no 20-byte ext unit's boundary "
+                           "(or not read)")
+    return WalkedQueue(-1, process_offset, -1, process_offset,
+                       ext_next if ext_file_size and ext_next is not None else 0,
+                       past=tuple(map(tuple, positions(later).tolist())))
 
 
 def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: np.ndarray,

@@ -92,8 +92,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`broker_dledger_inside_past_far_scenarios.past_far_scenarios`,
     :func:`broker_dledger_inside_only_past_scenarios.only_past_scenarios`,
     :func:`broker_dledger_inside_batch_replay_scenarios.batch_replay_scenarios`,
-    :func:`broker_dledger_inside_only_past_held_scenarios.only_past_held_scenarios` and
-    :func:`broker_dledger_inside_mixed_replay_scenarios.mixed_replay_scenarios`."""
+    :func:`broker_dledger_inside_only_past_held_scenarios.only_past_held_scenarios`,
+    :func:`broker_dledger_inside_mixed_replay_scenarios.mixed_replay_scenarios` and
+    :func:`broker_dledger_inside_only_past_more_scenarios.only_past_more_scenarios`."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -114,8 +115,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         from broker_dledger_inside_533_past_scenarios import past_533_scenarios
         from broker_dledger_inside_533_scenarios import kept_some_scenarios
         from broker_dledger_inside_only_past_held_scenarios import kept_past_only_held_scenario
+        from broker_dledger_inside_only_past_more_scenarios import kept_past_only_emptied_scenarios
         out += [embedded_kept_to_entry_scenario(out[0]), *kept_some_scenarios(out[0]), *past_533_scenarios(out[0]),
-                kept_past_only_held_scenario(out[0])]
+                kept_past_only_held_scenario(out[0]), *kept_past_only_emptied_scenarios(out[0])]
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
         light = embedded_light_scenario(out[0])
@@ -148,6 +150,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         from broker_dledger_inside_light_scenarios import light_scenarios
         from broker_dledger_inside_mixed_replay_scenarios import mixed_replay_scenarios
         from broker_dledger_inside_only_past_held_scenarios import only_past_held_scenarios
+        from broker_dledger_inside_only_past_more_scenarios import only_past_more_scenarios
         from broker_dledger_inside_only_past_scenarios import only_past_scenarios
         from broker_dledger_inside_past_far_scenarios import past_far_scenarios
         from broker_dledger_inside_past_more_scenarios import past_more_scenarios
@@ -158,7 +161,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             + blank_scenarios(out[0]) + bcq_disk_scenarios(out[0]) + past_far_scenarios(out[0]) \
             + only_past_scenarios(out[0]) + replay_scenarios(out[0]) + gate_scenarios(out[0]) \
             + batch_replay_scenarios(out[0]) + ext_replay_scenarios(out[0]) + only_past_held_scenarios(out[0]) \
-            + mixed_replay_scenarios(out[0])
+            + mixed_replay_scenarios(out[0]) + only_past_more_scenarios(out[0])
     return out
 
 
