@@ -30,7 +30,7 @@ from store_format.consumequeue_ext import (
 from store_format.dledger_crash_cut import ExtAgain, QueueMove
 from store_format.dledger_inside_replay import QueueFiles
 from store_format.dledger_inside_replay_batch import BatchQueueFiles
-from store_format.dledger_inside_units import InsideUnit, Placed
+from store_format.dledger_inside_units import Placed
 from store_format.layout import CQ_BLANK_SIZE, CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 
 from .build import write_file
@@ -52,9 +52,7 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     put back only in part they are moved to where the reput appends them (:func:`_write_moved`), and with
     ``enableConsumeQueueExt`` the reput's ext units are appended and the units it put back point at them
     (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched are written with the
-    concurrent reput's (:func:`inside_blanks`); the cut units of a queue the cut left with no file, or of one it left
-    a file of that go elsewhere than where they were, that the reput appends after the parsed units
-    (``Placed.again_moved``) are written with those; an ordinary or batch queue the reput set inside an entry touches
+    concurrent reput's (:func:`inside_blanks`); an ordinary or batch queue the reput set inside an entry touches
     (``Placed.whole``) is written whole last, from the walk's bytes read first (:func:`_walk_bytes`,
     :func:`_write_whole`; a batch queue's ``restart_cut_batch.write_batch_whole``), nothing of the above written
     for it.  ``built``'s rows of the files written follow (:meth:`pipelines.build_stage.Built.rows_from_bytes`);
@@ -72,9 +70,6 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     if cut is not None and (cut.before_placed.units or cut.before_placed.rebuild_units):   # queue offset 0 appended
         placed = dataclasses.replace(placed, units=placed.units + cut.before_placed.units,
                                      rebuild_units=placed.rebuild_units + cut.before_placed.rebuild_units)
-    if placed.again_moved:   # the cut units of a queue the cut left with no file that the reput appends after the
-        # parsed units: read where the walk's queue holds them, before the cut's files go
-        placed = dataclasses.replace(placed, units=placed.units + _again_moved(staged, placed, config))
     if cut is not None and (cut.dropped or cut.batch_dropped or cut.moves):
         # read before the cut's files are deleted
         moved = [(move, _units_put_back(staged, move, *queue_layout(config, move.batch))) for move in cut.moves]
@@ -87,12 +82,6 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         changed = True
     if placed.units or placed.opened or placed.rebuild_units:
         assert cut is not None
-        batch = config.batch_topics
-        built.cq_files = _cut_files(staged, built.cq_files,
-                                    tuple(f for f in placed.rebuild_files if f[0] not in batch), "consumequeue")
-        built.bcq_files = _cut_files(staged, built.bcq_files,
-                                     tuple(f for f in placed.rebuild_files if f[0] in batch), BCQ_DIR)
-        written = [w for w in written if w not in set(placed.rebuild_files)]   # deleted just above
         written += _write_inside(staged, placed, (*cut.dropped, *cut.batch_dropped), config)
         changed = True
     for again in crash.ext_again:   # crash.again, crash.before: the rebuild's walk put the ext units (jump_at), not
@@ -218,23 +207,6 @@ def _write_moved(staged: StagedOutput, move: QueueMove, units: bytes, folder: st
     return written
 
 
-def _again_moved(staged: StagedOutput, placed: Placed, config: BrokerConfig) -> tuple[InsideUnit, ...]:
-    """The cut units ``placed.again_moved`` puts back elsewhere, as units at their targets: each one's bytes from
-    its source position in the staged queue (the walk's; never a batch queue's: those are replayed whole,
-    :mod:`pipelines.restart_cut_batch`); the dropped ones (target -1) left out."""
-    out = []
-    for topic, qid, source, target in placed.again_moved:
-        if target < 0:
-            continue
-        assert topic not in config.batch_topics, "a batch queue's cut units: replayed whole"
-        folder, size, unit = queue_layout(config, False)
-        data = staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(source - source % size)}")
-        at = source % size
-        (offset, n, tags), = np.frombuffer(data[at:at + unit], dtype=CQ_UNIT_DTYPE)
-        out.append(InsideUnit(topic, qid, target, int(offset), int(n), int(tags)))
-    return tuple(out)
-
-
 def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str, int, int], ...],
                   config: BrokerConfig) -> list[tuple[str, int, int]]:
     """The units the broker appends to queues the walk wrote for the messages its reput, set inside an entry, parses
@@ -242,8 +214,8 @@ def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str
     consume queue, 46 bytes each), written over the staged bytes at their positions (the cut units' bytes past the
     write position it left), or into the files ``getLastMappedFile`` creates for them (``placed.opened``: zeros but
     for them; the cut deleted any staged file there), once the units the rebuild's own dispatch of those messages
-    appended after the walk's are zeros again (``placed.rebuild_units``, in the files that stay: neither the cut's
-    ``dropped`` nor ``placed.rebuild_files``, which ``apply_cut`` removed).
+    appended after the walk's are zeros again (``placed.rebuild_units``, a reput set before the walk's units: in the
+    files that stay, not the cut's ``dropped``, which ``apply_cut`` removed).
     Returns the files it wrote: ``(topic, queue id, file start)``."""
     units, opened = placed.units, placed.opened
 
@@ -263,7 +235,7 @@ def _write_inside(staged: StagedOutput, placed: Placed, dropped: tuple[tuple[str
             files[key] = bytearray(staged.read_staged(f"{folder}/{topic}/{qid}/{cq_file_name(key[2])}"))
         return files[key], position % size
 
-    gone = {*dropped, *placed.rebuild_files}
+    gone = set(dropped)
     for topic, qid, position in placed.rebuild_units:
         _folder, size, unit = layout(topic)
         if (topic, qid, position - position % size) not in gone:

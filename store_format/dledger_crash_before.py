@@ -200,6 +200,6 @@ def without_queues(placed: Placed, names: frozenset[tuple[str, int]]) -> Placed:
         return tuple(r for r in rows if (r[0], r[1]) not in names)
     return dataclasses.replace(
         placed, units=tuple(u for u in placed.units if (u.topic, u.queue_id) not in names),
-        opened=keep(placed.opened), rebuild_units=keep(placed.rebuild_units), rebuild_files=keep(placed.rebuild_files),
-        blank_until=keep(placed.blank_until), ext_put=keep(placed.ext_put), again_moved=keep(placed.again_moved),
+        opened=keep(placed.opened), rebuild_units=keep(placed.rebuild_units), blank_until=keep(placed.blank_until),
+        ext_put=keep(placed.ext_put),
         whole=tuple(w for w in placed.whole if (w.topic, w.queue_id) not in names))

@@ -27,7 +27,7 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   data files, those at their queue offsets and the last file's replayed from after them; of both kinds there,
   refused where a unit of it is cut): the cut, reading the file's units, goes by those positions (its write
   position, the max the reput starts from); a reput set inside an entry dispatching its
-  cut units again after parsed units puts them as ``dledger_inside_units.place_inside`` says (from those positions);
+  cut units again after parsed units puts them as ``dledger_inside_replay.replay_queue`` says (from those positions);
   one dispatching every cut unit again with no parsed unit there starts from the walk's own state before the first
   (the cut's write position and max), so each appended one goes back where it was and each one the walk dropped is
   dropped again; a reput set inside an entry putting back only its last cut units (the first inside the parsed
@@ -391,10 +391,6 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     moves: list[QueueMove] = []
     put_back: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # per queue: offsets and positions of units put back
     restored = 0
-    # a queue the cut left with no file, or one on disk whose files stay: where each cut unit goes
-    elsewhere: dict[tuple[str, int], list[int]] = {}
-    for t, qid, _source, target in placed.again_moved:
-        elsewhere.setdefault((t, qid), []).append(target)
     whole = {(w.topic, w.queue_id): w for w in placed.whole}   # ordinary queues replayed whole (apply_cut)
     for q, rows in per_queue.items():
         batch = rows[0, U_KIND] == KIND_BATCH
@@ -403,24 +399,6 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             restored += int(got.sum())
             if not got.all():
                 lost[track.names[q]] = rows[~got, U_OFFSET]
-            continue
-        if (targets := elsewhere.get(track.names[q])) is not None:   # appended after the parsed units (or dropped)
-            name = track.names[q]
-            unit, size = (BCQ_UNIT_SIZE, bcq_file_size) if batch else (CQ_UNIT_SIZE, cq_file_size)
-            to = np.asarray(targets, dtype=np.int64)
-            assert len(to) == len(rows)
-            if not (to >= 0).all():
-                lost[name] = rows[to < 0, U_OFFSET]
-            restored += int((to >= 0).sum())
-            put_back[q] = (rows[to >= 0, U_OFFSET], to[to >= 0])
-            if (on_disk or {}).get(name, (0, False, 0, False))[1]:
-                continue   # a queue on disk that the cut left a file of: its files stay (place_inside)
-            first, last = int(rows[0, U_KEY]) * unit, int(rows[-1, U_KEY]) * unit
-            if not batch and max_after.get(q) != process_offset:   # a file left: the cut deleted those past it
-                first = -(-first // size) * size
-            made = {f for t, qid, f in placed.opened if (t, qid) == name}   # the files getLastMappedFile created
-            (batch_dropped if batch else dropped).extend(
-                (*name, f) for f in range(first - first % size, last - last % size + 1, size) if f not in made)
             continue
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)

@@ -92,8 +92,8 @@ class WalkedQueue:
     # files, which stay): its cut units the reput dispatches again go wherever the rule puts them
     disk: bool = False
     # of ``again``, the first ones the reput does not dispatch again (it goes on past them, at an entry's start
-    # after the parsed messages that hold them): lost (a batch queue's or one the cut left no file of: target -1 in
-    # Placed.again_moved; an ordinary queue's: the replay's QueueFiles.lost)
+    # after the parsed messages that hold them): lost (the replay's QueueFiles.lost, a batch queue's
+    # BatchQueueFiles')
     again_skip: int = 0
     # with records past the walk's end, the number of its cut units the reput does not dispatch again (it goes on
     # past them): all of them, none in :attr:`again` (only the first ones: :attr:`again_skip`)
@@ -126,28 +126,19 @@ class QueueFiles:
 class Placed:
     """What :func:`place_inside` gives: the units the broker appends (``units``) and the consume queue files
     ``getLastMappedFile`` creates for them (``opened``: ``(topic, queue id, file start)``, zeros but for those
-    units; also for a unit then dropped), and what the rebuild's own dispatch of those messages put that the
-    broker's queues do not hold: ``rebuild_units``, the queue positions ``(topic, queue id, position)`` where it
-    appended their units (after the walk's last unit of that queue: zeros in the broker's file, where that file
-    stays), and ``rebuild_files``, the files it created for them that the broker does not create; ``blank_until``:
-    the ``fillPreBlank`` units before the first unit of a queue the cut left with no file."""
+    units; also for a unit then dropped), both from the replay of each queue (``whole``); ``blank_until``: the
+    ``fillPreBlank`` units before the first unit of a queue the cut left with no file.  A reput set before the walk's
+    units (``store_format.dledger_crash_before.appended_before``) gives ``units`` and ``rebuild_units``: the queue
+    positions ``(topic, queue id, position)`` where the rebuild's own dispatch appended units the broker's queues do
+    not hold (zeros in the broker's file)."""
     units: tuple[InsideUnit, ...] = ()
     opened: tuple[tuple[str, int, int], ...] = ()
     rebuild_units: tuple[tuple[str, int, int], ...] = ()
-    rebuild_files: tuple[tuple[str, int, int], ...] = ()
     # ``(topic, queue id, position)``: an opened file holds fillPreBlank units from its start up to that position
     blank_until: tuple[tuple[str, int, int], ...] = ()
     # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in a queue the walk wrote (after
     # the walk's; the reput's ones, where it goes on, after them)
     ext_put: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, source, target)``: in a queue the cut left with no file (or one it left a file of, on disk
-    # before the walk or not, where not every cut unit goes back where it was; never a batch queue's: Placed.whole),
-    # a cut unit the reput dispatches again after the parsed ones, at queue byte ``source`` in the walk's queue (its
-    # queue offset * 20, a queue holding own and light units its WalkedQueue.again_at position, -1 where
-    # the walk dropped it), appended at ``target`` instead (-1: dropped); every cut unit of such a queue is
-    # listed, in commitlog order (in a queue the cut left with no file, then its records past the walk's end, from
-    # where the rebuild's dispatch appends them: past_no_file)
-    again_moved: tuple[tuple[str, int, int, int], ...] = ()
     # the ordinary queues (ext files or not) and batch queues the reput touches, their files replayed whole
     # (store_format.dledger_inside_replay.QueueFiles, a batch queue's dledger_inside_replay_batch.BatchQueueFiles):
     # apply_cut writes them and nothing else of those queues

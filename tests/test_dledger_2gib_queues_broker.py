@@ -199,8 +199,8 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_past_the_walks_l
     walk's last T0 unit's).  The 5.5.1 broker appends each at the write position the cut left (T9's at 20, T0's at
     its first cut unit's place); the rebuild's own dispatch of them would append them after the walk's last units
     (T9's at 40, T0's after its last cut unit), where the broker's files hold zeros.  ``rebuild --as-restart``
-    (``QueueCut.inside_placed.rebuild_units``): the broker's ``consumequeue/`` and ``index/`` byte for byte, and
-    verify's units lost."""
+    (``QueueCut.inside_placed.whole``, the queues replayed whole): the broker's ``consumequeue/`` and ``index/`` byte
+    for byte, and verify's units lost."""
     size = len(embedded_message(BLANK_MAX))
     x, y = BLANK_MAX + 20_000, BLANK_MAX + 30_000   # past the log's end (the last T9 entry ends 653 bytes past it)
     msgs = [retargeted(x, b"T9", 2), retargeted(y, b"T0", 600_000)]
@@ -256,8 +256,8 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_past_a_walk_uni
     the cut leaves the write position at its first cut unit.  A T0 message at 2147483647 whose PHYSICALOFFSET lies
     past the log's end (queue offset 600000): the 5.5.1 broker appends it at that write position and creates no file;
     the rebuild's own dispatch would create the 15th file and put it there.  ``rebuild --as-restart``
-    (``QueueCut.inside_placed.rebuild_files``): the broker's ``consumequeue/`` (no 15th file) and ``index/`` byte for
-    byte, and verify's units lost."""
+    (``QueueCut.inside_placed.whole``, the queue replayed whole): the broker's ``consumequeue/`` (no 15th file) and
+    ``index/`` byte for byte, and verify's units lost."""
     units_per_file = 36202
     assert (PAST_2GIB_BEFORE + PAST_2GIB_LAST) % units_per_file == 0 and FIRST_CUT_T0 % units_per_file
     size = len(embedded_message(BLANK_MAX))
