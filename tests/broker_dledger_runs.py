@@ -304,15 +304,21 @@ def _loses_as_the_broker(p: dict, r: dict, src: Path, leave_out: tuple[int, ...]
     assert p["units_lost"] == lost and (lost > 0 or not some), (held, extra, p["units_lost"], p["notes"])
 
 
+def _written(name: str) -> tuple[dict, dict, Path]:
+    """The crash restart ``name`` as the harness wrote it (asserting it did): its run, the harness's report and the
+    scenario's folder."""
+    r = _RUNS[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    return r, r["written"], Path(r["scenario"]["dir"])
+
+
 def _inside_run(name: str, reput: int, msg: bytes, then: bytes = b"", *,
                 damaged: bool = False) -> tuple[dict, dict, Path]:
     """The inside-entry crash restart ``name`` as the broker wrote it: its run, report and folder, after asserting
     that the restart's truncateDirtyLogicFiles ran at processOffset ``reput + 1`` (``damaged``: below the damaged
     record ending the walk) and that the store it found holds ``msg`` (then ``then``) at ``reput``, where the reput
     is set: the message it parses."""
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     at = int(w["truncateDirtyLogicFilesAt"])
     assert at == reput + 1 and (not damaged or at < int(w["damagedRecord"])), (at, reput, w.get("damagedRecord"))
     assert last_data_bytes(src, reput, len(msg) + len(then)) == msg + then, f"{name}: the message at processOffset - 1"

@@ -31,6 +31,7 @@ from broker_dledger_runs import (
     _verify,
     _verify_loses_as_the_broker,
     _verify_with_plan,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -407,9 +408,7 @@ def test_crash_restart_whose_reput_set_inside_an_entry_parses_a_message_there(li
     from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_PROCESS_OFFSET
     v55 = line.startswith("5.5")
     name = f"{line}-dledger-abort-emptied-{'batch' if v55 else 'kept'}-embedded"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, emptied = EMBED_PROCESS_OFFSET - v55, "B9/0" if v55 else "T9/0"
     msg = embedded_message(reput)
     # the store as laid out: processOffset inside the prepared body, the message where the reput is set
@@ -460,9 +459,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_the_qu
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-kept-embedded-own"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput = EMBED_PROCESS_OFFSET
     msg = embedded_message(reput, topic=b"T9", queue_offset=EMBED_OWN_QUEUE_OFFSET)
     assert int(w["truncateDirtyLogicFilesAt"]) == reput, w["truncateDirtyLogicFilesAt"]
@@ -503,9 +500,7 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_cut_queue_then_puts_it
         embedded_to_entry_message,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry" + ("-ext" if ext else "")
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     msg = embedded_to_entry_message()
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     reput = host_end - len(msg)
@@ -539,9 +534,7 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_w
     cut. --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
     from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL, embedded_light_message
     name = f"{line}-dledger-abort-emptied-batch-embedded-light"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, msg = embedded_light_message()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
@@ -583,9 +576,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-own-kept"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
     msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
@@ -618,9 +609,7 @@ def test_crash_restart_whose_reput_parses_messages_for_queues_the_walk_wrote_in_
     the units lost."""
     from broker_dledger_inside_scenarios import embedded_earlier_messages
     name = f"{line}-dledger-abort-emptied-batch-embedded-earlier"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, run = embedded_earlier_messages()
     half = len(run) // 2
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]

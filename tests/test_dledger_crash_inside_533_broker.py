@@ -14,7 +14,7 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_dledger_files import cq_unit, last_data_bytes
-from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan
+from broker_dledger_runs import LINES, _queued, _units_below_write, _verify_with_plan, _written
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -32,9 +32,7 @@ def _kept_some_store(name: str, suffix: str) -> tuple[dict, Path, int, int, int,
     it; the run, its folder, the reput, the parsed message's size, and the first and last records' offsets."""
     from broker_dledger_inside_533_scenarios import KEPT_LOW, KEPT_SOME_QUEUE_OFFSETS, kept_some_messages
     from broker_dledger_inside_again_scenarios import SOME_T0_SIZE, SOME_T0_TOPIC_AT
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, head, size = kept_some_messages(KEPT_SOME_QUEUE_OFFSETS[suffix], suffix == KEPT_LOW)
     assert int(w["truncateDirtyLogicFilesAt"]) == reput, w["truncateDirtyLogicFilesAt"]
     assert last_data_bytes(src, reput, len(head)) == head, "the message at processOffset"

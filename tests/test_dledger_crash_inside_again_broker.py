@@ -14,12 +14,12 @@ import broker_harness as bh
 import pytest
 from broker_dledger_files import last_data_bytes
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _queued,
     _restart_as_the_broker,
     _units_below_write,
     _verify,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -54,9 +54,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
         embedded_to_entry_some_messages,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-some"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, head, size = embedded_to_entry_some_messages()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     assert last_data_bytes(src, reput, len(head)) == head, "the T0/0 message at processOffset - 1"
@@ -99,9 +97,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_elsewhere_in_
         embedded_to_entry_some_messages,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-some-moved"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, head, size = embedded_to_entry_some_messages(SOME_MOVED_QUEUE_OFFSET)
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     assert last_data_bytes(src, reput, len(head)) == head, "the T0/0 message at processOffset - 1"

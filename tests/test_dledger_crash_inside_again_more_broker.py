@@ -17,13 +17,13 @@ import broker_harness as bh
 import pytest
 from broker_dledger_files import cq_unit, ext_units, last_data_bytes
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _queued,
     _restart_as_the_broker,
     _units_below_write,
     _verify_loses_as_the_broker,
     _verify_with_plan,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -50,9 +50,7 @@ def _some_store(name: str, queue_offset: int) -> tuple[dict, Path, int, int, int
     where the last record's entry starts, the first cut record inside it and the last one past it; the run, its
     folder, the reput, the parsed message's size and the last record's offset."""
     from broker_dledger_inside_again_scenarios import SOME_T0_SIZE, SOME_T0_TOPIC_AT, embedded_to_entry_some_messages
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, head, size = embedded_to_entry_some_messages(queue_offset)
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     assert last_data_bytes(src, reput, len(head)) == head, "the message at processOffset - 1"

@@ -10,18 +10,17 @@ pytest session (:mod:`broker_dledger_runs`); the other inside-entry cases: :mod:
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import broker_harness as bh
 import pytest
 from broker_dledger_files import cq_unit, last_data_bytes
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _queued,
     _restart_as_the_broker,
     _units_below_write,
     _verify_loses_as_the_broker,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -46,9 +45,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_batch_unit_back_after_p
         embedded_to_entry_batch_messages,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-batch"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, first, second = embedded_to_entry_batch_messages()
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
@@ -90,9 +87,7 @@ def test_as_restart_with_ext_files_after_a_crash_whose_reput_puts_a_cut_unit_bac
         TO_ENTRY_HOST_TAIL,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-emptied-ext"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     reput = int(w["truncateDirtyLogicFilesAt"]) - 1
@@ -138,9 +133,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_a_cut_unit_back_in_a_q
 
     from store_format.dledger_inside_units import InsideUnit
     name = f"{line}-dledger-abort-emptied-kept-embedded-own-to-entry"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     reput = EMBED_PROCESS_OFFSET
@@ -188,9 +181,7 @@ def test_as_restart_after_a_crash_whose_reput_reaches_a_batch_record_past_the_wa
         embedded_to_entry_batch_messages,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-batch-past"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, first, second = embedded_to_entry_batch_messages(past=True)
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET == reput + 1, w["truncateDirtyLogicFilesAt"]
@@ -224,9 +215,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
     writes the broker's files byte for byte, verify predicts the units lost."""
     from broker_dledger_inside_scenarios import BATCH_INNER, embedded_earlier_batch_message
     name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-batch"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, msg = embedded_earlier_batch_message()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
@@ -257,9 +246,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_messages_for_a_kept_
 
     from store_format.dledger_inside_units import InsideUnit
     name = f"{line}-dledger-abort-emptied-batch-embedded-batch-kept"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, first, second = embedded_batch_messages()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     (held_file,) = sorted((src / "before" / "batchconsumequeue" / "B9" / "0").iterdir())   # on disk before
@@ -298,9 +285,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
 
     from store_format.dledger_inside_units import InsideUnit
     name = f"{line}-dledger-abort-emptied-batch-embedded-batch-held"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, msg = embedded_earlier_batch_message()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     assert last_data_bytes(src, reput, len(msg) + 8) == msg + b"x" * 8, "the B7/0 message at processOffset - 1"

@@ -8,16 +8,15 @@ scenarios: :mod:`broker_dledger_inside_batch_scenarios`.
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import broker_harness as bh
 import pytest
 from broker_dledger_files import last_data_bytes
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _restart_as_the_broker,
     _verify_loses_as_the_broker,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -36,9 +35,7 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_message_for_a_batch_queue
     writes the broker's files byte for byte, verify predicts the units lost."""
     from broker_dledger_inside_scenarios import BATCH_INNER, embedded_earlier_batch_message
     name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-batch-only"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, msg = embedded_earlier_batch_message()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
@@ -82,9 +79,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
         embedded_to_entry_batch_some_messages,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-batch-some{'-past' if past else ''}"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, first, head, size = embedded_to_entry_batch_some_messages()
     at = reput + len(first)
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]

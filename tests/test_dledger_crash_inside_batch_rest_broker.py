@@ -9,16 +9,15 @@ what the broker's restart wrote, ``rebuild --as-restart`` on the store as that r
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import broker_harness as bh
 import pytest
 from broker_dledger_files import last_data_bytes
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _restart_as_the_broker,
     _verify_loses_as_the_broker,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -44,9 +43,7 @@ def test_as_restart_after_a_crash_whose_reput_goes_on_past_every_cut_batch_unit_
         embedded_to_entry_batch_some_messages,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-batch-past-over"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, first, head, size = embedded_to_entry_batch_some_messages(past=True)
     at = reput + len(first)
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
@@ -96,9 +93,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_cut_units_back_into_a_
 
     from store_format.dledger_inside_units import InsideUnit
     name = f"{line}-dledger-abort-emptied-batch-embedded-batch-held-shifted-to-entry{'-past' if past else ''}"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, msg = embedded_batch_held_to_entry_message()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
@@ -162,9 +157,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_messages_for_a_batch
 
     from store_format.dledger_inside_units import InsideUnit
     name = f"{line}-dledger-abort-emptied-batch-embedded-batch-planted-later"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, first, second = embedded_batch_messages()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     assert last_data_bytes(src, reput, len(first) + len(second)) == first + second, \
@@ -206,9 +199,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     from broker_dledger_inside_scenarios import embedded_earlier_batch_message
     from broker_dledger_runs import _queued, _units_below_write, _verify_with_plan
     name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-batch-only-kept-emptied"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, msg = embedded_earlier_batch_message()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())

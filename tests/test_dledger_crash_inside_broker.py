@@ -7,13 +7,11 @@ that restart found it (byte for byte) and ``verify``'s units lost.  The stores a
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import broker_harness as bh
 import pytest
 from broker_dledger_files import ext_units
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _queued,
     _restart_as_the_broker,
@@ -21,6 +19,7 @@ from broker_dledger_runs import (
     _units_below_write,
     _verify,
     _verify_loses_as_the_broker,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -51,9 +50,7 @@ def test_crash_restart_whose_reput_parses_messages_for_a_batch_queue_the_walk_wr
     for byte, verify predicts the units lost."""
     from broker_dledger_inside_scenarios import BATCH_INNER, embedded_batch_messages
     name = f"{line}-dledger-abort-emptied-batch-embedded-batch"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, first, second = embedded_batch_messages()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     assert w["queuesAfterLoad"]["B9/0"] == {"type": "BatchConsumeQueue", "maxOffset": 0, "files": [],
@@ -84,9 +81,7 @@ def test_crash_restart_whose_reput_parses_a_message_for_a_light_queue_the_walk_w
     files too), verify predicts the units lost."""
     from broker_dledger_inside_scenarios import LIGHT_PUTS, embedded_light_message
     name = f"{line}-dledger-abort-emptied-batch-embedded-light-ext"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput, msg = embedded_light_message()
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
     state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
@@ -122,9 +117,7 @@ def test_crash_restart_with_ext_files_whose_reput_parses_messages_for_queues_the
     that message's unit. --as-restart writes the broker's files byte for byte (consumequeue_ext/ too), verify
     predicts the units lost."""
     name = f"{line}-dledger-abort-emptied-batch-embedded{suffix}"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput = int(w["truncateDirtyLogicFilesAt"]) - 1
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     assert len(data) == 2 and int(data[1].name) <= reput, data

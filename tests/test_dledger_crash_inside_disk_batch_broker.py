@@ -14,19 +14,18 @@ The cases these grow from (the walk starting at the last data file) are in
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import broker_harness as bh
 import pytest
 from broker_dledger_files import first_units
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _capture_cuts,
     _inside_run,
     _loses_as_the_broker,
     _units_below_write,
     _verify_with_plan,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -60,9 +59,7 @@ def test_verify_predicts_a_crash_restart_whose_walk_from_an_earlier_file_appends
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-own-held-disk{suffix}-walked"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput = int(w["truncateDirtyLogicFilesAt"]) - 1
     msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())

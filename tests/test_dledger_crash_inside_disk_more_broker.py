@@ -11,12 +11,10 @@ The cases this one grows from (the walk's units ending at or below that max) are
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import broker_harness as bh
 import pytest
 from broker_dledger_files import first_units
-from broker_dledger_runs import _RUNS, LINES, _queued, _units_below_write, _verify_with_plan
+from broker_dledger_runs import LINES, _queued, _units_below_write, _verify_with_plan, _written
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -44,9 +42,7 @@ def test_verify_predicts_a_crash_restart_whose_walk_appends_or_skips_a_unit_of_a
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-own-held-disk{suffix}"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput = int(w["truncateDirtyLogicFilesAt"]) - 1
     msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
@@ -97,9 +93,7 @@ def test_verify_predicts_a_crash_restart_whose_cut_goes_into_files_of_a_kept_que
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-own-held-disk-older"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
     reput = int(w["truncateDirtyLogicFilesAt"]) - 1
     msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
@@ -144,9 +138,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_dispatches_records_past_the
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry{suffix}"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput = int(w["truncateDirtyLogicFilesAt"]) - 1
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())

@@ -14,10 +14,10 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _restart_as_the_broker,
     _verify_loses_as_the_broker,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -52,9 +52,7 @@ def test_crash_restart_whose_broker_creates_for_a_later_record_the_file_the_rebu
     from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
     from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-over-wide"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + 2 * _TAIL, w["truncateDirtyLogicFilesAt"]
     reput, cut_end = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1, PAST_OVER_CUT_END + _ENTRY_HEADER + _TAIL
     end = int(w["maxPhyOffset"])
@@ -85,9 +83,7 @@ def test_crash_restart_whose_rebuild_drops_then_shifts_records_past_the_walk(lin
     from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
     from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-beyond"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + 2 * _TAIL, w["truncateDirtyLogicFilesAt"]
     reput, cut_end = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1, PAST_OVER_CUT_END + _ENTRY_HEADER + _TAIL
     end = int(w["maxPhyOffset"])

@@ -17,7 +17,7 @@ import struct
 import broker_harness as bh
 import pytest
 from broker_dledger_files import cq_unit, last_data_bytes
-from broker_dledger_runs import LINES, _capture_cuts, _inside_run, _loses_as_the_broker, _verify_with_plan
+from broker_dledger_runs import LINES, _capture_cuts, _inside_run, _loses_as_the_broker, _verify_with_plan, _written
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -113,16 +113,11 @@ def test_verify_predicts_a_533_crash_restart_whose_reput_parses_a_message_for_a_
     appends the damaged record's unit at 40.  5.3.3's ``ConsumeQueue.recover``, ``truncateDirtyLogicFiles`` and
     ``putMessagePositionInfo`` read as 5.5.1's (but a log line).  The broker's file, byte for byte; verify (no longer
     refused) replays TZ/0 from the planted file as the cut left it and predicts the units lost."""
-    from pathlib import Path
-
     from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC
     from broker_dledger_inside_only_past_held_scenarios import HELD_UNIT, kept_past_only_message
-    from broker_dledger_runs import _RUNS
     name = f"{line}-dledger-abort-emptied-kept-embedded-to-entry-past-only-held"
     reput, msg = kept_past_only_message()
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     damaged = int(w["damagedRecord"])
     assert int(w["truncateDirtyLogicFilesAt"]) == reput < damaged, w   # the reput at processOffset (5.3.3)
     assert last_data_bytes(src, reput, len(msg)) == msg, "the message at processOffset"

@@ -14,7 +14,7 @@ import struct
 import broker_harness as bh
 import pytest
 from broker_dledger_files import cq_unit, ext_units, last_data_bytes
-from broker_dledger_runs import LINES, _capture_cuts, _inside_run, _loses_as_the_broker, _verify_with_plan
+from broker_dledger_runs import LINES, _capture_cuts, _inside_run, _loses_as_the_broker, _verify_with_plan, _written
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -101,17 +101,12 @@ def test_verify_predicts_a_533_crash_restart_whose_reput_parses_a_message_for_a_
     address of the ext unit at 40, the damaged record's that of the one at 60.  The broker's files, byte for byte;
     verify (no longer refused: "a queue the walk wrote no unit of, only records past its end") replays TZ/0 from no
     file and max processOffset and predicts the units lost."""
-    from pathlib import Path
-
     from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC
     from broker_dledger_inside_only_past_held_scenarios import kept_past_only_message
     from broker_dledger_inside_only_past_more_scenarios import HELD_EXT_AT, HELD_EXT_UNITS, deleted_unit, ext_unit
-    from broker_dledger_runs import _RUNS
     name = f"{line}-dledger-abort-emptied-kept-embedded-to-entry-past-only-emptied" + ("-ext" if ext else "")
     reput, msg = kept_past_only_message()
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     damaged = int(w["damagedRecord"])
     assert int(w["truncateDirtyLogicFilesAt"]) == reput < damaged, w   # the reput at processOffset (5.3.3)
     assert last_data_bytes(src, reput, len(msg)) == msg, "the message at processOffset"

@@ -7,16 +7,15 @@ with the others of :mod:`broker_dledger_runs` (one pytest session)."""
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import broker_harness as bh
 import pytest
 from broker_dledger_files import ext_units
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _restart_as_the_broker,
     _verify_loses_as_the_broker,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -54,9 +53,7 @@ def test_crash_restart_whose_reput_parses_a_message_then_reaches_records_past_th
     from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_PROCESS_OFFSET, TO_ENTRY_HOST_TAIL
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past" + ("-two" if more else "") + \
         ("-ext" if ext else "")
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET, w["truncateDirtyLogicFilesAt"]
     reput, host_end = EMBED_PROCESS_OFFSET - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     end = int(w["maxPhyOffset"])
@@ -96,9 +93,7 @@ def test_crash_restart_whose_reput_parses_a_message_then_puts_cut_units_and_reco
     the units the broker's queues lack (the cut one's among them)."""
     from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_PROCESS_OFFSET, TO_ENTRY_HOST_TAIL
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut" + ("-ext" if ext else "")
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + _TAIL, w["truncateDirtyLogicFilesAt"]
     reput, host_end = EMBED_PROCESS_OFFSET + _TAIL - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     end = int(w["maxPhyOffset"])

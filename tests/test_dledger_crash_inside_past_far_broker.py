@@ -14,10 +14,10 @@ import broker_harness as bh
 import pytest
 from broker_dledger_files import ext_units
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _restart_as_the_broker,
     _verify_loses_as_the_broker,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -62,9 +62,7 @@ def test_crash_restart_whose_parsed_unit_ends_past_the_walk_before_a_record_past
     from broker_dledger_inside_past_more_scenarios import PAST_FILE_CQ_SIZE, PAST_OVER_CUT_END
     from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-beyond{files}"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + _TAIL, w["truncateDirtyLogicFilesAt"]
     reput = EMBED_PROCESS_OFFSET + _TAIL - 1
     end = int(w["maxPhyOffset"])
@@ -107,9 +105,7 @@ def test_crash_restart_whose_rebuild_creates_the_file_the_broker_creates_later(l
     file 520 (the same unit in both) and writes the broker's files byte for byte; verify's units lost too."""
     from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-beyond-wide-two"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput = EMBED_PROCESS_OFFSET + _TAIL - 1
     end = int(w["maxPhyOffset"])
     last, next_ = end - 2 * _TAIL - _ENTRY_HEADER, end - _TAIL

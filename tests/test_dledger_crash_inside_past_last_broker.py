@@ -16,10 +16,10 @@ import broker_harness as bh
 import pytest
 from broker_dledger_files import cq_unit, ext_units
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _restart_as_the_broker,
     _verify_loses_as_the_broker,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -81,9 +81,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_cut_units_then_records_past_t
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-emptied-past{variant}"
     ext = variant.endswith("-ext")
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
     # processOffset that of the -to-entry-emptied store (the walk's end, the damaged record, lies past it)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + _TAIL, w["truncateDirtyLogicFilesAt"]
@@ -152,9 +150,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_elsewhere_in_
         embedded_to_entry_some_messages,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-some-moved-file"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
     reput, head, n = embedded_to_entry_some_messages(SOME_MOVED_QUEUE_OFFSET)
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]

@@ -14,10 +14,10 @@ import broker_harness as bh
 import pytest
 from broker_dledger_files import ext_units
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _restart_as_the_broker,
     _verify_loses_as_the_broker,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -57,9 +57,7 @@ def test_crash_restart_whose_reput_reaches_records_past_the_walk_at_a_file_start
         TO_ENTRY_HOST_TAIL,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past" + ("-two" if more else "") + "-file"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET, w["truncateDirtyLogicFilesAt"]
     reput, host_end = EMBED_PROCESS_OFFSET - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     end = int(w["maxPhyOffset"])
@@ -86,9 +84,7 @@ def test_crash_restart_whose_reput_puts_cut_units_then_records_past_the_walk_at_
     verify's units lost are the units the broker's queues lack (the cut one's among them)."""
     from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_PROCESS_OFFSET, TO_ENTRY_HOST_TAIL
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-file"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + _TAIL, w["truncateDirtyLogicFilesAt"]
     reput, host_end = EMBED_PROCESS_OFFSET + _TAIL - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     end = int(w["maxPhyOffset"])
@@ -121,9 +117,7 @@ def test_crash_restart_whose_reput_appends_a_record_past_the_walk_in_the_parsed_
         TO_ENTRY_HOST_TAIL,
     )
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-two-opened" + ("-ext" if ext else "")
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET, w["truncateDirtyLogicFilesAt"]
     reput, host_end = EMBED_PROCESS_OFFSET - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     end = int(w["maxPhyOffset"])
@@ -158,9 +152,7 @@ def test_crash_restart_whose_reput_drops_a_record_past_the_walk_after_cut_units(
     verify's units lost are the units the broker's queues lack (the cut and the damaged ones among them)."""
     from broker_dledger_inside_scenarios import EMBED_HOST_AT, EMBED_HOST_BODY, EMBED_PROCESS_OFFSET, TO_ENTRY_HOST_TAIL
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-parsed-two"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + _TAIL, w["truncateDirtyLogicFilesAt"]
     reput, host_end = EMBED_PROCESS_OFFSET + _TAIL - 1, EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     end = int(w["maxPhyOffset"])
@@ -188,9 +180,7 @@ def test_crash_restart_whose_reput_goes_on_past_cut_units_to_records_past_the_wa
     from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
     from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-over"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + _TAIL, w["truncateDirtyLogicFilesAt"]
     reput = EMBED_PROCESS_OFFSET + _TAIL - 1
     end = int(w["maxPhyOffset"])
@@ -218,9 +208,7 @@ def test_crash_restart_whose_reput_puts_records_past_the_walk_before_where_the_r
     from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
     from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-over"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + 2 * _TAIL, w["truncateDirtyLogicFilesAt"]
     reput, cut_end = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1, PAST_OVER_CUT_END + _ENTRY_HEADER + _TAIL
     end = int(w["maxPhyOffset"])

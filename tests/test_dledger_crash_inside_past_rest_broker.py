@@ -16,13 +16,13 @@ import broker_harness as bh
 import pytest
 from broker_dledger_files import ext_units
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _loses_as_the_broker,
     _restart_as_the_broker,
     _same_files,
     _verify_loses_as_the_broker,
     _verify_with_plan,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -50,9 +50,7 @@ def past_cut_written(name: str, cuts: int) -> tuple[dict, Path, int, int, int, i
     and the damaged record's offset (ending the walk, in the next entry) and the last one's."""
     from broker_dledger_inside_past_more_scenarios import PAST_OVER_CUT_END
     from broker_dledger_inside_scenarios import EMBED_PROCESS_OFFSET
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + cuts * _TAIL, w["truncateDirtyLogicFilesAt"]
     reput = EMBED_PROCESS_OFFSET + cuts * _TAIL - 1
     cut_end = PAST_OVER_CUT_END + (cuts - 1) * (_ENTRY_HEADER + _TAIL)

@@ -12,19 +12,17 @@ the broker writes every store once a pytest session (:mod:`broker_dledger_runs`)
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import broker_harness as bh
 import pytest
 from broker_dledger_files import cq_unit
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _queued,
     _restart_as_the_broker,
     _units_below_write,
     _verify,
     _verify_loses_as_the_broker,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -49,9 +47,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     from store_format.dledger_inside_units import InsideUnit
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-own-held"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     reput = EMBED_PROCESS_OFFSET + 88 + TO_ENTRY_TAIL_BODY + 3 + 2 + 46 - 1
     msg = embedded_message(reput, topic=b"T8", queue_offset=EMBED_OWN_QUEUE_OFFSET)
     assert int(w["truncateDirtyLogicFilesAt"]) == reput + 1, w["truncateDirtyLogicFilesAt"]
@@ -109,9 +105,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_a_cut_unit_back_after_a_parse
 
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-emptied"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     reput = int(w["truncateDirtyLogicFilesAt"]) - 1
@@ -143,9 +137,7 @@ def test_as_restart_after_a_crash_whose_reput_drops_a_cut_unit_after_a_parsed_on
 
     from store_format.layout import CQ_UNIT_SIZE
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-earlier"
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     host_end = EMBED_HOST_AT + EMBED_HOST_BODY + len(TO_ENTRY_HOST_TAIL)
     reput = int(w["truncateDirtyLogicFilesAt"]) - 1
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())

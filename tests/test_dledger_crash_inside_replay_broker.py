@@ -14,13 +14,13 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_dledger_runs import (
-    _RUNS,
     LINES,
     _queued,
     _restart_as_the_broker,
     _units_below_write,
     _verify,
     _verify_with_plan,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -59,9 +59,7 @@ def test_crash_restart_whose_reput_goes_on_past_cut_units_of_a_queue_left_no_fil
 
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-cut-two-{'over' if over else 'some'}-emptied" \
         + ("-zero" if zero else "")
-    r = _RUNS[name]
-    assert r["written"].get("ok"), r["written"].get("error")
-    w, src = r["written"], Path(r["scenario"]["dir"])
+    r, w, src = _written(name)
     size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
     assert int(w["truncateDirtyLogicFilesAt"]) == EMBED_PROCESS_OFFSET + 2 * _TAIL, w["truncateDirtyLogicFilesAt"]
     reput = EMBED_PROCESS_OFFSET + 2 * _TAIL - 1
