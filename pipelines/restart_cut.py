@@ -8,7 +8,7 @@ as :mod:`store_format.dledger_crash_cut` and :mod:`store_format.dledger_inside_u
 what they say: an ordinary queue a reput set inside an entry touches whole, as
 :mod:`store_format.dledger_inside_replay` replays it (``ConsumeQueue.fillPreBlank``,
 ``ConsumeQueue.truncateDirtyLogicFiles``: which files stay), every other staged file of it removed; a batch queue so
-too, as :mod:`store_format.dledger_inside_replay_batch` replays it (:mod:`pipelines.restart_cut_batch`).
+too, as :mod:`store_format.dledger_inside_replay_batch` replays it.
 """
 from __future__ import annotations
 
@@ -37,7 +37,6 @@ from .build import write_file
 from .build_stage import Built, queue_layout
 from .commit import StagedOutput
 from .restart import DLedgerRestart
-from .restart_cut_batch import write_batch_whole
 
 __all__ = ["apply_cut"]
 
@@ -54,9 +53,8 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     (:func:`_put_ext_again`); the blanks' empty requests a reput set inside an entry dispatched are written with the
     concurrent reput's (:func:`inside_blanks`); an ordinary or batch queue the reput set inside an entry touches
     (``Placed.whole``) is written whole last, from the walk's bytes read first (:func:`_walk_bytes`,
-    :func:`_write_whole`; a batch queue's ``restart_cut_batch.write_batch_whole``), nothing of the above written
-    for it.  ``built``'s rows of the files written follow (:meth:`pipelines.build_stage.Built.rows_from_bytes`);
-    returns whether anything changed."""
+    :func:`_write_whole`, a batch queue's too), nothing of the above written for it.  ``built``'s rows of the files
+    written follow (:meth:`pipelines.build_stage.Built.rows_from_bytes`); returns whether anything changed."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
     if crash is None:
         return False
@@ -89,21 +87,20 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
         _put_ext_again(staged, again, config.mappedFileSizeConsumeQueueExt, config.cq_file_size,
                        put=not (crash.again or crash.before))
     if whole:
-        for w, (files, copies) in zip(whole, walk_bytes):
-            written = [f for f in written if (f[0], f[1]) != (w.topic, w.queue_id)]
-            if isinstance(w, BatchQueueFiles):   # a batch queue (dledger_inside_replay_batch): its other files go
-                size = config.mapperFileSizeBatchConsumeQueue
-                built.bcq_files = _cut_files(staged, built.bcq_files, tuple(
-                    (w.topic, w.queue_id, r["file_start"]) for r in built.bcq_files
-                    if (r["topic"], r["queue_id"]) == (w.topic, w.queue_id) and r["file_start"] not in files
-                    and r["file_start"] not in w.opened), BCQ_DIR)
-                written += write_batch_whole(staged, w, files, copies, size)
-                continue
-            built.cq_files = _cut_files(staged, built.cq_files, tuple(
-                (w.topic, w.queue_id, r["file_start"]) for r in built.cq_files
+        for w, (files, copies) in zip(whole, walk_bytes):   # every other staged file of the queue goes
+            batch = isinstance(w, BatchQueueFiles)
+            folder = queue_layout(config, batch)[0]
+            rows = built.bcq_files if batch else built.cq_files
+            rows = _cut_files(staged, rows, tuple(
+                (w.topic, w.queue_id, r["file_start"]) for r in rows
                 if (r["topic"], r["queue_id"]) == (w.topic, w.queue_id) and r["file_start"] not in files
-                and r["file_start"] not in w.opened), "consumequeue")
-            written += _write_whole(staged, w, files, copies, config.cq_file_size)
+                and r["file_start"] not in w.opened), folder)
+            if batch:
+                built.bcq_files = rows
+            else:
+                built.cq_files = rows
+            written = [f for f in written if (f[0], f[1]) != (w.topic, w.queue_id)]
+            written += _write_whole(staged, w, files, copies, config)
         changed = True
     if changed:
         built.rows_from_bytes(staged, written, config)
@@ -118,9 +115,8 @@ def _walk_bytes(staged: StagedOutput, built: Built, w: QueueFiles,
     rebuild's own dispatch appended those) and the bytes of each unit ``w.copies`` reads (a cut unit or a
     record past the walk's end, where the rebuild's queue holds it), from the staged queue before anything is cut."""
     batch = isinstance(w, BatchQueueFiles)
-    size, unit = (config.mapperFileSizeBatchConsumeQueue, BCQ_UNIT_SIZE) if batch else (config.cq_file_size,
-                                                                                        CQ_UNIT_SIZE)
-    folder = f"{BCQ_DIR if batch else 'consumequeue'}/{w.topic}/{w.queue_id}"
+    root, size, unit = queue_layout(config, batch)
+    folder = f"{root}/{w.topic}/{w.queue_id}"
     starts = sorted(r["file_start"] for r in (built.bcq_files if batch else built.cq_files)
                     if (r["topic"], r["queue_id"]) == (w.topic, w.queue_id))
     cache: dict[int, bytes] = {}
@@ -145,25 +141,38 @@ def _walk_bytes(staged: StagedOutput, built: Built, w: QueueFiles,
 
 
 def _write_whole(staged: StagedOutput, w: QueueFiles, files: dict[int, bytearray], copies: list[bytes],
-                 size: int) -> list[tuple[str, int, int]]:
-    """Write the broker's files of a queue replayed whole: ``files`` (the walk's the cut leaves,
-    :func:`_walk_bytes`), the files ``getLastMappedFile`` created (zeros; ``fillPreBlank`` units first in a queue
-    the cut left with no file), the units appended and the cut units' bytes (``copies``) at their positions.
+                 config: BrokerConfig) -> list[tuple[str, int, int]]:
+    """Write the broker's files of a queue replayed whole (a consume queue's, or a batch queue's:
+    :class:`store_format.dledger_inside_replay_batch.BatchQueueFiles`): ``files`` (the walk's the cut leaves,
+    :func:`_walk_bytes`), the files ``getLastMappedFile`` created (zeros; ``fillPreBlank`` units first in a consume
+    queue the cut left with no file), the units appended and the cut units' bytes (``copies``) at their positions.
     Returns the files written."""
+    root, size, unit = queue_layout(config, isinstance(w, BatchQueueFiles))
     for start in w.opened:
         files[start] = bytearray(size)
     if w.blank_until >= 0:
         start = w.blank_until - w.blank_until % size
         files[start][:w.blank_until - start] = _BLANK_UNIT * ((w.blank_until - start) // CQ_UNIT_SIZE)
-    for pos, offset, n, tags in w.units:
-        files[pos - pos % size][pos % size:pos % size + CQ_UNIT_SIZE] = \
-            np.array([(offset, n, tags)], dtype=CQ_UNIT_DTYPE).tobytes()
-    for (pos, _src), unit in zip(w.copies, copies):
-        files[pos - pos % size][pos % size:pos % size + CQ_UNIT_SIZE] = unit
-    folder = f"consumequeue/{w.topic}/{w.queue_id}"
+    raw = _encoded(w)
+    for k, (pos, *_rest) in enumerate(w.units):
+        files[pos - pos % size][pos % size:pos % size + unit] = raw[k * unit:(k + 1) * unit]
+    for (pos, _src), copied in zip(w.copies, copies):
+        files[pos - pos % size][pos % size:pos % size + unit] = copied
+    folder = f"{root}/{w.topic}/{w.queue_id}"
     for start, data in files.items():
         write_file(staged.staging_uri, f"{folder}/{cq_file_name(start)}", bytes(data))
     return [(w.topic, w.queue_id, start) for start in files]
+
+
+def _encoded(w: QueueFiles) -> bytes:
+    """The units ``w.units`` appends, encoded: 20-byte consume queue units, or a batch queue's 46-byte ones with
+    their store time, msgBaseOffset and batchSize (``BatchQueueFiles.batch_fields``; no compacted offset)."""
+    if isinstance(w, BatchQueueFiles):
+        out = np.zeros(len(w.units), dtype=BCQ_UNIT_DTYPE)
+        for k, ((_pos, offset, n, tags), (stored, base, num)) in enumerate(zip(w.units, w.batch_fields)):
+            out[k] = (offset, n, tags, stored, base, num, INVALID_POS, 0)
+        return out.tobytes()
+    return np.array([(offset, n, tags) for _pos, offset, n, tags in w.units], dtype=CQ_UNIT_DTYPE).tobytes()
 
 
 def _cut_files(staged: StagedOutput, rows: list[dict], gone: tuple[tuple[str, int, int], ...],

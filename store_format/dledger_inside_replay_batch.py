@@ -24,9 +24,9 @@ From that state the reput dispatches, each by ``putBatchMessagePositionInfo``:
    messages): each unit's 46 bytes are the rebuild's, read at its unit index * 46 in the staged queue (the rebuild's
    unit of a record is the broker's: its store time, INNER_BASE and INNER_NUM read from the log).
 
-``pipelines.restart_cut_batch`` writes the files :class:`BatchQueueFiles` describes whole (the staged files the cut
-leaves, below the walk's end: what the rebuild's own dispatch appended after it is not the broker's), and
-``pipelines.restart_cut.apply_cut`` removes every other staged file of the queue.
+``pipelines.restart_cut.apply_cut`` writes the files :class:`BatchQueueFiles` describes whole (the staged files the
+cut leaves, below the walk's end: what the rebuild's own dispatch appended after it is not the broker's) and
+removes every other staged file of the queue.
 """
 from __future__ import annotations
 
