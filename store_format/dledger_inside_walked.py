@@ -401,12 +401,7 @@ def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_
     its own ``truncateByMaxAddress``, so the ext units of the parsed units and those records (``ConsumeQueueExt.put``
     in ``putMessagePositionInfoWrapper``) go from there.  Refused with ext files when that end is no 20-byte unit's
     boundary (ext units of other sizes) or not read."""
-    if ext_file_size and (ext_next is None or ext_next < 0):
-        return WalkedQueue(0, 0, 0, 0, refused="a consume queue on disk before the walk that the walk wrote no unit "
-                           "of, only records past its end, with ext files whose end after ConsumeQueueExt.recover and "
-                           "truncateByMaxAddress is no 20-byte ext unit's boundary (or not read)")
-    return WalkedQueue(held[2], held[0], held[2], held[0], ext_next if ext_file_size and ext_next is not None else 0,
-                       past=tuple(map(tuple, positions(later).tolist())), disk=True)
+    return _past_only(held[2], held[0], later, ext_file_size, ext_next, "", disk=True)
 
 
 def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size: int,
@@ -424,14 +419,23 @@ def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size
     ``truncateByMaxAddress`` with no address (set only from a unit it keeps), which does nothing, so the ext units go
     on after the ext files' end as ``ConsumeQueue.recover`` left it; refused when that end is no 20-byte unit's
     boundary (or not read)."""
+    return _past_only(-1, process_offset, later, ext_file_size, ext_next, ", whose files the 5.3.3 cut deletes",
+                      disk=False)
+
+
+def _past_only(write: int, top: int, later: np.ndarray, ext_file_size: int, ext_next: int | None, which: str, *,
+               disk: bool) -> WalkedQueue:
+    """The state of :func:`_held_past_only`'s and :func:`_emptied_past_only_533`'s queue: write position ``write``
+    and max ``top`` as the cut left its files (the rebuild's given as the broker's), ``later`` its records past the
+    walk's end, its ext units going on from ``ext_next``; refused with ext files whose end is no unit's boundary
+    (``which`` says which queue)."""
     if ext_file_size and (ext_next is None or ext_next < 0):
         return WalkedQueue(0, 0, 0, 0, refused="a consume queue on disk before the walk that the walk wrote no unit "
-                           "of, only records past its end, whose files the 5.3.3 cut deletes, with ext files whose end "
-                           "after ConsumeQueueExt.recover and truncateByMaxAddress is no 20-byte ext unit's boundary "
+                           f"of, only records past its end{which}, with ext files whose end after "
+                           "ConsumeQueueExt.recover and truncateByMaxAddress is no 20-byte ext unit's boundary "
                            "(or not read)")
-    return WalkedQueue(-1, process_offset, -1, process_offset,
-                       ext_next if ext_file_size and ext_next is not None else 0,
-                       past=tuple(map(tuple, positions(later).tolist())))
+    return WalkedQueue(write, top, write, top, ext_next if ext_file_size and ext_next is not None else 0,
+                       past=tuple(map(tuple, positions(later).tolist())), disk=disk)
 
 
 def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_max: int | None, later: np.ndarray,

@@ -400,16 +400,14 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
                     out[hit] = int(file_name) // BCQ_RULES.unit_size + k[hit]
         return out
 
-    held = frozenset((topic, int(qid)) for s in states if s.restart.max_physic_offset >= 0
-                     and s.restart.layout != BCQ_DIR for topic, qid in [s.restart.queue.rsplit("/", 1)])
-    batch_held = frozenset((topic, int(qid)) for s in states if s.restart.max_physic_offset >= 0
-                           and s.restart.layout == BCQ_DIR for topic, qid in [s.restart.queue.rsplit("/", 1)])
+    # the queues that hold units after the store's load: (topic, queue id), state, a batch queue's or not
+    loaded = [((topic, int(qid)), s, s.restart.layout == BCQ_DIR) for s in states if s.restart.max_physic_offset >= 0
+              for topic, qid in [s.restart.queue.rsplit("/", 1)]]
     on_disk = QueuesOnDisk(max((s.restart.max_physic_offset for s in states), default=-1), max_after_cut,
-                           batch_position, held, batch_held, ext_next={
-                               (topic, int(qid)): _ext_ordinal(s.restart.ext_write_position, s.ext_file_size)
-                               for s in states if s.ext_file_size and s.restart.ext_write_position is not None
-                               and s.restart.max_physic_offset >= 0 and s.restart.layout != BCQ_DIR
-                               for topic, qid in [s.restart.queue.rsplit("/", 1)]})
+                           batch_position, frozenset(q for q, _s, batch in loaded if not batch),
+                           frozenset(q for q, _s, batch in loaded if batch), ext_next={
+                               q: _ext_ordinal(s.restart.ext_write_position, s.ext_file_size) for q, s, batch in loaded
+                               if not batch and s.ext_file_size and s.restart.ext_write_position is not None})
     try:
         return plan_dledger_crash(st, config, dledger, read_checkpoint(st), on_disk), None
     except (UnsupportedConfigError, RestartFailsError) as e:
