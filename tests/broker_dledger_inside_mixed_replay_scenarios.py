@@ -99,13 +99,7 @@ def embedded_light_mixed_skip_dropped_past_scenario(sc: dict) -> dict:
     having gone on past the %LMQ%q1 record (inside the parsed message) and dispatched the last message again (its
     light unit, which the walk dropped, at 60), dispatches the two records past the walk's end into %LMQ%q1 by their
     light queue offsets from the state those left (80, 100)."""
-    base = embedded_light_mixed_skip_dropped_scenario(sc)
-    tail = base["messages"][-1]
-    more = [{**tail, "keys": f"k{k}", "uniqKey": f"7F00000100002A9F00000000099{n}",
-             "properties": {**tail["properties"], "INNER_MULTI_QUEUE_OFFSET": str(lo)}}
-            for k, n, lo in (("D", 3, 4), ("E", 4, 5))]
-    puts = sum(1 for m in base["messages"] if "topic" in m)
-    return {**base, "messages": [*base["messages"], *more], "damageMessage": puts, "name": f"{base['name']}-past"}
+    return _two_past(embedded_light_mixed_skip_dropped_scenario(sc))
 
 
 
@@ -266,7 +260,12 @@ def embedded_light_mixed_skip_t0_past_scenario(sc: dict) -> dict:
     to %LMQ%q1 (light queue offsets 4 and 5), the first damaged (keys ``kD``, ``kE``): the walk ends there, and the
     reput, having put back the last cut unit of %LMQ%q1 (the light unit the walk dropped, at 60), dispatches the two
     records past the walk's end from there (80, 100)."""
-    base = embedded_light_mixed_skip_t0_scenario(sc)
+    return _two_past(embedded_light_mixed_skip_t0_scenario(sc))
+
+
+def _two_past(base: dict) -> dict:
+    """``base`` with two more messages like its last one (T0/0, also to %LMQ%q1: light queue offsets 4 and 5, keys
+    ``kD``, ``kE``), the first damaged: the walk ends there, both records past its end."""
     tail = base["messages"][-1]
     more = [{**tail, "keys": f"k{k}", "uniqKey": f"7F00000100002A9F00000000099{n}",
              "properties": {**tail["properties"], "INNER_MULTI_QUEUE_OFFSET": str(lo)}}

@@ -41,13 +41,7 @@ def test_as_restart_after_a_crash_whose_reput_appends_a_cut_light_unit_the_walk_
     tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, T0/0 and %LMQ%q1 light queue offset 3
     own = tail - 48 - LIGHT_TAIL                  # the message put to %LMQ%q1 itself, inside the parsed one
     assert reput + size == own + LIGHT_TAIL and r["scenario"]["messages"][-2]["topic"] == "%LMQ%q1"
-    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
-    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 80, state
-    assert int(state["maxPhysicOffset"]) == tail + LIGHT_TAIL, state
-    lmq = Path("consumequeue") / "%LMQ%q1" / "0" / f"{0:020d}"
-    held = (src / "expected" / lmq).read_bytes()
-    units = [cq_unit(held, k) for k in range(0, 80, 20)]
-    assert all(o < reput for o, _s, _t in units[:len(LIGHT_PUTS)]), units
+    held, units = _lmq_four_units(w, src, reput, tail)
     # the light unit the walk dropped, appended where the walk's own unit stood; neither the parsed unit nor that
     # own unit held
     assert units[3][:2] == (tail, LIGHT_TAIL) and held[80:] == bytes(len(held) - 80), held[:100].hex()
@@ -106,13 +100,7 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
     r, w, src = _inside_run(name, reput, head)
     tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, T0/0 and %LMQ%q1 light queue offset 3
     assert reput + size == tail - ENTRY_HEADER_SIZE and r["scenario"]["messages"][-3]["topic"] == "%LMQ%q1"
-    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
-    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 80, state
-    assert int(state["maxPhysicOffset"]) == tail + LIGHT_TAIL, state
-    lmq = Path("consumequeue") / "%LMQ%q1" / "0" / f"{0:020d}"
-    held = (src / "expected" / lmq).read_bytes()
-    units = [cq_unit(held, k) for k in range(0, 80, 20)]
-    assert all(o < reput for o, _s, _t in units[:len(LIGHT_PUTS)]), units
+    held, units = _lmq_four_units(w, src, reput, tail)
     assert units[3][:2] == (tail, LIGHT_TAIL) and held[80:] == bytes(len(held) - 80), held[:100].hex()
     t0 = b"".join(f.read_bytes() for f in sorted((src / "expected" / "consumequeue" / "T0" / "0").iterdir()))
     t0_units = [cq_unit(t0, k)[0] for k in range(0, len(t0), 20)]
@@ -260,3 +248,16 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_the_last_cut_unit_then_r
     # a unit each, a light one more for the three light puts, the last walked message and the two records past the
     # walk's end
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 3)
+
+
+def _lmq_four_units(w: dict, src: Path, reput: int, tail: int) -> tuple[bytes, list[tuple[int, int, int]]]:
+    """The broker's %LMQ%q1/0 after its restart (the -skip-dropped and -skip-t0 stores): one file, four units (the
+    light puts' below the reput, then one), its max the last message's end (``tail``); the file's bytes and units."""
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 80, state
+    assert int(state["maxPhysicOffset"]) == tail + LIGHT_TAIL, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 80, 20)]
+    assert all(o < reput for o, _s, _t in units[:len(LIGHT_PUTS)]), units
+    return held, units
