@@ -296,16 +296,24 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     mixed = {q: replayed(units[units[:, U_QUEUE] == q], cq_file_size)[:2] for q in mixed_queues(units)
              if q not in track.seen_before}
     # one whose units in the walk's earlier data files are of one kind, the other kind's in the last one: those at
-    # their queue offsets, the last file's replayed from the write position and max they leave (both kinds there:
-    # their positions not known, refused)
+    # their queue offsets, the last file's replayed from the write position and max they leave; of both kinds there:
+    # the write position and max putMessagePositionInfo left after them in commitlog order (QueueTrack.
+    # replayed_before; refused for a queue on disk before the walk, the walk's units dispatched onto its files)
     earlier: dict[int, tuple[int, int]] = {}
     for q in np.unique(units[units[:, U_KIND] != KIND_BATCH, U_QUEUE]).tolist():
         own_before, light_before = track.last_before.get(q), track.light_before.get(q)
         kinds = {int(k) for k in np.unique(units[units[:, U_QUEUE] == q, U_KIND])}
-        if own_before and light_before and (units[units[:, U_QUEUE] == q, U_OFFSET] >= process_offset).any():
-            raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light "
-                          "ones in the walk's earlier data files (their positions there not known)")
-        if (before := own_before or light_before) is not None and \
+        if own_before and light_before:
+            both = track.replayed_before(q) if track.names[q] not in (on_disk or {}) else None
+            if both is None:
+                if (units[units[:, U_QUEUE] == q, U_OFFSET] >= process_offset).any():
+                    raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and "
+                                  "light ones in the walk's earlier data files, on disk before the walk (their "
+                                  "positions there not known)")
+                continue
+            earlier[q] = both
+            mixed[q] = replayed(units[units[:, U_QUEUE] == q], cq_file_size, both)[:2]
+        elif (before := own_before or light_before) is not None and \
                 kinds | {KIND_CQ if own_before else KIND_LIGHT} == {KIND_CQ, KIND_LIGHT}:
             earlier[q] = ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
             mixed[q] = replayed(units[units[:, U_QUEUE] == q], cq_file_size, earlier[q])[:2]

@@ -214,8 +214,11 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
         if kinds == {KIND_CQ, KIND_LIGHT}:
             # its units in the walk's earlier data files of one kind only: at their queue offsets there, the last
-            # file's replayed from after them (both kinds there: their positions not known here)
-            start = None if before is None or (own_before and light_before) else \
+            # file's replayed from after them; of both kinds there, from the write position and max
+            # putMessagePositionInfo left after them in commitlog order (QueueTrack.replayed_before: a queue not on
+            # disk before the walk, else refused below)
+            start = None if before is None else \
+                (track.replayed_before(q) if disk is None else None) if own_before and light_before else \
                 ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
             return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
                           (before is not None and start is None) or disk is not None or (emptied and not reset_emptied),

@@ -11,8 +11,9 @@ from collections.abc import Callable
 import numpy as np
 
 from . import commitlog as cl
-from .consumequeue import Q_FIRST_FILE, Q_LAST_FILE, Q_MAX_PHYS, Q_WRITE_POS, assign_positions, new_states
+from .consumequeue import NOT_STARTED, Q_FIRST_FILE, Q_LAST_FILE, Q_MAX_PHYS, Q_WRITE_POS, assign_positions, new_states
 from .dispatch import queue_units
+from .layout import CQ_UNIT_SIZE
 
 __all__ = ["BATCH_EARLIER_SIZE", "BLANK_MAX", "KIND_BATCH", "KIND_CQ", "KIND_LIGHT", "UNIT_COLUMNS", "U_END", "U_KEY",
            "U_KIND", "U_OFFSET", "U_QUEUE", "QueueTrack", "max_key", "mixed_queues", "positions", "replayed"]
@@ -52,6 +53,10 @@ class QueueTrack:
         self.light_before: dict[int, tuple[int, int]] = {}
         # per batch queue, the start of its last unit in the files before the current one (its max there)
         self.batch_before: dict[int, int] = {}
+        # per queue (row: queue number), the write position and max putMessagePositionInfo leaves a consume queue
+        # (a light queue too) that had no unit before the walk after the units of the files before the current one,
+        # in commitlog order (:meth:`replayed_before`; columns Q_MAX_PHYS, Q_WRITE_POS of consumequeue's states)
+        self._states_before = new_states(0)[:, :4].copy()
         self.base = -1
         self._cur: list[np.ndarray] = []
 
@@ -73,6 +78,7 @@ class QueueTrack:
                 self.light_before.update((q, (int(r[U_KEY]), int(r[U_END])))
                                          for q, r in _last_per_queue(last, KIND_LIGHT).items())
                 self.batch_before.update((q, int(r[U_OFFSET])) for q, r in _last_per_queue(last, KIND_BATCH).items())
+                self._replay_before(last)
             self.base, self._cur = file_base, []
         units = queue_units(res, self.batch_topics)
         keep = units.record < n
@@ -94,6 +100,28 @@ class QueueTrack:
         for q, k in zip(*np.unique(queue[kind == KIND_CQ], return_counts=True)):
             self.own_units[int(q)] = self.own_units.get(int(q), 0) + int(k)
         self._cur.append(np.stack([phys, phys + units.size[keep], queue, key, kind], axis=1))
+
+    def _replay_before(self, last: np.ndarray) -> None:
+        """The consume queue units (own and light) of a file the walk leaves (``last``) put by
+        ``putMessagePositionInfo``'s rule onto each queue's state after the files before it
+        (:func:`store_format.consumequeue.assign_positions`: one pass, its 4-column states, whose write position and
+        max do not depend on the file size)."""
+        grow = len(self.names) - len(self._states_before)
+        if grow > 0:
+            self._states_before = np.vstack([self._states_before, new_states(grow)[:, :4]])
+        cq = last[last[:, U_KIND] != KIND_BATCH]
+        assign_positions(cq[:, U_QUEUE], cq[:, U_OFFSET], cq[:, U_END] - cq[:, U_OFFSET], cq[:, U_KEY],
+                         CQ_UNIT_SIZE, self._states_before)
+
+    def replayed_before(self, q: int) -> tuple[int, int] | None:
+        """The write position and max ``ConsumeQueue.putMessagePositionInfo`` leaves queue ``q`` (an ordinary or
+        light consume queue holding no unit before the walk) after the walk's units of it in the data files before
+        the current one, in commitlog order (its own units and light ones alike, wherever their queue offsets from
+        two counters put them: dropped at or below the max or a queue offset not 0 whose ``* 20`` lies below the
+        write position, else appended at the write position); None when it has none there."""
+        if q >= len(self._states_before) or self._states_before[q, Q_WRITE_POS] == NOT_STARTED:
+            return None
+        return int(self._states_before[q, Q_WRITE_POS]), int(self._states_before[q, Q_MAX_PHYS])
 
     def written(self) -> tuple[tuple[str, int], ...]:
         """The queues with a unit so far (``names`` also holds those of records past a window's last one kept)."""

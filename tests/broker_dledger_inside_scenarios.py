@@ -93,8 +93,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`broker_dledger_inside_only_past_scenarios.only_past_scenarios`,
     :func:`broker_dledger_inside_batch_replay_scenarios.batch_replay_scenarios`,
     :func:`broker_dledger_inside_only_past_held_scenarios.only_past_held_scenarios`,
-    :func:`broker_dledger_inside_mixed_replay_scenarios.mixed_replay_scenarios` and
-    :func:`broker_dledger_inside_only_past_more_scenarios.only_past_more_scenarios`."""
+    :func:`broker_dledger_inside_mixed_replay_scenarios.mixed_replay_scenarios`,
+    :func:`broker_dledger_inside_only_past_more_scenarios.only_past_more_scenarios` and
+    :func:`broker_dledger_inside_mixed_earlier_scenarios.mixed_earlier_scenarios`."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -148,6 +149,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         from broker_dledger_inside_ext_replay_scenarios import ext_replay_scenarios
         from broker_dledger_inside_gate_scenarios import gate_scenarios
         from broker_dledger_inside_light_scenarios import light_scenarios
+        from broker_dledger_inside_mixed_earlier_scenarios import mixed_earlier_scenarios
         from broker_dledger_inside_mixed_replay_scenarios import mixed_replay_scenarios
         from broker_dledger_inside_only_past_held_scenarios import only_past_held_scenarios
         from broker_dledger_inside_only_past_more_scenarios import only_past_more_scenarios
@@ -161,7 +163,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             + blank_scenarios(out[0]) + bcq_disk_scenarios(out[0]) + past_far_scenarios(out[0]) \
             + only_past_scenarios(out[0]) + replay_scenarios(out[0]) + gate_scenarios(out[0]) \
             + batch_replay_scenarios(out[0]) + ext_replay_scenarios(out[0]) + only_past_held_scenarios(out[0]) \
-            + mixed_replay_scenarios(out[0]) + only_past_more_scenarios(out[0])
+            + mixed_replay_scenarios(out[0]) + only_past_more_scenarios(out[0]) + mixed_earlier_scenarios(out[0])
     return out
 
 

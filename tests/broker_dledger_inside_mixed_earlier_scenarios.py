@@ -1,0 +1,41 @@
+"""DLedger crash scenarios of the inside-entry family (:mod:`broker_dledger_inside_scenarios`) for a queue holding a
+record's own units and light ones (``%LMQ%q1``, queue 0) with units of both kinds in the walk's earlier data file:
+``-earlier-light-mixed-both`` (:func:`embedded_earlier_both_mixed_scenario`), where ``putMessagePositionInfo``, fed
+own and light queue offsets from two counters in commitlog order, drops one of that file's light units, so that the
+write position and max the cut leaves the queue at are neither kind's queue offsets.
+:func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
+(:func:`mixed_earlier_scenarios`)."""
+from __future__ import annotations
+
+import base64
+
+# -earlier-light-mixed-both: the message of the first data file (a T1/0 one, before the two that also go to
+# %LMQ%q1) put to topic %LMQ%q1 itself instead (queue 0, own queue offset 0; its body shorter by the 5 bytes the
+# topic adds: the same layout)
+BOTH_OWN_PUT = 9
+
+
+def mixed_earlier_scenarios(sc: dict) -> list[dict]:
+    """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-earlier-light-mixed-both``
+    (:func:`embedded_earlier_both_mixed_scenario`)."""
+    return [embedded_earlier_both_mixed_scenario(sc)]
+
+
+def embedded_earlier_both_mixed_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier-light-mixed-both`` (5.5.1): the -earlier-light-mixed
+    store (:func:`broker_dledger_inside_mixed_replay_scenarios.embedded_earlier_light_mixed_scenario`: messages 10
+    and 11 of the first data file also to %LMQ%q1, light queue offsets 0 and 1; its last message, after B9's, put to
+    %LMQ%q1 itself; the T7/0 message where the reput is set also to %LMQ%q1, light queue offset 7) with message
+    :data:`BOTH_OWN_PUT` of the first data file put to topic %LMQ%q1 itself (own queue offset 0): the walk's
+    ``putMessagePositionInfo`` appends that own unit at 0 and message 10's light unit at 20 (queue offset 0: never
+    checked), drops message 11's (queue offset 1, 20 below write position 40) and the last message's own unit (own
+    queue offset 1, past processOffset: cut); the cut leaves write position 40 and the max message 10's end, where
+    the parsed light unit goes."""
+    from broker_dledger_inside_mixed_replay_scenarios import embedded_earlier_light_mixed_scenario
+    base = embedded_earlier_light_mixed_scenario(sc)
+    msgs = list(base["messages"])
+    m = msgs[BOTH_OWN_PUT]
+    assert m["topic"] == "T1" and "properties" not in m, m
+    body = base64.b64decode(m["body"])
+    msgs[BOTH_OWN_PUT] = {**m, "topic": "%LMQ%q1", "queueId": 0, "body": base64.b64encode(body[:-5]).decode()}
+    return {**base, "messages": msgs, "name": f"{base['name']}-both"}

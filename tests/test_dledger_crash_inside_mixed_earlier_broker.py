@@ -1,0 +1,54 @@
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``) whose start's reput, set inside
+an entry, parses a unit for a queue holding a record's own units and light ones (``%LMQ%q1``, queue 0) with units of
+both kinds in the walk's earlier data file: ``putMessagePositionInfo`` put those in commitlog order whatever their
+queue offsets (own and light ones from two counters), so the write position and max the cut leaves are those the
+rule leaves after them.  Written by the published RocketMQ store through the JVM harness in ``tests/broker/``: what
+the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart found it (byte for byte) and
+``verify``'s units lost.  The scenarios: :mod:`broker_dledger_inside_mixed_earlier_scenarios`.
+"""
+from __future__ import annotations
+
+import broker_harness as bh
+import pytest
+from broker_dledger_files import cq_unit
+from broker_dledger_runs import LINES, _inside_run, _restart_as_the_broker, _verify_loses_as_the_broker
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
+
+bh.skip_without_tools()
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_parses_a_light_unit_for_a_queue_with_both_kinds_in_an_earlier_file(
+        line, tmp_path):
+    """The -earlier-light-mixed-both store: in the walk's earlier data file the own unit of the message put to
+    %LMQ%q1 itself (own queue offset 0) at 0, message 10's light unit (queue offset 0) at 20, message 11's (queue
+    offset 1) dropped (20 below write position 40); in the last one the own unit of the last message (own queue
+    offset 1) dropped too, past processOffset. The cut leaves write position 40 (not 40 by either kind's queue
+    offsets: 20 after the own unit, 40 after the light ones), the max message 10's end; the T7/0 message where the
+    reput is set also goes to %LMQ%q1 (light queue offset 7): appended at 40. --as-restart writes the broker's files
+    byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS, embedded_earlier_light_messages
+    from broker_dledger_inside_mixed_earlier_scenarios import BOTH_OWN_PUT
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-light-mixed-both"
+    reput, first, second = embedded_earlier_light_messages()
+    r, w, src = _inside_run(name, reput, first + second, b"x" * 8)
+    msgs = r["scenario"]["messages"]
+    assert msgs[BOTH_OWN_PUT]["topic"] == "%LMQ%q1" and msgs[-1]["topic"] == "%LMQ%q1"
+    assert [msgs[i]["properties"]["INNER_MULTI_QUEUE_OFFSET"] for i in EARLIER_LIGHT_PUTS] == ["0", "1"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 60, state
+    lmq = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(lmq, k) for k in range(0, 60, 20)]
+    # the earlier data file's own unit, then one light unit (message 11's dropped): both below the last file
+    assert units[0][0] < units[1][0] and all(o + s <= int(data[1].name) for o, s, _t in units[:2]), units
+    # the own unit first: message 10's record follows it; the parsed light unit at 40, the cut left nothing after it
+    assert units[2] == (reput, len(first), 0) and lmq[60:] == bytes(len(lmq) - 60), units
+    _restart_as_the_broker(src, name, line, tmp_path)
+    # the parsed ones sent by no put; a unit each, a light one more for two, less two the rule drops in any rebuild
+    # (message 11's light unit and the last message's own unit: the plain rebuild's dispatch puts them in the same
+    # order from the same state), lost to no crash: the crash loses B9's unit alone
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput, reput + len(first)),
+                                extra=len(EARLIER_LIGHT_PUTS) - 2)
