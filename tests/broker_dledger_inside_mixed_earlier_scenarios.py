@@ -2,7 +2,8 @@
 record's own units and light ones (``%LMQ%q1``, queue 0) with units of both kinds in the walk's earlier data file:
 ``-earlier-light-mixed-both`` (:func:`embedded_earlier_both_mixed_scenario`), where ``putMessagePositionInfo``, fed
 own and light queue offsets from two counters in commitlog order, drops one of that file's light units, so that the
-write position and max the cut leaves the queue at are neither kind's queue offsets.
+write position and max the cut leaves the queue at are neither kind's queue offsets
+(``-earlier-light-mixed-t7-both``: no parsed unit going to it).
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
 (:func:`mixed_earlier_scenarios`)."""
 from __future__ import annotations
@@ -16,12 +17,12 @@ BOTH_OWN_PUT = 9
 
 
 def mixed_earlier_scenarios(sc: dict) -> list[dict]:
-    """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-earlier-light-mixed-both``
-    (:func:`embedded_earlier_both_mixed_scenario`)."""
-    return [embedded_earlier_both_mixed_scenario(sc)]
+    """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-earlier-light-mixed-both`` and
+    ``-earlier-light-mixed-t7-both`` (:func:`embedded_earlier_both_mixed_scenario`)."""
+    return [embedded_earlier_both_mixed_scenario(sc), embedded_earlier_both_mixed_scenario(sc, light=False)]
 
 
-def embedded_earlier_both_mixed_scenario(sc: dict) -> dict:
+def embedded_earlier_both_mixed_scenario(sc: dict, light: bool = True) -> dict:
     """``<line>-dledger-abort-emptied-batch-embedded-earlier-light-mixed-both`` (5.5.1): the -earlier-light-mixed
     store (:func:`broker_dledger_inside_mixed_replay_scenarios.embedded_earlier_light_mixed_scenario`: messages 10
     and 11 of the first data file also to %LMQ%q1, light queue offsets 0 and 1; its last message, after B9's, put to
@@ -30,9 +31,10 @@ def embedded_earlier_both_mixed_scenario(sc: dict) -> dict:
     ``putMessagePositionInfo`` appends that own unit at 0 and message 10's light unit at 20 (queue offset 0: never
     checked), drops message 11's (queue offset 1, 20 below write position 40) and the last message's own unit (own
     queue offset 1, past processOffset: cut); the cut leaves write position 40 and the max message 10's end, where
-    the parsed light unit goes."""
+    the parsed light unit goes.  ``light`` false: ``-earlier-light-mixed-t7-both``, the messages where the reput is
+    set those of the -earlier store (T7/0 and T6/0 alone), no parsed unit going to %LMQ%q1: the cut alone."""
     from broker_dledger_inside_mixed_replay_scenarios import embedded_earlier_light_mixed_scenario
-    base = embedded_earlier_light_mixed_scenario(sc)
+    base = embedded_earlier_light_mixed_scenario(sc, light=light)
     msgs = list(base["messages"])
     m = msgs[BOTH_OWN_PUT]
     assert m["topic"] == "T1" and "properties" not in m, m

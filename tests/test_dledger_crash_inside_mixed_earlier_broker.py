@@ -52,3 +52,32 @@ def test_as_restart_after_a_crash_whose_reput_parses_a_light_unit_for_a_queue_wi
     # order from the same state), lost to no crash: the crash loses B9's unit alone
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput, reput + len(first)),
                                 extra=len(EARLIER_LIGHT_PUTS) - 2)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_that_cuts_a_queue_with_both_kinds_in_an_earlier_file(line, tmp_path):
+    """The -earlier-light-mixed-both store with the messages where the reput is set for T7/0 and T6/0 alone
+    (-earlier-light-mixed-t7-both): no parsed unit goes to %LMQ%q1; the cut leaves the earlier data file's own unit
+    at 0 and light unit at 20 (write position 40: message 11's light unit dropped there), the last message's own
+    unit, which the walk dropped, cut and not dispatched again. --as-restart writes the broker's files byte for byte,
+    verify predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS
+    from broker_dledger_inside_mixed_earlier_scenarios import BOTH_OWN_PUT
+    from broker_dledger_inside_scenarios import embedded_earlier_messages
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-light-mixed-t7-both"
+    reput, run = embedded_earlier_messages()
+    r, w, src = _inside_run(name, reput, run, b"x" * 8)
+    assert r["scenario"]["messages"][BOTH_OWN_PUT]["topic"] == "%LMQ%q1"
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 40, state
+    lmq = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(lmq, 0), cq_unit(lmq, 20)]
+    assert units[0][0] < units[1][0] and all(o + s <= int(data[1].name) for o, s, _t in units), units
+    assert int(state["maxPhysicOffset"]) == sum(units[1][:2]), state   # message 10's end: 11's light unit dropped
+    assert lmq[40:] == bytes(len(lmq) - 40), lmq[:60].hex()
+    _restart_as_the_broker(src, name, line, tmp_path)
+    # the parsed ones sent by no put; a unit each, a light one more for two, less the two the rule drops in any
+    # rebuild (message 11's light unit, the last message's own unit)
+    first = int.from_bytes(run[:4], "big")   # the T7/0 message's size, the T6/0 one after it
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput, reput + first), extra=len(EARLIER_LIGHT_PUTS) - 2)
