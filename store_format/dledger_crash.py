@@ -305,7 +305,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                          recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
                          confirm_offset=max(rec.committed_pos, files[0].base), end=rec.process_offset,
                          on_disk=on_disk.max_after_cut(
-                             process_offset, {**track.own_walked(), **track.batch_walked()}
+                             process_offset, {**track.own_walked(), **track.mixed_walked(), **track.batch_walked()}
                              if config.brokerVersion == "5.5" else {})
                          if on_disk is not None else None,
                          inside=lambda pos: _reput_inside(st, files, pos, rec.process_offset, rec.committed_pos,

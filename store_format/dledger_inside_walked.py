@@ -212,6 +212,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         # commitlog order): never some of them but for its last ones
         skip = int(np.argmax(back)) if back.any() else 0
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
+        if kinds == {KIND_CQ, KIND_LIGHT} and disk is not None:
+            # on disk before the walk: the cut's write position and max once the walk's units were dispatched onto
+            # the files ConsumeQueue.recover loaded (QueueTrack.mixed_walked), else refused (_mixed_on_disk)
+            return _mixed_on_disk(disk, back, later, ext_file_size)
         if kinds == {KIND_CQ, KIND_LIGHT}:
             # its units in the walk's earlier data files of one kind only: at their queue offsets there, the last
             # file's replayed from after them; of both kinds there, from the write position and max
@@ -339,6 +343,27 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
                        again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip,
                        past=tuple(map(tuple, positions(later).tolist())),
                        skipped=len(cut) if len(later) and not back.any() else 0)
+
+
+def _mixed_on_disk(disk: OnDiskCut, back: np.ndarray, later: np.ndarray, ext_file_size: int) -> WalkedQueue:
+    """A queue holding a record's own units and light ones that was on disk before the walk (``disk``: a file of it
+    left by the cut): ``ConsumeQueue.recover`` loaded its files (their write position and max), the walk's
+    ``putMessagePositionInfo`` put its units onto them in commitlog order (:meth:`store_format.dledger_queue_track.
+    QueueTrack.mixed_walked`, :func:`store_format.consumequeue_recovery.dispatch_units`: dropped at or below the max
+    or a queue offset not 0 whose ``* 20`` lies below the write position, own and light queue offsets alike, else
+    appended), and ``truncateDirtyLogicFiles`` cut those files at ``processOffset``: the parsed units go from the write
+    position and max it left (the replay, :func:`store_format.dledger_inside_replay.replay_queue`).  The rebuild's
+    queue holds none of those files' units (``verify`` only: ``--as-restart`` plans with no queue on disk), so its
+    state is given as the broker's.  Refused: the walk's units not dispatched onto its files (``disk[3]`` false:
+    5.3.3's cut, or its units in the walk's earlier data files not kept), no file left by the cut, ext files, or cut
+    units the reput dispatches again (``back``) or records past the walk's end (``later``) going to it: where the
+    walk's dispatch put them in those files is not kept."""
+    if not disk[1] or not disk[3] or ext_file_size or back.any() or len(later):
+        return WalkedQueue(0, 0, 0, 0, refused="a queue the walk wrote units of two kinds in (a record's own and light "
+                           "ones), on disk before the walk, whose files the cut deletes, its units not dispatched onto "
+                           "them, with ext files, or whose cut units the reput dispatches again or records past the "
+                           "walk's end go to (where its files hold them not known)")
+    return WalkedQueue(disk[2], disk[0], disk[2], disk[0], disk=True)
 
 
 def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray, process_offset: int,

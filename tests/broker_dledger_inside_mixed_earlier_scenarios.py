@@ -3,7 +3,8 @@ record's own units and light ones (``%LMQ%q1``, queue 0) with units of both kind
 ``-earlier-light-mixed-both`` (:func:`embedded_earlier_both_mixed_scenario`), where ``putMessagePositionInfo``, fed
 own and light queue offsets from two counters in commitlog order, drops one of that file's light units, so that the
 write position and max the cut leaves the queue at are neither kind's queue offsets
-(``-earlier-light-mixed-t7-both``: no parsed unit going to it).
+(``-earlier-light-mixed-t7-both``: no parsed unit going to it); and one on disk before the walk, a file of it left by
+the cut: ``-light-mixed-kept`` and ``-light-mixed-kept-planted`` (:func:`embedded_light_mixed_kept_scenarios`).
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
 (:func:`mixed_earlier_scenarios`)."""
 from __future__ import annotations
@@ -15,11 +16,17 @@ import base64
 # topic adds: the same layout)
 BOTH_OWN_PUT = 9
 
+# -light-mixed-kept-planted: the %LMQ%q1/0 units (commitlog offset, size) of the -light-mixed store's light puts 1 and
+# 2 (light queue offsets 1, 2; the test checks them against the log's records), planted alone in its file
+PLANTED_UNITS = ((74816, 312), (76788, 300))
+
 
 def mixed_earlier_scenarios(sc: dict) -> list[dict]:
     """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-earlier-light-mixed-both`` and
-    ``-earlier-light-mixed-t7-both`` (:func:`embedded_earlier_both_mixed_scenario`)."""
-    return [embedded_earlier_both_mixed_scenario(sc), embedded_earlier_both_mixed_scenario(sc, light=False)]
+    ``-earlier-light-mixed-t7-both`` (:func:`embedded_earlier_both_mixed_scenario`), ``-light-mixed-kept`` and
+    ``-light-mixed-kept-planted`` (:func:`embedded_light_mixed_kept_scenarios`)."""
+    return [embedded_earlier_both_mixed_scenario(sc), embedded_earlier_both_mixed_scenario(sc, light=False),
+            *embedded_light_mixed_kept_scenarios(sc)]
 
 
 def embedded_earlier_both_mixed_scenario(sc: dict, light: bool = True) -> dict:
@@ -41,3 +48,23 @@ def embedded_earlier_both_mixed_scenario(sc: dict, light: bool = True) -> dict:
     body = base64.b64decode(m["body"])
     msgs[BOTH_OWN_PUT] = {**m, "topic": "%LMQ%q1", "queueId": 0, "body": base64.b64encode(body[:-5]).decode()}
     return {**base, "messages": msgs, "name": f"{base['name']}-both"}
+
+
+def embedded_light_mixed_kept_scenarios(sc: dict) -> list[dict]:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-kept`` (5.5.1): the -light-mixed store
+    (:func:`broker_dledger_inside_light_scenarios.embedded_light_mixed_scenario`: %LMQ%q1/0's light units 0-2 at
+    0-40, the own unit of the put to %LMQ%q1 itself, own queue offset 0, at 60, the last message's light unit, queue
+    offset 3, dropped; the T5/0 message where the reput is set also to %LMQ%q1) with the queues kept
+    (``keepQueues``): %LMQ%q1/0 on disk before the walk, as the crashed broker's dispatch wrote it; ``-planted``: its
+    file replaced before the restart (``plantFiles``) by one holding only light units 1 and 2
+    (:data:`PLANTED_UNITS`) at 0 and 20: the walk's ``putMessagePositionInfo`` drops light units 0-2 (at or below
+    the loaded max, light unit 2's end), appends the own unit (own queue offset 0) at 40 and the last message's
+    light unit (queue offset 3) at 60, past processOffset: the cut leaves write position 60, where the walk's
+    queue without those files holds the own unit at 60 and would leave 80."""
+    from broker_dledger_inside_light_scenarios import embedded_light_mixed_scenario
+    base = embedded_light_mixed_scenario(sc)
+    kept = {**base, "keepQueues": True, "name": f"{base['name']}-kept"}
+    units = b"".join(o.to_bytes(8, "big") + n.to_bytes(4, "big") + bytes(8) for o, n in PLANTED_UNITS)
+    file = units + bytes(int(base["config"]["mappedFileSizeConsumeQueue"]) - len(units))
+    return [kept, {**kept, "name": f"{kept['name']}-planted",
+                   "plantFiles": {f"consumequeue/%LMQ%q1/0/{0:020d}": base64.b64encode(file).decode()}}]

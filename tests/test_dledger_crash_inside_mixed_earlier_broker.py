@@ -11,7 +11,14 @@ from __future__ import annotations
 import broker_harness as bh
 import pytest
 from broker_dledger_files import cq_unit
-from broker_dledger_runs import LINES, _inside_run, _restart_as_the_broker, _verify_loses_as_the_broker
+from broker_dledger_runs import (
+    LINES,
+    _inside_run,
+    _loses_as_the_broker,
+    _restart_as_the_broker,
+    _verify_loses_as_the_broker,
+    _verify_with_plan,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -81,3 +88,81 @@ def test_as_restart_after_a_crash_that_cuts_a_queue_with_both_kinds_in_an_earlie
     # rebuild (message 11's light unit, the last message's own unit)
     first = int.from_bytes(run[:4], "big")   # the T7/0 message's size, the T6/0 one after it
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput, reput + first), extra=len(EARLIER_LIGHT_PUTS) - 2)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_light_unit_for_a_kept_queue_with_own_units(
+        line, tmp_path, monkeypatch):
+    """The -light-mixed store with the queues kept (-light-mixed-kept): %LMQ%q1/0 on disk before the walk (the light
+    units 0-2 at 0-40, the own unit, own queue offset 0, at 60: the crashed broker's dispatch); the walk's
+    putMessagePositionInfo puts its units onto those files (every one at or below their max dropped, the last
+    message's light unit, queue offset 3, below write position 80), the cut leaves write position 80 and the own
+    unit's end; the T5/0 message where the reput is set also goes to %LMQ%q1 (light queue offset 7): appended at 80.
+    verify on the store as that restart found it puts it there and predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import MIXED_PUT
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, embedded_light_message
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-kept"
+    reput, msg = embedded_light_message()
+    r, w, src = _inside_run(name, reput, msg, b"x" * 8)
+    assert r["scenario"]["keepQueues"] and r["scenario"]["messages"][MIXED_PUT]["topic"] == "%LMQ%q1"
+    (held_file,) = sorted((src / "before" / "consumequeue" / "%LMQ%q1" / "0").iterdir())
+    before = held_file.read_bytes()
+    assert w["queuesAfterLoad"]["%LMQ%q1/0"]["files"] == [held_file.name], w["queuesAfterLoad"].get("%LMQ%q1/0")
+    units_before = [cq_unit(before, k) for k in range(0, 80, 20)]
+    assert all(o < reput for o, _s, _t in units_before) and before[80:] == bytes(len(before) - 80), units_before
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 100, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / held_file.name).read_bytes()
+    assert held[:80] == before[:80] and cq_unit(held, 80) == (reput, len(msg), 0), held[:120].hex()
+    assert held[100:] == bytes(len(held) - 100), held.hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert [u for u in crash.cut.inside_placed.units if u.topic == "%LMQ%q1"] == \
+        [InsideUnit("%LMQ%q1", 0, 80, reput, len(msg), 0)], crash.cut.inside_placed
+    # a unit each, a light one more for three: the last message's light unit is dropped by any dispatch
+    _loses_as_the_broker(p, r, src, (reput,), extra=len(LIGHT_PUTS))
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_light_unit_for_a_planted_queue_with_own_units(
+        line, tmp_path, monkeypatch):
+    """The -light-mixed-kept store with %LMQ%q1/0's file planted before the restart holding only light units 1 and 2
+    (-light-mixed-kept-planted), at 0 and 20: ConsumeQueue.recover loads write position 40, max light unit 2's end;
+    the walk's putMessagePositionInfo drops light units 0-2 (at or below that max), appends the own unit (own queue
+    offset 0) at 40 and the last message's light unit (queue offset 3) at 60; the cut takes that one (past
+    processOffset): write position 60, max the own unit's end. The T5/0 message where the reput is set also goes to
+    %LMQ%q1 (light queue offset 7): appended at 60 (not 80, where the walk's units alone leave the queue). verify on
+    the store as that restart found it puts it there and predicts the units lost (light unit 0, missing from the
+    planted file, lost too)."""
+    from broker_dledger_inside_light_scenarios import MIXED_PUT
+    from broker_dledger_inside_mixed_earlier_scenarios import PLANTED_UNITS
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, embedded_light_message
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-kept-planted"
+    reput, msg = embedded_light_message()
+    r, w, src = _inside_run(name, reput, msg, b"x" * 8)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    log, base = data[-1].read_bytes(), int(data[-1].name)
+    msgs = r["scenario"]["messages"]
+    for k, (offset, size) in enumerate(PLANTED_UNITS):   # the records of light puts 1 and 2
+        rec = log[offset - base:offset - base + size]
+        assert int.from_bytes(rec[:4], "big") == size and int.from_bytes(rec[28:36], "big") == offset, rec[:40].hex()
+        assert msgs[LIGHT_PUTS[k + 1]]["properties"]["INNER_MULTI_QUEUE_OFFSET"] == str(k + 1)
+        assert b"INNER_MULTI_QUEUE_OFFSET\x01" + str(k + 1).encode() in rec, rec.hex()
+    (held_file,) = sorted((src / "before" / "consumequeue" / "%LMQ%q1" / "0").iterdir())
+    before = held_file.read_bytes()
+    assert [cq_unit(before, k)[:2] for k in (0, 20)] == list(PLANTED_UNITS) and before[40:] == bytes(len(before) - 40)
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 80, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / held_file.name).read_bytes()
+    own = cq_unit(held, 40)
+    assert msgs[MIXED_PUT]["topic"] == "%LMQ%q1" and PLANTED_UNITS[1][0] < own[0] < reput, own
+    assert held[:40] == before[:40] and cq_unit(held, 60) == (reput, len(msg), 0), held[:100].hex()
+    assert held[80:] == bytes(len(held) - 80), held.hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert [u for u in crash.cut.inside_placed.units if u.topic == "%LMQ%q1"] == \
+        [InsideUnit("%LMQ%q1", 0, 60, reput, len(msg), 0)], crash.cut.inside_placed
+    # a unit each, a light one more for three (light unit 0, missing from the planted file, lost)
+    _loses_as_the_broker(p, r, src, (reput,), extra=len(LIGHT_PUTS))
