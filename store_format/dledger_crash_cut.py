@@ -24,8 +24,10 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   record's own units (a message put to topic ``%LMQ%...`` itself: its queue offsets from ``topicQueueTable``, the
   light ones' from ``lmqTopicQueueTable``) has them where ``putMessagePositionInfo`` put them in commitlog order,
   not where their queue offsets say (``dledger_queue_track.replayed``; with units of one kind in the walk's earlier
-  data files, those at their queue offsets and the last file's replayed from after them; of both kinds there,
-  refused where a unit of it is cut): the cut, reading the file's units, goes by those positions (its write
+  data files, those at their queue offsets and the last file's replayed from after them; of both kinds there, the
+  last file's replayed from the write position and max the rule left after them, ``QueueTrack.replayed_before``;
+  refused for such a queue on disk before the walk where a unit of it is cut): the cut, reading the file's units,
+  goes by those positions (its write
   position, the max the reput starts from); a reput set inside an entry dispatching its
   cut units again after parsed units puts them as ``dledger_inside_replay.replay_queue`` says (from those positions);
   one dispatching every cut unit again with no parsed unit there starts from the walk's own state before the first
@@ -124,21 +126,22 @@ __all__ = ["BLANK_MAX", "ExtAgain", "OnDiskCut", "QueueCut", "QueueMove", "Queue
 
 @dataclasses.dataclass(frozen=True)
 class QueuesOnDisk:
-    """The consume queues a store holds when the crash restart starts (``verify`` predicts that start on the
-    store as it is): their largest max physical offset after ``ConsumeQueue.recover``
-    (``BatchConsumeQueue.recover``'s: the start of its last unit; 5.3.3 passes it to ``dledgerRecoverAbnormally``;
-    5.5.1's ``truncateDirty`` checks it with the walk's), and, per queue ``(topic, queue id)``, its max physical
-    offset once ``truncateDirtyLogicFiles`` cut its own units at an offset (``max_after_cut(offset, walked)``; a
-    consume queue in ``walked``, the walk's units of a queue it wrote in its last data file as its own consume queue
-    only, in its earlier data files too when it is one of ``consume_queues`` (commitlog offset, size, queue offset:
-    ``QueueTrack.own_walked``; a batch queue it wrote in its last data file, its units in earlier ones, if any,
-    first, or in those only, kept when it is one of ``batch_queues``: ``QueueTrack.batch_walked``), once
-    ``putMessagePositionInfo`` (``putBatchMessagePositionInfo``) dispatched those onto its files:
-    :func:`store_format.consumequeue_recovery.dispatch_units`), with whether a file of it stays, its write position
-    then and whether the walk's units were dispatched (:data:`OnDiskCut`): a
-    consume queue's, the end of its last unit below it, 2147483647 after ``fillPreBlank`` units only, the offset
-    itself when every file goes; a batch queue's (``BatchConsumeQueue.truncateDirtyLogicFiles``), the start of
-    its last unit below it, the offset - 1 when every file goes."""
+    """The consume queues a store holds when the crash restart starts (``verify`` predicts that start on the store as it
+    is): their largest max physical offset after ``ConsumeQueue.recover`` (``BatchConsumeQueue.recover``'s: the start of
+    its last unit; 5.3.3 passes it to ``dledgerRecoverAbnormally``; 5.5.1's ``truncateDirty`` checks it with the
+    walk's), and, per queue ``(topic, queue id)``, its max physical offset once ``truncateDirtyLogicFiles`` cut its own
+    units at an offset (``max_after_cut(offset, walked)``; a consume queue in ``walked``, the walk's units of a queue it
+    wrote in its last data file as its own consume queue only, in its earlier data files too when it is one of
+    ``consume_queues`` (commitlog offset, size, queue offset: ``QueueTrack.own_walked``; one it wrote both a record's
+    own units and light ones in, the light ones with their light queue offsets: ``QueueTrack.mixed_walked``; a batch
+    queue it wrote in its last data file, its units in earlier ones, if any, first, or in those only, kept when it is
+    one of ``batch_queues``: ``QueueTrack.batch_walked``), once ``putMessagePositionInfo``
+    (``putBatchMessagePositionInfo``) dispatched those onto its files:
+    :func:`store_format.consumequeue_recovery.dispatch_units`), with whether a file of it stays, its write position then
+    and whether the walk's units were dispatched (:data:`OnDiskCut`): a consume queue's, the end of its last unit below
+    it, 2147483647 after ``fillPreBlank`` units only, the offset itself when every file goes; a batch queue's
+    (``BatchConsumeQueue.truncateDirtyLogicFiles``), the start of its last unit below it, the offset - 1 when every file
+    goes."""
     max_physic_offset: int
     max_after_cut: Callable[[int, dict[tuple[str, int], np.ndarray]], dict[tuple[str, int], OnDiskCut]]
     # a batch queue's unit numbers of the units of commitlog offsets (-1: not held): QueueTrack.place_batch

@@ -22,7 +22,11 @@ rule in commitlog order (:func:`store_format.dledger_queue_track.replayed`), the
 (:func:`_mixed`), its cut units the reput dispatches again handed over with their own queue offsets and those
 positions (``WalkedQueue.again_at``), its records past the walk's end with their real queue offsets
 (``WalkedQueue.past``); with ext files too (``ConsumeQueueExt.put`` for its own units only:
-``multiDispatchLmqQueue`` puts none for a light unit).
+``multiDispatchLmqQueue`` puts none for a light unit); with units of both kinds in the walk's earlier data files, the
+last file's replayed from the write position and max the rule left after those
+(``QueueTrack.replayed_before``); on disk before the walk, a file of it left by the cut (5.5.1), from the write
+position and max ``truncateDirtyLogicFiles`` left once the walk's units were dispatched onto the files
+``ConsumeQueue.recover`` loaded (:func:`_mixed_on_disk`).
 """
 from __future__ import annotations
 
@@ -87,8 +91,10 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     so they count as in the last file, :class:`store_format.dledger_crash_cut.ExtAgain` with
     ``QueueTrack.own_before``, before the walk's first data file
     :func:`store_format.dledger_crash_before.ext_before_walk`).  A light queue goes as a record's own (its units in
-    the walk's earlier data files: ``QueueTrack.light_before``); one with both kinds of unit in the walk's last data
-    file only by the positions ``putMessagePositionInfo`` gave them (:func:`_mixed`; else refused).  A queue only
+    the walk's earlier data files: ``QueueTrack.light_before``); one with both kinds of unit by the positions
+    ``putMessagePositionInfo`` gave them (:func:`_mixed`: from the state its units in the walk's earlier data files
+    left, of one kind at their queue offsets, of both kinds ``QueueTrack.replayed_before``; on disk before the walk:
+    :func:`_mixed_on_disk`; else refused).  A queue only
     records past the walk's end went to (a batch queue too; not on disk before the walk, or on disk with no file left
     by the cut on 5.5.1: ``ConsumeQueue``'s max -1 there) is one the walk did not write (None: the rebuild's own
     dispatch, reading the parsed messages before those records as the broker dispatches them, puts them where the
@@ -219,13 +225,12 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         if kinds == {KIND_CQ, KIND_LIGHT}:
             # its units in the walk's earlier data files of one kind only: at their queue offsets there, the last
             # file's replayed from after them; of both kinds there, from the write position and max
-            # putMessagePositionInfo left after them in commitlog order (QueueTrack.replayed_before: a queue not on
-            # disk before the walk, else refused below)
-            start = None if before is None else \
-                (track.replayed_before(q) if disk is None else None) if own_before and light_before else \
+            # putMessagePositionInfo left after them in commitlog order (QueueTrack.replayed_before; the queue not on
+            # disk before the walk here)
+            start = None if before is None else track.replayed_before(q) if own_before and light_before else \
                 ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
             return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
-                          (before is not None and start is None) or disk is not None or (emptied and not reset_emptied),
+                          (before is not None and start is None) or (emptied and not reset_emptied),
                           back, later, emptied, start)
         refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
                    "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
@@ -309,9 +314,10 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     unit appended falls (``fillPreBlank`` units before it), the cut units dispatched again read where the walk's
     queue holds them.
     ``start``: the write position and max its units in the walk's earlier data files leave (of one kind there, each
-    at its queue offset): the last file's replayed from there, the cut's max the earlier units' end when none of the
-    last file's lies below ``processOffset``.
-    Refused: units of it in the walk's earlier data files of both kinds, on disk before the walk (a file of it left)
+    at its queue offset; of both kinds, as the rule put them in commitlog order: ``QueueTrack.replayed_before``):
+    the last file's replayed from there, the cut's max the earlier units' end when none of the last file's lies
+    below ``processOffset``.
+    Refused: units of it on disk before the walk (:func:`_mixed_on_disk` models a file of it left by the 5.5.1 cut)
     or none left by the 5.3.3 cut (``elsewhere``), and a unit below
     ``processOffset`` the walk dropped or none appended there (the max the reput starts from is not the walk's
     units' largest end then)."""
@@ -319,7 +325,8 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
-    refused = (f"{two}, in its earlier data files too, on disk before the walk or left with no file by the cut"
+    refused = ((f"{two}, left with no file by the 5.3.3 cut" if emptied else
+                f"{two}, its units in the walk's earlier data files not replayed")
                if elsewhere else
                f"{two} whose units below processOffset the walk's dispatch did not all append"
                if not emptied and ((not kept.any() and start is None) or (below & (pos < 0)).any()) else "")

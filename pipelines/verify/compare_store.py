@@ -357,7 +357,7 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
             rules = BCQ_RULES if s.restart.layout == BCQ_DIR else CQ_RULES
             topic, qid = s.restart.queue.rsplit("/", 1)
             name = (topic, int(qid))
-            units = walked.get(name)   # QueueTrack.own_walked's, batch_walked's
+            units = walked.get(name)   # QueueTrack.own_walked's, mixed_walked's, batch_walked's
             if units is not None and rules is BCQ_RULES and len(units) and units[0, 1] == BATCH_EARLIER_SIZE:
                 # units in the walk's earlier data files too (not kept): dispatched only when every one of them
                 # starts at or below the loaded max (skipped)
