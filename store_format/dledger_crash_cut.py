@@ -25,8 +25,10 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   light ones' from ``lmqTopicQueueTable``) has them where ``putMessagePositionInfo`` put them in commitlog order,
   not where their queue offsets say (``dledger_queue_track.replayed``; with units of one kind in the walk's earlier
   data files, those at their queue offsets and the last file's replayed from after them; of both kinds there, the
-  last file's replayed from the write position and max the rule left after them, ``QueueTrack.replayed_before``;
-  refused for such a queue on disk before the walk where a unit of it is cut): the cut, reading the file's units,
+  last file's replayed from the write position and max the rule left after them, ``QueueTrack.replayed_before``; on
+  disk before the walk, ``truncateDirtyLogicFiles`` on the files ``ConsumeQueue.recover`` loaded once the walk's units
+  were dispatched onto them, ``QueueTrack.mixed_walked``, where those hold its cut units not kept: refused unless
+  the reput replays it whole, ``dledger_inside_walked._mixed_on_disk``): the cut, reading the file's units,
   goes by those positions (its write
   position, the max the reput starts from); a reput set inside an entry dispatching its
   cut units again after parsed units puts them as ``dledger_inside_replay.replay_queue`` says (from those positions);
@@ -301,28 +303,35 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     # one whose units in the walk's earlier data files are of one kind, the other kind's in the last one: those at
     # their queue offsets, the last file's replayed from the write position and max they leave; of both kinds there:
     # the write position and max putMessagePositionInfo left after them in commitlog order (QueueTrack.
-    # replayed_before; refused for a queue on disk before the walk, the walk's units dispatched onto its files)
+    # replayed_before; for a queue on disk before the walk the cut of its files instead, disk_mixed below: refused
+    # unless the reput replays it whole, where its files hold its cut units not kept)
     earlier: dict[int, tuple[int, int]] = {}
+    both_disk: set[int] = set()   # of those, ones with units of both kinds in the walk's earlier data files
     for q in np.unique(units[units[:, U_KIND] != KIND_BATCH, U_QUEUE]).tolist():
         own_before, light_before = track.last_before.get(q), track.light_before.get(q)
         kinds = {int(k) for k in np.unique(units[units[:, U_QUEUE] == q, U_KIND])}
         if own_before and light_before:
-            both = track.replayed_before(q) if track.names[q] not in (on_disk or {}) else None
-            if both is None:
-                if (units[units[:, U_QUEUE] == q, U_OFFSET] >= process_offset).any():
-                    raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and "
-                                  "light ones in the walk's earlier data files, on disk before the walk (their "
-                                  "positions there not known)")
+            if track.names[q] in (on_disk or {}):
+                both_disk.add(q)
                 continue
+            both = track.replayed_before(q)
+            assert both is not None, "units in the walk's earlier data files: replayed"
             earlier[q] = both
             mixed[q] = replayed(units[units[:, U_QUEUE] == q], cq_file_size, both)[:2]
         elif (before := own_before or light_before) is not None and \
                 kinds | {KIND_CQ if own_before else KIND_LIGHT} == {KIND_CQ, KIND_LIGHT}:
             earlier[q] = ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
             mixed[q] = replayed(units[units[:, U_QUEUE] == q], cq_file_size, earlier[q])[:2]
+    # the mixed queues on disk before the walk, the walk's units dispatched onto the files ConsumeQueue.recover loaded
+    # (QueuesOnDisk.max_after_cut, QueueTrack.mixed_walked): the cut's write position and max those files', where
+    # they hold its units not kept (modelled where the reput replays it whole: dledger_inside_walked._mixed_on_disk)
+    disk_mixed = {q for q in set(mixed) | both_disk
+                  if on_disk and on_disk.get(track.names[q], (0, False, 0, False))[3]}
     appended = np.ones(len(units), dtype=bool)
     for q, (pos, _at) in mixed.items():
         appended[units[:, U_QUEUE] == q] = pos >= 0
+    for q in disk_mixed:   # their max: the cut of their files (on_disk below), not the walk's units alone
+        appended[units[:, U_QUEUE] == q] = False
     cut = units[~below]
     kept = track.seen_before | {int(k) for k in np.unique(units[below, U_QUEUE])}
     top = max(track.end_before, int(max_key(units[below & appended]).max()) if (below & appended).any() else -1)
@@ -411,11 +420,19 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             if not got.all():
                 lost[track.names[q]] = rows[~got, U_OFFSET]
             continue
+        if q in both_disk:
+            raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light ones "
+                          "in the walk's earlier data files, on disk before the walk (their positions there not "
+                          "known), no parsed unit going to it")
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
+        if n and q in disk_mixed:
+            raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light "
+                          "ones, on disk before the walk, whose cut units the reput puts back with no parsed unit "
+                          "going to it (where the walk's dispatch put them onto its files not known)")
         if q in mixed and 0 < n < len(rows):
             # none parsed there, the first cut units inside the parsed messages: the queue replayed whole from the
             # state the cut left (dledger_inside_walked.mixed_put_back; apply_cut writes it), the last ones by the

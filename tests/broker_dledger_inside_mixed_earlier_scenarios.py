@@ -19,14 +19,29 @@ BOTH_OWN_PUT = 9
 # -light-mixed-kept-planted: the %LMQ%q1/0 units (commitlog offset, size) of the -light-mixed store's light puts 1 and
 # 2 (light queue offsets 1, 2; the test checks them against the log's records), planted alone in its file
 PLANTED_UNITS = ((74816, 312), (76788, 300))
+# -earlier-light-mixed-both-kept-planted: the %LMQ%q1/0 unit (commitlog offset, size) of message 11 of the first data
+# file (light queue offset 1; the test checks it against the log's record), planted alone in its file
+PLANTED_BOTH_UNIT = (4445, 340)
 
 
 def mixed_earlier_scenarios(sc: dict) -> list[dict]:
     """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-earlier-light-mixed-both`` and
     ``-earlier-light-mixed-t7-both`` (:func:`embedded_earlier_both_mixed_scenario`), ``-light-mixed-kept`` and
-    ``-light-mixed-kept-planted`` (:func:`embedded_light_mixed_kept_scenarios`)."""
-    return [embedded_earlier_both_mixed_scenario(sc), embedded_earlier_both_mixed_scenario(sc, light=False),
-            *embedded_light_mixed_kept_scenarios(sc)]
+    ``-light-mixed-kept-planted`` (:func:`embedded_light_mixed_kept_scenarios`); ``-earlier-light-mixed-both-kept``:
+    the -earlier-light-mixed-both store with the queues kept (``keepQueues``: %LMQ%q1/0 on disk before the walk, its
+    units of both kinds in the walk's earlier data file), and ``-earlier-light-mixed-both-kept-planted``: its
+    %LMQ%q1/0 file replaced before the restart (``plantFiles``) by one holding only light unit 1
+    (:data:`PLANTED_BOTH_UNIT`) at 0: the walk's ``putMessagePositionInfo`` drops the own unit and light units 0 and 1
+    (at or below the loaded max, light unit 1's end) and appends the last message's own unit (own queue offset 1) at
+    20, past processOffset: the cut leaves write position 20, where the parsed light unit goes (the walk's units alone
+    leave 40)."""
+    both = embedded_earlier_both_mixed_scenario(sc)
+    kept = {**both, "keepQueues": True, "name": f"{both['name']}-kept"}
+    unit = PLANTED_BOTH_UNIT[0].to_bytes(8, "big") + PLANTED_BOTH_UNIT[1].to_bytes(4, "big") + bytes(8)
+    file = unit + bytes(int(both["config"]["mappedFileSizeConsumeQueue"]) - len(unit))
+    return [both, embedded_earlier_both_mixed_scenario(sc, light=False), *embedded_light_mixed_kept_scenarios(sc),
+            kept, {**kept, "name": f"{kept['name']}-planted",
+                   "plantFiles": {f"consumequeue/%LMQ%q1/0/{0:020d}": base64.b64encode(file).decode()}}]
 
 
 def embedded_earlier_both_mixed_scenario(sc: dict, light: bool = True) -> dict:

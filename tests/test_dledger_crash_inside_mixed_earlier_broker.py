@@ -166,3 +166,55 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_light_unit_for_a_p
         [InsideUnit("%LMQ%q1", 0, 60, reput, len(msg), 0)], crash.cut.inside_placed
     # a unit each, a light one more for three (light unit 0, missing from the planted file, lost)
     _loses_as_the_broker(p, r, src, (reput,), extra=len(LIGHT_PUTS))
+
+
+@pytest.mark.parametrize("suffix", ["", "-planted"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_parses_a_light_unit_for_a_kept_queue_with_both_kinds_earlier(
+        line, suffix, tmp_path, monkeypatch):
+    """The -earlier-light-mixed-both store with the queues kept (-earlier-light-mixed-both-kept): %LMQ%q1/0 on disk
+    before the walk as the crashed broker's dispatch wrote it (the own unit at 0, light unit 0 at 20); the walk, from
+    the first data file, puts its units of both kinds onto those files (every one at or below their max, or below the
+    write position, dropped), the cut leaves write position 40 and the parsed light unit goes there. ``-planted``: the
+    file planted with light unit 1 alone at 0 (write position 20, max its end): the walk drops the own unit and light
+    units 0 and 1, appends the last message's own unit (own queue offset 1) at 20, past processOffset; the cut leaves
+    write position 20 and the parsed light unit goes there (the walk's units alone leave 40). verify on the store as
+    that restart found it puts it there and predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS, embedded_earlier_light_messages
+    from broker_dledger_inside_mixed_earlier_scenarios import BOTH_OWN_PUT, PLANTED_BOTH_UNIT
+
+    from store_format.dledger_inside_units import InsideUnit
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-light-mixed-both-kept{suffix}"
+    reput, first, second = embedded_earlier_light_messages()
+    r, w, src = _inside_run(name, reput, first + second, b"x" * 8)
+    msgs = r["scenario"]["messages"]
+    assert r["scenario"]["keepQueues"] and msgs[BOTH_OWN_PUT]["topic"] == "%LMQ%q1" == msgs[-1]["topic"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    (held_file,) = sorted((src / "before" / "consumequeue" / "%LMQ%q1" / "0").iterdir())
+    before = held_file.read_bytes()
+    units_before = [cq_unit(before, k) for k in range(0, 40, 20)]
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / held_file.name).read_bytes()
+    if suffix:
+        log = data[0].read_bytes()
+        offset, size = PLANTED_BOTH_UNIT   # message 11's record: light queue offset 1
+        rec = log[offset:offset + size]
+        assert int.from_bytes(rec[:4], "big") == size and int.from_bytes(rec[28:36], "big") == offset, rec[:40].hex()
+        assert msgs[EARLIER_LIGHT_PUTS[1]]["properties"]["INNER_MULTI_QUEUE_OFFSET"] == "1"
+        assert b"INNER_MULTI_QUEUE_OFFSET\x011" in rec, rec.hex()
+        assert units_before[0][:2] == PLANTED_BOTH_UNIT and before[20:] == bytes(len(before) - 20), before[:60].hex()
+        at = 20
+    else:   # the own unit, then light unit 0, both in the first data file; light unit 1 dropped
+        assert all(o + s <= int(data[1].name) for o, s, _t in units_before) and before[40:] == bytes(len(before) - 40)
+        at = 40
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == at + 20, state
+    assert held[:at] == before[:at] and cq_unit(held, at) == (reput, len(first), 0), held[:80].hex()
+    assert held[at + 20:] == bytes(len(held) - at - 20), held.hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert [u for u in crash.cut.inside_placed.units if u.topic == "%LMQ%q1"] == \
+        [InsideUnit("%LMQ%q1", 0, at, reput, len(first), 0)], crash.cut.inside_placed
+    # the parsed ones sent by no put; a unit each, a light one more for two, less two the rule drops in any rebuild
+    # (message 11's light unit and the last message's own unit); planted: the own unit and light unit 0, missing
+    # from the file, lost too, and light unit 1, which any rebuild drops, held there (counted among those held)
+    _loses_as_the_broker(p, r, src, (reput, reput + len(first)), extra=len(EARLIER_LIGHT_PUTS) - 2 + bool(suffix))
