@@ -28,8 +28,11 @@ class QueueTrack:
     (rows of :data:`UNIT_COLUMNS`).  ``batch_topics``: the store's BatchCQ topics; ``keep_own``
     (``enableConsumeQueueExt``): the commitlog offsets and queue numbers of a record's own consume queue units
     in the files before the current one are kept too (:func:`ext_reput`: a reput from before the last file);
-    ``keep_queues`` (the consume queues on disk before the walk, ``verify``): their own units in the files before the
-    current one are kept too, and which queues had another kind of unit there (:meth:`own_walked`)."""
+    ``keep_queues`` (the consume queues on disk before the walk, ``verify``): their units in the files before the
+    current one are kept too, and which queues had another kind of unit there (:meth:`own_walked`,
+    :meth:`mixed_walked`).  Each consume queue's write position and max after the files before the current one, by
+    ``putMessagePositionInfo``'s rule in commitlog order from no unit (:meth:`replayed_before`: a queue holding a
+    record's own units and light ones, their queue offsets from two counters)."""
 
     def __init__(self, batch_topics: frozenset[str] = frozenset(), keep_own: bool = False,
                  keep_queues: frozenset[tuple[str, int]] = frozenset()) -> None:

@@ -26,7 +26,8 @@ PLANTED_BOTH_UNIT = (4445, 340)
 
 def mixed_earlier_scenarios(sc: dict) -> list[dict]:
     """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-earlier-light-mixed-both`` and
-    ``-earlier-light-mixed-t7-both`` (:func:`embedded_earlier_both_mixed_scenario`), ``-light-mixed-kept`` and
+    ``-earlier-light-mixed-t7-both`` (:func:`embedded_earlier_both_mixed_scenario`), ``-to-entry-earlier-light-both``
+    (:func:`embedded_to_entry_earlier_both_scenario`), ``-light-mixed-kept`` and
     ``-light-mixed-kept-planted`` (:func:`embedded_light_mixed_kept_scenarios`); ``-earlier-light-mixed-both-kept``:
     the -earlier-light-mixed-both store with the queues kept (``keepQueues``: %LMQ%q1/0 on disk before the walk, its
     units of both kinds in the walk's earlier data file), and ``-earlier-light-mixed-both-kept-planted``: its
@@ -39,7 +40,8 @@ def mixed_earlier_scenarios(sc: dict) -> list[dict]:
     kept = {**both, "keepQueues": True, "name": f"{both['name']}-kept"}
     unit = PLANTED_BOTH_UNIT[0].to_bytes(8, "big") + PLANTED_BOTH_UNIT[1].to_bytes(4, "big") + bytes(8)
     file = unit + bytes(int(both["config"]["mappedFileSizeConsumeQueue"]) - len(unit))
-    return [both, embedded_earlier_both_mixed_scenario(sc, light=False), *embedded_light_mixed_kept_scenarios(sc),
+    return [both, embedded_earlier_both_mixed_scenario(sc, light=False), embedded_to_entry_earlier_both_scenario(sc),
+            *embedded_light_mixed_kept_scenarios(sc),
             kept, {**kept, "name": f"{kept['name']}-planted",
                    "plantFiles": {f"consumequeue/%LMQ%q1/0/{0:020d}": base64.b64encode(file).decode()}}]
 
@@ -83,3 +85,22 @@ def embedded_light_mixed_kept_scenarios(sc: dict) -> list[dict]:
     file = units + bytes(int(base["config"]["mappedFileSizeConsumeQueue"]) - len(units))
     return [kept, {**kept, "name": f"{kept['name']}-planted",
                    "plantFiles": {f"consumequeue/%LMQ%q1/0/{0:020d}": base64.b64encode(file).decode()}}]
+
+
+def embedded_to_entry_earlier_both_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-earlier-light-both`` (5.5.1): the -to-entry-earlier-light
+    store (:func:`broker_dledger_inside_light_scenarios.embedded_to_entry_earlier_light_scenario`: message 11 of the
+    first data file and the last message, T6/0, also to %LMQ%q1, light queue offsets 0 and 1; the T6/0 message where
+    the reput is set, also to %LMQ%q1 with light queue offset 7, ends at B9's entry, so that the reput dispatches B9's
+    and the last message again) with message :data:`BOTH_OWN_PUT` of the first data file put to topic %LMQ%q1 itself
+    (own queue offset 0): the walk appends that own unit at 0 and light unit 0 at 20, drops the last message's light
+    unit (queue offset 1, 20 below 40; past processOffset: cut); the parsed light unit goes to 40, and the last
+    message's light unit, dispatched again, is dropped again."""
+    from broker_dledger_inside_light_scenarios import embedded_to_entry_earlier_light_scenario
+    base = embedded_to_entry_earlier_light_scenario(sc)
+    msgs = list(base["messages"])
+    m = msgs[BOTH_OWN_PUT]
+    assert m["topic"] == "T1" and "properties" not in m, m
+    body = base64.b64decode(m["body"])
+    msgs[BOTH_OWN_PUT] = {**m, "topic": "%LMQ%q1", "queueId": 0, "body": base64.b64encode(body[:-5]).decode()}
+    return {**base, "messages": msgs, "name": f"{base['name']}-both"}

@@ -91,6 +91,39 @@ def test_as_restart_after_a_crash_that_cuts_a_queue_with_both_kinds_in_an_earlie
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_dispatches_a_cut_unit_again_in_a_queue_with_both_kinds_earlier(
+        line, tmp_path):
+    """The -to-entry-earlier-light store with message 9 of the first data file put to %LMQ%q1 itself
+    (-to-entry-earlier-light-both): the walk's units of %LMQ%q1 in its earlier data file, the own unit (own queue
+    offset 0) at 0 and message 11's light unit (queue offset 0) at 20; the last message's light unit (queue offset 1)
+    dropped (20 below 40) past processOffset. The T6/0 message where the reput is set, also to %LMQ%q1 (light queue
+    offset 7), goes to 40 (where the cut leaves the queue: its write position after the earlier file's units in
+    commitlog order), and the reput, going on at B9's entry, dispatches the last message again: its light unit
+    dropped again. --as-restart writes the broker's files byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import embedded_to_entry_earlier_light_message
+    from broker_dledger_inside_mixed_earlier_scenarios import BOTH_OWN_PUT
+    name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-earlier-light-both"
+    reput, msg = embedded_to_entry_earlier_light_message()
+    r, w, src = _inside_run(name, reput, msg)
+    assert r["scenario"]["messages"][BOTH_OWN_PUT]["topic"] == "%LMQ%q1"
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    tail = int(w["maxPhyOffset"]) - 300   # the last message (300 bytes), the log's last
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 60, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 60, 20)]
+    assert units[0][0] < units[1][0] and all(o + s <= int(data[1].name) for o, s, _t in units[:2]), units
+    assert units[2] == (reput, len(msg), 0) and held[60:] == bytes(len(held) - 60), units
+    assert tail not in [o for o, _s, _t in units], "the last message's light unit dropped, by the walk and again"
+    t6 = (src / "expected" / "consumequeue" / "T6" / "0" / f"{0:020d}").read_bytes()
+    assert cq_unit(t6, 20) == (reput, len(msg), 0) and t6[40:] == bytes(len(t6) - 40), t6[:60].hex()   # T6/0 too
+    _restart_as_the_broker(src, name, line, tmp_path)
+    # a unit each, a light one more for two, less the last message's light unit, which any rebuild drops
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=1)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_reput_parses_a_light_unit_for_a_kept_queue_with_own_units(
         line, tmp_path, monkeypatch):
     """The -light-mixed store with the queues kept (-light-mixed-kept): %LMQ%q1/0 on disk before the walk (the light
