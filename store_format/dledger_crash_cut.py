@@ -33,8 +33,8 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   dropped again; a reput set inside an entry putting back only its last cut units (the first inside the parsed
   messages), its queue offsets checked against a write position the walk never had there, replays it whole from
   the state the cut left (``dledger_inside_walked.mixed_put_back``: ``putMessagePositionInfo`` with each one's own
-  queue offset, one the walk dropped written from its record, then its records past the walk's end; refused with
-  ext files or the queue on disk before the walk).
+  queue offset, one the walk dropped written from its record, then its records past the walk's end; with ext files
+  an own unit's ext unit first, a light one none; refused for the queue on disk before the walk).
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
   ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
   which is no ext address (``isExtAddr``), so nothing is cut.
@@ -408,13 +408,13 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if q in mixed and 0 < n < len(rows):
             # none parsed there, the first cut units inside the parsed messages: the queue replayed whole from the
             # state the cut left (dledger_inside_walked.mixed_put_back; apply_cut writes it), the last ones by the
-            # rule with their own queue offsets, then its records past the walk's end with theirs (not ext files,
-            # nor on disk)
+            # rule with their own queue offsets, then its records past the walk's end with theirs (ext files or not;
+            # not on disk before the walk)
             past = after[after[:, U_QUEUE] == q] if after is not None else units[:0]
             k = len(rows) - len(past)   # its cut units (rows: those, then its records past the walk's end)
             w = mixed_put_back(track, q, rows[:k], again[:k], process_offset, cq_file_size, inside_from, tags,
-                               earlier.get(q), past) \
-                if inside_from >= 0 and not ext and track.names[q] not in (on_disk or {}) and \
+                               earlier.get(q), past, ext_file_size if ext else 0) \
+                if inside_from >= 0 and track.names[q] not in (on_disk or {}) and \
                 (past[:, U_OFFSET] == rows[k:, U_OFFSET]).all() and again[k:].all() else None
             if w is not None:
                 placed = dataclasses.replace(placed, whole=placed.whole + (w,))

@@ -22,7 +22,9 @@ rule in commitlog order (:func:`store_format.dledger_queue_track.replayed`), the
 (:func:`_mixed`), its cut units the reput dispatches again handed over with their own queue offsets and those
 positions (``WalkedQueue.again_at``), its records past the walk's end with their real queue offsets
 (``WalkedQueue.past``); with ext files too (``ConsumeQueueExt.put`` for its own units only:
-``multiDispatchLmqQueue`` puts none for a light unit).
+``multiDispatchLmqQueue`` puts none for a light unit); a unit of it below ``processOffset`` the walk dropped is in no
+file, so the cut's max is the last appended one's end; a queue of both kinds the cut left no file of replayed from no
+file and its max -1 (5.5.1's ``recoverTopicQueueTable``) or ``processOffset`` (5.3.3's ``correctMinOffset`` keeps it).
 """
 from __future__ import annotations
 
@@ -218,8 +220,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             start = None if before is None or (own_before and light_before) else \
                 ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
             return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
-                          (before is not None and start is None) or disk is not None or (emptied and not reset_emptied),
-                          back, later, emptied, start)
+                          (before is not None and start is None) or disk is not None, back, later, emptied, start,
+                          reset_emptied)
         refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
                    "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
                    "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
@@ -272,7 +274,7 @@ def _start_fails_533(placed: Placed, cq_file_size: int, at: int) -> None:
 
 def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
            elsewhere: bool, back: np.ndarray, later: np.ndarray, emptied: bool = False,
-           start: tuple[int, int] | None = None) -> WalkedQueue:
+           start: tuple[int, int] | None = None, reset_emptied: bool = True) -> WalkedQueue:
     """A queue the walk wrote both a record's own units and light ones in (``rows``, in its last data file, in
     commitlog order; ``cut`` the last ones, at or past ``processOffset``), as ``ConsumeQueue.truncateDirtyLogicFiles``
     left it: the walk's dispatch put them by ``putMessagePositionInfo`` in commitlog order whatever their queue offsets
@@ -297,25 +299,29 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     :attr:`WalkedQueue.again_skip`, or all of them, :attr:`WalkedQueue.skipped`; the queue replayed whole,
     :func:`store_format.dledger_inside_replay.replay_queue`), the rebuild's own dispatch by the same rule after the
     walk's units and the parsed ones.
-    ``emptied`` (5.5.1): every unit of it at or past ``processOffset``, the cut left it no file (write position and
-    max -1, ``recoverTopicQueueTable``): the replay's ``putMessagePositionInfo`` creates the file where the first
-    unit appended falls (``fillPreBlank`` units before it), the cut units dispatched again read where the walk's
-    queue holds them.
+    A unit below ``processOffset`` the walk dropped (a queue offset not 0 below the write position then) is in no
+    file: ``truncateDirtyLogicFiles`` never reads it, its max the end of the last unit appended below
+    ``processOffset`` (``-light-mixed-mid``), as ``dledger_crash_cut.cut_queues`` takes it for the reput's start.
+    ``emptied``: every unit of it at or past ``processOffset``, the cut left it no file (write position -1, the max
+    -1 on 5.5.1, ``recoverTopicQueueTable``, ``reset_emptied``; ``processOffset`` on 5.3.3, whose
+    ``truncateDirtyLogicFiles`` set it first and whose ``correctMinOffset`` keeps it with no file): the replay's
+    ``putMessagePositionInfo`` creates the file where the first unit appended falls (``fillPreBlank`` units before
+    it), the cut units dispatched again read where the walk's queue holds them.
     ``start``: the write position and max its units in the walk's earlier data files leave (of one kind there, each
     at its queue offset): the last file's replayed from there, the cut's max the earlier units' end when none of the
     last file's lies below ``processOffset``.
-    Refused: units of it in the walk's earlier data files of both kinds, on disk before the walk (a file of it left)
-    or none left by the 5.3.3 cut (``elsewhere``), and a unit below
-    ``processOffset`` the walk dropped or none appended there (the max the reput starts from is not the walk's
-    units' largest end then)."""
+    Refused: units of it in the walk's earlier data files of both kinds or on disk before the walk (a file of it
+    left: ``elsewhere``), and none appended below ``processOffset`` with a file left (its first unit, past
+    ``processOffset``, after ``fillPreBlank`` units, which the cut keeps: max 2147483647, untested)."""
     pos, at, final = replayed(rows, cq_file_size, start)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
-    refused = (f"{two}, in its earlier data files too, on disk before the walk or left with no file by the cut"
-               if elsewhere else
-               f"{two} whose units below processOffset the walk's dispatch did not all append"
-               if not emptied and ((not kept.any() and start is None) or (below & (pos < 0)).any()) else "")
+    # no unit appended below processOffset, a file left: the walk's first unit (always appended) at or past it, after
+    # fillPreBlank units (its queue offset not 0), which the cut keeps (max 2147483647)
+    refused = (f"{two}, in its earlier data files too or on disk before the walk" if elsewhere else
+               f"{two}, left with fillPreBlank units only by the cut" if not emptied and not kept.any() and
+               start is None else "")
     if refused:
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
@@ -325,9 +331,9 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     first = len(rows) - len(cut)
     again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
     skip = int(np.argmax(back)) if back.any() else 0
-    if emptied:   # no file left: max -1 (5.5.1), every unit cut
+    if emptied:   # no file left: max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3), every unit cut
         assert len(cut) == len(rows) and not below.any()
-        write, top = -1, -1
+        write, top = -1, -1 if reset_emptied else process_offset
     else:   # the last unit below processOffset, in the last data file or (start) the earlier ones
         top = int(rows[kept][-1, U_END]) if kept.any() else start[1] if start is not None else -1
     appended = rows[pos >= 0]
@@ -340,7 +346,8 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
 
 def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray, process_offset: int,
                    cq_file_size: int, at: int, tags: Tags | None,
-                   start: tuple[int, int] | None = None, later: np.ndarray | None = None) -> QueueFiles | None:
+                   start: tuple[int, int] | None = None, later: np.ndarray | None = None,
+                   ext_file_size: int = 0) -> QueueFiles | None:
     """Queue ``q`` of ``track``, holding a record's own units and light ones in the walk's last data file only, none
     past the walk's end, no parsed unit going to it, whose cut units (``cut``, in commitlog order) the reput set
     inside an entry (at ``at``) dispatches again only in part (``back``: the last ones; it went on past the first,
@@ -349,13 +356,16 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
     ``putMessagePositionInfo`` with its own queue offset, from where the walk's queue holds it or, one the walk's
     dispatch dropped, from its record (``tags``).  ``start``: the write position and max its units of one kind in
     the walk's earlier data files leave; ``later``: its records past the walk's end the reput dispatches after them
-    (rows of ``UNIT_COLUMNS`` with their own queue offsets), by the same rule.  None where :func:`_mixed` refuses
-    the queue."""
+    (rows of ``UNIT_COLUMNS`` with their own queue offsets), by the same rule.  ``ext_file_size`` > 0
+    (``enableConsumeQueueExt``): each of those that is a record's own unit gets an ext unit first
+    (``putMessagePositionInfoWrapper``), after the walk's (``QueueTrack.own_units``: the cut, a file of the queue
+    left, leaves the ext files as the walk wrote them), the unit appended holding its address; a light unit none
+    (``-light-mixed-skip-t0-ext``).  None where :func:`_mixed` refuses the queue."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     s = _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,
                rows[:0] if later is None else later, start=start)
-    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags)
+    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
