@@ -359,8 +359,9 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
     (rows of ``UNIT_COLUMNS`` with their own queue offsets), by the same rule.  ``ext_file_size`` > 0
     (``enableConsumeQueueExt``): each of those that is a record's own unit gets an ext unit first
     (``putMessagePositionInfoWrapper``), after the walk's (``QueueTrack.own_units``: the cut, a file of the queue
-    left, leaves the ext files as the walk wrote them), the unit appended holding its address; a light unit none
-    (``-light-mixed-skip-t0-ext``).  None where :func:`_mixed` refuses the queue."""
+    left, leaves the ext files as the walk wrote them), the unit appended holding its address
+    (``-light-mixed-skip-t0-own-ext``); a light unit none (``-light-mixed-skip-t0-ext``).  None where :func:`_mixed`
+    refuses the queue."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     s = _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,

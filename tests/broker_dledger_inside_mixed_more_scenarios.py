@@ -2,8 +2,9 @@
 record's own units and light ones (``%LMQ%q1``, queue 0: multi-dispatch beside messages put to that topic itself)
 that the reput, set inside an entry, replays, beyond :mod:`broker_dledger_inside_mixed_replay_scenarios`:
 ``-light-mixed-mid`` (:func:`embedded_light_mixed_mid_scenario`, 5.5.1): a light unit below processOffset the walk's
-dispatch dropped; ``-light-mixed-skip-t0-ext`` (5.5.1): the -light-mixed-skip-t0 store with ext files, the reput
-putting back only the last cut unit; and ``-emptied-kept-embedded-light-mixed-emptied``
+dispatch dropped; ``-light-mixed-skip-t0-ext`` and ``-light-mixed-skip-t0-own-ext`` (:func:`light_mixed_skip_t0_ext`,
+5.5.1): the -light-mixed-skip-t0 store with ext files, the reput putting back only the last cut unit, a light one or
+an own one; and ``-emptied-kept-embedded-light-mixed-emptied``
 (:func:`kept_light_mixed_emptied_scenario`, 5.3.3): a queue the 5.3.3 cut left with no file, its max kept at
 processOffset.  :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
 (:func:`mixed_more_scenarios`, :func:`mixed_more_533_scenarios`)."""
@@ -32,8 +33,9 @@ KEPT_LIGHT_QUEUE_OFFSET = 7
 
 def mixed_more_scenarios(sc: dict) -> list[dict]:
     """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-light-mixed-mid``
-    (:func:`embedded_light_mixed_mid_scenario`) and ``-light-mixed-skip-t0-ext`` (:func:`light_mixed_skip_t0_ext`)."""
-    return [embedded_light_mixed_mid_scenario(sc), light_mixed_skip_t0_ext(sc)]
+    (:func:`embedded_light_mixed_mid_scenario`), ``-light-mixed-skip-t0-ext`` and ``-light-mixed-skip-t0-own-ext``
+    (:func:`light_mixed_skip_t0_ext`)."""
+    return [embedded_light_mixed_mid_scenario(sc), light_mixed_skip_t0_ext(sc), light_mixed_skip_t0_ext(sc, own=True)]
 
 
 def mixed_more_533_scenarios(sc: dict) -> list[dict]:
@@ -62,17 +64,27 @@ def embedded_light_mixed_mid_scenario(sc: dict) -> dict:
     return {**out, "messages": msgs, "name": f"{out['name']}-mixed-mid"}
 
 
-def light_mixed_skip_t0_ext(sc: dict) -> dict:
+def light_mixed_skip_t0_ext(sc: dict, own: bool = False) -> dict:
     """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-skip-t0-ext`` (5.5.1): the -light-mixed-skip-t0
     store (:func:`broker_dledger_inside_mixed_replay_scenarios.embedded_light_mixed_skip_t0_scenario`: no parsed unit
     in %LMQ%q1, the reput going on past its cut own unit and putting back only its last cut unit, the light unit the
     walk dropped) with ``enableConsumeQueueExt`` (ext files of 10 units): the walk put one ext unit in %LMQ%q1, for
     its own unit (a light unit gets none), which the cut leaves (a file of the queue stays); the light unit put back
-    holds its tags code, and no ext unit is put for it."""
+    holds its tags code, and no ext unit is put for it.  ``own`` (``-light-mixed-skip-t0-own-ext``): the %LMQ%q1
+    record and the last one swapped (as long records: the same layout, the same parsed message), the walk's light unit
+    of queue offset 3 at 60, the own unit of queue offset 0 at 80, both cut; the reput, going on at the own record's
+    entry past the light one, puts ext unit 1 for it (after the walk's) and appends the own unit at 60 holding that
+    address."""
     from broker_dledger_inside_mixed_replay_scenarios import embedded_light_mixed_skip_t0_scenario
     base = embedded_light_mixed_skip_t0_scenario(sc)
+    name = base["name"]
+    if own:
+        *rest, kind, t0, tail = base["messages"]
+        assert kind["topic"] == "%LMQ%q1" and tail["properties"]["INNER_MULTI_QUEUE_OFFSET"] == "3", (kind, tail)
+        base = {**base, "messages": [*rest, tail, t0, kind]}
+        name = f"{name}-own"
     return {**base, "config": {**base["config"], "enableConsumeQueueExt": "true",
-                               "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{base['name']}-ext"}
+                               "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{name}-ext"}
 
 
 def kept_light_mixed_emptied_message() -> tuple[int, bytes]:

@@ -2,11 +2,11 @@
 replays a queue holding a record's own units and light ones (``%LMQ%q1``, queue 0: multi-dispatch beside messages
 put to that topic itself, their queue offsets from two counters), beyond
 :mod:`test_dledger_crash_inside_mixed_replay_broker`: a light unit below processOffset the walk's dispatch dropped
-(5.5.1), the reput putting back only the last cut units with ext files (5.5.1), and a queue the 5.3.3 cut left with no
-file, its max kept at processOffset (5.3.3).  Written by the published RocketMQ store through the JVM harness in
-``tests/broker/``: what the broker's restart wrote, ``rebuild --as-restart`` on the store as that restart found it
-(5.5.1, byte for byte) or ``verify``'s plan (5.3.3, its queues kept on disk), and ``verify``'s units lost.  The
-scenarios: :mod:`broker_dledger_inside_mixed_more_scenarios`.
+(5.5.1), the reput putting back only the last cut units with ext files, a light one or an own one with a new ext
+unit (5.5.1), and a queue the 5.3.3 cut left with no file, its max kept at processOffset (5.3.3). Written by the
+published RocketMQ store through the JVM harness in ``tests/broker/``: what the broker's restart wrote, ``rebuild
+--as-restart`` on the store as that restart found it (5.5.1, byte for byte) or ``verify``'s plan (5.3.3, its queues
+kept on disk), and ``verify``'s units lost. The scenarios: :mod:`broker_dledger_inside_mixed_more_scenarios`.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import struct
 from pathlib import Path
 
 import broker_harness as bh
+import numpy as np
 import pytest
 from broker_dledger_files import cq_unit, last_data_bytes
 from broker_dledger_runs import (
@@ -27,6 +28,7 @@ from broker_dledger_runs import (
     _written,
 )
 
+from store_format.consumequeue_ext import ext_addresses
 from store_format.dledger import ENTRY_HEADER_SIZE
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -107,6 +109,45 @@ def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_unit_o
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
     # a unit each, a light one more for the three light puts and the last message
     _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 1)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_as_restart_after_a_crash_whose_reput_puts_back_only_the_last_cut_own_unit_with_a_new_ext_unit(
+        line, tmp_path):
+    """The -light-mixed-skip-t0-own-ext store (ext files of 10 units): the walk's units of %LMQ%q1 light at 0-40, the
+    light unit of queue offset 3 at 60, then the %LMQ%q1 record's own unit (queue offset 0) at 80 with ext unit 0,
+    both cut. No parsed unit goes to %LMQ%q1; the reput, going on at the own record's entry past the light one (inside
+    the parsed message), puts ext unit 1 for it (ConsumeQueueExt.put: after the walk's, which the cut left) and
+    appends the own unit at 60, the cut's write position (queue offset 0: no check), holding that ext unit's address.
+    --as-restart writes the broker's files (consumequeue_ext/ too) byte for byte, verify predicts the units lost."""
+    from broker_dledger_inside_mixed_replay_scenarios import embedded_light_mixed_skip_t0_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-skip-t0-own-ext"
+    reput, head, size = embedded_light_mixed_skip_t0_message()
+    r, w, src = _inside_run(name, reput, head)
+    own = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, put to %LMQ%q1 itself (own queue offset 0)
+    assert reput + size == own - ENTRY_HEADER_SIZE and r["scenario"]["messages"][-1]["topic"] == "%LMQ%q1"
+    loaded = w["queuesAfterLoad"]["%LMQ%q1/0"]   # the cut at the light unit (60), the walk's ext unit left
+    assert int(loaded["maxOffset"]) == 60 and int(loaded["extMaxOffset"]) == 20, loaded
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [f"{0:020d}"] and int(state["maxOffset"]) == 80, state
+    assert int(state["maxPhysicOffset"]) == own + LIGHT_TAIL and int(state["extMaxOffset"]) == 40, state
+    held = (src / "expected" / _LMQ).read_bytes()
+    units = [cq_unit(held, k) for k in range(0, 80, 20)]
+    assert all(o < reput and t >= 0 for o, _s, t in units[:len(LIGHT_PUTS)]), units
+    assert units[3] == (own, LIGHT_TAIL, _ext_address(1)), units
+    # past the write position the walk's own unit stays on disk as bytes (holding ext unit 0's address)
+    assert cq_unit(held, 80) == (own, LIGHT_TAIL, _ext_address(0)) and held[100:] == bytes(len(held) - 100)
+    ext = (src / "expected" / _LMQ_EXT).read_bytes()
+    assert [int.from_bytes(ext[k:k + 2], "big") for k in (0, 20)] == [20, 20] and ext[40:] == bytes(len(ext) - 40)
+    _restart_as_the_broker(src, name, line, tmp_path, ext=True)
+    # a unit each, a light one more for the three light puts and the light record inside the parsed message
+    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,), extra=len(LIGHT_PUTS) + 1)
+
+
+def _ext_address(ordinal: int) -> int:
+    """The tags code of a unit holding ext unit ``ordinal``'s address (ext files of 204 bytes)."""
+    return int(ext_addresses(np.array([ordinal]), 204)[0])
 
 
 @pytest.mark.parametrize("line", _LINES_533)
