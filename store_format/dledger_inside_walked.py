@@ -312,7 +312,8 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     last file's lies below ``processOffset``.
     Refused: units of it in the walk's earlier data files of both kinds or on disk before the walk (a file of it
     left: ``elsewhere``), and none appended below ``processOffset`` with a file left (its first unit, past
-    ``processOffset``, after ``fillPreBlank`` units, which the cut keeps: max 2147483647, untested)."""
+    ``processOffset``, after ``fillPreBlank`` units, which the cut keeps: max 2147483647, which sets the reput
+    there, inside the log only past 2 GiB; untested)."""
     pos, at, final = replayed(rows, cq_file_size, start)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
