@@ -75,6 +75,10 @@ class WalkedQueue:
     rebuild_max: int
     ext_next: int = 0
     refused: str = ""
+    # with ext files, a queue whose ext units go on from a byte end rather than after ``ext_next`` 20-byte ones: that
+    # end (real offset in its ext space, ConsumeQueueExt.recover and truncateByMaxAddress's, any unit sizes before it:
+    # dledger_inside_walked._past_only); -1: after ``ext_next`` units
+    ext_end: int = -1
     # a batch queue (BatchConsumeQueue: 46-byte units, its max the start of its last unit)
     batch: bool = False
     # the cut units the reput dispatches again after the parsed ones (it goes on before them), in commitlog order:
