@@ -4,8 +4,9 @@ unit into it: the units it parses there (:class:`ParsedUnit`), a queue the walk 
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (:func:`put_cq`),
 ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`put_bcq`) and ``MappedFileQueue.getLastMappedFile``
-(the files they create).  :mod:`store_format.dledger_inside_units` and :mod:`store_format.dledger_inside_past` place
-the units with them.
+(the files they create).  :mod:`store_format.dledger_inside_units` and the replays
+(:mod:`store_format.dledger_inside_replay`, :mod:`store_format.dledger_inside_replay_batch`) place the units with
+them.
 """
 from __future__ import annotations
 

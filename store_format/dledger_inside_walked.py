@@ -259,7 +259,11 @@ def _start_fails_533(placed: Placed, cq_file_size: int, at: int) -> None:
     check then dropped.  After the reput, ``doRecheckReputOffsetFromCq`` calls ``recoverTopicQueueTable``, whose
     ``ConsumeQueue.correctMinOffset`` (5.3.3: no guard on the last file's read position, which 5.5.1 added) selects
     the 20 bytes before that empty file's write position: ``IllegalArgumentException``, the store's start fails (the
-    broker does not start; its files are not a restart's)."""
+    broker does not start; its files are not a restart's).  A batch queue cannot be left so: 5.3.3's
+    ``BatchConsumeQueue.putBatchMessagePositionInfo`` drops a unit (at or below its max) before
+    ``getLastMappedFile``, so a file it creates gets the unit; and its ``correctMinOffset`` reads nothing before a
+    file's start (``reviseMinOffsetInQueue`` and ``refreshCache`` skip a file under one unit, ``getMinMsgOffset``
+    returns null there, the first file is read from 0 under a catch)."""
     for w in placed.whole:
         if isinstance(w, QueueFiles) and w.opened:
             last = max(w.opened)

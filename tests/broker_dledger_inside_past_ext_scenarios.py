@@ -17,6 +17,10 @@ And, for the claim that a 5.5.1 queue so on disk whose files the cut deletes is 
 ``-to-entry-past-only-kept-ext``, the -to-entry-past-only store with the queues kept and ext files (of 204 bytes),
 as the broker wrote them (TZ/0's file holding the damaged record's unit, its ext unit at 0).
 
+And, for ``dledger_inside_past.past_no_file``'s gate: ``-light-mixed-emptied-past``
+(:func:`light_mixed_emptied_past_scenario`), a queue holding own and light units the cut leaves no file of, records
+past the walk's end whose light queue offsets lie below where the walk's units leave it.
+
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`past_ext_scenarios`).
 """
 from __future__ import annotations
@@ -52,7 +56,7 @@ def bitmap_ext_files() -> dict[int, bytes]:
 
 
 def past_ext_scenarios(base: dict) -> list[dict]:
-    """On the -emptied-batch-embedded store ``base`` (5.5.1): the module's three stores."""
+    """On the -emptied-batch-embedded store ``base`` (5.5.1): the module's four stores."""
     from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC, embedded_to_entry_past_only_scenario
     from broker_dledger_inside_only_past_held_scenarios import HELD_UNIT
     only = embedded_to_entry_past_only_scenario(base)
@@ -69,4 +73,28 @@ def past_ext_scenarios(base: dict) -> list[dict]:
         out.append({**only, "config": config, "keepQueues": True, "name": f"{only['name']}-held-bitmap{suffix}",
                     "plantFiles": plant})
     out.append({**only, "config": config, "keepQueues": True, "name": f"{only['name']}-kept-ext"})
-    return out
+    return [*out, light_mixed_emptied_past_scenario(base)]
+
+
+# -light-mixed-emptied-past: the light queue offsets (in %LMQ%q1) of the two T0/0 messages after the last one, the
+# first damaged: 1 lies below the write position the walk's two units leave (40), 10 at the broker's after the reput
+# put the parsed unit and the two cut ones (200)
+GATE_PAST_LIGHT = (1, 10)
+
+
+def light_mixed_emptied_past_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-light-mixed-emptied-past`` (5.5.1): the -light-mixed-emptied
+    store (:func:`broker_dledger_inside_mixed_replay_scenarios.embedded_light_mixed_emptied_scenario`) with two more
+    T0/0 messages after its last one, both also to %LMQ%q1 (light queue offsets :data:`GATE_PAST_LIGHT`, keys ``kD``,
+    ``kE``), the first damaged: the walk ends there, both records past its end; their light queue offsets come from
+    ``lmqTopicQueueTable``, not the counter of the queue's own units, so the first lies below where the walk's units
+    leave the queue (the ``past_no_file`` gate's case, in one broker life)."""
+    from broker_dledger_inside_mixed_replay_scenarios import embedded_light_mixed_emptied_scenario
+    base = embedded_light_mixed_emptied_scenario(sc)
+    tail = base["messages"][-1]
+    assert tail["properties"]["INNER_MULTI_DISPATCH"] == "%LMQ%q1", tail
+    more = [{**tail, "keys": f"k{k}", "uniqKey": f"7F00000100002A9F00000000099{n}",
+             "properties": {**tail["properties"], "INNER_MULTI_QUEUE_OFFSET": str(lo)}}
+            for k, n, lo in zip("DE", (3, 4), GATE_PAST_LIGHT)]
+    puts = sum(1 for m in base["messages"] if "topic" in m)
+    return {**base, "messages": [*base["messages"], *more], "damageMessage": puts, "name": f"{base['name']}-past"}

@@ -1,12 +1,15 @@
-"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``, the queues kept: ``keepQueues``)
-whose start's reput, set inside an entry, parses a message for a consume queue on disk before the walk that the walk
+"""DLedger crash restarts (5.5.1, an abort file, ``recheckReputOffsetFromCq=true``, the first three with the queues
+kept: ``keepQueues``) whose start's reput, set inside an entry, parses a message for a consume queue on disk before
+the walk that the walk
 wrote no unit of, only a record past its end (the damaged last message), with consume queue ext files
 (:mod:`broker_dledger_inside_past_ext_scenarios`): ``-to-entry-past-only-held-bitmap`` and ``-held-bitmap-end`` (ext
 units with filter bitmaps before the end ``ConsumeQueue.recover`` leaves: the reput's ext units go on from that byte
 end, ``ConsumeQueueExt.put``'s end-of-file rule included), and ``-to-entry-past-only-kept-ext`` (the cut deleting the
-queue's file).  Written by the published RocketMQ store through the JVM harness in ``tests/broker/``: what the
-broker's restart wrote (its consume queue and ext files), ``verify``'s prediction on the store as that restart found
-it (its plan and units lost), and for -kept-ext ``rebuild --as-restart`` too."""
+queue's file); and ``-light-mixed-emptied-past``, the store that reaches the old ``past_no_file`` gate (a record
+past the walk's end whose queue offset lies below where the walk's units leave a queue the cut empties).  Written by
+the published RocketMQ store through the JVM harness in ``tests/broker/``: what the broker's restart wrote (its
+consume queue and ext files), ``verify``'s prediction on the store as that restart found it (its plan and units
+lost), and for -kept-ext and -light-mixed-emptied-past ``rebuild --as-restart`` too."""
 from __future__ import annotations
 
 import struct
@@ -14,7 +17,14 @@ import struct
 import broker_harness as bh
 import pytest
 from broker_dledger_files import cq_unit, last_data_bytes
-from broker_dledger_runs import LINES, _capture_cuts, _inside_run, _loses_as_the_broker, _verify_with_plan
+from broker_dledger_runs import (
+    LINES,
+    _capture_cuts,
+    _inside_run,
+    _loses_as_the_broker,
+    _restart_as_the_broker,
+    _verify_with_plan,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -159,3 +169,50 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     tags_at = at - first + 12   # the parsed unit's tags code: all else the broker's bytes
     assert mine[0][:tags_at] == got[0][:tags_at] and mine[0][tags_at + 8:] == got[0][tags_at + 8:]
     assert (cq_unit(mine[0], at - first)[2], cq_unit(mine[1], 0)) == (_address(0), (damaged, size, _address(20)))
+
+
+
+@pytest.mark.parametrize("line", _LINES_55)
+def test_as_restart_after_a_crash_whose_reput_drops_a_record_past_the_walk_in_a_mixed_queue_the_cut_empties(
+        line, tmp_path, monkeypatch):
+    """The -light-mixed-emptied-past store: %LMQ%q1's walk units (the own unit of the message put to it, queue offset
+    0, at 0; the last T0/0 message's light unit, light queue offset 0, at 20) both past processOffset, so the cut
+    leaves it no file (max -1); then two T0/0 messages also to %LMQ%q1, light queue offsets 1 (damaged: the walk ends
+    there) and 10, records past the walk's end.  The reput: the parsed T5/0 message's light unit (light queue offset
+    7) in a new file at 140 after fillPreBlank units, the two cut units again at 160 and 180 (queue offsets 0), then
+    the damaged record's light unit dropped (1 * 20 below the write position 200) and the next one's at 200.  The
+    rebuild's own dispatch, after the walk's two units (write position 40), drops the damaged record's too: the gate
+    ``dledger_inside_past.past_no_file`` refused this store ("... whose record past the walk's end ... the rebuild's
+    dispatch does not append right after the walk's units"), reached in one broker life (own and light queue
+    offsets come from two counters).  The queue is replayed whole: --as-restart writes the broker's files byte for
+    byte, verify's plan loses the damaged record's unit there and predicts the units lost."""
+    from broker_dledger_inside_mixed_replay_scenarios import (
+        EMPTIED_LIGHT_QUEUE_OFFSET,
+        embedded_light_mixed_emptied_message,
+    )
+    from broker_dledger_inside_past_ext_scenarios import GATE_PAST_LIGHT
+    from broker_dledger_inside_scenarios import LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-light-mixed-emptied-past"
+    reput, msg = embedded_light_mixed_emptied_message()
+    r, w, src = _inside_run(name, reput, msg, damaged=True)
+    damaged = int(w["damagedRecord"])
+    sent = r["scenario"]["messages"]
+    assert [m["properties"]["INNER_MULTI_QUEUE_OFFSET"] for m in sent[-2:]] == [str(n) for n in GATE_PAST_LIGHT]
+    assert w["queuesAfterLoad"]["%LMQ%q1/0"] == {"type": "ConsumeQueue", "maxOffset": 0, "files": [],
+                                                 "maxPhysicOffset": -1}
+    at = EMPTIED_LIGHT_QUEUE_OFFSET * 20
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    blank = (0, 2**31 - 1, 0)
+    assert [cq_unit(held, k) for k in range(0, at, 20)] == [blank] * EMPTIED_LIGHT_QUEUE_OFFSET, held.hex()
+    units = [cq_unit(held, k) for k in range(at, at + 80, 20)]
+    tail = units[2][0]   # the last message before the damaged one, its light unit
+    assert units[0] == (reput, len(msg), 0) and units[1][1:] == units[2][1:] == (LIGHT_TAIL, 0), units
+    assert units[1][0] < tail < damaged < units[3][0] and not any(held[at + 80:]), units   # the damaged one dropped
+    assert int(w["queuesAfterDispatch"]["%LMQ%q1/0"]["maxOffset"]) == at + 80
+    _restart_as_the_broker(src, name, line, tmp_path)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / "verify"), src, line)
+    (q,) = [q for q in crash.cut.inside_placed.whole if (q.topic, q.queue_id) == ("%LMQ%q1", 0)]
+    assert (q.parsed_at, q.lost, q.put_back) == ((at,), (damaged,), (units[1][0], tail, units[3][0])), q
+    # a unit each, a light one more for the last three messages but the damaged one's: no dispatch appends that (the
+    # live broker's and the reference rebuild's put it after the walk's two units too, 1 * 20 below 40)
+    _loses_as_the_broker(p, r, src, (reput,), extra=2)
