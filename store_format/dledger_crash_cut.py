@@ -148,12 +148,12 @@ class QueuesOnDisk:
     # the batch queues holding units (QueueTrack.keep_queues too: the walk's units of its earlier files dispatched onto
     # their files, QueueTrack.batch_walked)
     batch_queues: frozenset[tuple[str, int]] = frozenset()
-    # with ext files (enableConsumeQueueExt), per consume queue holding units: the ordinal of the next ext unit
-    # ConsumeQueueExt.put appends after ConsumeQueue.recover (ConsumeQueueExt.recover, then truncateByMaxAddress with
-    # the last ext address among the units it accepted: consumequeue_ext_recovery.recover_ext), -1 when that write
-    # position is no 20-byte unit's boundary (units of other sizes); truncateDirtyLogicFiles leaves a queue's ext
-    # files alone when a file of it stays (it returns inside its loop, before truncateByMaxAddress)
-    ext_next: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+    # with ext files (enableConsumeQueueExt), per consume queue holding units: where ConsumeQueue.recover leaves its
+    # ext files' end, the real offset at which ConsumeQueueExt.put goes on (ConsumeQueueExt.recover, then
+    # truncateByMaxAddress with the last ext address among the units it accepted: consumequeue_ext_recovery.recover_ext;
+    # any unit sizes before it, filter bitmap units too); truncateDirtyLogicFiles leaves a queue's ext files alone
+    # when a file of it stays (it returns inside its loop, before truncateByMaxAddress)
+    ext_end: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,7 +265,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     back the cut units from there like any reput; after a walk that ended early, from before its end only: then it
     walks the walk's records from there again, and the damaged message and the records after it, ``after``)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
-    :func:`store_format.dledger_inside_units.place_inside`; ``ext_held``: :attr:`QueuesOnDisk.ext_next`).
+    :func:`store_format.dledger_inside_units.place_inside`; ``ext_held``: :attr:`QueuesOnDisk.ext_end`).
     ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 

@@ -14,7 +14,8 @@ a record's own.  A consume queue on disk before the walk that the walk wrote no 
 a file of it left by the cut: as ``ConsumeQueue.recover`` loaded its files and the cut left them, nothing of the walk
 (:func:`_held_past_only`; one whose files the 5.3.3 cut deleted from no file and its max ``processOffset``:
 :func:`_emptied_past_only_533`; with ext files their end as ``ConsumeQueue.recover``'s ``ConsumeQueueExt.recover`` and
-``truncateByMaxAddress`` left it, which the cut, returning inside its loop, does not reach).
+``truncateByMaxAddress`` left it, which the cut, returning inside its loop, does not reach: a byte end, the units
+before it of any size, ext units with filter bitmaps too).
 A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes
 own queue offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
 ``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets; their positions replayed by its
@@ -260,7 +261,11 @@ def _start_fails_533(placed: Placed, cq_file_size: int, at: int) -> None:
     check then dropped.  After the reput, ``doRecheckReputOffsetFromCq`` calls ``recoverTopicQueueTable``, whose
     ``ConsumeQueue.correctMinOffset`` (5.3.3: no guard on the last file's read position, which 5.5.1 added) selects
     the 20 bytes before that empty file's write position: ``IllegalArgumentException``, the store's start fails (the
-    broker does not start; its files are not a restart's)."""
+    broker does not start; its files are not a restart's).  A batch queue cannot be left so: 5.3.3's
+    ``BatchConsumeQueue.putBatchMessagePositionInfo`` drops a unit (at or below its max) before
+    ``getLastMappedFile``, so a file it creates gets the unit; and its ``correctMinOffset`` reads nothing before a
+    file's start (``reviseMinOffsetInQueue`` and ``refreshCache`` skip a file under one unit, ``getMinMsgOffset``
+    returns null there, the first file is read from 0 under a catch)."""
     for w in placed.whole:
         if isinstance(w, QueueFiles) and w.opened:
             last = max(w.opened)
@@ -395,7 +400,7 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
     return dataclasses.replace(walked, write=disk[2], max=disk[0], disk=True)
 
 
-def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_next: int | None) -> WalkedQueue:
+def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_end: int | None) -> WalkedQueue:
     """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
     end went to (``later``), a file of it left by the cut (``held``: ``ConsumeQueue.truncateDirtyLogicFiles`` on its
     files alone, as ``ConsumeQueue.recover`` loaded them: their units starting below ``processOffset`` kept, the write
@@ -406,18 +411,19 @@ def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_
     units the files hold.  The rebuild's queue holds none of those files' units (verify only: ``--as-restart`` plans
     with no queue on disk, the rebuild's own dispatch then), so its state is given as the broker's: the difference
     gates of ``place_inside`` and ``place_past`` see none (the replay writes the queue whole).  With ext files
-    (``ext_file_size``; ``ext_next``: :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_next`): the ext files as
+    (``ext_file_size``; ``ext_end``: :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_end`): the ext files as
     ``ConsumeQueue.recover`` left them (``ConsumeQueueExt.recover`` walks every file's units to the last file's end
     of them, ``truncateByMaxAddress`` with the last ext address among the consume queue units it accepted moves that
     end back to after the unit there); the cut, a file of the queue staying, returns inside its loop and never reaches
     its own ``truncateByMaxAddress``, so the ext units of the parsed units and those records (``ConsumeQueueExt.put``
-    in ``putMessagePositionInfoWrapper``) go from there.  Refused with ext files when that end is no 20-byte unit's
-    boundary (ext units of other sizes) or not read."""
-    return _past_only(held[2], held[0], later, ext_file_size, ext_next, "", disk=True)
+    in ``putMessagePositionInfoWrapper``) go from there, a byte end whatever the sizes of the units before it (ext
+    units with filter bitmaps too: :attr:`WalkedQueue.ext_end`).  Refused with ext files not read (an assert-like
+    guard: verify reads every such queue's)."""
+    return _past_only(held[2], held[0], later, ext_file_size, ext_end, "", disk=True)
 
 
 def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size: int,
-                           ext_next: int | None) -> WalkedQueue:
+                           ext_end: int | None) -> WalkedQueue:
     """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
     end went to (``later``), whose files the 5.3.3 cut deleted (every file's first unit at or past ``processOffset``:
     ``ConsumeQueue.truncateDirtyLogicFiles`` sets the max to ``processOffset`` first and deletes them from the last
@@ -427,26 +433,26 @@ def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size
     dropped, the first one appended into the file ``getLastMappedFile`` creates at its queue offset * 20, after
     ``fillPreBlank`` units, the next ones by the queue offset check.  The rebuild's queue holds none of the deleted
     files' units (verify only), so its state is given as the broker's (the replay writes the queue whole).  With ext
-    files (``ext_next`` as for :func:`_held_past_only`): the cut, having deleted every file, reaches its
+    files (``ext_end`` as for :func:`_held_past_only`): the cut, having deleted every file, reaches its
     ``truncateByMaxAddress`` with no address (set only from a unit it keeps), which does nothing, so the ext units go
-    on after the ext files' end as ``ConsumeQueue.recover`` left it; refused when that end is no 20-byte unit's
-    boundary (or not read)."""
-    return _past_only(-1, process_offset, later, ext_file_size, ext_next, ", whose files the 5.3.3 cut deletes",
+    on after the ext files' end as ``ConsumeQueue.recover`` left it (a byte end); refused when not read."""
+    return _past_only(-1, process_offset, later, ext_file_size, ext_end, ", whose files the 5.3.3 cut deletes",
                       disk=False)
 
 
-def _past_only(write: int, top: int, later: np.ndarray, ext_file_size: int, ext_next: int | None, which: str, *,
+def _past_only(write: int, top: int, later: np.ndarray, ext_file_size: int, ext_end: int | None, which: str, *,
                disk: bool) -> WalkedQueue:
     """The state of :func:`_held_past_only`'s and :func:`_emptied_past_only_533`'s queue: write position ``write``
     and max ``top`` as the cut left its files (the rebuild's given as the broker's), ``later`` its records past the
-    walk's end, its ext units going on from ``ext_next``; refused with ext files whose end is no unit's boundary
-    (``which`` says which queue)."""
-    if ext_file_size and (ext_next is None or ext_next < 0):
+    walk's end, its ext units going on from the byte end ``ext_end`` (:attr:`WalkedQueue.ext_end`: whatever the
+    sizes of the units before it, ``ConsumeQueueExt.put`` appends at the last file's write position or, the unit not
+    fitting the file's rest, in the next file: :func:`store_format.dledger_inside_replay.replay_queue`); refused with
+    ext files not read (``which`` says which queue)."""
+    if ext_file_size and (ext_end is None or ext_end < 0):
         return WalkedQueue(0, 0, 0, 0, refused="a consume queue on disk before the walk that the walk wrote no unit "
                            f"of, only records past its end{which}, with ext files whose end after "
-                           "ConsumeQueueExt.recover and truncateByMaxAddress is no 20-byte ext unit's boundary "
-                           "(or not read)")
-    return WalkedQueue(write, top, write, top, ext_next if ext_file_size and ext_next is not None else 0,
+                           "ConsumeQueueExt.recover and truncateByMaxAddress is not read")
+    return WalkedQueue(write, top, write, top, ext_end=ext_end if ext_file_size and ext_end is not None else -1,
                        past=tuple(map(tuple, positions(later).tolist())), disk=disk)
 
 

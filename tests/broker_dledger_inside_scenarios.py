@@ -96,8 +96,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`broker_dledger_inside_batch_replay_scenarios.batch_replay_scenarios`,
     :func:`broker_dledger_inside_only_past_held_scenarios.only_past_held_scenarios`,
     :func:`broker_dledger_inside_mixed_replay_scenarios.mixed_replay_scenarios`,
-    :func:`broker_dledger_inside_only_past_more_scenarios.only_past_more_scenarios` and
-    :func:`broker_dledger_inside_mixed_more_scenarios.mixed_more_scenarios`."""
+    :func:`broker_dledger_inside_only_past_more_scenarios.only_past_more_scenarios`,
+    :func:`broker_dledger_inside_mixed_more_scenarios.mixed_more_scenarios` and
+    :func:`broker_dledger_inside_past_ext_scenarios.past_ext_scenarios`."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -158,6 +159,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         from broker_dledger_inside_only_past_held_scenarios import only_past_held_scenarios
         from broker_dledger_inside_only_past_more_scenarios import only_past_more_scenarios
         from broker_dledger_inside_only_past_scenarios import only_past_scenarios
+        from broker_dledger_inside_past_ext_scenarios import past_ext_scenarios
         from broker_dledger_inside_past_far_scenarios import past_far_scenarios
         from broker_dledger_inside_past_more_scenarios import past_more_scenarios
         from broker_dledger_inside_past_rest_scenarios import past_rest_scenarios
@@ -167,7 +169,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             + blank_scenarios(out[0]) + bcq_disk_scenarios(out[0]) + past_far_scenarios(out[0]) \
             + only_past_scenarios(out[0]) + replay_scenarios(out[0]) + gate_scenarios(out[0]) \
             + batch_replay_scenarios(out[0]) + ext_replay_scenarios(out[0]) + only_past_held_scenarios(out[0]) \
-            + mixed_replay_scenarios(out[0]) + only_past_more_scenarios(out[0]) + mixed_more_scenarios(out[0])
+            + mixed_replay_scenarios(out[0]) + only_past_more_scenarios(out[0]) + mixed_more_scenarios(out[0]) \
+            + past_ext_scenarios(out[0])
     return out
 
 
