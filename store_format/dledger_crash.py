@@ -314,7 +314,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                          reset_emptied=config.brokerVersion == "5.5", after=after, walk_end=end if early else -1,
                          tags=lambda offset, size, queue, light=False: _own_tags(st, files, offset, size, queue,
                                                                                  config, light),
-                         ext_held=on_disk.ext_next if on_disk is not None else None)
+                         ext_held=on_disk.ext_end if on_disk is not None else None)
         reput = cut.reput
     elif (in_old := reput_in_old_files(config, accepted, min_offset, files[0].base,
                                        on_disk is not None and on_disk.max_physic_offset >= 0)) is not None:

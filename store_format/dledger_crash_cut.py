@@ -37,8 +37,8 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   dropped again; a reput set inside an entry putting back only its last cut units (the first inside the parsed
   messages), its queue offsets checked against a write position the walk never had there, replays it whole from
   the state the cut left (``dledger_inside_walked.mixed_put_back``: ``putMessagePositionInfo`` with each one's own
-  queue offset, one the walk dropped written from its record, then its records past the walk's end; refused with
-  ext files or the queue on disk before the walk).
+  queue offset, one the walk dropped written from its record, then its records past the walk's end; with ext files
+  an own unit's ext unit first, a light one none; refused for the queue on disk before the walk).
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
   ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
   which is no ext address (``isExtAddr``), so nothing is cut.
@@ -153,12 +153,12 @@ class QueuesOnDisk:
     # the batch queues holding units (QueueTrack.keep_queues too: the walk's units of its earlier files dispatched onto
     # their files, QueueTrack.batch_walked)
     batch_queues: frozenset[tuple[str, int]] = frozenset()
-    # with ext files (enableConsumeQueueExt), per consume queue holding units: the ordinal of the next ext unit
-    # ConsumeQueueExt.put appends after ConsumeQueue.recover (ConsumeQueueExt.recover, then truncateByMaxAddress with
-    # the last ext address among the units it accepted: consumequeue_ext_recovery.recover_ext), -1 when that write
-    # position is no 20-byte unit's boundary (units of other sizes); truncateDirtyLogicFiles leaves a queue's ext
-    # files alone when a file of it stays (it returns inside its loop, before truncateByMaxAddress)
-    ext_next: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+    # with ext files (enableConsumeQueueExt), per consume queue holding units: where ConsumeQueue.recover leaves its
+    # ext files' end, the real offset at which ConsumeQueueExt.put goes on (ConsumeQueueExt.recover, then
+    # truncateByMaxAddress with the last ext address among the units it accepted: consumequeue_ext_recovery.recover_ext;
+    # any unit sizes before it, filter bitmap units too); truncateDirtyLogicFiles leaves a queue's ext files alone
+    # when a file of it stays (it returns inside its loop, before truncateByMaxAddress)
+    ext_end: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,7 +270,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     back the cut units from there like any reput; after a walk that ended early, from before its end only: then it
     walks the walk's records from there again, and the damaged message and the records after it, ``after``)
     (:func:`store_format.dledger_reput_inside.reput_inside_entry`,
-    :func:`store_format.dledger_inside_units.place_inside`; ``ext_held``: :attr:`QueuesOnDisk.ext_next`).
+    :func:`store_format.dledger_inside_units.place_inside`; ``ext_held``: :attr:`QueuesOnDisk.ext_end`).
     ``reset_emptied`` (5.5.1): a queue the
     cut left with no file counts -1 for the reput's start, not ``processOffset``.
 
@@ -436,13 +436,13 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if q in mixed and 0 < n < len(rows):
             # none parsed there, the first cut units inside the parsed messages: the queue replayed whole from the
             # state the cut left (dledger_inside_walked.mixed_put_back; apply_cut writes it), the last ones by the
-            # rule with their own queue offsets, then its records past the walk's end with theirs (not ext files,
-            # nor on disk)
+            # rule with their own queue offsets, then its records past the walk's end with theirs (ext files or not;
+            # not on disk before the walk)
             past = after[after[:, U_QUEUE] == q] if after is not None else units[:0]
             k = len(rows) - len(past)   # its cut units (rows: those, then its records past the walk's end)
             w = mixed_put_back(track, q, rows[:k], again[:k], process_offset, cq_file_size, inside_from, tags,
-                               earlier.get(q), past) \
-                if inside_from >= 0 and not ext and track.names[q] not in (on_disk or {}) and \
+                               earlier.get(q), past, ext_file_size if ext else 0) \
+                if inside_from >= 0 and track.names[q] not in (on_disk or {}) and \
                 (past[:, U_OFFSET] == rows[k:, U_OFFSET]).all() and again[k:].all() else None
             if w is not None:
                 placed = dataclasses.replace(placed, whole=placed.whole + (w,))

@@ -30,7 +30,10 @@ whether ``putMessagePositionInfo`` then appends or drops the unit), the next aft
 holds that ext unit's address (``decorate``) as its tags code: a cut unit dispatched again a new one, not the walk's
 bytes; in a queue on disk before the walk that the walk wrote no unit of, after the ext files' end as
 ``ConsumeQueue.recover`` left it (``ConsumeQueueExt.recover``, ``truncateByMaxAddress``:
-:func:`store_format.dledger_inside_walked.inside_units`' ``ext_held``).
+:func:`store_format.dledger_inside_walked.inside_units`' ``ext_held``, :attr:`WalkedQueue.ext_end`), a byte end whatever
+the units before it (ext units with filter bitmaps too): ``ConsumeQueueExt.put`` appends each 20-byte unit at the last
+file's write position, or, when it would leave fewer than ``END_BLANK_DATA_LENGTH`` bytes of the file, marks the end
+(``fullFillToEnd``) and puts it at the next file's start.
 The ext files themselves are the rebuild's (the walk's ext units, the parsed messages', then those of the
 records the reput walks, :class:`store_format.dledger_crash_cut.ExtAgain`, in that order as the broker puts them).
 
@@ -52,13 +55,14 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
-from .consumequeue_ext import ext_addresses
+from .consumequeue_ext import END_BLANK_DATA_LENGTH, EXT_UNIT_SIZE
+from .consumequeue_ext_recovery import ext_position_after_puts
 from .dledger_inside_state import ParsedUnit, QueueFiles, Tags, WalkedQueue, put_cq, refuse
 from .layout import CQ_UNIT_SIZE
 
 __all__ = ["QueueFiles", "replay_queue"]
+
+_LONG_MIN = -(1 << 63)
 
 
 def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit], cq_file_size: int, at: int,
@@ -79,7 +83,7 @@ def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit
     copies: list[tuple[int, int]] = []
     put_back: list[int] = []
     lost: list[int] = []
-    ext = _Ext(s.ext_next, ext_file_size)
+    ext = _Ext(s.ext_next, ext_file_size, s.ext_end)
     parsed_at = []
     for u in parsed:   # putMessagePositionInfoWrapper: the ext unit of an own unit first, whatever becomes of it
         tags_code = ext.put() if ext_file_size and u.own else u.tags_code
@@ -129,15 +133,22 @@ def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit
 
 
 class _Ext:
-    """The ext units ``ConsumeQueueExt.put`` appends to a queue after its ``n`` ones: :meth:`put` gives the next one's
-    address (``ConsumeQueueExt.decorate``), files of ``file_size`` bytes."""
+    """The ext units ``ConsumeQueueExt.put`` appends to a queue (20 bytes each: no filter bitmap) from real offset
+    ``end`` (>= 0) or else after its ``n`` 20-byte ones, files of ``file_size`` bytes: :meth:`put` gives the next
+    one's address (``ConsumeQueueExt.decorate``)."""
 
-    def __init__(self, n: int, file_size: int) -> None:
-        self.n, self.file_size = n, file_size
+    def __init__(self, n: int, file_size: int, end: int = -1) -> None:
+        self.file_size = file_size
+        self.at = end if end >= 0 else (ext_position_after_puts(0, n, file_size) if file_size else 0)
 
     def put(self) -> int:
-        self.n += 1
-        return int(ext_addresses(np.array([self.n - 1]), self.file_size)[0])
+        """``ConsumeQueueExt.put``: at the last file's write position when the unit leaves at least
+        ``END_BLANK_DATA_LENGTH`` bytes of the file after it, else (``fullFillToEnd``) at the next file's start."""
+        within = self.at % self.file_size
+        if self.file_size - within - END_BLANK_DATA_LENGTH < EXT_UNIT_SIZE:
+            self.at += self.file_size - within
+        address, self.at = self.at + _LONG_MIN, self.at + EXT_UNIT_SIZE
+        return address
 
 
 def _own(key: tuple[str, int], tags: Tags | None, offset: int, size: int, at: int) -> bool:

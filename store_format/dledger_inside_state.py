@@ -4,8 +4,9 @@ unit into it: the units it parses there (:class:`ParsedUnit`), a queue the walk 
 
 Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfo`` (:func:`put_cq`),
 ``BatchConsumeQueue.putBatchMessagePositionInfo`` (:func:`put_bcq`) and ``MappedFileQueue.getLastMappedFile``
-(the files they create).  :mod:`store_format.dledger_inside_units` and :mod:`store_format.dledger_inside_past` place
-the units with them.
+(the files they create).  :mod:`store_format.dledger_inside_units` and the replays
+(:mod:`store_format.dledger_inside_replay`, :mod:`store_format.dledger_inside_replay_batch`) place the units with
+them.
 """
 from __future__ import annotations
 
@@ -75,6 +76,10 @@ class WalkedQueue:
     rebuild_max: int
     ext_next: int = 0
     refused: str = ""
+    # with ext files, a queue whose ext units go on from a byte end rather than after ``ext_next`` 20-byte ones: that
+    # end (real offset in its ext space, ConsumeQueueExt.recover and truncateByMaxAddress's, any unit sizes before it:
+    # dledger_inside_walked._past_only); -1: after ``ext_next`` units
+    ext_end: int = -1
     # a batch queue (BatchConsumeQueue: 46-byte units, its max the start of its last unit)
     batch: bool = False
     # the cut units the reput dispatches again after the parsed ones (it goes on before them), in commitlog order:

@@ -39,9 +39,11 @@ rebuild's own dispatch, which reads those messages after the walk's records (:fu
 and appends them by the same rules (:mod:`store_format.consumequeue`).
 
 Refused (one line): a parsed unit for a queue :func:`store_format.dledger_inside_walked.inside_units` marks refused
-(:attr:`WalkedQueue.refused`, raised at the first parsed unit of it), and, in a queue the cut left with no file whose
-cut units are all dispatched again, a record past the walk's end the rebuild's dispatch drops for its queue offset
-(:func:`store_format.dledger_inside_past.past_no_file`; no broker case reaches it).
+(:attr:`WalkedQueue.refused`, raised at the first parsed unit of it).  A record past the walk's end that the
+rebuild's own dispatch drops for its queue offset, in a queue the cut left with no file whose cut units all go again
+(once refused by ``dledger_inside_past.past_no_file``), is the replay's like any other: its queue is written whole by
+the broker's rule, whatever the rebuild's dispatch did (a queue holding own and light units reaches it in one broker
+life, its light queue offsets from ``lmqTopicQueueTable``: broker case ``-light-mixed-emptied-past``).
 """
 from __future__ import annotations
 
@@ -51,7 +53,6 @@ from collections.abc import Callable
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dispatch import queue_units
-from .dledger_inside_past import past_no_file
 from .dledger_inside_replay import replay_queue
 from .dledger_inside_replay_batch import replay_batch_queue
 from .dledger_inside_state import (
@@ -123,9 +124,6 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
             # multiDispatchLmqQueue calls putMessagePositionInfo alone, no ext unit): counted for the ext units the
             # reput puts after them (dledger_crash_cut.ExtAgain); the replay gives the unit its address
             ext_put[key] = ext_put.get(key, 0) + 1
-    for key, idx in mine.items():   # a queue the cut left with no file, every cut unit dispatched again
-        if (s := states[key]) is not None and s.write < 0 and s.again and s.past and not s.batch:
-            past_no_file(key, s, [parsed[i] for i in idx], at)
     out: list[tuple[int, InsideUnit]] = []   # (its parsed unit's index, the unit)
     opened: list[tuple[str, int, int]] = []
     blanks: list[tuple[str, int, int]] = []

@@ -14,7 +14,8 @@ a record's own.  A consume queue on disk before the walk that the walk wrote no 
 a file of it left by the cut: as ``ConsumeQueue.recover`` loaded its files and the cut left them, nothing of the walk
 (:func:`_held_past_only`; one whose files the 5.3.3 cut deleted from no file and its max ``processOffset``:
 :func:`_emptied_past_only_533`; with ext files their end as ``ConsumeQueue.recover``'s ``ConsumeQueueExt.recover`` and
-``truncateByMaxAddress`` left it, which the cut, returning inside its loop, does not reach).
+``truncateByMaxAddress`` left it, which the cut, returning inside its loop, does not reach: a byte end, the units
+before it of any size, ext units with filter bitmaps too).
 A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes
 own queue offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
 ``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets; their positions replayed by its
@@ -22,11 +23,13 @@ rule in commitlog order (:func:`store_format.dledger_queue_track.replayed`), the
 (:func:`_mixed`), its cut units the reput dispatches again handed over with their own queue offsets and those
 positions (``WalkedQueue.again_at``), its records past the walk's end with their real queue offsets
 (``WalkedQueue.past``); with ext files too (``ConsumeQueueExt.put`` for its own units only:
-``multiDispatchLmqQueue`` puts none for a light unit); with units of both kinds in the walk's earlier data files, the
-last file's replayed from the write position and max the rule left after those
-(``QueueTrack.replayed_before``); on disk before the walk, a file of it left by the cut (5.5.1), from the write
-position and max ``truncateDirtyLogicFiles`` left once the walk's units were dispatched onto the files
-``ConsumeQueue.recover`` loaded (:func:`_mixed_on_disk`).
+``multiDispatchLmqQueue`` puts none for a light unit); a unit of it below ``processOffset`` the walk dropped is in no
+file, so the cut's max is the last appended one's end; a queue of both kinds the cut left no file of replayed from no
+file and its max -1 (5.5.1's ``recoverTopicQueueTable``) or ``processOffset`` (5.3.3's ``correctMinOffset`` keeps it);
+with units of both kinds in the walk's earlier data files, the last file's replayed from the write position and max
+the rule left after those (``QueueTrack.replayed_before``); on disk before the walk, a file of it left by the cut
+(5.5.1), from the write position and max ``truncateDirtyLogicFiles`` left once the walk's units were dispatched onto
+the files ``ConsumeQueue.recover`` loaded (:func:`_mixed_on_disk`).
 """
 from __future__ import annotations
 
@@ -230,8 +233,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             start = None if before is None else track.replayed_before(q) if own_before and light_before else \
                 ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
             return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
-                          (before is not None and start is None) or (emptied and not reset_emptied),
-                          back, later, emptied, start)
+                          before is not None and start is None, back, later, emptied, start, reset_emptied)
         refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
                    "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
                    "from two counters, not where those put them)" if len(kinds) > 1 or KIND_BATCH in kinds
@@ -270,7 +272,11 @@ def _start_fails_533(placed: Placed, cq_file_size: int, at: int) -> None:
     check then dropped.  After the reput, ``doRecheckReputOffsetFromCq`` calls ``recoverTopicQueueTable``, whose
     ``ConsumeQueue.correctMinOffset`` (5.3.3: no guard on the last file's read position, which 5.5.1 added) selects
     the 20 bytes before that empty file's write position: ``IllegalArgumentException``, the store's start fails (the
-    broker does not start; its files are not a restart's)."""
+    broker does not start; its files are not a restart's).  A batch queue cannot be left so: 5.3.3's
+    ``BatchConsumeQueue.putBatchMessagePositionInfo`` drops a unit (at or below its max) before
+    ``getLastMappedFile``, so a file it creates gets the unit; and its ``correctMinOffset`` reads nothing before a
+    file's start (``reviseMinOffsetInQueue`` and ``refreshCache`` skip a file under one unit, ``getMinMsgOffset``
+    returns null there, the first file is read from 0 under a catch)."""
     for w in placed.whole:
         if isinstance(w, QueueFiles) and w.opened:
             last = max(w.opened)
@@ -284,7 +290,7 @@ def _start_fails_533(placed: Placed, cq_file_size: int, at: int) -> None:
 
 def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
            elsewhere: bool, back: np.ndarray, later: np.ndarray, emptied: bool = False,
-           start: tuple[int, int] | None = None) -> WalkedQueue:
+           start: tuple[int, int] | None = None, reset_emptied: bool = True) -> WalkedQueue:
     """A queue the walk wrote both a record's own units and light ones in (``rows``, in its last data file, in
     commitlog order; ``cut`` the last ones, at or past ``processOffset``), as ``ConsumeQueue.truncateDirtyLogicFiles``
     left it: the walk's dispatch put them by ``putMessagePositionInfo`` in commitlog order whatever their queue offsets
@@ -309,27 +315,31 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     :attr:`WalkedQueue.again_skip`, or all of them, :attr:`WalkedQueue.skipped`; the queue replayed whole,
     :func:`store_format.dledger_inside_replay.replay_queue`), the rebuild's own dispatch by the same rule after the
     walk's units and the parsed ones.
-    ``emptied`` (5.5.1): every unit of it at or past ``processOffset``, the cut left it no file (write position and
-    max -1, ``recoverTopicQueueTable``): the replay's ``putMessagePositionInfo`` creates the file where the first
-    unit appended falls (``fillPreBlank`` units before it), the cut units dispatched again read where the walk's
-    queue holds them.
+    A unit below ``processOffset`` the walk dropped (a queue offset not 0 below the write position then) is in no
+    file: ``truncateDirtyLogicFiles`` never reads it, its max the end of the last unit appended below
+    ``processOffset`` (``-light-mixed-mid``), as ``dledger_crash_cut.cut_queues`` takes it for the reput's start.
+    ``emptied``: every unit of it at or past ``processOffset``, the cut left it no file (write position -1, the max
+    -1 on 5.5.1, ``recoverTopicQueueTable``, ``reset_emptied``; ``processOffset`` on 5.3.3, whose
+    ``truncateDirtyLogicFiles`` set it first and whose ``correctMinOffset`` keeps it with no file): the replay's
+    ``putMessagePositionInfo`` creates the file where the first unit appended falls (``fillPreBlank`` units before
+    it), the cut units dispatched again read where the walk's queue holds them.
     ``start``: the write position and max its units in the walk's earlier data files leave (of one kind there, each
     at its queue offset; of both kinds, as the rule put them in commitlog order: ``QueueTrack.replayed_before``):
     the last file's replayed from there, the cut's max the earlier units' end when none of the last file's lies
-    below ``processOffset``.
-    Refused: units of it on disk before the walk (:func:`_mixed_on_disk` models a file of it left by the 5.5.1 cut)
-    or none left by the 5.3.3 cut (``elsewhere``), and a unit below
-    ``processOffset`` the walk dropped or none appended there (the max the reput starts from is not the walk's
-    units' largest end then)."""
+    below ``processOffset``.  On disk before the walk: :func:`_mixed_on_disk`.
+    Refused: its units in the walk's earlier data files with no replayed state (``elsewhere``: a guard), and none
+    appended below ``processOffset`` with a file left (its first unit, past ``processOffset``, after ``fillPreBlank``
+    units, which the cut keeps: max 2147483647, which sets the reput there, inside the log only past 2 GiB;
+    untested)."""
     pos, at, final = replayed(rows, cq_file_size, start)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
-    refused = ((f"{two}, left with no file by the 5.3.3 cut" if emptied else
-                f"{two}, its units in the walk's earlier data files not replayed")
-               if elsewhere else
-               f"{two} whose units below processOffset the walk's dispatch did not all append"
-               if not emptied and ((not kept.any() and start is None) or (below & (pos < 0)).any()) else "")
+    # no unit appended below processOffset, a file left: the walk's first unit (always appended) at or past it, after
+    # fillPreBlank units (its queue offset not 0), which the cut keeps (max 2147483647)
+    refused = (f"{two}, its units in the walk's earlier data files not replayed" if elsewhere else
+               f"{two}, left with fillPreBlank units only by the cut" if not emptied and not kept.any() and
+               start is None else "")
     if refused:
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
@@ -339,9 +349,9 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
     first = len(rows) - len(cut)
     again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
     skip = int(np.argmax(back)) if back.any() else 0
-    if emptied:   # no file left: max -1 (5.5.1), every unit cut
+    if emptied:   # no file left: max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3), every unit cut
         assert len(cut) == len(rows) and not below.any()
-        write, top = -1, -1
+        write, top = -1, -1 if reset_emptied else process_offset
     else:   # the last unit below processOffset, in the last data file or (start) the earlier ones
         top = int(rows[kept][-1, U_END]) if kept.any() else start[1] if start is not None else -1
     appended = rows[pos >= 0]
@@ -375,7 +385,8 @@ def _mixed_on_disk(disk: OnDiskCut, back: np.ndarray, later: np.ndarray, ext_fil
 
 def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray, process_offset: int,
                    cq_file_size: int, at: int, tags: Tags | None,
-                   start: tuple[int, int] | None = None, later: np.ndarray | None = None) -> QueueFiles | None:
+                   start: tuple[int, int] | None = None, later: np.ndarray | None = None,
+                   ext_file_size: int = 0) -> QueueFiles | None:
     """Queue ``q`` of ``track``, holding a record's own units and light ones in the walk's last data file only, none
     past the walk's end, no parsed unit going to it, whose cut units (``cut``, in commitlog order) the reput set
     inside an entry (at ``at``) dispatches again only in part (``back``: the last ones; it went on past the first,
@@ -384,13 +395,17 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
     ``putMessagePositionInfo`` with its own queue offset, from where the walk's queue holds it or, one the walk's
     dispatch dropped, from its record (``tags``).  ``start``: the write position and max its units of one kind in
     the walk's earlier data files leave; ``later``: its records past the walk's end the reput dispatches after them
-    (rows of ``UNIT_COLUMNS`` with their own queue offsets), by the same rule.  None where :func:`_mixed` refuses
-    the queue."""
+    (rows of ``UNIT_COLUMNS`` with their own queue offsets), by the same rule.  ``ext_file_size`` > 0
+    (``enableConsumeQueueExt``): each of those that is a record's own unit gets an ext unit first
+    (``putMessagePositionInfoWrapper``), after the walk's (``QueueTrack.own_units``: the cut, a file of the queue
+    left, leaves the ext files as the walk wrote them), the unit appended holding its address
+    (``-light-mixed-skip-t0-own-ext``); a light unit none (``-light-mixed-skip-t0-ext``).  None where :func:`_mixed`
+    refuses the queue."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     s = _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,
                rows[:0] if later is None else later, start=start)
-    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags)
+    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
@@ -418,7 +433,7 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
     return dataclasses.replace(walked, write=disk[2], max=disk[0], disk=True)
 
 
-def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_next: int | None) -> WalkedQueue:
+def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_end: int | None) -> WalkedQueue:
     """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
     end went to (``later``), a file of it left by the cut (``held``: ``ConsumeQueue.truncateDirtyLogicFiles`` on its
     files alone, as ``ConsumeQueue.recover`` loaded them: their units starting below ``processOffset`` kept, the write
@@ -429,18 +444,19 @@ def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_
     units the files hold.  The rebuild's queue holds none of those files' units (verify only: ``--as-restart`` plans
     with no queue on disk, the rebuild's own dispatch then), so its state is given as the broker's: the difference
     gates of ``place_inside`` and ``place_past`` see none (the replay writes the queue whole).  With ext files
-    (``ext_file_size``; ``ext_next``: :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_next`): the ext files as
+    (``ext_file_size``; ``ext_end``: :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_end`): the ext files as
     ``ConsumeQueue.recover`` left them (``ConsumeQueueExt.recover`` walks every file's units to the last file's end
     of them, ``truncateByMaxAddress`` with the last ext address among the consume queue units it accepted moves that
     end back to after the unit there); the cut, a file of the queue staying, returns inside its loop and never reaches
     its own ``truncateByMaxAddress``, so the ext units of the parsed units and those records (``ConsumeQueueExt.put``
-    in ``putMessagePositionInfoWrapper``) go from there.  Refused with ext files when that end is no 20-byte unit's
-    boundary (ext units of other sizes) or not read."""
-    return _past_only(held[2], held[0], later, ext_file_size, ext_next, "", disk=True)
+    in ``putMessagePositionInfoWrapper``) go from there, a byte end whatever the sizes of the units before it (ext
+    units with filter bitmaps too: :attr:`WalkedQueue.ext_end`).  Refused with ext files not read (an assert-like
+    guard: verify reads every such queue's)."""
+    return _past_only(held[2], held[0], later, ext_file_size, ext_end, "", disk=True)
 
 
 def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size: int,
-                           ext_next: int | None) -> WalkedQueue:
+                           ext_end: int | None) -> WalkedQueue:
     """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
     end went to (``later``), whose files the 5.3.3 cut deleted (every file's first unit at or past ``processOffset``:
     ``ConsumeQueue.truncateDirtyLogicFiles`` sets the max to ``processOffset`` first and deletes them from the last
@@ -450,26 +466,26 @@ def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size
     dropped, the first one appended into the file ``getLastMappedFile`` creates at its queue offset * 20, after
     ``fillPreBlank`` units, the next ones by the queue offset check.  The rebuild's queue holds none of the deleted
     files' units (verify only), so its state is given as the broker's (the replay writes the queue whole).  With ext
-    files (``ext_next`` as for :func:`_held_past_only`): the cut, having deleted every file, reaches its
+    files (``ext_end`` as for :func:`_held_past_only`): the cut, having deleted every file, reaches its
     ``truncateByMaxAddress`` with no address (set only from a unit it keeps), which does nothing, so the ext units go
-    on after the ext files' end as ``ConsumeQueue.recover`` left it; refused when that end is no 20-byte unit's
-    boundary (or not read)."""
-    return _past_only(-1, process_offset, later, ext_file_size, ext_next, ", whose files the 5.3.3 cut deletes",
+    on after the ext files' end as ``ConsumeQueue.recover`` left it (a byte end); refused when not read."""
+    return _past_only(-1, process_offset, later, ext_file_size, ext_end, ", whose files the 5.3.3 cut deletes",
                       disk=False)
 
 
-def _past_only(write: int, top: int, later: np.ndarray, ext_file_size: int, ext_next: int | None, which: str, *,
+def _past_only(write: int, top: int, later: np.ndarray, ext_file_size: int, ext_end: int | None, which: str, *,
                disk: bool) -> WalkedQueue:
     """The state of :func:`_held_past_only`'s and :func:`_emptied_past_only_533`'s queue: write position ``write``
     and max ``top`` as the cut left its files (the rebuild's given as the broker's), ``later`` its records past the
-    walk's end, its ext units going on from ``ext_next``; refused with ext files whose end is no unit's boundary
-    (``which`` says which queue)."""
-    if ext_file_size and (ext_next is None or ext_next < 0):
+    walk's end, its ext units going on from the byte end ``ext_end`` (:attr:`WalkedQueue.ext_end`: whatever the
+    sizes of the units before it, ``ConsumeQueueExt.put`` appends at the last file's write position or, the unit not
+    fitting the file's rest, in the next file: :func:`store_format.dledger_inside_replay.replay_queue`); refused with
+    ext files not read (``which`` says which queue)."""
+    if ext_file_size and (ext_end is None or ext_end < 0):
         return WalkedQueue(0, 0, 0, 0, refused="a consume queue on disk before the walk that the walk wrote no unit "
                            f"of, only records past its end{which}, with ext files whose end after "
-                           "ConsumeQueueExt.recover and truncateByMaxAddress is no 20-byte ext unit's boundary "
-                           "(or not read)")
-    return WalkedQueue(write, top, write, top, ext_next if ext_file_size and ext_next is not None else 0,
+                           "ConsumeQueueExt.recover and truncateByMaxAddress is not read")
+    return WalkedQueue(write, top, write, top, ext_end=ext_end if ext_file_size and ext_end is not None else -1,
                        past=tuple(map(tuple, positions(later).tolist())), disk=disk)
 
 

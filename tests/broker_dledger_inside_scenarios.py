@@ -72,7 +72,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     queue the cut emptied (queue offset :data:`EMBED_OWN_QUEUE_OFFSET`), and ``-own-to-entry`` (5.3.3:
     :func:`embedded_kept_to_entry_scenario`; ``-own-to-entry-some`` and ``-some-zero``:
     :func:`broker_dledger_inside_533_scenarios.kept_some_scenarios`; records past the walk's end of a queue the cut
-    left no file: :func:`broker_dledger_inside_533_past_scenarios.past_533_scenarios`).  On 5.5.1 also the variants
+    left no file: :func:`broker_dledger_inside_533_past_scenarios.past_533_scenarios`; a queue holding own and light
+    units the cut left no file:
+    :func:`broker_dledger_inside_mixed_more_scenarios.mixed_more_533_scenarios`).  On 5.5.1 also the variants
     below, and
     ``-batch-kept``: the -batch store with the queues kept (``keepQueues``: B9/0 on disk before the walk);
     ``-batch-held``: :func:`embedded_batch_held_scenario`;
@@ -94,7 +96,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`broker_dledger_inside_batch_replay_scenarios.batch_replay_scenarios`,
     :func:`broker_dledger_inside_only_past_held_scenarios.only_past_held_scenarios`,
     :func:`broker_dledger_inside_mixed_replay_scenarios.mixed_replay_scenarios`,
-    :func:`broker_dledger_inside_only_past_more_scenarios.only_past_more_scenarios` and
+    :func:`broker_dledger_inside_only_past_more_scenarios.only_past_more_scenarios`,
+    :func:`broker_dledger_inside_mixed_more_scenarios.mixed_more_scenarios`,
+    :func:`broker_dledger_inside_past_ext_scenarios.past_ext_scenarios` and
     :func:`broker_dledger_inside_mixed_earlier_scenarios.mixed_earlier_scenarios`."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
@@ -115,10 +119,12 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     if out and not line.startswith("5.5"):
         from broker_dledger_inside_533_past_scenarios import past_533_scenarios
         from broker_dledger_inside_533_scenarios import kept_some_scenarios
+        from broker_dledger_inside_mixed_more_scenarios import mixed_more_533_scenarios
         from broker_dledger_inside_only_past_held_scenarios import kept_past_only_held_scenario
         from broker_dledger_inside_only_past_more_scenarios import kept_past_only_emptied_scenarios
         out += [embedded_kept_to_entry_scenario(out[0]), *kept_some_scenarios(out[0]), *past_533_scenarios(out[0]),
-                kept_past_only_held_scenario(out[0]), *kept_past_only_emptied_scenarios(out[0])]
+                kept_past_only_held_scenario(out[0]), *kept_past_only_emptied_scenarios(out[0]),
+                *mixed_more_533_scenarios(out[0])]
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
         light = embedded_light_scenario(out[0])
@@ -150,10 +156,12 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         from broker_dledger_inside_gate_scenarios import gate_scenarios
         from broker_dledger_inside_light_scenarios import light_scenarios
         from broker_dledger_inside_mixed_earlier_scenarios import mixed_earlier_scenarios
+        from broker_dledger_inside_mixed_more_scenarios import mixed_more_scenarios
         from broker_dledger_inside_mixed_replay_scenarios import mixed_replay_scenarios
         from broker_dledger_inside_only_past_held_scenarios import only_past_held_scenarios
         from broker_dledger_inside_only_past_more_scenarios import only_past_more_scenarios
         from broker_dledger_inside_only_past_scenarios import only_past_scenarios
+        from broker_dledger_inside_past_ext_scenarios import past_ext_scenarios
         from broker_dledger_inside_past_far_scenarios import past_far_scenarios
         from broker_dledger_inside_past_more_scenarios import past_more_scenarios
         from broker_dledger_inside_past_rest_scenarios import past_rest_scenarios
@@ -163,7 +171,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             + blank_scenarios(out[0]) + bcq_disk_scenarios(out[0]) + past_far_scenarios(out[0]) \
             + only_past_scenarios(out[0]) + replay_scenarios(out[0]) + gate_scenarios(out[0]) \
             + batch_replay_scenarios(out[0]) + ext_replay_scenarios(out[0]) + only_past_held_scenarios(out[0]) \
-            + mixed_replay_scenarios(out[0]) + only_past_more_scenarios(out[0]) + mixed_earlier_scenarios(out[0])
+            + mixed_replay_scenarios(out[0]) + only_past_more_scenarios(out[0]) + mixed_more_scenarios(out[0]) \
+            + past_ext_scenarios(out[0]) + mixed_earlier_scenarios(out[0])
     return out
 
 

@@ -77,11 +77,31 @@ def test_a_queue_with_units_of_one_kind_in_earlier_data_files() -> None:
     assert not w.refused and (w.write, w.max, w.rebuild_write, w.rebuild_max) == (40, 350, 60, 650)
 
 
+def test_a_unit_below_process_offset_the_walk_dropped() -> None:
+    # every unit below processOffset (700), the light unit of queue offset 3 dropped there: the cut reads the file's
+    # units, its write position after the last appended one (80), its max that one's end, not the dropped one's
+    w = _mixed(ROWS, ROWS[5:], 700, 220, 1, elsewhere=False, back=NONE[:0], later=NO_PAST)
+    assert not w.refused and (w.write, w.max, w.rebuild_write, w.rebuild_max) == (80, 450, 80, 450)
+    # -light-mixed-mid's shape: light 0, 1, the own unit of queue offset 0 at 40, light 2 dropped (40 below 60), all
+    # below processOffset; light 3 at 60 cut
+    rows = ROWS[[0, 1, 3, 2, 4]]
+    w = _mixed(rows, rows[4:], 500, 220, 1, elsewhere=False, back=NONE, later=NO_PAST)
+    assert not w.refused and (w.write, w.max) == (60, 450)
+
+
+def test_a_queue_the_533_cut_left_with_no_file() -> None:
+    # 5.3.3 (not reset_emptied): no file, its max kept at processOffset (correctMinOffset does not reset it)
+    w = _mixed(ROWS, ROWS, 50, 220, 1, elsewhere=False, back=np.ones(len(ROWS), dtype=bool), later=NO_PAST,
+               emptied=True, reset_emptied=False)
+    assert not w.refused and (w.write, w.max, w.rebuild_write) == (-1, 50, 80)
+
+
 def test_what_stays_refused() -> None:
     assert "earlier data files" in _mixed(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, back=NONE, later=NO_PAST).refused
-    # a unit below processOffset the walk dropped: the max the reput starts from is not its end
-    assert "did not all append" in _mixed(ROWS, ROWS[5:], 700, 220, 1, elsewhere=False, back=NONE[:0],
-                                          later=NO_PAST).refused
+    # no unit appended below processOffset, a file left: fillPreBlank units only (the first unit's queue offset 3)
+    rows = np.array([[600, 650, 0, 3, KIND_LIGHT], [700, 750, 0, 0, KIND_CQ]], dtype=np.int64)
+    assert "fillPreBlank units only" in _mixed(rows, rows, 500, 220, 1, elsewhere=False, back=np.zeros(2, dtype=bool),
+                                               later=NO_PAST).refused
 
 
 def test_records_past_the_walks_end_keep_their_own_queue_offsets() -> None:

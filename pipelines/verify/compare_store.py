@@ -20,8 +20,7 @@ import pyarrow.fs as pafs
 
 from store_format.batchconsumequeue import BCQ_DIR, BCQ_UNIT_DTYPE
 from store_format.config import BrokerConfig
-from store_format.consumequeue_ext import EXT_UNIT_DTYPE, ext_real_offsets
-from store_format.consumequeue_ext_recovery import ext_position_after_puts, ext_units_between
+from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.consumequeue_recovery import (
     BCQ_RULES,
     CQ_RULES,
@@ -405,23 +404,13 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
               for topic, qid in [s.restart.queue.rsplit("/", 1)]]
     on_disk = QueuesOnDisk(max((s.restart.max_physic_offset for s in states), default=-1), max_after_cut,
                            batch_position, frozenset(q for q, _s, batch in loaded if not batch),
-                           frozenset(q for q, _s, batch in loaded if batch), ext_next={
-                               q: _ext_ordinal(s.restart.ext_write_position, s.ext_file_size) for q, s, batch in loaded
+                           frozenset(q for q, _s, batch in loaded if batch), ext_end={
+                               q: s.restart.ext_write_position for q, s, batch in loaded
                                if not batch and s.ext_file_size and s.restart.ext_write_position is not None})
     try:
         return plan_dledger_crash(st, config, dledger, read_checkpoint(st), on_disk), None
     except (UnsupportedConfigError, RestartFailsError) as e:
         return None, str(e)
-
-
-def _ext_ordinal(position: int, file_size: int) -> int:
-    """The ordinal of the ext unit ``ConsumeQueueExt.put`` puts next at a queue's ext files' end ``position``
-    (``ConsumeQueue.recover``'s, :func:`store_format.consumequeue_ext_recovery.recover_ext`): the 20-byte units from
-    real offset 0 to there, a file's end position (too short for one more unit) counting as the next file's start;
-    -1 when ``position`` is no such unit's boundary."""
-    n = ext_units_between(0, position, file_size)
-    return n if position in (ext_position_after_puts(0, n, file_size),
-                             int(ext_real_offsets(np.array([n]), file_size)[0])) else -1
 
 
 def _queue_files(fs: pafs.FileSystem, folder: str) -> list[tuple[str, bytes]]:
