@@ -101,7 +101,7 @@ import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dledger_inside_units import ParsedUnit, Placed, Tags
-from .dledger_inside_walked import OnDiskCut, cut_refusal, inside_units, mixed_put_back
+from .dledger_inside_walked import OnDiskCut, cut_refusal, inside_units, mixed_disk_put_back, mixed_put_back
 from .dledger_queue_track import (
     BLANK_MAX,
     KIND_BATCH,
@@ -420,6 +420,21 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             if not got.all():
                 lost[track.names[q]] = rows[~got, U_OFFSET]
             continue
+        if q in disk_mixed and inside_from >= 0 and not ext:
+            # on disk before the walk, no parsed unit going to it (of both kinds in the walk's earlier data files
+            # too): replayed whole from its files as the cut left them, its last cut units the reput dispatches again
+            # and its records past the walk's end by the rule with their own queue offsets
+            # (dledger_inside_walked.mixed_disk_put_back; verify only)
+            assert on_disk is not None
+            w = mixed_disk_put_back(track, q, on_disk[track.names[q]], process_offset, reput, end, after,
+                                    cq_file_size, inside_from, tags)
+            if w is not None:
+                placed = dataclasses.replace(placed, whole=placed.whole + (w,))
+                got = np.isin(rows[:, U_OFFSET], np.asarray(w.put_back, dtype=np.int64))
+                restored += int(got.sum())
+                if not got.all():
+                    lost[track.names[q]] = rows[~got, U_OFFSET]
+                continue
         if q in both_disk:
             raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light ones "
                           "in the walk's earlier data files, on disk before the walk (their positions there not "

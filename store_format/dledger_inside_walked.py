@@ -58,7 +58,7 @@ from .dledger_queue_track import (
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["OnDiskCut", "cut_refusal", "inside_units", "mixed_put_back"]
+__all__ = ["OnDiskCut", "cut_refusal", "inside_units", "mixed_disk_put_back", "mixed_put_back"]
 
 # a queue on disk once truncateDirtyLogicFiles cut its own units (QueuesOnDisk.max_after_cut): its max physical offset,
 # whether a file of it stays, its write position (queue bytes; a cut going on into older files reads them), and
@@ -224,7 +224,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         if kinds == {KIND_CQ, KIND_LIGHT} and disk is not None:
             # on disk before the walk: the cut's write position and max once the walk's units were dispatched onto
             # the files ConsumeQueue.recover loaded (QueueTrack.mixed_walked), else refused (_mixed_on_disk)
-            return _mixed_on_disk(disk, back, later, ext_file_size)
+            return _mixed_on_disk(disk, rows, cut, back, later, ext_file_size)
         if kinds == {KIND_CQ, KIND_LIGHT}:
             # its units in the walk's earlier data files of one kind only: at their queue offsets there, the last
             # file's replayed from after them; of both kinds there, from the write position and max
@@ -362,25 +362,38 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
                        skipped=len(cut) if len(later) and not back.any() else 0)
 
 
-def _mixed_on_disk(disk: OnDiskCut, back: np.ndarray, later: np.ndarray, ext_file_size: int) -> WalkedQueue:
+def _mixed_on_disk(disk: OnDiskCut, rows: np.ndarray, cut: np.ndarray, back: np.ndarray, later: np.ndarray,
+                   ext_file_size: int) -> WalkedQueue:
     """A queue holding a record's own units and light ones that was on disk before the walk (``disk``: a file of it
     left by the cut): ``ConsumeQueue.recover`` loaded its files (their write position and max), the walk's
     ``putMessagePositionInfo`` put its units onto them in commitlog order (:meth:`store_format.dledger_queue_track.
     QueueTrack.mixed_walked`, :func:`store_format.consumequeue_recovery.dispatch_units`: dropped at or below the max
     or a queue offset not 0 whose ``* 20`` lies below the write position, own and light queue offsets alike, else
     appended), and ``truncateDirtyLogicFiles`` cut those files at ``processOffset``: the parsed units go from the write
-    position and max it left (the replay, :func:`store_format.dledger_inside_replay.replay_queue`).  The rebuild's
+    position and max it left (the replay, :func:`store_format.dledger_inside_replay.replay_queue`).  Its cut units
+    the reput dispatches again (``back``: the last of ``cut``, its units in the walk's last data file ``rows`` at or
+    past ``processOffset``; the first ones inside the parsed messages stay cut, :attr:`WalkedQueue.again_skip`) go
+    after the parsed units with their own queue offsets (own ones from ``topicQueueTable``, light ones from
+    ``lmqTopicQueueTable``), then its records past the walk's end (``later``, :attr:`WalkedQueue.past`), each by
+    ``putMessagePositionInfo`` from the state the ones before left: the state after the cut is all the rule reads,
+    wherever the walk's dispatch had put those units in the files (appended, or dropped with the crashed broker's
+    unit of the record already there), and the unit it appends is the dispatch request's (offset, size, tags code for
+    this queue: its own unit's or, ``multiDispatchLmqQueue``, its light unit's, the same code), so each is written
+    from its record (:attr:`WalkedQueue.again_at` -1; ``verify`` reads no walk's queue bytes for it).  The rebuild's
     queue holds none of those files' units (``verify`` only: ``--as-restart`` plans with no queue on disk), so its
     state is given as the broker's.  Refused: the walk's units not dispatched onto its files (``disk[3]`` false:
-    5.3.3's cut, or its units in the walk's earlier data files not kept), no file left by the cut, ext files, or cut
-    units the reput dispatches again (``back``) or records past the walk's end (``later``) going to it: where the
-    walk's dispatch put them in those files is not kept."""
-    if not disk[1] or not disk[3] or ext_file_size or back.any() or len(later):
+    5.3.3's cut, or its units in the walk's earlier data files not kept), no file left by the cut, or ext files
+    (where the walk's ext units end in its ext files not read)."""
+    if not disk[1] or not disk[3] or ext_file_size:
         return WalkedQueue(0, 0, 0, 0, refused="a queue the walk wrote units of two kinds in (a record's own and light "
                            "ones), on disk before the walk, whose files the cut deletes, its units not dispatched onto "
-                           "them, with ext files, or whose cut units the reput dispatches again or records past the "
-                           "walk's end go to (where its files hold them not known)")
-    return WalkedQueue(disk[2], disk[0], disk[2], disk[0], disk=True)
+                           "them, or with ext files (where the walk's ext units end not read)")
+    first = len(rows) - len(cut)
+    again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
+    return WalkedQueue(disk[2], disk[0], disk[2], disk[0], disk=True, again=again, again_at=(-1,) * len(again),
+                       again_skip=int(np.argmax(back)) if back.any() else 0,
+                       past=tuple(map(tuple, positions(later).tolist())),
+                       skipped=len(cut) if len(later) and not back.any() else 0)
 
 
 def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray, process_offset: int,
@@ -406,6 +419,25 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
     s = _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,
                rows[:0] if later is None else later, start=start)
     return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
+
+
+def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offset: int, reput: int, end: int,
+                        after: np.ndarray | None, cq_file_size: int, at: int, tags: Tags | None) -> QueueFiles | None:
+    """Queue ``q`` of ``track``, holding a record's own units and light ones, on disk before the walk (``disk``: the
+    walk's units dispatched onto its files, a file of it left by the cut), no parsed unit going to it, whose cut units
+    the reput set inside an entry (at ``at``, going on at ``reput``, dispatching up to ``end``) dispatches again (its
+    last ones) or not at all, and its records past the walk's end (``after``, from ``reput`` on): replayed whole
+    (:func:`store_format.dledger_inside_replay.replay_queue`) from the write position and max
+    ``truncateDirtyLogicFiles`` left its files at (:func:`_mixed_on_disk`), each by ``putMessagePositionInfo`` with
+    its own queue offset (``verify`` only).  None where :func:`_mixed_on_disk` refuses the queue (its ext files, or no
+    file left)."""
+    units = track.last_file()
+    rows = units[units[:, U_QUEUE] == q]
+    cut = rows[rows[:, U_OFFSET] >= process_offset]
+    back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)
+    later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
+    s = _mixed_on_disk(disk, rows, cut, back, later, 0)
+    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags)
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:

@@ -155,6 +155,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         from broker_dledger_inside_ext_replay_scenarios import ext_replay_scenarios
         from broker_dledger_inside_gate_scenarios import gate_scenarios
         from broker_dledger_inside_light_scenarios import light_scenarios
+        from broker_dledger_inside_mixed_disk_scenarios import mixed_disk_scenarios
         from broker_dledger_inside_mixed_earlier_scenarios import mixed_earlier_scenarios
         from broker_dledger_inside_mixed_more_scenarios import mixed_more_scenarios
         from broker_dledger_inside_mixed_replay_scenarios import mixed_replay_scenarios
@@ -172,7 +173,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             + only_past_scenarios(out[0]) + replay_scenarios(out[0]) + gate_scenarios(out[0]) \
             + batch_replay_scenarios(out[0]) + ext_replay_scenarios(out[0]) + only_past_held_scenarios(out[0]) \
             + mixed_replay_scenarios(out[0]) + only_past_more_scenarios(out[0]) + mixed_more_scenarios(out[0]) \
-            + past_ext_scenarios(out[0]) + mixed_earlier_scenarios(out[0])
+            + past_ext_scenarios(out[0]) + mixed_earlier_scenarios(out[0]) + mixed_disk_scenarios(out[0])
     return out
 
 
