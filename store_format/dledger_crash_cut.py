@@ -420,14 +420,15 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             if not got.all():
                 lost[track.names[q]] = rows[~got, U_OFFSET]
             continue
-        if q in disk_mixed and inside_from >= 0 and not ext:
+        if q in disk_mixed and inside_from >= 0:
             # on disk before the walk, no parsed unit going to it (of both kinds in the walk's earlier data files
             # too): replayed whole from its files as the cut left them, its last cut units the reput dispatches again
             # and its records past the walk's end by the rule with their own queue offsets
             # (dledger_inside_walked.mixed_disk_put_back; verify only)
             assert on_disk is not None
             w = mixed_disk_put_back(track, q, on_disk[track.names[q]], process_offset, reput, end, after,
-                                    cq_file_size, inside_from, tags)
+                                    cq_file_size, inside_from, tags, ext_file_size if ext else 0,
+                                    (ext_held or {}).get(track.names[q]))
             if w is not None:
                 placed = dataclasses.replace(placed, whole=placed.whole + (w,))
                 got = np.isin(rows[:, U_OFFSET], np.asarray(w.put_back, dtype=np.int64))

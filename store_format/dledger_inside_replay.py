@@ -60,7 +60,7 @@ from .consumequeue_ext_recovery import ext_position_after_puts
 from .dledger_inside_state import ParsedUnit, QueueFiles, Tags, WalkedQueue, put_cq, refuse
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["QueueFiles", "replay_queue"]
+__all__ = ["QueueFiles", "ext_end_after", "replay_queue"]
 
 _LONG_MIN = -(1 << 63)
 
@@ -149,6 +149,15 @@ class _Ext:
             self.at += self.file_size - within
         address, self.at = self.at + _LONG_MIN, self.at + EXT_UNIT_SIZE
         return address
+
+
+def ext_end_after(end: int, n: int, file_size: int) -> int:
+    """The byte end of a queue's ext files once ``ConsumeQueueExt.put`` appended ``n`` 20-byte units from byte end
+    ``end`` (files of ``file_size`` bytes: :class:`_Ext`, ``fullFillToEnd`` at a file's end)."""
+    ext = _Ext(0, file_size, end)
+    for _ in range(n):
+        ext.put()
+    return ext.at
 
 
 def _own(key: tuple[str, int], tags: Tags | None, offset: int, size: int, at: int) -> bool:

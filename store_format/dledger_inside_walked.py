@@ -39,7 +39,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
-from .dledger_inside_replay import replay_queue
+from .dledger_inside_replay import ext_end_after, replay_queue
 from .dledger_inside_state import QueueFiles, refuse
 from .dledger_inside_units import ParsedUnit, Placed, Tags, WalkedQueue, place_inside
 from .dledger_queue_track import (
@@ -224,7 +224,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         if kinds == {KIND_CQ, KIND_LIGHT} and disk is not None:
             # on disk before the walk: the cut's write position and max once the walk's units were dispatched onto
             # the files ConsumeQueue.recover loaded (QueueTrack.mixed_walked), else refused (_mixed_on_disk)
-            return _mixed_on_disk(disk, rows, cut, back, later, ext_file_size)
+            return _mixed_on_disk(disk, rows, cut, back, later, ext_file_size, (ext_held or {}).get(name),
+                                  track.own_units.get(q, 0))
         if kinds == {KIND_CQ, KIND_LIGHT}:
             # its units in the walk's earlier data files of one kind only: at their queue offsets there, the last
             # file's replayed from after them; of both kinds there, from the write position and max
@@ -363,7 +364,7 @@ def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size:
 
 
 def _mixed_on_disk(disk: OnDiskCut, rows: np.ndarray, cut: np.ndarray, back: np.ndarray, later: np.ndarray,
-                   ext_file_size: int) -> WalkedQueue:
+                   ext_file_size: int, ext_end: int | None = None, walked_ext: int = 0) -> WalkedQueue:
     """A queue holding a record's own units and light ones that was on disk before the walk (``disk``: a file of it
     left by the cut): ``ConsumeQueue.recover`` loaded its files (their write position and max), the walk's
     ``putMessagePositionInfo`` put its units onto them in commitlog order (:meth:`store_format.dledger_queue_track.
@@ -381,16 +382,24 @@ def _mixed_on_disk(disk: OnDiskCut, rows: np.ndarray, cut: np.ndarray, back: np.
     this queue: its own unit's or, ``multiDispatchLmqQueue``, its light unit's, the same code), so each is written
     from its record (:attr:`WalkedQueue.again_at` -1; ``verify`` reads no walk's queue bytes for it).  The rebuild's
     queue holds none of those files' units (``verify`` only: ``--as-restart`` plans with no queue on disk), so its
-    state is given as the broker's.  Refused: the walk's units not dispatched onto its files (``disk[3]`` false:
-    5.3.3's cut, or its units in the walk's earlier data files not kept), no file left by the cut, or ext files
-    (where the walk's ext units end in its ext files not read)."""
-    if not disk[1] or not disk[3] or ext_file_size:
+    state is given as the broker's.  With ext files (``ext_file_size``): ``ConsumeQueue.recover`` left them at the
+    byte end ``ext_end`` (``ConsumeQueueExt.recover``, ``truncateByMaxAddress``:
+    :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_end`), the walk's ``putMessagePositionInfoWrapper`` put an
+    ext unit there for each of its own units of the queue (``walked_ext``, ``QueueTrack.own_units``; a light unit
+    none), whatever ``putMessagePositionInfo`` then did with the unit, and the cut, a file of the queue staying,
+    returns inside its loop before ``truncateByMaxAddress``: the reput's ext units go on after those
+    (:attr:`WalkedQueue.ext_end`).  Refused: the walk's units not dispatched onto its files (``disk[3]`` false: 5.3.3's
+    cut, or its units in the walk's earlier data files not kept), no file left by the cut, or ext files whose end
+    ``verify`` did not read (an assert-like guard)."""
+    if not disk[1] or not disk[3] or (ext_file_size and (ext_end is None or ext_end < 0)):
         return WalkedQueue(0, 0, 0, 0, refused="a queue the walk wrote units of two kinds in (a record's own and light "
                            "ones), on disk before the walk, whose files the cut deletes, its units not dispatched onto "
-                           "them, or with ext files (where the walk's ext units end not read)")
+                           "them, or with ext files whose end is not read")
     first = len(rows) - len(cut)
     again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
+    ext_at = ext_end_after(ext_end, walked_ext, ext_file_size) if ext_file_size and ext_end is not None else -1
     return WalkedQueue(disk[2], disk[0], disk[2], disk[0], disk=True, again=again, again_at=(-1,) * len(again),
+                       ext_end=ext_at,
                        again_skip=int(np.argmax(back)) if back.any() else 0,
                        past=tuple(map(tuple, positions(later).tolist())),
                        skipped=len(cut) if len(later) and not back.any() else 0)
@@ -422,22 +431,24 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
 
 
 def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offset: int, reput: int, end: int,
-                        after: np.ndarray | None, cq_file_size: int, at: int, tags: Tags | None) -> QueueFiles | None:
+                        after: np.ndarray | None, cq_file_size: int, at: int, tags: Tags | None,
+                        ext_file_size: int = 0, ext_end: int | None = None) -> QueueFiles | None:
     """Queue ``q`` of ``track``, holding a record's own units and light ones, on disk before the walk (``disk``: the
     walk's units dispatched onto its files, a file of it left by the cut), no parsed unit going to it, whose cut units
     the reput set inside an entry (at ``at``, going on at ``reput``, dispatching up to ``end``) dispatches again (its
     last ones) or not at all, and its records past the walk's end (``after``, from ``reput`` on): replayed whole
     (:func:`store_format.dledger_inside_replay.replay_queue`) from the write position and max
     ``truncateDirtyLogicFiles`` left its files at (:func:`_mixed_on_disk`), each by ``putMessagePositionInfo`` with
-    its own queue offset (``verify`` only).  None where :func:`_mixed_on_disk` refuses the queue (its ext files, or no
-    file left)."""
+    its own queue offset (``verify`` only); with ext files (``ext_file_size``) their ext units after the walk's, from
+    the end ``ConsumeQueue.recover`` left them at (``ext_end``).  None where :func:`_mixed_on_disk` refuses the queue
+    (no file left, its ext files' end not read)."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     cut = rows[rows[:, U_OFFSET] >= process_offset]
     back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)
     later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
-    s = _mixed_on_disk(disk, rows, cut, back, later, 0)
-    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags)
+    s = _mixed_on_disk(disk, rows, cut, back, later, ext_file_size, ext_end, track.own_units.get(q, 0))
+    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:

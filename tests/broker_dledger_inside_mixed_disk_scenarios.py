@@ -3,7 +3,8 @@ record's own units and light ones (``%LMQ%q1``, queue 0) on disk before the walk
 by the cut: cut units the reput dispatches again after a parsed unit (``-light-mixed-skip-dropped-kept``), records
 past the walk's end after them (``-light-mixed-skip-dropped-past-kept``), no parsed unit going to it
 (``-light-mixed-skip-t0-kept``, ``-light-mixed-skip-t0-past-kept``), each also with its file replaced before the
-restart by one holding light unit 2 alone (``-planted``: :func:`mixed_disk_scenarios`); with units of both kinds in
+restart by one holding light unit 2 alone (``-planted``: :func:`mixed_disk_scenarios`); with ext files
+(:func:`mixed_disk_ext_scenarios`); with units of both kinds in
 the walk's earlier data file, a cut unit dispatched again after the parsed one (``-to-entry-earlier-light-both-kept``)
 and no parsed unit there, the cut alone (``-earlier-light-mixed-t7-both-kept``, ``-planted``:
 :func:`mixed_disk_both_scenarios`).  :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists
@@ -28,7 +29,7 @@ def mixed_disk_scenarios(sc: dict) -> list[dict]:
     below 40) at 40; the cut takes both (past processOffset) and leaves write position 20, where the parsed unit (own
     queue offset 1, -skip-dropped) goes, the last walked message's light unit dispatched again after it (the walk's
     units alone leave write position 60: the parsed unit dropped, that light unit at 60), the records past the walk's
-    end after those.  :func:`mixed_disk_both_scenarios` too."""
+    end after those.  :func:`mixed_disk_both_scenarios` and :func:`mixed_disk_ext_scenarios` too."""
     from broker_dledger_inside_mixed_replay_scenarios import (
         embedded_light_mixed_skip_dropped_past_scenario,
         embedded_light_mixed_skip_dropped_scenario,
@@ -41,7 +42,7 @@ def mixed_disk_scenarios(sc: dict) -> list[dict]:
                  embedded_light_mixed_skip_t0_scenario(sc), embedded_light_mixed_skip_t0_past_scenario(sc)):
         kept = {**base, "keepQueues": True, "name": f"{base['name']}-kept"}
         out += [kept, _planted(kept, unit)]
-    return out + mixed_disk_both_scenarios(sc)
+    return out + mixed_disk_both_scenarios(sc) + mixed_disk_ext_scenarios(sc)
 
 
 def mixed_disk_both_scenarios(sc: dict) -> list[dict]:
@@ -66,6 +67,27 @@ def mixed_disk_both_scenarios(sc: dict) -> list[dict]:
     t7_kept = {**t7, "keepQueues": True, "name": f"{t7['name']}-kept"}
     unit = PLANTED_BOTH_UNIT[0].to_bytes(8, "big") + PLANTED_BOTH_UNIT[1].to_bytes(4, "big") + bytes(8)
     return [{**to_entry, "keepQueues": True, "name": f"{to_entry['name']}-kept"}, t7_kept, _planted(t7_kept, unit)]
+
+
+def mixed_disk_ext_scenarios(sc: dict) -> list[dict]:
+    """From the -emptied-batch-embedded store ``sc`` (5.5.1), with ``enableConsumeQueueExt`` (ext files of 10 units)
+    and the queues kept (%LMQ%q1/0 and its ext file on disk before the walk as the crashed broker's dispatch wrote
+    them: ext unit 0 for its own unit): ``-light-own-to-entry-ext-kept`` (a parsed light unit, the cut own unit
+    dispatched again), ``-light-mixed-parsed-own-ext-kept`` (a parsed own unit) and
+    ``-light-mixed-skip-t0-own-ext-kept`` (no parsed unit there, the cut own unit dispatched again).  The walk's
+    ``putMessagePositionInfoWrapper`` puts ext unit 1 for the own unit it drops onto those files, so the reput's ext
+    unit is 2 (ordinal 1 without the queues kept)."""
+    from broker_dledger_inside_light_scenarios import (
+        _ext,
+        embedded_light_mixed_parsed_own_scenario,
+        embedded_light_mixed_to_entry_scenario,
+    )
+    from broker_dledger_inside_mixed_more_scenarios import light_mixed_skip_t0_ext
+    out = []
+    for base in (_ext(embedded_light_mixed_to_entry_scenario(sc, own_tail=True)),
+                 _ext(embedded_light_mixed_parsed_own_scenario(sc)), light_mixed_skip_t0_ext(sc, own=True)):
+        out.append({**base, "keepQueues": True, "name": f"{base['name']}-kept"})
+    return out
 
 
 def _planted(kept: dict, unit: bytes) -> dict:

@@ -10,10 +10,12 @@ units and its units lost.  The scenarios: :mod:`broker_dledger_inside_mixed_disk
 from __future__ import annotations
 
 import broker_harness as bh
+import numpy as np
 import pytest
 from broker_dledger_files import cq_unit
 from broker_dledger_runs import LINES, _inside_run, _loses_as_the_broker, _verify_with_plan
 
+from store_format.consumequeue_ext import ext_addresses
 from store_format.dledger import ENTRY_HEADER_SIZE
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -182,3 +184,62 @@ def test_verify_predicts_a_crash_restart_that_cuts_a_kept_queue_with_both_kinds_
     # (message 11's light unit, the last message's own unit); planted: light unit 1, which any rebuild drops, held
     first = int.from_bytes(run[:4], "big")   # the T7/0 message's size, the T6/0 one after it
     _loses_as_the_broker(p, r, src, (reput, reput + first), extra=len(EARLIER_LIGHT_PUTS) - 2 + bool(suffix))
+
+
+@pytest.mark.parametrize("store", ["light-own-to-entry", "light-mixed-parsed-own", "light-mixed-skip-t0-own"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_puts_ext_units_after_the_walks_in_a_kept_queue_with_own_units(
+        line, store, tmp_path, monkeypatch):
+    """Three stores with enableConsumeQueueExt (ext files of 10 units) and the queues kept: %LMQ%q1/0 and its ext file
+    on disk before the walk as the crashed broker's dispatch wrote them (the light units at 0-40, an own unit holding
+    ext unit 0's address). ConsumeQueue.recover leaves the ext file's end after ext unit 0; the walk's
+    putMessagePositionInfoWrapper puts ext unit 1 for the own unit (ConsumeQueueExt.put), which putMessagePositionInfo
+    then drops onto those files; the cut, a file left, returns before truncateByMaxAddress.
+    -light-own-to-entry-ext-kept:
+    the parsed light unit at 60, the last message's own unit (cut) dispatched again with ext unit 2 at 80;
+    -light-mixed-parsed-own-ext-kept: the parsed own unit with ext unit 2 at 80; -light-mixed-skip-t0-own-ext-kept: no
+    parsed unit there, the own unit (cut) dispatched again with ext unit 2 at 60 (ext unit 1 each without the queues
+    kept). verify on the store as that restart found it puts them there and predicts the units lost."""
+    from broker_dledger_inside_light_scenarios import (
+        embedded_light_mixed_parsed_own_message,
+        embedded_light_to_entry_message,
+    )
+    from broker_dledger_inside_mixed_replay_scenarios import embedded_light_mixed_skip_t0_message
+    from broker_dledger_inside_scenarios import LIGHT_PUTS, LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-batch-embedded-{store}-ext-kept"
+    if store == "light-mixed-skip-t0-own":
+        reput, msg, _size = embedded_light_mixed_skip_t0_message()
+        r, w, src = _inside_run(name, reput, msg)
+    else:
+        reput, msg = (embedded_light_to_entry_message if store == "light-own-to-entry"
+                      else embedded_light_mixed_parsed_own_message)()
+        r, w, src = _inside_run(name, reput, msg, b"" if store == "light-own-to-entry" else b"x" * 8)
+    assert r["scenario"]["keepQueues"] and r["scenario"]["config"]["enableConsumeQueueExt"] == "true"
+    ext_before = (src / "before" / "consumequeue_ext" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    assert int.from_bytes(ext_before[:2], "big") == 20 and ext_before[20:] == bytes(len(ext_before) - 20)
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    own = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the log's last message: to %LMQ%q1 itself (but -parsed-own's)
+    if store == "light-own-to-entry":
+        expected = [(60, reput, 0), (80, own, _ext_address(2))]
+    elif store == "light-mixed-parsed-own":
+        expected = [(80, reput, _ext_address(2))]
+    else:
+        expected = [(60, own, _ext_address(2))]
+    end = expected[-1][0] + 20
+    assert int(state["maxOffset"]) == end and int(state["extMaxOffset"]) == 60, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    assert [(k, *cq_unit(held, k)[::2]) for k, _o, _t in expected] == expected, held[:120].hex()
+    ext = (src / "expected" / "consumequeue_ext" / "%LMQ%q1" / "0" / f"{0:020d}").read_bytes()
+    assert [int.from_bytes(ext[k:k + 2], "big") for k in (0, 20, 40)] == [20] * 3 and ext[60:] == bytes(len(ext) - 60)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    (w_lmq,) = [q for q in crash.cut.inside_placed.whole if q.topic == "%LMQ%q1"]
+    assert [(pos, o, t) for pos, o, _s, t in w_lmq.units] == expected, w_lmq
+    # a unit each, a light one more for the three light puts (and the light record inside the parsed message); none
+    # lost in -light-own-to-entry-ext-kept (the kept queues hold every unit the crashed broker's dispatch wrote)
+    _loses_as_the_broker(p, r, src, (reput,), extra=len(LIGHT_PUTS) + (store == "light-mixed-skip-t0-own"),
+                         some=store != "light-own-to-entry")
+
+
+def _ext_address(ordinal: int) -> int:
+    """The tags code of a unit holding ext unit ``ordinal``'s address (ext files of 204 bytes)."""
+    return int(ext_addresses(np.array([ordinal]), 204)[0])
