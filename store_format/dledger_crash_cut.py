@@ -27,8 +27,11 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   data files, those at their queue offsets and the last file's replayed from after them; of both kinds there, the
   last file's replayed from the write position and max the rule left after them, ``QueueTrack.replayed_before``; on
   disk before the walk, ``truncateDirtyLogicFiles`` on the files ``ConsumeQueue.recover`` loaded once the walk's units
-  were dispatched onto them, ``QueueTrack.mixed_walked``, where those hold its cut units not kept: refused unless
-  the reput replays it whole, ``dledger_inside_walked._mixed_on_disk``): the cut, reading the file's units,
+  were dispatched onto them, ``QueueTrack.mixed_walked``, the reput set inside an entry replaying it whole from the
+  write position and max that leaves, a parsed unit going to it or not, ``dledger_inside_walked._mixed_on_disk`` and
+  ``mixed_disk_put_back``: its cut units dispatched again and its records past the walk's end each by the rule with
+  its own queue offset, written from its record, with ext files their ext units after the walk's; ``verify`` only;
+  refused for a reput not set inside an entry): the cut, reading the file's units,
   goes by those positions (its write
   position, the max the reput starts from); a reput set inside an entry dispatching its
   cut units again after parsed units puts them as ``dledger_inside_replay.replay_queue`` says (from those positions);
@@ -38,7 +41,7 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   messages), its queue offsets checked against a write position the walk never had there, replays it whole from
   the state the cut left (``dledger_inside_walked.mixed_put_back``: ``putMessagePositionInfo`` with each one's own
   queue offset, one the walk dropped written from its record, then its records past the walk's end; with ext files
-  an own unit's ext unit first, a light one none; refused for the queue on disk before the walk).
+  an own unit's ext unit first, a light one none; on disk before the walk: ``mixed_disk_put_back``).
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
   ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
   which is no ext address (``isExtAddr``), so nothing is cut.
@@ -438,17 +441,17 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                 continue
         if q in both_disk:
             raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light ones "
-                          "in the walk's earlier data files, on disk before the walk (their positions there not "
-                          "known), no parsed unit going to it")
+                          "in the walk's earlier data files, on disk before the walk, no parsed unit going to it, "
+                          "the walk's units not dispatched onto its files (5.3.3, or its earlier units not kept) or "
+                          "the reput not set inside an entry")
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
         n = int(again.sum())
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
-        if n and q in disk_mixed:
+        if n and q in disk_mixed:   # a reput not set inside an entry (no broker case)
             raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light "
-                          "ones, on disk before the walk, whose cut units the reput puts back with no parsed unit "
-                          "going to it (where the walk's dispatch put them onto its files not known)")
+                          "ones, on disk before the walk, whose cut units a reput not set inside an entry puts back")
         if q in mixed and 0 < n < len(rows):
             # none parsed there, the first cut units inside the parsed messages: the queue replayed whole from the
             # state the cut left (dledger_inside_walked.mixed_put_back; apply_cut writes it), the last ones by the

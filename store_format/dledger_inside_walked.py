@@ -29,7 +29,10 @@ file and its max -1 (5.5.1's ``recoverTopicQueueTable``) or ``processOffset`` (5
 with units of both kinds in the walk's earlier data files, the last file's replayed from the write position and max
 the rule left after those (``QueueTrack.replayed_before``); on disk before the walk, a file of it left by the cut
 (5.5.1), from the write position and max ``truncateDirtyLogicFiles`` left once the walk's units were dispatched onto
-the files ``ConsumeQueue.recover`` loaded (:func:`_mixed_on_disk`).
+the files ``ConsumeQueue.recover`` loaded (:func:`_mixed_on_disk`), its cut units the reput dispatches again and its
+records past the walk's end by ``putMessagePositionInfo`` from there with their own queue offsets, each written from
+its record, with ext files their ext units after the end ``ConsumeQueueExt.recover`` left and the walk's own units'
+(``ConsumeQueueExt.put``); no parsed unit going to it: :func:`mixed_disk_put_back`.
 """
 from __future__ import annotations
 
@@ -97,7 +100,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     the walk's earlier data files: ``QueueTrack.light_before``); one with both kinds of unit by the positions
     ``putMessagePositionInfo`` gave them (:func:`_mixed`: from the state its units in the walk's earlier data files
     left, of one kind at their queue offsets, of both kinds ``QueueTrack.replayed_before``; on disk before the walk:
-    :func:`_mixed_on_disk`; else refused).  A queue only
+    :func:`_mixed_on_disk`, its cut units dispatched again and records past the walk's end too, ext files or not;
+    else refused).  A queue only
     records past the walk's end went to (a batch queue too; not on disk before the walk, or on disk with no file left
     by the cut on 5.5.1: ``ConsumeQueue``'s max -1 there) is one the walk did not write (None: the rebuild's own
     dispatch, reading the parsed messages before those records as the broker dispatches them, puts them where the

@@ -98,8 +98,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`broker_dledger_inside_mixed_replay_scenarios.mixed_replay_scenarios`,
     :func:`broker_dledger_inside_only_past_more_scenarios.only_past_more_scenarios`,
     :func:`broker_dledger_inside_mixed_more_scenarios.mixed_more_scenarios`,
-    :func:`broker_dledger_inside_past_ext_scenarios.past_ext_scenarios` and
-    :func:`broker_dledger_inside_mixed_earlier_scenarios.mixed_earlier_scenarios`."""
+    :func:`broker_dledger_inside_past_ext_scenarios.past_ext_scenarios`,
+    :func:`broker_dledger_inside_mixed_earlier_scenarios.mixed_earlier_scenarios` and
+    :func:`broker_dledger_inside_mixed_disk_scenarios.mixed_disk_scenarios`."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
