@@ -138,8 +138,8 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         held_only = (on_disk or {}).get(name) if not kinds and q not in track.batch_before else None
         # on disk before the walk, the cut leaving it no file (the files' units all at or past processOffset):
         # BatchConsumeQueue.truncateDirtyLogicFiles leaves its max processOffset - 1 (the emptied batch queue below),
-        # ConsumeQueue's on 5.5.1 -1 (recoverTopicQueueTable), as a queue the walk did not write; a batch queue the
-        # cut left a file of: as that file leaves it (its write position and max), replayed from there
+        # ConsumeQueue's -1 on 5.5.1 (recoverTopicQueueTable), processOffset on 5.3.3 (_emptied_past_only); a batch
+        # queue the cut left a file of: as that file leaves it (its write position and max), replayed from there
         past_only_batch = held_only is not None and name[0] in track.batch_topics
         if not kinds and q not in track.batch_before and held_only is None:
             # only records past the walk's end went to it (a walk ended by a damaged message; not on disk before the
