@@ -44,7 +44,8 @@ and removes every other staged file of the queue.  The rule is the one :func:`pu
 :func:`store_format.consumequeue.assign_positions`).  A queue replayed so is one a parsed message goes to (the
 queues :func:`store_format.dledger_inside_units.place_inside` is asked about; also one on disk before the walk that
 the walk wrote no unit of, only records past its end, a file of it left by the cut: from that file's write
-position and max, ``ConsumeQueue.recover`` and ``truncateDirtyLogicFiles`` on its files alone,
+position and max, ``ConsumeQueue.recover`` and ``truncateDirtyLogicFiles`` on its files alone; none left: from no
+file and its max, -1 on 5.5.1, ``processOffset`` on 5.3.3, its ext units after the ext files' end ``recover`` left,
 :func:`store_format.dledger_inside_walked.inside_units`); one only cut units dispatched again
 or records past the walk's end go to is put back by :func:`store_format.dledger_crash_cut.cut_queues` as before.
 Refused (one line): a cut unit the walk's dispatch dropped (a queue holding own and light units) that the reput

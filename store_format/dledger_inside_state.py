@@ -141,8 +141,9 @@ class Placed:
     rebuild_units: tuple[tuple[str, int, int], ...] = ()
     # ``(topic, queue id, position)``: an opened file holds fillPreBlank units from its start up to that position
     blank_until: tuple[tuple[str, int, int], ...] = ()
-    # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in a queue the walk wrote (after
-    # the walk's; the reput's ones, where it goes on, after them)
+    # ``(topic, queue id, n)``: with ext files, the ext units the parsed units put in an ordinary queue (in one the
+    # walk wrote after the walk's, the reput's ones, where it goes on, after them; in one it did not write, counted
+    # for verify's ext units appended alone)
     ext_put: tuple[tuple[str, int, int], ...] = ()
     # the ordinary queues (ext files or not) and batch queues the reput touches, their files replayed whole
     # (store_format.dledger_inside_replay.QueueFiles, a batch queue's dledger_inside_replay_batch.BatchQueueFiles):

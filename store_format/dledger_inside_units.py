@@ -34,9 +34,10 @@ writes its files whole from the state the cut left: the parsed units, then the c
 those files (:attr:`Placed.whole`) and removes the queue's other staged files.  :attr:`Placed.units`,
 :attr:`Placed.opened` and :attr:`Placed.blank_until` restate what the replay put.  With ext files it counts the ext
 units the parsed units put in each queue (:attr:`Placed.ext_put`: after the walk's; the ones the reput puts for the
-records it walks follow them, ``dledger_crash_cut.ExtAgain``).  A queue the walk did not write is left to the
-rebuild's own dispatch, which reads those messages after the walk's records (:func:`store_format.store.then_pieces`)
-and appends them by the same rules (:mod:`store_format.consumequeue`).
+records it walks follow them, ``dledger_crash_cut.ExtAgain``; a queue the walk did not write counted too, for
+``verify``'s ext units appended, ``pipelines.verify.restart.predict_restart``'s ``ext_parsed``).  A queue the walk
+did not write is left to the rebuild's own dispatch, which reads those messages after the walk's records
+(:func:`store_format.store.then_pieces`) and appends them by the same rules (:mod:`store_format.consumequeue`).
 
 Refused (one line): a parsed unit for a queue :func:`store_format.dledger_inside_walked.inside_units` marks refused
 (:attr:`WalkedQueue.refused`, raised at the first parsed unit of it).  A record past the walk's end that the
@@ -115,15 +116,16 @@ def place_inside(parsed: tuple[ParsedUnit, ...], walked: Callable[[tuple[str, in
         key = (u.topic, u.queue_id)
         if key not in states:
             states[key] = walked(key)
+        if ext_file_size and u.own and not u.batch:   # ConsumeQueueExt.put (a light unit: ConsumeQueue.
+            # multiDispatchLmqQueue calls putMessagePositionInfo alone, no ext unit), whatever becomes of the unit:
+            # counted for the ext units the reput puts after them (dledger_crash_cut.ExtAgain) and for verify's ext
+            # units appended (a queue the walk did not write too); the replay gives the unit its address
+            ext_put[key] = ext_put.get(key, 0) + 1
         if (s := states[key]) is None:
             continue   # a queue the walk did not write: the rebuild's dispatch appends it by the same rules
         if s.refused:
             raise refuse(at, f"for {u.topic}/{u.queue_id}, {s.refused}")
         mine.setdefault(key, []).append(i)
-        if ext_file_size and u.own and not s.batch:   # ConsumeQueueExt.put (a light unit: ConsumeQueue.
-            # multiDispatchLmqQueue calls putMessagePositionInfo alone, no ext unit): counted for the ext units the
-            # reput puts after them (dledger_crash_cut.ExtAgain); the replay gives the unit its address
-            ext_put[key] = ext_put.get(key, 0) + 1
     out: list[tuple[int, InsideUnit]] = []   # (its parsed unit's index, the unit)
     opened: list[tuple[str, int, int]] = []
     blanks: list[tuple[str, int, int]] = []

@@ -12,10 +12,11 @@ walk's units onto its files: :func:`store_format.consumequeue_recovery.dispatch_
 (``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
 a record's own.  A consume queue on disk before the walk that the walk wrote no unit of, only records past its end,
 a file of it left by the cut: as ``ConsumeQueue.recover`` loaded its files and the cut left them, nothing of the walk
-(:func:`_held_past_only`; one whose files the 5.3.3 cut deleted from no file and its max ``processOffset``:
-:func:`_emptied_past_only_533`; with ext files their end as ``ConsumeQueue.recover``'s ``ConsumeQueueExt.recover`` and
-``truncateByMaxAddress`` left it, which the cut, returning inside its loop, does not reach: a byte end, the units
-before it of any size, ext units with filter bitmaps too).
+(:func:`_held_past_only`; one whose files the cut deleted from no file and its max, -1 on 5.5.1
+(``ConsumeQueue.correctMinOffset`` with no file), ``processOffset`` on 5.3.3: :func:`_emptied_past_only`; with ext
+files their end as ``ConsumeQueue.recover``'s ``ConsumeQueueExt.recover`` and ``truncateByMaxAddress`` left it, which
+the cut does not move (returning inside its loop, or with every file deleted reaching its ``truncateByMaxAddress``
+with no address): a byte end, the units before it of any size, ext units with filter bitmaps too).
 A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes
 own queue offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
 ``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets; their positions replayed by its
@@ -101,18 +102,18 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     ``putMessagePositionInfo`` gave them (:func:`_mixed`: from the state its units in the walk's earlier data files
     left, of one kind at their queue offsets, of both kinds ``QueueTrack.replayed_before``; on disk before the walk:
     :func:`_mixed_on_disk`, its cut units dispatched again and records past the walk's end too, ext files or not;
-    else refused).  A queue only
-    records past the walk's end went to (a batch queue too; not on disk before the walk, or on disk with no file left
-    by the cut on 5.5.1: ``ConsumeQueue``'s max -1 there) is one the walk did not write (None: the rebuild's own
-    dispatch, reading the parsed messages before those records as the broker dispatches them, puts them where the
-    broker does); such a batch queue on disk that the cut left no file of is the emptied batch queue (its max
-    ``processOffset - 1``: a parsed unit starting there dropped, the records past the walk's end from queue byte 0),
-    one the cut left a file of goes from that file's write position and max (``BatchConsumeQueue.
-    truncateDirtyLogicFiles`` on the files alone: the walk wrote none of it); so too a consume queue on disk the
-    cut left a file of, 5.5.1 or 5.3.3 (``ConsumeQueue.truncateDirtyLogicFiles`` on its files alone:
+    else refused).  A queue only records past the walk's end went to (a batch queue too; not on disk before the walk)
+    is one the walk did not write (None: the rebuild's own dispatch, reading the parsed
+    messages before those records as the broker dispatches them, puts them where the broker does); such a batch queue
+    on disk that the cut left no file of is the emptied batch queue (its max ``processOffset - 1``: a parsed unit
+    starting there dropped, the records past the walk's end from queue byte 0), one the cut left a file of goes from
+    that file's write position and max (``BatchConsumeQueue.truncateDirtyLogicFiles`` on the files alone: the walk
+    wrote none of it); so too a consume queue on disk the cut left a file of, 5.5.1 or 5.3.3
+    (``ConsumeQueue.truncateDirtyLogicFiles`` on its files alone:
     :func:`_held_past_only`; with ext files, their ext units going on after the ext files' end as
-    ``ConsumeQueue.recover`` left them: ``ext_held``); a consume queue so on disk on 5.3.3 with no file left: no
-    file, its max ``processOffset``, replayed from there (:func:`_emptied_past_only_533`; with ext files as above).
+    ``ConsumeQueue.recover`` left them: ``ext_held``); a consume queue so on disk with no file left: no file, its max
+    -1 (5.5.1) or ``processOffset`` (5.3.3), replayed from there (:func:`_emptied_past_only`; with ext files as
+    above, after the ext units of the deleted files' units, which no unit points at any more).
     ``after``: the units of the records past the walk's end (a walk ended by a damaged message), those from
     ``reput`` on handed over as
     :attr:`WalkedQueue.past`, with the number of cut units the reput goes on past when it dispatches none of them
@@ -147,14 +148,13 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         held_only = (on_disk or {}).get(name) if not kinds and q not in track.batch_before else None
         # on disk before the walk, the cut leaving it no file (the files' units all at or past processOffset):
         # BatchConsumeQueue.truncateDirtyLogicFiles leaves its max processOffset - 1 (the emptied batch queue below),
-        # ConsumeQueue's on 5.5.1 -1 (recoverTopicQueueTable), as a queue the walk did not write; a batch queue the
-        # cut left a file of: as that file leaves it (its write position and max), replayed from there
+        # ConsumeQueue's -1 on 5.5.1 (recoverTopicQueueTable), processOffset on 5.3.3 (_emptied_past_only); a batch
+        # queue the cut left a file of: as that file leaves it (its write position and max), replayed from there
         past_only_batch = held_only is not None and name[0] in track.batch_topics
-        if not kinds and q not in track.batch_before and \
-                (held_only is None or (not held_only[1] and reset_emptied and not past_only_batch)):
+        if not kinds and q not in track.batch_before and held_only is None:
             # only records past the walk's end went to it (a walk ended by a damaged message; not on disk before the
-            # walk, or a consume queue on disk whose files the 5.5.1 cut deleted): the cut leaves it no file, as a
-            # queue the walk did not write; the broker dispatches the parsed units, then those records from where
+            # walk): the cut leaves it no file, as a queue the walk did not write; the broker dispatches the parsed
+            # units, then those records from where
             # the reput goes on, and the rebuild reads them in that order too (pipelines.restart: store.then_pieces
             # puts the parsed messages between the walk's pass and the reput's), so its own dispatch puts them where
             # the broker does.  A batch queue so too:
@@ -162,10 +162,12 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             # the max (-1 for a queue created then) at getLastMappedFile(getMaxOffset()), 0 with no file, as the
             # rebuild's batch dispatch (batchconsumequeue.assign_batch_positions) does in the same order
             return None
-        if held_only is not None and not held_only[1] and not reset_emptied and not past_only_batch:
-            # a consume queue on disk whose files the 5.3.3 cut deleted: no file, its max processOffset (5.3.3's
-            # correctMinOffset keeps it): replayed from there (_emptied_past_only_533)
-            return _emptied_past_only_533(process_offset, later, ext_file_size, (ext_held or {}).get(name))
+        if held_only is not None and not held_only[1] and not past_only_batch:
+            # a consume queue on disk whose files the cut deleted: no file, its max -1 (5.5.1's correctMinOffset
+            # resets it) or processOffset (5.3.3's keeps it), its ext files as ConsumeQueue.recover left them:
+            # replayed from there (_emptied_past_only)
+            return _emptied_past_only(-1 if reset_emptied else process_offset, later, ext_file_size,
+                                      (ext_held or {}).get(name))
         if held_only is not None and held_only[1] and not past_only_batch:
             # a consume queue on disk, a file of it left by the cut (5.5.1 or 5.3.3): replayed from that file's write
             # position and max (_held_past_only)
@@ -502,27 +504,29 @@ def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_
     return _past_only(held[2], held[0], later, ext_file_size, ext_end, "", disk=True)
 
 
-def _emptied_past_only_533(process_offset: int, later: np.ndarray, ext_file_size: int,
-                           ext_end: int | None) -> WalkedQueue:
+def _emptied_past_only(top: int, later: np.ndarray, ext_file_size: int, ext_end: int | None) -> WalkedQueue:
     """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
-    end went to (``later``), whose files the 5.3.3 cut deleted (every file's first unit at or past ``processOffset``:
+    end went to (``later``), whose files the cut deleted (every file's first unit at or past ``processOffset``:
     ``ConsumeQueue.truncateDirtyLogicFiles`` sets the max to ``processOffset`` first and deletes them from the last
-    back; 5.3.3's ``recoverTopicQueueTable``, ``ConsumeQueue.correctMinOffset`` with no file, keeps that max, which
-    5.5.1 resets to -1).  The reput puts its parsed units and then those records by ``putMessagePositionInfo`` from
-    there (:func:`store_format.dledger_inside_replay.replay_queue`): a unit ending at or below ``processOffset``
-    dropped, the first one appended into the file ``getLastMappedFile`` creates at its queue offset * 20, after
-    ``fillPreBlank`` units, the next ones by the queue offset check.  The rebuild's queue holds none of the deleted
-    files' units (verify only), so its state is given as the broker's (the replay writes the queue whole).  With ext
-    files (``ext_end`` as for :func:`_held_past_only`): the cut, having deleted every file, reaches its
-    ``truncateByMaxAddress`` with no address (set only from a unit it keeps), which does nothing, so the ext units go
-    on after the ext files' end as ``ConsumeQueue.recover`` left it (a byte end); refused when not read."""
-    return _past_only(-1, process_offset, later, ext_file_size, ext_end, ", whose files the 5.3.3 cut deletes",
-                      disk=False)
+    back), its max ``top`` after the start's ``recoverTopicQueueTable``: ``ConsumeQueue.correctMinOffset`` with no
+    file resets it to -1 on 5.5.1 (``-to-entry-past-only-kept``, ``-kept-ext``), keeps ``processOffset`` on 5.3.3
+    (``-emptied-kept-embedded-to-entry-past-only-emptied``, ``-ext``).  The reput puts its parsed units and then
+    those records by ``putMessagePositionInfo`` from there (:func:`store_format.dledger_inside_replay.replay_queue`):
+    a unit ending at or below the max dropped, the first one appended into the file ``getLastMappedFile`` creates at
+    its queue offset * 20, after ``fillPreBlank`` units, the next ones by the queue offset check.  The rebuild's queue
+    holds none of the deleted files' units (verify only: ``--as-restart`` plans with no queue on disk, the rebuild's
+    own dispatch then), so its state is given as the broker's (the replay writes the queue whole).  With ext files
+    (``ext_end`` as for :func:`_held_past_only`): the cut, having deleted every file, reaches its
+    ``truncateByMaxAddress`` with no address (``maxExtAddr`` 1, set only from a unit it keeps; ``isExtAddr`` false),
+    which does nothing, so the ext units (``ConsumeQueueExt.put`` in ``putMessagePositionInfoWrapper``) go on after
+    the ext files' end as ``ConsumeQueue.recover`` left it (a byte end), after ext units no consume queue unit points
+    at any more; refused when not read."""
+    return _past_only(-1, top, later, ext_file_size, ext_end, ", whose files the cut deletes", disk=False)
 
 
 def _past_only(write: int, top: int, later: np.ndarray, ext_file_size: int, ext_end: int | None, which: str, *,
                disk: bool) -> WalkedQueue:
-    """The state of :func:`_held_past_only`'s and :func:`_emptied_past_only_533`'s queue: write position ``write``
+    """The state of :func:`_held_past_only`'s and :func:`_emptied_past_only`'s queue: write position ``write``
     and max ``top`` as the cut left its files (the rebuild's given as the broker's), ``later`` its records past the
     walk's end, its ext units going on from the byte end ``ext_end`` (:attr:`WalkedQueue.ext_end`: whatever the
     sizes of the units before it, ``ConsumeQueueExt.put`` appends at the last file's write position or, the unit not

@@ -34,3 +34,35 @@ def last_data_bytes(src: Path, offset: int, n: int) -> bytes:
     with data[-1].open("rb") as f:
         f.seek(offset - int(data[-1].name))
         return f.read(n)
+
+
+def replayed_files(plan, file_size: int) -> dict[int, bytes]:
+    """The consume queue files a replay plan (``store_format.dledger_inside_replay.QueueFiles``) of a queue the cut
+    left with no file says the broker writes: the files ``getLastMappedFile`` created (zeros), ``fillPreBlank``
+    units up to ``blank_until``, then its units; by file start."""
+    assert not plan.copies and plan.walk_end < 0, plan   # nothing of a walk's file read
+    files = {start: bytearray(file_size) for start in plan.opened}
+    if plan.blank_until >= 0:
+        start = plan.blank_until - plan.blank_until % file_size
+        files[start][:plan.blank_until - start] = struct.pack(">qiq", 0, 2**31 - 1, 0) * \
+            ((plan.blank_until - start) // 20)
+    for pos, offset, size, tags in plan.units:
+        start = pos - pos % file_size
+        files[start][pos - start:pos - start + 20] = struct.pack(">qiq", offset, size, tags)
+    return {start: bytes(data) for start, data in files.items()}
+
+
+def ext_orphans(ext_files: dict[int, bytes], end: int, pointed: set[int]) -> int:
+    """How many ext units before real offset ``end`` (the ext files' end after the load) no address in ``pointed``
+    (the tags codes of a queue's units) points at: each file's units walked by their size fields (a file's end
+    marker, -1, ends it)."""
+    count = 0
+    for start in sorted(ext_files):
+        data, at = ext_files[start], 0
+        while start + at < end and at + 2 <= len(data):
+            size = struct.unpack(">h", data[at:at + 2])[0]
+            if size <= 0:
+                break
+            count += (start + at - (1 << 63)) not in pointed
+            at += size
+    return count

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import base64
 
-from broker_dledger_inside_mixed_replay_scenarios import SKIP_OWN_BODY, SKIP_OWN_UNIQ
+from broker_dledger_inside_mixed_replay_scenarios import light_mixed_emptied
 from broker_dledger_inside_scenarios import (
     EMBED_HOST_AT,
     EMBED_HOST_BODY,
     EMBED_PROCESS_OFFSET,
     LIGHT_PUTS,
     LIGHT_TAIL,
-    LIGHT_TAIL_BODY,
     TO_ENTRY_HOST_TAIL,
     embedded_light_scenario,
 )
@@ -113,17 +112,5 @@ def kept_light_mixed_emptied_scenario(sc: dict) -> dict:
     (:func:`kept_light_mixed_emptied_message`) ends at T9's entry: its light unit gets a new file where queue offset
     7 falls (``fillPreBlank`` units before it), and the reput, going on at T9's entry, appends both cut units after
     it (queue offsets 0)."""
-    reput, msg = kept_light_mixed_emptied_message()
-    *rest, host, t9 = sc["messages"]
-    assert t9["topic"] == "T9", t9
-    body = bytearray(b"x" * EMBED_HOST_BODY)
-    head = msg[:-len(TO_ENTRY_HOST_TAIL)]
-    body[len(body) - len(head):] = head
-    own = {**t9, "topic": "%LMQ%q1", "queueId": 0, "body": base64.b64encode(b"t" * SKIP_OWN_BODY).decode(),
-           "keys": "kA", "uniqKey": SKIP_OWN_UNIQ}
-    tail = {**t9, "topic": "T0", "queueId": 0, "body": base64.b64encode(b"t" * LIGHT_TAIL_BODY).decode(),
-            "keys": "kT", "uniqKey": "7F00000100002A9F000000000997",
-            "properties": {"INNER_MULTI_DISPATCH": "%LMQ%q1", "INNER_MULTI_QUEUE_OFFSET": "0"}}
-    return {**sc, "config": {**sc["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
-            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, t9, own, tail],
-            "name": f"{sc['name']}-light-mixed-emptied"}
+    assert sc["messages"][-1]["topic"] == "T9", sc["messages"][-1]
+    return light_mixed_emptied(sc, kept_light_mixed_emptied_message()[1])

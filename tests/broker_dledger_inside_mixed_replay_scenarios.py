@@ -214,18 +214,25 @@ def embedded_light_mixed_emptied_scenario(sc: dict) -> dict:
     (:func:`embedded_light_mixed_emptied_message`) ends at B9's entry: its light unit gets a new file where queue
     offset 7 falls (``fillPreBlank`` units before it), and the reput, going on at B9's entry, appends both cut units
     after it (queue offsets 0)."""
-    reput, msg = embedded_light_mixed_emptied_message()
-    *rest, host, b9 = sc["messages"]
+    return light_mixed_emptied(sc, embedded_light_mixed_emptied_message()[1])
+
+
+def light_mixed_emptied(sc: dict, msg: bytes) -> dict:
+    """Store ``sc`` (its last message the one the cut empties: B9's or T9's) with ``enableMultiDispatch``/``enableLmq``,
+    the host record before it carrying ``msg`` (the record the reput parses) at its body's end, and after that last
+    message one put to topic %LMQ%q1 itself (queue 0, own queue offset 0, keys ``kA``) and a last T0/0 message also to
+    %LMQ%q1 (light queue offset 0); named ``<sc>-light-mixed-emptied``."""
+    *rest, host, last = sc["messages"]
     body = bytearray(b"x" * EMBED_HOST_BODY)
     head = msg[:-len(TO_ENTRY_HOST_TAIL)]
     body[len(body) - len(head):] = head
-    own = {**b9, "topic": "%LMQ%q1", "queueId": 0, "body": base64.b64encode(b"t" * SKIP_OWN_BODY).decode(),
+    own = {**last, "topic": "%LMQ%q1", "queueId": 0, "body": base64.b64encode(b"t" * SKIP_OWN_BODY).decode(),
            "keys": "kA", "uniqKey": SKIP_OWN_UNIQ}
-    tail = {**b9, "topic": "T0", "queueId": 0, "body": base64.b64encode(b"t" * LIGHT_TAIL_BODY).decode(),
+    tail = {**last, "topic": "T0", "queueId": 0, "body": base64.b64encode(b"t" * LIGHT_TAIL_BODY).decode(),
             "keys": "kT", "uniqKey": "7F00000100002A9F000000000997",
             "properties": {"INNER_MULTI_DISPATCH": "%LMQ%q1", "INNER_MULTI_QUEUE_OFFSET": "0"}}
     return {**sc, "config": {**sc["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
-            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, b9, own, tail],
+            "messages": [*rest, {**host, "body": base64.b64encode(bytes(body)).decode()}, last, own, tail],
             "name": f"{sc['name']}-light-mixed-emptied"}
 
 

@@ -13,7 +13,7 @@ import struct
 
 import broker_harness as bh
 import pytest
-from broker_dledger_files import last_data_bytes
+from broker_dledger_files import last_data_bytes, replayed_files
 from broker_dledger_runs import LINES, _inside_run, _restart_as_the_broker, _verify_loses_as_the_broker
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -62,11 +62,12 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
         line, tmp_path, monkeypatch):
     """The -to-entry-past-only store with the queues kept (keepQueues): TZ/0 on disk before the walk, its one file
     holding the damaged record's unit only (past processOffset). ConsumeQueue.truncateDirtyLogicFiles deletes it and
-    the 5.5.1 start leaves its max -1, as for a queue the walk did not write: the parsed unit at 20000 after
+    the 5.5.1 start (ConsumeQueue.correctMinOffset with no file) leaves its max -1: the parsed unit at 20000 after
     fillPreBlank units, the damaged record's (queue offset 0) appended at 20020 in the next file. verify on the store
-    as that restart found it predicts the units lost, its plan placing nothing of TZ itself (the rebuild's own
-    dispatch puts them)."""
+    as that restart found it predicts the units lost, its plan replaying TZ/0 whole from that state
+    (dledger_inside_walked._emptied_past_only): the broker's files byte for byte."""
     from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC, embedded_to_entry_past_only_message
+    from broker_dledger_inside_scenarios import TO_ENTRY_QUEUE_OFFSET
     from broker_dledger_runs import _loses_as_the_broker, _verify_with_plan
     from test_dledger_crash_inside_light_broker import past_only_queue_as_the_broker_wrote_it
     name = f"{line}-dledger-abort-emptied-batch-embedded-to-entry-past-only-kept"
@@ -80,9 +81,11 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
                                                             "maxPhysicOffset": -1}
     past_only_queue_as_the_broker_wrote_it(r, src, reput, len(msg))
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
-    placed = crash.cut.inside_placed
-    assert not any(PAST_ONLY_TOPIC in map(str, u) for u in (*placed.units, *placed.opened)), \
-        placed
+    (q,) = [q for q in crash.cut.inside_placed.whole if (q.topic, q.queue_id) == (PAST_ONLY_TOPIC, 0)]
+    assert (q.parsed_at, q.put_back, q.lost) == ((TO_ENTRY_QUEUE_OFFSET * 20,), (damaged,), ()), q
+    folder = src / "expected" / "consumequeue" / PAST_ONLY_TOPIC / "0"
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    assert replayed_files(q, size) == {int(f.name): f.read_bytes() for f in folder.iterdir()}
     _loses_as_the_broker(p, r, src, (reput,), some=False)   # the queues kept: none need be lost
 
 

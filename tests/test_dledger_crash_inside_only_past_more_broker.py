@@ -13,7 +13,7 @@ import struct
 
 import broker_harness as bh
 import pytest
-from broker_dledger_files import cq_unit, ext_units, last_data_bytes
+from broker_dledger_files import cq_unit, ext_orphans, ext_units, last_data_bytes
 from broker_dledger_runs import LINES, _capture_cuts, _inside_run, _loses_as_the_broker, _verify_with_plan, _written
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -100,7 +100,8 @@ def test_verify_predicts_a_533_crash_restart_whose_reput_parses_a_message_for_a_
     deleting the file, reaches its own ``truncateByMaxAddress`` with no address (nothing), so the parsed unit holds the
     address of the ext unit at 40, the damaged record's that of the one at 60.  The broker's files, byte for byte;
     verify (no longer refused: "a queue the walk wrote no unit of, only records past its end") replays TZ/0 from no
-    file and max processOffset and predicts the units lost."""
+    file and max processOffset and predicts the units lost; with ext files its TZ/0 figures are the broker's (2 ext
+    units appended: the parsed message's and the damaged record's; 2 orphaned: those at 0 and 20, no unit kept)."""
     from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC
     from broker_dledger_inside_only_past_held_scenarios import kept_past_only_message
     from broker_dledger_inside_only_past_more_scenarios import HELD_EXT_AT, HELD_EXT_UNITS, deleted_unit, ext_unit
@@ -142,4 +143,12 @@ def test_verify_predicts_a_533_crash_restart_whose_reput_parses_a_message_for_a_
     assert (q.parsed_at, q.opened, q.blank_until, q.put_back, q.copies) == \
         ((20000,), (19800, 20020), 20000, (damaged,), ()), q
     assert list(q.units) == [(20000, reput, len(msg), tags[0]), (20020, damaged, size, tags[1])], q
+    if ext:   # verify's TZ/0 ext figures are the broker's: the ext units its restart put, and those before the loaded
+        # end (40) that no unit of its queue points at (the cut kept none)
+        loaded_end = int(loaded["extMaxOffset"])
+        appended = (int(state["extMaxOffset"]) - loaded_end) // 20
+        orphans = ext_orphans({0: ext_file.read_bytes()}, loaded_end, set(tags))
+        assert (loaded_end, appended, orphans) == (40, 2, 2)
+        (figures,) = [f for f in p["queues"] if f["queue"] == queue]
+        assert (figures["ext_units_appended"], figures["ext_units_orphaned"]) == (appended, orphans), figures
     _loses_as_the_broker(p, r, src, (reput,), some=False)

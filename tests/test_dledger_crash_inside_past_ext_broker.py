@@ -16,7 +16,7 @@ import struct
 
 import broker_harness as bh
 import pytest
-from broker_dledger_files import cq_unit, last_data_bytes
+from broker_dledger_files import cq_unit, ext_orphans, last_data_bytes, replayed_files
 from broker_dledger_runs import (
     LINES,
     _capture_cuts,
@@ -121,13 +121,16 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     the broker wrote it, its file holding the damaged record's unit (past processOffset) whose tags code is the
     address of its ext unit at 0.  ``ConsumeQueue.recover``: ``ConsumeQueueExt.recover`` and ``truncateByMaxAddress``
     leave the ext end at 20; ``truncateDirtyLogicFiles`` deletes the file (its unit at or past processOffset) and its
-    ``truncateByMaxAddress`` gets no address (nothing); the 5.5.1 start leaves the max -1.  The reput puts the parsed
-    unit at 20000 after fillPreBlank units, the damaged record's at 20020, their ext units at 20 and 40 (after the
-    one at 0, which no unit points at any more).  verify predicts the units lost (its plan places nothing of TZ: the
-    rebuild's own dispatch, whose ext units go at 0 and 20, so its tags codes are not the broker's; units lost do
-    not read them).  ``--as-restart`` on that store (which holds queue files: its warning) writes what a restart
-    makes of it with ``consumequeue/``, ``consumequeue_ext/`` and ``index/`` deleted: TZ/0's units where the broker
-    put them, their tags codes the addresses 0 and 20."""
+    ``truncateByMaxAddress`` gets no address (nothing); the 5.5.1 start (``correctMinOffset`` with no file) leaves
+    the max -1.  The reput puts the parsed unit at 20000 after fillPreBlank units, the damaged record's at 20020,
+    their ext units at 20 and 40 (after the one at 0, which no unit points at any more).  verify replays TZ/0 whole
+    from that state (``dledger_inside_walked._emptied_past_only``): its plan is the broker's files byte for byte,
+    tags codes (ext addresses 20 and 40) included; its TZ/0 figures are the broker's: 2 ext units appended (the
+    parsed message's, ``Placed.ext_put``, and the damaged record's), 1 orphaned (the cut kept no unit); it predicts
+    the units lost.  ``--as-restart`` on that store (which holds queue files: its warning) writes what a restart
+    makes of it with ``consumequeue/``, ``consumequeue_ext/`` and ``index/`` deleted (it reads no queue file of the
+    store, so not the ext unit at 0 the broker's go on after): TZ/0's units where the broker put them, their tags
+    codes the addresses 0 and 20."""
     from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC, embedded_to_entry_past_only_message
     from broker_dledger_inside_scenarios import TO_ENTRY_QUEUE_OFFSET
     from broker_dledger_runs import _as_restart
@@ -160,7 +163,17 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     assert ext[:20] == before_ext[:20] and [_new_ext_unit(ext, k)[0] for k in (20, 40)] == [20, 20] and \
         not any(ext[60:])
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
-    assert not [q for q in crash.cut.inside_placed.whole if q.topic == PAST_ONLY_TOPIC]
+    (q,) = [q for q in crash.cut.inside_placed.whole if (q.topic, q.queue_id) == (PAST_ONLY_TOPIC, 0)]
+    assert (q.parsed_at, q.put_back, q.lost, q.blank_until) == ((at,), (damaged,), (), at), q
+    assert replayed_files(q, cq_size) == {first: got[0], first + cq_size: got[1]}   # the broker's, byte for byte
+    # the broker's ext figures for TZ/0: the ext units its restart put, and those before the loaded end that no unit
+    # of its queue points at
+    loaded_end, pointed = int(loaded["extMaxOffset"]), {cq_unit(got[0], at - first)[2], cq_unit(got[1], 0)[2]}
+    appended = (int(state["extMaxOffset"]) - loaded_end) // 20
+    orphans = ext_orphans({0: before_ext}, loaded_end, pointed)
+    assert (appended, orphans) == (2, 1)
+    (figures,) = [f for f in p["queues"] if f["queue"] == queue]
+    assert (figures["ext_units_appended"], figures["ext_units_orphaned"]) == (appended, orphans), figures
     _loses_as_the_broker(p, r, src, (reput,), some=False)
     code, err = _as_restart(src / "before", tmp_path / "as-restart", src, line)
     assert code == 0 and "the store holds" in err, err[-2000:]

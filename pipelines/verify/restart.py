@@ -167,7 +167,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     reindex_from: int | None = None, abnormal_from: int | None = None,
                     ext_again_from: int | None = None, skip: tuple[int, int] | None = None,
                     again_to: int | None = None, parsed_keys: tuple[int, ...] | None = None,
-                    parsed_then: int | None = None, walk_end: int | None = None) -> RestartPrediction:
+                    parsed_then: int | None = None, walk_end: int | None = None,
+                    ext_parsed: dict[str, int] | None = None,
+                    cut_emptied: frozenset[str] | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -226,6 +228,12 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     end): the keys are those of the walk, then the parsed ones ``buildIndex`` takes, then those of the records from
     ``parsed_then`` at or above the ``endPhyOffset`` they left (:func:`predict_index`), instead of
     ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it).
+    ``ext_parsed``: per ext queue, the ext units ``putMessagePositionInfoWrapper`` puts for those parsed messages'
+    own units (:attr:`store_format.dledger_inside_state.Placed.ext_put`; no rebuilt queue holds their units), added
+    to its ext units appended; ``cut_emptied``: the queues whose files ``truncateDirtyLogicFiles`` at ``cut_at``
+    deletes (every first unit at or past it): no kept unit points at an ext unit, so every one before the ext write
+    position ``ConsumeQueue.recover`` left counts as orphaned (the cut's own ``truncateByMaxAddress`` then gets no
+    address and leaves the ext files alone).
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -318,7 +326,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                 top = max(top, int(rules.max_physic(u[put]).max()))
         q.units_dispatched_again = n_tail
         q.units_lost = n_cut
-        _put_ext(s, n_records + n_again, moves_write_position=recovery_dispatches)
+        _put_ext(s, n_records + n_again + (ext_parsed or {}).get(q.queue, 0), moves_write_position=recovery_dispatches)
+        if cut_emptied is not None and q.queue in cut_emptied:
+            s.last_ext_addr = 1   # no unit of it kept
     again = max(top, commitlog_min, 0) if second_reput else commitlog_end
     for s in states:
         q = s.restart
