@@ -28,7 +28,7 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   last file's replayed from the write position and max the rule left after them, ``QueueTrack.replayed_before``; on
   disk before the walk, ``truncateDirtyLogicFiles`` on the files ``ConsumeQueue.recover`` loaded once the walk's units
   were dispatched onto them, ``QueueTrack.mixed_walked``, the reput set inside an entry replaying it whole from the
-  write position and max that leaves, a parsed unit going to it or not, ``dledger_inside_walked._mixed_on_disk`` and
+  write position and max that leaves, a parsed unit going to it or not, ``dledger_inside_mixed.mixed_on_disk`` and
   ``mixed_disk_put_back``: its cut units dispatched again and its records past the walk's end each by the rule with
   its own queue offset, written from its record, with ext files their ext units after the walk's; ``verify`` only;
   refused for a reput not set inside an entry): the cut, reading the file's units,
@@ -39,7 +39,7 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   (the cut's write position and max), so each appended one goes back where it was and each one the walk dropped is
   dropped again; a reput set inside an entry putting back only its last cut units (the first inside the parsed
   messages), its queue offsets checked against a write position the walk never had there, replays it whole from
-  the state the cut left (``dledger_inside_walked.mixed_put_back``: ``putMessagePositionInfo`` with each one's own
+  the state the cut left (``dledger_inside_mixed.mixed_put_back``: ``putMessagePositionInfo`` with each one's own
   queue offset, one the walk dropped written from its record, then its records past the walk's end; with ext files
   an own unit's ext unit first, a light one none; on disk before the walk: ``mixed_disk_put_back``).
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
@@ -103,8 +103,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
+from .dledger_inside_mixed import OnDiskCut, mixed_disk_put_back, mixed_put_back
 from .dledger_inside_units import ParsedUnit, Placed, Tags
-from .dledger_inside_walked import OnDiskCut, cut_refusal, inside_units, mixed_disk_put_back, mixed_put_back
+from .dledger_inside_walked import cut_refusal, inside_units
 from .dledger_queue_track import (
     BLANK_MAX,
     KIND_BATCH,
@@ -327,7 +328,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             mixed[q] = replayed(units[units[:, U_QUEUE] == q], cq_file_size, earlier[q])[:2]
     # the mixed queues on disk before the walk, the walk's units dispatched onto the files ConsumeQueue.recover loaded
     # (QueuesOnDisk.max_after_cut, QueueTrack.mixed_walked): the cut's write position and max those files', where
-    # they hold its units not kept (modelled where the reput replays it whole: dledger_inside_walked._mixed_on_disk)
+    # they hold its units not kept (modelled where the reput replays it whole: dledger_inside_mixed.mixed_on_disk)
     disk_mixed = {q for q in set(mixed) | both_disk
                   if on_disk and on_disk.get(track.names[q], (0, False, 0, False))[3]}
     appended = np.ones(len(units), dtype=bool)
@@ -427,7 +428,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             # on disk before the walk, no parsed unit going to it (of both kinds in the walk's earlier data files
             # too): replayed whole from its files as the cut left them, its last cut units the reput dispatches again
             # and its records past the walk's end by the rule with their own queue offsets
-            # (dledger_inside_walked.mixed_disk_put_back; verify only)
+            # (dledger_inside_mixed.mixed_disk_put_back; verify only)
             assert on_disk is not None
             w = mixed_disk_put_back(track, q, on_disk[track.names[q]], process_offset, reput, end, after,
                                     cq_file_size, inside_from, tags, ext_file_size if ext else 0,
@@ -454,7 +455,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                           "ones, on disk before the walk, whose cut units a reput not set inside an entry puts back")
         if q in mixed and 0 < n < len(rows):
             # none parsed there, the first cut units inside the parsed messages: the queue replayed whole from the
-            # state the cut left (dledger_inside_walked.mixed_put_back; apply_cut writes it), the last ones by the
+            # state the cut left (dledger_inside_mixed.mixed_put_back; apply_cut writes it), the last ones by the
             # rule with their own queue offsets, then its records past the walk's end with theirs (ext files or not;
             # not on disk before the walk)
             past = after[after[:, U_QUEUE] == q] if after is not None else units[:0]

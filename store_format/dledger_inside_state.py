@@ -86,7 +86,7 @@ class WalkedQueue:
     # ``(offset, size, queue offset)``, each at queue byte ``queue offset * 20`` in the walk's queue (a batch queue's:
     # its unit index, at ``* 46``, its records past the walk's end after the cut units)
     again: tuple[tuple[int, int, int], ...] = ()
-    # of a queue holding a record's own units and light ones (dledger_inside_walked._mixed), the queue byte position
+    # of a queue holding a record's own units and light ones (dledger_inside_mixed.mixed_state), the queue byte position
     # at which the walk's queue holds each of ``again`` (where putMessagePositionInfo put it in commitlog order, not
     # its queue offset * 20; -1: the walk's dispatch dropped it); empty: each at its queue offset * 20
     again_at: tuple[int, ...] = ()

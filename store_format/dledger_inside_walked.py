@@ -17,23 +17,8 @@ a file of it left by the cut: as ``ConsumeQueue.recover`` loaded its files and t
 files their end as ``ConsumeQueue.recover``'s ``ConsumeQueueExt.recover`` and ``truncateByMaxAddress`` left it, which
 the cut does not move (returning inside its loop, or with every file deleted reaching its ``truncateByMaxAddress``
 with no address): a byte end, the units before it of any size, ext units with filter bitmaps too).
-A queue holding both kinds (a message put to topic ``%LMQ%...`` itself): the store takes
-own queue offsets from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its ``lmqTopicQueueTable``, so
-``putMessagePositionInfo`` put the walk's units elsewhere than their queue offsets; their positions replayed by its
-rule in commitlog order (:func:`store_format.dledger_queue_track.replayed`), the cut reading the file's units
-(:func:`_mixed`), its cut units the reput dispatches again handed over with their own queue offsets and those
-positions (``WalkedQueue.again_at``), its records past the walk's end with their real queue offsets
-(``WalkedQueue.past``); with ext files too (``ConsumeQueueExt.put`` for its own units only:
-``multiDispatchLmqQueue`` puts none for a light unit); a unit of it below ``processOffset`` the walk dropped is in no
-file, so the cut's max is the last appended one's end; a queue of both kinds the cut left no file of replayed from no
-file and its max -1 (5.5.1's ``recoverTopicQueueTable``) or ``processOffset`` (5.3.3's ``correctMinOffset`` keeps it);
-with units of both kinds in the walk's earlier data files, the last file's replayed from the write position and max
-the rule left after those (``QueueTrack.replayed_before``); on disk before the walk, a file of it left by the cut
-(5.5.1), from the write position and max ``truncateDirtyLogicFiles`` left once the walk's units were dispatched onto
-the files ``ConsumeQueue.recover`` loaded (:func:`_mixed_on_disk`), its cut units the reput dispatches again and its
-records past the walk's end by ``putMessagePositionInfo`` from there with their own queue offsets, each written from
-its record, with ext files their ext units after the end ``ConsumeQueueExt.recover`` left and the walk's own units'
-(``ConsumeQueueExt.put``); no parsed unit going to it: :func:`mixed_disk_put_back`.
+A queue holding both kinds (a message put to topic ``%LMQ%...`` itself), its own and light queue offsets from two
+counters: :mod:`store_format.dledger_inside_mixed`.
 """
 from __future__ import annotations
 
@@ -43,7 +28,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
-from .dledger_inside_replay import ext_end_after, replay_queue
+from .dledger_inside_mixed import OnDiskCut, mixed_on_disk, mixed_state
 from .dledger_inside_state import QueueFiles, refuse
 from .dledger_inside_units import ParsedUnit, Placed, Tags, WalkedQueue, place_inside
 from .dledger_queue_track import (
@@ -57,17 +42,12 @@ from .dledger_queue_track import (
     U_QUEUE,
     QueueTrack,
     positions,
-    replayed,
 )
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["OnDiskCut", "cut_refusal", "inside_units", "mixed_disk_put_back", "mixed_put_back"]
+__all__ = ["cut_refusal", "inside_units"]
 
-# a queue on disk once truncateDirtyLogicFiles cut its own units (QueuesOnDisk.max_after_cut): its max physical offset,
-# whether a file of it stays, its write position (queue bytes; a cut going on into older files reads them), and
-# whether the walk's units were dispatched onto its files before the cut (putMessagePositionInfo: dispatch_units)
-OnDiskCut = tuple[int, bool, int, bool]
 
 
 def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: dict[int, np.ndarray],
@@ -99,17 +79,17 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     ``QueueTrack.own_before``, before the walk's first data file
     :func:`store_format.dledger_crash_before.ext_before_walk`).  A light queue goes as a record's own (its units in
     the walk's earlier data files: ``QueueTrack.light_before``); one with both kinds of unit by the positions
-    ``putMessagePositionInfo`` gave them (:func:`_mixed`: from the state its units in the walk's earlier data files
-    left, of one kind at their queue offsets, of both kinds ``QueueTrack.replayed_before``; on disk before the walk:
-    :func:`_mixed_on_disk`, its cut units dispatched again and records past the walk's end too, ext files or not;
-    else refused).  A queue only records past the walk's end went to (a batch queue too; not on disk before the walk)
-    is one the walk did not write (None: the rebuild's own dispatch, reading the parsed
-    messages before those records as the broker dispatches them, puts them where the broker does); such a batch queue
-    on disk that the cut left no file of is the emptied batch queue (its max ``processOffset - 1``: a parsed unit
-    starting there dropped, the records past the walk's end from queue byte 0), one the cut left a file of goes from
-    that file's write position and max (``BatchConsumeQueue.truncateDirtyLogicFiles`` on the files alone: the walk
-    wrote none of it); so too a consume queue on disk the cut left a file of, 5.5.1 or 5.3.3
-    (``ConsumeQueue.truncateDirtyLogicFiles`` on its files alone:
+    ``putMessagePositionInfo`` gave them (:func:`store_format.dledger_inside_mixed.mixed_state`: from the state its
+    units in the walk's earlier data files left, of one kind at their queue offsets, of both kinds
+    ``QueueTrack.replayed_before``; on disk before the walk: :func:`store_format.dledger_inside_mixed.mixed_on_disk`,
+    its cut units dispatched again and records past the walk's end too, ext files or not; else refused).  A queue
+    only records past the walk's end went to (a batch queue too; not on disk before the walk) is one the walk did not
+    write (None: the rebuild's own dispatch, reading the parsed messages before those records as the broker
+    dispatches them, puts them where the broker does); such a batch queue on disk that the cut left no file of is
+    the emptied batch queue (its max ``processOffset - 1``: a parsed unit starting there dropped, the records past the
+    walk's end from queue byte 0), one the cut left a file of goes from that file's write position and max
+    (``BatchConsumeQueue.truncateDirtyLogicFiles`` on the files alone: the walk wrote none of it); so too a consume
+    queue on disk the cut left a file of, 5.5.1 or 5.3.3 (``ConsumeQueue.truncateDirtyLogicFiles`` on its files alone:
     :func:`_held_past_only`; with ext files, their ext units going on after the ext files' end as
     ``ConsumeQueue.recover`` left them: ``ext_held``); a consume queue so on disk with no file left: no file, its max
     -1 (5.5.1) or ``processOffset`` (5.3.3), replayed from there (:func:`_emptied_past_only`; with ext files as
@@ -229,8 +209,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         assert not back.any() or back[skip:].all(), "the cut units dispatched again are the queue's last ones"
         if kinds == {KIND_CQ, KIND_LIGHT} and disk is not None:
             # on disk before the walk: the cut's write position and max once the walk's units were dispatched onto
-            # the files ConsumeQueue.recover loaded (QueueTrack.mixed_walked), else refused (_mixed_on_disk)
-            return _mixed_on_disk(disk, rows, cut, back, later, ext_file_size, (ext_held or {}).get(name),
+            # the files ConsumeQueue.recover loaded (QueueTrack.mixed_walked), else refused
+            # (dledger_inside_mixed.mixed_on_disk)
+            return mixed_on_disk(disk, rows, cut, back, later, ext_file_size, (ext_held or {}).get(name),
                                   track.own_units.get(q, 0))
         if kinds == {KIND_CQ, KIND_LIGHT}:
             # its units in the walk's earlier data files of one kind only: at their queue offsets there, the last
@@ -239,7 +220,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
             # disk before the walk here)
             start = None if before is None else track.replayed_before(q) if own_before and light_before else \
                 ((before[0] + 1) * CQ_UNIT_SIZE, before[1])
-            return _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
+            return mixed_state(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0),
                           before is not None and start is None, back, later, emptied, start, reset_emptied)
         refused = ("a queue the walk wrote no unit of, only records past its end" if not kinds else
                    "a queue the walk wrote units of two kinds in (a record's own and light ones: their queue offsets "
@@ -293,168 +274,6 @@ def _start_fails_533(placed: Placed, cq_file_size: int, at: int) -> None:
                 raise refuse(at, f"for {w.topic}/{w.queue_id}, whose last consume queue file (at queue byte {last}) "
                                  "the reput leaves empty: the 5.3.3 store's start then fails (ConsumeQueue."
                                  "correctMinOffset in recoverTopicQueueTable reads before that file's start)")
-
-
-def _mixed(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
-           elsewhere: bool, back: np.ndarray, later: np.ndarray, emptied: bool = False,
-           start: tuple[int, int] | None = None, reset_emptied: bool = True) -> WalkedQueue:
-    """A queue the walk wrote both a record's own units and light ones in (``rows``, in its last data file, in
-    commitlog order; ``cut`` the last ones, at or past ``processOffset``), as ``ConsumeQueue.truncateDirtyLogicFiles``
-    left it: the walk's dispatch put them by ``putMessagePositionInfo`` in commitlog order whatever their queue offsets
-    (own and light ones from two counters: :func:`store_format.dledger_queue_track.replayed`), the cut reads the
-    file's units, so its write position is where the first unit appended at or past ``processOffset`` stands (after
-    the last one appended when none is), its max the end of the last one appended below it; the rebuild's queue (the
-    same rule over the same units, :mod:`store_format.consumequeue`) after the last one appended.  The cut units the
-    reput dispatches again after the parsed ones (``back``: its last ones, going on at an entry's start) go to
-    :attr:`WalkedQueue.again` with their own queue offsets, which ``putMessagePositionInfo`` checks against the write
-    position then, and where the walk's queue holds each (:attr:`WalkedQueue.again_at`: its replayed position, -1
-    for one the walk dropped), which the replay reads it from (one the walk dropped written from its record).
-    With ext files (``ext_next``: the ext units the walk put, ``QueueTrack.own_units``):
-    ``putMessagePositionInfoWrapper`` puts an ext unit (``ConsumeQueueExt.put``) for each own unit only, before
-    ``putMessagePositionInfo`` appends or drops it, a light unit none (``multiDispatchLmqQueue`` calls
-    ``putMessagePositionInfo`` alone), so the ext ordinals count the queue's own units, wherever the walk put them; the
-    cut returns at its first unit at or past ``processOffset`` (a file of it left), before
-    ``ConsumeQueueExt.truncateByMaxAddress``: the ext file stays as the walk wrote it, and the parsed own units and the
-    cut own units dispatched again put their ext units after it. Its records past the walk's end (``later``, in
-    commitlog order) go to :attr:`WalkedQueue.past` with their real queue offsets (own from ``topicQueueTable``, light
-    from ``lmqTopicQueueTable``): ``place_inside`` puts each by ``putMessagePositionInfo`` from the state the parsed
-    and cut units left (also after cut units the reput goes on past, inside the parsed messages: the first
-    :attr:`WalkedQueue.again_skip`, or all of them, :attr:`WalkedQueue.skipped`; the queue replayed whole,
-    :func:`store_format.dledger_inside_replay.replay_queue`), the rebuild's own dispatch by the same rule after the
-    walk's units and the parsed ones.
-    A unit below ``processOffset`` the walk dropped (a queue offset not 0 below the write position then) is in no
-    file: ``truncateDirtyLogicFiles`` never reads it, its max the end of the last unit appended below
-    ``processOffset`` (``-light-mixed-mid``), as ``dledger_crash_cut.cut_queues`` takes it for the reput's start.
-    ``emptied``: every unit of it at or past ``processOffset``, the cut left it no file (write position -1, the max
-    -1 on 5.5.1, ``recoverTopicQueueTable``, ``reset_emptied``; ``processOffset`` on 5.3.3, whose
-    ``truncateDirtyLogicFiles`` set it first and whose ``correctMinOffset`` keeps it with no file): the replay's
-    ``putMessagePositionInfo`` creates the file where the first unit appended falls (``fillPreBlank`` units before
-    it), the cut units dispatched again read where the walk's queue holds them.
-    ``start``: the write position and max its units in the walk's earlier data files leave (of one kind there, each
-    at its queue offset; of both kinds, as the rule put them in commitlog order: ``QueueTrack.replayed_before``):
-    the last file's replayed from there, the cut's max the earlier units' end when none of the last file's lies
-    below ``processOffset``.  On disk before the walk: :func:`_mixed_on_disk`.
-    Refused: its units in the walk's earlier data files with no replayed state (``elsewhere``: a guard), and none
-    appended below ``processOffset`` with a file left (its first unit, past ``processOffset``, after ``fillPreBlank``
-    units, which the cut keeps: max 2147483647, which sets the reput there, inside the log only past 2 GiB;
-    untested)."""
-    pos, at, final = replayed(rows, cq_file_size, start)
-    below = rows[:, U_OFFSET] < process_offset
-    kept = below & (pos >= 0)
-    two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
-    # no unit appended below processOffset, a file left: the walk's first unit (always appended) at or past it, after
-    # fillPreBlank units (its queue offset not 0), which the cut keeps (max 2147483647)
-    refused = (f"{two}, its units in the walk's earlier data files not replayed" if elsewhere else
-               f"{two}, left with fillPreBlank units only by the cut" if not emptied and not kept.any() and
-               start is None else "")
-    if refused:
-        return WalkedQueue(0, 0, 0, 0, refused=refused)
-    assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
-    write = int(at[len(rows) - len(cut)]) if len(cut) else final
-    # the cut units the reput dispatches again: their own queue offsets (rows', not cut's positions) and where the
-    # walk's queue holds them
-    first = len(rows) - len(cut)
-    again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
-    skip = int(np.argmax(back)) if back.any() else 0
-    if emptied:   # no file left: max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3), every unit cut
-        assert len(cut) == len(rows) and not below.any()
-        write, top = -1, -1 if reset_emptied else process_offset
-    else:   # the last unit below processOffset, in the last data file or (start) the earlier ones
-        top = int(rows[kept][-1, U_END]) if kept.any() else start[1] if start is not None else -1
-    appended = rows[pos >= 0]
-    return WalkedQueue(write, top, final, int(appended[-1, U_END]) if len(appended) else start[1] if start else -1,
-                       ext_next,
-                       again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip,
-                       past=tuple(map(tuple, positions(later).tolist())),
-                       skipped=len(cut) if len(later) and not back.any() else 0)
-
-
-def _mixed_on_disk(disk: OnDiskCut, rows: np.ndarray, cut: np.ndarray, back: np.ndarray, later: np.ndarray,
-                   ext_file_size: int, ext_end: int | None = None, walked_ext: int = 0) -> WalkedQueue:
-    """A queue holding a record's own units and light ones that was on disk before the walk (``disk``: a file of it
-    left by the cut): ``ConsumeQueue.recover`` loaded its files (their write position and max), the walk's
-    ``putMessagePositionInfo`` put its units onto them in commitlog order (:meth:`store_format.dledger_queue_track.
-    QueueTrack.mixed_walked`, :func:`store_format.consumequeue_recovery.dispatch_units`: dropped at or below the max
-    or a queue offset not 0 whose ``* 20`` lies below the write position, own and light queue offsets alike, else
-    appended), and ``truncateDirtyLogicFiles`` cut those files at ``processOffset``: the parsed units go from the write
-    position and max it left (the replay, :func:`store_format.dledger_inside_replay.replay_queue`).  Its cut units
-    the reput dispatches again (``back``: the last of ``cut``, its units in the walk's last data file ``rows`` at or
-    past ``processOffset``; the first ones inside the parsed messages stay cut, :attr:`WalkedQueue.again_skip`) go
-    after the parsed units with their own queue offsets (own ones from ``topicQueueTable``, light ones from
-    ``lmqTopicQueueTable``), then its records past the walk's end (``later``, :attr:`WalkedQueue.past`), each by
-    ``putMessagePositionInfo`` from the state the ones before left: the state after the cut is all the rule reads,
-    wherever the walk's dispatch had put those units in the files (appended, or dropped with the crashed broker's
-    unit of the record already there), and the unit it appends is the dispatch request's (offset, size, tags code for
-    this queue: its own unit's or, ``multiDispatchLmqQueue``, its light unit's, the same code), so each is written
-    from its record (:attr:`WalkedQueue.again_at` -1; ``verify`` reads no walk's queue bytes for it).  The rebuild's
-    queue holds none of those files' units (``verify`` only: ``--as-restart`` plans with no queue on disk), so its
-    state is given as the broker's.  With ext files (``ext_file_size``): ``ConsumeQueue.recover`` left them at the
-    byte end ``ext_end`` (``ConsumeQueueExt.recover``, ``truncateByMaxAddress``:
-    :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_end`), the walk's ``putMessagePositionInfoWrapper`` put an
-    ext unit there for each of its own units of the queue (``walked_ext``, ``QueueTrack.own_units``; a light unit
-    none), whatever ``putMessagePositionInfo`` then did with the unit, and the cut, a file of the queue staying,
-    returns inside its loop before ``truncateByMaxAddress``: the reput's ext units go on after those
-    (:attr:`WalkedQueue.ext_end`).  Refused: the walk's units not dispatched onto its files (``disk[3]`` false: 5.3.3's
-    cut, or its units in the walk's earlier data files not kept), no file left by the cut, or ext files whose end
-    ``verify`` did not read (an assert-like guard)."""
-    if not disk[1] or not disk[3] or (ext_file_size and (ext_end is None or ext_end < 0)):
-        return WalkedQueue(0, 0, 0, 0, refused="a queue the walk wrote units of two kinds in (a record's own and light "
-                           "ones), on disk before the walk, whose files the cut deletes, its units not dispatched onto "
-                           "them, or with ext files whose end is not read")
-    first = len(rows) - len(cut)
-    again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
-    ext_at = ext_end_after(ext_end, walked_ext, ext_file_size) if ext_file_size and ext_end is not None else -1
-    return WalkedQueue(disk[2], disk[0], disk[2], disk[0], disk=True, again=again, again_at=(-1,) * len(again),
-                       ext_end=ext_at,
-                       again_skip=int(np.argmax(back)) if back.any() else 0,
-                       past=tuple(map(tuple, positions(later).tolist())),
-                       skipped=len(cut) if len(later) and not back.any() else 0)
-
-
-def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray, process_offset: int,
-                   cq_file_size: int, at: int, tags: Tags | None,
-                   start: tuple[int, int] | None = None, later: np.ndarray | None = None,
-                   ext_file_size: int = 0) -> QueueFiles | None:
-    """Queue ``q`` of ``track``, holding a record's own units and light ones in the walk's last data file only, none
-    past the walk's end, no parsed unit going to it, whose cut units (``cut``, in commitlog order) the reput set
-    inside an entry (at ``at``) dispatches again only in part (``back``: the last ones; it went on past the first,
-    inside the parsed messages): replayed whole (:func:`store_format.dledger_inside_replay.replay_queue`) from the
-    state ``truncateDirtyLogicFiles`` left it in (:func:`_mixed`), each of those last cut units by
-    ``putMessagePositionInfo`` with its own queue offset, from where the walk's queue holds it or, one the walk's
-    dispatch dropped, from its record (``tags``).  ``start``: the write position and max its units of one kind in
-    the walk's earlier data files leave; ``later``: its records past the walk's end the reput dispatches after them
-    (rows of ``UNIT_COLUMNS`` with their own queue offsets), by the same rule.  ``ext_file_size`` > 0
-    (``enableConsumeQueueExt``): each of those that is a record's own unit gets an ext unit first
-    (``putMessagePositionInfoWrapper``), after the walk's (``QueueTrack.own_units``: the cut, a file of the queue
-    left, leaves the ext files as the walk wrote them), the unit appended holding its address
-    (``-light-mixed-skip-t0-own-ext``); a light unit none (``-light-mixed-skip-t0-ext``).  None where :func:`_mixed`
-    refuses the queue."""
-    units = track.last_file()
-    rows = units[units[:, U_QUEUE] == q]
-    s = _mixed(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,
-               rows[:0] if later is None else later, start=start)
-    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
-
-
-def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offset: int, reput: int, end: int,
-                        after: np.ndarray | None, cq_file_size: int, at: int, tags: Tags | None,
-                        ext_file_size: int = 0, ext_end: int | None = None) -> QueueFiles | None:
-    """Queue ``q`` of ``track``, holding a record's own units and light ones, on disk before the walk (``disk``: the
-    walk's units dispatched onto its files, a file of it left by the cut), no parsed unit going to it, whose cut units
-    the reput set inside an entry (at ``at``, going on at ``reput``, dispatching up to ``end``) dispatches again (its
-    last ones) or not at all, and its records past the walk's end (``after``, from ``reput`` on): replayed whole
-    (:func:`store_format.dledger_inside_replay.replay_queue`) from the write position and max
-    ``truncateDirtyLogicFiles`` left its files at (:func:`_mixed_on_disk`), each by ``putMessagePositionInfo`` with
-    its own queue offset (``verify`` only); with ext files (``ext_file_size``) their ext units after the walk's, from
-    the end ``ConsumeQueue.recover`` left them at (``ext_end``).  None where :func:`_mixed_on_disk` refuses the queue
-    (no file left, its ext files' end not read)."""
-    units = track.last_file()
-    rows = units[units[:, U_QUEUE] == q]
-    cut = rows[rows[:, U_OFFSET] >= process_offset]
-    back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)
-    later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
-    s = _mixed_on_disk(disk, rows, cut, back, later, ext_file_size, ext_end, track.own_units.get(q, 0))
-    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
 
 
 def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:

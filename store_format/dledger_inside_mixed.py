@@ -1,0 +1,192 @@
+"""The queues holding both a record's own units and light ones (a message put to topic ``%LMQ%...`` itself, with
+``enableMultiDispatch``/``enableLmq``) that a 5.x DLedger crash recovery's walk wrote, as ``truncateDirtyLogicFiles``
+left them, for the messages a start's reput set inside an entry parses: split from
+:mod:`store_format.dledger_inside_walked`, which hands such a queue here.
+
+Mirrors rocketmq-store 5.5.1 (5.3.3 read the same but where said) ``ConsumeQueue.putMessagePositionInfo`` over a queue
+whose own queue offsets come from ``QueueOffsetOperator``'s ``topicQueueTable`` and light ones from its
+``lmqTopicQueueTable`` (``ConsumeQueue.multiDispatchLmqQueue``): the walk's units stand where the rule put them in
+commitlog order, not where their queue offsets say (:func:`store_format.dledger_queue_track.replayed`, over the
+walk's earlier data files too: ``QueueTrack.replayed_before``); ``truncateDirtyLogicFiles`` cuts the file's units
+(:func:`mixed_state`; on disk before the walk, the files ``ConsumeQueue.recover`` loaded with the walk's units
+dispatched onto them: :func:`mixed_on_disk`); the reput's parsed units, its cut units dispatched again and its records
+past the walk's end go on by the same rule (:func:`store_format.dledger_inside_replay.replay_queue`), with ext files
+an ext unit for each own unit only (``putMessagePositionInfoWrapper``'s ``ConsumeQueueExt.put``; a light unit none).
+A reput with no parsed unit there that puts back cut units: :func:`mixed_put_back`, :func:`mixed_disk_put_back`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .dledger_inside_replay import ext_end_after, replay_queue
+from .dledger_inside_state import QueueFiles, Tags, WalkedQueue
+from .dledger_queue_track import U_END, U_OFFSET, U_QUEUE, QueueTrack, positions, replayed
+
+__all__ = ["OnDiskCut", "mixed_disk_put_back", "mixed_on_disk", "mixed_put_back", "mixed_state"]
+
+# a queue on disk once truncateDirtyLogicFiles cut its own units (QueuesOnDisk.max_after_cut): its max physical offset,
+# whether a file of it stays, its write position (queue bytes; a cut going on into older files reads them), and
+# whether the walk's units were dispatched onto its files before the cut (putMessagePositionInfo: dispatch_units)
+OnDiskCut = tuple[int, bool, int, bool]
+
+
+def mixed_state(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
+           elsewhere: bool, back: np.ndarray, later: np.ndarray, emptied: bool = False,
+           start: tuple[int, int] | None = None, reset_emptied: bool = True) -> WalkedQueue:
+    """A queue the walk wrote both a record's own units and light ones in (``rows``, in its last data file, in
+    commitlog order; ``cut`` the last ones, at or past ``processOffset``), as ``ConsumeQueue.truncateDirtyLogicFiles``
+    left it: the walk's dispatch put them by ``putMessagePositionInfo`` in commitlog order whatever their queue offsets
+    (own and light ones from two counters: :func:`store_format.dledger_queue_track.replayed`), the cut reads the
+    file's units, so its write position is where the first unit appended at or past ``processOffset`` stands (after
+    the last one appended when none is), its max the end of the last one appended below it; the rebuild's queue (the
+    same rule over the same units, :mod:`store_format.consumequeue`) after the last one appended.  The cut units the
+    reput dispatches again after the parsed ones (``back``: its last ones, going on at an entry's start) go to
+    :attr:`WalkedQueue.again` with their own queue offsets, which ``putMessagePositionInfo`` checks against the write
+    position then, and where the walk's queue holds each (:attr:`WalkedQueue.again_at`: its replayed position, -1
+    for one the walk dropped), which the replay reads it from (one the walk dropped written from its record).
+    With ext files (``ext_next``: the ext units the walk put, ``QueueTrack.own_units``):
+    ``putMessagePositionInfoWrapper`` puts an ext unit (``ConsumeQueueExt.put``) for each own unit only, before
+    ``putMessagePositionInfo`` appends or drops it, a light unit none (``multiDispatchLmqQueue`` calls
+    ``putMessagePositionInfo`` alone), so the ext ordinals count the queue's own units, wherever the walk put them; the
+    cut returns at its first unit at or past ``processOffset`` (a file of it left), before
+    ``ConsumeQueueExt.truncateByMaxAddress``: the ext file stays as the walk wrote it, and the parsed own units and the
+    cut own units dispatched again put their ext units after it. Its records past the walk's end (``later``, in
+    commitlog order) go to :attr:`WalkedQueue.past` with their real queue offsets (own from ``topicQueueTable``, light
+    from ``lmqTopicQueueTable``): ``place_inside`` puts each by ``putMessagePositionInfo`` from the state the parsed
+    and cut units left (also after cut units the reput goes on past, inside the parsed messages: the first
+    :attr:`WalkedQueue.again_skip`, or all of them, :attr:`WalkedQueue.skipped`; the queue replayed whole,
+    :func:`store_format.dledger_inside_replay.replay_queue`), the rebuild's own dispatch by the same rule after the
+    walk's units and the parsed ones.
+    A unit below ``processOffset`` the walk dropped (a queue offset not 0 below the write position then) is in no
+    file: ``truncateDirtyLogicFiles`` never reads it, its max the end of the last unit appended below
+    ``processOffset`` (``-light-mixed-mid``), as ``dledger_crash_cut.cut_queues`` takes it for the reput's start.
+    ``emptied``: every unit of it at or past ``processOffset``, the cut left it no file (write position -1, the max
+    -1 on 5.5.1, ``recoverTopicQueueTable``, ``reset_emptied``; ``processOffset`` on 5.3.3, whose
+    ``truncateDirtyLogicFiles`` set it first and whose ``correctMinOffset`` keeps it with no file): the replay's
+    ``putMessagePositionInfo`` creates the file where the first unit appended falls (``fillPreBlank`` units before
+    it), the cut units dispatched again read where the walk's queue holds them.
+    ``start``: the write position and max its units in the walk's earlier data files leave (of one kind there, each
+    at its queue offset; of both kinds, as the rule put them in commitlog order: ``QueueTrack.replayed_before``):
+    the last file's replayed from there, the cut's max the earlier units' end when none of the last file's lies
+    below ``processOffset``.  On disk before the walk: :func:`mixed_on_disk`.
+    Refused: its units in the walk's earlier data files with no replayed state (``elsewhere``: a guard), and none
+    appended below ``processOffset`` with a file left (its first unit, past ``processOffset``, after ``fillPreBlank``
+    units, which the cut keeps: max 2147483647, which sets the reput there, inside the log only past 2 GiB;
+    untested)."""
+    pos, at, final = replayed(rows, cq_file_size, start)
+    below = rows[:, U_OFFSET] < process_offset
+    kept = below & (pos >= 0)
+    two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
+    # no unit appended below processOffset, a file left: the walk's first unit (always appended) at or past it, after
+    # fillPreBlank units (its queue offset not 0), which the cut keeps (max 2147483647)
+    refused = (f"{two}, its units in the walk's earlier data files not replayed" if elsewhere else
+               f"{two}, left with fillPreBlank units only by the cut" if not emptied and not kept.any() and
+               start is None else "")
+    if refused:
+        return WalkedQueue(0, 0, 0, 0, refused=refused)
+    assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
+    write = int(at[len(rows) - len(cut)]) if len(cut) else final
+    # the cut units the reput dispatches again: their own queue offsets (rows', not cut's positions) and where the
+    # walk's queue holds them
+    first = len(rows) - len(cut)
+    again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
+    skip = int(np.argmax(back)) if back.any() else 0
+    if emptied:   # no file left: max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3), every unit cut
+        assert len(cut) == len(rows) and not below.any()
+        write, top = -1, -1 if reset_emptied else process_offset
+    else:   # the last unit below processOffset, in the last data file or (start) the earlier ones
+        top = int(rows[kept][-1, U_END]) if kept.any() else start[1] if start is not None else -1
+    appended = rows[pos >= 0]
+    return WalkedQueue(write, top, final, int(appended[-1, U_END]) if len(appended) else start[1] if start else -1,
+                       ext_next,
+                       again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip,
+                       past=tuple(map(tuple, positions(later).tolist())),
+                       skipped=len(cut) if len(later) and not back.any() else 0)
+
+
+def mixed_on_disk(disk: OnDiskCut, rows: np.ndarray, cut: np.ndarray, back: np.ndarray, later: np.ndarray,
+                   ext_file_size: int, ext_end: int | None = None, walked_ext: int = 0) -> WalkedQueue:
+    """A queue holding a record's own units and light ones that was on disk before the walk (``disk``: a file of it
+    left by the cut): ``ConsumeQueue.recover`` loaded its files (their write position and max), the walk's
+    ``putMessagePositionInfo`` put its units onto them in commitlog order (:meth:`store_format.dledger_queue_track.
+    QueueTrack.mixed_walked`, :func:`store_format.consumequeue_recovery.dispatch_units`: dropped at or below the max
+    or a queue offset not 0 whose ``* 20`` lies below the write position, own and light queue offsets alike, else
+    appended), and ``truncateDirtyLogicFiles`` cut those files at ``processOffset``: the parsed units go from the write
+    position and max it left (the replay, :func:`store_format.dledger_inside_replay.replay_queue`).  Its cut units
+    the reput dispatches again (``back``: the last of ``cut``, its units in the walk's last data file ``rows`` at or
+    past ``processOffset``; the first ones inside the parsed messages stay cut, :attr:`WalkedQueue.again_skip`) go
+    after the parsed units with their own queue offsets (own ones from ``topicQueueTable``, light ones from
+    ``lmqTopicQueueTable``), then its records past the walk's end (``later``, :attr:`WalkedQueue.past`), each by
+    ``putMessagePositionInfo`` from the state the ones before left: the state after the cut is all the rule reads,
+    wherever the walk's dispatch had put those units in the files (appended, or dropped with the crashed broker's
+    unit of the record already there), and the unit it appends is the dispatch request's (offset, size, tags code for
+    this queue: its own unit's or, ``multiDispatchLmqQueue``, its light unit's, the same code), so each is written
+    from its record (:attr:`WalkedQueue.again_at` -1; ``verify`` reads no walk's queue bytes for it).  The rebuild's
+    queue holds none of those files' units (``verify`` only: ``--as-restart`` plans with no queue on disk), so its
+    state is given as the broker's.  With ext files (``ext_file_size``): ``ConsumeQueue.recover`` left them at the
+    byte end ``ext_end`` (``ConsumeQueueExt.recover``, ``truncateByMaxAddress``:
+    :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_end`), the walk's ``putMessagePositionInfoWrapper`` put an
+    ext unit there for each of its own units of the queue (``walked_ext``, ``QueueTrack.own_units``; a light unit
+    none), whatever ``putMessagePositionInfo`` then did with the unit, and the cut, a file of the queue staying,
+    returns inside its loop before ``truncateByMaxAddress``: the reput's ext units go on after those
+    (:attr:`WalkedQueue.ext_end`).  Refused: the walk's units not dispatched onto its files (``disk[3]`` false: 5.3.3's
+    cut, or its units in the walk's earlier data files not kept), no file left by the cut, or ext files whose end
+    ``verify`` did not read (an assert-like guard)."""
+    if not disk[1] or not disk[3] or (ext_file_size and (ext_end is None or ext_end < 0)):
+        return WalkedQueue(0, 0, 0, 0, refused="a queue the walk wrote units of two kinds in (a record's own and light "
+                           "ones), on disk before the walk, whose files the cut deletes, its units not dispatched onto "
+                           "them, or with ext files whose end is not read")
+    first = len(rows) - len(cut)
+    again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
+    ext_at = ext_end_after(ext_end, walked_ext, ext_file_size) if ext_file_size and ext_end is not None else -1
+    return WalkedQueue(disk[2], disk[0], disk[2], disk[0], disk=True, again=again, again_at=(-1,) * len(again),
+                       ext_end=ext_at,
+                       again_skip=int(np.argmax(back)) if back.any() else 0,
+                       past=tuple(map(tuple, positions(later).tolist())),
+                       skipped=len(cut) if len(later) and not back.any() else 0)
+
+
+def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray, process_offset: int,
+                   cq_file_size: int, at: int, tags: Tags | None,
+                   start: tuple[int, int] | None = None, later: np.ndarray | None = None,
+                   ext_file_size: int = 0) -> QueueFiles | None:
+    """Queue ``q`` of ``track``, holding a record's own units and light ones in the walk's last data file only, none
+    past the walk's end, no parsed unit going to it, whose cut units (``cut``, in commitlog order) the reput set
+    inside an entry (at ``at``) dispatches again only in part (``back``: the last ones; it went on past the first,
+    inside the parsed messages): replayed whole (:func:`store_format.dledger_inside_replay.replay_queue`) from the
+    state ``truncateDirtyLogicFiles`` left it in (:func:`mixed_state`), each of those last cut units by
+    ``putMessagePositionInfo`` with its own queue offset, from where the walk's queue holds it or, one the walk's
+    dispatch dropped, from its record (``tags``).  ``start``: the write position and max its units of one kind in
+    the walk's earlier data files leave; ``later``: its records past the walk's end the reput dispatches after them
+    (rows of ``UNIT_COLUMNS`` with their own queue offsets), by the same rule.  ``ext_file_size`` > 0
+    (``enableConsumeQueueExt``): each of those that is a record's own unit gets an ext unit first
+    (``putMessagePositionInfoWrapper``), after the walk's (``QueueTrack.own_units``: the cut, a file of the queue
+    left, leaves the ext files as the walk wrote them), the unit appended holding its address
+    (``-light-mixed-skip-t0-own-ext``); a light unit none (``-light-mixed-skip-t0-ext``).  None where
+    :func:`mixed_state` refuses the queue."""
+    units = track.last_file()
+    rows = units[units[:, U_QUEUE] == q]
+    s = mixed_state(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,
+               rows[:0] if later is None else later, start=start)
+    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
+
+
+def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offset: int, reput: int, end: int,
+                        after: np.ndarray | None, cq_file_size: int, at: int, tags: Tags | None,
+                        ext_file_size: int = 0, ext_end: int | None = None) -> QueueFiles | None:
+    """Queue ``q`` of ``track``, holding a record's own units and light ones, on disk before the walk (``disk``: the
+    walk's units dispatched onto its files, a file of it left by the cut), no parsed unit going to it, whose cut units
+    the reput set inside an entry (at ``at``, going on at ``reput``, dispatching up to ``end``) dispatches again (its
+    last ones) or not at all, and its records past the walk's end (``after``, from ``reput`` on): replayed whole
+    (:func:`store_format.dledger_inside_replay.replay_queue`) from the write position and max
+    ``truncateDirtyLogicFiles`` left its files at (:func:`mixed_on_disk`), each by ``putMessagePositionInfo`` with
+    its own queue offset (``verify`` only); with ext files (``ext_file_size``) their ext units after the walk's, from
+    the end ``ConsumeQueue.recover`` left them at (``ext_end``).  None where :func:`mixed_on_disk` refuses the queue
+    (no file left, its ext files' end not read)."""
+    units = track.last_file()
+    rows = units[units[:, U_QUEUE] == q]
+    cut = rows[rows[:, U_OFFSET] >= process_offset]
+    back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)
+    later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
+    s = mixed_on_disk(disk, rows, cut, back, later, ext_file_size, ext_end, track.own_units.get(q, 0))
+    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
