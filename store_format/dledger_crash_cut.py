@@ -104,6 +104,7 @@ import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
 from .dledger_inside_mixed import OnDiskCut, mixed_disk_put_back, mixed_put_back
+from .dledger_inside_state import QueueFiles
 from .dledger_inside_units import ParsedUnit, Placed, Tags
 from .dledger_inside_walked import cut_refusal, inside_units
 from .dledger_queue_track import (
@@ -419,10 +420,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     for q, rows in per_queue.items():
         batch = rows[0, U_KIND] == KIND_BATCH
         if (w := whole.get(track.names[q])) is not None:   # no file cut nor moved here: apply_cut writes them whole
-            got = np.isin(rows[:, U_OFFSET], np.asarray(w.put_back, dtype=np.int64))
-            restored += int(got.sum())
-            if not got.all():
-                lost[track.names[q]] = rows[~got, U_OFFSET]
+            restored += _take_whole(w, rows, lost, track.names[q])
             continue
         if q in disk_mixed and inside_from >= 0:
             # on disk before the walk, no parsed unit going to it (of both kinds in the walk's earlier data files
@@ -433,13 +431,14 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             w = mixed_disk_put_back(track, q, on_disk[track.names[q]], process_offset, reput, end, after,
                                     cq_file_size, inside_from, tags, ext_file_size if ext else 0,
                                     (ext_held or {}).get(track.names[q]))
-            if w is not None:
-                placed = dataclasses.replace(placed, whole=placed.whole + (w,))
-                got = np.isin(rows[:, U_OFFSET], np.asarray(w.put_back, dtype=np.int64))
-                restored += int(got.sum())
-                if not got.all():
-                    lost[track.names[q]] = rows[~got, U_OFFSET]
-                continue
+            if w is None:   # mixed_on_disk's guards: the walk's units were dispatched onto its files (disk_mixed)
+                why = "whose files the cut deletes" if not on_disk[track.names[q]][1] else \
+                    "with ext files whose end is not read"
+                raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and "
+                              f"light ones, on disk before the walk, no parsed unit going to it, {why}")
+            placed = dataclasses.replace(placed, whole=placed.whole + (w,))
+            restored += _take_whole(w, rows, lost, track.names[q])
+            continue
         if q in both_disk:
             raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light ones "
                           "in the walk's earlier data files, on disk before the walk, no parsed unit going to it, "
@@ -466,9 +465,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                 (past[:, U_OFFSET] == rows[k:, U_OFFSET]).all() and again[k:].all() else None
             if w is not None:
                 placed = dataclasses.replace(placed, whole=placed.whole + (w,))
-                got = np.isin(rows[:, U_OFFSET], np.asarray(w.put_back, dtype=np.int64))
-                restored += int(got.sum())
-                lost[track.names[q]] = rows[~got, U_OFFSET]
+                restored += _take_whole(w, rows, lost, track.names[q])
                 continue
             label = "/".join(map(str, track.names[q]))
             raise _refuse(f"the queue {label} holding a record's own units and light ones, whose cut units the reput "
@@ -567,6 +564,16 @@ def ext_reput(track: QueueTrack, reput: int, end: int,
         out.append(ExtAgain(*track.names[int(q)], track.own_units[int(q)], len(offsets),
                             np.asarray(back_pos, dtype=np.int64), ordinals))
     return tuple(out)
+
+
+def _take_whole(w: QueueFiles, rows: np.ndarray, lost: dict[tuple[str, int], np.ndarray],
+                name: tuple[str, int]) -> int:
+    """A queue the replay writes whole (``w``): how many of its cut units (``rows``) it puts back; those it does not
+    go to ``lost`` under ``name``."""
+    got = np.isin(rows[:, U_OFFSET], np.asarray(w.put_back, dtype=np.int64))
+    if not got.all():
+        lost[name] = rows[~got, U_OFFSET]
+    return int(got.sum())
 
 
 def _refuse(why: str) -> UnsupportedConfigError:

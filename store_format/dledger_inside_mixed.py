@@ -167,7 +167,7 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     s = mixed_state(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,
-               rows[:0] if later is None else later, start=start)
+                    rows[:0] if later is None else later, start=start)
     return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
 
 

@@ -139,6 +139,7 @@ class _Ext:
     one's address (``ConsumeQueueExt.decorate``)."""
 
     def __init__(self, n: int, file_size: int, end: int = -1) -> None:
+        assert end < 0 or n == 0, "a queue's ext end given by bytes or by a unit count, not both"
         self.file_size = file_size
         self.at = end if end >= 0 else (ext_position_after_puts(0, n, file_size) if file_size else 0)
 

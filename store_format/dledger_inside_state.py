@@ -78,7 +78,7 @@ class WalkedQueue:
     refused: str = ""
     # with ext files, a queue whose ext units go on from a byte end rather than after ``ext_next`` 20-byte ones: that
     # end (real offset in its ext space, ConsumeQueueExt.recover and truncateByMaxAddress's, any unit sizes before it:
-    # dledger_inside_walked._past_only); -1: after ``ext_next`` units
+    # dledger_inside_walked._past_only, dledger_inside_mixed.mixed_on_disk); -1: after ``ext_next`` units
     ext_end: int = -1
     # a batch queue (BatchConsumeQueue: 46-byte units, its max the start of its last unit)
     batch: bool = False

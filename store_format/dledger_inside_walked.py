@@ -310,8 +310,8 @@ def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_
     records by ``putMessagePositionInfo`` from there (:func:`store_format.dledger_inside_replay.replay_queue`): each
     ending past the max appended at the write position unless its queue offset * 20 lies below it (not 0), whatever
     units the files hold.  The rebuild's queue holds none of those files' units (verify only: ``--as-restart`` plans
-    with no queue on disk, the rebuild's own dispatch then), so its state is given as the broker's: the difference
-    gates of ``place_inside`` and ``place_past`` see none (the replay writes the queue whole).  With ext files
+    with no queue on disk, the rebuild's own dispatch then), so its state is given as the broker's (the replay
+    writes the queue whole).  With ext files
     (``ext_file_size``; ``ext_end``: :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_end`): the ext files as
     ``ConsumeQueue.recover`` left them (``ConsumeQueueExt.recover`` walks every file's units to the last file's end
     of them, ``truncateByMaxAddress`` with the last ext address among the consume queue units it accepted moves that

@@ -159,7 +159,8 @@ class QueueTrack:
         self._cur = [cur]
 
     def _keep_before(self, last: np.ndarray) -> None:
-        """The own units of the queues of ``keep_queues`` in a file the walk leaves (``last``), kept."""
+        """The units of the queues of ``keep_queues`` in a file the walk leaves (``last``), kept, of every kind (a queue
+        with light or batch units among them noted in ``other_before``; :meth:`mixed_walked` reads the light ones)."""
         for q in np.unique(last[:, U_QUEUE]).tolist():
             if self.names[q] in self.keep_queues:
                 rows = last[last[:, U_QUEUE] == q]
