@@ -86,11 +86,6 @@ def mixed_state(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_
         return WalkedQueue(0, 0, 0, 0, refused=refused)
     assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
     write = int(at[len(rows) - len(cut)]) if len(cut) else final
-    # the cut units the reput dispatches again: their own queue offsets (rows', not cut's positions) and where the
-    # walk's queue holds them
-    first = len(rows) - len(cut)
-    again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
-    skip = int(np.argmax(back)) if back.any() else 0
     if emptied:   # no file left: max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3), every unit cut
         assert len(cut) == len(rows) and not below.any()
         write, top = -1, -1 if reset_emptied else process_offset
@@ -98,10 +93,7 @@ def mixed_state(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_
         top = int(rows[kept][-1, U_END]) if kept.any() else start[1] if start is not None else -1
     appended = rows[pos >= 0]
     return WalkedQueue(write, top, final, int(appended[-1, U_END]) if len(appended) else start[1] if start else -1,
-                       ext_next,
-                       again=again, again_at=tuple(int(p) for p in pos[first:]) if again else (), again_skip=skip,
-                       past=tuple(map(tuple, positions(later).tolist())),
-                       skipped=len(cut) if len(later) and not back.any() else 0)
+                       ext_next, **_goes_on(rows, cut, back, later, pos[len(rows) - len(cut):]))
 
 
 def mixed_on_disk(disk: OnDiskCut, rows: np.ndarray, cut: np.ndarray, back: np.ndarray, later: np.ndarray,
@@ -136,14 +128,22 @@ def mixed_on_disk(disk: OnDiskCut, rows: np.ndarray, cut: np.ndarray, back: np.n
         return WalkedQueue(0, 0, 0, 0, refused="a queue the walk wrote units of two kinds in (a record's own and light "
                            "ones), on disk before the walk, whose files the cut deletes, its units not dispatched onto "
                            "them, or with ext files whose end is not read")
-    first = len(rows) - len(cut)
-    again = tuple(map(tuple, positions(rows[first:]).tolist())) if back.any() else ()
     ext_at = ext_end_after(ext_end, walked_ext, ext_file_size) if ext_file_size and ext_end is not None else -1
-    return WalkedQueue(disk[2], disk[0], disk[2], disk[0], disk=True, again=again, again_at=(-1,) * len(again),
-                       ext_end=ext_at,
-                       again_skip=int(np.argmax(back)) if back.any() else 0,
-                       past=tuple(map(tuple, positions(later).tolist())),
-                       skipped=len(cut) if len(later) and not back.any() else 0)
+    return WalkedQueue(disk[2], disk[0], disk[2], disk[0], disk=True, ext_end=ext_at,
+                       **_goes_on(rows, cut, back, later, np.full(len(cut), -1, dtype=np.int64)))
+
+
+def _goes_on(rows: np.ndarray, cut: np.ndarray, back: np.ndarray, later: np.ndarray, held_at: np.ndarray) -> dict:
+    """What the reput does with a mixed queue after its parsed units, as :class:`WalkedQueue` fields: the cut units
+    (``cut``, the last of ``rows``) it dispatches again (``back``: its last ones), with their own queue offsets (the
+    rows', not the cut's positions) and where the walk's queue holds each (``held_at``: -1, written from its record),
+    the first of them it dispatches again (``again_skip``), its records past the walk's end (``later``) and, when it
+    dispatches none of the cut units but goes on to those records, how many it went past (``skipped``)."""
+    again = tuple(map(tuple, positions(rows[len(rows) - len(cut):]).tolist())) if back.any() else ()
+    return {"again": again, "again_at": tuple(int(p) for p in held_at) if again else (),
+            "again_skip": int(np.argmax(back)) if back.any() else 0,
+            "past": tuple(map(tuple, positions(later).tolist())),
+            "skipped": len(cut) if len(later) and not back.any() else 0}
 
 
 def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray, process_offset: int,
