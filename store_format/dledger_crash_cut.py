@@ -239,6 +239,8 @@ class QueueCut:
     # only appends a record of queue offset 0 (store_format.dledger_crash_before.appended_before): its units as the
     # broker puts them and the rebuild's ones it does not hold
     before_placed: Placed = Placed()
+    # verify: the queues on disk before the walk whose files this cut deletes every file of (no file left)
+    held_emptied: frozenset[tuple[str, int]] = frozenset()
 
     @property
     def lost_units(self) -> int:
@@ -518,7 +520,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                                               skip=parsed_ext.get((a.topic, a.queue_id), 0)) for a in ext_again)
     reset = sorted(track.names[q] for q, v in max_after.items() if reset_emptied and v == process_offset)
     return QueueCut(reput, tuple(sorted(dropped)), lost, restored, tuple(moves), tuple(sorted(batch_dropped)),
-                    ext_again, inside_from, inside_records, tuple(reset), placed)
+                    ext_again, inside_from, inside_records, tuple(reset), placed,
+                    held_emptied=frozenset(name for name, c in (on_disk or {}).items() if not c[1]))
 
 
 def _appended_keys(rows: np.ndarray, last: int) -> np.ndarray:

@@ -216,9 +216,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     clean = not st.broker_may_be_running()
     dledger = recover_dledger(fs, st.dledger, config.mappedFileSizeCommitLog) if st.dledger is not None else None
     crash, crash_refused = None, None
-    cut_emptied: set[tuple[str, int]] = set()   # the queues held whose files the crash restart's cut deletes
     if dledger is not None and config.is_5x and not clean and not config.rocksdb_cq:
-        crash, crash_refused = _dledger_crash(st, config, dledger, states, cut_emptied)
+        crash, crash_refused = _dledger_crash(st, config, dledger, states)
     if crash_refused:
         why = f"not predicted: {crash_refused}"
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
@@ -290,8 +289,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         # cut leaves no file of (no kept unit points at an ext unit of theirs)
         ext_parsed={f"{t}/{qid}": n for t, qid, n in crash.cut.inside_placed.ext_put}
         if crash is not None and crash.cut is not None else None,
-        cut_emptied=frozenset(f"{t}/{qid}" for t, qid in cut_emptied) if crash is not None and crash.cut is not None
-        else None)
+        cut_emptied=frozenset(f"{t}/{qid}" for t, qid in crash.cut.held_emptied)
+        if crash is not None and crash.cut is not None else None)
     if st.dledger_pending:
         restart.notes[:] = [n for n in restart.notes if not n.startswith("abort file present: the broker runs its "
                                                                           "abnormal recovery")]
@@ -344,12 +343,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                         batch_consume_queue=bcq_results, not_checked=_not_checked(st))
 
 
-def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerRecovery, states: list,
-                   emptied: set[tuple[str, int]] | None = None) -> tuple[DLedgerCrash | None, str | None]:
+def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerRecovery,
+                   states: list) -> tuple[DLedgerCrash | None, str | None]:
     """What a 5.x DLedger store's restart after a crash dispatches
     (:func:`store_format.dledger_crash.plan_dledger_crash`) on the queues the store holds (``states``, after
-    ``ConsumeQueue.recover``), or why it is not predicted: what that refuses.  ``emptied`` (filled): the queues held
-    whose files its ``truncateDirtyLogicFiles`` deletes (no file of them left)."""
+    ``ConsumeQueue.recover``), or why it is not predicted: what that refuses."""
     def max_after_cut(offset: int, walked: dict[tuple[str, int], np.ndarray]) -> dict[tuple[str, int], OnDiskCut]:
         """Each queue holding units: ``truncateDirtyLogicFiles(offset)`` on its own units (a batch queue's
         ``BatchConsumeQueue``'s; a queue in ``walked`` once the walk's units there were dispatched onto its files:
@@ -390,9 +388,6 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
                     break
             assert t.write_position >= 0, "every file read"
             out[name] = (t.max_physic_offset, t.write_position != 0, t.write_position, dispatched)
-        if emptied is not None:
-            emptied.clear()
-            emptied.update(name for name, c in out.items() if not c[1])
         return out
 
     def batch_position(name: tuple[str, int], offsets: np.ndarray) -> np.ndarray:
