@@ -94,3 +94,16 @@ def ext_recovered_end(src: Path, queue: str) -> int:
     name, plus its units (0: no ext file)."""
     files = sorted((src / "before" / "consumequeue_ext" / queue).glob("*"))
     return int(files[-1].name) + len(ext_units(files[-1].read_bytes())) * 20 if files else 0
+
+
+def ext_appended_as_the_broker(p: dict, w: dict, src: Path) -> dict[str, int]:
+    """verify's ext units appended (restart prediction ``p``), per queue with ext files after the broker's restart,
+    are the ext units that restart put (:func:`ext_appended` from :func:`ext_recovered_end`: the recovery's walk and
+    the reput put one per own unit dispatched, whatever ``putMessagePositionInfo`` then does with it); the broker's
+    figures."""
+    ours = {f["queue"]: f["ext_units_appended"] for f in p["queues"]}
+    queues = [f"{t.name}/{q.name}" for t in sorted((src / "expected" / "consumequeue_ext").iterdir())
+              for q in sorted(t.iterdir())]
+    broker = {q: ext_appended(w, src, q, ext_recovered_end(src, q)) for q in queues}
+    assert {q: ours.get(q, 0) for q in broker} == broker and sum(broker.values()) > 0, (ours, broker)
+    return broker

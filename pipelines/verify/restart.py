@@ -247,7 +247,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it).
     ``ext_parsed``: per ext queue, the ext units ``putMessagePositionInfoWrapper`` puts for those parsed messages'
     own units (:attr:`store_format.dledger_inside_state.Placed.ext_put`; no rebuilt queue holds their units), added
-    to its ext units appended; ``cut_emptied``: the queues whose files ``truncateDirtyLogicFiles`` at ``cut_at``
+    to its ext units appended (a queue no file of the store or the rebuild holds, one those messages alone go to: a
+    queue of its own in the prediction); ``cut_emptied``: the queues whose files ``truncateDirtyLogicFiles`` at
+    ``cut_at``
     deletes (every first unit at or past it): no kept unit points at an ext unit, so every one before the ext write
     position ``ConsumeQueue.recover`` left counts as orphaned (the cut's own ``truncateByMaxAddress`` then gets no
     address and leaves the ext files alone).
@@ -349,6 +351,12 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         _put_ext(s, n_records + n_again + (ext_parsed or {}).get(q.queue, 0), moves_write_position=recovery_dispatches)
         if cut_emptied is not None and q.queue in cut_emptied:
             s.last_ext_addr = 1   # no unit of it kept
+    held = {s.restart.queue for s in states}
+    for queue, n in sorted((ext_parsed or {}).items()):   # a queue only parsed messages go to: no state, its puts
+        if queue not in held and n > 0:
+            q = QueueRestart(queue, ext_units_appended=n)
+            p.ext_units_appended += n
+            p.queues.append(q)
     again = max(top, commitlog_min, 0) if second_reput else commitlog_end
     for s in states:
         q = s.restart
