@@ -66,3 +66,44 @@ def ext_orphans(ext_files: dict[int, bytes], end: int, pointed: set[int]) -> int
             count += (start + at - (1 << 63)) not in pointed
             at += size
     return count
+
+
+
+def ext_appended(w: dict, src: Path, queue: str, recovered: int) -> int:
+    """The ext units a queue's crash restart put as the broker's own files and its writer's report give them: the
+    units of ``expected/consumequeue_ext/`` from ``recovered`` (the ext end ``ConsumeQueue.recover`` left, from the
+    store the restart found: its recovery's walk puts ext units from there too) to the ext end once the reput caught
+    up (``queuesAfterDispatch``'s ``extMaxOffset``), each file's units walked by their size fields."""
+    folder = src / "expected" / "consumequeue_ext" / queue
+    after = int(w["queuesAfterDispatch"][queue]["extMaxOffset"])
+    count = 0
+    for f in sorted(folder.iterdir()):
+        start, data, at = int(f.name), f.read_bytes(), 0
+        while start + at < after and at + 2 <= len(data):
+            size = struct.unpack(">h", data[at:at + 2])[0]
+            if size <= 0:
+                break
+            count += start + at >= recovered
+            at += size
+    return count
+
+
+def ext_recovered_end(src: Path, queue: str) -> int:
+    """The ext end ``ConsumeQueue.recover`` leaves a queue of 20-byte ext units whose last unit holds the last ext
+    address (no ``truncateByMaxAddress`` cut): its last ext file of the store the restart found (``before/``) by
+    name, plus its units (0: no ext file)."""
+    files = sorted((src / "before" / "consumequeue_ext" / queue).glob("*"))
+    return int(files[-1].name) + len(ext_units(files[-1].read_bytes())) * 20 if files else 0
+
+
+def ext_appended_as_the_broker(p: dict, w: dict, src: Path) -> dict[str, int]:
+    """verify's ext units appended (restart prediction ``p``), per queue with ext files after the broker's restart,
+    are the ext units that restart put (:func:`ext_appended` from :func:`ext_recovered_end`: the recovery's walk and
+    the reput put one per own unit dispatched, whatever ``putMessagePositionInfo`` then does with it); the broker's
+    figures."""
+    ours = {f["queue"]: f["ext_units_appended"] for f in p["queues"]}
+    queues = [f"{t.name}/{q.name}" for t in sorted((src / "expected" / "consumequeue_ext").iterdir())
+              for q in sorted(t.iterdir())]
+    broker = {q: ext_appended(w, src, q, ext_recovered_end(src, q)) for q in queues}
+    assert {q: ours.get(q, 0) for q in broker} == broker and sum(broker.values()) > 0, (ours, broker)
+    return broker

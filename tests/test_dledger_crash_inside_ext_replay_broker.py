@@ -18,7 +18,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_files import ext_units
+from broker_dledger_files import ext_appended_as_the_broker, ext_units
 from broker_dledger_runs import (
     LINES,
     _inside_run,
@@ -104,6 +104,7 @@ def test_crash_restart_with_ext_files_whose_reput_goes_on_past_cut_units_of_a_qu
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / "plan"), src, line)
     _loses_as_the_broker(p, r, src, (reput,))   # neither fillPreBlank nor the parsed unit held
+    ext_appended_as_the_broker(p, w, src)
     (q,) = [q for q in crash.cut.inside_placed.whole if (q.topic, q.queue_id) == ("T6", 0)]
     assert (q.cut_from, q.opened, q.put_back) == (0, opened, appended), q
     assert [u[3] for u in q.units] == [parsed[2], *(u[2] for u in rest)], q.units
@@ -144,7 +145,7 @@ def test_crash_restart_with_ext_files_whose_broker_creates_for_a_later_record_th
     assert units[f"{520:020d}"] == [(last, _TAIL, _address(walked + 2))] + [(0, 0, 0)] * (PAST_WIDE_CQ_SIZE // 20 - 1)
     assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 540, w["queuesAfterDispatch"]["T0/0"]
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
-    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
+    ext_appended_as_the_broker(_verify_loses_as_the_broker(r, src, line, tmp_path, (reput,)), w, src)
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -172,7 +173,7 @@ def test_crash_restart_with_ext_files_whose_rebuild_drops_then_shifts_records_pa
                                          (0, 0, 0)], units
     assert int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"]) == 540, w["queuesAfterDispatch"]["T0/0"]
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
-    _verify_loses_as_the_broker(r, src, line, tmp_path, (reput,))
+    ext_appended_as_the_broker(_verify_loses_as_the_broker(r, src, line, tmp_path, (reput,)), w, src)
 
 
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
@@ -204,4 +205,4 @@ def test_crash_restart_with_ext_files_whose_reput_drops_a_cut_unit_then_appends_
     assert units[f"{440:020d}"][2:6] == [(field, size, _address(walked)), (damaged, _TAIL, _address(walked + 2)),
                                          (last, _TAIL, _address(walked + 3)), (0, 0, 0)], units
     _restart_as_the_broker(src, name, line, tmp_path, ext=True)
-    _verify_loses_as_the_broker(r, src, line, tmp_path, (field,))
+    ext_appended_as_the_broker(_verify_loses_as_the_broker(r, src, line, tmp_path, (field,)), w, src)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import broker_harness as bh
 import numpy as np
 import pytest
-from broker_dledger_files import cq_unit
+from broker_dledger_files import cq_unit, ext_appended, ext_appended_as_the_broker
 from broker_dledger_runs import LINES, _inside_run, _loses_as_the_broker, _verify_with_plan
 
 from store_format.consumequeue_ext import ext_addresses
@@ -234,6 +234,10 @@ def test_verify_predicts_a_crash_restart_whose_reput_puts_ext_units_after_the_wa
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     (w_lmq,) = [q for q in crash.cut.inside_placed.whole if q.topic == "%LMQ%q1"]
     assert [(pos, o, t) for pos, o, _s, t in w_lmq.units] == expected, w_lmq
+    # verify's ext units appended are the broker's, every ext queue's: %LMQ%q1/0's 2 (ext unit 1, the walk's for the
+    # own unit, and 2, the reput's; no ext unit for a light unit: ConsumeQueue.multiDispatchLmqQueue calls
+    # putMessagePositionInfo alone) from the ext end ConsumeQueue.recover left (20: ext_before's one unit)
+    assert ext_appended_as_the_broker(p, w, src)["%LMQ%q1/0"] == ext_appended(w, src, "%LMQ%q1/0", 20) == 2
     # a unit each, a light one more for the three light puts (and the light record inside the parsed message); none
     # lost in -light-own-to-entry-ext-kept (the kept queues hold every unit the crashed broker's dispatch wrote)
     _loses_as_the_broker(p, r, src, (reput,), extra=len(LIGHT_PUTS) + (store == "light-mixed-skip-t0-own"),

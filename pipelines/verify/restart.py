@@ -19,6 +19,7 @@ from store_format.consumequeue_ext_recovery import ext_position_after_puts, ext_
 from store_format.consumequeue_recovery import (
     BCQ_RULES,
     CQ_RULES,
+    EXT_MAX_ADDR,
     TailFiles,
     last_ext_address,
     recover_consume_queue,
@@ -43,6 +44,9 @@ class _QueueState:
     ext_file_size: int = 0                                  # > 0: the queue has ext files (enableConsumeQueueExt)
     last_ext_addr: int = 1                                  # last kept unit's ext address (1: none)
     older_files: int = 0                                    # files older than tail_files
+    # per rebuilt file of an ext queue, its units holding an ext address: the records the dispatch puts an ext unit
+    # for (own units; a light one, ConsumeQueue.multiDispatchLmqQueue's putMessagePositionInfo, puts none)
+    expected_ext: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def _rules(layout: str):  # noqa: ANN202
@@ -56,17 +60,19 @@ def recover_queue(queue: str, store_files: list[tuple[str, bytes]], expected_fil
     (:func:`store_format.consumequeue_recovery.recover_consume_queue`; ``BatchConsumeQueue.recover``
     for ``layout="batchconsumequeue"``), its ext files (``ext_files``, with ``enableConsumeQueueExt``)
     through ``ConsumeQueueExt.recover`` and ``truncateByMaxAddress``
-    (:func:`store_format.consumequeue_ext_recovery.recover_ext`), then the rebuilt units the recovered
-    queue lacks (by commitlog offset)."""
+    (:func:`store_format.consumequeue_ext_recovery.recover_ext`; a queue with no file: not, but its dispatches still
+    put ext units), then the rebuilt units the recovered queue lacks (by commitlog offset) and, per rebuilt file of an
+    ext queue, its units holding an ext address (own units: ``putMessagePositionInfoWrapper`` puts their ext units; a
+    light unit, ``ConsumeQueue.multiDispatchLmqQueue``'s ``putMessagePositionInfo``, none)."""
     rules = _rules(layout)
     file_size = config.mapperFileSizeBatchConsumeQueue if layout == BCQ_DIR else config.cq_file_size
     rec = recover_consume_queue(store_files, file_size=file_size, broker_5x=config.is_5x, rules=rules)
     q = QueueRestart(queue, layout=layout, load_failure=rec.load_failure, recover_stops_at=rec.recover_stops_at,
                      units_dropped_by_recover=rec.units_dropped, files_deleted_by_recover=rec.files_deleted,
                      max_physic_offset=rec.max_physic_offset, write_position=rec.write_position)
-    ext_size = 0
+    # with enableConsumeQueueExt every dispatch puts ext units (putMessagePositionInfoWrapper), files or not
+    ext_size = config.mappedFileSizeConsumeQueueExt if ext_files is not None else 0
     if ext_files is not None and rec.files_loaded:   # ConsumeQueue.recover touches the ext only then
-        ext_size = config.mappedFileSizeConsumeQueueExt
         ext = recover_ext(ext_files, file_size=ext_size, broker_5x=config.is_5x, max_ext_addr=rec.max_ext_addr)
         why = ext.load_failure or ext.failure
         if why:
@@ -75,14 +81,25 @@ def recover_queue(queue: str, store_files: list[tuple[str, bytes]], expected_fil
         q.ext_units_dropped, q.ext_note = ext.units_dropped, ext.note
     exp_summary = []
     missing = []
+    expected_ext = {}
     for name, data in sorted(expected_files):
         u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
-        off = u["commitlogOffset"].astype(np.int64)[rules.is_message(u)]
+        msg = rules.is_message(u)
+        off = u["commitlogOffset"].astype(np.int64)[msg]
         if len(off):
             exp_summary.append((name, int(off.min()), int(off.max()), len(off)))
             missing.append(off[~np.isin(off, rec.present)])
+            if ext_size:
+                expected_ext[name] = int(_holds_ext(u[msg]).sum())
     miss = np.concatenate(missing) if missing else np.zeros(0, np.int64)
-    return _QueueState(q, rec.tail_files, miss, exp_summary, ext_size, rec.max_ext_addr, rec.files_before_tail)
+    return _QueueState(q, rec.tail_files, miss, exp_summary, ext_size, rec.max_ext_addr, rec.files_before_tail,
+                       expected_ext)
+
+
+def _holds_ext(u: np.ndarray) -> np.ndarray:
+    """Which consume queue units hold an ext address (``ConsumeQueueExt.isExtAddr`` of their tagsCode): those of
+    the records ``putMessagePositionInfoWrapper`` put an ext unit for."""
+    return u["tagsCode"].astype(np.int64) <= EXT_MAX_ADDR
 
 
 def truncate_queue(state: _QueueState, phy_offset: int) -> None:
@@ -230,7 +247,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it).
     ``ext_parsed``: per ext queue, the ext units ``putMessagePositionInfoWrapper`` puts for those parsed messages'
     own units (:attr:`store_format.dledger_inside_state.Placed.ext_put`; no rebuilt queue holds their units), added
-    to its ext units appended; ``cut_emptied``: the queues whose files ``truncateDirtyLogicFiles`` at ``cut_at``
+    to its ext units appended (a queue no file of the store or the rebuild holds, one those messages alone go to: a
+    queue of its own in the prediction); ``cut_emptied``: the queues whose files ``truncateDirtyLogicFiles`` at
+    ``cut_at``
     deletes (every first unit at or past it): no kept unit points at an ext unit, so every one before the ext write
     position ``ConsumeQueue.recover`` left counts as orphaned (the cut's own ``truncateByMaxAddress`` then gets no
     address and leaves the ext files alone).
@@ -300,8 +319,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     and (ext_again_from is None or not lo < ext_again_from <= hi) \
                     and (again_to is None or not lo < again_to <= hi):
                 n_tail += n
-                n_records += n
-                n_again += n if ext_again_from is not None and lo >= ext_again_from and hi < upto else 0
+                n_records += s.expected_ext.get(name, 0)
+                n_again += s.expected_ext.get(name, 0) if ext_again_from is not None and lo >= ext_again_from \
+                    and hi < upto else 0
                 continue
             data = read_expected(q.layout, q.queue, name)
             u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
@@ -319,9 +339,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             # units the queue lacks that the dispatch skips (at or below its max): never written
             n_cut += int((tail & ~put & ~lost_here & np.isin(off, s.missing_offsets)).sum())
             n_tail += int(put.sum())
-            n_records += int(in_tail(off).sum())
-            if ext_again_from is not None:
-                n_again += int((in_tail(off) & (off >= ext_again_from) & (off < upto)).sum())
+            if s.ext_file_size:   # one ext unit per record of the queue's own: those whose units hold an ext address
+                own = _holds_ext(u)
+                n_records += int((in_tail(off) & own).sum())
+                if ext_again_from is not None:
+                    n_again += int((in_tail(off) & own & (off >= ext_again_from) & (off < upto)).sum())
             if put.any():
                 top = max(top, int(rules.max_physic(u[put]).max()))
         q.units_dispatched_again = n_tail
@@ -329,6 +351,12 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         _put_ext(s, n_records + n_again + (ext_parsed or {}).get(q.queue, 0), moves_write_position=recovery_dispatches)
         if cut_emptied is not None and q.queue in cut_emptied:
             s.last_ext_addr = 1   # no unit of it kept
+    held = {s.restart.queue for s in states}
+    for queue, n in sorted((ext_parsed or {}).items()):   # a queue only parsed messages go to: no state, its puts
+        if queue not in held and n > 0:
+            q = QueueRestart(queue, ext_units_appended=n)
+            p.ext_units_appended += n
+            p.queues.append(q)
     again = max(top, commitlog_min, 0) if second_reput else commitlog_end
     for s in states:
         q = s.restart
