@@ -59,12 +59,7 @@ def embedded_earlier_both_mixed_scenario(sc: dict, light: bool = True) -> dict:
     set those of the -earlier store (T7/0 and T6/0 alone), no parsed unit going to %LMQ%q1: the cut alone."""
     from broker_dledger_inside_mixed_replay_scenarios import embedded_earlier_light_mixed_scenario
     base = embedded_earlier_light_mixed_scenario(sc, light=light)
-    msgs = list(base["messages"])
-    m = msgs[BOTH_OWN_PUT]
-    assert m["topic"] == "T1" and "properties" not in m, m
-    body = base64.b64decode(m["body"])
-    msgs[BOTH_OWN_PUT] = {**m, "topic": "%LMQ%q1", "queueId": 0, "body": base64.b64encode(body[:-5]).decode()}
-    return {**base, "messages": msgs, "name": f"{base['name']}-both"}
+    return _both(base)
 
 
 def embedded_light_mixed_kept_scenarios(sc: dict) -> list[dict]:
@@ -98,6 +93,12 @@ def embedded_to_entry_earlier_both_scenario(sc: dict) -> dict:
     message's light unit, dispatched again, is dropped again."""
     from broker_dledger_inside_light_scenarios import embedded_to_entry_earlier_light_scenario
     base = embedded_to_entry_earlier_light_scenario(sc)
+    return _both(base)
+
+
+def _both(base: dict) -> dict:
+    """Store ``base`` with its T1 message at :data:`BOTH_OWN_PUT` (no properties) put to topic %LMQ%q1 itself (queue 0,
+    its body 5 bytes shorter so the records after it keep their offsets), named ``<base>-both``."""
     msgs = list(base["messages"])
     m = msgs[BOTH_OWN_PUT]
     assert m["topic"] == "T1" and "properties" not in m, m
