@@ -424,20 +424,31 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if (w := whole.get(track.names[q])) is not None:   # no file cut nor moved here: apply_cut writes them whole
             restored += _take_whole(w, rows, lost, track.names[q])
             continue
-        if q in disk_mixed and inside_from >= 0:
+        again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
+        if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
+            again &= rows[:, U_END] > max_after.get(q, -1)
+        n = int(again.sum())
+        if q in disk_mixed and (inside_from >= 0 or n):
             # on disk before the walk, no parsed unit going to it (of both kinds in the walk's earlier data files
-            # too): replayed whole from its files as the cut left them, its last cut units the reput dispatches again
-            # and its records past the walk's end by the rule with their own queue offsets
-            # (dledger_inside_mixed.mixed_disk_put_back; verify only)
+            # too), the reput set inside an entry or, not set inside one, putting back cut units of it: replayed whole
+            # from its files as the cut left them, its cut units (and its records of the walk's last data file from
+            # the reput's start) the reput dispatches and its records past the walk's end by the rule with their own
+            # queue offsets (dledger_inside_mixed.mixed_disk_put_back; verify only)
             assert on_disk is not None
+            label = "/".join(map(str, track.names[q]))
+            if inside_from < 0 and reput < track.base:
+                raise _refuse(f"the queue {label} holding a record's own units and light ones, on disk before the "
+                              "walk, whose cut units a reput not set inside an entry, from before the walk's last data "
+                              "file, puts back")
             w = mixed_disk_put_back(track, q, on_disk[track.names[q]], process_offset, reput, end, after,
-                                    cq_file_size, inside_from, tags, ext_file_size if ext else 0,
-                                    (ext_held or {}).get(track.names[q]))
+                                    cq_file_size, inside_from if inside_from >= 0 else reput, tags,
+                                    ext_file_size if ext else 0, (ext_held or {}).get(track.names[q]),
+                                    inside=inside_from >= 0)
             if w is None:   # mixed_on_disk's guards: the walk's units were dispatched onto its files (disk_mixed)
                 why = "whose files the cut deletes" if not on_disk[track.names[q]][1] else \
                     "with ext files whose end is not read"
-                raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and "
-                              f"light ones, on disk before the walk, no parsed unit going to it, {why}")
+                raise _refuse(f"the queue {label} holding a record's own units and light ones, on disk before the "
+                              f"walk, no parsed unit going to it, {why}")
             placed = dataclasses.replace(placed, whole=placed.whole + (w,))
             restored += _take_whole(w, rows, lost, track.names[q])
             continue
@@ -445,15 +456,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light ones "
                           "in the walk's earlier data files, on disk before the walk, no parsed unit going to it, "
                           "the walk's units not dispatched onto its files (5.3.3, or its earlier units not kept) or "
-                          "the reput not set inside an entry")
-        again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
-        if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
-            again &= rows[:, U_END] > max_after.get(q, -1)
-        n = int(again.sum())
+                          "a reput not set inside an entry putting back none of its cut units")
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
-        if n and q in disk_mixed:   # a reput not set inside an entry (no broker case)
-            raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light "
-                          "ones, on disk before the walk, whose cut units a reput not set inside an entry puts back")
         if q in mixed and 0 < n < len(rows):
             # none parsed there, the first cut units inside the parsed messages: the queue replayed whole from the
             # state the cut left (dledger_inside_mixed.mixed_put_back; apply_cut writes it), the last ones by the

@@ -173,7 +173,8 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
 
 def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offset: int, reput: int, end: int,
                         after: np.ndarray | None, cq_file_size: int, at: int, tags: Tags | None,
-                        ext_file_size: int = 0, ext_end: int | None = None) -> QueueFiles | None:
+                        ext_file_size: int = 0, ext_end: int | None = None, *,
+                        inside: bool = True) -> QueueFiles | None:
     """Queue ``q`` of ``track``, holding a record's own units and light ones, on disk before the walk (``disk``: the
     walk's units dispatched onto its files, a file of it left by the cut), no parsed unit going to it, whose cut units
     the reput set inside an entry (at ``at``, going on at ``reput``, dispatching up to ``end``) dispatches again (its
@@ -185,7 +186,10 @@ def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offs
     (no file left, its ext files' end not read)."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
-    cut = rows[rows[:, U_OFFSET] >= process_offset]
+    # a reput not set inside an entry may start below processOffset: its records of the walk's last data file from
+    # there go by the rule too (each at or below the cut's max dropped; one the walk's dispatch dropped, from the same
+    # write position and max, dropped again)
+    cut = rows[rows[:, U_OFFSET] >= (process_offset if inside else min(process_offset, reput))]
     back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)
     later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
     s = mixed_on_disk(disk, rows, cut, back, later, ext_file_size, ext_end, track.own_units.get(q, 0))

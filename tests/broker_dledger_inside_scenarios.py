@@ -99,8 +99,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`broker_dledger_inside_only_past_more_scenarios.only_past_more_scenarios`,
     :func:`broker_dledger_inside_mixed_more_scenarios.mixed_more_scenarios`,
     :func:`broker_dledger_inside_past_ext_scenarios.past_ext_scenarios`,
-    :func:`broker_dledger_inside_mixed_earlier_scenarios.mixed_earlier_scenarios` and
-    :func:`broker_dledger_inside_mixed_disk_scenarios.mixed_disk_scenarios`."""
+    :func:`broker_dledger_inside_mixed_earlier_scenarios.mixed_earlier_scenarios`,
+    :func:`broker_dledger_inside_mixed_disk_scenarios.mixed_disk_scenarios` and (a reput not set inside an entry)
+    :func:`broker_dledger_mixed_disk_reput_scenarios.mixed_disk_reput_scenarios`."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
     out = []
@@ -175,6 +176,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             + batch_replay_scenarios(out[0]) + ext_replay_scenarios(out[0]) + only_past_held_scenarios(out[0]) \
             + mixed_replay_scenarios(out[0]) + only_past_more_scenarios(out[0]) + mixed_more_scenarios(out[0]) \
             + past_ext_scenarios(out[0]) + mixed_earlier_scenarios(out[0]) + mixed_disk_scenarios(out[0])
+        from broker_dledger_mixed_disk_reput_scenarios import mixed_disk_reput_scenarios
+        out += mixed_disk_reput_scenarios(line)
     return out
 
 

@@ -1,0 +1,119 @@
+"""DLedger crash restarts (5.5.1, an abort file) whose start's reput, NOT set inside an entry, puts back the cut units
+of a queue holding a record's own units and light ones (``%LMQ%q1``, queue 0) that was on disk before the walk
+(``keepQueues``): ``ConsumeQueue.recover`` loaded its files, the walk's ``putMessagePositionInfo`` dispatched its units
+onto them, ``truncateDirtyLogicFiles`` cut them at ``processOffset``, and the reput (from the cut queues' largest max
+with ``recheckReputOffsetFromCq=true``, else from the committed position) dispatches the queue's records from its start
+by the same rule onto the state the cut left (``store_format.dledger_inside_mixed.mixed_disk_put_back``).  Written by
+the published RocketMQ store through the JVM harness in ``tests/broker/``: what the broker's restart wrote first (the
+reput's start, which units it put where), then ``verify`` on the store as that restart found it (on-disk queues are
+verify's only): where it puts the units and its units lost, queue by queue.  The scenarios:
+:mod:`broker_dledger_mixed_disk_reput_scenarios`.
+"""
+from __future__ import annotations
+
+import broker_harness as bh
+import pytest
+from broker_dledger_files import cq_unit, last_data_bytes
+from broker_dledger_runs import LINES, _entries_from, _lost_per_queue, _verify_with_plan, _written
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
+
+bh.skip_without_tools()
+
+LMQ = "%LMQ%q1/0"
+
+
+def _lmq_records(src, w: dict) -> list[tuple[int, int, str]]:
+    """The records of the last data file that go to %LMQ%q1 (commitlog offset, size, ``own``: put to topic %LMQ%q1
+    itself, ``light``: multi-dispatched there), in commitlog order."""
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    out = []
+    for off in _entries_from(src, int(data[-1].name) + 48, int(w["maxPhyOffset"])):
+        size = int.from_bytes(last_data_bytes(src, off, 4), "big")
+        rec = last_data_bytes(src, off, size)
+        if b"INNER_MULTI_DISPATCH\x01%LMQ%q1" in rec:
+            out.append((off, size, "light"))
+        elif b"\x07%LMQ%q1" in rec:
+            out.append((off, size, "own"))
+    return out
+
+
+@pytest.mark.parametrize("suffix", ["", "-committed"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_puts_back_a_kept_mixed_queue(
+        line, suffix, tmp_path, monkeypatch):
+    """The -batch-kept layouts store (T0, %LMQ%q1 and BT0 on queue 0, the queues kept) with three T0/0 puts past
+    processOffset sent to %LMQ%q1 itself (own queue offsets 0-2): the crashed broker's dispatch put the first own unit
+    (queue offset 0) among the light ones and dropped the other two (their queue offsets below the write position).
+    The walk drops every unit onto the loaded files; the cut leaves the write position at the first unit at or past
+    processOffset. ``-mixed-disk-reput`` (recheckReputOffsetFromCq=true): the reput starts at the cut queues' largest
+    max, below every cut unit, and puts the cut units back where they were (own units 1 and 2 dropped again);
+    ``-committed`` (no recheck, the committed position 12 entries behind the log's end): it starts past the first cut
+    units and appends the last light ones from the cut's write position (own unit 2 dropped). verify on the store as
+    that restart found it puts them there and predicts the units lost queue by queue."""
+    from broker_dledger_mixed_disk_reput_scenarios import COMMITTED_BACK, OWN_PUTS
+    name = f"{line}-dledger-abort-mixed-disk-reput{suffix}"
+    r, w, src = _written(name)
+    msgs = r["scenario"]["messages"]
+    assert r["scenario"]["keepQueues"] and all(msgs[i]["topic"] == "%LMQ%q1" for i in OWN_PUTS)
+    assert (r["scenario"]["config"].get("recheckReputOffsetFromCq") == "true") == (not suffix)
+    po = int(w["truncateDirtyLogicFilesAt"])
+    recs = _lmq_records(src, w)
+    cut = [(o, s, k) for o, s, k in recs if o >= po]
+    assert [k for _o, _s, k in recs if k == "own"] == ["own"] * len(OWN_PUTS) and \
+        [k for _o, _s, k in cut].count("own") == len(OWN_PUTS), (po, recs)
+    # what the broker wrote: the cut's write position and max for %LMQ%q1 (its first cut unit's position, the end of
+    # the last unit below processOffset), the reput's start
+    loaded = w["queuesAfterLoad"]
+    write, top = int(loaded[LMQ]["maxOffset"]), int(loaded[LMQ]["maxPhysicOffset"])
+    size = int(r["scenario"]["config"]["mappedFileSizeConsumeQueue"])
+    before = {int(f.name): f.read_bytes() for f in (src / "before" / "consumequeue" / "%LMQ%q1" / "0").iterdir()}
+    crashed = [cq_unit(before[p - p % size], p % size)[:2] for p in range(0, max(before) + size, 20)]
+    crashed = [u for u in crashed if u[1]]   # the crashed broker's units, in its files' order
+    k = next(i for i, (o, _s) in enumerate(crashed) if o >= po)
+    assert write == 20 * k and top == sum(crashed[k - 1]), (write, top, crashed[k - 1:k + 1])
+    # the crashed broker's dispatch (the rule from the queue's start, as any rebuild's) put own unit 0 among the light
+    # ones and dropped own units 1 and 2 and the light units whose queue offsets then fell below the write position
+    own0 = next(o for o, _s, kind in cut if kind == "own")
+    dropped = sorted(set(cut) - {(o, s, kind) for o, s, kind in cut if (o, s) in crashed})
+    assert (own0, 171) in crashed and [k for _o, _s, k in dropped].count("own") == len(OWN_PUTS) - 1, dropped
+    if suffix:   # the committed position: the start of the entry that many entries behind the log's end
+        data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+        reput = _entries_from(src, int(data[-1].name) + 48, int(w["maxPhyOffset"]))[-COMMITTED_BACK] - 48
+        assert cut[0][0] < reput and own0 < reput, (cut[:3], reput)
+    else:   # doRecheckReputOffsetFromCq: the largest max over the cut queues (T0's last unit below processOffset
+        # ends past it), below every cut unit of %LMQ%q1
+        reput = max(int(q["maxPhysicOffset"]) for q in loaded.values())
+        assert reput <= cut[0][0] and reput != po, (reput, po, cut[0])
+    # the broker's files after the reput: from the cut's write position, units of the cut records from the reput's
+    # start appended in commitlog order (recheck: each back where the crashed broker's dispatch had it; committed:
+    # the first one dispatched, a light one, at the write position), the others dropped
+    state = w["queuesAfterDispatch"][LMQ]
+    expected = {int(f.name): f.read_bytes() for f in (src / "expected" / "consumequeue" / "%LMQ%q1" / "0").iterdir()}
+    held = [cq_unit(expected[p - p % size], p % size) for p in range(write, int(state["maxOffset"]), 20)]
+    put = [u[:2] for u in held]
+    again = [(o, s) for o, s, _k in cut if o >= reput]
+    assert put and all(u in again for u in put) and put == sorted(put), (put, again)
+    if suffix:
+        assert put[0] == next((o, s) for o, s, k in cut if o >= reput and k == "light") and \
+            len(put) < len(again), (put, again)
+    else:
+        assert put == crashed[k:], (put, crashed[k:])
+    assert all(expected[f][:write - f] == before[f][:write - f] for f in before if f < write), "below the write"
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert crash.cut.reput == reput and crash.cut.inside_from < 0, (crash.cut.reput, reput)
+    (w_lmq,) = [q for q in crash.cut.inside_placed.whole if (q.topic, q.queue_id) == ("%LMQ%q1", 0)]
+    # where verify's replay writes each unit, tags code too (the broker's file above)
+    assert [(pos, o, s, t) for pos, o, s, t in w_lmq.units] == \
+        [(write + 20 * i, *u) for i, u in enumerate(held)] and not w_lmq.copies, w_lmq
+    assert w_lmq.walk_end == write, w_lmq
+    # the cut units it does not put back: those before the reput's start and own units 1 and 2
+    assert sorted(crash.cut.lost[("%LMQ%q1", 0)].tolist()) == \
+        sorted(o for o, s, _k in cut if (o, s) not in put), crash.cut.lost
+    # units lost, queue by queue, as the broker's queues lack them; %LMQ%q1's less the units the rule drops in any
+    # dispatch from the queue's start (the reference's too: the crashed broker's)
+    lost = _lost_per_queue(r, src)
+    lost[LMQ] = lost.get(LMQ, 0) - len(dropped)
+    predicted = {q["queue"]: q["units_lost"] for q in p["queues"]}
+    assert {q: n for q, n in predicted.items() if n} == {q: n for q, n in lost.items() if n}, (predicted, lost)
+    assert bool(lost.get(LMQ)) == bool(suffix), lost
