@@ -177,7 +177,7 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             + mixed_replay_scenarios(out[0]) + only_past_more_scenarios(out[0]) + mixed_more_scenarios(out[0]) \
             + past_ext_scenarios(out[0]) + mixed_earlier_scenarios(out[0]) + mixed_disk_scenarios(out[0])
         from broker_dledger_mixed_disk_reput_scenarios import mixed_disk_reput_scenarios
-        out += mixed_disk_reput_scenarios(line)
+        out += mixed_disk_reput_scenarios(line, out[0])
     return out
 
 

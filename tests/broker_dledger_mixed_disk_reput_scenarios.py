@@ -8,7 +8,14 @@ instead (:data:`OWN_PUTS`: own queue offsets 0-2), past ``processOffset``:
   every cut unit, and puts them all back;
 * ``-mixed-disk-reput-committed`` (no recheck, DLedger's checkpoint :data:`COMMITTED_BACK` entries behind the log's
   end): the reput starts at the committed position and puts back only the last cut units, from the write position the
-  cut left.
+  cut left;
+* ``...-earlier-light-mixed-t7-both-kept-t0`` (:func:`earlier_both_reput_scenarios`): the inside-entry store
+  -earlier-light-mixed-t7-both-kept (%LMQ%q1/0 holding units of both kinds in the walk's earlier data file, on disk
+  before the walk) with its B9 message sent to T0/0 instead (the same layout): no queue emptied by the cut, so the
+  reput starts at the cut queues' largest max, below the host message, not inside an entry, and dispatches the last
+  message's own unit (own queue offset 1) again, dropped again (20 below the write position 40); ``-planted``: the
+  %LMQ%q1/0 file planted with light unit 1 alone at 0: the walk appends that own unit at 20, the cut takes it (write
+  position 20) and the reput puts it back at 20.
 
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
 (:func:`mixed_disk_reput_scenarios`).
@@ -32,12 +39,28 @@ def _retopic(sc: dict) -> dict:
     return {**sc, "messages": msgs}
 
 
-def mixed_disk_reput_scenarios(line: str) -> list[dict]:
-    """``<line>-dledger-abort-mixed-disk-reput`` and ``-mixed-disk-reput-committed`` (5.5.1; module docstring)."""
+def mixed_disk_reput_scenarios(line: str, embedded: dict) -> list[dict]:
+    """``<line>-dledger-abort-mixed-disk-reput`` and ``-mixed-disk-reput-committed`` (5.5.1; module docstring), and
+    :func:`earlier_both_reput_scenarios` from the -emptied-batch-embedded store ``embedded``."""
     if not line.startswith("5.5"):
         return []
     from broker_dledger_scenarios import batch_kept_abort_scenario
     sc = _retopic(batch_kept_abort_scenario(line))
     name = f"{line}-dledger-abort-mixed-disk-reput"
     return [{**sc, "config": {**sc["config"], "recheckReputOffsetFromCq": "true"}, "name": name},
-            {**sc, "dledgerCommittedBack": COMMITTED_BACK, "name": f"{name}-committed"}]
+            {**sc, "dledgerCommittedBack": COMMITTED_BACK, "name": f"{name}-committed"},
+            *earlier_both_reput_scenarios(embedded)]
+
+
+def earlier_both_reput_scenarios(sc: dict) -> list[dict]:
+    """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-earlier-light-mixed-t7-both-kept-t0`` and its
+    ``-planted`` twin (module docstring)."""
+    from broker_dledger_inside_mixed_disk_scenarios import _planted
+    from broker_dledger_inside_mixed_earlier_scenarios import PLANTED_BOTH_UNIT, embedded_earlier_both_mixed_scenario
+    t7 = embedded_earlier_both_mixed_scenario(sc, light=False)
+    *rest, host, b9, tail = t7["messages"]
+    assert b9["topic"] == "B9" and tail["topic"] == "%LMQ%q1", (b9, tail)
+    kept = {**t7, "messages": [*rest, host, {**b9, "topic": "T0", "queueId": 0}, tail], "keepQueues": True,
+            "name": f"{t7['name']}-kept-t0"}
+    unit = PLANTED_BOTH_UNIT[0].to_bytes(8, "big") + PLANTED_BOTH_UNIT[1].to_bytes(4, "big") + bytes(8)
+    return [kept, _planted(kept, unit)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import broker_harness as bh
 import pytest
 from broker_dledger_files import cq_unit, last_data_bytes
-from broker_dledger_runs import LINES, _entries_from, _lost_per_queue, _verify_with_plan, _written
+from broker_dledger_runs import LINES, _entries_from, _loses_as_the_broker, _lost_per_queue, _verify_with_plan, _written
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
 
@@ -117,3 +117,67 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
     predicted = {q["queue"]: q["units_lost"] for q in p["queues"]}
     assert {q: n for q, n in predicted.items() if n} == {q: n for q, n in lost.items() if n}, (predicted, lost)
     assert bool(lost.get(LMQ)) == bool(suffix), lost
+
+
+
+@pytest.mark.parametrize("suffix", ["", "-planted"])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_puts_back_a_kept_queue_with_both_kinds(
+        line, suffix, tmp_path, monkeypatch):
+    """The -earlier-light-mixed-t7-both-kept store with its B9 message sent to T0/0 (-kept-t0): %LMQ%q1/0 on disk
+    before the walk (the own unit, own queue offset 0, at 0 and message 10's light unit at 20, both in the walk's
+    earlier data file; message 11's light unit and the last message's own unit, own queue offset 1, dropped), no
+    queue emptied by the cut: the reput starts at the cut queues' largest max (T0/0's), below the host message, not
+    inside an entry, and dispatches the last message's own unit again: dropped again (20 below the write position 40).
+    ``-planted``: the file planted with message 11's light unit alone at 0: the walk appends the own unit at 20, the
+    cut takes it (write position 20), the reput puts it back at 20. verify on the store as that restart found it puts
+    it there (or drops it) and predicts the units lost."""
+    from broker_dledger_inside_mixed_earlier_scenarios import BOTH_OWN_PUT, PLANTED_BOTH_UNIT
+    from broker_dledger_inside_scenarios import EMBED_HOST_AT
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-light-mixed-t7-both-kept-t0{suffix}"
+    r, w, src = _written(name)
+    msgs = [m for m in r["scenario"]["messages"] if "topic" in m]
+    assert r["scenario"]["keepQueues"] and msgs[-1]["topic"] == "%LMQ%q1" and msgs[-2]["topic"] == "T0"
+    assert r["scenario"]["messages"][BOTH_OWN_PUT]["topic"] == "%LMQ%q1"
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    tail = int(w["maxPhyOffset"]) - 300   # the last message's record, put to %LMQ%q1 itself (own queue offset 1)
+    assert len(data) == 2 and b"\x07%LMQ%q1" in last_data_bytes(src, tail, 300), data
+    po = int(w["truncateDirtyLogicFilesAt"])
+    loaded = w["queuesAfterLoad"]
+    # what the broker wrote: no queue left with no file, the reput at the cut queues' largest max, below the host
+    # message (processOffset lies inside its body) and the last message's unit: not inside an entry
+    reput = max(int(q["maxPhysicOffset"]) for q in loaded.values())
+    assert all(q["files"] for q in loaded.values()) and reput < EMBED_HOST_AT < po < tail, (reput, po, tail)
+    (held_file,) = sorted((src / "before" / "consumequeue" / "%LMQ%q1" / "0").iterdir())
+    before = held_file.read_bytes()
+    if suffix:
+        assert cq_unit(before, 0)[:2] == PLANTED_BOTH_UNIT and before[20:] == bytes(len(before) - 20)
+        write, top = 20, sum(PLANTED_BOTH_UNIT)
+    else:   # units of both kinds, in the first data file
+        units = [cq_unit(before, k) for k in (0, 20)]
+        assert all(o + s <= int(data[1].name) for o, s, _t in units) and before[40:] == bytes(len(before) - 40)
+        write, top = 40, sum(units[1][:2])
+    assert (int(loaded[LMQ]["maxOffset"]), int(loaded[LMQ]["maxPhysicOffset"])) == (write, top), loaded[LMQ]
+    state = w["queuesAfterDispatch"][LMQ]
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / held_file.name).read_bytes()
+    assert int(state["maxOffset"]) == 40 and held[:write] == before[:write], (state, held[:60].hex())
+    if suffix:   # the own unit put back at the write position
+        assert cq_unit(held, 20)[:2] == (tail, 300) and held[40:] == bytes(len(held) - 40), held[:60].hex()
+    else:   # dropped again: the file as the crashed broker left it
+        assert held == before, held[:60].hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert crash.cut.reput == reput and crash.cut.inside_from < 0, (crash.cut.reput, reput)
+    (w_lmq,) = [q for q in crash.cut.inside_placed.whole if (q.topic, q.queue_id) == ("%LMQ%q1", 0)]
+    assert w_lmq.walk_end == write, w_lmq
+    if suffix:
+        assert w_lmq.units == ((20, *cq_unit(held, 20)),) and w_lmq.put_back == (tail,), w_lmq
+        assert ("%LMQ%q1", 0) not in crash.cut.lost, crash.cut.lost
+    else:
+        assert w_lmq.units == () and w_lmq.lost == (tail,), w_lmq
+        assert crash.cut.lost[("%LMQ%q1", 0)].tolist() == [tail], crash.cut.lost
+    # a unit each, a light one more for each multi-dispatched message, less the two the rule drops in any rebuild
+    # (message 11's light unit, the last message's own unit); planted: the broker's queue holds those two instead of
+    # the reference's own unit 0 and light unit 0, lost (none lost without it: every queue holds what the reference
+    # does)
+    light = sum("INNER_MULTI_DISPATCH" in m.get("properties", {}) for m in msgs)
+    _loses_as_the_broker(p, r, src, (), extra=light - 2 + 2 * bool(suffix), some=bool(suffix))
