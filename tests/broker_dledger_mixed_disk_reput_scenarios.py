@@ -9,6 +9,9 @@ instead (:data:`OWN_PUTS`: own queue offsets 0-2), past ``processOffset``:
 * ``-mixed-disk-reput-committed`` (no recheck, DLedger's checkpoint :data:`COMMITTED_BACK` entries behind the log's
   end): the reput starts at the committed position and puts back only the last cut units, from the write position the
   cut left;
+* ``-mixed-disk-reput-ext``, ``-mixed-disk-reput-committed-ext``: both from the layouts store with its ext files
+  (:func:`broker_dledger_scenarios.layouts_abort_scenario`, ``enableConsumeQueueExt``, ext files of 10 units), the
+  queues kept;
 * ``...-earlier-light-mixed-t7-both-kept-t0`` (:func:`earlier_both_reput_scenarios`): the inside-entry store
   -earlier-light-mixed-t7-both-kept (%LMQ%q1/0 holding units of both kinds in the walk's earlier data file, on disk
   before the walk) with its B9 message sent to T0/0 instead (the same layout): no queue emptied by the cut, so the
@@ -44,11 +47,15 @@ def mixed_disk_reput_scenarios(line: str, embedded: dict) -> list[dict]:
     :func:`earlier_both_reput_scenarios` from the -emptied-batch-embedded store ``embedded``."""
     if not line.startswith("5.5"):
         return []
-    from broker_dledger_scenarios import batch_kept_abort_scenario
+    from broker_dledger_scenarios import batch_kept_abort_scenario, layouts_abort_scenario
     sc = _retopic(batch_kept_abort_scenario(line))
+    ext = _retopic(layouts_abort_scenario(line))
     name = f"{line}-dledger-abort-mixed-disk-reput"
     return [{**sc, "config": {**sc["config"], "recheckReputOffsetFromCq": "true"}, "name": name},
             {**sc, "dledgerCommittedBack": COMMITTED_BACK, "name": f"{name}-committed"},
+            {**ext, "config": {**ext["config"], "recheckReputOffsetFromCq": "true"}, "keepQueues": True,
+             "name": f"{name}-ext"},
+            {**ext, "keepQueues": True, "dledgerCommittedBack": COMMITTED_BACK, "name": f"{name}-committed-ext"},
             *earlier_both_reput_scenarios(embedded)]
 
 

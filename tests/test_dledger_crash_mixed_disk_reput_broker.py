@@ -38,7 +38,7 @@ def _lmq_records(src, w: dict) -> list[tuple[int, int, str]]:
     return out
 
 
-@pytest.mark.parametrize("suffix", ["", "-committed"])
+@pytest.mark.parametrize("suffix", ["", "-committed", "-ext", "-committed-ext"])
 @pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
 def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_puts_back_a_kept_mixed_queue(
         line, suffix, tmp_path, monkeypatch):
@@ -49,14 +49,18 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
     processOffset. ``-mixed-disk-reput`` (recheckReputOffsetFromCq=true): the reput starts at the cut queues' largest
     max, below every cut unit, and puts the cut units back where they were (own units 1 and 2 dropped again);
     ``-committed`` (no recheck, the committed position 12 entries behind the log's end): it starts past the first cut
-    units and appends the last light ones from the cut's write position (own unit 2 dropped). verify on the store as
-    that restart found it puts them there and predicts the units lost queue by queue."""
+    units and appends the last light ones from the cut's write position (own unit 2 dropped). ``-ext``: the same with
+    enableConsumeQueueExt (ext files of 10 units): own unit 0 put back holds the address of the ext unit the reput put
+    for it (putMessagePositionInfoWrapper), after the walk's. verify on the store as that restart found it puts them
+    there (ext addresses too) and predicts the units lost queue by queue."""
     from broker_dledger_mixed_disk_reput_scenarios import COMMITTED_BACK, OWN_PUTS
     name = f"{line}-dledger-abort-mixed-disk-reput{suffix}"
     r, w, src = _written(name)
     msgs = r["scenario"]["messages"]
     assert r["scenario"]["keepQueues"] and all(msgs[i]["topic"] == "%LMQ%q1" for i in OWN_PUTS)
-    assert (r["scenario"]["config"].get("recheckReputOffsetFromCq") == "true") == (not suffix)
+    committed, ext = "-committed" in suffix, suffix.endswith("-ext")
+    assert (r["scenario"]["config"].get("recheckReputOffsetFromCq") == "true") == (not committed)
+    assert (r["scenario"]["config"].get("enableConsumeQueueExt") == "true") == ext
     po = int(w["truncateDirtyLogicFilesAt"])
     recs = _lmq_records(src, w)
     cut = [(o, s, k) for o, s, k in recs if o >= po]
@@ -77,7 +81,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
     own0 = next(o for o, _s, kind in cut if kind == "own")
     dropped = sorted(set(cut) - {(o, s, kind) for o, s, kind in cut if (o, s) in crashed})
     assert (own0, 171) in crashed and [k for _o, _s, k in dropped].count("own") == len(OWN_PUTS) - 1, dropped
-    if suffix:   # the committed position: the start of the entry that many entries behind the log's end
+    if committed:   # the committed position: the start of the entry that many entries behind the log's end
         data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
         reput = _entries_from(src, int(data[-1].name) + 48, int(w["maxPhyOffset"]))[-COMMITTED_BACK] - 48
         assert cut[0][0] < reput and own0 < reput, (cut[:3], reput)
@@ -94,7 +98,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
     put = [u[:2] for u in held]
     again = [(o, s) for o, s, _k in cut if o >= reput]
     assert put and all(u in again for u in put) and put == sorted(put), (put, again)
-    if suffix:
+    if committed:
         assert put[0] == next((o, s) for o, s, k in cut if o >= reput and k == "light") and \
             len(put) < len(again), (put, again)
     else:
@@ -116,7 +120,10 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
     lost[LMQ] = lost.get(LMQ, 0) - len(dropped)
     predicted = {q["queue"]: q["units_lost"] for q in p["queues"]}
     assert {q: n for q, n in predicted.items() if n} == {q: n for q, n in lost.items() if n}, (predicted, lost)
-    assert bool(lost.get(LMQ)) == bool(suffix), lost
+    assert bool(lost.get(LMQ)) == committed, lost
+    # with ext files own unit 0 (when put back) holds an ext address (ConsumeQueueExt.decorate), a light unit its tags
+    # code
+    assert all((t < 0) == (ext and o == own0) for o, _s, t in held), held
 
 
 
@@ -181,3 +188,4 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
     # does)
     light = sum("INNER_MULTI_DISPATCH" in m.get("properties", {}) for m in msgs)
     _loses_as_the_broker(p, r, src, (), extra=light - 2 + 2 * bool(suffix), some=bool(suffix))
+
