@@ -31,7 +31,8 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   write position and max that leaves, a parsed unit going to it or not, ``dledger_inside_mixed.mixed_on_disk`` and
   ``mixed_disk_put_back``: its cut units dispatched again and its records past the walk's end each by the rule with
   its own queue offset, written from its record, with ext files their ext units after the walk's; ``verify`` only;
-  refused for a reput not set inside an entry): the cut, reading the file's units,
+  a reput not set inside an entry putting back its cut units the same, with no parsed message, its records of the
+  walk's last data file from its start dispatched onto the state the cut left): the cut, reading the file's units,
   goes by those positions (its write
   position, the max the reput starts from); a reput set inside an entry dispatching its
   cut units again after parsed units puts them as ``dledger_inside_replay.replay_queue`` says (from those positions);

@@ -12,7 +12,9 @@ walk's earlier data files too: ``QueueTrack.replayed_before``); ``truncateDirtyL
 dispatched onto them: :func:`mixed_on_disk`); the reput's parsed units, its cut units dispatched again and its records
 past the walk's end go on by the same rule (:func:`store_format.dledger_inside_replay.replay_queue`), with ext files
 an ext unit for each own unit only (``putMessagePositionInfoWrapper``'s ``ConsumeQueueExt.put``; a light unit none).
-A reput with no parsed unit there that puts back cut units: :func:`mixed_put_back`, :func:`mixed_disk_put_back`.
+A reput with no parsed unit there that puts back cut units: :func:`mixed_put_back`, :func:`mixed_disk_put_back` (the
+latter also for a reput not set inside an entry, an ordinary crash restart's from the cut queues' largest max or the
+committed position, that puts back cut units of a queue on disk before the walk).
 """
 from __future__ import annotations
 
@@ -182,8 +184,13 @@ def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offs
     (:func:`store_format.dledger_inside_replay.replay_queue`) from the write position and max
     ``truncateDirtyLogicFiles`` left its files at (:func:`mixed_on_disk`), each by ``putMessagePositionInfo`` with
     its own queue offset (``verify`` only); with ext files (``ext_file_size``) their ext units after the walk's, from
-    the end ``ConsumeQueue.recover`` left them at (``ext_end``).  None where :func:`mixed_on_disk` refuses the queue
-    (no file left, its ext files' end not read)."""
+    the end ``ConsumeQueue.recover`` left them at (``ext_end``).  ``inside`` false: a reput NOT set inside an entry
+    (``DefaultMessageStore.start``'s ``doRecheckReputOffsetFromCq``, the cut queues' largest max, or the committed
+    position; ``at`` is then ``reput``) that dispatches cut units of it, with no parsed message: the same rule, its
+    records of the walk's last data file from ``reput`` on, those below ``processOffset`` too (each at or below the
+    cut's max dropped; one the walk's dispatch dropped, from the same write position and max, dropped again), each
+    with an ext unit first when it is a record's own (``putMessagePositionInfoWrapper``).  None where
+    :func:`mixed_on_disk` refuses the queue (no file left, its ext files' end not read)."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     # a reput not set inside an entry may start below processOffset: its records of the walk's last data file from
