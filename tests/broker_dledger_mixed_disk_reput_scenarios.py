@@ -28,8 +28,8 @@ from __future__ import annotations
 # the puts (indexes into the layouts store's 400 messages: plain T0/0 ones, i % 3 == 0, i even) sent to %LMQ%q1
 # itself, all past processOffset (about the last 35 messages are cut)
 OWN_PUTS = (378, 384, 396)
-# the committed position: that many entries behind the log's end (the puts from 388 on): 396's own unit and the
-# light units of 391, 393, 397 and 399 put back, 378's and 384's not
+# the committed position: that many entries behind the log's end, past the records of own puts 378 and 384: the
+# reput appends the last four light units of %LMQ%q1 from the cut's write position and drops 396's own unit
 COMMITTED_BACK = 12
 
 

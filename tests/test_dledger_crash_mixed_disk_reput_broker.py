@@ -44,10 +44,12 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
         line, suffix, tmp_path, monkeypatch):
     """The -batch-kept layouts store (T0, %LMQ%q1 and BT0 on queue 0, the queues kept) with three T0/0 puts past
     processOffset sent to %LMQ%q1 itself (own queue offsets 0-2): the crashed broker's dispatch put the first own unit
-    (queue offset 0) among the light ones and dropped the other two (their queue offsets below the write position).
+    (queue offset 0) among the light ones and dropped the other two and the light unit after own unit 0 (their queue
+    offsets below the write position).
     The walk drops every unit onto the loaded files; the cut leaves the write position at the first unit at or past
     processOffset. ``-mixed-disk-reput`` (recheckReputOffsetFromCq=true): the reput starts at the cut queues' largest
-    max, below every cut unit, and puts the cut units back where they were (own units 1 and 2 dropped again);
+    max (T0/0's), below every cut unit of %LMQ%q1, and puts the cut units back where they were (those three dropped
+    again);
     ``-committed`` (no recheck, the committed position 12 entries behind the log's end): it starts past the first cut
     units and appends the last light ones from the cut's write position (own unit 2 dropped). ``-ext``: the same with
     enableConsumeQueueExt (ext files of 10 units): own unit 0 put back holds the address of the ext unit the reput put
