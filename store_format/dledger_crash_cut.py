@@ -444,7 +444,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if q in both_disk:
             raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light ones "
                           "in the walk's earlier data files, on disk before the walk, no parsed unit going to it, "
-                          "the walk's units not dispatched onto its files (5.3.3, or its earlier units not kept) or "
+                          "the walk's units not dispatched onto its files (a guard: verify keeps them) or "
                           "the reput not set inside an entry")
         again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
