@@ -72,7 +72,7 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   :mod:`store_format.dledger_crash_cut`.  On both lines ``DefaultMessageStore.recover`` runs
   ``ConsumeQueue.recover`` (loading the queues on disk) before that walk, whose ``doDispatch`` puts its units onto
   those files before the cut (``verify``: ``QueueTrack.keep_queues``, ``QueuesOnDisk.max_after_cut``; checked on
-  5.3.3 by ``-emptied-kept-embedded-light-mixed-held`` and ``-held-t5``).
+  5.3.3 by ``-emptied-kept-embedded-light-mixed-held``, ``-held-t5`` and ``-earlier-both``).
 * 5.5.1 ``enableAcceleratedRecovery`` and ``checkCommitLogOffsetOnRecover`` are read by
   ``CommitLog.recoverAbnormally`` only, which a DLedger store runs on its old commitlog alone (no data file
   yet); the first also by ``ConsumeQueueStore.getDispatchFromPhyOffset(false)``, which

@@ -122,9 +122,10 @@ def mixed_on_disk(disk: OnDiskCut, rows: np.ndarray, cut: np.ndarray, back: np.n
     none), whatever ``putMessagePositionInfo`` then did with the unit, and the cut, a file of the queue staying,
     returns inside its loop before ``truncateByMaxAddress``: the reput's ext units go on after those
     (:attr:`WalkedQueue.ext_end`).  The same on 5.3.3 (``ConsumeQueue.recover`` before the walk there too:
-    ``-emptied-kept-embedded-light-mixed-held``, ``-held-t5``).  Refused: the walk's units not dispatched onto its
-    files (``disk[3]`` false: a guard, ``verify`` keeps every on-disk queue's units of the walk's earlier data
-    files), no file left by the cut, or ext files whose end ``verify`` did not read (assert-like guards)."""
+    ``-emptied-kept-embedded-light-mixed-held``, ``-held-t5``, ``-earlier-both``).  Refused: the walk's units not
+    dispatched onto its files (``disk[3]`` false: a guard, ``verify`` keeps every on-disk queue's units of the walk's
+    earlier data files), no file left by the cut, or ext files whose end ``verify`` did not read (assert-like
+    guards)."""
     if not disk[1] or not disk[3] or (ext_file_size and (ext_end is None or ext_end < 0)):
         return WalkedQueue(0, 0, 0, 0, refused="a queue the walk wrote units of two kinds in (a record's own and light "
                            "ones), on disk before the walk, whose files the cut deletes, its units not dispatched onto "

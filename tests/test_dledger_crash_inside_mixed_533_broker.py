@@ -107,3 +107,49 @@ def test_verify_predicts_a_533_crash_restart_whose_reput_puts_back_cut_units_of_
     # a unit each, a light one more for the last message: every one held again, none lost
     _loses_as_the_broker(p, r, src, (reput,), extra=1, some=False)
     assert p["units_lost"] == 0, p["notes"]
+
+
+@pytest.mark.parametrize("line", _LINES_533)
+def test_verify_predicts_a_533_crash_restart_that_puts_back_a_cut_unit_of_a_kept_queue_with_both_kinds_earlier(
+        line, tmp_path, monkeypatch):
+    """The 5.3.3 -emptied-kept-embedded-light-mixed-earlier-both store: the walk starts at the first data file
+    (messageIndexSafe), where %LMQ%q1 gets the own unit of queue offset 0 and light units 0 and 1; on disk before the
+    walk as the crashed broker's dispatch wrote it: the own unit at 0, light unit 0 at 20 (light unit 1 and the own
+    unit of queue offset 1 after T9's dropped, 20 below 40), light unit 2 of the last message at 40. The walk drops
+    every unit onto that file; the 5.3.3 cut takes light unit 2 (write position 40); the message where the reput is
+    set (processOffset) is for T5/0 alone, and the reput, going on at T9's entry, drops the own unit of queue offset 1
+    again and appends light unit 2 at 40 again. verify on the store as that restart found it replays the queue so
+    and predicts the units lost (refused before: units of both kinds in the walk's earlier data files, the walk's
+    units not dispatched onto the files on 5.3.3)."""
+    from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS
+    from broker_dledger_inside_mixed_533_scenarios import kept_t5_message
+    from broker_dledger_inside_mixed_earlier_scenarios import BOTH_OWN_PUT
+    from broker_dledger_inside_scenarios import LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-kept-embedded-light-mixed-earlier-both"
+    reput, msg = kept_t5_message()
+    r, w, src = _written(name)
+    msgs = r["scenario"]["messages"]
+    assert r["scenario"]["keepQueues"] and msgs[BOTH_OWN_PUT]["topic"] == msgs[-2]["topic"] == "%LMQ%q1"
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput and last_data_bytes(src, reput, len(msg)) == msg
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, light queue offset 2
+    own = tail - ENTRY_HEADER_SIZE - LIGHT_TAIL   # own queue offset 1
+    (held_file,) = sorted((src / "before" / "consumequeue" / "%LMQ%q1" / "0").iterdir())
+    before = held_file.read_bytes()
+    earlier = [cq_unit(before, k)[:2] for k in (0, 20)]   # the own unit, light unit 0: in the first data file
+    assert all(o + s <= int(data[1].name) for o, s in earlier) and cq_unit(before, 40)[:2] == (tail, LIGHT_TAIL) \
+        and before[60:] == bytes(len(before) - 60), before[:80].hex()
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 60, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / held_file.name).read_bytes()
+    assert held == before, (held[:80].hex(), before[:80].hex())
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert not [u for u in crash.cut.inside_placed.units if u.topic == "%LMQ%q1"], crash.cut.inside_placed
+    (w_lmq,) = [q for q in crash.cut.inside_placed.whole if q.topic == "%LMQ%q1"]
+    assert [(pos, o) for pos, o, _s, _t in w_lmq.units] == [(40, tail)] and w_lmq.put_back == (tail,), w_lmq
+    assert w_lmq.lost == (own,), w_lmq
+    # a unit each, a light one more for the three light puts, less light unit 1 and the own unit of queue offset 1,
+    # which the rule drops in any rebuild: none lost
+    _loses_as_the_broker(p, r, src, (reput,), extra=len(EARLIER_LIGHT_PUTS) + 1 - 2, some=False)
+    assert p["units_lost"] == 0, p["notes"]
