@@ -35,8 +35,8 @@ import numpy as np
 from .consumequeue_ext import END_BLANK_DATA_LENGTH, EXT_UNIT_SIZE, LONG_MIN, ext_units_per_file
 from .consumequeue_recovery import EXT_MAX_ADDR, load_files
 
-__all__ = ["ExtRecovery", "ext_position_after_puts", "ext_put_at", "ext_units_between", "recover_ext",
-           "un_decorate"]
+__all__ = ["ExtRecovery", "ext_position_after_puts", "ext_put_at", "ext_unit_starts", "ext_units_between",
+           "recover_ext", "un_decorate"]
 
 _SETTING = "mappedFileSizeConsumeQueueExt"
 
@@ -124,6 +124,34 @@ def _walk(data: bytes, start: int) -> tuple[int, int, str | None]:
         units += 1
         if p > n:
             return p, units, f"a unit's size skips past the file's end to byte {p}"
+
+
+def ext_unit_starts(files: list[tuple[str, bytes]], end: int) -> np.ndarray:
+    """The real offsets of the ext units below real offset ``end`` (the queue's ext end after ``recover`` and
+    ``truncateByMaxAddress``) in ``files`` (name, bytes; any order): each file walked from its start as ``recover``
+    does (``CqExtUnit.readBySkip``: a positive size field skips that many bytes, anything else ends the file's
+    walk), whatever each unit's size (filter bitmaps too)."""
+    out: list[np.ndarray] = []
+    for name, data in sorted(files, key=lambda f: int(f[0])):
+        base = int(name)
+        if base >= end:
+            break
+        n, p = min(len(data), end - base), 0
+        while p + 2 <= n:
+            sizes = np.frombuffer(data, dtype=">i2", count=(n - p) // 2, offset=p)[::EXT_UNIT_SIZE // 2]
+            other = np.flatnonzero(sizes != EXT_UNIT_SIZE)
+            j = int(other[0]) if len(other) else len(sizes)
+            if j:   # a run of 20-byte units
+                out.append(base + p + EXT_UNIT_SIZE * np.arange(j, dtype=np.int64))
+                p += j * EXT_UNIT_SIZE
+                continue
+            size = _short(data, p)
+            if size <= 0:
+                break
+            out.append(np.array([base + p], dtype=np.int64))
+            p += size
+    starts = np.concatenate(out) if out else np.zeros(0, np.int64)
+    return starts[starts < end]
 
 
 @dataclasses.dataclass
