@@ -31,8 +31,8 @@ import numpy as np
 
 from .layout import segment_name
 
-__all__ = ["EXT_UNIT_DTYPE", "EXT_UNIT_SIZE", "END_BLANK_DATA_LENGTH", "MIN_EXT_FILE_SIZE", "ext_units_per_file",
-           "ext_real_offsets", "ext_addresses", "ext_ordinals", "build_ext_file", "ext_file_name"]
+__all__ = ["EXT_UNIT_DTYPE", "EXT_UNIT_SIZE", "END_BLANK_DATA_LENGTH", "LONG_MIN", "MIN_EXT_FILE_SIZE",
+           "ext_units_per_file", "ext_real_offsets", "ext_addresses", "ext_ordinals", "build_ext_file", "ext_file_name"]
 
 EXT_UNIT_DTYPE = np.dtype([
     ("size", ">i2"),           # whole unit, bitmap included
@@ -45,7 +45,7 @@ END_BLANK_DATA_LENGTH = 4                 # ConsumeQueueExt.END_BLANK_DATA_LENGT
 END_MARK = np.array([-1], dtype=">i2")    # fullFillToEnd: a short -1 at the write position
 # below this no unit fits a file: ConsumeQueueExt.put gives up (tagsCode kept) after creating files
 MIN_EXT_FILE_SIZE = EXT_UNIT_SIZE + END_BLANK_DATA_LENGTH
-_LONG_MIN = np.iinfo(np.int64).min
+LONG_MIN = -(1 << 63)                     # Long.MIN_VALUE: ConsumeQueueExt.decorate adds it to a real offset
 
 
 def ext_units_per_file(file_size: int) -> int:
@@ -64,7 +64,7 @@ def ext_real_offsets(ordinal: np.ndarray, file_size: int) -> np.ndarray:
 def ext_addresses(ordinal: np.ndarray, file_size: int) -> np.ndarray:
     """What the consume queue unit stores instead of the tagsCode [ConsumeQueueExt.decorate]: the
     real offset plus ``Long.MIN_VALUE``."""
-    return ext_real_offsets(ordinal, file_size) + _LONG_MIN
+    return ext_real_offsets(ordinal, file_size) + LONG_MIN
 
 
 def build_ext_file(file_size: int, tags_code: np.ndarray, store_ts: np.ndarray, end_mark: bool) -> list:

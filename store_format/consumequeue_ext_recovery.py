@@ -32,18 +32,18 @@ import dataclasses
 
 import numpy as np
 
-from .consumequeue_ext import EXT_UNIT_SIZE, ext_units_per_file
+from .consumequeue_ext import END_BLANK_DATA_LENGTH, EXT_UNIT_SIZE, LONG_MIN, ext_units_per_file
 from .consumequeue_recovery import EXT_MAX_ADDR, load_files
 
-__all__ = ["ExtRecovery", "ext_position_after_puts", "ext_units_between", "recover_ext", "un_decorate"]
+__all__ = ["ExtRecovery", "ext_position_after_puts", "ext_put_at", "ext_unit_starts", "ext_units_between",
+           "recover_ext", "un_decorate"]
 
-_LONG_MIN = -(1 << 63)
 _SETTING = "mappedFileSizeConsumeQueueExt"
 
 
 def un_decorate(address: int) -> int:
     """``ConsumeQueueExt.unDecorate``: an ext address's real offset in the queue's ext space."""
-    return address - _LONG_MIN if address <= EXT_MAX_ADDR else address
+    return address - LONG_MIN if address <= EXT_MAX_ADDR else address
 
 
 def ext_units_between(start: int, end: int, file_size: int) -> int:
@@ -57,17 +57,44 @@ def ext_units_between(start: int, end: int, file_size: int) -> int:
     return ordinal(end) - ordinal(start)
 
 
+def ext_put_at(position: int, file_size: int) -> int:
+    """Where ``ConsumeQueueExt.put`` (rocketmq-all-4.9.8 and 5.3.3, rocketmq-store 5.5.1) puts a 20-byte unit
+    (no filter bitmap) when the queue's ext files end at real offset ``position`` (any byte: the units before
+    may hold filter bitmaps): at the last file's write position when the unit leaves at least
+    ``END_BLANK_DATA_LENGTH`` bytes of the file after it (``size > blankSize`` not true), else, once
+    ``fullFillToEnd`` marked the end (a short -1 there, the write position the file's size), at the start of
+    the next file (``getLastMappedFile(0)``); a position on a file boundary is a full file's end (or no file):
+    the next file's start.  Its address is that plus ``Long.MIN_VALUE`` (``decorate``).
+
+    Raises:
+        ValueError: ``position`` leaves 1 byte of its file: ``fullFillToEnd``'s short does not fit, the put
+            throws and returns 1 (no ext unit; the broker's own puts never leave fewer than
+            ``END_BLANK_DATA_LENGTH`` bytes before a file's end).
+    """
+    within = position % file_size
+    if file_size - within - END_BLANK_DATA_LENGTH >= EXT_UNIT_SIZE:
+        return position
+    if file_size - within == 1:
+        raise ValueError(f"an ext end 1 byte before its file's end ({position}): ConsumeQueueExt.fullFillToEnd throws")
+    return position - within + file_size
+
+
 def ext_position_after_puts(position: int, puts: int, file_size: int) -> int:
-    """Where a queue's ext files end after ``puts`` more calls of ``ConsumeQueueExt.put`` (rocketmq-all-4.9.8
-    and 5.3.3, rocketmq-store 5.5.1) from real offset ``position``: each puts a 20-byte unit at the write
-    position, or, when it would leave fewer than ``END_BLANK_DATA_LENGTH`` bytes, fills the file to its end
-    (``fullFillToEnd``) and puts it at the start of a new file."""
+    """Where a queue's ext files end after ``puts`` more calls of ``ConsumeQueueExt.put`` from real offset
+    ``position`` (any byte end, :func:`ext_put_at`): each puts a 20-byte unit at the write position, or, when it
+    would leave fewer than ``END_BLANK_DATA_LENGTH`` bytes, fills the file to its end (``fullFillToEnd``) and puts
+    it at the start of a new file.  The units that fit the file ``position`` lies in go there, the rest from the
+    next files' starts, ``ext_units_per_file`` a file."""
     if puts <= 0:
         return position
+    within = position % file_size
+    here = max(0, (file_size - END_BLANK_DATA_LENGTH - within) // EXT_UNIT_SIZE) if within else 0
+    if puts <= here:
+        return position + puts * EXT_UNIT_SIZE
+    start = ext_put_at(position, file_size) if not here else position - within + file_size
     per_file = ext_units_per_file(file_size)
-    first = position // file_size * per_file + min(position % file_size // EXT_UNIT_SIZE, per_file)
-    last = first + puts - 1
-    return last // per_file * file_size + last % per_file * EXT_UNIT_SIZE + EXT_UNIT_SIZE
+    last = puts - here - 1
+    return start + last // per_file * file_size + last % per_file * EXT_UNIT_SIZE + EXT_UNIT_SIZE
 
 
 def _short(data: bytes, at: int) -> int:
@@ -97,6 +124,34 @@ def _walk(data: bytes, start: int) -> tuple[int, int, str | None]:
         units += 1
         if p > n:
             return p, units, f"a unit's size skips past the file's end to byte {p}"
+
+
+def ext_unit_starts(files: list[tuple[str, bytes]], end: int) -> np.ndarray:
+    """The real offsets of the ext units below real offset ``end`` (the queue's ext end after ``recover`` and
+    ``truncateByMaxAddress``) in ``files`` (name, bytes; any order): each file walked from its start as ``recover``
+    does (``CqExtUnit.readBySkip``: a positive size field skips that many bytes, anything else ends the file's
+    walk), whatever each unit's size (filter bitmaps too)."""
+    out: list[np.ndarray] = []
+    for name, data in sorted(files, key=lambda f: int(f[0])):
+        base = int(name)
+        if base >= end:
+            break
+        n, p = min(len(data), end - base), 0
+        while p + 2 <= n:
+            sizes = np.frombuffer(data, dtype=">i2", count=(n - p) // 2, offset=p)[::EXT_UNIT_SIZE // 2]
+            other = np.flatnonzero(sizes != EXT_UNIT_SIZE)
+            j = int(other[0]) if len(other) else len(sizes)
+            if j:   # a run of 20-byte units
+                out.append(base + p + EXT_UNIT_SIZE * np.arange(j, dtype=np.int64))
+                p += j * EXT_UNIT_SIZE
+                continue
+            size = _short(data, p)
+            if size <= 0:
+                break
+            out.append(np.array([base + p], dtype=np.int64))
+            p += size
+    starts = np.concatenate(out) if out else np.zeros(0, np.int64)
+    return starts[starts < end]
 
 
 @dataclasses.dataclass

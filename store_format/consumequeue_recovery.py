@@ -50,7 +50,6 @@ RECOVER_FILES = 3  # ConsumeQueue.recover starts at the third file from the end
 # tagsCode): what truncateDirtyLogicFiles looks at
 TailFiles = list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
 
-_LONG_MIN = -(1 << 63)
 EXT_MAX_ADDR = -(1 << 31) - 1   # ConsumeQueueExt.MAX_ADDR: a tagsCode at or below it is an ext address
 
 

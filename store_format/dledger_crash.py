@@ -69,7 +69,10 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
   checkpoint's ``logicsPhysicalOffset``) is at least that, ``truncateDirtyLogicFiles`` cuts the queues the
   walk just wrote at that short offset (5.5.1 only when their largest max reaches it):
-  :mod:`store_format.dledger_crash_cut`.
+  :mod:`store_format.dledger_crash_cut`.  On both lines ``DefaultMessageStore.recover`` runs
+  ``ConsumeQueue.recover`` (loading the queues on disk) before that walk, whose ``doDispatch`` puts its units onto
+  those files before the cut (``verify``: ``QueueTrack.keep_queues``, ``QueuesOnDisk.max_after_cut``; checked on
+  5.3.3 by ``-emptied-kept-embedded-light-mixed-held``, ``-held-t5`` and ``-earlier-both``).
 * 5.5.1 ``enableAcceleratedRecovery`` and ``checkCommitLogOffsetOnRecover`` are read by
   ``CommitLog.recoverAbnormally`` only, which a DLedger store runs on its old commitlog alone (no data file
   yet); the first also by ``ConsumeQueueStore.getDispatchFromPhyOffset(false)``, which
@@ -273,10 +276,11 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         if _matches(head, config, cp):
             first = k
             break
+    # DefaultMessageStore.recover loads the queues (ConsumeQueue.recover) before the walk on 5.3.3 and 5.5.1 alike:
+    # the walk's doDispatch puts its units onto those files, which truncateDirtyLogicFiles then cuts
     accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt,
                                              keep_queues=on_disk.consume_queues | on_disk.batch_queues
-                                             if on_disk is not None and
-                                             config.brokerVersion == "5.5" else frozenset())
+                                             if on_disk is not None else frozenset())
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
     if end != rec.process_offset and end == files[first].base:
         return _walked_nothing(files, first, end, reason, rec, config, min_offset, on_disk)
@@ -305,8 +309,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                          recheck=config.recheckReputOffsetFromCq, min_offset=min_offset,
                          confirm_offset=max(rec.committed_pos, files[0].base), end=rec.process_offset,
                          on_disk=on_disk.max_after_cut(
-                             process_offset, {**track.own_walked(), **track.mixed_walked(), **track.batch_walked()}
-                             if config.brokerVersion == "5.5" else {})
+                             process_offset, {**track.own_walked(), **track.mixed_walked(), **track.batch_walked()})
                          if on_disk is not None else None,
                          inside=lambda pos: _reput_inside(st, files, pos, rec.process_offset, rec.committed_pos,
                                                           config),

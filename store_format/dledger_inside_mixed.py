@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dledger_inside_replay import ext_end_after, replay_queue
+from .consumequeue_ext_recovery import ext_position_after_puts
+from .dledger_inside_replay import replay_queue
 from .dledger_inside_state import QueueFiles, Tags, WalkedQueue
 from .dledger_queue_track import U_END, U_OFFSET, U_QUEUE, QueueTrack, positions, replayed
 
@@ -123,14 +124,16 @@ def mixed_on_disk(disk: OnDiskCut, rows: np.ndarray, cut: np.ndarray, back: np.n
     ext unit there for each of its own units of the queue (``walked_ext``, ``QueueTrack.own_units``; a light unit
     none), whatever ``putMessagePositionInfo`` then did with the unit, and the cut, a file of the queue staying,
     returns inside its loop before ``truncateByMaxAddress``: the reput's ext units go on after those
-    (:attr:`WalkedQueue.ext_end`).  Refused: the walk's units not dispatched onto its files (``disk[3]`` false: 5.3.3's
-    cut, or its units in the walk's earlier data files not kept), no file left by the cut, or ext files whose end
-    ``verify`` did not read (an assert-like guard)."""
+    (:attr:`WalkedQueue.ext_end`).  The same on 5.3.3 (``ConsumeQueue.recover`` before the walk there too:
+    ``-emptied-kept-embedded-light-mixed-held``, ``-held-t5``, ``-earlier-both``).  Refused: the walk's units not
+    dispatched onto its files (``disk[3]`` false: a guard, ``verify`` keeps every on-disk queue's units of the walk's
+    earlier data files), no file left by the cut, or ext files whose end ``verify`` did not read (assert-like
+    guards)."""
     if not disk[1] or not disk[3] or (ext_file_size and (ext_end is None or ext_end < 0)):
         return WalkedQueue(0, 0, 0, 0, refused="a queue the walk wrote units of two kinds in (a record's own and light "
                            "ones), on disk before the walk, whose files the cut deletes, its units not dispatched onto "
                            "them, or with ext files whose end is not read")
-    ext_at = ext_end_after(ext_end, walked_ext, ext_file_size) if ext_file_size and ext_end is not None else -1
+    ext_at = -1 if not ext_file_size or ext_end is None else ext_position_after_puts(ext_end, walked_ext, ext_file_size)
     return WalkedQueue(disk[2], disk[0], disk[2], disk[0], disk=True, ext_end=ext_at,
                        **_goes_on(rows, cut, back, later, np.full(len(cut), -1, dtype=np.int64)))
 

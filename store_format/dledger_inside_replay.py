@@ -33,7 +33,8 @@ bytes; in a queue on disk before the walk that the walk wrote no unit of, after 
 :func:`store_format.dledger_inside_walked.inside_units`' ``ext_held``, :attr:`WalkedQueue.ext_end`), a byte end whatever
 the units before it (ext units with filter bitmaps too): ``ConsumeQueueExt.put`` appends each 20-byte unit at the last
 file's write position, or, when it would leave fewer than ``END_BLANK_DATA_LENGTH`` bytes of the file, marks the end
-(``fullFillToEnd``) and puts it at the next file's start.
+(``fullFillToEnd``) and puts it at the next file's start (:mod:`store_format.consumequeue_ext_recovery`'s
+``ext_put_at``, ``ext_position_after_puts``).
 The ext files themselves are the rebuild's (the walk's ext units, the parsed messages', then those of the
 records the reput walks, :class:`store_format.dledger_crash_cut.ExtAgain`, in that order as the broker puts them).
 
@@ -56,14 +57,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from .consumequeue_ext import END_BLANK_DATA_LENGTH, EXT_UNIT_SIZE
-from .consumequeue_ext_recovery import ext_position_after_puts
+from .consumequeue_ext import EXT_UNIT_SIZE, LONG_MIN
+from .consumequeue_ext_recovery import ext_position_after_puts, ext_put_at
 from .dledger_inside_state import ParsedUnit, QueueFiles, Tags, WalkedQueue, put_cq, refuse
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["QueueFiles", "ext_end_after", "replay_queue"]
-
-_LONG_MIN = -(1 << 63)
+__all__ = ["QueueFiles", "replay_queue"]
 
 
 def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit], cq_file_size: int, at: int,
@@ -135,8 +134,8 @@ def replay_queue(key: tuple[str, int], cut: WalkedQueue, parsed: list[ParsedUnit
 
 class _Ext:
     """The ext units ``ConsumeQueueExt.put`` appends to a queue (20 bytes each: no filter bitmap) from real offset
-    ``end`` (>= 0) or else after its ``n`` 20-byte ones, files of ``file_size`` bytes: :meth:`put` gives the next
-    one's address (``ConsumeQueueExt.decorate``)."""
+    ``end`` (>= 0, any byte) or else after its ``n`` 20-byte ones, files of ``file_size`` bytes: :meth:`put` gives the
+    next one's address (``ConsumeQueueExt.decorate``), placed by :func:`ext_put_at`."""
 
     def __init__(self, n: int, file_size: int, end: int = -1) -> None:
         assert end < 0 or n == 0, "a queue's ext end given by bytes or by a unit count, not both"
@@ -144,22 +143,10 @@ class _Ext:
         self.at = end if end >= 0 else (ext_position_after_puts(0, n, file_size) if file_size else 0)
 
     def put(self) -> int:
-        """``ConsumeQueueExt.put``: at the last file's write position when the unit leaves at least
-        ``END_BLANK_DATA_LENGTH`` bytes of the file after it, else (``fullFillToEnd``) at the next file's start."""
-        within = self.at % self.file_size
-        if self.file_size - within - END_BLANK_DATA_LENGTH < EXT_UNIT_SIZE:
-            self.at += self.file_size - within
-        address, self.at = self.at + _LONG_MIN, self.at + EXT_UNIT_SIZE
-        return address
-
-
-def ext_end_after(end: int, n: int, file_size: int) -> int:
-    """The byte end of a queue's ext files once ``ConsumeQueueExt.put`` appended ``n`` 20-byte units from byte end
-    ``end`` (files of ``file_size`` bytes: :class:`_Ext`, ``fullFillToEnd`` at a file's end)."""
-    ext = _Ext(0, file_size, end)
-    for _ in range(n):
-        ext.put()
-    return ext.at
+        """``ConsumeQueueExt.put``: the unit's address, the end moved past it."""
+        at = ext_put_at(self.at, self.file_size)
+        self.at = at + EXT_UNIT_SIZE
+        return at + LONG_MIN
 
 
 def _own(key: tuple[str, int], tags: Tags | None, offset: int, size: int, at: int) -> bool:

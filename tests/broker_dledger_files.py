@@ -107,3 +107,35 @@ def ext_appended_as_the_broker(p: dict, w: dict, src: Path) -> dict[str, int]:
     broker = {q: ext_appended(w, src, q, ext_recovered_end(src, q)) for q in queues}
     assert {q: ours.get(q, 0) for q in broker} == broker and sum(broker.values()) > 0, (ours, broker)
     return broker
+
+
+def pointed_ext_addresses(src: Path, queue: str, end: int) -> set[int]:
+    """The tags codes of a queue's consume queue units below byte ``end`` (its write position after the broker's
+    restart, ``queuesAfterDispatch``'s ``maxOffset``) in the broker's files (``expected/``): the units the broker reads
+    (``ConsumeQueue.getIndexBuffer``/``iterateFrom`` stop at the write position; stale units past it are not read)."""
+    out: set[int] = set()
+    folder = src / "expected" / "consumequeue" / queue
+    for f in sorted(folder.iterdir()) if folder.is_dir() else []:
+        start, data = int(f.name), f.read_bytes()
+        out.update(cq_unit(data, at)[2] for at in range(0, min(len(data), end - start), 20))
+    return out
+
+
+def ext_orphaned_as_the_broker(p: dict, w: dict, src: Path, check: bool = True) -> dict[str, tuple[int, int]]:
+    """verify's ext units orphaned (restart prediction ``p``) and the broker's, per queue with ext files after the
+    broker's restart: the ext units below its ext end (``queuesAfterDispatch``'s ``extMaxOffset``) no consume queue
+    unit below its write position points at (:func:`ext_orphans`, :func:`pointed_ext_addresses`), each file's units
+    walked by their size fields; with ``check`` asserted equal (the plan's total too)."""
+    ours = {f["queue"]: f["ext_units_orphaned"] for f in p["queues"]}
+    out = {}
+    for t in sorted((src / "expected" / "consumequeue_ext").iterdir()):
+        for q in sorted(t.iterdir()):
+            queue = f"{t.name}/{q.name}"
+            state = w["queuesAfterDispatch"][queue]
+            files = {int(f.name): f.read_bytes() for f in q.iterdir()}
+            pointed = pointed_ext_addresses(src, queue, int(state.get("maxOffset", 0)))
+            out[queue] = (ours.get(queue, 0), ext_orphans(files, int(state.get("extMaxOffset", 0)), pointed))
+    if check:
+        assert all(v == b for v, b in out.values()), out
+        assert p["ext_units_orphaned"] == sum(b for _v, b in out.values()), (p["ext_units_orphaned"], out)
+    return out

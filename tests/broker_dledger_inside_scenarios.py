@@ -74,7 +74,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`broker_dledger_inside_533_scenarios.kept_some_scenarios`; records past the walk's end of a queue the cut
     left no file: :func:`broker_dledger_inside_533_past_scenarios.past_533_scenarios`; a queue holding own and light
     units the cut left no file:
-    :func:`broker_dledger_inside_mixed_more_scenarios.mixed_more_533_scenarios`).  On 5.5.1 also the variants
+    :func:`broker_dledger_inside_mixed_more_scenarios.mixed_more_533_scenarios`; one a file of it left:
+    :func:`broker_dledger_inside_mixed_533_scenarios.mixed_533_scenarios`).  On 5.5.1 also the variants
     below, and
     ``-batch-kept``: the -batch store with the queues kept (``keepQueues``: B9/0 on disk before the walk);
     ``-batch-held``: :func:`embedded_batch_held_scenario`;
@@ -121,12 +122,13 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     if out and not line.startswith("5.5"):
         from broker_dledger_inside_533_past_scenarios import past_533_scenarios
         from broker_dledger_inside_533_scenarios import kept_some_scenarios
+        from broker_dledger_inside_mixed_533_scenarios import mixed_533_scenarios
         from broker_dledger_inside_mixed_more_scenarios import mixed_more_533_scenarios
         from broker_dledger_inside_only_past_held_scenarios import kept_past_only_held_scenario
         from broker_dledger_inside_only_past_more_scenarios import kept_past_only_emptied_scenarios
         out += [embedded_kept_to_entry_scenario(out[0]), *kept_some_scenarios(out[0]), *past_533_scenarios(out[0]),
                 kept_past_only_held_scenario(out[0]), *kept_past_only_emptied_scenarios(out[0]),
-                *mixed_more_533_scenarios(out[0])]
+                *mixed_more_533_scenarios(out[0]), *mixed_533_scenarios(out[0])]
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
         light = embedded_light_scenario(out[0])

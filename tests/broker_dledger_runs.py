@@ -20,7 +20,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_dledger_files import last_data_bytes
+from broker_dledger_files import ext_orphaned_as_the_broker, last_data_bytes
 from broker_dledger_inside_batch_scenarios import inside_batch_more_abort_scenarios
 from broker_dledger_inside_scenarios import (
     emptied_abort_scenarios,
@@ -298,10 +298,14 @@ def _loses_as_the_broker(p: dict, r: dict, src: Path, leave_out: tuple[int, ...]
     """verify's restart prediction ``p`` loses the units the scenario sent (:func:`_queued`, plus ``extra``: e.g.
     the light queue units of multi-dispatched messages, or a planted unit the queues hold that no put sent) less
     those the broker's queues hold below each write position (:func:`_units_below_write`; ``leave_out``: the
-    commitlog offsets of the parsed messages, which no put sent); ``some``: and that is not none."""
+    commitlog offsets of the parsed messages, which no put sent); ``some``: and that is not none.  With ext files
+    after the broker's restart, verify's ext units orphaned, every queue's, are the broker's
+    (:func:`broker_dledger_files.ext_orphaned_as_the_broker`)."""
     held = _units_below_write(r["written"], src, leave_out)
     lost = _queued(r["scenario"]) + extra - held
     assert p["units_lost"] == lost and (lost > 0 or not some), (held, extra, p["units_lost"], p["notes"])
+    if (src / "expected" / "consumequeue_ext").is_dir():
+        ext_orphaned_as_the_broker(p, r["written"], src)
 
 
 def _written(name: str) -> tuple[dict, dict, Path]:

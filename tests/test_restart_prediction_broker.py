@@ -100,6 +100,8 @@ def _scenarios(line: str) -> list[dict]:
     if line in EXT_LINES:
         ext = [sc for sc in cqext_scenarios(line) if not sc["name"].endswith("-lmq")]
         scs += [_kept(sc) for sc in ext] + [_crash(sc, "consumequeue") for sc in ext]
+        # the light queues' units (multi-dispatch) put no ext unit, recoverAbnormally's dispatch neither
+        scs += [_crash(sc, "consumequeue") for sc in cqext_scenarios(line) if sc["name"].endswith("-lmq")]
         if line.startswith("5.5"):
             scs += _recovery_settings(ext[0])
     if line in BATCH_LINES:

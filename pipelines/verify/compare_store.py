@@ -24,6 +24,7 @@ from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.consumequeue_recovery import (
     BCQ_RULES,
     CQ_RULES,
+    EXT_MAX_ADDR,
     dispatch_units,
     recover_consume_queue,
     truncate_dirty_logic_files,
@@ -49,6 +50,17 @@ log = logging.getLogger(__name__)
 
 def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
     return data_end if data_end is not None else st.segments[-1].end
+
+
+def _parsed_kept(placed: Any) -> dict[str, int]:
+    """Per queue a start's reput set inside an entry parses messages for (each replayed whole: ``Placed.whole``), its
+    parsed units ``putMessagePositionInfo`` appends holding an ext address (own units with ext files: each points at
+    the ext unit ``putMessagePositionInfoWrapper`` put for it; a dropped one's ext unit none)."""
+    out = {}
+    for q in placed.whole:
+        at = {pos for pos in q.parsed_at if pos >= 0}
+        out[f"{q.topic}/{q.queue_id}"] = sum(1 for pos, _o, _s, tags in q.units if pos in at and tags <= EXT_MAX_ADDR)
+    return out
 
 
 def _cut_lost(crash: DLedgerCrash, states: list, read_expected: Any) -> dict[str, np.ndarray]:
@@ -289,6 +301,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         # cut leaves no file of (no kept unit points at an ext unit of theirs)
         ext_parsed={f"{t}/{qid}": n for t, qid, n in crash.cut.inside_placed.ext_put}
         if crash is not None and crash.cut is not None else None,
+        ext_parsed_kept=_parsed_kept(crash.cut.inside_placed) if crash is not None and crash.cut is not None else None,
         cut_emptied=frozenset(f"{t}/{qid}" for t, qid in crash.cut.held_emptied)
         if crash is not None and crash.cut is not None else None)
     if st.dledger_pending:

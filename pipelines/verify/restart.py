@@ -14,8 +14,8 @@ import numpy as np
 
 from store_format.batchconsumequeue import BCQ_DIR
 from store_format.config import BrokerConfig
-from store_format.consumequeue_ext import EXT_UNIT_SIZE
-from store_format.consumequeue_ext_recovery import ext_position_after_puts, ext_units_between, recover_ext, un_decorate
+from store_format.consumequeue_ext import LONG_MIN
+from store_format.consumequeue_ext_recovery import ext_position_after_puts, ext_unit_starts, recover_ext, un_decorate
 from store_format.consumequeue_recovery import (
     BCQ_RULES,
     CQ_RULES,
@@ -47,6 +47,17 @@ class _QueueState:
     # per rebuilt file of an ext queue, its units holding an ext address: the records the dispatch puts an ext unit
     # for (own units; a light one, ConsumeQueue.multiDispatchLmqQueue's putMessagePositionInfo, puts none)
     expected_ext: dict[str, int] = dataclasses.field(default_factory=dict)
+    # an ext queue's ext units on disk below its ext write position after the load (real offsets, walked by their
+    # size fields: filter-bitmap units too), and the real offsets the store's units below its write position after
+    # ConsumeQueue.recover point at
+    ext_starts: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    ext_pointed: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    ext_pointed_by: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))   # their offsets
+    ext_moved: int = 0                                      # ext puts after the load that moved the write position
+    # a 5.x DLedger crash restart: the own units its walk and reput append that stay (each points at the ext unit put
+    # for it); None: not counted (the puts are then taken as pointed at but those moving the write position)
+    ext_pointed_new: int | None = None
+    ext_kept_below: int | None = None   # the 5.5.1 DLedger crash cut's processOffset: units at or past it not kept
 
 
 def _rules(layout: str):  # noqa: ANN202
@@ -72,6 +83,7 @@ def recover_queue(queue: str, store_files: list[tuple[str, bytes]], expected_fil
                      max_physic_offset=rec.max_physic_offset, write_position=rec.write_position)
     # with enableConsumeQueueExt every dispatch puts ext units (putMessagePositionInfoWrapper), files or not
     ext_size = config.mappedFileSizeConsumeQueueExt if ext_files is not None else 0
+    ext_starts = ext_pointed = ext_pointed_by = np.zeros(0, np.int64)
     if ext_files is not None and rec.files_loaded:   # ConsumeQueue.recover touches the ext only then
         ext = recover_ext(ext_files, file_size=ext_size, broker_5x=config.is_5x, max_ext_addr=rec.max_ext_addr)
         why = ext.load_failure or ext.failure
@@ -79,6 +91,9 @@ def recover_queue(queue: str, store_files: list[tuple[str, bytes]], expected_fil
             q.load_failure = (f"{q.load_failure}; " if q.load_failure else "") + f"consumequeue_ext: {why}"
         q.ext_write_position, q.ext_files_deleted = ext.write_position, ext.files_deleted
         q.ext_units_dropped, q.ext_note = ext.units_dropped, ext.note
+        if not why:
+            ext_starts = ext_unit_starts(ext_files, ext.write_position)
+            ext_pointed, ext_pointed_by = _pointed(store_files, rec.write_position, file_size)
     exp_summary = []
     missing = []
     expected_ext = {}
@@ -93,7 +108,24 @@ def recover_queue(queue: str, store_files: list[tuple[str, bytes]], expected_fil
                 expected_ext[name] = int(_holds_ext(u[msg]).sum())
     miss = np.concatenate(missing) if missing else np.zeros(0, np.int64)
     return _QueueState(q, rec.tail_files, miss, exp_summary, ext_size, rec.max_ext_addr, rec.files_before_tail,
-                       expected_ext)
+                       expected_ext, ext_starts, ext_pointed, ext_pointed_by)
+
+
+def _pointed(files: list[tuple[str, bytes]], end: int, file_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The real offsets (``ConsumeQueueExt.unDecorate``) the ext addresses of a consume queue's units below byte
+    ``end`` (its write position after ``ConsumeQueue.recover``) point at, and those units' commitlog offsets."""
+    real, by = [], []
+    for name, data in files:
+        base = int(name)
+        if base >= end or len(data) != file_size:
+            continue
+        u = np.frombuffer(data, dtype=CQ_RULES.dtype, count=min(len(data), end - base) // CQ_RULES.unit_size)
+        tags = u["tagsCode"].astype(np.int64)
+        ext = tags <= EXT_MAX_ADDR
+        real.append(tags[ext] - LONG_MIN)
+        by.append(u["commitlogOffset"].astype(np.int64)[ext])
+    none = np.zeros(0, np.int64)
+    return (np.concatenate(real), np.concatenate(by)) if real else (none, none)
 
 
 def _holds_ext(u: np.ndarray) -> np.ndarray:
@@ -118,15 +150,22 @@ def truncate_queue(state: _QueueState, phy_offset: int) -> None:
 
 def _ext_orphans(state: _QueueState) -> int:
     """Ext units before the queue's ext write position after the recovery that no kept consume queue unit
-    points at: those of units ``truncateDirtyLogicFiles`` cut off (it does not touch the ext files) and,
-    after an abnormal start, those ``recoverAbnormally``'s dispatch put for records the queue already held
-    (each unit it appended points at its own)."""
+    points at: the ext units on disk after the load (walked by their size fields, filter-bitmap units too) no unit
+    up to the last kept ext address points at (those of units ``truncateDirtyLogicFiles`` cut off: it does not touch
+    the ext files; none kept: every one) and, after an abnormal start, those ``recoverAbnormally``'s dispatch put
+    for records the queue already held (each unit it appended points at its own)."""
     q = state.restart
-    if not state.ext_file_size or q.ext_write_position is None:
+    if not state.ext_file_size or (q.ext_write_position is None and state.ext_pointed_new is None):
         return 0
     last = state.last_ext_addr
-    end = un_decorate(last) + EXT_UNIT_SIZE if last != 1 else 0
-    return max(0, ext_units_between(end, q.ext_write_position, state.ext_file_size) - q.units_appended_by_recovery)
+    kept = state.ext_pointed <= un_decorate(last) if last != 1 else np.zeros(len(state.ext_pointed), bool)
+    if state.ext_kept_below is not None:   # the cut's write position: a cut unit's bytes past it are not read
+        kept &= state.ext_pointed_by < state.ext_kept_below
+    pointed = state.ext_pointed[kept]
+    on_disk = int((~np.isin(state.ext_starts, pointed)).sum())
+    if state.ext_pointed_new is not None:
+        return max(0, on_disk + q.ext_units_appended - state.ext_pointed_new)
+    return max(0, on_disk + state.ext_moved - q.units_appended_by_recovery)
 
 
 def _put_ext(state: _QueueState, records: int, *, moves_write_position: bool) -> None:
@@ -138,6 +177,7 @@ def _put_ext(state: _QueueState, records: int, *, moves_write_position: bool) ->
         return
     q.ext_units_appended += records
     if moves_write_position:   # the puts create the files up to the new end again
+        state.ext_moved += records
         q.ext_write_position = ext_position_after_puts(q.ext_write_position or 0, records, state.ext_file_size)
         q.ext_files_deleted = [n for n in q.ext_files_deleted if int(n) >= q.ext_write_position]
 
@@ -147,7 +187,7 @@ def abnormal_dispatch(state: _QueueState, start: int, end: int,
     """``CommitLog.recoverAbnormally``'s dispatch (rocketmq-all-4.9.8 and 5.3.3, rocketmq-store 5.5.1) of the
     records in ``[start, end)`` to one queue as its recovery left it, before ``truncateDirtyLogicFiles``
     (:func:`store_format.recovery_dispatch.recovery_dispatch`): the units it appends, the units it no longer
-    lacks, and one ext unit per record of an ext queue."""
+    lacks, and one ext unit per record of an ext queue whose unit there is its own (holds an ext address)."""
     q = state.restart
     rules = _rules(q.layout)
     records, appended = 0, []
@@ -162,7 +202,10 @@ def abnormal_dispatch(state: _QueueState, start: int, end: int,
         d = recovery_dispatch(u["commitlogOffset"], u["size"], int(name) + msg * rules.unit_size, start=start,
                               end=end, max_physic=mx, write_position=wp, unit_size=rules.unit_size,
                               batch=q.layout == BCQ_DIR)
-        records += d.records
+        # one ext unit per record of the queue's own (putMessagePositionInfoWrapper): not for a light unit
+        # (ConsumeQueue.multiDispatchLmqQueue calls putMessagePositionInfo alone)
+        off = u["commitlogOffset"].astype(np.int64)
+        records += int(((off >= start) & (off < end) & _holds_ext(u)).sum()) if state.ext_file_size else d.records
         wp, mx = d.write_position, d.max_physic_offset
         if d.appended.any():
             appended.append(u["commitlogOffset"][d.appended].astype(np.int64))
@@ -185,7 +228,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     ext_again_from: int | None = None, skip: tuple[int, int] | None = None,
                     again_to: int | None = None, parsed_keys: tuple[int, ...] | None = None,
                     parsed_then: int | None = None, walk_end: int | None = None,
-                    ext_parsed: dict[str, int] | None = None,
+                    ext_parsed: dict[str, int] | None = None, ext_parsed_kept: dict[str, int] | None = None,
                     cut_emptied: frozenset[str] | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
@@ -208,7 +251,10 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     outside the dispatched range, or inside it but skipped by the dispatch, are never written again: they are
     reported as lost.  For a queue with
     ext files, the ext units before the ext write position that no kept unit points at are counted
-    (``ext_units_orphaned``): the units dispatched again get their ext units after them.
+    (``ext_units_orphaned``, :func:`_ext_orphans`): the units dispatched again get their ext units after them; after
+    a DLedger crash (``dispatch_from``) also the walk's and the reput's puts but one per own unit they leave in the
+    queue (an own unit of the rebuild they append or put back, a parsed message's), and the store's units the 5.5.1
+    cut takes (at or past ``cut_at``: past the write position, which bounds what the broker reads) point at none.
 
     A DLedger store (``DLedgerCommitLog.recover``) passes ``truncate_at``, the end of the log DLedger's
     recovery keeps (``getMaxWrotePosition``, which the queues are truncated against instead of
@@ -248,11 +294,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     ``ext_parsed``: per ext queue, the ext units ``putMessagePositionInfoWrapper`` puts for those parsed messages'
     own units (:attr:`store_format.dledger_inside_state.Placed.ext_put`; no rebuilt queue holds their units), added
     to its ext units appended (a queue no file of the store or the rebuild holds, one those messages alone go to: a
-    queue of its own in the prediction); ``cut_emptied``: the queues whose files ``truncateDirtyLogicFiles`` at
-    ``cut_at``
-    deletes (every first unit at or past it): no kept unit points at an ext unit, so every one before the ext write
-    position ``ConsumeQueue.recover`` left counts as orphaned (the cut's own ``truncateByMaxAddress`` then gets no
-    address and leaves the ext files alone).
+    queue of its own in the prediction); ``ext_parsed_kept``: per queue, those parsed own units
+    ``putMessagePositionInfo`` appends (the others' ext units no unit points at); ``cut_emptied``: the queues whose
+    files ``truncateDirtyLogicFiles`` at ``cut_at`` deletes (every first unit at or past it): no kept unit points at
+    an ext unit, so every one before the ext write position ``ConsumeQueue.recover`` left counts as orphaned (the
+    cut's own ``truncateByMaxAddress`` then gets no address and leaves the ext files alone).
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -309,7 +355,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         q = s.restart
         cut_away = (cut_lost or {}).get(q.queue, none)
         rules = _rules(q.layout)
-        n_tail = n_cut = n_records = n_again = 0
+        n_tail = n_cut = n_records = n_again = n_own_put = 0
         for name, lo, hi, n in s.expected_files:
             if hi < first or lo >= commitlog_end:
                 continue
@@ -320,6 +366,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     and (again_to is None or not lo < again_to <= hi):
                 n_tail += n
                 n_records += s.expected_ext.get(name, 0)
+                n_own_put += s.expected_ext.get(name, 0)
                 n_again += s.expected_ext.get(name, 0) if ext_again_from is not None and lo >= ext_again_from \
                     and hi < upto else 0
                 continue
@@ -342,6 +389,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
             if s.ext_file_size:   # one ext unit per record of the queue's own: those whose units hold an ext address
                 own = _holds_ext(u)
                 n_records += int((in_tail(off) & own).sum())
+                n_own_put += int((put & own).sum())
                 if ext_again_from is not None:
                     n_again += int((in_tail(off) & own & (off >= ext_again_from) & (off < upto)).sum())
             if put.any():
@@ -349,6 +397,10 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         q.units_dispatched_again = n_tail
         q.units_lost = n_cut
         _put_ext(s, n_records + n_again + (ext_parsed or {}).get(q.queue, 0), moves_write_position=recovery_dispatches)
+        if dispatch_from is not None:   # a DLedger crash restart: the ext units its puts left pointed at
+            parsed = (ext_parsed or {}).get(q.queue, 0)
+            s.ext_pointed_new = n_own_put + (ext_parsed_kept or {}).get(q.queue, parsed)
+            s.ext_kept_below = cut_at
         if cut_emptied is not None and q.queue in cut_emptied:
             s.last_ext_addr = 1   # no unit of it kept
     held = {s.restart.queue for s in states}
