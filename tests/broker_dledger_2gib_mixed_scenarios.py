@@ -1,0 +1,57 @@
+"""The 5.5.1 DLedger store past 2 GiB whose crash restart's cut leaves a queue holding a record's own units and light
+ones (a message put to topic ``%LMQ%q9`` itself, ``enableMultiDispatch``/``enableLmq``) with ``fillPreBlank`` units
+only, so that its max 2147483647 sets the start's reput inside an entry, where a message for that queue is parsed:
+``-past-2gib-mixed-blank`` (:func:`past_2gib_mixed_blank_scenario`), checked in
+``tests/test_dledger_2gib_mixed_broker.py`` (``DLEDGER_2GIB=1`` only)."""
+from __future__ import annotations
+
+from broker_dledger_2gib import (
+    EMBED_AT_BODY_DATA,
+    EMBED_T0_DATA,
+    ENTRY_BOUND_BODY,
+    T0_TAIL,
+    T9_ENTRY,
+    TO_T9_ENTRY,
+    embedded_message,
+    with_embedded_message,
+)
+from broker_dledger_scenarios import past_2gib_abort_scenario
+
+from store_format.dledger import ENTRY_HEADER_SIZE
+
+MIXED = "%LMQ%q9"
+# the light put after the last %LMQ%q9 message: a T8/0 message also to %LMQ%q9 (light queue offset 0)
+LIGHT_PROPS = {"INNER_MULTI_DISPATCH": MIXED, "INNER_MULTI_QUEUE_OFFSET": "0"}
+MIXED_FIELD = T9_ENTRY + ENTRY_HEADER_SIZE   # the parsed message's PHYSICALOFFSET field: the last %LMQ%q9 record's
+
+
+def mixed_parsed_message() -> bytes:
+    """The %LMQ%q9 message (queue 0, own queue offset 0, keys ``E5``) from 2147483647 to the last T0 record's end,
+    where the last %LMQ%q9 message's entry starts (:data:`broker_dledger_2gib.TO_T9_ENTRY` bytes, ending with the T0
+    record's own tail), its PHYSICALOFFSET field :data:`MIXED_FIELD`: the ``-embedded-to-entry`` T5 message with
+    topic %LMQ%q9, its body 5 bytes shorter."""
+    props = b"KEYS\x01E5" + T0_TAIL
+    body = ENTRY_BOUND_BODY[:-(len(MIXED) - 2)]
+    msg = embedded_message(MIXED_FIELD, body, props, topic=MIXED.encode())
+    assert len(msg) == TO_T9_ENTRY and msg.endswith(T0_TAIL), len(msg)
+    return msg
+
+
+def past_2gib_mixed_blank_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-mixed-blank`` (5.5.1, ``DLEDGER_2GIB=1``): :func:`past_2gib_abort_scenario`
+    with ``enableMultiDispatch``/``enableLmq`` whose two T9 messages go to topic %LMQ%q9 itself (queue 0, bodies 5
+    bytes shorter: the same layout; own queue offsets 0 and 1, the last with keys ``K9``), then a T8/0 message also to
+    %LMQ%q9 (light queue offset 0).  The walk (the last data file) appends the last %LMQ%q9 message's own unit at 20
+    (``fillPreBlank`` unit before it: no file, the queue offset 1) and the light unit at 40 (queue offset 0: never
+    checked), both past processOffset: the cut keeps the ``fillPreBlank`` unit (max 2147483647), write position 20, and
+    the reput set at 2147483647, inside the last T0 entry's body, parses a %LMQ%q9 message there
+    (:func:`mixed_parsed_message`) that ends where the last %LMQ%q9 message's entry starts."""
+    msg = mixed_parsed_message()
+    sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+                               f"{line}-dledger-abort-past-2gib-mixed-blank", msg=msg[:-len(T0_TAIL)])
+    first, *rest, last = sc["messages"]
+    assert first == last == {"topic": "T9", "queueId": 0, "bodySize": 100}, (first, last)
+    own = {"topic": MIXED, "queueId": 0, "bodySize": 95}
+    light = {"topic": "T8", "queueId": 0, "bodySize": 100, "properties": dict(LIGHT_PROPS)}
+    return {**sc, "config": {**sc["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
+            "messages": [own, *rest, {**own, "keys": "K9"}, light]}
