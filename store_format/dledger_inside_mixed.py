@@ -77,7 +77,8 @@ def mixed_state(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_
     it in its file), and so every one, lies at or past ``processOffset``; ``truncateDirtyLogicFiles`` keeps those
     blank units (offset 0 below ``processOffset``, size ``Integer.MAX_VALUE``): write position that first unit's, max
     2147483647, which sets the start's reput there (``doRecheckReputOffsetFromCq``), inside an entry of a log past 2
-    GiB (``-past-2gib-mixed-blank``: the parsed unit, then the cut units by the rule from there).
+    GiB (``-past-2gib-mixed-blank``: the parsed unit, then the cut units by the rule from there;
+    ``-past-2gib-mixed-blank-two``: a parsed unit ending at or below that max dropped).
     Refused: its units in the walk's earlier data files with no replayed state (``elsewhere``: a guard)."""
     pos, at, final = replayed(rows, cq_file_size, start)
     below = rows[:, U_OFFSET] < process_offset

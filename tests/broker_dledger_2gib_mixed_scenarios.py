@@ -1,11 +1,13 @@
 """The 5.5.1 DLedger store past 2 GiB whose crash restart's cut leaves a queue holding a record's own units and light
 ones (a message put to topic ``%LMQ%q9`` itself, ``enableMultiDispatch``/``enableLmq``) with ``fillPreBlank`` units
 only, so that its max 2147483647 sets the start's reput inside an entry, where a message for that queue is parsed:
-``-past-2gib-mixed-blank`` (:func:`past_2gib_mixed_blank_scenario`), checked in
+``-past-2gib-mixed-blank`` (:func:`past_2gib_mixed_blank_scenario`) and ``-past-2gib-mixed-blank-two``, two
+messages parsed there (:func:`mixed_parsed_two`), checked in
 ``tests/test_dledger_2gib_mixed_broker.py`` (``DLEDGER_2GIB=1`` only)."""
 from __future__ import annotations
 
 from broker_dledger_2gib import (
+    BLANK_MAX,
     EMBED_AT_BODY_DATA,
     EMBED_T0_DATA,
     ENTRY_BOUND_BODY,
@@ -37,7 +39,27 @@ def mixed_parsed_message() -> bytes:
     return msg
 
 
-def past_2gib_mixed_blank_scenario(line: str) -> dict:
+# -two: the first parsed message's PHYSICALOFFSET field, its end below 2147483647 (the cut's max: dropped)
+TWO_LOW_FIELD = 1000
+TWO_LIGHT_QUEUE_OFFSET = 3   # the second one's light queue offset (60, past the write position 20)
+
+
+def mixed_parsed_two() -> tuple[bytes, bytes]:
+    """The two messages of ``-past-2gib-mixed-blank-two`` from 2147483647 to the last T0 record's end: a %LMQ%q9 one
+    (own queue offset 0, no properties) whose PHYSICALOFFSET field :data:`TWO_LOW_FIELD` puts its end below
+    2147483647, then a T7/0 one (queue offset 0, keys ``E7``, its field its own start) also to %LMQ%q9 (light queue
+    offset :data:`TWO_LIGHT_QUEUE_OFFSET`) whose properties string ends with the T0 record's own tail."""
+    first = embedded_message(TWO_LOW_FIELD, b"small", b"", topic=MIXED.encode())
+    props = (f"INNER_MULTI_DISPATCH\x01{MIXED}\x02INNER_MULTI_QUEUE_OFFSET\x01{TWO_LIGHT_QUEUE_OFFSET}\x02KEYS\x01E7"
+             .encode() + T0_TAIL)
+    size = TO_T9_ENTRY - len(first)
+    body = (b"embedded!!" * 40)[:size - 88 - 1 - 2 - 2 - len(props)]
+    second = embedded_message(BLANK_MAX + len(first), body, props, topic=b"T7")
+    assert len(second) == size and second.endswith(T0_TAIL), len(second)
+    return first, second
+
+
+def past_2gib_mixed_blank_scenario(line: str, two: bool = False) -> dict:
     """``<line>-dledger-abort-past-2gib-mixed-blank`` (5.5.1, ``DLEDGER_2GIB=1``): :func:`past_2gib_abort_scenario`
     with ``enableMultiDispatch``/``enableLmq`` whose two T9 messages go to topic %LMQ%q9 itself (queue 0, bodies 5
     bytes shorter: the same layout; own queue offsets 0 and 1, the last with keys ``K9``), then a T8/0 message also to
@@ -45,10 +67,12 @@ def past_2gib_mixed_blank_scenario(line: str) -> dict:
     (``fillPreBlank`` unit before it: no file, the queue offset 1) and the light unit at 40 (queue offset 0: never
     checked), both past processOffset: the cut keeps the ``fillPreBlank`` unit (max 2147483647), write position 20, and
     the reput set at 2147483647, inside the last T0 entry's body, parses a %LMQ%q9 message there
-    (:func:`mixed_parsed_message`) that ends where the last %LMQ%q9 message's entry starts."""
-    msg = mixed_parsed_message()
+    (:func:`mixed_parsed_message`) that ends where the last %LMQ%q9 message's entry starts.  ``two``:
+    ``-past-2gib-mixed-blank-two``, the two messages of :func:`mixed_parsed_two` there instead."""
+    msg = b"".join(mixed_parsed_two()) if two else mixed_parsed_message()
     sc = with_embedded_message(past_2gib_abort_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
-                               f"{line}-dledger-abort-past-2gib-mixed-blank", msg=msg[:-len(T0_TAIL)])
+                               f"{line}-dledger-abort-past-2gib-mixed-blank{'-two' if two else ''}",
+                               msg=msg[:-len(T0_TAIL)])
     first, *rest, last = sc["messages"]
     assert first == last == {"topic": "T9", "queueId": 0, "bodySize": 100}, (first, last)
     own = {"topic": MIXED, "queueId": 0, "bodySize": 95}

@@ -10,7 +10,9 @@ The ``-past-2gib-mixed-blank`` store (:func:`broker_dledger_2gib_mixed_scenarios
 2147483647 (:func:`store_format.dledger_inside_mixed.mixed_state`).  The reput set there parses a %LMQ%q9 message up
 to the last %LMQ%q9 entry, appends its unit at 20, then walks the entries on: the own cut unit ends at or below the
 parsed unit's end (dropped), the light one goes to 40.  ``rebuild --as-restart`` must write the broker's
-``consumequeue/`` and ``index/`` byte for byte and ``verify`` predict its units lost and keys put again.
+``consumequeue/`` and ``index/`` byte for byte and ``verify`` predict its units lost and keys put again.  The
+``-two`` store (two messages parsed there): the first, its end at or below 2147483647, dropped by that max; the
+second's light unit at 20; the own cut unit dropped by its queue offset, the light one at 40.
 """
 from __future__ import annotations
 
@@ -39,7 +41,9 @@ from broker_dledger_2gib import (
 from broker_dledger_2gib_mixed_scenarios import (
     MIXED,
     MIXED_FIELD,
+    TWO_LOW_FIELD,
     mixed_parsed_message,
+    mixed_parsed_two,
     past_2gib_mixed_blank_scenario,
 )
 
@@ -98,3 +102,41 @@ def test_crash_restart_whose_mixed_queue_left_with_fill_pre_blank_units_sets_the
     assert p is not None and p["units_lost"] == queued_messages(sc) + 1 - held, (held, p and p["notes"])
     keys = sum(struct.unpack(">i", f.read_bytes()[36:40])[0] - 1 for f in (src / "expected" / "index").iterdir())
     assert keys == 3 and p["index_keys_put_again"] == keys, (keys, p["index_keys_put_again"], p["notes"])
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_mixed_queue_left_with_fill_pre_blank_units_keeps_their_max(tmp_path):
+    """The ``-two`` store: two messages parsed at 2147483647.  The first, for %LMQ%q9 (own queue offset 0), its
+    PHYSICALOFFSET field 1000: its end at or below the max the ``fillPreBlank`` unit left (2147483647), the 5.5.1
+    broker drops it; the second, for T7/0 and %LMQ%q9 (light queue offset 3: 60 past the write position 20), goes
+    to 20 (T7/0's unit, a queue the walk did not write, at 0).  The reput walks on from the next entry: the own cut
+    unit (queue offset 1: 20 below the write position 40) dropped, T8's light unit (queue offset 0) at 40.
+    ``rebuild --as-restart``: the broker's ``consumequeue/`` and ``index/`` byte for byte (E7 below the index's
+    endPhyOffset, not indexed; K9 again); ``verify``: its units lost and index keys put again."""
+    sc = past_2gib_mixed_blank_scenario(LINE, two=True)
+    w, src = written(sc, tmp_path)
+    first, second = mixed_parsed_two()
+    record = t0_record_at_2147483647(src, len(T0_TAIL) + ENTRY_HEADER_SIZE)
+    at = 88 + EMBED_AT_BODY_DATA   # 2147483647 in the record
+    assert record[at:at + len(first) + len(second)] == first + second, "the two messages from 2147483647 on"
+    mixed = w["queuesAfterLoad"][f"{MIXED}/0"]
+    assert (mixed["maxPhysicOffset"], mixed["maxOffset"]) == (BLANK_MAX, 20), mixed
+    assert TWO_LOW_FIELD + len(first) <= BLANK_MAX, "the first parsed unit ends at or below the cut's max"
+    # what the broker's reput did: the first parsed unit dropped, the second's light unit at 20, T8's at 40
+    units = first_queue_file(src, f"{MIXED}/0")
+    second_at = BLANK_MAX + len(first)
+    assert units[:60] == FILL_PRE_BLANK_UNIT + struct.pack(">qiqqiq", second_at, len(second), 0, LIGHT_AT, LIGHT_SIZE,
+                                                           0) and not any(units[60:]), units[:80].hex()
+    t7 = first_queue_file(src, "T7/0")
+    assert t7[:20] == struct.pack(">qiq", second_at, len(second), 0) and not any(t7[20:]), t7[:40].hex()
+    assert int(log_bytes(src, MIXED_FIELD + 20, 8).hex(), 16) == 1, "the own cut unit's queue offset 1"
+    text = as_restart(src, tmp_path / "ours")
+    same_files_as_the_broker(src, tmp_path / "ours")
+    assert f"parses 2 message(s) ({BLANK_MAX} to {second_at}, {second_at} to {T9_ENTRY})" in text and \
+        f"{MIXED}/0 at 20" in text, text[-3000:]
+    p = verify_restart(src, tmp_path)
+    # the broker's queues hold the second parsed message's two units (T7/0's, %LMQ%q9's), no message of the log
+    held = held_units(src, ends=w["queuesAfterDispatch"], leave_out="") - 2
+    assert p is not None and p["units_lost"] == queued_messages(sc) + 1 - held, (held, p and p["notes"])
+    keys = sum(struct.unpack(">i", f.read_bytes()[36:40])[0] - 1 for f in (src / "expected" / "index").iterdir())
+    assert keys == 2 and p["index_keys_put_again"] == keys, (keys, p["index_keys_put_again"], p["notes"])
