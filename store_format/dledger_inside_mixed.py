@@ -170,7 +170,7 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
     (``putMessagePositionInfoWrapper``), after the walk's (``QueueTrack.own_units``: the cut, a file of the queue
     left, leaves the ext files as the walk wrote them), the unit appended holding its address
     (``-light-mixed-skip-t0-own-ext``); a light unit none (``-light-mixed-skip-t0-ext``); from ``fillPreBlank`` units
-    only (max 2147483647) as :func:`mixed_state` says (no broker case on this path).  None where :func:`mixed_state`
+    only (max 2147483647) as :func:`mixed_state` says (``-past-2gib-mixed-blank-back``).  None where :func:`mixed_state`
     refuses the queue (a guard: it refuses none handed here)."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]

@@ -2,7 +2,8 @@
 ones (a message put to topic ``%LMQ%q9`` itself, ``enableMultiDispatch``/``enableLmq``) with ``fillPreBlank`` units
 only, so that its max 2147483647 sets the start's reput inside an entry, where a message for that queue is parsed:
 ``-past-2gib-mixed-blank`` (:func:`past_2gib_mixed_blank_scenario`) and ``-past-2gib-mixed-blank-two``, two
-messages parsed there (:func:`mixed_parsed_two`), checked in
+messages parsed there (:func:`mixed_parsed_two`), and ``-past-2gib-mixed-blank-back``, no parsed unit for it, its
+last cut units put back (:func:`past_2gib_mixed_blank_back_scenario`), checked in
 ``tests/test_dledger_2gib_mixed_broker.py`` (``DLEDGER_2GIB=1`` only)."""
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from broker_dledger_2gib import (
     T9_ENTRY,
     TO_T9_ENTRY,
     embedded_message,
+    past_2gib_embedded_to_entry_scenario,
     with_embedded_message,
 )
 from broker_dledger_scenarios import past_2gib_abort_scenario
@@ -79,3 +81,39 @@ def past_2gib_mixed_blank_scenario(line: str, two: bool = False) -> dict:
     light = {"topic": "T8", "queueId": 0, "bodySize": 100, "properties": dict(LIGHT_PROPS)}
     return {**sc, "config": {**sc["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
             "messages": [own, *rest, {**own, "keys": "K9"}, light]}
+
+
+# -back: the T0 message of this T0 queue offset (past processOffset, below 2147483647) put to %LMQ%q9 itself instead
+BACK_T0 = EMBED_T0_DATA - 10
+
+
+def past_2gib_mixed_blank_back_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-mixed-blank-back`` (5.5.1, ``DLEDGER_2GIB=1``): the ``-embedded-to-entry``
+    store (:func:`broker_dledger_2gib.past_2gib_embedded_to_entry_scenario`: a T5 message from 2147483647 to the last
+    T9 entry's start) with %LMQ%q9 in place of T9 as in :func:`past_2gib_mixed_blank_scenario` (the T8 light put
+    after it too) and the T0 message of queue offset :data:`BACK_T0` put to %LMQ%q9 itself (its body 5 bytes
+    shorter; own queue offset 1, the last message's 2).  The walk appends %LMQ%q9's units at 20 (after the
+    ``fillPreBlank`` unit), 40 and 60, all past processOffset: the cut leaves write position 20, max 2147483647; no
+    parsed unit goes to it, and the reput, going on at the last %LMQ%q9 entry, dispatches its last two cut units
+    again (the first lies below 2147483647)."""
+    sc = past_2gib_embedded_to_entry_scenario(line, name="mixed-blank-back")
+    first, *rest, last = sc["messages"]
+    assert first == {"topic": "T9", "queueId": 0, "bodySize": 100} and last["topic"] == "T9", (first, last)
+    own = {"topic": MIXED, "queueId": 0, "bodySize": 95}
+    light = {"topic": "T8", "queueId": 0, "bodySize": 100, "properties": dict(LIGHT_PROPS)}
+    messages: list[dict] = [own]
+    k = 0
+    for m in rest:
+        n = len(m.get("batch", ())) if m.get("topic") == "T0" else 0
+        if n and k <= BACK_T0 < k + n:
+            batch = m["batch"]
+            at = BACK_T0 - k
+            assert batch[at] == {"bodySize": 4096}, batch[at]
+            messages += [{**m, "batch": batch[:at]}] if at else []
+            messages.append({"topic": MIXED, "queueId": 0, "bodySize": 4091})
+            messages += [{**m, "batch": batch[at + 1:]}] if at + 1 < n else []
+        else:
+            messages.append(m)
+        k += n
+    return {**sc, "config": {**sc["config"], "enableMultiDispatch": "true", "enableLmq": "true"},
+            "messages": [*messages, {**own, "keys": "K9"}, light]}

@@ -12,7 +12,8 @@ to the last %LMQ%q9 entry, appends its unit at 20, then walks the entries on: th
 parsed unit's end (dropped), the light one goes to 40.  ``rebuild --as-restart`` must write the broker's
 ``consumequeue/`` and ``index/`` byte for byte and ``verify`` predict its units lost and keys put again.  The
 ``-two`` store (two messages parsed there): the first, its end at or below 2147483647, dropped by that max; the
-second's light unit at 20; the own cut unit dropped by its queue offset, the light one at 40.
+second's light unit at 20; the own cut unit dropped by its queue offset, the light one at 40.  The ``-back`` store
+(no parsed unit for it): its last two cut units put back by the rule from that state, the first one left cut.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from broker_dledger_2gib import (
     T0_TAIL,
     T9_ENTRY,
     as_restart,
+    entry_bound_message,
     first_queue_file,
     held_units,
     log_bytes,
@@ -44,6 +46,7 @@ from broker_dledger_2gib_mixed_scenarios import (
     TWO_LOW_FIELD,
     mixed_parsed_message,
     mixed_parsed_two,
+    past_2gib_mixed_blank_back_scenario,
     past_2gib_mixed_blank_scenario,
 )
 
@@ -140,3 +143,42 @@ def test_crash_restart_whose_mixed_queue_left_with_fill_pre_blank_units_keeps_th
     assert p is not None and p["units_lost"] == queued_messages(sc) + 1 - held, (held, p and p["notes"])
     keys = sum(struct.unpack(">i", f.read_bytes()[36:40])[0] - 1 for f in (src / "expected" / "index").iterdir())
     assert keys == 2 and p["index_keys_put_again"] == keys, (keys, p["index_keys_put_again"], p["notes"])
+
+
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_crash_restart_whose_mixed_queue_left_with_fill_pre_blank_units_gets_its_last_cut_units_back(tmp_path):
+    """The ``-back`` store: %LMQ%q9/0's own units of queue offsets 1 (a T0 message's place, past processOffset and
+    below 2147483647) and 2 (the last %LMQ%q9 message), and T8's light unit (queue offset 0), all cut, the
+    ``fillPreBlank`` unit kept (write position 20, max 2147483647, the reput's start).  The message parsed there is
+    T5's (the ``-embedded-to-entry`` one): no parsed unit for %LMQ%q9, and the 5.5.1 broker, walking on from the
+    last %LMQ%q9 entry, dispatches its last two cut units again: own unit 2 appended at 20 (40 past the write
+    position), the light one at 40; own unit 1 stays cut.  ``rebuild --as-restart`` (the queue replayed whole from
+    the cut's state, ``dledger_inside_mixed.mixed_put_back``): the broker's ``consumequeue/`` and ``index/`` byte for
+    byte; ``verify``: its units lost and index keys put again."""
+    sc = past_2gib_mixed_blank_back_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    msg = entry_bound_message()
+    assert log_bytes(src, BLANK_MAX, len(msg)) == msg, "the T5 message from 2147483647 to the last T0 record's end"
+    back = log_bytes(src, BLANK_MAX - EMBED_AT_BODY_DATA - 88 - 10 * (4189 + ENTRY_HEADER_SIZE), 28)
+    assert struct.unpack(">i", back[:4])[0] == 4189 and struct.unpack(">q", back[20:28])[0] == 1, back
+    assert int(log_bytes(src, MIXED_FIELD + 20, 8).hex(), 16) == 2, "the last %LMQ%q9 record's queue offset 2"
+    mixed = w["queuesAfterLoad"][f"{MIXED}/0"]
+    assert (mixed["maxPhysicOffset"], mixed["maxOffset"]) == (BLANK_MAX, 20), mixed
+    assert w["truncateDirtyLogicFilesAt"] < BLANK_MAX - EMBED_AT_BODY_DATA - 88 - 10 * (4189 + ENTRY_HEADER_SIZE)
+    # what the broker's reput did: own unit 2 at 20, the light unit at 40 (the walk's light unit's bytes at 60 stay)
+    units = first_queue_file(src, f"{MIXED}/0")
+    light = struct.pack(">qiq", LIGHT_AT, LIGHT_SIZE, 0)
+    assert units[:80] == FILL_PRE_BLANK_UNIT + struct.pack(">qiq", MIXED_FIELD, OWN_SIZE, 0) + light + light and \
+        not any(units[80:]), units[:100].hex()
+    assert int(w["queuesAfterDispatch"][f"{MIXED}/0"]["maxOffset"]) == 60, w["queuesAfterDispatch"]
+    text = as_restart(src, tmp_path / "ours")
+    same_files_as_the_broker(src, tmp_path / "ours")
+    assert f"parses 1 message(s) ({BLANK_MAX} to {T9_ENTRY})" in text and f"{MIXED}/0 (2 unit(s) appended" in text, \
+        text[-3000:]
+    p = verify_restart(src, tmp_path)
+    # the broker's queues hold the parsed T5 unit (left out: no message of the log) and T8's light unit beside
+    # every message's own
+    held = held_units(src, ends=w["queuesAfterDispatch"], leave_out="T5")
+    assert p is not None and p["units_lost"] == queued_messages(sc) + 1 - held, (held, p and p["notes"])
+    keys = sum(struct.unpack(">i", f.read_bytes()[36:40])[0] - 1 for f in (src / "expected" / "index").iterdir())
+    assert keys == 3 and p["index_keys_put_again"] == keys, (keys, p["index_keys_put_again"], p["notes"])
