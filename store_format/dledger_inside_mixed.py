@@ -79,13 +79,20 @@ def mixed_state(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_
     2147483647, which sets the start's reput there (``doRecheckReputOffsetFromCq``), inside an entry of a log past 2
     GiB (``-past-2gib-mixed-blank``: the parsed unit, then the cut units by the rule from there;
     ``-past-2gib-mixed-blank-two``: a parsed unit ending at or below that max dropped).
-    Refused: its units in the walk's earlier data files with no replayed state (``elsewhere``: a guard)."""
+    Refused: its units in the walk's earlier data files with no replayed state (``elsewhere``: a guard), and every
+    unit cut with no file left but not ``emptied`` (:func:`mixed_put_back`, which is not told whether the cut left
+    a file: refused there as before)."""
     pos, at, final = replayed(rows, cq_file_size, start)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
-    if elsewhere:
-        return WalkedQueue(0, 0, 0, 0, refused="a queue the walk wrote units of two kinds in (a record's own and light "
-                           "ones), its units in the walk's earlier data files not replayed")
+    two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
+    # none appended below processOffset, the first unit at a file's start: the cut deletes that file (no file left),
+    # which the caller says (emptied); mixed_put_back, not told, refuses it
+    no_file = not emptied and start is None and not kept.any() and len(at) > 0 and int(at[0]) % cq_file_size == 0
+    if elsewhere or no_file:
+        return WalkedQueue(0, 0, 0, 0, refused=f"{two}, its units in the walk's earlier data files not replayed"
+                           if elsewhere else f"{two}, every unit of it cut with no file left, its cut units put back "
+                           "only in part with no parsed unit there")
     assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
     write = int(at[len(rows) - len(cut)]) if len(cut) else final
     if emptied:   # no file left: max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3), every unit cut

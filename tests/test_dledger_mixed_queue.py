@@ -99,6 +99,8 @@ def test_a_queue_the_533_cut_left_with_no_file() -> None:
 def test_what_stays_refused() -> None:
     assert "earlier data files" in mixed_state(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, back=NONE,
                                                later=NO_PAST).refused
+    # every unit cut, the first at a file's start (the cut leaves no file) but not said to be emptied
+    assert "no file left" in mixed_state(ROWS, ROWS, 50, 220, 1, elsewhere=False, back=NONE, later=NO_PAST).refused
 
 
 def test_a_queue_the_cut_left_with_fillpreblank_units_only() -> None:
