@@ -12,6 +12,9 @@ walk's earlier data files too: ``QueueTrack.replayed_before``); ``truncateDirtyL
 dispatched onto them: :func:`mixed_on_disk`); the reput's parsed units, its cut units dispatched again and its records
 past the walk's end go on by the same rule (:func:`store_format.dledger_inside_replay.replay_queue`), with ext files
 an ext unit for each own unit only (``putMessagePositionInfoWrapper``'s ``ConsumeQueueExt.put``; a light unit none).
+A queue the cut left with ``fillPreBlank`` units only (none of its units below ``processOffset``, the walk's first one
+after those blanks: ``ConsumeQueue.fillPreBlank``) goes on from their max, 2147483647, which sets the start's reput
+inside an entry of a log past 2 GiB (:func:`mixed_state`).
 A reput with no parsed unit there that puts back cut units: :func:`mixed_put_back`, :func:`mixed_disk_put_back` (the
 latter also for a reput not set inside an entry, an ordinary crash restart's from the cut queues' largest max or the
 committed position, that puts back cut units of a queue on disk before the walk).
@@ -23,7 +26,7 @@ import numpy as np
 from .consumequeue_ext_recovery import ext_position_after_puts
 from .dledger_inside_replay import replay_queue
 from .dledger_inside_state import QueueFiles, Tags, WalkedQueue
-from .dledger_queue_track import U_END, U_OFFSET, U_QUEUE, QueueTrack, positions, replayed
+from .dledger_queue_track import BLANK_MAX, U_END, U_OFFSET, U_QUEUE, QueueTrack, positions, replayed
 
 __all__ = ["OnDiskCut", "mixed_disk_put_back", "mixed_on_disk", "mixed_put_back", "mixed_state"]
 
@@ -72,28 +75,39 @@ def mixed_state(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_
     at its queue offset; of both kinds, as the rule put them in commitlog order: ``QueueTrack.replayed_before``):
     the last file's replayed from there, the cut's max the earlier units' end when none of the last file's lies
     below ``processOffset``.  On disk before the walk: :func:`mixed_on_disk`.
-    Refused: its units in the walk's earlier data files with no replayed state (``elsewhere``: a guard), and none
-    appended below ``processOffset`` with a file left (its first unit, past ``processOffset``, after ``fillPreBlank``
-    units, which the cut keeps: max 2147483647, which sets the reput there, inside the log only past 2 GiB;
-    untested)."""
+    None appended below ``processOffset``, a file left (no ``start``): the walk's first unit (the queue had no file:
+    ``putMessagePositionInfo`` appends it at its queue offset * 20, not a file's start, ``fillPreBlank`` units before
+    it in its file), and so every one, lies at or past ``processOffset``; ``truncateDirtyLogicFiles`` keeps those
+    blank units (offset 0 below ``processOffset``, size ``Integer.MAX_VALUE``): write position that first unit's, max
+    2147483647, which sets the start's reput there (``doRecheckReputOffsetFromCq``), inside an entry of a log past 2
+    GiB (``-past-2gib-mixed-blank``: the parsed unit, then the cut units by the rule from there;
+    ``-past-2gib-mixed-blank-two``: a parsed unit ending at or below that max dropped).
+    Refused: its units in the walk's earlier data files with no replayed state (``elsewhere``: a guard), and every
+    unit cut with no file left but not ``emptied`` (:func:`mixed_put_back`, which is not told whether the cut left
+    a file: refused there as before)."""
     pos, at, final = replayed(rows, cq_file_size, start)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
-    # no unit appended below processOffset, a file left: the walk's first unit (always appended) at or past it, after
-    # fillPreBlank units (its queue offset not 0), which the cut keeps (max 2147483647)
-    refused = (f"{two}, its units in the walk's earlier data files not replayed" if elsewhere else
-               f"{two}, left with fillPreBlank units only by the cut" if not emptied and not kept.any() and
-               start is None else "")
-    if refused:
-        return WalkedQueue(0, 0, 0, 0, refused=refused)
+    # none appended below processOffset, the first unit at a file's start: the cut deletes that file (no file left),
+    # which the caller says (emptied); mixed_put_back, not told, refuses it
+    no_file = not emptied and start is None and not kept.any() and len(at) > 0 and int(at[0]) % cq_file_size == 0
+    if elsewhere or no_file:
+        return WalkedQueue(0, 0, 0, 0, refused=f"{two}, its units in the walk's earlier data files not replayed"
+                           if elsewhere else f"{two}, every unit of it cut with no file left, its cut units put back "
+                           "only in part with no parsed unit there")
     assert (cut[:, U_OFFSET] == rows[len(rows) - len(cut):, U_OFFSET]).all()
     write = int(at[len(rows) - len(cut)]) if len(cut) else final
     if emptied:   # no file left: max -1 (5.5.1 recoverTopicQueueTable), processOffset (5.3.3), every unit cut
         assert len(cut) == len(rows) and not below.any()
         write, top = -1, -1 if reset_emptied else process_offset
-    else:   # the last unit below processOffset, in the last data file or (start) the earlier ones
+    elif kept.any() or start is not None:   # the last unit below processOffset, in the last data file or the earlier
         top = int(rows[kept][-1, U_END]) if kept.any() else start[1] if start is not None else -1
+    else:   # none appended below processOffset, a file left: the walk's first unit (always appended: no file, max -1)
+        # at or past it, after the fillPreBlank units putMessagePositionInfo wrote before it in its file (its queue
+        # offset not 0, its position not a file's start), which the cut keeps (offset 0, size Integer.MAX_VALUE)
+        assert len(cut) == len(rows) and write % cq_file_size, "fillPreBlank units before the first unit"
+        top = BLANK_MAX
     appended = rows[pos >= 0]
     return WalkedQueue(write, top, final, int(appended[-1, U_END]) if len(appended) else start[1] if start else -1,
                        ext_next, **_goes_on(rows, cut, back, later, pos[len(rows) - len(cut):]))
@@ -167,8 +181,9 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
     (``enableConsumeQueueExt``): each of those that is a record's own unit gets an ext unit first
     (``putMessagePositionInfoWrapper``), after the walk's (``QueueTrack.own_units``: the cut, a file of the queue
     left, leaves the ext files as the walk wrote them), the unit appended holding its address
-    (``-light-mixed-skip-t0-own-ext``); a light unit none (``-light-mixed-skip-t0-ext``).  None where
-    :func:`mixed_state` refuses the queue."""
+    (``-light-mixed-skip-t0-own-ext``); a light unit none (``-light-mixed-skip-t0-ext``); from ``fillPreBlank`` units
+    only (max 2147483647) as :func:`mixed_state` says (``-past-2gib-mixed-blank-back``).  None where :func:`mixed_state`
+    refuses the queue (a guard: it refuses none handed here)."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     s = mixed_state(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,

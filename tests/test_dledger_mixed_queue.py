@@ -99,10 +99,19 @@ def test_a_queue_the_533_cut_left_with_no_file() -> None:
 def test_what_stays_refused() -> None:
     assert "earlier data files" in mixed_state(ROWS, ROWS[4:], 500, 220, 1, elsewhere=True, back=NONE,
                                                later=NO_PAST).refused
-    # no unit appended below processOffset, a file left: fillPreBlank units only (the first unit's queue offset 3)
+    # every unit cut, the first at a file's start (the cut leaves no file) but not said to be emptied
+    assert "no file left" in mixed_state(ROWS, ROWS, 50, 220, 1, elsewhere=False, back=NONE, later=NO_PAST).refused
+
+
+def test_a_queue_the_cut_left_with_fillpreblank_units_only() -> None:
+    # no unit appended below processOffset, a file left: the first unit (light, queue offset 3) at 60 after three
+    # fillPreBlank units, the own one of queue offset 0 at 80; the cut keeps the blanks (max 2147483647), write 60
+    # (-past-2gib-mixed-blank's shape)
     rows = np.array([[600, 650, 0, 3, KIND_LIGHT], [700, 750, 0, 0, KIND_CQ]], dtype=np.int64)
-    assert "fillPreBlank units only" in mixed_state(rows, rows, 500, 220, 1, elsewhere=False,
-                                                    back=np.zeros(2, dtype=bool), later=NO_PAST).refused
+    w = mixed_state(rows, rows, 500, 220, 1, elsewhere=False, back=np.ones(2, dtype=bool), later=NO_PAST)
+    assert not w.refused and (w.write, w.max, w.rebuild_write, w.rebuild_max) == (60, 2**31 - 1, 100, 750)
+    # both cut units dispatched again, each read where the walk's queue holds it
+    assert [tuple(a) for a in w.again] == [(600, 50, 3), (700, 50, 0)] and w.again_at == (60, 80)
 
 
 def test_records_past_the_walks_end_keep_their_own_queue_offsets() -> None:
