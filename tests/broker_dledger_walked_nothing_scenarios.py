@@ -6,7 +6,11 @@ walk's message check fails at the first entry of the data file it starts at), th
 
 * ``<line>-dledger-abort-propcrc-kept``: with ``recheckReputOffsetFromCq=true``, the whole log committed;
 * ``-kept-back``: the same with DLedger's checkpoint three entries behind the log's end;
-* ``-kept-norecheck``: without ``recheckReputOffsetFromCq``, the checkpoint three entries behind.
+* ``-kept-norecheck``: without ``recheckReputOffsetFromCq``, the checkpoint three entries behind;
+* ``-kept-nocut`` and ``-kept-nocut-norecheck`` (5.5.1): those two with the store checkpoint's
+  ``logicsPhysicalOffset`` set to 0: ``isMmapFileMatchedRecover`` then compares the first message's store timestamp
+  with ``logicsMsgTimestamp`` (the walk starts at a later data file), and ``dledgerRecoverAbnormally`` is passed 0,
+  below ``processOffset``: no queue is cut.
 
 The broker's queues after ``load()`` (``queuesAfterLoad``: after ``truncateDirtyLogicFiles``) and after the reput
 (``queuesAfterDispatch``) are in the writer's report.
@@ -26,5 +30,9 @@ def walked_nothing_kept_scenarios(line: str) -> list[dict]:
     conf = {**plain["config"], **PROP}
     norecheck = {k: v for k, v in conf.items() if k != "recheckReputOffsetFromCq"}
     kept = {**plain, "abort": True, "keepQueues": True, "config": conf, "name": f"{line}-dledger-abort-propcrc-kept"}
-    return [kept, {**kept, "dledgerCommittedBack": 3, "name": f"{kept['name']}-back"},
-            {**kept, "dledgerCommittedBack": 3, "config": norecheck, "name": f"{kept['name']}-norecheck"}]
+    back = {**kept, "dledgerCommittedBack": 3, "name": f"{kept['name']}-back"}
+    out = [kept, back, {**back, "config": norecheck, "name": f"{kept['name']}-norecheck"}]
+    if line.startswith("5.5"):
+        nocut = {**back, "checkpointLogicsPhysicalOffset": {"set": 0}, "name": f"{kept['name']}-nocut"}
+        out += [nocut, {**nocut, "config": norecheck, "name": f"{nocut['name']}-norecheck"}]
+    return out
