@@ -23,8 +23,9 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   queue" once seen on 5.5.1 (the start file depends on the checkpoint the crashed broker left; restarts
   on copies of the same files write the same bytes).
 * A walk whose message check fails at its first entry (``forceVerifyPropCRC=true``: DLedger writes no CRC
-  property) dispatches nothing: then the start's reput alone dispatches, from the committed position or, with
-  ``recheckReputOffsetFromCq``, the min offset, a converted store's first old file's (:func:`_walked_nothing`).
+  property) dispatches nothing: the start's reput alone does, from the committed position or, with
+  ``recheckReputOffsetFromCq``, the min offset, a converted store's first old file's (:func:`_walked_nothing`);
+  with queues on disk, after their cut at that file's start (:mod:`store_format.dledger_walked_nothing`).
 * A walk whose message check fails later, inside the log DLedger keeps (a bad body CRC: DLedger's recovery reads
   none), dispatches up to there; the start's reput goes on from its start (:func:`_walk_ends_early`).  When
   ``truncateDirtyLogicFiles`` then cuts the queues at the walk's ``processOffset``, the reput from at or before
@@ -132,6 +133,7 @@ from .dledger_inside_index import indexed_again, inside_key_offsets
 from .dledger_inside_units import ParsedUnit, parsed_units
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import reput_inside_entry
+from .dledger_walked_nothing import reput_after_cut
 from .errors import RestartFailsError
 from .filedump.checkpoint import Checkpoint
 from .layout import (
@@ -207,9 +209,12 @@ class DLedgerCrash:
     def gap(self) -> tuple[int, int] | None:
         """The records no one dispatches, ``[walk_end, reput_from)``: the walk's message check failed at
         ``walk_end`` and the start's reput begins past it, before the log's end (None: no such range).  The one
-        place the rebuild (:func:`store_format.store.jump_at`) and ``verify`` read it from."""
+        place the rebuild (:func:`store_format.store.jump_at`) and ``verify`` read it from; ``walked_nothing``: to the
+        log's end too (:func:`_walked_nothing`)."""
         if 0 <= self.walk_end < self.reput_from < self.end:
             return self.walk_end, self.reput_from
+        if self.walked_nothing and 0 <= self.walk_end < self.end <= self.reput_from:
+            return self.walk_end, self.end
         return None
 
 
@@ -283,7 +288,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                                              if on_disk is not None else frozenset())
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
     if end != rec.process_offset and end == files[first].base:
-        return _walked_nothing(files, first, end, reason, rec, config, min_offset, on_disk)
+        return _walked_nothing(files, first, end, reason, rec, config, min_offset, on_disk, cp)
     early = end != rec.process_offset   # the walk's check fails inside the log DLedger keeps (_walk_ends_early)
     process_offset = last_base + last_sizes
     loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
@@ -481,16 +486,17 @@ def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -
 
 
 def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec: DLedgerRecovery,
-                    config: BrokerConfig, min_offset: int, on_disk: QueuesOnDisk | None) -> DLedgerCrash:
+                    config: BrokerConfig, min_offset: int, on_disk: QueuesOnDisk | None,
+                    cp: Checkpoint) -> DLedgerCrash:
     """The walk's message check ends it elsewhere than DLedger's recovery ends the log.  Modelled when it fails at
     the first entry of its start file (with ``forceVerifyPropCRC=true`` always: DLedger's encoder appends no
-    ``__CRC32#`` property, :mod:`store_format.propcrc`): ``dledgerRecoverAbnormally`` then dispatches nothing,
-    its ``processOffset`` is that file's start and the queues hold no unit (none on disk), so
-    ``truncateDirtyLogicFiles`` does not run (5.3.3: the loaded queues' max -1; 5.5.1 ``truncateDirty``: the
-    queues' largest max -1).  The start's reput (whose message check reads no CRC) then dispatches everything
-    from where it starts to the log's end: the committed position (``getConfirmOffset``), or with
-    ``recheckReputOffsetFromCq`` the commitlog's min offset ``min_offset`` (``doRecheckReputOffsetFromCq`` over
-    queues that are all empty; ``DLedgerCommitLog.getMinOffset``).
+    ``__CRC32#`` property, :mod:`store_format.propcrc`): ``dledgerRecoverAbnormally`` dispatches nothing, its
+    ``processOffset`` is that file's start.  No queue unit on disk (the rebuild's restart): ``truncateDirtyLogicFiles``
+    does not run (the loaded queues' max -1) and the start's reput (whose check reads no CRC) dispatches everything
+    from the committed position (``getConfirmOffset``), or with ``recheckReputOffsetFromCq`` the min offset
+    ``min_offset`` (``DLedgerCommitLog.getMinOffset``), to the log's end.  Queues on disk (``verify``): the cut at
+    ``processOffset`` and the reput after it, :func:`store_format.dledger_walked_nothing.reput_after_cut` (from past
+    ``processOffset``: the records between dispatched by no one, ``walk_end`` there, :attr:`DLedgerCrash.gap`).
 
     On a store converted in place that min offset is the first old ``commitlog/`` file's: ``getData`` below
     ``dividedCommitlogOffset`` is the base ``CommitLog``'s (the old files, loaded whole: ``MappedFileQueue.load``
@@ -499,20 +505,26 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
     to the base check: the reput dispatches the old records, rolls at each old file's blank (the last one's written
     by ``setRecoverPosition`` at the first start after the switch; ``rollNextFile``) and so reaches the first data
     file at ``dividedCommitlogOffset``, then the entries to the log's end: every record from the min offset, as a
-    rebuild of the store reads it.
-
-    A reput from the committed position inside the log starts at an entry (the committed entry's end), inside a
-    data file: the queues then start with ``fillPreBlank`` units up to the first message it dispatches.
+    rebuild of the store reads it.  A reput from the committed position inside the log starts at an entry (the
+    committed entry's end): the queues then start with ``fillPreBlank`` units up to the first message it dispatches.
 
     Raises:
-        UnsupportedConfigError: the walk dispatched something first, queue units on disk.
+        UnsupportedConfigError: the walk dispatched something first; with queues on disk, what
+            :func:`store_format.dledger_walked_nothing.reput_after_cut` refuses.
     """
-    if end != files[first].base or (on_disk is not None and on_disk.max_physic_offset >= 0):
-        raise refusal(f"its message check ends the walk at {end} ({reason}), DLedger's recovery the log at "
-                      f"{rec.process_offset}")
-    reput = max(min_offset, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
-    return DLedgerCrash(files[first].name, min(reput, rec.process_offset), rec.process_offset, files[first].base,
-                        reput, reason, walked_nothing=True, from_old_files=reput < files[0].base)
+    why = f"its message check ends the walk at {end} ({reason})"
+    if end != files[first].base:
+        raise refusal(f"{why}, DLedger's recovery the log at {rec.process_offset}")
+    process_offset, cut = files[first].base, None
+    if on_disk is not None and on_disk.max_physic_offset >= 0:   # the queues ConsumeQueue.recover loaded
+        reput, cut = reput_after_cut(on_disk, process_offset, cp, config, min_offset=min_offset, confirm_offset=max(
+            rec.committed_pos, files[0].base), log_end=rec.process_offset, why=f"{why}, where it starts")
+    else:
+        reput = max(min_offset, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
+    past = on_disk is not None and on_disk.max_physic_offset >= 0 and reput > process_offset   # gap's records
+    return DLedgerCrash(files[first].name, process_offset if past else min(reput, rec.process_offset),
+                        rec.process_offset, process_offset, reput, reason, cut=cut, walked_nothing=True,
+                        walk_end=process_offset if past else -1, from_old_files=reput < files[0].base)
 
 
 def _own_tags(st: StoreLocation, files: list[Segment], offset: int, size: int, queue: tuple[str, int],

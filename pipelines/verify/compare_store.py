@@ -320,6 +320,10 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
             f"first entry of data file {crash.start_file} ({crash.reason}), so it puts nothing, and the start's reput "
             "puts "
             + (f"every message from {crash.reput_from} to {crash.end}" if crash.reput_from < crash.end else "nothing")
+            + (f", after truncateDirtyLogicFiles cut the queues it loaded at {crash.process_offset}, that data file's "
+               "start" if crash.cut is not None else "")
+            + (f"; the records from {crash.gap[0]} to {crash.gap[1]} are dispatched by no one"
+               if crash.gap is not None else "")
             if crash.walked_nothing else
             "DLedger store after a crash: DLedgerCommitLog.dledgerRecoverAbnormally puts every message from data file "
             f"{crash.start_file} (the last whose first message the checkpoint covers) to {crash.end}, committed or "
