@@ -100,16 +100,21 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     and the record at offset 0 is indexed only when nothing else was.  5.x without the switch:
     ``start()`` sets the reput to ``CommitLog.getConfirmOffset()``, the end of the recovered commitlog.
 
-    A RocksDB store's reput that starts before ``checked_from`` (the first record recovery dispatched; the
-    5.5.1 recovery walks back at most ``commitLogRecoverMaxNum`` files, so a longer store's recovery starts
-    above its minimum offset) puts the units recovery put again unchanged and adds those of every record below,
-    the record at offset 0's too; each queue's "max" entry is its last unit again, the checkpoint the end of
-    the last batch: the key/value set of a walk of the whole commitlog.  ``IndexService.buildIndex`` skips
-    every record below the last index file's ``endPhyOffset``, the last record recovery indexed: no record
-    below ``checked_from`` gets a key (``SecondReput.index_from``), unless recovery indexed none (then all do,
-    in walk order).  Refused: with file queues (the recovery then queued nothing: a queued record's end would
-    be the start; not reached in the broker harness), and a 5.5.1 ``enableAcceleratedRecovery`` walk that
-    began inside its segment (the second walk parses that segment from its start).
+    A reput that starts before ``checked_from`` (the first record recovery dispatched; the 5.5.1 recovery walks
+    back at most ``commitLogRecoverMaxNum`` files, so a longer store's recovery starts above its minimum offset):
+    a RocksDB store puts the units recovery put again unchanged and adds those of every record below, the record
+    at offset 0's too; each queue's "max" entry is its last unit again, the checkpoint the end of the last batch:
+    the key/value set of a walk of the whole commitlog.  File queues: the recovery queued nothing (a queued
+    record's end would be the start: its records are prepared or rolled back transaction messages), so every
+    queue is empty and the walk queues every record as a plain reput from the min offset does.
+    ``IndexService.buildIndex`` skips every record below the last index file's ``endPhyOffset``, the last record
+    recovery indexed: no record below ``checked_from`` gets a key (``SecondReput.index_from``), unless recovery
+    indexed none (then all do, in walk order).  Checked on 5.5.1 (5.3.3's ``doRecheckReputOffsetFromCq`` and
+    ``buildIndex`` are the same).  Refused: 4.9.8 (``start()``'s reput after an abnormal recovery that queued
+    nothing dispatches after ``load`` parsed the delay levels, which the rebuild's settings for that restart
+    leave out: :func:`store_format.recovery.dispatch_config`; not checked against the broker), and a 5.5.1
+    ``enableAcceleratedRecovery`` walk that began inside its segment (the second walk parses that segment from
+    its start).
     """
     if config.is_5x and not config.recheckReputOffsetFromCq:
         return None
@@ -117,12 +122,12 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     queues = -1 if config.rocksdb_cq else accepted.max_physic_offset(batch_topics)
     reput = max(queues, min_offset, 0)
     why = "recheckReputOffsetFromCq=true: " if config.is_5x else ""
-    if reput < checked_from and not config.rocksdb_cq:
+    if reput < checked_from and not config.is_5x:
         raise UnsupportedConfigError(
-            f"{why}after the {'abnormal' if abnormal else 'normal'} recovery (which dispatched from offset "
+            f"after the {'abnormal' if abnormal else 'normal'} recovery (which dispatched from offset "
             f"{checked_from} and put no consume queue unit) DefaultMessageStore.start walks the commitlog again "
-            f"from {reput}, queueing every record into empty consume queue files: not checked against the broker "
-            "(no harness store reaches it); let the broker recover")
+            f"from {reput}, queueing every record into empty consume queue files after the delay levels are "
+            "loaded: not checked against the 4.9.8 broker; let the broker recover")
     if reput < checked_from and checked_from != segment_base:
         raise UnsupportedConfigError(
             f"{why}after the abnormal recovery with enableAcceleratedRecovery=true (which dispatched from offset "

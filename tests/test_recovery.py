@@ -348,8 +348,11 @@ def test_rocksdb_consume_queue_recovery_starts_at_offset_zero(written: Written, 
             start_reput_check(accelerated, 0, written.bases[3] + 8, written.end, Accepted(), abnormal=True,
                               segment_base=written.bases[3])
         files_recheck = dataclasses.replace(files, brokerVersion=version, recheckReputOffsetFromCq=True)
-        with pytest.raises(UnsupportedConfigError, match="put no consume queue unit"):   # file queues: refused
-            start_reput_check(files_recheck, 0, written.bases[3], written.end, Accepted(), abnormal=True)
+        second = start_reput_check(files_recheck, 0, written.bases[3], written.end, Accepted(), abnormal=True)
+        assert second is not None and (second.reput, second.index_from) == (0, -1)   # recovery queued, indexed nothing
+        with pytest.raises(UnsupportedConfigError, match="4.9.8"):   # 4.9.8 (start() always): refused
+            start_reput_check(dataclasses.replace(files, brokerVersion="4"), 0, written.bases[3], written.end,
+                              Accepted(), abnormal=True)
 
 
 def test_plan_renders_and_serializes(written: Written) -> None:

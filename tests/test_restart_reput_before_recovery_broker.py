@@ -1,5 +1,5 @@
 """``rebuild --as-restart`` where the start's second reput begins before the first record the recovery
-dispatched, checked against the 5.5.1 broker's own restart.
+dispatched, checked against the 5.5.1 broker's own restart (stores: :mod:`broker_reput_before_recovery_scenarios`).
 
 A RocksDB consume queue store (``storeType=defaultRocksDB``) with ``recheckReputOffsetFromCq=true`` and more
 commitlog files than ``commitLogRecoverMaxNum`` (10, the default: 4 KiB files), restarted with its database and
@@ -9,11 +9,14 @@ it and start at the tenth from the end; ``DefaultMessageStore.doRecheckReputOffs
 the commitlog's min offset (the queue table is empty), which walks every file again: the records below the
 recovery's start get their units (the record at offset 0's too), but ``IndexService.buildIndex`` skips them,
 lying below the last index file's ``endPhyOffset`` (:class:`store_format.restart_reput.SecondReput`).  The store
-ends in a keyed message (indexed twice).  Clean (``-before``) and crashed (``-before-crash``) shutdowns.
+ends in a keyed message (indexed twice).  Clean (``-before``) and crashed (``-before-crash``) shutdowns.  The same
+with consume queue files (``-files-prepared``): the last ten files and more hold prepared transaction messages
+only, so the recovery queues nothing and the queues' max physical offset gives the start's reput no later start
+than the min offset; it queues every record into the empty queues, indexing none below the recovery's start.
 
 First what the broker did (its database holds units of records in the first file; its index no key below the
 recovery's start), then ``rebuild --as-restart`` on ``<dir>/before``: the broker's key/value set, both column
-families, and its ``index/`` files byte for byte.
+families (consume queue files: byte for byte), and its ``index/`` files byte for byte.
 
 The ``-kept`` variants restart the broker on the same store keeping its database and ``index/`` (``keepQueues``):
 the recovery starts at the last file (its first record lies below the database's checkpoint), the second reput
@@ -31,7 +34,7 @@ from pathlib import Path
 import broker_harness as bh
 import numpy as np
 import pytest
-from broker_rocksdb_scenarios import rocksdb_scenarios
+from broker_reput_before_recovery_scenarios import RECOVER_MAX_NUM, reput_before_recovery_scenarios
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -39,18 +42,12 @@ bh.skip_without_tools()
 pytest.importorskip("rocksdict")
 
 LINE = "5.5.1"
-RECOVER_MAX_NUM = 10   # MessageStoreConfig.commitLogRecoverMaxNum's default (5.5.1)
 
 
 def _scenarios() -> list[dict]:
-    sc = rocksdb_scenarios(LINE)[0]   # plain: 70 messages over 4 topics, 4 queues
-    assert sc["name"].endswith("-plain")
-    last = {"topic": "T0", "queueId": 1, "body": "dGFpbA==", "keys": "the-last-key",
-            "uniqKey": "7F00000100002A9F00000000FFFFFFFE"}
-    tail = {**sc, "name": f"{sc['name']}-recheck-before", "messages": [*sc["messages"], last], "keepBefore": True,
-            "config": {**sc["config"], "recheckReputOffsetFromCq": "true", "mappedFileSizeCommitLog": "4096"}}
-    deleted = [tail, {**tail, "name": f"{tail['name']}-crash", "abort": True}]
-    return deleted + [{**sc, "name": f"{sc['name']}-kept", "keepQueues": True} for sc in deleted]
+    deleted = reput_before_recovery_scenarios(LINE)
+    return deleted + [{**sc, "name": f"{sc['name']}-kept", "keepQueues": True}
+                      for sc in deleted if "-rocksdb-" in sc["name"]]
 
 
 SCENARIOS = _scenarios()
@@ -116,14 +113,27 @@ def _index_offsets(folder: Path) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
+def _unit_offsets(d: Path) -> np.ndarray:
+    """The commitlog offsets of the units the broker's restart left: its database's, or its consume queue files'
+    (20-byte units; blank ones, size 0 or Integer.MAX_VALUE, left out)."""
+    if (d / "expected" / "consumequeue" / "CURRENT").is_file():
+        units = _database(d / "expected" / "consumequeue")["default"]
+        return np.asarray([int.from_bytes(v[:8], "big") for v in units.values()], dtype=np.int64)
+    out = []
+    for f in sorted((d / "expected" / "consumequeue").rglob("*")):
+        if f.is_file():
+            u = np.frombuffer(f.read_bytes(), dtype=np.dtype([("off", ">i8"), ("size", ">i4"), ("tags", ">i8")]))
+            out.append(u["off"][(u["size"] > 0) & (u["size"] < 2**31 - 1)].astype(np.int64))
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_the_broker_s_reput_started_below_its_recovery(restarted, name: str) -> None:
     """The broker's own files: units of records below the recovery's start, the record at offset 0's too (the
     second reput's), and no index key below it (``buildIndex`` skipped them), but keys from it on."""
     d = Path(restarted["scenario"]["dir"])
     start = _recovery_start(d)
-    units = _database(d / "expected" / "consumequeue")["default"]
-    phys = np.asarray([int.from_bytes(v[:8], "big") for v in units.values()], dtype=np.int64)
+    phys = _unit_offsets(d)
     assert (phys == 0).any() and (phys < start).sum() > 10, f"{(phys < start).sum()} unit(s) below {start}"
     keys = _index_offsets(d / "expected" / "index")
     assert len(keys) and keys.min() >= start, f"index keys from offset {keys.min() if len(keys) else None}, " \
@@ -131,13 +141,20 @@ def test_the_broker_s_reput_started_below_its_recovery(restarted, name: str) -> 
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_as_restart_gives_the_broker_s_key_value_set(restarted, name: str) -> None:
+def test_as_restart_gives_the_broker_s_queues(restarted, name: str) -> None:
     """Both column families: exactly the keys and values of the database the broker's restart wrote."""
     r = restarted["rebuild"]
     if r["code"] != 0:
         why = [ln for ln in r["stderr"].splitlines() if ln.startswith("error:")] or [r["stderr"][-1000:]]
         pytest.fail(f"rebuild --as-restart exited {r['code']}: {' | '.join(why)}")
     d = Path(restarted["scenario"]["dir"])
+    if "-rocksdb-" not in name:   # consume queue files, byte for byte
+        exp, ours_cq = d / "expected" / "consumequeue", d / "ours" / "consumequeue"
+        names = sorted(str(p.relative_to(exp)) for p in exp.rglob("*") if p.is_file())
+        assert names and names == sorted(str(p.relative_to(ours_cq)) for p in ours_cq.rglob("*") if p.is_file())
+        for rel in names:
+            bh.same_bytes((exp / rel).read_bytes(), (ours_cq / rel).read_bytes(), f"consumequeue/{rel}")
+        return
     broker, ours = _database(d / "expected" / "consumequeue"), _database(d / "ours" / "consumequeue")
     assert sorted(broker) == sorted(ours) == ["default", "offset"]
     for family, e in broker.items():
