@@ -21,7 +21,10 @@ families (consume queue files: byte for byte), and its ``index/`` files byte for
 The ``-kept`` variants restart the broker on the same store keeping its database and ``index/`` (``keepQueues``):
 the recovery starts at the last file (its first record lies below the database's checkpoint), the second reput
 again at offset 0; ``verify`` on ``<dir>/before`` must predict the database the broker left, queue by queue, its
-checkpoint, and (clean shutdown) how many index keys the start adds.
+checkpoint, and (clean shutdown) how many index keys the start adds.  The consume queue file store's ``-kept``
+variant (clean): the normal recovery dispatches above the queues' max physical offset (nothing is queued), the
+second reput starts there; ``verify`` must predict no queue change (the broker's files stay as they were) and the
+index keys the broker's start adds.
 """
 
 from __future__ import annotations
@@ -47,12 +50,15 @@ LINE = "5.5.1"
 def _scenarios() -> list[dict]:
     deleted = reput_before_recovery_scenarios(LINE)
     return deleted + [{**sc, "name": f"{sc['name']}-kept", "keepQueues": True}
-                      for sc in deleted if "-rocksdb-" in sc["name"]]
+                      for sc in deleted if "-rocksdb-" in sc["name"] or not sc.get("abort")]
 
 
 SCENARIOS = _scenarios()
 CASES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS if not sc.get("keepQueues")]
-KEPT = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS if sc.get("keepQueues")]
+KEPT = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS
+        if sc.get("keepQueues") and "-rocksdb-" in sc["name"]]
+KEPT_FILES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS
+              if sc.get("keepQueues") and "-rocksdb-" not in sc["name"]]
 _RUNS: dict[str, dict] = {}
 
 
@@ -222,3 +228,29 @@ def test_verify_predicts_the_restart_on_the_kept_database(restarted, name: str) 
                        if f.name.isdigit())
         grown = count(d / "expected" / "index") - count(d / "before" / "index")
         assert grown == p["index_keys_put_again"] and grown > 0, (grown, p["index_keys_put_again"])
+
+
+@pytest.mark.parametrize("name", KEPT_FILES)
+def test_verify_predicts_the_restart_on_the_kept_files(restarted, name: str) -> None:
+    """Consume queue files and ``index/`` kept, clean shutdown: the 5.5.1 normal recovery dispatches only above the
+    queues' max physical offset (the last single message's end: prepared messages only after it), the second
+    reput starts there; the broker's queue files stay as they were, and its index gains the keys verify says."""
+    from store_format.indexfile import read_header
+    d = Path(restarted["scenario"]["dir"])
+    _recovery_start(d)
+    report = restarted["verify"]["report"]
+    assert report is not None, restarted["verify"]["stderr"]
+    p = report["restart"]
+    assert p is not None and not report["restart_note"], report.get("restart_note")
+    assert p["recovery_cut"] == p["commitlog_end"] == restarted["written"]["maxPhyOffset"]
+    exp, before = d / "expected" / "consumequeue", d / "before" / "consumequeue"
+    names = sorted(str(f.relative_to(exp)) for f in exp.rglob("*") if f.is_file())
+    assert names == sorted(str(f.relative_to(before)) for f in before.rglob("*") if f.is_file())
+    for rel in names:
+        bh.same_bytes((before / rel).read_bytes(), (exp / rel).read_bytes(), f"consumequeue/{rel} (kept)")
+    assert p["units_dispatched_again"] == p["units_truncated"] == p["units_appended_by_recovery"] == 0, p
+
+    def count(folder: Path) -> int:
+        return sum(read_header(f.read_bytes()).index_count - 1 for f in sorted(folder.iterdir()) if f.name.isdigit())
+    grown = count(d / "expected" / "index") - count(d / "before" / "index")
+    assert grown == p["index_keys_put_again"], (grown, p["index_keys_put_again"], p["notes"])
