@@ -27,6 +27,7 @@ class Split:
     dledger: bool = False  # a DLedger data file (Segment.dledger)
     dispatch_offset_zero: bool = False  # Segment.dispatch_offset_zero
     index_offset_zero: bool = True      # Segment.index_offset_zero
+    index_from: int = -1                # Segment.index_from
 
     @property
     def is_segment_start(self) -> bool:
@@ -49,7 +50,7 @@ def plan_splits(store: StoreLocation, split_size: int = DEFAULT_SPLIT_SIZE) -> l
             end = min(start + split_size, size)
             last = end >= size
             splits.append(Split(len(splits), seg.index, seg.base, size, start, size + 1 if last else end, seg.path,
-                                seg.dledger, seg.dispatch_offset_zero, seg.index_offset_zero))
+                                seg.dledger, seg.dispatch_offset_zero, seg.index_offset_zero, seg.index_from))
             if last:
                 break
             start = end

@@ -391,6 +391,12 @@ def _restart_index_from(st: StoreLocation, config: BrokerConfig, progress: Progr
                     "reaches the record at commitlog offset 0 while the index thread may not yet have written the "
                     "recovery's first batch to the empty database; if that record has a unique key, the broker's "
                     f"{ROCKSDB_DIR}/ may hold its entries, which ours leaves out (thread timing)")
+    if plan is not None and last < plan.index_from:
+        log.warning("warning: indexRocksDBEnable=true: the restart's second reput (recheckReputOffsetFromCq=true) "
+                    f"walks the records below the recovery's start {plan.index_from} again while the index thread may "
+                    f"not yet have written the recovery's batches (IndexRocksDBStore's lastOffsetPy {last} until "
+                    f"then); the broker's {ROCKSDB_DIR}/ may hold entries of those records, which ours leaves out "
+                    "(thread timing)")
     return dataclasses.replace(config, rocksdb_index_from=max(last, 0))
 
 

@@ -254,7 +254,9 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
     segments after the cut deleted, the segment holding it read up to it, and, where the recovery itself
     dispatches (4.9 abnormal, 5.x), nothing before the segment it started from.  A RocksDB consume queue
     store: the record at commitlog offset 0 is dispatched where the recovery dispatches every record it
-    accepts (abnormal), else read only (``RecoveryPlan.dispatch_above``).  DLedger stores:
+    accepts (abnormal), else read only (``RecoveryPlan.dispatch_above``); where the start's second reput begins
+    before the recovery's first record (a 5.5.1 RocksDB store of more files than ``commitLogRecoverMaxNum``), from
+    that reput's start, the keys of the records below the recovery's left out (``Segment.index_from``).  DLedger stores:
     :func:`dledger_restart`; a store converted in place with no DLedger data file yet
     (``StoreLocation.dledger_pending``) is recovered as an ordinary one."""
     held = _held_queue_files(st) if not config.rocksdb_cq else []
@@ -274,22 +276,29 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
     progress.emit(f"[rebuild] as a restart: {plan.mode} recovery cuts the commitlog at {plan.process_offset} "
                   f"({plan.reason}); dispatch from {plan.dispatch_from}")
     kept: list[Segment] = []
+    # the start's second reput from below the recovery's first record: from there (restart_reput.SecondReput)
+    before = 0 <= plan.restart_reput_from < plan.dispatch_from
+    first = plan.restart_reput_from if before else plan.dispatch_from
     for seg in st.segments:
-        if seg.base > plan.process_offset or seg.end <= plan.dispatch_from:
+        if seg.base > plan.process_offset or seg.end <= first:
             continue
         # 5.5.1 enableAcceleratedRecovery: the abnormal recovery walks its first segment from inside it
-        start = max(plan.dispatch_from - seg.base, 0)
+        start = max(first - seg.base, 0)
         readable = plan.process_offset - seg.base if seg.base <= plan.process_offset < seg.end else -1
         offset_zero = config.rocksdb_cq and (plan.dispatch_above < 0 or plan.rocksdb_offset_zero)
         kept.append(dataclasses.replace(seg, index=len(kept), readable=readable, start=start,
                                         dispatch_offset_zero=offset_zero,
-                                        index_offset_zero=plan.dispatch_above < 0 or plan.index_offset_zero))
+                                        index_offset_zero=plan.dispatch_above < 0 or plan.index_offset_zero,
+                                        index_from=plan.index_from if seg.base < plan.index_from else -1))
     if not kept:
         raise StoreError(f"{st.uri}: a restart keeps no commitlog data (recovery cut at {plan.process_offset})")
     if plan.restart_reput_from >= 0:
         progress.emit(f"[rebuild] as a restart: the second reput (DefaultMessageStore.start) walks again from "
                       f"{plan.restart_reput_from}" + (f" and indexes the record at {plan.reindex} again"
-                                                       if plan.reindex >= 0 else ""))
+                                                       if plan.reindex >= 0 else "")
+                      + (f", queueing the records below the recovery's first ({plan.dispatch_from})"
+                         + (f", none indexed below {plan.index_from}" if plan.index_from >= 0 else ", indexing them")
+                         if before else ""))
     return StoreLocation(st.uri, st.fs, st.root, kept, batch_topics=st.batch_topics, reindex=plan.reindex), \
         Restart(plan)
 

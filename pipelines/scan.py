@@ -21,6 +21,7 @@ from store_format.config import BrokerConfig
 from store_format.crc import body_crc_spans
 from store_format.dispatch import QueueUnits, fix_malformed_text, queue_units, stable_order
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
+from store_format.restart_reput import unindex_below
 from store_format.rocksdb_cq import undispatch_first_record, unindex_first_record
 from store_format.store import Reader, StoreLocation, resolve
 from store_format.walkresult import L_NAME_LEN, L_NAME_START, L_REC, L_STATUS, LMQ_BAD_OFFSET, P_INNER_BASE, P_INNER_NUM
@@ -73,6 +74,8 @@ def walk_split(split: Split, read: Reader, config: BrokerConfig,
         res = undispatch_first_record(res)
     elif config.rocksdb_cq and not split.index_offset_zero:
         res = unindex_first_record(res)
+    if split.index_from > split.seg_base:
+        res = unindex_below(res, split.index_from)
     return entering.bufpos, res
 
 

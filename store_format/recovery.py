@@ -168,6 +168,8 @@ class RecoveryPlan:
             (:class:`store_format.restart_reput.SecondReput`); -1: none.
         rocksdb_offset_zero: that reput dispatches the RocksDB store's record at offset 0, which the normal
             recovery read only; ``index_offset_zero``: its keys too (no other record put a key).
+        index_from: that reput starts before ``dispatch_from`` and queues the records below it, but indexes
+            none below this offset (-1: it indexes them all, or it starts at or after ``dispatch_from``).
     """
     mode: str
     process_offset: int
@@ -186,6 +188,7 @@ class RecoveryPlan:
     reindex: int = -1
     rocksdb_offset_zero: bool = False
     index_offset_zero: bool = False
+    index_from: int = -1
 
     @property
     def deleted_segments(self) -> int:
@@ -548,7 +551,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     dispatch_above = max_phy if is_5x and not abnormal else -1
     if max_phy_offset_of_consume_queue < 0 and (is_5x or abnormal):
         second = start_reput_check(config, segs[0].base, dispatch_from, process_offset, accepted,
-                                   abnormal=abnormal, batch_topics=store.batch_topics, dispatch_above=dispatch_above)
+                                   abnormal=abnormal, batch_topics=store.batch_topics, dispatch_above=dispatch_above,
+                                   segment_base=checked_from)
     plan = RecoveryPlan(
         mode=MODE_ABNORMAL if abnormal else MODE_NORMAL, process_offset=process_offset, checked_from=checked_from,
         kept_segments=kept, discarded_bytes=nbytes, discarded_messages=records, reason=stop.reason,
@@ -556,7 +560,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         segments=len(segs), restart_reput_from=second.reput if second is not None else -1,
         dispatch_above=dispatch_above, reindex=second.reindex if second is not None else -1,
         rocksdb_offset_zero=second is not None and second.rocksdb_offset_zero,
-        index_offset_zero=second is not None and second.index_offset_zero)
+        index_offset_zero=second is not None and second.index_offset_zero,
+        index_from=second.index_from if second is not None else -1)
     log.info("%s", plan.render())
     return plan
 

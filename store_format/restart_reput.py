@@ -4,8 +4,10 @@
 :class:`Accepted` collects, while :mod:`store_format.recovery` walks, what the records recovery accepted
 leave in the consume queues and the index; :func:`start_reput_check` says where the second reput starts
 and what it writes again (:class:`SecondReput`: the last indexed record's keys; a RocksDB store's record at
-offset 0), and refuses a start from before the segment recovery dispatched from.  Checked against the
-4.9.8 and 5.5.1 brokers' restarts (tests/test_restart_layouts_broker.py, tests/test_rocksdb_restart_broker.py).
+offset 0; ``index_from``: a start before the first record recovery dispatched, whose walk queues the records
+below it and indexes them only where recovery indexed none; :func:`unindex_below` takes their keys out of a walk).
+Checked against the 4.9.8 and 5.5.1 brokers' restarts (tests/test_restart_layouts_broker.py,
+tests/test_rocksdb_restart_broker.py, tests/test_restart_reput_before_recovery_broker.py).
 :func:`reput_records_from` counts what the reput's walk finds after the cut, the records a restart discards.
 """
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .javahash import java_utf8_decode
 from .reput import next_reput_offset
 from .store import StoreLocation
 
-__all__ = ["Accepted", "SecondReput", "reput_records_from", "start_reput_check"]
+__all__ = ["Accepted", "SecondReput", "reput_records_from", "start_reput_check", "unindex_below"]
 
 
 @dataclasses.dataclass
@@ -64,16 +66,19 @@ class SecondReput:
     recovery did not: ``reindex``, the offset of the record whose keys ``IndexService.buildIndex`` puts a
     second time (-1: none), and ``rocksdb_offset_zero``: a RocksDB consume queue store's record at
     commitlog offset 0, which the normal recovery read but did not dispatch, now dispatched (its units;
-    its keys only when ``index_offset_zero``: no record recovery dispatched had put a key)."""
+    its keys only when ``index_offset_zero``: no record recovery dispatched had put a key).  ``index_from``: a
+    reput that starts before the first record recovery dispatched (``dispatch_from``) queues the records below
+    it, but puts no key of a record below this offset (-1: every record's keys, recovery having put none)."""
     reput: int
     reindex: int = -1
     rocksdb_offset_zero: bool = False
     index_offset_zero: bool = False
+    index_from: int = -1
 
 
 def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, process_offset: int,
                        accepted: Accepted, *, abnormal: bool, batch_topics: frozenset[str] = frozenset(),
-                       dispatch_above: int = -1) -> SecondReput | None:
+                       dispatch_above: int = -1, segment_base: int | None = None) -> SecondReput | None:
     """Where ``DefaultMessageStore.start`` sets the reput after a recovery that dispatched, what that reput
     adds, and a refusal where it would write what the rebuild cannot (None: the reput starts at the
     commitlog's end and adds nothing).
@@ -94,22 +99,64 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     file's ``endPhyOffset``: the last indexed record is indexed a second time when the walk reaches it,
     and the record at offset 0 is indexed only when nothing else was.  5.x without the switch:
     ``start()`` sets the reput to ``CommitLog.getConfirmOffset()``, the end of the recovered commitlog.
+
+    A reput that starts before ``checked_from`` (the first record recovery dispatched; the 5.5.1 recovery walks
+    back at most ``commitLogRecoverMaxNum`` files, so a longer store's recovery starts above its minimum offset):
+    a RocksDB store puts the units recovery put again unchanged and adds those of every record below, the record
+    at offset 0's too; each queue's "max" entry is its last unit again, the checkpoint the end of the last batch:
+    the key/value set of a walk of the whole commitlog.  File queues: the recovery queued nothing (a queued
+    record's end would be the start: its records are prepared or rolled back transaction messages), so every
+    queue is empty and the walk queues every record as a plain reput from the min offset does.
+    ``IndexService.buildIndex`` skips every record below the last index file's ``endPhyOffset``, the last record
+    recovery indexed: no record below ``checked_from`` gets a key (``SecondReput.index_from``), unless recovery
+    indexed none (then all do, in walk order).  Checked on 5.5.1 (5.3.3's ``doRecheckReputOffsetFromCq`` and
+    ``buildIndex`` are the same).  Refused: 4.9.8 (``start()``'s reput after an abnormal recovery that queued
+    nothing dispatches after ``load`` parsed the delay levels, which the rebuild's settings for that restart
+    leave out: :func:`store_format.recovery.dispatch_config`; not checked against the broker), and a 5.5.1
+    ``enableAcceleratedRecovery`` walk that began inside its segment (the second walk parses that segment from
+    its start).
     """
     if config.is_5x and not config.recheckReputOffsetFromCq:
         return None
+    segment_base = checked_from if segment_base is None else segment_base
     queues = -1 if config.rocksdb_cq else accepted.max_physic_offset(batch_topics)
     reput = max(queues, min_offset, 0)
     why = "recheckReputOffsetFromCq=true: " if config.is_5x else ""
-    if reput < checked_from:
+    if reput < checked_from and not config.is_5x:
         raise UnsupportedConfigError(
-            f"{why}after the {'abnormal' if abnormal else 'normal'} recovery (which dispatched from offset "
-            f"{checked_from}{'' if config.rocksdb_cq else ' and put no consume queue unit'}) "
-            f"DefaultMessageStore.start walks the commitlog again from {reput}, dispatching records recovery "
-            "did not: not reproduced; let the broker recover")
+            f"after the {'abnormal' if abnormal else 'normal'} recovery (which dispatched from offset "
+            f"{checked_from} and put no consume queue unit) DefaultMessageStore.start walks the commitlog again "
+            f"from {reput}, queueing every record into empty consume queue files after the delay levels are "
+            "loaded: not checked against the 4.9.8 broker; let the broker recover")
+    if reput < checked_from and checked_from != segment_base:
+        raise UnsupportedConfigError(
+            f"{why}after the abnormal recovery with enableAcceleratedRecovery=true (which dispatched from offset "
+            f"{checked_from}, inside its segment at {segment_base}) DefaultMessageStore.start walks the commitlog "
+            f"again from {reput}, parsing that segment from its start: not reproduced; let the broker recover")
     indexed = accepted.last_indexed if accepted.last_indexed > dispatch_above else -1
     offset_zero = config.rocksdb_cq and dispatch_above >= 0 and reput == 0
     return SecondReput(reput, reindex=indexed if config.writes_index_files and indexed >= reput else -1,
-                       rocksdb_offset_zero=offset_zero, index_offset_zero=offset_zero and indexed < 0)
+                       rocksdb_offset_zero=offset_zero, index_offset_zero=offset_zero and indexed < 0,
+                       index_from=checked_from if reput < checked_from and indexed >= 0 else -1)
+
+
+def unindex_below(res: cl.WalkResult, offset: int) -> cl.WalkResult:
+    """A walk's result with the keys of its records below commitlog ``offset`` taken out (they stay dispatched to
+    their queues): :attr:`SecondReput.index_from`, ``IndexService.buildIndex`` skipping records below the last
+    index file's ``endPhyOffset``."""
+    rec = res.rec
+    drop = (rec[:, cl.R_PHYS] < offset) & (rec[:, cl.R_KEY_COUNT] > 0)
+    if not drop.any():
+        return res
+    rec = rec.copy()
+    gone = np.zeros(len(res.key), dtype=bool)
+    for i in np.flatnonzero(drop):   # records of one walk below the offset: its first few
+        gone[int(rec[i, cl.R_KEY_FIRST]):int(rec[i, cl.R_KEY_FIRST] + rec[i, cl.R_KEY_COUNT])] = True
+    rec[drop, cl.R_KEY_COUNT] = 0
+    before = np.concatenate([[0], np.cumsum(gone)])   # keys removed before each key position
+    keep = rec[:, cl.R_KEY_COUNT] > 0
+    rec[keep, cl.R_KEY_FIRST] -= before[rec[keep, cl.R_KEY_FIRST]]
+    return dataclasses.replace(res, rec=rec, key=res.key[~gone])
 
 
 def reput_records_from(store: StoreLocation, config: BrokerConfig, offset: int, window: int,

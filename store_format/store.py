@@ -58,6 +58,10 @@ class Segment:
     # ... and with its keys (False: its units only, as a restart's second reput dispatches it after the
     # recovery indexed later records: store_format.restart_reput.SecondReput)
     index_offset_zero: bool = True
+    # a restart's second reput that starts before the first record the recovery dispatched indexes none of the
+    # records below this commitlog offset, which it queues (store_format.restart_reput.SecondReput.index_from);
+    # -1: none left out
+    index_from: int = -1
     # where the reput goes on once this segment's readable slice is read, whatever its walk's end (a 5.x
     # concurrent reput whose pre-check walked past damaged bytes into the next file, every batch task ended:
     # store_format.concurrent_reput.cut_at); -1: where the walk's end says (store_format.reput.follow_reput)

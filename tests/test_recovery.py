@@ -335,9 +335,24 @@ def test_rocksdb_consume_queue_recovery_starts_at_offset_zero(written: Written, 
     recheck = dataclasses.replace(rocks, recheckReputOffsetFromCq=True)
     second = plan_recovery(store, recheck, abnormal=False)   # an empty queue table: the reput from the min offset
     assert (second.restart_reput_from, second.rocksdb_offset_zero) == (0, True)
-    if version == "5.5":   # ... before the segment the recovery started from
-        with pytest.raises(UnsupportedConfigError, match="recheckReputOffsetFromCq"):
-            plan_recovery(store, dataclasses.replace(recheck, commitLogRecoverMaxNum=3), abnormal=False)
+    if version == "5.5":   # ... before the segment the recovery started from: it queues the records below,
+        # indexing none of them (IndexService.buildIndex skips below the recovery's last indexed record)
+        for crashed in (False, True):
+            before = plan_recovery(store, dataclasses.replace(recheck, commitLogRecoverMaxNum=3), abnormal=crashed)
+            assert (before.restart_reput_from, before.dispatch_from, before.rocksdb_offset_zero) == (
+                0, written.bases[3], not crashed)
+            assert before.index_from == written.bases[3] and before.reindex >= written.bases[3]
+        accelerated = dataclasses.replace(recheck, commitLogRecoverMaxNum=3, enableAcceleratedRecovery=True)
+        from store_format.restart_reput import Accepted, start_reput_check
+        with pytest.raises(UnsupportedConfigError, match="enableAcceleratedRecovery"):   # a walk from inside a file
+            start_reput_check(accelerated, 0, written.bases[3] + 8, written.end, Accepted(), abnormal=True,
+                              segment_base=written.bases[3])
+        files_recheck = dataclasses.replace(files, brokerVersion=version, recheckReputOffsetFromCq=True)
+        second = start_reput_check(files_recheck, 0, written.bases[3], written.end, Accepted(), abnormal=True)
+        assert second is not None and (second.reput, second.index_from) == (0, -1)   # recovery queued, indexed nothing
+        with pytest.raises(UnsupportedConfigError, match="4.9.8"):   # 4.9.8 (start() always): refused
+            start_reput_check(dataclasses.replace(files, brokerVersion="4"), 0, written.bases[3], written.end,
+                              Accepted(), abnormal=True)
 
 
 def test_plan_renders_and_serializes(written: Written) -> None:

@@ -1,0 +1,256 @@
+"""``rebuild --as-restart`` where the start's second reput begins before the first record the recovery
+dispatched, checked against the 5.5.1 broker's own restart (stores: :mod:`broker_reput_before_recovery_scenarios`).
+
+A RocksDB consume queue store (``storeType=defaultRocksDB``) with ``recheckReputOffsetFromCq=true`` and more
+commitlog files than ``commitLogRecoverMaxNum`` (10, the default: 4 KiB files), restarted with its database and
+``index/`` deleted: the empty database's max physical offset is 0, so ``CommitLog.recoverNormally`` /
+``recoverAbnormally`` walk back over the last 10 files without finding one whose first record lies at or below
+it and start at the tenth from the end; ``DefaultMessageStore.doRecheckReputOffsetFromCq`` then sets the reput at
+the commitlog's min offset (the queue table is empty), which walks every file again: the records below the
+recovery's start get their units (the record at offset 0's too), but ``IndexService.buildIndex`` skips them,
+lying below the last index file's ``endPhyOffset`` (:class:`store_format.restart_reput.SecondReput`).  The store
+ends in a keyed message (indexed twice).  Clean (``-before``) and crashed (``-before-crash``) shutdowns.  The same
+with consume queue files (``-files-prepared``): the last ten files and more hold prepared transaction messages
+only, so the recovery queues nothing and the queues' max physical offset gives the start's reput no later start
+than the min offset; it queues every record into the empty queues, indexing none below the recovery's start.
+
+First what the broker did (its database holds units of records in the first file; its index no key below the
+recovery's start), then ``rebuild --as-restart`` on ``<dir>/before``: the broker's key/value set, both column
+families (consume queue files: byte for byte), and its ``index/`` files byte for byte.
+
+The ``-kept`` variants restart the broker on the same store keeping its database and ``index/`` (``keepQueues``):
+the recovery starts at the last file (its first record lies below the database's checkpoint), the second reput
+again at offset 0; ``verify`` on ``<dir>/before`` must predict the database the broker left, queue by queue, its
+checkpoint, and (clean shutdown) how many index keys the start adds.  The consume queue file store's ``-kept``
+variant (clean): the normal recovery dispatches above the queues' max physical offset (nothing is queued), the
+second reput starts there; ``verify`` must predict no queue change (the broker's files stay as they were) and the
+index keys the broker's start adds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import broker_harness as bh
+import numpy as np
+import pytest
+from broker_reput_before_recovery_scenarios import RECOVER_MAX_NUM, reput_before_recovery_scenarios
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+pytest.importorskip("rocksdict")
+
+LINE = "5.5.1"
+
+
+def _scenarios() -> list[dict]:
+    deleted = reput_before_recovery_scenarios(LINE)
+    return deleted + [{**sc, "name": f"{sc['name']}-kept", "keepQueues": True}
+                      for sc in deleted if "-rocksdb-" in sc["name"] or not sc.get("abort")]
+
+
+SCENARIOS = _scenarios()
+CASES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS if not sc.get("keepQueues")]
+KEPT = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS
+        if sc.get("keepQueues") and "-rocksdb-" in sc["name"]]
+KEPT_FILES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS
+              if sc.get("keepQueues") and "-rocksdb-" not in sc["name"]]
+_RUNS: dict[str, dict] = {}
+
+
+@pytest.fixture
+def restarted(request, tmp_path_factory) -> dict:
+    """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of it (once each)."""
+    if not _RUNS:
+        work = tmp_path_factory.mktemp("reput-before-recovery")
+        _RUNS.update(bh.write_lines(request, {LINE: SCENARIOS}, work, "RocksDB store(s), each restarted", threads=1))
+        for r in _RUNS.values():
+            if r["written"].get("ok") and r["scenario"].get("keepQueues"):
+                r["verify"] = _verify(Path(r["scenario"]["dir"]))
+            elif r["written"].get("ok"):
+                r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[LINE])
+    r = _RUNS[request.node.callspec.params["name"]]
+    if not r["written"].get("ok"):
+        pytest.fail(f"the broker's writer failed on {r['scenario']['name']}: {r['written'].get('error')}")
+    return r
+
+
+def _verify(d: Path) -> dict:
+    """``verify --json`` on ``d/before`` (its database kept): the report, or the error text."""
+    from pipelines.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
+                     "--broker-version", bh.BROKER_VERSION_ARG[LINE], "--split-size", "4k", "--json"])
+    return {"code": code, "stderr": err.getvalue()[-2000:],
+            "report": json.loads(out.getvalue()) if out.getvalue().strip() else None}
+
+
+def _database(db: Path) -> dict[str, dict[bytes, bytes]]:
+    from pipelines.verify.rocksdb_compare import read_store_database
+    return {family: dict(entries) for family, entries in read_store_database(str(db)).items()}
+
+
+def _recovery_start(d: Path) -> int:
+    """Base offset of the file the broker's recovery starts at: the tenth from the end (none of the last 10
+    starts at or below the empty database's max physical offset 0)."""
+    bases = sorted(int(f.name) for f in (d / "before" / "commitlog").iterdir() if f.name.isdigit())
+    assert len(bases) > RECOVER_MAX_NUM, f"{len(bases)} commitlog files: the recovery reaches the first"
+    return bases[-RECOVER_MAX_NUM]
+
+
+def _index_offsets(folder: Path) -> np.ndarray:
+    """The commitlog offsets of every key of the index files of ``folder``."""
+    from store_format.indexfile import read_header
+    from store_format.layout import INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, INDEX_SLOT_SIZE
+    out = []
+    for f in sorted(folder.iterdir()):
+        if not f.name.isdigit():
+            continue
+        data = f.read_bytes()
+        at = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * 101   # maxHashSlotNum of broker_rocksdb_scenarios
+        for i in range(1, read_header(data).index_count):
+            e = at + i * INDEX_ENTRY_SIZE
+            out.append(int.from_bytes(data[e + 4:e + 12], "big", signed=True))
+    return np.asarray(out, dtype=np.int64)
+
+
+def _unit_offsets(d: Path) -> np.ndarray:
+    """The commitlog offsets of the units the broker's restart left: its database's, or its consume queue files'
+    (20-byte units; blank ones, size 0 or Integer.MAX_VALUE, left out)."""
+    if (d / "expected" / "consumequeue" / "CURRENT").is_file():
+        units = _database(d / "expected" / "consumequeue")["default"]
+        return np.asarray([int.from_bytes(v[:8], "big") for v in units.values()], dtype=np.int64)
+    out = []
+    for f in sorted((d / "expected" / "consumequeue").rglob("*")):
+        if f.is_file():
+            u = np.frombuffer(f.read_bytes(), dtype=np.dtype([("off", ">i8"), ("size", ">i4"), ("tags", ">i8")]))
+            out.append(u["off"][(u["size"] > 0) & (u["size"] < 2**31 - 1)].astype(np.int64))
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_broker_s_reput_started_below_its_recovery(restarted, name: str) -> None:
+    """The broker's own files: units of records below the recovery's start, the record at offset 0's too (the
+    second reput's), and no index key below it (``buildIndex`` skipped them), but keys from it on."""
+    d = Path(restarted["scenario"]["dir"])
+    start = _recovery_start(d)
+    phys = _unit_offsets(d)
+    assert (phys == 0).any() and (phys < start).sum() > 10, f"{(phys < start).sum()} unit(s) below {start}"
+    keys = _index_offsets(d / "expected" / "index")
+    assert len(keys) and keys.min() >= start, f"index keys from offset {keys.min() if len(keys) else None}, " \
+                                              f"the recovery started at {start}"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_as_restart_gives_the_broker_s_queues(restarted, name: str) -> None:
+    """Both column families: exactly the keys and values of the database the broker's restart wrote."""
+    r = restarted["rebuild"]
+    if r["code"] != 0:
+        why = [ln for ln in r["stderr"].splitlines() if ln.startswith("error:")] or [r["stderr"][-1000:]]
+        pytest.fail(f"rebuild --as-restart exited {r['code']}: {' | '.join(why)}")
+    d = Path(restarted["scenario"]["dir"])
+    if "-rocksdb-" not in name:   # consume queue files, byte for byte
+        exp, ours_cq = d / "expected" / "consumequeue", d / "ours" / "consumequeue"
+        names = sorted(str(p.relative_to(exp)) for p in exp.rglob("*") if p.is_file())
+        assert names and names == sorted(str(p.relative_to(ours_cq)) for p in ours_cq.rglob("*") if p.is_file())
+        for rel in names:
+            bh.same_bytes((exp / rel).read_bytes(), (ours_cq / rel).read_bytes(), f"consumequeue/{rel}")
+        return
+    broker, ours = _database(d / "expected" / "consumequeue"), _database(d / "ours" / "consumequeue")
+    assert sorted(broker) == sorted(ours) == ["default", "offset"]
+    for family, e in broker.items():
+        o = ours[family]
+        missing, extra = sorted(set(e) - set(o)), sorted(set(o) - set(e))
+        assert not missing and not extra, (f"{family}: keys only the broker has {[k.hex() for k in missing[:3]]} "
+                                           f"({len(missing)}), only ours {[k.hex() for k in extra[:3]]} ({len(extra)})")
+        wrong = [k for k in e if e[k] != o[k]]
+        assert not wrong, f"{family}: {len(wrong)} value(s) differ, first key {wrong[0].hex()}: " \
+                          f"{e[wrong[0]].hex()} vs {o[wrong[0]].hex()}"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_as_restart_index_files_are_the_broker_s(restarted, name: str) -> None:
+    """``index/``: the broker's restart's files, byte for byte, file by file in order."""
+    assert restarted["rebuild"]["code"] == 0, restarted["rebuild"]["stderr"][-1000:]
+    d = Path(restarted["scenario"]["dir"])
+    exp, ours = sorted((d / "expected" / "index").iterdir()), sorted((d / "ours" / "index").iterdir())
+    assert exp and len(ours) == len(exp)
+    for i, (e, o) in enumerate(zip(exp, ours)):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+
+
+def _pair(e) -> tuple[int, int] | None:  # noqa: ANN001
+    return None if e is None else (int(e[0]), int(e[1]))
+
+
+@pytest.mark.parametrize("name", KEPT)
+def test_verify_predicts_the_restart_on_the_kept_database(restarted, name: str) -> None:
+    """The broker's recovery started at the last file and its reput at offset 0 (units below the recovery's start
+    unchanged); verify predicts each queue's "max"/"min" entries and units above the max, the checkpoint and
+    (clean shutdown) the index keys the start adds."""
+    from pipelines.verify.rocksdb_compare import read_store_database
+    from store_format.indexfile import read_header
+    from store_format.rocksdb_recovery import parse_database
+    d = Path(restarted["scenario"]["dir"])
+    _recovery_start(d)   # more files than commitLogRecoverMaxNum
+    report = restarted["verify"]["report"]
+    assert report is not None, restarted["verify"]["stderr"]
+    p = report["restart"]
+    assert p is not None and p["rocksdb"], report.get("restart_note")
+    assert p["recovery_cut"] == p["commitlog_end"] == restarted["written"]["maxPhyOffset"]
+    assert p["second_reput_from"] == 0
+    before, cp_before = parse_database(read_store_database(str(d / "before" / "consumequeue")))
+    after, cp_after = parse_database(read_store_database(str(d / "expected" / "consumequeue")))
+    assert p["rocksdb_checkpoint_before"] == cp_before
+    assert cp_after in (p["rocksdb_checkpoint_after"], p["race_checkpoint_after"]), (cp_after, p)
+    listed = {q["queue"]: q for q in p["queues"]}
+    for queue in sorted(set(before) | set(after)):
+        b, a = before.get(queue), after.get(queue)
+        got = (_pair(a.max), _pair(a.min)) if a is not None else (None, None)
+        q = listed.get(queue)
+        if q is None:
+            assert got == ((_pair(b.max), _pair(b.min)) if b is not None else (None, None)), queue
+            continue
+        options = {(_pair(q["max_entry_after"]), _pair(q["min_entry_after"])): q["units_truncated"]}
+        if q["race_max_entry_after"] is not None or q["race_min_entry_after"] is not None:
+            options[(_pair(q["race_max_entry_after"]), _pair(q["race_min_entry_after"]))] = q["race_units_truncated"]
+        assert got in options, f"{queue}: the broker's max/min entries {got}, verify predicted {list(options)}"
+        above = int((a.cq > a.max[1]).sum()) if a is not None and a.max is not None else 0
+        assert above == options[got], f"{queue}: {above} unit(s) above the max, verify says {options[got]}"
+    if not restarted["scenario"].get("abort"):   # (an abnormal start deletes index files first)
+        def count(folder: Path) -> int:
+            return sum(read_header(f.read_bytes()).index_count - 1 for f in sorted(folder.iterdir())
+                       if f.name.isdigit())
+        grown = count(d / "expected" / "index") - count(d / "before" / "index")
+        assert grown == p["index_keys_put_again"] and grown > 0, (grown, p["index_keys_put_again"])
+
+
+@pytest.mark.parametrize("name", KEPT_FILES)
+def test_verify_predicts_the_restart_on_the_kept_files(restarted, name: str) -> None:
+    """Consume queue files and ``index/`` kept, clean shutdown: the 5.5.1 normal recovery dispatches only above the
+    queues' max physical offset (the last single message's end: prepared messages only after it), the second
+    reput starts there; the broker's queue files stay as they were, and its index gains the keys verify says."""
+    from store_format.indexfile import read_header
+    d = Path(restarted["scenario"]["dir"])
+    _recovery_start(d)
+    report = restarted["verify"]["report"]
+    assert report is not None, restarted["verify"]["stderr"]
+    p = report["restart"]
+    assert p is not None and not report["restart_note"], report.get("restart_note")
+    assert p["recovery_cut"] == p["commitlog_end"] == restarted["written"]["maxPhyOffset"]
+    exp, before = d / "expected" / "consumequeue", d / "before" / "consumequeue"
+    names = sorted(str(f.relative_to(exp)) for f in exp.rglob("*") if f.is_file())
+    assert names == sorted(str(f.relative_to(before)) for f in before.rglob("*") if f.is_file())
+    for rel in names:
+        bh.same_bytes((before / rel).read_bytes(), (exp / rel).read_bytes(), f"consumequeue/{rel} (kept)")
+    assert p["units_dispatched_again"] == p["units_truncated"] == p["units_appended_by_recovery"] == 0, p
+
+    def count(folder: Path) -> int:
+        return sum(read_header(f.read_bytes()).index_count - 1 for f in sorted(folder.iterdir()) if f.name.isdigit())
+    grown = count(d / "expected" / "index") - count(d / "before" / "index")
+    assert grown == p["index_keys_put_again"], (grown, p["index_keys_put_again"], p["notes"])
