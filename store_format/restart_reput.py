@@ -149,9 +149,12 @@ def unindex_below(res: cl.WalkResult, offset: int) -> cl.WalkResult:
     if not drop.any():
         return res
     rec = rec.copy()
+    first, count = rec[drop, cl.R_KEY_FIRST], rec[drop, cl.R_KEY_COUNT]
+    # every key position of those records: each record's first key plus 0 .. count - 1 (no loop per record: a
+    # recovery that looked back 10 files leaves every earlier record of the store below the offset)
+    within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
     gone = np.zeros(len(res.key), dtype=bool)
-    for i in np.flatnonzero(drop):   # records of one walk below the offset: its first few
-        gone[int(rec[i, cl.R_KEY_FIRST]):int(rec[i, cl.R_KEY_FIRST] + rec[i, cl.R_KEY_COUNT])] = True
+    gone[np.repeat(first, count) + within] = True
     rec[drop, cl.R_KEY_COUNT] = 0
     before = np.concatenate([[0], np.cumsum(gone)])   # keys removed before each key position
     keep = rec[:, cl.R_KEY_COUNT] > 0
