@@ -433,14 +433,15 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
     parsed_reset = sorted(cut.inside_placed.parsed_queues() & set(cut.reset)) \
         if cut is not None and cut.inside_from >= 0 else []
-    if parsed_reset and not config.enableConsumeQueueExt and not {t for t, _ in parsed_reset} & config.batch_topics:
-        assert cut is not None   # written anew from the parsed unit by the rebuild's own dispatch (queue_reset)
+    if parsed_reset and not {t for t, _ in parsed_reset} & config.batch_topics:
+        assert cut is not None   # written anew from the parsed unit by the rebuild's own dispatch (queue_reset), ext
+        # units too: the walk's (the cut keeps them), the parsed record's, then the reput's, each unit their address
         cut = dataclasses.replace(cut, inside_placed=without_queues(cut.inside_placed, frozenset(parsed_reset)))
-    elif parsed_reset:   # with ext files or a batch queue: not checked
+    elif parsed_reset:   # a batch queue: BatchConsumeQueue's own rule, no broker case
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, after a message parsed inside an entry for "
                       f"{', '.join(f'{t}/{q}' for t, q in parsed_reset)}, a queue the cut left with no file "
-                      "(max -1: written anew from the parsed unit), with ext files or a batch queue, not modelled")
+                      "(max -1: written anew from the parsed unit), of a batch queue, not modelled")
     if zero:   # putMessagePositionInfo checks no queue offset 0: appended, the walk's units then by the same rule
         assert cut is not None
         if cut.inside_placed.parsed_queues() & set(zero):
@@ -453,6 +454,9 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
                                 f"{files[first].name} the recovery dispatched from, where a record of queue offset 0 "
                                 f"of {why} would be appended (putMessagePositionInfo checks no queue offset 0), not "
                                 "modelled")))
+        # with ext files appended_before gives every unit of those queues its ext address: none set after it
+        ext_again = tuple(dataclasses.replace(a, positions=a.positions[:0], ordinals=a.ordinals[:0])
+                          if (a.topic, a.queue_id) in zero else a for a in ext_again)
     keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again=ext_again,

@@ -47,6 +47,7 @@ from .consumequeue import (
     assign_positions,
     new_states,
 )
+from .consumequeue_ext import ext_addresses
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal
 from .dledger_crash_cut import ExtAgain, QueueTrack
@@ -149,11 +150,12 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
         q = walk.ids.get(name, -1)
         last = walk.last_file()
         mine = last[last[:, U_QUEUE] == q]
-        if config.enableConsumeQueueExt or q < 0 or q in walk.seen_before or name in walk.keep_queues \
-                or not len(mine) or (mine[:, U_KIND] != KIND_CQ).any() or (rows[:, U_KIND] != KIND_CQ).any() \
+        kind = int(mine[0, U_KIND]) if len(mine) else KIND_BATCH   # its own units or light ones, not both
+        if q < 0 or q in walk.seen_before or name in walk.keep_queues or kind == KIND_BATCH \
+                or (mine[:, U_KIND] != kind).any() or (rows[:, U_KIND] != kind).any() \
                 or (mine[:, U_OFFSET] < process_offset).any() or mine[0, U_KEY] == 0:
-            raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not all its own ones in its last "
-                      "data file past processOffset (the cut leaving it fillPreBlank units only), without ext files")
+            raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not all own ones or all light ones "
+                      "in its last data file past processOffset (the cut leaving it fillPreBlank units only)")
         ours = new_states(1)
         pos_r = assign_positions(np.zeros(len(mine), np.int64), mine[:, U_OFFSET], mine[:, U_END] - mine[:, U_OFFSET],
                                  mine[:, U_KEY], size, ours)
@@ -166,25 +168,32 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
                                  both[:, U_KEY], size, cut)
         if cut[0, Q_LAST_FILE] != ours[0, Q_LAST_FILE]:
             raise why(f"{name[0]}/{name[1]}, whose units the broker puts into other files than the walk did")
-        theirs = {int(p): (int(o), int(e)) for p, o, e in zip(pos_b, both[:, U_OFFSET], both[:, U_END]) if p >= 0}
+        # with ext files: the k-th record the reput walks for the queue (earlier files' first) gets the ext unit after
+        # the walk's ones (ConsumeQueueExt.put before putMessagePositionInfo, dropped or not), its unit that address
+        # (a light unit gets none: multiDispatchLmqQueue calls putMessagePositionInfo with the request's tags code)
+        ext = ext_addresses(walk.own_units.get(q, 0) + np.arange(len(both)), config.mappedFileSizeConsumeQueueExt) \
+            if config.enableConsumeQueueExt and kind == KIND_CQ else None
+        theirs = {int(p): (int(o), int(e), k) for k, (p, o, e) in enumerate(zip(pos_b, both[:, U_OFFSET],
+                                                                                both[:, U_END])) if p >= 0}
         held = {int(p): int(o) for p, o in zip(pos_r, mine[:, U_OFFSET]) if p >= 0}
         stale += [(*name, p) for p in sorted(held) if p not in theirs]
-        for p, (o, e) in sorted(theirs.items()):
-            if held.get(p) != o:
-                units.append(InsideUnit(*name, p, o, e - o, _tags_code(st, segs, name, o, e, config)))
+        for p, (o, e, k) in sorted(theirs.items()):
+            if held.get(p) != o or ext is not None:   # with ext files the address differs even for the same record
+                units.append(InsideUnit(*name, p, o, e - o, int(ext[k]) if ext is not None else
+                                        _tags_code(st, segs, name, o, e, config, kind == KIND_CQ)))
     return Placed(units=tuple(units), rebuild_units=tuple(stale))
 
 
 def _tags_code(st: StoreLocation, segs: list[Segment], name: tuple[str, int], start: int, end: int,
-               config: BrokerConfig) -> int:
-    """The tags code of queue ``name``'s own unit of the record at ``start`` to ``end`` (in a file of ``segs``), as
-    ``CommitLogDispatcherBuildConsumeQueue`` hands it over."""
+               config: BrokerConfig, own: bool) -> int:
+    """The tags code of queue ``name``'s own unit (``own``; else its light unit) of the record at ``start`` to
+    ``end`` (in a file of ``segs``), as ``CommitLogDispatcherBuildConsumeQueue`` hands it over."""
     seg = next(s for s in segs if s.base <= start < s.end)
     with st.reader(seg) as r:
         def read(at: int, n: int) -> bytes:
             return bytes(r(at - seg.base, min(n, seg.end - at)))
         return next(u.tags_code for u in parsed_units(read, ((start, end),), config)
-                    if u.own and (u.topic, u.queue_id) == name)
+                    if u.own == own and (u.topic, u.queue_id) == name)
 
 
 def without_queues(placed: Placed, names: frozenset[tuple[str, int]]) -> Placed:
