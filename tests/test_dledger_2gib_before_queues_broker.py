@@ -27,6 +27,14 @@ with ``enableMultiDispatch``/``enableLmq`` whose two T9 messages also go to ``%L
 bodies shorter by the properties: the same layout).  The cut leaves %LMQ%q1 one ``fillPreBlank`` unit as it does T9;
 ``ConsumeQueue.multiDispatchLmqQueue`` runs ``putMessagePositionInfo`` for the light unit after the own one, by the same
 rule: the 23rd data file's light unit (queue offset 0) appended at 20, the walk's dropped.
+
+``-past-2gib-before-t9-first-parsed`` (:func:`past_2gib_before_t9_first_parsed_scenario`): ``-t9-first``
+with a well-formed T9 message of queue offset 5 at 2147483647 inside the T0 body there: the reput parses it first, from
+the state the cut left T9's queue in (one ``fillPreBlank`` unit, max 2147483647): its end past the max, its queue offset
+past the write position ("logic queue order maybe wrong", no drop): appended at 20; then it goes on at the 23rd data
+file and appends that file's T9 unit (queue offset 0) at 40, and drops the walk's (queue offset 1, below 60).
+``rebuild --as-restart`` replays T9's queue so, the parsed unit first
+(:func:`store_format.dledger_crash_before.appended_cut`).
 """
 from __future__ import annotations
 
@@ -37,6 +45,8 @@ import broker_harness as bh
 import pytest
 from broker_dledger_2gib import (
     BLANK_MAX,
+    EMBED_AT_BODY_DATA,
+    EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
     as_restart,
@@ -46,6 +56,7 @@ from broker_dledger_2gib import (
     retargeted,
     same_files_as_the_broker,
     verify_restart,
+    with_embedded_message,
     written,
 )
 from test_dledger_2gib_again_broker import EXT_FILE_SIZE, ext_units
@@ -187,3 +198,34 @@ def test_crash_restart_whose_reput_before_the_walk_appends_a_light_unit_of_queue
     p = verify_restart(src, tmp_path)
     held = held_units(src, ends=w["queuesAfterDispatch"], leave_out="")
     assert p is not None and p["units_lost"] == queued_messages(sc) + 2 - held, (held, p and p["notes"])
+
+
+PARSED_QUEUE_OFFSET = 5
+
+
+def past_2gib_before_t9_first_parsed_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-before-t9-first-parsed`` (5.5.1, ``DLEDGER_2GIB=1``):
+    :func:`test_dledger_2gib_before_more_broker.past_2gib_before_t9_first_scenario` with a well-formed T9 message of
+    queue offset :data:`PARSED_QUEUE_OFFSET` at 2147483647 inside the T0 body there."""
+    return with_embedded_message(past_2gib_before_t9_first_scenario(line), EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+                                 f"{line}-dledger-abort-past-2gib-before-t9-first-parsed",
+                                 msg=retargeted(BLANK_MAX, b"T9", PARSED_QUEUE_OFFSET))
+
+
+def test_crash_restart_whose_reput_before_the_walk_appends_a_queue_offset_0_record_after_a_parsed_unit(tmp_path):
+    """The cut leaves T9 one ``fillPreBlank`` unit (max 2147483647); the 5.5.1 broker's reput set at 2147483647 parses
+    the T9 message there (queue offset 5) and appends it at 20, goes on at the 23rd data file, appends its T9 unit
+    (queue offset 0: no order check) at 40 and drops the walk's (queue offset 1).  ``rebuild --as-restart`` writes
+    ``consumequeue/`` and ``index/`` byte for byte and ``verify``'s units lost are those the broker's queues do not
+    hold (the parsed unit no message of the log's)."""
+    sc = past_2gib_before_t9_first_parsed_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 24 and int(data[21].name) <= BLANK_MAX < int(data[22].name), data[21:23]
+    assert int(w["queuesAfterLoad"]["T9/0"]["maxPhysicOffset"]) == BLANK_MAX   # the cut left fillPreBlank units only
+    msg = retargeted(BLANK_MAX, b"T9", PARSED_QUEUE_OFFSET)
+    t9 = _units(src, "T9")
+    assert struct.pack(">qiq", *t9[0]) == FILL_PRE_BLANK_UNIT and t9[1][:2] == (BLANK_MAX, len(msg)), t9[:4]
+    assert t9[2][0] == int(data[22].name) + ENTRY_HEADER_SIZE and not any(any(u) for u in t9[3:]), t9[:5]
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", parsed=1)
+    assert "then the walk's units by the same rule: T9/0 at 20, T9/0 at 40" in text, text[-3000:]
