@@ -119,7 +119,7 @@ from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal, reput_goes_on, walk_after
-from .dledger_crash_before import appended_before, earlier_own_units, ext_before_walk, without_queues
+from .dledger_crash_before import appended_cut, earlier_own_units, ext_before_walk, without_queues
 from .dledger_crash_cut import (
     ExtAgain,
     QueueCut,
@@ -383,8 +383,9 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart_cut``'s
     ``apply_cut``); past 2 GiB (the reput set at 2147483647 inside a converted store's old file or an entry of an
     earlier data file, :mod:`store_format.dledger_crash_old`) it drops the earlier records by their queue offsets and
-    puts the cut units back, but appends one of queue offset 0 and then puts the walk's units by the same rule
-    (``QueueCut.before_placed``: :func:`store_format.dledger_crash_before.appended_before`); where its check first
+    puts the cut units back, but appends one of queue offset 0 and then puts the walk's units by the same rule, ext
+    files, light queues and a queue a parsed message went to too (``QueueCut.before_placed``:
+    :func:`store_format.dledger_crash_before.appended_cut`); where its check first
     parses well-formed messages there (``QueueCut.inside_records``, :mod:`store_format.dledger_reput_inside`) it
     dispatches those first, after the cut and before it goes on: into
     the queues as the cut left them (:func:`store_format.dledger_inside_units.place_inside`; each queue the walk wrote
@@ -412,9 +413,9 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
             (:func:`store_format.dledger_crash_old.inside_earlier_refusal`); from 2147483647, a record of queue
             offset 0 in the earlier files of a queue :func:`store_format.dledger_crash_old.dropped_before` drops
             (``putMessagePositionInfo`` checks no queue offset 0: appended) where
-            :func:`store_format.dledger_crash_before.appended_before` refuses it or a message parsed inside the entry
-            went to that queue, or a message parsed there for a queue the cut left with no file (``QueueCut.reset``)
-            with ext files or of a batch queue.
+            :func:`store_format.dledger_crash_before.appended_cut` refuses it (a message parsed inside the entry
+            for that queue with ext files), or a message parsed there for a batch queue the cut left with no file
+            (``QueueCut.reset``).
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     if cut is not None and cut.inside_from >= 0:
@@ -438,26 +439,22 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
     parsed_reset = sorted(cut.inside_placed.parsed_queues() & set(cut.reset)) \
         if cut is not None and cut.inside_from >= 0 else []
-    if parsed_reset and not config.enableConsumeQueueExt and not {t for t, _ in parsed_reset} & config.batch_topics:
-        assert cut is not None   # written anew from the parsed unit by the rebuild's own dispatch (queue_reset)
+    if parsed_reset and not {t for t, _ in parsed_reset} & config.batch_topics:
+        assert cut is not None   # written anew from the parsed unit by the rebuild's own dispatch (queue_reset), ext
+        # units too: the walk's (the cut keeps them), the parsed record's, then the reput's, each unit their address
         cut = dataclasses.replace(cut, inside_placed=without_queues(cut.inside_placed, frozenset(parsed_reset)))
-    elif parsed_reset:   # with ext files or a batch queue: not checked
+    elif parsed_reset:   # a batch queue: BatchConsumeQueue's own rule, no broker case
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, after a message parsed inside an entry for "
                       f"{', '.join(f'{t}/{q}' for t, q in parsed_reset)}, a queue the cut left with no file "
-                      "(max -1: written anew from the parsed unit), with ext files or a batch queue, not modelled")
+                      "(max -1: written anew from the parsed unit), of a batch queue, not modelled")
     if zero:   # putMessagePositionInfo checks no queue offset 0: appended, the walk's units then by the same rule
-        assert cut is not None
-        if cut.inside_placed.parsed_queues() & set(zero):
-            raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file "
-                          f"{files[first].name} the recovery dispatched from, where a record of queue offset 0 of a "
-                          "queue the walk wrote would be appended after a unit parsed inside an entry, not modelled")
-        cut = dataclasses.replace(cut, before_placed=appended_before(
-            st, [*(s for s in st.segments if not s.dledger), *files], zero, track, process_offset, config,
-            lambda why: refusal(f"its start's reput walks from {reput} ({whence}), before the data file "
-                                f"{files[first].name} the recovery dispatched from, where a record of queue offset 0 "
-                                f"of {why} would be appended (putMessagePositionInfo checks no queue offset 0), not "
-                                "modelled")))
+        assert cut is not None   # (a queue a message parsed inside the entry went to: its parsed units first)
+        cut, ext_again = appended_cut(st, [*(s for s in st.segments if not s.dledger), *files], cut, zero, track,
+                                      process_offset, config, ext_again,
+                                      f"its start's reput walks from {reput} ({whence}), before the data file "
+                                      f"{files[first].name} the recovery dispatched from, where a record of queue "
+                                      "offset 0 of ")
     keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again=ext_again,

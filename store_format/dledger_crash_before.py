@@ -25,9 +25,13 @@ A reput set at 2147483647 (``DefaultMessageStore.doRecheckReputOffsetFromCq``: t
 the walk wrote: ``ConsumeQueue.putMessagePositionInfo`` drops a unit at or below the queue's max and one whose queue
 offset is not 0 and lies below the write position, and appends any other at the write position, so a record of queue
 offset 0 there is appended after the ``fillPreBlank`` units and the walk's units then go by the same rule
-(:func:`appended_before` replays it); a queue the cut left with no file that a message parsed where the reput was
-set went to is written anew from that unit, as the rebuild's own dispatch writes it (:func:`without_queues`).
-Checked against the 5.5.1 broker (``-past-2gib-before-t9-first``, ``-past-2gib-before-no-file``).
+(:func:`appended_before` replays it): with ext files each unit it appends holds the address of the ext unit
+``putMessagePositionInfoWrapper`` put for its record in reput order; a light queue's units go by the same rule
+(``multiDispatchLmqQueue``: ``putMessagePositionInfo`` with the light queue offset, no ext unit); a message parsed
+where the reput was set for such a queue goes first (:func:`appended_cut`).  A queue the cut left with no file that
+a message parsed where the reput was set went to is written anew from that unit, as the rebuild's own dispatch
+writes it, ext units too (:func:`without_queues`).  Checked against the 5.5.1 broker (``-past-2gib-before-t9-first``,
+``-past-2gib-before-no-file``, their ``-ext``, ``-t9-first-light``, ``-t9-first-parsed``).
 """
 from __future__ import annotations
 
@@ -47,14 +51,16 @@ from .consumequeue import (
     assign_positions,
     new_states,
 )
+from .consumequeue_ext import ext_addresses
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal
-from .dledger_crash_cut import ExtAgain, QueueTrack
-from .dledger_inside_units import InsideUnit, Placed, parsed_units
+from .dledger_crash_cut import ExtAgain, QueueCut, QueueTrack
+from .dledger_inside_units import InsideUnit, ParsedUnit, Placed, parsed_units
 from .dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
 from .store import Segment, StoreLocation
 
-__all__ = ["earlier_own_units", "ext_before_walk", "appended_before", "without_queues"]
+__all__ = ["earlier_own_units", "ext_before_walk", "appended_before", "appended_cut", "inside_parsed",
+           "without_queues"]
 
 
 def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...]) -> tuple[ExtAgain, ...]:
@@ -122,7 +128,8 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
 
 def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[str, int], np.ndarray],
                     walk: QueueTrack, process_offset: int, config: BrokerConfig,
-                    why: Callable[[str], Exception]) -> Placed:
+                    why: Callable[[str], Exception], parsed: tuple[ParsedUnit, ...] = ()
+                    ) -> tuple[Placed, dict[tuple[str, int], np.ndarray]]:
     """Where the reput set at 2147483647 and gone on before the walk's data file puts the units of the queues the
     walk wrote whose records there hold one of queue offset 0 (``earlier``: those records' units per queue,
     :func:`earlier_own_units`), and what of the rebuild's units of them the broker's queue does not hold.
@@ -137,23 +144,39 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
     max): replayed both ways (:func:`store_format.consumequeue.assign_positions`), the broker's units that differ go
     in ``Placed.units`` (tags codes read from their records in ``segs``, old commitlog and data files), the
     rebuild's units the broker does not hold in ``Placed.rebuild_units`` (zeros: ``pipelines.restart_cut.apply_cut``).
+    ``parsed``: the units of the messages the reput's check parsed where it was set at 2147483647
+    (:func:`store_format.dledger_inside_units.parsed_units`), dispatched before it goes on: those of such a queue
+    (its own units or light ones, as the queue's) come first in the replay, holding their own tags codes (without
+    ext files: :func:`store_format.dledger_crash._reput_before_walk` refuses them with ext files).  Also, per such
+    queue, the commitlog offsets of the walk's units the broker's queue does not hold (dropped: ``QueueCut.lost``).
 
     Raises:
-        the exception ``why(reason)`` gives: a queue with light or batch units, one on disk before the walk, a walk
-        unit not cut, ext files, or the broker's replay ending in other files than the rebuild's: not modelled.
+        the exception ``why(reason)`` gives: a queue with own and light units both (two queue offset counters) or
+        batch units, one on disk before the walk, a walk unit not cut, or the broker's replay ending in other files
+        than the rebuild's: not modelled.
     """
     units: list[InsideUnit] = []
     stale: list[tuple[str, int, int]] = []
+    lost: dict[tuple[str, int], np.ndarray] = {}
     size = config.cq_file_size
     for name, rows in sorted(earlier.items()):
         q = walk.ids.get(name, -1)
         last = walk.last_file()
         mine = last[last[:, U_QUEUE] == q]
-        if config.enableConsumeQueueExt or q < 0 or q in walk.seen_before or name in walk.keep_queues \
-                or not len(mine) or (mine[:, U_KIND] != KIND_CQ).any() or (rows[:, U_KIND] != KIND_CQ).any() \
+        kind = int(mine[0, U_KIND]) if len(mine) else KIND_BATCH   # its own units or light ones, not both
+        if q < 0 or q in walk.seen_before or name in walk.keep_queues or kind == KIND_BATCH \
+                or (mine[:, U_KIND] != kind).any() or (rows[:, U_KIND] != kind).any() \
                 or (mine[:, U_OFFSET] < process_offset).any() or mine[0, U_KEY] == 0:
-            raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not all its own ones in its last "
-                      "data file past processOffset (the cut leaving it fillPreBlank units only), without ext files")
+            raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not all own ones or all light ones "
+                      "in its last data file past processOffset (the cut leaving it fillPreBlank units only)")
+        first = [u for u in parsed if (u.topic, u.queue_id) == name and u.own == (kind == KIND_CQ) and not u.batch]
+        if first:   # the parsed units first (putMessagePositionInfo from the cut's state), then the earlier records
+            pre = np.zeros((len(first), rows.shape[1]), np.int64)
+            pre[:, U_OFFSET] = [u.offset for u in first]
+            pre[:, U_END] = [u.offset + u.size for u in first]
+            pre[:, U_KEY] = [u.queue_offset for u in first]
+            pre[:, U_KIND], pre[:, U_QUEUE] = kind, rows[0, U_QUEUE]
+            rows = np.concatenate([pre, rows])
         ours = new_states(1)
         pos_r = assign_positions(np.zeros(len(mine), np.int64), mine[:, U_OFFSET], mine[:, U_END] - mine[:, U_OFFSET],
                                  mine[:, U_KEY], size, ours)
@@ -166,25 +189,75 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
                                  both[:, U_KEY], size, cut)
         if cut[0, Q_LAST_FILE] != ours[0, Q_LAST_FILE]:
             raise why(f"{name[0]}/{name[1]}, whose units the broker puts into other files than the walk did")
-        theirs = {int(p): (int(o), int(e)) for p, o, e in zip(pos_b, both[:, U_OFFSET], both[:, U_END]) if p >= 0}
+        # with ext files: the k-th record the reput walks for the queue (earlier files' first) gets the ext unit after
+        # the walk's ones (ConsumeQueueExt.put before putMessagePositionInfo, dropped or not), its unit that address
+        # (a light unit gets none: multiDispatchLmqQueue calls putMessagePositionInfo with the request's tags code)
+        ext = ext_addresses(walk.own_units.get(q, 0) + np.arange(len(both)), config.mappedFileSizeConsumeQueueExt) \
+            if config.enableConsumeQueueExt and kind == KIND_CQ else None
+        theirs = {int(p): (int(o), int(e), k) for k, (p, o, e) in enumerate(zip(pos_b, both[:, U_OFFSET],
+                                                                                both[:, U_END])) if p >= 0}
         held = {int(p): int(o) for p, o in zip(pos_r, mine[:, U_OFFSET]) if p >= 0}
         stale += [(*name, p) for p in sorted(held) if p not in theirs]
-        for p, (o, e) in sorted(theirs.items()):
-            if held.get(p) != o:
-                units.append(InsideUnit(*name, p, o, e - o, _tags_code(st, segs, name, o, e, config)))
-    return Placed(units=tuple(units), rebuild_units=tuple(stale))
+        lost[name] = np.setdiff1d(mine[:, U_OFFSET], [o for o, _e, _k in theirs.values()])
+        for p, (o, e, k) in sorted(theirs.items()):
+            if held.get(p) != o or ext is not None:   # with ext files the address differs even for the same record
+                units.append(InsideUnit(*name, p, o, e - o, int(ext[k]) if ext is not None else
+                                        first[k].tags_code if k < len(first) else
+                                        _tags_code(st, segs, name, o, e, config, kind == KIND_CQ)))
+    return Placed(units=tuple(units), rebuild_units=tuple(stale)), lost
 
 
 def _tags_code(st: StoreLocation, segs: list[Segment], name: tuple[str, int], start: int, end: int,
-               config: BrokerConfig) -> int:
-    """The tags code of queue ``name``'s own unit of the record at ``start`` to ``end`` (in a file of ``segs``), as
-    ``CommitLogDispatcherBuildConsumeQueue`` hands it over."""
+               config: BrokerConfig, own: bool) -> int:
+    """The tags code of queue ``name``'s own unit (``own``; else its light unit) of the record at ``start`` to
+    ``end`` (in a file of ``segs``), as ``CommitLogDispatcherBuildConsumeQueue`` hands it over."""
     seg = next(s for s in segs if s.base <= start < s.end)
     with st.reader(seg) as r:
         def read(at: int, n: int) -> bytes:
             return bytes(r(at - seg.base, min(n, seg.end - at)))
         return next(u.tags_code for u in parsed_units(read, ((start, end),), config)
-                    if u.own and (u.topic, u.queue_id) == name)
+                    if u.own == own and (u.topic, u.queue_id) == name)
+
+
+def appended_cut(st: StoreLocation, segs: list[Segment], cut: QueueCut, zero: dict[tuple[str, int], np.ndarray],
+                 walk: QueueTrack, process_offset: int, config: BrokerConfig, ext_again: tuple[ExtAgain, ...],
+                 where: str) -> tuple[QueueCut, tuple[ExtAgain, ...]]:
+    """``cut`` with :func:`appended_before`'s units of the queues of ``zero`` (:func:`earlier_own_units`' second
+    answer) as ``QueueCut.before_placed``; a queue a message parsed where the reput was set went to left out of
+    ``QueueCut.inside_placed`` (:func:`without_queues`: :func:`appended_before` replays it, its parsed units first);
+    ``ext_again`` without the addresses of those queues' units put back (:func:`appended_before` gives each unit of
+    them its own); ``QueueCut.lost`` of those queues the walk's units the broker's does not hold (``verify``: the
+    earlier files' records appended are not lost, ``pipelines.verify.compare_store``).  ``where``: the refusals'
+    text up to the queue.
+
+    Raises:
+        UnsupportedConfigError: :func:`appended_before`'s refusals; a parsed unit for such a queue with ext files.
+    """
+    shared = (cut.inside_placed.parsed_queues() | {(w.topic, w.queue_id) for w in cut.inside_placed.whole}) \
+        & set(zero)
+    if shared and config.enableConsumeQueueExt:
+        raise refusal(f"{where}a queue the walk wrote would be appended after a unit parsed inside an entry, with ext "
+                      "files, not modelled")
+    parsed = inside_parsed(st, segs, cut.inside_records, config) if shared else ()
+    placed, lost = appended_before(st, segs, zero, walk, process_offset, config, lambda why: refusal(
+        f"{where}{why} would be appended (putMessagePositionInfo checks no queue offset 0), not modelled"), parsed)
+    return dataclasses.replace(cut, inside_placed=without_queues(cut.inside_placed, frozenset(shared)),
+                               before_placed=placed, lost={**cut.lost, **lost}), \
+        tuple(dataclasses.replace(a, positions=a.positions[:0], ordinals=a.ordinals[:0])
+              if (a.topic, a.queue_id) in zero else a for a in ext_again)
+
+
+def inside_parsed(st: StoreLocation, segs: list[Segment], records: tuple[tuple[int, int], ...],
+                  config: BrokerConfig) -> tuple[ParsedUnit, ...]:
+    """The units of ``records`` (``QueueCut.inside_records``: the messages the reput's check parsed where it was
+    set, in a file of ``segs``), as :func:`store_format.dledger_inside_units.parsed_units` reads them."""
+    if not records:
+        return ()
+    seg = next(s for s in segs if s.base <= records[0][0] < s.end)
+    with st.reader(seg) as r:
+        def read(at: int, n: int) -> bytes:
+            return bytes(r(at - seg.base, min(n, seg.end - at)))
+        return parsed_units(read, records, config)
 
 
 def without_queues(placed: Placed, names: frozenset[tuple[str, int]]) -> Placed:

@@ -71,6 +71,9 @@ def _cut_lost(crash: DLedgerCrash, states: list, read_expected: Any) -> dict[str
     assert crash.cut is not None
     lost = {f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
     drops = {f"{t}/{q}" for t, q in crash.drops_before}
+    appended: dict[str, list[int]] = {}   # records of those files a queue appends (queue offset 0: appended_before)
+    for a in crash.cut.before_placed.units:
+        appended.setdefault(f"{a.topic}/{a.queue_id}", []).append(a.offset)
     for s in states:
         q = s.restart
         if q.queue not in drops:
@@ -83,6 +86,7 @@ def _cut_lost(crash: DLedgerCrash, states: list, read_expected: Any) -> dict[str
             u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
             off = u["commitlogOffset"].astype(np.int64)[rules.is_message(u)]
             off = off[(off >= crash.reput_from) & (off < crash.start_offset)]
+            off = off[~np.isin(off, appended.get(q.queue, []))]
             lost[q.queue] = np.concatenate([lost.get(q.queue, np.zeros(0, np.int64)), off])
     return lost
 
