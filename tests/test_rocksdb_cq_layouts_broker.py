@@ -128,6 +128,7 @@ def test_key_value_sets_match_broker(written, line, name):
     """Both column families hold exactly the broker's keys and values (read by the broker's code)."""
     exp, ours = _families(written["answers"]["expected"]), _families(written["answers"]["ours"])
     assert sorted(exp) == sorted(ours) == ["default", "offset"]
+    assert sorted(p.name for p in (written["dir"] / "ours").iterdir()) == ["consumequeue", "index"]
     for family, e in exp.items():
         o = ours[family]
         missing, extra = sorted(set(e) - set(o)), sorted(set(o) - set(e))
