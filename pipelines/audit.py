@@ -56,6 +56,7 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
         raise StoreLayoutError(f"{tables}: no runs table; publish the tables first (rebuild, or tables --store ...)")
     if config is None:
         config = run_config(last)
+    config.refuse_rocksdb_dledger("audit")
     segments = snap.read_arrow("segments")
     inv = snap.read_arrow("expiry_audit")
     if segments is None or inv is None:

@@ -259,6 +259,7 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
     that reput's start, the keys of the records below the recovery's left out (``Segment.index_from``).  DLedger stores:
     :func:`dledger_restart`; a store converted in place with no DLedger data file yet
     (``StoreLocation.dledger_pending``) is recovered as an ordinary one."""
+    config.refuse_rocksdb_dledger("rebuild --as-restart (the DLedger crash restart)")
     held = _held_queue_files(st) if not config.rocksdb_cq else []
     if held:
         progress.emit(f"[rebuild] as a restart: warning: the store holds {len(held)} consume queue or index file(s) "

@@ -228,6 +228,12 @@ class BrokerConfig:
     rocksdb_index_from: int = dataclasses.field(default=0, metadata={"derived": True})
 
     def __post_init__(self) -> None:
+        if self.storeType == ROCKSDB_STORE_TYPE and self.enableConsumeQueueExt:
+            # only ConsumeQueue reads the setting (it makes the ConsumeQueueExt files); RocksDBConsumeQueueStore
+            # makes RocksDBConsumeQueue objects, whose units keep the record's tags code (DispatchEntry.from)
+            log.warning("storeType=%s with enableConsumeQueueExt=true: the setting is ignored, as the broker "
+                        "ignores it (only file consume queues write consumequeue_ext/)", ROCKSDB_STORE_TYPE)
+            object.__setattr__(self, "enableConsumeQueueExt", False)
         if self.enableConsumeQueueExt and self.enableCalcFilterBitMap:
             raise UnsupportedConfigError(
                 "enableConsumeQueueExt=true with enableCalcFilterBitMap=true is not supported: the ConsumeQueueExt "
@@ -253,13 +259,20 @@ class BrokerConfig:
                 raise UnsupportedConfigError(
                     f"storeType={ROCKSDB_STORE_TYPE} with brokerVersion=4: the RocksDB consume queue exists in 5.x "
                     "only; pass the broker line the store was written with (5 or 5.5)")
-            other = [name for name, on in (("enableConsumeQueueExt", self.enableConsumeQueueExt),
-                                           ("enableDLegerCommitLog", self.enableDLegerCommitLog)) if on]
-            if other:
-                raise UnsupportedConfigError(
-                    f"storeType={ROCKSDB_STORE_TYPE} with {', '.join(other)}=true: the RocksDB consume queue is "
-                    "rebuilt for a plain commitlog without consume queue ext files only")
         parse_delay_levels(self.messageDelayLevel)
+
+    def refuse_rocksdb_dledger(self, what: str) -> None:
+        """A RocksDB consume queue over a DLedger commitlog (``RocksDBMessageStore`` keeps
+        ``DefaultMessageStore``'s ``DLedgerCommitLog``) is rebuilt by plain ``rebuild`` only: refuse ``what``.
+
+        Raises:
+            UnsupportedConfigError: one line naming ``what``.
+        """
+        if self.rocksdb_cq and self.enableDLegerCommitLog:
+            raise UnsupportedConfigError(
+                f"storeType={ROCKSDB_STORE_TYPE} with enableDLegerCommitLog=true: {what} is not modelled for it (the "
+                "DLedger recovery's dispatch into the RocksDB consume queue is not checked against the broker); "
+                "plain rebuild writes its database and index/")
 
     @property
     def rocksdb_cq(self) -> bool:
@@ -412,7 +425,9 @@ def _range_error(values: Mapping[str, object]) -> tuple[str, str] | None:
         if isinstance(v, int) and v <= 0:
             return name, f"{name}={v} must be a positive number (the broker's default is {defaults[name]})"
     ext_size = values["mappedFileSizeConsumeQueueExt"]
-    if values["enableConsumeQueueExt"] and isinstance(ext_size, int) and ext_size < MIN_EXT_FILE_SIZE:
+    # a RocksDB consume queue store makes no ext file (BrokerConfig.__post_init__)
+    ext = values["enableConsumeQueueExt"] and values["storeType"] != ROCKSDB_STORE_TYPE
+    if ext and isinstance(ext_size, int) and ext_size < MIN_EXT_FILE_SIZE:
         return "mappedFileSizeConsumeQueueExt", (
             f"mappedFileSizeConsumeQueueExt={ext_size}: with enableConsumeQueueExt=true an ext file must hold at "
             f"least one {EXT_UNIT_SIZE}-byte unit and {END_BLANK_DATA_LENGTH} free bytes (ConsumeQueueExt.put), so "

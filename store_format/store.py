@@ -237,10 +237,11 @@ def open_store(uri: str, config: BrokerConfig) -> StoreLocation:
                        rocksdb_cq=config.rocksdb_cq)
     batch_topics = store_batch_topics(fs, root, uri, broker_version=config.brokerVersion,
                                       file_size=config.mapperFileSizeBatchConsumeQueue)
-    if batch_topics and config.rocksdb_cq:
-        raise StoreLayoutError(
-            f"{uri}: config/topics.json gives queue.type=BatchCQ to {', '.join(sorted(batch_topics))}, with "
-            "storeType=defaultRocksDB: batch consume queues are rebuilt for the file-based store only")
+    if config.rocksdb_cq:
+        # RocksDBConsumeQueueStore.findOrCreateConsumeQueue makes a RocksDBConsumeQueue whatever the topic's
+        # queue.type, and putMessagePosition0 puts one unit per record at its queue offset (DispatchEntry.from:
+        # no batch size, no base offset): a BatchCQ topic's queues are ordinary ones there
+        batch_topics = frozenset()
     if config.enableDLegerCommitLog:
         return dataclasses.replace(_open_dledger_store(uri, fs, root, config), batch_topics=batch_topics)
     info = fs.get_file_info(f"{root}/commitlog")

@@ -51,7 +51,6 @@ def test_delay_levels_with_days():
     ("enableConsumeQueueExt=true\nmappedFileSizeConsumeQueueExt=23", "mappedFileSizeConsumeQueueExt=23"),
     ("storeType=rocksdb", "storeType=rocksdb"),
     ("storeType=defaultRocksDB\nbrokerVersion=4", "5.x only"),
-    ("storeType=defaultRocksDB\nenableConsumeQueueExt=true", "enableConsumeQueueExt=true"),
     ("duplicationEnable=true", "duplicationEnable"),
     ("maxIndexNum=1", "maxIndexNum"),
     ("maxHashSlotNum=zero", "whole number"),

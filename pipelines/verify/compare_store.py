@@ -131,6 +131,7 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
 
     from ..rebuild import run_rebuild
     t0 = time.monotonic()
+    config.refuse_rocksdb_dledger("verify")
     st = open_store(store, config)
     if config.rocksdb_cq and not isinstance(st.fs, pafs.LocalFileSystem):
         raise StoreLayoutError(f"{st.uri}: verify reads a RocksDB consume queue (storeType=defaultRocksDB) on a "

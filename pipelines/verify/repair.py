@@ -284,6 +284,7 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
         hook: see :func:`apply_repair`.
     """
     t0 = time.monotonic()
+    config.refuse_rocksdb_dledger("repair")
     root = _local_root(store)
     open_store(root, config)  # layout errors before anything else
     check = check_broker(root)

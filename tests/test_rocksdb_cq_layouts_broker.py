@@ -1,0 +1,200 @@
+"""The RocksDB consume queue (5.x ``storeType=defaultRocksDB``) with the settings once refused beside
+it, checked against stores the published RocketMQ store writes through the JVM harness
+(:mod:`broker_rocksdb_layouts_scenarios`): ``enableConsumeQueueExt=true`` (ignored by the RocksDB
+store: no ``consumequeue_ext/``), BatchCQ topics (ordinary RocksDB queues, one unit per record at its
+queue offset) and a DLedger commitlog (plain ``rebuild`` by the DLedger scan; ``--as-restart``,
+``verify``, ``repair`` and ``audit`` refused in one line).
+
+Each case first asserts what the broker wrote (so the store really is the case), then that our
+``rebuild`` (4 KiB splits) holds exactly the broker's key/value set in both families (read by the
+broker's code, harness ``Reader``), that the broker answers alike on our database, that ``index/``
+is byte for byte the broker's, and that the messages table places the units under the database's keys.
+
+5.5.1 by default; ``ROCKSDB_LINES=5.3.3,5.5.1`` adds 5.3.3.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_rocksdb_layouts_scenarios import rocksdb_layout_scenarios
+from broker_scenarios import query_pairs
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+rd = pytest.importorskip("rocksdict")
+
+LINES = bh.lines_from_env("ROCKSDB_LINES", "5.5.1")
+BROKER_LINE = bh.BROKER_VERSION_ARG
+SCENARIOS = {line: rocksdb_layout_scenarios(line) for line in LINES}
+CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+DLEDGER = [c for c in CASES if "-dledger-" in c.values[1]]
+_RUNS: dict[str, dict] = {}
+
+
+def _read_request(d: Path, which: str, work: Path, pairs: list[tuple[str, str]]) -> dict:
+    """A Reader request on a copy of the store with the broker's (``expected``) or our database and index.
+    Not the queues of the BatchCQ case: 5.5.1's own ``DefaultMessageStore.getMessage`` fails there on the
+    broker's database (a NullPointerException at a queue offset inside an inner batch, which has no key)."""
+    copy = work / f"read-{d.name}-{which}"
+    shutil.rmtree(copy, ignore_errors=True)
+    bh.copy_store(d / "store", copy)
+    shutil.copytree(d / which / "consumequeue", copy / "consumequeue")
+    shutil.copytree(d / which / "index", copy / "index")
+    return {"store": copy, "config": bh.read_conf(d / "broker.conf"), "rocksdb": True,
+            "queues": not d.name.endswith("-batchcq"),
+            "queries": pairs}
+
+
+@pytest.fixture
+def written(request, tmp_path_factory):
+    """Every scenario written by the broker, rebuilt by us and read back by the broker, once."""
+    if not _RUNS:
+        work = tmp_path_factory.mktemp("rocksdb-layouts")
+        written = bh.write_lines(request, SCENARIOS, work, "RocksDB consume queue store(s)", threads=1)
+        for n, w in written.items():
+            r = _RUNS[n] = {"dir": Path(w["scenario"]["dir"]), "written": w["written"], "scenario": w["scenario"]}
+            if r["written"].get("ok"):
+                r["rebuild"] = bh.rebuild(r["dir"], BROKER_LINE[w["line"]], "--tables", str(r["dir"] / "tables"))
+        for ln, scs in SCENARIOS.items():
+            ok = [(work / sc["name"], query_pairs(sc)) for sc in scs
+                  if _RUNS[sc["name"]]["written"].get("ok") and _RUNS[sc["name"]]["rebuild"]["code"] == 0]
+            answers = bh.read_stores(ln, [_read_request(d, w, work, pairs) for d, pairs in ok
+                                          for w in ("expected", "ours")], work)
+            for i, (d, _pairs) in enumerate(ok):
+                _RUNS[d.name]["answers"] = {"expected": answers[2 * i], "ours": answers[2 * i + 1]}
+    r = _RUNS[request.node.callspec.params["name"]]
+    if not r["written"].get("ok"):
+        pytest.fail(f"the broker's writer failed: {r['written'].get('error')}")
+    assert r["rebuild"]["code"] == 0, r["rebuild"]["stderr"][-2000:]
+    return r
+
+
+def _families(answers: list[dict]) -> dict[str, dict[str, str]]:
+    return {a["family"]: dict(a["entries"]) for a in answers if a["kind"] == "rocksdb"}
+
+
+def _units(family: dict[str, str]) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """(topic, queueId) -> [(queue offset, commitlog offset)] of a ``default`` family, in key order."""
+    out: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for k, v in sorted(family.items()):
+        key, value = bytes.fromhex(k), bytes.fromhex(v)
+        n = int.from_bytes(key[:4], "big", signed=True)
+        topic = key[5:5 + n].decode()
+        qid = int.from_bytes(key[6 + n:10 + n], "big", signed=True)
+        qoff = int.from_bytes(key[11 + n:19 + n], "big", signed=True)
+        out.setdefault((topic, qid), []).append((qoff, int.from_bytes(value[:8], "big", signed=True)))
+    return out
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_broker_wrote_the_case(written, line, name):
+    """The store is the case: a RocksDB database in ``consumequeue/`` with units, and
+    cqext: enableConsumeQueueExt=true and no ``consumequeue_ext/`` written by the broker;
+    batchcq: BatchCQ topics, no ``batchconsumequeue/``, and their queues' units at queue offsets that
+    skip (an inner batch of n takes n offsets, ``increaseQueueOffset`` with INNER_NUM, one unit);
+    dledger: no commitlog/ but a DLedger data folder, each unit's commitlog offset an entry's position + 48."""
+    d, conf = written["dir"], bh.read_conf(written["dir"] / "broker.conf")
+    cq = d / "expected" / "consumequeue"
+    assert conf["storeType"] == "defaultRocksDB"
+    assert (cq / "CURRENT").is_file() and not any(p.is_dir() for p in cq.iterdir())
+    units = _units(_families(written["answers"]["expected"])["default"])
+    assert units
+    if name.endswith("-cqext"):
+        assert conf["enableConsumeQueueExt"] == "true"
+        assert not (d / "expected" / "consumequeue_ext").exists() and not (d / "store" / "consumequeue_ext").exists()
+    elif name.endswith("-batchcq"):
+        topics = json.loads((d / "store" / "config" / "topics.json").read_text())["topicConfigTable"]
+        batch = {t for t, c in topics.items() if c.get("attributes", {}).get("queue.type") == "BatchCQ"}
+        assert batch == set(written["scenario"]["batchTopics"])
+        assert not (d / "expected" / "batchconsumequeue").exists()
+        gaps = [b[0] - a[0] for (t, _q), us in units.items() if t in batch for a, b in zip(us, us[1:])]
+        assert gaps and max(gaps) > 1 and min(gaps) >= 1, gaps
+    else:
+        assert conf["enableDLegerCommitLog"] == "true"
+        assert not (d / "store" / "commitlog").exists() and (d / "store" / "dledger-n0" / "data").is_dir()
+        offsets = sorted(o for us in units.values() for _q, o in us)
+        assert offsets[0] == 48, offsets[:3]   # the first entry's body: DLedgerEntry header of 48 bytes
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_key_value_sets_match_broker(written, line, name):
+    """Both column families hold exactly the broker's keys and values (read by the broker's code)."""
+    exp, ours = _families(written["answers"]["expected"]), _families(written["answers"]["ours"])
+    assert sorted(exp) == sorted(ours) == ["default", "offset"]
+    assert sorted(p.name for p in (written["dir"] / "ours").iterdir()) == ["consumequeue", "index"]
+    for family, e in exp.items():
+        o = ours[family]
+        missing, extra = sorted(set(e) - set(o)), sorted(set(o) - set(e))
+        assert not missing and not extra, f"{family}: keys only the broker has {missing[:3]}, only ours {extra[:3]}"
+        wrong = [k for k in e if e[k] != o[k]]
+        assert not wrong, (f"{family}: {len(wrong)} value(s) differ, first key {wrong[0]}: "
+                           f"{e[wrong[0]]} vs {o[wrong[0]]}")
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_broker_answers_alike_on_our_database(written, line, name):
+    """The broker opens our database and index and answers every queue (not in the BatchCQ case: see
+    :func:`_read_request`) and key query as on its own."""
+    exp = [a for a in written["answers"]["expected"] if a["kind"] in ("queue", "query")]
+    ours = [a for a in written["answers"]["ours"] if a["kind"] in ("queue", "query")]
+    assert exp and ours == exp
+    assert name.endswith("-batchcq") or any(a["kind"] == "queue" for a in exp)
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_index_files_are_the_broker_s(written, line, name):
+    """``index/``: byte for byte the broker's, file by file in order."""
+    exp = sorted((written["dir"] / "expected" / "index").iterdir())
+    ours = sorted((written["dir"] / "ours" / "index").iterdir())
+    assert exp and len(ours) == len(exp)
+    for i, (e, o) in enumerate(zip(exp, ours)):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+
+
+@pytest.mark.parametrize("line,name", CASES)
+def test_table_queues_are_the_broker_s(written, line, name):
+    """The messages table (written by the same rebuild) places every unit under the queue offset and
+    commitlog offset of the broker's database, queue by queue; the record at commitlog offset 0 (none in a
+    DLedger store: its first record lies at 48) is the one row read but not dispatched."""
+    from pipelines.tables.rows import ROCKSDB_START_DISPATCH
+    from pipelines.tables.runs import snapshot
+
+    rows = snapshot(str(written["dir"] / "tables")).read_arrow("messages").to_pylist()
+    ours: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for r in rows:
+        if r["consume_queue"]:
+            ours.setdefault((r["topic"], r["queue_id"]), []).append((r["consume_queue_offset"], r["commitlog_offset"]))
+    broker = _units(_families(written["answers"]["expected"])["default"])
+    assert broker and {q: sorted(us) for q, us in ours.items()} == broker
+    undispatched = [(r["commitlog_offset"], r["dispatch"]) for r in rows
+                    if not r["dispatch"].startswith(("consume queue", "no consume queue"))]
+    assert undispatched == ([] if "-dledger-" in name else [(0, ROCKSDB_START_DISPATCH)])
+
+
+@pytest.mark.parametrize("line,name", DLEDGER)
+def test_dledger_restart_commands_are_refused_in_one_line(written, tmp_path, line, name):
+    """With a DLedger commitlog, --as-restart, verify and repair stay refused: one line, exit 2."""
+    from pipelines.cli import main
+
+    d = written["dir"]
+    store = bh.copy_store(d / "store", tmp_path / "store")
+    shutil.copytree(d / "expected" / "consumequeue", store / "consumequeue")
+    shutil.copytree(d / "expected" / "index", store / "index")
+    conf = str(d / "broker.conf")
+    for argv in (["rebuild", "--store", str(store), "--config", conf, "--out", str(tmp_path / "o"), "--as-restart",
+                  "--no-tables"],
+                 ["verify", "--store", str(store), "--config", conf],
+                 ["repair", "--store", str(store), "--config", conf, "--dry-run"]):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(argv)
+        lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
+        assert code == 2 and len(lines) == 1, (argv, err.getvalue()[-1500:])
+        assert "enableDLegerCommitLog=true" in lines[0] and "storeType=defaultRocksDB" in lines[0], lines[0]
