@@ -19,8 +19,8 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_rocksdb_runs import run_of, write_rebuild_read
 from broker_rocksdb_scenarios import rocksdb_scenarios
-from broker_scenarios import query_pairs
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -40,18 +40,6 @@ def _ours(d: Path, line: str) -> dict:
     return bh.rebuild(d, BROKER_LINE[line], "--tables", str(d / "tables"))
 
 
-def _read_request(d: Path, which: str, work: Path, pairs: list[tuple[str, str]]) -> dict:
-    """A Reader request on a copy of the store with the broker's (``expected``) or our consume queue and
-    index; the index answers every (topic, key) of ``pairs`` too."""
-    copy = work / f"read-{d.name}-{which}"
-    shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(d / "store", copy)
-    shutil.copytree(d / which / "consumequeue", copy / "consumequeue")
-    shutil.copytree(d / which / "index", copy / "index")
-    return {"store": copy, "config": bh.read_conf(d / "broker.conf"), "rocksdb": True, "queues": True,
-            "queries": pairs}
-
-
 @pytest.fixture
 def written(request, tmp_path_factory):
     """Every scenario written by the broker, rebuilt by us and read back by the broker, once."""
@@ -67,25 +55,8 @@ def written_any(request, tmp_path_factory):
 
 def _written(request, tmp_path_factory, name: str) -> dict:
     if not _RUNS:
-        work = tmp_path_factory.mktemp("rocksdb")
-        # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
-        written = bh.write_lines(request, SCENARIOS, work, "RocksDB consume queue store(s)", threads=1)
-        for n, w in written.items():
-            r = _RUNS[n] = {"dir": Path(w["scenario"]["dir"]), "written": w["written"]}
-            if r["written"].get("ok"):
-                r["rebuild"] = _ours(r["dir"], w["line"])
-                assert r["rebuild"]["code"] == 0, r["rebuild"]["stderr"][-2000:]
-        for ln, scs in SCENARIOS.items():
-            ok = [(work / sc["name"], query_pairs(sc)) for sc in scs if _RUNS[sc["name"]]["written"].get("ok")]
-            # one JVM reads them all, one store after the other
-            answers = bh.read_stores(ln, [_read_request(d, w, work, pairs) for d, pairs in ok
-                                          for w in ("expected", "ours")], work)
-            for i, (d, _pairs) in enumerate(ok):
-                _RUNS[d.name]["answers"] = {"expected": answers[2 * i], "ours": answers[2 * i + 1]}
-    r = _RUNS[name]
-    if not r["written"].get("ok"):
-        pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
-    return r
+        write_rebuild_read(request, tmp_path_factory.mktemp("rocksdb"), SCENARIOS, _RUNS, _ours)
+    return run_of(_RUNS, name)
 
 
 def _families(answers: list[dict]) -> dict[str, list[list[str]]]:

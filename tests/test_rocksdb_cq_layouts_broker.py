@@ -18,12 +18,11 @@ import contextlib
 import io
 import json
 import shutil
-from pathlib import Path
 
 import broker_harness as bh
 import pytest
 from broker_rocksdb_layouts_scenarios import rocksdb_layout_scenarios
-from broker_scenarios import query_pairs
+from broker_rocksdb_runs import run_of, write_rebuild_read
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -38,42 +37,16 @@ DLEDGER = [c for c in CASES if "-dledger-" in c.values[1]]
 _RUNS: dict[str, dict] = {}
 
 
-def _read_request(d: Path, which: str, work: Path, pairs: list[tuple[str, str]]) -> dict:
-    """A Reader request on a copy of the store with the broker's (``expected``) or our database and index.
-    Not the queues of the BatchCQ case: 5.5.1's own ``DefaultMessageStore.getMessage`` fails there on the
-    broker's database (a NullPointerException at a queue offset inside an inner batch, which has no key)."""
-    copy = work / f"read-{d.name}-{which}"
-    shutil.rmtree(copy, ignore_errors=True)
-    bh.copy_store(d / "store", copy)
-    shutil.copytree(d / which / "consumequeue", copy / "consumequeue")
-    shutil.copytree(d / which / "index", copy / "index")
-    return {"store": copy, "config": bh.read_conf(d / "broker.conf"), "rocksdb": True,
-            "queues": not d.name.endswith("-batchcq"),
-            "queries": pairs}
-
-
 @pytest.fixture
 def written(request, tmp_path_factory):
-    """Every scenario written by the broker, rebuilt by us and read back by the broker, once."""
+    """Every scenario written by the broker, rebuilt by us and read back by the broker, once.  Not the queues of
+    the BatchCQ case: 5.5.1's own ``DefaultMessageStore.getMessage`` fails there on the broker's database (a
+    NullPointerException at a queue offset inside an inner batch, which has no key)."""
     if not _RUNS:
-        work = tmp_path_factory.mktemp("rocksdb-layouts")
-        written = bh.write_lines(request, SCENARIOS, work, "RocksDB consume queue store(s)", threads=1)
-        for n, w in written.items():
-            r = _RUNS[n] = {"dir": Path(w["scenario"]["dir"]), "written": w["written"], "scenario": w["scenario"]}
-            if r["written"].get("ok"):
-                r["rebuild"] = bh.rebuild(r["dir"], BROKER_LINE[w["line"]], "--tables", str(r["dir"] / "tables"))
-        for ln, scs in SCENARIOS.items():
-            ok = [(work / sc["name"], query_pairs(sc)) for sc in scs
-                  if _RUNS[sc["name"]]["written"].get("ok") and _RUNS[sc["name"]]["rebuild"]["code"] == 0]
-            answers = bh.read_stores(ln, [_read_request(d, w, work, pairs) for d, pairs in ok
-                                          for w in ("expected", "ours")], work)
-            for i, (d, _pairs) in enumerate(ok):
-                _RUNS[d.name]["answers"] = {"expected": answers[2 * i], "ours": answers[2 * i + 1]}
-    r = _RUNS[request.node.callspec.params["name"]]
-    if not r["written"].get("ok"):
-        pytest.fail(f"the broker's writer failed: {r['written'].get('error')}")
-    assert r["rebuild"]["code"] == 0, r["rebuild"]["stderr"][-2000:]
-    return r
+        write_rebuild_read(request, tmp_path_factory.mktemp("rocksdb-layouts"), SCENARIOS, _RUNS,
+                           lambda d, line: bh.rebuild(d, BROKER_LINE[line], "--tables", str(d / "tables")),
+                           lambda d: not d.name.endswith("-batchcq"))
+    return run_of(_RUNS, request.node.callspec.params["name"])
 
 
 def _families(answers: list[dict]) -> dict[str, dict[str, str]]:

@@ -1,0 +1,55 @@
+"""Shared steps of the RocksDB consume queue broker modules (``tests/test_rocksdb_cq_broker.py``,
+``tests/test_rocksdb_cq_layouts_broker.py``): every scenario of the lines written by the broker, rebuilt by us,
+and its database and index read back by the broker's own ``Reader``, the broker's files and ours
+(``write_rebuild_read``).
+"""
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_scenarios import query_pairs
+
+
+def read_request(d: Path, which: str, work: Path, pairs: list[tuple[str, str]], queues: bool = True) -> dict:
+    """A Reader request on a copy of the store with the broker's (``expected``) or our (``ours``) consume queue and
+    index; the index answers every (topic, key) of ``pairs`` too, the queues unless ``queues`` is false."""
+    copy = work / f"read-{d.name}-{which}"
+    shutil.rmtree(copy, ignore_errors=True)
+    bh.copy_store(d / "store", copy)
+    bh.copy_store(d / which / "consumequeue", copy / "consumequeue")
+    bh.copy_store(d / which / "index", copy / "index")
+    return {"store": copy, "config": bh.read_conf(d / "broker.conf"), "rocksdb": True, "queues": queues,
+            "queries": pairs}
+
+
+def write_rebuild_read(request, work: Path, scenarios: dict[str, list[dict]], runs: dict[str, dict],  # noqa: ANN001
+                       rebuild: Callable[[Path, str], dict], queues: Callable[[Path], bool] = lambda d: True) -> None:
+    """Fill ``runs`` (scenario name -> ``dir``, ``written``, ``scenario``, ``rebuild``, ``answers``): the broker
+    writes every scenario of ``scenarios`` (one store at a time in each JVM: RocksDB stores written in threads
+    crashed the JVM), ``rebuild(dir, line)`` rebuilds each it wrote, and one JVM per line reads the broker's files
+    and ours of each rebuilt, one store after the other."""
+    written = bh.write_lines(request, scenarios, work, "RocksDB consume queue store(s)", threads=1)
+    for n, w in written.items():
+        r = runs[n] = {"dir": Path(w["scenario"]["dir"]), "written": w["written"], "scenario": w["scenario"]}
+        if r["written"].get("ok"):
+            r["rebuild"] = rebuild(r["dir"], w["line"])
+    for ln, scs in scenarios.items():
+        ok = [(work / sc["name"], query_pairs(sc)) for sc in scs
+              if runs[sc["name"]]["written"].get("ok") and runs[sc["name"]]["rebuild"]["code"] == 0]
+        answers = bh.read_stores(ln, [read_request(d, w, work, pairs, queues(d)) for d, pairs in ok
+                                      for w in ("expected", "ours")], work)
+        for i, (d, _pairs) in enumerate(ok):
+            runs[d.name]["answers"] = {"expected": answers[2 * i], "ours": answers[2 * i + 1]}
+
+
+def run_of(runs: dict[str, dict], name: str) -> dict:
+    """The scenario's run, failing the test where the broker's writer or our rebuild failed."""
+    r = runs[name]
+    if not r["written"].get("ok"):
+        pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
+    assert r["rebuild"]["code"] == 0, r["rebuild"]["stderr"][-2000:]
+    return r
