@@ -19,7 +19,9 @@ offset; delayed messages count against ``config/delayOffset.json`` (``ScheduleMe
 A DLedger store (``enableDLegerCommitLog=true``) follows :mod:`store_format.expiry_dledger`: the old
 ``commitlog/`` of a store converted in place first, by the broker's rounds, then DLedger's data files by
 DLedger's own ``CleanSpaceService`` (``fileReservedTime + 1`` hours, DLedger's disk ratios); the rows
-name the data files ``dledger-<selfId>/data/<file>``.
+name the data files ``dledger-<selfId>/data/<file>``.  With a RocksDB consume queue
+(``storeType=defaultRocksDB``) over it, the compaction's units below the first file that stays
+(:mod:`pipelines.tables.expiry_rocksdb`, ``ROCKSDB_DLEDGER_NOTE``).
 """
 from __future__ import annotations
 
@@ -56,7 +58,6 @@ def run_audit(tables: str, as_of_ms: int, *, config: BrokerConfig | None = None,
         raise StoreLayoutError(f"{tables}: no runs table; publish the tables first (rebuild, or tables --store ...)")
     if config is None:
         config = run_config(last)
-    config.refuse_rocksdb_dledger("audit")
     segments = snap.read_arrow("segments")
     inv = snap.read_arrow("expiry_audit")
     if segments is None or inv is None:

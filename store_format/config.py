@@ -263,7 +263,8 @@ class BrokerConfig:
 
     def refuse_rocksdb_dledger(self, what: str) -> None:
         """A RocksDB consume queue over a DLedger commitlog (``RocksDBMessageStore`` keeps
-        ``DefaultMessageStore``'s ``DLedgerCommitLog``) is rebuilt by plain ``rebuild`` only: refuse ``what``.
+        ``DefaultMessageStore``'s ``DLedgerCommitLog``): plain ``rebuild``, ``verify`` (the comparison; the next
+        start not predicted), ``repair`` and ``audit`` only; refuse ``what`` (``rebuild --as-restart``).
 
         Raises:
             UnsupportedConfigError: one line naming ``what``.
@@ -272,7 +273,7 @@ class BrokerConfig:
             raise UnsupportedConfigError(
                 f"storeType={ROCKSDB_STORE_TYPE} with enableDLegerCommitLog=true: {what} is not modelled for it (the "
                 "DLedger recovery's dispatch into the RocksDB consume queue is not checked against the broker); "
-                "plain rebuild writes its database and index/")
+                "plain rebuild writes its database and index/, verify compares them")
 
     @property
     def rocksdb_cq(self) -> bool:

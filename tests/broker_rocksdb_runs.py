@@ -1,7 +1,8 @@
 """Shared steps of the RocksDB consume queue broker modules (``tests/test_rocksdb_cq_broker.py``,
 ``tests/test_rocksdb_cq_layouts_broker.py``): every scenario of the lines written by the broker, rebuilt by us,
 and its database and index read back by the broker's own ``Reader``, the broker's files and ours
-(``write_rebuild_read``).
+(``write_rebuild_read``); a copy of a store with the broker's own database (``store_with_broker_db``) and damage done
+to one (``damage_database``) for the verify and repair checks.
 """
 from __future__ import annotations
 
@@ -53,3 +54,39 @@ def run_of(runs: dict[str, dict], name: str) -> dict:
         pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
     assert r["rebuild"]["code"] == 0, r["rebuild"]["stderr"][-2000:]
     return r
+
+
+def store_with_broker_db(run: dict, tmp_path: Path) -> Path:
+    """A copy of the store with the broker's own database and index/ (its rebuild) in place of its top-level
+    ``consumequeue/`` and ``index/`` (a DLedger folder's own ``index/`` stays)."""
+    d = run["dir"]
+    store = tmp_path / "store"
+    top = d / "store"
+    shutil.copytree(top, store, ignore=lambda folder, names: [n for n in names if Path(folder) == top
+                                                              and n in ("consumequeue", "index")])
+    shutil.copytree(d / "expected" / "index", store / "index")
+    shutil.copytree(d / "expected" / "consumequeue", store / "consumequeue")
+    return store
+
+
+def damage_database(run: dict, db_dir: Path) -> tuple[dict, dict, int]:
+    """In the database at ``db_dir``: a unit deleted and one changed in one queue, a max entry gone in
+    another; returns both queues' answers and the deleted unit's queue offset."""
+    import rocksdict as rd
+
+    from store_format.rocksdb_cq import OFFSET_FAMILY, cq_key, offset_key
+
+    queues = [a for a in run["answers"]["expected"] if a["kind"] == "queue" and len(a["messages"]) >= 2]
+    first, second = queues[0], queues[1]
+    db = rd.Rdict(str(db_dir), options=rd.Options(raw_mode=True),
+                  column_families={OFFSET_FAMILY: rd.Options(raw_mode=True)})
+    try:
+        default = db.get_column_family("default")
+        q0, q1 = first["messages"][0][0], first["messages"][1][0]
+        del default[cq_key(first["topic"], first["queueId"], q0)]
+        k1 = cq_key(first["topic"], first["queueId"], q1)
+        default[k1] = bytes(8) + default[k1][8:]        # commitlog offset 0
+        del db.get_column_family(OFFSET_FAMILY)[offset_key(second["topic"], second["queueId"])]
+    finally:
+        db.close()
+    return first, second, q0

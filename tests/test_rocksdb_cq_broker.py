@@ -19,7 +19,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_rocksdb_runs import run_of, write_rebuild_read
+from broker_rocksdb_runs import damage_database, run_of, store_with_broker_db, write_rebuild_read
 from broker_rocksdb_scenarios import rocksdb_scenarios
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
@@ -231,35 +231,7 @@ def test_tables_refresh_and_audit(written, tmp_path, line, name):
     assert "consume_queue_file" not in kinds and "segment" in kinds
 
 
-def _store_with_broker_db(written_any: dict, tmp_path: Path) -> Path:
-    """A copy of the store with the broker's own database and index/ (its rebuild)."""
-    d = written_any["dir"]
-    store = tmp_path / "store"
-    shutil.copytree(d / "store", store, ignore=shutil.ignore_patterns("consumequeue", "index"))
-    shutil.copytree(d / "expected" / "index", store / "index")
-    shutil.copytree(d / "expected" / "consumequeue", store / "consumequeue")
-    return store
-
-
-def _damage(written_any: dict, db_dir: Path) -> tuple[dict, dict, int]:
-    """In the database at ``db_dir``: a unit deleted and one changed in one queue, a max entry gone in
-    another; returns both queues' answers and the deleted unit's queue offset."""
-    from store_format.rocksdb_cq import OFFSET_FAMILY, cq_key, offset_key
-
-    queues = [a for a in written_any["answers"]["expected"] if a["kind"] == "queue" and len(a["messages"]) >= 2]
-    first, second = queues[0], queues[1]
-    db = rd.Rdict(str(db_dir), options=rd.Options(raw_mode=True),
-                  column_families={OFFSET_FAMILY: rd.Options(raw_mode=True)})
-    try:
-        default = db.get_column_family("default")
-        q0, q1 = first["messages"][0][0], first["messages"][1][0]
-        del default[cq_key(first["topic"], first["queueId"], q0)]
-        k1 = cq_key(first["topic"], first["queueId"], q1)
-        default[k1] = bytes(8) + default[k1][8:]        # commitlog offset 0
-        del db.get_column_family(OFFSET_FAMILY)[offset_key(second["topic"], second["queueId"])]
-    finally:
-        db.close()
-    return first, second, q0
+_store_with_broker_db, _damage = store_with_broker_db, damage_database
 
 
 @pytest.mark.parametrize("line", LINES)

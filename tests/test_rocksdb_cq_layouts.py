@@ -1,6 +1,7 @@
 """Settings beside ``storeType=defaultRocksDB`` (unit tests; the broker cases are in
 :mod:`test_rocksdb_cq_layouts_broker`): ``enableConsumeQueueExt`` accepted and ignored with a warning,
-a DLedger commitlog accepted for ``rebuild`` and refused in one line for the restart commands, BatchCQ
+a DLedger commitlog accepted for ``rebuild``, ``verify``, ``repair`` and ``audit`` and refused in one line for
+``rebuild --as-restart``, BatchCQ
 topics read as ordinary queues."""
 from __future__ import annotations
 
@@ -26,10 +27,11 @@ def test_consume_queue_ext_is_ignored_with_a_warning(caplog):
 def test_dledger_is_accepted_and_the_restart_commands_refused():
     c = load_broker_config("storeType=defaultRocksDB\nenableDLegerCommitLog=true\ndLegerPeers=n0-127.0.0.1:1")
     assert c.rocksdb_cq and c.enableDLegerCommitLog
-    with pytest.raises(UnsupportedConfigError, match="enableDLegerCommitLog=true: verify is not modelled"):
-        c.refuse_rocksdb_dledger("verify")
-    load_broker_config("enableDLegerCommitLog=true\ndLegerPeers=n0-127.0.0.1:1").refuse_rocksdb_dledger("verify")
-    load_broker_config("storeType=defaultRocksDB").refuse_rocksdb_dledger("verify")
+    with pytest.raises(UnsupportedConfigError, match="enableDLegerCommitLog=true: rebuild --as-restart .* is not "
+                                                     "modelled"):
+        c.refuse_rocksdb_dledger("rebuild --as-restart (the DLedger crash restart)")
+    load_broker_config("enableDLegerCommitLog=true\ndLegerPeers=n0-127.0.0.1:1").refuse_rocksdb_dledger("rebuild")
+    load_broker_config("storeType=defaultRocksDB").refuse_rocksdb_dledger("rebuild")
 
 
 def test_batch_topics_are_ordinary_queues_with_a_rocksdb_consume_queue(tmp_path):

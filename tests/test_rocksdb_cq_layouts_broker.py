@@ -2,8 +2,9 @@
 it, checked against stores the published RocketMQ store writes through the JVM harness
 (:mod:`broker_rocksdb_layouts_scenarios`): ``enableConsumeQueueExt=true`` (ignored by the RocksDB
 store: no ``consumequeue_ext/``), BatchCQ topics (ordinary RocksDB queues, one unit per record at its
-queue offset) and a DLedger commitlog (plain ``rebuild`` by the DLedger scan; ``--as-restart``,
-``verify``, ``repair`` and ``audit`` refused in one line).
+queue offset) and a DLedger commitlog (plain ``rebuild`` by the DLedger scan; ``verify`` compares the
+database entry by entry, the next start not predicted; ``repair`` replaces a damaged database as a whole;
+``audit`` names the compaction; ``--as-restart`` refused in one line).
 
 Each case first asserts what the broker wrote (so the store really is the case), then that our
 ``rebuild`` (4 KiB splits) holds exactly the broker's key/value set in both families (read by the
@@ -17,12 +18,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import shutil
 
 import broker_harness as bh
 import pytest
 from broker_rocksdb_layouts_scenarios import rocksdb_layout_scenarios
-from broker_rocksdb_runs import run_of, write_rebuild_read
+from broker_rocksdb_runs import damage_database, run_of, store_with_broker_db, write_rebuild_read
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -152,22 +152,101 @@ def test_table_queues_are_the_broker_s(written, line, name):
 
 
 @pytest.mark.parametrize("line,name", DLEDGER)
-def test_dledger_restart_commands_are_refused_in_one_line(written, tmp_path, line, name):
-    """With a DLedger commitlog, --as-restart, verify and repair stay refused: one line, exit 2."""
+def test_dledger_as_restart_is_refused_in_one_line(written, tmp_path, line, name):
+    """With a DLedger commitlog, ``rebuild --as-restart`` stays refused: one line, exit 2."""
     from pipelines.cli import main
 
     d = written["dir"]
-    store = bh.copy_store(d / "store", tmp_path / "store")
-    shutil.copytree(d / "expected" / "consumequeue", store / "consumequeue")
-    shutil.copytree(d / "expected" / "index", store / "index")
-    conf = str(d / "broker.conf")
-    for argv in (["rebuild", "--store", str(store), "--config", conf, "--out", str(tmp_path / "o"), "--as-restart",
-                  "--no-tables"],
-                 ["verify", "--store", str(store), "--config", conf],
-                 ["repair", "--store", str(store), "--config", conf, "--dry-run"]):
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = main(argv)
-        lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
-        assert code == 2 and len(lines) == 1, (argv, err.getvalue()[-1500:])
-        assert "enableDLegerCommitLog=true" in lines[0] and "storeType=defaultRocksDB" in lines[0], lines[0]
+    store = store_with_broker_db(written, tmp_path)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["rebuild", "--store", str(store), "--config", str(d / "broker.conf"), "--out", str(tmp_path / "o"),
+                     "--as-restart", "--no-tables"])
+    lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
+    assert code == 2 and len(lines) == 1, err.getvalue()[-1500:]
+    assert "enableDLegerCommitLog=true" in lines[0] and "storeType=defaultRocksDB" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("line,name", DLEDGER)
+def test_dledger_verify_compares_the_database_entry_by_entry(written, tmp_path, line, name):
+    """``verify`` with a DLedger commitlog: the broker's own database and index/ verify identical (exit 0), the
+    next start not predicted in one line; with units deleted and changed and a max entry deleted in a copy of the
+    database, it names exactly those queues with their missing and different entries (exit 1)."""
+    from pipelines.verify.compare_store import ROCKSDB_DLEDGER_NOT_PREDICTED
+
+    d = written["dir"]
+    store = store_with_broker_db(written, tmp_path)
+    base = ["verify", "--store", str(store), "--config", str(d / "broker.conf"), "--broker-version",
+            BROKER_LINE[line]]
+    code, out, _ = bh.cli([*base, "--json"])
+    report = json.loads(out)
+    assert code == 0 and report["identical"], report["summary"]
+    assert report["counts"]["rocksdb_consume_queue"]["identical"] > 1 and report["counts"]["index"]["identical"]
+    assert report["restart"] is None and report["restart_note"] == ROCKSDB_DLEDGER_NOT_PREDICTED
+    code, text, _ = bh.cli(base)
+    assert code == 0
+    assert [ln for ln in text.splitlines() if "next start" in ln] == [
+        f"at the broker's next start: {ROCKSDB_DLEDGER_NOT_PREDICTED}"]
+    first, second, q0 = damage_database(written, store / "consumequeue")
+    code, out, _ = bh.cli([*base, "--json"])
+    report = json.loads(out)
+    assert code == 1 and not report["identical"] and report["restart_note"] == ROCKSDB_DLEDGER_NOT_PREDICTED
+    bad = {r["path"]: r for r in report["rocksdb_consume_queue"]}
+    q1 = f"{first['topic']}/{first['queueId']}"
+    assert sorted(bad) == sorted({q1, f"{second['topic']}/{second['queueId']}"})
+    assert bad[q1]["differing_units"] == 2 and bad[q1]["first_unit"] == q0
+    assert bad[q1]["note"].startswith("entries: 1 missing, 0 extra, 1 different")
+    assert "max entry" in bad[f"{second['topic']}/{second['queueId']}"]["note"]
+
+
+@pytest.mark.parametrize("line,name", DLEDGER)
+def test_dledger_repair_replaces_a_damaged_database_as_a_whole(written, tmp_path, line, name):
+    """``repair`` with a DLedger commitlog on a store whose database was damaged (as above): one
+    ``replace_database``; afterwards the store's database holds exactly the broker's own key/value set, the backup
+    the damage, and ``verify`` finds the store identical."""
+    from pipelines.verify.rocksdb_compare import compare_rocksdb_cq
+
+    d = written["dir"]
+    store = store_with_broker_db(written, tmp_path)
+    damage_database(written, store / "consumequeue")
+    conf = ["--store", str(store), "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line]]
+    code, out, _ = bh.cli(["repair", *conf, "--backup", str(tmp_path / "backup"), "--json"])
+    assert code == 0, out[-2000:]
+    assert [(a["action"], a["path"], a["done"]) for a in json.loads(out)["plan"]["actions"]] == [
+        ("replace_database", "consumequeue", True)]
+    results, _ = compare_rocksdb_cq(str(store / "consumequeue"), str(d / "expected" / "consumequeue"))
+    assert results and all(r.status == "identical" for r in results), [r for r in results if r.status != "identical"]
+    kept, _ = compare_rocksdb_cq(str(tmp_path / "backup" / "consumequeue"), str(d / "expected" / "consumequeue"))
+    assert sum(r.status != "identical" for r in kept) == 2
+    code, out, _ = bh.cli(["verify", *conf, "--json"])
+    assert code == 0 and json.loads(out)["identical"]
+
+
+@pytest.mark.parametrize("line,name", DLEDGER)
+def test_dledger_audit_names_the_compaction(written, tmp_path, line, name):
+    """``audit`` on the tables of a RocksDB store over a DLedger commitlog: DLedger's cleanup rule for the data
+    files, the RocksDB compaction's note and the DLedger note, no consume queue file; far ahead, every data file
+    but the last goes and the compaction removes, per queue, exactly the broker's units (its own database) below
+    the last data file's offset (``DLedgerCommitLog.getMinOffset``), the queue's minimum then one past them."""
+    from pipelines.tables.expiry_audit import ROCKSDB_CQ_NOTE
+    from pipelines.tables.expiry_rocksdb import ROCKSDB_DLEDGER_NOTE
+    from pipelines.tables.runs import snapshot
+
+    tables = written["dir"] / "tables"
+    code, out, _ = bh.cli(["audit", "--tables", str(tables), "--as-of", "now", "--json"])
+    assert code == 0, out[-2000:]
+    summary = json.loads(out)
+    assert ROCKSDB_CQ_NOTE in summary["notes"] and ROCKSDB_DLEDGER_NOTE in summary["notes"]
+    assert summary["dledger"]["data_files"] >= 1 and summary["consume_queue_files"] == 0
+    kinds = set(snapshot(str(tables)).read_arrow("expiry_audit")["kind"].to_pylist())
+    assert "consume_queue_file" not in kinds and "segment" in kinds
+    code, out, _ = bh.cli(["audit", "--tables", str(tables), "--as-of", "2100-01-01T00:00:00Z", "--json"])
+    summary = json.loads(out)
+    data = sorted(int(p.name) for p in (written["dir"] / "store" / "dledger-n0" / "data").iterdir())
+    assert code == 0 and len(data) > 1 and len(summary["segments"]) == len(data) - 1
+    assert summary["rocksdb_new_min_offset"] == data[-1]
+    below: dict[str, list[int]] = {}
+    for (topic, qid), us in _units(_families(written["answers"]["expected"])["default"]).items():
+        below[f"{topic}/{qid}"] = [q for q, o in us if o < data[-1]]
+    assert {q["queue"]: (q["units_removed"], q["min_offset_in_queue_after"]) for q in summary["rocksdb_queues"]} == {
+        q: (len(qs), max(qs) + 1) for q, qs in below.items() if qs}

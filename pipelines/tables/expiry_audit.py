@@ -40,7 +40,7 @@ from store_format.expiry_dledger import describe_dledger_rule, dledger_data_dir,
 from store_format.layout import CQ_UNIT_SIZE, SCHEDULE_TOPIC, consume_queue_file_path, index_file_size, segment_name
 from store_format.timeutil import datetime_to_ms, iso_ms, ms_to_datetime
 
-from .expiry_rocksdb import ROCKSDB_CQ_NOTE, rocksdb_queue_rows
+from .expiry_rocksdb import ROCKSDB_CQ_NOTE, ROCKSDB_DLEDGER_NOTE, rocksdb_queue_rows
 
 __all__ = ["parse_offset_table", "load_offsets", "cq_inventory_table", "index_inventory_table", "ext_inventory_table",
            "build_expiry_audit", "CQ_INVENTORY_SCHEMA", "INDEX_INVENTORY_SCHEMA", "EXT_INVENTORY_SCHEMA", "EXT_KIND",
@@ -234,6 +234,8 @@ def build_expiry_audit(tables: str, config: BrokerConfig, segments: pa.Table, cq
                               "data_dir": dledger_data_dir(config)}
     if config.rocksdb_cq:
         summary["notes"].append(ROCKSDB_CQ_NOTE)
+        if dledger:
+            summary["notes"].append(ROCKSDB_DLEDGER_NOTE)
     if config.brokerVersion == "auto":
         other = plan_for(line="4")
         diff = int((other.at_next_cleanup() != at_next).sum())

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from store_format.expiry_rocksdb import rocksdb_queue_cleanup
 
-__all__ = ["ROCKSDB_CQ_NOTE", "rocksdb_queue_rows"]
+__all__ = ["ROCKSDB_CQ_NOTE", "ROCKSDB_DLEDGER_NOTE", "rocksdb_queue_rows"]
 
 ROCKSDB_CQ_NOTE = (
     "RocksDB consume queue (storeType=defaultRocksDB): no consume queue files; once segments go, the next "
@@ -23,6 +23,13 @@ ROCKSDB_CQ_NOTE = (
     "unreachable below the queue's minimum, until then), and a minimum raised outside deleteWhen without a full "
     "disk (a manual deleteExpiredCommitLog): that round then compacts nothing and the next compaction waits for "
     "the next rise")
+ROCKSDB_DLEDGER_NOTE = (
+    "RocksDB consume queue over a DLedger commitlog: the new minimum is DLedgerCommitLog.getMinOffset (the first "
+    "old commitlog file left, else the first DLedger data file left), as for consume queue files; DLedger's "
+    "CleanSpaceService deletes the data files in its own thread, and the compaction follows at the broker's next "
+    "RocksDBCleanConsumeQueueService round (every cleanResourceInterval) if that round falls in deleteWhen's hour or "
+    "sees the consume queue disk above diskMaxUsedSpaceRatio; a deletion the round sees only after that hour "
+    "compacts nothing until the next rise (getMinOffsetInQueue answers the same either way)")
 
 
 def _units(msgs: pa.Table) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:

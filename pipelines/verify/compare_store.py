@@ -4,7 +4,8 @@ folder, compare every file with the store's (a RocksDB ``consumequeue/`` entry b
 :mod:`.rocksdb_compare`), and predict the broker's next start (on the ``consumequeue/``,
 ``consumequeue_ext/``, ``batchconsumequeue/`` and ``index/`` files, a RocksDB consume queue's entries
 (:mod:`.rocksdb_restart`); not for a 5.x DLedger store after an unclean shutdown whose recovery is
-refused)."""
+refused, nor for a RocksDB consume queue over a DLedger commitlog, whose database is compared only:
+:data:`ROCKSDB_DLEDGER_NOT_PREDICTED`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -46,6 +47,12 @@ from .restart import predict_restart, recover_queue
 from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, read_all
 
 log = logging.getLogger(__name__)
+
+# storeType=defaultRocksDB over a DLedger commitlog: the database is compared entry by entry with the rebuild's (DLedger
+# scan), but DLedgerCommitLog.recover's dispatch into the database at the next start is not modelled
+ROCKSDB_DLEDGER_NOT_PREDICTED = (
+    "not predicted: storeType=defaultRocksDB with enableDLegerCommitLog=true: the DLedger recovery's dispatch into "
+    "the RocksDB consume queue is not modelled (the database and index/ are compared with the rebuild's only)")
 
 
 def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
@@ -106,8 +113,8 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     """Compare ``store``'s ``consumequeue/`` and ``index/`` with a rebuild from its commitlog, and
     its ``consumequeue_ext/`` (``enableConsumeQueueExt=true``) and ``batchconsumequeue/`` (BatchCQ
     topics) too; the next start is predicted on all of them (a RocksDB consume queue's entries too), but
-    not for a 5.x DLedger store after an unclean shutdown whose recovery is refused
-    (``VerifyReport.no_prediction`` says why).
+    not for a 5.x DLedger store after an unclean shutdown whose recovery is refused, nor for a RocksDB
+    consume queue over a DLedger commitlog (compared only) (``VerifyReport.no_prediction`` says why).
 
     Only reads the store.  The rebuild goes to ``work`` (kept; it must not hold ``consumequeue/``
     or ``index/`` yet) or to a temporary folder deleted before returning.
@@ -131,7 +138,6 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
 
     from ..rebuild import run_rebuild
     t0 = time.monotonic()
-    config.refuse_rocksdb_dledger("verify")
     st = open_store(store, config)
     if config.rocksdb_cq and not isinstance(st.fs, pafs.LocalFileSystem):
         raise StoreLayoutError(f"{st.uri}: verify reads a RocksDB consume queue (storeType=defaultRocksDB) on a "
@@ -230,6 +236,10 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                 else "ignored by the broker (IndexService.load skips names that are not numbers)")
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
+    if config.rocksdb_cq and config.enableDLegerCommitLog:   # the comparison only (ROCKSDB_DLEDGER_NOT_PREDICTED)
+        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
+                            None, _rebuild_figures(summary), rocksdb_consume_queue=rocksdb_results,
+                            no_prediction=ROCKSDB_DLEDGER_NOT_PREDICTED, not_checked=_not_checked(st))
     clean = not st.broker_may_be_running()
     dledger = recover_dledger(fs, st.dledger, config.mappedFileSizeCommitLog) if st.dledger is not None else None
     crash, crash_refused = None, None

@@ -270,7 +270,7 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
                  hook: Hook | None = None) -> RepairResult:
     """Verify a local store, then replace only its damaged, missing or extra files (of
     ``consumequeue/``, ``index/``, and ``consumequeue_ext/`` and ``batchconsumequeue/`` where the
-    store has those layouts; a RocksDB consume queue as a whole database).
+    store has those layouts; a RocksDB consume queue as a whole database, over a DLedger commitlog too).
 
     Refuses (``StoreError``) while a broker may be using the store (:func:`check_broker`) unless
     ``force``; holds the broker's lock while it works.  The rebuild goes to
@@ -284,7 +284,6 @@ def repair_store(store: str, config: BrokerConfig, *, backup: str | None = None,
         hook: see :func:`apply_repair`.
     """
     t0 = time.monotonic()
-    config.refuse_rocksdb_dledger("repair")
     root = _local_root(store)
     open_store(root, config)  # layout errors before anything else
     check = check_broker(root)

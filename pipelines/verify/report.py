@@ -179,7 +179,7 @@ class VerifyReport:
     index: list[IndexFileResult]
     index_files_in_store: int
     index_files_rebuilt: int
-    restart: RestartPrediction | None   # None: not predicted (5.x DLedger unclean): no_prediction
+    restart: RestartPrediction | None   # None: not predicted (5.x DLedger unclean; RocksDB + DLedger): no_prediction
     rebuild: dict
     seconds: float = 0.0
     # None: the store does not have the layout (enableConsumeQueueExt=false; no BatchCQ topic)
