@@ -13,7 +13,13 @@ from __future__ import annotations
 
 import broker_harness as bh
 import pytest
-from broker_dledger_files import cq_unit, last_data_bytes
+from broker_dledger_files import (
+    cq_unit,
+    ext_appended_as_the_broker,
+    ext_orphaned_as_the_broker,
+    ext_recovered_end,
+    last_data_bytes,
+)
 from broker_dledger_runs import LINES, _entries_from, _loses_as_the_broker, _lost_per_queue, _verify_with_plan, _written
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -53,8 +59,10 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
     ``-committed`` (no recheck, the committed position 12 entries behind the log's end): it starts past the first cut
     units and appends the last light ones from the cut's write position (own unit 2 dropped). ``-ext``: the same with
     enableConsumeQueueExt (ext files of 10 units): own unit 0 put back holds the address of the ext unit the reput put
-    for it (putMessagePositionInfoWrapper), after the walk's. verify on the store as that restart found it puts them
-    there (ext addresses too) and predicts the units lost queue by queue."""
+    for it (putMessagePositionInfoWrapper), after the walk's; the ext units appended are one per own record the walk
+    and the reput hand over, their units dropped or not (ConsumeQueue.recover cut the ext files first). verify on the
+    store as that restart found it puts them there (ext addresses too) and predicts the units lost queue by queue,
+    the ext units appended (and %LMQ%q1's orphaned)."""
     from broker_dledger_mixed_disk_reput_scenarios import COMMITTED_BACK, OWN_PUTS
     name = f"{line}-dledger-abort-mixed-disk-reput{suffix}"
     r, w, src = _written(name)
@@ -126,6 +134,19 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
     # with ext files own unit 0 (when put back) holds an ext address (ConsumeQueueExt.decorate), a light unit its tags
     # code
     assert all((t < 0) == (ext and o == own0) for o, _s, t in held), held
+    if ext:
+        # ConsumeQueue.recover's truncateByMaxAddress cut the crashed broker's three ext units (one per own record)
+        # to the end of own unit 0's; the walk put one per own record after it (truncateDirtyLogicFiles returns
+        # before its own truncateByMaxAddress once it keeps a unit), the reput one per own record from its start,
+        # dropped or not: the broker's ext units appended, verify's the same
+        assert ext_recovered_end(src, LMQ) == 20 and int(loaded[LMQ]["extMaxOffset"]) == 20 * (1 + len(OWN_PUTS))
+        figures = ext_appended_as_the_broker(p, w, src)
+        assert figures[LMQ] == len(OWN_PUTS) + sum(o >= reput for o, _s, k in recs if k == "own"), figures
+        assert figures[LMQ] == (4 if committed else 6) and figures["T0/0"] == (107 if committed else 115), figures
+        # the ext units no unit points at: %LMQ%q1's (T0/0's verify counts from the rebuilt units, which lack the
+        # records past the rebuild's end: the reput's units of those point at theirs too)
+        orphaned = ext_orphaned_as_the_broker(p, w, src, check=False)
+        assert orphaned[LMQ] == ((5, 5) if committed else (6, 6)) and orphaned["T0/0"][1] == 115, orphaned
 
 
 
