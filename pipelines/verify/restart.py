@@ -300,11 +300,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     files ``truncateDirtyLogicFiles`` at ``cut_at`` deletes (every first unit at or past it): no kept unit points at
     an ext unit, so every one before the ext write position ``ConsumeQueue.recover`` left counts as orphaned (the
     cut's own ``truncateByMaxAddress`` then gets no address and leaves the ext files alone).  ``ext_puts``: per ext
-    queue the 5.5.1 cut's reput walks after a walk to the log's end (:attr:`store_format.dledger_crash.DLedgerCrash.
-    walk_end` < 0), the ext units the walk and the reput put as the crash plan counts them from the
-    commitlog (:class:`store_format.dledger_crash_cut.ExtAgain`'s ``before + count``: one per own record handed to
-    ``putMessagePositionInfoWrapper``, its unit dropped or not, past the rebuild's end too), instead of the rebuilt
-    units holding an ext address.
+    queue the DLedger cut's reput walks (5.5.1, 5.3.3) after a walk to the log's end
+    (:attr:`store_format.dledger_crash.DLedgerCrash.walk_end` < 0), the ext units the walk and the reput put as the
+    crash plan counts them from the commitlog (:class:`store_format.dledger_crash_cut.ExtAgain`'s ``before +
+    count``: one per own record handed to ``putMessagePositionInfoWrapper``, its unit dropped or not, past the
+    rebuild's end too), instead of the rebuilt units holding an ext address.
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
