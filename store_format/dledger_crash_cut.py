@@ -429,9 +429,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
         n = int(again.sum())
-        if q in disk_mixed and (inside_from >= 0 or n and reset_emptied):
+        if q in disk_mixed and (inside_from >= 0 or n):
             # on disk before the walk, no parsed unit going to it (of both kinds in the walk's earlier data files
-            # too), the reput set inside an entry or, not set inside one (5.5.1), putting back cut units of it:
+            # too), the reput set inside an entry or, not set inside one (5.5.1 and 5.3.3), putting back cut units of
+            # it:
             # replayed whole from its files as the cut left them, its cut units (and its records of the walk's last
             # data file from the reput's start) the reput dispatches and its records past the walk's end by the rule
             # with their own queue offsets (dledger_inside_mixed.mixed_disk_put_back; verify only)
@@ -453,10 +454,6 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             placed = dataclasses.replace(placed, whole=placed.whole + (w,))
             restored += _take_whole(w, rows, lost, track.names[q])
             continue
-        if n and q in disk_mixed:   # 5.3.3 (reset_emptied false): no broker case
-            raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light "
-                          "ones, on disk before the walk, whose cut units a 5.3.3 reput not set inside an entry puts "
-                          "back")
         if q in both_disk:
             raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light ones "
                           "in the walk's earlier data files, on disk before the walk, no parsed unit going to it, "

@@ -207,8 +207,10 @@ def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offs
     position; ``at`` is then ``reput``) that dispatches cut units of it, with no parsed message: the same rule, its
     records of the walk's last data file from ``reput`` on, those below ``processOffset`` too (each at or below the
     cut's max dropped; one the walk's dispatch dropped, from the same write position and max, dropped again), each
-    with an ext unit first when it is a record's own (``putMessagePositionInfoWrapper``).  None where
-    :func:`mixed_on_disk` refuses the queue (no file left, its ext files' end not read)."""
+    with an ext unit first when it is a record's own (``putMessagePositionInfoWrapper``); the same on 5.3.3 (its
+    ``ConsumeQueue.recover``, ``truncateDirtyLogicFiles`` and ``ConsumeQueueExt`` read the same; its cut runs when the
+    loaded queues' max reaches ``processOffset``, as kept queues past it do).  None where :func:`mixed_on_disk`
+    refuses the queue (no file left, its ext files' end not read)."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     # a reput not set inside an entry may start below processOffset: its records of the walk's last data file from

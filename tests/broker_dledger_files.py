@@ -6,6 +6,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from store_format.consumequeue_recovery import EXT_MAX_ADDR
+
 
 def cq_unit(data: bytes, at: int) -> tuple[int, int, int]:
     """The consume queue unit at byte ``at``: commitlog offset, size, tags code."""
@@ -89,11 +91,30 @@ def ext_appended(w: dict, src: Path, queue: str, recovered: int) -> int:
 
 
 def ext_recovered_end(src: Path, queue: str) -> int:
-    """The ext end ``ConsumeQueue.recover`` leaves a queue of 20-byte ext units whose last unit holds the last ext
-    address (no ``truncateByMaxAddress`` cut): its last ext file of the store the restart found (``before/``) by
-    name, plus its units (0: no ext file)."""
+    """The ext end ``ConsumeQueue.recover`` leaves a queue on the store the restart found (``before/``; 0: no ext
+    file): ``ConsumeQueueExt.recover`` walks its ext files by their units' size fields, then
+    ``truncateByMaxAddress`` cuts them at the end of the ext unit the last unit it recovers points at (the units of
+    its last three files up to the first one with no offset or size; none holding an ext address: no cut)."""
     files = sorted((src / "before" / "consumequeue_ext" / queue).glob("*"))
-    return int(files[-1].name) + len(ext_units(files[-1].read_bytes())) * 20 if files else 0
+    if not files:
+        return 0
+    end = int(files[-1].name) + len(ext_units(files[-1].read_bytes())) * 20
+    last = 1
+    for f in sorted((src / "before" / "consumequeue" / queue).glob("*"))[-3:]:
+        data = f.read_bytes()
+        for at in range(0, len(data) - 19, 20):
+            offset, size, tags = cq_unit(data, at)
+            if offset < 0 or size <= 0:
+                break
+            last = tags if tags <= EXT_MAX_ADDR else last
+        else:
+            continue
+        break
+    if last == 1:
+        return end
+    real = last + (1 << 63)   # ConsumeQueueExt.unDecorate; the unit's size field there
+    (held,) = [f for f in files if int(f.name) <= real < int(f.name) + f.stat().st_size]
+    return real + int.from_bytes(held.read_bytes()[real - int(held.name):][:2], "big")
 
 
 def ext_appended_as_the_broker(p: dict, w: dict, src: Path) -> dict[str, int]:

@@ -129,6 +129,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += [embedded_kept_to_entry_scenario(out[0]), *kept_some_scenarios(out[0]), *past_533_scenarios(out[0]),
                 kept_past_only_held_scenario(out[0]), *kept_past_only_emptied_scenarios(out[0]),
                 *mixed_more_533_scenarios(out[0]), *mixed_533_scenarios(out[0])]
+        from broker_dledger_mixed_disk_reput_scenarios import mixed_disk_reput_scenarios
+        out += mixed_disk_reput_scenarios(line, out[0])
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
         light = embedded_light_scenario(out[0])

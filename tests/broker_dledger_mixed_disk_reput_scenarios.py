@@ -1,8 +1,8 @@
-"""DLedger crash scenarios (5.5.1) whose start's reput, NOT set inside an entry, puts back the cut units of a queue
-holding a record's own units and light ones (``%LMQ%q1``, queue 0) that was on disk before the walk (``keepQueues``):
-the -batch-kept store (:func:`broker_dledger_scenarios.batch_kept_abort_scenario`: T0, the light queue %LMQ%q1, the
-BatchCQ topic BT0, the queues kept) with three plain T0/0 puts of its last data file sent to topic ``%LMQ%q1`` itself
-instead (:data:`OWN_PUTS`: own queue offsets 0-2), past ``processOffset``:
+"""DLedger crash scenarios (5.5.1; the first four on 5.3.3 too) whose start's reput, NOT set inside an entry, puts back
+the cut units of a queue holding a record's own units and light ones (``%LMQ%q1``, queue 0) that was on disk before
+the walk (``keepQueues``): the -batch-kept store (:func:`broker_dledger_scenarios.batch_kept_abort_scenario`: T0, the
+light queue %LMQ%q1, the BatchCQ topic BT0, the queues kept) with three plain T0/0 puts of its last data file sent to
+topic ``%LMQ%q1`` itself instead (:data:`OWN_PUTS`: own queue offsets 0-2), past ``processOffset``:
 
 * ``-mixed-disk-reput`` (``recheckReputOffsetFromCq=true``): the reput starts at the cut queues' largest max, below
   every cut unit, and puts them all back;
@@ -43,9 +43,10 @@ def _retopic(sc: dict) -> dict:
 
 
 def mixed_disk_reput_scenarios(line: str, embedded: dict) -> list[dict]:
-    """``<line>-dledger-abort-mixed-disk-reput`` and ``-mixed-disk-reput-committed`` (5.5.1; module docstring), and
-    :func:`earlier_both_reput_scenarios` from the -emptied-batch-embedded store ``embedded``."""
-    if not line.startswith("5.5"):
+    """``<line>-dledger-abort-mixed-disk-reput``, ``-mixed-disk-reput-committed`` and their ``-ext`` (5.5.1, 5.3.3;
+    module docstring), and on 5.5.1 :func:`earlier_both_reput_scenarios` from the -emptied-batch-embedded store
+    ``embedded``."""
+    if not line.startswith(("5.5", "5.3")):
         return []
     from broker_dledger_scenarios import batch_kept_abort_scenario, layouts_abort_scenario
     sc = _retopic(batch_kept_abort_scenario(line))
@@ -56,7 +57,7 @@ def mixed_disk_reput_scenarios(line: str, embedded: dict) -> list[dict]:
             {**ext, "config": {**ext["config"], "recheckReputOffsetFromCq": "true"}, "keepQueues": True,
              "name": f"{name}-ext"},
             {**ext, "keepQueues": True, "dledgerCommittedBack": COMMITTED_BACK, "name": f"{name}-committed-ext"},
-            *earlier_both_reput_scenarios(embedded)]
+            *(earlier_both_reput_scenarios(embedded) if line.startswith("5.5") else [])]
 
 
 def earlier_both_reput_scenarios(sc: dict) -> list[dict]:

@@ -1,5 +1,6 @@
-"""DLedger crash restarts (5.5.1, an abort file) whose start's reput, NOT set inside an entry, puts back the cut units
-of a queue holding a record's own units and light ones (``%LMQ%q1``, queue 0) that was on disk before the walk
+"""DLedger crash restarts (5.5.1; 5.3.3 with ``DLEDGER_LINES=5.3.3``, its ``truncateDirtyLogicFiles`` run as the
+loaded queues reach ``processOffset``; an abort file) whose start's reput, NOT set inside an entry, puts back the cut
+units of a queue holding a record's own units and light ones (``%LMQ%q1``, queue 0) that was on disk before the walk
 (``keepQueues``): ``ConsumeQueue.recover`` loaded its files, the walk's ``putMessagePositionInfo`` dispatched its units
 onto them, ``truncateDirtyLogicFiles`` cut them at ``processOffset``, and the reput (from the cut queues' largest max
 with ``recheckReputOffsetFromCq=true``, else from the committed position) dispatches the queue's records from its start
@@ -13,7 +14,13 @@ from __future__ import annotations
 
 import broker_harness as bh
 import pytest
-from broker_dledger_files import cq_unit, last_data_bytes
+from broker_dledger_files import (
+    cq_unit,
+    ext_appended_as_the_broker,
+    ext_orphaned_as_the_broker,
+    ext_recovered_end,
+    last_data_bytes,
+)
 from broker_dledger_runs import LINES, _entries_from, _loses_as_the_broker, _lost_per_queue, _verify_with_plan, _written
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -39,7 +46,7 @@ def _lmq_records(src, w: dict) -> list[tuple[int, int, str]]:
 
 
 @pytest.mark.parametrize("suffix", ["", "-committed", "-ext", "-committed-ext"])
-@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith(("5.5", "5.3"))])
 def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_puts_back_a_kept_mixed_queue(
         line, suffix, tmp_path, monkeypatch):
     """The -batch-kept layouts store (T0, %LMQ%q1 and BT0 on queue 0, the queues kept) with three T0/0 puts past
@@ -53,8 +60,10 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
     ``-committed`` (no recheck, the committed position 12 entries behind the log's end): it starts past the first cut
     units and appends the last light ones from the cut's write position (own unit 2 dropped). ``-ext``: the same with
     enableConsumeQueueExt (ext files of 10 units): own unit 0 put back holds the address of the ext unit the reput put
-    for it (putMessagePositionInfoWrapper), after the walk's. verify on the store as that restart found it puts them
-    there (ext addresses too) and predicts the units lost queue by queue."""
+    for it (putMessagePositionInfoWrapper), after the walk's; the ext units appended are one per own record the walk
+    and the reput hand over, their units dropped or not (ConsumeQueue.recover cut the ext files first). verify on the
+    store as that restart found it puts them there (ext addresses too) and predicts the units lost queue by queue,
+    the ext units appended (and %LMQ%q1's orphaned)."""
     from broker_dledger_mixed_disk_reput_scenarios import COMMITTED_BACK, OWN_PUTS
     name = f"{line}-dledger-abort-mixed-disk-reput{suffix}"
     r, w, src = _written(name)
@@ -126,6 +135,21 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
     # with ext files own unit 0 (when put back) holds an ext address (ConsumeQueueExt.decorate), a light unit its tags
     # code
     assert all((t < 0) == (ext and o == own0) for o, _s, t in held), held
+    if ext:
+        # ConsumeQueue.recover's truncateByMaxAddress cut the crashed broker's three ext units (one per own record)
+        # to the end of own unit 0's; the walk put one per own record after it (truncateDirtyLogicFiles returns
+        # before its own truncateByMaxAddress once it keeps a unit), the reput one per own record from its start,
+        # dropped or not: the broker's ext units appended, verify's the same
+        assert ext_recovered_end(src, LMQ) == 20 and int(loaded[LMQ]["extMaxOffset"]) == 20 * (1 + len(OWN_PUTS))
+        figures = ext_appended_as_the_broker(p, w, src)
+        assert figures[LMQ] == len(OWN_PUTS) + sum(o >= reput for o, _s, k in recs if k == "own"), figures
+        # T0/0: the 5.5.1 walk from the last data file's start (100 records), the 5.3.3 one from the first (264)
+        t0 = {"5.5": (115, 107), "5.3": (279, 271)}[line[:3]]
+        assert figures[LMQ] == (4 if committed else 6) and figures["T0/0"] == t0[committed], figures
+        # the ext units no unit points at: %LMQ%q1's (T0/0's verify counts from the rebuilt units, which lack the
+        # records past the rebuild's end: the reput's units of those point at theirs too)
+        orphaned = ext_orphaned_as_the_broker(p, w, src, check=False)
+        assert orphaned[LMQ] == ((5, 5) if committed else (6, 6)) and orphaned["T0/0"][1] == t0[0], orphaned
 
 
 

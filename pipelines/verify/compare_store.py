@@ -318,7 +318,12 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         if crash is not None and crash.cut is not None else None,
         ext_parsed_kept=_parsed_kept(crash.cut.inside_placed) if crash is not None and crash.cut is not None else None,
         cut_emptied=frozenset(f"{t}/{qid}" for t, qid in crash.cut.held_emptied)
-        if crash is not None and crash.cut is not None else None)
+        if crash is not None and crash.cut is not None else None,
+        # a 5.5.1 cut after a walk to the log's end (the plan's QueueTrack holds every record the reput walks): per ext
+        # queue the reput walks, the ext units the walk and the reput put (one per own record, its unit dropped or
+        # not; the rebuild's units miss the dropped ones and the records past its end)
+        ext_puts={f"{a.topic}/{a.queue_id}": a.before + a.count for a in crash.ext_again}
+        if crash is not None and crash.cut is not None and crash.walk_end < 0 else None)
     if st.dledger_pending:
         restart.notes[:] = [n for n in restart.notes if not n.startswith("abort file present: the broker runs its "
                                                                           "abnormal recovery")]

@@ -229,7 +229,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     again_to: int | None = None, parsed_keys: tuple[int, ...] | None = None,
                     parsed_then: int | None = None, walk_end: int | None = None,
                     ext_parsed: dict[str, int] | None = None, ext_parsed_kept: dict[str, int] | None = None,
-                    cut_emptied: frozenset[str] | None = None) -> RestartPrediction:
+                    cut_emptied: frozenset[str] | None = None,
+                    ext_puts: dict[str, int] | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -298,7 +299,12 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     ``putMessagePositionInfo`` appends (the others' ext units no unit points at); ``cut_emptied``: the queues whose
     files ``truncateDirtyLogicFiles`` at ``cut_at`` deletes (every first unit at or past it): no kept unit points at
     an ext unit, so every one before the ext write position ``ConsumeQueue.recover`` left counts as orphaned (the
-    cut's own ``truncateByMaxAddress`` then gets no address and leaves the ext files alone).
+    cut's own ``truncateByMaxAddress`` then gets no address and leaves the ext files alone).  ``ext_puts``: per ext
+    queue the DLedger cut's reput walks (5.5.1, 5.3.3) after a walk to the log's end
+    (:attr:`store_format.dledger_crash.DLedgerCrash.walk_end` < 0), the ext units the walk and the reput put as the
+    crash plan counts them from the commitlog (:class:`store_format.dledger_crash_cut.ExtAgain`'s ``before +
+    count``: one per own record handed to ``putMessagePositionInfoWrapper``, its unit dropped or not, past the
+    rebuild's end too), instead of the rebuilt units holding an ext address.
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -396,7 +402,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                 top = max(top, int(rules.max_physic(u[put]).max()))
         q.units_dispatched_again = n_tail
         q.units_lost = n_cut
-        _put_ext(s, n_records + n_again + (ext_parsed or {}).get(q.queue, 0), moves_write_position=recovery_dispatches)
+        puts = (ext_puts or {}).get(q.queue)   # the crash plan's count, from the commitlog (dropped units too)
+        _put_ext(s, n_records + n_again + (ext_parsed or {}).get(q.queue, 0) if puts is None else puts,
+                 moves_write_position=recovery_dispatches)
         if dispatch_from is not None:   # a DLedger crash restart: the ext units its puts left pointed at
             parsed = (ext_parsed or {}).get(q.queue, 0)
             s.ext_pointed_new = n_own_put + (ext_parsed_kept or {}).get(q.queue, parsed)
