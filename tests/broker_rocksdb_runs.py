@@ -90,3 +90,24 @@ def damage_database(run: dict, db_dir: Path) -> tuple[dict, dict, int]:
     finally:
         db.close()
     return first, second, q0
+
+
+def database(db: Path) -> dict[str, dict[bytes, bytes]]:
+    """Both column families of a RocksDB consume queue (``default``, ``offset``), read from a copy."""
+    from pipelines.verify.rocksdb_compare import read_store_database
+    return {family: dict(entries) for family, entries in read_store_database(str(db)).items()}
+
+
+def same_databases(broker_db: Path, ours_db: Path) -> dict[str, dict[bytes, bytes]]:
+    """Assert both column families of our database hold exactly the broker's keys and values; the broker's."""
+    broker, ours = database(broker_db), database(ours_db)
+    assert sorted(broker) == sorted(ours) == ["default", "offset"]
+    for family, e in broker.items():
+        o = ours[family]
+        missing, extra = sorted(set(e) - set(o)), sorted(set(o) - set(e))
+        assert not missing and not extra, (f"{family}: keys only the broker has {[k.hex() for k in missing[:3]]} "
+                                           f"({len(missing)}), only ours {[k.hex() for k in extra[:3]]} ({len(extra)})")
+        wrong = [k for k in e if e[k] != o[k]]
+        assert not wrong, f"{family}: {len(wrong)} value(s) differ, first key {wrong[0].hex()}: " \
+                          f"{e[wrong[0]].hex()} vs {o[wrong[0]].hex()}"
+    return broker

@@ -38,6 +38,7 @@ import broker_harness as bh
 import numpy as np
 import pytest
 from broker_reput_before_recovery_scenarios import RECOVER_MAX_NUM, reput_before_recovery_scenarios
+from broker_rocksdb_runs import database, same_databases
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -90,11 +91,6 @@ def _verify(d: Path) -> dict:
             "report": json.loads(out.getvalue()) if out.getvalue().strip() else None}
 
 
-def _database(db: Path) -> dict[str, dict[bytes, bytes]]:
-    from pipelines.verify.rocksdb_compare import read_store_database
-    return {family: dict(entries) for family, entries in read_store_database(str(db)).items()}
-
-
 def _recovery_start(d: Path) -> int:
     """Base offset of the file the broker's recovery starts at: the tenth from the end (none of the last 10
     starts at or below the empty database's max physical offset 0)."""
@@ -123,7 +119,7 @@ def _unit_offsets(d: Path) -> np.ndarray:
     """The commitlog offsets of the units the broker's restart left: its database's, or its consume queue files'
     (20-byte units; blank ones, size 0 or Integer.MAX_VALUE, left out)."""
     if (d / "expected" / "consumequeue" / "CURRENT").is_file():
-        units = _database(d / "expected" / "consumequeue")["default"]
+        units = database(d / "expected" / "consumequeue")["default"]
         return np.asarray([int.from_bytes(v[:8], "big") for v in units.values()], dtype=np.int64)
     out = []
     for f in sorted((d / "expected" / "consumequeue").rglob("*")):
@@ -161,16 +157,7 @@ def test_as_restart_gives_the_broker_s_queues(restarted, name: str) -> None:
         for rel in names:
             bh.same_bytes((exp / rel).read_bytes(), (ours_cq / rel).read_bytes(), f"consumequeue/{rel}")
         return
-    broker, ours = _database(d / "expected" / "consumequeue"), _database(d / "ours" / "consumequeue")
-    assert sorted(broker) == sorted(ours) == ["default", "offset"]
-    for family, e in broker.items():
-        o = ours[family]
-        missing, extra = sorted(set(e) - set(o)), sorted(set(o) - set(e))
-        assert not missing and not extra, (f"{family}: keys only the broker has {[k.hex() for k in missing[:3]]} "
-                                           f"({len(missing)}), only ours {[k.hex() for k in extra[:3]]} ({len(extra)})")
-        wrong = [k for k in e if e[k] != o[k]]
-        assert not wrong, f"{family}: {len(wrong)} value(s) differ, first key {wrong[0].hex()}: " \
-                          f"{e[wrong[0]].hex()} vs {o[wrong[0]].hex()}"
+    same_databases(d / "expected" / "consumequeue", d / "ours" / "consumequeue")
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -193,9 +180,7 @@ def test_verify_predicts_the_restart_on_the_kept_database(restarted, name: str) 
     """The broker's recovery started at the last file and its reput at offset 0 (units below the recovery's start
     unchanged); verify predicts each queue's "max"/"min" entries and units above the max, the checkpoint and
     (clean shutdown) the index keys the start adds."""
-    from pipelines.verify.rocksdb_compare import read_store_database
     from store_format.indexfile import read_header
-    from store_format.rocksdb_recovery import parse_database
     d = Path(restarted["scenario"]["dir"])
     _recovery_start(d)   # more files than commitLogRecoverMaxNum
     report = restarted["verify"]["report"]
@@ -204,6 +189,8 @@ def test_verify_predicts_the_restart_on_the_kept_database(restarted, name: str) 
     assert p is not None and p["rocksdb"], report.get("restart_note")
     assert p["recovery_cut"] == p["commitlog_end"] == restarted["written"]["maxPhyOffset"]
     assert p["second_reput_from"] == 0
+    from pipelines.verify.rocksdb_compare import read_store_database
+    from store_format.rocksdb_recovery import parse_database
     before, cp_before = parse_database(read_store_database(str(d / "before" / "consumequeue")))
     after, cp_after = parse_database(read_store_database(str(d / "expected" / "consumequeue")))
     assert p["rocksdb_checkpoint_before"] == cp_before

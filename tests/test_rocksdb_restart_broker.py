@@ -19,6 +19,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
+from broker_rocksdb_runs import database, same_databases
 from broker_rocksdb_scenarios import rocksdb_scenarios
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
@@ -71,12 +72,6 @@ def restarted(request, tmp_path_factory) -> dict:
     return r
 
 
-def _database(db: Path) -> dict[str, dict[bytes, bytes]]:
-    """Both column families of a RocksDB consume queue, read from a copy."""
-    from pipelines.verify.rocksdb_compare import read_store_database
-    return {family: dict(entries) for family, entries in read_store_database(str(db)).items()}
-
-
 def _units_at_offset_zero(default: dict[bytes, bytes]) -> int:
     """Units of the default family whose commitlog offset (the value's first 8 bytes) is 0."""
     return sum(1 for v in default.values() if int.from_bytes(v[:8], "big") == 0)
@@ -94,7 +89,7 @@ def test_only_the_abnormal_recovery_dispatches_offset_zero(restarted, line: str,
     recovery dispatches every record it accepts: its own unit, and light queue units in ``-lmq``) and
     none after a clean shutdown (the normal recovery dispatches only records above the empty database's
     max physical offset, 0)."""
-    broker = _database(Path(restarted["scenario"]["dir"]) / "expected" / "consumequeue")
+    broker = database(Path(restarted["scenario"]["dir"]) / "expected" / "consumequeue")
     assert broker.get("default"), "the broker's restart wrote no unit"
     at_zero = _units_at_offset_zero(broker["default"])
     assert (at_zero > 0) == bool(restarted["scenario"].get("abort")), f"{at_zero} unit(s) at commitlog offset 0"
@@ -108,16 +103,7 @@ def test_as_restart_gives_the_broker_s_key_value_set(restarted, line: str, name:
         why = [ln for ln in r["stderr"].splitlines() if ln.startswith("error:")] or [r["stderr"][-1000:]]
         pytest.fail(f"rebuild --as-restart exited {r['code']}: {' | '.join(why)}")
     d = Path(restarted["scenario"]["dir"])
-    broker, ours = _database(d / "expected" / "consumequeue"), _database(d / "ours" / "consumequeue")
-    assert sorted(broker) == sorted(ours) == ["default", "offset"]
-    for family, e in broker.items():
-        o = ours[family]
-        missing, extra = sorted(set(e) - set(o)), sorted(set(o) - set(e))
-        assert not missing and not extra, (f"{family}: keys only the broker has {[k.hex() for k in missing[:3]]}, "
-                                           f"only ours {[k.hex() for k in extra[:3]]}")
-        wrong = [k for k in e if e[k] != o[k]]
-        assert not wrong, f"{family}: {len(wrong)} value(s) differ, first key {wrong[0].hex()}: " \
-                          f"{e[wrong[0]].hex()} vs {o[wrong[0]].hex()}"
+    same_databases(d / "expected" / "consumequeue", d / "ours" / "consumequeue")
 
 
 @pytest.mark.parametrize("line,name", ALL_CASES)
@@ -137,5 +123,5 @@ def test_recheck_reput_dispatches_offset_zero(restarted, line: str, name: str) -
     """The broker's own database after a restart with ``recheckReputOffsetFromCq=true``: the record at
     commitlog offset 0 has units after the clean shutdown too (the second reput started at the commitlog's
     min offset: a RocksDB store's queue table is empty after a restart)."""
-    broker = _database(Path(restarted["scenario"]["dir"]) / "expected" / "consumequeue")
+    broker = database(Path(restarted["scenario"]["dir"]) / "expected" / "consumequeue")
     assert _units_at_offset_zero(broker["default"]) > 0
