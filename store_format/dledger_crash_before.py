@@ -18,7 +18,15 @@ walk nor DLedger's recovery reads it) ends that check's walk there; ``doReput`` 
 :func:`store_format.dledger_crash_after.reput_goes_on` says so (``goes_on``): the rest of that file gets no unit and
 no ext unit, as the rebuild's walk skips it
 (:func:`store_format.reput.next_reput_offset`).  Elsewhere (a group of several peers, the committed position inside
-that file past the record) where it goes on is thread timing: refused, with ext files or without.
+that file past the record) where it goes on is thread timing: refused, with ext files or without.  In an old
+``commitlog/`` file of a store converted in place ``getData`` below ``dividedCommitlogOffset`` is the base
+``CommitLog.getData``: the file's bytes to its end, no committed position cutting them, so a record the check
+refuses (``DLedgerCommitLog.checkMessageAndReturnSize``: size -1, its bytes 48 further no record either) sends the
+reput to the next file, the next old one or the first data file (:func:`_old_goes_on`; checked against the 5.5.1
+broker, ``-converted-prepared-old-magic``).  With ext files that stays refused: the walk's units the reput puts back
+into a queue the cut emptied land at its write position after the records skipped (``putMessagePositionInfo``
+appends where the queue offset does not match), not at their queue offsets' positions
+(``-converted-cut-emptied-ext-old-magic``).
 
 A reput set at 2147483647 (``DefaultMessageStore.doRecheckReputOffsetFromCq``: the max of a queue the 5.5.1 cut left
 ``fillPreBlank`` units only) that goes on before the walk's data file walks the earlier files' records into queues
@@ -55,6 +63,7 @@ from .consumequeue_ext import ext_addresses
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal
 from .dledger_crash_cut import ExtAgain, QueueCut, QueueTrack
+from .dledger_crash_old import reput_inside_old_file
 from .dledger_inside_units import InsideUnit, ParsedUnit, Placed, parsed_units
 from .dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
 from .store import Segment, StoreLocation
@@ -80,7 +89,8 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
     reput walks from ``reput`` (an entry's start, or a record's in a converted store's old commitlog files, read as
     the base ``CommitLog`` wrote them, each ending in a blank) to ``files[first]``'s start, as ``doReput``'s message
     check (no CRC) reads them, a blank moving it to the next file, and so does a record it cannot read (a bad magic
-    code) at ``at`` in data file ``files[k]`` where ``goes_on(k, at)`` (module docstring).  Also, of the queues of
+    code) at ``at`` in data file ``files[k]`` where ``goes_on(k, at)``, and in an old file where
+    :func:`_old_goes_on` says so (module docstring).  Also, of the queues of
     ``wanted``, those with a unit (own or light, not batch) of queue offset 0 among those records, with all their
     units there (rows of :data:`store_format.dledger_queue_track.UNIT_COLUMNS`, in reput order):
     ``ConsumeQueue.putMessagePositionInfo`` makes no queue offset check for such a unit, so a queue the walk wrote
@@ -114,9 +124,9 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
                 rows.setdefault(q, []).append(mine[mine[:, U_QUEUE] == q])
         at = (halt.offset - (ENTRY_HEADER_SIZE if seg.dledger else 0) if halt is not None
               else seg.base + res.state.bufpos)
-        if halt is None and (res.stop == cl.Stop.BLANK or res.stop == cl.Stop.BAD and seg.dledger
-                             and goes_on(k - len(old), at)):
-            k, pos = k + 1, 0   # the next file (after a bad record in a data file: the rest of this one skipped)
+        if halt is None and (res.stop == cl.Stop.BLANK or res.stop == cl.Stop.BAD and (
+                goes_on(k - len(old), at) if seg.dledger else _old_goes_on(st, seg, at, config))):
+            k, pos = k + 1, 0   # the next file (after a bad record: the rest of this one skipped)
             continue
         raise refusal(f"the start's reput from {reput}, before the data file {files[first].name} the recovery's "
                       f"walk started at, ends at {at} in {'data' if seg.dledger else 'old commitlog'} file {seg.name} "
@@ -124,6 +134,33 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
                       "the group's commits)")
     return {track.names[q]: n for q, n in track.own_units.items()}, \
         {track.names[q]: np.concatenate(rows[q]) for q in sorted(zero) if q in rows}
+
+
+def _old_goes_on(st: StoreLocation, seg: Segment, at: int, config: BrokerConfig) -> bool:
+    """Whether the reput, its base message check refusing the record at ``at`` in the old commitlog file ``seg`` (a
+    bad magic code), goes on at the next file: ``DLedgerCommitLog.getData`` below ``dividedCommitlogOffset`` is the
+    base ``CommitLog.getData``, the old file's bytes to its read position (its size: loaded whole), no committed
+    position cutting them, and ``DLedgerCommitLog.checkMessageAndReturnSize`` there fails (size -1) unless the
+    bytes 48 further parse (:func:`store_format.dledger_crash_old.reput_inside_old_file`), so ``doReput`` jumps to
+    that file's end (``reputFromOffset += result.getSize() - readSize``).  False (refused): a message or a blank's
+    empty request parsed 48 bytes further (dispatched there first, not modelled here).
+
+    Raises:
+        UnsupportedConfigError: with ext files (``enableConsumeQueueExt``): a queue the cut empties whose records the
+            skipped rest of the file holds gets the walk's units put back at its write position, not at their queue
+            offsets' (``ConsumeQueue.putMessagePositionInfo``: "logic queue order maybe wrong"), and their ext
+            addresses there (``QueueCut.ext_again``'s positions assume the latter): not modelled."""
+    if config.enableConsumeQueueExt:
+        raise refusal(f"the start's reput's message check refuses the record at {at} in old commitlog file "
+                      f"{seg.name} and goes on at the next file, with ext files: the units put back after the "
+                      "records it skips there may sit at other positions (putMessagePositionInfo appends at the "
+                      "write position), not modelled")
+    with st.reader(seg) as r:
+        def read(pos: int, n: int) -> bytes:
+            return bytes(r(pos - seg.base, min(n, seg.end - pos)))
+        gone_on, records = reput_inside_old_file(read, at, file_base=seg.base, file_size=seg.size,
+                                                 v55=config.brokerVersion == "5.5")
+    return gone_on == seg.end and not records
 
 
 def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[str, int], np.ndarray],
