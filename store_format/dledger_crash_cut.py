@@ -42,7 +42,8 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   messages), its queue offsets checked against a write position the walk never had there, replays it whole from
   the state the cut left (``dledger_inside_mixed.mixed_put_back``: ``putMessagePositionInfo`` with each one's own
   queue offset, one the walk dropped written from its record, then its records past the walk's end; with ext files
-  an own unit's ext unit first, a light one none; on disk before the walk: ``mixed_disk_put_back``).
+  an own unit's ext unit first, a light one none; on disk before the walk: ``mixed_disk_put_back``; every unit of
+  it cut, no file left: a new file where the first one put back falls, ``fillPreBlank`` before it, not with ext files).
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
   ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
   which is no ext address (``isExtAddr``), so nothing is cut.
@@ -468,7 +469,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             past = after[after[:, U_QUEUE] == q] if after is not None else units[:0]
             k = len(rows) - len(past)   # its cut units (rows: those, then its records past the walk's end)
             w = mixed_put_back(track, q, rows[:k], again[:k], process_offset, cq_file_size, inside_from, tags,
-                               earlier.get(q), past, ext_file_size if ext else 0) \
+                               earlier.get(q), past, ext_file_size if ext else 0,
+                               q not in kept and max_after.get(q) == process_offset, reset_emptied) \
                 if inside_from >= 0 and track.names[q] not in (on_disk or {}) and \
                 (past[:, U_OFFSET] == rows[k:, U_OFFSET]).all() and again[k:].all() else None
             if w is not None:
@@ -476,6 +478,10 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                 restored += _take_whole(w, rows, lost, track.names[q])
                 continue
             label = "/".join(map(str, track.names[q]))
+            if ext and q not in kept and max_after.get(q) == process_offset:
+                raise _refuse(f"the queue {label} holding a record's own units and light ones, with ext files, every "
+                              "unit of which the cut took (no file left), whose cut units the reput puts back, only "
+                              "the last ones")
             raise _refuse(f"the queue {label} holding a record's own units and light ones, whose cut units the reput "
                           "puts back, only the last ones (their queue offsets against positions the walk did not give "
                           "them)")

@@ -82,15 +82,16 @@ def mixed_state(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_
     2147483647, which sets the start's reput there (``doRecheckReputOffsetFromCq``), inside an entry of a log past 2
     GiB (``-past-2gib-mixed-blank``: the parsed unit, then the cut units by the rule from there;
     ``-past-2gib-mixed-blank-two``: a parsed unit ending at or below that max dropped).
+    The same for a queue no parsed unit goes to whose last cut units alone the reput puts back (:func:`mixed_put_back`,
+    told ``emptied`` by ``dledger_crash_cut.cut_queues``: ``-light-mixed-emptied-back``).
     Refused: its units in the walk's earlier data files with no replayed state (``elsewhere``: a guard), and every
-    unit cut with no file left but not ``emptied`` (:func:`mixed_put_back`, which is not told whether the cut left
-    a file: refused there as before)."""
+    unit cut with no file left but not ``emptied`` (a guard: every caller says whether the cut left a file)."""
     pos, at, final = replayed(rows, cq_file_size, start)
     below = rows[:, U_OFFSET] < process_offset
     kept = below & (pos >= 0)
     two = "a queue the walk wrote units of two kinds in (a record's own and light ones)"
     # none appended below processOffset, the first unit at a file's start: the cut deletes that file (no file left),
-    # which the caller says (emptied); mixed_put_back, not told, refuses it
+    # which the caller says (emptied): a guard
     no_file = not emptied and start is None and not kept.any() and len(at) > 0 and int(at[0]) % cq_file_size == 0
     if elsewhere or no_file:
         return WalkedQueue(0, 0, 0, 0, refused=f"{two}, its units in the walk's earlier data files not replayed"
@@ -168,7 +169,7 @@ def _goes_on(rows: np.ndarray, cut: np.ndarray, back: np.ndarray, later: np.ndar
 def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray, process_offset: int,
                    cq_file_size: int, at: int, tags: Tags | None,
                    start: tuple[int, int] | None = None, later: np.ndarray | None = None,
-                   ext_file_size: int = 0) -> QueueFiles | None:
+                   ext_file_size: int = 0, emptied: bool = False, reset_emptied: bool = True) -> QueueFiles | None:
     """Queue ``q`` of ``track``, holding a record's own units and light ones in the walk's last data file only, none
     past the walk's end, no parsed unit going to it, whose cut units (``cut``, in commitlog order) the reput set
     inside an entry (at ``at``) dispatches again only in part (``back``: the last ones; it went on past the first,
@@ -182,12 +183,19 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
     (``putMessagePositionInfoWrapper``), after the walk's (``QueueTrack.own_units``: the cut, a file of the queue
     left, leaves the ext files as the walk wrote them), the unit appended holding its address
     (``-light-mixed-skip-t0-own-ext``); a light unit none (``-light-mixed-skip-t0-ext``); from ``fillPreBlank`` units
-    only (max 2147483647) as :func:`mixed_state` says (``-past-2gib-mixed-blank-back``).  None where :func:`mixed_state`
-    refuses the queue (a guard: it refuses none handed here)."""
+    only (max 2147483647) as :func:`mixed_state` says (``-past-2gib-mixed-blank-back``).  ``emptied``: every unit of
+    the queue at or past ``processOffset``, the cut deleted its files (``dledger_crash_cut.cut_queues`` knows: its max
+    ``processOffset``, no unit kept), its max -1 on 5.5.1 (``recoverTopicQueueTable``, ``reset_emptied``),
+    ``processOffset`` on 5.3.3: the first unit put back gets a new file where its own queue offset falls
+    (``putMessagePositionInfo``, ``fillPreBlank`` units before it), the rest by the rule from there
+    (``-light-mixed-emptied-back``); with ext files refused (None: no broker case of where that cut leaves them).
+    None where :func:`mixed_state` refuses the queue (a guard: it refuses none handed here)."""
+    if emptied and ext_file_size:   # no broker case: where the cut with no file left leaves the ext files
+        return None
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     s = mixed_state(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,
-                    rows[:0] if later is None else later, start=start)
+                    rows[:0] if later is None else later, emptied, start, reset_emptied)
     return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
 
 

@@ -101,7 +101,9 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`broker_dledger_inside_mixed_more_scenarios.mixed_more_scenarios`,
     :func:`broker_dledger_inside_past_ext_scenarios.past_ext_scenarios`,
     :func:`broker_dledger_inside_mixed_earlier_scenarios.mixed_earlier_scenarios`,
-    :func:`broker_dledger_inside_mixed_disk_scenarios.mixed_disk_scenarios` and (a reput not set inside an entry)
+    :func:`broker_dledger_inside_mixed_disk_scenarios.mixed_disk_scenarios`,
+    :func:`broker_dledger_inside_mixed_emptied_back_scenarios.mixed_emptied_back_scenarios` and (a reput not set inside
+    an entry)
     :func:`broker_dledger_mixed_disk_reput_scenarios.mixed_disk_reput_scenarios`."""
     from broker_dledger_2gib import embedded_message
     scs = emptied_batch_abort_scenarios(line) if line.startswith("5.5") else emptied_abort_scenarios(line)
@@ -131,6 +133,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
                 *mixed_more_533_scenarios(out[0]), *mixed_533_scenarios(out[0])]
         from broker_dledger_mixed_disk_reput_scenarios import mixed_disk_reput_scenarios
         out += mixed_disk_reput_scenarios(line, out[0])
+        from broker_dledger_inside_mixed_emptied_back_scenarios import mixed_emptied_back_scenarios
+        out += mixed_emptied_back_scenarios(out[0])
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
         light = embedded_light_scenario(out[0])
@@ -182,6 +186,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
             + past_ext_scenarios(out[0]) + mixed_earlier_scenarios(out[0]) + mixed_disk_scenarios(out[0])
         from broker_dledger_mixed_disk_reput_scenarios import mixed_disk_reput_scenarios
         out += mixed_disk_reput_scenarios(line, out[0])
+        from broker_dledger_inside_mixed_emptied_back_scenarios import mixed_emptied_back_scenarios
+        out += mixed_emptied_back_scenarios(out[0])
     return out
 
 
