@@ -101,9 +101,10 @@ def _short(data: bytes, at: int) -> int:
     return int.from_bytes(data[at:at + 2], "big", signed=True)
 
 
-def _walk(data: bytes, start: int) -> tuple[int, int, str | None]:
+def _walk(data: bytes, start: int, starts: list[np.ndarray] | None = None) -> tuple[int, int, str | None]:
     """``recover``'s walk of one file from ``start``: (position reached, units skipped, why it throws or
-    None).  Runs of 20-byte units are stepped over with arrays."""
+    None); each unit's position in the file appended to ``starts`` when given.  Runs of 20-byte units are stepped
+    over with arrays."""
     n, p, units = len(data), start, 0
     while True:
         if p + 2 > n:
@@ -112,6 +113,8 @@ def _walk(data: bytes, start: int) -> tuple[int, int, str | None]:
         other = np.flatnonzero(sizes != EXT_UNIT_SIZE)
         j = int(other[0]) if len(other) else len(sizes)
         if j:
+            if starts is not None:
+                starts.append(p + EXT_UNIT_SIZE * np.arange(j, dtype=np.int64))
             p += j * EXT_UNIT_SIZE
             units += j
             if p > n:
@@ -120,6 +123,8 @@ def _walk(data: bytes, start: int) -> tuple[int, int, str | None]:
         size = _short(data, p)
         if size <= 0:
             return p, units, None
+        if starts is not None:
+            starts.append(np.array([p], dtype=np.int64))
         p += size
         units += 1
         if p > n:
@@ -136,20 +141,9 @@ def ext_unit_starts(files: list[tuple[str, bytes]], end: int) -> np.ndarray:
         base = int(name)
         if base >= end:
             break
-        n, p = min(len(data), end - base), 0
-        while p + 2 <= n:
-            sizes = np.frombuffer(data, dtype=">i2", count=(n - p) // 2, offset=p)[::EXT_UNIT_SIZE // 2]
-            other = np.flatnonzero(sizes != EXT_UNIT_SIZE)
-            j = int(other[0]) if len(other) else len(sizes)
-            if j:   # a run of 20-byte units
-                out.append(base + p + EXT_UNIT_SIZE * np.arange(j, dtype=np.int64))
-                p += j * EXT_UNIT_SIZE
-                continue
-            size = _short(data, p)
-            if size <= 0:
-                break
-            out.append(np.array([base + p], dtype=np.int64))
-            p += size
+        here: list[np.ndarray] = []
+        _walk(data[:min(len(data), end - base)], 0, here)
+        out += [base + a for a in here]
     starts = np.concatenate(out) if out else np.zeros(0, np.int64)
     return starts[starts < end]
 
