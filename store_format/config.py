@@ -230,9 +230,8 @@ class BrokerConfig:
     def __post_init__(self) -> None:
         if self.storeType == ROCKSDB_STORE_TYPE and self.enableConsumeQueueExt:
             # only ConsumeQueue reads the setting (it makes the ConsumeQueueExt files); RocksDBConsumeQueueStore
-            # makes RocksDBConsumeQueue objects, whose units keep the record's tags code (DispatchEntry.from)
-            log.warning("storeType=%s with enableConsumeQueueExt=true: the setting is ignored, as the broker "
-                        "ignores it (only file consume queues write consumequeue_ext/)", ROCKSDB_STORE_TYPE)
+            # makes RocksDBConsumeQueue objects, whose units keep the record's tags code (DispatchEntry.from);
+            # load_broker_config says so, once, where it reads the line
             object.__setattr__(self, "enableConsumeQueueExt", False)
         if self.enableConsumeQueueExt and self.enableCalcFilterBitMap:
             raise UnsupportedConfigError(
@@ -466,4 +465,10 @@ def load_broker_config(text: str | None, **overrides: object) -> BrokerConfig:
     _check_entries(entries)
     props = {e.key: e.value for e in entries}
     lines = {e.key: e.line for e in entries}
-    return BrokerConfig.from_properties(props, _lines=lines, **overrides)
+    config = BrokerConfig.from_properties(props, _lines=lines, **overrides)
+    if config.rocksdb_cq and overrides.get("enableConsumeQueueExt", java_boolean(props.get("enableConsumeQueueExt",
+                                                                                           "false"))):
+        log.warning("%senableConsumeQueueExt=true with storeType=%s: the setting is ignored, as the broker ignores it "
+                    "(only file consume queues write consumequeue_ext/)", _where(lines.get("enableConsumeQueueExt")),
+                    ROCKSDB_STORE_TYPE)
+    return config

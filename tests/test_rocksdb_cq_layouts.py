@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from store_format.config import load_broker_config
+from store_format.config import BrokerConfig, load_broker_config
 from store_format.errors import UnsupportedConfigError
 from store_format.store import open_store
 
@@ -21,7 +21,11 @@ def test_consume_queue_ext_is_ignored_with_a_warning(caplog):
                                "mappedFileSizeConsumeQueueExt=23")
     assert c.rocksdb_cq and not c.enableConsumeQueueExt
     lines = [r.getMessage() for r in caplog.records if "enableConsumeQueueExt" in r.getMessage()]
-    assert len(lines) == 1 and "ignored" in lines[0]
+    assert len(lines) == 1 and "ignored" in lines[0] and lines[0].startswith("broker.conf line 2: ")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="store_format.config"):   # the loader says it, not each copy
+        again = BrokerConfig.from_properties({"storeType": "defaultRocksDB", "enableConsumeQueueExt": "true"})
+    assert not again.enableConsumeQueueExt and not caplog.records
 
 
 def test_dledger_is_accepted_and_the_restart_commands_refused():
