@@ -29,6 +29,14 @@ read position, its size), its ``checkMessageAndReturnSize`` fails on the first `
 ``ReputMessageService.doReput`` jumps to the end of the bytes handed, ``processOffset`` (``reputFromOffset +=
 result.getSize() - readSize``), from which it dispatches as above: nothing parsed, every cut unit back
 (:func:`store_format.dledger_reput_inside.reput_inside_entry`, through ``inside``).
+
+A consume queue the cut left with ``fillPreBlank`` units only has the max 2147483647 (their ``offset + size``), which
+on a log past 2 GiB lies inside an entry: ``getData`` hands the bytes from there to the file's read position, cut at
+DLedger's committed position, and where the check parses nothing and jumps to the end of those bytes at the log's
+end (2147483647 in the last data file, the whole log committed) the reput dispatches nothing: the records from
+``processOffset`` to the log's end are dispatched by no one, their cut units lost, as from past the log's end
+(checked against the 5.5.1 broker, ``DLEDGER_2GIB=1``).  Refused: a reput there that parses a record or goes on
+before the log's end (the committed position behind it, the next data file's start).
 """
 from __future__ import annotations
 
@@ -50,13 +58,15 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     (at least the first data file's offset), ``log_end``: where DLedger's recovery ends the log.  ``inside``: where
     a reput set at an offset goes on and what its check parses there
     (:func:`store_format.dledger_crash._reput_inside`): a reput set one byte before ``process_offset`` goes on at
-    ``process_offset`` (``QueueCut.inside_from`` the offset it was set at; module docstring).
+    ``process_offset`` and one set at 2147483647 inside the log where ``inside`` says (to the log's end only;
+    ``QueueCut.inside_from`` the offset it was set at; module docstring).
 
     Raises:
         UnsupportedConfigError: with ``recheckReputOffsetFromCq``, a reput set by a queue the cut left inside the log
-            (``why`` leads the text): at 2147483647 (a queue left with ``fillPreBlank`` units only) inside a log past
-            2 GiB; one byte before ``process_offset`` (a batch queue left with no file) without ``inside``, or where
-            ``inside`` says it goes on elsewhere than at ``process_offset`` or parses a record first, or refuses.
+            (``why`` leads the text), without ``inside``, or where ``inside`` refuses or says it parses a record or
+            goes on elsewhere than modelled: one byte before ``process_offset`` (a batch queue left with no file;
+            modelled: at ``process_offset``) or at 2147483647 (a queue left with ``fillPreBlank`` units only) inside
+            a log past 2 GiB (modelled: at the log's end).
     """
     v55 = config.brokerVersion == "5.5"
     truncates = on_disk.max_physic_offset >= process_offset and (not v55 or cp.logics_physical_offset >= process_offset)
@@ -74,6 +84,13 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
                 raise refusal(f"{why}: the start's reput, set at {reput} (a batch queue truncateDirtyLogicFiles left "
                               f"with no file), goes on at {goes_on} after parsing {len(records)} record(s) there "
                               f"(modelled: at processOffset {process_offset}, none parsed)")
+            inside_from, reput = reput, goes_on
+        elif truncates and BLANK_MAX == reput < log_end and inside is not None:
+            goes_on, records, _units = inside(reput)   # inside an entry past 2 GiB: its check there
+            if goes_on < log_end or records:
+                raise refusal(f"{why}: the start's reput, set at {reput} (a queue truncateDirtyLogicFiles left with "
+                              f"fillPreBlank units only), inside an entry, goes on at {goes_on} after parsing "
+                              f"{len(records)} record(s) there (modelled: at the log's end {log_end}, none parsed)")
             inside_from, reput = reput, goes_on
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "

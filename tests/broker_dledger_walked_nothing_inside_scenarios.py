@@ -14,14 +14,24 @@ consume queues on disk (``keepQueues``, ``recheckReputOffsetFromCq=true``):
   the earlier files each (their max the end of that unit, at least 8 bytes before the file's end: DLedger's
   ``MmapFileList.preAppend`` ends a full file with a blank of at least 8 bytes), so the start's reput begins at
   ``processOffset - 1``, the last byte of the data file before, inside that blank;
-* ``-back``: the same with DLedger's checkpoint three entries behind the log's end.
+* ``-back``: the same with DLedger's checkpoint three entries behind the log's end;
+* ``5.5.1-dledger-abort-propcrc-kept-past-2gib`` (some 2.15 GB of data: ``DLEDGER_2GIB=1`` only,
+  :func:`walked_nothing_past_2gib_scenario`): the ``-past-2gib`` store (a T9 message, T0 messages over 21 data files
+  of 100,000,000 bytes and 11207 entries of the 22nd, a last T9 message ending 653 bytes past 2147483647) with the
+  queues kept, T9's queue file planted as the walk of the ``-past-2gib`` store writes it (a ``fillPreBlank`` unit,
+  then the last T9 message's unit): the walk starts at the 22nd data file and dispatches nothing, the cut at its
+  start leaves T9 with its ``fillPreBlank`` unit only (max 2147483647) and T0 its units of the earlier files, so the
+  reput is set at 2147483647, inside the body of the last T0 entry.
 
 The broker's queues after ``load()`` (``queuesAfterLoad``) and after the reput (``queuesAfterDispatch``) are in the
 writer's report.
 """
 from __future__ import annotations
 
-from broker_dledger_scenarios import THOROUGH_CHECKPOINT, Messages, config
+import base64
+import struct
+
+from broker_dledger_scenarios import THOROUGH_CHECKPOINT, Messages, config, past_2gib_abort_scenario
 
 PROP = {"enabledAppendPropCRC": "true", "forceVerifyPropCRC": "true"}
 BODY = 2000        # the T0/T1 messages' body size: some 28 entries to a data file
@@ -50,3 +60,16 @@ def walked_nothing_inside_scenarios(line: str) -> list[dict]:
     kept = {"config": conf, "batchTopics": ["BT0"], "messages": messages, "abort": True, "keepQueues": True,
             "name": f"{line}-dledger-abort-propcrc-kept-bcq-emptied"}
     return [kept, {**kept, "dledgerCommittedBack": 3, "name": f"{kept['name']}-back"}]
+
+
+PAST_2GIB_T9_LAST = 2147484107   # the -past-2gib store's last T9 record (193 bytes, its entry ending 653 past 2**31-1)
+PAST_2GIB_T9_FILE = 6_000_000    # its mappedFileSizeConsumeQueue
+
+
+def walked_nothing_past_2gib_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib`` (5.5.1, ``DLEDGER_2GIB=1``): above."""
+    sc = past_2gib_abort_scenario(line)
+    t9 = bytes(8) + struct.pack(">i", 2**31 - 1) + bytes(8) + struct.pack(">qiq", PAST_2GIB_T9_LAST, 193, 0)
+    plant = {f"consumequeue/T9/0/{0:020d}": base64.b64encode(t9 + bytes(PAST_2GIB_T9_FILE - len(t9))).decode()}
+    return {**{k: v for k, v in sc.items() if k != "reportQueues"}, "config": {**sc["config"], **PROP},
+            "keepQueues": True, "plantFiles": plant, "name": f"{line}-dledger-abort-propcrc-kept-past-2gib"}

@@ -14,9 +14,18 @@ The broker's queues after ``load()`` and after the reput are asserted first; the
 restart found it predicts that restart, and ``rebuild --as-restart`` (which writes what a restart makes with the
 queues deleted) writes the broker's queue files byte for byte (every unit back, the kept ones as the crash left
 them).  5.5.1 and 5.3.3 by default (``WALKED_NOTHING_LINES``).
+
+``DLEDGER_2GIB=1`` (some 2.15 GB of data, as much again in ``before/``, about a minute): the 5.5.1 store past 2 GiB
+whose cut leaves T9 with its ``fillPreBlank`` unit only (max 2147483647; T9's file planted so), the reput set there
+inside the last T0 body, its check failing and jumping to the log's end: verify predicts every unit of the walk's
+data file lost.
 """
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+import os
 import struct
 from pathlib import Path
 
@@ -138,3 +147,56 @@ def test_as_restart_writes_the_broker_queues(runs, line: str, name: str, tmp_pat
     assert code == 0, err[-2000:]
     _same_files(src / "expected", tmp_path / name, "consumequeue", written=True)
     _same_files(src / "expected", tmp_path / name, "batchconsumequeue", written=True)
+
+
+@pytest.mark.big_store
+@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+def test_verify_predicts_a_reput_set_at_2147483647_after_a_walk_that_dispatched_nothing(tmp_path, monkeypatch) -> None:
+    """``5.5.1-dledger-abort-propcrc-kept-past-2gib``: what the broker wrote first (the cut at the 22nd data file's
+    start, T9 left with its ``fillPreBlank`` unit only, max 2147483647, the largest; after the reput no queue got a
+    unit back: its check at 2147483647, inside the last T0 body, fails and it jumps to the log's end); then verify on
+    the store as the restart found it predicts the reput set there, going on at the log's end, every unit of the 22nd
+    data file lost (T0's, and T9's planted one) and none put again."""
+    from broker_dledger_2gib import BLANK_MAX, LINE, held_units, queued_messages, written
+    from broker_dledger_walked_nothing_inside_scenarios import PAST_2GIB_T9_LAST, walked_nothing_past_2gib_scenario
+
+    from pipelines.cli import main
+    from pipelines.verify import compare_store
+    sc = walked_nothing_past_2gib_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    end = int(w["maxPhyOffset"])
+    cut = int(w["truncateDirtyLogicFilesAt"])
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 22 and cut == int(data[-1].name) < BLANK_MAX < PAST_2GIB_T9_LAST < end, (cut, end)
+    loaded, after = w["queuesAfterLoad"], w["queuesAfterDispatch"]
+    assert int(loaded["T9/0"]["maxPhysicOffset"]) == BLANK_MAX and int(loaded["T9/0"]["maxOffset"]) == 20, loaded
+    assert int(loaded["T0/0"]["maxPhysicOffset"]) < cut, loaded["T0/0"]
+    # the reput from 2147483647 put nothing: every queue's write position as load() left it
+    assert {q: int(s["maxOffset"]) for q, s in after.items()} == {q: int(s["maxOffset"]) for q, s in loaded.items()}
+    t0 = [int.from_bytes(b[i:i + 8], "big") for f in sorted((src / "before" / "consumequeue" / "T0" / "0").iterdir())
+          for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20) if int.from_bytes(b[i + 8:i + 12], "big")]
+    cut_t0 = sum(o >= cut for o in t0)
+    assert cut_t0 == 11207 and int(loaded["T0/0"]["maxOffset"]) == 20 * (len(t0) - cut_t0), (cut_t0, loaded["T0/0"])
+    plans = []
+    real = compare_store._dledger_crash
+
+    def capture(*args):  # noqa: ANN002, ANN202
+        plans.append(real(*args))
+        return plans[-1]
+    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
+    out = io.StringIO()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
+        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
+              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+    report = json.loads(out.getvalue())
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    note = next(n for n in p["notes"] if n.startswith("DLedger store after a crash"))
+    # every sent message's unit the broker's queues lack below their write positions: T0's cut ones, T9's both (the
+    # planted file holds none of the first: a fillPreBlank unit there)
+    lost = queued_messages(sc) - held_units(src, after)
+    assert p["units_lost"] == lost == cut_t0 + 2 and p["units_dispatched_again"] == 0, (p["units_lost"], lost, note)
+    assert f"sets it at {BLANK_MAX} (where a queue the cut left with fillPreBlank units only" in note, note
+    (crash, _why), = plans
+    assert crash.walked_nothing and crash.process_offset == cut and crash.reput_from == end, crash
+    assert crash.cut is not None and crash.cut.inside_from == BLANK_MAX and crash.gap == (cut, end), crash
