@@ -288,7 +288,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                                              if on_disk is not None else frozenset())
     end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
     if end != rec.process_offset and end == files[first].base:
-        return _walked_nothing(files, first, end, reason, rec, config, min_offset, on_disk, cp)
+        return _walked_nothing(files, first, end, reason, rec, config, min_offset, on_disk, cp, st)
     early = end != rec.process_offset   # the walk's check fails inside the log DLedger keeps (_walk_ends_early)
     process_offset = last_base + last_sizes
     loaded_max = on_disk.max_physic_offset if on_disk is not None else -1
@@ -484,7 +484,7 @@ def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -
 
 def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec: DLedgerRecovery,
                     config: BrokerConfig, min_offset: int, on_disk: QueuesOnDisk | None,
-                    cp: Checkpoint) -> DLedgerCrash:
+                    cp: Checkpoint, st: StoreLocation) -> DLedgerCrash:
     """The walk's message check ends it elsewhere than DLedger's recovery ends the log.  Modelled when it fails at
     the first entry of its start file (with ``forceVerifyPropCRC=true`` always: DLedger's encoder appends no
     ``__CRC32#`` property, :mod:`store_format.propcrc`): ``dledgerRecoverAbnormally`` dispatches nothing, its
@@ -493,7 +493,7 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
     from the committed position (``getConfirmOffset``), or with ``recheckReputOffsetFromCq`` the min offset
     ``min_offset`` (``DLedgerCommitLog.getMinOffset``), to the log's end.  Queues on disk (``verify``): the cut at
     ``processOffset`` and the reput after it, :func:`store_format.dledger_walked_nothing.reput_after_cut` (from past
-    ``processOffset``: the records between dispatched by no one, ``walk_end`` there, :attr:`DLedgerCrash.gap`).
+    it: the records between dispatched by no one, :attr:`DLedgerCrash.gap`; one byte before it: :func:`_reput_inside`).
 
     On a store converted in place that min offset is the first old ``commitlog/`` file's: ``getData`` below
     ``dividedCommitlogOffset`` is the base ``CommitLog``'s (the old files, loaded whole: ``MappedFileQueue.load``
@@ -515,7 +515,8 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
     process_offset, cut = files[first].base, None
     if on_disk is not None and on_disk.max_physic_offset >= 0:   # the queues ConsumeQueue.recover loaded
         reput, cut = reput_after_cut(on_disk, process_offset, cp, config, min_offset=min_offset, confirm_offset=max(
-            rec.committed_pos, files[0].base), log_end=rec.process_offset, why=f"{why}, where it starts")
+            rec.committed_pos, files[0].base), log_end=rec.process_offset, why=f"{why}, where it starts",
+            inside=lambda pos: _reput_inside(st, files, pos, rec.process_offset, rec.committed_pos, config))
     else:
         reput = max(min_offset, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
     past = on_disk is not None and on_disk.max_physic_offset >= 0 and reput > process_offset   # gap's records

@@ -18,43 +18,84 @@ queue left with no file keeps ``processOffset`` as its max on 5.3.3 and gets -1 
 ``ConsumeQueue.putMessagePositionInfo``'s rule: a unit at or below its queue's max dropped, the others appended at the
 write position.  From at or before ``processOffset`` every cut unit comes back; from past it the records between are
 dispatched by no one (:attr:`store_format.dledger_crash.DLedgerCrash.gap`), their cut units lost.
+
+A batch queue the cut left with no file has the max ``processOffset - 1``
+(``BatchConsumeQueue.truncateDirtyLogicFiles``, which its ``correctMinOffset`` leaves, 5.3.3 and 5.5.1), the largest
+when every consume queue keeps a unit below the walk's data file (or, on 5.5.1, gets -1): the reput is set on the last
+byte of the data file before, inside the blank DLedger ends a full file with (``MmapFileList.preAppend``: at least 8
+bytes; in a store converted in place whose walk starts at the first data file, the last old ``commitlog/`` file's
+last byte).  ``DLedgerCommitLog.getData`` hands that one byte (``DefaultMmapFile.selectMappedBuffer`` to the file's
+read position, its size), its ``checkMessageAndReturnSize`` fails on the first ``getInt`` (caught: size -1), and
+``ReputMessageService.doReput`` jumps to the end of the bytes handed, ``processOffset`` (``reputFromOffset +=
+result.getSize() - readSize``), from which it dispatches as above: nothing parsed, every cut unit back
+(:func:`store_format.dledger_reput_inside.reput_inside_entry`, through ``inside``).
+
+A consume queue the cut left with ``fillPreBlank`` units only has the max 2147483647 (their ``offset + size``), which
+on a log past 2 GiB lies inside an entry: ``getData`` hands the bytes from there to the file's read position, cut at
+DLedger's committed position, and where the check parses nothing and jumps to the end of those bytes at the log's
+end (2147483647 in the last data file, the whole log committed) the reput dispatches nothing: the records from
+``processOffset`` to the log's end are dispatched by no one, their cut units lost, as from past the log's end
+(checked against the 5.5.1 broker, ``DLEDGER_2GIB=1``).  Refused: a reput there that parses a record or goes on
+before the log's end (the committed position behind it, the next data file's start).
 """
 from __future__ import annotations
 
 from .config import BrokerConfig
 from .dledger_crash_after import refusal
-from .dledger_crash_cut import BLANK_MAX, QueueCut, QueuesOnDisk
+from .dledger_crash_cut import BLANK_MAX, Inside, QueueCut, QueuesOnDisk
 from .filedump.checkpoint import Checkpoint
 
 __all__ = ["reput_after_cut"]
 
 
 def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, config: BrokerConfig, *,
-                    min_offset: int, confirm_offset: int, log_end: int, why: str) -> tuple[int, QueueCut | None]:
+                    min_offset: int, confirm_offset: int, log_end: int, why: str,
+                    inside: Inside | None = None) -> tuple[int, QueueCut | None]:
     """Where the start's reput begins after a walk that dispatched nothing onto the queues ``on_disk`` (module
     docstring), and the cut ``truncateDirtyLogicFiles`` made at ``process_offset`` (None: none): its ``reput``, and
     ``held_emptied`` the queues it left with no file (no lost units listed: a reput past ``process_offset`` leaves
     them out as :attr:`store_format.dledger_crash.DLedgerCrash.gap`'s).  ``confirm_offset``: the committed position
-    (at least the first data file's offset), ``log_end``: where DLedger's recovery ends the log.
+    (at least the first data file's offset), ``log_end``: where DLedger's recovery ends the log.  ``inside``: where
+    a reput set at an offset goes on and what its check parses there
+    (:func:`store_format.dledger_crash._reput_inside`): a reput set one byte before ``process_offset`` goes on at
+    ``process_offset`` and one set at 2147483647 inside the log where ``inside`` says (to the log's end only;
+    ``QueueCut.inside_from`` the offset it was set at; module docstring).
 
     Raises:
         UnsupportedConfigError: with ``recheckReputOffsetFromCq``, a reput set by a queue the cut left inside the log
-            (``why`` leads the text): one byte before ``process_offset`` (a batch queue left with no file) or at
-            2147483647 (a queue left with ``fillPreBlank`` units only) inside a log past 2 GiB.
+            (``why`` leads the text), without ``inside``, or where ``inside`` refuses or says it parses a record or
+            goes on elsewhere than modelled: one byte before ``process_offset`` (a batch queue left with no file;
+            modelled: at ``process_offset``) or at 2147483647 (a queue left with ``fillPreBlank`` units only) inside
+            a log past 2 GiB (modelled: at the log's end).
     """
     v55 = config.brokerVersion == "5.5"
     truncates = on_disk.max_physic_offset >= process_offset and (not v55 or cp.logics_physical_offset >= process_offset)
     after = on_disk.max_after_cut(process_offset, {}) if truncates else {}
+    inside_from = -1
     if not config.recheckReputOffsetFromCq:
         reput = confirm_offset
     else:
         tops = [-1 if v55 and not stays and v == process_offset else v for v, stays, _w, _d in after.values()] \
             if truncates else [on_disk.max_physic_offset]
         reput = max(min_offset, 0, *tops)
-        if (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
+        if truncates and reput == process_offset - 1 and inside is not None:
+            goes_on, records, _units = inside(reput)   # the file's last byte: its check fails, the reput jumps
+            if goes_on != process_offset or records:
+                raise refusal(f"{why}: the start's reput, set at {reput} (a batch queue truncateDirtyLogicFiles left "
+                              f"with no file), goes on at {goes_on} after parsing {len(records)} record(s) there "
+                              f"(modelled: at processOffset {process_offset}, none parsed)")
+            inside_from, reput = reput, goes_on
+        elif truncates and BLANK_MAX == reput < log_end and inside is not None:
+            goes_on, records, _units = inside(reput)   # inside an entry past 2 GiB: its check there
+            if goes_on < log_end or records:
+                raise refusal(f"{why}: the start's reput, set at {reput} (a queue truncateDirtyLogicFiles left with "
+                              f"fillPreBlank units only), inside an entry, goes on at {goes_on} after parsing "
+                              f"{len(records)} record(s) there (modelled: at the log's end {log_end}, none parsed)")
+            inside_from, reput = reput, goes_on
+        elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
     if not truncates:
         return reput, None
-    return reput, QueueCut(reput, (), {}, 0, held_emptied=frozenset(n for n, (_v, stays, _w, _d) in after.items()
-                                                                     if not stays))
+    return reput, QueueCut(reput, (), {}, 0, inside_from=inside_from,
+                           held_emptied=frozenset(n for n, (_v, stays, _w, _d) in after.items() if not stays))

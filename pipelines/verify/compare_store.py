@@ -342,6 +342,14 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
             + (f"every message from {crash.reput_from} to {crash.end}" if crash.reput_from < crash.end else "nothing")
             + (f", after truncateDirtyLogicFiles cut the queues it loaded at {crash.process_offset}, that data file's "
                "start" if crash.cut is not None else "")
+            + (f"; doRecheckReputOffsetFromCq sets it at {crash.cut.inside_from} ("
+               + ("processOffset - 1, where a batch queue the cut left with no file leaves its max), inside an entry, "
+                  "where its check fails on the one byte getData hands"
+                  if crash.cut.inside_from == crash.process_offset - 1 else
+                  "where a queue the cut left with fillPreBlank units only leaves its max), inside an entry, where its "
+                  "check fails")
+               + f" and it jumps to the end of the bytes getData hands, {crash.reput_from}"
+               if crash.cut is not None and crash.cut.inside_from >= 0 else "")
             + (f"; the records from {crash.gap[0]} to {crash.gap[1]} are dispatched by no one"
                if crash.gap is not None else "")
             if crash.walked_nothing else
