@@ -68,7 +68,7 @@ After recovery (consume queues and index deleted, as for a rebuild), what a rest
   skip the rest of their segment, etc.);
 * 4.9.8 abnormal: ``recoverAbnormally`` dispatches every record it accepts, from ``checked_from`` to
   ``processOffset``; ``start()`` then sets ``reputFromOffset`` to the largest consume queue offset, so
-  records before ``checked_from`` are never dispatched;
+  records before ``checked_from`` are never dispatched (unless it queued nothing: then from the min offset);
 * 5.3.3 normal and abnormal: recovery dispatches the records it accepts (``onCommitLogDispatch``; normal:
   those above ``maxPhyOffsetOfConsumeQueue``: :attr:`RecoveryPlan.dispatch_above`); ``start()`` sets
   ``reputFromOffset`` to ``getConfirmOffset()``, the commitlog's max offset, so the reput adds nothing; with
@@ -117,7 +117,7 @@ from .layout import (
 from .message_rocksdb import DispatchStoreOffsets, dispatch_store_offsets
 from .propcrc import PROPERTY_CRC32, prop_crc_check
 from .reput import resolve_broker_version
-from .restart_reput import Accepted, reput_records_from, start_reput_check
+from .restart_reput import Accepted, reput_records_from, start_reput_check, walk_reaches
 from .store import Segment, StoreLocation
 
 __all__ = ["RecoveryPlan", "plan_recovery", "recovery_start_index", "read_checkpoint", "check_rows", "CheckStop",
@@ -552,7 +552,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     if max_phy_offset_of_consume_queue < 0 and (is_5x or abnormal):
         second = start_reput_check(config, segs[0].base, dispatch_from, process_offset, accepted,
                                    abnormal=abnormal, batch_topics=store.batch_topics, dispatch_above=dispatch_above,
-                                   segment_base=checked_from)
+                                   segment_base=checked_from, start_on_record=lambda: walk_reaches(
+                                       store, segs[first], start_pos, config, window, _WINDOW_MARGIN))
     plan = RecoveryPlan(
         mode=MODE_ABNORMAL if abnormal else MODE_NORMAL, process_offset=process_offset, checked_from=checked_from,
         kept_segments=kept, discarded_bytes=nbytes, discarded_messages=records, reason=stop.reason,
@@ -574,9 +575,12 @@ def dispatch_config(config: BrokerConfig, plan: RecoveryPlan) -> BrokerConfig:
     record's ``DELAY`` level to ``getMaxDelayLevel()``, still 0, so the records ``recoverAbnormally`` dispatches
     keep their tags hash (0 without tags) as tagsCode instead of the delivery time: in the consume queue unit,
     or in the ext unit with ``enableConsumeQueueExt``.  The reput of ``start()`` runs after ``load``, but it
-    starts past the last queued record, and every ``SCHEDULE_TOPIC_XXXX`` record recovery accepted is queued.
-    5.x parses the levels in the ``DefaultMessageStore`` constructor (``parseDelayLevel``, 5.3.3 and 5.5.1);
-    a 4.9.8 normal recovery dispatches nothing (the reput does, after ``load``)."""
-    if plan.broker_version == "4" and plan.mode == MODE_ABNORMAL:
+    starts past the last queued record, and every ``SCHEDULE_TOPIC_XXXX`` record recovery accepted is queued;
+    where recovery queued nothing, the reput starts at the min offset (``restart_reput_from`` below
+    ``dispatch_from``) and puts every unit itself, with the levels.  5.x parses the levels in the
+    ``DefaultMessageStore`` constructor (``parseDelayLevel``, 5.3.3 and 5.5.1); a 4.9.8 normal recovery
+    dispatches nothing (the reput does, after ``load``)."""
+    if plan.broker_version == "4" and plan.mode == MODE_ABNORMAL \
+            and not 0 <= plan.restart_reput_from < plan.dispatch_from:
         return dataclasses.replace(config, delay_levels_loaded=False)
     return config

@@ -13,6 +13,7 @@ tests/test_rocksdb_restart_broker.py, tests/test_restart_reput_before_recovery_b
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
@@ -21,9 +22,9 @@ from .config import BrokerConfig
 from .errors import UnsupportedConfigError
 from .javahash import java_utf8_decode
 from .reput import next_reput_offset
-from .store import StoreLocation
+from .store import Segment, StoreLocation
 
-__all__ = ["Accepted", "SecondReput", "reput_records_from", "start_reput_check", "unindex_below"]
+__all__ = ["Accepted", "SecondReput", "reput_records_from", "start_reput_check", "unindex_below", "walk_reaches"]
 
 
 @dataclasses.dataclass
@@ -78,7 +79,8 @@ class SecondReput:
 
 def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, process_offset: int,
                        accepted: Accepted, *, abnormal: bool, batch_topics: frozenset[str] = frozenset(),
-                       dispatch_above: int = -1, segment_base: int | None = None) -> SecondReput | None:
+                       dispatch_above: int = -1, segment_base: int | None = None,
+                       start_on_record: Callable[[], bool] | None = None) -> SecondReput | None:
     """Where ``DefaultMessageStore.start`` sets the reput after a recovery that dispatched, what that reput
     adds, and a refusal where it would write what the rebuild cannot (None: the reput starts at the
     commitlog's end and adds nothing).
@@ -110,11 +112,18 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     ``IndexService.buildIndex`` skips every record below the last index file's ``endPhyOffset``, the last record
     recovery indexed: no record below ``checked_from`` gets a key (``SecondReput.index_from``), unless recovery
     indexed none (then all do, in walk order).  Checked on 5.5.1 (5.3.3's ``doRecheckReputOffsetFromCq`` and
-    ``buildIndex`` are the same).  Refused: 4.9.8 (``start()``'s reput after an abnormal recovery that queued
-    nothing dispatches after ``load`` parsed the delay levels, which the rebuild's settings for that restart
-    leave out: :func:`store_format.recovery.dispatch_config`; not checked against the broker), and a 5.5.1
-    ``enableAcceleratedRecovery`` walk that began inside its segment (the second walk parses that segment from
-    its start).
+    ``buildIndex`` are the same) and on 4.9.8, whose ``start()`` always sets the reput so: after an abnormal
+    recovery that queued nothing (its walk began at a file whose first record is old enough for the checkpoint,
+    then found prepared or rolled back records only, up to a damaged record) the reput walks every file from the
+    min offset, after ``load`` ran ``ScheduleMessageService.load`` (``parseDelayLevel``): every unit, a delayed
+    record's too, is the reput's, its tagsCode the delivery time (:func:`store_format.recovery.dispatch_config`).
+
+    A 5.5.1 ``enableAcceleratedRecovery`` walk that began inside its segment (``segment_base`` below
+    ``checked_from``) and queued nothing: that reput parses the segment from its start, so the records there
+    below the accelerated start are queued like every earlier one and get no key (or every key, recovery having
+    indexed none), as above.  Refused where that parse does not arrive at the accelerated start on a record
+    (``start_on_record()`` False, :func:`walk_reaches`: the walk crosses it inside a record, or stops before it;
+    the cut there may lie inside a record the reput reads up to).
     """
     if config.is_5x and not config.recheckReputOffsetFromCq:
         return None
@@ -122,22 +131,35 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     queues = -1 if config.rocksdb_cq else accepted.max_physic_offset(batch_topics)
     reput = max(queues, min_offset, 0)
     why = "recheckReputOffsetFromCq=true: " if config.is_5x else ""
-    if reput < checked_from and not config.is_5x:
-        raise UnsupportedConfigError(
-            f"after the {'abnormal' if abnormal else 'normal'} recovery (which dispatched from offset "
-            f"{checked_from} and put no consume queue unit) DefaultMessageStore.start walks the commitlog again "
-            f"from {reput}, queueing every record into empty consume queue files after the delay levels are "
-            "loaded: not checked against the 4.9.8 broker; let the broker recover")
-    if reput < checked_from and checked_from != segment_base:
+    if reput < checked_from and checked_from != segment_base and start_on_record is not None \
+            and not start_on_record():
         raise UnsupportedConfigError(
             f"{why}after the abnormal recovery with enableAcceleratedRecovery=true (which dispatched from offset "
             f"{checked_from}, inside its segment at {segment_base}) DefaultMessageStore.start walks the commitlog "
-            f"again from {reput}, parsing that segment from its start: not reproduced; let the broker recover")
+            f"again from {reput}, parsing that segment from its start, which reaches no record at {checked_from}: "
+            "what it reads across that offset is not reproduced; let the broker recover")
     indexed = accepted.last_indexed if accepted.last_indexed > dispatch_above else -1
     offset_zero = config.rocksdb_cq and dispatch_above >= 0 and reput == 0
     return SecondReput(reput, reindex=indexed if config.writes_index_files and indexed >= reput else -1,
                        rocksdb_offset_zero=offset_zero, index_offset_zero=offset_zero and indexed < 0,
                        index_from=checked_from if reput < checked_from and indexed >= 0 else -1)
+
+
+def walk_reaches(store: StoreLocation, seg: Segment, pos: int, config: BrokerConfig, window: int,
+                 margin: int) -> bool:
+    """Whether the reput's walk of segment ``seg`` from its start arrives at position ``pos`` on a record's start
+    (or the end of the one before it), walked ``window`` bytes at a time: :func:`start_reput_check`'s
+    ``start_on_record`` for a 5.5.1 accelerated recovery that began at ``pos``."""
+    scratch = cl.Scratch()
+    state = cl.WalkState.at_slice_start(0, seg.size)
+    with store.reader(seg) as read:
+        while state.bufpos < pos:
+            res = cl.walk_range(read, seg.base, seg.size, state, min(state.bufpos + window, pos), config,
+                                window=window + margin, keep_text=False, scratch=scratch)
+            state = res.state
+            if res.stop != cl.Stop.SPLIT_END:
+                return False
+    return state.bufpos == pos
 
 
 def unindex_below(res: cl.WalkResult, offset: int) -> cl.WalkResult:

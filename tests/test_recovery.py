@@ -346,13 +346,16 @@ def test_rocksdb_consume_queue_recovery_starts_at_offset_zero(written: Written, 
         from store_format.restart_reput import Accepted, start_reput_check
         with pytest.raises(UnsupportedConfigError, match="enableAcceleratedRecovery"):   # a walk from inside a file
             start_reput_check(accelerated, 0, written.bases[3] + 8, written.end, Accepted(), abnormal=True,
-                              segment_base=written.bases[3])
+                              segment_base=written.bases[3], start_on_record=lambda: False)   # ... not on a record
+        inside = start_reput_check(accelerated, 0, written.bases[3] + 8, written.end, Accepted(), abnormal=True,
+                                   segment_base=written.bases[3], start_on_record=lambda: True)
+        assert inside is not None and inside.reput == 0
         files_recheck = dataclasses.replace(files, brokerVersion=version, recheckReputOffsetFromCq=True)
         second = start_reput_check(files_recheck, 0, written.bases[3], written.end, Accepted(), abnormal=True)
         assert second is not None and (second.reput, second.index_from) == (0, -1)   # recovery queued, indexed nothing
-        with pytest.raises(UnsupportedConfigError, match="4.9.8"):   # 4.9.8 (start() always): refused
-            start_reput_check(dataclasses.replace(files, brokerVersion="4"), 0, written.bases[3], written.end,
-                              Accepted(), abnormal=True)
+        old = start_reput_check(dataclasses.replace(files, brokerVersion="4"), 0, written.bases[3], written.end,
+                                Accepted(), abnormal=True)   # 4.9.8 (start() always) likewise
+        assert old is not None and (old.reput, old.index_from) == (0, -1)
 
 
 def test_plan_renders_and_serializes(written: Written) -> None:

@@ -58,6 +58,9 @@ class _QueueState:
     # for it); None: not counted (the puts are then taken as pointed at but those moving the write position)
     ext_pointed_new: int | None = None
     ext_kept_below: int | None = None   # the 5.5.1 DLedger crash cut's processOffset: units at or past it not kept
+    # a file on disk: the store's load put the queue in its table (a queue only the rebuild holds is not there, and
+    # truncateDirtyLogicFiles, which walks that table, leaves it alone unless the recovery's dispatch created it)
+    loaded: bool = True
 
 
 def _rules(layout: str):  # noqa: ANN202
@@ -108,7 +111,7 @@ def recover_queue(queue: str, store_files: list[tuple[str, bytes]], expected_fil
                 expected_ext[name] = int(_holds_ext(u[msg]).sum())
     miss = np.concatenate(missing) if missing else np.zeros(0, np.int64)
     return _QueueState(q, rec.tail_files, miss, exp_summary, ext_size, rec.max_ext_addr, rec.files_before_tail,
-                       expected_ext, ext_starts, ext_pointed, ext_pointed_by)
+                       expected_ext, ext_starts, ext_pointed, ext_pointed_by, loaded=bool(store_files))
 
 
 def _pointed(files: list[tuple[str, bytes]], end: int, file_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -335,7 +338,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     p.truncate_dirty_logic_files = dispatch_from is None and (always or p.max_physic_offset_in_queues >= cut)
     if p.truncate_dirty_logic_files:
         for s in states:
-            if not s.restart.units_appended_by_recovery:
+            if not s.restart.units_appended_by_recovery and s.loaded:
                 truncate_queue(s, cut)
     recovery_dispatches = is5 and reput_from_queues is None and dispatch_from is None and not abnormal
     if dispatch_from is not None:
