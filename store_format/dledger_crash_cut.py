@@ -105,7 +105,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
-from .dledger_inside_mixed import OnDiskCut, mixed_disk_put_back, mixed_put_back
+from .dledger_inside_mixed import OnDiskCut, earlier_reput_refusal, mixed_disk_put_back, mixed_put_back
 from .dledger_inside_state import QueueFiles
 from .dledger_inside_units import ParsedUnit, Placed, Tags
 from .dledger_inside_walked import cut_refusal, inside_units
@@ -430,19 +430,20 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
             again &= rows[:, U_END] > max_after.get(q, -1)
         n = int(again.sum())
-        if q in disk_mixed and (inside_from >= 0 or n):
+        if q in disk_mixed and (inside_from >= 0 or n or q in both_disk):
             # on disk before the walk, no parsed unit going to it (of both kinds in the walk's earlier data files
             # too), the reput set inside an entry or, not set inside one (5.5.1 and 5.3.3), putting back cut units of
-            # it:
+            # it (of both kinds earlier: none too; from before the walk's last data file: earlier_reput_refusal):
             # replayed whole from its files as the cut left them, its cut units (and its records of the walk's last
             # data file from the reput's start) the reput dispatches and its records past the walk's end by the rule
             # with their own queue offsets (dledger_inside_mixed.mixed_disk_put_back; verify only)
             assert on_disk is not None
             label = "/".join(map(str, track.names[q]))
-            if inside_from < 0 and reput < track.base:
+            if inside_from < 0 and reput < track.base and (why := earlier_reput_refusal(
+                    track, on_disk[track.names[q]], reput, ext_file_size if ext else 0)) is not None:
                 raise _refuse(f"the queue {label} holding a record's own units and light ones, on disk before the "
-                              "walk, whose cut units a reput not set inside an entry, from before the walk's last data "
-                              "file, puts back")
+                              f"walk, dispatched by a reput not set inside an entry, from before the walk's last data "
+                              f"file, {why}")
             w = mixed_disk_put_back(track, q, on_disk[track.names[q]], process_offset, reput, end, after,
                                     cq_file_size, inside_from if inside_from >= 0 else reput, tags,
                                     ext_file_size if ext else 0, (ext_held or {}).get(track.names[q]),
@@ -458,8 +459,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
         if q in both_disk:
             raise _refuse(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light ones "
                           "in the walk's earlier data files, on disk before the walk, no parsed unit going to it, "
-                          "the walk's units not dispatched onto its files (a guard: verify keeps them) or a reput not "
-                          "set inside an entry putting back none of its cut units")
+                          "the walk's units not dispatched onto its files (a guard: verify keeps them)")
         assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
         if q in mixed and 0 < n < len(rows):
             # none parsed there, the first cut units inside the parsed messages: the queue replayed whole from the

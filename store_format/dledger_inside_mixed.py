@@ -17,7 +17,8 @@ after those blanks: ``ConsumeQueue.fillPreBlank``) goes on from their max, 21474
 inside an entry of a log past 2 GiB (:func:`mixed_state`).
 A reput with no parsed unit there that puts back cut units: :func:`mixed_put_back`, :func:`mixed_disk_put_back` (the
 latter also for a reput not set inside an entry, an ordinary crash restart's from the cut queues' largest max or the
-committed position, that puts back cut units of a queue on disk before the walk).
+committed position, that puts back cut units of a queue on disk before the walk; from before the walk's last data
+file: :func:`earlier_reput_refusal`, the earlier records all at or below the cut's max, dropped).
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from .dledger_inside_replay import replay_queue
 from .dledger_inside_state import QueueFiles, Tags, WalkedQueue
 from .dledger_queue_track import BLANK_MAX, U_END, U_OFFSET, U_QUEUE, QueueTrack, positions, replayed
 
-__all__ = ["OnDiskCut", "mixed_disk_put_back", "mixed_on_disk", "mixed_put_back", "mixed_state"]
+__all__ = ["OnDiskCut", "earlier_reput_refusal", "mixed_disk_put_back", "mixed_on_disk", "mixed_put_back",
+           "mixed_state"]
 
 # a queue on disk once truncateDirtyLogicFiles cut its own units (QueuesOnDisk.max_after_cut): its max physical offset,
 # whether a file of it stays, its write position (queue bytes; a cut going on into older files reads them), and
@@ -229,3 +231,23 @@ def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offs
     later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
     s = mixed_on_disk(disk, rows, cut, back, later, ext_file_size, ext_end, track.own_units.get(q, 0))
     return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
+
+
+def earlier_reput_refusal(track: QueueTrack, disk: OnDiskCut, reput: int, ext_file_size: int) -> str | None:
+    """Why a reput NOT set inside an entry that starts before the walk's last data file (``reput`` below
+    ``track.base``: the committed position, or ``doRecheckReputOffsetFromCq``'s largest max) is not modelled for a
+    queue holding a record's own units and light ones, on disk before the walk (``disk``, :func:`mixed_on_disk`), or
+    None: ``doReput`` dispatches the queue's records of the earlier data files first (walked or not), each by
+    ``ConsumeQueue.putMessagePositionInfo`` from the state ``truncateDirtyLogicFiles`` left (a light one by
+    ``multiDispatchLmqQueue``: the same call), and a unit ending at or below the queue's max is dropped whatever its
+    queue offset; every record there ends at or before the last data file's start (a DLedger entry never crosses a
+    data file), so a cut max at or past that start (``disk[0]``: a unit of the last data file below
+    ``processOffset`` kept) drops them all and leaves the state as the cut left it: the last data file's records then
+    go as :func:`mixed_disk_put_back` (``inside`` false) says.  Refused: a cut max below that start (those records'
+    units are not all read here) and ext files (``putMessagePositionInfoWrapper`` puts an ext unit for each own
+    record there first, dropped or not: not counted here)."""
+    if ext_file_size:
+        return "with ext files (its records of the earlier data files put ext units first, not counted)"
+    if disk[0] < track.base:
+        return f"its max after the cut ({disk[0]}) below the last data file's start ({track.base})"
+    return None

@@ -21,7 +21,8 @@ topic ``%LMQ%q1`` itself instead (:data:`OWN_PUTS`: own queue offsets 0-2), past
   position 20) and the reput puts it back at 20.
 
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
-(:func:`mixed_disk_reput_scenarios`).
+(:func:`mixed_disk_reput_scenarios`; it adds
+:func:`broker_dledger_mixed_disk_earlier_scenarios.mixed_disk_earlier_scenarios`).
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def mixed_disk_reput_scenarios(line: str, embedded: dict) -> list[dict]:
     ``embedded``."""
     if not line.startswith(("5.5", "5.3")):
         return []
+    from broker_dledger_mixed_disk_earlier_scenarios import mixed_disk_earlier_scenarios
     from broker_dledger_scenarios import batch_kept_abort_scenario, layouts_abort_scenario
     sc = _retopic(batch_kept_abort_scenario(line))
     ext = _retopic(layouts_abort_scenario(line))
@@ -57,7 +59,8 @@ def mixed_disk_reput_scenarios(line: str, embedded: dict) -> list[dict]:
             {**ext, "config": {**ext["config"], "recheckReputOffsetFromCq": "true"}, "keepQueues": True,
              "name": f"{name}-ext"},
             {**ext, "keepQueues": True, "dledgerCommittedBack": COMMITTED_BACK, "name": f"{name}-committed-ext"},
-            *(earlier_both_reput_scenarios(embedded) if line.startswith("5.5") else [])]
+            *(earlier_both_reput_scenarios(embedded) if line.startswith("5.5") else []),
+            *mixed_disk_earlier_scenarios(line, embedded)]
 
 
 def earlier_both_reput_scenarios(sc: dict) -> list[dict]:

@@ -1,0 +1,38 @@
+"""DLedger crash scenarios whose start's reput, NOT set inside an entry, dispatches a queue holding a record's own
+units and light ones (``%LMQ%q1``, queue 0) that was on disk before the walk (``keepQueues``), of shapes
+``dledger_crash_cut.cut_queues`` refused before:
+
+* ``<line>-dledger-abort-mixed-disk-earlier`` (5.5.1, 5.3.3): the ``-mixed-disk-reput-committed`` store
+  (:mod:`broker_dledger_mixed_disk_reput_scenarios`: three plain T0/0 puts of the last data file sent to %LMQ%q1 itself)
+  with DLedger's checkpoint :data:`EARLIER_BACK` entries behind the log's end, before the walk's last data file: the
+  reput from the committed position dispatches the queue's records of the earlier data file too (light units, each at
+  or below the cut's max: dropped), then those of the last one by the same rule; ``-ext``: the same from the layouts
+  store with its ext files (``enableConsumeQueueExt``, ext files of 10 units);
+* ``<line>-dledger-abort-emptied-batch-embedded-earlier-light-mixed-t7-both-kept-t0-end`` and ``-planted-end``
+  (5.5.1): the ``-kept-t0`` stores (%LMQ%q1/0 holding units of both kinds in the walk's earlier data file) without
+  ``recheckReputOffsetFromCq``, the committed position the log's end: the reput puts back none of its cut units.
+"""
+from __future__ import annotations
+
+# the committed position that many entries behind the log's end: six entries before the last data file's start (154
+# entries in it: the earlier data file's last records go to %LMQ%q1 too)
+EARLIER_BACK = 160
+
+
+def mixed_disk_earlier_scenarios(line: str, embedded: dict) -> list[dict]:
+    """The module docstring's scenarios of ``line`` (``embedded``: the -emptied-batch-embedded store, 5.5.1)."""
+    if not line.startswith(("5.5", "5.3")):
+        return []
+    from broker_dledger_mixed_disk_reput_scenarios import _retopic, earlier_both_reput_scenarios
+    from broker_dledger_scenarios import batch_kept_abort_scenario, layouts_abort_scenario
+    sc = _retopic(batch_kept_abort_scenario(line))
+    ext = _retopic(layouts_abort_scenario(line))
+    name = f"{line}-dledger-abort-mixed-disk-earlier"
+    out = [{**sc, "dledgerCommittedBack": EARLIER_BACK, "name": name},
+           {**ext, "keepQueues": True, "dledgerCommittedBack": EARLIER_BACK, "name": f"{name}-ext"}]
+    if line.startswith("5.5"):
+        for kept in earlier_both_reput_scenarios(embedded):
+            conf = {k: v for k, v in kept["config"].items() if k != "recheckReputOffsetFromCq"}
+            assert "dledgerCommittedBack" not in kept, kept["name"]
+            out.append({**kept, "config": conf, "name": f"{kept['name']}-end"})
+    return out
