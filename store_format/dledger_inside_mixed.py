@@ -219,8 +219,11 @@ def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offs
     cut's max dropped; one the walk's dispatch dropped, from the same write position and max, dropped again), each
     with an ext unit first when it is a record's own (``putMessagePositionInfoWrapper``); the same on 5.3.3 (its
     ``ConsumeQueue.recover``, ``truncateDirtyLogicFiles`` and ``ConsumeQueueExt`` read the same; its cut runs when the
-    loaded queues' max reaches ``processOffset``, as kept queues past it do).  None where :func:`mixed_on_disk`
-    refuses the queue (no file left, its ext files' end not read)."""
+    loaded queues' max reaches ``processOffset``, as kept queues past it do).  From before the walk's last data file
+    (:func:`earlier_reput_refusal`: the earlier records all at or below the cut's max, dropped) the same from the
+    state the cut left; putting back none of its cut units (the reput from past them): the queue as the cut left it
+    (one with units of both kinds in the walk's earlier data files too).  None where :func:`mixed_on_disk` refuses
+    the queue (no file left, its ext files' end not read)."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     # a reput not set inside an entry may start below processOffset: its records of the walk's last data file from

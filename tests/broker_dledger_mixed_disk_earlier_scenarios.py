@@ -10,7 +10,10 @@ units and light ones (``%LMQ%q1``, queue 0) that was on disk before the walk (``
   store with its ext files (``enableConsumeQueueExt``, ext files of 10 units);
 * ``<line>-dledger-abort-emptied-batch-embedded-earlier-light-mixed-t7-both-kept-t0-end`` and ``-planted-end``
   (5.5.1): the ``-kept-t0`` stores (%LMQ%q1/0 holding units of both kinds in the walk's earlier data file) without
-  ``recheckReputOffsetFromCq``, the committed position the log's end: the reput puts back none of its cut units.
+  ``recheckReputOffsetFromCq``, the committed position the log's end: the reput puts back none of its cut units;
+  ``5.3.3-dledger-abort-emptied-kept-embedded-light-mixed-earlier-both-end`` the same from the 5.3.3
+  ``-light-mixed-earlier-both`` store (:mod:`broker_dledger_inside_mixed_533_scenarios`): its cut light unit 2 stays
+  cut.
 """
 from __future__ import annotations
 
@@ -31,8 +34,12 @@ def mixed_disk_earlier_scenarios(line: str, embedded: dict) -> list[dict]:
     out = [{**sc, "dledgerCommittedBack": EARLIER_BACK, "name": name},
            {**ext, "keepQueues": True, "dledgerCommittedBack": EARLIER_BACK, "name": f"{name}-ext"}]
     if line.startswith("5.5"):
-        for kept in earlier_both_reput_scenarios(embedded):
-            conf = {k: v for k, v in kept["config"].items() if k != "recheckReputOffsetFromCq"}
-            assert "dledgerCommittedBack" not in kept, kept["name"]
-            out.append({**kept, "config": conf, "name": f"{kept['name']}-end"})
+        both = earlier_both_reput_scenarios(embedded)
+    else:
+        from broker_dledger_inside_mixed_533_scenarios import kept_earlier_both_scenario
+        both = [kept_earlier_both_scenario(embedded)]
+    for kept in both:
+        conf = {k: v for k, v in kept["config"].items() if k != "recheckReputOffsetFromCq"}
+        assert "dledgerCommittedBack" not in kept and kept["keepQueues"], kept["name"]
+        out.append({**kept, "config": conf, "name": f"{kept['name']}-end"})
     return out

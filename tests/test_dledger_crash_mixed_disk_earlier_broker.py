@@ -207,3 +207,52 @@ def test_verify_predicts_a_reput_putting_back_none_of_a_kept_queue_with_both_kin
     _loses_as_the_broker(p, r, src, (), extra=light - 2 + bool(suffix), some=True)
     predicted = {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]}
     assert predicted == {"T0/0": 1, **({LMQ: 2} if suffix else {})}, predicted
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.3")])
+def test_verify_predicts_a_533_reput_putting_back_none_of_a_kept_queue_with_both_kinds(line, tmp_path, monkeypatch):
+    """The 5.3.3 -emptied-kept-embedded-light-mixed-earlier-both store (%LMQ%q1/0 on disk before the walk: the own
+    unit of queue offset 0 at 0 and light unit 0 at 20, both of the walk's first data file, light unit 2 of the last
+    message at 40; the own unit of queue offset 1 dropped) without recheckReputOffsetFromCq, the committed position
+    the log's end: the 5.3.3 cut takes light unit 2 (write position 40) and the reput, from the log's end, puts back
+    none of the queue's cut units: light unit 2 stays cut.  verify on the store as that restart found it leaves the
+    queue so and predicts the units lost queue by queue."""
+    from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS
+    from broker_dledger_inside_mixed_earlier_scenarios import BOTH_OWN_PUT
+    from broker_dledger_inside_scenarios import LIGHT_TAIL
+    name = f"{line}-dledger-abort-emptied-kept-embedded-light-mixed-earlier-both-end"
+    r, w, src = _written(name)
+    msgs = r["scenario"]["messages"]
+    assert r["scenario"]["keepQueues"] and msgs[BOTH_OWN_PUT]["topic"] == msgs[-2]["topic"] == "%LMQ%q1"
+    assert "recheckReputOffsetFromCq" not in r["scenario"]["config"] and "dledgerCommittedBack" not in r["scenario"]
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    end = int(w["maxPhyOffset"])
+    tail = end - LIGHT_TAIL   # the last message, light queue offset 2
+    own = tail - 48 - LIGHT_TAIL   # own queue offset 1
+    po = int(w["truncateDirtyLogicFilesAt"])
+    assert len(data) == 2 and int(data[1].name) <= po < own, (data, po, own)
+    (held_file,) = sorted((src / "before" / "consumequeue" / "%LMQ%q1" / "0").iterdir())
+    before = held_file.read_bytes()
+    earlier = [cq_unit(before, k)[:2] for k in (0, 20)]   # the own unit, light unit 0: in the first data file
+    assert all(o + s <= int(data[1].name) for o, s in earlier) and cq_unit(before, 40)[:2] == (tail, LIGHT_TAIL) \
+        and before[60:] == bytes(len(before) - 60), before[:80].hex()
+    # what the broker wrote: DLedger's checkpoint commits every entry (the reput starts at the log's end); the cut's
+    # write position 40 (light unit 2 cut), max light unit 0's end; the reput dispatched nothing: every queue as the
+    # cut left it
+    cp = dict(ln.split("=", 1) for ln in (src / "before" / "dledger-n0" / "checkpoint").read_text().split())
+    assert cp["committedIndex"] == cp["endIndex"], cp
+    loaded = w["queuesAfterLoad"]
+    assert (int(loaded[LMQ]["maxOffset"]), int(loaded[LMQ]["maxPhysicOffset"])) == (40, sum(earlier[1])), loaded[LMQ]
+    assert w["queuesAfterDispatch"] == loaded, "no queue changed by the reput"
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / held_file.name).read_bytes()
+    assert held[:40] == before[:40], held[:80].hex()
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert crash.cut.reput == end and crash.cut.inside_from < 0, (crash.cut.reput, end)
+    (w_lmq,) = [q for q in crash.cut.inside_placed.whole if (q.topic, q.queue_id) == ("%LMQ%q1", 0)]
+    assert w_lmq.walk_end == 40 and w_lmq.units == () and not w_lmq.copies and w_lmq.put_back == (), w_lmq
+    assert sorted(crash.cut.lost[("%LMQ%q1", 0)].tolist()) == [own, tail], crash.cut.lost
+    # a unit each, a light one more for the three light puts, less light unit 1 and the own unit of queue offset 1,
+    # which the rule drops in any rebuild; light unit 2 lost (and the other queues' cut units)
+    _loses_as_the_broker(p, r, src, (), extra=len(EARLIER_LIGHT_PUTS) + 1 - 2, some=True)
+    predicted = {q["queue"]: q["units_lost"] for q in p["queues"] if q["units_lost"]}
+    assert predicted.get(LMQ) == 1, predicted
