@@ -1,0 +1,67 @@
+"""DLedger crash scenarios of the inside-entry family (:mod:`broker_dledger_inside_scenarios`, 5.5.1) whose light queue
+(multi-dispatch: ``%LMQ%q1``, queue 0) is on disk before the walk (``keepQueues``) with its file replaced before the
+restart (``plantFiles``) by one whose units end below where the walk's light units of the earlier data file end: the
+walk's ``ConsumeQueue.multiDispatchLmqQueue`` puts those onto that file by ``putMessagePositionInfo`` (appended or
+skipped from the max and write position ``ConsumeQueue.recover`` loaded it with) before ``truncateDirtyLogicFiles``
+cuts it.  ``-earlier-light-held-disk-appended`` and ``-skipped`` (:func:`earlier_light_held_disk_scenarios`, from
+the -earlier-light store), ``-to-entry-earlier-light-held-disk-below`` (:func:`to_entry_earlier_light_below_scenario`,
+from the -to-entry-earlier-light store).  :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists
+them (:func:`light_disk_scenarios`)."""
+from __future__ import annotations
+
+import base64
+
+# the units (commitlog offset, size) the planted %LMQ%q1 files hold (the tests check them against the log's records):
+# message 10 of the first data file (the -earlier-light store's light queue offset 0), the last message (past
+# processOffset; a T6/0 record: ConsumeQueue.recover reads no commitlog), the first data file's first record (another
+# queue's, ending below message 11's light unit, -to-entry-earlier-light's light queue offset 0)
+LIGHT_EARLIER_UNIT = (3996, 401)
+LIGHT_PAST_UNIT = (83219, 300)
+LIGHT_BELOW_UNIT = (48, 440)
+
+
+def light_disk_scenarios(sc: dict) -> list[dict]:
+    """This module's stores, built on the -emptied-batch-embedded store ``sc``."""
+    return [*earlier_light_held_disk_scenarios(sc), to_entry_earlier_light_below_scenario(sc)]
+
+
+def _planted(size: int, units: tuple[tuple[int, int], ...]) -> dict:
+    """``plantFiles`` for %LMQ%q1/0: one file of ``size`` bytes holding ``units`` (tags code 0) from its start."""
+    data = b"".join(o.to_bytes(8, "big") + n.to_bytes(4, "big") + bytes(8) for o, n in units)
+    return {f"consumequeue/%LMQ%q1/0/{0:020d}": base64.b64encode(data + bytes(size - len(data))).decode()}
+
+
+def earlier_light_held_disk_scenarios(sc: dict) -> list[dict]:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier-light-held-disk-appended`` and ``-skipped`` (5.5.1, the
+    queues kept): the -earlier-light store (the walk over both data files; messages 10 and 11 of the first data file
+    also to %LMQ%q1, light queue offsets 0 and 1; where the reput is set, processOffset - 1, a T7/0 message also to
+    %LMQ%q1, light queue offset 7) with %LMQ%q1's file planted holding message 10's unit alone (``-appended``: loaded
+    max its end, write position 20: the walk skips message 10's unit at or below that max and appends message 11's at
+    20, the cut keeps both, the parsed unit goes to 40) or with the last message's unit (past processOffset) after it
+    (``-skipped``: the walk skips both below that loaded max, the cut takes the planted unit past processOffset, write
+    position 20, the parsed unit there).  The planted file alone leaves both at write position 20, max message 10's
+    end, below where the walk's light unit of message 11 ends."""
+    from broker_dledger_inside_light_scenarios import embedded_earlier_light_scenario
+    base = embedded_earlier_light_scenario(sc)
+    size = int(base["config"]["mappedFileSizeConsumeQueue"])
+    return [{**base, "keepQueues": True, "name": f"{base['name']}-held-disk{suffix}",
+             "plantFiles": _planted(size, units)}
+            for suffix, units in (("-appended", (LIGHT_EARLIER_UNIT,)),
+                                  ("-skipped", (LIGHT_EARLIER_UNIT, LIGHT_PAST_UNIT)))]
+
+
+def to_entry_earlier_light_below_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-to-entry-earlier-light-held-disk-below`` (5.5.1, the queues kept):
+    the -to-entry-earlier-light store (message 11 of the first data file and the last message, past processOffset,
+    also to %LMQ%q1, light queue offsets 0 and 1; the T6/0 message where the reput is set, processOffset - 1, also to
+    %LMQ%q1, light queue offset 7, ending at B9's entry) with %LMQ%q1's file planted holding the first data file's
+    first record's unit alone (another queue's, ending below message 11's): the walk appends message 11's light unit
+    at 20 (queue offset 0: no order check) and drops the last message's (queue offset 1: 20 below the write position
+    40); the cut takes nothing of the file (write position 40, max message 11's end), the parsed unit goes to 40, and
+    the reput, going on at B9's entry, drops the last message's light unit again.  The planted file alone leaves write
+    position 20, max that record's end, below where message 11's light unit ends."""
+    from broker_dledger_inside_light_scenarios import embedded_to_entry_earlier_light_scenario
+    base = embedded_to_entry_earlier_light_scenario(sc)
+    size = int(base["config"]["mappedFileSizeConsumeQueue"])
+    return {**base, "keepQueues": True, "name": f"{base['name']}-held-disk-below",
+            "plantFiles": _planted(size, (LIGHT_BELOW_UNIT,))}
