@@ -1,4 +1,4 @@
-"""DLedger crash scenarios of the inside-entry family (:mod:`broker_dledger_inside_scenarios`, 5.5.1) whose light queue
+"""DLedger crash scenarios of the inside-entry family (:mod:`broker_dledger_inside_scenarios`) whose light queue
 (multi-dispatch: ``%LMQ%q1``, queue 0) is on disk before the walk (``keepQueues``) with its file replaced before the
 restart (``plantFiles``) by one whose units end below where the walk's light units of the earlier data file end: the
 walk's ``ConsumeQueue.multiDispatchLmqQueue`` puts those onto that file by ``putMessagePositionInfo`` (appended or
@@ -6,15 +6,17 @@ skipped from the max and write position ``ConsumeQueue.recover`` loaded it with)
 cuts it.  ``-earlier-light-held-disk-appended`` and ``-skipped`` (:func:`earlier_light_held_disk_scenarios`, from
 the -earlier-light store), ``-to-entry-earlier-light-held-disk-below`` (:func:`to_entry_earlier_light_below_scenario`,
 from the -to-entry-earlier-light store).  :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists
-them (:func:`light_disk_scenarios`)."""
+them (:func:`light_disk_scenarios`); on 5.3.3 ``-emptied-kept-embedded-light-earlier-held-disk``
+(:func:`kept_light_earlier_held_disk_scenario`, :func:`light_disk_533_scenarios`)."""
 from __future__ import annotations
 
 import base64
 
 # the units (commitlog offset, size) the planted %LMQ%q1 files hold (the tests check them against the log's records):
-# message 10 of the first data file (the -earlier-light store's light queue offset 0), the last message (past
-# processOffset; a T6/0 record: ConsumeQueue.recover reads no commitlog), the first data file's first record (another
-# queue's, ending below message 11's light unit, -to-entry-earlier-light's light queue offset 0)
+# message 10 of the first data file (the -earlier-light store's light queue offset 0; at the same place in the 5.3.3
+# -light-earlier-held-disk store), the last message (past processOffset; a T6/0 record: ConsumeQueue.recover reads no
+# commitlog), the first data file's first record (another queue's, ending below message 11's light unit,
+# -to-entry-earlier-light's light queue offset 0)
 LIGHT_EARLIER_UNIT = (3996, 401)
 LIGHT_PAST_UNIT = (83219, 300)
 LIGHT_BELOW_UNIT = (48, 440)
@@ -65,3 +67,39 @@ def to_entry_earlier_light_below_scenario(sc: dict) -> dict:
     size = int(base["config"]["mappedFileSizeConsumeQueue"])
     return {**base, "keepQueues": True, "name": f"{base['name']}-held-disk-below",
             "plantFiles": _planted(size, (LIGHT_BELOW_UNIT,))}
+
+
+
+def light_disk_533_scenarios(sc: dict) -> list[dict]:
+    """From the -emptied-kept-embedded store ``sc`` (5.3.3): ``-light-earlier-held-disk``
+    (:func:`kept_light_earlier_held_disk_scenario`)."""
+    return [kept_light_earlier_held_disk_scenario(sc)]
+
+
+def kept_light_earlier_held_disk_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-kept-embedded-light-earlier-held-disk`` (5.3.3, the queues kept on disk): the
+    -light-mixed-emptied store (:func:`broker_dledger_inside_mixed_replay_scenarios.light_mixed_emptied` with the
+    T5/0 message also to %LMQ%q1, light queue offset 7, where the reput is set, processOffset, ending at T9's entry)
+    with its put to topic %LMQ%q1 itself sent to T0/0 instead (its body 5 bytes longer: the same layout), so that
+    %LMQ%q1 holds light units only: messages 10 and 11 of the first data file (light queue offsets 0 and 1) and the
+    last message (2, past processOffset); ``messageIndexSafe=true`` and index files of 250 entries (the walk starts
+    at the first data file).  %LMQ%q1's file is planted holding message 10's unit alone: the walk skips it (at the
+    loaded max), appends message 11's at 20 and the last message's at 40; the 5.3.3 cut (the other queues' loaded
+    max past processOffset) takes the last (write position 40, max message 11's end), the parsed light unit goes to
+    40, and the reput, going on at T9's entry, drops the last message's light unit (queue offset 2 below 60).  The
+    planted file alone leaves write position 20, max message 10's end, below where message 11's light unit ends."""
+    from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS, _with_light
+    from broker_dledger_inside_mixed_more_scenarios import kept_light_mixed_emptied_message
+    from broker_dledger_inside_mixed_replay_scenarios import light_mixed_emptied
+    out = light_mixed_emptied(sc, kept_light_mixed_emptied_message()[1])
+    msgs = list(out["messages"])
+    own, tail = msgs[-2], msgs[-1]
+    assert own["topic"] == "%LMQ%q1" and tail["properties"]["INNER_MULTI_QUEUE_OFFSET"] == "0", (own, tail)
+    msgs[-2] = {**own, "topic": "T0", "body": base64.b64encode(base64.b64decode(own["body"]) + b"t" * 5).decode()}
+    for light, i in enumerate(EARLIER_LIGHT_PUTS):
+        msgs[i] = _with_light(msgs[i], light)
+    msgs[-1] = {**tail, "properties": {**tail["properties"], "INNER_MULTI_QUEUE_OFFSET": str(len(EARLIER_LIGHT_PUTS))}}
+    size = int(out["config"]["mappedFileSizeConsumeQueue"])
+    return {**out, "config": {**out["config"], "messageIndexSafe": "true", "maxIndexNum": "250"}, "messages": msgs,
+            "keepQueues": True, "name": f"{sc['name']}-light-earlier-held-disk",
+            "plantFiles": _planted(size, (LIGHT_EARLIER_UNIT,))}

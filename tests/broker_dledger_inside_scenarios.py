@@ -136,6 +136,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += mixed_disk_reput_scenarios(line, out[0])
         from broker_dledger_inside_mixed_emptied_back_scenarios import mixed_emptied_back_scenarios
         out += mixed_emptied_back_scenarios(out[0])
+        from broker_dledger_inside_light_disk_scenarios import light_disk_533_scenarios
+        out += light_disk_533_scenarios(out[0])
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
         light = embedded_light_scenario(out[0])

@@ -117,3 +117,63 @@ def test_verify_predicts_a_crash_restart_whose_walk_puts_earlier_light_units_pas
     assert w_lmq.lost == ((LIGHT_PAST_UNIT[0],) if below else ()), w_lmq
     # a unit each, a light one more for the two light puts (-below: and the planted unit, which no put sent)
     _loses_as_the_broker(p, r, src, leave_out, extra=len(EARLIER_LIGHT_PUTS) + below)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.3")] or
+                         [pytest.param("5.3.3", marks=pytest.mark.skip(reason="5.3.3 only: DLEDGER_LINES=5.3.3"))])
+def test_verify_predicts_a_533_crash_restart_whose_walk_appends_an_earlier_light_unit_past_a_kept_queues_files_max(
+        line, tmp_path, monkeypatch):
+    """The 5.3.3 -emptied-kept-embedded-light-earlier-held-disk store: the walk starts at the first data file
+    (``messageIndexSafe``), where messages 10 and 11 also go to %LMQ%q1 (light queue offsets 0 and 1), the last
+    message (past processOffset) too (2); %LMQ%q1/0 on disk before the walk, its file planted holding message 10's
+    unit alone (loaded max its end, write position 20). The walk's multiDispatchLmqQueue (5.3.3's
+    putMessagePositionInfo, read as 5.5.1's) skips message 10's unit, appends message 11's at 20 and the last
+    message's at 40; the 5.3.3 cut (the other queues' loaded max past processOffset) takes the last: write position
+    40, max message 11's end (the planted file alone: 20 and message 10's end, refused before). Where the reput is set
+    (processOffset) the T5/0 message also to %LMQ%q1 (light queue offset 7) goes to 40, and the reput, going on at
+    T9's entry, drops the last message's light unit (queue offset 2 below 60). verify on the store as that restart
+    found it, the walk's light units dispatched onto the planted file, puts the parsed unit where the broker did,
+    the light unit dispatched again lost, and predicts the units lost."""
+    from broker_dledger_files import last_data_bytes
+    from broker_dledger_inside_light_disk_scenarios import LIGHT_EARLIER_UNIT
+    from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS
+    from broker_dledger_inside_mixed_more_scenarios import kept_light_mixed_emptied_message
+    from broker_dledger_inside_scenarios import LIGHT_TAIL
+
+    from store_format.dledger import ENTRY_HEADER_SIZE
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-kept-embedded-light-earlier-held-disk"
+    reput, msg = kept_light_mixed_emptied_message()
+    r, w, src = _written(name)
+    assert r["scenario"]["keepQueues"] and b"%LMQ%q1" in msg
+    # the 5.3.3 cut at processOffset, where the reput is set, and the message there
+    assert int(w["truncateDirtyLogicFilesAt"]) == reput and last_data_bytes(src, reput, len(msg)) == msg
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 2 and int(data[1].name) <= reput, data
+    tail = int(w["maxPhyOffset"]) - LIGHT_TAIL   # the last message, light queue offset 2
+    m10 = LIGHT_EARLIER_UNIT
+    m11_at = sum(m10) + ENTRY_HEADER_SIZE
+    m11 = (m11_at, int.from_bytes(data[0].read_bytes()[m11_at:m11_at + 4], "big"))
+    for offset, size in (m10, m11, (tail, LIGHT_TAIL)):
+        assert b"%LMQ%q1" in _record(data, offset, size)
+    assert sum(m11) <= int(data[1].name) < reput < tail
+    (held_file,) = sorted((src / "before" / "consumequeue" / "%LMQ%q1" / "0").iterdir())
+    before = held_file.read_bytes()
+    assert first_units(before, 1) == [m10] and not any(before[CQ_UNIT_SIZE:]), before[:60].hex()
+    loaded = w["queuesAfterLoad"]["%LMQ%q1/0"]
+    assert (int(loaded["maxOffset"]), int(loaded["maxPhysicOffset"])) == (2 * CQ_UNIT_SIZE, sum(m11)), loaded
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 3 * CQ_UNIT_SIZE, state
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / held_file.name).read_bytes()
+    assert first_units(held, 3) == [m10, m11, (reput, len(msg))] and not any(held[3 * CQ_UNIT_SIZE:]), held[:80].hex()
+    cuts = _capture_cuts(monkeypatch)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert cuts[0][("%LMQ%q1", 0)] == (sum(m11), True, 2 * CQ_UNIT_SIZE, True), cuts
+    placed = crash.cut.inside_placed
+    assert [(u.position, u.offset, u.size) for u in placed.units if u.topic == "%LMQ%q1"] == \
+        [(2 * CQ_UNIT_SIZE, reput, len(msg))], placed
+    (w_lmq,) = [q for q in placed.whole if q.topic == "%LMQ%q1"]
+    assert [(pos, o) for pos, o, _s, _t in w_lmq.units] == [(2 * CQ_UNIT_SIZE, reput)], w_lmq
+    assert w_lmq.lost == (tail,) and w_lmq.put_back == (), w_lmq
+    # a unit each, a light one more for the three light puts
+    _loses_as_the_broker(p, r, src, (reput,), extra=len(EARLIER_LIGHT_PUTS) + 1)
