@@ -186,19 +186,18 @@ class QueueTrack:
 
     def mixed_walked(self) -> dict[tuple[str, int], np.ndarray]:
         """The queues of ``keep_queues`` (consume queues on disk before the walk) the walk wrote both a record's own
-        units and light ones in, some in the current (last) data file (in the earlier ones too: kept), no batch unit:
+        units and light ones in, in the current (last) data file, in the earlier ones (kept) or both, no batch unit:
         all their units (rows of commitlog offset, size, queue offset: a light unit's its ``INNER_MULTI_QUEUE_OFFSET``;
         in commitlog order, those of the earlier files first), which ``putMessagePositionInfo`` dispatched onto the
         files ``ConsumeQueue.recover`` loaded in that order (:func:`store_format.consumequeue_recovery.dispatch_units`:
         its rule reads each unit's queue offset whichever counter gave it)."""
         units = self.last_file()
         out = {}
-        for q in np.unique(units[:, U_QUEUE]).tolist():
+        for q in sorted(set(np.unique(units[:, U_QUEUE]).tolist()) | set(self.kept_before)):
             if self.names[q] not in self.keep_queues or (q in self.seen_before and q not in self.kept_before):
                 continue
             rows = units[units[:, U_QUEUE] == q]
-            kinds = set(np.unique(rows[:, U_KIND]).tolist()) | ({KIND_CQ} if q in self.last_before else set()) | \
-                ({KIND_LIGHT} if q in self.light_before else set())
+            kinds = set(np.unique(rows[:, U_KIND]).tolist()) | self.kinds_before.get(q, set())
             if kinds == {KIND_CQ, KIND_LIGHT}:
                 out[self.names[q]] = np.concatenate([*self.kept_before.get(q, []), positions(rows)])
         return out

@@ -5,9 +5,11 @@ walk's ``ConsumeQueue.multiDispatchLmqQueue`` puts those onto that file by ``put
 skipped from the max and write position ``ConsumeQueue.recover`` loaded it with) before ``truncateDirtyLogicFiles``
 cuts it.  ``-earlier-light-held-disk-appended`` and ``-skipped`` (:func:`earlier_light_held_disk_scenarios`, from
 the -earlier-light store), ``-to-entry-earlier-light-held-disk-below`` (:func:`to_entry_earlier_light_below_scenario`,
-from the -to-entry-earlier-light store).  :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists
-them (:func:`light_disk_scenarios`); on 5.3.3 ``-emptied-kept-embedded-light-earlier-held-disk``
-(:func:`kept_light_earlier_held_disk_scenario`, :func:`light_disk_533_scenarios`)."""
+from the -to-entry-earlier-light store), and one holding a record's own units and light ones, all in the walk's
+earlier data file: ``-earlier-light-both-held-disk-below`` (:func:`earlier_light_both_below_scenario`).
+:func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them (:func:`light_disk_scenarios`);
+on 5.3.3 ``-emptied-kept-embedded-light-earlier-held-disk`` (:func:`kept_light_earlier_held_disk_scenario`,
+:func:`light_disk_533_scenarios`)."""
 from __future__ import annotations
 
 import base64
@@ -24,7 +26,8 @@ LIGHT_BELOW_UNIT = (48, 440)
 
 def light_disk_scenarios(sc: dict) -> list[dict]:
     """This module's stores, built on the -emptied-batch-embedded store ``sc``."""
-    return [*earlier_light_held_disk_scenarios(sc), to_entry_earlier_light_below_scenario(sc)]
+    return [*earlier_light_held_disk_scenarios(sc), to_entry_earlier_light_below_scenario(sc),
+            earlier_light_both_below_scenario(sc)]
 
 
 def _planted(size: int, units: tuple[tuple[int, int], ...]) -> dict:
@@ -68,6 +71,23 @@ def to_entry_earlier_light_below_scenario(sc: dict) -> dict:
     return {**base, "keepQueues": True, "name": f"{base['name']}-held-disk-below",
             "plantFiles": _planted(size, (LIGHT_BELOW_UNIT,))}
 
+
+
+def earlier_light_both_below_scenario(sc: dict) -> dict:
+    """``<line>-dledger-abort-emptied-batch-embedded-earlier-light-both-held-disk-below`` (5.5.1, the queues kept): the
+    -earlier-light store with message :data:`broker_dledger_inside_mixed_earlier_scenarios.BOTH_OWN_PUT` of the first
+    data file put to topic %LMQ%q1 itself (own queue offset 0; ``_both``), so that %LMQ%q1 holds own and light units,
+    all in the walk's earlier data file (messages 9, 10, 11: own 0, light 0, light 1), none in its last; its file
+    planted holding the first data file's first record's unit alone (ending below message 9's): the walk appends the
+    own unit at 20 and light unit 0 at 40 (queue offsets 0: no order check), drops light unit 1 (20 below the write
+    position 60); the cut takes nothing (write position 60, max message 10's end), the parsed light unit (light queue
+    offset 7) goes to 60.  Without the walk's units dispatched onto the file it was refused."""
+    from broker_dledger_inside_light_scenarios import embedded_earlier_light_scenario
+    from broker_dledger_inside_mixed_earlier_scenarios import _both
+    base = _both(embedded_earlier_light_scenario(sc))
+    size = int(base["config"]["mappedFileSizeConsumeQueue"])
+    return {**base, "keepQueues": True, "name": f"{base['name']}-held-disk-below",
+            "plantFiles": _planted(size, (LIGHT_BELOW_UNIT,))}
 
 
 def light_disk_533_scenarios(sc: dict) -> list[dict]:

@@ -177,3 +177,61 @@ def test_verify_predicts_a_533_crash_restart_whose_walk_appends_an_earlier_light
     assert w_lmq.lost == (tail,) and w_lmq.put_back == (), w_lmq
     # a unit each, a light one more for the three light puts
     _loses_as_the_broker(p, r, src, (reput,), extra=len(EARLIER_LIGHT_PUTS) + 1)
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.5")])
+def test_verify_predicts_a_crash_restart_whose_walk_puts_earlier_own_and_light_units_onto_a_kept_queues_files(
+        line, tmp_path, monkeypatch):
+    """The -earlier-light-both-held-disk-below store: %LMQ%q1 holds own and light units, all in the walk's earlier
+    data file (message 9 put to %LMQ%q1 itself, own queue offset 0; messages 10 and 11, light queue offsets 0 and 1),
+    none in its last; on disk before the walk, its file planted holding the first data file's first record's unit
+    alone (another queue's, ending below message 9's). The walk's putMessagePositionInfo appends the own unit at 20
+    and light unit 0 at 40 (queue offsets 0: no order check) and drops light unit 1 (20 below the write position 60);
+    the cut takes nothing of it (write position 60, max message 10's end; the planted file alone: 20 and that
+    record's end); the parsed T7/0 message's light unit (light queue offset 7) goes to 60. verify on the store as
+    that restart found it, the walk's units of the earlier data file dispatched onto the planted file (refused
+    before: a queue of both kinds on disk whose units the walk wrote in its earlier data files only was not
+    dispatched), puts the parsed unit where the broker did and predicts the units lost."""
+    from broker_dledger_inside_light_disk_scenarios import LIGHT_BELOW_UNIT, LIGHT_EARLIER_UNIT
+    from broker_dledger_inside_light_scenarios import EARLIER_LIGHT_PUTS, embedded_earlier_light_messages
+
+    from store_format.dledger import ENTRY_HEADER_SIZE
+    from store_format.layout import CQ_UNIT_SIZE
+    name = f"{line}-dledger-abort-emptied-batch-embedded-earlier-light-both-held-disk-below"
+    r, w, src = _written(name)
+    reput = int(w["truncateDirtyLogicFilesAt"]) - 1
+    at, parsed, _second = embedded_earlier_light_messages()
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert at == reput and len(data) == 2 and int(data[1].name) <= reput and _record(data, reput, len(parsed)) == parsed
+    m10 = LIGHT_EARLIER_UNIT
+    m11_at = sum(m10) + ENTRY_HEADER_SIZE
+    m11 = (m11_at, int.from_bytes(data[0].read_bytes()[m11_at:m11_at + 4], "big"))
+    (held_file,) = sorted((src / "before" / "consumequeue" / "%LMQ%q1" / "0").iterdir())
+    before = held_file.read_bytes()
+    assert first_units(before, 1) == [LIGHT_BELOW_UNIT] and not any(before[CQ_UNIT_SIZE:]), before[:60].hex()
+    held = (src / "expected" / "consumequeue" / "%LMQ%q1" / "0" / held_file.name).read_bytes()
+    units = first_units(held, 4)
+    m9 = units[1]   # message 9, put to %LMQ%q1 itself: the record just before message 10
+    assert sum(m9) + ENTRY_HEADER_SIZE == m10[0] and b"\x07%LMQ%q1" in _record(data, *m9)
+    assert b"INNER_MULTI_DISPATCH" not in _record(data, *m9)
+    for light in (m10, m11):
+        assert b"INNER_MULTI_DISPATCH\x01%LMQ%q1" in _record(data, *light) and sum(light) <= int(data[1].name)
+    assert sum(LIGHT_BELOW_UNIT) < m9[0]
+    # the broker's file: the planted unit, the own unit and light unit 0 appended, light unit 1 dropped, the parsed one
+    assert units == [LIGHT_BELOW_UNIT, m9, m10, (reput, len(parsed))] and not any(held[4 * CQ_UNIT_SIZE:]), units
+    loaded = w["queuesAfterLoad"]["%LMQ%q1/0"]
+    assert (int(loaded["maxOffset"]), int(loaded["maxPhysicOffset"])) == (3 * CQ_UNIT_SIZE, sum(m10)), loaded
+    state = w["queuesAfterDispatch"]["%LMQ%q1/0"]
+    assert state["files"] == [held_file.name] and int(state["maxOffset"]) == 4 * CQ_UNIT_SIZE, state
+    cuts = _capture_cuts(monkeypatch)
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert cuts[0][("%LMQ%q1", 0)] == (sum(m10), True, 3 * CQ_UNIT_SIZE, True), cuts
+    assert crash.start_offset == 0, crash.start_offset
+    placed = crash.cut.inside_placed
+    assert [(u.position, u.offset, u.size) for u in placed.units if u.topic == "%LMQ%q1"] == \
+        [(3 * CQ_UNIT_SIZE, reput, len(parsed))], placed
+    (w_lmq,) = [q for q in placed.whole if q.topic == "%LMQ%q1"]
+    assert [(pos, o) for pos, o, _s, _t in w_lmq.units] == [(3 * CQ_UNIT_SIZE, reput)], w_lmq
+    # a unit each, a light one more for the two light puts and the planted unit, which no put sent, less light unit 1,
+    # which the rule drops in any rebuild (own queue offset 0 and light queue offset 0 before it)
+    _loses_as_the_broker(p, r, src, (reput, reput + len(parsed)), extra=len(EARLIER_LIGHT_PUTS) + 1 - 1)
