@@ -140,7 +140,7 @@ class QueuesOnDisk:
     its last unit; 5.3.3 passes it to ``dledgerRecoverAbnormally``; 5.5.1's ``truncateDirty`` checks it with the
     walk's), and, per queue ``(topic, queue id)``, its max physical offset once ``truncateDirtyLogicFiles`` cut its own
     units at an offset (``max_after_cut(offset, walked)``; a consume queue in ``walked``, the walk's units of a queue it
-    wrote in its last data file as its own consume queue only, in its earlier data files too when it is one of
+    wrote with units of one kind (own or light), in its last data file, its earlier ones too or only when one of
     ``consume_queues`` (commitlog offset, size, queue offset: ``QueueTrack.own_walked``; one it wrote both a record's
     own units and light ones in, the light ones with their light queue offsets: ``QueueTrack.mixed_walked``; a batch
     queue it wrote in its last data file, its units in earlier ones, if any, first, or in those only, kept when it is

@@ -64,12 +64,13 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     parsed units, its records past the walk's end after those from the state they left, as in any queue the cut
     left a file of: the replay), and for a queue on disk before the walk
     that the cut left a file of the write position and max ``truncateDirtyLogicFiles`` left in its files
-    (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote as its own consume queue only:
-    ``QueueTrack.own_walked``, for a batch queue it wrote by ``BatchConsumeQueue.putBatchMessagePositionInfo``, its
-    units in the walk's earlier data files first (kept for a batch queue on disk: ``QueueTrack.keep_queues``), in its
-    last one, in either only: ``QueueTrack.batch_walked``; else refused when a walk unit
-    below ``processOffset`` ends (a batch queue's: starts) past that max:
-    :func:`_on_disk`; a batch queue on disk that the cut left no file of: its max ``processOffset - 1``, its next
+    (``on_disk``: once the walk's units were dispatched onto them, for a queue it wrote units of one kind in, its
+    own or light ones, in its last data file, its earlier ones or both: ``QueueTrack.own_walked``, for a batch
+    queue it wrote by ``BatchConsumeQueue.putBatchMessagePositionInfo``, its units in the walk's earlier data
+    files first (kept for a batch queue on disk: ``QueueTrack.keep_queues``), in its last one, in either only:
+    ``QueueTrack.batch_walked``; refused, a guard, when a walk unit below ``processOffset`` ends (a batch queue's:
+    starts) past the max of files they were not dispatched onto: :func:`_on_disk`;
+    a batch queue on disk that the cut left no file of: its max ``processOffset - 1``, its next
     unit at queue byte 0, ``MappedFileQueue``'s ``getMaxOffset`` with no file); ``ext_file_size`` > 0:
     ``enableConsumeQueueExt`` (the ext units the walk put per queue: ``track.own_units``; a reput that goes on at
     ``reput`` before ``end`` puts its ext units after the parsed ones', for the cut units it dispatches again and the
@@ -284,20 +285,24 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
     <= maxPhysicOffset``, the max loaded from those files at least), and the units it appends past it lie after every
     unit of those files, where the cut takes them (past ``processOffset``) or keeps them: so when the walk's units
     below ``processOffset`` end at or below the max the cut leaves those files, it appended none the cut keeps, and
-    the files alone say where the cut leaves the queue.  Where the walk wrote the queue as its own consume queue only
-    (in its last data file; in its earlier ones too: ``QueueTrack.keep_queues``), ``disk`` is the cut after the
-    walk's units were dispatched onto those files (its last element true: appended or skipped as
-    ``putMessagePositionInfo`` does from the max and write position ``ConsumeQueue.recover`` loaded them with), so
-    any of its units may end past the max the files alone leave.  Refused: otherwise (light or batch units of it in
-    the walk's earlier data files) a walk unit below ``processOffset`` ending past that max (appended, or skipped by
-    a larger max the files loaded with: not told apart).  A cut that goes on into files older than those
-    ``ConsumeQueue.recover`` read reads them (``verify``)."""
+    the files alone say where the cut leaves the queue.  Where the walk wrote the queue with units of one kind, a
+    record's own ones or light ones (``ConsumeQueue.multiDispatchLmqQueue``: each ``%LMQ%`` queue's
+    ``putMessagePositionInfo``, its ``INNER_MULTI_QUEUE_OFFSET`` the queue offset, from that queue's own max and
+    write position), in its last data file, in its earlier ones too or there only (kept for the queues on disk:
+    ``QueueTrack.keep_queues``, ``QueueTrack.own_walked``), ``disk`` is the cut after the walk's units were
+    dispatched onto those files (its last element true: appended or skipped as ``putMessagePositionInfo`` does from
+    the max and write position ``ConsumeQueue.recover`` loaded them with), so any of its units may end past the max
+    the files alone leave (5.3.3's ``multiDispatchLmqQueue`` and ``putMessagePositionInfo`` read the same).  Refused
+    (a guard: every queue on disk the walk wrote so is dispatched) a walk unit below ``processOffset`` ending past
+    the max of files the walk's units were not dispatched onto (appended, or skipped by a larger max the files loaded
+    with: not told apart).  A cut that goes on into files older than those ``ConsumeQueue.recover`` read reads them
+    (``verify``)."""
     if disk is None:
         return walked
     if walked.max > disk[0] and not disk[3]:
         return WalkedQueue(0, 0, 0, 0, refused="a queue on disk before the walk whose files the cut leaves at write "
                            f"position {disk[2]}, max {disk[0]}, below where the walk's units below processOffset end "
-                           f"({walked.max})")
+                           f"({walked.max}), the walk's units not dispatched onto them")
     return dataclasses.replace(walked, write=disk[2], max=disk[0], disk=True)
 
 

@@ -29,8 +29,8 @@ class QueueTrack:
     (``enableConsumeQueueExt``): the commitlog offsets and queue numbers of a record's own consume queue units
     in the files before the current one are kept too (:func:`ext_reput`: a reput from before the last file);
     ``keep_queues`` (the consume queues on disk before the walk, ``verify``): their units in the files before the
-    current one are kept too, and which queues had another kind of unit there (:meth:`own_walked`,
-    :meth:`mixed_walked`).  Each consume queue's write position and max after the files before the current one, by
+    current one are kept too, with the kinds of unit each had there (:meth:`own_walked`, :meth:`mixed_walked`).
+    Each consume queue's write position and max after the files before the current one, by
     ``putMessagePositionInfo``'s rule in commitlog order from no unit (:meth:`replayed_before`: a queue holding a
     record's own units and light ones, their queue offsets from two counters)."""
 
@@ -39,10 +39,10 @@ class QueueTrack:
         self.batch_topics = batch_topics
         self.keep_own = keep_own
         self.keep_queues = keep_queues
-        # with keep_queues: per queue kept, its own units (offset, size, queue offset) in the files before the current
-        # one, and the queues with a light or batch unit there
+        # with keep_queues: per queue kept, its units (offset, size, queue offset) in the files before the current
+        # one, and the kinds of unit it had there
         self.kept_before: dict[int, list[np.ndarray]] = {}
-        self.other_before: set[int] = set()
+        self.kinds_before: dict[int, set[int]] = {}
         self.own_before: list[np.ndarray] = []   # with keep_own: rows (offset, queue) of the earlier files
         self.names: list[tuple[str, int]] = []
         self.ids: dict[tuple[str, int], int] = {}
@@ -159,43 +159,45 @@ class QueueTrack:
         self._cur = [cur]
 
     def _keep_before(self, last: np.ndarray) -> None:
-        """The units of the queues of ``keep_queues`` in a file the walk leaves (``last``), kept, of every kind (a queue
-        with light or batch units among them noted in ``other_before``; :meth:`mixed_walked` reads the light ones)."""
+        """The units of the queues of ``keep_queues`` in a file the walk leaves (``last``), kept, of every kind (the
+        kinds noted in ``kinds_before``; :meth:`own_walked` and :meth:`mixed_walked` read them)."""
         for q in np.unique(last[:, U_QUEUE]).tolist():
             if self.names[q] in self.keep_queues:
                 rows = last[last[:, U_QUEUE] == q]
-                if not (rows[:, U_KIND] == KIND_CQ).all():
-                    self.other_before.add(q)
+                self.kinds_before.setdefault(q, set()).update(np.unique(rows[:, U_KIND]).tolist())
                 self.kept_before.setdefault(q, []).append(positions(rows))
 
     def own_walked(self) -> dict[tuple[str, int], np.ndarray]:
-        """The queues the walk wrote in the current (last) data file as their own consume queues (no light or batch
-        unit), nothing in an earlier file or, for a queue of ``keep_queues``, own units there too: all their units
-        (rows of commitlog offset, size, queue offset, in commitlog order), those of the earlier files first."""
+        """The consume queues the walk wrote units of one kind in, a record's own ones only or light ones only
+        (``ConsumeQueue.multiDispatchLmqQueue`` puts a light unit by the same ``putMessagePositionInfo``, its
+        ``INNER_MULTI_QUEUE_OFFSET`` the queue offset; no ext unit): in the current (last) data file, nothing in an
+        earlier file, or, for a queue of ``keep_queues`` (on disk before the walk), in the earlier files too or
+        there only (those kept): all their units (rows of commitlog offset, size, queue offset, in commitlog order),
+        those of the earlier files first."""
         units = self.last_file()
         out = {}
-        for q in np.unique(units[:, U_QUEUE]).tolist():
+        for q in sorted(set(np.unique(units[:, U_QUEUE]).tolist()) | set(self.kept_before)):
             rows = units[units[:, U_QUEUE] == q]
-            earlier = self.kept_before.get(q, []) if q not in self.other_before else None
-            if (rows[:, U_KIND] == KIND_CQ).all() and (q not in self.seen_before or earlier):
+            kinds = set(np.unique(rows[:, U_KIND]).tolist()) | self.kinds_before.get(q, set())
+            earlier = self.kept_before.get(q)
+            if kinds in ({KIND_CQ}, {KIND_LIGHT}) and (q not in self.seen_before or earlier):
                 out[self.names[q]] = np.concatenate([*(earlier or []), positions(rows)])
         return out
 
     def mixed_walked(self) -> dict[tuple[str, int], np.ndarray]:
         """The queues of ``keep_queues`` (consume queues on disk before the walk) the walk wrote both a record's own
-        units and light ones in, some in the current (last) data file (in the earlier ones too: kept), no batch unit:
+        units and light ones in, in the current (last) data file, in the earlier ones (kept) or both, no batch unit:
         all their units (rows of commitlog offset, size, queue offset: a light unit's its ``INNER_MULTI_QUEUE_OFFSET``;
         in commitlog order, those of the earlier files first), which ``putMessagePositionInfo`` dispatched onto the
         files ``ConsumeQueue.recover`` loaded in that order (:func:`store_format.consumequeue_recovery.dispatch_units`:
         its rule reads each unit's queue offset whichever counter gave it)."""
         units = self.last_file()
         out = {}
-        for q in np.unique(units[:, U_QUEUE]).tolist():
+        for q in sorted(set(np.unique(units[:, U_QUEUE]).tolist()) | set(self.kept_before)):
             if self.names[q] not in self.keep_queues or (q in self.seen_before and q not in self.kept_before):
                 continue
             rows = units[units[:, U_QUEUE] == q]
-            kinds = set(np.unique(rows[:, U_KIND]).tolist()) | ({KIND_CQ} if q in self.last_before else set()) | \
-                ({KIND_LIGHT} if q in self.light_before else set())
+            kinds = set(np.unique(rows[:, U_KIND]).tolist()) | self.kinds_before.get(q, set())
             if kinds == {KIND_CQ, KIND_LIGHT}:
                 out[self.names[q]] = np.concatenate([*self.kept_before.get(q, []), positions(rows)])
         return out

@@ -102,7 +102,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
     :func:`broker_dledger_inside_past_ext_scenarios.past_ext_scenarios`,
     :func:`broker_dledger_inside_mixed_earlier_scenarios.mixed_earlier_scenarios`,
     :func:`broker_dledger_inside_mixed_disk_scenarios.mixed_disk_scenarios`,
-    :func:`broker_dledger_inside_mixed_emptied_back_scenarios.mixed_emptied_back_scenarios` and (a reput not set inside
+    :func:`broker_dledger_inside_mixed_emptied_back_scenarios.mixed_emptied_back_scenarios`,
+    :func:`broker_dledger_inside_light_disk_scenarios.light_disk_scenarios` and (a reput not set inside
     an entry)
     :func:`broker_dledger_mixed_disk_reput_scenarios.mixed_disk_reput_scenarios`."""
     from broker_dledger_2gib import embedded_message
@@ -135,6 +136,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += mixed_disk_reput_scenarios(line, out[0])
         from broker_dledger_inside_mixed_emptied_back_scenarios import mixed_emptied_back_scenarios
         out += mixed_emptied_back_scenarios(out[0])
+        from broker_dledger_inside_light_disk_scenarios import light_disk_533_scenarios
+        out += light_disk_533_scenarios(out[0])
     if line.startswith("5.5"):
         to_entry = embedded_to_entry_scenario(out[0])
         light = embedded_light_scenario(out[0])
@@ -188,6 +191,8 @@ def emptied_embedded_abort_scenarios(line: str) -> list[dict]:
         out += mixed_disk_reput_scenarios(line, out[0])
         from broker_dledger_inside_mixed_emptied_back_scenarios import mixed_emptied_back_scenarios
         out += mixed_emptied_back_scenarios(out[0])
+        from broker_dledger_inside_light_disk_scenarios import light_disk_scenarios
+        out += light_disk_scenarios(out[0])
     return out
 
 

@@ -10,7 +10,9 @@ walk's message check fails at the first entry of the data file it starts at), th
 * ``-kept-nocut`` and ``-kept-nocut-norecheck`` (5.5.1): those two with the store checkpoint's
   ``logicsPhysicalOffset`` set to 0: ``isMmapFileMatchedRecover`` then compares the first message's store timestamp
   with ``logicsMsgTimestamp`` (the walk starts at a later data file), and ``dledgerRecoverAbnormally`` is passed 0,
-  below ``processOffset``: no queue is cut.
+  below ``processOffset``: no queue is cut.  Their messages end with a pause (``sleepMs`` 0): the writer then waits
+  until the checkpoint's ``logicsMsgTimestamp`` is the last dispatch's, so that the walk starts at the last data file
+  however busy the machine.
 
 The broker's queues after ``load()`` (``queuesAfterLoad``: after ``truncateDirtyLogicFiles``) and after the reput
 (``queuesAfterDispatch``) are in the writer's report.
@@ -33,6 +35,10 @@ def walked_nothing_kept_scenarios(line: str) -> list[dict]:
     back = {**kept, "dledgerCommittedBack": 3, "name": f"{kept['name']}-back"}
     out = [kept, back, {**back, "config": norecheck, "name": f"{kept['name']}-norecheck"}]
     if line.startswith("5.5"):
-        nocut = {**back, "checkpointLogicsPhysicalOffset": {"set": 0}, "name": f"{kept['name']}-nocut"}
+        # the walk's start then follows logicsMsgTimestamp: a trailing pause makes the writer wait until the
+        # checkpoint holds the last dispatch's timestamp (a busy machine's flush thread could put back an earlier one,
+        # and the walk would start at the first data file, cutting at 0)
+        nocut = {**back, "messages": [*back["messages"], {"sleepMs": 0}],
+                 "checkpointLogicsPhysicalOffset": {"set": 0}, "name": f"{kept['name']}-nocut"}
         out += [nocut, {**nocut, "config": norecheck, "name": f"{nocut['name']}-norecheck"}]
     return out
