@@ -4,7 +4,7 @@ it, checked against stores the published RocketMQ store writes through the JVM h
 store: no ``consumequeue_ext/``), BatchCQ topics (ordinary RocksDB queues, one unit per record at its
 queue offset) and a DLedger commitlog (plain ``rebuild`` by the DLedger scan; ``verify`` compares the
 database entry by entry, the next start not predicted; ``repair`` replaces a damaged database as a whole;
-``audit`` names the compaction; ``--as-restart`` refused in one line).
+``audit`` names the compaction; ``--as-restart`` writes the broker's restart).
 
 Each case first asserts what the broker wrote (so the store really is the case), then that our
 ``rebuild`` (4 KiB splits) holds exactly the broker's key/value set in both families (read by the
@@ -15,8 +15,6 @@ is byte for byte the broker's, and that the messages table places the units unde
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import broker_harness as bh
@@ -152,19 +150,24 @@ def test_table_queues_are_the_broker_s(written, line, name):
 
 
 @pytest.mark.parametrize("line,name", DLEDGER)
-def test_dledger_as_restart_is_refused_in_one_line(written, tmp_path, line, name):
-    """With a DLedger commitlog, ``rebuild --as-restart`` stays refused: one line, exit 2."""
-    from pipelines.cli import main
+def test_dledger_as_restart_gives_the_broker_s_restart(written, tmp_path, line, name):
+    """With a DLedger commitlog, ``rebuild --as-restart`` of the store the broker's restart left (a clean shutdown,
+    ``recheckReputOffsetFromCq=true``) writes what its restart did: the database and index/ of one pass over the log
+    (:mod:`store_format.dledger_rocksdb_restart`; more cases in tests/test_rocksdb_dledger_restart_broker.py)."""
+    from broker_rocksdb_runs import same_databases
 
     d = written["dir"]
     store = store_with_broker_db(written, tmp_path)
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(store), "--config", str(d / "broker.conf"), "--out", str(tmp_path / "o"),
-                     "--as-restart", "--no-tables"])
-    lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
-    assert code == 2 and len(lines) == 1, err.getvalue()[-1500:]
-    assert "enableDLegerCommitLog=true" in lines[0] and "storeType=defaultRocksDB" in lines[0], lines[0]
+    code, _, err = bh.cli(["rebuild", "--store", str(store), "--config", str(d / "broker.conf"), "--out",
+                           str(tmp_path / "o"), "--as-restart", "--broker-version", BROKER_LINE[line],
+                           "--no-tables"])
+    assert code == 0, err[-1500:]
+    assert "dledgerRecoverNormally dispatches nothing" in err, err[-1500:]
+    same_databases(d / "expected" / "consumequeue", tmp_path / "o" / "consumequeue")
+    exp, ours = sorted((d / "expected" / "index").iterdir()), sorted((tmp_path / "o" / "index").iterdir())
+    assert exp and len(ours) == len(exp)
+    for e, o in zip(exp, ours):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), e.name)
 
 
 @pytest.mark.parametrize("line,name", DLEDGER)

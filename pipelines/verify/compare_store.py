@@ -49,10 +49,13 @@ from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index
 log = logging.getLogger(__name__)
 
 # storeType=defaultRocksDB over a DLedger commitlog: the database is compared entry by entry with the rebuild's (DLedger
-# scan), but DLedgerCommitLog.recover's dispatch into the database at the next start is not modelled
+# scan), but the next start over the database as the store holds it is not modelled (rebuild --as-restart models a
+# restart with the database deleted: store_format.dledger_rocksdb_restart)
 ROCKSDB_DLEDGER_NOT_PREDICTED = (
-    "not predicted: storeType=defaultRocksDB with enableDLegerCommitLog=true: the DLedger recovery's dispatch into "
-    "the RocksDB consume queue is not modelled (the database and index/ are compared with the rebuild's only)")
+    "not predicted: storeType=defaultRocksDB with enableDLegerCommitLog=true: the next start over the database the "
+    "store holds (DLedgerCommitLog's walk from the data file its checkpoint matches, truncateDirty) is not modelled "
+    "(rebuild --as-restart models a restart with the database deleted; the database and index/ are compared with the "
+    "rebuild's only)")
 
 
 def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
