@@ -61,6 +61,9 @@ class RocksDLedgerRestart:
     reput: int
     reindex: int
     reason: str
+    # dledgerRecoverAbnormally's processOffset: its last file's offset plus the message sizes it walked there (no
+    # entry headers); dledgerRecoverNormally's maxPhyOffset, the log's end (-1: no data file)
+    process_offset: int = -1
 
     @property
     def first(self) -> int:
@@ -78,7 +81,8 @@ def _refuse(why: str) -> UnsupportedConfigError:
 
 def plan_rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig, rec: DLedgerRecovery,
                                  abnormal: bool) -> RocksDLedgerRestart:
-    """The restart of ``st`` after DLedger's recovery ``rec`` (module docstring); ``abnormal``: an ``abort`` file.
+    """The restart of ``st`` after DLedger's recovery ``rec``, its database deleted (module docstring);
+    ``abnormal``: an ``abort`` file.
 
     Raises:
         UnsupportedConfigError: what is refused (module docstring).
@@ -96,33 +100,39 @@ def plan_rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig, rec: D
     min_offset = files[0].base if files else 0      # DLedgerCommitLog.getMinOffset (no old files)
     reput = min_offset if config.recheckReputOffsetFromCq else max(rec.committed_pos, min_offset)
     if not abnormal or not files:
-        return RocksDLedgerRestart(False, -1, end, reput, -1, "dledgerRecoverNormally dispatches nothing")
+        return RocksDLedgerRestart(False, -1, end, reput, -1, "dledgerRecoverNormally dispatches nothing",
+                                   end if files else -1)
+    # isMmapFileMatchedRecover: no data file's first message (48 bytes in) lies at or below the empty database's 0
     accepted = Accepted()
-    stop, reason = _walk(st, files, config, accepted)
+    stop, reason, process_offset = _walk(st, files, 0, config, accepted)
     if stop != end:
         raise _refuse(f"a crash restart whose dledgerRecoverAbnormally walk ends at {stop} ({reason}) before DLedger's "
                       f"log end {end}")
     last = accepted.last_indexed
     reindex = last if config.writes_index_files and 0 <= reput <= last < end else -1
-    return RocksDLedgerRestart(True, files[0].base, end, reput, reindex, reason)
+    return RocksDLedgerRestart(True, files[0].base, end, reput, reindex, reason, process_offset)
 
 
-def _walk(st: StoreLocation, files: list[Segment], config: BrokerConfig, accepted: Accepted) -> tuple[int, str]:
-    """``dledgerRecoverAbnormally``'s walk from the first data file: where it ends and why; ``accepted`` collects
-    what it dispatched (the last indexed record)."""
+def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,
+          accepted: Accepted) -> tuple[int, str, int]:
+    """``dledgerRecoverAbnormally``'s walk from data file ``first``: where it ends, why, and its ``processOffset``
+    (the last file's offset plus the message sizes walked there); ``accepted`` collects what it dispatched (the last
+    indexed record)."""
     scratch = cl.Scratch()
-    for k, seg in enumerate(files):
-        res = None
+    for k in range(first, len(files)):
+        seg = files[k]
+        res, sizes = None, 0
         for res, halt, n_ok in checked_windows(st, seg, 0, config, scratch, check_crc=config.checkCRCOnRecover,
                                                prop_crc=config.forceVerifyPropCRC):
             accepted.add(res, n_ok)
+            sizes += int(res.rec[:n_ok, cl.R_TOTAL].sum()) if n_ok else 0
             if halt is not None:
-                return halt.offset - ENTRY_HEADER_SIZE, halt.reason
+                return halt.offset - ENTRY_HEADER_SIZE, halt.reason, seg.base + sizes
         assert res is not None
         if res.stop == cl.Stop.BLANK and k + 1 < len(files):
             continue
         if res.stop == cl.Stop.BLANK:
-            return seg.end, f"the blank that ends the last data file {seg.name}"
+            return seg.end, f"the blank that ends the last data file {seg.name}", seg.base + sizes
         at = seg.base + res.state.bufpos
-        return at, f"the log's end at {at}"
-    return files[-1].end, "no data file"
+        return at, f"the log's end at {at}", seg.base + sizes
+    return files[-1].end, "no data file", files[-1].base

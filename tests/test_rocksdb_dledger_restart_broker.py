@@ -11,15 +11,21 @@ where its checkpoint stands, the walk's last record indexed twice after a crash)
 --as-restart`` on ``<dir>/before/`` gives its database's key/value set, both column families entry for entry, and
 its ``index/`` files byte for byte.  A crash walk that ends at a damaged message stays refused in one line.
 
+With the database kept (``keepQueues``, ``-kept``): after a clean shutdown ``verify`` on ``before/`` predicts the
+broker's restart over it, queue by queue (``pipelines/verify/rocksdb_dledger_restart.py``); after a crash it says in
+one line that it gives none (``truncateDirty`` at the walk's short ``processOffset`` races the walk's dispatch).
+
 5.5.1 by default; ``ROCKSDB_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import broker_dledger_scenarios as dl
 import broker_harness as bh
+import numpy as np
 import pytest
 from broker_rocksdb_runs import database, same_databases
 
@@ -48,11 +54,19 @@ def _scenarios(line: str) -> list[dict]:
                   dledgerCommittedBack=BACK),
             rocks(plain, "crash", abort=True, dledgerCommittedBack=BACK),
             rocks(plain, "crash-norecheck", recheck=False, abort=True, dledgerCommittedBack=BACK),
-            rocks(mixed, "mixed-crash", abort=True, dledgerCommittedBack=BACK)]
-
+            rocks(mixed, "mixed-crash", abort=True, dledgerCommittedBack=BACK),
+            # the database kept (keepQueues): verify's prediction on before/ (a clean restart), its refusal (a crash)
+            rocks(plain, "restart-kept", keepBefore=True, keepQueues=True),
+            rocks(plain, "restart-kept-norecheck", recheck=False, keepBefore=True, keepQueues=True,
+                  restartRebuildsNothing=True),
+            rocks(mixed, "mixed-restart-kept", keepBefore=True, keepQueues=True),
+            rocks(plain, "crash-kept", abort=True, keepQueues=True)]
 
 SCENARIOS = {line: _scenarios(line) for line in LINES}
-CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+ALL = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+CASES = [c for c in ALL if not c.values[1].endswith("-kept") and not c.values[1].endswith("-kept-norecheck")]
+KEPT = [c for c in ALL if c not in CASES and "crash" not in c.values[1]]
+KEPT_CRASH = [c for c in ALL if c not in CASES and "crash" in c.values[1]]
 CRASH = [c for c in CASES if "crash" in c.values[1]]
 _RUNS: dict[str, dict] = {}
 
@@ -66,8 +80,16 @@ def restarted(request, tmp_path_factory) -> dict:
         # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
         _RUNS.update(bh.write_lines(request, SCENARIOS, work, "RocksDB DLedger store(s), each restarted", threads=1))
         for r in _RUNS.values():
-            if r["written"].get("ok"):
-                r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), BROKER_LINE[r["line"]])
+            if not r["written"].get("ok"):
+                continue
+            d = Path(r["scenario"]["dir"])
+            if r["scenario"].get("keepQueues"):   # verify's prediction on the store as the restart found it
+                code, out, err = bh.cli(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
+                                         "--broker-version", BROKER_LINE[r["line"]], "--split-size", "4k", "--json"])
+                r["verify"] = {"code": code, "stderr": err[-2000:],
+                               "report": json.loads(out) if out.strip() else None}
+            else:
+                r["rebuild"] = bh.rebuild_as_restart(d, BROKER_LINE[r["line"]])
     r = _RUNS[request.node.callspec.params["name"]]
     if not r["written"].get("ok"):
         pytest.fail(f"the broker's writer failed on {r['scenario']['name']}: {r['written'].get('error')}")
@@ -180,3 +202,87 @@ def test_a_crash_walk_ending_at_a_damaged_message_is_refused(restarted, tmp_path
     lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
     assert code == 2 and len(lines) == 1, err[-1500:]
     assert "storeType=defaultRocksDB" in lines[0] and f"walk ends at {phy - 48} " in lines[0], lines[0]
+
+
+def _parsed(db: Path):  # noqa: ANN202
+    from pipelines.verify.rocksdb_compare import read_store_database
+    from store_format.rocksdb_recovery import parse_database
+    return parse_database(read_store_database(str(db)))
+
+
+def _pair(e) -> tuple[int, int] | None:  # noqa: ANN001
+    return None if e is None else (int(e[0]), int(e[1]))
+
+
+@pytest.mark.parametrize("line,name", KEPT)
+def test_verify_predicts_the_clean_restart_over_the_database_kept(restarted, line: str, name: str) -> None:
+    """The broker restarted after a clean shutdown on its own database (``keepQueues``): ``dledgerRecoverNormally``
+    dispatches nothing, ``truncateDirty`` at the log's end (the checkpoint is there) changes nothing, and the start's
+    reput from the min offset (``recheckReputOffsetFromCq``) puts every unit again (from the committed position, the
+    log's end, without it: nothing).  ``verify`` on the store as that restart found it predicts, queue by queue, the
+    "max" and "min" entries the broker left, the units above the max, the checkpoint, which queues keep their
+    entries, and how many index keys the start puts again (the last indexed record's, with the reput)."""
+    d = Path(restarted["scenario"]["dir"])
+    v = restarted["verify"]
+    assert v["report"] is not None, v["stderr"]
+    p = v["report"]["restart"]
+    assert p is not None and p["rocksdb"], v["report"].get("restart_note")
+    before, cp_before = _parsed(d / "before" / "consumequeue")
+    after, cp_after = _parsed(d / "expected" / "consumequeue")
+    end = _log_end(d / "before")
+    assert not (d / "before" / "abort").exists() and cp_before == end   # the case: a clean shutdown, all dispatched
+    assert p["recovery_cut"] == p["commitlog_end"] == end
+    assert p["rocksdb_checkpoint_before"] == cp_before and p["rocksdb_checkpoint_after"] == cp_after
+    assert not p["truncate_dirty_logic_files"] and p["units_lost"] == p["units_truncated"] == 0
+    recheck = restarted["scenario"]["config"].get("recheckReputOffsetFromCq") == "true"
+    assert (p["second_reput_from"] is not None) == recheck
+    grown = _index_count(d / "expected" / "index") - _index_count(d / "before" / "index")
+    assert grown == p["index_keys_put_again"], f"the broker's index gained {grown} key(s), verify says " \
+                                               f"{p['index_keys_put_again']}"
+    assert (grown > 0) == recheck   # the last indexed record's keys, a second time
+    listed = {q["queue"]: q for q in p["queues"]}
+    assert set(listed) <= set(before) | set(after)
+    for queue in sorted(set(before) | set(after)):
+        b, a = before.get(queue), after.get(queue)
+        got = (_pair(a.max), _pair(a.min)) if a is not None else (None, None)
+        q = listed.get(queue)
+        if q is None:
+            assert got == ((_pair(b.max), _pair(b.min)) if b is not None else (None, None)), \
+                f"{queue}: not listed by verify, but the broker changed its entries {got}"
+            continue
+        assert got == (_pair(q["max_entry_after"]), _pair(q["min_entry_after"])), (queue, got, q)
+        above = int((a.cq > a.max[1]).sum()) if a is not None and a.max is not None else 0
+        assert above == q["units_truncated"], (queue, above, q)
+    for queue, b in before.items():
+        a = after[queue]
+        assert np.array_equal(a.cq, b.cq) and np.array_equal(a.phy, b.phy), f"{queue}: units changed"
+
+
+@pytest.mark.parametrize("line,name", KEPT_CRASH)
+def test_verify_refuses_the_crash_restart_over_the_database_kept(restarted, line: str, name: str) -> None:
+    """After a crash over the database kept (its checkpoint at the log's end, so at or past the walk's processOffset,
+    which leaves out the last file's entry headers: ``truncateDirty`` is reached while the walk's dispatch lands
+    through ``RocksGroupCommitService``), ``verify`` gives no prediction: one line in its report."""
+    d = Path(restarted["scenario"]["dir"])
+    v = restarted["verify"]
+    assert v["report"] is not None, v["stderr"]
+    _, cp_before = _parsed(d / "before" / "consumequeue")
+    assert (d / "before" / "abort").is_file() and cp_before == _log_end(d / "before")
+    assert v["report"]["restart"] is None and "after a crash (abort file) over the database kept" in \
+        v["report"]["restart_note"], v["report"]["restart_note"]
+
+
+def _parsed(db: Path):  # noqa: ANN202
+    from pipelines.verify.rocksdb_compare import read_store_database
+    from store_format.rocksdb_recovery import parse_database
+    return parse_database(read_store_database(str(db)))
+
+
+def _pair(e) -> tuple[int, int] | None:  # noqa: ANN001
+    return None if e is None else (int(e[0]), int(e[1]))
+
+
+def _index_count(folder: Path) -> int:
+    """The index keys of the files of ``folder`` (``indexCount`` less the unused entry 0, file by file)."""
+    from store_format.indexfile import read_header
+    return sum(read_header(f.read_bytes()).index_count - 1 for f in sorted(folder.iterdir()) if f.name.isdigit())
