@@ -298,7 +298,8 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
     before the recovery's first record (a 5.5.1 RocksDB store of more files than ``commitLogRecoverMaxNum``), from
     that reput's start, the keys of the records below the recovery's left out (``Segment.index_from``).  DLedger stores:
     :func:`dledger_restart`; a store converted in place with no DLedger data file yet
-    (``StoreLocation.dledger_pending``) is recovered as an ordinary one."""
+    (``StoreLocation.dledger_pending``) is recovered as an ordinary one.  A RocksDB consume queue over a DLedger
+    commitlog: :func:`rocksdb_dledger_restart` (with no DLedger data file yet: refused in one line)."""
     if config.rocksdb_cq and config.enableDLegerCommitLog:
         if st.dledger is None:   # the first start with DLedger: the base CommitLog's recovery of the old files
             config.refuse_rocksdb_dledger("rebuild --as-restart of a store with no DLedger data file yet")
