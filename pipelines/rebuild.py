@@ -194,8 +194,6 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
     zone(tz)  # an unknown time zone fails now, before anything starts
     if strict is not None:
         warn_if_broker_live(store, strict=strict, meaning=REBUILD_MEANING)
-    if as_restart:
-        config.refuse_rocksdb_dledger("rebuild --as-restart (the DLedger crash restart)")
     # one run per output: a second one refuses before any work (pipelines.outlock)
     locks = [OutputLock(out, "--out", f"rebuild of {store}").acquire()]
     try:

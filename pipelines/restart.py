@@ -12,6 +12,7 @@ from store_format.consumequeue import cq_file_name
 from store_format.dledger_crash import DLedgerCrash, plan_dledger_crash
 from store_format.dledger_inside_units import Placed
 from store_format.dledger_recovery import DLedgerRecovery, recover_dledger
+from store_format.dledger_rocksdb_restart import RocksDLedgerRestart, plan_rocksdb_dledger_restart
 from store_format.empty_request_held import HELD_FOLDERS
 from store_format.errors import StoreError
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
@@ -46,6 +47,8 @@ class DLedgerRestart:
     committed_pos_before: int
     nothing: bool
     crash: DLedgerCrash | None = None   # 5.x after a crash: what dledgerRecoverAbnormally dispatches
+    # storeType=defaultRocksDB: what the restart dispatches into the (deleted, so empty) database
+    rocks: RocksDLedgerRestart | None = None
 
     def anomalies(self, kept: StoreLocation) -> list[dict]:
         """DLedger's recovery cutting committed entries off (the committed position moves back)."""
@@ -57,6 +60,43 @@ class DLedgerRestart:
                           f"{r.process_offset}: "
                           f"{r.reason}; the committed position moves from {self.committed_pos_before} to "
                           f"{r.committed_pos} (committed index {r.committed_index})", found=1)]
+
+
+def rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig,
+                            progress) -> tuple[StoreLocation, DLedgerRestart]:  # noqa: ANN001
+    """A RocksDB consume queue store over a DLedger commitlog as its restart (database and ``index/`` deleted)
+    dispatches it (:func:`store_format.dledger_rocksdb_restart.plan_rocksdb_dledger_restart`): DLedger's recovery,
+    then after a crash ``dledgerRecoverAbnormally``'s walk from the first data file to the log's end, and the
+    start's reput from the min offset (``recheckReputOffsetFromCq=true``) or the committed position to the log's
+    end: read as one pass from the first record dispatched to the log's end (the database of both passes is that
+    of one), the walk's last indexed record indexed again where the reput reaches it (``StoreLocation.reindex``)."""
+    assert st.dledger is not None
+    rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
+    before = st.dledger.committed_pos
+    plan = plan_rocksdb_dledger_restart(st, config, rec, st.broker_may_be_running())
+    progress.emit(f"[rebuild] as a restart: DLedger's recovery (walk from data file {rec.checked_from}) ends the log "
+                  f"at {rec.process_offset} ({rec.reason}); committed index {rec.committed_index}, position "
+                  f"{rec.committed_pos}")
+    progress.emit("[rebuild] as a restart (storeType=defaultRocksDB, the database deleted: its max physical offset "
+                  "0): " + (f"DLedgerCommitLog.dledgerRecoverAbnormally walks every data file from the first, "
+                            f"{plan.walk_from}, to {plan.end} ({plan.reason}) and dispatches every entry, committed "
+                            "or not" if plan.abnormal else "DLedgerCommitLog.dledgerRecoverNormally dispatches nothing")
+                  + (f"; the start's reput from {plan.reput} "
+                     + ("(recheckReputOffsetFromCq=true: the RocksDB queue table is empty, so the min offset) "
+                        if config.recheckReputOffsetFromCq else "(the committed position) ")
+                     + f"to the log's end {plan.end} once the node leads"
+                     + ("" if plan.reput < plan.end else ": nothing")
+                     + (f", indexing the record at {plan.reindex} again" if plan.reindex >= 0 else "")))
+    kept = with_dledger_committed(st, rec.ledger_end_index, plan.end)
+    first = plan.first
+    if first >= plan.end or not kept.segments:
+        kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0) for seg in kept.segments])
+        return kept, DLedgerRestart(rec, before, True, rocks=plan)
+    segs = [seg for seg in kept.segments if seg.end > first]
+    segs[0] = dataclasses.replace(segs[0], start=max(first - segs[0].base, 0))
+    kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
+                               reindex=plan.reindex)
+    return kept, DLedgerRestart(rec, before, False, rocks=plan)
 
 
 def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, DLedgerRestart]:  # noqa: ANN001
@@ -258,8 +298,12 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
     before the recovery's first record (a 5.5.1 RocksDB store of more files than ``commitLogRecoverMaxNum``), from
     that reput's start, the keys of the records below the recovery's left out (``Segment.index_from``).  DLedger stores:
     :func:`dledger_restart`; a store converted in place with no DLedger data file yet
-    (``StoreLocation.dledger_pending``) is recovered as an ordinary one."""
-    config.refuse_rocksdb_dledger("rebuild --as-restart (the DLedger crash restart)")
+    (``StoreLocation.dledger_pending``) is recovered as an ordinary one.  A RocksDB consume queue over a DLedger
+    commitlog: :func:`rocksdb_dledger_restart` (with no DLedger data file yet: refused in one line)."""
+    if config.rocksdb_cq and config.enableDLegerCommitLog:
+        if st.dledger is None:   # the first start with DLedger: the base CommitLog's recovery of the old files
+            config.refuse_rocksdb_dledger("rebuild --as-restart of a store with no DLedger data file yet")
+        return rocksdb_dledger_restart(st, config, progress)
     held = _held_queue_files(st) if not config.rocksdb_cq else []
     if held:
         progress.emit(f"[rebuild] as a restart: warning: the store holds {len(held)} consume queue or index file(s) "

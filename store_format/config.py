@@ -262,17 +262,18 @@ class BrokerConfig:
 
     def refuse_rocksdb_dledger(self, what: str) -> None:
         """A RocksDB consume queue over a DLedger commitlog (``RocksDBMessageStore`` keeps
-        ``DefaultMessageStore``'s ``DLedgerCommitLog``): plain ``rebuild``, ``verify`` (the comparison; the next
-        start not predicted), ``repair`` and ``audit`` only; refuse ``what`` (``rebuild --as-restart``).
+        ``DefaultMessageStore``'s ``DLedgerCommitLog``): refuse ``what``, a command or case not modelled for it
+        (``rebuild --as-restart`` of a store with no DLedger data file yet, whose first start with DLedger recovers
+        the old files with the base ``CommitLog``'s recovery; the restarts modelled:
+        :mod:`store_format.dledger_rocksdb_restart`).
 
         Raises:
             UnsupportedConfigError: one line naming ``what``.
         """
         if self.rocksdb_cq and self.enableDLegerCommitLog:
             raise UnsupportedConfigError(
-                f"storeType={ROCKSDB_STORE_TYPE} with enableDLegerCommitLog=true: {what} is not modelled for it (the "
-                "DLedger recovery's dispatch into the RocksDB consume queue is not checked against the broker); "
-                "plain rebuild writes its database and index/, verify compares them")
+                f"storeType={ROCKSDB_STORE_TYPE} with enableDLegerCommitLog=true: {what} is not modelled for it (not "
+                "checked against the broker); plain rebuild writes its database and index/, verify compares them")
 
     @property
     def rocksdb_cq(self) -> bool:

@@ -241,17 +241,19 @@ def _copy(queues: dict[str, QueueEntries]) -> dict[str, QueueEntries]:
 
 def predict_rocksdb_restart(store: dict[str, QueueEntries], checkpoint: int | None, dispatched: dict[str, QueueEntries],
                             *, end: int, min_phy: int, abnormal: bool, broker_551: bool,
-                            again: dict[str, QueueEntries] | None = None) -> RocksRestart:
+                            again: dict[str, QueueEntries] | None = None, dledger: bool = False) -> RocksRestart:
     """The database after the start (module docstring): ``store`` and ``checkpoint`` as
     :func:`parse_database` reads them, ``dispatched`` the units the recovery dispatches (by queue, in
     commitlog order), ``end`` the recovered commitlog end, ``min_phy`` the commitlog's min offset
     (``CommitLog.getMinOffset``); ``again`` (``recheckReputOffsetFromCq=true``) the units the start's
     second reput dispatches (``DefaultMessageStore.doRecheckReputOffsetFromCq``: every record from
-    ``min_phy`` to ``end``), put after both outcomes of the race."""
+    ``min_phy`` to ``end``), put after both outcomes of the race.  ``dledger``: ``DLedgerCommitLog``'s recoveries
+    (5.3.3 and 5.5.1) call ``truncateDirtyLogicFiles`` only when the value read before them is at or past ``end``
+    (their ``processOffset``), as the 5.3.3 ``CommitLog`` does (:mod:`store_format.dledger_rocksdb_restart`)."""
     cp0 = 0 if checkpoint is None else checkpoint
     # 5.3.3 CommitLog.recoverNormally/recoverAbnormally: truncateDirtyLogicFiles only when the value read before
     # the recovery is at or past the end; 5.5.1 always (truncateDirty then compares the checkpoint of the moment)
-    calls_truncate = broker_551 or cp0 >= end
+    calls_truncate = (broker_551 and not dledger) or cp0 >= end
     n_disp = {k: len(v.cq) for k, v in dispatched.items() if len(v.cq)}
 
     first = _copy(store)

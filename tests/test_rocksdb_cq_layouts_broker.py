@@ -3,8 +3,8 @@ it, checked against stores the published RocketMQ store writes through the JVM h
 (:mod:`broker_rocksdb_layouts_scenarios`): ``enableConsumeQueueExt=true`` (ignored by the RocksDB
 store: no ``consumequeue_ext/``), BatchCQ topics (ordinary RocksDB queues, one unit per record at its
 queue offset) and a DLedger commitlog (plain ``rebuild`` by the DLedger scan; ``verify`` compares the
-database entry by entry, the next start not predicted; ``repair`` replaces a damaged database as a whole;
-``audit`` names the compaction; ``--as-restart`` refused in one line).
+database entry by entry, with the next start; ``repair`` replaces a damaged database as a whole;
+``audit`` names the compaction; ``--as-restart`` writes the broker's restart).
 
 Each case first asserts what the broker wrote (so the store really is the case), then that our
 ``rebuild`` (4 KiB splits) holds exactly the broker's key/value set in both families (read by the
@@ -15,8 +15,6 @@ is byte for byte the broker's, and that the messages table places the units unde
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import broker_harness as bh
@@ -152,28 +150,32 @@ def test_table_queues_are_the_broker_s(written, line, name):
 
 
 @pytest.mark.parametrize("line,name", DLEDGER)
-def test_dledger_as_restart_is_refused_in_one_line(written, tmp_path, line, name):
-    """With a DLedger commitlog, ``rebuild --as-restart`` stays refused: one line, exit 2."""
-    from pipelines.cli import main
+def test_dledger_as_restart_gives_the_broker_s_restart(written, tmp_path, line, name):
+    """With a DLedger commitlog, ``rebuild --as-restart`` of the store the broker's restart left (a clean shutdown,
+    ``recheckReputOffsetFromCq=true``) writes what its restart did: the database and index/ of one pass over the log
+    (:mod:`store_format.dledger_rocksdb_restart`; more cases in tests/test_rocksdb_dledger_restart_broker.py)."""
+    from broker_rocksdb_runs import same_databases
 
     d = written["dir"]
     store = store_with_broker_db(written, tmp_path)
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["rebuild", "--store", str(store), "--config", str(d / "broker.conf"), "--out", str(tmp_path / "o"),
-                     "--as-restart", "--no-tables"])
-    lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("error:")]
-    assert code == 2 and len(lines) == 1, err.getvalue()[-1500:]
-    assert "enableDLegerCommitLog=true" in lines[0] and "storeType=defaultRocksDB" in lines[0], lines[0]
+    code, _, err = bh.cli(["rebuild", "--store", str(store), "--config", str(d / "broker.conf"), "--out",
+                           str(tmp_path / "o"), "--as-restart", "--broker-version", BROKER_LINE[line],
+                           "--no-tables"])
+    assert code == 0, err[-1500:]
+    assert "dledgerRecoverNormally dispatches nothing" in err, err[-1500:]
+    same_databases(d / "expected" / "consumequeue", tmp_path / "o" / "consumequeue")
+    exp, ours = sorted((d / "expected" / "index").iterdir()), sorted((tmp_path / "o" / "index").iterdir())
+    assert exp and len(ours) == len(exp)
+    for e, o in zip(exp, ours):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), e.name)
 
 
 @pytest.mark.parametrize("line,name", DLEDGER)
 def test_dledger_verify_compares_the_database_entry_by_entry(written, tmp_path, line, name):
     """``verify`` with a DLedger commitlog: the broker's own database and index/ verify identical (exit 0), the
-    next start not predicted in one line; with units deleted and changed and a max entry deleted in a copy of the
-    database, it names exactly those queues with their missing and different entries (exit 1)."""
-    from pipelines.verify.compare_store import ROCKSDB_DLEDGER_NOT_PREDICTED
-
+    next start predicted (a clean one: its reput puts every unit again, nothing changes; the restart itself is
+    checked in tests/test_rocksdb_dledger_restart_broker.py); with units deleted and changed and a max entry deleted
+    in a copy of the database, it names exactly those queues with their missing and different entries (exit 1)."""
     d = written["dir"]
     store = store_with_broker_db(written, tmp_path)
     base = ["verify", "--store", str(store), "--config", str(d / "broker.conf"), "--broker-version",
@@ -182,15 +184,17 @@ def test_dledger_verify_compares_the_database_entry_by_entry(written, tmp_path, 
     report = json.loads(out)
     assert code == 0 and report["identical"], report["summary"]
     assert report["counts"]["rocksdb_consume_queue"]["identical"] > 1 and report["counts"]["index"]["identical"]
-    assert report["restart"] is None and report["restart_note"] == ROCKSDB_DLEDGER_NOT_PREDICTED
+    p = report["restart"]
+    assert p is not None and p["rocksdb"] and not report["restart_note"], report["restart_note"]
+    assert p["rocksdb_checkpoint_after"] == p["rocksdb_checkpoint_before"] and not p["truncate_dirty_logic_files"]
+    assert p["units_lost"] == p["units_truncated"] == 0, p
+    assert all(q["max_entry_after"] == q["max_entry_before"] for q in p["queues"]), p["queues"]
     code, text, _ = bh.cli(base)
-    assert code == 0
-    assert [ln for ln in text.splitlines() if "next start" in ln] == [
-        f"at the broker's next start: {ROCKSDB_DLEDGER_NOT_PREDICTED}"]
+    assert code == 0 and "not predicted" not in text
     first, second, q0 = damage_database(written, store / "consumequeue")
     code, out, _ = bh.cli([*base, "--json"])
     report = json.loads(out)
-    assert code == 1 and not report["identical"] and report["restart_note"] == ROCKSDB_DLEDGER_NOT_PREDICTED
+    assert code == 1 and not report["identical"] and report["restart"] is not None, report["restart_note"]
     bad = {r["path"]: r for r in report["rocksdb_consume_queue"]}
     q1 = f"{first['topic']}/{first['queueId']}"
     assert sorted(bad) == sorted({q1, f"{second['topic']}/{second['queueId']}"})

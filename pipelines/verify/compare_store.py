@@ -3,9 +3,9 @@
 folder, compare every file with the store's (a RocksDB ``consumequeue/`` entry by entry:
 :mod:`.rocksdb_compare`), and predict the broker's next start (on the ``consumequeue/``,
 ``consumequeue_ext/``, ``batchconsumequeue/`` and ``index/`` files, a RocksDB consume queue's entries
-(:mod:`.rocksdb_restart`); not for a 5.x DLedger store after an unclean shutdown whose recovery is
-refused, nor for a RocksDB consume queue over a DLedger commitlog, whose database is compared only:
-:data:`ROCKSDB_DLEDGER_NOT_PREDICTED`)."""
+(:mod:`.rocksdb_restart`, over a DLedger commitlog after a clean shutdown :mod:`.rocksdb_dledger_restart`); not
+for a 5.x DLedger store after an unclean shutdown whose recovery is refused, nor for a RocksDB consume queue over a
+DLedger commitlog after a crash or converted in place: :data:`ROCKSDB_DLEDGER_NOT_PREDICTED`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -48,11 +48,12 @@ from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index
 
 log = logging.getLogger(__name__)
 
-# storeType=defaultRocksDB over a DLedger commitlog: the database is compared entry by entry with the rebuild's (DLedger
-# scan), but DLedgerCommitLog.recover's dispatch into the database at the next start is not modelled
+# storeType=defaultRocksDB over a DLedger commitlog: the next start over the database the store holds is predicted
+# (.rocksdb_dledger_restart) but for a store converted in place (old commitlog/ files), which is compared only
 ROCKSDB_DLEDGER_NOT_PREDICTED = (
-    "not predicted: storeType=defaultRocksDB with enableDLegerCommitLog=true: the DLedger recovery's dispatch into "
-    "the RocksDB consume queue is not modelled (the database and index/ are compared with the rebuild's only)")
+    "not predicted: storeType=defaultRocksDB with enableDLegerCommitLog=true on a store converted in place (old "
+    "commitlog/ files): its restart over the database is not modelled (the database and index/ are compared with the "
+    "rebuild's only)")
 
 
 def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
@@ -114,7 +115,8 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     its ``consumequeue_ext/`` (``enableConsumeQueueExt=true``) and ``batchconsumequeue/`` (BatchCQ
     topics) too; the next start is predicted on all of them (a RocksDB consume queue's entries too), but
     not for a 5.x DLedger store after an unclean shutdown whose recovery is refused, nor for a RocksDB
-    consume queue over a DLedger commitlog (compared only) (``VerifyReport.no_prediction`` says why).
+    consume queue over a DLedger commitlog but after a clean shutdown (:mod:`.rocksdb_dledger_restart`)
+    (``VerifyReport.no_prediction`` says why).
 
     Only reads the store.  The rebuild goes to ``work`` (kept; it must not hold ``consumequeue/``
     or ``index/`` yet) or to a temporary folder deleted before returning.
@@ -236,10 +238,6 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                 else "ignored by the broker (IndexService.load skips names that are not numbers)")
         ix_results.append(IndexFileResult(len(ix_results), "extra", n, None, None, store_ix.get(n), note=note))
 
-    if config.rocksdb_cq and config.enableDLegerCommitLog:   # the comparison only (ROCKSDB_DLEDGER_NOT_PREDICTED)
-        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
-                            None, _rebuild_figures(summary), rocksdb_consume_queue=rocksdb_results,
-                            no_prediction=ROCKSDB_DLEDGER_NOT_PREDICTED, not_checked=_not_checked(st))
     clean = not st.broker_may_be_running()
     dledger = recover_dledger(fs, st.dledger, config.mappedFileSizeCommitLog) if st.dledger is not None else None
     crash, crash_refused = None, None
@@ -257,6 +255,21 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
             head = f.read(INDEX_HEADER_SIZE)
         header = dataclasses.asdict(read_header(head + bytes(INDEX_HEADER_SIZE - len(head))))
         store_index.append((n, store_ix[n], header))
+    if config.rocksdb_cq and config.enableDLegerCommitLog:   # DLedgerCommitLog's recovery into the database kept
+        from .rocksdb_dledger_restart import predict_rocksdb_dledger_store_restart
+        rocks_restart, why = None, ROCKSDB_DLEDGER_NOT_PREDICTED
+        if rocks_store is not None and rocks_ref is not None and st.dledger is not None \
+                and not any(not seg.dledger for seg in st.segments):
+            try:
+                rocks_restart = predict_rocksdb_dledger_store_restart(
+                    st, config, rocks_store, rocks_ref, clean=clean, store_index=store_index,
+                    expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
+                    checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root))
+            except UnsupportedConfigError as e:
+                why = f"not predicted: {e}"
+        return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
+                            rocks_restart, _rebuild_figures(summary), rocksdb_consume_queue=rocksdb_results,
+                            no_prediction="" if rocks_restart is not None else why, not_checked=_not_checked(st))
     if rocks_store is not None and rocks_ref is not None:   # the database's recovery (store_format.rocksdb_recovery)
         from .rocksdb_restart import predict_rocksdb_store_restart
         restart = predict_rocksdb_store_restart(

@@ -22,7 +22,10 @@ def _entry(e: tuple[int, int] | None) -> list[int] | None:
     return None if e is None else [int(e[0]), int(e[1])]
 
 
-def _select(queues: dict[str, QueueEntries], keep: Callable[[np.ndarray], np.ndarray]) -> dict[str, QueueEntries]:
+def select_entries(queues: dict[str, QueueEntries],
+                   keep: Callable[[np.ndarray], np.ndarray]) -> dict[str, QueueEntries]:
+    """The entries of each queue whose commitlog offsets ``keep`` selects, in commitlog order (the queues left
+    with none left out)."""
     out = {}
     for name, q in queues.items():
         m = keep(q.phy)
@@ -50,13 +53,13 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
     else:       # recoverAbnormally: every record from the start segment
         def in_range(phy: np.ndarray) -> np.ndarray:
             return (phy >= plan.dispatch_from) & (phy < end)
-    dispatched = _select(ref, in_range)
+    dispatched = select_entries(ref, in_range)
     notes: list[str] = []
     if not clean and plan.dispatch_from == 0:
         _with_offset_zero(dispatched, store, "the abnormal recovery", notes)
     again = None
     if config.recheckReputOffsetFromCq:   # DefaultMessageStore.doRecheckReputOffsetFromCq: from the min offset
-        again = _select(ref, lambda phy: (phy >= min_phy) & (phy < end))
+        again = select_entries(ref, lambda phy: (phy >= min_phy) & (phy < end))
         if min_phy == 0:
             _with_offset_zero(again, store, "the start's second reput", notes)
     r = predict_rocksdb_restart(store, checkpoint, dispatched, end=end, min_phy=min_phy, abnormal=not clean,
@@ -72,7 +75,7 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
     else:
         p.reput_from, p.reput_from_inclusive, first = plan.dispatch_from, True, plan.dispatch_from
     p.tail_bytes = max(0, end - first)
-    _queues(p, store, ref, r, end)
+    queue_restarts(p, store, ref, r, end)
     if r.alt_queues is not None:
         p.race_checkpoint_after = r.alt_checkpoint
         p.notes.append("abnormal start: the recovery's dispatch reaches the database through RocksGroupCommitService "
@@ -101,7 +104,7 @@ def _with_offset_zero(units: dict[str, QueueEntries], store: dict[str, QueueEntr
     """The record at commitlog offset 0 added in front of ``units``: the rebuild never dispatches it, the
     abnormal recovery and the second reput do; its units are taken from the store's own database (put
     again unchanged)."""
-    at0 = _select(store, lambda phy: phy == 0)
+    at0 = select_entries(store, lambda phy: phy == 0)
     for name, q in at0.items():
         d = units.get(name)
         units[name] = q if d is None else QueueEntries(np.concatenate([q.cq, d.cq]), np.concatenate([q.phy, d.phy]),
@@ -111,8 +114,8 @@ def _with_offset_zero(units: dict[str, QueueEntries], store: dict[str, QueueEntr
                      "no unit of it to take its queue offset from: not counted")
 
 
-def _queues(p: RestartPrediction, store: dict[str, QueueEntries], ref: dict[str, QueueEntries], r: RocksRestart,
-            end: int) -> None:
+def queue_restarts(p: RestartPrediction, store: dict[str, QueueEntries], ref: dict[str, QueueEntries],
+                   r: RocksRestart, end: int) -> None:
     """Per queue: the entries before and after, units left above the new max, dispatched again, lost."""
     for name in sorted(set(store) | set(r.queues)):
         before = store.get(name)

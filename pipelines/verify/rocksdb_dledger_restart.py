@@ -1,0 +1,86 @@
+"""``verify``'s next-start prediction for a RocksDB consume queue over a DLedger commitlog (``storeType=defaultRocksDB``
+with ``enableDLegerCommitLog=true``), its database kept: DLedger's recovery, then ``DLedgerCommitLog``'s
+after a clean shutdown (``DLedgerCommitLog.dledgerRecoverNormally``: no dispatch, ``truncateDirty`` at the log's end
+when the database's checkpoint reaches it, a no-op there), then the start's reput from the min offset
+(``recheckReputOffsetFromCq=true``) or the committed position to the log's end, the database's entries as
+:func:`store_format.rocksdb_recovery.predict_rocksdb_restart` changes them, reported queue by queue like the plain
+RocksDB store's (:mod:`.rocksdb_restart`).  Refused in one line: a crash restart (``dledgerRecoverAbnormally``'s
+walk from the data file the database's checkpoint matches, and where that checkpoint reaches its short
+``processOffset`` ``truncateDirty`` racing the walk's dispatch through ``RocksGroupCommitService`` queue by queue,
+seen on the 5.5.1 broker: tests/test_rocksdb_dledger_restart_broker.py), entries past DLedger's committed position
+(the rebuild compared with ends there), a checkpoint past the log's end, and what
+:func:`store_format.dledger_rocksdb_restart.plan_rocksdb_dledger_restart` refuses."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from store_format.config import BrokerConfig
+from store_format.dledger_recovery import recover_dledger
+from store_format.dledger_rocksdb_restart import plan_rocksdb_dledger_restart
+from store_format.errors import UnsupportedConfigError
+from store_format.rocksdb_recovery import parse_database, predict_rocksdb_restart
+from store_format.store import StoreLocation
+
+from .report import RestartPrediction
+from .restart import predict_index
+from .rocksdb_restart import queue_restarts, select_entries
+
+__all__ = ["predict_rocksdb_dledger_store_restart"]
+
+
+def predict_rocksdb_dledger_store_restart(st: StoreLocation, config: BrokerConfig, store_entries: dict,
+                                          ref_entries: dict, *, clean: bool, store_index: list[tuple[str, int, dict]],
+                                          expected_index: Callable[[], Iterator[bytes]],
+                                          checkpoint_index_ts: int | None) -> RestartPrediction:
+    """The prediction from both databases' entries (the store's and the rebuild's).
+
+    Raises:
+        UnsupportedConfigError: what is not modelled (module docstring).
+    """
+    assert st.dledger is not None
+    store, checkpoint = parse_database(store_entries)
+    ref, _ = parse_database(ref_entries)
+    rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
+    end, cp0 = rec.process_offset, checkpoint or 0
+    if rec.committed_pos != end:
+        raise UnsupportedConfigError(
+            f"DLedger's committed position {rec.committed_pos} lies before its log's end {end}: the restart dispatches "
+            "the entries past it once the node leads, which the rebuild compared with (up to the committed position) "
+            "leaves out")
+    if cp0 > end:
+        raise UnsupportedConfigError(f"the database's checkpoint {cp0} lies past DLedger's log end {end} "
+                                     "(truncateDirty at the log's end): not checked against the broker")
+    if not clean:
+        raise UnsupportedConfigError(
+            "after a crash (abort file) over the database kept: dledgerRecoverAbnormally walks from the last data "
+            "file whose first message lies at or below the database's checkpoint, and where that checkpoint reaches "
+            "the walk's processOffset (which leaves out the last file's entry headers) truncateDirty races the walk's "
+            "dispatch through RocksGroupCommitService queue by queue (its max entries and min entries then depend on "
+            "timing); not modelled")
+    plan = plan_rocksdb_dledger_restart(st, config, rec, False)
+    min_phy = st.segments[0].base
+    again = select_entries(ref, lambda phy: (phy >= plan.reput) & (phy < end)) if plan.reput < end else None
+    r = predict_rocksdb_restart(store, checkpoint, {}, end=plan.process_offset, min_phy=min_phy,
+                                abnormal=False, broker_551=config.brokerVersion == "5.5", again=again,
+                                dledger=True)
+    p = RestartPrediction("5", clean, min_phy, end, rocksdb=True, rocksdb_checkpoint_before=checkpoint,
+                          rocksdb_checkpoint_after=r.checkpoint, truncate_dirty_logic_files=r.truncated)
+    p.recovery_cut, p.recovery_reason = end, rec.reason
+    first = end
+    p.reput_from, p.reput_from_inclusive = first, True
+    p.tail_bytes = max(0, end - first)
+    queue_restarts(p, store, ref, r, end)
+    p.notes.append("DLedgerCommitLog.dledgerRecoverNormally dispatches nothing"
+                   + (f"; the checkpoint reaches the log's end {end}: truncateDirty there (nothing past it)"
+                      if cp0 >= end else ""))
+    second = None
+    if again is not None:
+        p.second_reput_from, second = plan.reput, (
+            f"the start's reput walks the log again from {plan.reput} (recheckReputOffsetFromCq=true: the RocksDB "
+            "queue table is empty at a start, so the min offset) to its end, putting every unit again: each queue "
+            "with a unit there gets its last one as max entry, the checkpoint the end of the last one; "
+            "IndexService.buildIndex puts the last indexed record's keys again")
+    predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
+                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=end,
+                  second_reput_from=p.second_reput_from, second_reput_note=second)
+    return p
