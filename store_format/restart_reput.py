@@ -166,22 +166,7 @@ def unindex_below(res: cl.WalkResult, offset: int) -> cl.WalkResult:
     """A walk's result with the keys of its records below commitlog ``offset`` taken out (they stay dispatched to
     their queues): :attr:`SecondReput.index_from`, ``IndexService.buildIndex`` skipping records below the last
     index file's ``endPhyOffset``."""
-    rec = res.rec
-    drop = (rec[:, cl.R_PHYS] < offset) & (rec[:, cl.R_KEY_COUNT] > 0)
-    if not drop.any():
-        return res
-    rec = rec.copy()
-    first, count = rec[drop, cl.R_KEY_FIRST], rec[drop, cl.R_KEY_COUNT]
-    # every key position of those records: each record's first key plus 0 .. count - 1 (no loop per record: a
-    # recovery that looked back 10 files leaves every earlier record of the store below the offset)
-    within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
-    gone = np.zeros(len(res.key), dtype=bool)
-    gone[np.repeat(first, count) + within] = True
-    rec[drop, cl.R_KEY_COUNT] = 0
-    before = np.concatenate([[0], np.cumsum(gone)])   # keys removed before each key position
-    keep = rec[:, cl.R_KEY_COUNT] > 0
-    rec[keep, cl.R_KEY_FIRST] -= before[rec[keep, cl.R_KEY_FIRST]]
-    return dataclasses.replace(res, rec=rec, key=res.key[~gone])
+    return res.without_keys(res.rec[:, cl.R_PHYS] < offset)
 
 
 def reput_records_from(store: StoreLocation, config: BrokerConfig, offset: int, window: int,

@@ -49,8 +49,6 @@ import numpy as np
 
 from .walkresult import (
     L_REC,
-    R_KEY_COUNT,
-    R_KEY_FIRST,
     R_PHYS,
     R_STATUS,
     STATUS_BELOW_ROCKSDB_START,
@@ -186,13 +184,11 @@ def _first_record_without(res: WalkResult, *, dispatch: bool) -> WalkResult:
     if not len(hit) or res.rec[hit[0], R_STATUS] != STATUS_DISPATCHED:
         return res
     i = int(hit[0])
-    rec = res.rec.copy()
-    if not dispatch:
-        rec[i, R_STATUS] = STATUS_BELOW_ROCKSDB_START
-    first, count = int(rec[i, R_KEY_FIRST]), int(rec[i, R_KEY_COUNT])
-    key = res.key
-    if count > 0:
-        key = np.delete(res.key, np.arange(first, first + count), axis=0)
-        rec[rec[:, R_KEY_FIRST] >= first + count, R_KEY_FIRST] -= count
-        rec[i, R_KEY_COUNT] = 0
-    return dataclasses.replace(res, rec=rec, key=key, lmq=res.lmq if dispatch else res.lmq[res.lmq[:, L_REC] != i])
+    first = np.zeros(len(res.rec), dtype=bool)
+    first[i] = True
+    out = res.without_keys(first)
+    if dispatch:
+        return out
+    rec = out.rec.copy() if out is res else out.rec
+    rec[i, R_STATUS] = STATUS_BELOW_ROCKSDB_START
+    return dataclasses.replace(out, rec=rec, lmq=res.lmq[res.lmq[:, L_REC] != i])

@@ -104,3 +104,23 @@ class WalkResult:
     stop: int
     text: bytes | memoryview | np.ndarray
     text_origin: int
+
+    def without_keys(self, drop: np.ndarray) -> WalkResult:
+        """This result with the index keys of the records ``drop`` selects (a boolean mask over ``rec``) taken
+        out, those records staying dispatched to their queues: records ``IndexService.buildIndex`` skips (below
+        the last index file's ``endPhyOffset``).  Every other record's ``R_KEY_FIRST`` moves down by the keys
+        removed before it; no loop per record (a restart can leave a whole store's records below that offset)."""
+        drop = drop & (self.rec[:, R_KEY_COUNT] > 0)
+        if not drop.any():
+            return self
+        rec = self.rec.copy()
+        first, count = rec[drop, R_KEY_FIRST], rec[drop, R_KEY_COUNT]
+        # every key position of those records: each record's first key plus 0 .. count - 1
+        within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        gone = np.zeros(len(self.key), dtype=bool)
+        gone[np.repeat(first, count) + within] = True
+        rec[drop, R_KEY_COUNT] = 0
+        before = np.concatenate([[0], np.cumsum(gone)])   # keys removed before each key position
+        keep = rec[:, R_KEY_COUNT] > 0
+        rec[keep, R_KEY_FIRST] -= before[rec[keep, R_KEY_FIRST]]
+        return dataclasses.replace(self, rec=rec, key=self.key[~gone])
