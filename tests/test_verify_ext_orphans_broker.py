@@ -58,17 +58,18 @@ def test_verify_counts_the_ext_units_the_reput_points_at_for_records_past_the_re
     assert orphaned["T0/0"][1] > 0 and not any("not predicted" in n for n in p["notes"]), (orphaned, p["notes"])
 
 
-def _crash(**cut: object) -> types.SimpleNamespace:
+def _crash(walk_end: int = -1, **cut: object) -> types.SimpleNamespace:
     placed = types.SimpleNamespace(whole=(), units=())
     a = types.SimpleNamespace(topic="T0", queue_id=0, positions=np.array([40, 60]))
     c = types.SimpleNamespace(inside_placed=placed, before_placed=placed)
     c.__dict__.update(cut)
-    return types.SimpleNamespace(cut=c, walk_end=-1, ext_again=(a,), process_offset=1000)
+    return types.SimpleNamespace(cut=c, walk_end=walk_end, ext_again=(a,), process_offset=1000, end=6000)
 
 
 def test_ext_reput_puts_counts_the_plans_put_backs_or_says_the_figure_is_not_predicted():
-    """A queue put back by position: its count; a rebuild ending before processOffset, or a queue replayed whole
-    with an own unit put back for a record past the rebuild's end: not predicted (why, one line)."""
+    """A queue put back by position: its count; a rebuild ending before processOffset, a queue replayed whole with
+    an own unit put back for a record past the rebuild's end, or a plan whose counts are not taken (a walk ended early)
+    with a rebuild ending before the log's end: not predicted (why, one line)."""
     assert ext_reput_puts(_crash(), 5000) == ({"T0/0": 2}, {})   # type: ignore[arg-type]
     back, why = ext_reput_puts(_crash(), 900)   # type: ignore[arg-type]
     assert back == {} and "before the walk's processOffset 1000" in why["T0/0"] and "\n" not in why["T0/0"]
@@ -77,6 +78,10 @@ def test_ext_reput_puts_counts_the_plans_put_backs_or_says_the_figure_is_not_pre
     back, why = ext_reput_puts(_crash(inside_placed=whole), 4100)   # type: ignore[arg-type]
     assert back == {} and "record past the rebuild's end (4100)" in why["T0/0"]
     assert ext_reput_puts(_crash(inside_placed=whole), 5000) == ({}, {})   # type: ignore[arg-type]
+    # the walk ended early (no positions taken): not predicted when the rebuild ends before the log's end
+    assert ext_reput_puts(_crash(walk_end=3000), 6000) == ({}, {})   # type: ignore[arg-type]
+    back, why = ext_reput_puts(_crash(walk_end=3000), 5000)   # type: ignore[arg-type]
+    assert back == {} and "before its end 6000" in why["T0/0"]
 
 
 def test_predict_restart_says_in_one_line_that_a_queues_ext_units_orphaned_are_not_predicted():

@@ -10,8 +10,9 @@ own unit they append and that stays: the walk's appended below ``processOffset``
 them) and every unit the reput puts back.  :func:`pipelines.verify.restart.predict_restart` counts the first from the
 rebuilt units; the reput's puts come from the crash plan (:class:`store_format.dledger_crash_cut.ExtAgain`'s
 ``positions``: the queue byte positions of the units it puts back, records past the rebuild's end too), where the
-plan gives them.  Where it does not, and a unit the rebuild lacks would point at an ext unit, the figure is not
-predicted (:func:`ext_reput_puts`' second answer, one line each)."""
+plan gives them.  Where it does not, and a unit the rebuild lacks would point at an ext unit or an ext unit for a
+record the rebuild lacks would be put, the figure is not predicted (:func:`ext_reput_puts`' second answer, one line
+each)."""
 from __future__ import annotations
 
 from store_format.consumequeue_recovery import EXT_MAX_ADDR
@@ -26,10 +27,16 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int) -> tuple[dict[str, int]
     position; and the queues whose ext units orphaned are not predicted, with why: ``rebuilt_to`` (where verify's
     rebuild stops reading the log) before ``processOffset`` (units the walk appended and the cut keeps that the
     rebuild lacks), or a queue replayed whole (``Placed.whole``) or appended before the walk's data file
-    (``before_placed``) with an own unit put for a record at or past ``rebuilt_to``."""
+    (``before_placed``) with an own unit put for a record at or past ``rebuilt_to``; with no cut or a walk ended early
+    (the figures then come from the rebuilt units alone), every queue the reput walks when ``rebuilt_to`` lies before
+    the log's end (``crash.end``)."""
     cut = crash.cut
-    if cut is None or crash.walk_end >= 0 or not crash.ext_again:
+    if not crash.ext_again:
         return {}, {}
+    if cut is None or crash.walk_end >= 0:   # the figures come from the rebuilt units alone
+        why = (f"the rebuild reads the log up to {rebuilt_to}, before its end {crash.end}: the ext units the walk "
+               "and the reput put for the records past it, and the units pointing at them, are not counted")
+        return {}, {f"{a.topic}/{a.queue_id}": why for a in crash.ext_again} if rebuilt_to < crash.end else {}
     whole = {(w.topic, w.queue_id): w for w in cut.inside_placed.whole}
     before = {(u.topic, u.queue_id) for u in cut.before_placed.units}
     back: dict[str, int] = {}
