@@ -58,12 +58,13 @@ def test_verify_counts_the_ext_units_the_reput_points_at_for_records_past_the_re
     assert orphaned["T0/0"][1] > 0 and not any("not predicted" in n for n in p["notes"]), (orphaned, p["notes"])
 
 
-def _crash(walk_end: int = -1, **cut: object) -> types.SimpleNamespace:
+def _crash(walk_end: int = -1, reput_from: int = 900, **cut: object) -> types.SimpleNamespace:
     placed = types.SimpleNamespace(whole=(), units=())
     a = types.SimpleNamespace(topic="T0", queue_id=0, positions=np.array([40, 60]))
     c = types.SimpleNamespace(inside_placed=placed, before_placed=placed)
-    c.__dict__.update(cut)
-    return types.SimpleNamespace(cut=c, walk_end=walk_end, ext_again=(a,), process_offset=1000, end=6000)
+    c.__dict__.update({k: v for k, v in cut.items() if k != "cut"})
+    return types.SimpleNamespace(cut=cut.get("cut", c), walk_end=walk_end, ext_again=(a,), process_offset=1000,
+                                 end=6000, reput_from=reput_from)
 
 
 def test_ext_reput_puts_counts_the_plans_put_backs_or_says_the_figure_is_not_predicted():
@@ -78,10 +79,16 @@ def test_ext_reput_puts_counts_the_plans_put_backs_or_says_the_figure_is_not_pre
     back, why = ext_reput_puts(_crash(inside_placed=whole), 4100)   # type: ignore[arg-type]
     assert back == {} and "record past the rebuild's end (4100)" in why["T0/0"]
     assert ext_reput_puts(_crash(inside_placed=whole), 5000) == ({}, {})   # type: ignore[arg-type]
-    # the walk ended early (no positions taken): not predicted when the rebuild ends before the log's end
-    assert ext_reput_puts(_crash(walk_end=3000), 6000) == ({}, {})   # type: ignore[arg-type]
-    back, why = ext_reput_puts(_crash(walk_end=3000), 5000)   # type: ignore[arg-type]
-    assert back == {} and "before its end 6000" in why["T0/0"]
+    # the walk ended early (no positions taken): not predicted when the rebuild ends before the walk's end and the
+    # reput walks the records between again (or the cut takes units there)
+    assert ext_reput_puts(_crash(walk_end=3000, reput_from=2500), 3000) == ({}, {})   # type: ignore[arg-type]
+    assert ext_reput_puts(_crash(walk_end=3000, reput_from=2500, cut=None), 2600) == \
+        ({}, {"T0/0": "the rebuild reads the log up to 2600, before 3000, where the recovery's walk ends, and the "
+                       "reput walks the records between again: the ext units put for them that no unit points at "
+                       "are not counted"})   # type: ignore[arg-type]
+    assert ext_reput_puts(_crash(walk_end=3000, reput_from=3000, cut=None), 2600) == ({}, {})   # type: ignore
+    back, why = ext_reput_puts(_crash(walk_end=3000, reput_from=3000), 2600)   # type: ignore[arg-type]
+    assert back == {} and "cut takes units there" in why["T0/0"]
 
 
 def test_predict_restart_says_in_one_line_that_a_queues_ext_units_orphaned_are_not_predicted():

@@ -280,8 +280,10 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                                 len(r_names), None, _rebuild_figures(summary), consume_queue_ext=ext_results,
                                 batch_consume_queue=bcq_results, rocksdb_consume_queue=rocksdb_results,
                                 no_prediction=f"not predicted: {e}", not_checked=_not_checked(st))
-    ext_back, ext_refused = ext_reput_puts(crash, _end_of_data(st, summary.data_end)) if crash is not None \
-        else ({}, {})
+    # where the rebuild stops reading the log: DLedger's committed position (store_format.store._committed_segments)
+    rebuilt_to = _end_of_data(st, summary.data_end) if st.dledger is None or st.dledger.committed_pos < 0 \
+        else min(st.dledger.committed_pos, _end_of_data(st, summary.data_end))
+    ext_back, ext_refused = ext_reput_puts(crash, rebuilt_to) if crash is not None else ({}, {})
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
         commitlog_end=(recovery.process_offset if recovery is not None else crash.end if crash is not None else

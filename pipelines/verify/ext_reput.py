@@ -29,14 +29,18 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int) -> tuple[dict[str, int]
     rebuild lacks), or a queue replayed whole (``Placed.whole``) or appended before the walk's data file
     (``before_placed``) with an own unit put for a record at or past ``rebuilt_to``; with no cut or a walk ended early
     (the figures then come from the rebuilt units alone), every queue the reput walks when ``rebuilt_to`` lies before
-    the log's end (``crash.end``)."""
+    the walk's end and the reput walks the walk's records past it again or the cut takes units there (their ext units
+    then orphaned: verify's count lacks them)."""
     cut = crash.cut
     if not crash.ext_again:
         return {}, {}
     if cut is None or crash.walk_end >= 0:   # the figures come from the rebuilt units alone
-        why = (f"the rebuild reads the log up to {rebuilt_to}, before its end {crash.end}: the ext units the walk "
-               "and the reput put for the records past it, and the units pointing at them, are not counted")
-        return {}, {f"{a.topic}/{a.queue_id}": why for a in crash.ext_again} if rebuilt_to < crash.end else {}
+        walked = crash.walk_end if crash.walk_end >= 0 else crash.end
+        again = "reput walks the records between again" if crash.reput_from < walked else "cut takes units there"
+        why = (f"the rebuild reads the log up to {rebuilt_to}, before {walked}, where the recovery's walk ends, and "
+               f"the {again}: the ext units put for them that no unit points at are not counted")
+        return {}, {f"{a.topic}/{a.queue_id}": why for a in crash.ext_again} \
+            if rebuilt_to < walked and (crash.reput_from < walked or cut is not None) else {}
     whole = {(w.topic, w.queue_id): w for w in cut.inside_placed.whole}
     before = {(u.topic, u.queue_id) for u in cut.before_placed.units}
     back: dict[str, int] = {}
