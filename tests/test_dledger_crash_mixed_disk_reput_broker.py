@@ -63,7 +63,8 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
     for it (putMessagePositionInfoWrapper), after the walk's; the ext units appended are one per own record the walk
     and the reput hand over, their units dropped or not (ConsumeQueue.recover cut the ext files first). verify on the
     store as that restart found it puts them there (ext addresses too) and predicts the units lost queue by queue,
-    the ext units appended (and %LMQ%q1's orphaned)."""
+    the ext units appended and orphaned, every queue's (T0/0's units put back for records past verify's rebuild, the
+    committed position, point at the reput's ext units: counted from the crash plan's ExtAgain.positions)."""
     from broker_dledger_mixed_disk_reput_scenarios import COMMITTED_BACK, OWN_PUTS
     name = f"{line}-dledger-abort-mixed-disk-reput{suffix}"
     r, w, src = _written(name)
@@ -146,10 +147,18 @@ def test_verify_predicts_a_crash_restart_whose_reput_not_set_inside_an_entry_put
         # T0/0: the 5.5.1 walk from the last data file's start (100 records), the 5.3.3 one from the first (264)
         t0 = {"5.5": (115, 107), "5.3": (279, 271)}[line[:3]]
         assert figures[LMQ] == (4 if committed else 6) and figures["T0/0"] == t0[committed], figures
-        # the ext units no unit points at: %LMQ%q1's (T0/0's verify counts from the rebuilt units, which lack the
-        # records past the rebuild's end: the reput's units of those point at theirs too)
-        orphaned = ext_orphaned_as_the_broker(p, w, src, check=False)
-        assert orphaned[LMQ] == ((5, 5) if committed else (6, 6)) and orphaned["T0/0"][1] == t0[0], orphaned
+        # the ext units no unit below the write position points at, verify's as the broker's: T0/0's the ext units
+        # of the units the cut took (ConsumeQueue.recover's truncateByMaxAddress kept them) and the walk's (every unit
+        # dropped, the queue held them), the reput's pointed at by the units it puts back, records past verify's
+        # rebuild (the committed position) too
+        orphaned = ext_orphaned_as_the_broker(p, w, src)
+        assert orphaned[LMQ] == ((5, 5) if committed else (6, 6)) and orphaned["T0/0"] == (t0[0], t0[0]), orphaned
+        # the plan's T0/0 units put back (ExtAgain.positions) are the broker's (from the cut's write position to its
+        # final one), more than verify's rebuilt units dispatched again (the rebuild lacks the last records)
+        back = next(a for a in crash.ext_again if (a.topic, a.queue_id) == ("T0", 0))
+        again_t0 = next(q["units_dispatched_again"] for q in p["queues"] if q["queue"] == "T0/0")
+        assert len(back.positions) == (int(w["queuesAfterDispatch"]["T0/0"]["maxOffset"])
+                                       - int(loaded["T0/0"]["maxOffset"])) // 20 > again_t0, (back, again_t0)
 
 
 

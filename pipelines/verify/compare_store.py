@@ -42,6 +42,7 @@ from store_format.store import StoreLocation, open_store, resolve
 
 from ..index_rocksdb import ROCKSDB_DIR
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, compare_queue_file, extra_note
+from .ext_reput import ext_reput_puts
 from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
 from .restart import predict_restart, recover_queue
 from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, read_all
@@ -292,6 +293,10 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                                 len(r_names), None, _rebuild_figures(summary), consume_queue_ext=ext_results,
                                 batch_consume_queue=bcq_results, rocksdb_consume_queue=rocksdb_results,
                                 no_prediction=f"not predicted: {e}", not_checked=_not_checked(st))
+    # where the rebuild stops reading the log: DLedger's committed position (store_format.store._committed_segments)
+    rebuilt_to = _end_of_data(st, summary.data_end) if st.dledger is None or st.dledger.committed_pos < 0 \
+        else min(st.dledger.committed_pos, _end_of_data(st, summary.data_end))
+    ext_back, ext_refused = ext_reput_puts(crash, rebuilt_to) if crash is not None else ({}, {})
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
         commitlog_end=(recovery.process_offset if recovery is not None else crash.end if crash is not None else
@@ -336,7 +341,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         # queue the reput walks, the ext units the walk and the reput put (one per own record, its unit dropped or
         # not; the rebuild's units miss the dropped ones and the records past its end)
         ext_puts={f"{a.topic}/{a.queue_id}": a.before + a.count for a in crash.ext_again}
-        if crash is not None and crash.cut is not None and crash.walk_end < 0 else None)
+        if crash is not None and crash.cut is not None and crash.walk_end < 0 else None,
+        # of those, the own units the reput puts back, from the plan (the rebuild stops at the committed position)
+        ext_put_back=ext_back, ext_not_predicted=ext_refused)
     if st.dledger_pending:
         restart.notes[:] = [n for n in restart.notes if not n.startswith("abort file present: the broker runs its "
                                                                           "abnormal recovery")]

@@ -233,7 +233,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     parsed_then: int | None = None, walk_end: int | None = None,
                     ext_parsed: dict[str, int] | None = None, ext_parsed_kept: dict[str, int] | None = None,
                     cut_emptied: frozenset[str] | None = None,
-                    ext_puts: dict[str, int] | None = None) -> RestartPrediction:
+                    ext_puts: dict[str, int] | None = None, ext_put_back: dict[str, int] | None = None,
+                    ext_not_predicted: dict[str, str] | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -307,7 +308,11 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     (:attr:`store_format.dledger_crash.DLedgerCrash.walk_end` < 0), the ext units the walk and the reput put as the
     crash plan counts them from the commitlog (:class:`store_format.dledger_crash_cut.ExtAgain`'s ``before +
     count``: one per own record handed to ``putMessagePositionInfoWrapper``, its unit dropped or not, past the
-    rebuild's end too), instead of the rebuilt units holding an ext address.
+    rebuild's end too), instead of the rebuilt units holding an ext address; ``ext_put_back``: per such queue whose
+    put-backs the plan places by position, the own units that reput puts back (each points at the ext unit put for it),
+    instead of the rebuilt units at or past ``cut_at`` (which lack the records past the rebuild's end:
+    :mod:`pipelines.verify.ext_reput`); ``ext_not_predicted``: per queue, why its ext units orphaned are not predicted
+    (0, and a note).
 
     ``abnormal_from`` (an ``abort`` file; the commitlog's recovery, not DLedger's): where
     ``CommitLog.recoverAbnormally``'s walk starts (its start segment, :func:`store_format.recovery.plan_recovery`'s
@@ -364,7 +369,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         q = s.restart
         cut_away = (cut_lost or {}).get(q.queue, none)
         rules = _rules(q.layout)
-        n_tail = n_cut = n_records = n_again = n_own_put = 0
+        n_tail = n_cut = n_records = n_again = n_own_put = n_own_cut = 0
         for name, lo, hi, n in s.expected_files:
             if hi < first or lo >= commitlog_end:
                 continue
@@ -372,10 +377,12 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     and (skip is None or hi < skip[0] or lo >= skip[1]) \
                     and not ((cut_away >= lo) & (cut_away <= hi)).any() \
                     and (ext_again_from is None or not lo < ext_again_from <= hi) \
-                    and (again_to is None or not lo < again_to <= hi):
+                    and (again_to is None or not lo < again_to <= hi) \
+                    and not (s.ext_file_size and cut_at is not None and lo < cut_at <= hi):
                 n_tail += n
                 n_records += s.expected_ext.get(name, 0)
                 n_own_put += s.expected_ext.get(name, 0)
+                n_own_cut += s.expected_ext.get(name, 0) if cut_at is not None and lo >= cut_at else 0
                 n_again += s.expected_ext.get(name, 0) if ext_again_from is not None and lo >= ext_again_from \
                     and hi < upto else 0
                 continue
@@ -399,6 +406,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                 own = _holds_ext(u)
                 n_records += int((in_tail(off) & own).sum())
                 n_own_put += int((put & own).sum())
+                if cut_at is not None:   # the own units the reput puts back
+                    n_own_cut += int((put & own & (off >= cut_at)).sum())
                 if ext_again_from is not None:
                     n_again += int((in_tail(off) & own & (off >= ext_again_from) & (off < upto)).sum())
             if put.any():
@@ -410,7 +419,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                  moves_write_position=recovery_dispatches)
         if dispatch_from is not None:   # a DLedger crash restart: the ext units its puts left pointed at
             parsed = (ext_parsed or {}).get(q.queue, 0)
-            s.ext_pointed_new = n_own_put + (ext_parsed_kept or {}).get(q.queue, parsed)
+            back = (ext_put_back or {}).get(q.queue)   # the plan's put-backs, records past the rebuild's end too
+            s.ext_pointed_new = (n_own_put if back is None else n_own_put - n_own_cut + back) \
+                + (ext_parsed_kept or {}).get(q.queue, parsed)
             s.ext_kept_below = cut_at
         if cut_emptied is not None and q.queue in cut_emptied:
             s.last_ext_addr = 1   # no unit of it kept
@@ -427,7 +438,10 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         later = (left >= again) & (left < commitlog_end)   # the second reput appends them
         q.units_dispatched_again += int(later.sum())
         q.units_lost += int((~later).sum())
-        q.ext_units_orphaned = _ext_orphans(s)
+        why = (ext_not_predicted or {}).get(q.queue)
+        q.ext_units_orphaned = 0 if why else _ext_orphans(s)
+        if why:
+            p.notes.append(f"ext units orphaned of {q.queue} not predicted: {why}")
         p.units_dropped_by_recover += q.units_dropped_by_recover
         p.units_truncated += q.units_truncated
         p.units_dispatched_again += q.units_dispatched_again

@@ -1,0 +1,67 @@
+"""verify's ext units orphaned after a 5.x DLedger crash restart whose cut's reput walks records past the end of
+verify's own rebuild (the rebuild reads the log up to DLedger's committed position; the restart's recovery walk
+and the start's reput dispatch to the log's end).
+
+rocketmq-store 5.5.1 (and 5.3.3) ``ConsumeQueue.putMessagePositionInfoWrapper`` calls ``ConsumeQueueExt.put`` for
+every record of a queue's own it is handed, then ``putMessagePositionInfo`` drops the unit (``offset + size <=
+maxPhysicOffset``, or a queue offset below the write position) or appends it holding that ext unit's address.  So of
+the ext units the walk and the reput put, those a unit below the queue's final write position points at are one per
+own unit they append and that stays: the walk's appended below ``processOffset`` (``truncateDirtyLogicFiles`` keeps
+them) and every unit the reput puts back.  :func:`pipelines.verify.restart.predict_restart` counts the first from the
+rebuilt units; the reput's puts come from the crash plan (:class:`store_format.dledger_crash_cut.ExtAgain`'s
+``positions``: the queue byte positions of the units it puts back, records past the rebuild's end too), where the
+plan gives them.  Where it does not, and a unit the rebuild lacks would point at an ext unit or an ext unit for a
+record the rebuild lacks would be put, the figure is not predicted (:func:`ext_reput_puts`' second answer, one line
+each)."""
+from __future__ import annotations
+
+from store_format.consumequeue_recovery import EXT_MAX_ADDR
+from store_format.dledger_crash import DLedgerCrash
+
+__all__ = ["ext_reput_puts"]
+
+
+def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int) -> tuple[dict[str, int], dict[str, str]]:
+    """Per ext queue (``topic/queueId``) the crash plan's reput walks (a cut after a walk to the log's end), the own
+    units that reput puts back (``len(ExtAgain.positions)``), for a queue whose put-backs the plan places by
+    position; and the queues whose ext units orphaned are not predicted, with why: ``rebuilt_to`` (where verify's
+    rebuild stops reading the log) before ``processOffset`` (units the walk appended and the cut keeps that the
+    rebuild lacks), or a queue replayed whole (``Placed.whole``) or appended before the walk's data file
+    (``before_placed``) with an own unit put for a record at or past ``rebuilt_to``; with no cut or a walk ended early
+    (the figures then come from the rebuilt units alone), every queue the reput walks when ``rebuilt_to`` lies before
+    the walk's end and the reput walks the walk's records past it again or the cut takes units there (their ext units
+    then orphaned: verify's count lacks them)."""
+    cut = crash.cut
+    if not crash.ext_again:
+        return {}, {}
+    if cut is None or crash.walk_end >= 0:   # the figures come from the rebuilt units alone
+        walked = crash.walk_end if crash.walk_end >= 0 else crash.end
+        again = "reput walks the records between again" if crash.reput_from < walked else "cut takes units there"
+        why = (f"the rebuild reads the log up to {rebuilt_to}, before {walked}, where the recovery's walk ends, and "
+               f"the {again}: the ext units put for them that no unit points at are not counted")
+        return {}, {f"{a.topic}/{a.queue_id}": why for a in crash.ext_again} \
+            if rebuilt_to < walked and (crash.reput_from < walked or cut is not None) else {}
+    whole = {(w.topic, w.queue_id): w for w in cut.inside_placed.whole}
+    before = {(u.topic, u.queue_id) for u in cut.before_placed.units}
+    back: dict[str, int] = {}
+    refused: dict[str, str] = {}
+    for a in crash.ext_again:
+        name, label = (a.topic, a.queue_id), f"{a.topic}/{a.queue_id}"
+        if rebuilt_to < crash.process_offset:
+            refused[label] = (f"the rebuild reads the log up to {rebuilt_to}, before the walk's processOffset "
+                              f"{crash.process_offset}: the units the walk appends between them, which the cut "
+                              "keeps, are not read")
+        elif name in whole:
+            w = whole[name]
+            put = set(w.put_back)
+            if any(off >= rebuilt_to and off in put and tags <= EXT_MAX_ADDR for _p, off, _s, tags in w.units):
+                refused[label] = (f"its files replayed whole, the reput puts back an own unit of a record past the "
+                                  f"rebuild's end ({rebuilt_to})")
+        elif name in before:
+            if any(u.offset >= rebuilt_to and u.tags_code <= EXT_MAX_ADDR for u in cut.before_placed.units
+                   if (u.topic, u.queue_id) == name):
+                refused[label] = (f"appended from before the walk's data file, an own unit of a record past the "
+                                  f"rebuild's end ({rebuilt_to})")
+        else:
+            back[label] = len(a.positions)
+    return back, refused
