@@ -433,7 +433,7 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     alone = config.dledger_group_of_one
     drops = dropped_before(list(walked), cut.reset) if cut is not None and cut.inside_from >= 0 else ()
     earlier, zero, reset = earlier_own_units(st, files, first, reput, config, lambda k, at: reput_goes_on(
-        files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut is not None else ()))
+        files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else ()))
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
         else ext_before_walk(earlier, cut.ext_again, reset, track, to, config.cq_file_size)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1

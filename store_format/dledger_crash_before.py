@@ -1,16 +1,17 @@
 """A 5.x DLedger crash restart whose start's reput begins before the data file the recovery's walk started at, after
 a walk that ``truncateDirtyLogicFiles`` followed with a queue cut: the ext units the cut units put back point at.
 
-Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfoWrapper`` and ``ConsumeQueueExt.put`` (as
-rocketmq-all-5.3.3), run by ``DefaultMessageStore.ReputMessageService.doReput`` from the reput's start
-(:mod:`store_format.dledger_crash`): for every record of a consume queue it walks, ``ConsumeQueueExt.put`` appends
-an ext unit first, then ``putMessagePositionInfo`` drops the queue unit (at or below the queue's max physical offset)
-or puts it, holding that ext unit's address.  From before the walk's first data file the reput walks the earlier
-files' records first (their ext units put, their queue units of the queues the walk wrote dropped), then the walk's
-ones again: so the ext unit a cut unit put back points at counts the earlier files' records of its queue too, which
-:func:`store_format.dledger_crash_cut.ext_reput` (the walk's records only) leaves out.  The rebuild reads the earlier
-files' records and the walk's ones again itself (:func:`store_format.store.jump_at`) and puts their ext units; only
-the addresses of the units put back are set afterwards (``pipelines.restart_cut.apply_cut``).
+Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfoWrapper``, ``putMessagePositionInfo`` and
+``ConsumeQueueExt.put`` (as rocketmq-all-5.3.3), run by ``DefaultMessageStore.ReputMessageService.doReput`` from the
+reput's start (:mod:`store_format.dledger_crash`): for every record of a consume queue it walks,
+``ConsumeQueueExt.put`` appends an ext unit first, then ``putMessagePositionInfo`` drops the queue unit (at or below
+the queue's max physical offset) or puts it, holding that ext unit's address. From before the walk's first data file
+the reput walks the earlier files' records first (their ext units put, their queue units of the queues the walk wrote
+dropped), then the walk's ones again: so the ext unit a cut unit put back points at counts the earlier files' records
+of its queue too, which :func:`store_format.dledger_crash_cut.ext_reput` (the walk's records only) leaves out. The
+rebuild reads the earlier files' records and the walk's ones again itself (:func:`store_format.store.jump_at`) and
+puts their ext units; only the addresses of the units put back are set afterwards
+(``pipelines.restart_cut.apply_cut``).
 
 A record in those earlier files that the reput's own message check refuses (a bad magic code: neither the recovery's
 walk nor DLedger's recovery reads it) ends that check's walk there; ``doReput`` then goes on at the end of the buffer
@@ -23,10 +24,12 @@ that file past the record) where it goes on is thread timing: refused, with ext 
 ``CommitLog.getData``: the file's bytes to its end, no committed position cutting them, so a record the check
 refuses (``DLedgerCommitLog.checkMessageAndReturnSize``: size -1, its bytes 48 further no record either) sends the
 reput to the next file, the next old one or the first data file (:func:`_old_goes_on`; checked against the 5.5.1
-broker, ``-converted-prepared-old-magic``).  With ext files that stays refused: the walk's units the reput puts back
-into a queue the cut emptied land at its write position after the records skipped (``putMessagePositionInfo``
-appends where the queue offset does not match), not at their queue offsets' positions
-(``-converted-cut-emptied-ext-old-magic``).
+broker, ``-converted-prepared-old-magic``).  With ext files the walk's units the reput puts back into a queue the
+5.5.1 cut left with no file land at its write position after the records skipped (``putMessagePositionInfo`` from
+the empty queue: the first record opens a file at its queue offset, each later one is appended where the queue
+offset does not match), not at their queue offsets' positions: :func:`_reset_positions` replays them for the ext
+addresses set there (checked against the 5.5.1 broker, ``-converted-cut-emptied-ext-old-magic``).  Still refused:
+a record the DLedger check parses 48 bytes further (:func:`_old_goes_on`).
 
 A reput set at 2147483647 (``DefaultMessageStore.doRecheckReputOffsetFromCq``: the max of a queue the 5.5.1 cut left
 ``fillPreBlank`` units only) that goes on before the walk's data file walks the earlier files' records into queues
@@ -79,7 +82,8 @@ def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAga
     first record) with each queue's records of the data files before the walk's first, from the reput's start on
     (``earlier``: :func:`earlier_own_units`), counted first: as many more ext units the reput puts, each unit put
     back pointing that many further (:class:`store_format.dledger_crash_cut.ExtAgain`'s ``count`` and
-    ``ordinals``).  A queue of ``reset`` (the 5.5.1 cut left it no file, max -1; its earlier records' units,
+    ``ordinals``).  A queue of ``reset`` (the 5.5.1 cut left it no file, max -1, the reput not set inside an entry:
+    a parsed unit would go first, :func:`without_queues`; its earlier records' units,
     :func:`earlier_own_units`' third answer) gets the positions of its units put back from :func:`_reset_positions`
     (the walk's units of it in ``walk``'s last file, below ``to``; ``cq_size``: its file size)."""
     out = tuple(dataclasses.replace(a, count=a.count + n, ordinals=a.ordinals + n)

@@ -30,6 +30,7 @@ from broker_dledger_runs import (
     _units,
     _units_held,
 )
+from broker_dledger_scenarios import converted_old_reput_abort_scenarios
 from test_dledger_crash_old_refused_broker import EXT_DAMAGED_PUT, _old_file_records, old_magic_ext_scenario
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
@@ -42,7 +43,8 @@ CQ_UNIT = 20
 
 @pytest.fixture(scope="module")
 def written(request, tmp_path_factory) -> dict:  # noqa: ANN001
-    scs = {ln: old_magic_ext_scenario(ln) for ln in _LINES_55}
+    scs = {ln: [*old_magic_ext_scenario(ln), *(sc for sc in converted_old_reput_abort_scenarios(ln)
+                                               if sc["name"].endswith("-cut-emptied-ext"))] for ln in _LINES_55}
     if not scs:
         pytest.skip("the 5.5.1 line only: DLEDGER_LINES=5.5.1")
     return bh.write_lines(request, scs, tmp_path_factory.mktemp("old-magic-ext"), "converted DLedger store(s)")
@@ -83,10 +85,37 @@ def test_as_restart_after_a_cut_whose_reput_meets_a_bad_magic_code_in_an_old_fil
     assert "it begins in the old commitlog files" in err and "the cut left T7/0 with no file" in err, err[-2000:]
     _same_tree(exp, tmp_path / name)
     _same_files(exp, tmp_path / name, "consumequeue_ext", written=True)
+    _verify_as_the_broker(r, src, name, line, tmp_path)
+
+
+def _verify_as_the_broker(r: dict, src: Path, name: str, line: str, tmp_path: Path) -> None:
+    """verify's figures on the store as the restart found it: every unit the broker holds dispatched by the restart,
+    none lost; its ext units appended and orphaned per queue the broker's (one ext unit per record the reput read,
+    the old files' ones once: the walk put none for them)."""
     p = _dledger_prediction(src, name, line, tmp_path)
-    # every unit the broker holds dispatched by the restart, none lost; its ext units appended and orphaned per queue
-    assert (p["units_dispatched_again"], p["units_lost"]) == (_units_held(exp / "consumequeue"), 0), p
-    appended = ext_appended_as_the_broker(p, w, src)
-    orphaned = ext_orphaned_as_the_broker(p, w, src)
+    assert (p["units_dispatched_again"], p["units_lost"]) == (_units_held(src / "expected" / "consumequeue"), 0), p
+    appended = ext_appended_as_the_broker(p, r["written"], src)
+    orphaned = ext_orphaned_as_the_broker(p, r["written"], src)
     assert p["ext_units_appended"] == sum(appended.values()) and sum(b for _v, b in orphaned.values()) > 0, \
         (appended, orphaned)
+
+
+@pytest.mark.parametrize("line", _LINES_55)
+def test_as_restart_after_a_cut_whose_reput_reads_the_old_files_whole_with_ext_files(line, written, tmp_path):
+    """The same store undamaged (-converted-cut-emptied-ext): the reput reads every old record, so T7/0's units
+    take its six old records' queue offsets' positions, the walk's three after them (queue offsets 6 to 8, its
+    second file), the replay from the empty queue giving the positions the queue offsets give.  ``rebuild
+    --as-restart`` writes consumequeue/, consumequeue_ext/ and index/ byte for byte; verify's figures are the
+    broker's."""
+    name = f"{line}-dledger-abort-converted-cut-emptied-ext"
+    r = written[name]
+    assert r["written"].get("ok"), r["written"].get("error")
+    src = Path(r["scenario"]["dir"])
+    t7 = [u for u in _units(src / "expected" / "consumequeue") if u[0] == "T7/0"]
+    assert len(t7) == 9 and sorted(p.name for p in (src / "expected" / "consumequeue" / "T7" / "0").iterdir()) \
+        == [f"{0:020d}", f"{6 * CQ_UNIT:020d}"], t7
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0 and "the cut left T7/0 with no file" in err, err[-2000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    _verify_as_the_broker(r, src, name, line, tmp_path)
