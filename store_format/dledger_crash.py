@@ -432,10 +432,10 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
     to = walk_end if walk_end >= 0 else end
     alone = config.dledger_group_of_one
     drops = dropped_before(list(walked), cut.reset) if cut is not None and cut.inside_from >= 0 else ()
-    earlier, zero = earlier_own_units(st, files, first, reput, config,   # where its check goes on there
-                                      lambda k, at: reput_goes_on(files, k, at, committed, alone), frozenset(drops))
+    earlier, zero, reset = earlier_own_units(st, files, first, reput, config, lambda k, at: reput_goes_on(
+        files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else ()))
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
-        else ext_before_walk(earlier, cut.ext_again)
+        else ext_before_walk(earlier, cut.ext_again, reset, track, to, config.cq_file_size)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
     parsed_reset = sorted(cut.inside_placed.parsed_queues() & set(cut.reset)) \
         if cut is not None and cut.inside_from >= 0 else []

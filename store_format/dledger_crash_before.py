@@ -1,16 +1,17 @@
 """A 5.x DLedger crash restart whose start's reput begins before the data file the recovery's walk started at, after
 a walk that ``truncateDirtyLogicFiles`` followed with a queue cut: the ext units the cut units put back point at.
 
-Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfoWrapper`` and ``ConsumeQueueExt.put`` (as
-rocketmq-all-5.3.3), run by ``DefaultMessageStore.ReputMessageService.doReput`` from the reput's start
-(:mod:`store_format.dledger_crash`): for every record of a consume queue it walks, ``ConsumeQueueExt.put`` appends
-an ext unit first, then ``putMessagePositionInfo`` drops the queue unit (at or below the queue's max physical offset)
-or puts it, holding that ext unit's address.  From before the walk's first data file the reput walks the earlier
-files' records first (their ext units put, their queue units of the queues the walk wrote dropped), then the walk's
-ones again: so the ext unit a cut unit put back points at counts the earlier files' records of its queue too, which
-:func:`store_format.dledger_crash_cut.ext_reput` (the walk's records only) leaves out.  The rebuild reads the earlier
-files' records and the walk's ones again itself (:func:`store_format.store.jump_at`) and puts their ext units; only
-the addresses of the units put back are set afterwards (``pipelines.restart_cut.apply_cut``).
+Mirrors rocketmq-store 5.5.1 ``ConsumeQueue.putMessagePositionInfoWrapper``, ``putMessagePositionInfo`` and
+``ConsumeQueueExt.put`` (as rocketmq-all-5.3.3), run by ``DefaultMessageStore.ReputMessageService.doReput`` from the
+reput's start (:mod:`store_format.dledger_crash`): for every record of a consume queue it walks,
+``ConsumeQueueExt.put`` appends an ext unit first, then ``putMessagePositionInfo`` drops the queue unit (at or below
+the queue's max physical offset) or puts it, holding that ext unit's address. From before the walk's first data file
+the reput walks the earlier files' records first (their ext units put, their queue units of the queues the walk wrote
+dropped), then the walk's ones again: so the ext unit a cut unit put back points at counts the earlier files' records
+of its queue too, which :func:`store_format.dledger_crash_cut.ext_reput` (the walk's records only) leaves out. The
+rebuild reads the earlier files' records and the walk's ones again itself (:func:`store_format.store.jump_at`) and
+puts their ext units; only the addresses of the units put back are set afterwards
+(``pipelines.restart_cut.apply_cut``).
 
 A record in those earlier files that the reput's own message check refuses (a bad magic code: neither the recovery's
 walk nor DLedger's recovery reads it) ends that check's walk there; ``doReput`` then goes on at the end of the buffer
@@ -23,10 +24,12 @@ that file past the record) where it goes on is thread timing: refused, with ext 
 ``CommitLog.getData``: the file's bytes to its end, no committed position cutting them, so a record the check
 refuses (``DLedgerCommitLog.checkMessageAndReturnSize``: size -1, its bytes 48 further no record either) sends the
 reput to the next file, the next old one or the first data file (:func:`_old_goes_on`; checked against the 5.5.1
-broker, ``-converted-prepared-old-magic``).  With ext files that stays refused: the walk's units the reput puts back
-into a queue the cut emptied land at its write position after the records skipped (``putMessagePositionInfo``
-appends where the queue offset does not match), not at their queue offsets' positions
-(``-converted-cut-emptied-ext-old-magic``).
+broker, ``-converted-prepared-old-magic``).  With ext files the walk's units the reput puts back into a queue the
+5.5.1 cut left with no file land at its write position after the records skipped (``putMessagePositionInfo`` from
+the empty queue: the first record opens a file at its queue offset, each later one is appended where the queue
+offset does not match), not at their queue offsets' positions: :func:`_reset_positions` replays them for the ext
+addresses set there (checked against the 5.5.1 broker, ``-converted-cut-emptied-ext-old-magic``).  Still refused:
+a record the DLedger check parses 48 bytes further (:func:`_old_goes_on`).
 
 A reput set at 2147483647 (``DefaultMessageStore.doRecheckReputOffsetFromCq``: the max of a queue the 5.5.1 cut left
 ``fillPreBlank`` units only) that goes on before the walk's data file walks the earlier files' records into queues
@@ -72,19 +75,61 @@ __all__ = ["earlier_own_units", "ext_before_walk", "appended_before", "appended_
            "without_queues"]
 
 
-def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...]) -> tuple[ExtAgain, ...]:
+def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...],
+                    reset: dict[tuple[str, int], np.ndarray] | None = None, walk: QueueTrack | None = None,
+                    to: int = -1, cq_size: int = 0) -> tuple[ExtAgain, ...]:
     """``ext_again`` (the cut's, :attr:`store_format.dledger_crash_cut.QueueCut.ext_again`, counted from the walk's
     first record) with each queue's records of the data files before the walk's first, from the reput's start on
     (``earlier``: :func:`earlier_own_units`), counted first: as many more ext units the reput puts, each unit put
     back pointing that many further (:class:`store_format.dledger_crash_cut.ExtAgain`'s ``count`` and
-    ``ordinals``)."""
-    return tuple(dataclasses.replace(a, count=a.count + n, ordinals=a.ordinals + n)
-                 for a in ext_again for n in (earlier.get((a.topic, a.queue_id), 0),))
+    ``ordinals``).  A queue of ``reset`` (the 5.5.1 cut left it no file, max -1, the reput not set inside an entry:
+    a parsed unit would go first, :func:`without_queues`; its earlier records' units,
+    :func:`earlier_own_units`' third answer) gets the positions of its units put back from :func:`_reset_positions`
+    (the walk's units of it in ``walk``'s last file, below ``to``; ``cq_size``: its file size)."""
+    out = tuple(dataclasses.replace(a, count=a.count + n, ordinals=a.ordinals + n)
+                for a in ext_again for n in (earlier.get((a.topic, a.queue_id), 0),))
+    if not reset or walk is None:
+        return out
+    return tuple(dataclasses.replace(a, positions=_reset_positions(a, reset.get((a.topic, a.queue_id)), walk, to,
+                                                                   cq_size))
+                 if (a.topic, a.queue_id) in reset and len(a.ordinals) else a for a in out)
+
+
+def _reset_positions(again: ExtAgain, rows: np.ndarray | None, walk: QueueTrack, to: int, cq_size: int
+                     ) -> np.ndarray:
+    """Where the reput puts the walk's units of a queue the 5.5.1 cut left with no file (max -1): from that empty
+    state ``ConsumeQueue.putMessagePositionInfo`` takes each record the reput walks, the earlier files' (``rows``,
+    those its check read: a refused record's file skipped to its end) first, then the walk's again; the first opens
+    a file where its queue offset falls (``fillPreBlank`` before it), each later one is appended at the write
+    position whatever its queue offset ("logic queue order maybe wrong") unless that offset lies below it (dropped)
+    (:func:`store_format.consumequeue.assign_positions`).  So after records skipped the units put back sit below their
+    queue offsets' positions.  ``again.ordinals`` index that record sequence (:func:`ext_before_walk`).
+
+    Raises:
+        UnsupportedConfigError: the walk's records of the queue not all in its last data file, their count not
+            ``again.count``, or a unit put back the replay drops: not modelled."""
+    q = walk.ids[(again.topic, again.queue_id)]
+    last = walk.last_file()
+    mine = last[(last[:, U_QUEUE] == q) & (last[:, U_KIND] == KIND_CQ) & (last[:, U_OFFSET] < to)]
+    rows = rows[rows[:, U_KIND] == KIND_CQ] if rows is not None else mine[:0]
+    both = np.concatenate([rows, mine])
+    label = f"{again.topic}/{again.queue_id}"
+    if q in walk.seen_before or len(both) != again.count:
+        raise refusal(f"the queue {label}, with ext files, the cut leaving it no file, whose units the start's reput "
+                      "puts back after the earlier files' records: its records not all in the walk's last data file")
+    pos = assign_positions(np.zeros(len(both), np.int64), both[:, U_OFFSET], both[:, U_END] - both[:, U_OFFSET],
+                           both[:, U_KEY], cq_size, new_states(1))[again.ordinals]
+    if (pos < 0).any():
+        raise refusal(f"the queue {label}, with ext files, the cut leaving it no file: the start's reput drops a unit "
+                      "it puts back (its queue offset below the write position), not modelled")
+    return pos
 
 
 def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput: int, config: BrokerConfig,
-                      goes_on: Callable[[int, int], bool], wanted: frozenset[tuple[str, int]] = frozenset()
-                      ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], np.ndarray]]:
+                      goes_on: Callable[[int, int], bool], wanted: frozenset[tuple[str, int]] = frozenset(),
+                      reset: frozenset[tuple[str, int]] = frozenset()
+                      ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], np.ndarray],
+                                 dict[tuple[str, int], np.ndarray]]:
     """Per queue ``(topic, queue id)``, the records of its own consume queue (not a light or batch queue) that the
     reput walks from ``reput`` (an entry's start, or a record's in a converted store's old commitlog files, read as
     the base ``CommitLog`` wrote them, each ending in a blank) to ``files[first]``'s start, as ``doReput``'s message
@@ -95,6 +140,8 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
     units there (rows of :data:`store_format.dledger_queue_track.UNIT_COLUMNS`, in reput order):
     ``ConsumeQueue.putMessagePositionInfo`` makes no queue offset check for such a unit, so a queue the walk wrote
     may append it (:func:`appended_before`; :func:`store_format.dledger_crash_old.dropped_before` drops the rest).
+    Third, of the queues of ``reset`` (``QueueCut.reset``: the cut left them no file), all their units among those
+    records (same rows), for :func:`ext_before_walk`.
 
     Raises:
         UnsupportedConfigError: that check ends the reput elsewhere in those files (a record it refuses where
@@ -117,7 +164,7 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
         units = track.last_file()   # this file's units (numpy, per file)
         zero.update(int(q) for q in np.unique(units[(units[:, U_KEY] == 0) & (units[:, U_KIND] != KIND_BATCH),
                                                     U_QUEUE]))
-        ids = [track.ids[n] for n in wanted if n in track.ids]
+        ids = [track.ids[n] for n in wanted | reset if n in track.ids]
         if ids and len(units):
             mine = units[np.isin(units[:, U_QUEUE], ids)]
             for q in np.unique(mine[:, U_QUEUE]).tolist():
@@ -133,7 +180,8 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
                       "(its message check, no CRC), not at the next file (in a data file where it goes on depends on "
                       "the group's commits)")
     return {track.names[q]: n for q, n in track.own_units.items()}, \
-        {track.names[q]: np.concatenate(rows[q]) for q in sorted(zero) if q in rows}
+        {track.names[q]: np.concatenate(rows[q]) for q in sorted(zero) if q in rows and track.names[q] in wanted}, \
+        {track.names[q]: np.concatenate(rows[q]) for q in sorted(rows) if track.names[q] in reset}
 
 
 def _old_goes_on(st: StoreLocation, seg: Segment, at: int, config: BrokerConfig) -> bool:
@@ -143,18 +191,9 @@ def _old_goes_on(st: StoreLocation, seg: Segment, at: int, config: BrokerConfig)
     position cutting them, and ``DLedgerCommitLog.checkMessageAndReturnSize`` there fails (size -1) unless the
     bytes 48 further parse (:func:`store_format.dledger_crash_old.reput_inside_old_file`), so ``doReput`` jumps to
     that file's end (``reputFromOffset += result.getSize() - readSize``).  False (refused): a message or a blank's
-    empty request parsed 48 bytes further (dispatched there first, not modelled here).
-
-    Raises:
-        UnsupportedConfigError: with ext files (``enableConsumeQueueExt``): a queue the cut empties whose records the
-            skipped rest of the file holds gets the walk's units put back at its write position, not at their queue
-            offsets' (``ConsumeQueue.putMessagePositionInfo``: "logic queue order maybe wrong"), and their ext
-            addresses there (``QueueCut.ext_again``'s positions assume the latter): not modelled."""
-    if config.enableConsumeQueueExt:
-        raise refusal(f"the start's reput's message check refuses the record at {at} in old commitlog file "
-                      f"{seg.name} and goes on at the next file, with ext files: the units put back after the "
-                      "records it skips there may sit at other positions (putMessagePositionInfo appends at the "
-                      "write position), not modelled")
+    empty request parsed 48 bytes further (dispatched there first, not modelled here).  With ext files the units
+    the reput puts back into a queue the 5.5.1 cut left with no file land at its write position after the records
+    it skipped (:func:`_reset_positions`)."""
     with st.reader(seg) as r:
         def read(pos: int, n: int) -> bytes:
             return bytes(r(pos - seg.base, min(n, seg.end - pos)))

@@ -55,7 +55,7 @@ def old_magic_ext_scenario(line: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def written(request, tmp_path_factory) -> dict:  # noqa: ANN001
-    scs = {ln: [old_magic_scenario(ln), *old_magic_ext_scenario(ln)] for ln in _LINES_5}
+    scs = {ln: [old_magic_scenario(ln)] for ln in _LINES_5}
     if not scs:
         pytest.skip("a 5.x line only: DLEDGER_LINES=5.5.1")
     return bh.write_lines(request, scs, tmp_path_factory.mktemp("old-magic"), "converted DLedger store(s)")
@@ -108,32 +108,3 @@ def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code_in_an_old_c
     _same_tree(src / "expected", tmp_path / name)
     p = _dledger_prediction(src, name, line, tmp_path)
     assert p["units_lost"] == 0, p
-
-
-@pytest.mark.parametrize("line", [ln for ln in _LINES_5 if ln.startswith("5.5")])
-def test_as_restart_refuses_a_cut_whose_reput_meets_a_bad_magic_code_in_an_old_file_with_ext_files(line, written,
-                                                                                                 tmp_path):
-    """The broker's restart of the -cut-emptied-ext-old-magic store: every queue empty after the cut, the reput
-    from the first old file refusing its third record (bad magic code) and going on at the second old file: T7/0
-    gets its first two old records' units, none of the other four, then the walk's three (queue offsets 6 to 8)
-    appended right after them at its write position ("logic queue order maybe wrong"), not at their queue offsets'
-    positions, each holding the address of the ext unit put for it.  ``rebuild --as-restart`` refuses it in one
-    line, exit 2 (the cut's ext model puts those units back at their queue offsets)."""
-    name = f"{line}-dledger-abort-converted-cut-emptied-ext-old-magic"
-    r = written[name]
-    w = r["written"]
-    assert w.get("ok"), w.get("error")
-    src = Path(r["scenario"]["dir"])
-    old = sorted((src / "before" / "commitlog").iterdir())
-    damaged = int(w["damagedMagicRecord"])
-    first = _old_file_records(old[0])
-    assert len(first) == EXT_DAMAGED_PUT and damaged < int(old[1].name), (first, damaged)
-    assert int(w["truncateDirtyLogicFilesAt"]) >= 0, w
-    t7 = [u for u in _units(src / "expected" / "consumequeue") if u[0] == "T7/0"]
-    # the two old T7 records before the damaged one, then the walk's three at positions 2 to 4 (one file of six)
-    assert [u[1] for u in t7[:2]] == [int(old[0].name) + a for a in first], (t7, first)
-    assert len(t7) == EXT_DAMAGED_PUT + 3 and all(u[1] >= int(old[1].name) for u in t7[2:]), t7
-    assert [p.name for p in (src / "expected" / "consumequeue" / "T7" / "0").iterdir()] == [f"{0:020d}"]
-    code, err = _as_restart(src / "before", tmp_path / name, src, line)
-    assert code == 2, err[-2000:]
-    assert f"refuses the record at {damaged} in old commitlog file" in err and "with ext files" in err, err[-2000:]

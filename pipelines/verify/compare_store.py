@@ -322,7 +322,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         reindex_from=(crash.reindex if crash.again else crash.reput_from) if crash is not None and crash.reindex >= 0
         else None,
         abnormal_from=recovery.dispatch_from if recovery is not None and abnormal else None,
-        ext_again_from=crash.reput_from if crash is not None and crash.ext_again else None,
+        # the records the walk put ext units for that the reput walks again: from the walk's data file on at least
+        ext_again_from=max(crash.reput_from, crash.start_offset if crash.before else -1)
+        if crash is not None and crash.ext_again else None,
         skip=crash.gap if crash is not None else None,
         again_to=crash.walk_end if crash is not None and crash.again else None,
         # the start's reput set inside an entry parses messages there (their keys), then walks on from reput_from
