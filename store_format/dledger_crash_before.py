@@ -272,14 +272,13 @@ def appended_cut(st: StoreLocation, segs: list[Segment], cut: QueueCut, zero: di
     """
     shared = (cut.inside_placed.parsed_queues() | {(w.topic, w.queue_id) for w in cut.inside_placed.whole}) \
         & set(zero)
-    if shared and config.enableConsumeQueueExt:
-        raise refusal(f"{where}a queue the walk wrote would be appended after a unit parsed inside an entry, with ext "
-                      "files, not modelled")
     parsed = inside_parsed(st, segs, cut.inside_records, config) if shared else ()
     placed, lost = appended_before(st, segs, zero, walk, process_offset, config, lambda why: refusal(
         f"{where}{why} would be appended (putMessagePositionInfo checks no queue offset 0), not modelled"), parsed)
-    return dataclasses.replace(cut, inside_placed=without_queues(cut.inside_placed, frozenset(shared)),
-                               before_placed=placed, lost={**cut.lost, **lost}), \
+    # the parsed units' ext units stay counted (verify: ext units put, those pointed at by QueueCut.before_placed)
+    inside = dataclasses.replace(without_queues(cut.inside_placed, frozenset(shared)),
+                                 ext_put=cut.inside_placed.ext_put)
+    return dataclasses.replace(cut, inside_placed=inside, before_placed=placed, lost={**cut.lost, **lost}), \
         tuple(dataclasses.replace(a, positions=a.positions[:0], ordinals=a.ordinals[:0])
               if (a.topic, a.queue_id) in zero else a for a in ext_again)
 
