@@ -413,8 +413,8 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
             (:func:`store_format.dledger_crash_old.inside_earlier_refusal`); from 2147483647, a record of queue
             offset 0 in the earlier files of a queue :func:`store_format.dledger_crash_old.dropped_before` drops
             (``putMessagePositionInfo`` checks no queue offset 0: appended) where
-            :func:`store_format.dledger_crash_before.appended_cut` refuses it (a message parsed inside the entry
-            for that queue with ext files), or a message parsed there for a batch queue the cut left with no file
+            :func:`store_format.dledger_crash_before.appended_cut` refuses it (the queue shapes its
+            ``appended_before`` refuses), or a message parsed there for a batch queue the cut left with no file
             (``QueueCut.reset``).
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
