@@ -15,6 +15,14 @@ third's) and the walk's again (dropped: queue offset 1 below the write position 
 replays T9's queue by that rule, the parsed unit first (:func:`store_format.dledger_crash_before.appended_cut`), each
 unit holding the address of the ext unit its record got in reput order; the rebuild's own dispatch puts the ext units
 in that order (the parsed message read between the walk's records and the reput's pass).
+
+``-past-2gib-before-t9-first-parsed-batch`` (:func:`past_2gib_before_t9_first_parsed_batch_scenario`): the same with
+the message at 2147483647 for ``B9/0``, a BatchCQ topic's queue, and a last B9 message the cut takes with its only
+file: the shape "a message parsed there for a batch queue the cut left with no file" does not arise.
+``BatchConsumeQueue.truncateDirtyLogicFiles`` leaves such a queue's max at ``processOffset - 1`` (its
+``correctMinOffset`` sets no -1), above 2147483647, and ``doRecheckReputOffsetFromCq`` takes the queues' largest
+max: the reput is set there, in the walk's data file, and the B9 message at 2147483647 is never parsed.
+``rebuild --as-restart`` says so and writes ``consumequeue/`` and ``index/`` byte for byte.
 """
 from __future__ import annotations
 
@@ -25,15 +33,19 @@ import broker_harness as bh
 import pytest
 from broker_dledger_2gib import (
     BLANK_MAX,
+    EMBED_AT_BODY_DATA,
+    EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
     as_restart_matches_broker,
     retargeted,
     verify_restart,
+    with_embedded_message,
     written,
 )
 from broker_dledger_files import ext_appended, ext_orphaned_as_the_broker, ext_recovered_end
 from test_dledger_2gib_again_broker import EXT_FILE_SIZE, ext_units
+from test_dledger_2gib_before_more_broker import past_2gib_before_t9_first_scenario
 from test_dledger_2gib_before_queues_broker import PARSED_QUEUE_OFFSET, past_2gib_before_t9_first_parsed_scenario
 
 from store_format.dledger import ENTRY_HEADER_SIZE
@@ -99,3 +111,40 @@ def test_crash_restart_with_ext_whose_reput_before_the_walk_appends_a_queue_offs
     appended = {f["queue"]: f["ext_units_appended"] for f in p["queues"]}
     assert orphaned["T9/0"] == (2, 2) and appended["T9/0"] == ext_appended(w, src, "T9/0", ext_recovered_end(
         src, "T9/0")) == 4, (orphaned, appended)
+
+
+def past_2gib_before_t9_first_parsed_batch_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-before-t9-first-parsed-batch`` (5.5.1, ``DLEDGER_2GIB=1``):
+    :func:`test_dledger_2gib_before_queues_broker.past_2gib_before_t9_first_parsed_scenario` whose message at
+    2147483647 goes to ``B9/0``, a BatchCQ topic's queue, with a last ``B9/0`` message after the log's last T9 one
+    (past the short ``processOffset``: the cut takes its only unit and file)."""
+    sc = past_2gib_before_t9_first_scenario(LINE)
+    sc = {**sc, "messages": [*sc["messages"], {"topic": "B9", "queueId": 0, "bodySize": 100}], "batchTopics": ["B9"]}
+    return with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+                                 f"{line}-dledger-abort-past-2gib-before-t9-first-parsed-batch",
+                                 msg=retargeted(BLANK_MAX, b"B9", PARSED_QUEUE_OFFSET))
+
+
+def test_a_batch_queue_the_cut_left_with_no_file_sets_the_reput_past_2147483647(tmp_path):
+    """The shape 'a message parsed at 2147483647 for a batch queue the cut left with no file, the reput going on before
+    the walk's data file' does not arise: ``BatchConsumeQueue.truncateDirtyLogicFiles`` leaves B9/0 (its only unit
+    cut) no file and its max ``processOffset - 1`` (no reset to -1), above 2147483647, so
+    ``doRecheckReputOffsetFromCq`` (the queues' largest max) sets the reput there, in the walk's data file: the B9
+    message at 2147483647 is never parsed (B9/0 holds no unit of it)."""
+    sc = past_2gib_before_t9_first_parsed_batch_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 24 and int(data[21].name) <= BLANK_MAX < int(data[22].name), data[21:23]
+    load = w["queuesAfterLoad"]
+    b9 = load["B9/0"]
+    assert b9["type"] == "BatchConsumeQueue" and not b9["files"], b9
+    assert int(b9["maxPhysicOffset"]) > int(data[23].name) > BLANK_MAX, b9
+    assert int(b9["maxPhysicOffset"]) == max(int(v["maxPhysicOffset"]) for v in load.values()), load
+    assert int(load["T9/0"]["maxPhysicOffset"]) == BLANK_MAX, load["T9/0"]   # fillPreBlank units only, as before
+    bcq = src / "expected" / "batchconsumequeue" / "B9" / "0"
+    assert not any(any(f.read_bytes()) for f in bcq.iterdir()), "the B9 message at 2147483647 never parsed"
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="")
+    said = f"sets the reput at {b9['maxPhysicOffset']} (processOffset - 1, where a batch queue the cut emptied"
+    assert said in text, text[-3000:]
+    ours = tmp_path / "ours" / "batchconsumequeue" / "B9" / "0"
+    assert not ours.is_dir() or not any(any(f.read_bytes()) for f in ours.iterdir())
