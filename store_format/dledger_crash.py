@@ -413,9 +413,9 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
             (:func:`store_format.dledger_crash_old.inside_earlier_refusal`); from 2147483647, a record of queue
             offset 0 in the earlier files of a queue :func:`store_format.dledger_crash_old.dropped_before` drops
             (``putMessagePositionInfo`` checks no queue offset 0: appended) where
-            :func:`store_format.dledger_crash_before.appended_cut` refuses it (a message parsed inside the entry
-            for that queue with ext files), or a message parsed there for a batch queue the cut left with no file
-            (``QueueCut.reset``).
+            :func:`store_format.dledger_crash_before.appended_cut` refuses it (the queue shapes its
+            ``appended_before`` refuses); a guard: a message parsed there for a batch queue in ``QueueCut.reset``
+            (none: the cut leaves such a queue max ``processOffset - 1``, where the reput is set, not 2147483647).
     """
     whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
     if cut is not None and cut.inside_from >= 0:
@@ -443,7 +443,7 @@ def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk
         assert cut is not None   # written anew from the parsed unit by the rebuild's own dispatch (queue_reset), ext
         # units too: the walk's (the cut keeps them), the parsed record's, then the reput's, each unit their address
         cut = dataclasses.replace(cut, inside_placed=without_queues(cut.inside_placed, frozenset(parsed_reset)))
-    elif parsed_reset:   # a batch queue: BatchConsumeQueue's own rule, no broker case
+    elif parsed_reset:   # a batch queue: cannot be (its max processOffset - 1 above 2147483647, never in reset)
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
                       f"the recovery dispatched from, after a message parsed inside an entry for "
                       f"{', '.join(f'{t}/{q}' for t, q in parsed_reset)}, a queue the cut left with no file "

@@ -39,10 +39,13 @@ offset 0 there is appended after the ``fillPreBlank`` units and the walk's units
 (:func:`appended_before` replays it): with ext files each unit it appends holds the address of the ext unit
 ``putMessagePositionInfoWrapper`` put for its record in reput order; a light queue's units go by the same rule
 (``multiDispatchLmqQueue``: ``putMessagePositionInfo`` with the light queue offset, no ext unit); a message parsed
-where the reput was set for such a queue goes first (:func:`appended_cut`).  A queue the cut left with no file that
-a message parsed where the reput was set went to is written anew from that unit, as the rebuild's own dispatch
-writes it, ext units too (:func:`without_queues`).  Checked against the 5.5.1 broker (``-past-2gib-before-t9-first``,
-``-past-2gib-before-no-file``, their ``-ext``, ``-t9-first-light``, ``-t9-first-parsed``).
+where the reput was set for such a queue goes first (:func:`appended_cut`), with ext files its ext unit put first
+too (the walk's ext units kept by the cut, then the parsed message's, the earlier files' records', the walk's
+again: ``ConsumeQueueExt.put`` before ``putMessagePositionInfo``, so the parsed unit appended holds the second
+address; the rebuild's own dispatch puts the ext units in that order).  A queue the cut left with no file that a
+message parsed where the reput was set went to is written anew from that unit, as the rebuild's own dispatch writes
+it, ext units too (:func:`without_queues`).  Checked against the 5.5.1 broker (``-past-2gib-before-t9-first``,
+``-past-2gib-before-no-file``, their ``-ext``, ``-t9-first-light``, ``-t9-first-parsed`` and its ``-ext``).
 """
 from __future__ import annotations
 
@@ -222,8 +225,8 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
     rebuild's units the broker does not hold in ``Placed.rebuild_units`` (zeros: ``pipelines.restart_cut.apply_cut``).
     ``parsed``: the units of the messages the reput's check parsed where it was set at 2147483647
     (:func:`store_format.dledger_inside_units.parsed_units`), dispatched before it goes on: those of such a queue
-    (its own units or light ones, as the queue's) come first in the replay, holding their own tags codes (without
-    ext files: :func:`store_format.dledger_crash._reput_before_walk` refuses them with ext files).  Also, per such
+    (its own units or light ones, as the queue's) come first in the replay, holding their own tags codes (with ext
+    files an own unit the address of its ext unit, put before the earlier files' records' ones).  Also, per such
     queue, the commitlog offsets of the walk's units the broker's queue does not hold (dropped: ``QueueCut.lost``).
 
     Raises:
@@ -302,23 +305,23 @@ def appended_cut(st: StoreLocation, segs: list[Segment], cut: QueueCut, zero: di
     answer) as ``QueueCut.before_placed``; a queue a message parsed where the reput was set went to left out of
     ``QueueCut.inside_placed`` (:func:`without_queues`: :func:`appended_before` replays it, its parsed units first);
     ``ext_again`` without the addresses of those queues' units put back (:func:`appended_before` gives each unit of
-    them its own); ``QueueCut.lost`` of those queues the walk's units the broker's does not hold (``verify``: the
-    earlier files' records appended are not lost, ``pipelines.verify.compare_store``).  ``where``: the refusals'
-    text up to the queue.
+    them its own, a parsed unit's first); ``Placed.ext_put`` of the parsed units kept (``verify``'s ext units put;
+    ``pipelines.verify.compare_store`` counts those the replay appends as pointing at theirs); ``QueueCut.lost`` of
+    those queues the walk's units the broker's does not hold (``verify``: the earlier files' records appended are
+    not lost, ``pipelines.verify.compare_store``).  ``where``: the refusals' text up to the queue.
 
     Raises:
-        UnsupportedConfigError: :func:`appended_before`'s refusals; a parsed unit for such a queue with ext files.
+        UnsupportedConfigError: :func:`appended_before`'s refusals.
     """
     shared = (cut.inside_placed.parsed_queues() | {(w.topic, w.queue_id) for w in cut.inside_placed.whole}) \
         & set(zero)
-    if shared and config.enableConsumeQueueExt:
-        raise refusal(f"{where}a queue the walk wrote would be appended after a unit parsed inside an entry, with ext "
-                      "files, not modelled")
     parsed = inside_parsed(st, segs, cut.inside_records, config) if shared else ()
     placed, lost = appended_before(st, segs, zero, walk, process_offset, config, lambda why: refusal(
         f"{where}{why} would be appended (putMessagePositionInfo checks no queue offset 0), not modelled"), parsed)
-    return dataclasses.replace(cut, inside_placed=without_queues(cut.inside_placed, frozenset(shared)),
-                               before_placed=placed, lost={**cut.lost, **lost}), \
+    # the parsed units' ext units stay counted (verify: ext units put, those pointed at by QueueCut.before_placed)
+    inside = dataclasses.replace(without_queues(cut.inside_placed, frozenset(shared)),
+                                 ext_put=cut.inside_placed.ext_put)
+    return dataclasses.replace(cut, inside_placed=inside, before_placed=placed, lost={**cut.lost, **lost}), \
         tuple(dataclasses.replace(a, positions=a.positions[:0], ordinals=a.ordinals[:0])
               if (a.topic, a.queue_id) in zero else a for a in ext_again)
 

@@ -61,14 +61,22 @@ def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
     return data_end if data_end is not None else st.segments[-1].end
 
 
-def _parsed_kept(placed: Any) -> dict[str, int]:
+def _parsed_kept(cut: Any) -> dict[str, int]:
     """Per queue a start's reput set inside an entry parses messages for (each replayed whole: ``Placed.whole``), its
     parsed units ``putMessagePositionInfo`` appends holding an ext address (own units with ext files: each points at
-    the ext unit ``putMessagePositionInfoWrapper`` put for it; a dropped one's ext unit none)."""
+    the ext unit ``putMessagePositionInfoWrapper`` put for it; a dropped one's ext unit none); of a queue the reput
+    then appends a record of queue offset 0 to before the walk's data file
+    (:func:`store_format.dledger_crash_before.appended_cut`, ``QueueCut.before_placed``), its units of those
+    messages there holding one."""
     out = {}
-    for q in placed.whole:
+    for q in cut.inside_placed.whole:
         at = {pos for pos in q.parsed_at if pos >= 0}
         out[f"{q.topic}/{q.queue_id}"] = sum(1 for pos, _o, _s, tags in q.units if pos in at and tags <= EXT_MAX_ADDR)
+    starts = {start for start, _end in cut.inside_records}
+    for u in cut.before_placed.units:
+        if u.offset in starts and u.tags_code <= EXT_MAX_ADDR:
+            key = f"{u.topic}/{u.queue_id}"
+            out[key] = out.get(key, 0) + 1
     return out
 
 
@@ -336,7 +344,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         # cut leaves no file of (no kept unit points at an ext unit of theirs)
         ext_parsed={f"{t}/{qid}": n for t, qid, n in crash.cut.inside_placed.ext_put}
         if crash is not None and crash.cut is not None else None,
-        ext_parsed_kept=_parsed_kept(crash.cut.inside_placed) if crash is not None and crash.cut is not None else None,
+        ext_parsed_kept=_parsed_kept(crash.cut) if crash is not None and crash.cut is not None else None,
         cut_emptied=frozenset(f"{t}/{qid}" for t, qid in crash.cut.held_emptied)
         if crash is not None and crash.cut is not None else None,
         # a 5.5.1 cut after a walk to the log's end (the plan's QueueTrack holds every record the reput walks): per ext
