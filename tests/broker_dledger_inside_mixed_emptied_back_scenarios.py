@@ -26,8 +26,10 @@ EMPTIED_BACK_LIGHT_QUEUE_OFFSET = 1
 def mixed_emptied_back_scenarios(sc: dict) -> list[dict]:
     """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-light-mixed-emptied-back``
     (:func:`embedded_light_mixed_emptied_back_scenario`), its ext variants ``-light-mixed-emptied-back-ext`` and
-    ``-light-mixed-emptied-back-own-ext`` (:func:`emptied_back_ext_scenario`)."""
+    ``-light-mixed-emptied-back-own-ext`` (:func:`emptied_back_ext_scenario`, 5.5.1 only)."""
     back = embedded_light_mixed_emptied_back_scenario(sc)
+    if not sc["name"].startswith("5.5"):   # the ext variants: 5.5.1 only (5.3.3 reads the same, no broker case)
+        return [back]
     return [back, emptied_back_ext_scenario(back), emptied_back_ext_scenario(back, own=True)]
 
 

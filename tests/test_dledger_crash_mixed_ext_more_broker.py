@@ -118,9 +118,12 @@ def test_verify_predicts_a_reput_from_before_the_last_data_file_over_a_kept_mixe
     """The -mixed-disk-earlier-ext store (the layouts store with its ext files of 10 units, %LMQ%q1/0 on disk before
     the walk, DLedger's checkpoint before the walk's last data file): the reput from that committed position puts an
     ext unit for each own record of %LMQ%q1 it walks, of the earlier data file too, before putMessagePositionInfo
-    drops or appends its unit (putMessagePositionInfoWrapper), none for a light one: the units it appends hold the
-    addresses of ext units past the walk's and the earlier records'. verify on the store as that restart found it
-    replays the queue so (its units, tags codes too, the broker's) and predicts the units lost queue by queue."""
+    drops or appends its unit (putMessagePositionInfoWrapper), none for a light one (``-own``: two such records
+    there, the broker's ext file that many units longer). verify on the store as that restart found it replays the
+    queue so (its units, tags codes too, the broker's; its ext write position for the last data file's units after
+    the walk's ext units and the earlier records') and predicts the units lost of the other queues as the broker's
+    (%LMQ%q1's units the rule drops are none lost); its ext orphans figure is printed, not asserted (another
+    helper's work)."""
     from broker_dledger_mixed_disk_earlier_scenarios import EARLIER_BACK
     name = f"{line}-dledger-abort-mixed-disk-earlier{suffix}-ext"
     r, w, src = _written(name)
