@@ -119,7 +119,7 @@ from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal, reput_goes_on, walk_after
-from .dledger_crash_before import appended_cut, earlier_own_units, ext_before_walk, without_queues
+from .dledger_crash_before import appended_cut, earlier_counter, earlier_own_units, ext_before_walk, without_queues
 from .dledger_crash_cut import (
     ExtAgain,
     QueueCut,
@@ -322,7 +322,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                          reset_emptied=config.brokerVersion == "5.5", after=after, walk_end=end if early else -1,
                          tags=lambda offset, size, queue, light=False: _own_tags(st, files, offset, size, queue,
                                                                                  config, light),
-                         ext_held=on_disk.ext_end if on_disk is not None else None)
+                         ext_held=on_disk.ext_end if on_disk is not None else None,
+                         ext_earlier=earlier_counter(st, files, first, config, rec.committed_pos))
         reput = cut.reput
     elif (in_old := reput_in_old_files(config, accepted, min_offset, files[0].base,
                                        on_disk is not None and on_disk.max_physic_offset >= 0)) is not None:

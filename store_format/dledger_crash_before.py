@@ -67,7 +67,7 @@ from .consumequeue import (
 )
 from .consumequeue_ext import ext_addresses
 from .dledger import ENTRY_HEADER_SIZE
-from .dledger_crash_after import checked_windows, refusal
+from .dledger_crash_after import checked_windows, refusal, reput_goes_on
 from .dledger_crash_cut import ExtAgain, QueueCut, QueueTrack
 from .dledger_crash_old import reput_inside_old_file
 from .dledger_inside_units import InsideUnit, ParsedUnit, Placed, parsed_units
@@ -126,6 +126,16 @@ def _reset_positions(again: ExtAgain, rows: np.ndarray | None, walk: QueueTrack,
         raise refusal(f"the queue {label}, with ext files, the cut leaving it no file: the start's reput drops a unit "
                       "it puts back (its queue offset below the write position), not modelled")
     return pos
+
+
+def earlier_counter(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,
+                    committed: int) -> Callable[[int], dict[tuple[str, int], int]]:
+    """Given a reput's start, :func:`earlier_own_units`' count per queue of its own records before ``files[first]``
+    (where the reput's check goes on: :func:`store_format.dledger_crash_after.reput_goes_on` with the committed
+    position ``committed``), for :func:`store_format.dledger_inside_mixed.mixed_disk_put_back`'s ext units."""
+    alone = config.dledger_group_of_one
+    return lambda reput: earlier_own_units(st, files, first, reput, config,
+                                           lambda k, at: reput_goes_on(files, k, at, committed, alone))[0]
 
 
 def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput: int, config: BrokerConfig,

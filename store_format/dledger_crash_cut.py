@@ -43,7 +43,7 @@ when the queues loaded from disk reach ``processOffset``: never with ``consumequ
   the state the cut left (``dledger_inside_mixed.mixed_put_back``: ``putMessagePositionInfo`` with each one's own
   queue offset, one the walk dropped written from its record, then its records past the walk's end; with ext files
   an own unit's ext unit first, a light one none; on disk before the walk: ``mixed_disk_put_back``; every unit of
-  it cut, no file left: a new file where the first one put back falls, ``fillPreBlank`` before it, not with ext files).
+  it cut, no file left: a new file where the first one put back falls, ``fillPreBlank`` before it, ext files kept).
 * with ``enableConsumeQueueExt`` the ext files are not touched: the method reaches its
   ``ConsumeQueueExt.truncateByMaxAddress`` call only once every file of the queue went, with the address 1,
   which is no ext address (``isExtAddr``), so nothing is cut.
@@ -105,7 +105,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from .batchconsumequeue import BCQ_UNIT_SIZE
-from .dledger_inside_mixed import OnDiskCut, earlier_reput_refusal, mixed_disk_put_back, mixed_put_back
+from .dledger_inside_mixed import EarlierOwn, OnDiskCut, earlier_reput_refusal, mixed_disk_put_back, mixed_put_back
 from .dledger_inside_state import QueueFiles
 from .dledger_inside_units import ParsedUnit, Placed, Tags
 from .dledger_inside_walked import cut_refusal, inside_units
@@ -258,7 +258,7 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
                recheck: bool, min_offset: int, confirm_offset: int, end: int,
                on_disk: dict[tuple[str, int], OnDiskCut] | None = None,
                inside: Inside | None = None, ext_file_size: int = 0,
-               reset_emptied: bool = False,
+               reset_emptied: bool = False, ext_earlier: EarlierOwn | None = None,
                after: np.ndarray | None = None, walk_end: int = -1, tags: Tags | None = None,
                ext_held: Mapping[tuple[str, int], int] | None = None) -> QueueCut:
     """The cut at ``process_offset`` of the queues the walk filled (``track``), and the start's reput from
@@ -440,14 +440,14 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
             assert on_disk is not None
             label = "/".join(map(str, track.names[q]))
             if inside_from < 0 and reput < track.base and (why := earlier_reput_refusal(
-                    track, on_disk[track.names[q]], reput, ext_file_size if ext else 0)) is not None:
+                    track, on_disk[track.names[q]], reput, ext_file_size if ext else 0, ext_earlier)) is not None:
                 raise _refuse(f"the queue {label} holding a record's own units and light ones, on disk before the "
                               f"walk, dispatched by a reput not set inside an entry, from before the walk's last data "
                               f"file, {why}")
             w = mixed_disk_put_back(track, q, on_disk[track.names[q]], process_offset, reput, end, after,
                                     cq_file_size, inside_from if inside_from >= 0 else reput, tags,
                                     ext_file_size if ext else 0, (ext_held or {}).get(track.names[q]),
-                                    inside=inside_from >= 0)
+                                    inside=inside_from >= 0, earlier=ext_earlier)
             if w is None:   # mixed_on_disk's guards: the walk's units were dispatched onto its files (disk_mixed)
                 why = "whose files the cut deletes" if not on_disk[track.names[q]][1] else \
                     "with ext files whose end is not read"

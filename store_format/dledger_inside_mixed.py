@@ -18,9 +18,12 @@ inside an entry of a log past 2 GiB (:func:`mixed_state`).
 A reput with no parsed unit there that puts back cut units: :func:`mixed_put_back`, :func:`mixed_disk_put_back` (the
 latter also for a reput not set inside an entry, an ordinary crash restart's from the cut queues' largest max or the
 committed position, that puts back cut units of a queue on disk before the walk; from before the walk's last data
-file: :func:`earlier_reput_refusal`, the earlier records all at or below the cut's max, dropped).
+file: :func:`earlier_reput_refusal`, the earlier records all at or below the cut's max, dropped, with ext files
+an ext unit each for its own ones first: :func:`earlier_own`).
 """
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -29,13 +32,17 @@ from .dledger_inside_replay import replay_queue
 from .dledger_inside_state import QueueFiles, Tags, WalkedQueue
 from .dledger_queue_track import BLANK_MAX, U_END, U_OFFSET, U_QUEUE, QueueTrack, positions, replayed
 
-__all__ = ["OnDiskCut", "earlier_reput_refusal", "mixed_disk_put_back", "mixed_on_disk", "mixed_put_back",
+__all__ = ["EarlierOwn", "OnDiskCut", "earlier_own", "earlier_reput_refusal", "mixed_disk_put_back", "mixed_on_disk",
+           "mixed_put_back",
            "mixed_state"]
 
 # a queue on disk once truncateDirtyLogicFiles cut its own units (QueuesOnDisk.max_after_cut): its max physical offset,
 # whether a file of it stays, its write position (queue bytes; a cut going on into older files reads them), and
 # whether the walk's units were dispatched onto its files before the cut (putMessagePositionInfo: dispatch_units)
 OnDiskCut = tuple[int, bool, int, bool]
+# given a reput's start before the walk's first data file, per queue the records of its own consume queue the reput
+# walks there (store_format.dledger_crash_before.earlier_counter: each puts an ext unit first)
+EarlierOwn = Callable[[int], Mapping[tuple[str, int], int]]
 
 
 def mixed_state(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
@@ -190,10 +197,13 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
     ``processOffset``, no unit kept), its max -1 on 5.5.1 (``recoverTopicQueueTable``, ``reset_emptied``),
     ``processOffset`` on 5.3.3: the first unit put back gets a new file where its own queue offset falls
     (``putMessagePositionInfo``, ``fillPreBlank`` units before it), the rest by the rule from there
-    (``-light-mixed-emptied-back``); with ext files refused (None: no broker case of where that cut leaves them).
+    (``-light-mixed-emptied-back``); with ext files the cut, having deleted every file of the queue, reaches
+    ``ConsumeQueueExt.truncateByMaxAddress`` with the address 1 (no file's first unit below ``processOffset`` set
+    another), no ext address, and ``correctMinOffset`` returns before ``truncateByMinAddress`` (no file): the ext
+    files stay as the walk wrote them, the own units put back get their ext units after the walk's
+    (``-light-mixed-emptied-back-ext``: a light unit put back, none; ``-light-mixed-emptied-back-own-ext``: an own
+    one, ext unit 1, the unit in the new file holding its address; 5.3.3 reads the same).
     None where :func:`mixed_state` refuses the queue (a guard: it refuses none handed here)."""
-    if emptied and ext_file_size:   # no broker case: where the cut with no file left leaves the ext files
-        return None
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     s = mixed_state(rows, cut, process_offset, cq_file_size, track.own_units.get(q, 0), False, back,
@@ -204,7 +214,7 @@ def mixed_put_back(track: QueueTrack, q: int, cut: np.ndarray, back: np.ndarray,
 def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offset: int, reput: int, end: int,
                         after: np.ndarray | None, cq_file_size: int, at: int, tags: Tags | None,
                         ext_file_size: int = 0, ext_end: int | None = None, *,
-                        inside: bool = True) -> QueueFiles | None:
+                        inside: bool = True, earlier: EarlierOwn | None = None) -> QueueFiles | None:
     """Queue ``q`` of ``track``, holding a record's own units and light ones, on disk before the walk (``disk``: the
     walk's units dispatched onto its files, a file of it left by the cut), no parsed unit going to it, whose cut units
     the reput set inside an entry (at ``at``, going on at ``reput``, dispatching up to ``end``) dispatches again (its
@@ -220,10 +230,11 @@ def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offs
     with an ext unit first when it is a record's own (``putMessagePositionInfoWrapper``); the same on 5.3.3 (its
     ``ConsumeQueue.recover``, ``truncateDirtyLogicFiles`` and ``ConsumeQueueExt`` read the same; its cut runs when the
     loaded queues' max reaches ``processOffset``, as kept queues past it do).  From before the walk's last data file
-    (:func:`earlier_reput_refusal`: the earlier records all at or below the cut's max, dropped) the same from the
-    state the cut left; putting back none of its cut units (the reput from past them): the queue as the cut left it
-    (one with units of both kinds in the walk's earlier data files too).  None where :func:`mixed_on_disk` refuses
-    the queue (no file left, its ext files' end not read)."""
+    (:func:`earlier_reput_refusal`: the earlier records all at or below the cut's max, dropped; with ext files each
+    own one among them puts its ext unit first, :func:`earlier_own`, ``earlier`` counting those before the walk's
+    first data file) the same from the state the cut left; putting back none of its cut units (the reput from past
+    them): the queue as the cut left it (one with units of both kinds in the walk's earlier data files too).  None
+    where :func:`mixed_on_disk` refuses the queue (no file left, its ext files' end not read)."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     # a reput not set inside an entry may start below processOffset: its records of the walk's last data file from
@@ -232,11 +243,15 @@ def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offs
     cut = rows[rows[:, U_OFFSET] >= (process_offset if inside else min(process_offset, reput))]
     back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)
     later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
-    s = mixed_on_disk(disk, rows, cut, back, later, ext_file_size, ext_end, track.own_units.get(q, 0))
+    walked = track.own_units.get(q, 0)
+    if ext_file_size and not inside and reput < track.base:   # its own records of the earlier data files the reput
+        walked += earlier_own(track, q, reput, earlier)       # walks: an ext unit each first, dropped or not
+    s = mixed_on_disk(disk, rows, cut, back, later, ext_file_size, ext_end, walked)
     return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
 
 
-def earlier_reput_refusal(track: QueueTrack, disk: OnDiskCut, reput: int, ext_file_size: int) -> str | None:
+def earlier_reput_refusal(track: QueueTrack, disk: OnDiskCut, reput: int, ext_file_size: int,
+                          earlier: EarlierOwn | None = None) -> str | None:
     """Why a reput NOT set inside an entry that starts before the walk's last data file (``reput`` below
     ``track.base``: the committed position, or ``doRecheckReputOffsetFromCq``'s largest max) is not modelled for a
     queue holding a record's own units and light ones, on disk before the walk (``disk``, :func:`mixed_on_disk`), or
@@ -247,10 +262,34 @@ def earlier_reput_refusal(track: QueueTrack, disk: OnDiskCut, reput: int, ext_fi
     data file), so a cut max at or past that start (``disk[0]``: a unit of the last data file below
     ``processOffset`` kept) drops them all and leaves the state as the cut left it: the last data file's records then
     go as :func:`mixed_disk_put_back` (``inside`` false) says.  Refused: a cut max below that start (those records'
-    units are not all read here) and ext files (``putMessagePositionInfoWrapper`` puts an ext unit for each own
-    record there first, dropped or not: not counted here)."""
-    if ext_file_size:
-        return "with ext files (its records of the earlier data files put ext units first, not counted)"
+    units are not all read here).  With ext files ``putMessagePositionInfoWrapper`` puts an ext unit
+    (``ConsumeQueueExt.put``, appended after the last one whatever the unit then does) for each own record there
+    first, a light one none (``multiDispatchLmqQueue``): :func:`earlier_own` counts them from the walk's own units
+    of the earlier data files (``QueueTrack.own_before``, kept with ext files), :func:`mixed_disk_put_back` puts the
+    last file's ext units after them (``-mixed-disk-earlier-ext``, ``-mixed-disk-earlier-own-ext``, 5.5.1 and 5.3.3);
+    refused when ``track`` did not keep them, or the reput starts before the walk's first data file
+    (``QueueTrack.first``) with no ``earlier`` to count its records there (a guard)."""
+    if ext_file_size and (not track.keep_own or reput < track.first and earlier is None):
+        return "with ext files (its records of the earlier data files put ext units first, not kept)"
     if disk[0] < track.base:
         return f"its max after the cut ({disk[0]}) below the last data file's start ({track.base})"
     return None
+
+
+def earlier_own(track: QueueTrack, q: int, reput: int, earlier: EarlierOwn | None = None) -> int:
+    """How many records before the walk's last data file, from ``reput`` on, queue ``q`` is a record's own consume
+    queue of, each of which gets an ext unit from ``putMessagePositionInfoWrapper`` when a reput from ``reput``
+    dispatches it, whatever ``putMessagePositionInfo`` then does: those of the walk's earlier data files
+    (``QueueTrack.own_before``, kept with ext files) and, from before the walk's first data file
+    (``QueueTrack.first``), those ``earlier`` counts there (``doReput``'s message check reading the log:
+    :func:`store_format.dledger_crash_before.earlier_own_units`)."""
+    if reput >= track.base:
+        return 0
+    n = 0
+    if track.own_before:
+        rows = np.concatenate(track.own_before)
+        n = int(((rows[:, 1] == q) & (rows[:, 0] >= reput)).sum())
+    if reput < track.first:
+        assert earlier is not None, "earlier_reput_refusal refuses it"
+        n += int(earlier(reput).get(track.names[q], 0))
+    return n

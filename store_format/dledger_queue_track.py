@@ -61,12 +61,15 @@ class QueueTrack:
         # in commitlog order (:meth:`replayed_before`; columns Q_MAX_PHYS, Q_WRITE_POS of consumequeue's states)
         self._states_before = new_states(0)[:, :4].copy()
         self.base = -1
+        self.first = -1   # the start of the first data file walked (records before it: not tracked)
         self._cur: list[np.ndarray] = []
 
     def add(self, res: cl.WalkResult, n: int, file_base: int) -> None:
         """The first ``n`` records of ``res`` (walked with their text) from the data file at ``file_base``:
         what ``CommitLogDispatcherBuildConsumeQueue`` hands the queues for them
         (:func:`store_format.dispatch.queue_units`: a record's own unit, then its light queue units)."""
+        if self.first < 0:
+            self.first = file_base
         if file_base != self.base:
             last = self.last_file()
             if len(last):

@@ -1,7 +1,8 @@
 """DLedger crash scenarios of the inside-entry family (:mod:`broker_dledger_inside_scenarios`) for a queue holding a
 record's own units and light ones (``%LMQ%q1``, queue 0) every unit of which the cut took (its files deleted) and
 that the reput, set inside an entry, with no parsed unit there, puts back only in part: ``-light-mixed-emptied-back``
-(:func:`embedded_light_mixed_emptied_back_scenario`).
+(:func:`embedded_light_mixed_emptied_back_scenario`), with ext files ``-ext`` and ``-own-ext``
+(:func:`emptied_back_ext_scenario`).
 :func:`broker_dledger_inside_scenarios.emptied_embedded_abort_scenarios` lists them
 (:func:`mixed_emptied_back_scenarios`)."""
 from __future__ import annotations
@@ -24,8 +25,33 @@ EMPTIED_BACK_LIGHT_QUEUE_OFFSET = 1
 
 def mixed_emptied_back_scenarios(sc: dict) -> list[dict]:
     """From the -emptied-batch-embedded store ``sc`` (5.5.1): ``-light-mixed-emptied-back``
-    (:func:`embedded_light_mixed_emptied_back_scenario`)."""
-    return [embedded_light_mixed_emptied_back_scenario(sc)]
+    (:func:`embedded_light_mixed_emptied_back_scenario`), its ext variants ``-light-mixed-emptied-back-ext`` and
+    ``-light-mixed-emptied-back-own-ext`` (:func:`emptied_back_ext_scenario`, 5.5.1 only)."""
+    back = embedded_light_mixed_emptied_back_scenario(sc)
+    if not sc["name"].startswith("5.5"):   # the ext variants: 5.5.1 only (5.3.3 reads the same, no broker case)
+        return [back]
+    return [back, emptied_back_ext_scenario(back), emptied_back_ext_scenario(back, own=True)]
+
+
+def emptied_back_ext_scenario(back: dict, own: bool = False) -> dict:
+    """``-light-mixed-emptied-back-ext`` (5.5.1): the -light-mixed-emptied-back store ``back`` with
+    ``enableConsumeQueueExt`` (ext files of 10 units): the walk puts ext unit 0 for the %LMQ%q1 own unit (a light
+    unit none); the cut deletes the queue's file, its ext file stays; the light unit put back holds its tags code.
+    ``own`` (``-light-mixed-emptied-back-own-ext``): the %LMQ%q1 record and the last one swapped (records of one
+    size: the same layout, the same parsed message), the last one's light queue offset 0: the walk appends the light
+    unit at 0 and the own unit at 20 (queue offset 0: no check), both cut (no file left); the reput, going on at the
+    own record's entry, puts ext unit 1 for it and appends it in a new file at 0 holding that address."""
+    msgs = back["messages"]
+    name = back["name"]
+    if own:
+        *rest, lmq, t0, tail = msgs
+        assert lmq["topic"] == "%LMQ%q1" and tail["properties"]["INNER_MULTI_QUEUE_OFFSET"] == \
+            str(EMPTIED_BACK_LIGHT_QUEUE_OFFSET), (lmq, tail)
+        tail = {**tail, "properties": {**tail["properties"], "INNER_MULTI_QUEUE_OFFSET": "0"}}
+        msgs = [*rest, tail, t0, lmq]
+        name = f"{name}-own"
+    return {**back, "messages": msgs, "config": {**back["config"], "enableConsumeQueueExt": "true",
+                                                 "mappedFileSizeConsumeQueueExt": "204"}, "name": f"{name}-ext"}
 
 
 def embedded_light_mixed_emptied_back_scenario(sc: dict) -> dict:

@@ -26,7 +26,6 @@ from broker_dledger_runs import (
     _entries_from,
     _loses_as_the_broker,
     _lost_per_queue,
-    _verify,
     _verify_with_plan,
     _written,
 )
@@ -129,23 +128,6 @@ def test_verify_predicts_a_reput_from_before_the_last_data_file_over_a_kept_mixe
     predicted = {q["queue"]: q["units_lost"] for q in p["queues"]}
     assert {q: n for q, n in predicted.items() if n} == {q: n for q, n in lost.items() if n}, (predicted, lost)
     assert not lost.get(LMQ), lost
-
-
-@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith(("5.5", "5.3"))])
-def test_verify_refuses_a_reput_from_before_the_last_data_file_over_a_kept_mixed_queue_with_ext(line, tmp_path):
-    """The same from the layouts store with its ext files: the reput's records of the earlier data file put ext units
-    first (``putMessagePositionInfoWrapper``), which the model does not count: verify refuses the restart
-    prediction in one line (the broker's reput did start there)."""
-    from broker_dledger_mixed_disk_earlier_scenarios import EARLIER_BACK
-    name = f"{line}-dledger-abort-mixed-disk-earlier-ext"
-    r, w, src = _written(name)
-    assert r["scenario"]["config"].get("enableConsumeQueueExt") == "true" and r["scenario"]["keepQueues"]
-    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
-    reput = _entries_from(src, 48, int(w["maxPhyOffset"]))[-EARLIER_BACK] - 48
-    assert reput < int(data[-1].name) <= int(w["queuesAfterLoad"][LMQ]["maxPhysicOffset"]), reput
-    _code, report = _verify(bh.copy_store(src / "before", tmp_path / name), src, line)
-    note = report["restart_note"]
-    assert "%LMQ%q1/0" in note and "from before the walk's last data file, with ext files" in note, note
 
 
 @pytest.mark.parametrize("suffix", ["", "-planted"])
