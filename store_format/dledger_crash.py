@@ -59,12 +59,13 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   past that file and a group of one, that file's end: the reput goes on at the next data file
   (:func:`reput_goes_on`; elsewhere refused).
 * A start's reput from before the data file the walk started at (the committed position, or with
-  ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file) walks the earlier files' records,
-  then the walk's ones again (:attr:`DLedgerCrash.before`, :func:`_reput_before_walk`); after a walk that ended at
-  a damaged message, then that message and the rest; after a queue cut it puts every cut unit back (all lie past
-  its start; none in a queue left with ``fillPreBlank`` units only), with ext files pointing at the ext units it put
-  (:mod:`store_format.dledger_crash_before`); a consume queue the 5.5.1 cut left with no file (max -1) gets the
-  earlier files' records too, written anew from the reput's start (``QueueCut.reset``).
+  ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file) walks the earlier files' records, then
+  the walk's ones again (:attr:`DLedgerCrash.before`,
+  :func:`store_format.dledger_crash_reput_before.reput_before_walk`); after a walk that ended at a damaged message, then
+  that message and the rest; after a queue cut it puts every cut unit back (all lie past its start; none in a queue left
+  with ``fillPreBlank`` units only), with ext files pointing at the ext units it put
+  (:mod:`store_format.dledger_crash_before`); a consume queue the 5.5.1 cut left with no file (max -1) gets the earlier
+  files' records too, written anew from the reput's start (``QueueCut.reset``).
 * ``processOffset``: the walk's last file's start plus the message sizes in it (``getMsgSize``, without
   the 48-byte headers).  When the ``maxPhyOffsetOfConsumeQueue`` passed in (5.3.3: the consume queues'
   max physical offset, -1 with ``consumequeue/`` deleted; 5.5.1: ``getDispatchFromPhyOffset(false)``, the
@@ -113,22 +114,20 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
 """
 from __future__ import annotations
 
-import dataclasses
-
 from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
-from .dledger_crash_after import checked_windows, refusal, reput_goes_on, walk_after
-from .dledger_crash_before import appended_cut, earlier_counter, earlier_own_units, ext_before_walk, without_queues
+from .dledger_crash_after import checked_windows, refusal, walk_after
+from .dledger_crash_before import earlier_counter
 from .dledger_crash_cut import (
-    ExtAgain,
-    QueueCut,
     QueuesOnDisk,
     QueueTrack,
     cut_queues,
     ext_reput,
 )
-from .dledger_crash_old import dropped_before, inside_earlier_refusal, reput_in_old_files, reput_inside_old_file
+from .dledger_crash_old import reput_in_old_files, reput_inside_old_file
+from .dledger_crash_plan import DLedgerCrash
+from .dledger_crash_reput_before import reput_before_walk
 from .dledger_inside_index import indexed_again, inside_key_offsets
 from .dledger_inside_units import ParsedUnit, parsed_units
 from .dledger_recovery import DLedgerRecovery
@@ -150,72 +149,6 @@ from .restart_reput import Accepted, start_reput_check
 from .store import Segment, StoreLocation
 
 __all__ = ["DLedgerCrash", "plan_dledger_crash"]
-
-
-@dataclasses.dataclass(frozen=True)
-class DLedgerCrash:
-    """What ``dledgerRecoverAbnormally`` dispatches (see the module's docstring): the data file the walk
-    starts at (name and offset), where it ends, the ``processOffset`` it computes, and where the start's
-    reput begins."""
-    start_file: str
-    start_offset: int
-    end: int
-    process_offset: int
-    reput_from: int
-    reason: str
-    reindex: int = -1             # the record whose keys the start's reput indexes again (-1: none)
-    cut: QueueCut | None = None   # 5.5.1: truncateDirtyLogicFiles at process_offset (store_format.dledger_crash_cut)
-    ext_again: tuple[ExtAgain, ...] = ()   # enableConsumeQueueExt: the ext units the start's reput puts
-    # the walk's message check failed at the first entry of start_file: it dispatched nothing, and the start's
-    # reput dispatches everything from start_offset (its start) to end (the log's end): nothing when
-    # start_offset >= end
-    walked_nothing: bool = False
-    # where the walk's message check failed inside the log DLedger keeps (-1: it did not): the walk dispatches up to
-    # there, the start's reput the rest to end (_walk_ends_early)
-    walk_end: int = -1
-
-    # the walk's message check failed at walk_end and the start's reput from before it walks the records from there
-    # again, then those past it: the keys of the walk's last indexed record (reindex) and the ext units of its
-    # records from reput_from (ext_again) are put between the walk's ones and theirs (the rebuild reads those
-    # records a second time, store_format.store.jump_at, which does both, instead of putting them at the end)
-    again: bool = False
-    # the start's reput begins before start_offset (in an earlier data file): after the walk it walks the earlier
-    # files' records, then the walk's ones again, to end (_reput_before_walk)
-    before: bool = False
-    # with before, after a reput set at 2147483647 inside an old commitlog file or an earlier data file's entry
-    # (dledger_crash_old): the queues the walk wrote that drop every record of the files before the walk's (queue
-    # offsets below their write position; verify counts those units lost); empty elsewhere
-    drops_before: tuple[tuple[str, int], ...] = ()
-    # with before or walked_nothing: the start's reput begins in a converted store's old commitlog files, below the
-    # first data file (store_format.dledger_crash_old): it reads their records first
-    from_old_files: bool = False
-    # the PHYSICALOFFSET fields of the index keys of the messages the start's reput parses where it is set inside an
-    # entry (cut.inside_records), in put order: buildIndex puts each at or above endPhyOffset, moving it there, so
-    # one above the walk's last indexed record keeps that record from being indexed again (dledger_inside_index)
-    inside_keys: tuple[int, ...] = ()
-
-    @property
-    def jump(self) -> tuple[int, int] | None:
-        """Where the dispatch stops and where it goes on (:func:`store_format.store.jump_at`): the walk's end and
-        the reput's start, with :attr:`gap` or :attr:`again`; the log's end and the reput's start with
-        :attr:`before` (None: one walk from the start file to ``end``)."""
-        if self.before:
-            return (self.walk_end if self.walk_end >= 0 else self.end), self.reput_from
-        # the messages its check parsed where it was set, then on from the walk's end (the damaged message's entry)
-        at_end = self.cut is not None and bool(self.cut.inside_records) and 0 <= self.walk_end == self.reput_from
-        return (self.walk_end, self.reput_from) if self.gap is not None or self.again or at_end else None
-
-    @property
-    def gap(self) -> tuple[int, int] | None:
-        """The records no one dispatches, ``[walk_end, reput_from)``: the walk's message check failed at
-        ``walk_end`` and the start's reput begins past it, before the log's end (None: no such range).  The one
-        place the rebuild (:func:`store_format.store.jump_at`) and ``verify`` read it from; ``walked_nothing``: to the
-        log's end too (:func:`_walked_nothing`)."""
-        if 0 <= self.walk_end < self.reput_from < self.end:
-            return self.walk_end, self.reput_from
-        if self.walked_nothing and 0 <= self.walk_end < self.end <= self.reput_from:
-            return self.walk_end, self.end
-        return None
 
 
 def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
@@ -256,7 +189,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             and :func:`walk_after` (the reput's check ending before the log's end: :func:`reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
             :func:`store_format.dledger_crash_cut.cut_queues` refuses, a reput from before the walk's file that
-            :func:`_reput_before_walk` refuses (after a cut it does not undo).
+            :func:`store_format.dledger_crash_reput_before.reput_before_walk` refuses (after a cut it does not undo).
     """
     assert st.dledger is not None
     old = [s for s in st.segments if not s.dledger]   # a store converted in place: never walked here
@@ -341,7 +274,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (reput_skips)
             log_end = reput_ends
     if reput < files[first].base:
-        return _reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
+        return reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
                                   track, config, cut, rec.committed_pos, walked)
     ext_again = cut.ext_again if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
@@ -357,110 +290,6 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again, walk_end=walk_end,
                         again=again, inside_keys=tuple(int(k) for k in keys))
-
-
-def _reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_end: int, end: int,
-                       process_offset: int, reput: int, reason: str, accepted: Accepted, track: QueueTrack,
-                       config: BrokerConfig, cut: QueueCut | None, committed: int,
-                       walked: tuple[tuple[str, int], ...]) -> DLedgerCrash:
-    """The start's reput from ``reput``, before the data file the walk started at (the committed position, or with
-    ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file): ``doReput`` walks every record
-    from there to the log's end ``end``, so the earlier files' records first, then the walk's ones a second time
-    (:attr:`DLedgerCrash.before`; the rebuild reads them in that order, :func:`store_format.store.jump_at`).
-    ``putMessagePositionInfo`` drops a unit at or below its queue's max physical offset (every queue the walk
-    wrote), and puts those of the other queues (``fillPreBlank`` up to the first); ``ConsumeQueueExt.put`` puts an
-    ext unit for each record of an ext queue before that; ``IndexService.buildIndex`` skips the records below the
-    index's ``endPhyOffset`` (it indexes the walk's last indexed record again).  A record of the earlier files its
-    check cannot read (a bad magic code) sends it on to the next data file where :func:`reput_goes_on` says so, the
-    rest of that file dispatched by no one (no unit, no ext unit; the rebuild's walk skips it likewise).
-
-    A walk that ended at a damaged message (``walk_end`` >= 0, before ``end``): the reput, whose check reads no CRC,
-    walks the walk's records again up to there, then dispatches that message and the ones after it, which each
-    queue appends after the walk's units (their own positions: no record is left out).  A queue cut
-    (``truncateDirtyLogicFiles`` at the short ``processOffset``): the cut units all lie past the reput's start, so
-    it puts every one back at the cut queue's write position, where each was (a cut queue that keeps a unit of its
-    own below the offset still drops the earlier records), and the files come back as the walk wrote them; a queue
-    the cut left with ``fillPreBlank`` units only (its max 2147483647) drops every unit, so its cut units stay cut
-    and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart_cut``'s
-    ``apply_cut``); past 2 GiB (the reput set at 2147483647 inside a converted store's old file or an entry of an
-    earlier data file, :mod:`store_format.dledger_crash_old`) it drops the earlier records by their queue offsets and
-    puts the cut units back, but appends one of queue offset 0 and then puts the walk's units by the same rule, ext
-    files, light queues and a queue a parsed message went to too (``QueueCut.before_placed``:
-    :func:`store_format.dledger_crash_before.appended_cut`); where its check first
-    parses well-formed messages there (``QueueCut.inside_records``, :mod:`store_format.dledger_reput_inside`) it
-    dispatches those first, after the cut and before it goes on: into
-    the queues as the cut left them (:func:`store_format.dledger_inside_units.place_inside`; each queue the walk wrote
-    holds ``fillPreBlank`` units only, or no file: one with ``fillPreBlank`` units takes a parsed unit at the write
-    position after them unless its queue offset lies below it, drops the earlier files' records as without it, and
-    gets its cut units dispatched again after them by the same rule; with ext files the parsed messages' ext units
-    go after the walk's, before the reput's: ``ExtAgain``), and the rebuild reads them between the
-    walk's records and the reput's pass (``pipelines.restart``, :func:`store_format.store.then_pieces`' ``after``).
-    A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets its max to -1
-    (``QueueCut.reset``), so the reput puts the earlier files' records of it too, the first in a new file where its own
-    queue offset falls (``fillPreBlank`` units before it), then the walk's ones after them: the queue is written anew
-    from the reput's start (the rebuild's queue starts empty again there, ``StoreLocation.queue_reset``; from a message
-    parsed where the reput was set at 2147483647 when one went to it, the parsed unit first:
-    :func:`store_format.dledger_crash_before.without_queues`); 5.3.3 keeps
-    ``processOffset`` as its max, so the earlier records drop there too and the cut units come back (read from the
-    source, no broker case).  With ext files each unit put back points at the ext unit the reput put for it, counted
-    from the earlier files' records (a converted store's old files' too; in a queue the 5.5.1 cut left with no file,
-    after the ext units the walk put: the cut keeps them) (:func:`store_format.dledger_crash_before.ext_before_walk`).
-
-    Raises:
-        UnsupportedConfigError: a record the reput's check refuses in the earlier files where it does not go on at
-            the next data file (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`reput_goes_on`);
-            after a cut that puts back only some of a queue's units, or a reput set at 2147483647 gone on elsewhere
-            than a file's start or the committed position
-            (:func:`store_format.dledger_crash_old.inside_earlier_refusal`); from 2147483647, a record of queue
-            offset 0 in the earlier files of a queue :func:`store_format.dledger_crash_old.dropped_before` drops
-            (``putMessagePositionInfo`` checks no queue offset 0: appended) where
-            :func:`store_format.dledger_crash_before.appended_cut` refuses it (the queue shapes its
-            ``appended_before`` refuses); a guard: a message parsed there for a batch queue in ``QueueCut.reset``
-            (none: the cut leaves such a queue max ``processOffset - 1``, where the reput is set, not 2147483647).
-    """
-    whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
-    if cut is not None and cut.inside_from >= 0:
-        whence = f"where DLedgerCommitLog's message check sends it from {cut.inside_from}, the queues' largest max"
-    # from a converted store's old files too (every queue empty at the start: dledger_crash_old)
-    why = "" if cut is None else \
-        "and the reput puts back only some of a cut queue's units (QueueMove)" if cut.moves else \
-        inside_earlier_refusal([s for s in st.segments if not s.dledger], files, cut.inside_from, reput,
-                               committed) if cut.inside_from >= 0 \
-        else ""
-    if why:
-        raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
-                      f"the recovery dispatched from, {why}")
-    to = walk_end if walk_end >= 0 else end
-    alone = config.dledger_group_of_one
-    drops = dropped_before(list(walked), cut.reset) if cut is not None and cut.inside_from >= 0 else ()
-    earlier, zero, reset = earlier_own_units(st, files, first, reput, config, lambda k, at: reput_goes_on(
-        files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else ()))
-    ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
-        else ext_before_walk(earlier, cut.ext_again, reset, track, to, config.cq_file_size)
-    reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
-    parsed_reset = sorted(cut.inside_placed.parsed_queues() & set(cut.reset)) \
-        if cut is not None and cut.inside_from >= 0 else []
-    if parsed_reset and not {t for t, _ in parsed_reset} & config.batch_topics:
-        assert cut is not None   # written anew from the parsed unit by the rebuild's own dispatch (queue_reset), ext
-        # units too: the walk's (the cut keeps them), the parsed record's, then the reput's, each unit their address
-        cut = dataclasses.replace(cut, inside_placed=without_queues(cut.inside_placed, frozenset(parsed_reset)))
-    elif parsed_reset:   # a batch queue: cannot be (its max processOffset - 1 above 2147483647, never in reset)
-        raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
-                      f"the recovery dispatched from, after a message parsed inside an entry for "
-                      f"{', '.join(f'{t}/{q}' for t, q in parsed_reset)}, a queue the cut left with no file "
-                      "(max -1: written anew from the parsed unit), of a batch queue, not modelled")
-    if zero:   # putMessagePositionInfo checks no queue offset 0: appended, the walk's units then by the same rule
-        assert cut is not None   # (a queue a message parsed inside the entry went to: its parsed units first)
-        cut, ext_again = appended_cut(st, [*(s for s in st.segments if not s.dledger), *files], cut, zero, track,
-                                      process_offset, config, ext_again,
-                                      f"its start's reput walks from {reput} ({whence}), before the data file "
-                                      f"{files[first].name} the recovery dispatched from, where a record of queue "
-                                      "offset 0 of ")
-    keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)
-    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
-                        indexed_again(reindex, keys), cut, ext_again=ext_again,
-                        walk_end=walk_end, before=True, drops_before=drops, from_old_files=reput < files[0].base,
-                        inside_keys=tuple(int(k) for k in keys))
 
 
 def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:

@@ -542,7 +542,7 @@ def _appended_keys(rows: np.ndarray, last: int) -> np.ndarray:
     them at: right after ``last``, the walk's last unit in that queue, one after the other
     (``putMessagePositionInfo`` appends at the write position whatever queue offset a unit holds).  Their own
     queue offsets when the reput walks on from the walk's end; below them by the records it leaves out when it
-    begins past it (:attr:`store_format.dledger_crash.DLedgerCrash.gap`)."""
+    begins past it (:attr:`store_format.dledger_crash_plan.DLedgerCrash.gap`)."""
     out = rows.copy()
     out[:, U_KEY] = last + 1 + np.arange(len(rows), dtype=np.int64)
     return out

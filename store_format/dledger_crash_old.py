@@ -15,9 +15,9 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   check: the reput dispatches the old records, rolls into the first data file at the last old file's blank
   (``setRecoverPosition`` wrote it at the first start after the switch) and walks the data files to the log's end,
   the walk's records a second time.  That is the reput-before-the-walk rule
-  (:func:`store_format.dledger_crash._reput_before_walk`, ``DLedgerCrash.before``): the old records' units are put
-  (no queue holds one), ``IndexService.buildIndex`` skips every record below the index's ``endPhyOffset`` (the old
-  records and the earlier data files' ones: the walk indexed later records) and puts the walk's last indexed
+  (:func:`store_format.dledger_crash_reput_before.reput_before_walk`, ``DLedgerCrash.before``): the old records' units
+  are put (no queue holds one), ``IndexService.buildIndex`` skips every record below the index's ``endPhyOffset`` (the
+  old records and the earlier data files' ones: the walk indexed later records) and puts the walk's last indexed
   record's keys again.
 * Every queue is empty at the start too after a walk that queued nothing before a damaged message it ends at (its
   body CRC: DLedger's recovery, which reads none, keeps the log), and after a 5.5.1 queue cut
@@ -44,7 +44,7 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   but the last; the first data file, when the walk started at a later one) the reput walks the records from there
   to the walk's data file first (the later old files' as the base ``CommitLog`` wrote them, rolling at their
   blanks), then the walk's again, putting the cut units back: the reput-before-the-walk rule after a cut
-  (:func:`store_format.dledger_crash._reput_before_walk`).  Each queue the walk wrote kept no unit past
+  (:func:`store_format.dledger_crash_reput_before.reput_before_walk`).  Each queue the walk wrote kept no unit past
   2147483647 (else the reput would start there), so it holds ``fillPreBlank`` units only (max 2147483647) or no
   file (5.5.1: max -1, written anew from the reput's start): the first drops every earlier record, past
   2147483647 but with a queue offset below its write position (``putMessagePositionInfo``'s queue offset check,
@@ -129,16 +129,16 @@ def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_b
 
 def inside_earlier_refusal(old: list[Segment], files: list[Segment], inside_from: int, reput: int,
                            committed: int) -> str:
-    """Why a reput set at ``inside_from`` (2147483647) and going on at ``reput``, before the walk's data file (after
-    a cut, :func:`store_format.dledger_crash._reput_before_walk`), is not modelled, or "" when it is: set inside an
-    old commitlog file (``old``: a store converted in place), where it goes on at that file's end, the next old
-    file's start or the first data file's (module docstring); or inside an entry of an earlier data file (a log
-    past 2 GiB whose walk started at a later data file), where ``DLedgerCommitLog.getData`` gives that file's bytes
-    to its read position (its size: ``MmapFileList.load``), cut at DLedger's committed position ``committed``, so a
-    failed check (or a roll) goes on at that file's end, a data file's start of ``files``, or at ``committed`` when
-    that lies in the file past ``inside_from``: an entry's end, where ``doReput`` then waits (``isCommitLogAvailable``
-    against ``DLedgerCommitLog.getConfirmOffset``) until the group commits more after ``commitLog.start``, and goes
-    on from there as from the committed position (module docstring).  Refused: a reput gone on elsewhere."""
+    """Why a reput set at ``inside_from`` (2147483647) and going on at ``reput``, before the walk's data file (after a
+    cut, :func:`store_format.dledger_crash_reput_before.reput_before_walk`), is not modelled, or "" when it is: set
+    inside an old commitlog file (``old``: a store converted in place), where it goes on at that file's end, the next
+    old file's start or the first data file's (module docstring); or inside an entry of an earlier data file (a log past
+    2 GiB whose walk started at a later data file), where ``DLedgerCommitLog.getData`` gives that file's bytes to its
+    read position (its size: ``MmapFileList.load``), cut at DLedger's committed position ``committed``, so a failed
+    check (or a roll) goes on at that file's end, a data file's start of ``files``, or at ``committed`` when that lies
+    in the file past ``inside_from``: an entry's end, where ``doReput`` then waits (``isCommitLogAvailable`` against
+    ``DLedgerCommitLog.getConfirmOffset``) until the group commits more after ``commitLog.start``, and goes on from
+    there as from the committed position (module docstring).  Refused: a reput gone on elsewhere."""
     if any(s.base <= inside_from < s.end for s in old) or any(f.base == reput for f in files) \
             or inside_from < reput == committed:
         return ""

@@ -17,7 +17,7 @@ queue left with no file keeps ``processOffset`` as its max on 5.3.3 and gets -1 
 ``DLedgerCommitLog.getMinOffset``, and dispatches every record from there to the log's end by
 ``ConsumeQueue.putMessagePositionInfo``'s rule: a unit at or below its queue's max dropped, the others appended at the
 write position.  From at or before ``processOffset`` every cut unit comes back; from past it the records between are
-dispatched by no one (:attr:`store_format.dledger_crash.DLedgerCrash.gap`), their cut units lost.
+dispatched by no one (:attr:`store_format.dledger_crash_plan.DLedgerCrash.gap`), their cut units lost.
 
 A batch queue the cut left with no file has the max ``processOffset - 1``
 (``BatchConsumeQueue.truncateDirtyLogicFiles``, which its ``correctMinOffset`` leaves, 5.3.3 and 5.5.1), the largest
@@ -54,7 +54,7 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     """Where the start's reput begins after a walk that dispatched nothing onto the queues ``on_disk`` (module
     docstring), and the cut ``truncateDirtyLogicFiles`` made at ``process_offset`` (None: none): its ``reput``, and
     ``held_emptied`` the queues it left with no file (no lost units listed: a reput past ``process_offset`` leaves
-    them out as :attr:`store_format.dledger_crash.DLedgerCrash.gap`'s).  ``confirm_offset``: the committed position
+    them out as :attr:`store_format.dledger_crash_plan.DLedgerCrash.gap`'s).  ``confirm_offset``: the committed position
     (at least the first data file's offset), ``log_end``: where DLedger's recovery ends the log.  ``inside``: where
     a reput set at an offset goes on and what its check parses there
     (:func:`store_format.dledger_crash._reput_inside`): a reput set one byte before ``process_offset`` goes on at

@@ -510,7 +510,7 @@ def _parsed_unit_in_a_new_file(r: dict, src: Path, queue: str, reput: int, size:
 
 def _verify_with_plan(monkeypatch, store: Path, src: Path, line: str) -> tuple[dict, object]:  # noqa: ANN001
     """``verify --json`` on ``store`` (a 5.x DLedger crash restart it predicts with no note): its restart
-    prediction, and the crash plan (``store_format.dledger_crash.DLedgerCrash``) it made."""
+    prediction, and the crash plan (``store_format.dledger_crash_plan.DLedgerCrash``) it made."""
     from pipelines.verify import compare_store
     plans = []
     real = compare_store._dledger_crash

@@ -5,10 +5,10 @@ only: some 2.3 GB of data files of 100,000,000 bytes, its ``before/`` copy as mu
 ``-past-2gib-before`` (:func:`past_2gib_before_abort_scenario`): the walk starts at the 24th data file and queues
 one T9 message past its short ``processOffset``; the cut leaves T9's queue with ``fillPreBlank`` units only (its max
 2147483647), ``doRecheckReputOffsetFromCq`` sets the reput there, inside a T0 body of the 22nd data file,
-``DLedgerCommitLog``'s check fails and ``doReput`` jumps to the end of what ``getData`` gave, that file's end: the
-reput goes on at the 23rd data file, before the walk's, and walks its records, then the walk's again (the
-reput-before-the-walk rule after a cut, :func:`store_format.dledger_crash._reput_before_walk`; T9 drops the 23rd
-file's record by its queue offset, :func:`store_format.dledger_crash_old.dropped_before`).
+``DLedgerCommitLog``'s check fails and ``doReput`` jumps to the end of what ``getData`` gave, that file's end: the reput
+goes on at the 23rd data file, before the walk's, and walks its records, then the walk's again (the
+reput-before-the-walk rule after a cut, :func:`store_format.dledger_crash_reput_before.reput_before_walk`; T9 drops the
+23rd file's record by its queue offset, :func:`store_format.dledger_crash_old.dropped_before`).
 
 ``-past-2gib-at-walk`` (:func:`past_2gib_at_walk_abort_scenario`): the same jump lands exactly at the walk's data
 file (the 23rd), from which the reput walks the walk's records again.

@@ -20,7 +20,7 @@ max -1, and the reput set at 2147483647 parses a T7 message of queue offset 3 th
 walk's T7 ext unit, the parsed message's ext unit follows it (its unit, after three ``fillPreBlank`` units, holding
 that address) and the walk's T7 record's again (its unit appended at 80, holding the third's).  The rebuild's own
 dispatch writes T7's queue and ext units so (``StoreLocation.queue_reset``); the cut's addresses of units put back
-(``ExtAgain``) leave T7 out (:func:`store_format.dledger_crash._reput_before_walk`).
+(``ExtAgain``) leave T7 out (:func:`store_format.dledger_crash_reput_before.reput_before_walk`).
 
 ``-past-2gib-before-t9-first-light`` (:func:`past_2gib_before_t9_first_light_scenario`): ``-past-2gib-before-t9-first``
 with ``enableMultiDispatch``/``enableLmq`` whose two T9 messages also go to ``%LMQ%q1`` (light queue offsets 0 and 1,

@@ -1,0 +1,125 @@
+"""A 5.x DLedger crash restart whose start's reput begins before the data file ``dledgerRecoverAbnormally`` walked from
+(:attr:`store_format.dledger_crash_plan.DLedgerCrash.before`): :func:`reput_before_walk` assembles that plan from the
+rules of :mod:`store_format.dledger_crash_before` (the earlier files' records), :mod:`store_format.dledger_crash_old`
+(a converted store's old files, a reput set at 2147483647) and :mod:`store_format.dledger_crash_cut` (the cut's ext
+units). Mirrors ``DefaultMessageStore.ReputMessageService.doReput`` from there,
+``ConsumeQueue.putMessagePositionInfo`` and ``IndexService.buildIndex`` (5.5.1 and 5.3.3)."""
+from __future__ import annotations
+
+import dataclasses
+
+from .config import BrokerConfig
+from .dledger_crash_after import refusal, reput_goes_on
+from .dledger_crash_before import appended_cut, earlier_own_units, ext_before_walk, without_queues
+from .dledger_crash_cut import QueueCut, QueueTrack, ext_reput
+from .dledger_crash_old import dropped_before, inside_earlier_refusal
+from .dledger_crash_plan import DLedgerCrash
+from .dledger_inside_index import indexed_again, inside_key_offsets
+from .restart_reput import Accepted
+from .store import Segment, StoreLocation
+
+__all__ = ["reput_before_walk"]
+
+
+def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_end: int, end: int,
+                       process_offset: int, reput: int, reason: str, accepted: Accepted, track: QueueTrack,
+                       config: BrokerConfig, cut: QueueCut | None, committed: int,
+                       walked: tuple[tuple[str, int], ...]) -> DLedgerCrash:
+    """The start's reput from ``reput``, before the data file the walk started at (the committed position, or with
+    ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file): ``doReput`` walks every record
+    from there to the log's end ``end``, so the earlier files' records first, then the walk's ones a second time
+    (:attr:`DLedgerCrash.before`; the rebuild reads them in that order, :func:`store_format.store.jump_at`).
+    ``putMessagePositionInfo`` drops a unit at or below its queue's max physical offset (every queue the walk
+    wrote), and puts those of the other queues (``fillPreBlank`` up to the first); ``ConsumeQueueExt.put`` puts an
+    ext unit for each record of an ext queue before that; ``IndexService.buildIndex`` skips the records below the
+    index's ``endPhyOffset`` (it indexes the walk's last indexed record again).  A record of the earlier files its
+    check cannot read (a bad magic code) sends it on to the next data file where :func:`reput_goes_on` says so, the
+    rest of that file dispatched by no one (no unit, no ext unit; the rebuild's walk skips it likewise).
+
+    A walk that ended at a damaged message (``walk_end`` >= 0, before ``end``): the reput, whose check reads no CRC,
+    walks the walk's records again up to there, then dispatches that message and the ones after it, which each
+    queue appends after the walk's units (their own positions: no record is left out).  A queue cut
+    (``truncateDirtyLogicFiles`` at the short ``processOffset``): the cut units all lie past the reput's start, so
+    it puts every one back at the cut queue's write position, where each was (a cut queue that keeps a unit of its
+    own below the offset still drops the earlier records), and the files come back as the walk wrote them; a queue
+    the cut left with ``fillPreBlank`` units only (its max 2147483647) drops every unit, so its cut units stay cut
+    and the queue files the cut deleted stay deleted (``QueueCut.lost``, ``dropped``: ``pipelines.restart_cut``'s
+    ``apply_cut``); past 2 GiB (the reput set at 2147483647 inside a converted store's old file or an entry of an
+    earlier data file, :mod:`store_format.dledger_crash_old`) it drops the earlier records by their queue offsets and
+    puts the cut units back, but appends one of queue offset 0 and then puts the walk's units by the same rule, ext
+    files, light queues and a queue a parsed message went to too (``QueueCut.before_placed``:
+    :func:`store_format.dledger_crash_before.appended_cut`); where its check first
+    parses well-formed messages there (``QueueCut.inside_records``, :mod:`store_format.dledger_reput_inside`) it
+    dispatches those first, after the cut and before it goes on: into
+    the queues as the cut left them (:func:`store_format.dledger_inside_units.place_inside`; each queue the walk wrote
+    holds ``fillPreBlank`` units only, or no file: one with ``fillPreBlank`` units takes a parsed unit at the write
+    position after them unless its queue offset lies below it, drops the earlier files' records as without it, and
+    gets its cut units dispatched again after them by the same rule; with ext files the parsed messages' ext units
+    go after the walk's, before the reput's: ``ExtAgain``), and the rebuild reads them between the
+    walk's records and the reput's pass (``pipelines.restart``, :func:`store_format.store.then_pieces`' ``after``).
+    A consume queue the cut left with no file: 5.5.1's ``ConsumeQueue.correctMinOffset`` sets its max to -1
+    (``QueueCut.reset``), so the reput puts the earlier files' records of it too, the first in a new file where its own
+    queue offset falls (``fillPreBlank`` units before it), then the walk's ones after them: the queue is written anew
+    from the reput's start (the rebuild's queue starts empty again there, ``StoreLocation.queue_reset``; from a message
+    parsed where the reput was set at 2147483647 when one went to it, the parsed unit first:
+    :func:`store_format.dledger_crash_before.without_queues`); 5.3.3 keeps
+    ``processOffset`` as its max, so the earlier records drop there too and the cut units come back (read from the
+    source, no broker case).  With ext files each unit put back points at the ext unit the reput put for it, counted
+    from the earlier files' records (a converted store's old files' too; in a queue the 5.5.1 cut left with no file,
+    after the ext units the walk put: the cut keeps them) (:func:`store_format.dledger_crash_before.ext_before_walk`).
+
+    Raises:
+        UnsupportedConfigError: a record the reput's check refuses in the earlier files where it does not go on at
+            the next data file (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`reput_goes_on`);
+            after a cut that puts back only some of a queue's units, or a reput set at 2147483647 gone on elsewhere
+            than a file's start or the committed position
+            (:func:`store_format.dledger_crash_old.inside_earlier_refusal`); from 2147483647, a record of queue
+            offset 0 in the earlier files of a queue :func:`store_format.dledger_crash_old.dropped_before` drops
+            (``putMessagePositionInfo`` checks no queue offset 0: appended) where
+            :func:`store_format.dledger_crash_before.appended_cut` refuses it (the queue shapes its
+            ``appended_before`` refuses); a guard: a message parsed there for a batch queue in ``QueueCut.reset``
+            (none: the cut leaves such a queue max ``processOffset - 1``, where the reput is set, not 2147483647).
+    """
+    whence = "the queues' largest offset" if config.recheckReputOffsetFromCq else "the committed position"
+    if cut is not None and cut.inside_from >= 0:
+        whence = f"where DLedgerCommitLog's message check sends it from {cut.inside_from}, the queues' largest max"
+    # from a converted store's old files too (every queue empty at the start: dledger_crash_old)
+    why = "" if cut is None else \
+        "and the reput puts back only some of a cut queue's units (QueueMove)" if cut.moves else \
+        inside_earlier_refusal([s for s in st.segments if not s.dledger], files, cut.inside_from, reput,
+                               committed) if cut.inside_from >= 0 \
+        else ""
+    if why:
+        raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
+                      f"the recovery dispatched from, {why}")
+    to = walk_end if walk_end >= 0 else end
+    alone = config.dledger_group_of_one
+    drops = dropped_before(list(walked), cut.reset) if cut is not None and cut.inside_from >= 0 else ()
+    earlier, zero, reset = earlier_own_units(st, files, first, reput, config, lambda k, at: reput_goes_on(
+        files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else ()))
+    ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
+        else ext_before_walk(earlier, cut.ext_again, reset, track, to, config.cq_file_size)
+    reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
+    parsed_reset = sorted(cut.inside_placed.parsed_queues() & set(cut.reset)) \
+        if cut is not None and cut.inside_from >= 0 else []
+    if parsed_reset and not {t for t, _ in parsed_reset} & config.batch_topics:
+        assert cut is not None   # written anew from the parsed unit by the rebuild's own dispatch (queue_reset), ext
+        # units too: the walk's (the cut keeps them), the parsed record's, then the reput's, each unit their address
+        cut = dataclasses.replace(cut, inside_placed=without_queues(cut.inside_placed, frozenset(parsed_reset)))
+    elif parsed_reset:   # a batch queue: cannot be (its max processOffset - 1 above 2147483647, never in reset)
+        raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
+                      f"the recovery dispatched from, after a message parsed inside an entry for "
+                      f"{', '.join(f'{t}/{q}' for t, q in parsed_reset)}, a queue the cut left with no file "
+                      "(max -1: written anew from the parsed unit), of a batch queue, not modelled")
+    if zero:   # putMessagePositionInfo checks no queue offset 0: appended, the walk's units then by the same rule
+        assert cut is not None   # (a queue a message parsed inside the entry went to: its parsed units first)
+        cut, ext_again = appended_cut(st, [*(s for s in st.segments if not s.dledger), *files], cut, zero, track,
+                                      process_offset, config, ext_again,
+                                      f"its start's reput walks from {reput} ({whence}), before the data file "
+                                      f"{files[first].name} the recovery dispatched from, where a record of queue "
+                                      "offset 0 of ")
+    keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)
+    return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
+                        indexed_again(reindex, keys), cut, ext_again=ext_again,
+                        walk_end=walk_end, before=True, drops_before=drops, from_old_files=reput < files[0].base,
+                        inside_keys=tuple(int(k) for k in keys))
