@@ -41,6 +41,7 @@ from store_format.recovery import read_checkpoint
 from store_format.store import StoreLocation, open_store, resolve
 
 from ..index_rocksdb import ROCKSDB_DIR
+from ..restart import led_dledger_store
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, compare_queue_file, extra_note
 from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
 from .restart import predict_restart, recover_queue
@@ -150,7 +151,8 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     try:
         summary = run_rebuild(store, ref_root, config, engine=engine, master=master, split_size=split_size,
                               processes=processes or 1, spark=spark, tables=None,
-                              strict=None)   # verify_store's callers check for a live broker
+                              strict=None,   # verify_store's callers check for a live broker
+                              dledger_led=True)
         report = _compare(st, config, ref_root, summary, examples)
         report.rocksdb_index = _rocksdb_index(st, ref_root, summary, examples)
         if report.rocksdb_index is not None:
@@ -292,11 +294,18 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                                 len(r_names), None, _rebuild_figures(summary), consume_queue_ext=ext_results,
                                 batch_consume_queue=bcq_results, rocksdb_consume_queue=rocksdb_results,
                                 no_prediction=f"not predicted: {e}", not_checked=_not_checked(st))
+    # a clean restart with entries past the committed one: the node leads, a group of one commits them and the reput
+    # goes on to the log's end (the reference rebuild read them: pipelines.restart.led_dledger_store)
+    led = dledger is not None and crash is None and led_dledger_store(st, config) is not None
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
         commitlog_end=(recovery.process_offset if recovery is not None else crash.end if crash is not None else
+                       dledger.process_offset if led and dledger is not None else
                        _end_of_data(st, summary.data_end) if dledger is None or dledger.committed_pos < 0
                        else min(dledger.committed_pos, _end_of_data(st, summary.data_end))),
+        reput_at=(dledger.committed_pos if dledger.committed_pos > 0 else
+                  next(seg.base for seg in st.segments if seg.dledger))
+        if led and dledger is not None and config.is_5x and not config.recheckReputOffsetFromCq else None,
         clean_shutdown=clean, store_index=store_index,
         expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
         checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root),
@@ -388,7 +397,10 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
             + ("the reput starts at the queues' max physical offset (at least the min offset) and dispatches up to "
                "the committed position" if not config.is_5x or config.recheckReputOffsetFromCq else
                "the reput starts at the committed position (5.x, recheckReputOffsetFromCq=false): nothing is "
-               "dispatched again, so units missing from the queues stay missing (rebuild them with this tool)"))
+               "dispatched again, so units missing from the queues stay missing (rebuild them with this tool)")
+            + (f"; it assumes the node leads: a group of one commits the entries past committed index "
+               f"{dledger.committed_index} (position {dledger.committed_pos}) and the reput goes on to the log's end "
+               f"{dledger.process_offset} (a multi-node group may truncate them instead)" if led else ""))
     else:
         assert recovery is not None
         restart.recovery_cut = recovery.process_offset
