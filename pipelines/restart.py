@@ -303,11 +303,13 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
 
 
 def led_dledger_store(st: StoreLocation, config: BrokerConfig) -> StoreLocation | None:
-    """``st`` read to the end of the log DLedger's recovery keeps where a clean restart (no ``abort`` file; file
-    consume queues) finds entries past the committed one: once the node leads, a group of one commits them and the
+    """``st`` read to the end of the log DLedger's recovery keeps where a clean restart (no ``abort`` file on 5.x, whose
+    crash restart is ``dledgerRecoverAbnormally``'s; 4.9.8's is the same either way; file consume queues) finds entries
+    past the committed one: once the node leads, a group of one commits them and the
     reput goes on to them (:func:`dledger_restart`), so ``verify``'s reference for that restart holds their units too;
     None where it reads no further than ``st`` does."""
-    if st.dledger is None or config.rocksdb_cq or st.broker_may_be_running() or not st.dledger.uncommitted:
+    if st.dledger is None or config.rocksdb_cq or (config.is_5x and st.broker_may_be_running()) \
+            or not st.dledger.uncommitted:
         return None
     rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
     if rec.committed_pos >= rec.process_offset or rec.committed_pos < st.dledger.committed_pos:
