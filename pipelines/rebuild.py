@@ -42,7 +42,7 @@ from .oserrors import failure_line, os_error_line
 from .outlock import OutputLock
 from .plan import DEFAULT_SPLIT_SIZE, plan_splits
 from .preflight import preflight
-from .restart import DLedgerRestart, Restart, inside_blanks
+from .restart import DLedgerRestart, Restart, inside_blanks, led_dledger_store
 from .restart import as_restart as restart_view
 from .restart_cut import apply_cut
 from .session import PendingSession, Spark, session_of, start_session, stop_jobs
@@ -137,7 +137,10 @@ class RebuildSummary:
                 lines.append(f"dledger            {d['log']}: committed index {d['committed_index']:,}, dispatched "
                              f"up to offset {d['committed_offset']:,}" + (
                                  "; entries written after it are not dispatched until the group commits them"
-                                 if d["uncommitted"] else ""))
+                                 if d["uncommitted"] else "")
+                             + (f"; the restart assumes the node leads: a group of one commits the entries past the "
+                                f"checkpoint's committed index {d['restart_assumes_leader']:,} (a multi-node group "
+                                "may truncate them)" if "restart_assumes_leader" in d else ""))
         if self.tables:
             lines.append(f"tables             {self.tables}")
         for recovered in self.tables_recovered:
@@ -154,7 +157,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
                 split_size: int | None = None,
                 tables: str | None = None, with_body: bool = False, tz: str = "UTC", overwrite: bool = False,
                 progress: Progress | None = None, engine: str = "spark", processes: int = 1,
-                log_level: str | None = None, as_restart: bool = False, strict: bool | None = False) -> RebuildSummary:
+                log_level: str | None = None, as_restart: bool = False, strict: bool | None = False,
+                dledger_led: bool = False) -> RebuildSummary:
     """Rebuild ``consumequeue/`` and ``index/`` of ``store`` into ``out``.
 
     The story: plan the splits, scan them in parallel, chain their walks into the reput's one walk,
@@ -175,6 +179,8 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
             tables).
         as_restart: apply the broker's commitlog recovery first (:mod:`store_format.recovery`): the
             files a broker restart would write.
+        dledger_led: a DLedger store whose clean restart finds entries past the committed one read to the log's end
+            (:func:`pipelines.restart.led_dledger_store`: verify's reference for that restart).
         strict: refuse a store a broker may be running on (else a warning):
             :func:`pipelines.brokerlock.warn_if_broker_live`; None: the caller has checked.
     Raises:
@@ -205,7 +211,7 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
         return _rebuild_locked(store, out, config, spark=spark, master=master, split_size=split_size, tables=tables,
                                with_body=with_body, tz=tz, overwrite=overwrite, progress=progress, engine=engine,
                                processes=processes, log_level=log_level, as_restart=as_restart, run_id=run_id,
-                               started=started)
+                               started=started, dledger_led=dledger_led)
     finally:   # after the staging is gone: the lock of default tables (OUT/tables) lives in OUT
         for lock in reversed(locks):
             lock.release()
@@ -213,19 +219,22 @@ def run_rebuild(store: str, out: str, config: BrokerConfig | None = None, *, con
 
 def _dledger_figures(st: StoreLocation, recovery: object) -> dict | None:
     """A DLedger store's figures for the summary; ``--as-restart`` on 5.x without
-    recheckReputOffsetFromCq: the restart dispatches nothing."""
+    recheckReputOffsetFromCq: the restart dispatches nothing (its reput starts at the log's end); a clean restart with
+    entries past the committed one: it assumes the node leads (``restart_assumes_leader``: the checkpoint's index)."""
     if st.dledger is None:
         return None
     figures = st.dledger.figures()
     if isinstance(recovery, DLedgerRestart) and recovery.nothing:
         figures["restart_dispatches_nothing"] = True
+    if isinstance(recovery, DLedgerRestart) and recovery.leads:   # the checkpoint's committed index, before it leads
+        figures["restart_assumes_leader"] = recovery.recovery.committed_index
     return figures
 
 
 def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark | PendingSession | None,
                     master: str | None, split_size: int | None, tables: str | None, with_body: bool, tz: str,
                     overwrite: bool, progress: Progress, engine: str, processes: int, log_level: str | None,
-                    as_restart: bool, run_id: str, started: float) -> RebuildSummary:
+                    as_restart: bool, run_id: str, started: float, dledger_led: bool = False) -> RebuildSummary:
     """:func:`run_rebuild` once its outputs are locked."""
     # options and settings are valid: the JVM starts (one core) while the store is planned (the other)
     session = spark if isinstance(spark, PendingSession) else None
@@ -235,6 +244,12 @@ def _rebuild_locked(store: str, out: str, config: BrokerConfig, *, spark: Spark 
     st = open_store(store, config)
     config = resolve_broker_version(st, config)
     recovery = None
+    led = led_dledger_store(st, config) if dledger_led and not as_restart else None
+    if led is not None:   # verify's reference for a clean DLedger restart: the log's entries past the committed one
+        progress.emit(f"[rebuild] DLedger: read to the log's end {led.dledger.committed_pos if led.dledger else -1} "
+                      "(a clean restart once the node leads: a group of one commits the entries past the committed "
+                      "one)")
+        st = led
     if as_restart:
         st, recovery = restart_view(st, config, progress)
         if isinstance(recovery, Restart):

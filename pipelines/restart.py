@@ -20,7 +20,7 @@ from store_format.store import Segment, StoreLocation, jump_at, then_pieces, wit
 
 from .anomalies import at_offset
 
-__all__ = ["as_restart", "inside_blanks", "Restart", "DLedgerRestart"]
+__all__ = ["as_restart", "inside_blanks", "led_dledger_store", "Restart", "DLedgerRestart"]
 
 @dataclasses.dataclass
 class Restart:
@@ -49,6 +49,8 @@ class DLedgerRestart:
     crash: DLedgerCrash | None = None   # 5.x after a crash: what dledgerRecoverAbnormally dispatches
     # storeType=defaultRocksDB: what the restart dispatches into the (deleted, so empty) database
     rocks: RocksDLedgerRestart | None = None
+    # a clean restart with entries past the committed one: assumed the node leads (a group of one commits them)
+    leads: bool = False
 
     def anomalies(self, kept: StoreLocation) -> list[dict]:
         """DLedger's recovery cutting committed entries off (the committed position moves back)."""
@@ -266,17 +268,53 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             kept = then_pieces(dataclasses.replace(kept, reindex=-1) if again >= 0 else kept, runs, st.segments,
                                then=again)
         return kept, DLedgerRestart(rec, before, False, crash)
-    kept = with_dledger_committed(st, rec.committed_index, rec.committed_pos)
+    # a clean restart: the reput reads up to the committed position (DLedgerCommitLog.getData), which a group of one
+    # moves to the log's end once the node leads (QuorumAckChecker: its own end index is the quorum's)
+    end = rec.process_offset
+    kept = with_dledger_committed(st, rec.ledger_end_index, end)
     if not kept.segments:
-        raise StoreError(f"{st.uri}: a restart keeps no commitlog data (DLedger's recovery leaves nothing committed "
+        raise StoreError(f"{st.uri}: a restart keeps no commitlog data (DLedger's recovery leaves no entry "
                          f"and there is no old commitlog)")
-    nothing = config.is_5x and not config.recheckReputOffsetFromCq
+    behind = rec.committed_pos < end
+    if config.is_5x and not config.recheckReputOffsetFromCq:   # getConfirmOffset: the committed position
+        reput = rec.committed_pos if rec.committed_pos > 0 else \
+            next((seg.base for seg in kept.segments if seg.dledger), end)
+    else:   # 4.9.8 start() / doRecheckReputOffsetFromCq: no queue left, so the commitlog's min offset
+        reput = kept.segments[0].base
+    leads = (" once the node leads (a group of one commits the entries past committed index "
+             f"{rec.committed_index}, position {rec.committed_pos}, and DLedgerCommitLog.getData serves the reput up "
+             "to the committed position; a multi-node group may truncate them instead)" if behind else "")
+    nothing = reput >= end
     if nothing:
         progress.emit("[rebuild] as a restart: a 5.x DLedger broker starts its reput at the committed position "
-                      "(getConfirmOffset), so its restart writes no consume queue or index file; "
-                      "recheckReputOffsetFromCq=true makes it dispatch from the commitlog's min offset")
+                      f"{reput} (getConfirmOffset), the log's end, so its restart writes no consume queue or index "
+                      "file; recheckReputOffsetFromCq=true makes it dispatch from the commitlog's min offset")
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0) for seg in kept.segments])
-    return kept, DLedgerRestart(rec, before, nothing)
+        return kept, DLedgerRestart(rec, before, True)
+    progress.emit(f"[rebuild] as a restart: the start's reput from {reput} "
+                  + ("(the committed position: getConfirmOffset, 5.x without recheckReputOffsetFromCq) "
+                     if config.is_5x and not config.recheckReputOffsetFromCq else "(the commitlog's min offset) ")
+                  + f"to the log's end {end}{leads}")
+    if reput > kept.segments[0].base:
+        segs = [seg for seg in kept.segments if seg.end > reput]
+        segs[0] = dataclasses.replace(segs[0], start=max(reput - segs[0].base, 0))
+        kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)])
+    return kept, DLedgerRestart(rec, before, False, leads=behind)
+
+
+def led_dledger_store(st: StoreLocation, config: BrokerConfig) -> StoreLocation | None:
+    """``st`` read to the end of the log DLedger's recovery keeps where a clean restart (no ``abort`` file on 5.x, whose
+    crash restart is ``dledgerRecoverAbnormally``'s; 4.9.8's is the same either way; file consume queues) finds entries
+    past the committed one: once the node leads, a group of one commits them and the
+    reput goes on to them (:func:`dledger_restart`), so ``verify``'s reference for that restart holds their units too;
+    None where it reads no further than ``st`` does."""
+    if st.dledger is None or config.rocksdb_cq or (config.is_5x and st.broker_may_be_running()) \
+            or not st.dledger.uncommitted:
+        return None
+    rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
+    if rec.committed_pos >= rec.process_offset or rec.committed_pos < st.dledger.committed_pos:
+        return None
+    return with_dledger_committed(st, rec.ledger_end_index, rec.process_offset)
 
 
 def inside_blanks(recovery: object) -> int:

@@ -18,7 +18,9 @@ Mirrors ``DLedgerMmapFileStore.recover`` and ``updateCommittedIndex`` (dledger 0
 * The checkpoint's ``committedIndex`` is then applied with ``updateCommittedIndex``: ignored when the
   ledger is empty, when it is -1, or below the ledger's first index; above the ledger's end it is
   lowered to the end.  The committed position is the end of that entry; the reput
-  (``DLedgerCommitLog.getData``) reads nothing at or past it.
+  (``DLedgerCommitLog.getData``) reads nothing at or past it until the group commits more: a group of one does
+  once the node leads (``QuorumAckChecker``), so a clean restart's reput goes on to the log's end
+  (``pipelines.restart.dledger_restart``, checked against the broker).
 """
 from __future__ import annotations
 

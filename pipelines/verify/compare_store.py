@@ -25,7 +25,6 @@ from store_format.consumequeue_ext import EXT_UNIT_DTYPE
 from store_format.consumequeue_recovery import (
     BCQ_RULES,
     CQ_RULES,
-    EXT_MAX_ADDR,
     dispatch_units,
     recover_consume_queue,
     truncate_dirty_logic_files,
@@ -41,7 +40,9 @@ from store_format.recovery import read_checkpoint
 from store_format.store import StoreLocation, open_store, resolve
 
 from ..index_rocksdb import ROCKSDB_DIR
+from ..restart import led_dledger_store
 from .compare import KeyNamer, align_index, compare_cq_file, compare_index_file, compare_queue_file, extra_note
+from .crash_units import cut_lost, parsed_kept
 from .ext_reput import ext_reput_puts
 from .report import ConsumeQueueFileResult, IndexFileResult, QueueFileResult, VerifyReport
 from .restart import predict_restart, recover_queue
@@ -59,53 +60,6 @@ ROCKSDB_DLEDGER_NOT_PREDICTED = (
 
 def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
     return data_end if data_end is not None else st.segments[-1].end
-
-
-def _parsed_kept(cut: Any) -> dict[str, int]:
-    """Per queue a start's reput set inside an entry parses messages for (each replayed whole: ``Placed.whole``), its
-    parsed units ``putMessagePositionInfo`` appends holding an ext address (own units with ext files: each points at
-    the ext unit ``putMessagePositionInfoWrapper`` put for it; a dropped one's ext unit none); of a queue the reput
-    then appends a record of queue offset 0 to before the walk's data file
-    (:func:`store_format.dledger_crash_before.appended_cut`, ``QueueCut.before_placed``), its units of those
-    messages there holding one."""
-    out = {}
-    for q in cut.inside_placed.whole:
-        at = {pos for pos in q.parsed_at if pos >= 0}
-        out[f"{q.topic}/{q.queue_id}"] = sum(1 for pos, _o, _s, tags in q.units if pos in at and tags <= EXT_MAX_ADDR)
-    starts = {start for start, _end in cut.inside_records}
-    for u in cut.before_placed.units:
-        if u.offset in starts and u.tags_code <= EXT_MAX_ADDR:
-            key = f"{u.topic}/{u.queue_id}"
-            out[key] = out.get(key, 0) + 1
-    return out
-
-
-def _cut_lost(crash: DLedgerCrash, states: list, read_expected: Any) -> dict[str, np.ndarray]:
-    """The units the DLedger crash restart ``crash`` never writes back, per queue: the cut's (``QueueCut.lost``)
-    and, where the reput set at 2147483647 (in an old file or an earlier data file) goes on before the walk's data
-    file (:attr:`store_format.dledger_crash.DLedgerCrash.drops_before`), the reference's units of those files' records
-    in the queues that drop them."""
-    assert crash.cut is not None
-    lost = {f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
-    drops = {f"{t}/{q}" for t, q in crash.drops_before}
-    appended: dict[str, list[int]] = {}   # records of those files a queue appends (queue offset 0: appended_before)
-    for a in crash.cut.before_placed.units:
-        appended.setdefault(f"{a.topic}/{a.queue_id}", []).append(a.offset)
-    for s in states:
-        q = s.restart
-        if q.queue not in drops:
-            continue
-        rules = BCQ_RULES if q.layout == BCQ_DIR else CQ_RULES
-        for name, lo, hi, _n in s.expected_files:
-            if hi < crash.reput_from or lo >= crash.start_offset:
-                continue
-            data = read_expected(q.layout, q.queue, name)
-            u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
-            off = u["commitlogOffset"].astype(np.int64)[rules.is_message(u)]
-            off = off[(off >= crash.reput_from) & (off < crash.start_offset)]
-            off = off[~np.isin(off, appended.get(q.queue, []))]
-            lost[q.queue] = np.concatenate([lost.get(q.queue, np.zeros(0, np.int64)), off])
-    return lost
 
 
 def _checkpoint_index_ts(fs: pafs.FileSystem, root: str) -> int | None:
@@ -159,7 +113,8 @@ def verify_store(store: str, config: BrokerConfig, *, work: str | None = None, e
     try:
         summary = run_rebuild(store, ref_root, config, engine=engine, master=master, split_size=split_size,
                               processes=processes or 1, spark=spark, tables=None,
-                              strict=None)   # verify_store's callers check for a live broker
+                              strict=None,   # verify_store's callers check for a live broker
+                              dledger_led=True)
         report = _compare(st, config, ref_root, summary, examples)
         report.rocksdb_index = _rocksdb_index(st, ref_root, summary, examples)
         if report.rocksdb_index is not None:
@@ -305,11 +260,18 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     rebuilt_to = _end_of_data(st, summary.data_end) if st.dledger is None or st.dledger.committed_pos < 0 \
         else min(st.dledger.committed_pos, _end_of_data(st, summary.data_end))
     ext_back, ext_refused = ext_reput_puts(crash, rebuilt_to) if crash is not None else ({}, {})
+    # a clean restart with entries past the committed one: the node leads, a group of one commits them and the reput
+    # goes on to the log's end (the reference rebuild read them: pipelines.restart.led_dledger_store)
+    led = dledger is not None and crash is None and led_dledger_store(st, config) is not None
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
         commitlog_end=(recovery.process_offset if recovery is not None else crash.end if crash is not None else
+                       dledger.process_offset if led and dledger is not None else
                        _end_of_data(st, summary.data_end) if dledger is None or dledger.committed_pos < 0
                        else min(dledger.committed_pos, _end_of_data(st, summary.data_end))),
+        reput_at=(dledger.committed_pos if dledger.committed_pos > 0 else
+                  next(seg.base for seg in st.segments if seg.dledger))
+        if led and dledger is not None and config.is_5x and not config.recheckReputOffsetFromCq else None,
         clean_shutdown=clean, store_index=store_index,
         expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
         checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root),
@@ -323,7 +285,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         dispatch_from=(crash.reput_from if crash.before and (crash.from_old_files or crash.drops_before)
                        else crash.start_offset)
         if crash is not None else None,
-        cut_lost=_cut_lost(crash, states, lambda layout, queue, name: read_all(ref_fs, f"{ref}/{layout}/{queue}/{name}")
+        cut_lost=cut_lost(crash, states, lambda layout, queue, name: read_all(ref_fs, f"{ref}/{layout}/{queue}/{name}")
                            )
         if crash is not None and crash.cut is not None else None,
         cut_at=crash.process_offset if crash is not None and crash.cut is not None else None,
@@ -344,7 +306,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         # cut leaves no file of (no kept unit points at an ext unit of theirs)
         ext_parsed={f"{t}/{qid}": n for t, qid, n in crash.cut.inside_placed.ext_put}
         if crash is not None and crash.cut is not None else None,
-        ext_parsed_kept=_parsed_kept(crash.cut) if crash is not None and crash.cut is not None else None,
+        ext_parsed_kept=parsed_kept(crash.cut) if crash is not None and crash.cut is not None else None,
         cut_emptied=frozenset(f"{t}/{qid}" for t, qid in crash.cut.held_emptied)
         if crash is not None and crash.cut is not None else None,
         # a 5.5.1 cut after a walk to the log's end (the plan's QueueTrack holds every record the reput walks): per ext
@@ -405,7 +367,10 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
             + ("the reput starts at the queues' max physical offset (at least the min offset) and dispatches up to "
                "the committed position" if not config.is_5x or config.recheckReputOffsetFromCq else
                "the reput starts at the committed position (5.x, recheckReputOffsetFromCq=false): nothing is "
-               "dispatched again, so units missing from the queues stay missing (rebuild them with this tool)"))
+               "dispatched again, so units missing from the queues stay missing (rebuild them with this tool)")
+            + (f"; it assumes the node leads: a group of one commits the entries past committed index "
+               f"{dledger.committed_index} (position {dledger.committed_pos}) and the reput goes on to the log's end "
+               f"{dledger.process_offset} (a multi-node group may truncate them instead)" if led else ""))
     else:
         assert recovery is not None
         restart.recovery_cut = recovery.process_offset

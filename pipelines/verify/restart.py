@@ -234,7 +234,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     ext_parsed: dict[str, int] | None = None, ext_parsed_kept: dict[str, int] | None = None,
                     cut_emptied: frozenset[str] | None = None,
                     ext_puts: dict[str, int] | None = None, ext_put_back: dict[str, int] | None = None,
-                    ext_not_predicted: dict[str, str] | None = None) -> RestartPrediction:
+                    ext_not_predicted: dict[str, str] | None = None,
+                    reput_at: int | None = None) -> RestartPrediction:
     """The store-wide steps of a start, after each queue's :func:`recover_queue`.
 
     * ``CommitLog.recoverNormally``: when the queues' max physical offset is at or past the
@@ -265,7 +266,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     recovery keeps (``getMaxWrotePosition``, which the queues are truncated against instead of
     ``commitlog_end``), and ``reput_from_queues``: True for 4.9.8's ``start()`` or 5.x with
     ``recheckReputOffsetFromCq`` (the reput from the queues' max physical offset), False for 5.x
-    without it (no dispatch in the recovery, the reput at the committed position: nothing again).
+    without it (no dispatch in the recovery, the reput at the committed position: nothing again; ``reput_at``, that
+    position, where a clean restart finds entries past it, which the node commits once it leads: the reput goes on
+    from there to ``commitlog_end``, the log's end).
 
     ``second_reput`` (5.x with ``recheckReputOffsetFromCq=true``): ``DefaultMessageStore.start`` then
     (``doRecheckReputOffsetFromCq``, 5.3.3 and 5.5.1) walks again from the largest ``getMaxPhysicOffset``
@@ -350,6 +353,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         p.reput_from, p.reput_from_inclusive = dispatch_from, True
     elif recovery_dispatches:
         p.reput_from, p.reput_from_inclusive = p.max_physic_offset_in_queues, False
+    elif reput_at is not None:   # 5.x DLedger: getConfirmOffset, the committed position before the node leads
+        p.reput_from, p.reput_from_inclusive = reput_at, True
     elif reput_from_queues is False or (abnormal and is5):   # 5.x: the reput at getConfirmOffset
         p.reput_from = commitlog_end
     else:

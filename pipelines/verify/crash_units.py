@@ -1,0 +1,62 @@
+"""Per-queue figures of a 5.x DLedger crash restart's plan that ``verify`` (:mod:`.compare_store`) hands to the
+restart prediction (:func:`.restart.predict_restart`): the parsed units appended holding an ext address
+(:func:`parsed_kept`) and the units the restart never writes back (:func:`cut_lost`), read from the plan
+(:class:`store_format.dledger_crash_plan.DLedgerCrash`) and the reference rebuild's queue files."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from store_format.batchconsumequeue import BCQ_DIR
+from store_format.consumequeue_recovery import BCQ_RULES, CQ_RULES, EXT_MAX_ADDR
+from store_format.dledger_crash_plan import DLedgerCrash
+
+__all__ = ["cut_lost", "parsed_kept"]
+
+
+def parsed_kept(cut: Any) -> dict[str, int]:
+    """Per queue a start's reput set inside an entry parses messages for (each replayed whole: ``Placed.whole``), its
+    parsed units ``putMessagePositionInfo`` appends holding an ext address (own units with ext files: each points at
+    the ext unit ``putMessagePositionInfoWrapper`` put for it; a dropped one's ext unit none); of a queue the reput
+    then appends a record of queue offset 0 to before the walk's data file
+    (:func:`store_format.dledger_crash_before.appended_cut`, ``QueueCut.before_placed``), its units of those
+    messages there holding one."""
+    out = {}
+    for q in cut.inside_placed.whole:
+        at = {pos for pos in q.parsed_at if pos >= 0}
+        out[f"{q.topic}/{q.queue_id}"] = sum(1 for pos, _o, _s, tags in q.units if pos in at and tags <= EXT_MAX_ADDR)
+    starts = {start for start, _end in cut.inside_records}
+    for u in cut.before_placed.units:
+        if u.offset in starts and u.tags_code <= EXT_MAX_ADDR:
+            key = f"{u.topic}/{u.queue_id}"
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def cut_lost(crash: DLedgerCrash, states: list, read_expected: Any) -> dict[str, np.ndarray]:
+    """The units the DLedger crash restart ``crash`` never writes back, per queue: the cut's (``QueueCut.lost``)
+    and, where the reput set at 2147483647 (in an old file or an earlier data file) goes on before the walk's data
+    file (:attr:`store_format.dledger_crash.DLedgerCrash.drops_before`), the reference's units of those files' records
+    in the queues that drop them."""
+    assert crash.cut is not None
+    lost = {f"{t}/{q}": v for (t, q), v in crash.cut.lost.items()}
+    drops = {f"{t}/{q}" for t, q in crash.drops_before}
+    appended: dict[str, list[int]] = {}   # records of those files a queue appends (queue offset 0: appended_before)
+    for a in crash.cut.before_placed.units:
+        appended.setdefault(f"{a.topic}/{a.queue_id}", []).append(a.offset)
+    for s in states:
+        q = s.restart
+        if q.queue not in drops:
+            continue
+        rules = BCQ_RULES if q.layout == BCQ_DIR else CQ_RULES
+        for name, lo, hi, _n in s.expected_files:
+            if hi < crash.reput_from or lo >= crash.start_offset:
+                continue
+            data = read_expected(q.layout, q.queue, name)
+            u = np.frombuffer(data, dtype=rules.dtype, count=len(data) // rules.unit_size)
+            off = u["commitlogOffset"].astype(np.int64)[rules.is_message(u)]
+            off = off[(off >= crash.reput_from) & (off < crash.start_offset)]
+            off = off[~np.isin(off, appended.get(q.queue, []))]
+            lost[q.queue] = np.concatenate([lost.get(q.queue, np.zeros(0, np.int64)), off])
+    return lost
