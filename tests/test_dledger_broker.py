@@ -98,11 +98,12 @@ def test_index_files_match_broker(written, line, name):
 
 
 @pytest.mark.parametrize("line", LINES)
-def test_entries_past_the_committed_index_are_not_dispatched(written, line, tmp_path, request):
+def test_entries_past_the_committed_index_rebuild_and_as_restart(written, line, tmp_path, request):
     """A checkpoint whose committedIndex is behind the log's end (entries written, not yet committed
     by the group): the broker's store, loaded on it, ends the commitlog at the position our rebuild
-    reads up to; our consume queues are the broker's rebuild without the units at or past it.
-    --as-restart assumes the node leads (its clean restart commits them and dispatches to the log's end)."""
+    reads up to; a plain rebuild's consume queues are the broker's without the units at or past it (not yet
+    dispatched), and --as-restart's are all of them: it assumes the node leads (a group of one commits them at its
+    clean restart and the reput dispatches to the log's end)."""
 
     from store_format.store import load_config_for, open_store
     src = Path(written["scenario"]["dir"])
