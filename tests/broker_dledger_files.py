@@ -160,3 +160,20 @@ def ext_orphaned_as_the_broker(p: dict, w: dict, src: Path, check: bool = True) 
         assert all(v == b for v, b in out.values()), out
         assert p["ext_units_orphaned"] == sum(b for _v, b in out.values()), (p["ext_units_orphaned"], out)
     return out
+
+
+def ext_figures_as_the_broker(p: dict, w: dict, src: Path, check: bool = True) -> dict[str, tuple[int, ...]]:
+    """verify's ext units appended and orphaned (restart prediction ``p``) and the broker's, EVERY queue with ext
+    files after the broker's restart: ``queue -> (ours appended, broker's, ours orphaned, broker's)``
+    (:func:`ext_appended` from :func:`ext_recovered_end`, :func:`ext_orphaned_as_the_broker`).  A queue whose
+    orphaned figure verify says is not predicted (one note line naming it) has its orphaned pair left out of the
+    check.  With ``check`` all asserted equal."""
+    appended = {f["queue"]: f["ext_units_appended"] for f in p["queues"]}
+    orphaned = ext_orphaned_as_the_broker(p, w, src, check=False)
+    out = {q: (appended.get(q, 0), ext_appended(w, src, q, ext_recovered_end(src, q)), *o)
+           for q, o in orphaned.items()}
+    unpredicted = {q for q in out if f"ext units orphaned of {q} not predicted" in " ".join(p["notes"])}
+    if check:
+        bad = {q: v for q, v in out.items() if v[0] != v[1] or (q not in unpredicted and v[2] != v[3])}
+        assert not bad and sum(v[1] for v in out.values()) > 0, (bad, out, unpredicted)
+    return out

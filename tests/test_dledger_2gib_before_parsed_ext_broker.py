@@ -43,7 +43,12 @@ from broker_dledger_2gib import (
     with_embedded_message,
     written,
 )
-from broker_dledger_files import ext_appended, ext_orphaned_as_the_broker, ext_recovered_end
+from broker_dledger_files import (
+    ext_appended,
+    ext_figures_as_the_broker,
+    ext_orphaned_as_the_broker,
+    ext_recovered_end,
+)
 from test_dledger_2gib_again_broker import EXT_FILE_SIZE, ext_units
 from test_dledger_2gib_before_more_broker import past_2gib_before_t9_first_scenario
 from test_dledger_2gib_before_queues_broker import PARSED_QUEUE_OFFSET, past_2gib_before_t9_first_parsed_scenario
@@ -111,6 +116,8 @@ def test_crash_restart_with_ext_whose_reput_before_the_walk_appends_a_queue_offs
     appended = {f["queue"]: f["ext_units_appended"] for f in p["queues"]}
     assert orphaned["T9/0"] == (2, 2) and appended["T9/0"] == ext_appended(w, src, "T9/0", ext_recovered_end(
         src, "T9/0")) == 4, (orphaned, appended)
+    # every ext queue's (T0's 23590 appended, none orphaned)
+    assert ext_figures_as_the_broker(p, w, src)["T0/0"] == (23590, 23590, 0, 0)
 
 
 def past_2gib_before_t9_first_parsed_batch_scenario(line: str) -> dict:

@@ -59,6 +59,7 @@ from broker_dledger_2gib import (
     with_embedded_message,
     written,
 )
+from broker_dledger_files import ext_figures_as_the_broker
 from test_dledger_2gib_again_broker import EXT_FILE_SIZE, ext_units
 from test_dledger_2gib_before_more_broker import past_2gib_before_no_file_scenario, past_2gib_before_t9_first_scenario
 
@@ -114,6 +115,12 @@ def test_crash_restart_with_ext_whose_reput_before_the_walk_appends_a_queue_offs
     text = as_restart_matches_broker(src, tmp_path, sc, w, ext=True)
     assert "appends a record of queue offset 0 before the walk's data file" in text and \
         "then the walk's units by the same rule: T9/0 at 20" in text, text[-3000:]
+    # every ext queue's ext units appended and orphaned the broker's: T0's 23590 (the 23rd data file's records and
+    # the walk's again, each unit appended pointing at its own), none orphaned; T9's 3 (5), 2 (3) orphaned
+    p = verify_restart(src, tmp_path / "figs")
+    assert p is not None
+    figs = ext_figures_as_the_broker(p, w, src)
+    assert figs["T0/0"] == (23590, 23590, 0, 0) and figs["T9/0"][2] == 2 + more, figs
 
 
 def past_2gib_before_no_file_ext_scenario(line: str) -> dict:
@@ -150,6 +157,14 @@ def test_crash_restart_with_ext_whose_reput_before_the_walk_parses_a_message_of_
     text = as_restart_matches_broker(src, tmp_path, sc, w, parsed=1, ext=True)
     assert "the cut left T7/0 with no file (max -1: ConsumeQueue.correctMinOffset), which it writes anew" in text, \
         text[-3000:]
+    # every ext queue's figures the broker's, but T7's ext units orphaned (1: the walk's, its unit cut), which verify
+    # says it does not predict (the reput writes T7 anew: the plan places none of its units)
+    p = verify_restart(src, tmp_path / "figs")
+    assert p is not None
+    figs = ext_figures_as_the_broker(p, w, src)
+    assert figs["T0/0"] == (23590, 23590, 0, 0) and figs["T7/0"][1::2] == (3, 1), figs
+    assert sum("ext units orphaned of T7/0 not predicted: the cut left it no file" in n for n in p["notes"]) == 1, \
+        p["notes"]
 
 
 LMQ = "%LMQ%q1"

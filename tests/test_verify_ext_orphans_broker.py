@@ -88,13 +88,13 @@ def test_verify_says_the_ext_units_orphaned_are_not_predicted_when_the_reput_wal
                                                    "log up to ") and "\n" not in notes[0], p["notes"]
 
 
-def _crash(walk_end: int = -1, reput_from: int = 900, **cut: object) -> types.SimpleNamespace:
+def _crash(walk_end: int = -1, reput_from: int = 900, before: bool = False, **cut: object) -> types.SimpleNamespace:
     placed = types.SimpleNamespace(whole=(), units=())
     a = types.SimpleNamespace(topic="T0", queue_id=0, positions=np.array([40, 60]))
-    c = types.SimpleNamespace(inside_placed=placed, before_placed=placed)
+    c = types.SimpleNamespace(inside_placed=placed, before_placed=placed, reset=(), inside_from=-1)
     c.__dict__.update({k: v for k, v in cut.items() if k != "cut"})
     return types.SimpleNamespace(cut=cut.get("cut", c), walk_end=walk_end, ext_again=(a,), process_offset=1000,
-                                 end=6000, reput_from=reput_from)
+                                 end=6000, reput_from=reput_from, before=before)
 
 
 def test_ext_reput_puts_counts_the_plans_put_backs_or_says_the_figure_is_not_predicted():

@@ -11,8 +11,9 @@ them) and every unit the reput puts back.  :func:`pipelines.verify.restart.predi
 rebuilt units; the reput's puts come from the crash plan (:class:`store_format.dledger_crash_cut.ExtAgain`'s
 ``positions``: the queue byte positions of the units it puts back, records past the rebuild's end too), where the
 plan gives them.  Where it does not, and a unit the rebuild lacks would point at an ext unit or an ext unit for a
-record the rebuild lacks would be put, the figure is not predicted (:func:`ext_reput_puts`' second answer, one line
-each)."""
+record the rebuild lacks would be put, or a queue the cut left with no file is written anew by a reput set inside an
+entry (``putMessagePositionInfo`` from an empty queue: the plan's positions are the cut's), the figure is not
+predicted (:func:`ext_reput_puts`' second answer, one line each)."""
 from __future__ import annotations
 
 from store_format.consumequeue_recovery import EXT_MAX_ADDR
@@ -27,10 +28,11 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int) -> tuple[dict[str, int]
     position; and the queues whose ext units orphaned are not predicted, with why: ``rebuilt_to`` (where verify's
     rebuild stops reading the log) before ``processOffset`` (units the walk appended and the cut keeps that the
     rebuild lacks), or a queue replayed whole (``Placed.whole``) or appended before the walk's data file
-    (``before_placed``) with an own unit put for a record at or past ``rebuilt_to``; with no cut or a walk ended early
-    (the figures then come from the rebuilt units alone), every queue the reput walks when ``rebuilt_to`` lies before
-    the walk's end and the reput walks the walk's records past it again or the cut takes units there (their ext units
-    then orphaned: verify's count lacks them)."""
+    (``before_placed``) with an own unit put for a record at or past ``rebuilt_to``, or one the 5.5.1 cut left with
+    no file (``QueueCut.reset``) that the reput set inside an entry writes anew before the walk's data file; with no
+    cut or a walk ended early (the figures then come from the rebuilt units alone), every queue the reput walks when
+    ``rebuilt_to`` lies before the walk's end and the reput walks the walk's records past it again or the cut takes
+    units there (their ext units then orphaned: verify's count lacks them)."""
     cut = crash.cut
     if not crash.ext_again:
         return {}, {}
@@ -42,6 +44,9 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int) -> tuple[dict[str, int]
         return {}, {f"{a.topic}/{a.queue_id}": why for a in crash.ext_again} \
             if rebuilt_to < walked and (crash.reput_from < walked or cut is not None) else {}
     whole = {(w.topic, w.queue_id): w for w in cut.inside_placed.whole}
+    # the 5.5.1 cut left it no file (max -1) and the reput set inside an entry writes it anew (the rebuild's own
+    # dispatch, StoreLocation.queue_reset): the plan's positions are the cut's, not those of that rewrite
+    anew = set(cut.reset) if crash.before and cut.inside_from >= 0 else set()
     before = {(u.topic, u.queue_id) for u in cut.before_placed.units}
     back: dict[str, int] = {}
     refused: dict[str, str] = {}
@@ -51,6 +56,10 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int) -> tuple[dict[str, int]
             refused[label] = (f"the rebuild reads the log up to {rebuilt_to}, before the walk's processOffset "
                               f"{crash.process_offset}: the units the walk appends between them, which the cut "
                               "keeps, are not read")
+        elif name in anew:
+            refused[label] = ("the cut left it no file (max -1) and the start's reput, set inside an entry, writes it "
+                              "anew (putMessagePositionInfo from empty: the earlier files' and the walk's records "
+                              "after any parsed unit): the plan does not place the units it keeps")
         elif name in whole:
             w = whole[name]
             put = set(w.put_back)
