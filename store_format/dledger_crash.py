@@ -148,7 +148,7 @@ from .layout import (
 from .restart_reput import Accepted, start_reput_check
 from .store import Segment, StoreLocation
 
-__all__ = ["DLedgerCrash", "plan_dledger_crash"]
+__all__ = ["DLedgerCrash", "plan_dledger_crash", "walk_data_files"]
 
 
 def _matches(head: bytes, config: BrokerConfig, cp: Checkpoint) -> bool:
@@ -219,7 +219,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     accepted, track = Accepted(), QueueTrack(config.batch_topics, keep_own=config.enableConsumeQueueExt,
                                              keep_queues=on_disk.consume_queues | on_disk.batch_queues
                                              if on_disk is not None else frozenset())
-    end, last_base, last_sizes, reason = _walk(st, files, first, config, accepted, track)
+    end, last_base, last_sizes, reason = walk_data_files(st, files, first, config, accepted, track)
     if end != rec.process_offset and end == files[first].base:
         return _walked_nothing(files, first, end, reason, rec, config, min_offset, on_disk, cp, st)
     early = end != rec.process_offset   # the walk's check fails inside the log DLedger keeps (_walk_ends_early)
@@ -402,10 +402,11 @@ def _reput_inside(st: StoreLocation, files: list[Segment], pos: int, end: int, c
         return gone_on, records, parsed_units(read, tuple(r for r in records if r[1] > r[0]), config)
 
 
-def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,
-          accepted: Accepted, track: QueueTrack) -> tuple[int, int, int, str]:
-    """The walk from ``files[first]``: (where it ends, its last file's offset, the message sizes in that file,
-    why it ends)."""
+def walk_data_files(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,
+                    accepted: Accepted, track: QueueTrack | None = None) -> tuple[int, int, int, str]:
+    """``dledgerRecoverAbnormally``'s walk from ``files[first]``: (where it ends, its last file's offset, the message
+    sizes in that file, why it ends); ``accepted`` (and ``track``, when given) collect what it dispatched.  Its
+    ``processOffset`` is that offset plus those sizes (no entry headers)."""
     k = first
     scratch = cl.Scratch()
     while True:
@@ -415,7 +416,8 @@ def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerCon
                                       prop_crc=config.forceVerifyPropCRC):
             res, stop, n_ok = window
             accepted.add(res, n_ok)
-            track.add(res, n_ok, seg.base)
+            if track is not None:
+                track.add(res, n_ok, seg.base)
             sizes += int(res.rec[:n_ok, cl.R_TOTAL].sum()) if n_ok else 0
         if stop is not None:
             return stop.offset - ENTRY_HEADER_SIZE, seg.base, sizes, stop.reason

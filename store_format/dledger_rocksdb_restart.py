@@ -38,10 +38,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import commitlog as cl
 from .config import BrokerConfig
-from .dledger import ENTRY_HEADER_SIZE
-from .dledger_crash_after import checked_windows
+from .dledger_crash import walk_data_files
 from .dledger_recovery import DLedgerRecovery
 from .errors import UnsupportedConfigError
 from .restart_reput import Accepted
@@ -104,35 +102,11 @@ def plan_rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig, rec: D
                                    end if files else -1)
     # isMmapFileMatchedRecover: no data file's first message (48 bytes in) lies at or below the empty database's 0
     accepted = Accepted()
-    stop, reason, process_offset = _walk(st, files, 0, config, accepted)
+    stop, last_base, last_sizes, reason = walk_data_files(st, files, 0, config, accepted)
     if stop != end:
         raise _refuse(f"a crash restart whose dledgerRecoverAbnormally walk ends at {stop} ({reason}) before DLedger's "
                       f"log end {end}")
     last = accepted.last_indexed
     reindex = last if config.writes_index_files and 0 <= reput <= last < end else -1
-    return RocksDLedgerRestart(True, files[0].base, end, reput, reindex, reason, process_offset)
+    return RocksDLedgerRestart(True, files[0].base, end, reput, reindex, reason, last_base + last_sizes)
 
-
-def _walk(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,
-          accepted: Accepted) -> tuple[int, str, int]:
-    """``dledgerRecoverAbnormally``'s walk from data file ``first``: where it ends, why, and its ``processOffset``
-    (the last file's offset plus the message sizes walked there); ``accepted`` collects what it dispatched (the last
-    indexed record)."""
-    scratch = cl.Scratch()
-    for k in range(first, len(files)):
-        seg = files[k]
-        res, sizes = None, 0
-        for res, halt, n_ok in checked_windows(st, seg, 0, config, scratch, check_crc=config.checkCRCOnRecover,
-                                               prop_crc=config.forceVerifyPropCRC):
-            accepted.add(res, n_ok)
-            sizes += int(res.rec[:n_ok, cl.R_TOTAL].sum()) if n_ok else 0
-            if halt is not None:
-                return halt.offset - ENTRY_HEADER_SIZE, halt.reason, seg.base + sizes
-        assert res is not None
-        if res.stop == cl.Stop.BLANK and k + 1 < len(files):
-            continue
-        if res.stop == cl.Stop.BLANK:
-            return seg.end, f"the blank that ends the last data file {seg.name}", seg.base + sizes
-        at = seg.base + res.state.bufpos
-        return at, f"the log's end at {at}", seg.base + sizes
-    return files[-1].end, "no data file", files[-1].base

@@ -66,9 +66,8 @@ def predict_rocksdb_dledger_store_restart(st: StoreLocation, config: BrokerConfi
     p = RestartPrediction("5", clean, min_phy, end, rocksdb=True, rocksdb_checkpoint_before=checkpoint,
                           rocksdb_checkpoint_after=r.checkpoint, truncate_dirty_logic_files=r.truncated)
     p.recovery_cut, p.recovery_reason = end, rec.reason
-    first = end
-    p.reput_from, p.reput_from_inclusive = first, True
-    p.tail_bytes = max(0, end - first)
+    # dledgerRecoverNormally dispatches nothing: nothing from the log's end on
+    p.reput_from, p.reput_from_inclusive, p.tail_bytes = end, True, 0
     queue_restarts(p, store, ref, r, end)
     p.notes.append("DLedgerCommitLog.dledgerRecoverNormally dispatches nothing"
                    + (f"; the checkpoint reaches the log's end {end}: truncateDirty there (nothing past it)"
@@ -80,7 +79,7 @@ def predict_rocksdb_dledger_store_restart(st: StoreLocation, config: BrokerConfi
             "queue table is empty at a start, so the min offset) to its end, putting every unit again: each queue "
             "with a unit there gets its last one as max entry, the checkpoint the end of the last one; "
             "IndexService.buildIndex puts the last indexed record's keys again")
-    predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
+    predict_index(p, end, config=config, store_index=store_index, expected_index=expected_index,
                   checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=end,
                   second_reput_from=p.second_reput_from, second_reput_note=second)
     return p
