@@ -32,9 +32,6 @@ and ``verify``'s restart prediction on ``<dir>/before`` (the cut, the second rep
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 from pathlib import Path
 
 import broker_harness as bh
@@ -86,31 +83,16 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def runs(request, tmp_path_factory) -> dict[str, dict]:
+def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it, our ``--as-restart`` rebuild and ``verify`` (once)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("reput-before-recovery-more")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s), each restarted after a crash", threads=1))
-        for r in _RUNS.values():
-            if r["written"].get("ok"):
-                d, version = Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]]
-                r["rebuild"] = bh.rebuild_as_restart(d, version)
-                r["verify"] = _verify(d, version)
-    for name, r in _RUNS.items():
-        if not r["written"].get("ok"):
-            pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
-    return _RUNS
+    def then(r: dict) -> None:
+        d, version = Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]]
+        r["rebuild"] = bh.rebuild_as_restart(d, version)
+        r["verify"] = bh.verify_json(d / "before", d / "broker.conf", version)
+    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted after a crash", threads=1, then=then,
+                           every=True)
 
 
-def _verify(d: Path, version: str) -> dict:
-    """``verify --json`` on ``d/before``: the report, or the error text."""
-    from pipelines.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
-                     "--broker-version", version, "--split-size", "4k", "--json"])
-    return {"code": code, "stderr": err.getvalue()[-2000:],
-            "report": json.loads(out.getvalue()) if out.getvalue().strip() else None}
 
 
 def _records(d: Path) -> list[dict]:

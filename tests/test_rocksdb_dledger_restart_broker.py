@@ -19,7 +19,6 @@ one line that it gives none (``truncateDirty`` at the walk's short ``processOffs
 """
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -77,28 +76,19 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def restarted(request, tmp_path_factory) -> dict:
-    """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of ``before/`` (every
-    scenario written, and rebuilt, once)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("rocksdb-dledger-restart")
-        # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "RocksDB DLedger store(s), each restarted", threads=1))
-        for r in _RUNS.values():
-            if not r["written"].get("ok"):
-                continue
-            d = Path(r["scenario"]["dir"])
-            if r["scenario"].get("keepQueues"):   # verify's prediction on the store as the restart found it
-                code, out, err = bh.cli(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
-                                         "--broker-version", BROKER_LINE[r["line"]], "--split-size", "4k", "--json"])
-                r["verify"] = {"code": code, "stderr": err[-2000:],
-                               "report": json.loads(out) if out.strip() else None}
-            else:
-                r["rebuild"] = bh.rebuild_as_restart(d, BROKER_LINE[r["line"]])
-    r = _RUNS[request.node.callspec.params["name"]]
-    if not r["written"].get("ok"):
-        pytest.fail(f"the broker's writer failed on {r['scenario']['name']}: {r['written'].get('error')}")
-    return r
+def restarted(request) -> dict:
+    """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of ``before/``, or with
+    its database kept our ``verify`` on the store as the restart found it (every scenario written, and rebuilt,
+    once)."""
+    def then(r: dict) -> None:
+        d, version = Path(r["scenario"]["dir"]), BROKER_LINE[r["line"]]
+        if r["scenario"].get("keepQueues"):
+            r["verify"] = bh.verify_json(d / "before", d / "broker.conf", version)
+        else:
+            r["rebuild"] = bh.rebuild_as_restart(d, version)
+    # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
+    return bh.written_once(request, _RUNS, SCENARIOS, "RocksDB DLedger store(s), each restarted", threads=1,
+                           then=then)
 
 
 def _committed_pos(store: Path) -> int:
