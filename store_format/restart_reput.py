@@ -26,6 +26,9 @@ from .javahash import java_utf8_decode
 from .reput import next_reput_offset, resolve_broker_version
 from .store import Segment, StoreLocation
 
+__all__ = ["Accepted", "SecondReput", "reput_data_end", "reput_records_from", "start_reput_check", "unindex_below",
+           "walk_reaches"]
+
 
 class _Cut(Protocol):
     """The fields of :class:`store_format.recovery.RecoveryPlan` :func:`reput_data_end` reads."""
@@ -35,9 +38,6 @@ class _Cut(Protocol):
     def restart_reput_from(self) -> int: ...
     @property
     def dispatch_from(self) -> int: ...
-
-__all__ = ["Accepted", "SecondReput", "reput_data_end", "reput_records_from", "start_reput_check", "unindex_below",
-           "walk_reaches"]
 
 
 @dataclasses.dataclass
