@@ -22,9 +22,8 @@ commitlog files; ``consumequeue/`` and ``index/`` deleted; an ``abort`` file).
   set to put 22's (prepared) record: the walk from there indexes the prepared records to the end and queues
   nothing; the reput from the min offset queues the single messages and indexes no record below put 22's
   (the records of that file before it included) but the last indexed one again.
-* ``5.5.1-before-accel-inside-crash``: as ``-damaged`` undamaged, the checkpoint's offset 5 bytes into put 30's
-  record: the walk reads no record there and cuts at that offset; the reput's parse of that file from its start
-  crosses it inside the record: ``--as-restart`` refuses (exit code 2).
+
+(An accelerated start inside a record: tests/test_restart_accelerated_inside_broker.py.)
 
 First what the broker did (its cut, its units, its index keys, read with a small commitlog reader of this
 module's own), then ``rebuild --as-restart`` on ``<dir>/before``: ``consumequeue/`` and ``index/`` byte for byte,
@@ -69,16 +68,13 @@ def _scenarios() -> dict[str, list[dict]]:
     v5 = [{"name": "5.5.1-before-accel-damaged-crash", "abort": True, "damageMessage": 30, "messages": singles,
            "checkpointLogicsPhysicalOffset": {"put": 30}, "config": accel},
           {"name": "5.5.1-before-accel-prepared-crash", "abort": True, "messages": prepared,
-           "checkpointLogicsPhysicalOffset": {"put": 22}, "config": accel},
-          {"name": "5.5.1-before-accel-inside-crash", "abort": True, "keepBefore": True, "messages": singles,
-           "checkpointLogicsPhysicalOffset": {"put": 30, "add": 5}, "config": accel}]
+           "checkpointLogicsPhysicalOffset": {"put": 22}, "config": accel}]
     ext = {**v4, "name": "4.9.8-before-delay-prepared-ext-crash", "config": {**v4["config"], **EXT}}
     return {"4.9.8": [v4, ext], "5.5.1": v5}
 
 
 SCENARIOS = _scenarios()
-MODELLED = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
-            if "-inside-" not in sc["name"]]
+MODELLED = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs]
 _RUNS: dict[str, dict] = {}
 
 
@@ -208,13 +204,3 @@ def test_verify_predicts_the_second_reput_from_the_min_offset(runs, name: str) -
     assert p["units_dispatched_again"] == len(_queued_offsets(d)) and p["units_truncated"] == 0, p
     assert p["index_keys_put_again"] == len(_key_offsets(d)), p
 
-
-def test_an_accelerated_start_inside_a_record_stays_refused(runs) -> None:
-    """The broker cut at the checkpoint's offset inside a record; ``--as-restart`` refuses the reput that parses
-    that file from its start across it."""
-    r = runs["5.5.1-before-accel-inside-crash"]
-    w = r["written"]
-    assert w["maxPhyOffset"] == w["checkpointLogicsPhysicalOffset"]
-    assert not any(x["offset"] == w["maxPhyOffset"] for x in _records(Path(r["scenario"]["dir"])))
-    reb = r["rebuild"]
-    assert reb["code"] == 2 and "reaches no record" in reb["stderr"], reb["stderr"][-2000:]
