@@ -29,7 +29,7 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_layout_scenarios import Messages
-from test_restart_reput_before_recovery_more_broker import INDEX, SIZE, _key_offsets, _units, _verify
+from test_restart_reput_before_recovery_more_broker import INDEX, SIZE, _key_offsets, _units
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -56,20 +56,14 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def runs(request, tmp_path_factory) -> dict[str, dict]:
+def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it, our ``--as-restart`` rebuild and ``verify`` (once)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("accelerated-inside")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s), each restarted after a crash", threads=1))
-        for r in _RUNS.values():
-            if r["written"].get("ok"):
-                d, version = Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]]
-                r["rebuild"] = bh.rebuild_as_restart(d, version)
-                r["verify"] = _verify(d, version)
-    for name, r in _RUNS.items():
-        if not r["written"].get("ok"):
-            pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
-    return _RUNS
+    def then(r: dict) -> None:
+        d, version = Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]]
+        r["rebuild"] = bh.rebuild_as_restart(d, version)
+        r["verify"] = bh.verify_json(d / "before", d / "broker.conf", version)
+    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted after a crash", threads=1, then=then,
+                           every=True)
 
 
 BLANK_MAGIC = bytes.fromhex("cbd43194")
