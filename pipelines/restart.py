@@ -356,7 +356,8 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
     that reput's start, the keys of the records below the recovery's left out (``Segment.index_from``).  DLedger stores:
     :func:`dledger_restart`; a store converted in place with no DLedger data file yet
     (``StoreLocation.dledger_pending``) is recovered as an ordinary one.  A RocksDB consume queue over a DLedger
-    commitlog: :func:`rocksdb_dledger_restart` (with no DLedger data file yet: refused in one line)."""
+    commitlog: :func:`rocksdb_dledger_restart` (with no DLedger data file yet: the ordinary RocksDB restart of the old
+    files, as above)."""
     if config.rocksdb_cq and config.enableDLegerCommitLog and st.dledger is not None:
         return rocksdb_dledger_restart(st, config, progress)
     held = _held_queue_files(st) if not config.rocksdb_cq else []

@@ -27,12 +27,28 @@ Mirrors (rocketmq-all-5.3.3 and rocketmq-store 5.5.1 alike where not said otherw
   log's end (:func:`store_format.rocksdb_cq.rocksdb_cq_entries`).
 * ``IndexService.buildIndex`` skips records below the last index file's ``endPhyOffset``: after the crash walk a
   reput that reaches the walk's last indexed record indexes it again (its keys twice), as for file queues.
+* A crash walk whose check ends at a damaged message (a body CRC, ``forceVerifyPropCRC``) inside the log DLedger's
+  recovery keeps (it reads no CRC): ``processOffset`` lies above 0, so ``truncateDirty`` is not reached, and the
+  start's reput (``ReputMessageService.doReput``: ``checkMessageAndReturnSize`` without CRC) from at or before the
+  damaged entry walks the walk's records again (the same keys and values; the last indexed record's keys again),
+  then the damaged message and the rest; from past it (the committed position) the records between are dispatched
+  by no one; from the log's end nothing follows the damage (:attr:`RocksDLedgerRestart.jump`, ``walk_end``).
+* A store converted in place (old ``commitlog/`` files before the data files): the crash walk reads the data files
+  only (``dledgerRecoverAbnormally``), and with ``recheckReputOffsetFromCq`` the reput starts at
+  ``DLedgerCommitLog.getMinOffset``, the first old file's offset: ``DLedgerCommitLog.getData`` below
+  ``dividedCommitlogOffset`` is ``CommitLog.getData``, the check hands an old record (its second int a message or
+  blank magic code) to the base check, each old file's blank rolls it on (``rollNextFile``) to the data files, whose
+  records it walks again.  After a crash the old records lie below the walk's ``endPhyOffset``: units, no keys.  A
+  store with no data file yet (the first start with DLedger) is the ordinary RocksDB restart of the old files
+  (``isInrecoveringOldCommitlog``; ``pipelines.restart.as_restart``, ``StoreLocation.dledger_pending``).
 
-Refused in one line (:func:`plan_rocksdb_dledger_restart`): a store converted in place (old ``commitlog/``
-files: the reput reads them, the crash walk does not), a crash walk whose message check ends before DLedger's log
-end (a damaged message, ``forceVerifyPropCRC``), and ``indexRocksDBEnable``/``transRocksDBEnable`` (their
-dispatch stores lower ``dispatchFromPhyOffset``): none checked against the broker.  Checked against the 5.5.1
-broker (and 5.3.3 with ``ROCKSDB_LINES``): tests/test_rocksdb_dledger_restart_broker.py.
+Refused in one line (:func:`plan_rocksdb_dledger_restart`): ``indexRocksDBEnable``/``transRocksDBEnable`` (their
+dispatch stores lower ``dispatchFromPhyOffset``), a crash walk whose check fails at the first data file's first
+entry (it dispatches nothing), and a record past the walk's end that the start's reput's own check (no CRC) refuses
+too (a bad magic code: where ``doReput`` goes on then depends on ``getData``'s buffer and DLedger's commits): none
+checked against the broker.  Checked against the 5.5.1 broker (and 5.3.3 with ``ROCKSDB_LINES``):
+tests/test_rocksdb_dledger_restart_broker.py, tests/test_rocksdb_dledger_restart_more_broker.py (the damaged
+message, the converted stores).
 """
 from __future__ import annotations
 
