@@ -24,16 +24,7 @@ from .dledger_inside_mixed import EarlierOwn, OnDiskCut, earlier_reput_refusal, 
 from .dledger_inside_state import QueueFiles
 from .dledger_inside_units import Placed, Tags
 from .dledger_inside_walked import cut_refusal
-from .dledger_queue_track import (
-    KIND_BATCH,
-    KIND_CQ,
-    U_END,
-    U_KEY,
-    U_KIND,
-    U_OFFSET,
-    U_QUEUE,
-    QueueTrack,
-)
+from .dledger_queue_track import KIND_BATCH, KIND_CQ, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE, QueueTrack
 from .layout import CQ_UNIT_SIZE
 
 
