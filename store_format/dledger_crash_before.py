@@ -46,6 +46,12 @@ address; the rebuild's own dispatch puts the ext units in that order).  A queue 
 message parsed where the reput was set went to is written anew from that unit, as the rebuild's own dispatch writes
 it, ext units too (:func:`without_queues`).  Checked against the 5.5.1 broker (``-past-2gib-before-t9-first``,
 ``-past-2gib-before-no-file``, their ``-ext``, ``-t9-first-light``, ``-t9-first-parsed`` and its ``-ext``).
+
+:class:`EarlierRecords` (:func:`earlier_counter`) hands :func:`store_format.dledger_inside_mixed.mixed_disk_put_back`
+those earlier records of a queue holding a record's own units and light ones on disk before the walk (their count of
+own ones for the ext units of those it only drops, or, the cut's max below the walk's first data file's start, their
+units, each then by ``putMessagePositionInfo``; checked against the 5.5.1 broker, ``-mixed-disk-below`` and its
+``-ext``).
 """
 from __future__ import annotations
 
@@ -74,8 +80,8 @@ from .dledger_inside_units import InsideUnit, ParsedUnit, Placed, parsed_units
 from .dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
 from .store import Segment, StoreLocation
 
-__all__ = ["earlier_own_units", "ext_before_walk", "appended_before", "appended_cut", "inside_parsed",
-           "without_queues"]
+__all__ = ["EarlierRecords", "earlier_counter", "earlier_own_units", "ext_before_walk", "appended_before",
+           "appended_cut", "inside_parsed", "without_queues"]
 
 
 def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...],
