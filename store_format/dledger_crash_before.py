@@ -46,6 +46,12 @@ address; the rebuild's own dispatch puts the ext units in that order).  A queue 
 message parsed where the reput was set went to is written anew from that unit, as the rebuild's own dispatch writes
 it, ext units too (:func:`without_queues`).  Checked against the 5.5.1 broker (``-past-2gib-before-t9-first``,
 ``-past-2gib-before-no-file``, their ``-ext``, ``-t9-first-light``, ``-t9-first-parsed`` and its ``-ext``).
+
+:class:`EarlierRecords` (:func:`earlier_counter`) hands :func:`store_format.dledger_inside_mixed.mixed_disk_put_back`
+those earlier records of a queue holding a record's own units and light ones on disk before the walk (their count of
+own ones for the ext units of those it only drops, or, the cut's max below the walk's first data file's start, their
+units, each then by ``putMessagePositionInfo``; checked against the 5.5.1 broker, ``-mixed-disk-below`` and its
+``-ext``).
 """
 from __future__ import annotations
 
@@ -74,8 +80,8 @@ from .dledger_inside_units import InsideUnit, ParsedUnit, Placed, parsed_units
 from .dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
 from .store import Segment, StoreLocation
 
-__all__ = ["earlier_own_units", "ext_before_walk", "appended_before", "appended_cut", "inside_parsed",
-           "without_queues"]
+__all__ = ["EarlierRecords", "earlier_counter", "earlier_own_units", "ext_before_walk", "appended_before",
+           "appended_cut", "inside_parsed", "without_queues"]
 
 
 def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...],
@@ -129,13 +135,53 @@ def _reset_positions(again: ExtAgain, rows: np.ndarray | None, walk: QueueTrack,
 
 
 def earlier_counter(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,
-                    committed: int) -> Callable[[int], dict[tuple[str, int], int]]:
+                    committed: int) -> EarlierRecords:
     """Given a reput's start, :func:`earlier_own_units`' count per queue of its own records before ``files[first]``
     (where the reput's check goes on: :func:`store_format.dledger_crash_after.reput_goes_on` with the committed
-    position ``committed``), for :func:`store_format.dledger_inside_mixed.mixed_disk_put_back`'s ext units."""
-    alone = config.dledger_group_of_one
-    return lambda reput: earlier_own_units(st, files, first, reput, config,
-                                           lambda k, at: reput_goes_on(files, k, at, committed, alone))[0]
+    position ``committed``), for :func:`store_format.dledger_inside_mixed.mixed_disk_put_back`'s ext units, and a
+    queue's units among those records (:meth:`EarlierRecords.units`)."""
+    return EarlierRecords(st, files, first, config, committed)
+
+
+class EarlierRecords:
+    """The records a reput from before the walk's first data file ``files[first]`` walks there
+    (:func:`earlier_own_units`), read once per reput's start (and queue): called, the count of each queue's own
+    records; :meth:`units`, one queue's units (own and light) among them; :meth:`reads_old`, whether they lie in a
+    converted store's old commitlog files."""
+
+    def __init__(self, st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,
+                 committed: int) -> None:
+        self._args = (st, files, first, config)
+        self._committed = committed
+        self._alone = config.dledger_group_of_one
+        self._read: dict[tuple[int, tuple[str, int] | None], tuple] = {}
+
+    def _units(self, reput: int, queue: tuple[str, int] | None) -> tuple:
+        key = (reput, queue)
+        if key not in self._read:
+            files = self._args[1]
+            self._read[key] = earlier_own_units(
+                *self._args[:3], reput, self._args[3],
+                lambda k, at: reput_goes_on(files, k, at, self._committed, self._alone),
+                reset=frozenset() if queue is None else frozenset({queue}))
+        return self._read[key]
+
+    def __call__(self, reput: int) -> dict[tuple[str, int], int]:
+        return self._units(reput, None)[0]
+
+    def reads_old(self, reput: int) -> bool:
+        """Whether the reput from ``reput`` walks a converted store's old commitlog files."""
+        st = self._args[0]
+        return any(not seg.dledger and seg.end > reput for seg in st.segments)
+
+    def units(self, reput: int, queue: tuple[str, int]) -> np.ndarray:
+        """``queue``'s consume queue units (own and light, not batch) among the records the reput from ``reput``
+        walks before the walk's first data file, in reput order: rows of commitlog offset, size and queue offset."""
+        rows = self._units(reput, queue)[2].get(queue)
+        if rows is None:
+            return np.zeros((0, 3), dtype=np.int64)
+        rows = rows[rows[:, U_KIND] != KIND_BATCH]
+        return np.stack([rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET], rows[:, U_KEY]], 1)
 
 
 def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput: int, config: BrokerConfig,
