@@ -80,12 +80,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .config import BrokerConfig
+from .dledger_inside_index import inside_key_offsets
 from .dledger_reput_inside import reput_inside_entry
 from .errors import UnsupportedConfigError
 from .restart_reput import Accepted
-from .store import Segment
+from .store import Segment, StoreLocation
 
-__all__ = ["dropped_before", "inside_earlier_refusal", "reput_in_old_files", "reput_inside_old_file"]
+__all__ = ["dropped_before", "inside_earlier_refusal", "old_parsed_keys", "reput_in_old_files",
+           "reput_inside_old_file"]
 
 
 def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int, dividing: int,
@@ -157,3 +159,18 @@ def dropped_before(walked: list[tuple[str, int]], reset: tuple[tuple[str, int], 
     for it), the walk's units then put by the same rule: :func:`store_format.dledger_crash_before.appended_before`
     replays that queue."""
     return tuple(sorted(set(walked) - set(reset)))
+
+
+def old_parsed_keys(st: StoreLocation, parsed: list[tuple[int, tuple[tuple[int, int], ...]]], accepted: Accepted,
+                    config: BrokerConfig, refusal: Callable[[str], Exception]) -> None:
+    """Refuses the records the reput's check parses 48 bytes past a record it refuses in an old file
+    (``DLedgerCrash.old_parsed``) where one holds an index key that ``IndexService.buildIndex`` would put: its
+    PHYSICALOFFSET field at or above the index's ``endPhyOffset`` after the walk (the walk's last indexed record,
+    ``accepted.last_indexed``; none indexed: every key put).  Below it ``buildIndex`` skips them, as the rebuild's
+    index does in reading order; ``verify``'s count of keys put again leaves them out."""
+    for at, records in parsed:
+        keys = inside_key_offsets(st, records, config)
+        if len(keys) and (accepted.last_indexed < 0 or int(keys.max()) >= accepted.last_indexed):
+            raise refusal(f"its start's reput, in an old commitlog file, refuses the record at {at} and parses "
+                          f"a message 48 bytes further whose keys buildIndex puts (its PHYSICALOFFSET field "
+                          f"{int(keys.max())} not below the index's endPhyOffset {accepted.last_indexed})")
