@@ -260,7 +260,7 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             if runs:   # first the messages its check parses where it was set (a blank's empty request: inside_blanks)
                 kept = then_pieces(kept, runs, st.segments, after=reput_pass - 1)
             if crash.old_parsed:   # an old file's refused record, the records parsed 48 bytes further, the next file
-                kept = pieces_at_refusals(kept, crash.old_parsed, st.segments, reput_pass)
+                kept = pieces_at_refusals(kept, crash.old_parsed, st.segments, reput_pass + len(runs))
             if reset:   # from the reput's first piece on, the parsed messages' if any
                 kept = dataclasses.replace(kept, queue_reset=reset, reset_from=reput_pass)
             return kept, DLedgerRestart(rec, before, False, crash)

@@ -229,11 +229,10 @@ def _old_goes_on(st: StoreLocation, seg: Segment, at: int, config: BrokerConfig,
     if records and parsed is not None and gone_on == seg.end:
         parsed.append((at, records))
         return True
-    if records:
+    if records:   # a caller that counts units (earlier_counter: a cut's ext units)
         raise refusal(f"its start's reput, from before the walk's data file, refuses the record at {at} in old "
                       f"commitlog file {seg.name} and parses {len(records)} record(s) 48 bytes further "
-                      "(DLedgerCommitLog.checkMessageAndReturnSize) after a queue cut (their units and ext units "
-                      "among the cut queues')")
+                      "(DLedgerCommitLog.checkMessageAndReturnSize), whose units these counts leave out")
     return gone_on == seg.end
 
 

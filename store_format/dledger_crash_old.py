@@ -81,12 +81,13 @@ from collections.abc import Callable
 
 from .config import BrokerConfig
 from .dledger_inside_index import inside_key_offsets
+from .dledger_inside_units import parsed_units
 from .dledger_reput_inside import reput_inside_entry
 from .errors import UnsupportedConfigError
 from .restart_reput import Accepted
 from .store import Segment, StoreLocation
 
-__all__ = ["dropped_before", "inside_earlier_refusal", "old_parsed_keys", "reput_in_old_files",
+__all__ = ["dropped_before", "inside_earlier_refusal", "old_parsed_keys", "old_parsed_queues", "reput_in_old_files",
            "reput_inside_old_file"]
 
 
@@ -174,3 +175,25 @@ def old_parsed_keys(st: StoreLocation, parsed: list[tuple[int, tuple[tuple[int, 
             raise refusal(f"its start's reput, in an old commitlog file, refuses the record at {at} and parses "
                           f"a message 48 bytes further whose keys buildIndex puts (its PHYSICALOFFSET field "
                           f"{int(keys.max())} not below the index's endPhyOffset {accepted.last_indexed})")
+
+
+def old_parsed_queues(st: StoreLocation, parsed: list[tuple[int, tuple[tuple[int, int], ...]]],
+                      walked: tuple[tuple[str, int], ...], config: BrokerConfig,
+                      refusal: Callable[[str], Exception]) -> None:
+    """After a queue cut, refuses the records of ``parsed`` (``DLedgerCrash.old_parsed``) with a unit for a queue the
+    walk wrote (``walked``): the cut's units put back, their ext addresses and the units appended before the walk's
+    data file count that queue's records from the reput's start
+    (:func:`store_format.dledger_crash_before.earlier_own_units`), which leaves the parsed ones out.  A queue the
+    walk did not write takes their units (and ext units) as the rebuild's dispatch puts them, in reading order."""
+    holding = set(walked)
+    for at, records in parsed:
+        seg = next(s for s in st.segments if s.base <= at < s.end)
+        with st.reader(seg) as r:
+            def read(pos: int, n: int, seg: Segment = seg, r: Callable[[int, int], bytes] = r) -> bytes:
+                return bytes(r(pos - seg.base, min(n, seg.end - pos)))
+            units = parsed_units(read, tuple((a, b) for a, b in records if b > a), config)
+        mine = sorted({f"{u.topic}/{u.queue_id}" for u in units if (u.topic, u.queue_id) in holding})
+        if mine:
+            raise refusal(f"its start's reput, in an old commitlog file, refuses the record at {at} and parses a "
+                          f"message 48 bytes further for {', '.join(mine)}, a queue the walk wrote and the cut "
+                          "changed (its units put back counted without it)")

@@ -26,8 +26,15 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_dledger_2gib import EMPTY_BLANK, embedded_message
-from broker_dledger_runs import LINES, _as_restart, _dledger_prediction, _same_files, _same_tree, _units
-from test_dledger_crash_old_refused_broker import DAMAGED_PUT, _old_file_records, old_magic_scenario
+from broker_dledger_files import ext_appended, ext_orphaned_as_the_broker, ext_recovered_end
+from broker_dledger_runs import LINES, _as_restart, _dledger_prediction, _same_files, _same_tree, _units, _units_held
+from test_dledger_crash_old_refused_broker import (
+    DAMAGED_PUT,
+    EXT_DAMAGED_PUT,
+    _old_file_records,
+    old_magic_ext_scenario,
+    old_magic_scenario,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -36,6 +43,7 @@ bh.skip_without_tools()
 _LINES_5 = [ln for ln in LINES if not ln.startswith("4")]
 MSG = embedded_message(0)   # its PHYSICALOFFSET field written by the harness: the refused record's offset
 FIELD = 28   # the PHYSICALOFFSET field in a message
+_TOPIC = 88 + 10 + 1   # MSG's topic: after its 88-byte header, 10-byte body and the topic's length byte
 EXT = {"enableConsumeQueueExt": "true", "mappedFileSizeConsumeQueueExt": "204"}   # ext files of ten units
 
 
@@ -55,9 +63,18 @@ def old_48_scenarios(line: str) -> list[dict]:
                             "bytes": base64.b64encode(MSG).decode()}}]
 
 
+def cut_ext_48_scenarios(line: str) -> list[dict]:
+    """``<line>-dledger-abort-converted-cut-emptied-ext-old-magic-48`` (5.5.1): the ``-cut-emptied-ext-old-magic``
+    store (the 5.5.1 cut left T7/0, the queue the walk wrote, no file; the third old record, a T7/0 one, refused)
+    with :data:`MSG` planted 48 bytes into the refused record."""
+    return [{**sc, "name": f"{sc['name']}-48", "plantBytes": {"put": EXT_DAMAGED_PUT, "add": 48, "offsetFieldAt": FIELD,
+                                                              "bytes": base64.b64encode(MSG).decode()}}
+            for sc in old_magic_ext_scenario(line)]
+
+
 @pytest.fixture(scope="module")
 def written(request, tmp_path_factory) -> dict:  # noqa: ANN001
-    scs = {ln: old_48_scenarios(ln) for ln in _LINES_5}
+    scs = {ln: [*old_48_scenarios(ln), *cut_ext_48_scenarios(ln)] for ln in _LINES_5}
     if not scs:
         pytest.skip("a 5.x line only: DLEDGER_LINES=5.5.1")
     return bh.write_lines(request, scs, tmp_path_factory.mktemp("old-48"), "converted DLedger store(s)")
@@ -155,3 +172,59 @@ def test_as_restart_whose_reput_parses_a_message_48_bytes_past_a_refused_record_
     messages none; ``rebuild --as-restart`` writes ``consumequeue/``, ``consumequeue_ext/`` and ``index/`` byte for
     byte."""
     _check(line, written, tmp_path, blank=False, ext=True)
+
+
+@pytest.mark.parametrize("line", [ln for ln in _LINES_5 if ln.startswith("5.5")])
+def test_as_restart_after_a_cut_whose_reput_parses_a_message_48_bytes_past_a_refused_record_in_an_old_file(
+        line, written, tmp_path):
+    """The -cut-emptied-ext-old-magic-48 store (5.5.1): every queue empty after the cut (T7/0 left no file), the
+    reput from the first old file refusing its third record (a T7/0 one), parsing the planted T5 message 48 bytes
+    further (T5/0's unit at the refused record's offset, holding its ext unit's address), then on at the second old
+    file: T7/0 gets its first two old records' units, then the walk's three appended after them, as without the
+    message.  ``rebuild --as-restart`` writes consumequeue/, consumequeue_ext/ and index/ byte for byte; verify's
+    figures are the broker's.  The same store with the planted message's topic T7 (a queue the walk wrote and the
+    cut changed): refused, one line, exit 2."""
+    name = f"{line}-dledger-abort-converted-cut-emptied-ext-old-magic-48"
+    r = written[name]
+    w = r["written"]
+    assert w.get("ok"), w.get("error")
+    src = Path(r["scenario"]["dir"])
+    old = sorted((src / "before" / "commitlog").iterdir())
+    damaged = int(w["damagedMagicRecord"])
+    first = _old_file_records(old[0])
+    assert len(first) == EXT_DAMAGED_PUT and damaged < int(old[1].name) and int(w["plantedAt"]) == damaged + 48
+    assert int(w["truncateDirtyLogicFilesAt"]) >= 0, w
+    at = damaged - int(old[0].name)
+    msg = MSG[:FIELD] + struct.pack(">q", damaged) + MSG[FIELD + 8:]
+    assert old[0].read_bytes()[at + 48:at + 48 + len(msg)] == msg
+    units = _units(src / "expected" / "consumequeue")
+    t5 = [u for u in units if u[0] == "T5/0"]
+    assert [u[:3] for u in t5] == [("T5/0", damaged, len(msg))] and t5[0][3] < 0, t5
+    t7 = [u for u in units if u[0] == "T7/0"]
+    assert [u[1] for u in t7[:2]] == [int(old[0].name) + a for a in first], (t7, first)
+    assert len(t7) == EXT_DAMAGED_PUT + 3 and all(u[1] >= int(old[1].name) for u in t7[2:]), t7
+    code, err = _as_restart(src / "before", tmp_path / name, src, line)
+    assert code == 0, err[-2000:]
+    assert f"refuses the record at {damaged} in an old commitlog file and, 48 bytes further" in err \
+        and "the cut left T7/0 with no file" in err, err[-3000:]
+    _same_tree(src / "expected", tmp_path / name)
+    _same_files(src / "expected", tmp_path / name, "consumequeue_ext", written=True)
+    # verify's figures: the broker's, the planted T5 message (no message of the log, which verify's reference
+    # rebuild holds no unit of) left out
+    p = _dledger_prediction(src, name, line, tmp_path)
+    assert (p["units_dispatched_again"], p["units_lost"]) == (_units_held(src / "expected" / "consumequeue") - 1, 0), p
+    ours = {f["queue"]: f["ext_units_appended"] for f in p["queues"]}
+    broker = {q: ext_appended(w, src, q, ext_recovered_end(src, q)) for q in ("T7/0",)}
+    assert {q: ours.get(q, 0) for q in broker} == broker and ours.get("T5/0", 0) == 0, (ours, broker)
+    orphaned = ext_orphaned_as_the_broker(p, w, src, check=False)
+    assert all(v == b for q, (v, b) in orphaned.items() if q != "T5/0") and orphaned["T5/0"][1] == 0, orphaned
+    # the planted message's topic T7 instead (not covered by the message check): refused
+    store = bh.copy_store(src / "before", tmp_path / "t7")
+    f = store / "commitlog" / old[0].name
+    data = bytearray(f.read_bytes())
+    topic = at + 48 + _TOPIC
+    assert data[topic:topic + 2] == b"T5"
+    data[topic:topic + 2] = b"T7"
+    f.write_bytes(bytes(data))
+    code, err = _as_restart(store, tmp_path / "t7-out", src, line)
+    assert code == 2 and "parses a message 48 bytes further for T7/0, a queue the walk wrote" in err, err[-2000:]
