@@ -31,10 +31,11 @@ offset does not match), not at their queue offsets' positions: :func:`_reset_pos
 addresses set there (checked against the 5.5.1 broker, ``-converted-cut-emptied-ext-old-magic``).  Where the
 DLedger check 48 bytes past such a record parses a message or a blank (``checkMessageAndReturnSize`` runs the base
 check there: the record's second int no magic code, its first not -1), the reput dispatches those first and checks
-on from their end to that file's end, then goes on at the next file (:func:`_old_goes_on`'s ``parsed``: after a walk
-that queued nothing, no queue cut, ext files or not; checked against the 5.5.1 and 5.3.3 brokers,
-``-converted-prepared-old-magic-48``, its ``-blank-48`` and ``-48-ext``); still refused after a queue cut (the
-counts here, which the cut's ext units and appended units read, leave the parsed records out).
+on from their end to that file's end, then goes on at the next file (:func:`_old_goes_on`'s ``parsed``, ext files or
+not; checked against the 5.5.1 and 5.3.3 brokers, ``-converted-prepared-old-magic-48``, its ``-blank-48`` and
+``-48-ext``, and after a 5.5.1 cut ``-converted-cut-emptied-ext-old-magic-48``); the counts here leave the parsed
+records out, so after a queue cut a parsed message for a queue the walk wrote stays refused
+(:func:`store_format.dledger_crash_old.old_parsed_queues`).
 
 A reput set at 2147483647 (``DefaultMessageStore.doRecheckReputOffsetFromCq``: the max of a queue the 5.5.1 cut left
 ``fillPreBlank`` units only) that goes on before the walk's data file walks the earlier files' records into queues

@@ -72,6 +72,11 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   committed position, the rest of that data file's records first (:func:`inside_earlier_refusal`).  Checked
   against the 5.5.1 broker all three ways (``tests/test_dledger_2gib_before_broker.py``).
 
+* A reput from the min offset whose check refuses a record in an old file (``dledger_crash_before._old_goes_on``)
+  where the DLedger check 48 bytes further parses a message or a blank dispatches those first, as above, then goes
+  on at the next file; modelled where the parsed messages' keys lie below the index's ``endPhyOffset``
+  (:func:`old_parsed_keys`) and, after a queue cut, go to queues the walk did not write (:func:`old_parsed_queues`).
+
 A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here but
 at 2147483647).
 """

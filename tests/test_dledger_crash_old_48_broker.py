@@ -153,6 +153,19 @@ def test_as_restart_whose_reput_parses_a_message_48_bytes_past_a_refused_record_
     on at the second old file.  ``rebuild --as-restart`` writes the broker's consumequeue/ and index/ byte for byte;
     ``verify`` loses no unit the broker holds."""
     _check(line, written, tmp_path, blank=False)
+    # the same store with the planted message's PHYSICALOFFSET field above every record (not covered by the message
+    # check): buildIndex would put E5 and move endPhyOffset past the walk's records: refused, exit 2
+    src = Path(written[f"{line}-dledger-abort-converted-prepared-old-magic-48"]["scenario"]["dir"])
+    store = bh.copy_store(src / "before", tmp_path / "above")
+    damaged = int(written[f"{line}-dledger-abort-converted-prepared-old-magic-48"]["written"]["damagedMagicRecord"])
+    f = sorted((store / "commitlog").iterdir())[0]   # the first old file holds the refused record
+    data = bytearray(f.read_bytes())
+    field = damaged - int(f.name) + 48 + FIELD
+    assert struct.unpack(">q", data[field:field + 8])[0] == damaged
+    data[field:field + 8] = struct.pack(">q", 2**40)
+    f.write_bytes(bytes(data))
+    code, err = _as_restart(store, tmp_path / "above-out", src, line)
+    assert code == 2 and "whose keys buildIndex puts" in err, err[-2000:]
 
 
 @pytest.mark.parametrize("line", _LINES_5)
