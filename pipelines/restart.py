@@ -16,7 +16,14 @@ from store_format.dledger_rocksdb_restart import RocksDLedgerRestart, plan_rocks
 from store_format.empty_request_held import HELD_FOLDERS
 from store_format.errors import StoreError
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
-from store_format.store import Segment, StoreLocation, jump_at, then_pieces, with_dledger_committed
+from store_format.store import (
+    Segment,
+    StoreLocation,
+    jump_at,
+    pieces_at_refusals,
+    then_pieces,
+    with_dledger_committed,
+)
 
 from .anomalies import at_offset
 
@@ -256,6 +263,12 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              if crash.drops_before else "")
                           + (f"; the cut left {', '.join(f'{t}/{q}' for t, q in reset)} with no file (max -1: "
                              "ConsumeQueue.correctMinOffset), which it writes anew from its start" if reset else ""))
+        for at, recs in crash.old_parsed:
+            progress.emit(f"[rebuild] as a restart after a crash: the start's reput's check refuses the record at {at} "
+                          "in an old commitlog file and, 48 bytes further (DLedgerCommitLog.checkMessageAndReturnSize),"
+                          f" parses {len(recs)} record(s) ("
+                          + ", ".join(f"{a} to {b}" if b > a else f"a blank at {a}, its empty request" for a, b in recs)
+                          + "), which it dispatches before it goes on at the next file")
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
         runs = tuple((a, b) for a, b in crash.cut.inside_records if b > a) if crash.cut is not None else ()
         if crash.before:   # the earlier files' records after the walk's, then the walk's again (jump_at)
@@ -265,6 +278,8 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             reput_pass = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0) + 1
             if runs:   # first the messages its check parses where it was set (a blank's empty request: inside_blanks)
                 kept = then_pieces(kept, runs, st.segments, after=reput_pass - 1)
+            if crash.old_parsed:   # an old file's refused record, the records parsed 48 bytes further, the next file
+                kept = pieces_at_refusals(kept, crash.old_parsed, st.segments, reput_pass + len(runs))
             if reset:   # from the reput's first piece on, the parsed messages' if any
                 kept = dataclasses.replace(kept, queue_reset=reset, reset_from=reput_pass)
             return kept, DLedgerRestart(rec, before, False, crash)
@@ -343,7 +358,8 @@ def inside_blanks(recovery: object) -> int:
     (:func:`store_format.concurrent_reput.empty_request_files`: topic "" queue 0's unit, with
     ``enableConsumeQueueExt`` each one's ext unit first, over what an ``--as-restart`` store holds there)."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
-    return sum(b == a for a, b in crash.cut.inside_records) if crash is not None and crash.cut is not None else 0
+    return (sum(b == a for a, b in crash.cut.inside_records) if crash is not None and crash.cut is not None else 0) \
+        + (sum(b == a for _, recs in crash.old_parsed for a, b in recs) if crash is not None else 0)
 
 
 def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, Restart | DLedgerRestart]:  # noqa: ANN001
