@@ -93,15 +93,20 @@ def rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig,
     walked = plan.walk_end if plan.walk_end >= 0 else rec.process_offset
     progress.emit("[rebuild] as a restart (storeType=defaultRocksDB, the database deleted: its max physical offset "
                   "0): " + (f"DLedgerCommitLog.dledgerRecoverAbnormally walks every data file from the first, "
-                            f"{plan.walk_from}, to {walked} ({plan.reason}) and dispatches every entry, committed "
-                            "or not" if plan.abnormal else "DLedgerCommitLog.dledgerRecoverNormally dispatches nothing")
+                            f"{plan.walk_from}, to {walked} ({plan.reason}) and dispatches "
+                            + ("nothing (its check fails at the first entry)" if plan.walked_nothing else
+                               "every entry, committed or not")
+                            if plan.abnormal else "DLedgerCommitLog.dledgerRecoverNormally dispatches nothing")
                   + (f"; the start's reput from {plan.reput} "
                      + ("(recheckReputOffsetFromCq=true: the RocksDB queue table is empty, so the min offset) "
                         if config.recheckReputOffsetFromCq else "(the committed position) ")
                      + f"to the log's end {rec.process_offset} once the node leads"
+                     + (f" (its own check, no CRC, ends the dispatch at {plan.end})"
+                        if plan.reput < plan.end < rec.process_offset and plan.walk_end != plan.end else "")
                      + ("" if plan.reput < plan.end else ": nothing")
                      + (", the old commitlog/ files' records first (a store converted in place: below the walk's "
-                        "last indexed record, so no key)" if plan.abnormal and 0 <= plan.reput < plan.walk_from else
+                        "last indexed record, so no key)"
+                        if plan.abnormal and not plan.walked_nothing and 0 <= plan.reput < plan.walk_from else
                         ", the old commitlog/ files' records first (a store converted in place)"
                         if plan.reput < plan.end and any(not seg.dledger and seg.end > plan.reput
                                                          for seg in st.segments) else "")

@@ -41,14 +41,22 @@ Mirrors (rocketmq-all-5.3.3 and rocketmq-store 5.5.1 alike where not said otherw
   records it walks again.  After a crash the old records lie below the walk's ``endPhyOffset``: units, no keys.  A
   store with no data file yet (the first start with DLedger) is the ordinary RocksDB restart of the old files
   (``isInrecoveringOldCommitlog``; ``pipelines.restart.as_restart``, ``StoreLocation.dledger_pending``).
+* A crash walk whose check fails at the first data file's first entry dispatches nothing: ``processOffset`` is
+  that file's start, at least the database's 0 (on a plain store 0 >= 0 calls ``truncateDirtyLogicFiles``), and
+  ``RocksDBConsumeQueueStore.truncateDirty`` returns (the offset is at least ``getMaxPhyOffsetInConsumeQueue``, 0):
+  the start's reput alone dispatches, one pass from where it starts (:attr:`RocksDLedgerRestart.walked_nothing`).
+* Past the walk's end, a record the start's reput's own check refuses too (a bad magic code: DLedger's recovery
+  reads no message field): ``doReput`` moves ``reputFromOffset`` to the end of the buffer
+  ``DLedgerCommitLog.getData`` gave, as for consume queue files (:func:`_reput_check_ends`): the next data file's
+  start (the rest of the file never dispatched) or, in the last data file, the dispatch's end.
 
 Refused in one line (:func:`plan_rocksdb_dledger_restart`): ``indexRocksDBEnable``/``transRocksDBEnable`` (their
-dispatch stores lower ``dispatchFromPhyOffset``), a crash walk whose check fails at the first data file's first
-entry (it dispatches nothing), and a record past the walk's end that the start's reput's own check (no CRC) refuses
-too (a bad magic code: where ``doReput`` goes on then depends on ``getData``'s buffer and DLedger's commits): none
-checked against the broker.  Checked against the 5.5.1 broker (and 5.3.3 with ``ROCKSDB_LINES``):
-tests/test_rocksdb_dledger_restart_broker.py, tests/test_rocksdb_dledger_restart_more_broker.py (the damaged
-message, the converted stores).
+dispatch stores lower ``dispatchFromPhyOffset``), and such a record with DLedger's committed position past it
+inside its data file (thread timing) or a group of several peers (their acks):
+:func:`store_format.dledger_crash_after.reput_skips` refuses.  Checked against the 5.5.1 broker (and 5.3.3 with
+``ROCKSDB_LINES``): tests/test_rocksdb_dledger_restart_broker.py, tests/test_rocksdb_dledger_restart_more_broker.py
+(the damaged message, the converted stores), tests/test_rocksdb_dledger_restart_damaged_broker.py (the walk that
+dispatches nothing, the record the reput's check refuses).
 """
 from __future__ import annotations
 
@@ -58,7 +66,7 @@ from . import commitlog as cl
 from .config import BrokerConfig
 from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash import walk_data_files
-from .dledger_crash_after import checked_windows
+from .dledger_crash_after import checked_windows, reput_goes_on, reput_skips
 from .dledger_recovery import DLedgerRecovery
 from .errors import UnsupportedConfigError
 from .restart_reput import Accepted
@@ -87,9 +95,14 @@ class RocksDLedgerRestart:
     walk_end: int = -1
 
     @property
+    def walked_nothing(self) -> bool:
+        """Whether the crash walk's check failed at the first data file's first entry: it dispatched nothing."""
+        return self.walk_from >= 0 and self.walk_end == self.walk_from
+
+    @property
     def first(self) -> int:
         """The first commitlog offset anything is dispatched from (``end``: nothing)."""
-        if self.walk_from >= 0:
+        if self.walk_from >= 0 and not self.walked_nothing:
             return self.walk_from
         return min(self.reput, self.end)
 
@@ -100,7 +113,7 @@ class RocksDLedgerRestart:
         from before the walk's data files (the old ``commitlog/`` files of a store converted in place) walks them,
         then the walk's records again; from before a damaged message's entry the walk's records from there again;
         from past it (the committed position) the records between are dispatched by no one."""
-        if self.walk_from < 0 or self.reput >= self.end:
+        if self.walk_from < 0 or self.reput >= self.end or self.walked_nothing:   # one pass: the reput's
             return None
         stop = self.walk_end if self.walk_end >= 0 else self.end
         if self.reput < self.walk_from or (self.walk_end >= 0 and self.reput != stop):
@@ -114,21 +127,45 @@ def _refuse(why: str) -> UnsupportedConfigError:
         "(not checked against the broker); plain rebuild writes its database and index/, verify compares them")
 
 
-def _reput_check_ends(st: StoreLocation, files: list[Segment], stop: int, config: BrokerConfig) -> int:
-    """Where ``doReput``'s own message check (``checkMessageAndReturnSize`` without CRC) ends, walking the data
-    files from ``stop`` (an entry's start): the log's end, unless it refuses a record (its offset)."""
-    k = next(n for n, f in enumerate(files) if f.base <= stop < f.end)
-    pos, scratch = stop - files[k].base, cl.Scratch()
+def _reput_check_ends(st: StoreLocation, files: list[Segment], walk_end: int, start: int, end: int,
+                      config: BrokerConfig, committed: int, reason: str) -> int:
+    """Where the start's reput's dispatch ends, walking the data files from ``start`` (an entry's start, at or past
+    the crash walk's end ``walk_end``) with ``doReput``'s own message check (``checkMessageAndReturnSize`` without
+    CRC): ``end``, the log's end, unless it refuses a record there (a bad magic code: DLedger's recovery reads no
+    message field).  ``doReput`` then moves ``reputFromOffset`` to the end of the buffer ``DLedgerCommitLog.getData``
+    gave: in a data file before the last the reput goes on at the next one
+    (:func:`store_format.dledger_crash_after.reput_goes_on`, the rest of the file never dispatched; the rebuild's
+    reading skips it alike), in the last data file its dispatch ends at that record
+    (:func:`store_format.dledger_crash_after.reput_skips`: the returned offset).
+
+    Raises:
+        UnsupportedConfigError: what ``reput_skips`` refuses (the committed position past that record inside its
+            data file, or several peers).
+    """
+    k = next(n for n, f in enumerate(files) if f.base <= start < f.end)
+    pos, scratch, alone = start - files[k].base, cl.Scratch(), config.dledger_group_of_one
     while True:
         seg = files[k]
         for window in checked_windows(st, seg, pos, config, scratch):
             res, halt = window[0], window[1]
-            if halt is not None:
-                return halt.offset - ENTRY_HEADER_SIZE
-        if res.stop == cl.Stop.BLANK and k + 1 < len(files):
+        at = halt.offset - ENTRY_HEADER_SIZE if halt is not None else \
+            seg.end if res.stop == cl.Stop.BLANK else seg.base + res.state.bufpos
+        if halt is None and res.stop == cl.Stop.BLANK and k + 1 < len(files):
             k, pos = k + 1, 0
             continue
-        return seg.end if res.stop == cl.Stop.BLANK else seg.base + res.state.bufpos
+        if halt is None and res.stop == cl.Stop.BAD and at < end and reput_goes_on(files, k, at, committed, alone):
+            k, pos = k + 1, 0   # a record it cannot read (size -1): getData's buffer to this data file's end
+            continue
+        if at != end:
+            try:
+                reput_skips(files, k, at, walk_end, end, committed, reason, alone)
+            except UnsupportedConfigError:
+                why = "in a group of several peers (where doReput goes on depends on their acks)" if not alone else \
+                    (f"below DLedger's committed position {committed} in its data file (where getData's buffer "
+                     "ends depends on whether the reput read it before the group's first commit: thread timing)")
+                raise _refuse(f"a crash restart whose dledgerRecoverAbnormally walk ends at {walk_end} ({reason}) "
+                              f"and whose start's reput's own check (no CRC) ends at {at}, {why}") from None
+        return at
 
 
 def plan_rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig, rec: DLedgerRecovery,
@@ -159,16 +196,15 @@ def plan_rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig, rec: D
     # isMmapFileMatchedRecover: no data file's first message (48 bytes in) lies at or below the empty database's 0
     accepted = Accepted()
     stop, last_base, last_sizes, reason = walk_data_files(st, files, 0, config, accepted)
-    walk_end = -1
+    walk_end, dispatch_end = -1, end
     if stop != end:   # a message its check (checkCRCOnRecover, forceVerifyPropCRC) refuses: DLedger's recovery kept it
-        if stop <= files[0].base:
-            raise _refuse(f"a crash restart whose dledgerRecoverAbnormally walk dispatches nothing (its check fails at "
-                          f"the first entry, {stop}: {reason})")
-        if reput < end and (at := _reput_check_ends(st, files, max(reput, stop), config)) != end:
-            raise _refuse(f"a crash restart whose dledgerRecoverAbnormally walk ends at {stop} ({reason}) and whose "
-                          f"start's reput's own check (no CRC) ends at {at}, before DLedger's log end {end}")
+        # at the first data file's first entry the walk dispatches nothing: processOffset is that file's start, at
+        # least the empty database's 0, and truncateDirty (getMaxPhyOffsetInConsumeQueue 0, at most it) returns
+        if reput < end:
+            dispatch_end = _reput_check_ends(st, files, stop, max(reput, stop), end, config, rec.committed_pos,
+                                             reason)
         walk_end = stop
     last = accepted.last_indexed
-    reindex = last if config.writes_index_files and 0 <= reput <= last < end else -1
-    return RocksDLedgerRestart(True, files[0].base, end if reput < end or walk_end < 0 else walk_end, reput, reindex,
-                               reason, last_base + last_sizes, walk_end)
+    reindex = last if config.writes_index_files and 0 <= reput <= last < dispatch_end else -1
+    return RocksDLedgerRestart(True, files[0].base, dispatch_end if reput < end or walk_end < 0 else walk_end, reput,
+                               reindex, reason, last_base + last_sizes, walk_end)

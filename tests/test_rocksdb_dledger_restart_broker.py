@@ -10,8 +10,9 @@ recovery).  Each case first asserts what the broker's restart did (which records
 where its checkpoint stands, the walk's last record indexed twice after a crash), then that ``rebuild
 --as-restart`` on ``<dir>/before/`` gives its database's key/value set, both column families entry for entry, and
 its ``index/`` files byte for byte.  A crash walk that ends at a damaged message before a record the start's
-reput's own check refuses too stays refused in one line (a damaged message alone:
-tests/test_rocksdb_dledger_restart_more_broker.py).
+reput's own check refuses too, below DLedger's committed position in its data file, stays refused in one line (a
+damaged message alone: tests/test_rocksdb_dledger_restart_more_broker.py; such a record elsewhere:
+tests/test_rocksdb_dledger_restart_damaged_broker.py).
 
 With the database kept (``keepQueues``, ``-kept``): after a clean shutdown ``verify`` on ``before/`` predicts the
 broker's restart over it, queue by queue (``pipelines/verify/rocksdb_dledger_restart.py``); after a crash it says in
@@ -184,28 +185,32 @@ def test_a_crash_walk_ending_at_a_damaged_message_before_another_is_refused(rest
                                                                             name: str) -> None:
     """The crash store with a committed message's body CRC field changed (DLedger's recovery reads no CRC, so it
     keeps the log; ``dledgerRecoverAbnormally``'s check ends its walk there, at its entry's start: modelled, see
-    tests/test_rocksdb_dledger_restart_more_broker.py) and the magic code of a later message changed too (the start's
-    reput's own check, no CRC, refuses it, one of the five entries past DLedger's committed position, so the reput
-    reads it with or without ``recheckReputOffsetFromCq``: where it goes on then is not modelled for this store): one
-    line, exit 2."""
+    tests/test_rocksdb_dledger_restart_more_broker.py) and the magic code of a later message changed too, below
+    DLedger's committed position in its data file, restarted with ``recheckReputOffsetFromCq=true``: the start's
+    reput from the min offset reads it and its own check (no CRC) refuses it, and whether ``getData``'s buffer ends
+    at the committed position or further is thread timing (past the committed position, or where the reput goes on
+    at the next data file, modelled: tests/test_rocksdb_dledger_restart_damaged_broker.py): one line, exit 2."""
     d = Path(restarted["scenario"]["dir"])
     store = tmp_path / "store"
     shutil.copytree(d / "before", store)
     units = _units(database(d / "expected" / "consumequeue")["default"])
     size = int(restarted["scenario"]["config"]["mappedFileSizeCommitLog"])
-    phy, later = units[len(units) // 2][0], units[-2][0]
-    assert phy < _committed_pos(d / "before") < later, (phy, later)
+    committed = _committed_pos(d / "before")
+    phy, later = units[len(units) // 2][0], units[-BACK - 2][0]
+    assert phy < later < committed and later // size == committed // size, (phy, later, committed)
     for at, field in ((phy, 8), (later, 4)):   # the body CRC field (after totalSize and the magic code); the magic
         data = store / "dledger-n0" / "data" / f"{at - at % size:020d}"
         raw = bytearray(data.read_bytes())
         raw[at % size + field] ^= 0xFF
         data.write_bytes(bytes(raw))
+    conf = tmp_path / "broker.conf"
+    conf.write_text((d / "broker.conf").read_text() + "\nrecheckReputOffsetFromCq=true\n")
     code, _, err = bh.cli(["rebuild", "--store", str(store), "--out", str(tmp_path / "o"), "--as-restart",
-                           "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line], "--no-tables"])
+                           "--config", str(conf), "--broker-version", BROKER_LINE[line], "--no-tables"])
     lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
     assert code == 2 and len(lines) == 1, err[-1500:]
     assert "storeType=defaultRocksDB" in lines[0] and f"walk ends at {phy - 48} " in lines[0] \
-        and f"own check (no CRC) ends at {later - 48}," in lines[0], lines[0]
+        and f"own check (no CRC) ends at {later - 48}, below DLedger's committed position" in lines[0], lines[0]
 
 
 def _parsed(db: Path):  # noqa: ANN202
