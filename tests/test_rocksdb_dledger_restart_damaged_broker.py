@@ -23,8 +23,10 @@ with the database and ``index/`` deleted:
 Each case first asserts what the broker's restart did, then that ``rebuild --as-restart`` on ``<dir>/before/``
 gives its database's key/value set, both column families entry for entry, and its ``index/`` files byte for byte.
 ``PIPELINES_FULL_SUITE=1`` adds ``-crash-damaged-first-gap`` (no ``recheckReputOffsetFromCq``: the reput from the
-committed position, the records before it dispatched by no one).  5.5.1 by default; ``ROCKSDB_LINES=5.3.3,5.5.1``
-adds 5.3.3.
+committed position, the records before it dispatched by no one) and ``-converted-crash-damaged-first`` (the
+``converted`` store, its first data file's first record damaged: the walk dispatches nothing, and the reput from
+the old files' min offset dispatches and indexes every record once, the old ones too).  5.5.1 by default;
+``ROCKSDB_LINES=5.3.3,5.5.1`` adds 5.3.3.
 """
 from __future__ import annotations
 
@@ -43,25 +45,28 @@ pytest.importorskip("rocksdict")
 
 LINES = bh.lines_from_env("ROCKSDB_LINES", "5.5.1")
 BROKER_LINE = bh.BROKER_VERSION_ARG
+OLD_PUTS = 35   # the converted store's puts before the switch: the next one is the first data file's first record
 
 
 def _scenarios(line: str) -> list[dict]:
-    plain = dl.dledger_scenarios(line)[0]
+    plain, _, converted = dl.dledger_scenarios(line)[:3]
 
-    def rocks(what: str, *, recheck: bool = True, **knobs: object) -> dict:
-        conf = {**plain["config"], "storeType": "defaultRocksDB"}
+    def rocks(what: str, *, recheck: bool = True, sc: dict = plain, **knobs: object) -> dict:
+        conf = {**sc["config"], "storeType": "defaultRocksDB"}
         if not recheck:
             conf.pop("recheckReputOffsetFromCq", None)
-        return {**plain, "abort": True, "dledgerCommittedBack": 5, **knobs, "config": conf,
+        return {**sc, "abort": True, "dledgerCommittedBack": 5, **knobs, "config": conf,
                 "name": f"{line}-rocksdb-dledger-{what}"}
 
     return [rocks("crash-damaged-first", damageMessage=0),
             rocks("crash-damaged-twice", damageMessage=55, damageMagic=57),
             rocks("crash-damaged-twice-early", damageMessage=5, damageMagic=30, dledgerCommittedBack=35),
-            rocks("crash-damaged-first-gap", recheck=False, damageMessage=0)]
+            rocks("crash-damaged-first-gap", recheck=False, damageMessage=0),
+            rocks("converted-crash-damaged-first", sc=converted, damageMessage=OLD_PUTS)]
 
 
-SCENARIOS = {line: bh.bounded(_scenarios(line), ("-crash-damaged-first-gap",)) for line in LINES}
+SCENARIOS = {line: bh.bounded(_scenarios(line), ("-crash-damaged-first-gap", "-converted-crash-damaged-first"))
+             for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
 
@@ -103,6 +108,12 @@ def test_the_broker_restart_dispatched(restarted, line: str, name: str) -> None:
     damaged = w["damagedRecord"]
     assert damaged in records and committed < end, (damaged, committed, end)
     indexed = sorted({o for _, o in index})
+    if "converted" in name:   # the walk dispatched nothing; the reput from the old files' min offset, 0
+        assert damaged == records[0] and 0 < more._old_end(before) == entries[0][0]
+        assert offsets[0] == 0 and len([o for o in offsets if o < entries[0][0]]) > 30 and damaged in offsets
+        assert indexed[0] == 0 and not any(more._indexed_twice(index, o) for o in indexed), "no key twice"
+        assert units[-1][0] + units[-1][1] == end
+        return
     if "-first" in name:   # the walk dispatched nothing: its check fails at the first entry
         assert damaged == records[0] == 48
         if name.endswith("-gap"):   # the reput from the committed position: the records before it by no one
