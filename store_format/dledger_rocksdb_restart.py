@@ -30,9 +30,15 @@ Mirrors (rocketmq-all-5.3.3 and rocketmq-store 5.5.1 alike where not said otherw
 
 Refused in one line (:func:`plan_rocksdb_dledger_restart`): a store converted in place (old ``commitlog/``
 files: the reput reads them, the crash walk does not), a crash walk whose message check ends before DLedger's log
-end (a damaged message, ``forceVerifyPropCRC``), and ``indexRocksDBEnable``/``transRocksDBEnable`` (their
-dispatch stores lower ``dispatchFromPhyOffset``): none checked against the broker.  Checked against the 5.5.1
+end (a damaged message, ``forceVerifyPropCRC``): none checked against the broker.  Checked against the 5.5.1
 broker (and 5.3.3 with ``ROCKSDB_LINES``): tests/test_rocksdb_dledger_restart_broker.py.
+
+``indexRocksDBEnable``/``transRocksDBEnable`` (5.5.1; 5.3.3 has neither store) change none of this: their stores'
+``getDispatchFromPhyOffset`` (``lastOffsetPy`` of ``rocksdbstore/``, kept by the restart) only lowers
+``DefaultMessageStore.recover``'s ``dispatchFromPhyOffset`` where above 0 and it is already 0, and
+``DLedgerCommitLog.isMmapFileMatchedRecover`` asks the queue store alone; what the restart adds to the index family
+(``IndexRocksDBStore.buildIndex``, records from its ``lastOffsetPy`` on) is ``pipelines.rebuild``'s as for any
+``--as-restart`` (checked against the 5.5.1 broker: tests/test_rocksdb_dledger_verify_more_broker.py).
 """
 from __future__ import annotations
 
@@ -88,9 +94,6 @@ def plan_rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig, rec: D
     assert st.dledger is not None
     if any(not seg.dledger for seg in st.segments):
         raise _refuse("a store converted in place (old commitlog/ files before the DLedger data)")
-    if config.indexRocksDBEnable or config.transRocksDBEnable:
-        raise _refuse("a store with indexRocksDBEnable or transRocksDBEnable (their dispatch stores' lastOffsetPy "
-                      "joins dispatchFromPhyOffset)")
     log = st.dledger
     files = [Segment(k, name, int(name), size, path, mtime, dledger=True)
              for k, (name, size, path, mtime) in enumerate(log.files)]
