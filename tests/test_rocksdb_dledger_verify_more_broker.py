@@ -25,7 +25,9 @@ unique key, half with keys and tags, three data files) with ``storeType=defaultR
   from lastOffsetPy on.  ``rebuild --as-restart`` of ``before/`` gives the broker's database key for key, its
   ``index/`` byte for byte and its ``rocksdbstore/`` index family key for key.  ``PIPELINES_FULL_SUITE=1`` adds
   ``-crash-rdbidx-lost`` (``rocksdbstore/`` deleted before the restart: the broker creates it empty) and
-  ``-restart-back-rdbidx-lag`` (a clean restart from the min offset).
+  ``-restart-back-rdbidx-lag`` (a clean restart from the min offset), and ``-restart-back-kept-rdbidx``: verify's
+  prediction over the database kept with both settings on (their lastOffsetPy lowers ``dispatchFromPhyOffset`` below
+  the log's end, so ``truncateDirty`` is not called: it would change nothing, the same prediction).
 
 5.5.1 by default; ``ROCKSDB_MORE_LINES=5.3.3,5.5.1`` adds 5.3.3's verify cases (5.3.3 has neither RocksDB store).
 """
@@ -67,6 +69,8 @@ def _scenarios(line: str) -> list[dict]:
     out = [rocks("restart-back-kept", keepQueues=True),
            rocks("restart-back-kept-norecheck", recheck=False, keepQueues=True, restartRebuildsNothing=True)]
     if line.startswith("5.5"):
+        # the database kept with the RocksDB message stores: their lastOffsetPy lowers dispatchFromPhyOffset
+        out.append(rocks("restart-back-kept-rdbidx", keepQueues=True, extra=RDBIDX))
         # the index lost its last batches after put PUTS-8 and put PUTS-10's (a hole below lastOffsetPy); the clean
         # restart without the switch: its lastOffsetPy below the committed position (records between never indexed)
         out += [rocks("crash-rdbidx-lag", abort=True, extra=RDBIDX,
@@ -78,7 +82,8 @@ def _scenarios(line: str) -> list[dict]:
     return out
 
 
-SCENARIOS = {line: bh.bounded(_scenarios(line), ("-crash-rdbidx-lost", "-restart-back-rdbidx-lag"))
+SCENARIOS = {line: bh.bounded(_scenarios(line), ("-crash-rdbidx-lost", "-restart-back-rdbidx-lag",
+                                                 "-restart-back-kept-rdbidx"))
              for line in LINES}
 ALL = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 KEPT = [c for c in ALL if "-kept" in c.values[1]]
@@ -163,7 +168,8 @@ def _indexed(family: dict[bytes, bytes]) -> set[int]:
 
 
 @pytest.mark.parametrize("line,name", KEPT)
-def test_verify_predicts_the_restart_past_the_committed_position(restarted, line: str, name: str) -> None:
+def test_verify_predicts_the_restart_past_the_committed_position(restarted, line: str, name: str,
+                                                                  tmp_path: Path) -> None:
     """The database and ``index/`` kept after a clean shutdown, every record dispatched (checkpoint key at the log's
     end), DLedger's checkpoint :data:`BACK` entries behind: the broker's restart put units up to the log's end (the
     node leads, a group of one commits them).  ``verify`` on ``before/`` finds the database identical to its rebuild
@@ -186,6 +192,12 @@ def test_verify_predicts_the_restart_past_the_committed_position(restarted, line
     assert p is not None and p["rocksdb"], report.get("restart_note")
     assert p["recovery_cut"] == p["commitlog_end"] == end
     assert any("it assumes the node leads" in n for n in p["notes"]), p["notes"]
+    # -rdbidx: IndexRocksDBStore's lastOffsetPy (the last record's offset) lowers dispatchFromPhyOffset below the end
+    if name.endswith("-rdbidx"):
+        last = int.from_bytes(_index_family(d / "before" / "rocksdbstore", tmp_path)[b"lastOffsetPy"], "big")
+        assert 0 < last < end, (last, end)
+    said = "truncateDirty is not called" if name.endswith("-rdbidx") else "truncateDirty there"
+    assert any(said in n for n in p["notes"]), p["notes"]
     assert p["rocksdb_checkpoint_before"] == cp_before and p["rocksdb_checkpoint_after"] == cp_after
     assert not p["truncate_dirty_logic_files"] and p["units_lost"] == p["units_truncated"] == 0
     recheck = restarted["scenario"]["config"].get("recheckReputOffsetFromCq") == "true"
