@@ -7,13 +7,15 @@ and what it writes again (:class:`SecondReput`: the last indexed record's keys; 
 offset 0; ``index_from``: a start before the first record recovery dispatched, whose walk queues the records
 below it and indexes them only where recovery indexed none; :func:`unindex_below` takes their keys out of a walk).
 Checked against the 4.9.8 and 5.5.1 brokers' restarts (tests/test_restart_layouts_broker.py,
-tests/test_rocksdb_restart_broker.py, tests/test_restart_reput_before_recovery_broker.py).
+tests/test_rocksdb_restart_broker.py, tests/test_restart_reput_before_recovery_broker.py, a 5.5.1 accelerated
+recovery cut inside a record: tests/test_restart_accelerated_inside_broker.py).
 :func:`reput_records_from` counts what the reput's walk finds after the cut, the records a restart discards.
 """
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -21,10 +23,21 @@ from . import commitlog as cl
 from .config import BrokerConfig
 from .errors import UnsupportedConfigError
 from .javahash import java_utf8_decode
-from .reput import next_reput_offset
+from .reput import next_reput_offset, resolve_broker_version
 from .store import Segment, StoreLocation
 
-__all__ = ["Accepted", "SecondReput", "reput_records_from", "start_reput_check", "unindex_below", "walk_reaches"]
+__all__ = ["Accepted", "SecondReput", "reput_data_end", "reput_records_from", "start_reput_check", "unindex_below",
+           "walk_reaches"]
+
+
+class _Cut(Protocol):
+    """The fields of :class:`store_format.recovery.RecoveryPlan` :func:`reput_data_end` reads."""
+    @property
+    def process_offset(self) -> int: ...
+    @property
+    def restart_reput_from(self) -> int: ...
+    @property
+    def dispatch_from(self) -> int: ...
 
 
 @dataclasses.dataclass
@@ -121,9 +134,18 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     A 5.5.1 ``enableAcceleratedRecovery`` walk that began inside its segment (``segment_base`` below
     ``checked_from``) and queued nothing: that reput parses the segment from its start, so the records there
     below the accelerated start are queued like every earlier one and get no key (or every key, recovery having
-    indexed none), as above.  Refused where that parse does not arrive at the accelerated start on a record
-    (``start_on_record()`` False, :func:`walk_reaches`: the walk crosses it inside a record, or stops before it;
-    the cut there may lie inside a record the reput reads up to).
+    indexed none), as above.  A walk that accepted no record there (``process_offset == checked_from``: the
+    check at the accelerated start failed at once, ``recoverAbnormally`` then cuts the commitlog at that start,
+    ``truncateDirtyFiles`` setting its file's write position there) leaves the reput a plain walk from the min
+    offset over a commitlog whose readable data ends at the cut, wherever its parse of that segment meets it:
+    ``CommitLog.getData`` hands out the segment up to the cut, a record crossing it reads past the slice's limit
+    (``checkMessageAndReturnSize`` catches the underflow: size -1, not a success) and ``doReput`` ends there (a
+    master moves ``reputFromOffset`` to the slice's end, the cut, where ``getReputEndOffset``, the commitlog's
+    max offset, stops it), that record neither queued nor indexed (:func:`reput_data_end`); a record of a bad
+    magic code before the cut ends that slice there the same way.  5.3.3 and 4.9.8 have no accelerated recovery
+    (their walks begin at a file's start).  Refused only where the walk accepted records from an accelerated start
+    the parse from the segment's start does not arrive at on a record (``start_on_record()`` False,
+    :func:`walk_reaches`): the reput then parses other records than the recovery did from there.
     """
     if config.is_5x and not config.recheckReputOffsetFromCq:
         return None
@@ -131,13 +153,14 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     queues = -1 if config.rocksdb_cq else accepted.max_physic_offset(batch_topics)
     reput = max(queues, min_offset, 0)
     why = "recheckReputOffsetFromCq=true: " if config.is_5x else ""
-    if reput < checked_from and checked_from != segment_base and start_on_record is not None \
+    if reput < checked_from and segment_base < checked_from < process_offset and start_on_record is not None \
             and not start_on_record():
         raise UnsupportedConfigError(
-            f"{why}after the abnormal recovery with enableAcceleratedRecovery=true (which dispatched from offset "
-            f"{checked_from}, inside its segment at {segment_base}) DefaultMessageStore.start walks the commitlog "
-            f"again from {reput}, parsing that segment from its start, which reaches no record at {checked_from}: "
-            "what it reads across that offset is not reproduced; let the broker recover")
+            f"{why}after the abnormal recovery with enableAcceleratedRecovery=true (which accepted records from "
+            f"offset {checked_from}, inside its segment at {segment_base}, up to {process_offset}) "
+            f"DefaultMessageStore.start walks the commitlog again from {reput}, parsing that segment from its start, "
+            f"which reaches no record at {checked_from}: what it reads across that offset is not reproduced; "
+            "let the broker recover")
     indexed = accepted.last_indexed if accepted.last_indexed > dispatch_above else -1
     offset_zero = config.rocksdb_cq and dispatch_above >= 0 and reput == 0
     return SecondReput(reput, reindex=indexed if config.writes_index_files and indexed >= reput else -1,
@@ -149,7 +172,7 @@ def walk_reaches(store: StoreLocation, seg: Segment, pos: int, config: BrokerCon
                  margin: int) -> bool:
     """Whether the reput's walk of segment ``seg`` from its start arrives at position ``pos`` on a record's start
     (or the end of the one before it), walked ``window`` bytes at a time: :func:`start_reput_check`'s
-    ``start_on_record`` for a 5.5.1 accelerated recovery that began at ``pos``."""
+    ``start_on_record`` for a 5.5.1 accelerated recovery that began at ``pos`` and accepted records there."""
     scratch = cl.Scratch()
     state = cl.WalkState.at_slice_start(0, seg.size)
     with store.reader(seg) as read:
@@ -160,6 +183,35 @@ def walk_reaches(store: StoreLocation, seg: Segment, pos: int, config: BrokerCon
             if res.stop != cl.Stop.SPLIT_END:
                 return False
     return state.bufpos == pos
+
+
+def reput_data_end(store: StoreLocation, config: BrokerConfig, plan: _Cut, window: int = 16 << 20,
+                   margin: int = 1 << 20) -> int:
+    """Where the records the restart's reput dispatches end: ``plan.process_offset``, but where a second reput from
+    below a recovery that accepted no record (a 5.5.1 ``enableAcceleratedRecovery`` walk whose first check failed
+    at once) meets that cut inside a record, the start of that record (or of an earlier one its parse of the cut's
+    segment from its start cannot read): ``CommitLog.getData`` hands out the segment up to the cut, the record
+    crossing it reads past the slice (``checkMessageAndReturnSize``: -1) and the reput ends there.  A reference
+    rebuild of the whole segment holds that record; the broker's restart does not."""
+    cut = plan.process_offset
+    if not (0 <= plan.restart_reput_from < plan.dispatch_from == cut) or store.segment_at(cut) is None:
+        return cut
+    seg = store.segment_at(cut)
+    assert seg is not None
+    end = cut - seg.base
+    if end <= 0:
+        return cut
+    config = resolve_broker_version(store, config)
+    scratch = cl.Scratch()
+    state = cl.WalkState.at_slice_start(0, end)
+    with store.reader(seg) as read:
+        while state.bufpos < end:
+            res = cl.walk_range(read, seg.base, end, state, min(state.bufpos + window, end), config,
+                                window=window + margin, keep_text=False, scratch=scratch)
+            state = res.state
+            if res.stop != cl.Stop.SPLIT_END:
+                break
+    return seg.base + min(state.bufpos, end)
 
 
 def unindex_below(res: cl.WalkResult, offset: int) -> cl.WalkResult:

@@ -225,6 +225,27 @@ def write_lines(request, scenarios: dict[str, list[dict]], work: Path, what: str
             for ln, scs in placed.items() for sc in scs}
 
 
+def written_once(request, runs: dict[str, dict], scenarios: dict[str, list[dict]], what: str, *,  # noqa: ANN001
+                 threads: int | None = None, then=None, every: bool = False):  # noqa: ANN001
+    """The fixture body of a broker test module whose stores the broker writes once a pytest session: on the first
+    call every scenario written (:func:`write_lines`, into a folder named after the module) into ``runs``, and
+    ``then(run)`` called on each one written (our rebuild, verify: its results kept in the run); then the run of the
+    test's ``name`` parameter, or with ``every`` all of them.  Fails the test, naming the scenarios, when the broker's
+    writer failed on one it gets."""
+    import pytest
+    if not runs:
+        work = request.getfixturevalue("tmp_path_factory").mktemp(request.module.__name__.removeprefix("test_"))
+        runs.update(write_lines(request, scenarios, work, what, threads=threads))
+        for r in runs.values():
+            if then is not None and r["written"].get("ok"):
+                then(r)
+    names = list(runs) if every else [request.node.callspec.params["name"]]
+    failed = {n: runs[n]["written"].get("error") for n in names if not runs[n]["written"].get("ok")}
+    if failed:
+        pytest.fail(f"the broker's writer failed on {', '.join(failed)}: {'; '.join(map(str, failed.values()))}")
+    return runs if every else runs[names[0]]
+
+
 def read_stores(line: str, requests: list[dict], work: Path, timeout: float = 600) -> list[list[dict]]:
     """The broker's answers on each request's store (one JVM; stores are opened in place: pass
     copies). A request: ``store``, ``config``, ``queries`` [(topic, key)], ``queues`` (bool),
@@ -346,6 +367,23 @@ def cli_ok(argv: list[str]) -> tuple[int, str]:
     code, out, err = cli(argv)
     assert "Traceback" not in err and code in (0, 1), err[-3000:]
     return code, out
+
+
+def verify_json(store: Path, conf: Path, broker_version: str) -> dict:
+    """``verify --json`` on ``store`` with ``conf`` at 4 KiB splits: ``{"code", "stderr"`` (its last 3000
+    characters), ``"report"`` (None where it printed none)``}``; a traceback fails the test."""
+    import json
+    code, out, err = cli(["verify", "--store", str(store), "--config", str(conf), "--broker-version", broker_version,
+                          "--split-size", "4k", "--json"])
+    assert "Traceback" not in err, err[-3000:]
+    return {"code": code, "stderr": err[-3000:], "report": json.loads(out) if out.strip() else None}
+
+
+def verified(store: Path, conf: Path, broker_version: str) -> dict:
+    """:func:`verify_json`'s report of a ``verify`` that must answer (exit 0 or 1)."""
+    v = verify_json(store, conf, broker_version)
+    assert v["code"] in (0, 1) and v["report"] is not None, v["stderr"]
+    return v["report"]
 
 
 def rebuild(d: Path, broker_version: str, *extra: str) -> dict:

@@ -40,6 +40,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+# seconds per test module (setup, call and teardown of its tests; a session fixture's work, such as the DLedger
+# stores the broker writes once, counts for the module whose test first asked for it): printed at the end of the run,
+# so that the suite's 20-minute budget can be kept module by module
+_MODULE_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    module = report.nodeid.split("::", 1)[0]
+    _MODULE_SECONDS[module] = _MODULE_SECONDS.get(module, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if not _MODULE_SECONDS:
+        return
+    ranked = sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])
+    terminalreporter.write_sep("=", f"slowest {min(20, len(ranked))} modules (of {len(ranked)}, "
+                                    f"{sum(_MODULE_SECONDS.values()):.0f} s in tests)")
+    for module, seconds in ranked[:20]:
+        terminalreporter.write_line(f"{seconds:8.1f}s  {module}")
+
+
 @pytest.fixture(autouse=True)
 def _big_store_dropped(request: pytest.FixtureRequest) -> Iterator[None]:
     """A ``big_store`` test's ``tmp_path`` (stores of gigabytes) is deleted when it ends, passed or failed: pytest

@@ -15,9 +15,6 @@ them (:func:`store_format.dledger_crash._walked_nothing`).  5.5.1 and 5.3.3 by d
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 from pathlib import Path
 
 import broker_harness as bh
@@ -36,15 +33,9 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def runs(request, tmp_path_factory) -> dict[str, dict]:
+def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it (once a session)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("walked-nothing")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "DLedger crash store(s) walked nothing, queues kept"))
-    for name, r in _RUNS.items():
-        if not r["written"].get("ok"):
-            pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
-    return _RUNS
+    return bh.written_once(request, _RUNS, SCENARIOS, "DLedger crash store(s) walked nothing, queues kept", every=True)
 
 
 def _held(root: Path, states: dict) -> tuple[int, int]:
@@ -67,13 +58,7 @@ def _held(root: Path, states: dict) -> tuple[int, int]:
 
 
 def _verify(store: Path, src: Path, line: str) -> dict:
-    from pipelines.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = main(["verify", "--store", str(store), "--config", str(src / "broker.conf"), "--broker-version",
-                     bh.BROKER_VERSION_ARG[line], "--split-size", "4k", "--json"])
-    assert code in (0, 1) and "Traceback" not in err.getvalue(), (out.getvalue() + err.getvalue())[-3000:]
-    return json.loads(out.getvalue())
+    return bh.verified(store, src / "broker.conf", bh.BROKER_VERSION_ARG[line])
 
 
 def _before_units(src: Path) -> list[int]:

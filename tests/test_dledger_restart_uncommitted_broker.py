@@ -61,15 +61,9 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def restarted(request, tmp_path_factory) -> dict:
+def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it (every scenario written once)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("dledger-restart-uncommitted")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "DLedger store(s) restarted with entries uncommitted"))
-    r = _RUNS[request.node.callspec.params["name"]]
-    if not r["written"].get("ok"):
-        pytest.fail(f"the broker's writer failed on {r['scenario']['name']}: {r['written'].get('error')}")
-    return r
+    return bh.written_once(request, _RUNS, SCENARIOS, "DLedger store(s) restarted with entries uncommitted")
 
 
 def _log_end(store: Path) -> int:

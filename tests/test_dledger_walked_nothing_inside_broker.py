@@ -44,15 +44,9 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def runs(request, tmp_path_factory) -> dict[str, dict]:
+def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it (once a session)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("walked-nothing-inside")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "DLedger crash store(s) walked nothing, reput inside"))
-    for name, r in _RUNS.items():
-        if not r["written"].get("ok"):
-            pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
-    return _RUNS
+    return bh.written_once(request, _RUNS, SCENARIOS, "DLedger crash store(s) walked nothing, reput inside", every=True)
 
 
 def _bcq_units(root: Path) -> list[tuple[int, int]]:

@@ -27,15 +27,10 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def held(request, tmp_path_factory) -> dict[str, dict]:
+def held(request) -> dict[str, dict]:
     """Every store of :func:`broker_empty_request_held.held_scenarios` as the broker wrote it (once a session)."""
-    if not _RUNS:
-        _RUNS.update(bh.write_lines(request, {LINE: held_scenarios(LINE)}, tmp_path_factory.mktemp("held"),
-                                    "DLedger store(s) with topic \"\" queue 0's files planted"))
-    bad = {n: r["written"].get("error") for n, r in _RUNS.items() if not r["written"].get("ok")}
-    if bad:
-        pytest.fail(f"the broker's writer failed: {bad}")
-    return _RUNS
+    return bh.written_once(request, _RUNS, {LINE: held_scenarios(LINE)},
+                           "DLedger store(s) with topic \"\" queue 0's files planted", every=True)
 
 
 def _planted(r: dict) -> dict[str, bytes]:

@@ -44,9 +44,6 @@ broker's restart on its own queue files: :mod:`test_restart_prediction_broker` (
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import os
 from pathlib import Path
 
@@ -116,19 +113,13 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def runs(request, tmp_path_factory) -> dict[str, dict]:
+def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuilds (once)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("restart-accelerated")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s), each restarted after a crash", threads=1))
-        for name in REBUILT:
-            r = _RUNS[name]
-            if r["written"].get("ok"):
-                r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), "5.5")
-    for name, r in _RUNS.items():
-        if not r["written"].get("ok"):
-            pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
-    return _RUNS
+    def then(r: dict) -> None:
+        if r["scenario"]["name"] in REBUILT:
+            r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), "5.5")
+    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted after a crash", threads=1, then=then,
+                           every=True)
 
 
 def _files(root: Path) -> list[str]:
@@ -210,13 +201,7 @@ def test_offset_check_ends_the_recovery_at_the_foreign_offset(runs) -> None:
 
 
 def _verify(d: Path) -> dict:
-    from pipelines.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = main(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
-                     "--broker-version", "5.5", "--split-size", "4k", "--json"])
-    assert code in (0, 1) and "Traceback" not in err.getvalue(), err.getvalue()[-3000:]
-    return json.loads(out.getvalue())
+    return bh.verified(d / "before", d / "broker.conf", "5.5")
 
 
 def test_verify_refuses_to_predict_a_restart_that_fails(runs) -> None:

@@ -90,21 +90,13 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def restarted(request, tmp_path_factory) -> dict:
+def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of it (every
     scenario written, and rebuilt, once)."""
-    params = request.node.callspec.params
-    name = params["name"]
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("restart-layouts")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s), each restarted"))
-        for r in _RUNS.values():
-            if r["written"].get("ok") and ("damageMessage" in r["scenario"] or "keepBefore" in r["scenario"]):
-                r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), BROKER_LINE[r["line"]])
-    r = _RUNS[name]
-    if not r["written"].get("ok"):
-        pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
-    return r
+    def then(r: dict) -> None:
+        if "damageMessage" in r["scenario"] or "keepBefore" in r["scenario"]:
+            r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), BROKER_LINE[r["line"]])
+    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted", then=then)
 
 
 def _files(root: Path) -> list[str]:

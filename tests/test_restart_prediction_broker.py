@@ -32,9 +32,6 @@ ext units no kept unit points at (counted in the broker's files), and the index 
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 from pathlib import Path
 
 import broker_harness as bh
@@ -122,28 +119,17 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def restarted(request, tmp_path_factory) -> dict:
+def restarted(request) -> dict:
     """The scenario as the broker wrote it and restarted it on its own files (every scenario once)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("restart-prediction")
-        # one store at a time in each JVM: with the 5.5.1 stores restarted side by side, one run saw a recovery
-        # start at the first segment although the queues covered the last one's first record
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s), each restarted on its own queue files",
-                                    threads=1))
-    r = _RUNS[request.node.callspec.params["name"]]
-    if not r["written"].get("ok"):
-        pytest.fail(f"the broker's writer failed: {r['written'].get('error')}")
-    return r
+    # one store at a time in each JVM: with the 5.5.1 stores restarted side by side, one run saw a recovery
+    # start at the first segment although the queues covered the last one's first record
+    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted on its own queue files", threads=1)
 
 
 def _verify(d: Path, line: str) -> tuple[int, dict]:
-    from pipelines.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = main(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
-                     "--broker-version", BROKER_LINE[line], "--split-size", "4k", "--json"])
-    assert code in (0, 1) and "Traceback" not in err.getvalue(), err.getvalue()[-3000:]
-    return code, json.loads(out.getvalue())
+    v = bh.verify_json(d / "before", d / "broker.conf", BROKER_LINE[line])
+    assert v["code"] in (0, 1) and v["report"] is not None, v["stderr"]
+    return v["code"], v["report"]
 
 
 def _names(folder: Path) -> list[str]:

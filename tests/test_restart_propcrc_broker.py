@@ -37,9 +37,6 @@ byte for byte too.
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import os
 from pathlib import Path
 
@@ -102,34 +99,21 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def runs(request, tmp_path_factory) -> dict[str, dict]:
+def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it, our ``--as-restart`` rebuilds and ``verify`` reports
     (once)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("restart-propcrc")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s) with forceVerifyPropCRC, each restarted"))
-        for line, name in ALL:
-            r = _RUNS[name]
-            if r["written"].get("ok"):
-                d = Path(r["scenario"]["dir"])
-                if (line, name) in REBUILT:
-                    r["rebuild"] = bh.rebuild_as_restart(d, bh.BROKER_VERSION_ARG[line])
-                if (line, name) in NAMES:
-                    r["verify"] = _verify(d, line)
-    for name, r in _RUNS.items():
-        if not r["written"].get("ok"):
-            pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
-    return _RUNS
+    def then(r: dict) -> None:
+        d, case = Path(r["scenario"]["dir"]), (r["line"], r["scenario"]["name"])
+        if case in REBUILT:
+            r["rebuild"] = bh.rebuild_as_restart(d, bh.BROKER_VERSION_ARG[r["line"]])
+        if case in NAMES:
+            r["verify"] = _verify(d, r["line"])
+    return bh.written_once(request, _RUNS, SCENARIOS, "store(s) with forceVerifyPropCRC, each restarted", then=then,
+                           every=True)
 
 
 def _verify(d: Path, line: str) -> dict:
-    from pipelines.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = main(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
-                     "--broker-version", bh.BROKER_VERSION_ARG[line], "--split-size", "4k", "--json"])
-    assert code in (0, 1) and "Traceback" not in err.getvalue(), err.getvalue()[-3000:]
-    return json.loads(out.getvalue())
+    return bh.verified(d / "before", d / "broker.conf", bh.BROKER_VERSION_ARG[line])
 
 
 def _files(root: Path) -> list[str]:

@@ -29,9 +29,6 @@ index keys the broker's start adds.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 from pathlib import Path
 
 import broker_harness as bh
@@ -64,31 +61,19 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def restarted(request, tmp_path_factory) -> dict:
-    """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of it (once each)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("reput-before-recovery")
-        _RUNS.update(bh.write_lines(request, {LINE: SCENARIOS}, work, "RocksDB store(s), each restarted", threads=1))
-        for r in _RUNS.values():
-            if r["written"].get("ok") and r["scenario"].get("keepQueues"):
-                r["verify"] = _verify(Path(r["scenario"]["dir"]))
-            elif r["written"].get("ok"):
-                r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[LINE])
-    r = _RUNS[request.node.callspec.params["name"]]
-    if not r["written"].get("ok"):
-        pytest.fail(f"the broker's writer failed on {r['scenario']['name']}: {r['written'].get('error')}")
-    return r
+def restarted(request) -> dict:
+    """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of it, or with its
+    database kept our ``verify`` (once each)."""
+    def then(r: dict) -> None:
+        d, version = Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[LINE]
+        if r["scenario"].get("keepQueues"):
+            r["verify"] = bh.verify_json(d / "before", d / "broker.conf", version)
+        else:
+            r["rebuild"] = bh.rebuild_as_restart(d, version)
+    return bh.written_once(request, _RUNS, {LINE: SCENARIOS}, "RocksDB store(s), each restarted", threads=1,
+                           then=then)
 
 
-def _verify(d: Path) -> dict:
-    """``verify --json`` on ``d/before`` (its database kept): the report, or the error text."""
-    from pipelines.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
-                     "--broker-version", bh.BROKER_VERSION_ARG[LINE], "--split-size", "4k", "--json"])
-    return {"code": code, "stderr": err.getvalue()[-2000:],
-            "report": json.loads(out.getvalue()) if out.getvalue().strip() else None}
 
 
 def _recovery_start(d: Path) -> int:

@@ -22,9 +22,8 @@ commitlog files; ``consumequeue/`` and ``index/`` deleted; an ``abort`` file).
   set to put 22's (prepared) record: the walk from there indexes the prepared records to the end and queues
   nothing; the reput from the min offset queues the single messages and indexes no record below put 22's
   (the records of that file before it included) but the last indexed one again.
-* ``5.5.1-before-accel-inside-crash``: as ``-damaged`` undamaged, the checkpoint's offset 5 bytes into put 30's
-  record: the walk reads no record there and cuts at that offset; the reput's parse of that file from its start
-  crosses it inside the record: ``--as-restart`` refuses (exit code 2).
+
+(An accelerated start inside a record: tests/test_restart_accelerated_inside_broker.py.)
 
 First what the broker did (its cut, its units, its index keys, read with a small commitlog reader of this
 module's own), then ``rebuild --as-restart`` on ``<dir>/before``: ``consumequeue/`` and ``index/`` byte for byte,
@@ -32,9 +31,6 @@ and ``verify``'s restart prediction on ``<dir>/before`` (the cut, the second rep
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 from pathlib import Path
 
 import broker_harness as bh
@@ -72,45 +68,27 @@ def _scenarios() -> dict[str, list[dict]]:
     v5 = [{"name": "5.5.1-before-accel-damaged-crash", "abort": True, "damageMessage": 30, "messages": singles,
            "checkpointLogicsPhysicalOffset": {"put": 30}, "config": accel},
           {"name": "5.5.1-before-accel-prepared-crash", "abort": True, "messages": prepared,
-           "checkpointLogicsPhysicalOffset": {"put": 22}, "config": accel},
-          {"name": "5.5.1-before-accel-inside-crash", "abort": True, "keepBefore": True, "messages": singles,
-           "checkpointLogicsPhysicalOffset": {"put": 30, "add": 5}, "config": accel}]
+           "checkpointLogicsPhysicalOffset": {"put": 22}, "config": accel}]
     ext = {**v4, "name": "4.9.8-before-delay-prepared-ext-crash", "config": {**v4["config"], **EXT}}
     return {"4.9.8": [v4, ext], "5.5.1": v5}
 
 
 SCENARIOS = _scenarios()
-MODELLED = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
-            if "-inside-" not in sc["name"]]
+MODELLED = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs]
 _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def runs(request, tmp_path_factory) -> dict[str, dict]:
+def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it, our ``--as-restart`` rebuild and ``verify`` (once)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("reput-before-recovery-more")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "store(s), each restarted after a crash", threads=1))
-        for r in _RUNS.values():
-            if r["written"].get("ok"):
-                d, version = Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]]
-                r["rebuild"] = bh.rebuild_as_restart(d, version)
-                r["verify"] = _verify(d, version)
-    for name, r in _RUNS.items():
-        if not r["written"].get("ok"):
-            pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")
-    return _RUNS
+    def then(r: dict) -> None:
+        d, version = Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]]
+        r["rebuild"] = bh.rebuild_as_restart(d, version)
+        r["verify"] = bh.verify_json(d / "before", d / "broker.conf", version)
+    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted after a crash", threads=1, then=then,
+                           every=True)
 
 
-def _verify(d: Path, version: str) -> dict:
-    """``verify --json`` on ``d/before``: the report, or the error text."""
-    from pipelines.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
-                     "--broker-version", version, "--split-size", "4k", "--json"])
-    return {"code": code, "stderr": err.getvalue()[-2000:],
-            "report": json.loads(out.getvalue()) if out.getvalue().strip() else None}
 
 
 def _records(d: Path) -> list[dict]:
@@ -226,13 +204,3 @@ def test_verify_predicts_the_second_reput_from_the_min_offset(runs, name: str) -
     assert p["units_dispatched_again"] == len(_queued_offsets(d)) and p["units_truncated"] == 0, p
     assert p["index_keys_put_again"] == len(_key_offsets(d)), p
 
-
-def test_an_accelerated_start_inside_a_record_stays_refused(runs) -> None:
-    """The broker cut at the checkpoint's offset inside a record; ``--as-restart`` refuses the reput that parses
-    that file from its start across it."""
-    r = runs["5.5.1-before-accel-inside-crash"]
-    w = r["written"]
-    assert w["maxPhyOffset"] == w["checkpointLogicsPhysicalOffset"]
-    assert not any(x["offset"] == w["maxPhyOffset"] for x in _records(Path(r["scenario"]["dir"])))
-    reb = r["rebuild"]
-    assert reb["code"] == 2 and "reaches no record" in reb["stderr"], reb["stderr"][-2000:]

@@ -54,16 +54,18 @@ BROKER_LINE = bh.BROKER_VERSION_ARG
 BACK = 5    # entries DLedger's checkpoint is behind the log's end
 PUTS = 60   # the plain store's messages
 RDBIDX = {"indexRocksDBEnable": "true", "transRocksDBEnable": "true"}
+DAMAGED = 55   # the put whose body byte is flipped (the 56th message, in the last data file)
 
 
 def _scenarios(line: str) -> list[dict]:
-    plain = dl.dledger_scenarios(line)[0]
+    plain, _, converted = dl.dledger_scenarios(line)[:3]
 
-    def rocks(what: str, *, recheck: bool = True, extra: dict | None = None, **knobs: object) -> dict:
-        conf = {**plain["config"], "storeType": "defaultRocksDB", **(extra or {})}
+    def rocks(what: str, *, recheck: bool = True, extra: dict | None = None, sc: dict = plain,
+              **knobs: object) -> dict:
+        conf = {**sc["config"], "storeType": "defaultRocksDB", **(extra or {})}
         if not recheck:
             conf.pop("recheckReputOffsetFromCq", None)
-        return {**plain, "keepBefore": True, "dledgerCommittedBack": BACK, **knobs, "config": conf,
+        return {**sc, "keepBefore": True, "dledgerCommittedBack": BACK, **knobs, "config": conf,
                 "name": f"{line}-rocksdb-dledger-{what}"}
 
     out = [rocks("restart-back-kept", keepQueues=True),
@@ -78,16 +80,26 @@ def _scenarios(line: str) -> list[dict]:
                 rocks("restart-back-norecheck-rdbidx-lag", recheck=False, restartRebuildsNothing=True, extra=RDBIDX,
                       rocksdbIndexLag={"put": PUTS - 12, "hole": PUTS - 14}),
                 rocks("crash-rdbidx-lost", abort=True, extra=RDBIDX, dropRocksdbStore=True),
+                # a damaged message (body CRC) in the last data file: the walk ends there, the reput from the min
+                # offset walks its records again, then the damaged message and the rest
+                rocks("crash-damaged-rdbidx-lag", abort=True, extra=RDBIDX, damageMessage=DAMAGED,
+                      rocksdbIndexLag={"put": DAMAGED - 10, "hole": DAMAGED - 12}),
+                # a store converted in place (old commitlog/ files), clean: the reput from the old files' min offset;
+                # with an abort file added, refused (thread timing)
+                rocks("converted-restart-rdbidx-lost", sc=converted, extra=RDBIDX, dropRocksdbStore=True),
                 rocks("restart-back-rdbidx-lag", extra=RDBIDX, rocksdbIndexLag={"put": PUTS - 12, "hole": PUTS - 14})]
     return out
 
 
 SCENARIOS = {line: bh.bounded(_scenarios(line), ("-crash-rdbidx-lost", "-restart-back-rdbidx-lag",
-                                                 "-restart-back-kept-rdbidx"))
+                                                 "-restart-back-kept-rdbidx", "-crash-damaged-rdbidx-lag",
+                                                 "-converted-restart-rdbidx-lost"))
              for line in LINES}
 ALL = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 KEPT = [c for c in ALL if "-kept" in c.values[1]]
 REBUILT = [c for c in ALL if c not in KEPT]
+CONVERTED = [c for c in ALL if "-converted-" in c.values[1]] or [
+    pytest.param("", "", marks=pytest.mark.skip(reason="PIPELINES_FULL_SUITE=1 writes the converted store"))]
 _RUNS: dict[str, dict] = {}
 
 
@@ -241,9 +253,15 @@ def test_the_broker_restart_dispatched(restarted, line: str, name: str, tmp_path
     units = _units(broker["default"])
     assert units and units[-1][0] + units[-1][1] == end == _checkpoint(broker["offset"]), (units[-1], end)
     norecheck = "-norecheck" in name
-    assert units[0][0] >= committed if norecheck else units[0][0] == 48, (units[0], committed)
+    first = 0 if "-converted-" in name else 48   # an old file's first record, or the first entry's
+    assert units[0][0] >= committed if norecheck else units[0][0] == first, (units[0], committed)
     expected = _indexed(_index_family(d / "expected" / "rocksdbstore", tmp_path))
     offsets = [o for o, _ in units] if not norecheck else None
+    if "-converted-" in name:   # the old files' records first (from offset 0), then the data files'
+        first_data = int(sorted((d / "before" / "dledger-n0" / "data").iterdir())[0].name)
+        assert not (d / "before" / "rocksdbstore").exists() and first_data > 0
+        assert min(expected) < first_data < max(expected), (min(expected), first_data)
+        return
     if sc.get("dropRocksdbStore"):
         assert not (d / "before" / "rocksdbstore").exists()
         assert expected == set(offsets or []), "every record dispatched is indexed in the new database"
@@ -252,6 +270,9 @@ def test_the_broker_restart_dispatched(restarted, line: str, name: str, tmp_path
     last, hole = w["rocksdbIndexLastOffsetPy"], w["rocksdbIndexHole"]
     assert w["rocksdbIndexDeleted"] > 0 and hole < last == max(before) and hole not in before
     assert hole not in expected and max(expected) > last and expected > before
+    if "damaged" in name:   # the reput (no CRC check) dispatched the damaged message: a unit and its entries
+        damaged = w["damagedRecord"]
+        assert damaged in {o for o, _ in units} and damaged in expected and last < damaged
     if norecheck:   # below the committed position nothing is dispatched: the records past lastOffsetPy stay out
         assert last < committed
         assert not {o for o in expected - before if last < o < committed}
@@ -280,3 +301,20 @@ def test_as_restart_gives_the_broker_s_databases_and_index_files(restarted, line
     missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
     assert not missing and not extra, f"keys only the broker has {missing[:3]}, only ours {extra[:3]}"
     assert [k for k in expected if expected[k] != got[k]] == []
+
+
+@pytest.mark.parametrize("line,name", CONVERTED)
+def test_a_converted_store_with_the_index_after_a_crash_is_refused(restarted, tmp_path: Path, line: str,
+                                                                    name: str) -> None:
+    """The converted store with an ``abort`` file added: the crash walk's records (the data files') reach the index
+    thread before the reput's old records, whose offsets lie below them, so whether ``IndexRocksDBStore.buildIndex``
+    skips those is thread timing: one line, exit 2."""
+    d = Path(restarted["scenario"]["dir"])
+    store = tmp_path / "store"
+    shutil.copytree(d / "before", store)
+    (store / "abort").touch()
+    code, _, err = bh.cli(["rebuild", "--store", str(store), "--out", str(tmp_path / "o"), "--as-restart",
+                           "--config", str(d / "broker.conf"), "--broker-version", BROKER_LINE[line], "--no-tables"])
+    lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert code == 2 and len(lines) == 1, err[-1500:]
+    assert "converted in place with indexRocksDBEnable after a crash" in lines[0], lines[0]

@@ -56,20 +56,13 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def restarted(request, tmp_path_factory) -> dict:
+def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of it (every
     scenario written, and rebuilt, once)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("rocksdb-restart")
-        # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "RocksDB store(s), each restarted", threads=1))
-        for r in _RUNS.values():
-            if r["written"].get("ok"):
-                r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), BROKER_LINE[r["line"]])
-    r = _RUNS[request.node.callspec.params["name"]]
-    if not r["written"].get("ok"):
-        pytest.fail(f"the broker's writer failed on {r['scenario']['name']}: {r['written'].get('error')}")
-    return r
+    # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
+    return bh.written_once(request, _RUNS, SCENARIOS, "RocksDB store(s), each restarted", threads=1,
+                           then=lambda r: r.update(rebuild=bh.rebuild_as_restart(Path(r["scenario"]["dir"]),
+                                                                                 BROKER_LINE[r["line"]])))
 
 
 def _units_at_offset_zero(default: dict[bytes, bytes]) -> int:

@@ -37,6 +37,7 @@ from store_format.errors import RestartFailsError, StoreLayoutError, Unsupported
 from store_format.indexfile import read_header
 from store_format.layout import INDEX_HEADER_SIZE, SEGMENT_NAME_RE
 from store_format.recovery import read_checkpoint
+from store_format.restart_reput import reput_data_end
 from store_format.store import StoreLocation, open_store, resolve
 
 from ..index_rocksdb import ROCKSDB_DIR
@@ -265,8 +266,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     led = dledger is not None and crash is None and led_dledger_store(st, config) is not None
     restart = predict_restart(
         states, config=config, commitlog_min=st.segments[0].base,
-        commitlog_end=(recovery.process_offset if recovery is not None else crash.end if crash is not None else
-                       dledger.process_offset if led and dledger is not None else
+        commitlog_end=(reput_data_end(st, config, recovery) if recovery is not None else
+                       crash.end if crash is not None else dledger.process_offset if led and dledger is not None else
                        _end_of_data(st, summary.data_end) if dledger is None or dledger.committed_pos < 0
                        else min(dledger.committed_pos, _end_of_data(st, summary.data_end))),
         reput_at=(dledger.committed_pos if dledger.committed_pos > 0 else
