@@ -25,7 +25,12 @@ unique key, half with keys and tags, three data files) with ``storeType=defaultR
   from lastOffsetPy on.  ``rebuild --as-restart`` of ``before/`` gives the broker's database key for key, its
   ``index/`` byte for byte and its ``rocksdbstore/`` index family key for key.  ``PIPELINES_FULL_SUITE=1`` adds
   ``-crash-rdbidx-lost`` (``rocksdbstore/`` deleted before the restart: the broker creates it empty) and
-  ``-restart-back-rdbidx-lag`` (a clean restart from the min offset), and ``-restart-back-kept-rdbidx``: verify's
+  ``-restart-back-rdbidx-lag`` (a clean restart from the min offset), ``-crash-damaged-rdbidx-lag`` (the 56th
+  message's body byte flipped: the walk ends there, the start's reput from the min offset walks its records again,
+  then the damaged message and the rest), ``-converted-restart-rdbidx-lost`` (a store converted in place, clean,
+  ``rocksdbstore/`` deleted: the reput from the old files' offset 0 indexes their records, then the data files'; with
+  an ``abort`` file added ``--as-restart`` refuses it in one line: after a crash the walk's records reach the index
+  thread first, so whether the old records get entries is thread timing), and ``-restart-back-kept-rdbidx``: verify's
   prediction over the database kept with both settings on (their lastOffsetPy lowers ``dispatchFromPhyOffset`` below
   the log's end, so ``truncateDirty`` is not called: it would change nothing, the same prediction).
 
