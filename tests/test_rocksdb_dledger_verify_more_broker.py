@@ -38,7 +38,6 @@ unique key, half with keys and tags, three data files) with ``storeType=defaultR
 """
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -109,27 +108,12 @@ _RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture
-def restarted(request, tmp_path_factory) -> dict:
+def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``verify`` (database kept) or ``--as-restart``
     rebuild of ``before/`` (every scenario written, and run, once)."""
-    if not _RUNS:
-        work = tmp_path_factory.mktemp("rocksdb-dledger-more")
-        # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "RocksDB DLedger store(s), each restarted", threads=1))
-        for r in _RUNS.values():
-            if not r["written"].get("ok"):
-                continue
-            d = Path(r["scenario"]["dir"])
-            if r["scenario"].get("keepQueues"):
-                code, out, err = bh.cli(["verify", "--store", str(d / "before"), "--config", str(d / "broker.conf"),
-                                         "--broker-version", BROKER_LINE[r["line"]], "--split-size", "4k", "--json"])
-                r["verify"] = {"code": code, "stderr": err[-3000:], "report": json.loads(out) if out.strip() else None}
-            else:
-                r["rebuild"] = bh.rebuild_as_restart(d, BROKER_LINE[r["line"]])
-    r = _RUNS[request.node.callspec.params["name"]]
-    if not r["written"].get("ok"):
-        pytest.fail(f"the broker's writer failed on {r['scenario']['name']}: {r['written'].get('error')}")
-    return r
+    # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
+    return bh.written_once(request, _RUNS, SCENARIOS, "RocksDB DLedger store(s), each restarted", threads=1,
+                           then=bh.restart_checked)
 
 
 def _log_end(store: Path) -> int:
