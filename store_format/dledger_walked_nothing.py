@@ -43,6 +43,7 @@ from __future__ import annotations
 from .config import BrokerConfig
 from .dledger_crash_after import refusal
 from .dledger_crash_cut import BLANK_MAX, Inside, QueueCut, QueuesOnDisk
+from .dledger_inside_state import ParsedUnit
 from .filedump.checkpoint import Checkpoint
 
 __all__ = ["reput_after_cut"]
@@ -72,6 +73,7 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     truncates = on_disk.max_physic_offset >= process_offset and (not v55 or cp.logics_physical_offset >= process_offset)
     after = on_disk.max_after_cut(process_offset, {}) if truncates else {}
     inside_from = -1
+    inside_records: tuple[tuple[int, int], ...] = ()
     if not config.recheckReputOffsetFromCq:
         reput = confirm_offset
     else:
@@ -86,16 +88,44 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
                               f"(modelled: at processOffset {process_offset}, none parsed)")
             inside_from, reput = reput, goes_on
         elif truncates and BLANK_MAX == reput < log_end and inside is not None:
-            goes_on, records, _units = inside(reput)   # inside an entry past 2 GiB: its check there
-            if goes_on < log_end or records:
+            goes_on, records, units = inside(reput)   # inside an entry past 2 GiB: its check there
+            if why_not := _parsed_refusal(goes_on, records, units, on_disk_queues=frozenset(after), reput=reput,
+                                          process_offset=process_offset, confirm_offset=confirm_offset,
+                                          log_end=log_end, config=config):
                 raise refusal(f"{why}: the start's reput, set at {reput} (a queue truncateDirtyLogicFiles left with "
                               f"fillPreBlank units only), inside an entry, goes on at {goes_on} after parsing "
-                              f"{len(records)} record(s) there (modelled: at the log's end {log_end}, none parsed)")
-            inside_from, reput = reput, goes_on
+                              f"{len(records)} record(s) there ({why_not})")
+            inside_from, reput, inside_records = reput, goes_on, records
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
     if not truncates:
         return reput, None
-    return reput, QueueCut(reput, (), {}, 0, inside_from=inside_from,
+    return reput, QueueCut(reput, (), {}, 0, inside_from=inside_from, inside_records=inside_records,
                            held_emptied=frozenset(n for n, (_v, stays, _w, _d) in after.items() if not stays))
+
+
+def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: tuple[ParsedUnit, ...], *,
+                    on_disk_queues: frozenset[tuple[str, int]], reput: int, process_offset: int, confirm_offset: int,
+                    log_end: int, config: BrokerConfig) -> str:
+    """Why the reput set at 2147483647 (``reput``) inside an entry past ``process_offset``, whose check parses
+    ``records`` (their ``units``) and goes on at ``goes_on``, is not modelled ("" when it is): modelled where it jumps
+    to the end of the bytes ``getData`` handed, the log's end ``log_end`` or DLedger's committed position
+    ``confirm_offset`` before it (then it waits for the group's commit and walks on from there: the records between
+    ``process_offset`` and it dispatched by no one), after messages whose own consume queue units go to queues the
+    store holds no file of (``on_disk_queues``), without ext files: each such unit written at its queue's start
+    (``putMessagePositionInfo`` on a new queue: ``fillPreBlank`` units first for a queue offset past 0); the records
+    the reput dispatches after them lie at or past the committed position, where the reference rebuild ``verify``
+    compares with stops."""
+    if goes_on not in (log_end, confirm_offset) or not reput < confirm_offset <= log_end \
+            or reput <= process_offset:
+        return (f"modelled: at the log's end {log_end} or at DLedger's committed position {confirm_offset} past "
+                f"it, set past processOffset {process_offset}")
+    if any(b <= a for a, b in records):
+        return "a blank's empty request among them (modelled: messages only)"
+    if records and config.enableConsumeQueueExt:
+        return "enableConsumeQueueExt=true (modelled: without ext files)"
+    if any(not u.own or u.batch or (u.topic, u.queue_id) in on_disk_queues for u in units):
+        return ("a unit of theirs in a batch or light queue or in a queue the store holds files of (modelled: own "
+                "consume queue units of queues it holds no file of)")
+    return ""
