@@ -73,8 +73,9 @@ class DLedgerRestart:
 
 def rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig,
                             progress) -> tuple[StoreLocation, DLedgerRestart]:  # noqa: ANN001
-    """A RocksDB consume queue store over a DLedger commitlog as its restart (database and ``index/`` deleted)
-    dispatches it (:func:`store_format.dledger_rocksdb_restart.plan_rocksdb_dledger_restart`): DLedger's recovery,
+    """A RocksDB consume queue store over a DLedger commitlog as its restart (database and ``index/`` deleted; 5.5.1's
+    ``rocksdbstore/`` kept, as the restart keeps it, whose lastOffsetPy changes nothing it dispatches) dispatches it
+    (:func:`store_format.dledger_rocksdb_restart.plan_rocksdb_dledger_restart`): DLedger's recovery,
     then after a crash ``dledgerRecoverAbnormally``'s walk from the first data file to the log's end, and the
     start's reput from the min offset (``recheckReputOffsetFromCq=true``) or the committed position to the log's
     end: read as one pass from the first record dispatched to the log's end (the database of both passes is that
@@ -343,11 +344,12 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
 
 def led_dledger_store(st: StoreLocation, config: BrokerConfig) -> StoreLocation | None:
     """``st`` read to the end of the log DLedger's recovery keeps where a clean restart (no ``abort`` file on 5.x, whose
-    crash restart is ``dledgerRecoverAbnormally``'s; 4.9.8's is the same either way; file consume queues) finds entries
-    past the committed one: once the node leads, a group of one commits them and the
-    reput goes on to them (:func:`dledger_restart`), so ``verify``'s reference for that restart holds their units too;
-    None where it reads no further than ``st`` does."""
-    if st.dledger is None or config.rocksdb_cq or (config.is_5x and st.broker_may_be_running()) \
+    crash restart is ``dledgerRecoverAbnormally``'s; 4.9.8's is the same either way; file consume queues, or a RocksDB
+    consume queue, whose start's reput goes on to the log's end alike) finds entries past the committed one: once the
+    node leads, a group of one commits them and the reput goes on to them (:func:`dledger_restart`,
+    :func:`rocksdb_dledger_restart`), so ``verify``'s reference for that restart holds their units too; None where it
+    reads no further than ``st`` does."""
+    if st.dledger is None or (config.is_5x and st.broker_may_be_running()) \
             or not st.dledger.uncommitted:
         return None
     rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)

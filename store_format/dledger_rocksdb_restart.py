@@ -50,13 +50,22 @@ Mirrors (rocketmq-all-5.3.3 and rocketmq-store 5.5.1 alike where not said otherw
   ``DLedgerCommitLog.getData`` gave, as for consume queue files (:func:`_reput_check_ends`): the next data file's
   start (the rest of the file never dispatched) or, in the last data file, the dispatch's end.
 
-Refused in one line (:func:`plan_rocksdb_dledger_restart`): ``indexRocksDBEnable``/``transRocksDBEnable`` (their
-dispatch stores lower ``dispatchFromPhyOffset``), and such a record with DLedger's committed position past it
-inside its data file (thread timing) or a group of several peers (their acks):
-:func:`store_format.dledger_crash_after.reput_skips` refuses.  Checked against the 5.5.1 broker (and 5.3.3 with
-``ROCKSDB_LINES``): tests/test_rocksdb_dledger_restart_broker.py, tests/test_rocksdb_dledger_restart_more_broker.py
-(the damaged message, the converted stores), tests/test_rocksdb_dledger_restart_damaged_broker.py (the walk that
-dispatches nothing, the record the reput's check refuses).
+Refused in one line (:func:`plan_rocksdb_dledger_restart`): a record the start's reput's own check refuses past the
+walk's end with DLedger's committed position past it inside its data file (thread timing) or in a group of several
+peers (their acks): :func:`store_format.dledger_crash_after.reput_skips` refuses; and a store converted in place with
+the 5.5.1 RocksDB message index after a crash (the reput's old records lie below the walk's: whether
+``IndexRocksDBStore.buildIndex`` skips them depends on whether its thread has written the walk's batches, timing).
+Checked against the 5.5.1 broker (and 5.3.3 with ``ROCKSDB_LINES``): tests/test_rocksdb_dledger_restart_broker.py,
+tests/test_rocksdb_dledger_restart_more_broker.py (the damaged message, the converted stores),
+tests/test_rocksdb_dledger_restart_damaged_broker.py (the walk that dispatches nothing, the record the reput's check
+refuses).
+
+``indexRocksDBEnable``/``transRocksDBEnable`` (5.5.1; 5.3.3 has neither store) change none of this: their stores'
+``getDispatchFromPhyOffset`` (``lastOffsetPy`` of ``rocksdbstore/``, kept by the restart) only lowers
+``DefaultMessageStore.recover``'s ``dispatchFromPhyOffset`` where above 0 and it is already 0, and
+``DLedgerCommitLog.isMmapFileMatchedRecover`` asks the queue store alone; what the restart adds to the index family
+(``IndexRocksDBStore.buildIndex``, records from its ``lastOffsetPy`` on) is ``pipelines.rebuild``'s as for any
+``--as-restart`` (checked against the 5.5.1 broker: tests/test_rocksdb_dledger_verify_more_broker.py).
 """
 from __future__ import annotations
 
@@ -177,13 +186,14 @@ def plan_rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig, rec: D
         UnsupportedConfigError: what is refused (module docstring).
     """
     assert st.dledger is not None
-    if config.indexRocksDBEnable or config.transRocksDBEnable:
-        raise _refuse("a store with indexRocksDBEnable or transRocksDBEnable (their dispatch stores' lastOffsetPy "
-                      "joins dispatchFromPhyOffset)")
     log = st.dledger
     files = [Segment(k, name, int(name), size, path, mtime, dledger=True)
              for k, (name, size, path, mtime) in enumerate(log.files)]
     old = [seg for seg in st.segments if not seg.dledger]
+    if old and abnormal and config.index_rocksdb:
+        raise _refuse("a store converted in place with indexRocksDBEnable after a crash (the reput's old records lie "
+                      "below the walk's: whether IndexRocksDBStore.buildIndex skips them depends on whether its thread "
+                      "has written the walk's batches)")
     end = rec.process_offset
     # DLedgerCommitLog.getMinOffset: the first old commitlog/ file's (a store converted in place), else the first
     # data file's; getConfirmOffset: the committed position, else (nothing committed) the first data file's offset

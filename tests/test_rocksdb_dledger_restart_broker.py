@@ -83,15 +83,9 @@ def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of ``before/``, or with
     its database kept our ``verify`` on the store as the restart found it (every scenario written, and rebuilt,
     once)."""
-    def then(r: dict) -> None:
-        d, version = Path(r["scenario"]["dir"]), BROKER_LINE[r["line"]]
-        if r["scenario"].get("keepQueues"):
-            r["verify"] = bh.verify_json(d / "before", d / "broker.conf", version)
-        else:
-            r["rebuild"] = bh.rebuild_as_restart(d, version)
     # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
     return bh.written_once(request, _RUNS, SCENARIOS, "RocksDB DLedger store(s), each restarted", threads=1,
-                           then=then)
+                           then=bh.restart_checked)
 
 
 def _committed_pos(store: Path) -> int:
