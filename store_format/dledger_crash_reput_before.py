@@ -105,10 +105,8 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     earlier, zero, reset = earlier_own_units(st, files, first, reput, config, lambda k, at: reput_goes_on(
         files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else ()),
         old_parsed)
-    if old_parsed:
-        old_parsed_keys(st, old_parsed, accepted, config, refusal)
-        if cut is not None:
-            old_parsed_queues(st, old_parsed, walked, config, refusal)
+    if old_parsed and cut is not None:
+        old_parsed_queues(st, old_parsed, walked, cut, config, refusal)
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
         else ext_before_walk(earlier, cut.ext_again, reset, track, to, config.cq_file_size)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
@@ -130,7 +128,10 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
                                       f"its start's reput walks from {reput} ({whence}), before the data file "
                                       f"{files[first].name} the recovery dispatched from, where a record of queue "
                                       "offset 0 of ")
-    keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)
+    # the keys of the messages parsed where the reput was set, then of those parsed past old refused records, in
+    # put order: buildIndex puts each not below endPhyOffset and moves it there (old_parsed_keys)
+    keys = old_parsed_keys(st, inside_key_offsets(st, cut.inside_records if cut is not None else (), config),
+                           old_parsed or [], accepted, config, refusal)
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again=ext_again,
                         walk_end=walk_end, before=True, drops_before=drops, from_old_files=reput < files[0].base,
