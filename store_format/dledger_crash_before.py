@@ -33,9 +33,11 @@ DLedger check 48 bytes past such a record parses a message or a blank (``checkMe
 check there: the record's second int no magic code, its first not -1), the reput dispatches those first and checks
 on from their end to that file's end, then goes on at the next file (:func:`_old_goes_on`'s ``parsed``, ext files or
 not; checked against the 5.5.1 and 5.3.3 brokers, ``-converted-prepared-old-magic-48``, its ``-blank-48`` and
-``-48-ext``, and after a 5.5.1 cut ``-converted-cut-emptied-ext-old-magic-48``); the counts here leave the parsed
-records out, so after a queue cut a parsed message for a queue the walk wrote stays refused
-(:func:`store_format.dledger_crash_old.old_parsed_queues`).
+``-48-ext``, and after a 5.5.1 cut ``-converted-cut-emptied-ext-old-magic-48``); the counts here take the parsed
+units among the earlier records, in reput order (:func:`_parsed_rows`), so a parsed message for a queue the walk wrote
+that the 5.5.1 cut left with no file counts in the ext addresses of the units put back (checked against the 5.5.1
+broker, ``-converted-cut-emptied-ext-old-magic-48-t7``; other queues the walk wrote:
+:func:`store_format.dledger_crash_old.old_parsed_queues` refuses).
 
 A reput set at 2147483647 (``DefaultMessageStore.doRecheckReputOffsetFromCq``: the max of a queue the 5.5.1 cut left
 ``fillPreBlank`` units only) that goes on before the walk's data file walks the earlier files' records into queues

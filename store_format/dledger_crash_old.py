@@ -74,8 +74,11 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
 
 * A reput from the min offset whose check refuses a record in an old file (``dledger_crash_before._old_goes_on``)
   where the DLedger check 48 bytes further parses a message or a blank dispatches those first, as above, then goes
-  on at the next file; modelled where the parsed messages' keys lie below the index's ``endPhyOffset``
-  (:func:`old_parsed_keys`) and, after a queue cut, go to queues the walk did not write (:func:`old_parsed_queues`).
+  on at the next file: ``IndexService.buildIndex`` puts a parsed message's keys at its PHYSICALOFFSET field where
+  that is not below the index's ``endPhyOffset`` and ``IndexFile.putKey`` moves ``endPhyOffset`` there
+  (:func:`old_parsed_keys`); after a queue cut, a parsed message goes to a queue the walk did not write, or to one
+  the 5.5.1 cut left with no file, which ``ConsumeQueue.putMessagePositionInfo`` writes anew in reput order
+  (:func:`old_parsed_queues`).
 
 A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here but
 at 2147483647).
@@ -193,7 +196,7 @@ def old_parsed_keys(st: StoreLocation, inside: np.ndarray, parsed: list[tuple[in
 
 def old_parsed_queues(st: StoreLocation, parsed: list[tuple[int, tuple[tuple[int, int], ...]]],
                       walked: tuple[tuple[str, int], ...], cut: QueueCut, config: BrokerConfig,
-                      refusal: Callable[[str], Exception]) -> None:
+                      refusal: Callable[[str], Exception]) -> tuple[tuple[str, int], ...]:
     """After a queue cut, refuses the records of ``parsed`` (``DLedgerCrash.old_parsed``) with a unit for a queue the
     walk wrote (``walked``) that the 5.5.1 cut did not leave with no file (``QueueCut.reset``, max -1:
     ``ConsumeQueue.correctMinOffset``), or a batch queue's, or with the reput set at 2147483647 (where such a queue
@@ -203,8 +206,10 @@ def old_parsed_queues(st: StoreLocation, parsed: list[tuple[int, tuple[tuple[int
     its ext unit first), so the cut's put-backs and their ext addresses count it
     (:func:`store_format.dledger_crash_before.earlier_own_units`), as the rebuild's own dispatch of that queue does.  A
     queue the walk did not write takes their units (and ext units) as the rebuild's dispatch puts them, in reading
-    order."""
+    order.  Returns, per queue of ``reset`` (``"topic/queue id"``), the parsed own units put there
+    (``DLedgerCrash.old_parsed_kept``)."""
     holding = set(walked) - (set(cut.reset) if cut.inside_from < 0 else set())
+    kept: dict[str, int] = {}
     for at, records in parsed:
         seg = next(s for s in st.segments if s.base <= at < s.end)
         with st.reader(seg) as r:
@@ -218,3 +223,7 @@ def old_parsed_queues(st: StoreLocation, parsed: list[tuple[int, tuple[tuple[int
                           f"message 48 bytes further for {', '.join(mine)}, a queue the walk wrote and the cut "
                           "changed but did not leave with no file, or a batch queue (its units put back counted "
                           "without it)")
+        for u in units:
+            if u.own and not u.batch and (u.topic, u.queue_id) in set(walked):
+                kept[f"{u.topic}/{u.queue_id}"] = kept.get(f"{u.topic}/{u.queue_id}", 0) + 1
+    return tuple(sorted(kept.items()))

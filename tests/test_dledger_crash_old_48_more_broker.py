@@ -173,4 +173,6 @@ def test_as_restart_after_a_cut_whose_reput_parses_a_message_for_the_cut_queue_4
     ours = {f["queue"]: f["ext_units_appended"] for f in p["queues"]}
     broker = {q: ext_appended(w, src, q, ext_recovered_end(src, q)) for q in ("T7/0",)}
     assert {q: ours.get(q, 0) for q in broker} == broker, (ours, broker)
-    ext_orphaned_as_the_broker(p, w, src, check=False)
+    # the ext units no unit points at: the walk's, which the cut kept (the parsed one's pointed at by its unit)
+    orphaned = ext_orphaned_as_the_broker(p, w, src, check=False)
+    assert all(v == b for v, b in orphaned.values()) and orphaned["T7/0"][1] > 0, orphaned

@@ -308,7 +308,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         # cut leaves no file of (no kept unit points at an ext unit of theirs)
         ext_parsed={f"{t}/{qid}": n for t, qid, n in crash.cut.inside_placed.ext_put}
         if crash is not None and crash.cut is not None else None,
-        ext_parsed_kept=parsed_kept(crash.cut) if crash is not None and crash.cut is not None else None,
+        ext_parsed_kept=(lambda k: {**k, **{q: k.get(q, 0) + n for q, n in crash.old_parsed_kept}})(
+            parsed_kept(crash.cut)) if crash is not None and crash.cut is not None else None,
         cut_emptied=frozenset(f"{t}/{qid}" for t, qid in crash.cut.held_emptied)
         if crash is not None and crash.cut is not None else None,
         # a 5.5.1 cut after a walk to the log's end (the plan's QueueTrack holds every record the reput walks): per ext
