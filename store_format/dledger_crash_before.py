@@ -33,9 +33,11 @@ DLedger check 48 bytes past such a record parses a message or a blank (``checkMe
 check there: the record's second int no magic code, its first not -1), the reput dispatches those first and checks
 on from their end to that file's end, then goes on at the next file (:func:`_old_goes_on`'s ``parsed``, ext files or
 not; checked against the 5.5.1 and 5.3.3 brokers, ``-converted-prepared-old-magic-48``, its ``-blank-48`` and
-``-48-ext``, and after a 5.5.1 cut ``-converted-cut-emptied-ext-old-magic-48``); the counts here leave the parsed
-records out, so after a queue cut a parsed message for a queue the walk wrote stays refused
-(:func:`store_format.dledger_crash_old.old_parsed_queues`).
+``-48-ext``, and after a 5.5.1 cut ``-converted-cut-emptied-ext-old-magic-48``); the counts here take the parsed
+units among the earlier records, in reput order (:func:`_parsed_rows`), so a parsed message for a queue the walk wrote
+that the 5.5.1 cut left with no file counts in the ext addresses of the units put back (checked against the 5.5.1
+broker, ``-converted-cut-emptied-ext-old-magic-48-t7``; other queues the walk wrote:
+:func:`store_format.dledger_crash_old.old_parsed_queues` refuses).
 
 A reput set at 2147483647 (``DefaultMessageStore.doRecheckReputOffsetFromCq``: the max of a queue the 5.5.1 cut left
 ``fillPreBlank`` units only) that goes on before the walk's data file walks the earlier files' records into queues
@@ -83,7 +85,7 @@ from .dledger_crash_after import checked_windows, refusal, reput_goes_on
 from .dledger_crash_cut import ExtAgain, QueueCut, QueueTrack
 from .dledger_crash_old import reput_inside_old_file
 from .dledger_inside_units import InsideUnit, ParsedUnit, Placed, parsed_units
-from .dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
+from .dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, KIND_LIGHT, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
 from .store import Segment, StoreLocation
 
 __all__ = ["EarlierRecords", "earlier_counter", "earlier_own_units", "ext_before_walk", "appended_before",
@@ -209,8 +211,9 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
     Third, of the queues of ``reset`` (``QueueCut.reset``: the cut left them no file), all their units among those
     records (same rows), for :func:`ext_before_walk`.  ``parsed`` (a list, where the caller models them): a record
     refused in an old file where the DLedger check 48 bytes further parses records there goes on at the next file
-    too, and ``(refused record's offset, the parsed records)`` is appended to it (their units not counted above:
-    the caller passes it only where no answer above is used, :func:`_old_goes_on`).
+    too, and ``(refused record's offset, the parsed records)`` is appended to it (:func:`_old_goes_on`); their units,
+    dispatched there (after that file's records, before the next file's), count in the answers above
+    (:func:`_parsed_rows`).
 
     Raises:
         UnsupportedConfigError: that check ends the reput elsewhere in those files (a record it refuses where
@@ -223,34 +226,61 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
     track = QueueTrack(config.batch_topics)
     scratch = cl.Scratch()
     pos = reput - segs[k].base if k < len(segs) else 0
-    zero: set[int] = set()
-    rows: dict[int, list[np.ndarray]] = {}
+    zero: set[tuple[str, int]] = set()
+    rows: dict[tuple[str, int], list[np.ndarray]] = {}
+    more: dict[tuple[str, int], int] = {}   # the own units of the records parsed past a refused old record
     while k < len(segs):
         seg = segs[k]
         for window in checked_windows(st, seg, pos, config, scratch):
             res, halt, n_ok = window
             track.add(res, n_ok, seg.base)
         units = track.last_file()   # this file's units (numpy, per file)
-        zero.update(int(q) for q in np.unique(units[(units[:, U_KEY] == 0) & (units[:, U_KIND] != KIND_BATCH),
-                                                    U_QUEUE]))
+        zero.update(track.names[int(q)] for q in np.unique(
+            units[(units[:, U_KEY] == 0) & (units[:, U_KIND] != KIND_BATCH), U_QUEUE]))
         ids = [track.ids[n] for n in wanted | reset if n in track.ids]
         if ids and len(units):
             mine = units[np.isin(units[:, U_QUEUE], ids)]
             for q in np.unique(mine[:, U_QUEUE]).tolist():
-                rows.setdefault(q, []).append(mine[mine[:, U_QUEUE] == q])
+                rows.setdefault(track.names[q], []).append(mine[mine[:, U_QUEUE] == q])
         at = (halt.offset - (ENTRY_HEADER_SIZE if seg.dledger else 0) if halt is not None
               else seg.base + res.state.bufpos)
+        had = len(parsed) if parsed is not None else 0
         if halt is None and (res.stop == cl.Stop.BLANK or res.stop == cl.Stop.BAD and (
                 goes_on(k - len(old), at) if seg.dledger else _old_goes_on(st, seg, at, config, parsed))):
+            if parsed is not None and len(parsed) > had:   # dispatched there, after this file's records
+                _parsed_rows(inside_parsed(st, [seg], tuple((a, b) for a, b in parsed[-1][1] if b > a), config),
+                             wanted | reset, zero, rows, more)
             k, pos = k + 1, 0   # the next file (after a bad record: the rest of this one skipped)
             continue
         raise refusal(f"the start's reput from {reput}, before the data file {files[first].name} the recovery's "
                       f"walk started at, ends at {at} in {'data' if seg.dledger else 'old commitlog'} file {seg.name} "
                       "(its message check, no CRC), not at the next file (in a data file where it goes on depends on "
                       "the group's commits)")
-    return {track.names[q]: n for q, n in track.own_units.items()}, \
-        {track.names[q]: np.concatenate(rows[q]) for q in sorted(zero) if q in rows and track.names[q] in wanted}, \
-        {track.names[q]: np.concatenate(rows[q]) for q in sorted(rows) if track.names[q] in reset}
+    counts = {track.names[q]: n for q, n in track.own_units.items()}
+    for name, n in more.items():
+        counts[name] = counts.get(name, 0) + n
+    def order(n: tuple[str, int]) -> tuple[int, tuple[str, int]]:   # the track's queue order, parsed-only last
+        return track.ids.get(n, len(track.ids)), n
+    return counts, {n: np.concatenate(rows[n]) for n in sorted(zero, key=order) if n in rows and n in wanted}, \
+        {n: np.concatenate(rows[n]) for n in sorted(rows, key=order) if n in reset}
+
+
+def _parsed_rows(units: tuple[ParsedUnit, ...], wanted: frozenset[tuple[str, int]], zero: set[tuple[str, int]],
+                 rows: dict[tuple[str, int], list[np.ndarray]], more: dict[tuple[str, int], int]) -> None:
+    """Adds the units of the records parsed 48 bytes past a refused old record (in reput order, each at its
+    PHYSICALOFFSET field) to :func:`earlier_own_units`' answers: its own-unit counts (``more``), its queues holding a
+    unit of queue offset 0 (``zero``) and the unit rows of the queues of ``wanted`` (``rows``; queue column -1)."""
+    for u in units:
+        name = (u.topic, u.queue_id)
+        if u.own and not u.batch:
+            more[name] = more.get(name, 0) + 1
+        if not u.batch and u.queue_offset == 0:
+            zero.add(name)
+        if name in wanted:
+            kind = KIND_BATCH if u.batch else KIND_CQ if u.own else KIND_LIGHT
+            row = np.zeros((1, 5), np.int64)
+            row[0, [U_OFFSET, U_END, U_QUEUE, U_KEY, U_KIND]] = (u.offset, u.offset + u.size, -1, u.queue_offset, kind)
+            rows.setdefault(name, []).append(row)
 
 
 def _old_goes_on(st: StoreLocation, seg: Segment, at: int, config: BrokerConfig,

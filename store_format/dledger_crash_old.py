@@ -74,8 +74,11 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
 
 * A reput from the min offset whose check refuses a record in an old file (``dledger_crash_before._old_goes_on``)
   where the DLedger check 48 bytes further parses a message or a blank dispatches those first, as above, then goes
-  on at the next file; modelled where the parsed messages' keys lie below the index's ``endPhyOffset``
-  (:func:`old_parsed_keys`) and, after a queue cut, go to queues the walk did not write (:func:`old_parsed_queues`).
+  on at the next file: ``IndexService.buildIndex`` puts a parsed message's keys at its PHYSICALOFFSET field where
+  that is not below the index's ``endPhyOffset`` and ``IndexFile.putKey`` moves ``endPhyOffset`` there
+  (:func:`old_parsed_keys`); after a queue cut, a parsed message goes to a queue the walk did not write, or to one
+  the 5.5.1 cut left with no file, which ``ConsumeQueue.putMessagePositionInfo`` writes anew in reput order
+  (:func:`old_parsed_queues`).
 
 A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here but
 at 2147483647).
@@ -84,7 +87,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from .config import BrokerConfig
+from .dledger_crash_cut import QueueCut
 from .dledger_inside_index import inside_key_offsets
 from .dledger_inside_units import parsed_units
 from .dledger_reput_inside import reput_inside_entry
@@ -167,38 +173,57 @@ def dropped_before(walked: list[tuple[str, int]], reset: tuple[tuple[str, int], 
     return tuple(sorted(set(walked) - set(reset)))
 
 
-def old_parsed_keys(st: StoreLocation, parsed: list[tuple[int, tuple[tuple[int, int], ...]]], accepted: Accepted,
-                    config: BrokerConfig, refusal: Callable[[str], Exception]) -> None:
-    """Refuses the records the reput's check parses 48 bytes past a record it refuses in an old file
-    (``DLedgerCrash.old_parsed``) where one holds an index key that ``IndexService.buildIndex`` would put: its
-    PHYSICALOFFSET field at or above the index's ``endPhyOffset`` after the walk (the walk's last indexed record,
-    ``accepted.last_indexed``; none indexed: every key put).  Below it ``buildIndex`` skips them, as the rebuild's
-    index does in reading order; ``verify``'s count of keys put again leaves them out."""
-    for at, records in parsed:
-        keys = inside_key_offsets(st, records, config)
-        if len(keys) and (accepted.last_indexed < 0 or int(keys.max()) >= accepted.last_indexed):
-            raise refusal(f"its start's reput, in an old commitlog file, refuses the record at {at} and parses "
-                          f"a message 48 bytes further whose keys buildIndex puts (its PHYSICALOFFSET field "
-                          f"{int(keys.max())} not below the index's endPhyOffset {accepted.last_indexed})")
+def old_parsed_keys(st: StoreLocation, inside: np.ndarray, parsed: list[tuple[int, tuple[tuple[int, int], ...]]],
+                    accepted: Accepted, config: BrokerConfig, refusal: Callable[[str], Exception]) -> np.ndarray:
+    """The PHYSICALOFFSET fields of the index keys of the records the reput's check parses 48 bytes past a record it
+    refuses in an old file (``DLedgerCrash.old_parsed``), after ``inside`` (those of the messages parsed where the
+    reput was set), in put order.  ``IndexService.buildIndex`` takes each request whose ``commitLogOffset`` (that
+    field) is not below the last index file's ``endPhyOffset`` and ``IndexFile.putKey`` moves ``endPhyOffset`` to it
+    (:func:`store_format.dledger_inside_index.keys_after_parsed`): at or above the walk's last indexed record
+    (``accepted.last_indexed``) it puts the parsed message's keys, and the records after it in reput order below the
+    new ``endPhyOffset`` go unindexed, the walk's last indexed record too
+    (:func:`store_format.dledger_inside_index.indexed_again`; the rebuild's index applies the same rule in reading
+    order, ``verify`` through ``parsed_keys`` from the walk's start).  Refused: such keys after a walk that indexed
+    nothing (the old records before the refused one then indexed first, which ``verify`` does not order)."""
+    old = [inside_key_offsets(st, records, config) for _, records in parsed]
+    if accepted.last_indexed < 0 and any(len(k) for k in old):
+        at = next(a for (a, _), k in zip(parsed, old) if len(k))
+        raise refusal(f"its start's reput, in an old commitlog file, refuses the record at {at} and parses a message "
+                      "48 bytes further with index keys after a walk that indexed nothing (the old records' keys "
+                      "before them)")
+    return np.concatenate([inside, *old])
 
 
 def old_parsed_queues(st: StoreLocation, parsed: list[tuple[int, tuple[tuple[int, int], ...]]],
-                      walked: tuple[tuple[str, int], ...], config: BrokerConfig,
-                      refusal: Callable[[str], Exception]) -> None:
+                      walked: tuple[tuple[str, int], ...], cut: QueueCut, config: BrokerConfig,
+                      refusal: Callable[[str], Exception]) -> tuple[tuple[str, int], ...]:
     """After a queue cut, refuses the records of ``parsed`` (``DLedgerCrash.old_parsed``) with a unit for a queue the
-    walk wrote (``walked``): the cut's units put back, their ext addresses and the units appended before the walk's
-    data file count that queue's records from the reput's start
-    (:func:`store_format.dledger_crash_before.earlier_own_units`), which leaves the parsed ones out.  A queue the
-    walk did not write takes their units (and ext units) as the rebuild's dispatch puts them, in reading order."""
-    holding = set(walked)
+    walk wrote (``walked``) that the 5.5.1 cut did not leave with no file (``QueueCut.reset``, max -1:
+    ``ConsumeQueue.correctMinOffset``), or a batch queue's, or with the reput set at 2147483647 (where such a queue
+    drops the earlier records by their queue offsets: :func:`dropped_before`).  A queue of ``reset`` is written anew
+    from the reput's start: ``putMessagePositionInfo`` appends each unit at the write position in reput order (a
+    parsed one at its PHYSICALOFFSET field, after the records before the refused one; ``putMessagePositionInfoWrapper``
+    its ext unit first), so the cut's put-backs and their ext addresses count it
+    (:func:`store_format.dledger_crash_before.earlier_own_units`), as the rebuild's own dispatch of that queue does.  A
+    queue the walk did not write takes their units (and ext units) as the rebuild's dispatch puts them, in reading
+    order.  Returns, per queue of ``reset`` (``"topic/queue id"``), the parsed own units put there
+    (``DLedgerCrash.old_parsed_kept``)."""
+    holding = set(walked) - (set(cut.reset) if cut.inside_from < 0 else set())
+    kept: dict[str, int] = {}
     for at, records in parsed:
         seg = next(s for s in st.segments if s.base <= at < s.end)
         with st.reader(seg) as r:
             def read(pos: int, n: int, seg: Segment = seg, r: Callable[[int, int], bytes] = r) -> bytes:
                 return bytes(r(pos - seg.base, min(n, seg.end - pos)))
             units = parsed_units(read, tuple((a, b) for a, b in records if b > a), config)
-        mine = sorted({f"{u.topic}/{u.queue_id}" for u in units if (u.topic, u.queue_id) in holding})
+        mine = sorted({f"{u.topic}/{u.queue_id}" for u in units if (u.topic, u.queue_id) in holding or u.batch and
+                       (u.topic, u.queue_id) in set(walked)})
         if mine:
             raise refusal(f"its start's reput, in an old commitlog file, refuses the record at {at} and parses a "
                           f"message 48 bytes further for {', '.join(mine)}, a queue the walk wrote and the cut "
-                          "changed (its units put back counted without it)")
+                          "changed but did not leave with no file, or a batch queue (its units put back counted "
+                          "without it)")
+        for u in units:
+            if u.own and not u.batch and (u.topic, u.queue_id) in set(walked):
+                kept[f"{u.topic}/{u.queue_id}"] = kept.get(f"{u.topic}/{u.queue_id}", 0) + 1
+    return tuple(sorted(kept.items()))

@@ -57,6 +57,10 @@ class DLedgerCrash:
     # those records), in reading order (dledger_crash_before._old_goes_on); the rebuild reads that file up to the
     # refused record, then those records (store_format.store.pieces_at_refusals)
     old_parsed: tuple[tuple[int, tuple[tuple[int, int], ...]], ...] = ()
+    # of those records, per queue the walk wrote and the 5.5.1 cut left with no file (written anew from the reput's
+    # start, dledger_crash_old.old_parsed_queues), the own units put there ("topic/queue id", count): with ext files
+    # each holds its ext unit's address (verify's ext units pointed at)
+    old_parsed_kept: tuple[tuple[str, int], ...] = ()
 
     @property
     def jump(self) -> tuple[int, int] | None:

@@ -36,8 +36,9 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     check cannot read (a bad magic code) sends it on to the next data file where :func:`reput_goes_on` says so, the
     rest of that file dispatched by no one (no unit, no ext unit; the rebuild's walk skips it likewise); in a
     converted store's old file, where the DLedger check 48 bytes past that record parses a message or a blank, it
-    dispatches those first (``DLedgerCrash.old_parsed``; after a cut, to queues the walk did not write only:
-    :func:`store_format.dledger_crash_old.old_parsed_queues`, :func:`store_format.dledger_crash_old.old_parsed_keys`).
+    dispatches those first (``DLedgerCrash.old_parsed``; after a cut, to queues the walk did not write or the 5.5.1
+    cut left with no file: :func:`store_format.dledger_crash_old.old_parsed_queues`; their keys by ``buildIndex``'s
+    ``endPhyOffset`` rule: :func:`store_format.dledger_crash_old.old_parsed_keys`).
 
     A walk that ended at a damaged message (``walk_end`` >= 0, before ``end``): the reput, whose check reads no CRC,
     walks the walk's records again up to there, then dispatches that message and the ones after it, which each
@@ -105,10 +106,7 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     earlier, zero, reset = earlier_own_units(st, files, first, reput, config, lambda k, at: reput_goes_on(
         files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else ()),
         old_parsed)
-    if old_parsed:
-        old_parsed_keys(st, old_parsed, accepted, config, refusal)
-        if cut is not None:
-            old_parsed_queues(st, old_parsed, walked, config, refusal)
+    kept = old_parsed_queues(st, old_parsed, walked, cut, config, refusal) if old_parsed and cut is not None else ()
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
         else ext_before_walk(earlier, cut.ext_again, reset, track, to, config.cq_file_size)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
@@ -130,8 +128,12 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
                                       f"its start's reput walks from {reput} ({whence}), before the data file "
                                       f"{files[first].name} the recovery dispatched from, where a record of queue "
                                       "offset 0 of ")
-    keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)
+    # the keys of the messages parsed where the reput was set, then of those parsed past old refused records, in
+    # put order: buildIndex puts each not below endPhyOffset and moves it there (old_parsed_keys)
+    keys = old_parsed_keys(st, inside_key_offsets(st, cut.inside_records if cut is not None else (), config),
+                           old_parsed or [], accepted, config, refusal)
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again=ext_again,
                         walk_end=walk_end, before=True, drops_before=drops, from_old_files=reput < files[0].base,
-                        inside_keys=tuple(int(k) for k in keys), old_parsed=tuple(old_parsed or ()))
+                        inside_keys=tuple(int(k) for k in keys), old_parsed=tuple(old_parsed or ()),
+                        old_parsed_kept=kept)

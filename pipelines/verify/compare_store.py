@@ -299,15 +299,17 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         skip=crash.gap if crash is not None else None,
         again_to=crash.walk_end if crash is not None and crash.again else None,
         # the start's reput set inside an entry parses messages there (their keys), then walks on from reput_from
-        parsed_keys=crash.inside_keys if crash is not None and crash.cut is not None and crash.cut.inside_records
-        else None,
+        parsed_keys=crash.inside_keys if crash is not None and (crash.cut is not None and crash.cut.inside_records
+                                                                or crash.old_parsed) else None,
         parsed_then=crash.reput_from if crash is not None and crash.reput_from < crash.end else None,
         walk_end=crash.walk_end if crash is not None and crash.walk_end >= 0 else None,
+        walk_from=crash.start_offset if crash is not None and crash.old_parsed else None,   # reput from old files
         # the ext units of the messages that reput parses (no rebuilt queue holds their units), and the queues the
         # cut leaves no file of (no kept unit points at an ext unit of theirs)
         ext_parsed={f"{t}/{qid}": n for t, qid, n in crash.cut.inside_placed.ext_put}
         if crash is not None and crash.cut is not None else None,
-        ext_parsed_kept=parsed_kept(crash.cut) if crash is not None and crash.cut is not None else None,
+        ext_parsed_kept=(lambda k: {**k, **{q: k.get(q, 0) + n for q, n in crash.old_parsed_kept}})(
+            parsed_kept(crash.cut)) if crash is not None and crash.cut is not None else None,
         cut_emptied=frozenset(f"{t}/{qid}" for t, qid in crash.cut.held_emptied)
         if crash is not None and crash.cut is not None else None,
         # a 5.5.1 cut after a walk to the log's end (the plan's QueueTrack holds every record the reput walks): per ext

@@ -230,7 +230,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     reindex_from: int | None = None, abnormal_from: int | None = None,
                     ext_again_from: int | None = None, skip: tuple[int, int] | None = None,
                     again_to: int | None = None, parsed_keys: tuple[int, ...] | None = None,
-                    parsed_then: int | None = None, walk_end: int | None = None,
+                    parsed_then: int | None = None, walk_end: int | None = None, walk_from: int | None = None,
                     ext_parsed: dict[str, int] | None = None, ext_parsed_kept: dict[str, int] | None = None,
                     cut_emptied: frozenset[str] | None = None,
                     ext_puts: dict[str, int] | None = None, ext_put_back: dict[str, int] | None = None,
@@ -299,6 +299,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     end): the keys are those of the walk, then the parsed ones ``buildIndex`` takes, then those of the records from
     ``parsed_then`` at or above the ``endPhyOffset`` they left (:func:`predict_index`), instead of
     ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it).
+    ``walk_from``: with ``parsed_keys``, where the walk's keys begin (a reput from before it: its own records after).
     ``ext_parsed``: per ext queue, the ext units ``putMessagePositionInfoWrapper`` puts for those parsed messages'
     own units (:attr:`store_format.dledger_inside_state.Placed.ext_put`; no rebuilt queue holds their units), added
     to its ext units appended (a queue no file of the store or the rebuild holds, one those messages alone go to: a
@@ -469,10 +470,10 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                           "physical offset after the recovery), indexing the last indexed record a second time "
                           "when it lies there"))
     else:
-        predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
-                      checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown,
-                      end=commitlog_end if second_reput or reindex_from is not None or parsed_keys is not None
-                      else None,
+        predict_index(p, first if walk_from is None else walk_from, config=config, store_index=store_index,
+                      expected_index=expected_index, checkpoint_index_ts=checkpoint_index_ts,
+                      clean_shutdown=clean_shutdown, end=commitlog_end
+                      if second_reput or reindex_from is not None or parsed_keys is not None else None,
                       second_reput_from=again if second_reput else reindex_from, skip=skip, second_end=again_to,
                       parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end)
     if recovery_dispatches:
