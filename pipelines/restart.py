@@ -16,7 +16,14 @@ from store_format.dledger_rocksdb_restart import RocksDLedgerRestart, plan_rocks
 from store_format.empty_request_held import HELD_FOLDERS
 from store_format.errors import StoreError
 from store_format.recovery import RecoveryPlan, plan_recovery, read_checkpoint
-from store_format.store import Segment, StoreLocation, jump_at, then_pieces, with_dledger_committed
+from store_format.store import (
+    Segment,
+    StoreLocation,
+    jump_at,
+    pieces_at_refusals,
+    then_pieces,
+    with_dledger_committed,
+)
 
 from .anomalies import at_offset
 
@@ -66,12 +73,17 @@ class DLedgerRestart:
 
 def rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig,
                             progress) -> tuple[StoreLocation, DLedgerRestart]:  # noqa: ANN001
-    """A RocksDB consume queue store over a DLedger commitlog as its restart (database and ``index/`` deleted)
-    dispatches it (:func:`store_format.dledger_rocksdb_restart.plan_rocksdb_dledger_restart`): DLedger's recovery,
+    """A RocksDB consume queue store over a DLedger commitlog as its restart (database and ``index/`` deleted; 5.5.1's
+    ``rocksdbstore/`` kept, as the restart keeps it, whose lastOffsetPy changes nothing it dispatches) dispatches it
+    (:func:`store_format.dledger_rocksdb_restart.plan_rocksdb_dledger_restart`): DLedger's recovery,
     then after a crash ``dledgerRecoverAbnormally``'s walk from the first data file to the log's end, and the
     start's reput from the min offset (``recheckReputOffsetFromCq=true``) or the committed position to the log's
     end: read as one pass from the first record dispatched to the log's end (the database of both passes is that
-    of one), the walk's last indexed record indexed again where the reput reaches it (``StoreLocation.reindex``)."""
+    of one), the walk's last indexed record indexed again where the reput reaches it (``StoreLocation.reindex``).
+    Where the two passes differ (``RocksDLedgerRestart.jump``: the walk ended at a damaged message, or the reput
+    begins in a converted store's old ``commitlog/`` files), the walk's pass, then the reput's
+    (:func:`store_format.store.jump_at`: the records it reads again land on the same keys with the same values,
+    and ``IndexService.buildIndex``'s ``endPhyOffset`` keeps their keys out but the last indexed record's)."""
     assert st.dledger is not None
     rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
     before = st.dledger.committed_pos
@@ -79,21 +91,36 @@ def rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig,
     progress.emit(f"[rebuild] as a restart: DLedger's recovery (walk from data file {rec.checked_from}) ends the log "
                   f"at {rec.process_offset} ({rec.reason}); committed index {rec.committed_index}, position "
                   f"{rec.committed_pos}")
+    walked = plan.walk_end if plan.walk_end >= 0 else rec.process_offset
     progress.emit("[rebuild] as a restart (storeType=defaultRocksDB, the database deleted: its max physical offset "
                   "0): " + (f"DLedgerCommitLog.dledgerRecoverAbnormally walks every data file from the first, "
-                            f"{plan.walk_from}, to {plan.end} ({plan.reason}) and dispatches every entry, committed "
+                            f"{plan.walk_from}, to {walked} ({plan.reason}) and dispatches every entry, committed "
                             "or not" if plan.abnormal else "DLedgerCommitLog.dledgerRecoverNormally dispatches nothing")
                   + (f"; the start's reput from {plan.reput} "
                      + ("(recheckReputOffsetFromCq=true: the RocksDB queue table is empty, so the min offset) "
                         if config.recheckReputOffsetFromCq else "(the committed position) ")
-                     + f"to the log's end {plan.end} once the node leads"
+                     + f"to the log's end {rec.process_offset} once the node leads"
                      + ("" if plan.reput < plan.end else ": nothing")
+                     + (", the old commitlog/ files' records first (a store converted in place: below the walk's "
+                        "last indexed record, so no key)" if plan.abnormal and 0 <= plan.reput < plan.walk_from else
+                        ", the old commitlog/ files' records first (a store converted in place)"
+                        if plan.reput < plan.end and any(not seg.dledger and seg.end > plan.reput
+                                                         for seg in st.segments) else "")
+                     + (", the damaged message and the rest too (its check reads no CRC)"
+                        if 0 <= plan.walk_end and plan.reput <= plan.walk_end < plan.end else
+                        f": the records from {plan.walk_end} to {plan.reput} are dispatched by no one"
+                        if 0 <= plan.walk_end < plan.reput < plan.end else "")
                      + (f", indexing the record at {plan.reindex} again" if plan.reindex >= 0 else "")))
     kept = with_dledger_committed(st, rec.ledger_end_index, plan.end)
+    # the record at offset 0 of a converted store's first old file: the reput dispatches it (no dispatchFromPhyOffset)
+    kept = dataclasses.replace(kept, segments=[
+        seg if seg.dledger else dataclasses.replace(seg, dispatch_offset_zero=True) for seg in kept.segments])
     first = plan.first
     if first >= plan.end or not kept.segments:
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0) for seg in kept.segments])
         return kept, DLedgerRestart(rec, before, True, rocks=plan)
+    if plan.jump is not None:   # the walk's pass, then the reput's (the last indexed record's keys again there)
+        return jump_at(kept, *plan.jump, walked_from=plan.walk_from), DLedgerRestart(rec, before, False, rocks=plan)
     segs = [seg for seg in kept.segments if seg.end > first]
     segs[0] = dataclasses.replace(segs[0], start=max(first - segs[0].base, 0))
     kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(segs)],
@@ -237,6 +264,12 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
                              if crash.drops_before else "")
                           + (f"; the cut left {', '.join(f'{t}/{q}' for t, q in reset)} with no file (max -1: "
                              "ConsumeQueue.correctMinOffset), which it writes anew from its start" if reset else ""))
+        for at, recs in crash.old_parsed:
+            progress.emit(f"[rebuild] as a restart after a crash: the start's reput's check refuses the record at {at} "
+                          "in an old commitlog file and, 48 bytes further (DLedgerCommitLog.checkMessageAndReturnSize),"
+                          f" parses {len(recs)} record(s) ("
+                          + ", ".join(f"{a} to {b}" if b > a else f"a blank at {a}, its empty request" for a, b in recs)
+                          + "), which it dispatches before it goes on at the next file")
         kept = with_dledger_committed(st, rec.ledger_end_index, crash.end)
         runs = tuple((a, b) for a, b in crash.cut.inside_records if b > a) if crash.cut is not None else ()
         if crash.before:   # the earlier files' records after the walk's, then the walk's again (jump_at)
@@ -246,6 +279,8 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
             reput_pass = next(k for k, seg in enumerate(kept.segments) if seg.resume >= 0) + 1
             if runs:   # first the messages its check parses where it was set (a blank's empty request: inside_blanks)
                 kept = then_pieces(kept, runs, st.segments, after=reput_pass - 1)
+            if crash.old_parsed:   # an old file's refused record, the records parsed 48 bytes further, the next file
+                kept = pieces_at_refusals(kept, crash.old_parsed, st.segments, reput_pass + len(runs))
             if reset:   # from the reput's first piece on, the parsed messages' if any
                 kept = dataclasses.replace(kept, queue_reset=reset, reset_from=reput_pass)
             return kept, DLedgerRestart(rec, before, False, crash)
@@ -304,11 +339,12 @@ def dledger_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[
 
 def led_dledger_store(st: StoreLocation, config: BrokerConfig) -> StoreLocation | None:
     """``st`` read to the end of the log DLedger's recovery keeps where a clean restart (no ``abort`` file on 5.x, whose
-    crash restart is ``dledgerRecoverAbnormally``'s; 4.9.8's is the same either way; file consume queues) finds entries
-    past the committed one: once the node leads, a group of one commits them and the
-    reput goes on to them (:func:`dledger_restart`), so ``verify``'s reference for that restart holds their units too;
-    None where it reads no further than ``st`` does."""
-    if st.dledger is None or config.rocksdb_cq or (config.is_5x and st.broker_may_be_running()) \
+    crash restart is ``dledgerRecoverAbnormally``'s; 4.9.8's is the same either way; file consume queues, or a RocksDB
+    consume queue, whose start's reput goes on to the log's end alike) finds entries past the committed one: once the
+    node leads, a group of one commits them and the reput goes on to them (:func:`dledger_restart`,
+    :func:`rocksdb_dledger_restart`), so ``verify``'s reference for that restart holds their units too; None where it
+    reads no further than ``st`` does."""
+    if st.dledger is None or (config.is_5x and st.broker_may_be_running()) \
             or not st.dledger.uncommitted:
         return None
     rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
@@ -324,7 +360,8 @@ def inside_blanks(recovery: object) -> int:
     (:func:`store_format.concurrent_reput.empty_request_files`: topic "" queue 0's unit, with
     ``enableConsumeQueueExt`` each one's ext unit first, over what an ``--as-restart`` store holds there)."""
     crash = recovery.crash if isinstance(recovery, DLedgerRestart) else None
-    return sum(b == a for a, b in crash.cut.inside_records) if crash is not None and crash.cut is not None else 0
+    return (sum(b == a for a, b in crash.cut.inside_records) if crash is not None and crash.cut is not None else 0) \
+        + (sum(b == a for _, recs in crash.old_parsed for a, b in recs) if crash is not None else 0)
 
 
 def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[StoreLocation, Restart | DLedgerRestart]:  # noqa: ANN001
@@ -337,10 +374,9 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
     that reput's start, the keys of the records below the recovery's left out (``Segment.index_from``).  DLedger stores:
     :func:`dledger_restart`; a store converted in place with no DLedger data file yet
     (``StoreLocation.dledger_pending``) is recovered as an ordinary one.  A RocksDB consume queue over a DLedger
-    commitlog: :func:`rocksdb_dledger_restart` (with no DLedger data file yet: refused in one line)."""
-    if config.rocksdb_cq and config.enableDLegerCommitLog:
-        if st.dledger is None:   # the first start with DLedger: the base CommitLog's recovery of the old files
-            config.refuse_rocksdb_dledger("rebuild --as-restart of a store with no DLedger data file yet")
+    commitlog: :func:`rocksdb_dledger_restart` (with no DLedger data file yet: the ordinary RocksDB restart of the old
+    files, as above)."""
+    if config.rocksdb_cq and config.enableDLegerCommitLog and st.dledger is not None:
         return rocksdb_dledger_restart(st, config, progress)
     held = _held_queue_files(st) if not config.rocksdb_cq else []
     if held:

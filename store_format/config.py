@@ -263,9 +263,8 @@ class BrokerConfig:
     def refuse_rocksdb_dledger(self, what: str) -> None:
         """A RocksDB consume queue over a DLedger commitlog (``RocksDBMessageStore`` keeps
         ``DefaultMessageStore``'s ``DLedgerCommitLog``): refuse ``what``, a command or case not modelled for it
-        (``rebuild --as-restart`` of a store with no DLedger data file yet, whose first start with DLedger recovers
-        the old files with the base ``CommitLog``'s recovery; the restarts modelled:
-        :mod:`store_format.dledger_rocksdb_restart`).
+        (the restarts modelled: :mod:`store_format.dledger_rocksdb_restart`, and with no DLedger data file yet the
+        ordinary RocksDB restart of the old files, ``StoreLocation.dledger_pending``).
 
         Raises:
             UnsupportedConfigError: one line naming ``what``.

@@ -350,9 +350,11 @@ def _walked_nothing(files: list[Segment], first: int, end: int, reason: str, rec
     else:
         reput = max(min_offset, 0) if config.recheckReputOffsetFromCq else max(rec.committed_pos, files[0].base)
     past = on_disk is not None and on_disk.max_physic_offset >= 0 and reput > process_offset   # gap's records
+    keys = inside_key_offsets(st, cut.inside_records if cut is not None else (), config)   # parsed at 2147483647
     return DLedgerCrash(files[first].name, process_offset if past else min(reput, rec.process_offset),
                         rec.process_offset, process_offset, reput, reason, cut=cut, walked_nothing=True,
-                        walk_end=process_offset if past else -1, from_old_files=reput < files[0].base)
+                        walk_end=process_offset if past else -1, from_old_files=reput < files[0].base,
+                        inside_keys=tuple(int(k) for k in keys))
 
 
 def _own_tags(st: StoreLocation, files: list[Segment], offset: int, size: int, queue: tuple[str, int],

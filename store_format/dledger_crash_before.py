@@ -28,8 +28,14 @@ broker, ``-converted-prepared-old-magic``).  With ext files the walk's units the
 5.5.1 cut left with no file land at its write position after the records skipped (``putMessagePositionInfo`` from
 the empty queue: the first record opens a file at its queue offset, each later one is appended where the queue
 offset does not match), not at their queue offsets' positions: :func:`_reset_positions` replays them for the ext
-addresses set there (checked against the 5.5.1 broker, ``-converted-cut-emptied-ext-old-magic``).  Still refused:
-a record the DLedger check parses 48 bytes further (:func:`_old_goes_on`).
+addresses set there (checked against the 5.5.1 broker, ``-converted-cut-emptied-ext-old-magic``).  Where the
+DLedger check 48 bytes past such a record parses a message or a blank (``checkMessageAndReturnSize`` runs the base
+check there: the record's second int no magic code, its first not -1), the reput dispatches those first and checks
+on from their end to that file's end, then goes on at the next file (:func:`_old_goes_on`'s ``parsed``, ext files or
+not; checked against the 5.5.1 and 5.3.3 brokers, ``-converted-prepared-old-magic-48``, its ``-blank-48`` and
+``-48-ext``, and after a 5.5.1 cut ``-converted-cut-emptied-ext-old-magic-48``); the counts here leave the parsed
+records out, so after a queue cut a parsed message for a queue the walk wrote stays refused
+(:func:`store_format.dledger_crash_old.old_parsed_queues`).
 
 A reput set at 2147483647 (``DefaultMessageStore.doRecheckReputOffsetFromCq``: the max of a queue the 5.5.1 cut left
 ``fillPreBlank`` units only) that goes on before the walk's data file walks the earlier files' records into queues
@@ -50,6 +56,12 @@ message parsed where the reput was set went to is written anew from that unit, a
 it, ext units too (:func:`without_queues`).  Checked against the 5.5.1 broker (``-past-2gib-before-t9-first``,
 ``-past-2gib-before-no-file``, their ``-ext``, ``-t9-first-light``, ``-t9-first-parsed`` and its ``-ext``,
 ``-t9-full``, ``-t9-first-light-mixed``).
+
+:class:`EarlierRecords` (:func:`earlier_counter`) hands :func:`store_format.dledger_inside_mixed.mixed_disk_put_back`
+those earlier records of a queue holding a record's own units and light ones on disk before the walk (their count of
+own ones for the ext units of those it only drops, or, the cut's max below the walk's first data file's start, their
+units, each then by ``putMessagePositionInfo``; checked against the 5.5.1 broker, ``-mixed-disk-below`` and its
+``-ext``).
 """
 from __future__ import annotations
 
@@ -78,8 +90,8 @@ from .dledger_inside_units import InsideUnit, ParsedUnit, Placed, parsed_units
 from .dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, KIND_LIGHT, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
 from .store import Segment, StoreLocation
 
-__all__ = ["earlier_own_units", "ext_before_walk", "appended_before", "appended_cut", "inside_parsed",
-           "without_queues"]
+__all__ = ["EarlierRecords", "earlier_counter", "earlier_own_units", "ext_before_walk", "appended_before",
+           "appended_cut", "inside_parsed", "without_queues"]
 
 
 def ext_before_walk(earlier: dict[tuple[str, int], int], ext_again: tuple[ExtAgain, ...],
@@ -133,18 +145,59 @@ def _reset_positions(again: ExtAgain, rows: np.ndarray | None, walk: QueueTrack,
 
 
 def earlier_counter(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,
-                    committed: int) -> Callable[[int], dict[tuple[str, int], int]]:
+                    committed: int) -> EarlierRecords:
     """Given a reput's start, :func:`earlier_own_units`' count per queue of its own records before ``files[first]``
     (where the reput's check goes on: :func:`store_format.dledger_crash_after.reput_goes_on` with the committed
-    position ``committed``), for :func:`store_format.dledger_inside_mixed.mixed_disk_put_back`'s ext units."""
-    alone = config.dledger_group_of_one
-    return lambda reput: earlier_own_units(st, files, first, reput, config,
-                                           lambda k, at: reput_goes_on(files, k, at, committed, alone))[0]
+    position ``committed``), for :func:`store_format.dledger_inside_mixed.mixed_disk_put_back`'s ext units, and a
+    queue's units among those records (:meth:`EarlierRecords.units`)."""
+    return EarlierRecords(st, files, first, config, committed)
+
+
+class EarlierRecords:
+    """The records a reput from before the walk's first data file ``files[first]`` walks there
+    (:func:`earlier_own_units`), read once per reput's start (and queue): called, the count of each queue's own
+    records; :meth:`units`, one queue's units (own and light) among them; :meth:`reads_old`, whether they lie in a
+    converted store's old commitlog files."""
+
+    def __init__(self, st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,
+                 committed: int) -> None:
+        self._args = (st, files, first, config)
+        self._committed = committed
+        self._alone = config.dledger_group_of_one
+        self._read: dict[tuple[int, tuple[str, int] | None], tuple] = {}
+
+    def _units(self, reput: int, queue: tuple[str, int] | None) -> tuple:
+        key = (reput, queue)
+        if key not in self._read:
+            files = self._args[1]
+            self._read[key] = earlier_own_units(
+                *self._args[:3], reput, self._args[3],
+                lambda k, at: reput_goes_on(files, k, at, self._committed, self._alone),
+                reset=frozenset() if queue is None else frozenset({queue}))
+        return self._read[key]
+
+    def __call__(self, reput: int) -> dict[tuple[str, int], int]:
+        return self._units(reput, None)[0]
+
+    def reads_old(self, reput: int) -> bool:
+        """Whether the reput from ``reput`` walks a converted store's old commitlog files."""
+        st = self._args[0]
+        return any(not seg.dledger and seg.end > reput for seg in st.segments)
+
+    def units(self, reput: int, queue: tuple[str, int]) -> np.ndarray:
+        """``queue``'s consume queue units (own and light, not batch) among the records the reput from ``reput``
+        walks before the walk's first data file, in reput order: rows of commitlog offset, size and queue offset."""
+        rows = self._units(reput, queue)[2].get(queue)
+        if rows is None:
+            return np.zeros((0, 3), dtype=np.int64)
+        rows = rows[rows[:, U_KIND] != KIND_BATCH]
+        return np.stack([rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET], rows[:, U_KEY]], 1)
 
 
 def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput: int, config: BrokerConfig,
                       goes_on: Callable[[int, int], bool], wanted: frozenset[tuple[str, int]] = frozenset(),
-                      reset: frozenset[tuple[str, int]] = frozenset()
+                      reset: frozenset[tuple[str, int]] = frozenset(),
+                      parsed: list[tuple[int, tuple[tuple[int, int], ...]]] | None = None
                       ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], np.ndarray],
                                  dict[tuple[str, int], np.ndarray]]:
     """Per queue ``(topic, queue id)``, the records of its own consume queue (not a light or batch queue) that the
@@ -158,7 +211,10 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
     ``ConsumeQueue.putMessagePositionInfo`` makes no queue offset check for such a unit, so a queue the walk wrote
     may append it (:func:`appended_before`; :func:`store_format.dledger_crash_old.dropped_before` drops the rest).
     Third, of the queues of ``reset`` (``QueueCut.reset``: the cut left them no file), all their units among those
-    records (same rows), for :func:`ext_before_walk`.
+    records (same rows), for :func:`ext_before_walk`.  ``parsed`` (a list, where the caller models them): a record
+    refused in an old file where the DLedger check 48 bytes further parses records there goes on at the next file
+    too, and ``(refused record's offset, the parsed records)`` is appended to it (their units not counted above:
+    the caller passes it only where no answer above is used, :func:`_old_goes_on`).
 
     Raises:
         UnsupportedConfigError: that check ends the reput elsewhere in those files (a record it refuses where
@@ -189,7 +245,7 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
         at = (halt.offset - (ENTRY_HEADER_SIZE if seg.dledger else 0) if halt is not None
               else seg.base + res.state.bufpos)
         if halt is None and (res.stop == cl.Stop.BLANK or res.stop == cl.Stop.BAD and (
-                goes_on(k - len(old), at) if seg.dledger else _old_goes_on(st, seg, at, config))):
+                goes_on(k - len(old), at) if seg.dledger else _old_goes_on(st, seg, at, config, parsed))):
             k, pos = k + 1, 0   # the next file (after a bad record: the rest of this one skipped)
             continue
         raise refusal(f"the start's reput from {reput}, before the data file {files[first].name} the recovery's "
@@ -201,22 +257,34 @@ def earlier_own_units(st: StoreLocation, files: list[Segment], first: int, reput
         {track.names[q]: np.concatenate(rows[q]) for q in sorted(rows) if track.names[q] in reset}
 
 
-def _old_goes_on(st: StoreLocation, seg: Segment, at: int, config: BrokerConfig) -> bool:
+def _old_goes_on(st: StoreLocation, seg: Segment, at: int, config: BrokerConfig,
+                 parsed: list[tuple[int, tuple[tuple[int, int], ...]]] | None = None) -> bool:
     """Whether the reput, its base message check refusing the record at ``at`` in the old commitlog file ``seg`` (a
     bad magic code), goes on at the next file: ``DLedgerCommitLog.getData`` below ``dividedCommitlogOffset`` is the
     base ``CommitLog.getData``, the old file's bytes to its read position (its size: loaded whole), no committed
     position cutting them, and ``DLedgerCommitLog.checkMessageAndReturnSize`` there fails (size -1) unless the
     bytes 48 further parse (:func:`store_format.dledger_crash_old.reput_inside_old_file`), so ``doReput`` jumps to
-    that file's end (``reputFromOffset += result.getSize() - readSize``).  False (refused): a message or a blank's
-    empty request parsed 48 bytes further (dispatched there first, not modelled here).  With ext files the units
-    the reput puts back into a queue the 5.5.1 cut left with no file land at its write position after the records
-    it skipped (:func:`_reset_positions`)."""
+    that file's end (``reputFromOffset += result.getSize() - readSize``).  A message or a blank's empty request
+    parsed 48 bytes further is dispatched first (a message's unit at its PHYSICALOFFSET field, the request's
+    ``commitLogOffset``; ``doReput`` moves on by its size + 48, a blank's by 48, its next check 8 bytes further),
+    then the checks go on from there by the same rule to that file's end
+    (:func:`store_format.dledger_reput_inside.reput_inside_entry`): appended to ``parsed`` with ``at`` (True), or
+    refused without it (after a queue cut: raises UnsupportedConfigError).  With ext files the units the reput puts
+    back into a queue the 5.5.1 cut left with no file land at its write position after the records it skipped
+    (:func:`_reset_positions`)."""
     with st.reader(seg) as r:
         def read(pos: int, n: int) -> bytes:
             return bytes(r(pos - seg.base, min(n, seg.end - pos)))
         gone_on, records = reput_inside_old_file(read, at, file_base=seg.base, file_size=seg.size,
                                                  v55=config.brokerVersion == "5.5")
-    return gone_on == seg.end and not records
+    if records and parsed is not None and gone_on == seg.end:
+        parsed.append((at, records))
+        return True
+    if records:   # a caller that counts units (earlier_counter: a cut's ext units)
+        raise refusal(f"its start's reput, from before the walk's data file, refuses the record at {at} in old "
+                      f"commitlog file {seg.name} and parses {len(records)} record(s) 48 bytes further "
+                      "(DLedgerCommitLog.checkMessageAndReturnSize), whose units these counts leave out")
+    return gone_on == seg.end
 
 
 def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[str, int], np.ndarray],

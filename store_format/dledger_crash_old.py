@@ -72,6 +72,11 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   committed position, the rest of that data file's records first (:func:`inside_earlier_refusal`).  Checked
   against the 5.5.1 broker all three ways (``tests/test_dledger_2gib_before_broker.py``).
 
+* A reput from the min offset whose check refuses a record in an old file (``dledger_crash_before._old_goes_on``)
+  where the DLedger check 48 bytes further parses a message or a blank dispatches those first, as above, then goes
+  on at the next file; modelled where the parsed messages' keys lie below the index's ``endPhyOffset``
+  (:func:`old_parsed_keys`) and, after a queue cut, go to queues the walk did not write (:func:`old_parsed_queues`).
+
 A walk that queued something sets the reput at the queues' largest offset, inside the data files (never here but
 at 2147483647).
 """
@@ -80,12 +85,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .config import BrokerConfig
+from .dledger_inside_index import inside_key_offsets
+from .dledger_inside_units import parsed_units
 from .dledger_reput_inside import reput_inside_entry
 from .errors import UnsupportedConfigError
 from .restart_reput import Accepted
-from .store import Segment
+from .store import Segment, StoreLocation
 
-__all__ = ["dropped_before", "inside_earlier_refusal", "reput_in_old_files", "reput_inside_old_file"]
+__all__ = ["dropped_before", "inside_earlier_refusal", "old_parsed_keys", "old_parsed_queues", "reput_in_old_files",
+           "reput_inside_old_file"]
 
 
 def reput_in_old_files(config: BrokerConfig, accepted: Accepted, min_offset: int, dividing: int,
@@ -157,3 +165,40 @@ def dropped_before(walked: list[tuple[str, int]], reset: tuple[tuple[str, int], 
     for it), the walk's units then put by the same rule: :func:`store_format.dledger_crash_before.appended_before`
     replays that queue."""
     return tuple(sorted(set(walked) - set(reset)))
+
+
+def old_parsed_keys(st: StoreLocation, parsed: list[tuple[int, tuple[tuple[int, int], ...]]], accepted: Accepted,
+                    config: BrokerConfig, refusal: Callable[[str], Exception]) -> None:
+    """Refuses the records the reput's check parses 48 bytes past a record it refuses in an old file
+    (``DLedgerCrash.old_parsed``) where one holds an index key that ``IndexService.buildIndex`` would put: its
+    PHYSICALOFFSET field at or above the index's ``endPhyOffset`` after the walk (the walk's last indexed record,
+    ``accepted.last_indexed``; none indexed: every key put).  Below it ``buildIndex`` skips them, as the rebuild's
+    index does in reading order; ``verify``'s count of keys put again leaves them out."""
+    for at, records in parsed:
+        keys = inside_key_offsets(st, records, config)
+        if len(keys) and (accepted.last_indexed < 0 or int(keys.max()) >= accepted.last_indexed):
+            raise refusal(f"its start's reput, in an old commitlog file, refuses the record at {at} and parses "
+                          f"a message 48 bytes further whose keys buildIndex puts (its PHYSICALOFFSET field "
+                          f"{int(keys.max())} not below the index's endPhyOffset {accepted.last_indexed})")
+
+
+def old_parsed_queues(st: StoreLocation, parsed: list[tuple[int, tuple[tuple[int, int], ...]]],
+                      walked: tuple[tuple[str, int], ...], config: BrokerConfig,
+                      refusal: Callable[[str], Exception]) -> None:
+    """After a queue cut, refuses the records of ``parsed`` (``DLedgerCrash.old_parsed``) with a unit for a queue the
+    walk wrote (``walked``): the cut's units put back, their ext addresses and the units appended before the walk's
+    data file count that queue's records from the reput's start
+    (:func:`store_format.dledger_crash_before.earlier_own_units`), which leaves the parsed ones out.  A queue the
+    walk did not write takes their units (and ext units) as the rebuild's dispatch puts them, in reading order."""
+    holding = set(walked)
+    for at, records in parsed:
+        seg = next(s for s in st.segments if s.base <= at < s.end)
+        with st.reader(seg) as r:
+            def read(pos: int, n: int, seg: Segment = seg, r: Callable[[int, int], bytes] = r) -> bytes:
+                return bytes(r(pos - seg.base, min(n, seg.end - pos)))
+            units = parsed_units(read, tuple((a, b) for a, b in records if b > a), config)
+        mine = sorted({f"{u.topic}/{u.queue_id}" for u in units if (u.topic, u.queue_id) in holding})
+        if mine:
+            raise refusal(f"its start's reput, in an old commitlog file, refuses the record at {at} and parses a "
+                          f"message 48 bytes further for {', '.join(mine)}, a queue the walk wrote and the cut "
+                          "changed (its units put back counted without it)")

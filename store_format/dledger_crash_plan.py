@@ -51,6 +51,12 @@ class DLedgerCrash:
     # entry (cut.inside_records), in put order: buildIndex puts each at or above endPhyOffset, moving it there, so
     # one above the walk's last indexed record keeps that record from being indexed again (dledger_inside_index)
     inside_keys: tuple[int, ...] = ()
+    # with before: each record the reput's check refuses in a converted store's old commitlog file where the
+    # DLedger check 48 bytes further parses records (a message or a blank's empty request: (start, end), end ==
+    # start for a blank), which it dispatches before it goes on at the next file: (the refused record's offset,
+    # those records), in reading order (dledger_crash_before._old_goes_on); the rebuild reads that file up to the
+    # refused record, then those records (store_format.store.pieces_at_refusals)
+    old_parsed: tuple[tuple[int, tuple[tuple[int, int], ...]], ...] = ()
 
     @property
     def jump(self) -> tuple[int, int] | None:

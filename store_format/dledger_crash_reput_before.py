@@ -12,7 +12,7 @@ from .config import BrokerConfig
 from .dledger_crash_after import refusal, reput_goes_on
 from .dledger_crash_before import appended_cut, earlier_own_units, ext_before_walk, without_queues
 from .dledger_crash_cut import QueueCut, QueueTrack, ext_reput
-from .dledger_crash_old import dropped_before, inside_earlier_refusal
+from .dledger_crash_old import dropped_before, inside_earlier_refusal, old_parsed_keys, old_parsed_queues
 from .dledger_crash_plan import DLedgerCrash
 from .dledger_inside_index import indexed_again, inside_key_offsets
 from .restart_reput import Accepted
@@ -34,7 +34,10 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     ext unit for each record of an ext queue before that; ``IndexService.buildIndex`` skips the records below the
     index's ``endPhyOffset`` (it indexes the walk's last indexed record again).  A record of the earlier files its
     check cannot read (a bad magic code) sends it on to the next data file where :func:`reput_goes_on` says so, the
-    rest of that file dispatched by no one (no unit, no ext unit; the rebuild's walk skips it likewise).
+    rest of that file dispatched by no one (no unit, no ext unit; the rebuild's walk skips it likewise); in a
+    converted store's old file, where the DLedger check 48 bytes past that record parses a message or a blank, it
+    dispatches those first (``DLedgerCrash.old_parsed``; after a cut, to queues the walk did not write only:
+    :func:`store_format.dledger_crash_old.old_parsed_queues`, :func:`store_format.dledger_crash_old.old_parsed_keys`).
 
     A walk that ended at a damaged message (``walk_end`` >= 0, before ``end``): the reput, whose check reads no CRC,
     walks the walk's records again up to there, then dispatches that message and the ones after it, which each
@@ -95,8 +98,17 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     to = walk_end if walk_end >= 0 else end
     alone = config.dledger_group_of_one
     drops = dropped_before(list(walked), cut.reset) if cut is not None and cut.inside_from >= 0 else ()
+    # records the DLedger check parses 48 bytes past a record it refuses in an old file (the rebuild's dispatch puts
+    # their units and ext units in reading order; their keys: old_parsed_keys; after a cut, for queues the walk did
+    # not write only: old_parsed_queues)
+    old_parsed: list[tuple[int, tuple[tuple[int, int], ...]]] | None = [] if reput < files[0].base else None
     earlier, zero, reset = earlier_own_units(st, files, first, reput, config, lambda k, at: reput_goes_on(
-        files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else ()))
+        files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else ()),
+        old_parsed)
+    if old_parsed:
+        old_parsed_keys(st, old_parsed, accepted, config, refusal)
+        if cut is not None:
+            old_parsed_queues(st, old_parsed, walked, config, refusal)
     ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
         else ext_before_walk(earlier, cut.ext_again, reset, track, to, config.cq_file_size)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
@@ -122,4 +134,4 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again=ext_again,
                         walk_end=walk_end, before=True, drops_before=drops, from_old_files=reput < files[0].base,
-                        inside_keys=tuple(int(k) for k in keys))
+                        inside_keys=tuple(int(k) for k in keys), old_parsed=tuple(old_parsed or ()))

@@ -18,12 +18,14 @@ inside an entry of a log past 2 GiB (:func:`mixed_state`).
 A reput with no parsed unit there that puts back cut units: :func:`mixed_put_back`, :func:`mixed_disk_put_back` (the
 latter also for a reput not set inside an entry, an ordinary crash restart's from the cut queues' largest max or the
 committed position, that puts back cut units of a queue on disk before the walk; from before the walk's last data
-file: :func:`earlier_reput_refusal`, the earlier records all at or below the cut's max, dropped, with ext files
-an ext unit each for its own ones first: :func:`earlier_own`).
+file: :func:`earlier_reput_refusal`, its records of the walk's earlier data files first, :func:`earlier_units`, each
+by the rule from the state the cut left, the cut's max at or past the last data file's start or below it, with ext
+files an ext unit each for its own ones first).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from typing import Protocol
 
 import numpy as np
 
@@ -32,7 +34,7 @@ from .dledger_inside_replay import replay_queue
 from .dledger_inside_state import QueueFiles, Tags, WalkedQueue
 from .dledger_queue_track import BLANK_MAX, U_END, U_OFFSET, U_QUEUE, QueueTrack, positions, replayed
 
-__all__ = ["EarlierOwn", "OnDiskCut", "earlier_own", "earlier_reput_refusal", "mixed_disk_put_back", "mixed_on_disk",
+__all__ = ["EarlierOwn", "OnDiskCut", "earlier_units", "earlier_reput_refusal", "mixed_disk_put_back", "mixed_on_disk",
            "mixed_put_back",
            "mixed_state"]
 
@@ -40,9 +42,16 @@ __all__ = ["EarlierOwn", "OnDiskCut", "earlier_own", "earlier_reput_refusal", "m
 # whether a file of it stays, its write position (queue bytes; a cut going on into older files reads them), and
 # whether the walk's units were dispatched onto its files before the cut (putMessagePositionInfo: dispatch_units)
 OnDiskCut = tuple[int, bool, int, bool]
-# given a reput's start before the walk's first data file, per queue the records of its own consume queue the reput
-# walks there (store_format.dledger_crash_before.earlier_counter: each puts an ext unit first)
-EarlierOwn = Callable[[int], Mapping[tuple[str, int], int]]
+class EarlierOwn(Protocol):
+    """Given a reput's start before the walk's first data file, the records it walks there
+    (:class:`store_format.dledger_crash_before.EarlierRecords`): called, per queue the records of its own consume
+    queue (each puts an ext unit first); :meth:`units`, one queue's units among them; :meth:`reads_old`, whether
+    they lie in a converted store's old commitlog files."""
+    def __call__(self, reput: int) -> Mapping[tuple[str, int], int]: ...
+
+    def units(self, reput: int, queue: tuple[str, int]) -> np.ndarray: ...
+
+    def reads_old(self, reput: int) -> bool: ...
 
 
 def mixed_state(rows: np.ndarray, cut: np.ndarray, process_offset: int, cq_file_size: int, ext_next: int,
@@ -230,11 +239,13 @@ def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offs
     with an ext unit first when it is a record's own (``putMessagePositionInfoWrapper``); the same on 5.3.3 (its
     ``ConsumeQueue.recover``, ``truncateDirtyLogicFiles`` and ``ConsumeQueueExt`` read the same; its cut runs when the
     loaded queues' max reaches ``processOffset``, as kept queues past it do).  From before the walk's last data file
-    (:func:`earlier_reput_refusal`: the earlier records all at or below the cut's max, dropped; with ext files each
-    own one among them puts its ext unit first, :func:`earlier_own`, ``earlier`` counting those before the walk's
-    first data file) the same from the state the cut left; putting back none of its cut units (the reput from past
-    them): the queue as the cut left it (one with units of both kinds in the walk's earlier data files too).  None
-    where :func:`mixed_on_disk` refuses the queue (no file left, its ext files' end not read)."""
+    (:func:`earlier_reput_refusal`) the same from the state the cut left, its records of the walk's earlier data
+    files from ``reput`` on first (:func:`earlier_units`: each at or below the cut's max dropped, one above it by the
+    queue offset test, appended written from its record; with ext files an own one's ext unit first; ``earlier``
+    counting the ext units of its own records before the walk's first data file, all at or below the cut's max);
+    putting back none of its cut units (the reput from past them): the queue as the cut left it (one with units of
+    both kinds in the walk's earlier data files too).  None where :func:`mixed_on_disk` refuses the queue (no file
+    left, its ext files' end not read)."""
     units = track.last_file()
     rows = units[units[:, U_QUEUE] == q]
     # a reput not set inside an entry may start below processOffset: its records of the walk's last data file from
@@ -244,10 +255,27 @@ def mixed_disk_put_back(track: QueueTrack, q: int, disk: OnDiskCut, process_offs
     back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)
     later = after[(after[:, U_QUEUE] == q) & (after[:, U_OFFSET] >= reput)] if after is not None else rows[:0]
     walked = track.own_units.get(q, 0)
-    if ext_file_size and not inside and reput < track.base:   # its own records of the earlier data files the reput
-        walked += earlier_own(track, q, reput, earlier)       # walks: an ext unit each first, dropped or not
+    # its records before the walk's first data file the reput walks: all at or below the cut's max (dropped), an ext
+    # unit each first for its own ones (counted); with the max below that file's start, read and replayed as below
+    before = not inside and reput < track.first and disk[0] < track.first
+    if ext_file_size and not inside and reput < track.first and not before:
+        assert earlier is not None, "earlier_reput_refusal refuses it"
+        walked += int(earlier(reput).get(track.names[q], 0))
     s = mixed_on_disk(disk, rows, cut, back, later, ext_file_size, ext_end, walked)
-    return None if s.refused else replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
+    if s.refused:
+        return None
+    if not inside and reput < track.base:   # from before the walk's last data file: its records of the earlier data
+        # files from the reput on first, each by the rule from the state the cut left (putMessagePositionInfo: at or
+        # below the max dropped, else the queue offset test), an own one's ext unit first; written from its record
+        # when appended (again_at -1)
+        first = earlier_units(track, q, reput)
+        if before:
+            assert earlier is not None, "earlier_reput_refusal refuses it"
+            first = np.concatenate([earlier.units(reput, track.names[q]), first])
+        assert s.again_skip == 0 and (len(first) == 0 or len(s.again) == len(cut)), "every cut unit dispatched again"
+        s.again = tuple(map(tuple, first.tolist())) + s.again
+        s.again_at = (-1,) * len(s.again)
+    return replay_queue(track.names[q], s, [], cq_file_size, at, tags, ext_file_size)
 
 
 def earlier_reput_refusal(track: QueueTrack, disk: OnDiskCut, reput: int, ext_file_size: int,
@@ -257,39 +285,39 @@ def earlier_reput_refusal(track: QueueTrack, disk: OnDiskCut, reput: int, ext_fi
     queue holding a record's own units and light ones, on disk before the walk (``disk``, :func:`mixed_on_disk`), or
     None: ``doReput`` dispatches the queue's records of the earlier data files first (walked or not), each by
     ``ConsumeQueue.putMessagePositionInfo`` from the state ``truncateDirtyLogicFiles`` left (a light one by
-    ``multiDispatchLmqQueue``: the same call), and a unit ending at or below the queue's max is dropped whatever its
-    queue offset; every record there ends at or before the last data file's start (a DLedger entry never crosses a
-    data file), so a cut max at or past that start (``disk[0]``: a unit of the last data file below
-    ``processOffset`` kept) drops them all and leaves the state as the cut left it: the last data file's records then
-    go as :func:`mixed_disk_put_back` (``inside`` false) says.  Refused: a cut max below that start (those records'
-    units are not all read here).  With ext files ``putMessagePositionInfoWrapper`` puts an ext unit
-    (``ConsumeQueueExt.put``, appended after the last one whatever the unit then does) for each own record there
-    first, a light one none (``multiDispatchLmqQueue``): :func:`earlier_own` counts them from the walk's own units
-    of the earlier data files (``QueueTrack.own_before``, kept with ext files), :func:`mixed_disk_put_back` puts the
-    last file's ext units after them (``-mixed-disk-earlier-ext``, ``-mixed-disk-earlier-own-ext``, 5.5.1 and 5.3.3);
-    refused when ``track`` did not keep them, or the reput starts before the walk's first data file
-    (``QueueTrack.first``) with no ``earlier`` to count its records there (a guard)."""
-    if ext_file_size and (not track.keep_own or reput < track.first and earlier is None):
-        return "with ext files (its records of the earlier data files put ext units first, not kept)"
-    if disk[0] < track.base:
-        return f"its max after the cut ({disk[0]}) below the last data file's start ({track.base})"
+    ``multiDispatchLmqQueue``: the same call): a unit ending at or below the queue's max is dropped whatever its queue
+    offset, one ending above it goes by the queue offset test (dropped when its queue offset is not 0 and its ``* 20``
+    lies below the write position, else appended there).  Those of the walk's earlier data files (5.3.3's walk from
+    the first one, ``-mixed-disk-below``) are the walk's (:func:`earlier_units`), those before its first data file
+    (``QueueTrack.first``; 5.5.1's walk from the last one) read from the log (``earlier``:
+    :meth:`EarlierOwn.units`); they go so in :func:`mixed_disk_put_back` (``inside`` false), then the last data
+    file's records by the same rule: the cut's max at or past the last data file's start (``disk[0]``: a unit of it
+    below ``processOffset`` kept) drops every earlier one (``-mixed-disk-earlier``), below it (``-mixed-disk-below``:
+    the max an earlier data file's light unit's end) own unit 1 after it, ending above it, goes by the queue offset
+    test (dropped again, as the crashed broker's dispatch did from the same state).  Those before the walk's first
+    data file end at or before its start, so with the max at or past it they are all dropped and only counted.  With
+    ext files ``putMessagePositionInfoWrapper`` puts an ext unit (``ConsumeQueueExt.put``, appended after the last
+    one whatever the unit then does) for each own record first, a light one none (``multiDispatchLmqQueue``): the
+    replay puts those of the records it dispatches in order, ``earlier`` counts those it only drops
+    (``-mixed-disk-earlier-ext``, ``-mixed-disk-earlier-own-ext``, ``-mixed-disk-below-ext``, 5.5.1 and 5.3.3).
+    Refused: the reput from before the walk's first data file with no ``earlier`` to read or count those records (a
+    guard), or, with the max below that file's start, from a converted store's old commitlog files (not read as
+    units here)."""
+    if ext_file_size and reput < track.first and earlier is None:
+        return "with ext files (its records before the walk's first data file put ext units first, not counted)"
+    if reput < track.first and disk[0] < track.first and (earlier is None or earlier.reads_old(reput)):
+        return f"its max after the cut ({disk[0]}) below the walk's first data file's start ({track.first}), the " \
+            "reput from before it " + ("in a converted store's old commitlog files" if earlier is not None else
+                                       "(those records not read)")
     return None
 
 
-def earlier_own(track: QueueTrack, q: int, reput: int, earlier: EarlierOwn | None = None) -> int:
-    """How many records before the walk's last data file, from ``reput`` on, queue ``q`` is a record's own consume
-    queue of, each of which gets an ext unit from ``putMessagePositionInfoWrapper`` when a reput from ``reput``
-    dispatches it, whatever ``putMessagePositionInfo`` then does: those of the walk's earlier data files
-    (``QueueTrack.own_before``, kept with ext files) and, from before the walk's first data file
-    (``QueueTrack.first``), those ``earlier`` counts there (``doReput``'s message check reading the log:
-    :func:`store_format.dledger_crash_before.earlier_own_units`)."""
-    if reput >= track.base:
-        return 0
-    n = 0
-    if track.own_before:
-        rows = np.concatenate(track.own_before)
-        n = int(((rows[:, 1] == q) & (rows[:, 0] >= reput)).sum())
-    if reput < track.first:
-        assert earlier is not None, "earlier_reput_refusal refuses it"
-        n += int(earlier(reput).get(track.names[q], 0))
-    return n
+def earlier_units(track: QueueTrack, q: int, reput: int) -> np.ndarray:
+    """Queue ``q``'s units of the walk's earlier data files (``QueueTrack.kept_before``: a queue on disk before the
+    walk, one of ``keep_queues``) from commitlog offset ``reput`` on, in commitlog order: rows of commitlog offset,
+    size and queue offset (an own unit's from ``topicQueueTable``, a light one's its ``INNER_MULTI_QUEUE_OFFSET``), as
+    ``doReput`` hands them to ``putMessagePositionInfo`` (a light one by ``multiDispatchLmqQueue``)."""
+    if reput >= track.base or not track.kept_before.get(q):
+        return np.zeros((0, 3), dtype=np.int64)
+    rows = np.concatenate(track.kept_before[q])
+    return rows[rows[:, 0] >= reput]

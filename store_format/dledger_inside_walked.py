@@ -398,7 +398,8 @@ def _walked_batch(rows: np.ndarray, cut: np.ndarray, kept: np.ndarray, emptied_m
     assert back[skip:].all(), "the cut units dispatched again are the last ones"
     count = int(rows[-1, U_KEY] + 1) if len(rows) else done   # the units the rebuild's queue holds after the walk
     after_last = count * BCQ_UNIT_SIZE
-    # the records past the walk's end follow its cut units in the rebuild's queue (dledger_crash_cut._appended_keys)
+    # the records past the walk's end follow its cut units in the rebuild's queue
+    # (dledger_crash_cut_reput.appended_keys)
     past = np.column_stack([later[:, U_OFFSET], later[:, U_END], count + rebuilt + np.arange(len(later))])
     units = np.concatenate([cut[:, [U_OFFSET, U_END, U_KEY]], past])
     again = tuple((int(o), int(e - o), int(k)) for o, e, k in units) if back.any() or len(later) else ()

@@ -30,19 +30,37 @@ read position, its size), its ``checkMessageAndReturnSize`` fails on the first `
 result.getSize() - readSize``), from which it dispatches as above: nothing parsed, every cut unit back
 (:func:`store_format.dledger_reput_inside.reput_inside_entry`, through ``inside``).
 
-A consume queue the cut left with ``fillPreBlank`` units only has the max 2147483647 (their ``offset + size``), which
-on a log past 2 GiB lies inside an entry: ``getData`` hands the bytes from there to the file's read position, cut at
-DLedger's committed position, and where the check parses nothing and jumps to the end of those bytes at the log's
-end (2147483647 in the last data file, the whole log committed) the reput dispatches nothing: the records from
-``processOffset`` to the log's end are dispatched by no one, their cut units lost, as from past the log's end
-(checked against the 5.5.1 broker, ``DLEDGER_2GIB=1``).  Refused: a reput there that parses a record or goes on
-before the log's end (the committed position behind it, the next data file's start).
+A consume queue the cut left with ``fillPreBlank`` units only has the max 2147483647 (their ``offset + size``), which on
+a log past 2 GiB lies inside an entry: ``getData`` hands the bytes from there to the file's read position, cut at
+DLedger's committed position (``truncate``). ``checkMessageAndReturnSize`` there
+(:func:`store_format.dledger_reput_inside.reput_inside_entry`) may parse well-formed messages the bytes happen to form:
+``doReput`` dispatches each (``doDispatch``) onto the queues as the cut left them and checks on at its end. Where a
+check then fails (size -1) it jumps to the end of the bytes handed (``reputFromOffset += result.getSize() - readSize``):
+the log's end (2147483647 in the last data file, the whole log committed), where it dispatches nothing more, or
+DLedger's committed position before it, where it waits (``isCommitLogAvailable``) until the group commits the rest after
+``commitLog.start`` and then walks the entries from there like any reput. Either way the records from ``processOffset``
+to where it goes on are dispatched by no one, their cut units lost
+(:attr:`store_format.dledger_crash_plan.DLedgerCrash.gap`); the parsed messages are ``QueueCut.inside_records`` and
+their keys ``DLedgerCrash.inside_keys`` (``IndexService.buildIndex`` puts each at or above ``endPhyOffset``). Modelled
+for parsed messages whose own consume queue units go to queues the store holds no file of
+(``ConsumeQueue.putMessagePositionInfo`` on a new queue: a unit at its queue offset's place, ``fillPreBlank`` units
+before it), without ext files: the records the reput dispatches after them lie at or past the committed position, where
+the reference rebuild ``verify`` compares with stops, so nothing there meets them. Checked against the 5.5.1 broker
+(``DLEDGER_2GIB=1``: ``tests/test_dledger_walked_nothing_inside_broker.py``, nothing parsed, to the log's end;
+``tests/test_dledger_walked_nothing_2gib_broker.py``, a T5 message parsed then the log's end, the same then the
+committed position at the last T9 entry's start, and that jump with nothing parsed); 5.3.3's ``doReput`` and
+``DLedgerCommitLog.getData`` read the same. Refused, one line each: going on elsewhere than those two (a data file's end
+or a roll before the committed position: the next data file's start; an entry's start after parsed messages; no broker
+case), 2147483647 at or before ``processOffset`` (the reput before the walk's data file), a blank's empty request among
+the parsed records, a parsed unit in a batch or light queue or in a queue the store holds files of, ext files with
+parsed messages.
 """
 from __future__ import annotations
 
 from .config import BrokerConfig
 from .dledger_crash_after import refusal
 from .dledger_crash_cut import BLANK_MAX, Inside, QueueCut, QueuesOnDisk
+from .dledger_inside_state import ParsedUnit
 from .filedump.checkpoint import Checkpoint
 
 __all__ = ["reput_after_cut"]
@@ -58,20 +76,22 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     (at least the first data file's offset), ``log_end``: where DLedger's recovery ends the log.  ``inside``: where
     a reput set at an offset goes on and what its check parses there
     (:func:`store_format.dledger_crash._reput_inside`): a reput set one byte before ``process_offset`` goes on at
-    ``process_offset`` and one set at 2147483647 inside the log where ``inside`` says (to the log's end only;
-    ``QueueCut.inside_from`` the offset it was set at; module docstring).
+    ``process_offset`` and one set at 2147483647 inside the log where ``inside`` says (to the log's end or the
+    committed position before it, after the messages its check parsed there, ``QueueCut.inside_records``;
+    ``QueueCut.inside_from`` the offset it was set at; module docstring, :func:`_parsed_refusal`).
 
     Raises:
         UnsupportedConfigError: with ``recheckReputOffsetFromCq``, a reput set by a queue the cut left inside the log
             (``why`` leads the text), without ``inside``, or where ``inside`` refuses or says it parses a record or
             goes on elsewhere than modelled: one byte before ``process_offset`` (a batch queue left with no file;
-            modelled: at ``process_offset``) or at 2147483647 (a queue left with ``fillPreBlank`` units only) inside
-            a log past 2 GiB (modelled: at the log's end).
+            modelled: at ``process_offset``, none parsed) or at 2147483647 (a queue left with ``fillPreBlank`` units
+            only) inside a log past 2 GiB (what :func:`_parsed_refusal` says).
     """
     v55 = config.brokerVersion == "5.5"
     truncates = on_disk.max_physic_offset >= process_offset and (not v55 or cp.logics_physical_offset >= process_offset)
     after = on_disk.max_after_cut(process_offset, {}) if truncates else {}
     inside_from = -1
+    inside_records: tuple[tuple[int, int], ...] = ()
     if not config.recheckReputOffsetFromCq:
         reput = confirm_offset
     else:
@@ -86,16 +106,44 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
                               f"(modelled: at processOffset {process_offset}, none parsed)")
             inside_from, reput = reput, goes_on
         elif truncates and BLANK_MAX == reput < log_end and inside is not None:
-            goes_on, records, _units = inside(reput)   # inside an entry past 2 GiB: its check there
-            if goes_on < log_end or records:
+            goes_on, records, units = inside(reput)   # inside an entry past 2 GiB: its check there
+            if why_not := _parsed_refusal(goes_on, records, units, on_disk_queues=frozenset(after), reput=reput,
+                                          process_offset=process_offset, confirm_offset=confirm_offset,
+                                          log_end=log_end, config=config):
                 raise refusal(f"{why}: the start's reput, set at {reput} (a queue truncateDirtyLogicFiles left with "
                               f"fillPreBlank units only), inside an entry, goes on at {goes_on} after parsing "
-                              f"{len(records)} record(s) there (modelled: at the log's end {log_end}, none parsed)")
-            inside_from, reput = reput, goes_on
+                              f"{len(records)} record(s) there ({why_not})")
+            inside_from, reput, inside_records = reput, goes_on, records
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
     if not truncates:
         return reput, None
-    return reput, QueueCut(reput, (), {}, 0, inside_from=inside_from,
+    return reput, QueueCut(reput, (), {}, 0, inside_from=inside_from, inside_records=inside_records,
                            held_emptied=frozenset(n for n, (_v, stays, _w, _d) in after.items() if not stays))
+
+
+def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: tuple[ParsedUnit, ...], *,
+                    on_disk_queues: frozenset[tuple[str, int]], reput: int, process_offset: int, confirm_offset: int,
+                    log_end: int, config: BrokerConfig) -> str:
+    """Why the reput set at 2147483647 (``reput``) inside an entry past ``process_offset``, whose check parses
+    ``records`` (their ``units``) and goes on at ``goes_on``, is not modelled ("" when it is): modelled where it jumps
+    to the end of the bytes ``getData`` handed, the log's end ``log_end`` or DLedger's committed position
+    ``confirm_offset`` before it (then it waits for the group's commit and walks on from there: the records between
+    ``process_offset`` and it dispatched by no one), after messages whose own consume queue units go to queues the
+    store holds no file of (``on_disk_queues``), without ext files: each such unit written at its queue's start
+    (``putMessagePositionInfo`` on a new queue: ``fillPreBlank`` units first for a queue offset past 0); the records
+    the reput dispatches after them lie at or past the committed position, where the reference rebuild ``verify``
+    compares with stops."""
+    if goes_on not in (log_end, confirm_offset) or not reput < confirm_offset <= log_end \
+            or reput <= process_offset:
+        return (f"modelled: at the log's end {log_end} or at DLedger's committed position {confirm_offset} past "
+                f"it, set past processOffset {process_offset}")
+    if any(b <= a for a, b in records):
+        return "a blank's empty request among them (modelled: messages only)"
+    if records and config.enableConsumeQueueExt:
+        return "enableConsumeQueueExt=true (modelled: without ext files)"
+    if any(not u.own or u.batch or (u.topic, u.queue_id) in on_disk_queues for u in units):
+        return ("a unit of theirs in a batch or light queue or in a queue the store holds files of (modelled: own "
+                "consume queue units of queues it holds no file of)")
+    return ""

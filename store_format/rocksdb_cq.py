@@ -125,7 +125,9 @@ class RocksCqEntries:
     """The two families' entries, each sorted by key (bytewise, the families' comparator)."""
     default: list[tuple[bytes, bytes]]
     offset: list[tuple[bytes, bytes]]
-    replaced: int          # units whose key a later unit took again
+    # units whose key a later unit took again with another value (a record read twice, as a restart's reput walks
+    # records a crash walk dispatched, puts the same value again: not counted)
+    replaced: int
 
 
 def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, queue_offset: np.ndarray,
@@ -148,8 +150,11 @@ def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, que
     prefixes = [_topic_prefix(t) for t, _ in queues]
     default: dict[bytes, bytes] = {}
     last: dict[int, int] = {}
+    replaced = 0
     for i, (q, qo) in enumerate(zip(queue.tolist(), queue_offset.tolist())):
-        default[prefixes[q] + CQ_KEY_TAIL.pack(CTRL_1, queues[q][1], CTRL_1, qo)] = raw[28 * i:28 * i + 28]
+        key, value = prefixes[q] + CQ_KEY_TAIL.pack(CTRL_1, queues[q][1], CTRL_1, qo), raw[28 * i:28 * i + 28]
+        replaced += default.get(key, value) != value
+        default[key] = value
         last[q] = i
     entries_offset = [(offset_key(queues[q][0], queues[q][1]), offset_value(int(offset[i]), int(queue_offset[i])))
                       for q, i in last.items()]
@@ -157,7 +162,7 @@ def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, que
         end = int((offset.astype(np.int64) + size.astype(np.int64)).max())
         entries_offset.append((checkpoint_key(), CHECKPOINT_VALUE.pack(end)))
     return RocksCqEntries(default=sorted(default.items()), offset=sorted(entries_offset),
-                          replaced=len(queue) - len(default))
+                          replaced=replaced)
 
 
 def undispatch_first_record(res: WalkResult) -> WalkResult:

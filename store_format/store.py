@@ -435,3 +435,25 @@ def then_pieces(st: StoreLocation, runs: tuple[tuple[int, int], ...], holding: l
         assert again and again[0].base + again[0].start <= then, (then, again[:1])
         kept += [dataclasses.replace(again[0], start=then - again[0].base), *again[1:]]
     return dataclasses.replace(st, segments=[dataclasses.replace(seg, index=i) for i, seg in enumerate(kept)])
+
+
+def pieces_at_refusals(st: StoreLocation, refusals: tuple[tuple[int, tuple[tuple[int, int], ...]], ...],
+                       holding: list[Segment], first: int) -> StoreLocation:
+    """``st`` as a reput reads it whose check refuses the record at each ``at`` of ``refusals`` in an old commitlog
+    file (from list position ``first`` on) and dispatches the records it parses 48 bytes further (``(start, end)``,
+    whole records in the files of ``holding``; a blank's empty request, a record of no bytes, not read) before it
+    goes on at that file's end: the file read up to ``at``, then those records (:func:`then_pieces`' ``after``),
+    then the next file (``DLedgerCommitLog.checkMessageAndReturnSize``, ``ReputMessageService.doReput``:
+    :attr:`store_format.dledger_crash_plan.DLedgerCrash.old_parsed`)."""
+    for at, records in refusals:
+        k = next(k for k in range(first, len(st.segments)) if not st.segments[k].dledger
+                 and st.segments[k].base + st.segments[k].start <= at < st.segments[k].end)
+        seg = st.segments[k]
+        assert seg.resume < 0 and at - seg.base <= seg.data_end, (seg, at)
+        segs = list(st.segments)
+        segs[k] = dataclasses.replace(seg, readable=at - seg.base, resume=seg.end)
+        st = dataclasses.replace(st, segments=segs)
+        runs = tuple((a, b) for a, b in records if b > a)
+        if runs:
+            st = then_pieces(st, runs, holding, after=k)
+    return st

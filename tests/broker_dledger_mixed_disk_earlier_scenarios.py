@@ -16,6 +16,8 @@ units and light ones (``%LMQ%q1``, queue 0) that was on disk before the walk (``
   ``5.3.3-dledger-abort-emptied-kept-embedded-light-mixed-earlier-both-end`` the same from the 5.3.3
   ``-light-mixed-earlier-both`` store (:mod:`broker_dledger_inside_mixed_533_scenarios`): its cut light unit 2 stays
   cut.
+
+:func:`broker_dledger_mixed_disk_below_scenarios.mixed_disk_below_scenarios` adds the ``-mixed-disk-below`` ones.
 """
 from __future__ import annotations
 
@@ -60,4 +62,5 @@ def mixed_disk_earlier_scenarios(line: str, embedded: dict) -> list[dict]:
         conf = {k: v for k, v in kept["config"].items() if k != "recheckReputOffsetFromCq"}
         assert "dledgerCommittedBack" not in kept and kept["keepQueues"], kept["name"]
         out.append({**kept, "config": conf, "name": f"{kept['name']}-end"})
-    return out
+    from broker_dledger_mixed_disk_below_scenarios import mixed_disk_below_scenarios
+    return out + mixed_disk_below_scenarios(line)

@@ -416,6 +416,17 @@ def rebuild_as_restart(d: Path, broker_version: str) -> dict:
     return {"code": code, "stderr": err.strip()}
 
 
+def restart_checked(run: dict) -> None:
+    """A ``then`` step of :func:`written_once` for a restarted scenario: with its queues kept (``keepQueues``: the store
+    as the restart found it) our ``verify`` of ``before/`` (``run["verify"]``, :func:`verify_json`), else our
+    ``rebuild --as-restart`` of it (``run["rebuild"]``)."""
+    d, version = Path(run["scenario"]["dir"]), BROKER_VERSION_ARG[run["line"]]
+    if run["scenario"].get("keepQueues"):
+        run["verify"] = verify_json(d / "before", d / "broker.conf", version)
+    else:
+        run["rebuild"] = rebuild_as_restart(d, version)
+
+
 def check_cut_at_damaged_record(run: dict) -> None:
     """The harness itself on a restarted scenario (``write_lines``'s entry): the broker's restart ended the
     commitlog at the damaged record, which is not the last one (a record or a segment's blank follows it:

@@ -64,14 +64,8 @@ _RUNS: dict[str, dict] = {}
 def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of it, or with its
     database kept our ``verify`` (once each)."""
-    def then(r: dict) -> None:
-        d, version = Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[LINE]
-        if r["scenario"].get("keepQueues"):
-            r["verify"] = bh.verify_json(d / "before", d / "broker.conf", version)
-        else:
-            r["rebuild"] = bh.rebuild_as_restart(d, version)
     return bh.written_once(request, _RUNS, {LINE: SCENARIOS}, "RocksDB store(s), each restarted", threads=1,
-                           then=then)
+                           then=bh.restart_checked)
 
 
 

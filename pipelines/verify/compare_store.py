@@ -340,7 +340,8 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                   "where its check fails on the one byte getData hands"
                   if crash.cut.inside_from == crash.process_offset - 1 else
                   "where a queue the cut left with fillPreBlank units only leaves its max), inside an entry, where its "
-                  "check fails")
+                  "check " + (f"parses {len(crash.cut.inside_records)} message(s), then " if crash.cut.inside_records
+                              else "") + "fails")
                + f" and it jumps to the end of the bytes getData hands, {crash.reput_from}"
                if crash.cut is not None and crash.cut.inside_from >= 0 else "")
             + (f"; the records from {crash.gap[0]} to {crash.gap[1]} are dispatched by no one"

@@ -2,13 +2,18 @@
 with ``enableDLegerCommitLog=true``), its database kept: DLedger's recovery, then ``DLedgerCommitLog``'s
 after a clean shutdown (``DLedgerCommitLog.dledgerRecoverNormally``: no dispatch, ``truncateDirty`` at the log's end
 when the database's checkpoint reaches it, a no-op there), then the start's reput from the min offset
-(``recheckReputOffsetFromCq=true``) or the committed position to the log's end, the database's entries as
+(``recheckReputOffsetFromCq=true``) or the committed position to the log's end (entries past DLedger's committed
+position too: a group of one commits them once the node leads, ``DLedgerCommitLog.getData`` serving the reput up to
+the committed position; the rebuild compared with reads them as well, ``pipelines.restart.led_dledger_store``, checked
+against the 5.5.1 broker: tests/test_rocksdb_dledger_verify_more_broker.py), the database's entries as
 :func:`store_format.rocksdb_recovery.predict_rocksdb_restart` changes them, reported queue by queue like the plain
-RocksDB store's (:mod:`.rocksdb_restart`).  Refused in one line: a crash restart (``dledgerRecoverAbnormally``'s
+RocksDB store's (:mod:`.rocksdb_restart`); with 5.5.1's ``indexRocksDBEnable``/``transRocksDBEnable`` their stores'
+lastOffsetPy (``rocksdbstore/``, above 0) lowers ``DefaultMessageStore.recover``'s ``dispatchFromPhyOffset`` below a
+checkpoint at the log's end, so ``truncateDirty`` is not called there (where it changes nothing: the same
+prediction, noted).  Refused in one line: a crash restart (``dledgerRecoverAbnormally``'s
 walk from the data file the database's checkpoint matches, and where that checkpoint reaches its short
 ``processOffset`` ``truncateDirty`` racing the walk's dispatch through ``RocksGroupCommitService`` queue by queue,
-seen on the 5.5.1 broker: tests/test_rocksdb_dledger_restart_broker.py), entries past DLedger's committed position
-(the rebuild compared with ends there), a checkpoint past the log's end, and what
+seen on the 5.5.1 broker: tests/test_rocksdb_dledger_restart_broker.py), a checkpoint past the log's end, and what
 :func:`store_format.dledger_rocksdb_restart.plan_rocksdb_dledger_restart` refuses."""
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from store_format.config import BrokerConfig
 from store_format.dledger_recovery import recover_dledger
 from store_format.dledger_rocksdb_restart import plan_rocksdb_dledger_restart
 from store_format.errors import UnsupportedConfigError
+from store_format.message_rocksdb import dispatch_store_offsets
 from store_format.rocksdb_recovery import parse_database, predict_rocksdb_restart
 from store_format.store import StoreLocation
 
@@ -42,11 +48,6 @@ def predict_rocksdb_dledger_store_restart(st: StoreLocation, config: BrokerConfi
     ref, _ = parse_database(ref_entries)
     rec = recover_dledger(st.fs, st.dledger, config.mappedFileSizeCommitLog)
     end, cp0 = rec.process_offset, checkpoint or 0
-    if rec.committed_pos != end:
-        raise UnsupportedConfigError(
-            f"DLedger's committed position {rec.committed_pos} lies before its log's end {end}: the restart dispatches "
-            "the entries past it once the node leads, which the rebuild compared with (up to the committed position) "
-            "leaves out")
     if cp0 > end:
         raise UnsupportedConfigError(f"the database's checkpoint {cp0} lies past DLedger's log end {end} "
                                      "(truncateDirty at the log's end): not checked against the broker")
@@ -69,9 +70,21 @@ def predict_rocksdb_dledger_store_restart(st: StoreLocation, config: BrokerConfi
     # dledgerRecoverNormally dispatches nothing: nothing from the log's end on
     p.reput_from, p.reput_from_inclusive, p.tail_bytes = end, True, 0
     queue_restarts(p, store, ref, r, end)
+    # DefaultMessageStore.recover: 5.5.1's IndexRocksDBStore/TransMessageRocksDBStore lastOffsetPy (above 0) lowers
+    # dispatchFromPhyOffset, dledgerRecoverNormally's maxPhyOffsetOfConsumeQueue, below the log's end
+    low = dispatch_store_offsets(st, config)
+    lowered = cp0 >= end and low.dispatch_from(cp0) < end
     p.notes.append("DLedgerCommitLog.dledgerRecoverNormally dispatches nothing"
-                   + (f"; the checkpoint reaches the log's end {end}: truncateDirty there (nothing past it)"
+                   + (f"; the checkpoint reaches the log's end {end}, but {low.describe()} lowers "
+                      f"dispatchFromPhyOffset to {low.dispatch_from(cp0)}: truncateDirty is not called (there it "
+                      "would change nothing)"
+                      if lowered else
+                      f"; the checkpoint reaches the log's end {end}: truncateDirty there (nothing past it)"
                       if cp0 >= end else ""))
+    if rec.committed_pos < end:   # the reference rebuild read them too (pipelines.restart.led_dledger_store)
+        p.notes.append(f"it assumes the node leads: a group of one commits the entries past committed index "
+                       f"{rec.committed_index} (position {rec.committed_pos}) and the start's reput goes on to the "
+                       f"log's end {end} (a multi-node group may truncate them instead)")
     second = None
     if again is not None:
         p.second_reput_from, second = plan.reput, (

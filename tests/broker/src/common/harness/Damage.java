@@ -113,6 +113,26 @@ final class Damage {
         }
     }
 
+    /** Writes {@code bytes} {@code add} bytes past the record at commitlog offset {@code offset} (in its segment,
+     *  {@link #segmentOf}), with {@code fieldAt} >= 0 that record's offset as a long {@code fieldAt} bytes into them
+     *  (a planted message's physicalOffset field); returns the planted bytes' commitlog offset. */
+    static long plantBytes(File root, long segmentSize, long offset, int add, byte[] bytes, int fieldAt)
+        throws IOException {
+        byte[] b = bytes.clone();
+        if (fieldAt >= 0) {
+            ByteBuffer.wrap(b).putLong(fieldAt, offset);
+        }
+        long pos = offset % segmentSize + add;
+        if (pos + b.length > segmentSize) {
+            throw new IllegalArgumentException("plantBytes: past the segment of the record at " + offset);
+        }
+        try (RandomAccessFile f = new RandomAccessFile(segmentOf(root, segmentSize, offset), "rw")) {
+            f.seek(pos);
+            f.write(b);
+        }
+        return offset - offset % segmentSize + pos;
+    }
+
     /** The checkpoint's logicsPhysicalOffset (byte 40) set to {@code base} (null: its value) plus {@code add};
      *  returns the value written. */
     static long setCheckpointLogicsPhysicalOffset(File root, Long base, long add) throws IOException {

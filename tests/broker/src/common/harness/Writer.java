@@ -105,7 +105,11 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * writes that record's physicalOffset field as its offset plus four segment sizes (its body CRC still holds;
  * the line adds {@code damagedOffsetRecord}); {@code damageMagic} (an index into the puts) flips a byte of
  * that message's magic code (on a DLedger store after its entry's header), which a check without CRC sees too
- * (the line adds {@code damagedMagicRecord} and {@code damagedMagicByte}); {@code checkpointLogicsPhysicalOffset}
+ * (the line adds {@code damagedMagicRecord} and {@code damagedMagicByte}); {@code plantBytes}
+ * ({@code {"put": i, "add": n, "bytes": base64, "offsetFieldAt": k}}) writes those bytes {@code n} bytes past that
+ * put's record (after {@code damageMagic}), with {@code offsetFieldAt} the record's offset as a long {@code k} bytes
+ * into them (a planted message's physicalOffset field: {@code k} = 28); the line adds {@code plantedAt} (the
+ * planted bytes' commitlog offset); {@code checkpointLogicsPhysicalOffset}
  * ({@code "set": n} or
  * {@code "put": i}, the offset of that put's record, and/or {@code "add": n}) changes the checkpoint's
  * logicsPhysicalOffset (the line adds the value the restart finds); with {@code loadMayFail} a restart whose
@@ -253,6 +257,14 @@ public final class Writer {
             long at = wrote.get(sc.get("damageMagic").getAsInt());
             out.addProperty("damagedMagicRecord", at);
             out.addProperty("damagedMagicByte", Damage.flipMagicByte(root, segmentSize, at));
+        }
+        if (sc.has("plantBytes")) {  // bytes written into a record, e.g. a well-formed message inside it
+            long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();
+            JsonObject plant = sc.getAsJsonObject("plantBytes");
+            long at = wrote.get(plant.get("put").getAsInt());
+            out.addProperty("plantedAt", Damage.plantBytes(root, segmentSize, at, plant.get("add").getAsInt(),
+                Base64.getDecoder().decode(plant.get("bytes").getAsString()),
+                plant.has("offsetFieldAt") ? plant.get("offsetFieldAt").getAsInt() : -1));
         }
         if (sc.has("damageOffsetField")) {  // a record whose physicalOffset field lies outside its segment
             long segmentSize = Stores.storeConfig(props, root, null).getMappedFileSizeCommitLog();

@@ -1,0 +1,352 @@
+"""What the start's reput after ``truncateDirtyLogicFiles(processOffset)`` puts back into the queues the 5.x DLedger
+crash recovery's walk wrote: the last steps of :func:`store_format.dledger_crash_cut.cut_queues` (its module docstring
+tells the whole sequence and the rules).
+
+Mirrors rocketmq-store 5.5.1 ``DefaultMessageStore.ReputMessageService.doReput``'s dispatch of the records from the
+reput's start to the log's end: ``ConsumeQueue.putMessagePositionInfoWrapper``/``putMessagePositionInfo`` (a unit at or
+below its queue's max dropped, every other appended at the write position; in a queue left with no file, a new file
+where the unit's own offset falls, ``fillPreBlank`` before it: :func:`put_back_units`, with the records past where
+the walk ended, :func:`past_walk_units`), ``BatchConsumeQueue.putBatchMessagePositionInfo``, a queue holding a
+record's own units and light ones (``multiDispatchLmqQueue``) replayed whole (:mod:`store_format.dledger_inside_mixed`),
+and ``ConsumeQueueExt.put`` before each of a record's own units is put or dropped (:func:`ext_reput`,
+:func:`reput_ext_units`).  5.3.3's the same.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+
+from .batchconsumequeue import BCQ_UNIT_SIZE
+from .dledger_crash_cut_state import TruncatedQueues, WalkedPositions
+from .dledger_inside_mixed import EarlierOwn, OnDiskCut, earlier_reput_refusal, mixed_disk_put_back, mixed_put_back
+from .dledger_inside_state import QueueFiles
+from .dledger_inside_units import Placed, Tags
+from .dledger_inside_walked import cut_refusal
+from .dledger_queue_track import KIND_BATCH, KIND_CQ, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE, QueueTrack
+from .layout import CQ_UNIT_SIZE
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueMove:
+    """A cut queue whose units the start's reput puts back only in part (module docstring): the ``count``
+    units that sat at queue byte position ``source`` in the recovery's queue are appended from ``target`` on
+    (the cut's write position: the first cut unit's own position); ``blank_from`` >= 0 for a queue the cut
+    emptied: then ``target == source``, and the new file holds ``fillPreBlank`` units from ``blank_from``
+    (its start) up to ``target``.  Files from the first one past ``target`` on are new (zeros where no
+    unit is put); the file holding ``target``, when it is not a file start, keeps its other bytes.
+    ``batch``: a batch consume queue (``batchconsumequeue/``, 46-byte units; never ``blank_from``).
+    ``zero_from`` >= 0: the queue position from which the broker never wrote the file holding ``target`` (the
+    units of records past where the recovery's walk ended, which only the start's reput dispatches), whose bytes
+    from there are zeros but for the units moved in."""
+    topic: str
+    queue_id: int
+    source: int
+    target: int
+    count: int
+    blank_from: int = -1
+    batch: bool = False
+    zero_from: int = -1
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtAgain:
+    """An ext queue's share of the start's reput (``enableConsumeQueueExt``):
+    ``ConsumeQueue.putMessagePositionInfoWrapper`` puts an ext unit (``ConsumeQueueExt.put``, at the ext
+    write position: after the ``before`` units the recovery's walk put, one per record) for each of the
+    queue's ``count`` records the reput walks (the last ``count`` of those ``before``: the same unit again),
+    before ``putMessagePositionInfo`` drops the unit or puts it back; the unit put back holds that new ext
+    unit's address.  ``positions``: the queue byte positions of the units put back, ``ordinals``: for each,
+    which of the ``count`` records it is (0: the first the reput walks); ``skip``: of the ``before`` units, the
+    last ones the messages parsed where the reput was set put (after the walk's: the walk's units of those
+    records end ``skip`` units before ``before``)."""
+    topic: str
+    queue_id: int
+    before: int
+    count: int
+    positions: np.ndarray
+    ordinals: np.ndarray
+    skip: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ReputRun:
+    """The start's reput as :func:`store_format.dledger_crash_cut.cut_queues` set it: from ``reput`` to ``end`` after
+    the cut at ``process_offset`` of the queues the walk filled (``track``); ``inside_from`` >= 0 where it was set
+    inside an entry; ``after``: the units of the records past where the walk ended that it dispatches
+    (:attr:`PastWalk.after`); ``ext``: ``enableConsumeQueueExt`` with ext files of ``ext_file_size``; the rest as
+    ``cut_queues`` takes them."""
+    track: QueueTrack
+    process_offset: int
+    reput: int
+    end: int
+    inside_from: int
+    cq_file_size: int
+    bcq_file_size: int
+    ext: bool
+    ext_file_size: int
+    reset_emptied: bool
+    after: np.ndarray | None
+    on_disk: dict[tuple[str, int], OnDiskCut] | None
+    tags: Tags | None
+    ext_held: Mapping[tuple[str, int], int] | None
+    ext_earlier: EarlierOwn | None
+
+
+@dataclasses.dataclass
+class PastWalk:
+    """The records past the walk's end that the reput dispatches (:func:`past_walk_units`): ``after``, their units from
+    the reput's start on; per cut queue they follow, ``own``: its rows' own queue offsets (before
+    :func:`appended_keys`) and ``zero_from``: the queue byte position of the first of them."""
+    after: np.ndarray | None
+    own: dict[int, np.ndarray]
+    zero_from: dict[int, int]
+
+
+@dataclasses.dataclass
+class PutBack:
+    """What the reput puts back (:func:`put_back_units`), the fields of
+    :class:`store_format.dledger_crash_cut.QueueCut` of those names; ``put_back``: per queue, the commitlog offsets and
+    queue byte positions of the units put back; ``placed``: with the mixed queues replayed whole added."""
+    dropped: list[tuple[str, int, int]]
+    batch_dropped: list[tuple[str, int, int]]
+    lost: dict[tuple[str, int], np.ndarray]
+    moves: list[QueueMove]
+    put_back: dict[int, tuple[np.ndarray, np.ndarray]]
+    restored: int
+    placed: Placed
+
+
+def past_walk_units(per_queue: dict[int, np.ndarray], after: np.ndarray | None, reput: int,
+                    walk_end: int) -> PastWalk:
+    """The records past where the walk ended (``after``) that ``doReput`` dispatches from ``reput`` on
+    (``putMessagePositionInfo`` appending each at its queue's write position): a queue the cut took units of gets them
+    after its cut ones, one suffix (``per_queue`` extended in place, keyed by :func:`appended_keys`)."""
+    zero_from: dict[int, int] = {}
+    own: dict[int, np.ndarray] = {}   # per cut queue, its rows' own queue offsets (before appended_keys)
+    if after is not None and reput > walk_end:
+        # the records from walk_end to the reput's start are never dispatched (DLedgerCrash.gap); from the log's
+        # end on, nothing past the walk is
+        after = after[after[:, U_OFFSET] >= reput]
+    if after is not None and len(after):
+        for q in np.unique(after[:, U_QUEUE]):
+            rows = after[after[:, U_QUEUE] == q]
+            if int(q) in per_queue:   # a queue the cut took units of: its units past the walk follow them
+                own[int(q)] = np.concatenate([per_queue[int(q)][:, U_KEY], rows[:, U_KEY]])
+                rows = appended_keys(rows, int(per_queue[int(q)][-1, U_KEY]))
+                per_queue[int(q)] = np.concatenate([per_queue[int(q)], rows])
+                zero_from[int(q)] = int(rows[0, U_KEY]) * (BCQ_UNIT_SIZE if rows[0, U_KIND] == KIND_BATCH
+                                                           else CQ_UNIT_SIZE)
+    return PastWalk(after, own, zero_from)
+
+
+def put_back_units(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, past: PastWalk,
+                   placed: Placed) -> PutBack:
+    """Per cut queue, the suffix of its cut units ``putMessagePositionInfo`` (``putBatchMessagePositionInfo``) puts
+    back from the reput's start (:class:`PutBack`): all (each at its own position), none, or some, appended at the write
+    position (:class:`QueueMove`; in a queue the cut emptied, a new file where the first falls, ``fillPreBlank``
+    before it); an ordinary queue the messages parsed where the reput was set go to, written whole
+    (``placed.whole``); a queue holding a record's own units and light ones replayed whole (:func:`_disk_mixed_whole`,
+    :func:`_mixed_whole`) or refused."""
+    track, reput, end, process_offset = run.track, run.reput, run.end, run.process_offset
+    per_queue, mixed_dropped, kept, max_after = cut.per_queue, cut.mixed_dropped, cut.kept, cut.max_after
+    own, zero_from = past.own, past.zero_from
+    dropped: list[tuple[str, int, int]] = []
+    batch_dropped: list[tuple[str, int, int]] = []
+    lost: dict[tuple[str, int], np.ndarray] = {}
+    moves: list[QueueMove] = []
+    put_back: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # per queue: offsets and positions of units put back
+    restored = 0
+    whole = {(w.topic, w.queue_id): w for w in placed.whole}   # ordinary queues replayed whole (apply_cut)
+    for q, rows in per_queue.items():
+        batch = rows[0, U_KIND] == KIND_BATCH
+        if (w := whole.get(track.names[q])) is not None:   # no file cut nor moved here: apply_cut writes them whole
+            restored += take_whole(w, rows, lost, track.names[q])
+            continue
+        again = (rows[:, U_OFFSET] >= reput) & (rows[:, U_OFFSET] < end)
+        if not batch:   # putBatchMessagePositionInfo drops offset <= max: no cut unit (max < processOffset)
+            again &= rows[:, U_END] > max_after.get(q, -1)
+        n = int(again.sum())
+        if q in walk.disk_mixed and (run.inside_from >= 0 or n or q in walk.both_disk):
+            w = _disk_mixed_whole(run, q)
+            placed = dataclasses.replace(placed, whole=placed.whole + (w,))
+            restored += take_whole(w, rows, lost, track.names[q])
+            continue
+        if q in walk.both_disk:
+            raise cut_refusal(f"the queue {'/'.join(map(str, track.names[q]))} holding a record's own units and light "
+                              "ones in the walk's earlier data files, on disk before the walk, no parsed unit going to "
+                              "it, the walk's units not dispatched onto its files (a guard: verify keeps them)")
+        assert again[len(rows) - n:].all(), "the units put back are the queue's last ones"
+        if q in walk.mixed and 0 < n < len(rows):
+            w = _mixed_whole(run, walk, cut, q, rows, again)
+            placed = dataclasses.replace(placed, whole=placed.whole + (w,))
+            restored += take_whole(w, rows, lost, track.names[q])
+            continue
+        unit, size = (BCQ_UNIT_SIZE, run.bcq_file_size) if batch else (CQ_UNIT_SIZE, run.cq_file_size)
+        pos = rows[:, U_KEY] * unit
+        if n == len(rows) and q in mixed_dropped:
+            # every cut unit of a mixed queue dispatched again, none parsed there: from the state the cut left, the
+            # walk's own before its first cut unit (write position and max), putMessagePositionInfo does as the walk
+            # did, each appended one back where it was, each one the walk dropped dropped again (no queue holds it)
+            walked = walk.mixed[q][0][len(walk.mixed[q][0]) - n:] >= 0
+            restored += int(walked.sum())
+            put_back[q] = (rows[walked, U_OFFSET], pos[walked])
+            lost[track.names[q]] = rows[~walked, U_OFFSET]
+            continue
+        restored += n
+        if n == len(rows):
+            put_back[q] = (rows[:, U_OFFSET], pos)
+            continue
+        name = track.names[q]
+        lost[name] = rows[:len(rows) - n, U_OFFSET]
+        first, last = int(pos[0]), int(pos[-1])
+        if n == 0:
+            gone_from = first
+        elif not batch and q not in kept and max_after[q] == process_offset:   # the cut emptied the queue
+            # the new file starts where the first unit put back falls by its own queue offset (fillPreBlank)
+            source, target = int(pos[-n]), int(own[q][-n]) * unit if q in own else int(pos[-n])
+            blank_from = target - target % size
+            moves.append(QueueMove(*name, source, target, n, blank_from))
+            put_back[q] = (rows[-n:, U_OFFSET], target + unit * np.arange(n, dtype=np.int64))
+            dropped += [(*name, f) for f in range(first, blank_from, size)]
+            continue
+        else:   # appended at the write position (a batch queue the cut emptied: 0, its first unit's)
+            moves.append(QueueMove(*name, int(pos[-n]), first, n, batch=bool(batch), zero_from=zero_from.get(q, -1)))
+            put_back[q] = (rows[-n:, U_OFFSET], first + unit * np.arange(n, dtype=np.int64))
+            gone_from = first + n * unit
+        start = -(-gone_from // size) * size   # the first file that starts at or past it
+        (batch_dropped if batch else dropped).extend(
+            (*name, f) for f in range(start, last - last % size + 1, size))
+    for name, w in whole.items():   # its records past the walk's end dropped, its cut units none went on past
+        if w.lost:
+            lost[name] = np.union1d(lost.get(name, np.zeros(0, np.int64)), np.asarray(w.lost, dtype=np.int64))
+    return PutBack(dropped, batch_dropped, lost, moves, put_back, restored, placed)
+
+
+def _disk_mixed_whole(run: ReputRun, q: int) -> QueueFiles:
+    """A queue holding a record's own units and light ones, on disk before the walk, the walk's units dispatched onto
+    its files, no parsed unit going to it (of both kinds in the walk's earlier data files too), the reput set inside an
+    entry or, not set inside one (5.5.1 and 5.3.3), putting back cut units of it (of both kinds earlier: none too; from
+    before the walk's last data file: ``earlier_reput_refusal``): replayed whole from its files as the cut left them,
+    its cut units (and its records of the walk's last data file from the reput's start) the reput dispatches and its
+    records past the walk's end by ``putMessagePositionInfo``'s rule with their own queue offsets
+    (``dledger_inside_mixed.mixed_disk_put_back``; verify only)."""
+    track, on_disk, reput, inside_from = run.track, run.on_disk, run.reput, run.inside_from
+    ext_file_size = run.ext_file_size if run.ext else 0
+    assert on_disk is not None
+    label = "/".join(map(str, track.names[q]))
+    if inside_from < 0 and reput < track.base and (why := earlier_reput_refusal(
+            track, on_disk[track.names[q]], reput, ext_file_size, run.ext_earlier)) is not None:
+        raise cut_refusal(f"the queue {label} holding a record's own units and light ones, on disk before the "
+                          f"walk, dispatched by a reput not set inside an entry, from before the walk's last data "
+                          f"file, {why}")
+    w = mixed_disk_put_back(track, q, on_disk[track.names[q]], run.process_offset, reput, run.end, run.after,
+                            run.cq_file_size, inside_from if inside_from >= 0 else reput, run.tags,
+                            ext_file_size, (run.ext_held or {}).get(track.names[q]),
+                            inside=inside_from >= 0, earlier=run.ext_earlier)
+    if w is None:   # mixed_on_disk's guards: the walk's units were dispatched onto its files (disk_mixed)
+        why = "whose files the cut deletes" if not on_disk[track.names[q]][1] else \
+            "with ext files whose end is not read"
+        raise cut_refusal(f"the queue {label} holding a record's own units and light ones, on disk before the "
+                          f"walk, no parsed unit going to it, {why}")
+    return w
+
+
+def _mixed_whole(run: ReputRun, walk: WalkedPositions, cut: TruncatedQueues, q: int, rows: np.ndarray,
+                 again: np.ndarray) -> QueueFiles:
+    """A queue holding a record's own units and light ones, none parsed there, the reput putting back only its last cut
+    units (the first inside the parsed messages): replayed whole from the state the cut left
+    (``dledger_inside_mixed.mixed_put_back``; ``apply_cut`` writes it), the last ones by ``putMessagePositionInfo``'s
+    rule with their own queue offsets, then its records past the walk's end with theirs (ext files or not; not on disk
+    before the walk); refused otherwise."""
+    track, process_offset, inside_from = run.track, run.process_offset, run.inside_from
+    after, kept, max_after = run.after, cut.kept, cut.max_after
+    mine = after[after[:, U_QUEUE] == q] if after is not None else walk.units[:0]
+    k = len(rows) - len(mine)   # its cut units (rows: those, then its records past the walk's end)
+    w = mixed_put_back(track, q, rows[:k], again[:k], process_offset, run.cq_file_size, inside_from, run.tags,
+                       walk.earlier.get(q), mine, run.ext_file_size if run.ext else 0,
+                       q not in kept and max_after.get(q) == process_offset, run.reset_emptied) \
+        if inside_from >= 0 and track.names[q] not in (run.on_disk or {}) and \
+        (mine[:, U_OFFSET] == rows[k:, U_OFFSET]).all() and again[k:].all() else None
+    if w is not None:
+        return w
+    label = "/".join(map(str, track.names[q]))
+    if run.ext and q not in kept and max_after.get(q) == process_offset:
+        raise cut_refusal(f"the queue {label} holding a record's own units and light ones, with ext files, every "
+                          "unit of which the cut took (no file left), whose cut units the reput puts back, only "
+                          "the last ones")
+    raise cut_refusal(f"the queue {label} holding a record's own units and light ones, whose cut units the reput "
+                      "puts back, only the last ones (their queue offsets against positions the walk did not give "
+                      "them)")
+
+
+def reput_ext_units(run: ReputRun, put_back: dict[int, tuple[np.ndarray, np.ndarray]], walk_end: int,
+                    placed: Placed) -> tuple[ExtAgain, ...]:
+    """With ``enableConsumeQueueExt``, the ext units ``ConsumeQueue.putMessagePositionInfoWrapper`` puts
+    (``ConsumeQueueExt.put``) for each record of a record's own queue the reput walks, before the unit is put back or
+    dropped (:func:`ext_reput`): after the walk's ext units and those of the messages parsed where the reput was set
+    (``placed.ext_put``); the units of records past the walk's end hold the ext units their own dispatch put."""
+    if walk_end >= 0:   # the units of records past the walk hold the ext units their own dispatch put
+        put_back = {q: (off[off < walk_end], pos[off < walk_end]) for q, (off, pos) in put_back.items()}
+    ext_again = ext_reput(run.track, run.reput, run.end, put_back) if run.ext else ()
+    if placed.ext_put:   # the parsed units' ext units lie between the walk's and the reput's
+        parsed_ext = {(t, qid): n for t, qid, n in placed.ext_put}
+        ext_again = tuple(dataclasses.replace(a, before=a.before + parsed_ext.get((a.topic, a.queue_id), 0),
+                                              skip=parsed_ext.get((a.topic, a.queue_id), 0)) for a in ext_again)
+    return ext_again
+
+
+def appended_keys(rows: np.ndarray, last: int) -> np.ndarray:
+    """``rows``, one queue's units of the records past the walk's end that the start's reput dispatches (in
+    commitlog order), with the queue positions (in units) the walk's dispatch of every record before them leaves
+    them at: right after ``last``, the walk's last unit in that queue, one after the other
+    (``putMessagePositionInfo`` appends at the write position whatever queue offset a unit holds).  Their own
+    queue offsets when the reput walks on from the walk's end; below them by the records it leaves out when it
+    begins past it (:attr:`store_format.dledger_crash_plan.DLedgerCrash.gap`)."""
+    out = rows.copy()
+    out[:, U_KEY] = last + 1 + np.arange(len(rows), dtype=np.int64)
+    return out
+
+
+def ext_reput(track: QueueTrack, reput: int, end: int,
+              put_back: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> tuple[ExtAgain, ...]:
+    """The ext units the start's reput from ``reput`` to ``end`` puts (:class:`ExtAgain`), one per record of a
+    record's own consume queue (not a light or batch queue), whether its unit is dropped or put back
+    (``put_back``: per queue, the commitlog offsets and queue byte positions of the units put back).
+
+    The records of the files before the walk's last one count too (``track.keep_own``): cut units lie in the
+    last file only, so only the ordinals of the units put back depend on them.
+
+    Raises:
+        UnsupportedConfigError: the reput starts before the walk's last data file and ``track`` kept only that
+            file's units.
+    """
+    if reput >= end:
+        return ()
+    if reput < track.base and not track.keep_own:
+        raise cut_refusal(f"consume queue ext files (enableConsumeQueueExt=true) and the start's reput from {reput}, "
+                      f"before the recovery's last data file ({track.base})")
+    last = track.last_file()
+    last = last[last[:, U_KIND] == KIND_CQ][:, [U_OFFSET, U_QUEUE]]
+    units = np.concatenate([*(track.own_before if reput < track.base else []), last])   # in commitlog order
+    units = units[(units[:, 0] >= reput) & (units[:, 0] < end)]
+    out = []
+    for q in np.unique(units[:, 1]):
+        offsets = units[units[:, 1] == q, 0]
+        back_off, back_pos = (put_back or {}).get(int(q), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        ordinals = np.searchsorted(offsets, back_off)
+        assert (offsets[ordinals] == back_off).all() if len(back_off) else True
+        out.append(ExtAgain(*track.names[int(q)], track.own_units[int(q)], len(offsets),
+                            np.asarray(back_pos, dtype=np.int64), ordinals))
+    return tuple(out)
+
+
+def take_whole(w: QueueFiles, rows: np.ndarray, lost: dict[tuple[str, int], np.ndarray],
+                name: tuple[str, int]) -> int:
+    """A queue the replay writes whole (``w``): how many of its cut units (``rows``) it puts back; those it does not
+    go to ``lost`` under ``name``."""
+    got = np.isin(rows[:, U_OFFSET], np.asarray(w.put_back, dtype=np.int64))
+    if not got.all():
+        lost[name] = rows[~got, U_OFFSET]
+    return int(got.sum())

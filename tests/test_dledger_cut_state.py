@@ -1,0 +1,55 @@
+"""What ``truncateDirtyLogicFiles(processOffset)`` leaves a queue whose every unit the DLedger crash walk wrote lies
+at or past ``processOffset`` (:func:`store_format.dledger_crash_cut_state.truncate_dirty`), on units built here from
+the broker's rules (rocketmq-store 5.5.1, rocketmq-all-5.3.3):
+
+* ``ConsumeQueue.truncateDirtyLogicFiles`` first sets the queue's max to ``processOffset``, then walks its files from
+  the last: a file whose first unit lies at or past the offset is deleted; in one whose first unit lies below, each
+  unit below sets the max to its ``offset + size``.  A queue whose first unit the walk put at a queue offset inside a
+  file had that file opened with ``fillPreBlank`` units (offset 0, size ``Integer.MAX_VALUE``) before it: they stay,
+  and so does the file, with the max 2147483647; one whose first unit opened its file at that file's start loses the
+  file and keeps ``processOffset``.
+* ``BatchConsumeQueue.truncateDirtyLogicFiles`` leaves a batch queue with no unit below the offset the max
+  ``processOffset - 1``.
+
+The broker's cases are the 2 GiB stores of tests/test_dledger_2gib*_broker.py (``DLEDGER_2GIB=1``), which the default
+suite does not write: this keeps the rule checked in every run."""
+from __future__ import annotations
+
+import numpy as np
+
+from store_format.dledger_crash_cut_state import WalkedPositions, truncate_dirty
+from store_format.dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, QueueTrack
+
+CQ_FILE = 1000          # 50 units of 20 bytes a consume queue file
+PROCESS_OFFSET = 500
+
+
+def _truncated(rows: list[tuple[int, int, int, int, int]], names: list[tuple[str, int]]) -> dict[int, int]:
+    track = QueueTrack()
+    track.names, track.ids = names, {n: k for k, n in enumerate(names)}
+    track._cur = [np.array(rows, dtype=np.int64)]
+    units = track.last_file()
+    walked = WalkedPositions(units, {}, {}, set(), set(), np.ones(len(units), dtype=bool))
+    return truncate_dirty(track, walked, PROCESS_OFFSET, CQ_FILE, None).max_after
+
+
+def test_a_queue_opened_inside_a_file_keeps_its_fillpreblank_units_and_their_max() -> None:
+    # T0/0's first unit at queue offset 5 (byte 100 of its first file): fillPreBlank units before it, max 2**31 - 1
+    assert BLANK_MAX == 2**31 - 1
+    assert _truncated([(600, 650, 0, 5, KIND_CQ), (700, 750, 0, 6, KIND_CQ)], [("T0", 0)]) == {0: BLANK_MAX}
+
+
+def test_a_queue_opened_at_a_file_start_loses_that_file_and_keeps_process_offset() -> None:
+    # T1/0's first unit at queue offset 50: the start of its second file (50 * 20 = 1000)
+    assert _truncated([(600, 650, 0, 50, KIND_CQ), (700, 750, 0, 51, KIND_CQ)], [("T1", 0)]) == {0: PROCESS_OFFSET}
+
+
+def test_a_batch_queue_with_no_unit_below_keeps_process_offset_minus_one() -> None:
+    assert _truncated([(600, 650, 0, 0, KIND_BATCH)], [("BT0", 0)]) == {0: PROCESS_OFFSET - 1}
+
+
+def test_a_queue_with_a_unit_below_process_offset_is_not_given_a_max_here() -> None:
+    # the unit at 400 stays: its end (450) is the queue's max, through TruncatedQueues.top, not max_after
+    got = _truncated([(400, 450, 0, 5, KIND_CQ), (600, 650, 0, 6, KIND_CQ), (700, 750, 1, 7, KIND_CQ)],
+                     [("T0", 0), ("T2", 0)])
+    assert got == {1: BLANK_MAX}
