@@ -65,9 +65,10 @@ def apply_cut(recovery: object, staged: StagedOutput, built: Built, config: Brok
     # the ordinary queues replayed whole (dledger_inside_replay; nothing else of them in placed or the cut's
     # dropped files and moves): the walk's bytes read before anything is cut
     walk_bytes = [_walk_bytes(staged, built, w, config) for w in whole]
-    if cut is not None and (cut.before_placed.units or cut.before_placed.rebuild_units):   # queue offset 0 appended
-        placed = dataclasses.replace(placed, units=placed.units + cut.before_placed.units,
-                                     rebuild_units=placed.rebuild_units + cut.before_placed.rebuild_units)
+    before = cut.before_placed if cut is not None else Placed()
+    if before.units or before.opened or before.rebuild_units:   # queue offset 0 appended, the files it opens
+        placed = dataclasses.replace(placed, units=placed.units + before.units, opened=placed.opened + before.opened,
+                                     rebuild_units=placed.rebuild_units + before.rebuild_units)
     if cut is not None and (cut.dropped or cut.batch_dropped or cut.moves):
         # read before the cut's files are deleted
         moved = [(move, _units_put_back(staged, move, *queue_layout(config, move.batch))) for move in cut.moves]

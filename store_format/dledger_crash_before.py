@@ -44,16 +44,20 @@ A reput set at 2147483647 (``DefaultMessageStore.doRecheckReputOffsetFromCq``: t
 the walk wrote: ``ConsumeQueue.putMessagePositionInfo`` drops a unit at or below the queue's max and one whose queue
 offset is not 0 and lies below the write position, and appends any other at the write position, so a record of queue
 offset 0 there is appended after the ``fillPreBlank`` units and the walk's units then go by the same rule
-(:func:`appended_before` replays it): with ext files each unit it appends holds the address of the ext unit
-``putMessagePositionInfoWrapper`` put for its record in reput order; a light queue's units go by the same rule
-(``multiDispatchLmqQueue``: ``putMessagePositionInfo`` with the light queue offset, no ext unit); a message parsed
-where the reput was set for such a queue goes first (:func:`appended_cut`), with ext files its ext unit put first
-too (the walk's ext units kept by the cut, then the parsed message's, the earlier files' records', the walk's
-again: ``ConsumeQueueExt.put`` before ``putMessagePositionInfo``, so the parsed unit appended holds the second
-address; the rebuild's own dispatch puts the ext units in that order).  A queue the cut left with no file that a
+(:func:`appended_before` replays it; where it fills the queue's file, the next record's ``getLastMappedFile`` creates
+the next file before its unit drops, a file the walk never opened, written zeros but for the replay's units there): with
+ext files each unit it appends holds the address of the ext unit ``putMessagePositionInfoWrapper`` put for its record in
+reput order; a light queue's units go by the same rule (``multiDispatchLmqQueue``: ``putMessagePositionInfo`` with the
+light queue offset, no ext unit), and so do a queue's own and light units both, in reput order, each with its own
+counter's queue offset (with ext files or a parsed unit for it: refused); a message parsed where the reput was set for a
+queue of one kind goes first (:func:`appended_cut`), with ext files its ext unit put first too (the walk's ext units
+kept by the cut, then the parsed message's, the earlier files' records', the walk's again: ``ConsumeQueueExt.put``
+before ``putMessagePositionInfo``, so the parsed unit appended holds the second address; the rebuild's own dispatch puts
+the ext units in that order).  A queue the cut left with no file that a
 message parsed where the reput was set went to is written anew from that unit, as the rebuild's own dispatch writes
 it, ext units too (:func:`without_queues`).  Checked against the 5.5.1 broker (``-past-2gib-before-t9-first``,
-``-past-2gib-before-no-file``, their ``-ext``, ``-t9-first-light``, ``-t9-first-parsed`` and its ``-ext``).
+``-past-2gib-before-no-file``, their ``-ext``, ``-t9-first-light``, ``-t9-first-parsed`` and its ``-ext``,
+``-t9-full``, ``-t9-first-light-mixed``).
 
 :class:`EarlierRecords` (:func:`earlier_counter`) hands :func:`store_format.dledger_inside_mixed.mixed_disk_put_back`
 those earlier records of a queue holding a record's own units and light ones on disk before the walk (their count of
@@ -334,28 +338,37 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
     ``parsed``: the units of the messages the reput's check parsed where it was set at 2147483647
     (:func:`store_format.dledger_inside_units.parsed_units`), dispatched before it goes on: those of such a queue
     (its own units or light ones, as the queue's) come first in the replay, holding their own tags codes (with ext
-    files an own unit the address of its ext unit, put before the earlier files' records' ones).  Also, per such
-    queue, the commitlog offsets of the walk's units the broker's queue does not hold (dropped: ``QueueCut.lost``).
+    files an own unit the address of its ext unit, put before the earlier files' records' ones).  The files the
+    replay creates past the rebuild's last (``getLastMappedFile`` on a full file, before the queue offset check may
+    drop the unit) go in ``Placed.opened``.  Also, per such queue, the commitlog offsets of the walk's units the
+    broker's queue does not hold (dropped: ``QueueCut.lost``).
 
     Raises:
-        the exception ``why(reason)`` gives: a queue with own and light units both (two queue offset counters) or
-        batch units, one on disk before the walk, a walk unit not cut, or the broker's replay ending in other files
-        than the rebuild's: not modelled.
+        the exception ``why(reason)`` gives: a queue with batch units, own and light units both (two queue offset
+        counters) with ext files, a parsed unit or a record's own and light unit both in it, one on disk before the
+        walk, a walk unit not cut, or the rebuild's units in a file the broker's replay does not open (a guard): not
+        modelled.
     """
     units: list[InsideUnit] = []
     stale: list[tuple[str, int, int]] = []
+    opened: list[tuple[str, int, int]] = []
     lost: dict[tuple[str, int], np.ndarray] = {}
     size = config.cq_file_size
     for name, rows in sorted(earlier.items()):
         q = walk.ids.get(name, -1)
         last = walk.last_file()
         mine = last[last[:, U_QUEUE] == q]
-        kind = int(mine[0, U_KIND]) if len(mine) else KIND_BATCH   # its own units or light ones, not both
+        kind = int(mine[0, U_KIND]) if len(mine) else KIND_BATCH   # its own units, light ones or both (mixed)
+        mixed = bool((mine[:, U_KIND] != kind).any() or (rows[:, U_KIND] != kind).any())
         if q < 0 or q in walk.seen_before or name in walk.keep_queues or kind == KIND_BATCH \
-                or (mine[:, U_KIND] != kind).any() or (rows[:, U_KIND] != kind).any() \
+                or (mixed and not np.isin(np.r_[mine[:, U_KIND], rows[:, U_KIND]], (KIND_CQ, KIND_LIGHT)).all()) \
                 or (mine[:, U_OFFSET] < process_offset).any() or mine[0, U_KEY] == 0:
-            raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not all own ones or all light ones "
-                      "in its last data file past processOffset (the cut leaving it fillPreBlank units only)")
+            raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not own or light ones all in its "
+                      "last data file past processOffset (the cut leaving it fillPreBlank units only)")
+        if mixed and (config.enableConsumeQueueExt or any((u.topic, u.queue_id) == name for u in parsed)
+                      or len(np.unique(np.r_[rows[:, U_OFFSET], mine[:, U_OFFSET]])) != len(rows) + len(mine)):
+            raise why(f"{name[0]}/{name[1]}, a queue with own and light units both (two queue offset counters) with "
+                      "ext files, a message parsed there going to it, or a record's own and light unit both in it")
         first = [u for u in parsed if (u.topic, u.queue_id) == name and u.own == (kind == KIND_CQ) and not u.batch]
         if first:   # the parsed units first (putMessagePositionInfo from the cut's state), then the earlier records
             pre = np.zeros((len(first), rows.shape[1]), np.int64)
@@ -374,8 +387,11 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
         both = np.concatenate([rows, mine])
         pos_b = assign_positions(np.zeros(len(both), np.int64), both[:, U_OFFSET], both[:, U_END] - both[:, U_OFFSET],
                                  both[:, U_KEY], size, cut)
-        if cut[0, Q_LAST_FILE] != ours[0, Q_LAST_FILE]:
-            raise why(f"{name[0]}/{name[1]}, whose units the broker puts into other files than the walk did")
+        if cut[0, Q_LAST_FILE] < ours[0, Q_LAST_FILE]:
+            raise why(f"{name[0]}/{name[1]}, whose units the rebuild puts into files the broker's replay does not open")
+        # getLastMappedFile creates the next file where the last is full, before the queue offset check may drop the
+        # unit: the files past the rebuild's last one that the broker's replay opens (zeros but for its units there)
+        opened += [(*name, f) for f in range(int(ours[0, Q_LAST_FILE]) + size, int(cut[0, Q_LAST_FILE]) + 1, size)]
         # with ext files: the k-th record the reput walks for the queue (earlier files' first) gets the ext unit after
         # the walk's ones (ConsumeQueueExt.put before putMessagePositionInfo, dropped or not), its unit that address
         # (a light unit gets none: multiDispatchLmqQueue calls putMessagePositionInfo with the request's tags code)
@@ -390,8 +406,8 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
             if held.get(p) != o or ext is not None:   # with ext files the address differs even for the same record
                 units.append(InsideUnit(*name, p, o, e - o, int(ext[k]) if ext is not None else
                                         first[k].tags_code if k < len(first) else
-                                        _tags_code(st, segs, name, o, e, config, kind == KIND_CQ)))
-    return Placed(units=tuple(units), rebuild_units=tuple(stale)), lost
+                                        _tags_code(st, segs, name, o, e, config, both[k, U_KIND] == KIND_CQ)))
+    return Placed(units=tuple(units), opened=tuple(opened), rebuild_units=tuple(stale)), lost
 
 
 def _tags_code(st: StoreLocation, segs: list[Segment], name: tuple[str, int], start: int, end: int,
