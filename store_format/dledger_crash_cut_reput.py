@@ -320,7 +320,8 @@ def ext_reput(track: QueueTrack, reput: int, end: int,
 
     Raises:
         UnsupportedConfigError: the reput starts before the walk's last data file and ``track`` kept only that
-            file's units.
+            file's units; a unit put back that is no record's own unit of its queue (a light unit of a queue holding
+            own ones too).
     """
     if reput >= end:
         return ()
@@ -336,7 +337,12 @@ def ext_reput(track: QueueTrack, reput: int, end: int,
         offsets = units[units[:, 1] == q, 0]
         back_off, back_pos = (put_back or {}).get(int(q), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
         ordinals = np.searchsorted(offsets, back_off)
-        assert (offsets[ordinals] == back_off).all() if len(back_off) else True
+        if len(back_off) and ((ordinals >= len(offsets))
+                              | (offsets[np.minimum(ordinals, len(offsets) - 1)] != back_off)).any():
+            topic, qid = track.names[int(q)]
+            raise cut_refusal(f"consume queue ext files (enableConsumeQueueExt=true) and {topic}/{qid}, a queue the "
+                              "start's reput puts back units of that are not a record's own there (light units beside "
+                              "own ones): where their ext units go is not modelled")
         out.append(ExtAgain(*track.names[int(q)], track.own_units[int(q)], len(offsets),
                             np.asarray(back_pos, dtype=np.int64), ordinals))
     return tuple(out)

@@ -53,3 +53,25 @@ def test_a_queue_with_a_unit_below_process_offset_is_not_given_a_max_here() -> N
     got = _truncated([(400, 450, 0, 5, KIND_CQ), (600, 650, 0, 6, KIND_CQ), (700, 750, 1, 7, KIND_CQ)],
                      [("T0", 0), ("T2", 0)])
     assert got == {1: BLANK_MAX}
+
+
+def test_ext_units_of_a_queue_whose_put_back_units_are_light_ones_too_are_refused_in_one_line() -> None:
+    """``ConsumeQueue.putMessagePositionInfoWrapper`` puts an ext unit for a record's own unit only
+    (``multiDispatchLmqQueue`` none): a queue holding own units and light ones whose put-back units include a light
+    one (a 2 GiB crash store, ``-t9-first-light-mixed`` with ext files) is refused in one line, not an assertion."""
+    import pytest
+
+    from store_format.dledger_crash_cut_reput import ext_reput
+    from store_format.dledger_queue_track import KIND_LIGHT
+    from store_format.errors import UnsupportedConfigError
+
+    track = QueueTrack(keep_own=True)
+    track.names, track.ids = [("%LMQ%q1", 0)], {("%LMQ%q1", 0): 0}
+    track._cur = [np.array([(600, 650, 0, 0, KIND_CQ), (700, 750, 0, 1, KIND_LIGHT)], dtype=np.int64)]
+    track.base, track.own_units = 0, {0: 1}
+    # the own unit put back: its ordinal among the own records the reput walks
+    (again,) = ext_reput(track, 0, 1000, {0: (np.array([600]), np.array([20]))})
+    assert again.ordinals.tolist() == [0]
+    with pytest.raises(UnsupportedConfigError) as e:
+        ext_reput(track, 0, 1000, {0: (np.array([600, 700]), np.array([20, 40]))})
+    assert "\n" not in str(e.value) and "%LMQ%q1/0" in str(e.value) and "light units" in str(e.value)
