@@ -13,7 +13,7 @@ checkpoint at the log's end, so ``truncateDirty`` is not called there (where it 
 prediction, noted).  A store converted in place (old ``commitlog/`` files, then data files): ``dledgerRecoverNormally``
 alike (5.3.3, 5.5.1), and the start's reput from ``DLedgerCommitLog.getMinOffset``, the first old file's offset
 (``recheckReputOffsetFromCq``), reads the old files through ``CommitLog.getData`` below ``dividedCommitlogOffset`` and
-rolls over their blanks to the data files, putting every unit again (checked against the 5.5.1 broker:
+rolls over their blanks to the data files, putting every unit again (checked against the 5.5.1 and 5.3.3 brokers:
 tests/test_rocksdb_dledger_verify_converted_broker.py).  Refused in one line: a crash restart
 (``dledgerRecoverAbnormally``'s walk from the data file the database's checkpoint matches, and where that
 checkpoint reaches its short ``processOffset`` ``truncateDirty`` racing the walk's dispatch through
