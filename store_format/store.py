@@ -279,6 +279,11 @@ def _open_dledger_store(uri: str, fs: pafs.FileSystem, root: str, config: Broker
         raise StoreLayoutError(
             f"{uri}: commitlog/ ends at {legacy[-1].end}, but the DLedger data starts at {log.first_offset}: a store "
             "converted in place continues its old commitlog right after its last file (DLedgerCommitLog.recover)")
+    if config.rocksdb_cq:
+        # a RocksDB consume queue: the old files' record at offset 0 is dispatched, keys and all (the live reput
+        # of the broker that wrote them, and each start's reput from DLedgerCommitLog.getMinOffset, have no
+        # dispatchFromPhyOffset), not read only as a rebuild into an empty database does (store_format.rocksdb_cq)
+        legacy = [dataclasses.replace(seg, dispatch_offset_zero=True) for seg in legacy]
     segments = _committed_segments(legacy, log)
     if not segments:
         raise StoreLayoutError(f"{uri}: nothing is committed in {log.base_dir.rsplit('/', 1)[-1]}/ (checkpoint "

@@ -5,7 +5,8 @@ folder, compare every file with the store's (a RocksDB ``consumequeue/`` entry b
 ``consumequeue_ext/``, ``batchconsumequeue/`` and ``index/`` files, a RocksDB consume queue's entries
 (:mod:`.rocksdb_restart`, over a DLedger commitlog after a clean shutdown :mod:`.rocksdb_dledger_restart`); not
 for a 5.x DLedger store after an unclean shutdown whose recovery is refused, nor for a RocksDB consume queue over a
-DLedger commitlog after a crash or converted in place: :data:`ROCKSDB_DLEDGER_NOT_PREDICTED`)."""
+DLedger commitlog after a crash or converted in place before its first start with DLedger:
+:data:`ROCKSDB_DLEDGER_NOT_PREDICTED`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -52,11 +53,12 @@ from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index
 log = logging.getLogger(__name__)
 
 # storeType=defaultRocksDB over a DLedger commitlog: the next start over the database the store holds is predicted
-# (.rocksdb_dledger_restart) but for a store converted in place (old commitlog/ files), which is compared only
+# (.rocksdb_dledger_restart, a store converted in place too) but for one converted in place with no DLedger data file
+# yet (its first start with DLedger), which is compared only
 ROCKSDB_DLEDGER_NOT_PREDICTED = (
-    "not predicted: storeType=defaultRocksDB with enableDLegerCommitLog=true on a store converted in place (old "
-    "commitlog/ files): its restart over the database is not modelled (the database and index/ are compared with the "
-    "rebuild's only)")
+    "not predicted: storeType=defaultRocksDB with enableDLegerCommitLog=true on a store converted in place with no "
+    "DLedger data file yet (its first start with DLedger recovers the old commitlog/ files): its restart over the "
+    "database is not modelled (the database and index/ are compared with the rebuild's only)")
 
 
 def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
@@ -223,8 +225,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     if config.rocksdb_cq and config.enableDLegerCommitLog:   # DLedgerCommitLog's recovery into the database kept
         from .rocksdb_dledger_restart import predict_rocksdb_dledger_store_restart
         rocks_restart, why = None, ROCKSDB_DLEDGER_NOT_PREDICTED
-        if rocks_store is not None and rocks_ref is not None and st.dledger is not None \
-                and not any(not seg.dledger for seg in st.segments):
+        if rocks_store is not None and rocks_ref is not None and st.dledger is not None:
             try:
                 rocks_restart = predict_rocksdb_dledger_store_restart(
                     st, config, rocks_store, rocks_ref, clean=clean, store_index=store_index,

@@ -10,11 +10,16 @@ against the 5.5.1 broker: tests/test_rocksdb_dledger_verify_more_broker.py), the
 RocksDB store's (:mod:`.rocksdb_restart`); with 5.5.1's ``indexRocksDBEnable``/``transRocksDBEnable`` their stores'
 lastOffsetPy (``rocksdbstore/``, above 0) lowers ``DefaultMessageStore.recover``'s ``dispatchFromPhyOffset`` below a
 checkpoint at the log's end, so ``truncateDirty`` is not called there (where it changes nothing: the same
-prediction, noted).  Refused in one line: a crash restart (``dledgerRecoverAbnormally``'s
-walk from the data file the database's checkpoint matches, and where that checkpoint reaches its short
-``processOffset`` ``truncateDirty`` racing the walk's dispatch through ``RocksGroupCommitService`` queue by queue,
-seen on the 5.5.1 broker: tests/test_rocksdb_dledger_restart_broker.py), a checkpoint past the log's end, and what
-:func:`store_format.dledger_rocksdb_restart.plan_rocksdb_dledger_restart` refuses."""
+prediction, noted).  A store converted in place (old ``commitlog/`` files, then data files): ``dledgerRecoverNormally``
+alike (5.3.3, 5.5.1), and the start's reput from ``DLedgerCommitLog.getMinOffset``, the first old file's offset
+(``recheckReputOffsetFromCq``), reads the old files through ``CommitLog.getData`` below ``dividedCommitlogOffset`` and
+rolls over their blanks to the data files, putting every unit again (checked against the 5.5.1 and 5.3.3 brokers:
+tests/test_rocksdb_dledger_verify_converted_broker.py).  Refused in one line: a crash restart
+(``dledgerRecoverAbnormally``'s walk from the data file the database's checkpoint matches, and where that
+checkpoint reaches its short ``processOffset`` ``truncateDirty`` racing the walk's dispatch through
+``RocksGroupCommitService`` queue by queue, seen on the 5.5.1 broker: tests/test_rocksdb_dledger_restart_broker.py), a
+checkpoint past the log's end, a store converted in place with no data file yet (``pipelines.verify.compare_store``),
+and what :func:`store_format.dledger_rocksdb_restart.plan_rocksdb_dledger_restart` refuses."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -85,11 +90,15 @@ def predict_rocksdb_dledger_store_restart(st: StoreLocation, config: BrokerConfi
         p.notes.append(f"it assumes the node leads: a group of one commits the entries past committed index "
                        f"{rec.committed_index} (position {rec.committed_pos}) and the start's reput goes on to the "
                        f"log's end {end} (a multi-node group may truncate them instead)")
-    second = None
+    second, divided = None, st.dledger.first_offset
     if again is not None:
         p.second_reput_from, second = plan.reput, (
-            f"the start's reput walks the log again from {plan.reput} (recheckReputOffsetFromCq=true: the RocksDB "
-            "queue table is empty at a start, so the min offset) to its end, putting every unit again: each queue "
+            f"the start's reput walks the log again from {plan.reput} ("
+            + ("recheckReputOffsetFromCq=true: the RocksDB queue table is empty at a start, so the min offset"
+               if config.recheckReputOffsetFromCq else "getConfirmOffset: DLedger's committed position")
+            + (f"; the old commitlog/ files first, CommitLog.getData below dividedCommitlogOffset {divided}, their "
+               "blanks rolling it on to the data files" if plan.reput < divided else "")
+            + ") to its end, putting every unit again: each queue "
             "with a unit there gets its last one as max entry, the checkpoint the end of the last one; "
             "IndexService.buildIndex puts the last indexed record's keys again")
     predict_index(p, end, config=config, store_index=store_index, expected_index=expected_index,
