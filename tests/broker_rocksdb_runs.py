@@ -111,3 +111,22 @@ def same_databases(broker_db: Path, ours_db: Path) -> dict[str, dict[bytes, byte
         assert not wrong, f"{family}: {len(wrong)} value(s) differ, first key {wrong[0].hex()}: " \
                           f"{e[wrong[0]].hex()} vs {o[wrong[0]].hex()}"
     return broker
+
+
+def as_restart_database_is_the_broker_s(run: dict) -> str:
+    """Our ``rebuild --as-restart`` of a restarted scenario (``run["rebuild"]``, :func:`broker_harness.restart_checked`)
+    wrote the database of the broker's restart, key for key and value for value in both column families (the test
+    fails with the rebuild's error lines where it exited non-zero); what it printed on stderr."""
+    d = bh.rebuilt_dir(run)
+    same_databases(d / "expected" / "consumequeue", d / "ours" / "consumequeue")
+    return run["rebuild"]["stderr"]
+
+
+def as_restart_index_is_the_broker_s(run: dict) -> None:
+    """Our ``rebuild --as-restart`` wrote the broker's restart's ``index/`` files, byte for byte, file by file in name
+    order (a file's name is the writer's clock when it made it)."""
+    d = bh.rebuilt_dir(run)
+    exp, ours = sorted((d / "expected" / "index").iterdir()), sorted((d / "ours" / "index").iterdir())
+    assert exp and len(ours) == len(exp)
+    for i, (e, o) in enumerate(zip(exp, ours)):
+        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")

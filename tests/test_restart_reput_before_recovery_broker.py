@@ -35,7 +35,7 @@ import broker_harness as bh
 import numpy as np
 import pytest
 from broker_reput_before_recovery_scenarios import RECOVER_MAX_NUM, reput_before_recovery_scenarios
-from broker_rocksdb_runs import database, same_databases
+from broker_rocksdb_runs import as_restart_index_is_the_broker_s, database, same_databases
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -142,12 +142,7 @@ def test_as_restart_gives_the_broker_s_queues(restarted, name: str) -> None:
 @pytest.mark.parametrize("name", CASES)
 def test_as_restart_index_files_are_the_broker_s(restarted, name: str) -> None:
     """``index/``: the broker's restart's files, byte for byte, file by file in order."""
-    assert restarted["rebuild"]["code"] == 0, restarted["rebuild"]["stderr"][-1000:]
-    d = Path(restarted["scenario"]["dir"])
-    exp, ours = sorted((d / "expected" / "index").iterdir()), sorted((d / "ours" / "index").iterdir())
-    assert exp and len(ours) == len(exp)
-    for i, (e, o) in enumerate(zip(exp, ours)):
-        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+    as_restart_index_is_the_broker_s(restarted)
 
 
 def _pair(e) -> tuple[int, int] | None:  # noqa: ANN001
