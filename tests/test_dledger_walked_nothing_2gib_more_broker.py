@@ -1,0 +1,145 @@
+"""``verify`` of a 5.5.1 DLedger crash store past 2 GiB whose recovery walk dispatches nothing and whose start's reput
+the cut sets at 2147483647, inside an entry, where its check parses a message for a queue the store holds files of
+(T0, whose units of the walk's data file the cut took), checked against the broker (``DLEDGER_2GIB=1`` only: some
+2.15 GB of data files, as much again in ``before/``; minutes each, run them one at a time with ``-k``).
+
+``5.5.1-dledger-abort-propcrc-kept-past-2gib-embedded-t0-<queue offset>`` (:func:`embedded_t0_scenario`): the
+``-propcrc-kept-past-2gib`` store
+(:func:`broker_dledger_walked_nothing_inside_scenarios.walked_nothing_past_2gib_scenario`) whose last T0 body
+holds, from 2147483647 on, a well-formed message for T0/0 (keys ``E5``, :func:`broker_dledger_2gib.retargeted`) of
+that queue offset.  ``dledgerRecoverAbnormally`` walks nothing,
+``truncateDirtyLogicFiles`` at the 22nd data file's start leaves T9 with its ``fillPreBlank`` unit only (max
+2147483647, the largest) and T0 its units of the earlier files (its write position after them, its max their
+end); ``doRecheckReputOffsetFromCq`` sets the reput at 2147483647, where the check parses the T0 message:
+``doReput`` dispatches it onto T0 as the cut left it (``ConsumeQueue.putMessagePositionInfo``: ending past the
+max, its queue offset * 20 past the write position, so appended there (``-past``, the record's own queue offset
+in the walk's data file); below it and not 0, dropped (``-below``, queue offset 1); its keys indexed either way),
+then its next check fails on the body's 'x' bytes and it jumps to the log's end: every unit of the 22nd data file
+stays lost.
+
+The broker's queues after ``load()`` and after the reput, the T0 unit (or none) and the index are asserted first;
+then ``verify`` on the store as the restart found it predicts that restart (units lost, none put again, the index
+key) and its plan the broker's T0 (``QueueCut.inside_placed``: T0 replayed whole from the state the cut left).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import struct
+
+import broker_harness as bh
+import pytest
+from broker_dledger_2gib import (
+    BLANK_MAX,
+    EMBED_AT_BODY_DATA,
+    EMBED_T0_DATA,
+    LINE,
+    held_units,
+    queued_messages,
+    retargeted,
+    t0_record_at_2147483647,
+    with_embedded_message,
+    written,
+)
+from broker_dledger_walked_nothing_inside_scenarios import walked_nothing_past_2gib_scenario
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store,
+              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+
+bh.skip_without_tools()
+
+CUT_T0 = 11207            # T0's units in the 22nd data file (the cut takes them)
+
+
+def embedded_t0_scenario(queue_offset: int, tag: str, line: str = LINE) -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-embedded-t0-<tag>``: above."""
+    sc = walked_nothing_past_2gib_scenario(line)
+    return with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA, f"{sc['name']}-embedded-t0-{tag}",
+                                 retargeted(BLANK_MAX, b"T0", queue_offset))
+
+
+def _verify(src, tmp_path, monkeypatch) -> tuple[dict, str, object]:  # noqa: ANN001
+    """``verify --json`` on the store as the restart found it: its next-start prediction, the crash note and the
+    DLedger crash plan it made."""
+    from pipelines.cli import main
+    from pipelines.verify import compare_store
+    plans = []
+    real = compare_store._dledger_crash
+
+    def capture(*args):  # noqa: ANN002, ANN202
+        plans.append(real(*args))
+        return plans[-1]
+    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
+    out = io.StringIO()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
+        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
+              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+    report = json.loads(out.getvalue())
+    p = report["restart"]
+    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
+    note = next(n for n in p["notes"] if n.startswith("DLedger store after a crash"))
+    (crash, _why), = plans
+    return p, note, crash
+
+
+def _index_keys(src) -> int:  # noqa: ANN001
+    """The keys the broker's index files hold (``index/`` as the restart left it: the header's indexCount less 1)."""
+    return sum(struct.unpack(">i", f.read_bytes()[36:40])[0] - 1 for f in (src / "expected" / "index").iterdir())
+
+
+def _t0_unit_at(src, position: int) -> tuple[int, int, int]:  # noqa: ANN001
+    """The broker's T0/0 unit at queue byte ``position`` (``src/expected``)."""
+    qdir = src / "expected" / "consumequeue" / "T0" / "0"
+    f = max((p for p in qdir.iterdir() if int(p.name) <= position), key=lambda p: int(p.name))
+    with f.open("rb") as h:
+        h.seek(position - int(f.name))
+        return struct.unpack(">qiq", h.read(20))
+
+
+@pytest.mark.parametrize("queue_offset,tag,appended", [(EMBED_T0_DATA, "past", True), (1, "below", False)],
+                         ids=["past", "below"])
+def test_verify_predicts_a_t0_message_parsed_at_2147483647(tmp_path, monkeypatch, queue_offset: int, tag: str,
+                                                           appended: bool) -> None:
+    """What the broker wrote first (the cut at the 22nd data file's start, below 2147483647; T0 after ``load()`` with
+    its units below it, T9 with its ``fillPreBlank`` unit only; the T0 message at 2147483647; after the reput T0's
+    one unit more at the write position the cut left (``-past``) or none (``-below``), E5 indexed, no other unit
+    put); then verify predicts the reput set at 2147483647 parsing the message and going on at the log's end (every
+    unit of the 22nd data file lost, none put again, the one index key) and its plan puts the T0 unit where the
+    broker did."""
+    sc = embedded_t0_scenario(queue_offset, tag)
+    w, src = written(sc, tmp_path)
+    end, cut = int(w["maxPhyOffset"]), int(w["truncateDirtyLogicFilesAt"])
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 22 and cut == int(data[-1].name) < BLANK_MAX < end, (cut, end)
+    msg = retargeted(BLANK_MAX, b"T0", queue_offset)
+    record = t0_record_at_2147483647(src)
+    assert record[88 + EMBED_AT_BODY_DATA:88 + EMBED_AT_BODY_DATA + len(msg)] == msg, "the bytes at 2147483647"
+    loaded, after = w["queuesAfterLoad"], w["queuesAfterDispatch"]
+    assert set(loaded) == {"T0/0", "T9/0"}, loaded
+    assert int(loaded["T9/0"]["maxPhysicOffset"]) == BLANK_MAX and int(loaded["T9/0"]["maxOffset"]) == 20, loaded
+    write, top = int(loaded["T0/0"]["maxOffset"]), int(loaded["T0/0"]["maxPhysicOffset"])
+    assert 0 < write < 20 * EMBED_T0_DATA and write % 20 == 0 and top < cut, loaded["T0/0"]
+    assert set(after) == {"T0/0", "T9/0"} and after["T9/0"] == loaded["T9/0"], after
+    if appended:   # putMessagePositionInfo: past the max, queue offset past the write position: at the write position
+        assert queue_offset * 20 > write
+        assert int(after["T0/0"]["maxOffset"]) == write + 20, after["T0/0"]
+        assert int(after["T0/0"]["maxPhysicOffset"]) == BLANK_MAX + len(msg), after["T0/0"]
+        assert _t0_unit_at(src, write) == (BLANK_MAX, len(msg), 0)
+    else:          # queue offset * 20 below the write position, not 0: dropped
+        assert 0 < queue_offset * 20 < write and after["T0/0"] == loaded["T0/0"], after["T0/0"]
+    assert _index_keys(src) == 1, "E5 indexed"
+    p, note, crash = _verify(src, tmp_path, monkeypatch)
+    lost = queued_messages(sc) - held_units(src, ends=after) + int(appended)   # the parsed unit is no message's
+    assert p["units_lost"] == lost == CUT_T0 + 2 and p["units_dispatched_again"] == 0, (p["units_lost"], lost, note)
+    assert p["index_keys_put_again"] == 1, (p["index_keys_put_again"], p["notes"])
+    assert "where its check parses 1 message(s), then fails" in note and f"getData hands, {end};" in note, note
+    assert crash.walked_nothing and crash.process_offset == cut and crash.reput_from == end, crash
+    assert crash.cut is not None and crash.cut.inside_from == BLANK_MAX and crash.gap == (cut, end), crash
+    assert crash.cut.inside_records == ((BLANK_MAX, BLANK_MAX + len(msg)),) and crash.inside_keys == (BLANK_MAX,)
+    (t0,) = crash.cut.inside_placed.whole   # the plan: T0 replayed from the write position and max the cut left
+    assert (t0.topic, t0.queue_id, t0.walk_end) == ("T0", 0, write), t0
+    assert t0.parsed_at == ((write,) if appended else (-1,)), t0
+    assert t0.units == (((write, BLANK_MAX, len(msg), 0),) if appended else ()), t0
+    assert not t0.opened and not t0.put_back and not t0.lost, t0
