@@ -47,20 +47,22 @@ for parsed messages whose own consume queue units go to queues the store holds n
 before it; the rebuild's own dispatch) or to queues a file of which the cut leaves (``putMessagePositionInfo`` from
 the write position and max ``truncateDirtyLogicFiles`` left: a unit ending at or below the max dropped, one whose
 queue offset * 20 lies below the write position dropped unless it is 0, any other appended at the write position,
-whatever its queue offset: :func:`_placed_on_disk`, ``QueueCut.inside_placed``), without ext files: the records the
+whatever its queue offset: :func:`_placed_on_disk`, ``QueueCut.inside_placed``), ext files or not
+(``putMessagePositionInfoWrapper``: ``ConsumeQueueExt.put`` first, whatever becomes of the unit, in a held queue after
+the ext files' end ``ConsumeQueue.recover`` left, which the cut, a file staying, does not move): the records the
 reput dispatches after them lie at or past the committed position, where the reference rebuild ``verify`` compares
 with stops, so nothing there meets them. Checked against the 5.5.1 broker
 (``DLEDGER_2GIB=1``: ``tests/test_dledger_walked_nothing_inside_broker.py``, nothing parsed, to the log's end;
 ``tests/test_dledger_walked_nothing_2gib_broker.py``, a T5 message parsed then the log's end, the same then the
 committed position at the last T9 entry's start, and that jump with nothing parsed;
 ``tests/test_dledger_walked_nothing_2gib_more_broker.py``, a T0 message parsed, its queue offset past T0's write
-position, appended there, or 1, dropped); 5.3.3's ``doReput``, ``DLedgerCommitLog.getData`` and
+position, appended there, or 1, dropped, and with ext files those two and the T5 message); 5.3.3's ``doReput``,
+``DLedgerCommitLog.getData`` and
 ``putMessagePositionInfo`` read the same. Refused, one line each: going on elsewhere than those two (a data file's end
 or a roll before the committed position: the next data file's start; an entry's start after parsed messages; no broker
 case), 2147483647 at or before ``processOffset`` (the reput before the walk's data file), a blank's empty request among
 the parsed records, a parsed unit in a batch or light queue or in a queue the store holds files of that the cut leaves
-no file of (its first file where the queue offset falls, ``fillPreBlank`` units before it: no broker case here), ext
-files with parsed messages.
+no file of (its first file where the queue offset falls, ``fillPreBlank`` units before it: no broker case here).
 """
 from __future__ import annotations
 
@@ -131,7 +133,9 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
                               f"fillPreBlank units only), inside an entry, goes on at {goes_on} after parsing "
                               f"{len(records)} record(s) there ({why_not})")
             inside_from, reput, inside_records = reput, goes_on, records
-            placed = _placed_on_disk(units, after, config.cq_file_size, inside_from)
+            placed = _placed_on_disk(units, after, config.cq_file_size, inside_from,
+                                     config.mappedFileSizeConsumeQueueExt if config.enableConsumeQueueExt else 0,
+                                     on_disk.ext_end)
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
@@ -150,7 +154,7 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
     to the end of the bytes ``getData`` handed, the log's end ``log_end`` or DLedger's committed position
     ``confirm_offset`` before it (then it waits for the group's commit and walks on from there: the records between
     ``process_offset`` and it dispatched by no one), after messages whose own consume queue units go to queues the
-    store holds no file of (``on_disk_queues``: each as the cut left it), without ext files: each such unit written
+    store holds no file of (``on_disk_queues``: each as the cut left it), ext files or not: each such unit written
     at its queue's start (``putMessagePositionInfo`` on a new queue: ``fillPreBlank`` units first for a queue offset
     past 0), or to queues a file of which the cut leaves (:func:`_placed_on_disk`); the records the reput dispatches
     after them lie at or past the committed position, where the reference rebuild ``verify`` compares with stops."""
@@ -160,8 +164,6 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
                 f"it, set past processOffset {process_offset}")
     if any(b <= a for a, b in records):
         return "a blank's empty request among them (modelled: messages only)"
-    if records and config.enableConsumeQueueExt:
-        return "enableConsumeQueueExt=true (modelled: without ext files)"
     if any(not u.own or u.batch for u in units):
         return "a unit of theirs in a batch or light queue (modelled: own consume queue units)"
     if any((u.topic, u.queue_id) in on_disk_queues and not on_disk_queues[(u.topic, u.queue_id)][1] for u in units):
@@ -171,17 +173,23 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
 
 
 def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], OnDiskCut], cq_file_size: int,
-                    at: int) -> Placed:
+                    at: int, ext_file_size: int = 0, ext_end: Mapping[tuple[str, int], int] | None = None) -> Placed:
     """Where ``doReput`` puts the parsed ``units`` of the queues the store holds files of (``after``: each as
     ``truncateDirtyLogicFiles`` left it, its max, whether a file stays, its write position), each such queue replayed
     whole from the write position and max the cut left (``ConsumeQueue.putMessagePositionInfo``, in parse order:
     :func:`store_format.dledger_inside_state.put_cq` by way of
     :func:`store_format.dledger_inside_units.place_inside`; the walk dispatched nothing, so nothing else goes to
     them before the reput goes on at the log's end or the committed position); a queue it holds no file of is the
-    rebuild's own dispatch's (None).  ``at``: where the reput was set."""
+    rebuild's own dispatch's (None).  ``at``: where the reput was set.  ``ext_file_size`` > 0
+    (``enableConsumeQueueExt``): ``putMessagePositionInfoWrapper`` puts each parsed own unit's ext unit first
+    (``ConsumeQueueExt.put``, whatever becomes of the unit: :attr:`Placed.ext_put`, a new queue's too), in a queue
+    the store holds files of after its ext files' end as ``ConsumeQueue.recover`` left it (``ext_end``,
+    :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_end`; the cut, a file of the queue staying, returns
+    before its ``truncateByMaxAddress``), and a unit appended holds that ext unit's address as its tags code
+    (``decorate``); refused (one line) where that end is not read."""
     none = np.zeros((0, len(UNIT_COLUMNS)), np.int64)
 
     def state(name: tuple[str, int]) -> WalkedQueue | None:
         held = after.get(name)
-        return None if held is None else held_past_only(held, none, 0, None)
-    return place_inside(units, state, cq_file_size=cq_file_size, at=at)
+        return None if held is None else held_past_only(held, none, ext_file_size, (ext_end or {}).get(name))
+    return place_inside(units, state, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)

@@ -17,6 +17,12 @@ in the walk's data file); below it and not 0, dropped (``-below``, queue offset 
 then its next check fails on the body's 'x' bytes and it jumps to the log's end: every unit of the 22nd data file
 stays lost.
 
+``-embedded-t0-past-ext``, ``-embedded-t0-below-ext`` (:func:`embedded_t0_ext_scenario`) and ``-embedded-ext``
+(:func:`embedded_ext_scenario`, the T5 message of ``tests/test_dledger_walked_nothing_2gib_broker.py``): the same
+with ``enableConsumeQueueExt=true``: ``putMessagePositionInfoWrapper`` puts the parsed message's ext unit first
+(``ConsumeQueueExt.put``, T0's after the ext files' end ``load()`` left, which the cut, a file staying, does not
+move; T5's the first of its new ext file), whatever becomes of the unit; an appended unit holds its address.
+
 The broker's queues after ``load()`` and after the reput, the T0 unit (or none) and the index are asserted first;
 then ``verify`` on the store as the restart found it predicts that restart (units lost, none put again, the index
 key) and its plan the broker's T0 (``QueueCut.inside_placed``: T0 replayed whole from the state the cut left).
@@ -36,6 +42,7 @@ from broker_dledger_2gib import (
     EMBED_AT_BODY_DATA,
     EMBED_T0_DATA,
     LINE,
+    embedded_message,
     held_units,
     queued_messages,
     retargeted,
@@ -143,3 +150,91 @@ def test_verify_predicts_a_t0_message_parsed_at_2147483647(tmp_path, monkeypatch
     assert t0.parsed_at == ((write,) if appended else (-1,)), t0
     assert t0.units == (((write, BLANK_MAX, len(msg), 0),) if appended else ()), t0
     assert not t0.opened and not t0.put_back and not t0.lost, t0
+
+
+def embedded_t0_ext_scenario(queue_offset: int, tag: str, line: str = LINE) -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-embedded-t0-<tag>-ext``: :func:`embedded_t0_scenario` with
+    ``enableConsumeQueueExt=true`` (default ext file size: every T0 unit's ext unit in one file)."""
+    sc = embedded_t0_scenario(queue_offset, tag, line)
+    return {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}, "name": f"{sc['name']}-ext"}
+
+
+@pytest.mark.parametrize("queue_offset,tag,appended", [(EMBED_T0_DATA, "past", True), (1, "below", False)],
+                         ids=["past-ext", "below-ext"])
+def test_verify_predicts_a_t0_message_parsed_at_2147483647_with_ext_files(tmp_path, monkeypatch, queue_offset: int,
+                                                                          tag: str, appended: bool) -> None:
+    """With ext files: what the broker wrote first (T0's ext files after ``load()`` ending after its last unit's ext
+    unit, the cut leaving them so: a file of T0 stays; after the reput one ext unit more there,
+    ``putMessagePositionInfoWrapper``'s ``ConsumeQueueExt.put`` before ``putMessagePositionInfo``, whose unit, when
+    appended at the write position the cut left, holds its address as its tags code; dropped, none points at it);
+    then verify's ext figures for T0 (the one ext unit appended; orphaned: those of the cut units, and the parsed
+    one's when its unit is dropped) and the plan's T0 unit (its tags code that address)."""
+    sc = embedded_t0_ext_scenario(queue_offset, tag)
+    w, src = written(sc, tmp_path)
+    end, cut = int(w["maxPhyOffset"]), int(w["truncateDirtyLogicFilesAt"])
+    assert cut < BLANK_MAX < end, (cut, end)
+    msg = retargeted(BLANK_MAX, b"T0", queue_offset)
+    record = t0_record_at_2147483647(src)
+    assert record[88 + EMBED_AT_BODY_DATA:88 + EMBED_AT_BODY_DATA + len(msg)] == msg, "the bytes at 2147483647"
+    loaded, after = w["queuesAfterLoad"]["T0/0"], w["queuesAfterDispatch"]["T0/0"]
+    write, ext_end = int(loaded["maxOffset"]), int(loaded["extMaxOffset"])
+    assert 0 < write < 20 * EMBED_T0_DATA and ext_end == 20 * (write // 20 + CUT_T0), loaded   # every T0 unit's
+    assert int(after["extMaxOffset"]) == ext_end + 20, after   # the parsed message's ext unit, appended or not
+    address = ext_end - 2**63   # ConsumeQueueExt.decorate
+    if appended:
+        assert int(after["maxOffset"]) == write + 20 and int(after["maxPhysicOffset"]) == BLANK_MAX + len(msg)
+        assert _t0_unit_at(src, write) == (BLANK_MAX, len(msg), address)
+    else:
+        assert int(after["maxOffset"]) == write and int(after["maxPhysicOffset"]) == int(loaded["maxPhysicOffset"])
+    assert _index_keys(src) == 1, "E5 indexed"
+    p, note, crash = _verify(src, tmp_path, monkeypatch)
+    assert p["units_lost"] == CUT_T0 + 2 and p["units_dispatched_again"] == 0, (p["units_lost"], note)
+    assert crash.cut is not None and crash.cut.inside_records == ((BLANK_MAX, BLANK_MAX + len(msg)),), crash.cut
+    (t0,) = crash.cut.inside_placed.whole
+    assert t0.parsed_at == ((write,) if appended else (-1,)), t0
+    assert t0.units == (((write, BLANK_MAX, len(msg), address),) if appended else ()), t0
+    assert crash.cut.inside_placed.ext_put == (("T0", 0, 1),), crash.cut.inside_placed
+    (figures,) = [f for f in p["queues"] if f["queue"] == "T0/0"]
+    # the broker's: the ext units its restart put, and those before the end that no unit of T0 below its write
+    # position points at (each kept unit points at its own ext unit)
+    orphans = (int(after["extMaxOffset"]) - int(after["maxOffset"])) // 20
+    assert orphans == CUT_T0 + int(not appended)
+    assert (figures["ext_units_appended"], figures["ext_units_orphaned"]) == (1, orphans), figures
+
+
+def embedded_ext_scenario(line: str = LINE) -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-embedded-ext``: ``-propcrc-kept-past-2gib-embedded`` (the T5
+    message at 2147483647, ``tests/test_dledger_walked_nothing_2gib_broker.py``) with ``enableConsumeQueueExt=true``."""
+    sc = walked_nothing_past_2gib_scenario(line)
+    sc = with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA, f"{sc['name']}-embedded-ext")
+    return {**sc, "config": {**sc["config"], "enableConsumeQueueExt": "true"}}
+
+
+def test_verify_predicts_a_new_queues_message_parsed_at_2147483647_with_ext_files(tmp_path, monkeypatch) -> None:
+    """``-embedded-ext``: what the broker wrote first (T5/0 created by the parsed message, its ext unit the first of
+    a new ext file, its unit at 0 holding that address; T0's ext files as ``load()`` left them, its cut units' ext
+    units orphaned); then verify's ext figures (T5's one ext unit appended; T0's orphans) and its plan
+    (``Placed.ext_put`` counts T5's, no queue replayed: T5 is the rebuild's own dispatch's)."""
+    sc = embedded_ext_scenario()
+    w, src = written(sc, tmp_path)
+    end, cut = int(w["maxPhyOffset"]), int(w["truncateDirtyLogicFilesAt"])
+    assert cut < BLANK_MAX < end, (cut, end)
+    msg = embedded_message(BLANK_MAX)
+    record = t0_record_at_2147483647(src)
+    assert record[88 + EMBED_AT_BODY_DATA:88 + EMBED_AT_BODY_DATA + len(msg)] == msg, "the bytes at 2147483647"
+    loaded, after = w["queuesAfterLoad"], w["queuesAfterDispatch"]
+    assert after["T0/0"] == loaded["T0/0"], after["T0/0"]
+    write = int(loaded["T0/0"]["maxOffset"])
+    assert int(loaded["T0/0"]["extMaxOffset"]) == 20 * (write // 20 + CUT_T0), loaded["T0/0"]
+    assert int(after["T5/0"]["maxOffset"]) == 20 and int(after["T5/0"]["extMaxOffset"]) == 20, after["T5/0"]
+    t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
+    assert struct.unpack(">qiq", t5[:20]) == (BLANK_MAX, len(msg), -2**63), t5[:20].hex()   # ext address 0
+    assert _index_keys(src) == 1, "E5 indexed"
+    p, note, crash = _verify(src, tmp_path, monkeypatch)
+    assert p["units_lost"] == CUT_T0 + 2 and p["units_dispatched_again"] == 0, (p["units_lost"], note)
+    assert crash.cut is not None and crash.cut.inside_records == ((BLANK_MAX, BLANK_MAX + len(msg)),), crash.cut
+    assert crash.cut.inside_placed.ext_put == (("T5", 0, 1),) and not crash.cut.inside_placed.whole, crash.cut
+    figures = {f["queue"]: f for f in p["queues"]}
+    assert figures["T5/0"]["ext_units_appended"] == 1, figures.get("T5/0")
+    assert (figures["T0/0"]["ext_units_appended"], figures["T0/0"]["ext_units_orphaned"]) == (0, CUT_T0), \
+        figures["T0/0"]

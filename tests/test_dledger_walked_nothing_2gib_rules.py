@@ -8,6 +8,7 @@ import pytest
 from store_format.config import BrokerConfig
 from store_format.dledger_inside_state import ParsedUnit
 from store_format.dledger_walked_nothing import _parsed_refusal, _placed_on_disk
+from store_format.errors import UnsupportedConfigError
 
 BLANK_MAX = 2**31 - 1
 PROCESS, COMMITTED, END = 2_100_000_000, 2_147_484_059, 2_147_484_300
@@ -30,6 +31,7 @@ def test_a_message_for_a_new_queue_then_the_jump_is_modelled(goes_on: int, commi
     assert _why(goes_on, committed=committed) == ""
     assert _why(goes_on, (), (), committed=committed) == ""   # nothing parsed, the same jump
     assert _why(goes_on, committed=committed, on_disk={("T5", 0): (PROCESS - 9, True, 40, False)}) == ""   # held
+    assert _why(goes_on, committed=committed, ext=True) == ""   # ext files: the ext units placed by place_inside
 
 
 @pytest.mark.parametrize("queue_offset,size,at", [
@@ -58,12 +60,30 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
     ({"goes_on": COMMITTED - 100, "committed": COMMITTED}, "modelled: at the log's end"),   # an entry's start
     ({"goes_on": END, "committed": END, "reput": PROCESS - 1}, "set past processOffset"),
     ({"goes_on": END, "committed": END, "records": ((BLANK_MAX + 48, BLANK_MAX + 48),), "units": ()}, "empty request"),
-    ({"goes_on": END, "committed": END, "ext": True}, "enableConsumeQueueExt"),
     ({"goes_on": END, "committed": END, "on_disk": {("T5", 0): (PROCESS, False, -1, False)}},
      "that the cut left no file of"),
     ({"goes_on": END, "committed": END, "units": (ParsedUnit("T5", 0, BLANK_MAX, 111, 0, 0, own=False, batch=False),)},
      "light queue"),
-], ids=["file-end", "entry-start", "before-process-offset", "blank", "ext", "on-disk-emptied", "light"])
+], ids=["file-end", "entry-start", "before-process-offset", "blank", "on-disk-emptied", "light"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
     assert text in _why(goes_on, **kwargs)
+
+
+@pytest.mark.parametrize("queue_offset,at", [(506_827, 9_912_420), (1, -1)], ids=["past", "below"])
+def test_with_ext_files_a_held_queues_parsed_unit_puts_its_ext_unit_at_the_loaded_end(queue_offset: int,
+                                                                                       at: int) -> None:
+    """putMessagePositionInfoWrapper: ConsumeQueueExt.put first, after the ext files' end ConsumeQueue.recover left
+    (the cut, a file staying, leaves them), appended or dropped; an appended unit holds the ext unit's address."""
+    end = 20 * (495_621 + 11_207)
+    unit = ParsedUnit("T0", 0, BLANK_MAX, 111, queue_offset, 0, own=True, batch=False)
+    placed = _placed_on_disk((unit, T5), T0_KEPT, 6_000_000, BLANK_MAX, 48 * 1024 * 1024, {("T0", 0): end})
+    (t0,) = placed.whole
+    assert t0.parsed_at == (at,) and placed.ext_put == (("T0", 0, 1), ("T5", 0, 1)), placed
+    assert t0.units == (((at, BLANK_MAX, 111, end - 2**63),) if at >= 0 else ()), t0
+
+
+def test_with_ext_files_not_read_a_held_queues_parsed_unit_stays_refused() -> None:
+    unit = ParsedUnit("T0", 0, BLANK_MAX, 111, 1, 0, own=True, batch=False)
+    with pytest.raises(UnsupportedConfigError, match="ext files whose end"):
+        _placed_on_disk((unit,), T0_KEPT, 6_000_000, BLANK_MAX, 48 * 1024 * 1024, {})
