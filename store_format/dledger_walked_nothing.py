@@ -47,7 +47,9 @@ for parsed messages whose own consume queue units go to queues the store holds n
 before it; the rebuild's own dispatch) or to queues a file of which the cut leaves (``putMessagePositionInfo`` from
 the write position and max ``truncateDirtyLogicFiles`` left: a unit ending at or below the max dropped, one whose
 queue offset * 20 lies below the write position dropped unless it is 0, any other appended at the write position,
-whatever its queue offset: :func:`_placed_on_disk`, ``QueueCut.inside_placed``), ext files or not
+whatever its queue offset: :func:`_placed_on_disk`, ``QueueCut.inside_placed``) or that the 5.5.1 cut left no file of
+(its max -1: ``getLastMappedFile`` creates the first file where the queue offset falls, ``fillPreBlank`` units
+before the unit), ext files or not
 (``putMessagePositionInfoWrapper``: ``ConsumeQueueExt.put`` first, whatever becomes of the unit, in a held queue after
 the ext files' end ``ConsumeQueue.recover`` left, which the cut, a file staying, does not move): the records the
 reput dispatches after them lie at or past the committed position, where the reference rebuild ``verify`` compares
@@ -56,13 +58,14 @@ with stops, so nothing there meets them. Checked against the 5.5.1 broker
 ``tests/test_dledger_walked_nothing_2gib_broker.py``, a T5 message parsed then the log's end, the same then the
 committed position at the last T9 entry's start, and that jump with nothing parsed;
 ``tests/test_dledger_walked_nothing_2gib_more_broker.py``, a T0 message parsed, its queue offset past T0's write
-position, appended there, or 1, dropped, and with ext files those two and the T5 message); 5.3.3's ``doReput``,
+position, appended there, or 1, dropped, and with ext files those two and the T5 message; a T7 message of queue
+offset 5 whose planted file the cut deleted); 5.3.3's ``doReput``,
 ``DLedgerCommitLog.getData`` and
 ``putMessagePositionInfo`` read the same. Refused, one line each: going on elsewhere than those two (a data file's end
 or a roll before the committed position: the next data file's start; an entry's start after parsed messages; no broker
 case), 2147483647 at or before ``processOffset`` (the reput before the walk's data file), a blank's empty request among
-the parsed records, a parsed unit in a batch or light queue or in a queue the store holds files of that the cut leaves
-no file of (its first file where the queue offset falls, ``fillPreBlank`` units before it: no broker case here).
+the parsed records, a parsed unit in a batch or light queue or in a queue the store holds files of that the 5.3.3 cut
+leaves no file of (its max ``processOffset``: no broker case here).
 """
 from __future__ import annotations
 
@@ -76,7 +79,7 @@ from .dledger_crash_cut import BLANK_MAX, Inside, QueueCut, QueuesOnDisk
 from .dledger_inside_mixed import OnDiskCut
 from .dledger_inside_state import ParsedUnit, Placed, WalkedQueue
 from .dledger_inside_units import place_inside
-from .dledger_inside_walked import held_past_only
+from .dledger_inside_walked import emptied_past_only, held_past_only
 from .dledger_queue_track import UNIT_COLUMNS
 from .filedump.checkpoint import Checkpoint
 
@@ -135,7 +138,7 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
             inside_from, reput, inside_records = reput, goes_on, records
             placed = _placed_on_disk(units, after, config.cq_file_size, inside_from,
                                      config.mappedFileSizeConsumeQueueExt if config.enableConsumeQueueExt else 0,
-                                     on_disk.ext_end)
+                                     on_disk.ext_end, -1 if v55 else None)
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
@@ -166,14 +169,16 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
         return "a blank's empty request among them (modelled: messages only)"
     if any(not u.own or u.batch for u in units):
         return "a unit of theirs in a batch or light queue (modelled: own consume queue units)"
-    if any((u.topic, u.queue_id) in on_disk_queues and not on_disk_queues[(u.topic, u.queue_id)][1] for u in units):
-        return ("a unit of theirs in a queue the store holds files of that the cut left no file of (modelled: a "
-                "queue it holds no file of, or one a file of which the cut leaves)")
+    if config.brokerVersion != "5.5" and any((u.topic, u.queue_id) in on_disk_queues
+                                             and not on_disk_queues[(u.topic, u.queue_id)][1] for u in units):
+        return ("a unit of theirs in a queue the store holds files of that the 5.3.3 cut left no file of (its max "
+                "processOffset; modelled: 5.5.1's, its max -1)")
     return ""
 
 
 def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], OnDiskCut], cq_file_size: int,
-                    at: int, ext_file_size: int = 0, ext_end: Mapping[tuple[str, int], int] | None = None) -> Placed:
+                    at: int, ext_file_size: int = 0, ext_end: Mapping[tuple[str, int], int] | None = None,
+                    emptied_max: int | None = -1) -> Placed:
     """Where ``doReput`` puts the parsed ``units`` of the queues the store holds files of (``after``: each as
     ``truncateDirtyLogicFiles`` left it, its max, whether a file stays, its write position), each such queue replayed
     whole from the write position and max the cut left (``ConsumeQueue.putMessagePositionInfo``, in parse order:
@@ -186,10 +191,19 @@ def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], 
     the store holds files of after its ext files' end as ``ConsumeQueue.recover`` left it (``ext_end``,
     :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_end`; the cut, a file of the queue staying, returns
     before its ``truncateByMaxAddress``), and a unit appended holds that ext unit's address as its tags code
-    (``decorate``); refused (one line) where that end is not read."""
+    (``decorate``); refused (one line) where that end is not read.  A queue the store holds files of that the cut
+    left no file of: from no file and its max ``emptied_max`` (5.5.1: -1, ``recoverTopicQueueTable``'s
+    ``correctMinOffset``), ``getLastMappedFile`` creating its first file where the unit's queue offset falls,
+    ``fillPreBlank`` units before it (``putMessagePositionInfo``, ``isFirstCreateInQueue``), its ext units after the
+    ext files' end ``recover`` left (the cut's ``truncateByMaxAddress`` given no address does nothing)."""
     none = np.zeros((0, len(UNIT_COLUMNS)), np.int64)
 
     def state(name: tuple[str, int]) -> WalkedQueue | None:
         held = after.get(name)
-        return None if held is None else held_past_only(held, none, ext_file_size, (ext_end or {}).get(name))
+        if held is None:
+            return None
+        if held[1]:
+            return held_past_only(held, none, ext_file_size, (ext_end or {}).get(name))
+        assert emptied_max is not None, "a queue the 5.3.3 cut left no file of: refused before"
+        return emptied_past_only(emptied_max, none, ext_file_size, (ext_end or {}).get(name))
     return place_inside(units, state, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)

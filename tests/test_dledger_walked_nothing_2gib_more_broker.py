@@ -23,12 +23,17 @@ with ``enableConsumeQueueExt=true``: ``putMessagePositionInfoWrapper`` puts the 
 (``ConsumeQueueExt.put``, T0's after the ext files' end ``load()`` left, which the cut, a file staying, does not
 move; T5's the first of its new ext file), whatever becomes of the unit; an appended unit holds its address.
 
+``-embedded-t7-emptied`` (:func:`embedded_t7_emptied_scenario`): T7/0's file planted with one unit past the 22nd
+data file's start, which the cut deletes (5.5.1: its max -1), and a T7 message of queue offset 5 at 2147483647:
+``getLastMappedFile`` creates T7's first file at 0, ``fillPreBlank`` units up to queue byte 100, the unit there.
+
 The broker's queues after ``load()`` and after the reput, the T0 unit (or none) and the index are asserted first;
 then ``verify`` on the store as the restart found it predicts that restart (units lost, none put again, the index
 key) and its plan the broker's T0 (``QueueCut.inside_placed``: T0 replayed whole from the state the cut left).
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
@@ -41,6 +46,7 @@ from broker_dledger_2gib import (
     BLANK_MAX,
     EMBED_AT_BODY_DATA,
     EMBED_T0_DATA,
+    FILL_PRE_BLANK_UNIT,
     LINE,
     embedded_message,
     held_units,
@@ -50,7 +56,11 @@ from broker_dledger_2gib import (
     with_embedded_message,
     written,
 )
-from broker_dledger_walked_nothing_inside_scenarios import walked_nothing_past_2gib_scenario
+from broker_dledger_walked_nothing_inside_scenarios import (
+    PAST_2GIB_T9_FILE,
+    PAST_2GIB_T9_LAST,
+    walked_nothing_past_2gib_scenario,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store,
               pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
@@ -238,3 +248,48 @@ def test_verify_predicts_a_new_queues_message_parsed_at_2147483647_with_ext_file
     assert figures["T5/0"]["ext_units_appended"] == 1, figures.get("T5/0")
     assert (figures["T0/0"]["ext_units_appended"], figures["T0/0"]["ext_units_orphaned"]) == (0, CUT_T0), \
         figures["T0/0"]
+
+
+def embedded_t7_emptied_scenario(line: str = LINE) -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-embedded-t7-emptied``: the ``-propcrc-kept-past-2gib`` store with
+    T7/0's consume queue file planted holding one unit, the last T9 record's (past the 22nd data file's start: the cut
+    deletes the file, 5.5.1's ``correctMinOffset`` then sets T7's max to -1), and at 2147483647 a T7/0 message of
+    queue offset 5 (:func:`broker_dledger_2gib.retargeted`)."""
+    sc = walked_nothing_past_2gib_scenario(line)
+    t7 = struct.pack(">qiq", PAST_2GIB_T9_LAST, 193, 0)
+    plant = {**sc["plantFiles"], f"consumequeue/T7/0/{0:020d}":
+             base64.b64encode(t7 + bytes(PAST_2GIB_T9_FILE - len(t7))).decode()}
+    return with_embedded_message({**sc, "plantFiles": plant}, EMBED_T0_DATA, EMBED_AT_BODY_DATA,
+                                 f"{sc['name']}-embedded-t7-emptied", retargeted(BLANK_MAX, b"T7", 5))
+
+
+def test_verify_predicts_a_message_parsed_at_2147483647_for_a_queue_the_cut_left_no_file_of(tmp_path,
+                                                                                            monkeypatch) -> None:
+    """``-embedded-t7-emptied``: what the broker wrote first (T7's planted file in ``before/``; after ``load()``,
+    whose cut deleted it, no file and the max -1; after the reput one file at 0: ``getLastMappedFile`` on no file
+    creates it where queue offset 5 falls, ``putMessagePositionInfo`` (``isFirstCreateInQueue``) puts 5
+    ``fillPreBlank`` units and the parsed unit at queue byte 100); then verify's plan puts it there (T7 replayed from
+    no file and the max -1)."""
+    sc = embedded_t7_emptied_scenario()
+    w, src = written(sc, tmp_path)
+    end, cut = int(w["maxPhyOffset"]), int(w["truncateDirtyLogicFilesAt"])
+    assert cut < BLANK_MAX < end and cut < PAST_2GIB_T9_LAST, (cut, end)
+    msg = retargeted(BLANK_MAX, b"T7", 5)
+    record = t0_record_at_2147483647(src)
+    assert record[88 + EMBED_AT_BODY_DATA:88 + EMBED_AT_BODY_DATA + len(msg)] == msg, "the bytes at 2147483647"
+    loaded, after = w["queuesAfterLoad"], w["queuesAfterDispatch"]
+    planted = (src / "before" / "consumequeue" / "T7" / "0" / f"{0:020d}").read_bytes()
+    assert struct.unpack(">qiq", planted[:20]) == (PAST_2GIB_T9_LAST, 193, 0) and not any(planted[20:])
+    # load() (recover, then the cut at the 22nd data file's start): no file left, the max -1 (correctMinOffset)
+    assert (loaded["T7/0"]["files"], int(loaded["T7/0"]["maxPhysicOffset"])) == ([], -1), loaded["T7/0"]
+    assert int(loaded["T9/0"]["maxPhysicOffset"]) == BLANK_MAX, loaded["T9/0"]
+    assert int(after["T7/0"]["maxOffset"]) == 120 and int(after["T7/0"]["maxPhysicOffset"]) == BLANK_MAX + len(msg)
+    t7 = (src / "expected" / "consumequeue" / "T7" / "0" / f"{0:020d}").read_bytes()
+    assert t7[:100] == FILL_PRE_BLANK_UNIT * 5 and struct.unpack(">qiq", t7[100:120]) == (BLANK_MAX, len(msg), 0)
+    assert not any(t7[120:]), "the planted unit gone (the cut deleted its file)"
+    p, note, crash = _verify(src, tmp_path, monkeypatch)
+    assert crash.cut is not None and crash.cut.inside_records == ((BLANK_MAX, BLANK_MAX + len(msg)),), crash.cut
+    assert ("T7", 0) in crash.cut.held_emptied, crash.cut.held_emptied
+    (q,) = crash.cut.inside_placed.whole
+    assert (q.topic, q.opened, q.blank_until, q.parsed_at) == ("T7", (0,), 100, (100,)), q
+    assert q.units == ((100, BLANK_MAX, len(msg), 0),), q

@@ -20,10 +20,10 @@ T0_KEPT = {("T0", 0): (PROCESS - 500, True, 9_912_420, False)}   # T0 as the cut
 
 
 def _why(goes_on: int, records=MSG, units=(T5,), *, committed: int = COMMITTED, on_disk=T0_KEPT,  # noqa: ANN001
-         reput: int = BLANK_MAX, ext: bool = False) -> str:
+         reput: int = BLANK_MAX, ext: bool = False, version: str = "5.5") -> str:
     return _parsed_refusal(goes_on, records, units, on_disk_queues=on_disk, reput=reput, process_offset=PROCESS,
                            confirm_offset=committed, log_end=END,
-                           config=BrokerConfig(brokerVersion="5.5", enableConsumeQueueExt=ext))
+                           config=BrokerConfig(brokerVersion=version, enableConsumeQueueExt=ext))
 
 
 @pytest.mark.parametrize("goes_on,committed", [(END, END), (COMMITTED, COMMITTED)], ids=["log-end", "committed"])
@@ -32,6 +32,7 @@ def test_a_message_for_a_new_queue_then_the_jump_is_modelled(goes_on: int, commi
     assert _why(goes_on, (), (), committed=committed) == ""   # nothing parsed, the same jump
     assert _why(goes_on, committed=committed, on_disk={("T5", 0): (PROCESS - 9, True, 40, False)}) == ""   # held
     assert _why(goes_on, committed=committed, ext=True) == ""   # ext files: the ext units placed by place_inside
+    assert _why(goes_on, committed=committed, on_disk={("T5", 0): (PROCESS, False, -1, False)}) == ""   # emptied
 
 
 @pytest.mark.parametrize("queue_offset,size,at", [
@@ -60,11 +61,11 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
     ({"goes_on": COMMITTED - 100, "committed": COMMITTED}, "modelled: at the log's end"),   # an entry's start
     ({"goes_on": END, "committed": END, "reput": PROCESS - 1}, "set past processOffset"),
     ({"goes_on": END, "committed": END, "records": ((BLANK_MAX + 48, BLANK_MAX + 48),), "units": ()}, "empty request"),
-    ({"goes_on": END, "committed": END, "on_disk": {("T5", 0): (PROCESS, False, -1, False)}},
-     "that the cut left no file of"),
+    ({"goes_on": END, "committed": END, "on_disk": {("T5", 0): (PROCESS, False, -1, False)}, "version": "5"},
+     "that the 5.3.3 cut left no file of"),
     ({"goes_on": END, "committed": END, "units": (ParsedUnit("T5", 0, BLANK_MAX, 111, 0, 0, own=False, batch=False),)},
      "light queue"),
-], ids=["file-end", "entry-start", "before-process-offset", "blank", "on-disk-emptied", "light"])
+], ids=["file-end", "entry-start", "before-process-offset", "blank", "on-disk-emptied-533", "light"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
     assert text in _why(goes_on, **kwargs)
@@ -87,3 +88,12 @@ def test_with_ext_files_not_read_a_held_queues_parsed_unit_stays_refused() -> No
     unit = ParsedUnit("T0", 0, BLANK_MAX, 111, 1, 0, own=True, batch=False)
     with pytest.raises(UnsupportedConfigError, match="ext files whose end"):
         _placed_on_disk((unit,), T0_KEPT, 6_000_000, BLANK_MAX, 48 * 1024 * 1024, {})
+
+
+def test_a_queue_the_cut_left_no_file_of_gets_its_first_file_where_the_queue_offset_falls() -> None:
+    """5.5.1: no file, max -1: getLastMappedFile creates the file holding queue byte 100, fillPreBlank units before
+    the unit (putMessagePositionInfo, isFirstCreateInQueue)."""
+    unit = ParsedUnit("T7", 0, BLANK_MAX, 111, 5, 0, own=True, batch=False)
+    placed = _placed_on_disk((unit,), {("T7", 0): (PROCESS, False, -1, False)}, 6_000_000, BLANK_MAX)
+    (q,) = placed.whole
+    assert (q.opened, q.blank_until, q.parsed_at, q.units) == ((0,), 100, (100,), ((100, BLANK_MAX, 111, 0),)), q
