@@ -12,8 +12,8 @@ walk's units onto its files: :func:`store_format.consumequeue_recovery.dispatch_
 (``ConsumeQueue.multiDispatchLmqQueue`` into a ``ConsumeQueue`` of the consume queue table the cut walks) the same as
 a record's own.  A consume queue on disk before the walk that the walk wrote no unit of, only records past its end,
 a file of it left by the cut: as ``ConsumeQueue.recover`` loaded its files and the cut left them, nothing of the walk
-(:func:`_held_past_only`; one whose files the cut deleted from no file and its max, -1 on 5.5.1
-(``ConsumeQueue.correctMinOffset`` with no file), ``processOffset`` on 5.3.3: :func:`_emptied_past_only`; with ext
+(:func:`held_past_only`; one whose files the cut deleted from no file and its max, -1 on 5.5.1
+(``ConsumeQueue.correctMinOffset`` with no file), ``processOffset`` on 5.3.3: :func:`emptied_past_only`; with ext
 files their end as ``ConsumeQueue.recover``'s ``ConsumeQueueExt.recover`` and ``truncateByMaxAddress`` left it, which
 the cut does not move (returning inside its loop, or with every file deleted reaching its ``truncateByMaxAddress``
 with no address): a byte end, the units before it of any size, ext units with filter bitmaps too).
@@ -46,7 +46,7 @@ from .dledger_queue_track import (
 from .errors import UnsupportedConfigError
 from .layout import CQ_UNIT_SIZE
 
-__all__ = ["cut_refusal", "inside_units"]
+__all__ = ["cut_refusal", "emptied_past_only", "held_past_only", "inside_units"]
 
 
 
@@ -91,9 +91,9 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
     walk's end from queue byte 0), one the cut left a file of goes from that file's write position and max
     (``BatchConsumeQueue.truncateDirtyLogicFiles`` on the files alone: the walk wrote none of it); so too a consume
     queue on disk the cut left a file of, 5.5.1 or 5.3.3 (``ConsumeQueue.truncateDirtyLogicFiles`` on its files alone:
-    :func:`_held_past_only`; with ext files, their ext units going on after the ext files' end as
+    :func:`held_past_only`; with ext files, their ext units going on after the ext files' end as
     ``ConsumeQueue.recover`` left them: ``ext_held``); a consume queue so on disk with no file left: no file, its max
-    -1 (5.5.1) or ``processOffset`` (5.3.3), replayed from there (:func:`_emptied_past_only`; with ext files as
+    -1 (5.5.1) or ``processOffset`` (5.3.3), replayed from there (:func:`emptied_past_only`; with ext files as
     above, after the ext units of the deleted files' units, which no unit points at any more).
     ``after``: the units of the records past the walk's end (a walk ended by a damaged message), those from
     ``reput`` on handed over as
@@ -129,7 +129,7 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         held_only = (on_disk or {}).get(name) if not kinds and q not in track.batch_before else None
         # on disk before the walk, the cut leaving it no file (the files' units all at or past processOffset):
         # BatchConsumeQueue.truncateDirtyLogicFiles leaves its max processOffset - 1 (the emptied batch queue below),
-        # ConsumeQueue's -1 on 5.5.1 (recoverTopicQueueTable), processOffset on 5.3.3 (_emptied_past_only); a batch
+        # ConsumeQueue's -1 on 5.5.1 (recoverTopicQueueTable), processOffset on 5.3.3 (emptied_past_only); a batch
         # queue the cut left a file of: as that file leaves it (its write position and max), replayed from there
         past_only_batch = held_only is not None and name[0] in track.batch_topics
         if not kinds and q not in track.batch_before and held_only is None:
@@ -146,13 +146,13 @@ def inside_units(track: QueueTrack, parsed: tuple[ParsedUnit, ...], per_queue: d
         if held_only is not None and not held_only[1] and not past_only_batch:
             # a consume queue on disk whose files the cut deleted: no file, its max -1 (5.5.1's correctMinOffset
             # resets it) or processOffset (5.3.3's keeps it), its ext files as ConsumeQueue.recover left them:
-            # replayed from there (_emptied_past_only)
-            return _emptied_past_only(-1 if reset_emptied else process_offset, later, ext_file_size,
+            # replayed from there (emptied_past_only)
+            return emptied_past_only(-1 if reset_emptied else process_offset, later, ext_file_size,
                                       (ext_held or {}).get(name))
         if held_only is not None and held_only[1] and not past_only_batch:
             # a consume queue on disk, a file of it left by the cut (5.5.1 or 5.3.3): replayed from that file's write
-            # position and max (_held_past_only)
-            return _held_past_only(held_only, later, ext_file_size, (ext_held or {}).get(name))
+            # position and max (held_past_only)
+            return held_past_only(held_only, later, ext_file_size, (ext_held or {}).get(name))
         top = int(kept[-1, U_END]) if len(kept) else max_after[q] if q in max_after else before and before[1]
         back = (cut[:, U_OFFSET] >= reput) & (cut[:, U_OFFSET] < end)   # the cut units the reput dispatches again
         # the cut left it no file (one on disk before the walk then too: nothing of its history stays)
@@ -306,7 +306,7 @@ def _on_disk(walked: WalkedQueue, disk: OnDiskCut | None) -> WalkedQueue:
     return dataclasses.replace(walked, write=disk[2], max=disk[0], disk=True)
 
 
-def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_end: int | None) -> WalkedQueue:
+def held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_end: int | None) -> WalkedQueue:
     """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
     end went to (``later``), a file of it left by the cut (``held``: ``ConsumeQueue.truncateDirtyLogicFiles`` on its
     files alone, as ``ConsumeQueue.recover`` loaded them: their units starting below ``processOffset`` kept, the write
@@ -328,7 +328,7 @@ def _held_past_only(held: OnDiskCut, later: np.ndarray, ext_file_size: int, ext_
     return _past_only(held[2], held[0], later, ext_file_size, ext_end, "", disk=True)
 
 
-def _emptied_past_only(top: int, later: np.ndarray, ext_file_size: int, ext_end: int | None) -> WalkedQueue:
+def emptied_past_only(top: int, later: np.ndarray, ext_file_size: int, ext_end: int | None) -> WalkedQueue:
     """A consume queue (not a batch one) on disk before the walk that the walk wrote no unit of, only records past its
     end went to (``later``), whose files the cut deleted (every file's first unit at or past ``processOffset``:
     ``ConsumeQueue.truncateDirtyLogicFiles`` sets the max to ``processOffset`` first and deletes them from the last
@@ -340,7 +340,7 @@ def _emptied_past_only(top: int, later: np.ndarray, ext_file_size: int, ext_end:
     its queue offset * 20, after ``fillPreBlank`` units, the next ones by the queue offset check.  The rebuild's queue
     holds none of the deleted files' units (verify only: ``--as-restart`` plans with no queue on disk, the rebuild's
     own dispatch then), so its state is given as the broker's (the replay writes the queue whole).  With ext files
-    (``ext_end`` as for :func:`_held_past_only`): the cut, having deleted every file, reaches its
+    (``ext_end`` as for :func:`held_past_only`): the cut, having deleted every file, reaches its
     ``truncateByMaxAddress`` with no address (``maxExtAddr`` 1, set only from a unit it keeps; ``isExtAddr`` false),
     which does nothing, so the ext units (``ConsumeQueueExt.put`` in ``putMessagePositionInfoWrapper``) go on after
     the ext files' end as ``ConsumeQueue.recover`` left it (a byte end), after ext units no consume queue unit points
@@ -350,7 +350,7 @@ def _emptied_past_only(top: int, later: np.ndarray, ext_file_size: int, ext_end:
 
 def _past_only(write: int, top: int, later: np.ndarray, ext_file_size: int, ext_end: int | None, which: str, *,
                disk: bool) -> WalkedQueue:
-    """The state of :func:`_held_past_only`'s and :func:`_emptied_past_only`'s queue: write position ``write``
+    """The state of :func:`held_past_only`'s and :func:`emptied_past_only`'s queue: write position ``write``
     and max ``top`` as the cut left its files (the rebuild's given as the broker's), ``later`` its records past the
     walk's end, its ext units going on from the byte end ``ext_end`` (:attr:`WalkedQueue.ext_end`: whatever the
     sizes of the units before it, ``ConsumeQueueExt.put`` appends at the last file's write position or, the unit not

@@ -44,23 +44,43 @@ to where it goes on are dispatched by no one, their cut units lost
 their keys ``DLedgerCrash.inside_keys`` (``IndexService.buildIndex`` puts each at or above ``endPhyOffset``). Modelled
 for parsed messages whose own consume queue units go to queues the store holds no file of
 (``ConsumeQueue.putMessagePositionInfo`` on a new queue: a unit at its queue offset's place, ``fillPreBlank`` units
-before it), without ext files: the records the reput dispatches after them lie at or past the committed position, where
-the reference rebuild ``verify`` compares with stops, so nothing there meets them. Checked against the 5.5.1 broker
+before it; the rebuild's own dispatch) or to queues a file of which the cut leaves (``putMessagePositionInfo`` from
+the write position and max ``truncateDirtyLogicFiles`` left: a unit ending at or below the max dropped, one whose
+queue offset * 20 lies below the write position dropped unless it is 0, any other appended at the write position,
+whatever its queue offset: :func:`_placed_on_disk`, ``QueueCut.inside_placed``) or that the 5.5.1 cut left no file of
+(its max -1: ``getLastMappedFile`` creates the first file where the queue offset falls, ``fillPreBlank`` units
+before the unit), ext files or not
+(``putMessagePositionInfoWrapper``: ``ConsumeQueueExt.put`` first, whatever becomes of the unit, in a held queue after
+the ext files' end ``ConsumeQueue.recover`` left, which the cut, a file staying, does not move): the records the
+reput dispatches after them lie at or past the committed position, where the reference rebuild ``verify`` compares
+with stops, so nothing there meets them. Checked against the 5.5.1 broker
 (``DLEDGER_2GIB=1``: ``tests/test_dledger_walked_nothing_inside_broker.py``, nothing parsed, to the log's end;
 ``tests/test_dledger_walked_nothing_2gib_broker.py``, a T5 message parsed then the log's end, the same then the
-committed position at the last T9 entry's start, and that jump with nothing parsed); 5.3.3's ``doReput`` and
-``DLedgerCommitLog.getData`` read the same. Refused, one line each: going on elsewhere than those two (a data file's end
+committed position at the last T9 entry's start, and that jump with nothing parsed;
+``tests/test_dledger_walked_nothing_2gib_more_broker.py``, a T0 message parsed, its queue offset past T0's write
+position, appended there, or 1, dropped, and with ext files those two and the T5 message; a T7 message of queue
+offset 5 whose planted file the cut deleted); 5.3.3's ``doReput``,
+``DLedgerCommitLog.getData`` and
+``putMessagePositionInfo`` read the same. Refused, one line each: going on elsewhere than those two (a data file's end
 or a roll before the committed position: the next data file's start; an entry's start after parsed messages; no broker
 case), 2147483647 at or before ``processOffset`` (the reput before the walk's data file), a blank's empty request among
-the parsed records, a parsed unit in a batch or light queue or in a queue the store holds files of, ext files with
-parsed messages.
+the parsed records, a parsed unit in a batch or light queue or in a queue the store holds files of that the 5.3.3 cut
+leaves no file of (its max ``processOffset``: no broker case here).
 """
 from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
 
 from .config import BrokerConfig
 from .dledger_crash_after import refusal
 from .dledger_crash_cut import BLANK_MAX, Inside, QueueCut, QueuesOnDisk
-from .dledger_inside_state import ParsedUnit
+from .dledger_inside_mixed import OnDiskCut
+from .dledger_inside_state import ParsedUnit, Placed, WalkedQueue
+from .dledger_inside_units import place_inside
+from .dledger_inside_walked import emptied_past_only, held_past_only
+from .dledger_queue_track import UNIT_COLUMNS
 from .filedump.checkpoint import Checkpoint
 
 __all__ = ["reput_after_cut"]
@@ -78,7 +98,8 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     (:func:`store_format.dledger_crash._reput_inside`): a reput set one byte before ``process_offset`` goes on at
     ``process_offset`` and one set at 2147483647 inside the log where ``inside`` says (to the log's end or the
     committed position before it, after the messages its check parsed there, ``QueueCut.inside_records``;
-    ``QueueCut.inside_from`` the offset it was set at; module docstring, :func:`_parsed_refusal`).
+    ``QueueCut.inside_from`` the offset it was set at, ``QueueCut.inside_placed`` where their units go in the queues
+    a file of which the cut leaves, :func:`_placed_on_disk`; module docstring, :func:`_parsed_refusal`).
 
     Raises:
         UnsupportedConfigError: with ``recheckReputOffsetFromCq``, a reput set by a queue the cut left inside the log
@@ -92,6 +113,7 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
     after = on_disk.max_after_cut(process_offset, {}) if truncates else {}
     inside_from = -1
     inside_records: tuple[tuple[int, int], ...] = ()
+    placed = Placed()
     if not config.recheckReputOffsetFromCq:
         reput = confirm_offset
     else:
@@ -107,43 +129,81 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
             inside_from, reput = reput, goes_on
         elif truncates and BLANK_MAX == reput < log_end and inside is not None:
             goes_on, records, units = inside(reput)   # inside an entry past 2 GiB: its check there
-            if why_not := _parsed_refusal(goes_on, records, units, on_disk_queues=frozenset(after), reput=reput,
+            if why_not := _parsed_refusal(goes_on, records, units, on_disk_queues=after, reput=reput,
                                           process_offset=process_offset, confirm_offset=confirm_offset,
                                           log_end=log_end, config=config):
                 raise refusal(f"{why}: the start's reput, set at {reput} (a queue truncateDirtyLogicFiles left with "
                               f"fillPreBlank units only), inside an entry, goes on at {goes_on} after parsing "
                               f"{len(records)} record(s) there ({why_not})")
             inside_from, reput, inside_records = reput, goes_on, records
+            placed = _placed_on_disk(units, after, config.cq_file_size, inside_from,
+                                     config.mappedFileSizeConsumeQueueExt if config.enableConsumeQueueExt else 0,
+                                     on_disk.ext_end, -1 if v55 else None)
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
     if not truncates:
         return reput, None
     return reput, QueueCut(reput, (), {}, 0, inside_from=inside_from, inside_records=inside_records,
+                           inside_placed=placed,
                            held_emptied=frozenset(n for n, (_v, stays, _w, _d) in after.items() if not stays))
 
 
 def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: tuple[ParsedUnit, ...], *,
-                    on_disk_queues: frozenset[tuple[str, int]], reput: int, process_offset: int, confirm_offset: int,
-                    log_end: int, config: BrokerConfig) -> str:
+                    on_disk_queues: Mapping[tuple[str, int], OnDiskCut], reput: int, process_offset: int,
+                    confirm_offset: int, log_end: int, config: BrokerConfig) -> str:
     """Why the reput set at 2147483647 (``reput``) inside an entry past ``process_offset``, whose check parses
     ``records`` (their ``units``) and goes on at ``goes_on``, is not modelled ("" when it is): modelled where it jumps
     to the end of the bytes ``getData`` handed, the log's end ``log_end`` or DLedger's committed position
     ``confirm_offset`` before it (then it waits for the group's commit and walks on from there: the records between
     ``process_offset`` and it dispatched by no one), after messages whose own consume queue units go to queues the
-    store holds no file of (``on_disk_queues``), without ext files: each such unit written at its queue's start
-    (``putMessagePositionInfo`` on a new queue: ``fillPreBlank`` units first for a queue offset past 0); the records
-    the reput dispatches after them lie at or past the committed position, where the reference rebuild ``verify``
-    compares with stops."""
+    store holds no file of (``on_disk_queues``: each as the cut left it), ext files or not: each such unit written
+    at its queue's start (``putMessagePositionInfo`` on a new queue: ``fillPreBlank`` units first for a queue offset
+    past 0), or to queues a file of which the cut leaves (:func:`_placed_on_disk`); the records the reput dispatches
+    after them lie at or past the committed position, where the reference rebuild ``verify`` compares with stops."""
     if goes_on not in (log_end, confirm_offset) or not reput < confirm_offset <= log_end \
             or reput <= process_offset:
         return (f"modelled: at the log's end {log_end} or at DLedger's committed position {confirm_offset} past "
                 f"it, set past processOffset {process_offset}")
     if any(b <= a for a, b in records):
         return "a blank's empty request among them (modelled: messages only)"
-    if records and config.enableConsumeQueueExt:
-        return "enableConsumeQueueExt=true (modelled: without ext files)"
-    if any(not u.own or u.batch or (u.topic, u.queue_id) in on_disk_queues for u in units):
-        return ("a unit of theirs in a batch or light queue or in a queue the store holds files of (modelled: own "
-                "consume queue units of queues it holds no file of)")
+    if any(not u.own or u.batch for u in units):
+        return "a unit of theirs in a batch or light queue (modelled: own consume queue units)"
+    if config.brokerVersion != "5.5" and any((u.topic, u.queue_id) in on_disk_queues
+                                             and not on_disk_queues[(u.topic, u.queue_id)][1] for u in units):
+        return ("a unit of theirs in a queue the store holds files of that the 5.3.3 cut left no file of (its max "
+                "processOffset; modelled: 5.5.1's, its max -1)")
     return ""
+
+
+def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], OnDiskCut], cq_file_size: int,
+                    at: int, ext_file_size: int = 0, ext_end: Mapping[tuple[str, int], int] | None = None,
+                    emptied_max: int | None = -1) -> Placed:
+    """Where ``doReput`` puts the parsed ``units`` of the queues the store holds files of (``after``: each as
+    ``truncateDirtyLogicFiles`` left it, its max, whether a file stays, its write position), each such queue replayed
+    whole from the write position and max the cut left (``ConsumeQueue.putMessagePositionInfo``, in parse order:
+    :func:`store_format.dledger_inside_state.put_cq` by way of
+    :func:`store_format.dledger_inside_units.place_inside`; the walk dispatched nothing, so nothing else goes to
+    them before the reput goes on at the log's end or the committed position); a queue it holds no file of is the
+    rebuild's own dispatch's (None).  ``at``: where the reput was set.  ``ext_file_size`` > 0
+    (``enableConsumeQueueExt``): ``putMessagePositionInfoWrapper`` puts each parsed own unit's ext unit first
+    (``ConsumeQueueExt.put``, whatever becomes of the unit: :attr:`Placed.ext_put`, a new queue's too), in a queue
+    the store holds files of after its ext files' end as ``ConsumeQueue.recover`` left it (``ext_end``,
+    :attr:`store_format.dledger_crash_cut.QueuesOnDisk.ext_end`; the cut, a file of the queue staying, returns
+    before its ``truncateByMaxAddress``), and a unit appended holds that ext unit's address as its tags code
+    (``decorate``); refused (one line) where that end is not read.  A queue the store holds files of that the cut
+    left no file of: from no file and its max ``emptied_max`` (5.5.1: -1, ``recoverTopicQueueTable``'s
+    ``correctMinOffset``), ``getLastMappedFile`` creating its first file where the unit's queue offset falls,
+    ``fillPreBlank`` units before it (``putMessagePositionInfo``, ``isFirstCreateInQueue``), its ext units after the
+    ext files' end ``recover`` left (the cut's ``truncateByMaxAddress`` given no address does nothing)."""
+    none = np.zeros((0, len(UNIT_COLUMNS)), np.int64)
+
+    def state(name: tuple[str, int]) -> WalkedQueue | None:
+        held = after.get(name)
+        if held is None:
+            return None
+        if held[1]:
+            return held_past_only(held, none, ext_file_size, (ext_end or {}).get(name))
+        assert emptied_max is not None, "a queue the 5.3.3 cut left no file of: refused before"
+        return emptied_past_only(emptied_max, none, ext_file_size, (ext_end or {}).get(name))
+    return place_inside(units, state, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)

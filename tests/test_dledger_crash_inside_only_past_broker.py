@@ -65,7 +65,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     the 5.5.1 start (ConsumeQueue.correctMinOffset with no file) leaves its max -1: the parsed unit at 20000 after
     fillPreBlank units, the damaged record's (queue offset 0) appended at 20020 in the next file. verify on the store
     as that restart found it predicts the units lost, its plan replaying TZ/0 whole from that state
-    (dledger_inside_walked._emptied_past_only): the broker's files byte for byte."""
+    (dledger_inside_walked.emptied_past_only): the broker's files byte for byte."""
     from broker_dledger_inside_light_scenarios import PAST_ONLY_TOPIC, embedded_to_entry_past_only_message
     from broker_dledger_inside_scenarios import TO_ENTRY_QUEUE_OFFSET
     from broker_dledger_runs import _loses_as_the_broker, _verify_with_plan

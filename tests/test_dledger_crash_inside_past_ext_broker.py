@@ -124,7 +124,7 @@ def test_verify_predicts_a_crash_restart_whose_reput_parses_a_message_for_a_kept
     ``truncateByMaxAddress`` gets no address (nothing); the 5.5.1 start (``correctMinOffset`` with no file) leaves
     the max -1.  The reput puts the parsed unit at 20000 after fillPreBlank units, the damaged record's at 20020,
     their ext units at 20 and 40 (after the one at 0, which no unit points at any more).  verify replays TZ/0 whole
-    from that state (``dledger_inside_walked._emptied_past_only``): its plan is the broker's files byte for byte,
+    from that state (``dledger_inside_walked.emptied_past_only``): its plan is the broker's files byte for byte,
     tags codes (ext addresses 20 and 40) included; its TZ/0 figures are the broker's: 2 ext units appended (the
     parsed message's, ``Placed.ext_put``, and the damaged record's), 1 orphaned (the cut kept no unit); it predicts
     the units lost.  ``--as-restart`` on that store (which holds queue files: its warning) writes what a restart

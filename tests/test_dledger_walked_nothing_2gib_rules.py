@@ -7,7 +7,8 @@ import pytest
 
 from store_format.config import BrokerConfig
 from store_format.dledger_inside_state import ParsedUnit
-from store_format.dledger_walked_nothing import _parsed_refusal
+from store_format.dledger_walked_nothing import _parsed_refusal, _placed_on_disk
+from store_format.errors import UnsupportedConfigError
 
 BLANK_MAX = 2**31 - 1
 PROCESS, COMMITTED, END = 2_100_000_000, 2_147_484_059, 2_147_484_300
@@ -15,17 +16,44 @@ T5 = ParsedUnit("T5", 0, BLANK_MAX, 111, 0, 0, own=True, batch=False)
 MSG = ((BLANK_MAX, BLANK_MAX + 111),)
 
 
-def _why(goes_on: int, records=MSG, units=(T5,), *, committed: int = COMMITTED, on_disk=frozenset({("T0", 0)}),  # noqa: ANN001
-         reput: int = BLANK_MAX, ext: bool = False) -> str:
+T0_KEPT = {("T0", 0): (PROCESS - 500, True, 9_912_420, False)}   # T0 as the cut left it: max, a file stays, write
+
+
+def _why(goes_on: int, records=MSG, units=(T5,), *, committed: int = COMMITTED, on_disk=T0_KEPT,  # noqa: ANN001
+         reput: int = BLANK_MAX, ext: bool = False, version: str = "5.5") -> str:
     return _parsed_refusal(goes_on, records, units, on_disk_queues=on_disk, reput=reput, process_offset=PROCESS,
                            confirm_offset=committed, log_end=END,
-                           config=BrokerConfig(brokerVersion="5.5", enableConsumeQueueExt=ext))
+                           config=BrokerConfig(brokerVersion=version, enableConsumeQueueExt=ext))
 
 
 @pytest.mark.parametrize("goes_on,committed", [(END, END), (COMMITTED, COMMITTED)], ids=["log-end", "committed"])
 def test_a_message_for_a_new_queue_then_the_jump_is_modelled(goes_on: int, committed: int) -> None:
     assert _why(goes_on, committed=committed) == ""
     assert _why(goes_on, (), (), committed=committed) == ""   # nothing parsed, the same jump
+    assert _why(goes_on, committed=committed, on_disk={("T5", 0): (PROCESS - 9, True, 40, False)}) == ""   # held
+    assert _why(goes_on, committed=committed, ext=True) == ""   # ext files: the ext units placed by place_inside
+    assert _why(goes_on, committed=committed, on_disk={("T5", 0): (PROCESS, False, -1, False)}) == ""   # emptied
+
+
+@pytest.mark.parametrize("queue_offset,size,at", [
+    (506_827, 111, 9_912_420),    # queue offset * 20 past the write position: appended there ("order maybe wrong")
+    (495_621, 111, 9_912_420),    # at the write position: appended
+    (0, 111, 9_912_420),          # queue offset 0: no queue offset check, appended
+    (1, 111, -1),                 # below the write position, not 0: dropped ("build consume queue repeatedly")
+], ids=["past", "at", "zero", "below"])
+def test_a_parsed_unit_of_a_held_queue_goes_by_put_message_position_info(queue_offset: int, size: int,
+                                                                          at: int) -> None:
+    unit = ParsedUnit("T0", 0, BLANK_MAX, size, queue_offset, 0, own=True, batch=False)
+    (t0,) = _placed_on_disk((unit, T5), T0_KEPT, 6_000_000, BLANK_MAX).whole   # T5: the rebuild's own dispatch
+    assert (t0.topic, t0.walk_end, t0.parsed_at) == ("T0", 9_912_420, (at,)), t0
+    assert t0.units == (((at, BLANK_MAX, size, 0),) if at >= 0 else ()) and not t0.opened, t0
+
+
+def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
+    held = {("T0", 0): (BLANK_MAX + 111, True, 9_912_420, False)}
+    unit = ParsedUnit("T0", 0, BLANK_MAX, 111, 506_827, 0, own=True, batch=False)
+    (t0,) = _placed_on_disk((unit,), held, 6_000_000, BLANK_MAX).whole
+    assert t0.parsed_at == (-1,) and t0.units == (), t0
 
 
 @pytest.mark.parametrize("kwargs,text", [
@@ -33,11 +61,39 @@ def test_a_message_for_a_new_queue_then_the_jump_is_modelled(goes_on: int, commi
     ({"goes_on": COMMITTED - 100, "committed": COMMITTED}, "modelled: at the log's end"),   # an entry's start
     ({"goes_on": END, "committed": END, "reput": PROCESS - 1}, "set past processOffset"),
     ({"goes_on": END, "committed": END, "records": ((BLANK_MAX + 48, BLANK_MAX + 48),), "units": ()}, "empty request"),
-    ({"goes_on": END, "committed": END, "ext": True}, "enableConsumeQueueExt"),
-    ({"goes_on": END, "committed": END, "on_disk": frozenset({("T5", 0)})}, "a queue the store holds files of"),
+    ({"goes_on": END, "committed": END, "on_disk": {("T5", 0): (PROCESS, False, -1, False)}, "version": "5"},
+     "that the 5.3.3 cut left no file of"),
     ({"goes_on": END, "committed": END, "units": (ParsedUnit("T5", 0, BLANK_MAX, 111, 0, 0, own=False, batch=False),)},
      "light queue"),
-], ids=["file-end", "entry-start", "before-process-offset", "blank", "ext", "on-disk", "light"])
+], ids=["file-end", "entry-start", "before-process-offset", "blank", "on-disk-emptied-533", "light"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
     assert text in _why(goes_on, **kwargs)
+
+
+@pytest.mark.parametrize("queue_offset,at", [(506_827, 9_912_420), (1, -1)], ids=["past", "below"])
+def test_with_ext_files_a_held_queues_parsed_unit_puts_its_ext_unit_at_the_loaded_end(queue_offset: int,
+                                                                                       at: int) -> None:
+    """putMessagePositionInfoWrapper: ConsumeQueueExt.put first, after the ext files' end ConsumeQueue.recover left
+    (the cut, a file staying, leaves them), appended or dropped; an appended unit holds the ext unit's address."""
+    end = 20 * (495_621 + 11_207)
+    unit = ParsedUnit("T0", 0, BLANK_MAX, 111, queue_offset, 0, own=True, batch=False)
+    placed = _placed_on_disk((unit, T5), T0_KEPT, 6_000_000, BLANK_MAX, 48 * 1024 * 1024, {("T0", 0): end})
+    (t0,) = placed.whole
+    assert t0.parsed_at == (at,) and placed.ext_put == (("T0", 0, 1), ("T5", 0, 1)), placed
+    assert t0.units == (((at, BLANK_MAX, 111, end - 2**63),) if at >= 0 else ()), t0
+
+
+def test_with_ext_files_not_read_a_held_queues_parsed_unit_stays_refused() -> None:
+    unit = ParsedUnit("T0", 0, BLANK_MAX, 111, 1, 0, own=True, batch=False)
+    with pytest.raises(UnsupportedConfigError, match="ext files whose end"):
+        _placed_on_disk((unit,), T0_KEPT, 6_000_000, BLANK_MAX, 48 * 1024 * 1024, {})
+
+
+def test_a_queue_the_cut_left_no_file_of_gets_its_first_file_where_the_queue_offset_falls() -> None:
+    """5.5.1: no file, max -1: getLastMappedFile creates the file holding queue byte 100, fillPreBlank units before
+    the unit (putMessagePositionInfo, isFirstCreateInQueue)."""
+    unit = ParsedUnit("T7", 0, BLANK_MAX, 111, 5, 0, own=True, batch=False)
+    placed = _placed_on_disk((unit,), {("T7", 0): (PROCESS, False, -1, False)}, 6_000_000, BLANK_MAX)
+    (q,) = placed.whole
+    assert (q.opened, q.blank_until, q.parsed_at, q.units) == ((0,), 100, (100,), ((100, BLANK_MAX, 111, 0),)), q
