@@ -75,8 +75,11 @@ def _scenarios(line: str) -> list[dict]:
             rocks(old_only, "first-start-restart", keepBefore=True)]
 
 
+# -crash-damaged with the full suite only: test_rocksdb_dledger_restart_damaged_broker's -crash-damaged-twice walks the
+# walk's records again from the min offset past the damaged message too
 SCENARIOS = {line: bh.bounded(_scenarios(line), ("-crash-damaged-again", "-crash-damaged-end", "-converted-restart",
-                                                 "-converted-crash-norecheck", "-first-start-restart"))
+                                                 "-converted-crash-norecheck", "-first-start-restart",
+                                                 "-dledger-crash-damaged"))
              for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}

@@ -99,7 +99,10 @@ def _scenarios(line: str) -> list[dict]:
     return out
 
 
+# -restart-back-kept-norecheck with the full suite only: test_rocksdb_dledger_verify_converted_broker's
+# -converted-restart-kept-norecheck predicts the same reput from the committed position over a kept database
 SCENARIOS = {line: bh.bounded(_scenarios(line), ("-crash-rdbidx-lost", "-restart-back-rdbidx-lag",
+                                                 "-restart-back-kept-norecheck",
                                                  "-restart-back-kept-rdbidx", "-crash-damaged-rdbidx-lag",
                                                  "-converted-restart-rdbidx-lost"))
              for line in LINES}
