@@ -427,6 +427,14 @@ def restart_checked(run: dict) -> None:
         run["rebuild"] = rebuild_as_restart(d, version)
 
 
+def restart_rebuilt_and_verified(run: dict) -> None:
+    """A ``then`` step of :func:`written_once` for a restarted scenario: our ``rebuild --as-restart`` of ``before/``
+    (``run["rebuild"]``) and our ``verify`` of it (``run["verify"]``, :func:`verify_json`)."""
+    d, version = Path(run["scenario"]["dir"]), BROKER_VERSION_ARG[run["line"]]
+    run["rebuild"] = rebuild_as_restart(d, version)
+    run["verify"] = verify_json(d / "before", d / "broker.conf", version)
+
+
 def check_cut_at_damaged_record(run: dict) -> None:
     """The harness itself on a restarted scenario (``write_lines``'s entry): the broker's restart ended the
     commitlog at the damaged record, which is not the last one (a record or a segment's blank follows it:

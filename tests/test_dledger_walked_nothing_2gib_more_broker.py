@@ -34,9 +34,6 @@ key) and its plan the broker's T0 (``QueueCut.inside_placed``: T0 replayed whole
 from __future__ import annotations
 
 import base64
-import contextlib
-import io
-import json
 import os
 import struct
 
@@ -61,6 +58,7 @@ from broker_dledger_walked_nothing_inside_scenarios import (
     PAST_2GIB_T9_LAST,
     walked_nothing_past_2gib_scenario,
 )
+from test_dledger_walked_nothing_2gib_broker import _index_keys, _verify
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store,
               pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
@@ -75,35 +73,6 @@ def embedded_t0_scenario(queue_offset: int, tag: str, line: str = LINE) -> dict:
     sc = walked_nothing_past_2gib_scenario(line)
     return with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA, f"{sc['name']}-embedded-t0-{tag}",
                                  retargeted(BLANK_MAX, b"T0", queue_offset))
-
-
-def _verify(src, tmp_path, monkeypatch) -> tuple[dict, str, object]:  # noqa: ANN001
-    """``verify --json`` on the store as the restart found it: its next-start prediction, the crash note and the
-    DLedger crash plan it made."""
-    from pipelines.cli import main
-    from pipelines.verify import compare_store
-    plans = []
-    real = compare_store._dledger_crash
-
-    def capture(*args):  # noqa: ANN002, ANN202
-        plans.append(real(*args))
-        return plans[-1]
-    monkeypatch.setattr(compare_store, "_dledger_crash", capture)
-    out = io.StringIO()
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
-        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
-              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
-    report = json.loads(out.getvalue())
-    p = report["restart"]
-    assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")
-    note = next(n for n in p["notes"] if n.startswith("DLedger store after a crash"))
-    (crash, _why), = plans
-    return p, note, crash
-
-
-def _index_keys(src) -> int:  # noqa: ANN001
-    """The keys the broker's index files hold (``index/`` as the restart left it: the header's indexCount less 1)."""
-    return sum(struct.unpack(">i", f.read_bytes()[36:40])[0] - 1 for f in (src / "expected" / "index").iterdir())
 
 
 def _t0_unit_at(src, position: int) -> tuple[int, int, int]:  # noqa: ANN001

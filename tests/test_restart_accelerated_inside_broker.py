@@ -60,12 +60,8 @@ _RUNS: dict[str, dict] = {}
 @pytest.fixture
 def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it, our ``--as-restart`` rebuild and ``verify`` (once)."""
-    def then(r: dict) -> None:
-        d, version = Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]]
-        r["rebuild"] = bh.rebuild_as_restart(d, version)
-        r["verify"] = bh.verify_json(d / "before", d / "broker.conf", version)
-    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted after a crash", threads=1, then=then,
-                           every=True)
+    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted after a crash", threads=1,
+                           then=bh.restart_rebuilt_and_verified, every=True)
 
 
 BLANK_MAGIC = bytes.fromhex("cbd43194")
