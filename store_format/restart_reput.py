@@ -173,16 +173,25 @@ def walk_reaches(store: StoreLocation, seg: Segment, pos: int, config: BrokerCon
     """Whether the reput's walk of segment ``seg`` from its start arrives at position ``pos`` on a record's start
     (or the end of the one before it), walked ``window`` bytes at a time: :func:`start_reput_check`'s
     ``start_on_record`` for a 5.5.1 accelerated recovery that began at ``pos`` and accepted records there."""
+    reached, whole = _parse_segment(store, seg, pos, seg.size, config, window, margin)
+    return whole and reached == pos
+
+
+def _parse_segment(store: StoreLocation, seg: Segment, to: int, limit: int, config: BrokerConfig, window: int,
+                   margin: int) -> tuple[int, bool]:
+    """The reput's parse of segment ``seg`` from its start, its readable bytes ending at ``limit``, ``window`` bytes
+    at a time up to ``to``: where it stands, and whether it got there record by record (False: it stopped at a
+    record it could not read, a blank or the data's end before ``to``)."""
     scratch = cl.Scratch()
-    state = cl.WalkState.at_slice_start(0, seg.size)
+    state = cl.WalkState.at_slice_start(0, limit)
     with store.reader(seg) as read:
-        while state.bufpos < pos:
-            res = cl.walk_range(read, seg.base, seg.size, state, min(state.bufpos + window, pos), config,
+        while state.bufpos < to:
+            res = cl.walk_range(read, seg.base, limit, state, min(state.bufpos + window, to), config,
                                 window=window + margin, keep_text=False, scratch=scratch)
             state = res.state
             if res.stop != cl.Stop.SPLIT_END:
-                return False
-    return state.bufpos == pos
+                return state.bufpos, False
+    return state.bufpos, True
 
 
 def reput_data_end(store: StoreLocation, config: BrokerConfig, plan: _Cut, window: int = 16 << 20,
@@ -201,17 +210,8 @@ def reput_data_end(store: StoreLocation, config: BrokerConfig, plan: _Cut, windo
     end = cut - seg.base
     if end <= 0:
         return cut
-    config = resolve_broker_version(store, config)
-    scratch = cl.Scratch()
-    state = cl.WalkState.at_slice_start(0, end)
-    with store.reader(seg) as read:
-        while state.bufpos < end:
-            res = cl.walk_range(read, seg.base, end, state, min(state.bufpos + window, end), config,
-                                window=window + margin, keep_text=False, scratch=scratch)
-            state = res.state
-            if res.stop != cl.Stop.SPLIT_END:
-                break
-    return seg.base + min(state.bufpos, end)
+    reached, _ = _parse_segment(store, seg, end, end, resolve_broker_version(store, config), window, margin)
+    return seg.base + min(reached, end)
 
 
 def unindex_below(res: cl.WalkResult, offset: int) -> cl.WalkResult:
