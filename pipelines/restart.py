@@ -116,10 +116,9 @@ def rocksdb_dledger_restart(st: StoreLocation, config: BrokerConfig,
                         f": the records from {plan.walk_end} to {plan.reput} are dispatched by no one"
                         if 0 <= plan.walk_end < plan.reput < plan.end else "")
                      + (f", indexing the record at {plan.reindex} again" if plan.reindex >= 0 else "")))
+    # a converted store's old files dispatch their record at offset 0 (no dispatchFromPhyOffset): StoreLocation marks
+    # them so when it opens a RocksDB DLedger store (store_format.store)
     kept = with_dledger_committed(st, rec.ledger_end_index, plan.end)
-    # the record at offset 0 of a converted store's first old file: the reput dispatches it (no dispatchFromPhyOffset)
-    kept = dataclasses.replace(kept, segments=[
-        seg if seg.dledger else dataclasses.replace(seg, dispatch_offset_zero=True) for seg in kept.segments])
     first = plan.first
     if first >= plan.end or not kept.segments:
         kept = dataclasses.replace(kept, segments=[dataclasses.replace(seg, readable=0) for seg in kept.segments])
