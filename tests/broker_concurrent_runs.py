@@ -19,6 +19,7 @@ from broker_dledger_runs import _units_held
 
 # scenario name -> {"line", "scenario", "written" (the writer's report), "rebuild" (ours, where the writer did)}
 RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "damaged store(s), each dispatched by the reput alone")
 
 
 def write_all(request, tmp_path_factory) -> None:  # noqa: ANN001
@@ -26,7 +27,7 @@ def write_all(request, tmp_path_factory) -> None:  # noqa: ANN001
     if RUNS:
         return
     work = tmp_path_factory.mktemp("concurrent-reput")
-    RUNS.update(bh.write_lines(request, SCENARIOS, work, "damaged store(s), each dispatched by the reput alone"))
+    RUNS.update(bh.write_lines(request, STORES, work))
     for r in RUNS.values():
         if r["written"].get("ok"):
             r["rebuild"] = bh.rebuild(Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]],

@@ -122,6 +122,9 @@ if os.environ.get("DLEDGER_ONLY"):
     EXTRA = {ln: [sc for sc in scs if any(w in sc["name"] for w in os.environ["DLEDGER_ONLY"].split(","))]
              for ln, scs in EXTRA.items()}
 _RUNS: dict[str, dict] = {}
+# every line's SCENARIOS and EXTRA (conftest has the modules that use the dledger_written fixture write them
+# beforehand)
+STORES = bh.Stores({ln: [*scs, *EXTRA.get(ln, [])] for ln, scs in SCENARIOS.items()}, "DLedger store(s)")
 
 
 def _rebuild(d: Path, line: str) -> dict:
@@ -139,8 +142,7 @@ def written_run(request, tmp_path_factory):
         work = tmp_path_factory.mktemp("dledger")
         # a store's shutdown sleeps 1 s on 4.9.8 and 3 s on 5.x, and DLedger's netty server takes 2 s more
         # to stop: the Spark session the CLI's rebuild gets (getOrCreate) starts meanwhile
-        _RUNS.update(bh.write_lines(request, {ln: [*scs, *EXTRA.get(ln, [])] for ln, scs in SCENARIOS.items()},
-                                    work, "DLedger store(s)"))
+        _RUNS.update(bh.write_lines(request, STORES, work))
         rebuilt = {sc["name"] for scs in SCENARIOS.values() for sc in scs}   # the EXTRA ones are only written
         for n, r in _RUNS.items():
             if r["written"].get("ok") and n in rebuilt:

@@ -74,12 +74,16 @@ and ``dledger-<selfId>/`` (``data/``, ``index/``, ``checkpoint``, ``currterm``);
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import shutil
 import subprocess
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 HARNESS_DIR = Path(__file__).resolve().parent / "broker"
@@ -89,7 +93,7 @@ BROKER_VERSION_ARG = {"4.9.8": "4", "5.3.3": "5", "5.5.1": "5.5"}   # each line 
 # DLedger store's RPC server (NettyRemotingServer) otherwise makes a self-signed RSA certificate in its
 # constructor, about a second of CPU for each store opened, one at a time; a single-node group's RPC
 # carries nothing the store writes
-JVM_OPTIONS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dtls.server.mode=disabled",
+JVM_OPTIONS = ["-Xmx2g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dtls.server.mode=disabled",
                "--add-opens", "java.base/java.nio=ALL-UNNAMED",
                "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
                "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
@@ -154,13 +158,20 @@ def _built(line: str) -> bool:
     return min(p.stat().st_mtime for p in classes) >= newest
 
 
+_BUILDING = threading.Lock()   # the background writer (prewrite) and a test may ask at once
+
+
 def build() -> None:
     """``mvn -o -q package`` (offline, from ~/.m2); online once when something is not cached yet."""
     why = missing_tools()
     if why:
         raise HarnessUnavailable(why)
-    if all(_built(line) for line in LINES):
-        return
+    with _BUILDING:
+        if not all(_built(line) for line in LINES):
+            _package()
+
+
+def _package() -> None:
     base = ["mvn", "-q", "-B", "-f", str(HARNESS_DIR / "pom.xml"), "package"]
     offline = subprocess.run([*base[:1], "-o", *base[1:]], capture_output=True, text=True)
     if offline.returncode == 0:
@@ -185,48 +196,110 @@ def _java(line: str, main: str, arg: Path, timeout: float, *more: str) -> list[d
 
 # scenarios one writer JVM takes: each store open at once holds heap buffers of its own (a message encoder of
 # maxMessageSize, DLedger's), so a JVM of JVM_OPTIONS' heap given a hundred at a time runs out of memory
-# (OutOfMemoryError, then puts refused or the run timed out); the chunks run one after the other
-WRITER_CHUNK = 24
+# (OutOfMemoryError, then puts refused or the run timed out); the chunks run one after the other. Fewer, larger
+# chunks share one JVM's start and warm-up: 96 DLedger crash stores took 45 s in chunks of 24 (512 MiB heap), 32 s
+# in chunks of 48 (2 GiB)
+WRITER_CHUNK = 48
+# writer JVMs of one line at a time: a store's shutdown sleeps (3 s on 5.x, DLedger's 2 s more), during which
+# another JVM's stores use the CPU (96 DLedger crash stores: 32 s one JVM after the other, 28 s two at a time)
+WRITER_JVMS = 2
 
 
 def write_stores(line: str, scenarios: list[dict], work: Path, timeout: float = 600,
                  threads: int = 1) -> dict[str, dict]:
-    """Runs the broker's writer on ``scenarios`` (a JVM per :data:`WRITER_CHUNK` of them, one after the other,
-    ``threads`` scenarios at a time in each; ``timeout`` per JVM): name -> the writer's report."""
-    out: dict[str, dict] = {}
-    for k in range(0, len(scenarios), WRITER_CHUNK):
+    """Runs the broker's writer on ``scenarios`` (a JVM per :data:`WRITER_CHUNK` of them, :data:`WRITER_JVMS` at
+    a time, ``threads`` scenarios at a time in each; ``timeout`` per JVM): name -> the writer's report."""
+    def chunk_run(k: int) -> list[dict]:
         chunk = scenarios[k:k + WRITER_CHUNK]
         spec = work / f"scenarios-{line}-{k // WRITER_CHUNK}.json"
         spec.write_text(json.dumps(chunk))
-        out.update((r["name"], r) for r in _java(line, "Writer", spec, timeout, str(min(threads, len(chunk)))))
-    return out
+        return _java(line, "Writer", spec, timeout, str(min(threads, len(chunk))))
+
+    with ThreadPoolExecutor(WRITER_JVMS) as pool:
+        return {r["name"]: r for rows in pool.map(chunk_run, range(0, len(scenarios), WRITER_CHUNK)) for r in rows}
 
 
-def write_lines(request, scenarios: dict[str, list[dict]], work: Path, what: str,  # noqa: ANN001
-                threads: int | None = None) -> dict[str, dict]:
-    """Every line's scenarios written by the broker (a JVM per line, the lines in parallel; in each JVM
-    ``threads`` scenarios at a time, default all) while the suite's Spark session starts (the
-    ``spark`` fixture of ``request``): scenario name -> ``{"line", "scenario"`` (with its ``dir``),
-    ``"written"`` (the writer's report)``}``.  Skips the test when the harness cannot be built."""
+@dataclass(frozen=True)
+class Stores:
+    """What a test module has the broker write (:func:`write_lines`): per line its scenarios, what they are (the
+    progress line says), and how many one JVM writes at a time (None: all of a chunk). A module that holds one at
+    module level (or uses a shared fixture whose stores conftest names) has them written beforehand, in the
+    background, while earlier modules run (:func:`prewrite`)."""
+    scenarios: dict[str, list[dict]]
+    what: str
+    threads: int | None = None
+
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps([self.scenarios, self.threads], sort_keys=True).encode()).hexdigest()
+
+
+def _write(stores: Stores, work: Path) -> tuple[dict[str, dict], float]:
+    """Every line's scenarios written (a JVM per line, the lines in parallel): the run per scenario name
+    (``line``, ``scenario`` with its ``dir``, ``written``: the writer's report) and the seconds it took."""
+    build()
+    started = time.monotonic()
+    placed = {ln: [{**sc, "dir": str(work / sc["name"])} for sc in scs] for ln, scs in stores.scenarios.items()}
+    with ThreadPoolExecutor(max(1, len(placed))) as pool:
+        futures = {ln: pool.submit(write_stores, ln, scs, work, 300, stores.threads or len(scs))
+                   for ln, scs in placed.items()}
+        reports = {ln: f.result() for ln, f in futures.items()}
+    return ({sc["name"]: {"line": ln, "scenario": sc,
+                          "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
+             for ln, scs in placed.items() for sc in scs}, time.monotonic() - started)
+
+
+# Stores.key -> the background writing of those stores (prewrite), one set after the other in the order the run
+# reaches their modules: the writers' JVMs spend much of their time in the stores' shutdown sleeps, which the tests
+# before them fill
+_BEFOREHAND: dict[str, Future] = {}
+_PREWRITER: ThreadPoolExecutor | None = None
+
+
+def prewrite(sets: list[tuple[Stores, Path]]) -> None:
+    """Has the broker write each ``(stores, work)`` in the background, in that order, one set at a time, for
+    :func:`write_lines` to take when a test asks for them (a set it reaches before its turn it writes itself)."""
+    global _PREWRITER
+    if _PREWRITER is None:
+        _PREWRITER = ThreadPoolExecutor(1, thread_name_prefix="broker-prewrite")
+    for stores, work in sets:
+        _BEFOREHAND.setdefault(stores.key(), _PREWRITER.submit(_write, stores, work))
+
+
+def stop_prewriting() -> None:
+    """Drops the sets not begun and waits for the one being written (the end of the session)."""
+    if _PREWRITER is not None:
+        _PREWRITER.shutdown(wait=True, cancel_futures=True)
+
+
+def write_lines(request, stores: Stores, work: Path) -> dict[str, dict]:  # noqa: ANN001
+    """Every line's scenarios of ``stores`` written by the broker into ``work`` (or taken from :func:`prewrite`,
+    which wrote them beforehand into a folder of its own) while the suite's Spark session starts (the ``spark``
+    fixture of ``request``): scenario name -> ``{"line", "scenario"`` (with its ``dir``), ``"written"`` (the
+    writer's report)``}``.  Skips the test when the harness cannot be built."""
     import pytest
+    beforehand = _BEFOREHAND.pop(stores.key(), None)
+    if beforehand is not None and not beforehand.cancel():
+        waited = time.monotonic()
+        request.getfixturevalue("spark")
+        with contextlib.suppress(Exception):   # failed in the background: written again here, saying why
+            runs, took = beforehand.result()
+            n = sum(map(len, stores.scenarios.values()))
+            print(f"\nthe broker wrote {n} {stores.what} in {took:.1f} s beforehand (waited "
+                  f"{time.monotonic() - waited:.1f} s)")
+            return runs
     try:
         build()
     except HarnessUnavailable as e:
         pytest.skip(f"broker harness not available: {e}")
-    started = time.monotonic()
-    placed = {ln: [{**sc, "dir": str(work / sc["name"])} for sc in scs] for ln, scs in scenarios.items()}
-    with ThreadPoolExecutor(len(placed)) as pool:
-        futures = {ln: pool.submit(write_stores, ln, scs, work, 300, threads or len(scs)) for ln, scs in placed.items()}
+    with ThreadPoolExecutor(1) as pool:
+        written = pool.submit(_write, stores, work)
         request.getfixturevalue("spark")
-        reports = {ln: f.result() for ln, f in futures.items()}
-    print(f"\nthe broker wrote {sum(map(len, placed.values()))} {what} in {time.monotonic() - started:.1f} s")
-    return {sc["name"]: {"line": ln, "scenario": sc,
-                         "written": reports[ln].get(sc["name"], {"ok": False, "error": "no report"})}
-            for ln, scs in placed.items() for sc in scs}
+        runs, took = written.result()
+    print(f"\nthe broker wrote {sum(map(len, stores.scenarios.values()))} {stores.what} in {took:.1f} s")
+    return runs
 
 
-def written_once(request, runs: dict[str, dict], scenarios: dict[str, list[dict]], what: str, *,  # noqa: ANN001
-                 threads: int | None = None, then=None, every: bool = False):  # noqa: ANN001
+def written_once(request, runs: dict[str, dict], stores: Stores, *, then=None, every: bool = False):  # noqa: ANN001
     """The fixture body of a broker test module whose stores the broker writes once a pytest session: on the first
     call every scenario written (:func:`write_lines`, into a folder named after the module) into ``runs``, and
     ``then(run)`` called on each one written (our rebuild, verify: its results kept in the run); then the run of the
@@ -235,7 +308,7 @@ def written_once(request, runs: dict[str, dict], scenarios: dict[str, list[dict]
     import pytest
     if not runs:
         work = request.getfixturevalue("tmp_path_factory").mktemp(request.module.__name__.removeprefix("test_"))
-        runs.update(write_lines(request, scenarios, work, what, threads=threads))
+        runs.update(write_lines(request, stores, work))
         for r in runs.values():
             if then is not None and r["written"].get("ok"):
                 then(r)

@@ -27,19 +27,23 @@ def read_request(d: Path, which: str, work: Path, pairs: list[tuple[str, str]], 
             "queries": pairs}
 
 
-def write_rebuild_read(request, work: Path, scenarios: dict[str, list[dict]], runs: dict[str, dict],  # noqa: ANN001
+def stores(scenarios: dict[str, list[dict]]) -> bh.Stores:
+    """A RocksDB module's stores, one at a time in each JVM (RocksDB stores written in threads crashed the JVM)."""
+    return bh.Stores(scenarios, "RocksDB consume queue store(s)", threads=1)
+
+
+def write_rebuild_read(request, work: Path, stores: bh.Stores, runs: dict[str, dict],  # noqa: ANN001
                        rebuild: Callable[[Path, str], dict], queues: Callable[[Path], bool] = lambda d: True) -> None:
     """Fill ``runs`` (scenario name -> ``dir``, ``written``, ``scenario``, ``rebuild``, ``answers``): the broker
-    writes every scenario of ``scenarios`` (one store at a time in each JVM: RocksDB stores written in threads
-    crashed the JVM), ``rebuild(dir, line)`` rebuilds each it wrote, and one JVM per line reads the broker's files
-    and ours of each rebuilt, one store after the other."""
-    written = bh.write_lines(request, scenarios, work, "RocksDB consume queue store(s)", threads=1)
+    writes every scenario of ``stores`` (:func:`stores`), ``rebuild(dir, line)`` rebuilds each it wrote, and one
+    JVM per line reads the broker's files and ours of each rebuilt, one store after the other."""
+    written = bh.write_lines(request, stores, work)
     for n, w in written.items():
         r = runs[n] = {"dir": Path(w["scenario"]["dir"]), "written": w["written"], "scenario": w["scenario"]}
         if r["written"].get("ok"):
             r["rebuild"] = rebuild(r["dir"], w["line"])
-    for ln, scs in scenarios.items():
-        ok = [(work / sc["name"], query_pairs(sc)) for sc in scs
+    for ln, scs in stores.scenarios.items():
+        ok = [(runs[sc["name"]]["dir"], query_pairs(sc)) for sc in scs
               if runs[sc["name"]]["written"].get("ok") and runs[sc["name"]]["rebuild"]["code"] == 0]
         answers = bh.read_stores(ln, [read_request(d, w, work, pairs, queues(d)) for d, pairs in ok
                                       for w in ("expected", "ours")], work)

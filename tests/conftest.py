@@ -81,6 +81,45 @@ def dledger_written(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     return written_run(request, tmp_path_factory)
 
 
+# shared fixtures whose stores the broker writes once a session, for the modules that use them: fixture name ->
+# (module, attribute) of their broker_harness.Stores
+_SHARED_STORES = {"dledger_written": ("broker_dledger_runs", "STORES")}
+
+
+def _stores_of(item: pytest.Item) -> list:
+    """The broker stores ``item``'s module writes (every ``broker_harness.Stores`` at its module level) and those of
+    the shared fixtures it uses."""
+    import importlib
+
+    import broker_harness as bh
+    found = [v for v in vars(item.module).values() if isinstance(v, bh.Stores)] if item.module else []
+    for fixture, (module, attr) in _SHARED_STORES.items():
+        if fixture in getattr(item, "fixturenames", ()):
+            found.append(getattr(importlib.import_module(module), attr))
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _broker_stores_beforehand(request: pytest.FixtureRequest,
+                              tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The broker writes the stores of the run's broker modules in the background, one set after the other in the
+    order the run reaches them (broker_harness.prewrite): their writers wait out the stores' shutdown sleeps while
+    the tests before them run. Not begun ones are dropped at the end of the run."""
+    import broker_harness as bh
+    sets, seen = [], set()
+    for item in request.session.items:
+        if item.get_closest_marker("skip") is not None:
+            continue
+        for stores in _stores_of(item):
+            if stores.key() not in seen:
+                seen.add(stores.key())
+                sets.append((stores, tmp_path_factory.mktemp("beforehand")))
+    if sets and bh.missing_tools() is None:
+        bh.prewrite(sets)
+    yield
+    bh.stop_prewriting()
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """A ``local[2]`` session whose Python workers run this interpreter, stopped after the run; with

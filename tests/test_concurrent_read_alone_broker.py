@@ -38,6 +38,8 @@ from broker_concurrent_scenarios import (
     VERIFY_CASES,
 )
 
+STORES = runs.STORES   # the shared stores: conftest has them written beforehand
+
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
 bh.skip_without_tools()

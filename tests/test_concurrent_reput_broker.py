@@ -57,6 +57,8 @@ from broker_concurrent_scenarios import (
     SLAVE_CASES,
 )
 
+STORES = runs.STORES   # the shared stores: conftest has them written beforehand
+
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
 bh.skip_without_tools()

@@ -29,6 +29,7 @@ BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: cqext_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "ConsumeQueueExt store(s)")
 LONG_MIN = -(1 << 63)
 
 
@@ -43,7 +44,7 @@ def written(request, tmp_path_factory):
     name = params.get("name") or f"{params['line']}-cqext-plain"
     if not _RUNS:
         work = tmp_path_factory.mktemp("cqext")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "ConsumeQueueExt store(s)"))
+        _RUNS.update(bh.write_lines(request, STORES, work))
         for n, r in _RUNS.items():
             if r["written"].get("ok"):
                 started = time.monotonic()

@@ -36,6 +36,7 @@ BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: cqext_cleanup_scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "ConsumeQueueExt store(s) for the cleanup")
 LONG_MIN = -(1 << 63)
 
 
@@ -94,7 +95,7 @@ def cleaned(request, tmp_path_factory) -> dict:
     """Every scenario written, prepared, cleaned by the broker and audited by us (once)."""
     if not _RUNS:
         work = tmp_path_factory.mktemp("cqext-cleanup")
-        written = bh.write_lines(request, SCENARIOS, work, "ConsumeQueueExt store(s) for the cleanup")
+        written = bh.write_lines(request, STORES, work)
         clock = int(time.time() * 1000)
         for line, scs in SCENARIOS.items():
             ok = [sc["name"] for sc in scs if written[sc["name"]]["written"].get("ok")]

@@ -71,12 +71,15 @@ def cut_ext_48_scenarios(line: str) -> list[dict]:
             for sc in old_magic_ext_scenario(line)]
 
 
+STORES = bh.Stores({ln: [*old_48_scenarios(ln), *cut_ext_48_scenarios(ln)] for ln in _LINES_5},
+                   "converted DLedger store(s)")
+
+
 @pytest.fixture(scope="module")
 def written(request, tmp_path_factory) -> dict:  # noqa: ANN001
-    scs = {ln: [*old_48_scenarios(ln), *cut_ext_48_scenarios(ln)] for ln in _LINES_5}
-    if not scs:
+    if not STORES.scenarios:
         pytest.skip("a 5.x line only: DLEDGER_LINES=5.5.1")
-    return bh.write_lines(request, scs, tmp_path_factory.mktemp("old-48"), "converted DLedger store(s)")
+    return bh.write_lines(request, STORES, tmp_path_factory.mktemp("old-48"))
 
 
 def _index_offsets(expected: Path, slots: int) -> list[int]:

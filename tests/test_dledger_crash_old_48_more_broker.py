@@ -69,6 +69,7 @@ def more_48_scenarios(line: str) -> list[dict]:
 
 SCENARIOS = {line: more_48_scenarios(line) for line in _LINES_5}
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "converted DLedger store(s), old-file refusal 48")
 
 
 @pytest.fixture
@@ -76,7 +77,7 @@ def runs(request) -> dict[str, dict]:  # noqa: ANN001
     """Every scenario as the broker wrote and restarted it (once a session)."""
     if not SCENARIOS:
         pytest.skip("a 5.x line only: DLEDGER_LINES=5.5.1")
-    return bh.written_once(request, _RUNS, SCENARIOS, "converted DLedger store(s), old-file refusal 48", every=True)
+    return bh.written_once(request, _RUNS, STORES, every=True)
 
 
 def _index_header(expected: Path) -> list[tuple[int, int]]:

@@ -41,13 +41,16 @@ _LINES_55 = [ln for ln in LINES if ln.startswith("5.5")]
 CQ_UNIT = 20
 
 
+STORES = bh.Stores({ln: [*old_magic_ext_scenario(ln), *(sc for sc in converted_old_reput_abort_scenarios(ln)
+                                                         if sc["name"].endswith("-cut-emptied-ext"))]
+                    for ln in _LINES_55}, "converted DLedger store(s)")
+
+
 @pytest.fixture(scope="module")
 def written(request, tmp_path_factory) -> dict:  # noqa: ANN001
-    scs = {ln: [*old_magic_ext_scenario(ln), *(sc for sc in converted_old_reput_abort_scenarios(ln)
-                                               if sc["name"].endswith("-cut-emptied-ext"))] for ln in _LINES_55}
-    if not scs:
+    if not STORES.scenarios:
         pytest.skip("the 5.5.1 line only: DLEDGER_LINES=5.5.1")
-    return bh.write_lines(request, scs, tmp_path_factory.mktemp("old-magic-ext"), "converted DLedger store(s)")
+    return bh.write_lines(request, STORES, tmp_path_factory.mktemp("old-magic-ext"))
 
 
 @pytest.mark.parametrize("line", _LINES_55)

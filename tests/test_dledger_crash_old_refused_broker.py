@@ -53,12 +53,15 @@ def old_magic_ext_scenario(line: str) -> list[dict]:
             for sc in converted_old_reput_abort_scenarios(line) if sc["name"].endswith("-cut-emptied-ext")]
 
 
+STORES = bh.Stores({ln: [old_magic_scenario(ln)] for ln in _LINES_5},
+                   "converted DLedger store(s)")
+
+
 @pytest.fixture(scope="module")
 def written(request, tmp_path_factory) -> dict:  # noqa: ANN001
-    scs = {ln: [old_magic_scenario(ln)] for ln in _LINES_5}
-    if not scs:
+    if not STORES.scenarios:
         pytest.skip("a 5.x line only: DLEDGER_LINES=5.5.1")
-    return bh.write_lines(request, scs, tmp_path_factory.mktemp("old-magic"), "converted DLedger store(s)")
+    return bh.write_lines(request, STORES, tmp_path_factory.mktemp("old-magic"))
 
 
 def _old_file_records(old: Path) -> list[int]:

@@ -30,12 +30,13 @@ SCENARIOS = {line: walked_nothing_kept_scenarios(line) for line in LINES}
 NAMES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 BLANK = 2**31 - 1   # ConsumeQueue.fillPreBlank's unit size
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "DLedger crash store(s) walked nothing, queues kept")
 
 
 @pytest.fixture
 def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it (once a session)."""
-    return bh.written_once(request, _RUNS, SCENARIOS, "DLedger crash store(s) walked nothing, queues kept", every=True)
+    return bh.written_once(request, _RUNS, STORES, every=True)
 
 
 def _held(root: Path, states: dict) -> tuple[int, int]:

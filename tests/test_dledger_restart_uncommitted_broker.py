@@ -58,12 +58,13 @@ ALL = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.
 CASES = [c for c in ALL if not c.values[1].endswith("-kept")]
 KEPT = [c for c in ALL if c.values[1].endswith("-kept")]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "DLedger store(s) restarted with entries uncommitted")
 
 
 @pytest.fixture
 def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it (every scenario written once)."""
-    return bh.written_once(request, _RUNS, SCENARIOS, "DLedger store(s) restarted with entries uncommitted")
+    return bh.written_once(request, _RUNS, STORES)
 
 
 def _log_end(store: Path) -> int:

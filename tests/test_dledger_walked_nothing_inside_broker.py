@@ -41,12 +41,13 @@ LINES = bh.lines_from_env("WALKED_NOTHING_LINES", "5.5.1,5.3.3")
 SCENARIOS = {line: walked_nothing_inside_scenarios(line) for line in LINES}
 NAMES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "DLedger crash store(s) walked nothing, reput inside")
 
 
 @pytest.fixture
 def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it (once a session)."""
-    return bh.written_once(request, _RUNS, SCENARIOS, "DLedger crash store(s) walked nothing, reput inside", every=True)
+    return bh.written_once(request, _RUNS, STORES, every=True)
 
 
 def _bcq_units(root: Path) -> list[tuple[int, int]]:

@@ -24,13 +24,13 @@ LINE = "5.5.1"
 NAME = f"{LINE}-dledger-abort-emptied-batch-embedded"
 HELD = [f"{NAME}-blank-48-held", f"{NAME}-blank-48-held-short", f"{NAME}-blank-48-held-ext", f"{NAME}-held"]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores({LINE: held_scenarios(LINE)}, "DLedger store(s) with topic \"\" queue 0's files planted")
 
 
 @pytest.fixture
 def held(request) -> dict[str, dict]:
     """Every store of :func:`broker_empty_request_held.held_scenarios` as the broker wrote it (once a session)."""
-    return bh.written_once(request, _RUNS, {LINE: held_scenarios(LINE)},
-                           "DLedger store(s) with topic \"\" queue 0's files planted", every=True)
+    return bh.written_once(request, _RUNS, STORES, every=True)
 
 
 def _planted(r: dict) -> dict[str, bytes]:

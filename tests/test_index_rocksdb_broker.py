@@ -88,6 +88,7 @@ def _scenarios() -> list[dict]:
 
 SCENARIOS = _scenarios()
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores({LINE: SCENARIOS}, "RocksDB index store(s)", threads=1)
 OURS = ("ours", "ours-groups", "ours-ingested")
 
 
@@ -145,12 +146,12 @@ def written(request, tmp_path_factory):
     name = request.node.callspec.params["name"]
     if not _RUNS:
         work = tmp_path_factory.mktemp("rdbidx")
-        written = bh.write_lines(request, {LINE: SCENARIOS}, work, "RocksDB index store(s)", threads=1)
+        written = bh.write_lines(request, STORES, work)
         for n, w in written.items():
             r = _RUNS[n] = {"dir": Path(w["scenario"]["dir"]), "written": w["written"]}
             if r["written"].get("ok"):
                 r["rebuild"] = _rebuild_variants(r["dir"])
-        ok = [(work / sc["name"], query_pairs(sc)) for sc in SCENARIOS if _RUNS[sc["name"]]["written"].get("ok")]
+        ok = [(_RUNS[sc["name"]]["dir"], query_pairs(sc)) for sc in SCENARIOS if _RUNS[sc["name"]]["written"].get("ok")]
         which = ("expected", *OURS)
         answers = bh.read_stores(LINE, [_read_request(d, w, work, pairs) for d, pairs in ok for w in which], work)
         for i, (d, _pairs) in enumerate(ok):

@@ -59,12 +59,15 @@ def _scenario(line: str) -> dict:
     return {"name": f"{line}-lmq-refresh", "config": CONFIG, "messages": messages}
 
 
+STORES = bh.Stores({ln: [_scenario(ln)] for ln in LINES}, "light queue store(s)")
+
+
 @pytest.fixture
 def written(request, tmp_path_factory) -> dict:
     line = request.node.callspec.params["line"]
     if not _RUNS:
         work = tmp_path_factory.mktemp("lmq-refresh")
-        _RUNS.update(bh.write_lines(request, {ln: [_scenario(ln)] for ln in LINES}, work, "light queue store(s)"))
+        _RUNS.update(bh.write_lines(request, STORES, work))
     r = _RUNS[f"{line}-lmq-refresh"]
     if not r["written"].get("ok"):
         pytest.fail(f"the broker's writer failed: {r['written'].get('error')}")

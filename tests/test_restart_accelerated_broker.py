@@ -110,6 +110,7 @@ SCENARIOS = {LINE: bh.bounded(_scenarios(), ("-off", "-lag"))}
 NAMES = [sc["name"] for sc in SCENARIOS[LINE]]
 REBUILT = [n for n in NAMES if not n.endswith("-off")]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "store(s), each restarted after a crash", threads=1)
 
 
 @pytest.fixture
@@ -118,8 +119,7 @@ def runs(request) -> dict[str, dict]:
     def then(r: dict) -> None:
         if r["scenario"]["name"] in REBUILT:
             r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), "5.5")
-    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted after a crash", threads=1, then=then,
-                           every=True)
+    return bh.written_once(request, _RUNS, STORES, then=then, every=True)
 
 
 def _files(root: Path) -> list[str]:

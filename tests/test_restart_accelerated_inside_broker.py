@@ -55,13 +55,13 @@ def _scenarios() -> dict[str, list[dict]]:
 SCENARIOS = {line: bh.bounded(scs, ("-inside-first-crash",)) for line, scs in _scenarios().items()}
 NAMES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "store(s), each restarted after a crash", threads=1)
 
 
 @pytest.fixture
 def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it, our ``--as-restart`` rebuild and ``verify`` (once)."""
-    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted after a crash", threads=1,
-                           then=bh.restart_rebuilt_and_verified, every=True)
+    return bh.written_once(request, _RUNS, STORES, then=bh.restart_rebuilt_and_verified, every=True)
 
 
 BLANK_MAGIC = bytes.fromhex("cbd43194")

@@ -87,6 +87,7 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
 RECHECK_CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
                  if "-recheck" in sc["name"]]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "store(s), each restarted")
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ def restarted(request) -> dict:
     def then(r: dict) -> None:
         if "damageMessage" in r["scenario"] or "keepBefore" in r["scenario"]:
             r["rebuild"] = bh.rebuild_as_restart(Path(r["scenario"]["dir"]), BROKER_LINE[r["line"]])
-    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted", then=then)
+    return bh.written_once(request, _RUNS, STORES, then=then)
 
 
 def _files(root: Path) -> list[str]:

@@ -116,14 +116,15 @@ SCENARIOS = {line: bh.bounded(_scenarios(line), ("-cqext-plain-kept", "-cqext-pl
              for line in dict.fromkeys(EXT_LINES + BATCH_LINES)}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
+# one store at a time in each JVM: with the 5.5.1 stores restarted side by side, one run saw a recovery
+STORES = bh.Stores(SCENARIOS, "store(s), each restarted on its own queue files", threads=1)
 
 
 @pytest.fixture
 def restarted(request) -> dict:
     """The scenario as the broker wrote it and restarted it on its own files (every scenario once)."""
-    # one store at a time in each JVM: with the 5.5.1 stores restarted side by side, one run saw a recovery
     # start at the first segment although the queues covered the last one's first record
-    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted on its own queue files", threads=1)
+    return bh.written_once(request, _RUNS, STORES)
 
 
 def _verify(d: Path, line: str) -> tuple[int, dict]:

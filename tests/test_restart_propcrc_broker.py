@@ -96,6 +96,7 @@ NAMES = [(line, n) for line, n in ALL if "-dledger-" not in n]
 DLEDGER = [line for line, n in ALL if n.endswith("-dledger-abort")]
 REBUILT = [(line, n) for line, n in ALL if not n.endswith("-kept")]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "store(s) with forceVerifyPropCRC, each restarted")
 
 
 @pytest.fixture
@@ -108,8 +109,7 @@ def runs(request) -> dict[str, dict]:
             r["rebuild"] = bh.rebuild_as_restart(d, bh.BROKER_VERSION_ARG[r["line"]])
         if case in NAMES:
             r["verify"] = _verify(d, r["line"])
-    return bh.written_once(request, _RUNS, SCENARIOS, "store(s) with forceVerifyPropCRC, each restarted", then=then,
-                           every=True)
+    return bh.written_once(request, _RUNS, STORES, then=then, every=True)
 
 
 def _verify(d: Path, line: str) -> dict:

@@ -58,14 +58,14 @@ KEPT = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS
 KEPT_FILES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS
               if sc.get("keepQueues") and "-rocksdb-" not in sc["name"]]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores({LINE: SCENARIOS}, "RocksDB store(s), each restarted", threads=1)
 
 
 @pytest.fixture
 def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of it, or with its
     database kept our ``verify`` (once each)."""
-    return bh.written_once(request, _RUNS, {LINE: SCENARIOS}, "RocksDB store(s), each restarted", threads=1,
-                           then=bh.restart_checked)
+    return bh.written_once(request, _RUNS, STORES, then=bh.restart_checked)
 
 
 

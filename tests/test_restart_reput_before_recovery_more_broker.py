@@ -76,13 +76,13 @@ def _scenarios() -> dict[str, list[dict]]:
 SCENARIOS = _scenarios()
 MODELLED = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "store(s), each restarted after a crash", threads=1)
 
 
 @pytest.fixture
 def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it, our ``--as-restart`` rebuild and ``verify`` (once)."""
-    return bh.written_once(request, _RUNS, SCENARIOS, "store(s), each restarted after a crash", threads=1,
-                           then=bh.restart_rebuilt_and_verified, every=True)
+    return bh.written_once(request, _RUNS, STORES, then=bh.restart_rebuilt_and_verified, every=True)
 
 
 

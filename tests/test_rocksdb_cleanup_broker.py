@@ -35,6 +35,7 @@ SCENARIOS = {line: [sc for sc in rocksdb_scenarios(line) if sc["name"].endswith(
              for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "RocksDB store(s) for the cleanup", threads=1)
 
 
 def _prepare(d: Path, line: str, clock: int) -> dict:
@@ -55,7 +56,7 @@ def cleaned(request, tmp_path_factory) -> dict:
     """Every scenario written, prepared, cleaned by the broker and audited by us (once)."""
     if not _RUNS:
         work = tmp_path_factory.mktemp("rocksdb-cleanup")
-        written = bh.write_lines(request, SCENARIOS, work, "RocksDB store(s) for the cleanup", threads=1)
+        written = bh.write_lines(request, STORES, work)
         clock = int(time.time() * 1000)
         for line, scs in SCENARIOS.items():
             ok = [sc["name"] for sc in scs if written[sc["name"]]["written"].get("ok")]

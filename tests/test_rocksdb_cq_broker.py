@@ -19,7 +19,7 @@ from pathlib import Path
 
 import broker_harness as bh
 import pytest
-from broker_rocksdb_runs import damage_database, run_of, store_with_broker_db, write_rebuild_read
+from broker_rocksdb_runs import damage_database, run_of, store_with_broker_db, stores, write_rebuild_read
 from broker_rocksdb_scenarios import rocksdb_scenarios
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
@@ -30,6 +30,7 @@ rd = pytest.importorskip("rocksdict")
 LINES = bh.lines_from_env("ROCKSDB_LINES", "5.5.1")
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: rocksdb_scenarios(line) for line in LINES}
+STORES = stores(SCENARIOS)
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
 
@@ -55,7 +56,7 @@ def written_any(request, tmp_path_factory):
 
 def _written(request, tmp_path_factory, name: str) -> dict:
     if not _RUNS:
-        write_rebuild_read(request, tmp_path_factory.mktemp("rocksdb"), SCENARIOS, _RUNS, _ours)
+        write_rebuild_read(request, tmp_path_factory.mktemp("rocksdb"), STORES, _RUNS, _ours)
     return run_of(_RUNS, name)
 
 

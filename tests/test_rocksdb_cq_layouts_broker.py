@@ -20,7 +20,7 @@ import json
 import broker_harness as bh
 import pytest
 from broker_rocksdb_layouts_scenarios import rocksdb_layout_scenarios
-from broker_rocksdb_runs import damage_database, run_of, store_with_broker_db, write_rebuild_read
+from broker_rocksdb_runs import damage_database, run_of, store_with_broker_db, stores, write_rebuild_read
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -30,6 +30,7 @@ rd = pytest.importorskip("rocksdict")
 LINES = bh.lines_from_env("ROCKSDB_LINES", "5.5.1")
 BROKER_LINE = bh.BROKER_VERSION_ARG
 SCENARIOS = {line: rocksdb_layout_scenarios(line) for line in LINES}
+STORES = stores(SCENARIOS)
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 DLEDGER = [c for c in CASES if "-dledger-" in c.values[1]]
 _RUNS: dict[str, dict] = {}
@@ -41,7 +42,7 @@ def written(request, tmp_path_factory):
     the BatchCQ case: 5.5.1's own ``DefaultMessageStore.getMessage`` fails there on the broker's database (a
     NullPointerException at a queue offset inside an inner batch, which has no key)."""
     if not _RUNS:
-        write_rebuild_read(request, tmp_path_factory.mktemp("rocksdb-layouts"), SCENARIOS, _RUNS,
+        write_rebuild_read(request, tmp_path_factory.mktemp("rocksdb-layouts"), STORES, _RUNS,
                            lambda d, line: bh.rebuild(d, BROKER_LINE[line], "--tables", str(d / "tables")),
                            lambda d: not d.name.endswith("-batchcq"))
     return run_of(_RUNS, request.node.callspec.params["name"])

@@ -83,6 +83,8 @@ KEPT = [c for c in ALL if c not in CASES and "crash" not in c.values[1]]
 KEPT_CRASH = [c for c in ALL if c not in CASES and "crash" in c.values[1]]
 CRASH = [c for c in CASES if "crash" in c.values[1]]
 _RUNS: dict[str, dict] = {}
+# one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
+STORES = bh.Stores(SCENARIOS, "RocksDB DLedger store(s), each restarted", threads=1)
 
 
 @pytest.fixture
@@ -90,9 +92,7 @@ def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of ``before/``, or with
     its database kept our ``verify`` on the store as the restart found it (every scenario written, and rebuilt,
     once)."""
-    # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
-    return bh.written_once(request, _RUNS, SCENARIOS, "RocksDB DLedger store(s), each restarted", threads=1,
-                           then=bh.restart_checked)
+    return bh.written_once(request, _RUNS, STORES, then=bh.restart_checked)
 
 
 def _committed_pos(store: Path) -> int:

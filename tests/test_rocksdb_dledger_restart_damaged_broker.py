@@ -73,16 +73,16 @@ SCENARIOS = {line: bh.bounded(_scenarios(line), ("-crash-damaged-first-gap", "-c
              for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
+# one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
+STORES = bh.Stores(SCENARIOS, "RocksDB DLedger store(s), each restarted", threads=1)
 
 
 @pytest.fixture
 def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of ``before/`` (every
     scenario written, and rebuilt, once)."""
-    # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
-    return bh.written_once(request, _RUNS, SCENARIOS, "RocksDB DLedger store(s), each restarted", threads=1,
-                           then=lambda r: r.update(rebuild=bh.rebuild_as_restart(Path(r["scenario"]["dir"]),
-                                                                                 BROKER_LINE[r["line"]])))
+    return bh.written_once(request, _RUNS, STORES, then=lambda r: r.update(
+        rebuild=bh.rebuild_as_restart(Path(r["scenario"]["dir"]), BROKER_LINE[r["line"]])))
 
 
 def _data_file_end(store: Path, offset: int) -> tuple[int, bool]:

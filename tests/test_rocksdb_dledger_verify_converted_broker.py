@@ -58,15 +58,15 @@ def _scenarios(line: str) -> list[dict]:
 SCENARIOS = {line: _scenarios(line) for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
+# one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
+STORES = bh.Stores(SCENARIOS, "RocksDB DLedger converted store(s), each restarted", threads=1)
 
 
 @pytest.fixture
 def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``verify`` of ``before/`` (every scenario written,
     and verified, once)."""
-    # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
-    return bh.written_once(request, _RUNS, SCENARIOS, "RocksDB DLedger converted store(s), each restarted",
-                           threads=1, then=bh.restart_checked)
+    return bh.written_once(request, _RUNS, STORES, then=bh.restart_checked)
 
 
 def _log_end(store: Path) -> int:

@@ -112,15 +112,15 @@ REBUILT = [c for c in ALL if c not in KEPT]
 CONVERTED = [c for c in ALL if "-converted-" in c.values[1]] or [
     pytest.param("", "", marks=pytest.mark.skip(reason="PIPELINES_FULL_SUITE=1 writes the converted store"))]
 _RUNS: dict[str, dict] = {}
+# one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
+STORES = bh.Stores(SCENARIOS, "RocksDB DLedger store(s), each restarted", threads=1)
 
 
 @pytest.fixture
 def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``verify`` (database kept) or ``--as-restart``
     rebuild of ``before/`` (every scenario written, and run, once)."""
-    # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
-    return bh.written_once(request, _RUNS, SCENARIOS, "RocksDB DLedger store(s), each restarted", threads=1,
-                           then=bh.restart_checked)
+    return bh.written_once(request, _RUNS, STORES, then=bh.restart_checked)
 
 
 def _log_end(store: Path) -> int:

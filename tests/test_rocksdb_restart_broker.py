@@ -57,16 +57,16 @@ CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIO
          if "damageMessage" in sc]
 ALL_CASES = CASES + [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in RECHECK.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
+# one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
+STORES = bh.Stores(SCENARIOS, "RocksDB store(s), each restarted", threads=1)
 
 
 @pytest.fixture
 def restarted(request) -> dict:
     """The scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of it (every
     scenario written, and rebuilt, once)."""
-    # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
-    return bh.written_once(request, _RUNS, SCENARIOS, "RocksDB store(s), each restarted", threads=1,
-                           then=lambda r: r.update(rebuild=bh.rebuild_as_restart(Path(r["scenario"]["dir"]),
-                                                                                 BROKER_LINE[r["line"]])))
+    return bh.written_once(request, _RUNS, STORES, then=lambda r: r.update(
+        rebuild=bh.rebuild_as_restart(Path(r["scenario"]["dir"]), BROKER_LINE[r["line"]])))
 
 
 def _units_at_offset_zero(default: dict[bytes, bytes]) -> int:

@@ -68,6 +68,7 @@ SCENARIOS = {line: bh.bounded(_scenarios(line), ("-rocksdb-plain-restart-kept", 
              for line in LINES}
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
 _RUNS: dict[str, dict] = {}
+STORES = bh.Stores(SCENARIOS, "RocksDB store(s), each restarted on its own database", threads=1)
 
 
 @pytest.fixture
@@ -76,8 +77,7 @@ def restarted(request, tmp_path_factory) -> dict:
     report on the store as that restart found it (every scenario once)."""
     if not _RUNS:
         work = tmp_path_factory.mktemp("rocksdb-restart-prediction")
-        _RUNS.update(bh.write_lines(request, SCENARIOS, work, "RocksDB store(s), each restarted on its own database",
-                                    threads=1))
+        _RUNS.update(bh.write_lines(request, STORES, work))
         from pipelines.cli import main
         for r in _RUNS.values():
             if r["written"].get("ok"):
