@@ -85,10 +85,10 @@ def _old(store: Path) -> tuple[int, int]:
     return int(old[0].name), int(old[-1].name) + old[-1].stat().st_size
 
 
-def _index_entries(folder: Path, slots: int) -> list[tuple[bytes, int]]:
-    """(key hash, commitlog offset) of every index entry, file by file in put order."""
+def _index_entries(folder: Path, slots: int, name: str | None = None) -> list[tuple[bytes, int]]:
+    """(key hash, commitlog offset) of every index entry, file by file in put order (of the file ``name`` alone)."""
     out = []
-    for f in sorted(p for p in folder.iterdir() if p.name.isdigit()):
+    for f in sorted(p for p in folder.iterdir() if p.name.isdigit() and name in (None, p.name)):
         data = f.read_bytes()
         count, at = int.from_bytes(data[36:40], "big"), 40 + 4 * slots
         out += [(data[at + 20 * i:at + 20 * i + 4], int.from_bytes(data[at + 20 * i + 4:at + 20 * i + 12], "big"))
@@ -163,6 +163,14 @@ def test_verify_predicts_the_first_start(restarted, line: str, name: str) -> Non
     if sc.get("abort"):   # IndexService.load after a crash: the files past the checkpoint's index timestamp go
         names = [{f.name for f in (d / w / "index").iterdir()} for w in ("before", "expected")]
         assert p["index_files_deleted"] and set(p["index_files_deleted"]) == names[0] - names[1], (p, names)
+        # the keys the start put: every key of the files it created (the recovery's records from its start file on,
+        # the last indexed record's again by the second reput), the kept files' growth
+        slots = int(sc["config"]["maxHashSlotNum"])
+        put = sum(len(_index_entries(d / "expected" / "index", slots, f.name))
+                  - (len(_index_entries(d / "before" / "index", slots, f.name)) if f.name in names[0] else 0)
+                  for f in (d / "expected" / "index").iterdir())
+        assert put > 0 and put == p["index_keys_put_again"], \
+            f"the broker's restart put {put} index key(s), verify says {p['index_keys_put_again']}"
     else:
         slots = int(sc["config"]["maxHashSlotNum"])
         grown = len(_index_entries(d / "expected" / "index", slots)) \
