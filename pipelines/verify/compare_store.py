@@ -3,10 +3,10 @@
 folder, compare every file with the store's (a RocksDB ``consumequeue/`` entry by entry:
 :mod:`.rocksdb_compare`), and predict the broker's next start (on the ``consumequeue/``,
 ``consumequeue_ext/``, ``batchconsumequeue/`` and ``index/`` files, a RocksDB consume queue's entries
-(:mod:`.rocksdb_restart`, over a DLedger commitlog after a clean shutdown :mod:`.rocksdb_dledger_restart`); not
-for a 5.x DLedger store after an unclean shutdown whose recovery is refused, nor for a RocksDB consume queue over a
-DLedger commitlog after a crash or converted in place before its first start with DLedger:
-:data:`ROCKSDB_DLEDGER_NOT_PREDICTED`)."""
+(:mod:`.rocksdb_restart`, over a DLedger commitlog after a clean shutdown :mod:`.rocksdb_dledger_restart`, and on
+a store converted in place before its first start with DLedger after a crash too); not for a 5.x DLedger store after
+an unclean shutdown whose recovery is refused, nor for a RocksDB consume queue over a DLedger commitlog's data files
+after a crash)."""
 from __future__ import annotations
 
 import dataclasses
@@ -51,15 +51,6 @@ from .restart import predict_restart, recover_queue
 from .storefiles import CQ_DIR, CQ_EXT_DIR, INDEX_DIR, REPAIR_TMP_RE, list_index, list_tree, read_all
 
 log = logging.getLogger(__name__)
-
-# storeType=defaultRocksDB over a DLedger commitlog: the next start over the database the store holds is predicted
-# (.rocksdb_dledger_restart, a store converted in place too) but for one converted in place with no DLedger data file
-# yet (its first start with DLedger), which is compared only
-ROCKSDB_DLEDGER_NOT_PREDICTED = (
-    "not predicted: storeType=defaultRocksDB with enableDLegerCommitLog=true on a store converted in place with no "
-    "DLedger data file yet (its first start with DLedger recovers the old commitlog/ files): its restart over the "
-    "database is not modelled (the database and index/ are compared with the rebuild's only)")
-
 
 def _end_of_data(st: StoreLocation, data_end: int | None) -> int:
     return data_end if data_end is not None else st.segments[-1].end
@@ -223,16 +214,17 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         header = dataclasses.asdict(read_header(head + bytes(INDEX_HEADER_SIZE - len(head))))
         store_index.append((n, store_ix[n], header))
     if config.rocksdb_cq and config.enableDLegerCommitLog:   # DLedgerCommitLog's recovery into the database kept
-        from .rocksdb_dledger_restart import predict_rocksdb_dledger_store_restart
-        rocks_restart, why = None, ROCKSDB_DLEDGER_NOT_PREDICTED
-        if rocks_store is not None and rocks_ref is not None and st.dledger is not None:
-            try:
-                rocks_restart = predict_rocksdb_dledger_store_restart(
-                    st, config, rocks_store, rocks_ref, clean=clean, store_index=store_index,
-                    expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
-                    checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root))
-            except UnsupportedConfigError as e:
-                why = f"not predicted: {e}"
+        from .rocksdb_dledger_restart import predict_rocksdb_dledger_first_start, predict_rocksdb_dledger_store_restart
+        assert rocks_store is not None and rocks_ref is not None
+        rocks_restart, why = None, ""
+        try:   # a store converted in place with no data file yet: its first start with DLedger
+            rocks_restart = (predict_rocksdb_dledger_first_start if st.dledger_pending
+                             else predict_rocksdb_dledger_store_restart)(
+                st, config, rocks_store, rocks_ref, clean=clean, store_index=store_index,
+                expected_index=lambda: (ref_data(n) for n in reversed(r_names)),
+                checkpoint_index_ts=None if clean else _checkpoint_index_ts(fs, root))
+        except UnsupportedConfigError as e:
+            why = f"not predicted: {e}"
         return VerifyReport(st.uri, ref_root, config.brokerVersion, cq_results, ix_results, len(s_names), len(r_names),
                             rocks_restart, _rebuild_figures(summary), rocksdb_consume_queue=rocksdb_results,
                             no_prediction="" if rocks_restart is not None else why, not_checked=_not_checked(st))

@@ -18,8 +18,20 @@ tests/test_rocksdb_dledger_verify_converted_broker.py).  Refused in one line: a 
 (``dledgerRecoverAbnormally``'s walk from the data file the database's checkpoint matches, and where that
 checkpoint reaches its short ``processOffset`` ``truncateDirty`` racing the walk's dispatch through
 ``RocksGroupCommitService`` queue by queue, seen on the 5.5.1 broker: tests/test_rocksdb_dledger_restart_broker.py), a
-checkpoint past the log's end, a store converted in place with no data file yet (``pipelines.verify.compare_store``),
-and what :func:`store_format.dledger_rocksdb_restart.plan_rocksdb_dledger_restart` refuses."""
+checkpoint past the log's end, and what :func:`store_format.dledger_rocksdb_restart.plan_rocksdb_dledger_restart`
+refuses.
+
+A store converted in place with no DLedger data file yet (``StoreLocation.dledger_pending``), its first start with
+DLedger (:func:`predict_rocksdb_dledger_first_start`): ``DLedgerCommitLog.dledgerRecoverNormally`` /
+``dledgerRecoverAbnormally`` find no data file and run the base ``CommitLog``'s recovery of the old files
+(``isInrecoveringOldCommitlog``: the base message check), which is the plain RocksDB store's recovery from the
+database's checkpoint (:func:`.rocksdb_restart.predict_rocksdb_store_restart`); ``setRecoverPosition`` then writes a
+blank at the last old file's wrote position and creates the first data file at ``dividedCommitlogOffset``, that
+file's end.  The start's reput from ``getConfirmOffset`` (``getMaxOffset``: nothing committed, the first data file's
+offset, ``dividedCommitlogOffset``) finds nothing; with ``recheckReputOffsetFromCq`` from ``getMinOffset``, the first
+old file's, it walks the old files again through ``CommitLog.getData`` and its blank rolls it to the empty data
+file: the plain store's second reput over the old files (checked against the 5.5.1 broker, 5.3.3 with
+``ROCKSDB_MORE_LINES``: tests/test_rocksdb_dledger_verify_first_start_broker.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -34,9 +46,31 @@ from store_format.store import StoreLocation
 
 from .report import RestartPrediction
 from .restart import predict_index
-from .rocksdb_restart import queue_restarts, select_entries
+from .rocksdb_restart import predict_rocksdb_store_restart, queue_restarts, select_entries
 
-__all__ = ["predict_rocksdb_dledger_store_restart"]
+__all__ = ["predict_rocksdb_dledger_first_start", "predict_rocksdb_dledger_store_restart"]
+
+
+def predict_rocksdb_dledger_first_start(st: StoreLocation, config: BrokerConfig, store_entries: dict,
+                                        ref_entries: dict, *, clean: bool, store_index: list[tuple[str, int, dict]],
+                                        expected_index: Callable[[], Iterator[bytes]],
+                                        checkpoint_index_ts: int | None) -> RestartPrediction:
+    """The first start with DLedger of a store converted in place with no data file yet (module docstring): the
+    plain RocksDB store's restart of the old files, noted."""
+    assert st.dledger_pending and st.dledger is None
+    p = predict_rocksdb_store_restart(st, config, store_entries, ref_entries, clean=clean, store_index=store_index,
+                                      expected_index=expected_index, checkpoint_index_ts=checkpoint_index_ts)
+    divided = st.segments[-1].end
+    # the plain store's reput starts at its end (getConfirmOffset); DLedgerCommitLog's at the first data file's offset
+    p.notes[:] = [n.replace("; the reput then starts at the commitlog's end", "") for n in p.notes]
+    p.notes.append(
+        "enableDLegerCommitLog=true and no DLedger data file yet: DLedgerCommitLog recovers the old commitlog/ files "
+        f"with the base CommitLog's {'normal' if clean else 'abnormal'} recovery (isInrecoveringOldCommitlog) and "
+        f"creates its first data file at dividedCommitlogOffset {divided}, the last old file's end; the start's reput "
+        + ("from the old files' min offset walks them again, their blank rolling it on to the empty data file"
+           if config.recheckReputOffsetFromCq else
+           f"from getConfirmOffset, that data file's offset {divided}, finds nothing"))
+    return p
 
 
 def predict_rocksdb_dledger_store_restart(st: StoreLocation, config: BrokerConfig, store_entries: dict,
