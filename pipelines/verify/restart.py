@@ -544,7 +544,9 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
             keys, taken, at, parsed_then = keys + more + more_parsed, taken + more_parsed, at + n, then
         if parsed_then is not None:
             keys += _keys_in(expected_index, config, max(parsed_then, end_phy), end, skip, end_phy)[0]
-        p.notes.append(f"the start's reput, set inside an entry, parses messages there whose {len(parsed_keys)} index "
+        where = " parses messages 48 bytes past records it refuses in the old commitlog files (in reput order among " \
+            "theirs)" if old_runs else ", set inside an entry, parses messages there"
+        p.notes.append(f"the start's reput{where} whose {len(parsed_keys)} index "
                        f"key(s) buildIndex takes {taken} of (at their PHYSICALOFFSET fields, not below endPhyOffset)"
                        + (f", then walks on from {parsed_then}, indexing the records at or above both that and "
                           f"endPhyOffset ({end_phy})" if parsed_then is not None else ""))
