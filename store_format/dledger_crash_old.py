@@ -76,7 +76,8 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   where the DLedger check 48 bytes further parses a message or a blank dispatches those first, as above, then goes
   on at the next file: ``IndexService.buildIndex`` puts a parsed message's keys at its PHYSICALOFFSET field where
   that is not below the index's ``endPhyOffset`` and ``IndexFile.putKey`` moves ``endPhyOffset`` there
-  (:func:`old_parsed_keys`); after a queue cut, a parsed message goes to a queue the walk did not write, or to one
+  (:func:`old_parsed_keys`, after a walk that indexed nothing too: the old records before the refused one first); after
+  a queue cut, a parsed message goes to a queue the walk did not write, or to one
   the 5.5.1 cut left with no file, which ``ConsumeQueue.putMessagePositionInfo`` writes anew in reput order
   (:func:`old_parsed_queues`).
 
@@ -174,24 +175,27 @@ def dropped_before(walked: list[tuple[str, int]], reset: tuple[tuple[str, int], 
 
 
 def old_parsed_keys(st: StoreLocation, inside: np.ndarray, parsed: list[tuple[int, tuple[tuple[int, int], ...]]],
-                    accepted: Accepted, config: BrokerConfig, refusal: Callable[[str], Exception]) -> np.ndarray:
+                    config: BrokerConfig) -> tuple[np.ndarray, tuple[tuple[int, int, int], ...]]:
     """The PHYSICALOFFSET fields of the index keys of the records the reput's check parses 48 bytes past a record it
     refuses in an old file (``DLedgerCrash.old_parsed``), after ``inside`` (those of the messages parsed where the
-    reput was set), in put order.  ``IndexService.buildIndex`` takes each request whose ``commitLogOffset`` (that
-    field) is not below the last index file's ``endPhyOffset`` and ``IndexFile.putKey`` moves ``endPhyOffset`` to it
-    (:func:`store_format.dledger_inside_index.keys_after_parsed`): at or above the walk's last indexed record
-    (``accepted.last_indexed``) it puts the parsed message's keys, and the records after it in reput order below the
-    new ``endPhyOffset`` go unindexed, the walk's last indexed record too
-    (:func:`store_format.dledger_inside_index.indexed_again`; the rebuild's index applies the same rule in reading
-    order, ``verify`` through ``parsed_keys`` from the walk's start).  Refused: such keys after a walk that indexed
-    nothing (the old records before the refused one then indexed first, which ``verify`` does not order)."""
+    reput was set), in put order; and per refused record (``DLedgerCrash.old_parsed_runs``) its offset, where the
+    reput goes on (that old file's end) and how many of those keys it parsed there.  ``IndexService.buildIndex``
+    takes each request whose ``commitLogOffset`` (that field) is not below the last index file's ``endPhyOffset``
+    and ``IndexFile.putKey`` moves ``endPhyOffset`` to it (:func:`store_format.dledger_inside_index.keys_after_parsed`),
+    in reput order: the records from the reput's start up to the first refused one, its parsed keys, the next file's
+    records up to the next refused one, and so on.  After a walk that indexed something, ``endPhyOffset`` lies at the
+    walk's last indexed record, above every old one: only a parsed key at or above it is put, and then the records
+    after it in reput order below the new ``endPhyOffset`` go unindexed, the walk's last indexed record too
+    (:func:`store_format.dledger_inside_index.indexed_again`).  After a walk that indexed nothing (its records rolled
+    back or keyless) and an index the crash start deleted, ``endPhyOffset`` starts at 0: the old records before the
+    refused one are indexed first, then a parsed key not below the last of them, then the later records not below it
+    (checked against the 5.5.1 and 5.3.3 brokers: ``tests/test_dledger_crash_old_48_unindexed_broker.py``).  The
+    rebuild's index applies the same rule in reading order; ``verify`` follows these runs
+    (``pipelines.verify.restart.predict_index``)."""
     old = [inside_key_offsets(st, records, config) for _, records in parsed]
-    if accepted.last_indexed < 0 and any(len(k) for k in old):
-        at = next(a for (a, _), k in zip(parsed, old) if len(k))
-        raise refusal(f"its start's reput, in an old commitlog file, refuses the record at {at} and parses a message "
-                      "48 bytes further with index keys after a walk that indexed nothing (the old records' keys "
-                      "before them)")
-    return np.concatenate([inside, *old])
+    runs = tuple((at, next(s.end for s in st.segments if s.base <= at < s.end), len(k))
+                 for (at, _), k in zip(parsed, old))
+    return np.concatenate([inside, *old]), runs
 
 
 def old_parsed_queues(st: StoreLocation, parsed: list[tuple[int, tuple[tuple[int, int], ...]]],

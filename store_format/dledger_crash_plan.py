@@ -61,6 +61,9 @@ class DLedgerCrash:
     # start, dledger_crash_old.old_parsed_queues), the own units put there ("topic/queue id", count): with ext files
     # each holds its ext unit's address (verify's ext units pointed at)
     old_parsed_kept: tuple[tuple[str, int], ...] = ()
+    # per record of old_parsed: its offset, where the reput goes on (that old file's end) and how many of inside_keys'
+    # last keys it parsed there (dledger_crash_old.old_parsed_keys): verify's keys in put order
+    old_parsed_runs: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def jump(self) -> tuple[int, int] | None:

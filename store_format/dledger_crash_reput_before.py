@@ -130,10 +130,10 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
                                       "offset 0 of ")
     # the keys of the messages parsed where the reput was set, then of those parsed past old refused records, in
     # put order: buildIndex puts each not below endPhyOffset and moves it there (old_parsed_keys)
-    keys = old_parsed_keys(st, inside_key_offsets(st, cut.inside_records if cut is not None else (), config),
-                           old_parsed or [], accepted, config, refusal)
+    keys, runs = old_parsed_keys(st, inside_key_offsets(st, cut.inside_records if cut is not None else (), config),
+                                 old_parsed or [], config)
     return DLedgerCrash(files[first].name, files[first].base, end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again=ext_again,
                         walk_end=walk_end, before=True, drops_before=drops, from_old_files=reput < files[0].base,
                         inside_keys=tuple(int(k) for k in keys), old_parsed=tuple(old_parsed or ()),
-                        old_parsed_kept=kept)
+                        old_parsed_kept=kept, old_parsed_runs=runs)

@@ -297,6 +297,7 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         parsed_then=crash.reput_from if crash is not None and crash.reput_from < crash.end else None,
         walk_end=crash.walk_end if crash is not None and crash.walk_end >= 0 else None,
         walk_from=crash.start_offset if crash is not None and crash.old_parsed else None,   # reput from old files
+        old_runs=crash.old_parsed_runs if crash is not None else (),
         # the ext units of the messages that reput parses (no rebuilt queue holds their units), and the queues the
         # cut leaves no file of (no kept unit points at an ext unit of theirs)
         ext_parsed={f"{t}/{qid}": n for t, qid, n in crash.cut.inside_placed.ext_put}

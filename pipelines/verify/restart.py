@@ -231,6 +231,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                     ext_again_from: int | None = None, skip: tuple[int, int] | None = None,
                     again_to: int | None = None, parsed_keys: tuple[int, ...] | None = None,
                     parsed_then: int | None = None, walk_end: int | None = None, walk_from: int | None = None,
+                    old_runs: tuple[tuple[int, int, int], ...] = (),
                     ext_parsed: dict[str, int] | None = None, ext_parsed_kept: dict[str, int] | None = None,
                     cut_emptied: frozenset[str] | None = None,
                     ext_puts: dict[str, int] | None = None, ext_put_back: dict[str, int] | None = None,
@@ -300,6 +301,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     ``parsed_then`` at or above the ``endPhyOffset`` they left (:func:`predict_index`), instead of
     ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it).
     ``walk_from``: with ``parsed_keys``, where the walk's keys begin (a reput from before it: its own records after).
+    ``old_runs``: with ``parsed_keys``, a reput from a converted store's old files whose check refuses records there
+    and parses messages 48 bytes further (:attr:`store_format.dledger_crash.DLedgerCrash.old_parsed_runs`): the last
+    of ``parsed_keys`` are theirs, put in reput order among the old records' (:func:`predict_index`).
     ``ext_parsed``: per ext queue, the ext units ``putMessagePositionInfoWrapper`` puts for those parsed messages'
     own units (:attr:`store_format.dledger_inside_state.Placed.ext_put`; no rebuilt queue holds their units), added
     to its ext units appended (a queue no file of the store or the rebuild holds, one those messages alone go to: a
@@ -475,7 +479,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
                       clean_shutdown=clean_shutdown, end=commitlog_end
                       if second_reput or reindex_from is not None or parsed_keys is not None else None,
                       second_reput_from=again if second_reput else reindex_from, skip=skip, second_end=again_to,
-                      parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end)
+                      parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end, old_runs=old_runs)
     if recovery_dispatches:
         p.notes.append("5.x CommitLog.recoverNormally dispatches only records with commitLogOffset > the queues' max "
                        "physical offset (offset + size of their last unit), and the reput then starts at the "
@@ -495,7 +499,8 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
                   clean_shutdown: bool, end: int | None = None, second_reput_from: int | None = None,
                   second_reput_note: str | None = None, skip: tuple[int, int] | None = None,
                   second_end: int | None = None, parsed_keys: tuple[int, ...] | None = None,
-                  parsed_then: int | None = None, walk_end: int | None = None) -> None:
+                  parsed_then: int | None = None, walk_end: int | None = None,
+                  old_runs: tuple[tuple[int, int, int], ...] = ()) -> None:
     """``index/`` at the start, into ``p``: ``IndexService.load`` maps every file (a short one is extended),
     an abnormal start deletes the files whose endTimestamp is after the checkpoint's indexMsgTimestamp, and
     ``IndexService.buildIndex`` puts again the keys of the records dispatched from ``first`` that lie at or
@@ -509,7 +514,9 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
     messages there after the walk, :mod:`store_format.dledger_inside_index`): the walk's keys (below ``walk_end``
     when it ended early, else ``end``), then each parsed key at or above the ``endPhyOffset`` so far, which it moves
     to its offset, then, from ``parsed_then`` (None: the reput walks nothing more), the keys of the records at or
-    above both it and that ``endPhyOffset``, below ``end``; ``second_reput_from`` is not used."""
+    above both it and that ``endPhyOffset``, below ``end``; ``second_reput_from`` is not used.  ``old_runs`` (refused
+    record, where the reput goes on, its parsed keys: the last of ``parsed_keys``): from ``parsed_then`` the records'
+    keys up to each refused record and then its parsed keys, by the same rule, the rest from where it goes on."""
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp
     full = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -526,11 +533,20 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
     if parsed_keys is not None:   # the walk's, the parsed messages', then the reput's from parsed_then
         keys, end_phy = _keys_in(expected_index, config, threshold, walk_end if walk_end is not None else end,
                                  skip, end_phy)
-        taken, end_phy = keys_after_parsed(end_phy, np.asarray(parsed_keys, dtype=np.int64))
+        parsed = np.asarray(parsed_keys, dtype=np.int64)
+        at = len(parsed) - sum(n for _, _, n in old_runs)   # those parsed where the reput was set come first
+        taken, end_phy = keys_after_parsed(end_phy, parsed[:at])
         keys += taken
+        for refused, then, n in old_runs if parsed_then is not None else ():   # in reput order among the old records
+            assert parsed_then is not None
+            more, end_phy = _keys_in(expected_index, config, max(parsed_then, end_phy), refused, skip, end_phy)
+            more_parsed, end_phy = keys_after_parsed(end_phy, parsed[at:at + n])
+            keys, taken, at, parsed_then = keys + more + more_parsed, taken + more_parsed, at + n, then
         if parsed_then is not None:
             keys += _keys_in(expected_index, config, max(parsed_then, end_phy), end, skip, end_phy)[0]
-        p.notes.append(f"the start's reput, set inside an entry, parses messages there whose {len(parsed_keys)} index "
+        where = " parses messages 48 bytes past records it refuses in the old commitlog files (in reput order among " \
+            "theirs)" if old_runs else ", set inside an entry, parses messages there"
+        p.notes.append(f"the start's reput{where} whose {len(parsed_keys)} index "
                        f"key(s) buildIndex takes {taken} of (at their PHYSICALOFFSET fields, not below endPhyOffset)"
                        + (f", then walks on from {parsed_then}, indexing the records at or above both that and "
                           f"endPhyOffset ({end_phy})" if parsed_then is not None else ""))
