@@ -8,7 +8,8 @@ offset 0; ``index_from``: a start before the first record recovery dispatched, w
 below it and indexes them only where recovery indexed none; :func:`unindex_below` takes their keys out of a walk).
 Checked against the 4.9.8 and 5.5.1 brokers' restarts (tests/test_restart_layouts_broker.py,
 tests/test_rocksdb_restart_broker.py, tests/test_restart_reput_before_recovery_broker.py, a 5.5.1 accelerated
-recovery cut inside a record: tests/test_restart_accelerated_inside_broker.py).
+recovery cut inside a record: tests/test_restart_accelerated_inside_broker.py, one that accepted a message planted
+inside a record: tests/test_restart_accelerated_planted_broker.py).
 :func:`reput_records_from` counts what the reput's walk finds after the cut, the records a restart discards.
 """
 from __future__ import annotations
@@ -165,8 +166,9 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
             f"{why}after the abnormal recovery with enableAcceleratedRecovery=true (which accepted records from "
             f"offset {checked_from}, inside its segment at {segment_base}, up to {process_offset}) "
             f"DefaultMessageStore.start walks the commitlog again from {reput}, parsing that segment from its start, "
-            f"which reaches no record at {checked_from}: what it reads across that offset is not reproduced; "
-            "let the broker recover")
+            f"which reaches no record at {checked_from}, over a recovery that "
+            + ("dispatched to a RocksDB consume queue" if config.rocksdb_cq else "put index keys")
+            + " from there: what the reput adds to it is not reproduced; let the broker recover")
     indexed = accepted.last_indexed if accepted.last_indexed > dispatch_above else -1
     offset_zero = config.rocksdb_cq and dispatch_above >= 0 and reput == 0
     return SecondReput(reput, reindex=indexed if config.writes_index_files and indexed >= reput else -1,
