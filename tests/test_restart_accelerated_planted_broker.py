@@ -19,6 +19,9 @@ them whole: it queues and indexes that record, which the recovery never accepted
   the host's body: the recovery's next check meets no magic code and cuts the commitlog there; the reput's slice
   ends at that cut, inside the host, which is neither queued nor indexed
   (:func:`store_format.restart_reput.reput_data_end`).
+* ``5.5.1-accel-planted-keyed-crash`` (full suite only): the host with the key K9, which the planted message (its
+  physicalOffset field the host's offset) shares: the recovery indexes it, the reput indexes nothing below the host
+  and the host again: the case left refused, which ``rebuild --as-restart`` and ``verify`` say in one line.
 
 First what the broker did, then ``rebuild --as-restart`` on ``<dir>/before``: ``consumequeue/`` and ``index/``
 byte for byte, and ``verify``'s restart prediction (the cut, the second reput's unit and key counts).
@@ -43,24 +46,32 @@ bh.skip_without_tools()
 HOST = 39            # the put whose record holds the planted message (the last one)
 HOST_BODY = 600      # its body's length ('h' bytes); it has no property
 HOST_SIZE = 693      # its record's size as the 5.5.1 broker writes it (the first test checks it)
+KEYED_HOST_SIZE = 701   # -keyed: with the key K9 ("KEYS", 8 bytes of properties)
 ADD = 120            # the planted message's offset in that record: inside its body
 BODY_AT = 88         # a message's body (after its 4-byte bodyLength at 84)
 PREPARED = 4         # MessageSysFlag.TRANSACTION_PREPARED_TYPE
 SYSFLAG_AT = 36      # the sysFlag field in a message
+PHYSICAL_OFFSET_AT = 28   # its physicalOffset field (-keyed: the harness writes the host's offset there)
 SHORT = 200          # -short: the planted message's length
 
 
-def planted(total: int | None = None) -> bytes:
-    """The header (88 bytes) of a prepared transaction message for T0/0 with no property whose body is the host's
-    'h' bytes after it: by default to the host body's end, the host's topic and (empty) properties its own, so it
-    ends where the host does; ``total``: a message that long (topic T0, no property), ending inside the host's body
-    where the recovery's next check meets 'h' bytes (no magic code)."""
-    total = HOST_SIZE - ADD if total is None else total
-    tail = len(embedded_message(0, body=b"", props=b"", topic=b"T0")) - BODY_AT
-    msg = bytearray(embedded_message(0, body=b"h" * (total - BODY_AT - tail), props=b"", topic=b"T0"))
-    assert len(msg) == total
+def planted(total: int | None = None, host_size: int = HOST_SIZE) -> bytes:
+    """The header (88 bytes) of a prepared transaction message for T0/0 whose body is the host's 'h' bytes after it,
+    to the host body's end, the host's topic and properties its own (none; -keyed: the host's keys), so that it ends
+    where the host (``host_size`` bytes) does; ``total``: a whole message that long (topic T0, no property), ending
+    inside the host's body, where the recovery's next check meets 'h' bytes (no magic code)."""
+    if total is None:
+        props = bytes(host_size - BODY_AT - HOST_BODY - len(embedded_message(0, body=b"", props=b"", topic=b"T0"))
+                      + BODY_AT)   # placeholders as long as the host's properties, which stay in place
+        msg = bytearray(embedded_message(0, body=b"h" * (HOST_BODY - ADD), props=props, topic=b"T0"))
+        assert len(msg) == host_size - ADD
+        msg = msg[:BODY_AT]
+    else:
+        tail = len(embedded_message(0, body=b"", props=b"", topic=b"T0")) - BODY_AT
+        msg = bytearray(embedded_message(0, body=b"h" * (total - BODY_AT - tail), props=b"", topic=b"T0"))
+        assert len(msg) == total
     struct.pack_into(">i", msg, SYSFLAG_AT, PREPARED)
-    return bytes(msg[:BODY_AT]) if total == HOST_SIZE - ADD else bytes(msg)
+    return bytes(msg)
 
 
 def _scenarios() -> dict[str, list[dict]]:
@@ -72,13 +83,22 @@ def _scenarios() -> dict[str, list[dict]]:
     sc = {"name": "5.5.1-accel-planted-crash", "abort": True, "keepBefore": True, "messages": messages,
           "plantBytes": {"put": HOST, "add": ADD, "bytes": base64.b64encode(planted()).decode()},
           "checkpointLogicsPhysicalOffset": {"put": HOST, "add": ADD}, "config": accel}
+    keyed = [*messages[:-1], {**messages[-1], "keys": "K9"}]
     return {"5.5.1": [sc, {**sc, "name": "5.5.1-accel-planted-short-crash",
-                           "plantBytes": {**sc["plantBytes"], "bytes": base64.b64encode(planted(SHORT)).decode()}}]}
+                           "plantBytes": {**sc["plantBytes"], "bytes": base64.b64encode(planted(SHORT)).decode()}},
+                      {**sc, "name": "5.5.1-accel-planted-keyed-crash", "messages": keyed,
+                       "plantBytes": {**sc["plantBytes"], "offsetFieldAt": PHYSICAL_OFFSET_AT,
+                                      "bytes": base64.b64encode(planted(host_size=KEYED_HOST_SIZE)).decode()}}]}
 
 
-# -short (the recovery's walk ends inside the host, the reput's slice ends there) with the full suite only
-SCENARIOS = {line: bh.bounded(scs, ("-planted-short-crash",)) for line, scs in _scenarios().items()}
-NAMES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs]
+# -short (the recovery's walk ends inside the host, the reput's slice ends there) and -keyed (refused) with the full
+# suite only
+SCENARIOS = {line: bh.bounded(scs, ("-planted-short-crash", "-planted-keyed-crash"))
+             for line, scs in _scenarios().items()}
+NAMES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
+         if "-keyed-" not in sc["name"]]
+KEYED = bh.params_or_skip([sc["name"] for scs in SCENARIOS.values() for sc in scs if "-keyed-" in sc["name"]],
+                          "the planted message with a key: PIPELINES_FULL_SUITE=1")
 _RUNS: dict[str, dict] = {}
 STORES = bh.Stores(SCENARIOS, "store(s), each restarted after a crash", threads=1)
 
@@ -148,3 +168,25 @@ def test_verify_predicts_the_second_reput_over_the_host(runs, name: str) -> None
     assert p["recovery_cut"] == r["written"]["maxPhyOffset"], p
     assert p["units_dispatched_again"] == len(_queued_offsets(d)) and p["units_truncated"] == 0, p
     assert p["index_keys_put_again"] == len(_key_offsets(d)), p
+
+
+@pytest.mark.parametrize("name", KEYED)
+def test_a_planted_message_with_a_key_is_refused(runs, name: str) -> None:
+    """-keyed: the planted message carries the host's key (its physicalOffset field the host's offset).  The broker's
+    recovery indexed it, and its reput, skipping every record below that offset (``IndexService.buildIndex``:
+    the last index file's ``endPhyOffset``), indexed the host alone: the index holds the key twice at the host's
+    offset, no other record's; the reput queued every record, the host too.  That is the case left refused:
+    ``rebuild --as-restart`` and ``verify`` say so in one line and exit 2."""
+    r = runs[name]
+    d, w = Path(r["scenario"]["dir"]), r["written"]
+    recs = _records(d)
+    host = recs[-1]
+    assert host["size"] == KEYED_HOST_SIZE, f"the host record is {host['size']} bytes: set KEYED_HOST_SIZE"
+    assert w["plantedAt"] == w["checkpointLogicsPhysicalOffset"] == host["offset"] + ADD, w
+    assert w["maxPhyOffset"] == host["offset"] + host["size"], (w, host)
+    assert _queued_offsets(d) == [x["offset"] for x in recs]
+    assert _key_offsets(d).tolist() == [host["offset"]] * 2, "the broker indexed other records"
+    for what in ("rebuild", "verify"):
+        run = r[what]
+        errors = [ln for ln in run["stderr"].splitlines() if ln.startswith("error:")]
+        assert run["code"] == 2 and len(errors) == 1 and "put index keys" in errors[0], (what, run["stderr"][-2000:])
