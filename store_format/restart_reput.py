@@ -8,7 +8,8 @@ offset 0; ``index_from``: a start before the first record recovery dispatched, w
 below it and indexes them only where recovery indexed none; :func:`unindex_below` takes their keys out of a walk).
 Checked against the 4.9.8 and 5.5.1 brokers' restarts (tests/test_restart_layouts_broker.py,
 tests/test_rocksdb_restart_broker.py, tests/test_restart_reput_before_recovery_broker.py, a 5.5.1 accelerated
-recovery cut inside a record: tests/test_restart_accelerated_inside_broker.py).
+recovery cut inside a record: tests/test_restart_accelerated_inside_broker.py, one that accepted a message planted
+inside a record: tests/test_restart_accelerated_planted_broker.py).
 :func:`reput_records_from` counts what the reput's walk finds after the cut, the records a restart discards.
 """
 from __future__ import annotations
@@ -143,9 +144,15 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     master moves ``reputFromOffset`` to the slice's end, the cut, where ``getReputEndOffset``, the commitlog's
     max offset, stops it), that record neither queued nor indexed (:func:`reput_data_end`); a record of a bad
     magic code before the cut ends that slice there the same way.  5.3.3 and 4.9.8 have no accelerated recovery
-    (their walks begin at a file's start).  Refused only where the walk accepted records from an accelerated start
-    the parse from the segment's start does not arrive at on a record (``start_on_record()`` False,
-    :func:`walk_reaches`): the reput then parses other records than the recovery did from there.
+    (their walks begin at a file's start).  A walk that accepted records from an accelerated start the parse from
+    the segment's start does not arrive at on a record (``start_on_record()`` False, :func:`walk_reaches`: bytes
+    inside a record that form well-formed ones) parses other records than the reput does from there; where that
+    reput starts below it the walk queued nothing (a queued record's end would be the start), and where it put no
+    key either its dispatch left nothing the reput reads: the restart's files are that reput's alone, a plain walk
+    from the min offset over a commitlog cut at ``process_offset`` (the record crossing the cut, if any, ends it as
+    above; checked on 5.5.1 with a prepared message planted in a record's body, the cut at that record's end or
+    inside it).  Refused where that walk put keys (they precede the reput's in the index, for records the reput
+    never parses) or on a RocksDB consume queue store (its reput starts at the min offset whatever the walk queued).
     """
     if config.is_5x and not config.recheckReputOffsetFromCq:
         return None
@@ -154,13 +161,14 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     reput = max(queues, min_offset, 0)
     why = "recheckReputOffsetFromCq=true: " if config.is_5x else ""
     if reput < checked_from and segment_base < checked_from < process_offset and start_on_record is not None \
-            and not start_on_record():
+            and (config.rocksdb_cq or accepted.last_indexed >= 0) and not start_on_record():
         raise UnsupportedConfigError(
             f"{why}after the abnormal recovery with enableAcceleratedRecovery=true (which accepted records from "
             f"offset {checked_from}, inside its segment at {segment_base}, up to {process_offset}) "
             f"DefaultMessageStore.start walks the commitlog again from {reput}, parsing that segment from its start, "
-            f"which reaches no record at {checked_from}: what it reads across that offset is not reproduced; "
-            "let the broker recover")
+            f"which reaches no record at {checked_from}, over a recovery that "
+            + ("dispatched to a RocksDB consume queue" if config.rocksdb_cq else "put index keys")
+            + " from there: what the reput adds to it is not reproduced; let the broker recover")
     indexed = accepted.last_indexed if accepted.last_indexed > dispatch_above else -1
     offset_zero = config.rocksdb_cq and dispatch_above >= 0 and reput == 0
     return SecondReput(reput, reindex=indexed if config.writes_index_files and indexed >= reput else -1,
@@ -200,13 +208,15 @@ def reput_data_end(store: StoreLocation, config: BrokerConfig, plan: _Cut, windo
     below a recovery that accepted no record (a 5.5.1 ``enableAcceleratedRecovery`` walk whose first check failed
     at once) meets that cut inside a record, the start of that record (or of an earlier one its parse of the cut's
     segment from its start cannot read): ``CommitLog.getData`` hands out the segment up to the cut, the record
-    crossing it reads past the slice (``checkMessageAndReturnSize``: -1) and the reput ends there.  A reference
-    rebuild of the whole segment holds that record; the broker's restart does not."""
+    crossing it reads past the slice (``checkMessageAndReturnSize``: -1) and the reput ends there.  So too after
+    a walk that accepted records from inside that segment (the cut's, its start not the segment's), whose records
+    the reput's parse from the segment's start need not meet: the cut may lie inside one of the reput's.  A
+    reference rebuild of the whole segment holds that record; the broker's restart does not."""
     cut = plan.process_offset
-    if not (0 <= plan.restart_reput_from < plan.dispatch_from == cut) or store.segment_at(cut) is None:
-        return cut
     seg = store.segment_at(cut)
-    assert seg is not None
+    if not 0 <= plan.restart_reput_from < plan.dispatch_from <= cut or seg is None \
+            or plan.dispatch_from <= seg.base < cut:   # a walk that began before this segment meets its records
+        return cut
     end = cut - seg.base
     if end <= 0:
         return cut

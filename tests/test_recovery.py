@@ -353,6 +353,15 @@ def test_rocksdb_consume_queue_recovery_starts_at_offset_zero(written: Written, 
         cut = start_reput_check(accelerated, 0, written.bases[3] + 8, written.bases[3] + 8, Accepted(), abnormal=True,
                                 segment_base=written.bases[3], start_on_record=lambda: False)   # ... which took none:
         assert cut is not None and (cut.reput, cut.index_from) == (0, -1)   # the reput up to the cut, not refused
+        files_accel = dataclasses.replace(files, brokerVersion=version, recheckReputOffsetFromCq=True,
+                                          enableAcceleratedRecovery=True)
+        took = start_reput_check(files_accel, 0, written.bases[3] + 8, written.end, Accepted(), abnormal=True,
+                                 segment_base=written.bases[3], start_on_record=lambda: False)   # took records there,
+        assert took is not None and (took.reput, took.index_from) == (0, -1)   # no key: the reput's walk alone
+        with pytest.raises(UnsupportedConfigError, match="enableAcceleratedRecovery"):   # keys put: refused
+            start_reput_check(files_accel, 0, written.bases[3] + 8, written.end,
+                              Accepted(last_indexed=written.bases[3] + 8), abnormal=True,
+                              segment_base=written.bases[3], start_on_record=lambda: False)
         files_recheck = dataclasses.replace(files, brokerVersion=version, recheckReputOffsetFromCq=True)
         second = start_reput_check(files_recheck, 0, written.bases[3], written.end, Accepted(), abnormal=True)
         assert second is not None and (second.reput, second.index_from) == (0, -1)   # recovery queued, indexed nothing
