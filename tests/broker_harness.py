@@ -253,6 +253,7 @@ def _write(stores: Stores, work: Path) -> tuple[dict[str, dict], float]:
 # before them fill
 _BEFOREHAND: dict[str, Future] = {}
 _PREWRITER: ThreadPoolExecutor | None = None
+_PREWRITTEN = {"sets": 0, "taken": 0, "waited": 0.0}   # for the run's summary line (prewrite_summary)
 
 
 def prewrite(sets: list[tuple[Stores, Path]]) -> None:
@@ -262,13 +263,24 @@ def prewrite(sets: list[tuple[Stores, Path]]) -> None:
     if _PREWRITER is None:
         _PREWRITER = ThreadPoolExecutor(1, thread_name_prefix="broker-prewrite")
     for stores, work in sets:
-        _BEFOREHAND.setdefault(stores.key(), _PREWRITER.submit(_write, stores, work))
+        if stores.key() not in _BEFOREHAND:
+            _BEFOREHAND[stores.key()] = _PREWRITER.submit(_write, stores, work)
+            _PREWRITTEN["sets"] += 1
 
 
 def stop_prewriting() -> None:
     """Drops the sets not begun and waits for the one being written (the end of the session)."""
     if _PREWRITER is not None:
         _PREWRITER.shutdown(wait=True, cancel_futures=True)
+
+
+def prewrite_summary() -> str:
+    """How the background writing served the run: sets begun, taken by a test (and the seconds tests waited for
+    them), the rest written for nothing (their modules' tests skipped) or written again by the test itself."""
+    if not _PREWRITTEN["sets"]:
+        return ""
+    return (f"broker stores written beforehand: {_PREWRITTEN['taken']} of {_PREWRITTEN['sets']} sets taken, "
+            f"tests waited {_PREWRITTEN['waited']:.0f} s for them")
 
 
 def write_lines(request, stores: Stores, work: Path) -> dict[str, dict]:  # noqa: ANN001
@@ -283,6 +295,8 @@ def write_lines(request, stores: Stores, work: Path) -> dict[str, dict]:  # noqa
         request.getfixturevalue("spark")
         with contextlib.suppress(Exception):   # failed in the background: written again here, saying why
             runs, took = beforehand.result()
+            _PREWRITTEN["taken"] += 1
+            _PREWRITTEN["waited"] += time.monotonic() - waited
             n = sum(map(len, stores.scenarios.values()))
             print(f"\nthe broker wrote {n} {stores.what} in {took:.1f} s beforehand (waited "
                   f"{time.monotonic() - waited:.1f} s)")
