@@ -300,6 +300,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     ``parsed_then`` at or above the ``endPhyOffset`` they left (:func:`predict_index`), instead of
     ``reindex_from``'s; ``walk_end``: where the recovery's walk ended early (its keys are those below it).
     ``walk_from``: with ``parsed_keys``, where the walk's keys begin (a reput from before it: its own records after).
+    With ``abnormal_from``, ``parsed_keys`` are those of a 5.5.1 accelerated walk from inside a record
+    (``RecoveryPlan.walk_keys``; ``walk_end`` its start: the rebuild holds none of its records).
     ``ext_parsed``: per ext queue, the ext units ``putMessagePositionInfoWrapper`` puts for those parsed messages'
     own units (:attr:`store_format.dledger_inside_state.Placed.ext_put`; no rebuilt queue holds their units), added
     to its ext units appended (a queue no file of the store or the rebuild holds, one those messages alone go to: a
@@ -465,6 +467,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         then = again if second_reput else p.reput_from if not is5 and p.reput_from < commitlog_end else None
         predict_index(p, abnormal_from, config=config, store_index=store_index, expected_index=expected_index,
                       checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown, end=commitlog_end,
+                      parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end,
                       second_reput_from=then, second_reput_note=None if second_reput else (
                           f"4.9.x DefaultMessageStore.start: the reput walks again from {then} (the queues' max "
                           "physical offset after the recovery), indexing the last indexed record a second time "
@@ -530,7 +533,9 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
         keys += taken
         if parsed_then is not None:
             keys += _keys_in(expected_index, config, max(parsed_then, end_phy), end, skip, end_phy)[0]
-        p.notes.append(f"the start's reput, set inside an entry, parses messages there whose {len(parsed_keys)} index "
+        p.notes.append(("the start's reput, set inside an entry, parses messages there" if first != walk_end else
+                        "the recovery's walk from inside a record (enableAcceleratedRecovery) parsed messages")
+                       + f" whose {len(parsed_keys)} index "
                        f"key(s) buildIndex takes {taken} of (at their PHYSICALOFFSET fields, not below endPhyOffset)"
                        + (f", then walks on from {parsed_then}, indexing the records at or above both that and "
                           f"endPhyOffset ({end_phy})" if parsed_then is not None else ""))
