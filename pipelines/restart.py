@@ -375,7 +375,8 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
     store: the record at commitlog offset 0 is dispatched where the recovery dispatches every record it
     accepts (abnormal), else read only (``RecoveryPlan.dispatch_above``); where the start's second reput begins
     before the recovery's first record (a 5.5.1 RocksDB store of more files than ``commitLogRecoverMaxNum``), from
-    that reput's start, the keys of the records below the recovery's left out (``Segment.index_from``).  DLedger stores:
+    that reput's start, the keys of the records below the recovery's left out (``Segment.index_from``), after the
+    recovery's own walk where it began inside a record and put keys (``RecoveryPlan.walk_first``).  DLedger stores:
     :func:`dledger_restart`; a store converted in place with no DLedger data file yet
     (``StoreLocation.dledger_pending``) is recovered as an ordinary one.  A RocksDB consume queue over a DLedger
     commitlog: :func:`rocksdb_dledger_restart` (with no DLedger data file yet: the ordinary RocksDB restart of the old
@@ -415,15 +416,31 @@ def as_restart(st: StoreLocation, config: BrokerConfig, progress) -> tuple[Store
                                         index_from=plan.index_from if seg.base < plan.index_from else -1))
     if not kept:
         raise StoreError(f"{st.uri}: a restart keeps no commitlog data (recovery cut at {plan.process_offset})")
+    if plan.walk_first >= 0:
+        kept = _walk_then_reput(st, plan, kept)
     if plan.restart_reput_from >= 0:
         progress.emit(f"[rebuild] as a restart: the second reput (DefaultMessageStore.start) walks again from "
                       f"{plan.restart_reput_from}" + (f" and indexes the record at {plan.reindex} again"
                                                        if plan.reindex >= 0 else "")
                       + (f", queueing the records below the recovery's first ({plan.dispatch_from})"
                          + (f", none indexed below {plan.index_from}" if plan.index_from >= 0 else ", indexing them")
-                         if before else ""))
+                         if before else "")
+                      + (f", after the keys the recovery's walk from {plan.walk_first} put"
+                         if plan.walk_first >= 0 else ""))
     return StoreLocation(st.uri, st.fs, st.root, kept, batch_topics=st.batch_topics, reindex=plan.reindex), \
         Restart(plan)
+
+
+def _walk_then_reput(st: StoreLocation, plan: RecoveryPlan, reput: list[Segment]) -> list[Segment]:
+    """``RecoveryPlan.walk_first``: the 5.5.1 accelerated recovery's walk from inside a record up to the cut, read
+    first (its records queue nothing, their keys go first in the index, at their physicalOffset fields), the reading
+    then going on at the second reput's start (``Segment.resume``) over ``reput``, that reput's segments."""
+    walk = [dataclasses.replace(seg, start=max(plan.walk_first - seg.base, 0), index_from=-1,
+                                readable=plan.process_offset - seg.base if seg.base <= plan.process_offset < seg.end
+                                else -1)
+            for seg in st.segments if seg.end > plan.walk_first and seg.base < plan.process_offset]
+    walk[-1] = dataclasses.replace(walk[-1], resume=plan.restart_reput_from)
+    return [dataclasses.replace(seg, index=i) for i, seg in enumerate(walk + reput)]
 
 
 def _held_queue_files(st: StoreLocation) -> list[str]:

@@ -170,6 +170,8 @@ class RecoveryPlan:
             recovery read only; ``index_offset_zero``: its keys too (no other record put a key).
         index_from: that reput starts before ``dispatch_from`` and queues the records below it, but indexes
             none below this offset (-1: it indexes them all, or it starts at or after ``dispatch_from``).
+        walk_first: the walk from this offset, inside a record that reput reads whole, put keys that precede the
+            reput's in the index (``SecondReput.walk_first``; -1: none such), ``walk_keys`` the offsets of its keys.
     """
     mode: str
     process_offset: int
@@ -189,6 +191,8 @@ class RecoveryPlan:
     rocksdb_offset_zero: bool = False
     index_offset_zero: bool = False
     index_from: int = -1
+    walk_first: int = -1
+    walk_keys: tuple[int, ...] = ()
 
     @property
     def deleted_segments(self) -> int:
@@ -539,7 +543,7 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     checked_from = segs[first].base
     start_pos = _accelerated_start(segs[first], stores.dispatch_from(
         cp.logics_physical_offset if not config.rocksdb_cq else max_phy)) if accelerated else 0
-    accepted = Accepted()
+    accepted = Accepted(key_offsets=[] if start_pos > 0 and not config.rocksdb_cq else None)   # walk_first's keys
     stop = _recovery_walk(store, first, config, check_crc=crc, window=window, accepted=accepted, start_pos=start_pos,
                           offset_check=config.brokerVersion == "5.5" and abnormal
                           and config.checkCommitLogOffsetOnRecover)
@@ -562,7 +566,9 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         dispatch_above=dispatch_above, reindex=second.reindex if second is not None else -1,
         rocksdb_offset_zero=second is not None and second.rocksdb_offset_zero,
         index_offset_zero=second is not None and second.index_offset_zero,
-        index_from=second.index_from if second is not None else -1)
+        index_from=second.index_from if second is not None else -1,
+        walk_first=second.walk_first if second is not None else -1,
+        walk_keys=accepted.walk_keys() if second is not None and second.walk_first >= 0 else ())
     log.info("%s", plan.render())
     return plan
 

@@ -46,11 +46,13 @@ class Accepted:
     """What the records recovery accepted leave behind for ``DefaultMessageStore.start``: the last record
     put into a consume queue (``cq_start``, ``cq_end``: its offset and ``offset + size``; -1: none) and its
     topic, and the last index file's ``endPhyOffset`` (``last_indexed``: the offset of the last record whose
-    keys ``IndexService.buildIndex`` put; -1: none)."""
+    keys ``IndexService.buildIndex`` put; -1: none).  ``key_offsets`` (None: not kept): the offset of each key the
+    records put, in put order (each record's physicalOffset field once per key), for :attr:`SecondReput.walk_first`."""
     cq_start: int = -1
     cq_end: int = -1
     cq_topic: str = ""
     last_indexed: int = -1
+    key_offsets: list[np.ndarray] | None = None
 
     def add(self, res: cl.WalkResult, n: int) -> None:
         """The first ``n`` records of a recovery walk's result ``res`` (walked with their text)."""
@@ -66,6 +68,12 @@ class Accepted:
         keyed = np.nonzero(((rec[:, cl.R_FLAGS] & cl.F_INDEX) != 0) & (rec[:, cl.R_KEY_COUNT] > 0))[0]
         if len(keyed):
             self.last_indexed = int(rec[keyed[-1], cl.R_PHYS])
+            if self.key_offsets is not None:
+                self.key_offsets.append(np.repeat(rec[keyed, cl.R_PHYS], rec[keyed, cl.R_KEY_COUNT]))
+
+    def walk_keys(self) -> tuple[int, ...]:
+        """``key_offsets`` as one tuple (empty where not kept)."""
+        return tuple(int(o) for a in self.key_offsets or [] for o in a.tolist())
 
     def max_physic_offset(self, batch_topics: frozenset[str]) -> int:
         """The largest ``getMaxPhysicOffset`` over the queues recovery filled: ``ConsumeQueue``'s is the end
@@ -83,12 +91,15 @@ class SecondReput:
     commitlog offset 0, which the normal recovery read but did not dispatch, now dispatched (its units;
     its keys only when ``index_offset_zero``: no record recovery dispatched had put a key).  ``index_from``: a
     reput that starts before the first record recovery dispatched (``dispatch_from``) queues the records below
-    it, but puts no key of a record below this offset (-1: every record's keys, recovery having put none)."""
+    it, but puts no key of a record below this offset (-1: every record's keys, recovery having put none).
+    ``walk_first``: the recovery's walk from this offset (inside a record the reput reads whole) to the cut put keys
+    the reput's keys follow in the index (-1: none such)."""
     reput: int
     reindex: int = -1
     rocksdb_offset_zero: bool = False
     index_offset_zero: bool = False
     index_from: int = -1
+    walk_first: int = -1
 
 
 def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, process_offset: int,
@@ -151,8 +162,13 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     key either its dispatch left nothing the reput reads: the restart's files are that reput's alone, a plain walk
     from the min offset over a commitlog cut at ``process_offset`` (the record crossing the cut, if any, ends it as
     above; checked on 5.5.1 with a prepared message planted in a record's body, the cut at that record's end or
-    inside it).  Refused where that walk put keys (they precede the reput's in the index, for records the reput
-    never parses) or on a RocksDB consume queue store (its reput starts at the min offset whatever the walk queued).
+    inside it).  Where that walk put keys, they come first in the index (``SecondReput.walk_first``), each at its
+    record's physicalOffset field (``DispatchRequest.getCommitLogOffset``, what ``checkMessageAndReturnSize`` read),
+    the last of them the index file's ``endPhyOffset``: the reput's walk from the min offset then puts the keys of
+    its records at or above that value only (``index_from``), none reindexed apart (checked on 5.5.1: a planted
+    message whose field holds its host's offset and shares the host's key: the key twice at that offset, no other
+    record's).  Refused on a RocksDB consume queue store (its reput starts at the min offset whatever the walk
+    queued).
     """
     if config.is_5x and not config.recheckReputOffsetFromCq:
         return None
@@ -162,13 +178,14 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     why = "recheckReputOffsetFromCq=true: " if config.is_5x else ""
     if reput < checked_from and segment_base < checked_from < process_offset and start_on_record is not None \
             and (config.rocksdb_cq or accepted.last_indexed >= 0) and not start_on_record():
+        if not config.rocksdb_cq:   # the walk's keys first, then the reput's from the last of them on
+            return SecondReput(reput, index_from=accepted.last_indexed, walk_first=checked_from)
         raise UnsupportedConfigError(
             f"{why}after the abnormal recovery with enableAcceleratedRecovery=true (which accepted records from "
             f"offset {checked_from}, inside its segment at {segment_base}, up to {process_offset}) "
             f"DefaultMessageStore.start walks the commitlog again from {reput}, parsing that segment from its start, "
-            f"which reaches no record at {checked_from}, over a recovery that "
-            + ("dispatched to a RocksDB consume queue" if config.rocksdb_cq else "put index keys")
-            + " from there: what the reput adds to it is not reproduced; let the broker recover")
+            f"which reaches no record at {checked_from}, over a recovery that dispatched to a RocksDB consume queue "
+            "from there: what the reput adds to it is not reproduced; let the broker recover")
     indexed = accepted.last_indexed if accepted.last_indexed > dispatch_above else -1
     offset_zero = config.rocksdb_cq and dispatch_above >= 0 and reput == 0
     return SecondReput(reput, reindex=indexed if config.writes_index_files and indexed >= reput else -1,

@@ -358,10 +358,11 @@ def test_rocksdb_consume_queue_recovery_starts_at_offset_zero(written: Written, 
         took = start_reput_check(files_accel, 0, written.bases[3] + 8, written.end, Accepted(), abnormal=True,
                                  segment_base=written.bases[3], start_on_record=lambda: False)   # took records there,
         assert took is not None and (took.reput, took.index_from) == (0, -1)   # no key: the reput's walk alone
-        with pytest.raises(UnsupportedConfigError, match="enableAcceleratedRecovery"):   # keys put: refused
-            start_reput_check(files_accel, 0, written.bases[3] + 8, written.end,
-                              Accepted(last_indexed=written.bases[3] + 8), abnormal=True,
-                              segment_base=written.bases[3], start_on_record=lambda: False)
+        keyed = start_reput_check(files_accel, 0, written.bases[3] + 8, written.end,   # keys put (the last one at
+                                  Accepted(last_indexed=written.bases[3]), abnormal=True,   # its physicalOffset field)
+                                  segment_base=written.bases[3], start_on_record=lambda: False)
+        assert keyed is not None and (keyed.reput, keyed.index_from, keyed.walk_first, keyed.reindex) == (
+            0, written.bases[3], written.bases[3] + 8, -1)   # the walk's keys first, then the reput's from that field
         files_recheck = dataclasses.replace(files, brokerVersion=version, recheckReputOffsetFromCq=True)
         second = start_reput_check(files_recheck, 0, written.bases[3], written.end, Accepted(), abnormal=True)
         assert second is not None and (second.reput, second.index_from) == (0, -1)   # recovery queued, indexed nothing

@@ -304,6 +304,8 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
     ``old_runs``: with ``parsed_keys``, a reput from a converted store's old files whose check refuses records there
     and parses messages 48 bytes further (:attr:`store_format.dledger_crash.DLedgerCrash.old_parsed_runs`): the last
     of ``parsed_keys`` are theirs, put in reput order among the old records' (:func:`predict_index`).
+    With ``abnormal_from``, ``parsed_keys`` are those of a 5.5.1 accelerated walk from inside a record
+    (``RecoveryPlan.walk_keys``; ``walk_end`` its start: the rebuild holds none of its records).
     ``ext_parsed``: per ext queue, the ext units ``putMessagePositionInfoWrapper`` puts for those parsed messages'
     own units (:attr:`store_format.dledger_inside_state.Placed.ext_put`; no rebuilt queue holds their units), added
     to its ext units appended (a queue no file of the store or the rebuild holds, one those messages alone go to: a
@@ -469,6 +471,7 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         then = again if second_reput else p.reput_from if not is5 and p.reput_from < commitlog_end else None
         predict_index(p, abnormal_from, config=config, store_index=store_index, expected_index=expected_index,
                       checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean_shutdown, end=commitlog_end,
+                      parsed_keys=parsed_keys, parsed_then=parsed_then, walk_end=walk_end,
                       second_reput_from=then, second_reput_note=None if second_reput else (
                           f"4.9.x DefaultMessageStore.start: the reput walks again from {then} (the queues' max "
                           "physical offset after the recovery), indexing the last indexed record a second time "
@@ -544,9 +547,11 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
             keys, taken, at, parsed_then = keys + more + more_parsed, taken + more_parsed, at + n, then
         if parsed_then is not None:
             keys += _keys_in(expected_index, config, max(parsed_then, end_phy), end, skip, end_phy)[0]
-        where = " parses messages 48 bytes past records it refuses in the old commitlog files (in reput order among " \
-            "theirs)" if old_runs else ", set inside an entry, parses messages there"
-        p.notes.append(f"the start's reput{where} whose {len(parsed_keys)} index "
+        what = ("the start's reput parses messages 48 bytes past records it refuses in the old commitlog files (in "
+                "reput order among theirs)" if old_runs else "the start's reput, set inside an entry, parses messages"
+                " there" if first != walk_end else "the recovery's walk from inside a record "
+                "(enableAcceleratedRecovery) parsed messages")
+        p.notes.append(f"{what} whose {len(parsed_keys)} index "
                        f"key(s) buildIndex takes {taken} of (at their PHYSICALOFFSET fields, not below endPhyOffset)"
                        + (f", then walks on from {parsed_then}, indexing the records at or above both that and "
                           f"endPhyOffset ({end_phy})" if parsed_then is not None else ""))
