@@ -33,14 +33,17 @@ _BEFORE_CUT = [f"{ln}-dledger-abort-before-cut{k}-layouts" for ln in LINES if ln
 def test_verify_counts_the_ext_units_orphaned_when_the_rebuild_ends_before_the_walks_data_file(name, tmp_path,
                                                                                                monkeypatch):
     """The broker: DLedger's committed position (where verify's rebuild stops) lies before the walk's data file,
-    which lies before the cut's processOffset, and T0/0's ext files hold units no unit below its write position
-    points at. verify's ext units orphaned, per queue and in total, are the broker's, with no "not predicted" note."""
+    which lies before the cut's processOffset, the store it restarted held no queue, and T0/0's ext files hold units
+    no unit below its write position points at. verify's ext units appended and orphaned, per queue and in total,
+    are the broker's (-emptied: T7's orphaned figure refused in one line)."""
     bh.skip_without_tools()
     line = name.split("-", 1)[0]
     _r, w, src = _written(name)
     walk_file = int(sorted((src / "before" / "dledger-n0" / "data").iterdir())[-1].name)
     committed = _committed_pos(src / "before")
     assert committed < walk_file < int(w["truncateDirtyLogicFilesAt"]), (committed, walk_file, w)
+    # the store the restart found holds no queue: every unit of the walk appended (the restart rebuilt them)
+    assert not (src / "before" / "consumequeue").exists(), name
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
     assert crash.cut is not None and crash.walk_end < 0 and crash.reput_from < crash.start_offset, crash
     figures = ext_figures_as_the_broker(p, w, src)
@@ -63,11 +66,14 @@ def _crash(start_offset: int, skip: int = 0, lost: dict | None = None, reset: tu
 
 def test_ext_reput_puts_gives_the_walks_units_when_the_rebuild_ends_before_the_walks_data_file():
     """A rebuild ending at or before the walk's data file: the walk's own units (``before``), each pointing at an
-    ext unit; inside that file, a unit of the queue lost, parsed messages' units, or a queue the cut left no file:
-    not predicted (one line)."""
+    ext unit; inside that file, a unit of the queue lost, parsed messages' units, a queue the cut left no file, or
+    one the store held units of before the walk: not predicted (one line)."""
     assert ext_reput_puts(_crash(600), 500) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
     assert ext_reput_puts(_crash(600), 600) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
     for crash in (_crash(400), _crash(600, skip=1), _crash(600, lost={("T0", 0): np.array([700])}),
                   _crash(600, reset=(("T0", 0),))):
         back, why = ext_reput_puts(crash, 500)   # type: ignore[arg-type]
+        assert back == {} and "before the walk's processOffset 1000" in why["T0/0"] and "\n" not in why["T0/0"]
+    for crash in (_crash(600),):   # a queue the store held units of before the walk (the walk may drop some)
+        back, why = ext_reput_puts(crash, 500, frozenset({("T0", 0)}))   # type: ignore[arg-type]
         assert back == {} and "before the walk's processOffset 1000" in why["T0/0"] and "\n" not in why["T0/0"]

@@ -17,8 +17,9 @@ predicted (:func:`ext_reput_puts`' second answer, one line each).
 
 A rebuild that ends at or before the walk's data file (``-before-cut-layouts``: the reput from DLedger's committed
 position in an earlier file) lacks every unit the walk put; its queues' units there are all kept or, cut, put back
-(none lost) pointing at the reput's ext units, so the pointed ext units are the walk's own puts
-(``ExtAgain.before``), the reput's others dropped with their units: orphaned."""
+(none lost) pointing at the reput's ext units; for a queue the store held no unit of, the walk appended them all,
+so the pointed ext units are the walk's own puts (``ExtAgain.before``), the reput's others dropped with their units:
+orphaned."""
 from __future__ import annotations
 
 from store_format.consumequeue_recovery import EXT_MAX_ADDR
@@ -27,11 +28,13 @@ from store_format.dledger_crash import DLedgerCrash
 __all__ = ["ext_reput_puts"]
 
 
-def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int) -> tuple[dict[str, int], dict[str, str]]:
+def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: frozenset[tuple[str, int]] = frozenset()
+                   ) -> tuple[dict[str, int], dict[str, str]]:
     """Per ext queue (``topic/queueId``) the crash plan's reput walks (a cut after a walk to the log's end), the own
     units that reput puts back (``len(ExtAgain.positions)``), for a queue whose put-backs the plan places by
     position (a rebuild ending at or before the walk's data file: the walk's own puts, ``ExtAgain.before``, where no
-    message was parsed, no unit of the queue is lost and the cut left it a file); and the queues whose ext units
+    message was parsed, no unit of the queue is lost, the cut left it a file and the store held no unit of it before
+    the walk, ``held``: each unit the walk put appended); and the queues whose ext units
     orphaned are not predicted, with why: ``rebuilt_to`` (where verify's rebuild stops reading the log) before
     ``processOffset`` otherwise (units the walk appended and the cut keeps that the rebuild lacks), or a queue
     replayed whole (``Placed.whole``) or appended before the walk's data file (``before_placed``) with an own unit
@@ -61,8 +64,8 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int) -> tuple[dict[str, int]
         name, label = (a.topic, a.queue_id), f"{a.topic}/{a.queue_id}"
         if rebuilt_to < crash.process_offset:
             if rebuilt_to <= crash.start_offset and not a.skip and not len(cut.lost.get(name, ())) \
-                    and name not in set(cut.reset) | set(whole) | before:
-                # every own unit the walk put is kept or put back (none lost): one pointed ext unit each
+                    and name not in set(cut.reset) | set(whole) | before | held:
+                # every own unit the walk put appended, then kept or put back (none lost): one pointed ext unit each
                 back[label] = a.before
             else:
                 refused[label] = (f"the rebuild reads the log up to {rebuilt_to}, before the walk's processOffset "
