@@ -91,10 +91,10 @@ def test_verify_says_the_ext_units_orphaned_are_not_predicted_when_the_reput_wal
 def _crash(walk_end: int = -1, reput_from: int = 900, before: bool = False, **cut: object) -> types.SimpleNamespace:
     placed = types.SimpleNamespace(whole=(), units=())
     a = types.SimpleNamespace(topic="T0", queue_id=0, positions=np.array([40, 60]))
-    c = types.SimpleNamespace(inside_placed=placed, before_placed=placed, reset=(), inside_from=-1)
+    c = types.SimpleNamespace(inside_placed=placed, before_placed=placed, reset=(), inside_from=-1, lost={})
     c.__dict__.update({k: v for k, v in cut.items() if k != "cut"})
     return types.SimpleNamespace(cut=cut.get("cut", c), walk_end=walk_end, ext_again=(a,), process_offset=1000,
-                                 end=6000, reput_from=reput_from, before=before)
+                                 end=6000, reput_from=reput_from, before=before, start_offset=500)
 
 
 def test_ext_reput_puts_counts_the_plans_put_backs_or_says_the_figure_is_not_predicted():

@@ -13,7 +13,13 @@ rebuilt units; the reput's puts come from the crash plan (:class:`store_format.d
 plan gives them.  Where it does not, and a unit the rebuild lacks would point at an ext unit or an ext unit for a
 record the rebuild lacks would be put, or a queue the cut left with no file is written anew by a reput set inside an
 entry (``putMessagePositionInfo`` from an empty queue: the plan's positions are the cut's), the figure is not
-predicted (:func:`ext_reput_puts`' second answer, one line each)."""
+predicted (:func:`ext_reput_puts`' second answer, one line each).
+
+A rebuild that ends at or before the walk's data file (``-before-cut-layouts``: the reput from DLedger's committed
+position in an earlier file) lacks every unit the walk put; its queues' units there are all kept or, cut, put back
+(none lost) pointing at the reput's ext units; for a queue the store held no unit of, the walk appended them all,
+so the pointed ext units are the walk's own puts (``ExtAgain.before``), the reput's others dropped with their units:
+orphaned."""
 from __future__ import annotations
 
 from store_format.consumequeue_recovery import EXT_MAX_ADDR
@@ -22,14 +28,18 @@ from store_format.dledger_crash import DLedgerCrash
 __all__ = ["ext_reput_puts"]
 
 
-def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int) -> tuple[dict[str, int], dict[str, str]]:
+def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: frozenset[tuple[str, int]] = frozenset()
+                   ) -> tuple[dict[str, int], dict[str, str]]:
     """Per ext queue (``topic/queueId``) the crash plan's reput walks (a cut after a walk to the log's end), the own
     units that reput puts back (``len(ExtAgain.positions)``), for a queue whose put-backs the plan places by
-    position; and the queues whose ext units orphaned are not predicted, with why: ``rebuilt_to`` (where verify's
-    rebuild stops reading the log) before ``processOffset`` (units the walk appended and the cut keeps that the
-    rebuild lacks), or a queue replayed whole (``Placed.whole``) or appended before the walk's data file
-    (``before_placed``) with an own unit put for a record at or past ``rebuilt_to``, or one the 5.5.1 cut left with
-    no file (``QueueCut.reset``) that the reput set inside an entry writes anew before the walk's data file; with no
+    position (a rebuild ending at or before the walk's data file: the walk's own puts, ``ExtAgain.before``, where no
+    message was parsed, no unit of the queue is lost, the cut left it a file and the store held no unit of it before
+    the walk, ``held``: each unit the walk put appended); and the queues whose ext units
+    orphaned are not predicted, with why: ``rebuilt_to`` (where verify's rebuild stops reading the log) before
+    ``processOffset`` otherwise (units the walk appended and the cut keeps that the rebuild lacks), or a queue
+    replayed whole (``Placed.whole``) or appended before the walk's data file (``before_placed``) with an own unit
+    put for a record at or past ``rebuilt_to``, or one the 5.5.1 cut left with no file (``QueueCut.reset``) that the
+    reput set inside an entry writes anew before the walk's data file; with no
     cut or a walk ended early (the figures then come from the rebuilt units alone), every queue the reput walks when
     ``rebuilt_to`` lies before the walk's end and the reput walks the walk's records past it again or the cut takes
     units there (their ext units then orphaned: verify's count lacks them)."""
@@ -53,9 +63,14 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int) -> tuple[dict[str, int]
     for a in crash.ext_again:
         name, label = (a.topic, a.queue_id), f"{a.topic}/{a.queue_id}"
         if rebuilt_to < crash.process_offset:
-            refused[label] = (f"the rebuild reads the log up to {rebuilt_to}, before the walk's processOffset "
-                              f"{crash.process_offset}: the units the walk appends between them, which the cut "
-                              "keeps, are not read")
+            if rebuilt_to <= crash.start_offset and not a.skip and not len(cut.lost.get(name, ())) \
+                    and name not in set(cut.reset) | set(whole) | before | held:
+                # every own unit the walk put appended, then kept or put back (none lost): one pointed ext unit each
+                back[label] = a.before
+            else:
+                refused[label] = (f"the rebuild reads the log up to {rebuilt_to}, before the walk's processOffset "
+                                  f"{crash.process_offset}: the units the walk appends between them, which the cut "
+                                  "keeps, are not read")
         elif name in anew:
             refused[label] = ("the cut left it no file (max -1) and the start's reput, set inside an entry, writes it "
                               "anew (putMessagePositionInfo from empty: the earlier files' and the walk's records "
