@@ -514,6 +514,28 @@ def restart_checked(run: dict) -> None:
         run["rebuild"] = rebuild_as_restart(d, version)
 
 
+def restart_files_are_the_broker_s(run: dict, areas: tuple[str, ...] = ("consumequeue",)) -> None:
+    """Our ``rebuild --as-restart`` of a restarted scenario (``run["rebuild"]``) exited 0 and wrote the broker's
+    restart's files (``<dir>/expected``) into ``<dir>/ours`` byte for byte: each of ``areas`` (the same files, at
+    least one) and ``index/`` (the same number of files, at least one, in name order: named by creation time)."""
+    import pytest
+    reb = run["rebuild"]
+    if reb["code"] != 0:
+        why = [ln for ln in reb["stderr"].splitlines() if ln.startswith("error:")] or [reb["stderr"][-1000:]]
+        pytest.fail(f"rebuild --as-restart exited {reb['code']}: {' | '.join(why)}")
+    d = Path(run["scenario"]["dir"])
+    for area in areas:
+        exp, ours = d / "expected" / area, d / "ours" / area
+        names = sorted(str(p.relative_to(exp)) for p in exp.rglob("*") if p.is_file())
+        assert names and names == sorted(str(p.relative_to(ours)) for p in ours.rglob("*") if p.is_file()), area
+        for rel in names:
+            same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"{area}/{rel}")
+    exp_idx, our_idx = sorted((d / "expected" / "index").iterdir()), sorted((d / "ours" / "index").iterdir())
+    assert exp_idx and len(our_idx) == len(exp_idx), (len(exp_idx), len(our_idx))
+    for i, (e, o) in enumerate(zip(exp_idx, our_idx)):
+        same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+
+
 def restart_rebuilt_and_verified(run: dict) -> None:
     """A ``then`` step of :func:`written_once` for a restarted scenario: our ``rebuild --as-restart`` of ``before/``
     (``run["rebuild"]``) and our ``verify`` of it (``run["verify"]``, :func:`verify_json`)."""

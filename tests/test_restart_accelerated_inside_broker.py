@@ -116,21 +116,7 @@ def test_the_broker_cut_inside_a_record_and_queued_the_records_before_it(runs, n
 @pytest.mark.parametrize("name", NAMES)
 def test_as_restart_gives_the_broker_s_files(runs, name: str) -> None:
     """``consumequeue/`` and ``index/``: the broker's restart's files byte for byte."""
-    r = runs[name]
-    reb = r["rebuild"]
-    if reb["code"] != 0:
-        why = [ln for ln in reb["stderr"].splitlines() if ln.startswith("error:")] or [reb["stderr"][-1000:]]
-        pytest.fail(f"rebuild --as-restart exited {reb['code']}: {' | '.join(why)}")
-    d = Path(r["scenario"]["dir"])
-    exp, ours = d / "expected" / "consumequeue", d / "ours" / "consumequeue"
-    names = sorted(str(p.relative_to(exp)) for p in exp.rglob("*") if p.is_file())
-    assert names and names == sorted(str(p.relative_to(ours)) for p in ours.rglob("*") if p.is_file())
-    for rel in names:
-        bh.same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"consumequeue/{rel}")
-    exp_idx, our_idx = sorted((d / "expected" / "index").iterdir()), sorted((d / "ours" / "index").iterdir())
-    assert exp_idx and len(our_idx) == len(exp_idx)
-    for i, (e, o) in enumerate(zip(exp_idx, our_idx)):
-        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+    bh.restart_files_are_the_broker_s(runs[name])
 
 
 @pytest.mark.parametrize("name", NAMES)

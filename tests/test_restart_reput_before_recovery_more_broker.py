@@ -168,22 +168,8 @@ def test_the_broker_s_reput_started_below_its_recovery(runs, name: str) -> None:
 @pytest.mark.parametrize("name", MODELLED)
 def test_as_restart_gives_the_broker_s_files(runs, name: str) -> None:
     """``consumequeue/`` (and ``consumequeue_ext/``) and ``index/``: the broker's restart's files byte for byte."""
-    r = runs[name]
-    reb = r["rebuild"]
-    if reb["code"] != 0:
-        why = [ln for ln in reb["stderr"].splitlines() if ln.startswith("error:")] or [reb["stderr"][-1000:]]
-        pytest.fail(f"rebuild --as-restart exited {reb['code']}: {' | '.join(why)}")
-    d = Path(r["scenario"]["dir"])
-    for area in ("consumequeue", "consumequeue_ext") if "-ext-" in name else ("consumequeue",):
-        exp, ours = d / "expected" / area, d / "ours" / area
-        names = sorted(str(p.relative_to(exp)) for p in exp.rglob("*") if p.is_file())
-        assert names and names == sorted(str(p.relative_to(ours)) for p in ours.rglob("*") if p.is_file())
-        for rel in names:
-            bh.same_bytes((exp / rel).read_bytes(), (ours / rel).read_bytes(), f"{area}/{rel}")
-    exp_idx, our_idx = sorted((d / "expected" / "index").iterdir()), sorted((d / "ours" / "index").iterdir())
-    assert exp_idx and len(our_idx) == len(exp_idx)
-    for i, (e, o) in enumerate(zip(exp_idx, our_idx)):
-        bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+    ext = ("consumequeue_ext",) if "-ext-" in name else ()
+    bh.restart_files_are_the_broker_s(runs[name], ("consumequeue", *ext))
 
 
 @pytest.mark.parametrize("name", MODELLED)
