@@ -31,26 +31,19 @@ BROKER_LINE = bh.BROKER_VERSION_ARG
 # phy offset, size, tags code, store time, base offset, batch size, compact offset, reserved (big-endian)
 UNIT = struct.Struct(">qiqqqhii")
 assert UNIT.size == UNIT_SIZE
-_WRITTEN: dict[str, tuple[dict, dict]] = {}
+_WRITTEN: dict[str, dict] = {}   # scenario name -> its run (bh.write_lines)
 _REBUILT: dict[Path, tuple[int, str]] = {}
+STORES = bh.Stores({line: batchcq_scenarios(line) for line in LINES}, "batch consume queue store(s)", threads=2)
 
 
 @pytest.fixture
 def written(request, tmp_path_factory) -> tuple[dict, dict, Path]:
-    """(scenario, the writer's report, its folder); each line's scenarios written once, in one JVM."""
-    line, name = request.node.callspec.params["line"], request.node.callspec.params["name"]
-    if line not in _WRITTEN:
-        try:
-            bh.build()
-        except bh.HarnessUnavailable as e:
-            pytest.skip(f"broker harness not available: {e}")
-        work = tmp_path_factory.mktemp(f"batchcq-{line}")
-        scs = [{**sc, "dir": str(work / sc["name"])} for sc in batchcq_scenarios(line)]
-        reports = bh.write_stores(line, scs, work, threads=2)
-        _WRITTEN[line] = ({sc["name"]: sc for sc in scs}, reports)
-    scs, reports = _WRITTEN[line]
-    sc = scs[name]
-    report = reports.get(name, {"ok": False, "error": "no report"})
+    """(scenario, the writer's report, its folder); every line's scenarios written once (beforehand: STORES)."""
+    name = request.node.callspec.params["name"]
+    if not _WRITTEN:
+        _WRITTEN.update(bh.write_lines(request, STORES, tmp_path_factory.mktemp("batchcq")))
+    run = _WRITTEN[name]
+    sc, report = run["scenario"], run["written"]
     assert report.get("ok"), f"{name}: the broker's writer failed: {report.get('error')}"
     return sc, report, Path(sc["dir"])
 

@@ -45,31 +45,34 @@ def _scenarios(line: str) -> list[dict]:
     return [sc for sc in dledger_scenarios(line) if sc["name"].rsplit("-", 1)[-1] in WHATS]
 
 
-def _write_and_ask(line: str, work: Path) -> dict[str, dict]:
-    """One line's scenarios written by the broker, then the broker's answers on copies of them: name ->
-    ``{"scenario", "written", "answers" (queues, queries, commitlog), "back" (commitlog on the
-    moved-back checkpoint), "back_store"}``."""
-    scenarios = [{**sc, "dir": str(work / sc["name"])} for sc in _scenarios(line)]
-    written = bh.write_stores(line, scenarios, work, 300, len(scenarios))
+STORES = bh.Stores({line: _scenarios(line) for line in LINES}, "DLedger store(s) to dump")
+
+
+def _ask(line: str, written: dict[str, dict], work: Path) -> dict[str, dict]:
+    """The broker's answers on copies of one line's stores as it wrote them (``written``: :func:`bh.write_lines`'s):
+    name -> ``{"scenario", "written", "answers" (queues, queries, commitlog), "back" (commitlog on the moved-back
+    checkpoint), "back_store"}``."""
     out: dict[str, dict] = {}
     requests: list[dict] = []
-    for sc in scenarios:
-        w = written.get(sc["name"], {"ok": False, "error": "no report"})
-        out[sc["name"]] = {"scenario": sc, "written": w}
+    for name, run in written.items():
+        if run["line"] != line:
+            continue
+        sc, w = run["scenario"], run["written"]
+        out[name] = {"scenario": sc, "written": w}
         if not w.get("ok"):
             continue
         src = Path(sc["dir"])
         conf = bh.read_conf(src / "broker.conf")
-        whole = bh.broker_store(src, work / f"{sc['name']}-broker-copy")
-        back = bh.copy_store(src / "store", work / f"{sc['name']}-back")
+        whole = bh.broker_store(src, work / f"{name}-broker-copy")
+        back = bh.copy_store(src / "store", work / f"{name}-back")
         checkpoint = back / "dledger-n0" / "checkpoint"
         end = int(bh.read_conf(checkpoint)["endIndex"])
         checkpoint.write_text(f"committedIndex={end - COMMITTED_BACK}\nendIndex={end}\n")
-        out[sc["name"]]["back_store"] = back
+        out[name]["back_store"] = back
         requests.append({"store": whole, "config": conf, "queues": True, "commitlog": True,
-                         "queries": query_pairs(sc), "name": sc["name"], "what": "answers"})
-        requests.append({"store": bh.copy_store(back, work / f"{sc['name']}-back-broker-copy"), "config": conf,
-                         "commitlog": True, "name": sc["name"], "what": "back"})
+                         "queries": query_pairs(sc), "name": name, "what": "answers"})
+        requests.append({"store": bh.copy_store(back, work / f"{name}-back-broker-copy"), "config": conf,
+                         "commitlog": True, "name": name, "what": "back"})
     if requests:
         answers = bh.read_stores(line, [{k: v for k, v in r.items() if k not in ("name", "what")} for r in requests],
                                  work)
@@ -79,15 +82,13 @@ def _write_and_ask(line: str, work: Path) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory) -> dict[str, dict]:
-    """Every line's scenarios, written and asked once (a JVM per line, the lines in parallel)."""
-    try:
-        bh.build()
-    except bh.HarnessUnavailable as e:
-        pytest.skip(f"broker harness not available: {e}")
+def stores(request, tmp_path_factory) -> dict[str, dict]:
+    """Every line's scenarios, written (beforehand: :data:`STORES`) and asked once (a JVM per line, the lines in
+    parallel)."""
     work = tmp_path_factory.mktemp("dump-dledger")
+    written = bh.write_lines(request, STORES, work)
     with ThreadPoolExecutor(len(LINES)) as pool:
-        futures = [pool.submit(_write_and_ask, line, work) for line in LINES]
+        futures = [pool.submit(_ask, line, written, work) for line in LINES]
         runs: dict[str, dict] = {}
         for f in futures:
             runs.update(f.result())
