@@ -113,6 +113,20 @@ def test_the_broker_cut_inside_a_record_and_queued_the_records_before_it(runs, n
     assert sorted(set(_key_offsets(d).tolist())) == before
 
 
+def _second_reput_predicted(r: dict) -> None:
+    """``verify``'s report on ``<dir>/before`` (``r["verify"]``) predicts the broker's restart with no note: its cut
+    (the writer's ``maxPhyOffset``), every unit of its queues dispatched again, none truncated, every key of its
+    index put again."""
+    report = r["verify"]["report"]
+    assert report is not None, r["verify"]["stderr"]
+    p = report["restart"]
+    assert p is not None and not report["restart_note"], report.get("restart_note")
+    d = Path(r["scenario"]["dir"])
+    assert p["recovery_cut"] == r["written"]["maxPhyOffset"], p
+    assert p["units_dispatched_again"] == len(_queued_offsets(d)) and p["units_truncated"] == 0, p
+    assert p["index_keys_put_again"] == len(_key_offsets(d)), p
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_as_restart_gives_the_broker_s_files(runs, name: str) -> None:
     """``consumequeue/`` and ``index/``: the broker's restart's files byte for byte."""
@@ -123,12 +137,4 @@ def test_as_restart_gives_the_broker_s_files(runs, name: str) -> None:
 def test_verify_predicts_the_second_reput_up_to_the_cut(runs, name: str) -> None:
     """``verify`` on ``<dir>/before``: the broker's cut, and what the second reput from the commitlog's min offset
     writes up to it: every unit of the broker's queues, every key of its index."""
-    r = runs[name]
-    report = r["verify"]["report"]
-    assert report is not None, r["verify"]["stderr"]
-    p = report["restart"]
-    assert p is not None and not report["restart_note"], report.get("restart_note")
-    d = Path(r["scenario"]["dir"])
-    assert p["recovery_cut"] == r["written"]["maxPhyOffset"], p
-    assert p["units_dispatched_again"] == len(_queued_offsets(d)) and p["units_truncated"] == 0, p
-    assert p["index_keys_put_again"] == len(_key_offsets(d)), p
+    _second_reput_predicted(runs[name])

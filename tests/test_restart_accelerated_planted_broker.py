@@ -37,7 +37,7 @@ import broker_harness as bh
 import pytest
 from broker_dledger_2gib import embedded_message
 from broker_layout_scenarios import Messages
-from test_restart_accelerated_inside_broker import _queued_offsets, _records
+from test_restart_accelerated_inside_broker import _queued_offsets, _records, _second_reput_predicted
 from test_restart_reput_before_recovery_more_broker import INDEX, SIZE, _key_offsets
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
@@ -144,15 +144,7 @@ def test_as_restart_gives_the_broker_s_files(runs, name: str) -> None:
 def test_verify_predicts_the_second_reput_over_the_host(runs, name: str) -> None:
     """``verify`` on ``<dir>/before``: the broker's cut, and what the second reput from the commitlog's min offset
     writes up to it: every unit of the broker's queues, every key of its index."""
-    r = runs[name]
-    report = r["verify"]["report"]
-    assert report is not None, r["verify"]["stderr"]
-    p = report["restart"]
-    assert p is not None and not report["restart_note"], report.get("restart_note")
-    d = Path(r["scenario"]["dir"])
-    assert p["recovery_cut"] == r["written"]["maxPhyOffset"], p
-    assert p["units_dispatched_again"] == len(_queued_offsets(d)) and p["units_truncated"] == 0, p
-    assert p["index_keys_put_again"] == len(_key_offsets(d)), p
+    _second_reput_predicted(runs[name])
 
 
 @pytest.mark.parametrize("name", KEYED)
