@@ -134,3 +134,28 @@ def as_restart_index_is_the_broker_s(run: dict) -> None:
     assert exp and len(ours) == len(exp)
     for i, (e, o) in enumerate(zip(exp, ours)):
         bh.same_bytes(e.read_bytes(), o.read_bytes(), f"index file #{i}")
+
+
+def _entry(e) -> tuple[int, int] | None:  # noqa: ANN001
+    return None if e is None else (int(e[0]), int(e[1]))
+
+
+def queues_as_predicted(before: dict, after: dict, listed: dict[str, dict]) -> None:
+    """Every queue of the database before and after the broker's restart (``parse_database``'s) as ``verify``
+    predicted it (``listed``: its report's queues by name): one it does not list unchanged; one it lists with the
+    max/min entries it predicts (or those of the race it names) and as many units above the max as it says truncated
+    there."""
+    for queue in sorted(set(before) | set(after)):
+        b, a = before.get(queue), after.get(queue)
+        got = (_entry(a.max), _entry(a.min)) if a is not None else (None, None)
+        q = listed.get(queue)
+        if q is None:
+            assert got == ((_entry(b.max), _entry(b.min)) if b is not None else (None, None)), \
+                f"{queue}: not listed by verify, but the broker changed its entries {got}"
+            continue
+        options = {(_entry(q["max_entry_after"]), _entry(q["min_entry_after"])): q["units_truncated"]}
+        if q["race_max_entry_after"] is not None or q["race_min_entry_after"] is not None:
+            options[(_entry(q["race_max_entry_after"]), _entry(q["race_min_entry_after"]))] = q["race_units_truncated"]
+        assert got in options, f"{queue}: the broker's max/min entries {got}, verify predicted {list(options)}"
+        above = int((a.cq > a.max[1]).sum()) if a is not None and a.max is not None else 0
+        assert above == options[got], f"{queue}: {above} unit(s) above the max, verify says {options[got]}"

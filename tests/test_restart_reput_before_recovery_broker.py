@@ -35,7 +35,7 @@ import broker_harness as bh
 import numpy as np
 import pytest
 from broker_reput_before_recovery_scenarios import RECOVER_MAX_NUM, reput_before_recovery_scenarios
-from broker_rocksdb_runs import as_restart_index_is_the_broker_s, database, same_databases
+from broker_rocksdb_runs import as_restart_index_is_the_broker_s, database, queues_as_predicted, same_databases
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -145,9 +145,6 @@ def test_as_restart_index_files_are_the_broker_s(restarted, name: str) -> None:
     as_restart_index_is_the_broker_s(restarted)
 
 
-def _pair(e) -> tuple[int, int] | None:  # noqa: ANN001
-    return None if e is None else (int(e[0]), int(e[1]))
-
 
 @pytest.mark.parametrize("name", KEPT)
 def test_verify_predicts_the_restart_on_the_kept_database(restarted, name: str) -> None:
@@ -170,19 +167,7 @@ def test_verify_predicts_the_restart_on_the_kept_database(restarted, name: str) 
     assert p["rocksdb_checkpoint_before"] == cp_before
     assert cp_after in (p["rocksdb_checkpoint_after"], p["race_checkpoint_after"]), (cp_after, p)
     listed = {q["queue"]: q for q in p["queues"]}
-    for queue in sorted(set(before) | set(after)):
-        b, a = before.get(queue), after.get(queue)
-        got = (_pair(a.max), _pair(a.min)) if a is not None else (None, None)
-        q = listed.get(queue)
-        if q is None:
-            assert got == ((_pair(b.max), _pair(b.min)) if b is not None else (None, None)), queue
-            continue
-        options = {(_pair(q["max_entry_after"]), _pair(q["min_entry_after"])): q["units_truncated"]}
-        if q["race_max_entry_after"] is not None or q["race_min_entry_after"] is not None:
-            options[(_pair(q["race_max_entry_after"]), _pair(q["race_min_entry_after"]))] = q["race_units_truncated"]
-        assert got in options, f"{queue}: the broker's max/min entries {got}, verify predicted {list(options)}"
-        above = int((a.cq > a.max[1]).sum()) if a is not None and a.max is not None else 0
-        assert above == options[got], f"{queue}: {above} unit(s) above the max, verify says {options[got]}"
+    queues_as_predicted(before, after, listed)
     if not restarted["scenario"].get("abort"):   # (an abnormal start deletes index files first)
         def count(folder: Path) -> int:
             return sum(read_header(f.read_bytes()).index_count - 1 for f in sorted(folder.iterdir())

@@ -31,6 +31,7 @@ import broker_dledger_scenarios as dl
 import broker_harness as bh
 import numpy as np
 import pytest
+from broker_rocksdb_runs import queues_as_predicted
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -78,9 +79,6 @@ def _parsed(db: Path):  # noqa: ANN202
     from store_format.rocksdb_recovery import parse_database
     return parse_database(read_store_database(str(db)))
 
-
-def _pair(e) -> tuple[int, int] | None:  # noqa: ANN001
-    return None if e is None else (int(e[0]), int(e[1]))
 
 
 def _old(store: Path) -> tuple[int, int]:
@@ -183,17 +181,4 @@ def test_verify_predicts_the_first_start(restarted, line: str, name: str) -> Non
             f"the broker's index gained {grown} key(s), verify says {p['index_keys_put_again']}"
     listed = {q["queue"]: q for q in p["queues"]}
     assert set(listed) <= set(before) | set(after)
-    for queue in sorted(set(before) | set(after)):
-        b, a = before.get(queue), after.get(queue)
-        got = (_pair(a.max), _pair(a.min)) if a is not None else (None, None)
-        q = listed.get(queue)
-        if q is None:
-            assert got == ((_pair(b.max), _pair(b.min)) if b is not None else (None, None)), \
-                f"{queue}: not listed by verify, but the broker changed its entries {got}"
-            continue
-        options = {(_pair(q["max_entry_after"]), _pair(q["min_entry_after"])): q["units_truncated"]}
-        if q["race_max_entry_after"] is not None or q["race_min_entry_after"] is not None:
-            options[(_pair(q["race_max_entry_after"]), _pair(q["race_min_entry_after"]))] = q["race_units_truncated"]
-        assert got in options, f"{queue}: the broker's max/min entries {got}, verify predicted {list(options)}"
-        above = int((a.cq > a.max[1]).sum()) if a is not None and a.max is not None else 0
-        assert above == options[got], (queue, above, q)
+    queues_as_predicted(before, after, listed)
