@@ -29,7 +29,13 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_layout_scenarios import Messages
-from test_restart_reput_before_recovery_more_broker import INDEX, SIZE, _key_offsets, _units
+from test_restart_reput_before_recovery_more_broker import (
+    INDEX,
+    SIZE,
+    _key_offsets,
+    _queued_offsets,
+    _second_reput_predicted,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 
@@ -83,10 +89,6 @@ def _records(d: Path) -> list[dict]:
     return out
 
 
-def _queued_offsets(d: Path) -> list[int]:
-    return sorted(int(o) for u in _units(d).values() for o in u["off"])
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_the_broker_cut_inside_a_record_and_queued_the_records_before_it(runs, name: str) -> None:
     """The broker's own files: the cut at the checkpoint's offset inside a record, every record before that one
@@ -111,20 +113,6 @@ def test_the_broker_cut_inside_a_record_and_queued_the_records_before_it(runs, n
     assert before and _queued_offsets(d) == before, "the broker queued other records than every one before the stop"
     # every record has a key (its uniqKey): the index holds those of the queued records alone
     assert sorted(set(_key_offsets(d).tolist())) == before
-
-
-def _second_reput_predicted(r: dict) -> None:
-    """``verify``'s report on ``<dir>/before`` (``r["verify"]``) predicts the broker's restart with no note: its cut
-    (the writer's ``maxPhyOffset``), every unit of its queues dispatched again, none truncated, every key of its
-    index put again."""
-    report = r["verify"]["report"]
-    assert report is not None, r["verify"]["stderr"]
-    p = report["restart"]
-    assert p is not None and not report["restart_note"], report.get("restart_note")
-    d = Path(r["scenario"]["dir"])
-    assert p["recovery_cut"] == r["written"]["maxPhyOffset"], p
-    assert p["units_dispatched_again"] == len(_queued_offsets(d)) and p["units_truncated"] == 0, p
-    assert p["index_keys_put_again"] == len(_key_offsets(d)), p
 
 
 @pytest.mark.parametrize("name", NAMES)

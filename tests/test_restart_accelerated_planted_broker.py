@@ -37,8 +37,14 @@ import broker_harness as bh
 import pytest
 from broker_dledger_2gib import embedded_message
 from broker_layout_scenarios import Messages
-from test_restart_accelerated_inside_broker import _queued_offsets, _records, _second_reput_predicted
-from test_restart_reput_before_recovery_more_broker import INDEX, SIZE, _key_offsets
+from test_restart_accelerated_inside_broker import _records
+from test_restart_reput_before_recovery_more_broker import (
+    INDEX,
+    SIZE,
+    _key_offsets,
+    _queued_offsets,
+    _second_reput_predicted,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 

@@ -132,6 +132,20 @@ def _queued_offsets(d: Path) -> list[int]:
     return sorted(int(o) for u in _units(d).values() for o in u["off"])
 
 
+def _second_reput_predicted(r: dict) -> None:
+    """``verify``'s report on ``<dir>/before`` (``r["verify"]``) predicts the broker's restart with no note: its cut
+    (the writer's ``maxPhyOffset``), every unit of its queues dispatched again, none truncated, every key of its
+    index put again."""
+    report = r["verify"]["report"]
+    assert report is not None, r["verify"]["stderr"]
+    p = report["restart"]
+    assert p is not None and not report["restart_note"], report.get("restart_note")
+    d = Path(r["scenario"]["dir"])
+    assert p["recovery_cut"] == r["written"]["maxPhyOffset"], p
+    assert p["units_dispatched_again"] == len(_queued_offsets(d)) and p["units_truncated"] == 0, p
+    assert p["index_keys_put_again"] == len(_key_offsets(d)), p
+
+
 @pytest.mark.parametrize("name", MODELLED)
 def test_the_broker_s_reput_started_below_its_recovery(runs, name: str) -> None:
     """The broker's own files: the cut, units of every record the second reput queued (below the recovery's start),
@@ -176,13 +190,5 @@ def test_as_restart_gives_the_broker_s_files(runs, name: str) -> None:
 def test_verify_predicts_the_second_reput_from_the_min_offset(runs, name: str) -> None:
     """``verify`` on ``<dir>/before``: the broker's cut, and what the second reput from the commitlog's min offset
     writes: every unit of the broker's queues, every key of its index."""
-    r = runs[name]
-    report = r["verify"]["report"]
-    assert report is not None, r["verify"]["stderr"]
-    p = report["restart"]
-    assert p is not None and not report["restart_note"], report.get("restart_note")
-    d = Path(r["scenario"]["dir"])
-    assert p["recovery_cut"] == r["written"]["maxPhyOffset"], p
-    assert p["units_dispatched_again"] == len(_queued_offsets(d)) and p["units_truncated"] == 0, p
-    assert p["index_keys_put_again"] == len(_key_offsets(d)), p
+    _second_reput_predicted(runs[name])
 
