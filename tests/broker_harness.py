@@ -74,7 +74,6 @@ and ``dledger-<selfId>/`` (``data/``, ``index/``, ``checkpoint``, ``currterm``);
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -293,8 +292,11 @@ def write_lines(request, stores: Stores, work: Path) -> dict[str, dict]:  # noqa
     if beforehand is not None and not beforehand.cancel():
         waited = time.monotonic()
         request.getfixturevalue("spark")
-        with contextlib.suppress(Exception):   # failed in the background: written again here, saying why
+        try:
             runs, took = beforehand.result()
+        except Exception as e:   # failed in the background: written again here
+            print(f"\nwriting {stores.what} beforehand failed ({e}): writing them again")
+        else:
             _PREWRITTEN["taken"] += 1
             _PREWRITTEN["waited"] += time.monotonic() - waited
             n = sum(map(len, stores.scenarios.values()))
