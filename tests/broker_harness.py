@@ -227,6 +227,7 @@ class Stores:
     scenarios: dict[str, list[dict]]
     what: str
     threads: int | None = None
+    timeout: float = 300   # per writer JVM
 
     def key(self) -> str:
         return hashlib.sha256(json.dumps([self.scenarios, self.threads], sort_keys=True).encode()).hexdigest()
@@ -239,7 +240,7 @@ def _write(stores: Stores, work: Path) -> tuple[dict[str, dict], float]:
     started = time.monotonic()
     placed = {ln: [{**sc, "dir": str(work / sc["name"])} for sc in scs] for ln, scs in stores.scenarios.items()}
     with ThreadPoolExecutor(max(1, len(placed))) as pool:
-        futures = {ln: pool.submit(write_stores, ln, scs, work, 300, stores.threads or len(scs))
+        futures = {ln: pool.submit(write_stores, ln, scs, work, stores.timeout, stores.threads or len(scs))
                    for ln, scs in placed.items()}
         reports = {ln: f.result() for ln, f in futures.items()}
     return ({sc["name"]: {"line": ln, "scenario": sc,

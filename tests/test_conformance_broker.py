@@ -64,7 +64,10 @@ SCENARIOS = {line: _scenarios(line) for line in bh.LINES}
 print(f"broker conformance: {COUNT} drawn scenario(s) per line, seed "
       f"{'derandomized' if SEED is None else SEED}")
 CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+# a JVM writes one scenario at a time; make conformance draws many (a longer timeout per JVM)
+STORES = bh.Stores(SCENARIOS, "conformance scenarios", threads=1, timeout=600)
 _RUNS: dict[str, dict] = {}
+_WRITTEN: dict[str, dict] = {}
 
 
 def _save_regression(sc: dict, why: str) -> None:
@@ -90,20 +93,17 @@ def _copy_store(commitlog: Path, cq_index: Path, dest: Path) -> Path:
     return dest
 
 
-def _run_line(line: str, spark, work: Path) -> dict:
-    """Everything a line needs, done once: the broker writes every scenario (one JVM), we rebuild
-    each, the broker reads both sides (one JVM)."""
+def _run_line(line: str, spark, written: dict[str, dict], work: Path) -> dict:
+    """Everything a line needs, done once, from its scenarios the broker wrote (``written``,
+    :func:`broker_harness.write_lines`): we rebuild each, the broker reads both sides (one JVM)."""
     from pipelines.rebuild import run_rebuild
 
-    scenarios = [{**sc, "dir": str(work / sc["name"])} for sc in SCENARIOS[line]]
-    started = time.monotonic()
-    written = bh.write_stores(line, scenarios, work)
-    print(f"\n{line}: the broker wrote {len(scenarios)} scenario(s) in {time.monotonic() - started:.1f} s")
     runs: dict[str, dict] = {}
     requests: list[dict] = []
-    for sc in scenarios:
+    for w in (w for w in written.values() if w["line"] == line):
+        sc = w["scenario"]
         d = Path(sc["dir"])
-        run = {"scenario": sc, "written": written.get(sc["name"], {"ok": False, "error": "no report"})}
+        run = {"scenario": sc, "written": w["written"]}
         runs[sc["name"]] = run
         if not run["written"].get("ok"):
             continue
@@ -142,12 +142,10 @@ def _run_line(line: str, spark, work: Path) -> dict:
 def run(request, tmp_path_factory):
     line, name = request.node.callspec.params["line"], request.node.callspec.params["name"]
     if line not in _RUNS:
-        try:
-            bh.build()
-        except bh.HarnessUnavailable as e:
-            pytest.skip(f"broker harness not available: {e}")
-        spark = request.getfixturevalue("spark")  # only once the harness is there
-        _RUNS[line] = _run_line(line, spark, tmp_path_factory.mktemp(f"broker-{line}"))
+        if not _WRITTEN:   # every line's scenarios at once, or taken from conftest's writing them beforehand
+            _WRITTEN.update(bh.write_lines(request, STORES, tmp_path_factory.mktemp("conformance")))
+        spark = request.getfixturevalue("spark")
+        _RUNS[line] = _run_line(line, spark, _WRITTEN, tmp_path_factory.mktemp(f"broker-{line}"))
     r = _RUNS[line][name]
     if not r["written"].get("ok"):
         pytest.fail(f"the broker's writer failed on {name}: {r['written'].get('error')}")

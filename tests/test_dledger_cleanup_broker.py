@@ -78,6 +78,7 @@ CASES = {
 # "forced-off" has cleanFileForciblyEnable=false
 FULL_DISK = {"forced": 0.86, "forced-off": 0.86}
 PARAMS = [pytest.param(line, case, id=f"{line}-{case}") for line in LINES for case in CASES]
+STORES = bh.Stores({line: cleanup_scenarios(line) for line in LINES}, "DLedger stores to clean", threads=2)
 _RUNS: dict[str, dict] = {}
 
 
@@ -133,47 +134,43 @@ def _request(line: str, case: str, src: Path, work: Path, hour: int) -> dict:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> Iterator[dict[str, dict]]:
+def runs(request, tmp_path_factory) -> Iterator[dict[str, dict]]:
     """Every line's stores written, then every case read and cleaned by the broker (a JVM per line and
     step, the lines in parallel): ``line-case`` -> the request, the answer, the written store.  The
     forced cases' tmpfs mounts are unmounted at the end, also on failure."""
     mounts: list[Path] = []
     try:
-        yield _runs(tmp_path_factory, mounts)
+        yield _runs(request, tmp_path_factory, mounts)
     finally:
         for point in mounts:
             subprocess.run(["umount", "-l", str(point)], check=False)
 
 
-def _runs(tmp_path_factory, mounts: list[Path]) -> dict[str, dict]:  # noqa: ANN001
+def _runs(request, tmp_path_factory, mounts: list[Path]) -> dict[str, dict]:  # noqa: ANN001
     if _RUNS:
         return _RUNS
-    try:
-        bh.build()
-    except bh.HarnessUnavailable as e:
-        pytest.skip(f"broker harness not available: {e}")
     work = tmp_path_factory.mktemp("dledger-cleanup")
+    written = bh.write_lines(request, STORES, work)
 
     def one_line(line: str) -> dict[str, dict]:
-        scs = [{**sc, "dir": str(work / sc["name"])} for sc in cleanup_scenarios(line)]
-        written = bh.write_stores(line, scs, work, 300, 2)
         out: dict[str, dict] = {}
         hour = dt.datetime.now(dt.timezone.utc).hour
         reqs = []
         for case, spec in CASES.items():
             name = f"{line}-dledger-cleanup-{spec[0]}"
-            rep = written.get(name, {"ok": False, "error": "no report"})
-            out[f"{line}-{case}"] = {"written": rep, "src": work / name}
+            w = written.get(name, {"written": {"ok": False, "error": "no report"}, "scenario": {"dir": work / name}})
+            rep, src = w["written"], Path(w["scenario"]["dir"])
+            out[f"{line}-{case}"] = {"written": rep, "src": src}
             if rep.get("ok") and case in FULL_DISK:
                 point = work / "cases" / f"{line}-{case}"
-                why = _mount_full_disk(point, work / name, FULL_DISK[case])
+                why = _mount_full_disk(point, src, FULL_DISK[case])
                 if why:
                     out[f"{line}-{case}"]["skip"] = why
                     continue
                 mounts.append(point)
                 out[f"{line}-{case}"]["disk"] = point
             if rep.get("ok"):
-                reqs.append((case, _request(line, case, work / name, work / "cases", hour)))
+                reqs.append((case, _request(line, case, src, work / "cases", hour)))
         answers = bh.read_stores(line, [r for _, r in reqs], work) if reqs else []
         for (case, req), ans in zip(reqs, answers):
             out[f"{line}-{case}"].update(request=req, answer=next((a for a in ans if a.get("kind") == "cleanup"), ans))
