@@ -191,19 +191,16 @@ final class Stores {
      * dispatch's value: this waits, on conditions, for a {@code doFlush} that began after the dispatch settled to end
      * (its {@code lastFlushTimestamp}, set as each one begins, seen to move twice) and, if the value was set back,
      * writes the dispatch's value again while the flush thread is idle and waits again (returns how many times).
-     * 5.5.1 keeps that service in its {@code ConsumeQueueStore} (and its scenarios read the checkpoint's
-     * {@code logicsPhysicalOffset}): nothing to wait for there.
+     * 5.5.1 keeps that service in its {@code ConsumeQueueStore} ({@code getQueueStore()}), whose thorough
+     * {@code doFlush} reads {@code tmpLogicsMsgTimestamp} as it begins and sets it as it ends, the same race: waited
+     * for there too (a RocksDB consume queue store has no such service: nothing to wait for).
      */
     static int awaitCheckpointTimestamps(DefaultMessageStore store, long timeoutMs)
         throws InterruptedException, ReflectiveOperationException {
-        Field f;
-        try {
-            f = DefaultMessageStore.class.getDeclaredField("flushConsumeQueueService");
-        } catch (NoSuchFieldException e) {
-            return 0;
+        Object service = flushConsumeQueueService(store);
+        if (service == null || store.getMessageStoreConfig().getFlushConsumeQueueThoroughInterval() > 0) {
+            return 0;   // no flush thread, or one that sets the value once a minute: the scenario cannot mean it
         }
-        f.setAccessible(true);
-        Object service = f.get(store);
         long deadline = System.currentTimeMillis() + timeoutMs;
         org.apache.rocketmq.store.StoreCheckpoint cp = store.getStoreCheckpoint();
         for (int round = 0; ; round++) {
@@ -240,6 +237,24 @@ final class Stores {
                     throw new IllegalStateException("an index file's flush thread does not end");
                 }
             }
+        }
+    }
+
+    /** The store's consume queue flush thread: a field of the store (4.9.8, 5.3.3) or of its queue store (5.5.1);
+     *  null where there is none. */
+    private static Object flushConsumeQueueService(DefaultMessageStore store) throws ReflectiveOperationException {
+        try {
+            return field(store, DefaultMessageStore.class, "flushConsumeQueueService");
+        } catch (NoSuchFieldException e) {
+            Object queues = DefaultMessageStore.class.getMethod("getQueueStore").invoke(store);
+            for (Class<?> c = queues.getClass(); c != null; c = c.getSuperclass()) {
+                try {
+                    return field(queues, c, "flushConsumeQueueService");
+                } catch (NoSuchFieldException ignored) {
+                    // not declared here: its superclass
+                }
+            }
+            return null;
         }
     }
 
