@@ -51,21 +51,30 @@ whatever its queue offset: :func:`_placed_on_disk`, ``QueueCut.inside_placed``) 
 (its max -1: ``getLastMappedFile`` creates the first file where the queue offset falls, ``fillPreBlank`` units
 before the unit), ext files or not
 (``putMessagePositionInfoWrapper``: ``ConsumeQueueExt.put`` first, whatever becomes of the unit, in a held queue after
-the ext files' end ``ConsumeQueue.recover`` left, which the cut, a file staying, does not move): the records the
-reput dispatches after them lie at or past the committed position, where the reference rebuild ``verify`` compares
-with stops, so nothing there meets them. Checked against the 5.5.1 broker
+the ext files' end ``ConsumeQueue.recover`` left, which the cut, a file staying, does not move); and, their properties
+also naming light queues the store holds no file of, the light units (``putMessagePositionInfoWrapper`` once the own
+unit is put or dropped: ``MultiDispatchUtils.checkMultiDispatchQueue``, then ``multiDispatchLmqQueue``'s
+``putMessagePositionInfo`` on each, queue id 0 for a ``%LMQ%`` name with ``enableLmq``, at its
+``INNER_MULTI_QUEUE_OFFSET``: a new queue's first file where that falls, ``fillPreBlank`` units before the unit; no
+ext unit, no index key), the rebuild's own dispatch's like a new queue's own unit: the records the reput dispatches
+after them lie at or past the committed position, where the reference rebuild ``verify`` compares with stops, so
+nothing there meets them. Checked against the 5.5.1 broker
 (``DLEDGER_2GIB=1``: ``tests/test_dledger_walked_nothing_inside_broker.py``, nothing parsed, to the log's end;
 ``tests/test_dledger_walked_nothing_2gib_broker.py``, a T5 message parsed then the log's end, the same then the
 committed position at the last T9 entry's start, and that jump with nothing parsed;
+``tests/test_dledger_walked_nothing_2gib_parsed_broker.py``, that T5 message also put to ``%LMQ%q1`` at light queue
+offset 2;
 ``tests/test_dledger_walked_nothing_2gib_more_broker.py``, a T0 message parsed, its queue offset past T0's write
 position, appended there, or 1, dropped, and with ext files those two and the T5 message; a T7 message of queue
 offset 5 whose planted file the cut deleted); 5.3.3's ``doReput``,
 ``DLedgerCommitLog.getData`` and
-``putMessagePositionInfo`` read the same. Refused, one line each: going on elsewhere than those two (a data file's end
+``putMessagePositionInfo`` read the same (and ``multiDispatchLmqQueue``). Refused, one line each: going on elsewhere
+than those two (a data file's end
 or a roll before the committed position: the next data file's start; an entry's start after parsed messages; no broker
 case), 2147483647 at or before ``processOffset`` (the reput before the walk's data file), a blank's empty request among
-the parsed records, a parsed unit in a batch or light queue or in a queue the store holds files of that the 5.3.3 cut
-leaves no file of (its max ``processOffset``: no broker case here).
+the parsed records, a parsed unit in a batch queue, in a light queue the store holds files of (as the cut left them,
+or none) or in a queue the store holds files of that the 5.3.3 cut leaves no file of (its max ``processOffset``: no
+broker case here).
 """
 from __future__ import annotations
 
@@ -159,16 +168,21 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
     ``process_offset`` and it dispatched by no one), after messages whose own consume queue units go to queues the
     store holds no file of (``on_disk_queues``: each as the cut left it), ext files or not: each such unit written
     at its queue's start (``putMessagePositionInfo`` on a new queue: ``fillPreBlank`` units first for a queue offset
-    past 0), or to queues a file of which the cut leaves (:func:`_placed_on_disk`); the records the reput dispatches
-    after them lie at or past the committed position, where the reference rebuild ``verify`` compares with stops."""
+    past 0), or to queues a file of which the cut leaves (:func:`_placed_on_disk`), and light units
+    (``multiDispatchLmqQueue``) to queues the store holds no file of, new queues alike; the records the reput
+    dispatches after them lie at or past the committed position, where the reference rebuild ``verify`` compares
+    with stops."""
     if goes_on not in (log_end, confirm_offset) or not reput < confirm_offset <= log_end \
             or reput <= process_offset:
         return (f"modelled: at the log's end {log_end} or at DLedger's committed position {confirm_offset} past "
                 f"it, set past processOffset {process_offset}")
     if any(b <= a for a, b in records):
         return "a blank's empty request among them (modelled: messages only)"
-    if any(not u.own or u.batch for u in units):
-        return "a unit of theirs in a batch or light queue (modelled: own consume queue units)"
+    if any(u.batch for u in units):
+        return "a unit of theirs in a batch queue (modelled: consume queue units)"
+    if any(not u.own and (u.topic, u.queue_id) in on_disk_queues for u in units):
+        return ("a unit of theirs in a light queue the store holds files of (modelled: own consume queue units, "
+                "light ones in new queues)")
     if config.brokerVersion != "5.5" and any((u.topic, u.queue_id) in on_disk_queues
                                              and not on_disk_queues[(u.topic, u.queue_id)][1] for u in units):
         return ("a unit of theirs in a queue the store holds files of that the 5.3.3 cut left no file of (its max "

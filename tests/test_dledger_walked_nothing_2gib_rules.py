@@ -1,6 +1,7 @@
 """Unit checks of which reputs set at 2147483647 after a DLedger crash walk that dispatched nothing
 :func:`store_format.dledger_walked_nothing._parsed_refusal` models (the broker cases:
-``tests/test_dledger_walked_nothing_2gib_broker.py``, ``DLEDGER_2GIB=1``)."""
+``tests/test_dledger_walked_nothing_2gib_broker.py``, ``tests/test_dledger_walked_nothing_2gib_more_broker.py`` and,
+a light queue's unit, ``tests/test_dledger_walked_nothing_2gib_parsed_broker.py``, ``DLEDGER_2GIB=1``)."""
 from __future__ import annotations
 
 import pytest
@@ -14,6 +15,8 @@ BLANK_MAX = 2**31 - 1
 PROCESS, COMMITTED, END = 2_100_000_000, 2_147_484_059, 2_147_484_300
 T5 = ParsedUnit("T5", 0, BLANK_MAX, 111, 0, 0, own=True, batch=False)
 MSG = ((BLANK_MAX, BLANK_MAX + 111),)
+LIGHT_KEY = ("%LMQ%q1", 0)
+LIGHT = ParsedUnit(*LIGHT_KEY, BLANK_MAX, 111, 2, 0, own=False, batch=False)   # T5's message's light unit
 
 
 T0_KEPT = {("T0", 0): (PROCESS - 500, True, 9_912_420, False)}   # T0 as the cut left it: max, a file stays, write
@@ -33,6 +36,9 @@ def test_a_message_for_a_new_queue_then_the_jump_is_modelled(goes_on: int, commi
     assert _why(goes_on, committed=committed, on_disk={("T5", 0): (PROCESS - 9, True, 40, False)}) == ""   # held
     assert _why(goes_on, committed=committed, ext=True) == ""   # ext files: the ext units placed by place_inside
     assert _why(goes_on, committed=committed, on_disk={("T5", 0): (PROCESS, False, -1, False)}) == ""   # emptied
+    # the message also put to a light queue the store holds no file of (multiDispatchLmqQueue: a new queue)
+    assert _why(goes_on, MSG, (T5, LIGHT), committed=committed) == ""
+    assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, version="5") == ""
 
 
 @pytest.mark.parametrize("queue_offset,size,at", [
@@ -63,9 +69,14 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
     ({"goes_on": END, "committed": END, "records": ((BLANK_MAX + 48, BLANK_MAX + 48),), "units": ()}, "empty request"),
     ({"goes_on": END, "committed": END, "on_disk": {("T5", 0): (PROCESS, False, -1, False)}, "version": "5"},
      "that the 5.3.3 cut left no file of"),
-    ({"goes_on": END, "committed": END, "units": (ParsedUnit("T5", 0, BLANK_MAX, 111, 0, 0, own=False, batch=False),)},
-     "light queue"),
-], ids=["file-end", "entry-start", "before-process-offset", "blank", "on-disk-emptied-533", "light"])
+    ({"goes_on": END, "committed": END, "units": (T5, LIGHT), "on_disk": {**T0_KEPT, LIGHT_KEY: T0_KEPT[("T0", 0)]}},
+     "a light queue the store holds files of"),
+    ({"goes_on": END, "committed": END, "units": (LIGHT,), "on_disk": {LIGHT_KEY: (PROCESS, False, -1, False)}},
+     "a light queue the store holds files of"),   # one the cut left no file of
+    ({"goes_on": END, "committed": END, "units": (ParsedUnit("BT0", 0, BLANK_MAX, 111, 0, 0, own=True, batch=True),)},
+     "a batch queue"),
+], ids=["file-end", "entry-start", "before-process-offset", "blank", "on-disk-emptied-533", "light-held",
+        "light-emptied", "batch"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
     assert text in _why(goes_on, **kwargs)
