@@ -19,7 +19,12 @@ A rebuild that ends at or before the walk's data file (``-before-cut-layouts``: 
 position in an earlier file) lacks every unit the walk put; its queues' units there are all kept or, cut, put back
 (none lost) pointing at the reput's ext units; for a queue the store held no unit of, the walk appended them all,
 so the pointed ext units are the walk's own puts (``ExtAgain.before``), the reput's others dropped with their units:
-orphaned."""
+orphaned.  A queue of it the 5.5.1 cut left with no file (``QueueCut.reset``: ``truncateDirtyLogicFiles`` deleted
+every file the walk wrote and, finding no unit, calls ``ConsumeQueueExt.truncateByMaxAddress`` with no ext address,
+which leaves the walk's ext units; ``ConsumeQueue.correctMinOffset`` in ``recoverTopicQueueTable`` then sets its
+max physical offset to -1) has every record the reput walks appended from an empty queue (``fillPreBlank`` before
+the first, none dropped by ``putMessagePositionInfo``), each pointing at the ext unit put for it (``ExtAgain.count``):
+the walk's ext units are the orphaned ones (``-before-cut-emptied-layouts``' T7)."""
 from __future__ import annotations
 
 from store_format.consumequeue_recovery import EXT_MAX_ADDR
@@ -33,8 +38,9 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: frozenset[tuple[s
     """Per ext queue (``topic/queueId``) the crash plan's reput walks (a cut after a walk to the log's end), the own
     units that reput puts back (``len(ExtAgain.positions)``), for a queue whose put-backs the plan places by
     position (a rebuild ending at or before the walk's data file: the walk's own puts, ``ExtAgain.before``, where no
-    message was parsed, no unit of the queue is lost, the cut left it a file and the store held no unit of it before
-    the walk, ``held``: each unit the walk put appended); and the queues whose ext units
+    message was parsed, no unit of the queue is lost and the store held no unit of it before the walk, ``held``:
+    each unit the walk put appended; of a queue the cut left no file, with the reput set at an entry's start, every
+    record the reput walks, ``ExtAgain.count``); and the queues whose ext units
     orphaned are not predicted, with why: ``rebuilt_to`` (where verify's rebuild stops reading the log) before
     ``processOffset`` otherwise (units the walk appended and the cut keeps that the rebuild lacks), or a queue
     replayed whole (``Placed.whole``) or appended before the walk's data file (``before_placed``) with an own unit
@@ -64,9 +70,10 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: frozenset[tuple[s
         name, label = (a.topic, a.queue_id), f"{a.topic}/{a.queue_id}"
         if rebuilt_to < crash.process_offset:
             if rebuilt_to <= crash.start_offset and not a.skip and not len(cut.lost.get(name, ())) \
-                    and name not in set(cut.reset) | set(whole) | before | held:
-                # every own unit the walk put appended, then kept or put back (none lost): one pointed ext unit each
-                back[label] = a.before
+                    and name not in set(whole) | before | held and (name not in cut.reset or cut.inside_from < 0):
+                # every own unit the walk put appended, then kept or put back (none lost): one pointed ext unit each;
+                # the cut left it no file: the reput appends every record of it it walks (max -1, from empty)
+                back[label] = a.count if name in cut.reset else a.before
             else:
                 refused[label] = (f"the rebuild reads the log up to {rebuilt_to}, before the walk's processOffset "
                                   f"{crash.process_offset}: the units the walk appends between them, which the cut "
