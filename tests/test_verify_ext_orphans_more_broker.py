@@ -9,7 +9,11 @@ Checked against the broker's files on ``-before-cut-layouts``, ``-before-cut-mag
 refusing a record in the first data file and going on at the next one) and ``-before-cut-emptied-layouts`` (T0, and
 T7, a queue the 5.5.1 cut left with no file: ``ConsumeQueueExt.truncateByMaxAddress`` gets no ext address and keeps
 the walk's ext units, ``correctMinOffset`` sets its max to -1 and the reput appends every record of it it walks, each
-pointing at its new ext unit, so the walk's are the orphaned ones), written with DLEDGER_MORE_LAYOUTS=1."""
+pointing at its new ext unit, so the walk's are the orphaned ones), written with DLEDGER_MORE_LAYOUTS=1; and on
+T0 of the stores that held their queues before the walk up to the log's end (``-mixed-disk-earlier-ext``,
+``-mixed-disk-earlier-own-ext``, ``-mixed-disk-below-ext``, default stores): the walk's records all dropped, the
+units the cut took put back by the reput pointing at its new ext units, so the orphaned ones are the walk's and the
+reput's others and the on-disk ext units of the cut units."""
 from __future__ import annotations
 
 import types
@@ -17,13 +21,25 @@ import types
 import broker_harness as bh
 import numpy as np
 import pytest
-from broker_dledger_files import ext_figures_as_the_broker, ext_orphans, pointed_ext_addresses
+from broker_dledger_files import (
+    cq_unit,
+    ext_appended,
+    ext_figures_as_the_broker,
+    ext_orphans,
+    ext_recovered_end,
+    pointed_ext_addresses,
+)
 from broker_dledger_runs import LINES, MORE_LAYOUTS, _committed_pos, _verify_with_plan, _written
 
 from pipelines.verify.ext_reput import ext_reput_puts
+from store_format.consumequeue_recovery import EXT_MAX_ADDR
 
 _BEFORE_CUT = [f"{ln}-dledger-abort-before-cut{k}-layouts" for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS
                for k in ("", "-magic", "-emptied")]
+# the stores whose T0/0 the store held before the walk (keepQueues), DLedger's committed position before the walk's
+# data file (written in the default suite with the dledger_written stores)
+_HELD = [f"{ln}-dledger-abort-mixed-disk-{k}-ext" for ln in LINES if ln.startswith("5.5")
+         for k in ("earlier", "earlier-own", "below")]
 
 
 @pytest.mark.broker
@@ -85,6 +101,52 @@ def test_verify_counts_the_walks_ext_units_orphaned_of_a_queue_the_cut_left_no_f
     assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
 
 
+@pytest.mark.broker
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.usefixtures("dledger_written")
+@pytest.mark.parametrize("name", bh.params_or_skip(_HELD, "5.5.1 (DLEDGER_LINES)"))
+def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_the_walk(name, tmp_path, monkeypatch):
+    """The broker: the store the restart found held T0/0 up to past processOffset and DLedger's committed position
+    lies before the walk's data file; after the restart the units from the cut's write position (the reput's
+    put-backs) point at ext units past the walk's, and the ext units no kept unit points at are the walk's and the
+    reput's puts but the put-backs' plus the on-disk ones of the store's units the cut took.  verify's T0/0 figure is
+    the broker's; %LMQ%q1/0 (replayed whole) is still said in one line not to be predicted."""
+    bh.skip_without_tools()
+    line = name.split("-", 1)[0]
+    _r, w, src = _written(name)
+    po = int(w["truncateDirtyLogicFilesAt"])
+    walk_file = int(sorted((src / "before" / "dledger-n0" / "data").iterdir())[-1].name)
+    assert _committed_pos(src / "before") < walk_file < po, (walk_file, po)
+    held = []   # the store's T0/0 units (commitlog offset, size, tags code), in its files' order
+    for f in sorted((src / "before" / "consumequeue" / "T0" / "0").iterdir()):
+        data = f.read_bytes()
+        held += [u for u in (cq_unit(data, at) for at in range(0, len(data), 20)) if u[1] > 0]
+    assert max(o + s for o, s, _t in held) >= po, "the store held T0/0 up to processOffset"
+    loaded, after = w["queuesAfterLoad"]["T0/0"], w["queuesAfterDispatch"]["T0/0"]
+    on_disk_end = ext_recovered_end(src, "T0/0")
+    expected = {int(f.name): f.read_bytes() for f in (src / "expected" / "consumequeue" / "T0" / "0").iterdir()}
+    size = len(next(iter(expected.values())))
+    back = [cq_unit(expected[q - q % size], q % size)
+            for q in range(int(loaded["maxOffset"]), int(after["maxOffset"]), 20)]
+    # the reput's put-backs: records at or past processOffset, each pointing at an ext unit past the walk's
+    assert back and all(o >= po and t <= EXT_MAX_ADDR and t + (1 << 63) >= int(loaded["extMaxOffset"])
+                        for o, _s, t in back), (back, loaded)
+    # the store's units the cut took: their ext units, on disk, pointed at by no kept unit
+    cut_ext = {t + (1 << 63) for o, _s, t in held if o >= po and t <= EXT_MAX_ADDR}
+    assert cut_ext and max(cut_ext) < on_disk_end, (sorted(cut_ext)[-3:], on_disk_end)
+    ext_files = {int(f.name): f.read_bytes() for f in (src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()}
+    broker = ext_orphans(ext_files, int(after["extMaxOffset"]),
+                         pointed_ext_addresses(src, "T0/0", int(after["maxOffset"])))
+    assert broker == ext_appended(w, src, "T0/0", on_disk_end) - len(back) + len(cut_ext) > 0, (broker, len(back))
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert crash.cut is not None and crash.reput_from < crash.start_offset == walk_file, crash
+    figures = ext_figures_as_the_broker(p, w, src)
+    assert figures["T0/0"][2] == figures["T0/0"][3] == broker, figures
+    said = [n.split(": ", 1)[0] for n in p["notes"] if "not predicted" in n]
+    assert said == ["ext units orphaned of %LMQ%q1/0 not predicted"], said
+
+
 def _crash(start_offset: int, skip: int = 0, lost: dict | None = None, reset: tuple = (),
            inside_from: int = -1) -> types.SimpleNamespace:
     placed = types.SimpleNamespace(whole=(), units=())
@@ -98,8 +160,9 @@ def _crash(start_offset: int, skip: int = 0, lost: dict | None = None, reset: tu
 def test_ext_reput_puts_gives_the_walks_units_when_the_rebuild_ends_before_the_walks_data_file():
     """A rebuild ending at or before the walk's data file: the walk's own units (``before``), each pointing at an
     ext unit; a queue the cut left no file, every record the reput walks (``count``); inside that file, a unit of
-    the queue lost, parsed messages' units, a queue the cut left no file with the reput set inside an entry, or one
-    the store held units of before the walk: not predicted (one line)."""
+    the queue lost, parsed messages' units, a queue the cut left no file with the reput set inside an entry, one
+    the store held units of below ``processOffset`` or held and left no file by the cut: not predicted (one line);
+    one the store held units of up to ``processOffset``: the units the reput puts back (``positions``)."""
     assert ext_reput_puts(_crash(600), 500) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
     assert ext_reput_puts(_crash(600), 600) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
     assert ext_reput_puts(_crash(600, reset=(("T0", 0),)), 500) == ({"T0/0": 11}, {})   # type: ignore[arg-type]
@@ -107,6 +170,8 @@ def test_ext_reput_puts_gives_the_walks_units_when_the_rebuild_ends_before_the_w
                   _crash(600, reset=(("T0", 0),), inside_from=550), _crash(400, reset=(("T0", 0),))):
         back, why = ext_reput_puts(crash, 500)   # type: ignore[arg-type]
         assert back == {} and "before the walk's processOffset 1000" in why["T0/0"] and "\n" not in why["T0/0"]
-    for crash in (_crash(600),):   # a queue the store held units of before the walk (the walk may drop some)
-        back, why = ext_reput_puts(crash, 500, frozenset({("T0", 0)}))   # type: ignore[arg-type]
+    assert ext_reput_puts(_crash(600), 500, {("T0", 0): 1000}) == ({"T0/0": 2}, {})   # type: ignore[arg-type]
+    # held below processOffset (the walk appends units the cut keeps), or held and left no file by the cut
+    for crash, top in ((_crash(600), 999), (_crash(600, reset=(("T0", 0),)), 1200)):
+        back, why = ext_reput_puts(crash, 500, {("T0", 0): top})   # type: ignore[arg-type]
         assert back == {} and "before the walk's processOffset 1000" in why["T0/0"] and "\n" not in why["T0/0"]
