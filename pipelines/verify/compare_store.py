@@ -253,9 +253,9 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
     # where the rebuild stops reading the log: DLedger's committed position (store_format.store._committed_segments)
     rebuilt_to = _end_of_data(st, summary.data_end) if st.dledger is None or st.dledger.committed_pos < 0 \
         else min(st.dledger.committed_pos, _end_of_data(st, summary.data_end))
-    ext_back, ext_refused = ext_reput_puts(crash, rebuilt_to, frozenset(
-        (t, int(q)) for s in states if s.restart.max_physic_offset >= 0 for t, q in [s.restart.queue.rsplit("/", 1)])
-    ) if crash is not None else ({}, {})
+    ext_back, ext_refused = ext_reput_puts(crash, rebuilt_to, {
+        (t, int(q)): s.restart.max_physic_offset for s in states if s.restart.max_physic_offset >= 0
+        for t, q in [s.restart.queue.rsplit("/", 1)]}) if crash is not None else ({}, {})
     # a clean restart with entries past the committed one: the node leads, a group of one commits them and the reput
     # goes on to the log's end (the reference rebuild read them: pipelines.restart.led_dledger_store)
     led = dledger is not None and crash is None and led_dledger_store(st, config) is not None

@@ -19,8 +19,20 @@ A rebuild that ends at or before the walk's data file (``-before-cut-layouts``: 
 position in an earlier file) lacks every unit the walk put; its queues' units there are all kept or, cut, put back
 (none lost) pointing at the reput's ext units; for a queue the store held no unit of, the walk appended them all,
 so the pointed ext units are the walk's own puts (``ExtAgain.before``), the reput's others dropped with their units:
-orphaned."""
+orphaned.  A queue of it the 5.5.1 cut left with no file (``QueueCut.reset``: ``truncateDirtyLogicFiles`` deleted
+every file the walk wrote and, finding no unit, calls ``ConsumeQueueExt.truncateByMaxAddress`` with no ext address,
+which leaves the walk's ext units; ``ConsumeQueue.correctMinOffset`` in ``recoverTopicQueueTable`` then sets its
+max physical offset to -1) has every record the reput walks appended from an empty queue (``fillPreBlank`` before
+the first, none dropped by ``putMessagePositionInfo``), each pointing at the ext unit put for it (``ExtAgain.count``):
+the walk's ext units are the orphaned ones (``-before-cut-emptied-layouts``' T7).  A queue the store held units of
+up to ``processOffset`` at least (its max after ``ConsumeQueue.recover``; ``-mixed-disk-earlier-ext``'s T0) has
+every record of the walk below that max dropped and those past it cut (they start at or past ``processOffset``), so
+the units kept are the store's below ``processOffset`` (their ext units on disk) and the new ext units pointed at are
+those of the units the reput puts back (``ExtAgain.positions``); the walk's and the reput's others, and the on-disk
+ext units of the store's units the cut took, are orphaned."""
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from store_format.consumequeue_recovery import EXT_MAX_ADDR
 from store_format.dledger_crash import DLedgerCrash
@@ -28,13 +40,16 @@ from store_format.dledger_crash import DLedgerCrash
 __all__ = ["ext_reput_puts"]
 
 
-def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: frozenset[tuple[str, int]] = frozenset()
+def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str, int], int] | None = None
                    ) -> tuple[dict[str, int], dict[str, str]]:
     """Per ext queue (``topic/queueId``) the crash plan's reput walks (a cut after a walk to the log's end), the own
     units that reput puts back (``len(ExtAgain.positions)``), for a queue whose put-backs the plan places by
     position (a rebuild ending at or before the walk's data file: the walk's own puts, ``ExtAgain.before``, where no
-    message was parsed, no unit of the queue is lost, the cut left it a file and the store held no unit of it before
-    the walk, ``held``: each unit the walk put appended); and the queues whose ext units
+    message was parsed, no unit of the queue is lost and the store held no unit of it before the walk (``held``: per
+    queue the store held units of, its max physical offset after ``ConsumeQueue.recover``): each unit the walk put
+    appended; of a queue the cut left no file, with the reput set at an entry's start, every record the reput walks,
+    ``ExtAgain.count``; of a queue held up to ``processOffset`` at least that the cut left a file, the units the
+    reput puts back, ``len(ExtAgain.positions)``); and the queues whose ext units
     orphaned are not predicted, with why: ``rebuilt_to`` (where verify's rebuild stops reading the log) before
     ``processOffset`` otherwise (units the walk appended and the cut keeps that the rebuild lacks), or a queue
     replayed whole (``Placed.whole``) or appended before the walk's data file (``before_placed``) with an own unit
@@ -54,6 +69,7 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: frozenset[tuple[s
         return {}, {f"{a.topic}/{a.queue_id}": why for a in crash.ext_again} \
             if rebuilt_to < walked and (crash.reput_from < walked or cut is not None) else {}
     whole = {(w.topic, w.queue_id): w for w in cut.inside_placed.whole}
+    held = held or {}
     # the 5.5.1 cut left it no file (max -1) and the reput set inside an entry writes it anew (the rebuild's own
     # dispatch, StoreLocation.queue_reset): the plan's positions are the cut's, not those of that rewrite
     anew = set(cut.reset) if crash.before and cut.inside_from >= 0 else set()
@@ -64,9 +80,13 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: frozenset[tuple[s
         name, label = (a.topic, a.queue_id), f"{a.topic}/{a.queue_id}"
         if rebuilt_to < crash.process_offset:
             if rebuilt_to <= crash.start_offset and not a.skip and not len(cut.lost.get(name, ())) \
-                    and name not in set(cut.reset) | set(whole) | before | held:
-                # every own unit the walk put appended, then kept or put back (none lost): one pointed ext unit each
-                back[label] = a.before
+                    and name not in set(whole) | before \
+                    and (name not in cut.reset or (cut.inside_from < 0 and name not in held)) \
+                    and held.get(name, crash.process_offset) >= crash.process_offset:
+                # held up to processOffset: the walk appended none the cut keeps, the reput's put-backs are pointed;
+                # else every own unit the walk put appended, then kept or put back (none lost): one pointed ext unit
+                # each; the cut left it no file: the reput appends every record of it it walks (max -1, from empty)
+                back[label] = len(a.positions) if name in held else a.count if name in cut.reset else a.before
             else:
                 refused[label] = (f"the rebuild reads the log up to {rebuilt_to}, before the walk's processOffset "
                                   f"{crash.process_offset}: the units the walk appends between them, which the cut "
