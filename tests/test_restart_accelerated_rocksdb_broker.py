@@ -1,6 +1,6 @@
-"""``rebuild --as-restart`` on a RocksDB consume queue store (5.5.1 ``storeType=defaultRocksDB``) restarted after a
-crash with ``enableAcceleratedRecovery=true`` and ``recheckReputOffsetFromCq=true``, its checkpoint's
-logicsPhysicalOffset inside a record or at a message planted inside one: the scenarios of
+"""``rebuild --as-restart`` and ``verify`` on a RocksDB consume queue store (5.5.1 ``storeType=defaultRocksDB``)
+restarted after a crash with ``enableAcceleratedRecovery=true`` and ``recheckReputOffsetFromCq=true``, its
+checkpoint's logicsPhysicalOffset inside a record or at a message planted inside one: the scenarios of
 :mod:`test_restart_accelerated_inside_broker` and :mod:`test_restart_accelerated_planted_broker` on a RocksDB
 store.  Checked against the broker's own restart (4 KiB commitlog files; ``consumequeue/`` (the database) and
 ``index/`` deleted; an ``abort`` file).
@@ -20,12 +20,18 @@ again (``IndexService.buildIndex`` skips the records below it, those below the w
 * ``5.5.1-rocksdb-accel-planted-keyed-crash``: 39 messages and a host (key K9) holding a prepared message planted in
   its body (its physicalOffset field the host's offset, the key K9 too), the checkpoint at the planted bytes: the
   walk's CRC check cuts the commitlog at the host.
-* Full suite only: ``-inside-all-crash`` (the checkpoint 5 bytes into put 30, the walk from the first file) and
-  ``-planted-crash`` (the host without the key).
+* ``5.5.1-rocksdb-accel-kept-inside-crash``: the 40 messages, the database kept (``keepQueues``) with its
+  max-physical-offset checkpoint set 5 bytes into put 30 (``rocksdbCqCheckpoint``): there the walk begins (the last
+  file whose first record lies at or below it), its first check fails and the commitlog is cut there; the second
+  reput from offset 0 ends at the record crossing the cut.  ``verify`` on ``<dir>/before`` predicts that restart.
+* Full suite only: ``-inside-all-crash`` (the checkpoint 5 bytes into put 30, the walk from the first file),
+  ``-planted-crash`` (the host without the key) and ``-kept-planted-crash`` (the database's checkpoint at the planted
+  message, which the walk accepts: ``verify`` says it does not predict that restart).
 
 First what the broker did (every record before the cut queued, the record at 0 too, none at the checkpoint's offset;
 the keys of every record from the walk's file on, the last one's twice), then ``rebuild --as-restart`` on
-``<dir>/before``: both column families key for key and ``index/`` byte for byte.
+``<dir>/before``: both column families key for key and ``index/`` byte for byte; for the kept databases what the
+broker did, then ``verify``'s prediction (or its refusal).
 """
 from __future__ import annotations
 
@@ -36,7 +42,12 @@ from pathlib import Path
 import broker_harness as bh
 import pytest
 from broker_layout_scenarios import Messages
-from broker_rocksdb_runs import as_restart_database_is_the_broker_s, as_restart_index_is_the_broker_s, database
+from broker_rocksdb_runs import (
+    as_restart_database_is_the_broker_s,
+    as_restart_index_is_the_broker_s,
+    database,
+    queues_as_predicted,
+)
 from test_restart_accelerated_inside_broker import _records
 from test_restart_accelerated_planted_broker import ADD, HOST, HOST_BODY, KEYED_HOST_SIZE, PHYSICAL_OFFSET_AT, planted
 from test_restart_reput_before_recovery_more_broker import INDEX, SIZE, _key_offsets
@@ -65,13 +76,26 @@ def _scenarios() -> dict[str, list[dict]]:
              "messages": [*before_host, {**host, "keys": "K9"}],
              "plantBytes": {**plant, "offsetFieldAt": PHYSICAL_OFFSET_AT,
                             "bytes": base64.b64encode(planted(host_size=KEYED_HOST_SIZE)).decode()}}
-    return {"5.5.1": [inside, keyed, every, plain]}
+    # the database kept, its max-physical-offset checkpoint set 5 bytes into put 30 (file 5, not its first record)
+    kept = {**every, "name": "5.5.1-rocksdb-accel-kept-inside-crash", "keepQueues": True,
+            "rocksdbCqCheckpoint": {"put": 30, "add": 5}}
+    del kept["checkpointLogicsPhysicalOffset"]
+    kept_planted = {**plain, "name": "5.5.1-rocksdb-accel-kept-planted-crash", "keepQueues": True,
+                    "rocksdbCqCheckpoint": {"put": HOST, "add": ADD}}   # at the planted message
+    del kept_planted["checkpointLogicsPhysicalOffset"]
+    return {"5.5.1": [inside, keyed, kept, every, plain, kept_planted]}
 
 
 # with the full suite only: -planted (no key; -keyed plants the same bytes, with a key the walk would index) and
 # -inside-all (the walk from the first file; -inside's from a later one, whose records below it get no key)
-SCENARIOS = {line: bh.bounded(scs, ("-planted-crash", "-inside-all-crash")) for line, scs in _scenarios().items()}
-NAMES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs]
+SCENARIOS = {line: bh.bounded(scs, ("-planted-crash", "-inside-all-crash", "-kept-planted-crash"))
+             for line, scs in _scenarios().items()}
+NAMES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs if "keepQueues" not in sc]
+KEPT = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
+        if "keepQueues" in sc and "-planted-" not in sc["name"]]
+KEPT_PLANTED = bh.params_or_skip([pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
+                                  if "keepQueues" in sc and "-planted-" in sc["name"]],
+                                 "-kept-planted runs with PIPELINES_FULL_SUITE=1")
 _RUNS: dict[str, dict] = {}
 # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
 STORES = bh.Stores(SCENARIOS, "RocksDB store(s), each restarted after a crash", threads=1)
@@ -80,8 +104,7 @@ STORES = bh.Stores(SCENARIOS, "RocksDB store(s), each restarted after a crash", 
 @pytest.fixture
 def runs(request) -> dict[str, dict]:
     """Every scenario as the broker wrote and restarted it, and our ``--as-restart`` rebuild of it (once)."""
-    return bh.written_once(request, _RUNS, STORES, every=True, then=lambda r: r.update(
-        rebuild=bh.rebuild_as_restart(Path(r["scenario"]["dir"]), bh.BROKER_VERSION_ARG[r["line"]])))
+    return bh.written_once(request, _RUNS, STORES, every=True, then=bh.restart_checked)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -135,3 +158,65 @@ def test_as_restart_gives_the_broker_s_key_value_set(runs, name: str) -> None:
 def test_as_restart_index_files_are_the_broker_s(runs, name: str) -> None:
     """``index/``: the broker's restart's files, byte for byte, file by file in order."""
     as_restart_index_is_the_broker_s(runs[name])
+
+
+
+def _parsed(db: Path):  # noqa: ANN202
+    from pipelines.verify.rocksdb_compare import read_store_database
+    from store_format.rocksdb_recovery import parse_database
+    return parse_database(read_store_database(str(db)))
+
+
+@pytest.mark.parametrize("name", KEPT)
+def test_a_kept_database_s_checkpoint_inside_a_record_cuts_there(runs, name: str) -> None:
+    """The broker's own files, the database kept with its max-physical-offset checkpoint set inside a record (not its
+    file's first): the walk began there (``RocksDBConsumeQueueStore.getDispatchFromPhyOffset``), its first check
+    failed and the commitlog was cut there; the second reput from offset 0 read the records before the one crossing
+    the cut, not that one: every queue's max entry lies below it, the checkpoint is its start."""
+    r = runs[name]
+    d, w = Path(r["scenario"]["dir"]), r["written"]
+    assert w.get("ok"), w.get("error")
+    recs = _records(d)
+    at = w["rocksdbCqCheckpoint"]
+    host = next(x for x in recs if x["offset"] < at < x["offset"] + x["size"])
+    assert host["offset"] % SIZE, "the checkpoint's offset lies in a file's first record"
+    assert w["rocksdbCqCheckpointBefore"] == recs[-1]["offset"] + recs[-1]["size"], "the first life's checkpoint"
+    assert w["maxPhyOffset"] == at, "the restart cut the commitlog elsewhere than at the database's checkpoint"
+    after, cp_after = _parsed(d / "expected" / "consumequeue")
+    assert cp_after == host["offset"], (cp_after, host)
+    maxima = sorted(int(q.max[0]) for q in after.values() if q.max is not None)
+    assert maxima and maxima[-1] < host["offset"] and maxima[-1] in [x["offset"] for x in recs]
+
+
+@pytest.mark.parametrize("name", KEPT)
+def test_verify_predicts_the_restart_on_the_kept_database(runs, name: str) -> None:
+    """``verify`` on ``<dir>/before`` (the database kept): the cut, the checkpoint after, and queue by queue the max
+    and min entries and the units left above the new max of the database the broker's restart left."""
+    r = runs[name]
+    d = Path(r["scenario"]["dir"])
+    report = r["verify"]["report"]
+    assert report is not None, r["verify"]["stderr"]
+    p = report["restart"]
+    assert p is not None and p["rocksdb"], report.get("restart_note")
+    assert p["recovery_cut"] == p["commitlog_end"] == r["written"]["maxPhyOffset"]
+    before, cp_before = _parsed(d / "before" / "consumequeue")
+    after, cp_after = _parsed(d / "expected" / "consumequeue")
+    assert p["rocksdb_checkpoint_before"] == cp_before
+    assert cp_after in (p["rocksdb_checkpoint_after"], p["race_checkpoint_after"]), (cp_after, p)
+    queues_as_predicted(before, after, {q["queue"]: q for q in p["queues"]})
+
+
+@pytest.mark.parametrize("name", KEPT_PLANTED)
+def test_verify_refuses_a_walk_that_accepts_a_planted_message(runs, name: str) -> None:
+    """The broker's own files, the database kept with its checkpoint at a prepared message planted in the last
+    record's body: the walk began there and accepted it (the commitlog kept to its end, the host's); ``verify`` on
+    ``<dir>/before`` does not predict that restart (the walk's records are not the rebuild's) and says why."""
+    r = runs[name]
+    d, w = Path(r["scenario"]["dir"]), r["written"]
+    assert w.get("ok"), w.get("error")
+    host = _records(d)[-1]
+    assert w["plantedAt"] == w["rocksdbCqCheckpoint"] == host["offset"] + ADD and host["offset"] % SIZE, (w, host)
+    assert w["maxPhyOffset"] == host["offset"] + host["size"], "the walk did not accept the planted message"
+    report = r["verify"]["report"]
+    assert report is not None and report["restart"] is None, r["verify"]["stderr"]
+    assert report["restart_note"].startswith("not predicted: enableAcceleratedRecovery=true"), report["restart_note"]
