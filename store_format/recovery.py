@@ -503,8 +503,7 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         A :class:`RecoveryPlan`.
     Raises:
         RestartFailsError: 5.5.1 with ``enableAcceleratedRecovery=true`` where the broker's ``load()`` fails.
-        UnsupportedConfigError: 5.x with ``enableControllerMode=true``; a start whose second reput would
-            write what a rebuild cannot (:func:`store_format.restart_reput.start_reput_check`); 5.5.1 with
+        UnsupportedConfigError: 5.x with ``enableControllerMode=true``; 5.5.1 with
             ``indexRocksDBEnable``/``transRocksDBEnable`` whose ``rocksdbstore/`` cannot be read
             (:func:`store_format.message_rocksdb.dispatch_store_offsets`).
 
@@ -541,6 +540,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
                                  max_phy_offset_of_consume_queue=max_phy, stores=stores)
     segs = store.segments
     checked_from = segs[first].base
+    # a RocksDB consume queue's dispatchFromPhyOffset is its database's max physical offset (0 when empty), never the
+    # checkpoint's logicsPhysicalOffset (tests/test_restart_accelerated_rocksdb_broker.py)
     start_pos = _accelerated_start(segs[first], stores.dispatch_from(
         cp.logics_physical_offset if not config.rocksdb_cq else max_phy)) if accelerated else 0
     accepted = Accepted(key_offsets=[] if start_pos > 0 and not config.rocksdb_cq else None)   # walk_first's keys

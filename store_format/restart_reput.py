@@ -9,7 +9,8 @@ below it and indexes them only where recovery indexed none; :func:`unindex_below
 Checked against the 4.9.8 and 5.5.1 brokers' restarts (tests/test_restart_layouts_broker.py,
 tests/test_rocksdb_restart_broker.py, tests/test_restart_reput_before_recovery_broker.py, a 5.5.1 accelerated
 recovery cut inside a record: tests/test_restart_accelerated_inside_broker.py, one that accepted a message planted
-inside a record: tests/test_restart_accelerated_planted_broker.py).
+inside a record: tests/test_restart_accelerated_planted_broker.py; on a RocksDB consume queue store, where that
+walk starts at a segment's start: tests/test_restart_accelerated_rocksdb_broker.py).
 :func:`reput_records_from` counts what the reput's walk finds after the cut, the records a restart discards.
 """
 from __future__ import annotations
@@ -22,7 +23,6 @@ import numpy as np
 
 from . import commitlog as cl
 from .config import BrokerConfig
-from .errors import UnsupportedConfigError
 from .javahash import java_utf8_decode
 from .reput import next_reput_offset, resolve_broker_version
 from .store import Segment, StoreLocation
@@ -106,9 +106,8 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
                        accepted: Accepted, *, abnormal: bool, batch_topics: frozenset[str] = frozenset(),
                        dispatch_above: int = -1, segment_base: int | None = None,
                        start_on_record: Callable[[], bool] | None = None) -> SecondReput | None:
-    """Where ``DefaultMessageStore.start`` sets the reput after a recovery that dispatched, what that reput
-    adds, and a refusal where it would write what the rebuild cannot (None: the reput starts at the
-    commitlog's end and adds nothing).
+    """Where ``DefaultMessageStore.start`` sets the reput after a recovery that dispatched, and what that reput
+    adds (None: the reput starts at the commitlog's end and adds nothing).
 
     4.9.8 ``start()`` always, 5.x ``doRecheckReputOffsetFromCq`` (5.3.3 and 5.5.1 alike) with
     ``recheckReputOffsetFromCq=true``: the reput restarts at the largest ``getMaxPhysicOffset`` over the
@@ -167,25 +166,30 @@ def start_reput_check(config: BrokerConfig, min_offset: int, checked_from: int, 
     the last of them the index file's ``endPhyOffset``: the reput's walk from the min offset then puts the keys of
     its records at or above that value only (``index_from``), none reindexed apart (checked on 5.5.1: a planted
     message whose field holds its host's offset and shares the host's key: the key twice at that offset, no other
-    record's).  Refused on a RocksDB consume queue store (its reput starts at the min offset whatever the walk
-    queued).
+    record's).
+
+    A RocksDB consume queue store's accelerated walk never begins inside a segment here: this check sees restarts
+    from a deleted database (:func:`store_format.recovery.plan_recovery` with no consume queue loaded), whose
+    ``RocksDBConsumeQueueStore.getDispatchFromPhyOffset`` is the empty database's max physical offset, 0 (no RocksDB
+    dispatch store lowers a 0), so ``recoverAbnormally`` starts its segment at ``0 - base``, the segment's start:
+    the checkpoint's logicsPhysicalOffset plays no part (checked on 5.5.1 with that offset inside a record and at a
+    message planted inside one, tests/test_restart_accelerated_rocksdb_broker.py: a plain abnormal recovery from
+    a segment's start, the host's body CRC, broken by the planted bytes, its cut; with ``commitLogRecoverMaxNum``
+    segments back, the records below queued and not indexed, as above).  Only a kept database whose checkpoint
+    lies inside a segment starts one there (``verify``'s prediction, not this check): a ``ValueError`` here.
     """
     if config.is_5x and not config.recheckReputOffsetFromCq:
         return None
     segment_base = checked_from if segment_base is None else segment_base
+    if config.rocksdb_cq and segment_base < checked_from:
+        raise ValueError(f"a RocksDB consume queue store's recovery from an empty database starts at a segment's "
+                         f"start, not at {checked_from} inside the segment at {segment_base}")
     queues = -1 if config.rocksdb_cq else accepted.max_physic_offset(batch_topics)
     reput = max(queues, min_offset, 0)
-    why = "recheckReputOffsetFromCq=true: " if config.is_5x else ""
     if reput < checked_from and segment_base < checked_from < process_offset and start_on_record is not None \
-            and (config.rocksdb_cq or accepted.last_indexed >= 0) and not start_on_record():
-        if not config.rocksdb_cq:   # the walk's keys first, then the reput's from the last of them on
-            return SecondReput(reput, index_from=accepted.last_indexed, walk_first=checked_from)
-        raise UnsupportedConfigError(
-            f"{why}after the abnormal recovery with enableAcceleratedRecovery=true (which accepted records from "
-            f"offset {checked_from}, inside its segment at {segment_base}, up to {process_offset}) "
-            f"DefaultMessageStore.start walks the commitlog again from {reput}, parsing that segment from its start, "
-            f"which reaches no record at {checked_from}, over a recovery that dispatched to a RocksDB consume queue "
-            "from there: what the reput adds to it is not reproduced; let the broker recover")
+            and accepted.last_indexed >= 0 and not start_on_record():
+        # the walk's keys first, then the reput's from the last of them on
+        return SecondReput(reput, index_from=accepted.last_indexed, walk_first=checked_from)
     indexed = accepted.last_indexed if accepted.last_indexed > dispatch_above else -1
     offset_zero = config.rocksdb_cq and dispatch_above >= 0 and reput == 0
     return SecondReput(reput, reindex=indexed if config.writes_index_files and indexed >= reput else -1,

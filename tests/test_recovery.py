@@ -313,9 +313,7 @@ def test_rocksdb_consume_queue_recovery_starts_at_offset_zero(written: Written, 
     recovery at segment 2 (by its timestamps and its logicsPhysicalOffset) leaves it at segment 0; the
     normal recovery dispatches only records above offset 0, the abnormal one every record.  5.5.1 still
     walks back at most commitLogRecoverMaxNum segments; with recheckReputOffsetFromCq=true the second reput
-    starts at offset 0 (refused where the recovery started later)."""
-    from store_format.errors import UnsupportedConfigError
-
+    starts at offset 0; with enableAcceleratedRecovery the walk still starts at its segment's start."""
     rocks = dataclasses.replace(written.config, brokerVersion=version, storeType="defaultRocksDB")
     files = dataclasses.replace(rocks, storeType="default")
     ts = int(written.store_ts[written.records_in(2)[0]]) + 3000
@@ -343,18 +341,24 @@ def test_rocksdb_consume_queue_recovery_starts_at_offset_zero(written: Written, 
                 0, written.bases[3], not crashed)
             assert before.index_from == written.bases[3] and before.reindex >= written.bases[3]
         accelerated = dataclasses.replace(recheck, commitLogRecoverMaxNum=3, enableAcceleratedRecovery=True)
+        # the checkpoint's logicsPhysicalOffset inside segment 3 plays no part: the empty database's max physical
+        # offset, 0, starts the accelerated walk at its segment's start (0 - base: the fall-back to 0)
+        inside_cp = struct.pack(">qqqqqq", ts, ts, 2**62, 0, 0, written.bases[3] + 8).ljust(4096, b"\0")
+        rocks_accel = plan_recovery(store, accelerated, abnormal=True, checkpoint=inside_cp)
+        assert (rocks_accel.checked_from, rocks_accel.dispatch_from, rocks_accel.process_offset) == (
+            written.bases[3], written.bases[3], written.end)
         from store_format.restart_reput import Accepted, start_reput_check
-        with pytest.raises(UnsupportedConfigError, match="enableAcceleratedRecovery"):   # a walk from inside a file
+        with pytest.raises(ValueError, match="empty database"):   # so a walk from inside a file is no input
             start_reput_check(accelerated, 0, written.bases[3] + 8, written.end, Accepted(), abnormal=True,
-                              segment_base=written.bases[3], start_on_record=lambda: False)   # ... not on a record
-        inside = start_reput_check(accelerated, 0, written.bases[3] + 8, written.end, Accepted(), abnormal=True,
-                                   segment_base=written.bases[3], start_on_record=lambda: True)
-        assert inside is not None and inside.reput == 0
-        cut = start_reput_check(accelerated, 0, written.bases[3] + 8, written.bases[3] + 8, Accepted(), abnormal=True,
-                                segment_base=written.bases[3], start_on_record=lambda: False)   # ... which took none:
-        assert cut is not None and (cut.reput, cut.index_from) == (0, -1)   # the reput up to the cut, not refused
+                              segment_base=written.bases[3], start_on_record=lambda: False)
         files_accel = dataclasses.replace(files, brokerVersion=version, recheckReputOffsetFromCq=True,
                                           enableAcceleratedRecovery=True)
+        inside = start_reput_check(files_accel, 0, written.bases[3] + 8, written.end, Accepted(), abnormal=True,
+                                   segment_base=written.bases[3], start_on_record=lambda: True)
+        assert inside is not None and inside.reput == 0
+        cut = start_reput_check(files_accel, 0, written.bases[3] + 8, written.bases[3] + 8, Accepted(), abnormal=True,
+                                segment_base=written.bases[3], start_on_record=lambda: False)   # ... which took none:
+        assert cut is not None and (cut.reput, cut.index_from) == (0, -1)   # the reput up to the cut
         took = start_reput_check(files_accel, 0, written.bases[3] + 8, written.end, Accepted(), abnormal=True,
                                  segment_base=written.bases[3], start_on_record=lambda: False)   # took records there,
         assert took is not None and (took.reput, took.index_from) == (0, -1)   # no key: the reput's walk alone

@@ -3,19 +3,31 @@ the commitlog recovery from the database's checkpoint (:func:`store_format.recov
 ``rebuild --as-restart`` applies it), its dispatch and ``RocksDBConsumeQueueStore.truncateDirty``, and
 with ``recheckReputOffsetFromCq=true`` the start's second reput from the commitlog's min offset
 (``DefaultMessageStore.doRecheckReputOffsetFromCq``) (:mod:`store_format.rocksdb_recovery`), reported
-queue by queue like the file queues' (:class:`~.report.RestartPrediction`)."""
+queue by queue like the file queues' (:class:`~.report.RestartPrediction`).  A 5.5.1 ``enableAcceleratedRecovery``
+walk from a checkpoint inside a record: cut there, the second reput ending at the record crossing the cut
+(:func:`store_format.restart_reput.reput_data_end`); one that accepts records there is refused."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from store_format.config import BrokerConfig
+from store_format.errors import UnsupportedConfigError
+from store_format.reput import resolve_broker_version
+from store_format.restart_reput import reput_data_end, walk_reaches
 from store_format.rocksdb_recovery import QueueEntries, RocksRestart, parse_database, predict_rocksdb_restart
 from store_format.store import StoreLocation
 
 from .report import QueueRestart, RestartPrediction
 from .restart import predict_index
+
+if TYPE_CHECKING:
+    from store_format.recovery import RecoveryPlan
+
+_WINDOW, _MARGIN = 16 << 20, 1 << 20   # commitlog bytes parsed at a time, and the walk buffer's margin
 
 
 def _entry(e: tuple[int, int] | None) -> list[int] | None:
@@ -46,6 +58,7 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
     ref, _ = parse_database(ref_entries)
     plan = plan_recovery(st, config, abnormal=not clean, max_phy_offset_of_consume_queue=max(checkpoint or 0, 0))
     end, min_phy = plan.process_offset, st.segments[0].base
+    _walk_inside_checked(st, config, plan)
     cp0 = checkpoint or 0
     if clean:   # CommitLog.recoverNormally: doDispatch only above the dispatch position
         def in_range(phy: np.ndarray) -> np.ndarray:
@@ -59,7 +72,9 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
         _with_offset_zero(dispatched, store, "the abnormal recovery", notes)
     again = None
     if config.recheckReputOffsetFromCq:   # DefaultMessageStore.doRecheckReputOffsetFromCq: from the min offset
-        again = select_entries(ref, lambda phy: (phy >= min_phy) & (phy < end))
+        # up to the cut, or to the record crossing it where an accelerated walk cut inside one
+        reput_end = reput_data_end(st, config, _Reput(end, min_phy, plan.dispatch_from))
+        again = select_entries(ref, lambda phy: (phy >= min_phy) & (phy < reput_end))
         if min_phy == 0:
             _with_offset_zero(again, store, "the start's second reput", notes)
     r = predict_rocksdb_restart(store, checkpoint, dispatched, end=end, min_phy=min_phy, abnormal=not clean,
@@ -97,6 +112,33 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
                   checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=end,
                   second_reput_from=p.second_reput_from, second_reput_note=second)
     return p
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reput:
+    """The start's second reput from the min offset over a recovery cut at ``process_offset`` that dispatched from
+    ``dispatch_from`` (:func:`store_format.restart_reput.reput_data_end`'s input)."""
+    process_offset: int
+    restart_reput_from: int
+    dispatch_from: int
+
+
+def _walk_inside_checked(st: StoreLocation, config: BrokerConfig, plan: RecoveryPlan) -> None:
+    """A 5.5.1 ``enableAcceleratedRecovery`` walk from a kept database's max-physical-offset checkpoint inside its
+    segment that accepted records where the reput's parse of that segment from its start reaches no record: those
+    records are parsed from other boundaries than the rebuild's, whose entries this prediction uses; refused
+    (UnsupportedConfigError).  One that accepted none (its first check failed: the commitlog cut there) is
+    predicted: the second reput then ends at the record crossing the cut (checked on the 5.5.1 broker,
+    tests/test_restart_accelerated_rocksdb_broker.py)."""
+    seg = st.segment_at(plan.checked_from)
+    if seg is None or not plan.checked_from < plan.dispatch_from < plan.process_offset:
+        return
+    if walk_reaches(st, seg, plan.dispatch_from - seg.base, resolve_broker_version(st, config), _WINDOW, _MARGIN):
+        return
+    raise UnsupportedConfigError(
+        f"enableAcceleratedRecovery=true: the abnormal recovery walks from the RocksDB consume queue's checkpoint "
+        f"{plan.dispatch_from}, inside a record of segment {seg.name} as the reput parses it, and accepts records "
+        f"there up to {plan.process_offset}: their units are not the rebuild's; let the broker recover")
 
 
 def _with_offset_zero(units: dict[str, QueueEntries], store: dict[str, QueueEntries], who: str,

@@ -82,7 +82,9 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * and {@code abort} leaves an abort file before the restart ({@code dropRocksdbStore} deletes {@code rocksdbstore/}
  * before it: the restart creates the database empty; {@code rocksdbIndexLag} {@code {"put": i, "hole": j}} deletes
  * the index entries of the records after put i and of put j and sets lastOffsetPy to put i's record, as a crash
- * that lost the index thread's batches leaves it, see RocksIndexLag); {@code <dir>/before/} then keeps the store
+ * that lost the index thread's batches leaves it, see RocksIndexLag; {@code rocksdbCqCheckpoint} {@code {"put": i,
+ * "add": n}} sets a kept RocksDB consume queue's max-physical-offset checkpoint to put i's offset + n, see
+ * RocksCqCheckpoint); {@code <dir>/before/} then keeps the store
  * as the restart found it (with {@code indexRocksDBEnable} or {@code transRocksDBEnable}, 5.5.1, its
  * {@code rocksdbstore/} too), and the line adds {@code damagedRecord} and {@code damagedByte}; with
  * {@code refreshPropCrc} (5.x, {@code enabledAppendPropCRC=true}) the damaged record's CRC32 property is then
@@ -305,6 +307,12 @@ public final class Writer {
             out.addProperty("rocksdbIndexLastOffsetPy", last);
             out.addProperty("rocksdbIndexHole", hole);
             out.addProperty("rocksdbIndexDeleted", LineAdapter.rocksdbIndexLag(root, last, hole));
+        }
+        if (sc.has("rocksdbCqCheckpoint")) {  // {"put": i, "add": n}: the RocksDB consume queue's max physical offset
+            JsonObject cq = sc.getAsJsonObject("rocksdbCqCheckpoint");
+            long at = wrote.get(cq.get("put").getAsInt()) + (cq.has("add") ? cq.get("add").getAsLong() : 0);
+            out.addProperty("rocksdbCqCheckpointBefore", LineAdapter.rocksdbCqCheckpoint(root, at));
+            out.addProperty("rocksdbCqCheckpoint", at);
         }
         if (sc.has("dropRocksdbStore") && sc.get("dropRocksdbStore").getAsBoolean()) {
             // 5.5.1: a store whose message RocksDB database is lost; the restart creates it empty

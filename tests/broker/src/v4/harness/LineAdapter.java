@@ -115,4 +115,8 @@ public final class LineAdapter {
     public static int rocksdbIndexLag(java.io.File root, long last, long hole) {
         throw new UnsupportedOperationException("rocksdbIndexLag: no RocksDB message index before 5.5");
     }
+
+    public static long rocksdbCqCheckpoint(java.io.File root, long offset) {
+        throw new UnsupportedOperationException("rocksdbCqCheckpoint: no RocksDB consume queue before 5.x");
+    }
 }

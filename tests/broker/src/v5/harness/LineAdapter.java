@@ -223,4 +223,10 @@ public final class LineAdapter {
     public static int rocksdbIndexLag(File root, long last, long hole) throws Exception {
         return RocksIndexLag.apply(root, last, hole);
     }
+
+    /** The RocksDB consume queue's max-physical-offset checkpoint set to {@code offset} (RocksCqCheckpoint); the
+     *  value it had. */
+    public static long rocksdbCqCheckpoint(File root, long offset) throws Exception {
+        return RocksCqCheckpoint.apply(root, offset);
+    }
 }
