@@ -21,6 +21,10 @@ start's ``recoverOffsetTable`` puts in the queue offset table (1, the cut queue'
 dispatch, which takes the message's ``INNER_MULTI_QUEUE_OFFSET``.  Its next check fails on the body's 'x' bytes and it
 jumps to the log's end: every unit of the 22nd data file stays lost, the last T9 message's light unit too.
 
+``-held-disk-zero``: the same with the parsed message's light queue offset 0 (:func:`parsed_message`):
+``putMessagePositionInfo`` checks no queue offset of 0, so the light unit is appended at the write position 20 all the
+same, though 0 lies below it (a queue offset past 0 that did would be dropped: "build consume queue repeatedly").
+
 The broker's queues after ``load()`` and after the reput, the ``%LMQ%q1`` file before and after the restart and the
 index are asserted first; then ``verify`` on the store as the restart found it predicts that restart (units lost, none
 put again, the one index key) and its plan replays ``%LMQ%q1`` from the state the cut left
@@ -37,10 +41,12 @@ import pytest
 from broker_dledger_2gib import (
     BLANK_MAX,
     EMBED_AT_BODY_DATA,
+    EMBED_T0_DATA,
     LINE,
     held_units,
     queued_messages,
     t0_record_at_2147483647,
+    with_embedded_message,
     written,
 )
 from broker_dledger_inside_scenarios import LIGHT_PROPS
@@ -66,12 +72,29 @@ def _with_light(m: dict, light_offset: int) -> dict:
             "properties": {"INNER_MULTI_DISPATCH": LIGHT, "INNER_MULTI_QUEUE_OFFSET": str(light_offset)}}
 
 
-def light_held_disk_scenario(line: str = LINE) -> dict:
-    """``<line>-dledger-abort-propcrc-kept-past-2gib-embedded-light-held-disk``: above."""
+_OFFSET_FIELD = b"INNER_MULTI_QUEUE_OFFSET\x01"
+
+
+def parsed_message(light_offset: int = LIGHT_QUEUE_OFFSET) -> bytes:
+    """The message at 2147483647: ``light_message`` with the light queue offset ``light_offset`` (one digit; a
+    property, which neither the message check nor the body CRC covers)."""
+    msg = light_message()
+    at = msg.index(_OFFSET_FIELD) + len(_OFFSET_FIELD)
+    assert msg[at:at + 1] == str(LIGHT_QUEUE_OFFSET).encode() and 0 <= light_offset <= 9
+    return msg[:at] + str(light_offset).encode() + msg[at + 1:]
+
+
+SUFFIX = {LIGHT_QUEUE_OFFSET: "", 0: "-zero"}   # the parsed message's light queue offset -> the scenario's suffix
+
+
+def light_held_disk_scenario(light_offset: int = LIGHT_QUEUE_OFFSET, line: str = LINE) -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-embedded-light-held-disk`` (``-zero``: light queue offset 0):
+    above."""
     sc = embedded_light_scenario(line)
+    name = f"{sc['name']}-held-disk{SUFFIX[light_offset]}"
+    sc = with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA, name, parsed_message(light_offset))
     first, *rest, last = sc["messages"]
-    return {**sc, "messages": [_with_light(first, 0), *rest, _with_light(last, 1)],
-            "name": f"{sc['name']}-held-disk"}
+    return {**sc, "messages": [_with_light(first, 0), *rest, _with_light(last, 1)]}
 
 
 CUT_T0 = 11207   # T0's units in the 22nd data file (the cut takes them)
@@ -82,19 +105,22 @@ def _units(b: bytes, n: int) -> list[tuple[int, int, int]]:
     return [struct.unpack(">qiq", b[i:i + 20]) for i in range(0, 20 * n, 20)]
 
 
-def test_verify_predicts_a_message_for_a_held_light_queue_parsed_at_2147483647(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("light_offset", sorted(SUFFIX, reverse=True), ids=["held-disk", "held-disk-zero"])
+def test_verify_predicts_a_message_for_a_held_light_queue_parsed_at_2147483647(tmp_path, monkeypatch,
+                                                                                light_offset: int) -> None:
     """What the broker wrote first (the light queue before the restart: the first and last T9 messages' light units;
     after ``load()`` the first only, write position 20; after the reput the parsed light unit at 20, not at its light
     queue offset's place; T5/0 created; T0 and T9 as ``load()`` left them; E5 indexed once); then verify predicts the
     reput set at 2147483647 parsing the message and going on at the log's end (every unit of the 22nd data file lost,
     the last T9 message's light unit too, none put again, the one index key) and its plan's ``%LMQ%q1`` is the
     broker's file."""
-    sc = light_held_disk_scenario()
+    sc = light_held_disk_scenario(light_offset)
     w, src = written(sc, tmp_path)
     end, cut = int(w["maxPhyOffset"]), int(w["truncateDirtyLogicFilesAt"])
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
     assert len(data) == 22 and cut == int(data[-1].name) < BLANK_MAX < PAST_2GIB_T9_LAST < end, (cut, end)
-    msg = light_message()
+    msg = parsed_message(light_offset)
+    assert len(msg) == len(light_message())
     record = t0_record_at_2147483647(src)
     assert record[88 + EMBED_AT_BODY_DATA:88 + EMBED_AT_BODY_DATA + len(msg)] == msg, "the bytes at 2147483647"
     name = f"{LIGHT}/0"
@@ -111,8 +137,7 @@ def test_verify_predicts_a_message_for_a_held_light_queue_parsed_at_2147483647(t
     t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
     assert _units(t5, 1) == [unit] and not any(t5[20:]), t5[:40].hex()
     # putMessagePositionInfo on the loaded queue: appended at the write position 20, its light queue offset 2's place
-    # (40) past it
-    assert 20 < 20 * LIGHT_QUEUE_OFFSET
+    # (40) past it, or 0, no queue offset checked
     light = (src / "expected" / "consumequeue" / LIGHT / "0" / f"{0:020d}").read_bytes()
     assert (int(after[name]["maxOffset"]), int(after[name]["maxPhysicOffset"])) == (40, BLANK_MAX + len(msg)), after
     assert _units(light, 2) == [(*T9_FIRST, 0), unit] and not any(light[40:]), light[:60].hex()
