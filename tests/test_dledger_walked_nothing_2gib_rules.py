@@ -1,7 +1,9 @@
 """Unit checks of which reputs set at 2147483647 after a DLedger crash walk that dispatched nothing
 :func:`store_format.dledger_walked_nothing._parsed_refusal` models (the broker cases:
 ``tests/test_dledger_walked_nothing_2gib_broker.py``, ``tests/test_dledger_walked_nothing_2gib_more_broker.py`` and,
-a light queue's unit, ``tests/test_dledger_walked_nothing_2gib_parsed_broker.py``, ``DLEDGER_2GIB=1``)."""
+a light queue's unit, ``tests/test_dledger_walked_nothing_2gib_parsed_broker.py`` (a new queue) and
+``tests/test_dledger_walked_nothing_2gib_light_disk_broker.py`` (a queue a file of which the cut leaves),
+``DLEDGER_2GIB=1``)."""
 from __future__ import annotations
 
 import pytest
@@ -20,6 +22,7 @@ LIGHT = ParsedUnit(*LIGHT_KEY, BLANK_MAX, 111, 2, 0, own=False, batch=False)   #
 
 
 T0_KEPT = {("T0", 0): (PROCESS - 500, True, 9_912_420, False)}   # T0 as the cut left it: max, a file stays, write
+LIGHT_KEPT = {LIGHT_KEY: (241, True, 20, False)}   # %LMQ%q1 as the cut left it: its first unit (48, 193) only
 
 
 def _why(goes_on: int, records=MSG, units=(T5,), *, committed: int = COMMITTED, on_disk=T0_KEPT,  # noqa: ANN001
@@ -39,6 +42,8 @@ def test_a_message_for_a_new_queue_then_the_jump_is_modelled(goes_on: int, commi
     # the message also put to a light queue the store holds no file of (multiDispatchLmqQueue: a new queue)
     assert _why(goes_on, MSG, (T5, LIGHT), committed=committed) == ""
     assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, version="5") == ""
+    # ... or to one a file of which the cut leaves (multiDispatchLmqQueue: putMessagePositionInfo on the loaded queue)
+    assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, on_disk={**T0_KEPT, **LIGHT_KEPT}) == ""
 
 
 @pytest.mark.parametrize("queue_offset,size,at", [
@@ -69,13 +74,13 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
     ({"goes_on": END, "committed": END, "records": ((BLANK_MAX + 48, BLANK_MAX + 48),), "units": ()}, "empty request"),
     ({"goes_on": END, "committed": END, "on_disk": {("T5", 0): (PROCESS, False, -1, False)}, "version": "5"},
      "that the 5.3.3 cut left no file of"),
-    ({"goes_on": END, "committed": END, "units": (T5, LIGHT), "on_disk": {**T0_KEPT, LIGHT_KEY: T0_KEPT[("T0", 0)]}},
-     "a light queue the store holds files of"),
+    ({"goes_on": END, "committed": END, "units": (T5, LIGHT), "on_disk": {**T0_KEPT, **LIGHT_KEPT}, "ext": True},
+     "a light queue the store holds files of, with ext files"),
     ({"goes_on": END, "committed": END, "units": (LIGHT,), "on_disk": {LIGHT_KEY: (PROCESS, False, -1, False)}},
-     "a light queue the store holds files of"),   # one the cut left no file of
+     "a light queue the store holds files of that the cut left no file of"),
     ({"goes_on": END, "committed": END, "units": (ParsedUnit("BT0", 0, BLANK_MAX, 111, 0, 0, own=True, batch=True),)},
      "a batch queue"),
-], ids=["file-end", "entry-start", "before-process-offset", "blank", "on-disk-emptied-533", "light-held",
+], ids=["file-end", "entry-start", "before-process-offset", "blank", "on-disk-emptied-533", "light-held-ext",
         "light-emptied", "batch"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
@@ -108,3 +113,21 @@ def test_a_queue_the_cut_left_no_file_of_gets_its_first_file_where_the_queue_off
     placed = _placed_on_disk((unit,), {("T7", 0): (PROCESS, False, -1, False)}, 6_000_000, BLANK_MAX)
     (q,) = placed.whole
     assert (q.opened, q.blank_until, q.parsed_at, q.units) == ((0,), 100, (100,), ((100, BLANK_MAX, 111, 0),)), q
+
+
+@pytest.mark.parametrize("light_offset,at", [(2, 20), (1, 20), (0, 20)], ids=["past", "at", "zero"])
+def test_a_light_unit_of_a_held_light_queue_goes_by_put_message_position_info(light_offset: int, at: int) -> None:
+    """multiDispatchLmqQueue hands the light unit to putMessagePositionInfo on the loaded queue: from the write position
+    and max the cut left, appended at the write position whatever its light queue offset past it (broker case: 2,
+    at 20); T5's own unit the rebuild's own dispatch's (a new queue)."""
+    light = ParsedUnit(*LIGHT_KEY, BLANK_MAX, 111, light_offset, 0, own=False, batch=False)
+    (q,) = _placed_on_disk((T5, light), {**T0_KEPT, **LIGHT_KEPT}, 6_000_000, BLANK_MAX).whole
+    assert (q.topic, q.walk_end, q.parsed_at) == ("%LMQ%q1", 20, (at,)), q
+    assert q.units == ((at, BLANK_MAX, 111, 0),) and not q.opened, q
+
+
+def test_a_light_unit_below_the_held_light_queues_write_position_is_dropped() -> None:
+    """Its light queue offset * 20 below the write position, not 0: "build consume queue repeatedly"."""
+    light = ParsedUnit(*LIGHT_KEY, BLANK_MAX, 111, 1, 0, own=False, batch=False)
+    (q,) = _placed_on_disk((T5, light), {**T0_KEPT, LIGHT_KEY: (400, True, 40, False)}, 6_000_000, BLANK_MAX).whole
+    assert q.parsed_at == (-1,) and q.units == (), q
