@@ -198,7 +198,9 @@ def test_a_kept_database_s_checkpoint_inside_a_record_cuts_there(runs, name: str
 @pytest.mark.parametrize("name", KEPT)
 def test_verify_predicts_the_restart_on_the_kept_database(runs, name: str) -> None:
     """``verify`` on ``<dir>/before`` (the database kept): the cut, the checkpoint after, and queue by queue the max
-    and min entries and the units left above the new max of the database the broker's restart left."""
+    and min entries and the units left above the new max of the database the broker's restart left; the first
+    life's index files deleted (the checkpoint's index timestamp is 0) and every key of the broker's new one: the
+    second reput's from offset 0 (the record at 0's too) up to the record crossing the cut, not that one's."""
     r = runs[name]
     d = Path(r["scenario"]["dir"])
     report = r["verify"]["report"]
@@ -211,6 +213,12 @@ def test_verify_predicts_the_restart_on_the_kept_database(runs, name: str) -> No
     assert p["rocksdb_checkpoint_before"] == cp_before
     assert cp_after in (p["rocksdb_checkpoint_after"], p["race_checkpoint_after"]), (cp_after, p)
     queues_as_predicted(before, after, {q["queue"]: q for q in p["queues"]})
+    names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
+    assert names[0] and not names[0] & names[1], names
+    keys = _key_offsets(d).tolist()
+    assert 0 in keys and max(keys) < cp_after, "the broker indexed the record crossing the cut, or not the one at 0"
+    assert set(p["index_files_deleted"]) == names[0], (p["index_files_deleted"], names)
+    assert p["index_keys_put_again"] == len(keys), (p["index_keys_put_again"], p["notes"])
 
 
 @pytest.mark.parametrize("name", KEPT_PLANTED)

@@ -111,17 +111,18 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
             "below the end again (the record at offset 0's too) after the recovery's batches and truncateDirty: "
             "each queue with a unit there gets its last one as max entry, the checkpoint the end of the last one; "
             "IndexService.buildIndex puts the last indexed record's keys again")
+    # the second reput from the min offset indexes the record at offset 0 where the index is still empty there
+    zero_keys = offset_zero_keys(st, config, _WINDOW, _MARGIN) if again is not None else 0
     if off_records:   # the walk's keys at their physicalOffset fields, then the second reput's (if any)
         p.notes.extend([second] if second else [])
         predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
                       checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=reput_end,
                       parsed_keys=plan.walk_keys, parsed_then=min_phy if again is not None else None,
-                      walk_end=plan.dispatch_from,
-                      zero_keys=offset_zero_keys(st, config, _WINDOW, _MARGIN) if again is not None else 0)
+                      walk_end=plan.dispatch_from, zero_keys=zero_keys)
         return p
     predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
-                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=end,
-                  second_reput_from=p.second_reput_from, second_reput_note=second)
+                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=reput_end,
+                  second_reput_from=p.second_reput_from, second_reput_note=second, zero_keys=zero_keys)
     return p
 
 
