@@ -171,7 +171,9 @@ class RecoveryPlan:
         index_from: that reput starts before ``dispatch_from`` and queues the records below it, but indexes
             none below this offset (-1: it indexes them all, or it starts at or after ``dispatch_from``).
         walk_first: the walk from this offset, inside a record that reput reads whole, put keys that precede the
-            reput's in the index (``SecondReput.walk_first``; -1: none such), ``walk_keys`` the offsets of its keys.
+            reput's in the index (``SecondReput.walk_first``; -1: none such), ``walk_keys`` the offsets of its keys
+            (a kept RocksDB database's accelerated walk from inside its segment: those too, ``walk_first`` unset).
+        walk_queued: the offset of the last record the walk queued (``Accepted.cq_start``; -1: none).
     """
     mode: str
     process_offset: int
@@ -193,6 +195,7 @@ class RecoveryPlan:
     index_from: int = -1
     walk_first: int = -1
     walk_keys: tuple[int, ...] = ()
+    walk_queued: int = -1
 
     @property
     def deleted_segments(self) -> int:
@@ -544,7 +547,7 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
     # checkpoint's logicsPhysicalOffset (tests/test_restart_accelerated_rocksdb_broker.py)
     start_pos = _accelerated_start(segs[first], stores.dispatch_from(
         cp.logics_physical_offset if not config.rocksdb_cq else max_phy)) if accelerated else 0
-    accepted = Accepted(key_offsets=[] if start_pos > 0 and not config.rocksdb_cq else None)   # walk_first's keys
+    accepted = Accepted(key_offsets=[] if start_pos > 0 else None)   # walk_first's keys
     stop = _recovery_walk(store, first, config, check_crc=crc, window=window, accepted=accepted, start_pos=start_pos,
                           offset_check=config.brokerVersion == "5.5" and abnormal
                           and config.checkCommitLogOffsetOnRecover)
@@ -569,7 +572,8 @@ def plan_recovery(store: StoreLocation, config: BrokerConfig, *, abnormal: bool 
         index_offset_zero=second is not None and second.index_offset_zero,
         index_from=second.index_from if second is not None else -1,
         walk_first=second.walk_first if second is not None else -1,
-        walk_keys=accepted.walk_keys() if second is not None and second.walk_first >= 0 else ())
+        walk_keys=accepted.walk_keys() if (second is not None and second.walk_first >= 0) or config.rocksdb_cq else (),
+        walk_queued=accepted.cq_start)
     log.info("%s", plan.render())
     return plan
 

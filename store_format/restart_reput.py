@@ -27,8 +27,8 @@ from .javahash import java_utf8_decode
 from .reput import next_reput_offset, resolve_broker_version
 from .store import Segment, StoreLocation
 
-__all__ = ["Accepted", "SecondReput", "reput_data_end", "reput_records_from", "start_reput_check", "unindex_below",
-           "walk_reaches"]
+__all__ = ["Accepted", "SecondReput", "offset_zero_keys", "reput_data_end", "reput_records_from", "start_reput_check",
+           "unindex_below", "walk_reaches"]
 
 
 class _Cut(Protocol):
@@ -243,6 +243,24 @@ def reput_data_end(store: StoreLocation, config: BrokerConfig, plan: _Cut, windo
         return cut
     reached, _ = _parse_segment(store, seg, end, end, resolve_broker_version(store, config), window, margin)
     return seg.base + min(reached, end)
+
+
+def offset_zero_keys(store: StoreLocation, config: BrokerConfig, window: int = 16 << 20,
+                     margin: int = 1 << 20) -> int:
+    """The index keys ``IndexService.buildIndex`` puts for the record at commitlog offset 0 when a restart's walk from
+    there dispatches it while the index's ``endPhyOffset`` is 0 (none where it is a rollback message, or the
+    commitlog does not start at 0): a RocksDB consume queue store's rebuild reads that record without dispatching
+    it (:func:`store_format.rocksdb_cq.undispatch_first_record`), so the rebuild's index holds none of them."""
+    seg = store.segment_at(0)
+    if seg is None or seg.base != 0:
+        return 0
+    with store.reader(seg) as read:
+        res = cl.walk_range(read, seg.base, seg.size, cl.WalkState.at_slice_start(0, seg.size), 1,
+                            resolve_broker_version(store, config), window=window + margin, keep_text=False)
+    rec = res.rec[:1]
+    if not len(rec) or rec[0, cl.R_PHYS] != 0 or not rec[0, cl.R_FLAGS] & cl.F_INDEX:
+        return 0
+    return int(rec[0, cl.R_KEY_COUNT])
 
 
 def unindex_below(res: cl.WalkResult, offset: int) -> cl.WalkResult:

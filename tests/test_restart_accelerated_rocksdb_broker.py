@@ -24,14 +24,18 @@ again (``IndexService.buildIndex`` skips the records below it, those below the w
   max-physical-offset checkpoint set 5 bytes into put 30 (``rocksdbCqCheckpoint``): there the walk begins (the last
   file whose first record lies at or below it), its first check fails and the commitlog is cut there; the second
   reput from offset 0 ends at the record crossing the cut.  ``verify`` on ``<dir>/before`` predicts that restart.
+* ``5.5.1-rocksdb-accel-kept-planted-crash``: the database kept, its checkpoint at the planted message (the host
+  without a key), which the walk accepts (the commitlog kept to the host's end): it queues and indexes nothing, the
+  second reput from offset 0 reads the host whole; the first life's index files go (the checkpoint's index timestamp
+  is 0), the reput puts every key again, the record at 0's too.  ``verify`` predicts that restart.
 * Full suite only: ``-inside-all-crash`` (the checkpoint 5 bytes into put 30, the walk from the first file),
-  ``-planted-crash`` (the host without the key) and ``-kept-planted-crash`` (the database's checkpoint at the planted
-  message, which the walk accepts: ``verify`` says it does not predict that restart).
+  ``-planted-crash`` (the host without the key) and ``-kept-planted-keyed-crash`` (the database's checkpoint at the
+  keyed planted message: the walk indexes its key at the host's offset, the reput then the host alone).
 
 First what the broker did (every record before the cut queued, the record at 0 too, none at the checkpoint's offset;
 the keys of every record from the walk's file on, the last one's twice), then ``rebuild --as-restart`` on
 ``<dir>/before``: both column families key for key and ``index/`` byte for byte; for the kept databases what the
-broker did, then ``verify``'s prediction (or its refusal).
+broker did, then ``verify``'s prediction.
 """
 from __future__ import annotations
 
@@ -83,19 +87,22 @@ def _scenarios() -> dict[str, list[dict]]:
     kept_planted = {**plain, "name": "5.5.1-rocksdb-accel-kept-planted-crash", "keepQueues": True,
                     "rocksdbCqCheckpoint": {"put": HOST, "add": ADD}}   # at the planted message
     del kept_planted["checkpointLogicsPhysicalOffset"]
-    return {"5.5.1": [inside, keyed, kept, every, plain, kept_planted]}
+    kept_keyed = {**keyed, "name": "5.5.1-rocksdb-accel-kept-planted-keyed-crash", "keepQueues": True,
+                  "rocksdbCqCheckpoint": {"put": HOST, "add": ADD}}   # the planted message shares the host's key
+    del kept_keyed["checkpointLogicsPhysicalOffset"]
+    return {"5.5.1": [inside, keyed, kept, kept_planted, every, plain, kept_keyed]}
 
 
-# with the full suite only: -planted (no key; -keyed plants the same bytes, with a key the walk would index) and
-# -inside-all (the walk from the first file; -inside's from a later one, whose records below it get no key)
-SCENARIOS = {line: bh.bounded(scs, ("-planted-crash", "-inside-all-crash", "-kept-planted-crash"))
+# with the full suite only: -planted (no key; -keyed plants the same bytes, with a key the walk would index),
+# -inside-all (the walk from the first file; -inside's from a later one, whose records below it get no key) and
+# -kept-planted-keyed (the walk's key first in the index: -kept-planted's walk puts none)
+SCENARIOS = {line: bh.bounded(scs, ("-accel-planted-crash", "-inside-all-crash", "-kept-planted-keyed-crash"))
              for line, scs in _scenarios().items()}
 NAMES = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs if "keepQueues" not in sc]
 KEPT = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
         if "keepQueues" in sc and "-planted-" not in sc["name"]]
-KEPT_PLANTED = bh.params_or_skip([pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
-                                  if "keepQueues" in sc and "-planted-" in sc["name"]],
-                                 "-kept-planted runs with PIPELINES_FULL_SUITE=1")
+KEPT_PLANTED = [pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
+                if "keepQueues" in sc and "-planted-" in sc["name"]]
 _RUNS: dict[str, dict] = {}
 # one store at a time in each JVM: RocksDB stores written in threads crashed the JVM
 STORES = bh.Stores(SCENARIOS, "RocksDB store(s), each restarted after a crash", threads=1)
@@ -191,7 +198,9 @@ def test_a_kept_database_s_checkpoint_inside_a_record_cuts_there(runs, name: str
 @pytest.mark.parametrize("name", KEPT)
 def test_verify_predicts_the_restart_on_the_kept_database(runs, name: str) -> None:
     """``verify`` on ``<dir>/before`` (the database kept): the cut, the checkpoint after, and queue by queue the max
-    and min entries and the units left above the new max of the database the broker's restart left."""
+    and min entries and the units left above the new max of the database the broker's restart left; the first
+    life's index files deleted (the checkpoint's index timestamp is 0) and every key of the broker's new one: the
+    second reput's from offset 0 (the record at 0's too) up to the record crossing the cut, not that one's."""
     r = runs[name]
     d = Path(r["scenario"]["dir"])
     report = r["verify"]["report"]
@@ -204,19 +213,60 @@ def test_verify_predicts_the_restart_on_the_kept_database(runs, name: str) -> No
     assert p["rocksdb_checkpoint_before"] == cp_before
     assert cp_after in (p["rocksdb_checkpoint_after"], p["race_checkpoint_after"]), (cp_after, p)
     queues_as_predicted(before, after, {q["queue"]: q for q in p["queues"]})
+    names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
+    assert names[0] and not names[0] & names[1], names
+    keys = _key_offsets(d).tolist()
+    assert 0 in keys and max(keys) < cp_after, "the broker indexed the record crossing the cut, or not the one at 0"
+    assert set(p["index_files_deleted"]) == names[0], (p["index_files_deleted"], names)
+    assert p["index_keys_put_again"] == len(keys), (p["index_keys_put_again"], p["notes"])
 
 
 @pytest.mark.parametrize("name", KEPT_PLANTED)
-def test_verify_refuses_a_walk_that_accepts_a_planted_message(runs, name: str) -> None:
+def test_a_kept_database_s_walk_accepts_the_planted_message(runs, name: str) -> None:
     """The broker's own files, the database kept with its checkpoint at a prepared message planted in the last
-    record's body: the walk began there and accepted it (the commitlog kept to its end, the host's); ``verify`` on
-    ``<dir>/before`` does not predict that restart (the walk's records are not the rebuild's) and says why."""
+    record's body: the walk began there and accepted it (the commitlog kept to the host's end), which queued nothing;
+    the second reput from offset 0 read the host whole: the database holds every record's unit, the record at 0's
+    and the host's too, its checkpoint the host's end.  The index files of the first life went (the checkpoint's
+    index timestamp is 0): the new one holds every key of the first life's files once (the walk put none, the reput
+    from an empty index every key from offset 0 on); -keyed: the planted message's key at the host's offset (its
+    physicalOffset field), then the host's own, nothing below it (``IndexService.buildIndex``: ``endPhyOffset``)."""
     r = runs[name]
     d, w = Path(r["scenario"]["dir"]), r["written"]
     assert w.get("ok"), w.get("error")
-    host = _records(d)[-1]
+    recs = _records(d)
+    host = recs[-1]
     assert w["plantedAt"] == w["rocksdbCqCheckpoint"] == host["offset"] + ADD and host["offset"] % SIZE, (w, host)
     assert w["maxPhyOffset"] == host["offset"] + host["size"], "the walk did not accept the planted message"
+    after, cp_after = _parsed(d / "expected" / "consumequeue")
+    assert sorted(int(o) for q in after.values() for o in q.phy) == [x["offset"] for x in recs]
+    assert cp_after == host["offset"] + host["size"], (cp_after, host)
+    names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
+    assert names[0] and not names[0] & names[1], names
+    keys = _key_offsets(d).tolist()
+    if "-keyed-" in name:
+        assert keys == [host["offset"]] * 2, "the broker indexed other records"
+    else:
+        first_life = _key_offsets(d, "before").tolist()
+        assert 0 in keys and Counter(keys) == Counter(first_life), "the broker indexed other keys than the first life"
+
+
+@pytest.mark.parametrize("name", KEPT_PLANTED)
+def test_verify_predicts_the_walk_over_the_planted_message(runs, name: str) -> None:
+    """``verify`` on ``<dir>/before`` (the database kept): the cut at the host's end, the checkpoint after, queue by
+    queue the max and min entries of the database the broker's restart left, the index files deleted and every key
+    of the broker's new index file (the walk's and the reput's)."""
+    r = runs[name]
+    d = Path(r["scenario"]["dir"])
     report = r["verify"]["report"]
-    assert report is not None and report["restart"] is None, r["verify"]["stderr"]
-    assert report["restart_note"].startswith("not predicted: enableAcceleratedRecovery=true"), report["restart_note"]
+    assert report is not None, r["verify"]["stderr"]
+    p = report["restart"]
+    assert p is not None and p["rocksdb"], report.get("restart_note")
+    assert p["recovery_cut"] == p["commitlog_end"] == r["written"]["maxPhyOffset"]
+    before, cp_before = _parsed(d / "before" / "consumequeue")
+    after, cp_after = _parsed(d / "expected" / "consumequeue")
+    assert p["rocksdb_checkpoint_before"] == cp_before
+    assert cp_after in (p["rocksdb_checkpoint_after"], p["race_checkpoint_after"]), (cp_after, p)
+    queues_as_predicted(before, after, {q["queue"]: q for q in p["queues"]})
+    names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
+    assert set(p["index_files_deleted"]) == names[0] - names[1], (p["index_files_deleted"], names)
+    assert p["index_keys_put_again"] == len(_key_offsets(d)), (p["index_keys_put_again"], p["notes"])

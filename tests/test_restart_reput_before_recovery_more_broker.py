@@ -114,12 +114,12 @@ def _units(d: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def _key_offsets(d: Path) -> np.ndarray:
-    """The commitlog offsets of every key of the broker's index files."""
+def _key_offsets(d: Path, which: str = "expected") -> np.ndarray:
+    """The commitlog offsets of every key of the broker's index files (``which``: ``before``, those it restarted on)."""
     from store_format.indexfile import read_header
     from store_format.layout import INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, INDEX_SLOT_SIZE
     out = []
-    for f in sorted((d / "expected" / "index").iterdir()):
+    for f in sorted((d / which / "index").iterdir()):
         data = f.read_bytes()
         at = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * int(INDEX["maxHashSlotNum"])
         for i in range(1, read_header(data).index_count):

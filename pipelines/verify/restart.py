@@ -503,7 +503,7 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
                   second_reput_note: str | None = None, skip: tuple[int, int] | None = None,
                   second_end: int | None = None, parsed_keys: tuple[int, ...] | None = None,
                   parsed_then: int | None = None, walk_end: int | None = None,
-                  old_runs: tuple[tuple[int, int, int], ...] = ()) -> None:
+                  old_runs: tuple[tuple[int, int, int], ...] = (), zero_keys: int = 0) -> None:
     """``index/`` at the start, into ``p``: ``IndexService.load`` maps every file (a short one is extended),
     an abnormal start deletes the files whose endTimestamp is after the checkpoint's indexMsgTimestamp, and
     ``IndexService.buildIndex`` puts again the keys of the records dispatched from ``first`` that lie at or
@@ -519,7 +519,10 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
     to its offset, then, from ``parsed_then`` (None: the reput walks nothing more), the keys of the records at or
     above both it and that ``endPhyOffset``, below ``end``; ``second_reput_from`` is not used.  ``old_runs`` (refused
     record, where the reput goes on, its parsed keys: the last of ``parsed_keys``): from ``parsed_then`` the records'
-    keys up to each refused record and then its parsed keys, by the same rule, the rest from where it goes on."""
+    keys up to each refused record and then its parsed keys, by the same rule, the rest from where it goes on.
+    ``zero_keys``: the keys of the record at commitlog offset 0 the rebuild's index lacks (a RocksDB store's,
+    :func:`store_format.restart_reput.offset_zero_keys`), which the walk from ``parsed_then`` or
+    ``second_reput_from`` 0 puts where ``endPhyOffset`` is still 0."""
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp
     full = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -546,7 +549,8 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
             more_parsed, end_phy = keys_after_parsed(end_phy, parsed[at:at + n])
             keys, taken, at, parsed_then = keys + more + more_parsed, taken + more_parsed, at + n, then
         if parsed_then is not None:
-            keys += _keys_in(expected_index, config, max(parsed_then, end_phy), end, skip, end_phy)[0]
+            keys += _keys_in(expected_index, config, max(parsed_then, end_phy), end, skip, end_phy)[0] \
+                + (zero_keys if max(parsed_then, end_phy) <= 0 else 0)
         what = ("the start's reput parses messages 48 bytes past records it refuses in the old commitlog files (in "
                 "reput order among theirs)" if old_runs else "the start's reput, set inside an entry, parses messages"
                 " there" if first != walk_end else "the recovery's walk from inside a record "
@@ -562,7 +566,7 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
     if second_reput_from is not None:   # the second walk: records at or after its start and the endPhyOffset
         threshold = max(second_reput_from, end_phy) if second_end is None else second_reput_from
         keys += _keys_in(expected_index, config, threshold, end if second_end is None else second_end, None,
-                         end_phy)[0]
+                         end_phy)[0] + (zero_keys if threshold <= 0 else 0)
         p.notes.append(second_reput_note or (
             f"DefaultMessageStore.start walks the commitlog again from {second_reput_from} "
             "(recheckReputOffsetFromCq=true: the queues' largest getMaxPhysicOffset after the recovery's dispatch, a "

@@ -5,7 +5,9 @@ with ``recheckReputOffsetFromCq=true`` the start's second reput from the commitl
 (``DefaultMessageStore.doRecheckReputOffsetFromCq``) (:mod:`store_format.rocksdb_recovery`), reported
 queue by queue like the file queues' (:class:`~.report.RestartPrediction`).  A 5.5.1 ``enableAcceleratedRecovery``
 walk from a checkpoint inside a record: cut there, the second reput ending at the record crossing the cut
-(:func:`store_format.restart_reput.reput_data_end`); one that accepts records there is refused."""
+(:func:`store_format.restart_reput.reput_data_end`); one that accepts records there the reput's parse does not reach:
+they queue nothing, their keys come first in the index (:func:`.restart.predict_index`'s ``parsed_keys``), or it is
+refused where they queue units."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +19,7 @@ import numpy as np
 from store_format.config import BrokerConfig
 from store_format.errors import UnsupportedConfigError
 from store_format.reput import resolve_broker_version
-from store_format.restart_reput import reput_data_end, walk_reaches
+from store_format.restart_reput import offset_zero_keys, reput_data_end, walk_reaches
 from store_format.rocksdb_recovery import QueueEntries, RocksRestart, parse_database, predict_rocksdb_restart
 from store_format.store import StoreLocation
 
@@ -58,7 +60,7 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
     ref, _ = parse_database(ref_entries)
     plan = plan_recovery(st, config, abnormal=not clean, max_phy_offset_of_consume_queue=max(checkpoint or 0, 0))
     end, min_phy = plan.process_offset, st.segments[0].base
-    _walk_inside_checked(st, config, plan)
+    off_records = _walk_inside_checked(st, config, plan)
     cp0 = checkpoint or 0
     if clean:   # CommitLog.recoverNormally: doDispatch only above the dispatch position
         def in_range(phy: np.ndarray) -> np.ndarray:
@@ -66,11 +68,12 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
     else:       # recoverAbnormally: every record from the start segment
         def in_range(phy: np.ndarray) -> np.ndarray:
             return (phy >= plan.dispatch_from) & (phy < end)
-    dispatched = select_entries(ref, in_range)
+    # a walk off the reput's records that queued nothing: the rebuild's units in its range are not the walk's
+    dispatched = select_entries(ref, in_range) if not off_records else {}
     notes: list[str] = []
     if not clean and plan.dispatch_from == 0:
         _with_offset_zero(dispatched, store, "the abnormal recovery", notes)
-    again = None
+    again, reput_end = None, end
     if config.recheckReputOffsetFromCq:   # DefaultMessageStore.doRecheckReputOffsetFromCq: from the min offset
         # up to the cut, or to the record crossing it where an accelerated walk cut inside one
         reput_end = reput_data_end(st, config, _Reput(end, min_phy, plan.dispatch_from))
@@ -108,9 +111,18 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
             "below the end again (the record at offset 0's too) after the recovery's batches and truncateDirty: "
             "each queue with a unit there gets its last one as max entry, the checkpoint the end of the last one; "
             "IndexService.buildIndex puts the last indexed record's keys again")
+    # the second reput from the min offset indexes the record at offset 0 where the index is still empty there
+    zero_keys = offset_zero_keys(st, config, _WINDOW, _MARGIN) if again is not None else 0
+    if off_records:   # the walk's keys at their physicalOffset fields, then the second reput's (if any)
+        p.notes.extend([second] if second else [])
+        predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
+                      checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=reput_end,
+                      parsed_keys=plan.walk_keys, parsed_then=min_phy if again is not None else None,
+                      walk_end=plan.dispatch_from, zero_keys=zero_keys)
+        return p
     predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
-                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=end,
-                  second_reput_from=p.second_reput_from, second_reput_note=second)
+                  checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=reput_end,
+                  second_reput_from=p.second_reput_from, second_reput_note=second, zero_keys=zero_keys)
     return p
 
 
@@ -123,22 +135,28 @@ class _Reput:
     dispatch_from: int
 
 
-def _walk_inside_checked(st: StoreLocation, config: BrokerConfig, plan: RecoveryPlan) -> None:
-    """A 5.5.1 ``enableAcceleratedRecovery`` walk from a kept database's max-physical-offset checkpoint inside its
-    segment that accepted records where the reput's parse of that segment from its start reaches no record: those
-    records are parsed from other boundaries than the rebuild's, whose entries this prediction uses; refused
-    (UnsupportedConfigError).  One that accepted none (its first check failed: the commitlog cut there) is
-    predicted: the second reput then ends at the record crossing the cut (checked on the 5.5.1 broker,
-    tests/test_restart_accelerated_rocksdb_broker.py)."""
+def _walk_inside_checked(st: StoreLocation, config: BrokerConfig, plan: RecoveryPlan) -> bool:
+    """Whether a 5.5.1 ``enableAcceleratedRecovery`` walk from a kept database's max-physical-offset checkpoint inside
+    its segment accepted records where the reput's parse of that segment from its start reaches no record
+    (:func:`store_format.restart_reput.walk_reaches`): records parsed from other boundaries than the rebuild's.
+    Those that queue nothing (a prepared message planted in a record's body) leave the database as it was, their
+    keys (``RecoveryPlan.walk_keys``) go first into the index, then the second reput's from the min offset parses the
+    host whole (checked on the 5.5.1 broker, tests/test_restart_accelerated_rocksdb_broker.py); a walk that
+    queued units (``RecoveryPlan.walk_queued``: a planted message's keys and values are not the rebuild's; not run on
+    the broker) is refused (UnsupportedConfigError).  One that accepted none (its first check failed: the commitlog
+    cut there) is not such a walk: the second reput then ends at the record crossing the cut
+    (:func:`store_format.restart_reput.reput_data_end`, tests/test_restart_accelerated_rocksdb_broker.py)."""
     seg = st.segment_at(plan.checked_from)
     if seg is None or not plan.checked_from < plan.dispatch_from < plan.process_offset:
-        return
+        return False
     if walk_reaches(st, seg, plan.dispatch_from - seg.base, resolve_broker_version(st, config), _WINDOW, _MARGIN):
-        return
+        return False
+    if plan.walk_queued < 0:
+        return True
     raise UnsupportedConfigError(
         f"enableAcceleratedRecovery=true: the abnormal recovery walks from the RocksDB consume queue's checkpoint "
-        f"{plan.dispatch_from}, inside a record of segment {seg.name} as the reput parses it, and accepts records "
-        f"there up to {plan.process_offset}: their units are not the rebuild's; let the broker recover")
+        f"{plan.dispatch_from}, inside a record of segment {seg.name} as the reput parses it, accepts records there "
+        f"and queues some (the last at {plan.walk_queued}): those units are not modelled; let the broker recover")
 
 
 def _with_offset_zero(units: dict[str, QueueEntries], store: dict[str, QueueEntries], who: str,
