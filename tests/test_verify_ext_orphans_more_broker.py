@@ -13,7 +13,10 @@ pointing at its new ext unit, so the walk's are the orphaned ones), written with
 T0 of the stores that held their queues before the walk up to the log's end (``-mixed-disk-earlier-ext``,
 ``-mixed-disk-earlier-own-ext``, ``-mixed-disk-below-ext``, default stores): the walk's records all dropped, the
 units the cut took put back by the reput pointing at its new ext units, so the orphaned ones are the walk's and the
-reput's others and the on-disk ext units of the cut units."""
+reput's others and the on-disk ext units of the cut units; %LMQ%q1 of those stores (replayed whole by the crash
+plan): the replay's units holding an ext address pointing at the reput's new ext units, the store's units below the
+cut at their on-disk ones.  With DLEDGER_LINES=5.3.3 the same stores on 5.3.3, whose walk begins at the first data
+file, so that verify's rebuild ends inside the walk's data files."""
 from __future__ import annotations
 
 import types
@@ -39,7 +42,7 @@ _BEFORE_CUT = [f"{ln}-dledger-abort-before-cut{k}-layouts" for ln in LINES if ln
                for k in ("", "-magic", "-emptied")]
 # the stores whose T0/0 the store held before the walk (keepQueues), DLedger's committed position before the walk's
 # data file (written in the default suite with the dledger_written stores)
-_HELD = [f"{ln}-dledger-abort-mixed-disk-{k}-ext" for ln in LINES if ln.startswith("5.5")
+_HELD = [f"{ln}-dledger-abort-mixed-disk-{k}-ext" for ln in LINES if ln.startswith(("5.5", "5.3"))
          for k in ("earlier", "earlier-own", "below")]
 
 
@@ -106,13 +109,14 @@ def test_verify_counts_the_walks_ext_units_orphaned_of_a_queue_the_cut_left_no_f
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.usefixtures("dledger_written")
-@pytest.mark.parametrize("name", bh.params_or_skip(_HELD, "5.5.1 (DLEDGER_LINES)"))
+@pytest.mark.parametrize("name", bh.params_or_skip(_HELD, "5.5.1 or 5.3.3 (DLEDGER_LINES)"))
 def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_the_walk(name, tmp_path, monkeypatch):
     """The broker: the store the restart found held T0/0 up to past processOffset and DLedger's committed position
-    lies before the walk's data file; after the restart the units from the cut's write position (the reput's
-    put-backs) point at ext units past the walk's, and the ext units no kept unit points at are the walk's and the
-    reput's puts but the put-backs' plus the on-disk ones of the store's units the cut took.  verify's T0/0 figure is
-    the broker's, with no "not predicted" note (%LMQ%q1/0, replayed whole: the next test)."""
+    lies before the last data file (5.5.1's walk begins there; 5.3.3's at the first data file); after the restart
+    the units from the cut's write position (the reput's put-backs) point at ext units past the walk's, and the ext
+    units no kept unit points at are the walk's and the reput's puts but the put-backs' plus the on-disk ones of the
+    store's units the cut took.  verify's T0/0 figure is the broker's, with no "not predicted" note (%LMQ%q1/0,
+    replayed whole: the next test)."""
     bh.skip_without_tools()
     line = name.split("-", 1)[0]
     _r, w, src = _written(name)
@@ -141,10 +145,19 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_the_walk(na
                          pointed_ext_addresses(src, "T0/0", int(after["maxOffset"])))
     assert broker == ext_appended(w, src, "T0/0", on_disk_end) - len(back) + len(cut_ext) > 0, (broker, len(back))
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
-    assert crash.cut is not None and crash.reput_from < crash.start_offset == walk_file, crash
+    _walk_as_the_line(crash, line, walk_file)
     figures = ext_figures_as_the_broker(p, w, src)
     assert figures["T0/0"][2] == figures["T0/0"][3] == broker, figures
     assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
+
+
+def _walk_as_the_line(crash, line: str, walk_file: int) -> None:  # noqa: ANN001
+    """The crash plan's walk: on 5.5.1 from the last data file, the reput (DLedger's committed position, where
+    verify's rebuild ends) before it; on 5.3.3 from the first data file, the reput inside the walk's data files."""
+    if line.startswith("5.5"):
+        assert crash.reput_from < crash.start_offset == walk_file, crash
+    else:
+        assert crash.start_offset < crash.reput_from < walk_file, crash
 
 
 def _units(folder: Path) -> list[tuple[int, int, int, int]]:
@@ -160,7 +173,7 @@ def _units(folder: Path) -> list[tuple[int, int, int, int]]:
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.usefixtures("dledger_written")
-@pytest.mark.parametrize("name", bh.params_or_skip(_HELD, "5.5.1 (DLEDGER_LINES)"))
+@pytest.mark.parametrize("name", bh.params_or_skip(_HELD, "5.5.1 or 5.3.3 (DLEDGER_LINES)"))
 def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_the_walk_and_replayed_whole(name, tmp_path,
                                                                                                  monkeypatch):
     """The broker (%LMQ%q1/0, own units and light ones, on disk before the walk up to past processOffset, the reput
@@ -198,7 +211,8 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_the_walk_an
     print(f"{name}: %LMQ%q1/0 orphaned {broker} (on disk {on_disk}, new pointed {len(new)}, "
           f"kept pointing {len(pointed_on_disk)})")
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
-    assert crash.cut is not None and crash.cut.inside_from < 0 and crash.reput_from < crash.start_offset, crash
+    assert crash.cut is not None and crash.cut.inside_from < 0, crash
+    _walk_as_the_line(crash, line, walk_file)
     assert ("%LMQ%q1", 0) in {(x.topic, x.queue_id) for x in crash.cut.inside_placed.whole}, crash.cut.inside_placed
     figures = ext_figures_as_the_broker(p, w, src)
     assert figures[q][2] == figures[q][3] == broker, figures
@@ -220,7 +234,8 @@ def test_ext_reput_puts_gives_the_walks_units_when_the_rebuild_ends_before_the_w
     ext unit; a queue the cut left no file, every record the reput walks (``count``); inside that file, a unit of
     the queue lost, parsed messages' units, a queue the cut left no file with the reput set inside an entry, one
     the store held units of below ``processOffset`` or held and left no file by the cut: not predicted (one line);
-    one the store held units of up to ``processOffset``: the units the reput puts back (``positions``)."""
+    one the store held units of up to ``processOffset``: the units the reput puts back (``positions``), the rebuild
+    ending inside the walk's data file too."""
     assert ext_reput_puts(_crash(600), 500) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
     assert ext_reput_puts(_crash(600), 600) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
     assert ext_reput_puts(_crash(600, reset=(("T0", 0),)), 500) == ({"T0/0": 11}, {})   # type: ignore[arg-type]
@@ -229,6 +244,8 @@ def test_ext_reput_puts_gives_the_walks_units_when_the_rebuild_ends_before_the_w
         back, why = ext_reput_puts(crash, 500)   # type: ignore[arg-type]
         assert back == {} and "before the walk's processOffset 1000" in why["T0/0"] and "\n" not in why["T0/0"]
     assert ext_reput_puts(_crash(600), 500, {("T0", 0): 1000}) == ({"T0/0": 2}, {})   # type: ignore[arg-type]
+    # held up to processOffset, the rebuild ending inside the walk's data file (5.3.3's walk from the first one)
+    assert ext_reput_puts(_crash(400), 500, {("T0", 0): 1000}) == ({"T0/0": 2}, {})   # type: ignore[arg-type]
     # held below processOffset (the walk appends units the cut keeps), or held and left no file by the cut
     for crash, top in ((_crash(600), 999), (_crash(600, reset=(("T0", 0),)), 1200)):
         back, why = ext_reput_puts(crash, 500, {("T0", 0): top})   # type: ignore[arg-type]
@@ -238,19 +255,20 @@ def test_ext_reput_puts_gives_the_walks_units_when_the_rebuild_ends_before_the_w
 def test_ext_reput_puts_gives_the_ext_holding_units_of_a_queue_held_before_the_walk_and_replayed_whole():
     """A queue replayed whole (``Placed.whole``) that the store held up to ``processOffset``, the rebuild ending at or
     before the walk's data file: the units the replay appends that hold an ext address (each the reput's new ext
-    unit); held below ``processOffset``, messages parsed there, the reput set inside an entry, the rebuild ending
-    inside the walk's data file, or held and left no file by the cut: not predicted (one line)."""
+    unit), the rebuild ending inside the walk's data file too; held below ``processOffset`` or not at all, messages
+    parsed there, the reput set inside an entry, or held and left no file by the cut: not predicted (one line)."""
     ext, plain = -(1 << 63) + 40, 42
     whole = (types.SimpleNamespace(topic="T0", queue_id=0, put_back=(700, 800, 900),
                                    units=((2480, 700, 10, plain), (2500, 800, 10, ext), (2520, 900, 10, plain))),)
     held = {("T0", 0): 1000}
     assert ext_reput_puts(_crash(600, whole=whole), 500, held) == ({"T0/0": 1}, {})   # type: ignore[arg-type]
+    assert ext_reput_puts(_crash(400, whole=whole), 500, held) == ({"T0/0": 1}, {})   # type: ignore[arg-type]
     assert ext_reput_puts(_crash(600, whole=whole, lost={("T0", 0): np.array([950])}), 500, held) \
         == ({"T0/0": 1}, {})   # type: ignore[arg-type]
-    # held below processOffset, parsed messages, set inside an entry, the rebuild inside the walk's data file, held
-    # and left no file, not held
+    # held below processOffset, parsed messages, set inside an entry, the rebuild inside the walk's data file held
+    # below processOffset, held and left no file, not held
     for crash, top in ((_crash(600, whole=whole), 999), (_crash(600, whole=whole, skip=1), 1000),
-                       (_crash(600, whole=whole, inside_from=550), 1000), (_crash(400, whole=whole), 1000),
+                       (_crash(600, whole=whole, inside_from=550), 1000), (_crash(400, whole=whole), 999),
                        (_crash(600, whole=whole, reset=(("T0", 0),)), 1000), (_crash(600, whole=whole), 0)):
         back, why = ext_reput_puts(crash, 500, {("T0", 0): top} if top else {})   # type: ignore[arg-type]
         assert back == {} and "before the walk's processOffset 1000" in why["T0/0"] and "\n" not in why["T0/0"]
