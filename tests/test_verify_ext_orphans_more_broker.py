@@ -13,10 +13,14 @@ pointing at its new ext unit, so the walk's are the orphaned ones), written with
 T0 of the stores that held their queues before the walk up to the log's end (``-mixed-disk-earlier-ext``,
 ``-mixed-disk-earlier-own-ext``, ``-mixed-disk-below-ext``, default stores): the walk's records all dropped, the
 units the cut took put back by the reput pointing at its new ext units, so the orphaned ones are the walk's and the
-reput's others and the on-disk ext units of the cut units."""
+reput's others and the on-disk ext units of the cut units; %LMQ%q1 of those stores (replayed whole by the crash
+plan): the replay's units holding an ext address pointing at the reput's new ext units, the store's units below the
+cut at their on-disk ones.  With DLEDGER_LINES=5.3.3 the same stores on 5.3.3, whose walk begins at the first data
+file, so that verify's rebuild ends inside the walk's data files."""
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import broker_harness as bh
 import numpy as np
@@ -38,7 +42,7 @@ _BEFORE_CUT = [f"{ln}-dledger-abort-before-cut{k}-layouts" for ln in LINES if ln
                for k in ("", "-magic", "-emptied")]
 # the stores whose T0/0 the store held before the walk (keepQueues), DLedger's committed position before the walk's
 # data file (written in the default suite with the dledger_written stores)
-_HELD = [f"{ln}-dledger-abort-mixed-disk-{k}-ext" for ln in LINES if ln.startswith("5.5")
+_HELD = [f"{ln}-dledger-abort-mixed-disk-{k}-ext" for ln in LINES if ln.startswith(("5.5", "5.3"))
          for k in ("earlier", "earlier-own", "below")]
 
 
@@ -105,13 +109,14 @@ def test_verify_counts_the_walks_ext_units_orphaned_of_a_queue_the_cut_left_no_f
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.usefixtures("dledger_written")
-@pytest.mark.parametrize("name", bh.params_or_skip(_HELD, "5.5.1 (DLEDGER_LINES)"))
+@pytest.mark.parametrize("name", bh.params_or_skip(_HELD, "5.5.1 or 5.3.3 (DLEDGER_LINES)"))
 def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_the_walk(name, tmp_path, monkeypatch):
     """The broker: the store the restart found held T0/0 up to past processOffset and DLedger's committed position
-    lies before the walk's data file; after the restart the units from the cut's write position (the reput's
-    put-backs) point at ext units past the walk's, and the ext units no kept unit points at are the walk's and the
-    reput's puts but the put-backs' plus the on-disk ones of the store's units the cut took.  verify's T0/0 figure is
-    the broker's; %LMQ%q1/0 (replayed whole) is still said in one line not to be predicted."""
+    lies before the last data file (5.5.1's walk begins there; 5.3.3's at the first data file); after the restart
+    the units from the cut's write position (the reput's put-backs) point at ext units past the walk's, and the ext
+    units no kept unit points at are the walk's and the reput's puts but the put-backs' plus the on-disk ones of the
+    store's units the cut took.  verify's T0/0 figure is the broker's, with no "not predicted" note (%LMQ%q1/0,
+    replayed whole: the next test)."""
     bh.skip_without_tools()
     line = name.split("-", 1)[0]
     _r, w, src = _written(name)
@@ -140,16 +145,83 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_the_walk(na
                          pointed_ext_addresses(src, "T0/0", int(after["maxOffset"])))
     assert broker == ext_appended(w, src, "T0/0", on_disk_end) - len(back) + len(cut_ext) > 0, (broker, len(back))
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
-    assert crash.cut is not None and crash.reput_from < crash.start_offset == walk_file, crash
+    _walk_as_the_line(crash, line, walk_file)
     figures = ext_figures_as_the_broker(p, w, src)
     assert figures["T0/0"][2] == figures["T0/0"][3] == broker, figures
-    said = [n.split(": ", 1)[0] for n in p["notes"] if "not predicted" in n]
-    assert said == ["ext units orphaned of %LMQ%q1/0 not predicted"], said
+    assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
+
+
+def _walk_as_the_line(crash, line: str, walk_file: int) -> None:  # noqa: ANN001
+    """The crash plan's walk: on 5.5.1 from the last data file, the reput (DLedger's committed position, where
+    verify's rebuild ends) before it; on 5.3.3 from the first data file, the reput inside the walk's data files."""
+    if line.startswith("5.5"):
+        assert crash.reput_from < crash.start_offset == walk_file, crash
+    else:
+        assert crash.start_offset < crash.reput_from < walk_file, crash
+
+
+def _units(folder: Path) -> list[tuple[int, int, int, int]]:
+    """A consume queue's units in ``folder``: (queue byte position, commitlog offset, size, tags code)."""
+    out = []
+    for f in sorted(folder.iterdir()):
+        data = f.read_bytes()
+        out += [(int(f.name) + at, *cq_unit(data, at)) for at in range(0, len(data), 20)]
+    return out
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.usefixtures("dledger_written")
+@pytest.mark.parametrize("name", bh.params_or_skip(_HELD, "5.5.1 or 5.3.3 (DLEDGER_LINES)"))
+def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_the_walk_and_replayed_whole(name, tmp_path,
+                                                                                                 monkeypatch):
+    """The broker (%LMQ%q1/0, own units and light ones, on disk before the walk up to past processOffset, the reput
+    from DLedger's committed position before the walk's data file): after the restart the units below the write
+    position the load left are the store's (the walk appended none there), those the reput appended from there that
+    hold an ext address point at ext units past the load's ext end (the reput's puts), and the ext units no unit below
+    the final write position points at are the on-disk ones no unit below the load's write position points at (a unit
+    in a file before the cut's last one too: truncateDirtyLogicFiles takes its ext address from that file alone) plus
+    the walk's and the reput's puts less those pointed at.  verify's %LMQ%q1/0 figure (the crash plan's whole replay
+    of it, Placed.whole: its units holding an ext address) is the broker's, with no "not predicted" note."""
+    bh.skip_without_tools()
+    line, q = name.split("-", 1)[0], "%LMQ%q1/0"
+    _r, w, src = _written(name)
+    po = int(w["truncateDirtyLogicFilesAt"])
+    walk_file = int(sorted((src / "before" / "dledger-n0" / "data").iterdir())[-1].name)
+    assert _committed_pos(src / "before") < walk_file < po, (walk_file, po)
+    held = _units(src / "before" / "consumequeue" / q)
+    assert max(o + s for _p, o, s, _t in held if s > 0) >= po, "the store held %LMQ%q1/0 up to processOffset"
+    loaded, after = w["queuesAfterLoad"][q], w["queuesAfterDispatch"][q]
+    load_write, load_ext = int(loaded["maxOffset"]), int(loaded["extMaxOffset"])
+    expected = _units(src / "expected" / "consumequeue" / q)
+    kept = [u for u in expected if u[0] < load_write]
+    assert kept == [u for u in held if u[0] < load_write] and max(o + s for _p, o, s, _t in kept) < po, \
+        "the units below the load's write position are the store's"
+    new = [t + (1 << 63) for p, _o, _s, t in expected
+           if load_write <= p < int(after["maxOffset"]) and t <= EXT_MAX_ADDR]
+    assert all(a >= load_ext for a in new), (new, loaded)
+    on_disk_end = ext_recovered_end(src, q)
+    pointed_on_disk = {t + (1 << 63) for _p, _o, _s, t in kept if t <= EXT_MAX_ADDR}
+    assert all(a < on_disk_end for a in pointed_on_disk), (pointed_on_disk, on_disk_end)
+    ext_files = {int(f.name): f.read_bytes() for f in (src / "expected" / "consumequeue_ext" / q).iterdir()}
+    broker = ext_orphans(ext_files, int(after["extMaxOffset"]), pointed_ext_addresses(src, q, int(after["maxOffset"])))
+    on_disk = ext_orphans(ext_files, on_disk_end, {a - (1 << 63) for a in pointed_on_disk})
+    assert broker == on_disk + ext_appended(w, src, q, on_disk_end) - len(new) > 0, (broker, on_disk, new)
+    print(f"{name}: %LMQ%q1/0 orphaned {broker} (on disk {on_disk}, new pointed {len(new)}, "
+          f"kept pointing {len(pointed_on_disk)})")
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert crash.cut is not None and crash.cut.inside_from < 0, crash
+    _walk_as_the_line(crash, line, walk_file)
+    assert ("%LMQ%q1", 0) in {(x.topic, x.queue_id) for x in crash.cut.inside_placed.whole}, crash.cut.inside_placed
+    figures = ext_figures_as_the_broker(p, w, src)
+    assert figures[q][2] == figures[q][3] == broker, figures
+    assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
 
 
 def _crash(start_offset: int, skip: int = 0, lost: dict | None = None, reset: tuple = (),
-           inside_from: int = -1) -> types.SimpleNamespace:
-    placed = types.SimpleNamespace(whole=(), units=())
+           inside_from: int = -1, whole: tuple = ()) -> types.SimpleNamespace:
+    placed = types.SimpleNamespace(whole=whole, units=())
     a = types.SimpleNamespace(topic="T0", queue_id=0, before=7, count=11, skip=skip, positions=np.array([40, 60]))
     c = types.SimpleNamespace(inside_placed=placed, before_placed=placed, reset=reset, inside_from=inside_from,
                               lost=lost or {})
@@ -162,7 +234,8 @@ def test_ext_reput_puts_gives_the_walks_units_when_the_rebuild_ends_before_the_w
     ext unit; a queue the cut left no file, every record the reput walks (``count``); inside that file, a unit of
     the queue lost, parsed messages' units, a queue the cut left no file with the reput set inside an entry, one
     the store held units of below ``processOffset`` or held and left no file by the cut: not predicted (one line);
-    one the store held units of up to ``processOffset``: the units the reput puts back (``positions``)."""
+    one the store held units of up to ``processOffset``: the units the reput puts back (``positions``), the rebuild
+    ending inside the walk's data file too."""
     assert ext_reput_puts(_crash(600), 500) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
     assert ext_reput_puts(_crash(600), 600) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
     assert ext_reput_puts(_crash(600, reset=(("T0", 0),)), 500) == ({"T0/0": 11}, {})   # type: ignore[arg-type]
@@ -171,7 +244,31 @@ def test_ext_reput_puts_gives_the_walks_units_when_the_rebuild_ends_before_the_w
         back, why = ext_reput_puts(crash, 500)   # type: ignore[arg-type]
         assert back == {} and "before the walk's processOffset 1000" in why["T0/0"] and "\n" not in why["T0/0"]
     assert ext_reput_puts(_crash(600), 500, {("T0", 0): 1000}) == ({"T0/0": 2}, {})   # type: ignore[arg-type]
+    # held up to processOffset, the rebuild ending inside the walk's data file (5.3.3's walk from the first one)
+    assert ext_reput_puts(_crash(400), 500, {("T0", 0): 1000}) == ({"T0/0": 2}, {})   # type: ignore[arg-type]
     # held below processOffset (the walk appends units the cut keeps), or held and left no file by the cut
     for crash, top in ((_crash(600), 999), (_crash(600, reset=(("T0", 0),)), 1200)):
         back, why = ext_reput_puts(crash, 500, {("T0", 0): top})   # type: ignore[arg-type]
+        assert back == {} and "before the walk's processOffset 1000" in why["T0/0"] and "\n" not in why["T0/0"]
+
+
+def test_ext_reput_puts_gives_the_ext_holding_units_of_a_queue_held_before_the_walk_and_replayed_whole():
+    """A queue replayed whole (``Placed.whole``) that the store held up to ``processOffset``, the rebuild ending at or
+    before the walk's data file: the units the replay appends that hold an ext address (each the reput's new ext
+    unit), the rebuild ending inside the walk's data file too; held below ``processOffset`` or not at all, messages
+    parsed there, the reput set inside an entry, or held and left no file by the cut: not predicted (one line)."""
+    ext, plain = -(1 << 63) + 40, 42
+    whole = (types.SimpleNamespace(topic="T0", queue_id=0, put_back=(700, 800, 900),
+                                   units=((2480, 700, 10, plain), (2500, 800, 10, ext), (2520, 900, 10, plain))),)
+    held = {("T0", 0): 1000}
+    assert ext_reput_puts(_crash(600, whole=whole), 500, held) == ({"T0/0": 1}, {})   # type: ignore[arg-type]
+    assert ext_reput_puts(_crash(400, whole=whole), 500, held) == ({"T0/0": 1}, {})   # type: ignore[arg-type]
+    assert ext_reput_puts(_crash(600, whole=whole, lost={("T0", 0): np.array([950])}), 500, held) \
+        == ({"T0/0": 1}, {})   # type: ignore[arg-type]
+    # held below processOffset, parsed messages, set inside an entry, the rebuild inside the walk's data file held
+    # below processOffset, held and left no file, not held
+    for crash, top in ((_crash(600, whole=whole), 999), (_crash(600, whole=whole, skip=1), 1000),
+                       (_crash(600, whole=whole, inside_from=550), 1000), (_crash(400, whole=whole), 999),
+                       (_crash(600, whole=whole, reset=(("T0", 0),)), 1000), (_crash(600, whole=whole), 0)):
+        back, why = ext_reput_puts(crash, 500, {("T0", 0): top} if top else {})   # type: ignore[arg-type]
         assert back == {} and "before the walk's processOffset 1000" in why["T0/0"] and "\n" not in why["T0/0"]

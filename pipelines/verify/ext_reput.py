@@ -29,7 +29,13 @@ up to ``processOffset`` at least (its max after ``ConsumeQueue.recover``; ``-mix
 every record of the walk below that max dropped and those past it cut (they start at or past ``processOffset``), so
 the units kept are the store's below ``processOffset`` (their ext units on disk) and the new ext units pointed at are
 those of the units the reput puts back (``ExtAgain.positions``); the walk's and the reput's others, and the on-disk
-ext units of the store's units the cut took, are orphaned."""
+ext units of the store's units the cut took, are orphaned.  Such a queue the crash plan replays whole from the files
+the cut left (``Placed.whole``: ``-mixed-disk-earlier-ext``'s %LMQ%q1, own units and light ones) has the new ext units
+pointed at by the units the replay appends holding an ext address (``putMessagePositionInfoWrapper`` put one for each
+own record; ``multiDispatchLmqQueue`` puts a light unit with no ext unit).  Neither rule for a queue held so depends
+on where the walk starts: a rebuild ending inside the walk's data files (5.3.3's walk from the first data file,
+before DLedger's committed position) lacks no unit the restart keeps or appends, each of its records ending at or
+below the queue's max."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -48,8 +54,10 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     message was parsed, no unit of the queue is lost and the store held no unit of it before the walk (``held``: per
     queue the store held units of, its max physical offset after ``ConsumeQueue.recover``): each unit the walk put
     appended; of a queue the cut left no file, with the reput set at an entry's start, every record the reput walks,
-    ``ExtAgain.count``; of a queue held up to ``processOffset`` at least that the cut left a file, the units the
-    reput puts back, ``len(ExtAgain.positions)``); and the queues whose ext units
+    ``ExtAgain.count``; of a queue held up to ``processOffset`` at least that the cut left a file, the rebuild
+    ending inside the walk's data files too, the units the reput puts back, ``len(ExtAgain.positions)``, or,
+    replayed whole with the reput set at an entry's start, the replay's units holding an ext address,
+    ``QueueFiles.units``); and the queues whose ext units
     orphaned are not predicted, with why: ``rebuilt_to`` (where verify's rebuild stops reading the log) before
     ``processOffset`` otherwise (units the walk appended and the cut keeps that the rebuild lacks), or a queue
     replayed whole (``Placed.whole``) or appended before the walk's data file (``before_placed``) with an own unit
@@ -79,10 +87,16 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     for a in crash.ext_again:
         name, label = (a.topic, a.queue_id), f"{a.topic}/{a.queue_id}"
         if rebuilt_to < crash.process_offset:
-            if rebuilt_to <= crash.start_offset and not a.skip and not len(cut.lost.get(name, ())) \
-                    and name not in set(whole) | before \
-                    and (name not in cut.reset or (cut.inside_from < 0 and name not in held)) \
-                    and held.get(name, crash.process_offset) >= crash.process_offset:
+            # held up to processOffset: the walk appends none the cut keeps, wherever it starts (5.3.3: the first
+            # data file, the rebuild ending inside its data files)
+            ahead = (rebuilt_to <= crash.start_offset or name in held) and not a.skip \
+                and held.get(name, crash.process_offset) >= crash.process_offset
+            if ahead and name in whole and name in held and cut.inside_from < 0 and name not in cut.reset:
+                # replayed whole from the store's files the cut left (held up to processOffset: the walk appended
+                # none the cut keeps): each unit the reput appends holding an ext address points at its new ext unit
+                back[label] = sum(tags <= EXT_MAX_ADDR for _p, _o, _s, tags in whole[name].units)
+            elif ahead and not len(cut.lost.get(name, ())) and name not in set(whole) | before \
+                    and (name not in cut.reset or (cut.inside_from < 0 and name not in held)):
                 # held up to processOffset: the walk appended none the cut keeps, the reput's put-backs are pointed;
                 # else every own unit the walk put appended, then kept or put back (none lost): one pointed ext unit
                 # each; the cut left it no file: the reput appends every record of it it walks (max -1, from empty)

@@ -155,15 +155,22 @@ def _ext_orphans(state: _QueueState) -> int:
     """Ext units before the queue's ext write position after the recovery that no kept consume queue unit
     points at: the ext units on disk after the load (walked by their size fields, filter-bitmap units too) no unit
     up to the last kept ext address points at (those of units ``truncateDirtyLogicFiles`` cut off: it does not touch
-    the ext files; none kept: every one) and, after an abnormal start, those ``recoverAbnormally``'s dispatch put
-    for records the queue already held (each unit it appended points at its own)."""
+    the ext files; none kept: every one; after a DLedger crash's cut, ``ext_kept_below``, every unit below the cut
+    is kept, in a file before the tail files too) and, after an abnormal start, those ``recoverAbnormally``'s
+    dispatch put for records the queue already held (each unit it appended points at its own)."""
     q = state.restart
     if not state.ext_file_size or (q.ext_write_position is None and state.ext_pointed_new is None):
         return 0
     last = state.last_ext_addr
-    kept = state.ext_pointed <= un_decorate(last) if last != 1 else np.zeros(len(state.ext_pointed), bool)
     if state.ext_kept_below is not None:   # the cut's write position: a cut unit's bytes past it are not read
-        kept &= state.ext_pointed_by < state.ext_kept_below
+        # every unit below it is kept, pointing at its ext unit, whether or not the tail files hold an ext address
+        # (truncateDirtyLogicFiles reaches ConsumeQueueExt.truncateByMaxAddress only with every file deleted, and then
+        # with no address: the ext files stay; a unit in an older file still points at its on-disk ext unit)
+        kept = state.ext_pointed_by < state.ext_kept_below
+        if last != 1:
+            kept &= state.ext_pointed <= un_decorate(last)
+    else:
+        kept = state.ext_pointed <= un_decorate(last) if last != 1 else np.zeros(len(state.ext_pointed), bool)
     pointed = state.ext_pointed[kept]
     on_disk = int((~np.isin(state.ext_starts, pointed)).sum())
     if state.ext_pointed_new is not None:
