@@ -163,10 +163,7 @@ def _ext_orphans(state: _QueueState) -> int:
         return 0
     last = state.last_ext_addr
     if state.ext_kept_below is not None:   # the cut's write position: a cut unit's bytes past it are not read
-        # every unit below it is kept, pointing at its ext unit, whether or not the tail files hold an ext address
-        # (truncateDirtyLogicFiles reaches ConsumeQueueExt.truncateByMaxAddress only with every file deleted, and then
-        # with no address: the ext files stay; a unit in an older file still points at its on-disk ext unit)
-        kept = state.ext_pointed_by < state.ext_kept_below
+        kept = state.ext_pointed_by < state.ext_kept_below   # truncateByMaxAddress: only with no file left, no address
         if last != 1:
             kept &= state.ext_pointed <= un_decorate(last)
     else:
