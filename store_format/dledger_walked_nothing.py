@@ -60,15 +60,23 @@ before the unit, the rebuild's own dispatch's like a new queue's own unit; for o
 (``ConsumeQueueStore.truncateDirty`` cuts every loaded queue, light ones too, and ``findConsumeQueue`` hands the
 loaded one), the same rule as an own unit's on a held queue from the write position and max the cut left
 (:func:`_placed_on_disk`; the light queue offset ``recoverOffsetTable`` puts in the queue offset table is for later
-puts, the dispatch takes the message's property), without ext files.  The records the reput dispatches after them
-lie at or past the committed position, where the reference rebuild ``verify`` compares with stops, so nothing there
-meets them. Checked against the 5.5.1 broker
+puts, the dispatch takes the message's property), and for one the 5.5.1 cut left no file of (``recoverOffsetTable``
+runs ``correctMinOffset`` on every loaded queue, light ones too: max -1), the same rule as an own unit's on such a
+queue (a first file where the light queue offset falls, ``fillPreBlank`` units before the unit), ext files or not
+(with them, the light unit holds the dispatch request's tags code, not the ext address the wrapper put the own unit's
+ext unit at, and the light queue gets no ext unit: the running broker wrote none for it either).  The records the
+reput dispatches after them lie at or past the committed position, where the reference rebuild ``verify`` compares
+with stops, so nothing there meets them. Checked against the 5.5.1 broker
 (``DLEDGER_2GIB=1``: ``tests/test_dledger_walked_nothing_inside_broker.py``, nothing parsed, to the log's end;
 ``tests/test_dledger_walked_nothing_2gib_broker.py``, a T5 message parsed then the log's end, the same then the
 committed position at the last T9 entry's start, and that jump with nothing parsed;
 ``tests/test_dledger_walked_nothing_2gib_parsed_broker.py``, that T5 message also put to ``%LMQ%q1`` at light queue
 offset 2; ``tests/test_dledger_walked_nothing_2gib_light_disk_broker.py``, the same with ``%LMQ%q1`` written before the
 crash, the cut leaving its first unit: appended at queue byte 20;
+``tests/test_dledger_walked_nothing_2gib_light_emptied_broker.py``, the same with ``%LMQ%q1``'s only unit past the
+cut, which deletes its file: a new file at 0, 2 ``fillPreBlank`` units, the light unit at 40;
+``tests/test_dledger_walked_nothing_2gib_light_ext_broker.py``, those two with ext files: the same units, tags code 0,
+no ext file for ``%LMQ%q1``;
 ``tests/test_dledger_walked_nothing_2gib_more_broker.py``, a T0 message parsed, its queue offset past T0's write
 position, appended there, or 1, dropped, and with ext files those two and the T5 message; a T7 message of queue
 offset 5 whose planted file the cut deleted); 5.3.3's ``doReput``,
@@ -77,9 +85,8 @@ offset 5 whose planted file the cut deleted); 5.3.3's ``doReput``,
 than those two (a data file's end
 or a roll before the committed position: the next data file's start; an entry's start after parsed messages; no broker
 case), 2147483647 at or before ``processOffset`` (the reput before the walk's data file), a blank's empty request among
-the parsed records, a parsed unit in a batch queue, in a light queue the store holds files of that the cut left no
-file of, or a file of which it leaves with ext files, or in a queue the store holds files of that the 5.3.3 cut
-leaves no file of (its max ``processOffset``: no broker case here).
+the parsed records, a parsed unit in a batch queue or in a queue (light or not) the store holds files of that the
+5.3.3 cut leaves no file of (its max ``processOffset``: no broker case here).
 """
 from __future__ import annotations
 
@@ -174,9 +181,10 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
     store holds no file of (``on_disk_queues``: each as the cut left it), ext files or not: each such unit written
     at its queue's start (``putMessagePositionInfo`` on a new queue: ``fillPreBlank`` units first for a queue offset
     past 0), or to queues a file of which the cut leaves (:func:`_placed_on_disk`), and light units
-    (``multiDispatchLmqQueue``) to queues the store holds no file of, new queues alike, or, without ext files, to
-    light queues a file of which the cut leaves, held queues alike; the records the reput dispatches after them lie
-    at or past the committed position, where the reference rebuild ``verify`` compares with stops."""
+    (``multiDispatchLmqQueue``) to queues the store holds no file of, new queues alike, or to light queues a file
+    of which the cut leaves or that the 5.5.1 cut left no file of, own units' queues alike, ext files or not; the
+    records the reput dispatches after them lie at or past the committed position, where the reference rebuild
+    ``verify`` compares with stops."""
     if goes_on not in (log_end, confirm_offset) or not reput < confirm_offset <= log_end \
             or reput <= process_offset:
         return (f"modelled: at the log's end {log_end} or at DLedger's committed position {confirm_offset} past "
@@ -185,14 +193,6 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
         return "a blank's empty request among them (modelled: messages only)"
     if any(u.batch for u in units):
         return "a unit of theirs in a batch queue (modelled: consume queue units)"
-    light_on_disk = [on_disk_queues[(u.topic, u.queue_id)] for u in units
-                     if not u.own and (u.topic, u.queue_id) in on_disk_queues]
-    if any(not stays for _v, stays, _w, _d in light_on_disk):
-        return ("a unit of theirs in a light queue the store holds files of that the cut left no file of (modelled: "
-                "light ones in new queues or in queues a file of which the cut leaves)")
-    if light_on_disk and config.enableConsumeQueueExt:
-        return ("a unit of theirs in a light queue the store holds files of, with ext files (modelled: without "
-                "them)")
     if config.brokerVersion != "5.5" and any((u.topic, u.queue_id) in on_disk_queues
                                              and not on_disk_queues[(u.topic, u.queue_id)][1] for u in units):
         return ("a unit of theirs in a queue the store holds files of that the 5.3.3 cut left no file of (its max "

@@ -3,7 +3,8 @@
 ``tests/test_dledger_walked_nothing_2gib_broker.py``, ``tests/test_dledger_walked_nothing_2gib_more_broker.py`` and,
 a light queue's unit, ``tests/test_dledger_walked_nothing_2gib_parsed_broker.py`` (a new queue) and
 ``tests/test_dledger_walked_nothing_2gib_light_disk_broker.py`` (a queue a file of which the cut leaves),
-``DLEDGER_2GIB=1``)."""
+``tests/test_dledger_walked_nothing_2gib_light_emptied_broker.py`` (a queue the cut empties),
+``tests/test_dledger_walked_nothing_2gib_light_ext_broker.py`` (both with ext files), ``DLEDGER_2GIB=1``)."""
 from __future__ import annotations
 
 import pytest
@@ -23,6 +24,7 @@ LIGHT = ParsedUnit(*LIGHT_KEY, BLANK_MAX, 111, 2, 0, own=False, batch=False)   #
 
 T0_KEPT = {("T0", 0): (PROCESS - 500, True, 9_912_420, False)}   # T0 as the cut left it: max, a file stays, write
 LIGHT_KEPT = {LIGHT_KEY: (241, True, 20, False)}   # %LMQ%q1 as the cut left it: its first unit (48, 193) only
+LIGHT_EMPTIED = {LIGHT_KEY: (PROCESS, False, -1, False)}   # %LMQ%q1 whose only file the cut deleted
 
 
 def _why(goes_on: int, records=MSG, units=(T5,), *, committed: int = COMMITTED, on_disk=T0_KEPT,  # noqa: ANN001
@@ -44,6 +46,11 @@ def test_a_message_for_a_new_queue_then_the_jump_is_modelled(goes_on: int, commi
     assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, version="5") == ""
     # ... or to one a file of which the cut leaves (multiDispatchLmqQueue: putMessagePositionInfo on the loaded queue)
     assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, on_disk={**T0_KEPT, **LIGHT_KEPT}) == ""
+    # ... or to one the 5.5.1 cut emptied (its max -1 from correctMinOffset, as an own queue's)
+    assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, on_disk={**T0_KEPT, **LIGHT_EMPTIED}) == ""
+    # ... with ext files too (no ext unit for a light unit: multiDispatchLmqQueue calls putMessagePositionInfo alone)
+    for light_queue in (LIGHT_KEPT, LIGHT_EMPTIED):
+        assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, on_disk={**T0_KEPT, **light_queue}, ext=True) == ""
 
 
 @pytest.mark.parametrize("queue_offset,size,at", [
@@ -74,14 +81,12 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
     ({"goes_on": END, "committed": END, "records": ((BLANK_MAX + 48, BLANK_MAX + 48),), "units": ()}, "empty request"),
     ({"goes_on": END, "committed": END, "on_disk": {("T5", 0): (PROCESS, False, -1, False)}, "version": "5"},
      "that the 5.3.3 cut left no file of"),
-    ({"goes_on": END, "committed": END, "units": (T5, LIGHT), "on_disk": {**T0_KEPT, **LIGHT_KEPT}, "ext": True},
-     "a light queue the store holds files of, with ext files"),
-    ({"goes_on": END, "committed": END, "units": (LIGHT,), "on_disk": {LIGHT_KEY: (PROCESS, False, -1, False)}},
-     "a light queue the store holds files of that the cut left no file of"),
+    ({"goes_on": END, "committed": END, "units": (LIGHT,), "on_disk": {LIGHT_KEY: (PROCESS, False, -1, False)},
+      "version": "5"}, "that the 5.3.3 cut left no file of"),
     ({"goes_on": END, "committed": END, "units": (ParsedUnit("BT0", 0, BLANK_MAX, 111, 0, 0, own=True, batch=True),)},
      "a batch queue"),
-], ids=["file-end", "entry-start", "before-process-offset", "blank", "on-disk-emptied-533", "light-held-ext",
-        "light-emptied", "batch"])
+], ids=["file-end", "entry-start", "before-process-offset", "blank", "on-disk-emptied-533", "light-emptied-533",
+        "batch"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
     assert text in _why(goes_on, **kwargs)
@@ -131,3 +136,29 @@ def test_a_light_unit_below_the_held_light_queues_write_position_is_dropped() ->
     light = ParsedUnit(*LIGHT_KEY, BLANK_MAX, 111, 1, 0, own=False, batch=False)
     (q,) = _placed_on_disk((T5, light), {**T0_KEPT, LIGHT_KEY: (400, True, 40, False)}, 6_000_000, BLANK_MAX).whole
     assert q.parsed_at == (-1,) and q.units == (), q
+
+
+@pytest.mark.parametrize("light_offset,blank_until", [(2, 40), (0, 0)], ids=["past", "zero"])
+def test_a_light_unit_of_a_light_queue_the_cut_emptied_gets_its_first_file_where_its_offset_falls(
+        light_offset: int, blank_until: int) -> None:
+    """5.5.1: the emptied light queue has no file and max -1 (recoverOffsetTable's correctMinOffset on every loaded
+    queue, light ones too): multiDispatchLmqQueue's putMessagePositionInfo creates its first file at 0,
+    fillPreBlank units up to the light queue offset's place, the unit there (broker case: 2, at 40)."""
+    light = ParsedUnit(*LIGHT_KEY, BLANK_MAX, 111, light_offset, 0, own=False, batch=False)
+    (q,) = _placed_on_disk((T5, light), {**T0_KEPT, **LIGHT_EMPTIED}, 6_000_000, BLANK_MAX).whole
+    at = 20 * light_offset
+    assert (q.topic, q.opened, q.blank_until, q.parsed_at) == ("%LMQ%q1", (0,), blank_until, (at,)), q
+    assert q.units == ((at, BLANK_MAX, 111, 0),), q
+
+
+@pytest.mark.parametrize("light_queue,at", [(LIGHT_KEPT, 20), (LIGHT_EMPTIED, 40)], ids=["held", "emptied"])
+def test_with_ext_files_a_light_unit_puts_no_ext_unit_and_keeps_its_tags_code(light_queue: dict, at: int) -> None:
+    """putMessagePositionInfoWrapper puts T5's ext unit (its unit, the rebuild's own dispatch's, holds the address);
+    multiDispatchLmqQueue's putMessagePositionInfo puts the light unit with the request's tags code, no ext unit
+    (broker cases -embedded-light-held-disk-ext, -embedded-light-emptied-ext: tags code 0, no ext file)."""
+    t0_end, light_end = 20 * (495_621 + 11_207), 0
+    placed = _placed_on_disk((T5, LIGHT), {**T0_KEPT, **light_queue}, 6_000_000, BLANK_MAX, 48 * 1024 * 1024,
+                             {("T0", 0): t0_end, LIGHT_KEY: light_end})
+    (q,) = placed.whole
+    assert placed.ext_put == (("T5", 0, 1),), placed
+    assert q.parsed_at == (at,) and q.units == ((at, BLANK_MAX, 111, 0),), q
