@@ -525,8 +525,9 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
     record, where the reput goes on, its parsed keys: the last of ``parsed_keys``): from ``parsed_then`` the records'
     keys up to each refused record and then its parsed keys, by the same rule, the rest from where it goes on.
     ``zero_keys``: the keys of the record at commitlog offset 0 the rebuild's index lacks (a RocksDB store's,
-    :func:`store_format.restart_reput.offset_zero_keys`), which the walk from ``parsed_then`` or
-    ``second_reput_from`` 0 puts where ``endPhyOffset`` is still 0."""
+    :func:`store_format.restart_reput.offset_zero_keys`), which a walk from 0 puts where ``endPhyOffset`` is still 0:
+    the recovery's own from ``first`` (its ``doDispatch`` builds the index), or the one from ``parsed_then`` or
+    ``second_reput_from``."""
     # index: IndexService.load maps every file (a short one is extended); an abnormal start deletes
     # the files whose endTimestamp is after the checkpoint's indexMsgTimestamp
     full = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
@@ -566,7 +567,7 @@ def predict_index(p: RestartPrediction, first: int, *, config: BrokerConfig, sto
         p.index_keys_put_again = keys
         return
     taken, end_phy = _keys_in(expected_index, config, threshold, end, skip, end_phy)
-    keys += taken
+    keys += taken + (zero_keys if threshold <= 0 else 0)   # the recovery's own walk from 0 into an empty index
     if second_reput_from is not None:   # the second walk: records at or after its start and the endPhyOffset
         threshold = max(second_reput_from, end_phy) if second_end is None else second_reput_from
         keys += _keys_in(expected_index, config, threshold, end if second_end is None else second_end, None,

@@ -111,8 +111,9 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
             "below the end again (the record at offset 0's too) after the recovery's batches and truncateDirty: "
             "each queue with a unit there gets its last one as max entry, the checkpoint the end of the last one; "
             "IndexService.buildIndex puts the last indexed record's keys again")
-    # the second reput from the min offset indexes the record at offset 0 where the index is still empty there
-    zero_keys = offset_zero_keys(st, config, _WINDOW, _MARGIN) if again is not None else 0
+    # a walk from offset 0 (the abnormal recovery's from the first file, or the second reput from the min offset)
+    # indexes the record at offset 0 where the index is still empty there
+    zero_keys = offset_zero_keys(st, config, _WINDOW, _MARGIN) if again is not None or first <= 0 else 0
     if off_records:   # the walk's keys at their physicalOffset fields, then the second reput's (if any)
         p.notes.extend([second] if second else [])
         predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
