@@ -45,7 +45,7 @@ from store_format.rocksdb_recovery import parse_database, predict_rocksdb_restar
 from store_format.store import StoreLocation
 
 from .report import RestartPrediction
-from .restart import predict_index
+from .restart_index import predict_index
 from .rocksdb_restart import predict_rocksdb_store_restart, queue_restarts, select_entries
 
 __all__ = ["predict_rocksdb_dledger_first_start", "predict_rocksdb_dledger_store_restart"]

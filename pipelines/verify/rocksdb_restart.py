@@ -6,8 +6,8 @@ with ``recheckReputOffsetFromCq=true`` the start's second reput from the commitl
 queue by queue like the file queues' (:class:`~.report.RestartPrediction`).  A 5.5.1 ``enableAcceleratedRecovery``
 walk from a checkpoint inside a record: cut there, the second reput ending at the record crossing the cut
 (:func:`store_format.restart_reput.reput_data_end`); one that accepts records there the reput's parse does not reach:
-they queue nothing, their keys come first in the index (:func:`.restart.predict_index`'s ``parsed_keys``), or it is
-refused where they queue units."""
+they queue nothing, their keys come first in the index (:func:`.restart_index.predict_index`'s ``parsed_keys``), or
+it is refused where they queue units."""
 from __future__ import annotations
 
 import dataclasses
@@ -24,7 +24,7 @@ from store_format.rocksdb_recovery import QueueEntries, RocksRestart, parse_data
 from store_format.store import StoreLocation
 
 from .report import QueueRestart, RestartPrediction
-from .restart import predict_index
+from .restart_index import predict_index
 
 if TYPE_CHECKING:
     from store_format.recovery import RecoveryPlan
