@@ -159,7 +159,7 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
             inside_from, reput, inside_records = reput, goes_on, records
             placed = _placed_on_disk(units, after, config.cq_file_size, inside_from,
                                      config.mappedFileSizeConsumeQueueExt if config.enableConsumeQueueExt else 0,
-                                     on_disk.ext_end, -1 if v55 else None)
+                                     on_disk.ext_end, -1 if v55 else process_offset)
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
@@ -193,16 +193,16 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
         return "a blank's empty request among them (modelled: messages only)"
     if any(u.batch for u in units):
         return "a unit of theirs in a batch queue (modelled: consume queue units)"
-    if config.brokerVersion != "5.5" and any((u.topic, u.queue_id) in on_disk_queues
+    if config.brokerVersion != "5.5" and any(not u.own and (u.topic, u.queue_id) in on_disk_queues
                                              and not on_disk_queues[(u.topic, u.queue_id)][1] for u in units):
-        return ("a unit of theirs in a queue the store holds files of that the 5.3.3 cut left no file of (its max "
-                "processOffset; modelled: 5.5.1's, its max -1)")
+        return ("a light unit of theirs in a light queue the store holds files of that the 5.3.3 cut left no file of "
+                "(modelled: an own unit's queue there, or 5.5.1's)")
     return ""
 
 
 def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], OnDiskCut], cq_file_size: int,
                     at: int, ext_file_size: int = 0, ext_end: Mapping[tuple[str, int], int] | None = None,
-                    emptied_max: int | None = -1) -> Placed:
+                    emptied_max: int = -1) -> Placed:
     """Where ``doReput`` puts the parsed ``units`` of the queues the store holds files of (``after``: each as
     ``truncateDirtyLogicFiles`` left it, its max, whether a file stays, its write position), each such queue replayed
     whole from the write position and max the cut left (``ConsumeQueue.putMessagePositionInfo``, in parse order:
@@ -217,7 +217,8 @@ def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], 
     before its ``truncateByMaxAddress``), and a unit appended holds that ext unit's address as its tags code
     (``decorate``); refused (one line) where that end is not read.  A queue the store holds files of that the cut
     left no file of: from no file and its max ``emptied_max`` (5.5.1: -1, ``recoverTopicQueueTable``'s
-    ``correctMinOffset``), ``getLastMappedFile`` creating its first file where the unit's queue offset falls,
+    ``correctMinOffset``; 5.3.3: ``processOffset``, which ``truncateDirtyLogicFiles`` set and its ``correctMinOffset``
+    leaves, no file to read), ``getLastMappedFile`` creating its first file where the unit's queue offset falls,
     ``fillPreBlank`` units before it (``putMessagePositionInfo``, ``isFirstCreateInQueue``), its ext units after the
     ext files' end ``recover`` left (the cut's ``truncateByMaxAddress`` given no address does nothing)."""
     none = np.zeros((0, len(UNIT_COLUMNS)), np.int64)
@@ -228,6 +229,5 @@ def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], 
             return None
         if held[1]:
             return held_past_only(held, none, ext_file_size, (ext_end or {}).get(name))
-        assert emptied_max is not None, "a queue the 5.3.3 cut left no file of: refused before"
         return emptied_past_only(emptied_max, none, ext_file_size, (ext_end or {}).get(name))
     return place_inside(units, state, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)
