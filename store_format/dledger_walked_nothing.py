@@ -47,9 +47,10 @@ for parsed messages whose own consume queue units go to queues the store holds n
 before it; the rebuild's own dispatch) or to queues a file of which the cut leaves (``putMessagePositionInfo`` from
 the write position and max ``truncateDirtyLogicFiles`` left: a unit ending at or below the max dropped, one whose
 queue offset * 20 lies below the write position dropped unless it is 0, any other appended at the write position,
-whatever its queue offset: :func:`_placed_on_disk`, ``QueueCut.inside_placed``) or that the 5.5.1 cut left no file of
-(its max -1: ``getLastMappedFile`` creates the first file where the queue offset falls, ``fillPreBlank`` units
-before the unit), ext files or not
+whatever its queue offset: :func:`_placed_on_disk`, ``QueueCut.inside_placed``) or that the cut left no file of
+(its max -1 on 5.5.1, ``processOffset`` on 5.3.3, whose ``correctMinOffset`` with no file keeps what the cut set; the
+unit ends past either: ``getLastMappedFile`` creates the first file where the queue offset falls, ``fillPreBlank``
+units before the unit), ext files or not
 (``putMessagePositionInfoWrapper``: ``ConsumeQueueExt.put`` first, whatever becomes of the unit, in a held queue after
 the ext files' end ``ConsumeQueue.recover`` left, which the cut, a file staying, does not move); and, their properties
 also naming light queues, the light units (``putMessagePositionInfoWrapper`` once the own unit is put or dropped:
@@ -79,14 +80,14 @@ cut, which deletes its file: a new file at 0, 2 ``fillPreBlank`` units, the ligh
 no ext file for ``%LMQ%q1``;
 ``tests/test_dledger_walked_nothing_2gib_more_broker.py``, a T0 message parsed, its queue offset past T0's write
 position, appended there, or 1, dropped, and with ext files those two and the T5 message; a T7 message of queue
-offset 5 whose planted file the cut deleted); 5.3.3's ``doReput``,
-``DLedgerCommitLog.getData`` and
-``putMessagePositionInfo`` read the same (and ``multiDispatchLmqQueue``). Refused, one line each: going on elsewhere
-than those two (a data file's end
-or a roll before the committed position: the next data file's start; an entry's start after parsed messages; no broker
-case), 2147483647 at or before ``processOffset`` (the reput before the walk's data file), a blank's empty request among
-the parsed records, a parsed unit in a batch queue or in a queue (light or not) the store holds files of that the
-5.3.3 cut leaves no file of (its max ``processOffset``: no broker case here).
+offset 5 whose planted file the cut deleted; on the 5.3.3 broker too,
+``tests/test_dledger_walked_nothing_2gib_533_broker.py``, T7's max after the cut ``processOffset``); 5.3.3's
+``doReput``, ``DLedgerCommitLog.getData`` and ``putMessagePositionInfo`` read the same (and
+``multiDispatchLmqQueue``). Refused, one line each: going on elsewhere than those two (a data file's end or a roll
+before the committed position: the next data file's start; an entry's start after parsed messages; no broker case),
+2147483647 at or before ``processOffset`` (the reput before the walk's data file), a blank's empty request among
+the parsed records, a parsed unit in a batch queue, or a light unit in a light queue the store holds files of that
+the 5.3.3 cut leaves no file of (its max ``processOffset``: no broker case here).
 """
 from __future__ import annotations
 
@@ -159,7 +160,7 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
             inside_from, reput, inside_records = reput, goes_on, records
             placed = _placed_on_disk(units, after, config.cq_file_size, inside_from,
                                      config.mappedFileSizeConsumeQueueExt if config.enableConsumeQueueExt else 0,
-                                     on_disk.ext_end, -1 if v55 else None)
+                                     on_disk.ext_end, -1 if v55 else process_offset)
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
@@ -180,7 +181,8 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
     ``process_offset`` and it dispatched by no one), after messages whose own consume queue units go to queues the
     store holds no file of (``on_disk_queues``: each as the cut left it), ext files or not: each such unit written
     at its queue's start (``putMessagePositionInfo`` on a new queue: ``fillPreBlank`` units first for a queue offset
-    past 0), or to queues a file of which the cut leaves (:func:`_placed_on_disk`), and light units
+    past 0), or to queues a file of which the cut leaves or that it left no file of (5.5.1 and 5.3.3:
+    :func:`_placed_on_disk`), and light units
     (``multiDispatchLmqQueue``) to queues the store holds no file of, new queues alike, or to light queues a file
     of which the cut leaves or that the 5.5.1 cut left no file of, own units' queues alike, ext files or not; the
     records the reput dispatches after them lie at or past the committed position, where the reference rebuild
@@ -193,16 +195,16 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
         return "a blank's empty request among them (modelled: messages only)"
     if any(u.batch for u in units):
         return "a unit of theirs in a batch queue (modelled: consume queue units)"
-    if config.brokerVersion != "5.5" and any((u.topic, u.queue_id) in on_disk_queues
+    if config.brokerVersion != "5.5" and any(not u.own and (u.topic, u.queue_id) in on_disk_queues
                                              and not on_disk_queues[(u.topic, u.queue_id)][1] for u in units):
-        return ("a unit of theirs in a queue the store holds files of that the 5.3.3 cut left no file of (its max "
-                "processOffset; modelled: 5.5.1's, its max -1)")
+        return ("a light unit of theirs in a light queue the store holds files of that the 5.3.3 cut left no file of "
+                "(modelled: an own unit's queue there, or 5.5.1's)")
     return ""
 
 
 def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], OnDiskCut], cq_file_size: int,
                     at: int, ext_file_size: int = 0, ext_end: Mapping[tuple[str, int], int] | None = None,
-                    emptied_max: int | None = -1) -> Placed:
+                    emptied_max: int = -1) -> Placed:
     """Where ``doReput`` puts the parsed ``units`` of the queues the store holds files of (``after``: each as
     ``truncateDirtyLogicFiles`` left it, its max, whether a file stays, its write position), each such queue replayed
     whole from the write position and max the cut left (``ConsumeQueue.putMessagePositionInfo``, in parse order:
@@ -217,7 +219,8 @@ def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], 
     before its ``truncateByMaxAddress``), and a unit appended holds that ext unit's address as its tags code
     (``decorate``); refused (one line) where that end is not read.  A queue the store holds files of that the cut
     left no file of: from no file and its max ``emptied_max`` (5.5.1: -1, ``recoverTopicQueueTable``'s
-    ``correctMinOffset``), ``getLastMappedFile`` creating its first file where the unit's queue offset falls,
+    ``correctMinOffset``; 5.3.3: ``processOffset``, which ``truncateDirtyLogicFiles`` set and its ``correctMinOffset``
+    leaves, no file to read), ``getLastMappedFile`` creating its first file where the unit's queue offset falls,
     ``fillPreBlank`` units before it (``putMessagePositionInfo``, ``isFirstCreateInQueue``), its ext units after the
     ext files' end ``recover`` left (the cut's ``truncateByMaxAddress`` given no address does nothing)."""
     none = np.zeros((0, len(UNIT_COLUMNS)), np.int64)
@@ -228,6 +231,5 @@ def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], 
             return None
         if held[1]:
             return held_past_only(held, none, ext_file_size, (ext_end or {}).get(name))
-        assert emptied_max is not None, "a queue the 5.3.3 cut left no file of: refused before"
         return emptied_past_only(emptied_max, none, ext_file_size, (ext_end or {}).get(name))
     return place_inside(units, state, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)

@@ -55,11 +55,11 @@ EMBED_T0_DATA = 21 * 23601 + 11206
 EMBED_AT_BODY_DATA = BLANK_MAX - 2147479822 - 48 - 88
 
 
-def written(sc: dict, tmp_path):  # noqa: ANN001, ANN202
-    """The broker writes ``sc`` (and restarts it) under ``tmp_path``: its report and the scenario's folder."""
+def written(sc: dict, tmp_path, line: str = LINE):  # noqa: ANN001, ANN202
+    """The ``line`` broker writes ``sc`` (and restarts it) under ``tmp_path``: its report and the scenario's folder."""
     name = sc["name"]
     bh.build()
-    w = bh.write_stores(LINE, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
+    w = bh.write_stores(line, [{**sc, "dir": str(tmp_path / name)}], tmp_path, timeout=3600)[name]
     assert w.get("ok"), w.get("error")
     return w, tmp_path / name
 

@@ -110,9 +110,9 @@ def _as_the_broker(sc: dict, tmp_path, embedded: bool = True):  # noqa: ANN001, 
     return w, src, msg, cut_t0
 
 
-def _verify(src, tmp_path, monkeypatch) -> tuple[dict, str, object]:  # noqa: ANN001
-    """``verify --json`` on the store as the restart found it: its next-start prediction (no note), the crash note and
-    the DLedger crash plan it made."""
+def _verify(src, tmp_path, monkeypatch, line: str = LINE) -> tuple[dict, str, object]:  # noqa: ANN001
+    """``verify --json`` (as the ``line`` broker) on the store as the restart found it: its next-start prediction (no
+    note), the crash note and the DLedger crash plan it made."""
     from pipelines.cli import main
     from pipelines.verify import compare_store
     plans = []
@@ -125,7 +125,7 @@ def _verify(src, tmp_path, monkeypatch) -> tuple[dict, str, object]:  # noqa: AN
     out = io.StringIO()
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
         main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
-              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+              bh.BROKER_VERSION_ARG[line], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
     report = json.loads(out.getvalue())
     p = report["restart"]
     assert p is not None and p["dledger"] and not report["restart_note"], report.get("restart_note")

@@ -4,7 +4,8 @@
 a light queue's unit, ``tests/test_dledger_walked_nothing_2gib_parsed_broker.py`` (a new queue) and
 ``tests/test_dledger_walked_nothing_2gib_light_disk_broker.py`` (a queue a file of which the cut leaves),
 ``tests/test_dledger_walked_nothing_2gib_light_emptied_broker.py`` (a queue the cut empties),
-``tests/test_dledger_walked_nothing_2gib_light_ext_broker.py`` (both with ext files), ``DLEDGER_2GIB=1``)."""
+``tests/test_dledger_walked_nothing_2gib_light_ext_broker.py`` (both with ext files) and, on 5.3.3, an own unit's
+queue the cut empties, ``tests/test_dledger_walked_nothing_2gib_533_broker.py``; ``DLEDGER_2GIB=1``)."""
 from __future__ import annotations
 
 import pytest
@@ -79,13 +80,11 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
     ({"goes_on": COMMITTED - 100, "committed": COMMITTED}, "modelled: at the log's end"),   # an entry's start
     ({"goes_on": END, "committed": END, "reput": PROCESS - 1}, "set past processOffset"),
     ({"goes_on": END, "committed": END, "records": ((BLANK_MAX + 48, BLANK_MAX + 48),), "units": ()}, "empty request"),
-    ({"goes_on": END, "committed": END, "on_disk": {("T5", 0): (PROCESS, False, -1, False)}, "version": "5"},
-     "that the 5.3.3 cut left no file of"),
     ({"goes_on": END, "committed": END, "units": (LIGHT,), "on_disk": {LIGHT_KEY: (PROCESS, False, -1, False)},
       "version": "5"}, "that the 5.3.3 cut left no file of"),
     ({"goes_on": END, "committed": END, "units": (ParsedUnit("BT0", 0, BLANK_MAX, 111, 0, 0, own=True, batch=True),)},
      "a batch queue"),
-], ids=["file-end", "entry-start", "before-process-offset", "blank", "on-disk-emptied-533", "light-emptied-533",
+], ids=["file-end", "entry-start", "before-process-offset", "blank", "light-emptied-533",
         "batch"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
@@ -118,6 +117,22 @@ def test_a_queue_the_cut_left_no_file_of_gets_its_first_file_where_the_queue_off
     placed = _placed_on_disk((unit,), {("T7", 0): (PROCESS, False, -1, False)}, 6_000_000, BLANK_MAX)
     (q,) = placed.whole
     assert (q.opened, q.blank_until, q.parsed_at, q.units) == ((0,), 100, (100,), ((100, BLANK_MAX, 111, 0),)), q
+
+
+def test_on_533_a_queue_the_cut_left_no_file_of_keeps_the_max_process_offset() -> None:
+    """5.3.3: truncateDirtyLogicFiles sets the max to processOffset, correctMinOffset with no file leaves it (broker
+    case 5.3.3-...-embedded-t7-emptied): modelled; a unit ending past it gets the first file where its queue offset
+    falls, as on 5.5.1; one ending at or below it is dropped (putMessagePositionInfo's max check), which -1 keeps."""
+    assert _why(END, committed=END, on_disk={("T7", 0): (PROCESS, False, -1, False)}, version="5") == ""
+    emptied = {("T7", 0): (PROCESS, False, -1, False)}
+    unit = ParsedUnit("T7", 0, BLANK_MAX, 111, 5, 0, own=True, batch=False)
+    (q,) = _placed_on_disk((unit,), emptied, 6_000_000, BLANK_MAX, emptied_max=PROCESS).whole
+    assert (q.opened, q.blank_until, q.parsed_at, q.units) == ((0,), 100, (100,), ((100, BLANK_MAX, 111, 0),)), q
+    below = ParsedUnit("T7", 0, PROCESS - 111, 111, 5, 0, own=True, batch=False)
+    (q,) = _placed_on_disk((below,), emptied, 6_000_000, BLANK_MAX, emptied_max=PROCESS).whole
+    assert q.parsed_at == (-1,) and q.units == () and not q.opened, q
+    (q,) = _placed_on_disk((below,), emptied, 6_000_000, BLANK_MAX, emptied_max=-1).whole
+    assert q.parsed_at == (100,), q
 
 
 @pytest.mark.parametrize("light_offset,at", [(2, 20), (1, 20), (0, 20)], ids=["past", "at", "zero"])
