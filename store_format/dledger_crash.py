@@ -123,6 +123,7 @@ from .dledger_crash_cut import (
     QueuesOnDisk,
     QueueTrack,
     cut_queues,
+    ext_refused,
     ext_reput,
 )
 from .dledger_crash_old import reput_in_old_files, reput_inside_old_file
@@ -276,7 +277,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     if reput < files[first].base:
         return reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
                                   track, config, cut, rec.committed_pos, walked)
-    ext_again = cut.ext_again if cut is not None else \
+    ext_again = ext_refused(cut.ext_again) if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
         else -1

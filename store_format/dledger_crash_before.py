@@ -48,16 +48,17 @@ offset 0 there is appended after the ``fillPreBlank`` units and the walk's units
 the next file before its unit drops, a file the walk never opened, written zeros but for the replay's units there): with
 ext files each unit it appends holds the address of the ext unit ``putMessagePositionInfoWrapper`` put for its record in
 reput order; a light queue's units go by the same rule (``multiDispatchLmqQueue``: ``putMessagePositionInfo`` with the
-light queue offset, no ext unit), and so do a queue's own and light units both, in reput order, each with its own
-counter's queue offset (with ext files or a parsed unit for it: refused); a message parsed where the reput was set for a
-queue of one kind goes first (:func:`appended_cut`), with ext files its ext unit put first too (the walk's ext units
-kept by the cut, then the parsed message's, the earlier files' records', the walk's again: ``ConsumeQueueExt.put``
-before ``putMessagePositionInfo``, so the parsed unit appended holds the second address; the rebuild's own dispatch puts
-the ext units in that order).  A queue the cut left with no file that a
+light queue offset, no ext unit: the request's tags code), and so do a queue's own and light units both, in reput
+order, each with its own counter's queue offset, with ext files only its own units counting ext units (checked
+against the 5.5.1 broker, ``-t9-first-light-mixed-ext``; a parsed unit for it: refused); a message parsed where the
+reput was set for a queue of one kind goes first (:func:`appended_cut`), with ext files its ext unit put first too
+(the walk's ext units kept by the cut, then the parsed message's, the earlier files' records', the walk's again:
+``ConsumeQueueExt.put`` before ``putMessagePositionInfo``, so the parsed unit appended holds the second address; the
+rebuild's own dispatch puts the ext units in that order).  A queue the cut left with no file that a
 message parsed where the reput was set went to is written anew from that unit, as the rebuild's own dispatch writes
 it, ext units too (:func:`without_queues`).  Checked against the 5.5.1 broker (``-past-2gib-before-t9-first``,
 ``-past-2gib-before-no-file``, their ``-ext``, ``-t9-first-light``, ``-t9-first-parsed`` and its ``-ext``,
-``-t9-full``, ``-t9-first-light-mixed``).
+``-t9-full``, ``-t9-first-light-mixed`` and its ``-ext``).
 
 :class:`EarlierRecords` (:func:`earlier_counter`) hands :func:`store_format.dledger_inside_mixed.mixed_disk_put_back`
 those earlier records of a queue holding a record's own units and light ones on disk before the walk (their count of
@@ -345,7 +346,7 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
 
     Raises:
         the exception ``why(reason)`` gives: a queue with batch units, own and light units both (two queue offset
-        counters) with ext files, a parsed unit or a record's own and light unit both in it, one on disk before the
+        counters) with a parsed unit or a record's own and light unit both in it, one on disk before the
         walk, a walk unit not cut, or the rebuild's units in a file the broker's replay does not open (a guard): not
         modelled.
     """
@@ -365,10 +366,10 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
                 or (mine[:, U_OFFSET] < process_offset).any() or mine[0, U_KEY] == 0:
             raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not own or light ones all in its "
                       "last data file past processOffset (the cut leaving it fillPreBlank units only)")
-        if mixed and (config.enableConsumeQueueExt or any((u.topic, u.queue_id) == name for u in parsed)
+        if mixed and (any((u.topic, u.queue_id) == name for u in parsed)
                       or len(np.unique(np.r_[rows[:, U_OFFSET], mine[:, U_OFFSET]])) != len(rows) + len(mine)):
-            raise why(f"{name[0]}/{name[1]}, a queue with own and light units both (two queue offset counters) with "
-                      "ext files, a message parsed there going to it, or a record's own and light unit both in it")
+            raise why(f"{name[0]}/{name[1]}, a queue with own and light units both (two queue offset counters), a "
+                      "message parsed there going to it, or a record's own and light unit both in it")
         first = [u for u in parsed if (u.topic, u.queue_id) == name and u.own == (kind == KIND_CQ) and not u.batch]
         if first:   # the parsed units first (putMessagePositionInfo from the cut's state), then the earlier records
             pre = np.zeros((len(first), rows.shape[1]), np.int64)
@@ -392,11 +393,12 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
         # getLastMappedFile creates the next file where the last is full, before the queue offset check may drop the
         # unit: the files past the rebuild's last one that the broker's replay opens (zeros but for its units there)
         opened += [(*name, f) for f in range(int(ours[0, Q_LAST_FILE]) + size, int(cut[0, Q_LAST_FILE]) + 1, size)]
-        # with ext files: the k-th record the reput walks for the queue (earlier files' first) gets the ext unit after
-        # the walk's ones (ConsumeQueueExt.put before putMessagePositionInfo, dropped or not), its unit that address
-        # (a light unit gets none: multiDispatchLmqQueue calls putMessagePositionInfo with the request's tags code)
-        ext = ext_addresses(walk.own_units.get(q, 0) + np.arange(len(both)), config.mappedFileSizeConsumeQueueExt) \
-            if config.enableConsumeQueueExt and kind == KIND_CQ else None
+        # with ext files: the k-th own record the reput walks for the queue (earlier files' first) gets the ext unit
+        # after the walk's ones (ConsumeQueueExt.put before putMessagePositionInfo, dropped or not), its unit that
+        # address; a light unit gets none (multiDispatchLmqQueue: putMessagePositionInfo with the request's tags code)
+        own = both[:, U_KIND] == KIND_CQ
+        ext = ext_addresses(walk.own_units.get(q, 0) + np.maximum(np.cumsum(own) - 1, 0),
+                            config.mappedFileSizeConsumeQueueExt) if config.enableConsumeQueueExt else None
         theirs = {int(p): (int(o), int(e), k) for k, (p, o, e) in enumerate(zip(pos_b, both[:, U_OFFSET],
                                                                                 both[:, U_END])) if p >= 0}
         held = {int(p): int(o) for p, o in zip(pos_r, mine[:, U_OFFSET]) if p >= 0}
@@ -404,7 +406,7 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
         lost[name] = np.setdiff1d(mine[:, U_OFFSET], [o for o, _e, _k in theirs.values()])
         for p, (o, e, k) in sorted(theirs.items()):
             if held.get(p) != o or ext is not None:   # with ext files the address differs even for the same record
-                units.append(InsideUnit(*name, p, o, e - o, int(ext[k]) if ext is not None else
+                units.append(InsideUnit(*name, p, o, e - o, int(ext[k]) if ext is not None and own[k] else
                                         first[k].tags_code if k < len(first) else
                                         _tags_code(st, segs, name, o, e, config, both[k, U_KIND] == KIND_CQ)))
     return Placed(units=tuple(units), opened=tuple(opened), rebuild_units=tuple(stale)), lost
@@ -446,7 +448,7 @@ def appended_cut(st: StoreLocation, segs: list[Segment], cut: QueueCut, zero: di
     inside = dataclasses.replace(without_queues(cut.inside_placed, frozenset(shared)),
                                  ext_put=cut.inside_placed.ext_put)
     return dataclasses.replace(cut, inside_placed=inside, before_placed=placed, lost={**cut.lost, **lost}), \
-        tuple(dataclasses.replace(a, positions=a.positions[:0], ordinals=a.ordinals[:0])
+        tuple(dataclasses.replace(a, positions=a.positions[:0], ordinals=a.ordinals[:0], refused="")
               if (a.topic, a.queue_id) in zero else a for a in ext_again)
 
 

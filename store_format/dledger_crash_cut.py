@@ -112,6 +112,7 @@ from .dledger_crash_cut_reput import (
     ExtAgain,
     QueueMove,
     ReputRun,
+    ext_refused,
     ext_reput,
     past_walk_units,
     put_back_units,
@@ -124,7 +125,7 @@ from .dledger_inside_walked import cut_refusal, inside_units
 from .dledger_queue_track import BLANK_MAX, U_QUEUE, QueueTrack
 
 __all__ = ["BLANK_MAX", "U_QUEUE", "ExtAgain", "OnDiskCut", "QueueCut", "QueueMove", "QueuesOnDisk", "QueueTrack",
-           "cut_queues", "ext_reput"]
+           "cut_queues", "ext_refused", "ext_reput"]
 
 
 @dataclasses.dataclass(frozen=True)

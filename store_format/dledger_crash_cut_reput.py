@@ -68,6 +68,9 @@ class ExtAgain:
     positions: np.ndarray
     ordinals: np.ndarray
     skip: int = 0
+    # ext_reput's refusal of a queue whose units put back include light ones, raised by ext_refused unless a replay
+    # of the queue takes their place (store_format.dledger_crash_before.appended_cut)
+    refused: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -320,8 +323,8 @@ def ext_reput(track: QueueTrack, reput: int, end: int,
 
     Raises:
         UnsupportedConfigError: the reput starts before the walk's last data file and ``track`` kept only that
-            file's units; a unit put back that is no record's own unit of its queue (a light unit of a queue holding
-            own ones too).
+            file's units.  A unit put back that is no record's own unit of its queue (a light unit of a queue holding
+            own ones too) leaves ``ExtAgain.refused`` set, raised by :func:`ext_refused`.
     """
     if reput >= end:
         return ()
@@ -337,15 +340,26 @@ def ext_reput(track: QueueTrack, reput: int, end: int,
         offsets = units[units[:, 1] == q, 0]
         back_off, back_pos = (put_back or {}).get(int(q), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
         ordinals = np.searchsorted(offsets, back_off)
-        if len(back_off) and ((ordinals >= len(offsets))
-                              | (offsets[np.minimum(ordinals, len(offsets) - 1)] != back_off)).any():
-            topic, qid = track.names[int(q)]
-            raise cut_refusal(f"consume queue ext files (enableConsumeQueueExt=true) and {topic}/{qid}, a queue the "
-                              "start's reput puts back units of that are not a record's own there (light units beside "
-                              "own ones): where their ext units go is not modelled")
-        out.append(ExtAgain(*track.names[int(q)], track.own_units[int(q)], len(offsets),
-                            np.asarray(back_pos, dtype=np.int64), ordinals))
+        own = (ordinals < len(offsets)) & (offsets[np.minimum(ordinals, len(offsets) - 1)] == back_off)
+        topic, qid = track.names[int(q)]
+        refused = "" if own.all() else \
+            (f"consume queue ext files (enableConsumeQueueExt=true) and {topic}/{qid}, a queue the start's reput puts "
+             "back units of that are not a record's own there (light units beside own ones): where their ext units go "
+             "is not modelled")
+        out.append(ExtAgain(topic, qid, track.own_units[int(q)], len(offsets),
+                            np.asarray(back_pos, dtype=np.int64)[own], ordinals[own], refused=refused))
     return tuple(out)
+
+
+def ext_refused(ext_again: tuple[ExtAgain, ...]) -> tuple[ExtAgain, ...]:
+    """``ext_again`` once no queue of it holds :func:`ext_reput`'s refusal.
+
+    Raises:
+        UnsupportedConfigError: a queue whose units put back include light ones (``ExtAgain.refused``)."""
+    for a in ext_again:
+        if a.refused:
+            raise cut_refusal(a.refused)
+    return ext_again
 
 
 def take_whole(w: QueueFiles, rows: np.ndarray, lost: dict[tuple[str, int], np.ndarray],

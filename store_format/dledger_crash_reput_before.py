@@ -11,7 +11,7 @@ import dataclasses
 from .config import BrokerConfig
 from .dledger_crash_after import refusal, reput_goes_on
 from .dledger_crash_before import appended_cut, earlier_own_units, ext_before_walk, without_queues
-from .dledger_crash_cut import QueueCut, QueueTrack, ext_reput
+from .dledger_crash_cut import QueueCut, QueueTrack, ext_refused, ext_reput
 from .dledger_crash_old import dropped_before, inside_earlier_refusal, old_parsed_keys, old_parsed_queues
 from .dledger_crash_plan import DLedgerCrash
 from .dledger_inside_index import indexed_again, inside_key_offsets
@@ -128,6 +128,7 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
                                       f"its start's reput walks from {reput} ({whence}), before the data file "
                                       f"{files[first].name} the recovery dispatched from, where a record of queue "
                                       "offset 0 of ")
+    ext_again = ext_refused(ext_again)   # light units put back: refused unless appended_cut replays their queue
     # the keys of the messages parsed where the reput was set, then of those parsed past old refused records, in
     # put order: buildIndex puts each not below endPhyOffset and moves it there (old_parsed_keys)
     keys, runs = old_parsed_keys(st, inside_key_offsets(st, cut.inside_records if cut is not None else (), config),

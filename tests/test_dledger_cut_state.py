@@ -58,10 +58,11 @@ def test_a_queue_with_a_unit_below_process_offset_is_not_given_a_max_here() -> N
 def test_ext_units_of_a_queue_whose_put_back_units_are_light_ones_too_are_refused_in_one_line() -> None:
     """``ConsumeQueue.putMessagePositionInfoWrapper`` puts an ext unit for a record's own unit only
     (``multiDispatchLmqQueue`` none): a queue holding own units and light ones whose put-back units include a light
-    one (a 2 GiB crash store, ``-t9-first-light-mixed`` with ext files) is refused in one line, not an assertion."""
+    one is refused in one line, not an assertion (``ext_refused``; ``ext_reput`` leaves the refusal in
+    ``ExtAgain.refused`` for a replay of the queue to take its place: ``-t9-first-light-mixed-ext``)."""
     import pytest
 
-    from store_format.dledger_crash_cut_reput import ext_reput
+    from store_format.dledger_crash_cut_reput import ext_refused, ext_reput
     from store_format.dledger_queue_track import KIND_LIGHT
     from store_format.errors import UnsupportedConfigError
 
@@ -71,7 +72,9 @@ def test_ext_units_of_a_queue_whose_put_back_units_are_light_ones_too_are_refuse
     track.base, track.own_units = 0, {0: 1}
     # the own unit put back: its ordinal among the own records the reput walks
     (again,) = ext_reput(track, 0, 1000, {0: (np.array([600]), np.array([20]))})
-    assert again.ordinals.tolist() == [0]
+    assert again.ordinals.tolist() == [0] and ext_refused((again,)) == (again,)
+    (light,) = ext_reput(track, 0, 1000, {0: (np.array([600, 700]), np.array([20, 40]))})
+    assert light.ordinals.tolist() == [0] and light.positions.tolist() == [20]   # the own unit's only
     with pytest.raises(UnsupportedConfigError) as e:
-        ext_reput(track, 0, 1000, {0: (np.array([600, 700]), np.array([20, 40]))})
+        ext_refused((light,))
     assert "\n" not in str(e.value) and "%LMQ%q1/0" in str(e.value) and "light units" in str(e.value)
