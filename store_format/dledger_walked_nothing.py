@@ -78,6 +78,12 @@ crash, the cut leaving its first unit: appended at queue byte 20;
 cut, which deletes its file: a new file at 0, 2 ``fillPreBlank`` units, the light unit at 40;
 ``tests/test_dledger_walked_nothing_2gib_light_ext_broker.py``, those two with ext files: the same units, tags code 0,
 no ext file for ``%LMQ%q1``;
+``tests/test_dledger_walked_nothing_2gib_blank_broker.py``, a blank's header 48 bytes past 2147483647 and the T5
+message after it: the check 48 bytes on reads the blank (size 0, success, ``bufferSize`` 48), so ``doReput``
+dispatches its empty request (topic "" queue 0, a new queue: one unit of zeros, no key; a record of no bytes among
+``QueueCut.inside_records``, written by ``pipelines.restart_cut.apply_cut``) and checks on 8 bytes ahead of the
+reput, parses the message and jumps, to the log's end or the committed position, where the lag leaves it all the same
+(``reputFromOffset += result.getSize() - readSize``);
 ``tests/test_dledger_walked_nothing_2gib_more_broker.py``, a T0 message parsed, its queue offset past T0's write
 position, appended there, or 1, dropped, and with ext files those two and the T5 message; a T7 message of queue
 offset 5 whose planted file the cut deleted; on the 5.3.3 broker too,
@@ -85,9 +91,9 @@ offset 5 whose planted file the cut deleted; on the 5.3.3 broker too,
 ``doReput``, ``DLedgerCommitLog.getData`` and ``putMessagePositionInfo`` read the same (and
 ``multiDispatchLmqQueue``). Refused, one line each: going on elsewhere than those two (a data file's end or a roll
 before the committed position: the next data file's start; an entry's start after parsed messages; no broker case),
-2147483647 at or before ``processOffset`` (the reput before the walk's data file), a blank's empty request among
-the parsed records, a parsed unit in a batch queue, or a light unit in a light queue the store holds files of that
-the 5.3.3 cut leaves no file of (its max ``processOffset``: no broker case here).
+2147483647 at or before ``processOffset`` (the reput before the walk's data file), a parsed unit in a batch queue,
+or a light unit in a light queue the store holds files of that the 5.3.3 cut leaves no file of (its max
+``processOffset``: no broker case here).
 """
 from __future__ import annotations
 
@@ -186,13 +192,12 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
     (``multiDispatchLmqQueue``) to queues the store holds no file of, new queues alike, or to light queues a file
     of which the cut leaves or that the 5.5.1 cut left no file of, own units' queues alike, ext files or not; the
     records the reput dispatches after them lie at or past the committed position, where the reference rebuild
-    ``verify`` compares with stops."""
+    ``verify`` compares with stops; blanks 48 bytes further among them (their empty requests, records of no bytes:
+    a new queue's unit of zeros, no key), the reput lagging the buffer by 8 bytes after each until the jump."""
     if goes_on not in (log_end, confirm_offset) or not reput < confirm_offset <= log_end \
             or reput <= process_offset:
         return (f"modelled: at the log's end {log_end} or at DLedger's committed position {confirm_offset} past "
                 f"it, set past processOffset {process_offset}")
-    if any(b <= a for a, b in records):
-        return "a blank's empty request among them (modelled: messages only)"
     if any(u.batch for u in units):
         return "a unit of theirs in a batch queue (modelled: consume queue units)"
     if config.brokerVersion != "5.5" and any(not u.own and (u.topic, u.queue_id) in on_disk_queues

@@ -19,6 +19,8 @@ BLANK_MAX = 2**31 - 1
 PROCESS, COMMITTED, END = 2_100_000_000, 2_147_484_059, 2_147_484_300
 T5 = ParsedUnit("T5", 0, BLANK_MAX, 111, 0, 0, own=True, batch=False)
 MSG = ((BLANK_MAX, BLANK_MAX + 111),)
+# a blank's header 48 bytes past 2147483647 (its empty request: a record of no bytes), the message right after it
+BLANK_THEN_MSG = ((BLANK_MAX + 48, BLANK_MAX + 48), (BLANK_MAX + 56, BLANK_MAX + 56 + 111))
 LIGHT_KEY = ("%LMQ%q1", 0)
 LIGHT = ParsedUnit(*LIGHT_KEY, BLANK_MAX, 111, 2, 0, own=False, batch=False)   # T5's message's light unit
 
@@ -54,6 +56,20 @@ def test_a_message_for_a_new_queue_then_the_jump_is_modelled(goes_on: int, commi
         assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, on_disk={**T0_KEPT, **light_queue}, ext=True) == ""
 
 
+@pytest.mark.parametrize("goes_on,committed", [(END, END), (COMMITTED, COMMITTED)], ids=["log-end", "committed"])
+def test_a_blanks_empty_request_among_the_parsed_records_then_the_jump_is_modelled(goes_on: int,
+                                                                                   committed: int) -> None:
+    # doReput dispatches the empty request (bufferSize 48: size > 0, success) and goes on 8 bytes behind the buffer;
+    # the jump after the message lands on the end of the bytes getData handed all the same
+    blank = ((BLANK_MAX + 48, BLANK_MAX + 48),)
+    assert _why(goes_on, BLANK_THEN_MSG, (T5,), committed=committed) == ""
+    assert _why(goes_on, blank, (), committed=committed) == ""   # the blank alone, then the jump
+    assert _why(goes_on, BLANK_THEN_MSG, (T5, LIGHT), committed=committed, on_disk={**T0_KEPT, **LIGHT_KEPT}) == ""
+    # the units after it stay refused where they were
+    batch = ParsedUnit("BT0", 0, BLANK_MAX + 56, 111, 0, 0, own=True, batch=True)
+    assert "a batch queue" in _why(goes_on, BLANK_THEN_MSG, (batch,), committed=committed)
+
+
 @pytest.mark.parametrize("queue_offset,size,at", [
     (506_827, 111, 9_912_420),    # queue offset * 20 past the write position: appended there ("order maybe wrong")
     (495_621, 111, 9_912_420),    # at the write position: appended
@@ -79,12 +95,12 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
     ({"goes_on": 2_200_000_000, "committed": END}, "modelled: at the log's end"),   # a data file's end before it
     ({"goes_on": COMMITTED - 100, "committed": COMMITTED}, "modelled: at the log's end"),   # an entry's start
     ({"goes_on": END, "committed": END, "reput": PROCESS - 1}, "set past processOffset"),
-    ({"goes_on": END, "committed": END, "records": ((BLANK_MAX + 48, BLANK_MAX + 48),), "units": ()}, "empty request"),
+    ({"goes_on": 2_200_000_000, "committed": END, "records": BLANK_THEN_MSG}, "modelled: at the log's end"),
     ({"goes_on": END, "committed": END, "units": (LIGHT,), "on_disk": {LIGHT_KEY: (PROCESS, False, -1, False)},
       "version": "5"}, "that the 5.3.3 cut left no file of"),
     ({"goes_on": END, "committed": END, "units": (ParsedUnit("BT0", 0, BLANK_MAX, 111, 0, 0, own=True, batch=True),)},
      "a batch queue"),
-], ids=["file-end", "entry-start", "before-process-offset", "blank", "light-emptied-533",
+], ids=["file-end", "entry-start", "before-process-offset", "blank-file-end", "light-emptied-533",
         "batch"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")

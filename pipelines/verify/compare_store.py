@@ -347,8 +347,11 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
                   "where its check fails on the one byte getData hands"
                   if crash.cut.inside_from == crash.process_offset - 1 else
                   "where a queue the cut left with fillPreBlank units only leaves its max), inside an entry, where its "
-                  "check " + (f"parses {len(crash.cut.inside_records)} message(s), then " if crash.cut.inside_records
-                              else "") + "fails")
+                  "check " + (f"parses {sum(b > a for a, b in crash.cut.inside_records)} message(s)"
+                              + (f" and {sum(b <= a for a, b in crash.cut.inside_records)} blank(s) 48 bytes "
+                                 'further (each an empty request, dispatched to topic "" queue 0)'
+                                 if any(b <= a for a, b in crash.cut.inside_records) else "")
+                              + ", then " if crash.cut.inside_records else "") + "fails")
                + f" and it jumps to the end of the bytes getData hands, {crash.reput_from}"
                if crash.cut is not None and crash.cut.inside_from >= 0 else "")
             + (f"; the records from {crash.gap[0]} to {crash.gap[1]} are dispatched by no one"
