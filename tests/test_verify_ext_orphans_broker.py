@@ -58,23 +58,22 @@ def test_verify_counts_the_ext_units_the_reput_points_at_for_records_past_the_re
     assert orphaned["T0/0"][1] > 0 and not any("not predicted" in n for n in p["notes"]), (orphaned, p["notes"])
 
 
-_NOT_PREDICTED = [*(f"{ln}-dledger-abort-layouts" for ln in LINES if ln.startswith("5.3")),
-                  *(f"{ln}-dledger-abort-{k}" for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS
-                    for k in ("damaged-again-layouts", "damaged-again-layouts-cut", "layouts-early", "before-layouts"))]
+_NOT_PREDICTED = [f"{ln}-dledger-abort-{k}" for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS
+                  for k in ("damaged-again-layouts", "damaged-again-layouts-cut", "before-layouts")]
 
 
 @pytest.mark.broker
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.usefixtures("dledger_written")
-@pytest.mark.parametrize("name", bh.params_or_skip(_NOT_PREDICTED, "5.3.3 (DLEDGER_LINES) or DLEDGER_MORE_LAYOUTS=1"))
+@pytest.mark.parametrize("name", bh.params_or_skip(_NOT_PREDICTED, "DLEDGER_MORE_LAYOUTS=1"))
 def test_verify_says_the_ext_units_orphaned_are_not_predicted_when_the_reput_walks_again_records_past_the_rebuild(
         name, tmp_path, monkeypatch):
-    """No cut (5.3.3's -layouts, -layouts-early, -before-layouts) or a walk ended early (-damaged-again-layouts,
-    -cut): the reput walks again, from DLedger's committed position (where verify's rebuild stops), records the
-    walk dispatched; their units dropped, the ext units it put for them orphaned, which the rebuilt units do not
-    give. verify says in one line that T0/0's figure is not predicted (0, out of the total); the broker's files show
-    some."""
+    """No cut with the reput from before the walk's start (-before-layouts) or a walk ended early
+    (-damaged-again-layouts, -cut): the reput walks again, from DLedger's committed position (where verify's rebuild
+    stops), records the walk dispatched; their units dropped, the ext units it put for them orphaned, which the
+    rebuilt units do not give. verify says in one line that T0/0's figure is not predicted (0, out of the total); the
+    broker's files show some."""
     bh.skip_without_tools()
     line = name.split("-", 1)[0]
     _r, w, src = _written(name)

@@ -219,6 +219,50 @@ def test_verify_counts_the_ext_units_orphaned_of_a_queue_held_before_the_walk_an
     assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
 
 
+# no cut, the walk from the first data file to the log's end, the reput from DLedger's committed position inside it
+# (5.3.3's -layouts: its truncateDirtyLogicFiles cuts nothing where the store held no queue)
+_NO_CUT = [*(f"{ln}-dledger-abort-layouts-early" for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS),
+           *(f"{ln}-dledger-abort-layouts" for ln in LINES if ln.startswith("5.3"))]
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.usefixtures("dledger_written")
+@pytest.mark.parametrize("name", bh.params_or_skip(_NO_CUT, "DLEDGER_MORE_LAYOUTS=1 (5.5.1) or 5.3.3 (DLEDGER_LINES)"))
+def test_verify_counts_the_reputs_ext_units_orphaned_with_no_cut_and_a_walk_from_before_the_rebuilds_end(
+        name, tmp_path, monkeypatch):
+    """The broker (5.5.1's -layouts-early, 5.3.3's -layouts): the store it restarted held no queue, no queue was
+    cut, and DLedger's committed position (where verify's rebuild stops) lies inside the walk's data files; after the
+    restart every T0 message has its unit below the write position, each pointing at an ext unit, and the ext units
+    no unit points at are the reput's (one per T0 record from the committed position to the log's end, past the
+    walk's).  verify's figures, every ext queue's appended and orphaned, are the broker's, with no "not predicted"
+    note."""
+    bh.skip_without_tools()
+    line = name.split("-", 1)[0]
+    r, w, src = _written(name)
+    assert not (src / "before" / "consumequeue").is_dir() or not any((src / "before" / "consumequeue").iterdir())
+    committed = _committed_pos(src / "before")
+    sent = [m for m in r["scenario"]["messages"] if m["topic"] == "T0"]
+    # after the load (the walk, then truncateDirtyLogicFiles) T0/0 holds every message: the walk's, none cut
+    assert int(w["queuesAfterLoad"]["T0/0"]["maxOffset"]) == 20 * len(sent), (w["queuesAfterLoad"]["T0/0"], len(sent))
+    after = w["queuesAfterDispatch"]["T0/0"]
+    units = [u for u in _units(src / "expected" / "consumequeue" / "T0" / "0") if u[0] < int(after["maxOffset"])]
+    assert len(units) == len(sent) and all(t <= EXT_MAX_ADDR for _p, _o, _s, t in units), (len(units), len(sent))
+    walked = max(t + (1 << 63) for _p, _o, _s, t in units)   # the walk's last ext unit: the reput's come after it
+    again = sum(o >= committed for _p, o, _s, _t in units)   # the T0 records the reput walks again
+    files = {int(f.name): f.read_bytes() for f in (src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()}
+    pointed = pointed_ext_addresses(src, "T0/0", int(after["maxOffset"]))
+    broker = ext_orphans(files, int(after["extMaxOffset"]), pointed)
+    assert broker == again == ext_appended(w, src, "T0/0", 0) - len(sent) > 0, (broker, again)
+    assert ext_orphans(files, walked + 1, pointed) == 0, "every ext unit up to the walk's last is pointed at"
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert crash.cut is None and crash.walk_end < 0 and crash.start_offset <= crash.reput_from < crash.end, crash
+    figures = ext_figures_as_the_broker(p, w, src)
+    assert figures["T0/0"][2] == figures["T0/0"][3] == broker, figures
+    assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
+
+
 def _crash(start_offset: int, skip: int = 0, lost: dict | None = None, reset: tuple = (),
            inside_from: int = -1, whole: tuple = ()) -> types.SimpleNamespace:
     placed = types.SimpleNamespace(whole=whole, units=())
@@ -272,3 +316,20 @@ def test_ext_reput_puts_gives_the_ext_holding_units_of_a_queue_held_before_the_w
                        (_crash(600, whole=whole, reset=(("T0", 0),)), 1000), (_crash(600, whole=whole), 0)):
         back, why = ext_reput_puts(crash, 500, {("T0", 0): top} if top else {})   # type: ignore[arg-type]
         assert back == {} and "before the walk's processOffset 1000" in why["T0/0"] and "\n" not in why["T0/0"]
+
+
+def test_ext_reput_puts_gives_the_walks_units_with_no_cut_and_the_reput_inside_the_walk():
+    """No cut, the walk to the log's end, the reput from inside it (at or after the walk's start), the rebuild
+    ending before the log's end: a queue the store held no unit of has every own unit the walk put pointed at
+    (``before``); one the store held units of, messages parsed where the reput was set, or a reput from before the
+    walk's start: not predicted (one line); a rebuild reading the whole log: the rebuilt units' figure."""
+    def crash(start: int = 0, reput: int = 300, skip: int = 0) -> types.SimpleNamespace:
+        a = types.SimpleNamespace(topic="T0", queue_id=0, before=7, count=3, skip=skip, positions=np.zeros(0))
+        return types.SimpleNamespace(cut=None, walk_end=-1, ext_again=(a,), process_offset=1000, end=6000,
+                                     reput_from=reput, before=False, start_offset=start)
+    assert ext_reput_puts(crash(), 300) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
+    assert ext_reput_puts(crash(start=300), 300) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
+    assert ext_reput_puts(crash(), 6000) == ({}, {})   # type: ignore[arg-type]
+    for c, held in ((crash(), {("T0", 0): 100}), (crash(skip=1), None), (crash(start=400), None)):
+        back, why = ext_reput_puts(c, 300, held)   # type: ignore[arg-type]
+        assert back == {} and "reput walks the records between again" in why["T0/0"] and "\n" not in why["T0/0"]

@@ -35,7 +35,15 @@ pointed at by the units the replay appends holding an ext address (``putMessageP
 own record; ``multiDispatchLmqQueue`` puts a light unit with no ext unit).  Neither rule for a queue held so depends
 on where the walk starts: a rebuild ending inside the walk's data files (5.3.3's walk from the first data file,
 before DLedger's committed position) lacks no unit the restart keeps or appends, each of its records ending at or
-below the queue's max."""
+below the queue's max.
+
+With no cut (``truncateDirtyLogicFiles`` at a ``processOffset`` past the checkpoint cuts nothing: 5.5.1's
+``-layouts-early``; 5.3.3, whose cut runs only when the queues reach it) after a walk to the log's end, the start's
+reput set inside the walk (at or after its start, DLedger's committed position) walks only records the walk
+dispatched: ``putMessagePositionInfoWrapper`` puts an ext unit for each, ``putMessagePositionInfo`` drops every unit.
+For a queue the store held no unit of, the walk appended every own unit it put (from an empty queue), each pointing
+at its ext unit, and none is cut: the pointed ext units are the walk's puts (``ExtAgain.before``), the reput's
+(``ExtAgain.count``) orphaned, records past the rebuild's end among them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -65,17 +73,28 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     reput set inside an entry writes anew before the walk's data file; with no
     cut or a walk ended early (the figures then come from the rebuilt units alone), every queue the reput walks when
     ``rebuilt_to`` lies before the walk's end and the reput walks the walk's records past it again or the cut takes
-    units there (their ext units then orphaned: verify's count lacks them)."""
+    units there (their ext units then orphaned: verify's count lacks them), but, with no cut after a walk to the
+    log's end and the reput at or after its start, a queue the store held no unit of: the walk's own puts
+    (``ExtAgain.before``, every unit it put appended and kept: the first answer)."""
     cut = crash.cut
     if not crash.ext_again:
         return {}, {}
     if cut is None or crash.walk_end >= 0:   # the figures come from the rebuilt units alone
         walked = crash.walk_end if crash.walk_end >= 0 else crash.end
+        if cut is None and crash.walk_end < 0 and crash.start_offset <= crash.reput_from:
+            # no cut, the walk to the log's end appended every own unit of a queue the store held none of (each
+            # pointing at its ext unit); the reput from inside the walk drops every unit it walks again
+            walked_all = {f"{a.topic}/{a.queue_id}": a.before for a in crash.ext_again
+                          if (a.topic, a.queue_id) not in (held or {}) and not a.skip}
+        else:
+            walked_all = {}
         again = "reput walks the records between again" if crash.reput_from < walked else "cut takes units there"
         why = (f"the rebuild reads the log up to {rebuilt_to}, before {walked}, where the recovery's walk ends, and "
                f"the {again}: the ext units put for them that no unit points at are not counted")
-        return {}, {f"{a.topic}/{a.queue_id}": why for a in crash.ext_again} \
-            if rebuilt_to < walked and (crash.reput_from < walked or cut is not None) else {}
+        if not (rebuilt_to < walked and (crash.reput_from < walked or cut is not None)):
+            return {}, {}
+        return walked_all, {f"{a.topic}/{a.queue_id}": why for a in crash.ext_again
+                            if f"{a.topic}/{a.queue_id}" not in walked_all}
     whole = {(w.topic, w.queue_id): w for w in cut.inside_placed.whole}
     held = held or {}
     # the 5.5.1 cut left it no file (max -1) and the reput set inside an entry writes it anew (the rebuild's own

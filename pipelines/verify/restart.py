@@ -435,7 +435,9 @@ def predict_restart(states: list[_QueueState], *, config: BrokerConfig, commitlo
         if dispatch_from is not None:   # a DLedger crash restart: the ext units its puts left pointed at
             parsed = (ext_parsed or {}).get(q.queue, 0)
             back = (ext_put_back or {}).get(q.queue)   # the plan's put-backs, records past the rebuild's end too
-            s.ext_pointed_new = (n_own_put if back is None else n_own_put - n_own_cut + back) \
+            # no cut: the plan's figure is every own unit the walk appended (the rebuild lacks those past its end)
+            s.ext_pointed_new = (n_own_put if back is None else back if cut_at is None
+                                 else n_own_put - n_own_cut + back) \
                 + (ext_parsed_kept or {}).get(q.queue, parsed)
             s.ext_kept_below = cut_at
         if cut_emptied is not None and q.queue in cut_emptied:
