@@ -61,8 +61,9 @@ before the unit, the rebuild's own dispatch's like a new queue's own unit; for o
 (``ConsumeQueueStore.truncateDirty`` cuts every loaded queue, light ones too, and ``findConsumeQueue`` hands the
 loaded one), the same rule as an own unit's on a held queue from the write position and max the cut left
 (:func:`_placed_on_disk`; the light queue offset ``recoverOffsetTable`` puts in the queue offset table is for later
-puts, the dispatch takes the message's property), and for one the 5.5.1 cut left no file of (``recoverOffsetTable``
-runs ``correctMinOffset`` on every loaded queue, light ones too: max -1), the same rule as an own unit's on such a
+puts, the dispatch takes the message's property), and for one the cut left no file of (5.5.1: ``recoverOffsetTable``
+runs ``correctMinOffset`` on every loaded queue, light ones too: max -1; 5.3.3: the max ``processOffset`` the cut set,
+which its ``correctMinOffset`` with no file leaves, as an own queue's), the same rule as an own unit's on such a
 queue (a first file where the light queue offset falls, ``fillPreBlank`` units before the unit), ext files or not
 (with them, the light unit holds the dispatch request's tags code, not the ext address the wrapper put the own unit's
 ext unit at, and the light queue gets no ext unit: the running broker wrote none for it either).  The records the
@@ -87,13 +88,14 @@ reput, parses the message and jumps, to the log's end or the committed position,
 ``tests/test_dledger_walked_nothing_2gib_more_broker.py``, a T0 message parsed, its queue offset past T0's write
 position, appended there, or 1, dropped, and with ext files those two and the T5 message; a T7 message of queue
 offset 5 whose planted file the cut deleted; on the 5.3.3 broker too,
-``tests/test_dledger_walked_nothing_2gib_533_broker.py``, T7's max after the cut ``processOffset``); 5.3.3's
+``tests/test_dledger_walked_nothing_2gib_533_broker.py``, T7's max after the cut ``processOffset``, and the
+``-embedded-light-emptied`` store's ``%LMQ%q1``, its max after the cut ``processOffset`` too, the light unit at
+queue byte 40 after 2 ``fillPreBlank`` units); 5.3.3's
 ``doReput``, ``DLedgerCommitLog.getData`` and ``putMessagePositionInfo`` read the same (and
 ``multiDispatchLmqQueue``). Refused, one line each: going on elsewhere than those two (a data file's end or a roll
 before the committed position: the next data file's start; an entry's start after parsed messages; no broker case),
-2147483647 at or before ``processOffset`` (the reput before the walk's data file), a parsed unit in a batch queue,
-or a light unit in a light queue the store holds files of that the 5.3.3 cut leaves no file of (its max
-``processOffset``: no broker case here).
+2147483647 at or before ``processOffset`` (the reput before the walk's data file) or a parsed unit in a batch
+queue.
 """
 from __future__ import annotations
 
@@ -190,7 +192,8 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
     past 0), or to queues a file of which the cut leaves or that it left no file of (5.5.1 and 5.3.3:
     :func:`_placed_on_disk`), and light units
     (``multiDispatchLmqQueue``) to queues the store holds no file of, new queues alike, or to light queues a file
-    of which the cut leaves or that the 5.5.1 cut left no file of, own units' queues alike, ext files or not; the
+    of which the cut leaves or that it left no file of (5.5.1 and 5.3.3), own units' queues alike, ext files or
+    not; the
     records the reput dispatches after them lie at or past the committed position, where the reference rebuild
     ``verify`` compares with stops; blanks 48 bytes further among them (their empty requests, records of no bytes:
     a new queue's unit of zeros, no key), the reput lagging the buffer by 8 bytes after each until the jump."""
@@ -200,10 +203,6 @@ def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: t
                 f"it, set past processOffset {process_offset}")
     if any(u.batch for u in units):
         return "a unit of theirs in a batch queue (modelled: consume queue units)"
-    if config.brokerVersion != "5.5" and any(not u.own and (u.topic, u.queue_id) in on_disk_queues
-                                             and not on_disk_queues[(u.topic, u.queue_id)][1] for u in units):
-        return ("a light unit of theirs in a light queue the store holds files of that the 5.3.3 cut left no file of "
-                "(modelled: an own unit's queue there, or 5.5.1's)")
     return ""
 
 

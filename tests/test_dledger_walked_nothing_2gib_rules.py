@@ -5,7 +5,8 @@ a light queue's unit, ``tests/test_dledger_walked_nothing_2gib_parsed_broker.py`
 ``tests/test_dledger_walked_nothing_2gib_light_disk_broker.py`` (a queue a file of which the cut leaves),
 ``tests/test_dledger_walked_nothing_2gib_light_emptied_broker.py`` (a queue the cut empties),
 ``tests/test_dledger_walked_nothing_2gib_light_ext_broker.py`` (both with ext files) and, on 5.3.3, an own unit's
-queue the cut empties, ``tests/test_dledger_walked_nothing_2gib_533_broker.py``; ``DLEDGER_2GIB=1``)."""
+queue the cut empties and a light queue's, ``tests/test_dledger_walked_nothing_2gib_533_broker.py``;
+``DLEDGER_2GIB=1``)."""
 from __future__ import annotations
 
 import pytest
@@ -96,12 +97,9 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
     ({"goes_on": COMMITTED - 100, "committed": COMMITTED}, "modelled: at the log's end"),   # an entry's start
     ({"goes_on": END, "committed": END, "reput": PROCESS - 1}, "set past processOffset"),
     ({"goes_on": 2_200_000_000, "committed": END, "records": BLANK_THEN_MSG}, "modelled: at the log's end"),
-    ({"goes_on": END, "committed": END, "units": (LIGHT,), "on_disk": {LIGHT_KEY: (PROCESS, False, -1, False)},
-      "version": "5"}, "that the 5.3.3 cut left no file of"),
     ({"goes_on": END, "committed": END, "units": (ParsedUnit("BT0", 0, BLANK_MAX, 111, 0, 0, own=True, batch=True),)},
      "a batch queue"),
-], ids=["file-end", "entry-start", "before-process-offset", "blank-file-end", "light-emptied-533",
-        "batch"])
+], ids=["file-end", "entry-start", "before-process-offset", "blank-file-end", "batch"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
     assert text in _why(goes_on, **kwargs)
@@ -193,3 +191,25 @@ def test_with_ext_files_a_light_unit_puts_no_ext_unit_and_keeps_its_tags_code(li
     (q,) = placed.whole
     assert placed.ext_put == (("T5", 0, 1),), placed
     assert q.parsed_at == (at,) and q.units == ((at, BLANK_MAX, 111, 0),), q
+
+
+@pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
+def test_on_533_a_light_queue_the_cut_emptied_keeps_the_max_process_offset(ext: bool) -> None:
+    """5.3.3: the cut empties the loaded light queue as an own one (ConsumeQueueStore.truncateDirty: every loaded
+    queue), its max processOffset, which correctMinOffset with no file leaves; multiDispatchLmqQueue's
+    putMessagePositionInfo keeps a light unit ending past it: a first file at 0, fillPreBlank units up to its light
+    queue offset's place, the unit there (broker case 5.3.3-...-embedded-light-emptied: 2, at 40); one ending at or
+    below processOffset is dropped, where 5.5.1's max -1 keeps it."""
+    on_disk = {**T0_KEPT, **LIGHT_EMPTIED}
+    assert _why(END, MSG, (T5, LIGHT), committed=END, on_disk=on_disk, version="5", ext=ext) == ""
+    ext_size = 48 * 1024 * 1024 if ext else 0
+    placed = _placed_on_disk((T5, LIGHT), on_disk, 6_000_000, BLANK_MAX, ext_size, {("T0", 0): 0, LIGHT_KEY: 0},
+                             emptied_max=PROCESS)
+    (q,) = placed.whole
+    assert (q.topic, q.opened, q.blank_until, q.parsed_at) == ("%LMQ%q1", (0,), 40, (40,)), q
+    assert q.units == ((40, BLANK_MAX, 111, 0),) and not any(k[:2] == LIGHT_KEY for k in placed.ext_put), placed
+    below = ParsedUnit(*LIGHT_KEY, PROCESS - 111, 111, 2, 0, own=False, batch=False)
+    (q,) = _placed_on_disk((T5, below), on_disk, 6_000_000, BLANK_MAX, emptied_max=PROCESS).whole
+    assert q.parsed_at == (-1,) and q.units == () and not q.opened, q
+    (q,) = _placed_on_disk((T5, below), on_disk, 6_000_000, BLANK_MAX, emptied_max=-1).whole
+    assert q.parsed_at == (40,), q
