@@ -81,9 +81,11 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
         return {}, {}
     if cut is None or crash.walk_end >= 0:   # the figures come from the rebuilt units alone
         walked = crash.walk_end if crash.walk_end >= 0 else crash.end
-        if cut is None and crash.walk_end < 0 and crash.start_offset <= crash.reput_from:
+        if cut is None and crash.walk_end < 0 and (crash.start_offset <= crash.reput_from or (
+                crash.before and not crash.from_old_files)):
             # no cut, the walk to the log's end appended every own unit of a queue the store held none of (each
-            # pointing at its ext unit); the reput from inside the walk drops every unit it walks again
+            # pointing at its ext unit); the reput from inside the walk drops every unit it walks again, from before
+            # its data file those of the earlier records too (each below the walk's first: ExtAgain.count has them)
             walked_all = {f"{a.topic}/{a.queue_id}": a.before for a in crash.ext_again
                           if (a.topic, a.queue_id) not in (held or {}) and not a.skip}
         else:
