@@ -43,7 +43,10 @@ reput set inside the walk (at or after its start, DLedger's committed position) 
 dispatched: ``putMessagePositionInfoWrapper`` puts an ext unit for each, ``putMessagePositionInfo`` drops every unit.
 For a queue the store held no unit of, the walk appended every own unit it put (from an empty queue), each pointing
 at its ext unit, and none is cut: the pointed ext units are the walk's puts (``ExtAgain.before``), the reput's
-(``ExtAgain.count``) orphaned, records past the rebuild's end among them."""
+(``ExtAgain.count``) orphaned, records past the rebuild's end among them.  So with the reput from an earlier data
+file (``DLedgerCrash.before``, not a converted store's old files; ``-before-layouts``): the walk's max lies past every
+earlier record, whose units are dropped too, and the plan's ``count`` holds their ext units
+(``store_format.dledger_crash_before.ext_before_walk``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -74,8 +77,8 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     cut or a walk ended early (the figures then come from the rebuilt units alone), every queue the reput walks when
     ``rebuilt_to`` lies before the walk's end and the reput walks the walk's records past it again or the cut takes
     units there (their ext units then orphaned: verify's count lacks them), but, with no cut after a walk to the
-    log's end and the reput at or after its start, a queue the store held no unit of: the walk's own puts
-    (``ExtAgain.before``, every unit it put appended and kept: the first answer)."""
+    log's end and the reput at or after its start or in an earlier data file, a queue the store held no unit of:
+    the walk's own puts (``ExtAgain.before``, every unit it put appended and kept: the first answer)."""
     cut = crash.cut
     if not crash.ext_again:
         return {}, {}
