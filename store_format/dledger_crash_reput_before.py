@@ -107,7 +107,9 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
         files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else ()),
         old_parsed)
     kept = old_parsed_queues(st, old_parsed, walked, cut, config, refusal) if old_parsed and cut is not None else ()
-    ext_again = () if not config.enableConsumeQueueExt else ext_reput(track, files[first].base, to) if cut is None \
+    # the reput puts an ext unit for each own record of the earlier files from its start too (no cut: all dropped)
+    ext_again = () if not config.enableConsumeQueueExt else ext_before_walk(earlier, ext_reput(
+        track, files[first].base, to)) if cut is None \
         else ext_before_walk(earlier, cut.ext_again, reset, track, to, config.cq_file_size)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
     parsed_reset = sorted(cut.inside_placed.parsed_queues() & set(cut.reset)) \

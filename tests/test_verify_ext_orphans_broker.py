@@ -59,7 +59,7 @@ def test_verify_counts_the_ext_units_the_reput_points_at_for_records_past_the_re
 
 
 _NOT_PREDICTED = [f"{ln}-dledger-abort-{k}" for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS
-                  for k in ("damaged-again-layouts", "damaged-again-layouts-cut", "before-layouts")]
+                  for k in ("damaged-again-layouts", "damaged-again-layouts-cut")]
 
 
 @pytest.mark.broker
@@ -69,11 +69,11 @@ _NOT_PREDICTED = [f"{ln}-dledger-abort-{k}" for ln in LINES if ln.startswith("5.
 @pytest.mark.parametrize("name", bh.params_or_skip(_NOT_PREDICTED, "DLEDGER_MORE_LAYOUTS=1"))
 def test_verify_says_the_ext_units_orphaned_are_not_predicted_when_the_reput_walks_again_records_past_the_rebuild(
         name, tmp_path, monkeypatch):
-    """No cut with the reput from before the walk's start (-before-layouts) or a walk ended early
-    (-damaged-again-layouts, -cut): the reput walks again, from DLedger's committed position (where verify's rebuild
-    stops), records the walk dispatched; their units dropped, the ext units it put for them orphaned, which the
-    rebuilt units do not give. verify says in one line that T0/0's figure is not predicted (0, out of the total); the
-    broker's files show some."""
+    """A walk ended early (-damaged-again-layouts, -cut): the reput walks again, from DLedger's committed position
+    (where verify's rebuild stops), records the walk dispatched; their units dropped, the ext units it put for them
+    orphaned, which the rebuilt units do not give. verify says in one line that T0/0's figure is not predicted (0,
+    out of the total); the broker's files show some (-before-layouts, no cut with the reput from before the walk's
+    data file: tests/test_verify_ext_orphans_more_broker.py)."""
     bh.skip_without_tools()
     line = name.split("-", 1)[0]
     _r, w, src = _written(name)

@@ -263,6 +263,48 @@ def test_verify_counts_the_reputs_ext_units_orphaned_with_no_cut_and_a_walk_from
     assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
 
 
+
+_BEFORE_NO_CUT = [f"{ln}-dledger-abort-before-layouts" for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS]
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.usefixtures("dledger_written")
+@pytest.mark.parametrize("name", bh.params_or_skip(_BEFORE_NO_CUT, "DLEDGER_MORE_LAYOUTS=1 (5.5.1)"))
+def test_verify_counts_the_reputs_ext_units_orphaned_with_no_cut_and_the_reput_before_the_walks_data_file(
+        name, tmp_path, monkeypatch):
+    """The broker (5.5.1's -before-layouts): the store it restarted held no queue, no queue was cut, the walk ran
+    from the last data file to the log's end and DLedger's committed position (the reput's start, where verify's
+    rebuild stops) lies in the first; after the restart T0/0's units below the write position are fillPreBlank ones
+    (the records before the walk's data file: the reput drops them) then the walk's, each pointing at an ext unit,
+    and the ext units no unit points at are the reput's, more than the walk's records it walked again (the earlier
+    records' too).  verify's figures, every ext queue's appended and orphaned, are the broker's, with no "not
+    predicted" note."""
+    bh.skip_without_tools()
+    line = name.split("-", 1)[0]
+    _r, w, src = _written(name)
+    assert not (src / "before" / "consumequeue").is_dir() or not any((src / "before" / "consumequeue").iterdir())
+    walk_file = int(sorted((src / "before" / "dledger-n0" / "data").iterdir())[-1].name)
+    assert _committed_pos(src / "before") < walk_file, walk_file
+    after = w["queuesAfterDispatch"]["T0/0"]
+    units = [u for u in _units(src / "expected" / "consumequeue" / "T0" / "0") if u[0] < int(after["maxOffset"])]
+    blanks = [u for u in units if u[1] == 0 and u[2] == 2**31 - 1]
+    walked = units[len(blanks):]
+    assert blanks == units[:len(blanks)] and blanks and walked, (len(blanks), len(units))
+    assert all(o >= walk_file and t <= EXT_MAX_ADDR for _p, o, _s, t in walked), walked[:3]
+    files = {int(f.name): f.read_bytes() for f in (src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()}
+    pointed = pointed_ext_addresses(src, "T0/0", int(after["maxOffset"]))
+    broker = ext_orphans(files, int(after["extMaxOffset"]), pointed)
+    assert broker == ext_appended(w, src, "T0/0", 0) - len(walked) > len(walked), (broker, len(walked))
+    assert ext_orphans(files, max(t + (1 << 63) for _p, _o, _s, t in walked) + 1, pointed) == 0, \
+        "every ext unit up to the walk's last is pointed at"
+    p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
+    assert crash.cut is None and crash.walk_end < 0 and crash.before and crash.reput_from < crash.start_offset, crash
+    figures = ext_figures_as_the_broker(p, w, src)
+    assert figures["T0/0"][2] == figures["T0/0"][3] == broker, figures
+    assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
+
 def _crash(start_offset: int, skip: int = 0, lost: dict | None = None, reset: tuple = (),
            inside_from: int = -1, whole: tuple = ()) -> types.SimpleNamespace:
     placed = types.SimpleNamespace(whole=whole, units=())
@@ -321,14 +363,20 @@ def test_ext_reput_puts_gives_the_ext_holding_units_of_a_queue_held_before_the_w
 def test_ext_reput_puts_gives_the_walks_units_with_no_cut_and_the_reput_inside_the_walk():
     """No cut, the walk to the log's end, the reput from inside it (at or after the walk's start), the rebuild
     ending before the log's end: a queue the store held no unit of has every own unit the walk put pointed at
-    (``before``); one the store held units of, messages parsed where the reput was set, or a reput from before the
-    walk's start: not predicted (one line); a rebuild reading the whole log: the rebuilt units' figure."""
-    def crash(start: int = 0, reput: int = 300, skip: int = 0) -> types.SimpleNamespace:
+    (``before``), the reput from an earlier data file too; one the store held units of, messages parsed where the
+    reput was set, a reput from before the walk's start in its data file or from a converted store's old files: not
+    predicted (one line); a rebuild reading the whole log: the rebuilt units' figure."""
+    def crash(start: int = 0, reput: int = 300, skip: int = 0, before: bool = False,
+              old: bool = False) -> types.SimpleNamespace:
         a = types.SimpleNamespace(topic="T0", queue_id=0, before=7, count=3, skip=skip, positions=np.zeros(0))
         return types.SimpleNamespace(cut=None, walk_end=-1, ext_again=(a,), process_offset=1000, end=6000,
-                                     reput_from=reput, before=False, start_offset=start)
+                                     reput_from=reput, before=before, start_offset=start, from_old_files=old)
     assert ext_reput_puts(crash(), 300) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
     assert ext_reput_puts(crash(start=300), 300) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
+    # the reput from an earlier data file (DLedgerCrash.before): the walk's units too, the earlier records dropped
+    assert ext_reput_puts(crash(start=400, before=True), 300) == ({"T0/0": 7}, {})   # type: ignore[arg-type]
+    back, why = ext_reput_puts(crash(start=400, before=True, old=True), 300)   # type: ignore[arg-type]
+    assert back == {} and "reput walks the records between again" in why["T0/0"]
     assert ext_reput_puts(crash(), 6000) == ({}, {})   # type: ignore[arg-type]
     for c, held in ((crash(), {("T0", 0): 100}), (crash(skip=1), None), (crash(start=400), None)):
         back, why = ext_reput_puts(c, 300, held)   # type: ignore[arg-type]

@@ -43,7 +43,10 @@ reput set inside the walk (at or after its start, DLedger's committed position) 
 dispatched: ``putMessagePositionInfoWrapper`` puts an ext unit for each, ``putMessagePositionInfo`` drops every unit.
 For a queue the store held no unit of, the walk appended every own unit it put (from an empty queue), each pointing
 at its ext unit, and none is cut: the pointed ext units are the walk's puts (``ExtAgain.before``), the reput's
-(``ExtAgain.count``) orphaned, records past the rebuild's end among them."""
+(``ExtAgain.count``) orphaned, records past the rebuild's end among them.  So with the reput from an earlier data
+file (``DLedgerCrash.before``, not a converted store's old files; ``-before-layouts``): the walk's max lies past every
+earlier record, whose units are dropped too, and the plan's ``count`` holds their ext units
+(``store_format.dledger_crash_before.ext_before_walk``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -74,16 +77,18 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     cut or a walk ended early (the figures then come from the rebuilt units alone), every queue the reput walks when
     ``rebuilt_to`` lies before the walk's end and the reput walks the walk's records past it again or the cut takes
     units there (their ext units then orphaned: verify's count lacks them), but, with no cut after a walk to the
-    log's end and the reput at or after its start, a queue the store held no unit of: the walk's own puts
-    (``ExtAgain.before``, every unit it put appended and kept: the first answer)."""
+    log's end and the reput at or after its start or in an earlier data file, a queue the store held no unit of:
+    the walk's own puts (``ExtAgain.before``, every unit it put appended and kept: the first answer)."""
     cut = crash.cut
     if not crash.ext_again:
         return {}, {}
     if cut is None or crash.walk_end >= 0:   # the figures come from the rebuilt units alone
         walked = crash.walk_end if crash.walk_end >= 0 else crash.end
-        if cut is None and crash.walk_end < 0 and crash.start_offset <= crash.reput_from:
+        if cut is None and crash.walk_end < 0 and (crash.start_offset <= crash.reput_from or (
+                crash.before and not crash.from_old_files)):
             # no cut, the walk to the log's end appended every own unit of a queue the store held none of (each
-            # pointing at its ext unit); the reput from inside the walk drops every unit it walks again
+            # pointing at its ext unit); the reput from inside the walk drops every unit it walks again, from before
+            # its data file those of the earlier records too (each below the walk's first: ExtAgain.count has them)
             walked_all = {f"{a.topic}/{a.queue_id}": a.before for a in crash.ext_again
                           if (a.topic, a.queue_id) not in (held or {}) and not a.skip}
         else:
