@@ -11,7 +11,7 @@ holds (:data:`PLANTED_QUEUE_OFFSET`, one the second reput never writes), the sec
   a host (T0/0, no key) holding the planted message (T0/0, sysFlag 0, its physicalOffset field the host's offset,
   queue offset :data:`PLANTED_QUEUE_OFFSET`).
 
-First what the broker did, then that ``verify`` does not predict that restart (one line).
+First what the broker did, then ``verify``'s prediction of that restart.
 """
 from __future__ import annotations
 
@@ -113,12 +113,27 @@ def test_the_walk_queued_the_planted_message_under_its_own_queue_offset(runs, na
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_verify_does_not_predict_that_restart(runs, name: str) -> None:
-    """``verify`` on ``<dir>/before``: no restart prediction, one line saying why (the walk's units are not
-    modelled), no traceback."""
-    v = runs[name]["verify"]
-    assert v["report"] is not None, v["stderr"]
-    note = v["report"]["restart_note"] or ""
-    assert v["report"]["restart"] is None, "verify predicted the restart: check it against the broker's database"
-    assert note.startswith("not predicted: enableAcceleratedRecovery=true") and "queues some" in note, note
-    assert "\n" not in note, note
+def test_verify_predicts_the_walk_s_planted_unit(runs, name: str) -> None:
+    """``verify`` on ``<dir>/before`` (the database kept): the cut at the host's end, the checkpoint after, queue by
+    queue the max and min entries of the database the broker's restart left and the units above the max (T0/0: the
+    planted one), the planted unit under its own queue offset with the broker's value, the index files deleted and
+    every key of the broker's new index file."""
+    from broker_rocksdb_runs import queues_as_predicted
+    from test_restart_reput_before_recovery_more_broker import _key_offsets
+    r = runs[name]
+    d = Path(r["scenario"]["dir"])
+    report = r["verify"]["report"]
+    assert report is not None, r["verify"]["stderr"]
+    p = report["restart"]
+    assert p is not None and p["rocksdb"], report.get("restart_note")
+    assert p["recovery_cut"] == p["commitlog_end"] == r["written"]["maxPhyOffset"]
+    before, cp_before = _parsed(d / "before" / "consumequeue")
+    after, cp_after = _parsed(d / "expected" / "consumequeue")
+    assert p["rocksdb_checkpoint_before"] == cp_before
+    assert cp_after in (p["rocksdb_checkpoint_after"], p["race_checkpoint_after"]), (cp_after, p)
+    listed = {q["queue"]: q for q in p["queues"]}
+    queues_as_predicted(before, after, listed)
+    assert listed["T0/0"]["units_truncated"] == 1, listed.get("T0/0")
+    names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
+    assert set(p["index_files_deleted"]) == names[0] - names[1], (p["index_files_deleted"], names)
+    assert p["index_keys_put_again"] == len(_key_offsets(d)), (p["index_keys_put_again"], p["notes"])
