@@ -300,3 +300,50 @@ def reput_records_from(store: StoreLocation, config: BrokerConfig, offset: int, 
             break
         reput = nxt
     return records, nbytes
+
+
+@dataclasses.dataclass(frozen=True)
+class WalkUnits:
+    """The consume queue units of the records a 5.5.1 ``enableAcceleratedRecovery`` walk accepted from inside a
+    record (``CommitLog.recoverAbnormally``'s ``doDispatch``, ``CommitLogDispatcherBuildConsumeQueue``): per unit,
+    in commitlog order, its queue (``topic/queueId``) and the ``DispatchRequest``'s fields, each the record's own
+    (queueOffset, physicalOffset, size, tags code, store timestamp).  ``unmodelled``: why some unit is not (a
+    multi-dispatch request, or text that needs the slow hash path); empty: none such."""
+    queue: list[str]
+    queue_offset: np.ndarray
+    phy: np.ndarray
+    size: np.ndarray
+    tags_code: np.ndarray
+    store_timestamp: np.ndarray
+    unmodelled: str = ""
+
+
+def walk_units(store: StoreLocation, seg: Segment, start: int, end: int, config: BrokerConfig, window: int = 16 << 20,
+               margin: int = 1 << 20) -> WalkUnits:
+    """The units of the records in segment ``seg`` from commitlog offset ``start`` to ``end`` (records the recovery's
+    walk accepted there, read by their own boundaries from ``start``), ``window`` bytes at a time."""
+    scratch = cl.Scratch()
+    to = end - seg.base
+    state = cl.WalkState.at_slice_start(start - seg.base, seg.size)
+    queue: list[str] = []
+    cols: list[np.ndarray] = []
+    why = ""
+    with store.reader(seg) as read:
+        while state.bufpos < to:
+            res = cl.walk_range(read, seg.base, seg.size, state, min(state.bufpos + window, to), config,
+                                limit_rel=to, window=window + margin, keep_text=True, scratch=scratch)
+            state = res.state
+            rec = res.rec
+            ok = rec[:, cl.R_STATUS] == cl.STATUS_DISPATCHED
+            if (ok & ((rec[:, cl.R_FLAGS] & (cl.F_MULTI | cl.F_TEXT_BAD)) != 0)).any():
+                why = "a record there carries a multi-dispatch request or text the fast hash path cannot read"
+            own = rec[ok & ((rec[:, cl.R_FLAGS] & cl.F_CQ) != 0)]
+            text = np.asarray(res.text, dtype=np.uint8)
+            for r in own:
+                at = int(r[cl.R_TOPIC_START]) - res.text_origin
+                queue.append(f"{java_utf8_decode(text[at:at + int(r[cl.R_TOPIC_LEN])])}/{int(r[cl.R_QID])}")
+            cols.append(own[:, [cl.R_QOFF, cl.R_PHYS, cl.R_TOTAL, cl.R_TAGS_CODE, cl.R_STORE_TS]])
+            if res.stop != cl.Stop.SPLIT_END:
+                break
+    c = np.concatenate(cols) if cols else np.zeros((0, 5), np.int64)
+    return WalkUnits(queue, c[:, 0], c[:, 1], c[:, 2], c[:, 3], c[:, 4], why)

@@ -6,8 +6,9 @@ with ``recheckReputOffsetFromCq=true`` the start's second reput from the commitl
 queue by queue like the file queues' (:class:`~.report.RestartPrediction`).  A 5.5.1 ``enableAcceleratedRecovery``
 walk from a checkpoint inside a record: cut there, the second reput ending at the record crossing the cut
 (:func:`store_format.restart_reput.reput_data_end`); one that accepts records there the reput's parse does not reach:
-they queue nothing, their keys come first in the index (:func:`.restart_index.predict_index`'s ``parsed_keys``), or
-it is refused where they queue units."""
+their units (:func:`store_format.restart_reput.walk_units`; none for prepared messages) go in before the second
+reput's, their keys first in the index (:func:`.restart_index.predict_index`'s ``parsed_keys``); refused where one
+carries a multi-dispatch request."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +20,8 @@ import numpy as np
 from store_format.config import BrokerConfig
 from store_format.errors import UnsupportedConfigError
 from store_format.reput import resolve_broker_version
-from store_format.restart_reput import offset_zero_keys, reput_data_end, walk_reaches
+from store_format.restart_reput import offset_zero_keys, reput_data_end, walk_reaches, walk_units
+from store_format.rocksdb_cq import CQ_VALUE
 from store_format.rocksdb_recovery import QueueEntries, RocksRestart, parse_database, predict_rocksdb_restart
 from store_format.store import StoreLocation
 
@@ -60,7 +62,7 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
     ref, _ = parse_database(ref_entries)
     plan = plan_recovery(st, config, abnormal=not clean, max_phy_offset_of_consume_queue=max(checkpoint or 0, 0))
     end, min_phy = plan.process_offset, st.segments[0].base
-    off_records = _walk_inside_checked(st, config, plan)
+    off_records = _walk_inside_checked(st, config, plan)   # None: the walk accepted no record off the reput's
     cp0 = checkpoint or 0
     if clean:   # CommitLog.recoverNormally: doDispatch only above the dispatch position
         def in_range(phy: np.ndarray) -> np.ndarray:
@@ -68,8 +70,8 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
     else:       # recoverAbnormally: every record from the start segment
         def in_range(phy: np.ndarray) -> np.ndarray:
             return (phy >= plan.dispatch_from) & (phy < end)
-    # a walk off the reput's records that queued nothing: the rebuild's units in its range are not the walk's
-    dispatched = select_entries(ref, in_range) if not off_records else {}
+    # a walk off the reput's records: its own units (none where it met prepared messages), not the rebuild's
+    dispatched = select_entries(ref, in_range) if off_records is None else off_records
     notes: list[str] = []
     if not clean and plan.dispatch_from == 0:
         _with_offset_zero(dispatched, store, "the abnormal recovery", notes)
@@ -114,7 +116,7 @@ def predict_rocksdb_store_restart(st: StoreLocation, config: BrokerConfig, store
     # a walk from offset 0 (the abnormal recovery's from the first file, or the second reput from the min offset)
     # indexes the record at offset 0 where the index is still empty there
     zero_keys = offset_zero_keys(st, config, _WINDOW, _MARGIN) if again is not None or first <= 0 else 0
-    if off_records:   # the walk's keys at their physicalOffset fields, then the second reput's (if any)
+    if off_records is not None:   # the walk's keys at their physicalOffset fields, then the second reput's (if any)
         p.notes.extend([second] if second else [])
         predict_index(p, first, config=config, store_index=store_index, expected_index=expected_index,
                       checkpoint_index_ts=checkpoint_index_ts, clean_shutdown=clean, end=reput_end,
@@ -136,28 +138,45 @@ class _Reput:
     dispatch_from: int
 
 
-def _walk_inside_checked(st: StoreLocation, config: BrokerConfig, plan: RecoveryPlan) -> bool:
-    """Whether a 5.5.1 ``enableAcceleratedRecovery`` walk from a kept database's max-physical-offset checkpoint inside
-    its segment accepted records where the reput's parse of that segment from its start reaches no record
-    (:func:`store_format.restart_reput.walk_reaches`): records parsed from other boundaries than the rebuild's.
-    Those that queue nothing (a prepared message planted in a record's body) leave the database as it was, their
-    keys (``RecoveryPlan.walk_keys``) go first into the index, then the second reput's from the min offset parses the
-    host whole (checked on the 5.5.1 broker, tests/test_restart_accelerated_rocksdb_broker.py); a walk that
-    queued units (``RecoveryPlan.walk_queued``: a planted message's keys and values are not the rebuild's; not run on
-    the broker) is refused (UnsupportedConfigError).  One that accepted none (its first check failed: the commitlog
-    cut there) is not such a walk: the second reput then ends at the record crossing the cut
-    (:func:`store_format.restart_reput.reput_data_end`, tests/test_restart_accelerated_rocksdb_broker.py)."""
+def _walk_inside_checked(st: StoreLocation, config: BrokerConfig,
+                         plan: RecoveryPlan) -> dict[str, QueueEntries] | None:
+    """The units a 5.5.1 ``enableAcceleratedRecovery`` walk from a kept database's max-physical-offset checkpoint
+    inside its segment dispatched, where it accepted records the reput's parse of that segment from its start reaches
+    no record of (:func:`store_format.restart_reput.walk_reaches`): records parsed from other boundaries than the
+    rebuild's, their units their own fields' (:func:`store_format.restart_reput.walk_units`; none for a prepared
+    message), by queue in commitlog order; None: no such walk.  Their keys (``RecoveryPlan.walk_keys``) go first into
+    the index, their units into the database before the second reput's from the min offset, which parses the host
+    whole and puts its units after them through the same ``RocksGroupCommitService`` queue: a key it writes again
+    takes its value, each queue it reaches gets its max entry back (checked on the 5.5.1 broker,
+    tests/test_restart_accelerated_rocksdb_broker.py for a planted prepared message, and
+    tests/test_restart_accelerated_rocksdb_planted_broker.py for a planted normal one, its unit left above its
+    queue's max).  A walk whose records carry multi-dispatch requests is refused (UnsupportedConfigError).  One that
+    accepted none (its first check failed: the commitlog cut there) is not such a walk: the second reput then ends at
+    the record crossing the cut (:func:`store_format.restart_reput.reput_data_end`)."""
     seg = st.segment_at(plan.checked_from)
     if seg is None or not plan.checked_from < plan.dispatch_from < plan.process_offset:
-        return False
+        return None
     if walk_reaches(st, seg, plan.dispatch_from - seg.base, resolve_broker_version(st, config), _WINDOW, _MARGIN):
-        return False
+        return None
     if plan.walk_queued < 0:
-        return True
-    raise UnsupportedConfigError(
-        f"enableAcceleratedRecovery=true: the abnormal recovery walks from the RocksDB consume queue's checkpoint "
-        f"{plan.dispatch_from}, inside a record of segment {seg.name} as the reput parses it, accepts records there "
-        f"and queues some (the last at {plan.walk_queued}): those units are not modelled; let the broker recover")
+        return {}
+    w = walk_units(st, seg, plan.dispatch_from, plan.process_offset, resolve_broker_version(st, config), _WINDOW,
+                   _MARGIN)
+    if w.unmodelled or not w.queue:
+        raise UnsupportedConfigError(
+            f"enableAcceleratedRecovery=true: the abnormal recovery walks from the RocksDB consume queue's checkpoint "
+            f"{plan.dispatch_from}, inside a record of segment {seg.name} as the reput parses it, accepts records "
+            f"there and queues some (the last at {plan.walk_queued}): {w.unmodelled or 'their units not read'}, "
+            "not modelled; let the broker recover")
+    values = np.empty(len(w.queue), dtype=CQ_VALUE)
+    values["offset"], values["size"] = w.phy, w.size
+    values["tags_code"], values["store_timestamp"] = w.tags_code, w.store_timestamp
+    names = np.array(w.queue, dtype=object)
+    out = {}
+    for name in dict.fromkeys(w.queue):
+        m = names == name
+        out[name] = QueueEntries(w.queue_offset[m], w.phy[m], values[m])
+    return out
 
 
 def _with_offset_zero(units: dict[str, QueueEntries], store: dict[str, QueueEntries], who: str,
