@@ -159,3 +159,30 @@ def queues_as_predicted(before: dict, after: dict, listed: dict[str, dict]) -> N
         assert got in options, f"{queue}: the broker's max/min entries {got}, verify predicted {list(options)}"
         above = int((a.cq > a.max[1]).sum()) if a is not None and a.max is not None else 0
         assert above == options[got], f"{queue}: {above} unit(s) above the max, verify says {options[got]}"
+
+
+def parsed_database(db: Path):  # noqa: ANN201
+    """A RocksDB consume queue folder as ``parse_database`` reads it: its queues and its checkpoint."""
+    from pipelines.verify.rocksdb_compare import read_store_database
+    from store_format.rocksdb_recovery import parse_database
+    return parse_database(read_store_database(str(db)))
+
+
+def kept_database_as_predicted(r: dict) -> tuple[dict, dict[str, dict]]:
+    """``verify``'s restart prediction of a run whose store was restarted with its RocksDB database kept (``verify`` ran
+    on ``<dir>/before``, the broker restarted a copy into ``<dir>/expected``), checked: the cut at the commitlog's end
+    the broker left, the database's checkpoint before and after (or the race's) and every queue
+    (:func:`queues_as_predicted`).  Returns the prediction and its queues by name."""
+    d = Path(r["scenario"]["dir"])
+    report = r["verify"]["report"]
+    assert report is not None, r["verify"]["stderr"]
+    p = report["restart"]
+    assert p is not None and p["rocksdb"], report.get("restart_note")
+    assert p["recovery_cut"] == p["commitlog_end"] == r["written"]["maxPhyOffset"]
+    before, cp_before = parsed_database(d / "before" / "consumequeue")
+    after, cp_after = parsed_database(d / "expected" / "consumequeue")
+    assert p["rocksdb_checkpoint_before"] == cp_before
+    assert cp_after in (p["rocksdb_checkpoint_after"], p["race_checkpoint_after"]), (cp_after, p)
+    listed = {q["queue"]: q for q in p["queues"]}
+    queues_as_predicted(before, after, listed)
+    return p, listed

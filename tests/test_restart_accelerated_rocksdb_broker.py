@@ -50,7 +50,8 @@ from broker_rocksdb_runs import (
     as_restart_database_is_the_broker_s,
     as_restart_index_is_the_broker_s,
     database,
-    queues_as_predicted,
+    kept_database_as_predicted,
+    parsed_database,
 )
 from test_restart_accelerated_inside_broker import _records
 from test_restart_accelerated_planted_broker import ADD, HOST, HOST_BODY, KEYED_HOST_SIZE, PHYSICAL_OFFSET_AT, planted
@@ -168,12 +169,6 @@ def test_as_restart_index_files_are_the_broker_s(runs, name: str) -> None:
 
 
 
-def _parsed(db: Path):  # noqa: ANN202
-    from pipelines.verify.rocksdb_compare import read_store_database
-    from store_format.rocksdb_recovery import parse_database
-    return parse_database(read_store_database(str(db)))
-
-
 @pytest.mark.parametrize("name", KEPT)
 def test_a_kept_database_s_checkpoint_inside_a_record_cuts_there(runs, name: str) -> None:
     """The broker's own files, the database kept with its max-physical-offset checkpoint set inside a record (not its
@@ -189,7 +184,7 @@ def test_a_kept_database_s_checkpoint_inside_a_record_cuts_there(runs, name: str
     assert host["offset"] % SIZE, "the checkpoint's offset lies in a file's first record"
     assert w["rocksdbCqCheckpointBefore"] == recs[-1]["offset"] + recs[-1]["size"], "the first life's checkpoint"
     assert w["maxPhyOffset"] == at, "the restart cut the commitlog elsewhere than at the database's checkpoint"
-    after, cp_after = _parsed(d / "expected" / "consumequeue")
+    after, cp_after = parsed_database(d / "expected" / "consumequeue")
     assert cp_after == host["offset"], (cp_after, host)
     maxima = sorted(int(q.max[0]) for q in after.values() if q.max is not None)
     assert maxima and maxima[-1] < host["offset"] and maxima[-1] in [x["offset"] for x in recs]
@@ -203,16 +198,8 @@ def test_verify_predicts_the_restart_on_the_kept_database(runs, name: str) -> No
     second reput's from offset 0 (the record at 0's too) up to the record crossing the cut, not that one's."""
     r = runs[name]
     d = Path(r["scenario"]["dir"])
-    report = r["verify"]["report"]
-    assert report is not None, r["verify"]["stderr"]
-    p = report["restart"]
-    assert p is not None and p["rocksdb"], report.get("restart_note")
-    assert p["recovery_cut"] == p["commitlog_end"] == r["written"]["maxPhyOffset"]
-    before, cp_before = _parsed(d / "before" / "consumequeue")
-    after, cp_after = _parsed(d / "expected" / "consumequeue")
-    assert p["rocksdb_checkpoint_before"] == cp_before
-    assert cp_after in (p["rocksdb_checkpoint_after"], p["race_checkpoint_after"]), (cp_after, p)
-    queues_as_predicted(before, after, {q["queue"]: q for q in p["queues"]})
+    p, _ = kept_database_as_predicted(r)
+    cp_after = parsed_database(d / "expected" / "consumequeue")[1]
     names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
     assert names[0] and not names[0] & names[1], names
     keys = _key_offsets(d).tolist()
@@ -237,7 +224,7 @@ def test_a_kept_database_s_walk_accepts_the_planted_message(runs, name: str) -> 
     host = recs[-1]
     assert w["plantedAt"] == w["rocksdbCqCheckpoint"] == host["offset"] + ADD and host["offset"] % SIZE, (w, host)
     assert w["maxPhyOffset"] == host["offset"] + host["size"], "the walk did not accept the planted message"
-    after, cp_after = _parsed(d / "expected" / "consumequeue")
+    after, cp_after = parsed_database(d / "expected" / "consumequeue")
     assert sorted(int(o) for q in after.values() for o in q.phy) == [x["offset"] for x in recs]
     assert cp_after == host["offset"] + host["size"], (cp_after, host)
     names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
@@ -257,16 +244,7 @@ def test_verify_predicts_the_walk_over_the_planted_message(runs, name: str) -> N
     of the broker's new index file (the walk's and the reput's)."""
     r = runs[name]
     d = Path(r["scenario"]["dir"])
-    report = r["verify"]["report"]
-    assert report is not None, r["verify"]["stderr"]
-    p = report["restart"]
-    assert p is not None and p["rocksdb"], report.get("restart_note")
-    assert p["recovery_cut"] == p["commitlog_end"] == r["written"]["maxPhyOffset"]
-    before, cp_before = _parsed(d / "before" / "consumequeue")
-    after, cp_after = _parsed(d / "expected" / "consumequeue")
-    assert p["rocksdb_checkpoint_before"] == cp_before
-    assert cp_after in (p["rocksdb_checkpoint_after"], p["race_checkpoint_after"]), (cp_after, p)
-    queues_as_predicted(before, after, {q["queue"]: q for q in p["queues"]})
+    p, _ = kept_database_as_predicted(r)
     names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
     assert set(p["index_files_deleted"]) == names[0] - names[1], (p["index_files_deleted"], names)
     assert p["index_keys_put_again"] == len(_key_offsets(d)), (p["index_keys_put_again"], p["notes"])

@@ -71,12 +71,6 @@ def runs(request) -> dict[str, dict]:
     return bh.written_once(request, _RUNS, STORES, every=True, then=bh.restart_checked)
 
 
-def _parsed(db: Path):  # noqa: ANN202
-    from pipelines.verify.rocksdb_compare import read_store_database
-    from store_format.rocksdb_recovery import parse_database
-    return parse_database(read_store_database(str(db)))
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_the_walk_queued_the_planted_message_under_its_own_queue_offset(runs, name: str) -> None:
     """The broker's own files: the walk began at the planted message (the database's checkpoint) and accepted it (the
@@ -89,7 +83,7 @@ def test_the_walk_queued_the_planted_message_under_its_own_queue_offset(runs, na
     one holds the first life's keys (the planted message has none)."""
     from collections import Counter
 
-    from broker_rocksdb_runs import database
+    from broker_rocksdb_runs import database, parsed_database
     from test_restart_reput_before_recovery_more_broker import _key_offsets
     r = runs[name]
     d, w = Path(r["scenario"]["dir"]), r["written"]
@@ -102,7 +96,7 @@ def test_the_walk_queued_the_planted_message_under_its_own_queue_offset(runs, na
     new = set(units_after) - set(units_before)
     assert len(new) == 1 and all(units_after[k] == v for k, v in units_before.items()), "other units than one added"
     assert int.from_bytes(units_after[new.pop()][:8], "big") == host["offset"], "the new unit is not at the host"
-    after, cp_after = _parsed(d / "expected" / "consumequeue")
+    after, cp_after = parsed_database(d / "expected" / "consumequeue")
     t0 = after["T0/0"]
     assert sorted(t0.cq.tolist()) == [0, PLANTED_QUEUE_OFFSET] and set(t0.phy.tolist()) == {host["offset"]}, t0
     assert t0.max == (host["offset"], 0), ("T0/0's max entry is not the host's", t0.max)
@@ -118,21 +112,11 @@ def test_verify_predicts_the_walk_s_planted_unit(runs, name: str) -> None:
     queue the max and min entries of the database the broker's restart left and the units above the max (T0/0: the
     planted one), the planted unit under its own queue offset with the broker's value, the index files deleted and
     every key of the broker's new index file."""
-    from broker_rocksdb_runs import queues_as_predicted
+    from broker_rocksdb_runs import kept_database_as_predicted
     from test_restart_reput_before_recovery_more_broker import _key_offsets
     r = runs[name]
     d = Path(r["scenario"]["dir"])
-    report = r["verify"]["report"]
-    assert report is not None, r["verify"]["stderr"]
-    p = report["restart"]
-    assert p is not None and p["rocksdb"], report.get("restart_note")
-    assert p["recovery_cut"] == p["commitlog_end"] == r["written"]["maxPhyOffset"]
-    before, cp_before = _parsed(d / "before" / "consumequeue")
-    after, cp_after = _parsed(d / "expected" / "consumequeue")
-    assert p["rocksdb_checkpoint_before"] == cp_before
-    assert cp_after in (p["rocksdb_checkpoint_after"], p["race_checkpoint_after"]), (cp_after, p)
-    listed = {q["queue"]: q for q in p["queues"]}
-    queues_as_predicted(before, after, listed)
+    p, listed = kept_database_as_predicted(r)
     assert listed["T0/0"]["units_truncated"] == 1, listed.get("T0/0")
     names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
     assert set(p["index_files_deleted"]) == names[0] - names[1], (p["index_files_deleted"], names)
