@@ -23,6 +23,7 @@ import numpy as np
 
 from . import commitlog as cl
 from .config import BrokerConfig
+from .dispatch import gather_strings
 from .javahash import java_utf8_decode
 from .reput import next_reput_offset, resolve_broker_version
 from .store import Segment, StoreLocation
@@ -338,10 +339,9 @@ def walk_units(store: StoreLocation, seg: Segment, start: int, end: int, config:
             if (ok & ((rec[:, cl.R_FLAGS] & (cl.F_MULTI | cl.F_TEXT_BAD)) != 0)).any():
                 why = "a record there carries a multi-dispatch request or text the fast hash path cannot read"
             own = rec[ok & ((rec[:, cl.R_FLAGS] & cl.F_CQ) != 0)]
-            text = np.asarray(res.text, dtype=np.uint8)
-            for r in own:
-                at = int(r[cl.R_TOPIC_START]) - res.text_origin
-                queue.append(f"{java_utf8_decode(text[at:at + int(r[cl.R_TOPIC_LEN])])}/{int(r[cl.R_QID])}")
+            topics = gather_strings(np.asarray(res.text, dtype=np.uint8), res.text_origin, own[:, cl.R_TOPIC_START],
+                                    own[:, cl.R_TOPIC_LEN]).to_pylist()
+            queue.extend(f"{t}/{q}" for t, q in zip(topics, own[:, cl.R_QID].tolist()))
             cols.append(own[:, [cl.R_QOFF, cl.R_PHYS, cl.R_TOTAL, cl.R_TAGS_CODE, cl.R_STORE_TS]])
             if res.stop != cl.Stop.SPLIT_END:
                 break

@@ -156,12 +156,12 @@ def _walk_inside_checked(st: StoreLocation, config: BrokerConfig,
     seg = st.segment_at(plan.checked_from)
     if seg is None or not plan.checked_from < plan.dispatch_from < plan.process_offset:
         return None
-    if walk_reaches(st, seg, plan.dispatch_from - seg.base, resolve_broker_version(st, config), _WINDOW, _MARGIN):
+    version = resolve_broker_version(st, config)
+    if walk_reaches(st, seg, plan.dispatch_from - seg.base, version, _WINDOW, _MARGIN):
         return None
     if plan.walk_queued < 0:
         return {}
-    w = walk_units(st, seg, plan.dispatch_from, plan.process_offset, resolve_broker_version(st, config), _WINDOW,
-                   _MARGIN)
+    w = walk_units(st, seg, plan.dispatch_from, plan.process_offset, version, _WINDOW, _MARGIN)
     if w.unmodelled or not w.queue:
         raise UnsupportedConfigError(
             f"enableAcceleratedRecovery=true: the abnormal recovery walks from the RocksDB consume queue's checkpoint "
