@@ -79,7 +79,7 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     units there (their ext units then orphaned: verify's count lacks them), but, with no cut after a walk to the
     log's end and the reput at or after its start or in an earlier data file, a queue the store held no unit of:
     the walk's own puts (``ExtAgain.before``, every unit it put appended and kept: the first answer)."""
-    cut = crash.cut
+    cut, held = crash.cut, held or {}
     if not crash.ext_again:
         return {}, {}
     if cut is None or crash.walk_end >= 0:   # the figures come from the rebuilt units alone
@@ -90,7 +90,7 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
             # pointing at its ext unit); the reput from inside the walk drops every unit it walks again, from before
             # its data file those of the earlier records too (each below the walk's first: ExtAgain.count has them)
             walked_all = {f"{a.topic}/{a.queue_id}": a.before for a in crash.ext_again
-                          if (a.topic, a.queue_id) not in (held or {}) and not a.skip}
+                          if (a.topic, a.queue_id) not in held and not a.skip}
         else:
             walked_all = {}
         again = "reput walks the records between again" if crash.reput_from < walked else "cut takes units there"
@@ -101,7 +101,6 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
         return walked_all, {f"{a.topic}/{a.queue_id}": why for a in crash.ext_again
                             if f"{a.topic}/{a.queue_id}" not in walked_all}
     whole = {(w.topic, w.queue_id): w for w in cut.inside_placed.whole}
-    held = held or {}
     # the 5.5.1 cut left it no file (max -1) and the reput set inside an entry writes it anew (the rebuild's own
     # dispatch, StoreLocation.queue_reset): the plan's positions are the cut's, not those of that rewrite
     anew = set(cut.reset) if crash.before and cut.inside_from >= 0 else set()
