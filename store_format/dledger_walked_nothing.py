@@ -159,9 +159,8 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
             inside_from, reput = reput, goes_on
         elif truncates and BLANK_MAX == reput < log_end and inside is not None:
             goes_on, records, units = inside(reput)   # inside an entry past 2 GiB: its check there
-            if why_not := _parsed_refusal(goes_on, records, units, on_disk_queues=after, reput=reput,
-                                          process_offset=process_offset, confirm_offset=confirm_offset,
-                                          log_end=log_end, config=config):
+            if why_not := _parsed_refusal(goes_on, units, reput=reput, process_offset=process_offset,
+                                          confirm_offset=confirm_offset, log_end=log_end):
                 raise refusal(f"{why}: the start's reput, set at {reput} (a queue truncateDirtyLogicFiles left with "
                               f"fillPreBlank units only), inside an entry, goes on at {goes_on} after parsing "
                               f"{len(records)} record(s) there ({why_not})")
@@ -179,24 +178,20 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
                            held_emptied=frozenset(n for n, (_v, stays, _w, _d) in after.items() if not stays))
 
 
-def _parsed_refusal(goes_on: int, records: tuple[tuple[int, int], ...], units: tuple[ParsedUnit, ...], *,
-                    on_disk_queues: Mapping[tuple[str, int], OnDiskCut], reput: int, process_offset: int,
-                    confirm_offset: int, log_end: int, config: BrokerConfig) -> str:
+def _parsed_refusal(goes_on: int, units: tuple[ParsedUnit, ...], *, reput: int, process_offset: int,
+                    confirm_offset: int, log_end: int) -> str:
     """Why the reput set at 2147483647 (``reput``) inside an entry past ``process_offset``, whose check parses
-    ``records`` (their ``units``) and goes on at ``goes_on``, is not modelled ("" when it is): modelled where it jumps
-    to the end of the bytes ``getData`` handed, the log's end ``log_end`` or DLedger's committed position
-    ``confirm_offset`` before it (then it waits for the group's commit and walks on from there: the records between
-    ``process_offset`` and it dispatched by no one), after messages whose own consume queue units go to queues the
-    store holds no file of (``on_disk_queues``: each as the cut left it), ext files or not: each such unit written
-    at its queue's start (``putMessagePositionInfo`` on a new queue: ``fillPreBlank`` units first for a queue offset
-    past 0), or to queues a file of which the cut leaves or that it left no file of (5.5.1 and 5.3.3:
-    :func:`_placed_on_disk`), and light units
-    (``multiDispatchLmqQueue``) to queues the store holds no file of, new queues alike, or to light queues a file
-    of which the cut leaves or that it left no file of (5.5.1 and 5.3.3), own units' queues alike, ext files or
-    not; the
+    messages (their ``units``) and goes on at ``goes_on``, is not modelled ("" when it is).
+
+    Modelled where it jumps to the end of the bytes ``getData`` handed: the log's end ``log_end``, or DLedger's
+    committed position ``confirm_offset`` before it (it then waits for the group's commit and walks on from there;
+    the records between ``process_offset`` and it are dispatched by no one).  The parsed units go to consume queues
+    (``ConsumeQueue.putMessagePositionInfo`` and ``multiDispatchLmqQueue``, new queues or queues on disk as the cut
+    left them, ext files or not: :func:`_placed_on_disk`), blanks 48 bytes further among the records (their empty
+    requests, a new queue's unit of zeros, the reput lagging the buffer by 8 bytes after each until the jump); the
     records the reput dispatches after them lie at or past the committed position, where the reference rebuild
-    ``verify`` compares with stops; blanks 48 bytes further among them (their empty requests, records of no bytes:
-    a new queue's unit of zeros, no key), the reput lagging the buffer by 8 bytes after each until the jump."""
+    ``verify`` compares with stops.  Refused: going on anywhere else, a reput at or before ``process_offset``, and a
+    unit in a batch queue."""
     if goes_on not in (log_end, confirm_offset) or not reput < confirm_offset <= log_end \
             or reput <= process_offset:
         return (f"modelled: at the log's end {log_end} or at DLedger's committed position {confirm_offset} past "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 
-from store_format.config import BrokerConfig
 from store_format.dledger_inside_state import ParsedUnit
 from store_format.dledger_walked_nothing import _parsed_refusal, _placed_on_disk
 from store_format.errors import UnsupportedConfigError
@@ -19,9 +18,6 @@ from store_format.errors import UnsupportedConfigError
 BLANK_MAX = 2**31 - 1
 PROCESS, COMMITTED, END = 2_100_000_000, 2_147_484_059, 2_147_484_300
 T5 = ParsedUnit("T5", 0, BLANK_MAX, 111, 0, 0, own=True, batch=False)
-MSG = ((BLANK_MAX, BLANK_MAX + 111),)
-# a blank's header 48 bytes past 2147483647 (its empty request: a record of no bytes), the message right after it
-BLANK_THEN_MSG = ((BLANK_MAX + 48, BLANK_MAX + 48), (BLANK_MAX + 56, BLANK_MAX + 56 + 111))
 LIGHT_KEY = ("%LMQ%q1", 0)
 LIGHT = ParsedUnit(*LIGHT_KEY, BLANK_MAX, 111, 2, 0, own=False, batch=False)   # T5's message's light unit
 
@@ -31,44 +27,16 @@ LIGHT_KEPT = {LIGHT_KEY: (241, True, 20, False)}   # %LMQ%q1 as the cut left it:
 LIGHT_EMPTIED = {LIGHT_KEY: (PROCESS, False, -1, False)}   # %LMQ%q1 whose only file the cut deleted
 
 
-def _why(goes_on: int, records=MSG, units=(T5,), *, committed: int = COMMITTED, on_disk=T0_KEPT,  # noqa: ANN001
-         reput: int = BLANK_MAX, ext: bool = False, version: str = "5.5") -> str:
-    return _parsed_refusal(goes_on, records, units, on_disk_queues=on_disk, reput=reput, process_offset=PROCESS,
-                           confirm_offset=committed, log_end=END,
-                           config=BrokerConfig(brokerVersion=version, enableConsumeQueueExt=ext))
+def _why(goes_on: int, units: tuple[ParsedUnit, ...] = (T5,), *, committed: int = COMMITTED,
+         reput: int = BLANK_MAX) -> str:
+    return _parsed_refusal(goes_on, units, reput=reput, process_offset=PROCESS, confirm_offset=committed, log_end=END)
 
 
 @pytest.mark.parametrize("goes_on,committed", [(END, END), (COMMITTED, COMMITTED)], ids=["log-end", "committed"])
-def test_a_message_for_a_new_queue_then_the_jump_is_modelled(goes_on: int, committed: int) -> None:
+def test_a_jump_to_the_log_end_or_the_committed_position_is_modelled(goes_on: int, committed: int) -> None:
     assert _why(goes_on, committed=committed) == ""
-    assert _why(goes_on, (), (), committed=committed) == ""   # nothing parsed, the same jump
-    assert _why(goes_on, committed=committed, on_disk={("T5", 0): (PROCESS - 9, True, 40, False)}) == ""   # held
-    assert _why(goes_on, committed=committed, ext=True) == ""   # ext files: the ext units placed by place_inside
-    assert _why(goes_on, committed=committed, on_disk={("T5", 0): (PROCESS, False, -1, False)}) == ""   # emptied
-    # the message also put to a light queue the store holds no file of (multiDispatchLmqQueue: a new queue)
-    assert _why(goes_on, MSG, (T5, LIGHT), committed=committed) == ""
-    assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, version="5") == ""
-    # ... or to one a file of which the cut leaves (multiDispatchLmqQueue: putMessagePositionInfo on the loaded queue)
-    assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, on_disk={**T0_KEPT, **LIGHT_KEPT}) == ""
-    # ... or to one the 5.5.1 cut emptied (its max -1 from correctMinOffset, as an own queue's)
-    assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, on_disk={**T0_KEPT, **LIGHT_EMPTIED}) == ""
-    # ... with ext files too (no ext unit for a light unit: multiDispatchLmqQueue calls putMessagePositionInfo alone)
-    for light_queue in (LIGHT_KEPT, LIGHT_EMPTIED):
-        assert _why(goes_on, MSG, (T5, LIGHT), committed=committed, on_disk={**T0_KEPT, **light_queue}, ext=True) == ""
-
-
-@pytest.mark.parametrize("goes_on,committed", [(END, END), (COMMITTED, COMMITTED)], ids=["log-end", "committed"])
-def test_a_blanks_empty_request_among_the_parsed_records_then_the_jump_is_modelled(goes_on: int,
-                                                                                   committed: int) -> None:
-    # doReput dispatches the empty request (bufferSize 48: size > 0, success) and goes on 8 bytes behind the buffer;
-    # the jump after the message lands on the end of the bytes getData handed all the same
-    blank = ((BLANK_MAX + 48, BLANK_MAX + 48),)
-    assert _why(goes_on, BLANK_THEN_MSG, (T5,), committed=committed) == ""
-    assert _why(goes_on, blank, (), committed=committed) == ""   # the blank alone, then the jump
-    assert _why(goes_on, BLANK_THEN_MSG, (T5, LIGHT), committed=committed, on_disk={**T0_KEPT, **LIGHT_KEPT}) == ""
-    # the units after it stay refused where they were
-    batch = ParsedUnit("BT0", 0, BLANK_MAX + 56, 111, 0, 0, own=True, batch=True)
-    assert "a batch queue" in _why(goes_on, BLANK_THEN_MSG, (batch,), committed=committed)
+    assert _why(goes_on, (), committed=committed) == ""   # nothing parsed (or a blank's empty request only)
+    assert _why(goes_on, (T5, LIGHT), committed=committed) == ""   # the message also put to a light queue
 
 
 @pytest.mark.parametrize("queue_offset,size,at", [
@@ -92,14 +60,18 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
     assert t0.parsed_at == (-1,) and t0.units == (), t0
 
 
+BATCH = ParsedUnit("BT0", 0, BLANK_MAX, 111, 0, 0, own=True, batch=True)
+
+
 @pytest.mark.parametrize("kwargs,text", [
     ({"goes_on": 2_200_000_000, "committed": END}, "modelled: at the log's end"),   # a data file's end before it
     ({"goes_on": COMMITTED - 100, "committed": COMMITTED}, "modelled: at the log's end"),   # an entry's start
+    ({"goes_on": COMMITTED, "committed": END}, "modelled: at the log's end"),   # neither of the two
+    ({"goes_on": END, "committed": END, "reput": PROCESS}, "set past processOffset"),
     ({"goes_on": END, "committed": END, "reput": PROCESS - 1}, "set past processOffset"),
-    ({"goes_on": 2_200_000_000, "committed": END, "records": BLANK_THEN_MSG}, "modelled: at the log's end"),
-    ({"goes_on": END, "committed": END, "units": (ParsedUnit("BT0", 0, BLANK_MAX, 111, 0, 0, own=True, batch=True),)},
-     "a batch queue"),
-], ids=["file-end", "entry-start", "before-process-offset", "blank-file-end", "batch"])
+    ({"goes_on": END, "committed": END, "units": (BATCH,)}, "a batch queue"),
+    ({"goes_on": END, "committed": END, "units": (T5, BATCH)}, "a batch queue"),
+], ids=["file-end", "entry-start", "neither", "at-process-offset", "before-process-offset", "batch", "batch-second"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
     assert text in _why(goes_on, **kwargs)
@@ -137,7 +109,6 @@ def test_on_533_a_queue_the_cut_left_no_file_of_keeps_the_max_process_offset() -
     """5.3.3: truncateDirtyLogicFiles sets the max to processOffset, correctMinOffset with no file leaves it (broker
     case 5.3.3-...-embedded-t7-emptied): modelled; a unit ending past it gets the first file where its queue offset
     falls, as on 5.5.1; one ending at or below it is dropped (putMessagePositionInfo's max check), which -1 keeps."""
-    assert _why(END, committed=END, on_disk={("T7", 0): (PROCESS, False, -1, False)}, version="5") == ""
     emptied = {("T7", 0): (PROCESS, False, -1, False)}
     unit = ParsedUnit("T7", 0, BLANK_MAX, 111, 5, 0, own=True, batch=False)
     (q,) = _placed_on_disk((unit,), emptied, 6_000_000, BLANK_MAX, emptied_max=PROCESS).whole
@@ -201,7 +172,6 @@ def test_on_533_a_light_queue_the_cut_emptied_keeps_the_max_process_offset(ext: 
     queue offset's place, the unit there (broker case 5.3.3-...-embedded-light-emptied: 2, at 40); one ending at or
     below processOffset is dropped, where 5.5.1's max -1 keeps it."""
     on_disk = {**T0_KEPT, **LIGHT_EMPTIED}
-    assert _why(END, MSG, (T5, LIGHT), committed=END, on_disk=on_disk, version="5", ext=ext) == ""
     ext_size = 48 * 1024 * 1024 if ext else 0
     placed = _placed_on_disk((T5, LIGHT), on_disk, 6_000_000, BLANK_MAX, ext_size, {("T0", 0): 0, LIGHT_KEY: 0},
                              emptied_max=PROCESS)
