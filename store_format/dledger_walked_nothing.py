@@ -95,11 +95,15 @@ queue byte 40 after 2 ``fillPreBlank`` units); 5.3.3's
 ``multiDispatchLmqQueue``). Refused, one line each: going on elsewhere than those two (a data file's end or a roll
 before the committed position: the next data file's start; an entry's start after parsed messages; no broker case),
 2147483647 at or before ``processOffset`` (the reput before the walk's data file) or a parsed unit in a batch
-queue.
+queue the store holds files of.  A parsed message for a batch queue the store holds no file of is modelled
+(``findOrCreateConsumeQueue`` creates a ``BatchConsumeQueue``, its max physical offset -1, and
+``putBatchMessagePositionInfo`` appends the unit at its start, no ``fillPreBlank`` units whatever its ``INNER_BASE``:
+the rebuild's own dispatch of a new batch queue; broker case
+``tests/test_dledger_walked_nothing_2gib_batch_broker.py``, ``INNER_BASE`` 7, ``INNER_NUM`` 3: one 46-byte unit at 0).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import numpy as np
 
@@ -160,7 +164,7 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
         elif truncates and BLANK_MAX == reput < log_end and inside is not None:
             goes_on, records, units = inside(reput)   # inside an entry past 2 GiB: its check there
             if why_not := _parsed_refusal(goes_on, units, reput=reput, process_offset=process_offset,
-                                          confirm_offset=confirm_offset, log_end=log_end):
+                                          confirm_offset=confirm_offset, log_end=log_end, on_disk=after.keys()):
                 raise refusal(f"{why}: the start's reput, set at {reput} (a queue truncateDirtyLogicFiles left with "
                               f"fillPreBlank units only), inside an entry, goes on at {goes_on} after parsing "
                               f"{len(records)} record(s) there ({why_not})")
@@ -179,7 +183,7 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
 
 
 def _parsed_refusal(goes_on: int, units: tuple[ParsedUnit, ...], *, reput: int, process_offset: int,
-                    confirm_offset: int, log_end: int) -> str:
+                    confirm_offset: int, log_end: int, on_disk: Collection[tuple[str, int]] = ()) -> str:
     """Why the reput set at 2147483647 (``reput``) inside an entry past ``process_offset``, whose check parses
     messages (their ``units``) and goes on at ``goes_on``, is not modelled ("" when it is).
 
@@ -190,14 +194,18 @@ def _parsed_refusal(goes_on: int, units: tuple[ParsedUnit, ...], *, reput: int, 
     left them, ext files or not: :func:`_placed_on_disk`), blanks 48 bytes further among the records (their empty
     requests, a new queue's unit of zeros, the reput lagging the buffer by 8 bytes after each until the jump); the
     records the reput dispatches after them lie at or past the committed position, where the reference rebuild
-    ``verify`` compares with stops.  Refused: going on anywhere else, a reput at or before ``process_offset``, and a
-    unit in a batch queue."""
+    ``verify`` compares with stops.  A unit for a batch queue the store holds no file of (not in ``on_disk``, the
+    queues as the cut left them) is modelled too: ``findOrCreateConsumeQueue`` creates a ``BatchConsumeQueue`` (no
+    file, max physical offset -1) whose ``putBatchMessagePositionInfo`` appends it at the queue's start, the first
+    file created at 0, no ``fillPreBlank`` units whatever its ``INNER_BASE``: the rebuild's own dispatch of a new
+    batch queue.  Refused: going on anywhere else, a reput at or before ``process_offset``, and a unit for a batch
+    queue in ``on_disk``."""
     if goes_on not in (log_end, confirm_offset) or not reput < confirm_offset <= log_end \
             or reput <= process_offset:
         return (f"modelled: at the log's end {log_end} or at DLedger's committed position {confirm_offset} past "
                 f"it, set past processOffset {process_offset}")
-    if any(u.batch for u in units):
-        return "a unit of theirs in a batch queue (modelled: consume queue units)"
+    if any(u.batch and (u.topic, u.queue_id) in on_disk for u in units):
+        return "a unit of theirs in a batch queue on disk (modelled: consume queue units, new batch queues)"
     return ""
 
 

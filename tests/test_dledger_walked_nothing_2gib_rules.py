@@ -5,8 +5,8 @@ a light queue's unit, ``tests/test_dledger_walked_nothing_2gib_parsed_broker.py`
 ``tests/test_dledger_walked_nothing_2gib_light_disk_broker.py`` (a queue a file of which the cut leaves),
 ``tests/test_dledger_walked_nothing_2gib_light_emptied_broker.py`` (a queue the cut empties),
 ``tests/test_dledger_walked_nothing_2gib_light_ext_broker.py`` (both with ext files) and, on 5.3.3, an own unit's
-queue the cut empties and a light queue's, ``tests/test_dledger_walked_nothing_2gib_533_broker.py``;
-``DLEDGER_2GIB=1``)."""
+queue the cut empties and a light queue's, ``tests/test_dledger_walked_nothing_2gib_533_broker.py``; a message for a
+new batch queue, ``tests/test_dledger_walked_nothing_2gib_batch_broker.py``; ``DLEDGER_2GIB=1``)."""
 from __future__ import annotations
 
 import pytest
@@ -20,6 +20,7 @@ PROCESS, COMMITTED, END = 2_100_000_000, 2_147_484_059, 2_147_484_300
 T5 = ParsedUnit("T5", 0, BLANK_MAX, 111, 0, 0, own=True, batch=False)
 LIGHT_KEY = ("%LMQ%q1", 0)
 LIGHT = ParsedUnit(*LIGHT_KEY, BLANK_MAX, 111, 2, 0, own=False, batch=False)   # T5's message's light unit
+BATCH = ParsedUnit("BT0", 0, BLANK_MAX, 111, 7, 0, own=True, batch=True)
 
 
 T0_KEPT = {("T0", 0): (PROCESS - 500, True, 9_912_420, False)}   # T0 as the cut left it: max, a file stays, write
@@ -28,8 +29,9 @@ LIGHT_EMPTIED = {LIGHT_KEY: (PROCESS, False, -1, False)}   # %LMQ%q1 whose only 
 
 
 def _why(goes_on: int, units: tuple[ParsedUnit, ...] = (T5,), *, committed: int = COMMITTED,
-         reput: int = BLANK_MAX) -> str:
-    return _parsed_refusal(goes_on, units, reput=reput, process_offset=PROCESS, confirm_offset=committed, log_end=END)
+         reput: int = BLANK_MAX, on_disk: tuple[tuple[str, int], ...] = ()) -> str:
+    return _parsed_refusal(goes_on, units, reput=reput, process_offset=PROCESS, confirm_offset=committed, log_end=END,
+                           on_disk=on_disk)
 
 
 @pytest.mark.parametrize("goes_on,committed", [(END, END), (COMMITTED, COMMITTED)], ids=["log-end", "committed"])
@@ -37,6 +39,9 @@ def test_a_jump_to_the_log_end_or_the_committed_position_is_modelled(goes_on: in
     assert _why(goes_on, committed=committed) == ""
     assert _why(goes_on, (), committed=committed) == ""   # nothing parsed (or a blank's empty request only)
     assert _why(goes_on, (T5, LIGHT), committed=committed) == ""   # the message also put to a light queue
+    # a batch queue the store holds no file of: a new BatchConsumeQueue (the rebuild's own dispatch), whatever else
+    # is on disk
+    assert _why(goes_on, (BATCH,), committed=committed, on_disk=(("T0", 0), ("BT1", 0))) == ""
 
 
 @pytest.mark.parametrize("queue_offset,size,at", [
@@ -60,17 +65,15 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
     assert t0.parsed_at == (-1,) and t0.units == (), t0
 
 
-BATCH = ParsedUnit("BT0", 0, BLANK_MAX, 111, 0, 0, own=True, batch=True)
-
-
 @pytest.mark.parametrize("kwargs,text", [
     ({"goes_on": 2_200_000_000, "committed": END}, "modelled: at the log's end"),   # a data file's end before it
     ({"goes_on": COMMITTED - 100, "committed": COMMITTED}, "modelled: at the log's end"),   # an entry's start
     ({"goes_on": COMMITTED, "committed": END}, "modelled: at the log's end"),   # neither of the two
     ({"goes_on": END, "committed": END, "reput": PROCESS}, "set past processOffset"),
     ({"goes_on": END, "committed": END, "reput": PROCESS - 1}, "set past processOffset"),
-    ({"goes_on": END, "committed": END, "units": (BATCH,)}, "a batch queue"),
-    ({"goes_on": END, "committed": END, "units": (T5, BATCH)}, "a batch queue"),
+    ({"goes_on": END, "committed": END, "units": (BATCH,), "on_disk": (("BT0", 0),)}, "a batch queue on disk"),
+    ({"goes_on": END, "committed": END, "units": (T5, BATCH), "on_disk": (("T0", 0), ("BT0", 0))},
+     "a batch queue on disk"),
 ], ids=["file-end", "entry-start", "neither", "at-process-offset", "before-process-offset", "batch", "batch-second"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
