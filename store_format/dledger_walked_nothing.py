@@ -94,16 +94,19 @@ queue byte 40 after 2 ``fillPreBlank`` units); 5.3.3's
 ``doReput``, ``DLedgerCommitLog.getData`` and ``putMessagePositionInfo`` read the same (and
 ``multiDispatchLmqQueue``). Refused, one line each: going on elsewhere than those two (a data file's end or a roll
 before the committed position: the next data file's start; an entry's start after parsed messages; no broker case),
-2147483647 at or before ``processOffset`` (the reput before the walk's data file) or a parsed unit in a batch
-queue the store holds files of.  A parsed message for a batch queue the store holds no file of is modelled
-(``findOrCreateConsumeQueue`` creates a ``BatchConsumeQueue``, its max physical offset -1, and
-``putBatchMessagePositionInfo`` appends the unit at its start, no ``fillPreBlank`` units whatever its ``INNER_BASE``:
-the rebuild's own dispatch of a new batch queue; broker case
-``tests/test_dledger_walked_nothing_2gib_batch_broker.py``, ``INNER_BASE`` 7, ``INNER_NUM`` 3: one 46-byte unit at 0).
+2147483647 at or before ``processOffset`` (the reput before the walk's data file).  A parsed message for a batch
+queue is modelled: for one the store holds no file of, ``findOrCreateConsumeQueue`` creates a ``BatchConsumeQueue``
+(its max physical offset -1) and ``putBatchMessagePositionInfo`` appends the unit at its start, no ``fillPreBlank``
+units whatever its ``INNER_BASE`` (the rebuild's own dispatch of a new batch queue); for one on disk, from the write
+position and max ``BatchConsumeQueue.truncateDirtyLogicFiles`` left (a file staying: after its units below
+``processOffset``, the max the start of the last; none: ``processOffset - 1`` and a first file at 0), no queue
+offset check (:func:`_placed_on_disk`).  Broker cases ``tests/test_dledger_walked_nothing_2gib_batch_broker.py``
+(``INNER_BASE`` 7, ``INNER_NUM`` 3): a new B5/0, the unit at 0; B5/0 planted with one unit below the cut, the unit
+appended at 46; planted with one past it, the file deleted, a new one at 0, the unit there.
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -163,15 +166,16 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
             inside_from, reput = reput, goes_on
         elif truncates and BLANK_MAX == reput < log_end and inside is not None:
             goes_on, records, units = inside(reput)   # inside an entry past 2 GiB: its check there
-            if why_not := _parsed_refusal(goes_on, units, reput=reput, process_offset=process_offset,
-                                          confirm_offset=confirm_offset, log_end=log_end, on_disk=after.keys()):
+            if why_not := _parsed_refusal(goes_on, reput=reput, process_offset=process_offset,
+                                          confirm_offset=confirm_offset, log_end=log_end):
                 raise refusal(f"{why}: the start's reput, set at {reput} (a queue truncateDirtyLogicFiles left with "
                               f"fillPreBlank units only), inside an entry, goes on at {goes_on} after parsing "
                               f"{len(records)} record(s) there ({why_not})")
             inside_from, reput, inside_records = reput, goes_on, records
             placed = _placed_on_disk(units, after, config.cq_file_size, inside_from,
                                      config.mappedFileSizeConsumeQueueExt if config.enableConsumeQueueExt else 0,
-                                     on_disk.ext_end, -1 if v55 else process_offset)
+                                     on_disk.ext_end, -1 if v55 else process_offset,
+                                     bcq_file_size=config.mapperFileSizeBatchConsumeQueue)
         elif (truncates and reput == process_offset - 1) or BLANK_MAX == reput < log_end:
             raise refusal(f"{why}: the start's reput would begin at {reput} (a queue truncateDirtyLogicFiles left with "
                           "no file or with fillPreBlank units only), inside an entry")
@@ -182,10 +186,9 @@ def reput_after_cut(on_disk: QueuesOnDisk, process_offset: int, cp: Checkpoint, 
                            held_emptied=frozenset(n for n, (_v, stays, _w, _d) in after.items() if not stays))
 
 
-def _parsed_refusal(goes_on: int, units: tuple[ParsedUnit, ...], *, reput: int, process_offset: int,
-                    confirm_offset: int, log_end: int, on_disk: Collection[tuple[str, int]] = ()) -> str:
+def _parsed_refusal(goes_on: int, *, reput: int, process_offset: int, confirm_offset: int, log_end: int) -> str:
     """Why the reput set at 2147483647 (``reput``) inside an entry past ``process_offset``, whose check parses
-    messages (their ``units``) and goes on at ``goes_on``, is not modelled ("" when it is).
+    messages and goes on at ``goes_on``, is not modelled ("" when it is).
 
     Modelled where it jumps to the end of the bytes ``getData`` handed: the log's end ``log_end``, or DLedger's
     committed position ``confirm_offset`` before it (it then waits for the group's commit and walks on from there;
@@ -194,24 +197,20 @@ def _parsed_refusal(goes_on: int, units: tuple[ParsedUnit, ...], *, reput: int, 
     left them, ext files or not: :func:`_placed_on_disk`), blanks 48 bytes further among the records (their empty
     requests, a new queue's unit of zeros, the reput lagging the buffer by 8 bytes after each until the jump); the
     records the reput dispatches after them lie at or past the committed position, where the reference rebuild
-    ``verify`` compares with stops.  A unit for a batch queue the store holds no file of (not in ``on_disk``, the
-    queues as the cut left them) is modelled too: ``findOrCreateConsumeQueue`` creates a ``BatchConsumeQueue`` (no
-    file, max physical offset -1) whose ``putBatchMessagePositionInfo`` appends it at the queue's start, the first
-    file created at 0, no ``fillPreBlank`` units whatever its ``INNER_BASE``: the rebuild's own dispatch of a new
-    batch queue.  Refused: going on anywhere else, a reput at or before ``process_offset``, and a unit for a batch
-    queue in ``on_disk``."""
+    ``verify`` compares with stops.  Their units' queues do not matter here: a batch queue's go by
+    ``putBatchMessagePositionInfo`` too, a new one's at its start whatever ``INNER_BASE`` (the rebuild's own
+    dispatch), one on disk's from the state the cut left (:func:`_placed_on_disk`).  Refused: going on anywhere
+    else, and a reput at or before ``process_offset``."""
     if goes_on not in (log_end, confirm_offset) or not reput < confirm_offset <= log_end \
             or reput <= process_offset:
         return (f"modelled: at the log's end {log_end} or at DLedger's committed position {confirm_offset} past "
                 f"it, set past processOffset {process_offset}")
-    if any(u.batch and (u.topic, u.queue_id) in on_disk for u in units):
-        return "a unit of theirs in a batch queue on disk (modelled: consume queue units, new batch queues)"
     return ""
 
 
 def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], OnDiskCut], cq_file_size: int,
                     at: int, ext_file_size: int = 0, ext_end: Mapping[tuple[str, int], int] | None = None,
-                    emptied_max: int = -1) -> Placed:
+                    emptied_max: int = -1, *, bcq_file_size: int = 0) -> Placed:
     """Where ``doReput`` puts the parsed ``units`` of the queues the store holds files of (``after``: each as
     ``truncateDirtyLogicFiles`` left it, its max, whether a file stays, its write position), each such queue replayed
     whole from the write position and max the cut left (``ConsumeQueue.putMessagePositionInfo``, in parse order:
@@ -229,14 +228,25 @@ def _placed_on_disk(units: tuple[ParsedUnit, ...], after: dict[tuple[str, int], 
     ``correctMinOffset``; 5.3.3: ``processOffset``, which ``truncateDirtyLogicFiles`` set and its ``correctMinOffset``
     leaves, no file to read), ``getLastMappedFile`` creating its first file where the unit's queue offset falls,
     ``fillPreBlank`` units before it (``putMessagePositionInfo``, ``isFirstCreateInQueue``), its ext units after the
-    ext files' end ``recover`` left (the cut's ``truncateByMaxAddress`` given no address does nothing)."""
+    ext files' end ``recover`` left (the cut's ``truncateByMaxAddress`` given no address does nothing).  A batch
+    queue the store holds files of (its units' ``batch``; ``bcq_file_size``: ``mapperFileSizeBatchConsumeQueue``):
+    ``putBatchMessagePositionInfo`` from the write position and max ``BatchConsumeQueue.truncateDirtyLogicFiles``
+    left (the start of its last unit below ``processOffset``; with no file left, ``processOffset - 1``, which its
+    ``correctMinOffset`` keeps, and the write position 0: ``getLastMappedFile`` creates the first file there), a unit
+    starting at or below the max dropped, any other appended at the write position, no queue offset check
+    (:func:`store_format.dledger_inside_state.put_bcq`)."""
     none = np.zeros((0, len(UNIT_COLUMNS)), np.int64)
+    batch = {(u.topic, u.queue_id) for u in units if u.batch}
 
     def state(name: tuple[str, int]) -> WalkedQueue | None:
         held = after.get(name)
         if held is None:
             return None
+        if name in batch:
+            write = held[2] if held[1] else 0
+            return WalkedQueue(write, held[0], write, held[0], batch=True, disk=True)
         if held[1]:
             return held_past_only(held, none, ext_file_size, (ext_end or {}).get(name))
         return emptied_past_only(emptied_max, none, ext_file_size, (ext_end or {}).get(name))
-    return place_inside(units, state, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size)
+    return place_inside(units, state, cq_file_size=cq_file_size, at=at, ext_file_size=ext_file_size,
+                        bcq_file_size=bcq_file_size)

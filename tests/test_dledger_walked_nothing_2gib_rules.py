@@ -1,12 +1,14 @@
 """Unit checks of which reputs set at 2147483647 after a DLedger crash walk that dispatched nothing
-:func:`store_format.dledger_walked_nothing._parsed_refusal` models (the broker cases:
+:func:`store_format.dledger_walked_nothing._parsed_refusal` models and where
+:func:`store_format.dledger_walked_nothing._placed_on_disk` puts their units (the broker cases:
 ``tests/test_dledger_walked_nothing_2gib_broker.py``, ``tests/test_dledger_walked_nothing_2gib_more_broker.py`` and,
 a light queue's unit, ``tests/test_dledger_walked_nothing_2gib_parsed_broker.py`` (a new queue) and
 ``tests/test_dledger_walked_nothing_2gib_light_disk_broker.py`` (a queue a file of which the cut leaves),
 ``tests/test_dledger_walked_nothing_2gib_light_emptied_broker.py`` (a queue the cut empties),
 ``tests/test_dledger_walked_nothing_2gib_light_ext_broker.py`` (both with ext files) and, on 5.3.3, an own unit's
 queue the cut empties and a light queue's, ``tests/test_dledger_walked_nothing_2gib_533_broker.py``; a message for a
-new batch queue, ``tests/test_dledger_walked_nothing_2gib_batch_broker.py``; ``DLEDGER_2GIB=1``)."""
+new batch queue or a batch queue on disk, ``tests/test_dledger_walked_nothing_2gib_batch_broker.py``;
+``DLEDGER_2GIB=1``)."""
 from __future__ import annotations
 
 import pytest
@@ -20,7 +22,7 @@ PROCESS, COMMITTED, END = 2_100_000_000, 2_147_484_059, 2_147_484_300
 T5 = ParsedUnit("T5", 0, BLANK_MAX, 111, 0, 0, own=True, batch=False)
 LIGHT_KEY = ("%LMQ%q1", 0)
 LIGHT = ParsedUnit(*LIGHT_KEY, BLANK_MAX, 111, 2, 0, own=False, batch=False)   # T5's message's light unit
-BATCH = ParsedUnit("BT0", 0, BLANK_MAX, 111, 7, 0, own=True, batch=True)
+BATCH = ParsedUnit("BT0", 0, BLANK_MAX, 111, 7, 0, own=True, batch=True, store_time=1, base=7, batch_size=3)
 
 
 T0_KEPT = {("T0", 0): (PROCESS - 500, True, 9_912_420, False)}   # T0 as the cut left it: max, a file stays, write
@@ -28,20 +30,13 @@ LIGHT_KEPT = {LIGHT_KEY: (241, True, 20, False)}   # %LMQ%q1 as the cut left it:
 LIGHT_EMPTIED = {LIGHT_KEY: (PROCESS, False, -1, False)}   # %LMQ%q1 whose only file the cut deleted
 
 
-def _why(goes_on: int, units: tuple[ParsedUnit, ...] = (T5,), *, committed: int = COMMITTED,
-         reput: int = BLANK_MAX, on_disk: tuple[tuple[str, int], ...] = ()) -> str:
-    return _parsed_refusal(goes_on, units, reput=reput, process_offset=PROCESS, confirm_offset=committed, log_end=END,
-                           on_disk=on_disk)
+def _why(goes_on: int, *, committed: int = COMMITTED, reput: int = BLANK_MAX) -> str:
+    return _parsed_refusal(goes_on, reput=reput, process_offset=PROCESS, confirm_offset=committed, log_end=END)
 
 
 @pytest.mark.parametrize("goes_on,committed", [(END, END), (COMMITTED, COMMITTED)], ids=["log-end", "committed"])
 def test_a_jump_to_the_log_end_or_the_committed_position_is_modelled(goes_on: int, committed: int) -> None:
     assert _why(goes_on, committed=committed) == ""
-    assert _why(goes_on, (), committed=committed) == ""   # nothing parsed (or a blank's empty request only)
-    assert _why(goes_on, (T5, LIGHT), committed=committed) == ""   # the message also put to a light queue
-    # a batch queue the store holds no file of: a new BatchConsumeQueue (the rebuild's own dispatch), whatever else
-    # is on disk
-    assert _why(goes_on, (BATCH,), committed=committed, on_disk=(("T0", 0), ("BT1", 0))) == ""
 
 
 @pytest.mark.parametrize("queue_offset,size,at", [
@@ -71,13 +66,29 @@ def test_a_parsed_unit_at_or_below_the_held_queues_max_is_dropped() -> None:
     ({"goes_on": COMMITTED, "committed": END}, "modelled: at the log's end"),   # neither of the two
     ({"goes_on": END, "committed": END, "reput": PROCESS}, "set past processOffset"),
     ({"goes_on": END, "committed": END, "reput": PROCESS - 1}, "set past processOffset"),
-    ({"goes_on": END, "committed": END, "units": (BATCH,), "on_disk": (("BT0", 0),)}, "a batch queue on disk"),
-    ({"goes_on": END, "committed": END, "units": (T5, BATCH), "on_disk": (("T0", 0), ("BT0", 0))},
-     "a batch queue on disk"),
-], ids=["file-end", "entry-start", "neither", "at-process-offset", "before-process-offset", "batch", "batch-second"])
+], ids=["file-end", "entry-start", "neither", "at-process-offset", "before-process-offset"])
 def test_the_rest_stays_refused(kwargs: dict, text: str) -> None:
     goes_on = kwargs.pop("goes_on")
     assert text in _why(goes_on, **kwargs)
+
+
+@pytest.mark.parametrize("held,at,opened", [
+    ((48, True, 46, False), 46, ()),                # a file left with one unit: appended at the write position
+    ((2_147_483_647, True, 46, False), -1, ()),     # the max at the unit's start: dropped (start, not end)
+    ((PROCESS - 1, False, -1, False), 0, (0,)),     # no file left: the first file at 0, whatever INNER_BASE
+], ids=["held", "at-max", "emptied"])
+def test_a_parsed_unit_of_a_batch_queue_on_disk_goes_by_put_batch_message_position_info(
+        held: tuple, at: int, opened: tuple) -> None:
+    """BatchConsumeQueue.putBatchMessagePositionInfo from the write position and max truncateDirtyLogicFiles left (the
+    start of its last unit kept; none kept: processOffset - 1, write position 0), no queue offset check (broker cases
+    -embedded-batch-held: at 46; -embedded-batch-emptied: a new file at 0, the unit there)."""
+    (q,) = _placed_on_disk((BATCH,), {("BT0", 0): held}, 6_000_000, BLANK_MAX, bcq_file_size=4600).whole
+    assert (q.topic, q.parsed_at, q.opened) == ("BT0", (at,), opened), q
+    assert q.units == (((at, BLANK_MAX, 111, 0),) if at >= 0 else ()), q
+
+
+def test_a_parsed_unit_of_a_new_batch_queue_is_the_rebuilds_own_dispatchs() -> None:
+    assert not _placed_on_disk((BATCH, T5), T0_KEPT, 6_000_000, BLANK_MAX, bcq_file_size=4600).whole
 
 
 @pytest.mark.parametrize("queue_offset,at", [(506_827, 9_912_420), (1, -1)], ids=["past", "below"])
