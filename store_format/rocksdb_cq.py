@@ -47,8 +47,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .config import BrokerConfig
 from .walkresult import (
+    L_NAME_LEN,
     L_REC,
+    L_STATUS,
+    LMQ_OK,
     R_PHYS,
     R_STATUS,
     STATUS_BELOW_ROCKSDB_START,
@@ -58,7 +62,7 @@ from .walkresult import (
 
 __all__ = ["CHECKPOINT_TOPIC", "CQ_KEY_TAIL", "OFFSET_FAMILY", "OFFSET_KEY_TAIL", "RocksCqEntries", "cq_key",
            "cq_value", "offset_key", "offset_value", "checkpoint_key", "rocksdb_cq_entries", "split_key",
-           "undispatch_first_record", "unindex_first_record"]
+           "undispatch_first_record", "unindex_first_record", "light_unit_config", "light_units_unmodelled"]
 
 CTRL_1 = b"\x01"                   # AbstractRocksDBStorage.CTRL_1
 OFFSET_FAMILY = "offset"           # ConsumeQueueRocksDBStorage.OFFSET_COLUMN_FAMILY
@@ -163,6 +167,26 @@ def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, que
         entries_offset.append((checkpoint_key(), CHECKPOINT_VALUE.pack(end)))
     return RocksCqEntries(default=sorted(default.items()), offset=sorted(entries_offset),
                           replaced=replaced)
+
+
+def light_unit_config(config: BrokerConfig) -> BrokerConfig:
+    """``config`` as the commitlog walk reads light (multi-dispatch) units for a 5.5.1 RocksDB consume queue:
+    ``RocksDBConsumeQueueStore.dispatchLMQ`` puts them under ``enableLmq`` alone (``DispatchRequest.containsLMQ``:
+    a topic ``MixAll.topicAllowsLMQ`` lets through, ``INNER_MULTI_DISPATCH`` and ``INNER_MULTI_QUEUE_OFFSET`` both
+    not blank), not ``enableMultiDispatch`` as the file queue's ``MultiDispatchUtils.checkMultiDispatchQueue``."""
+    if config.enableMultiDispatch == config.enableLmq:
+        return config
+    return dataclasses.replace(config, enableMultiDispatch=config.enableLmq)
+
+
+def light_units_unmodelled(res: WalkResult) -> str:
+    """Why some light unit of a walk's records is not one :func:`store_format.dispatch.queue_units` reads as
+    ``dispatchLMQ`` puts it (empty: none such): ``dispatchLMQ`` keeps a name holding the path separator or an empty
+    one (the file queue skips them), and a queue offset ``Long.parseLong`` refuses fails the whole batch."""
+    bad = res.lmq[(res.lmq[:, L_STATUS] != LMQ_OK) | (res.lmq[:, L_NAME_LEN] == 0)]
+    if len(bad):
+        return "a multi-dispatch request there names an empty queue, one holding '/', or an offset that is no long"
+    return ""
 
 
 def undispatch_first_record(res: WalkResult) -> WalkResult:
