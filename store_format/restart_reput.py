@@ -23,7 +23,7 @@ import numpy as np
 
 from . import commitlog as cl
 from .config import BrokerConfig
-from .dispatch import queue_units
+from .dispatch import fix_malformed_text, queue_units
 from .javahash import java_utf8_decode
 from .reput import next_reput_offset, resolve_broker_version
 from .rocksdb_cq import light_unit_config, light_units_unmodelled
@@ -313,8 +313,9 @@ class WalkUnits:
     timestamp); a light unit (``RocksDBConsumeQueueStore.dispatchLMQ``, under
     :func:`store_format.rocksdb_cq.light_unit_config`'s gate) under its ``%LMQ%`` queue (queue 0) at its
     ``INNER_MULTI_QUEUE_OFFSET``, as :func:`store_format.dispatch.queue_units` reads it, with its record's other
-    fields.  ``unmodelled``: why some unit is not (text that needs the slow hash path, or
-    :func:`store_format.rocksdb_cq.light_units_unmodelled`); empty: none such."""
+    fields; a tags code of tags that are not valid UTF-8 Java's hash of the text as it decodes it
+    (:func:`store_format.dispatch.fix_malformed_text`), a queue name as it decodes.  ``unmodelled``: why some unit
+    is not (:func:`store_format.rocksdb_cq.light_units_unmodelled`); empty: none such."""
     queue: list[str]
     queue_offset: np.ndarray
     phy: np.ndarray
@@ -341,8 +342,7 @@ def walk_units(store: StoreLocation, seg: Segment, start: int, end: int, config:
                                 limit_rel=to, window=window + margin, keep_text=True, scratch=scratch)
             state = res.state
             rec = res.rec
-            if ((rec[:, cl.R_STATUS] == cl.STATUS_DISPATCHED) & ((rec[:, cl.R_FLAGS] & cl.F_TEXT_BAD) != 0)).any():
-                why = "a record there carries text the fast hash path cannot read"
+            fix_malformed_text(res, len(config.delay_levels_ms))   # tags codes of text that is not UTF-8
             why = why or light_units_unmodelled(res)
             u = queue_units(res)
             names = np.array([f"{t}/{q}" for t, q in u.queues] or [""], dtype=object)

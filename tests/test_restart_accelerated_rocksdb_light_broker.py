@@ -15,6 +15,8 @@ Both with the full suite only (``PIPELINES_FULL_SUITE=1``):
   planted messages (:func:`planted_light`).
 * ``5.5.1-rocksdb-accel-kept-planted-light-nolmq-crash``: the same with ``enableLmq=false`` (``enableMultiDispatch``
   still on): ``dispatchLMQ`` puts no light unit.
+* ``5.5.1-rocksdb-accel-kept-planted-light-text-crash``: the planted message's tags (:data:`BAD_TAGS`) and key not
+  valid UTF-8: its units' tags code is Java's hash of the tags as they decode (U+FFFD for the bad byte).
 
 First what the broker did, then ``verify``'s prediction of that restart.
 """
@@ -50,15 +52,26 @@ PLANTED_QUEUE_OFFSET = 1000   # the planted message's own T0/0 unit: far above T
 LIGHT = "%LMQ%w9"             # its light queue (queue 0), which no other record reaches
 LIGHT_QUEUE_OFFSET = 7        # its unit's queue offset there
 KEY = "KL"
-PROPS = (f"KEYS\x01{KEY}\x02INNER_MULTI_DISPATCH\x01{LIGHT}\x02"
-         f"INNER_MULTI_QUEUE_OFFSET\x01{LIGHT_QUEUE_OFFSET}\x02").encode()
+LIGHT_PROPS = f"INNER_MULTI_DISPATCH\x01{LIGHT}\x02INNER_MULTI_QUEUE_OFFSET\x01{LIGHT_QUEUE_OFFSET}\x02".encode()
+PROPS = f"KEYS\x01{KEY}\x02".encode() + LIGHT_PROPS
+BAD_TAGS = b"t\xff"          # -text: tags and a key that are not valid UTF-8 (one byte Java decodes as U+FFFD)
+TEXT_PROPS = b"KEYS\x01K\xff\x02TAGS\x01" + BAD_TAGS + b"\x02" + LIGHT_PROPS
 
 
-def planted_light() -> bytes:
-    """A whole normal T0/0 message (queue offset :data:`PLANTED_QUEUE_OFFSET`, a short body, :data:`PROPS`), then the
+def java_hash(text: str) -> int:
+    """``String.hashCode`` (a signed int) of ``text``, over its UTF-16 code units."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def planted_light(props: bytes = PROPS) -> bytes:
+    """A whole normal T0/0 message (queue offset :data:`PLANTED_QUEUE_OFFSET`, a short body, ``props``), then the
     88-byte header of a prepared T0/0 message whose body is the host's 'h' bytes after it to the host body's end,
     its topic and properties the host's (T0, none): it ends where the host does."""
-    light = embedded_message(0, body=b"light!", props=PROPS, topic=b"T0", queue_offset=PLANTED_QUEUE_OFFSET)
+    light = embedded_message(0, body=b"light!", props=props, topic=b"T0", queue_offset=PLANTED_QUEUE_OFFSET)
     second = ADD + len(light)                       # the prepared message's offset in the host record
     body = BODY_AT + HOST_BODY - second - BODY_AT   # the host body's bytes after its header
     assert body > 0, body
@@ -79,7 +92,9 @@ def _scenarios() -> dict[str, list[dict]]:
                          "bytes": base64.b64encode(planted_light()).decode()},
           "rocksdbCqCheckpoint": {"put": HOST, "add": ADD}}
     off = {**sc, "name": "5.5.1-rocksdb-accel-kept-planted-light-nolmq-crash", "config": {**conf, "enableLmq": "false"}}
-    return {"5.5.1": [sc, off]}
+    text = {**sc, "name": "5.5.1-rocksdb-accel-kept-planted-light-text-crash",
+            "plantBytes": {**sc["plantBytes"], "bytes": base64.b64encode(planted_light(TEXT_PROPS)).decode()}}
+    return {"5.5.1": [sc, off, text]}
 
 
 # with the full suite only (about 13 s: the broker's stores and two verify runs)
@@ -104,6 +119,10 @@ def _added(d: Path) -> dict[bytes, bytes]:
     return {k: v for k, v in units_after.items() if k not in units_before}
 
 
+def _props(r: dict) -> bytes:
+    return TEXT_PROPS if r["scenario"]["name"].endswith("-text-crash") else PROPS
+
+
 def _light(r: dict) -> bool:
     """Whether the run's broker config has ``enableLmq`` (-nolmq: ``enableMultiDispatch`` alone)."""
     return r["scenario"]["config"]["enableLmq"] == "true"
@@ -113,11 +132,12 @@ def _light(r: dict) -> bool:
 def test_the_walk_put_the_planted_message_s_own_and_light_units(runs, name: str) -> None:
     """The broker's own files: the walk began at the planted message (the database's checkpoint) and accepted both
     planted messages (the commitlog kept to the host's end); the restart's database holds every unit the first life's
-    did, unchanged, and two more (-nolmq: the first alone), both the planted message's (its commitlog offset the host's, its physicalOffset
-    field; its size; no tags; its store time): T0/0 at :data:`PLANTED_QUEUE_OFFSET` and :data:`LIGHT`/0 at
-    :data:`LIGHT_QUEUE_OFFSET`, that light queue's max entry.  The second reput put the host's unit (T0/0 queue
-    offset 0) after them: T0/0's max entry is the host's.  The index: the new file holds the planted message's
-    :data:`KEY` at the host's offset alone: the second reput's records all lie below that file's ``endPhyOffset``
+    did, unchanged, and two more (-nolmq: the first alone), both the planted message's (its commitlog offset the
+    host's, its physicalOffset field; its size; its tags code: 0 without tags, -text Java's hash of the decoded tags;
+    its store time): T0/0 at :data:`PLANTED_QUEUE_OFFSET` and :data:`LIGHT`/0 at :data:`LIGHT_QUEUE_OFFSET`, that
+    light queue's max entry.  The second reput put the host's unit (T0/0 queue offset 0) after them: T0/0's max entry
+    is the host's.  The index: the new file holds the planted message's :data:`KEY` (-text: its key and its tags) at
+    the host's offset alone: the second reput's records all lie below that file's ``endPhyOffset``
     (``IndexService.buildIndex`` skips them), the host has no key."""
     from broker_rocksdb_runs import parsed_database
     from test_restart_reput_before_recovery_more_broker import _key_offsets
@@ -130,8 +150,9 @@ def test_the_walk_put_the_planted_message_s_own_and_light_units(runs, name: str)
     assert host["size"] == HOST_SIZE, host
     assert w["plantedAt"] == w["rocksdbCqCheckpoint"] == host["offset"] + ADD and host["offset"] % SIZE, (w, host)
     assert w["maxPhyOffset"] == host["offset"] + host["size"], "the walk did not accept the planted messages"
-    size = len(embedded_message(0, body=b"light!", props=PROPS, topic=b"T0"))
-    value = cq_value(host["offset"], size, 0, 1_700_000_000_001)
+    size = len(embedded_message(0, body=b"light!", props=_props(r), topic=b"T0"))
+    tags_code = java_hash(BAD_TAGS.decode("utf-8", errors="replace")) if _props(r) == TEXT_PROPS else 0
+    value = cq_value(host["offset"], size, tags_code, 1_700_000_000_001)
     light = {cq_key(LIGHT, 0, LIGHT_QUEUE_OFFSET): value} if _light(r) else {}
     assert _added(d) == {cq_key("T0", 0, PLANTED_QUEUE_OFFSET): value, **light}
     after, cp_after = parsed_database(d / "expected" / "consumequeue")
@@ -144,7 +165,8 @@ def test_the_walk_put_the_planted_message_s_own_and_light_units(runs, name: str)
     names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
     assert names[0] and not names[0] & names[1], names
     assert len(_key_offsets(d, "before")) > 1
-    assert _key_offsets(d).tolist() == [host["offset"]], "not the walk's key alone"
+    keys = 2 if _props(r) == TEXT_PROPS else 1   # its key (-text: and its tags, 5.5.1's topic#T#tags key)
+    assert _key_offsets(d).tolist() == [host["offset"]] * keys, "not the walk's keys alone"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -8,7 +8,7 @@ walk from a checkpoint inside a record: cut there, the second reput ending at th
 (:func:`store_format.restart_reput.reput_data_end`); one that accepts records there the reput's parse does not reach:
 their units (:func:`store_format.restart_reput.walk_units`: own and light ones, none for prepared messages) go in
 before the second reput's, their keys first in the index (:func:`.restart_index.predict_index`'s ``parsed_keys``);
-refused where one carries text the fast hash path cannot read."""
+refused where one carries a multi-dispatch request ``walk_units`` does not read."""
 from __future__ import annotations
 
 import dataclasses
@@ -151,8 +151,8 @@ def _walk_inside_checked(st: StoreLocation, config: BrokerConfig,
     back (checked on the 5.5.1 broker, tests/test_restart_accelerated_rocksdb_broker.py for a planted prepared
     message, tests/test_restart_accelerated_rocksdb_planted_broker.py for a planted normal one, its unit left above
     its queue's max, tests/test_restart_accelerated_rocksdb_light_broker.py for one with a multi-dispatch request, its
-    light unit in a queue of its own).  A walk whose records carry text the fast hash path cannot read, or a
-    multi-dispatch request ``walk_units`` does not read, is refused (UnsupportedConfigError).  One that accepted none
+    light unit in a queue of its own, and tags and a key not valid UTF-8).  A walk whose records carry a
+    multi-dispatch request ``walk_units`` does not read is refused (UnsupportedConfigError).  One that accepted none
     (its first check failed: the commitlog cut there) is not such a walk: the second reput then ends at the record
     crossing the cut (:func:`store_format.restart_reput.reput_data_end`)."""
     seg = st.segment_at(plan.checked_from)
