@@ -17,6 +17,8 @@ Both with the full suite only (``PIPELINES_FULL_SUITE=1``):
   still on): ``dispatchLMQ`` puts no light unit.
 * ``5.5.1-rocksdb-accel-kept-planted-light-text-crash``: the planted message's tags (:data:`BAD_TAGS`) and key not
   valid UTF-8: its units' tags code is Java's hash of the tags as they decode (U+FFFD for the bad byte).
+* ``5.5.1-rocksdb-accel-kept-planted-light-topic-crash``: its topic (:data:`BAD_TOPIC`) not valid UTF-8: its own
+  unit goes to the queue of that topic as it decodes, keyed by that text's UTF-8 bytes.
 
 First what the broker did, then ``verify``'s prediction of that restart.
 """
@@ -58,6 +60,9 @@ BAD_TAGS = b"t\xff"          # -text: tags and a key that are not valid UTF-8 (o
 TEXT_PROPS = b"KEYS\x01K\xff\x02TAGS\x01" + BAD_TAGS + b"\x02" + LIGHT_PROPS
 
 
+BAD_TOPIC = b"T\xff"         # -topic: the planted message's topic not valid UTF-8 (as long as T0)
+
+
 def java_hash(text: str) -> int:
     """``String.hashCode`` (a signed int) of ``text``, over its UTF-16 code units."""
     h = 0
@@ -67,11 +72,11 @@ def java_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
-def planted_light(props: bytes = PROPS) -> bytes:
-    """A whole normal T0/0 message (queue offset :data:`PLANTED_QUEUE_OFFSET`, a short body, ``props``), then the
-    88-byte header of a prepared T0/0 message whose body is the host's 'h' bytes after it to the host body's end,
-    its topic and properties the host's (T0, none): it ends where the host does."""
-    light = embedded_message(0, body=b"light!", props=props, topic=b"T0", queue_offset=PLANTED_QUEUE_OFFSET)
+def planted_light(props: bytes = PROPS, topic: bytes = b"T0") -> bytes:
+    """A whole normal message of ``topic``'s queue 0 (queue offset :data:`PLANTED_QUEUE_OFFSET`, a short body,
+    ``props``), then the 88-byte header of a prepared T0/0 message whose body is the host's 'h' bytes after it to the
+    host body's end, its topic and properties the host's (T0, none): it ends where the host does."""
+    light = embedded_message(0, body=b"light!", props=props, topic=topic, queue_offset=PLANTED_QUEUE_OFFSET)
     second = ADD + len(light)                       # the prepared message's offset in the host record
     body = BODY_AT + HOST_BODY - second - BODY_AT   # the host body's bytes after its header
     assert body > 0, body
@@ -94,7 +99,9 @@ def _scenarios() -> dict[str, list[dict]]:
     off = {**sc, "name": "5.5.1-rocksdb-accel-kept-planted-light-nolmq-crash", "config": {**conf, "enableLmq": "false"}}
     text = {**sc, "name": "5.5.1-rocksdb-accel-kept-planted-light-text-crash",
             "plantBytes": {**sc["plantBytes"], "bytes": base64.b64encode(planted_light(TEXT_PROPS)).decode()}}
-    return {"5.5.1": [sc, off, text]}
+    topic = {**sc, "name": "5.5.1-rocksdb-accel-kept-planted-light-topic-crash",
+             "plantBytes": {**sc["plantBytes"], "bytes": base64.b64encode(planted_light(topic=BAD_TOPIC)).decode()}}
+    return {"5.5.1": [sc, off, text, topic]}
 
 
 # with the full suite only (about 13 s: the broker's stores and two verify runs)
@@ -123,6 +130,11 @@ def _props(r: dict) -> bytes:
     return TEXT_PROPS if r["scenario"]["name"].endswith("-text-crash") else PROPS
 
 
+def _topic(r: dict) -> str:
+    """The planted message's topic as Java decodes it (-topic: U+FFFD for the bad byte)."""
+    return BAD_TOPIC.decode("utf-8", errors="replace") if r["scenario"]["name"].endswith("-topic-crash") else "T0"
+
+
 def _light(r: dict) -> bool:
     """Whether the run's broker config has ``enableLmq`` (-nolmq: ``enableMultiDispatch`` alone)."""
     return r["scenario"]["config"]["enableLmq"] == "true"
@@ -134,11 +146,11 @@ def test_the_walk_put_the_planted_message_s_own_and_light_units(runs, name: str)
     planted messages (the commitlog kept to the host's end); the restart's database holds every unit the first life's
     did, unchanged, and two more (-nolmq: the first alone), both the planted message's (its commitlog offset the
     host's, its physicalOffset field; its size; its tags code: 0 without tags, -text Java's hash of the decoded tags;
-    its store time): T0/0 at :data:`PLANTED_QUEUE_OFFSET` and :data:`LIGHT`/0 at :data:`LIGHT_QUEUE_OFFSET`, that
-    light queue's max entry.  The second reput put the host's unit (T0/0 queue offset 0) after them: T0/0's max entry
-    is the host's.  The index: the new file holds the planted message's :data:`KEY` (-text: its key and its tags) at
-    the host's offset alone: the second reput's records all lie below that file's ``endPhyOffset``
-    (``IndexService.buildIndex`` skips them), the host has no key."""
+    its store time): T0/0 (-topic: its decoded topic's queue 0) at :data:`PLANTED_QUEUE_OFFSET` and :data:`LIGHT`/0
+    at :data:`LIGHT_QUEUE_OFFSET`, that light queue's max entry.  The second reput put the host's unit (T0/0 queue
+    offset 0) after them: T0/0's max entry is the host's.  The index: the new file holds the planted message's
+    :data:`KEY` (-text: its key and its tags) at the host's offset alone: the second reput's records all lie below
+    that file's ``endPhyOffset`` (``IndexService.buildIndex`` skips them), the host has no key."""
     from broker_rocksdb_runs import parsed_database
     from test_restart_reput_before_recovery_more_broker import _key_offsets
 
@@ -154,7 +166,7 @@ def test_the_walk_put_the_planted_message_s_own_and_light_units(runs, name: str)
     tags_code = java_hash(BAD_TAGS.decode("utf-8", errors="replace")) if _props(r) == TEXT_PROPS else 0
     value = cq_value(host["offset"], size, tags_code, 1_700_000_000_001)
     light = {cq_key(LIGHT, 0, LIGHT_QUEUE_OFFSET): value} if _light(r) else {}
-    assert _added(d) == {cq_key("T0", 0, PLANTED_QUEUE_OFFSET): value, **light}
+    assert _added(d) == {cq_key(_topic(r), 0, PLANTED_QUEUE_OFFSET): value, **light}
     after, cp_after = parsed_database(d / "expected" / "consumequeue")
     assert after["T0/0"].max == (host["offset"], 0), ("T0/0's max entry is not the host's", after["T0/0"].max)
     if _light(r):
@@ -180,7 +192,11 @@ def test_verify_predicts_the_walk_s_light_unit(runs, name: str) -> None:
     r = runs[name]
     d = Path(r["scenario"]["dir"])
     p, listed = kept_database_as_predicted(r)
-    assert listed["T0/0"]["units_truncated"] == 1, listed.get("T0/0")
+    own = f"{_topic(r)}/0"
+    if own == "T0/0":   # the planted unit left above T0/0's max
+        assert listed[own]["units_truncated"] == 1, listed.get(own)
+    else:               # a queue of its own
+        assert listed[own]["max_entry_after"][1] == PLANTED_QUEUE_OFFSET, listed.get(own)
     if _light(r):
         assert listed[f"{LIGHT}/0"]["max_entry_after"][1] == LIGHT_QUEUE_OFFSET, listed.get(f"{LIGHT}/0")
     else:   # a queue the broker's database does not hold: queues_as_predicted does not look for it
