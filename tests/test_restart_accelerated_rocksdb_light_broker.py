@@ -199,7 +199,7 @@ def test_verify_predicts_the_walk_s_light_unit(runs, name: str) -> None:
         assert listed[own]["max_entry_after"][1] == PLANTED_QUEUE_OFFSET, listed.get(own)
     if _light(r):
         assert listed[f"{LIGHT}/0"]["max_entry_after"][1] == LIGHT_QUEUE_OFFSET, listed.get(f"{LIGHT}/0")
-    else:   # a queue the broker's database does not hold: queues_as_predicted does not look for it
+    else:   # not listed at all (queues_as_predicted: listed without entries at most)
         assert f"{LIGHT}/0" not in listed, listed[f"{LIGHT}/0"]
     names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
     assert set(p["index_files_deleted"]) == names[0] - names[1], (p["index_files_deleted"], names)
