@@ -26,7 +26,7 @@ from .config import BrokerConfig
 from .dispatch import fix_malformed_text, queue_units
 from .javahash import java_utf8_decode
 from .reput import next_reput_offset, resolve_broker_version
-from .rocksdb_cq import light_unit_config, light_units_unmodelled
+from .rocksdb_cq import light_rows, light_unit_config, light_units_unmodelled
 from .store import Segment, StoreLocation
 
 __all__ = ["Accepted", "SecondReput", "offset_zero_keys", "reput_data_end", "reput_records_from", "start_reput_check",
@@ -312,10 +312,11 @@ class WalkUnits:
     the ``DispatchRequest``'s fields, each the record's own (queueOffset, physicalOffset, size, tags code, store
     timestamp); a light unit (``RocksDBConsumeQueueStore.dispatchLMQ``, under
     :func:`store_format.rocksdb_cq.light_unit_config`'s gate) under its ``%LMQ%`` queue (queue 0) at its
-    ``INNER_MULTI_QUEUE_OFFSET``, as :func:`store_format.dispatch.queue_units` reads it, with its record's other
-    fields; a tags code of tags that are not valid UTF-8 Java's hash of the text as it decodes it
-    (:func:`store_format.dispatch.fix_malformed_text`), a queue name as it decodes.  ``unmodelled``: why some unit
-    is not (:func:`store_format.rocksdb_cq.light_units_unmodelled`); empty: none such."""
+    ``INNER_MULTI_QUEUE_OFFSET``, as :func:`store_format.dispatch.queue_units` reads it (a name holding the path
+    separator too: :func:`store_format.rocksdb_cq.light_rows`), with its record's other fields; a tags code of tags
+    that are not valid UTF-8 Java's hash of the text as it decodes it
+    (:func:`store_format.dispatch.fix_malformed_text`), a queue name as it decodes.  ``unmodelled``: why some unit is
+    not (:func:`store_format.rocksdb_cq.light_units_unmodelled`); empty: none such."""
     queue: list[str]
     queue_offset: np.ndarray
     phy: np.ndarray
@@ -344,7 +345,7 @@ def walk_units(store: StoreLocation, seg: Segment, start: int, end: int, config:
             rec = res.rec
             fix_malformed_text(res, len(config.delay_levels_ms))   # tags codes of text that is not UTF-8
             why = why or light_units_unmodelled(res)
-            u = queue_units(res)
+            u = queue_units(light_rows(res))
             names = np.array([f"{t}/{q}" for t, q in u.queues] or [""], dtype=object)
             queue.extend(names[u.queue].tolist())
             cols.append(np.column_stack([u.queue_offset, u.offset, u.size, u.tags_code, rec[u.record, cl.R_STORE_TS]]))
