@@ -23,9 +23,10 @@ import numpy as np
 
 from . import commitlog as cl
 from .config import BrokerConfig
-from .dispatch import gather_strings
+from .dispatch import fix_malformed_text, queue_units
 from .javahash import java_utf8_decode
 from .reput import next_reput_offset, resolve_broker_version
+from .rocksdb_cq import light_rows, light_unit_config, light_units_unmodelled
 from .store import Segment, StoreLocation
 
 __all__ = ["Accepted", "SecondReput", "offset_zero_keys", "reput_data_end", "reput_records_from", "start_reput_check",
@@ -307,9 +308,15 @@ def reput_records_from(store: StoreLocation, config: BrokerConfig, offset: int, 
 class WalkUnits:
     """The consume queue units of the records a 5.5.1 ``enableAcceleratedRecovery`` walk accepted from inside a
     record (``CommitLog.recoverAbnormally``'s ``doDispatch``, ``CommitLogDispatcherBuildConsumeQueue``): per unit,
-    in commitlog order, its queue (``topic/queueId``) and the ``DispatchRequest``'s fields, each the record's own
-    (queueOffset, physicalOffset, size, tags code, store timestamp).  ``unmodelled``: why some unit is not (a
-    multi-dispatch request, or text that needs the slow hash path); empty: none such."""
+    in dispatch order (commitlog order, a record's own unit before its light ones), its queue (``topic/queueId``) and
+    the ``DispatchRequest``'s fields, each the record's own (queueOffset, physicalOffset, size, tags code, store
+    timestamp); a light unit (``RocksDBConsumeQueueStore.dispatchLMQ``, under
+    :func:`store_format.rocksdb_cq.light_unit_config`'s gate) under its ``%LMQ%`` queue (queue 0) at its
+    ``INNER_MULTI_QUEUE_OFFSET``, as :func:`store_format.dispatch.queue_units` reads it (a name holding the path
+    separator too: :func:`store_format.rocksdb_cq.light_rows`), with its record's other fields; a tags code of tags
+    that are not valid UTF-8 Java's hash of the text as it decodes it
+    (:func:`store_format.dispatch.fix_malformed_text`), a queue name as it decodes.  ``unmodelled``: why some unit is
+    not (:func:`store_format.rocksdb_cq.light_units_unmodelled`); empty: none such."""
     queue: list[str]
     queue_offset: np.ndarray
     phy: np.ndarray
@@ -324,6 +331,7 @@ def walk_units(store: StoreLocation, seg: Segment, start: int, end: int, config:
     """The units of the records in segment ``seg`` from commitlog offset ``start`` to ``end`` (records the recovery's
     walk accepted there, read by their own boundaries from ``start``), ``window`` bytes at a time."""
     scratch = cl.Scratch()
+    config = light_unit_config(config)
     to = end - seg.base
     state = cl.WalkState.at_slice_start(start - seg.base, seg.size)
     queue: list[str] = []
@@ -335,14 +343,12 @@ def walk_units(store: StoreLocation, seg: Segment, start: int, end: int, config:
                                 limit_rel=to, window=window + margin, keep_text=True, scratch=scratch)
             state = res.state
             rec = res.rec
-            ok = rec[:, cl.R_STATUS] == cl.STATUS_DISPATCHED
-            if (ok & ((rec[:, cl.R_FLAGS] & (cl.F_MULTI | cl.F_TEXT_BAD)) != 0)).any():
-                why = "a record there carries a multi-dispatch request or text the fast hash path cannot read"
-            own = rec[ok & ((rec[:, cl.R_FLAGS] & cl.F_CQ) != 0)]
-            topics = gather_strings(np.asarray(res.text, dtype=np.uint8), res.text_origin, own[:, cl.R_TOPIC_START],
-                                    own[:, cl.R_TOPIC_LEN]).to_pylist()
-            queue.extend(f"{t}/{q}" for t, q in zip(topics, own[:, cl.R_QID].tolist()))
-            cols.append(own[:, [cl.R_QOFF, cl.R_PHYS, cl.R_TOTAL, cl.R_TAGS_CODE, cl.R_STORE_TS]])
+            fix_malformed_text(res, len(config.delay_levels_ms))   # tags codes of text that is not UTF-8
+            why = why or light_units_unmodelled(res)
+            u = queue_units(light_rows(res))
+            names = np.array([f"{t}/{q}" for t, q in u.queues] or [""], dtype=object)
+            queue.extend(names[u.queue].tolist())
+            cols.append(np.column_stack([u.queue_offset, u.offset, u.size, u.tags_code, rec[u.record, cl.R_STORE_TS]]))
             if res.stop != cl.Stop.SPLIT_END:
                 break
     c = np.concatenate(cols) if cols else np.zeros((0, 5), np.int64)

@@ -47,8 +47,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .config import BrokerConfig
 from .walkresult import (
+    L_NAME_LEN,
+    L_QOFF,
     L_REC,
+    L_STATUS,
+    LMQ_BAD_OFFSET,
+    LMQ_OK,
+    LMQ_SKIPPED_SEPARATOR,
     R_PHYS,
     R_STATUS,
     STATUS_BELOW_ROCKSDB_START,
@@ -58,7 +65,8 @@ from .walkresult import (
 
 __all__ = ["CHECKPOINT_TOPIC", "CQ_KEY_TAIL", "OFFSET_FAMILY", "OFFSET_KEY_TAIL", "RocksCqEntries", "cq_key",
            "cq_value", "offset_key", "offset_value", "checkpoint_key", "rocksdb_cq_entries", "split_key",
-           "undispatch_first_record", "unindex_first_record"]
+           "undispatch_first_record", "unindex_first_record", "light_rows", "light_unit_config",
+           "light_units_unmodelled"]
 
 CTRL_1 = b"\x01"                   # AbstractRocksDBStorage.CTRL_1
 OFFSET_FAMILY = "offset"           # ConsumeQueueRocksDBStorage.OFFSET_COLUMN_FAMILY
@@ -163,6 +171,42 @@ def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, que
         entries_offset.append((checkpoint_key(), CHECKPOINT_VALUE.pack(end)))
     return RocksCqEntries(default=sorted(default.items()), offset=sorted(entries_offset),
                           replaced=replaced)
+
+
+def light_unit_config(config: BrokerConfig) -> BrokerConfig:
+    """``config`` as the commitlog walk reads light (multi-dispatch) units for a 5.5.1 RocksDB consume queue:
+    ``RocksDBConsumeQueueStore.dispatchLMQ`` puts them under ``enableLmq`` alone (``DispatchRequest.containsLMQ``:
+    a topic ``MixAll.topicAllowsLMQ`` lets through, ``INNER_MULTI_DISPATCH`` and ``INNER_MULTI_QUEUE_OFFSET`` both
+    not blank), not ``enableMultiDispatch`` as the file queue's ``MultiDispatchUtils.checkMultiDispatchQueue``."""
+    if config.enableMultiDispatch == config.enableLmq:
+        return config
+    return dataclasses.replace(config, enableMultiDispatch=config.enableLmq)
+
+
+def light_rows(res: WalkResult) -> WalkResult:
+    """A walk's result with its light units as ``dispatchLMQ`` puts them: a queue name holding the path separator is
+    put like any other (5.x file queues skip it before parsing its offset: ``LMQ_SKIPPED_SEPARATOR``, which hides a
+    failed parse, 0 then; one of offset 0 is left to :func:`light_units_unmodelled`), so read by
+    :func:`store_format.dispatch.queue_units`."""
+    slashed = (res.lmq[:, L_STATUS] == LMQ_SKIPPED_SEPARATOR) & (res.lmq[:, L_QOFF] != 0)
+    if not slashed.any():
+        return res
+    lmq = res.lmq.copy()
+    lmq[slashed, L_STATUS] = LMQ_OK
+    return dataclasses.replace(res, lmq=lmq)
+
+
+def light_units_unmodelled(res: WalkResult) -> str:
+    """Why some light unit of a walk's records (:func:`light_rows`) is not one
+    :func:`store_format.dispatch.queue_units` reads as ``dispatchLMQ`` puts it (empty: none such): ``dispatchLMQ``
+    puts an empty name too (``queue_units`` drops it), and a queue offset ``Long.parseLong`` refuses fails the whole
+    batch (a name holding the path separator at offset 0: that offset may be one, unread)."""
+    lmq = res.lmq
+    slashed_zero = (lmq[:, L_STATUS] == LMQ_SKIPPED_SEPARATOR) & (lmq[:, L_QOFF] == 0)
+    if ((lmq[:, L_STATUS] == LMQ_BAD_OFFSET) | (lmq[:, L_NAME_LEN] == 0) | slashed_zero).any():
+        return ("a multi-dispatch request there names an empty queue, an offset that is no long, or a queue holding "
+                "'/' at offset 0 (its offset not read)")
+    return ""
 
 
 def undispatch_first_record(res: WalkResult) -> WalkResult:

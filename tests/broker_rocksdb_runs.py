@@ -144,7 +144,7 @@ def queues_as_predicted(before: dict, after: dict, listed: dict[str, dict]) -> N
     """Every queue of the database before and after the broker's restart (``parse_database``'s) as ``verify``
     predicted it (``listed``: its report's queues by name): one it does not list unchanged; one it lists with the
     max/min entries it predicts (or those of the race it names) and as many units above the max as it says truncated
-    there."""
+    there; one it lists that neither holds without entries (or a race without)."""
     for queue in sorted(set(before) | set(after)):
         b, a = before.get(queue), after.get(queue)
         got = (_entry(a.max), _entry(a.min)) if a is not None else (None, None)
@@ -159,6 +159,12 @@ def queues_as_predicted(before: dict, after: dict, listed: dict[str, dict]) -> N
         assert got in options, f"{queue}: the broker's max/min entries {got}, verify predicted {list(options)}"
         above = int((a.cq > a.max[1]).sum()) if a is not None and a.max is not None else 0
         assert above == options[got], f"{queue}: {above} unit(s) above the max, verify says {options[got]}"
+    for queue in sorted(set(listed) - set(before) - set(after)):   # listed by verify, not in the broker's database
+        q = listed[queue]
+        options = [(_entry(q["max_entry_after"]), _entry(q["min_entry_after"]))]
+        if q["race_max_entry_after"] is not None or q["race_min_entry_after"] is not None:
+            options.append((_entry(q["race_max_entry_after"]), _entry(q["race_min_entry_after"])))
+        assert (None, None) in options, f"{queue}: not in the broker's database, verify predicted entries {options}"
 
 
 def parsed_database(db: Path):  # noqa: ANN201

@@ -6,9 +6,9 @@ with ``recheckReputOffsetFromCq=true`` the start's second reput from the commitl
 queue by queue like the file queues' (:class:`~.report.RestartPrediction`).  A 5.5.1 ``enableAcceleratedRecovery``
 walk from a checkpoint inside a record: cut there, the second reput ending at the record crossing the cut
 (:func:`store_format.restart_reput.reput_data_end`); one that accepts records there the reput's parse does not reach:
-their units (:func:`store_format.restart_reput.walk_units`; none for prepared messages) go in before the second
-reput's, their keys first in the index (:func:`.restart_index.predict_index`'s ``parsed_keys``); refused where one
-carries a multi-dispatch request."""
+their units (:func:`store_format.restart_reput.walk_units`: own and light ones, none for prepared messages) go in
+before the second reput's, their keys first in the index (:func:`.restart_index.predict_index`'s ``parsed_keys``);
+refused where one carries a multi-dispatch request ``walk_units`` does not read."""
 from __future__ import annotations
 
 import dataclasses
@@ -144,15 +144,17 @@ def _walk_inside_checked(st: StoreLocation, config: BrokerConfig,
     inside its segment dispatched, where it accepted records the reput's parse of that segment from its start reaches
     no record of (:func:`store_format.restart_reput.walk_reaches`): records parsed from other boundaries than the
     rebuild's, their units their own fields' (:func:`store_format.restart_reput.walk_units`; none for a prepared
-    message), by queue in commitlog order; None: no such walk.  Their keys (``RecoveryPlan.walk_keys``) go first into
-    the index, their units into the database before the second reput's from the min offset, which parses the host
-    whole and puts its units after them through the same ``RocksGroupCommitService`` queue: a key it writes again
-    takes its value, each queue it reaches gets its max entry back (checked on the 5.5.1 broker,
-    tests/test_restart_accelerated_rocksdb_broker.py for a planted prepared message, and
-    tests/test_restart_accelerated_rocksdb_planted_broker.py for a planted normal one, its unit left above its
-    queue's max).  A walk whose records carry multi-dispatch requests is refused (UnsupportedConfigError).  One that
-    accepted none (its first check failed: the commitlog cut there) is not such a walk: the second reput then ends at
-    the record crossing the cut (:func:`store_format.restart_reput.reput_data_end`)."""
+    message; a multi-dispatch request's light units after its own), by queue in commitlog order; None: no such walk.
+    Their keys (``RecoveryPlan.walk_keys``) go first into the index, their units into the database before the second
+    reput's from the min offset, which parses the host whole and puts its units after them through the same
+    ``RocksGroupCommitService`` queue: a key it writes again takes its value, each queue it reaches gets its max entry
+    back (checked on the 5.5.1 broker, tests/test_restart_accelerated_rocksdb_broker.py for a planted prepared
+    message, tests/test_restart_accelerated_rocksdb_planted_broker.py for a planted normal one, its unit left above
+    its queue's max, tests/test_restart_accelerated_rocksdb_light_broker.py for one with a multi-dispatch request, its
+    light unit in a queue of its own, and tags and a key not valid UTF-8).  A walk whose records carry a
+    multi-dispatch request ``walk_units`` does not read is refused (UnsupportedConfigError).  One that accepted none
+    (its first check failed: the commitlog cut there) is not such a walk: the second reput then ends at the record
+    crossing the cut (:func:`store_format.restart_reput.reput_data_end`)."""
     seg = st.segment_at(plan.checked_from)
     if seg is None or not plan.checked_from < plan.dispatch_from < plan.process_offset:
         return None
