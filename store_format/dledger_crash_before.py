@@ -50,12 +50,12 @@ ext files each unit it appends holds the address of the ext unit ``putMessagePos
 reput order; a light queue's units go by the same rule (``multiDispatchLmqQueue``: ``putMessagePositionInfo`` with the
 light queue offset, no ext unit: the request's tags code), and so do a queue's own and light units both, in reput
 order, each with its own counter's queue offset, with ext files only its own units counting ext units (checked
-against the 5.5.1 broker, ``-t9-first-light-mixed-ext``; a record of the earlier files or the walk's with its own and
-light unit both in it: refused); a message parsed where the reput was set for such a queue goes first
-(:func:`appended_cut`), as its own unit or a light one, a record's own unit before its light one (dispatch order:
-the light one then at the max its own unit set, dropped; checked against the 5.5.1 broker,
-``-t9-first-light-mixed-parsed-own``, ``-parsed-light`` and ``-t9-first-light-mixed-ext-parsed-both``), with ext
-files its ext unit put first too
+against the 5.5.1 broker, ``-t9-first-light-mixed-ext``), a record's own unit before its light one in it (dispatch
+order: the light one then at the max its own unit set, dropped; checked against the 5.5.1 broker for the walk's
+record, ``-t9-first-light-mixed-ext-self``, and a parsed one; a record of the earlier files with both: refused); a
+message parsed where the reput was set for such a queue goes first (:func:`appended_cut`), as its own unit or a
+light one (checked against the 5.5.1 broker, ``-t9-first-light-mixed-parsed-own``, ``-parsed-light`` and
+``-t9-first-light-mixed-ext-parsed-both``), with ext files its ext unit put first too
 (the walk's ext units kept by the cut, then the parsed message's, the earlier files' records', the walk's again:
 ``ConsumeQueueExt.put`` before ``putMessagePositionInfo``, so the parsed unit appended holds the second address; the
 rebuild's own dispatch puts the ext units in that order).  A queue the cut left with no file that a
@@ -351,7 +351,7 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
 
     Raises:
         the exception ``why(reason)`` gives: a queue with batch units, own and light units both (two queue offset
-        counters) with a record of the earlier files or the walk's whose own and light unit both are in it, one
+        counters) with a record of the data files before the walk's whose own and light unit both are in it, one
         on disk before the
         walk, a walk unit not cut, or the rebuild's units in a file the broker's replay does not open (a guard): not
         modelled.
@@ -375,12 +375,12 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
                 or (mine[:, U_OFFSET] < process_offset).any() or mine[0, U_KEY] == 0:
             raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not own or light ones all in its "
                       "last data file past processOffset (the cut leaving it fillPreBlank units only)")
-        # a parsed record's own and light unit both in it come in dispatch order (its own unit, then
-        # multiDispatchLmqQueue's), each by the same rule; such a record of the earlier files or the walk's: refused
-        starts = np.r_[rows[:, U_OFFSET], mine[:, U_OFFSET]]
-        if mixed and (len(np.unique(starts)) != len(starts) or np.isin(starts, [u.offset for u in first]).any()):
+        # a record's own and light unit both in it come in dispatch order (its own unit, then
+        # multiDispatchLmqQueue's: QueueTrack.add, parsed_units), each by the same rule; such a record of the earlier
+        # files: refused (not checked)
+        if mixed and len(np.unique(rows[:, U_OFFSET])) != len(rows):
             raise why(f"{name[0]}/{name[1]}, a queue with own and light units both (two queue offset counters), a "
-                      "record's own and light unit both in it (but a message parsed where the reput was set)")
+                      "record of the data files before the walk's with its own and light unit both in it")
         if first:   # the parsed units first (putMessagePositionInfo from the cut's state), then the earlier records
             pre = np.zeros((len(first), rows.shape[1]), np.int64)
             pre[:, U_OFFSET] = [u.offset for u in first]

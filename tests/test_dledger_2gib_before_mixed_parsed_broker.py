@@ -18,6 +18,13 @@ at 20, past the max 2147483647 and the write position 20), the 23rd data file's 
 offset 0: no order check) at 40, the walk's light unit (1, below 60) drops and the walk's own unit (queue offset 0)
 goes at 60.  ``rebuild --as-restart`` replays the queue so, the parsed unit first whatever its kind
 (:func:`store_format.dledger_crash_before.appended_before`).
+
+A record's own and light unit both in that queue (``putMessagePositionInfoWrapper`` puts its own unit, then
+``multiDispatchLmqQueue`` its light one, whose end is then at the max: dropped), with ext files to tell the two apart
+(an own unit holds its ext unit's address, a light one the request's tags code): the parsed message's
+(``-mixed-ext-parsed-both``, :func:`past_2gib_before_mixed_parsed_both_ext_scenario`) and the walk's record's
+(``-mixed-ext-self``, :func:`past_2gib_before_mixed_self_ext_scenario`: its light queue offset 2 would have gone at
+40 had the light unit come first).
 """
 from __future__ import annotations
 
@@ -42,6 +49,7 @@ from broker_dledger_files import ext_figures_as_the_broker
 from test_dledger_2gib_again_broker import ext_units
 from test_dledger_2gib_before_mixed_ext_broker import past_2gib_before_t9_first_mixed_ext_scenario
 from test_dledger_2gib_before_other_broker import past_2gib_before_t9_first_mixed_scenario
+from test_dledger_2gib_before_queues_broker import LIGHT_PROPS as LIGHT_PROPS_SIZE
 from test_dledger_2gib_before_queues_broker import LMQ, PARSED_QUEUE_OFFSET
 
 from store_format.dledger import ENTRY_HEADER_SIZE
@@ -189,3 +197,48 @@ def test_crash_restart_with_ext_whose_reput_before_the_walk_drops_a_parsed_recor
     assert p is not None
     figs = ext_figures_as_the_broker(p, w, src)   # every ext queue's appended and orphaned: the broker's
     assert figs[f"{LMQ}/0"][:2] == (3, 3), figs
+
+
+SELF_LIGHT_QUEUE_OFFSET = 2   # the log's last %LMQ%q1 message's light queue offset (after the two T9 records')
+
+
+def past_2gib_before_mixed_self_ext_scenario(line: str) -> dict:
+    """``<line>-dledger-abort-past-2gib-before-t9-first-light-mixed-ext-self`` (5.5.1, ``DLEDGER_2GIB=1``):
+    :func:`test_dledger_2gib_before_mixed_ext_broker.past_2gib_before_t9_first_mixed_ext_scenario` whose last message
+    (to %LMQ%q1 itself, own queue offset 0) also goes to %LMQ%q1 (light queue offset
+    :data:`SELF_LIGHT_QUEUE_OFFSET`), its body shorter by
+    :data:`test_dledger_2gib_before_queues_broker.LIGHT_PROPS`: the walk's record's own and light unit both in it."""
+    sc = past_2gib_before_t9_first_mixed_ext_scenario(line)
+    *head, last = sc["messages"]
+    assert last["topic"] == LMQ and last["bodySize"] == 100, last
+    last = {**last, "bodySize": 100 - LIGHT_PROPS_SIZE,
+            "properties": {"INNER_MULTI_DISPATCH": LMQ, "INNER_MULTI_QUEUE_OFFSET": str(SELF_LIGHT_QUEUE_OFFSET)}}
+    return {**sc, "messages": [*head, last], "name": f"{sc['name']}-self"}
+
+
+def test_crash_restart_with_ext_whose_reput_before_the_walk_drops_a_walk_records_light_unit_in_its_own_queue(
+        tmp_path):
+    """With ext files, the walk's %LMQ%q1 record (own queue offset 0) also going to %LMQ%q1 (light queue offset 2):
+    the 5.5.1 broker's reput goes on at the 23rd data file, appends its T9 record's light unit at 20 (no ext unit),
+    drops the walk's T9 light unit (1, below 40), puts the walk's %LMQ%q1 record's ext unit again and appends its own
+    unit at 40 holding that second ext unit's address, then drops its light unit (its end at the max its own unit
+    set; light queue offset 2 would have gone at 40 the other way round).  ``rebuild --as-restart`` writes
+    ``consumequeue/``, ``consumequeue_ext/`` and ``index/`` byte for byte and ``verify``'s units lost are those the
+    broker's queues do not hold."""
+    sc = past_2gib_before_mixed_self_ext_scenario(LINE)
+    w, src = written(sc, tmp_path)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 24 and int(data[21].name) <= BLANK_MAX < int(data[22].name), data[21:23]
+    load = w["queuesAfterLoad"]
+    assert int(load["T9/0"]["maxPhysicOffset"]) == BLANK_MAX == int(load[f"{LMQ}/0"]["maxPhysicOffset"]), load
+    own = int(w["queuesAfterDispatch"][f"{LMQ}/0"]["maxPhysicOffset"])   # the log's last record
+    units = _units(src, LMQ)
+    assert struct.pack(">qiq", *units[0]) == FILL_PRE_BLANK_UNIT, units[:4]
+    assert units[1][0] == int(data[22].name) + ENTRY_HEADER_SIZE and units[1][2] == 0, ("a light unit at 20", units)
+    assert units[2][0] + units[2][1] == own and units[2][2] == LONG_MIN + 20, ("its own unit at 40, not light", units)
+    assert not any(any(u) for u in units[3:]), ("its light unit dropped", units[:5])
+    ext = ext_units(src, LMQ)
+    assert len(ext) == 2 and ext[0] == ext[1], ("the walk's own record's ext unit twice", ext)
+    # the T9 records' light units (the reference, a rebuild, drops the self one by the same rule)
+    text = as_restart_matches_broker(src, tmp_path, sc, w, leave_out="", light=2, ext=True)
+    assert f"then the walk's units by the same rule: {LMQ}/0 at 20, {LMQ}/0 at 40, T9/0 at 20" in text, text[-3000:]
