@@ -50,8 +50,12 @@ ext files each unit it appends holds the address of the ext unit ``putMessagePos
 reput order; a light queue's units go by the same rule (``multiDispatchLmqQueue``: ``putMessagePositionInfo`` with the
 light queue offset, no ext unit: the request's tags code), and so do a queue's own and light units both, in reput
 order, each with its own counter's queue offset, with ext files only its own units counting ext units (checked
-against the 5.5.1 broker, ``-t9-first-light-mixed-ext``; a parsed unit for it: refused); a message parsed where the
-reput was set for a queue of one kind goes first (:func:`appended_cut`), with ext files its ext unit put first too
+against the 5.5.1 broker, ``-t9-first-light-mixed-ext``), a record's own unit before its light one in it (dispatch
+order: the light one then at the max its own unit set, dropped; checked against the 5.5.1 broker for the walk's
+record, ``-t9-first-light-mixed-ext-self``, and a parsed one; a record of the earlier files with both: refused); a
+message parsed where the reput was set for such a queue goes first (:func:`appended_cut`), as its own unit or a
+light one (checked against the 5.5.1 broker, ``-t9-first-light-mixed-parsed-own``, ``-parsed-light`` and
+``-t9-first-light-mixed-ext-parsed-both``), with ext files its ext unit put first too
 (the walk's ext units kept by the cut, then the parsed message's, the earlier files' records', the walk's again:
 ``ConsumeQueueExt.put`` before ``putMessagePositionInfo``, so the parsed unit appended holds the second address; the
 rebuild's own dispatch puts the ext units in that order).  A queue the cut left with no file that a
@@ -337,16 +341,18 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
     in ``Placed.units`` (tags codes read from their records in ``segs``, old commitlog and data files), the
     rebuild's units the broker does not hold in ``Placed.rebuild_units`` (zeros: ``pipelines.restart_cut.apply_cut``).
     ``parsed``: the units of the messages the reput's check parsed where it was set at 2147483647
-    (:func:`store_format.dledger_inside_units.parsed_units`), dispatched before it goes on: those of such a queue
-    (its own units or light ones, as the queue's) come first in the replay, holding their own tags codes (with ext
-    files an own unit the address of its ext unit, put before the earlier files' records' ones).  The files the
+    (:func:`store_format.dledger_inside_units.parsed_units`, in dispatch order), dispatched before it goes on: those
+    of such a queue (own units or light ones, whatever the queue's) come first in the replay, each with its own
+    counter's queue offset, holding their own tags codes (with ext files an own unit the address of its ext unit,
+    put before the earlier files' records' ones).  The files the
     replay creates past the rebuild's last (``getLastMappedFile`` on a full file, before the queue offset check may
     drop the unit) go in ``Placed.opened``.  Also, per such queue, the commitlog offsets of the walk's units the
     broker's queue does not hold (dropped: ``QueueCut.lost``).
 
     Raises:
         the exception ``why(reason)`` gives: a queue with batch units, own and light units both (two queue offset
-        counters) with a parsed unit or a record's own and light unit both in it, one on disk before the
+        counters) with a record of the data files before the walk's whose own and light unit both are in it, one
+        on disk before the
         walk, a walk unit not cut, or the rebuild's units in a file the broker's replay does not open (a guard): not
         modelled.
     """
@@ -360,23 +366,27 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
         last = walk.last_file()
         mine = last[last[:, U_QUEUE] == q]
         kind = int(mine[0, U_KIND]) if len(mine) else KIND_BATCH   # its own units, light ones or both (mixed)
-        mixed = bool((mine[:, U_KIND] != kind).any() or (rows[:, U_KIND] != kind).any())
+        # the units of the messages parsed where the reput was set that go to it, own or light ones: first
+        first = [u for u in parsed if (u.topic, u.queue_id) == name and not u.batch]
+        pre_kind = np.array([KIND_CQ if u.own else KIND_LIGHT for u in first], np.int64)
+        mixed = bool((mine[:, U_KIND] != kind).any() or (rows[:, U_KIND] != kind).any() or (pre_kind != kind).any())
         if q < 0 or q in walk.seen_before or name in walk.keep_queues or kind == KIND_BATCH \
                 or (mixed and not np.isin(np.r_[mine[:, U_KIND], rows[:, U_KIND]], (KIND_CQ, KIND_LIGHT)).all()) \
                 or (mine[:, U_OFFSET] < process_offset).any() or mine[0, U_KEY] == 0:
             raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not own or light ones all in its "
                       "last data file past processOffset (the cut leaving it fillPreBlank units only)")
-        if mixed and (any((u.topic, u.queue_id) == name for u in parsed)
-                      or len(np.unique(np.r_[rows[:, U_OFFSET], mine[:, U_OFFSET]])) != len(rows) + len(mine)):
+        # a record's own and light unit both in it come in dispatch order (its own unit, then
+        # multiDispatchLmqQueue's: QueueTrack.add, parsed_units), each by the same rule; such a record of the earlier
+        # files: refused (not checked)
+        if mixed and len(np.unique(rows[:, U_OFFSET])) != len(rows):
             raise why(f"{name[0]}/{name[1]}, a queue with own and light units both (two queue offset counters), a "
-                      "message parsed there going to it, or a record's own and light unit both in it")
-        first = [u for u in parsed if (u.topic, u.queue_id) == name and u.own == (kind == KIND_CQ) and not u.batch]
+                      "record of the data files before the walk's with its own and light unit both in it")
         if first:   # the parsed units first (putMessagePositionInfo from the cut's state), then the earlier records
             pre = np.zeros((len(first), rows.shape[1]), np.int64)
             pre[:, U_OFFSET] = [u.offset for u in first]
             pre[:, U_END] = [u.offset + u.size for u in first]
-            pre[:, U_KEY] = [u.queue_offset for u in first]
-            pre[:, U_KIND], pre[:, U_QUEUE] = kind, rows[0, U_QUEUE]
+            pre[:, U_KEY] = [u.queue_offset for u in first]   # each its own counter's (own or light queue offset)
+            pre[:, U_KIND], pre[:, U_QUEUE] = pre_kind, rows[0, U_QUEUE]
             rows = np.concatenate([pre, rows])
         ours = new_states(1)
         pos_r = assign_positions(np.zeros(len(mine), np.int64), mine[:, U_OFFSET], mine[:, U_END] - mine[:, U_OFFSET],

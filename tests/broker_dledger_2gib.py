@@ -131,11 +131,12 @@ def held_units(src, ends: dict | None = None, leave_out: str = "") -> int:  # no
 
 
 def as_restart_matches_broker(src, tmp_path, sc: dict, w: dict, leave_out: str = "T5", parsed: int = 0,  # noqa: ANN001
-                              ext: bool = False, index_keys: bool = True) -> str:
+                              ext: bool = False, index_keys: bool = True, light: int = 0) -> str:
     """``rebuild --as-restart`` of ``src/before``: the broker's ``consumequeue/`` and ``index/`` byte for byte (with
     ``ext`` its ``consumequeue_ext/`` too); and ``verify``'s units lost: every queued message's unit (its reference,
     a rebuild, holds one for each) but those the broker's queues hold, embedded messages not being messages of the
-    log: the units of topic ``leave_out`` and ``parsed`` more in other queues; with ``index_keys`` (the default),
+    log: the units of topic ``leave_out`` and ``parsed`` more in other queues; ``light``: the light units of the log's
+    messages (each a unit of the reference's too); with ``index_keys`` (the default),
     ``verify``'s index keys put again: the keys the broker's index files hold (``index/`` was deleted before the
     restart, so all are the restart's).  Returns the rebuild's progress."""
     text = as_restart(src, tmp_path / "ours")
@@ -146,7 +147,7 @@ def as_restart_matches_broker(src, tmp_path, sc: dict, w: dict, leave_out: str =
     # the units the broker's queues hold: below each queue's write position once its reput caught up (a cut unit
     # past it stays as bytes only), the embedded messages' left out
     held = held_units(src, ends=w["queuesAfterDispatch"], leave_out=leave_out) - parsed
-    queued = queued_messages(sc)
+    queued = queued_messages(sc) + light
     assert p is not None and p["units_lost"] == queued - held, (held, queued, p and p["notes"])
     if index_keys:
         keys = sum(struct.unpack(">i", f.read_bytes()[36:40])[0] - 1 for f in (src / "expected" / "index").iterdir())
