@@ -13,11 +13,13 @@ import base64
 import contextlib
 import io
 import json
+import os
 import struct
 import zlib
 from collections.abc import Callable
 
 import broker_harness as bh
+import pytest
 from broker_dledger_scenarios import (
     PAST_2GIB_BATCH,
     PAST_2GIB_DATA0_T0,
@@ -46,6 +48,8 @@ from store_format.layout import (
 )
 
 LINE = "5.5.1"
+# the 2 GiB stores (some 2.15-2.3 GB of data files each, their before/ copies as much): DLEDGER_2GIB=1 only
+NEEDS_2GIB = pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
 BLANK_MAX = 2**31 - 1
 FILL_PRE_BLANK_UNIT = bytes(8) + BLANK_MAX.to_bytes(4, "big") + bytes(8)   # ConsumeQueue.fillPreBlank's unit
 # Where the DLedger layout of past_2gib_abort_scenario puts 2147483647: in the last T0 entry (queue offset 506827, the

@@ -36,6 +36,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     ENTRY_BOUND_BODY,
     LINE,
+    NEEDS_2GIB,
     T0_TAIL,
     T9_ENTRY,
     as_restart_matches_broker,
@@ -119,7 +120,7 @@ def check_t9_to_entry(w: dict, src, tmp_path, sc: dict, ext: bool = False) -> st
     return text
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 @pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
 def test_crash_restart_whose_reput_parses_a_message_for_a_queue_left_with_fillpreblank_units_only(tmp_path, ext):
     """The ``-t9-to-entry`` store: the reput set at 2147483647 parses a T9 message (queue offset 1) up to the last T9

@@ -31,7 +31,6 @@ byte for byte, and ``verify``'s units lost must be those the broker's queues do 
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -41,6 +40,7 @@ from broker_dledger_2gib import (
     EMBED_AT_BODY_DATA,
     EMBED_T0_DATA,
     LINE,
+    NEEDS_2GIB,
     PAST_2GIB_FILLER,
     PAST_2GIB_FULL,
     as_restart,
@@ -62,8 +62,7 @@ from broker_dledger_scenarios import PAST_2GIB_FILE
 from store_format.dledger import ENTRY_HEADER_SIZE
 from store_format.layout import OFF_PHYSICAL_OFFSET
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

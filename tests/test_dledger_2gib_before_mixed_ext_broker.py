@@ -18,7 +18,6 @@ the queue with both counters' queue offsets, own units only counting ext units
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -27,6 +26,7 @@ from broker_dledger_2gib import (
     BLANK_MAX,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     as_restart,
     held_units,
     queued_messages,
@@ -42,8 +42,7 @@ from test_dledger_2gib_before_queues_broker import LMQ
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

@@ -28,7 +28,6 @@ A record's own and light unit both in that queue (``putMessagePositionInfoWrappe
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -39,6 +38,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     as_restart_matches_broker,
     embedded_message,
     verify_restart,
@@ -54,8 +54,7 @@ from test_dledger_2gib_before_queues_broker import LMQ, PARSED_QUEUE_OFFSET
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

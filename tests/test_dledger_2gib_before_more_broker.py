@@ -21,7 +21,6 @@ writes it so (its own dispatch, T7's queue reset at the parsed record: ``StoreLo
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -32,6 +31,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     as_restart_matches_broker,
     past_2gib_before_abort_scenario,
     retargeted,
@@ -42,8 +42,7 @@ from broker_dledger_scenarios import PAST_2GIB_FILE
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

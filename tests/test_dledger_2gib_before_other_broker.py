@@ -17,7 +17,6 @@ file too (zeros) and ``consumequeue/`` and ``index/`` byte for byte.
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -26,6 +25,7 @@ from broker_dledger_2gib import (
     BLANK_MAX,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     as_restart,
     as_restart_matches_broker,
     held_units,
@@ -40,8 +40,7 @@ from test_dledger_2gib_before_queues_broker import LMQ, past_2gib_before_t9_firs
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

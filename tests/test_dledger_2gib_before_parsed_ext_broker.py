@@ -26,7 +26,6 @@ max: the reput is set there, in the walk's data file, and the B9 message at 2147
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -37,6 +36,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     as_restart_matches_broker,
     retargeted,
     verify_restart,
@@ -55,8 +55,7 @@ from test_dledger_2gib_before_queues_broker import PARSED_QUEUE_OFFSET, past_2gi
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

@@ -38,7 +38,6 @@ file and appends that file's T9 unit (queue offset 0) at 40, and drops the walk'
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -49,6 +48,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     as_restart,
     as_restart_matches_broker,
     held_units,
@@ -65,8 +65,7 @@ from test_dledger_2gib_before_more_broker import past_2gib_before_no_file_scenar
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

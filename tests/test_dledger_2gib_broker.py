@@ -36,6 +36,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     as_restart,
     as_restart_matches_broker,
     assert_embedded_t5_dispatched,
@@ -60,7 +61,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store]
 
 bh.skip_without_tools()
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_as_restart_after_a_crash_whose_reput_starts_at_2147483647_inside_the_log(tmp_path):
     sc = past_2gib_abort_scenario(LINE)
     w, src = written(sc, tmp_path)
@@ -172,7 +173,7 @@ def past_2gib_embedded_scenario(line: str) -> dict:
                                   f"{line}-dledger-abort-past-2gib-embedded")
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_reads_a_message_embedded_in_an_entry(tmp_path):
     """The reput set at 2147483647 inside the last T0 entry's body, whose bytes there hold a well-formed T5 message:
     the 5.5.1 broker dispatches it (T5/0's unit at 2147483647, its keys indexed with its own store time: no record

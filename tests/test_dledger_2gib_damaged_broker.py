@@ -24,7 +24,6 @@ past the damaged message: the records between are never dispatched.
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -35,6 +34,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     T0_TAIL,
     T9_ENTRY,
     TO_T9_ENTRY,
@@ -105,7 +105,7 @@ def _reput_walked_on_to_the_damaged_message(w: dict, src, t9_size: int) -> tuple
     return t9_at, damaged, k9b
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_walk_ends_at_a_damaged_message_and_reput_at_2147483647_walks_on_to_it(tmp_path):
     """The walk ends at the damaged T8 message (its body CRC), past the last T9 entry; the cut at its short
     ``processOffset`` leaves T9's queue with its ``fillPreBlank`` unit only, and the reput set at 2147483647 inside the
@@ -142,7 +142,7 @@ def past_2gib_embedded_to_entry_damaged_unkeyed_scenario(line: str) -> dict:
             "name": f"{line}-dledger-abort-past-2gib-embedded-to-entry-damaged-unkeyed"}
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_walks_on_to_a_damaged_message_with_nothing_to_index_again(
         tmp_path):
     """As the ``-embedded-to-entry-damaged`` case, the last T9 message without keys: the walk's records from the T9
@@ -183,7 +183,7 @@ def _units(src, topic: str) -> list[bytes]:  # noqa: ANN001
     return [b[i:i + 20] for f in files for b in (f.read_bytes(),) for i in range(0, len(b) - 19, 20)]
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_walk_ends_at_a_damaged_message_and_reput_at_2147483647_goes_on_before_the_walk(
         tmp_path):
     """The walk from the 24th data file ends at the damaged T8 message, past the last T9 one (``K9``); the cut leaves
@@ -275,7 +275,7 @@ def past_2gib_embedded_to_damaged_scenario(line: str) -> dict:
     return {**sc, "messages": [*messages, *AFTER_T9], "damageMessage": len(messages)}
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_parses_a_message_that_ends_at_the_damaged_messages_entry(tmp_path):
     """The walk ends at the damaged T8 message's entry; the cut leaves T9's queue with its ``fillPreBlank`` unit only
     (K9's unit cut) and the reput set at 2147483647 parses a T9 message of queue 1 (keys ``K9`` from the last T9
@@ -347,7 +347,7 @@ def past_2gib_embedded_past_damaged_scenario(line: str) -> dict:
     return {**sc, "messages": messages, "damageMessage": damaged}
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_parses_a_message_then_jumps_past_the_damaged_message(tmp_path):
     """The walk from the 22nd data file (the 23rd starts with a V2 record) ends at the damaged T8 message, right after
     the last T9 entry; the cut leaves T9's queue with its ``fillPreBlank`` unit only, and the reput set at 2147483647

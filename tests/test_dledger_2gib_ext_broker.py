@@ -20,7 +20,6 @@ the walk's, :class:`store_format.dledger_crash_cut.ExtAgain`).
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -30,6 +29,7 @@ from broker_dledger_2gib import (
     EMBED_AT_BODY_DATA,
     EMPTY_BLANK,
     LINE,
+    NEEDS_2GIB,
     as_restart_matches_broker,
     embedded_message,
     first_units,
@@ -58,7 +58,7 @@ def _ext_unit(store_time: int) -> bytes:
     return struct.pack(">hqqh", 20, 0, store_time, 0)
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_with_ext_whose_reput_at_2147483647_dispatches_a_blanks_empty_request(tmp_path):
     """The ``-embedded-blank-48`` store (:func:`test_dledger_2gib_inside_broker.past_2gib_embedded_blank_48_scenario`)
     with ext files: the reput set at 2147483647 inside the last T0 entry's body finds a blank's header 48 bytes
@@ -110,7 +110,7 @@ def test_crash_restart_with_ext_whose_reput_at_2147483647_dispatches_a_blanks_em
             f"{start + len(msg)})") in text, text[-3000:]
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_with_ext_whose_reput_parses_a_message_for_a_walked_queue_then_goes_on(tmp_path):
     """``enableConsumeQueueExt=true``, DLedger's checkpoint one entry behind the log's end (``dledgerCommittedBack``:
     its committed position the end of the last T0 entry, before the last T9 one), and from 2147483647 on a T5 message

@@ -20,7 +20,6 @@ message, and the reput walks the entries on from there (T9's cut unit put back, 
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -32,6 +31,7 @@ from broker_dledger_2gib import (
     EMPTY_BLANK,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     T0_TAIL,
     T9_ENTRY,
     as_restart_matches_broker,
@@ -62,7 +62,7 @@ def past_2gib_embedded_48_scenario(line: str) -> dict:
                                  f"{line}-dledger-abort-past-2gib-embedded-48")
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_parses_a_message_48_bytes_further(tmp_path):
     """The reput set at 2147483647 inside the last T0 entry's body, 'x' bytes there, a well-formed T5 message 48
     bytes further: the 5.5.1 broker dispatches it, its unit holding its PHYSICALOFFSET field (2147483647), not its
@@ -88,7 +88,7 @@ def test_crash_restart_whose_reput_at_2147483647_parses_a_message_48_bytes_furth
     assert f"parses 1 message(s) ({start} to {start + len(msg)})" in text, text[-3000:]
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_dispatches_a_blanks_empty_request_48_bytes_further(tmp_path):
     """The reput set at 2147483647 inside the last T0 entry's body, 'x' bytes there, a blank's header 48 bytes
     further: the 5.5.1 broker dispatches its empty request (topic "" queue 0: the unit (0, 0, 0) in
@@ -132,7 +132,7 @@ def test_crash_restart_whose_reput_at_2147483647_dispatches_a_blanks_empty_reque
 
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_parses_a_message_up_to_an_entry_and_walks_on_from_it(tmp_path):
     """The reput set at 2147483647 inside the last T0 entry's body, a well-formed T5 message there that ends at that
     entry's end, where the last T9 message's entry starts: the 5.5.1 broker dispatches the T5 message (T5/0's unit
@@ -187,7 +187,7 @@ def index_entry_offsets(src) -> list[int]:  # noqa: ANN001
     return [struct.unpack(">q", data[at + 20 * k + 4:at + 20 * k + 12])[0] for k in range(1, count)]
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_parses_a_message_keyed_above_the_last_indexed_record(tmp_path):
     """The -embedded-to-entry layout whose T5 message's PHYSICALOFFSET field lies one byte above the last T9 record
     (K9, the walk's last indexed record) and whose keys are ``E5 E6``: the 5.5.1 broker indexes E5 and E6 at that

@@ -17,7 +17,6 @@ second's light unit at 20; the own cut unit dropped by its queue offset, the lig
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -27,6 +26,7 @@ from broker_dledger_2gib import (
     EMBED_AT_BODY_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     T0_TAIL,
     T9_ENTRY,
     as_restart,
@@ -61,7 +61,7 @@ LIGHT_AT = MIXED_FIELD + OWN_SIZE + ENTRY_HEADER_SIZE         # the T8 record af
 LIGHT_SIZE = 88 + 100 + 1 + 2 + 2 + len(b"INNER_MULTI_DISPATCH\x01%LMQ%q9\x02INNER_MULTI_QUEUE_OFFSET\x010\x02")
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_mixed_queue_left_with_fill_pre_blank_units_sets_the_reput_at_2147483647(tmp_path):
     """The cut leaves %LMQ%q9/0 (own and light units) its ``fillPreBlank`` unit only: write position 20, max
     2147483647, the largest of the queues' maxes, where ``doRecheckReputOffsetFromCq`` sets the reput, inside the last
@@ -107,7 +107,7 @@ def test_crash_restart_whose_mixed_queue_left_with_fill_pre_blank_units_sets_the
     assert keys == 3 and p["index_keys_put_again"] == keys, (keys, p["index_keys_put_again"], p["notes"])
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_mixed_queue_left_with_fill_pre_blank_units_keeps_their_max(tmp_path):
     """The ``-two`` store: two messages parsed at 2147483647.  The first, for %LMQ%q9 (own queue offset 0), its
     PHYSICALOFFSET field 1000: its end at or below the max the ``fillPreBlank`` unit left (2147483647), the 5.5.1
@@ -145,7 +145,7 @@ def test_crash_restart_whose_mixed_queue_left_with_fill_pre_blank_units_keeps_th
     assert keys == 2 and p["index_keys_put_again"] == keys, (keys, p["index_keys_put_again"], p["notes"])
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_mixed_queue_left_with_fill_pre_blank_units_gets_its_last_cut_units_back(tmp_path):
     """The ``-back`` store: %LMQ%q9/0's own units of queue offsets 1 (a T0 message's place, past processOffset and
     below 2147483647) and 2 (the last %LMQ%q9 message), and T8's light unit (queue offset 0), all cut, the

@@ -14,7 +14,6 @@ broker's ``consumequeue/`` and ``index/`` byte for byte, and verify's units lost
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -22,6 +21,7 @@ import pytest
 from broker_dledger_2gib import (
     BLANK_MAX,
     LINE,
+    NEEDS_2GIB,
     as_restart,
     as_restart_matches_broker,
     embedded_message,
@@ -44,7 +44,7 @@ bh.skip_without_tools()
 BLANK = (0, BLANK_MAX, 0)
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_reads_three_messages_for_one_new_queue(tmp_path):
     """Three T5 messages from 2147483647 on, of queue offsets 2, 1 and 7: the 5.5.1 broker's reput dispatches the
     three, then its check on the 'x' bytes after them fails and it jumps to the log's end.  T5/0's file starts with
@@ -69,7 +69,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_three_messages_for_one_ne
         text[-3000:]
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_the_queues_the_walk_wrote(tmp_path):
     """Three messages from 2147483647 on for the queues the recovery's walk wrote and the cut left: T9 (queue offset 1;
     the cut left its ``fillPreBlank`` unit only), then T0 (queue offset 1, then 0; the cut left its units below
@@ -109,7 +109,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_the_queues_t
     assert f"T9/0 at 20, T0/0 at {6_000_000 + p}" in text, text[-3000:]
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_reads_messages_with_consume_queue_ext(tmp_path):
     """``enableConsumeQueueExt=true``: a T5 message (a new queue, queue offset 0), then a T9 one (queue offset 1, the
     queue the cut left with its ``fillPreBlank`` unit only) from 2147483647 on.  ``putMessagePositionInfoWrapper``
@@ -158,7 +158,7 @@ FIRST_CUT_AT = FIRST_CUT_T0 * 20   # its queue byte position: T0's write positio
 LAST_KEPT_T0_END = 21 * PAST_2GIB_FILE + 11080 * 4237 + 48 + 4189
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 @pytest.mark.parametrize("queue_offset", [0, 1], ids=["appended", "dropped"])
 def test_crash_restart_whose_reput_at_2147483647_reads_a_message_for_a_queue_whose_write_position_starts_a_file(
         tmp_path, queue_offset):
@@ -192,7 +192,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_for_a_queue_who
     assert f"T0/0/{new}" in text and (f"T0/0 at {FIRST_CUT_AT}" in text) == appended, text[-3000:]
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_reads_messages_past_the_walks_last_units(tmp_path):
     """Two messages from 2147483647 on whose PHYSICALOFFSET fields say offsets past the end of the walk's last unit of
     their queues (the log's end, some 600 bytes further): T9 (queue offset 2) and T0 (queue offset 600000, past the
@@ -223,7 +223,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_past_the_walks_l
     assert f"T9/0 at 20, T0/0 at {FIRST_CUT_AT}" in text, text[-3000:]
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_a_queue_the_cut_emptied(tmp_path):
     """A T7 message (T7's first, queue offset 0) put just before the last T9 one: its unit starts T7/0's only file,
     which the cut deletes (its commitlog offset past ``processOffset``), and 5.5.1's ``correctMinOffset`` sets the
@@ -250,7 +250,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_a_queue_the_
     assert "T7/0 at 60, T7/0 at 80" in text, text[-3000:]
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_reads_a_message_past_a_walk_unit_that_fills_its_file(tmp_path):
     """Consume queue files of 36202 units: the walk's last T0 unit (queue offset 506827) fills T0/0's 14th file, where
     the cut leaves the write position at its first cut unit.  A T0 message at 2147483647 whose PHYSICALOFFSET lies
@@ -277,7 +277,7 @@ def test_crash_restart_whose_reput_at_2147483647_reads_a_message_past_a_walk_uni
     assert f"T0/0 at {FIRST_CUT_AT}" in text, text[-3000:]
 
 
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 def test_crash_restart_whose_reput_at_2147483647_reads_messages_for_an_emptied_queue_with_consume_queue_ext(tmp_path):
     """``enableConsumeQueueExt=true`` with the ``-emptied`` store's T7 message: a T7 message (queue offset 3) and a
     T9 one whose PHYSICALOFFSET lies past the log's end (queue offset 2) from 2147483647 on.  Each one's ext unit

@@ -31,7 +31,6 @@ K9b's.
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -40,6 +39,7 @@ from broker_dledger_2gib import (
     BLANK_MAX,
     ENTRY_BOUND_BODY,
     LINE,
+    NEEDS_2GIB,
     T0_TAIL,
     T9_ENTRY,
     as_restart_matches_broker,
@@ -163,7 +163,7 @@ def check_t9_to_entry_past(w: dict, src, tmp_path, sc: dict, ext: bool = False) 
 
 
 @pytest.mark.big_store
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 @pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
 def test_crash_restart_whose_reput_parses_a_message_for_a_queue_left_with_fillpreblank_units_only_then_reaches_its_records_past_the_walk(  # noqa: E501
         tmp_path, ext):
@@ -221,7 +221,7 @@ def check_t9_to_entry_some_past(w: dict, src, tmp_path, sc: dict, ext: bool = Fa
 
 
 @pytest.mark.big_store
-@pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")
+@NEEDS_2GIB
 @pytest.mark.parametrize("ext", [False, True], ids=["plain", "ext"])
 def test_crash_restart_whose_reput_parses_a_message_over_the_first_cut_unit_of_a_queue_left_with_fillpreblank_units_only_then_reaches_its_records_past_the_walk(  # noqa: E501
         tmp_path, ext):

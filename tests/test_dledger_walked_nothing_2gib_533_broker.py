@@ -27,7 +27,6 @@ new file); then ``verify`` on the store as the restart found it puts the unit wh
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -35,6 +34,7 @@ import pytest
 from broker_dledger_2gib import (
     BLANK_MAX,
     FILL_PRE_BLANK_UNIT,
+    NEEDS_2GIB,
     held_units,
     queued_messages,
     retargeted,
@@ -49,8 +49,7 @@ from test_dledger_walked_nothing_2gib_light_emptied_broker import light_emptied_
 from test_dledger_walked_nothing_2gib_more_broker import embedded_t7_emptied_scenario
 from test_dledger_walked_nothing_2gib_parsed_broker import LIGHT, LIGHT_QUEUE_OFFSET, light_message
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

@@ -28,7 +28,6 @@ byte.
 from __future__ import annotations
 
 import base64
-import os
 import struct
 
 import broker_harness as bh
@@ -40,6 +39,7 @@ from broker_dledger_2gib import (
     EMBED_AT_BODY_DATA,
     EMBED_T0_DATA,
     LINE,
+    NEEDS_2GIB,
     embedded_message,
     log_bytes,
     t0_record_at_2147483647,
@@ -59,8 +59,7 @@ from store_format.config import BrokerConfig
 from store_format.dledger_inside_units import parsed_units
 from store_format.store_layouts import store_batch_topics
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

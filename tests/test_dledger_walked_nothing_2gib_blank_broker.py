@@ -31,7 +31,6 @@ What the broker wrote is asserted first; then ``verify`` on the store as the res
 from __future__ import annotations
 
 import base64
-import os
 import struct
 
 import broker_harness as bh
@@ -42,6 +41,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     EMPTY_BLANK,
     LINE,
+    NEEDS_2GIB,
     assert_embedded_t5_dispatched,
     embedded_message,
     held_units,
@@ -55,8 +55,7 @@ from test_dledger_walked_nothing_2gib_broker import _index_keys, _t9_entry_commi
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

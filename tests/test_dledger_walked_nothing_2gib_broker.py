@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import struct
 
 import broker_harness as bh
@@ -41,6 +40,7 @@ from broker_dledger_2gib import (
     EMBED_AT_BODY_DATA,
     EMBED_T0_DATA,
     LINE,
+    NEEDS_2GIB,
     assert_embedded_t5_dispatched,
     embedded_message,
     held_units,
@@ -53,8 +53,7 @@ from broker_dledger_walked_nothing_inside_scenarios import PAST_2GIB_T9_LAST, wa
 
 from store_format.dledger import ENTRY_HEADER_SIZE
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

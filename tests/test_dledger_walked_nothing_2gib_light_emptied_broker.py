@@ -27,7 +27,6 @@ broker put it, the queue's file the broker's byte for byte.
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -36,6 +35,7 @@ from broker_dledger_2gib import (
     BLANK_MAX,
     EMBED_AT_BODY_DATA,
     LINE,
+    NEEDS_2GIB,
     held_units,
     queued_messages,
     t0_record_at_2147483647,
@@ -51,8 +51,7 @@ from test_dledger_walked_nothing_2gib_parsed_broker import (
     light_message,
 )
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

@@ -29,12 +29,11 @@ where the broker put it with its tags code, the queue's file the broker's byte f
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
 import pytest
-from broker_dledger_2gib import BLANK_MAX, LINE, written
+from broker_dledger_2gib import BLANK_MAX, LINE, NEEDS_2GIB, written
 from broker_dledger_walked_nothing_inside_scenarios import PAST_2GIB_T9_LAST
 from test_dledger_walked_nothing_2gib_broker import _index_keys, _verify
 from test_dledger_walked_nothing_2gib_light_disk_broker import (
@@ -47,8 +46,7 @@ from test_dledger_walked_nothing_2gib_light_disk_broker import (
 from test_dledger_walked_nothing_2gib_light_emptied_broker import light_emptied_scenario
 from test_dledger_walked_nothing_2gib_parsed_broker import LIGHT, LIGHT_QUEUE_OFFSET
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

@@ -34,7 +34,6 @@ key) and its plan the broker's T0 (``QueueCut.inside_placed``: T0 replayed whole
 from __future__ import annotations
 
 import base64
-import os
 import struct
 
 import broker_harness as bh
@@ -45,6 +44,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     embedded_message,
     held_units,
     queued_messages,
@@ -60,8 +60,7 @@ from broker_dledger_walked_nothing_inside_scenarios import (
 )
 from test_dledger_walked_nothing_2gib_broker import _index_keys, _verify
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 

@@ -27,7 +27,6 @@ message are the broker's, the light one placed by ``putMessagePositionInfo``'s r
 """
 from __future__ import annotations
 
-import os
 import struct
 
 import broker_harness as bh
@@ -38,6 +37,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     FILL_PRE_BLANK_UNIT,
     LINE,
+    NEEDS_2GIB,
     embedded_message,
     first_queue_file,
     held_units,
@@ -54,8 +54,7 @@ from store_format.config import load_broker_config
 from store_format.dledger_inside_state import WalkedQueue, put_cq
 from store_format.dledger_inside_units import parsed_units
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store,
-              pytest.mark.skipif(os.environ.get("DLEDGER_2GIB") != "1", reason="a 2 GiB store: DLEDGER_2GIB=1")]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.big_store, NEEDS_2GIB]
 
 bh.skip_without_tools()
 
