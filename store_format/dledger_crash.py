@@ -38,9 +38,11 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   end walks the walk's records from its start again, then the rest: ``IndexService.buildIndex`` puts the walk's
   last indexed record's keys again (at its ``endPhyOffset``) and ``ConsumeQueueExt.put`` an ext unit again for each
   of those records, before those of the records past the walk (:attr:`DLedgerCrash.again`: the rebuild reads those
-  records a second time, :func:`store_format.store.jump_at`); with a queue cut, the cut's moves then apply to what
-  that walk wrote (the records read again drop as repeats), and the cut units put back point at the ext units put
-  again.  So too a reput set at 2147483647 inside an entry (a queue the cut left with ``fillPreBlank`` units only)
+  records a second time, :func:`store_format.store.jump_at`; per ext queue, its own records past the walk's end,
+  each unit appended pointing at the ext unit put for it: ``ExtAgain.past``, from :func:`walk_after`'s units); with a
+  queue cut, the cut's moves then apply to what that walk wrote (the records read again drop as repeats), and the
+  cut units put back point at the ext units put again.  So too a reput set at 2147483647 inside an entry (a queue
+  the cut left with ``fillPreBlank`` units only)
   whose check parses well-formed messages there and then goes on at an entry's start before the walk's end: it
   dispatches those messages after the walk's records, then walks the walk's records on from there, the damaged
   message and the rest (``QueueCut.inside_records``; the rebuild reads the messages between its two passes,
@@ -126,6 +128,7 @@ from .dledger_crash_cut import (
     ext_refused,
     ext_reput,
 )
+from .dledger_crash_cut_reput import ext_past
 from .dledger_crash_old import reput_in_old_files, reput_inside_old_file
 from .dledger_crash_plan import DLedgerCrash
 from .dledger_crash_reput_before import reput_before_walk
@@ -233,12 +236,13 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         truncates = cp.logics_physical_offset >= process_offset and max(queues_max, loaded_max) >= process_offset
     else:                               # the loaded queues' max physical offset, no check in truncateDirty
         truncates = loaded_max >= process_offset
-    after, reput_ends = None, -1
+    after, reput_ends, past = None, -1, None
     walked = track.written()   # the queues the walk wrote
     if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
         # the records past the walk as the start's reput's check reads them (with a cut: their units)
         after, reput_ends = walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,
                                        rec.committed_pos)
+        past = after
         if not truncates:
             after = None
     cut = None
@@ -279,6 +283,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
                                   track, config, cut, rec.committed_pos, walked)
     ext_again = ext_refused(cut.ext_again) if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
+    if past is not None and ext_again and reput < end:   # the reput walks on past the walk's end: its own units there
+        ext_again = ext_past(ext_again, past, track)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= reput <= accepted.last_indexed < log_end \
         else -1
     # the reput from before the walk's end walks the walk's records again, then those past it: the ext units and

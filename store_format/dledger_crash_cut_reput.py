@@ -71,6 +71,9 @@ class ExtAgain:
     # ext_reput's refusal of a queue whose units put back include light ones, raised by ext_refused unless a replay
     # of the queue takes their place (store_format.dledger_crash_before.appended_cut)
     refused: str = ""
+    # a walk ended early (its check failing at a record the reput's check reads: ext_past): the queue's own records
+    # past the walk's end that the reput appends, one ext unit put for each, each unit pointing at its own
+    past: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -349,6 +352,16 @@ def ext_reput(track: QueueTrack, reput: int, end: int,
         out.append(ExtAgain(topic, qid, track.own_units[int(q)], len(offsets),
                             np.asarray(back_pos, dtype=np.int64)[own], ordinals[own], refused=refused))
     return tuple(out)
+
+
+def ext_past(ext_again: tuple[ExtAgain, ...], after: np.ndarray, track: QueueTrack) -> tuple[ExtAgain, ...]:
+    """``ext_again`` with each queue's :attr:`ExtAgain.past`: of ``after`` (the units of the records from where the
+    walk's check failed to where the start's reput's dispatch ends, :func:`store_format.dledger_crash_after.walk_after`,
+    queue numbers of ``track``), its own consume queue units (``putMessagePositionInfoWrapper`` puts an ext unit for
+    each, then ``putMessagePositionInfo`` appends the unit, past the queue's max, holding that ext unit's address)."""
+    own = after[after[:, U_KIND] == KIND_CQ][:, U_QUEUE] if len(after) else np.zeros(0, np.int64)
+    return tuple(dataclasses.replace(a, past=int((own == track.queue_id((a.topic, a.queue_id))).sum()))
+                 for a in ext_again)
 
 
 def ext_refused(ext_again: tuple[ExtAgain, ...]) -> tuple[ExtAgain, ...]:

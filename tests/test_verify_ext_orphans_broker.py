@@ -58,8 +58,10 @@ def test_verify_counts_the_ext_units_the_reput_points_at_for_records_past_the_re
     assert orphaned["T0/0"][1] > 0 and not any("not predicted" in n for n in p["notes"]), (orphaned, p["notes"])
 
 
+# the walk ended early and the reput from before its data file (-damaged-again-layouts and -cut, from inside the
+# walk: modelled, tests/test_verify_ext_orphans_early_broker.py)
 _NOT_PREDICTED = [f"{ln}-dledger-abort-{k}" for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS
-                  for k in ("damaged-again-layouts", "damaged-again-layouts-cut")]
+                  for k in ("before-damaged-layouts", "before-damaged-cut-layouts")]
 
 
 @pytest.mark.broker
@@ -69,17 +71,16 @@ _NOT_PREDICTED = [f"{ln}-dledger-abort-{k}" for ln in LINES if ln.startswith("5.
 @pytest.mark.parametrize("name", bh.params_or_skip(_NOT_PREDICTED, "DLEDGER_MORE_LAYOUTS=1"))
 def test_verify_says_the_ext_units_orphaned_are_not_predicted_when_the_reput_walks_again_records_past_the_rebuild(
         name, tmp_path, monkeypatch):
-    """A walk ended early (-damaged-again-layouts, -cut): the reput walks again, from DLedger's committed position
-    (where verify's rebuild stops), records the walk dispatched; their units dropped, the ext units it put for them
-    orphaned, which the rebuilt units do not give. verify says in one line that T0/0's figure is not predicted (0,
-    out of the total); the broker's files show some (-before-layouts, no cut with the reput from before the walk's
-    data file: tests/test_verify_ext_orphans_more_broker.py)."""
+    """A walk ended early (-before-damaged-layouts, -before-damaged-cut-layouts): the reput walks again, from
+    DLedger's committed position (where verify's rebuild stops) in a data file before the walk's, the earlier
+    records and those the walk dispatched; their units dropped, the ext units it put for them orphaned, which the
+    rebuilt units do not give. verify says in one line that T0/0's figure is not predicted (0, out of the total);
+    the broker's files show some (the reput from inside the walk: tests/test_verify_ext_orphans_early_broker.py)."""
     bh.skip_without_tools()
     line = name.split("-", 1)[0]
     _r, w, src = _written(name)
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
-    walked = crash.walk_end if crash.walk_end >= 0 else crash.end
-    assert (crash.cut is None or crash.walk_end >= 0) and crash.reput_from < walked, crash
+    assert crash.walk_end >= 0 and crash.before and crash.reput_from < crash.start_offset, crash
     orphaned = ext_orphaned_as_the_broker(p, w, src, check=False)
     assert orphaned["T0/0"][0] == 0 < orphaned["T0/0"][1], orphaned
     notes = [n for n in p["notes"] if "not predicted" in n]
@@ -108,10 +109,10 @@ def test_ext_reput_puts_counts_the_plans_put_backs_or_says_the_figure_is_not_pre
     back, why = ext_reput_puts(_crash(inside_placed=whole), 4100)   # type: ignore[arg-type]
     assert back == {} and "record past the rebuild's end (4100)" in why["T0/0"]
     assert ext_reput_puts(_crash(inside_placed=whole), 5000) == ({}, {})   # type: ignore[arg-type]
-    # the walk ended early (no positions taken): not predicted when the rebuild ends before the walk's end and the
-    # reput walks the records between again (or the cut takes units there)
+    # the walk ended early (no positions taken), the reput from before its data file: not predicted when the
+    # rebuild ends before the walk's end and the reput walks the records between again (or the cut takes units there)
     assert ext_reput_puts(_crash(walk_end=3000, reput_from=2500), 3000) == ({}, {})   # type: ignore[arg-type]
-    assert ext_reput_puts(_crash(walk_end=3000, reput_from=2500, cut=None), 2600) == \
+    assert ext_reput_puts(_crash(walk_end=3000, reput_from=2500, before=True, cut=None), 2600) == \
         ({}, {"T0/0": "the rebuild reads the log up to 2600, before 3000, where the recovery's walk ends, and the "
                        "reput walks the records between again: the ext units put for them that no unit points at "
                        "are not counted"})   # type: ignore[arg-type]

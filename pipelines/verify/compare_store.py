@@ -320,9 +320,10 @@ def _compare(st: StoreLocation, config: BrokerConfig, ref_root: str, summary: An
         # a 5.5.1 cut after a walk to the log's end (the plan's QueueTrack holds every record the reput walks): per ext
         # queue the reput walks, the ext units the walk and the reput put (one per own record, its unit dropped or
         # not; the rebuild's units miss the dropped ones and the records past its end)
-        ext_puts={f"{a.topic}/{a.queue_id}": a.before + a.count for a in crash.ext_again
-                  if crash.cut is not None or f"{a.topic}/{a.queue_id}" in ext_back}   # no cut: the modelled ones
-        if crash is not None and crash.walk_end < 0 else None,
+        # (no cut or a walk ended early: the modelled ones, with the records the reput appends past that walk's end)
+        ext_puts={f"{a.topic}/{a.queue_id}": a.before + a.count + a.past for a in crash.ext_again
+                  if (crash.cut is not None and crash.walk_end < 0) or f"{a.topic}/{a.queue_id}" in ext_back}
+        if crash is not None else None,
         # of those, the own units the reput puts back, from the plan (the rebuild stops at the committed position)
         ext_put_back=ext_back, ext_not_predicted=ext_refused)
     if st.dledger_pending:

@@ -46,7 +46,17 @@ at its ext unit, and none is cut: the pointed ext units are the walk's puts (``E
 (``ExtAgain.count``) orphaned, records past the rebuild's end among them.  So with the reput from an earlier data
 file (``DLedgerCrash.before``, not a converted store's old files; ``-before-layouts``): the walk's max lies past every
 earlier record, whose units are dropped too, and the plan's ``count`` holds their ext units
-(``store_format.dledger_crash_before.ext_before_walk``)."""
+(``store_format.dledger_crash_before.ext_before_walk``).
+
+A walk its check ended early (``-damaged-again-layouts``: a record whose body CRC fails; the reput's check reads no
+CRC) with the reput from inside it, before that end (DLedger's committed position, where the rebuild stops): the
+reput puts an ext unit for each own record it walks again (``ExtAgain.count``; ``putMessagePositionInfo`` drops the
+unit), then one for each own record from the damaged one to the log's end, whose units it appends pointing at them
+(``ExtAgain.past``, from the plan's walk of those records: :func:`store_format.dledger_crash_cut_reput.ext_past`).
+With no cut, for a queue the store held no unit of, the pointed ext units are the walk's (``before``) and the
+reput's past its end; after ``truncateDirtyLogicFiles`` at the walk's ``processOffset`` (``-cut``), with the rebuild
+and the reput from at or past it, the walk's units below it (kept: the rebuild's) and the reput's put-backs
+(``positions``) and appended ones (``past``); the walk's ext units of the units the cut took, orphaned."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -78,12 +88,20 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     ``rebuilt_to`` lies before the walk's end and the reput walks the walk's records past it again or the cut takes
     units there (their ext units then orphaned: verify's count lacks them), but, with no cut after a walk to the
     log's end and the reput at or after its start or in an earlier data file, a queue the store held no unit of:
-    the walk's own puts (``ExtAgain.before``, every unit it put appended and kept: the first answer)."""
+    the walk's own puts (``ExtAgain.before``, every unit it put appended and kept: the first answer), and after a
+    walk ended early with the reput from inside it, before its end, such a queue: with no cut the walk's own puts and
+    the reput's appended past its end (``before + past``), after the cut the put-backs and those
+    (``len(positions) + past``; :func:`_again_past_early_walk`)."""
     cut, held = crash.cut, held or {}
     if not crash.ext_again:
         return {}, {}
-    if cut is None or crash.walk_end >= 0:   # the figures come from the rebuilt units alone
+    if cut is None or crash.walk_end >= 0:   # the figures come from the rebuilt units alone, but where modelled
         walked = crash.walk_end if crash.walk_end >= 0 else crash.end
+        again = "reput walks the records between again" if crash.reput_from < walked else "cut takes units there"
+        why = (f"the rebuild reads the log up to {rebuilt_to}, before {walked}, where the recovery's walk ends, and "
+               f"the {again}: the ext units put for them that no unit points at are not counted")
+        if not (rebuilt_to < walked and (crash.reput_from < walked or cut is not None)):
+            return {}, {}
         if cut is None and crash.walk_end < 0 and (crash.start_offset <= crash.reput_from or (
                 crash.before and not crash.from_old_files)):
             # no cut, the walk to the log's end appended every own unit of a queue the store held none of (each
@@ -91,13 +109,10 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
             # its data file those of the earlier records too (each below the walk's first: ExtAgain.count has them)
             walked_all = {f"{a.topic}/{a.queue_id}": a.before for a in crash.ext_again
                           if (a.topic, a.queue_id) not in held and not a.skip}
+        elif crash.walk_end >= 0 and not crash.before and crash.start_offset <= crash.reput_from < crash.walk_end:
+            walked_all = _again_past_early_walk(crash, rebuilt_to, held)
         else:
             walked_all = {}
-        again = "reput walks the records between again" if crash.reput_from < walked else "cut takes units there"
-        why = (f"the rebuild reads the log up to {rebuilt_to}, before {walked}, where the recovery's walk ends, and "
-               f"the {again}: the ext units put for them that no unit points at are not counted")
-        if not (rebuilt_to < walked and (crash.reput_from < walked or cut is not None)):
-            return {}, {}
         return walked_all, {f"{a.topic}/{a.queue_id}": why for a in crash.ext_again
                             if f"{a.topic}/{a.queue_id}" not in walked_all}
     whole = {(w.topic, w.queue_id): w for w in cut.inside_placed.whole}
@@ -146,3 +161,26 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
         else:
             back[label] = len(a.positions)
     return back, refused
+
+
+def _again_past_early_walk(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str, int], int]
+                           ) -> dict[str, int]:
+    """A walk its check ended early (at a record the reput's check reads), the start's reput from inside it (at or
+    after its start, before its end): per ext queue the store held no unit of, with no message parsed where the
+    reput was set, the own units the restart leaves pointing at ext units the walk or the reput put.  With no cut,
+    every own unit the walk put (``ExtAgain.before``: appended, none dropped or cut) and every one the reput appends
+    past the walk's end (``ExtAgain.past``), the reput's puts for the walk's records (``ExtAgain.count``) orphaned.
+    After the cut at ``processOffset``, with the rebuild reading the log up to it at least and the reput from at or
+    past it, set at an entry's start: the units the reput puts back (``ExtAgain.positions``) and ``past`` (the
+    walk's units below the cut, kept, are the rebuild's own units there: :func:`pipelines.verify.restart.
+    predict_restart`); a queue replayed whole, appended before the walk's data file or left no file: none."""
+    cut = crash.cut
+    if cut is None:
+        return {f"{a.topic}/{a.queue_id}": a.before + a.past for a in crash.ext_again
+                if (a.topic, a.queue_id) not in held and not a.skip}
+    if cut.inside_from >= 0 or crash.process_offset > min(rebuilt_to, crash.reput_from):
+        return {}
+    other = {(w.topic, w.queue_id) for w in cut.inside_placed.whole} | set(cut.reset) \
+        | {(u.topic, u.queue_id) for u in cut.before_placed.units}
+    return {f"{a.topic}/{a.queue_id}": len(a.positions) + a.past for a in crash.ext_again
+            if (a.topic, a.queue_id) not in held and not a.skip and (a.topic, a.queue_id) not in other}
