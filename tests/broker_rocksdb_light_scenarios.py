@@ -5,7 +5,9 @@ by the broker harness under three settings, ``<line>-rocksdb-light-<what>``:
 * ``lmqonly``: ``enableLmq=true``, ``enableMultiDispatch=false``;
 * ``multionly``: ``enableLmq=false``, ``enableMultiDispatch=true`` (the messages carry their own
   ``INNER_MULTI_QUEUE_OFFSET``: without ``enableLmq`` the put path assigns none);
-* ``both``: both true.
+* ``both``: both true;
+* ``lmqonly-live``: ``lmqonly`` whose first life's database (the running broker's reput) is kept in ``before/``
+  (``keepBefore``, ``keepQueues``; the restart then dispatches nothing more).
 
 With ``enableLmq`` the put path writes ``INNER_MULTI_QUEUE_OFFSET`` itself (``LmqDispatch``), over the messages'
 own.  A retry topic's message asks for :data:`LIGHT_A` too (``MixAll.topicAllowsLMQ`` refuses it).
@@ -39,10 +41,11 @@ def _messages() -> list[dict]:
 
 
 def light_scenarios(line: str) -> list[dict]:
-    """The three stores of broker line ``line``."""
+    """The four stores of broker line ``line``."""
     messages = _messages()
     base = {"storeType": "defaultRocksDB", "mappedFileSizeCommitLog": str(32 * 1024), "maxHashSlotNum": "101",
             "maxIndexNum": "400"}
-    return [{"name": f"{line}-rocksdb-light-{what}", "messages": messages,
-             "config": {**base, "enableLmq": lmq, "enableMultiDispatch": multi}}
-            for what, (lmq, multi) in SETTINGS.items()]
+    out = [{"name": f"{line}-rocksdb-light-{what}", "messages": messages,
+            "config": {**base, "enableLmq": lmq, "enableMultiDispatch": multi}}
+           for what, (lmq, multi) in SETTINGS.items()]
+    return [*out, {**out[0], "name": f"{out[0]['name']}-live", "keepBefore": True, "keepQueues": True}]

@@ -26,8 +26,11 @@ pytest.importorskip("rocksdict")
 FULL = os.environ.get("PIPELINES_FULL_SUITE", "") not in ("", "0")
 LINES = ("5.5.1", "5.3.3") if FULL else ("5.5.1",)
 # the default suite: 5.5.1's lmqonly store (the gate and the '/' name both differ from the file queues' rules there)
-SCENARIOS = {line: bh.bounded(light_scenarios(line), ("-multionly", "-both")) for line in LINES}
-CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs]
+SCENARIOS = {line: bh.bounded(light_scenarios(line), ("-multionly", "-both", "-live")) for line in LINES}
+CASES = [pytest.param(line, sc["name"], id=sc["name"]) for line, scs in SCENARIOS.items() for sc in scs
+         if not sc["name"].endswith("-live")]
+LIVE = bh.params_or_skip([pytest.param(sc["name"], id=sc["name"]) for scs in SCENARIOS.values() for sc in scs
+                          if sc["name"].endswith("-live")], "full suite only: PIPELINES_FULL_SUITE=1")
 _RUNS: dict[str, dict] = {}
 STORES = bh.Stores(SCENARIOS, "RocksDB store(s) with light queues", threads=1)
 
@@ -54,7 +57,7 @@ def _light_units(default: dict[bytes, bytes]) -> set[tuple[str, int, int, int]]:
 
 
 def _enable_lmq(name: str) -> bool:
-    return SETTINGS[name.rsplit("-", 1)[1]][0] == "true"
+    return SETTINGS[name.removesuffix("-live").rsplit("-", 1)[1]][0] == "true"
 
 
 @pytest.mark.parametrize("line,name", CASES)
@@ -90,3 +93,16 @@ def test_messages_table_lists_the_broker_s_light_units(written, line, name):
             if u is not None:
                 ours.add((n, q, u, r["commitlog_offset"]))
     assert ours == broker
+
+
+@pytest.mark.parametrize("name", LIVE)
+def test_the_running_broker_put_the_same_light_units(written, name):
+    """The first life's database (the running broker's reput, kept in ``before/``): the same light units as the
+    restart's rebuild from an empty database puts (:func:`test_the_broker_puts_light_units_under_enable_lmq_alone`),
+    and our rebuild's light keys and values are those."""
+    d = bh.rebuilt_dir(written)
+    live = database(d / "before" / "consumequeue")["default"]
+    units = _light_units(live)
+    assert {(n, q) for n, q, _, _ in units} == {(LIGHT_A, 0), (LIGHT_SLASHED, 0)} and len(units) == 15
+    ours = database(d / "ours" / "consumequeue")["default"]
+    assert {k: v for k, v in ours.items() if b"%LMQ%" in k} == {k: v for k, v in live.items() if b"%LMQ%" in k}
