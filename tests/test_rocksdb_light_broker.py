@@ -6,7 +6,8 @@ dispatch puts them, against ``python -m pipelines rebuild``: the stores of :mod:
 
 First what the broker wrote, then our rebuild's key/value set (both column families, key for key) and the messages
 table's light units.  By default the 5.5.1 ``lmqonly`` store (``enableLmq=true``, ``enableMultiDispatch=false``);
-``PIPELINES_FULL_SUITE=1`` adds ``multionly`` and ``both`` and the 5.3.3 line's three.
+``PIPELINES_FULL_SUITE=1`` adds ``multionly``, ``both`` and ``lmqonly-live`` (the first life's database, the
+running broker's reput, kept: :func:`test_the_running_broker_put_the_same_light_units`) and the 5.3.3 line's four.
 """
 from __future__ import annotations
 
