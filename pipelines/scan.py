@@ -22,7 +22,13 @@ from store_format.crc import body_crc_spans
 from store_format.dispatch import QueueUnits, fix_malformed_text, queue_units, stable_order
 from store_format.records import BODY_FIELD, DETAIL_FIELDS, LEAN_FIELDS, detail_columns, lean_columns
 from store_format.restart_reput import unindex_below
-from store_format.rocksdb_cq import undispatch_first_record, unindex_first_record
+from store_format.rocksdb_cq import (
+    light_rows,
+    light_unit_config,
+    light_units_unmodelled,
+    undispatch_first_record,
+    unindex_first_record,
+)
 from store_format.store import Reader, StoreLocation, resolve
 from store_format.walkresult import L_NAME_LEN, L_NAME_START, L_REC, L_STATUS, LMQ_BAD_OFFSET, P_INNER_BASE, P_INNER_NUM
 
@@ -67,9 +73,13 @@ def walk_split(split: Split, read: Reader, config: BrokerConfig,
         if sync < 0:
             return -1, None
         entering = cl.WalkState(sync, sync, 0, 1 << 62)
-    res = cl.walk_range(read, split.seg_base, split.seg_size, entering, split.end, config, limit_rel=limit_rel,
+    # a RocksDB consume queue's light units: store_format.rocksdb_cq.light_unit_config and light_rows
+    res = cl.walk_range(read, split.seg_base, split.seg_size, entering, split.end,
+                        light_unit_config(config) if config.rocksdb_cq else config, limit_rel=limit_rel,
                         window=window, scratch=scratch, dledger=split.dledger)
     fix_malformed_text(res, len(config.delay_levels_ms))
+    if config.rocksdb_cq:
+        res = light_rows(res)
     if config.rocksdb_cq and not split.dispatch_offset_zero:
         res = undispatch_first_record(res)
     elif config.rocksdb_cq and not split.index_offset_zero:
@@ -265,7 +275,11 @@ def scan_split_work(work_uri: str, split: Split, sync: int, entering: cl.WalkSta
     """Write a walked split's work files and return its summary, numbering its queue units once for both."""
     units = None if res is None else queue_units(res, config.batch_topics)
     write_split_work(work_uri, split.split_id, res, buckets, config, units=units)
-    return split_summary(split, sync, entering, res, units)
+    summary = split_summary(split, sync, entering, res, units)
+    why = light_units_unmodelled(res) if config.rocksdb_cq and res is not None else ""
+    if why:   # refused by the driver when the split lies on the reput's path (pipelines.stages.scan_and_chain)
+        summary["light_unmodelled"] = why
+    return summary
 
 
 class ScanTask:

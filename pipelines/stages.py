@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from store_format.config import BrokerConfig
+from store_format.errors import UnsupportedConfigError
 from store_format.store import StoreLocation
 
 from .anomalies import walk_anomalies
@@ -139,6 +140,18 @@ class ReputWalk:
         return walk_anomalies(self.store, self.chain, extra, last_queue_offsets)
 
 
+def _refuse_unmodelled_light_units(st: StoreLocation, chain: Chain) -> None:
+    """A RocksDB consume queue's light unit on the reput's path that the rebuild cannot put as
+    ``RocksDBConsumeQueueStore.dispatchLMQ`` does (:func:`store_format.rocksdb_cq.light_units_unmodelled`): refused."""
+    for e in chain.entries:
+        why = e.summary.get("light_unmodelled")
+        if why:
+            seg = st.segments[e.split.segment]
+            raise UnsupportedConfigError(
+                f"segment {seg.name} from position {e.split.start}: {why} (a RocksDB consume queue with enableLmq: "
+                "RocksDBConsumeQueueStore.dispatchLMQ's unit there is not modelled); not rebuilt")
+
+
 def scan_and_chain(st: StoreLocation, config: BrokerConfig, splits: list[Split], work_uri: str, runner: TaskRunner,
                    *, index_seed: IndexSeed | None = None) -> ReputWalk:
     """Scan every split of ``st`` in parallel into ``work_uri``, then follow the reput from split to
@@ -158,6 +171,7 @@ def scan_and_chain(st: StoreLocation, config: BrokerConfig, splits: list[Split],
     progress.stage("chain")
     rewalk = driver_rewalk(st, config, work_uri, buckets)
     chain = chain_splits(st, config, splits, summaries, rewalk)
+    _refuse_unmodelled_light_units(st, chain)
     index_in, index_totals = carry_index_state(chain, config, rewalk, index_seed)
     progress.done(f"{len(chain.entries)} splits on the reput's path, {chain.rewalked} walked again by the "
                   f"driver, {len(chain.dropped)} unreachable")

@@ -53,6 +53,7 @@ from .walkresult import (
     LMQ_BAD_OFFSET,
     LMQ_OK,
     LMQ_SKIPPED_SEPARATOR,
+    LMQ_SKIPPED_SEPARATOR_BAD_OFFSET,
     P_DELAY,
     P_INNER_BASE,
     P_INNER_NUM,
@@ -226,7 +227,9 @@ def multi_dispatch_units(buf, origin, n_rec, queue_id, spans, enable_lmq, is_5x,
     ``ConsumeQueue``/``MultiDispatchUtils``): both properties split on ``,`` and paired by position
     (different counts dispatch none); the queue id is 0 for ``%LMQ%`` names when ``enableLmq``,
     else the record's own.  A queue offset that ``Long.parseLong`` refuses is marked
-    ``LMQ_BAD_OFFSET``; 5.x skips names holding the path separator.  Returns rows used."""
+    ``LMQ_BAD_OFFSET``; 5.x file queues skip names holding the path separator (``LMQ_SKIPPED_SEPARATOR``, or
+    ``LMQ_SKIPPED_SEPARATOR_BAD_OFFSET`` when that offset is one ``Long.parseLong`` refuses: a RocksDB consume queue
+    puts such names, :func:`store_format.rocksdb_cq.light_rows`).  Returns rows used."""
     ms = spans[P_MULTI_DISPATCH, 0]
     mo = spans[P_MULTI_OFFSET, 0]
     qe_all = ms + spans[P_MULTI_DISPATCH, 1]
@@ -252,7 +255,7 @@ def multi_dispatch_units(buf, origin, n_rec, queue_id, spans, enable_lmq, is_5x,
         if is_5x:
             for j in range(qa, qb):
                 if buf[j] == 47:  # File.separator
-                    lmq[n_lmq, L_STATUS] = LMQ_SKIPPED_SEPARATOR
+                    lmq[n_lmq, L_STATUS] = LMQ_SKIPPED_SEPARATOR if ok else LMQ_SKIPPED_SEPARATOR_BAD_OFFSET
         if enable_lmq and _starts_with(buf, qa, qb - qa, _LMQ_PREFIX_BYTES):
             lmq[n_lmq, L_QID] = 0
         else:

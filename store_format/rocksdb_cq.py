@@ -28,8 +28,9 @@ How the reput fills it (``RocksDBConsumeQueueStore.putMessagePositionInfoWrapper
   queue offset (``updateTempTopicQueueMaxOffset`` keeps the batch's last unit per queue);
 * "min" entries are written only when a reader asks for a queue's minimum
   (``RocksDBConsumeQueueOffsetTable.getMinCqOffset`` → ``correctMinCqOffset``), never by the reput;
-* light queues (``enableLmq``, ``dispatchLMQ``): the record's unit again under each ``%LMQ%`` queue
-  (queue id 0) at its listed offset, after the record's own unit;
+* light queues (``enableLmq`` alone, ``dispatchLMQ``: not ``enableMultiDispatch``, and a name holding '/' too,
+  unlike the file queues; :func:`light_unit_config`, :func:`light_rows`): the record's unit again under each
+  ``%LMQ%`` queue (queue id 0) at its listed offset, after the record's own unit;
 * a rebuild from an empty database reads but never dispatches the record at commitlog offset 0: an empty
   database answers 0 (not -1) for its dispatched position (``RocksDBConsumeQueueOffsetTable.
   getMaxPhyOffset``), and 5.5.1's ``CommitLog.recoverNormally`` dispatches only records whose offset
@@ -50,12 +51,12 @@ import numpy as np
 from .config import BrokerConfig
 from .walkresult import (
     L_NAME_LEN,
-    L_QOFF,
     L_REC,
     L_STATUS,
     LMQ_BAD_OFFSET,
     LMQ_OK,
     LMQ_SKIPPED_SEPARATOR,
+    LMQ_SKIPPED_SEPARATOR_BAD_OFFSET,
     R_PHYS,
     R_STATUS,
     STATUS_BELOW_ROCKSDB_START,
@@ -174,25 +175,30 @@ def rocksdb_cq_entries(queues: Sequence[tuple[str, int]], queue: np.ndarray, que
 
 
 def light_unit_config(config: BrokerConfig) -> BrokerConfig:
-    """``config`` as the commitlog walk reads light (multi-dispatch) units for a 5.5.1 RocksDB consume queue:
-    ``RocksDBConsumeQueueStore.dispatchLMQ`` puts them under ``enableLmq`` alone (``DispatchRequest.containsLMQ``:
-    a topic ``MixAll.topicAllowsLMQ`` lets through, ``INNER_MULTI_DISPATCH`` and ``INNER_MULTI_QUEUE_OFFSET`` both
-    not blank), not ``enableMultiDispatch`` as the file queue's ``MultiDispatchUtils.checkMultiDispatchQueue``."""
+    """``config`` as the commitlog walk reads light (multi-dispatch) units for a RocksDB consume queue, 5.3.3 and
+    5.5.1 alike, the running broker's reput and a recovery's walk: ``RocksDBConsumeQueueStore.dispatchLMQ`` (from
+    ``putMessagePosition0``) puts them under ``enableLmq`` alone (``DispatchRequest.containsLMQ``: a topic
+    ``MixAll.topicAllowsLMQ`` lets through, ``INNER_MULTI_DISPATCH`` and ``INNER_MULTI_QUEUE_OFFSET`` both not
+    blank), not ``enableMultiDispatch`` as the file queue's ``MultiDispatchUtils.checkMultiDispatchQueue``."""
     if config.enableMultiDispatch == config.enableLmq:
         return config
     return dataclasses.replace(config, enableMultiDispatch=config.enableLmq)
 
 
 def light_rows(res: WalkResult) -> WalkResult:
-    """A walk's result with its light units as ``dispatchLMQ`` puts them: a queue name holding the path separator is
-    put like any other (5.x file queues skip it before parsing its offset: ``LMQ_SKIPPED_SEPARATOR``, which hides a
-    failed parse, 0 then; one of offset 0 is left to :func:`light_units_unmodelled`), so read by
+    """A walk's result (under :func:`light_unit_config`) with its light units as ``dispatchLMQ`` puts them: a queue
+    name holding the path separator is put like any other (5.x file queues skip it: ``LMQ_SKIPPED_SEPARATOR``, its
+    offset parsed all the same, or ``LMQ_SKIPPED_SEPARATOR_BAD_OFFSET``, one ``Long.parseLong`` refuses, which
+    ``dispatchLMQ`` parses and fails on: ``LMQ_BAD_OFFSET`` here), so read by
     :func:`store_format.dispatch.queue_units`."""
-    slashed = (res.lmq[:, L_STATUS] == LMQ_SKIPPED_SEPARATOR) & (res.lmq[:, L_QOFF] != 0)
-    if not slashed.any():
+    status = res.lmq[:, L_STATUS]
+    slashed = status == LMQ_SKIPPED_SEPARATOR
+    slashed_bad = status == LMQ_SKIPPED_SEPARATOR_BAD_OFFSET
+    if not (slashed.any() or slashed_bad.any()):
         return res
     lmq = res.lmq.copy()
     lmq[slashed, L_STATUS] = LMQ_OK
+    lmq[slashed_bad, L_STATUS] = LMQ_BAD_OFFSET
     return dataclasses.replace(res, lmq=lmq)
 
 
@@ -200,12 +206,10 @@ def light_units_unmodelled(res: WalkResult) -> str:
     """Why some light unit of a walk's records (:func:`light_rows`) is not one
     :func:`store_format.dispatch.queue_units` reads as ``dispatchLMQ`` puts it (empty: none such): ``dispatchLMQ``
     puts an empty name too (``queue_units`` drops it), and a queue offset ``Long.parseLong`` refuses fails the whole
-    batch (a name holding the path separator at offset 0: that offset may be one, unread)."""
+    write batch (``putMessagePosition0`` retries it, then the consume queue stops)."""
     lmq = res.lmq
-    slashed_zero = (lmq[:, L_STATUS] == LMQ_SKIPPED_SEPARATOR) & (lmq[:, L_QOFF] == 0)
-    if ((lmq[:, L_STATUS] == LMQ_BAD_OFFSET) | (lmq[:, L_NAME_LEN] == 0) | slashed_zero).any():
-        return ("a multi-dispatch request there names an empty queue, an offset that is no long, or a queue holding "
-                "'/' at offset 0 (its offset not read)")
+    if ((lmq[:, L_STATUS] == LMQ_BAD_OFFSET) | (lmq[:, L_NAME_LEN] == 0)).any():
+        return "a multi-dispatch request there names an empty queue or an offset that is no long"
     return ""
 
 

@@ -524,6 +524,8 @@ def walk_records(buf, buf_origin, data_end, split_end, limit_rel, state, accept_
                 n_key, ok = put_index_keys(buf, buf_origin, n_rec, th, spans, key, n_key, index_tags)
                 text_ok = text_ok and ok
                 rec[n_rec, R_KEY_COUNT] = n_key - n_first
+            # light units: the file queues' gate and rows (a RocksDB consume queue's walk passes enableLmq as
+            # enable_multi_dispatch and reads the rows with store_format.rocksdb_cq.light_rows)
             if (enable_multi_dispatch and (flags & F_CQ) != 0
                     and wants_multi_dispatch(buf, p_topic, topic_len, spans, is_5x)):
                 flags |= F_MULTI

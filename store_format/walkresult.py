@@ -62,7 +62,8 @@ L_REC, L_NAME_START, L_NAME_LEN, L_QOFF, L_QID, L_STATUS = range(6)
 N_LMQ_FIELDS = 6
 LMQ_OK = 0
 LMQ_BAD_OFFSET = 1           # Long.parseLong failed: the broker's dispatcher throws (see dispatch.py)
-LMQ_SKIPPED_SEPARATOR = 2    # 5.x skips queue names holding the path separator
+LMQ_SKIPPED_SEPARATOR = 2    # 5.x file queues skip queue names holding the path separator (offset parsed)
+LMQ_SKIPPED_SEPARATOR_BAD_OFFSET = 3   # the same, its offset one Long.parseLong refuses (a RocksDB queue parses it)
 
 # record status
 STATUS_DISPATCHED = 0        # read, size > 0: handed to the dispatchers

@@ -19,6 +19,8 @@ Both with the full suite only (``PIPELINES_FULL_SUITE=1``):
   valid UTF-8: its units' tags code is Java's hash of the tags as they decode (U+FFFD for the bad byte).
 * ``5.5.1-rocksdb-accel-kept-planted-light-slash-crash``: its light queue :data:`SLASHED`, a name holding the path
   separator, which ``dispatchLMQ`` puts as any other (the file queues' 5.x dispatch skips it).
+* ``5.5.1-rocksdb-accel-kept-planted-light-slash0-crash``: the same at light queue offset 0 (which the file queues'
+  skip never parses: the walk reads it all the same).
 * ``5.5.1-rocksdb-accel-kept-planted-light-topic-crash``: its topic (:data:`BAD_TOPIC`) not valid UTF-8: its own
   unit goes to the queue of that topic as it decodes, keyed by that text's UTF-8 bytes.
 
@@ -59,12 +61,19 @@ KEY = "KL"
 SLASHED = "%LMQ%w/9"          # -slash: a light queue name holding the path separator
 
 
-def light_props(light: str = LIGHT) -> bytes:
-    """The multi-dispatch request's properties: ``light`` at :data:`LIGHT_QUEUE_OFFSET`."""
-    return f"INNER_MULTI_DISPATCH\x01{light}\x02INNER_MULTI_QUEUE_OFFSET\x01{LIGHT_QUEUE_OFFSET}\x02".encode()
+def light_props(light: str = LIGHT, offset: int = LIGHT_QUEUE_OFFSET) -> bytes:
+    """The multi-dispatch request's properties: ``light`` at ``offset``."""
+    return f"INNER_MULTI_DISPATCH\x01{light}\x02INNER_MULTI_QUEUE_OFFSET\x01{offset}\x02".encode()
 
 
 LIGHT_PROPS = light_props()
+
+
+def _slashed_props(offset: int = LIGHT_QUEUE_OFFSET) -> bytes:
+    """-slash, -slash0: the key and :data:`SLASHED` at ``offset``."""
+    return f"KEYS\x01{KEY}\x02".encode() + light_props(SLASHED, offset)
+
+
 PROPS = f"KEYS\x01{KEY}\x02".encode() + LIGHT_PROPS
 BAD_TAGS = b"t\xff"          # -text: tags and a key that are not valid UTF-8 (one byte Java decodes as U+FFFD)
 TEXT_PROPS = b"KEYS\x01K\xff\x02TAGS\x01" + BAD_TAGS + b"\x02" + LIGHT_PROPS
@@ -112,9 +121,10 @@ def _scenarios() -> dict[str, list[dict]]:
     topic = {**sc, "name": "5.5.1-rocksdb-accel-kept-planted-light-topic-crash",
              "plantBytes": {**sc["plantBytes"], "bytes": base64.b64encode(planted_light(topic=BAD_TOPIC)).decode()}}
     slash = {**sc, "name": "5.5.1-rocksdb-accel-kept-planted-light-slash-crash", "plantBytes": {
-        **sc["plantBytes"], "bytes": base64.b64encode(planted_light(f"KEYS\x01{KEY}\x02".encode()
-                                                                    + light_props(SLASHED))).decode()}}
-    return {"5.5.1": [sc, off, text, topic, slash]}
+        **sc["plantBytes"], "bytes": base64.b64encode(planted_light(_slashed_props())).decode()}}
+    slash0 = {**sc, "name": "5.5.1-rocksdb-accel-kept-planted-light-slash0-crash", "plantBytes": {
+        **sc["plantBytes"], "bytes": base64.b64encode(planted_light(_slashed_props(0))).decode()}}
+    return {"5.5.1": [sc, off, text, topic, slash, slash0]}
 
 
 # with the full suite only (about 13 s: the broker's stores and two verify runs)
@@ -140,14 +150,19 @@ def _added(d: Path) -> dict[bytes, bytes]:
 
 
 def _props(r: dict) -> bytes:
-    if r["scenario"]["name"].endswith("-slash-crash"):
-        return f"KEYS\x01{KEY}\x02".encode() + light_props(SLASHED)
+    if r["scenario"]["name"].endswith(("-slash-crash", "-slash0-crash")):
+        return _slashed_props(_light_offset(r))
     return TEXT_PROPS if r["scenario"]["name"].endswith("-text-crash") else PROPS
 
 
 def _light_queue(r: dict) -> str:
     """The planted message's light queue."""
-    return SLASHED if r["scenario"]["name"].endswith("-slash-crash") else LIGHT
+    return SLASHED if r["scenario"]["name"].endswith(("-slash-crash", "-slash0-crash")) else LIGHT
+
+
+def _light_offset(r: dict) -> int:
+    """Its light unit's queue offset (-slash0: 0)."""
+    return 0 if r["scenario"]["name"].endswith("-slash0-crash") else LIGHT_QUEUE_OFFSET
 
 
 def _topic(r: dict) -> str:
@@ -185,13 +200,13 @@ def test_the_walk_put_the_planted_message_s_own_and_light_units(runs, name: str)
     size = len(embedded_message(0, body=b"light!", props=_props(r), topic=b"T0"))
     tags_code = java_hash(BAD_TAGS.decode("utf-8", errors="replace")) if _props(r) == TEXT_PROPS else 0
     value = cq_value(host["offset"], size, tags_code, 1_700_000_000_001)
-    light = {cq_key(_light_queue(r), 0, LIGHT_QUEUE_OFFSET): value} if _light(r) else {}
+    light = {cq_key(_light_queue(r), 0, _light_offset(r)): value} if _light(r) else {}
     assert _added(d) == {cq_key(_topic(r), 0, PLANTED_QUEUE_OFFSET): value, **light}
     after, cp_after = parsed_database(d / "expected" / "consumequeue")
     assert after["T0/0"].max == (host["offset"], 0), ("T0/0's max entry is not the host's", after["T0/0"].max)
     if _light(r):
         light_q = f"{_light_queue(r)}/0"
-        assert after[light_q].max == (host["offset"], LIGHT_QUEUE_OFFSET), after[light_q]
+        assert after[light_q].max == (host["offset"], _light_offset(r)), after[light_q]
     else:
         assert f"{LIGHT}/0" not in after, after[f"{LIGHT}/0"]
     assert cp_after == host["offset"] + host["size"], (cp_after, host)
@@ -220,7 +235,7 @@ def test_verify_predicts_the_walk_s_light_unit(runs, name: str) -> None:
         assert listed[own]["max_entry_after"][1] == PLANTED_QUEUE_OFFSET, listed.get(own)
     if _light(r):
         light_q = f"{_light_queue(r)}/0"
-        assert listed[light_q]["max_entry_after"][1] == LIGHT_QUEUE_OFFSET, listed.get(light_q)
+        assert listed[light_q]["max_entry_after"][1] == _light_offset(r), listed.get(light_q)
     else:   # not listed at all (queues_as_predicted: listed without entries at most)
         assert f"{LIGHT}/0" not in listed, listed[f"{LIGHT}/0"]
     names = [{f.name for f in (d / which / "index").iterdir()} for which in ("before", "expected")]
