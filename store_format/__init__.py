@@ -16,9 +16,16 @@ Modules:
     reput        doReput over segments, and a sequential in-memory rebuild (the reference)
     writer       a commitlog writer laying records out as the broker does (sample data, tests)
     msgid        offset msgId codec (MessageDecoder.createMessageId / decodeMessageId)
+    kernel_cache where numba keeps the compiled kernels (a folder keyed by these sources)
 """
-from .config import BrokerConfig, load_broker_config
-from .errors import CorruptStoreError, StoreError, StoreLayoutError, UnsupportedConfigError
+from pathlib import Path as _Path
+
+from .kernel_cache import use_keyed_cache as _use_keyed_cache
+
+_use_keyed_cache(_Path(__file__).parent)   # before any kernel is decorated: kernel_cache says why
+
+from .config import BrokerConfig, load_broker_config  # noqa: E402
+from .errors import CorruptStoreError, StoreError, StoreLayoutError, UnsupportedConfigError  # noqa: E402
 
 __all__ = ["BrokerConfig", "load_broker_config", "StoreError", "StoreLayoutError", "UnsupportedConfigError",
            "CorruptStoreError"]
