@@ -60,7 +60,10 @@ class ExtAgain:
     unit's address.  ``positions``: the queue byte positions of the units put back, ``ordinals``: for each,
     which of the ``count`` records it is (0: the first the reput walks); ``skip``: of the ``before`` units, the
     last ones the messages parsed where the reput was set put (after the walk's: the walk's units of those
-    records end ``skip`` units before ``before``)."""
+    records end ``skip`` units before ``before``); ``anew`` >= 0: a queue the 5.5.1 cut left with no file that the
+    reput set inside an entry writes anew from a message it parsed there, of that message's own units and the walk's
+    records, those ``putMessagePositionInfo`` appends from the empty queue, each holding the address of its new ext
+    unit (the earlier files' records between them left out: :func:`store_format.dledger_crash_before.ext_anew`)."""
     topic: str
     queue_id: int
     before: int
@@ -71,6 +74,7 @@ class ExtAgain:
     # ext_reput's refusal of a queue whose units put back include light ones, raised by ext_refused unless a replay
     # of the queue takes their place (store_format.dledger_crash_before.appended_cut)
     refused: str = ""
+    anew: int = -1
 
 
 @dataclasses.dataclass(frozen=True)
