@@ -58,11 +58,12 @@ light one (checked against the 5.5.1 broker, ``-t9-first-light-mixed-parsed-own`
 ``-t9-first-light-mixed-ext-parsed-both``), with ext files its ext unit put first too
 (the walk's ext units kept by the cut, then the parsed message's, the earlier files' records', the walk's again:
 ``ConsumeQueueExt.put`` before ``putMessagePositionInfo``, so the parsed unit appended holds the second address; the
-rebuild's own dispatch puts the ext units in that order).  A queue the cut left with no file that a
-message parsed where the reput was set went to is written anew from that unit, as the rebuild's own dispatch writes
-it, ext units too (:func:`without_queues`).  Checked against the 5.5.1 broker (``-past-2gib-before-t9-first``,
-``-past-2gib-before-no-file``, their ``-ext``, ``-t9-first-light``, ``-t9-first-parsed`` and its ``-ext``,
-``-t9-full``, ``-t9-first-light-mixed`` and its ``-ext``).
+rebuild's own dispatch puts the ext units in that order).  A queue the cut left with no file that a message parsed
+where the reput was set went to is written anew from that unit, as the rebuild's own dispatch writes it, ext units
+too (:func:`without_queues`; how many of the parsed and the walk's units that rewrite appends, each holding its ext
+unit's address, :func:`ext_anew` counts for verify's ext units orphaned).  Checked against the 5.5.1 broker
+(``-past-2gib-before-t9-first``, ``-past-2gib-before-no-file``, their ``-ext``, ``-t9-first-light``,
+``-t9-first-parsed`` and its ``-ext``, ``-t9-full``, ``-t9-first-light-mixed`` and its ``-ext``).
 
 :class:`EarlierRecords` (:func:`earlier_counter`) hands :func:`store_format.dledger_inside_mixed.mixed_disk_put_back`
 those earlier records of a queue holding a record's own units and light ones on disk before the walk (their count of
@@ -97,7 +98,7 @@ from .dledger_inside_units import InsideUnit, ParsedUnit, Placed, parsed_units
 from .dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, KIND_LIGHT, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
 from .store import Segment, StoreLocation
 
-__all__ = ["EarlierRecords", "earlier_counter", "earlier_own_units", "ext_before_walk", "appended_before",
+__all__ = ["EarlierRecords", "earlier_counter", "earlier_own_units", "ext_anew", "ext_before_walk", "appended_before",
            "appended_cut", "inside_parsed", "without_queues"]
 
 
@@ -143,12 +144,51 @@ def _reset_positions(again: ExtAgain, rows: np.ndarray | None, walk: QueueTrack,
     if q in walk.seen_before or len(both) != again.count:
         raise refusal(f"the queue {label}, with ext files, the cut leaving it no file, whose units the start's reput "
                       "puts back after the earlier files' records: its records not all in the walk's last data file")
-    pos = assign_positions(np.zeros(len(both), np.int64), both[:, U_OFFSET], both[:, U_END] - both[:, U_OFFSET],
-                           both[:, U_KEY], cq_size, new_states(1))[again.ordinals]
+    pos = _from_empty(both, cq_size)[again.ordinals]
     if (pos < 0).any():
         raise refusal(f"the queue {label}, with ext files, the cut leaving it no file: the start's reput drops a unit "
                       "it puts back (its queue offset below the write position), not modelled")
     return pos
+
+
+def _from_empty(rows: np.ndarray, cq_size: int) -> np.ndarray:
+    """The queue byte positions ``ConsumeQueue.putMessagePositionInfo`` gives ``rows`` (one queue's units, in reput
+    order) from a queue with no file and max -1: the first opens a file where its queue offset falls
+    (``fillPreBlank`` before it), each later one appended at the write position, -1 where it drops one (at or below
+    the max, or its queue offset not 0 and below the write position):
+    :func:`store_format.consumequeue.assign_positions`."""
+    return assign_positions(np.zeros(len(rows), np.int64), rows[:, U_OFFSET], rows[:, U_END] - rows[:, U_OFFSET],
+                            rows[:, U_KEY], cq_size, new_states(1))
+
+
+def ext_anew(again: ExtAgain, parsed: tuple[ParsedUnit, ...], earlier: np.ndarray | None, walk: QueueTrack,
+             to: int, cq_size: int) -> ExtAgain:
+    """``again`` with its ``anew`` count: of a queue the 5.5.1 cut left with no file (max -1) that the reput set at
+    2147483647 inside an entry writes anew from a message it parsed there (:func:`without_queues`), the units
+    ``putMessagePositionInfo`` appends from that empty queue (:func:`_from_empty`) of those parsed messages' own units
+    (``parsed``, in put order), then, after the earlier files' records it walks (``earlier``: rows of
+    :func:`earlier_own_units`' third answer), of the walk's records again (its units of the queue in ``walk``'s last
+    file, below ``to``): each holds the address of the ext unit ``putMessagePositionInfoWrapper`` put for it just
+    before.  The earlier records are left out of the count (verify reads their units from its own rebuild, which
+    writes the queue anew likewise).  ``again`` unchanged (``anew`` -1: not modelled) where the walk's records of the
+    queue are not all in its last file or the rows do not number ``again.skip`` parsed and ``again.count`` walked."""
+    name = (again.topic, again.queue_id)
+    q = walk.ids.get(name)
+    if q is None or q in walk.seen_before:
+        return again
+    mine = [u for u in parsed if (u.topic, u.queue_id) == name and u.own and not u.batch]
+    first = np.zeros((len(mine), 5), np.int64)
+    for k, u in enumerate(mine):
+        first[k, [U_OFFSET, U_END, U_QUEUE, U_KEY, U_KIND]] = (u.offset, u.offset + u.size, -1, u.queue_offset, KIND_CQ)
+    last = walk.last_file()
+    walked = last[(last[:, U_QUEUE] == q) & (last[:, U_KIND] == KIND_CQ) & (last[:, U_OFFSET] < to)]
+    between = earlier[earlier[:, U_KIND] == KIND_CQ] if earlier is not None else walked[:0]
+    if len(first) != again.skip or len(between) + len(walked) != again.count:
+        return again
+    pos = _from_empty(np.concatenate([first, between, walked]), cq_size)
+    mine_or_walked = np.ones(len(pos), bool)
+    mine_or_walked[len(first):len(first) + len(between)] = False
+    return dataclasses.replace(again, anew=int(((pos >= 0) & mine_or_walked).sum()))
 
 
 def earlier_counter(st: StoreLocation, files: list[Segment], first: int, config: BrokerConfig,

@@ -60,7 +60,10 @@ class ExtAgain:
     unit's address.  ``positions``: the queue byte positions of the units put back, ``ordinals``: for each,
     which of the ``count`` records it is (0: the first the reput walks); ``skip``: of the ``before`` units, the
     last ones the messages parsed where the reput was set put (after the walk's: the walk's units of those
-    records end ``skip`` units before ``before``)."""
+    records end ``skip`` units before ``before``); ``anew`` >= 0: a queue the 5.5.1 cut left with no file that the
+    reput set inside an entry writes anew from a message it parsed there, of that message's own units and the walk's
+    records, those ``putMessagePositionInfo`` appends from the empty queue, each holding the address of its new ext
+    unit (the earlier files' records between them left out: :func:`store_format.dledger_crash_before.ext_anew`)."""
     topic: str
     queue_id: int
     before: int
@@ -74,6 +77,7 @@ class ExtAgain:
     # a walk ended early (its check failing at a record the reput's check reads: ext_past): the queue's own records
     # past the walk's end that the reput appends, one ext unit put for each, each unit pointing at its own
     past: int = 0
+    anew: int = -1
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,14 @@ import dataclasses
 
 from .config import BrokerConfig
 from .dledger_crash_after import refusal, reput_goes_on
-from .dledger_crash_before import appended_cut, earlier_own_units, ext_before_walk, without_queues
+from .dledger_crash_before import (
+    appended_cut,
+    earlier_own_units,
+    ext_anew,
+    ext_before_walk,
+    inside_parsed,
+    without_queues,
+)
 from .dledger_crash_cut import QueueCut, QueueTrack, ext_refused, ext_reput
 from .dledger_crash_old import dropped_before, inside_earlier_refusal, old_parsed_keys, old_parsed_queues
 from .dledger_crash_plan import DLedgerCrash
@@ -103,20 +110,26 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     # their units and ext units in reading order; their keys: old_parsed_keys; after a cut, for queues the walk did
     # not write only: old_parsed_queues)
     old_parsed: list[tuple[int, tuple[tuple[int, int], ...]]] | None = [] if reput < files[0].base else None
+    parsed_reset = sorted(cut.inside_placed.parsed_queues() & set(cut.reset)) \
+        if cut is not None and cut.inside_from >= 0 else []
     earlier, zero, reset = earlier_own_units(st, files, first, reput, config, lambda k, at: reput_goes_on(
-        files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else ()),
-        old_parsed)
+        files, k, at, committed, alone), frozenset(drops), frozenset(cut.reset if cut and cut.inside_from < 0 else
+                                                                     parsed_reset), old_parsed)
     kept = old_parsed_queues(st, old_parsed, walked, cut, config, refusal) if old_parsed and cut is not None else ()
     # the reput puts an ext unit for each own record of the earlier files from its start too (no cut: all dropped)
     ext_again = () if not config.enableConsumeQueueExt else ext_before_walk(earlier, ext_reput(
         track, files[first].base, to)) if cut is None \
-        else ext_before_walk(earlier, cut.ext_again, reset, track, to, config.cq_file_size)
+        else ext_before_walk(earlier, cut.ext_again, reset if cut.inside_from < 0 else None, track, to,
+                             config.cq_file_size)
     reindex = accepted.last_indexed if config.writes_index_files and 0 <= accepted.last_indexed < to else -1
-    parsed_reset = sorted(cut.inside_placed.parsed_queues() & set(cut.reset)) \
-        if cut is not None and cut.inside_from >= 0 else []
     if parsed_reset and not {t for t, _ in parsed_reset} & config.batch_topics:
         assert cut is not None   # written anew from the parsed unit by the rebuild's own dispatch (queue_reset), ext
-        # units too: the walk's (the cut keeps them), the parsed record's, then the reput's, each unit their address
+        # units too: the walk's (the cut keeps them), the parsed record's, then the reput's, each unit their address;
+        # how many of the parsed and the walk's units that rewrite appends (verify's ext units pointed at)
+        parsed = inside_parsed(st, [*(s for s in st.segments if not s.dledger), *files], cut.inside_records,
+                               config) if ext_again else ()
+        ext_again = tuple(ext_anew(a, parsed, reset.get((a.topic, a.queue_id)), track, to, config.cq_file_size)
+                          if (a.topic, a.queue_id) in parsed_reset else a for a in ext_again)
         cut = dataclasses.replace(cut, inside_placed=without_queues(cut.inside_placed, frozenset(parsed_reset)))
     elif parsed_reset:   # a batch queue: cannot be (its max processOffset - 1 above 2147483647, never in reset)
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "

@@ -11,9 +11,14 @@ them) and every unit the reput puts back.  :func:`pipelines.verify.restart.predi
 rebuilt units; the reput's puts come from the crash plan (:class:`store_format.dledger_crash_cut.ExtAgain`'s
 ``positions``: the queue byte positions of the units it puts back, records past the rebuild's end too), where the
 plan gives them.  Where it does not, and a unit the rebuild lacks would point at an ext unit or an ext unit for a
-record the rebuild lacks would be put, or a queue the cut left with no file is written anew by a reput set inside an
-entry (``putMessagePositionInfo`` from an empty queue: the plan's positions are the cut's), the figure is not
-predicted (:func:`ext_reput_puts`' second answer, one line each).
+record the rebuild lacks would be put, the figure is not predicted (:func:`ext_reput_puts`' second answer, one line
+each).  A queue the 5.5.1 cut left with no file that a reput set at 2147483647 inside an entry writes anew from a
+message it parses there, before the walk's data file (``putMessagePositionInfo`` from an empty queue: the plan's
+positions are the cut's): the parsed units and the walk's records again that rewrite appends each point at the ext
+unit put for it (``ExtAgain.anew``: :func:`store_format.dledger_crash_before.ext_anew`; the earlier files' records
+it appends are verify's rebuilt units below the cut, the rebuild writing the queue anew likewise), the walk's own
+ext units, which the cut kept, orphaned (``-past-2gib-before-no-file-ext``'s T7); with no message parsed for it, or
+the walk's records of it in more than its last data file, not predicted.
 
 A rebuild that ends at or before the walk's data file (``-before-cut-layouts``: the reput from DLedger's committed
 position in an earlier file) lacks every unit the walk put; its queues' units there are all kept or, cut, put back
@@ -83,7 +88,8 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     ``processOffset`` otherwise (units the walk appended and the cut keeps that the rebuild lacks), or a queue
     replayed whole (``Placed.whole``) or appended before the walk's data file (``before_placed``) with an own unit
     put for a record at or past ``rebuilt_to``, or one the 5.5.1 cut left with no file (``QueueCut.reset``) that the
-    reput set inside an entry writes anew before the walk's data file; with no
+    reput set inside an entry writes anew before the walk's data file where the plan does not count that rewrite's
+    units (``ExtAgain.anew`` -1; counted: the parsed and the walk's units it appends, the first answer); with no
     cut or a walk ended early (the figures then come from the rebuilt units alone), every queue the reput walks when
     ``rebuilt_to`` lies before the walk's end and the reput walks the walk's records past it again or the cut takes
     units there (their ext units then orphaned: verify's count lacks them), but, with no cut after a walk to the
@@ -143,10 +149,15 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
                 refused[label] = (f"the rebuild reads the log up to {rebuilt_to}, before the walk's processOffset "
                                   f"{crash.process_offset}: the units the walk appends between them, which the cut "
                                   "keeps, are not read")
+        elif name in anew and a.anew >= 0:
+            # written anew from the messages parsed where the reput was set: the parsed and the walk's units it
+            # appends (the earlier files' ones are the rebuild's below the cut, which writes the queue anew too)
+            back[label] = a.anew
         elif name in anew:
             refused[label] = ("the cut left it no file (max -1) and the start's reput, set inside an entry, writes it "
-                              "anew (putMessagePositionInfo from empty: the earlier files' and the walk's records "
-                              "after any parsed unit): the plan does not place the units it keeps")
+                              "anew (putMessagePositionInfo from empty) with no message parsed there for it, or the "
+                              "walk's records of it not all in its last data file: the plan does not place the units "
+                              "it keeps")
         elif name in whole:
             w = whole[name]
             put = set(w.put_back)
