@@ -1,8 +1,8 @@
 """``python -m pipelines.warm``: prepare a fresh install for fast first runs.
 
-1. Compile the numba kernels into their on-disk cache (``__pycache__/kernels-<key>`` beside the sources:
-   :mod:`store_format.kernel_cache`), where the driver and every Spark Python worker of this installation load
-   them from: no task compiles.
+1. Compile the numba kernels into their on-disk cache (``__pycache__`` beside the sources, cleared when
+   any source changes: :mod:`store_format.kernel_cache`), where the driver and every Spark Python worker of this
+   installation load them from: no task compiles.
 2. Write the class data sharing archive of a local Spark driver JVM (:data:`pipelines.session.CDS_ARCHIVE`)
    by running a small rebuild, tables included, in a JVM that archives the classes it loaded when
    it exits.  Local sessions then map those classes instead of loading them one by one.
