@@ -101,7 +101,8 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   after the well-formed messages its check parses at 2147483647, if any (``QueueCut.inside_records``, new queues);
   so too set inside an entry of a data file before the walk's (a log past 2 GiB walked from a later data file): it
   goes on at that data file's end, the next one, or at DLedger's committed position where that lies in the file
-  past it, walking on from there once the group commits the rest
+  past it, walking on from there once the group commits the rest, or at the next entry's start where the messages
+  its check parsed there end, walking the entries on from it
   (:func:`store_format.dledger_crash_old.inside_earlier_refusal`).
 * ``DefaultMessageStore.start``: the reput starts at ``getConfirmOffset()`` (DLedger's committed position
   after its recovery), or with ``recheckReputOffsetFromCq=true`` at the queues' largest physical offset

@@ -70,7 +70,13 @@ Mirrors ``DefaultMessageStore.doRecheckReputOffsetFromCq`` (called by ``start`` 
   commit after it ends at an entry's end too, and ``doReput`` (``isCommitLogAvailable`` against the confirm offset)
   walks the entries from there in order whatever the commits' steps: the reput-before-the-walk rule from the
   committed position, the rest of that data file's records first (:func:`inside_earlier_refusal`).  Checked
-  against the 5.5.1 broker all three ways (``tests/test_dledger_2gib_before_broker.py``).
+  against the 5.5.1 broker all three ways (``tests/test_dledger_2gib_before_broker.py``).  Where the check there
+  parses well-formed messages the last of which ends exactly at the next entry's start, it reads that entry's magic
+  and size (neither a message magic code nor DLedger's blank magic), runs the base check 48 bytes further, on that
+  entry's message, and walks the entries on from there (:mod:`store_format.dledger_reput_inside`): the
+  reput-before-the-walk rule from that entry's start, after the parsed messages, the rest of that data file's
+  records first, as from a committed position there (checked against the 5.5.1 broker,
+  ``tests/test_dledger_2gib_before_to_entry_broker.py``, ``-past-2gib-before-embedded-to-entry``).
 
 * A reput from the min offset whose check refuses a record in an old file (``dledger_crash_before._old_goes_on``)
   where the DLedger check 48 bytes further parses a message or a blank dispatches those first, as above, then goes
@@ -143,7 +149,7 @@ def reput_inside_old_file(read: Callable[[int, int], bytes], pos: int, *, file_b
 
 
 def inside_earlier_refusal(old: list[Segment], files: list[Segment], inside_from: int, reput: int,
-                           committed: int) -> str:
+                           committed: int, parsed: tuple[tuple[int, int], ...] = ()) -> str:
     """Why a reput set at ``inside_from`` (2147483647) and going on at ``reput``, before the walk's data file (after a
     cut, :func:`store_format.dledger_crash_reput_before.reput_before_walk`), is not modelled, or "" when it is: set
     inside an old commitlog file (``old``: a store converted in place), where it goes on at that file's end, the next
@@ -153,9 +159,12 @@ def inside_earlier_refusal(old: list[Segment], files: list[Segment], inside_from
     check (or a roll) goes on at that file's end, a data file's start of ``files``, or at ``committed`` when that lies
     in the file past ``inside_from``: an entry's end, where ``doReput`` then waits (``isCommitLogAvailable`` against
     ``DLedgerCommitLog.getConfirmOffset``) until the group commits more after ``commitLog.start``, and goes on from
-    there as from the committed position (module docstring).  Refused: a reput gone on elsewhere."""
+    there as from the committed position (module docstring); or, after messages its check parsed there (``parsed``:
+    ``QueueCut.inside_records``) the last of which ends at ``reput``, an entry's start in that file, from which it
+    walks the entries on (module docstring).  Refused: a reput gone on elsewhere (an entry's start after a blank's
+    empty request)."""
     if any(s.base <= inside_from < s.end for s in old) or any(f.base == reput for f in files) \
-            or inside_from < reput == committed:
+            or inside_from < reput == committed or (bool(parsed) and inside_from < reput == parsed[-1][1]):
         return ""
     return (f"{inside_from} lying inside an entry of an earlier data file, where the reput's check goes on at "
             f"{reput}, neither that file's end nor DLedger's committed position {committed}")

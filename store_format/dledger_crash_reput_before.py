@@ -83,7 +83,7 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
         UnsupportedConfigError: a record the reput's check refuses in the earlier files where it does not go on at
             the next data file (:func:`store_format.dledger_crash_before.earlier_own_units`, :func:`reput_goes_on`);
             after a cut that puts back only some of a queue's units, or a reput set at 2147483647 gone on elsewhere
-            than a file's start or the committed position
+            than a file's start, the committed position or the entry's start its parsed messages end at
             (:func:`store_format.dledger_crash_old.inside_earlier_refusal`); from 2147483647, a record of queue
             offset 0 in the earlier files of a queue :func:`store_format.dledger_crash_old.dropped_before` drops
             (``putMessagePositionInfo`` checks no queue offset 0: appended) where
@@ -98,7 +98,7 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
     why = "" if cut is None else \
         "and the reput puts back only some of a cut queue's units (QueueMove)" if cut.moves else \
         inside_earlier_refusal([s for s in st.segments if not s.dledger], files, cut.inside_from, reput,
-                               committed) if cut.inside_from >= 0 \
+                               committed, cut.inside_records) if cut.inside_from >= 0 \
         else ""
     if why:
         raise refusal(f"its start's reput walks from {reput} ({whence}), before the data file {files[first].name} "
