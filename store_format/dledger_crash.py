@@ -281,7 +281,7 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             log_end = reput_ends
     if reput < files[first].base:
         return reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
-                                  track, config, cut, rec.committed_pos, walked)
+                                  track, config, cut, rec.committed_pos, walked, past)
     ext_again = ext_refused(cut.ext_again) if cut is not None else \
         ext_reput(track, reput, end) if config.enableConsumeQueueExt else ()
     if past is not None and ext_again and reput < end:   # the reput walks on past the walk's end: its own units there

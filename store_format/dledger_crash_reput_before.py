@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from .config import BrokerConfig
 from .dledger_crash_after import refusal, reput_goes_on
 from .dledger_crash_before import (
@@ -19,6 +21,7 @@ from .dledger_crash_before import (
     without_queues,
 )
 from .dledger_crash_cut import QueueCut, QueueTrack, ext_refused, ext_reput
+from .dledger_crash_cut_reput import ext_past
 from .dledger_crash_old import dropped_before, inside_earlier_refusal, old_parsed_keys, old_parsed_queues
 from .dledger_crash_plan import DLedgerCrash
 from .dledger_inside_index import indexed_again, inside_key_offsets
@@ -31,7 +34,7 @@ __all__ = ["reput_before_walk"]
 def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_end: int, end: int,
                        process_offset: int, reput: int, reason: str, accepted: Accepted, track: QueueTrack,
                        config: BrokerConfig, cut: QueueCut | None, committed: int,
-                       walked: tuple[tuple[str, int], ...]) -> DLedgerCrash:
+                       walked: tuple[tuple[str, int], ...], past: np.ndarray | None = None) -> DLedgerCrash:
     """The start's reput from ``reput``, before the data file the walk started at (the committed position, or with
     ``recheckReputOffsetFromCq`` the queues' largest offset, in an earlier file): ``doReput`` walks every record
     from there to the log's end ``end``, so the earlier files' records first, then the walk's ones a second time
@@ -49,7 +52,9 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
 
     A walk that ended at a damaged message (``walk_end`` >= 0, before ``end``): the reput, whose check reads no CRC,
     walks the walk's records again up to there, then dispatches that message and the ones after it, which each
-    queue appends after the walk's units (their own positions: no record is left out).  A queue cut
+    queue appends after the walk's units (their own positions: no record is left out); with ext files, each such
+    unit points at the ext unit put for it (``ExtAgain.past``: :func:`store_format.dledger_crash_cut_reput.ext_past`
+    of ``past``, the units of those records).  A queue cut
     (``truncateDirtyLogicFiles`` at the short ``processOffset``): the cut units all lie past the reput's start, so
     it puts every one back at the cut queue's write position, where each was (a cut queue that keeps a unit of its
     own below the offset still drops the earlier records), and the files come back as the walk wrote them; a queue
@@ -144,6 +149,8 @@ def reput_before_walk(st: StoreLocation, files: list[Segment], first: int, walk_
                                       f"{files[first].name} the recovery dispatched from, where a record of queue "
                                       "offset 0 of ")
     ext_again = ext_refused(ext_again)   # light units put back: refused unless appended_cut replays their queue
+    if past is not None and ext_again and walk_end >= 0:   # then the walk's damaged record and those after it
+        ext_again = ext_past(ext_again, past, track)
     # the keys of the messages parsed where the reput was set, then of those parsed past old refused records, in
     # put order: buildIndex puts each not below endPhyOffset and moves it there (old_parsed_keys)
     keys, runs = old_parsed_keys(st, inside_key_offsets(st, cut.inside_records if cut is not None else (), config),

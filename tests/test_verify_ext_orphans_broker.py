@@ -4,7 +4,9 @@ reput puts back point at the ext units it put for them (``ConsumeQueue.putMessag
 the crash plan (``ExtAgain.positions``, :mod:`pipelines.verify.ext_reput`), not from the rebuilt units. Checked
 against the broker's files on the layouts store (T0/0 with ext files, the light queue %LMQ%q1, the BatchCQ topic BT0;
 DLedger's checkpoint some entries behind the log's end; ``-recheck`` with DLEDGER_MORE_LAYOUTS=1), with the
-``-mixed-disk-reput-ext`` cases in :mod:`test_dledger_crash_mixed_disk_reput_broker`.  Also the line verify prints
+``-mixed-disk-reput-ext`` cases in :mod:`test_dledger_crash_mixed_disk_reput_broker`; a walk ended early with the
+start's reput from an earlier data file (``-before-damaged-layouts``, ``-cut``, DLEDGER_MORE_LAYOUTS=1: the walk's
+puts and the reput's past the walk's end pointed at, ``ExtAgain.before + past``).  Also the line verify prints
 where the plan gives no positions for such a queue (:func:`pipelines.verify.ext_reput.ext_reput_puts`)."""
 from __future__ import annotations
 
@@ -13,11 +15,19 @@ import types
 import broker_harness as bh
 import numpy as np
 import pytest
-from broker_dledger_files import ext_orphaned_as_the_broker
-from broker_dledger_runs import LINES, MORE_LAYOUTS, _entries_from, _verify_with_plan, _written
+from broker_dledger_files import (
+    cq_unit,
+    ext_appended,
+    ext_figures_as_the_broker,
+    ext_orphaned_as_the_broker,
+    ext_orphans,
+    pointed_ext_addresses,
+)
+from broker_dledger_runs import LINES, MORE_LAYOUTS, _committed_pos, _entries_from, _verify_with_plan, _written
 
 from pipelines.verify.ext_reput import ext_reput_puts
 from store_format.consumequeue_ext import LONG_MIN
+from store_format.consumequeue_recovery import EXT_MAX_ADDR
 
 
 @pytest.mark.broker
@@ -58,34 +68,61 @@ def test_verify_counts_the_ext_units_the_reput_points_at_for_records_past_the_re
     assert orphaned["T0/0"][1] > 0 and not any("not predicted" in n for n in p["notes"]), (orphaned, p["notes"])
 
 
-# the walk ended early and the reput from before its data file (-damaged-again-layouts and -cut, from inside the
-# walk: modelled, tests/test_verify_ext_orphans_early_broker.py)
-_NOT_PREDICTED = [f"{ln}-dledger-abort-{k}" for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS
-                  for k in ("before-damaged-layouts", "before-damaged-cut-layouts")]
+# the walk ended early and the reput from before its data file (from inside the walk, -damaged-again-layouts and
+# -cut: tests/test_verify_ext_orphans_early_broker.py)
+_BEFORE_EARLY = [f"{ln}-dledger-abort-{k}" for ln in LINES if ln.startswith("5.5") and MORE_LAYOUTS
+                 for k in ("before-damaged-layouts", "before-damaged-cut-layouts")]
 
 
 @pytest.mark.broker
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.usefixtures("dledger_written")
-@pytest.mark.parametrize("name", bh.params_or_skip(_NOT_PREDICTED, "DLEDGER_MORE_LAYOUTS=1"))
-def test_verify_says_the_ext_units_orphaned_are_not_predicted_when_the_reput_walks_again_records_past_the_rebuild(
+@pytest.mark.parametrize("name", bh.params_or_skip(_BEFORE_EARLY, "DLEDGER_MORE_LAYOUTS=1"))
+def test_verify_counts_the_ext_units_orphaned_when_the_reput_from_before_an_early_ended_walks_data_file_walks_again(
         name, tmp_path, monkeypatch):
-    """A walk ended early (-before-damaged-layouts, -before-damaged-cut-layouts): the reput walks again, from
-    DLedger's committed position (where verify's rebuild stops) in a data file before the walk's, the earlier
-    records and those the walk dispatched; their units dropped, the ext units it put for them orphaned, which the
-    rebuilt units do not give. verify says in one line that T0/0's figure is not predicted (0, out of the total);
-    the broker's files show some (the reput from inside the walk: tests/test_verify_ext_orphans_early_broker.py)."""
+    """A walk ended early at a damaged record (-before-damaged-layouts; -before-damaged-cut-layouts: the queues cut
+    at the walk's short processOffset), the start's reput from DLedger's committed position (where verify's rebuild
+    stops) in a data file before the walk's.  The broker: the store held no queue; T0/0's own units are the walk's
+    (from a queue offset past the earlier records', fillPreBlank units before them; those below processOffset kept,
+    the cut ones put back) and the reput's past the damaged record, each pointing at an ext unit, those past the
+    walk's ones; the ext units no unit points at, more than the walk's records (the reput's for the earlier records
+    too), all lie before the first of those past the walk.  verify's figures, every ext queue's appended and
+    orphaned, are the broker's (the walk's puts and those past it pointed: ``ExtAgain.before + past``), with no
+    "not predicted" note."""
     bh.skip_without_tools()
     line = name.split("-", 1)[0]
     _r, w, src = _written(name)
+    assert not (src / "before" / "consumequeue").is_dir() or not any((src / "before" / "consumequeue").iterdir())
+    committed, damaged = _committed_pos(src / "before"), int(w["damagedRecord"])
+    after = w["queuesAfterDispatch"]["T0/0"]
+    folder = src / "expected" / "consumequeue" / "T0" / "0"
+    units = [(int(f.name) // 20 + at // 20, *cq_unit(f.read_bytes(), at)) for f in sorted(folder.iterdir())
+             for at in range(0, f.stat().st_size, 20) if int(f.name) + at < int(after["maxOffset"])]
+    own = [(i, o, t) for i, o, _s, t in units if t <= EXT_MAX_ADDR]
+    blank = [i for i, o, s, t in units if (o, s, t) == (0, 2147483647, 0)]
+    walked = [t - LONG_MIN for _i, o, t in own if o < damaged]
+    past = [t - LONG_MIN for _i, o, t in own if o >= damaged]
+    # what the broker wrote: no unit of an earlier record (fillPreBlank ones before the walk's first), the walk's
+    # units pointing at ext units before those of the records past it
+    assert blank and max(blank) < own[0][0] and committed < own[0][1] < damaged, (blank[-1:], own[:1], committed)
+    assert len(own) + len(blank) == len(units) and walked and past and max(walked) < min(past), (len(walked), past)
+    if "-cut-" in name:   # the cut kept the walk's units below processOffset, the reput put the others back
+        po = int(w["truncateDirtyLogicFilesAt"])
+        loaded = w["queuesAfterLoad"]["T0/0"]
+        assert committed < po < damaged and all(o < po for i, o, _t in own if i * 20 < int(loaded["maxOffset"])), po
+        assert any(o >= po for _i, o, _t in own if o < damaged), "no cut unit put back"
+    files = {int(f.name): f.read_bytes() for f in (src / "expected" / "consumequeue_ext" / "T0" / "0").iterdir()}
+    pointed = pointed_ext_addresses(src, "T0/0", int(after["maxOffset"]))
+    broker = ext_orphans(files, int(after["extMaxOffset"]), pointed)
+    assert broker == ext_appended(w, src, "T0/0", 0) - len(own) > len(walked), (broker, len(own), len(walked))
+    assert ext_orphans(files, min(past), pointed) == broker, "an orphaned ext unit past the walk's records' ones"
     p, crash = _verify_with_plan(monkeypatch, bh.copy_store(src / "before", tmp_path / name), src, line)
-    assert crash.walk_end >= 0 and crash.before and crash.reput_from < crash.start_offset, crash
-    orphaned = ext_orphaned_as_the_broker(p, w, src, check=False)
-    assert orphaned["T0/0"][0] == 0 < orphaned["T0/0"][1], orphaned
-    notes = [n for n in p["notes"] if "not predicted" in n]
-    assert len(notes) == 1 and notes[0].startswith("ext units orphaned of T0/0 not predicted: the rebuild reads the "
-                                                   "log up to ") and "\n" not in notes[0], p["notes"]
+    assert crash.before and crash.reput_from < crash.start_offset < crash.walk_end <= damaged, crash
+    assert (crash.cut is not None) == ("-cut-" in name), crash.cut
+    figures = ext_figures_as_the_broker(p, w, src)
+    assert figures["T0/0"][2] == figures["T0/0"][3] == broker, figures
+    assert not [n for n in p["notes"] if "not predicted" in n], p["notes"]
 
 
 def _crash(walk_end: int = -1, reput_from: int = 900, before: bool = False, **cut: object) -> types.SimpleNamespace:
@@ -94,7 +131,8 @@ def _crash(walk_end: int = -1, reput_from: int = 900, before: bool = False, **cu
     c = types.SimpleNamespace(inside_placed=placed, before_placed=placed, reset=(), inside_from=-1, lost={})
     c.__dict__.update({k: v for k, v in cut.items() if k != "cut"})
     return types.SimpleNamespace(cut=cut.get("cut", c), walk_end=walk_end, ext_again=(a,), process_offset=1000,
-                                 end=6000, reput_from=reput_from, before=before, start_offset=500)
+                                 end=6000, reput_from=reput_from, before=before, start_offset=500,
+                                 from_old_files=False)
 
 
 def test_ext_reput_puts_counts_the_plans_put_backs_or_says_the_figure_is_not_predicted():

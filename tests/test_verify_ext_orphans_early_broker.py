@@ -133,10 +133,11 @@ def test_verify_counts_the_ext_units_orphaned_when_the_cut_takes_an_early_ended_
 
 
 def _crash(cut: object = None, reput_from: int = 2500, start_offset: int = 500, before: bool = False,
-           skip: int = 0) -> types.SimpleNamespace:
+           skip: int = 0, from_old_files: bool = False) -> types.SimpleNamespace:
     a = types.SimpleNamespace(topic="T0", queue_id=0, before=7, count=2, past=3, skip=skip, positions=np.array([40]))
     return types.SimpleNamespace(cut=cut, walk_end=3000, ext_again=(a,), process_offset=1000, end=6000,
-                                 reput_from=reput_from, before=before, start_offset=start_offset)
+                                 reput_from=reput_from, before=before, start_offset=start_offset,
+                                 from_old_files=from_old_files)
 
 
 def _cut(**kw: object) -> types.SimpleNamespace:
@@ -163,5 +164,26 @@ def test_ext_reput_puts_gives_the_units_pointed_after_a_walk_ended_early_and_wal
                             (_crash(cut=_cut(inside_placed=whole)), 2500, None),
                             (_crash(cut=_cut(reset=(("T0", 0),))), 2500, None),
                             (_crash(cut=_cut(before_placed=before)), 2500, None)):
+        back, why = ext_reput_puts(crash, to, held)   # type: ignore[arg-type]
+        assert back == {} and "before 3000, where the recovery's walk ends" in why["T0/0"] and "\n" not in why["T0/0"]
+
+
+def test_ext_reput_puts_gives_the_units_pointed_after_a_walk_ended_early_and_a_reput_from_an_earlier_file():
+    """The reput from a data file before the walk's (``before``), the rebuild ending before the walk's data file: the
+    walk's own units (kept or, cut, every one put back) and those past its end (``before + past``), cut or not.  A
+    rebuild ending inside the walk's data files, a converted store's old files, a queue the store held, with cut
+    units lost, replayed whole, reset or appended before the walk's data file: not predicted."""
+    early = {"reput_from": 400, "before": True}
+    assert ext_reput_puts(_crash(**early), 450) == ({"T0/0": 10}, {})   # type: ignore[arg-type]
+    assert ext_reput_puts(_crash(cut=_cut(), **early), 450) == ({"T0/0": 10}, {})   # type: ignore[arg-type]
+    assert ext_reput_puts(_crash(cut=_cut(lost={("T0", 1): np.array([700])}), **early), 450) == \
+        ({"T0/0": 10}, {})   # type: ignore[arg-type]   # another queue's units lost
+    whole = types.SimpleNamespace(whole=(types.SimpleNamespace(topic="T0", queue_id=0),), units=())
+    for crash, to, held in ((_crash(**early), 600, None), (_crash(from_old_files=True, **early), 450, None),
+                            (_crash(**early), 450, {("T0", 0): 100}),
+                            (_crash(cut=_cut(lost={("T0", 0): np.array([1200])}), **early), 450, None),
+                            (_crash(cut=_cut(inside_placed=whole), **early), 450, None),
+                            (_crash(cut=_cut(reset=(("T0", 0),)), **early), 450, None),
+                            (_crash(cut=_cut(inside_from=300), **early), 450, None)):
         back, why = ext_reput_puts(crash, to, held)   # type: ignore[arg-type]
         assert back == {} and "before 3000, where the recovery's walk ends" in why["T0/0"] and "\n" not in why["T0/0"]

@@ -61,7 +61,11 @@ unit), then one for each own record from the damaged one to the log's end, whose
 With no cut, for a queue the store held no unit of, the pointed ext units are the walk's (``before``) and the
 reput's past its end; after ``truncateDirtyLogicFiles`` at the walk's ``processOffset`` (``-cut``), with the rebuild
 and the reput from at or past it, the walk's units below it (kept: the rebuild's) and the reput's put-backs
-(``positions``) and appended ones (``past``); the walk's ext units of the units the cut took, orphaned."""
+(``positions``) and appended ones (``past``); the walk's ext units of the units the cut took, orphaned.  So with
+the reput from an earlier data file (``DLedgerCrash.before``, not a converted store's old files;
+``-before-damaged-layouts``, ``-cut``), the rebuild ending before the walk's data file: the earlier records' ext units
+counted too (``count``), their units dropped below the walk's max, every cut unit put back (none lost), so the
+pointed ext units are as many as the walk put, kept or put back, and those past its end (``before + past``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -97,7 +101,8 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
     the walk's own puts (``ExtAgain.before``, every unit it put appended and kept: the first answer), and after a
     walk ended early with the reput from inside it, before its end, such a queue: with no cut the walk's own puts and
     the reput's appended past its end (``before + past``), after the cut the put-backs and those
-    (``len(positions) + past``; :func:`_again_past_early_walk`)."""
+    (``len(positions) + past``), and with the reput from an earlier data file, the rebuild ending before the walk's,
+    ``before + past`` (:func:`_again_past_early_walk`)."""
     cut, held = crash.cut, held or {}
     if not crash.ext_again:
         return {}, {}
@@ -115,7 +120,8 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
             # its data file those of the earlier records too (each below the walk's first: ExtAgain.count has them)
             walked_all = {f"{a.topic}/{a.queue_id}": a.before for a in crash.ext_again
                           if (a.topic, a.queue_id) not in held and not a.skip}
-        elif crash.walk_end >= 0 and not crash.before and crash.start_offset <= crash.reput_from < crash.walk_end:
+        elif crash.walk_end >= 0 and (crash.start_offset <= crash.reput_from < crash.walk_end if not crash.before
+                                      else rebuilt_to <= crash.start_offset and not crash.from_old_files):
             walked_all = _again_past_early_walk(crash, rebuilt_to, held)
         else:
             walked_all = {}
@@ -177,21 +183,27 @@ def ext_reput_puts(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str
 def _again_past_early_walk(crash: DLedgerCrash, rebuilt_to: int, held: Mapping[tuple[str, int], int]
                            ) -> dict[str, int]:
     """A walk its check ended early (at a record the reput's check reads), the start's reput from inside it (at or
-    after its start, before its end): per ext queue the store held no unit of, with no message parsed where the
-    reput was set, the own units the restart leaves pointing at ext units the walk or the reput put.  With no cut,
-    every own unit the walk put (``ExtAgain.before``: appended, none dropped or cut) and every one the reput appends
-    past the walk's end (``ExtAgain.past``), the reput's puts for the walk's records (``ExtAgain.count``) orphaned.
-    After the cut at ``processOffset``, with the rebuild reading the log up to it at least and the reput from at or
-    past it, set at an entry's start: the units the reput puts back (``ExtAgain.positions``) and ``past`` (the
-    walk's units below the cut, kept, are the rebuild's own units there: :func:`pipelines.verify.restart.
-    predict_restart`); a queue replayed whole, appended before the walk's data file or left no file: none."""
+    after its start, before its end) or from an earlier data file (``DLedgerCrash.before``, the rebuild ending
+    before the walk's data file): per ext queue the store held no unit of, with no message parsed where the reput
+    was set, the own units the restart leaves pointing at ext units the walk or the reput put.  With no cut, every
+    own unit the walk put (``ExtAgain.before``: appended, none dropped or cut) and every one the reput appends past
+    the walk's end (``ExtAgain.past``), the reput's puts for the walk's records, and from an earlier data file for
+    the earlier records (below the walk's max: dropped), orphaned (``ExtAgain.count``).  After the cut at
+    ``processOffset``, set at an entry's start, with the rebuild reading the log up to it at least and the reput
+    from at or past it: the units the reput puts back (``ExtAgain.positions``) and ``past`` (the walk's units below
+    the cut, kept, are the rebuild's own units there: :func:`pipelines.verify.restart.predict_restart`); with the
+    reput from an earlier data file, whose walk drops the earlier records and puts back every cut unit (none lost),
+    the rebuild holding none of the walk's units: ``before`` (kept or put back) and ``past``; a queue replayed
+    whole, appended before the walk's data file, left no file or with cut units lost: none."""
     cut = crash.cut
     if cut is None:
         return {f"{a.topic}/{a.queue_id}": a.before + a.past for a in crash.ext_again
                 if (a.topic, a.queue_id) not in held and not a.skip}
-    if cut.inside_from >= 0 or crash.process_offset > min(rebuilt_to, crash.reput_from):
+    if cut.inside_from >= 0 or (not crash.before and crash.process_offset > min(rebuilt_to, crash.reput_from)):
         return {}
     other = {(w.topic, w.queue_id) for w in cut.inside_placed.whole} | set(cut.reset) \
-        | {(u.topic, u.queue_id) for u in cut.before_placed.units}
-    return {f"{a.topic}/{a.queue_id}": len(a.positions) + a.past for a in crash.ext_again
+        | {(u.topic, u.queue_id) for u in cut.before_placed.units} \
+        | ({q for q, lost in cut.lost.items() if len(lost)} if crash.before else set())
+    return {f"{a.topic}/{a.queue_id}": (a.before if crash.before else len(a.positions)) + a.past
+            for a in crash.ext_again
             if (a.topic, a.queue_id) not in held and not a.skip and (a.topic, a.queue_id) not in other}
