@@ -20,7 +20,11 @@ of ``tags``, ``keys`` (the KEYS property as is), ``uniqKey``, ``properties`` (mo
 messages put as one batch into ``topic``/``queueId``); or ``sleepMs`` (a pause; on a DLedger store the
 writer then also waits, once the puts are dispatched, until the checkpoint's ``logicsMsgTimestamp`` is the last
 dispatch's for good: ``Stores.awaitCheckpointTimestamps``, which the line reports as
-``checkpointLogicsTimestampRewritten``, how often it had to write that value again).
+``checkpointLogicsTimestampRewritten``, how often it had to write that value again). A DLedger crash scenario
+(``abort``) without one means a 5.3.3 walk from the first data file: the line adds ``crashWalkStartFile`` (the
+broker's own ``isMmapFileMatchedRecover`` asked before the shutdown, ``WalkStart.java``), and a store whose puts a
+loaded machine slowed 3 s past a later file's start is written again once, its puts alone in the JVM
+(``crashWalkRewritten``: why; a second miss fails the scenario).
 
 BatchCQ topics (5.x; scenarios in :mod:`broker_batchcq_scenarios`): ``batchTopics`` lists topics the
 writer gives ``queue.type=BatchCQ`` in ``<dir>/store/config/topics.json`` (kept there; the 5.x store

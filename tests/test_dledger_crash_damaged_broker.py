@@ -37,6 +37,7 @@ from broker_dledger_runs import (
     _same_tree,
     _units,
     _verify,
+    _written,
 )
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("dledger_written")]
@@ -182,9 +183,7 @@ def test_as_restart_after_a_crash_whose_reput_meets_a_bad_magic_code_in_an_earli
     rebuild, which skips the rest of a data file at a record it cannot read) dispatches."""
     ran = _ran_or_skip(f"{line}-dledger-abort-damaged-twice-early", ("", "-recheck", "-cut"), "damaged-twice-early")
     for name in ran:
-        r = _RUNS[name]
-        assert r["written"].get("ok"), r["written"].get("error")
-        src = Path(r["scenario"]["dir"])
+        r, _w, src = _written(name)
         size = int(bh.read_conf(src / "broker.conf")["mappedFileSizeCommitLog"])
         damaged, bad = int(r["written"]["damagedRecord"]), int(r["written"]["damagedMagicRecord"])
         end = int(r["written"]["maxPhyOffset"])

@@ -128,6 +128,10 @@ import org.apache.rocketmq.store.config.BrokerRole;
  * <p>A {@code {"sleepMs": n}} message pauses the puts; on a DLedger store the write phase then also waits until the
  * checkpoint's {@code logicsMsgTimestamp} is the last dispatch's for good ({@link Stores#awaitCheckpointTimestamps})
  * and the line adds {@code checkpointLogicsTimestampRewritten} (how often that value had to be written again).
+ * A DLedger crash scenario ({@code abort}) without one means the 5.3.3 walk from the first data file: the line adds
+ * {@code crashWalkStartFile} (the broker's own check, {@link WalkStart#startFile}); when it is a later file
+ * (puts slowed 3 s past that file's start) the store is written again, once, and the line adds
+ * {@code crashWalkRewritten} (why); a second miss fails the scenario.
  */
 public final class Writer {
     private Writer() {
@@ -156,7 +160,16 @@ public final class Writer {
         out.addProperty("name", sc.get("name").getAsString());
         boolean ok = true;
         try {
-            write(sc, out);
+            try {
+                write(sc, out);
+            } catch (WalkStart.Moved moved) {   // puts slowed past the checkpoint's 3 s: the store written again once
+                for (String k : new ArrayList<>(out.keySet())) {
+                    out.remove(k);
+                }
+                out.addProperty("name", sc.get("name").getAsString());
+                out.addProperty("crashWalkRewritten", moved.getMessage());
+                WalkStart.alone(() -> write(sc, out));
+            }
             out.addProperty("ok", true);
         } catch (Exception | LinkageError ex) {  // a missing class would leave the store's threads running
             ok = false;
@@ -228,7 +241,8 @@ public final class Writer {
                 off.setProperty("enableBuildConsumeQueueConcurrently", "false");
                 phaseProps = off;
             }
-            put(phaseProps, root, topics, batchTopics, phases.get(i), statuses, out, wrote);
+            put(phaseProps, root, topics, batchTopics, phases.get(i), statuses, out, wrote,
+                sc.has("abort") && sc.get("abort").getAsBoolean());
         }
         JsonObject st = new JsonObject();
         statuses.forEach(st::addProperty);
@@ -527,7 +541,7 @@ public final class Writer {
     /** Puts {@code messages} through a store opened with {@code props} (a master), waits until the
      *  reput has dispatched them, and shuts it down; {@code wrote} gets each put's commitlog offset. */
     static void put(Properties props, File root, Set<String> topics, Set<String> batchTopics, JsonArray messages,
-        Map<String, Integer> statuses, JsonObject out, List<Long> wrote) throws Exception {
+        Map<String, Integer> statuses, JsonObject out, List<Long> wrote, boolean crash) throws Exception {
         String clusterName = Stores.brokerConfig(props).getBrokerClusterName();
         DefaultMessageStore store = Stores.open(props, root, BrokerRole.ASYNC_MASTER, topics);
         check(store.load(), "store load failed");
@@ -539,29 +553,14 @@ public final class Writer {
                 out.addProperty("dledgerLeaderWaitMs", DLedger.awaitLeader(store, 30_000));
                 out.addProperty("dledgerLoopbackOnly", loopback);
             }
-            for (JsonElement m : messages) {
-                JsonObject o = m.getAsJsonObject();
-                if (o.has("sleepMs")) {
-                    Thread.sleep(o.get("sleepMs").getAsLong());
-                    continue;
-                }
-                if (o.has("pauseMs")) {  // a pause between two puts alone: their store timestamps differ
-                    Thread.sleep(o.get("pauseMs").getAsLong());
-                    continue;
-                }
-                PutMessageResult r;
-                if (!o.has("batch")) {
-                    r = putOne(store, o);
-                } else if (batchTopics.contains(o.get("topic").getAsString()) && o.has("uniqKey")) {
-                    r = LineAdapter.putInnerBatch(store, batch(o), clusterName);
-                } else {
-                    r = store.putMessages(batch(o));
-                }
-                statuses.merge(r.getPutMessageStatus().name(), 1, Integer::sum);
-                wrote.add(r.getAppendMessageResult().getWroteOffset());
-                check(r.isOk(), "put failed: " + r.getPutMessageStatus() + " for " + o.get("topic") + diskNote(root));
+            java.util.concurrent.locks.Lock puts = WalkStart.putsLock();
+            puts.lock();   // a store written again puts alone in this JVM
+            try {
+                putAll(store, messages, batchTopics, clusterName, statuses, wrote, root);
+                Stores.awaitDispatched(store, 60_000);
+            } finally {
+                puts.unlock();
             }
-            Stores.awaitDispatched(store, 60_000);
             Stores.awaitIndexFlushThreads(60_000);
             boolean paused = false;
             for (JsonElement m : messages) {
@@ -569,9 +568,44 @@ public final class Writer {
             }
             if (paused && DLedger.commitLog(store) != null) {  // the pause is there for the checkpoint's timestamps
                 out.addProperty("checkpointLogicsTimestampRewritten", Stores.awaitCheckpointTimestamps(store, 60_000));
+            } else if (crash) {   // no pause: the scenario means the walk from the first data file
+                int start = WalkStart.startFile(store);
+                if (start >= 0) {
+                    out.addProperty("crashWalkStartFile", start);
+                }
+                if (start > 0) {
+                    throw new WalkStart.Moved(start);
+                }
             }
         } finally {
             Stores.shutdown(store);
+        }
+    }
+
+    /** The puts of {@link #put}, in order; {@code wrote} gets each one's commitlog offset. */
+    static void putAll(DefaultMessageStore store, JsonArray messages, Set<String> batchTopics, String clusterName,
+        Map<String, Integer> statuses, List<Long> wrote, File root) throws Exception {
+        for (JsonElement m : messages) {
+            JsonObject o = m.getAsJsonObject();
+            if (o.has("sleepMs")) {
+                Thread.sleep(o.get("sleepMs").getAsLong());
+                continue;
+            }
+            if (o.has("pauseMs")) {  // a pause between two puts alone: their store timestamps differ
+                Thread.sleep(o.get("pauseMs").getAsLong());
+                continue;
+            }
+            PutMessageResult r;
+            if (!o.has("batch")) {
+                r = putOne(store, o);
+            } else if (batchTopics.contains(o.get("topic").getAsString()) && o.has("uniqKey")) {
+                r = LineAdapter.putInnerBatch(store, batch(o), clusterName);
+            } else {
+                r = store.putMessages(batch(o));
+            }
+            statuses.merge(r.getPutMessageStatus().name(), 1, Integer::sum);
+            wrote.add(r.getAppendMessageResult().getWroteOffset());
+            check(r.isOk(), "put failed: " + r.getPutMessageStatus() + " for " + o.get("topic") + diskNote(root));
         }
     }
 
