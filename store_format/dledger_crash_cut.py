@@ -196,6 +196,9 @@ class QueueCut:
     before_placed: Placed = Placed()
     # verify: the queues on disk before the walk whose files this cut deletes every file of (no file left)
     held_emptied: frozenset[tuple[str, int]] = frozenset()
+    # verify: per queue on disk before the walk, the cut's state of its files (OnDiskCut: max, a file stays, write
+    # position, the walk's units dispatched; QueuesOnDisk.max_after_cut)
+    held_cut: Mapping[tuple[str, int], OnDiskCut] = dataclasses.field(default_factory=dict)
 
     @property
     def lost_units(self) -> int:
@@ -281,7 +284,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     reset = sorted(track.names[q] for q, v in cut.max_after.items() if reset_emptied and v == process_offset)
     return QueueCut(reput, tuple(sorted(back.dropped)), back.lost, back.restored, tuple(back.moves),
                     tuple(sorted(back.batch_dropped)), ext_again, inside_from, inside_records, tuple(reset),
-                    back.placed, held_emptied=frozenset(name for name, c in (on_disk or {}).items() if not c[1]))
+                    back.placed, held_emptied=frozenset(name for name, c in (on_disk or {}).items() if not c[1]),
+                    held_cut=dict(on_disk or {}))
 
 
 def recheck_reput_offset(cut: TruncatedQueues, process_offset: int, min_offset: int, reset_emptied: bool) -> int:
