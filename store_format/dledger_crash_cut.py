@@ -161,6 +161,10 @@ class QueuesOnDisk:
     # any unit sizes before it, filter bitmap units too); truncateDirtyLogicFiles leaves a queue's ext files alone
     # when a file of it stays (it returns inside its loop, before truncateByMaxAddress)
     ext_end: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+    # the consume queues whose files ConsumeQueue.recover keeps holding no unit (zeros: max -1, write position 0); the
+    # walk's first unit goes onto such a file at 0 whatever its queue offset (no fillPreBlank units: the file was not
+    # created in this run, MappedFile.isFirstCreateInQueue), not modelled
+    empty_queues: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)

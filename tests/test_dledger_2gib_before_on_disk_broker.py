@@ -13,10 +13,20 @@ state the walk alone leaves on a store without the file.  The reput from 2147483
 ``verify`` (which reads the on-disk queue) predicts it: :func:`store_format.dledger_crash_before.appended_before`
 with ``QueueCut.held_cut`` (the on-disk state after the cut, ``QueuesOnDisk.max_after_cut``); ``rebuild
 --as-restart`` writes the broker's files byte for byte.
+
+``-past-2gib-before-t9-first-on-disk-zeros``: the same with T9's file all zeros (units that never reached the disk).
+``ConsumeQueue.recover`` keeps that file empty (max -1, write position 0) and, the file not created in this run
+(``MappedFile.isFirstCreateInQueue``), ``putMessagePositionInfo`` writes no ``fillPreBlank`` units: the walk's T9 unit
+(queue offset 1) goes at 0 ("logic queue order maybe wrong"), the cut deletes the file, no queue keeps a max, and the
+reput starts at the commitlog's min offset: not the shape above.  ``verify`` refuses it in one line
+(``QueuesOnDisk.empty_queues``).
 """
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
+import json
 
 import broker_harness as bh
 import pytest
@@ -32,6 +42,7 @@ from broker_dledger_2gib import (
 from broker_dledger_scenarios import PAST_2GIB_FILE
 from test_dledger_2gib_before_more_broker import past_2gib_before_t9_first_scenario
 
+from pipelines.cli import main
 from store_format.dledger import ENTRY_HEADER_SIZE
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.big_store, NEEDS_2GIB]
@@ -43,13 +54,13 @@ T9_FILE = f"consumequeue/T9/0/{0:020d}"
 ON_DISK = FILL_PRE_BLANK_UNIT + bytes(CQ_FILE - len(FILL_PRE_BLANK_UNIT))
 
 
-def past_2gib_before_t9_on_disk_scenario(line: str) -> dict:
+def past_2gib_before_t9_on_disk_scenario(line: str, file: bytes = ON_DISK, name: str = "-on-disk") -> dict:
     """``<line>-dledger-abort-past-2gib-before-t9-first-on-disk`` (5.5.1, ``DLEDGER_2GIB=1``):
     :func:`test_dledger_2gib_before_more_broker.past_2gib_before_t9_first_scenario` whose store holds, when it
     restarts, T9's first consume queue file with one ``fillPreBlank`` unit then zeros (``plantFiles``, after the
-    harness deleted the queue folders)."""
+    harness deleted the queue folders); ``file``, ``name``: other bytes there, another name suffix."""
     sc = past_2gib_before_t9_first_scenario(line)
-    return {**sc, "name": sc["name"] + "-on-disk", "plantFiles": {T9_FILE: base64.b64encode(ON_DISK).decode()}}
+    return {**sc, "name": sc["name"] + name, "plantFiles": {T9_FILE: base64.b64encode(file).decode()}}
 
 
 def _units(src, topic: str) -> list[bytes]:  # noqa: ANN001
@@ -87,3 +98,26 @@ def test_crash_restart_whose_reput_before_the_walk_appends_to_a_queue_on_disk(tm
     held = sum(int.from_bytes(u[8:12], "big") not in (0, BLANK_MAX) for u in t9)
     assert (q["max_physic_offset"], q["write_position"], q["units_lost"]) == (
         int(load["maxPhysicOffset"]), int(load["maxOffset"]), t9_messages - held), (q, p["notes"])
+
+
+def test_crash_restart_with_an_empty_queue_file_on_disk_is_refused(tmp_path):
+    """T9's file on disk all zeros: the 5.5.1 broker's walk puts T9's unit at 0 (no ``fillPreBlank`` unit before it),
+    its cut deletes the file (no queue left a file: the reput from the commitlog's min offset, 0, puts back every
+    queue from its start); ``verify`` says "not predicted" in one line rather than guess."""
+    sc = past_2gib_before_t9_on_disk_scenario(LINE, bytes(CQ_FILE), "-on-disk-zeros")
+    w, src = written(sc, tmp_path)
+    assert (src / "before" / T9_FILE).read_bytes() == bytes(CQ_FILE)
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert len(data) == 24 and int(data[21].name) <= BLANK_MAX < int(data[22].name), data[21:23]
+    load = w["queuesAfterLoad"]["T9/0"]   # the cut deleted the file the walk's unit went into at 0
+    assert (int(load["maxPhysicOffset"]), load["files"]) == (-1, []), load
+    t9 = _units(src, "T9")   # the reput from 0: the 23rd file's T9 unit at 0, no fillPreBlank unit
+    assert int.from_bytes(t9[0][:8], "big") == int(data[22].name) + ENTRY_HEADER_SIZE, [u.hex() for u in t9[:2]]
+    assert sorted(w["queuesAfterDispatch"]) == ["T0/0", "T8/0", "T9/0"], w["queuesAfterDispatch"]
+    out = io.StringIO()
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
+        main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
+              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+    got = json.loads(out.getvalue())
+    assert got["restart"] is None and "T9/0, whose consume queue files on disk hold no unit" in got["restart_note"] \
+        and "\n" not in got["restart_note"], got["restart_note"]
