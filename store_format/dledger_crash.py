@@ -189,7 +189,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     Raises:
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
-        UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a message check that ends the
+        UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a queue the walk writes whose files
+            on disk hold no unit (``QueuesOnDisk.empty_queues``), a message check that ends the
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
             and :func:`walk_after` (the reput's check ending before the log's end: :func:`reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
@@ -239,6 +240,11 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         truncates = loaded_max >= process_offset
     after, reput_ends, past = None, -1, None
     walked = track.written()   # the queues the walk wrote
+    empty = sorted(set(walked) & on_disk.empty_queues) if on_disk is not None else []
+    if empty:
+        raise refusal(f"the walk writes {', '.join(f'{t}/{q}' for t, q in empty)}, whose consume queue files on "
+                      "disk hold no unit (ConsumeQueue.recover keeps them empty: its first unit goes at 0 whatever its "
+                      "queue offset, no fillPreBlank units, MappedFile.isFirstCreateInQueue)")
     if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
         # the records past the walk as the start's reput's check reads them (with a cut: their units)
         after, reput_ends = walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,

@@ -74,7 +74,7 @@ units, each then by ``putMessagePositionInfo``; checked against the 5.5.1 broker
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -94,6 +94,7 @@ from .dledger import ENTRY_HEADER_SIZE
 from .dledger_crash_after import checked_windows, refusal, reput_goes_on
 from .dledger_crash_cut import ExtAgain, QueueCut, QueueTrack
 from .dledger_crash_old import reput_inside_old_file
+from .dledger_inside_mixed import OnDiskCut
 from .dledger_inside_units import InsideUnit, ParsedUnit, Placed, parsed_units
 from .dledger_queue_track import BLANK_MAX, KIND_BATCH, KIND_CQ, KIND_LIGHT, U_END, U_KEY, U_KIND, U_OFFSET, U_QUEUE
 from .store import Segment, StoreLocation
@@ -364,7 +365,8 @@ def _old_goes_on(st: StoreLocation, seg: Segment, at: int, config: BrokerConfig,
 
 def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[str, int], np.ndarray],
                     walk: QueueTrack, process_offset: int, config: BrokerConfig,
-                    why: Callable[[str], Exception], parsed: tuple[ParsedUnit, ...] = ()
+                    why: Callable[[str], Exception], parsed: tuple[ParsedUnit, ...] = (),
+                    on_disk: Mapping[tuple[str, int], OnDiskCut] | None = None
                     ) -> tuple[Placed, dict[tuple[str, int], np.ndarray]]:
     """Where the reput set at 2147483647 and gone on before the walk's data file puts the units of the queues the
     walk wrote whose records there hold one of queue offset 0 (``earlier``: those records' units per queue,
@@ -387,14 +389,17 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
     put before the earlier files' records' ones).  The files the
     replay creates past the rebuild's last (``getLastMappedFile`` on a full file, before the queue offset check may
     drop the unit) go in ``Placed.opened``.  Also, per such queue, the commitlog offsets of the walk's units the
-    broker's queue does not hold (dropped: ``QueueCut.lost``).
+    broker's queue does not hold (dropped: ``QueueCut.lost``).  ``on_disk`` (``verify``: ``QueueCut.held_cut``):
+    per queue on disk before the walk, the state ``truncateDirtyLogicFiles`` leaves its files in after
+    ``ConsumeQueue.recover`` loaded them and the walk's units went onto them; such a queue is replayed the same way
+    when that state is the one the walk alone leaves (max 2147483647, a file staying, the write position at the
+    walk's first unit; checked with a file of one ``fillPreBlank`` unit on disk).
 
     Raises:
         the exception ``why(reason)`` gives: a queue with batch units, own and light units both (two queue offset
         counters) with a record of the data files before the walk's whose own and light unit both are in it, one
-        on disk before the
-        walk, a walk unit not cut, or the rebuild's units in a file the broker's replay does not open (a guard): not
-        modelled.
+        on disk before the walk whose files the cut leaves in another state, a walk unit not cut, or the rebuild's
+        units in a file the broker's replay does not open (a guard): not modelled.
     """
     units: list[InsideUnit] = []
     stale: list[tuple[str, int, int]] = []
@@ -410,7 +415,7 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
         first = [u for u in parsed if (u.topic, u.queue_id) == name and not u.batch]
         pre_kind = np.array([KIND_CQ if u.own else KIND_LIGHT for u in first], np.int64)
         mixed = bool((mine[:, U_KIND] != kind).any() or (rows[:, U_KIND] != kind).any() or (pre_kind != kind).any())
-        if q < 0 or q in walk.seen_before or name in walk.keep_queues or kind == KIND_BATCH \
+        if q < 0 or q in walk.seen_before or kind == KIND_BATCH \
                 or (mixed and not np.isin(np.r_[mine[:, U_KIND], rows[:, U_KIND]], (KIND_CQ, KIND_LIGHT)).all()) \
                 or (mine[:, U_OFFSET] < process_offset).any() or mine[0, U_KEY] == 0:
             raise why(f"{name[0]}/{name[1]}, a queue the walk wrote whose units are not own or light ones all in its "
@@ -433,6 +438,13 @@ def appended_before(st: StoreLocation, segs: list[Segment], earlier: dict[tuple[
                                  mine[:, U_KEY], size, ours)
         cut = new_states(1)   # the cut's: fillPreBlank units up to the walk's first unit, max 2147483647
         w = int(pos_r[0])
+        # a queue on disk before the walk (verify): ConsumeQueue.recover loaded its files, the walk's units went onto
+        # them, the cut took units at or past processOffset; the replay below holds when that left the state the walk
+        # alone leaves (max 2147483647, a file staying, its write position at the walk's first unit)
+        if name in walk.keep_queues and tuple((on_disk or {}).get(name, ()))[:3] != (BLANK_MAX, True, w):
+            raise why(f"{name[0]}/{name[1]}, a queue on disk before the walk whose files the cut leaves other than "
+                      f"fillPreBlank units up to the walk's first unit (max 2147483647, write position {w}: "
+                      f"{tuple((on_disk or {}).get(name, ()))[:3]})")
         cut[0, [Q_MAX_PHYS, Q_WRITE_POS, Q_FIRST_FILE, Q_BLANK_UNTIL, Q_LAST_FILE]] = \
             (BLANK_MAX, w, w - w % size, w, w - w % size)
         both = np.concatenate([rows, mine])
@@ -493,7 +505,8 @@ def appended_cut(st: StoreLocation, segs: list[Segment], cut: QueueCut, zero: di
         & set(zero)
     parsed = inside_parsed(st, segs, cut.inside_records, config) if shared else ()
     placed, lost = appended_before(st, segs, zero, walk, process_offset, config, lambda why: refusal(
-        f"{where}{why} would be appended (putMessagePositionInfo checks no queue offset 0), not modelled"), parsed)
+        f"{where}{why} would be appended (putMessagePositionInfo checks no queue offset 0), not modelled"), parsed,
+        cut.held_cut)
     # the parsed units' ext units stay counted (verify: ext units put, those pointed at by QueueCut.before_placed)
     inside = dataclasses.replace(without_queues(cut.inside_placed, frozenset(shared)),
                                  ext_put=cut.inside_placed.ext_put)

@@ -161,6 +161,10 @@ class QueuesOnDisk:
     # any unit sizes before it, filter bitmap units too); truncateDirtyLogicFiles leaves a queue's ext files alone
     # when a file of it stays (it returns inside its loop, before truncateByMaxAddress)
     ext_end: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+    # the consume queues whose files ConsumeQueue.recover keeps holding no unit (zeros: max -1, write position 0); the
+    # walk's first unit goes onto such a file at 0 whatever its queue offset (no fillPreBlank units: the file was not
+    # created in this run, MappedFile.isFirstCreateInQueue), not modelled
+    empty_queues: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,6 +200,9 @@ class QueueCut:
     before_placed: Placed = Placed()
     # verify: the queues on disk before the walk whose files this cut deletes every file of (no file left)
     held_emptied: frozenset[tuple[str, int]] = frozenset()
+    # verify: per queue on disk before the walk, the cut's state of its files (OnDiskCut: max, a file stays, write
+    # position, the walk's units dispatched; QueuesOnDisk.max_after_cut)
+    held_cut: Mapping[tuple[str, int], OnDiskCut] = dataclasses.field(default_factory=dict)
 
     @property
     def lost_units(self) -> int:
@@ -281,7 +288,8 @@ def cut_queues(track: QueueTrack, process_offset: int, *, cq_file_size: int, bcq
     reset = sorted(track.names[q] for q, v in cut.max_after.items() if reset_emptied and v == process_offset)
     return QueueCut(reput, tuple(sorted(back.dropped)), back.lost, back.restored, tuple(back.moves),
                     tuple(sorted(back.batch_dropped)), ext_again, inside_from, inside_records, tuple(reset),
-                    back.placed, held_emptied=frozenset(name for name, c in (on_disk or {}).items() if not c[1]))
+                    back.placed, held_emptied=frozenset(name for name, c in (on_disk or {}).items() if not c[1]),
+                    held_cut=dict(on_disk or {}))
 
 
 def recheck_reput_offset(cut: TruncatedQueues, process_offset: int, min_offset: int, reset_emptied: bool) -> int:

@@ -466,7 +466,11 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
                            batch_position, frozenset(q for q, _s, batch in loaded if not batch),
                            frozenset(q for q, _s, batch in loaded if batch), ext_end={
                                q: s.restart.ext_write_position for q, s, batch in loaded
-                               if not batch and s.ext_file_size and s.restart.ext_write_position is not None})
+                               if not batch and s.ext_file_size and s.restart.ext_write_position is not None},
+                           empty_queues=frozenset((topic, int(qid)) for s in states
+                                                  if s.loaded and s.restart.layout == CQ_DIR and len(s.tail_files)
+                                                  and s.restart.max_physic_offset < 0
+                                                  for topic, qid in [s.restart.queue.rsplit("/", 1)]))
     try:
         return plan_dledger_crash(st, config, dledger, read_checkpoint(st), on_disk), None
     except (UnsupportedConfigError, RestartFailsError) as e:
