@@ -78,6 +78,7 @@ and ``dledger-<selfId>/`` (``data/``, ``index/``, ``checkpoint``, ``currterm``);
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -234,6 +235,12 @@ class Stores:
     timeout: float = 300   # per writer JVM
 
     def key(self) -> str:
+        return self._key
+
+    @functools.cached_property
+    def _key(self) -> str:
+        # once per Stores: the shared DLedger set's scenarios are some 180 MB of JSON (planted files), and conftest
+        # asks each test item's sets (a second per call: minutes over the 200 items using that set)
         return hashlib.sha256(json.dumps([self.scenarios, self.threads], sort_keys=True).encode()).hexdigest()
 
 
