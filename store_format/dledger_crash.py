@@ -76,7 +76,12 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   :mod:`store_format.dledger_crash_cut`.  On both lines ``DefaultMessageStore.recover`` runs
   ``ConsumeQueue.recover`` (loading the queues on disk) before that walk, whose ``doDispatch`` puts its units onto
   those files before the cut (``verify``: ``QueueTrack.keep_queues``, ``QueuesOnDisk.max_after_cut``; checked on
-  5.3.3 by ``-emptied-kept-embedded-light-mixed-held``, ``-held-t5`` and ``-earlier-both``).
+  5.3.3 by ``-emptied-kept-embedded-light-mixed-held``, ``-held-t5`` and ``-earlier-both``).  A queue whose one file
+  on disk (named 0) is all zeros (units that never reached the disk) is such a queue: ``ConsumeQueue.recover`` keeps
+  the file empty (max -1, write position 0), and ``putMessagePositionInfo`` appends the walk's units onto it from 0
+  whatever the first one's queue offset: the file was not created in this run (``MappedFile.isFirstCreateInQueue``),
+  so no ``fillPreBlank`` units; the cut then deletes it when its first unit lies past ``processOffset``
+  (``QueuesOnDisk.zeros_queues``; checked on 5.5.1 by ``-small-zeros-kept`` and ``-small-zeros-emptied``).
 * 5.5.1 ``enableAcceleratedRecovery`` and ``checkCommitLogOffsetOnRecover`` are read by
   ``CommitLog.recoverAbnormally`` only, which a DLedger store runs on its old commitlog alone (no data file
   yet); the first also by ``ConsumeQueueStore.getDispatchFromPhyOffset(false)``, which
@@ -135,6 +140,7 @@ from .dledger_crash_plan import DLedgerCrash
 from .dledger_crash_reput_before import reput_before_walk
 from .dledger_inside_index import indexed_again, inside_key_offsets
 from .dledger_inside_units import ParsedUnit, parsed_units
+from .dledger_queue_track import KIND_CQ
 from .dledger_recovery import DLedgerRecovery
 from .dledger_reput_inside import reput_inside_entry
 from .dledger_walked_nothing import reput_after_cut
@@ -190,7 +196,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         RestartFailsError: 5.5.1 ``enableAcceleratedRecovery=true`` with a checkpoint logicsPhysicalOffset <= 0
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a queue the walk writes whose files
-            on disk hold no unit (``QueuesOnDisk.empty_queues``), a message check that ends the
+            on disk hold no unit (``QueuesOnDisk.empty_queues``; one file of zeros named 0, ``zeros_queues``, is
+            modelled with the cut after a walk to the log's end and the start's reput from the walk's data files on, not
+            set inside an entry, the walk's own units only), a message check that ends the
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
             and :func:`walk_after` (the reput's check ending before the log's end: :func:`reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
@@ -241,10 +249,16 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     after, reput_ends, past = None, -1, None
     walked = track.written()   # the queues the walk wrote
     empty = sorted(set(walked) & on_disk.empty_queues) if on_disk is not None else []
+    # a queue of one file of zeros the walk writes light units into (multiDispatchLmqQueue): not checked
+    empty += sorted(q for q in set(walked) & on_disk.zeros_queues if track.kinds(q) != {KIND_CQ}) \
+        if on_disk is not None else []
     if empty:
-        raise refusal(f"the walk writes {', '.join(f'{t}/{q}' for t, q in empty)}, whose consume queue files on "
-                      "disk hold no unit (ConsumeQueue.recover keeps them empty: its first unit goes at 0 whatever its "
-                      "queue offset, no fillPreBlank units, MappedFile.isFirstCreateInQueue)")
+        raise _empty_refusal(empty)
+    # a queue of one file of zeros (QueuesOnDisk.zeros_queues): checked against the broker with the cut, after a walk to
+    # the log's end, and the start's reput from the walk's data files on, not set inside an entry; not the others
+    zeros = sorted(set(walked) & on_disk.zeros_queues) if on_disk is not None else []
+    if zeros and (not truncates or early):
+        raise _empty_refusal(zeros, "and no cut at processOffset" if not truncates else "and the walk ends early")
     if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
         # the records past the walk as the start's reput's check reads them (with a cut: their units)
         after, reput_ends = walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,
@@ -285,6 +299,9 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         walk_end, log_end = end, _walk_ends_early(end, reason, reput, rec)
         if 0 <= reput <= reput_ends < log_end:   # its check refuses a record there (reput_skips)
             log_end = reput_ends
+    if zeros and cut is not None and (cut.inside_from >= 0 or reput < files[first].base):
+        raise _empty_refusal(zeros, "and the start's reput is set inside an entry" if cut.inside_from >= 0 else
+                             "and the start's reput begins before the walk's data file")
     if reput < files[first].base:
         return reput_before_walk(st, files, first, walk_end, log_end, process_offset, reput, reason, accepted,
                                   track, config, cut, rec.committed_pos, walked, past)
@@ -304,6 +321,15 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
     return DLedgerCrash(files[first].name, files[first].base, log_end, process_offset, reput, reason,
                         indexed_again(reindex, keys), cut, ext_again, walk_end=walk_end,
                         again=again, inside_keys=tuple(int(k) for k in keys))
+
+
+def _empty_refusal(queues: list[tuple[str, int]], then: str = "") -> Exception:
+    """The one line refusing a walk that writes ``queues``, consume queues whose files on disk hold no unit, in a shape
+    not checked against the broker (``then``: which)."""
+    names = ", ".join(f"{t}/{q}" for t, q in queues)
+    return refusal(f"the walk writes {names}, whose consume queue files on disk hold no unit (ConsumeQueue.recover "
+                   "keeps them empty: its first unit goes at 0 whatever its queue offset, no fillPreBlank units, "
+                   "MappedFile.isFirstCreateInQueue)" + (f", {then}" if then else ""))
 
 
 def _walk_ends_early(stop: int, reason: str, reput: int, rec: DLedgerRecovery) -> int:

@@ -163,8 +163,12 @@ class QueuesOnDisk:
     ext_end: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
     # the consume queues whose files ConsumeQueue.recover keeps holding no unit (zeros: max -1, write position 0); the
     # walk's first unit goes onto such a file at 0 whatever its queue offset (no fillPreBlank units: the file was not
-    # created in this run, MappedFile.isFirstCreateInQueue), not modelled
+    # created in this run, MappedFile.isFirstCreateInQueue): not modelled but for zeros_queues
     empty_queues: frozenset[tuple[str, int]] = frozenset()
+    # of those, the ones whose one file, named 0, is all zeros (no ext files): modelled as a queue on disk, in
+    # consume_queues too (max_after_cut dispatches the walk's units onto that file from 0, putMessagePositionInfo's
+    # rule, then cuts it), when the walk writes a record's own units only into it
+    zeros_queues: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)

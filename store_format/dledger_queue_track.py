@@ -187,6 +187,15 @@ class QueueTrack:
                 out[self.names[q]] = np.concatenate([*(earlier or []), positions(rows)])
         return out
 
+    def kinds(self, name: tuple[str, int]) -> set[int]:
+        """The kinds of unit the walk wrote into queue ``name``: in the current (last) data file, and, for one of
+        ``keep_queues``, in the earlier ones."""
+        q = self.ids.get(name)
+        if q is None:
+            return set()
+        units = self.last_file()
+        return set(np.unique(units[units[:, U_QUEUE] == q, U_KIND]).tolist()) | self.kinds_before.get(q, set())
+
     def mixed_walked(self) -> dict[tuple[str, int], np.ndarray]:
         """The queues of ``keep_queues`` (consume queues on disk before the walk) the walk wrote both a record's own
         units and light ones in, in the current (last) data file, in the earlier ones (kept) or both, no batch unit:

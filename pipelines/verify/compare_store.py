@@ -411,8 +411,8 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
         units were dispatched."""
         out = {}
         for s in states:
-            if s.restart.max_physic_offset < 0:
-                continue   # no unit loaded
+            if s.restart.max_physic_offset < 0 and id(s) not in zeros:
+                continue   # no unit loaded (a queue of one file of zeros: its units go at 0, dispatch_units)
             rules = BCQ_RULES if s.restart.layout == BCQ_DIR else CQ_RULES
             topic, qid = s.restart.queue.rsplit("/", 1)
             name = (topic, int(qid))
@@ -459,22 +459,38 @@ def _dledger_crash(st: StoreLocation, config: BrokerConfig, dledger: DLedgerReco
                     out[hit] = int(file_name) // BCQ_RULES.unit_size + k[hit]
         return out
 
-    # the queues that hold units after the store's load: (topic, queue id), state, a batch queue's or not
-    loaded = [((topic, int(qid)), s, s.restart.layout == BCQ_DIR) for s in states if s.restart.max_physic_offset >= 0
-              for topic, qid in [s.restart.queue.rsplit("/", 1)]]
+    # the consume queues whose one file on disk, named 0, is all zeros (units that never reached the disk):
+    # ConsumeQueue.recover keeps it empty (max -1, write position 0), and the walk's putMessagePositionInfo appends
+    # onto it from 0 with no fillPreBlank unit (the file was not created in this run: MappedFile.isFirstCreateInQueue)
+    # whatever the first unit's queue offset, as onto any queue on disk (dispatch_units); no ext files
+    empty = [s for s in states if s.loaded and s.restart.layout == CQ_DIR and len(s.tail_files)
+             and s.restart.max_physic_offset < 0]
+    zeros = {id(s) for s in empty if not s.ext_file_size and _all_zeros_at_0(s.tail_files, s.older_files)}
+    # the queues that hold units after the store's load (or that one file of zeros): (topic, queue id), state, a batch
+    # queue's or not
+    loaded = [((topic, int(qid)), s, s.restart.layout == BCQ_DIR) for s in states
+              if s.restart.max_physic_offset >= 0 or id(s) in zeros for topic, qid in [s.restart.queue.rsplit("/", 1)]]
     on_disk = QueuesOnDisk(max((s.restart.max_physic_offset for s in states), default=-1), max_after_cut,
                            batch_position, frozenset(q for q, _s, batch in loaded if not batch),
                            frozenset(q for q, _s, batch in loaded if batch), ext_end={
                                q: s.restart.ext_write_position for q, s, batch in loaded
                                if not batch and s.ext_file_size and s.restart.ext_write_position is not None},
-                           empty_queues=frozenset((topic, int(qid)) for s in states
-                                                  if s.loaded and s.restart.layout == CQ_DIR and len(s.tail_files)
-                                                  and s.restart.max_physic_offset < 0
+                           empty_queues=frozenset((topic, int(qid)) for s in empty if id(s) not in zeros
+                                                  for topic, qid in [s.restart.queue.rsplit("/", 1)]),
+                           zeros_queues=frozenset((topic, int(qid)) for s in empty if id(s) in zeros
                                                   for topic, qid in [s.restart.queue.rsplit("/", 1)]))
     try:
         return plan_dledger_crash(st, config, dledger, read_checkpoint(st), on_disk), None
     except (UnsupportedConfigError, RestartFailsError) as e:
         return None, str(e)
+
+
+def _all_zeros_at_0(tail_files: Any, older_files: int) -> bool:
+    """A queue's files as ``ConsumeQueue.recover`` left them are one file named 0 whose units are all zeros."""
+    if older_files or len(tail_files) != 1:
+        return False
+    name, off, mx, ok, tags = tail_files[0]
+    return int(name) == 0 and not ok.any() and not off.any() and not mx.any() and not tags.any()
 
 
 def _queue_files(fs: pafs.FileSystem, folder: str) -> list[tuple[str, bytes]]:

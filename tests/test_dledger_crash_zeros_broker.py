@@ -1,0 +1,147 @@
+"""5.5.1 DLedger crash restarts whose store holds, when it restarts, a consume queue of one file of zeros (units that
+never reached the disk: an OS crash) for a queue the recovery's walk writes into, checked against the broker.
+
+Both stores are ``-dledger-abort-small`` (:func:`broker_dledger_scenarios.small_abort_scenarios`: 200 small messages
+over two data files, the walk from the last one, the cut at its short ``processOffset``, the start's reput from the
+cut queues' largest max with ``recheckReputOffsetFromCq=true``), its queue folders deleted before the restart and one
+file of zeros planted (``plantFiles``):
+
+* ``-zeros-kept``: ``consumequeue/T0/0/00000000000000000000``.  ``ConsumeQueue.recover`` keeps that file empty (max
+  -1, write position 0); ``putMessagePositionInfo`` appends the walk's first T0/0 unit (queue offset past 0) at byte 0:
+  the file was not created in this run (``MappedFile.isFirstCreateInQueue`` false), so no ``fillPreBlank`` units
+  before it; the others follow it, the cut keeps those below ``processOffset`` and the reput appends the cut ones
+  after them.
+* ``-zeros-emptied``: the log's last message and one of the first data file sent to T9/0 instead (the same topic
+  length, the same layout), ``consumequeue/T9/0/00000000000000000000`` planted.  The walk's only T9/0 unit (queue
+  offset 1, past ``processOffset``) goes at 0, the cut deletes the file (every file gone: max -1 after
+  ``correctMinOffset``), and the reput from the other queues' largest max puts every cut unit back, T9/0's into a new
+  file with one ``fillPreBlank`` unit before it.  Without the file (the walk creating it, ``fillPreBlank`` at 0) the cut
+  keeps that unit, max 2147483647, and the reput starts there: nothing is put back.
+
+``verify`` on the store as the restart found it (``QueuesOnDisk.zeros_queues``: such a queue is a queue on disk whose
+walk's units ``dispatch_units`` puts from 0) predicts the units lost, queue by queue, and the index keys put again as
+the broker's files hold them.
+"""
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from pathlib import Path
+
+import broker_harness as bh
+import pytest
+from broker_dledger_2gib import BLANK_MAX, FILL_PRE_BLANK_UNIT, held_units, queued_messages, verify_restart
+from broker_dledger_scenarios import small_abort_scenarios
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
+
+bh.skip_without_tools()
+
+LINE = "5.5.1"
+# -zeros-emptied: the messages sent to T9/0, one of the first data file and the log's last one
+T9_MESSAGES = (10, 199)
+
+
+def zeros_scenarios(line: str) -> list[dict]:
+    """``<line>-dledger-abort-small-zeros-kept`` and ``-zeros-emptied`` (module docstring)."""
+    sc = small_abort_scenarios(line)[0]
+    zeros = base64.b64encode(bytes(int(sc["config"]["mappedFileSizeConsumeQueue"]))).decode()
+    t9 = [{**m, "topic": "T9", "queueId": 0} if i in T9_MESSAGES else m for i, m in enumerate(sc["messages"])]
+    return [{**sc, "name": f"{sc['name']}-zeros-kept", "plantFiles": {f"consumequeue/T0/0/{0:020d}": zeros}},
+            {**sc, "messages": t9, "name": f"{sc['name']}-zeros-emptied",
+             "plantFiles": {f"consumequeue/T9/0/{0:020d}": zeros}}]
+
+
+SCENARIOS = {LINE: bh.bounded(zeros_scenarios(LINE), full_only=("-zeros-kept",))}
+STORES = bh.Stores(SCENARIOS, "DLedger crash restarts with a consume queue file of zeros on disk", threads=1)
+_RUNS: dict[str, dict] = {}
+CASES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS[LINE]]
+
+
+@pytest.fixture
+def written(request):  # noqa: ANN001, ANN201
+    return bh.written_once(request, _RUNS, STORES, every=True)
+
+
+def _units(src, queue: str, end: int) -> list[tuple[int, int]]:  # noqa: ANN001
+    """The broker's units of ``queue`` after its restart (commitlog offset, size) below queue byte ``end``."""
+    folder = src / "expected" / "consumequeue" / queue
+    out = []
+    for f in sorted(folder.iterdir()):
+        b = f.read_bytes()
+        out += [(int.from_bytes(b[i:i + 8], "big"), int.from_bytes(b[i + 8:i + 12], "big"))
+                for i in range(0, min(len(b), end - int(f.name)), 20)]
+    return out
+
+
+def _zeros_planted(src, queue: str) -> None:  # noqa: ANN001
+    """The store as the restart found it: ``queue``'s one file of zeros, no other queue file."""
+    files = [p.relative_to(src / "before").as_posix() for p in (src / "before" / "consumequeue").rglob("*")
+             if p.is_file()]
+    assert files == [f"consumequeue/{queue}/{0:020d}"], files
+    assert not any((src / "before" / files[0]).read_bytes())
+
+
+def _verify_as_the_broker(src, tmp_path, sc: dict, w: dict, queue: str) -> None:  # noqa: ANN001
+    """``verify`` on ``src/before``: the units lost (all queues, and ``queue``'s) and the index keys put again as the
+    broker's files hold them."""
+    p = verify_restart(src, tmp_path)
+    assert p is not None
+    ends = w["queuesAfterDispatch"]
+    held = held_units(src, ends=ends)
+    assert p["units_lost"] == queued_messages(sc) - held, (queued_messages(sc), held, p["notes"])
+    per = Counter(f"{m['topic']}/{m['queueId']}" for m in sc["messages"])
+    lost = {q["queue"]: q["units_lost"] for q in p["queues"]}
+    for name, v in ends.items():
+        n = sum(s not in (0, BLANK_MAX) for _o, s in _units(src, name, int(v["maxOffset"])))
+        assert lost.get(name, 0) == per[name] - n, (name, lost.get(name), per[name], n)
+    keys = sum(int.from_bytes(f.read_bytes()[36:40], "big") - 1 for f in (src / "expected" / "index").iterdir())
+    assert p["index_keys_put_again"] == keys, (keys, p["index_keys_put_again"], p["notes"])
+    assert queue in lost
+
+
+def test_the_walk_appends_from_byte_0_of_a_file_of_zeros(written, tmp_path):
+    """``-zeros-kept`` (full suite): the broker's T0/0 after the load (the walk and the cut) is the planted file holding
+    the walk's T0/0 units below ``processOffset`` from byte 0, no ``fillPreBlank`` unit, though the first one's queue
+    offset is past 0 (the queue had messages in the first data file, not walked); after the reput the cut ones follow
+    them.  ``verify`` predicts the units lost and the index keys put again as the broker's files hold them."""
+    name = f"{LINE}-dledger-abort-small-zeros-kept"
+    if name not in written:
+        pytest.skip("full suite only: PIPELINES_FULL_SUITE=1")
+    r = written[name]
+    sc, w, src = r["scenario"], r["written"], Path(r["scenario"]["dir"])
+    _zeros_planted(src, "T0/0")
+    po = int(w["truncateDirtyLogicFilesAt"])
+    walk_from = int(sorted((src / "before" / "dledger-n0" / "data").iterdir())[-1].name)
+    load, after = w["queuesAfterLoad"]["T0/0"], w["queuesAfterDispatch"]["T0/0"]
+    units = _units(src, "T0/0", int(after["maxOffset"]))
+    assert units and all(s not in (0, BLANK_MAX) and o >= walk_from for o, s in units), units
+    assert [o for o, _s in units] == sorted(o for o, _s in units)
+    t0 = sum(m["topic"] == "T0" and m["queueId"] == 0 for m in sc["messages"])
+    assert len(units) < t0, "the first unit's queue offset is past 0, at byte 0"
+    below = [(o, s) for o, s in units if o < po]
+    assert below and len(below) < len(units), (po, units)
+    assert (load["files"], int(load["maxOffset"]), int(load["maxPhysicOffset"])) == (
+        [f"{0:020d}"], 20 * len(below), below[-1][0] + below[-1][1]), (load, below)
+    _verify_as_the_broker(src, tmp_path, sc, w, "T0/0")
+
+
+def test_the_cut_deletes_a_file_of_zeros_the_walk_wrote_at_0(written, tmp_path):
+    """``-zeros-emptied``: the broker's walk put T9/0's unit (queue offset 1, past ``processOffset``) at 0 of the
+    planted file, the cut deleted it (T9/0 after the load: no file, max -1), and the reput from the other queues'
+    largest max put every cut unit back, T9/0's after one ``fillPreBlank`` unit in a new file.  ``verify`` predicts
+    the units lost (T9/0's first-file unit, not walked) and the index keys put again as the broker's files hold
+    them."""
+    r = written[f"{LINE}-dledger-abort-small-zeros-emptied"]
+    sc, w, src = r["scenario"], r["written"], Path(r["scenario"]["dir"])
+    _zeros_planted(src, "T9/0")
+    po = int(w["truncateDirtyLogicFilesAt"])
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    load, after = w["queuesAfterLoad"]["T9/0"], w["queuesAfterDispatch"]["T9/0"]
+    assert (int(load["maxPhysicOffset"]), load["files"]) == (-1, []), load
+    units = _units(src, "T9/0", int(after["maxOffset"]))
+    assert after["files"] == [f"{0:020d}"] and len(units) == 2, (after, units)
+    (o, s) = units[1]
+    assert units[0] == (0, BLANK_MAX) and (src / "expected" / "consumequeue" / "T9" / "0" / f"{0:020d}").read_bytes(
+    )[:20] == FILL_PRE_BLANK_UNIT and o >= po and o >= int(data[-1].name) and int(after["maxPhysicOffset"]) == o + s
+    _verify_as_the_broker(src, tmp_path, sc, w, "T9/0")
