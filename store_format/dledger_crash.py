@@ -81,7 +81,8 @@ when the last shutdown was not clean, after DLedger's own recovery (:mod:`store_
   the file empty (max -1, write position 0), and ``putMessagePositionInfo`` appends the walk's units onto it from 0
   whatever the first one's queue offset: the file was not created in this run (``MappedFile.isFirstCreateInQueue``),
   so no ``fillPreBlank`` units; the cut then deletes it when its first unit lies past ``processOffset``
-  (``QueuesOnDisk.zeros_queues``; checked on 5.5.1 by ``-small-zeros-kept`` and ``-small-zeros-emptied``).
+  (``QueuesOnDisk.zeros_queues``; checked on 5.5.1 by ``-small-zeros-kept`` and ``-small-zeros-emptied``, without a
+  cut by ``-small-zeros-uncut-emptied``, and on 5.3.3, which walks from the first data file there and cuts nothing).
 * 5.5.1 ``enableAcceleratedRecovery`` and ``checkCommitLogOffsetOnRecover`` are read by
   ``CommitLog.recoverAbnormally`` only, which a DLedger store runs on its old commitlog alone (no data file
   yet); the first also by ``ConsumeQueueStore.getDispatchFromPhyOffset(false)``, which
@@ -197,8 +198,8 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
             (and a physicMsgTimestamp): the broker's ``load()`` fails.
         UnsupportedConfigError: what is not modelled: a RocksDB consume queue, a queue the walk writes whose files
             on disk hold no unit (``QueuesOnDisk.empty_queues``; one file of zeros named 0, ``zeros_queues``, is
-            modelled with the cut after a walk to the log's end and the start's reput from the walk's data files on, not
-            set inside an entry, the walk's own units only), a message check that ends the
+            modelled after a walk to the log's end, with or without the cut, the start's reput from the walk's data
+            files on, not set inside an entry, the walk's own units only), a message check that ends the
             walk elsewhere than DLedger's recovery ends the log where :func:`_walked_nothing` (at the first entry)
             and :func:`walk_after` (the reput's check ending before the log's end: :func:`reput_skips`) refuse, the
             cases of the queue truncation at the short ``processOffset`` that
@@ -254,11 +255,12 @@ def plan_dledger_crash(st: StoreLocation, config: BrokerConfig, rec: DLedgerReco
         if on_disk is not None else []
     if empty:
         raise _empty_refusal(empty)
-    # a queue of one file of zeros (QueuesOnDisk.zeros_queues): checked against the broker with the cut, after a walk to
-    # the log's end, and the start's reput from the walk's data files on, not set inside an entry; not the others
+    # a queue of one file of zeros (QueuesOnDisk.zeros_queues): checked against the broker after a walk to the log's
+    # end, with or without the cut, and the start's reput from the walk's data files on, not set inside an entry; not
+    # the others
     zeros = sorted(set(walked) & on_disk.zeros_queues) if on_disk is not None else []
-    if zeros and (not truncates or early):
-        raise _empty_refusal(zeros, "and no cut at processOffset" if not truncates else "and the walk ends early")
+    if zeros and early:
+        raise _empty_refusal(zeros, "and the walk ends early")
     if early and (truncates or rec.committed_pos < rec.process_offset or config.recheckReputOffsetFromCq):
         # the records past the walk as the start's reput's check reads them (with a cut: their units)
         after, reput_ends = walk_after(st, files, end, rec.process_offset, last_base, reason, config, track,

@@ -18,9 +18,14 @@ file of zeros planted (``plantFiles``):
   file with one ``fillPreBlank`` unit before it.  Without the file (the walk creating it, ``fillPreBlank`` at 0) the cut
   keeps that unit, max 2147483647, and the reput starts there: nothing is put back.
 
+* ``-zeros-uncut-emptied`` (full suite): ``-zeros-emptied`` with the checkpoint's logicsPhysicalOffset at the last
+  data file's first message: the walk from there, no cut; T9/0's unit (queue offset 1) stays at 0.
+
 ``verify`` on the store as the restart found it (``QueuesOnDisk.zeros_queues``: such a queue is a queue on disk whose
 walk's units ``dispatch_units`` puts from 0) predicts the units lost, queue by queue, and the index keys put again as
-the broker's files hold them.
+the broker's files hold them.  On 5.3.3 (``DLEDGER_LINES=5.3.3,5.5.1``) the same stores' walk starts at the first data
+file (the planted queue's first unit, queue offset 0, at byte 0 as its offset says) and nothing is cut; ``verify``
+predicts those too.
 
 ``-zeros-before`` (:func:`zeros_before_scenario`), the shape of the 2 GiB ``-past-2gib-before-t9-first-on-disk-zeros``
 on an ordinary log: the last data file holds prepared transaction messages (no queue unit) and then one T9/0 message
@@ -48,6 +53,9 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.spark]
 bh.skip_without_tools()
 
 LINE = "5.5.1"
+# 5.5.1 by default; DLEDGER_LINES=5.3.3,5.5.1 adds 5.3.3 (its walk starts at the first data file there: each queue's
+# first unit, queue offset 0, at byte 0 anyway, and no cut)
+LINES = [ln for ln in bh.lines_from_env("DLEDGER_LINES", LINE) if ln.startswith(("5.3", "5.5"))]
 # -zeros-emptied: the messages sent to T9/0, one of the first data file and the log's last one
 T9_MESSAGES = (10, 199)
 
@@ -78,15 +86,33 @@ def zeros_before_scenario(line: str) -> dict:
             "name": f"{line}-dledger-abort-zeros-before"}
 
 
-SCENARIOS = {LINE: bh.bounded([*zeros_scenarios(LINE), zeros_before_scenario(LINE)], full_only=("-zeros-kept",))}
+def _scenarios(line: str) -> list[dict]:
+    """The stores of ``line``: the two ``-small-zeros`` ones and ``-zeros-before``; on 5.5.1 also
+    ``-small-zeros-uncut-emptied``, ``-zeros-emptied`` with the checkpoint's logicsPhysicalOffset set at the last data
+    file's first message (the walk from there, no cut: ``processOffset`` lies past it)."""
+    out = [*zeros_scenarios(line), zeros_before_scenario(line)]
+    if line.startswith("5.5"):
+        emptied = out[1]
+        out.append({**emptied, "name": emptied["name"].replace("-zeros-", "-zeros-uncut-"),
+                    "checkpointLogicsPhysicalOffset": {"set": 65536 + 48}})
+    return out
+
+
+SCENARIOS = {ln: bh.bounded(_scenarios(ln), full_only=("-zeros-kept", "-zeros-uncut-emptied")) for ln in LINES}
 STORES = bh.Stores(SCENARIOS, "DLedger crash restarts with a consume queue file of zeros on disk", threads=1)
 _RUNS: dict[str, dict] = {}
-CASES = [pytest.param(sc["name"], id=sc["name"]) for sc in SCENARIOS[LINE]]
 
 
 @pytest.fixture
 def written(request):  # noqa: ANN001, ANN201
     return bh.written_once(request, _RUNS, STORES, every=True)
+
+
+def _run(written: dict, name: str) -> dict:
+    """The run of store ``name``, or a skip saying how to have it written."""
+    if name not in written:
+        pytest.skip(f"{name}: PIPELINES_FULL_SUITE=1 (the -zeros-kept and -zeros-uncut stores), DLEDGER_LINES (a line)")
+    return written[name]
 
 
 def _units(src, queue: str, end: int) -> list[tuple[int, int]]:  # noqa: ANN001
@@ -100,14 +126,14 @@ def _units(src, queue: str, end: int) -> list[tuple[int, int]]:  # noqa: ANN001
     return out
 
 
-def _verify(src, tmp_path) -> dict:  # noqa: ANN001
+def _verify(src, tmp_path, line: str = LINE) -> dict:  # noqa: ANN001
     """``verify --json`` of ``src/before``: its report (``restart``: the next-start prediction, None with a
     ``restart_note``)."""
     from pipelines.cli import main
     out = io.StringIO()
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(out):
         main(["verify", "--store", str(src / "before"), "--config", str(src / "broker.conf"), "--broker-version",
-              bh.BROKER_VERSION_ARG[LINE], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
+              bh.BROKER_VERSION_ARG[line], "--engine", "local", "--work", str(tmp_path / "verify"), "--json"])
     return json.loads(out.getvalue())
 
 
@@ -119,16 +145,17 @@ def _zeros_planted(src, queue: str) -> None:  # noqa: ANN001
     assert not any((src / "before" / files[0]).read_bytes())
 
 
-def _verify_as_the_broker(src, tmp_path, sc: dict, w: dict, queue: str) -> None:  # noqa: ANN001
+def _verify_as_the_broker(src, tmp_path, sc: dict, w: dict, queue: str,  # noqa: ANN001
+                          line: str = LINE) -> None:
     """``verify`` on ``src/before``: the units lost (all queues, and ``queue``'s) and the index keys put again as the
     broker's files hold them."""
-    got = _verify(src, tmp_path)
+    got = _verify(src, tmp_path, line)
     p = got["restart"]
     assert p is not None, got.get("restart_note")
     ends = w["queuesAfterDispatch"]
     held = held_units(src, ends=ends)
     assert p["units_lost"] == queued_messages(sc) - held, (queued_messages(sc), held, p["notes"])
-    per = Counter(f"{m['topic']}/{m['queueId']}" for m in sc["messages"])
+    per = Counter(f"{m['topic']}/{m['queueId']}" for m in sc["messages"] if m.get("tranType") != "prepared")
     lost = {q["queue"]: q["units_lost"] for q in p["queues"]}
     for name, v in ends.items():
         n = sum(s not in (0, BLANK_MAX) for _o, s in _units(src, name, int(v["maxOffset"])))
@@ -143,10 +170,7 @@ def test_the_walk_appends_from_byte_0_of_a_file_of_zeros(written, tmp_path):
     the walk's T0/0 units below ``processOffset`` from byte 0, no ``fillPreBlank`` unit, though the first one's queue
     offset is past 0 (the queue had messages in the first data file, not walked); after the reput the cut ones follow
     them.  ``verify`` predicts the units lost and the index keys put again as the broker's files hold them."""
-    name = f"{LINE}-dledger-abort-small-zeros-kept"
-    if name not in written:
-        pytest.skip("full suite only: PIPELINES_FULL_SUITE=1")
-    r = written[name]
+    r = _run(written, f"{LINE}-dledger-abort-small-zeros-kept")
     sc, w, src = r["scenario"], r["written"], Path(r["scenario"]["dir"])
     _zeros_planted(src, "T0/0")
     po = int(w["truncateDirtyLogicFilesAt"])
@@ -170,7 +194,7 @@ def test_the_cut_deletes_a_file_of_zeros_the_walk_wrote_at_0(written, tmp_path):
     largest max put every cut unit back, T9/0's after one ``fillPreBlank`` unit in a new file.  ``verify`` predicts
     the units lost (T9/0's first-file unit, not walked) and the index keys put again as the broker's files hold
     them."""
-    r = written[f"{LINE}-dledger-abort-small-zeros-emptied"]
+    r = _run(written, f"{LINE}-dledger-abort-small-zeros-emptied")
     sc, w, src = r["scenario"], r["written"], Path(r["scenario"]["dir"])
     _zeros_planted(src, "T9/0")
     po = int(w["truncateDirtyLogicFilesAt"])
@@ -190,7 +214,7 @@ def test_a_reput_from_before_the_walk_after_a_file_of_zeros_is_refused(written, 
     file and the cut deleted it (T9/0 after the load: no file, max -1; no other queue written, the walk's data file
     holding prepared messages before it), so the reput started at 0, before the walk's data file, and wrote T0/0 and
     T9/0 from their starts, every unit at its own queue offset.  ``verify`` says "not predicted" in one line."""
-    r = written[f"{LINE}-dledger-abort-zeros-before"]
+    r = _run(written, f"{LINE}-dledger-abort-zeros-before")
     sc, w, src = r["scenario"], r["written"], Path(r["scenario"]["dir"])
     _zeros_planted(src, "T9/0")
     data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
@@ -209,3 +233,41 @@ def test_a_reput_from_before_the_walk_after_a_file_of_zeros_is_refused(written, 
     out = got["restart_note"]
     assert got["restart"] is None and "T9/0, whose consume queue files on disk hold no unit" in out \
         and "before the walk's data file" in out and "\n" not in out, out
+
+
+def test_without_the_cut_the_walk_s_units_stay_from_byte_0(written, tmp_path):
+    """``-small-zeros-uncut-emptied`` (full suite): the checkpoint behind ``processOffset``, so no cut; the broker's
+    T9/0 after the load is the planted file holding the walk's unit (queue offset 1, the log's last message) at 0, no
+    ``fillPreBlank`` unit, and the reput adds nothing.  ``verify`` predicts the units lost and the index keys put
+    again as the broker's files hold them."""
+    r = _run(written, f"{LINE}-dledger-abort-small-zeros-uncut-emptied")
+    sc, w, src = r["scenario"], r["written"], Path(r["scenario"]["dir"])
+    _zeros_planted(src, "T9/0")
+    data = sorted((src / "before" / "dledger-n0" / "data").iterdir())
+    assert int(w["truncateDirtyLogicFilesAt"]) == -1, w["truncateDirtyLogicFilesAt"]
+    load = w["queuesAfterLoad"]["T9/0"]
+    units = _units(src, "T9/0", int(w["queuesAfterDispatch"]["T9/0"]["maxOffset"]))
+    assert (load["files"], int(load["maxOffset"])) == ([f"{0:020d}"], 20) and len(units) == 1, (load, units)
+    (o, s), = units
+    assert o >= int(data[-1].name) and int(load["maxPhysicOffset"]) == o + s == int(w["maxPhyOffset"]), (load, units)
+    _verify_as_the_broker(src, tmp_path, sc, w, "T9/0")
+
+
+@pytest.mark.parametrize("line", [ln for ln in LINES if ln.startswith("5.3")] or [pytest.param(
+    "5.3.3", marks=pytest.mark.skip(reason="5.3.3: DLEDGER_LINES=5.3.3,5.5.1"))])
+def test_533_walks_from_the_first_data_file_onto_a_file_of_zeros(written, tmp_path, line):
+    """5.3.3 (``DLEDGER_LINES``): the broker's walk starts at the first data file (``crashWalkStartFile``), so each
+    queue's first unit, queue offset 0, goes at byte 0 of the file of zeros as its own offset says, and nothing is cut
+    (the loaded queues' max, -1, is below ``processOffset``); the planted queue holds every unit of its messages.
+    ``verify`` predicts the units lost and the index keys put again as the broker's files hold them."""
+    for sc in SCENARIOS[line]:
+        r = written[sc["name"]]
+        w, src = r["written"], Path(r["scenario"]["dir"])
+        (planted,) = sc["plantFiles"]
+        queue = "/".join(planted.split("/")[1:3])
+        _zeros_planted(src, queue)
+        assert int(w["truncateDirtyLogicFilesAt"]) == -1 and w.get("crashWalkStartFile", 0) == 0, w
+        mine = [m for m in sc["messages"] if f"{m['topic']}/{m['queueId']}" == queue and "tranType" not in m]
+        units = _units(src, queue, int(w["queuesAfterDispatch"][queue]["maxOffset"]))
+        assert len(units) == len(mine) and all(s not in (0, BLANK_MAX) for _o, s in units), (queue, units)
+        _verify_as_the_broker(src, tmp_path / sc["name"], sc, w, queue, line)
