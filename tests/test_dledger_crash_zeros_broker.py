@@ -1,10 +1,10 @@
 """5.5.1 DLedger crash restarts whose store holds, when it restarts, a consume queue of one file of zeros (units that
 never reached the disk: an OS crash) for a queue the recovery's walk writes into, checked against the broker.
 
-Both stores are ``-dledger-abort-small`` (:func:`broker_dledger_scenarios.small_abort_scenarios`: 200 small messages
-over two data files, the walk from the last one, the cut at its short ``processOffset``, the start's reput from the
-cut queues' largest max with ``recheckReputOffsetFromCq=true``), its queue folders deleted before the restart and one
-file of zeros planted (``plantFiles``):
+The ``-small-zeros`` stores are ``-dledger-abort-small`` (:func:`broker_dledger_scenarios.small_abort_scenarios`: 200
+small messages over two data files, the walk from the last one, the cut at its short ``processOffset``, the start's
+reput from the cut queues' largest max with ``recheckReputOffsetFromCq=true``), its queue folders deleted before the
+restart and one file of zeros planted (``plantFiles``):
 
 * ``-zeros-kept``: ``consumequeue/T0/0/00000000000000000000``.  ``ConsumeQueue.recover`` keeps that file empty (max
   -1, write position 0); ``putMessagePositionInfo`` appends the walk's first T0/0 unit (queue offset past 0) at byte 0:
@@ -17,7 +17,6 @@ file of zeros planted (``plantFiles``):
   ``correctMinOffset``), and the reput from the other queues' largest max puts every cut unit back, T9/0's into a new
   file with one ``fillPreBlank`` unit before it.  Without the file (the walk creating it, ``fillPreBlank`` at 0) the cut
   keeps that unit, max 2147483647, and the reput starts there: nothing is put back.
-
 * ``-zeros-uncut-emptied`` (full suite): ``-zeros-emptied`` with the checkpoint's logicsPhysicalOffset at the last
   data file's first message: the walk from there, no cut; T9/0's unit (queue offset 1) stays at 0.
 
