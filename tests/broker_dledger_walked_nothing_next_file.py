@@ -17,7 +17,10 @@ hands, the 22nd file's end (its read position: the whole file; DLedger's committ
 23rd), and walks the 23rd file's entries from its start.
 
 ``-embedded`` (:func:`next_file_embedded_scenario`): the same with a well-formed T5 message (keys ``E5``) at
-2147483647 in that T0 body: the check parses it first, then fails on the 'x' bytes after it.
+2147483647 in that T0 body: the check parses it first, then fails on the 'x' bytes after it; ``-embedded-t0``
+(:func:`next_file_embedded_t0_scenario`), a T0 message there, for a queue the store holds files of; ``-roll``
+(:func:`next_file_roll_scenario`), DLedger's blank magic there; ``-committed`` (:func:`next_file_committed_scenario`),
+DLedger's committed position one entry behind the log's end.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from broker_dledger_2gib import (
     EMBED_T0_DATA,
     PAST_2GIB_FILLER,
     PAST_2GIB_FULL,
+    retargeted,
     with_embedded_message,
 )
 from broker_dledger_scenarios import (
@@ -93,3 +97,17 @@ def next_file_committed_scenario(line: str = "5.5.1") -> dict:
     file): the jump still goes to the 22nd file's end, and the reput walks the 23rd file up to that position."""
     sc = next_file_scenario(line)
     return {**sc, "dledgerCommittedBack": 1, "name": f"{sc['name']}-committed"}
+
+
+EMBEDDED_T0_QUEUE_OFFSET = 600_000   # -embedded-t0: past T0's write position after the cut (495621 units)
+
+
+def next_file_embedded_t0_scenario(line: str = "5.5.1") -> dict:
+    """``<line>-dledger-abort-propcrc-kept-past-2gib-next-file-embedded-t0``: :func:`next_file_scenario` with a
+    well-formed T0 message (:func:`broker_dledger_2gib.retargeted`: queue offset
+    :data:`EMBEDDED_T0_QUEUE_OFFSET`, PHYSICALOFFSET field 2147483647, keys ``E5``) at 2147483647: the check parses
+    it and ``putMessagePositionInfo`` appends its unit to T0, a queue the store holds files of, at the write position
+    the cut left, before the next data file's T0 units."""
+    sc = next_file_scenario(line)
+    return with_embedded_message(sc, EMBED_T0_DATA, EMBED_AT_BODY_DATA, f"{sc['name']}-embedded-t0",
+                                 retargeted(2**31 - 1, b"T0", EMBEDDED_T0_QUEUE_OFFSET))

@@ -5,13 +5,15 @@ only: some 2.2 GB of data files each, as much again in ``before/``; minutes each
 
 The stores (:mod:`broker_dledger_walked_nothing_next_file`): ``-next-file``, the check at 2147483647 fails on a T0
 body's 'x' bytes and ``doReput`` jumps to the end of the bytes ``getData`` hands, the 22nd data file's end
-(``reputFromOffset += result.getSize() - readSize``); ``-next-file-embedded``, a T5 message parsed there first;
-``-next-file-roll``, DLedger's blank magic there (``DLedgerCommitLog.checkMessageAndReturnSize``: size 0, success)
-and ``doReput`` rolls (``DLedgerCommitLog.rollNextFile``) to the same place; ``-next-file-committed``, the jump with
-DLedger's committed position one entry behind the log's end.  From the 23rd data file's start the reput walks the
-entries: T9's units of queue offsets 1 and 2 appended after its ``fillPreBlank`` unit, T0's units of that file at
-T0's write position as the cut left it (their queue offsets past it: ``putMessagePositionInfo`` appends them all
-the same), the 22nd file's units (T0's, and T9's queue offset 0 the planted file replaced) lost.
+(``reputFromOffset += result.getSize() - readSize``); ``-next-file-embedded``, a T5 message parsed there first (a
+new queue); ``-next-file-embedded-t0``, a T0 message (a queue the store holds files of: its unit appended at the
+write position the cut left, the 23rd file's T0 units after it); ``-next-file-roll``, DLedger's blank magic there
+(``DLedgerCommitLog.checkMessageAndReturnSize``: size 0, success) and ``doReput`` rolls
+(``DLedgerCommitLog.rollNextFile``) to the same place; ``-next-file-committed``, the jump with DLedger's committed
+position one entry behind the log's end. From the 23rd data file's start the reput walks the entries: T9's units of
+queue offsets 1 and 2 appended after its ``fillPreBlank`` unit, T0's units of that file at T0's write position as
+the cut left it (their queue offsets past it: ``putMessagePositionInfo`` appends them all the same), the 22nd file's
+units (T0's, and T9's queue offset 0 the planted file replaced) lost.
 
 What the broker wrote is asserted first (its data files, the bytes at 2147483647, the queues after ``load()`` and
 after the reput, the units appended and the index keys); then ``verify`` on the store as the restart found it
@@ -32,11 +34,13 @@ from broker_dledger_2gib import (
     held_units,
     log_bytes,
     queued_messages,
+    retargeted,
     t0_record_at_2147483647,
     written,
 )
 from broker_dledger_walked_nothing_next_file import (
     CHECKPOINT_AT,
+    EMBEDDED_T0_QUEUE_OFFSET,
     LAST_T9,
     LAST_T9_RECORD,
     NEXT_FILE,
@@ -47,6 +51,7 @@ from broker_dledger_walked_nothing_next_file import (
     T9_SIZE,
     next_file_committed_scenario,
     next_file_embedded_scenario,
+    next_file_embedded_t0_scenario,
     next_file_roll_scenario,
     next_file_scenario,
 )
@@ -62,7 +67,13 @@ CUT = NEXT_FILE - 100_000_000   # processOffset: the 22nd data file's start, whe
 T0_RECORD = T0_ENTRY - ENTRY_HEADER_SIZE
 CUT_T0 = 23601 + 1    # the 22nd data file's T0 entries: 23601 and the last, shorter one
 SCENARIOS = {"jump": next_file_scenario, "embedded": next_file_embedded_scenario, "roll": next_file_roll_scenario,
-             "committed": next_file_committed_scenario}
+             "committed": next_file_committed_scenario, "embedded-t0": next_file_embedded_t0_scenario}
+
+
+def _message(kind: str) -> bytes:
+    """The message planted at 2147483647 in the ``kind`` store (b"": none)."""
+    return {"embedded": embedded_message(BLANK_MAX),
+            "embedded-t0": retargeted(BLANK_MAX, b"T0", EMBEDDED_T0_QUEUE_OFFSET)}.get(kind, b"")
 
 
 def _entry(src, at: int) -> bytes:  # noqa: ANN001
@@ -108,9 +119,8 @@ def _as_the_broker(kind: str, tmp_path):  # noqa: ANN001, ANN202
     assert committed_index == int.from_bytes(last[8:16], "big") - (kind == "committed"), committed_index
     record = t0_record_at_2147483647(src)
     at = record[88 + EMBED_AT_BODY_DATA:88 + EMBED_AT_BODY_DATA + 56]
-    msg = embedded_message(BLANK_MAX)
-    expect = {"jump": b"x" * 56, "committed": b"x" * 56, "embedded": msg[:56],
-              "roll": struct.pack(">i", ENTRY_BLANK_MAGIC) + b"x" * 52}[kind]
+    msg = _message(kind)
+    expect = msg[:56] if msg else struct.pack(">i", ENTRY_BLANK_MAGIC) + b"x" * 52 if kind == "roll" else b"x" * 56
     assert at == expect, ("the bytes at 2147483647", at)
     loaded, after = w["queuesAfterLoad"], w["queuesAfterDispatch"]
     assert set(loaded) == {"T0/0", "T9/0"}, loaded
@@ -120,9 +130,12 @@ def _as_the_broker(kind: str, tmp_path):  # noqa: ANN001, ANN202
     assert [struct.unpack(">qi", t9[i:i + 12]) for i in (20, 40)] == [(NEXT_T9, T9_RECORD), (LAST_T9, LAST_T9_RECORD)]
     assert int(after["T9/0"]["maxOffset"]) == 60 and int(after["T9/0"]["maxPhysicOffset"]) == LAST_T9 + LAST_T9_RECORD
     wp = int(loaded["T0/0"]["maxOffset"])   # T0's write position after the cut: the 23rd file's units there
-    assert int(after["T0/0"]["maxOffset"]) == wp + 20 * NEXT_T0, after["T0/0"]
     size = int(sc["config"]["mappedFileSizeConsumeQueue"])
     t0 = (src / "expected" / "consumequeue" / "T0" / "0" / f"{wp - wp % size:020d}").read_bytes()[wp % size:]
+    if kind == "embedded-t0":   # the parsed T0 unit first, at the write position (its queue offset past it)
+        assert t0[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and EMBEDDED_T0_QUEUE_OFFSET * 20 > wp
+        t0, wp = t0[20:], wp + 20
+    assert int(after["T0/0"]["maxOffset"]) == wp + 20 * NEXT_T0, after["T0/0"]
     first_t0 = NEXT_FILE + T9_SIZE + ENTRY_HEADER_SIZE
     assert [struct.unpack(">qi", t0[i:i + 12]) for i in range(0, 20 * NEXT_T0, 20)] == [
         (first_t0 + k * T0_ENTRY, T0_RECORD) for k in range(NEXT_T0)], t0[:40].hex()
@@ -130,13 +143,13 @@ def _as_the_broker(kind: str, tmp_path):  # noqa: ANN001, ANN202
     assert CUT <= after_them[0] < NEXT_FILE and after_them[1] == T0_RECORD, after_them
     queue_offset = struct.unpack(">q", log_bytes(src, first_t0 + 20, 8))[0]   # its QUEUEOFFSET field
     assert queue_offset * 20 > wp, (queue_offset, wp)   # past the write position: appended all the same
-    if kind == "embedded":
+    if kind == "embedded":   # T5/0, a new queue: its unit at 0
         t5 = (src / "expected" / "consumequeue" / "T5" / "0" / f"{0:020d}").read_bytes()
         assert t5[:20] == struct.pack(">qiq", BLANK_MAX, len(msg), 0) and not any(t5[20:40]), t5[:40].hex()
     else:
         assert "T5/0" not in after, after
-    keys = _index_keys_below(src, end + 1)   # the broker's keys: E5 (embedded) and K9
-    assert keys == ([BLANK_MAX] if kind == "embedded" else []) + [LAST_T9], keys
+    keys = _index_keys_below(src, end + 1)   # the broker's keys: E5 (a parsed message's) and K9
+    assert keys == ([BLANK_MAX] if msg else []) + [LAST_T9], keys
     return sc, w, src
 
 
@@ -153,15 +166,19 @@ def test_verify_predicts_the_reput_going_on_at_the_next_data_file(kind: str, tmp
     after = w["queuesAfterDispatch"]
     p, note, crash = _verify(src, tmp_path, monkeypatch)
     past = kind == "committed"   # the last T9 message lies past the committed position: no unit of the reference
-    lost = queued_messages(sc) - held_units(src, ends=after, leave_out="T5")   # the last T9's unit in both
+    # the last T9's unit in both; the parsed T0 unit held, no record's
+    lost = queued_messages(sc) - held_units(src, ends=after, leave_out="T5") + (kind == "embedded-t0")
     assert p["units_lost"] == lost == CUT_T0 + 1, (p["units_lost"], lost, note)
     assert p["units_dispatched_again"] == NEXT_T0 + 2 - past, (p["units_dispatched_again"], note)
     keys = _index_keys_below(src, committed)
     assert p["index_keys_put_again"] == len(keys), (p["index_keys_put_again"], keys, p["notes"])
     assert crash.walked_nothing and crash.process_offset == CUT and crash.reput_from == NEXT_FILE, crash
     assert crash.end == end and crash.gap == (CUT, NEXT_FILE), crash
-    records = ((BLANK_MAX, BLANK_MAX + len(embedded_message(BLANK_MAX))),) if kind == "embedded" else ()
+    records = ((BLANK_MAX, BLANK_MAX + len(_message(kind))),) if _message(kind) else ()
     assert crash.cut is not None and crash.cut.inside_from == BLANK_MAX and crash.cut.inside_records == records
+    whole = {(q.topic, q.queue_id): q.parsed_at for q in crash.cut.inside_placed.whole}   # T0 replayed from the cut
+    wp = int(w["queuesAfterLoad"]["T0/0"]["maxOffset"])
+    assert whole == ({("T0", 0): (wp,)} if kind == "embedded-t0" else {}), whole
     assert crash.inside_keys == tuple(a for a, _b in records), crash.inside_keys
     assert f"or reads DLedger's blank magic and rolls: either way to the next data file's start, {NEXT_FILE}" in note
     assert f"the records from {CUT} to {NEXT_FILE} are dispatched by no one" in note, note

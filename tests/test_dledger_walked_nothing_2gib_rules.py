@@ -233,14 +233,23 @@ def test_the_next_data_file_with_a_parsed_unit_in_a_new_queue_is_modelled() -> N
     assert reput == FILE_END and cut is not None and cut.inside_from == BLANK_MAX and not cut.inside_placed.whole
 
 
+def test_the_next_data_file_after_a_held_queues_unit_ending_before_it_is_modelled() -> None:
+    """The parsed T0 unit appended at T0's write position, the next file's T0 units after it (broker case
+    -next-file-embedded-t0)."""
+    reput, cut = _reput_to_next_file((ParsedUnit("T0", 0, BLANK_MAX, 111, 600_000, 0, own=True, batch=False),))
+    assert reput == FILE_END and cut is not None
+    assert [(q.topic, q.parsed_at) for q in cut.inside_placed.whole] == [("T0", (9_912_420,))], cut.inside_placed
+
+
 @pytest.mark.parametrize("units,config,text", [
-    ((ParsedUnit("T0", 0, BLANK_MAX, 111, 506_827, 0, own=True, batch=False),), {},
-     "after parsing a message for a queue the store holds files of"),
+    ((ParsedUnit("T0", 0, FILE_END + 500, 111, 600_000, 0, own=True, batch=False),), {},
+     "whose unit, appended to a queue the store holds files of, ends past it"),
     ((), {"enableConsumeQueueExt": True}, "with ext files"),
-], ids=["held-queue", "ext"])
-def test_the_next_data_file_stays_refused_after_a_held_queues_unit_or_with_ext_files(units: tuple, config: dict,
-                                                                                     text: str) -> None:
-    """The records of the next data file to a queue the parsed unit went to first (replayed whole, apply_cut) and
-    ext units from there: no broker case; one line."""
-    with pytest.raises(UnsupportedConfigError, match=text):
+], ids=["held-queue-past", "ext"])
+def test_the_next_data_file_stays_refused_after_a_held_queues_unit_ending_past_it_or_with_ext_files(
+        units: tuple, config: dict, text: str) -> None:
+    """A parsed unit whose end (its PHYSICALOFFSET field's) lies past the next data file's start, whose units that
+    queue's max would then drop, and ext units from there: no broker case; one line."""
+    with pytest.raises(UnsupportedConfigError, match=text) as e:
         _reput_to_next_file(units, **config)
+    assert f"set at {BLANK_MAX} " in str(e.value) and "\n" not in str(e.value), str(e.value)
